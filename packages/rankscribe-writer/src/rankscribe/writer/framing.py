@@ -1,0 +1,144 @@
+"""Record framing shared by summary and lineage files (identical to TFRecord).
+
+Each record on disk is::
+
+    u64 LE   payload length n
+    u32 LE   masked CRC-32C of those 8 length bytes
+    n bytes  payload (one serialized protobuf message)
+    u32 LE   masked CRC-32C of the payload
+
+There is no file header, footer, padding or index: a file is its records back
+to back, so a record costs exactly ``len(payload) + 16`` bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from rankscribe.writer.crc import masked_crc32c
+from rankscribe.writer.errors import CorruptRecordError
+
+HEADER_SIZE = 12
+FOOTER_SIZE = 4
+RECORD_OVERHEAD = HEADER_SIZE + FOOTER_SIZE
+
+_LENGTH = struct.Struct("<Q")
+_CRC = struct.Struct("<I")
+
+
+def frame_parts(payload: bytes) -> tuple[bytes, bytes]:
+    """Return the (header, footer) that surround ``payload`` on disk.
+
+    Kept apart from the payload so that a large payload is written without
+    being copied into a new buffer first.
+    """
+    length = _LENGTH.pack(len(payload))
+    return length + _CRC.pack(masked_crc32c(length)), _CRC.pack(masked_crc32c(payload))
+
+
+def frame(payload: bytes) -> bytes:
+    """Return ``payload`` framed as one record."""
+    header, footer = frame_parts(payload)
+    return header + payload + footer
+
+
+@dataclass(frozen=True)
+class TornTail:
+    """An incomplete last record: what a crash in the middle of a write leaves."""
+
+    offset: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class RawRecord:
+    """One framed record as found in a file."""
+
+    offset: int
+    payload: bytes
+
+    @property
+    def record_length(self) -> int:
+        return len(self.payload) + RECORD_OVERHEAD
+
+
+class RecordReader:
+    """Iterate the records of one file, checking both CRCs of each.
+
+    An incomplete record at the end of the file (the writer died mid-write) ends
+    the iteration and is reported in :attr:`torn_tail`, never raised: every
+    record before it is still returned. Damage before the end raises
+    :class:`CorruptRecordError` when ``strict``; otherwise the reader reports it
+    in :attr:`corruptions` and stops, since without a valid length the next
+    record boundary is unknown.
+    """
+
+    def __init__(self, source: str | os.PathLike[str] | BinaryIO, *, strict: bool = True) -> None:
+        self._source = source
+        self._strict = strict
+        self.torn_tail: TornTail | None = None
+        self.corruptions: list[CorruptRecordError] = []
+
+    @property
+    def name(self) -> str:
+        if isinstance(self._source, (str, os.PathLike)):
+            return os.fspath(self._source)
+        return str(getattr(self._source, "name", "<stream>"))
+
+    def __iter__(self) -> Iterator[RawRecord]:
+        if isinstance(self._source, (str, os.PathLike)):
+            with open(self._source, "rb") as stream:
+                yield from self._records(stream)
+        else:
+            yield from self._records(self._source)
+
+    def _records(self, stream: BinaryIO) -> Iterator[RawRecord]:
+        offset = 0
+        while True:
+            header = stream.read(HEADER_SIZE)
+            if not header:
+                return
+            if len(header) < HEADER_SIZE:
+                self.torn_tail = TornTail(offset, f"{len(header)} of {HEADER_SIZE} header bytes")
+                return
+            length_bytes = header[:8]
+            if _CRC.unpack_from(header, 8)[0] != masked_crc32c(length_bytes):
+                if self._corrupt(offset, "length CRC mismatch", stream):
+                    return
+            (length,) = _LENGTH.unpack(length_bytes)
+            body = stream.read(length + FOOTER_SIZE)
+            if len(body) < length + FOOTER_SIZE:
+                self.torn_tail = TornTail(
+                    offset, f"{len(body)} of {length + FOOTER_SIZE} payload bytes"
+                )
+                return
+            payload = body[:length]
+            if _CRC.unpack_from(body, length)[0] != masked_crc32c(payload):
+                if self._corrupt(offset, "payload CRC mismatch", stream):
+                    return
+                offset += length + RECORD_OVERHEAD
+                continue
+            yield RawRecord(offset, payload)
+            offset += length + RECORD_OVERHEAD
+
+    def _corrupt(self, offset: int, reason: str, stream: BinaryIO) -> bool:
+        """Record or raise a corruption; return True when reading must stop."""
+        error = CorruptRecordError(self.name, offset, reason)
+        if self._strict:
+            raise error
+        self.corruptions.append(error)
+        # A bad payload CRC still leaves a trustworthy length, so the next
+        # record can be found; a bad length CRC cannot be stepped over.
+        return reason.startswith("length")
+
+
+def read_records(
+    source: str | os.PathLike[str] | BinaryIO, *, strict: bool = True
+) -> Iterator[bytes]:
+    """Yield the payload of every complete record in ``source``."""
+    for record in RecordReader(source, strict=strict):
+        yield record.payload

@@ -1,0 +1,84 @@
+"""Record framing: the TFRecord layout, both CRCs, torn tails and corruption."""
+
+from __future__ import annotations
+
+import io
+import struct
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rankscribe.writer import CorruptRecordError, RecordReader, read_records
+from rankscribe.writer.crc import crc32c, mask, masked_crc32c
+from rankscribe.writer.framing import RECORD_OVERHEAD, frame
+
+
+def test_crc32c_check_value():
+    assert crc32c(b"123456789") == 0xE3069283
+
+
+def test_mask_is_rotate_right_15_plus_delta():
+    crc = 0x12345678
+    rotated = ((crc >> 15) | (crc << 17)) & 0xFFFFFFFF
+    assert mask(crc) == (rotated + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def test_version_event_header_matches_the_original_bytes():
+    # FORMAT.md: a 28-byte version event starts with 1c00000000000000 c8c1951d.
+    record = frame(b"\0" * 28)
+    assert record[:12].hex() == "1c00000000000000c8c1951d"
+    assert len(record) == 28 + RECORD_OVERHEAD
+
+
+@given(st.lists(st.binary(max_size=300), max_size=8))
+def test_framed_payloads_read_back_in_order(payloads):
+    data = b"".join(frame(p) for p in payloads)
+    assert list(read_records(io.BytesIO(data))) == payloads
+
+
+@given(st.lists(st.binary(min_size=1, max_size=64), min_size=1, max_size=5), st.data())
+def test_any_truncation_is_a_torn_tail_with_earlier_records_intact(payloads, data):
+    blob = b"".join(frame(p) for p in payloads)
+    cut = data.draw(st.integers(min_value=1, max_value=len(blob) - 1))
+    reader = RecordReader(io.BytesIO(blob[:cut]))
+    got = [r.payload for r in reader]
+    assert got == payloads[: len(got)]
+    boundaries = {0}
+    position = 0
+    for p in payloads:
+        position += len(p) + RECORD_OVERHEAD
+        boundaries.add(position)
+    if cut in boundaries:
+        assert reader.torn_tail is None
+    else:
+        assert reader.torn_tail is not None
+        assert reader.torn_tail.offset == sum(len(p) + RECORD_OVERHEAD for p in got)
+
+
+def test_payload_corruption_in_the_middle_raises_in_strict_mode():
+    blob = bytearray(frame(b"first") + frame(b"second") + frame(b"third"))
+    blob[len(frame(b"first")) + 12] ^= 0xFF  # flip a payload byte of "second"
+    with pytest.raises(CorruptRecordError, match=r"at byte 21: payload CRC mismatch"):
+        list(read_records(io.BytesIO(bytes(blob))))
+
+
+def test_payload_corruption_is_skipped_when_not_strict():
+    blob = bytearray(frame(b"first") + frame(b"second") + frame(b"third"))
+    blob[len(frame(b"first")) + 12] ^= 0xFF
+    reader = RecordReader(io.BytesIO(bytes(blob)), strict=False)
+    assert [r.payload for r in reader] == [b"first", b"third"]
+    assert [c.offset for c in reader.corruptions] == [21]
+
+
+def test_length_corruption_stops_a_lenient_reader():
+    blob = bytearray(frame(b"first") + frame(b"second"))
+    blob[len(frame(b"first"))] ^= 0x01
+    reader = RecordReader(io.BytesIO(bytes(blob)), strict=False)
+    assert [r.payload for r in reader] == [b"first"]
+    assert "length CRC mismatch" in str(reader.corruptions[0])
+
+
+def test_masked_crc_is_stored_little_endian():
+    record = frame(b"abc")
+    assert struct.unpack("<I", record[-4:])[0] == masked_crc32c(b"abc")
