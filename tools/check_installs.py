@@ -48,7 +48,10 @@ def main(expected: list[str]) -> int:
         origin, editable = _origin(dist)
         want = ROOT / "packages" / name
         if origin != want.resolve() or not editable:
-            problems.append(f"{name} {dist.version} comes from {origin or 'an index'}, not editable from {want}")
+            problems.append(
+                f"{name} {dist.version} comes from {origin or 'an index'}, "
+                f"not editable from {want}"
+            )
     for problem in problems:
         print(f"check_installs: {problem}", file=sys.stderr)
     if not problems:

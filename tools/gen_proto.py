@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Regenerate the committed protobuf modules of rankscribe-writer from proto/.
 
-    python tools/gen_proto.py           # rewrite packages/rankscribe-writer/src/rankscribe/writer/pb/*_pb2.py(i)
-    python tools/gen_proto.py --check   # exit 1 if the committed files differ from a fresh generation
+    python tools/gen_proto.py           # rewrite the writer's pb/*_pb2.py(i)
+    python tools/gen_proto.py --check   # exit 1 if they differ from a fresh generation
 
 The generator is pinned: code that protoc N.x generates refuses to import on
 protobuf runtimes older than N.x, so the generator must match the lowest
@@ -49,8 +49,8 @@ def _installed_generator_version() -> str | None:
 def _reexec_in_private_venv(argv: list[str]) -> int:
     python = PRIVATE_VENV / "bin" / "python"
     if not python.exists():
-        print(f"gen_proto: creating {PRIVATE_VENV.relative_to(ROOT)} with {GENERATOR}=={GENERATOR_VERSION}",
-              file=sys.stderr)
+        print(f"gen_proto: creating {PRIVATE_VENV.relative_to(ROOT)} with "
+              f"{GENERATOR}=={GENERATOR_VERSION}", file=sys.stderr)
         venv.EnvBuilder(with_pip=True, clear=True).create(PRIVATE_VENV)
         subprocess.run(
             [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",

@@ -1,0 +1,114 @@
+"""Turning one recorded step into the bytes of every output file.
+
+``encode_step`` is pure and runs off the training thread (an encoder thread
+or the writer thread): it computes histograms, encodes PNGs and tensors, and
+assembles the records for the summary file, the lineage file and the
+TensorBoard file. A value that fails to encode is logged and left out; the
+rest of the step is still written.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rankscribe.writer import events, histogram, image, tensor, tensorboard
+from rankscribe.writer.values import MAX_STEP_BYTES, Snapshot
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class StepJob:
+    """What ``record(step)`` hands to the background: snapshots in event order."""
+
+    step: int
+    wall_time: float
+    values: list[Snapshot]
+    lineage: list[Snapshot]
+    graph: bytes | None = None
+    tensorboard: bool = False
+    export_tensors: bool = False
+
+
+@dataclass
+class EncodedStep:
+    """The finished records of one step, per output file."""
+
+    step: int
+    summary: list[bytes] = field(default_factory=list)
+    lineage: list[bytes] = field(default_factory=list)
+    tensorboard: list[bytes] = field(default_factory=list)
+    exports: list[tuple[str, np.ndarray]] = field(default_factory=list)
+    errors: list[Exception] = field(default_factory=list)
+
+
+def encode_step(job: StepJob) -> EncodedStep:
+    out = EncodedStep(job.step)
+    if job.graph is not None:
+        out.summary.append(events.graph_event(job.wall_time, job.step, job.graph))
+    summary_values: list[bytes] = []
+    board_values: list[Any] = []
+    for snap in job.values:
+        try:
+            _encode_value(snap, job, summary_values, board_values, out)
+        except Exception as error:  # one bad value must not cost the step
+            logger.error("could not encode %s '%s' at step %d: %s", snap.plugin, snap.tag,
+                         job.step, error)
+            out.errors.append(error)
+    if summary_values:
+        payload = events.summary_event(job.wall_time, job.step, summary_values)
+        if len(payload) > MAX_STEP_BYTES:  # the caller's estimate makes this a last guard
+            raise ValueError(f"step {job.step} encodes to {len(payload):,} bytes")
+        out.summary.append(payload)
+    if board_values:
+        out.tensorboard.append(tensorboard.summary_event(job.wall_time, job.step, board_values))
+    for snap in job.lineage:
+        out.lineage.append(events.lineage_event(job.wall_time, snap.plugin, snap.data))
+    return out
+
+
+def _encode_value(
+    snap: Snapshot, job: StepJob, summary_values: list[bytes], board_values: list[Any],
+    out: EncodedStep,
+) -> None:
+    tag = snap.tag.encode()
+    plugin = snap.plugin
+    if plugin == "scalar":
+        summary_values.append(events.scalar_value(tag, snap.data))
+        if job.tensorboard:
+            board_values.append(tensorboard.scalar_value(snap.tag, snap.data))
+    elif plugin == "histogram":
+        proto = histogram.histogram_proto(snap.data)
+        summary_values.append(events.message_value(tag, plugin, proto.SerializeToString()))
+        if job.tensorboard:
+            board_values.append(tensorboard.histogram_value(snap.tag, proto))
+    elif plugin == "image":
+        picture = image.image_proto(snap.data)
+        summary_values.append(events.message_value(tag, plugin, picture.SerializeToString()))
+        if job.tensorboard:
+            board_values.append(tensorboard.image_value(snap.tag, picture))
+    elif plugin == "tensor":
+        summary_values.append(events.message_value(tag, plugin, tensor_bytes(snap.data)))
+        if job.export_tensors:
+            out.exports.append((snap.tag, snap.data))
+    elif plugin == "landscape":
+        summary_values.append(events.message_value(tag, plugin, snap.data))
+    elif plugin == "text" and job.tensorboard:
+        board_values.append(tensorboard.text_value(snap.tag, snap.data))
+
+
+def tensor_bytes(array: np.ndarray) -> bytes:
+    encode = getattr(tensor, "tensor_proto_bytes", None)
+    if encode is not None:
+        return bytes(encode(array))
+    return bytes(tensor.tensor_proto(array).SerializeToString())
+
+
+def is_heavy(snap: Snapshot) -> bool:
+    """Worth a trip to the encoder pool (small arrays encode faster than the hand-off)."""
+    return snap.plugin in ("histogram", "image", "tensor") and snap.memory > 16_384
+

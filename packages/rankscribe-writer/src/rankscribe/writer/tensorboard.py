@@ -1,0 +1,63 @@
+"""The TensorBoard target: the same step, encoded as TensorFlow ``Event`` records.
+
+TensorBoard reads ``events.out.tfevents.*`` files of TFRecord-framed
+``tensorflow.Event`` messages: the framing is ours already, only the payload
+schema differs (TF's ``simple_value`` is field 2 where the original's
+``scalar_value`` is field 3). Scalars, histograms, images and text are
+written; raw tensors are not, since TensorBoard has no view for them.
+"""
+
+from __future__ import annotations
+
+from rankscribe.writer.pb import summary_pb2, tensorboard_pb2
+
+FILE_VERSION = "brain.Event:2"
+PLUGINS = ("scalar", "histogram", "image", "text")
+
+_Value = tensorboard_pb2.Summary.Value
+
+
+def version_event(wall_time: float) -> bytes:
+    return tensorboard_pb2.Event(wall_time=wall_time, file_version=FILE_VERSION).SerializeToString()
+
+
+def scalar_value(tag: str, value: float) -> _Value:
+    return _Value(tag=tag, simple_value=value)
+
+
+def histogram_value(tag: str, histogram: summary_pb2.Summary.Histogram) -> _Value:
+    """TensorBoard's histogram: right bucket edges and counts over the finite values."""
+    proto = tensorboard_pb2.HistogramProto(
+        min=histogram.min, max=histogram.max, sum=histogram.sum,
+        num=float(sum(bucket.count for bucket in histogram.buckets)),
+    )
+    proto.bucket_limit.extend(bucket.left + bucket.width for bucket in histogram.buckets)
+    proto.bucket.extend(float(bucket.count) for bucket in histogram.buckets)
+    return _Value(tag=tag, histo=proto)
+
+
+def image_value(tag: str, image: summary_pb2.Summary.Image) -> _Value:
+    """The same PNG; colorspace 3 means RGB in TensorBoard's schema too."""
+    return _Value(tag=tag, image=tensorboard_pb2.Summary.Image(
+        height=image.height, width=image.width, colorspace=3,
+        encoded_image_string=image.encoded_image,
+    ))
+
+
+def text_value(tag: str, text: str) -> _Value:
+    """A rank-0 string tensor under the ``text`` plugin, as TensorBoard's text dashboard expects."""
+    metadata = tensorboard_pb2.SummaryMetadata(
+        plugin_data=tensorboard_pb2.SummaryMetadata.PluginData(plugin_name="text"),
+    )
+    tensor = tensorboard_pb2.TensorProto(
+        dtype=tensorboard_pb2.DT_STRING,
+        tensor_shape=tensorboard_pb2.TensorShapeProto(),
+        string_val=[text.encode()],
+    )
+    return _Value(tag=tag, metadata=metadata, tensor=tensor)
+
+
+def summary_event(wall_time: float, step: int, values: list[_Value]) -> bytes:
+    event = tensorboard_pb2.Event(wall_time=wall_time, step=step)
+    event.summary.value.extend(values)
+    return event.SerializeToString()
