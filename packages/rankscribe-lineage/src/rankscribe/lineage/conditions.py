@@ -1,0 +1,378 @@
+"""Search conditions of ``filter_summary_lineage``: fields, checks and matching.
+
+The rules are MindInsight's (v0.2-0.7, plus ``not_in`` from later versions):
+see ``FIELD_MAPPING`` for the searchable fields, ``OPERATORS`` for the
+comparisons. Every problem with a condition raises
+:class:`LineageSearchConditionParamError` whose message is MindInsight's
+("Search_condition param error: ...").
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import operator
+import os
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from rankscribe.lineage.errors import (
+    LineageDirNotExistError,
+    LineageError,
+    LineageParamSummaryPathError,
+    LineageParamTypeError,
+    LineageParamValueError,
+    LineageSearchConditionParamError,
+)
+
+__all__ = [
+    "CONTROL_KEYS",
+    "FIELD_MAPPING",
+    "LINEAGE_TYPES",
+    "OPERATORS",
+    "compare_values",
+    "is_searchable",
+    "matches",
+    "resolve_summary_path",
+    "sort_by",
+    "validate_search_condition",
+]
+
+# name -> (section, key in that section); summary_dir and dataset_mark are the run's own.
+FIELD_MAPPING: dict[str, tuple[str, str | None]] = {
+    "summary_dir": ("summary_dir", None),
+    "loss_function": ("hyper_parameters", "loss_function"),
+    "train_dataset_path": ("train_dataset", "train_dataset_path"),
+    "train_dataset_count": ("train_dataset", "train_dataset_size"),
+    "test_dataset_path": ("valid_dataset", "valid_dataset_path"),
+    "test_dataset_count": ("valid_dataset", "valid_dataset_size"),
+    "network": ("algorithm", "network"),
+    "optimizer": ("hyper_parameters", "optimizer"),
+    "learning_rate": ("hyper_parameters", "learning_rate"),
+    "epoch": ("hyper_parameters", "epoch"),
+    "batch_size": ("hyper_parameters", "batch_size"),
+    "device_num": ("hyper_parameters", "device_num"),
+    "loss": ("algorithm", "loss"),
+    "model_size": ("model", "size"),
+    "dataset_mark": ("dataset_mark", None),
+}
+
+OPERATORS = ("eq", "lt", "gt", "le", "ge", "in", "not_in")
+CONTROL_KEYS = ("limit", "offset", "sorted_name", "sorted_type", "lineage_type")
+LINEAGE_TYPES = ("dataset", "model")
+SORTED_TYPES = ("ascending", "descending", None)
+
+_STRING_FIELDS = (
+    "summary_dir",
+    "loss_function",
+    "train_dataset_path",
+    "test_dataset_path",
+    "network",
+    "optimizer",
+    "dataset_mark",
+)
+_INT_FIELDS = (
+    "train_dataset_count",
+    "test_dataset_count",
+    "epoch",
+    "batch_size",
+    "device_num",
+    "model_size",
+)
+_NUMBER_FIELDS = ("learning_rate", "loss")
+_INT64_MAX = 2**63 - 1
+_LIST_OPERATORS = ("in", "not_in")
+
+# MindInsight's per-field messages (SEARCH_MODEL_ERROR_MSG_MAPPING). It has none
+# for device_num and dataset_mark and lets bad values through; here they are
+# checked like their neighbours.
+_FIELD_MESSAGES = {
+    "summary_dir": "The parameter summary_dir is invalid. It should be a dict and the value "
+    "should be a string",
+    "loss_function": "The parameter loss_function is invalid. It should be a dict and the "
+    "value should be a string",
+    "train_dataset_path": "The parameter train_dataset_path is invalid. It should be a dict "
+    "and the value should be a string",
+    "train_dataset_count": "The parameter train_dataset_count is invalid. It should be a dict "
+    "and the value should be a integer between 0 and pow(2, 63) -1",
+    "test_dataset_path": "The parameter test_dataset_path is invalid. It should be a dict and "
+    "the value should be a string",
+    "test_dataset_count": "The parameter test_dataset_count is invalid. It should be a dict "
+    "and the value should be a integer between 0 and pow(2, 63) -1",
+    "network": "The parameter network is invalid. It should be a dict and the value should "
+    "be a string",
+    "optimizer": "The parameter optimizer is invalid. It should be a dict and the value "
+    "should be a string",
+    "learning_rate": "The parameter learning_rate is invalid. It should be a dict and the "
+    "value should be a float or a integer",
+    "epoch": "The parameter epoch is invalid. It should be a positive integer.",
+    "batch_size": "The parameter batch_size is invalid. It should be a non-negative integer.",
+    "device_num": "The parameter device_num is invalid. It should be a dict and the value "
+    "should be a integer between 0 and pow(2, 63) -1",
+    "loss": "The parameter loss is invalid. It should be a float.",
+    "model_size": "The parameter model_size is invalid. It should be an integer between 0 "
+    "and pow(2, 63) -1.",
+    "dataset_mark": "The parameter dataset_mark is invalid. It should be a dict and the value "
+    "should be a string",
+    "limit": "Invalid input limit. 0 < limit <= 100",
+    "offset": "Invalid input offset. 0 <= offset <= 100000",
+    "sorted_name": "The parameter sorted_name is invalid. It should be a string.",
+    "sorted_type": "The parameter sorted_type is invalid. It should be a string.",
+    "lineage_type": "The parameter lineage_type is invalid. It should be 'dataset' or 'model'.",
+}
+_METRIC_MESSAGE = (
+    "The parameter {} is invalid. It should be a dict and the value should be a float or a "
+    "integer"
+)
+
+
+class _ConditionProblemError(Exception):
+    """A field-level problem, reported with that field's fixed message."""
+
+
+def is_searchable(name: object) -> bool:
+    """True for a FIELD_MAPPING name or a ``metric/<k>`` / ``user_defined/<k>`` name."""
+    return isinstance(name, str) and (
+        name in FIELD_MAPPING or name.startswith(("metric/", "user_defined/"))
+    )
+
+
+def _is_sortable(name: object) -> bool:
+    return isinstance(name, str) and (
+        name in FIELD_MAPPING
+        or (name.startswith("metric/") and len(name) > len("metric/"))
+        or (name.startswith("user_defined/") and len(name) > len("user_defined/"))
+    )
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_list_operand(key: str, value: object) -> None:
+    if key in _LIST_OPERATORS and not isinstance(value, (list, tuple)):
+        raise _ConditionProblemError(f"The value of `{key}` operation must be list or tuple.")
+
+
+def _check_string_field(condition: dict[str, Any]) -> None:
+    if not set(condition).issubset(("eq", "in", "not_in")):
+        raise _ConditionProblemError("Its operation should be `eq`, `in` or `not_in`.")
+    if len(condition) > 1:
+        raise _ConditionProblemError("More than one operation.")
+    for key, value in condition.items():
+        _check_list_operand(key, value)
+        if key not in _LIST_OPERATORS and not isinstance(value, str):
+            raise _ConditionProblemError("Wrong value type.")
+
+
+def _check_int_field(condition: dict[str, Any]) -> None:
+    for key, value in condition.items():
+        _check_list_operand(key, value)
+        if key in _LIST_OPERATORS:
+            continue
+        if not _is_int(value):
+            raise _ConditionProblemError("Wrong value type.")
+        if not 0 <= value <= _INT64_MAX:
+            raise _ConditionProblemError("Int value should <= pow(2, 63) - 1.")
+
+
+def _check_number_field(condition: dict[str, Any]) -> None:
+    for key, value in condition.items():
+        _check_list_operand(key, value)
+        if key not in _LIST_OPERATORS and not _is_number(value):
+            raise _ConditionProblemError("Wrong value type.")
+
+
+def _check_attribute(name: object, condition: object) -> None:
+    """MindInsight's pre-load check of one search attribute."""
+    if not is_searchable(name):
+        raise LineageParamValueError("The search attribute not supported.")
+    assert isinstance(name, str)
+    if not isinstance(condition, dict):
+        raise LineageParamTypeError(f"The search_condition element {name} should be dict.")
+    for key in condition:
+        if key not in OPERATORS:
+            raise LineageParamValueError(
+                "The compare condition should be in "
+                "('eq', 'lt', 'gt', 'le', 'ge', 'in', 'not_in')."
+            )
+    if name.startswith("metric/"):
+        if name == "metric/":
+            raise LineageParamValueError("The search attribute not supported.")
+        try:
+            _check_number_field(condition)
+        except _ConditionProblemError:
+            raise LineageSearchConditionParamError(_METRIC_MESSAGE.format(name)) from None
+
+
+def _check_field_values(name: str, condition: dict[str, Any]) -> None:
+    try:
+        if name in _STRING_FIELDS:
+            _check_string_field(condition)
+        elif name in _INT_FIELDS:
+            _check_int_field(condition)
+        elif name in _NUMBER_FIELDS:
+            _check_number_field(condition)
+    except _ConditionProblemError:
+        raise LineageSearchConditionParamError(_FIELD_MESSAGES[name]) from None
+
+
+def _check_control_types(condition: dict[str, Any]) -> None:
+    """MindInsight's ``validate_condition``."""
+    for key in ("limit", "offset"):
+        if key in condition and not _is_int(condition[key]):
+            raise LineageParamTypeError(f"The {key} must be int.")
+    if "sorted_name" in condition and not _is_sortable(condition["sorted_name"]):
+        raise LineageParamValueError(
+            f"The sorted_name must be in {list(FIELD_MAPPING)} or start with `metric/` or "
+            f"`user_defined/`."
+        )
+    if "sorted_type" in condition:
+        if "sorted_name" not in condition:
+            raise LineageParamValueError(
+                "The sorted_name have to exist when sorted_type exists."
+            )
+        if condition["sorted_type"] not in SORTED_TYPES:
+            raise LineageParamValueError("The sorted_type must be ascending or descending.")
+
+
+def _check_control_values(condition: dict[str, Any]) -> None:
+    limit = condition.get("limit", 1)
+    offset = condition.get("offset", 0)
+    if not 0 < limit <= 100:
+        raise LineageSearchConditionParamError(_FIELD_MESSAGES["limit"])
+    if not 0 <= offset <= 100000:
+        raise LineageSearchConditionParamError(_FIELD_MESSAGES["offset"])
+    if "lineage_type" in condition:
+        _check_lineage_type(condition["lineage_type"])
+
+
+def _check_lineage_type(value: object) -> None:
+    message = _FIELD_MESSAGES["lineage_type"]
+    if not isinstance(value, dict) or len(value) > 1 or not set(value).issubset(("eq", "in")):
+        raise LineageSearchConditionParamError(message)
+    for key, expected in value.items():
+        wanted = expected if key == "in" else [expected]
+        if not isinstance(wanted, (list, tuple)) or not set(wanted).issubset(LINEAGE_TYPES):
+            raise LineageSearchConditionParamError(message)
+
+
+def validate_search_condition(condition: object) -> dict[str, Any]:
+    """Check a search condition; return it, or raise LineageSearchConditionParamError."""
+    try:
+        if not isinstance(condition, dict):
+            raise LineageParamTypeError("Invalid search_condition type, it should be dict.")
+        _check_control_types(condition)
+        for name, value in condition.items():
+            if name not in CONTROL_KEYS:
+                _check_attribute(name, value)
+        for name, value in condition.items():
+            if name in FIELD_MAPPING:
+                _check_field_values(name, value)
+        _check_control_values(condition)
+    except LineageSearchConditionParamError:
+        raise
+    except LineageError as error:
+        raise LineageSearchConditionParamError(error.message) from None
+    return condition
+
+
+def resolve_summary_path(path: object, base_dir: str | None = None) -> str:
+    """MindInsight's ``validate_path``: an absolute, ``..``-free, existing directory.
+
+    With ``base_dir``, a path starting with ``./`` is taken relative to it.
+    Returns the real path; raises :class:`LineageParamSummaryPathError`.
+    """
+    if base_dir is not None and isinstance(path, str) and path.startswith("./"):
+        path = os.path.join(base_dir, path[2:])
+    try:
+        if (
+            not isinstance(path, str)
+            or not path
+            or ".." in path.split("/")
+            or not path.startswith("/")
+        ):
+            raise LineageParamValueError("The summary path is invalid.")
+        try:
+            real = os.path.realpath(path)
+        except ValueError:  # e.g. an embedded NUL
+            raise LineageParamValueError("The summary path is invalid.") from None
+        if not os.path.isdir(real):
+            raise LineageDirNotExistError("The summary path does not exist or is not a dir.")
+    except (LineageParamValueError, LineageDirNotExistError) as error:
+        raise LineageParamSummaryPathError(error.message) from None
+    return real
+
+
+def matches(key: str, expected: Any, actual: Any) -> bool:
+    """Whether ``actual`` satisfies ``<key> expected`` (MindInsight's ``is_match``).
+
+    A missing value (None) fails the ordering comparisons and ``not_in``; a
+    comparison between incompatible types counts as no match.
+    """
+    if actual is None and key in ("lt", "gt", "le", "ge", "not_in"):
+        return False
+    try:
+        if key == "in":
+            return bool(operator.contains(expected, actual))
+        if key == "not_in":
+            return not operator.contains(expected, actual)
+        return bool(getattr(operator, key)(actual, expected))
+    except TypeError:
+        return False
+
+
+def compare_values(first: Any, second: Any) -> int:
+    """MindInsight's sort comparison: None smallest, mismatched types by type name."""
+    if first is None and second is None:
+        return 0
+    if first is None:
+        return -1
+    if second is None:
+        return 1
+    try:
+        return int(first > second) - int(first < second)
+    except TypeError:
+        first_type, second_type = str(type(first)), str(type(second))
+        return int(first_type > second_type) - int(first_type < second_type)
+
+
+_Row = TypeVar("_Row")
+
+
+def _none_smallest(pair: tuple[Any, object]) -> tuple[bool, Any]:
+    value = pair[0]
+    return (value is not None, value if value is not None else 0)
+
+
+def sort_by(
+    rows: Sequence[_Row],
+    value_of: Callable[[_Row], Any],
+    *,
+    descending: bool = False,
+    none_last: bool = False,
+) -> list[_Row]:
+    """Stable sort on one key with MindInsight's comparison.
+
+    By default None is the smallest value (first ascending, last descending);
+    with ``none_last`` missing values go last in both directions.
+    """
+    present = [row for row in rows if value_of(row) is not None] if none_last else list(rows)
+    missing = [row for row in rows if value_of(row) is None] if none_last else []
+    try:
+        # Fast path when the values are mutually comparable and not NaN.
+        keyed = [(value_of(row), row) for row in present]
+        if any(isinstance(value, float) and math.isnan(value) for value, _ in keyed):
+            raise TypeError("NaN takes the comparison path")
+        ordered = [row for _, row in sorted(keyed, key=_none_smallest, reverse=descending)]
+    except TypeError:
+
+        def compare_rows(first: _Row, second: _Row) -> int:
+            return compare_values(value_of(first), value_of(second))
+
+        ordered = sorted(present, key=functools.cmp_to_key(compare_rows), reverse=descending)
+    return ordered + missing

@@ -1,0 +1,155 @@
+"""Finding runs and their lineage files, as MindInsight's SummaryWatcher does.
+
+- A base dir is scanned itself (``./``) and its immediate subdirectories only;
+  deeper levels are not runs of this base. (That is what makes a query over
+  ``runs/`` see one row per distributed job: the job's merged lineage sits in
+  ``runs/exp1`` and the ranks' own files one level further down.)
+- Symbolic links are skipped, both directories and files.
+- A directory is a run when it holds a regular file whose name contains
+  ``summary.<digits>``; the digits are the file's creation timestamp.
+- A run's lineage files are those that also end in ``_lineage``, read in
+  timestamp order, ties broken by file name descending (MindInsight >= 0.3).
+- Runs are listed newest first by ``update_time`` (the mtime of the file with
+  the largest timestamp), then by relative path.
+
+Unlike MindInsight there is no cap of 999 directories.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+
+logger = logging.getLogger(__name__)
+
+SUMMARY_NAME = re.compile(r"summary\.(\d+)")
+LINEAGE_SUFFIX = "_lineage"
+
+__all__ = [
+    "LINEAGE_SUFFIX",
+    "SUMMARY_NAME",
+    "LineageFile",
+    "SummaryDir",
+    "list_lineage_files",
+    "list_summary_dirs",
+]
+
+
+@dataclass(frozen=True)
+class LineageFile:
+    """One ``_lineage`` file and what identifies its content in the index."""
+
+    name: str
+    timestamp: int
+    size: int
+    mtime_ns: int
+
+    @property
+    def signature(self) -> tuple[str, int, int]:
+        return (self.name, self.size, self.mtime_ns)
+
+
+@dataclass
+class SummaryDir:
+    """A run directory found under a base dir."""
+
+    relative_path: str
+    path: str
+    create_time: int
+    update_time_ns: int
+    lineage_files: list[LineageFile] = field(default_factory=list)
+
+    @property
+    def update_time(self) -> float:
+        return self.update_time_ns / 1e9
+
+
+def _order_lineage_files(files: list[LineageFile]) -> list[LineageFile]:
+    by_name_descending = sorted(files, key=lambda item: item.name, reverse=True)
+    return sorted(by_name_descending, key=lambda item: item.timestamp)
+
+
+def _summarize_entries(
+    path: str, relative_path: str, entries: list[os.DirEntry[str]]
+) -> SummaryDir | None:
+    """Return the run made of ``entries`` (the listing of ``path``), or None."""
+    newest_timestamp = -1
+    newest_mtime_ns = 0
+    lineage_files: list[LineageFile] = []
+    newest_entries: list[os.DirEntry[str]] = []
+    for entry in entries:
+        match = SUMMARY_NAME.search(entry.name)
+        if match is None or not entry.is_file(follow_symlinks=False):
+            continue
+        timestamp = int(match.group(1))
+        if entry.name.endswith(LINEAGE_SUFFIX):
+            try:
+                stat = entry.stat(follow_symlinks=False)
+            except OSError:  # removed while we looked
+                continue
+            lineage_files.append(LineageFile(entry.name, timestamp, stat.st_size, stat.st_mtime_ns))
+        if timestamp > newest_timestamp:
+            newest_timestamp = timestamp
+            newest_entries = [entry]
+        elif timestamp == newest_timestamp:
+            newest_entries.append(entry)
+    if newest_timestamp < 0:
+        return None
+    for entry in newest_entries:
+        try:
+            newest_mtime_ns = max(newest_mtime_ns, entry.stat(follow_symlinks=False).st_mtime_ns)
+        except OSError:
+            continue
+    return SummaryDir(
+        relative_path=relative_path,
+        path=path,
+        create_time=newest_timestamp,
+        update_time_ns=newest_mtime_ns,
+        lineage_files=_order_lineage_files(lineage_files),
+    )
+
+
+def _list(path: str) -> list[os.DirEntry[str]]:
+    with os.scandir(path) as entries:
+        return list(entries)
+
+
+def list_summary_dirs(base_dir: str) -> list[SummaryDir]:
+    """Return the runs in ``base_dir`` (itself and its direct subdirectories).
+
+    ``base_dir`` should be a real absolute path: each run's ``path`` is
+    ``base_dir`` joined with the directory name, which is its real path since
+    symbolic links are skipped. Raises ``OSError`` when ``base_dir`` itself
+    cannot be listed; a subdirectory that cannot be listed is skipped with a
+    warning.
+    """
+    entries = _list(base_dir)
+    found: list[SummaryDir] = []
+    own = _summarize_entries(base_dir, "./", entries)
+    if own is not None:
+        found.append(own)
+    for entry in entries:
+        if not entry.is_dir(follow_symlinks=False):
+            continue
+        path = os.path.join(base_dir, entry.name)
+        try:
+            run = _summarize_entries(path, "./" + entry.name, _list(path))
+        except OSError as error:
+            logger.warning("skipping directory %s: %s", path, error)
+            continue
+        if run is not None:
+            found.append(run)
+    found.sort(key=lambda run: run.relative_path)
+    found.sort(key=lambda run: run.update_time_ns, reverse=True)
+    return found
+
+
+def list_lineage_files(directory: str) -> list[LineageFile]:
+    """Return the lineage files directly in ``directory``, in parsing order.
+
+    Raises ``OSError`` when ``directory`` cannot be listed.
+    """
+    run = _summarize_entries(directory, "./", _list(directory))
+    return run.lineage_files if run is not None else []

@@ -1,0 +1,306 @@
+"""A string filter for people at a terminal.
+
+    loss < 0.5 and optimizer in ('Adam', 'Momentum') or metric/acc >= 0.9
+
+Grammar (keywords are case-insensitive; ``and`` binds tighter than ``or``)::
+
+    expression := term ("or" term)*
+    term       := factor ("and" factor)*
+    factor     := "(" expression ")" | comparison
+    comparison := name ("=" | "==" | "!=" | "<" | "<=" | ">" | ">=") value
+                | name ["not"] "in" "(" value ("," value)* [","] ")"
+    name       := a bare name such as loss, metric/acc, user_defined/seed
+                | a quoted name: "user_defined/my key", 'metric/top-1', `x y`
+    value      := a number (-1, 0.5, 1e-3) | a quoted string | true | false
+
+Names are the fields of ``filter_summary_lineage`` (``loss``, ``optimizer``,
+``summary_dir``, ...) plus ``metric/<k>`` and ``user_defined/<k>``. Each
+comparison obeys the same rules as the dict condition (a string field takes
+only ``=``, ``!=``, ``in`` and ``not in``; ``epoch`` wants an int, ...) and
+matches the same runs. A run without the value never matches, whatever the
+operator, ``!=`` and ``not in`` included.
+
+A mistake raises :class:`LineageExpressionError`, whose message shows the
+expression with a caret under the offending column.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from rankscribe.lineage.conditions import matches, validate_search_condition
+from rankscribe.lineage.errors import LineageExpressionError, LineageSearchConditionParamError
+
+__all__ = ["Comparison", "Expression", "parse_expression", "parse_sort_key"]
+
+_COMPARATORS = {"=": "eq", "==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
+_KEYWORDS = ("and", "or", "not", "in", "true", "false")
+
+_TOKEN = re.compile(
+    r"""
+    (?P<space>\s+)
+  | (?P<number>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?))(?![\w./-])
+  | (?P<string>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|`[^`]*`)
+  | (?P<operator>==|!=|<=|>=|=|<|>)
+  | (?P<punct>[(),\[\]])
+  | (?P<word>[A-Za-z_][\w./-]*)
+    """,
+    re.VERBOSE,
+)
+_ESCAPE = re.compile(r"\\(.)")
+
+
+@dataclass(frozen=True)
+class _Token:
+    kind: str
+    text: str
+    column: int
+
+    @property
+    def keyword(self) -> str | None:
+        lowered = self.text.lower()
+        return lowered if self.kind == "word" and lowered in _KEYWORDS else None
+
+
+def _tokenize(expression: str) -> list[_Token]:
+    tokens: list[_Token] = []
+    position = 0
+    while position < len(expression):
+        match = _TOKEN.match(expression, position)
+        if match is None:
+            raise LineageExpressionError(
+                f"unexpected character {expression[position]!r}", expression, position
+            )
+        kind = match.lastgroup
+        assert kind is not None
+        if kind != "space":
+            if kind == "string" and len(match.group()) < 2:
+                raise LineageExpressionError("unterminated string", expression, position)
+            tokens.append(_Token(kind, match.group(), position))
+        position = match.end()
+    tokens.append(_Token("end", "", len(expression)))
+    return tokens
+
+
+def _unquote(text: str) -> str:
+    if text.startswith("`"):
+        return text[1:-1]
+    return _ESCAPE.sub(r"\1", text[1:-1])
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """``name <operator> value``; operator is eq, ne, lt, le, gt, ge, in or not_in."""
+
+    name: str
+    operator: str
+    value: Any
+    column: int
+
+    def evaluate(self, value_of: Callable[[str], Any]) -> bool:
+        actual = value_of(self.name)
+        if actual is None:
+            return False
+        if self.operator == "ne":
+            return not matches("eq", self.value, actual)
+        return matches(self.operator, self.value, actual)
+
+
+@dataclass(frozen=True)
+class Expression:
+    """A parsed filter: ``kind`` is 'and' or 'or' over ``parts``, or a single comparison."""
+
+    kind: str
+    parts: tuple[Expression | Comparison, ...]
+
+    def evaluate(self, value_of: Callable[[str], Any]) -> bool:
+        if self.kind == "and":
+            return all(part.evaluate(value_of) for part in self.parts)
+        return any(part.evaluate(value_of) for part in self.parts)
+
+    def comparisons(self) -> list[Comparison]:
+        found: list[Comparison] = []
+        for part in self.parts:
+            if isinstance(part, Comparison):
+                found.append(part)
+            else:
+                found.extend(part.comparisons())
+        return found
+
+
+class _Parser:
+    def __init__(self, expression: str) -> None:
+        self.expression = expression
+        self.tokens = _tokenize(expression)
+        self.position = 0
+
+    @property
+    def current(self) -> _Token:
+        return self.tokens[self.position]
+
+    def error(self, detail: str, token: _Token | None = None) -> LineageExpressionError:
+        token = token or self.current
+        return LineageExpressionError(detail, self.expression, token.column)
+
+    def describe(self, token: _Token) -> str:
+        return "the end of the filter" if token.kind == "end" else repr(token.text)
+
+    def advance(self) -> _Token:
+        token = self.current
+        self.position += 1
+        return token
+
+    def expect_punct(self, text: str) -> _Token:
+        if self.current.kind == "punct" and self.current.text == text:
+            return self.advance()
+        raise self.error(f"expected {text!r} but found {self.describe(self.current)}")
+
+    def parse(self) -> Expression | Comparison:
+        if self.current.kind == "end":
+            raise self.error("the filter is empty")
+        result = self.parse_or()
+        if self.current.kind != "end":
+            raise self.error(
+                f"expected 'and', 'or' or the end of the filter but found "
+                f"{self.describe(self.current)}"
+            )
+        return result
+
+    def parse_or(self) -> Expression | Comparison:
+        parts = [self.parse_and()]
+        while self.current.keyword == "or":
+            self.advance()
+            parts.append(self.parse_and())
+        return parts[0] if len(parts) == 1 else Expression("or", tuple(parts))
+
+    def parse_and(self) -> Expression | Comparison:
+        parts = [self.parse_factor()]
+        while self.current.keyword == "and":
+            self.advance()
+            parts.append(self.parse_factor())
+        return parts[0] if len(parts) == 1 else Expression("and", tuple(parts))
+
+    def parse_factor(self) -> Expression | Comparison:
+        if self.current.kind == "punct" and self.current.text == "(":
+            self.advance()
+            inner = self.parse_or()
+            self.expect_punct(")")
+            return inner
+        return self.parse_comparison()
+
+    def parse_name(self) -> _Token:
+        token = self.current
+        if token.kind == "string" or (token.kind == "word" and token.keyword is None):
+            return self.advance()
+        raise self.error(f"expected a field name but found {self.describe(token)}")
+
+    def parse_comparison(self) -> Comparison:
+        name_token = self.parse_name()
+        name = _unquote(name_token.text) if name_token.kind == "string" else name_token.text
+        token = self.current
+        if token.kind == "operator":
+            self.advance()
+            return Comparison(name, _COMPARATORS[token.text], self.parse_value(), name_token.column)
+        if token.keyword == "not":
+            self.advance()
+            if self.current.keyword != "in":
+                found = self.describe(self.current)
+                raise self.error(f"expected 'in' after 'not' but found {found}")
+            self.advance()
+            return Comparison(name, "not_in", self.parse_list(), name_token.column)
+        if token.keyword == "in":
+            self.advance()
+            return Comparison(name, "in", self.parse_list(), name_token.column)
+        raise self.error(
+            f"expected a comparison (=, !=, <, <=, >, >=, in, not in) after {name!r} but "
+            f"found {self.describe(token)}"
+        )
+
+    def parse_list(self) -> list[Any]:
+        opening = self.current
+        if not (opening.kind == "punct" and opening.text in "(["):
+            found = self.describe(opening)
+            raise self.error(f"expected '(' and a list of values but found {found}")
+        closing = ")" if opening.text == "(" else "]"
+        self.advance()
+        values: list[Any] = []
+        while not (self.current.kind == "punct" and self.current.text == closing):
+            values.append(self.parse_value())
+            if self.current.kind == "punct" and self.current.text == ",":
+                self.advance()
+            elif not (self.current.kind == "punct" and self.current.text == closing):
+                raise self.error(
+                    f"expected ',' or {closing!r} but found {self.describe(self.current)}"
+                )
+        self.advance()
+        return values
+
+    def parse_value(self) -> Any:
+        token = self.current
+        if token.kind == "number":
+            self.advance()
+            text = token.text
+            if re.fullmatch(r"[-+]?\d+", text):
+                return int(text)
+            return float(text)
+        if token.kind == "string" and not token.text.startswith("`"):
+            self.advance()
+            return _unquote(token.text)
+        if token.keyword in ("true", "false"):
+            self.advance()
+            return token.keyword == "true"
+        if token.kind == "word":
+            raise self.error(
+                f"expected a number or a quoted string but found {token.text!r} "
+                f"(did you mean '{token.text}'?)"
+            )
+        raise self.error(f"expected a number or a quoted string but found {self.describe(token)}")
+
+
+def _validate(comparison: Comparison, expression: str) -> None:
+    """Apply the dict condition's rules to one comparison."""
+    operator = "eq" if comparison.operator == "ne" else comparison.operator
+    try:
+        validate_search_condition({comparison.name: {operator: comparison.value}})
+    except LineageSearchConditionParamError as error:
+        detail = error.message.removeprefix("Search_condition param error: ")
+        raise LineageExpressionError(
+            f"{detail} (in {comparison.name!r})", expression, comparison.column
+        ) from None
+
+
+def parse_expression(expression: str) -> Expression | Comparison:
+    """Parse and check a string filter; raise LineageExpressionError on a mistake."""
+    if not isinstance(expression, str):
+        raise LineageExpressionError(
+            f"the filter must be a str, got {type(expression).__name__}", repr(expression), 0
+        )
+    parsed = _Parser(expression).parse()
+    comparisons = [parsed] if isinstance(parsed, Comparison) else parsed.comparisons()
+    for comparison in comparisons:
+        _validate(comparison, expression)
+    return parsed
+
+
+def parse_sort_key(text: str) -> tuple[str, bool]:
+    """Parse ``"<name> [asc|desc]"`` (or ``"-<name>"``); return (name, descending)."""
+    if not isinstance(text, str) or not text.strip():
+        raise LineageExpressionError("a sort key must be a non-empty str", repr(text), 0)
+    stripped = text.strip()
+    descending = False
+    if stripped.startswith("-"):
+        descending, stripped = True, stripped[1:].strip()
+    words = stripped.rsplit(None, 1)
+    if len(words) == 2 and words[1].lower() in ("asc", "ascending", "desc", "descending"):
+        stripped, descending = words[0].strip(), words[1].lower().startswith("desc")
+    if len(stripped) >= 2 and stripped[0] == stripped[-1] and stripped[0] in "'\"`":
+        stripped = stripped[1:-1]
+    try:
+        validate_search_condition({"sorted_name": stripped})
+    except LineageSearchConditionParamError as error:
+        detail = error.message.removeprefix("Search_condition param error: ")
+        raise LineageExpressionError(detail, text, 0) from None
+    return stripped, descending

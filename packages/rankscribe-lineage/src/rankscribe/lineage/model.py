@@ -1,0 +1,579 @@
+"""The lineage model: plain dataclasses for what a ``_lineage`` file holds.
+
+Each dataclass converts exactly to and from the writer's protobuf message
+(``rankscribe.writer.pb.lineage_pb2``): a field that is not set on the wire is
+``None`` here (proto2 presence), so ``from_proto(to_proto(x)) == x`` and
+``to_proto(from_proto(m)) == m``.
+
+``to_query_dict`` gives what MindInsight's lineage manager shows for the same
+message, i.e. ``MessageToDict(preserving_proto_field_name=True)``: unset fields
+are absent, float32 fields come out as the shortest decimal that widens back to
+the same float32 (0.01, not 0.009999999776482582), non-finite floats as the
+strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"``, and the int64
+``model.size`` as an int.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, TypeVar
+
+from rankscribe.lineage.errors import LineageParamTypeError, LineageParamValueError
+from rankscribe.writer.pb import lineage_pb2
+
+__all__ = [
+    "Algorithm",
+    "DatasetGraphInfo",
+    "EvalLineageInfo",
+    "HyperParameters",
+    "ModelFile",
+    "OperationInfo",
+    "OperationParameterInfo",
+    "TrainDataset",
+    "TrainLineageInfo",
+    "UserDefinedInfo",
+    "ValidDataset",
+    "float32_repr",
+    "json_float",
+]
+
+_F32 = struct.Struct("<f")
+_INT32_MIN = -(2**31)
+_INT32_MAX = 2**31 - 1
+_NON_FINITE = ("NaN", "Infinity", "-Infinity")
+_FLOAT32_MAX = 3.4028234663852886e38
+
+
+def _widen_float32(value: float) -> float:
+    return float(_F32.unpack(_F32.pack(value))[0])
+
+
+def float32_repr(value: float) -> float | str:
+    """Return a float32 value as protobuf's ``MessageToDict`` shows it.
+
+    The result is the decimal with the fewest significant digits (at least 6)
+    that still widens to the same float32, so 0.01f reads as 0.01 and the
+    float32 nearest 2.3027029 as 2.302703. Non-finite values become the JSON
+    strings protobuf uses.
+    """
+    if not math.isfinite(value):
+        return json_float(value)
+    if abs(value) > _FLOAT32_MAX:
+        return value
+    # Widen first: a double that is not a float32 would never match below.
+    value = _widen_float32(value)
+    precision = 6
+    rounded = float(f"{value:.{precision}g}")
+    while _widen_float32(rounded) != value:
+        precision += 1
+        rounded = float(f"{value:.{precision}g}")
+    return rounded
+
+
+def json_float(value: float) -> float | str:
+    """Return a double as ``MessageToDict`` shows it (non-finite as strings)."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return value
+
+
+_Scalar = TypeVar("_Scalar", bound="_ScalarMessage")
+
+
+@dataclass
+class _ScalarMessage:
+    """A message made only of optional scalar fields with the same names."""
+
+    # Names of float32 fields, shown with float32_repr in query dicts.
+    float32_fields: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def from_proto(cls: type[_Scalar], message: Any) -> _Scalar:
+        values = {
+            item.name: getattr(message, item.name) if message.HasField(item.name) else None
+            for item in fields(cls)
+        }
+        return cls(**values)
+
+    def fill_proto(self, message: Any) -> None:
+        """Set every non-None field on ``message`` (and mark it present)."""
+        message.SetInParent()
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if value is not None:
+                setattr(message, item.name, value)
+
+    def to_query_dict(self) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if value is None:
+                continue
+            if item.name in self.float32_fields:
+                value = float32_repr(value)
+            result[item.name] = value
+        return result
+
+    @classmethod
+    def from_query_dict(cls: type[_Scalar], values: Mapping[str, Any]) -> _Scalar:
+        names = {item.name for item in fields(cls)}
+        unknown = sorted(set(values) - names)
+        if unknown:
+            raise LineageParamValueError(
+                f"{cls.__name__} has no field {unknown[0]!r}; expected one of {sorted(names)}"
+            )
+        converted = {}
+        for name, value in values.items():
+            non_finite = isinstance(value, str) and value in _NON_FINITE
+            converted[name] = (
+                float(value.replace("Infinity", "inf"))
+                if non_finite and name in cls.float32_fields
+                else value
+            )
+        return cls(**converted)
+
+
+@dataclass
+class HyperParameters(_ScalarMessage):
+    """``TrainLineage.HyperParameters`` (batch_size is field 8; 7 is unused)."""
+
+    optimizer: str | None = None
+    learning_rate: float | None = None
+    loss_function: str | None = None
+    epoch: int | None = None
+    parallel_mode: str | None = None
+    device_num: int | None = None
+    batch_size: int | None = None
+    float32_fields: ClassVar[tuple[str, ...]] = ("learning_rate",)
+
+
+@dataclass
+class TrainDataset(_ScalarMessage):
+    """``TrainLineage.TrainDataset``."""
+
+    train_dataset_path: str | None = None
+    train_dataset_size: int | None = None
+
+
+@dataclass
+class Algorithm(_ScalarMessage):
+    """``TrainLineage.Algorithm``: the network class name and the final loss."""
+
+    network: str | None = None
+    loss: float | None = None
+    float32_fields: ClassVar[tuple[str, ...]] = ("loss",)
+
+
+@dataclass
+class ModelFile(_ScalarMessage):
+    """``TrainLineage.Model``: ``path`` is the JSON text ``{"ckpt": ...}``."""
+
+    path: str | None = None
+    size: int | None = None
+
+
+@dataclass
+class ValidDataset(_ScalarMessage):
+    """``EvaluationLineage.ValidDataset``."""
+
+    valid_dataset_path: str | None = None
+    valid_dataset_size: int | None = None
+
+
+_TRAIN_SECTIONS: tuple[tuple[str, type[_ScalarMessage]], ...] = (
+    ("hyper_parameters", HyperParameters),
+    ("train_dataset", TrainDataset),
+    ("algorithm", Algorithm),
+    ("model", ModelFile),
+)
+
+
+@dataclass
+class TrainLineageInfo:
+    """``TrainLineage``: each section is None when absent from the message."""
+
+    hyper_parameters: HyperParameters | None = None
+    train_dataset: TrainDataset | None = None
+    algorithm: Algorithm | None = None
+    model: ModelFile | None = None
+
+    @classmethod
+    def from_proto(cls, message: lineage_pb2.TrainLineage) -> TrainLineageInfo:
+        sections = {
+            name: kind.from_proto(getattr(message, name)) if message.HasField(name) else None
+            for name, kind in _TRAIN_SECTIONS
+        }
+        return cls(**sections)  # type: ignore[arg-type]
+
+    def to_proto(self) -> lineage_pb2.TrainLineage:
+        message = lineage_pb2.TrainLineage()
+        for name, _ in _TRAIN_SECTIONS:
+            section = getattr(self, name)
+            if section is not None:
+                section.fill_proto(getattr(message, name))
+        return message
+
+    def to_query_dict(self) -> dict[str, dict[str, Any]]:
+        """The sections present, as MindInsight shows them."""
+        return {
+            name: getattr(self, name).to_query_dict()
+            for name, _ in _TRAIN_SECTIONS
+            if getattr(self, name) is not None
+        }
+
+    @classmethod
+    def from_query_dict(cls, values: Mapping[str, Mapping[str, Any]]) -> TrainLineageInfo:
+        kinds = dict(_TRAIN_SECTIONS)
+        unknown = sorted(set(values) - set(kinds))
+        if unknown:
+            raise LineageParamValueError(
+                f"TrainLineageInfo has no section {unknown[0]!r}; expected one of {sorted(kinds)}"
+            )
+        return cls(**{name: kinds[name].from_query_dict(section)  # type: ignore[arg-type]
+                      for name, section in values.items()})
+
+
+@dataclass
+class EvalLineageInfo:
+    """``EvaluationLineage``: ``metric`` is the JSON text of the metrics dict."""
+
+    metric: str | None = None
+    valid_dataset: ValidDataset | None = None
+
+    @classmethod
+    def from_metrics(
+        cls,
+        metrics: Mapping[str, Any] | None,
+        valid_dataset: ValidDataset | None = None,
+    ) -> EvalLineageInfo:
+        """Build the lineage an evaluation writes: ``metric = json.dumps(metrics)``."""
+        return cls(json.dumps(dict(metrics) if metrics is not None else None), valid_dataset)
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        """The metrics dict (``{}`` when ``metric`` is unset or empty)."""
+        if not self.metric:
+            return {}
+        value = json.loads(self.metric)
+        return value if isinstance(value, dict) else {}
+
+    @classmethod
+    def from_proto(cls, message: lineage_pb2.EvaluationLineage) -> EvalLineageInfo:
+        return cls(
+            metric=message.metric if message.HasField("metric") else None,
+            valid_dataset=ValidDataset.from_proto(message.valid_dataset)
+            if message.HasField("valid_dataset")
+            else None,
+        )
+
+    def to_proto(self) -> lineage_pb2.EvaluationLineage:
+        message = lineage_pb2.EvaluationLineage()
+        if self.metric is not None:
+            message.metric = self.metric
+        if self.valid_dataset is not None:
+            self.valid_dataset.fill_proto(message.valid_dataset)
+        return message
+
+    def to_query_dict(self) -> dict[str, Any]:
+        """``{'metric': <parsed dict>, 'valid_dataset': {...}}`` for the parts present.
+
+        Raises ``ValueError`` when ``metric`` is not JSON text.
+        """
+        result: dict[str, Any] = {}
+        if self.metric is not None:
+            result["metric"] = json.loads(self.metric) if self.metric else {}
+        if self.valid_dataset is not None:
+            result["valid_dataset"] = self.valid_dataset.to_query_dict()
+        return result
+
+
+@dataclass
+class UserDefinedInfo:
+    """``UserDefinedInfo``: custom lineage, recursive through ``user_info``/``map_dict``."""
+
+    user_info: list[UserDefinedInfo] = field(default_factory=list)
+    map_dict: dict[str, UserDefinedInfo] = field(default_factory=dict)
+    map_int32: dict[str, int] = field(default_factory=dict)
+    map_str: dict[str, str] = field(default_factory=dict)
+    map_double: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, int | float | str]) -> UserDefinedInfo:
+        """Pack a flat dict the way MindSpore packs ``custom_lineage_data``.
+
+        One ``user_info`` entry per key, holding that key in ``map_int32``
+        (int), ``map_double`` (float) or ``map_str`` (str). A bool or another
+        type is a TypeError; an int outside int32 is a ValueError.
+        """
+        if not isinstance(values, Mapping):
+            raise LineageParamTypeError(
+                f"custom lineage data must be a dict of str to int, float or str, "
+                f"got {type(values).__name__}"
+            )
+        info = cls()
+        for key, value in values.items():
+            if not isinstance(key, str):
+                raise LineageParamTypeError(
+                    f"custom lineage data keys must be str, got {key!r} ({type(key).__name__})"
+                )
+            if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+                raise LineageParamTypeError(
+                    f"custom lineage data value for {key!r} must be int, float or str, "
+                    f"got {value!r} ({type(value).__name__})"
+                )
+            if isinstance(value, int):
+                if not _INT32_MIN <= value <= _INT32_MAX:
+                    raise LineageParamValueError(
+                        f"custom lineage data value for {key!r} is {value}, outside int32 "
+                        f"[{_INT32_MIN}, {_INT32_MAX}]"
+                    )
+                info.user_info.append(cls(map_int32={key: value}))
+            elif isinstance(value, float):
+                info.user_info.append(cls(map_double={key: value}))
+            else:
+                info.user_info.append(cls(map_str={key: value}))
+        return info
+
+    def to_values(self) -> dict[str, Any]:
+        """The flat dict MindInsight shows as ``user_defined``.
+
+        Each ``user_info`` entry gives its key and value; a ``map_dict`` value
+        gives a nested dict. Later entries win for repeated keys. (MindInsight
+        reads only the first key of an entry; every key is kept here, which is
+        the same for what MindSpore writes.)
+        """
+        result: dict[str, Any] = {}
+        for item in self.user_info:
+            for key, nested in item.map_dict.items():
+                result[key] = nested.to_values()
+            for key, number in item.map_int32.items():
+                result[key] = number
+            for key, text in item.map_str.items():
+                result[key] = text
+            for key, real in item.map_double.items():
+                result[key] = json_float(real)
+        return result
+
+    @classmethod
+    def from_proto(cls, message: lineage_pb2.UserDefinedInfo) -> UserDefinedInfo:
+        return cls(
+            user_info=[cls.from_proto(item) for item in message.user_info],
+            map_dict={key: cls.from_proto(value) for key, value in message.map_dict.items()},
+            map_int32=dict(message.map_int32),
+            map_str=dict(message.map_str),
+            map_double=dict(message.map_double),
+        )
+
+    def to_proto(self) -> lineage_pb2.UserDefinedInfo:
+        message = lineage_pb2.UserDefinedInfo()
+        self.fill_proto(message)
+        return message
+
+    def fill_proto(self, message: lineage_pb2.UserDefinedInfo) -> None:
+        message.SetInParent()
+        for item in self.user_info:
+            item.fill_proto(message.user_info.add())
+        for key, value in self.map_dict.items():
+            value.fill_proto(message.map_dict[key])
+        message.map_int32.update(self.map_int32)
+        message.map_str.update(self.map_str)
+        message.map_double.update(self.map_double)
+
+
+@dataclass
+class OperationParameterInfo:
+    """``OperationParameter``: the parameters of one dataset operation."""
+
+    map_str: dict[str, str] = field(default_factory=dict)
+    map_str_list: dict[str, list[str]] = field(default_factory=dict)
+    map_bool: dict[str, bool] = field(default_factory=dict)
+    map_int: dict[str, int] = field(default_factory=dict)
+    map_double: dict[str, float] = field(default_factory=dict)
+
+    def is_empty(self) -> bool:
+        return not (
+            self.map_str or self.map_str_list or self.map_bool or self.map_int or self.map_double
+        )
+
+    @classmethod
+    def from_proto(cls, message: lineage_pb2.OperationParameter) -> OperationParameterInfo:
+        return cls(
+            map_str=dict(message.mapStr),
+            map_str_list={key: list(value.strValue) for key, value in message.mapStrList.items()},
+            map_bool=dict(message.mapBool),
+            map_int=dict(message.mapInt),
+            map_double=dict(message.mapDouble),
+        )
+
+    def fill_proto(self, message: lineage_pb2.OperationParameter) -> None:
+        message.SetInParent()
+        message.mapStr.update(self.map_str)
+        for key, values in self.map_str_list.items():
+            message.mapStrList[key].strValue.extend(values)
+        message.mapBool.update(self.map_bool)
+        message.mapInt.update(self.map_int)
+        message.mapDouble.update(self.map_double)
+
+    def to_graph_dict(self) -> dict[str, Any]:
+        """MindInsight's flattening: the maps merged into one dict.
+
+        The string ``'None'`` reads as None and ``''`` in a string list as None.
+        """
+        result: dict[str, Any] = {}
+        for mapping in (self.map_str, self.map_bool, self.map_int, self.map_double):
+            for key, value in mapping.items():
+                result[key] = None if value == "None" else value
+        for key, values in self.map_str_list.items():
+            result[key] = [None if value == "" else value for value in values]
+        return result
+
+    def add_graph_value(self, key: str, value: Any) -> None:
+        """Store one value of a dataset graph dict in the map for its type."""
+        if isinstance(value, str):
+            self.map_str[key] = value
+        elif isinstance(value, bool):
+            self.map_bool[key] = value
+        elif isinstance(value, int):
+            self.map_int[key] = value
+        elif isinstance(value, float):
+            self.map_double[key] = value
+        elif isinstance(value, list):
+            if value:
+                self.map_str_list[key] = ["" if item is None else str(item) for item in value]
+        elif value is None:
+            self.map_str[key] = "None"
+        else:
+            raise LineageParamTypeError(
+                f"dataset graph parameter {key!r} is {type(value).__name__}; expected str, "
+                f"bool, int, float, list or None"
+            )
+
+
+@dataclass
+class OperationInfo:
+    """``Operation``: one augmentation operation or a sampler."""
+
+    operation_param: OperationParameterInfo | None = None
+    size: list[int] = field(default_factory=list)
+    weights: list[float] = field(default_factory=list)
+
+    @classmethod
+    def from_proto(cls, message: lineage_pb2.Operation) -> OperationInfo:
+        return cls(
+            operation_param=OperationParameterInfo.from_proto(message.operationParam)
+            if message.HasField("operationParam")
+            else None,
+            size=list(message.size),
+            weights=list(message.weights),
+        )
+
+    def fill_proto(self, message: lineage_pb2.Operation) -> None:
+        message.SetInParent()
+        if self.operation_param is not None:
+            self.operation_param.fill_proto(message.operationParam)
+        message.size.extend(self.size)
+        message.weights.extend(self.weights)
+
+    def to_graph_dict(self) -> dict[str, Any]:
+        result = self.operation_param.to_graph_dict() if self.operation_param else {}
+        if self.size:
+            result["size"] = list(self.size)
+        if self.weights:
+            result["weights"] = [json_float(value) for value in self.weights]
+        return result
+
+    @classmethod
+    def from_graph_dict(cls, values: Mapping[str, Any]) -> OperationInfo:
+        operation = cls(operation_param=OperationParameterInfo())
+        assert operation.operation_param is not None
+        for key, value in values.items():
+            if isinstance(value, list) and key in ("size", "weights"):
+                if all(isinstance(item, int) and not isinstance(item, bool) for item in value):
+                    operation.size.extend(value)
+                else:
+                    operation.weights.extend(float(item) for item in value)
+            else:
+                operation.operation_param.add_graph_value(key, value)
+        return operation
+
+
+@dataclass
+class DatasetGraphInfo:
+    """``DatasetGraph``: one node of the dataset pipeline and its children."""
+
+    children: list[DatasetGraphInfo] = field(default_factory=list)
+    parameter: OperationParameterInfo | None = None
+    operations: list[OperationInfo] = field(default_factory=list)
+    sampler: OperationInfo | None = None
+
+    @classmethod
+    def from_proto(cls, message: lineage_pb2.DatasetGraph) -> DatasetGraphInfo:
+        return cls(
+            children=[cls.from_proto(child) for child in message.children],
+            parameter=OperationParameterInfo.from_proto(message.parameter)
+            if message.HasField("parameter")
+            else None,
+            operations=[OperationInfo.from_proto(item) for item in message.operations],
+            sampler=OperationInfo.from_proto(message.sampler)
+            if message.HasField("sampler")
+            else None,
+        )
+
+    def to_proto(self) -> lineage_pb2.DatasetGraph:
+        message = lineage_pb2.DatasetGraph()
+        self.fill_proto(message)
+        return message
+
+    def fill_proto(self, message: lineage_pb2.DatasetGraph) -> None:
+        message.SetInParent()
+        for child in self.children:
+            child.fill_proto(message.children.add())
+        if self.parameter is not None:
+            self.parameter.fill_proto(message.parameter)
+        for operation in self.operations:
+            operation.fill_proto(message.operations.add())
+        if self.sampler is not None:
+            self.sampler.fill_proto(message.sampler)
+
+    def to_graph_dict(self) -> dict[str, Any]:
+        """MindInsight's ``organize_graph`` form.
+
+        The node's parameters flattened into keys, then ``operations`` and
+        ``sampler`` when not empty, then always ``children``.
+        """
+        result = self.parameter.to_graph_dict() if self.parameter else {}
+        if self.operations:
+            result["operations"] = [operation.to_graph_dict() for operation in self.operations]
+        if self.sampler is not None:
+            sampler = self.sampler.to_graph_dict()
+            if sampler:
+                result["sampler"] = sampler
+        result["children"] = [child.to_graph_dict() for child in self.children]
+        return result
+
+    @classmethod
+    def from_graph_dict(cls, values: Mapping[str, Any]) -> DatasetGraphInfo:
+        """Build a graph from the ``organize_graph`` form (or a serialized pipeline dict)."""
+        if not isinstance(values, Mapping):
+            raise LineageParamTypeError(
+                f"a dataset graph must be a dict, got {type(values).__name__}"
+            )
+        node = cls(parameter=OperationParameterInfo())
+        assert node.parameter is not None
+        for key, value in values.items():
+            if key == "children":
+                node.children.extend(cls.from_graph_dict(child) for child in value or [] if child)
+            elif key == "operations":
+                node.operations.extend(OperationInfo.from_graph_dict(item) for item in value)
+            elif key == "sampler":
+                if value:
+                    node.sampler = OperationInfo.from_graph_dict(value)
+            else:
+                node.parameter.add_graph_value(key, value)
+        return node

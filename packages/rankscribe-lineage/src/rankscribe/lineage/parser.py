@@ -1,0 +1,248 @@
+"""Reading lineage files and folding the files of one run into one lineage.
+
+Semantics are MindInsight 0.7's (its LineageSummaryAnalyzer, LineageParser
+and LineageObj):
+
+- In one file the last ``train_lineage``, the last ``evaluation_lineage`` and
+  the last ``dataset_graph`` win; every ``user_defined_info`` is kept in order.
+- A file with none of train, evaluation or dataset graph contributes nothing
+  (not even its user-defined info).
+- Across a run's files, in order: a file holding a train lineage or a dataset
+  graph first resets everything gathered so far; then its user-defined info,
+  train lineage, evaluation lineage and dataset graph are applied. So a
+  training run followed by a separate evaluation run (a second file) merges
+  into one record.
+
+Damaged files are skipped with a warning naming the file, and never stop the
+other files or runs from being read. A file whose last record is incomplete
+(its writer died mid-write, or is still writing) keeps its complete records.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from rankscribe.lineage.discovery import LineageFile, list_lineage_files
+from rankscribe.lineage.errors import LineageSummaryAnalyzeException
+from rankscribe.lineage.model import (
+    DatasetGraphInfo,
+    EvalLineageInfo,
+    TrainLineageInfo,
+    UserDefinedInfo,
+)
+from rankscribe.writer.framing import RecordReader
+from rankscribe.writer.pb import lineage_pb2
+
+logger = logging.getLogger(__name__)
+
+# Imported by name so that type checking does not need protobuf's stubs.
+_DECODE_ERROR: type[Exception] = importlib.import_module("google.protobuf.message").DecodeError
+
+__all__ = [
+    "SECTION_KEYS",
+    "LineageFileContent",
+    "RunLineage",
+    "parse_run",
+    "read_lineage_file",
+]
+
+# get_summary_lineage's sections in their default order.
+SECTION_KEYS = (
+    "metric",
+    "hyper_parameters",
+    "algorithm",
+    "train_dataset",
+    "valid_dataset",
+    "model",
+    "dataset_graph",
+)
+_TRAIN_SECTIONS = ("hyper_parameters", "train_dataset", "algorithm", "model")
+
+
+@dataclass
+class LineageFileContent:
+    """What one lineage file contributes to its run."""
+
+    path: str
+    train: TrainLineageInfo | None = None
+    evaluation: EvalLineageInfo | None = None
+    dataset_graph: DatasetGraphInfo | None = None
+    user_defined: list[UserDefinedInfo] = field(default_factory=list)
+    record_count: int = 0
+    torn_tail: str | None = None
+
+    @property
+    def has_lineage(self) -> bool:
+        """True when the file holds a train or evaluation lineage or a dataset graph."""
+        return any(
+            part is not None for part in (self.train, self.evaluation, self.dataset_graph)
+        )
+
+
+def read_lineage_file(path: str) -> LineageFileContent:
+    """Read one ``_lineage`` file.
+
+    Raises :class:`LineageSummaryAnalyzeException` when the file cannot be
+    read, fails a checksum, or holds something that is not a LineageEvent.
+    An incomplete last record is not an error: it is reported in
+    ``torn_tail`` and the complete records before it are used.
+    """
+    content = LineageFileContent(path)
+    reader = RecordReader(path, strict=False)
+    try:
+        for record in reader:
+            if reader.corruptions:
+                break
+            event = lineage_pb2.LineageEvent.FromString(record.payload)
+            content.record_count += 1
+            _apply_event(content, event)
+    except OSError as error:
+        raise LineageSummaryAnalyzeException(f"cannot read {path}: {error}") from error
+    except _DECODE_ERROR as error:
+        raise LineageSummaryAnalyzeException(
+            f"{path}: record {content.record_count} is not a LineageEvent ({error})"
+        ) from error
+    if reader.corruptions:
+        raise LineageSummaryAnalyzeException(f"{reader.corruptions[0]}")
+    if reader.torn_tail is not None:
+        content.torn_tail = (
+            f"incomplete record at byte {reader.torn_tail.offset} "
+            f"({reader.torn_tail.reason})"
+        )
+    return content
+
+
+def _apply_event(content: LineageFileContent, event: lineage_pb2.LineageEvent) -> None:
+    kind = event.WhichOneof("what")
+    if kind == "train_lineage":
+        content.train = TrainLineageInfo.from_proto(event.train_lineage)
+    elif kind == "evaluation_lineage":
+        content.evaluation = EvalLineageInfo.from_proto(event.evaluation_lineage)
+    elif kind == "dataset_graph":
+        content.dataset_graph = DatasetGraphInfo.from_proto(event.dataset_graph)
+    elif kind == "user_defined_info":
+        content.user_defined.append(UserDefinedInfo.from_proto(event.user_defined_info))
+
+
+def _empty_sections() -> dict[str, Any]:
+    return {
+        "model": {},
+        "algorithm": {},
+        "hyper_parameters": {},
+        "train_dataset": {},
+        "metric": {},
+        "valid_dataset": {},
+        "dataset_graph": {},
+        "user_defined": {},
+    }
+
+
+@dataclass
+class RunLineage:
+    """The lineage of one run directory, as MindInsight's LineageObj holds it.
+
+    ``sections`` maps ``metric``, ``hyper_parameters``, ``algorithm``,
+    ``train_dataset``, ``valid_dataset``, ``model``, ``dataset_graph`` and
+    ``user_defined`` to dicts in MindInsight's form (see
+    :mod:`rankscribe.lineage.model`); a missing section is ``{}``.
+    """
+
+    summary_dir: str
+    sections: dict[str, Any] = field(default_factory=_empty_sections)
+
+    def apply(self, content: LineageFileContent) -> None:
+        """Apply one file, MindInsight's ``parse_and_update_lineage``.
+
+        Raises ``ValueError`` when the evaluation's ``metric`` is not JSON.
+        """
+        evaluation = content.evaluation.to_query_dict() if content.evaluation else None
+        if content.train is not None or content.dataset_graph is not None:
+            self.sections = _empty_sections()
+        for info in content.user_defined:
+            self.sections["user_defined"].update(info.to_values())
+        if content.train is not None:
+            self.sections.update(content.train.to_query_dict())
+        if evaluation is not None:
+            if "metric" in evaluation:
+                metric = evaluation["metric"]
+                self.sections["metric"] = metric if isinstance(metric, dict) else {}
+            if "valid_dataset" in evaluation:
+                self.sections["valid_dataset"] = evaluation["valid_dataset"]
+        if content.dataset_graph is not None:
+            self.sections["dataset_graph"] = content.dataset_graph.to_graph_dict()
+
+    def section(self, name: str) -> dict[str, Any]:
+        value = self.sections.get(name)
+        return value if isinstance(value, dict) else {}
+
+    def summary_info(self, keys: list[str] | None = None) -> dict[str, Any]:
+        """``get_summary_lineage``'s result: summary_dir, then the requested sections."""
+        result: dict[str, Any] = {"summary_dir": self.summary_dir}
+        for key in SECTION_KEYS if keys is None else keys:
+            result[key] = copy.deepcopy(self.section(key))
+        return result
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {"summary_dir": self.summary_dir, **copy.deepcopy(self.sections)}
+
+    @classmethod
+    def from_json_dict(cls, values: dict[str, Any]) -> RunLineage:
+        sections = _empty_sections()
+        for key in sections:
+            value = values.get(key)
+            if isinstance(value, dict):
+                sections[key] = copy.deepcopy(value)
+        return cls(str(values.get("summary_dir", "")), sections)
+
+
+@dataclass
+class ParsedRun:
+    """A run's lineage (None when no file could be used) and what went wrong."""
+
+    lineage: RunLineage | None
+    warnings: list[str] = field(default_factory=list)
+    # False when a file could not be read at all (e.g. permissions): the
+    # outcome may change without the file changing, so it must not be cached.
+    cacheable: bool = True
+
+
+def parse_run(directory: str, files: list[LineageFile] | None = None) -> ParsedRun:
+    """Fold the lineage files of ``directory`` (already listed, or listed now)."""
+    if files is None:
+        files = list_lineage_files(directory)
+    result = ParsedRun(None)
+    for item in files:
+        path = os.path.join(directory, item.name)
+        if item.size == 0:
+            result.warnings.append(f"skipping empty lineage file {path}")
+            continue
+        try:
+            content = read_lineage_file(path)
+        except LineageSummaryAnalyzeException as error:
+            if isinstance(error.__cause__, OSError):
+                result.cacheable = False
+            result.warnings.append(f"skipping unusable lineage file {path}: {error.message}")
+            continue
+        if content.torn_tail is not None:
+            result.warnings.append(
+                f"lineage file {path} ends with an {content.torn_tail}; "
+                f"using its {content.record_count} complete records"
+            )
+        if not content.has_lineage:
+            logger.debug("%s holds no train, evaluation or dataset graph record", path)
+            continue
+        lineage = result.lineage or RunLineage(directory)
+        try:
+            lineage.apply(content)
+        except ValueError as error:
+            result.warnings.append(
+                f"skipping lineage file {path}: its evaluation metric is not JSON ({error})"
+            )
+            continue
+        result.lineage = lineage
+    return result

@@ -1,0 +1,330 @@
+"""The query API: ``get_summary_lineage``, ``filter_summary_lineage``, ``filter_runs``.
+
+The first two keep MindInsight v0.2-0.7's behaviour (see the project's
+COLLECTOR_AND_LINEAGE.md §6): same arguments, same result shape
+``{'customized', 'object', 'count'}``, same errors and codes. ``filter_runs``
+is the terminal-friendly variant taking a string filter.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from rankscribe.lineage.cache import LineageRow, scan_base_dir
+from rankscribe.lineage.conditions import (
+    CONTROL_KEYS,
+    FIELD_MAPPING,
+    LINEAGE_TYPES,
+    matches,
+    resolve_summary_path,
+    sort_by,
+    validate_search_condition,
+)
+from rankscribe.lineage.discovery import list_lineage_files
+from rankscribe.lineage.errors import (
+    LineageFileNotFoundError,
+    LineageParamTypeError,
+    LineageParamValueError,
+    LineageQuerySummaryDataError,
+)
+from rankscribe.lineage.expressions import parse_expression, parse_sort_key
+from rankscribe.lineage.parser import SECTION_KEYS, parse_run
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["filter_runs", "filter_summary_lineage", "get_summary_lineage"]
+
+DEFAULT_LIMIT = 10
+_MODEL_LINEAGE_KEYS = tuple(name for name in FIELD_MAPPING if name != "summary_dir")
+
+
+def _validate_keys(keys: object) -> list[str]:
+    if not isinstance(keys, list):
+        raise LineageParamTypeError("Keys must be list.")
+    for element in keys:
+        if not isinstance(element, str):
+            raise LineageParamTypeError("Element of keys must be str.")
+    if not set(keys).issubset(SECTION_KEYS):
+        raise LineageParamValueError(f"Keys must be in {list(SECTION_KEYS)}.")
+    return keys
+
+
+def get_summary_lineage(summary_dir: str, keys: list[str] | None = None) -> dict[str, Any]:
+    """Return the lineage of one run directory.
+
+    Args:
+        summary_dir: absolute path of the run directory (no ``..``).
+        keys: sections to return, a subset of ``metric``, ``hyper_parameters``,
+            ``algorithm``, ``train_dataset``, ``valid_dataset``, ``model`` and
+            ``dataset_graph``; None for all of them, ``[]`` for none.
+
+    Returns:
+        ``{'summary_dir': <real path>, <key>: <dict>, ...}`` with ``{}`` for a
+        missing section, or ``{}`` when the directory's lineage files exist
+        but none of them could be used.
+
+    Raises:
+        LineageParamSummaryPathError: ``summary_dir`` is not an absolute
+            existing directory without ``..``.
+        LineageParamTypeError, LineageParamValueError: bad ``keys``.
+        LineageFileNotFoundError: the directory holds no ``_lineage`` file.
+        LineageQuerySummaryDataError: the directory cannot be read.
+    """
+    directory = resolve_summary_path(summary_dir)
+    if keys is not None:
+        keys = _validate_keys(keys)
+    try:
+        files = list_lineage_files(directory)
+    except OSError as error:
+        logger.error("cannot list %s: %s", directory, error)
+        raise LineageQuerySummaryDataError("Get summary lineage failed.") from error
+    if not files:
+        raise LineageFileNotFoundError("There is no summary log file under summary_dir.")
+    parsed = parse_run(directory, files)
+    for warning in parsed.warnings:
+        logger.warning("%s", warning)
+    if parsed.lineage is None:
+        return {}
+    return parsed.lineage.summary_info(keys)
+
+
+def _load_rows(base_dir: str, use_index: bool | None) -> list[LineageRow] | None:
+    """Rows of the runs under ``base_dir`` with dataset marks; None if it has no lineage."""
+    try:
+        scan = scan_base_dir(base_dir, use_index=use_index)
+    except OSError as error:
+        logger.error("cannot list %s: %s", base_dir, error)
+        raise LineageQuerySummaryDataError("Filter summary lineage failed.") from error
+    if scan.lineage_file_count == 0:
+        return None
+    _assign_dataset_marks(scan.rows)
+    return scan.rows
+
+
+def _assign_dataset_marks(rows: list[LineageRow]) -> None:
+    """Runs with equal dataset graphs share a mark: '2', '3', ... in row order.
+
+    MindInsight starts its table with mark '1' for "no graph at all", which no
+    run has (a run without a graph has ``{}``), so '1' is never given. It
+    computes the next mark from the largest mark compared as text, so after
+    '9' every new graph got '10'; the numeric maximum is used here.
+    """
+    marks: dict[str, str] = {}
+    for row in rows:
+        mark = marks.get(row.graph_id)
+        if mark is None:
+            mark = str(len(marks) + 2)
+            marks[row.graph_id] = mark
+        row.dataset_mark = mark
+
+
+def _resolve_summary_dir_condition(base_dir: str, condition: dict[str, Any]) -> dict[str, Any]:
+    """Make ``./``-relative summary_dir values absolute (MindInsight does it in place)."""
+    summary_dir = condition.get("summary_dir")
+    if not summary_dir:
+        return condition
+    resolved = dict(summary_dir)
+    for key in ("in", "not_in"):
+        if key in resolved:
+            resolved[key] = [resolve_summary_path(path, base_dir) for path in resolved[key]]
+    if "eq" in resolved:
+        resolved["eq"] = resolve_summary_path(resolved["eq"], base_dir)
+    return {**condition, "summary_dir": resolved}
+
+
+def _condition_matches(row: LineageRow, condition: dict[str, Any]) -> bool:
+    for name, operations in condition.items():
+        if name in CONTROL_KEYS:
+            continue
+        actual = row.value(name)
+        for key, expected in operations.items():
+            if not matches(key, expected, actual):
+                return False
+    return True
+
+
+def _lineage_types(condition: dict[str, Any]) -> list[str]:
+    value = condition.get("lineage_type")
+    if not value:
+        return list(LINEAGE_TYPES)
+    if value.get("in") is not None:
+        return list(value["in"])
+    return [value["eq"]]
+
+
+def _value_type(values: list[Any]) -> str:
+    names = {type(value).__name__ for value in values}
+    if len(names) == 1:
+        return names.pop()
+    if names == {"int", "float"}:
+        return "float"
+    return "mixed"
+
+
+def _customized(rows: list[LineageRow]) -> dict[str, dict[str, Any]]:
+    """The ``metric/<k>`` and ``user_defined/<k>`` columns of the rows shown."""
+    seen: dict[str, list[Any]] = {}
+    for row in rows:
+        for prefix, values in (("metric", row.metric), ("user_defined", row.user_defined)):
+            for key, value in values.items():
+                seen.setdefault(f"{prefix}/{key}", []).append(value)
+    return {
+        label: {
+            "label": label,
+            "required": label.startswith("metric/"),
+            "type": _value_type(values),
+        }
+        for label, values in seen.items()
+    }
+
+
+def _objects(rows: list[LineageRow], lineage_types: list[str]) -> list[dict[str, Any]]:
+    objects = []
+    for row in rows:
+        item: dict[str, Any] = {"summary_dir": row.summary_dir}
+        if "model" in lineage_types:
+            model_lineage = {
+                name: copy.deepcopy(row.value(name)) for name in _MODEL_LINEAGE_KEYS
+            }
+            model_lineage["metric"] = copy.deepcopy(row.metric)
+            model_lineage["user_defined"] = copy.deepcopy(row.user_defined)
+            item["model_lineage"] = model_lineage
+        if "dataset" in lineage_types:
+            item["dataset_graph"] = copy.deepcopy(row.dataset_graph)
+        objects.append(item)
+    return objects
+
+
+def _result(rows: list[LineageRow], count: int, lineage_types: list[str]) -> dict[str, Any]:
+    return {
+        "customized": _customized(rows),
+        "object": _objects(rows, lineage_types),
+        "count": count,
+    }
+
+
+def _base_dir(summary_base_dir: object) -> str:
+    return resolve_summary_path(summary_base_dir)
+
+
+def filter_summary_lineage(
+    summary_base_dir: str,
+    search_condition: dict[str, Any] | None = None,
+    *,
+    use_index: bool | None = None,
+) -> dict[str, Any]:
+    """Filter, sort and page the runs under a base directory.
+
+    Args:
+        summary_base_dir: absolute path of the base directory; its runs are
+            itself and its direct subdirectories.
+        search_condition: ``{<field>: {<op>: value, ...}, ...}`` with fields
+            from ``FIELD_MAPPING`` or ``metric/<k>`` / ``user_defined/<k>``
+            and ops ``eq lt gt le ge in not_in`` (all combined with AND),
+            plus the control keys ``sorted_name``, ``sorted_type``
+            ('ascending' or 'descending'; None is the smallest value),
+            ``limit`` (1..100) and ``offset`` (a page index, 0..100000)
+            and ``lineage_type`` (``{'eq': 'model'}`` or ``{'in': [...]}``).
+        use_index: read and update the index cache in the base dir (default:
+            yes, unless the environment sets ``RANKSCRIBE_LINEAGE_INDEX=0``).
+
+    Returns:
+        ``{'customized': {...}, 'object': [...], 'count': <matches before paging>}``.
+
+    Raises:
+        LineageParamSummaryPathError, LineageSearchConditionParamError,
+        LineageFileNotFoundError, LineageQuerySummaryDataError.
+    """
+    base_dir = _base_dir(summary_base_dir)
+    condition = validate_search_condition({} if search_condition is None else search_condition)
+    condition = _resolve_summary_dir_condition(base_dir, condition)
+    rows = _load_rows(base_dir, use_index)
+    if rows is None:
+        raise LineageFileNotFoundError("There is no summary log file under summary_base_dir.")
+    if not rows:
+        return {"customized": {}, "object": [], "count": 0}
+    selected = [row for row in rows if _condition_matches(row, condition)]
+    if "sorted_name" in condition:
+        sorted_name = condition["sorted_name"]
+        selected = sort_by(
+            selected,
+            lambda row: row.value(sorted_name),
+            descending=condition.get("sorted_type") == "descending",
+        )
+    page = selected
+    if "limit" in condition or "offset" in condition:
+        limit = condition.get("limit", DEFAULT_LIMIT)
+        offset = condition.get("offset", 0)
+        page = selected[offset * limit : (offset + 1) * limit]
+    return _result(page, len(selected), _lineage_types(condition))
+
+
+def _normalize_lineage_type(lineage_type: str | Sequence[str] | None) -> list[str]:
+    if lineage_type is None:
+        return list(LINEAGE_TYPES)
+    wanted = [lineage_type] if isinstance(lineage_type, str) else list(lineage_type)
+    if not wanted or not set(wanted).issubset(LINEAGE_TYPES):
+        raise LineageParamValueError(
+            f"lineage_type must be 'model', 'dataset' or a list of them, got {lineage_type!r}"
+        )
+    return wanted
+
+
+def filter_runs(
+    base_dir: str | os.PathLike[str],
+    where: str | None = None,
+    *,
+    order_by: str | Sequence[str] | None = None,
+    limit: int | None = None,
+    offset: int = 0,
+    lineage_type: str | Sequence[str] | None = None,
+    use_index: bool | None = None,
+) -> dict[str, Any]:
+    """Query runs with a string filter, e.g. ``"loss < 0.5 and optimizer = 'Adam'"``.
+
+    Args:
+        base_dir: the base directory (relative paths are resolved).
+        where: a filter in the grammar of :mod:`rankscribe.lineage.expressions`;
+            None matches every run.
+        order_by: sort keys, most significant first, each ``"<name> [asc|desc]"``
+            (or ``"-<name>"`` for descending). Runs missing a key's value go
+            last whatever the direction.
+        limit: the most rows to return (None: all; there is no hidden cap).
+        offset: rows to skip before the first returned one (a row count, not
+            a page index as in ``filter_summary_lineage``).
+        lineage_type: 'model', 'dataset', or both (default).
+        use_index: as for :func:`filter_summary_lineage`.
+
+    Returns:
+        The same shape as :func:`filter_summary_lineage`; ``count`` is the
+        number of matching runs before ``offset`` and ``limit``.
+    """
+    directory = resolve_summary_path(os.path.abspath(os.fspath(base_dir)))
+    expression = parse_expression(where) if where is not None and where.strip() else None
+    keys = [order_by] if isinstance(order_by, str) else list(order_by or [])
+    sort_keys = [parse_sort_key(key) for key in keys]
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise LineageParamValueError(f"limit must be an int >= 0 or None, got {limit!r}")
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise LineageParamValueError(f"offset must be an int >= 0, got {offset!r}")
+    lineage_types = _normalize_lineage_type(lineage_type)
+    rows = _load_rows(directory, use_index)
+    if rows is None:
+        raise LineageFileNotFoundError("There is no summary log file under summary_base_dir.")
+    selected = rows
+    if expression is not None:
+        selected = [row for row in rows if expression.evaluate(row.value)]
+    for name, descending in reversed(sort_keys):
+        selected = sort_by(
+            selected,
+            lambda row, name=name: row.value(name),  # type: ignore[misc]
+            descending=descending,
+            none_last=True,
+        )
+    end = None if limit is None else offset + limit
+    return _result(selected[offset:end], len(selected), lineage_types)
+
