@@ -21,12 +21,14 @@ one JSON object on its own line::
   SHA-256. Tensors give ``dtype``, ``shape`` and ``values`` when they hold at
   most 64 elements (or with ``--full``), otherwise ``min``/``max``/``mean`` of
   the finite elements and how many are not finite.
+- A value that cannot be decoded (say, a tensor whose size does not match its
+  dims) is given as ``{"tag", "value_field", "error"}`` and reported on stderr.
 - NaN and infinities are the strings ``"NaN"``, ``"Infinity"`` and
   ``"-Infinity"``; bytes are given as their length and SHA-256.
 
 A torn last record or, without ``--strict``, a damaged record is reported on
 stderr and the dump goes on. Exit status: 0 on success, 1 when a file cannot be
-read or ``--strict`` meets damage, 2 for a bad command line or path.
+read or ``--strict`` meets damage or an undecodable value, 2 for a bad command line or path.
 """
 
 from __future__ import annotations
@@ -54,9 +56,9 @@ from rankscribe.writer.reader import (
     Image,
     Landscape,
     LandscapePoint,
-    SummaryValue,
     decode_event,
     decode_lineage_event,
+    decode_value,
     list_summary_files,
     message_to_dict,
     open_events,
@@ -75,6 +77,10 @@ class _UsageError(Exception):
     """A mistake on the command line: reported in one line, exit status 2."""
 
 
+class _UndecodableValueError(Exception):
+    """With --strict, a value that cannot be decoded: reported in one line, exit status 1."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``rankscribe-dump`` with ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
     try:
@@ -89,12 +95,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         readers = _readers(
             Path(args.path), kind=args.kind, strict=args.strict, recursive=args.recursive
         )
-        return _dump(readers, full=args.full)
+        return _dump(readers, full=args.full, strict=args.strict)
     except _UsageError as exc:
         _error(str(exc))
         return _EXIT_USAGE
-    except CorruptRecordError as exc:
-        _error(f"{exc} (without --strict the record is skipped)")
+    except (CorruptRecordError, _UndecodableValueError) as exc:
+        if isinstance(exc, CorruptRecordError):
+            instead = "the record is skipped"
+        else:
+            instead = "the value is shown with its error"
+        _error(f"{exc} (without --strict {instead})")
         return _EXIT_UNREADABLE
     except BrokenPipeError:  # pragma: no cover - depends on the reader of stdout
         # `rankscribe-dump DIR | head` closes stdout early: not an error. Point
@@ -149,9 +159,9 @@ def _describe_os_error(exc: OSError) -> str:
     return str(exc)
 
 
-def _dump(readers: Iterator[EventReader[Message]], *, full: bool) -> int:
+def _dump(readers: Iterator[EventReader[Message]], *, full: bool, strict: bool) -> int:
     for reader in readers:
-        for line in _lines(reader, full=full):
+        for line in _lines(reader, full=full, strict=strict):
             print(json.dumps(line, allow_nan=False, ensure_ascii=False))
     return _EXIT_OK
 
@@ -191,12 +201,13 @@ def _directory_files(directory: Path, *, recursive: bool) -> list[Path]:
     return files
 
 
-def _lines(reader: EventReader[Message], *, full: bool) -> Iterator[dict[str, Any]]:
+def _lines(reader: EventReader[Message], *, full: bool, strict: bool) -> Iterator[dict[str, Any]]:
     for record in reader.records():
         event = record.event
         line: dict[str, Any] = {"file": str(reader.path), "offset": record.offset}
         if isinstance(event, summary_pb2.Event):
-            line.update(_summary_line(event, full=full))
+            where = f"{str(reader.path)!r} at byte {record.offset}"
+            line.update(_summary_line(event, full=full, strict=strict, where=where))
         elif isinstance(event, lineage_pb2.LineageEvent):
             line.update(_lineage_line(event))
         elif isinstance(event, tensorboard_pb2.Event):
@@ -204,20 +215,27 @@ def _lines(reader: EventReader[Message], *, full: bool) -> Iterator[dict[str, An
         yield _jsonable(line)
 
 
-def _summary_line(event: summary_pb2.Event, *, full: bool) -> dict[str, Any]:
-    decoded = decode_event(event)
+def _summary_line(
+    event: summary_pb2.Event, *, full: bool, strict: bool, where: str
+) -> dict[str, Any]:
+    what = event.WhichOneof("what")
     line: dict[str, Any] = {
         "kind": FileKind.SUMMARY.value,
-        "wall_time": decoded.wall_time,
-        "step": decoded.step,
-        "what": decoded.what,
+        "wall_time": event.wall_time,
+        "step": event.step if event.HasField("step") else None,
+        "what": what,
     }
+    if what == "summary":
+        # Value by value, so that one undecodable tensor does not hide the rest.
+        line["values"] = [
+            _value(value, full=full, strict=strict, where=where) for value in event.summary.value
+        ]
+        return line
+    decoded = decode_event(event)
     if decoded.version is not None:
         line["version"] = decoded.version
     if decoded.graph is not None:
         line["graph"] = _graph(decoded.graph, full=full)
-    if decoded.what == "summary":
-        line["values"] = [_value(value, full=full) for value in decoded.values]
     return line
 
 
@@ -263,7 +281,17 @@ def _graph(graph: Graph, *, full: bool) -> dict[str, Any]:
     return summary
 
 
-def _value(value: SummaryValue, *, full: bool) -> dict[str, Any]:
+def _value(
+    proto: summary_pb2.Summary.Value, *, full: bool, strict: bool, where: str
+) -> dict[str, Any]:
+    try:
+        value = decode_value(proto)
+    except WriterValueError as exc:
+        message = f"{where}: value {proto.tag!r} cannot be decoded: {exc}"
+        if strict:
+            raise _UndecodableValueError(message) from exc
+        print(f"{PROGRAM}: WARNING: {message}", file=sys.stderr)
+        return {"tag": proto.tag, "value_field": proto.WhichOneof("value"), "error": str(exc)}
     return {"tag": value.tag, "plugin": value.plugin, "value": _payload(value.value, full=full)}
 
 

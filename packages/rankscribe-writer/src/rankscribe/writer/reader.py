@@ -71,6 +71,7 @@ __all__ = [
     "SummaryValue",
     "decode_event",
     "decode_lineage_event",
+    "decode_value",
     "file_kind",
     "list_summary_files",
     "load_dir",
@@ -639,7 +640,13 @@ def _decode_landscape(proto: summary_pb2.LossLandscape) -> Landscape:
     )
 
 
-def _decode_value(proto: summary_pb2.Summary.Value) -> SummaryValue:
+def decode_value(proto: summary_pb2.Summary.Value) -> SummaryValue:
+    """Turn one ``Summary.Value`` into a :class:`SummaryValue`.
+
+    Raises:
+        WriterValueError: a tensor whose data_type is not numeric or whose
+            element count does not match its dims (from the tensor codec).
+    """
     which = proto.WhichOneof("value")
     value: float | np.ndarray[Any, Any] | Histogram | Image | Landscape | None
     if which == "scalar_value":
@@ -672,6 +679,9 @@ def decode_event(event: summary_pb2.Event) -> SummaryEvent:
 
     Tensors and landscapes need :mod:`rankscribe.writer.tensor`; images keep
     their PNG bytes until :meth:`Image.pixels` is called.
+
+    Raises:
+        WriterValueError: a value cannot be decoded (see :func:`decode_value`).
     """
     what = event.WhichOneof("what")
     return SummaryEvent(
@@ -680,7 +690,7 @@ def decode_event(event: summary_pb2.Event) -> SummaryEvent:
         what=what,
         version=event.version if what == "version" else None,
         graph=_decode_graph(event.graph_def) if what == "graph_def" else None,
-        values=tuple(_decode_value(v) for v in event.summary.value) if what == "summary" else (),
+        values=tuple(decode_value(v) for v in event.summary.value) if what == "summary" else (),
     )
 
 
