@@ -20,7 +20,7 @@ from functools import partial
 from types import TracebackType
 from typing import Any
 
-from rankscribe.writer import events, naming, tensorboard
+from rankscribe.writer import events, naming, operators, tensorboard
 from rankscribe.writer.errors import (
     RecordTooLargeError,
     StepTooLargeError,
@@ -149,6 +149,7 @@ class SummaryRecord:
         self._scalars_alone = self._board_file is None and network is None
         with _live_lock:
             _live_records.add(self)
+        operators.record_opened()
 
     # ----------------------------------------------------------------- public API
 
@@ -229,7 +230,8 @@ class SummaryRecord:
             logger.error("The record writer is closed; step %d was not recorded.", step)
             return False
         if (
-            self._scalars and self._scalars_alone and not self._pending
+            self._scalars and self._scalars_alone and not operators.has_buffered()
+            and not self._pending
             and not self._pending_lineage and plugin_filter is None
             and (train_network is None or self._graph_written)
         ):  # the common case: only scalars, for the summary file alone
@@ -277,6 +279,7 @@ class SummaryRecord:
         self._closed = True
         with _live_lock:
             _live_records.discard(self)
+        operators.record_closed()
         try:
             self._pipeline.close()
         finally:
@@ -322,6 +325,15 @@ class SummaryRecord:
     def _take_pending(
         self, plugin_filter: Callable[[str], bool] | None, train_network: Any
     ) -> tuple[list[Snapshot], list[Snapshot], bytes | None]:
+        if self._mode == "train" and operators.has_buffered():
+            # Summary operators' values join the step; add_value of the same tag wins.
+            for snap in operators.take_buffered():
+                if snap.plugin != "scalar":
+                    self._pending.setdefault(snap.plugin, {}).setdefault(snap.tag, snap)
+                elif snap.tag not in self._scalars:
+                    if not self._scalars:
+                        self._scalar_group = len(self._pending)
+                    self._scalars[snap.tag] = snap.data
         pending, self._pending = self._pending, {}
         lineage, self._pending_lineage = self._pending_lineage, []
         scalars, self._scalars = self._scalars, {}
@@ -523,16 +535,15 @@ def _check_export_options(options: object) -> bool:
 def _check_formats(formats: object) -> tuple[str, ...]:
     if isinstance(formats, str):
         formats = (formats,)
-    try:
-        chosen = tuple(formats)  # type: ignore[arg-type]
-    except TypeError:
-        chosen = ()
+    chosen: tuple[object, ...] = ()
+    if isinstance(formats, Iterable):
+        chosen = tuple(formats)
     if not chosen or any(item not in FORMATS for item in chosen):
         raise WriterValueError(
             f"For 'SummaryRecord', the argument 'formats' must be a non-empty collection of "
             f"{list(FORMATS)}, but got {formats!r}."
         )
-    return chosen
+    return tuple(str(item) for item in chosen)
 
 
 def _check_rank(rank: object) -> None:

@@ -18,7 +18,8 @@ _Value = tensorboard_pb2.Summary.Value
 
 
 def version_event(wall_time: float) -> bytes:
-    return tensorboard_pb2.Event(wall_time=wall_time, file_version=FILE_VERSION).SerializeToString()
+    event = tensorboard_pb2.Event(wall_time=wall_time, file_version=FILE_VERSION)
+    return bytes(event.SerializeToString())
 
 
 def scalar_value(tag: str, value: float) -> _Value:
@@ -60,4 +61,4 @@ def text_value(tag: str, text: str) -> _Value:
 def summary_event(wall_time: float, step: int, values: list[_Value]) -> bytes:
     event = tensorboard_pb2.Event(wall_time=wall_time, step=step)
     event.summary.value.extend(values)
-    return event.SerializeToString()
+    return bytes(event.SerializeToString())

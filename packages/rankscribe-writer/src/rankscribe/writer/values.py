@@ -200,15 +200,15 @@ def _message_bytes(plugin: str, name: str, value: object, expected: type[Message
             f"For 'SummaryRecord.add_value', the value of {plugin} '{name}' must be a "
             f"{expected.__name__} message, but got {type(value).__name__}."
         )
-    return value.SerializeToString()
+    return bytes(value.SerializeToString())
 
 
 def graph_bytes(value: object) -> bytes:
     """Serialized ``GraphProto`` from a GraphProto, a ModelProto, or a serialized ModelProto."""
     if isinstance(value, anf_ir_pb2.GraphProto):
-        return value.SerializeToString()
+        return bytes(value.SerializeToString())
     if isinstance(value, anf_ir_pb2.ModelProto):
-        return value.graph.SerializeToString()
+        return bytes(value.graph.SerializeToString())
     if isinstance(value, (bytes, bytearray)):
         model = anf_ir_pb2.ModelProto()
         try:
@@ -218,7 +218,7 @@ def graph_bytes(value: object) -> bytes:
                 "For 'SummaryRecord.add_value', graph bytes must be a serialized ModelProto: "
                 f"{error}"
             ) from error
-        return model.graph.SerializeToString()
+        return bytes(model.graph.SerializeToString())
     raise WriterTypeError(
         "For 'SummaryRecord.add_value', a graph must be a GraphProto, a ModelProto or the "
         f"bytes of a serialized ModelProto, but got {type(value).__name__}."

@@ -1,0 +1,94 @@
+"""Summary operators: record a value from anywhere in the model or optimizer code.
+
+    from rankscribe.writer import scalar_summary, histogram_summary
+
+    def forward(x):
+        ...
+        histogram_summary("fc1/activation", hidden)   # buffered into the current step
+
+The original's ``ScalarSummary``/``TensorSummary``/``ImageSummary``/
+``HistogramSummary`` operators, as plain functions. Values are buffered under
+the original's names ``TAG[:Scalar]``, ``TAG[:Tensor]``, ``TAG[:Image]``,
+``TAG[:Histogram]`` and the next ``SummaryRecord.record`` in train mode takes
+them into its step (so a collector's plugin filter applies to them as to
+everything else). While no SummaryRecord is open, a call returns at once and
+keeps nothing. Within one step a name recorded twice keeps its last value,
+with one warning.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from rankscribe.writer.values import Snapshot, check_name, snapshot
+
+logger = logging.getLogger(__name__)
+
+_lock = threading.Lock()
+# How many SummaryRecords are open: a one-element list, so the hot check needs
+# no global statement and no call.
+_open_records = [0]
+_buffer: dict[str, Snapshot] = {}
+_warned: set[str] = set()
+
+
+def scalar_summary(name: str, value: Any) -> None:
+    """Record a scalar (a number or a one-element array) in the current step."""
+    _buffer_value("Scalar", name, value)
+
+
+def tensor_summary(name: str, value: Any) -> None:
+    """Record a tensor in the current step (kept only at tensor-collection steps)."""
+    _buffer_value("Tensor", name, value)
+
+
+def image_summary(name: str, value: Any) -> None:
+    """Record an NCHW image batch (C = 1 or 3) in the current step."""
+    _buffer_value("Image", name, value)
+
+
+def histogram_summary(name: str, value: Any) -> None:
+    """Record the histogram of an array in the current step."""
+    _buffer_value("Histogram", name, value)
+
+
+def _buffer_value(kind: str, name: str, value: Any) -> None:
+    if not _open_records[0]:  # nobody records: cost no more than this check
+        return
+    check_name(name)
+    key = f"{name}[:{kind}]"
+    snap = snapshot(kind.lower(), name, value)
+    with _lock:
+        if key in _buffer and key not in _warned:
+            _warned.add(key)
+            logger.warning("Summary operator '%s' was called more than once in one step; "
+                           "only the last value is recorded.", key)
+        _buffer[key] = snap
+
+
+def has_buffered() -> bool:
+    return bool(_buffer)
+
+
+def take_buffered() -> list[Snapshot]:
+    """Everything buffered since the last call, in call order (for SummaryRecord.record)."""
+    with _lock:
+        taken = list(_buffer.values())
+        _buffer.clear()
+        _warned.clear()
+    return taken
+
+
+def record_opened() -> None:
+    with _lock:
+        _open_records[0] += 1
+
+
+def record_closed() -> None:
+    with _lock:
+        _open_records[0] = max(0, _open_records[0] - 1)
+        if not _open_records[0]:
+            _buffer.clear()
+            _warned.clear()

@@ -1,0 +1,98 @@
+"""Summary operators: values recorded from inside model code join the next train step."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+from rankscribe.writer import (
+    SummaryRecord,
+    histogram_summary,
+    image_summary,
+    operators,
+    reader,
+    scalar_summary,
+    tensor_summary,
+)
+
+
+def _values_by_step(directory):
+    return {
+        event.step: {(value.plugin, value.tag): value for value in event.values}
+        for event in reader.load_dir(directory)
+        if event.values
+    }
+
+
+def test_operator_values_join_the_next_recorded_step(tmp_path):
+    with SummaryRecord(tmp_path) as record:
+        scalar_summary("grad_norm", 3.5)
+        histogram_summary("fc/grad", np.arange(10.0))
+        tensor_summary("fc/bias", np.array([1, 2, 3], dtype=np.int64))
+        image_summary("input", np.zeros((1, 3, 2, 2), dtype=np.float32))
+        record.add_value("scalar", "loss", 0.25)
+        record.record(1)
+        record.add_value("scalar", "loss", 0.125)
+        record.record(2)
+    steps = _values_by_step(tmp_path)
+    assert set(steps[1]) == {
+        ("scalar", "grad_norm"),
+        ("histogram", "fc/grad"),
+        ("tensor", "fc/bias"),
+        ("image", "input"),
+        ("scalar", "loss"),
+    }
+    assert steps[1][("scalar", "grad_norm")].value == 3.5
+    np.testing.assert_array_equal(steps[1][("tensor", "fc/bias")].value, [1, 2, 3])
+    assert set(steps[2]) == {("scalar", "loss")}
+
+
+def test_without_an_open_record_a_call_keeps_nothing(tmp_path):
+    scalar_summary("ignored", 1.0)
+    assert not operators.has_buffered()
+    with SummaryRecord(tmp_path) as record:
+        record.add_value("scalar", "loss", 1.0)
+        record.record(1)
+    assert set(_values_by_step(tmp_path)[1]) == {("scalar", "loss")}
+
+
+def test_duplicate_name_in_one_step_keeps_the_last_value_with_one_warning(tmp_path, caplog):
+    with SummaryRecord(tmp_path) as record:
+        with caplog.at_level(logging.WARNING, logger="rankscribe.writer.operators"):
+            for value in (1.0, 2.0, 3.0):
+                scalar_summary("lr", value)
+        record.record(1)
+    warnings = [r for r in caplog.records if "lr[:Scalar]" in r.getMessage()]
+    assert len(warnings) == 1
+    assert _values_by_step(tmp_path)[1][("scalar", "lr")].value == 3.0
+
+
+def test_eval_mode_leaves_operator_values_for_the_next_train_step(tmp_path):
+    with SummaryRecord(tmp_path) as record:
+        record.set_mode("eval")
+        scalar_summary("grad_norm", 1.5)
+        record.add_value("scalar", "eval_loss", 0.5)
+        record.record(1)
+        record.set_mode("train")
+        record.record(2)
+    steps = _values_by_step(tmp_path)
+    assert set(steps[1]) == {("scalar", "eval_loss")}
+    assert set(steps[2]) == {("scalar", "grad_norm")}
+
+
+def test_plugin_filter_applies_to_operator_values(tmp_path):
+    with SummaryRecord(tmp_path) as record:
+        tensor_summary("w", np.ones(3))
+        scalar_summary("s", 1.0)
+        record.record(1, plugin_filter=lambda plugin: plugin != "tensor")
+    assert set(_values_by_step(tmp_path)[1]) == {("scalar", "s")}
+
+
+def test_bad_operator_input_is_refused_where_it_is_called(tmp_path):
+    with SummaryRecord(tmp_path):
+        with pytest.raises(ValueError, match="4-D NCHW"):
+            image_summary("bad", np.zeros((3, 2, 2)))
+        with pytest.raises(ValueError, match="non-empty str"):
+            scalar_summary("", 1.0)
