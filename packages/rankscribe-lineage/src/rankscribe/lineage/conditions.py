@@ -31,6 +31,7 @@ __all__ = [
     "LINEAGE_TYPES",
     "OPERATORS",
     "compare_values",
+    "field_kind",
     "is_searchable",
     "matches",
     "resolve_summary_path",
@@ -135,6 +136,19 @@ def is_searchable(name: object) -> bool:
     return isinstance(name, str) and (
         name in FIELD_MAPPING or name.startswith(("metric/", "user_defined/"))
     )
+
+
+def field_kind(name: str) -> str | None:
+    """What a searchable name holds: 'text', 'int', 'number', 'any', or None if unknown."""
+    if name in _STRING_FIELDS:
+        return "text"
+    if name in _INT_FIELDS:
+        return "int"
+    if name in _NUMBER_FIELDS or (name.startswith("metric/") and name != "metric/"):
+        return "number"
+    if name.startswith("user_defined/"):
+        return "any"
+    return None
 
 
 def _is_sortable(name: object) -> bool:

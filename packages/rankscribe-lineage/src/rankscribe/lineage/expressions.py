@@ -31,7 +31,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rankscribe.lineage.conditions import matches, validate_search_condition
+from rankscribe.lineage.conditions import (
+    FIELD_MAPPING,
+    field_kind,
+    matches,
+    validate_search_condition,
+)
 from rankscribe.lineage.errors import LineageExpressionError, LineageSearchConditionParamError
 
 __all__ = ["Comparison", "Expression", "parse_expression", "parse_sort_key"]
@@ -99,6 +104,11 @@ class Comparison:
     operator: str
     value: Any
     column: int
+    operator_column: int = 0
+    value_column: int = 0
+
+    def transform(self, change: Callable[[Comparison], Comparison]) -> Comparison:
+        return change(self)
 
     def evaluate(self, value_of: Callable[[str], Any]) -> bool:
         actual = value_of(self.name)
@@ -120,6 +130,10 @@ class Expression:
         if self.kind == "and":
             return all(part.evaluate(value_of) for part in self.parts)
         return any(part.evaluate(value_of) for part in self.parts)
+
+    def transform(self, change: Callable[[Comparison], Comparison]) -> Expression:
+        """The same expression with every comparison passed through ``change``."""
+        return Expression(self.kind, tuple(part.transform(change) for part in self.parts))
 
     def comparisons(self) -> list[Comparison]:
         found: list[Comparison] = []
@@ -203,17 +217,27 @@ class _Parser:
         token = self.current
         if token.kind == "operator":
             self.advance()
-            return Comparison(name, _COMPARATORS[token.text], self.parse_value(), name_token.column)
+            value_column = self.current.column
+            return Comparison(
+                name, _COMPARATORS[token.text], self.parse_value(), name_token.column,
+                token.column, value_column,
+            )
         if token.keyword == "not":
             self.advance()
             if self.current.keyword != "in":
                 found = self.describe(self.current)
                 raise self.error(f"expected 'in' after 'not' but found {found}")
             self.advance()
-            return Comparison(name, "not_in", self.parse_list(), name_token.column)
+            value_column = self.current.column
+            return Comparison(
+                name, "not_in", self.parse_list(), name_token.column, token.column, value_column
+            )
         if token.keyword == "in":
             self.advance()
-            return Comparison(name, "in", self.parse_list(), name_token.column)
+            value_column = self.current.column
+            return Comparison(
+                name, "in", self.parse_list(), name_token.column, token.column, value_column
+            )
         raise self.error(
             f"expected a comparison (=, !=, <, <=, >, >=, in, not in) after {name!r} but "
             f"found {self.describe(token)}"
@@ -260,16 +284,56 @@ class _Parser:
         raise self.error(f"expected a number or a quoted string but found {self.describe(token)}")
 
 
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 2**63 - 1
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+_KIND_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "text": (_is_text, "is text: put the value in quotes"),
+    "int": (_is_count, "takes a whole number from 0 to 2**63-1"),
+    "number": (_is_number, "takes a number"),
+}
+
+
 def _validate(comparison: Comparison, expression: str) -> None:
-    """Apply the dict condition's rules to one comparison."""
+    """Check one comparison: the same rules as the dict condition, said for a terminal."""
+    name = comparison.name
+    kind = field_kind(name)
+    if kind is None:
+        fields = ", ".join(field for field in FIELD_MAPPING)
+        raise LineageExpressionError(
+            f"unknown field {name!r}; the fields are {fields}, metric/<name> and "
+            f"user_defined/<name>",
+            expression,
+            comparison.column,
+        )
+    if kind == "text" and comparison.operator in ("lt", "le", "gt", "ge"):
+        raise LineageExpressionError(
+            f"{name!r} is text: compare it with =, !=, in or not in",
+            expression,
+            comparison.operator_column,
+        )
+    rule = _KIND_RULES.get(kind)
+    if rule is not None and comparison.operator not in ("in", "not_in"):
+        accepts, what = rule
+        if not accepts(comparison.value):
+            raise LineageExpressionError(
+                f"{name!r} {what}, got {comparison.value!r}", expression, comparison.value_column
+            )
     operator = "eq" if comparison.operator == "ne" else comparison.operator
-    try:
-        validate_search_condition({comparison.name: {operator: comparison.value}})
+    try:  # the dict condition's own check, as a backstop
+        validate_search_condition({name: {operator: comparison.value}})
     except LineageSearchConditionParamError as error:
         detail = error.message.removeprefix("Search_condition param error: ")
-        raise LineageExpressionError(
-            f"{detail} (in {comparison.name!r})", expression, comparison.column
-        ) from None
+        raise LineageExpressionError(detail, expression, comparison.column) from None
 
 
 def parse_expression(expression: str) -> Expression | Comparison:

@@ -304,12 +304,13 @@ class UserDefinedInfo:
     map_double: dict[str, float] = field(default_factory=dict)
 
     @classmethod
-    def from_values(cls, values: Mapping[str, int | float | str]) -> UserDefinedInfo:
-        """Pack a flat dict the way MindSpore packs ``custom_lineage_data``.
+    def from_values(cls, values: Mapping[str, Any]) -> UserDefinedInfo:
+        """Pack a dict the way MindSpore packs ``custom_lineage_data``.
 
         One ``user_info`` entry per key, holding that key in ``map_int32``
-        (int), ``map_double`` (float) or ``map_str`` (str). A bool or another
-        type is a TypeError; an int outside int32 is a ValueError.
+        (int), ``map_double`` (float) or ``map_str`` (str); a nested dict goes
+        into ``map_dict`` (MindInsight reads it back as a nested dict). A bool
+        or another type is a TypeError; an int outside int32 is a ValueError.
         """
         if not isinstance(values, Mapping):
             raise LineageParamTypeError(
@@ -322,6 +323,9 @@ class UserDefinedInfo:
                 raise LineageParamTypeError(
                     f"custom lineage data keys must be str, got {key!r} ({type(key).__name__})"
                 )
+            if isinstance(value, Mapping):
+                info.user_info.append(cls(map_dict={key: cls.from_values(value)}))
+                continue
             if isinstance(value, bool) or not isinstance(value, (int, float, str)):
                 raise LineageParamTypeError(
                     f"custom lineage data value for {key!r} must be int, float or str, "

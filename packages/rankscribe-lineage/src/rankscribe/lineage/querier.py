@@ -9,6 +9,7 @@ is the terminal-friendly variant taking a string filter.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 import os
 from collections.abc import Sequence
@@ -31,12 +32,12 @@ from rankscribe.lineage.errors import (
     LineageParamValueError,
     LineageQuerySummaryDataError,
 )
-from rankscribe.lineage.expressions import parse_expression, parse_sort_key
-from rankscribe.lineage.parser import SECTION_KEYS, parse_run
+from rankscribe.lineage.expressions import Comparison, parse_expression, parse_sort_key
+from rankscribe.lineage.parser import SECTION_KEYS, RunLineage, parse_run
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["filter_runs", "filter_summary_lineage", "get_summary_lineage"]
+__all__ = ["filter_runs", "filter_summary_lineage", "get_run_lineage", "get_summary_lineage"]
 
 DEFAULT_LIMIT = 10
 _MODEL_LINEAGE_KEYS = tuple(name for name in FIELD_MAPPING if name != "summary_dir")
@@ -53,6 +54,26 @@ def _validate_keys(keys: object) -> list[str]:
     return keys
 
 
+def get_run_lineage(summary_dir: str) -> RunLineage | None:
+    """The whole lineage of one run directory (user-defined info included), or None.
+
+    None means the directory has lineage files but none could be used.
+    Arguments and errors as for :func:`get_summary_lineage`.
+    """
+    directory = resolve_summary_path(summary_dir)
+    try:
+        files = list_lineage_files(directory)
+    except OSError as error:
+        logger.error("cannot list %s: %s", directory, error)
+        raise LineageQuerySummaryDataError("Get summary lineage failed.") from error
+    if not files:
+        raise LineageFileNotFoundError("There is no summary log file under summary_dir.")
+    parsed = parse_run(directory, files)
+    for warning in parsed.warnings:
+        logger.warning("%s", warning)
+    return parsed.lineage
+
+
 def get_summary_lineage(summary_dir: str, keys: list[str] | None = None) -> dict[str, Any]:
     """Return the lineage of one run directory.
 
@@ -65,7 +86,8 @@ def get_summary_lineage(summary_dir: str, keys: list[str] | None = None) -> dict
     Returns:
         ``{'summary_dir': <real path>, <key>: <dict>, ...}`` with ``{}`` for a
         missing section, or ``{}`` when the directory's lineage files exist
-        but none of them could be used.
+        but none of them could be used. (User-defined info is not part of it,
+        as in MindInsight; :func:`get_run_lineage` has it.)
 
     Raises:
         LineageParamSummaryPathError: ``summary_dir`` is not an absolute
@@ -74,22 +96,13 @@ def get_summary_lineage(summary_dir: str, keys: list[str] | None = None) -> dict
         LineageFileNotFoundError: the directory holds no ``_lineage`` file.
         LineageQuerySummaryDataError: the directory cannot be read.
     """
-    directory = resolve_summary_path(summary_dir)
+    resolve_summary_path(summary_dir)
     if keys is not None:
         keys = _validate_keys(keys)
-    try:
-        files = list_lineage_files(directory)
-    except OSError as error:
-        logger.error("cannot list %s: %s", directory, error)
-        raise LineageQuerySummaryDataError("Get summary lineage failed.") from error
-    if not files:
-        raise LineageFileNotFoundError("There is no summary log file under summary_dir.")
-    parsed = parse_run(directory, files)
-    for warning in parsed.warnings:
-        logger.warning("%s", warning)
-    if parsed.lineage is None:
+    lineage = get_run_lineage(summary_dir)
+    if lineage is None:
         return {}
-    return parsed.lineage.summary_info(keys)
+    return lineage.summary_info(keys)
 
 
 def _load_rows(base_dir: str, use_index: bool | None) -> list[LineageRow] | None:
@@ -274,6 +287,21 @@ def _normalize_lineage_type(lineage_type: str | Sequence[str] | None) -> list[st
     return wanted
 
 
+def _absolute_summary_dir(comparison: Comparison, base_dir: str) -> Comparison:
+    """``summary_dir = './run1'`` means the run1 directory of the base dir."""
+    if comparison.name != "summary_dir":
+        return comparison
+
+    def absolute(path: Any) -> Any:
+        if isinstance(path, str) and path.startswith("./"):
+            return os.path.realpath(os.path.join(base_dir, path[2:]))
+        return path
+
+    value = comparison.value
+    resolved = [absolute(item) for item in value] if isinstance(value, list) else absolute(value)
+    return dataclasses.replace(comparison, value=resolved)
+
+
 def filter_runs(
     base_dir: str | os.PathLike[str],
     where: str | None = None,
@@ -305,6 +333,10 @@ def filter_runs(
     """
     directory = resolve_summary_path(os.path.abspath(os.fspath(base_dir)))
     expression = parse_expression(where) if where is not None and where.strip() else None
+    if expression is not None:
+        expression = expression.transform(
+            lambda comparison: _absolute_summary_dir(comparison, directory)
+        )
     keys = [order_by] if isinstance(order_by, str) else list(order_by or [])
     sort_keys = [parse_sort_key(key) for key in keys]
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):

@@ -1,0 +1,410 @@
+"""``TrainLineage`` and ``EvalLineage``: training callbacks that record lineage.
+
+They follow MindInsight's callbacks of the same names and fill the lineage as
+MindSpore's SummaryCollector does (COLLECTOR_AND_LINEAGE.md §5, "Lineage
+values"), but they are duck-typed: they need no framework and no base class.
+What they read is ``run_context.original_args()``, a mapping (or an object
+with attributes) that may hold:
+
+===================  ==========================================================
+key                  used for
+===================  ==========================================================
+optimizer            ``optimizer`` (class name) and ``learning_rate``: the first
+                     element of ``optimizer.learning_rate``, or of
+                     ``optimizer.param_groups[0]['lr']``, as float32
+loss_fn              ``loss_function`` (class name)
+network /            ``network``: the class name of ``network``, else of the
+train_network        backbone found through ``train_network``'s ``network`` /
+                     ``_backbone`` / ``backbone`` attributes
+epoch_num            ``epoch``
+parallel_mode        ``parallel_mode`` (as text)
+device_number        ``device_num``
+batch_num            ``batch_size`` when the dataset has no ``get_batch_size()``
+train_dataset /      ``*_dataset_path`` (``dataset_dir`` or ``dataset_file`` of
+valid_dataset        the dataset or, following ``children``, of its source) and
+                     ``*_dataset_size`` = ``get_dataset_size() * batch size``;
+                     its graph, when it has ``to_json()`` or ``dataset_graph``
+net_outputs          ``loss``: the first element of a tuple or list, averaged
+list_callback        ``model``: the latest checkpoint of the first callback with
+                     a ``latest_ckpt_file_name`` attribute (ModelCheckpoint)
+metrics              ``metric`` (eval): ``json.dumps(metrics)``
+cur_step_num         the step passed to ``summary_record.record``
+===================  ==========================================================
+
+The summary record only needs ``add_value(plugin, name, value)`` and
+``record(step)`` (MindSpore's SummaryRecord, rankscribe.writer's, or any
+look-alike). With ``raise_exception=False`` (the default) a failure is
+logged and training goes on; with True it is raised.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from rankscribe.lineage.errors import LineageParamTypeError, LineageParamValueError
+from rankscribe.lineage.model import (
+    Algorithm,
+    DatasetGraphInfo,
+    EvalLineageInfo,
+    HyperParameters,
+    ModelFile,
+    TrainDataset,
+    TrainLineageInfo,
+    UserDefinedInfo,
+    ValidDataset,
+)
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["EvalLineage", "SummaryRecordLike", "TrainLineage"]
+
+
+class SummaryRecordLike(Protocol):
+    """What the callbacks need from a summary record."""
+
+    def add_value(self, plugin: str, name: str, value: Any) -> None: ...
+
+    def record(self, step: int) -> Any: ...
+
+
+def _arguments(run_context: Any) -> Mapping[str, Any]:
+    original = getattr(run_context, "original_args", None)
+    if not callable(original):
+        raise LineageParamTypeError(
+            f"run_context must have an original_args() method, got {type(run_context).__name__}"
+        )
+    args = original()
+    if isinstance(args, Mapping):
+        return args
+    return vars(args) if hasattr(args, "__dict__") else {}
+
+
+def _to_host(value: Any) -> Any:
+    """A framework tensor as a numpy array (MindSpore, PyTorch, TensorFlow); else itself."""
+    if callable(getattr(value, "asnumpy", None)):
+        return value.asnumpy()
+    if callable(getattr(value, "detach", None)):
+        return value.detach().cpu().numpy()
+    if callable(getattr(value, "numpy", None)):
+        return value.numpy()
+    return value
+
+
+def _first_number(value: Any) -> float | None:
+    """The first element of a number, sequence, numpy array or tensor."""
+    value = _to_host(value)
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if hasattr(value, "reshape") and hasattr(value, "tolist"):
+        flat = value.reshape(-1).tolist()
+        return _first_number(flat[0]) if flat else None
+    if isinstance(value, (list, tuple)):
+        return _first_number(value[0]) if value else None
+    return None
+
+
+def _mean_loss(outputs: Any) -> float | None:
+    """The loss as SummaryCollector takes it: first of a tuple/list, then the mean."""
+    if isinstance(outputs, (list, tuple)):
+        outputs = outputs[0] if outputs else None
+    outputs = _to_host(outputs)
+    if hasattr(outputs, "mean") and hasattr(outputs, "tolist"):
+        return float(outputs.mean())
+    return _first_number(outputs)
+
+
+def _learning_rate(optimizer: Any) -> float | None:
+    rate = getattr(optimizer, "learning_rate", None)
+    if rate is None:
+        groups = getattr(optimizer, "param_groups", None)
+        if isinstance(groups, (list, tuple)) and groups and isinstance(groups[0], Mapping):
+            rate = groups[0].get("lr")
+    if callable(rate) and not hasattr(rate, "asnumpy"):
+        return None  # a schedule function: MindSpore leaves it unset too
+    return _first_number(rate)
+
+
+def _class_name(value: Any) -> str | None:
+    return type(value).__name__ if value is not None else None
+
+
+def _backbone(args: Mapping[str, Any]) -> Any:
+    network = args.get("network")
+    if network is not None:
+        return network
+    network = args.get("train_network")
+    for _ in range(4):
+        inner = next(
+            (
+                getattr(network, name)
+                for name in ("network", "_backbone", "backbone")
+                if getattr(network, name, None) is not None
+            ),
+            None,
+        )
+        if inner is None:
+            break
+        network = inner
+    return network
+
+
+def _dataset_path(dataset: Any) -> str | None:
+    for _ in range(32):
+        if dataset is None:
+            return None
+        for name in ("dataset_dir", "dataset_file", "dataset_path"):
+            value = getattr(dataset, name, None)
+            if isinstance(value, (list, tuple)) and value:
+                value = value[0]
+            if isinstance(value, (str, os.PathLike)):
+                return os.fspath(value)
+        children = getattr(dataset, "children", None)
+        dataset = children[0] if isinstance(children, (list, tuple)) and children else None
+    return None
+
+
+def _batch_size(dataset: Any, args: Mapping[str, Any]) -> int | None:
+    getter = getattr(dataset, "get_batch_size", None)
+    if callable(getter):
+        value = getter()
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    value = args.get("batch_size")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _dataset_size(dataset: Any, batch_size: int | None) -> int | None:
+    getter = getattr(dataset, "get_dataset_size", None)
+    if not callable(getter):
+        return None
+    batches = getter()
+    if not isinstance(batches, int) or isinstance(batches, bool):
+        return None
+    return batches * (batch_size or 1)
+
+
+def _dataset_graph(dataset: Any, args: Mapping[str, Any]) -> DatasetGraphInfo | None:
+    graph = args.get("dataset_graph", getattr(dataset, "dataset_graph", None))
+    if graph is None:
+        to_json = getattr(dataset, "to_json", None)
+        graph = to_json() if callable(to_json) else None
+    if isinstance(graph, DatasetGraphInfo):
+        return graph
+    if isinstance(graph, str):
+        graph = json.loads(graph)
+    if isinstance(graph, Mapping):
+        return DatasetGraphInfo.from_graph_dict(graph)
+    return None
+
+
+def _model_file(args: Mapping[str, Any]) -> ModelFile:
+    """``{"ckpt": <real path of the latest checkpoint or null>}`` and its size."""
+    callbacks = args.get("list_callback")
+    callbacks = getattr(callbacks, "_callbacks", callbacks)
+    checkpoint: str | None = None
+    for callback in callbacks if isinstance(callbacks, (list, tuple)) else []:
+        latest = getattr(callback, "latest_ckpt_file_name", None)
+        if latest:
+            checkpoint = os.path.realpath(os.fspath(latest))
+            break
+    size = 0
+    if checkpoint is not None:
+        try:
+            size = os.path.getsize(checkpoint)
+        except OSError:
+            size = 0
+    return ModelFile(path=json.dumps({"ckpt": checkpoint}), size=size)
+
+
+def _step(args: Mapping[str, Any]) -> int:
+    step = args.get("cur_step_num", 0)
+    return step if isinstance(step, int) and not isinstance(step, bool) else 0
+
+
+class _LineageCallback:
+    """What the two callbacks share: arguments, error policy, writing."""
+
+    def __init__(
+        self,
+        summary_record: SummaryRecordLike,
+        raise_exception: bool = False,
+        user_defined_info: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(raise_exception, bool):
+            raise LineageParamTypeError(
+                f"raise_exception must be True or False, got {raise_exception!r}"
+            )
+        for method in ("add_value", "record"):
+            if not callable(getattr(summary_record, method, None)):
+                raise LineageParamTypeError(
+                    f"summary_record must have an {method}() method (a SummaryRecord), got "
+                    f"{type(summary_record).__name__}"
+                )
+        self.summary_record = summary_record
+        self.raise_exception = raise_exception
+        self.user_defined_info = (
+            UserDefinedInfo.from_values(user_defined_info) if user_defined_info else None
+        )
+        self._user_defined_written = False
+
+    def _guarded(self, what: str, action: Any, run_context: Any) -> None:
+        try:
+            action(_arguments(run_context))
+        except Exception as error:
+            if self.raise_exception:
+                raise
+            logger.error("%s failed: %s", what, error)
+
+    def _write_user_defined(self) -> None:
+        if self.user_defined_info is not None and not self._user_defined_written:
+            self.summary_record.add_value(
+                "custom_lineage_data", "custom_lineage_data", self.user_defined_info.to_proto()
+            )
+            self._user_defined_written = True
+
+    # Callback hooks the training loop may call; the unused ones do nothing.
+    def on_train_begin(self, run_context: Any) -> None:
+        self.begin(run_context)
+
+    def on_train_end(self, run_context: Any) -> None:
+        self.end(run_context)
+
+    def on_eval_end(self, run_context: Any) -> None:
+        self.end(run_context)
+
+    def begin(self, run_context: Any) -> None:
+        """Called once before training or evaluation starts."""
+
+    def end(self, run_context: Any) -> None:
+        """Called once after training or evaluation ends."""
+
+    def epoch_begin(self, run_context: Any) -> None:
+        """Not used."""
+
+    def epoch_end(self, run_context: Any) -> None:
+        """Not used."""
+
+    def step_begin(self, run_context: Any) -> None:
+        """Not used."""
+
+    def step_end(self, run_context: Any) -> None:
+        """Not used."""
+
+    def __enter__(self) -> _LineageCallback:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+
+class TrainLineage(_LineageCallback):
+    """Record the lineage of a training run.
+
+    ``begin`` writes the custom lineage data and the training dataset's graph;
+    ``end`` writes the train lineage and calls ``summary_record.record``.
+
+    Args:
+        summary_record: where to write (needs ``add_value`` and ``record``).
+        raise_exception: raise failures instead of logging them.
+        user_defined_info: custom lineage, a flat dict of str to int, float or
+            str (ints must fit int32).
+    """
+
+    def begin(self, run_context: Any) -> None:
+        self._guarded("TrainLineage.begin", self._begin, run_context)
+
+    def end(self, run_context: Any) -> None:
+        self._guarded("TrainLineage.end", self._end, run_context)
+
+    def _begin(self, args: Mapping[str, Any]) -> None:
+        self._write_user_defined()
+        graph = _dataset_graph(args.get("train_dataset"), args)
+        if graph is not None:
+            self.summary_record.add_value("dataset_graph", "dataset_graph", graph.to_proto())
+
+    def _end(self, args: Mapping[str, Any]) -> None:
+        self._write_user_defined()
+        lineage = train_lineage_from_args(args)
+        self.summary_record.add_value("train_lineage", "train_lineage", lineage.to_proto())
+        self.summary_record.record(_step(args))
+
+
+class EvalLineage(_LineageCallback):
+    """Record the lineage of an evaluation: its metrics and validation dataset.
+
+    ``end`` writes the evaluation lineage (and the custom lineage data, once)
+    and calls ``summary_record.record``. Arguments as for :class:`TrainLineage`.
+    """
+
+    def end(self, run_context: Any) -> None:
+        self._guarded("EvalLineage.end", self._end, run_context)
+
+    def _end(self, args: Mapping[str, Any]) -> None:
+        self._write_user_defined()
+        lineage = eval_lineage_from_args(args)
+        self.summary_record.add_value("eval_lineage", "eval_lineage", lineage.to_proto())
+        self.summary_record.record(_step(args))
+
+
+def train_lineage_from_args(args: Mapping[str, Any]) -> TrainLineageInfo:
+    """The train lineage of a finished training run, from its original args."""
+    dataset = args.get("train_dataset")
+    batch_size = _batch_size(dataset, args)
+    epoch = args.get("epoch_num")
+    device_num = args.get("device_number")
+    parallel_mode = args.get("parallel_mode")
+    optimizer = args.get("optimizer")
+    return TrainLineageInfo(
+        hyper_parameters=HyperParameters(
+            optimizer=_class_name(optimizer),
+            learning_rate=_learning_rate(optimizer) if optimizer is not None else None,
+            loss_function=_class_name(args.get("loss_fn")),
+            epoch=epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else None,
+            parallel_mode=None if parallel_mode is None else str(parallel_mode),
+            device_num=device_num
+            if isinstance(device_num, int) and not isinstance(device_num, bool)
+            else None,
+            batch_size=batch_size,
+        ),
+        train_dataset=TrainDataset(
+            train_dataset_path=_dataset_path(dataset),
+            train_dataset_size=_dataset_size(dataset, batch_size),
+        ),
+        algorithm=Algorithm(
+            network=_class_name(_backbone(args)),
+            loss=_mean_loss(args.get("net_outputs")),
+        ),
+        model=_model_file(args),
+    )
+
+
+def eval_lineage_from_args(args: Mapping[str, Any]) -> EvalLineageInfo:
+    """The evaluation lineage of a finished evaluation, from its original args."""
+    metrics = args.get("metrics")
+    if metrics is not None and not isinstance(metrics, Mapping):
+        raise LineageParamValueError(
+            f"metrics must be a dict of metric name to value, got {type(metrics).__name__}"
+        )
+    dataset = args.get("valid_dataset")
+    batch_size = _batch_size(dataset, args)
+    return EvalLineageInfo.from_metrics(
+        {key: _plain(value) for key, value in (metrics or {}).items()},
+        ValidDataset(
+            valid_dataset_path=_dataset_path(dataset),
+            valid_dataset_size=_dataset_size(dataset, batch_size),
+        ),
+    )
+
+
+def _plain(value: Any) -> Any:
+    """A metric value json.dumps can write (numpy scalars and 0-d tensors become floats)."""
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    number = _first_number(value)
+    return number if number is not None else str(value)

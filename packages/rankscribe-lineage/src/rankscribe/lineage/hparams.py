@@ -1,0 +1,245 @@
+"""TensorBoard's HParams view of the runs under a base dir.
+
+:func:`write_hparams` writes, under an output directory (default
+``<base>/tensorboard-hparams``), one TensorBoard run per lineage run:
+
+    <out>/<run name>/events.out.tfevents.<T>.<host>.rankscribe-hparams
+
+holding the version record, the session start (``_hparams_/session_start_info``:
+the run's hyper-parameters), its metrics as scalars at step 0 (``loss`` and
+``metric/<k>``) and the session end. ``<out>`` itself gets the experiment
+summary (``_hparams_/experiment``) listing every hyper-parameter, the values
+seen for text ones, and every metric. ``tensorboard --logdir <out>`` then
+compares the runs in its HParams tab.
+
+Writing again replaces what a previous call wrote (files ending in
+``.rankscribe-hparams``) and leaves everything else alone. The records are
+TF ``Event`` messages framed like any summary record.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from rankscribe.lineage.querier import filter_runs
+from rankscribe.writer.framing import frame
+from rankscribe.writer.pb import tensorboard_hparams_pb2 as hparams_pb2
+from rankscribe.writer.pb import tensorboard_pb2
+
+__all__ = ["HPARAM_FIELDS", "METRIC_FIELDS", "HParamsRun", "write_hparams"]
+
+SUFFIX = ".rankscribe-hparams"
+DEFAULT_OUT_NAME = "tensorboard-hparams"
+PLUGIN_NAME = "hparams"
+EXPERIMENT_TAG = "_hparams_/experiment"
+SESSION_START_TAG = "_hparams_/session_start_info"
+SESSION_END_TAG = "_hparams_/session_end_info"
+# Hyper-parameters: what a run was set up with. Metrics: what it achieved.
+HPARAM_FIELDS = (
+    "network",
+    "optimizer",
+    "learning_rate",
+    "loss_function",
+    "epoch",
+    "batch_size",
+    "device_num",
+    "train_dataset_path",
+    "train_dataset_count",
+    "test_dataset_count",
+    "dataset_mark",
+)
+METRIC_FIELDS = ("loss",)
+
+
+@dataclass
+class HParamsRun:
+    """One run as TensorBoard will show it."""
+
+    name: str
+    hparams: dict[str, bool | float | str]
+    metrics: dict[str, float]
+    start_time: float
+
+
+def _hparam_value(value: Any) -> bool | float | str | None:
+    if value is None or isinstance(value, (dict, list)):
+        return None
+    if isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, (int, float)):
+        return float(value)
+    return str(value)
+
+
+def _metric_value(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _run_name(summary_dir: str, base_dir: str) -> str:
+    relative = os.path.relpath(summary_dir, base_dir)
+    return os.path.basename(base_dir) if relative == "." else relative
+
+
+def collect_runs(base_dir: str, *, use_index: bool | None = None) -> list[HParamsRun]:
+    """The runs under ``base_dir`` with their hyper-parameters and metrics."""
+    directory = os.path.realpath(base_dir)
+    result = filter_runs(directory, lineage_type="model", use_index=use_index)
+    runs = []
+    for item in result["object"]:
+        lineage = item["model_lineage"]
+        hparams: dict[str, bool | float | str] = {}
+        for name in HPARAM_FIELDS:
+            value = _hparam_value(lineage.get(name))
+            if value is not None:
+                hparams[name] = value
+        for key, raw in lineage["user_defined"].items():
+            value = _hparam_value(raw)
+            if value is not None:
+                hparams[f"user_defined/{key}"] = value
+        metrics: dict[str, float] = {}
+        for name in METRIC_FIELDS:
+            metric = _metric_value(lineage.get(name))
+            if metric is not None:
+                metrics[name] = metric
+        for key, raw in lineage["metric"].items():
+            metric = _metric_value(raw)
+            if metric is not None:
+                metrics[f"metric/{key}"] = metric
+        summary_dir = item["summary_dir"]
+        runs.append(
+            HParamsRun(
+                name=_run_name(summary_dir, directory),
+                hparams=hparams,
+                metrics=metrics,
+                start_time=os.path.getmtime(summary_dir),
+            )
+        )
+    return runs
+
+
+def _plugin_value(tag: str, data: hparams_pb2.HParamsPluginData) -> tensorboard_pb2.Summary.Value:
+    value = tensorboard_pb2.Summary.Value(tag=tag)
+    value.metadata.plugin_data.plugin_name = PLUGIN_NAME
+    value.metadata.plugin_data.content = data.SerializeToString()
+    # TensorBoard's own hparams summaries carry an empty float tensor.
+    value.tensor.dtype = tensorboard_pb2.DT_FLOAT
+    value.tensor.tensor_shape.SetInParent()
+    return value
+
+
+def _event(wall_time: float, values: Iterable[tensorboard_pb2.Summary.Value]) -> bytes:
+    event = tensorboard_pb2.Event(wall_time=wall_time, step=0)
+    event.summary.value.extend(values)
+    return frame(event.SerializeToString())
+
+
+def _set_protobuf_value(target: Any, value: bool | float | str) -> None:
+    """Fill a ``google.protobuf.Value``."""
+    if isinstance(value, bool):
+        target.bool_value = value
+    elif isinstance(value, str):
+        target.string_value = value
+    else:
+        target.number_value = value
+
+
+def _session_records(run: HParamsRun, wall_time: float) -> bytes:
+    start = hparams_pb2.HParamsPluginData(version=0)
+    start.session_start_info.group_name = run.name
+    start.session_start_info.start_time_secs = run.start_time
+    for name, value in run.hparams.items():
+        _set_protobuf_value(start.session_start_info.hparams[name], value)
+    scalars = [
+        tensorboard_pb2.Summary.Value(tag=tag, simple_value=metric)
+        for tag, metric in run.metrics.items()
+    ]
+    end = hparams_pb2.HParamsPluginData(version=0)
+    end.session_end_info.status = hparams_pb2.STATUS_SUCCESS
+    end.session_end_info.end_time_secs = run.start_time
+    return (
+        _event(wall_time, [_plugin_value(SESSION_START_TAG, start)])
+        + (_event(wall_time, scalars) if scalars else b"")
+        + _event(wall_time, [_plugin_value(SESSION_END_TAG, end)])
+    )
+
+
+def _experiment_record(runs: list[HParamsRun], wall_time: float) -> bytes:
+    data = hparams_pb2.HParamsPluginData(version=0)
+    experiment = data.experiment
+    experiment.time_created_secs = wall_time
+    names: list[str] = []
+    for run in runs:
+        names.extend(name for name in run.hparams if name not in names)
+    for name in names:
+        values = [run.hparams[name] for run in runs if name in run.hparams]
+        info = experiment.hparam_infos.add(name=name)
+        if all(isinstance(value, bool) for value in values):
+            info.type = hparams_pb2.DATA_TYPE_BOOL
+        elif all(isinstance(value, str) for value in values):
+            info.type = hparams_pb2.DATA_TYPE_STRING
+            for text in sorted({str(value) for value in values}):
+                info.domain_discrete.values.add(string_value=text)
+        elif all(isinstance(value, float) for value in values):
+            info.type = hparams_pb2.DATA_TYPE_FLOAT64
+    metrics: list[str] = []
+    for run in runs:
+        metrics.extend(tag for tag in run.metrics if tag not in metrics)
+    for tag in metrics:
+        experiment.metric_infos.add().name.tag = tag
+    return _event(wall_time, [_plugin_value(EXPERIMENT_TAG, data)])
+
+
+def _file_name(wall_time: float, host: str) -> str:
+    return f"events.out.tfevents.{int(wall_time)}.{host}{SUFFIX}"
+
+
+def _version_record(wall_time: float) -> bytes:
+    event = tensorboard_pb2.Event(wall_time=wall_time, file_version="brain.Event:2")
+    return frame(event.SerializeToString())
+
+
+def _replace(directory: str, name: str, payload: bytes) -> str:
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    for old in os.listdir(directory):
+        if old.endswith(SUFFIX) and old != name:
+            os.unlink(os.path.join(directory, old))
+    path = os.path.join(directory, name)
+    temporary = path + ".tmp"
+    with open(temporary, "wb") as stream:
+        stream.write(payload)
+    os.replace(temporary, path)
+    return path
+
+
+def write_hparams(
+    base_dir: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str] | None = None,
+    *,
+    use_index: bool | None = None,
+    host: str | None = None,
+) -> list[str]:
+    """Write the HParams summaries of the runs under ``base_dir``; return the files written."""
+    base = os.path.realpath(os.fspath(base_dir))
+    out = os.fspath(out_dir) if out_dir is not None else os.path.join(base, DEFAULT_OUT_NAME)
+    runs = collect_runs(base, use_index=use_index)
+    wall_time = time.time()
+    name = _file_name(wall_time, host or platform.node())
+    written = [
+        _replace(out, name, _version_record(wall_time) + _experiment_record(runs, wall_time))
+    ]
+    for run in runs:
+        written.append(
+            _replace(
+                os.path.join(out, run.name),
+                name,
+                _version_record(wall_time) + _session_records(run, wall_time),
+            )
+        )
+    return written

@@ -1,0 +1,126 @@
+"""Writing a run's lineage back into a ``_lineage`` file.
+
+Used for the merged lineage of a distributed job, which rank 0 (or the
+offline ``rankscribe-lineage merge``) writes into the job's directory as::
+
+    events.out.events.summary.<T>.merged.<host>_lineage
+
+The name matches MindInsight's ``summary\\.(\\d+)`` and ends in ``_lineage``,
+so MindInsight and this package read it like any other lineage file. The file
+is written to a temporary name that no reader picks up and then moved into
+place with ``os.replace``: a reader sees the old merged file or the new one,
+never a half-written one. Writing again replaces the previous merged file
+rather than adding a second one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import tempfile
+import time
+from typing import Any
+
+from rankscribe.lineage.model import (
+    DatasetGraphInfo,
+    EvalLineageInfo,
+    TrainLineageInfo,
+    UserDefinedInfo,
+    ValidDataset,
+)
+from rankscribe.lineage.parser import RunLineage
+from rankscribe.writer.framing import frame
+from rankscribe.writer.pb import lineage_pb2
+
+__all__ = [
+    "MERGED_NAME",
+    "lineage_events",
+    "merged_lineage_name",
+    "write_merged_lineage",
+]
+
+MERGED_NAME = re.compile(r"^events\.out\.events\.summary\.(\d+)\.merged\..*_lineage$")
+_TRAIN_SECTION_NAMES = ("hyper_parameters", "train_dataset", "algorithm", "model")
+
+
+def merged_lineage_name(timestamp: int | None = None, host: str | None = None) -> str:
+    """``events.out.events.summary.<T>.merged.<host>_lineage``."""
+    stamp = int(time.time()) if timestamp is None else int(timestamp)
+    return f"events.out.events.summary.{stamp}.merged.{host or platform.node()}_lineage"
+
+
+def lineage_events(
+    lineage: RunLineage, wall_time: float | None = None
+) -> list[lineage_pb2.LineageEvent]:
+    """The events that read back as ``lineage``: graph, custom data, train, evaluation."""
+    now = time.time() if wall_time is None else wall_time
+    events: list[lineage_pb2.LineageEvent] = []
+    graph = lineage.section("dataset_graph")
+    if graph:
+        events.append(
+            lineage_pb2.LineageEvent(
+                wall_time=now, dataset_graph=DatasetGraphInfo.from_graph_dict(graph).to_proto()
+            )
+        )
+    user_defined = lineage.section("user_defined")
+    if user_defined:
+        events.append(
+            lineage_pb2.LineageEvent(
+                wall_time=now,
+                user_defined_info=UserDefinedInfo.from_values(user_defined).to_proto(),
+            )
+        )
+    train_sections = {
+        name: lineage.section(name) for name in _TRAIN_SECTION_NAMES if lineage.section(name)
+    }
+    if train_sections:
+        train = TrainLineageInfo.from_query_dict(train_sections)
+        events.append(lineage_pb2.LineageEvent(wall_time=now, train_lineage=train.to_proto()))
+    metric: dict[str, Any] = lineage.section("metric")
+    valid = lineage.section("valid_dataset")
+    if metric or valid:
+        evaluation = EvalLineageInfo(
+            metric=json.dumps(metric),
+            valid_dataset=ValidDataset.from_query_dict(valid) if valid else None,
+        )
+        events.append(
+            lineage_pb2.LineageEvent(wall_time=now, evaluation_lineage=evaluation.to_proto())
+        )
+    return events
+
+
+def write_merged_lineage(
+    run_dir: str | os.PathLike[str],
+    lineage: RunLineage,
+    *,
+    host: str | None = None,
+    timestamp: int | None = None,
+) -> str:
+    """Write ``lineage`` as the merged lineage file of ``run_dir``; return its path.
+
+    An existing merged file is replaced in place (its name is kept), and any
+    other merged file in ``run_dir`` is removed, so there is always one.
+    """
+    directory = os.fspath(run_dir)
+    existing = sorted(name for name in os.listdir(directory) if MERGED_NAME.match(name))
+    name = existing[-1] if existing else merged_lineage_name(timestamp, host)
+    payload = b"".join(frame(event.SerializeToString()) for event in lineage_events(lineage))
+    descriptor, temporary = tempfile.mkstemp(
+        prefix=".merged-lineage.", suffix=".tmp", dir=directory
+    )
+    try:
+        with os.fdopen(descriptor, "wb") as stream:
+            stream.write(payload)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temporary, 0o400)
+        os.replace(temporary, os.path.join(directory, name))
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+    for stale in existing[:-1]:
+        os.unlink(os.path.join(directory, stale))
+    return os.path.join(directory, name)

@@ -1,0 +1,322 @@
+"""Merging the lineages of a distributed job's ranks into one job lineage.
+
+:func:`merge_rank_lineages` is a pure function; :func:`merge_run_dir` does the
+same offline from a job directory's ``rank_<n>`` subdirectories (for jobs
+that crashed before rank 0 merged) and writes the merged lineage file.
+
+Rules (DESIGN.md, "Lineage merge at rank 0"):
+
+- A value the ranks agree on is kept once. When they disagree, the value of
+  rank 0 (or of the lowest rank that reported) is kept, the field's name is
+  listed in ``user_defined/disagreements`` and every rank's value is kept as
+  JSON text in ``user_defined/<name>_by_rank``.
+- ``loss`` and each numeric metric are averaged over the ranks that have
+  them; the per-rank extremes are kept as ``user_defined/loss_min`` and
+  ``loss_max``, ``metric_<k>_min`` and ``metric_<k>_max``.
+- ``train_dataset_size`` and ``valid_dataset_size`` are summed (each rank
+  reads its own shard).
+- ``device_num`` is the world size; the model (path and size) is rank 0's.
+- ``user_defined/ranks_reported`` and ``ranks_expected`` count the ranks, and
+  ``ranks_missing`` lists the ones that did not report ("" when none).
+
+Every merge field lives in ``user_defined``, so it can be searched
+(``user_defined/ranks_missing``) and shown like any custom lineage.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import filelock
+
+from rankscribe.lineage.errors import LineageMergeError
+from rankscribe.lineage.lineage_file import write_merged_lineage
+from rankscribe.lineage.parser import RunLineage, parse_run
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["MergeOutcome", "merge_rank_lineages", "merge_run_dir", "rank_dirs"]
+
+RANK_DIR = re.compile(r"^rank_(\d+)$")
+MERGE_LOCK_NAME = ".rankscribe-merge.lock"
+_INT32_MAX = 2**31 - 1
+_POLL_SECONDS = 0.5
+
+
+class _Merger:
+    """Gathers disagreements and notes while merging one job."""
+
+    def __init__(self, lineages: Mapping[int, RunLineage], primary: int) -> None:
+        self.lineages = lineages
+        self.primary = primary
+        self.disagreements: list[str] = []
+        self.notes: dict[str, Any] = {}
+
+    def values(self, getter: Callable[[RunLineage], Any]) -> dict[int, Any]:
+        found = {rank: getter(lineage) for rank, lineage in sorted(self.lineages.items())}
+        return {rank: value for rank, value in found.items() if value is not None}
+
+    def agreed(self, label: str, getter: Callable[[RunLineage], Any]) -> Any:
+        """The common value, or the primary rank's one with the disagreement noted."""
+        present = self.values(getter)
+        if not present:
+            return None
+        distinct: list[Any] = []
+        for value in present.values():
+            if value not in distinct:
+                distinct.append(value)
+        if len(distinct) > 1:
+            self.disagreements.append(label)
+            self.notes[f"{label}_by_rank"] = json.dumps(
+                {str(rank): value for rank, value in present.items()}
+            )
+        return present.get(self.primary, next(iter(present.values())))
+
+    def averaged(self, note: str, getter: Callable[[RunLineage], Any]) -> float | None:
+        present = [
+            float(value)
+            for value in self.values(getter).values()
+            if isinstance(value, (int, float)) and not isinstance(value, bool)
+        ]
+        if not present:
+            return None
+        self.notes[f"{note}_min"] = min(present)
+        self.notes[f"{note}_max"] = max(present)
+        return math.fsum(present) / len(present)
+
+    def summed(self, label: str, getter: Callable[[RunLineage], Any]) -> int | None:
+        present = [value for value in self.values(getter).values() if isinstance(value, int)]
+        if not present:
+            return None
+        total = sum(present)
+        if total > _INT32_MAX:
+            # The wire field is int32: keep the exact total as text beside it.
+            self.notes[f"{label}_total"] = str(total)
+            return None
+        return total
+
+
+def _section_getter(section: str, key: str) -> Callable[[RunLineage], Any]:
+    return lambda lineage: lineage.section(section).get(key)
+
+
+def _merge_train(merger: _Merger, world_size: int) -> dict[str, dict[str, Any]]:
+    hyper: dict[str, Any] = {}
+    for key in ("optimizer", "learning_rate", "loss_function", "epoch", "parallel_mode",
+                "batch_size"):
+        value = merger.agreed(key, _section_getter("hyper_parameters", key))
+        if value is not None:
+            hyper[key] = value
+    if any(lineage.section("hyper_parameters") for lineage in merger.lineages.values()):
+        hyper["device_num"] = world_size
+    dataset: dict[str, Any] = {}
+    path = merger.agreed(
+        "train_dataset_path", _section_getter("train_dataset", "train_dataset_path")
+    )
+    if path is not None:
+        dataset["train_dataset_path"] = path
+    size = merger.summed(
+        "train_dataset_size", _section_getter("train_dataset", "train_dataset_size")
+    )
+    if size is not None:
+        dataset["train_dataset_size"] = size
+    algorithm: dict[str, Any] = {}
+    network = merger.agreed("network", _section_getter("algorithm", "network"))
+    if network is not None:
+        algorithm["network"] = network
+    loss = merger.averaged("loss", _section_getter("algorithm", "loss"))
+    if loss is not None:
+        algorithm["loss"] = loss
+    primary = merger.lineages.get(merger.primary)
+    model = dict(primary.section("model")) if primary is not None else {}
+    return {
+        "hyper_parameters": hyper,
+        "train_dataset": dataset,
+        "algorithm": algorithm,
+        "model": model,
+    }
+
+
+def _merge_evaluation(merger: _Merger) -> dict[str, dict[str, Any]]:
+    keys: list[str] = []
+    for lineage in merger.lineages.values():
+        keys.extend(key for key in lineage.section("metric") if key not in keys)
+    metric: dict[str, Any] = {}
+    for key in keys:
+        getter = _section_getter("metric", key)
+        numeric = all(
+            isinstance(value, (int, float)) and not isinstance(value, bool)
+            for value in merger.values(getter).values()
+        )
+        value = (
+            merger.averaged(f"metric_{key}", getter)
+            if numeric
+            else merger.agreed(f"metric_{key}", getter)
+        )
+        if value is not None:
+            metric[key] = value
+    valid: dict[str, Any] = {}
+    path = merger.agreed(
+        "valid_dataset_path", _section_getter("valid_dataset", "valid_dataset_path")
+    )
+    if path is not None:
+        valid["valid_dataset_path"] = path
+    size = merger.summed(
+        "valid_dataset_size", _section_getter("valid_dataset", "valid_dataset_size")
+    )
+    if size is not None:
+        valid["valid_dataset_size"] = size
+    return {"metric": metric, "valid_dataset": valid}
+
+
+def merge_rank_lineages(
+    records: Mapping[int, RunLineage],
+    *,
+    world_size: int | None = None,
+    summary_dir: str = "",
+) -> RunLineage:
+    """Merge the lineages of a job's ranks (rank -> lineage) into one job lineage.
+
+    Args:
+        records: the lineage of each rank that reported, keyed by rank.
+        world_size: how many ranks the job had; default the highest rank + 1.
+            Ranks in ``range(world_size)`` without a record are "missing".
+        summary_dir: the ``summary_dir`` of the returned lineage.
+
+    Raises:
+        LineageMergeError: no record, a rank that is not an int in
+            ``range(world_size)``, or a record that is not a RunLineage.
+    """
+    if not records:
+        raise LineageMergeError("no rank lineage to merge")
+    for rank, lineage in records.items():
+        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+            raise LineageMergeError(f"ranks must be ints >= 0, got {rank!r}")
+        if not isinstance(lineage, RunLineage):
+            raise LineageMergeError(
+                f"the record of rank {rank} must be a RunLineage, got {type(lineage).__name__}"
+            )
+    expected = max(records) + 1 if world_size is None else world_size
+    if isinstance(expected, bool) or not isinstance(expected, int) or expected < 1:
+        raise LineageMergeError(f"world_size must be an int >= 1, got {world_size!r}")
+    if max(records) >= expected:
+        raise LineageMergeError(
+            f"rank {max(records)} is outside a world of {expected} ranks (world_size)"
+        )
+    ranks = sorted(records)
+    merger = _Merger({rank: records[rank] for rank in ranks}, primary=ranks[0])
+    merged = RunLineage(summary_dir)
+    merged.sections.update(_merge_train(merger, expected))
+    merged.sections.update(_merge_evaluation(merger))
+    graph = merger.agreed("dataset_graph", lambda lineage: lineage.section("dataset_graph") or None)
+    merged.sections["dataset_graph"] = graph or {}
+    user_keys: list[str] = []
+    for lineage in merger.lineages.values():
+        user_keys.extend(key for key in lineage.section("user_defined") if key not in user_keys)
+    user_defined: dict[str, Any] = {}
+    for key in user_keys:
+        value = merger.agreed(f"user_defined.{key}", _section_getter("user_defined", key))
+        if value is not None:
+            user_defined[key] = value
+    missing = [rank for rank in range(expected) if rank not in records]
+    user_defined.update(merger.notes)
+    user_defined.update(
+        {
+            "ranks_reported": len(ranks),
+            "ranks_expected": expected,
+            "ranks_missing": ",".join(str(rank) for rank in missing),
+            "disagreements": ",".join(merger.disagreements),
+        }
+    )
+    merged.sections["user_defined"] = user_defined
+    return merged
+
+
+def rank_dirs(run_dir: str) -> dict[int, str]:
+    """The ``rank_<n>`` subdirectories of ``run_dir`` (symbolic links skipped)."""
+    found: dict[int, str] = {}
+    with os.scandir(run_dir) as entries:
+        for entry in entries:
+            match = RANK_DIR.match(entry.name)
+            if match and entry.is_dir(follow_symlinks=False):
+                found[int(match.group(1))] = entry.path
+    return found
+
+
+@dataclass
+class MergeOutcome:
+    """What an offline merge did."""
+
+    path: str
+    lineage: RunLineage
+    ranks_reported: list[int]
+    ranks_missing: list[int]
+
+
+def _read_ranks(run_dir: str) -> dict[int, RunLineage]:
+    found: dict[int, RunLineage] = {}
+    for rank, directory in sorted(rank_dirs(run_dir).items()):
+        parsed = parse_run(directory)
+        for warning in parsed.warnings:
+            logger.warning("%s", warning)
+        if parsed.lineage is not None:
+            found[rank] = parsed.lineage
+    return found
+
+
+def _expected_ranks(run_dir: str, lineages: Mapping[int, RunLineage]) -> int:
+    """The world size: rank dirs seen, highest rank, and the ranks' own device_num."""
+    candidates = [max(rank_dirs(run_dir), default=-1) + 1]
+    candidates.extend(rank + 1 for rank in lineages)
+    for lineage in lineages.values():
+        device_num = lineage.section("hyper_parameters").get("device_num")
+        if isinstance(device_num, int) and not isinstance(device_num, bool):
+            candidates.append(device_num)
+    return max(candidates)
+
+
+def merge_run_dir(
+    run_dir: str | os.PathLike[str],
+    *,
+    timeout: float = 0.0,
+    world_size: int | None = None,
+    host: str | None = None,
+) -> MergeOutcome:
+    """Merge the ``rank_<n>`` lineages of ``run_dir`` into its merged lineage file.
+
+    Waits up to ``timeout`` seconds for missing ranks to report, then merges
+    what there is. Running it again replaces the merged file (idempotent).
+
+    Raises:
+        LineageMergeError: ``run_dir`` has no ``rank_<n>`` directory with a
+            usable lineage, or is not a directory.
+    """
+    directory = os.path.realpath(os.fspath(run_dir))
+    if not os.path.isdir(directory):
+        raise LineageMergeError(f"run_dir {os.fspath(run_dir)!r} is not a directory")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
+        raise LineageMergeError(f"timeout must be a number of seconds >= 0, got {timeout!r}")
+    deadline = time.monotonic() + timeout
+    while True:
+        lineages = _read_ranks(directory)
+        expected = world_size or _expected_ranks(directory, lineages)
+        if len(lineages) >= expected or time.monotonic() >= deadline:
+            break
+        time.sleep(min(_POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+    if not lineages:
+        raise LineageMergeError(f"no rank_<n> directory of {directory} holds a usable lineage")
+    merged = merge_rank_lineages(lineages, world_size=expected, summary_dir=directory)
+    with filelock.FileLock(os.path.join(directory, MERGE_LOCK_NAME)):
+        path = write_merged_lineage(directory, merged, host=host)
+    missing = [rank for rank in range(expected) if rank not in lineages]
+    if missing:
+        logger.warning("merged %s without ranks %s", directory, missing)
+    return MergeOutcome(path, merged, sorted(lineages), missing)
