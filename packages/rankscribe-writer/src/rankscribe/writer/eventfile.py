@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable
 
 from rankscribe.writer.errors import RecordTooLargeError
-from rankscribe.writer.framing import RECORD_OVERHEAD, frame_parts
+from rankscribe.writer.framing import RECORD_OVERHEAD, chunk_size, frame_chunks, frame_parts
 
 logger = logging.getLogger(__name__)
 
@@ -55,9 +55,19 @@ class EventFile:
         """The file being written, or None before the first record."""
         return self._path
 
-    def append(self, payload: bytes) -> None:
-        """Frame ``payload`` and queue it for the file, rotating first if it would not fit."""
-        needed = len(payload) + RECORD_OVERHEAD
+    def append(self, payload: bytes | list[bytes | memoryview]) -> None:
+        """Frame ``payload`` and queue it for the file, rotating first if it would not fit.
+
+        ``payload`` is the serialized message, or the pieces it is made of.
+        """
+        if isinstance(payload, bytes):
+            size = len(payload)
+            chunks: list[bytes | memoryview] = [payload]
+            header, footer = frame_parts(payload)
+        else:
+            chunks = payload
+            size, header, footer = frame_chunks(chunks)
+        needed = size + RECORD_OVERHEAD
         limit = self._max_file_size
         if limit is not None:
             if self._opening_record_size() + needed > limit:
@@ -66,13 +76,13 @@ class EventFile:
                 self.close()
         if self._fd is None:
             self._open()
-        header, footer = frame_parts(payload)
-        if len(payload) >= _DIRECT_WRITE:
+        if size >= _DIRECT_WRITE:
             self.write_buffered()
-            self._write_all([header, payload, footer])
+            self._write_all([header, *chunks, footer])
         else:
             self._buffer += header
-            self._buffer += payload
+            for chunk in chunks:
+                self._buffer += chunk
             self._buffer += footer
             if len(self._buffer) >= _BUFFER_LIMIT:
                 self.write_buffered()
@@ -135,14 +145,14 @@ class EventFile:
             except OSError as error:
                 logger.warning("could not make %s read-only: %s", path, error)
 
-    def _write_all(self, parts: list[bytes]) -> None:
+    def _write_all(self, parts: list[bytes | memoryview]) -> None:
         assert self._fd is not None
-        total = sum(len(part) for part in parts)
+        total = sum(chunk_size(part) for part in parts)
         try:
             written = os.writev(self._fd, parts)
             while written < total:
                 # A short write: finish the rest byte-exact before anything else goes in.
-                remaining = b"".join(parts)[written:]
+                remaining = b"".join(parts)[written:]  # rare: only after a short write
                 written += os.write(self._fd, remaining)
         except OSError:
             self._cut_back()

@@ -80,6 +80,27 @@ def scalar_value(tag: bytes, value: float) -> bytes:
     return _SUMMARY_VALUE + varint(len(body)) + body
 
 
+Chunk = bytes | memoryview
+
+
+def message_value_chunks(tag: bytes, plugin: str, message: list[Chunk]) -> list[Chunk]:
+    """:func:`message_value` for a message given in pieces; the pieces are not copied."""
+    size = sum(chunk.nbytes if isinstance(chunk, memoryview) else len(chunk) for chunk in message)
+    head = _VALUE_TAG + varint(len(tag)) + tag + field_tag(VALUE_FIELD[plugin]) + varint(size)
+    return [_SUMMARY_VALUE + varint(len(head) + size) + head, *message]
+
+
+def summary_event_chunks(wall_time: float, step: int, values: list[list[Chunk]]) -> list[Chunk]:
+    """:func:`summary_event` for values given in pieces."""
+    chunks = [chunk for value in values for chunk in value]
+    size = sum(chunk.nbytes if isinstance(chunk, memoryview) else len(chunk) for chunk in chunks)
+    head = (
+        _EVENT_WALL_TIME + _DOUBLE.pack(wall_time) + _EVENT_STEP + varint(step)
+        + _EVENT_SUMMARY + varint(size)
+    )
+    return [head, *chunks]
+
+
 def message_value(tag: bytes, plugin: str, message: bytes) -> bytes:
     """A ``Summary.Value`` holding a serialized image/tensor/histogram/landscape message."""
     body = _VALUE_TAG + varint(len(tag)) + tag + length_delimited(

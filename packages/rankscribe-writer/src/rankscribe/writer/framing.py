@@ -19,9 +19,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from google_crc32c import value as _crc32c_value
+from crc32c import crc32c as _crc32c_value
 
-from rankscribe.writer.crc import masked_crc32c
+from rankscribe.writer.crc import mask, masked_crc32c
 from rankscribe.writer.errors import CorruptRecordError
 
 HEADER_SIZE = 12
@@ -45,6 +45,25 @@ def frame_parts(payload: bytes) -> tuple[bytes, bytes]:
     crc = _crc32c_value(payload)
     payload_crc = ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
     return length + _CRC.pack(length_crc), _CRC.pack(payload_crc)
+
+
+def chunk_size(chunk: bytes | memoryview) -> int:
+    return chunk.nbytes if isinstance(chunk, memoryview) else len(chunk)
+
+
+def frame_chunks(chunks: list[bytes | memoryview]) -> tuple[int, bytes, bytes]:
+    """Like :func:`frame_parts` for a payload given in pieces: (length, header, footer).
+
+    A large payload (a tensor) is assembled as pieces that point into the
+    array's memory; checksumming them one after another spares the copy that
+    joining them first would cost.
+    """
+    total = sum(chunk_size(chunk) for chunk in chunks)
+    length = _LENGTH.pack(total)
+    crc = 0
+    for chunk in chunks:
+        crc = _crc32c_value(chunk, value=crc)
+    return total, length + _CRC.pack(mask(_crc32c_value(length))), _CRC.pack(mask(crc))
 
 
 def frame(payload: bytes) -> bytes:

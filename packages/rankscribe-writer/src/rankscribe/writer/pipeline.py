@@ -115,13 +115,20 @@ class Pipeline:
         return self._queued_bytes - self._written_bytes
 
     def put(self, work: Work, nbytes: int, *, heavy: bool = False) -> None:
-        """Queue ``work``; heavy work starts encoding at once on the pool."""
-        self.raise_pending()
+        """Queue ``work``, then raise what an earlier piece of work reported.
+
+        Heavy work starts encoding at once on the pool. The work is queued
+        before an earlier error is raised, so that error never costs this step.
+        """
+        if self.failure is not None:
+            self.raise_pending()
         if self._queued_bytes - self._written_bytes + nbytes > self._max_pending:
             self._wait_for_space(nbytes)
         item: object = self._pool.submit(work) if heavy and self._pool is not None else work
         self._queued_bytes += nbytes
         self._queue.put((item, nbytes))
+        if self._reported:
+            self.raise_pending()
 
     def flush(self, sync: bool = True, timeout: float | None = None) -> bool:
         """Return once everything queued before this call was consumed (and synced).

@@ -49,6 +49,7 @@ logger = logging.getLogger(__name__)
 FORMATS = ("mindinsight", "tensorboard")
 MODES = ("train", "eval")
 DEFAULT_MAX_PENDING_BYTES = 256 << 20
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 _live_records: weakref.WeakSet[SummaryRecord] = weakref.WeakSet()
 _live_lock = threading.Lock()
@@ -226,6 +227,11 @@ class SummaryRecord:
                 f"For 'SummaryRecord.record', the argument 'step' must be an int, but got "
                 f"{type(step).__name__}."
             )
+        if not _INT64_MIN <= step <= _INT64_MAX:
+            raise WriterValueError(
+                f"For 'SummaryRecord.record', the argument 'step' must fit in an int64 "
+                f"[-2**63, 2**63 - 1], but got {step}."
+            )
         if self._closed:
             logger.error("The record writer is closed; step %d was not recorded.", step)
             return False
@@ -241,26 +247,34 @@ class SummaryRecord:
                 64 * len(scalars),
             )
             return True
-        self._pipeline.raise_pending()
         values, lineage, graph = self._take_pending(plugin_filter, train_network)
         size = events.summary_event_size(sum(snap.encoded_size for snap in values))
+        refused: StepTooLargeError | None = None
         if size > MAX_STEP_BYTES:
-            error = StepTooLargeError(step, size, MAX_STEP_BYTES)
-            if self._raise_exception:
-                raise error
-            logger.error("%s", error)
+            refused = StepTooLargeError(step, size, MAX_STEP_BYTES)
             values = []
-        if not (values or lineage or graph is not None):
-            return True
+        if values or lineage or graph is not None:
+            self._queue_step(step, values, lineage, graph)
+        else:
+            self._pipeline.raise_pending()
+        if refused is not None:
+            if self._raise_exception:
+                raise refused
+            logger.error("%s", refused)
+            return False
+        return True
+
+    def _queue_step(
+        self, step: int, values: list[Snapshot], lineage: list[Snapshot], graph: bytes | None
+    ) -> None:
         job = StepJob(
             step, time.time(), values, lineage, graph,
             tensorboard=self._board_file is not None, export_tensors=self._export_tensors,
         )
         memory = sum(snap.memory for snap in values) + sum(snap.memory for snap in lineage)
         self._pipeline.put(
-            lambda: encode_step(job), memory, heavy=any(is_heavy(snap) for snap in values)
+            partial(encode_step, job), memory, heavy=any(is_heavy(snap) for snap in values)
         )
-        return True
 
     def flush(self, timeout: float | None = None) -> bool:
         """Return once every step recorded so far is written and synced to disk.
@@ -289,7 +303,8 @@ class SummaryRecord:
 
     def __enter__(self) -> SummaryRecord:
         if self._closed:
-            raise WriterStateError("SummaryRecord is closed and cannot be entered again.")
+            # A ValueError, as the original raises here.
+            raise WriterValueError("SummaryRecord is closed and cannot be entered again.")
         return self
 
     def __exit__(

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from rankscribe.writer import events, histogram, image, tensor, tensorboard
+from rankscribe.writer.framing import chunk_size
 from rankscribe.writer.values import MAX_STEP_BYTES, Snapshot
 
 logger = logging.getLogger(__name__)
@@ -39,7 +40,7 @@ class EncodedStep:
     """The finished records of one step, per output file."""
 
     step: int
-    summary: list[bytes] = field(default_factory=list)
+    summary: list[bytes | list[events.Chunk]] = field(default_factory=list)
     lineage: list[bytes] = field(default_factory=list)
     tensorboard: list[bytes] = field(default_factory=list)
     exports: list[tuple[str, np.ndarray]] = field(default_factory=list)
@@ -50,7 +51,7 @@ def encode_step(job: StepJob) -> EncodedStep:
     out = EncodedStep(job.step)
     if job.graph is not None:
         out.summary.append(events.graph_event(job.wall_time, job.step, job.graph))
-    summary_values: list[bytes] = []
+    summary_values: list[list[events.Chunk]] = []
     board_values: list[Any] = []
     for snap in job.values:
         try:
@@ -60,9 +61,10 @@ def encode_step(job: StepJob) -> EncodedStep:
                          job.step, error)
             out.errors.append(error)
     if summary_values:
-        payload = events.summary_event(job.wall_time, job.step, summary_values)
-        if len(payload) > MAX_STEP_BYTES:  # the caller's estimate makes this a last guard
-            raise ValueError(f"step {job.step} encodes to {len(payload):,} bytes")
+        payload = events.summary_event_chunks(job.wall_time, job.step, summary_values)
+        size = sum(chunk_size(chunk) for chunk in payload)
+        if size > MAX_STEP_BYTES:  # the caller's estimate makes this a last guard
+            raise ValueError(f"step {job.step} encodes to {size:,} bytes")
         out.summary.append(payload)
     if board_values:
         out.tensorboard.append(tensorboard.summary_event(job.wall_time, job.step, board_values))
@@ -72,40 +74,40 @@ def encode_step(job: StepJob) -> EncodedStep:
 
 
 def _encode_value(
-    snap: Snapshot, job: StepJob, summary_values: list[bytes], board_values: list[Any],
+    snap: Snapshot, job: StepJob, summary_values: list[list[events.Chunk]],
+    board_values: list[Any],
     out: EncodedStep,
 ) -> None:
     tag = snap.tag.encode()
     plugin = snap.plugin
     if plugin == "scalar":
-        summary_values.append(events.scalar_value(tag, snap.data))
+        summary_values.append([events.scalar_value(tag, snap.data)])
         if job.tensorboard:
             board_values.append(tensorboard.scalar_value(snap.tag, snap.data))
     elif plugin == "histogram":
         proto = histogram.histogram_proto(snap.data)
-        summary_values.append(events.message_value(tag, plugin, proto.SerializeToString()))
+        summary_values.append([events.message_value(tag, plugin, proto.SerializeToString())])
         if job.tensorboard:
             board_values.append(tensorboard.histogram_value(snap.tag, proto))
     elif plugin == "image":
         picture = image.image_proto(snap.data)
-        summary_values.append(events.message_value(tag, plugin, picture.SerializeToString()))
+        summary_values.append(
+            [events.message_value(tag, plugin, picture.SerializeToString())])
         if job.tensorboard:
             board_values.append(tensorboard.image_value(snap.tag, picture))
     elif plugin == "tensor":
-        summary_values.append(events.message_value(tag, plugin, tensor_bytes(snap.data)))
+        summary_values.append(events.message_value_chunks(tag, plugin, tensor_chunks(snap.data)))
         if job.export_tensors:
             out.exports.append((snap.tag, snap.data))
     elif plugin == "landscape":
-        summary_values.append(events.message_value(tag, plugin, snap.data))
+        summary_values.append([events.message_value(tag, plugin, snap.data)])
     elif plugin == "text" and job.tensorboard:
         board_values.append(tensorboard.text_value(snap.tag, snap.data))
 
 
-def tensor_bytes(array: np.ndarray) -> bytes:
-    encode = getattr(tensor, "tensor_proto_bytes", None)
-    if encode is not None:
-        return bytes(encode(array))
-    return bytes(tensor.tensor_proto(array).SerializeToString())
+def tensor_chunks(array: np.ndarray) -> list[events.Chunk]:
+    """The TensorProto of ``array`` as pieces pointing into its memory (no copy)."""
+    return list(tensor.tensor_proto_parts(array))
 
 
 def is_heavy(snap: Snapshot) -> bool:
