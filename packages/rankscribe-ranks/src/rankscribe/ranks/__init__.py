@@ -1,0 +1,60 @@
+"""rankscribe.ranks: rank coordination for training jobs.
+
+Which rank am I (:func:`detect`), where do I write (:func:`rank_dir`), which
+share of the heavy work is mine (:func:`split_evenly`), and how do results
+reach rank 0 without hanging on a dead rank (:class:`Coordinator`) — under
+``mpiexec``, under launchers without MPI, and alone.
+
+Importing this package never imports mpi4py: the MPI backend loads it when it
+is created.
+"""
+
+from __future__ import annotations
+
+from rankscribe.ranks.coordinator import DEFAULT_TIMEOUT, BackendName, Coordinator, GatherResult
+from rankscribe.ranks.errors import (
+    BackendUnavailableError,
+    BarrierTimeoutError,
+    CollectiveMismatchError,
+    CollectiveTimeoutError,
+    CoordinatorClosedError,
+    RankEnvironmentError,
+    RanksError,
+    RanksTypeError,
+    RanksValueError,
+    RendezvousError,
+)
+from rankscribe.ranks.info import Launcher, RankInfo, detect
+from rankscribe.ranks.layout import rank_dir
+from rankscribe.ranks.mpi import MpiCoordinator
+from rankscribe.ranks.rendezvous import FileCoordinator
+from rankscribe.ranks.single import SingleCoordinator
+from rankscribe.ranks.split import split_evenly
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "BackendName",
+    "BackendUnavailableError",
+    "BarrierTimeoutError",
+    "CollectiveMismatchError",
+    "CollectiveTimeoutError",
+    "Coordinator",
+    "CoordinatorClosedError",
+    "FileCoordinator",
+    "GatherResult",
+    "Launcher",
+    "MpiCoordinator",
+    "RankEnvironmentError",
+    "RankInfo",
+    "RanksError",
+    "RanksTypeError",
+    "RanksValueError",
+    "RendezvousError",
+    "SingleCoordinator",
+    "__version__",
+    "detect",
+    "rank_dir",
+    "split_evenly",
+]

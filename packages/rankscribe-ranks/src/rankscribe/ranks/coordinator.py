@@ -1,0 +1,263 @@
+"""How results reach rank 0: collectives with a timeout.
+
+A :class:`Coordinator` offers three collectives, each called by *every* rank,
+unconditionally and in the same order (only what a rank *writes* afterwards
+depends on its rank):
+
+- :meth:`Coordinator.gather` collects one picklable object per rank at the root
+  and returns a :class:`GatherResult`; ranks that did not deliver in time are
+  named in ``missing`` instead of making the root wait forever.
+- :meth:`Coordinator.bcast` hands the root's object to every rank.
+- :meth:`Coordinator.barrier` waits until every rank arrived, or raises
+  :class:`BarrierTimeoutError` naming the ranks that did not.
+
+Three backends implement them: MPI (:mod:`rankscribe.ranks.mpi`), a rendezvous
+folder on a shared filesystem (:mod:`rankscribe.ranks.rendezvous`) and a single
+process (:mod:`rankscribe.ranks.single`); :meth:`Coordinator.create` picks one.
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+import pickle
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, ClassVar, Generic, Literal, TypeVar
+
+from rankscribe.ranks.deadline import Deadline, check_timeout
+from rankscribe.ranks.errors import (
+    CoordinatorClosedError,
+    RanksTypeError,
+    RanksValueError,
+)
+from rankscribe.ranks.info import MPI_LAUNCHERS, RankInfo, detect
+
+__all__ = ["DEFAULT_TIMEOUT", "BackendName", "Coordinator", "GatherResult"]
+
+T = TypeVar("T")
+
+#: Seconds a collective waits when no ``timeout`` is given (torch.distributed's default).
+DEFAULT_TIMEOUT = 600.0
+
+BackendName = Literal["auto", "mpi", "file", "single"]
+_BACKENDS = ("auto", "mpi", "file", "single")
+
+
+@dataclass(frozen=True)
+class GatherResult(Generic[T]):
+    """What :meth:`Coordinator.gather` returns.
+
+    On the root rank, ``values`` maps each rank whose object arrived in time to
+    that object (the root's own object included, as is, not a copy) and
+    ``missing`` lists, in order, the ranks whose object did not arrive before
+    the timeout (or could not be unpickled). ``values`` and ``missing``
+    together always cover ``range(world_size)``.
+
+    On every other rank the result is empty (``values == {}``,
+    ``missing == ()``): only the root learns who delivered. ``is_root`` tells
+    the two apart.
+    """
+
+    root: int
+    rank: int
+    world_size: int
+    values: Mapping[int, T] = field(default_factory=dict)
+    missing: tuple[int, ...] = ()
+
+    @property
+    def is_root(self) -> bool:
+        return self.rank == self.root
+
+    @property
+    def complete(self) -> bool:
+        """On the root: every rank's object arrived. Always False elsewhere."""
+        return self.is_root and not self.missing
+
+    def in_rank_order(self) -> list[T]:
+        """The objects that arrived, ordered by rank (missing ranks skipped)."""
+        return [self.values[rank] for rank in sorted(self.values)]
+
+
+class Coordinator(abc.ABC):
+    """Collectives over the ranks of one job, each bounded by a timeout.
+
+    Every method that takes ``timeout`` accepts a finite number of seconds
+    >= 0; ``None`` means the coordinator's default (``timeout`` given at
+    creation, :data:`DEFAULT_TIMEOUT` unless set). The deadline starts when
+    the call starts on that rank.
+
+    A coordinator is a context manager; :meth:`close` releases what the
+    backend holds.
+    """
+
+    backend: ClassVar[str]
+
+    def __init__(self, info: RankInfo, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        if not isinstance(info, RankInfo):
+            raise RanksTypeError(
+                f"info must be a RankInfo (from detect()), got {type(info).__name__}"
+            )
+        self.info = info
+        self.timeout = check_timeout("timeout", timeout)
+        self._sequence = 0
+        self._closed = False
+
+    @classmethod
+    def create(
+        cls,
+        info: RankInfo | None = None,
+        backend: BackendName = "auto",
+        rendezvous_dir: str | os.PathLike[str] | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> Coordinator:
+        """Return a coordinator for this job.
+
+        ``info`` defaults to :func:`detect`. ``backend="auto"`` picks, in order:
+        ``single`` for a world of one process; ``mpi`` when an MPI launcher
+        started the job (Open MPI, MPICH/Hydra, Intel MPI, PMIx, or mpi4py
+        already initialised); ``file`` when ``rendezvous_dir`` is given
+        (torchrun, plain Slurm, or any launcher without MPI). Otherwise it
+        raises :class:`RanksValueError` asking for a ``rendezvous_dir``.
+
+        ``rendezvous_dir`` must be a folder every rank sees and used by this
+        job only (see :class:`~rankscribe.ranks.rendezvous.FileCoordinator`).
+        """
+        # The backends subclass Coordinator, so they are imported here, not at the top.
+        from rankscribe.ranks.mpi import MpiCoordinator  # noqa: PLC0415
+        from rankscribe.ranks.rendezvous import FileCoordinator  # noqa: PLC0415
+        from rankscribe.ranks.single import SingleCoordinator  # noqa: PLC0415
+
+        if info is None:
+            info = detect()
+        chosen = _choose_backend(info, backend, rendezvous_dir)
+        if chosen == "single":
+            return SingleCoordinator(info, timeout=timeout)
+        if chosen == "mpi":
+            return MpiCoordinator(info, timeout=timeout)
+        if rendezvous_dir is None:
+            raise RanksValueError(
+                "backend='file' needs rendezvous_dir: a folder on a filesystem every rank sees"
+            )
+        return FileCoordinator(info, rendezvous_dir, timeout=timeout)
+
+    @property
+    def rank(self) -> int:
+        return self.info.rank
+
+    @property
+    def world_size(self) -> int:
+        return self.info.world_size
+
+    def gather(self, obj: T, root: int = 0, timeout: float | None = None) -> GatherResult[T]:
+        """Collect ``obj`` from every rank at ``root``; never waits past ``timeout``.
+
+        Returns a :class:`GatherResult`: on the root, the objects that arrived
+        and the ranks that did not; elsewhere an empty result. ``obj`` must be
+        picklable (except on the root, whose object is kept as is).
+        """
+        deadline = self._begin("gather", root, timeout)
+        return self._gather(obj, root, deadline, self._sequence)
+
+    def bcast(self, obj: T, root: int = 0, timeout: float | None = None) -> T:
+        """Return the root's ``obj`` on every rank (other ranks' ``obj`` is ignored).
+
+        The root gets its own object back as is; other ranks get an unpickled
+        copy, or :class:`CollectiveTimeoutError` if it did not arrive in time.
+        The root never waits for the other ranks past ``timeout``: it logs a
+        warning naming the ranks its object did not reach.
+        """
+        deadline = self._begin("bcast", root, timeout)
+        return self._bcast(obj, root, deadline, self._sequence)
+
+    def barrier(self, timeout: float | None = None) -> None:
+        """Wait until every rank called ``barrier``; raise :class:`BarrierTimeoutError` if not.
+
+        The error's ``missing`` names the ranks that did not arrive in time
+        (see the backend for what each rank can know).
+        """
+        deadline = self._begin("barrier", 0, timeout)
+        self._barrier(deadline, self._sequence)
+
+    def close(self) -> None:
+        """Release the backend's resources; later collectives raise. Idempotent."""
+        self._closed = True
+
+    def __enter__(self) -> Coordinator:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(rank={self.rank}, world_size={self.world_size}, "
+            f"timeout={self.timeout:g})"
+        )
+
+    @abc.abstractmethod
+    def _gather(self, obj: T, root: int, deadline: Deadline, sequence: int) -> GatherResult[T]:
+        """The backend's gather; arguments are validated and ``sequence`` numbered."""
+
+    @abc.abstractmethod
+    def _bcast(self, obj: T, root: int, deadline: Deadline, sequence: int) -> T:
+        """The backend's bcast."""
+
+    @abc.abstractmethod
+    def _barrier(self, deadline: Deadline, sequence: int) -> None:
+        """The backend's barrier."""
+
+    def _begin(self, operation: str, root: int, timeout: float | None) -> Deadline:
+        """Validate a collective's arguments and number it (the same number on every rank)."""
+        if self._closed:
+            raise CoordinatorClosedError(f"{operation} called on a closed {type(self).__name__}")
+        if isinstance(root, bool) or not isinstance(root, int):
+            raise RanksTypeError(f"root must be an int, got {type(root).__name__} {root!r}")
+        if not 0 <= root < self.world_size:
+            raise RanksValueError(
+                f"root must be in range(world_size) = range({self.world_size}), got {root}"
+            )
+        seconds = self.timeout if timeout is None else check_timeout("timeout", timeout)
+        self._sequence += 1
+        return Deadline(seconds)
+
+    def _dumps(self, obj: Any, operation: str) -> bytes:
+        """Pickle ``obj`` for another rank, with an error that says which rank failed."""
+        try:
+            return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        except (pickle.PicklingError, TypeError, AttributeError) as error:
+            raise RanksTypeError(
+                f"{operation}: the object on rank {self.rank} cannot be pickled "
+                f"({type(obj).__name__}): {error}"
+            ) from error
+
+
+def _choose_backend(
+    info: RankInfo, backend: str, rendezvous_dir: str | os.PathLike[str] | None
+) -> str:
+    if backend not in _BACKENDS:
+        raise RanksValueError(f"backend must be one of {', '.join(_BACKENDS)}; got {backend!r}")
+    if backend == "single" and info.world_size != 1:
+        raise RanksValueError(
+            f"backend='single' needs a world of one process, but this is rank {info.rank} "
+            f"of {info.world_size} (launcher {info.launcher})"
+        )
+    if backend != "auto":
+        return backend
+    if info.world_size == 1:
+        return "single"
+    if info.launcher in MPI_LAUNCHERS:
+        return "mpi"
+    if rendezvous_dir is not None:
+        return "file"
+    raise RanksValueError(
+        f"this job ({info.world_size} ranks, launcher {info.launcher}) was not started by "
+        "an MPI launcher: pass rendezvous_dir=<a folder every rank sees, used by this job "
+        "only> for the file backend, or backend='mpi' if the ranks share an MPI COMM_WORLD"
+    )

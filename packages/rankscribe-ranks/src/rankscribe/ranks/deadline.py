@@ -1,0 +1,75 @@
+"""Bounded waiting: a monotonic deadline and the back-off between two polls.
+
+Every wait in this package polls a non-blocking operation (an MPI request, a
+file's existence) against a :class:`Deadline`; none blocks in a call that could
+wait forever. Between polls the caller sleeps, briefly at first and longer
+while nothing changes, because MPICH (and a shared filesystem) would otherwise
+burn a core per waiting rank.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from rankscribe.ranks.errors import RanksTypeError, RanksValueError
+
+__all__ = ["Backoff", "Deadline", "check_timeout"]
+
+
+def check_timeout(name: str, value: object) -> float:
+    """``value`` as seconds, or a clear error: a finite, non-negative number is expected."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise RanksTypeError(
+            f"{name} must be a number of seconds, got {type(value).__name__} {value!r}"
+        )
+    seconds = float(value)
+    if not math.isfinite(seconds) or seconds < 0:
+        raise RanksValueError(
+            f"{name} must be a finite number of seconds >= 0, got {value!r}; "
+            "collectives always have a bounded wait"
+        )
+    return seconds
+
+
+class Deadline:
+    """A point in ``time.monotonic()`` time, ``seconds`` from now."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.started = time.monotonic()
+        self.end = self.started + seconds
+
+    def remaining(self) -> float:
+        """Seconds left, never negative."""
+        return max(0.0, self.end - time.monotonic())
+
+    def expired(self) -> bool:
+        return time.monotonic() >= self.end
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def extended(self, seconds: float) -> Deadline:
+        """A new deadline ``seconds`` after this one."""
+        later = Deadline(self.seconds + seconds)
+        later.started = self.started
+        later.end = self.end + seconds
+        return later
+
+
+class Backoff:
+    """Sleeps between polls: ``shortest`` after progress, doubling up to ``longest``."""
+
+    def __init__(self, shortest: float = 0.0001, longest: float = 0.01) -> None:
+        self.shortest = shortest
+        self.longest = longest
+        self._next = shortest
+
+    def reset(self) -> None:
+        self._next = self.shortest
+
+    def sleep(self, deadline: Deadline) -> None:
+        """Sleep for the current interval (not past ``deadline``) and lengthen the next one."""
+        time.sleep(min(self._next, deadline.remaining()))
+        self._next = min(self._next * 2, self.longest)

@@ -1,0 +1,78 @@
+"""Errors raised by rankscribe.ranks.
+
+Every error derives from :class:`RanksError` and from the built-in exception it
+refines, so callers that catch ``ValueError``, ``TypeError``, ``TimeoutError``,
+``ImportError``, ``OSError`` or ``RuntimeError`` keep working.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class RanksError(Exception):
+    """Base class of every error raised by rankscribe.ranks."""
+
+
+class RanksValueError(RanksError, ValueError):
+    """An argument has the right type but an unusable value."""
+
+
+class RanksTypeError(RanksError, TypeError):
+    """An argument has the wrong type, or an object cannot be pickled for a collective."""
+
+
+class RankEnvironmentError(RanksError, ValueError):
+    """A launcher variable is malformed or contradicts another one.
+
+    ``variable`` is the environment variable at fault, ``value`` what it held
+    (``None`` when it is missing) and ``expected`` the form it should have.
+    """
+
+    def __init__(self, variable: str, value: str | None, expected: str) -> None:
+        shown = "is not set" if value is None else f"is {value!r}"
+        super().__init__(f"environment variable {variable} {shown}: expected {expected}")
+        self.variable = variable
+        self.value = value
+        self.expected = expected
+
+
+class BackendUnavailableError(RanksError, ImportError):
+    """The requested coordination backend cannot be used here (e.g. no MPI library)."""
+
+
+class RendezvousError(RanksError, OSError):
+    """The file backend's rendezvous folder cannot be used for this job."""
+
+
+class CoordinatorClosedError(RanksError, RuntimeError):
+    """A collective was called on a coordinator after ``close()``."""
+
+
+class CollectiveMismatchError(RanksError, RuntimeError):
+    """Ranks called different collectives at the same position in their sequence.
+
+    Every rank must call every collective in the same order; this is raised when
+    the message or file of another rank shows that it did not.
+    """
+
+
+class CollectiveTimeoutError(RanksError, TimeoutError):
+    """A collective did not complete within its timeout.
+
+    ``missing`` lists the ranks this rank did not hear from in time (for a rank
+    other than the root that is usually just the root).
+    """
+
+    def __init__(self, operation: str, timeout: float, missing: Sequence[int], detail: str) -> None:
+        super().__init__(
+            f"{operation} timed out after {timeout:g} s: {detail} "
+            f"(missing ranks: {', '.join(map(str, missing)) or 'none known'})"
+        )
+        self.operation = operation
+        self.timeout = timeout
+        self.missing: tuple[int, ...] = tuple(missing)
+
+
+class BarrierTimeoutError(CollectiveTimeoutError):
+    """A barrier did not complete within its timeout; ``missing`` names the absent ranks."""

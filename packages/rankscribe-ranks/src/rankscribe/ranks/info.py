@@ -1,0 +1,230 @@
+"""Who am I: the rank of this process, found without a communicator.
+
+:func:`detect` reads the variables the launcher exported, in this order (the
+first launcher whose rank variable is set wins, so an MPI job started inside a
+Slurm allocation, or torchrun under Slurm, reports the inner launcher):
+
+========== =================================== ===================================
+launcher   rank / world size                   local rank / local size
+========== =================================== ===================================
+openmpi    OMPI_COMM_WORLD_RANK / _SIZE        OMPI_COMM_WORLD_LOCAL_RANK / _SIZE
+pmi        PMI_RANK / PMI_SIZE                 MPI_LOCALRANKID / MPI_LOCALNRANKS
+           (MPICH Hydra, Intel MPI, srun --mpi=pmi2)
+pmix       PMIX_RANK / SLURM_NTASKS under      SLURM_LOCALID / SLURM_STEP_TASKS_PER_NODE
+           srun, else MPI COMM_WORLD (PMIx
+           keeps the size on its server)
+torchrun   RANK / WORLD_SIZE                   LOCAL_RANK / LOCAL_WORLD_SIZE
+slurm      SLURM_PROCID / SLURM_NTASKS         SLURM_LOCALID / SLURM_STEP_TASKS_PER_NODE
+mpi        MPI COMM_WORLD, only when mpi4py is already imported and initialised
+single     nothing of the above: rank 0 of 1
+========== =================================== ===================================
+
+When a launcher exports no local rank or local size, the job is taken to run
+on one node (``local_rank = rank``, ``local_size = world_size``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import socket
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from rankscribe.ranks.errors import BackendUnavailableError, RankEnvironmentError
+
+__all__ = ["MPI_LAUNCHERS", "Launcher", "RankInfo", "detect"]
+
+logger = logging.getLogger(__name__)
+
+Launcher = Literal["openmpi", "pmi", "pmix", "torchrun", "slurm", "mpi", "single"]
+
+#: Launchers whose processes share an MPI ``COMM_WORLD``.
+MPI_LAUNCHERS: frozenset[str] = frozenset({"openmpi", "pmi", "pmix", "mpi"})
+
+
+@dataclass(frozen=True)
+class RankInfo:
+    """Where this process sits in the job.
+
+    ``rank`` is in ``range(world_size)``, ``local_rank`` in ``range(local_size)``
+    and counts the processes of this job on this host; ``launcher`` names the
+    source the numbers came from (see :func:`detect`).
+    """
+
+    rank: int
+    world_size: int
+    local_rank: int
+    local_size: int
+    host: str
+    launcher: Launcher
+
+    @property
+    def is_single(self) -> bool:
+        """True when the job is this one process."""
+        return self.world_size == 1
+
+
+@dataclass(frozen=True)
+class _Variables:
+    """The environment variable names one launcher uses."""
+
+    launcher: Launcher
+    rank: str
+    size: str
+    local_rank: str
+    local_size: str | None  # None: Slurm's compressed per-node list, parsed on its own
+
+
+_OPENMPI = _Variables(
+    "openmpi",
+    "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_SIZE",
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+    "OMPI_COMM_WORLD_LOCAL_SIZE",
+)
+_PMI = _Variables("pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS")
+_PMIX = _Variables("pmix", "PMIX_RANK", "SLURM_NTASKS", "SLURM_LOCALID", None)
+_TORCHRUN = _Variables("torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
+_SLURM = _Variables("slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", None)
+
+_NON_NEGATIVE = "a non-negative integer such as 0 or 3"
+_POSITIVE = "a positive integer such as 1 or 4"
+
+
+def detect(environ: Mapping[str, str] | None = None) -> RankInfo:
+    """Return this process's :class:`RankInfo`, read from the launcher's environment.
+
+    ``environ`` defaults to ``os.environ``. Needs no communicator and never
+    imports mpi4py, except for a PMIx launch that exports no world size, where
+    MPI ``COMM_WORLD`` is the only source of it.
+
+    Raises :class:`RankEnvironmentError` (a ``ValueError``) when a variable is
+    not an integer, is negative, or contradicts another one (rank >= size).
+    """
+    env = os.environ if environ is None else environ
+    host = socket.gethostname()
+    for names in (_OPENMPI, _PMI):
+        if names.rank in env:
+            return _from_variables(env, names, host)
+    if _PMIX.rank in env:
+        return _from_pmix(env, host)
+    if _TORCHRUN.rank in env and _TORCHRUN.size in env:
+        return _from_variables(env, _TORCHRUN, host)
+    if _SLURM.rank in env:
+        return _from_variables(env, _SLURM, host)
+    return _from_initialised_mpi(host) or RankInfo(0, 1, 0, 1, host, "single")
+
+
+def _from_variables(
+    env: Mapping[str, str], names: _Variables, host: str, world_size: int | None = None
+) -> RankInfo:
+    rank = _integer(env, names.rank, minimum=0)
+    size = world_size if world_size is not None else _integer(env, names.size, minimum=1)
+    _check_below(names.rank, rank, names.size, size)
+    local_rank, local_size = _local(env, names, rank, size)
+    return RankInfo(rank, size, local_rank, local_size, host, names.launcher)
+
+
+def _from_pmix(env: Mapping[str, str], host: str) -> RankInfo:
+    if _PMIX.size in env:
+        return _from_variables(env, _PMIX, host)
+    world_size = _mpi_world_size()
+    if world_size is None:
+        raise RankEnvironmentError(
+            _PMIX.size,
+            None,
+            "a world size next to PMIX_RANK: PMIx keeps it on its server, so either "
+            "srun must export SLURM_NTASKS or mpi4py must be able to load an MPI library",
+        )
+    return _from_variables(env, _PMIX, host, world_size=world_size)
+
+
+def _local(env: Mapping[str, str], names: _Variables, rank: int, size: int) -> tuple[int, int]:
+    """Local rank and size, or the one-node assumption when the launcher gives none."""
+    if names.local_rank not in env:
+        logger.debug("%s is not set: assuming one node", names.local_rank)
+        return rank, size
+    local_rank = _integer(env, names.local_rank, minimum=0)
+    if names.local_size is None:
+        local_size, local_size_name = _slurm_local_size(env)
+    elif names.local_size in env:
+        local_size_name = names.local_size
+        local_size = _integer(env, names.local_size, minimum=1)
+    else:
+        local_size, local_size_name = None, names.local_size
+    if local_size is None:
+        _check_below(names.local_rank, local_rank, names.size, size)
+        return local_rank, size
+    _check_below(names.local_rank, local_rank, local_size_name, local_size)
+    if local_size > size:
+        raise RankEnvironmentError(
+            local_size_name, env[local_size_name], f"at most {names.size}={size}"
+        )
+    return local_rank, local_size
+
+
+_TASKS_PER_NODE = re.compile(r"^(\d+)(?:\(x(\d+)\))?$")
+
+
+def _slurm_local_size(env: Mapping[str, str]) -> tuple[int | None, str]:
+    """Tasks on this node from Slurm's compressed list (e.g. ``2(x3),1``) and SLURM_NODEID."""
+    for name in ("SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"):
+        if name in env:
+            break
+    else:
+        return None, "SLURM_TASKS_PER_NODE"
+    if "SLURM_NODEID" not in env:
+        return None, name
+    counts: list[int] = []
+    for part in env[name].split(","):
+        match = _TASKS_PER_NODE.match(part.strip())
+        if match is None:
+            raise RankEnvironmentError(name, env[name], "a list like '2(x3),1'")
+        counts.extend([int(match.group(1))] * int(match.group(2) or 1))
+    node = _integer(env, "SLURM_NODEID", minimum=0)
+    _check_below("SLURM_NODEID", node, f"the number of nodes in {name}", len(counts))
+    return counts[node], name
+
+
+def _from_initialised_mpi(host: str) -> RankInfo | None:
+    """COMM_WORLD's numbers, only if the program itself already initialised MPI."""
+    mpi: Any = sys.modules.get("mpi4py.MPI")
+    if mpi is None or not mpi.Is_initialized() or mpi.Is_finalized():
+        return None
+    rank, size = int(mpi.COMM_WORLD.Get_rank()), int(mpi.COMM_WORLD.Get_size())
+    return RankInfo(rank, size, rank, size, host, "mpi")
+
+
+def _mpi_world_size() -> int | None:
+    from rankscribe.ranks.mpi import load_mpi  # noqa: PLC0415 - mpi4py only when needed
+
+    try:
+        mpi = load_mpi()
+    except BackendUnavailableError:
+        return None
+    return int(mpi.COMM_WORLD.Get_size())
+
+
+def _integer(env: Mapping[str, str], name: str, minimum: int) -> int:
+    raw = env.get(name)
+    expected = _NON_NEGATIVE if minimum == 0 else _POSITIVE
+    if raw is None:
+        raise RankEnvironmentError(name, None, expected)
+    text = raw.strip()
+    if not text.isdigit() or not text.isascii():
+        raise RankEnvironmentError(name, raw, expected)
+    value = int(text)
+    if value < minimum:
+        raise RankEnvironmentError(name, raw, expected)
+    return value
+
+
+def _check_below(name: str, value: int, limit_name: str, limit: int) -> None:
+    if value >= limit:
+        raise RankEnvironmentError(
+            name, str(value), f"a value below {limit_name}={limit} (0 <= {name} < {limit_name})"
+        )
