@@ -1,0 +1,207 @@
+"""The callback protocol, framework-agnostic (MindSpore's ``Callback``/``RunContext``).
+
+A training loop calls, on every callback in order::
+
+    begin, (epoch_begin, (step_begin, step_end)*, epoch_end)*, end
+
+each with a :class:`RunContext` whose ``original_args()`` is the
+:class:`CallbackParams` describing the training state at that moment. Callbacks
+are context managers: the loop enters them before ``begin`` and exits them
+after ``end`` (or on an error), so a callback holding files can close them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import ExitStack
+from types import TracebackType
+from typing import Any
+
+MODES = ("train", "eval")
+
+
+class CallbackParams:
+    """The training state callbacks read, by attribute (MindSpore's ``cb_params``).
+
+    Attributes a loop should set (``None`` when it has nothing to say):
+
+    - ``mode``: ``"train"`` or ``"eval"``.
+    - ``cur_step_num``: steps done so far in this run, counting from 1, across epochs.
+    - ``cur_epoch_num``: the current epoch, counting from 1.
+    - ``epoch_num``: epochs in the run; ``batch_num``: steps per epoch.
+    - ``net_outputs``: what the last step returned (the loss, or a tuple whose
+      first element is the loss).
+    - ``train_network`` / ``eval_network`` / ``network``: the model; the
+      collector reads its parameters and, if it can describe one, its graph.
+    - ``optimizer``: parameters and a learning rate; ``loss_fn``: the loss function.
+    - ``train_dataset`` / ``valid_dataset``: size, batch size, optional path.
+    - ``train_dataset_element``: the last batch (its first column, if 4-D, is
+      the image input the collector records).
+    - ``list_callback``: every callback of the run.
+    - ``dataset_sink_mode``: whether a step is an epoch (sink mode).
+    - ``parallel_mode`` (e.g. ``"stand_alone"``, ``"data_parallel"``) and
+      ``device_number`` (the world size).
+    - ``metrics``: evaluation results, a dict of name to number.
+
+    Any other attribute may be set too; reading an unset one gives ``None``.
+    """
+
+    mode: str | None
+    cur_step_num: int
+    cur_epoch_num: int
+    epoch_num: int
+    batch_num: int
+    net_outputs: Any
+    train_network: Any
+    eval_network: Any
+    network: Any
+    optimizer: Any
+    loss_fn: Any
+    train_dataset: Any
+    valid_dataset: Any
+    train_dataset_element: Any
+    list_callback: list[Callback]
+    dataset_sink_mode: bool
+    parallel_mode: str | None
+    device_number: int
+    metrics: dict[str, Any] | None
+
+    def __init__(self, **attributes: Any) -> None:
+        self.mode = "train"
+        self.cur_step_num = 0
+        self.cur_epoch_num = 0
+        self.epoch_num = 1
+        self.batch_num = 0
+        self.list_callback = []
+        self.dataset_sink_mode = False
+        self.parallel_mode = "stand_alone"
+        self.device_number = 1
+        for name, value in attributes.items():
+            setattr(self, name, value)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for attributes never set: callbacks written for the
+        # original read many optional ones.
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return None
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{key}={value!r}" for key, value in sorted(vars(self).items())
+                          if key in ("mode", "cur_epoch_num", "cur_step_num", "epoch_num",
+                                     "batch_num"))
+        return f"CallbackParams({shown})"
+
+
+class RunContext:
+    """What a callback receives: the training state and a way to ask for a stop."""
+
+    def __init__(self, original_args: CallbackParams) -> None:
+        self._original_args = original_args
+        self._stop_requested = False
+
+    def original_args(self) -> CallbackParams:
+        return self._original_args
+
+    def request_stop(self) -> None:
+        """Ask the loop to stop after the current step."""
+        self._stop_requested = True
+
+    def get_stop_requested(self) -> bool:
+        return self._stop_requested
+
+
+class Callback:
+    """Base class of callbacks; every hook does nothing by default."""
+
+    def begin(self, run_context: RunContext) -> None:
+        """Before the first epoch."""
+
+    def epoch_begin(self, run_context: RunContext) -> None:
+        """Before each epoch."""
+
+    def step_begin(self, run_context: RunContext) -> None:
+        """Before each step."""
+
+    def step_end(self, run_context: RunContext) -> None:
+        """After each step."""
+
+    def epoch_end(self, run_context: RunContext) -> None:
+        """After each epoch."""
+
+    def end(self, run_context: RunContext) -> None:
+        """After the last epoch (and after an evaluation run)."""
+
+    def __enter__(self) -> Callback:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        return None
+
+
+class CallbackList(Callback):
+    """Several callbacks called in order, entered and exited together."""
+
+    def __init__(self, callbacks: Iterable[Callback] | Callback | None) -> None:
+        if callbacks is None:
+            items: list[Callback] = []
+        elif isinstance(callbacks, Callback):
+            items = [callbacks]
+        else:
+            items = list(callbacks)
+        for index, item in enumerate(items):
+            if not isinstance(item, Callback):
+                raise TypeError(
+                    f"callbacks[{index}] must be a Callback, but got {type(item).__name__}."
+                )
+        self.callbacks = items
+        self._stack: ExitStack | None = None
+
+    def __iter__(self) -> Iterator[Callback]:
+        return iter(self.callbacks)
+
+    def __enter__(self) -> CallbackList:
+        with ExitStack() as stack:
+            for callback in self.callbacks:
+                stack.enter_context(callback)
+            self._stack = stack.pop_all()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            stack.__exit__(exc_type, exc, traceback)
+
+    def begin(self, run_context: RunContext) -> None:
+        for callback in self.callbacks:
+            callback.begin(run_context)
+
+    def epoch_begin(self, run_context: RunContext) -> None:
+        for callback in self.callbacks:
+            callback.epoch_begin(run_context)
+
+    def step_begin(self, run_context: RunContext) -> None:
+        for callback in self.callbacks:
+            callback.step_begin(run_context)
+
+    def step_end(self, run_context: RunContext) -> None:
+        for callback in self.callbacks:
+            callback.step_end(run_context)
+
+    def epoch_end(self, run_context: RunContext) -> None:
+        for callback in self.callbacks:
+            callback.epoch_end(run_context)
+
+    def end(self, run_context: RunContext) -> None:
+        for callback in self.callbacks:
+            callback.end(run_context)
