@@ -8,8 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rankscribe.writer.framing import frame
-from rankscribe.writer.pb import lineage_pb2
 
 from rankscribe.lineage import (
     Algorithm,
@@ -22,6 +20,8 @@ from rankscribe.lineage import (
     UserDefinedInfo,
     ValidDataset,
 )
+from rankscribe.writer.framing import frame
+from rankscribe.writer.pb import lineage_pb2
 
 GOLDEN = Path(__file__).resolve().parents[1] / "compat" / "data" / "mindspore-2.10"
 MINDINSIGHT_VIEW = GOLDEN.parent / "mindinsight-2.3.1-view.json"
@@ -92,7 +92,7 @@ def make_run(tmp_path: Path) -> Callable[..., Path]:
     return make
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def lw() -> Any:
     """The helpers above, for test modules (which cannot import this conftest)."""
     import types
