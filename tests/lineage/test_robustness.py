@@ -1,0 +1,157 @@
+"""Damaged lineage files are skipped with a warning naming them; other runs still answer."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rankscribe.lineage import filter_summary_lineage, get_summary_lineage
+from rankscribe.writer import framing
+from rankscribe.writer.framing import frame
+
+
+@pytest.fixture
+def base(tmp_path: Path, lw: Any) -> Path:
+    lw.write(tmp_path / "good1", [lw.train(network="Good1", loss=0.5)], mtime=300)
+    lw.write(tmp_path / "good2", [lw.train(network="Good2"), lw.eval({"acc": 1.0})], mtime=200)
+    return tmp_path
+
+
+def networks(base: Path, **kwargs: Any) -> list[str]:
+    result = filter_summary_lineage(str(base), **kwargs)
+    return [item["model_lineage"]["network"] for item in result["object"]]
+
+
+def damaged(base: Path, lw: Any, name: str, data: bytes) -> Path:
+    path = lw.write(base / name, [], mtime=100)
+    path.write_bytes(data)
+    os.utime(path, (100, 100))
+    return path
+
+
+def good_bytes(lw: Any) -> bytes:
+    return b"".join(
+        frame(event.SerializeToString())
+        for event in (lw.train(network="Bad", loss=1.0), lw.eval({"acc": 0.1}))
+    )
+
+
+def warnings_about(caplog: pytest.LogCaptureFixture, path: Path) -> list[str]:
+    return [
+        record.getMessage()
+        for record in caplog.records
+        if record.levelno == logging.WARNING and str(path) in record.getMessage()
+    ]
+
+
+@pytest.mark.parametrize("use_index", [False, True])
+@pytest.mark.parametrize(
+    ("kind", "make", "expected_words"),
+    [
+        ("empty", lambda data: b"", "empty"),
+        ("payload crc flipped", lambda data: data[:20] + bytes([data[20] ^ 1]) + data[21:],
+         "payload CRC"),
+        ("length crc flipped", lambda data: data[:9] + bytes([data[9] ^ 1]) + data[10:],
+         "length CRC"),
+        ("garbage", lambda data: b"\x07" * 40, "CRC"),
+        ("cut inside the first record", lambda data: data[:30], "incomplete record"),
+        ("framed, but not a LineageEvent", lambda data: frame(b"\xff\xff\xff"), "LineageEvent"),
+        ("header only", lambda data: data[:5], "incomplete record"),
+    ],
+)
+def test_damaged_file_is_skipped_with_a_warning(
+    base: Path, lw: Any, caplog: pytest.LogCaptureFixture,
+    kind: str, make: Any, expected_words: str, use_index: bool,
+) -> None:
+    path = damaged(base, lw, "bad", make(good_bytes(lw)))
+    for _ in range(2):  # the second query may come from the index: it warns again
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            assert networks(base, use_index=use_index) == ["Good1", "Good2"]
+        messages = warnings_about(caplog, path)
+        assert messages, kind
+        assert expected_words in messages[0]
+
+
+def test_truncated_file_keeps_its_complete_records(
+    base: Path, lw: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    data = good_bytes(lw)
+    path = damaged(base, lw, "crashed", data[:-7])  # the eval record lost its tail
+    with caplog.at_level(logging.WARNING):
+        assert networks(base) == ["Good1", "Good2", "Bad"]
+    (message,) = warnings_about(caplog, path)
+    assert "incomplete record" in message and "1 complete records" in message
+    assert get_summary_lineage(str(path.parent))["metric"] == {}
+
+
+def test_unreadable_file(
+    base: Path, lw: Any, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = damaged(base, lw, "locked", good_bytes(lw))
+    real_open = open
+
+    def guarded_open(file: Any, *args: Any, **kwargs: Any) -> Any:
+        if os.fspath(file) == str(path):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(framing, "open", guarded_open, raising=False)
+    with caplog.at_level(logging.WARNING):
+        assert networks(base) == ["Good1", "Good2"]
+    assert "Permission denied" in warnings_about(caplog, path)[0]
+    # not cached as bad: once readable it is read
+    monkeypatch.undo()
+    assert networks(base) == ["Good1", "Good2", "Bad"]
+
+
+def test_metric_that_is_not_json(base: Path, lw: Any, caplog: pytest.LogCaptureFixture) -> None:
+    from rankscribe.writer.pb import lineage_pb2
+
+    event = lineage_pb2.LineageEvent(wall_time=1.0)
+    event.evaluation_lineage.metric = "{not json"
+    path = lw.write(base / "badmetric", [event], mtime=50)
+    with caplog.at_level(logging.WARNING):
+        assert networks(base) == ["Good1", "Good2"]
+    assert "not JSON" in warnings_about(caplog, path)[0]
+
+
+def test_one_bad_file_does_not_hide_the_others_of_its_run(
+    tmp_path: Path, lw: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    lw.write(tmp_path, [lw.train(network="N")], timestamp=10)
+    bad = lw.write(tmp_path, [lw.eval({"acc": 1.0})], timestamp=20)
+    bad.write_bytes(b"\x00" * 30)
+    with caplog.at_level(logging.WARNING):
+        result = get_summary_lineage(str(tmp_path))
+    assert result["algorithm"] == {"network": "N"}
+    assert warnings_about(caplog, bad)
+
+
+def test_nothing_parseable(tmp_path: Path, lw: Any) -> None:
+    damaged(tmp_path, lw, "bad", b"garbage garbage garbage")
+    assert filter_summary_lineage(str(tmp_path)) == {"customized": {}, "object": [], "count": 0}
+    assert get_summary_lineage(str(tmp_path / "bad")) == {}
+
+
+def test_file_removed_between_listing_and_reading(
+    base: Path, lw: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from rankscribe.lineage import discovery
+
+    path = lw.write(base / "vanishing", [lw.train(network="Gone")], mtime=10)
+    real = discovery.list_summary_dirs
+
+    def list_then_remove(directory: str) -> Any:
+        found = real(directory)
+        path.unlink()
+        return found
+
+    monkeypatch.setattr("rankscribe.lineage.cache.list_summary_dirs", list_then_remove)
+    with caplog.at_level(logging.WARNING):
+        assert networks(base) == ["Good1", "Good2"]
+    assert warnings_about(caplog, path)
