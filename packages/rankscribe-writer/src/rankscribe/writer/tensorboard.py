@@ -9,6 +9,8 @@ written; raw tensors are not, since TensorBoard has no view for them.
 
 from __future__ import annotations
 
+from rankscribe.writer.histogram import histogram_to_tensorboard
+from rankscribe.writer.image import image_to_tensorboard
 from rankscribe.writer.pb import summary_pb2, tensorboard_pb2
 
 FILE_VERSION = "brain.Event:2"
@@ -27,22 +29,13 @@ def scalar_value(tag: str, value: float) -> _Value:
 
 
 def histogram_value(tag: str, histogram: summary_pb2.Summary.Histogram) -> _Value:
-    """TensorBoard's histogram: right bucket edges and counts over the finite values."""
-    proto = tensorboard_pb2.HistogramProto(
-        min=histogram.min, max=histogram.max, sum=histogram.sum,
-        num=float(sum(bucket.count for bucket in histogram.buckets)),
-    )
-    proto.bucket_limit.extend(bucket.left + bucket.width for bucket in histogram.buckets)
-    proto.bucket.extend(float(bucket.count) for bucket in histogram.buckets)
-    return _Value(tag=tag, histo=proto)
+    """The same buckets as TensorBoard's right-edged histogram of the finite values."""
+    return _Value(tag=tag, histo=histogram_to_tensorboard(histogram))
 
 
 def image_value(tag: str, image: summary_pb2.Summary.Image) -> _Value:
     """The same PNG; colorspace 3 means RGB in TensorBoard's schema too."""
-    return _Value(tag=tag, image=tensorboard_pb2.Summary.Image(
-        height=image.height, width=image.width, colorspace=3,
-        encoded_image_string=image.encoded_image,
-    ))
+    return _Value(tag=tag, image=image_to_tensorboard(image))
 
 
 def text_value(tag: str, text: str) -> _Value:

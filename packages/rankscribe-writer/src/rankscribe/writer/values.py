@@ -17,6 +17,7 @@ import numpy as np
 from google.protobuf.message import Message
 
 from rankscribe.writer.errors import WriterTypeError, WriterValueError
+from rankscribe.writer.image import validate_image_shape
 from rankscribe.writer.pb import anf_ir_pb2, lineage_pb2, summary_pb2
 
 ARRAY_PLUGINS = ("image", "tensor", "histogram")
@@ -169,12 +170,14 @@ def _array_snapshot(plugin: str, name: str, value: object) -> Snapshot:
 
 
 def check_image_shape(name: str, shape: tuple[int, ...]) -> None:
-    """Images are NCHW batches with 1 (gray) or 3 (RGB) channels."""
-    if len(shape) != 4 or shape[1] not in (1, 3) or 0 in shape:
+    """Images are NCHW batches with 1 (gray) or 3 (RGB) channels (the rule is image.py's)."""
+    try:
+        validate_image_shape(shape)
+    except WriterValueError as error:
         raise WriterValueError(
             f"For 'SummaryRecord.add_value', the value of image '{name}' must be a 4-D NCHW "
             f"array with C in (1, 3) and no empty dimension, but got shape {tuple(shape)}."
-        )
+        ) from error
 
 
 def _image_size(shape: tuple[int, ...]) -> int:
