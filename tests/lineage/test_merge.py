@@ -1,0 +1,232 @@
+"""Merging the ranks of a distributed job: the pure function, then the offline merge."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rankscribe.lineage import (
+    LineageMergeError,
+    RunLineage,
+    filter_runs,
+    filter_summary_lineage,
+    get_run_lineage,
+    get_summary_lineage,
+    merge_rank_lineages,
+    merge_run_dir,
+)
+
+
+def rank_lineage(rank: int, **changes: Any) -> RunLineage:
+    lineage = RunLineage(f"/job/rank_{rank}")
+    lineage.sections.update({
+        "hyper_parameters": {"optimizer": "Adam", "learning_rate": 0.1, "epoch": 2,
+                             "batch_size": 8, "device_num": 4, "parallel_mode": "data_parallel",
+                             "loss_function": "CE"},
+        "train_dataset": {"train_dataset_path": "/data", "train_dataset_size": 100 + rank},
+        "algorithm": {"network": "Net", "loss": 1.0 + rank},
+        "model": {"path": json.dumps({"ckpt": f"/ckpt/rank{rank}.ckpt"}), "size": 10 + rank},
+        "metric": {"acc": 0.5 + rank / 10, "top5": 0.9},
+        "valid_dataset": {"valid_dataset_path": "/val", "valid_dataset_size": 10},
+        "dataset_graph": {"op_type": "Batch", "children": []},
+        "user_defined": {"seed": 7, "host": f"node{rank // 2}"},
+    })
+    for section, values in changes.items():
+        lineage.sections[section] = {**lineage.sections[section], **values}
+    return lineage
+
+
+def test_agreeing_ranks() -> None:
+    merged = merge_rank_lineages({rank: rank_lineage(rank) for rank in range(4)},
+                                 summary_dir="/job")
+    assert merged.summary_dir == "/job"
+    assert merged.section("hyper_parameters") == {
+        "optimizer": "Adam", "learning_rate": 0.1, "loss_function": "CE", "epoch": 2,
+        "parallel_mode": "data_parallel", "batch_size": 8, "device_num": 4,
+    }
+    assert merged.section("train_dataset") == {"train_dataset_path": "/data",
+                                               "train_dataset_size": 406}
+    assert merged.section("algorithm") == {"network": "Net", "loss": 2.5}
+    assert merged.section("model") == {"path": '{"ckpt": "/ckpt/rank0.ckpt"}', "size": 10}
+    assert merged.section("metric") == {"acc": pytest.approx(0.65), "top5": 0.9}
+    assert merged.section("valid_dataset") == {"valid_dataset_path": "/val",
+                                               "valid_dataset_size": 40}
+    assert merged.section("dataset_graph") == {"op_type": "Batch", "children": []}
+    user = merged.section("user_defined")
+    assert user["seed"] == 7
+    assert (user["loss_min"], user["loss_max"]) == (1.0, 4.0)
+    assert (user["metric_acc_min"], user["metric_acc_max"]) == (0.5, pytest.approx(0.8))
+    assert (user["ranks_reported"], user["ranks_expected"], user["ranks_missing"]) == (4, 4, "")
+    # only host differed (node0, node0, node1, node1)
+    assert user["disagreements"] == "user_defined.host"
+    assert json.loads(user["user_defined.host_by_rank"]) == {
+        "0": "node0", "1": "node0", "2": "node1", "3": "node1"}
+    assert user["host"] == "node0"
+
+
+def test_disagreements_are_kept_and_flagged() -> None:
+    records = {
+        0: rank_lineage(0),
+        1: rank_lineage(1, hyper_parameters={"learning_rate": 0.2, "batch_size": 16}),
+        2: rank_lineage(2, algorithm={"network": "Other"}),
+    }
+    merged = merge_rank_lineages(records)
+    assert merged.section("hyper_parameters")["learning_rate"] == 0.1  # rank 0's
+    assert merged.section("hyper_parameters")["device_num"] == 3  # world size, not 4
+    assert merged.section("algorithm")["network"] == "Net"
+    user = merged.section("user_defined")
+    assert user["disagreements"].split(",") == [
+        "learning_rate", "batch_size", "network", "user_defined.host"]
+    assert json.loads(user["learning_rate_by_rank"]) == {"0": 0.1, "1": 0.2, "2": 0.1}
+    assert json.loads(user["network_by_rank"]) == {"0": "Net", "1": "Net", "2": "Other"}
+
+
+def test_missing_ranks_and_a_missing_rank_0() -> None:
+    merged = merge_rank_lineages({1: rank_lineage(1), 3: rank_lineage(3)}, world_size=4)
+    user = merged.section("user_defined")
+    assert (user["ranks_reported"], user["ranks_expected"], user["ranks_missing"]) == (2, 4,
+                                                                                         "0,2")
+    # without rank 0, the lowest rank that reported stands in
+    assert merged.section("model")["path"] == '{"ckpt": "/ckpt/rank1.ckpt"}'
+    assert merged.section("train_dataset")["train_dataset_size"] == 101 + 103
+
+
+def test_partial_sections() -> None:
+    eval_only = RunLineage("/r0")
+    eval_only.sections["metric"] = {"acc": 1.0, "name": "x"}
+    other = RunLineage("/r1")
+    other.sections["metric"] = {"acc": 0.0, "name": "y"}
+    merged = merge_rank_lineages({0: eval_only, 1: other})
+    assert merged.section("hyper_parameters") == {}  # no rank trained: no device_num either
+    assert merged.section("algorithm") == {} and merged.section("model") == {}
+    assert merged.section("metric") == {"acc": 0.5, "name": "x"}
+    assert "metric_name" in merged.section("user_defined")["disagreements"]
+
+
+def test_dataset_size_beyond_int32_is_kept_as_text() -> None:
+    records = {rank: rank_lineage(rank, train_dataset={"train_dataset_size": 2**30})
+               for rank in range(4)}
+    merged = merge_rank_lineages(records)
+    assert "train_dataset_size" not in merged.section("train_dataset")
+    assert merged.section("user_defined")["train_dataset_size_total"] == str(2**32)
+
+
+@pytest.mark.parametrize(
+    ("records", "kwargs", "words"),
+    [
+        ({}, {}, "no rank lineage"),
+        ({-1: RunLineage("x")}, {}, "ranks must be ints"),
+        ({"0": RunLineage("x")}, {}, "ranks must be ints"),
+        ({0: {"hyper_parameters": {}}}, {}, "must be a RunLineage"),
+        ({3: RunLineage("x")}, {"world_size": 2}, "outside a world of 2"),
+        ({0: RunLineage("x")}, {"world_size": 0}, "world_size must be"),
+    ],
+)
+def test_merge_errors(records: Any, kwargs: dict[str, Any], words: str) -> None:
+    with pytest.raises(LineageMergeError, match=words) as caught:
+        merge_rank_lineages(records, **kwargs)
+    assert caught.value.error_code == "50542220"
+
+
+# --- offline merge of a job directory -----------------------------------------------------
+
+@pytest.fixture
+def job(tmp_path: Path, lw: Any) -> Path:
+    runs = tmp_path / "runs"
+    for rank in range(3):
+        lw.write(runs / "exp1" / f"rank_{rank}", [
+            lw.graph({"op_type": "Batch"}),
+            lw.custom({"seed": 7}),
+            lw.train(optimizer="Adam", learning_rate=0.1, device_num=4, network="Net",
+                     loss=1.0 + rank, train_dataset_size=100, path="{}", size=5),
+            lw.eval({"acc": 0.5 + rank / 10}),
+        ])
+    lw.write(runs / "exp2", [lw.train(network="Single", loss=0.2)], mtime=1)
+    return runs / "exp1"
+
+
+def test_offline_merge_and_queries(job: Path) -> None:
+    outcome = merge_run_dir(job)
+    assert outcome.ranks_reported == [0, 1, 2]
+    assert outcome.ranks_missing == [3]  # device_num said 4
+    assert Path(outcome.path).parent == job
+    assert Path(outcome.path).name.startswith("events.out.events.summary.")
+    assert ".merged." in Path(outcome.path).name and outcome.path.endswith("_lineage")
+    assert os.stat(outcome.path).st_mode & 0o777 == 0o400
+    result = get_summary_lineage(str(job))
+    assert result["hyper_parameters"]["device_num"] == 4
+    assert result["algorithm"] == {"network": "Net", "loss": 2.0}
+    assert result["train_dataset"] == {"train_dataset_size": 300}
+    assert result["metric"] == {"acc": pytest.approx(0.6)}
+    lineage = get_run_lineage(str(job))
+    assert lineage is not None
+    assert lineage.section("user_defined")["ranks_missing"] == "3"
+    # a query over runs/ sees one row per job: the merged lineage, not the ranks
+    rows = filter_summary_lineage(str(job.parent))["object"]
+    assert sorted(os.path.basename(row["summary_dir"]) for row in rows) == ["exp1", "exp2"]
+    assert filter_runs(job.parent, "user_defined/ranks_missing != ''")["count"] == 1
+    # and the job dir shows the ranks side by side with the merged row
+    inside = filter_summary_lineage(str(job))["object"]
+    assert sorted(os.path.relpath(row["summary_dir"], job) for row in inside) == [
+        ".", "rank_0", "rank_1", "rank_2"]
+
+
+def test_offline_merge_is_idempotent(job: Path, lw: Any) -> None:
+    first = merge_run_dir(job)
+    before = get_summary_lineage(str(job))
+    lw.write(job / "rank_3", [lw.train(network="Net", loss=5.0, device_num=4)])
+    second = merge_run_dir(job)
+    merged_files = [name for name in os.listdir(job) if name.endswith("_lineage")]
+    assert merged_files == [os.path.basename(first.path)]
+    assert second.path == first.path and second.ranks_missing == []
+    assert get_summary_lineage(str(job))["algorithm"]["loss"] != before["algorithm"]["loss"]
+    assert not [name for name in os.listdir(job) if name.endswith(".tmp")]
+
+
+def test_offline_merge_waits_for_late_ranks(job: Path, lw: Any) -> None:
+    def late_rank() -> None:
+        time.sleep(0.3)
+        lw.write(job / "rank_3", [lw.train(network="Net", loss=1.0, device_num=4)])
+
+    thread = threading.Thread(target=late_rank)
+    thread.start()
+    outcome = merge_run_dir(job, timeout=10)
+    thread.join()
+    assert outcome.ranks_reported == [0, 1, 2, 3]
+
+
+def test_offline_merge_gives_up_after_the_timeout(job: Path) -> None:
+    started = time.monotonic()
+    outcome = merge_run_dir(job, timeout=0.6)
+    assert 0.5 <= time.monotonic() - started < 5
+    assert outcome.ranks_missing == [3]
+
+
+def test_offline_merge_errors(tmp_path: Path) -> None:
+    with pytest.raises(LineageMergeError, match="not a directory"):
+        merge_run_dir(tmp_path / "missing")
+    (tmp_path / "rank_0").mkdir()
+    with pytest.raises(LineageMergeError, match="no rank_<n> directory"):
+        merge_run_dir(tmp_path)
+    with pytest.raises(LineageMergeError, match="timeout"):
+        merge_run_dir(tmp_path, timeout=-1)
+
+
+def test_merged_file_reads_in_a_fresh_process(job: Path) -> None:
+    """The file is complete on disk (fsync'd, renamed into place), not just in this process."""
+    merge_run_dir(job, world_size=3)
+    code = (
+        "import sys, json; from rankscribe.lineage import get_summary_lineage;"
+        "print(json.dumps(get_summary_lineage(sys.argv[1], ['hyper_parameters'])))"
+    )
+    output = subprocess.run([sys.executable, "-c", code, str(job)], check=True,
+                            capture_output=True, text=True).stdout
+    assert json.loads(output)["hyper_parameters"]["device_num"] == 3
