@@ -139,23 +139,25 @@ def test_lineage_file_rotates_without_version_records(make_record, log_dir, disk
 
 
 def test_tensorboard_file_rotates_too(make_record, log_dir, disk):
-    limit = 1000
+    limit = 500
     record = make_record(max_file_size=limit, formats=("tensorboard",))
-    for step in range(60):
+    for step in range(400):
         record.add_value("scalar", "loss", float(step))
         record.record(step)
     record.close()
-    paths = disk.tensorboard_files(log_dir)
-    assert len(paths) > 1
-    events = []
+    # TensorBoard reads the event files of a directory in alphabetical order of their
+    # names (DirectoryWatcher sorts the paths) and drops data when a step goes back, so
+    # the names of rotated files must sort in the order they were written.
+    paths = sorted(log_dir.iterdir(), key=lambda path: path.name)
+    assert len(paths) > 11  # enough files for a counter to reach two digits
+    steps = []
     for path in paths:
+        assert path.name.startswith("events.out.tfevents.")
         assert os.path.getsize(path) <= limit
         file_events = disk.read_tensorboard(path)
         assert file_events[0].file_version == "brain.Event:2"
-        events += file_events[1:]
-    assert sorted((e.step, e.summary.value[0].simple_value) for e in events) == [
-        (step, float(step)) for step in range(60)
-    ]
+        steps += [(e.step, e.summary.value[0].simple_value) for e in file_events[1:]]
+    assert steps == [(step, float(step)) for step in range(400)]
 
 
 # ------------------------------------------------------ a record over the limit
