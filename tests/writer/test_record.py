@@ -639,6 +639,71 @@ def test_files_lists_every_created_file(make_record, log_dir, disk):
     assert len(record.files) == 2
 
 
+def test_files_are_listed_in_creation_order(make_record, log_dir, disk):
+    # The docstring of SummaryRecord.files: "in creation order".
+    record = make_record()
+    record.add_value("train_lineage", "t", train_lineage())
+    record.record(1)
+    record.flush()
+    record.add_value("scalar", "x", 1.0)
+    record.record(2)
+    record.close()
+    [summary] = disk.summary_files(log_dir)
+    [lineage] = disk.lineage_files(log_dir)
+    assert record.files == [str(lineage), str(summary)]
+
+
+def test_a_small_pending_bound_still_writes_everything(make_record, log_dir, disk):
+    # Each step is larger than the bound: it goes through alone, in order.
+    record = make_record(max_pending_bytes=1000)
+    for step in range(20):
+        record.add_value("tensor", "w", np.full(25_000, step, dtype=np.float32))
+        record.add_value("scalar", "loss", float(step))
+        record.record(step)
+    record.close()
+    events = disk.summary_steps(log_dir)
+    assert [e.step for e in events] == list(range(20))
+    for event in events:
+        assert decode_tensor(disk.value_of(event, "w").tensor)[0] == event.step
+
+
+def test_tensor_values_from_array_likes(make_record, log_dir, disk):
+    class FakeTorchTensor:
+        def __init__(self, data):
+            self.data = np.asarray(data)
+
+        def detach(self):
+            return self
+
+        def cpu(self):
+            return self
+
+        def __array__(self, dtype=None, copy=None):
+            return self.data
+
+    class ArrayLike:
+        def __array__(self, dtype=None, copy=None):
+            return np.array([[1, 2], [3, 4]], dtype=np.int16)
+
+    record = make_record()
+    record.add_value("tensor", "torch", FakeTorchTensor(np.arange(4, dtype=np.int64)))
+    record.add_value("tensor", "array_like", ArrayLike())
+    record.add_value("tensor", "list", [1.5, 2.5])
+    record.add_value("histogram", "torch_hist", FakeTorchTensor(np.arange(10.0)))
+    record.record(1)
+    record.close()
+    [event] = disk.summary_steps(log_dir)
+    torch_value = decode_tensor(disk.value_of(event, "torch").tensor)
+    assert torch_value.dtype == np.int64
+    np.testing.assert_array_equal(torch_value, np.arange(4))
+    np.testing.assert_array_equal(
+        decode_tensor(disk.value_of(event, "array_like").tensor),
+        np.array([[1, 2], [3, 4]], dtype=np.int16),
+    )
+    np.testing.assert_array_equal(decode_tensor(disk.value_of(event, "list").tensor), [1.5, 2.5])
+    assert disk.value_of(event, "torch_hist").histogram.count == 10
+
+
 # ------------------------------------------------------------ flush / close
 
 
@@ -745,6 +810,7 @@ def test_network_graph_is_written_once_before_the_first_summary(make_record, log
     ]
     assert events[1].graph_def == model.graph
     assert [e.step for e in events[2:]] == [1, 2, 3]
+    assert network.calls == 1
 
 
 @pytest.mark.parametrize("form", ["model", "graph", "bytes"])
