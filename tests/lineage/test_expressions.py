@@ -146,9 +146,11 @@ def test_sort_keys(text: str, expected: tuple[str, bool]) -> None:
     assert parse_sort_key(text) == expected
 
 
-def test_bad_sort_key(base: Path) -> None:
-    with pytest.raises(LineageExpressionError, match="sorted_name must be"):
-        filter_runs(base, order_by=["speed desc"])
+@pytest.mark.parametrize("key", ["speed desc", "", "metric/", "user_defined/ asc"])
+def test_bad_sort_key(base: Path, key: str) -> None:
+    with pytest.raises(ValueError, match="sort key") as caught:
+        filter_runs(base, order_by=[key])
+    assert caught.value.error_code == "50542081"  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("bad", [{"limit": -1}, {"limit": True}, {"offset": -2},

@@ -37,7 +37,11 @@ from rankscribe.lineage.conditions import (
     matches,
     validate_search_condition,
 )
-from rankscribe.lineage.errors import LineageExpressionError, LineageSearchConditionParamError
+from rankscribe.lineage.errors import (
+    LineageExpressionError,
+    LineageParamValueError,
+    LineageSearchConditionParamError,
+)
 
 __all__ = ["Comparison", "Expression", "parse_expression", "parse_sort_key"]
 
@@ -350,9 +354,12 @@ def parse_expression(expression: str) -> Expression | Comparison:
 
 
 def parse_sort_key(text: str) -> tuple[str, bool]:
-    """Parse ``"<name> [asc|desc]"`` (or ``"-<name>"``); return (name, descending)."""
+    """Parse ``"<name> [asc|desc]"`` (or ``"-<name>"``); return (name, descending).
+
+    Raises :class:`LineageParamValueError` for an empty or unknown key.
+    """
     if not isinstance(text, str) or not text.strip():
-        raise LineageExpressionError("a sort key must be a non-empty str", repr(text), 0)
+        raise LineageParamValueError(f"a sort key must be a non-empty str, got {text!r}")
     stripped = text.strip()
     descending = False
     if stripped.startswith("-"):
@@ -364,7 +371,10 @@ def parse_sort_key(text: str) -> tuple[str, bool]:
         stripped = stripped[1:-1]
     try:
         validate_search_condition({"sorted_name": stripped})
-    except LineageSearchConditionParamError as error:
-        detail = error.message.removeprefix("Search_condition param error: ")
-        raise LineageExpressionError(detail, text, 0) from None
+    except LineageSearchConditionParamError:
+        fields = ", ".join(field for field in FIELD_MAPPING)
+        raise LineageParamValueError(
+            f"unknown sort key {stripped!r} in {text!r}; sort on one of {fields}, "
+            f"metric/<name> or user_defined/<name>, optionally followed by asc or desc"
+        ) from None
     return stripped, descending

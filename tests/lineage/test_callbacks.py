@@ -1,0 +1,266 @@
+"""TrainLineage / EvalLineage, duck-typed on run_context.original_args()."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rankscribe.lineage import (
+    EvalLineage,
+    LineageParamTypeError,
+    TrainLineage,
+    filter_summary_lineage,
+    get_run_lineage,
+    get_summary_lineage,
+)
+from rankscribe.writer.framing import frame
+from rankscribe.writer.pb import lineage_pb2
+
+PLUGIN_FIELDS = {
+    "train_lineage": "train_lineage",
+    "eval_lineage": "evaluation_lineage",
+    "dataset_graph": "dataset_graph",
+    "custom_lineage_data": "user_defined_info",
+}
+
+
+class FakeSummaryRecord:
+    """The SummaryRecord API the callbacks use; writes a real _lineage file on record()."""
+
+    def __init__(self, log_dir: Path) -> None:
+        self.path = log_dir / f"events.out.events.summary.{int(time.time())}.0.vm_lineage"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self.pending: list[lineage_pb2.LineageEvent] = []
+        self.steps: list[int] = []
+
+    def add_value(self, plugin: str, name: str, value: Any) -> None:
+        event = lineage_pb2.LineageEvent(wall_time=time.time())
+        getattr(event, PLUGIN_FIELDS[plugin]).CopyFrom(value)
+        self.pending.append(event)
+
+    def record(self, step: int) -> bool:
+        self.steps.append(step)
+        with open(self.path, "ab") as stream:
+            for event in self.pending:
+                stream.write(frame(event.SerializeToString()))
+        self.pending.clear()
+        return True
+
+
+class Momentum:
+    def __init__(self, learning_rate: Any) -> None:
+        self.learning_rate = learning_rate
+
+
+class SoftmaxCrossEntropyWithLogits:
+    pass
+
+
+class LeNet:
+    pass
+
+
+class WithLossCell:
+    def __init__(self, network: Any) -> None:
+        self._backbone = network
+
+
+class TrainOneStepCell:
+    def __init__(self, network: Any) -> None:
+        self.network = network
+
+
+class MnistDataset:
+    dataset_dir = "/data/mnist"
+    children: list[Any] = []
+
+
+class BatchDataset:
+    def __init__(self, child: Any, batch_size: int, batches: int) -> None:
+        self.children = [child]
+        self._batch_size = batch_size
+        self._batches = batches
+
+    def get_batch_size(self) -> int:
+        return self._batch_size
+
+    def get_dataset_size(self) -> int:
+        return self._batches
+
+    def to_json(self) -> dict[str, Any]:
+        return {"op_type": "Batch", "batch_size": self._batch_size, "drop_remainder": True,
+                "children": [{"op_type": "MnistDataset", "dataset_dir": "/data/mnist",
+                              "sampler": {"sampler_name": "SequentialSampler"},
+                              "children": []}]}
+
+
+class ModelCheckpoint:
+    def __init__(self, path: Path) -> None:
+        self.latest_ckpt_file_name = str(path)
+
+
+class RunContext:
+    def __init__(self, **args: Any) -> None:
+        self._args = args
+
+    def original_args(self) -> dict[str, Any]:
+        return self._args
+
+
+def train_context(tmp_path: Path, **overrides: Any) -> RunContext:
+    checkpoint = tmp_path / "ckpt" / "net-2_10.ckpt"
+    checkpoint.parent.mkdir(exist_ok=True)
+    checkpoint.write_bytes(b"x" * 5251)
+    args = {
+        "optimizer": Momentum(np.array([0.01], dtype=np.float32)),
+        "loss_fn": SoftmaxCrossEntropyWithLogits(),
+        "train_network": TrainOneStepCell(WithLossCell(LeNet())),
+        "train_dataset": BatchDataset(MnistDataset(), batch_size=4, batches=10),
+        "epoch_num": 2,
+        "parallel_mode": "stand_alone",
+        "device_number": 1,
+        "net_outputs": (np.array([2.0, 3.0], dtype=np.float32), None),
+        "list_callback": [object(), ModelCheckpoint(checkpoint)],
+        "cur_step_num": 20,
+    }
+    args.update(overrides)
+    return RunContext(**args)
+
+
+def run_training_and_eval(record: Any, tmp_path: Path) -> None:
+    train = TrainLineage(record, user_defined_info={"note": "cb", "seed": 7, "dropout": 0.25})
+    context = train_context(tmp_path)
+    train.begin(context)
+    train.end(context)
+    evaluation = EvalLineage(record)
+    evaluation.end(RunContext(
+        metrics={"acc": np.float32(0.5), "loss": 2.25},
+        valid_dataset=BatchDataset(MnistDataset(), batch_size=4, batches=4),
+        cur_step_num=4,
+    ))
+
+
+def expected_lineage(tmp_path: Path) -> dict[str, Any]:
+    checkpoint = os.path.realpath(tmp_path / "ckpt" / "net-2_10.ckpt")
+    return {
+        "metric": {"acc": 0.5, "loss": 2.25},
+        "hyper_parameters": {"optimizer": "Momentum", "learning_rate": 0.01,
+                             "loss_function": "SoftmaxCrossEntropyWithLogits", "epoch": 2,
+                             "parallel_mode": "stand_alone", "device_num": 1, "batch_size": 4},
+        "algorithm": {"network": "LeNet", "loss": 2.5},
+        "train_dataset": {"train_dataset_path": "/data/mnist", "train_dataset_size": 40},
+        "valid_dataset": {"valid_dataset_path": "/data/mnist", "valid_dataset_size": 16},
+        "model": {"path": json.dumps({"ckpt": checkpoint}), "size": 5251},
+        "dataset_graph": {"op_type": "Batch", "drop_remainder": True, "batch_size": 4,
+                          "children": [{"op_type": "MnistDataset", "dataset_dir": "/data/mnist",
+                                        "sampler": {"sampler_name": "SequentialSampler"},
+                                        "children": []}]},
+    }
+
+
+def test_callbacks_with_a_fake_record(tmp_path: Path) -> None:
+    record = FakeSummaryRecord(tmp_path / "run")
+    run_training_and_eval(record, tmp_path)
+    assert record.steps == [20, 4]
+    result = get_summary_lineage(str(tmp_path / "run"))
+    assert result == {"summary_dir": str(tmp_path / "run"), **expected_lineage(tmp_path)}
+    lineage = get_run_lineage(str(tmp_path / "run"))
+    assert lineage is not None
+    assert lineage.section("user_defined") == {"note": "cb", "seed": 7, "dropout": 0.25}
+
+
+def test_callbacks_with_the_writers_summary_record(tmp_path: Path) -> None:
+    writer = pytest.importorskip("rankscribe.writer")
+    summary_record_class = getattr(writer, "SummaryRecord", None)
+    if summary_record_class is None:
+        pytest.skip("rankscribe.writer has no SummaryRecord yet")
+    log_dir = tmp_path / "run"
+    with summary_record_class(str(log_dir)) as record:
+        run_training_and_eval(record, tmp_path)
+    names = os.listdir(log_dir)
+    assert any(name.endswith("_lineage") for name in names), names
+    result = get_summary_lineage(str(log_dir))
+    assert result == {"summary_dir": str(log_dir), **expected_lineage(tmp_path)}
+    query = filter_summary_lineage(str(tmp_path), {"user_defined/note": {"eq": "cb"}})
+    assert query["count"] == 1
+
+
+class TorchLikeTensor:
+    """What the callbacks need from a torch tensor: detach().cpu().numpy()."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = np.asarray(value, dtype=np.float32)
+
+    def detach(self) -> TorchLikeTensor:
+        return self
+
+    def cpu(self) -> TorchLikeTensor:
+        return self
+
+    def numpy(self) -> Any:
+        return self.value
+
+
+class TorchOptimizer:
+    def __init__(self) -> None:
+        self.param_groups = [{"lr": 0.125}]
+
+
+def test_framework_agnostic_values(tmp_path: Path) -> None:
+    record = FakeSummaryRecord(tmp_path / "run")
+    callback = TrainLineage(record)
+    callback.end(RunContext(optimizer=TorchOptimizer(), net_outputs=TorchLikeTensor([1.0, 3.0]),
+                            network=LeNet(), batch_size=32, epoch_num=1))
+    result = get_summary_lineage(str(tmp_path / "run"))
+    assert result["hyper_parameters"] == {"optimizer": "TorchOptimizer", "learning_rate": 0.125,
+                                          "epoch": 1, "batch_size": 32}
+    assert result["algorithm"] == {"network": "LeNet", "loss": 2.0}
+    assert result["model"] == {"path": '{"ckpt": null}', "size": 0}
+
+
+def test_failures_are_logged_unless_raise_exception(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    record = FakeSummaryRecord(tmp_path / "run")
+    with caplog.at_level(logging.ERROR):
+        EvalLineage(record).end(RunContext(metrics=["not", "a", "dict"]))
+    assert "EvalLineage.end failed" in caplog.text
+    assert not record.path.exists()
+    with pytest.raises(ValueError, match="metrics must be a dict"):
+        EvalLineage(record, raise_exception=True).end(RunContext(metrics=[1]))
+    with pytest.raises(LineageParamTypeError, match="original_args"):
+        TrainLineage(record, raise_exception=True).end(object())
+
+
+@pytest.mark.parametrize(
+    ("arguments", "words"),
+    [
+        ({"summary_record": object()}, "add_value"),
+        ({"summary_record": None}, "add_value"),
+        ({"raise_exception": "yes"}, "raise_exception must be True or False"),
+        ({"user_defined_info": {"flag": True}}, "must be int, float or str"),
+        ({"user_defined_info": {"big": 2**40}}, "outside int32"),
+        ({"user_defined_info": {1: 1}}, "keys must be str"),
+    ],
+)
+def test_constructor_checks(tmp_path: Path, arguments: dict[str, Any], words: str) -> None:
+    values = {"summary_record": FakeSummaryRecord(tmp_path), **arguments}
+    with pytest.raises((TypeError, ValueError), match=words):
+        TrainLineage(**values)
+
+
+def test_the_package_imports_only_the_writer() -> None:
+    import rankscribe.lineage
+
+    package = Path(rankscribe.lineage.__file__).parent
+    for module in package.glob("*.py"):
+        source = module.read_text()
+        assert "rankscribe.collector" not in source, module
+        assert "rankscribe.ranks" not in source, module
