@@ -79,7 +79,7 @@ class TrainOneStepCell:
 
 class MnistDataset:
     dataset_dir = "/data/mnist"
-    children: list[Any] = []
+    children: tuple[Any, ...] = ()
 
 
 class BatchDataset:

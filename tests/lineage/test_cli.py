@@ -137,7 +137,7 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
 def test_no_traceback_in_a_real_process(base: Path) -> None:
     process = subprocess.run(
         [sys.executable, "-m", "rankscribe.lineage.cli", "query", str(base), "--where", "((("],
-        capture_output=True, text=True,
+        capture_output=True, text=True, check=False,
     )
     assert process.returncode == 1
     assert process.stderr.startswith("rankscribe-lineage: error: expected a field name")
