@@ -39,7 +39,9 @@ class EventFile:
         *,
         first_payload: Callable[[], bytes] | None = None,
         max_file_size: int | None = None,
+        on_open: Callable[[str], None] | None = None,
     ) -> None:
+        self._on_open = on_open
         self._next_path = next_path
         self._first_payload = first_payload
         self._max_file_size = max_file_size
@@ -126,6 +128,8 @@ class EventFile:
         self._path = path
         self._size = 0
         self.paths.append(path)
+        if self._on_open is not None:
+            self._on_open(path)
         logger.debug("opened %s", path)
         if self._first_payload is not None:
             header, footer = frame_parts(first := self._first_payload())

@@ -125,20 +125,22 @@ class SummaryRecord:
         self._closed = False
         self._errors_logged: set[str] = set()
 
+        self._created: list[str] = []  # every file opened, in order
         self._summary_file: EventFile | None = None
         if "mindinsight" in self._formats:
             self._summary_file = EventFile(
                 self._names(file_suffix), first_payload=_version_payload,
-                max_file_size=self._max_file_size,
+                max_file_size=self._max_file_size, on_open=self._created.append,
             )
         self._lineage_file = EventFile(
-            self._names(naming.LINEAGE_SUFFIX), max_file_size=self._max_file_size
+            self._names(naming.LINEAGE_SUFFIX), max_file_size=self._max_file_size,
+            on_open=self._created.append,
         )
         self._board_file: EventFile | None = None
         if "tensorboard" in self._formats:
             self._board_file = EventFile(
                 self._board_names(), first_payload=_board_version_payload,
-                max_file_size=self._max_file_size,
+                max_file_size=self._max_file_size, on_open=self._created.append,
             )
         self._exporter = NpyExporter(self._directory, self._timestamp)
         self._pipeline = Pipeline(
@@ -167,8 +169,7 @@ class SummaryRecord:
     @property
     def files(self) -> list[str]:
         """Every file created so far (summary, lineage, TensorBoard), in creation order."""
-        streams = [self._summary_file, self._lineage_file, self._board_file]
-        return [path for stream in streams if stream is not None for path in stream.paths]
+        return list(self._created)
 
     def set_mode(self, mode: str) -> None:
         """'train' or 'eval' (the collector switches to 'eval' for evaluation)."""
@@ -376,7 +377,17 @@ class SummaryRecord:
         return values, lineage, graph
 
     def _names(self, suffix: str) -> Callable[[], str]:
-        """File paths for one stream: the shared first T, then a fresh T per rotation."""
+        """Summary or lineage file paths: the shared first T, then a fresh T per rotation."""
+        return self._rotating_paths(lambda timestamp: naming.summary_file_name(
+            self._prefix, timestamp, self._rank, self._host, suffix))
+
+    def _board_names(self) -> Callable[[], str]:
+        # TensorBoard reads a directory's files in name order, so a rotated file
+        # needs a later T, not just a higher counter ("...10" sorts before "...2").
+        return self._rotating_paths(
+            lambda timestamp: naming.tensorboard_file_name(timestamp, self._host))
+
+    def _rotating_paths(self, name_for: Callable[[int], str]) -> Callable[[], str]:
         used: list[int] = []
 
         def next_path() -> str:
@@ -385,20 +396,13 @@ class SummaryRecord:
                 if used else self._timestamp
             )
             used.append(timestamp)
-            return os.path.join(self._directory, naming.summary_file_name(
-                self._prefix, timestamp, self._rank, self._host, suffix))
+            return os.path.join(self._directory, name_for(timestamp))
 
         return next_path
 
     def _first_name(self, suffix: str) -> str:
         return naming.summary_file_name(
             self._prefix, self._timestamp, self._rank, self._host, suffix)
-
-    def _board_names(self) -> Callable[[], str]:
-        def next_path() -> str:
-            return os.path.join(
-                self._directory, naming.tensorboard_file_name(self._timestamp, self._host))
-        return next_path
 
     # ------------------------------------------------------------ writer thread
 
@@ -439,7 +443,8 @@ class SummaryRecord:
         if self._raise_exception:
             self._pipeline.report(error)
             return
-        kind = f"{target}:{type(error).__name__}"
+        # One log line per kind of failure: a full disk fails every file alike.
+        kind = f"{type(error).__name__}:{getattr(error, 'errno', None)}"
         if kind not in self._errors_logged:
             self._errors_logged.add(kind)
             logger.error("writing %s data failed (further such errors are not logged): %s",
