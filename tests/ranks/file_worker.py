@@ -1,0 +1,83 @@
+"""One rank of a file-backend job, started by test_rendezvous.py as a plain process.
+
+    RANK=r WORLD_SIZE=n python file_worker.py <scenario> <rendezvous_dir> <out_dir> [timeout]
+
+The launcher variables are torchrun's, so detect() and Coordinator.create()
+pick the file backend exactly as they would under torchrun. Each rank writes
+what it observed to <out_dir>/rank_<r>.json.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rankscribe.ranks import (
+    BarrierTimeoutError,
+    CollectiveMismatchError,
+    Coordinator,
+    RankInfo,
+    detect,
+)
+
+
+def collectives(coordinator: Coordinator, info: RankInfo, timeout: float) -> dict[str, Any]:
+    result = coordinator.gather({"rank": info.rank, "steps": list(range(info.rank))})
+    word = coordinator.bcast(f"hello from {info.rank}", root=1)
+    coordinator.barrier()
+    last = coordinator.gather(info.rank * 10, root=info.world_size - 1)
+    return {"values": result.values, "missing": result.missing, "is_root": result.is_root,
+            "word": word, "last_values": last.values}
+
+
+def missing(coordinator: Coordinator, info: RankInfo, timeout: float) -> dict[str, Any]:
+    # The barrier comes first: the ranks start it together, so each of them sees the
+    # others' markers and only the absent rank is missing.
+    try:
+        coordinator.barrier(timeout=timeout)
+        barrier: dict[str, Any] = {"raised": False}
+    except BarrierTimeoutError as error:
+        barrier = {"raised": True, "missing": error.missing, "message": str(error)}
+    started = time.monotonic()
+    result = coordinator.gather(f"object of {info.rank}", timeout=timeout)
+    gathered = time.monotonic() - started
+    return {"values": result.values, "missing": result.missing, "elapsed": gathered,
+            "barrier": barrier}
+
+
+def late(coordinator: Coordinator, info: RankInfo, timeout: float) -> dict[str, Any]:
+    if info.rank == info.world_size - 1:
+        time.sleep(timeout + 1.0)
+    first = coordinator.gather(f"first from {info.rank}", timeout=timeout)
+    second = coordinator.gather(f"second from {info.rank}")
+    return {"first": first.values, "first_missing": first.missing, "second": second.values}
+
+
+def mismatch(coordinator: Coordinator, info: RankInfo, timeout: float) -> dict[str, Any]:
+    try:
+        if info.rank == 1:
+            coordinator.bcast("wrong collective", timeout=timeout)
+        else:
+            coordinator.gather(info.rank, timeout=timeout)
+    except CollectiveMismatchError as error:
+        return {"mismatch": str(error)}
+    except Exception as error:  # reported to the test
+        return {"other": f"{type(error).__name__}: {error}"}
+    return {"mismatch": None}
+
+
+def main() -> None:
+    scenario, rendezvous, out = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+    timeout = float(sys.argv[4]) if len(sys.argv) > 4 else 30.0
+    info = detect()
+    coordinator = Coordinator.create(info, rendezvous_dir=rendezvous, timeout=30.0)
+    record = globals()[scenario](coordinator, info, timeout)
+    record.update(rank=info.rank, launcher=info.launcher, backend=coordinator.backend)
+    (out / f"rank_{info.rank}.json").write_text(json.dumps(record, default=repr))
+
+
+if __name__ == "__main__":
+    main()

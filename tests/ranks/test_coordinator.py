@@ -1,0 +1,146 @@
+"""The single-process backend, backend selection and the checks every collective shares."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from rankscribe.ranks import (
+    DEFAULT_TIMEOUT,
+    BackendUnavailableError,
+    Coordinator,
+    CoordinatorClosedError,
+    FileCoordinator,
+    GatherResult,
+    RankInfo,
+    RanksTypeError,
+    RanksValueError,
+    SingleCoordinator,
+)
+
+ALONE = RankInfo(0, 1, 0, 1, "h", "single")
+
+
+def test_single_process_collectives_return_at_once_without_copies() -> None:
+    coordinator = Coordinator.create(ALONE)
+    assert isinstance(coordinator, SingleCoordinator) and coordinator.backend == "single"
+    payload = {"loss": [0.5]}
+    result = coordinator.gather(payload, timeout=0)
+    assert result == GatherResult(root=0, rank=0, world_size=1, values={0: payload}, missing=())
+    assert result.values[0] is payload
+    assert result.is_root and result.complete and result.in_rank_order() == [payload]
+    assert coordinator.bcast(payload) is payload
+    assert coordinator.barrier(timeout=0) is None
+
+
+def test_single_coordinator_defaults_to_this_process() -> None:
+    coordinator = SingleCoordinator()
+    assert (coordinator.rank, coordinator.world_size) == (0, 1)
+    assert coordinator.timeout == DEFAULT_TIMEOUT
+    assert repr(coordinator) == "SingleCoordinator(rank=0, world_size=1, timeout=600)"
+
+
+def test_gather_result_on_a_rank_other_than_the_root_is_empty() -> None:
+    result: GatherResult[int] = GatherResult(root=0, rank=2, world_size=4)
+    assert not result.is_root and not result.complete
+    assert result.values == {} and result.missing == () and result.in_rank_order() == []
+
+
+def test_gather_result_orders_by_rank_and_skips_missing() -> None:
+    result = GatherResult(root=0, rank=0, world_size=4, values={2: "c", 0: "a", 1: "b"},
+                          missing=(3,))
+    assert result.in_rank_order() == ["a", "b", "c"]
+    assert not result.complete
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda c: c.gather(1, root=1), RanksValueError,
+         "root must be in range(world_size) = range(1), got 1"),
+        (lambda c: c.bcast(1, root=-1), RanksValueError, "got -1"),
+        (lambda c: c.gather(1, root=True), RanksTypeError, "root must be an int, got bool True"),
+        (lambda c: c.gather(1, timeout=-1), RanksValueError,
+         "timeout must be a finite number of seconds >= 0, got -1"),
+        (lambda c: c.barrier(timeout=float("inf")), RanksValueError, "got inf"),
+        (lambda c: c.barrier(timeout=float("nan")), RanksValueError, "got nan"),
+        (lambda c: c.bcast(1, timeout="5"), RanksTypeError,
+         "timeout must be a number of seconds, got str '5'"),
+    ],
+)
+def test_collective_arguments_are_checked(call, error: type[Exception], message: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(error) as caught:
+        call(SingleCoordinator(ALONE))
+    assert message in str(caught.value)
+
+
+def test_bad_default_timeout_and_info() -> None:
+    with pytest.raises(RanksValueError, match="timeout must be a finite number"):
+        SingleCoordinator(ALONE, timeout=-0.5)
+    with pytest.raises(RanksTypeError, match="info must be a RankInfo"):
+        SingleCoordinator("rank 0")  # type: ignore[arg-type]
+
+
+def test_closed_coordinator_refuses_collectives() -> None:
+    with SingleCoordinator(ALONE) as coordinator:
+        coordinator.barrier()
+    with pytest.raises(CoordinatorClosedError, match="gather called on a closed SingleCoordinator"):
+        coordinator.gather(1)
+    assert isinstance(CoordinatorClosedError("x"), RuntimeError)
+    coordinator.close()  # idempotent
+
+
+@pytest.mark.parametrize(
+    ("info", "backend", "with_dir", "chosen"),
+    [
+        (ALONE, "auto", False, SingleCoordinator),
+        (ALONE, "auto", True, SingleCoordinator),
+        (RankInfo(0, 2, 0, 2, "h", "torchrun"), "auto", True, FileCoordinator),
+        (RankInfo(1, 2, 1, 2, "h", "slurm"), "auto", True, FileCoordinator),
+        (ALONE, "file", True, FileCoordinator),
+    ],
+)
+def test_create_picks_a_backend(
+    tmp_path: Path, info: RankInfo, backend: str, with_dir: bool, chosen: type[Coordinator]
+) -> None:
+    directory = tmp_path / "rendezvous" if with_dir else None
+    coordinator = Coordinator.create(info, backend=backend, rendezvous_dir=directory,  # type: ignore[arg-type]
+                                     timeout=5)
+    assert type(coordinator) is chosen
+    assert coordinator.timeout == 5.0
+
+
+@pytest.mark.parametrize(
+    ("info", "backend", "message"),
+    [
+        (RankInfo(0, 2, 0, 2, "h", "torchrun"), "auto",
+         "was not started by an MPI launcher: pass rendezvous_dir="),
+        (RankInfo(0, 2, 0, 2, "h", "pmi"), "single", "backend='single' needs a world of one"),
+        (RankInfo(0, 2, 0, 2, "h", "torchrun"), "file", "backend='file' needs rendezvous_dir"),
+        (ALONE, "nccl", "backend must be one of auto, mpi, file, single; got 'nccl'"),
+    ],
+)
+def test_create_refuses_what_cannot_work(info: RankInfo, backend: str, message: str) -> None:
+    with pytest.raises(RanksValueError) as caught:
+        Coordinator.create(info, backend=backend)  # type: ignore[arg-type]
+    assert message in str(caught.value)
+
+
+def test_create_under_an_mpi_launcher_without_mpi(monkeypatch: pytest.MonkeyPatch) -> None:
+    def unavailable() -> None:
+        raise BackendUnavailableError("the MPI backend needs mpi4py and an MPI library")
+
+    monkeypatch.setattr("rankscribe.ranks.mpi.load_mpi", unavailable)
+    with pytest.raises(BackendUnavailableError, match="needs mpi4py"):
+        Coordinator.create(RankInfo(0, 4, 0, 4, "h", "openmpi"))
+
+
+def test_unpicklable_object_names_the_rank(tmp_path: Path) -> None:
+    info = RankInfo(1, 2, 1, 2, "h", "torchrun")
+    coordinator = FileCoordinator(info, tmp_path)
+    with pytest.raises(RanksTypeError) as caught:
+        coordinator.gather(threading.Lock())
+    assert "gather: the object on rank 1 cannot be pickled (lock)" in str(caught.value)
+    assert isinstance(caught.value, TypeError)

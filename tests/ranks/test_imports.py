@@ -1,0 +1,43 @@
+"""Importing rankscribe.ranks never imports mpi4py and works with no MPI library."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+
+def run(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=60, env={"PATH": "/usr/bin:/bin"}, check=False)
+
+
+def test_import_does_not_load_mpi4py() -> None:
+    result = run("""
+        import sys
+        import rankscribe.ranks as ranks
+        info = ranks.detect()
+        coordinator = ranks.Coordinator.create(info)
+        assert coordinator.gather(1).values == {0: 1}
+        loaded = sorted(m for m in sys.modules if m.startswith("mpi4py"))
+        print(info.launcher, coordinator.backend, loaded)
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "single single []"
+
+
+def test_without_mpi_the_mpi_backend_says_what_to_install() -> None:
+    # sys.modules["mpi4py"] = None makes `import mpi4py` fail, as on a machine without it.
+    result = run("""
+        import sys
+        sys.modules["mpi4py"] = None
+        import rankscribe.ranks as ranks
+        info = ranks.RankInfo(0, 2, 0, 2, "h", "pmi")
+        try:
+            ranks.Coordinator.create(info)
+        except ImportError as error:
+            assert isinstance(error, ranks.BackendUnavailableError)
+            print(error)
+    """)
+    assert result.returncode == 0, result.stderr
+    assert "pip install mpi4py mpich" in result.stdout

@@ -1,0 +1,65 @@
+"""rank_dir: summary_dir for one process, summary_dir/rank_<r> (0700) for a job."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rankscribe.ranks import RankInfo, RanksTypeError, rank_dir
+
+
+def info(rank: int, world_size: int) -> RankInfo:
+    return RankInfo(rank, world_size, rank, world_size, "host", "pmi")
+
+
+@pytest.fixture
+def permissive_umask() -> Iterator[None]:
+    old = os.umask(0o002)
+    yield
+    os.umask(old)
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_single_process_writes_into_summary_dir(tmp_path: Path) -> None:
+    target = rank_dir(tmp_path / "runs" / "exp1", RankInfo(0, 1, 0, 1, "h", "single"))
+    assert target == tmp_path / "runs" / "exp1"
+    assert target.is_dir() and mode(target) == 0o700
+
+
+def test_each_rank_gets_its_own_private_folder(tmp_path: Path, permissive_umask: None) -> None:
+    summary = tmp_path / "exp1"
+    targets = [rank_dir(summary, info(rank, 4)) for rank in range(4)]
+    assert targets == [summary / f"rank_{rank}" for rank in range(4)]
+    assert sorted(p.name for p in summary.iterdir()) == ["rank_0", "rank_1", "rank_2", "rank_3"]
+    assert all(mode(target) == 0o700 for target in targets)
+    assert mode(summary) == 0o700
+
+
+def test_existing_folders_are_kept_as_they_are(tmp_path: Path) -> None:
+    summary = tmp_path / "exp1"
+    (summary / "rank_1").mkdir(parents=True)
+    summary.chmod(0o755)
+    (summary / "rank_1" / "events").write_text("kept")
+    target = rank_dir(str(summary), info(1, 2))
+    assert (target / "events").read_text() == "kept"
+    assert mode(summary) == 0o755
+
+
+def test_a_file_in_the_way_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "rank_0").write_text("")
+    with pytest.raises(FileExistsError):
+        rank_dir(tmp_path, info(0, 2))
+
+
+def test_bad_arguments(tmp_path: Path) -> None:
+    with pytest.raises(RanksTypeError, match=r"summary_dir must be a str or os\.PathLike, got int"):
+        rank_dir(3, info(0, 2))  # type: ignore[arg-type]
+    with pytest.raises(RanksTypeError, match="info must be a RankInfo"):
+        rank_dir(tmp_path, (0, 2))  # type: ignore[arg-type]
