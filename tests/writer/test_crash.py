@@ -284,3 +284,74 @@ def test_disk_full(tmp_path, disk, raise_exception):
         # Logged once, not once per failed write (nor once per internal code path).
         assert len(report["errors"]) == 1, report["errors"]
         assert "File too large" in report["errors"][0] or "27" in report["errors"][0]
+
+
+RECOVERY_CHILD = """
+    import resource, signal, sys
+    import numpy as np
+    from rankscribe.writer.record import SummaryRecord
+
+    log_dir, limit = sys.argv[1], int(sys.argv[2])
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    record = SummaryRecord(log_dir)
+    _, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))  # the disk is full already
+    # The first step (~40 kB, below the direct-write size) cannot be written.
+    record.add_value("tensor", "w", np.ones(10_000, dtype=np.float32))
+    record.add_value("scalar", "loss", 0.0)
+    record.record(0)
+    record.flush()
+    resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))  # space was freed
+    for step in range(1, 51):
+        record.add_value("scalar", "loss", float(step))
+        record.record(step)
+    record.close()
+"""
+
+
+def test_writing_resumes_when_the_disk_has_room_again(tmp_path, disk):
+    log_dir = tmp_path / "logs"
+    result = run_child(RECOVERY_CHILD, str(log_dir), "20000")
+    assert result.returncode == 0, result.stderr
+    assert "File too large" in result.stderr  # logged (raise_exception=False)
+    [summary] = disk.summary_files(log_dir)
+    events = disk.read_events(summary)  # strict: no partial record
+    # FORMAT.md: the first record of a summary file is the version event, even when
+    # the first write into it failed.
+    assert events[0].WhichOneof("what") == "version"
+    assert events[0].version == "MindSpore.Event:1"
+    assert [e.step for e in events[1:]] == list(range(1, 51))
+
+
+FORK_CHILD = """
+    import json, os, sys, time
+    from rankscribe.writer.record import SummaryRecord
+
+    record = SummaryRecord(sys.argv[1])
+    step, modes = 0, []
+    for _ in range(10):
+        for _ in range(300):
+            record.add_value("scalar", "x", float(step))
+            record.record(step)
+            step += 1
+        time.sleep(0.005)  # the writer has taken the steps, not yet handed them to the OS
+        pid = os.fork()
+        if pid == 0:
+            sys.exit(0)  # a child of the training process ends normally (atexit runs)
+        os.waitpid(pid, 0)
+        modes.append(os.stat(record.log_dir).st_mode & 0o777)
+    record.close()
+    print(json.dumps(modes))
+"""
+
+
+def test_a_forked_child_leaves_the_parents_files_alone(tmp_path, disk):
+    log_dir = tmp_path / "logs"
+    result = run_child(FORK_CHILD, str(log_dir))
+    assert result.returncode == 0, result.stderr
+    # Every step once, in order: no child wrote the parent's buffered records again.
+    steps = [e.step for e in disk.summary_steps(log_dir)]
+    assert len(steps) == 3000, f"{len(steps)} events for 3000 steps"
+    assert steps == list(range(3000))
+    # Nor closed them: the parent's file stayed 0600 while the parent was writing it.
+    assert {oct(mode) for mode in json.loads(result.stdout)} == {"0o600"}
