@@ -1,0 +1,383 @@
+"""The checkpoint file: safetensors tensors, append info, integrity digest, atomic writes.
+
+A checkpoint is a standard safetensors file (no pickle: any safetensors reader
+opens it) holding the network's parameters under their own names, with three
+entries in the string-to-string ``__metadata__``:
+
+- ``"format": "np"`` and ``"rankscribe.checkpoint": "1"`` (the layout version);
+- ``"rankscribe.append_info"``: JSON object of the scalar append values (int,
+  float, bool, str keep their JSON types, so ``epoch_num`` reads back an int);
+- ``"rankscribe.append_tensors"``: JSON list of the append keys whose values are
+  arrays; each is stored as a tensor named ``"__append_info__/<key>"`` (the
+  reserved prefix no parameter may use), so arrays keep dtype and shape exactly;
+- ``"rankscribe.sha256"``: SHA-256 over every tensor's name, dtype, shape and
+  bytes in name order. safetensors has no checksum of its own; this makes a
+  flipped byte in a plain file an error instead of a silently wrong weight.
+
+With ``enc_key`` the whole file is sealed in the envelope of
+:mod:`rankscribe.collector.checkpoint_crypto`.
+
+Files are written to a hidden temporary file in the target directory, synced,
+made read-only (0400) and renamed over the final name, so a crash at any point
+leaves either the complete previous state or the complete new file under that
+name, never a partial one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import suppress
+from pathlib import Path
+from typing import IO, Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+import safetensors.numpy
+from safetensors import SafetensorError
+
+from rankscribe.collector.checkpoint_config import (
+    check_append_value,
+    check_enc_key,
+    check_enc_mode,
+)
+from rankscribe.collector.checkpoint_crypto import decrypt, encrypt_chunks, is_encrypted
+from rankscribe.collector.checkpoint_errors import (
+    CheckpointEncryptionError,
+    CheckpointFormatError,
+    CheckpointNotFoundError,
+    CheckpointTypeError,
+    CheckpointValueError,
+    CheckpointWriteError,
+)
+from rankscribe.collector.checkpoint_network import network_parameters, to_numpy
+
+__all__ = [
+    "APPEND_TENSOR_PREFIX",
+    "CHECKPOINT_SUFFIX",
+    "LoadedCheckpoint",
+    "decode_checkpoint",
+    "encode_checkpoint",
+    "load_checkpoint",
+    "prepare_append_info",
+    "prepare_tensors",
+    "save_checkpoint",
+    "write_atomically",
+    "write_checkpoint_file",
+]
+
+logger = logging.getLogger(__name__)
+
+CHECKPOINT_SUFFIX = ".ckpt"
+APPEND_TENSOR_PREFIX = "__append_info__/"
+FILE_MODE = 0o400
+_VERSION = "1"
+_KEY_VERSION = "rankscribe.checkpoint"
+_KEY_APPEND = "rankscribe.append_info"
+_KEY_APPEND_TENSORS = "rankscribe.append_tensors"
+_KEY_DIGEST = "rankscribe.sha256"
+# What safetensors' NumPy binding can store (its F64 ... C64 table).
+_STORABLE_DTYPES = frozenset(
+    np.dtype(name)
+    for name in (
+        "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+        "float16", "float32", "float64", "complex64",
+    )
+)
+
+Array = npt.NDArray[Any]
+AppendValue = bool | int | float | str | Array
+
+
+class LoadedCheckpoint(NamedTuple):
+    """What :func:`load_checkpoint` returns; unpacks as ``parameters, append_info``."""
+
+    parameters: dict[str, Array]
+    append_info: dict[str, AppendValue]
+
+
+def prepare_tensors(
+    parameters: Iterable[tuple[str, Any]], *, copy: bool = False
+) -> dict[str, Array]:
+    """Check ``(name, value)`` pairs and return them as storable arrays by name.
+
+    Values become native-byte-order, C-contiguous arrays; ``copy=True`` makes
+    sure none shares memory with the network (for saving in the background).
+    Raises :class:`CheckpointValueError` for an empty, reserved or repeated
+    name and :class:`CheckpointTypeError` for a dtype safetensors cannot store.
+    """
+    tensors: dict[str, Array] = {}
+    for name, value in parameters:
+        if not isinstance(name, str) or not name:
+            raise CheckpointValueError(f"parameter names must be non-empty str, got {name!r}")
+        if name.startswith(APPEND_TENSOR_PREFIX):
+            raise CheckpointValueError(
+                f"parameter {name!r} uses the prefix {APPEND_TENSOR_PREFIX!r}, reserved for "
+                f"append_info arrays; rename the parameter"
+            )
+        if name in tensors:
+            raise CheckpointValueError(f"parameter {name!r} appears twice")
+        tensors[name] = _storable(to_numpy(value, name), f"parameter {name!r}", copy)
+    return tensors
+
+
+def prepare_append_info(
+    append_info: Mapping[str, Any] | None, *, copy: bool = False
+) -> dict[str, AppendValue]:
+    """Check append values and turn tensors into arrays (``copy`` as in :func:`prepare_tensors`)."""
+    prepared: dict[str, AppendValue] = {}
+    for key, value in (append_info or {}).items():
+        check_append_value(key, value, "append_dict")
+        if isinstance(value, (bool, int, float, str)):
+            prepared[key] = value
+        else:
+            prepared[key] = _storable(to_numpy(value, key), f"append_info[{key!r}]", copy)
+    return prepared
+
+
+def encode_checkpoint(
+    tensors: Mapping[str, Array], append_info: Mapping[str, AppendValue] | None = None
+) -> bytes:
+    """The plain safetensors bytes of a checkpoint (inputs from the ``prepare_*`` functions)."""
+    scalars: dict[str, bool | int | float | str] = {}
+    stored = dict(tensors)
+    array_keys: list[str] = []
+    for key, value in (append_info or {}).items():
+        if isinstance(value, np.ndarray):
+            stored[APPEND_TENSOR_PREFIX + key] = value
+            array_keys.append(key)
+        else:
+            scalars[key] = value
+    metadata = {
+        "format": "np",
+        _KEY_VERSION: _VERSION,
+        _KEY_APPEND: json.dumps(scalars),
+        _KEY_APPEND_TENSORS: json.dumps(array_keys),
+        _KEY_DIGEST: _digest(stored),
+    }
+    return safetensors.numpy.save(stored, metadata=metadata)
+
+
+def decode_checkpoint(data: bytes, source: str = "checkpoint") -> LoadedCheckpoint:
+    """Parse plain checkpoint bytes; ``source`` names the file in errors."""
+    metadata = _read_metadata(data, source)
+    try:
+        stored = safetensors.numpy.load(data)
+    except (SafetensorError, ValueError, KeyError) as error:
+        raise CheckpointFormatError(
+            f"{source} is not a readable safetensors file: {error}"
+        ) from None
+    expected = metadata.get(_KEY_DIGEST)
+    if expected is not None and _digest(stored) != expected:
+        raise CheckpointFormatError(
+            f"{source} is corrupted: its tensors do not match the SHA-256 digest recorded when "
+            f"it was written"
+        )
+    append_info = _decode_append_info(metadata, stored, source)
+    # np.array copies: arrays decoded from bytes are read-only views otherwise.
+    parameters = {
+        name: np.array(value)
+        for name, value in stored.items()
+        if not name.startswith(APPEND_TENSOR_PREFIX)
+    }
+    return LoadedCheckpoint(parameters, append_info)
+
+
+def write_checkpoint_file(
+    path: Path,
+    tensors: Mapping[str, Array],
+    append_info: Mapping[str, AppendValue] | None,
+    enc_key: bytes | None,
+    enc_mode: str,
+) -> None:
+    """Encode, optionally encrypt, and atomically write one checkpoint to ``path``."""
+    data = encode_checkpoint(tensors, append_info)
+    chunks: Iterable[bytes] = [data] if enc_key is None else encrypt_chunks(data, enc_key, enc_mode)
+    write_atomically(path, chunks)
+
+
+def write_atomically(path: Path, chunks: Iterable[bytes]) -> None:
+    """Write ``chunks`` to ``path`` so that ``path`` is never seen half-written.
+
+    The data goes to a hidden ``.<name>.<random>.tmp`` in the same directory (so
+    the rename cannot cross filesystems), is fsynced, made 0400 and renamed over
+    ``path``; the directory is fsynced so the rename itself survives a power
+    loss. On an error the temporary file is removed and the error re-raised.
+    """
+    descriptor, temporary = tempfile.mkstemp(
+        prefix=f".{path.name}.", suffix=".tmp", dir=path.parent
+    )
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            for chunk in chunks:
+                _write_chunk(handle, chunk)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, FILE_MODE)
+        os.replace(temporary, path)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(temporary)
+        raise
+    _fsync_directory(path.parent)
+
+
+def save_checkpoint(
+    save_obj: Any,
+    ckpt_file_name: str | os.PathLike[str],
+    append_dict: Mapping[str, Any] | None = None,
+    enc_key: bytes | None = None,
+    enc_mode: str = "AES-GCM",
+) -> str:
+    """Save a network's parameters (or ``(name, array)`` pairs) as a checkpoint file.
+
+    ``save_obj`` is anything :func:`network_parameters` reads, or a list of
+    ``(name, array)`` pairs. ``.ckpt`` is appended to a name without it, as the
+    original does. Returns the absolute path written. Raises
+    :class:`CheckpointWriteError` (an ``OSError``) when the file cannot be written.
+    """
+    if not isinstance(ckpt_file_name, (str, os.PathLike)):
+        raise CheckpointTypeError(
+            f"ckpt_file_name must be a str or os.PathLike, got {type(ckpt_file_name).__name__}"
+        )
+    path = Path(ckpt_file_name).absolute()
+    if path.suffix != CHECKPOINT_SUFFIX:
+        path = path.with_name(path.name + CHECKPOINT_SUFFIX)
+    key = check_enc_key(enc_key)
+    mode = check_enc_mode(enc_mode)
+    pairs = save_obj if _is_pair_list(save_obj) else network_parameters(save_obj)
+    tensors = prepare_tensors(pairs)
+    append_info = prepare_append_info(append_dict)
+    try:
+        write_checkpoint_file(path, tensors, append_info, key, mode)
+    except OSError as error:
+        raise CheckpointWriteError(f"cannot write checkpoint {str(path)!r}: {error}") from error
+    return str(path)
+
+
+def load_checkpoint(
+    ckpt_file_name: str | os.PathLike[str],
+    enc_key: bytes | None = None,
+    enc_mode: str | None = None,
+) -> LoadedCheckpoint:
+    """Read a checkpoint: its parameters by name and its append info.
+
+    ``enc_key`` must be given exactly when the file is encrypted; ``enc_mode``
+    None follows the mode recorded in the file, a str must match it. Raises
+    :class:`CheckpointNotFoundError`, :class:`CheckpointEncryptionError` (key
+    missing, unexpected, or wrong mode), :class:`CheckpointAuthenticationError`
+    (wrong key, truncated or modified encrypted file) or
+    :class:`CheckpointFormatError` (not a checkpoint, truncated or corrupted);
+    it never returns partially decoded data.
+    """
+    if not isinstance(ckpt_file_name, (str, os.PathLike)):
+        raise CheckpointTypeError(
+            f"ckpt_file_name must be a str or os.PathLike, got {type(ckpt_file_name).__name__}"
+        )
+    key = check_enc_key(enc_key)
+    mode = None if enc_mode is None else check_enc_mode(enc_mode)
+    source = repr(os.fspath(ckpt_file_name))
+    try:
+        data = Path(ckpt_file_name).read_bytes()
+    except FileNotFoundError:
+        raise CheckpointNotFoundError(f"checkpoint file {source} does not exist") from None
+    if is_encrypted(data):
+        if key is None:
+            raise CheckpointEncryptionError(f"{source} is encrypted: pass its enc_key to load it")
+        data = decrypt(data, key, mode, source)
+    elif key is not None:
+        raise CheckpointEncryptionError(
+            f"{source} is not encrypted, but an enc_key was given; load it with enc_key=None"
+        )
+    return decode_checkpoint(data, source)
+
+
+def _write_chunk(handle: IO[bytes], chunk: bytes) -> None:
+    # One function so that crash tests can stop a write part-way through.
+    handle.write(chunk)
+
+
+def _fsync_directory(directory: Path) -> None:
+    try:
+        descriptor = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        logger.debug("cannot fsync directory %s; the rename is not yet durable", directory)
+    finally:
+        os.close(descriptor)
+
+
+def _storable(array: Array, what: str, copy: bool) -> Array:
+    if not array.dtype.isnative:
+        # astype makes a fresh array: the copy the caller may have asked for.
+        array = array.astype(array.dtype.newbyteorder("="))
+    elif copy:
+        array = np.array(array, order="C", copy=True)
+    if array.dtype not in _STORABLE_DTYPES:
+        raise CheckpointTypeError(
+            f"{what} has dtype {array.dtype}, which a checkpoint cannot store; expected bool, "
+            f"int8-64, uint8-64, float16/32/64 or complex64"
+        )
+    return np.ascontiguousarray(array)
+
+
+def _digest(tensors: Mapping[str, Array]) -> str:
+    digest = hashlib.sha256()
+    for name in sorted(tensors):
+        array = np.ascontiguousarray(tensors[name])
+        digest.update(json.dumps([name, array.dtype.name, list(array.shape)]).encode())
+        digest.update(array.reshape(-1).view(np.uint8).data)
+    return digest.hexdigest()
+
+
+def _read_metadata(data: bytes, source: str) -> dict[str, str]:
+    if len(data) < 8:
+        raise CheckpointFormatError(
+            f"{source} is truncated: {len(data)} bytes, too short for a safetensors header"
+        )
+    header_size = int.from_bytes(data[:8], "little")
+    if header_size > len(data) - 8:
+        raise CheckpointFormatError(
+            f"{source} is truncated or not a checkpoint: its header claims {header_size} bytes, "
+            f"the file has {len(data) - 8} after the length"
+        )
+    try:
+        header = json.loads(data[8 : 8 + header_size])
+    except (UnicodeDecodeError, ValueError):
+        raise CheckpointFormatError(f"{source} has an unreadable safetensors header") from None
+    metadata = header.get("__metadata__") if isinstance(header, dict) else None
+    return metadata if isinstance(metadata, dict) else {}
+
+
+def _decode_append_info(
+    metadata: Mapping[str, str], stored: Mapping[str, Array], source: str
+) -> dict[str, AppendValue]:
+    try:
+        scalars = json.loads(metadata.get(_KEY_APPEND, "{}"))
+        array_keys = json.loads(metadata.get(_KEY_APPEND_TENSORS, "[]"))
+    except ValueError:
+        raise CheckpointFormatError(f"{source} has unreadable append info metadata") from None
+    if not isinstance(scalars, dict) or not isinstance(array_keys, list):
+        raise CheckpointFormatError(f"{source} has malformed append info metadata")
+    append_info: dict[str, AppendValue] = dict(scalars)
+    for key in array_keys:
+        name = APPEND_TENSOR_PREFIX + str(key)
+        if name not in stored:
+            raise CheckpointFormatError(f"{source} lists append array {key!r} but lacks {name!r}")
+        append_info[str(key)] = np.array(stored[name])
+    return append_info
+
+
+def _is_pair_list(save_obj: Any) -> bool:
+    return (
+        isinstance(save_obj, Sequence)
+        and not isinstance(save_obj, (str, bytes))
+        and all(isinstance(item, tuple) and len(item) == 2 for item in save_obj)
+    )
