@@ -1,0 +1,435 @@
+"""``ModelCheckpoint``: the callback that saves the network's parameters during training.
+
+MindSpore's ``ModelCheckpoint`` / ``CheckpointManager`` semantics:
+
+- files are named ``<prefix>-<epoch>_<step>.ckpt``, ``<step>`` counting within
+  the epoch; when the directory already holds checkpoints of ``prefix`` (or of
+  ``prefix_<n>``), the prefix becomes ``prefix_<max n + 1>`` so no earlier run
+  is overwritten;
+- a save is due every ``save_checkpoint_steps`` steps, or when more than
+  ``save_checkpoint_seconds`` have passed since the last one; ``end`` saves the
+  final step unless that step was just saved;
+- after each save at most ``keep_checkpoint_max`` files are kept (oldest
+  deleted first), or, by ``keep_checkpoint_per_n_minutes``, of the files saved
+  in the last N minutes only the oldest is kept when the previous save was less
+  than N minutes ago — which leaves about one file per N minutes plus the newest.
+
+Where this differs from the original, on purpose:
+
+- old files are deleted *after* the new one is safely on disk, so a failed
+  write never leaves fewer checkpoints than before; and only files this
+  callback wrote are ever deleted;
+- every file is written atomically (see ``checkpoint_format.write_atomically``);
+- with ``async_save`` at most one write is in flight: a save that comes due
+  while the previous one is still writing waits for it (bounded memory), and a
+  failed background write raises :class:`CheckpointWriteError` on the next
+  ``step_end``/``end``/``with``-exit instead of being lost in a thread;
+- ``latest_ckpt_file_name`` is the newest *complete* file (absolute path), or
+  ``None`` before the first one;
+- steps of an evaluation run (``mode == "eval"``) save nothing.
+
+Several ranks: pass each rank its own directory (the SummaryCollector and the
+example scripts pass ``rankscribe.ranks.rank_dir(...)``). When ``directory`` is
+not already ``rank_<r>`` and the job has more than one rank (as
+``rankscribe.ranks.detect()`` sees it), ``rank_<r>`` is appended, so ranks never
+write over each other's files.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from rankscribe.collector.callback import Callback, CallbackParams, RunContext
+from rankscribe.collector.checkpoint_config import CheckpointConfig
+from rankscribe.collector.checkpoint_errors import (
+    CheckpointAuthenticationError,
+    CheckpointEncryptionError,
+    CheckpointError,
+    CheckpointFormatError,
+    CheckpointNotFoundError,
+    CheckpointTimeoutError,
+    CheckpointTypeError,
+    CheckpointValueError,
+    CheckpointWriteError,
+)
+from rankscribe.collector.checkpoint_format import (
+    CHECKPOINT_SUFFIX,
+    AppendValue,
+    LoadedCheckpoint,
+    load_checkpoint,
+    prepare_append_info,
+    prepare_tensors,
+    save_checkpoint,
+    write_checkpoint_file,
+)
+from rankscribe.collector.checkpoint_network import network_parameters
+from rankscribe.ranks import detect, rank_dir
+
+__all__ = [
+    "CheckpointAuthenticationError",
+    "CheckpointConfig",
+    "CheckpointEncryptionError",
+    "CheckpointError",
+    "CheckpointFormatError",
+    "CheckpointManager",
+    "CheckpointNotFoundError",
+    "CheckpointTimeoutError",
+    "CheckpointTypeError",
+    "CheckpointValueError",
+    "CheckpointWriteError",
+    "LoadedCheckpoint",
+    "ModelCheckpoint",
+    "load_checkpoint",
+    "network_parameters",
+    "save_checkpoint",
+]
+
+logger = logging.getLogger(__name__)
+
+#: How long ``end`` and leaving the ``with`` block wait for a background save.
+DEFAULT_SAVE_TIMEOUT = 600.0
+
+
+class CheckpointManager:
+    """The checkpoint files one ``ModelCheckpoint`` wrote, and which of them to delete.
+
+    Times come from the callback's clock; a file deleted by someone else is
+    simply forgotten.
+    """
+
+    def __init__(self, keep_checkpoint_max: int | None, keep_checkpoint_per_n_minutes: int | None):
+        self._keep_max = keep_checkpoint_max or 0
+        self._window = (keep_checkpoint_per_n_minutes or 0) * 60.0
+        self._files: list[tuple[str, float]] = []  # (path, saved at), oldest first
+        self._last_saved_at: float | None = None
+
+    @property
+    def ckpoint_filelist(self) -> list[str]:
+        """The files kept, oldest first (the original's property name)."""
+        return [path for path, _ in self._files]
+
+    @property
+    def ckpoint_num(self) -> int:
+        return len(self._files)
+
+    def record(self, path: str, saved_at: float) -> list[str]:
+        """Add a file just written at ``saved_at``; delete and return what the rule drops."""
+        self._files = [
+            (known, when) for known, when in self._files if known != path and os.path.exists(known)
+        ]
+        doomed = self._to_delete(saved_at)
+        self._files = [entry for entry in self._files if entry[0] not in doomed]
+        self._files.append((path, saved_at))
+        self._last_saved_at = saved_at
+        for old in doomed:
+            _delete(old)
+        return doomed
+
+    def _to_delete(self, now: float) -> list[str]:
+        if self._keep_max:
+            excess = len(self._files) + 1 - self._keep_max
+            return [path for path, _ in self._files[: max(excess, 0)]]
+        last = self._last_saved_at
+        if self._window and last is not None and now - last < self._window:
+            recent = [path for path, when in self._files if now - when < self._window]
+            return recent[1:]
+        return []
+
+
+class ModelCheckpoint(Callback):
+    """Save the network's parameters at the configured steps (MindSpore's ``ModelCheckpoint``).
+
+    Args:
+        prefix: file name prefix, a non-empty str without a path separator.
+        directory: where to write (created 0700 if missing); default the current
+            directory. See the module docstring for several ranks.
+        config: a :class:`CheckpointConfig`; default ``CheckpointConfig()``.
+        clock: seconds as a float, for ``save_checkpoint_seconds`` and
+            ``keep_checkpoint_per_n_minutes`` (tests pass a fake one).
+        save_timeout: seconds to wait for a background save before raising
+            :class:`CheckpointTimeoutError`.
+
+    The network saved is ``config.saved_network``, else the run's
+    ``train_network``, else its ``network`` (read with :func:`network_parameters`).
+    """
+
+    def __init__(
+        self,
+        prefix: str = "CKP",
+        directory: str | os.PathLike[str] | None = None,
+        config: CheckpointConfig | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        save_timeout: float = DEFAULT_SAVE_TIMEOUT,
+    ) -> None:
+        _check_prefix(prefix)
+        if config is None:
+            config = CheckpointConfig()
+        elif not isinstance(config, CheckpointConfig):
+            raise CheckpointTypeError(
+                f"config must be a CheckpointConfig or None, got {type(config).__name__}"
+            )
+        if not callable(clock):
+            raise CheckpointTypeError(f"clock must be callable, got {type(clock).__name__}")
+        self._save_timeout = _check_timeout(save_timeout)
+        self._config = config
+        self._clock = clock
+        self._directory = _checkpoint_directory(directory)
+        self._prefix = unique_prefix(self._directory, prefix)
+        self._manager = CheckpointManager(
+            config.keep_checkpoint_max, config.keep_checkpoint_per_n_minutes
+        )
+        self._saver = _BackgroundSaver()
+        self._last_triggered_step = 0
+        self._last_save_time = clock()
+        self._latest: str | None = None
+
+    @property
+    def latest_ckpt_file_name(self) -> str | None:
+        """Absolute path of the newest complete checkpoint, or None before the first."""
+        return self._latest
+
+    @property
+    def prefix(self) -> str:
+        """The prefix files are named with (``prefix_<n>`` after renaming)."""
+        return self._prefix
+
+    @property
+    def directory(self) -> str:
+        """The absolute directory files are written into."""
+        return str(self._directory)
+
+    @property
+    def config(self) -> CheckpointConfig:
+        return self._config
+
+    @property
+    def manager(self) -> CheckpointManager:
+        return self._manager
+
+    def begin(self, run_context: RunContext) -> None:
+        # The seconds trigger counts from the start of training, not from construction.
+        self._last_save_time = self._clock()
+
+    def step_end(self, run_context: RunContext) -> None:
+        self._saver.raise_failure()
+        params = run_context.original_args()
+        if params.mode != "eval":
+            self._save_if_due(params, force=False)
+
+    def end(self, run_context: RunContext) -> None:
+        params = run_context.original_args()
+        if params.mode != "eval":
+            self._save_if_due(params, force=True)
+        self._saver.wait(self._save_timeout)
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        try:
+            self._saver.wait(self._save_timeout)
+        except CheckpointError:
+            if exc is None:
+                raise
+            # Training already failed: report that error, and log this one.
+            logger.exception("checkpoint save failed while training was failing")
+
+    def _save_if_due(self, params: CallbackParams, force: bool) -> None:
+        step = params.cur_step_num
+        if not isinstance(step, int) or step <= 0 or step == self._last_triggered_step:
+            return
+        if not self._is_due(step, force):
+            return
+        network = self._network(params)
+        # One write in flight at most: the previous must finish (and its error
+        # surface) before the next snapshot is taken.
+        self._saver.wait(self._save_timeout)
+        path = self._directory / self._file_name(params)
+        in_background = self._config.async_save
+        tensors = prepare_tensors(network_parameters(network), copy=in_background)
+        append_info = prepare_append_info(self._append_values(params), copy=in_background)
+        self._last_triggered_step = step
+        saved_at = self._clock()
+
+        def write() -> None:
+            write_checkpoint_file(
+                path, tensors, append_info, self._config.enc_key, self._config.enc_mode
+            )
+            self._manager.record(str(path), saved_at)
+            self._latest = str(path)
+
+        if in_background:
+            self._saver.start(path, write)
+        else:
+            try:
+                write()
+            except OSError as error:
+                raise CheckpointWriteError(
+                    f"cannot write checkpoint {str(path)!r}: {error}"
+                ) from error
+
+    def _is_due(self, step: int, force: bool) -> bool:
+        steps = self._config.save_checkpoint_steps
+        if steps:
+            return force or step >= self._last_triggered_step + steps
+        seconds = self._config.save_checkpoint_seconds or 0
+        now = self._clock()
+        if force or now - self._last_save_time > seconds:
+            self._last_save_time = now
+            return True
+        return False
+
+    def _network(self, params: CallbackParams) -> Any:
+        for network in (self._config.saved_network, params.train_network, params.network):
+            if network is not None:
+                return network
+        raise CheckpointValueError(
+            "ModelCheckpoint has no network to save: set CheckpointConfig(saved_network=...) "
+            "or train_network / network in the run's CallbackParams"
+        )
+
+    def _file_name(self, params: CallbackParams) -> str:
+        step = params.cur_step_num
+        per_epoch = params.batch_num
+        if isinstance(per_epoch, int) and per_epoch > 0:
+            step = (step - 1) % per_epoch + 1
+        return f"{self._prefix}-{params.cur_epoch_num}_{step}{CHECKPOINT_SUFFIX}"
+
+    def _append_values(self, params: CallbackParams) -> dict[str, AppendValue]:
+        values: dict[str, Any] = self._config.append_dict or {}
+        # In the original the config's epoch_num / step_num are offsets (0 for
+        # the bare keywords) added to the run's counters.
+        if "epoch_num" in values:
+            values["epoch_num"] = values["epoch_num"] + params.cur_epoch_num
+        if "step_num" in values:
+            values["step_num"] = values["step_num"] + params.cur_step_num
+        return values
+
+
+class _BackgroundSaver:
+    """At most one checkpoint write running in a thread; its failure kept for the caller.
+
+    The thread is not a daemon: a checkpoint being written when the script
+    returns is finished rather than abandoned.
+    """
+
+    def __init__(self) -> None:
+        self._thread: threading.Thread | None = None
+        self._path: Path | None = None
+        self._failure: BaseException | None = None
+
+    def start(self, path: Path, write: Callable[[], None]) -> None:
+        self._path = path
+        self._thread = threading.Thread(
+            target=self._run, args=(path, write), name="rankscribe-checkpoint-save"
+        )
+        self._thread.start()
+
+    def wait(self, timeout: float) -> None:
+        """Wait for the write in flight; raise its failure, or a timeout."""
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+            if thread.is_alive():
+                raise CheckpointTimeoutError(
+                    f"the background save of {str(self._path)!r} did not finish within "
+                    f"{timeout:g} s; it is still running"
+                )
+            self._thread = None
+        self.raise_failure()
+
+    def raise_failure(self) -> None:
+        """Raise the failure of a finished background write, once."""
+        failure, self._failure = self._failure, None
+        if failure is not None:
+            raise CheckpointWriteError(
+                f"the background save of {str(self._path)!r} failed: {failure}"
+            ) from failure
+
+    def _run(self, path: Path, write: Callable[[], None]) -> None:
+        try:
+            write()
+        except BaseException as error:
+            # Logged now (the training thread may never call back) and kept so
+            # that the next call on the training thread raises it.
+            logger.error("background save of checkpoint %s failed: %s", path, error)
+            self._failure = error
+
+
+def unique_prefix(directory: str | os.PathLike[str], prefix: str) -> str:
+    """``prefix``, or ``prefix_<n>`` when ``directory`` already holds its checkpoints.
+
+    The original's rule: a file ``<prefix>-*.ckpt`` asks for at least
+    ``prefix_1``, a file ``<prefix>_<k>-*.ckpt`` for ``prefix_<k + 1>``.
+    """
+    pattern = re.compile(rf"{re.escape(prefix)}(?:_(\d+))?-.*_.*{re.escape(CHECKPOINT_SUFFIX)}")
+    suffix = 0
+    for name in os.listdir(directory):
+        match = pattern.fullmatch(name)
+        if match:
+            suffix = max(suffix, int(match.group(1)) + 1 if match.group(1) else 1)
+    return f"{prefix}_{suffix}" if suffix else prefix
+
+
+def _check_prefix(prefix: object) -> None:
+    # The original raises ValueError for any bad prefix, including a non-str.
+    if (
+        not isinstance(prefix, str)
+        or not prefix
+        or "/" in prefix
+        or (os.altsep is not None and os.altsep in prefix)
+        or os.sep in prefix
+        or "\0" in prefix
+    ):
+        raise CheckpointValueError(
+            f"prefix must be a non-empty str without '/' (it starts every checkpoint's "
+            f"file name), got {prefix!r}"
+        )
+
+
+def _check_timeout(timeout: object) -> float:
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise CheckpointTypeError(
+            f"save_timeout must be a number of seconds, got {type(timeout).__name__}"
+        )
+    if not timeout > 0:
+        raise CheckpointValueError(f"save_timeout must be positive, got {timeout}")
+    return float(timeout)
+
+
+def _checkpoint_directory(directory: str | os.PathLike[str] | None) -> Path:
+    if directory is not None and not isinstance(directory, (str, os.PathLike)):
+        raise CheckpointTypeError(
+            f"directory must be a str, os.PathLike or None, got {type(directory).__name__}"
+        )
+    base = Path(os.getcwd() if directory is None else directory).absolute()
+    info = detect()
+    if not info.is_single and base.name == f"rank_{info.rank}":
+        base = base.parent  # already this rank's directory: rank_dir gives it back
+    try:
+        return rank_dir(base, info)
+    except OSError as error:
+        raise CheckpointWriteError(
+            f"cannot create checkpoint directory {str(base)!r}: {error}"
+        ) from error
+
+
+def _delete(path: str) -> None:
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+    except OSError as error:
+        logger.warning("cannot delete old checkpoint %s: %s", path, error)
+
