@@ -290,3 +290,40 @@ def test_oversized_lineage_record_is_refused_alone(make_record, log_dir, disk, c
     [event] = disk.all_lineage_events(log_dir)
     assert event.user_defined_info.map_str["notes"] == "ok"
     assert [e.step for e in disk.summary_steps(log_dir)] == [1]
+
+
+def test_every_oversized_record_reaches_the_caller(make_record, log_dir, disk):
+    record = make_record(max_file_size=1000, raise_exception=True)
+    for step in range(8):
+        record.add_value("scalar", "loss", float(step))
+        if step in (2, 5):
+            record.add_value("tensor", "big", np.ones(2000, dtype=np.float32))
+        record.record(step)
+    raised = []
+    for _ in range(5):  # one error per call; calls after the last one are quiet
+        try:
+            disk.run_with_timeout(record.flush)
+        except RecordTooLargeError as error:
+            raised.append(error)
+    record.close()
+    assert len(raised) == 2
+    for error in raised:
+        check_too_large(error)
+    assert [e.step for e in disk.summary_steps(log_dir)] == [0, 1, 3, 4, 6, 7]
+
+
+def test_every_oversized_record_is_logged_when_not_raising(make_record, log_dir, disk, caplog):
+    # Unlike a full disk (one condition, logged once), each refused record is its own
+    # loss of data, at its own step: each gets its warning.
+    with caplog.at_level(logging.WARNING, logger="rankscribe"):
+        record = make_record(max_file_size=1000)
+        for step in range(8):
+            record.add_value("scalar", "loss", float(step))
+            if step in (2, 5):
+                record.add_value("tensor", "big", np.ones(2000, dtype=np.float32))
+            record.record(step)
+        record.close()
+    problems = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(problems) == 2, problems
+    assert all("max_file_size" in message for message in problems)
+    assert [e.step for e in disk.summary_steps(log_dir)] == [0, 1, 3, 4, 6, 7]
