@@ -1021,3 +1021,32 @@ def test_threads_are_gone_after_close(make_record):
             break
         time.sleep(0.05)
     assert not left, left
+
+
+def test_unicode_and_long_tags_round_trip(make_record, log_dir, disk):
+    tags = ["损失/loss ✓", "emoji 🚀", "a" * 300, "tab\tand space", "/leading/slash"]
+    record = make_record()
+    for index, tag in enumerate(tags):
+        record.add_value("scalar", tag, float(index))
+        record.add_value("tensor", tag, np.full(2, index))
+    record.record(1)
+    record.close()
+    [event] = disk.summary_steps(log_dir)
+    assert disk.scalars_of(event) == {tag: float(index) for index, tag in enumerate(tags)}
+    assert [tag for kind, tag in disk.tags_of(event) if kind == "tensor"] == tags
+
+
+def test_tensorboard_file_is_created_lazily_too(make_record, log_dir, disk):
+    record = make_record(formats=("mindinsight", "tensorboard"))
+    record.add_value("eval_lineage", "eval", eval_lineage())
+    record.record(1)
+    record.flush()
+    assert disk.tensorboard_files(log_dir) == []
+    assert disk.summary_files(log_dir) == []
+    record.add_value("scalar", "loss", 1.0)
+    record.record(2)
+    record.flush()
+    [board] = disk.tensorboard_files(log_dir)
+    assert disk.mode_of(board) == 0o600
+    record.close()
+    assert disk.mode_of(board) == 0o400
