@@ -1,0 +1,154 @@
+"""When the SummaryCollector collects, and what: MindSpore's schedule, shared across ranks.
+
+The unit is the step, or the epoch in dataset sink mode (COLLECTOR_AND_LINEAGE.md
+§5, "Collection schedule"):
+
+- the first unit seen is always collected, with nothing filtered, then flushed;
+- after it, a unit is collected when ``unit % collect_freq == 0``;
+- TensorSummary data follows a separate *tensor range* computed from the total
+  number of units (:func:`tensor_collect_range`);
+- the plugin filter of a collected unit (:class:`Collect`): everything when it is
+  in both schedules, only ``tensor`` when it is only in the tensor range,
+  everything but ``tensor`` when it is only on the frequency.
+
+Across ranks: the steps at which a single process would have recorded tensor
+data (the first unit, then the reachable units of the tensor range) are the
+*job's* tensor units; :func:`rankscribe.ranks.split_evenly` gives each rank a
+contiguous share, and a rank records tensor data only at the units of its own
+share. The shares are disjoint and together are the single-process list. With
+one rank, the share is the whole list and the schedule is exactly the original's.
+
+Decision of this package where the original differs: a unit is collected at
+most once. The original's ``epoch_end`` re-runs the check on the last step of
+each epoch in step mode and writes that step a second time.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+
+from rankscribe.ranks import split_evenly
+
+__all__ = [
+    "DEFAULT_TENSOR_SUMMARY_LIMIT",
+    "Collect",
+    "CollectionSchedule",
+    "tensor_collect_range",
+    "total_units",
+]
+
+#: At most this many tensor-collection units when ``collect_tensor_freq`` is not set.
+DEFAULT_TENSOR_SUMMARY_LIMIT = 20
+_TENSOR = "tensor"
+
+
+def only_tensor(plugin: str) -> bool:
+    return plugin == _TENSOR
+
+
+def all_but_tensor(plugin: str) -> bool:
+    return plugin != _TENSOR
+
+
+class Collect(enum.Enum):
+    """What one unit collects; ``plugin_filter`` is what ``SummaryRecord.record`` takes."""
+
+    NOTHING = "nothing"
+    EVERYTHING = "everything"
+    TENSOR_ONLY = "tensor only"
+    ALL_BUT_TENSOR = "all but tensor"
+
+    @property
+    def plugin_filter(self) -> Callable[[str], bool] | None:
+        if self is Collect.TENSOR_ONLY:
+            return only_tensor
+        if self is Collect.ALL_BUT_TENSOR:
+            return all_but_tensor
+        return None
+
+    @property
+    def extracts(self) -> bool:
+        """True when the collector's own values (loss, histograms, images) are kept."""
+        return self in (Collect.EVERYTHING, Collect.ALL_BUT_TENSOR)
+
+
+def total_units(epoch_num: int, batch_num: int, sink_mode: bool) -> int:
+    """The run's length in units: epochs in sink mode, ``epoch_num * batch_num`` otherwise."""
+    return epoch_num if sink_mode else epoch_num * batch_num
+
+
+def tensor_collect_range(total: int, collect_freq: int, collect_tensor_freq: int | None) -> range:
+    """The units at which TensorSummary data may be collected (MindSpore's rule).
+
+    ``range(0, total + 1, collect_tensor_freq)`` when that is set. Otherwise
+    ``range(0, total + 1, collect_freq)``, unless that has more than 20 units:
+    then ``range(0, total + 1, total // 19)[:20]``, or ``range(0, total + 1)[:21]``
+    when ``total // 19 <= 1`` (units count from 1, so 0 takes one place).
+    """
+    if collect_tensor_freq is not None:
+        return range(0, total + 1, collect_tensor_freq)
+    if len(range(0, total + 1, collect_freq)) > DEFAULT_TENSOR_SUMMARY_LIMIT:
+        tensor_freq = total // (DEFAULT_TENSOR_SUMMARY_LIMIT - 1)
+        if tensor_freq > 1:
+            return range(0, total + 1, tensor_freq)[:DEFAULT_TENSOR_SUMMARY_LIMIT]
+        return range(0, total + 1)[: DEFAULT_TENSOR_SUMMARY_LIMIT + 1]
+    return range(0, total + 1, collect_freq)
+
+
+class CollectionSchedule:
+    """Decides, unit by unit, what this rank collects.
+
+    Call :meth:`first` at the first unit of a run (it fixes the tensor range
+    from ``total``), then :meth:`next` for every later unit. :meth:`reset`
+    starts a new run (the collector calls it when it is entered again).
+    """
+
+    def __init__(
+        self,
+        collect_freq: int,
+        collect_tensor_freq: int | None = None,
+        *,
+        world_size: int = 1,
+        rank: int = 0,
+    ) -> None:
+        self.collect_freq = collect_freq
+        self.collect_tensor_freq = collect_tensor_freq
+        self.world_size = world_size
+        self.rank = rank
+        self.job_tensor_units: list[int] = []
+        self.own_tensor_units: list[int] = []
+        self._own: frozenset[int] = frozenset()
+        self._last: int | None = None
+
+    @property
+    def started(self) -> bool:
+        return self._last is not None
+
+    def reset(self) -> None:
+        self.job_tensor_units, self.own_tensor_units = [], []
+        self._own = frozenset()
+        self._last = None
+
+    def first(self, unit: int, total: int) -> Collect:
+        """The first unit of the run: always collected, tensors only if in this rank's share."""
+        tensor_range = tensor_collect_range(total, self.collect_freq, self.collect_tensor_freq)
+        later = [number for number in tensor_range if unit < number <= total]
+        self.job_tensor_units = [unit, *later]
+        self.own_tensor_units = split_evenly(self.job_tensor_units, self.world_size, self.rank)
+        self._own = frozenset(self.own_tensor_units)
+        self._last = unit
+        return Collect.EVERYTHING if unit in self._own else Collect.ALL_BUT_TENSOR
+
+    def next(self, unit: int) -> Collect:
+        """A later unit: the frequency and this rank's tensor share decide."""
+        if unit == self._last:
+            return Collect.NOTHING
+        on_frequency = unit % self.collect_freq == 0
+        tensors = unit in self._own
+        if not (on_frequency or tensors):
+            return Collect.NOTHING
+        self._last = unit
+        if on_frequency and tensors:
+            return Collect.EVERYTHING
+        return Collect.ALL_BUT_TENSOR if on_frequency else Collect.TENSOR_ONLY
