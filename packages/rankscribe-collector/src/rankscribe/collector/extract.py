@@ -1,0 +1,205 @@
+"""What the collector takes from the training state at a collected step.
+
+MindSpore's rules (COLLECTOR_AND_LINEAGE.md §5, "What it collects"):
+
+- loss, scalar ``loss/auto``: the network's output, its first element if it
+  is a tuple or list, averaged with ``np.mean``;
+- histograms ``<name>/auto``: the optimizer's parameters, the first five, or
+  those whose names ``re.match`` ``histogram_regular``;
+- input images, image ``input_data/auto``: the first column of the step's
+  dataset element, when it is a 4-D NCHW batch;
+- the graph, once: what the network describes (see :mod:`rankscribe.collector.graph`).
+
+Each source that cannot be read is disabled for the rest of the run, with one
+warning, as in the original; training goes on. The learning rate is not
+collected here: it only goes into the train lineage (:mod:`rankscribe.collector.lineage`).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from rankscribe.collector import adapters
+from rankscribe.collector.adapters import NetworkView, OptimizerView
+from rankscribe.collector.callback import CallbackParams
+from rankscribe.collector.options import CollectOptions
+from rankscribe.writer.pb import anf_ir_pb2
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "DEFAULT_HISTOGRAM_COUNT",
+    "Extractor",
+    "histogram_parameters",
+    "mean_loss",
+]
+
+#: Parameters recorded as histograms when ``histogram_regular`` is None.
+DEFAULT_HISTOGRAM_COUNT = 5
+LOSS_TAG = "loss/auto"
+INPUT_TAG = "input_data/auto"
+GRAPH_TAG = "train_network/auto"
+_IMAGE_DIMENSIONS = 4
+
+
+class ValueSink(Protocol):
+    """What the extractor writes into (a SummaryRecord)."""
+
+    def add_value(self, plugin: str, name: str, value: Any) -> None: ...
+
+
+class UnreadableLossError(Exception):
+    """The network's output holds no loss the collector can read."""
+
+
+def mean_loss(outputs: object) -> float:
+    """The loss of a step: first of a tuple/list, then ``np.mean``.
+
+    Raises :class:`UnreadableLossError` when ``outputs`` is None, an empty
+    sequence, or not numeric.
+    """
+    if outputs is None:
+        raise UnreadableLossError("Can not find any output by this network")
+    if isinstance(outputs, (list, tuple)):
+        if not outputs:
+            raise UnreadableLossError("the network returned an empty list or tuple")
+        outputs = outputs[0]
+    try:
+        array = adapters.to_numpy(outputs)
+    except TypeError as error:
+        raise UnreadableLossError(
+            f"The output type could not be identified ({type(outputs).__name__}), expect "
+            "type is one of [int, float, Tensor, list, tuple]"
+        ) from error
+    if array.size == 0:
+        raise UnreadableLossError("the network's loss is an empty array")
+    return float(np.mean(array))
+
+
+def histogram_parameters(
+    parameters: Sequence[tuple[str, Any]], regular: str | None
+) -> list[tuple[str, Any]]:
+    """The first five parameters, or those whose names ``re.match`` ``regular``."""
+    if regular is None:
+        return list(parameters[:DEFAULT_HISTOGRAM_COUNT])
+    pattern = re.compile(regular)
+    return [(name, value) for name, value in parameters if pattern.match(name)]
+
+
+def _is_image_batch(value: object) -> bool:
+    dimensions = getattr(value, "ndim", None)
+    if dimensions is None:
+        dimensions = np.ndim(value)  # type: ignore[arg-type]
+    return bool(dimensions == _IMAGE_DIMENSIONS)
+
+
+class Extractor:
+    """Adds the collector's own values of one collected step to a summary record."""
+
+    def __init__(self, options: CollectOptions) -> None:
+        self.collect_metric = options.collect_metric
+        self.collect_input_data = options.collect_input_data
+        self.collect_histogram = options.collect_histogram
+        self.collect_graph = options.collect_graph
+        self.histogram_regular = options.histogram_regular
+        self._optimizer: tuple[object, OptimizerView | None] | None = None
+        self._optimizer_warned = False
+
+    def add_step_values(self, record: ValueSink, params: CallbackParams) -> None:
+        """Input images, loss, histograms, in the original's order."""
+        if self.collect_input_data:
+            self._add_input_data(record, params)
+        if self.collect_metric:
+            self._add_loss(record, params)
+        if self.collect_histogram:
+            self._add_histograms(record, params)
+
+    # ------------------------------------------------------------------ images
+
+    def _disable_input_data(self, reason: str) -> None:
+        self.collect_input_data = False
+        logger.warning("%s, so SummaryCollector will not collect input data.", reason)
+
+    def _add_input_data(self, record: ValueSink, params: CallbackParams) -> None:
+        element = params.train_dataset_element
+        if element is None or isinstance(element, (str, bytes, dict)):
+            self._disable_input_data(
+                f"The type of input data is not Tensor/list/tuple ({type(element).__name__})"
+            )
+            return
+        if isinstance(element, (list, tuple)):
+            if not element:
+                self._disable_input_data(
+                    "The 'train_dataset_element' in RunContext.original_args is empty"
+                )
+                return
+            element = element[0]
+        if not _is_image_batch(element):
+            self._disable_input_data(
+                "The input data of network are not image (the first column must be a 4-D "
+                f"NCHW batch, got {getattr(element, 'shape', type(element).__name__)})"
+            )
+            return
+        try:
+            record.add_value("image", INPUT_TAG, element)
+        except (TypeError, ValueError) as error:
+            self._disable_input_data(f"The input data of network are not image ({error})")
+
+    # -------------------------------------------------------------------- loss
+
+    def _add_loss(self, record: ValueSink, params: CallbackParams) -> None:
+        try:
+            loss = mean_loss(params.net_outputs)
+        except UnreadableLossError as error:
+            self.collect_metric = False
+            logger.warning("%s, so no loss was recorded in SummaryCollector.", error)
+            return
+        record.add_value("scalar", LOSS_TAG, loss)
+
+    # -------------------------------------------------------------- histograms
+
+    def optimizer_view(self, params: CallbackParams) -> OptimizerView | None:
+        optimizer = params.optimizer
+        if self._optimizer is None or self._optimizer[0] is not optimizer:
+            self._optimizer = (optimizer, adapters.optimizer_view(optimizer))
+        return self._optimizer[1]
+
+    def _add_histograms(self, record: ValueSink, params: CallbackParams) -> None:
+        view = self.optimizer_view(params)
+        if view is None:
+            if not self._optimizer_warned:
+                self._optimizer_warned = True
+                logger.warning("Can not find optimizer in the training state, so we will not "
+                               "collect data about optimizer in SummaryCollector.")
+            return
+        for name, value in histogram_parameters(view.parameters(), self.histogram_regular):
+            try:
+                record.add_value("histogram", f"{name}/auto", value)
+            except (TypeError, ValueError) as error:
+                logger.warning("Parameter %r is not recorded as a histogram: %s", name, error)
+
+    # ------------------------------------------------------------------- graph
+
+    def graph(self, params: CallbackParams) -> anf_ir_pb2.GraphProto | None:
+        """The train network's graph, or None with one warning when it cannot give one."""
+        if not self.collect_graph:
+            return None
+        self.collect_graph = False  # the graph is collected once, whatever happens
+        network = params.train_network if params.train_network is not None else params.network
+        view: NetworkView | None = adapters.network_view(network)
+        try:
+            graph = view.graph() if view is not None else None
+        except (TypeError, ValueError) as error:
+            logger.warning("The graph of %s cannot be built (%s), so SummaryCollector will not "
+                           "collect graph.", type(network).__name__, error)
+            return None
+        if graph is None:
+            logger.warning("Can not get graph proto: the network (%s) does not describe its "
+                           "graph, so SummaryCollector will not collect graph.",
+                           type(network).__name__)
+        return graph

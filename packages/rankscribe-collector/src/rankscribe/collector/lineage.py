@@ -1,0 +1,231 @@
+"""The collector's lineage: what one rank writes, and the job lineage rank 0 merges.
+
+One rank (:class:`LineageRecorder`), as MindSpore's SummaryCollector:
+
+- at the first training step: the training dataset's graph (``dataset_graph``)
+  and the custom lineage data (``custom_lineage_data``);
+- at the end of training: the train lineage; at the end of an evaluation: the
+  evaluation lineage.
+
+The lineage values are built by :mod:`rankscribe.lineage.callbacks`
+(``train_lineage_from_args`` / ``eval_lineage_from_args``, the builders of its
+``TrainLineage``/``EvalLineage`` callbacks), fed with the adapters' dataset
+views; the network and optimizer names and the learning rate then come from
+the adapters' views, which know a framework's objects better than a class name.
+
+The job (:class:`JobLineageMerger`): at the end of training and of evaluation,
+every rank reads back its own directory's lineage (as MindInsight folds it:
+a later evaluation joins the training run it follows) and hands it to rank 0
+with :meth:`rankscribe.ranks.Coordinator.gather`; rank 0 merges the ranks'
+lineages (:func:`rankscribe.lineage.merge_rank_lineages`) and writes the merged
+job lineage into ``summary_dir``. The gather has a timeout: a rank that does
+not arrive in time is named in the merged record (``user_defined/ranks_missing``)
+and nobody waits past it. Every rank calls the gather, whatever happened before.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import filelock
+
+from rankscribe.collector import adapters
+from rankscribe.collector.callback import CallbackParams
+from rankscribe.collector.extract import ValueSink
+from rankscribe.lineage import (
+    DatasetGraphInfo,
+    EvalLineageInfo,
+    LineageError,
+    RunLineage,
+    UserDefinedInfo,
+    ValidDataset,
+    merge_rank_lineages,
+    write_merged_lineage,
+)
+from rankscribe.lineage.callbacks import eval_lineage_from_args, train_lineage_from_args
+from rankscribe.lineage.merge import MERGE_LOCK_NAME
+from rankscribe.lineage.parser import parse_run
+from rankscribe.ranks import Coordinator, RankInfo, RanksError
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "DEFAULT_MERGE_TIMEOUT",
+    "JobLineageMerger",
+    "LineageRecorder",
+    "lineage_arguments",
+]
+
+#: Seconds rank 0 waits for the other ranks' lineage at the end of a run.
+DEFAULT_MERGE_TIMEOUT = 60.0
+
+
+def lineage_arguments(params: CallbackParams) -> dict[str, Any]:
+    """The run state as the lineage builders read it, datasets replaced by their views."""
+    arguments = dict(vars(params))
+    for key in ("train_dataset", "valid_dataset"):
+        arguments[key] = adapters.dataset_view(arguments.get(key))
+    return arguments
+
+
+class LineageRecorder:
+    """Adds this rank's lineage values to its summary record."""
+
+    def __init__(
+        self,
+        *,
+        collect_dataset_graph: bool,
+        collect_train_lineage: bool,
+        collect_eval_lineage: bool,
+        custom_lineage_data: Mapping[str, int | float | str],
+    ) -> None:
+        self.collect_dataset_graph = collect_dataset_graph
+        self.collect_train_lineage = collect_train_lineage
+        self.collect_eval_lineage = collect_eval_lineage
+        self.custom_lineage_data = dict(custom_lineage_data)
+        self.custom_written = False
+
+    def add_first_step_values(self, record: ValueSink, params: CallbackParams) -> None:
+        """The training dataset's graph, and the custom lineage data (once per collector)."""
+        if self.collect_dataset_graph:
+            view = adapters.dataset_view(params.train_dataset)
+            if view is not None and view.graph is not None:
+                try:
+                    graph = DatasetGraphInfo.from_graph_dict(view.graph).to_proto()
+                except (LineageError, TypeError, ValueError) as error:
+                    logger.warning("The dataset graph of the training dataset is not recorded: "
+                                   "%s", error)
+                else:
+                    record.add_value("dataset_graph", "train_dataset", graph)
+        if self.custom_lineage_data and not self.custom_written:
+            info = UserDefinedInfo.from_values(self.custom_lineage_data)
+            record.add_value("custom_lineage_data", "custom_lineage_data", info.to_proto())
+            self.custom_written = True
+
+    def add_train_lineage(self, record: ValueSink, params: CallbackParams) -> None:
+        if not self.collect_train_lineage:
+            return
+        lineage = train_lineage_from_args(lineage_arguments(params))
+        optimizer = adapters.optimizer_view(params.optimizer)
+        network_source = params.network if params.network is not None else params.train_network
+        network = adapters.network_view(network_source)
+        if lineage.hyper_parameters is not None and optimizer is not None:
+            lineage.hyper_parameters.optimizer = optimizer.name
+            rate = optimizer.learning_rate()
+            if rate is not None:
+                lineage.hyper_parameters.learning_rate = rate
+        if lineage.algorithm is not None and network is not None:
+            lineage.algorithm.network = network.name
+        record.add_value("train_lineage", "train_lineage", lineage.to_proto())
+
+    def add_eval_lineage(self, record: ValueSink, params: CallbackParams) -> None:
+        if not self.collect_eval_lineage:
+            return
+        arguments = lineage_arguments(params)
+        try:
+            lineage = eval_lineage_from_args(arguments)
+        except (LineageError, TypeError, ValueError) as error:
+            logger.warning("Summary cannot collect the type of metrics (%s), currently support "
+                           "a dict of name to number or str.", error)
+            view = arguments["valid_dataset"]
+            lineage = EvalLineageInfo(valid_dataset=ValidDataset(
+                valid_dataset_path=view.path if view is not None else None,
+                valid_dataset_size=_size(view),
+            ))
+        record.add_value("eval_lineage", "eval_lineage", lineage.to_proto())
+
+
+def _size(view: adapters.DatasetView | None) -> int | None:
+    if view is None or view.batches is None:
+        return None
+    return view.batches * (view.batch_size or 1)
+
+
+class JobLineageMerger:
+    """Hands this rank's lineage to rank 0, which writes the merged job lineage.
+
+    Args:
+        summary_dir: the job's directory (the merged file goes there).
+        info: this rank.
+        timeout: seconds rank 0 waits for the others.
+        coordinator: the collectives to use; by default one is created for
+            each merge (:meth:`rankscribe.ranks.Coordinator.create`: MPI under
+            an MPI launcher) and closed after it.
+    """
+
+    def __init__(
+        self,
+        summary_dir: str | os.PathLike[str],
+        info: RankInfo,
+        *,
+        timeout: float = DEFAULT_MERGE_TIMEOUT,
+        coordinator: Coordinator | None = None,
+    ) -> None:
+        self.summary_dir = Path(summary_dir)
+        self.info = info
+        self.timeout = timeout
+        self.coordinator = coordinator
+        self.last_merged: RunLineage | None = None
+        self.last_missing: tuple[int, ...] = ()
+
+    def merge(self, rank_directory: str | os.PathLike[str]) -> str | None:
+        """Every rank calls this; rank 0 returns the merged file's path (others None)."""
+        payload = self._own_lineage(rank_directory)
+        coordinator = self.coordinator
+        owned = coordinator is None
+        try:
+            if coordinator is None:
+                coordinator = Coordinator.create(self.info, timeout=self.timeout)
+            result = coordinator.gather(payload, root=0, timeout=self.timeout)
+        except RanksError as error:
+            logger.error("The lineage of rank %d could not be merged into %s: %s. Run "
+                         "`rankscribe-lineage merge %s` after the job.", self.info.rank,
+                         self.summary_dir, error, self.summary_dir)
+            return None
+        finally:
+            if owned and coordinator is not None:
+                coordinator.close()
+        if not result.is_root:
+            return None
+        records = {
+            rank: RunLineage.from_json_dict(value)
+            for rank, value in result.values.items()
+            if isinstance(value, dict)
+        }
+        return self._write(records)
+
+    def _own_lineage(self, rank_directory: str | os.PathLike[str]) -> dict[str, Any] | None:
+        try:
+            parsed = parse_run(os.fspath(rank_directory))
+        except (OSError, LineageError) as error:
+            logger.error("Reading back this rank's lineage in %s failed: %s", rank_directory, error)
+            return None
+        for warning in parsed.warnings:
+            logger.warning("%s", warning)
+        return parsed.lineage.to_json_dict() if parsed.lineage is not None else None
+
+    def _write(self, records: dict[int, RunLineage]) -> str | None:
+        missing = tuple(rank for rank in range(self.info.world_size) if rank not in records)
+        self.last_missing = missing
+        if not records:
+            logger.error("No rank reported a lineage; no merged lineage is written in %s.",
+                         self.summary_dir)
+            return None
+        merged = merge_rank_lineages(
+            records, world_size=self.info.world_size, summary_dir=str(self.summary_dir)
+        )
+        try:
+            with filelock.FileLock(str(self.summary_dir / MERGE_LOCK_NAME), timeout=self.timeout):
+                path = write_merged_lineage(self.summary_dir, merged)
+        except (OSError, filelock.Timeout) as error:
+            logger.error("Writing the merged lineage into %s failed: %s", self.summary_dir, error)
+            return None
+        self.last_merged = merged
+        if missing:
+            logger.warning("The merged lineage %s lacks rank(s) %s, which did not report within "
+                           "%g s.", path, ", ".join(map(str, missing)), self.timeout)
+        return path
