@@ -1,0 +1,332 @@
+"""SummaryCollector: MindSpore's callback that collects common training data, rank-aware.
+
+This module only composes the pieces; each concern lives in its own module:
+
+==================  ============================================================
+options.py          argument validation, ``collect_specified_data`` defaults
+schedule.py         which steps (epochs) are collected, and the plugin filter
+extract.py          loss, histograms, input images, graph from the run state
+lineage.py          this rank's lineage values; the job lineage merged on rank 0
+landscape.py        parameter files and ``train_metadata.json`` for landscapes
+==================  ============================================================
+
+Writing is :class:`rankscribe.writer.SummaryRecord`'s. On several ranks each
+rank writes into ``rankscribe.ranks.rank_dir(summary_dir, info)``
+(``summary_dir/rank_<r>``), collects tensors for its share of the job's
+tensor-collection steps, and rank 0 writes the merged job lineage into
+``summary_dir``. Nothing in a training script changes for that.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from rankscribe.collector.callback import MODES, Callback, CallbackParams, RunContext
+from rankscribe.collector.errors import CollectorValueError
+from rankscribe.collector.extract import GRAPH_TAG, Extractor
+from rankscribe.collector.landscape import LandscapeSaver
+from rankscribe.collector.lineage import DEFAULT_MERGE_TIMEOUT, JobLineageMerger, LineageRecorder
+from rankscribe.collector.options import (
+    check_export_options,
+    check_optional_positive_int,
+    check_positive_int,
+    check_summary_dir,
+    check_type,
+    process_specified_data,
+)
+from rankscribe.collector.options import custom_lineage_data as merged_custom_lineage
+from rankscribe.collector.schedule import Collect, CollectionSchedule, total_units
+from rankscribe.ranks import Coordinator, RankInfo, detect, rank_dir
+from rankscribe.writer import SummaryRecord
+from rankscribe.writer import operators as summary_operators
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["SummaryCollector"]
+
+
+class SummaryCollector(Callback):
+    """Collect loss, weights, input images, graphs and lineage of a training run.
+
+    Same arguments and meaning as MindSpore's ``SummaryCollector``
+    (COLLECTOR_AND_LINEAGE.md §5):
+
+    Args:
+        summary_dir: where the summary files go (created if missing). On
+            several ranks, rank ``r`` writes into ``summary_dir/rank_<r>`` and
+            rank 0 writes the merged job lineage into ``summary_dir``.
+        collect_freq: collect every ``collect_freq`` steps (epochs in dataset
+            sink mode); the first step is always collected.
+        num_process: threads encoding heavy values (histograms, images) in the
+            writer (at most the number of CPUs).
+        collect_specified_data: what to collect (``collect_metric``,
+            ``collect_graph``, ``collect_train_lineage``, ``collect_eval_lineage``,
+            ``collect_input_data``, ``collect_dataset_graph``,
+            ``histogram_regular``, ``collect_landscape``).
+        keep_default_action: True to lay ``collect_specified_data`` over the
+            defaults, False to collect only what it names.
+        custom_lineage_data: a dict of str to int, float or str shown with the
+            lineage (over ``MINDINSIGHT_HYPER_CONFIG``'s ``custom_lineage_data``).
+        collect_tensor_freq: like ``collect_freq``, for TensorSummary data only;
+            by default at most 20 steps of the run.
+        max_file_size: bytes per summary file (None: no limit).
+        export_options: ``{'tensor_format': 'npy'}`` also saves tensors as npy files.
+
+    RankScribe additions (keyword-only):
+        merge_timeout: seconds rank 0 waits for the other ranks' lineage.
+        coordinator: the collectives used for the lineage merge (default: one
+            made for the job by :meth:`rankscribe.ranks.Coordinator.create`).
+        rank_info: this process's rank (default :func:`rankscribe.ranks.detect`).
+    """
+
+    def __init__(
+        self,
+        summary_dir: str | os.PathLike[str],
+        collect_freq: int = 10,
+        num_process: int = 32,
+        collect_specified_data: dict[str, Any] | None = None,
+        keep_default_action: bool = True,
+        custom_lineage_data: dict[str, int | float | str] | None = None,
+        collect_tensor_freq: int | None = None,
+        max_file_size: int | None = None,
+        export_options: dict[str, Any] | None = None,
+        *,
+        merge_timeout: float = DEFAULT_MERGE_TIMEOUT,
+        coordinator: Coordinator | None = None,
+        rank_info: RankInfo | None = None,
+    ) -> None:
+        self._summary_dir = check_summary_dir(summary_dir)
+        self._collect_freq = check_positive_int("collect_freq", collect_freq)
+        self._num_process = check_positive_int("num_process", num_process)
+        self._collect_tensor_freq = check_optional_positive_int(
+            "collect_tensor_freq", collect_tensor_freq
+        )
+        self._max_file_size = check_optional_positive_int("max_file_size", max_file_size)
+        self._export_options = check_export_options(export_options)
+        self._options = process_specified_data(collect_specified_data, keep_default_action)
+        logger.info("For 'collect_specified_data' the value after processing is: %s.",
+                    self._options.merged)
+        check_type("merge_timeout", merge_timeout, (int, float))
+        if not merge_timeout >= 0:
+            raise CollectorValueError(
+                f"For 'merge_timeout', the value should be a number of seconds >= 0, but got "
+                f"{merge_timeout!r}."
+            )
+        if rank_info is not None:
+            check_type("rank_info", rank_info, (RankInfo,))
+        self._lineage = LineageRecorder(
+            collect_dataset_graph=self._options.collect_dataset_graph,
+            collect_train_lineage=self._options.collect_train_lineage,
+            collect_eval_lineage=self._options.collect_eval_lineage,
+            custom_lineage_data=merged_custom_lineage(custom_lineage_data),
+        )
+        self._extractor = Extractor(self._options)
+        self._merge_timeout = float(merge_timeout)
+        self._coordinator = coordinator
+        self._rank_info = rank_info
+        self._record: SummaryRecord | None = None
+        self._entered = False
+        self._schedule: CollectionSchedule | None = None
+        self._landscape: LandscapeSaver | None = None
+        self._directory: Path | None = None
+        self._info: RankInfo | None = None
+        self._first_step_done = False
+        self._sink_mode = False
+
+    # ------------------------------------------------------------------- lifecycle
+
+    @property
+    def summary_dir(self) -> str:
+        return self._summary_dir
+
+    @property
+    def directory(self) -> Path | None:
+        """Where this rank writes (set once the collector is entered)."""
+        return self._directory
+
+    @property
+    def record(self) -> SummaryRecord | None:
+        """The open SummaryRecord (None outside a run)."""
+        return self._record
+
+    @property
+    def schedule(self) -> CollectionSchedule | None:
+        return self._schedule
+
+    def __enter__(self) -> SummaryCollector:
+        self._open()
+        self._entered = True
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._entered = False
+        self._close()
+
+    def _open(self) -> None:
+        """A new SummaryRecord in this rank's directory, and a fresh schedule."""
+        if self._record is not None:
+            return
+        info = self._rank_info if self._rank_info is not None else detect()
+        self._info = info
+        self._directory = rank_dir(self._summary_dir, info)
+        self._record = SummaryRecord(
+            self._directory,
+            num_process=self._num_process,
+            max_file_size=self._max_file_size,
+            raise_exception=False,
+            export_options=self._export_options,
+            rank=info.rank,
+        )
+        self._schedule = CollectionSchedule(
+            self._collect_freq, self._collect_tensor_freq,
+            world_size=info.world_size, rank=info.rank,
+        )
+        landscape = self._options.landscape
+        self._landscape = LandscapeSaver(self._directory, landscape) if landscape else None
+        self._first_step_done = False
+        self._sink_mode = False
+
+    def _close(self) -> None:
+        record, self._record = self._record, None
+        if record is not None:
+            record.close()
+
+    # ----------------------------------------------------------------- callbacks
+
+    def begin(self, run_context: RunContext) -> None:
+        params = run_context.original_args()
+        self._check_callbacks(params)
+        if params.mode not in MODES:
+            raise CollectorValueError(
+                f"Only support `train` (model.train) and `eval` (model.eval) mode, but got "
+                f"`{params.mode}` mode."
+            )
+        if not self._entered:
+            self._open()  # used without `with`: the record lives until end()
+        assert self._record is not None
+        self._record.set_mode(params.mode)
+        self._sink_mode = bool(params.dataset_sink_mode)
+
+    def step_end(self, run_context: RunContext) -> None:
+        params = run_context.original_args()
+        if params.mode != "train" or self._record is None:
+            _drop_operator_values()
+            return
+        if not self._first_step_done:
+            self._add_first_step_values(params)
+        if not self._sink_mode:
+            self._collect(params, params.cur_step_num)
+        landscape = self._landscape
+        if landscape is not None and landscape.unit == "step" and landscape.wants(
+            params.cur_step_num
+        ):
+            landscape.save(params.cur_step_num, self._landscape_network(params))
+
+    def epoch_end(self, run_context: RunContext) -> None:
+        params = run_context.original_args()
+        if params.mode != "train" or self._record is None:
+            return
+        unit = params.cur_epoch_num if self._sink_mode else params.cur_step_num
+        self._collect(params, unit)
+        landscape = self._landscape
+        if landscape is not None and landscape.unit == "epoch" and landscape.wants(
+            params.cur_epoch_num
+        ):
+            landscape.save(params.cur_epoch_num, self._landscape_network(params))
+        self._flush()
+
+    def end(self, run_context: RunContext) -> None:
+        params = run_context.original_args()
+        record = self._record
+        if record is None:
+            return
+        if params.mode == "train":
+            self._lineage.add_train_lineage(record, params)
+        else:
+            self._lineage.add_eval_lineage(record, params)
+        # As the original: eval mode keeps summary operators' leftovers out of this record.
+        record.set_mode("eval")
+        record.record(0)
+        if params.mode == "train" and self._landscape is not None:
+            self._landscape.write_metadata(params.batch_num or 0)
+        self._flush()
+        self._merge_job_lineage()
+        if not self._entered:
+            self._close()
+
+    # ------------------------------------------------------------------- helpers
+
+    def _check_callbacks(self, params: CallbackParams) -> None:
+        callbacks = params.list_callback or []
+        collectors = [item for item in callbacks if isinstance(item, SummaryCollector)]
+        if len(collectors) > 1:
+            raise CollectorValueError(
+                f"There are more than one {type(self).__name__} instance in callback list, but "
+                f"expected only one {type(self).__name__} instance (found {len(collectors)})."
+            )
+
+    def _add_first_step_values(self, params: CallbackParams) -> None:
+        """The graph, dataset graph and custom lineage, written with the first collection."""
+        self._first_step_done = True
+        assert self._record is not None
+        graph = self._extractor.graph(params)
+        if graph is not None:
+            self._record.add_value("graph", GRAPH_TAG, graph)
+        self._lineage.add_first_step_values(self._record, params)
+
+    def _collect(self, params: CallbackParams, unit: int) -> None:
+        record, schedule = self._record, self._schedule
+        assert record is not None and schedule is not None
+        first = not schedule.started
+        if first:
+            total = total_units(params.epoch_num or 0, params.batch_num or 0, self._sink_mode)
+            decision = schedule.first(unit, total)
+        else:
+            decision = schedule.next(unit)
+        if decision is Collect.NOTHING:
+            _drop_operator_values()
+            return
+        if decision.extracts:
+            self._extractor.add_step_values(record, params)
+        record.record(params.cur_step_num, plugin_filter=decision.plugin_filter)
+        if first:
+            self._flush()  # the first collection reaches the disk at once
+
+    def _landscape_network(self, params: CallbackParams) -> Any:
+        return params.network if params.network is not None else params.train_network
+
+    def _flush(self) -> None:
+        if self._record is None:
+            return
+        try:
+            self._record.flush()
+        except Exception as error:  # raise_exception=False: the run goes on
+            logger.error("Flushing the summary record failed: %s", error)
+
+    def _merge_job_lineage(self) -> None:
+        info, directory = self._info, self._directory
+        if info is None or directory is None or info.world_size == 1:
+            return
+        merger = JobLineageMerger(
+            self._summary_dir, info, timeout=self._merge_timeout, coordinator=self._coordinator
+        )
+        merger.merge(directory)
+
+
+def _drop_operator_values() -> None:
+    """Forget summary operators' values of a step that is not recorded.
+
+    The original overwrote them at the next step; without this they would
+    pile up until the next collected step and warn about duplicates.
+    """
+    if summary_operators.has_buffered():
+        summary_operators.take_buffered()
