@@ -24,6 +24,8 @@ logger = logging.getLogger(__name__)
 # larger payloads go straight through writev without being copied.
 _BUFFER_LIMIT = 1 << 20
 _DIRECT_WRITE = 1 << 16
+# Records kept for another try after a failed write, at most.
+_RETRY_LIMIT = 64 << 20
 
 
 class EventFile:
@@ -90,11 +92,24 @@ class EventFile:
                 self.write_buffered()
 
     def write_buffered(self) -> None:
-        """Hand every buffered record to the OS (not yet fsync'ed)."""
+        """Hand every buffered record to the OS (not yet fsync'ed).
+
+        When the write fails (a full disk), the records stay buffered, up to
+        ``_RETRY_LIMIT`` bytes, and go out with the next write that succeeds:
+        a disk that has room again loses nothing, and a new file keeps the
+        record that opens it.
+        """
         if self._buffer:
             data = bytes(self._buffer)
-            self._buffer.clear()
-            self._write_all([data])
+            try:
+                self._write_all([data])
+            except OSError:
+                if len(self._buffer) > _RETRY_LIMIT:
+                    logger.error("dropping %d buffered bytes for %s after a failed write",
+                                 len(self._buffer), self._path)
+                    self._buffer.clear()
+                raise
+            del self._buffer[: len(data)]
 
     def sync(self) -> None:
         """Write everything buffered and fsync it: it is on disk when this returns."""

@@ -86,6 +86,15 @@ def record_opened() -> None:
         _open_records[0] += 1
 
 
+def reset_in_child() -> None:
+    """After a fork: nothing is recording in the child, and the lock may be held."""
+    global _lock  # noqa: PLW0603 - a lock held by a parent thread at fork stays held
+    _lock = threading.Lock()
+    _open_records[0] = 0
+    _buffer.clear()
+    _warned.clear()
+
+
 def record_closed() -> None:
     with _lock:
         _open_records[0] = max(0, _open_records[0] - 1)

@@ -244,7 +244,7 @@ class SummaryRecord:
         ):  # the common case: only scalars, for the summary file alone
             scalars, self._scalars = self._scalars, {}
             self._pipeline.put(
-                partial(events.scalar_event, time.time(), step, list(scalars.items())),
+                partial(_encode_scalar_step, time.time(), step, list(scalars.items())),
                 64 * len(scalars),
             )
             return True
@@ -300,7 +300,7 @@ class SummaryRecord:
         finally:
             for stream in (self._summary_file, self._lineage_file, self._board_file):
                 if stream is not None:
-                    self._guarded("close", stream.close)
+                    self._guarded("close", None, stream.close)
 
     def __enter__(self) -> SummaryRecord:
         if self._closed:
@@ -321,6 +321,9 @@ class SummaryRecord:
         return f"<SummaryRecord {self._directory!r} rank={self._rank} {state}>"
 
     # ------------------------------------------------------------ caller thread
+
+    def _abandon_in_child(self) -> None:
+        self._closed = True
 
     def _add_scalar(self, name: str, value: float) -> None:
         scalars = self._scalars
@@ -406,42 +409,48 @@ class SummaryRecord:
 
     # ------------------------------------------------------------ writer thread
 
-    def _write(self, encoded: EncodedStep | bytes) -> None:
-        if type(encoded) is bytes:  # a scalar-only step: one summary event
+    def _write(self, encoded: EncodedStep | tuple[int, bytes]) -> None:
+        if type(encoded) is tuple:  # a scalar-only step: one summary event
             assert self._summary_file is not None
             try:
-                self._summary_file.append(encoded)
+                self._summary_file.append(encoded[1])
             except (OSError, RecordTooLargeError) as error:
-                self._write_failed("summary", error)
+                self._write_failed("summary", error, encoded[0])
             return
         assert isinstance(encoded, EncodedStep)
+        step = encoded.step
         if self._summary_file is not None:
             for payload in encoded.summary:
-                self._guarded("summary", self._summary_file.append, payload)
+                self._guarded("summary", step, self._summary_file.append, payload)
         for payload in encoded.lineage:
-            self._guarded("lineage", self._lineage_file.append, payload)
+            self._guarded("lineage", step, self._lineage_file.append, payload)
         if self._board_file is not None:
             for payload in encoded.tensorboard:
-                self._guarded("tensorboard", self._board_file.append, payload)
+                self._guarded("tensorboard", step, self._board_file.append, payload)
         for tag, array in encoded.exports:
-            self._guarded("export", self._exporter.export, tag, encoded.step, array)
+            self._guarded("export", step, self._exporter.export, tag, step, array)
 
     def _sync(self, durable: bool) -> None:
         for stream in (self._summary_file, self._lineage_file, self._board_file):
             if stream is not None:
-                self._guarded("sync", stream.sync if durable else stream.write_buffered)
+                self._guarded("sync", None, stream.sync if durable else stream.write_buffered)
 
-    def _guarded(self, target: str, action: Callable[..., Any], *args: Any) -> None:
+    def _guarded(
+        self, target: str, step: int | None, action: Callable[..., Any], *args: Any
+    ) -> None:
         """Run a write; apply ``raise_exception`` to what fails, keep going either way."""
         try:
             action(*args)
         except (OSError, RecordTooLargeError) as error:
-            self._write_failed(target, error)
+            self._write_failed(target, error, step)
 
-    def _write_failed(self, target: str, error: Exception) -> None:
-        """Raise on the caller's next call, or log the first failure of each kind."""
+    def _write_failed(self, target: str, error: Exception, step: int | None) -> None:
+        """Raise on the caller's next call, or log: every refused record, a failing disk once."""
         if self._raise_exception:
             self._pipeline.report(error)
+            return
+        if isinstance(error, RecordTooLargeError):
+            logger.warning("%s data of step %s was not written: %s", target, step, error)
             return
         # One log line per kind of failure: a full disk fails every file alike.
         kind = f"{type(error).__name__}:{getattr(error, 'errno', None)}"
@@ -449,6 +458,12 @@ class SummaryRecord:
             self._errors_logged.add(kind)
             logger.error("writing %s data failed (further such errors are not logged): %s",
                          target, error)
+
+
+def _encode_scalar_step(
+    wall_time: float, step: int, scalars: list[tuple[str, float]]
+) -> tuple[int, bytes]:
+    return step, events.scalar_event(wall_time, step, scalars)
 
 
 def _version_payload() -> bytes:
@@ -574,6 +589,26 @@ def _check_rank(rank: object) -> None:
             f"For 'SummaryRecord', the argument 'rank' must be an int >= 0 or a word such as "
             f"'merged', but got {rank!r}."
         )
+
+
+def _forget_records_in_child() -> None:
+    """In a forked child, the parent's records are the parent's: never write or close them.
+
+    The child inherits the open files but not the writer threads; closing them
+    at the child's exit would write the parent's buffered records a second
+    time and make its open files read-only.
+    """
+    global _live_lock  # noqa: PLW0603 - a lock held by a parent thread at fork stays held
+    _live_lock = threading.Lock()
+    records = list(_live_records)
+    _live_records.clear()
+    for record in records:
+        record._abandon_in_child()
+    operators.reset_in_child()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_records_in_child)
 
 
 @atexit.register
