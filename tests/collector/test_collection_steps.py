@@ -1,0 +1,190 @@
+"""Which steps hold loss, histograms, images and tensors, read back from the files.
+
+2 epochs x 30 steps with collect_freq=3, in step and in sink mode, with the
+default and custom collect_tensor_freq. Every expected list below is worked
+out by hand from the rules of COLLECTOR_AND_LINEAGE.md §5 ("Collection
+schedule"); the collector's schedule code is not used to compute them:
+
+- the first unit is always collected, nothing filtered;
+- then a unit is collected when unit % collect_freq == 0;
+- tensors follow range(0, total + 1, collect_tensor_freq), or by default
+  range(0, total + 1, collect_freq) unless that has more than 20 entries, then
+  range(0, total + 1, total // 19)[:20] (or range(0, total + 1)[:21] when
+  total // 19 <= 1);
+- a unit only in the tensor range records only tensors; a unit only on the
+  frequency records everything but tensors.
+
+In sink mode the unit is the epoch and the step written is cur_step_num
+(30 per epoch here).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rankscribe.collector.collector import SummaryCollector
+from rankscribe.collector.loop import TrainLoop
+from rankscribe.writer import histogram_summary, tensor_summary
+
+NO_LANDSCAPE = {"collect_landscape": None}
+LOSS = ("scalar", "loss/auto")
+IMAGES = ("image", "input_data/auto")
+PARAMETER_HISTOGRAM = ("histogram", "fc.weight/auto")
+OPERATOR_HISTOGRAM = ("histogram", "activations")
+OPERATOR_TENSOR = ("tensor", "weights")
+
+
+def train(model_factory: Any, directory: Path, *, epochs: int, batches: int, sink: bool,
+          collect_freq: int, collect_tensor_freq: int | None = None) -> None:
+    model = model_factory(batches)
+    counter = {"step": 0}
+
+    def step(batch: tuple[np.ndarray, np.ndarray]) -> np.floating[Any]:
+        counter["step"] += 1  # the number of the batch, counting from 1 across epochs
+        number = float(counter["step"])
+        histogram_summary("activations", np.full(3, number))
+        tensor_summary("weights", np.full(2, number))
+        return np.float32(1.0 / number)
+
+    collector = SummaryCollector(
+        directory, collect_freq=collect_freq, collect_tensor_freq=collect_tensor_freq,
+        collect_specified_data=NO_LANDSCAPE,
+    )
+    loop = TrainLoop(step, network=model.network, optimizer=model.optimizer)
+    loop.train(epochs, model.dataset, callbacks=[collector], dataset_sink_mode=sink)
+
+
+def multiples(step: int, last: int) -> list[int]:
+    return list(range(step, last + 1, step))
+
+
+# (mode, collect_freq, collect_tensor_freq, everything-but-tensor steps, tensor steps)
+CASES = [
+    pytest.param(
+        False, 3, None,
+        # 1, then 3, 6, ..., 60
+        [1, *multiples(3, 60)],
+        # total 60: range(0, 61, 3) has 21 entries > 20, 60 // 19 = 3 > 1, so
+        # range(0, 61, 3)[:20] = 0, 3, ..., 57; plus the first step
+        [1, *multiples(3, 57)],
+        id="step-default",
+    ),
+    pytest.param(
+        False, 3, 4,
+        [1, *multiples(3, 60)],
+        # range(0, 61, 4) = 0, 4, ..., 60; steps 4, 8, 16, ... hold tensors only
+        [1, *multiples(4, 60)],
+        id="step-tensor-freq-4",
+    ),
+    pytest.param(
+        False, 3, 25,
+        [1, *multiples(3, 60)],
+        [1, 25, 50],  # range(0, 61, 25)
+        id="step-tensor-freq-25",
+    ),
+    pytest.param(
+        False, 1, None,
+        list(range(1, 61)),
+        # range(0, 61, 1) has 61 entries > 20, 60 // 19 = 3: range(0, 61, 3)[:20]
+        [1, *multiples(3, 57)],
+        id="step-freq-1",
+    ),
+    pytest.param(
+        True, 3, None,
+        # epochs 1 and 2: epoch 1 is the first; 2 % 3 != 0
+        [30],
+        # total 2 epochs: range(0, 3, 3) = [0]; only the first epoch
+        [30],
+        id="sink-default",
+    ),
+    pytest.param(
+        True, 3, 1,
+        [30],
+        # range(0, 3, 1) = 0, 1, 2: epoch 2 (step 60) holds tensors only
+        [30, 60],
+        id="sink-tensor-freq-1",
+    ),
+    pytest.param(
+        True, 1, None,
+        [30, 60],
+        [30, 60],  # range(0, 3, 1)
+        id="sink-freq-1",
+    ),
+]
+
+
+@pytest.mark.parametrize(("sink", "collect_freq", "tensor_freq", "collected", "tensors"), CASES)
+def test_two_epochs_of_thirty_steps(
+    model: Any, read_steps: Any, tmp_path: Path, sink: bool, collect_freq: int,
+    tensor_freq: int | None, collected: list[int], tensors: list[int],
+) -> None:
+    train(model, tmp_path, epochs=2, batches=30, sink=sink, collect_freq=collect_freq,
+          collect_tensor_freq=tensor_freq)
+    steps = read_steps(tmp_path)
+    assert steps[LOSS] == collected
+    assert steps[IMAGES] == collected
+    assert steps[PARAMETER_HISTOGRAM] == collected
+    assert steps[OPERATOR_HISTOGRAM] == collected
+    assert steps[OPERATOR_TENSOR] == tensors
+    # the first five parameters, nothing else, each at every collected step
+    histograms = sorted(tag for plugin, tag in steps if plugin == "histogram")
+    assert histograms == sorted(["activations", "fc.weight/auto", "fc.bias/auto",
+                                 "head.weight/auto", "head.bias/auto", "norm.gamma/auto"])
+
+
+def test_short_run_where_total_over_19_is_one(model: Any, read_steps: Any,
+                                              tmp_path: Path) -> None:
+    """total 30, collect_freq 1: range(0, 31) has 31 > 20 entries, 30 // 19 = 1, so
+    the tensor range is range(0, 31)[:21] = 0..20."""
+    train(model, tmp_path, epochs=1, batches=30, sink=False, collect_freq=1)
+    steps = read_steps(tmp_path)
+    assert steps[LOSS] == list(range(1, 31))
+    assert steps[OPERATOR_TENSOR] == list(range(1, 21))
+
+
+def test_summary_operators_in_the_step_hold_that_steps_value(
+    model: Any, read_values: Any, tmp_path: Path
+) -> None:
+    """histogram_summary inside the step lands at the collected steps with that step's
+    value; tensor_summary only at the tensor-collection steps (the plugin filter)."""
+    train(model, tmp_path, epochs=2, batches=30, sink=False, collect_freq=3,
+          collect_tensor_freq=4)
+    histograms = read_values(tmp_path, *OPERATOR_HISTOGRAM)
+    assert sorted(histograms) == [1, *multiples(3, 60)]
+    for step, histogram in histograms.items():
+        assert (histogram.min, histogram.max, histogram.count) == (step, step, 3)
+    tensors = read_values(tmp_path, *OPERATOR_TENSOR)
+    assert sorted(tensors) == [1, *multiples(4, 60)]
+    for step, array in tensors.items():
+        np.testing.assert_array_equal(array, np.full(2, float(step)))
+    losses = read_values(tmp_path, *LOSS)
+    assert losses[6] == pytest.approx(1 / 6)
+
+
+def test_summary_operators_in_sink_mode_keep_the_epochs_last_batch(
+    model: Any, read_values: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    train(model, tmp_path, epochs=2, batches=30, sink=True, collect_freq=1)
+    histograms = read_values(tmp_path, *OPERATOR_HISTOGRAM)
+    assert {step: h.max for step, h in histograms.items()} == {30: 30.0, 60: 60.0}
+    assert "more than once in one step" not in caplog.text
+
+
+def test_no_duplicate_warning_between_collected_steps(
+    model: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Operators called at every step, recorded every third: no duplicate-name warning."""
+    train(model, tmp_path, epochs=1, batches=10, sink=False, collect_freq=3)
+    assert "more than once in one step" not in caplog.text
+
+
+def test_epoch_end_does_not_record_the_last_step_twice(model: Any, tmp_path: Path) -> None:
+    from rankscribe.writer import load_dir
+
+    train(model, tmp_path, epochs=2, batches=30, sink=False, collect_freq=3)
+    steps = [event.step for event in load_dir(tmp_path) if event.what == "summary"]
+    assert steps.count(30) == 1 and steps.count(60) == 1

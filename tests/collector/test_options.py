@@ -1,0 +1,419 @@
+"""Every invalid SummaryCollector argument of COLLECTOR_AND_LINEAGE.md §5: error type and message.
+
+Also: the defaults, the keep_default_action merge, and MINDINSIGHT_HYPER_CONFIG.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rankscribe.collector.callback import CallbackParams, RunContext
+from rankscribe.collector.collector import SummaryCollector
+from rankscribe.collector.errors import CollectorError, CollectorTypeError, CollectorValueError
+from rankscribe.collector.options import (
+    DEFAULT_SPECIFIED_DATA,
+    HYPER_CONFIG_LEN_LIMIT,
+    custom_lineage_data,
+    process_specified_data,
+)
+
+TYPE = CollectorTypeError
+VALUE = CollectorValueError
+
+
+def collector(tmp_path: Path, **arguments: Any) -> SummaryCollector:
+    return SummaryCollector(tmp_path / "summary", **arguments)
+
+
+def raises(error: type[Exception], message: str) -> Any:
+    return pytest.raises(error, match=re.escape(message))
+
+
+# -------------------------------------------------------------- positive ints
+
+
+POSITIVE_INTS = ["collect_freq", "collect_tensor_freq", "max_file_size", "num_process"]
+
+
+@pytest.mark.parametrize("name", POSITIVE_INTS)
+@pytest.mark.parametrize("value", ["3", 2.0, True, [1]])
+def test_positive_int_arguments_refuse_other_types(tmp_path: Path, name: str, value: Any) -> None:
+    with raises(TYPE, f"For `{name}` the type should be a valid type of ['int'], but got "
+                      f"{type(value).__name__} {value!r}."):
+        collector(tmp_path, **{name: value})
+
+
+@pytest.mark.parametrize("name", POSITIVE_INTS)
+@pytest.mark.parametrize("value", [0, -1])
+def test_positive_int_arguments_refuse_zero_and_negatives(tmp_path: Path, name: str,
+                                                          value: int) -> None:
+    with raises(VALUE, f'For "SummaryCollector", the value of `{name}` should be greater than 0, '
+                       f"but got `{value}`."):
+        collector(tmp_path, **{name: value})
+
+
+@pytest.mark.parametrize("name", ["collect_tensor_freq", "max_file_size"])
+def test_optional_positive_ints_accept_none(tmp_path: Path, name: str) -> None:
+    collector(tmp_path, **{name: None})
+
+
+def test_collect_freq_none_is_a_type_error(tmp_path: Path) -> None:
+    with raises(TYPE, "For `collect_freq` the type should be a valid type of ['int'], but got "
+                      "NoneType None."):
+        collector(tmp_path, collect_freq=None)
+
+
+# ---------------------------------------------------------------- summary_dir
+
+
+def test_summary_dir_must_be_a_path(tmp_path: Path) -> None:
+    with raises(TYPE, "For 'summary_dir', the argument input path must be string, but got "
+                      "int 5."):
+        SummaryCollector(5)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("value", ["", "   "])
+def test_summary_dir_must_not_be_empty(value: str) -> None:
+    with raises(VALUE, "For 'summary_dir', the input path must be a non-empty directory path"):
+        SummaryCollector(value)
+
+
+def test_summary_dir_must_not_be_a_file(tmp_path: Path) -> None:
+    path = tmp_path / "file"
+    path.write_text("x")
+    with raises(VALUE, f"For 'summary_dir', the path must be a directory, but {str(path)!r} is "
+                       "a file."):
+        SummaryCollector(path)
+
+
+def test_constructor_does_not_create_the_directory(tmp_path: Path) -> None:
+    collector(tmp_path)
+    assert not (tmp_path / "summary").exists()
+
+
+# ------------------------------------------------------ collect_specified_data
+
+
+def test_collect_specified_data_must_be_a_dict(tmp_path: Path) -> None:
+    with raises(TYPE, "For `collect_specified_data` the type should be a valid type of "
+                      "['dict', 'NoneType'], but got list [('collect_metric', True)]."):
+        collector(tmp_path, collect_specified_data=[("collect_metric", True)])
+
+
+def test_collect_specified_data_keys_must_be_str(tmp_path: Path) -> None:
+    with raises(TYPE, "For `collect_specified_data -> 1` the type should be a valid type of "
+                      "['str'], but got int 1."):
+        collector(tmp_path, collect_specified_data={1: True})
+
+
+def test_collect_specified_data_unknown_keys(tmp_path: Path) -> None:
+    with raises(VALUE, 'For "SummaryCollector", the keys [\'collect_loss\', \'z\'] of '
+                       "`collect_specified_data` are unsupported, expect the follow keys: "
+                       f"{list(DEFAULT_SPECIFIED_DATA)}."):
+        collector(tmp_path, collect_specified_data={"z": 1, "collect_loss": True})
+
+
+@pytest.mark.parametrize("key", ["collect_metric", "collect_graph", "collect_train_lineage",
+                                 "collect_eval_lineage", "collect_input_data",
+                                 "collect_dataset_graph"])
+@pytest.mark.parametrize("value", [1, "True", None])
+def test_boolean_keys_must_be_bool(tmp_path: Path, key: str, value: Any) -> None:
+    with raises(TYPE, f"For `{key}` the type should be a valid type of ['bool'], but got "
+                      f"{type(value).__name__} {value!r}."):
+        collector(tmp_path, collect_specified_data={key: value})
+
+
+def test_histogram_regular_must_be_str_or_none(tmp_path: Path) -> None:
+    with raises(TYPE, "For `histogram_regular` the type should be a valid type of ['str', "
+                      "'NoneType'], but got int 5."):
+        collector(tmp_path, collect_specified_data={"histogram_regular": 5})
+
+
+def test_histogram_regular_must_compile(tmp_path: Path) -> None:
+    with raises(VALUE, "For `collect_specified_data`, the value of `histogram_regular` "
+                       "'conv[' is not a valid regular expression. Detail: "):
+        collector(tmp_path, collect_specified_data={"histogram_regular": "conv["})
+
+
+def test_keep_default_action_must_be_bool(tmp_path: Path) -> None:
+    with raises(TYPE, "For `keep_default_action` the type should be a valid type of ['bool'], "
+                      "but got str 'yes'."):
+        collector(tmp_path, keep_default_action="yes")
+
+
+# ----------------------------------------------------------- collect_landscape
+
+
+def landscape(tmp_path: Path, **values: Any) -> SummaryCollector:
+    return collector(tmp_path, collect_specified_data={"collect_landscape": values})
+
+
+def test_collect_landscape_must_be_a_dict_or_none(tmp_path: Path) -> None:
+    with raises(TYPE, "For `collect_landscape` the type should be a valid type of ['dict', "
+                      "'NoneType'], but got str 'on'."):
+        collector(tmp_path, collect_specified_data={"collect_landscape": "on"})
+
+
+def test_collect_landscape_unknown_keys(tmp_path: Path) -> None:
+    with raises(VALUE, 'For "SummaryCollector", the keys [\'size\'] of `collect_landscape` are '
+                       "unsupported, expect the follow keys: ['landscape_size', 'unit', "
+                       "'num_samples', 'create_landscape', 'intervals']."):
+        landscape(tmp_path, size=3)
+
+
+@pytest.mark.parametrize("size", [2, 257, -1])
+def test_landscape_size_range(tmp_path: Path, size: int) -> None:
+    with raises(VALUE, 'For "SummaryCollector", the "landscape_size" in collect_specified_data '
+                       f"should be less than 256 and more than 3, but got the: {size}."):
+        landscape(tmp_path, landscape_size=size)
+
+
+@pytest.mark.parametrize("size", [3, 256])
+def test_landscape_size_bounds_are_allowed(tmp_path: Path, size: int) -> None:
+    landscape(tmp_path, landscape_size=size)
+
+
+def test_landscape_size_type(tmp_path: Path) -> None:
+    with raises(TYPE, "For `landscape_size` the type should be a valid type of ['int'], but "
+                      "got str '40'."):
+        landscape(tmp_path, landscape_size="40")
+
+
+def test_landscape_unit_value(tmp_path: Path) -> None:
+    with raises(VALUE, 'For "SummaryCollector", unit in collect_specified_data should be step '
+                       "or epoch, but got the: 'batch'."):
+        landscape(tmp_path, unit="batch")
+
+
+def test_landscape_unit_type(tmp_path: Path) -> None:
+    with raises(TYPE, "For `unit` the type should be a valid type of ['str'], but got int 1."):
+        landscape(tmp_path, unit=1)
+
+
+def test_landscape_num_samples_type(tmp_path: Path) -> None:
+    with raises(TYPE, "For `num_samples` the type should be a valid type of ['int'], but got "
+                      "float 1.5."):
+        landscape(tmp_path, num_samples=1.5)
+
+
+def test_create_landscape_type(tmp_path: Path) -> None:
+    with raises(TYPE, "For `create_landscape` the type should be a valid type of ['dict'], but "
+                      "got list ['train']."):
+        landscape(tmp_path, create_landscape=["train"])
+
+
+def test_create_landscape_keys(tmp_path: Path) -> None:
+    with raises(VALUE, 'For "SummaryCollector", the key to create landscape should be in '
+                       "[\"train\", \"result\"], but got the: 'eval'."):
+        landscape(tmp_path, create_landscape={"eval": True})
+
+
+def test_create_landscape_values(tmp_path: Path) -> None:
+    with raises(TYPE, "For `train` the type should be a valid type of ['bool'], but got int 1."):
+        landscape(tmp_path, create_landscape={"train": 1})
+
+
+def test_intervals_type(tmp_path: Path) -> None:
+    with raises(TYPE, "For `intervals` the type should be a valid type of ['list'], but got "
+                      "tuple ([1, 2, 3],)."):
+        landscape(tmp_path, intervals=([1, 2, 3],))
+
+
+def test_each_interval_type(tmp_path: Path) -> None:
+    with raises(TYPE, "For `each interval in intervals` the type should be a valid type of "
+                      "['list'], but got range range(1, 4)."):
+        landscape(tmp_path, intervals=[range(1, 4)])
+
+
+def test_each_interval_has_three_entries(tmp_path: Path) -> None:
+    with raises(VALUE, 'For "SummaryCollector", the length of each list in "intervals" should '
+                       "not be less than three, but got the: [1, 2]."):
+        landscape(tmp_path, intervals=[[1, 2, 3], [1, 2]])
+
+
+@pytest.mark.parametrize("item", ["3", 3.0, True])
+def test_interval_entries_are_ints(tmp_path: Path, item: Any) -> None:
+    with raises(TYPE, 'For "SummaryCollector", the value of each list in "intervals" should be '
+                      f"int, but got the: {type(item).__name__} {item!r}."):
+        landscape(tmp_path, intervals=[[1, 2, item]])
+
+
+# --------------------------------------------------------- custom_lineage_data
+
+
+def test_custom_lineage_data_type(tmp_path: Path) -> None:
+    with raises(TYPE, "For `custom_lineage_data` the type should be a valid type of ['dict', "
+                      "'NoneType'], but got list [1]."):
+        collector(tmp_path, custom_lineage_data=[1])
+
+
+def test_custom_lineage_data_keys(tmp_path: Path) -> None:
+    with raises(TYPE, "For `custom_lineage_data -> 1` the type should be a valid type of "
+                      "['str'], but got int 1."):
+        collector(tmp_path, custom_lineage_data={1: 2})
+
+
+@pytest.mark.parametrize("value", [True, None, [1], {"a": 1}])
+def test_custom_lineage_data_values(tmp_path: Path, value: Any) -> None:
+    with raises(TYPE, "For `the value of custom_lineage_data -> lr` the type should be a valid "
+                      f"type of ['int', 'str', 'float'], but got {type(value).__name__}"):
+        collector(tmp_path, custom_lineage_data={"lr": value})
+
+
+@pytest.mark.parametrize("value", [2**31, -(2**31) - 1])
+def test_custom_lineage_ints_fit_int32(tmp_path: Path, value: int) -> None:
+    with raises(VALUE, f"For `custom_lineage_data`, the value of 'steps' is {value}, which does "
+                       "not fit in an int32"):
+        collector(tmp_path, custom_lineage_data={"steps": value})
+
+
+# -------------------------------------------------------------- export_options
+
+
+def test_export_options_type(tmp_path: Path) -> None:
+    with raises(TYPE, "For `export_options` the type should be a valid type of ['dict', "
+                      "'NoneType'], but got str 'npy'."):
+        collector(tmp_path, export_options="npy")
+
+
+def test_export_options_keys(tmp_path: Path) -> None:
+    with raises(VALUE, "For 'export_options', the keys ['format'] are unsupported, expect the "
+                       "follow keys: ['tensor_format']."):
+        collector(tmp_path, export_options={"format": "npy"})
+
+
+def test_export_options_tensor_format(tmp_path: Path) -> None:
+    with raises(VALUE, "For 'export_options', the value of 'tensor_format' should be one of "
+                       "['npy', None], but got 'csv'."):
+        collector(tmp_path, export_options={"tensor_format": "csv"})
+
+
+# -------------------------------------------------------- checks at begin()
+
+
+def begin(instance: SummaryCollector, **state: Any) -> None:
+    params = CallbackParams(list_callback=[instance], **state)
+    instance.begin(RunContext(params))
+
+
+def test_mode_must_be_train_or_eval(tmp_path: Path) -> None:
+    with collector(tmp_path) as instance, raises(
+        VALUE, "Only support `train` (model.train) and `eval` (model.eval) mode, but got "
+               "`predict` mode."
+    ):
+        begin(instance, mode="predict")
+
+
+def test_only_one_collector_per_callback_list(tmp_path: Path) -> None:
+    first, second = collector(tmp_path), collector(tmp_path)
+    params = CallbackParams(mode="train", list_callback=[first, second])
+    with first, raises(VALUE, "There are more than one SummaryCollector instance in callback "
+                              "list, but expected only one SummaryCollector instance (found 2)."):
+        first.begin(RunContext(params))
+
+
+def test_errors_share_one_hierarchy(tmp_path: Path) -> None:
+    for arguments in ({"collect_freq": 0}, {"collect_freq": "1"}):
+        with pytest.raises(CollectorError):
+            collector(tmp_path, **arguments)
+    assert issubclass(CollectorValueError, ValueError)
+    assert issubclass(CollectorTypeError, TypeError)
+
+
+# -------------------------------------------------------------- defaults, merge
+
+
+def test_defaults() -> None:
+    options = process_specified_data(None, True)
+    assert options.merged == DEFAULT_SPECIFIED_DATA
+    assert (options.collect_metric, options.collect_graph, options.collect_train_lineage,
+            options.collect_eval_lineage, options.collect_input_data,
+            options.collect_dataset_graph) == (True,) * 6
+    assert options.collect_histogram and options.histogram_regular is None
+    assert options.landscape is not None
+    assert options.landscape.landscape_size == 40 and options.landscape.unit == "step"
+    assert options.landscape.num_samples == 2048
+    assert options.landscape.create_landscape == {"train": True, "result": True}
+    assert options.landscape.intervals == (tuple(range(1, 10)), tuple(range(10, 20)))
+
+
+def test_user_dict_is_merged_over_the_defaults() -> None:
+    options = process_specified_data({"collect_metric": False, "histogram_regular": "^fc"}, True)
+    assert not options.collect_metric
+    assert options.collect_graph and options.collect_input_data
+    assert options.histogram_regular == "^fc"
+
+
+def test_without_default_action_only_the_user_dict_counts() -> None:
+    options = process_specified_data({"collect_metric": True}, False)
+    assert options.collect_metric
+    assert not (options.collect_graph or options.collect_input_data or options.collect_histogram
+                or options.collect_train_lineage or options.collect_dataset_graph)
+    assert options.landscape is None
+    assert process_specified_data(None, False).merged == {}
+
+
+def test_landscape_keys_left_out_take_their_defaults() -> None:
+    options = process_specified_data({"collect_landscape": {"unit": "epoch"}}, True)
+    assert options.landscape is not None
+    assert options.landscape.unit == "epoch" and options.landscape.landscape_size == 40
+
+
+def test_defaults_are_not_shared_between_collectors() -> None:
+    options = process_specified_data(None, True)
+    options.merged["collect_landscape"]["intervals"].append([99, 100, 101])
+    assert len(DEFAULT_SPECIFIED_DATA["collect_landscape"]["intervals"]) == 2
+
+
+# ----------------------------------------------------- MINDINSIGHT_HYPER_CONFIG
+
+
+def config(data: Any) -> dict[str, str]:
+    return {"MINDINSIGHT_HYPER_CONFIG": json.dumps({"custom_lineage_data": data})}
+
+
+def test_hyper_config_is_merged_under_the_user_values() -> None:
+    environ = config({"lr": 0.1, "tag": "env", "batch": 32})
+    assert custom_lineage_data({"tag": "user"}, environ) == {"lr": 0.1, "tag": "user",
+                                                             "batch": 32}
+
+
+def test_hyper_config_at_the_limit_is_read() -> None:
+    padding = "x" * (HYPER_CONFIG_LEN_LIMIT - len(json.dumps({"custom_lineage_data":
+                                                              {"k": ""}})))
+    environ = config({"k": padding})
+    assert len(environ["MINDINSIGHT_HYPER_CONFIG"]) == HYPER_CONFIG_LEN_LIMIT
+    assert custom_lineage_data(None, environ) == {"k": padding}
+
+
+def test_hyper_config_over_the_limit_is_ignored(caplog: pytest.LogCaptureFixture) -> None:
+    padding = "x" * HYPER_CONFIG_LEN_LIMIT
+    assert custom_lineage_data({"a": 1}, config({"k": padding})) == {"a": 1}
+    assert "is too long. The length limit is 100000" in caplog.text
+
+
+def test_hyper_config_that_is_not_json_is_ignored(caplog: pytest.LogCaptureFixture) -> None:
+    assert custom_lineage_data(None, {"MINDINSIGHT_HYPER_CONFIG": "{oops"}) == {}
+    assert "decode error" in caplog.text
+
+
+def test_hyper_config_without_custom_data() -> None:
+    assert custom_lineage_data(None, {"MINDINSIGHT_HYPER_CONFIG": json.dumps({"x": 1})}) == {}
+
+
+def test_hyper_config_with_bad_values_is_a_type_error() -> None:
+    with raises(TYPE, "For `the value of MINDINSIGHT_HYPER_CONFIG custom_lineage_data -> flag` "
+                      "the type should be a valid type of ['int', 'str', 'float'], but got bool"):
+        custom_lineage_data(None, config({"flag": True}))
+
+
+def test_hyper_config_is_read_from_the_environment(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MINDINSIGHT_HYPER_CONFIG", json.dumps({"custom_lineage_data": {"a": [1]}}))
+    with raises(TYPE, "For `the value of MINDINSIGHT_HYPER_CONFIG custom_lineage_data -> a`"):
+        collector(tmp_path)
