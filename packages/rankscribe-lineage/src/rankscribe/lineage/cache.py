@@ -58,7 +58,6 @@ __all__ = [
     "scan_base_dir",
 ]
 
-_SUMMARY_DICTS = ("fields", "metric", "user_defined")
 # The searchable fields a row keeps (summary_dir and dataset_mark are per query).
 _ROW_FIELDS = tuple(name for name in FIELD_MAPPING if name not in ("summary_dir", "dataset_mark"))
 
@@ -96,18 +95,33 @@ def graph_id_of(graph: dict[str, Any]) -> str:
     return hashlib.blake2b(canonical.encode(), digest_size=12).hexdigest()
 
 
-def summarize_run(lineage: RunLineage) -> dict[str, Any]:
-    """The JSON-ready searchable summary of a run that the index stores."""
+def summarize_run(
+    lineage: RunLineage, graph_ids: dict[int, tuple[dict[str, Any], str]] | None = None
+) -> dict[str, Any]:
+    """The JSON-ready searchable summary of a run that the index stores.
+
+    ``graph_ids`` remembers the ids of the graph dicts seen in one scan; it
+    holds each dict too, so that no other object can take its ``id``.
+    """
     fields: dict[str, Any] = {}
     for name in _ROW_FIELDS:
         section, key = FIELD_MAPPING[name]
-        fields[name] = lineage.section(section).get(key) if key else None
+        value = lineage.section(section).get(key) if key else None
+        if value is not None:  # absent means None: keeps the index small
+            fields[name] = value
     graph = lineage.section("dataset_graph")
+    known = graph_ids.get(id(graph)) if graph_ids is not None else None
+    if known is not None:
+        graph_id = known[1]
+    else:
+        graph_id = graph_id_of(graph)
+        if graph_ids is not None and graph:
+            graph_ids[id(graph)] = (graph, graph_id)
     return {
         "fields": fields,
         "metric": lineage.section("metric"),
         "user_defined": lineage.section("user_defined"),
-        "graph": graph_id_of(graph),
+        "graph": graph_id,
         "graph_dict": graph,
     }
 
@@ -158,8 +172,10 @@ def _write_index(base_dir: str, runs: dict[str, Any], graphs: dict[str, Any]) ->
                 prefix=INDEX_NAME + ".", suffix=".tmp", dir=base_dir
             )
             try:
+                # dumps, not dump: only the one-shot path uses the C encoder.
+                text = json.dumps(index, separators=(",", ":"), check_circular=False)
                 with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
-                    json.dump(index, stream, separators=(",", ":"))
+                    stream.write(text)
                 os.replace(temporary, os.path.join(base_dir, INDEX_NAME))
             except BaseException:
                 os.unlink(temporary)
@@ -187,7 +203,9 @@ def _cached_entry(
         if (
             not isinstance(summary, dict)
             or summary.get("graph") not in graphs
-            or not all(isinstance(summary.get(key), dict) for key in _SUMMARY_DICTS)
+            or not isinstance(summary.get("fields"), dict)
+            or not isinstance(summary.get("metric"), dict)
+            or not isinstance(summary.get("user_defined"), dict)
         ):
             return None
         summary = {**summary, "graph_dict": graphs[summary["graph"]]}
@@ -209,6 +227,9 @@ def scan_base_dir(base_dir: str, *, use_index: bool | None = None) -> ScanResult
     new_graphs: dict[str, Any] = {}
     changed = False
     result = ScanResult()
+    # Runs mostly share a few dataset graphs: convert and hash each once per scan.
+    graph_memo: dict[bytes, dict[str, Any]] = {}
+    graph_ids: dict[int, tuple[dict[str, Any], str]] = {}
     for run in list_summary_dirs(base_dir):
         if not run.lineage_files:
             continue
@@ -219,8 +240,10 @@ def scan_base_dir(base_dir: str, *, use_index: bool | None = None) -> ScanResult
             result.reused_runs += 1
             cacheable = True
         else:
-            parsed = parse_run(run.path, run.lineage_files)
-            summary = summarize_run(parsed.lineage) if parsed.lineage is not None else None
+            parsed = parse_run(run.path, run.lineage_files, graph_memo)
+            summary = (
+                summarize_run(parsed.lineage, graph_ids) if parsed.lineage is not None else None
+            )
             warnings, cacheable = parsed.warnings, parsed.cacheable
             result.parsed_runs += 1
             changed = True
@@ -231,11 +254,13 @@ def scan_base_dir(base_dir: str, *, use_index: bool | None = None) -> ScanResult
             if summary is not None:
                 new_graphs[summary["graph"]] = summary["graph_dict"]
                 stored = {key: value for key, value in summary.items() if key != "graph_dict"}
-            new_runs[run.relative_path] = {
+            entry: dict[str, Any] = {
                 "files": [list(item.signature) for item in run.lineage_files],
                 "lineage": stored,
-                "warnings": warnings,
             }
+            if warnings:
+                entry["warnings"] = warnings
+            new_runs[run.relative_path] = entry
         if summary is not None:
             result.rows.append(_row(run, summary))
     if enabled and (changed or set(old_runs) != set(new_runs)):

@@ -79,6 +79,7 @@ def _summarize_entries(
     newest_mtime_ns = 0
     lineage_files: list[LineageFile] = []
     newest_entries: list[os.DirEntry[str]] = []
+    mtimes: dict[str, int] = {}
     for entry in entries:
         match = SUMMARY_NAME.search(entry.name)
         if match is None or not entry.is_file(follow_symlinks=False):
@@ -89,6 +90,7 @@ def _summarize_entries(
                 stat = entry.stat(follow_symlinks=False)
             except OSError:  # removed while we looked
                 continue
+            mtimes[entry.name] = stat.st_mtime_ns
             lineage_files.append(LineageFile(entry.name, timestamp, stat.st_size, stat.st_mtime_ns))
         if timestamp > newest_timestamp:
             newest_timestamp = timestamp
@@ -98,10 +100,13 @@ def _summarize_entries(
     if newest_timestamp < 0:
         return None
     for entry in newest_entries:
-        try:
-            newest_mtime_ns = max(newest_mtime_ns, entry.stat(follow_symlinks=False).st_mtime_ns)
-        except OSError:
-            continue
+        mtime_ns = mtimes.get(entry.name)
+        if mtime_ns is None:
+            try:
+                mtime_ns = entry.stat(follow_symlinks=False).st_mtime_ns
+            except OSError:
+                continue
+        newest_mtime_ns = max(newest_mtime_ns, mtime_ns)
     return SummaryDir(
         relative_path=relative_path,
         path=path,

@@ -38,7 +38,9 @@ __all__ = [
     "UserDefinedInfo",
     "ValidDataset",
     "float32_repr",
+    "graph_dict_from_proto",
     "json_float",
+    "user_values_from_proto",
 ]
 
 _F32 = struct.Struct("<f")
@@ -95,29 +97,22 @@ class _ScalarMessage:
 
     @classmethod
     def from_proto(cls: type[_Scalar], message: Any) -> _Scalar:
-        values = {
-            item.name: getattr(message, item.name) if message.HasField(item.name) else None
-            for item in fields(cls)
-        }
-        return cls(**values)
+        # ListFields gives exactly the fields present on the wire (proto2), fast.
+        return cls(**{descriptor.name: value for descriptor, value in message.ListFields()})
 
     def fill_proto(self, message: Any) -> None:
         """Set every non-None field on ``message`` (and mark it present)."""
         message.SetInParent()
-        for item in fields(self):
-            value = getattr(self, item.name)
+        for name, value in self.__dict__.items():
             if value is not None:
-                setattr(message, item.name, value)
+                setattr(message, name, value)
 
     def to_query_dict(self) -> dict[str, Any]:
         result: dict[str, Any] = {}
-        for item in fields(self):
-            value = getattr(self, item.name)
+        for name, value in self.__dict__.items():
             if value is None:
                 continue
-            if item.name in self.float32_fields:
-                value = float32_repr(value)
-            result[item.name] = value
+            result[name] = float32_repr(value) if name in self.float32_fields else value
         return result
 
     @classmethod
@@ -388,6 +383,60 @@ class UserDefinedInfo:
         message.map_int32.update(self.map_int32)
         message.map_str.update(self.map_str)
         message.map_double.update(self.map_double)
+
+
+def _parameter_graph_dict(message: lineage_pb2.OperationParameter) -> dict[str, Any]:
+    """``OperationParameterInfo.from_proto(message).to_graph_dict()``, without the detour."""
+    result: dict[str, Any] = {}
+    string_lists: dict[str, Any] = {}
+    for descriptor, mapping in message.ListFields():
+        if descriptor.name == "mapStrList":
+            string_lists = {key: [None if item == "" else item for item in value.strValue]
+                            for key, value in mapping.items()}
+            continue
+        for key, value in mapping.items():
+            result[key] = None if value == "None" else value
+    result.update(string_lists)
+    return result
+
+
+def _operation_graph_dict(message: lineage_pb2.Operation) -> dict[str, Any]:
+    result = _parameter_graph_dict(message.operationParam)
+    if message.size:
+        result["size"] = list(message.size)
+    if message.weights:
+        result["weights"] = [json_float(value) for value in message.weights]
+    return result
+
+
+def graph_dict_from_proto(message: lineage_pb2.DatasetGraph) -> dict[str, Any]:
+    """``DatasetGraphInfo.from_proto(message).to_graph_dict()``, computed directly (fast)."""
+    result = _parameter_graph_dict(message.parameter)
+    if message.operations:
+        result["operations"] = [_operation_graph_dict(item) for item in message.operations]
+    if message.HasField("sampler"):
+        sampler = _operation_graph_dict(message.sampler)
+        if sampler:
+            result["sampler"] = sampler
+    result["children"] = [graph_dict_from_proto(child) for child in message.children]
+    return result
+
+
+def user_values_from_proto(message: lineage_pb2.UserDefinedInfo) -> dict[str, Any]:
+    """``UserDefinedInfo.from_proto(message).to_values()``, computed directly (fast)."""
+    result: dict[str, Any] = {}
+    for item in message.user_info:
+        for descriptor, mapping in item.ListFields():
+            name = descriptor.name
+            if name == "map_dict":
+                for key, nested in mapping.items():
+                    result[key] = user_values_from_proto(nested)
+            elif name == "map_double":
+                for key, value in mapping.items():
+                    result[key] = json_float(value)
+            elif name != "user_info":
+                result.update(mapping.items())
+    return result
 
 
 @dataclass

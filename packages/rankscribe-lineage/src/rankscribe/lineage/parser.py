@@ -30,10 +30,10 @@ from typing import Any
 from rankscribe.lineage.discovery import LineageFile, list_lineage_files
 from rankscribe.lineage.errors import LineageSummaryAnalyzeException
 from rankscribe.lineage.model import (
-    DatasetGraphInfo,
     EvalLineageInfo,
     TrainLineageInfo,
-    UserDefinedInfo,
+    graph_dict_from_proto,
+    user_values_from_proto,
 )
 from rankscribe.writer.framing import RecordReader
 from rankscribe.writer.pb import lineage_pb2
@@ -66,13 +66,17 @@ _TRAIN_SECTIONS = ("hyper_parameters", "train_dataset", "algorithm", "model")
 
 @dataclass
 class LineageFileContent:
-    """What one lineage file contributes to its run."""
+    """What one lineage file contributes to its run.
+
+    The dataset graph is kept in MindInsight's dict form and each
+    user-defined record as its flat dict of values (what queries use).
+    """
 
     path: str
     train: TrainLineageInfo | None = None
     evaluation: EvalLineageInfo | None = None
-    dataset_graph: DatasetGraphInfo | None = None
-    user_defined: list[UserDefinedInfo] = field(default_factory=list)
+    dataset_graph: dict[str, Any] | None = None
+    user_defined: list[dict[str, Any]] = field(default_factory=list)
     record_count: int = 0
     torn_tail: str | None = None
 
@@ -84,8 +88,13 @@ class LineageFileContent:
         )
 
 
-def read_lineage_file(path: str) -> LineageFileContent:
+def read_lineage_file(
+    path: str, graph_memo: dict[bytes, dict[str, Any]] | None = None
+) -> LineageFileContent:
     """Read one ``_lineage`` file.
+
+    ``graph_memo`` maps serialized dataset graphs to their dict form; runs of
+    one base dir mostly share a few graphs, so a scan converts each once.
 
     Raises :class:`LineageSummaryAnalyzeException` when the file cannot be
     read, fails a checksum, or holds something that is not a LineageEvent.
@@ -100,7 +109,7 @@ def read_lineage_file(path: str) -> LineageFileContent:
                 break
             event = lineage_pb2.LineageEvent.FromString(record.payload)
             content.record_count += 1
-            _apply_event(content, event)
+            _apply_event(content, event, graph_memo)
     except OSError as error:
         raise LineageSummaryAnalyzeException(f"cannot read {path}: {error}") from error
     except _DECODE_ERROR as error:
@@ -117,16 +126,28 @@ def read_lineage_file(path: str) -> LineageFileContent:
     return content
 
 
-def _apply_event(content: LineageFileContent, event: lineage_pb2.LineageEvent) -> None:
+def _apply_event(
+    content: LineageFileContent,
+    event: lineage_pb2.LineageEvent,
+    graph_memo: dict[bytes, dict[str, Any]] | None,
+) -> None:
     kind = event.WhichOneof("what")
     if kind == "train_lineage":
         content.train = TrainLineageInfo.from_proto(event.train_lineage)
     elif kind == "evaluation_lineage":
         content.evaluation = EvalLineageInfo.from_proto(event.evaluation_lineage)
     elif kind == "dataset_graph":
-        content.dataset_graph = DatasetGraphInfo.from_proto(event.dataset_graph)
+        if graph_memo is None:
+            content.dataset_graph = graph_dict_from_proto(event.dataset_graph)
+            return
+        key = event.dataset_graph.SerializeToString(deterministic=True)
+        graph = graph_memo.get(key)
+        if graph is None:
+            graph = graph_memo[key] = graph_dict_from_proto(event.dataset_graph)
+        # Shared between the runs of one scan, which only read it.
+        content.dataset_graph = graph
     elif kind == "user_defined_info":
-        content.user_defined.append(UserDefinedInfo.from_proto(event.user_defined_info))
+        content.user_defined.append(user_values_from_proto(event.user_defined_info))
 
 
 def _empty_sections() -> dict[str, Any]:
@@ -163,8 +184,8 @@ class RunLineage:
         evaluation = content.evaluation.to_query_dict() if content.evaluation else None
         if content.train is not None or content.dataset_graph is not None:
             self.sections = _empty_sections()
-        for info in content.user_defined:
-            self.sections["user_defined"].update(info.to_values())
+        for values in content.user_defined:
+            self.sections["user_defined"].update(values)
         if content.train is not None:
             self.sections.update(content.train.to_query_dict())
         if evaluation is not None:
@@ -174,7 +195,7 @@ class RunLineage:
             if "valid_dataset" in evaluation:
                 self.sections["valid_dataset"] = evaluation["valid_dataset"]
         if content.dataset_graph is not None:
-            self.sections["dataset_graph"] = content.dataset_graph.to_graph_dict()
+            self.sections["dataset_graph"] = content.dataset_graph
 
     def section(self, name: str) -> dict[str, Any]:
         value = self.sections.get(name)
@@ -211,7 +232,11 @@ class ParsedRun:
     cacheable: bool = True
 
 
-def parse_run(directory: str, files: list[LineageFile] | None = None) -> ParsedRun:
+def parse_run(
+    directory: str,
+    files: list[LineageFile] | None = None,
+    graph_memo: dict[bytes, dict[str, Any]] | None = None,
+) -> ParsedRun:
     """Fold the lineage files of ``directory`` (already listed, or listed now)."""
     if files is None:
         files = list_lineage_files(directory)
@@ -222,7 +247,7 @@ def parse_run(directory: str, files: list[LineageFile] | None = None) -> ParsedR
             result.warnings.append(f"skipping empty lineage file {path}")
             continue
         try:
-            content = read_lineage_file(path)
+            content = read_lineage_file(path, graph_memo)
         except LineageSummaryAnalyzeException as error:
             if isinstance(error.__cause__, OSError):
                 result.cacheable = False
