@@ -8,7 +8,14 @@ import types
 
 import pytest
 
-from rankscribe.ranks import RankEnvironmentError, RankInfo, RanksError, detect
+from rankscribe.ranks import (
+    RankEnvironmentError,
+    RankInfo,
+    RanksError,
+    RanksTypeError,
+    RanksValueError,
+    detect,
+)
 from rankscribe.ranks import info as info_module
 from rankscribe.ranks.errors import BackendUnavailableError
 
@@ -177,3 +184,21 @@ def test_rank_info_is_frozen_and_knows_single() -> None:
     assert not detect(HYDRA).is_single
     with pytest.raises(AttributeError):
         info.rank = 1  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("fields", "error", "message"),
+    [
+        ((4, 4, 0, 1), RanksValueError, "rank must be in range(world_size) = range(4), got 4"),
+        ((0, 4, 2, 2), RanksValueError, "0 <= local_rank < local_size <= world_size"),
+        ((0, 2, 0, 3), RanksValueError, "local_size=3, world_size=2"),
+        ((0, True, 0, 1), RanksTypeError, "world_size must be an int, got bool True"),
+        (("0", 1, 0, 1), RanksTypeError, "rank must be an int, got str '0'"),
+    ],
+)
+def test_rank_info_checks_its_numbers(
+    fields: tuple[object, ...], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error) as caught:
+        RankInfo(*fields, "h", "single")  # type: ignore[arg-type]
+    assert message in str(caught.value)

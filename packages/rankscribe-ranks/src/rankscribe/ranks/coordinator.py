@@ -89,7 +89,8 @@ class Coordinator(abc.ABC):
     the call starts on that rank.
 
     A coordinator is a context manager; :meth:`close` releases what the
-    backend holds.
+    backend holds. It is not thread-safe: collectives are numbered in call
+    order, so one thread per rank calls them.
     """
 
     backend: ClassVar[str]

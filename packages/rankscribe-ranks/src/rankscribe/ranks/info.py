@@ -34,7 +34,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from rankscribe.ranks.errors import BackendUnavailableError, RankEnvironmentError
+from rankscribe.ranks.errors import (
+    BackendUnavailableError,
+    RankEnvironmentError,
+    RanksTypeError,
+    RanksValueError,
+)
 
 __all__ = ["MPI_LAUNCHERS", "Launcher", "RankInfo", "detect"]
 
@@ -61,6 +66,21 @@ class RankInfo:
     local_size: int
     host: str
     launcher: Launcher
+
+    def __post_init__(self) -> None:
+        for name in ("rank", "world_size", "local_rank", "local_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise RanksTypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+        if not 0 <= self.rank < self.world_size:
+            raise RanksValueError(
+                f"rank must be in range(world_size) = range({self.world_size}), got {self.rank}"
+            )
+        if not 0 <= self.local_rank < self.local_size <= self.world_size:
+            raise RanksValueError(
+                "expected 0 <= local_rank < local_size <= world_size, got local_rank="
+                f"{self.local_rank}, local_size={self.local_size}, world_size={self.world_size}"
+            )
 
     @property
     def is_single(self) -> bool:
