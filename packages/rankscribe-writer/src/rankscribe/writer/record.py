@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import numbers
 import os
 import threading
 import time
@@ -124,6 +125,7 @@ class SummaryRecord:
         self._pending_lineage: list[Snapshot] = []
         self._closed = False
         self._errors_logged: set[str] = set()
+        self._text_warned = False
 
         self._created: list[str] = []  # every file opened, in order
         self._summary_file: EventFile | None = None
@@ -202,6 +204,10 @@ class SummaryRecord:
         if plugin == "graph":
             self._pending.setdefault(plugin, {})[name] = snap
             return
+        if plugin == "text" and self._board_file is None and not self._text_warned:
+            self._text_warned = True
+            logger.warning("text values are shown by the TensorBoard target only; add "
+                           "'tensorboard' to formats to record '%s'", name)
         by_tag = self._pending.setdefault(plugin, {})
         if name in by_tag:
             logger.warning(
@@ -223,11 +229,8 @@ class SummaryRecord:
         drop whole plugins. Returns False (and logs) when the record is closed
         or the step is too large to be written.
         """
-        if isinstance(step, bool) or not isinstance(step, int):
-            raise WriterTypeError(
-                f"For 'SummaryRecord.record', the argument 'step' must be an int, but got "
-                f"{type(step).__name__}."
-            )
+        if type(step) is not int:
+            step = _integer_step(step)
         if not _INT64_MIN <= step <= _INT64_MAX:
             raise WriterValueError(
                 f"For 'SummaryRecord.record', the argument 'step' must fit in an int64 "
@@ -458,6 +461,16 @@ class SummaryRecord:
             self._errors_logged.add(kind)
             logger.error("writing %s data failed (further such errors are not logged): %s",
                          target, error)
+
+
+def _integer_step(step: object) -> int:
+    """An int step from any integer type (NumPy's included), never from bool or float."""
+    if isinstance(step, bool) or not isinstance(step, numbers.Integral):
+        raise WriterTypeError(
+            f"For 'SummaryRecord.record', the argument 'step' must be an int, but got "
+            f"{type(step).__name__}."
+        )
+    return int(step)
 
 
 def _encode_scalar_step(

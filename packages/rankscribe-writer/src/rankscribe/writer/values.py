@@ -101,8 +101,16 @@ def snapshot(plugin: str, name: str, value: object) -> Snapshot:
 def scalar(name: str, value: object) -> float:
     """The float a scalar value records: a number, or an array-like holding exactly one."""
     kind = type(value)
-    if kind is float or kind is int:
-        return float(value)  # type: ignore[arg-type]
+    if kind is float:
+        return value  # type: ignore[return-value]
+    if kind is int:
+        try:
+            return float(value)  # type: ignore[arg-type]
+        except OverflowError:
+            raise WriterValueError(
+                f"For 'SummaryRecord.add_value', the value of scalar '{name}' is an int too "
+                f"large for a float ({len(str(value))} digits)."
+            ) from None
     array = to_numpy(value, "scalar", name)
     if array.size != 1:
         raise WriterValueError(
