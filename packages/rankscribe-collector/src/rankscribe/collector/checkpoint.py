@@ -216,8 +216,10 @@ class ModelCheckpoint(Callback):
         return self._manager
 
     def begin(self, run_context: RunContext) -> None:
-        # The seconds trigger counts from the start of training, not from construction.
-        self._last_save_time = self._clock()
+        # The seconds trigger counts from the start of training, not from
+        # construction (nor from an evaluation run in between).
+        if run_context.original_args().mode != "eval":
+            self._last_save_time = self._clock()
 
     def step_end(self, run_context: RunContext) -> None:
         self._saver.raise_failure()

@@ -97,7 +97,7 @@ class LoadedCheckpoint(NamedTuple):
     """What :func:`load_checkpoint` returns; unpacks as ``parameters, append_info``."""
 
     parameters: dict[str, Array]
-    append_info: dict[str, AppendValue]
+    append_info: dict[str, Any]
 
 
 def prepare_tensors(
@@ -325,13 +325,18 @@ def _storable(array: Array, what: str, copy: bool) -> Array:
             f"{what} has dtype {array.dtype}, which a checkpoint cannot store; expected bool, "
             f"int8-64, uint8-64, float16/32/64 or complex64"
         )
-    return np.ascontiguousarray(array)
+    return _c_contiguous(array)
+
+
+def _c_contiguous(array: Array) -> Array:
+    # Not np.ascontiguousarray: it turns a 0-d array into shape (1,).
+    return array if array.flags.c_contiguous else np.array(array, order="C")
 
 
 def _digest(tensors: Mapping[str, Array]) -> str:
     digest = hashlib.sha256()
     for name in sorted(tensors):
-        array = np.ascontiguousarray(tensors[name])
+        array = _c_contiguous(tensors[name])
         digest.update(json.dumps([name, array.dtype.name, list(array.shape)]).encode())
         digest.update(array.reshape(-1).view(np.uint8).data)
     return digest.hexdigest()
@@ -358,7 +363,7 @@ def _read_metadata(data: bytes, source: str) -> dict[str, str]:
 
 def _decode_append_info(
     metadata: Mapping[str, str], stored: Mapping[str, Array], source: str
-) -> dict[str, AppendValue]:
+) -> dict[str, Any]:
     try:
         scalars = json.loads(metadata.get(_KEY_APPEND, "{}"))
         array_keys = json.loads(metadata.get(_KEY_APPEND_TENSORS, "[]"))
@@ -366,7 +371,7 @@ def _decode_append_info(
         raise CheckpointFormatError(f"{source} has unreadable append info metadata") from None
     if not isinstance(scalars, dict) or not isinstance(array_keys, list):
         raise CheckpointFormatError(f"{source} has malformed append info metadata")
-    append_info: dict[str, AppendValue] = dict(scalars)
+    append_info: dict[str, Any] = dict(scalars)
     for key in array_keys:
         name = APPEND_TENSOR_PREFIX + str(key)
         if name not in stored:
