@@ -1,0 +1,629 @@
+"""ModelCheckpoint: file names, prefix renaming, save triggers, retention, end, append info.
+
+Every test drives the callback like a training loop would and looks at what a
+user sees: the files in the directory, what they load back as, and errors.
+Time is a fake clock passed to the callback, never a sleep.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rankscribe.collector.callback import CallbackParams, RunContext
+from rankscribe.collector.checkpoint import (
+    CheckpointConfig,
+    CheckpointTypeError,
+    CheckpointValueError,
+    ModelCheckpoint,
+    load_checkpoint,
+    network_parameters,
+)
+
+
+class FakeClock:
+    """Seconds that only move when the test says so."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class DictNetwork:
+    """A framework-free network: a ``parameters`` dict of arrays."""
+
+    def __init__(self) -> None:
+        self.parameters = {
+            "dense.weight": np.zeros((3, 2), np.float32),
+            "dense.bias": np.zeros(3, np.float32),
+        }
+
+    def set_step(self, step: int) -> None:
+        # In place, as an optimizer updates weights.
+        for value in self.parameters.values():
+            value[...] = step
+
+
+def train(
+    callback: ModelCheckpoint,
+    network: Any,
+    epochs: int,
+    batch_num: int,
+    clock: FakeClock | None = None,
+    seconds_per_step: float = 0.0,
+    mode: str = "train",
+) -> CallbackParams:
+    """Drive ``callback`` through ``epochs`` x ``batch_num`` steps, as a training loop."""
+    params = CallbackParams(train_network=network, epoch_num=epochs, batch_num=batch_num,
+                            mode=mode)
+    context = RunContext(params)
+    with callback:
+        callback.begin(context)
+        for epoch in range(1, epochs + 1):
+            params.cur_epoch_num = epoch
+            callback.epoch_begin(context)
+            for _ in range(batch_num):
+                params.cur_step_num += 1
+                if hasattr(network, "set_step"):
+                    network.set_step(params.cur_step_num)
+                callback.step_begin(context)
+                if clock is not None:
+                    clock.now += seconds_per_step
+                callback.step_end(context)
+            callback.epoch_end(context)
+        callback.end(context)
+    return params
+
+
+def checkpoints(directory: Path) -> list[str]:
+    return sorted(name for name in os.listdir(directory) if name.endswith(".ckpt"))
+
+
+def saved_step(path: Path) -> int:
+    parameters, _ = load_checkpoint(path)
+    return int(parameters["dense.bias"][0])
+
+
+@pytest.fixture
+def single_process(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No launcher variables: rank detection sees one process."""
+    for name in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "RANK", "WORLD_SIZE",
+                 "SLURM_PROCID"):
+        monkeypatch.delenv(name, raising=False)
+    yield
+
+
+pytestmark = pytest.mark.usefixtures("single_process")
+
+
+# --- names --------------------------------------------------------------------------
+
+
+def test_default_config_names_files_by_epoch_and_step_in_epoch(tmp_path: Path) -> None:
+    callback = ModelCheckpoint(directory=tmp_path)
+    train(callback, DictNetwork(), epochs=2, batch_num=3)
+    # save_checkpoint_steps=1 saves all 6 steps; keep_checkpoint_max=5 drops the first.
+    assert checkpoints(tmp_path) == [
+        "CKP-1_2.ckpt", "CKP-1_3.ckpt", "CKP-2_1.ckpt", "CKP-2_2.ckpt", "CKP-2_3.ckpt",
+    ]
+    assert saved_step(tmp_path / "CKP-2_1.ckpt") == 4
+    assert saved_step(tmp_path / "CKP-2_3.ckpt") == 6
+
+
+def test_custom_prefix(tmp_path: Path) -> None:
+    callback = ModelCheckpoint("resnet50", tmp_path, CheckpointConfig(save_checkpoint_steps=2))
+    train(callback, DictNetwork(), epochs=1, batch_num=4)
+    assert checkpoints(tmp_path) == ["resnet50-1_2.ckpt", "resnet50-1_4.ckpt"]
+
+
+def test_without_batch_num_the_step_is_the_global_step(tmp_path: Path) -> None:
+    callback = ModelCheckpoint(directory=tmp_path, config=CheckpointConfig(keep_checkpoint_max=9))
+    params = CallbackParams(train_network=DictNetwork(), cur_epoch_num=1)
+    for step in (1, 2):
+        params.cur_step_num = step
+        callback.step_end(RunContext(params))
+    assert checkpoints(tmp_path) == ["CKP-1_1.ckpt", "CKP-1_2.ckpt"]
+
+
+# --- prefix renaming ----------------------------------------------------------------
+
+
+def touch(directory: Path, *names: str) -> None:
+    for name in names:
+        (directory / name).write_bytes(b"")
+
+
+def test_existing_prefix_is_renamed(tmp_path: Path) -> None:
+    touch(tmp_path, "CKP-1_1.ckpt")
+    callback = ModelCheckpoint(directory=tmp_path)
+    assert callback.prefix == "CKP_1"
+    train(callback, DictNetwork(), epochs=1, batch_num=1)
+    assert checkpoints(tmp_path) == ["CKP-1_1.ckpt", "CKP_1-1_1.ckpt"]
+
+
+def test_renaming_goes_past_the_highest_suffix(tmp_path: Path) -> None:
+    touch(tmp_path, "CKP-1_1.ckpt", "CKP_1-1_1.ckpt", "CKP_3-2_5.ckpt")
+    assert ModelCheckpoint(directory=tmp_path).prefix == "CKP_4"
+
+
+@pytest.mark.parametrize("names", [
+    ["CKPT-1_1.ckpt"],  # another prefix that merely starts with CKP
+    ["CKP_best-1_1.ckpt"],  # likewise: the suffix must be a number
+    ["CKP-graph.meta", "CKP-1_1.txt"],  # not checkpoints
+    [".CKP-1_1.ckpt.x1y2.tmp"],  # a temporary file of an interrupted save
+])
+def test_other_files_do_not_rename_the_prefix(tmp_path: Path, names: list[str]) -> None:
+    touch(tmp_path, *names)
+    assert ModelCheckpoint(directory=tmp_path).prefix == "CKP"
+
+
+def test_second_run_in_the_same_directory_keeps_the_first_runs_files(tmp_path: Path) -> None:
+    first = ModelCheckpoint(directory=tmp_path, config=CheckpointConfig(keep_checkpoint_max=2))
+    train(first, DictNetwork(), epochs=1, batch_num=3)
+    second = ModelCheckpoint(directory=tmp_path, config=CheckpointConfig(keep_checkpoint_max=1))
+    train(second, DictNetwork(), epochs=1, batch_num=3)
+    # The second callback deletes only what it wrote itself.
+    assert checkpoints(tmp_path) == ["CKP-1_2.ckpt", "CKP-1_3.ckpt", "CKP_1-1_3.ckpt"]
+
+
+# --- triggers -----------------------------------------------------------------------
+
+
+def test_every_n_steps_across_epochs_and_last_at_end(tmp_path: Path) -> None:
+    config = CheckpointConfig(save_checkpoint_steps=4, keep_checkpoint_max=10)
+    callback = ModelCheckpoint(directory=tmp_path, config=config)
+    train(callback, DictNetwork(), epochs=2, batch_num=5)
+    # Global steps 4 and 8 by the trigger, 10 by end.
+    assert checkpoints(tmp_path) == ["CKP-1_4.ckpt", "CKP-2_3.ckpt", "CKP-2_5.ckpt"]
+    assert [saved_step(tmp_path / name) for name in checkpoints(tmp_path)] == [4, 8, 10]
+
+
+def test_end_does_not_save_a_step_already_saved(tmp_path: Path) -> None:
+    config = CheckpointConfig(save_checkpoint_steps=3, keep_checkpoint_max=10)
+    callback = ModelCheckpoint(directory=tmp_path, config=config)
+    train(callback, DictNetwork(), epochs=1, batch_num=6)
+    assert checkpoints(tmp_path) == ["CKP-1_3.ckpt", "CKP-1_6.ckpt"]
+    assert callback.manager.ckpoint_num == 2
+
+
+def test_sink_mode_steps_jump(tmp_path: Path) -> None:
+    """In sink mode cur_step_num advances by a whole epoch per call."""
+    config = CheckpointConfig(save_checkpoint_steps=4, keep_checkpoint_max=10)
+    callback = ModelCheckpoint(directory=tmp_path, config=config)
+    params = CallbackParams(train_network=DictNetwork(), batch_num=3, dataset_sink_mode=True)
+    context = RunContext(params)
+    for epoch in (1, 2, 3):
+        params.cur_epoch_num, params.cur_step_num = epoch, 3 * epoch
+        callback.step_end(context)
+    callback.end(context)
+    # 6 >= 0 + 4 triggers; 9 < 6 + 4 waits for end.
+    assert checkpoints(tmp_path) == ["CKP-2_3.ckpt", "CKP-3_3.ckpt"]
+
+
+def test_every_n_seconds(tmp_path: Path) -> None:
+    clock = FakeClock()
+    config = CheckpointConfig(save_checkpoint_steps=0, save_checkpoint_seconds=10,
+                              keep_checkpoint_max=10)
+    callback = ModelCheckpoint(directory=tmp_path, config=config, clock=clock)
+    train(callback, DictNetwork(), epochs=1, batch_num=10, clock=clock, seconds_per_step=4)
+    # More than 10 s since the last save at steps 3 (12 s), 6, 9; end saves 10.
+    assert checkpoints(tmp_path) == ["CKP-1_10.ckpt", "CKP-1_3.ckpt", "CKP-1_6.ckpt",
+                                     "CKP-1_9.ckpt"]
+
+
+def test_seconds_are_strictly_more_than(tmp_path: Path) -> None:
+    clock = FakeClock()
+    config = CheckpointConfig(save_checkpoint_steps=0, save_checkpoint_seconds=10,
+                              keep_checkpoint_max=10)
+    callback = ModelCheckpoint(directory=tmp_path, config=config, clock=clock)
+    train(callback, DictNetwork(), epochs=1, batch_num=5, clock=clock, seconds_per_step=5)
+    # Exactly 10 s at step 2 is not enough; 15 s at step 3 is; then 10 s at 5 is not.
+    assert checkpoints(tmp_path) == ["CKP-1_3.ckpt", "CKP-1_5.ckpt"]
+    assert [saved_step(tmp_path / name) for name in checkpoints(tmp_path)] == [3, 5]
+
+
+def test_seconds_count_from_begin(tmp_path: Path) -> None:
+    clock = FakeClock()
+    config = CheckpointConfig(save_checkpoint_steps=0, save_checkpoint_seconds=10)
+    callback = ModelCheckpoint(directory=tmp_path, config=config, clock=clock)
+    clock.now += 3600  # time between construction and training does not count
+    train(callback, DictNetwork(), epochs=1, batch_num=3, clock=clock, seconds_per_step=1)
+    assert checkpoints(tmp_path) == ["CKP-1_3.ckpt"]
+
+
+def test_an_evaluation_run_does_not_restart_the_seconds(tmp_path: Path) -> None:
+    clock = FakeClock()
+    config = CheckpointConfig(save_checkpoint_steps=0, save_checkpoint_seconds=10)
+    callback = ModelCheckpoint(directory=tmp_path, config=config, clock=clock)
+    params = CallbackParams(train_network=DictNetwork(), cur_epoch_num=1, batch_num=10)
+    callback.begin(RunContext(params))
+    clock.now += 8
+    callback.begin(RunContext(CallbackParams(mode="eval")))  # evaluation in between
+    clock.now += 8
+    params.cur_step_num = 1
+    callback.step_end(RunContext(params))
+    assert checkpoints(tmp_path) == ["CKP-1_1.ckpt"]
+
+
+def test_steps_take_precedence_over_seconds(tmp_path: Path) -> None:
+    clock = FakeClock()
+    config = CheckpointConfig(save_checkpoint_steps=2, save_checkpoint_seconds=1,
+                              keep_checkpoint_max=10)
+    callback = ModelCheckpoint(directory=tmp_path, config=config, clock=clock)
+    train(callback, DictNetwork(), epochs=1, batch_num=5, clock=clock, seconds_per_step=100)
+    assert checkpoints(tmp_path) == ["CKP-1_2.ckpt", "CKP-1_4.ckpt", "CKP-1_5.ckpt"]
+
+
+# --- retention ----------------------------------------------------------------------
+
+
+def test_keep_checkpoint_max_deletes_the_oldest(tmp_path: Path) -> None:
+    config = CheckpointConfig(save_checkpoint_steps=1, keep_checkpoint_max=3)
+    callback = ModelCheckpoint(directory=tmp_path, config=config)
+    train(callback, DictNetwork(), epochs=1, batch_num=7)
+    assert checkpoints(tmp_path) == ["CKP-1_5.ckpt", "CKP-1_6.ckpt", "CKP-1_7.ckpt"]
+    assert callback.manager.ckpoint_filelist == [
+        str(tmp_path / name) for name in ("CKP-1_5.ckpt", "CKP-1_6.ckpt", "CKP-1_7.ckpt")
+    ]
+
+
+def test_no_keep_rule_keeps_only_the_newest(tmp_path: Path) -> None:
+    config = CheckpointConfig(keep_checkpoint_max=0, keep_checkpoint_per_n_minutes=0)
+    callback = ModelCheckpoint(directory=tmp_path, config=config)
+    train(callback, DictNetwork(), epochs=2, batch_num=2)
+    assert checkpoints(tmp_path) == ["CKP-2_2.ckpt"]
+
+
+def test_one_per_n_minutes(tmp_path: Path) -> None:
+    clock = FakeClock()
+    config = CheckpointConfig(save_checkpoint_steps=1, keep_checkpoint_max=0,
+                              keep_checkpoint_per_n_minutes=1)
+    callback = ModelCheckpoint(directory=tmp_path, config=config, clock=clock)
+    train(callback, DictNetwork(), epochs=1, batch_num=13, clock=clock, seconds_per_step=10)
+    # Saves every 10 s. Each save keeps only the oldest of the files younger than
+    # a minute: step 1 survives until it ages out, then 6 (60 s later), then 11,
+    # plus the newest.
+    assert sorted(saved_step(tmp_path / name) for name in checkpoints(tmp_path)) == [
+        1, 6, 11, 13,
+    ]
+
+
+def test_per_n_minutes_keeps_everything_saved_further_apart(tmp_path: Path) -> None:
+    clock = FakeClock()
+    config = CheckpointConfig(save_checkpoint_steps=1, keep_checkpoint_max=0,
+                              keep_checkpoint_per_n_minutes=1)
+    callback = ModelCheckpoint(directory=tmp_path, config=config, clock=clock)
+    train(callback, DictNetwork(), epochs=1, batch_num=5, clock=clock, seconds_per_step=61)
+    assert len(checkpoints(tmp_path)) == 5
+
+
+def test_keep_max_wins_over_per_n_minutes(tmp_path: Path) -> None:
+    clock = FakeClock()
+    config = CheckpointConfig(keep_checkpoint_max=2, keep_checkpoint_per_n_minutes=1)
+    callback = ModelCheckpoint(directory=tmp_path, config=config, clock=clock)
+    train(callback, DictNetwork(), epochs=1, batch_num=6, clock=clock, seconds_per_step=10)
+    assert checkpoints(tmp_path) == ["CKP-1_5.ckpt", "CKP-1_6.ckpt"]
+
+
+def test_files_deleted_by_someone_else_are_forgotten(tmp_path: Path) -> None:
+    config = CheckpointConfig(keep_checkpoint_max=3)
+    callback = ModelCheckpoint(directory=tmp_path, config=config)
+    params = CallbackParams(train_network=DictNetwork(), cur_epoch_num=1, batch_num=100)
+    for step in (1, 2, 3):
+        params.cur_step_num = step
+        callback.step_end(RunContext(params))
+    os.remove(tmp_path / "CKP-1_1.ckpt")
+    params.cur_step_num = 4
+    callback.step_end(RunContext(params))
+    # Three files again: 2 was not deleted to make room for one that was already gone.
+    assert checkpoints(tmp_path) == ["CKP-1_2.ckpt", "CKP-1_3.ckpt", "CKP-1_4.ckpt"]
+
+
+# --- end, latest, eval ----------------------------------------------------------------
+
+
+def test_latest_ckpt_file_name(tmp_path: Path) -> None:
+    config = CheckpointConfig(save_checkpoint_steps=2)
+    callback = ModelCheckpoint(directory=tmp_path, config=config)
+    assert callback.latest_ckpt_file_name is None
+    params = CallbackParams(train_network=DictNetwork(), cur_epoch_num=1, batch_num=3)
+    params.cur_step_num = 1
+    callback.step_end(RunContext(params))
+    assert callback.latest_ckpt_file_name is None
+    params.cur_step_num = 2
+    callback.step_end(RunContext(params))
+    assert callback.latest_ckpt_file_name == str(tmp_path / "CKP-1_2.ckpt")
+    params.cur_step_num = 3
+    callback.end(RunContext(params))
+    latest = callback.latest_ckpt_file_name
+    assert latest == str(tmp_path / "CKP-1_3.ckpt")
+    assert os.path.isabs(str(latest))
+
+
+def test_relative_directory_gives_absolute_names(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    callback = ModelCheckpoint(directory="ckpts")
+    train(callback, DictNetwork(), epochs=1, batch_num=1)
+    assert callback.latest_ckpt_file_name == str(tmp_path / "ckpts" / "CKP-1_1.ckpt")
+    assert callback.directory == str(tmp_path / "ckpts")
+
+
+def test_default_directory_is_the_current_one(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    callback = ModelCheckpoint()
+    train(callback, DictNetwork(), epochs=1, batch_num=1)
+    assert checkpoints(tmp_path) == ["CKP-1_1.ckpt"]
+
+
+def test_end_without_steps_saves_nothing(tmp_path: Path) -> None:
+    callback = ModelCheckpoint(directory=tmp_path)
+    train(callback, DictNetwork(), epochs=0, batch_num=5)
+    assert checkpoints(tmp_path) == []
+    assert callback.latest_ckpt_file_name is None
+
+
+def test_evaluation_saves_nothing(tmp_path: Path) -> None:
+    callback = ModelCheckpoint(directory=tmp_path)
+    train(callback, DictNetwork(), epochs=1, batch_num=3, mode="eval")
+    assert checkpoints(tmp_path) == []
+
+
+# --- what is saved --------------------------------------------------------------------
+
+
+def test_append_info_epoch_and_step_and_values(tmp_path: Path) -> None:
+    mask = np.array([[1, 0], [0, 1]], np.int8)
+    config = CheckpointConfig(save_checkpoint_steps=3, keep_checkpoint_max=10, append_info=[
+        "epoch_num", "step_num",
+        {"lr": 0.01, "name": "resnet", "frozen": False, "seed": 7, "mask": mask},
+    ])
+    callback = ModelCheckpoint(directory=tmp_path, config=config)
+    train(callback, DictNetwork(), epochs=2, batch_num=4)
+    _, info = load_checkpoint(tmp_path / "CKP-2_2.ckpt")  # global step 6
+    assert info["epoch_num"] == 2
+    assert info["step_num"] == 6
+    assert info["lr"] == 0.01
+    assert info["name"] == "resnet"
+    assert info["frozen"] is False
+    assert info["seed"] == 7
+    assert type(info["seed"]) is int
+    assert isinstance(info["mask"], np.ndarray)
+    np.testing.assert_array_equal(info["mask"], mask)
+    assert info["mask"].dtype == np.int8
+    _, last = load_checkpoint(tmp_path / "CKP-2_4.ckpt")
+    assert (last["epoch_num"], last["step_num"]) == (2, 8)
+
+
+def test_append_info_offsets_for_resumed_runs(tmp_path: Path) -> None:
+    config = CheckpointConfig(append_info=[{"epoch_num": 10, "step_num": 500}])
+    callback = ModelCheckpoint(directory=tmp_path, config=config)
+    train(callback, DictNetwork(), epochs=1, batch_num=2)
+    _, info = load_checkpoint(tmp_path / "CKP-1_2.ckpt")
+    assert info == {"epoch_num": 11, "step_num": 502}
+
+
+def test_no_append_info(tmp_path: Path) -> None:
+    callback = ModelCheckpoint(directory=tmp_path)
+    train(callback, DictNetwork(), epochs=1, batch_num=1)
+    _, info = load_checkpoint(tmp_path / "CKP-1_1.ckpt")
+    assert info == {}
+
+
+class FakeTensor:
+    """Quacks like a torch tensor: detach().cpu().numpy()."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+        self.calls: list[str] = []
+
+    def detach(self) -> FakeTensor:
+        self.calls.append("detach")
+        return self
+
+    def cpu(self) -> FakeTensor:
+        self.calls.append("cpu")
+        return self
+
+    def numpy(self) -> np.ndarray:
+        self.calls.append("numpy")
+        return self.array
+
+
+class TorchLikeNetwork:
+    def __init__(self) -> None:
+        self.weight = FakeTensor(np.full((2, 2), 1.5, np.float32))
+        self.bias = FakeTensor(np.array([0.5], np.float64))
+
+    def named_parameters(self) -> Iterator[tuple[str, FakeTensor]]:
+        yield "layer.weight", self.weight
+        yield "layer.bias", self.bias
+
+    def parameters(self) -> Iterator[FakeTensor]:  # nameless, as torch's
+        yield self.weight
+        yield self.bias
+
+
+def test_torch_free_duck_typed_network(tmp_path: Path) -> None:
+    network = TorchLikeNetwork()
+    callback = ModelCheckpoint(directory=tmp_path)
+    train(callback, network, epochs=1, batch_num=1)
+    parameters, _ = load_checkpoint(tmp_path / "CKP-1_1.ckpt")
+    assert set(parameters) == {"layer.weight", "layer.bias"}
+    np.testing.assert_array_equal(parameters["layer.weight"], np.full((2, 2), 1.5, np.float32))
+    assert parameters["layer.bias"].dtype == np.float64
+    assert network.weight.calls == ["detach", "cpu", "numpy"]
+
+
+def test_network_falls_back_to_cb_params_network(tmp_path: Path) -> None:
+    callback = ModelCheckpoint(directory=tmp_path)
+    params = CallbackParams(network={"w": np.ones(2)}, cur_epoch_num=1, cur_step_num=1,
+                            batch_num=1)
+    callback.step_end(RunContext(params))
+    assert set(load_checkpoint(tmp_path / "CKP-1_1.ckpt").parameters) == {"w"}
+
+
+def test_saved_network_overrides_the_trained_one(tmp_path: Path) -> None:
+    config = CheckpointConfig(saved_network={"backbone.w": np.arange(4.0)})
+    callback = ModelCheckpoint(directory=tmp_path, config=config)
+    train(callback, DictNetwork(), epochs=1, batch_num=1)
+    parameters, _ = load_checkpoint(tmp_path / "CKP-1_1.ckpt")
+    assert list(parameters) == ["backbone.w"]
+
+
+def test_no_network_is_a_clear_error(tmp_path: Path) -> None:
+    callback = ModelCheckpoint(directory=tmp_path)
+    params = CallbackParams(cur_epoch_num=1, cur_step_num=1, batch_num=1)
+    with pytest.raises(CheckpointValueError,
+                       match="ModelCheckpoint has no network to save: set "
+                             r"CheckpointConfig\(saved_network=...\) or train_network"):
+        callback.step_end(RunContext(params))
+
+
+def test_network_parameters_sources() -> None:
+    class Cell:  # MindSpore style
+        def parameters_and_names(self) -> Iterator[tuple[str, np.ndarray]]:
+            yield "conv.weight", np.ones(2)
+
+    class StateDict:
+        def state_dict(self) -> dict[str, np.ndarray]:
+            return {"fc.bias": np.zeros(1)}
+
+    class ParametersMethod:
+        def parameters(self) -> dict[str, np.ndarray]:
+            return {"p": np.zeros(3)}
+
+    class AsNumpy:
+        def asnumpy(self) -> np.ndarray:
+            return np.full(2, 4.0)
+
+    assert [name for name, _ in network_parameters(Cell())] == ["conv.weight"]
+    assert [name for name, _ in network_parameters(StateDict())] == ["fc.bias"]
+    assert [name for name, _ in network_parameters(ParametersMethod())] == ["p"]
+    assert [name for name, _ in network_parameters(DictNetwork())] == [
+        "dense.weight", "dense.bias"]
+    ((name, value),) = network_parameters({"x": AsNumpy()})
+    assert name == "x"
+    np.testing.assert_array_equal(value, [4.0, 4.0])
+    ((_, listed),) = network_parameters({"y": [1, 2, 3]})
+    np.testing.assert_array_equal(listed, [1, 2, 3])
+
+
+def test_network_parameters_of_an_unknown_object() -> None:
+    with pytest.raises(CheckpointTypeError) as caught:
+        network_parameters(object())
+    assert isinstance(caught.value, TypeError)
+    assert str(caught.value).startswith(
+        "cannot read parameters from a object: expected a network with named_parameters()"
+    )
+
+
+def test_network_parameters_refuses_non_numeric_values() -> None:
+    with pytest.raises(CheckpointTypeError,
+                       match="parameter 'w' must be an array or tensor of numbers or booleans, "
+                             "got dict"):
+        network_parameters({"w": {"nested": 1}})
+
+
+# --- directories and ranks -----------------------------------------------------------
+
+
+def test_new_directory_is_private(tmp_path: Path) -> None:
+    target = tmp_path / "runs" / "exp1"
+    ModelCheckpoint(directory=target)
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o700
+
+
+def test_existing_directory_keeps_its_mode(tmp_path: Path) -> None:
+    target = tmp_path / "shared"
+    target.mkdir()
+    target.chmod(0o750)
+    ModelCheckpoint(directory=target)
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o750
+
+
+def test_checkpoint_files_are_read_only(tmp_path: Path) -> None:
+    callback = ModelCheckpoint(directory=tmp_path)
+    train(callback, DictNetwork(), epochs=1, batch_num=1)
+    assert stat.S_IMODE(os.stat(tmp_path / "CKP-1_1.ckpt").st_mode) == 0o400
+
+
+def as_rank(monkeypatch: pytest.MonkeyPatch, rank: int, size: int) -> None:
+    monkeypatch.setenv("OMPI_COMM_WORLD_RANK", str(rank))
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", str(size))
+    monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_RANK", str(rank))
+    monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_SIZE", str(size))
+
+
+def test_each_rank_gets_its_own_directory(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    as_rank(monkeypatch, 1, 2)
+    callback = ModelCheckpoint(directory=tmp_path / "run")
+    assert callback.directory == str(tmp_path / "run" / "rank_1")
+    train(callback, DictNetwork(), epochs=1, batch_num=1)
+    assert checkpoints(tmp_path / "run" / "rank_1") == ["CKP-1_1.ckpt"]
+    assert stat.S_IMODE(os.stat(tmp_path / "run" / "rank_1").st_mode) == 0o700
+
+
+def test_a_rank_directory_passed_in_is_not_nested(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    as_rank(monkeypatch, 1, 2)
+    callback = ModelCheckpoint(directory=tmp_path / "run" / "rank_1")
+    assert callback.directory == str(tmp_path / "run" / "rank_1")
+
+
+def test_single_process_writes_straight_into_directory(tmp_path: Path) -> None:
+    assert ModelCheckpoint(directory=tmp_path / "run").directory == str(tmp_path / "run")
+
+
+# --- constructor errors ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("prefix", ["a/b", "", 3, None, "x\0y"])
+def test_bad_prefix(tmp_path: Path, prefix: Any) -> None:
+    with pytest.raises(CheckpointValueError) as caught:
+        ModelCheckpoint(prefix, tmp_path)
+    assert isinstance(caught.value, ValueError)
+    assert str(caught.value) == (
+        "prefix must be a non-empty str without '/' (it starts every checkpoint's file name), "
+        f"got {prefix!r}"
+    )
+
+
+def test_bad_config(tmp_path: Path) -> None:
+    with pytest.raises(CheckpointTypeError,
+                       match=r"^config must be a CheckpointConfig or None, got dict$"):
+        ModelCheckpoint(directory=tmp_path, config={"save_checkpoint_steps": 1})  # type: ignore[arg-type]
+
+
+def test_bad_directory_type() -> None:
+    with pytest.raises(CheckpointTypeError,
+                       match=r"^directory must be a str, os.PathLike or None, got int$"):
+        ModelCheckpoint(directory=3)  # type: ignore[arg-type]
+
+
+def test_directory_that_is_a_file(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(OSError, match="cannot create checkpoint directory"):
+        ModelCheckpoint(directory=tmp_path / "file")
+
+
+@pytest.mark.parametrize("timeout, error", [(0, ValueError), (-1.0, ValueError),
+                                            ("5", TypeError), (True, TypeError)])
+def test_bad_save_timeout(tmp_path: Path, timeout: Any, error: type[Exception]) -> None:
+    with pytest.raises(error, match="save_timeout must be"):
+        ModelCheckpoint(directory=tmp_path, save_timeout=timeout)
+
+
+def test_bad_clock(tmp_path: Path) -> None:
+    with pytest.raises(CheckpointTypeError, match=r"^clock must be callable, got float$"):
+        ModelCheckpoint(directory=tmp_path, clock=3.0)  # type: ignore[arg-type]

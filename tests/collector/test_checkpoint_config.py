@@ -1,0 +1,297 @@
+"""CheckpointConfig: every validation rule (error type and message) and the precedence rules."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rankscribe.collector.checkpoint import (
+    CheckpointConfig,
+    CheckpointError,
+    CheckpointTypeError,
+    CheckpointValueError,
+)
+
+COUNTS = (
+    "save_checkpoint_steps",
+    "save_checkpoint_seconds",
+    "keep_checkpoint_max",
+    "keep_checkpoint_per_n_minutes",
+)
+
+
+def test_defaults_are_the_originals() -> None:
+    config = CheckpointConfig()
+    assert config.get_checkpoint_policy() == {
+        "save_checkpoint_steps": 1,
+        "save_checkpoint_seconds": None,  # disabled by the step trigger
+        "keep_checkpoint_max": 5,
+        "keep_checkpoint_per_n_minutes": None,  # disabled by keep_checkpoint_max
+    }
+    assert config.integrated_save is True
+    assert config.async_save is False
+    assert config.saved_network is None
+    assert config.append_dict is None
+    assert config.enc_key is None
+    assert config.enc_mode == "AES-GCM"
+
+
+@pytest.mark.parametrize("name", COUNTS)
+@pytest.mark.parametrize("value", [1.5, "3", True, [1]])
+def test_counts_must_be_ints(name: str, value: Any) -> None:
+    arguments = {"save_checkpoint_steps": 1, name: value}
+    with pytest.raises(CheckpointTypeError) as caught:
+        CheckpointConfig(**arguments)
+    assert isinstance(caught.value, TypeError)
+    assert str(caught.value) == (
+        f"{name} must be a non-negative int or None, got {value!r} ({type(value).__name__})"
+    )
+
+
+@pytest.mark.parametrize("name", COUNTS)
+def test_counts_must_not_be_negative(name: str) -> None:
+    arguments: dict[str, Any] = {"save_checkpoint_steps": 1, name: -2}
+    with pytest.raises(CheckpointValueError, match=f"^{name} must be a non-negative int, got -2$"):
+        CheckpointConfig(**arguments)
+
+
+def test_numpy_integers_are_accepted_as_ints() -> None:
+    steps: Any = np.int64(3)
+    keep: Any = np.int32(2)
+    config = CheckpointConfig(save_checkpoint_steps=steps, keep_checkpoint_max=keep)
+    assert config.save_checkpoint_steps == 3
+    assert type(config.save_checkpoint_steps) is int
+    assert config.keep_checkpoint_max == 2
+
+
+@pytest.mark.parametrize("steps, seconds", [(0, 0), (None, None), (0, None), (None, 0)])
+def test_a_save_trigger_is_required(steps: int | None, seconds: int | None) -> None:
+    with pytest.raises(CheckpointValueError) as caught:
+        CheckpointConfig(save_checkpoint_steps=steps, save_checkpoint_seconds=seconds,
+                         keep_checkpoint_max=5, keep_checkpoint_per_n_minutes=3)
+    assert isinstance(caught.value, ValueError)
+    message = str(caught.value)
+    assert message.startswith(
+        "save_checkpoint_steps and save_checkpoint_seconds can't both be None or 0"
+    )
+    assert f"save_checkpoint_steps={steps!r}, save_checkpoint_seconds={seconds!r}" in message
+
+
+def test_all_four_zero_is_refused_as_in_the_original() -> None:
+    with pytest.raises(ValueError, match="can't both be None or 0"):
+        CheckpointConfig(0, 0, 0, 0)
+
+
+def test_steps_take_precedence_over_seconds() -> None:
+    config = CheckpointConfig(save_checkpoint_steps=10, save_checkpoint_seconds=30)
+    assert config.save_checkpoint_steps == 10
+    assert config.save_checkpoint_seconds is None
+
+
+def test_seconds_apply_when_steps_are_off() -> None:
+    config = CheckpointConfig(save_checkpoint_steps=0, save_checkpoint_seconds=30)
+    assert config.save_checkpoint_steps == 0
+    assert config.save_checkpoint_seconds == 30
+
+
+def test_keep_max_takes_precedence_over_per_n_minutes() -> None:
+    config = CheckpointConfig(keep_checkpoint_max=3, keep_checkpoint_per_n_minutes=2)
+    assert config.keep_checkpoint_max == 3
+    assert config.keep_checkpoint_per_n_minutes is None
+
+
+def test_per_n_minutes_applies_when_keep_max_is_off() -> None:
+    config = CheckpointConfig(keep_checkpoint_max=0, keep_checkpoint_per_n_minutes=2)
+    assert config.keep_checkpoint_max == 0
+    assert config.keep_checkpoint_per_n_minutes == 2
+
+
+@pytest.mark.parametrize("keep_max, per_minutes", [(0, 0), (None, None), (0, None)])
+def test_no_keep_rule_keeps_one_file(keep_max: int | None, per_minutes: int | None) -> None:
+    config = CheckpointConfig(keep_checkpoint_max=keep_max,
+                              keep_checkpoint_per_n_minutes=per_minutes)
+    assert config.keep_checkpoint_max == 1
+
+
+@pytest.mark.parametrize("name", ["integrated_save", "async_save"])
+@pytest.mark.parametrize("value", [1, "yes", None])
+def test_flags_must_be_bools(name: str, value: Any) -> None:
+    with pytest.raises(CheckpointTypeError) as caught:
+        CheckpointConfig(**{name: value})
+    assert str(caught.value) == f"{name} must be a bool, got {value!r} ({type(value).__name__})"
+
+
+def test_saved_network_must_offer_parameters() -> None:
+    with pytest.raises(CheckpointTypeError) as caught:
+        CheckpointConfig(saved_network="net")
+    assert isinstance(caught.value, TypeError)
+    message = str(caught.value)
+    assert message.startswith("saved_network must be None or a network with named_parameters()")
+    assert message.endswith("got str")
+
+
+def test_saved_network_may_be_a_mapping_or_a_duck_typed_network() -> None:
+    weights = {"w": np.zeros(2)}
+    assert CheckpointConfig(saved_network=weights).saved_network is weights
+
+    class Net:
+        def state_dict(self) -> dict[str, Any]:
+            return weights
+
+    network = Net()
+    assert CheckpointConfig(saved_network=network).saved_network is network
+
+
+# --- append_info -----------------------------------------------------------------
+
+
+def test_append_info_keywords_and_dict() -> None:
+    mask = np.arange(3)
+    config = CheckpointConfig(append_info=["epoch_num", {"lr": 0.1, "name": "resnet",
+                                                          "flag": False, "mask": mask},
+                                           "step_num"])
+    appended = config.append_dict
+    assert appended is not None
+    assert list(appended) == ["epoch_num", "step_num", "lr", "name", "flag", "mask"]
+    assert appended["epoch_num"] == 0
+    assert appended["step_num"] == 0
+    assert appended["mask"] is mask
+
+
+def test_empty_append_info_is_none() -> None:
+    assert CheckpointConfig(append_info=[]).append_dict is None
+    assert CheckpointConfig(append_info=None).append_dict is None
+
+
+def test_append_dict_is_a_copy() -> None:
+    config = CheckpointConfig(append_info=["epoch_num"])
+    appended = config.append_dict
+    assert appended is not None
+    appended["epoch_num"] = 99
+    assert config.append_dict == {"epoch_num": 0}
+
+
+def test_append_info_dict_offsets_for_epoch_and_step() -> None:
+    config = CheckpointConfig(append_info=["epoch_num", {"epoch_num": 10}])
+    assert config.append_dict == {"epoch_num": 10}
+
+
+@pytest.mark.parametrize("append_info", ["epoch_num", {"lr": 1}, 3])
+def test_append_info_must_be_a_list(append_info: Any) -> None:
+    with pytest.raises(CheckpointTypeError) as caught:
+        CheckpointConfig(append_info=append_info)
+    assert str(caught.value) == (
+        "append_info must be a list of 'epoch_num', 'step_num' and at most one dict, "
+        f"got {type(append_info).__name__}"
+    )
+
+
+def test_append_info_unknown_string() -> None:
+    with pytest.raises(CheckpointValueError) as caught:
+        CheckpointConfig(append_info=["epoch_num", "loss"])
+    assert isinstance(caught.value, ValueError)
+    assert str(caught.value) == (
+        "append_info[1] must be 'epoch_num', 'step_num' or a dict, got 'loss'"
+    )
+
+
+def test_append_info_element_of_wrong_type() -> None:
+    with pytest.raises(CheckpointTypeError,
+                       match=r"^append_info\[0\] must be 'epoch_num', 'step_num' or a dict, "
+                             r"got int$"):
+        CheckpointConfig(append_info=[5])  # type: ignore[list-item]
+
+
+def test_append_info_holds_one_dict_only() -> None:
+    with pytest.raises(CheckpointTypeError,
+                       match=r"^append_info may hold only one dict, but append_info\[2\] is a "
+                             r"second one$"):
+        CheckpointConfig(append_info=[{"a": 1}, "epoch_num", {"b": 2}])
+
+
+@pytest.mark.parametrize("key", [1, b"lr", ""])
+def test_append_info_keys_must_be_strings(key: Any) -> None:
+    with pytest.raises(CheckpointTypeError) as caught:
+        CheckpointConfig(append_info=[{key: 1}])
+    assert str(caught.value) == (
+        f"the keys of the append_info dict must be non-empty str, got {key!r} "
+        f"({type(key).__name__})"
+    )
+
+
+@pytest.mark.parametrize("value", [None, [1, 2], {"a": 1}, object(), np.array([object()])])
+def test_append_info_values_must_be_storable(value: Any) -> None:
+    with pytest.raises(CheckpointTypeError) as caught:
+        CheckpointConfig(append_info=[{"extra": value}])
+    assert str(caught.value) == (
+        "append_info['extra'] must be an int, float, bool, str, NumPy array or framework "
+        f"tensor, got {type(value).__name__}"
+    )
+
+
+@pytest.mark.parametrize("value", [1.5, "10", True])
+def test_append_info_offsets_must_be_ints(value: Any) -> None:
+    with pytest.raises(CheckpointTypeError) as caught:
+        CheckpointConfig(append_info=[{"step_num": value}])
+    assert str(caught.value) == (
+        "append_info['step_num'] is an offset added to the current step and must be an int, "
+        f"got {value!r} ({type(value).__name__})"
+    )
+
+
+# --- encryption -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("length", [16, 24, 32])
+@pytest.mark.parametrize("mode", ["AES-GCM", "AES-CBC"])
+def test_valid_keys_and_modes(length: int, mode: str) -> None:
+    config = CheckpointConfig(enc_key=b"k" * length, enc_mode=mode)
+    assert config.enc_key == b"k" * length
+    assert config.enc_mode == mode
+
+
+@pytest.mark.parametrize("key", ["0123456789abcdef", bytearray(16), 16])
+def test_enc_key_must_be_bytes(key: Any) -> None:
+    with pytest.raises(CheckpointTypeError) as caught:
+        CheckpointConfig(enc_key=key)
+    assert str(caught.value) == (
+        f"enc_key must be None or bytes of length 16, 24 or 32, got {type(key).__name__}"
+    )
+
+
+@pytest.mark.parametrize("length", [0, 8, 15, 17, 31, 33, 64])
+def test_enc_key_length(length: int) -> None:
+    with pytest.raises(CheckpointValueError) as caught:
+        CheckpointConfig(enc_key=b"k" * length)
+    assert str(caught.value) == (
+        f"enc_key must be 16, 24 or 32 bytes long (AES-128/192/256), got {length} bytes"
+    )
+
+
+@pytest.mark.parametrize("mode", ["aes-gcm", "AES-ECB", "SM4-CBC", ""])
+def test_enc_mode_value(mode: str) -> None:
+    with pytest.raises(CheckpointValueError) as caught:
+        CheckpointConfig(enc_key=b"k" * 16, enc_mode=mode)
+    assert str(caught.value) == f"enc_mode must be one of 'AES-GCM', 'AES-CBC', got {mode!r}"
+
+
+def test_enc_mode_type() -> None:
+    with pytest.raises(CheckpointTypeError,
+                       match=re.escape("enc_mode must be a str, one of 'AES-GCM', 'AES-CBC', "
+                                       "got None (NoneType)")):
+        CheckpointConfig(enc_mode=None)  # type: ignore[arg-type]
+
+
+def test_repr_never_shows_the_key() -> None:
+    text = repr(CheckpointConfig(enc_key=b"secret-key-16-by"))
+    assert "secret" not in text
+    assert "<16-byte key>" in text
+
+
+def test_every_error_is_a_checkpoint_error() -> None:
+    for arguments in ({"save_checkpoint_steps": -1}, {"async_save": 1}, {"enc_key": b"x"}):
+        with pytest.raises(CheckpointError):
+            CheckpointConfig(**arguments)
