@@ -1,0 +1,377 @@
+"""SummaryCollector end to end through TrainLoop: what lands in the files and the lineage."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rankscribe.collector import collector as collector_module
+from rankscribe.collector.callback import Callback, CallbackParams, RunContext
+from rankscribe.collector.collector import SummaryCollector
+from rankscribe.collector.loop import TrainLoop
+from rankscribe.lineage import get_summary_lineage
+from rankscribe.ranks import RankInfo
+from rankscribe.writer import SummaryRecord, load_dir, load_lineage_dir
+
+NO_LANDSCAPE: dict[str, Any] = {"collect_landscape": None}
+
+
+def loss_step(batch: Any) -> np.floating[Any]:
+    return np.float32(0.5)
+
+
+def run(model: Any, directory: Path, callbacks: list[Callback] | None = None,
+        epochs: int = 1, batches: int = 4, step: Any = loss_step, **arguments: Any) -> Any:
+    data = model(batches)
+    arguments.setdefault("collect_specified_data", NO_LANDSCAPE)
+    instance = SummaryCollector(directory, collect_freq=1, **arguments)
+    loop = TrainLoop(step, network=data.network, optimizer=data.optimizer,
+                     loss_fn=SoftmaxCrossEntropy())
+    loop.train(epochs, data.dataset, callbacks=[*(callbacks or []), instance])
+    return data
+
+
+class SoftmaxCrossEntropy:
+    """Stands for a loss function: the lineage records its class name."""
+
+
+# ------------------------------------------------------------------ the record
+
+
+def test_summary_record_is_made_on_enter_with_the_collectors_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[dict[str, Any]] = []
+
+    class Spy(SummaryRecord):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            made.append({"args": args, **kwargs})
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(collector_module, "SummaryRecord", Spy)
+    instance = SummaryCollector(tmp_path, num_process=3, max_file_size=4096,
+                                export_options={"tensor_format": "npy"})
+    assert made == []
+    with instance:
+        assert len(made) == 1
+        assert made[0]["num_process"] == 3  # the writer's parallelism really is num_process
+        assert made[0]["raise_exception"] is False
+        assert made[0]["max_file_size"] == 4096
+        assert made[0]["export_options"] == {"tensor_format": "npy"}
+        assert made[0]["rank"] == 0
+        assert Path(made[0]["args"][0]) == tmp_path  # a single process writes into summary_dir
+        assert instance.record is not None
+    assert instance.record is None
+
+
+def encoder_threads() -> int:
+    import threading
+
+    return len([t for t in threading.enumerate() if "-encoder-" in t.name])
+
+
+def test_num_process_sets_the_encoder_threads(tmp_path: Path) -> None:
+    with SummaryCollector(tmp_path / "a", num_process=1):
+        assert encoder_threads() == 0  # one worker: encoding stays on the writer thread
+    cpus = os.cpu_count() or 1
+    with SummaryCollector(tmp_path / "b", num_process=32):
+        assert encoder_threads() == (min(32, cpus) if cpus > 1 else 0)
+
+
+def test_used_without_with_the_record_lives_from_begin_to_end(tmp_path: Path) -> None:
+    instance = SummaryCollector(tmp_path, collect_specified_data=NO_LANDSCAPE)
+    params = CallbackParams(mode="train", list_callback=[instance], epoch_num=1, batch_num=1,
+                            cur_step_num=1, cur_epoch_num=1, net_outputs=np.float32(2.0))
+    context = RunContext(params)
+    instance.begin(context)
+    assert instance.record is not None
+    instance.step_end(context)
+    instance.epoch_end(context)
+    instance.end(context)
+    assert instance.record is None
+    assert [v.value for e in load_dir(tmp_path) if e.what == "summary" for v in e.values] == [2.0]
+
+
+def test_each_run_gets_its_own_files(model: Any, tmp_path: Path) -> None:
+    data = model(2)
+    instance = SummaryCollector(tmp_path, collect_freq=1, collect_specified_data=NO_LANDSCAPE)
+    loop = TrainLoop(loss_step, network=data.network, optimizer=data.optimizer)
+    loop.train(1, data.dataset, callbacks=[instance])
+    loop.train(1, data.dataset, callbacks=[instance])
+    summary_files = [name for name in os.listdir(tmp_path) if name.endswith("_MS")]
+    assert len(summary_files) == 2
+    # each run starts its schedule again: both have their first step collected
+    steps = [e.step for e in load_dir(tmp_path) if e.what == "summary"]
+    assert steps.count(1) == 2
+
+
+# --------------------------------------------------------------- what is kept
+
+
+def test_graph_is_written_once(model: Any, tmp_path: Path) -> None:
+    run(model, tmp_path, epochs=2)
+    graphs = [e.graph for e in load_dir(tmp_path) if e.what == "graph_def"]
+    assert len(graphs) == 1
+    assert graphs[0] is not None
+    assert [node.name for node in graphs[0].nodes] == ["x", "fc", "add"]
+    assert graphs[0].parameters == ("fc.weight", "fc.bias")
+
+
+def test_a_network_without_a_graph_warns_once(model: Any, tmp_path: Path,
+                                              caplog: pytest.LogCaptureFixture) -> None:
+    def plain(batches: int) -> Any:
+        return model(batches, graph=False)
+
+    run(plain, tmp_path, epochs=2)
+    assert not [e for e in load_dir(tmp_path) if e.what == "graph_def"]
+    assert caplog.text.count("SummaryCollector will not collect graph") == 1
+
+
+def test_histogram_regular_uses_re_match(model: Any, tmp_path: Path, read_steps: Any) -> None:
+    run(model, tmp_path, collect_specified_data={**NO_LANDSCAPE, "histogram_regular": "head|norm.g"})
+    tags = {tag for plugin, tag in read_steps(tmp_path) if plugin == "histogram"}
+    # re.match anchors at the start only: "fc.weight" does not match, "norm.gamma" does
+    assert tags == {"head.weight/auto", "head.bias/auto", "norm.gamma/auto"}
+
+
+def test_histogram_values_are_the_parameters_at_that_step(model: Any, tmp_path: Path,
+                                                          read_values: Any) -> None:
+    holder: dict[str, Any] = {}
+
+    def step(batch: Any) -> float:
+        holder["data"].network["fc.bias"][:] += 1.0
+        return 0.1
+
+    data = model(3)
+    holder["data"] = data
+    instance = SummaryCollector(tmp_path, collect_freq=1, collect_specified_data=NO_LANDSCAPE)
+    TrainLoop(step, network=data.network, optimizer=data.optimizer).train(
+        1, data.dataset, callbacks=[instance])
+    values = read_values(tmp_path, "histogram", "fc.bias/auto")
+    assert {step: (h.min, h.max) for step, h in values.items()} == {
+        1: (1.0, 1.0), 2: (2.0, 2.0), 3: (3.0, 3.0)}
+
+
+def test_collect_metric_false_keeps_loss_out(model: Any, tmp_path: Path,
+                                             read_steps: Any) -> None:
+    run(model, tmp_path, collect_specified_data={**NO_LANDSCAPE, "collect_metric": False})
+    assert ("scalar", "loss/auto") not in read_steps(tmp_path)
+
+
+def test_keep_default_action_false_collects_only_what_is_named(model: Any, tmp_path: Path,
+                                                               read_steps: Any) -> None:
+    run(model, tmp_path, collect_specified_data={"collect_metric": True},
+        keep_default_action=False)
+    assert set(read_steps(tmp_path)) == {("scalar", "loss/auto")}
+    assert not [e for e in load_dir(tmp_path) if e.what == "graph_def"]
+    assert load_lineage_dir(tmp_path) == []
+
+
+def test_loss_is_the_mean_of_the_first_output(model: Any, tmp_path: Path,
+                                              read_values: Any) -> None:
+    def step(batch: Any) -> tuple[np.ndarray, str]:
+        return np.array([1.0, 2.0, 6.0]), "logits"
+
+    run(model, tmp_path, step=step)
+    assert set(read_values(tmp_path, "scalar", "loss/auto").values()) == {3.0}
+
+
+def test_unreadable_loss_warns_once(model: Any, tmp_path: Path, read_steps: Any,
+                                    caplog: pytest.LogCaptureFixture) -> None:
+    run(model, tmp_path, step=lambda batch: {"loss": 1.0})
+    assert ("scalar", "loss/auto") not in read_steps(tmp_path)
+    assert caplog.text.count("no loss was recorded in SummaryCollector") == 1
+
+
+def test_input_data_that_is_not_an_image_is_disabled_with_one_warning(
+    model: Any, tmp_path: Path, read_steps: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    from rankscribe.collector.adapters.numpy import ArrayDataset
+
+    data = model(4)
+    flat = ArrayDataset(np.zeros((8, 16), np.float32), batch_size=2)
+    instance = SummaryCollector(tmp_path, collect_freq=1, collect_specified_data=NO_LANDSCAPE)
+    with caplog.at_level(logging.WARNING):
+        TrainLoop(loss_step, network=data.network, optimizer=data.optimizer).train(
+            1, flat, callbacks=[instance])
+    assert ("image", "input_data/auto") not in read_steps(tmp_path)
+    assert caplog.text.count("SummaryCollector will not collect input data") == 1
+    assert "not image" in caplog.text
+
+
+def test_input_data_with_four_channels_is_disabled_with_one_warning(
+    tmp_path: Path, read_steps: Any, caplog: pytest.LogCaptureFixture, model: Any
+) -> None:
+    from rankscribe.collector.adapters.numpy import ArrayDataset
+
+    data = model(4)
+    rgba = ArrayDataset(np.zeros((8, 4, 2, 2), np.float32), batch_size=2)
+    instance = SummaryCollector(tmp_path, collect_freq=1, collect_specified_data=NO_LANDSCAPE)
+    TrainLoop(loss_step, network=data.network).train(1, rgba, callbacks=[instance])
+    assert ("image", "input_data/auto") not in read_steps(tmp_path)
+    assert caplog.text.count("SummaryCollector will not collect input data") == 1
+
+
+def test_no_optimizer_means_no_histograms_and_one_warning(
+    model: Any, tmp_path: Path, read_steps: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    data = model(3)
+    instance = SummaryCollector(tmp_path, collect_freq=1, collect_specified_data=NO_LANDSCAPE)
+    TrainLoop(loss_step, network=data.network).train(1, data.dataset, callbacks=[instance])
+    assert not [tag for plugin, tag in read_steps(tmp_path) if plugin == "histogram"]
+    assert caplog.text.count("Can not find optimizer") == 1
+
+
+def test_eval_steps_collect_nothing(model: Any, tmp_path: Path) -> None:
+    data = model(3)
+    instance = SummaryCollector(tmp_path, collect_specified_data=NO_LANDSCAPE)
+    loop = TrainLoop(loss_step, network=data.network, eval_fn=lambda batch: {"acc": 0.5})
+    loop.eval(data.dataset, callbacks=[instance])
+    # as the original: an evaluation alone writes a _lineage file and no _MS file
+    assert not [name for name in os.listdir(tmp_path) if name.endswith("_MS")]
+    records = load_lineage_dir(tmp_path)
+    assert [r.what for r in records] == ["evaluation_lineage"]
+
+
+# --------------------------------------------------------------------- lineage
+
+
+def test_train_then_eval_lineage(model: Any, tmp_path: Path) -> None:
+    data = model(5)
+    instance = SummaryCollector(tmp_path, collect_specified_data=NO_LANDSCAPE,
+                                custom_lineage_data={"owner": "team-a", "trial": 3})
+    loop = TrainLoop(lambda batch: (np.array([1.5, 0.5]),), network=data.network,
+                     optimizer=data.optimizer, loss_fn=SoftmaxCrossEntropy(),
+                     eval_fn=lambda batch: {"acc": 0.5, "top5": 1})
+    loop.train(2, data.dataset, callbacks=[instance])
+    metrics = loop.eval(data.dataset, callbacks=[instance])
+    assert metrics == {"acc": 0.5, "top5": 1.0}
+    lineage = get_summary_lineage(str(tmp_path))
+    assert lineage["hyper_parameters"] == {
+        "optimizer": "Momentum", "learning_rate": 0.01, "loss_function": "SoftmaxCrossEntropy",
+        "epoch": 2, "parallel_mode": "stand_alone", "device_num": 1, "batch_size": 2,
+    }
+    assert lineage["algorithm"] == {"network": "TinyNet", "loss": 1.0}
+    assert lineage["train_dataset"] == {"train_dataset_path": "/data/tiny",
+                                        "train_dataset_size": 10}
+    assert lineage["valid_dataset"] == {"valid_dataset_path": "/data/tiny",
+                                        "valid_dataset_size": 10}
+    assert lineage["metric"] == {"acc": 0.5, "top5": 1.0}
+    assert lineage["model"] == {"path": json.dumps({"ckpt": None}), "size": 0}
+    assert lineage["dataset_graph"] == {"op_type": "ArrayDataset", "batch_size": 2,
+                                        "shuffle": False, "children": []}
+
+
+def test_custom_lineage_and_hyper_config_are_written_once(
+    model: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MINDINSIGHT_HYPER_CONFIG",
+                       json.dumps({"custom_lineage_data": {"lr_schedule": "cosine", "trial": 1}}))
+    run(model, tmp_path, epochs=2, custom_lineage_data={"trial": 7})
+    records = [r for r in load_lineage_dir(tmp_path) if r.what == "user_defined_info"]
+    assert len(records) == 1
+    # one user_info entry per key, each holding that key alone
+    assert records[0].data == {"user_info": [
+        {"map_str": {"lr_schedule": "cosine"}}, {"map_int32": {"trial": 7}}]}
+
+
+class FakeCheckpoint(Callback):
+    """Exposes what the lineage reads from a ModelCheckpoint."""
+
+    def __init__(self, path: Path) -> None:
+        self.latest_ckpt_file_name: str | None = None
+        self.path = path
+
+    def step_end(self, run_context: RunContext) -> None:
+        self.path.write_bytes(b"w" * (100 + run_context.original_args().cur_step_num))
+        self.latest_ckpt_file_name = str(self.path)
+
+
+def test_lineage_names_the_checkpoint_path_and_size(model: Any, tmp_path: Path) -> None:
+    summary = tmp_path / "summary"
+    link = tmp_path / "latest.ckpt"
+    target = tmp_path / "ckpt" / "net-1_4.ckpt"
+    target.parent.mkdir()
+    target.write_bytes(b"")
+    link.symlink_to(target)
+    run(model, summary, callbacks=[FakeCheckpoint(link)], batches=4)
+    lineage = get_summary_lineage(str(summary))
+    # the real path of the latest file, and its size in bytes
+    assert lineage["model"] == {"path": json.dumps({"ckpt": str(target)}), "size": 104}
+
+
+def test_lineage_names_the_model_checkpoints_file(model: Any, tmp_path: Path) -> None:
+    checkpoint = pytest.importorskip("rankscribe.collector.checkpoint")
+    summary = tmp_path / "summary"
+    saver = checkpoint.ModelCheckpoint(prefix="tiny", directory=tmp_path / "ckpt")
+    run(model, summary, callbacks=[saver], batches=3)
+    latest = saver.latest_ckpt_file_name
+    assert latest is not None and Path(latest).name == "tiny-1_3.ckpt"
+    lineage = get_summary_lineage(str(summary))
+    assert lineage["model"] == {"path": json.dumps({"ckpt": os.path.realpath(latest)}),
+                                "size": os.path.getsize(latest)}
+    assert lineage["model"]["size"] > 0
+
+
+# ------------------------------------------------------------ ranks, one process
+
+
+class FakeCoordinator:
+    """A job of 2 ranks whose rank 1 never reaches rank 0 (as a timed-out gather reports it)."""
+
+    def __init__(self, rank: int) -> None:
+        self.rank = rank
+        self.payloads: list[Any] = []
+
+    def gather(self, obj: Any, root: int = 0, timeout: float | None = None) -> Any:
+        from rankscribe.ranks import GatherResult
+
+        self.payloads.append(obj)
+        if self.rank != root:
+            return GatherResult(root=root, rank=self.rank, world_size=2)
+        return GatherResult(root=0, rank=0, world_size=2, values={0: obj}, missing=(1,))
+
+
+def test_rank_writes_into_its_directory_and_keeps_its_tensor_share(
+    model: Any, tmp_path: Path, read_steps: Any
+) -> None:
+    from rankscribe.writer import tensor_summary
+
+    def step(batch: Any) -> float:
+        tensor_summary("t", np.zeros(2))
+        return 1.0
+
+    info = RankInfo(rank=1, world_size=2, local_rank=1, local_size=2, host="h", launcher="pmi")
+    coordinator = FakeCoordinator(rank=1)
+    run(model, tmp_path, batches=30, step=step, rank_info=info, coordinator=coordinator,
+        collect_tensor_freq=None)
+    assert sorted(os.listdir(tmp_path)) == ["rank_1"]
+    names = os.listdir(tmp_path / "rank_1")
+    assert all(".1." in name for name in names if "events" in name)  # rank 1 in the names
+    steps = read_steps(tmp_path / "rank_1")
+    # collect_freq 1, total 30: range(0, 31)[:21], so the job's tensor steps are 1..20;
+    # rank 1 of 2 takes the second half
+    assert steps[("tensor", "t")] == list(range(11, 21))
+    assert steps[("scalar", "loss/auto")] == list(range(1, 31))
+    assert len(coordinator.payloads) == 1  # rank 1 handed its lineage over
+
+
+def test_rank_zero_names_a_missing_rank_in_the_merged_lineage(model: Any, tmp_path: Path) -> None:
+    info = RankInfo(rank=0, world_size=2, local_rank=0, local_size=2, host="h", launcher="pmi")
+    run(model, tmp_path, batches=4, rank_info=info, coordinator=FakeCoordinator(rank=0))
+    merged = [name for name in os.listdir(tmp_path) if ".merged." in name]
+    assert len(merged) == 1
+    lineage = get_summary_lineage(str(tmp_path))
+    assert lineage["hyper_parameters"]["device_num"] == 2
+    assert lineage["train_dataset"]["train_dataset_size"] == 8  # rank 0's only
+    records = [r for r in load_lineage_dir(tmp_path) if r.what == "user_defined_info"]
+    values = {key: value for entry in records[-1].data["user_info"]
+              for kind in entry.values() for key, value in kind.items()}
+    assert values["ranks_missing"] == "1"
+    assert values["ranks_reported"] == 1 and values["ranks_expected"] == 2
