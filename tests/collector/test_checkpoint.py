@@ -518,6 +518,19 @@ def test_network_parameters_sources() -> None:
     np.testing.assert_array_equal(listed, [1, 2, 3])
 
 
+def test_tensor_that_numpy_cannot_hold() -> None:
+    class BFloat16Tensor(FakeTensor):
+        def numpy(self) -> np.ndarray:
+            raise TypeError("Got unsupported ScalarType BFloat16")
+
+    with pytest.raises(CheckpointTypeError) as caught:
+        network_parameters({"w": BFloat16Tensor(np.zeros(1))})
+    assert str(caught.value) == (
+        "parameter 'w' (BFloat16Tensor) cannot be converted to a NumPy array: Got unsupported "
+        "ScalarType BFloat16; convert it to a NumPy-supported dtype such as float32 first"
+    )
+
+
 def test_network_parameters_of_an_unknown_object() -> None:
     with pytest.raises(CheckpointTypeError) as caught:
         network_parameters(object())

@@ -273,3 +273,17 @@ def test_prepare_tensors_copy_detaches_from_the_network() -> None:
     weights[:] = 5
     assert shared["w"][0] == 5
     assert copied["w"][0] == 0
+
+
+def test_options_are_keyword_only(tmp_path: Path) -> None:
+    # The original's third positional argument is integrated_save, not append_dict.
+    with pytest.raises(TypeError):
+        save_checkpoint({"w": np.zeros(1)}, tmp_path / "x.ckpt", True)  # type: ignore[call-arg, arg-type]
+    assert os.listdir(tmp_path) == []
+
+
+def test_errors_belong_to_the_collectors_hierarchy() -> None:
+    from rankscribe.collector.errors import CollectorError
+
+    assert issubclass(CheckpointError, CollectorError)
+    assert issubclass(CheckpointWriteError, CollectorError)

@@ -1,15 +1,18 @@
 """Errors raised by the checkpoint modules (``checkpoint*.py``).
 
-Every error derives from :class:`CheckpointError` and from the built-in it
-refines, so code written for MindSpore's ``CheckpointConfig`` /
-``ModelCheckpoint`` / ``load_checkpoint`` (which raised plain ``TypeError``,
-``ValueError`` and ``OSError``) still catches what it expects.
+Every error derives from :class:`CheckpointError` (itself a
+:class:`~rankscribe.collector.errors.CollectorError`, the package's root) and
+from the built-in it refines, so code written for MindSpore's
+``CheckpointConfig`` / ``ModelCheckpoint`` / ``load_checkpoint`` (which raised
+plain ``TypeError``, ``ValueError`` and ``OSError``) still catches what it expects.
 """
 
 from __future__ import annotations
 
+from rankscribe.collector.errors import CollectorError
 
-class CheckpointError(Exception):
+
+class CheckpointError(CollectorError):
     """Base class of every checkpoint error."""
 
 

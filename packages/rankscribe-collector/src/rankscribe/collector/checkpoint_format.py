@@ -229,6 +229,7 @@ def write_atomically(path: Path, chunks: Iterable[bytes]) -> None:
 def save_checkpoint(
     save_obj: Any,
     ckpt_file_name: str | os.PathLike[str],
+    *,
     append_dict: Mapping[str, Any] | None = None,
     enc_key: bytes | None = None,
     enc_mode: str = "AES-GCM",
@@ -239,6 +240,10 @@ def save_checkpoint(
     ``(name, array)`` pairs. ``.ckpt`` is appended to a name without it, as the
     original does. Returns the absolute path written. Raises
     :class:`CheckpointWriteError` (an ``OSError``) when the file cannot be written.
+
+    The options are keyword-only: the original's third and fourth positional
+    arguments (``integrated_save``, ``async_save``) have no counterpart here, and
+    a call written for it fails loudly instead of shifting ``append_dict``.
     """
     if not isinstance(ckpt_file_name, (str, os.PathLike)):
         raise CheckpointTypeError(

@@ -59,16 +59,23 @@ def to_numpy(value: Any, name: str = "value") -> npt.NDArray[Any]:
     """
     if isinstance(value, np.ndarray):
         return value
-    if hasattr(value, "detach"):
-        # PyTorch: leave the autograd graph and the device before .numpy().
-        value = value.detach()
-        if hasattr(value, "cpu"):
-            value = value.cpu()
-        return np.asarray(value.numpy())
-    for method in ("asnumpy", "numpy"):
-        convert = getattr(value, method, None)
-        if callable(convert):
-            return np.asarray(convert())
+    try:
+        if hasattr(value, "detach"):
+            # PyTorch: leave the autograd graph and the device before .numpy().
+            value = value.detach()
+            if hasattr(value, "cpu"):
+                value = value.cpu()
+            return np.asarray(value.numpy())
+        for method in ("asnumpy", "numpy"):
+            convert = getattr(value, method, None)
+            if callable(convert):
+                return np.asarray(convert())
+    except (TypeError, RuntimeError, ValueError) as error:
+        # e.g. torch refuses .numpy() for bfloat16, which NumPy has no dtype for.
+        raise CheckpointTypeError(
+            f"parameter {name!r} ({type(value).__name__}) cannot be converted to a NumPy "
+            f"array: {error}; convert it to a NumPy-supported dtype such as float32 first"
+        ) from error
     try:
         array = np.asarray(value)
     except (TypeError, ValueError) as error:
