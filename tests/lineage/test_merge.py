@@ -230,3 +230,41 @@ def test_merged_file_reads_in_a_fresh_process(job: Path) -> None:
     output = subprocess.run([sys.executable, "-c", code, str(job)], check=True,
                             capture_output=True, text=True).stdout
     assert json.loads(output)["hyper_parameters"]["device_num"] == 3
+
+
+def test_rank_0_online_merge_from_gathered_messages(tmp_path: Path) -> None:
+    """What the collector does at rank 0: messages gathered from ranks -> merged file."""
+    from rankscribe.lineage import (
+        Algorithm,
+        DatasetGraphInfo,
+        EvalLineageInfo,
+        HyperParameters,
+        TrainLineageInfo,
+        UserDefinedInfo,
+        write_merged_lineage,
+    )
+
+    gathered = {}
+    for rank in range(2):
+        train = TrainLineageInfo(hyper_parameters=HyperParameters(optimizer="Adam", epoch=1),
+                                 algorithm=Algorithm(network="Net", loss=0.5 * (rank + 1)))
+        gathered[rank] = RunLineage.from_records(
+            f"rank_{rank}",
+            train=train.to_proto(),  # protobuf messages or dataclasses
+            evaluation=EvalLineageInfo.from_metrics({"acc": 0.5 + rank / 4}),
+            dataset_graph=DatasetGraphInfo.from_graph_dict({"op_type": "Batch"}),
+            user_defined=[UserDefinedInfo.from_values({"seed": 7}).to_proto()],
+        )
+    assert gathered[1].section("algorithm") == {"network": "Net", "loss": 1.0}
+    merged = merge_rank_lineages(gathered, world_size=2)
+    path = write_merged_lineage(tmp_path, merged, host="node0", timestamp=1234)
+    assert os.path.basename(path) == "events.out.events.summary.1234.merged.node0_lineage"
+    result = get_summary_lineage(str(tmp_path))
+    assert result["algorithm"] == {"network": "Net", "loss": 0.75}
+    assert result["metric"] == {"acc": 0.625}
+    assert result["hyper_parameters"] == {"optimizer": "Adam", "epoch": 1, "device_num": 2}
+    assert result["dataset_graph"] == {"op_type": "Batch", "children": []}
+    lineage = get_run_lineage(str(tmp_path))
+    assert lineage is not None
+    assert lineage.section("user_defined")["seed"] == 7
+    assert lineage.section("user_defined")["ranks_missing"] == ""

@@ -24,14 +24,17 @@ import copy
 import importlib
 import logging
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from rankscribe.lineage.discovery import LineageFile, list_lineage_files
 from rankscribe.lineage.errors import LineageSummaryAnalyzeException
 from rankscribe.lineage.model import (
+    DatasetGraphInfo,
     EvalLineageInfo,
     TrainLineageInfo,
+    UserDefinedInfo,
     graph_dict_from_proto,
     user_values_from_proto,
 )
@@ -196,6 +199,41 @@ class RunLineage:
                 self.sections["valid_dataset"] = evaluation["valid_dataset"]
         if content.dataset_graph is not None:
             self.sections["dataset_graph"] = content.dataset_graph
+
+    @classmethod
+    def from_records(
+        cls,
+        summary_dir: str = "",
+        *,
+        train: TrainLineageInfo | lineage_pb2.TrainLineage | None = None,
+        evaluation: EvalLineageInfo | lineage_pb2.EvaluationLineage | None = None,
+        dataset_graph: DatasetGraphInfo | lineage_pb2.DatasetGraph | None = None,
+        user_defined: Iterable[UserDefinedInfo | lineage_pb2.UserDefinedInfo] = (),
+    ) -> RunLineage:
+        """The lineage a file holding these records reads back as.
+
+        Takes the model's dataclasses or the writer's protobuf messages, e.g.
+        what each rank sends to rank 0 before :func:`merge_rank_lineages`.
+        """
+        content = LineageFileContent(summary_dir)
+        if isinstance(train, lineage_pb2.TrainLineage):
+            train = TrainLineageInfo.from_proto(train)
+        if isinstance(evaluation, lineage_pb2.EvaluationLineage):
+            evaluation = EvalLineageInfo.from_proto(evaluation)
+        content.train, content.evaluation = train, evaluation
+        if isinstance(dataset_graph, lineage_pb2.DatasetGraph):
+            content.dataset_graph = graph_dict_from_proto(dataset_graph)
+        elif dataset_graph is not None:
+            content.dataset_graph = dataset_graph.to_graph_dict()
+        for info in user_defined:
+            content.user_defined.append(
+                user_values_from_proto(info)
+                if isinstance(info, lineage_pb2.UserDefinedInfo)
+                else info.to_values()
+            )
+        lineage = cls(summary_dir)
+        lineage.apply(content)
+        return lineage
 
     def section(self, name: str) -> dict[str, Any]:
         value = self.sections.get(name)
