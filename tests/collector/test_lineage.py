@@ -1,0 +1,172 @@
+"""The lineage glue: one rank's lineage values, and the job lineage merged at rank 0."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rankscribe.collector.callback import CallbackParams
+from rankscribe.collector.collector import SummaryCollector
+from rankscribe.collector.lineage import JobLineageMerger, LineageRecorder
+from rankscribe.collector.loop import TrainLoop
+from rankscribe.lineage import get_summary_lineage
+from rankscribe.lineage.parser import parse_run
+from rankscribe.ranks import GatherResult, RankInfo, RanksValueError
+from rankscribe.writer import SummaryRecord, load_lineage_dir
+
+NO_LANDSCAPE = {"collect_landscape": None}
+
+
+def info(rank: int, world_size: int = 2) -> RankInfo:
+    return RankInfo(rank, world_size, rank, world_size, "host", "pmi")
+
+
+def train_rank(model: Any, directory: Path, batches: int, loss: float) -> None:
+    """A single-process run that leaves one rank's files in ``directory``."""
+    data = model(batches)
+    TrainLoop(lambda batch: np.float32(loss), network=data.network, optimizer=data.optimizer,
+              eval_fn=lambda batch: {"acc": loss}).train(
+        2, data.dataset, callbacks=[SummaryCollector(directory, collect_specified_data=NO_LANDSCAPE)])
+
+
+class Gather:
+    """Rank 0's side of a gather in which ``others`` already delivered."""
+
+    def __init__(self, others: dict[int, Any], world_size: int = 2) -> None:
+        self.others = others
+        self.world_size = world_size
+        self.calls = 0
+
+    def gather(self, obj: Any, root: int = 0, timeout: float | None = None) -> GatherResult[Any]:
+        self.calls += 1
+        values = {0: obj, **self.others}
+        missing = tuple(r for r in range(self.world_size) if r not in values)
+        return GatherResult(root=0, rank=0, world_size=self.world_size, values=values,
+                            missing=missing)
+
+
+def test_rank_zero_merges_the_ranks(model: Any, tmp_path: Path) -> None:
+    train_rank(model, tmp_path / "rank_0", batches=4, loss=1.0)
+    train_rank(model, tmp_path / "rank_1", batches=6, loss=3.0)
+    rank_1 = parse_run(str(tmp_path / "rank_1")).lineage
+    assert rank_1 is not None
+    coordinator = Gather({1: rank_1.to_json_dict()})
+    merger = JobLineageMerger(tmp_path, info(0), coordinator=coordinator)  # type: ignore[arg-type]
+    path = merger.merge(tmp_path / "rank_0")
+    assert path is not None and os.path.dirname(path) == str(tmp_path)
+    assert ".merged." in os.path.basename(path)
+    lineage = get_summary_lineage(str(tmp_path))
+    assert lineage["hyper_parameters"]["device_num"] == 2
+    assert lineage["train_dataset"]["train_dataset_size"] == 8 + 12  # summed over shards
+    assert lineage["algorithm"]["loss"] == pytest.approx(2.0)  # averaged
+    assert merger.last_missing == ()
+
+
+def test_a_rank_that_does_not_report_is_named(model: Any, tmp_path: Path) -> None:
+    train_rank(model, tmp_path / "rank_0", batches=4, loss=1.0)
+    merger = JobLineageMerger(tmp_path, info(0, 3), coordinator=Gather({2: None}, 3))  # type: ignore[arg-type]
+    assert merger.merge(tmp_path / "rank_0") is not None
+    assert merger.last_missing == (1, 2)
+    assert merger.last_merged is not None
+    user = merger.last_merged.section("user_defined")
+    assert (user["ranks_missing"], user["ranks_reported"], user["ranks_expected"]) == ("1,2", 1, 3)
+
+
+def test_other_ranks_only_hand_over(model: Any, tmp_path: Path) -> None:
+    train_rank(model, tmp_path / "rank_1", batches=4, loss=1.0)
+    handed: list[Any] = []
+
+    class Sender:
+        def gather(self, obj: Any, root: int = 0, timeout: float | None = None) -> Any:
+            handed.append(obj)
+            return GatherResult(root=0, rank=1, world_size=2)
+
+    merger = JobLineageMerger(tmp_path, info(1), coordinator=Sender())  # type: ignore[arg-type]
+    assert merger.merge(tmp_path / "rank_1") is None
+    assert handed[0]["algorithm"] == {"network": "TinyNet", "loss": 1.0}
+    assert not [name for name in os.listdir(tmp_path) if ".merged." in name]
+
+
+def test_a_rank_without_lineage_still_calls_the_gather(tmp_path: Path) -> None:
+    (tmp_path / "rank_0").mkdir()
+    coordinator = Gather({})
+    merger = JobLineageMerger(tmp_path, info(0), coordinator=coordinator)  # type: ignore[arg-type]
+    assert merger.merge(tmp_path / "rank_0") is None
+    assert coordinator.calls == 1
+    assert merger.last_missing == (0, 1)
+
+
+def test_a_job_without_mpi_launcher_logs_instead_of_hanging(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """torchrun-like ranks without a coordinator: the merge is skipped, with the way out."""
+    job = RankInfo(0, 2, 0, 2, "host", "torchrun")
+    (tmp_path / "rank_0").mkdir()
+    assert JobLineageMerger(tmp_path, job).merge(tmp_path / "rank_0") is None
+    assert "could not be merged" in caplog.text
+    assert f"rankscribe-lineage merge {tmp_path}" in caplog.text
+
+
+def test_coordinator_errors_are_logged(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    class Broken:
+        def gather(self, obj: Any, root: int = 0, timeout: float | None = None) -> Any:
+            raise RanksValueError("no rendezvous")
+
+    (tmp_path / "rank_0").mkdir()
+    merger = JobLineageMerger(tmp_path, info(0), coordinator=Broken())  # type: ignore[arg-type]
+    assert merger.merge(tmp_path / "rank_0") is None
+    assert "no rendezvous" in caplog.text
+
+
+# -------------------------------------------------------------- one rank's values
+
+
+def recorder(**overrides: Any) -> LineageRecorder:
+    settings: dict[str, Any] = {"collect_dataset_graph": True, "collect_train_lineage": True,
+                                "collect_eval_lineage": True, "custom_lineage_data": {}}
+    return LineageRecorder(**{**settings, **overrides})
+
+
+def test_eval_lineage_with_metrics_that_are_not_a_dict(
+    model: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    data = model(3)
+    with SummaryRecord(tmp_path) as record:
+        recorder().add_eval_lineage(record, CallbackParams(
+            mode="eval", metrics=[0.5], valid_dataset=data.dataset))
+        record.record(0)
+    records = load_lineage_dir(tmp_path)
+    assert [r.data for r in records] == [
+        {"valid_dataset": {"valid_dataset_path": "/data/tiny", "valid_dataset_size": 6}}]
+    assert "Summary cannot collect the type of metrics" in caplog.text
+
+
+def test_a_dataset_graph_that_cannot_be_packed_is_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from rankscribe.collector.adapters.numpy import ArrayDataset
+
+    dataset = ArrayDataset(np.zeros(4), description={"op_type": "X", "weird": object()})
+    with SummaryRecord(tmp_path) as record:
+        recorder().add_first_step_values(record, CallbackParams(train_dataset=dataset))
+        record.record(1)
+    assert load_lineage_dir(tmp_path) == []
+    assert "The dataset graph of the training dataset is not recorded" in caplog.text
+
+
+def test_lineage_switches(model: Any, tmp_path: Path) -> None:
+    data = model(2)
+    params = CallbackParams(mode="train", train_dataset=data.dataset, net_outputs=1.0,
+                            optimizer=data.optimizer, network=data.network)
+    with SummaryRecord(tmp_path) as record:
+        quiet = recorder(collect_dataset_graph=False, collect_train_lineage=False,
+                         collect_eval_lineage=False)
+        quiet.add_first_step_values(record, params)
+        quiet.add_train_lineage(record, params)
+        quiet.add_eval_lineage(record, params)
+        record.record(0)
+    assert load_lineage_dir(tmp_path) == []
