@@ -50,7 +50,6 @@ def fake_framework(monkeypatch: pytest.MonkeyPatch) -> tuple[type, list[str]]:
 
     def none(obj: Any) -> None:
         calls.append("none")
-        return None
 
     adapter.network_view = network_view  # type: ignore[attr-defined]
     adapter.optimizer_view = none  # type: ignore[attr-defined]
@@ -208,7 +207,8 @@ def test_duck_typed_network_and_dataset(tmp_path: Path) -> None:
             yield "conv.weight", np.ones(2)
 
     class MindDataset:
-        dataset_file = [str(data_file)]
+        def __init__(self) -> None:
+            self.dataset_file = [str(data_file)]
 
         def get_dataset_size(self) -> int:
             return 5

@@ -70,18 +70,25 @@ def test_summary_record_is_made_on_enter_with_the_collectors_settings(
     assert instance.record is None
 
 
-def encoder_threads() -> int:
+def encoder_threads_started_by(instance: SummaryCollector) -> int:
+    """Encoder threads that entering ``instance`` started (others may linger from other tests)."""
     import threading
 
-    return len([t for t in threading.enumerate() if "-encoder-" in t.name])
+    before = set(threading.enumerate())
+    instance.__enter__()
+    try:
+        started = set(threading.enumerate()) - before
+        return len([thread for thread in started if "-encoder-" in thread.name])
+    finally:
+        instance.__exit__(None, None, None)
 
 
 def test_num_process_sets_the_encoder_threads(tmp_path: Path) -> None:
-    with SummaryCollector(tmp_path / "a", num_process=1):
-        assert encoder_threads() == 0  # one worker: encoding stays on the writer thread
+    # one worker: encoding stays on the writer thread
+    assert encoder_threads_started_by(SummaryCollector(tmp_path / "a", num_process=1)) == 0
     cpus = os.cpu_count() or 1
-    with SummaryCollector(tmp_path / "b", num_process=32):
-        assert encoder_threads() == (min(32, cpus) if cpus > 1 else 0)
+    expected = min(32, cpus) if cpus > 1 else 0
+    assert encoder_threads_started_by(SummaryCollector(tmp_path / "b", num_process=32)) == expected
 
 
 def test_used_without_with_the_record_lives_from_begin_to_end(tmp_path: Path) -> None:
@@ -134,7 +141,8 @@ def test_a_network_without_a_graph_warns_once(model: Any, tmp_path: Path,
 
 
 def test_histogram_regular_uses_re_match(model: Any, tmp_path: Path, read_steps: Any) -> None:
-    run(model, tmp_path, collect_specified_data={**NO_LANDSCAPE, "histogram_regular": "head|norm.g"})
+    specified = {**NO_LANDSCAPE, "histogram_regular": "head|norm.g"}
+    run(model, tmp_path, collect_specified_data=specified)
     tags = {tag for plugin, tag in read_steps(tmp_path) if plugin == "histogram"}
     # re.match anchors at the start only: "fc.weight" does not match, "norm.gamma" does
     assert tags == {"head.weight/auto", "head.bias/auto", "norm.gamma/auto"}

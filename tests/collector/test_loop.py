@@ -107,7 +107,8 @@ def test_device_number_and_parallel_mode_follow_the_ranks(
     monkeypatch.setenv("PMI_SIZE", "4")
     loop = TrainLoop(lambda batch: 0.0)
     assert (loop.device_number, loop.parallel_mode) == (4, "data_parallel")
-    assert TrainLoop(lambda b: 0.0, device_number=2, parallel_mode="auto_parallel").device_number == 2
+    chosen = TrainLoop(lambda b: 0.0, device_number=2, parallel_mode="auto_parallel")
+    assert (chosen.device_number, chosen.parallel_mode) == (2, "auto_parallel")
 
 
 def test_sink_mode_has_one_callback_step_per_epoch() -> None:

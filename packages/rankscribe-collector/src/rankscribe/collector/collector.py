@@ -132,6 +132,7 @@ class SummaryCollector(Callback):
         self._entered = False
         self._schedule: CollectionSchedule | None = None
         self._landscape: LandscapeSaver | None = None
+        self._merger: JobLineageMerger | None = None
         self._directory: Path | None = None
         self._info: RankInfo | None = None
         self._first_step_done = False
@@ -194,11 +195,22 @@ class SummaryCollector(Callback):
         self._landscape = LandscapeSaver(self._directory, landscape) if landscape else None
         self._first_step_done = False
         self._sink_mode = False
+        if info.world_size > 1:
+            self._merger = JobLineageMerger(
+                self._summary_dir, info, timeout=self._merge_timeout,
+                coordinator=self._coordinator,
+            )
+            self._merger.open()
 
     def _close(self) -> None:
         record, self._record = self._record, None
-        if record is not None:
-            record.close()
+        merger, self._merger = self._merger, None
+        try:
+            if record is not None:
+                record.close()
+        finally:
+            if merger is not None:
+                merger.close()
 
     # ----------------------------------------------------------------- callbacks
 
@@ -313,13 +325,8 @@ class SummaryCollector(Callback):
             logger.error("Flushing the summary record failed: %s", error)
 
     def _merge_job_lineage(self) -> None:
-        info, directory = self._info, self._directory
-        if info is None or directory is None or info.world_size == 1:
-            return
-        merger = JobLineageMerger(
-            self._summary_dir, info, timeout=self._merge_timeout, coordinator=self._coordinator
-        )
-        merger.merge(directory)
+        if self._merger is not None and self._directory is not None:
+            self._merger.merge(self._directory)
 
 
 def _drop_operator_values() -> None:

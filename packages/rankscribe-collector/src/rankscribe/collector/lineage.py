@@ -152,9 +152,7 @@ class JobLineageMerger:
         summary_dir: the job's directory (the merged file goes there).
         info: this rank.
         timeout: seconds rank 0 waits for the others.
-        coordinator: the collectives to use; by default one is created for
-            each merge (:meth:`rankscribe.ranks.Coordinator.create`: MPI under
-            an MPI launcher) and closed after it.
+        coordinator: the collectives to use (see :meth:`open`).
     """
 
     def __init__(
@@ -169,26 +167,45 @@ class JobLineageMerger:
         self.info = info
         self.timeout = timeout
         self.coordinator = coordinator
+        self._owned: Coordinator | None = None
         self.last_merged: RunLineage | None = None
         self.last_missing: tuple[int, ...] = ()
+
+    def open(self) -> None:
+        """Make a coordinator for the job unless one was given (every rank calls this).
+
+        Called when a run starts, where the ranks are together: creating an MPI
+        coordinator is itself collective, so doing it at the end would let one
+        late rank make the creation time out and lose the whole merge.
+        """
+        if self.coordinator is not None or self._owned is not None:
+            return
+        try:
+            self._owned = Coordinator.create(self.info, timeout=self.timeout)
+        except RanksError as error:
+            self._report(error)
+
+    def close(self) -> None:
+        owned, self._owned = self._owned, None
+        if owned is not None:
+            owned.close()
+
+    def _report(self, error: Exception) -> None:
+        logger.error("The lineage of rank %d cannot be merged into %s: %s. Run "
+                     "`rankscribe-lineage merge %s` after the job.", self.info.rank,
+                     self.summary_dir, error, self.summary_dir)
 
     def merge(self, rank_directory: str | os.PathLike[str]) -> str | None:
         """Every rank calls this; rank 0 returns the merged file's path (others None)."""
         payload = self._own_lineage(rank_directory)
-        coordinator = self.coordinator
-        owned = coordinator is None
+        coordinator = self.coordinator if self.coordinator is not None else self._owned
+        if coordinator is None:
+            return None  # open() failed and said so
         try:
-            if coordinator is None:
-                coordinator = Coordinator.create(self.info, timeout=self.timeout)
             result = coordinator.gather(payload, root=0, timeout=self.timeout)
         except RanksError as error:
-            logger.error("The lineage of rank %d could not be merged into %s: %s. Run "
-                         "`rankscribe-lineage merge %s` after the job.", self.info.rank,
-                         self.summary_dir, error, self.summary_dir)
+            self._report(error)
             return None
-        finally:
-            if owned and coordinator is not None:
-                coordinator.close()
         if not result.is_root:
             return None
         records = {
