@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import weakref
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -79,7 +80,8 @@ class SummaryCollector(Callback):
     RankScribe additions (keyword-only):
         merge_timeout: seconds rank 0 waits for the other ranks' lineage.
         coordinator: the collectives used for the lineage merge (default: one
-            made for the job by :meth:`rankscribe.ranks.Coordinator.create`).
+            made for the job by :meth:`rankscribe.ranks.Coordinator.create` when
+            the collector is first entered, kept for its later runs).
         rank_info: this process's rank (default :func:`rankscribe.ranks.detect`).
     """
 
@@ -195,22 +197,33 @@ class SummaryCollector(Callback):
         self._landscape = LandscapeSaver(self._directory, landscape) if landscape else None
         self._first_step_done = False
         self._sink_mode = False
-        if info.world_size > 1:
-            self._merger = JobLineageMerger(
+        if info.world_size > 1 and self._merger is None:
+            # Made once, at the first run, where the ranks are together; later runs
+            # (an evaluation after training) reuse it, so a rank that was late at the
+            # end of one run cannot spoil the next one's start.
+            merger = JobLineageMerger(
                 self._summary_dir, info, timeout=self._merge_timeout,
                 coordinator=self._coordinator,
             )
-            self._merger.open()
+            merger.open()
+            self._merger = merger
+            weakref.finalize(self, merger.close)
 
     def _close(self) -> None:
         record, self._record = self._record, None
+        if record is not None:
+            record.close()
+
+    def close(self) -> None:
+        """Close the summary record, and the lineage coordinator this collector made.
+
+        Not needed for a single process, nor usually at all: the coordinator is
+        released when the collector is garbage collected or the program exits.
+        """
+        self._close()
         merger, self._merger = self._merger, None
-        try:
-            if record is not None:
-                record.close()
-        finally:
-            if merger is not None:
-                merger.close()
+        if merger is not None:
+            merger.close()
 
     # ----------------------------------------------------------------- callbacks
 

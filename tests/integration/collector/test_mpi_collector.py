@@ -1,0 +1,155 @@
+"""SummaryCollector under a real ``mpiexec -n 2`` (the ``mpi`` tox env).
+
+Each test starts one MPI job running a scenario of collector_scenarios.py,
+bounded by JOB_TIMEOUT, and asserts on the exit code and on the files the
+ranks wrote: the per-rank directories, the tensor steps each rank kept, and
+the merged job lineage rank 0 wrote into summary_dir.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rankscribe.lineage import get_summary_lineage
+from rankscribe.lineage.parser import parse_run
+from rankscribe.writer import load_dir
+
+HERE = Path(__file__).resolve().parent
+SCENARIOS = HERE / "collector_scenarios.py"
+#: No job may outlive this, whatever happens inside it.
+JOB_TIMEOUT = 90.0
+RANKS = 2
+SHORT_MERGE_TIMEOUT = 3.0  # collector_scenarios.SHORT_MERGE_TIMEOUT
+LATENESS = 5.0  # collector_scenarios.LATENESS
+#: Seconds a collective that misses a rank may take past its timeout (a busy machine).
+SLACK = 3.0
+
+
+def _mpiexec() -> str | None:
+    beside_python = Path(sys.executable).with_name("mpiexec")
+    if beside_python.exists():
+        return str(beside_python)
+    return shutil.which("mpiexec")
+
+
+MPIEXEC = _mpiexec()
+if MPIEXEC is None:
+    if os.environ.get("RANKSCRIBE_REQUIRE_MPI"):
+        raise RuntimeError("RANKSCRIBE_REQUIRE_MPI is set but no mpiexec was found")
+    pytest.skip("no mpiexec: run `tox -e mpi`", allow_module_level=True)
+
+
+@dataclass
+class Job:
+    returncode: int
+    seconds: float
+    output: str
+    ranks: dict[int, dict[str, Any]]
+    summary: Path
+
+
+def run_job(scenario: str, tmp_path: Path) -> Job:
+    """Run ``scenario`` on RANKS ranks; kill the whole process group at JOB_TIMEOUT."""
+    out = tmp_path / "out"
+    out.mkdir()
+    command = [str(MPIEXEC), "-n", str(RANKS), sys.executable, "-m", "mpi4py", str(SCENARIOS),
+               scenario, str(out)]
+    started = time.monotonic()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, start_new_session=True, cwd=tmp_path)
+    try:
+        output, _ = process.communicate(timeout=JOB_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+        pytest.fail(f"mpiexec -n {RANKS} {scenario} hung past {JOB_TIMEOUT} s:\n{output}")
+    seconds = time.monotonic() - started
+    print(output, flush=True)
+    records = {int(path.stem.split("_")[1]): json.loads(path.read_text())
+               for path in out.glob("rank_*.json")}
+    assert process.returncode == 0, output
+    assert sorted(records) == list(range(RANKS)), output
+    return Job(process.returncode, seconds, output, records, out / "summary")
+
+
+def steps_of(directory: Path, plugin: str, tag: str) -> list[int]:
+    return [event.step for event in load_dir(directory) if event.what == "summary"
+            for value in event.values if (value.plugin, value.tag) == (plugin, tag)
+            if event.step is not None]
+
+
+def user_defined(summary: Path) -> dict[str, Any]:
+    lineage = parse_run(str(summary)).lineage
+    assert lineage is not None
+    return lineage.section("user_defined")
+
+
+# Worked out by hand from COLLECTOR_AND_LINEAGE.md §5 for one process running the
+# job's 60 steps (2 epochs x 30) with collect_freq 3: range(0, 61, 3) has 21 > 20
+# entries and 60 // 19 = 3, so the tensor range is range(0, 61, 3)[:20] = 0..57,
+# and the first step is always collected.
+SINGLE_PROCESS_TENSOR_STEPS = [1, *range(3, 58, 3)]
+COLLECTED_STEPS = [1, *range(3, 61, 3)]
+
+
+def test_ranks_write_their_own_dirs_and_rank_zero_merges(tmp_path: Path) -> None:
+    job = run_job("train", tmp_path)
+    summary = job.summary
+    entries = sorted(os.listdir(summary))
+    assert [name for name in entries if name.startswith("rank_")] == ["rank_0", "rank_1"]
+    merged = [name for name in entries if ".merged." in name and name.endswith("_lineage")]
+    assert len(merged) == 1
+    assert not [name for name in entries if name.endswith("_MS")]  # only the ranks write data
+
+    shares = []
+    for rank in range(RANKS):
+        directory = summary / f"rank_{rank}"
+        assert job.ranks[rank]["rank_dir"] == str(directory)
+        names = [name for name in os.listdir(directory) if name.startswith("events.")]
+        assert {name.rsplit("_", 1)[-1] for name in names} == {"MS", "lineage"}
+        assert all(f".{rank}." in name for name in names)  # the rank is in the file names
+        assert steps_of(directory, "scalar", "loss/auto") == COLLECTED_STEPS
+        shares.append(steps_of(directory, "tensor", "weights"))
+        assert job.ranks[rank]["job_tensor_units"] == SINGLE_PROCESS_TENSOR_STEPS
+    assert not set(shares[0]) & set(shares[1])  # disjoint
+    assert sorted(shares[0] + shares[1]) == SINGLE_PROCESS_TENSOR_STEPS
+    assert shares == [SINGLE_PROCESS_TENSOR_STEPS[:10], SINGLE_PROCESS_TENSOR_STEPS[10:]]
+
+    lineage = get_summary_lineage(str(summary))
+    assert lineage["hyper_parameters"]["device_num"] == 2
+    assert lineage["hyper_parameters"]["parallel_mode"] == "data_parallel"
+    assert lineage["hyper_parameters"]["optimizer"] == "Momentum"
+    # each rank trained 30 batches of 2 on its shard: the job saw 120 rows
+    assert lineage["train_dataset"] == {"train_dataset_path": "/data/tiny",
+                                        "train_dataset_size": 120}
+    assert lineage["algorithm"] == {"network": "TinyNet", "loss": 1.5}  # mean of 1.0 and 2.0
+    assert lineage["metric"] == {"acc": 0.625}  # mean of 0.5 and 0.75
+    assert lineage["valid_dataset"]["valid_dataset_size"] == 120
+    notes = user_defined(summary)
+    assert (notes["ranks_reported"], notes["ranks_expected"], notes["ranks_missing"]) == (2, 2, "")
+    assert (notes["loss_min"], notes["loss_max"]) == (1.0, 2.0)
+
+
+def test_a_late_rank_is_named_and_nobody_hangs(tmp_path: Path) -> None:
+    job = run_job("late_rank", tmp_path)
+    notes = user_defined(job.summary)
+    assert (notes["ranks_reported"], notes["ranks_missing"]) == (1, "1")
+    lineage = get_summary_lineage(str(job.summary))
+    assert lineage["hyper_parameters"]["device_num"] == 2
+    assert lineage["algorithm"]["loss"] == 1.0  # rank 0's alone
+    # rank 0 waited for the late rank no longer than the merge timeout
+    assert job.ranks[0]["train_seconds"] < SHORT_MERGE_TIMEOUT + SLACK + 2.0
+    assert job.ranks[1]["train_seconds"] >= LATENESS
+    # the late rank still wrote its own files
+    assert steps_of(job.summary / "rank_1", "scalar", "loss/auto") == COLLECTED_STEPS
