@@ -10,6 +10,7 @@ what it observed to <out_dir>/rank_<r>.json.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -76,7 +77,9 @@ def main() -> None:
     coordinator = Coordinator.create(info, rendezvous_dir=rendezvous, timeout=30.0)
     record = globals()[scenario](coordinator, info, timeout)
     record.update(rank=info.rank, launcher=info.launcher, backend=coordinator.backend)
-    (out / f"rank_{info.rank}.json").write_text(json.dumps(record, default=repr))
+    temporary = out / f".rank_{info.rank}.json.tmp"
+    temporary.write_text(json.dumps(record, default=repr))
+    os.replace(temporary, out / f"rank_{info.rank}.json")
 
 
 if __name__ == "__main__":

@@ -237,8 +237,11 @@ def scenario_large(info: RankInfo, out: Path) -> dict[str, Any]:
 
 
 def write(out: Path, info: RankInfo, record: dict[str, Any]) -> None:
+    """Write this rank's record atomically: the launcher may kill a rank mid-write."""
     record = {"rank": info.rank, "world_size": info.world_size, **record}
-    (out / f"rank_{info.rank}.json").write_text(json.dumps(record, default=repr))
+    temporary = out / f".rank_{info.rank}.json.tmp"
+    temporary.write_text(json.dumps(record, default=repr))
+    os.replace(temporary, out / f"rank_{info.rank}.json")
 
 
 def main() -> None:
