@@ -13,7 +13,12 @@
 
 from __future__ import annotations
 
-from rankscribe.lineage.callbacks import EvalLineage, TrainLineage
+from rankscribe.lineage.callbacks import (
+    EvalLineage,
+    TrainLineage,
+    eval_lineage_from_args,
+    train_lineage_from_args,
+)
 from rankscribe.lineage.errors import (
     LineageDirNotExistError,
     LineageError,
@@ -44,7 +49,7 @@ from rankscribe.lineage.model import (
     UserDefinedInfo,
     ValidDataset,
 )
-from rankscribe.lineage.parser import RunLineage
+from rankscribe.lineage.parser import ParsedRun, RunLineage, parse_run
 from rankscribe.lineage.querier import (
     filter_runs,
     filter_summary_lineage,
@@ -76,6 +81,7 @@ __all__ = [
     "ModelFile",
     "OperationInfo",
     "OperationParameterInfo",
+    "ParsedRun",
     "RunLineage",
     "TrainDataset",
     "TrainLineage",
@@ -83,6 +89,7 @@ __all__ = [
     "UserDefinedInfo",
     "ValidDataset",
     "__version__",
+    "eval_lineage_from_args",
     "filter_runs",
     "filter_summary_lineage",
     "get_run_lineage",
@@ -90,6 +97,8 @@ __all__ = [
     "merge_rank_lineages",
     "merge_run_dir",
     "merged_lineage_name",
+    "parse_run",
+    "train_lineage_from_args",
     "write_hparams",
     "write_merged_lineage",
 ]
