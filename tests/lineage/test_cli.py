@@ -204,14 +204,30 @@ def test_hparams(base: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert out.splitlines()[-1] == "3 matching runs"
 
 
+@pytest.mark.tensorboard  # runs in the tensorboard env, where tensorboard is installed
 def test_hparams_read_by_tensorboard(base: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    accumulator = pytest.importorskip(
-        "tensorboard.backend.event_processing.event_accumulator",
-        reason="tensorboard is not installed in this env",
-    )
+    from tensorboard.backend.event_processing import event_accumulator as accumulator
+
     out = base.parent / "hp"
     run(capsys, "hparams", str(base), "--out", str(out))
     reader = accumulator.EventAccumulator(str(out / "adam"))
     reader.Reload()
     assert "_hparams_/session_start_info" in reader.PluginTagToContent("hparams")
     assert reader.Scalars("loss")[0].value == 0.25
+
+
+def test_query_shows_the_columns_asked_for(base: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "query", str(base), "--columns", "optimizer,metric/acc")
+    assert code == 0
+    header = out.splitlines()[0].split()
+    assert header == ["run", "optimizer", "metric/acc"]
+
+
+@pytest.mark.parametrize("columns", ["optimiser", "metric/", "", "bogus/x"])
+def test_query_refuses_unknown_columns(
+    base: Path, capsys: pytest.CaptureFixture[str], columns: str
+) -> None:
+    with pytest.raises(SystemExit) as raised:
+        run(capsys, "query", str(base), "--columns", columns)
+    assert raised.value.code == 2
+    assert "--columns" in capsys.readouterr().err

@@ -110,6 +110,21 @@ def _cell(item: dict[str, Any], column: str) -> Any:
     return lineage.get(column)
 
 
+def _column_list(text: str) -> list[str]:
+    """``--columns``: search field names, ``metric/<k>`` or ``user_defined/<k>``."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    for name in names:
+        prefix, _, key = name.partition("/")
+        if name not in _FIELD_COLUMNS and not (key and prefix in ("metric", "user_defined")):
+            raise argparse.ArgumentTypeError(
+                f"unknown column {name!r}: use field names such as {', '.join(_FIELD_COLUMNS[:4])}"
+                f", ..., or metric/<name>, user_defined/<name>"
+            )
+    if not names:
+        raise argparse.ArgumentTypeError("name at least one column")
+    return names
+
+
 def _query(args: argparse.Namespace) -> int:
     base = os.path.abspath(args.base)
     result = filter_runs(
@@ -119,7 +134,7 @@ def _query(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(result, indent=2))
         return 0
-    columns = _columns(objects)
+    columns = args.columns or _columns(objects)
     header = ["run", *columns]
     rows = [
         [os.path.relpath(item["summary_dir"], base), *(_text(_cell(item, c)) for c in columns)]
@@ -197,6 +212,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="sort key, e.g. 'metric/acc desc' (repeatable; first is most significant)",
     )
     query.add_argument("--limit", type=_positive_int, help="show at most N runs")
+    query.add_argument(
+        "--columns", type=_column_list, metavar="NAMES",
+        help="comma-separated columns to show, e.g. 'optimizer,loss,metric/acc' "
+             "(default: every field any run has)",
+    )
     query.add_argument("--format", choices=("table", "json", "csv"), default="table")
     query.set_defaults(handler=_query)
 
