@@ -1,4 +1,4 @@
-"""ModelCheckpoint with a real PyTorch model (the collector-torch env; skipped without torch)."""
+"""ModelCheckpoint with a real PyTorch model (the collector-torch env installs torch)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
 
 from rankscribe.collector.callback import CallbackParams, RunContext
 from rankscribe.collector.checkpoint import (
@@ -16,8 +17,6 @@ from rankscribe.collector.checkpoint import (
     load_checkpoint,
     network_parameters,
 )
-
-torch = pytest.importorskip("torch")
 
 
 def model() -> Any:
