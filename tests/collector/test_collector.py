@@ -276,6 +276,22 @@ def test_train_then_eval_lineage(model: Any, tmp_path: Path) -> None:
                                         "shuffle": False, "children": []}
 
 
+def test_custom_lineage_is_in_every_training_runs_lineage(model: Any, tmp_path: Path) -> None:
+    """Each run's lineage file holds it: MindInsight restarts a run's lineage at each train
+    lineage file, so a second run with the same collector would otherwise lose it."""
+    data = model(2)
+    instance = SummaryCollector(tmp_path, collect_specified_data=NO_LANDSCAPE,
+                                custom_lineage_data={"trial": 7})
+    loop = TrainLoop(loss_step, network=data.network, optimizer=data.optimizer)
+    loop.train(1, data.dataset, callbacks=[instance])
+    loop.train(1, data.dataset, callbacks=[instance])
+    from rankscribe.lineage.parser import parse_run
+
+    lineage = parse_run(str(tmp_path)).lineage
+    assert lineage is not None and lineage.section("user_defined") == {"trial": 7}
+    assert lineage.section("dataset_graph")["op_type"] == "ArrayDataset"
+
+
 def test_custom_lineage_and_hyper_config_are_written_once(
     model: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -197,6 +197,7 @@ class SummaryCollector(Callback):
         self._landscape = LandscapeSaver(self._directory, landscape) if landscape else None
         self._first_step_done = False
         self._sink_mode = False
+        self._lineage.start_run()
         if info.world_size > 1 and self._merger is None:
             # Made once, at the first run, where the ranks are together; later runs
             # (an evaluation after training) reuse it, so a rank that was late at the

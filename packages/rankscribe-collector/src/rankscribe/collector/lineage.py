@@ -89,8 +89,17 @@ class LineageRecorder:
         self.custom_lineage_data = dict(custom_lineage_data)
         self.custom_written = False
 
+    def start_run(self) -> None:
+        """A new run (a new summary record): its lineage file gets the custom data again.
+
+        The original wrote the custom data once per collector, so a second
+        training run with the same collector lost it: MindInsight starts a
+        run's lineage afresh at each file holding a train lineage.
+        """
+        self.custom_written = False
+
     def add_first_step_values(self, record: ValueSink, params: CallbackParams) -> None:
-        """The training dataset's graph, and the custom lineage data (once per collector)."""
+        """The training dataset's graph, and the custom lineage data (once per run)."""
         if self.collect_dataset_graph:
             view = adapters.dataset_view(params.train_dataset)
             if view is not None and view.graph is not None:
