@@ -137,7 +137,9 @@ def test_array_dataset_batches() -> None:
     assert len(ArrayDataset(labels, batch_size=4, drop_remainder=True)) == 2
     view = adapters.dataset_view(dataset)
     assert view == DatasetView(batches=3, batch_size=4, path="/data/x",
-                               graph={"op_type": "Demo"})
+                               graph={"op_type": "Demo"}, samples=10)
+    dropping = adapters.dataset_view(ArrayDataset(labels, batch_size=4, drop_remainder=True))
+    assert dropping is not None and dropping.samples == 8  # the 2 dropped rows are not served
 
 
 def test_array_dataset_shards() -> None:

@@ -149,6 +149,8 @@ class LineageRecorder:
 
 
 def _size(view: adapters.DatasetView | None) -> int | None:
+    if view is not None and view.samples is not None:
+        return view.samples
     if view is None or view.batches is None:
         return None
     return view.batches * (view.batch_size or 1)

@@ -22,7 +22,8 @@ device_number        ``device_num``
 batch_num            ``batch_size`` when the dataset has no ``get_batch_size()``
 train_dataset /      ``*_dataset_path`` (``dataset_dir`` or ``dataset_file`` of
 valid_dataset        the dataset or, following ``children``, of its source) and
-                     ``*_dataset_size`` = ``get_dataset_size() * batch size``;
+                     ``*_dataset_size`` = ``num_samples`` when the dataset has
+                     it, else ``get_dataset_size() * batch size``;
                      its graph, when it has ``to_json()`` or ``dataset_graph``
 net_outputs          ``loss``: the first element of a tuple or list, averaged
 list_callback        ``model``: the latest checkpoint of the first callback with
@@ -180,6 +181,11 @@ def _batch_size(dataset: Any, args: Mapping[str, Any]) -> int | None:
 
 
 def _dataset_size(dataset: Any, batch_size: int | None) -> int | None:
+    # A dataset that knows its samples is counted exactly; otherwise the
+    # original's batches x batch size (which counts a short last batch as full).
+    samples = getattr(dataset, "num_samples", None)
+    if isinstance(samples, int) and not isinstance(samples, bool) and samples >= 0:
+        return samples
     getter = getattr(dataset, "get_dataset_size", None)
     if not callable(getter):
         return None

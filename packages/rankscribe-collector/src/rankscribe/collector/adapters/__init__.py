@@ -107,6 +107,13 @@ class DatasetView:
     batch_size: int | None = None
     path: str | None = None
     graph: dict[str, Any] | None = None
+    #: Rows (samples) per epoch when the dataset knows them; the lineage's dataset
+    #: size then counts them exactly, instead of batches x batch size.
+    samples: int | None = None
+
+    @property
+    def num_samples(self) -> int | None:
+        return self.samples
 
     def get_dataset_size(self) -> int | None:
         return self.batches

@@ -204,6 +204,13 @@ class ArrayDataset:
     def rows(self) -> int:
         return len(self.columns[0])
 
+    @property
+    def num_samples(self) -> int:
+        """Rows served per epoch (the lineage's exact dataset size)."""
+        if self.drop_remainder:
+            return len(self) * self.batch_size
+        return self.rows
+
     def __len__(self) -> int:
         full, rest = divmod(self.rows, self.batch_size)
         return full + (1 if rest and not self.drop_remainder else 0)
@@ -394,7 +401,8 @@ def dataset_view(obj: object) -> DatasetView:
     batch_size = _int_or_none(_call(obj, "get_batch_size"))
     if batch_size is None:
         batch_size = _int_or_none(getattr(obj, "batch_size", None))
-    return DatasetView(batches, batch_size, _dataset_path(obj), _dataset_graph(obj))
+    samples = _int_or_none(getattr(obj, "num_samples", None))
+    return DatasetView(batches, batch_size, _dataset_path(obj), _dataset_graph(obj), samples)
 
 
 def to_numpy(value: object) -> npt.NDArray[Any]:

@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+"""Data-parallel training of a small NumPy MLP on scikit-learn's digits, recorded by RankScribe.
+
+    python examples/digits/train.py --summary-dir runs/digits                 # one process
+    mpiexec -n 2 python examples/digits/train.py --summary-dir runs/digits    # two ranks
+
+Each rank trains on its shard of the training set; gradients are averaged over
+the ranks every step (MPI allreduce). SummaryCollector records loss, weight
+histograms, input images and the lineage on every rank (``rank_<r>/``), and
+rank 0 merges the ranks' lineage into one record for the job; ModelCheckpoint
+saves each rank's weights next to its summaries. At the end rank 0 prints the
+merged lineage.
+
+A summary dir that already holds a run is never written into again: the
+script picks the next free ``<dir>-2``, ``<dir>-3``, ... and says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from mlp import MLP, Digits, Optimizer
+
+from rankscribe.collector import (
+    ArrayDataset,
+    ArrayNetwork,
+    ArrayOptimizer,
+    Callback,
+    CheckpointConfig,
+    ModelCheckpoint,
+    RunContext,
+    SummaryCollector,
+    TrainLoop,
+)
+from rankscribe.lineage import get_summary_lineage
+from rankscribe.ranks import RankInfo, detect, rank_dir
+from rankscribe.writer import tensor_summary
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--summary-dir", required=True, help="where the job's summaries go")
+    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--lr", type=float, default=0.05, help="learning rate")
+    parser.add_argument("--batch-size", type=int, default=32, help="batch size per rank")
+    parser.add_argument("--hidden", type=int, default=64, help="hidden units")
+    parser.add_argument("--optimizer", choices=("sgd", "momentum"), default="momentum")
+    parser.add_argument("--collect-freq", type=int, default=5, help="collect every N steps")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    for name in ("epochs", "batch_size", "hidden", "collect_freq"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1")
+    if args.lr <= 0:
+        parser.error("--lr must be greater than 0")
+    return args
+
+
+class Ranks:
+    """This process's rank and, on several ranks, the MPI communicator for the gradients."""
+
+    def __init__(self) -> None:
+        self.info: RankInfo = detect()
+        self.comm: Any = None
+        if self.info.world_size > 1:
+            from mpi4py import MPI  # noqa: PLC0415 - only multi-rank runs need MPI
+
+            self.comm = MPI.COMM_WORLD
+
+    def average(self, values: np.ndarray) -> np.ndarray:
+        if self.comm is None:
+            return values
+        total = np.empty_like(values)
+        self.comm.Allreduce(values, total)
+        return total / self.info.world_size
+
+    def agree(self, value: str) -> str:
+        """Every rank's value of rank 0 (so all ranks write into the same job dir)."""
+        return value if self.comm is None else self.comm.bcast(value, root=0)
+
+
+def fresh_summary_dir(requested: str) -> Path:
+    """``requested``, or the first ``requested-N`` that holds no recorded run yet."""
+    candidate, number = Path(requested), 1
+    while _holds_a_run(candidate):
+        number += 1
+        candidate = Path(f"{requested}-{number}")
+    return candidate
+
+
+def _holds_a_run(directory: Path) -> bool:
+    if not directory.is_dir():
+        return False
+    places = [directory, *sorted(directory.glob("rank_*"))]
+    return any("summary." in entry.name for place in places if place.is_dir()
+               for entry in place.iterdir())
+
+
+class ShuffledShard(ArrayDataset):
+    """One rank's rows, reshuffled every epoch, in the number of steps every rank takes.
+
+    The last batch takes the rows left over, so every row is trained on.
+    """
+
+    def __init__(self, shard: ArrayDataset, steps: int, seed: int) -> None:
+        super().__init__(*shard.columns, batch_size=shard.batch_size, drop_remainder=True,
+                         path=shard.dataset_path, description=shard.dataset_graph)
+        self._steps = steps
+        self._rng = np.random.default_rng(seed)
+
+    def __len__(self) -> int:
+        return self._steps
+
+    @property
+    def num_samples(self) -> int:
+        return self.rows  # every row, the leftovers in the last batch
+
+    def __iter__(self) -> Any:
+        order = self._rng.permutation(self.rows)
+        for step in range(self._steps):
+            last = step == self._steps - 1
+            rows = order[step * self.batch_size:None if last else (step + 1) * self.batch_size]
+            yield tuple(column[rows] for column in self.columns)
+
+
+class Progress(Callback):
+    """Rank 0's report: a line per epoch (loss, test accuracy); a progress bar on a terminal."""
+
+    def __init__(self, model: MLP, data: Digits, enabled: bool) -> None:
+        self.model, self.data, self.enabled = model, data, enabled
+        self.losses: list[float] = []
+        self.bar = enabled and sys.stdout.isatty()
+
+    def step_end(self, run_context: RunContext) -> None:
+        params = run_context.original_args()
+        self.losses.append(float(params.net_outputs))
+        if self.bar:
+            done = (params.cur_step_num - 1) % params.batch_num + 1
+            filled = 30 * done // params.batch_num
+            print(f"\r  epoch {params.cur_epoch_num} [{'#' * filled:<30}] {done}/"
+                  f"{params.batch_num}", end="", flush=True)
+
+    def epoch_end(self, run_context: RunContext) -> None:
+        if not self.enabled:
+            return
+        params = run_context.original_args()
+        accuracy = self.model.correct(self.data.test_images, self.data.test_labels) / len(
+            self.data.test_labels)
+        print(("\r" if self.bar else "") + f"epoch {params.cur_epoch_num}/{params.epoch_num}  "
+              f"loss {np.mean(self.losses):.4f}  test accuracy {accuracy:.3f}", flush=True)
+        self.losses.clear()
+
+
+MLP_GRAPH = {
+    "name": "DigitsMLP",
+    "nodes": [
+        {"name": "flatten", "op_type": "Flatten", "scope": "Default", "inputs": ["images"]},
+        {"name": "fc1", "op_type": "MatMul", "scope": "Default/fc1",
+         "inputs": ["flatten", "fc1.weight"]},
+        {"name": "fc1_bias", "op_type": "BiasAdd", "scope": "Default/fc1",
+         "inputs": ["fc1", "fc1.bias"]},
+        {"name": "relu", "op_type": "ReLU", "scope": "Default", "inputs": ["fc1_bias"]},
+        {"name": "fc2", "op_type": "MatMul", "scope": "Default/fc2",
+         "inputs": ["relu", "fc2.weight"]},
+        {"name": "fc2_bias", "op_type": "BiasAdd", "scope": "Default/fc2",
+         "inputs": ["fc2", "fc2.bias"]},
+    ],
+    "parameters": ["images", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"],
+    "outputs": ["fc2_bias"],
+}
+
+
+def train(args: argparse.Namespace) -> dict[str, Any] | None:
+    ranks = Ranks()
+    info = ranks.info
+    summary_dir = Path(ranks.agree(str(fresh_summary_dir(args.summary_dir))))
+    leader = info.rank == 0
+    if leader and summary_dir != Path(args.summary_dir):
+        print(f"{args.summary_dir} already holds a run; this one goes to {summary_dir}")
+
+    data = Digits.load(args.seed)
+    full = ArrayDataset(data.train_images, data.train_labels, batch_size=args.batch_size,
+                        path="sklearn.datasets.load_digits",
+                        description={"op_type": "DigitsShard", "shuffle": True,
+                                     "batch_size": args.batch_size})
+    shard = full.shard(info.world_size, info.rank)
+    # Every rank must take the same number of steps (each ends in an allreduce).
+    steps = (len(data.train_labels) // info.world_size) // args.batch_size
+    train_set = ShuffledShard(shard, steps, seed=args.seed * 1000 + info.rank)
+    # Each rank evaluates its shard in one batch; the counts are summed over the ranks.
+    test_shard = ArrayDataset(data.test_images, data.test_labels, batch_size=1,
+                              path="sklearn.datasets.load_digits").shard(info.world_size,
+                                                                          info.rank)
+    test_set = ArrayDataset(*test_shard.columns, batch_size=test_shard.rows,
+                            path="sklearn.datasets.load_digits")
+
+    model = MLP.create(args.hidden, args.seed)  # the same start on every rank
+    optimizer = Optimizer(model, args.optimizer, args.lr)
+    network = ArrayNetwork(model.weights, graph=MLP_GRAPH, name="DigitsMLP")
+    optimizer_view = ArrayOptimizer(network, learning_rate=args.lr,
+                                    name="Momentum" if args.optimizer == "momentum" else "SGD")
+
+    def step(batch: tuple[np.ndarray, np.ndarray]) -> float:
+        images, labels = batch
+        loss, gradients = model.loss_and_gradients(images, labels)
+        names = sorted(gradients)
+        flat = ranks.average(np.concatenate([gradients[name].ravel() for name in names]))
+        offset = 0
+        for name in names:
+            size = gradients[name].size
+            gradients[name] = flat[offset:offset + size].reshape(gradients[name].shape)
+            offset += size
+        optimizer.apply(gradients)
+        # A summary operator: kept only at this rank's share of the tensor steps.
+        tensor_summary("fc2.weight", model.weights["fc2.weight"])
+        return loss
+
+    def evaluate(batch: tuple[np.ndarray, np.ndarray]) -> dict[str, float]:
+        images, labels = batch
+        counts = ranks.average(np.array([model.correct(images, labels), len(labels)], float))
+        # (averaged counts: their ratio is the job's accuracy)
+        return {"accuracy": counts[0] / counts[1]}
+
+    loop = TrainLoop(step, network=network, optimizer=optimizer_view,
+                     loss_fn=SoftmaxCrossEntropy(), eval_fn=evaluate)
+    collector = SummaryCollector(
+        str(summary_dir), collect_freq=args.collect_freq,
+        # The loss landscape needs many saved parameter sets; this example skips it.
+        collect_specified_data={"collect_landscape": None},
+        custom_lineage_data={"hidden": args.hidden, "seed": args.seed},
+    )
+    checkpoint = ModelCheckpoint(prefix="digits", directory=str(rank_dir(summary_dir, info)),
+                                 config=CheckpointConfig(save_checkpoint_steps=steps,
+                                                         keep_checkpoint_max=2))
+    started = time.perf_counter()
+    loop.train(args.epochs, train_set,
+               callbacks=[checkpoint, collector, Progress(model, data, leader)])
+    metrics = loop.eval(test_set, callbacks=[collector])
+    if not leader:
+        return None
+    print(f"trained {args.epochs} epochs on {info.world_size} rank(s) in "
+          f"{time.perf_counter() - started:.1f} s; test accuracy {metrics['accuracy']:.3f}")
+    return get_summary_lineage(str(summary_dir.resolve()))
+
+
+class SoftmaxCrossEntropy:
+    """The loss the model computes; named here so the lineage records it."""
+
+
+def print_lineage(lineage: dict[str, Any]) -> None:
+    rows = [("summary_dir", lineage["summary_dir"])]
+    for section in ("hyper_parameters", "algorithm", "train_dataset", "valid_dataset",
+                    "metric", "model"):
+        for key, value in (lineage.get(section) or {}).items():
+            shown = f"{value:.6g}" if isinstance(value, float) else str(value)
+            rows.append((f"{section}.{key}", shown))
+    width = max(len(name) for name, _ in rows)
+    print("merged lineage of the job:")
+    for name, value in rows:
+        print(f"  {name:<{width}}  {value}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    lineage = train(args)
+    if lineage is not None:
+        print_lineage(lineage)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

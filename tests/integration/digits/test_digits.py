@@ -1,0 +1,172 @@
+"""The main job, examples/digits/train.py, under real ``mpiexec -n 2`` (the ``mpi`` tox env).
+
+Everything is checked from the files the job leaves: the per-rank summary
+dirs, what was collected at which step, each rank's checkpoint, and the merged
+lineage rank 0 wrote for the job. Expected steps are worked out here by hand
+from the collection rules (COLLECTOR_AND_LINEAGE.md §5), not by calling the
+collector's own schedule code.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rankscribe.lineage import get_summary_lineage
+from rankscribe.writer import RecordReader, load_dir, read_events
+
+ROOT = Path(__file__).resolve().parents[3]
+TRAIN = ROOT / "examples" / "digits" / "train.py"
+JOB_TIMEOUT = 180
+TRAIN_ROWS = 1437  # 80 % of scikit-learn's 1,797 digits
+TEST_ROWS = 360
+BATCH, COLLECT_FREQ, RANKS = 32, 5, 2
+STEPS = (TRAIN_ROWS // RANKS) // BATCH  # 22 steps per epoch, the same on every rank
+
+
+def _mpiexec() -> str:
+    beside_python = Path(sys.executable).with_name("mpiexec")
+    found = str(beside_python) if beside_python.exists() else shutil.which("mpiexec")
+    if found is None:
+        raise RuntimeError("no mpiexec: these tests run in the mpi tox env (tox -e mpi)")
+    return found
+
+
+def train_command(summary_dir: Path, *options: str, ranks: int = RANKS) -> list[str]:
+    return [_mpiexec(), "-n", str(ranks), sys.executable, str(TRAIN),
+            "--summary-dir", str(summary_dir), "--epochs", "1", "--batch-size", str(BATCH),
+            "--collect-freq", str(COLLECT_FREQ), *options]
+
+
+def run_job(command: list[str], cwd: Path) -> str:
+    print("running:", " ".join(command[:3]), "...", flush=True)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=JOB_TIMEOUT,
+                            cwd=cwd, env=dict(os.environ, OMP_NUM_THREADS="1"), check=False)
+    print(result.stdout, result.stderr, flush=True)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def steps_with(directory: Path, plugin: str) -> list[int]:
+    return sorted({event.step for event in load_dir(directory)
+                   if any(value.plugin == plugin for value in event.values)})
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    base = tmp_path_factory.mktemp("digits")
+    output = run_job(train_command(base / "job", "--optimizer", "sgd", "--lr", "0.1"), base)
+    return base / "job", output
+
+
+def test_each_rank_writes_its_own_directory(job: tuple[Path, str]) -> None:
+    summary_dir, _ = job
+    assert sorted(path.name for path in summary_dir.iterdir() if path.is_dir()) == [
+        "rank_0", "rank_1"]
+    for rank in range(RANKS):
+        names = [path.name for path in (summary_dir / f"rank_{rank}").iterdir()]
+        assert any(name.endswith(f".{rank}.{os.uname().nodename}_MS") for name in names), names
+    # The job directory itself holds only rank 0's merged lineage file.
+    [merged] = [path.name for path in summary_dir.iterdir() if path.is_file()
+                and "summary." in path.name]
+    assert merged.endswith("_lineage") and ".merged." in merged
+
+
+def test_loss_histograms_and_images_at_the_scheduled_steps(job: tuple[Path, str]) -> None:
+    summary_dir, _ = job
+    # First step always, then every step divisible by collect_freq.
+    scheduled = [1, *range(COLLECT_FREQ, STEPS + 1, COLLECT_FREQ)]
+    for rank in range(RANKS):
+        rank_dir = summary_dir / f"rank_{rank}"
+        assert steps_with(rank_dir, "scalar") == scheduled
+        assert steps_with(rank_dir, "histogram") == scheduled
+        assert steps_with(rank_dir, "image") == scheduled
+        tags = {value.tag for event in load_dir(rank_dir) for value in event.values}
+        assert {"loss/auto", "input_data/auto", "fc1.weight/auto"} <= tags
+
+
+def test_tensor_steps_are_split_between_the_ranks(job: tuple[Path, str]) -> None:
+    summary_dir, _ = job
+    # 22 steps, collect_freq 5: the tensor range is range(0, 23, 5); a single process
+    # records tensors at the first step and at 5, 10, 15, 20 of it.
+    job_steps = [1, 5, 10, 15, 20]
+    rank_steps = [steps_with(summary_dir / f"rank_{rank}", "tensor") for rank in range(RANKS)]
+    assert not set(rank_steps[0]) & set(rank_steps[1])
+    assert sorted(rank_steps[0] + rank_steps[1]) == job_steps
+    assert rank_steps == [[1, 5, 10], [15, 20]]  # contiguous shares, sizes differ by one
+
+
+def test_each_rank_checkpoints_next_to_its_summaries(job: tuple[Path, str]) -> None:
+    summary_dir, _ = job
+    for rank in range(RANKS):
+        checkpoints = sorted(path.name for path in (summary_dir / f"rank_{rank}").glob("*.ckpt"))
+        assert checkpoints == [f"digits-1_{STEPS}.ckpt"]
+
+
+def test_the_merged_lineage_describes_the_whole_job(job: tuple[Path, str]) -> None:
+    summary_dir, output = job
+    lineage = get_summary_lineage(str(summary_dir.resolve()))
+    hyper = lineage["hyper_parameters"]
+    assert hyper["device_num"] == RANKS
+    assert hyper["parallel_mode"] == "data_parallel"
+    assert hyper["optimizer"] == "SGD"
+    assert hyper["learning_rate"] == pytest.approx(0.1)
+    assert hyper["batch_size"] == BATCH
+    assert hyper["epoch"] == 1
+    assert lineage["train_dataset"]["train_dataset_size"] == TRAIN_ROWS  # summed over shards
+    assert lineage["valid_dataset"]["valid_dataset_size"] == TEST_ROWS
+    assert 0.5 < lineage["metric"]["accuracy"] <= 1.0
+    assert lineage["algorithm"]["network"] == "DigitsMLP"
+    assert "rank_0" in lineage["model"]["path"]
+    assert lineage["model"]["size"] > 0
+    assert "merged lineage of the job:" in output  # rank 0 printed it
+
+
+def test_a_second_run_into_the_same_dir_neither_mixes_nor_overwrites(tmp_path: Path) -> None:
+    summary_dir = tmp_path / "job"
+    run_job(train_command(summary_dir, "--lr", "0.05"), tmp_path)
+    before = {path: path.read_bytes() for path in summary_dir.rglob("*") if path.is_file()}
+    output = run_job(train_command(summary_dir, "--lr", "0.02"), tmp_path)
+    assert f"{summary_dir} already holds a run" in output
+    # The first run's files are untouched and nothing was added among them.
+    after = {path: path.read_bytes() for path in summary_dir.rglob("*") if path.is_file()}
+    assert after == before
+    second = tmp_path / "job-2"
+    assert get_summary_lineage(str(summary_dir))["hyper_parameters"]["learning_rate"] == (
+        pytest.approx(0.05))
+    assert get_summary_lineage(str(second))["hyper_parameters"]["learning_rate"] == (
+        pytest.approx(0.02))
+
+
+def test_ctrl_c_mid_run_leaves_readable_files(tmp_path: Path) -> None:
+    summary_dir = tmp_path / "job"
+    # One rank (no MPI in the way of the signal), many epochs: the run is interrupted.
+    command = [sys.executable, str(TRAIN), "--summary-dir", str(summary_dir), "--epochs", "500",
+               "--collect-freq", "1"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, cwd=tmp_path)
+    assert process.stdout is not None
+    deadline = time.monotonic() + JOB_TIMEOUT
+    for line in process.stdout:  # wait until training is under way
+        if line.startswith("epoch 2/") or time.monotonic() > deadline:
+            break
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=JOB_TIMEOUT)
+    assert process.returncode != 0
+    assert "KeyboardInterrupt" in output
+    summary_files = sorted(summary_dir.glob("*_MS"))
+    assert summary_files
+    for path in summary_files:
+        reader = RecordReader(path)  # strict: no corrupt record anywhere
+        assert sum(1 for _ in reader) > 1
+        assert reader.torn_tail is None  # the record was closed, not cut off
+        losses = [event for event in read_events(path, strict=True)
+                  if event.WhichOneof("what") == "summary"]
+        assert losses
