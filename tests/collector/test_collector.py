@@ -386,6 +386,22 @@ def test_rank_writes_into_its_directory_and_keeps_its_tensor_share(
     assert len(coordinator.payloads) == 1  # rank 1 handed its lineage over
 
 
+def test_a_rank_whose_lineage_fails_still_takes_part_in_the_merge(
+    model: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rankscribe.collector import lineage as lineage_module
+
+    def broken(arguments: Any) -> Any:
+        raise RuntimeError("lineage bug")
+
+    monkeypatch.setattr(lineage_module, "train_lineage_from_args", broken)
+    info = RankInfo(rank=1, world_size=2, local_rank=1, local_size=2, host="h", launcher="pmi")
+    coordinator = FakeCoordinator(rank=1)
+    with pytest.raises(RuntimeError, match="lineage bug"):
+        run(model, tmp_path, batches=2, rank_info=info, coordinator=coordinator)
+    assert len(coordinator.payloads) == 1  # rank 0 is not left waiting for this rank
+
+
 def test_rank_zero_names_a_missing_rank_in_the_merged_lineage(model: Any, tmp_path: Path) -> None:
     info = RankInfo(rank=0, world_size=2, local_rank=0, local_size=2, host="h", launcher="pmi")
     run(model, tmp_path, batches=4, rank_info=info, coordinator=FakeCoordinator(rank=0))

@@ -275,19 +275,22 @@ class SummaryCollector(Callback):
         record = self._record
         if record is None:
             return
-        if params.mode == "train":
-            self._lineage.add_train_lineage(record, params)
-        else:
-            self._lineage.add_eval_lineage(record, params)
-        # As the original: eval mode keeps summary operators' leftovers out of this record.
-        record.set_mode("eval")
-        record.record(0)
-        if params.mode == "train" and self._landscape is not None:
-            self._landscape.write_metadata(params.batch_num or 0)
-        self._flush()
-        self._merge_job_lineage()
-        if not self._entered:
-            self._close()
+        try:
+            if params.mode == "train":
+                self._lineage.add_train_lineage(record, params)
+            else:
+                self._lineage.add_eval_lineage(record, params)
+            # As the original: eval mode keeps summary operators' leftovers out of this record.
+            record.set_mode("eval")
+            record.record(0)
+            if params.mode == "train" and self._landscape is not None:
+                self._landscape.write_metadata(params.batch_num or 0)
+            self._flush()
+        finally:
+            # Every rank takes part in the merge, whatever went wrong here before.
+            self._merge_job_lineage()
+            if not self._entered:
+                self._close()
 
     # ------------------------------------------------------------------- helpers
 
