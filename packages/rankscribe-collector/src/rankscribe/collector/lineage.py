@@ -7,8 +7,8 @@ One rank (:class:`LineageRecorder`), as MindSpore's SummaryCollector:
 - at the end of training: the train lineage; at the end of an evaluation: the
   evaluation lineage.
 
-The lineage values are built by :mod:`rankscribe.lineage.callbacks`
-(``train_lineage_from_args`` / ``eval_lineage_from_args``, the builders of its
+The lineage values are built by :mod:`rankscribe.lineage`'s
+``train_lineage_from_args`` / ``eval_lineage_from_args`` (the builders of its
 ``TrainLineage``/``EvalLineage`` callbacks), fed with the adapters' dataset
 views; the network and optimizer names and the learning rate then come from
 the adapters' views, which know a framework's objects better than a class name.
@@ -43,12 +43,13 @@ from rankscribe.lineage import (
     RunLineage,
     UserDefinedInfo,
     ValidDataset,
+    eval_lineage_from_args,
     merge_rank_lineages,
+    parse_run,
+    train_lineage_from_args,
     write_merged_lineage,
 )
-from rankscribe.lineage.callbacks import eval_lineage_from_args, train_lineage_from_args
 from rankscribe.lineage.merge import MERGE_LOCK_NAME
-from rankscribe.lineage.parser import parse_run
 from rankscribe.ranks import Coordinator, RankInfo, RanksError
 
 logger = logging.getLogger(__name__)
