@@ -303,6 +303,7 @@ def test_data_loader_sizes_path_and_graph(tmp_path: Path) -> None:
     view = adapters.dataset_view(loader)
     assert view is not None
     assert (view.batches, view.batch_size, view.path) == (3, 4, str(tmp_path))
+    assert view.samples == 10  # 3 batches, but the last one holds 2 rows
     assert view.graph == {
         "op_type": "DataLoader",
         "op_module": "torch.utils.data.dataloader",
@@ -320,6 +321,7 @@ def test_data_loader_sizes_path_and_graph(tmp_path: Path) -> None:
     dropping = adapters.dataset_view(DataLoader(Images(str(tmp_path)), batch_size=4,
                                                 drop_last=True))
     assert dropping is not None and dropping.batches == 2
+    assert dropping.samples == 8  # drop_last leaves the last 2 rows out
     assert dropping.graph is not None
     assert (dropping.graph["shuffle"], dropping.graph["drop_last"]) == (False, True)
 
@@ -347,6 +349,7 @@ def test_data_loader_with_a_batch_sampler_or_a_sampler_that_does_not_shuffle() -
     view = adapters.dataset_view(DataLoader(data, batch_size=3, sampler=shard))
     assert view is not None and view.graph is not None
     assert view.batches == 1  # this rank's share
+    assert view.samples == 3
     assert view.graph["shuffle"] is False
     assert view.graph["sampler"]["sampler_name"] == "DistributedSampler"
 

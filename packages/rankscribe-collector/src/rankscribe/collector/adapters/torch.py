@@ -478,7 +478,13 @@ def _loader_view(loader: Any) -> DatasetView:
                     "sampler_module": type(sampler).__module__},
         "children": [_dataset_node(loader.dataset)],
     }
-    return DatasetView(_length(loader), batch_size, _dataset_path(loader.dataset), graph)
+    batches = _length(loader)
+    # Samples per epoch: what the sampler draws (a DistributedSampler's is this
+    # rank's share), less what drop_last leaves out.
+    samples = _length(sampler)
+    if loader.drop_last and batches is not None and batch_size is not None:
+        samples = batches * batch_size
+    return DatasetView(batches, batch_size, _dataset_path(loader.dataset), graph, samples)
 
 
 def dataset_view(obj: object) -> DatasetView | None:
