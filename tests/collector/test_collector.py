@@ -331,7 +331,8 @@ def test_lineage_names_the_checkpoint_path_and_size(model: Any, tmp_path: Path) 
 
 
 def test_lineage_names_the_model_checkpoints_file(model: Any, tmp_path: Path) -> None:
-    checkpoint = pytest.importorskip("rankscribe.collector.checkpoint")
+    from rankscribe.collector import checkpoint
+
     summary = tmp_path / "summary"
     saver = checkpoint.ModelCheckpoint(prefix="tiny", directory=tmp_path / "ckpt")
     run(model, summary, callbacks=[saver], batches=3)
@@ -415,3 +416,22 @@ def test_rank_zero_names_a_missing_rank_in_the_merged_lineage(model: Any, tmp_pa
               for kind in entry.values() for key, value in kind.items()}
     assert values["ranks_missing"] == "1"
     assert values["ranks_reported"] == 1 and values["ranks_expected"] == 2
+
+
+def test_the_tensorboard_target_on_request(model: Any, tmp_path: Path) -> None:
+    from rankscribe.writer import read_tensorboard_events
+
+    summary = tmp_path / "summary"
+    run(model, summary, batches=3, formats=["mindinsight", "tensorboard"])
+    [board] = summary.glob("events.out.tfevents.*")
+    steps = [event.step for event in read_tensorboard_events(board)
+             if event.WhichOneof("what") == "summary"]
+    assert steps == [1, 2, 3]
+
+
+@pytest.mark.parametrize("formats", [(), ["png"], "mindinsight,tensorboard", None])
+def test_formats_must_name_known_targets(tmp_path: Path, formats: Any) -> None:
+    from rankscribe.collector import CollectorValueError
+
+    with pytest.raises(CollectorValueError, match="'formats'"):
+        SummaryCollector(str(tmp_path), formats=formats)

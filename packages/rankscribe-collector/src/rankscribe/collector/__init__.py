@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+from rankscribe.collector.adapters import register_adapter
 from rankscribe.collector.adapters.numpy import ArrayDataset, ArrayNetwork, ArrayOptimizer
 from rankscribe.collector.callback import Callback, CallbackList, CallbackParams, RunContext
 from rankscribe.collector.checkpoint import (
@@ -34,7 +35,12 @@ from rankscribe.collector.checkpoint import (
 )
 from rankscribe.collector.collector import SummaryCollector
 from rankscribe.collector.errors import CollectorError, CollectorTypeError, CollectorValueError
-from rankscribe.collector.graph import GraphDescription, GraphNode, GraphParameter
+from rankscribe.collector.graph import (
+    GraphDescription,
+    GraphNode,
+    GraphParameter,
+    build_graph_proto,
+)
 from rankscribe.collector.loop import TrainLoop
 
 __version__ = "0.1.0"
@@ -69,7 +75,9 @@ __all__ = [
     "SummaryCollector",
     "TrainLoop",
     "__version__",
+    "build_graph_proto",
     "load_checkpoint",
     "network_parameters",
+    "register_adapter",
     "save_checkpoint",
 ]

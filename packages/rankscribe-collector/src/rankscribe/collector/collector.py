@@ -22,10 +22,12 @@ from __future__ import annotations
 import logging
 import os
 import weakref
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from rankscribe.collector import adapters
 from rankscribe.collector.callback import MODES, Callback, CallbackParams, RunContext
 from rankscribe.collector.errors import CollectorValueError
 from rankscribe.collector.extract import GRAPH_TAG, Extractor
@@ -48,6 +50,19 @@ from rankscribe.writer import operators as summary_operators
 logger = logging.getLogger(__name__)
 
 __all__ = ["SummaryCollector"]
+
+_FORMATS = ("mindinsight", "tensorboard")
+
+
+def _check_formats(formats: object) -> tuple[str, ...]:
+    chosen = (formats,) if isinstance(formats, str) else formats
+    if (not isinstance(chosen, Sequence) or not chosen
+            or any(item not in _FORMATS for item in chosen)):
+        raise CollectorValueError(
+            f"For 'formats', the value should be a non-empty list of {list(_FORMATS)}, but got "
+            f"{formats!r}."
+        )
+    return tuple(chosen)
 
 
 class SummaryCollector(Callback):
@@ -83,6 +98,8 @@ class SummaryCollector(Callback):
             made for the job by :meth:`rankscribe.ranks.Coordinator.create` when
             the collector is first entered, kept for its later runs).
         rank_info: this process's rank (default :func:`rankscribe.ranks.detect`).
+        formats: the writer's output formats: ``"mindinsight"`` and/or
+            ``"tensorboard"`` (a TensorBoard event file next to the summary files).
     """
 
     def __init__(
@@ -100,6 +117,7 @@ class SummaryCollector(Callback):
         merge_timeout: float = DEFAULT_MERGE_TIMEOUT,
         coordinator: Coordinator | None = None,
         rank_info: RankInfo | None = None,
+        formats: Sequence[str] = ("mindinsight",),
     ) -> None:
         self._summary_dir = check_summary_dir(summary_dir)
         self._collect_freq = check_positive_int("collect_freq", collect_freq)
@@ -120,6 +138,7 @@ class SummaryCollector(Callback):
             )
         if rank_info is not None:
             check_type("rank_info", rank_info, (RankInfo,))
+        self._formats = _check_formats(formats)
         self._lineage = LineageRecorder(
             collect_dataset_graph=self._options.collect_dataset_graph,
             collect_train_lineage=self._options.collect_train_lineage,
@@ -188,6 +207,7 @@ class SummaryCollector(Callback):
             raise_exception=False,
             export_options=self._export_options,
             rank=info.rank,
+            formats=self._formats,
         )
         self._schedule = CollectionSchedule(
             self._collect_freq, self._collect_tensor_freq,
@@ -307,6 +327,10 @@ class SummaryCollector(Callback):
         """The graph, dataset graph and custom lineage, written with the first collection."""
         self._first_step_done = True
         assert self._record is not None
+        # Read the network once even when its graph is not collected: an adapter
+        # learns its parameter names there, which the optimizer's histograms use.
+        adapters.network_view(
+            params.train_network if params.train_network is not None else params.network)
         graph = self._extractor.graph(params)
         if graph is not None:
             self._record.add_value("graph", GRAPH_TAG, graph)

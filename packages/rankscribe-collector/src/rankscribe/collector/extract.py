@@ -43,6 +43,8 @@ __all__ = [
 DEFAULT_HISTOGRAM_COUNT = 5
 LOSS_TAG = "loss/auto"
 INPUT_TAG = "input_data/auto"
+# Network classes already reported as having no graph.
+_GRAPHLESS_WARNED: set[type] = set()
 GRAPH_TAG = "train_network/auto"
 _IMAGE_DIMENSIONS = 4
 
@@ -146,7 +148,9 @@ class Extractor:
             )
             return
         try:
-            record.add_value("image", INPUT_TAG, element)
+            # Through the adapter: a framework tensor NumPy cannot read directly
+            # (bfloat16, on a device) arrives as a plain array.
+            record.add_value("image", INPUT_TAG, adapters.to_numpy(element))
         except (TypeError, ValueError) as error:
             self._disable_input_data(f"The input data of network are not image ({error})")
 
@@ -198,7 +202,9 @@ class Extractor:
             logger.warning("The graph of %s cannot be built (%s), so SummaryCollector will not "
                            "collect graph.", type(network).__name__, error)
             return None
-        if graph is None:
+        if graph is None and type(network) not in _GRAPHLESS_WARNED:
+            # Once per network class: a second run of the same network says nothing new.
+            _GRAPHLESS_WARNED.add(type(network))
             logger.warning("Can not get graph proto: the network (%s) does not describe its "
                            "graph, so SummaryCollector will not collect graph.",
                            type(network).__name__)
