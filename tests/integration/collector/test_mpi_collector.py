@@ -10,16 +10,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import signal
-import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from rankscribe.lineage import get_summary_lineage
 from rankscribe.lineage.parser import parse_run
@@ -36,20 +30,6 @@ LATENESS = 5.0  # collector_scenarios.LATENESS
 SLACK = 3.0
 
 
-def _mpiexec() -> str | None:
-    beside_python = Path(sys.executable).with_name("mpiexec")
-    if beside_python.exists():
-        return str(beside_python)
-    return shutil.which("mpiexec")
-
-
-MPIEXEC = _mpiexec()
-if MPIEXEC is None:
-    if os.environ.get("RANKSCRIBE_REQUIRE_MPI"):
-        raise RuntimeError("RANKSCRIBE_REQUIRE_MPI is set but no mpiexec was found")
-    pytest.skip("no mpiexec: run `tox -e mpi`", allow_module_level=True)
-
-
 @dataclass
 class Job:
     returncode: int
@@ -59,28 +39,17 @@ class Job:
     summary: Path
 
 
-def run_job(scenario: str, tmp_path: Path) -> Job:
-    """Run ``scenario`` on RANKS ranks; kill the whole process group at JOB_TIMEOUT."""
+def run_job(mpi: Any, scenario: str, tmp_path: Path) -> Job:
+    """Run ``scenario`` on RANKS ranks, bounded by JOB_TIMEOUT."""
     out = tmp_path / "out"
     out.mkdir()
-    command = [str(MPIEXEC), "-n", str(RANKS), sys.executable, "-m", "mpi4py", str(SCENARIOS),
-               scenario, str(out)]
-    started = time.monotonic()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, start_new_session=True, cwd=tmp_path)
-    try:
-        output, _ = process.communicate(timeout=JOB_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        output, _ = process.communicate()
-        pytest.fail(f"mpiexec -n {RANKS} {scenario} hung past {JOB_TIMEOUT} s:\n{output}")
-    seconds = time.monotonic() - started
-    print(output, flush=True)
+    run = mpi.run(RANKS, sys.executable, "-m", "mpi4py", str(SCENARIOS), scenario, str(out),
+                  cwd=tmp_path, timeout=JOB_TIMEOUT)
     records = {int(path.stem.split("_")[1]): json.loads(path.read_text())
                for path in out.glob("rank_*.json")}
-    assert process.returncode == 0, output
-    assert sorted(records) == list(range(RANKS)), output
-    return Job(process.returncode, seconds, output, records, out / "summary")
+    assert run.returncode == 0, run.output
+    assert sorted(records) == list(range(RANKS)), run.output
+    return Job(run.returncode, run.seconds, run.output, records, out / "summary")
 
 
 def steps_of(directory: Path, plugin: str, tag: str) -> list[int]:
@@ -103,8 +72,8 @@ SINGLE_PROCESS_TENSOR_STEPS = [1, *range(3, 58, 3)]
 COLLECTED_STEPS = [1, *range(3, 61, 3)]
 
 
-def test_ranks_write_their_own_dirs_and_rank_zero_merges(tmp_path: Path) -> None:
-    job = run_job("train", tmp_path)
+def test_ranks_write_their_own_dirs_and_rank_zero_merges(mpi: Any, tmp_path: Path) -> None:
+    job = run_job(mpi, "train", tmp_path)
     summary = job.summary
     entries = sorted(os.listdir(summary))
     assert [name for name in entries if name.startswith("rank_")] == ["rank_0", "rank_1"]
@@ -141,8 +110,8 @@ def test_ranks_write_their_own_dirs_and_rank_zero_merges(tmp_path: Path) -> None
     assert (notes["loss_min"], notes["loss_max"]) == (1.0, 2.0)
 
 
-def test_a_late_rank_is_named_and_nobody_hangs(tmp_path: Path) -> None:
-    job = run_job("late_rank", tmp_path)
+def test_a_late_rank_is_named_and_nobody_hangs(mpi: Any, tmp_path: Path) -> None:
+    job = run_job(mpi, "late_rank", tmp_path)
     notes = user_defined(job.summary)
     assert (notes["ranks_reported"], notes["ranks_missing"]) == (1, "1")
     lineage = get_summary_lineage(str(job.summary))

@@ -10,12 +10,12 @@ collector's own schedule code.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,27 +31,15 @@ BATCH, COLLECT_FREQ, RANKS = 32, 5, 2
 STEPS = (TRAIN_ROWS // RANKS) // BATCH  # 22 steps per epoch, the same on every rank
 
 
-def _mpiexec() -> str:
-    beside_python = Path(sys.executable).with_name("mpiexec")
-    found = str(beside_python) if beside_python.exists() else shutil.which("mpiexec")
-    if found is None:
-        raise RuntimeError("no mpiexec: these tests run in the mpi tox env (tox -e mpi)")
-    return found
+def train_argv(summary_dir: Path, *options: str) -> list[str]:
+    return [sys.executable, str(TRAIN), "--summary-dir", str(summary_dir), "--epochs", "1",
+            "--batch-size", str(BATCH), "--collect-freq", str(COLLECT_FREQ), *options]
 
 
-def train_command(summary_dir: Path, *options: str, ranks: int = RANKS) -> list[str]:
-    return [_mpiexec(), "-n", str(ranks), sys.executable, str(TRAIN),
-            "--summary-dir", str(summary_dir), "--epochs", "1", "--batch-size", str(BATCH),
-            "--collect-freq", str(COLLECT_FREQ), *options]
-
-
-def run_job(command: list[str], cwd: Path) -> str:
-    print("running:", " ".join(command[:3]), "...", flush=True)
-    result = subprocess.run(command, capture_output=True, text=True, timeout=JOB_TIMEOUT,
-                            cwd=cwd, env=dict(os.environ, OMP_NUM_THREADS="1"), check=False)
-    print(result.stdout, result.stderr, flush=True)
-    assert result.returncode == 0, result.stderr
-    return result.stdout
+def run_job(mpi: Any, argv: list[str], cwd: Path) -> str:
+    run = mpi.run(RANKS, *argv, cwd=cwd, timeout=JOB_TIMEOUT)
+    assert run.returncode == 0, run.output
+    return str(run.output)
 
 
 def steps_with(directory: Path, plugin: str) -> list[int]:
@@ -60,9 +48,9 @@ def steps_with(directory: Path, plugin: str) -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+def job(mpi: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     base = tmp_path_factory.mktemp("digits")
-    output = run_job(train_command(base / "job", "--optimizer", "sgd", "--lr", "0.1"), base)
+    output = run_job(mpi, train_argv(base / "job", "--optimizer", "sgd", "--lr", "0.1"), base)
     return base / "job", output
 
 
@@ -129,11 +117,13 @@ def test_the_merged_lineage_describes_the_whole_job(job: tuple[Path, str]) -> No
     assert "merged lineage of the job:" in output  # rank 0 printed it
 
 
-def test_a_second_run_into_the_same_dir_neither_mixes_nor_overwrites(tmp_path: Path) -> None:
+def test_a_second_run_into_the_same_dir_neither_mixes_nor_overwrites(
+    mpi: Any, tmp_path: Path
+) -> None:
     summary_dir = tmp_path / "job"
-    run_job(train_command(summary_dir, "--lr", "0.05"), tmp_path)
+    run_job(mpi, train_argv(summary_dir, "--lr", "0.05"), tmp_path)
     before = {path: path.read_bytes() for path in summary_dir.rglob("*") if path.is_file()}
-    output = run_job(train_command(summary_dir, "--lr", "0.02"), tmp_path)
+    output = run_job(mpi, train_argv(summary_dir, "--lr", "0.02"), tmp_path)
     assert f"{summary_dir} already holds a run" in output
     # The first run's files are untouched and nothing was added among them.
     after = {path: path.read_bytes() for path in summary_dir.rglob("*") if path.is_file()}

@@ -8,12 +8,7 @@ The test ids carry the rank count (``[n=4]``).
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import signal
-import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,19 +25,6 @@ MISSED_TIMEOUT = 3.0  # mpi_scenarios.MISSED_TIMEOUT
 AMPLE_TIMEOUT = 30.0  # mpi_scenarios.AMPLE_TIMEOUT
 
 
-def _mpiexec() -> str | None:
-    beside_python = Path(sys.executable).with_name("mpiexec")
-    if beside_python.exists():
-        return str(beside_python)
-    return shutil.which("mpiexec")
-
-
-MPIEXEC = _mpiexec()
-if MPIEXEC is None:
-    if os.environ.get("RANKSCRIBE_REQUIRE_MPI"):
-        raise RuntimeError("RANKSCRIBE_REQUIRE_MPI is set but no mpiexec was found")
-    pytest.skip("no mpiexec: run `tox -e mpi`", allow_module_level=True)
-
 RANK_COUNTS = [pytest.param(2, id="n=2"), pytest.param(4, id="n=4")]
 
 
@@ -54,27 +36,15 @@ class Job:
     ranks: dict[int, dict[str, Any]]
 
 
-def run_job(scenario: str, ranks: int, tmp_path: Path) -> Job:
-    """Run ``scenario`` on ``ranks`` ranks; kill the whole process group at JOB_TIMEOUT."""
+def run_job(mpi: Any, scenario: str, ranks: int, tmp_path: Path) -> Job:
+    """Run ``scenario`` on ``ranks`` ranks, bounded by JOB_TIMEOUT."""
     out = tmp_path / "out"
     out.mkdir()
-    command = [MPIEXEC, "-n", str(ranks), sys.executable, "-m", "mpi4py", str(SCENARIOS),
-               scenario, str(out)]
-    print("running:", " ".join(command[1:3]), scenario, flush=True)
-    started = time.monotonic()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, start_new_session=True, cwd=tmp_path)
-    try:
-        output, _ = process.communicate(timeout=JOB_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        output, _ = process.communicate()
-        pytest.fail(f"mpiexec -n {ranks} {scenario} hung past {JOB_TIMEOUT} s:\n{output}")
-    seconds = time.monotonic() - started
-    print(output, flush=True)
+    run = mpi.run(ranks, sys.executable, "-m", "mpi4py", str(SCENARIOS), scenario, str(out),
+                  cwd=tmp_path, timeout=JOB_TIMEOUT)
     records = {int(p.stem.split("_")[1]): json.loads(p.read_text())
                for p in out.glob("rank_*.json")}
-    return Job(process.returncode, seconds, output, records)
+    return Job(run.returncode, run.seconds, run.output, records)
 
 
 def assert_clean(job: Job, ranks: int) -> None:
@@ -83,8 +53,8 @@ def assert_clean(job: Job, ranks: int) -> None:
 
 
 @pytest.mark.parametrize("ranks", RANK_COUNTS)
-def test_detect_rank_dir_and_split(ranks: int, tmp_path: Path) -> None:
-    job = run_job("detect", ranks, tmp_path)
+def test_detect_rank_dir_and_split(mpi: Any, ranks: int, tmp_path: Path) -> None:
+    job = run_job(mpi, "detect", ranks, tmp_path)
     assert_clean(job, ranks)
     for rank, record in job.ranks.items():
         info = record["info"]
@@ -100,8 +70,8 @@ def test_detect_rank_dir_and_split(ranks: int, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("ranks", RANK_COUNTS)
-def test_gather_bcast_barrier_of_python_objects(ranks: int, tmp_path: Path) -> None:
-    job = run_job("gather", ranks, tmp_path)
+def test_gather_bcast_barrier_of_python_objects(mpi: Any, ranks: int, tmp_path: Path) -> None:
+    job = run_job(mpi, "gather", ranks, tmp_path)
     assert_clean(job, ranks)
     root = job.ranks[0]
     assert root["is_root"] and root["missing"] == []
@@ -120,9 +90,9 @@ def test_gather_bcast_barrier_of_python_objects(ranks: int, tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize("ranks", RANK_COUNTS)
-def test_gather_names_the_rank_that_never_arrives(ranks: int, tmp_path: Path) -> None:
+def test_gather_names_the_rank_that_never_arrives(mpi: Any, ranks: int, tmp_path: Path) -> None:
     """With n=4: rank 3 never reaches the gather; rank 0 returns 0-2's objects at its timeout."""
-    job = run_job("gather_missing", ranks, tmp_path)
+    job = run_job(mpi, "gather_missing", ranks, tmp_path)
     assert_clean(job, ranks)
     root = job.ranks[0]
     present = list(range(ranks - 1))
@@ -135,8 +105,10 @@ def test_gather_names_the_rank_that_never_arrives(ranks: int, tmp_path: Path) ->
 
 
 @pytest.mark.parametrize("ranks", RANK_COUNTS)
-def test_barrier_times_out_on_every_rank_when_one_skips(ranks: int, tmp_path: Path) -> None:
-    job = run_job("barrier_skip", ranks, tmp_path)
+def test_barrier_times_out_on_every_rank_when_one_skips(
+    mpi: Any, ranks: int, tmp_path: Path
+) -> None:
+    job = run_job(mpi, "barrier_skip", ranks, tmp_path)
     assert_clean(job, ranks)
     for rank in range(ranks - 1):
         record = job.ranks[rank]
@@ -150,8 +122,10 @@ def test_barrier_times_out_on_every_rank_when_one_skips(ranks: int, tmp_path: Pa
 
 
 @pytest.mark.parametrize("ranks", RANK_COUNTS)
-def test_late_rank_does_not_disturb_the_next_collectives(ranks: int, tmp_path: Path) -> None:
-    job = run_job("late_rank", ranks, tmp_path)
+def test_late_rank_does_not_disturb_the_next_collectives(
+    mpi: Any, ranks: int, tmp_path: Path
+) -> None:
+    job = run_job(mpi, "late_rank", ranks, tmp_path)
     assert_clean(job, ranks)
     root = job.ranks[0]
     assert root["first"]["missing"] == [ranks - 1]
@@ -162,8 +136,8 @@ def test_late_rank_does_not_disturb_the_next_collectives(ranks: int, tmp_path: P
 
 
 @pytest.mark.parametrize("ranks", RANK_COUNTS)
-def test_rank_that_exits_early_is_named_missing(ranks: int, tmp_path: Path) -> None:
-    job = run_job("early_exit", ranks, tmp_path)
+def test_rank_that_exits_early_is_named_missing(mpi: Any, ranks: int, tmp_path: Path) -> None:
+    job = run_job(mpi, "early_exit", ranks, tmp_path)
     assert_clean(job, ranks)
     root = job.ranks[0]
     assert root["missing"] == [ranks - 1]
@@ -173,9 +147,11 @@ def test_rank_that_exits_early_is_named_missing(ranks: int, tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize("ranks", RANK_COUNTS)
-def test_rank_that_dies_ends_the_job_instead_of_hanging(ranks: int, tmp_path: Path) -> None:
+def test_rank_that_dies_ends_the_job_instead_of_hanging(
+    mpi: Any, ranks: int, tmp_path: Path
+) -> None:
     """os._exit without MPI_Finalize: Hydra kills the job; nobody waits for the gather timeout."""
-    job = run_job("crash", ranks, tmp_path)
+    job = run_job(mpi, "crash", ranks, tmp_path)
     assert job.returncode != 0
     assert job.ranks[ranks - 1]["crashed"] is True
     assert job.seconds < AMPLE_TIMEOUT, job.output
@@ -183,9 +159,11 @@ def test_rank_that_dies_ends_the_job_instead_of_hanging(ranks: int, tmp_path: Pa
 
 
 @pytest.mark.parametrize("ranks", RANK_COUNTS)
-def test_failed_assertion_on_one_rank_aborts_every_rank(ranks: int, tmp_path: Path) -> None:
+def test_failed_assertion_on_one_rank_aborts_every_rank(
+    mpi: Any, ranks: int, tmp_path: Path
+) -> None:
     """The harness's assertions are collective: rank 0 waiting in a gather is not left hanging."""
-    job = run_job("fail", ranks, tmp_path)
+    job = run_job(mpi, "fail", ranks, tmp_path)
     assert job.returncode != 0
     assert "rank 1 fails on purpose" in job.output
     assert job.seconds < AMPLE_TIMEOUT, job.output
@@ -193,8 +171,10 @@ def test_failed_assertion_on_one_rank_aborts_every_rank(ranks: int, tmp_path: Pa
 
 
 @pytest.mark.parametrize("ranks", RANK_COUNTS)
-def test_large_object_travels_in_chunks_under_the_count_limit(ranks: int, tmp_path: Path) -> None:
-    job = run_job("large", ranks, tmp_path)
+def test_large_object_travels_in_chunks_under_the_count_limit(
+    mpi: Any, ranks: int, tmp_path: Path
+) -> None:
+    job = run_job(mpi, "large", ranks, tmp_path)
     assert_clean(job, ranks)
     chunk = 1 << 20
     root = job.ranks[0]
