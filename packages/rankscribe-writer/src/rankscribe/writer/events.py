@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Iterable
 from functools import lru_cache
 
 VERSION = "MindSpore.Event:1"
@@ -128,7 +129,7 @@ def _scalar_prefix(tag: str) -> bytes:
     )
 
 
-def scalar_event(wall_time: float, step: int, scalars: list[tuple[str, float]]) -> bytes:
+def scalar_event(wall_time: float, step: int, scalars: Iterable[tuple[str, float]]) -> bytes:
     """A step made only of scalars: the common case, kept to one tight loop."""
     summary = b"".join([_scalar_prefix(tag) + float32_bytes(value) for tag, value in scalars])
     return b"".join((

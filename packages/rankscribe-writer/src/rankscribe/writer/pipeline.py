@@ -110,6 +110,11 @@ class Pipeline:
         self._thread.start()
 
     @property
+    def has_error(self) -> bool:
+        """Whether the next call would raise (a reported error, or the thread's failure)."""
+        return bool(self._reported) or self.failure is not None
+
+    @property
     def pending_bytes(self) -> int:
         """Bytes recorded but not yet written."""
         return self._queued_bytes - self._written_bytes

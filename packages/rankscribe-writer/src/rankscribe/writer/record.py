@@ -50,6 +50,10 @@ logger = logging.getLogger(__name__)
 FORMATS = ("mindinsight", "tensorboard")
 MODES = ("train", "eval")
 DEFAULT_MAX_PENDING_BYTES = 256 << 20
+# A batch of scalar-only steps holds at most this many steps, and counts as
+# this many bytes against max_pending_bytes.
+_MAX_SCALAR_BATCH = 1024
+_SCALAR_BATCH_BYTES = 64 * _MAX_SCALAR_BATCH
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 _live_records: weakref.WeakSet[SummaryRecord] = weakref.WeakSet()
@@ -122,6 +126,8 @@ class SummaryRecord:
         self._pending: dict[str, dict[str, Snapshot]] = {}
         self._scalars: dict[str, float] = {}
         self._scalar_group = 0
+        self._scalar_batch: list[tuple[float, int, dict[str, float]]] | None = None
+        self._batch_lock = threading.Lock()
         self._pending_lineage: list[Snapshot] = []
         self._closed = False
         self._errors_logged: set[str] = set()
@@ -246,10 +252,7 @@ class SummaryRecord:
             and (train_network is None or self._graph_written)
         ):  # the common case: only scalars, for the summary file alone
             scalars, self._scalars = self._scalars, {}
-            self._pipeline.put(
-                partial(_encode_scalar_step, time.time(), step, list(scalars.items())),
-                64 * len(scalars),
-            )
+            self._batch_scalar_step(step, scalars)
             return True
         values, lineage, graph = self._take_pending(plugin_filter, train_network)
         size = events.summary_event_size(sum(snap.encoded_size for snap in values))
@@ -268,9 +271,46 @@ class SummaryRecord:
             return False
         return True
 
+    def _batch_scalar_step(self, step: int, scalars: dict[str, float]) -> None:
+        """Add a scalar-only step to the open batch, or queue a new batch holding it.
+
+        Steps of scalars alone cost the caller a list append while the writer
+        is busy: the batch in the queue stays open, and grows, until the writer
+        thread takes it (it seals it then) or another kind of step is queued.
+        """
+        entry = (time.time(), step, scalars)
+        batch_is_new = False
+        with self._batch_lock:
+            batch = self._scalar_batch
+            if batch is not None and len(batch) < _MAX_SCALAR_BATCH:
+                batch.append(entry)
+            else:
+                batch = self._scalar_batch = [entry]
+                batch_is_new = True
+        if batch_is_new:
+            self._pipeline.put(partial(self._encode_scalar_batch, batch), _SCALAR_BATCH_BYTES)
+        elif self._pipeline.has_error:  # the step is in; now an earlier error may surface
+            self._pipeline.raise_pending()
+
+    def _seal_scalar_batch(self) -> None:
+        """Close the open batch: what comes next is written after it."""
+        with self._batch_lock:
+            self._scalar_batch = None
+
+    def _encode_scalar_batch(
+        self, batch: list[tuple[float, int, dict[str, float]]]
+    ) -> list[tuple[int, bytes]]:
+        # Writer thread: seal the batch first, so no step joins it while it is encoded.
+        with self._batch_lock:
+            if self._scalar_batch is batch:
+                self._scalar_batch = None
+        return [(step, events.scalar_event(wall_time, step, scalars.items()))
+                for wall_time, step, scalars in batch]
+
     def _queue_step(
         self, step: int, values: list[Snapshot], lineage: list[Snapshot], graph: bytes | None
     ) -> None:
+        self._seal_scalar_batch()
         job = StepJob(
             step, time.time(), values, lineage, graph,
             tensorboard=self._board_file is not None, export_tensors=self._export_tensors,
@@ -412,13 +452,15 @@ class SummaryRecord:
 
     # ------------------------------------------------------------ writer thread
 
-    def _write(self, encoded: EncodedStep | tuple[int, bytes]) -> None:
-        if type(encoded) is tuple:  # a scalar-only step: one summary event
+    def _write(self, encoded: EncodedStep | list[tuple[int, bytes]]) -> None:
+        if type(encoded) is list:  # a batch of scalar-only steps: one event each
             assert self._summary_file is not None
-            try:
-                self._summary_file.append(encoded[1])
-            except (OSError, RecordTooLargeError) as error:
-                self._write_failed("summary", error, encoded[0])
+            append = self._summary_file.append
+            for scalar_step, event in encoded:
+                try:
+                    append(event)
+                except (OSError, RecordTooLargeError) as error:
+                    self._write_failed("summary", error, scalar_step)
             return
         assert isinstance(encoded, EncodedStep)
         step = encoded.step
@@ -471,12 +513,6 @@ def _integer_step(step: object) -> int:
             f"{type(step).__name__}."
         )
     return int(step)
-
-
-def _encode_scalar_step(
-    wall_time: float, step: int, scalars: list[tuple[str, float]]
-) -> tuple[int, bytes]:
-    return step, events.scalar_event(wall_time, step, scalars)
 
 
 def _version_payload() -> bytes:
