@@ -182,26 +182,24 @@ class CallbackList(Callback):
         if stack is not None:
             stack.__exit__(exc_type, exc, traceback)
 
-    def begin(self, run_context: RunContext) -> None:
+    def _each(self, hook: str, run_context: RunContext) -> None:
         for callback in self.callbacks:
-            callback.begin(run_context)
+            getattr(callback, hook)(run_context)
+
+    def begin(self, run_context: RunContext) -> None:
+        self._each("begin", run_context)
 
     def epoch_begin(self, run_context: RunContext) -> None:
-        for callback in self.callbacks:
-            callback.epoch_begin(run_context)
+        self._each("epoch_begin", run_context)
 
     def step_begin(self, run_context: RunContext) -> None:
-        for callback in self.callbacks:
-            callback.step_begin(run_context)
+        self._each("step_begin", run_context)
 
     def step_end(self, run_context: RunContext) -> None:
-        for callback in self.callbacks:
-            callback.step_end(run_context)
+        self._each("step_end", run_context)
 
     def epoch_end(self, run_context: RunContext) -> None:
-        for callback in self.callbacks:
-            callback.epoch_end(run_context)
+        self._each("epoch_end", run_context)
 
     def end(self, run_context: RunContext) -> None:
-        for callback in self.callbacks:
-            callback.end(run_context)
+        self._each("end", run_context)
