@@ -19,8 +19,9 @@ Each time is a median (parse once and cold alternate, --repeat // 2 times
 each; warm --repeat times). The query is a top-10: ``loss < 0.5``, sorted by
 ``metric/acc`` descending, limit 10. The OS page cache is warm in every case; "cold" means no index.
 Reference points measured elsewhere on this kind of machine, not by this
-script: MindInsight 2.3.1 re-reads every file on each query at 0.67 ms per run and stops at 999 runs;
-MLflow 3 on sqlite answers a top-10 over 10,000 runs in 2.45 s warm.
+script: MindInsight 2.3.1 re-reads every file on each query at 0.67 ms per run
+and stops at 999 runs; MLflow 3 on sqlite answers a top-10 over 10,000 runs in
+2.45 s warm.
 """
 
 from __future__ import annotations
