@@ -302,7 +302,8 @@ def merge_run_dir(
     directory = os.path.realpath(os.fspath(run_dir))
     if not os.path.isdir(directory):
         raise LineageMergeError(f"run_dir {os.fspath(run_dir)!r} is not a directory")
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
+    # `not timeout >= 0` also refuses NaN, whose deadline would never come.
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
         raise LineageMergeError(f"timeout must be a number of seconds >= 0, got {timeout!r}")
     deadline = time.monotonic() + timeout
     while True:
