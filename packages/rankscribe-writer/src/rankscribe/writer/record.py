@@ -197,12 +197,18 @@ class SummaryRecord:
         (protobuf messages) or text (TensorBoard target only). The value is
         copied now: changing it afterwards does not change what is recorded.
         """
-        if plugin == "scalar" and not self._closed and type(name) is str and name:
+        if (
+            plugin == "scalar" and not self._closed and type(name) is str and name
+            and name.isascii()  # other names are checked below: they must encode to UTF-8
+        ):
             self._add_scalar(name, scalar(name, value))  # the hot path, checked just as fully
             return
         self._check_open("add_value")
         plugin = check_plugin(plugin)
         name = check_name(name)
+        if plugin == "scalar":
+            self._add_scalar(name, scalar(name, value))
+            return
         snap = snapshot(plugin, name, value)
         if plugin in LINEAGE_MESSAGES:
             self._pending_lineage.append(snap)

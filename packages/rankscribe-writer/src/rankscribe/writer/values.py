@@ -71,6 +71,17 @@ def check_name(name: object) -> str:
             f"For 'SummaryRecord.add_value', the argument 'name' must be a non-empty str, "
             f"but got {name!r}."
         )
+    if not name.isascii():
+        # Tags are UTF-8 on the wire; a lone surrogate (os.fsdecode of a
+        # non-UTF-8 file name) cannot be encoded, and must fail here, not in
+        # the writer thread where it would cost the steps queued with it.
+        try:
+            name.encode()
+        except UnicodeEncodeError as error:
+            raise WriterValueError(
+                f"For 'SummaryRecord.add_value', the argument 'name' must be valid UTF-8 text, "
+                f"but got {name!r} ({error.reason} at position {error.start})."
+            ) from None
     return name
 
 
