@@ -340,14 +340,24 @@ def matches(key: str, expected: Any, actual: Any) -> bool:
         return False
 
 
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
 def compare_values(first: Any, second: Any) -> int:
-    """MindInsight's sort comparison: None smallest, mismatched types by type name."""
+    """MindInsight's sort comparison: None smallest, mismatched types by type name.
+
+    NaN, which compares as neither smaller nor larger than anything and so
+    left the other values unsorted, ranks just above None.
+    """
     if first is None and second is None:
         return 0
     if first is None:
         return -1
     if second is None:
         return 1
+    if _is_nan(first) or _is_nan(second):
+        return int(_is_nan(second)) - int(_is_nan(first))
     try:
         return int(first > second) - int(first < second)
     except TypeError:
@@ -372,15 +382,20 @@ def sort_by(
 ) -> list[_Row]:
     """Stable sort on one key with MindInsight's comparison.
 
-    By default None is the smallest value (first ascending, last descending);
-    with ``none_last`` missing values go last in both directions.
+    By default None is the smallest value (first ascending, last descending)
+    and NaN the next smallest; with ``none_last`` missing and NaN values go
+    last in both directions.
     """
-    present = [row for row in rows if value_of(row) is not None] if none_last else list(rows)
-    missing = [row for row in rows if value_of(row) is None] if none_last else []
+    if none_last:
+        unusable = [value_of(row) is None or _is_nan(value_of(row)) for row in rows]
+        present = [row for row, skip in zip(rows, unusable, strict=True) if not skip]
+        missing = [row for row, skip in zip(rows, unusable, strict=True) if skip]
+    else:
+        present, missing = list(rows), []
     try:
         # Fast path when the values are mutually comparable and not NaN.
         keyed = [(value_of(row), row) for row in present]
-        if any(isinstance(value, float) and math.isnan(value) for value, _ in keyed):
+        if any(_is_nan(value) for value, _ in keyed):
             raise TypeError("NaN takes the comparison path")
         ordered = [row for _, row in sorted(keyed, key=_none_smallest, reverse=descending)]
     except TypeError:

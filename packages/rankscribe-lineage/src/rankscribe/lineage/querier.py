@@ -319,8 +319,8 @@ def filter_runs(
         where: a filter in the grammar of :mod:`rankscribe.lineage.expressions`;
             None matches every run.
         order_by: sort keys, most significant first, each ``"<name> [asc|desc]"``
-            (or ``"-<name>"`` for descending). Runs missing a key's value go
-            last whatever the direction.
+            (or ``"-<name>"`` for descending). Runs missing a key's value (or
+            whose value is NaN) go last whatever the direction.
         limit: the most rows to return (None: all; there is no hidden cap).
         offset: rows to skip before the first returned one (a row count, not
             a page index as in ``filter_summary_lineage``).
