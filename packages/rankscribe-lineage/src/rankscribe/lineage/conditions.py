@@ -271,7 +271,9 @@ def _check_lineage_type(value: object) -> None:
         raise LineageSearchConditionParamError(message)
     for key, expected in value.items():
         wanted = expected if key == "in" else [expected]
-        if not isinstance(wanted, (list, tuple)) or not set(wanted).issubset(LINEAGE_TYPES):
+        if not isinstance(wanted, (list, tuple)) or not all(
+            isinstance(item, str) and item in LINEAGE_TYPES for item in wanted
+        ):
             raise LineageSearchConditionParamError(message)
 
 

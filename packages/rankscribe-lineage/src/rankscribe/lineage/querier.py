@@ -332,7 +332,8 @@ def filter_runs(
         number of matching runs before ``offset`` and ``limit``.
     """
     directory = resolve_summary_path(os.path.abspath(os.fspath(base_dir)))
-    expression = parse_expression(where) if where is not None and where.strip() else None
+    blank = isinstance(where, str) and not where.strip()
+    expression = parse_expression(where) if where is not None and not blank else None
     if expression is not None:
         expression = expression.transform(
             lambda comparison: _absolute_summary_dir(comparison, directory)
