@@ -26,6 +26,8 @@ _BUFFER_LIMIT = 1 << 20
 _DIRECT_WRITE = 1 << 16
 # Records kept for another try after a failed write, at most.
 _RETRY_LIMIT = 64 << 20
+# Names tried when files of those names exist already (made by another process).
+_NAME_ATTEMPTS = 100
 
 
 class EventFile:
@@ -137,9 +139,18 @@ class EventFile:
         return self._opening_record
 
     def _open(self) -> None:
-        path = self._next_path()
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-        self._fd = os.open(path, flags, 0o600)
+        for attempt in range(_NAME_ATTEMPTS):
+            path = self._next_path()
+            try:
+                self._fd = os.open(path, flags, 0o600)
+                break
+            except FileExistsError:
+                # Names are chosen when the writer is created, files when the first
+                # record comes: another process may have taken the name meanwhile.
+                if attempt == _NAME_ATTEMPTS - 1:
+                    raise
+                logger.debug("%s exists already: trying the next name", path)
         self._path = path
         self._size = 0
         self.paths.append(path)

@@ -167,6 +167,8 @@ class SummaryRecord:
     @property
     def log_dir(self) -> str:
         """Full path of the summary file, as in the original (not the directory)."""
+        if self._summary_file is not None and self._summary_file.paths:
+            return self._summary_file.paths[0]  # the name it got, if another process had T
         return os.path.join(self._directory, self._first_name(self._suffix))
 
     @property
