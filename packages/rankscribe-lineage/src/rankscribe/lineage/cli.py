@@ -126,7 +126,8 @@ def _column_list(text: str) -> list[str]:
 
 
 def _query(args: argparse.Namespace) -> int:
-    base = os.path.abspath(args.base)
+    # Real path: the runs' summary_dir are real paths, named relative to it.
+    base = os.path.realpath(args.base)
     result = filter_runs(
         base, args.where, order_by=args.sort or None, limit=args.limit, lineage_type="model"
     )
