@@ -38,6 +38,7 @@ write over each other's files.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import re
 import threading
@@ -405,8 +406,9 @@ def _check_timeout(timeout: object) -> float:
         raise CheckpointTypeError(
             f"save_timeout must be a number of seconds, got {type(timeout).__name__}"
         )
-    if not timeout > 0:
-        raise CheckpointValueError(f"save_timeout must be positive, got {timeout}")
+    # Thread.join cannot wait an infinite time (OverflowError).
+    if not 0 < timeout < math.inf:
+        raise CheckpointValueError(f"save_timeout must be positive and finite, got {timeout}")
     return float(timeout)
 
 

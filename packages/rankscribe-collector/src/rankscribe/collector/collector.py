@@ -20,6 +20,7 @@ tensor-collection steps, and rank 0 writes the merged job lineage into
 from __future__ import annotations
 
 import logging
+import math
 import os
 import weakref
 from collections.abc import Sequence
@@ -131,10 +132,12 @@ class SummaryCollector(Callback):
         logger.info("For 'collect_specified_data' the value after processing is: %s.",
                     self._options.merged)
         check_type("merge_timeout", merge_timeout, (int, float))
-        if not merge_timeout >= 0:
+        # The ranks' collectives refuse an unbounded wait: an infinite timeout
+        # would only surface at the end of training, as a merge that never ran.
+        if not 0 <= merge_timeout < math.inf:
             raise CollectorValueError(
-                f"For 'merge_timeout', the value should be a number of seconds >= 0, but got "
-                f"{merge_timeout!r}."
+                f"For 'merge_timeout', the value should be a finite number of seconds >= 0, "
+                f"but got {merge_timeout!r}."
             )
         if rank_info is not None:
             check_type("rank_info", rank_info, (RankInfo,))
