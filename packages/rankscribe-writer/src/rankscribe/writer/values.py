@@ -160,6 +160,8 @@ def _not_numeric(plugin: str, name: str, got: str) -> WriterTypeError:
 
 def _array_snapshot(plugin: str, name: str, value: object) -> Snapshot:
     array = to_numpy(value, plugin, name)
+    if not array.dtype.isnative:  # a big-endian int32 is an int32 (rare: one more copy)
+        array = array.astype(array.dtype.newbyteorder("="))
     if array.ndim == 0:
         raise WriterValueError(
             f"For 'SummaryRecord.add_value', the value of {plugin} '{name}' must have at "
