@@ -71,6 +71,16 @@ def _timestamps_on_disk(directory: str) -> set[int]:
     return found
 
 
+def _new_lock_in_child() -> None:
+    """A lock that a thread of the parent (a rotating writer) held at fork stays held."""
+    global _claim_lock  # noqa: PLW0603
+    _claim_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock_in_child)
+
+
 def tensorboard_file_name(timestamp: int, host: str) -> str:
     """``events.out.tfevents.{T}.{host}.{pid}.{n}``; TensorBoard reads any name with 'tfevents'.
 
