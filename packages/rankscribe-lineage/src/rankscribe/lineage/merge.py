@@ -81,6 +81,7 @@ class _Merger:
         return present.get(self.primary, next(iter(present.values())))
 
     def averaged(self, note: str, getter: Callable[[RunLineage], Any]) -> float | None:
+        """The mean (NaN when a rank's value is NaN), the extremes of the numbers noted."""
         present = [
             float(value)
             for value in self.values(getter).values()
@@ -88,8 +89,10 @@ class _Merger:
         ]
         if not present:
             return None
-        self.notes[f"{note}_min"] = min(present)
-        self.notes[f"{note}_max"] = max(present)
+        # min/max with a NaN depend on where it is: take the extremes of the rest.
+        numbers = [value for value in present if not math.isnan(value)] or present
+        self.notes[f"{note}_min"] = min(numbers)
+        self.notes[f"{note}_max"] = max(numbers)
         return math.fsum(present) / len(present)
 
     def summed(self, label: str, getter: Callable[[RunLineage], Any]) -> int | None:
@@ -106,6 +109,18 @@ class _Merger:
 
 def _section_getter(section: str, key: str) -> Callable[[RunLineage], Any]:
     return lambda lineage: lineage.section(section).get(key)
+
+
+# How MessageToDict writes a non-finite float32 field (the loss) in a lineage.
+_NON_FINITE_FLOATS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def _float_getter(section: str, key: str) -> Callable[[RunLineage], Any]:
+    def value_of(lineage: RunLineage) -> Any:
+        value = lineage.section(section).get(key)
+        return _NON_FINITE_FLOATS.get(value, value) if isinstance(value, str) else value
+
+    return value_of
 
 
 def _merge_train(merger: _Merger, world_size: int) -> dict[str, dict[str, Any]]:
@@ -132,7 +147,7 @@ def _merge_train(merger: _Merger, world_size: int) -> dict[str, dict[str, Any]]:
     network = merger.agreed("network", _section_getter("algorithm", "network"))
     if network is not None:
         algorithm["network"] = network
-    loss = merger.averaged("loss", _section_getter("algorithm", "loss"))
+    loss = merger.averaged("loss", _float_getter("algorithm", "loss"))
     if loss is not None:
         algorithm["loss"] = loss
     primary = merger.lineages.get(merger.primary)
