@@ -79,6 +79,9 @@ class EventFile:
             if self._opening_record_size() + needed > limit:
                 raise RecordTooLargeError(self._path or "<next file>", needed, limit)
             if self._fd is not None and self._pending_size() + needed > limit:
+                # Hand the buffer over first: if that fails, the records stay
+                # buffered for another try instead of going down with the file.
+                self.write_buffered()
                 self.close()
         if self._fd is None:
             self._open()

@@ -15,6 +15,8 @@ from urllib.parse import quote
 
 import numpy as np
 
+from rankscribe.writer.errors import WriterValueError
+
 FORMATS = ("npy",)
 # Most filesystems refuse names longer than 255 bytes.
 _MAX_NAME = 255
@@ -42,7 +44,7 @@ class NpyExporter:
         os.makedirs(self.folder, mode=0o700, exist_ok=True)
         path = os.path.join(self.folder, export_file_name(tag, step))
         if os.path.dirname(os.path.realpath(path)) != os.path.realpath(self.folder):
-            raise ValueError(f"export path for tag {tag!r} escapes {self.folder!r}")
+            raise WriterValueError(f"export path for tag {tag!r} escapes {self.folder!r}")
         # Written under a temporary name and renamed: a reader never sees half a
         # file, and a tag recorded twice at one step replaces the read-only file.
         handle, temporary = tempfile.mkstemp(dir=self.folder, suffix=".tmp")

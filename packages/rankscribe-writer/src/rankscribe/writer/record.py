@@ -25,6 +25,7 @@ from rankscribe.writer import events, naming, operators, tensorboard
 from rankscribe.writer.errors import (
     RecordTooLargeError,
     StepTooLargeError,
+    WriterError,
     WriterStateError,
     WriterTypeError,
     WriterValueError,
@@ -83,6 +84,9 @@ class SummaryRecord:
             file that TensorBoard reads.
         max_pending_bytes: bound of the data recorded but not yet written;
             ``record`` waits when it is reached.
+
+    One thread at a time calls a record's methods (the training loop's);
+    the summary operators (``scalar_summary``, ...) may be called from any thread.
     """
 
     def __init__(
@@ -467,7 +471,7 @@ class SummaryRecord:
             for scalar_step, event in encoded:
                 try:
                     append(event)
-                except (OSError, RecordTooLargeError) as error:
+                except (OSError, WriterError) as error:
                     self._write_failed("summary", error, scalar_step)
             return
         assert isinstance(encoded, EncodedStep)
@@ -494,7 +498,7 @@ class SummaryRecord:
         """Run a write; apply ``raise_exception`` to what fails, keep going either way."""
         try:
             action(*args)
-        except (OSError, RecordTooLargeError) as error:
+        except (OSError, WriterError) as error:  # never the writer thread's end
             self._write_failed(target, error, step)
 
     def _write_failed(self, target: str, error: Exception, step: int | None) -> None:

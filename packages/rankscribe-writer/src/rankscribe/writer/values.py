@@ -106,7 +106,14 @@ def snapshot(plugin: str, name: str, value: object) -> Snapshot:
             f"For 'SummaryRecord.add_value', the value of text '{name}' must be a str, "
             f"but got {type(value).__name__}."
         )
-    return Snapshot(plugin, name, value, len(value.encode()) + len(name) + 64, len(value) + 64)
+    try:
+        size = len(value.encode())
+    except UnicodeEncodeError as error:
+        raise WriterValueError(
+            f"For 'SummaryRecord.add_value', the value of text '{name}' cannot be encoded as "
+            f"UTF-8 ({error.reason} at position {error.start})."
+        ) from None
+    return Snapshot(plugin, name, value, size + len(name) + 64, len(value) + 64)
 
 
 def scalar(name: str, value: object) -> float:

@@ -1,0 +1,69 @@
+"""Write failures in the background never end the writer and never drop what waits to be written."""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+
+import numpy as np
+import pytest
+
+from rankscribe.writer import SummaryRecord, load_dir
+from rankscribe.writer.eventfile import EventFile
+from rankscribe.writer.framing import read_records
+
+
+def test_a_failed_write_at_rotation_keeps_the_buffered_records(tmp_path, monkeypatch):
+    names = iter(range(100))
+    stream = EventFile(lambda: str(tmp_path / f"part-{next(names):02d}"), max_file_size=400)
+    payloads = [bytes([index]) * 40 for index in range(30)]
+    for payload in payloads[:7]:
+        stream.append(payload)  # buffered: 7 records of 56 bytes, 392 of the 400
+    real_write = EventFile._write_all
+
+    def disk_full(self, parts):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(EventFile, "_write_all", disk_full)
+    with pytest.raises(OSError) as raised:
+        stream.append(payloads[7])  # does not fit: rotation, whose write fails
+    assert raised.value.errno == errno.ENOSPC
+    monkeypatch.setattr(EventFile, "_write_all", real_write)
+    for payload in payloads[7:]:  # the refused record is the caller's to retry
+        stream.append(payload)
+    stream.close()
+    written = [record for path in sorted(tmp_path.iterdir()) for record in read_records(path)]
+    assert written == payloads  # nothing lost, nothing twice, in order
+    assert all(os.path.getsize(path) <= 400 for path in tmp_path.iterdir())
+
+
+def test_text_that_utf8_cannot_hold_is_refused_where_it_is_added(tmp_path):
+    with SummaryRecord(tmp_path, formats=("tensorboard",)) as record:
+        with pytest.raises(ValueError, match="text 'note' cannot be encoded as UTF-8"):
+            record.add_value("text", "note", "broken \udc80 surrogate")
+        record.add_value("text", "note", "fine")
+        assert record.record(1) is True
+
+
+def test_an_export_that_would_leave_its_folder_is_refused_and_writing_goes_on(
+    tmp_path, caplog
+):
+    record = SummaryRecord(tmp_path / "logs", export_options={"tensor_format": "npy"})
+    record.add_value("tensor", "w", np.arange(3))
+    record.record(1)
+    record.flush()
+    [folder] = (tmp_path / "logs").glob("export_*/tensor")
+    outside = tmp_path / "elsewhere.npy"
+    outside.write_bytes(b"")
+    (folder / "w_2.npy").symlink_to(outside)  # someone plants a link under the next name
+    with caplog.at_level(logging.ERROR, logger="rankscribe.writer.record"):
+        for step in (2, 3):
+            record.add_value("tensor", "w", np.arange(3) + step)
+            assert record.record(step) is True
+        record.close()
+    assert outside.read_bytes() == b""  # nothing written through the link
+    assert any("escapes" in message for message in caplog.messages)
+    steps = [event.step for event in load_dir(tmp_path / "logs") if event.values]
+    assert steps == [1, 2, 3]  # the summary file still got every step
+    assert (folder / "w_3.npy").is_file()
