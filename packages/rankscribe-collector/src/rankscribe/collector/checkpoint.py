@@ -184,10 +184,12 @@ class ModelCheckpoint(Callback):
         self._config = config
         self._clock = clock
         self._directory = _checkpoint_directory(directory)
+        self._requested_prefix = prefix
         self._prefix = unique_prefix(self._directory, prefix)
         self._manager = CheckpointManager(
             config.keep_checkpoint_max, config.keep_checkpoint_per_n_minutes
         )
+        self._trained = False  # a training run has used this callback already
         self._saver = _BackgroundSaver()
         self._last_triggered_step = 0
         self._last_save_time = clock()
@@ -217,10 +219,30 @@ class ModelCheckpoint(Callback):
         return self._manager
 
     def begin(self, run_context: RunContext) -> None:
+        if run_context.original_args().mode == "eval":
+            return
+        if self._trained:
+            self._start_another_run()
+        self._trained = True
         # The seconds trigger counts from the start of training, not from
         # construction (nor from an evaluation run in between).
-        if run_context.original_args().mode != "eval":
-            self._last_save_time = self._clock()
+        self._last_save_time = self._clock()
+
+    def _start_another_run(self) -> None:
+        """The same callback trains again: its step count starts over.
+
+        The original kept the last run's step, so a second run saved nothing
+        and the lineage named the first run's weights. Here the new run takes
+        a fresh prefix (as a new callback would: the first run's files stay)
+        and retention counts the new run's files only.
+        """
+        self._saver.wait(self._save_timeout)
+        self._prefix = unique_prefix(self._directory, self._requested_prefix)
+        self._manager = CheckpointManager(
+            self._config.keep_checkpoint_max, self._config.keep_checkpoint_per_n_minutes
+        )
+        self._last_triggered_step = 0
+        self._latest = None
 
     def step_end(self, run_context: RunContext) -> None:
         self._saver.raise_failure()
