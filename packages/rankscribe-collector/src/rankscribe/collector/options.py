@@ -279,6 +279,12 @@ def _landscape_options(landscape: Mapping[str, Any]) -> LandscapeOptions:
             f"the: {unit!r}."
         )
     check_type("num_samples", values["num_samples"], (int,))
+    if values["num_samples"] <= 0:
+        raise CollectorValueError(
+            f'For "{_OWNER}", the "num_samples" in collect_specified_data should be a positive '
+            f"int (how many samples the landscape is computed on), but got "
+            f"{values['num_samples']}."
+        )
     return LandscapeOptions(
         landscape_size=size,
         unit=unit,
