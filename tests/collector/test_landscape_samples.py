@@ -17,4 +17,6 @@ def test_num_samples_must_be_positive(tmp_path: Path, samples: int) -> None:
 
 
 def test_a_positive_num_samples_is_kept(tmp_path: Path) -> None:
-    SummaryCollector(str(tmp_path), collect_specified_data={"collect_landscape": {"num_samples": 1}})
+    collector = SummaryCollector(
+        str(tmp_path), collect_specified_data={"collect_landscape": {"num_samples": 1}})
+    assert collector.summary_dir == str(tmp_path)
