@@ -132,17 +132,7 @@ def _merge_train(merger: _Merger, world_size: int) -> dict[str, dict[str, Any]]:
             hyper[key] = value
     if any(lineage.section("hyper_parameters") for lineage in merger.lineages.values()):
         hyper["device_num"] = world_size
-    dataset: dict[str, Any] = {}
-    path = merger.agreed(
-        "train_dataset_path", _section_getter("train_dataset", "train_dataset_path")
-    )
-    if path is not None:
-        dataset["train_dataset_path"] = path
-    size = merger.summed(
-        "train_dataset_size", _section_getter("train_dataset", "train_dataset_size")
-    )
-    if size is not None:
-        dataset["train_dataset_size"] = size
+    dataset = _merged_dataset(merger, "train")
     algorithm: dict[str, Any] = {}
     network = merger.agreed("network", _section_getter("algorithm", "network"))
     if network is not None:
@@ -178,18 +168,19 @@ def _merge_evaluation(merger: _Merger) -> dict[str, dict[str, Any]]:
         )
         if value is not None:
             metric[key] = value
-    valid: dict[str, Any] = {}
-    path = merger.agreed(
-        "valid_dataset_path", _section_getter("valid_dataset", "valid_dataset_path")
-    )
+    return {"metric": metric, "valid_dataset": _merged_dataset(merger, "valid")}
+
+
+def _merged_dataset(merger: _Merger, kind: str) -> dict[str, Any]:
+    """A ``<kind>_dataset`` section: the path the ranks agree on, sizes summed over shards."""
+    section, merged = f"{kind}_dataset", {}
+    path = merger.agreed(f"{section}_path", _section_getter(section, f"{section}_path"))
     if path is not None:
-        valid["valid_dataset_path"] = path
-    size = merger.summed(
-        "valid_dataset_size", _section_getter("valid_dataset", "valid_dataset_size")
-    )
+        merged[f"{section}_path"] = path
+    size = merger.summed(f"{section}_size", _section_getter(section, f"{section}_size"))
     if size is not None:
-        valid["valid_dataset_size"] = size
-    return {"metric": metric, "valid_dataset": valid}
+        merged[f"{section}_size"] = size
+    return merged
 
 
 def merge_rank_lineages(
