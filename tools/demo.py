@@ -51,8 +51,9 @@ def main() -> int:
     mpiexec = _tool("mpiexec")
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     for job, options in JOBS:
+        # --tensorboard: so `tensorboard --logdir runs` works on the result too
         command = [mpiexec, "-n", str(args.ranks), sys.executable, str(TRAIN),
-                   "--summary-dir", str(Path(args.base) / job), *options]
+                   "--summary-dir", str(Path(args.base) / job), *options, "--tensorboard"]
         print(f"\n$ mpiexec -n {args.ranks} python {TRAIN.relative_to(ROOT)} "
               f"--summary-dir {Path(args.base) / job} {' '.join(options)}", flush=True)
         subprocess.run(command, check=True, timeout=JOB_TIMEOUT, env=env)

@@ -56,6 +56,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--optimizer", choices=("sgd", "momentum"), default="momentum")
     parser.add_argument("--collect-freq", type=int, default=5, help="collect every N steps")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--tensorboard", action="store_true",
+                        help="also write TensorBoard event files (tensorboard --logdir ...)")
     args = parser.parse_args(argv)
     for name in ("epochs", "batch_size", "hidden", "collect_freq"):
         if getattr(args, name) < 1:
@@ -237,6 +239,7 @@ def train(args: argparse.Namespace) -> dict[str, Any] | None:
         # The loss landscape needs many saved parameter sets; this example skips it.
         collect_specified_data={"collect_landscape": None},
         custom_lineage_data={"hidden": args.hidden, "seed": args.seed},
+        formats=("mindinsight", "tensorboard") if args.tensorboard else ("mindinsight",),
     )
     checkpoint = ModelCheckpoint(prefix="digits", directory=str(rank_dir(summary_dir, info)),
                                  config=CheckpointConfig(save_checkpoint_steps=steps,

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from rankscribe.lineage import get_summary_lineage
-from rankscribe.writer import RecordReader, load_dir, read_events
+from rankscribe.writer import RecordReader, load_dir, read_events, read_tensorboard_events
 
 ROOT = Path(__file__).resolve().parents[3]
 TRAIN = ROOT / "examples" / "digits" / "train.py"
@@ -160,3 +160,13 @@ def test_ctrl_c_mid_run_leaves_readable_files(tmp_path: Path) -> None:
         losses = [event for event in read_events(path, strict=True)
                   if event.WhichOneof("what") == "summary"]
         assert losses
+
+
+def test_the_tensorboard_target_on_request(mpi: Any, tmp_path: Path) -> None:
+    summary_dir = tmp_path / "job"
+    run_job(mpi, train_argv(summary_dir, "--tensorboard"), tmp_path)
+    for rank in range(RANKS):
+        [board] = (summary_dir / f"rank_{rank}").glob("events.out.tfevents.*")
+        steps = {event.step for event in read_tensorboard_events(board)
+                 if event.WhichOneof("what") == "summary"}
+        assert steps == {1, *range(COLLECT_FREQ, STEPS + 1, COLLECT_FREQ)}
