@@ -67,3 +67,21 @@ def test_an_export_that_would_leave_its_folder_is_refused_and_writing_goes_on(
     steps = [event.step for event in load_dir(tmp_path / "logs") if event.values]
     assert steps == [1, 2, 3]  # the summary file still got every step
     assert (folder / "w_3.npy").is_file()
+
+
+def test_a_step_over_the_limit_after_encoding_is_dropped_and_writing_goes_on(
+    tmp_path, monkeypatch, caplog
+):
+    # record() refuses over-limit steps from an upper-bound estimate, so the
+    # encoder's own check is a last guard: make it the one that fires.
+    from rankscribe.writer import steps
+
+    monkeypatch.setattr(steps, "MAX_STEP_BYTES", 1_000)
+    with caplog.at_level(logging.ERROR, logger="rankscribe.writer.steps"):
+        with SummaryRecord(tmp_path) as record:
+            record.add_value("tensor", "big", np.ones(500, dtype=np.float32))
+            assert record.record(1) is True
+            record.add_value("tensor", "small", np.ones(2, dtype=np.float32))
+            assert record.record(2) is True
+    assert any("step 1 encodes to" in message for message in caplog.messages)
+    assert [event.step for event in load_dir(tmp_path) if event.values] == [2]

@@ -44,7 +44,6 @@ class EncodedStep:
     lineage: list[bytes] = field(default_factory=list)
     tensorboard: list[bytes] = field(default_factory=list)
     exports: list[tuple[str, np.ndarray]] = field(default_factory=list)
-    errors: list[Exception] = field(default_factory=list)
 
 
 def encode_step(job: StepJob) -> EncodedStep:
@@ -59,13 +58,15 @@ def encode_step(job: StepJob) -> EncodedStep:
         except Exception as error:  # one bad value must not cost the step
             logger.error("could not encode %s '%s' at step %d: %s", snap.plugin, snap.tag,
                          job.step, error)
-            out.errors.append(error)
     if summary_values:
         payload = events.summary_event_chunks(job.wall_time, job.step, summary_values)
         size = sum(chunk_size(chunk) for chunk in payload)
-        if size > MAX_STEP_BYTES:  # the caller's estimate makes this a last guard
-            raise ValueError(f"step {job.step} encodes to {size:,} bytes")
-        out.summary.append(payload)
+        if size <= MAX_STEP_BYTES:
+            out.summary.append(payload)
+        else:  # record() refuses such steps from its estimate; this is the last guard
+            logger.error("step %d encodes to %s bytes, over the %s-byte limit of one event; "
+                         "its summary values were not written", job.step, f"{size:,}",
+                         f"{MAX_STEP_BYTES:,}")
     if board_values:
         out.tensorboard.append(tensorboard.summary_event(job.wall_time, job.step, board_values))
     for snap in job.lineage:
