@@ -77,11 +77,11 @@ def test_a_step_over_the_limit_after_encoding_is_dropped_and_writing_goes_on(
     from rankscribe.writer import steps
 
     monkeypatch.setattr(steps, "MAX_STEP_BYTES", 1_000)
-    with caplog.at_level(logging.ERROR, logger="rankscribe.writer.steps"):
-        with SummaryRecord(tmp_path) as record:
-            record.add_value("tensor", "big", np.ones(500, dtype=np.float32))
-            assert record.record(1) is True
-            record.add_value("tensor", "small", np.ones(2, dtype=np.float32))
-            assert record.record(2) is True
+    with caplog.at_level(logging.ERROR, logger="rankscribe.writer.steps"), \
+            SummaryRecord(tmp_path) as record:
+        record.add_value("tensor", "big", np.ones(500, dtype=np.float32))
+        assert record.record(1) is True
+        record.add_value("tensor", "small", np.ones(2, dtype=np.float32))
+        assert record.record(2) is True
     assert any("step 1 encodes to" in message for message in caplog.messages)
     assert [event.step for event in load_dir(tmp_path) if event.values] == [2]
