@@ -12,12 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import struct
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from rankscribe.writer import SummaryRecord
 from rankscribe.writer.framing import RecordReader
 from rankscribe.writer.histogram import compute_histogram, histogram_proto
 from rankscribe.writer.image import decode_png, image_proto
@@ -272,3 +274,75 @@ def test_mindsporess_other_tensors_decode_exactly(tag):
     exported = EXPORTS[f"{tag.replace('/', '%2F')}_1.npy"]
     assert str(decoded.dtype) == exported["dtype"]
     assert hashlib.sha256(decoded.tobytes()).hexdigest() == exported["sha256_of_bytes"]
+
+
+# --- the whole path: SummaryRecord replays every call -----------------------------------
+
+
+def replay(case: str, directory: Path, **options: Any) -> list[summary_pb2.Event]:
+    """Feed a case's add_value/record calls to SummaryRecord; its summary events, in order."""
+    with SummaryRecord(directory, **options) as record:
+        for call in MANIFEST["dirs"][case]["inputs"]["calls"]:
+            for add in call["add_value_calls"]:
+                if "values" in add["input"]:  # hist/large_1000 is given by its hash only
+                    record.add_value(add["plugin"], add["tag"], golden_array(add["input"]))
+            record.record(call["record_step"])
+    [summary] = directory.glob("*_MS")
+    events = [summary_pb2.Event.FromString(record.payload) for record in RecordReader(summary)]
+    assert events[0].version == "MindSpore.Event:1"
+    return [event for event in events[1:] if event.WhichOneof("what") == "summary"]
+
+
+def last_value_per_tag(values: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """What MindInsight shows of one step: the last value of each tag, in first-seen order."""
+    shown: dict[str, dict[str, Any]] = {}
+    for value in values:
+        shown[value["tag"]] = value
+    return shown
+
+
+def test_replayed_scalars_read_as_mindinsight_reads_mindspores_file(tmp_path: Path) -> None:
+    events = replay("scalars", tmp_path)
+    golden = [record for record in MANIFEST["dirs"]["scalars"]["files"][0]["records"]
+              if record["what"] == "summary"]
+    assert [event.step for event in events] == [record["step"] for record in golden]
+    for event, record in zip(events, golden, strict=True):
+        ours = [(value.tag, struct.pack(">f", value.scalar_value).hex())
+                for value in event.summary.value]
+        # MindSpore wrote a tag added twice in one step twice and MindInsight shows the
+        # last; we write only that last value, where the tag first appeared.
+        theirs = [(tag, value["scalar_value_f32_hex"])
+                  for tag, value in last_value_per_tag(record["values"]).items()]
+        assert ours == theirs
+
+
+def test_replayed_histograms_tensors_images_and_exports_match_mindspores(
+    tmp_path: Path,
+) -> None:
+    events = replay(CASE_NAME, tmp_path, export_options={"tensor_format": "npy"})
+    golden = [record for record in SUMMARY_FILE["records"] if record["what"] == "summary"]
+    assert [event.step for event in events] == [record["step"] for record in golden]
+    for event, record in zip(events, golden, strict=True):
+        # Values grouped by plugin in first-seen order, then in add order, as MindSpore.
+        assert [value.tag for value in event.summary.value] == [
+            value["tag"] for value in record["values"] if value["tag"] != "hist/large_1000"]
+        for value in event.summary.value:
+            theirs = FILE_VALUES[(event.step, value.tag)]
+            kind = value.WhichOneof("value")
+            if kind == "histogram" and value.tag != "hist/int32":  # int32: the edge fix
+                assert value.histogram.SerializeToString() == (
+                    theirs.histogram.SerializeToString())
+            elif kind == "tensor":
+                assert np.array(value.tensor.float_data, np.float32).tobytes() == np.array(
+                    theirs.tensor.float_data, np.float32).tobytes()  # NaN included
+                assert list(value.tensor.dims) == list(theirs.tensor.dims)
+            elif kind == "image" and value.tag != "img/rgb_u8":  # uint8: kept as is
+                assert hashlib.sha256(decode_png(value.image.encoded_image).tobytes()).hexdigest(
+                ) == MANIFEST_VALUES[(event.step, value.tag)]["image"]["decoded"][
+                    "pixels_sha256"]
+    [folder] = tmp_path.glob("export_*/tensor")
+    exported = {path.name: np.load(path) for path in folder.iterdir()}
+    assert sorted(exported) == sorted(EXPORTS)  # the same names: <quoted tag>_<step>.npy
+    for name, array in exported.items():
+        assert str(array.dtype) == EXPORTS[name]["dtype"]
+        assert hashlib.sha256(array.tobytes()).hexdigest() == EXPORTS[name]["sha256_of_bytes"]
