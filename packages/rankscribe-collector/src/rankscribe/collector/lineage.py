@@ -42,7 +42,6 @@ from rankscribe.lineage import (
     LineageError,
     RunLineage,
     UserDefinedInfo,
-    ValidDataset,
     eval_lineage_from_args,
     merge_rank_lineages,
     parse_run,
@@ -141,20 +140,10 @@ class LineageRecorder:
         except (LineageError, TypeError, ValueError) as error:
             logger.warning("Summary cannot collect the type of metrics (%s), currently support "
                            "a dict of name to number or str.", error)
-            view = arguments["valid_dataset"]
-            lineage = EvalLineageInfo(valid_dataset=ValidDataset(
-                valid_dataset_path=view.path if view is not None else None,
-                valid_dataset_size=_size(view),
-            ))
+            # The dataset part still counts: the same builder, and no metric at all.
+            lineage = EvalLineageInfo(valid_dataset=eval_lineage_from_args(
+                {**arguments, "metrics": None}).valid_dataset)
         record.add_value("eval_lineage", "eval_lineage", lineage.to_proto())
-
-
-def _size(view: adapters.DatasetView | None) -> int | None:
-    if view is not None and view.samples is not None:
-        return view.samples
-    if view is None or view.batches is None:
-        return None
-    return view.batches * (view.batch_size or 1)
 
 
 class JobLineageMerger:
