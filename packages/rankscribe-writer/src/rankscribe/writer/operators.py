@@ -68,8 +68,28 @@ def _buffer_value(kind: str, name: str, value: Any) -> None:
         _buffer[key] = snap
 
 
+__all__ = [
+    "discard_pending",
+    "histogram_summary",
+    "image_summary",
+    "scalar_summary",
+    "tensor_summary",
+]
+
+
 def has_buffered() -> bool:
     return bool(_buffer)
+
+
+def discard_pending() -> None:
+    """Forget the operators' values buffered for a step that will not be recorded.
+
+    A training loop calls this when a step ends without ``SummaryRecord.record``
+    (the original overwrote them at the next step); without it they would pile
+    up until the next recorded step and warn about duplicates.
+    """
+    if _buffer:
+        take_buffered()
 
 
 def take_buffered() -> list[Snapshot]:
