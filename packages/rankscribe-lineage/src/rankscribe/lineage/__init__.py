@@ -35,7 +35,12 @@ from rankscribe.lineage.errors import (
 )
 from rankscribe.lineage.hparams import write_hparams
 from rankscribe.lineage.lineage_file import merged_lineage_name, write_merged_lineage
-from rankscribe.lineage.merge import MergeOutcome, merge_rank_lineages, merge_run_dir
+from rankscribe.lineage.merge import (
+    MERGE_LOCK_NAME,
+    MergeOutcome,
+    merge_rank_lineages,
+    merge_run_dir,
+)
 from rankscribe.lineage.model import (
     Algorithm,
     DatasetGraphInfo,
@@ -60,6 +65,7 @@ from rankscribe.lineage.querier import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "MERGE_LOCK_NAME",
     "Algorithm",
     "DatasetGraphInfo",
     "EvalLineage",
