@@ -11,6 +11,7 @@ import sys
 import textwrap
 import threading
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import IO
 
@@ -26,6 +27,7 @@ from rankscribe.collector.checkpoint import (
     ModelCheckpoint,
     load_checkpoint,
 )
+from rankscribe.writer.files import atomic_write
 
 LAUNCHER_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "RANK", "WORLD_SIZE",
                       "SLURM_PROCID")
@@ -53,9 +55,15 @@ class Gate:
 @pytest.fixture
 def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
     held = Gate()
-    monkeypatch.setattr(checkpoint_format, "_write_chunk", held.write)
+    stop_writes_with(monkeypatch, held.write)
     yield held
     held.release.set()  # never leave a writer thread behind
+
+
+def stop_writes_with(monkeypatch: pytest.MonkeyPatch,
+                     write: Callable[[IO[bytes], bytes], None]) -> None:
+    """Checkpoint files are written chunk by chunk through ``write`` (which may stop part-way)."""
+    monkeypatch.setattr(checkpoint_format, "atomic_write", partial(atomic_write, write=write))
 
 
 def written_file(handle: IO[bytes]) -> str:
@@ -110,7 +118,7 @@ def test_step_returns_while_the_file_is_written(tmp_path: Path, gate: Gate) -> N
 def test_background_failure_is_raised_on_the_next_step(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(checkpoint_format, "_write_chunk", failing_for("CKP-1_2.ckpt"))
+    stop_writes_with(monkeypatch, failing_for("CKP-1_2.ckpt"))
     network = {"w": np.zeros(1000)}
     callback = async_callback(tmp_path)
     callback.step_end(RunContext(params_at(network, 1)))
@@ -137,7 +145,7 @@ def test_background_failure_is_raised_on_the_next_step(
 
 def test_failure_of_the_last_save_is_raised_by_end(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(checkpoint_format, "_write_chunk", failing_for("CKP-1_5.ckpt"))
+    stop_writes_with(monkeypatch, failing_for("CKP-1_5.ckpt"))
     callback = async_callback(tmp_path)
     with pytest.raises(CheckpointWriteError, match=r"CKP-1_5\.ckpt"):
         callback.end(RunContext(params_at({"w": np.zeros(3)}, 5)))
@@ -146,7 +154,7 @@ def test_failure_of_the_last_save_is_raised_by_end(tmp_path: Path,
 
 def test_leaving_the_with_block_raises_a_pending_failure(tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(checkpoint_format, "_write_chunk", failing_for("CKP-1_1.ckpt"))
+    stop_writes_with(monkeypatch, failing_for("CKP-1_1.ckpt"))
     with (
         pytest.raises(CheckpointWriteError, match=r"CKP-1_1\.ckpt"),
         async_callback(tmp_path) as callback,
@@ -156,7 +164,7 @@ def test_leaving_the_with_block_raises_a_pending_failure(tmp_path: Path,
 
 def test_a_training_error_is_not_masked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                         caplog: pytest.LogCaptureFixture) -> None:
-    monkeypatch.setattr(checkpoint_format, "_write_chunk", failing_for("CKP-1_1.ckpt"))
+    stop_writes_with(monkeypatch, failing_for("CKP-1_1.ckpt"))
     with (
         caplog.at_level(logging.ERROR),
         pytest.raises(RuntimeError, match="loss is NaN"),
@@ -211,11 +219,12 @@ def test_retention_runs_after_background_writes(tmp_path: Path) -> None:
 
 
 CRASHING_SCRIPT = textwrap.dedent("""
-    import os, sys, time
+    import functools, os, sys, time
     import numpy as np
     from rankscribe.collector import checkpoint_format
     from rankscribe.collector.callback import CallbackParams, RunContext
     from rankscribe.collector.checkpoint import CheckpointConfig, ModelCheckpoint
+    from rankscribe.writer import files
 
     def write(handle, chunk):
         if "CKP-1_3.ckpt" in os.readlink(f"/proc/self/fd/{handle.fileno()}"):
@@ -226,7 +235,7 @@ CRASHING_SCRIPT = textwrap.dedent("""
             time.sleep(60)  # killed here
         handle.write(chunk)
 
-    checkpoint_format._write_chunk = write
+    checkpoint_format.atomic_write = functools.partial(files.atomic_write, write=write)
     config = CheckpointConfig(save_checkpoint_steps=1, keep_checkpoint_max=10, async_save=True)
     callback = ModelCheckpoint(directory=sys.argv[1], config=config)
     network = {"w": np.zeros(200_000, np.float32)}

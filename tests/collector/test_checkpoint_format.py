@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import IO
 
@@ -24,6 +26,7 @@ from rankscribe.collector.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
+from rankscribe.writer.files import atomic_write
 
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "float32", "float64", "complex64"]
@@ -225,8 +228,14 @@ def fail_halfway(handle: IO[bytes], chunk: bytes) -> None:
     raise OSError(28, "No space left on device")
 
 
+def stop_writes_with(monkeypatch: pytest.MonkeyPatch,
+                     write: Callable[[IO[bytes], bytes], None]) -> None:
+    """Checkpoint files are written chunk by chunk through ``write`` (which may stop part-way)."""
+    monkeypatch.setattr(checkpoint_format, "atomic_write", partial(atomic_write, write=write))
+
+
 def test_failed_write_leaves_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(checkpoint_format, "_write_chunk", fail_halfway)
+    stop_writes_with(monkeypatch, fail_halfway)
     with pytest.raises(CheckpointWriteError) as caught:
         save_checkpoint({"w": np.zeros(1000)}, tmp_path / "x.ckpt")
     assert isinstance(caught.value, OSError)
@@ -237,7 +246,7 @@ def test_failed_write_leaves_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyP
 def test_failed_overwrite_keeps_the_previous_file(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     path = save_checkpoint({"w": np.full(10, 7.0)}, tmp_path / "x.ckpt")
-    monkeypatch.setattr(checkpoint_format, "_write_chunk", fail_halfway)
+    stop_writes_with(monkeypatch, fail_halfway)
     with pytest.raises(CheckpointWriteError):
         save_checkpoint({"w": np.full(10, 8.0)}, path)
     monkeypatch.undo()

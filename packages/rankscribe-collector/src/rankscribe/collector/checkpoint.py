@@ -19,7 +19,7 @@ Where this differs from the original, on purpose:
 - old files are deleted *after* the new one is safely on disk, so a failed
   write never leaves fewer checkpoints than before; and only files this
   callback wrote are ever deleted;
-- every file is written atomically (see ``checkpoint_format.write_atomically``);
+- every file is written atomically (see ``rankscribe.writer.files.atomic_write``);
 - with ``async_save`` at most one write is in flight: a save that comes due
   while the previous one is still writing waits for it (bounded memory), and a
   failed background write raises :class:`CheckpointWriteError` on the next

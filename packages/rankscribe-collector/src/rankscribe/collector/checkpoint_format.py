@@ -29,9 +29,7 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from contextlib import suppress
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
@@ -55,6 +53,7 @@ from rankscribe.collector.checkpoint_errors import (
     CheckpointWriteError,
 )
 from rankscribe.collector.checkpoint_network import network_parameters, to_numpy
+from rankscribe.writer.files import atomic_write
 
 __all__ = [
     "APPEND_TENSOR_PREFIX",
@@ -66,7 +65,6 @@ __all__ = [
     "prepare_append_info",
     "prepare_tensors",
     "save_checkpoint",
-    "write_atomically",
     "write_checkpoint_file",
 ]
 
@@ -197,33 +195,7 @@ def write_checkpoint_file(
     """Encode, optionally encrypt, and atomically write one checkpoint to ``path``."""
     data = encode_checkpoint(tensors, append_info)
     chunks: Iterable[bytes] = [data] if enc_key is None else encrypt_chunks(data, enc_key, enc_mode)
-    write_atomically(path, chunks)
-
-
-def write_atomically(path: Path, chunks: Iterable[bytes]) -> None:
-    """Write ``chunks`` to ``path`` so that ``path`` is never seen half-written.
-
-    The data goes to a hidden ``.<name>.<random>.tmp`` in the same directory (so
-    the rename cannot cross filesystems), is fsynced, made 0400 and renamed over
-    ``path``; the directory is fsynced so the rename itself survives a power
-    loss. On an error the temporary file is removed and the error re-raised.
-    """
-    descriptor, temporary = tempfile.mkstemp(
-        prefix=f".{path.name}.", suffix=".tmp", dir=path.parent
-    )
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            for chunk in chunks:
-                _write_chunk(handle, chunk)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, FILE_MODE)
-        os.replace(temporary, path)
-    except BaseException:
-        with suppress(OSError):
-            os.unlink(temporary)
-        raise
-    _fsync_directory(path.parent)
+    atomic_write(path, chunks, mode=FILE_MODE)
 
 
 def save_checkpoint(
@@ -299,24 +271,6 @@ def load_checkpoint(
             f"{source} is not encrypted, but an enc_key was given; load it with enc_key=None"
         )
     return decode_checkpoint(data, source)
-
-
-def _write_chunk(handle: IO[bytes], chunk: bytes) -> None:
-    # One function so that crash tests can stop a write part-way through.
-    handle.write(chunk)
-
-
-def _fsync_directory(directory: Path) -> None:
-    try:
-        descriptor = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(descriptor)
-    except OSError:
-        logger.debug("cannot fsync directory %s; the rename is not yet durable", directory)
-    finally:
-        os.close(descriptor)
 
 
 def _storable(array: Array, what: str, copy: bool) -> Array:

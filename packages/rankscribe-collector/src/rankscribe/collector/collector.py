@@ -46,7 +46,7 @@ from rankscribe.collector.options import custom_lineage_data as merged_custom_li
 from rankscribe.collector.schedule import Collect, CollectionSchedule, total_units
 from rankscribe.ranks import Coordinator, RankInfo, detect, rank_dir
 from rankscribe.writer import SummaryRecord
-from rankscribe.writer import operators as summary_operators
+from rankscribe.writer.operators import discard_pending
 
 logger = logging.getLogger(__name__)
 
@@ -268,7 +268,7 @@ class SummaryCollector(Callback):
     def step_end(self, run_context: RunContext) -> None:
         params = run_context.original_args()
         if params.mode != "train" or self._record is None:
-            _drop_operator_values()
+            discard_pending()
             return
         if not self._first_step_done:
             self._add_first_step_values(params)
@@ -349,7 +349,7 @@ class SummaryCollector(Callback):
         else:
             decision = schedule.next(unit)
         if decision is Collect.NOTHING:
-            _drop_operator_values()
+            discard_pending()
             return
         if decision.extracts:
             self._extractor.add_step_values(record, params)
@@ -372,12 +372,3 @@ class SummaryCollector(Callback):
         if self._merger is not None and self._directory is not None:
             self._merger.merge(self._directory)
 
-
-def _drop_operator_values() -> None:
-    """Forget summary operators' values of a step that is not recorded.
-
-    The original overwrote them at the next step; without this they would
-    pile up until the next collected step and warn about duplicates.
-    """
-    if summary_operators.has_buffered():
-        summary_operators.take_buffered()

@@ -24,7 +24,6 @@ import importlib
 import json
 import logging
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ from safetensors.numpy import save as safetensors_bytes
 
 from rankscribe.collector import adapters
 from rankscribe.collector.options import LandscapeOptions
+from rankscribe.writer.files import atomic_write
 
 logger = logging.getLogger(__name__)
 
@@ -63,20 +63,6 @@ def network_arrays(network: object) -> list[tuple[str, np.ndarray[Any, Any]]]:
     return [(str(name), np.asarray(array)) for name, array in reader(network)]
 
 
-def _write_atomically(path: Path, payload: bytes) -> None:
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp",
-                                             dir=path.parent)
-    try:
-        with os.fdopen(descriptor, "wb") as stream:
-            stream.write(payload)
-        os.chmod(temporary, _READ_ONLY)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
-
-
 class LandscapeSaver:
     """Parameter files at the landscape's steps or epochs, and their metadata file."""
 
@@ -104,7 +90,7 @@ class LandscapeSaver:
         try:
             tensors = {name: np.ascontiguousarray(array) for name, array in network_arrays(network)}
             self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            _write_atomically(path, safetensors_bytes(tensors))
+            atomic_write(path, [safetensors_bytes(tensors)], mode=_READ_ONLY)
         except (OSError, TypeError, ValueError) as error:
             logger.error("Saving the landscape parameters of %s %d failed: %s", self.unit,
                          number, error)
@@ -135,7 +121,7 @@ class LandscapeSaver:
                     logger.warning("%s already exists; it is kept as it is.", path)
                     return False
                 payload = json.dumps(self.metadata(step_per_epoch), indent=1).encode()
-                _write_atomically(path, payload)
+                atomic_write(path, [payload], mode=_READ_ONLY)
         except filelock.Timeout:
             logger.error("Write meta data %s failed: its lock was held for more than %g s.",
                          path, LOCK_TIMEOUT)

@@ -39,6 +39,7 @@ from rankscribe.collector.extract import ValueSink
 from rankscribe.lineage import (
     DatasetGraphInfo,
     EvalLineageInfo,
+    MERGE_LOCK_NAME,
     LineageError,
     RunLineage,
     UserDefinedInfo,
@@ -48,7 +49,6 @@ from rankscribe.lineage import (
     train_lineage_from_args,
     write_merged_lineage,
 )
-from rankscribe.lineage.merge import MERGE_LOCK_NAME
 from rankscribe.ranks import Coordinator, RankInfo, RanksError
 
 logger = logging.getLogger(__name__)

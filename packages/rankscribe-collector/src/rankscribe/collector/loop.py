@@ -42,7 +42,7 @@ from rankscribe.collector import adapters
 from rankscribe.collector.callback import Callback, CallbackList, CallbackParams, RunContext
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 from rankscribe.ranks import detect
-from rankscribe.writer import operators as summary_operators
+from rankscribe.writer.operators import discard_pending
 
 logger = logging.getLogger(__name__)
 
@@ -197,7 +197,7 @@ class TrainLoop:
         for batch in dataset:
             if steps:
                 # One callback step covers the epoch: summary operators keep the last batch's.
-                summary_operators.take_buffered()
+                discard_pending()
             params.train_dataset_element = batch
             params.net_outputs = self.step_fn(batch)
             steps += 1
