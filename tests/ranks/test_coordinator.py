@@ -132,7 +132,7 @@ def test_create_under_an_mpi_launcher_without_mpi(monkeypatch: pytest.MonkeyPatc
     def unavailable() -> None:
         raise BackendUnavailableError("the MPI backend needs mpi4py and an MPI library")
 
-    monkeypatch.setattr("rankscribe.ranks.mpi.load_mpi", unavailable)
+    monkeypatch.setattr("rankscribe.ranks._mpi_loader.load_mpi", unavailable)
     with pytest.raises(BackendUnavailableError, match="needs mpi4py"):
         Coordinator.create(RankInfo(0, 4, 0, 4, "h", "openmpi"))
 

@@ -16,7 +16,7 @@ from rankscribe.ranks import (
     RanksValueError,
     detect,
 )
-from rankscribe.ranks import info as info_module
+from rankscribe.ranks import _info as info_module
 from rankscribe.ranks.errors import BackendUnavailableError
 
 HOST = socket.gethostname()
@@ -144,7 +144,7 @@ def test_pmix_without_size_or_mpi_library_says_what_is_missing(
     def unavailable() -> None:
         raise BackendUnavailableError("no MPI library")
 
-    monkeypatch.setattr("rankscribe.ranks.mpi.load_mpi", unavailable)
+    monkeypatch.setattr("rankscribe.ranks._mpi_loader.load_mpi", unavailable)
     with pytest.raises(RankEnvironmentError, match=r"SLURM_NTASKS.*MPI library"):
         detect({"PMIX_RANK": "2"})
 

@@ -31,7 +31,7 @@ from rankscribe.ranks import (
     rank_dir,
     split_evenly,
 )
-from rankscribe.ranks.message import MPI_COUNT_LIMIT
+from rankscribe.ranks._message import MPI_COUNT_LIMIT
 
 #: The timeout of the collective that a rank misses, in seconds.
 MISSED_TIMEOUT = 3.0

@@ -11,7 +11,13 @@ is created.
 
 from __future__ import annotations
 
-from rankscribe.ranks.coordinator import DEFAULT_TIMEOUT, BackendName, Coordinator, GatherResult
+from rankscribe.ranks._coordinator import DEFAULT_TIMEOUT, BackendName, Coordinator, GatherResult
+from rankscribe.ranks._info import Launcher, RankInfo, detect
+from rankscribe.ranks._layout import rank_dir
+from rankscribe.ranks._mpi import MpiCoordinator
+from rankscribe.ranks._rendezvous import FileCoordinator
+from rankscribe.ranks._single import SingleCoordinator
+from rankscribe.ranks._split import split_evenly
 from rankscribe.ranks.errors import (
     BackendUnavailableError,
     BarrierTimeoutError,
@@ -24,12 +30,6 @@ from rankscribe.ranks.errors import (
     RanksValueError,
     RendezvousError,
 )
-from rankscribe.ranks.info import Launcher, RankInfo, detect
-from rankscribe.ranks.layout import rank_dir
-from rankscribe.ranks.mpi import MpiCoordinator
-from rankscribe.ranks.rendezvous import FileCoordinator
-from rankscribe.ranks.single import SingleCoordinator
-from rankscribe.ranks.split import split_evenly
 
 __version__ = "0.1.0"
 

@@ -39,8 +39,10 @@ from typing import Any, TypeVar
 
 import filelock
 
-from rankscribe.ranks.coordinator import DEFAULT_TIMEOUT, Coordinator, GatherResult
-from rankscribe.ranks.deadline import Backoff, Deadline
+from rankscribe.ranks._coordinator import DEFAULT_TIMEOUT, Coordinator, GatherResult
+from rankscribe.ranks._deadline import Backoff, Deadline
+from rankscribe.ranks._info import RankInfo
+from rankscribe.ranks._layout import DIRECTORY_MODE
 from rankscribe.ranks.errors import (
     BarrierTimeoutError,
     CollectiveMismatchError,
@@ -48,8 +50,6 @@ from rankscribe.ranks.errors import (
     RanksTypeError,
     RendezvousError,
 )
-from rankscribe.ranks.info import RankInfo
-from rankscribe.ranks.layout import DIRECTORY_MODE
 
 __all__ = ["FileCoordinator"]
 

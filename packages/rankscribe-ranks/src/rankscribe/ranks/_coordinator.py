@@ -11,9 +11,10 @@ depends on its rank):
 - :meth:`Coordinator.barrier` waits until every rank arrived, or raises
   :class:`BarrierTimeoutError` naming the ranks that did not.
 
-Three backends implement them: MPI (:mod:`rankscribe.ranks.mpi`), a rendezvous
-folder on a shared filesystem (:mod:`rankscribe.ranks.rendezvous`) and a single
-process (:mod:`rankscribe.ranks.single`); :meth:`Coordinator.create` picks one.
+Three backends implement them: MPI (:mod:`rankscribe.ranks._mpi`), a rendezvous
+folder on a shared filesystem (:mod:`rankscribe.ranks._rendezvous`) and a single
+process (:mod:`rankscribe.ranks._single`); :meth:`Coordinator.create` picks one
+(the choice itself lives in :mod:`rankscribe.ranks._factory`).
 """
 
 from __future__ import annotations
@@ -26,13 +27,13 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
-from rankscribe.ranks.deadline import Deadline, check_timeout
+from rankscribe.ranks._deadline import Deadline, check_timeout
+from rankscribe.ranks._info import RankInfo
 from rankscribe.ranks.errors import (
     CoordinatorClosedError,
     RanksTypeError,
     RanksValueError,
 )
-from rankscribe.ranks.info import MPI_LAUNCHERS, RankInfo, detect
 
 __all__ = ["DEFAULT_TIMEOUT", "BackendName", "Coordinator", "GatherResult"]
 
@@ -42,7 +43,6 @@ T = TypeVar("T")
 DEFAULT_TIMEOUT = 600.0
 
 BackendName = Literal["auto", "mpi", "file", "single"]
-_BACKENDS = ("auto", "mpi", "file", "single")
 
 
 @dataclass(frozen=True)
@@ -123,25 +123,13 @@ class Coordinator(abc.ABC):
         raises :class:`RanksValueError` asking for a ``rendezvous_dir``.
 
         ``rendezvous_dir`` must be a folder every rank sees and used by this
-        job only (see :class:`~rankscribe.ranks.rendezvous.FileCoordinator`).
+        job only (see :class:`~rankscribe.ranks.FileCoordinator`).
         """
-        # The backends subclass Coordinator, so they are imported here, not at the top.
-        from rankscribe.ranks.mpi import MpiCoordinator  # noqa: PLC0415
-        from rankscribe.ranks.rendezvous import FileCoordinator  # noqa: PLC0415
-        from rankscribe.ranks.single import SingleCoordinator  # noqa: PLC0415
+        # The factory sits above the backends, which subclass Coordinator; importing it
+        # at call time keeps this module free of imports from its own subclasses.
+        from rankscribe.ranks._factory import create_coordinator  # noqa: PLC0415
 
-        if info is None:
-            info = detect()
-        chosen = _choose_backend(info, backend, rendezvous_dir)
-        if chosen == "single":
-            return SingleCoordinator(info, timeout=timeout)
-        if chosen == "mpi":
-            return MpiCoordinator(info, timeout=timeout)
-        if rendezvous_dir is None:
-            raise RanksValueError(
-                "backend='file' needs rendezvous_dir: a folder on a filesystem every rank sees"
-            )
-        return FileCoordinator(info, rendezvous_dir, timeout=timeout)
+        return create_coordinator(info, backend, rendezvous_dir, timeout)
 
     @property
     def rank(self) -> int:
@@ -238,27 +226,3 @@ class Coordinator(abc.ABC):
                 f"({type(obj).__name__}): {error}"
             ) from error
 
-
-def _choose_backend(
-    info: RankInfo, backend: str, rendezvous_dir: str | os.PathLike[str] | None
-) -> str:
-    if backend not in _BACKENDS:
-        raise RanksValueError(f"backend must be one of {', '.join(_BACKENDS)}; got {backend!r}")
-    if backend == "single" and info.world_size != 1:
-        raise RanksValueError(
-            f"backend='single' needs a world of one process, but this is rank {info.rank} "
-            f"of {info.world_size} (launcher {info.launcher})"
-        )
-    if backend != "auto":
-        return backend
-    if info.world_size == 1:
-        return "single"
-    if info.launcher in MPI_LAUNCHERS:
-        return "mpi"
-    if rendezvous_dir is not None:
-        return "file"
-    raise RanksValueError(
-        f"this job ({info.world_size} ranks, launcher {info.launcher}) was not started by "
-        "an MPI launcher: pass rendezvous_dir=<a folder every rank sees, used by this job "
-        "only> for the file backend, or backend='mpi' if the ranks share an MPI COMM_WORLD"
-    )

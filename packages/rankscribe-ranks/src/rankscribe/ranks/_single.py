@@ -5,10 +5,10 @@ from __future__ import annotations
 import socket
 from typing import TypeVar
 
-from rankscribe.ranks.coordinator import DEFAULT_TIMEOUT, Coordinator, GatherResult
-from rankscribe.ranks.deadline import Deadline
+from rankscribe.ranks._coordinator import DEFAULT_TIMEOUT, Coordinator, GatherResult
+from rankscribe.ranks._deadline import Deadline
+from rankscribe.ranks._info import RankInfo
 from rankscribe.ranks.errors import RanksValueError
-from rankscribe.ranks.info import RankInfo
 
 __all__ = ["SingleCoordinator"]
 

@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from rankscribe.ranks import _mpi_loader
 from rankscribe.ranks.errors import (
     BackendUnavailableError,
     RankEnvironmentError,
@@ -220,10 +221,8 @@ def _from_initialised_mpi(host: str) -> RankInfo | None:
 
 
 def _mpi_world_size() -> int | None:
-    from rankscribe.ranks.mpi import load_mpi  # noqa: PLC0415 - mpi4py only when needed
-
     try:
-        mpi = load_mpi()
+        mpi = _mpi_loader.load_mpi()
     except BackendUnavailableError:
         return None
     return int(mpi.COMM_WORLD.Get_size())
