@@ -1,0 +1,175 @@
+"""tools/check_boundaries.py on small package trees built in tmp_path."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+TOOL = Path(__file__).resolve().parents[2] / "tools" / "check_boundaries.py"
+
+
+def write_package(root: Path, name: str, files: dict[str, str]) -> None:
+    """packages/rankscribe-<name>/src/rankscribe/<name>/ with the given modules."""
+    package = root / "packages" / f"rankscribe-{name}" / "src" / "rankscribe" / name
+    for relative, text in {"__init__.py": "", **files}.items():
+        path = package / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+
+
+def run(root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(TOOL), "--root", str(root)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+
+
+@pytest.fixture
+def clean_tree(tmp_path: Path) -> Path:
+    write_package(tmp_path, "writer", {
+        "__init__.py": """
+            from rankscribe.writer._record import Record
+            __all__ = ["Record", "files"]
+        """,
+        "_record.py": "from rankscribe.writer import _framing\nclass Record: ...\n",
+        "_framing.py": "import struct\n",
+        "files.py": "__all__ = ['frame']\ndef frame() -> None: ...\n",
+        "pb/__init__.py": "__all__ = ['event_pb2']\n",
+        "pb/event_pb2.py": "x = 1\n" * 900,
+    })
+    write_package(tmp_path, "lineage", {
+        "__init__.py": """
+            from rankscribe.writer import Record, files
+            from rankscribe.writer.files import frame
+            from rankscribe.writer.pb import event_pb2
+            import rankscribe.writer.files
+            __all__ = []
+        """,
+        "_model.py": "\n" * 500,
+    })
+    return tmp_path
+
+
+def test_a_clean_tree_passes(clean_tree: Path) -> None:
+    result = run(clean_tree)
+    assert result.returncode == 0, result.stdout
+    assert "package boundaries hold" in result.stdout
+
+
+def test_a_module_over_500_lines_is_listed_with_its_length(clean_tree: Path) -> None:
+    write_package(clean_tree, "ranks", {"_big.py": "x = 1\n" * 501})
+    result = run(clean_tree)
+    assert result.returncode == 1
+    assert "modules over 500 lines (1):" in result.stdout
+    assert "rankscribe.ranks._big (_big.py): 501 lines" in result.stdout
+
+
+def test_generated_protobuf_modules_may_be_long(clean_tree: Path) -> None:
+    write_package(clean_tree, "ranks", {"big_pb2.py": "x = 1\n" * 900, "big_pb2.pyi": "x\n" * 900})
+    assert run(clean_tree).returncode == 0
+
+
+def test_an_import_cycle_is_listed(clean_tree: Path) -> None:
+    write_package(clean_tree, "ranks", {
+        "_info.py": "from rankscribe.ranks._mpi import load\n",
+        "_mpi.py": "from rankscribe.ranks import _info\n",
+    })
+    result = run(clean_tree)
+    assert result.returncode == 1
+    assert "import cycles inside a package (1):" in result.stdout
+    assert "rankscribe.ranks._info -> rankscribe.ranks._mpi -> rankscribe.ranks._info" in (
+        result.stdout
+    )
+
+
+def test_a_cycle_through_relative_imports_and_the_package_init(clean_tree: Path) -> None:
+    write_package(clean_tree, "collector", {
+        "adapters/__init__.py": "from .numpy import NumpyAdapter\nclass View: ...\n",
+        "adapters/numpy.py": "from . import View\nclass NumpyAdapter: ...\n",
+    })
+    result = run(clean_tree)
+    assert result.returncode == 1
+    assert (
+        "rankscribe.collector.adapters -> rankscribe.collector.adapters.numpy"
+        " -> rankscribe.collector.adapters"
+    ) in result.stdout
+
+
+def test_imports_in_functions_or_for_type_checking_make_no_cycle(clean_tree: Path) -> None:
+    write_package(clean_tree, "ranks", {
+        "_coordinator.py": """
+            from typing import TYPE_CHECKING
+            if TYPE_CHECKING:
+                from rankscribe.ranks._single import Single
+            class Coordinator:
+                def create(self) -> None:
+                    from rankscribe.ranks._single import Single
+        """,
+        "_single.py": "from rankscribe.ranks._coordinator import Coordinator\n",
+    })
+    result = run(clean_tree)
+    assert result.returncode == 0, result.stdout
+
+
+def test_importing_a_private_module_of_another_package_is_listed(clean_tree: Path) -> None:
+    write_package(clean_tree, "collector", {
+        "loop.py": """
+            def later() -> None:
+                from rankscribe.writer._framing import frame
+            import rankscribe.writer._record
+        """,
+    })
+    result = run(clean_tree)
+    assert result.returncode == 1
+    assert "imports of non-public names from another package (2):" in result.stdout
+    assert (
+        "rankscribe.collector.loop (line 3): imports from rankscribe.writer._framing, "
+        "a private module (_framing)"
+    ) in result.stdout
+    assert "rankscribe.collector.loop (line 4): imports from rankscribe.writer._record" in (
+        result.stdout
+    )
+
+
+def test_a_name_missing_from_the_targets_all_is_listed(clean_tree: Path) -> None:
+    write_package(clean_tree, "collector", {
+        "loop.py": "from rankscribe.writer.files import frame, _helper, unlisted\n",
+    })
+    result = run(clean_tree)
+    assert result.returncode == 1
+    assert "imports _helper from rankscribe.writer.files, which is not in its __all__" in (
+        result.stdout
+    )
+    assert "imports unlisted from rankscribe.writer.files" in result.stdout
+    assert "imports frame" not in result.stdout
+
+
+def test_the_own_packages_private_modules_are_fine(clean_tree: Path) -> None:
+    write_package(clean_tree, "collector", {
+        "_schedule.py": "X = 1\n",
+        "loop.py": "from rankscribe.collector._schedule import X\n",
+    })
+    assert run(clean_tree).returncode == 0
+
+
+def test_every_kind_is_reported_in_one_run(clean_tree: Path) -> None:
+    write_package(clean_tree, "ranks", {
+        "_big.py": "x = 1\n" * 600,
+        "_a.py": "from rankscribe.ranks import _b\n",
+        "_b.py": "from rankscribe.ranks import _a\nfrom rankscribe.writer import _record\n",
+    })
+    result = run(clean_tree)
+    assert result.returncode == 1
+    for title in ("modules over 500 lines", "import cycles inside a package",
+                  "imports of non-public names from another package"):
+        assert title in result.stdout
+
+
+def test_a_root_without_packages_is_refused(tmp_path: Path) -> None:
+    result = run(tmp_path)
+    assert result.returncode == 2
+    assert "--root must be a repository with a packages/ folder" in result.stdout

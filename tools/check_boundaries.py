@@ -1,0 +1,313 @@
+"""Check the package boundaries described in docs/contributing.md.
+
+    python tools/check_boundaries.py [--root DIR]
+
+Looks at every ``packages/*/src/rankscribe/<package>/`` under the root (the
+repository by default) and fails, listing each offender, when:
+
+- a source module is longer than 500 lines (generated ``*_pb2.py`` files and
+  ``.pyi`` stubs aside);
+- a package's own modules import each other in a cycle (only imports that run
+  when the module is imported count: not those inside functions nor under
+  ``if TYPE_CHECKING:``);
+- a module imports from another rankscribe package anything but public names:
+  no ``_``-prefixed component in the module path, and each imported name in the
+  target module's ``__all__`` or a public submodule of it.
+
+The check reads the source with :mod:`ast`; it imports nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MAX_LINES = 500
+NAMESPACE = "rankscribe"
+
+
+@dataclass(frozen=True)
+class Module:
+    name: str  # dotted, e.g. rankscribe.writer._names
+    path: Path
+    package: str  # e.g. rankscribe.writer
+    is_package: bool  # an __init__.py
+
+
+@dataclass
+class Report:
+    long_modules: list[str] = field(default_factory=list)
+    cycles: list[str] = field(default_factory=list)
+    private_imports: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not (self.long_modules or self.cycles or self.private_imports)
+
+    def render(self) -> str:
+        sections = [
+            (f"modules over {MAX_LINES} lines", self.long_modules),
+            ("import cycles inside a package", self.cycles),
+            ("imports of non-public names from another package", self.private_imports),
+        ]
+        lines: list[str] = []
+        for title, entries in sections:
+            if entries:
+                lines.append(f"{title} ({len(entries)}):")
+                lines.extend(f"  {entry}" for entry in entries)
+        return "\n".join(lines)
+
+
+def find_modules(root: Path) -> dict[str, Module]:
+    """Every ``.py`` module of every package under ``root/packages``, by dotted name."""
+    modules: dict[str, Module] = {}
+    for src in sorted((root / "packages").glob(f"*/src/{NAMESPACE}")):
+        for package_dir in sorted(p for p in src.iterdir() if p.is_dir()):
+            if not (package_dir / "__init__.py").is_file():
+                continue
+            package = f"{NAMESPACE}.{package_dir.name}"
+            for path in sorted(package_dir.rglob("*.py")):
+                parts = path.relative_to(src.parent).with_suffix("").parts
+                is_package = parts[-1] == "__init__"
+                name = ".".join(parts[:-1] if is_package else parts)
+                modules[name] = Module(name, path, package, is_package)
+    return modules
+
+
+def is_generated(path: Path) -> bool:
+    return path.name.endswith("_pb2.py")
+
+
+def _parse(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    if isinstance(test, ast.Name):
+        return test.id == "TYPE_CHECKING"
+    return isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+
+
+def import_time_statements(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
+    """The imports that run when a module is imported (class bodies yes, functions no)."""
+    for node in body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        elif isinstance(node, ast.If):
+            if not _is_type_checking(node.test):
+                yield from import_time_statements(node.body)
+            yield from import_time_statements(node.orelse)
+        elif isinstance(node, ast.Try):
+            for block in (node.body, node.orelse, node.finalbody):
+                yield from import_time_statements(block)
+            for handler in node.handlers:
+                yield from import_time_statements(handler.body)
+        elif isinstance(node, ast.With | ast.ClassDef):
+            yield from import_time_statements(node.body)
+
+
+def all_imports(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+
+
+def imported_from(module: Module, node: ast.ImportFrom) -> str:
+    """The absolute module a ``from ... import`` statement reads from."""
+    if node.level == 0:
+        return node.module or ""
+    base = module.name.split(".")
+    if not module.is_package:
+        base = base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def targets(
+    module: Module, node: ast.Import | ast.ImportFrom, modules: dict[str, Module]
+) -> Iterator[str]:
+    """The modules an import statement makes Python execute (parents left out)."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            yield alias.name
+        return
+    source = imported_from(module, node)
+    for alias in node.names:
+        submodule = f"{source}.{alias.name}"
+        yield submodule if submodule in modules else source
+
+
+def find_long_modules(modules: dict[str, Module]) -> list[str]:
+    found = []
+    for module in modules.values():
+        if is_generated(module.path):
+            continue
+        count = len(module.path.read_text(encoding="utf-8").splitlines())
+        if count > MAX_LINES:
+            found.append(f"{module.name} ({module.path.name}): {count} lines")
+    return found
+
+
+def find_cycles(modules: dict[str, Module]) -> list[str]:
+    graph: dict[str, set[str]] = {}
+    for module in modules.values():
+        edges: set[str] = set()
+        for node in import_time_statements(_parse(module.path).body):
+            for target in targets(module, node, modules):
+                known = modules.get(target)
+                if known is not None and known.package == module.package:
+                    edges.add(target)
+        graph[module.name] = edges
+    return [" -> ".join([*cycle, cycle[0]]) for cycle in strongly_connected(graph)]
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's components with more than one module, or a module importing itself."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(graph[node]):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1 or node in graph[node]:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def declared_all(module: Module) -> set[str] | None:
+    """The names a module lists in ``__all__`` (literal lists and ``+=`` only)."""
+    names: set[str] | None = None
+    for node in _parse(module.path).body:
+        value: ast.expr | None = None
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            names, value = set(), node.value
+        elif isinstance(node, ast.AnnAssign | ast.AugAssign) and (
+            isinstance(node.target, ast.Name) and node.target.id == "__all__"
+        ):
+            names, value = names or set(), node.value
+        if value is not None and isinstance(value, ast.List | ast.Tuple):
+            names |= {
+                item.value
+                for item in value.elts
+                if isinstance(item, ast.Constant) and isinstance(item.value, str)
+            }
+    return names
+
+
+def _package_of(name: str) -> str | None:
+    parts = name.split(".")
+    if len(parts) < 2 or parts[0] != NAMESPACE:
+        return None
+    return ".".join(parts[:2])
+
+
+def find_private_imports(modules: dict[str, Module]) -> list[str]:
+    packages = {module.package for module in modules.values()}
+    found: list[str] = []
+    for module in modules.values():
+        for node in all_imports(_parse(module.path)):
+            where = f"{module.name} (line {node.lineno})"
+            problems = _check(module, node, modules, packages)
+            found.extend(f"{where}: {problem}" for problem in problems)
+    return found
+
+
+def _check(
+    module: Module,
+    node: ast.Import | ast.ImportFrom,
+    modules: dict[str, Module],
+    packages: set[str],
+) -> Iterator[str]:
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if _foreign(alias.name, module, packages):
+                yield from _private_path(alias.name)
+        return
+    source = imported_from(module, node)
+    if not _foreign(source, module, packages):
+        return
+    private = list(_private_path(source))
+    if private:
+        yield from private
+        return
+    target = modules.get(source)
+    if target is None:
+        yield f"imports from {source}, which is not a module of any package"
+        return
+    public = declared_all(target) or set()
+    for alias in node.names:
+        submodule = f"{source}.{alias.name}"
+        if alias.name in public or (submodule in modules and not alias.name.startswith("_")):
+            continue
+        yield f"imports {alias.name} from {source}, which is not in its __all__"
+
+
+def _foreign(name: str, module: Module, packages: set[str]) -> bool:
+    package = _package_of(name)
+    return package is not None and package in packages and package != module.package
+
+
+def _private_path(name: str) -> Iterator[str]:
+    private = [part for part in name.split(".") if part.startswith("_")]
+    if private:
+        yield f"imports from {name}, a private module ({', '.join(private)})"
+
+
+def check(root: Path) -> Report:
+    modules = find_modules(root)
+    return Report(
+        long_modules=find_long_modules(modules),
+        cycles=find_cycles(modules),
+        private_imports=find_private_imports(modules),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--root", type=Path, default=Path(__file__).resolve().parent.parent,
+        help="the repository root (default: this checkout)",
+    )
+    args = parser.parse_args(argv)
+    if not (args.root / "packages").is_dir():
+        print(f"--root must be a repository with a packages/ folder; got {args.root}")
+        return 2
+    report = check(args.root)
+    if report.ok:
+        print("package boundaries hold: no long module, no import cycle, public imports only")
+        return 0
+    print(report.render())
+    print("\nsee docs/contributing.md for the rules")
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
