@@ -9,6 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+__all__ = [
+    "BackendUnavailableError",
+    "BarrierTimeoutError",
+    "CollectiveMismatchError",
+    "CollectiveTimeoutError",
+    "CoordinatorClosedError",
+    "RankEnvironmentError",
+    "RanksError",
+    "RanksTypeError",
+    "RanksValueError",
+    "RendezvousError",
+]
+
 
 class RanksError(Exception):
     """Base class of every error raised by rankscribe.ranks."""
