@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-SNAPSHOTS = ROOT / "tools" / "public_api"
 NAMESPACE = "rankscribe"
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 WRITE_COMMAND = "python tools/public_api.py --write"
@@ -154,6 +153,17 @@ def _all_from_source(module_name: str) -> list[str]:
     return []
 
 
+def _describe_entry(module: types.ModuleType, name: str, entry: str) -> Iterator[str]:
+    if not hasattr(module, entry):
+        # ``from package import *`` imports a submodule listed in __all__; so do we.
+        try:
+            importlib.import_module(f"{name}.{entry}")
+        except ImportError:
+            yield f"{name}.{entry}: listed in __all__ but not defined"
+            return
+    yield from describe(f"{name}.{entry}", getattr(module, entry))
+
+
 def snapshot(package: str) -> str:
     lines: list[str] = []
     for name, module in public_modules(package):
@@ -166,7 +176,7 @@ def snapshot(package: str) -> str:
             lines.append(f"{name}: module without __all__ (exports nothing)")
             continue
         for entry in exported:
-            lines.extend(describe(f"{name}.{entry}", getattr(module, entry)))
+            lines.extend(_describe_entry(module, name, entry))
     header = f"# public API of {package}; after a deliberate change: {WRITE_COMMAND}"
     # By name first, so that a class comes right before its members.
     lines.sort(key=lambda line: (line.split(": ", 1)[0], line))
@@ -178,12 +188,18 @@ def main(argv: list[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="compare with the snapshots (default)")
     mode.add_argument("--write", action="store_true", help="rewrite the snapshots")
+    parser.add_argument(
+        "--root", type=Path, default=ROOT, help="the repository root (default: this checkout)"
+    )
     args = parser.parse_args(argv)
-    SNAPSHOTS.mkdir(exist_ok=True)
+    # The packages' own sources come first, so the snapshot describes this checkout.
+    sys.path[:0] = [str(src) for src in sorted(args.root.glob("packages/*/src"))]
+    snapshots = args.root / "tools" / "public_api"
+    snapshots.mkdir(parents=True, exist_ok=True)
     changed: list[str] = []
     broken: list[str] = []
-    for distribution, package in distributions().items():
-        path = SNAPSHOTS / f"{distribution}.txt"
+    for distribution, package in distributions(args.root).items():
+        path = snapshots / f"{distribution}.txt"
         try:
             current = snapshot(package)
         except ImportError as error:
@@ -192,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         if args.write:
             path.write_text(current, encoding="utf-8")
-            print(f"wrote {path.relative_to(ROOT)}")
+            print(f"wrote tools/public_api/{path.name}")
             continue
         recorded = path.read_text(encoding="utf-8") if path.exists() else ""
         if recorded != current:
@@ -203,7 +219,10 @@ def main(argv: list[str] | None = None) -> int:
                 tofile=f"{package} (this checkout)",
             ))
     if broken:
-        print(f"install {', '.join(broken)} (the public-api tox env installs all four) and retry")
+        print(
+            f"{', '.join(broken)} must import for its public API to be read: fix the import "
+            "above, or install the packages (the public-api tox env installs all four)"
+        )
         return 2
     if changed:
         print(

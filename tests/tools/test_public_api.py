@@ -1,0 +1,115 @@
+"""tools/public_api.py on a small package built in tmp_path."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+TOOL = Path(__file__).resolve().parents[2] / "tools" / "public_api.py"
+# A package name no real distribution uses, so the namespace holds it beside the installed ones.
+PACKAGE = "apisample"
+
+SOURCE = '''
+    from rankscribe.apisample._impl import Widget, make
+    LIMIT = 3
+    __all__ = ["LIMIT", "Widget", "make", "options"]
+'''
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    package = root / "packages" / f"rankscribe-{PACKAGE}" / "src" / "rankscribe" / PACKAGE
+    for relative, text in files.items():
+        path = package / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+
+
+def run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(TOOL), "--root", str(root), *args],
+        capture_output=True, text=True, timeout=60, check=False,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    write(tmp_path, {
+        "__init__.py": SOURCE,
+        "_impl.py": '''
+            class Widget:
+                """A thing."""
+                def __init__(self, size: int, *, name: str = "w") -> None: ...
+                def grow(self, by: int) -> None: ...
+                def _hidden(self) -> None: ...
+                @property
+                def area(self) -> int: return 1
+            def make(count: int = 1) -> Widget: ...
+            def helper() -> None: ...
+        ''',
+        "options.py": '__all__ = ["DEFAULT"]\nDEFAULT = "x"\nOTHER = 1\n',
+        "_private.py": '__all__ = ["SECRET"]\nSECRET = 1\n',
+        "pb/__init__.py": '__all__ = ["thing_pb2"]\nfrom rankscribe.apisample.pb import thing_pb2\n',
+        "pb/thing_pb2.py": "__all__ = ['Thing']\nThing = object()\n",
+    })
+    return tmp_path
+
+
+def snapshot_lines(root: Path) -> list[str]:
+    text = (root / "tools" / "public_api" / f"rankscribe-{PACKAGE}.txt").read_text()
+    return text.splitlines()
+
+
+def test_write_records_names_signatures_and_public_submodules(tree: Path) -> None:
+    result = run(tree, "--write")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"wrote tools/public_api/rankscribe-{PACKAGE}.txt" in result.stdout
+    lines = snapshot_lines(tree)
+    assert lines[0].endswith("after a deliberate change: python tools/public_api.py --write")
+    assert lines[1:] == [
+        "rankscribe.apisample.LIMIT: int = 3",
+        "rankscribe.apisample.Widget: class(object) "
+        "(size: int, *, name: str = 'w') -> None",
+        "rankscribe.apisample.Widget.area: property",
+        "rankscribe.apisample.Widget.grow: method (self, by: int) -> None",
+        "rankscribe.apisample.make: (count: int = 1) -> rankscribe.apisample._impl.Widget",
+        "rankscribe.apisample.options: module",
+        "rankscribe.apisample.options.DEFAULT: str = 'x'",
+        "rankscribe.apisample.pb.thing_pb2: module",
+    ]
+
+
+def test_check_passes_on_an_unchanged_package(tree: Path) -> None:
+    run(tree, "--write")
+    result = run(tree)
+    assert result.returncode == 0, result.stdout
+    assert "public API matches the snapshots" in result.stdout
+
+
+def test_check_shows_a_diff_and_how_to_accept_it(tree: Path) -> None:
+    run(tree, "--write")
+    write(tree, {"options.py": '__all__ = ["DEFAULT", "OTHER"]\nDEFAULT = "y"\nOTHER = 1\n'})
+    result = run(tree, "--check")
+    assert result.returncode == 1
+    assert "-rankscribe.apisample.options.DEFAULT: str = 'x'" in result.stdout
+    assert "+rankscribe.apisample.options.DEFAULT: str = 'y'" in result.stdout
+    assert "+rankscribe.apisample.options.OTHER: int = 1" in result.stdout
+    assert f"the public API of rankscribe-{PACKAGE} differs from its snapshot" in result.stdout
+    assert "run: python tools/public_api.py --write" in result.stdout
+
+
+def test_check_without_a_snapshot_fails(tree: Path) -> None:
+    result = run(tree)
+    assert result.returncode == 1
+    assert "+rankscribe.apisample.LIMIT: int = 3" in result.stdout
+
+
+def test_a_package_that_does_not_import_is_named(tree: Path) -> None:
+    write(tree, {"__init__.py": "import rankscribe.apisample._missing\n"})
+    result = run(tree)
+    assert result.returncode == 2
+    assert "cannot import rankscribe.apisample" in result.stdout
