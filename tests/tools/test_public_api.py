@@ -53,7 +53,9 @@ def tree(tmp_path: Path) -> Path:
         ''',
         "options.py": '__all__ = ["DEFAULT"]\nDEFAULT = "x"\nOTHER = 1\n',
         "_private.py": '__all__ = ["SECRET"]\nSECRET = 1\n',
-        "pb/__init__.py": '__all__ = ["thing_pb2"]\nfrom rankscribe.apisample.pb import thing_pb2\n',
+        "pb/__init__.py": (
+            '__all__ = ["thing_pb2"]\nfrom rankscribe.apisample.pb import thing_pb2\n'
+        ),
         "pb/thing_pb2.py": "__all__ = ['Thing']\nThing = object()\n",
     })
     return tmp_path
