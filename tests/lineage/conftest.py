@@ -20,7 +20,7 @@ from rankscribe.lineage import (
     UserDefinedInfo,
     ValidDataset,
 )
-from rankscribe.writer.framing import frame
+from rankscribe.writer.files import frame
 from rankscribe.writer.pb import lineage_pb2
 
 GOLDEN = Path(__file__).resolve().parents[1] / "compat" / "data" / "mindspore-2.10"

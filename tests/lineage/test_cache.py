@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from rankscribe.lineage import filter_summary_lineage
-from rankscribe.lineage.cache import INDEX_NAME, scan_base_dir
+from rankscribe.lineage._cache import INDEX_NAME, scan_base_dir
 
 
 def make_base(root: Path, lw: Any, count: int = 3) -> Path:
@@ -119,14 +119,16 @@ def test_disabled_index_writes_nothing(
 def test_unwritable_base_still_answers(
     tmp_path: Path, lw: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tempfile
-
     base = make_base(tmp_path, lw)
+    real_open = os.open
 
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise PermissionError(13, "Read-only file system")
+    # A read-only base dir, also for root (who ignores permission bits).
+    def refuse_to_create(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if flags & os.O_CREAT and os.path.dirname(os.fspath(path)) == str(base):
+            raise PermissionError(13, "Read-only file system", os.fspath(path))
+        return real_open(path, flags, *args, **kwargs)
 
-    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    monkeypatch.setattr(os, "open", refuse_to_create)
     assert filter_summary_lineage(str(base))["count"] == 3
     assert not (base / INDEX_NAME).exists()
 
@@ -149,7 +151,7 @@ def _query_repeatedly(base: str, rounds: int, queue: Any) -> None:
 
 
 def _add_runs(base: str, count: int) -> None:
-    from rankscribe.writer.framing import frame
+    from rankscribe.writer.files import frame
     from rankscribe.writer.pb import lineage_pb2
 
     for index in range(count):
@@ -185,7 +187,7 @@ def test_concurrent_writers_and_readers(tmp_path: Path, lw: Any) -> None:
 
 
 def test_a_thousand_runs_no_cap(tmp_path: Path, lw: Any) -> None:
-    from rankscribe.writer.framing import frame
+    from rankscribe.writer.files import frame
 
     payload = b"".join(frame(e.SerializeToString()) for e in (
         lw.graph({"op_type": "Batch"}), lw.train(network="N", loss=0.5, optimizer="Adam"),

@@ -20,7 +20,7 @@ from rankscribe.lineage import (
     get_run_lineage,
     get_summary_lineage,
 )
-from rankscribe.writer.framing import frame
+from rankscribe.writer.files import frame
 from rankscribe.writer.pb import lineage_pb2
 
 PLUGIN_FIELDS = {

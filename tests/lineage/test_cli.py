@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from rankscribe.lineage.cli import main
-from rankscribe.writer.framing import read_records
+from rankscribe.writer.files import read_records
 from rankscribe.writer.pb import tensorboard_hparams_pb2, tensorboard_pb2
 
 

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rankscribe.lineage import LineageExpressionError, filter_runs, filter_summary_lineage
-from rankscribe.lineage.expressions import parse_expression, parse_sort_key
+from rankscribe.lineage._expressions import parse_expression, parse_sort_key
 
 
 @pytest.fixture(scope="module")
@@ -207,7 +207,7 @@ def to_text(name: str, operator: str, value: Any) -> str:
 
 def write_runs(root: Path, runs: list[dict[str, Any]]) -> None:
     from rankscribe.lineage import EvalLineageInfo, UserDefinedInfo
-    from rankscribe.writer.framing import frame
+    from rankscribe.writer.files import frame
     from rankscribe.writer.pb import lineage_pb2
 
     for index, run in enumerate(runs):

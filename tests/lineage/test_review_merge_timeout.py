@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
-from rankscribe.lineage import LineageMergeError
+from rankscribe.lineage import LineageMergeError, merge_run_dir
 from rankscribe.lineage.cli import main
-from rankscribe.lineage.merge import merge_run_dir
 
 
 def _job_missing_rank_1(lw: Any, tmp_path: Path) -> Path:

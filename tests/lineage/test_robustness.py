@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import logging
 import os
 from pathlib import Path
@@ -10,8 +11,7 @@ from typing import Any
 import pytest
 
 from rankscribe.lineage import filter_summary_lineage, get_summary_lineage
-from rankscribe.writer import framing
-from rankscribe.writer.framing import frame
+from rankscribe.writer.files import frame
 
 
 @pytest.fixture
@@ -100,7 +100,8 @@ def test_unreadable_file(
             raise PermissionError(13, "Permission denied", str(path))
         return real_open(file, *args, **kwargs)
 
-    monkeypatch.setattr(framing, "open", guarded_open, raising=False)
+    # Every open goes through builtins, whichever module of the writer reads the file.
+    monkeypatch.setattr(builtins, "open", guarded_open)
     with caplog.at_level(logging.WARNING):
         assert networks(base) == ["Good1", "Good2"]
     assert "Permission denied" in warnings_about(caplog, path)[0]
@@ -141,7 +142,7 @@ def test_nothing_parseable(tmp_path: Path, lw: Any) -> None:
 def test_file_removed_between_listing_and_reading(
     base: Path, lw: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from rankscribe.lineage import discovery
+    from rankscribe.lineage import _discovery as discovery
 
     path = lw.write(base / "vanishing", [lw.train(network="Gone")], mtime=10)
     real = discovery.list_summary_dirs
@@ -151,7 +152,7 @@ def test_file_removed_between_listing_and_reading(
         path.unlink()
         return found
 
-    monkeypatch.setattr("rankscribe.lineage.cache.list_summary_dirs", list_then_remove)
+    monkeypatch.setattr("rankscribe.lineage._cache.list_summary_dirs", list_then_remove)
     with caplog.at_level(logging.WARNING):
         assert networks(base) == ["Good1", "Good2"]
     assert warnings_about(caplog, path)

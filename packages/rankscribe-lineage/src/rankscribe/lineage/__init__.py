@@ -13,11 +13,42 @@
 
 from __future__ import annotations
 
-from rankscribe.lineage.callbacks import (
+from rankscribe.lineage._callbacks import (
     EvalLineage,
     TrainLineage,
     eval_lineage_from_args,
     train_lineage_from_args,
+)
+from rankscribe.lineage._dataset_graph import (
+    DatasetGraphInfo,
+    OperationInfo,
+    OperationParameterInfo,
+)
+from rankscribe.lineage._hparams import write_hparams
+from rankscribe.lineage._lineage_file import write_merged_lineage
+from rankscribe.lineage._merge import (
+    MERGE_LOCK_NAME,
+    MergeOutcome,
+    merge_rank_lineages,
+    merge_run_dir,
+)
+from rankscribe.lineage._model import (
+    Algorithm,
+    EvalLineageInfo,
+    HyperParameters,
+    ModelFile,
+    TrainDataset,
+    TrainLineageInfo,
+    UserDefinedInfo,
+    ValidDataset,
+)
+from rankscribe.lineage._names import merged_lineage_name
+from rankscribe.lineage._parser import ParsedRun, RunLineage, parse_run
+from rankscribe.lineage._querier import (
+    filter_runs,
+    filter_summary_lineage,
+    get_run_lineage,
+    get_summary_lineage,
 )
 from rankscribe.lineage.errors import (
     LineageDirNotExistError,
@@ -32,34 +63,6 @@ from rankscribe.lineage.errors import (
     LineageSearchConditionParamError,
     LineageSummaryAnalyzeException,
     LineageSummaryParseException,
-)
-from rankscribe.lineage.hparams import write_hparams
-from rankscribe.lineage.lineage_file import merged_lineage_name, write_merged_lineage
-from rankscribe.lineage.merge import (
-    MERGE_LOCK_NAME,
-    MergeOutcome,
-    merge_rank_lineages,
-    merge_run_dir,
-)
-from rankscribe.lineage.model import (
-    Algorithm,
-    DatasetGraphInfo,
-    EvalLineageInfo,
-    HyperParameters,
-    ModelFile,
-    OperationInfo,
-    OperationParameterInfo,
-    TrainDataset,
-    TrainLineageInfo,
-    UserDefinedInfo,
-    ValidDataset,
-)
-from rankscribe.lineage.parser import ParsedRun, RunLineage, parse_run
-from rankscribe.lineage.querier import (
-    filter_runs,
-    filter_summary_lineage,
-    get_run_lineage,
-    get_summary_lineage,
 )
 
 __version__ = "0.1.0"

@@ -24,12 +24,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from rankscribe.lineage.conditions import FIELD_MAPPING
+from rankscribe.lineage._conditions import FIELD_MAPPING
+from rankscribe.lineage._hparams import write_hparams
+from rankscribe.lineage._merge import merge_run_dir
+from rankscribe.lineage._parser import SECTION_KEYS
+from rankscribe.lineage._querier import filter_runs, get_run_lineage
 from rankscribe.lineage.errors import LineageError, LineageExpressionError, LineageFileNotFoundError
-from rankscribe.lineage.hparams import write_hparams
-from rankscribe.lineage.merge import merge_run_dir
-from rankscribe.lineage.parser import SECTION_KEYS
-from rankscribe.lineage.querier import filter_runs, get_run_lineage
 
 PROGRAM = "rankscribe-lineage"
 _FIELD_COLUMNS = tuple(name for name in FIELD_MAPPING if name != "summary_dir")

@@ -5,50 +5,34 @@ offline ``rankscribe-lineage merge``) writes into the job's directory as::
 
     events.out.events.summary.<T>.merged.<host>_lineage
 
-The name matches MindInsight's ``summary\\.(\\d+)`` and ends in ``_lineage``,
-so MindInsight and this package read it like any other lineage file. The file
-is written to a temporary name that no reader picks up and then moved into
-place with ``os.replace``: a reader sees the old merged file or the new one,
-never a half-written one. Writing again replaces the previous merged file
-rather than adding a second one.
+(see :mod:`rankscribe.lineage._names`). The file is written with
+:func:`rankscribe.writer.files.atomic_write`: a reader sees the old merged file
+or the new one, never a half-written one. Writing again replaces the previous
+merged file rather than adding a second one.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import platform
-import re
-import tempfile
 import time
 from typing import Any
 
-from rankscribe.lineage.model import (
-    DatasetGraphInfo,
+from rankscribe.lineage._dataset_graph import DatasetGraphInfo
+from rankscribe.lineage._model import (
     EvalLineageInfo,
     TrainLineageInfo,
     UserDefinedInfo,
     ValidDataset,
 )
-from rankscribe.lineage.parser import RunLineage
-from rankscribe.writer.framing import frame
+from rankscribe.lineage._names import is_merged_lineage_name, merged_lineage_name
+from rankscribe.lineage._parser import RunLineage
+from rankscribe.writer.files import PRIVATE_FILE_MODE, atomic_write, frame
 from rankscribe.writer.pb import lineage_pb2
 
-__all__ = [
-    "MERGED_NAME",
-    "lineage_events",
-    "merged_lineage_name",
-    "write_merged_lineage",
-]
+__all__ = ["lineage_events", "write_merged_lineage"]
 
-MERGED_NAME = re.compile(r"^events\.out\.events\.summary\.(\d+)\.merged\..*_lineage$")
 _TRAIN_SECTION_NAMES = ("hyper_parameters", "train_dataset", "algorithm", "model")
-
-
-def merged_lineage_name(timestamp: int | None = None, host: str | None = None) -> str:
-    """``events.out.events.summary.<T>.merged.<host>_lineage``."""
-    stamp = int(time.time()) if timestamp is None else int(timestamp)
-    return f"events.out.events.summary.{stamp}.merged.{host or platform.node()}_lineage"
 
 
 def lineage_events(
@@ -104,23 +88,10 @@ def write_merged_lineage(
     other merged file in ``run_dir`` is removed, so there is always one.
     """
     directory = os.fspath(run_dir)
-    existing = sorted(name for name in os.listdir(directory) if MERGED_NAME.match(name))
+    existing = sorted(name for name in os.listdir(directory) if is_merged_lineage_name(name))
     name = existing[-1] if existing else merged_lineage_name(timestamp, host)
-    payload = b"".join(frame(event.SerializeToString()) for event in lineage_events(lineage))
-    descriptor, temporary = tempfile.mkstemp(
-        prefix=".merged-lineage.", suffix=".tmp", dir=directory
-    )
-    try:
-        with os.fdopen(descriptor, "wb") as stream:
-            stream.write(payload)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, 0o400)
-        os.replace(temporary, os.path.join(directory, name))
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+    records = (frame(event.SerializeToString()) for event in lineage_events(lineage))
+    atomic_write(os.path.join(directory, name), records, mode=PRIVATE_FILE_MODE)
     for stale in existing[:-1]:
         os.unlink(os.path.join(directory, stale))
     return os.path.join(directory, name)

@@ -5,10 +5,13 @@
   ``runs/`` see one row per distributed job: the job's merged lineage sits in
   ``runs/exp1`` and the ranks' own files one level further down.)
 - Symbolic links are skipped, both directories and files.
-- A directory is a run when it holds a regular file whose name contains
-  ``summary.<digits>``; the digits are the file's creation timestamp.
-- A run's lineage files are those that also end in ``_lineage``, read in
-  timestamp order, ties broken by file name descending (MindInsight >= 0.3).
+- A directory is a run when it holds a regular summary or lineage file, as
+  :func:`rankscribe.writer.files.file_kind` tells them (MindInsight's rule: a
+  name containing ``summary.<digits>``; the digits are the file's creation
+  timestamp).
+- A run's lineage files are those of kind ``LINEAGE`` (ending in
+  ``_lineage``), read in timestamp order, ties broken by file name descending
+  (MindInsight >= 0.3).
 - Runs are listed newest first by ``update_time`` (the mtime of the file with
   the largest timestamp), then by relative path.
 
@@ -22,14 +25,17 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from rankscribe.writer.files import FileKind, file_kind
+
 logger = logging.getLogger(__name__)
 
-SUMMARY_NAME = re.compile(r"summary\.(\d+)")
-LINEAGE_SUFFIX = "_lineage"
+# Only reads the timestamp of a name file_kind recognised. parse_file_name
+# would refuse the names MindInsight still lists without MindSpore's full form
+# (``events.summary.12_lineage.bak``).
+_TIMESTAMP = re.compile(r"summary\.(\d+)")
+_RUN_FILE_KINDS = (FileKind.SUMMARY, FileKind.LINEAGE)
 
 __all__ = [
-    "LINEAGE_SUFFIX",
-    "SUMMARY_NAME",
     "LineageFile",
     "SummaryDir",
     "list_lineage_files",
@@ -81,11 +87,14 @@ def _summarize_entries(
     newest_entries: list[os.DirEntry[str]] = []
     mtimes: dict[str, int] = {}
     for entry in entries:
-        match = SUMMARY_NAME.search(entry.name)
-        if match is None or not entry.is_file(follow_symlinks=False):
+        kind = file_kind(entry.name)
+        match = _TIMESTAMP.search(entry.name)
+        if kind not in _RUN_FILE_KINDS or match is None:
+            continue
+        if not entry.is_file(follow_symlinks=False):
             continue
         timestamp = int(match.group(1))
-        if entry.name.endswith(LINEAGE_SUFFIX):
+        if kind is FileKind.LINEAGE:
             try:
                 stat = entry.stat(follow_symlinks=False)
             except OSError:  # removed while we looked

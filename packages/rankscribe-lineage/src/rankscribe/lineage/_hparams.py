@@ -14,26 +14,27 @@ compares the runs in its HParams tab.
 
 Writing again replaces what a previous call wrote (files ending in
 ``.rankscribe-hparams``) and leaves everything else alone. The records are
-TF ``Event`` messages framed like any summary record.
+TF ``Event`` messages framed like any summary record; each file is written
+with :func:`rankscribe.writer.files.atomic_write`, so a reader never sees half
+of one and a link planted in the output directory is never followed.
 """
 
 from __future__ import annotations
 
 import os
-import platform
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from rankscribe.lineage.querier import filter_runs
-from rankscribe.writer.framing import frame
+from rankscribe.lineage._names import HPARAMS_SUFFIX, hparams_file_name
+from rankscribe.lineage._querier import filter_runs
+from rankscribe.writer.files import atomic_write, frame
 from rankscribe.writer.pb import tensorboard_hparams_pb2 as hparams_pb2
 from rankscribe.writer.pb import tensorboard_pb2
 
 __all__ = ["HPARAM_FIELDS", "METRIC_FIELDS", "HParamsRun", "write_hparams"]
 
-SUFFIX = ".rankscribe-hparams"
 DEFAULT_OUT_NAME = "tensorboard-hparams"
 PLUGIN_NAME = "hparams"
 EXPERIMENT_TAG = "_hparams_/experiment"
@@ -54,6 +55,8 @@ HPARAM_FIELDS = (
     "dataset_mark",
 )
 METRIC_FIELDS = ("loss",)
+# Owner read and write: these files are rewritten by the next call.
+_HPARAMS_FILE_MODE = 0o600
 
 
 @dataclass
@@ -196,10 +199,6 @@ def _experiment_record(runs: list[HParamsRun], wall_time: float) -> bytes:
     return _event(wall_time, [_plugin_value(EXPERIMENT_TAG, data)])
 
 
-def _file_name(wall_time: float, host: str) -> str:
-    return f"events.out.tfevents.{int(wall_time)}.{host}{SUFFIX}"
-
-
 def _version_record(wall_time: float) -> bytes:
     event = tensorboard_pb2.Event(wall_time=wall_time, file_version="brain.Event:2")
     return frame(event.SerializeToString())
@@ -208,14 +207,9 @@ def _version_record(wall_time: float) -> bytes:
 def _replace(directory: str, name: str, payload: bytes) -> str:
     os.makedirs(directory, mode=0o700, exist_ok=True)
     for old in os.listdir(directory):
-        if old.endswith(SUFFIX) and old != name:
+        if old.endswith(HPARAMS_SUFFIX) and old != name:
             os.unlink(os.path.join(directory, old))
-    path = os.path.join(directory, name)
-    temporary = path + ".tmp"
-    with open(temporary, "wb") as stream:
-        stream.write(payload)
-    os.replace(temporary, path)
-    return path
+    return atomic_write(os.path.join(directory, name), [payload], mode=_HPARAMS_FILE_MODE)
 
 
 def write_hparams(
@@ -230,7 +224,7 @@ def write_hparams(
     out = os.fspath(out_dir) if out_dir is not None else os.path.join(base, DEFAULT_OUT_NAME)
     runs = collect_runs(base, use_index=use_index)
     wall_time = time.time()
-    name = _file_name(wall_time, host or platform.node())
+    name = hparams_file_name(int(wall_time), host)
     written = [
         _replace(out, name, _version_record(wall_time) + _experiment_record(runs, wall_time))
     ]

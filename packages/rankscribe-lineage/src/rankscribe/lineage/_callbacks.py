@@ -46,10 +46,9 @@ import os
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from rankscribe.lineage.errors import LineageParamTypeError, LineageParamValueError
-from rankscribe.lineage.model import (
+from rankscribe.lineage._dataset_graph import DatasetGraphInfo
+from rankscribe.lineage._model import (
     Algorithm,
-    DatasetGraphInfo,
     EvalLineageInfo,
     HyperParameters,
     ModelFile,
@@ -58,6 +57,7 @@ from rankscribe.lineage.model import (
     UserDefinedInfo,
     ValidDataset,
 )
+from rankscribe.lineage.errors import LineageParamTypeError, LineageParamValueError
 
 logger = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from rankscribe.lineage.cache import LineageRow, scan_base_dir
-from rankscribe.lineage.conditions import (
+from rankscribe.lineage._cache import LineageRow, scan_base_dir
+from rankscribe.lineage._conditions import (
     CONTROL_KEYS,
     FIELD_MAPPING,
     LINEAGE_TYPES,
@@ -25,15 +25,15 @@ from rankscribe.lineage.conditions import (
     sort_by,
     validate_search_condition,
 )
-from rankscribe.lineage.discovery import list_lineage_files
+from rankscribe.lineage._discovery import list_lineage_files
+from rankscribe.lineage._expressions import Comparison, parse_expression, parse_sort_key
+from rankscribe.lineage._parser import SECTION_KEYS, RunLineage, parse_run
 from rankscribe.lineage.errors import (
     LineageFileNotFoundError,
     LineageParamTypeError,
     LineageParamValueError,
     LineageQuerySummaryDataError,
 )
-from rankscribe.lineage.expressions import Comparison, parse_expression, parse_sort_key
-from rankscribe.lineage.parser import SECTION_KEYS, RunLineage, parse_run
 
 logger = logging.getLogger(__name__)
 
@@ -316,7 +316,7 @@ def filter_runs(
 
     Args:
         base_dir: the base directory (relative paths are resolved).
-        where: a filter in the grammar of :mod:`rankscribe.lineage.expressions`;
+        where: a filter in the grammar of :mod:`rankscribe.lineage._expressions`;
             None matches every run.
         order_by: sort keys, most significant first, each ``"<name> [asc|desc]"``
             (or ``"-<name>"`` for descending). Runs missing a key's value (or

@@ -29,23 +29,22 @@ import json
 import logging
 import math
 import os
-import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import filelock
 
+from rankscribe.lineage._lineage_file import write_merged_lineage
+from rankscribe.lineage._names import rank_of_dir_name
+from rankscribe.lineage._parser import RunLineage, parse_run
 from rankscribe.lineage.errors import LineageMergeError
-from rankscribe.lineage.lineage_file import write_merged_lineage
-from rankscribe.lineage.parser import RunLineage, parse_run
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MergeOutcome", "merge_rank_lineages", "merge_run_dir", "rank_dirs"]
+__all__ = ["MERGE_LOCK_NAME", "MergeOutcome", "merge_rank_lineages", "merge_run_dir", "rank_dirs"]
 
-RANK_DIR = re.compile(r"^rank_(\d+)$")
 MERGE_LOCK_NAME = ".rankscribe-merge.lock"
 _INT32_MAX = 2**31 - 1
 _POLL_SECONDS = 0.5
@@ -251,9 +250,9 @@ def rank_dirs(run_dir: str) -> dict[int, str]:
     found: dict[int, str] = {}
     with os.scandir(run_dir) as entries:
         for entry in entries:
-            match = RANK_DIR.match(entry.name)
-            if match and entry.is_dir(follow_symlinks=False):
-                found[int(match.group(1))] = entry.path
+            rank = rank_of_dir_name(entry.name)
+            if rank is not None and entry.is_dir(follow_symlinks=False):
+                found[rank] = entry.path
     return found
 
 
@@ -289,6 +288,39 @@ def _expected_ranks(run_dir: str, lineages: Mapping[int, RunLineage]) -> int:
     return max(candidates)
 
 
+class Clock(Protocol):
+    """What the offline merge's wait for late ranks reads time with."""
+
+    def monotonic(self) -> float: ...
+
+    def sleep(self, seconds: float) -> None: ...
+
+
+class _SystemClock:
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+# Replaced by tests, so that a wait for a late rank needs no wall-clock time.
+_CLOCK: Clock = _SystemClock()
+
+
+def _wait_for_ranks(
+    directory: str, timeout: float, world_size: int | None, clock: Clock
+) -> tuple[dict[int, RunLineage], int]:
+    """Poll ``directory``'s ranks until all reported or ``timeout`` passed."""
+    deadline = clock.monotonic() + timeout
+    while True:
+        lineages = _read_ranks(directory)
+        expected = world_size or _expected_ranks(directory, lineages)
+        if len(lineages) >= expected or clock.monotonic() >= deadline:
+            return lineages, expected
+        clock.sleep(min(_POLL_SECONDS, max(0.0, deadline - clock.monotonic())))
+
+
 def merge_run_dir(
     run_dir: str | os.PathLike[str],
     *,
@@ -311,13 +343,7 @@ def merge_run_dir(
     # `not timeout >= 0` also refuses NaN, whose deadline would never come.
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
         raise LineageMergeError(f"timeout must be a number of seconds >= 0, got {timeout!r}")
-    deadline = time.monotonic() + timeout
-    while True:
-        lineages = _read_ranks(directory)
-        expected = world_size or _expected_ranks(directory, lineages)
-        if len(lineages) >= expected or time.monotonic() >= deadline:
-            break
-        time.sleep(min(_POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+    lineages, expected = _wait_for_ranks(directory, timeout, world_size, _CLOCK)
     if not lineages:
         raise LineageMergeError(f"no rank_<n> directory of {directory} holds a usable lineage")
     merged = merge_rank_lineages(lineages, world_size=expected, summary_dir=directory)

@@ -10,9 +10,8 @@ runs whose key changed.
 
 Safety:
 
-- The index is written to a temporary file in the base dir and moved over the
-  old one with ``os.replace``, so a reader sees either the old or the new
-  index, never a half-written one. Readers take no lock.
+- The index is written with :func:`rankscribe.writer.files.atomic_write`, so
+  a reader sees either the old or the new index, never a half-written one. Readers take no lock.
 - Writers take ``.rankscribe-lineage-index.lock`` (a :mod:`filelock` lock)
   so two writers never interleave; a writer that cannot get the lock within a
   short timeout leaves the index alone (its own answer is still correct).
@@ -32,16 +31,16 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import filelock
 
-from rankscribe.lineage.conditions import FIELD_MAPPING
-from rankscribe.lineage.discovery import SummaryDir, list_summary_dirs
-from rankscribe.lineage.parser import RunLineage, parse_run
+from rankscribe.lineage._conditions import FIELD_MAPPING
+from rankscribe.lineage._discovery import SummaryDir, list_summary_dirs
+from rankscribe.lineage._parser import RunLineage, parse_run
+from rankscribe.writer.files import atomic_write
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +50,8 @@ INDEX_FORMAT = "rankscribe-lineage-index"
 INDEX_VERSION = 1
 LOCK_TIMEOUT_SECONDS = 2.0
 ENVIRONMENT_SWITCH = "RANKSCRIBE_LINEAGE_INDEX"
+# Owner read and write: every warm query may rewrite it.
+_INDEX_FILE_MODE = 0o600
 
 __all__ = [
     "INDEX_NAME",
@@ -171,18 +172,11 @@ def _write_index(base_dir: str, runs: dict[str, Any], graphs: dict[str, Any]) ->
     index = {"format": INDEX_FORMAT, "version": INDEX_VERSION, "runs": runs, "graphs": graphs}
     try:
         with filelock.FileLock(os.path.join(base_dir, LOCK_NAME), timeout=LOCK_TIMEOUT_SECONDS):
-            descriptor, temporary = tempfile.mkstemp(
-                prefix=INDEX_NAME + ".", suffix=".tmp", dir=base_dir
+            # dumps, not dump: only the one-shot path uses the C encoder.
+            text = json.dumps(index, separators=(",", ":"), check_circular=False)
+            atomic_write(
+                os.path.join(base_dir, INDEX_NAME), [text.encode("utf-8")], mode=_INDEX_FILE_MODE
             )
-            try:
-                # dumps, not dump: only the one-shot path uses the C encoder.
-                text = json.dumps(index, separators=(",", ":"), check_circular=False)
-                with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
-                    stream.write(text)
-                os.replace(temporary, os.path.join(base_dir, INDEX_NAME))
-            except BaseException:
-                os.unlink(temporary)
-                raise
     except filelock.Timeout:
         logger.debug("lineage index of %s is being written by another process", base_dir)
     except OSError as error:

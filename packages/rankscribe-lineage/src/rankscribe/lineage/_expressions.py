@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rankscribe.lineage.conditions import (
+from rankscribe.lineage._conditions import (
     FIELD_MAPPING,
     field_kind,
     matches,
