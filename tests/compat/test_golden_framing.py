@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rankscribe.writer.framing import RecordReader
+from rankscribe.writer.files import RecordReader
 
 GOLDEN = Path(__file__).parent / "data" / "mindspore-2.10"
 MANIFEST = json.loads((GOLDEN / "MANIFEST.json").read_text())

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from rankscribe.writer.framing import RecordReader
+from rankscribe.writer.files import RecordReader
 from rankscribe.writer.pb import lineage_pb2, summary_pb2, tensorboard_pb2
 
 HOST = platform.node() or "localhost"
@@ -160,7 +160,7 @@ def log_dir(tmp_path: Path) -> Path:
 @pytest.fixture
 def make_record(log_dir: Path):
     """Build SummaryRecords (default directory: ``log_dir``); all are closed at teardown."""
-    from rankscribe.writer.record import SummaryRecord
+    from rankscribe.writer import SummaryRecord
 
     made: list[Any] = []
 

@@ -20,7 +20,7 @@ import threading
 
 import pytest
 
-from rankscribe.writer.framing import RecordReader
+from rankscribe.writer.files import RecordReader
 from rankscribe.writer.pb import lineage_pb2, summary_pb2
 
 TIMEOUT = 60
@@ -65,7 +65,7 @@ KILL_CHILD = """
     import time
     import numpy as np
     from rankscribe.writer.pb import lineage_pb2
-    from rankscribe.writer.record import SummaryRecord
+    from rankscribe.writer import SummaryRecord
 
     record = SummaryRecord(sys.argv[1])
     flushed_step = int(sys.argv[2])
@@ -150,7 +150,7 @@ NO_CLOSE_CHILD = """
     import sys
     import numpy as np
     from rankscribe.writer.pb import lineage_pb2
-    from rankscribe.writer.record import SummaryRecord
+    from rankscribe.writer import SummaryRecord
 
     def train(log_dir):
         record = SummaryRecord(log_dir, formats=("mindinsight", "tensorboard"),
@@ -207,7 +207,7 @@ def test_exit_without_close_leaves_complete_read_only_files(tmp_path, disk, how,
 DISK_FULL_CHILD = """
     import json, logging, resource, signal, sys
     import numpy as np
-    from rankscribe.writer.record import SummaryRecord
+    from rankscribe.writer import SummaryRecord
 
     log_dir, limit, raise_exception = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "raise"
     errors = []
@@ -289,7 +289,7 @@ def test_disk_full(tmp_path, disk, raise_exception):
 RECOVERY_CHILD = """
     import resource, signal, sys
     import numpy as np
-    from rankscribe.writer.record import SummaryRecord
+    from rankscribe.writer import SummaryRecord
 
     log_dir, limit = sys.argv[1], int(sys.argv[2])
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
@@ -327,7 +327,7 @@ def test_writing_resumes_when_the_disk_has_room_again(tmp_path, disk):
 
 FORK_CHILD = """
     import json, os, sys, time
-    from rankscribe.writer.record import SummaryRecord
+    from rankscribe.writer import SummaryRecord
 
     record = SummaryRecord(sys.argv[1])
     step, modes = 0, []

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from rankscribe.writer.dump import LISTED_ELEMENTS, main
-from rankscribe.writer.framing import RECORD_OVERHEAD, RecordReader, frame
+from rankscribe.writer.files import RECORD_OVERHEAD, RecordReader, frame
 from rankscribe.writer.pb import anf_ir_pb2, summary_pb2, tensorboard_pb2
 
 GOLDEN = Path(__file__).parent.parent / "compat" / "data" / "mindspore-2.10"

@@ -11,8 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from rankscribe.writer.errors import WriterTypeError
-from rankscribe.writer.histogram import (
+from rankscribe.writer._histogram import (
     MAX_BUCKETS,
     HistogramData,
     bucket_count,
@@ -20,6 +19,7 @@ from rankscribe.writer.histogram import (
     histogram_proto,
     histogram_to_tensorboard,
 )
+from rankscribe.writer.errors import WriterTypeError
 from rankscribe.writer.pb import summary_pb2
 
 FLOAT_DTYPES = [np.float16, np.float32, np.float64]

@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from PIL import Image
 
-from rankscribe.writer.errors import WriterTypeError, WriterValueError
-from rankscribe.writer.image import (
+from rankscribe.writer._image import (
     COLORSPACE_RGB,
     decode_png,
     encode_png,
@@ -22,6 +21,7 @@ from rankscribe.writer.image import (
     validate_image,
     validate_image_shape,
 )
+from rankscribe.writer.errors import WriterTypeError, WriterValueError
 from rankscribe.writer.pb import summary_pb2
 
 

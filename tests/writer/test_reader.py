@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rankscribe.writer.errors import CorruptRecordError, WriterValueError
-from rankscribe.writer.framing import RECORD_OVERHEAD, frame
+from rankscribe.writer.files import RECORD_OVERHEAD, frame
 from rankscribe.writer.pb import anf_ir_pb2, lineage_pb2, summary_pb2, tensorboard_pb2
 from rankscribe.writer.reader import (
     FileKind,

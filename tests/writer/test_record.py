@@ -17,11 +17,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from rankscribe.writer import WriterError, WriterFailedError, WriterStateError, naming
+from rankscribe.writer import WriterError, WriterFailedError, WriterStateError, _names
+from rankscribe.writer._eventfile import EventFile
+from rankscribe.writer._tensor import decode_tensor
 from rankscribe.writer.errors import StepTooLargeError, WriterValueError
-from rankscribe.writer.eventfile import EventFile
 from rankscribe.writer.pb import anf_ir_pb2, lineage_pb2, summary_pb2
-from rankscribe.writer.tensor import decode_tensor
 
 F32 = np.float32
 
@@ -579,7 +579,7 @@ def test_existing_log_dir_is_used(make_record, tmp_path, disk):
 
 def test_records_created_in_the_same_second_never_collide(make_record, log_dir, disk, monkeypatch):
     frozen = SimpleNamespace(time=lambda: 1_700_000_000.25)
-    monkeypatch.setattr(naming, "time", frozen)  # every record is made in the same second
+    monkeypatch.setattr(_names, "time", frozen)  # every record is made in the same second
     records = [make_record() for _ in range(4)]
     for index, record in enumerate(records):
         record.add_value("scalar", f"r{index}", float(index))

@@ -88,7 +88,7 @@ def test_log_dir_that_is_a_file(make_record, tmp_path):
 @pytest.mark.parametrize("log_dir", [None, 42, ""])
 def test_log_dir_of_the_wrong_kind(log_dir, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    from rankscribe.writer.record import SummaryRecord
+    from rankscribe.writer import SummaryRecord
 
     with pytest.raises(WriterTypeError) as raised:
         SummaryRecord(log_dir)

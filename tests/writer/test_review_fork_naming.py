@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from rankscribe.writer import SummaryRecord, naming
+from rankscribe.writer import SummaryRecord, _names
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 
@@ -19,7 +19,7 @@ def test_a_child_forked_during_a_name_claim_can_record(tmp_path):
     holding, release = threading.Event(), threading.Event()
 
     def rotating_writer():  # stands for the writer thread inside claim_timestamp
-        with naming._claim_lock:
+        with _names._claim_lock:
             holding.set()
             release.wait(30)
 

@@ -11,15 +11,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from rankscribe.writer.errors import WriterTypeError, WriterValueError
-from rankscribe.writer.pb import anf_ir_pb2, tensorboard_pb2
-from rankscribe.writer.tensor import (
+from rankscribe.writer._tensor import (
     decode_tensor,
     tensor_data_type,
     tensor_proto,
     tensor_proto_bytes,
     tensor_to_tensorboard,
 )
+from rankscribe.writer.errors import WriterTypeError, WriterValueError
+from rankscribe.writer.pb import anf_ir_pb2, tensorboard_pb2
 
 DataType = anf_ir_pb2.DataType
 

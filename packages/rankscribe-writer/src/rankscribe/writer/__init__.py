@@ -13,6 +13,7 @@ TensorBoard event files, off the training thread; reads them back.
 
 from __future__ import annotations
 
+from rankscribe.writer._record import SummaryRecord
 from rankscribe.writer.errors import (
     CorruptRecordError,
     RecordTooLargeError,
@@ -23,7 +24,7 @@ from rankscribe.writer.errors import (
     WriterTypeError,
     WriterValueError,
 )
-from rankscribe.writer.framing import RecordReader, read_records
+from rankscribe.writer.files import RecordReader, read_records
 from rankscribe.writer.operators import (
     histogram_summary,
     image_summary,
@@ -42,7 +43,6 @@ from rankscribe.writer.reader import (
     read_tensorboard_events,
     scalars,
 )
-from rankscribe.writer.record import SummaryRecord
 
 __version__ = "0.1.0"
 

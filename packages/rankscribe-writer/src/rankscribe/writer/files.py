@@ -1,7 +1,9 @@
 """Files on disk: names, record framing and atomic writes (a public module).
 
 Everything another package (or a user's tool) needs to find, parse, frame or
-safely create RankScribe's files is here, so that each rule has one home:
+safely create RankScribe's files is here, so that each rule has one home (the
+name rules are defined in the private ``_names`` module and framing in
+``_framing``; this module is their only public face):
 
 - names: :func:`summary_file_name`, :func:`parse_file_name`, :func:`file_kind`,
   :func:`list_summary_files`, :func:`tensorboard_file_name`, :func:`host_name`,
@@ -20,21 +22,25 @@ from collections.abc import Callable, Iterable
 from contextlib import suppress
 from typing import IO
 
-from rankscribe.writer.framing import RECORD_OVERHEAD, RawRecord, RecordReader, frame, read_records
-from rankscribe.writer.naming import (
-    LINEAGE_SUFFIX,
-    claim_timestamp,
-    host_name,
-    is_valid_affix,
-    summary_file_name,
-    tensorboard_file_name,
+from rankscribe.writer._framing import (
+    RECORD_OVERHEAD,
+    RawRecord,
+    RecordReader,
+    frame,
+    read_records,
 )
-from rankscribe.writer.reader import (
+from rankscribe.writer._names import (
+    LINEAGE_SUFFIX,
     EventFileName,
     FileKind,
+    claim_timestamp,
     file_kind,
+    host_name,
+    is_valid_affix,
     list_summary_files,
     parse_file_name,
+    summary_file_name,
+    tensorboard_file_name,
 )
 
 __all__ = [

@@ -15,8 +15,8 @@ import logging
 import os
 from collections.abc import Callable
 
+from rankscribe.writer._framing import RECORD_OVERHEAD, chunk_size, frame_chunks, frame_parts
 from rankscribe.writer.errors import RecordTooLargeError
-from rankscribe.writer.framing import RECORD_OVERHEAD, chunk_size, frame_chunks, frame_parts
 
 logger = logging.getLogger(__name__)
 

@@ -15,9 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from rankscribe.writer import events, histogram, image, tensor, tensorboard
-from rankscribe.writer.framing import chunk_size
-from rankscribe.writer.values import MAX_STEP_BYTES, Snapshot
+from rankscribe.writer import _events as events
+from rankscribe.writer import _histogram as histogram
+from rankscribe.writer import _image as image
+from rankscribe.writer import _tensor as tensor
+from rankscribe.writer import _tensorboard as tensorboard
+from rankscribe.writer._framing import chunk_size
+from rankscribe.writer._values import MAX_STEP_BYTES, Snapshot
 
 logger = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 from google.protobuf.message import Message
 
+from rankscribe.writer._image import validate_image_shape
 from rankscribe.writer.errors import WriterTypeError, WriterValueError
-from rankscribe.writer.image import validate_image_shape
 from rankscribe.writer.pb import anf_ir_pb2, lineage_pb2, summary_pb2
 
 ARRAY_PLUGINS = ("image", "tensor", "histogram")
@@ -198,7 +198,7 @@ def _array_snapshot(plugin: str, name: str, value: object) -> Snapshot:
 
 
 def check_image_shape(name: str, shape: tuple[int, ...]) -> None:
-    """Images are NCHW batches with 1 (gray) or 3 (RGB) channels (the rule is image.py's)."""
+    """Images are NCHW batches with 1 (gray) or 3 (RGB) channels (the rule is _image.py's)."""
     try:
         validate_image_shape(shape)
     except WriterValueError as error:

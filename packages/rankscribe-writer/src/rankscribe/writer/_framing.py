@@ -21,7 +21,7 @@ from typing import BinaryIO
 
 from crc32c import crc32c as _crc32c_value
 
-from rankscribe.writer.crc import mask, masked_crc32c
+from rankscribe.writer._crc import mask, masked_crc32c
 from rankscribe.writer.errors import CorruptRecordError
 
 HEADER_SIZE = 12

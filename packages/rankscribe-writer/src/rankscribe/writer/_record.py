@@ -2,40 +2,44 @@
 
 The calls made on the training thread (``add_value``, ``record``) only check
 and copy data and queue it; encoding and file I/O happen in the background
-(see pipeline.py), in step order. ``flush()`` returns once everything recorded
+(see _pipeline.py), in step order. ``flush()`` returns once everything recorded
 before it is on disk, and ``close()`` finishes writing and makes the files
 read-only; both also run for any record left open at interpreter exit.
 """
 
 from __future__ import annotations
 
-import atexit
 import logging
-import numbers
 import os
-import threading
 import time
-import weakref
 from collections.abc import Callable, Iterable
 from functools import partial
 from types import TracebackType
 from typing import Any
 
-from rankscribe.writer import events, naming, operators, tensorboard
-from rankscribe.writer.errors import (
-    RecordTooLargeError,
-    StepTooLargeError,
-    WriterError,
-    WriterStateError,
-    WriterTypeError,
-    WriterValueError,
+from rankscribe.writer import _events as events
+from rankscribe.writer import _record_lifetime, operators
+from rankscribe.writer import _tensorboard as tensorboard
+from rankscribe.writer._eventfile import EventFile
+from rankscribe.writer._export import NpyExporter
+from rankscribe.writer._pipeline import Pipeline
+from rankscribe.writer._record_checks import (
+    INT64_MAX,
+    INT64_MIN,
+    MODES,
+    check_affix,
+    check_bool,
+    check_export_options,
+    check_formats,
+    check_log_dir,
+    check_max_file_size,
+    check_positive_int,
+    check_rank,
+    integer_step,
 )
-from rankscribe.writer.eventfile import EventFile
-from rankscribe.writer.export import FORMATS as EXPORT_FORMATS
-from rankscribe.writer.export import NpyExporter
-from rankscribe.writer.pipeline import Pipeline
-from rankscribe.writer.steps import EncodedStep, StepJob, encode_step, is_heavy
-from rankscribe.writer.values import (
+from rankscribe.writer._scalar_batches import ScalarBatches
+from rankscribe.writer._steps import EncodedStep, StepJob, encode_step, is_heavy
+from rankscribe.writer._values import (
     LINEAGE_MESSAGES,
     MAX_STEP_BYTES,
     Snapshot,
@@ -45,20 +49,25 @@ from rankscribe.writer.values import (
     scalar,
     snapshot,
 )
+from rankscribe.writer._write_errors import WriteErrorPolicy
+from rankscribe.writer.errors import (
+    StepTooLargeError,
+    WriterError,
+    WriterStateError,
+    WriterTypeError,
+    WriterValueError,
+)
+from rankscribe.writer.files import (
+    LINEAGE_SUFFIX,
+    claim_timestamp,
+    host_name,
+    summary_file_name,
+    tensorboard_file_name,
+)
 
 logger = logging.getLogger(__name__)
 
-FORMATS = ("mindinsight", "tensorboard")
-MODES = ("train", "eval")
 DEFAULT_MAX_PENDING_BYTES = 256 << 20
-# A batch of scalar-only steps holds at most this many steps, and counts as
-# this many bytes against max_pending_bytes.
-_MAX_SCALAR_BATCH = 1024
-_SCALAR_BATCH_BYTES = 64 * _MAX_SCALAR_BATCH
-_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
-
-_live_records: weakref.WeakSet[SummaryRecord] = weakref.WeakSet()
-_live_lock = threading.Lock()
 
 
 class SummaryRecord:
@@ -104,16 +113,16 @@ class SummaryRecord:
         formats: Iterable[str] = ("mindinsight",),
         max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
     ) -> None:
-        self._directory = _check_log_dir(log_dir)
-        _check_affix("file_prefix", file_prefix)
-        _check_affix("file_suffix", file_suffix)
-        workers = _check_positive_int("num_process", num_process)
-        self._max_file_size = _check_max_file_size(max_file_size)
-        self._raise_exception = _check_bool("raise_exception", raise_exception)
-        self._export_tensors = _check_export_options(export_options)
-        self._formats = _check_formats(formats)
-        _check_rank(rank)
-        _check_positive_int("max_pending_bytes", max_pending_bytes)
+        self._directory = check_log_dir(log_dir)
+        check_affix("file_prefix", file_prefix)
+        check_affix("file_suffix", file_suffix)
+        workers = check_positive_int("num_process", num_process)
+        self._max_file_size = check_max_file_size(max_file_size)
+        self._raise_exception = check_bool("raise_exception", raise_exception)
+        self._export_tensors = check_export_options(export_options)
+        self._formats = check_formats(formats)
+        check_rank(rank)
+        check_positive_int("max_pending_bytes", max_pending_bytes)
         if network is not None and not callable(getattr(network, "graph_proto", None)):
             raise WriterTypeError(
                 "For 'SummaryRecord', the argument 'network' must have a graph_proto() method "
@@ -121,8 +130,8 @@ class SummaryRecord:
             )
 
         os.makedirs(self._directory, mode=0o700, exist_ok=True)
-        self._host = naming.host_name()
-        self._timestamp = naming.claim_timestamp(self._directory)
+        self._host = host_name()
+        self._timestamp = claim_timestamp(self._directory)
         self._prefix, self._suffix, self._rank = file_prefix, file_suffix, rank
         self._network = network
         self._graph_written = False
@@ -130,11 +139,8 @@ class SummaryRecord:
         self._pending: dict[str, dict[str, Snapshot]] = {}
         self._scalars: dict[str, float] = {}
         self._scalar_group = 0
-        self._scalar_batch: list[tuple[float, int, dict[str, float]]] | None = None
-        self._batch_lock = threading.Lock()
         self._pending_lineage: list[Snapshot] = []
         self._closed = False
-        self._errors_logged: set[str] = set()
         self._text_warned = False
 
         self._created: list[str] = []  # every file opened, in order
@@ -145,7 +151,7 @@ class SummaryRecord:
                 max_file_size=self._max_file_size, on_open=self._created.append,
             )
         self._lineage_file = EventFile(
-            self._names(naming.LINEAGE_SUFFIX), max_file_size=self._max_file_size,
+            self._names(LINEAGE_SUFFIX), max_file_size=self._max_file_size,
             on_open=self._created.append,
         )
         self._board_file: EventFile | None = None
@@ -159,12 +165,12 @@ class SummaryRecord:
             self._write, self._sync, workers=min(workers, os.cpu_count() or 1),
             max_pending_bytes=max_pending_bytes, name=f"rankscribe-{self._timestamp}",
         )
+        self._scalar_batches = ScalarBatches(self._pipeline)
+        self._write_errors = WriteErrorPolicy(self._raise_exception, self._pipeline.report)
         # Whether a step of scalars alone can skip the general path (no graph
         # still to write, no second format to encode for).
         self._scalars_alone = self._board_file is None and network is None
-        with _live_lock:
-            _live_records.add(self)
-        operators.record_opened()
+        _record_lifetime.track(self)
 
     # ----------------------------------------------------------------- public API
 
@@ -248,8 +254,8 @@ class SummaryRecord:
         or the step is too large to be written.
         """
         if type(step) is not int:
-            step = _integer_step(step)
-        if not _INT64_MIN <= step <= _INT64_MAX:
+            step = integer_step(step)
+        if not INT64_MIN <= step <= INT64_MAX:
             raise WriterValueError(
                 f"For 'SummaryRecord.record', the argument 'step' must fit in an int64 "
                 f"[-2**63, 2**63 - 1], but got {step}."
@@ -264,7 +270,7 @@ class SummaryRecord:
             and (train_network is None or self._graph_written)
         ):  # the common case: only scalars, for the summary file alone
             scalars, self._scalars = self._scalars, {}
-            self._batch_scalar_step(step, scalars)
+            self._scalar_batches.add(step, scalars)
             return True
         values, lineage, graph = self._take_pending(plugin_filter, train_network)
         size = events.summary_event_size(sum(snap.encoded_size for snap in values))
@@ -283,46 +289,10 @@ class SummaryRecord:
             return False
         return True
 
-    def _batch_scalar_step(self, step: int, scalars: dict[str, float]) -> None:
-        """Add a scalar-only step to the open batch, or queue a new batch holding it.
-
-        Steps of scalars alone cost the caller a list append while the writer
-        is busy: the batch in the queue stays open, and grows, until the writer
-        thread takes it (it seals it then) or another kind of step is queued.
-        """
-        entry = (time.time(), step, scalars)
-        batch_is_new = False
-        with self._batch_lock:
-            batch = self._scalar_batch
-            if batch is not None and len(batch) < _MAX_SCALAR_BATCH:
-                batch.append(entry)
-            else:
-                batch = self._scalar_batch = [entry]
-                batch_is_new = True
-        if batch_is_new:
-            self._pipeline.put(partial(self._encode_scalar_batch, batch), _SCALAR_BATCH_BYTES)
-        elif self._pipeline.has_error:  # the step is in; now an earlier error may surface
-            self._pipeline.raise_pending()
-
-    def _seal_scalar_batch(self) -> None:
-        """Close the open batch: what comes next is written after it."""
-        with self._batch_lock:
-            self._scalar_batch = None
-
-    def _encode_scalar_batch(
-        self, batch: list[tuple[float, int, dict[str, float]]]
-    ) -> list[tuple[int, bytes]]:
-        # Writer thread: seal the batch first, so no step joins it while it is encoded.
-        with self._batch_lock:
-            if self._scalar_batch is batch:
-                self._scalar_batch = None
-        return [(step, events.scalar_event(wall_time, step, scalars.items()))
-                for wall_time, step, scalars in batch]
-
     def _queue_step(
         self, step: int, values: list[Snapshot], lineage: list[Snapshot], graph: bytes | None
     ) -> None:
-        self._seal_scalar_batch()
+        self._scalar_batches.seal()
         job = StepJob(
             step, time.time(), values, lineage, graph,
             tensorboard=self._board_file is not None, export_tensors=self._export_tensors,
@@ -347,9 +317,7 @@ class SummaryRecord:
         if self._closed:
             return
         self._closed = True
-        with _live_lock:
-            _live_records.discard(self)
-        operators.record_closed()
+        _record_lifetime.untrack(self)
         try:
             self._pipeline.close()
         finally:
@@ -436,21 +404,21 @@ class SummaryRecord:
 
     def _names(self, suffix: str) -> Callable[[], str]:
         """Summary or lineage file paths: the shared first T, then a fresh T per rotation."""
-        return self._rotating_paths(lambda timestamp: naming.summary_file_name(
+        return self._rotating_paths(lambda timestamp: summary_file_name(
             self._prefix, timestamp, self._rank, self._host, suffix))
 
     def _board_names(self) -> Callable[[], str]:
         # TensorBoard reads a directory's files in name order, so a rotated file
         # needs a later T, not just a higher counter ("...10" sorts before "...2").
         return self._rotating_paths(
-            lambda timestamp: naming.tensorboard_file_name(timestamp, self._host))
+            lambda timestamp: tensorboard_file_name(timestamp, self._host))
 
     def _rotating_paths(self, name_for: Callable[[int], str]) -> Callable[[], str]:
         used: list[int] = []
 
         def next_path() -> str:
             timestamp = (
-                naming.claim_timestamp(self._directory, not_before=used[-1] + 1)
+                claim_timestamp(self._directory, not_before=used[-1] + 1)
                 if used else self._timestamp
             )
             used.append(timestamp)
@@ -459,7 +427,7 @@ class SummaryRecord:
         return next_path
 
     def _first_name(self, suffix: str) -> str:
-        return naming.summary_file_name(
+        return summary_file_name(
             self._prefix, self._timestamp, self._rank, self._host, suffix)
 
     # ------------------------------------------------------------ writer thread
@@ -472,7 +440,7 @@ class SummaryRecord:
                 try:
                     append(event)
                 except (OSError, WriterError) as error:
-                    self._write_failed("summary", error, scalar_step)
+                    self._write_errors.failed("summary", error, scalar_step)
             return
         assert isinstance(encoded, EncodedStep)
         step = encoded.step
@@ -495,36 +463,7 @@ class SummaryRecord:
     def _guarded(
         self, target: str, step: int | None, action: Callable[..., Any], *args: Any
     ) -> None:
-        """Run a write; apply ``raise_exception`` to what fails, keep going either way."""
-        try:
-            action(*args)
-        except (OSError, WriterError) as error:  # never the writer thread's end
-            self._write_failed(target, error, step)
-
-    def _write_failed(self, target: str, error: Exception, step: int | None) -> None:
-        """Raise on the caller's next call, or log: every refused record, a failing disk once."""
-        if self._raise_exception:
-            self._pipeline.report(error)
-            return
-        if isinstance(error, RecordTooLargeError):
-            logger.warning("%s data of step %s was not written: %s", target, step, error)
-            return
-        # One log line per kind of failure: a full disk fails every file alike.
-        kind = f"{type(error).__name__}:{getattr(error, 'errno', None)}"
-        if kind not in self._errors_logged:
-            self._errors_logged.add(kind)
-            logger.error("writing %s data failed (further such errors are not logged): %s",
-                         target, error)
-
-
-def _integer_step(step: object) -> int:
-    """An int step from any integer type (NumPy's included), never from bool or float."""
-    if isinstance(step, bool) or not isinstance(step, numbers.Integral):
-        raise WriterTypeError(
-            f"For 'SummaryRecord.record', the argument 'step' must be an int, but got "
-            f"{type(step).__name__}."
-        )
-    return int(step)
+        self._write_errors.guarded(target, step, action, *args)
 
 
 def _version_payload() -> bytes:
@@ -533,152 +472,3 @@ def _version_payload() -> bytes:
 
 def _board_version_payload() -> bytes:
     return tensorboard.version_event(time.time())
-
-
-# ---------------------------------------------------------------- validation
-
-
-def _check_log_dir(log_dir: object) -> str:
-    if not isinstance(log_dir, (str, os.PathLike)) or not os.fspath(log_dir):
-        raise WriterTypeError(
-            f"For 'SummaryRecord', the argument 'log_dir' must be a non-empty path, but got "
-            f"{log_dir!r}."
-        )
-    path = os.path.abspath(os.fspath(log_dir))
-    if os.path.exists(path) and not os.path.isdir(path):
-        raise WriterValueError(
-            f"For 'SummaryRecord', the argument 'log_dir' must be a directory, but {path!r} "
-            f"is a file."
-        )
-    return path
-
-
-def _check_affix(argument: str, value: object) -> None:
-    if not naming.is_valid_affix(value):
-        raise WriterValueError(
-            f"For 'SummaryRecord', the argument '{argument}' must match "
-            f"'^\\w+[0-9a-zA-Z_.]*$' (ASCII letters, digits, '_' and '.'), but got {value!r}."
-        )
-
-
-def _check_bool(argument: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise WriterTypeError(
-            f"For 'SummaryRecord', the argument '{argument}' must be a bool, but got "
-            f"{type(value).__name__}."
-        )
-    return value
-
-
-def _check_positive_int(argument: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise WriterTypeError(
-            f"For 'SummaryRecord', the argument '{argument}' must be an int, but got "
-            f"{type(value).__name__}."
-        )
-    if value <= 0:
-        raise WriterValueError(
-            f"For 'SummaryRecord', the argument '{argument}' must be greater than 0, but got "
-            f"{value}."
-        )
-    return value
-
-
-def _check_max_file_size(value: object) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise WriterTypeError(
-            f"For 'SummaryRecord', the argument 'max_file_size' must be an int or None, but "
-            f"got {type(value).__name__}."
-        )
-    if value < 0:
-        # The original accepts a negative size as "no limit", with a warning.
-        logger.warning("For 'SummaryRecord', 'max_file_size' %d is negative: no limit is set.",
-                       value)
-        return None
-    if value == 0:
-        raise WriterValueError(
-            "For 'SummaryRecord', the argument 'max_file_size' must be greater than 0 (bytes) "
-            "or None for no limit, but got 0."
-        )
-    return value
-
-
-def _check_export_options(options: object) -> bool:
-    if options is None:
-        return False
-    if not isinstance(options, dict):
-        raise WriterTypeError(
-            f"For 'SummaryRecord', the argument 'export_options' must be a dict or None, but "
-            f"got {type(options).__name__}."
-        )
-    unknown = set(options) - {"tensor_format"}
-    if unknown:
-        raise WriterValueError(
-            f"For 'SummaryRecord', the keys of 'export_options' must be in ['tensor_format'], "
-            f"but got {sorted(map(str, unknown))}."
-        )
-    tensor_format = options.get("tensor_format")
-    if tensor_format is not None and tensor_format not in EXPORT_FORMATS:
-        raise WriterValueError(
-            f"For 'SummaryRecord', export_options['tensor_format'] must be one of "
-            f"{[*EXPORT_FORMATS, None]}, but got {tensor_format!r}."
-        )
-    return tensor_format is not None
-
-
-def _check_formats(formats: object) -> tuple[str, ...]:
-    if isinstance(formats, str):
-        formats = (formats,)
-    chosen: tuple[object, ...] = ()
-    if isinstance(formats, Iterable):
-        chosen = tuple(formats)
-    if not chosen or any(item not in FORMATS for item in chosen):
-        raise WriterValueError(
-            f"For 'SummaryRecord', the argument 'formats' must be a non-empty collection of "
-            f"{list(FORMATS)}, but got {formats!r}."
-        )
-    return tuple(str(item) for item in chosen)
-
-
-def _check_rank(rank: object) -> None:
-    valid_int = isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0
-    valid_str = isinstance(rank, str) and naming.is_valid_affix(rank)
-    if not (valid_int or valid_str):
-        raise WriterValueError(
-            f"For 'SummaryRecord', the argument 'rank' must be an int >= 0 or a word such as "
-            f"'merged', but got {rank!r}."
-        )
-
-
-def _forget_records_in_child() -> None:
-    """In a forked child, the parent's records are the parent's: never write or close them.
-
-    The child inherits the open files but not the writer threads; closing them
-    at the child's exit would write the parent's buffered records a second
-    time and make its open files read-only.
-    """
-    global _live_lock  # noqa: PLW0603 - a lock held by a parent thread at fork stays held
-    _live_lock = threading.Lock()
-    records = list(_live_records)
-    _live_records.clear()
-    for record in records:
-        record._abandon_in_child()
-    operators.reset_in_child()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_records_in_child)
-
-
-@atexit.register
-def _close_live_records() -> None:
-    """Finish writing every record the program left open."""
-    with _live_lock:
-        records = list(_live_records)
-    for record in records:
-        try:
-            record.close()
-        except Exception:
-            logger.exception("closing %r at exit failed", record)

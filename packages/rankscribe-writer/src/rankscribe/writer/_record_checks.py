@@ -1,0 +1,146 @@
+"""Argument checks of SummaryRecord, done once at the public boundary.
+
+Messages keep the original's shape ("For 'SummaryRecord', the argument ...")
+and name the argument, the value received and the form expected.
+"""
+
+from __future__ import annotations
+
+import logging
+import numbers
+import os
+from collections.abc import Iterable
+
+from rankscribe.writer._export import FORMATS as EXPORT_FORMATS
+from rankscribe.writer.errors import WriterTypeError, WriterValueError
+from rankscribe.writer.files import is_valid_affix
+
+logger = logging.getLogger(__name__)
+
+FORMATS = ("mindinsight", "tensorboard")
+MODES = ("train", "eval")
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def integer_step(step: object) -> int:
+    """An int step from any integer type (NumPy's included), never from bool or float."""
+    if isinstance(step, bool) or not isinstance(step, numbers.Integral):
+        raise WriterTypeError(
+            f"For 'SummaryRecord.record', the argument 'step' must be an int, but got "
+            f"{type(step).__name__}."
+        )
+    return int(step)
+
+
+def check_log_dir(log_dir: object) -> str:
+    if not isinstance(log_dir, (str, os.PathLike)) or not os.fspath(log_dir):
+        raise WriterTypeError(
+            f"For 'SummaryRecord', the argument 'log_dir' must be a non-empty path, but got "
+            f"{log_dir!r}."
+        )
+    path = os.path.abspath(os.fspath(log_dir))
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise WriterValueError(
+            f"For 'SummaryRecord', the argument 'log_dir' must be a directory, but {path!r} "
+            f"is a file."
+        )
+    return path
+
+
+def check_affix(argument: str, value: object) -> None:
+    if not is_valid_affix(value):
+        raise WriterValueError(
+            f"For 'SummaryRecord', the argument '{argument}' must match "
+            f"'^\\w+[0-9a-zA-Z_.]*$' (ASCII letters, digits, '_' and '.'), but got {value!r}."
+        )
+
+
+def check_bool(argument: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise WriterTypeError(
+            f"For 'SummaryRecord', the argument '{argument}' must be a bool, but got "
+            f"{type(value).__name__}."
+        )
+    return value
+
+
+def check_positive_int(argument: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise WriterTypeError(
+            f"For 'SummaryRecord', the argument '{argument}' must be an int, but got "
+            f"{type(value).__name__}."
+        )
+    if value <= 0:
+        raise WriterValueError(
+            f"For 'SummaryRecord', the argument '{argument}' must be greater than 0, but got "
+            f"{value}."
+        )
+    return value
+
+
+def check_max_file_size(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise WriterTypeError(
+            f"For 'SummaryRecord', the argument 'max_file_size' must be an int or None, but "
+            f"got {type(value).__name__}."
+        )
+    if value < 0:
+        # The original accepts a negative size as "no limit", with a warning.
+        logger.warning("For 'SummaryRecord', 'max_file_size' %d is negative: no limit is set.",
+                       value)
+        return None
+    if value == 0:
+        raise WriterValueError(
+            "For 'SummaryRecord', the argument 'max_file_size' must be greater than 0 (bytes) "
+            "or None for no limit, but got 0."
+        )
+    return value
+
+
+def check_export_options(options: object) -> bool:
+    if options is None:
+        return False
+    if not isinstance(options, dict):
+        raise WriterTypeError(
+            f"For 'SummaryRecord', the argument 'export_options' must be a dict or None, but "
+            f"got {type(options).__name__}."
+        )
+    unknown = set(options) - {"tensor_format"}
+    if unknown:
+        raise WriterValueError(
+            f"For 'SummaryRecord', the keys of 'export_options' must be in ['tensor_format'], "
+            f"but got {sorted(map(str, unknown))}."
+        )
+    tensor_format = options.get("tensor_format")
+    if tensor_format is not None and tensor_format not in EXPORT_FORMATS:
+        raise WriterValueError(
+            f"For 'SummaryRecord', export_options['tensor_format'] must be one of "
+            f"{[*EXPORT_FORMATS, None]}, but got {tensor_format!r}."
+        )
+    return tensor_format is not None
+
+
+def check_formats(formats: object) -> tuple[str, ...]:
+    if isinstance(formats, str):
+        formats = (formats,)
+    chosen: tuple[object, ...] = ()
+    if isinstance(formats, Iterable):
+        chosen = tuple(formats)
+    if not chosen or any(item not in FORMATS for item in chosen):
+        raise WriterValueError(
+            f"For 'SummaryRecord', the argument 'formats' must be a non-empty collection of "
+            f"{list(FORMATS)}, but got {formats!r}."
+        )
+    return tuple(str(item) for item in chosen)
+
+
+def check_rank(rank: object) -> None:
+    valid_int = isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0
+    valid_str = isinstance(rank, str) and is_valid_affix(rank)
+    if not (valid_int or valid_str):
+        raise WriterValueError(
+            f"For 'SummaryRecord', the argument 'rank' must be an int >= 0 or a word such as "
+            f"'merged', but got {rank!r}."
+        )

@@ -1,0 +1,60 @@
+"""Steps of scalars alone, batched so that recording one costs the caller a list append."""
+
+from __future__ import annotations
+
+import threading
+import time
+from functools import partial
+
+from rankscribe.writer import _events as events
+from rankscribe.writer._pipeline import Pipeline
+
+# A batch of scalar-only steps holds at most this many steps, and counts as
+# this many bytes against max_pending_bytes.
+MAX_SCALAR_BATCH = 1024
+SCALAR_BATCH_BYTES = 64 * MAX_SCALAR_BATCH
+
+ScalarEntry = tuple[float, int, dict[str, float]]
+
+
+class ScalarBatches:
+    """The open batch of scalar-only steps of one record, queued on its pipeline.
+
+    The batch in the queue stays open, and grows, while the writer is busy,
+    until the writer thread takes it (it seals it then) or another kind of
+    step is queued (the caller seals it then, so that step is written after).
+    """
+
+    def __init__(self, pipeline: Pipeline) -> None:
+        self._pipeline = pipeline
+        self._lock = threading.Lock()
+        self._open: list[ScalarEntry] | None = None
+
+    def add(self, step: int, scalars: dict[str, float]) -> None:
+        """Add a scalar-only step to the open batch, or queue a new batch holding it."""
+        entry = (time.time(), step, scalars)
+        batch_is_new = False
+        with self._lock:
+            batch = self._open
+            if batch is not None and len(batch) < MAX_SCALAR_BATCH:
+                batch.append(entry)
+            else:
+                batch = self._open = [entry]
+                batch_is_new = True
+        if batch_is_new:
+            self._pipeline.put(partial(self._encode, batch), SCALAR_BATCH_BYTES)
+        elif self._pipeline.has_error:  # the step is in; now an earlier error may surface
+            self._pipeline.raise_pending()
+
+    def seal(self) -> None:
+        """Close the open batch: what comes next is written after it."""
+        with self._lock:
+            self._open = None
+
+    def _encode(self, batch: list[ScalarEntry]) -> list[tuple[int, bytes]]:
+        # Writer thread: seal the batch first, so no step joins it while it is encoded.
+        with self._lock:
+            if self._open is batch:
+                self._open = None
+        return [(step, events.scalar_event(wall_time, step, scalars.items()))
+                for wall_time, step, scalars in batch]
