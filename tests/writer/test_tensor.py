@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from rankscribe.writer import SummaryRecord, reader
 from rankscribe.writer._tensor import (
     decode_tensor,
     tensor_data_type,
@@ -267,3 +268,25 @@ def test_property_float_data_is_what_mindspore_writes_for_64_bit_integers(values
     reference = anf_ir_pb2.TensorProto()
     reference.float_data.extend(values.tolist())
     assert list(tensor_proto(values).float_data) == list(reference.float_data)
+
+
+# Arrays in big-endian byte order (np.load of files written on such machines, FITS,
+# ``np.frombuffer(..., '>f4')``) hold ordinary int32/float64/... values and are
+# recorded as such.
+
+BIG_ENDIAN = [">i2", ">i4", ">i8", ">u4", ">u8", ">f2", ">f4", ">f8"]
+
+
+@pytest.mark.parametrize("dtype", BIG_ENDIAN)
+def test_a_big_endian_tensor_reads_back_with_its_values(tmp_path, dtype):
+    values = np.array([[1, 2, 3], [4, 5, 126]], dtype=dtype)
+    with SummaryRecord(tmp_path, export_options={"tensor_format": "npy"}) as record:
+        record.add_value("tensor", "weights", values)
+        record.record(3)
+
+    [event] = [event for event in reader.load_dir(tmp_path, strict=True) if event.what == "summary"]
+    [value] = event.values
+    assert value.value.dtype == np.dtype(dtype).newbyteorder("=")
+    np.testing.assert_array_equal(value.value, values)
+    [exported] = (tmp_path).glob("export_*/tensor/weights_3.npy")
+    np.testing.assert_array_equal(np.load(exported), values)
