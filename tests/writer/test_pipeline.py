@@ -35,6 +35,14 @@ def pipelines():
             pipeline.close()
 
 
+def signalling(call, event):
+    """``call``, which sets ``event`` as it starts: the writer may go on from there."""
+    def run():
+        event.set()
+        return call()
+    return run
+
+
 def work(value, delay=0.0):
     def run():
         if delay:
@@ -62,17 +70,16 @@ def test_results_are_consumed_in_submission_order(pipelines, disk, workers):
 
 def test_flush_waits_for_consumption_and_syncs(pipelines, disk):
     log = []
-    gate = threading.Event()
+    flushing = threading.Event()
 
     def consume(value):
-        gate.wait(5)
+        flushing.wait(5)  # nothing is consumed before the caller is in flush
         log.append(("consume", value))
 
     pipeline = pipelines(consume, lambda sync: log.append(("idle", sync)))
     for index in range(3):
         pipeline.put(work(index), 1)
-    threading.Timer(0.2, gate.set).start()
-    assert disk.run_with_timeout(pipeline.flush) is True
+    assert disk.run_with_timeout(signalling(pipeline.flush, flushing)) is True
     consumed = [entry for entry in log if entry[0] == "consume"]
     assert consumed == [("consume", 0), ("consume", 1), ("consume", 2)]
     # The sync for this flush came after the last item.
@@ -146,16 +153,22 @@ def test_a_failing_consume_surfaces_on_the_next_put_and_flush(pipelines, disk):
 
 
 def test_put_raises_the_failure_without_a_flush(pipelines, disk):
+    consumed = threading.Event()
+
     def consume(value):
+        consumed.set()
         raise RuntimeError("first item broke")
 
     pipeline = pipelines(consume)
     pipeline.put(work(0), 1)
+    assert consumed.wait(5)
 
     def keep_putting():
-        for index in range(100_000):
-            pipeline.put(work(index), 1)
-            time.sleep(0.001)
+        # Ends either way: a put raises the failure once the writer thread has
+        # stored it, or, should the bound fill first, the blocked put finds the
+        # thread dead and raises.
+        while True:
+            pipeline.put(work(1), 1)
 
     with pytest.raises(WriterFailedError) as raised:
         disk.run_with_timeout(keep_putting, timeout=10)
@@ -190,26 +203,26 @@ def test_a_failing_idle_surfaces_on_flush(pipelines, disk):
 
 
 def test_flush_waiting_when_the_writer_dies_does_not_hang(pipelines, disk):
-    started = threading.Event()
+    started, flushing = threading.Event(), threading.Event()
 
     def consume(value):
         started.set()
-        time.sleep(0.5)
+        flushing.wait(10)
         raise RuntimeError("died while the caller waited")
 
     pipeline = pipelines(consume)
     pipeline.put(work(0), 1)
     assert started.wait(5)
     with pytest.raises(WriterFailedError):
-        disk.run_with_timeout(pipeline.flush, timeout=10)
+        disk.run_with_timeout(signalling(pipeline.flush, flushing), timeout=10)
 
 
 def test_a_caller_blocked_on_the_bound_is_released_by_a_failure(pipelines, disk):
-    started = threading.Event()
+    started, putting = threading.Event(), threading.Event()
 
     def consume(value):
         started.set()
-        time.sleep(0.5)
+        putting.wait(10)
         raise RuntimeError("died while the caller was blocked")
 
     pipeline = pipelines(consume, max_pending_bytes=100)
@@ -217,7 +230,7 @@ def test_a_caller_blocked_on_the_bound_is_released_by_a_failure(pipelines, disk)
     assert started.wait(5)
     # The bound is full: this put waits for space that never comes.
     with pytest.raises(WriterFailedError):
-        disk.run_with_timeout(lambda: pipeline.put(work(1), 100), timeout=10)
+        disk.run_with_timeout(signalling(lambda: pipeline.put(work(1), 100), putting), timeout=10)
 
 
 def test_report_raises_once_on_the_caller(pipelines, disk):

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import random
-import time
+import threading
 
 import numpy as np
 import pytest
 
 from rankscribe.writer import SummaryRecord, load_dir, read_events
+from rankscribe.writer._scalar_batches import ScalarBatches
 
 
 def recorded(directory):
@@ -16,10 +17,36 @@ def recorded(directory):
             for event in load_dir(directory) if event.values]
 
 
+class BatchesTaken:
+    """The last step of the scalar batches the writer thread has taken, to wait on."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self._changed = threading.Condition()
+        self._last_step = -1
+        encode = ScalarBatches._encode
+
+        def encode_and_tell(batches, batch):
+            encoded = encode(batches, batch)  # seals the batch first
+            with self._changed:
+                self._last_step = batch[-1][1]
+                self._changed.notify_all()
+            return encoded
+
+        monkeypatch.setattr(ScalarBatches, "_encode", encode_and_tell)
+
+    def wait_for(self, step: int) -> None:
+        with self._changed:
+            assert self._changed.wait_for(lambda: self._last_step >= step, timeout=30), (
+                f"the writer never took the batch holding step {step}"
+            )
+
+
 @pytest.mark.parametrize("seed", range(5))
-def test_mixed_steps_keep_their_order_whatever_the_writer_is_doing(tmp_path, seed):
+def test_mixed_steps_keep_their_order_whatever_the_writer_is_doing(tmp_path, seed, monkeypatch):
+    taken = BatchesTaken(monkeypatch)
     rng = random.Random(seed)
     expected = []
+    last_scalar_step = None  # the last step that went into a batch of scalar-only steps
     with SummaryRecord(tmp_path) as record:
         for step in range(3000):
             record.add_value("scalar", "loss", float(step))
@@ -29,9 +56,12 @@ def test_mixed_steps_keep_their_order_whatever_the_writer_is_doing(tmp_path, see
                 record.add_value("histogram", "w", np.arange(5.0))
             if kind < 0.002:
                 record.flush()
-            if kind > 0.999:
-                time.sleep(0.01)  # let the writer take (and seal) the batch mid-stream
+            if kind > 0.999 and last_scalar_step is not None:
+                # The writer takes (and seals) the open batch mid-stream: the next
+                # scalar step starts a new one.
+                taken.wait_for(last_scalar_step)
             record.record(step)
+            last_scalar_step = step if kind >= 0.02 else last_scalar_step
             expected.append((step, values))
     got = [(step, {tag: value for tag, value in values.items() if tag == "loss"})
            for step, values in recorded(tmp_path)]
