@@ -231,3 +231,37 @@ def test_query_refuses_unknown_columns(
         run(capsys, "query", str(base), "--columns", columns)
     assert raised.value.code == 2
     assert "--columns" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("output", ["table", "csv"])
+def test_query_through_a_symlinked_base_shows_plain_run_names(
+    lw: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], output: str
+) -> None:
+    real = tmp_path / "scratch" / "runs"
+    lw.write(real / "exp1", [lw.train(optimizer="Adam", loss=0.5)])
+    link = tmp_path / "runs"
+    os.symlink(real, link)
+    assert main(["query", str(link), "--format", output]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    run_column = lines[1].split(",")[0] if output == "csv" else lines[1].split()[0]
+    assert run_column == "exp1"
+
+
+def _job_missing_rank_1(lw: Any, tmp_path: Path) -> Path:
+    job = tmp_path / "job"
+    lw.write(job / "rank_0", [lw.train(optimizer="Adam", loss=0.5, device_num=2)])
+    return job
+
+
+def test_cli_merge_with_nan_timeout_exits_with_an_error(
+    lw: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = _job_missing_rank_1(lw, tmp_path)
+    codes: list[int] = []
+    done, errors = lw.finishes_within(
+        5.0, lambda: codes.append(main(["merge", str(job), "--timeout", "nan"]))
+    )
+    assert done, "`rankscribe-lineage merge --timeout nan` never returned"
+    assert not errors
+    assert codes != [0]
+    assert "timeout" in capsys.readouterr().err

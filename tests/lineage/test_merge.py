@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
-import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from rankscribe.lineage import (
+    Algorithm,
+    EvalLineageInfo,
     LineageMergeError,
     RunLineage,
+    TrainLineageInfo,
+    _merge,
     filter_runs,
     filter_summary_lineage,
     get_run_lineage,
@@ -191,22 +196,65 @@ def test_offline_merge_is_idempotent(job: Path, lw: Any) -> None:
     assert not [name for name in os.listdir(job) if name.endswith(".tmp")]
 
 
-def test_offline_merge_waits_for_late_ranks(job: Path, lw: Any) -> None:
+class FakeClock:
+    """The offline merge's clock: time moves only when the merge sleeps."""
+
+    def __init__(self, on_sleep: Callable[[], None] | None = None) -> None:
+        self.now = 1000.0
+        self.sleeps: list[float] = []
+        self.on_sleep = on_sleep
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+        if self.on_sleep is not None:
+            self.on_sleep()
+
+
+def test_offline_merge_waits_for_late_ranks(
+    job: Path, lw: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def late_rank() -> None:
-        time.sleep(0.3)
-        lw.write(job / "rank_3", [lw.train(network="Net", loss=1.0, device_num=4)])
+        if not (job / "rank_3").exists():
+            lw.write(job / "rank_3", [lw.train(network="Net", loss=1.0, device_num=4)])
 
-    thread = threading.Thread(target=late_rank)
-    thread.start()
+    clock = FakeClock(on_sleep=late_rank)
+    monkeypatch.setattr(_merge, "_CLOCK", clock)
     outcome = merge_run_dir(job, timeout=10)
-    thread.join()
     assert outcome.ranks_reported == [0, 1, 2, 3]
+    assert outcome.ranks_missing == []
+    # rank 3 was not there at first: the merge waited once, then found it
+    assert len(clock.sleeps) == 1
 
 
-def test_offline_merge_gives_up_after_the_timeout(job: Path) -> None:
+def test_offline_merge_gives_up_after_the_timeout(
+    job: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = FakeClock()
+    monkeypatch.setattr(_merge, "_CLOCK", clock)
+    outcome = merge_run_dir(job, timeout=1.2)
+    assert outcome.ranks_missing == [3]
+    # polled every half second, never past the deadline
+    assert clock.sleeps == [0.5, 0.5, pytest.approx(0.2)]
+    assert clock.now == pytest.approx(1001.2)
+
+
+def test_offline_merge_with_no_timeout_does_not_wait(
+    job: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = FakeClock()
+    monkeypatch.setattr(_merge, "_CLOCK", clock)
+    assert merge_run_dir(job).ranks_missing == [3]
+    assert clock.sleeps == []
+
+
+def test_offline_merge_waits_on_the_real_clock(job: Path) -> None:
     started = time.monotonic()
-    outcome = merge_run_dir(job, timeout=0.6)
-    assert 0.5 <= time.monotonic() - started < 5
+    outcome = merge_run_dir(job, timeout=0.2)
+    assert time.monotonic() - started >= 0.2
     assert outcome.ranks_missing == [3]
 
 
@@ -268,3 +316,40 @@ def test_rank_0_online_merge_from_gathered_messages(tmp_path: Path) -> None:
     assert lineage is not None
     assert lineage.section("user_defined")["seed"] == 7
     assert lineage.section("user_defined")["ranks_missing"] == ""
+
+
+def _rank_with(loss: float, accuracy: float) -> RunLineage:
+    # What rank 0 gets from each rank: its lineage as the files read back
+    # (a NaN float32 loss reads back as MessageToDict's "NaN").
+    return RunLineage.from_records(
+        train=TrainLineageInfo(algorithm=Algorithm(network="Net", loss=loss)),
+        evaluation=EvalLineageInfo.from_metrics({"acc": accuracy}),
+    )
+
+
+def test_a_diverged_rank_makes_the_job_loss_nan() -> None:
+    merged = merge_rank_lineages({0: _rank_with(0.5, 0.9), 1: _rank_with(math.nan, 0.8)})
+    loss = merged.section("algorithm")["loss"]
+    assert isinstance(loss, float) and math.isnan(loss)
+
+
+@pytest.mark.parametrize("order", [(0.9, math.nan), (math.nan, 0.9)])
+def test_extremes_do_not_depend_on_which_rank_is_nan(order: tuple[float, float]) -> None:
+    merged = merge_rank_lineages({0: _rank_with(0.5, order[0]), 1: _rank_with(0.4, order[1])})
+    notes = merged.section("user_defined")
+    assert math.isnan(merged.section("metric")["acc"])
+    assert (notes["metric_acc_min"], notes["metric_acc_max"]) == (0.9, 0.9)
+
+
+def _job_missing_rank_1(lw: Any, tmp_path: Path) -> Path:
+    job = tmp_path / "job"
+    lw.write(job / "rank_0", [lw.train(optimizer="Adam", loss=0.5, device_num=2)])
+    return job
+
+
+def test_nan_timeout_is_refused_instead_of_waiting_forever(lw: Any, tmp_path: Path) -> None:
+    job = _job_missing_rank_1(lw, tmp_path)
+    done, errors = lw.finishes_within(5.0, lambda: merge_run_dir(job, timeout=float("nan")))
+    assert done, "merge_run_dir(timeout=nan) never returned while rank 1 was missing"
+    assert len(errors) == 1 and isinstance(errors[0], LineageMergeError)
+    assert "timeout" in str(errors[0])

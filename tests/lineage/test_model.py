@@ -200,19 +200,22 @@ def test_user_defined_values_pack_like_mindspore() -> None:
 
 
 @pytest.mark.parametrize(
-    ("values", "error"),
+    ("values", "error", "words"),
     [
-        ({"flag": True}, LineageParamTypeError),
-        ({"none": None}, LineageParamTypeError),
-        ({"list": [1]}, LineageParamTypeError),
-        ({"big": 2**31}, LineageParamValueError),
-        ({"small": -(2**31) - 1}, LineageParamValueError),
-        ([("a", 1)], LineageParamTypeError),
+        ({"flag": True}, LineageParamTypeError, "for 'flag' must be int, float or str, got True"),
+        ({"none": None}, LineageParamTypeError, "for 'none' must be int, float or str, got None"),
+        ({"list": [1]}, LineageParamTypeError, "for 'list' must be int, float or str, got [1]"),
+        ({"big": 2**31}, LineageParamValueError, "for 'big' is 2147483648, outside int32"),
+        ({"small": -(2**31) - 1}, LineageParamValueError, "for 'small' is -2147483649, outside"),
+        ([("a", 1)], LineageParamTypeError, "must be a dict of str to int, float or str, got list"),
     ],
 )
-def test_user_defined_values_are_checked(values: Any, error: type[Exception]) -> None:
-    with pytest.raises(error):
+def test_user_defined_values_are_checked(
+    values: Any, error: type[Exception], words: str
+) -> None:
+    with pytest.raises(error) as caught:
         UserDefinedInfo.from_values(values)
+    assert words in str(caught.value)
 
 
 def test_graph_dict_like_organize_graph() -> None:
