@@ -4,7 +4,7 @@
 same offline from a job directory's ``rank_<n>`` subdirectories (for jobs
 that crashed before rank 0 merged) and writes the merged lineage file.
 
-Rules (DESIGN.md, "Lineage merge at rank 0"):
+Rules (``docs/layout.md``, "Merge at rank 0"):
 
 - A value the ranks agree on is kept once. When they disagree, the value of
   rank 0 (or of the lowest rank that reported) is kept, the field's name is

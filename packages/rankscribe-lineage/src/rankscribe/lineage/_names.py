@@ -9,8 +9,8 @@ holds only what is lineage's own:
   whose rank part is ``merged``, so MindInsight and this package read it like
   any other lineage file;
 - the ``rank_<n>`` directories a distributed job writes into (the same layout
-  the ranks package creates; this package does not import it, and a
-  contract test checks that the two agree);
+  the ranks package creates, ``docs/layout.md``; this package does not import
+  it, and ``tests/collector/test_layout_contract.py`` checks that the two agree);
 - the TensorBoard HParams files, ``events.out.tfevents.<T>.<host>.rankscribe-hparams``.
 """
 

@@ -1,7 +1,7 @@
 """The query API: ``get_summary_lineage``, ``filter_summary_lineage``, ``filter_runs``.
 
-The first two keep MindInsight v0.2-0.7's behaviour (see the project's
-COLLECTOR_AND_LINEAGE.md §6): same arguments, same result shape
+The first two keep MindInsight v0.2-0.7's behaviour (``docs/lineage-queries.md``):
+same arguments, same result shape
 ``{'customized', 'object', 'count'}``, same errors and codes. ``filter_runs``
 is the terminal-friendly variant taking a string filter.
 """
