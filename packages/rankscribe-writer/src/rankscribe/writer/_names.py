@@ -106,7 +106,9 @@ def tensorboard_file_name(timestamp: int, host: str) -> str:
     return f"events.out.tfevents.{timestamp}.{host}.{os.getpid()}.{next(_tensorboard_counter)}"
 
 
-class FileKind(str, enum.Enum):
+# Not StrEnum: that would change what str() and format() of a member give
+# (its value instead of "FileKind.SUMMARY"), and callers may print kinds.
+class FileKind(str, enum.Enum):  # noqa: UP042
     """What a file holds, as told by its name."""
 
     SUMMARY = "summary"  # summary_pb2.Event records (MindSpore's `_MS` files)
