@@ -323,7 +323,7 @@ class SummaryRecord:
         finally:
             for stream in (self._summary_file, self._lineage_file, self._board_file):
                 if stream is not None:
-                    self._guarded("close", None, stream.close)
+                    self._write_errors.guarded("close", None, stream.close)
 
     def __enter__(self) -> SummaryRecord:
         if self._closed:
@@ -446,24 +446,20 @@ class SummaryRecord:
         step = encoded.step
         if self._summary_file is not None:
             for payload in encoded.summary:
-                self._guarded("summary", step, self._summary_file.append, payload)
+                self._write_errors.guarded("summary", step, self._summary_file.append, payload)
         for payload in encoded.lineage:
-            self._guarded("lineage", step, self._lineage_file.append, payload)
+            self._write_errors.guarded("lineage", step, self._lineage_file.append, payload)
         if self._board_file is not None:
             for payload in encoded.tensorboard:
-                self._guarded("tensorboard", step, self._board_file.append, payload)
+                self._write_errors.guarded("tensorboard", step, self._board_file.append, payload)
         for tag, array in encoded.exports:
-            self._guarded("export", step, self._exporter.export, tag, step, array)
+            self._write_errors.guarded("export", step, self._exporter.export, tag, step, array)
 
     def _sync(self, durable: bool) -> None:
         for stream in (self._summary_file, self._lineage_file, self._board_file):
             if stream is not None:
-                self._guarded("sync", None, stream.sync if durable else stream.write_buffered)
-
-    def _guarded(
-        self, target: str, step: int | None, action: Callable[..., Any], *args: Any
-    ) -> None:
-        self._write_errors.guarded(target, step, action, *args)
+                action = stream.sync if durable else stream.write_buffered
+                self._write_errors.guarded("sync", None, action)
 
 
 def _version_payload() -> bytes:
