@@ -1,0 +1,232 @@
+"""What the fuzzer drives, and what counts as a failure (shared by the fuzzer and the tests).
+
+Each target takes the bytes of one hostile file, puts them where a reader
+would find them (a summary, TensorBoard or lineage file in a run under a base
+dir) and reads them through every public reader: the event readers, the
+directory loaders, ``rankscribe-dump``, the lineage queries and the
+``rankscribe-lineage`` CLI. A reader may refuse a file only with the
+project's own errors; anything else escaping (``MemoryError``,
+``UnicodeDecodeError``, PIL's errors, a ``TypeError`` from ``json``) is a bug,
+and so is a lineage answer holding a value that is not a plain JSON type.
+
+``tools/fuzz/fuzz.py`` runs them under atheris; ``tests/*/test_fuzz_corpus.py``
+replay every input in ``tools/fuzz/corpus/<target>/`` through them.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import io
+import itertools
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+def _summary_name(number: int) -> str:
+    return f"events.out.events.summary.{1700000000 + number}.0.fuzzhost_MS"
+
+
+def _lineage_name(number: int) -> str:
+    return f"events.out.events.summary.{1700000000 + number}.0.fuzzhost_lineage"
+
+
+def _tensorboard_name(number: int) -> str:
+    return f"events.out.tfevents.{1700000000 + number}.fuzzhost"
+
+# A run MindSpore itself recorded: every query over a base dir must keep finding it.
+GOOD_RUN = (Path(__file__).resolve().parents[2] / "tests" / "compat" / "data" / "mindspore-2.10"
+            / "lineage_train_eval")
+
+# Nothing a reader logs about a hostile file is of interest here.
+logging.getLogger("rankscribe").setLevel(logging.CRITICAL + 1)
+
+
+class FuzzFailureError(AssertionError):
+    """A reader misbehaved on an input: the message says which and how."""
+
+
+class _Scratch:
+    """One directory per process, reused: a fresh temporary dir per input costs more than the
+    readers themselves. Each input gets a new file name (the creation time in the name counts
+    up), so no cache keyed on name, size and mtime can confuse two inputs."""
+
+    def __init__(self) -> None:
+        self._root: Path | None = None
+        self._count = itertools.count(1)
+
+    @property
+    def root(self) -> Path:
+        if self._root is None:
+            self._root = Path(tempfile.mkdtemp(prefix="rankscribe-fuzz-"))
+            atexit.register(shutil.rmtree, self._root, True)
+        return self._root
+
+    def place(self, folder: str, name_of: Callable[[int], str], data: bytes) -> Path:
+        """Write ``data`` as the only event file of ``folder`` (under the scratch root)."""
+        directory = self.root / folder
+        directory.mkdir(parents=True, exist_ok=True)
+        for old in directory.iterdir():
+            if old.is_file():
+                old.unlink()
+        path = directory / name_of(next(self._count))
+        path.write_bytes(data)
+        return path
+
+
+_scratch = _Scratch()
+
+
+def _quiet(function: Callable[..., int], *args: Any) -> int:
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        return function(*args)
+
+
+def _expect(
+    call: str, allowed: tuple[type[BaseException], ...], function: Callable[[], Any]
+) -> Any:
+    try:
+        return function()
+    except allowed:
+        return None
+    except Exception as error:
+        raise FuzzFailureError(f"{call} raised {type(error).__name__}: {error}") from error
+
+
+def _writer_errors() -> tuple[type[BaseException], ...]:
+    from rankscribe.writer import WriterError
+
+    return (WriterError,)
+
+
+def _lineage_errors() -> tuple[type[BaseException], ...]:
+    from rankscribe.lineage import LineageError
+
+    return (LineageError, *_writer_errors())
+
+
+def _check_plain_json(call: str, value: Any) -> None:
+    """Lineage answers are made of dict, list, str, int, float, bool and None only."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return
+    if isinstance(value, float):
+        return  # NaN and infinities are floats: lineage keeps a diverged loss
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                kind = type(key).__name__
+                raise FuzzFailureError(f"{call} returned a key of type {kind}: {key!r}")
+            _check_plain_json(call, item)
+        return
+    if isinstance(value, list):
+        for item in value:
+            _check_plain_json(call, item)
+        return
+    raise FuzzFailureError(f"{call} returned a value of type {type(value).__name__}: {value!r:.80}")
+
+
+def _read_summary_values(directory: Path) -> None:
+    from rankscribe.writer.reader import Image, load_dir, scalars
+
+    errors = _writer_errors()
+    events = _expect("load_dir", errors, lambda: load_dir(directory)) or []
+    for event in events:
+        for value in getattr(event, "values", None) or ():
+            if isinstance(value.value, Image):
+                _expect("Image.pixels", errors, value.value.pixels)
+    _expect("scalars", errors, lambda: scalars(directory))
+
+
+def summary_file(data: bytes) -> None:
+    """A summary (``_MS``) file: event readers, loaders, decoded values, rankscribe-dump."""
+    from rankscribe.writer import dump
+    from rankscribe.writer.reader import read_events
+
+    errors = _writer_errors()
+    path = _scratch.place("summary", _summary_name, data)
+    _expect("read_events(strict=True)", errors, lambda: list(read_events(path, strict=True)))
+    _read_summary_values(path.parent)
+    status = _expect("rankscribe-dump --full", (), lambda: _quiet(dump.main, ["--full",
+                                                                             str(path.parent)]))
+    if status not in (0, 1):
+        raise FuzzFailureError(f"rankscribe-dump --full exited {status}")
+
+
+def tensorboard_file(data: bytes) -> None:
+    """A TensorBoard events file: the TensorBoard reader and rankscribe-dump."""
+    from rankscribe.writer import dump
+    from rankscribe.writer.reader import read_tensorboard_events
+
+    errors = _writer_errors()
+    path = _scratch.place("tensorboard", _tensorboard_name, data)
+    _expect("read_tensorboard_events(strict=True)", errors,
+            lambda: list(read_tensorboard_events(path, strict=True)))
+    status = _expect("rankscribe-dump", (), lambda: _quiet(dump.main, ["--full", str(path)]))
+    if status not in (0, 1):
+        raise FuzzFailureError(f"rankscribe-dump exited {status}")
+
+
+def lineage_file(data: bytes) -> None:
+    """A lineage file in one run of a base dir beside a good run: every query answers."""
+    from rankscribe.lineage import cli as lineage_cli
+    from rankscribe.lineage import filter_runs, filter_summary_lineage, get_summary_lineage
+    from rankscribe.writer.reader import load_lineage_dir
+
+    errors = _lineage_errors()
+    run = _scratch.place("base/hostile", _lineage_name, data)
+    base, good = run.parent.parent, run.parent.parent / "good"
+    if not good.exists():
+        shutil.copytree(GOOD_RUN, good)
+    _expect("load_lineage_dir", _writer_errors(), lambda: load_lineage_dir(run.parent))
+    answer = _expect("get_summary_lineage", errors, lambda: get_summary_lineage(str(run.parent)))
+    _check_plain_json("get_summary_lineage", answer)
+    for condition in (None, {"loss": {"lt": 1.0}, "sorted_name": "metric/accuracy"}):
+        answer = _expect(f"filter_summary_lineage({condition})", errors,
+                         lambda c=condition: filter_summary_lineage(str(base), c))
+        _check_plain_json("filter_summary_lineage", answer)
+        _expect("json.dumps(filter_summary_lineage)", (), lambda a=answer: json.dumps(a))
+        if condition is None:
+            found = [item.get("summary_dir") for item in (answer or {}).get("object", [])]
+            if str(good) not in found:
+                raise FuzzFailureError(f"a hostile run hid the good run from the query: {found}")
+    rows = _expect("filter_runs", errors, lambda: filter_runs(str(base), "loss < 1e9"))
+    _check_plain_json("filter_runs", rows)
+    status = _expect("rankscribe-lineage query", (),
+                     lambda: _quiet(lineage_cli.main, ["query", str(base)]))
+    if status not in (0, 1, 2):
+        raise FuzzFailureError(f"rankscribe-lineage query exited {status}")
+
+
+WRITER_TARGETS: dict[str, Callable[[bytes], None]] = {
+    "summary": summary_file,
+    "tensorboard": tensorboard_file,
+}
+LINEAGE_TARGETS: dict[str, Callable[[bytes], None]] = {"lineage": lineage_file}
+TARGETS = {**WRITER_TARGETS, **LINEAGE_TARGETS}
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+
+
+def corpus_inputs(target: str) -> list[Path]:
+    """Every saved input of ``target``, in name order (an empty list if there are none)."""
+    folder = CORPUS / target
+    return sorted(path for path in folder.iterdir() if path.is_file()) if folder.is_dir() else []
+
+
+__all__ = [
+    "CORPUS",
+    "LINEAGE_TARGETS",
+    "TARGETS",
+    "WRITER_TARGETS",
+    "FuzzFailureError",
+    "corpus_inputs",
+]
+
+if os.environ.get("RANKSCRIBE_FUZZ_DEBUG"):  # pragma: no cover - for reproducing by hand
+    logging.getLogger("rankscribe").setLevel(logging.DEBUG)
