@@ -82,3 +82,41 @@ def test_length_corruption_stops_a_lenient_reader():
 def test_masked_crc_is_stored_little_endian():
     record = frame(b"abc")
     assert struct.unpack("<I", record[-4:])[0] == masked_crc32c(b"abc")
+
+
+def _huge_length_header(length: int) -> bytes:
+    length_bytes = struct.pack("<Q", length)
+    return length_bytes + struct.pack("<I", masked_crc32c(length_bytes))
+
+
+class _MeteredStream(io.BytesIO):
+    """A stream that fails the test if asked for more than 64 MiB in one read."""
+
+    def read(self, size: int | None = -1) -> bytes:
+        assert size is not None and 0 <= size <= 64 << 20, f"read({size}) would over-allocate"
+        return super().read(size)
+
+
+@pytest.mark.parametrize("length", [2**31, 2**40, 2**64 - 1])
+def test_a_length_no_record_can_have_is_corruption_in_strict_mode(length):
+    blob = frame(b"first") + _huge_length_header(length) + b"\0" * 32
+    with pytest.raises(CorruptRecordError, match=r"at byte 21: length field .* exceeds"):
+        list(read_records(_MeteredStream(blob)))
+
+
+@pytest.mark.parametrize("length", [2**31, 2**40, 2**64 - 1])
+def test_a_length_no_record_can_have_stops_a_lenient_reader(length):
+    reader = RecordReader(_MeteredStream(frame(b"first") + _huge_length_header(length)),
+                          strict=False)
+    assert [r.payload for r in reader] == [b"first"]
+    assert [c.offset for c in reader.corruptions] == [21]
+    assert reader.torn_tail is None
+
+
+def test_a_plausible_length_beyond_the_end_is_read_in_bounded_pieces(tmp_path):
+    # 2 GiB - 1 could be a real record cut short by a crash: a torn tail, and
+    # the reader asks for no more than one bounded piece at a time.
+    blob = frame(b"first") + _huge_length_header(2**31 - 1) + b"\0" * 100
+    reader = RecordReader(_MeteredStream(blob))
+    assert [r.payload for r in reader] == [b"first"]
+    assert reader.torn_tail is not None and reader.torn_tail.offset == 21

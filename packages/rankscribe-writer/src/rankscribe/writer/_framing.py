@@ -28,6 +28,14 @@ HEADER_SIZE = 12
 FOOTER_SIZE = 4
 RECORD_OVERHEAD = HEADER_SIZE + FOOTER_SIZE
 
+#: The largest payload a record can hold: one protobuf message is at most 2 GiB - 1 bytes,
+#: so no writer ever framed a longer one and a longer length field is damage.
+MAX_PAYLOAD_SIZE = 2_147_483_647
+
+# A payload is read in pieces of at most this size, so that a length field larger than what
+# the file (or a stream of unknown size) still holds never allocates more than is there.
+_READ_CHUNK = 16 << 20
+
 _LENGTH = struct.Struct("<Q")
 _CRC = struct.Struct("<I")
 
@@ -136,7 +144,15 @@ class RecordReader:
                 self._corrupt(offset, "length CRC mismatch", stream)
                 return
             (length,) = _LENGTH.unpack(length_bytes)
-            body = stream.read(length + FOOTER_SIZE)
+            if length > MAX_PAYLOAD_SIZE:
+                self._corrupt(
+                    offset,
+                    f"length field {length:,} exceeds the largest record payload "
+                    f"({MAX_PAYLOAD_SIZE:,} bytes)",
+                    stream,
+                )
+                return
+            body = _read_at_most(stream, length + FOOTER_SIZE)
             if len(body) < length + FOOTER_SIZE:
                 self.torn_tail = TornTail(
                     offset, f"{len(body)} of {length + FOOTER_SIZE} payload bytes"
@@ -160,6 +176,21 @@ class RecordReader:
         # A bad payload CRC still leaves a trustworthy length, so the next
         # record can be found; a bad length CRC cannot be stepped over.
         return reason.startswith("length")
+
+
+def _read_at_most(stream: BinaryIO, size: int) -> bytes:
+    """Read ``size`` bytes, or fewer at the end of the stream, never allocating past its end."""
+    if size <= _READ_CHUNK:
+        return stream.read(size)
+    pieces: list[bytes] = []
+    left = size
+    while left > 0:
+        piece = stream.read(min(left, _READ_CHUNK))
+        if not piece:
+            break
+        pieces.append(piece)
+        left -= len(piece)
+    return b"".join(pieces)
 
 
 def read_records(
