@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rankscribe.collector.adapters.numpy import ArrayDataset, ArrayNetwork, ArrayOptimizer
+from rankscribe.collector import ArrayDataset, ArrayNetwork, ArrayOptimizer
 from rankscribe.writer import load_dir
 
 GRAPH = {

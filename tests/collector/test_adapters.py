@@ -14,20 +14,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rankscribe.collector import adapters
-from rankscribe.collector.adapters import DatasetView
-from rankscribe.collector.adapters.numpy import ArrayDataset, ArrayNetwork, ArrayOptimizer
+from rankscribe.collector import ArrayDataset, ArrayNetwork, ArrayOptimizer, adapters
+from rankscribe.collector.adapters import AdapterRegistry, DatasetView
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 
 
 @pytest.fixture
-def registry() -> Iterator[None]:
+def adapter_modules() -> Iterator[None]:
     saved = dict(adapters.ADAPTER_MODULES)
     yield
     adapters.ADAPTER_MODULES.clear()
     adapters.ADAPTER_MODULES.update(saved)
-    adapters._by_type.clear()
-    adapters._failed.clear()
 
 
 def fake_framework(monkeypatch: pytest.MonkeyPatch) -> tuple[type, list[str]]:
@@ -66,36 +63,39 @@ def fake_framework(monkeypatch: pytest.MonkeyPatch) -> tuple[type, list[str]]:
     return Module, calls
 
 
-def test_objects_go_to_their_frameworks_adapter(registry: None,
+def test_objects_go_to_their_frameworks_adapter(adapter_modules: None,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    views = AdapterRegistry()
     module_class, calls = fake_framework(monkeypatch)
 
     class UserNet(module_class):  # type: ignore[misc, valid-type]
         """Defined in a script: the framework is found through the base class."""
 
-    view = adapters.network_view(UserNet())
+    view = views.network_view(UserNet())
     assert view is not None and view.name == "FakeNet"
-    assert adapters.to_numpy(UserNet()).tolist() == [42.0]
+    assert views.to_numpy(UserNet()).tolist() == [42.0]
     assert calls == ["network"]
 
 
 def test_an_adapter_that_declines_hands_over_to_the_numpy_adapter(
-    registry: None, monkeypatch: pytest.MonkeyPatch
+    adapter_modules: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    views = AdapterRegistry()
     module_class, calls = fake_framework(monkeypatch)
-    view = adapters.dataset_view(module_class())
+    view = views.dataset_view(module_class())
     assert calls == ["none"]
     assert view == DatasetView(batches=7)
 
 
 def test_a_missing_adapter_warns_once_and_reads_plainly(
-    registry: None, caplog: pytest.LogCaptureFixture
+    adapter_modules: None, caplog: pytest.LogCaptureFixture
 ) -> None:
+    views = AdapterRegistry()
     adapters.register_adapter("ghostfw", "rankscribe.collector.adapters.ghost_does_not_exist")
     kind = type("Loader", (), {"__module__": "ghostfw.data", "batch_size": 4,
                                "__len__": lambda self: 3})
-    assert adapters.dataset_view(kind()) == DatasetView(batches=3, batch_size=4)
-    assert adapters.dataset_view(kind()) == DatasetView(batches=3, batch_size=4)
+    assert views.dataset_view(kind()) == DatasetView(batches=3, batch_size=4)
+    assert views.dataset_view(kind()) == DatasetView(batches=3, batch_size=4)
     assert caplog.text.count("cannot be imported") == 1
 
 
@@ -108,9 +108,9 @@ def test_torch_is_not_imported_for_numpy_runs(tmp_path: Path) -> None:
     script = textwrap.dedent(f"""
         import sys
         import numpy as np
-        from rankscribe.collector.collector import SummaryCollector
-        from rankscribe.collector.loop import TrainLoop
-        from rankscribe.collector.adapters.numpy import ArrayDataset, ArrayNetwork, ArrayOptimizer
+        from rankscribe.collector import (
+            ArrayDataset, ArrayNetwork, ArrayOptimizer, SummaryCollector, TrainLoop,
+        )
 
         net = ArrayNetwork({{"w": np.ones((2, 2))}})
         data = ArrayDataset(np.zeros((4, 1, 2, 2)), batch_size=2)
@@ -128,6 +128,7 @@ def test_torch_is_not_imported_for_numpy_runs(tmp_path: Path) -> None:
 
 
 def test_array_dataset_batches() -> None:
+    views = AdapterRegistry()
     images, labels = np.arange(10 * 4).reshape(10, 1, 2, 2), np.arange(10)
     dataset = ArrayDataset(images, labels, batch_size=4, path="/data/x",
                            description={"op_type": "Demo"})
@@ -135,10 +136,10 @@ def test_array_dataset_batches() -> None:
     assert len(dataset) == 3 and dataset.get_dataset_size() == 3
     assert [b[1].tolist() for b in batches] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
     assert len(ArrayDataset(labels, batch_size=4, drop_remainder=True)) == 2
-    view = adapters.dataset_view(dataset)
+    view = views.dataset_view(dataset)
     assert view == DatasetView(batches=3, batch_size=4, path="/data/x",
                                graph={"op_type": "Demo"}, samples=10)
-    dropping = adapters.dataset_view(ArrayDataset(labels, batch_size=4, drop_remainder=True))
+    dropping = views.dataset_view(ArrayDataset(labels, batch_size=4, drop_remainder=True))
     assert dropping is not None and dropping.samples == 8  # the 2 dropped rows are not served
 
 
@@ -170,15 +171,16 @@ def test_array_dataset_errors(columns: tuple[Any, ...], arguments: dict[str, Any
 
 
 def test_array_network_and_optimizer_share_arrays() -> None:
+    views = AdapterRegistry()
     weight = np.ones(3, np.float32)
     network = ArrayNetwork({"w": weight}, name="Net")
     optimizer = ArrayOptimizer(network, learning_rate=0.5, name="SGD")
     optimizer.step({"w": np.full(3, 2.0)})
     np.testing.assert_array_equal(weight, np.zeros(3))
-    view = adapters.network_view(network)
+    view = views.network_view(network)
     assert view is not None and view.name == "Net"
     assert [name for name, _ in view.parameters()] == ["w"]
-    optimizer_view = adapters.optimizer_view(optimizer)
+    optimizer_view = views.optimizer_view(optimizer)
     assert optimizer_view is not None
     assert (optimizer_view.name, optimizer_view.learning_rate()) == ("SGD", 0.5)
     with pytest.raises(CollectorValueError, match="gradient for 'v'"):
@@ -201,6 +203,7 @@ def test_containers_refuse_bad_input() -> None:
 
 
 def test_duck_typed_network_and_dataset(tmp_path: Path) -> None:
+    views = AdapterRegistry()
     data_file = tmp_path / "train.mindrecord"
     data_file.write_text("")
 
@@ -221,17 +224,18 @@ def test_duck_typed_network_and_dataset(tmp_path: Path) -> None:
         def to_json(self) -> str:
             return '{"op_type": "MindDataset", "children": []}'
 
-    view = adapters.network_view(Cell())
+    view = views.network_view(Cell())
     assert view is not None and [n for n, _ in view.parameters()] == ["conv.weight"]
     # the original records the directory of a dataset file
-    assert adapters.dataset_view(MindDataset()) == DatasetView(
+    assert views.dataset_view(MindDataset()) == DatasetView(
         batches=5, batch_size=32, path=str(tmp_path),
         graph={"op_type": "MindDataset", "children": []})
 
 
 def test_an_object_with_nothing_readable_has_no_network_view() -> None:
-    assert adapters.network_view(object()) is None
-    assert adapters.network_view(None) is None
+    views = AdapterRegistry()
+    assert views.network_view(object()) is None
+    assert views.network_view(None) is None
 
 
 class Parameter:
@@ -247,8 +251,9 @@ class Parameter:
      (Parameter("lr", np.array([0.3])), 0.3)],
 )
 def test_learning_rate(rate: Any, expected: float | None) -> None:
+    views = AdapterRegistry()
     optimizer = types.SimpleNamespace(learning_rate=rate, parameters=[Parameter("w", np.ones(1))])
-    view = adapters.optimizer_view(optimizer)
+    view = views.optimizer_view(optimizer)
     assert view is not None
     learning_rate = view.learning_rate()
     assert learning_rate == (pytest.approx(expected) if expected is not None else None)
@@ -256,6 +261,7 @@ def test_learning_rate(rate: Any, expected: float | None) -> None:
 
 
 def test_to_numpy() -> None:
+    views = AdapterRegistry()
     class Tensor:
         def __init__(self) -> None:
             self.steps: list[str] = []
@@ -273,9 +279,9 @@ def test_to_numpy() -> None:
             return np.array([1.0, 2.0])
 
     tensor = Tensor()
-    assert adapters.to_numpy(tensor).tolist() == [1.0, 2.0]
+    assert views.to_numpy(tensor).tolist() == [1.0, 2.0]
     assert tensor.steps == ["detach", "cpu", "numpy"]
-    assert adapters.to_numpy(3).tolist() == 3
+    assert views.to_numpy(3).tolist() == 3
     for bad in ("text", None, {"a": 1}):
         with pytest.raises(CollectorTypeError, match="expected numbers"):
-            adapters.to_numpy(bad)
+            views.to_numpy(bad)

@@ -16,15 +16,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rankscribe.collector.callback import CallbackParams, RunContext
-from rankscribe.collector.checkpoint import (
+from rankscribe.collector import (
+    CallbackParams,
     CheckpointConfig,
-    CheckpointTypeError,
-    CheckpointValueError,
     ModelCheckpoint,
+    RunContext,
     load_checkpoint,
-    network_parameters,
 )
+from rankscribe.collector.adapters import network_parameters
+from rankscribe.collector.errors import CheckpointTypeError, CheckpointValueError
 
 
 class FakeClock:

@@ -18,15 +18,15 @@ from typing import IO
 import numpy as np
 import pytest
 
-from rankscribe.collector import checkpoint_format
-from rankscribe.collector.callback import CallbackParams, RunContext
-from rankscribe.collector.checkpoint import (
+from rankscribe.collector import (
+    CallbackParams,
     CheckpointConfig,
-    CheckpointTimeoutError,
-    CheckpointWriteError,
     ModelCheckpoint,
+    RunContext,
     load_checkpoint,
 )
+from rankscribe.collector import _checkpoint_format as checkpoint_format
+from rankscribe.collector.errors import CheckpointTimeoutError, CheckpointWriteError
 from rankscribe.writer.files import atomic_write
 
 LAUNCHER_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "RANK", "WORLD_SIZE",
@@ -122,7 +122,7 @@ def test_background_failure_is_raised_on_the_next_step(
     network = {"w": np.zeros(1000)}
     callback = async_callback(tmp_path)
     callback.step_end(RunContext(params_at(network, 1)))
-    with caplog.at_level(logging.ERROR, logger="rankscribe.collector.checkpoint"):
+    with caplog.at_level(logging.ERROR, logger="rankscribe.collector._checkpoint"):
         callback.step_end(RunContext(params_at(network, 2)))
         with pytest.raises(CheckpointWriteError) as caught:
             callback.step_end(RunContext(params_at(network, 3)))
@@ -221,9 +221,8 @@ def test_retention_runs_after_background_writes(tmp_path: Path) -> None:
 CRASHING_SCRIPT = textwrap.dedent("""
     import functools, os, sys, time
     import numpy as np
-    from rankscribe.collector import checkpoint_format
-    from rankscribe.collector.callback import CallbackParams, RunContext
-    from rankscribe.collector.checkpoint import CheckpointConfig, ModelCheckpoint
+    from rankscribe.collector import CallbackParams, CheckpointConfig, ModelCheckpoint, RunContext
+    from rankscribe.collector import _checkpoint_format as checkpoint_format
     from rankscribe.writer import files
 
     def write(handle, chunk):

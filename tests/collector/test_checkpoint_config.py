@@ -8,12 +8,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rankscribe.collector.checkpoint import (
-    CheckpointConfig,
-    CheckpointError,
-    CheckpointTypeError,
-    CheckpointValueError,
-)
+from rankscribe.collector import CheckpointConfig
+from rankscribe.collector.errors import CheckpointError, CheckpointTypeError, CheckpointValueError
 
 COUNTS = (
     "save_checkpoint_steps",

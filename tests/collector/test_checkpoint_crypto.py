@@ -10,18 +10,21 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rankscribe.collector.callback import CallbackParams, RunContext
-from rankscribe.collector.checkpoint import (
-    CheckpointAuthenticationError,
+from rankscribe.collector import (
+    CallbackParams,
     CheckpointConfig,
-    CheckpointEncryptionError,
-    CheckpointError,
-    CheckpointFormatError,
     ModelCheckpoint,
+    RunContext,
     load_checkpoint,
     save_checkpoint,
 )
-from rankscribe.collector.checkpoint_crypto import MAGIC, decrypt, encrypt_chunks
+from rankscribe.collector._checkpoint_crypto import MAGIC, decrypt, encrypt_chunks
+from rankscribe.collector.errors import (
+    CheckpointAuthenticationError,
+    CheckpointEncryptionError,
+    CheckpointError,
+    CheckpointFormatError,
+)
 
 MODES = ["AES-GCM", "AES-CBC"]
 KEY = bytes(range(32))

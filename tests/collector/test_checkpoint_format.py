@@ -14,17 +14,15 @@ import pytest
 import safetensors
 import safetensors.numpy
 
-from rankscribe.collector import checkpoint_format
-from rankscribe.collector.checkpoint import (
+from rankscribe.collector import LoadedCheckpoint, load_checkpoint, save_checkpoint
+from rankscribe.collector import _checkpoint_format as checkpoint_format
+from rankscribe.collector.errors import (
     CheckpointError,
     CheckpointFormatError,
     CheckpointNotFoundError,
     CheckpointTypeError,
     CheckpointValueError,
     CheckpointWriteError,
-    LoadedCheckpoint,
-    load_checkpoint,
-    save_checkpoint,
 )
 from rankscribe.writer.files import atomic_write
 
@@ -292,7 +290,7 @@ def test_options_are_keyword_only(tmp_path: Path) -> None:
 
 
 def test_errors_belong_to_the_collectors_hierarchy() -> None:
-    from rankscribe.collector.errors import CollectorError
+    from rankscribe.collector import CollectorError
 
     assert issubclass(CheckpointError, CollectorError)
     assert issubclass(CheckpointWriteError, CollectorError)

@@ -26,8 +26,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rankscribe.collector.collector import SummaryCollector
-from rankscribe.collector.loop import TrainLoop
+from rankscribe.collector import SummaryCollector, TrainLoop
 from rankscribe.writer import histogram_summary, tensor_summary
 
 NO_LANDSCAPE = {"collect_landscape": None}

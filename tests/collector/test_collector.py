@@ -11,10 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rankscribe.collector import collector as collector_module
-from rankscribe.collector.callback import Callback, CallbackParams, RunContext
-from rankscribe.collector.collector import SummaryCollector
-from rankscribe.collector.loop import TrainLoop
+from rankscribe.collector import Callback, CallbackParams, RunContext, SummaryCollector, TrainLoop
+from rankscribe.collector import _collector as collector_module
 from rankscribe.lineage import get_summary_lineage
 from rankscribe.ranks import RankInfo
 from rankscribe.writer import SummaryRecord, load_dir, load_lineage_dir
@@ -200,7 +198,7 @@ def test_unreadable_loss_warns_once(model: Any, tmp_path: Path, read_steps: Any,
 def test_input_data_that_is_not_an_image_is_disabled_with_one_warning(
     model: Any, tmp_path: Path, read_steps: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from rankscribe.collector.adapters.numpy import ArrayDataset
+    from rankscribe.collector import ArrayDataset
 
     data = model(4)
     flat = ArrayDataset(np.zeros((8, 16), np.float32), batch_size=2)
@@ -216,7 +214,7 @@ def test_input_data_that_is_not_an_image_is_disabled_with_one_warning(
 def test_input_data_with_four_channels_is_disabled_with_one_warning(
     tmp_path: Path, read_steps: Any, caplog: pytest.LogCaptureFixture, model: Any
 ) -> None:
-    from rankscribe.collector.adapters.numpy import ArrayDataset
+    from rankscribe.collector import ArrayDataset
 
     data = model(4)
     rgba = ArrayDataset(np.zeros((8, 4, 2, 2), np.float32), batch_size=2)
@@ -331,7 +329,7 @@ def test_lineage_names_the_checkpoint_path_and_size(model: Any, tmp_path: Path) 
 
 
 def test_lineage_names_the_model_checkpoints_file(model: Any, tmp_path: Path) -> None:
-    from rankscribe.collector import checkpoint
+    from rankscribe.collector import _checkpoint as checkpoint
 
     summary = tmp_path / "summary"
     saver = checkpoint.ModelCheckpoint(prefix="tiny", directory=tmp_path / "ckpt")
@@ -390,7 +388,7 @@ def test_rank_writes_into_its_directory_and_keeps_its_tensor_share(
 def test_a_rank_whose_lineage_fails_still_takes_part_in_the_merge(
     model: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from rankscribe.collector import lineage as lineage_module
+    from rankscribe.collector import _lineage as lineage_module
 
     def broken(arguments: Any) -> Any:
         raise RuntimeError("lineage bug")
@@ -431,7 +429,7 @@ def test_the_tensorboard_target_on_request(model: Any, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("formats", [(), ["png"], "mindinsight,tensorboard", None])
 def test_formats_must_name_known_targets(tmp_path: Path, formats: Any) -> None:
-    from rankscribe.collector import CollectorValueError
+    from rankscribe.collector.errors import CollectorValueError
 
     with pytest.raises(CollectorValueError, match="'formats'"):
         SummaryCollector(str(tmp_path), formats=formats)

@@ -8,14 +8,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rankscribe.collector.callback import CallbackParams
-from rankscribe.collector.extract import (
+from rankscribe.collector import CallbackParams
+from rankscribe.collector._extract import (
     Extractor,
     UnreadableLossError,
     histogram_parameters,
     mean_loss,
 )
-from rankscribe.collector.options import process_specified_data
+from rankscribe.collector._options import process_specified_data
 
 
 @pytest.mark.parametrize(
@@ -76,7 +76,7 @@ def extractor(**specified: Any) -> Extractor:
 
 
 def test_values_come_in_the_originals_order() -> None:
-    from rankscribe.collector.adapters.numpy import ArrayOptimizer
+    from rankscribe.collector import ArrayOptimizer
 
     sink = Sink()
     images = np.zeros((2, 3, 4, 4))

@@ -13,10 +13,9 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
-from rankscribe.collector.collector import SummaryCollector
-from rankscribe.collector.landscape import LandscapeSaver
-from rankscribe.collector.loop import TrainLoop
-from rankscribe.collector.options import process_specified_data
+from rankscribe.collector import SummaryCollector, TrainLoop
+from rankscribe.collector._landscape import LandscapeSaver
+from rankscribe.collector._options import process_specified_data
 
 
 def test_default_collection_saves_steps_1_to_19(model: Any, tmp_path: Path) -> None:

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from rankscribe.collector import CollectorValueError, SummaryCollector
+from rankscribe.collector import SummaryCollector
+from rankscribe.collector.errors import CollectorValueError
 
 
 @pytest.mark.parametrize("samples", [0, -1])

@@ -9,10 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rankscribe.collector.callback import CallbackParams
-from rankscribe.collector.collector import SummaryCollector
-from rankscribe.collector.lineage import JobLineageMerger, LineageRecorder
-from rankscribe.collector.loop import TrainLoop
+from rankscribe.collector import CallbackParams, SummaryCollector, TrainLoop
+from rankscribe.collector._lineage import JobLineageMerger, LineageRecorder
 from rankscribe.lineage import get_summary_lineage
 from rankscribe.lineage.parser import parse_run
 from rankscribe.ranks import GatherResult, RankInfo, RanksValueError
@@ -151,7 +149,7 @@ def test_eval_lineage_with_metrics_that_are_not_a_dict(
 def test_a_dataset_graph_that_cannot_be_packed_is_a_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from rankscribe.collector.adapters.numpy import ArrayDataset
+    from rankscribe.collector import ArrayDataset
 
     dataset = ArrayDataset(np.zeros(4), description={"op_type": "X", "weird": object()})
     with SummaryRecord(tmp_path) as record:

@@ -8,10 +8,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rankscribe.collector.adapters.numpy import ArrayDataset, ArrayNetwork, ArrayOptimizer
-from rankscribe.collector.callback import Callback, RunContext
+from rankscribe.collector import (
+    ArrayDataset,
+    ArrayNetwork,
+    ArrayOptimizer,
+    Callback,
+    RunContext,
+    TrainLoop,
+)
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
-from rankscribe.collector.loop import TrainLoop
 
 
 class Recorder(Callback):

@@ -12,15 +12,14 @@ from typing import Any
 
 import pytest
 
-from rankscribe.collector.callback import CallbackParams, RunContext
-from rankscribe.collector.collector import SummaryCollector
-from rankscribe.collector.errors import CollectorError, CollectorTypeError, CollectorValueError
-from rankscribe.collector.options import (
+from rankscribe.collector import CallbackParams, CollectorError, RunContext, SummaryCollector
+from rankscribe.collector._options import (
     DEFAULT_SPECIFIED_DATA,
     HYPER_CONFIG_LEN_LIMIT,
     custom_lineage_data,
     process_specified_data,
 )
+from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 
 TYPE = CollectorTypeError
 VALUE = CollectorValueError

@@ -9,14 +9,15 @@ import numpy as np
 import pytest
 import torch
 
-from rankscribe.collector.callback import CallbackParams, RunContext
-from rankscribe.collector.checkpoint import (
+from rankscribe.collector import (
+    CallbackParams,
     CheckpointConfig,
-    CheckpointTypeError,
     ModelCheckpoint,
+    RunContext,
     load_checkpoint,
-    network_parameters,
 )
+from rankscribe.collector.adapters import network_parameters
+from rankscribe.collector.errors import CheckpointTypeError
 
 
 def model() -> Any:

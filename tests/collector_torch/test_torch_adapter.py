@@ -21,8 +21,8 @@ from torch.utils.data import (
     TensorDataset,
 )
 
-from rankscribe.collector import adapters
-from rankscribe.collector.adapters import torch as torch_adapter
+from rankscribe.collector.adapters import AdapterRegistry
+from rankscribe.collector.adapters import _torch as torch_adapter
 from rankscribe.collector.errors import CollectorTypeError
 from rankscribe.lineage import DatasetGraphInfo
 from rankscribe.writer.pb import anf_ir_pb2
@@ -35,8 +35,8 @@ def adapter_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
             if record.name == ADAPTER_LOGGER and record.levelno == logging.WARNING]
 
 
-def graph_of(module: nn.Module) -> anf_ir_pb2.GraphProto:
-    view = adapters.network_view(module)
+def graph_of(views: AdapterRegistry, module: nn.Module) -> anf_ir_pb2.GraphProto:
+    view = views.network_view(module)
     assert view is not None
     graph = view.graph()
     assert graph is not None
@@ -53,19 +53,21 @@ def nodes_of(graph: anf_ir_pb2.GraphProto) -> dict[str, tuple[str, str, list[str
 
 
 def test_torch_objects_go_to_the_torch_adapter(net: nn.Module) -> None:
+    views = AdapterRegistry()
     optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
     loader = DataLoader(TensorDataset(torch.zeros(4, 4)), batch_size=2)
     for obj in (net, optimizer, loader, torch.zeros(2), nn.Parameter(torch.zeros(2))):
-        assert adapters.adapter_for(obj) is torch_adapter
-    assert isinstance(adapters.network_view(net), torch_adapter.TorchNetwork)
-    assert isinstance(adapters.optimizer_view(optimizer), torch_adapter.TorchOptimizer)
+        assert isinstance(views.adapter_for(obj), torch_adapter.TorchAdapter)
+    assert isinstance(views.network_view(net), torch_adapter.TorchNetwork)
+    assert isinstance(views.optimizer_view(optimizer), torch_adapter.TorchOptimizer)
 
 
 # ---------------------------------------------------------------------- network
 
 
 def test_network_view_names_and_host_arrays(net: nn.Module) -> None:
-    view = adapters.network_view(net)
+    views = AdapterRegistry()
+    view = views.network_view(net)
     assert view is not None
     assert view.name == "Net"
     pairs = view.parameters()
@@ -81,7 +83,8 @@ def test_network_view_names_and_host_arrays(net: nn.Module) -> None:
 
 
 def test_fx_graph_nodes_op_types_scopes_and_inputs(net: nn.Module) -> None:
-    graph = graph_of(net)
+    views = AdapterRegistry()
+    graph = graph_of(views, net)
     assert graph.name == "Net"
     assert nodes_of(graph) == {
         "x": ("Input", "Default", []),
@@ -113,6 +116,7 @@ def test_fx_graph_nodes_op_types_scopes_and_inputs(net: nn.Module) -> None:
 def test_graph_is_traced_once_per_module_instance(
     net: nn.Module, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    views = AdapterRegistry()
     traced: list[type] = []
     real_trace = torch.fx.symbolic_trace
 
@@ -121,18 +125,19 @@ def test_graph_is_traced_once_per_module_instance(
         return real_trace(module, *args, **kwargs)
 
     monkeypatch.setattr(torch.fx, "symbolic_trace", counting_trace)
-    first = graph_of(net)
+    first = graph_of(views, net)
     first.node[0].name = "edited by a caller"
-    again = [graph_of(net) for _ in range(3)]  # new views of the same module: no new trace
+    again = [graph_of(views, net) for _ in range(3)]  # new views of the same module: no new trace
     assert len(traced) == 1
     assert all(graph.node[0].name == "x" for graph in again)  # the kept graph is not shared
-    graph_of(type(net)())  # another instance is traced for itself
+    graph_of(views, type(net)())  # another instance is traced for itself
     assert len(traced) == 2
 
 
 def test_untraceable_network_warns_once_per_class_and_has_no_graph(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    views = AdapterRegistry()
     class Branchy(nn.Module):
         def __init__(self) -> None:
             super().__init__()
@@ -148,7 +153,7 @@ def test_untraceable_network_warns_once_per_class_and_has_no_graph(
 
     caplog.set_level(logging.WARNING, logger=ADAPTER_LOGGER)
     for module in (Branchy(), Branchy(), Branchy()):
-        view = adapters.network_view(module)
+        view = views.network_view(module)
         assert view is not None
         assert view.graph() is None
         assert view.graph() is None
@@ -158,12 +163,13 @@ def test_untraceable_network_warns_once_per_class_and_has_no_graph(
     assert "The graph of Branchy cannot be recorded" in messages[0]
     assert "TraceError" in messages[0]
     assert "control flow" in messages[0]
-    view = adapters.network_view(AlsoBranchy())
+    view = views.network_view(AlsoBranchy())
     assert view is not None and view.graph() is None
     assert len(adapter_warnings(caplog)) == 2  # one per class
 
 
 def test_a_top_level_parameter_named_like_its_node() -> None:
+    views = AdapterRegistry()
     class Projection(nn.Module):
         def __init__(self) -> None:
             super().__init__()
@@ -172,13 +178,14 @@ def test_a_top_level_parameter_named_like_its_node() -> None:
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return x @ self.weight
 
-    nodes = nodes_of(graph_of(Projection()))
+    nodes = nodes_of(graph_of(views, Projection()))
     # fx names the read of `self.weight` "weight", the parameter's own name
     assert nodes["weight_node"] == ("Load", "Default", ["weight"])
     assert nodes["matmul"] == ("matmul", "Default", ["x", "weight_node"])
 
 
 def test_tied_weights_are_one_parameter() -> None:
+    views = AdapterRegistry()
     class AutoEncoder(nn.Module):
         def __init__(self) -> None:
             super().__init__()
@@ -189,7 +196,7 @@ def test_tied_weights_are_one_parameter() -> None:
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return self.decode(self.encode(x))
 
-    graph = graph_of(AutoEncoder())
+    graph = graph_of(views, AutoEncoder())
     assert [p.name for p in graph.parameters] == ["encode.weight"]
     assert nodes_of(graph)["decode"] == ("Linear", "Default/decode", ["encode", "encode.weight"])
 
@@ -197,9 +204,10 @@ def test_tied_weights_are_one_parameter() -> None:
 # Importing torch.compile's machinery trips torch's own deprecation warnings.
 @pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
 def test_parallel_and_compiled_wrappers_are_read_through(net: nn.Module) -> None:
+    views = AdapterRegistry()
     names = [name for name, _ in net.named_parameters()]
     for wrapper in (nn.DataParallel(net), torch.compile(net)):
-        view = adapters.network_view(wrapper)
+        view = views.network_view(wrapper)
         assert view is not None
         assert view.name == "Net"
         assert [name for name, _ in view.parameters()] == names  # no "module." prefix
@@ -208,8 +216,9 @@ def test_parallel_and_compiled_wrappers_are_read_through(net: nn.Module) -> None
 
 
 def test_bfloat16_parameters_are_read_as_float32() -> None:
+    views = AdapterRegistry()
     module = nn.Linear(2, 2).to(torch.bfloat16)
-    view = adapters.network_view(module)
+    view = views.network_view(module)
     assert view is not None
     weight = dict(view.parameters())["weight"]
     assert weight.dtype == np.float32
@@ -225,8 +234,9 @@ def test_bfloat16_parameters_are_read_as_float32() -> None:
 def test_optimizer_built_from_named_parameters_keeps_those_names(
     net: nn.Module, caplog: pytest.LogCaptureFixture
 ) -> None:
+    views = AdapterRegistry()
     optimizer = torch.optim.SGD(net.named_parameters(), lr=0.125)
-    view = adapters.optimizer_view(optimizer)
+    view = views.optimizer_view(optimizer)
     assert view is not None
     assert view.name == "SGD"
     assert view.learning_rate() == 0.125
@@ -238,9 +248,10 @@ def test_optimizer_built_from_named_parameters_keeps_those_names(
 
 
 def test_optimizer_names_come_from_the_network_read(net: nn.Module) -> None:
-    adapters.network_view(net)  # as the collector does for the graph before the histograms
+    views = AdapterRegistry()
+    views.network_view(net)  # as the collector does for the graph before the histograms
     optimizer = torch.optim.Adam(net.parameters(), lr=1e-3)
-    view = adapters.optimizer_view(optimizer)
+    view = views.optimizer_view(optimizer)
     assert view is not None
     assert view.name == "Adam"
     assert [name for name, _ in view.parameters()] == [name for name, _ in net.named_parameters()]
@@ -249,13 +260,14 @@ def test_optimizer_names_come_from_the_network_read(net: nn.Module) -> None:
 def test_optimizer_without_names_uses_positions_once_and_keeps_them(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    views = AdapterRegistry()
     module = nn.Linear(3, 2)  # never read as a network
     optimizer = torch.optim.SGD(module.parameters(), lr=0.5)
-    view = adapters.optimizer_view(optimizer)
+    view = views.optimizer_view(optimizer)
     assert view is not None
     expected = ["param_groups.0.params.0", "param_groups.0.params.1"]
     assert [name for name, _ in view.parameters()] == expected
-    adapters.network_view(module)  # names learnt later do not rename the run's tags
+    views.network_view(module)  # names learnt later do not rename the run's tags
     assert [name for name, _ in view.parameters()] == expected
     messages = adapter_warnings(caplog)
     assert len(messages) == 1
@@ -264,12 +276,13 @@ def test_optimizer_without_names_uses_positions_once_and_keeps_them(
 
 
 def test_optimizer_with_several_groups(net: nn.Module) -> None:
-    adapters.network_view(net)
+    views = AdapterRegistry()
+    views.network_view(net)
     optimizer = torch.optim.SGD(
         [{"params": net.head.parameters(), "lr": 0.25}, {"params": net.block.parameters()}],
         lr=0.5,
     )
-    view = adapters.optimizer_view(optimizer)
+    view = views.optimizer_view(optimizer)
     assert view is not None
     assert view.learning_rate() == 0.25  # the first group's, as the original's lineage
     assert [name for name, _ in view.parameters()] == [
@@ -278,8 +291,9 @@ def test_optimizer_with_several_groups(net: nn.Module) -> None:
 
 
 def test_learning_rate_as_a_tensor(net: nn.Module) -> None:
+    views = AdapterRegistry()
     optimizer = torch.optim.Adam(net.parameters(), lr=torch.tensor(0.25))
-    view = adapters.optimizer_view(optimizer)
+    view = views.optimizer_view(optimizer)
     assert view is not None and view.learning_rate() == 0.25
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)
     optimizer.step()
@@ -299,8 +313,9 @@ class Images(TensorDataset):
 
 
 def test_data_loader_sizes_path_and_graph(tmp_path: Path) -> None:
+    views = AdapterRegistry()
     loader = DataLoader(Images(str(tmp_path)), batch_size=4, shuffle=True)
-    view = adapters.dataset_view(loader)
+    view = views.dataset_view(loader)
     assert view is not None
     assert (view.batches, view.batch_size, view.path) == (3, 4, str(tmp_path))
     assert view.samples == 10  # 3 batches, but the last one holds 2 rows
@@ -318,7 +333,7 @@ def test_data_loader_sizes_path_and_graph(tmp_path: Path) -> None:
     }
     # the lineage can pack it
     assert DatasetGraphInfo.from_graph_dict(view.graph).to_graph_dict()["batch_size"] == 4
-    dropping = adapters.dataset_view(DataLoader(Images(str(tmp_path)), batch_size=4,
+    dropping = views.dataset_view(DataLoader(Images(str(tmp_path)), batch_size=4,
                                                 drop_last=True))
     assert dropping is not None and dropping.batches == 2
     assert dropping.samples == 8  # drop_last leaves the last 2 rows out
@@ -327,10 +342,11 @@ def test_data_loader_sizes_path_and_graph(tmp_path: Path) -> None:
 
 
 def test_data_loader_over_a_subset_of_a_file_dataset(tmp_path: Path) -> None:
+    views = AdapterRegistry()
     source = tmp_path / "digits.npz"
     source.write_bytes(b"")
     subset = Subset(Images(str(source)), range(6))
-    view = adapters.dataset_view(DataLoader(subset, batch_size=2))
+    view = views.dataset_view(DataLoader(subset, batch_size=2))
     assert view is not None
     assert (view.batches, view.batch_size) == (3, 2)
     assert view.path == str(tmp_path)  # the directory of a dataset file, as the original
@@ -341,12 +357,13 @@ def test_data_loader_over_a_subset_of_a_file_dataset(tmp_path: Path) -> None:
 
 
 def test_data_loader_with_a_batch_sampler_or_a_sampler_that_does_not_shuffle() -> None:
+    views = AdapterRegistry()
     data = TensorDataset(torch.zeros(9, 2))
     sampler = BatchSampler(SequentialSampler(data), batch_size=3, drop_last=False)
-    view = adapters.dataset_view(DataLoader(data, batch_sampler=sampler))
+    view = views.dataset_view(DataLoader(data, batch_sampler=sampler))
     assert view is not None and (view.batches, view.batch_size) == (3, 3)
     shard = DistributedSampler(data, num_replicas=3, rank=1, shuffle=False)
-    view = adapters.dataset_view(DataLoader(data, batch_size=3, sampler=shard))
+    view = views.dataset_view(DataLoader(data, batch_size=3, sampler=shard))
     assert view is not None and view.graph is not None
     assert view.batches == 1  # this rank's share
     assert view.samples == 3
@@ -360,13 +377,15 @@ class Stream(IterableDataset[torch.Tensor]):
 
 
 def test_an_iterable_dataset_has_no_size() -> None:
-    view = adapters.dataset_view(DataLoader(Stream(), batch_size=2))
+    views = AdapterRegistry()
+    view = views.dataset_view(DataLoader(Stream(), batch_size=2))
     assert view is not None
     assert (view.batches, view.batch_size, view.path) == (None, 2, None)
 
 
 def test_a_bare_dataset_is_one_item_per_step(tmp_path: Path) -> None:
-    view = adapters.dataset_view(Images(str(tmp_path), rows=5))
+    views = AdapterRegistry()
+    view = views.dataset_view(Images(str(tmp_path), rows=5))
     assert view is not None
     assert (view.batches, view.batch_size, view.path) == (5, None, str(tmp_path))
     assert view.graph is not None and view.graph["op_type"] == "Images"
@@ -375,7 +394,7 @@ def test_a_bare_dataset_is_one_item_per_step(tmp_path: Path) -> None:
         def __getitem__(self, index: int) -> int:
             return index
 
-    view = adapters.dataset_view(Plain())
+    view = views.dataset_view(Plain())
     assert view is not None and view.batches is None
 
 
@@ -383,30 +402,33 @@ def test_a_bare_dataset_is_one_item_per_step(tmp_path: Path) -> None:
 
 
 def test_tensors_to_numpy() -> None:
+    views = AdapterRegistry()
     weight = nn.Parameter(torch.tensor([[1.5, -2.0]]))
-    array = adapters.to_numpy(weight * 2)  # needs grad: detached first
+    array = views.to_numpy(weight * 2)  # needs grad: detached first
     np.testing.assert_array_equal(array, [[3.0, -4.0]])
     for dtype in (torch.bfloat16, torch.float8_e4m3fn):
-        narrow = adapters.to_numpy(torch.tensor([1.0, 2.5], dtype=dtype))
+        narrow = views.to_numpy(torch.tensor([1.0, 2.5], dtype=dtype))
         assert narrow.dtype == np.float32
         np.testing.assert_array_equal(narrow, [1.0, 2.5])
-    conjugate = adapters.to_numpy(torch.tensor([1 + 2j]).conj())
+    conjugate = views.to_numpy(torch.tensor([1 + 2j]).conj())
     np.testing.assert_array_equal(conjugate, [1 - 2j])
-    sparse = adapters.to_numpy(torch.eye(2).to_sparse())
+    sparse = views.to_numpy(torch.eye(2).to_sparse())
     np.testing.assert_array_equal(sparse, np.eye(2))
-    assert adapters.to_numpy(torch.tensor(3)).shape == ()
+    assert views.to_numpy(torch.tensor(3)).shape == ()
 
 
 def test_other_torch_objects_are_left_to_the_builtin_reader() -> None:
-    assert torch_adapter.to_numpy(torch.Size([2, 3])) is None
-    np.testing.assert_array_equal(adapters.to_numpy(torch.Size([2, 3])), [2, 3])
-    assert torch_adapter.network_view(torch.zeros(2)) is None
-    assert torch_adapter.optimizer_view(nn.Linear(2, 2)) is None
-    assert torch_adapter.dataset_view(nn.Linear(2, 2)) is None
+    views = AdapterRegistry()
+    adapter = torch_adapter.create_adapter()
+    assert adapter.to_numpy(torch.Size([2, 3])) is None
+    np.testing.assert_array_equal(views.to_numpy(torch.Size([2, 3])), [2, 3])
+    assert adapter.network_view(torch.zeros(2)) is None
+    assert adapter.optimizer_view(nn.Linear(2, 2)) is None
+    assert adapter.dataset_view(nn.Linear(2, 2)) is None
 
 
 @pytest.mark.parametrize("dtype", [torch.bits8, torch.float4_e2m1fn_x2])
 def test_a_tensor_numpy_cannot_hold_is_a_clear_error(dtype: torch.dtype) -> None:
     with pytest.raises(CollectorTypeError,
                        match=rf"a {dtype} tensor cannot be read as a NumPy array"):
-        torch_adapter.to_numpy(torch.empty(2, dtype=dtype))
+        torch_adapter.create_adapter().to_numpy(torch.empty(2, dtype=dtype))

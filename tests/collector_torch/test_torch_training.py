@@ -16,9 +16,13 @@ from torch import nn
 from torch.nn import functional
 from torch.utils.data import DataLoader, TensorDataset
 
-from rankscribe.collector.checkpoint import CheckpointConfig, ModelCheckpoint, load_checkpoint
-from rankscribe.collector.collector import SummaryCollector
-from rankscribe.collector.loop import TrainLoop
+from rankscribe.collector import (
+    CheckpointConfig,
+    ModelCheckpoint,
+    SummaryCollector,
+    TrainLoop,
+    load_checkpoint,
+)
 from rankscribe.lineage import get_summary_lineage
 from rankscribe.writer import load_dir
 from rankscribe.writer.reader import Histogram, Image
@@ -231,3 +235,30 @@ def test_optimizer_from_named_parameters_without_a_graph(tmp_path: Path) -> None
         "head.bias/auto", "head.weight/auto"]
     assert "fc1.weight/auto" not in values
     assert get_summary_lineage(str(run.summary_dir))["hyper_parameters"]["optimizer"] == "Adam"
+
+
+def histogram_tags_of_a_run_without_a_network(directory: Path, optimizer: Any) -> list[str]:
+    """Train with the optimizer only (no network given): its parameters have no names to learn."""
+    data = directory / "digits"
+    data.mkdir(parents=True)
+    loader = DataLoader(Digits(data), batch_size=BATCH, shuffle=False)
+    loop = TrainLoop(lambda batch: torch.tensor(1.0), optimizer=optimizer)
+    summary = SummaryCollector(directory / "summary", collect_freq=3,
+                               collect_specified_data={"collect_landscape": None})
+    loop.train(1, loader, callbacks=[summary])
+    return sorted(tag for tag, steps in summary_values(directory / "summary").items()
+                  if all(isinstance(value, Histogram) for value in steps.values()))
+
+
+def test_optimizer_tags_do_not_depend_on_what_another_collector_read_before(
+    tmp_path: Path,
+) -> None:
+    network = TinyNet()
+    optimizer = torch.optim.SGD(network.parameters(), lr=LEARNING_RATE)
+    alone = histogram_tags_of_a_run_without_a_network(tmp_path / "alone", optimizer)
+    # Another collector reads the same network (and so its parameter names) first ...
+    train(tmp_path / "other", network, optimizer)
+    # ... and the optimizer-only run's tags stay what they were without it.
+    after = histogram_tags_of_a_run_without_a_network(tmp_path / "after", optimizer)
+    positions = [f"param_groups.0.params.{index}/auto" for index in range(5)]
+    assert alone == after == sorted(positions)

@@ -34,10 +34,15 @@ from typing import Any
 
 import numpy as np
 
-from rankscribe.collector.adapters.numpy import ArrayDataset, ArrayNetwork, ArrayOptimizer
-from rankscribe.collector.callback import Callback, RunContext
-from rankscribe.collector.collector import SummaryCollector
-from rankscribe.collector.loop import TrainLoop
+from rankscribe.collector import (
+    ArrayDataset,
+    ArrayNetwork,
+    ArrayOptimizer,
+    Callback,
+    RunContext,
+    SummaryCollector,
+    TrainLoop,
+)
 
 STEP_MS = 10.0
 BATCH = 32

@@ -23,10 +23,15 @@ from typing import Any
 
 import numpy as np
 
-from rankscribe.collector.adapters.numpy import ArrayDataset, ArrayNetwork, ArrayOptimizer
-from rankscribe.collector.callback import Callback, RunContext
-from rankscribe.collector.collector import SummaryCollector
-from rankscribe.collector.loop import TrainLoop
+from rankscribe.collector import (
+    ArrayDataset,
+    ArrayNetwork,
+    ArrayOptimizer,
+    Callback,
+    RunContext,
+    SummaryCollector,
+    TrainLoop,
+)
 from rankscribe.ranks import detect
 from rankscribe.writer import tensor_summary
 

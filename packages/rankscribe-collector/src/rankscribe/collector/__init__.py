@@ -3,45 +3,37 @@
 - :class:`SummaryCollector`: loss, weights, inputs, graph and lineage at the
   original's schedule, each rank into its own directory, lineage merged on rank 0.
 - :class:`ModelCheckpoint` / :class:`CheckpointConfig`: checkpoints the lineage
-  points at; :func:`load_checkpoint` reads them back.
+  points at; :func:`load_checkpoint` reads them back, :func:`save_checkpoint`
+  writes one directly.
 - :class:`TrainLoop`: drives callbacks around your own step and eval functions.
 - :class:`ArrayNetwork`, :class:`ArrayOptimizer`, :class:`ArrayDataset`: NumPy
-  containers for scripts without a framework (PyTorch objects work directly).
+  containers for scripts without a framework (PyTorch objects work directly);
+  :class:`GraphDescription` (with :class:`GraphNode`, :class:`GraphParameter`)
+  describes an ``ArrayNetwork``'s graph.
 - :class:`Callback`, :class:`RunContext`, :class:`CallbackParams`: the protocol.
+- :class:`CollectorError`: the base of every error raised here; the specific
+  ones are in :mod:`rankscribe.collector.errors`.
+
+Reading other frameworks' objects (:func:`register_adapter`, the views) is
+:mod:`rankscribe.collector.adapters`.
 """
 
 from __future__ import annotations
 
-from rankscribe.collector.adapters import register_adapter
-from rankscribe.collector.adapters.numpy import ArrayDataset, ArrayNetwork, ArrayOptimizer
-from rankscribe.collector.callback import Callback, CallbackList, CallbackParams, RunContext
-from rankscribe.collector.checkpoint import (
-    CheckpointAuthenticationError,
-    CheckpointConfig,
-    CheckpointEncryptionError,
-    CheckpointError,
-    CheckpointFormatError,
-    CheckpointManager,
-    CheckpointNotFoundError,
-    CheckpointTimeoutError,
-    CheckpointTypeError,
-    CheckpointValueError,
-    CheckpointWriteError,
+from rankscribe.collector._callback import Callback, CallbackParams, RunContext
+from rankscribe.collector._checkpoint import ModelCheckpoint
+from rankscribe.collector._checkpoint_config import CheckpointConfig
+from rankscribe.collector._checkpoint_format import (
     LoadedCheckpoint,
-    ModelCheckpoint,
     load_checkpoint,
-    network_parameters,
     save_checkpoint,
 )
-from rankscribe.collector.collector import SummaryCollector
-from rankscribe.collector.errors import CollectorError, CollectorTypeError, CollectorValueError
-from rankscribe.collector.graph import (
-    GraphDescription,
-    GraphNode,
-    GraphParameter,
-    build_graph_proto,
-)
-from rankscribe.collector.loop import TrainLoop
+from rankscribe.collector._collector import SummaryCollector
+from rankscribe.collector._graph import GraphDescription, GraphNode, GraphParameter
+from rankscribe.collector._loop import TrainLoop
+from rankscribe.collector.adapters import register_adapter
+from rankscribe.collector.adapters._arrays import ArrayDataset, ArrayNetwork, ArrayOptimizer
+from rankscribe.collector.errors import CollectorError
 
 __version__ = "0.1.0"
 
@@ -50,22 +42,9 @@ __all__ = [
     "ArrayNetwork",
     "ArrayOptimizer",
     "Callback",
-    "CallbackList",
     "CallbackParams",
-    "CheckpointAuthenticationError",
     "CheckpointConfig",
-    "CheckpointEncryptionError",
-    "CheckpointError",
-    "CheckpointFormatError",
-    "CheckpointManager",
-    "CheckpointNotFoundError",
-    "CheckpointTimeoutError",
-    "CheckpointTypeError",
-    "CheckpointValueError",
-    "CheckpointWriteError",
     "CollectorError",
-    "CollectorTypeError",
-    "CollectorValueError",
     "GraphDescription",
     "GraphNode",
     "GraphParameter",
@@ -75,9 +54,7 @@ __all__ = [
     "SummaryCollector",
     "TrainLoop",
     "__version__",
-    "build_graph_proto",
     "load_checkpoint",
-    "network_parameters",
     "register_adapter",
     "save_checkpoint",
 ]

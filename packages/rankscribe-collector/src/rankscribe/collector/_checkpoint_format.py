@@ -15,7 +15,7 @@ entries in the string-to-string ``__metadata__``:
   flipped byte in a plain file an error instead of a silently wrong weight.
 
 With ``enc_key`` the whole file is sealed in the envelope of
-:mod:`rankscribe.collector.checkpoint_crypto`.
+:mod:`rankscribe.collector._checkpoint_crypto`.
 
 Files are written to a hidden temporary file in the target directory, synced,
 made read-only (0400) and renamed over the final name, so a crash at any point
@@ -31,20 +31,21 @@ import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 import safetensors.numpy
 from safetensors import SafetensorError
 
-from rankscribe.collector.checkpoint_config import (
+from rankscribe.collector._checkpoint_config import (
     check_append_value,
     check_enc_key,
     check_enc_mode,
 )
-from rankscribe.collector.checkpoint_crypto import decrypt, encrypt_chunks, is_encrypted
-from rankscribe.collector.checkpoint_errors import (
+from rankscribe.collector._checkpoint_crypto import decrypt, encrypt_chunks, is_encrypted
+from rankscribe.collector.adapters._parameters import network_parameters, to_numpy
+from rankscribe.collector.errors import (
     CheckpointEncryptionError,
     CheckpointFormatError,
     CheckpointNotFoundError,
@@ -52,7 +53,6 @@ from rankscribe.collector.checkpoint_errors import (
     CheckpointValueError,
     CheckpointWriteError,
 )
-from rankscribe.collector.checkpoint_network import network_parameters, to_numpy
 from rankscribe.writer.files import atomic_write
 
 __all__ = [

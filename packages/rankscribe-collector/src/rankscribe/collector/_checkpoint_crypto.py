@@ -39,7 +39,7 @@ from cryptography.hazmat.primitives import hashes, hmac, padding
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from rankscribe.collector.checkpoint_errors import (
+from rankscribe.collector.errors import (
     CheckpointAuthenticationError,
     CheckpointEncryptionError,
     CheckpointFormatError,

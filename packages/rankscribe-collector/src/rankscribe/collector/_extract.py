@@ -8,11 +8,11 @@ MindSpore's rules (COLLECTOR_AND_LINEAGE.md §5, "What it collects"):
   those whose names ``re.match`` ``histogram_regular``;
 - input images, image ``input_data/auto``: the first column of the step's
   dataset element, when it is a 4-D NCHW batch;
-- the graph, once: what the network describes (see :mod:`rankscribe.collector.graph`).
+- the graph, once: what the network describes (see :mod:`rankscribe.collector._graph`).
 
 Each source that cannot be read is disabled for the rest of the run, with one
 warning, as in the original; training goes on. The learning rate is not
-collected here: it only goes into the train lineage (:mod:`rankscribe.collector.lineage`).
+collected here: it only goes into the train lineage (:mod:`rankscribe.collector._lineage`).
 """
 
 from __future__ import annotations
@@ -24,10 +24,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from rankscribe.collector import adapters
-from rankscribe.collector.adapters import NetworkView, OptimizerView
-from rankscribe.collector.callback import CallbackParams
-from rankscribe.collector.options import CollectOptions
+from rankscribe.collector._callback import CallbackParams
+from rankscribe.collector._options import CollectOptions
+from rankscribe.collector.adapters import AdapterRegistry, NetworkView, OptimizerView
 from rankscribe.writer.pb import anf_ir_pb2
 
 logger = logging.getLogger(__name__)
@@ -59,11 +58,12 @@ class UnreadableLossError(Exception):
     """The network's output holds no loss the collector can read."""
 
 
-def mean_loss(outputs: object) -> float:
+def mean_loss(outputs: object, *, adapters: AdapterRegistry | None = None) -> float:
     """The loss of a step: first of a tuple/list, then ``np.mean``.
 
     Raises :class:`UnreadableLossError` when ``outputs`` is None, an empty
-    sequence, or not numeric.
+    sequence, or not numeric. ``adapters`` reads framework tensors (a fresh
+    registry when None).
     """
     if outputs is None:
         raise UnreadableLossError("Can not find any output by this network")
@@ -72,7 +72,7 @@ def mean_loss(outputs: object) -> float:
             raise UnreadableLossError("the network returned an empty list or tuple")
         outputs = outputs[0]
     try:
-        array = adapters.to_numpy(outputs)
+        array = (adapters or AdapterRegistry()).to_numpy(outputs)
     except TypeError as error:
         raise UnreadableLossError(
             f"The output type could not be identified ({type(outputs).__name__}), expect "
@@ -103,7 +103,10 @@ def _is_image_batch(value: object) -> bool:
 class Extractor:
     """Adds the collector's own values of one collected step to a summary record."""
 
-    def __init__(self, options: CollectOptions) -> None:
+    def __init__(
+        self, options: CollectOptions, *, adapters: AdapterRegistry | None = None
+    ) -> None:
+        self._adapters = adapters if adapters is not None else AdapterRegistry()
         self.collect_metric = options.collect_metric
         self.collect_input_data = options.collect_input_data
         self.collect_histogram = options.collect_histogram
@@ -150,7 +153,7 @@ class Extractor:
         try:
             # Through the adapter: a framework tensor NumPy cannot read directly
             # (bfloat16, on a device) arrives as a plain array.
-            record.add_value("image", INPUT_TAG, adapters.to_numpy(element))
+            record.add_value("image", INPUT_TAG, self._adapters.to_numpy(element))
         except (TypeError, ValueError) as error:
             self._disable_input_data(f"The input data of network are not image ({error})")
 
@@ -158,7 +161,7 @@ class Extractor:
 
     def _add_loss(self, record: ValueSink, params: CallbackParams) -> None:
         try:
-            loss = mean_loss(params.net_outputs)
+            loss = mean_loss(params.net_outputs, adapters=self._adapters)
         except UnreadableLossError as error:
             self.collect_metric = False
             logger.warning("%s, so no loss was recorded in SummaryCollector.", error)
@@ -170,7 +173,7 @@ class Extractor:
     def optimizer_view(self, params: CallbackParams) -> OptimizerView | None:
         optimizer = params.optimizer
         if self._optimizer is None or self._optimizer[0] is not optimizer:
-            self._optimizer = (optimizer, adapters.optimizer_view(optimizer))
+            self._optimizer = (optimizer, self._adapters.optimizer_view(optimizer))
         return self._optimizer[1]
 
     def _add_histograms(self, record: ValueSink, params: CallbackParams) -> None:
@@ -195,7 +198,7 @@ class Extractor:
             return None
         self.collect_graph = False  # the graph is collected once, whatever happens
         network = params.train_network if params.train_network is not None else params.network
-        view: NetworkView | None = adapters.network_view(network)
+        view: NetworkView | None = self._adapters.network_view(network)
         try:
             graph = view.graph() if view is not None else None
         except (TypeError, ValueError) as error:

@@ -33,13 +33,13 @@ from typing import Any
 
 import filelock
 
-from rankscribe.collector import adapters
-from rankscribe.collector.callback import CallbackParams
-from rankscribe.collector.extract import ValueSink
+from rankscribe.collector._callback import CallbackParams
+from rankscribe.collector._extract import ValueSink
+from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.lineage import (
+    MERGE_LOCK_NAME,
     DatasetGraphInfo,
     EvalLineageInfo,
-    MERGE_LOCK_NAME,
     LineageError,
     RunLineage,
     UserDefinedInfo,
@@ -64,8 +64,11 @@ __all__ = [
 DEFAULT_MERGE_TIMEOUT = 60.0
 
 
-def lineage_arguments(params: CallbackParams) -> dict[str, Any]:
+def lineage_arguments(
+    params: CallbackParams, *, adapters: AdapterRegistry | None = None
+) -> dict[str, Any]:
     """The run state as the lineage builders read it, datasets replaced by their views."""
+    adapters = adapters if adapters is not None else AdapterRegistry()
     arguments = dict(vars(params))
     for key in ("train_dataset", "valid_dataset"):
         arguments[key] = adapters.dataset_view(arguments.get(key))
@@ -82,7 +85,9 @@ class LineageRecorder:
         collect_train_lineage: bool,
         collect_eval_lineage: bool,
         custom_lineage_data: Mapping[str, int | float | str],
+        adapters: AdapterRegistry | None = None,
     ) -> None:
+        self._adapters = adapters if adapters is not None else AdapterRegistry()
         self.collect_dataset_graph = collect_dataset_graph
         self.collect_train_lineage = collect_train_lineage
         self.collect_eval_lineage = collect_eval_lineage
@@ -101,7 +106,7 @@ class LineageRecorder:
     def add_first_step_values(self, record: ValueSink, params: CallbackParams) -> None:
         """The training dataset's graph, and the custom lineage data (once per run)."""
         if self.collect_dataset_graph:
-            view = adapters.dataset_view(params.train_dataset)
+            view = self._adapters.dataset_view(params.train_dataset)
             if view is not None and view.graph is not None:
                 try:
                     graph = DatasetGraphInfo.from_graph_dict(view.graph).to_proto()
@@ -118,10 +123,10 @@ class LineageRecorder:
     def add_train_lineage(self, record: ValueSink, params: CallbackParams) -> None:
         if not self.collect_train_lineage:
             return
-        lineage = train_lineage_from_args(lineage_arguments(params))
-        optimizer = adapters.optimizer_view(params.optimizer)
+        lineage = train_lineage_from_args(lineage_arguments(params, adapters=self._adapters))
+        optimizer = self._adapters.optimizer_view(params.optimizer)
         network_source = params.network if params.network is not None else params.train_network
-        network = adapters.network_view(network_source)
+        network = self._adapters.network_view(network_source)
         if lineage.hyper_parameters is not None and optimizer is not None:
             lineage.hyper_parameters.optimizer = optimizer.name
             rate = optimizer.learning_rate()
@@ -134,7 +139,7 @@ class LineageRecorder:
     def add_eval_lineage(self, record: ValueSink, params: CallbackParams) -> None:
         if not self.collect_eval_lineage:
             return
-        arguments = lineage_arguments(params)
+        arguments = lineage_arguments(params, adapters=self._adapters)
         try:
             lineage = eval_lineage_from_args(arguments)
         except (LineageError, TypeError, ValueError) as error:

@@ -28,13 +28,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from rankscribe.collector import adapters
-from rankscribe.collector.callback import MODES, Callback, CallbackParams, RunContext
-from rankscribe.collector.errors import CollectorValueError
-from rankscribe.collector.extract import GRAPH_TAG, Extractor
-from rankscribe.collector.landscape import LandscapeSaver
-from rankscribe.collector.lineage import DEFAULT_MERGE_TIMEOUT, JobLineageMerger, LineageRecorder
-from rankscribe.collector.options import (
+from rankscribe.collector._callback import MODES, Callback, CallbackParams, RunContext
+from rankscribe.collector._extract import GRAPH_TAG, Extractor
+from rankscribe.collector._landscape import LandscapeSaver
+from rankscribe.collector._lineage import DEFAULT_MERGE_TIMEOUT, JobLineageMerger, LineageRecorder
+from rankscribe.collector._options import (
     check_export_options,
     check_optional_positive_int,
     check_positive_int,
@@ -42,8 +40,10 @@ from rankscribe.collector.options import (
     check_type,
     process_specified_data,
 )
-from rankscribe.collector.options import custom_lineage_data as merged_custom_lineage
-from rankscribe.collector.schedule import Collect, CollectionSchedule, total_units
+from rankscribe.collector._options import custom_lineage_data as merged_custom_lineage
+from rankscribe.collector._schedule import Collect, CollectionSchedule, total_units
+from rankscribe.collector.adapters import AdapterRegistry
+from rankscribe.collector.errors import CollectorValueError
 from rankscribe.ranks import Coordinator, RankInfo, detect, rank_dir
 from rankscribe.writer import SummaryRecord
 from rankscribe.writer.operators import discard_pending
@@ -142,13 +142,16 @@ class SummaryCollector(Callback):
         if rank_info is not None:
             check_type("rank_info", rank_info, (RankInfo,))
         self._formats = _check_formats(formats)
+        # What the adapters learn while reading this collector's objects stays with it.
+        self._adapters = AdapterRegistry()
         self._lineage = LineageRecorder(
             collect_dataset_graph=self._options.collect_dataset_graph,
             collect_train_lineage=self._options.collect_train_lineage,
             collect_eval_lineage=self._options.collect_eval_lineage,
             custom_lineage_data=merged_custom_lineage(custom_lineage_data),
+            adapters=self._adapters,
         )
-        self._extractor = Extractor(self._options)
+        self._extractor = Extractor(self._options, adapters=self._adapters)
         self._merge_timeout = float(merge_timeout)
         self._coordinator = coordinator
         self._rank_info = rank_info
@@ -217,7 +220,10 @@ class SummaryCollector(Callback):
             world_size=info.world_size, rank=info.rank,
         )
         landscape = self._options.landscape
-        self._landscape = LandscapeSaver(self._directory, landscape) if landscape else None
+        self._landscape = (
+            LandscapeSaver(self._directory, landscape, adapters=self._adapters)
+            if landscape else None
+        )
         self._first_step_done = False
         self._sink_mode = False
         self._lineage.start_run()
@@ -332,7 +338,7 @@ class SummaryCollector(Callback):
         assert self._record is not None
         # Read the network once even when its graph is not collected: an adapter
         # learns its parameter names there, which the optimizer's histograms use.
-        adapters.network_view(
+        self._adapters.network_view(
             params.train_network if params.train_network is not None else params.network)
         graph = self._extractor.graph(params)
         if graph is not None:

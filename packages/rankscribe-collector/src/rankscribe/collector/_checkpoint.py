@@ -48,50 +48,26 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from rankscribe.collector.callback import Callback, CallbackParams, RunContext
-from rankscribe.collector.checkpoint_config import CheckpointConfig
-from rankscribe.collector.checkpoint_errors import (
-    CheckpointAuthenticationError,
-    CheckpointEncryptionError,
+from rankscribe.collector._callback import Callback, CallbackParams, RunContext
+from rankscribe.collector._checkpoint_config import CheckpointConfig
+from rankscribe.collector._checkpoint_format import (
+    CHECKPOINT_SUFFIX,
+    AppendValue,
+    prepare_append_info,
+    prepare_tensors,
+    write_checkpoint_file,
+)
+from rankscribe.collector.adapters._parameters import network_parameters
+from rankscribe.collector.errors import (
     CheckpointError,
-    CheckpointFormatError,
-    CheckpointNotFoundError,
     CheckpointTimeoutError,
     CheckpointTypeError,
     CheckpointValueError,
     CheckpointWriteError,
 )
-from rankscribe.collector.checkpoint_format import (
-    CHECKPOINT_SUFFIX,
-    AppendValue,
-    LoadedCheckpoint,
-    load_checkpoint,
-    prepare_append_info,
-    prepare_tensors,
-    save_checkpoint,
-    write_checkpoint_file,
-)
-from rankscribe.collector.checkpoint_network import network_parameters
 from rankscribe.ranks import detect, rank_dir
 
-__all__ = [
-    "CheckpointAuthenticationError",
-    "CheckpointConfig",
-    "CheckpointEncryptionError",
-    "CheckpointError",
-    "CheckpointFormatError",
-    "CheckpointManager",
-    "CheckpointNotFoundError",
-    "CheckpointTimeoutError",
-    "CheckpointTypeError",
-    "CheckpointValueError",
-    "CheckpointWriteError",
-    "LoadedCheckpoint",
-    "ModelCheckpoint",
-    "load_checkpoint",
-    "network_parameters",
-    "save_checkpoint",
-]
+__all__ = ["CheckpointManager", "ModelCheckpoint"]
 
 logger = logging.getLogger(__name__)
 

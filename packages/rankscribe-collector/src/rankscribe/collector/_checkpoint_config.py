@@ -15,7 +15,7 @@ Validation and precedence follow MindSpore's ``CheckpointConfig``:
   at most one dict of str keys to int, float, bool, str or array values.
 
 The validators for ``enc_key``, ``enc_mode`` and append values are shared with
-``save_checkpoint`` (:mod:`rankscribe.collector.checkpoint_format`).
+``save_checkpoint`` (:mod:`rankscribe.collector._checkpoint_format`).
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from rankscribe.collector.checkpoint_crypto import ENC_MODES, KEY_LENGTHS
-from rankscribe.collector.checkpoint_errors import CheckpointTypeError, CheckpointValueError
-from rankscribe.collector.checkpoint_network import PARAMETER_SOURCES, offers_parameters
+from rankscribe.collector._checkpoint_crypto import ENC_MODES, KEY_LENGTHS
+from rankscribe.collector.adapters._parameters import PARAMETER_SOURCES, offers_parameters
+from rankscribe.collector.errors import CheckpointTypeError, CheckpointValueError
 
 __all__ = [
     "APPEND_INFO_KEYWORDS",

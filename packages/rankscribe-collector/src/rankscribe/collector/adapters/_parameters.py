@@ -1,8 +1,9 @@
-"""Reading a network's parameters as NumPy arrays, whatever the framework.
+"""Reading the parameters a file stores: checkpoints and loss-landscape files.
 
 :func:`network_parameters` is the one place that knows how to ask a model for
-its weights; ``ModelCheckpoint`` uses it, and any other callback that needs
-``(name, array)`` pairs (e.g. the SummaryCollector's histograms) can too.
+the weights written to disk; ``ModelCheckpoint``, ``save_checkpoint`` and the
+collector's landscape files use it. Unlike the views (whose histograms accept
+a close dtype), it keeps every dtype exactly and refuses one NumPy lacks.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rankscribe.collector.checkpoint_errors import CheckpointTypeError
+from rankscribe.collector.errors import CheckpointTypeError
 
 __all__ = ["network_parameters", "to_numpy"]
 

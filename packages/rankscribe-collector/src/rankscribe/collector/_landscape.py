@@ -20,7 +20,6 @@ file did.
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import os
@@ -31,13 +30,13 @@ import filelock
 import numpy as np
 from safetensors.numpy import save as safetensors_bytes
 
-from rankscribe.collector import adapters
-from rankscribe.collector.options import LandscapeOptions
+from rankscribe.collector._options import LandscapeOptions
+from rankscribe.collector.adapters import AdapterRegistry, network_parameters
 from rankscribe.writer.files import atomic_write
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["LANDSCAPE_DIR", "METADATA_NAME", "LandscapeSaver", "network_arrays"]
+__all__ = ["LANDSCAPE_DIR", "METADATA_NAME", "LandscapeSaver"]
 
 LANDSCAPE_DIR = "ckpt_dir"
 METADATA_NAME = "train_metadata.json"
@@ -46,27 +45,17 @@ LOCK_TIMEOUT = 30.0
 _READ_ONLY = 0o400
 
 
-def network_arrays(network: object) -> list[tuple[str, np.ndarray[Any, Any]]]:
-    """The ``(name, array)`` parameters of ``network``.
-
-    Uses ``rankscribe.collector.checkpoint.network_parameters`` (the one reader
-    ModelCheckpoint uses) when it is available, else the adapters' view.
-    """
-    try:
-        checkpoint = importlib.import_module("rankscribe.collector.checkpoint")
-        reader = checkpoint.network_parameters
-    except (ImportError, AttributeError):
-        view = adapters.network_view(network)
-        if view is None:
-            raise TypeError(f"cannot read parameters from a {type(network).__name__}") from None
-        return [(name, adapters.to_numpy(value)) for name, value in view.parameters()]
-    return [(str(name), np.asarray(array)) for name, array in reader(network)]
-
-
 class LandscapeSaver:
     """Parameter files at the landscape's steps or epochs, and their metadata file."""
 
-    def __init__(self, directory: str | os.PathLike[str], options: LandscapeOptions) -> None:
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        options: LandscapeOptions,
+        *,
+        adapters: AdapterRegistry | None = None,
+    ) -> None:
+        self._adapters = adapters if adapters is not None else AdapterRegistry()
         self.options = options
         self.directory = Path(directory) / LANDSCAPE_DIR
         self.files: dict[str, str] = {}
@@ -84,11 +73,13 @@ class LandscapeSaver:
         """Save ``network``'s parameters for step/epoch ``number``; the path, or None on error."""
         if network is None:
             return None
-        view = adapters.network_view(network)
+        view = self._adapters.network_view(network)
         label = view.name if view is not None else type(network).__name__
         path = self.directory / f"{label}_{number}_{self.unit}.ckpt"
         try:
-            tensors = {name: np.ascontiguousarray(array) for name, array in network_arrays(network)}
+            tensors = {
+                name: np.ascontiguousarray(array) for name, array in network_parameters(network)
+            }
             self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             atomic_write(path, [safetensors_bytes(tensors)], mode=_READ_ONLY)
         except (OSError, TypeError, ValueError) as error:

@@ -3,7 +3,7 @@
 A script without a framework (or with one that has no callback system) gives
 a step function and, optionally, an eval function; :class:`TrainLoop` calls
 them over the dataset and calls every callback around them, filling the
-:class:`~rankscribe.collector.callback.CallbackParams` the collector and the
+:class:`~rankscribe.collector._callback.CallbackParams` the collector and the
 checkpoint read::
 
     loop = TrainLoop(step, network=net, optimizer=opt, loss_fn=loss, eval_fn=evaluate)
@@ -38,8 +38,8 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from rankscribe.collector import adapters
-from rankscribe.collector.callback import Callback, CallbackList, CallbackParams, RunContext
+from rankscribe.collector._callback import Callback, CallbackList, CallbackParams, RunContext
+from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 from rankscribe.ranks import detect
 from rankscribe.writer.operators import discard_pending
@@ -63,7 +63,7 @@ def _check_callable(name: str, value: object, required: bool) -> None:
         )
 
 
-def _batches(dataset: object, argument: str) -> int | None:
+def _batches(dataset: object, argument: str, adapters: AdapterRegistry) -> int | None:
     if not isinstance(dataset, Iterable):
         raise CollectorTypeError(
             f"For 'TrainLoop', the argument '{argument}' must be an iterable of batches, but "
@@ -113,6 +113,7 @@ class TrainLoop:
             )
         self.step_fn = step_fn
         self.eval_fn = eval_fn
+        self._adapters = AdapterRegistry()
         self.network = network
         self.eval_network = eval_network if eval_network is not None else network
         self.optimizer = optimizer
@@ -153,7 +154,7 @@ class TrainLoop:
                 f"For 'TrainLoop.train', the argument 'dataset_sink_mode' must be a bool, but "
                 f"got {type(dataset_sink_mode).__name__}."
             )
-        batch_num = _batches(train_dataset, "train_dataset")
+        batch_num = _batches(train_dataset, "train_dataset", self._adapters)
         callback_list = CallbackList(callbacks)
         params = self._params(
             "train", callback_list, epoch_num=epoch, batch_num=batch_num or 0,
@@ -212,7 +213,7 @@ class TrainLoop:
             raise CollectorValueError(
                 "For 'TrainLoop.eval', an eval_fn is needed: TrainLoop(step_fn, eval_fn=...)."
             )
-        batch_num = _batches(valid_dataset, "valid_dataset")
+        batch_num = _batches(valid_dataset, "valid_dataset", self._adapters)
         callback_list = CallbackList(callbacks)
         params = self._params(
             "eval", callback_list, epoch_num=1, cur_epoch_num=1, batch_num=batch_num or 0,
@@ -227,7 +228,7 @@ class TrainLoop:
                 params.cur_step_num += 1
                 callback_list.step_begin(context)
                 outputs = self.eval_fn(batch)
-                _accumulate(outputs, totals, counts)
+                _accumulate(outputs, totals, counts, self._adapters)
                 params.net_outputs = outputs
                 callback_list.step_end(context)
             params.metrics = {name: totals[name] / counts[name] for name in totals}
@@ -236,7 +237,12 @@ class TrainLoop:
         return metrics
 
 
-def _accumulate(outputs: object, totals: dict[str, float], counts: dict[str, int]) -> None:
+def _accumulate(
+    outputs: object,
+    totals: dict[str, float],
+    counts: dict[str, int],
+    adapters: AdapterRegistry,
+) -> None:
     if not isinstance(outputs, Mapping):
         raise CollectorTypeError(
             f"For 'TrainLoop.eval', eval_fn must return a dict of metric name to number, but "

@@ -1,0 +1,142 @@
+"""Choosing the adapter for an object, and the state adapters keep for one run.
+
+An :class:`AdapterRegistry` belongs to whoever reads training objects (a
+``SummaryCollector``, a ``TrainLoop``): the adapters it loads, what it learnt
+about each type, and what those adapters remember (the torch adapter's
+parameter names and traced graphs) live in it, so two collectors in one
+process never see each other's reads.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+import rankscribe.collector.adapters._duck as duck_typing
+from rankscribe.collector.adapters._views import DatasetView, NetworkView, OptimizerView
+
+logger = logging.getLogger("rankscribe.collector.adapters")
+
+__all__ = ["ADAPTER_MODULES", "Adapter", "AdapterRegistry", "register_adapter"]
+
+#: Top-level module of an object's class -> the adapter module that reads it.
+ADAPTER_MODULES: dict[str, str] = {"torch": "rankscribe.collector.adapters._torch"}
+
+# Bumped by register_adapter so that every registry drops the choices it made before.
+_configuration = [0]
+_configuration_lock = threading.Lock()
+
+
+class Adapter(Protocol):
+    """One framework's readers; each returns None for objects it does not handle."""
+
+    def network_view(self, obj: Any) -> NetworkView | None: ...
+
+    def optimizer_view(self, obj: Any) -> OptimizerView | None: ...
+
+    def dataset_view(self, obj: Any) -> DatasetView | None: ...
+
+    def to_numpy(self, value: Any) -> npt.NDArray[Any] | None: ...
+
+
+def register_adapter(framework: str, module: str) -> None:
+    """Read objects whose class comes from top-level module ``framework`` with ``module``.
+
+    ``module`` defines ``network_view``, ``optimizer_view``, ``dataset_view`` and
+    ``to_numpy``, or a ``create_adapter()`` returning an object with those
+    methods (one per registry, for adapters that remember what they read).
+    """
+    with _configuration_lock:
+        ADAPTER_MODULES[framework] = module
+        _configuration[0] += 1
+
+
+class AdapterRegistry:
+    """The adapter for each object's framework, loaded on first use and kept per registry."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._configuration = -1
+        self._by_type: dict[type, Adapter | None] = {}
+        self._by_module: dict[str, Adapter | None] = {}
+
+    def adapter_for(self, obj: object) -> Adapter | None:
+        """The adapter for ``obj``'s framework, or None (the built-in duck typing then)."""
+        kind = type(obj)
+        with self._lock:
+            if self._configuration != _configuration[0]:
+                self._configuration = _configuration[0]
+                self._by_type.clear()
+                self._by_module.clear()
+            if kind in self._by_type:
+                return self._by_type[kind]
+            chosen: Adapter | None = None
+            for cls in kind.__mro__:
+                module_name = ADAPTER_MODULES.get(cls.__module__.partition(".")[0])
+                if module_name is not None:
+                    chosen = self._load(module_name)
+                    break
+            self._by_type[kind] = chosen
+            return chosen
+
+    def _load(self, module_name: str) -> Adapter | None:
+        if module_name in self._by_module:
+            return self._by_module[module_name]
+        adapter: Adapter | None
+        try:
+            module: Any = importlib.import_module(module_name)
+        except ImportError as error:
+            logger.warning("The adapter %s cannot be imported (%s); such objects are read "
+                           "as plain Python objects.", module_name, error)
+            adapter = None
+        else:
+            create = getattr(module, "create_adapter", None)
+            adapter = create() if callable(create) else module
+        self._by_module[module_name] = adapter
+        return adapter
+
+    def network_view(self, obj: object) -> NetworkView | None:
+        """The view of a network, or None when ``obj`` is None or offers nothing readable."""
+        if obj is None:
+            return None
+        adapter = self.adapter_for(obj)
+        view = adapter.network_view(obj) if adapter is not None else None
+        return view if view is not None else duck_typing.network_view(obj)
+
+    def optimizer_view(self, obj: object) -> OptimizerView | None:
+        """The view of an optimizer, or None."""
+        if obj is None:
+            return None
+        adapter = self.adapter_for(obj)
+        view = adapter.optimizer_view(obj) if adapter is not None else None
+        return view if view is not None else duck_typing.optimizer_view(obj)
+
+    def dataset_view(self, obj: object) -> DatasetView | None:
+        """The view of a dataset, or None."""
+        if obj is None:
+            return None
+        adapter = self.adapter_for(obj)
+        view = adapter.dataset_view(obj) if adapter is not None else None
+        return view if view is not None else duck_typing.dataset_view(obj)
+
+    def to_numpy(self, value: object) -> npt.NDArray[Any]:
+        """``value`` as a NumPy array (framework tensors are moved to the host).
+
+        Raises TypeError (a :class:`~rankscribe.collector.errors.CollectorTypeError`)
+        when ``value`` holds no numbers.
+        """
+        if isinstance(value, np.ndarray):
+            return value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return np.asarray(value)
+        adapter = self.adapter_for(value)
+        if adapter is not None:
+            converted = adapter.to_numpy(value)
+            if converted is not None:
+                return np.asarray(converted)
+        return duck_typing.to_numpy(value)

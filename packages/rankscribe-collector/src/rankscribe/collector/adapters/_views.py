@@ -1,0 +1,76 @@
+"""What the collector reads from a network, an optimizer and a dataset: the view types."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from rankscribe.writer.pb import anf_ir_pb2
+
+__all__ = ["DatasetView", "NetworkView", "OptimizerView"]
+
+
+class NetworkView(Protocol):
+    """A network as the collector sees it."""
+
+    @property
+    def name(self) -> str:
+        """The class name the lineage shows (``algorithm.network``)."""
+
+    def parameters(self) -> list[tuple[str, Any]]:
+        """The current ``(name, value)`` of every parameter, in the network's order.
+
+        Values are anything :func:`to_numpy` reads; the collector copies what it keeps.
+        """
+
+    def graph(self) -> anf_ir_pb2.GraphProto | None:
+        """The network's graph, or None when it cannot describe one."""
+
+
+class OptimizerView(Protocol):
+    """An optimizer as the collector sees it."""
+
+    @property
+    def name(self) -> str:
+        """The class name the lineage shows (``hyper_parameters.optimizer``)."""
+
+    def parameters(self) -> list[tuple[str, Any]]:
+        """The ``(name, value)`` of every parameter it updates (histograms come from these)."""
+
+    def learning_rate(self) -> float | None:
+        """The current learning rate (the first element if it is a vector), or None."""
+
+
+@dataclass(frozen=True)
+class DatasetView:
+    """A dataset as the collector sees it; any field may be None when unknown.
+
+    The ``get_*`` methods and ``dataset_path`` / ``dataset_graph`` are the names
+    :mod:`rankscribe.lineage`'s lineage builders read.
+    """
+
+    batches: int | None = None
+    batch_size: int | None = None
+    path: str | None = None
+    graph: dict[str, Any] | None = None
+    #: Rows (samples) per epoch when the dataset knows them; the lineage's dataset
+    #: size then counts them exactly, instead of batches x batch size.
+    samples: int | None = None
+
+    @property
+    def num_samples(self) -> int | None:
+        return self.samples
+
+    def get_dataset_size(self) -> int | None:
+        return self.batches
+
+    def get_batch_size(self) -> int | None:
+        return self.batch_size
+
+    @property
+    def dataset_path(self) -> str | None:
+        return self.path
+
+    @property
+    def dataset_graph(self) -> dict[str, Any] | None:
+        return self.graph
