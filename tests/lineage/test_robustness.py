@@ -156,3 +156,63 @@ def test_file_removed_between_listing_and_reading(
     with caplog.at_level(logging.WARNING):
         assert networks(base) == ["Good1", "Good2"]
     assert warnings_about(caplog, path)
+
+
+PLACEHOLDER = "@@@@"
+NOT_UTF8 = b"\xff\xfe\xfd\xfc"  # as long as the placeholder, so protobuf's lengths still hold
+
+
+def _not_utf8(event: Any) -> bytes:
+    """``event`` framed, with its placeholder text replaced by bytes that are not UTF-8."""
+    payload = event.SerializeToString()
+    assert PLACEHOLDER.encode() in payload
+    return frame(payload.replace(PLACEHOLDER.encode(), NOT_UTF8))
+
+
+def _huge_length(length: int) -> bytes:
+    import struct
+
+    from rankscribe.writer._crc import masked_crc32c
+
+    length_bytes = struct.pack("<Q", length)
+    return length_bytes + struct.pack("<I", masked_crc32c(length_bytes)) + b"\0" * 16
+
+
+HOSTILE_FILES = [
+    ("optional string", lambda lw: _not_utf8(lw.train(network=PLACEHOLDER)), "not UTF-8"),
+    ("metric", lambda lw: _not_utf8(lw.eval({PLACEHOLDER: 1.0})), "not UTF-8"),
+    ("map_str key", lambda lw: _not_utf8(lw.custom({PLACEHOLDER: "v"})), "not UTF-8"),
+    ("map_str value", lambda lw: _not_utf8(lw.custom({"k": PLACEHOLDER})), "not UTF-8"),
+    ("mapStr key", lambda lw: _not_utf8(lw.graph({"op_type": "Batch", PLACEHOLDER: "x"})),
+     "not UTF-8"),
+    ("mapStr value", lambda lw: _not_utf8(lw.graph({"op_type": "Batch", "mode": PLACEHOLDER})),
+     "not UTF-8"),
+    ("length 2^31", lambda lw: _huge_length(2**31), "length field"),
+    ("length 2^40", lambda lw: _huge_length(2**40), "length field"),
+    ("length 2^64-1", lambda lw: _huge_length(2**64 - 1), "length field"),
+]
+
+
+@pytest.mark.parametrize("use_index", [False, True])
+@pytest.mark.parametrize(("kind", "make", "expected_words"), HOSTILE_FILES,
+                         ids=[case[0] for case in HOSTILE_FILES])
+def test_a_hostile_file_is_skipped_and_every_good_run_answers(
+    base: Path, lw: Any, caplog: pytest.LogCaptureFixture,
+    kind: str, make: Any, expected_words: str, use_index: bool,
+) -> None:
+    import json
+
+    # The hostile record follows a good train record in the same file.
+    path = damaged(base, lw, "hostile", frame(lw.train(network="Bad").SerializeToString())
+                   + make(lw))
+    for _ in range(2):  # the second query may come from the index
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            result = filter_summary_lineage(str(base), use_index=use_index)
+        assert [item["model_lineage"]["network"] for item in result["object"]] == [
+            "Good1", "Good2"]
+        json.dumps(result)  # plain JSON types only
+        messages = warnings_about(caplog, path)
+        assert len(messages) == 1, messages  # logged once, naming the file
+        assert expected_words in messages[0], kind
+    assert get_summary_lineage(str(path.parent)) == {}

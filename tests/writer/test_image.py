@@ -233,6 +233,28 @@ def test_decode_png_rejects_other_bytes():
         decode_png(buffer.getvalue())
 
 
+# Damaged PNGs on which Pillow raises something other than OSError.
+_TRUNCATED_IHDR = bytes.fromhex(
+    "89504e470d0a1a0a00000009494844520000000400000004080200000026930929000000cd49444154789c63"
+    "60201d000000340001765eaec30000000049454e44ae426082"
+)
+_BROKEN_CHUNK = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000004000000040802000000269309290000000649444154789c63"
+    "60201d000000340001765eaec30000000049454e44ae426082"
+)
+
+
+@pytest.mark.parametrize("data", [_TRUNCATED_IHDR, _BROKEN_CHUNK],
+                         ids=["truncated-IHDR", "broken-chunk"])
+def test_a_damaged_png_raises_the_writers_error(data):
+    from rankscribe.writer.reader import Image as DecodedImage
+
+    with pytest.raises(WriterValueError, match="not a readable PNG"):
+        decode_png(data)
+    with pytest.raises(WriterValueError, match="not a readable PNG"):
+        DecodedImage(4, 4, 3, data).pixels()
+
+
 def test_decode_png_turns_grey_into_rgb_and_keeps_rgba():
     buffer = io.BytesIO()
     Image.fromarray(np.array([[7, 9]], np.uint8)).save(buffer, format="PNG")

@@ -740,3 +740,22 @@ def test_a_torn_file_in_a_directory_still_yields_its_complete_events(tmp_path, c
     with caplog.at_level(logging.WARNING, logger=READER_LOGGER):
         assert scalars(run) == {"loss": [(1, 1.0), (2, 0.5)], "acc": [(2, 0.25)]}
     assert "is incomplete" in caplog.records[0].getMessage()
+
+
+@pytest.mark.parametrize("where", ["map key", "map value", "optional string", "version"])
+def test_a_lineage_string_that_is_not_utf8_is_a_damaged_record(tmp_path, where):
+    event = lineage_pb2.LineageEvent(wall_time=1.0)
+    if where == "map key":
+        event.user_defined_info.user_info.add().map_str["@@@@"] = "v"
+    elif where == "map value":
+        event.user_defined_info.user_info.add().map_str["k"] = "@@@@"
+    elif where == "optional string":
+        event.train_lineage.algorithm.network = "@@@@"
+    else:
+        event.version = "@@@@"
+    payload = event.SerializeToString().replace(b"@@@@", b"\xff\xfe\xfd\xfc")
+    run = tmp_path / "run"
+    run.mkdir()
+    write_records(run / "events.out.events.summary.100.0.vm_lineage", [payload])
+    with pytest.raises(WriterValueError, match="not UTF-8"):
+        load_lineage_dir(run)

@@ -21,6 +21,7 @@ other files or runs from being read. A file whose last record is incomplete
 from __future__ import annotations
 
 import copy
+import dataclasses
 import importlib
 import logging
 import os
@@ -109,8 +110,8 @@ def read_lineage_file(
         for record in reader:
             if reader.corruptions:
                 break
-            event = lineage_pb2.LineageEvent.FromString(record.payload)
             content.record_count += 1
+            event = lineage_pb2.LineageEvent.FromString(record.payload)
             _apply_event(content, event, graph_memo)
     except OSError as error:
         raise LineageSummaryAnalyzeException(f"cannot read {path}: {error}") from error
@@ -118,6 +119,9 @@ def read_lineage_file(
         raise LineageSummaryAnalyzeException(
             f"{path}: record {content.record_count} is not a LineageEvent ({error})"
         ) from error
+    except UnicodeDecodeError as error:
+        # protobuf refuses a map key that is not UTF-8 while parsing.
+        raise _undecodable(content) from error
     if reader.corruptions:
         raise LineageSummaryAnalyzeException(f"{reader.corruptions[0]}")
     if reader.torn_tail is not None:
@@ -128,6 +132,34 @@ def read_lineage_file(
     return content
 
 
+def _undecodable(content: LineageFileContent) -> LineageSummaryAnalyzeException:
+    return LineageSummaryAnalyzeException(
+        f"{content.path}: record {content.record_count} holds text that is not UTF-8"
+    )
+
+
+def _holds_bytes(value: Any) -> bool:
+    """True when ``value`` holds a ``bytes`` anywhere (as a key, a value or an item).
+
+    A proto2 string field that is not UTF-8 comes back from protobuf as
+    ``bytes``; lineage answers are plain JSON types, so such a record is
+    refused like a corrupt one.
+    """
+    if isinstance(value, bytes):
+        return True
+    if isinstance(value, dict):
+        return any(_holds_bytes(key) or _holds_bytes(item) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_bytes(item) for item in value)
+    return False
+
+
+def _checked(content: LineageFileContent, value: Any, parts: Any) -> Any:
+    if _holds_bytes(parts):
+        raise _undecodable(content)
+    return value
+
+
 def _apply_event(
     content: LineageFileContent,
     event: lineage_pb2.LineageEvent,
@@ -135,21 +167,26 @@ def _apply_event(
 ) -> None:
     kind = event.WhichOneof("what")
     if kind == "train_lineage":
-        content.train = TrainLineageInfo.from_proto(event.train_lineage)
+        train = TrainLineageInfo.from_proto(event.train_lineage)
+        content.train = _checked(content, train, dataclasses.asdict(train))
     elif kind == "evaluation_lineage":
-        content.evaluation = EvalLineageInfo.from_proto(event.evaluation_lineage)
+        evaluation = EvalLineageInfo.from_proto(event.evaluation_lineage)
+        content.evaluation = _checked(content, evaluation, dataclasses.asdict(evaluation))
     elif kind == "dataset_graph":
         if graph_memo is None:
-            content.dataset_graph = graph_dict_from_proto(event.dataset_graph)
+            graph = graph_dict_from_proto(event.dataset_graph)
+            content.dataset_graph = _checked(content, graph, graph)
             return
         key = event.dataset_graph.SerializeToString(deterministic=True)
         graph = graph_memo.get(key)
         if graph is None:
-            graph = graph_memo[key] = graph_dict_from_proto(event.dataset_graph)
+            graph = graph_dict_from_proto(event.dataset_graph)
+            graph_memo[key] = _checked(content, graph, graph)
         # Shared between the runs of one scan, which only read it.
         content.dataset_graph = graph
     elif kind == "user_defined_info":
-        content.user_defined.append(user_values_from_proto(event.user_defined_info))
+        values = user_values_from_proto(event.user_defined_info)
+        content.user_defined.append(_checked(content, values, values))
 
 
 def _empty_sections() -> dict[str, Any]:

@@ -156,8 +156,16 @@ def decode_png(data: bytes) -> npt.NDArray[np.uint8]:
             if image.mode in ("RGB", "RGBA"):
                 return np.array(image, dtype=np.uint8)
             return np.array(image.convert("RGB"), dtype=np.uint8)
+    except WriterValueError:
+        raise
     except (UnidentifiedImageError, OSError) as error:
         raise WriterValueError(f"encoded image is not a readable PNG: {error}") from error
+    except Exception as error:
+        # Pillow reports a damaged PNG with whatever its parser tripped on (ValueError,
+        # SyntaxError, struct.error, DecompressionBombError, ...): the bytes are bad either way.
+        raise WriterValueError(
+            f"encoded image is not a readable PNG: {type(error).__name__}: {error}"
+        ) from error
 
 
 def _to_uint8(images: npt.NDArray[Any]) -> npt.NDArray[np.uint8]:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
+from rankscribe.writer.errors import WriterValueError
 from rankscribe.writer.pb import anf_ir_pb2, lineage_pb2, summary_pb2
 
 if TYPE_CHECKING:
@@ -272,10 +273,15 @@ def decode_lineage_event(event: lineage_pb2.LineageEvent) -> LineageRecord:
     ``data`` is :func:`message_to_dict` of the set oneof (``train_lineage``,
     ``evaluation_lineage``, ``dataset_graph`` or ``user_defined_info``), or the
     string itself for ``version``; it is empty when nothing is set.
+
+    Raises:
+        WriterValueError: a string in the record is not UTF-8 (a damaged record).
     """
     what = event.WhichOneof("what")
     data: dict[str, Any] = {}
     if what == "version":
+        if not isinstance(event.version, str):
+            raise _not_text(event.DESCRIPTOR.fields_by_name["version"])
         data = {"version": event.version}
     elif what is not None:
         data = message_to_dict(getattr(event, what))
@@ -296,9 +302,18 @@ def _is_map(descriptor: FieldDescriptor) -> bool:
     return message_type is not None and bool(message_type.GetOptions().map_entry)
 
 
+def _not_text(descriptor: FieldDescriptor) -> WriterValueError:
+    return WriterValueError(
+        f"field {descriptor.full_name} holds text that is not UTF-8; the record is damaged"
+    )
+
+
 def _field_value(descriptor: FieldDescriptor, value: Any) -> Any:
     if descriptor.type == FieldDescriptor.TYPE_MESSAGE:
         return message_to_dict(value)
+    # protobuf hands a proto2 string that is not UTF-8 back as bytes.
+    if descriptor.type == FieldDescriptor.TYPE_STRING and not isinstance(value, str):
+        raise _not_text(descriptor)
     if descriptor.type == FieldDescriptor.TYPE_ENUM and descriptor.enum_type is not None:
         known = descriptor.enum_type.values_by_number.get(value)
         return known.name if known is not None else value
@@ -315,13 +330,25 @@ def message_to_dict(message: Message) -> dict[str, Any]:
     stay bytes. Only fields present on the wire appear (proto2 presence);
     repeated fields are lists in wire order, maps are dicts with sorted keys,
     enums are their names.
+
+    Raises:
+        WriterValueError: a string field or map key is not UTF-8 (a damaged record).
     """
     result: dict[str, Any] = {}
     for descriptor, value in message.ListFields():
         if descriptor.message_type is not None and _is_map(descriptor):
+            key_field = descriptor.message_type.fields_by_name["key"]
             value_field = descriptor.message_type.fields_by_name["value"]
+            try:
+                keys = list(value)
+            except UnicodeDecodeError as error:  # protobuf decodes map keys on access
+                raise _not_text(key_field) from error
+            if key_field.type == FieldDescriptor.TYPE_STRING and not all(
+                isinstance(key, str) for key in keys
+            ):
+                raise _not_text(key_field)
             result[descriptor.name] = {
-                key: _field_value(value_field, value[key]) for key in sorted(value)
+                key: _field_value(value_field, value[key]) for key in sorted(keys)
             }
         elif _is_repeated(descriptor):
             result[descriptor.name] = [_field_value(descriptor, item) for item in value]

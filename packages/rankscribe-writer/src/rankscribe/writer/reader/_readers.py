@@ -106,7 +106,8 @@ class EventReader(Generic[MessageT]):
     def _parse(self, offset: int, payload: bytes) -> MessageT | None:
         try:
             return self.message_type.FromString(payload)
-        except DecodeError as exc:
+        except (DecodeError, UnicodeDecodeError) as exc:
+            # protobuf raises UnicodeDecodeError for a map key that is not UTF-8.
             error = CorruptRecordError(
                 os.fspath(self.path),
                 offset,
