@@ -7,6 +7,7 @@ Time is a fake clock passed to the callback, never a sleep.
 
 from __future__ import annotations
 
+import math
 import os
 import stat
 from collections.abc import Iterator
@@ -635,6 +636,16 @@ def test_directory_that_is_a_file(tmp_path: Path) -> None:
 def test_bad_save_timeout(tmp_path: Path, timeout: Any, error: type[Exception]) -> None:
     with pytest.raises(error, match="save_timeout must be"):
         ModelCheckpoint(directory=tmp_path, save_timeout=timeout)
+
+
+@pytest.mark.parametrize("timeout", [math.inf, math.nan])
+def test_a_non_finite_save_timeout_is_refused(tmp_path: Path, timeout: float) -> None:
+    # Thread.join cannot wait forever on a timestamp: an infinite timeout would crash the
+    # second background save with an OverflowError instead.
+    with pytest.raises(ValueError, match="save_timeout must be"):
+        ModelCheckpoint(
+            directory=tmp_path, config=CheckpointConfig(async_save=True), save_timeout=timeout
+        )
 
 
 def test_bad_clock(tmp_path: Path) -> None:

@@ -12,10 +12,9 @@ import numpy as np
 import pytest
 
 from rankscribe.collector import Callback, CallbackParams, RunContext, SummaryCollector, TrainLoop
-from rankscribe.collector import _collector as collector_module
 from rankscribe.lineage import get_summary_lineage
 from rankscribe.ranks import RankInfo
-from rankscribe.writer import SummaryRecord, load_dir, load_lineage_dir
+from rankscribe.writer import load_dir, load_lineage_dir
 
 NO_LANDSCAPE: dict[str, Any] = {"collect_landscape": None}
 
@@ -42,51 +41,57 @@ class SoftmaxCrossEntropy:
 # ------------------------------------------------------------------ the record
 
 
-def test_summary_record_is_made_on_enter_with_the_collectors_settings(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    made: list[dict[str, Any]] = []
+def summary_steps(directory: Path) -> dict[int, list[str]]:
+    """``{step: [tag, ...]}`` of the summary events in ``directory``."""
+    return {event.step: [value.tag for value in event.values]
+            for event in load_dir(directory) if event.what == "summary" and event.step is not None}
 
-    class Spy(SummaryRecord):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            made.append({"args": args, **kwargs})
-            super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(collector_module, "SummaryRecord", Spy)
-    instance = SummaryCollector(tmp_path, num_process=3, max_file_size=4096,
-                                export_options={"tensor_format": "npy"})
-    assert made == []
-    with instance:
-        assert len(made) == 1
-        assert made[0]["num_process"] == 3  # the writer's parallelism really is num_process
-        assert made[0]["raise_exception"] is False
-        assert made[0]["max_file_size"] == 4096
-        assert made[0]["export_options"] == {"tensor_format": "npy"}
-        assert made[0]["rank"] == 0
-        assert Path(made[0]["args"][0]) == tmp_path  # a single process writes into summary_dir
-        assert instance.record is not None
+def test_summary_record_is_made_on_enter_with_the_collectors_settings(tmp_path: Path) -> None:
+    instance = SummaryCollector(tmp_path, max_file_size=4096,
+                                export_options={"tensor_format": "npy"},
+                                collect_specified_data=NO_LANDSCAPE)
     assert instance.record is None
+    with instance:
+        record = instance.record
+        assert record is not None
+        record.add_value("tensor", "t", np.arange(3.0))
+        record.record(1)
+        # Larger than max_file_size: dropped and logged, never raised (raise_exception=False).
+        record.add_value("tensor", "big", np.zeros(10_000))
+        record.record(2)
+        record.add_value("scalar", "s", np.float32(1.0))
+        record.record(3)
+    assert instance.record is None
+    # A single process writes into summary_dir itself, within max_file_size.
+    (summary,) = [path for path in tmp_path.iterdir() if ".summary." in path.name]
+    assert summary.stat().st_size <= 4096
+    assert summary_steps(tmp_path) == {1: ["t"], 3: ["s"]}
+    # export_options reaches the writer: tensors are exported as .npy files.
+    (exported,) = tmp_path.glob("export_*/tensor/t_1.npy")
+    np.testing.assert_array_equal(np.load(exported), np.arange(3.0))
 
 
-def encoder_threads_started_by(instance: SummaryCollector) -> int:
-    """Encoder threads that entering ``instance`` started (others may linger from other tests)."""
-    import threading
-
-    before = set(threading.enumerate())
-    instance.__enter__()
-    try:
-        started = set(threading.enumerate()) - before
-        return len([thread for thread in started if "-encoder-" in thread.name])
-    finally:
-        instance.__exit__(None, None, None)
-
-
-def test_num_process_sets_the_encoder_threads(tmp_path: Path) -> None:
-    # one worker: encoding stays on the writer thread
-    assert encoder_threads_started_by(SummaryCollector(tmp_path / "a", num_process=1)) == 0
-    cpus = os.cpu_count() or 1
-    expected = min(32, cpus) if cpus > 1 else 0
-    assert encoder_threads_started_by(SummaryCollector(tmp_path / "b", num_process=32)) == expected
+@pytest.mark.parametrize("num_process", [1, 3, 32])
+def test_every_num_process_records_the_same_values_in_order(
+    tmp_path: Path, num_process: int
+) -> None:
+    expected = {step: np.linspace(0.0, step, 50) for step in range(1, 21)}
+    with SummaryCollector(tmp_path, num_process=num_process,
+                          collect_specified_data=NO_LANDSCAPE) as instance:
+        record = instance.record
+        assert record is not None
+        for step, weights in expected.items():
+            record.add_value("histogram", "w", weights)
+            record.add_value("scalar", "s", np.float32(step))
+            record.record(step)
+    found = {event.step: {value.tag: value.value for value in event.values}
+             for event in load_dir(tmp_path) if event.what == "summary"}
+    assert list(found) == list(expected)
+    for step, weights in expected.items():
+        assert found[step]["s"] == pytest.approx(step)
+        histogram = found[step]["w"]
+        assert (histogram.count, histogram.min, histogram.max) == (50, 0.0, weights.max())
 
 
 def test_used_without_with_the_record_lives_from_begin_to_end(tmp_path: Path) -> None:

@@ -6,13 +6,23 @@ Also: the defaults, the keep_default_action merge, and MINDINSIGHT_HYPER_CONFIG.
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
-from rankscribe.collector import CallbackParams, CollectorError, RunContext, SummaryCollector
+from rankscribe.collector import (
+    ArrayDataset,
+    ArrayNetwork,
+    CallbackParams,
+    CollectorError,
+    RunContext,
+    SummaryCollector,
+    TrainLoop,
+)
 from rankscribe.collector._options import (
     DEFAULT_SPECIFIED_DATA,
     HYPER_CONFIG_LEN_LIMIT,
@@ -20,6 +30,7 @@ from rankscribe.collector._options import (
     process_specified_data,
 )
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
+from rankscribe.writer import load_dir
 
 TYPE = CollectorTypeError
 VALUE = CollectorValueError
@@ -58,7 +69,13 @@ def test_positive_int_arguments_refuse_zero_and_negatives(tmp_path: Path, name: 
 
 @pytest.mark.parametrize("name", ["collect_tensor_freq", "max_file_size"])
 def test_optional_positive_ints_accept_none(tmp_path: Path, name: str) -> None:
-    collector(tmp_path, **{name: None})
+    with collector(tmp_path, **{name: None}) as instance:
+        record = instance.record
+        assert record is not None
+        record.add_value("tensor", "big", np.zeros(10_000))  # no max_file_size: no limit
+        record.record(1)
+    recorded = [event.step for event in load_dir(tmp_path / "summary") if event.what == "summary"]
+    assert recorded == [1]
 
 
 def test_collect_freq_none_is_a_type_error(tmp_path: Path) -> None:
@@ -174,7 +191,12 @@ def test_landscape_size_range(tmp_path: Path, size: int) -> None:
 
 @pytest.mark.parametrize("size", [3, 256])
 def test_landscape_size_bounds_are_allowed(tmp_path: Path, size: int) -> None:
-    landscape(tmp_path, landscape_size=size)
+    instance = landscape(tmp_path, landscape_size=size, intervals=[[1, 2, 3]])
+    network = ArrayNetwork({"w": np.ones(2)})
+    loop = TrainLoop(lambda batch: 1.0, network=network)
+    loop.train(1, ArrayDataset(np.zeros((2, 1))), callbacks=[instance])
+    metadata = json.loads((tmp_path / "summary" / "ckpt_dir" / "train_metadata.json").read_text())
+    assert metadata["landscape_size"] == size
 
 
 def test_landscape_size_type(tmp_path: Path) -> None:
@@ -290,6 +312,17 @@ def test_export_options_tensor_format(tmp_path: Path) -> None:
     with raises(VALUE, "For 'export_options', the value of 'tensor_format' should be one of "
                        "['npy', None], but got 'csv'."):
         collector(tmp_path, export_options={"tensor_format": "csv"})
+
+
+# -------------------------------------------------------------- merge_timeout
+
+
+@pytest.mark.parametrize("timeout", [math.inf, -math.inf, math.nan])
+def test_a_non_finite_merge_timeout_is_refused(tmp_path: Path, timeout: float) -> None:
+    # The ranks' collectives refuse an unbounded wait: accepted here, it would only
+    # surface at the end of a multi-rank job, as a lineage merge skipped with a log line.
+    with pytest.raises(ValueError, match="merge_timeout"):
+        SummaryCollector(tmp_path, merge_timeout=timeout)
 
 
 # -------------------------------------------------------- checks at begin()
