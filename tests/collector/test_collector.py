@@ -288,7 +288,7 @@ def test_custom_lineage_is_in_every_training_runs_lineage(model: Any, tmp_path: 
     loop = TrainLoop(loss_step, network=data.network, optimizer=data.optimizer)
     loop.train(1, data.dataset, callbacks=[instance])
     loop.train(1, data.dataset, callbacks=[instance])
-    from rankscribe.lineage.parser import parse_run
+    from rankscribe.lineage import parse_run
 
     lineage = parse_run(str(tmp_path)).lineage
     assert lineage is not None and lineage.section("user_defined") == {"trial": 7}

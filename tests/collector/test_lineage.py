@@ -11,8 +11,7 @@ import pytest
 
 from rankscribe.collector import CallbackParams, SummaryCollector, TrainLoop
 from rankscribe.collector._lineage import JobLineageMerger, LineageRecorder
-from rankscribe.lineage import get_summary_lineage
-from rankscribe.lineage.parser import parse_run
+from rankscribe.lineage import get_summary_lineage, parse_run
 from rankscribe.ranks import GatherResult, RankInfo, RanksValueError
 from rankscribe.writer import SummaryRecord, load_lineage_dir
 
