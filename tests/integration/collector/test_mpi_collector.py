@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rankscribe.lineage import get_summary_lineage
-from rankscribe.lineage.parser import parse_run
+from rankscribe.lineage import get_summary_lineage, parse_run
 from rankscribe.writer import load_dir
 
 HERE = Path(__file__).resolve().parent
