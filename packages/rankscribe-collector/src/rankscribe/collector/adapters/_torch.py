@@ -1,11 +1,10 @@
 """The PyTorch adapter: modules, optimizers, data loaders and tensors as the collector reads them.
 
-:class:`~rankscribe.collector.adapters.AdapterRegistry` imports this module only when it meets an
-object whose class comes from ``torch`` (install ``rankscribe-collector[torch]``
-and pin torch yourself). What each function reads:
-
-Each registry gets its own :class:`TorchAdapter` (:func:`create_adapter`),
-which holds what it learnt from the objects it read. What it reads:
+:class:`~rankscribe.collector.adapters.AdapterRegistry` imports this module
+only when it meets an object whose class comes from ``torch`` (install
+``rankscribe-collector[torch]`` and pin torch yourself). Each registry gets its
+own :class:`TorchAdapter` (:func:`create_adapter`), which holds what it learnt
+from the objects it read (parameter names, traced graphs). What it reads:
 
 - :meth:`~TorchAdapter.network_view`, for an ``nn.Module``: the class name, the
   ``named_parameters()`` as detached CPU arrays, and the graph that
