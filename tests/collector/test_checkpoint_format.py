@@ -93,7 +93,7 @@ def test_any_safetensors_reader_opens_it(tmp_path: Path) -> None:
     with safetensors.safe_open(path, framework="np") as handle:
         metadata = handle.metadata()
     assert metadata["format"] == "np"
-    assert metadata["rankscribe.checkpoint"] == "1"
+    assert metadata["rankscribe.checkpoint"] == "2"
     assert json.loads(metadata["rankscribe.append_info"]) == {"epoch_num": 3, "name": "net"}
     assert json.loads(metadata["rankscribe.append_tensors"]) == ["mask"]
     assert len(metadata["rankscribe.sha256"]) == 64
@@ -192,8 +192,87 @@ def test_flipped_byte_in_tensor_data_is_detected(plain_file: Path) -> None:
         load_checkpoint(plain_file)
     assert isinstance(caught.value, ValueError)
     assert str(caught.value) == (
-        f"{str(plain_file)!r} is corrupted: its tensors do not match the SHA-256 digest "
-        f"recorded when it was written"
+        f"{str(plain_file)!r} is corrupted: its tensors or metadata do not match the SHA-256 "
+        f"digest recorded when it was written"
+    )
+
+
+def rewrite_metadata(path: Path, change: Callable[[dict[str, str]], None]) -> None:
+    """Write ``path`` again with the same tensors and ``change``d metadata, as a tool would."""
+    with safetensors.safe_open(str(path), framework="np") as handle:
+        metadata = dict(handle.metadata())
+        tensors = {name: handle.get_tensor(name) for name in handle.keys()}  # noqa: SIM118
+    change(metadata)
+    path.write_bytes(safetensors.numpy.save(tensors, metadata=metadata))
+
+
+@pytest.fixture
+def epoch_file(tmp_path: Path) -> Path:
+    path = Path(save_checkpoint({"w": np.arange(4, dtype=np.float32)}, tmp_path / "e.ckpt",
+                                append_dict={"epoch_num": 5, "mask": np.array([True, False])}))
+    path.chmod(0o600)
+    return path
+
+
+def test_a_changed_append_value_is_detected(epoch_file: Path) -> None:
+    data = epoch_file.read_bytes()
+    assert data.count(b'\\"epoch_num\\": 5') == 1
+    epoch_file.write_bytes(data.replace(b'\\"epoch_num\\": 5', b'\\"epoch_num\\": 4'))
+    with pytest.raises(CheckpointFormatError) as caught:
+        load_checkpoint(epoch_file)
+    assert str(caught.value) == (
+        f"{str(epoch_file)!r} is corrupted: its tensors or metadata do not match the SHA-256 "
+        f"digest recorded when it was written"
+    )
+
+
+def test_every_single_bit_flip_of_the_header_is_refused_or_harmless(epoch_file: Path) -> None:
+    data = epoch_file.read_bytes()
+    expected = load_checkpoint(epoch_file)
+    header_end = 8 + int.from_bytes(data[:8], "little")
+    loaded = 0
+    for offset in range(header_end):
+        for bit in range(8):
+            flipped = bytearray(data)
+            flipped[offset] ^= 1 << bit
+            epoch_file.write_bytes(bytes(flipped))
+            try:
+                parameters, append_info = load_checkpoint(epoch_file)
+            except CheckpointFormatError:
+                continue
+            loaded += 1
+            np.testing.assert_array_equal(parameters["w"], expected.parameters["w"])
+            assert append_info["epoch_num"] == 5
+            np.testing.assert_array_equal(append_info["mask"], [True, False])
+    assert loaded == 0, f"{loaded} flipped headers still loaded"
+
+
+def test_a_checkpoint_without_its_digest_does_not_load(epoch_file: Path) -> None:
+    rewrite_metadata(epoch_file, lambda metadata: metadata.pop("rankscribe.sha256"))
+    with pytest.raises(CheckpointFormatError) as caught:
+        load_checkpoint(epoch_file)
+    assert str(caught.value) == (
+        f"{str(epoch_file)!r} has no 'rankscribe.sha256' digest entry, which every checkpoint "
+        f"is written with: the file was modified, so it is not loaded"
+    )
+
+
+def test_a_checkpoint_without_its_layout_version_does_not_load(epoch_file: Path) -> None:
+    rewrite_metadata(epoch_file, lambda metadata: metadata.pop("rankscribe.checkpoint"))
+    with pytest.raises(CheckpointFormatError, match="has checkpoint layout None"):
+        load_checkpoint(epoch_file)
+
+
+def test_layout_1_files_are_refused_naming_the_file(epoch_file: Path) -> None:
+    def as_layout_1(metadata: dict[str, str]) -> None:
+        metadata["rankscribe.checkpoint"] = "1"
+
+    rewrite_metadata(epoch_file, as_layout_1)
+    with pytest.raises(CheckpointFormatError) as caught:
+        load_checkpoint(epoch_file)
+    assert str(caught.value) == (
+        f"{str(epoch_file)!r} is in checkpoint layout 1, which this version no longer loads: "
+        f"its digest does not cover the append info; save the network again to write layout 2"
     )
 
 

@@ -4,15 +4,27 @@ A checkpoint is a standard safetensors file (no pickle: any safetensors reader
 opens it) holding the network's parameters under their own names, with three
 entries in the string-to-string ``__metadata__``:
 
-- ``"format": "np"`` and ``"rankscribe.checkpoint": "1"`` (the layout version);
+- ``"format": "np"`` and ``"rankscribe.checkpoint": "2"`` (the layout version);
 - ``"rankscribe.append_info"``: JSON object of the scalar append values (int,
   float, bool, str keep their JSON types, so ``epoch_num`` reads back an int);
 - ``"rankscribe.append_tensors"``: JSON list of the append keys whose values are
   arrays; each is stored as a tensor named ``"__append_info__/<key>"`` (the
   reserved prefix no parameter may use), so arrays keep dtype and shape exactly;
-- ``"rankscribe.sha256"``: SHA-256 over every tensor's name, dtype, shape and
+- ``"rankscribe.sha256"``: SHA-256 over every other ``__metadata__`` entry
+  (canonical JSON, keys sorted), then every tensor's name, dtype, shape and
   bytes in name order. safetensors has no checksum of its own; this makes a
-  flipped byte in a plain file an error instead of a silently wrong weight.
+  flipped byte in a plain file, in a weight or in the append info alike, an
+  error instead of a silently wrong value.
+
+Loading is strict about files that claim to be RankScribe checkpoints (any
+``rankscribe.*`` metadata entry or ``__append_info__/`` tensor): the digest
+must be present and match, and the layout version must be ``"2"``. Version
+``"1"`` digested the tensors only; it was never released, and such a file is
+refused with a message naming it (re-save it from the network). A safetensors
+file with none of these entries (written by another program) loads as plain
+tensors with empty append info. The digest detects corruption, not tampering:
+whoever can rewrite the file can recompute it, which is what ``enc_key``'s
+authenticated encryption is for.
 
 With ``enc_key`` the whole file is sealed in the envelope of
 :mod:`rankscribe.collector._checkpoint_crypto`.
@@ -73,7 +85,10 @@ logger = logging.getLogger(__name__)
 CHECKPOINT_SUFFIX = ".ckpt"
 APPEND_TENSOR_PREFIX = "__append_info__/"
 FILE_MODE = 0o400
-_VERSION = "1"
+_VERSION = "2"
+# Never released: its digest covered the tensors but not the metadata.
+_UNSUPPORTED_VERSIONS = {"1": "its digest does not cover the append info"}
+_RANKSCRIBE_KEY_PREFIX = "rankscribe."
 _KEY_VERSION = "rankscribe.checkpoint"
 _KEY_APPEND = "rankscribe.append_info"
 _KEY_APPEND_TENSORS = "rankscribe.append_tensors"
@@ -155,8 +170,8 @@ def encode_checkpoint(
         _KEY_VERSION: _VERSION,
         _KEY_APPEND: json.dumps(scalars),
         _KEY_APPEND_TENSORS: json.dumps(array_keys),
-        _KEY_DIGEST: _digest(stored),
     }
+    metadata[_KEY_DIGEST] = _digest(metadata, stored)
     return safetensors.numpy.save(stored, metadata=metadata)
 
 
@@ -169,12 +184,10 @@ def decode_checkpoint(data: bytes, source: str = "checkpoint") -> LoadedCheckpoi
         raise CheckpointFormatError(
             f"{source} is not a readable safetensors file: {error}"
         ) from None
-    expected = metadata.get(_KEY_DIGEST)
-    if expected is not None and _digest(stored) != expected:
-        raise CheckpointFormatError(
-            f"{source} is corrupted: its tensors do not match the SHA-256 digest recorded when "
-            f"it was written"
-        )
+    if not _is_rankscribe_checkpoint(metadata, stored):
+        # Another program's safetensors file: plain tensors, nothing appended.
+        return LoadedCheckpoint({name: np.array(value) for name, value in stored.items()}, {})
+    _check_integrity(metadata, stored, source)
     append_info = _decode_append_info(metadata, stored, source)
     # np.array copies: arrays decoded from bytes are read-only views otherwise.
     parameters = {
@@ -292,8 +305,43 @@ def _c_contiguous(array: Array) -> Array:
     return array if array.flags.c_contiguous else np.array(array, order="C")
 
 
-def _digest(tensors: Mapping[str, Array]) -> str:
+def _is_rankscribe_checkpoint(metadata: Mapping[str, str], stored: Mapping[str, Array]) -> bool:
+    return any(key.startswith(_RANKSCRIBE_KEY_PREFIX) for key in metadata) or any(
+        name.startswith(APPEND_TENSOR_PREFIX) for name in stored
+    )
+
+
+def _check_integrity(
+    metadata: Mapping[str, str], stored: Mapping[str, Array], source: str
+) -> None:
+    version = metadata.get(_KEY_VERSION)
+    if version in _UNSUPPORTED_VERSIONS:
+        raise CheckpointFormatError(
+            f"{source} is in checkpoint layout {version}, which this version no longer loads: "
+            f"{_UNSUPPORTED_VERSIONS[version]}; save the network again to write layout {_VERSION}"
+        )
+    if version != _VERSION:
+        raise CheckpointFormatError(
+            f"{source} has checkpoint layout {version!r} under {_KEY_VERSION!r}; expected "
+            f"{_VERSION!r} (a missing or damaged entry means the file was modified)"
+        )
+    expected = metadata.get(_KEY_DIGEST)
+    if expected is None:
+        raise CheckpointFormatError(
+            f"{source} has no {_KEY_DIGEST!r} digest entry, which every checkpoint is written "
+            f"with: the file was modified, so it is not loaded"
+        )
+    if _digest(metadata, stored) != expected:
+        raise CheckpointFormatError(
+            f"{source} is corrupted: its tensors or metadata do not match the SHA-256 digest "
+            f"recorded when it was written"
+        )
+
+
+def _digest(metadata: Mapping[str, str], tensors: Mapping[str, Array]) -> str:
     digest = hashlib.sha256()
+    covered = {key: value for key, value in metadata.items() if key != _KEY_DIGEST}
+    digest.update(json.dumps(covered, sort_keys=True, separators=(",", ":")).encode())
     for name in sorted(tensors):
         array = _c_contiguous(tensors[name])
         digest.update(json.dumps([name, array.dtype.name, list(array.shape)]).encode())
