@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import math
 import os
+import re
+import signal
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -651,3 +655,70 @@ def test_a_non_finite_save_timeout_is_refused(tmp_path: Path, timeout: float) ->
 def test_bad_clock(tmp_path: Path) -> None:
     with pytest.raises(CheckpointTypeError, match=r"^clock must be callable, got float$"):
         ModelCheckpoint(directory=tmp_path, clock=3.0)  # type: ignore[arg-type]
+
+
+# --- temporaries of killed saves ---------------------------------------------------------
+
+KILLED_SAVE = """
+import os, signal, sys
+from functools import partial
+import numpy as np
+from rankscribe.collector import CallbackParams, ModelCheckpoint, RunContext
+from rankscribe.collector import _checkpoint_format
+from rankscribe.writer.files import atomic_write
+
+def die_halfway(handle, chunk):
+    handle.write(chunk[: len(chunk) // 2])
+    handle.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+_checkpoint_format.atomic_write = partial(atomic_write, write=die_halfway)
+callback = ModelCheckpoint(directory=sys.argv[1])
+params = CallbackParams(train_network={"w": np.zeros(1000)}, cur_epoch_num=1, cur_step_num=1,
+                        batch_num=1)
+callback.begin(RunContext(params))
+callback.step_end(RunContext(params))
+"""
+
+
+def hidden(directory: Path) -> list[str]:
+    return sorted(name for name in os.listdir(directory) if name.startswith("."))
+
+
+def test_a_killed_save_leaves_a_temporary_the_next_run_removes(tmp_path: Path) -> None:
+    environment = {key: value for key, value in os.environ.items()
+                   if key not in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "RANK",
+                                  "WORLD_SIZE", "SLURM_PROCID")}
+    killed = subprocess.run([sys.executable, "-c", KILLED_SAVE, str(tmp_path)],
+                            env=environment, capture_output=True, timeout=120, check=False)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()
+    [temporary] = hidden(tmp_path)
+    assert re.fullmatch(r"\.CKP-1_1\.ckpt\.[0-9a-f]+\.tmp", temporary)
+    assert checkpoints(tmp_path) == []
+
+    train(ModelCheckpoint(directory=tmp_path), DictNetwork(), epochs=1, batch_num=2)
+    assert hidden(tmp_path) == []
+    assert checkpoints(tmp_path) == ["CKP-1_1.ckpt", "CKP-1_2.ckpt"]
+
+
+def test_only_this_prefixs_regular_temporaries_are_removed(tmp_path: Path) -> None:
+    directory = tmp_path / "ckpt"
+    directory.mkdir()
+    mine = [".CKP-1_3.ckpt.0123456789ab.tmp", ".CKP_2-4_1.ckpt.ba9876543210.tmp"]
+    others = [".OTHER-1_1.ckpt.0123456789ab.tmp", ".CKPT-1_1.ckpt.0123456789ab.tmp",
+              ".CKP-1_1.ckpt", "CKP-notes.tmp", ".CKP-1_1.ckpt.0123456789ab.tmp.keep"]
+    for name in mine + others:
+        (directory / name).write_bytes(b"partial")
+    outside = tmp_path / "precious"
+    outside.write_bytes(b"keep me")
+    (directory / ".CKP-1_4.ckpt.aaaaaaaaaaaa.tmp").symlink_to(outside)
+    (directory / ".CKP-1_5.ckpt.bbbbbbbbbbbb.tmp").mkdir()
+
+    train(ModelCheckpoint(directory=directory), DictNetwork(), epochs=1, batch_num=1)
+
+    left = set(os.listdir(directory))
+    assert not left & set(mine)
+    assert set(others) <= left
+    assert os.path.islink(directory / ".CKP-1_4.ckpt.aaaaaaaaaaaa.tmp")
+    assert outside.read_bytes() == b"keep me"
+    assert os.path.isdir(directory / ".CKP-1_5.ckpt.bbbbbbbbbbbb.tmp")

@@ -26,6 +26,11 @@ Where this differs from the original, on purpose:
   ``step_end``/``end``/``with``-exit instead of being lost in a thread;
 - ``latest_ckpt_file_name`` is the newest *complete* file (absolute path), or
   ``None`` before the first one;
+- a save killed part-way leaves its hidden temporary file
+  (``.<prefix>-<epoch>_<step>.ckpt.<random>.tmp``, see ``atomic_write``); the
+  first save of each run removes those of its prefix and of the ``prefix_<n>``
+  runs its renaming rule counts as earlier runs of the same prefix — regular
+  files only, never a link or a directory, never another prefix's;
 - steps of an evaluation run (``mode == "eval"``) save nothing.
 
 Several ranks: pass each rank its own directory (the SummaryCollector and the
@@ -170,6 +175,7 @@ class ModelCheckpoint(Callback):
         self._last_triggered_step = 0
         self._last_save_time = clock()
         self._latest: str | None = None
+        self._swept = False  # this run's stale temporaries are removed
 
     @property
     def latest_ckpt_file_name(self) -> str | None:
@@ -219,6 +225,7 @@ class ModelCheckpoint(Callback):
         )
         self._last_triggered_step = 0
         self._latest = None
+        self._swept = False
 
     def step_end(self, run_context: RunContext) -> None:
         self._saver.raise_failure()
@@ -256,6 +263,11 @@ class ModelCheckpoint(Callback):
         # One write in flight at most: the previous must finish (and its error
         # surface) before the next snapshot is taken.
         self._saver.wait(self._save_timeout)
+        if not self._swept:
+            # Nothing of this callback is in flight now: every temporary of the
+            # prefix is a killed save's.
+            remove_stale_temporaries(self._directory, self._requested_prefix)
+            self._swept = True
         path = self._directory / self._file_name(params)
         in_background = self._config.async_save
         tensors = prepare_tensors(network_parameters(network), copy=in_background)
@@ -381,6 +393,37 @@ def unique_prefix(directory: str | os.PathLike[str], prefix: str) -> str:
         if match:
             suffix = max(suffix, int(match.group(1)) + 1 if match.group(1) else 1)
     return f"{prefix}_{suffix}" if suffix else prefix
+
+
+def remove_stale_temporaries(directory: str | os.PathLike[str], prefix: str) -> list[str]:
+    """Delete the temporaries killed saves of ``prefix`` (or ``prefix_<n>``) left behind.
+
+    Only regular files named as ``atomic_write`` names a checkpoint's
+    temporary are removed; a link is never followed nor removed. Returns the
+    paths removed.
+    """
+    pattern = re.compile(
+        rf"\.{re.escape(prefix)}(?:_\d+)?-\d+_\d+{re.escape(CHECKPOINT_SUFFIX)}\.[0-9a-f]+\.tmp"
+    )
+    removed: list[str] = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError as error:
+        logger.warning("cannot list %s for stale checkpoint temporaries: %s", directory, error)
+        return removed
+    for entry in entries:
+        try:
+            if not (pattern.fullmatch(entry.name) and entry.is_file(follow_symlinks=False)):
+                continue
+            os.unlink(entry.path)
+        except FileNotFoundError:
+            continue
+        except OSError as error:
+            logger.warning("cannot remove stale checkpoint temporary %s: %s", entry.path, error)
+            continue
+        logger.info("removed %s, left by a checkpoint save that did not finish", entry.path)
+        removed.append(entry.path)
+    return removed
 
 
 def _check_prefix(prefix: object) -> None:
