@@ -629,6 +629,16 @@ def test_bad_directory_type() -> None:
         ModelCheckpoint(directory=3)  # type: ignore[arg-type]
 
 
+def test_directory_with_a_nul_character(tmp_path: Path) -> None:
+    directory = f"{tmp_path}/ck\0pt"
+    with pytest.raises(CheckpointValueError) as caught:
+        ModelCheckpoint(directory=directory)
+    assert str(caught.value) == (
+        f"directory must be a path without NUL characters ('\\0'), got {directory!r}"
+    )
+    assert os.listdir(tmp_path) == []
+
+
 def test_directory_that_is_a_file(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     with pytest.raises(OSError, match="cannot create checkpoint directory"):

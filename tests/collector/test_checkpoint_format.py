@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
 import pytest
@@ -171,6 +171,26 @@ def test_missing_file(tmp_path: Path) -> None:
     assert isinstance(caught.value, FileNotFoundError)
     assert isinstance(caught.value, ValueError)
     assert str(caught.value) == f"checkpoint file {str(tmp_path / 'absent.ckpt')!r} does not exist"
+
+
+def test_a_directory_is_not_a_checkpoint(tmp_path: Path) -> None:
+    with pytest.raises(CheckpointValueError) as caught:
+        load_checkpoint(tmp_path)
+    assert isinstance(caught.value, ValueError)
+    assert str(caught.value) == (
+        f"ckpt_file_name must name a checkpoint file, but {str(tmp_path)!r} is a directory"
+    )
+
+
+@pytest.mark.parametrize("call", [load_checkpoint,
+                                  partial(save_checkpoint, {"w": np.zeros(1)})])
+def test_a_file_name_with_a_nul_character(tmp_path: Path, call: Callable[[str], Any]) -> None:
+    name = f"{tmp_path}/x\0.ckpt"
+    with pytest.raises(CheckpointValueError) as caught:
+        call(name)
+    assert str(caught.value) == (
+        f"ckpt_file_name must be a path without NUL characters ('\\0'), got {name!r}"
+    )
 
 
 # --- corruption of plain files ---------------------------------------------------------

@@ -13,7 +13,7 @@ import pytest
 
 from rankscribe.collector import Callback, CallbackParams, RunContext, SummaryCollector, TrainLoop
 from rankscribe.lineage import get_summary_lineage
-from rankscribe.ranks import RankInfo
+from rankscribe.ranks import Coordinator, RankInfo
 from rankscribe.writer import load_dir, load_lineage_dir
 
 NO_LANDSCAPE: dict[str, Any] = {"collect_landscape": None}
@@ -364,6 +364,10 @@ class FakeCoordinator:
         if self.rank != root:
             return GatherResult(root=root, rank=self.rank, world_size=2)
         return GatherResult(root=0, rank=0, world_size=2, values={0: obj}, missing=(1,))
+
+
+# The collector accepts coordinators only; this double has the one collective it calls.
+Coordinator.register(FakeCoordinator)
 
 
 def test_rank_writes_into_its_directory_and_keeps_its_tensor_share(

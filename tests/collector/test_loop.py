@@ -201,9 +201,31 @@ def test_eval_state() -> None:
         (lambda: TrainLoop(lambda b: 0, eval_fn=lambda b: {"acc": "high"}).eval(dataset()),
          CollectorTypeError,
          "For 'TrainLoop.eval', metric 'acc' must be a number, but eval_fn returned str."),
+        (lambda: TrainLoop(lambda b: 0).train(1, dataset(), callbacks=5),  # type: ignore[arg-type]
+         CollectorTypeError,
+         "For 'TrainLoop.train', the argument 'callbacks' must be a Callback, a list of "
+         "Callbacks or None, but got int 5."),
+        (lambda: TrainLoop(lambda b: 0).train(1, dataset(), callbacks="Recorder"),  # type: ignore[arg-type]
+         CollectorTypeError,
+         "For 'TrainLoop.train', the argument 'callbacks' must be a Callback, a list of "
+         "Callbacks or None, but got str 'Recorder'."),
+        (lambda: TrainLoop(lambda b: 0).train(1, dataset(), callbacks=[Recorder(), 5]),  # type: ignore[list-item]
+         CollectorTypeError,
+         "For 'TrainLoop.train', callbacks[1] must be a Callback, but got int."),
+        (lambda: TrainLoop(lambda b: 0, eval_fn=lambda b: {}).eval(dataset(), callbacks=5),  # type: ignore[arg-type]
+         CollectorTypeError,
+         "For 'TrainLoop.eval', the argument 'callbacks' must be a Callback, a list of "
+         "Callbacks or None, but got int 5."),
     ],
 )
 def test_bad_arguments(make: Any, error: type[Exception], message: str) -> None:
     with pytest.raises(error) as raised:
         make()
     assert str(raised.value) == message
+
+
+def test_bad_callbacks_are_refused_before_any_step_runs() -> None:
+    steps: list[Any] = []
+    with pytest.raises(CollectorTypeError):
+        TrainLoop(steps.append).train(1, dataset(), callbacks=5)  # type: ignore[arg-type]
+    assert steps == []

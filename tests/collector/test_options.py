@@ -107,6 +107,32 @@ def test_summary_dir_must_not_be_a_file(tmp_path: Path) -> None:
         SummaryCollector(path)
 
 
+def test_summary_dir_must_not_hold_a_nul_character(tmp_path: Path) -> None:
+    path = f"{tmp_path}/runs\0exp1"
+    with raises(VALUE, f"For 'summary_dir', the path must not contain a NUL character ('\\0'), "
+                       f"but got {path!r}."):
+        SummaryCollector(path)
+
+
+# ---------------------------------------------------------------- coordinator
+
+
+@pytest.mark.parametrize("value", [5, "mpi", object()])
+def test_coordinator_must_be_a_coordinator(tmp_path: Path, value: Any) -> None:
+    with raises(TYPE, "For 'coordinator', the value should be a rankscribe.ranks.Coordinator "
+                      "(e.g. Coordinator.create(...) or FileCoordinator(...)) or None, but got "
+                      f"{type(value).__name__} "):
+        collector(tmp_path, coordinator=value)
+
+
+def test_a_coordinator_is_accepted(tmp_path: Path) -> None:
+    from rankscribe.ranks import Coordinator, RankInfo
+
+    info = RankInfo(rank=0, world_size=1, local_rank=0, local_size=1, host="h", launcher="none")
+    with Coordinator.create(info) as coordinator:
+        assert isinstance(collector(tmp_path, coordinator=coordinator), SummaryCollector)
+
+
 def test_constructor_does_not_create_the_directory(tmp_path: Path) -> None:
     collector(tmp_path)
     assert not (tmp_path / "summary").exists()

@@ -17,6 +17,8 @@ from contextlib import ExitStack
 from types import TracebackType
 from typing import Any
 
+from rankscribe.collector.errors import CollectorTypeError
+
 MODES = ("train", "eval")
 
 
@@ -147,17 +149,25 @@ class Callback:
 class CallbackList(Callback):
     """Several callbacks called in order, entered and exited together."""
 
-    def __init__(self, callbacks: Iterable[Callback] | Callback | None) -> None:
+    def __init__(
+        self, callbacks: Iterable[Callback] | Callback | None, owner: str = "CallbackList"
+    ) -> None:
         if callbacks is None:
             items: list[Callback] = []
         elif isinstance(callbacks, Callback):
             items = [callbacks]
-        else:
+        elif isinstance(callbacks, Iterable) and not isinstance(callbacks, (str, bytes)):
             items = list(callbacks)
+        else:
+            raise CollectorTypeError(
+                f"For '{owner}', the argument 'callbacks' must be a Callback, a list of "
+                f"Callbacks or None, but got {type(callbacks).__name__} {callbacks!r:.80}."
+            )
         for index, item in enumerate(items):
             if not isinstance(item, Callback):
-                raise TypeError(
-                    f"callbacks[{index}] must be a Callback, but got {type(item).__name__}."
+                raise CollectorTypeError(
+                    f"For '{owner}', callbacks[{index}] must be a Callback, but got "
+                    f"{type(item).__name__}."
                 )
         self.callbacks = items
         self._stack: ExitStack | None = None

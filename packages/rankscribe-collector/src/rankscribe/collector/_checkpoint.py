@@ -458,6 +458,11 @@ def _checkpoint_directory(directory: str | os.PathLike[str] | None) -> Path:
         raise CheckpointTypeError(
             f"directory must be a str, os.PathLike or None, got {type(directory).__name__}"
         )
+    if directory is not None and "\0" in os.fsdecode(directory):
+        # No file system accepts it; os would only say "embedded null byte".
+        raise CheckpointValueError(
+            f"directory must be a path without NUL characters ('\\0'), got {directory!r}"
+        )
     base = Path(os.getcwd() if directory is None else directory).absolute()
     info = detect()
     if not info.is_single and base.name == f"rank_{info.rank}":

@@ -230,10 +230,7 @@ def save_checkpoint(
     arguments (``integrated_save``, ``async_save``) have no counterpart here, and
     a call written for it fails loudly instead of shifting ``append_dict``.
     """
-    if not isinstance(ckpt_file_name, (str, os.PathLike)):
-        raise CheckpointTypeError(
-            f"ckpt_file_name must be a str or os.PathLike, got {type(ckpt_file_name).__name__}"
-        )
+    _check_file_name(ckpt_file_name)
     path = Path(ckpt_file_name).absolute()
     if path.suffix != CHECKPOINT_SUFFIX:
         path = path.with_name(path.name + CHECKPOINT_SUFFIX)
@@ -264,10 +261,7 @@ def load_checkpoint(
     :class:`CheckpointFormatError` (not a checkpoint, truncated or corrupted);
     it never returns partially decoded data.
     """
-    if not isinstance(ckpt_file_name, (str, os.PathLike)):
-        raise CheckpointTypeError(
-            f"ckpt_file_name must be a str or os.PathLike, got {type(ckpt_file_name).__name__}"
-        )
+    _check_file_name(ckpt_file_name)
     key = check_enc_key(enc_key)
     mode = None if enc_mode is None else check_enc_mode(enc_mode)
     source = repr(os.fspath(ckpt_file_name))
@@ -275,6 +269,10 @@ def load_checkpoint(
         data = Path(ckpt_file_name).read_bytes()
     except FileNotFoundError:
         raise CheckpointNotFoundError(f"checkpoint file {source} does not exist") from None
+    except IsADirectoryError:
+        raise CheckpointValueError(
+            f"ckpt_file_name must name a checkpoint file, but {source} is a directory"
+        ) from None
     if is_encrypted(data):
         if key is None:
             raise CheckpointEncryptionError(f"{source} is encrypted: pass its enc_key to load it")
@@ -284,6 +282,18 @@ def load_checkpoint(
             f"{source} is not encrypted, but an enc_key was given; load it with enc_key=None"
         )
     return decode_checkpoint(data, source)
+
+
+def _check_file_name(ckpt_file_name: object) -> None:
+    if not isinstance(ckpt_file_name, (str, os.PathLike)):
+        raise CheckpointTypeError(
+            f"ckpt_file_name must be a str or os.PathLike, got {type(ckpt_file_name).__name__}"
+        )
+    if "\0" in os.fsdecode(ckpt_file_name):
+        raise CheckpointValueError(
+            f"ckpt_file_name must be a path without NUL characters ('\\0'), "
+            f"got {ckpt_file_name!r}"
+        )
 
 
 def _storable(array: Array, what: str, copy: bool) -> Array:

@@ -33,6 +33,7 @@ from rankscribe.collector._extract import GRAPH_TAG, Extractor
 from rankscribe.collector._landscape import LandscapeSaver
 from rankscribe.collector._lineage import DEFAULT_MERGE_TIMEOUT, JobLineageMerger, LineageRecorder
 from rankscribe.collector._options import (
+    check_coordinator,
     check_export_options,
     check_optional_positive_int,
     check_positive_int,
@@ -153,7 +154,7 @@ class SummaryCollector(Callback):
         )
         self._extractor = Extractor(self._options, adapters=self._adapters)
         self._merge_timeout = float(merge_timeout)
-        self._coordinator = coordinator
+        self._coordinator = check_coordinator(coordinator)
         self._rank_info = rank_info
         self._record: SummaryRecord | None = None
         self._entered = False

@@ -154,8 +154,8 @@ class TrainLoop:
                 f"For 'TrainLoop.train', the argument 'dataset_sink_mode' must be a bool, but "
                 f"got {type(dataset_sink_mode).__name__}."
             )
+        callback_list = CallbackList(callbacks, "TrainLoop.train")
         batch_num = _batches(train_dataset, "train_dataset", self._adapters)
-        callback_list = CallbackList(callbacks)
         params = self._params(
             "train", callback_list, epoch_num=epoch, batch_num=batch_num or 0,
             train_dataset=train_dataset, dataset_sink_mode=dataset_sink_mode,
@@ -213,8 +213,8 @@ class TrainLoop:
             raise CollectorValueError(
                 "For 'TrainLoop.eval', an eval_fn is needed: TrainLoop(step_fn, eval_fn=...)."
             )
+        callback_list = CallbackList(callbacks, "TrainLoop.eval")
         batch_num = _batches(valid_dataset, "valid_dataset", self._adapters)
-        callback_list = CallbackList(callbacks)
         params = self._params(
             "eval", callback_list, epoch_num=1, cur_epoch_num=1, batch_num=batch_num or 0,
             valid_dataset=valid_dataset, dataset_sink_mode=False,

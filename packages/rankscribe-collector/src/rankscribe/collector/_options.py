@@ -12,7 +12,7 @@ message finds ours) that also name the value received.
   ``keep_default_action`` into a :class:`CollectOptions`.
 - :func:`custom_lineage_data`: the user's custom lineage over the
   ``MINDINSIGHT_HYPER_CONFIG`` environment variable's.
-- :func:`check_export_options`, :func:`check_summary_dir`.
+- :func:`check_export_options`, :func:`check_summary_dir`, :func:`check_coordinator`.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
+from rankscribe.ranks import Coordinator
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +37,7 @@ __all__ = [
     "HYPER_CONFIG_LEN_LIMIT",
     "CollectOptions",
     "LandscapeOptions",
+    "check_coordinator",
     "check_export_options",
     "check_optional_positive_int",
     "check_positive_int",
@@ -166,12 +168,29 @@ def check_summary_dir(summary_dir: object) -> str:
             f"For 'summary_dir', the input path must be a non-empty directory path, but got "
             f"{_shown(summary_dir)}."
         )
+    if "\0" in path:
+        # No file system accepts it; os.path would only say "embedded null byte".
+        raise CollectorValueError(
+            f"For 'summary_dir', the path must not contain a NUL character ('\\0'), but got "
+            f"{_shown(path)}."
+        )
     absolute = os.path.realpath(path)
     if os.path.exists(absolute) and not os.path.isdir(absolute):
         raise CollectorValueError(
             f"For 'summary_dir', the path must be a directory, but {absolute!r} is a file."
         )
     return absolute
+
+
+def check_coordinator(coordinator: object) -> Coordinator | None:
+    """``coordinator`` if it is None or a :class:`rankscribe.ranks.Coordinator`, else raise."""
+    if coordinator is not None and not isinstance(coordinator, Coordinator):
+        raise CollectorTypeError(
+            f"For 'coordinator', the value should be a rankscribe.ranks.Coordinator (e.g. "
+            f"Coordinator.create(...) or FileCoordinator(...)) or None, but got "
+            f"{type(coordinator).__name__} {_shown(coordinator)}."
+        )
+    return coordinator
 
 
 def check_export_options(export_options: object) -> dict[str, Any] | None:
