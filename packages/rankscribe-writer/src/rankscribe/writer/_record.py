@@ -22,6 +22,7 @@ from rankscribe.writer import _record_lifetime, operators
 from rankscribe.writer import _tensorboard as tensorboard
 from rankscribe.writer._eventfile import EventFile
 from rankscribe.writer._export import NpyExporter
+from rankscribe.writer._graph_builders import RecordGraph
 from rankscribe.writer._pipeline import Pipeline
 from rankscribe.writer._record_checks import (
     INT64_MAX,
@@ -54,7 +55,6 @@ from rankscribe.writer.errors import (
     StepTooLargeError,
     WriterError,
     WriterStateError,
-    WriterTypeError,
     WriterValueError,
 )
 from rankscribe.writer.files import (
@@ -80,7 +80,9 @@ class SummaryRecord:
         num_process: how many threads encode heavy values in parallel (at most
             the number of CPUs).
         network: an object with a ``graph_proto()`` method returning a
-            ``GraphProto``/``ModelProto`` (or its bytes); its graph is written
+            ``GraphProto``/``ModelProto`` (or its bytes), or a network an
+            installed graph builder knows (rankscribe-collector's: a
+            ``torch.nn.Module``, an ``ArrayNetwork``); its graph is written
             once, at the first ``record``.
         max_file_size: bytes per file; when a record would not fit, the file is
             closed and a new one started. None means no limit.
@@ -123,11 +125,7 @@ class SummaryRecord:
         self._formats = check_formats(formats)
         check_rank(rank)
         check_positive_int("max_pending_bytes", max_pending_bytes)
-        if network is not None and not callable(getattr(network, "graph_proto", None)):
-            raise WriterTypeError(
-                "For 'SummaryRecord', the argument 'network' must have a graph_proto() method "
-                f"returning its graph, but got {type(network).__name__}."
-            )
+        self._graph = RecordGraph(network)
 
         os.makedirs(self._directory, mode=0o700, exist_ok=True)
         self._host = host_name()
@@ -390,9 +388,9 @@ class SummaryRecord:
         if graphs:
             graph = next(reversed(graphs.values())).data
         elif not self._graph_written:
-            source = self._network if self._network is not None else train_network
-            if source is not None and callable(getattr(source, "graph_proto", None)):
-                graph = graph_bytes(source.graph_proto())
+            produced = self._graph.produce(train_network)
+            if produced is not None:
+                graph = graph_bytes(produced)
         if graph is not None:
             self._graph_written = True
             self._scalars_alone = self._board_file is None

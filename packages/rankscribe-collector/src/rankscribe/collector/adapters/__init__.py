@@ -28,6 +28,10 @@ not use. :func:`register_adapter` adds another framework. Whatever no adapter
 claims goes to the built-in adapter, which reads the NumPy containers and
 duck-typed objects (``named_parameters()``, ``get_dataset_size()``, ...).
 
+:func:`graph_builder` gives ``SummaryRecord(network=...)`` the graph of a
+network the collector knows (the writer finds it through the
+``rankscribe.graph_builders`` entry point).
+
 An :class:`AdapterRegistry` does the choosing and holds what the adapters
 remember; each ``SummaryCollector`` and ``TrainLoop`` owns one.
 :func:`network_parameters` reads the parameters a checkpoint or a landscape
@@ -36,6 +40,7 @@ file stores, with their dtypes exact.
 
 from __future__ import annotations
 
+from rankscribe.collector.adapters._graph_builder import graph_builder
 from rankscribe.collector.adapters._parameters import network_parameters
 from rankscribe.collector.adapters._registry import (
     ADAPTER_MODULES,
@@ -52,6 +57,7 @@ __all__ = [
     "DatasetView",
     "NetworkView",
     "OptimizerView",
+    "graph_builder",
     "network_parameters",
     "register_adapter",
 ]
