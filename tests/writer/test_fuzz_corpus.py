@@ -8,6 +8,7 @@ without bound or answer with something other than the project's own errors;
 from __future__ import annotations
 
 import importlib.util
+import logging
 import sys
 from pathlib import Path
 
@@ -21,7 +22,13 @@ def _load_targets():
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    # The fuzzer silences the project's loggers; the other tests of this session need them.
+    project_logger = logging.getLogger("rankscribe")
+    level = project_logger.level
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        project_logger.setLevel(level)
     return module
 
 

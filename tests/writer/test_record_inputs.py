@@ -90,3 +90,76 @@ def test_non_ascii_tags_are_written_as_given(tmp_path):
         [("损失", "scalar")],
     ]
     assert reader.scalars(tmp_path) == {"损失": [(7, 0.5), (8, 0.75)], "loss": [(7, 0.25)]}
+
+
+# ------------------------------------------------ bad arguments never lose data silently
+
+
+def test_a_prefix_too_long_for_a_file_name_is_refused_at_construction(tmp_path):
+    log_dir = tmp_path / "logs"
+    with pytest.raises(WriterValueError, match=r"'file_prefix'.*longer than the 255 bytes"):
+        SummaryRecord(log_dir, file_prefix="p" * 300)
+    with pytest.raises(WriterValueError, match="'file_suffix'"):
+        SummaryRecord(log_dir, file_suffix="_" + "s" * 250)
+    assert not log_dir.exists()  # nothing created for a record that cannot write
+    with SummaryRecord(log_dir, file_prefix="p" * 150) as record:  # a long name that fits
+        record.add_value("scalar", "loss", 1.0)
+        assert record.record(1) is True
+    assert [event.step for event in load_dir(log_dir) if event.values] == [1]
+
+
+def test_a_plugin_filter_that_is_not_callable_is_refused_before_anything_is_taken(tmp_path):
+    with SummaryRecord(tmp_path) as record:
+        record.add_value("scalar", "loss", 1.0)
+        record.add_value("histogram", "w", np.arange(4.0))
+        with pytest.raises(TypeError, match=r"'plugin_filter' must be None or a callable.*int"):
+            record.record(2, plugin_filter=5)
+        assert record.record(2) is True  # the retry records what was added
+    [event] = [event for event in load_dir(tmp_path) if event.values]
+    assert event.step == 2
+    assert sorted(value.tag for value in event.values) == ["loss", "w"]
+
+
+def test_a_plugin_filter_that_raises_keeps_the_steps_values(tmp_path):
+    def broken(plugin):
+        raise KeyError(plugin)
+
+    with SummaryRecord(tmp_path) as record:
+        record.add_value("scalar", "loss", 1.0)
+        with pytest.raises(KeyError):
+            record.record(2, plugin_filter=broken)
+        assert record.record(2, plugin_filter=lambda plugin: True) is True
+    assert [event.step for event in load_dir(tmp_path) if event.values] == [2]
+
+
+def test_a_graph_proto_that_raises_keeps_the_steps_values(tmp_path):
+    class Broken:
+        def graph_proto(self):
+            raise RuntimeError("graph not ready")
+
+    with SummaryRecord(tmp_path) as record:
+        record.add_value("scalar", "loss", 1.0)
+        record.add_value("tensor", "t", np.arange(3))
+        with pytest.raises(RuntimeError, match="graph not ready"):
+            record.record(3, train_network=Broken())
+        assert record.record(3) is True
+    [event] = [event for event in load_dir(tmp_path) if event.values]
+    assert (event.step, sorted(value.tag for value in event.values)) == (3, ["loss", "t"])
+
+
+def test_a_nul_in_log_dir_is_refused_naming_log_dir(tmp_path):
+    with pytest.raises(ValueError, match=r"'log_dir' must be a path without NUL"):
+        SummaryRecord(str(tmp_path / "a\0b"))
+
+
+@pytest.mark.parametrize("timeout", ["x", [1], True])
+def test_a_flush_timeout_that_is_not_a_number_is_refused_naming_timeout(tmp_path, timeout):
+    with SummaryRecord(tmp_path) as record:
+        record.add_value("scalar", "loss", 1.0)
+        record.record(1)
+        with pytest.raises(TypeError, match=r"'timeout' must be None or a number of seconds"):
+            record.flush(timeout=timeout)
+        with pytest.raises(ValueError, match=r"'timeout' must be >= 0"):
+            record.flush(timeout=-1)
+        assert record.flush(timeout=5) is True
+    assert [event.step for event in load_dir(tmp_path) if event.values] == [1]

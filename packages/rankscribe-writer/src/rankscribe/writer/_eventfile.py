@@ -5,12 +5,16 @@ A file is created only when its first record arrives (0600 while written,
 file past ``max_file_size``, the file is closed and a new one is started under a
 fresh name, so nothing is dropped; a record that cannot fit even in an empty
 file is refused whole. Bytes reach the OS in whole records: after a failed
-write the file is cut back to its last complete record, so what was written
-before stays readable.
+write (a full disk) the file is cut back to the last complete record that
+reached it, so what was written stays readable and the records that fitted are
+kept; the records after it stay buffered for the next write (up to
+``_RETRY_LIMIT`` bytes), and :attr:`EventFile.lost_records` counts any that had
+to be given up.
 """
 
 from __future__ import annotations
 
+import bisect
 import logging
 import os
 from collections.abc import Callable
@@ -28,6 +32,11 @@ _DIRECT_WRITE = 1 << 16
 _RETRY_LIMIT = 64 << 20
 # Names tried when files of those names exist already (made by another process).
 _NAME_ATTEMPTS = 100
+
+# The system calls that put bytes in a file, by name so that tests can give them a disk
+# of a chosen size.
+_writev = os.writev
+_write = os.write
 
 
 class EventFile:
@@ -54,7 +63,21 @@ class EventFile:
         self._size = 0  # bytes handed to the OS in the current file
         self._opening_record: int | None = None  # framed size of the record opening each file
         self._buffer = bytearray()
+        # Where each buffered record ends in _buffer: a failed write keeps whole records.
+        self._ends: list[int] = []
+        # Bytes of the current _write_all that reached the file before it failed.
+        self._partial = 0
+        # Buffer size at which append hands the buffer over; raised after a failed write so
+        # that a full disk is not retried with every record (idle syncs still retry).
+        self._write_at = _BUFFER_LIMIT
         self.paths: list[str] = []
+        #: Records given up after failed writes (or a file that could not be created).
+        self.lost_records = 0
+
+    @property
+    def unwritten_bytes(self) -> int:
+        """Bytes of framed records not yet handed to the OS (kept after a failed write)."""
+        return len(self._buffer)
 
     @property
     def path(self) -> str | None:
@@ -84,17 +107,49 @@ class EventFile:
                 self.write_buffered()
                 self.close()
         if self._fd is None:
-            self._open()
+            try:
+                self._open()
+            except OSError:
+                self.lost_records += 1
+                raise
         if size >= _DIRECT_WRITE:
-            self.write_buffered()
-            self._write_all([header, *chunks, footer])
+            self._write_direct([header, *chunks, footer], needed)
         else:
             self._buffer += header
             for chunk in chunks:
                 self._buffer += chunk
             self._buffer += footer
-            if len(self._buffer) >= _BUFFER_LIMIT:
+            self._ends.append(len(self._buffer))
+            if len(self._buffer) >= self._write_at:
                 self.write_buffered()
+
+    def _write_direct(self, parts: list[bytes | memoryview], size: int) -> None:
+        """Write one large record without copying it into the buffer (kept there on failure)."""
+        try:
+            self.write_buffered()
+        except OSError:
+            self._retain(parts, size)
+            raise
+        self._partial = 0
+        try:
+            self._write_all(list(parts))
+        except OSError:
+            # Part of this one record may have reached the file: take it back.
+            self._cut_back()
+            self._retain(parts, size)
+            raise
+        self._size += size
+
+    def _retain(self, parts: list[bytes | memoryview], size: int) -> None:
+        """Keep a record whose write failed for the next write, if the retry bound allows."""
+        if len(self._buffer) + size > _RETRY_LIMIT:
+            self.lost_records += 1
+            logger.error("dropping a record of %d bytes for %s after a failed write",
+                         size, self._path)
+            return
+        for part in parts:
+            self._buffer += part
+        self._ends.append(len(self._buffer))
 
     def write_buffered(self) -> None:
         """Hand every buffered record to the OS (not yet fsync'ed).
@@ -105,16 +160,38 @@ class EventFile:
         record that opens it.
         """
         if self._buffer:
-            data = bytes(self._buffer)
+            size = len(self._buffer)
+            self._partial = 0
             try:
-                self._write_all([data])
+                # The bytearray itself, not a copy: after failed writes it can hold many MB.
+                self._write_all([self._buffer])
             except OSError:
+                self._keep_written_records(self._partial)
                 if len(self._buffer) > _RETRY_LIMIT:
                     logger.error("dropping %d buffered bytes for %s after a failed write",
                                  len(self._buffer), self._path)
-                    self._buffer.clear()
+                    self._drop_buffer()
+                self._write_at = len(self._buffer) + _BUFFER_LIMIT
                 raise
-            del self._buffer[: len(data)]
+            self._size += size
+            self._buffer.clear()
+            self._ends.clear()
+            self._write_at = _BUFFER_LIMIT
+
+    def _keep_written_records(self, written: int) -> None:
+        """After a failed write of the buffer: keep the whole records of its first ``written``
+        bytes in the file, cut the rest off the file, and leave only the rest buffered."""
+        count = bisect.bisect_right(self._ends, written)
+        kept = self._ends[count - 1] if count else 0
+        self._size += kept
+        self._cut_back()
+        del self._buffer[:kept]
+        self._ends = [end - kept for end in self._ends[count:]]
+
+    def _drop_buffer(self) -> None:
+        self.lost_records += len(self._ends)
+        self._buffer.clear()
+        self._ends.clear()
 
     def sync(self) -> None:
         """Write everything buffered and fsync it: it is on disk when this returns."""
@@ -163,11 +240,16 @@ class EventFile:
         if self._first_payload is not None:
             header, footer = frame_parts(first := self._first_payload())
             self._buffer += header + first + footer
+            self._ends.append(len(self._buffer))
 
     def _close_current(self) -> None:
         fd, path = self._fd, self._path
         self._fd = None
-        self._buffer.clear()
+        if self._buffer:
+            # The failed write itself was reported (or raised) already.
+            logger.warning("%d records for %s could not be written before it was closed",
+                           len(self._ends), path)
+            self._drop_buffer()
         if fd is None or path is None:
             return
         try:
@@ -178,19 +260,26 @@ class EventFile:
             except OSError as error:
                 logger.warning("could not make %s read-only: %s", path, error)
 
-    def _write_all(self, parts: list[bytes | memoryview]) -> None:
+    def _write_all(self, parts: list[bytes | bytearray | memoryview]) -> None:
+        """Write ``parts`` whole, or raise with ``_partial`` saying how much reached the file.
+
+        The caller moves ``_size`` and cuts the file back to a record boundary.
+        """
         assert self._fd is not None
         total = sum(chunk_size(part) for part in parts)
-        try:
-            written = os.writev(self._fd, parts)
+        written = _writev(self._fd, parts)
+        self._partial = written
+        if written == total:
+            return
+        # A short write: finish the rest byte-exact before anything else goes in. The
+        # buffer is not copied (after failed writes it may hold many MB); joined pieces
+        # are (rare: a short write of a large record).
+        whole = parts[0] if len(parts) == 1 else b"".join(parts)
+        with memoryview(whole) as view:
             while written < total:
-                # A short write: finish the rest byte-exact before anything else goes in.
-                remaining = b"".join(parts)[written:]  # rare: only after a short write
-                written += os.write(self._fd, remaining)
-        except OSError:
-            self._cut_back()
-            raise
-        self._size += total
+                with view[written:] as rest:
+                    written += _write(self._fd, rest)
+                self._partial = written
 
     def _cut_back(self) -> None:
         """Remove a partly written chunk so the file ends on a complete record."""

@@ -55,7 +55,7 @@ def frame_parts(payload: bytes) -> tuple[bytes, bytes]:
     return length + _CRC.pack(length_crc), _CRC.pack(payload_crc)
 
 
-def chunk_size(chunk: bytes | memoryview) -> int:
+def chunk_size(chunk: bytes | bytearray | memoryview) -> int:
     return chunk.nbytes if isinstance(chunk, memoryview) else len(chunk)
 
 

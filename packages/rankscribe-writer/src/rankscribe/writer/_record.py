@@ -34,8 +34,11 @@ from rankscribe.writer._record_checks import (
     check_formats,
     check_log_dir,
     check_max_file_size,
+    check_name_length,
+    check_plugin_filter,
     check_positive_int,
     check_rank,
+    check_timeout,
     integer_step,
 )
 from rankscribe.writer._scalar_batches import ScalarBatches
@@ -127,8 +130,11 @@ class SummaryRecord:
         check_positive_int("max_pending_bytes", max_pending_bytes)
         self._graph = RecordGraph(network)
 
-        os.makedirs(self._directory, mode=0o700, exist_ok=True)
         self._host = host_name()
+        check_name_length(self._directory, max(
+            (summary_file_name(file_prefix, int(time.time()), rank, self._host, suffix)
+             for suffix in (file_suffix, LINEAGE_SUFFIX)), key=len))
+        os.makedirs(self._directory, mode=0o700, exist_ok=True)
         self._timestamp = claim_timestamp(self._directory)
         self._prefix, self._suffix, self._rank = file_prefix, file_suffix, rank
         self._network = network
@@ -165,6 +171,9 @@ class SummaryRecord:
         )
         self._scalar_batches = ScalarBatches(self._pipeline)
         self._write_errors = WriteErrorPolicy(self._raise_exception, self._pipeline.report)
+        # (failed writes, bytes kept after a failed write, records given up) at the last sync.
+        self._disk_state: tuple[int, int, int] = (0, 0, 0)
+        self._failures_seen = 0
         # Whether a step of scalars alone can skip the general path (no graph
         # still to write, no second format to encode for).
         self._scalars_alone = self._board_file is None and network is None
@@ -253,6 +262,7 @@ class SummaryRecord:
         """
         if type(step) is not int:
             step = integer_step(step)
+        check_plugin_filter(plugin_filter)
         if not INT64_MIN <= step <= INT64_MAX:
             raise WriterValueError(
                 f"For 'SummaryRecord.record', the argument 'step' must fit in an int64 "
@@ -301,14 +311,48 @@ class SummaryRecord:
         )
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Return once every step recorded so far is written and synced to disk.
+        """Write and sync to disk every step recorded so far; True only if all of it is there.
 
-        Returns False if ``timeout`` seconds passed first (the data is still
-        being written).
+        Returns:
+            True when everything recorded so far is on disk (written and fsynced).
+            False when ``timeout`` seconds passed first (the data is still being
+            written), or when a write failed since the previous ``flush`` (a full
+            disk, a file too large, a failed fsync), or when some recorded data is
+            not on disk: records kept in memory after a failed write (they go out
+            with the next write that succeeds, so a later ``flush`` returns True
+            again once the disk has room) or records of the summary, lineage or
+            TensorBoard file given up for good (more than 64 MiB kept waiting, a
+            file that could not be created). Once such a record is given up, every
+            later ``flush`` returns False. A record refused because it cannot fit
+            in ``max_file_size`` is a refusal by rule, logged for each record, and
+            does not make ``flush`` return False.
+
+        Each False for a failed or incomplete write is logged as a ``WARNING``
+        (logger ``rankscribe.writer``) saying what is not on disk; the failed
+        write itself is logged once per kind of failure, as an ``ERROR``. With
+        ``raise_exception=True`` the write error is raised instead, as a
+        :class:`~rankscribe.writer.errors.WriterOSError` (an ``OSError``).
+
+        Raises:
+            WriterTypeError: ``timeout`` is not None or a non-negative number.
         """
+        timeout = check_timeout(timeout)
         if self._closed:
             return True
-        return self._pipeline.flush(sync=True, timeout=timeout)
+        if not self._pipeline.flush(sync=True, timeout=timeout):
+            return False
+        failures, unwritten, lost = self._disk_state
+        new_failures = failures - self._failures_seen
+        self._failures_seen = failures
+        if new_failures or unwritten or lost:
+            # A warning: the failed write itself is logged once as an error.
+            logger.warning(
+                "flush: not everything recorded is on disk: %d failed writes since the last "
+                "flush, %d bytes waiting for a write that succeeds, %d records given up",
+                new_failures, unwritten, lost,
+            )
+            return False
+        return True
 
     def close(self) -> None:
         """Write everything recorded, close the files (now read-only). Idempotent."""
@@ -322,6 +366,8 @@ class SummaryRecord:
             for stream in (self._summary_file, self._lineage_file, self._board_file):
                 if stream is not None:
                     self._write_errors.guarded("close", None, stream.close)
+        # With raise_exception, what failed while closing the files is raised here.
+        self._pipeline.raise_pending()
 
     def __enter__(self) -> SummaryRecord:
         if self._closed:
@@ -374,6 +420,10 @@ class SummaryRecord:
                     if not self._scalars:
                         self._scalar_group = len(self._pending)
                     self._scalars[snap.tag] = snap.data
+        # Everything that can raise (the network's graph_proto(), the caller's filter)
+        # runs before the step's values are taken: when it raises they stay for a retry.
+        graph = self._step_graph(train_network)
+        keep = self._filtered_plugins(plugin_filter)
         pending, self._pending = self._pending, {}
         lineage, self._pending_lineage = self._pending_lineage, []
         scalars, self._scalars = self._scalars, {}
@@ -383,22 +433,37 @@ class SummaryRecord:
             ordered = list(pending.items())
             ordered.insert(self._scalar_group, ("scalar", group))
             pending = dict(ordered)
-        graph: bytes | None = None
-        graphs = pending.pop("graph", {})
-        if graphs:
-            graph = next(reversed(graphs.values())).data
-        elif not self._graph_written:
-            produced = self._graph.produce(train_network)
-            if produced is not None:
-                graph = graph_bytes(produced)
+        pending.pop("graph", None)
         if graph is not None:
             self._graph_written = True
             self._scalars_alone = self._board_file is None
         if plugin_filter is not None:
-            pending = {name: tags for name, tags in pending.items() if plugin_filter(name)}
-            lineage = [snap for snap in lineage if plugin_filter(snap.plugin)]
+            pending = {name: tags for name, tags in pending.items() if keep[name]}
+            lineage = [snap for snap in lineage if keep[snap.plugin]]
         values = [snap for tags in pending.values() for snap in tags.values()]
         return values, lineage, graph
+
+    def _step_graph(self, train_network: Any) -> bytes | None:
+        graphs = self._pending.get("graph", {})
+        if graphs:
+            data: bytes = next(reversed(graphs.values())).data
+            return data
+        if not self._graph_written:
+            produced = self._graph.produce(train_network)
+            if produced is not None:
+                return graph_bytes(produced)
+        return None
+
+    def _filtered_plugins(
+        self, plugin_filter: Callable[[str], bool] | None
+    ) -> dict[str, bool]:
+        """Whether ``plugin_filter`` keeps each plugin of the pending values."""
+        if plugin_filter is None:
+            return {}
+        plugins = [*self._pending, *(snap.plugin for snap in self._pending_lineage)]
+        if self._scalars:
+            plugins.append("scalar")
+        return {plugin: bool(plugin_filter(plugin)) for plugin in dict.fromkeys(plugins)}
 
     def _names(self, suffix: str) -> Callable[[], str]:
         """Summary or lineage file paths: the shared first T, then a fresh T per rotation."""
@@ -454,10 +519,18 @@ class SummaryRecord:
             self._write_errors.guarded("export", step, self._exporter.export, tag, step, array)
 
     def _sync(self, durable: bool) -> None:
-        for stream in (self._summary_file, self._lineage_file, self._board_file):
-            if stream is not None:
-                action = stream.sync if durable else stream.write_buffered
-                self._write_errors.guarded("sync", None, action)
+        streams = [s for s in (self._summary_file, self._lineage_file, self._board_file) if s]
+        for stream in streams:
+            action = stream.sync if durable else stream.write_buffered
+            self._write_errors.guarded("sync", None, action)
+        if durable:
+            # Read by flush() once this sync is done: the state as of the flush's place
+            # in the queue, not of steps recorded after it.
+            self._disk_state = (
+                self._write_errors.failures,
+                sum(stream.unwritten_bytes for stream in streams),
+                sum(stream.lost_records for stream in streams),
+            )
 
 
 def _version_payload() -> bytes:

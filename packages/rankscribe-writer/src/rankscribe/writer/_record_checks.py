@@ -6,6 +6,7 @@ and name the argument, the value received and the form expected.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import numbers
 import os
@@ -37,6 +38,16 @@ def check_log_dir(log_dir: object) -> str:
         raise WriterTypeError(
             f"For 'SummaryRecord', the argument 'log_dir' must be a non-empty path, but got "
             f"{log_dir!r}."
+        )
+    if not isinstance(os.fspath(log_dir), str):
+        raise WriterTypeError(
+            f"For 'SummaryRecord', the argument 'log_dir' must be a str or os.PathLike "
+            f"path, but got {type(os.fspath(log_dir)).__name__}."
+        )
+    if "\0" in os.fspath(log_dir):
+        raise WriterValueError(
+            f"For 'SummaryRecord', the argument 'log_dir' must be a path without NUL "
+            f"characters, but got {os.fspath(log_dir)!r}."
         )
     path = os.path.abspath(os.fspath(log_dir))
     if os.path.exists(path) and not os.path.isdir(path):
@@ -143,4 +154,51 @@ def check_rank(rank: object) -> None:
         raise WriterValueError(
             f"For 'SummaryRecord', the argument 'rank' must be an int >= 0 or a word such as "
             f"'merged', but got {rank!r}."
+        )
+
+
+def check_timeout(timeout: object) -> float | None:
+    """``flush``'s timeout: None (wait as long as it takes) or seconds >= 0."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real):
+        raise WriterTypeError(
+            f"For 'SummaryRecord.flush', the argument 'timeout' must be None or a number of "
+            f"seconds, but got {type(timeout).__name__}."
+        )
+    seconds = float(timeout)
+    if not seconds >= 0:  # NaN too
+        raise WriterValueError(
+            f"For 'SummaryRecord.flush', the argument 'timeout' must be >= 0 seconds, but got "
+            f"{timeout!r}."
+        )
+    return seconds
+
+
+def check_plugin_filter(plugin_filter: object) -> None:
+    if plugin_filter is not None and not callable(plugin_filter):
+        raise WriterTypeError(
+            f"For 'SummaryRecord.record', the argument 'plugin_filter' must be None or a "
+            f"callable taking a plugin name and returning a bool, but got "
+            f"{type(plugin_filter).__name__}."
+        )
+
+
+def check_name_length(directory: str, longest_name: str) -> None:
+    """Refuse a prefix or suffix that makes a file name longer than the directory can hold."""
+    limit = 255
+    probe = directory
+    while probe and not os.path.isdir(probe):  # the directory may not exist yet
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    with contextlib.suppress(OSError, ValueError):  # no such limit here: keep 255
+        limit = os.pathconf(probe, "PC_NAME_MAX")
+    size = len(longest_name.encode())
+    if size > limit:
+        raise WriterValueError(
+            f"For 'SummaryRecord', the arguments 'file_prefix' and 'file_suffix' make file "
+            f"names of {size} bytes (e.g. {longest_name!r}), longer than the {limit} bytes a "
+            f"file name can have in {directory!r}."
         )

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from rankscribe.writer.errors import RecordTooLargeError, WriterError
+from rankscribe.writer.errors import RecordTooLargeError, WriterError, WriterOSError
 
 logger = logging.getLogger(__name__)
 
@@ -23,6 +23,9 @@ class WriteErrorPolicy:
         self._raise_exception = raise_exception
         self._report = report
         self._errors_logged: set[str] = set()
+        #: Failed writes so far (written by the writer thread only); a record refused as
+        #: too large for max_file_size is a refusal by rule, logged, and not counted.
+        self.failures = 0
 
     def guarded(
         self, target: str, step: int | None, action: Callable[..., Any], *args: Any
@@ -35,8 +38,10 @@ class WriteErrorPolicy:
 
     def failed(self, target: str, error: Exception, step: int | None) -> None:
         """Raise on the caller's next call, or log: every refused record, a failing disk once."""
+        if not isinstance(error, RecordTooLargeError):
+            self.failures += 1
         if self._raise_exception:
-            self._report(error)
+            self._report(_own_error(target, step, error))
             return
         if isinstance(error, RecordTooLargeError):
             logger.warning("%s data of step %s was not written: %s", target, step, error)
@@ -47,3 +52,14 @@ class WriteErrorPolicy:
             self._errors_logged.add(kind)
             logger.error("writing %s data failed (further such errors are not logged): %s",
                          target, error)
+
+
+def _own_error(target: str, step: int | None, error: Exception) -> Exception:
+    """The writer's own error for an operating system's one (it stays an OSError)."""
+    if isinstance(error, WriterError) or not isinstance(error, OSError):
+        return error
+    where = f"{target} data" if step is None else f"{target} data of step {step}"
+    own = WriterOSError(error.errno, f"writing {where} failed: {error.strerror or error}",
+                        error.filename)
+    own.__cause__ = error
+    return own

@@ -24,6 +24,14 @@ class WriterStateError(WriterError, RuntimeError):
     """The writer cannot do this now (closed, or a second live instance)."""
 
 
+class WriterOSError(WriterError, OSError):
+    """Writing to disk failed (a full disk, a file too large, ...).
+
+    ``errno``, ``strerror`` and ``filename`` are those of the operating system's
+    error, which is also the ``__cause__``.
+    """
+
+
 class WriterFailedError(WriterError, RuntimeError):
     """The background writer failed; the original error is the ``__cause__``."""
 
