@@ -1,4 +1,4 @@
-"""Landscape parameter files and train_metadata.json (written once, under a lock)."""
+"""Landscape parameter files and train_metadata.json (written once per run, under a lock)."""
 
 from __future__ import annotations
 
@@ -93,8 +93,11 @@ def test_metadata_is_written_once_by_concurrent_writers(tmp_path: Path) -> None:
     assert metadata["model_params_file_map"]["1"] in {f"from-{i}" for i in range(6)}
 
 
-def test_a_second_run_keeps_the_first_metadata(tmp_path: Path,
-                                               caplog: pytest.LogCaptureFixture) -> None:
+def test_a_concurrent_writer_keeps_the_first_metadata(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Two savers of one run's directory (no start_training between them): the first wins.
+    # A second *run* clears the first run's files first (test_landscape_runs.py).
     first, second = saver(tmp_path), saver(tmp_path)
     first.files["1"], second.files["1"] = "first", "second"
     assert first.write_metadata(3) and not second.write_metadata(3)

@@ -271,6 +271,8 @@ class SummaryCollector(Callback):
         assert self._record is not None
         self._record.set_mode(params.mode)
         self._sink_mode = bool(params.dataset_sink_mode)
+        if params.mode == "train" and self._landscape is not None:
+            self._start_landscape(params)
 
     def step_end(self, run_context: RunContext) -> None:
         params = run_context.original_args()
@@ -364,6 +366,30 @@ class SummaryCollector(Callback):
         if first:
             self._flush()  # the first collection reaches the disk at once
 
+    def _start_landscape(self, params: CallbackParams) -> None:
+        """Clear an earlier run's landscape files; say on rank 0 what this run saves, and where.
+
+        The default (MindSpore's) saves many full copies of the network's
+        parameters, which a user who never asked for a landscape should hear of.
+        """
+        landscape, info = self._landscape, self._info
+        assert landscape is not None and info is not None
+        landscape.start_training()
+        if info.rank != 0 or landscape.disabled:
+            return
+        total = (params.epoch_num or 0) * (1 if landscape.unit == "epoch" else
+                                           params.batch_num or 0)
+        planned = landscape.planned(total)
+        where = str(landscape.directory)
+        if info.world_size > 1:
+            where += " (every rank into its own rank_<r>/ckpt_dir)"
+        logger.info(
+            "Loss landscape (on by default, as in MindSpore): saving %d full parameter sets "
+            "of the network (%ss %s) into %s; turn it off with "
+            "collect_specified_data={'collect_landscape': None}.",
+            len(planned), landscape.unit, _numbers(planned), where,
+        )
+
     def _landscape_network(self, params: CallbackParams) -> Any:
         return params.network if params.network is not None else params.train_network
 
@@ -379,3 +405,13 @@ class SummaryCollector(Callback):
         if self._merger is not None and self._directory is not None:
             self._merger.merge(self._directory)
 
+
+def _numbers(numbers: list[int]) -> str:
+    """``1-9, 10-19`` style: consecutive runs of ``numbers`` (sorted) joined."""
+    runs: list[list[int]] = []
+    for number in numbers:
+        if runs and number == runs[-1][-1] + 1:
+            runs[-1].append(number)
+        else:
+            runs.append([number])
+    return ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)

@@ -12,10 +12,19 @@ landscape settings::
 
 Parameter files use the safetensors format (tensors and names only, no
 pickle). Each file is written under a temporary name and renamed into place,
-then made read-only. ``train_metadata.json`` is written once: under a file
-lock, a second writer (another run, or another collector, in the same
-directory) finds it there and leaves it as it is, as the original's read-only
-file did.
+then made read-only.
+
+A training run starts by clearing what an earlier run left in ``ckpt_dir``:
+first ``train_metadata.json`` (one atomic unlink: from then on no metadata
+names files of another run), then the parameter files (names
+``<Network>_<number>_<step|epoch>.ckpt``). Entries are removed by name
+relative to the opened directory and never followed: a symbolic link is
+removed as a link, and a ``ckpt_dir`` that is itself a link is refused, as
+is any entry that is not a regular file or a link. Files of other names are
+left alone. While a run goes on, ``train_metadata.json`` is written once:
+under a file lock, a second writer in the same directory at the same time
+finds it there and leaves it as it is, as the original's read-only file did.
+See docs/collector-schedule.md.
 """
 
 from __future__ import annotations
@@ -23,6 +32,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +54,8 @@ METADATA_NAME = "train_metadata.json"
 #: Seconds to wait for another writer's lock on train_metadata.json.
 LOCK_TIMEOUT = 30.0
 _READ_ONLY = 0o400
+# What save() names its files: an earlier run's files of this form are cleared.
+_PARAMETER_FILE = re.compile(r".+_[0-9]+_(step|epoch)\.ckpt\Z")
 
 
 class LandscapeSaver:
@@ -60,6 +73,8 @@ class LandscapeSaver:
         self.directory = Path(directory) / LANDSCAPE_DIR
         self.files: dict[str, str] = {}
         self.metadata_written = False
+        # Set when ckpt_dir cannot be used safely: nothing more is written for this run.
+        self.disabled = False
 
     @property
     def unit(self) -> str:
@@ -67,11 +82,64 @@ class LandscapeSaver:
 
     def wants(self, number: int) -> bool:
         """True when ``number`` is in an interval and its parameters are not saved yet."""
-        return self.options.covers(number) and str(number) not in self.files
+        return (not self.disabled and self.options.covers(number)
+                and str(number) not in self.files)
+
+    def planned(self, total: int | None) -> list[int]:
+        """The steps (or epochs) whose parameters a run of ``total`` units saves.
+
+        Every number of the intervals when ``total`` is unknown (None or 0).
+        """
+        numbers = sorted({number for interval in self.options.intervals for number in interval})
+        return [number for number in numbers if not total or number <= total]
+
+    def start_training(self) -> None:
+        """Forget this saver's files and clear an earlier run's files from ``ckpt_dir``."""
+        self.files = {}
+        self.metadata_written = False
+        self.disabled = False
+        try:
+            self._clear_previous_run()
+        except filelock.Timeout:
+            self._disable(f"its lock was held for more than {LOCK_TIMEOUT:g} s")
+        except OSError as error:
+            self._disable(str(error))
+
+    def _disable(self, reason: str) -> None:
+        self.disabled = True
+        logger.error("The loss landscape's directory %s cannot be used (%s): no landscape "
+                     "parameters are saved in this run.", self.directory, reason)
+
+    def _clear_previous_run(self) -> None:
+        try:
+            descriptor = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            return
+        try:
+            with filelock.FileLock(str(self.directory / METADATA_NAME) + ".lock",
+                                   timeout=LOCK_TIMEOUT):
+                removed = _unlink_entry(descriptor, METADATA_NAME)
+                with os.scandir(descriptor) as entries:
+                    names = [entry.name for entry in entries]
+                for name in names:
+                    if _PARAMETER_FILE.match(name):
+                        removed += _unlink_entry(descriptor, name)
+            if removed:
+                os.fsync(descriptor)
+                logger.info("Removed %d files of an earlier run from %s.", removed,
+                            self.directory)
+        finally:
+            os.close(descriptor)
+
+    def _directory_ready(self) -> None:
+        """Create ``ckpt_dir`` (0700); refuse one that is a link or not a directory."""
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not stat.S_ISDIR(os.lstat(self.directory).st_mode):
+            raise NotADirectoryError(f"{self.directory} is not a directory (a link, or a file)")
 
     def save(self, number: int, network: object) -> str | None:
         """Save ``network``'s parameters for step/epoch ``number``; the path, or None on error."""
-        if network is None:
+        if network is None or self.disabled:
             return None
         view = self._adapters.network_view(network)
         label = view.name if view is not None else type(network).__name__
@@ -80,7 +148,7 @@ class LandscapeSaver:
             tensors = {
                 name: np.ascontiguousarray(array) for name, array in network_parameters(network)
             }
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self._directory_ready()
             atomic_write(path, [safetensors_bytes(tensors)], mode=_READ_ONLY)
         except (OSError, TypeError, ValueError) as error:
             logger.error("Saving the landscape parameters of %s %d failed: %s", self.unit,
@@ -105,8 +173,10 @@ class LandscapeSaver:
     def write_metadata(self, step_per_epoch: int) -> bool:
         """Write ``train_metadata.json`` unless it exists; True when this call wrote it."""
         path = self.directory / METADATA_NAME
+        if self.disabled:
+            return False
         try:
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self._directory_ready()
             with filelock.FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT):
                 if path.exists():
                     logger.warning("%s already exists; it is kept as it is.", path)
@@ -122,3 +192,16 @@ class LandscapeSaver:
             return False
         self.metadata_written = True
         return True
+
+
+def _unlink_entry(directory: int, name: str) -> int:
+    """Remove ``name`` from the open ``directory`` unless it is a directory; 1 if removed."""
+    try:
+        entry = os.lstat(name, dir_fd=directory)
+    except FileNotFoundError:
+        return 0
+    if not (stat.S_ISREG(entry.st_mode) or stat.S_ISLNK(entry.st_mode)):
+        logger.warning("%s in the landscape directory is not a file; it is left alone.", name)
+        return 0
+    os.unlink(name, dir_fd=directory)  # a link goes, its target stays
+    return 1
