@@ -276,3 +276,45 @@ def _check_agreement(
     expected = [name for name in run_names(filter_runs(root, use_index=False))
                 if name in first | second]
     assert run_names(filter_runs(root, either, use_index=False)) == expected
+
+
+# ------------------------------------------------ hostile filters: clear errors, no crash
+
+
+def test_parentheses_nested_5000_deep_are_an_expression_error(base: Path) -> None:
+    where = "(" * 5000 + "loss < 1" + ")" * 5000
+    with pytest.raises(LineageExpressionError, match="parentheses nested more than 100 deep"):
+        filter_runs(str(base), where)
+    # Nesting a person writes still works.
+    assert filter_runs(str(base), "(" * 50 + "loss < 0.35" + ")" * 50)["count"] == 1
+
+
+def test_a_5000_digit_number_is_an_expression_error(base: Path) -> None:
+    with pytest.raises(LineageExpressionError, match="a number of more than 4300 digits") as e:
+        filter_runs(str(base), "epoch < " + "9" * 5000)
+    assert e.value.column == len("epoch < ")
+    assert filter_runs(str(base), "loss < 1" + "0" * 300)["count"] == 4  # long, but an int
+
+
+@pytest.mark.parametrize("order_by", [5, 1.5, b"loss", ["loss", 5], {"loss": 1}])
+def test_an_order_by_of_the_wrong_type_is_a_type_error_naming_it(base: Path, order_by) -> None:
+    from rankscribe.lineage import LineageParamTypeError
+
+    with pytest.raises(LineageParamTypeError, match="'order_by' must be None, a sort key"):
+        filter_runs(str(base), order_by=order_by)
+    assert run_names(filter_runs(str(base), order_by=("loss",))) == [
+        "adam", "sgd", "momentum", "noeval"]
+
+
+@pytest.mark.parametrize("where", ["(" * 5000 + "loss < 1" + ")" * 5000, "epoch < " + "9" * 5000])
+def test_the_cli_reports_a_hostile_filter_without_a_traceback(
+    base: Path, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    from rankscribe.lineage.cli import main
+
+    code = main(["query", str(base), "--where", where])
+    captured = capsys.readouterr()
+    assert code == 1 and captured.out == ""
+    assert "Traceback" not in captured.err
+    assert captured.err.startswith("rankscribe-lineage: error: ")
+    assert "digits" in captured.err.splitlines()[0] or "nested" in captured.err.splitlines()[0]

@@ -27,7 +27,7 @@ expression with a caret under the offending column.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,11 +39,23 @@ from rankscribe.lineage._conditions import (
 )
 from rankscribe.lineage.errors import (
     LineageExpressionError,
+    LineageParamTypeError,
     LineageParamValueError,
     LineageSearchConditionParamError,
 )
 
-__all__ = ["Comparison", "Expression", "parse_expression", "parse_sort_key"]
+__all__ = [
+    "Comparison",
+    "Expression",
+    "parse_expression",
+    "parse_sort_key",
+    "parse_sort_keys",
+]
+
+# Deeper nesting than any person writes; deeper still would exhaust Python's recursion.
+MAX_NESTING = 100
+# Python refuses to turn longer digit strings into an int (sys.get_int_max_str_digits).
+MAX_DIGITS = 4300
 
 _COMPARATORS = {"=": "eq", "==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
 _KEYWORDS = ("and", "or", "not", "in", "true", "false")
@@ -154,6 +166,7 @@ class _Parser:
         self.expression = expression
         self.tokens = _tokenize(expression)
         self.position = 0
+        self.depth = 0
 
     @property
     def current(self) -> _Token:
@@ -203,8 +216,12 @@ class _Parser:
 
     def parse_factor(self) -> Expression | Comparison:
         if self.current.kind == "punct" and self.current.text == "(":
+            if self.depth >= MAX_NESTING:
+                raise self.error(f"parentheses nested more than {MAX_NESTING} deep")
             self.advance()
+            self.depth += 1
             inner = self.parse_or()
+            self.depth -= 1
             self.expect_punct(")")
             return inner
         return self.parse_comparison()
@@ -272,6 +289,8 @@ class _Parser:
             self.advance()
             text = token.text
             if re.fullmatch(r"[-+]?\d+", text):
+                if len(text.lstrip("+-")) > MAX_DIGITS:
+                    raise self.error(f"a number of more than {MAX_DIGITS} digits", token)
                 return int(text)
             return float(text)
         if token.kind == "string" and not token.text.startswith("`"):
@@ -351,6 +370,25 @@ def parse_expression(expression: str) -> Expression | Comparison:
     for comparison in comparisons:
         _validate(comparison, expression)
     return parsed
+
+
+def parse_sort_keys(order_by: object) -> list[tuple[str, bool]]:
+    """Parse ``filter_runs``'s ``order_by``: None, one sort key, or a sequence of them.
+
+    Raises :class:`LineageParamTypeError` naming ``order_by`` for another type, and what
+    :func:`parse_sort_key` raises for a bad key.
+    """
+    if order_by is None:
+        return []
+    keys = [order_by] if isinstance(order_by, str) else order_by
+    if not isinstance(keys, Sequence) or isinstance(keys, (bytes, bytearray)) or not all(
+        isinstance(key, str) for key in keys
+    ):
+        raise LineageParamTypeError(
+            f"the argument 'order_by' must be None, a sort key such as 'metric/acc desc' or "
+            f"a list of them, got {order_by!r:.80} ({type(order_by).__name__})"
+        )
+    return [parse_sort_key(key) for key in keys]
 
 
 def parse_sort_key(text: str) -> tuple[str, bool]:

@@ -178,12 +178,12 @@ def _apply_event(
             content.dataset_graph = _checked(content, graph, graph)
             return
         key = event.dataset_graph.SerializeToString(deterministic=True)
-        graph = graph_memo.get(key)
-        if graph is None:
-            graph = graph_dict_from_proto(event.dataset_graph)
-            graph_memo[key] = _checked(content, graph, graph)
+        known = graph_memo.get(key)
+        if known is None:
+            known = graph_dict_from_proto(event.dataset_graph)
+            graph_memo[key] = _checked(content, known, known)
         # Shared between the runs of one scan, which only read it.
-        content.dataset_graph = graph
+        content.dataset_graph = known
     elif kind == "user_defined_info":
         values = user_values_from_proto(event.user_defined_info)
         content.user_defined.append(_checked(content, values, values))

@@ -26,7 +26,7 @@ from rankscribe.lineage._conditions import (
     validate_search_condition,
 )
 from rankscribe.lineage._discovery import list_lineage_files
-from rankscribe.lineage._expressions import Comparison, parse_expression, parse_sort_key
+from rankscribe.lineage._expressions import Comparison, parse_expression, parse_sort_keys
 from rankscribe.lineage._parser import SECTION_KEYS, RunLineage, parse_run
 from rankscribe.lineage.errors import (
     LineageFileNotFoundError,
@@ -338,8 +338,7 @@ def filter_runs(
         expression = expression.transform(
             lambda comparison: _absolute_summary_dir(comparison, directory)
         )
-    keys = [order_by] if isinstance(order_by, str) else list(order_by or [])
-    sort_keys = [parse_sort_key(key) for key in keys]
+    sort_keys = parse_sort_keys(order_by)
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise LineageParamValueError(f"limit must be an int >= 0 or None, got {limit!r}")
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
