@@ -24,6 +24,7 @@ import pytest
 from rankscribe.collector import (
     CallbackParams,
     CheckpointConfig,
+    CheckpointManager,
     ModelCheckpoint,
     RunContext,
     load_checkpoint,
@@ -732,3 +733,133 @@ def test_only_this_prefixs_regular_temporaries_are_removed(tmp_path: Path) -> No
     assert os.path.islink(directory / ".CKP-1_4.ckpt.aaaaaaaaaaaa.tmp")
     assert outside.read_bytes() == b"keep me"
     assert os.path.isdir(directory / ".CKP-1_5.ckpt.bbbbbbbbbbbb.tmp")
+
+
+# --- neither save trigger ----------------------------------------------------------------
+
+
+def test_without_a_save_trigger_only_the_final_step_is_saved(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = CheckpointConfig(save_checkpoint_steps=0, save_checkpoint_seconds=0,
+                              keep_checkpoint_max=3)
+    callback = ModelCheckpoint(directory=tmp_path, config=config)
+    assert "saves the final step only, at the end of training" in caplog.text
+    train(callback, DictNetwork(), epochs=2, batch_num=3)
+    assert checkpoints(tmp_path) == ["CKP-2_3.ckpt"]
+    assert saved_step(tmp_path / "CKP-2_3.ckpt") == 6
+
+
+# --- the graph file ----------------------------------------------------------------------
+
+
+def test_graph_meta_is_written_once_per_run(tmp_path: Path, model: Any) -> None:
+    from rankscribe.collector.adapters import AdapterRegistry
+    from rankscribe.writer.pb import anf_ir_pb2
+
+    network = model(batches=2).network
+    callback = ModelCheckpoint(directory=tmp_path)
+    train(callback, network, epochs=1, batch_num=2)
+    graph = anf_ir_pb2.GraphProto.FromString((tmp_path / "CKP-graph.meta").read_bytes())
+    view = AdapterRegistry().network_view(network)
+    assert view is not None
+    assert graph == view.graph()
+    assert [node.op_type for node in graph.node] == ["Input", "MatMul", "Add"]
+    assert stat.S_IMODE(os.stat(tmp_path / "CKP-graph.meta").st_mode) == 0o400
+
+    (tmp_path / "CKP-graph.meta").chmod(0o600)
+    (tmp_path / "CKP-graph.meta").write_bytes(b"kept")
+    train(callback, network, epochs=1, batch_num=2)  # the second run has its own prefix
+    assert (tmp_path / "CKP-graph.meta").read_bytes() == b"kept"
+    assert anf_ir_pb2.GraphProto.FromString((tmp_path / "CKP_1-graph.meta").read_bytes()) == graph
+    assert sorted(name for name in os.listdir(tmp_path) if name.endswith(".meta")) == [
+        "CKP-graph.meta", "CKP_1-graph.meta"]
+
+
+def test_a_network_without_a_graph_writes_no_graph_file(tmp_path: Path, model: Any) -> None:
+    train(ModelCheckpoint(directory=tmp_path), model(batches=2, graph=False).network,
+          epochs=1, batch_num=2)
+    assert sorted(os.listdir(tmp_path)) == ["CKP-1_1.ckpt", "CKP-1_2.ckpt"]
+
+
+# --- CheckpointManager as the original's -------------------------------------------------
+
+
+def touch_at(path: Path, modified: float) -> str:
+    path.write_bytes(b"x")
+    os.utime(path, (modified, modified))
+    return str(path)
+
+
+def test_checkpoint_manager_without_arguments_starts_empty() -> None:
+    manager = CheckpointManager()
+    assert manager.ckpoint_filelist == []
+    assert manager.ckpoint_num == 0
+    manager.remove_oldest_ckpoint_file()  # nothing to remove
+    assert manager.ckpoint_num == 0
+
+
+def test_update_ckpoint_filelist_lists_the_prefixs_checkpoints(tmp_path: Path) -> None:
+    second = touch_at(tmp_path / "CKP-1_2.ckpt", 2000.0)
+    first = touch_at(tmp_path / "CKP-1_1.ckpt", 1000.0)
+    for name in ("CKP-graph.meta", "CKP_1-1_1.ckpt", "CKP-a_1.ckpt", "OTHER-1_1.ckpt",
+                 "CKP-1_3.ckpt.tmp"):
+        touch_at(tmp_path / name, 500.0)
+    (tmp_path / "CKP-1_4.ckpt").symlink_to(tmp_path / "OTHER-1_1.ckpt")
+    manager = CheckpointManager()
+    manager.update_ckpoint_filelist(tmp_path, "CKP")
+    assert manager.ckpoint_filelist == [first, second]
+    assert manager.ckpoint_num == 2
+
+
+def test_remove_oldest_and_named_files(tmp_path: Path) -> None:
+    names = [touch_at(tmp_path / f"CKP-1_{step}.ckpt", 1000.0 + step) for step in (1, 2, 3)]
+    manager = CheckpointManager()
+    manager.update_ckpoint_filelist(str(tmp_path), "CKP")
+    manager.remove_oldest_ckpoint_file()
+    assert manager.ckpoint_filelist == names[1:]
+    manager.remove_ckpoint_file(names[2])
+    assert manager.ckpoint_filelist == [names[1]]
+    assert sorted(os.listdir(tmp_path)) == ["CKP-1_2.ckpt"]
+
+
+def test_remove_ckpoint_file_logs_what_it_cannot_delete(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    CheckpointManager().remove_ckpoint_file(tmp_path)  # a directory
+    assert "cannot delete old checkpoint" in caplog.text
+    assert tmp_path.is_dir()
+
+
+def test_keep_one_ckpoint_per_minutes_keeps_the_oldest_recent_file(tmp_path: Path) -> None:
+    now = 10_000.0
+    old = touch_at(tmp_path / "CKP-1_1.ckpt", now - 600)  # outside a 5-minute window: kept
+    oldest_recent = touch_at(tmp_path / "CKP-1_2.ckpt", now - 200)
+    touch_at(tmp_path / "CKP-1_3.ckpt", now - 100)
+    touch_at(tmp_path / "CKP-1_4.ckpt", now - 10)
+    manager = CheckpointManager()
+    manager.update_ckpoint_filelist(tmp_path, "CKP")
+    manager.keep_one_ckpoint_per_minutes(5, now)
+    assert manager.ckpoint_filelist == [old, oldest_recent]
+    assert sorted(os.listdir(tmp_path)) == ["CKP-1_1.ckpt", "CKP-1_2.ckpt"]
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (("5", 1.0), "minutes must be a number, got '5'"),
+    ((5, None), "cur_time must be a number, got None"),
+])
+def test_keep_one_ckpoint_per_minutes_checks_its_arguments(
+    arguments: tuple[Any, Any], message: str
+) -> None:
+    with pytest.raises(CheckpointTypeError, match=f"^{re.escape(message)}$"):
+        CheckpointManager().keep_one_ckpoint_per_minutes(*arguments)
+
+
+def test_the_callbacks_manager_lists_what_it_kept(tmp_path: Path) -> None:
+    callback = ModelCheckpoint(directory=tmp_path,
+                               config=CheckpointConfig(keep_checkpoint_max=2))
+    train(callback, DictNetwork(), epochs=1, batch_num=4)
+    assert isinstance(callback.manager, CheckpointManager)
+    assert callback.manager.ckpoint_filelist == [str(tmp_path / "CKP-1_3.ckpt"),
+                                                 str(tmp_path / "CKP-1_4.ckpt")]
+    assert callback.manager.ckpoint_num == 2

@@ -26,6 +26,7 @@ def test_defaults_are_the_originals() -> None:
         "save_checkpoint_seconds": None,  # disabled by the step trigger
         "keep_checkpoint_max": 5,
         "keep_checkpoint_per_n_minutes": None,  # disabled by keep_checkpoint_max
+        "saved_network": None,
     }
     assert config.integrated_save is True
     assert config.async_save is False
@@ -63,22 +64,35 @@ def test_numpy_integers_are_accepted_as_ints() -> None:
     assert config.keep_checkpoint_max == 2
 
 
-@pytest.mark.parametrize("steps, seconds", [(0, 0), (None, None), (0, None), (None, 0)])
-def test_a_save_trigger_is_required(steps: int | None, seconds: int | None) -> None:
+@pytest.mark.parametrize("steps, seconds", [(0, 0), (None, None), (0, None)])
+def test_steps_and_seconds_off_are_accepted_with_a_keep_rule(
+    steps: int | None, seconds: int | None
+) -> None:
+    # As the original: only all four off is refused.
+    config = CheckpointConfig(save_checkpoint_steps=steps, save_checkpoint_seconds=seconds,
+                              keep_checkpoint_max=5, keep_checkpoint_per_n_minutes=3)
+    assert config.save_checkpoint_steps == steps
+    assert config.save_checkpoint_seconds == seconds
+    assert config.keep_checkpoint_max == 5
+
+
+@pytest.mark.parametrize("counts", [(0, 0, 0, 0), (None, None, None, None), (0, None, 0, None)])
+def test_all_four_zero_is_refused_as_in_the_original(counts: tuple[Any, ...]) -> None:
     with pytest.raises(CheckpointValueError) as caught:
-        CheckpointConfig(save_checkpoint_steps=steps, save_checkpoint_seconds=seconds,
-                         keep_checkpoint_max=5, keep_checkpoint_per_n_minutes=3)
+        CheckpointConfig(*counts)
     assert isinstance(caught.value, ValueError)
-    message = str(caught.value)
-    assert message.startswith(
-        "save_checkpoint_steps and save_checkpoint_seconds can't both be None or 0"
+    assert str(caught.value) == (
+        "For 'CheckpointConfig', the input arguments 'save_checkpoint_steps', "
+        "'save_checkpoint_seconds', 'keep_checkpoint_max' and 'keep_checkpoint_per_n_minutes' "
+        f"can't be all None or 0: got {', '.join(map(repr, counts))}"
     )
-    assert f"save_checkpoint_steps={steps!r}, save_checkpoint_seconds={seconds!r}" in message
 
 
-def test_all_four_zero_is_refused_as_in_the_original() -> None:
-    with pytest.raises(ValueError, match="can't both be None or 0"):
-        CheckpointConfig(0, 0, 0, 0)
+def test_the_policy_names_the_saved_network() -> None:
+    network = {"w": np.zeros(2)}
+    policy = CheckpointConfig(saved_network=network).get_checkpoint_policy()
+    assert policy["saved_network"] is network
+    assert "saved_network=<dict>" in repr(CheckpointConfig(saved_network=network))
 
 
 def test_steps_take_precedence_over_seconds() -> None:

@@ -4,7 +4,8 @@
   original's schedule, each rank into its own directory, lineage merged on rank 0.
 - :class:`ModelCheckpoint` / :class:`CheckpointConfig`: checkpoints the lineage
   points at; :func:`load_checkpoint` reads them back, :func:`save_checkpoint`
-  writes one directly.
+  writes one directly; :class:`CheckpointManager` is the file list a
+  ``ModelCheckpoint`` keeps (its ``manager``), usable on its own.
 - :class:`TrainLoop`: drives callbacks around your own step and eval functions.
 - :class:`ArrayNetwork`, :class:`ArrayOptimizer`, :class:`ArrayDataset`: NumPy
   containers for scripts without a framework (PyTorch objects work directly);
@@ -21,7 +22,7 @@ Reading other frameworks' objects (:func:`register_adapter`, the views) is
 from __future__ import annotations
 
 from rankscribe.collector._callback import Callback, CallbackParams, RunContext
-from rankscribe.collector._checkpoint import ModelCheckpoint
+from rankscribe.collector._checkpoint import CheckpointManager, ModelCheckpoint
 from rankscribe.collector._checkpoint_config import CheckpointConfig
 from rankscribe.collector._checkpoint_format import (
     LoadedCheckpoint,
@@ -44,6 +45,7 @@ __all__ = [
     "Callback",
     "CallbackParams",
     "CheckpointConfig",
+    "CheckpointManager",
     "CollectorError",
     "GraphDescription",
     "GraphNode",

@@ -2,6 +2,9 @@
 
 MindSpore's ``ModelCheckpoint`` / ``CheckpointManager`` semantics:
 
+- from the first step of training, ``<prefix>-graph.meta`` holds the train
+  network's graph (a serialized ``GraphProto``) when the network can describe
+  one — once per run, as the original writes it once per callback;
 - files are named ``<prefix>-<epoch>_<step>.ckpt``, ``<step>`` counting within
   the epoch; when the directory already holds checkpoints of ``prefix`` (or of
   ``prefix_<n>``), the prefix becomes ``prefix_<max n + 1>`` so no earlier run
@@ -57,11 +60,13 @@ from rankscribe.collector._callback import Callback, CallbackParams, RunContext
 from rankscribe.collector._checkpoint_config import CheckpointConfig
 from rankscribe.collector._checkpoint_format import (
     CHECKPOINT_SUFFIX,
+    FILE_MODE,
     AppendValue,
     prepare_append_info,
     prepare_tensors,
     write_checkpoint_file,
 )
+from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.adapters._parameters import network_parameters
 from rankscribe.collector.errors import (
     CheckpointError,
@@ -71,25 +76,44 @@ from rankscribe.collector.errors import (
     CheckpointWriteError,
 )
 from rankscribe.ranks import detect, rank_dir
+from rankscribe.writer.files import atomic_write
 
-__all__ = ["CheckpointManager", "ModelCheckpoint"]
+__all__ = ["GRAPH_META_SUFFIX", "CheckpointManager", "ModelCheckpoint"]
 
 logger = logging.getLogger(__name__)
 
+#: ``<prefix>`` + this names the graph file written beside the checkpoints.
+GRAPH_META_SUFFIX = "-graph.meta"
 #: How long ``end`` and leaving the ``with`` block wait for a background save.
 DEFAULT_SAVE_TIMEOUT = 600.0
 
 
 class CheckpointManager:
-    """The checkpoint files one ``ModelCheckpoint`` wrote, and which of them to delete.
+    """Checkpoint files of one prefix and which to delete (MindSpore's ``CheckpointManager``).
 
-    Times come from the callback's clock; a file deleted by someone else is
-    simply forgotten.
+    ``ModelCheckpoint`` keeps one (its ``manager``) for the files it wrote and
+    applies its retention rule after each save. The original's members work on
+    their own too: ``CheckpointManager()`` starts empty;
+    :meth:`update_ckpoint_filelist` lists a directory's files of a prefix;
+    :meth:`remove_ckpoint_file`, :meth:`remove_oldest_ckpoint_file` and
+    :meth:`keep_one_ckpoint_per_minutes` delete from that list. Files are
+    listed oldest first: in save order, or by modification time after
+    :meth:`update_ckpoint_filelist`. A file deleted by someone else is simply
+    forgotten.
+
+    Args:
+        keep_checkpoint_max, keep_checkpoint_per_n_minutes: the retention rule
+            :class:`ModelCheckpoint` applies (see :class:`CheckpointConfig`);
+            None or 0 keeps every file.
     """
 
-    def __init__(self, keep_checkpoint_max: int | None, keep_checkpoint_per_n_minutes: int | None):
-        self._keep_max = keep_checkpoint_max or 0
-        self._window = (keep_checkpoint_per_n_minutes or 0) * 60.0
+    def __init__(
+        self,
+        keep_checkpoint_max: int | None = None,
+        keep_checkpoint_per_n_minutes: int | None = None,
+    ) -> None:
+        self._keep_max = _count("keep_checkpoint_max", keep_checkpoint_max)
+        self._window = _count("keep_checkpoint_per_n_minutes", keep_checkpoint_per_n_minutes) * 60.0
         self._files: list[tuple[str, float]] = []  # (path, saved at), oldest first
         self._last_saved_at: float | None = None
 
@@ -100,7 +124,63 @@ class CheckpointManager:
 
     @property
     def ckpoint_num(self) -> int:
+        """How many files are in :attr:`ckpoint_filelist`."""
         return len(self._files)
+
+    def update_ckpoint_filelist(self, directory: str | os.PathLike[str], prefix: str) -> None:
+        """List ``directory``'s ``<prefix>-<digits and _>.ckpt`` files, as the original.
+
+        A name whose part after ``prefix`` holds a letter (``<prefix>-graph.meta``,
+        another prefix's ``<prefix>-a-1_1.ckpt``) is not this prefix's checkpoint.
+        Links are not listed.
+        """
+        if not isinstance(directory, (str, os.PathLike)):
+            raise CheckpointTypeError(
+                f"directory must be a str or os.PathLike, got {type(directory).__name__}"
+            )
+        if not isinstance(prefix, str) or not prefix:
+            raise CheckpointTypeError(f"prefix must be a non-empty str, got {prefix!r}")
+        found: list[tuple[str, float]] = []
+        for entry in os.scandir(directory):
+            middle = entry.name[len(prefix) : -len(CHECKPOINT_SUFFIX)]
+            if (
+                entry.name.startswith(f"{prefix}-")
+                and entry.name.endswith(CHECKPOINT_SUFFIX)
+                and not any(character.isalpha() for character in middle)
+                and entry.is_file(follow_symlinks=False)
+            ):
+                found.append((entry.path, entry.stat(follow_symlinks=False).st_mtime))
+        self._files = sorted(found, key=lambda item: (item[1], item[0]))
+
+    def remove_ckpoint_file(self, file_name: str | os.PathLike[str]) -> None:
+        """Delete ``file_name`` and drop it from the list; a failure is logged, as the original."""
+        path = os.fspath(file_name)
+        _delete(path)
+        self._files = [entry for entry in self._files if entry[0] != path]
+
+    def remove_oldest_ckpoint_file(self) -> None:
+        """Delete the first (oldest) file of the list; nothing when the list is empty."""
+        if self._files:
+            self.remove_ckpoint_file(self._files[0][0])
+
+    def keep_one_ckpoint_per_minutes(self, minutes: float, cur_time: float) -> None:
+        """Of the files modified less than ``minutes`` before ``cur_time``, keep the oldest only.
+
+        ``cur_time`` is a ``time.time()`` value, compared with the files'
+        modification times, as in the original.
+        """
+        _check_number("minutes", minutes)
+        _check_number("cur_time", cur_time)
+        recent: list[tuple[float, str]] = []
+        for path, _ in self._files:
+            try:
+                modified = os.stat(path, follow_symlinks=False).st_mtime
+            except FileNotFoundError:
+                continue
+            if cur_time - modified < 60.0 * minutes:
+                recent.append((modified, path))
+        for _, path in sorted(recent)[1:]:
+            self.remove_ckpoint_file(path)
 
     def record(self, path: str, saved_at: float) -> list[str]:
         """Add a file just written at ``saved_at``; delete and return what the rule drops."""
@@ -170,12 +250,20 @@ class ModelCheckpoint(Callback):
         self._manager = CheckpointManager(
             config.keep_checkpoint_max, config.keep_checkpoint_per_n_minutes
         )
+        self._adapters = AdapterRegistry()
         self._trained = False  # a training run has used this callback already
         self._saver = _BackgroundSaver()
         self._last_triggered_step = 0
         self._last_save_time = clock()
         self._latest: str | None = None
         self._swept = False  # this run's stale temporaries are removed
+        self._graph_saved = False  # this run's <prefix>-graph.meta is written
+        if not (config.save_checkpoint_steps or config.save_checkpoint_seconds):
+            logger.warning(
+                "CheckpointConfig has neither save_checkpoint_steps nor save_checkpoint_seconds: "
+                "ModelCheckpoint saves the final step only, at the end of training (MindSpore's "
+                "saved nothing)"
+            )
 
     @property
     def latest_ckpt_file_name(self) -> str | None:
@@ -226,12 +314,38 @@ class ModelCheckpoint(Callback):
         self._last_triggered_step = 0
         self._latest = None
         self._swept = False
+        self._graph_saved = False
 
     def step_end(self, run_context: RunContext) -> None:
         self._saver.raise_failure()
         params = run_context.original_args()
         if params.mode != "eval":
+            if not self._graph_saved:
+                self._save_graph(params)
             self._save_if_due(params, force=False)
+
+    def _save_graph(self, params: CallbackParams) -> None:
+        """Write ``<prefix>-graph.meta``, the train network's graph proto, once per run.
+
+        As the original, from the first step of training, when the network can
+        describe its graph; a network without one writes nothing.
+        """
+        self._graph_saved = True
+        network = params.train_network if params.train_network is not None else params.network
+        view = self._adapters.network_view(network) if network is not None else None
+        try:
+            graph = view.graph() if view is not None else None
+        except (TypeError, ValueError) as error:
+            logger.warning("the graph of %s cannot be built, so no %s-graph.meta is written: %s",
+                           type(network).__name__, self._prefix, error)
+            return
+        if graph is None:
+            return
+        path = self._directory / f"{self._prefix}{GRAPH_META_SUFFIX}"
+        try:
+            atomic_write(path, [graph.SerializeToString()], mode=FILE_MODE)
+        except OSError as error:
+            raise CheckpointWriteError(f"cannot write graph {str(path)!r}: {error}") from error
 
     def end(self, run_context: RunContext) -> None:
         params = run_context.original_args()
@@ -296,7 +410,9 @@ class ModelCheckpoint(Callback):
         steps = self._config.save_checkpoint_steps
         if steps:
             return force or step >= self._last_triggered_step + steps
-        seconds = self._config.save_checkpoint_seconds or 0
+        seconds = self._config.save_checkpoint_seconds
+        if not seconds:
+            return force  # no trigger during training: the final step only
         now = self._clock()
         if force or now - self._last_save_time > seconds:
             self._last_save_time = now
@@ -440,6 +556,21 @@ def _check_prefix(prefix: object) -> None:
             f"prefix must be a non-empty str without '/' (it starts every checkpoint's "
             f"file name), got {prefix!r}"
         )
+
+
+def _count(name: str, value: object) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise CheckpointTypeError(f"{name} must be a non-negative int or None, got {value!r}")
+    if value < 0:
+        raise CheckpointValueError(f"{name} must be a non-negative int or None, got {value}")
+    return value
+
+
+def _check_number(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise CheckpointTypeError(f"{name} must be a number, got {value!r}")
 
 
 def _check_timeout(timeout: object) -> float:

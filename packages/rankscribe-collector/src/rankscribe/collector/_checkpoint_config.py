@@ -4,9 +4,10 @@ Validation and precedence follow MindSpore's ``CheckpointConfig``:
 
 - the four counts are ``None`` or non-negative ints (``TypeError`` for another
   type, ``bool`` included; ``ValueError`` for a negative one);
-- ``save_checkpoint_steps`` and ``save_checkpoint_seconds`` cannot both be
-  ``None``/0 (``ValueError``). The original refused only all four being 0 and,
-  with just these two at 0, accepted the config and then never saved a file;
+- the four counts cannot all be ``None``/0 (``ValueError``), as in the
+  original. With only ``save_checkpoint_steps`` and ``save_checkpoint_seconds``
+  at 0 the original's callback never saved a file; :class:`ModelCheckpoint`
+  saves the final step at the end of training instead (and says so);
 - ``save_checkpoint_steps > 0`` wins over ``save_checkpoint_seconds``, which then
   reads ``None``;
 - ``keep_checkpoint_max > 0`` wins over ``keep_checkpoint_per_n_minutes``, which
@@ -82,14 +83,13 @@ class CheckpointConfig:
         seconds = _check_count("save_checkpoint_seconds", save_checkpoint_seconds)
         keep_max = _check_count("keep_checkpoint_max", keep_checkpoint_max)
         per_minutes = _check_count("keep_checkpoint_per_n_minutes", keep_checkpoint_per_n_minutes)
-        if not (steps or seconds):
-            # The original only refused all four being 0, and with just these two
-            # at 0 it silently never saved anything, not even at the end.
+        if not (steps or seconds or keep_max or per_minutes):
             raise CheckpointValueError(
-                "save_checkpoint_steps and save_checkpoint_seconds can't both be None or 0 "
-                f"(no checkpoint would ever be saved): got save_checkpoint_steps="
-                f"{save_checkpoint_steps!r}, save_checkpoint_seconds={save_checkpoint_seconds!r}; "
-                "set one of them to a positive int"
+                "For 'CheckpointConfig', the input arguments 'save_checkpoint_steps', "
+                "'save_checkpoint_seconds', 'keep_checkpoint_max' and "
+                "'keep_checkpoint_per_n_minutes' can't be all None or 0: got "
+                f"{save_checkpoint_steps!r}, {save_checkpoint_seconds!r}, "
+                f"{keep_checkpoint_max!r}, {keep_checkpoint_per_n_minutes!r}"
             )
         # The original's precedence: a step trigger disables the time trigger, a
         # file count disables the per-minutes rule, and with neither retention
@@ -146,20 +146,25 @@ class CheckpointConfig:
     def enc_mode(self) -> str:
         return self._enc_mode
 
-    def get_checkpoint_policy(self) -> dict[str, int | None]:
-        """The save and keep policy, as the original's method of the same name."""
+    def get_checkpoint_policy(self) -> dict[str, Any]:
+        """The save and keep policy and ``saved_network``, as the original's method."""
         return {
             "save_checkpoint_steps": self._save_checkpoint_steps,
             "save_checkpoint_seconds": self._save_checkpoint_seconds,
             "keep_checkpoint_max": self._keep_checkpoint_max,
             "keep_checkpoint_per_n_minutes": self._keep_checkpoint_per_n_minutes,
+            "saved_network": self._saved_network,
         }
 
     def __repr__(self) -> str:
         # The key itself is a secret: show only that there is one.
         key = "None" if self._enc_key is None else f"<{len(self._enc_key)}-byte key>"
+        # A network's repr can run to pages: its type says which one it is.
         policy = ", ".join(
-            f"{name}={value!r}" for name, value in self.get_checkpoint_policy().items()
+            f"{name}={value!r}"
+            if name != "saved_network" or value is None
+            else f"{name}=<{type(value).__name__}>"
+            for name, value in self.get_checkpoint_policy().items()
         )
         return (
             f"CheckpointConfig({policy}, async_save={self._async_save!r}, "

@@ -70,6 +70,7 @@ from rankscribe.writer.files import atomic_write
 __all__ = [
     "APPEND_TENSOR_PREFIX",
     "CHECKPOINT_SUFFIX",
+    "FILE_MODE",
     "LoadedCheckpoint",
     "decode_checkpoint",
     "encode_checkpoint",
