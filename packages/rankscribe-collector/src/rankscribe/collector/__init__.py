@@ -6,7 +6,8 @@
   points at; :func:`load_checkpoint` reads them back, :func:`save_checkpoint`
   writes one directly; :class:`CheckpointManager` is the file list a
   ``ModelCheckpoint`` keeps (its ``manager``), usable on its own.
-- :class:`TrainLoop`: drives callbacks around your own step and eval functions.
+- :class:`TrainLoop`: drives callbacks around your own step and eval functions;
+  :class:`TrainSession`: the same callbacks from a training loop of your own.
 - :class:`ArrayNetwork`, :class:`ArrayOptimizer`, :class:`ArrayDataset`: NumPy
   containers for scripts without a framework (PyTorch objects work directly);
   :class:`GraphDescription` (with :class:`GraphNode`, :class:`GraphParameter`)
@@ -32,6 +33,7 @@ from rankscribe.collector._checkpoint_format import (
 from rankscribe.collector._collector import SummaryCollector
 from rankscribe.collector._graph import GraphDescription, GraphNode, GraphParameter
 from rankscribe.collector._loop import TrainLoop
+from rankscribe.collector._session import TrainSession
 from rankscribe.collector.adapters import register_adapter
 from rankscribe.collector.adapters._arrays import ArrayDataset, ArrayNetwork, ArrayOptimizer
 from rankscribe.collector.errors import CollectorError
@@ -55,6 +57,7 @@ __all__ = [
     "RunContext",
     "SummaryCollector",
     "TrainLoop",
+    "TrainSession",
     "__version__",
     "load_checkpoint",
     "register_adapter",

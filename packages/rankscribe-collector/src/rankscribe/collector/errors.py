@@ -20,6 +20,7 @@ __all__ = [
     "CheckpointValueError",
     "CheckpointWriteError",
     "CollectorError",
+    "CollectorStateError",
     "CollectorTypeError",
     "CollectorValueError",
 ]
@@ -27,6 +28,10 @@ __all__ = [
 
 class CollectorError(Exception):
     """Base class of every collector error."""
+
+
+class CollectorStateError(CollectorError, RuntimeError):
+    """A call made at the wrong time (a TrainSession step outside its epochs, say)."""
 
 
 class CollectorTypeError(CollectorError, TypeError):

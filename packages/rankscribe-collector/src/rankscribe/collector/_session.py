@@ -1,0 +1,196 @@
+"""TrainSession: the callbacks' automatic collection from a training loop of your own.
+
+:class:`~rankscribe.collector.TrainLoop` owns the loop; a script that keeps its
+own (a plain PyTorch loop, say) opens a session instead and tells it where
+epochs and steps end::
+
+    with TrainSession([checkpoint, collector], network=model, optimizer=optimizer,
+                      loss_fn=loss_fn, train_dataset=loader, epochs=3) as session:
+        for epoch in session.epochs():
+            for images, labels in loader:
+                loss = train_step(images, labels)
+                session.step((images, labels), loss)
+
+The callbacks see what :class:`TrainLoop` gives them (the same
+:class:`~rankscribe.collector.CallbackParams`, built by the same code):
+entering the ``with`` enters the callbacks and calls ``begin``;
+``epochs()`` calls ``epoch_begin`` before each epoch's body and
+``epoch_end`` after it; ``step(batch, outputs)`` counts the step and calls
+``step_begin`` then ``step_end`` with the batch and the outputs (so a
+callback's ``step_begin`` runs after your step, not before it); leaving the
+``with`` calls ``end`` (the train lineage, the job's lineage merge) and exits
+the callbacks. When the body raises, ``end`` is not called (the run did not
+finish) but the callbacks are still exited: the collector flushes and closes
+its files, so what was recorded is on disk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from types import TracebackType
+from typing import Any
+
+from rankscribe.collector._callback import Callback, CallbackList, CallbackParams, RunContext
+from rankscribe.collector._loop import TrainLoop
+from rankscribe.collector.errors import CollectorStateError, CollectorTypeError, CollectorValueError
+
+__all__ = ["TrainSession"]
+
+_OWNER = "TrainSession"
+
+
+def _positive_int(name: str, value: object, optional: bool = False) -> int | None:
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise CollectorValueError(
+            f"For '{_OWNER}', the argument '{name}' must be an int >= 1"
+            f"{' or None' if optional else ''}, but got {value!r}."
+        )
+    return value
+
+
+def _no_step(batch: Any) -> None:
+    """The loop is the script's own: the session never runs a step."""
+
+
+class TrainSession:
+    """Run callbacks (``SummaryCollector``, ``ModelCheckpoint``, ...) from your own loop.
+
+    Args:
+        callbacks: a callback or a list of them, called in order.
+        network, optimizer, loss_fn: as for :class:`TrainLoop`: the model
+            (parameters, graph), the optimizer (parameters, learning rate),
+            the loss function (its class name goes into the lineage).
+        train_dataset: what the loop iterates over (a ``DataLoader``, an
+            ``ArrayDataset``); its size and batch size go into the lineage.
+        epochs: how many epochs the loop runs (the collector's schedule and
+            the lineage use it).
+        steps_per_epoch: steps in an epoch, when ``train_dataset`` cannot tell
+            (it has no ``len()``).
+        device_number, parallel_mode: default from the job's ranks.
+    """
+
+    def __init__(
+        self,
+        callbacks: Sequence[Callback] | Callback,
+        *,
+        network: Any = None,
+        optimizer: Any = None,
+        loss_fn: Any = None,
+        train_dataset: Iterable[Any] | None = None,
+        epochs: int = 1,
+        steps_per_epoch: int | None = None,
+        device_number: int | None = None,
+        parallel_mode: str | None = None,
+    ) -> None:
+        self._epochs: int = _positive_int("epochs", epochs) or 1
+        steps = _positive_int("steps_per_epoch", steps_per_epoch, optional=True)
+        _positive_int("device_number", device_number, optional=True)
+        try:
+            self._callbacks = CallbackList(callbacks)
+        except TypeError as error:
+            raise CollectorTypeError(
+                f"For '{_OWNER}', the argument 'callbacks' must be a Callback or a list of "
+                f"them: {error}"
+            ) from error
+        # The same state TrainLoop gives callbacks, made by TrainLoop's own code.
+        loop = TrainLoop(_no_step, network=network, optimizer=optimizer, loss_fn=loss_fn,
+                         device_number=device_number, parallel_mode=parallel_mode)
+        if steps is None and train_dataset is not None:
+            view = loop._adapters.dataset_view(train_dataset)
+            steps = view.batches if view is not None else None
+        self._params: CallbackParams = loop._params(
+            "train", self._callbacks, epoch_num=self._epochs, batch_num=steps or 0,
+            train_dataset=train_dataset, dataset_sink_mode=False,
+        )
+        self._context = RunContext(self._params)
+        self._state = "new"  # -> "open" -> "closed"
+
+    @property
+    def params(self) -> CallbackParams:
+        """The state the callbacks read (``cur_step_num``, ``cur_epoch_num``, ...)."""
+        return self._params
+
+    @property
+    def stop_requested(self) -> bool:
+        """True once a callback asked training to stop (``run_context.request_stop()``)."""
+        return self._context.get_stop_requested()
+
+    def __enter__(self) -> TrainSession:
+        if self._state != "new":
+            raise CollectorStateError(f"A {_OWNER} runs once; make a new one for another run.")
+        self._callbacks.__enter__()
+        self._state = "open"
+        try:
+            self._callbacks.begin(self._context)
+        except BaseException as error:
+            self._close(type(error), error, error.__traceback__)
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._state != "open":
+            return
+        if exc_type is not None:
+            self._close(exc_type, exc, traceback)
+            return
+        try:
+            self._callbacks.end(self._context)
+        except BaseException as error:
+            self._close(type(error), error, error.__traceback__)
+            raise
+        self._close(None, None, None)
+
+    def _close(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._state = "closed"
+        self._callbacks.__exit__(exc_type, exc, traceback)
+
+    def _check_open(self, call: str) -> None:
+        if self._state != "open":
+            raise CollectorStateError(
+                f"{_OWNER}.{call} is called inside `with TrainSession(...) as session:`, "
+                f"but the session is {self._state}."
+            )
+
+    def epochs(self) -> Iterator[int]:
+        """The epoch numbers, 1 to ``epochs``, with ``epoch_begin``/``epoch_end`` around each.
+
+        Ends early, after the epoch's ``epoch_end``, when a callback asked to stop.
+        """
+        self._check_open("epochs()")
+        for number in range(self._params.cur_epoch_num + 1, self._epochs + 1):
+            self._params.cur_epoch_num = number
+            self._callbacks.epoch_begin(self._context)
+            yield number
+            self._callbacks.epoch_end(self._context)
+            if self.stop_requested:
+                return
+
+    def step(self, batch: Any, outputs: Any) -> None:
+        """One step done: ``batch`` is what it trained on, ``outputs`` its loss (or a tuple).
+
+        The collector records ``outputs`` as the loss and the batch's first
+        column, when it is a 4-D NCHW batch, as the input images.
+        """
+        self._check_open("step()")
+        if self._params.cur_epoch_num < 1:
+            raise CollectorStateError(
+                f"{_OWNER}.step() is called inside `for epoch in session.epochs():`."
+            )
+        params = self._params
+        params.cur_step_num += 1
+        params.train_dataset_element = batch
+        self._callbacks.step_begin(self._context)
+        params.net_outputs = outputs
+        self._callbacks.step_end(self._context)
