@@ -34,9 +34,9 @@ from rankscribe.collector import (
     ArrayDataset,
     ArrayNetwork,
     ArrayOptimizer,
-    Callback,
     CheckpointConfig,
     ModelCheckpoint,
+    Progress,
     RunContext,
     SummaryCollector,
     TrainLoop,
@@ -134,22 +134,12 @@ class ShuffledShard(ArrayDataset):
             yield tuple(column[rows] for column in self.columns)
 
 
-class Progress(Callback):
-    """Rank 0's report: a line per epoch (loss, test accuracy); a progress bar on a terminal."""
+class EpochAccuracy(Progress):
+    """RankScribe's progress (rank 0), plus the test accuracy after each epoch."""
 
-    def __init__(self, model: MLP, data: Digits, enabled: bool) -> None:
-        self.model, self.data, self.enabled = model, data, enabled
-        self.losses: list[float] = []
-        self.bar = enabled and sys.stdout.isatty()
-
-    def step_end(self, run_context: RunContext) -> None:
-        params = run_context.original_args()
-        self.losses.append(float(params.net_outputs))
-        if self.bar:
-            done = (params.cur_step_num - 1) % params.batch_num + 1
-            filled = 30 * done // params.batch_num
-            print(f"\r  epoch {params.cur_epoch_num} [{'#' * filled:<30}] {done}/"
-                  f"{params.batch_num}", end="", flush=True)
+    def __init__(self, model: MLP, data: Digits) -> None:
+        super().__init__(every_seconds=5.0)
+        self.model, self.data = model, data
 
     def epoch_end(self, run_context: RunContext) -> None:
         if not self.enabled:
@@ -157,9 +147,8 @@ class Progress(Callback):
         params = run_context.original_args()
         accuracy = self.model.correct(self.data.test_images, self.data.test_labels) / len(
             self.data.test_labels)
-        print(("\r" if self.bar else "") + f"epoch {params.cur_epoch_num}/{params.epoch_num}  "
-              f"loss {np.mean(self.losses):.4f}  test accuracy {accuracy:.3f}", flush=True)
-        self.losses.clear()
+        self.write(f"epoch {params.cur_epoch_num}/{params.epoch_num}  "
+                   f"test accuracy {accuracy:.3f}")
 
 
 MLP_GRAPH = {
@@ -246,7 +235,7 @@ def train(args: argparse.Namespace) -> dict[str, Any] | None:
                                                          keep_checkpoint_max=2))
     started = time.perf_counter()
     loop.train(args.epochs, train_set,
-               callbacks=[checkpoint, collector, Progress(model, data, leader)])
+               callbacks=[checkpoint, collector, EpochAccuracy(model, data)])
     metrics = loop.eval(test_set, callbacks=[collector])
     if not leader:
         return None

@@ -11,7 +11,8 @@ on its ``DistributedSampler`` shard. ``SummaryCollector`` records loss, weight
 histograms, input images and the lineage of every rank into
 ``<summary-dir>/rank_<r>/``, and rank 0 merges the job's lineage and its
 cross-rank curves into ``<summary-dir>/``; ``ModelCheckpoint`` saves each rank's
-weights beside its summaries. The digits (1,797 8x8 images) ship with
+weights beside its summaries; ``Progress`` shows rank 0's progress (a bar on a
+terminal, a line every 10 s otherwise). The digits (1,797 8x8 images) ship with
 scikit-learn: nothing is downloaded.
 """
 
@@ -37,6 +38,7 @@ from rankscribe.collector import (
     Callback,
     CheckpointConfig,
     ModelCheckpoint,
+    Progress,
     RunContext,
     SummaryCollector,
     TrainLoop,
@@ -169,7 +171,7 @@ def train(args: argparse.Namespace) -> dict[str, Any] | None:
     checkpoint = ModelCheckpoint(prefix="digits-cnn", config=config,
                                  directory=str(rank_dir(summary_dir, detect())))
     loop.train(args.epochs, loader,
-               callbacks=[checkpoint, collector, ShuffleEachEpoch(sampler)])
+               callbacks=[checkpoint, collector, ShuffleEachEpoch(sampler), Progress()])
     metrics = loop.eval(test_loader, callbacks=[collector])
     if dist.is_initialized():
         dist.destroy_process_group()

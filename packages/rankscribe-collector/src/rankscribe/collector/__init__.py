@@ -12,6 +12,7 @@
   containers for scripts without a framework (PyTorch objects work directly);
   :class:`GraphDescription` (with :class:`GraphNode`, :class:`GraphParameter`)
   describes an ``ArrayNetwork``'s graph.
+- :class:`Progress`: training progress on rank 0 (a bar on a terminal, lines otherwise).
 - :class:`Callback`, :class:`RunContext`, :class:`CallbackParams`: the protocol.
 - :class:`CollectorError`: the base of every error raised here; the specific
   ones are in :mod:`rankscribe.collector.errors`.
@@ -33,6 +34,7 @@ from rankscribe.collector._checkpoint_format import (
 from rankscribe.collector._collector import SummaryCollector
 from rankscribe.collector._graph import GraphDescription, GraphNode, GraphParameter
 from rankscribe.collector._loop import TrainLoop
+from rankscribe.collector._progress import Progress
 from rankscribe.collector._session import TrainSession
 from rankscribe.collector.adapters import register_adapter
 from rankscribe.collector.adapters._arrays import ArrayDataset, ArrayNetwork, ArrayOptimizer
@@ -54,6 +56,7 @@ __all__ = [
     "GraphParameter",
     "LoadedCheckpoint",
     "ModelCheckpoint",
+    "Progress",
     "RunContext",
     "SummaryCollector",
     "TrainLoop",

@@ -1,0 +1,215 @@
+"""Progress: how training is going, shown by rank 0 only.
+
+On a terminal, a ``tqdm`` bar over the run's steps with the epoch and the
+loss beside it (tqdm shows steps/s itself). When the output is not a terminal
+(a log file, a CI job, ``mpiexec`` collecting the ranks' output), plain lines
+instead, one every ``every_seconds`` seconds or ``every_steps`` steps,
+whichever comes first, and one at the end of training::
+
+    epoch 1/3  step 20/66  loss 0.4312  41.7 steps/s
+
+Other ranks show nothing: on a job of several ranks, their output would
+repeat rank 0's. Evaluation runs are not shown.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, TextIO
+
+from tqdm import tqdm
+
+from rankscribe.collector._callback import Callback, CallbackParams, RunContext
+from rankscribe.collector._extract import UnreadableLossError, mean_loss
+from rankscribe.collector.adapters import AdapterRegistry
+from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
+from rankscribe.ranks import RankInfo, detect
+
+__all__ = ["Progress"]
+
+_OWNER = "Progress"
+
+
+def _check_interval(name: str, value: object, kind: type) -> None:
+    if value is None:
+        return
+    valid = isinstance(value, kind) or (kind is float and isinstance(value, int))
+    if isinstance(value, bool) or not valid:
+        raise CollectorTypeError(
+            f"For '{_OWNER}', the argument '{name}' must be a {kind.__name__} or None, but got "
+            f"{type(value).__name__}."
+        )
+    assert isinstance(value, (int, float))
+    if not (value > 0 and math.isfinite(value)):
+        raise CollectorValueError(
+            f"For '{_OWNER}', the argument '{name}' must be greater than 0, but got {value!r}."
+        )
+
+
+class Progress(Callback):
+    """Show training progress on rank 0: a tqdm bar on a terminal, plain lines otherwise.
+
+    Args (keyword-only):
+        every_seconds: with plain lines, at most this many seconds between two
+            lines (None: no time rule).
+        every_steps: with plain lines, a line every this many steps (None: no
+            step rule). With both None, only the end of training is shown.
+        stream: where to write (default ``sys.stderr``, as tqdm does); a bar is
+            drawn when ``stream.isatty()``.
+        rank_info: this process's rank (default :func:`rankscribe.ranks.detect`).
+        clock: seconds as a float (default ``time.monotonic``).
+
+    A subclass can add lines of its own with :meth:`write` (after an epoch's
+    evaluation, say); :attr:`enabled` says whether this process shows anything.
+    """
+
+    def __init__(
+        self,
+        *,
+        every_seconds: float | None = 10.0,
+        every_steps: int | None = None,
+        stream: TextIO | None = None,
+        rank_info: RankInfo | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        _check_interval("every_seconds", every_seconds, float)
+        _check_interval("every_steps", every_steps, int)
+        if stream is not None and not callable(getattr(stream, "write", None)):
+            raise CollectorTypeError(
+                f"For '{_OWNER}', the argument 'stream' must be a text stream (with write()), "
+                f"but got {type(stream).__name__}."
+            )
+        if rank_info is not None and not isinstance(rank_info, RankInfo):
+            raise CollectorTypeError(
+                f"For '{_OWNER}', the argument 'rank_info' must be a RankInfo or None, but got "
+                f"{type(rank_info).__name__}."
+            )
+        self.every_seconds = every_seconds
+        self.every_steps = every_steps
+        self._stream = stream
+        self._rank_info = rank_info
+        self._clock = clock
+        self._adapters = AdapterRegistry()
+        self._enabled: bool | None = None
+        self._bar: Any = None
+        self._last = (0, 0.0)  # (step, time) of the last line
+        self._started = 0.0
+
+    @property
+    def enabled(self) -> bool:
+        """True on rank 0 (the only rank that shows progress)."""
+        if self._enabled is None:
+            info = self._rank_info if self._rank_info is not None else detect()
+            self._enabled = info.rank == 0
+        return self._enabled
+
+    @property
+    def stream(self) -> TextIO:
+        return self._stream if self._stream is not None else sys.stderr
+
+    def write(self, message: str) -> None:
+        """Write one line on rank 0 (above the bar, when there is one); nothing elsewhere."""
+        if not self.enabled:
+            return
+        if self._bar is not None:
+            self._bar.write(message, file=self.stream)
+        else:
+            self.stream.write(message + "\n")
+            self.stream.flush()
+
+    # ----------------------------------------------------------------- callbacks
+
+    def begin(self, run_context: RunContext) -> None:
+        params = run_context.original_args()
+        if params.mode != "train" or not self.enabled:
+            return
+        self._started = self._clock()
+        self._last = (params.cur_step_num, self._started)
+        if _is_terminal(self.stream):
+            total = (params.epoch_num or 0) * (params.batch_num or 0)
+            self._bar = tqdm(total=total or None, file=self.stream, unit="step",
+                             dynamic_ncols=True, leave=True)
+
+    def step_end(self, run_context: RunContext) -> None:
+        params = run_context.original_args()
+        if params.mode != "train" or not self.enabled:
+            return
+        if self._bar is not None:
+            self._bar.update(params.cur_step_num - self._bar.n)
+            postfix = {"epoch": f"{params.cur_epoch_num}/{params.epoch_num}"}
+            loss = self._read_loss(params)
+            if loss is not None:
+                postfix["loss"] = f"{loss:.4f}"
+            self._bar.set_postfix(postfix, refresh=False)
+            return
+        step, now = params.cur_step_num, self._clock()
+        last_step, last_time = self._last
+        due_by_steps = self.every_steps is not None and step - last_step >= self.every_steps
+        due_by_time = self.every_seconds is not None and now - last_time >= self.every_seconds
+        if due_by_steps or due_by_time:
+            self._line(params, now)
+
+    def end(self, run_context: RunContext) -> None:
+        params = run_context.original_args()
+        if params.mode != "train" or not self.enabled:
+            return
+        if self._bar is not None:
+            self._close_bar()
+            return
+        now = self._clock()
+        if params.cur_step_num != self._last[0]:
+            self._line(params, now)
+        elapsed = now - self._started
+        rate = params.cur_step_num / elapsed if elapsed > 0 else math.nan
+        self.write(f"trained {params.cur_step_num} steps in {elapsed:.1f} s "
+                   f"({_rate(rate)} steps/s)")
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._close_bar()  # a run that raised leaves the terminal clean
+
+    # ------------------------------------------------------------------- helpers
+
+    def _close_bar(self) -> None:
+        bar, self._bar = self._bar, None
+        if bar is not None:
+            bar.close()
+
+    def _read_loss(self, params: CallbackParams) -> float | None:
+        try:
+            return mean_loss(params.net_outputs, adapters=self._adapters)
+        except UnreadableLossError:
+            return None
+
+    def _line(self, params: CallbackParams, now: float) -> None:
+        last_step, last_time = self._last
+        steps, seconds = params.cur_step_num - last_step, now - last_time
+        rate = steps / seconds if seconds > 0 else math.nan
+        self._last = (params.cur_step_num, now)
+        total = (params.epoch_num or 0) * (params.batch_num or 0)
+        step = f"{params.cur_step_num}/{total}" if total else str(params.cur_step_num)
+        # Read only when shown: reading a framework's loss may wait for its device.
+        value = self._read_loss(params)
+        loss = f"{value:.4f}" if value is not None else "-"
+        self.write(f"epoch {params.cur_epoch_num}/{params.epoch_num}  step {step}  "
+                   f"loss {loss}  {_rate(rate)} steps/s")
+
+
+def _rate(rate: float) -> str:
+    return "-" if math.isnan(rate) else f"{rate:.1f}"
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if callable(isatty) else False
+    except (OSError, ValueError):  # a closed stream is no terminal
+        return False
