@@ -232,7 +232,8 @@ def test_export_failure_is_an_os_error_of_the_writer(
     make_record, log_dir, disk, caplog, raise_exception
 ):
     record = make_record(export_options=NPY, raise_exception=raise_exception)
-    log_dir.joinpath(f"export_{_timestamp(record)}").write_text("in the way")
+    # The record's export_<T> is its own from the start: the obstacle is inside it.
+    log_dir.joinpath(f"export_{_timestamp(record)}", "tensor").write_text("in the way")
     record.add_value("tensor", "w", np.ones(2))
     record.record(1)
     with caplog.at_level(logging.ERROR, logger="rankscribe"):

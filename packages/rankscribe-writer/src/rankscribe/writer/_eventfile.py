@@ -1,9 +1,9 @@
 """One output stream of framed records, spread over as many files as ``max_file_size`` needs.
 
 A file is created only when its first record arrives (0600 while written,
-0400 once closed, as the original does). When the next record would push the
-file past ``max_file_size``, the file is closed and a new one is started under a
-fresh name, so nothing is dropped; a record that cannot fit even in an empty
+0400 once closed, as the original does; 0640 and 0440 group-readable). When
+the next record would push the file past ``max_file_size``, the file is closed
+and a new one is started under a fresh name, so nothing is dropped; a record that cannot fit even in an empty
 file is refused whole. Bytes reach the OS in whole records: after a failed
 write (a full disk) the file is cut back to the last complete record that
 reached it, so what was written stays readable and the records that fitted are
@@ -53,8 +53,10 @@ class EventFile:
         first_payload: Callable[[], bytes] | None = None,
         max_file_size: int | None = None,
         on_open: Callable[[str], None] | None = None,
+        modes: tuple[int, int] = (0o600, 0o400),
     ) -> None:
         self._on_open = on_open
+        self._mode_open, self._mode_closed = modes  # while written, once closed
         self._next_path = next_path
         self._first_payload = first_payload
         self._max_file_size = max_file_size
@@ -219,11 +221,15 @@ class EventFile:
         return self._opening_record
 
     def _open(self) -> None:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+        # O_EXCL never opens a file that exists, a link at the name included.
+        flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+                 | getattr(os, "O_NOFOLLOW", 0))
         for attempt in range(_NAME_ATTEMPTS):
             path = self._next_path()
             try:
-                self._fd = os.open(path, flags, 0o600)
+                self._fd = os.open(path, flags, self._mode_open)
+                if self._mode_open & 0o077:  # a umask may have narrowed a group mode
+                    os.fchmod(self._fd, self._mode_open)
                 break
             except FileExistsError:
                 # Names are chosen when the writer is created, files when the first
@@ -256,7 +262,7 @@ class EventFile:
             os.close(fd)
         finally:
             try:
-                os.chmod(path, 0o400)
+                os.chmod(path, self._mode_closed)
             except OSError as error:
                 logger.warning("could not make %s read-only: %s", path, error)
 

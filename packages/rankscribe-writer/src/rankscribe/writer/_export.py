@@ -1,21 +1,23 @@
 """``export_options={'tensor_format': 'npy'}``: every recorded tensor also as a .npy file.
 
 Layout as in the original: ``<log_dir>/export_<T>/tensor/<quoted tag>_<step>.npy``
-with the tag URL-quoted (``a/b c`` -> ``a%2Fb%20c``), files 0400, the
-``tensor`` folder 0700. Quoting with no safe characters means a tag cannot
+with the tag URL-quoted (``a/b c`` -> ``a%2Fb%20c``), files 0400 and folders 0700
+(0440 and 0750 group-readable). Quoting with no safe characters means a tag cannot
 contain a path separator, so no tag can place a file outside the folder.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
-import tempfile
+from typing import IO
 from urllib.parse import quote
 
 import numpy as np
 
 from rankscribe.writer.errors import WriterValueError
+from rankscribe.writer.files import atomic_write, file_mode, make_private_dir
 
 FORMATS = ("npy",)
 # Most filesystems refuse names longer than 255 bytes.
@@ -34,27 +36,42 @@ def export_file_name(tag: str, step: int) -> str:
 
 
 class NpyExporter:
-    """Writes the .npy files of one SummaryRecord; the folder appears with the first file."""
+    """Writes the .npy files of one SummaryRecord into its own ``export_<T>`` folder.
 
-    def __init__(self, log_dir: str, timestamp: int) -> None:
-        self.folder = os.path.join(log_dir, f"export_{timestamp}", "tensor")
+    :meth:`claim` creates ``export_<T>`` when the record is created, with ``mkdir``: a
+    name taken already (by a record of another process created in the same second, or
+    by a link someone planted) is never shared or followed; the record takes another
+    ``T`` instead. The ``tensor`` folder appears with the first file; an
+    ``export_<T>`` that stayed empty is removed when the record is closed.
+    """
+
+    def __init__(self, export_dir: str, *, group_readable: bool = False) -> None:
+        self.export_dir = export_dir
+        self.folder = os.path.join(export_dir, "tensor")
+        self._group_readable = group_readable
+
+    def release(self) -> None:
+        """Remove ``export_<T>`` if nothing was exported: it only held the name."""
+        with contextlib.suppress(OSError):  # not empty: it holds the exports
+            os.rmdir(self.export_dir)
+
+    @classmethod
+    def claim(cls, log_dir: str, timestamp: int, *, group_readable: bool = False) -> NpyExporter:
+        """Create ``<log_dir>/export_<timestamp>``; FileExistsError when the name is taken."""
+        export_dir = make_private_dir(os.path.join(log_dir, f"export_{timestamp}"),
+                                      group_readable=group_readable, exist_ok=False)
+        return cls(export_dir, group_readable=group_readable)
 
     def export(self, tag: str, step: int, array: np.ndarray) -> str:
-        os.makedirs(os.path.dirname(self.folder), exist_ok=True)
-        os.makedirs(self.folder, mode=0o700, exist_ok=True)
+        make_private_dir(self.folder, group_readable=self._group_readable)
         path = os.path.join(self.folder, export_file_name(tag, step))
         if os.path.dirname(os.path.realpath(path)) != os.path.realpath(self.folder):
             raise WriterValueError(f"export path for tag {tag!r} escapes {self.folder!r}")
-        # Written under a temporary name and renamed: a reader never sees half a
-        # file, and a tag recorded twice at one step replaces the read-only file.
-        handle, temporary = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
-        try:
-            with os.fdopen(handle, "wb") as stream:
-                np.save(stream, array, allow_pickle=False)
-            os.chmod(temporary, 0o400)
-            os.replace(temporary, path)
-        except BaseException:
-            if os.path.exists(temporary):
-                os.unlink(temporary)
-            raise
-        return path
+
+        def save(handle: IO[bytes], _: bytes | memoryview) -> None:
+            np.save(handle, array, allow_pickle=False)
+
+        # A reader never sees half a file, and a tag recorded twice at one step replaces
+        # the read-only file; a link planted at the name is replaced, never followed.
+        return atomic_write(path, [b""], mode=file_mode(True, self._group_readable),
+                            write=save)

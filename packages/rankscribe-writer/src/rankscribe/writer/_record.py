@@ -18,7 +18,7 @@ from types import TracebackType
 from typing import Any
 
 from rankscribe.writer import _events as events
-from rankscribe.writer import _record_lifetime, operators
+from rankscribe.writer import _record_lifetime, files, operators
 from rankscribe.writer import _tensorboard as tensorboard
 from rankscribe.writer._eventfile import EventFile
 from rankscribe.writer._export import NpyExporter
@@ -71,13 +71,15 @@ from rankscribe.writer.files import (
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_PENDING_BYTES = 256 << 20
+_EXPORT_DIR_ATTEMPTS = 100
 
 
 class SummaryRecord:
     """Record summary data of a training run into files under ``log_dir``.
 
     Args:
-        log_dir: directory of the files; created (0700) if missing.
+        log_dir: directory of the files; created (0700, as are missing parents) if
+            missing.
         file_prefix, file_suffix: parts of the summary file name
             ``{prefix}.out.events.summary.{T}.{rank}.{host}{suffix}``.
         num_process: how many threads encode heavy values in parallel (at most
@@ -98,6 +100,12 @@ class SummaryRecord:
             file that TensorBoard reads.
         max_pending_bytes: bound of the data recorded but not yet written;
             ``record`` waits when it is reached.
+        group_readable: make the files and directories created readable by
+            the owner's group (files 0640 while written, 0440 once closed;
+            directories 0750) instead of by the owner alone (0600, 0400,
+            0700), for a viewer that runs as another user of the group. None
+            (the default) follows the environment variable
+            ``RANKSCRIBE_GROUP_READABLE=1``.
 
     One thread at a time calls a record's methods (the training loop's);
     the summary operators (``scalar_summary``, ...) may be called from any thread.
@@ -117,6 +125,7 @@ class SummaryRecord:
         rank: int | str = 0,
         formats: Iterable[str] = ("mindinsight",),
         max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
+        group_readable: bool | None = None,
     ) -> None:
         self._directory = check_log_dir(log_dir)
         check_affix("file_prefix", file_prefix)
@@ -128,14 +137,18 @@ class SummaryRecord:
         self._formats = check_formats(formats)
         check_rank(rank)
         check_positive_int("max_pending_bytes", max_pending_bytes)
+        if group_readable is not None:
+            check_bool("group_readable", group_readable)
+        self._group_readable = files.group_readable(group_readable)
         self._graph = RecordGraph(network)
 
         self._host = host_name()
         check_name_length(self._directory, max(
             (summary_file_name(file_prefix, int(time.time()), rank, self._host, suffix)
              for suffix in (file_suffix, LINEAGE_SUFFIX)), key=len))
-        os.makedirs(self._directory, mode=0o700, exist_ok=True)
+        files.make_private_dir(self._directory, group_readable=self._group_readable)
         self._timestamp = claim_timestamp(self._directory)
+        self._exporter = self._claim_export_dir() if self._export_tensors else None
         self._prefix, self._suffix, self._rank = file_prefix, file_suffix, rank
         self._network = network
         self._graph_written = False
@@ -148,23 +161,26 @@ class SummaryRecord:
         self._text_warned = False
 
         self._created: list[str] = []  # every file opened, in order
+        modes = (files.file_mode(False, self._group_readable),
+                 files.file_mode(True, self._group_readable))
         self._summary_file: EventFile | None = None
         if "mindinsight" in self._formats:
             self._summary_file = EventFile(
                 self._names(file_suffix), first_payload=_version_payload,
                 max_file_size=self._max_file_size, on_open=self._created.append,
+                modes=modes,
             )
         self._lineage_file = EventFile(
             self._names(LINEAGE_SUFFIX), max_file_size=self._max_file_size,
-            on_open=self._created.append,
+            on_open=self._created.append, modes=modes,
         )
         self._board_file: EventFile | None = None
         if "tensorboard" in self._formats:
             self._board_file = EventFile(
                 self._board_names(), first_payload=_board_version_payload,
                 max_file_size=self._max_file_size, on_open=self._created.append,
+                modes=modes,
             )
-        self._exporter = NpyExporter(self._directory, self._timestamp)
         self._pipeline = Pipeline(
             self._write, self._sync, workers=min(workers, os.cpu_count() or 1),
             max_pending_bytes=max_pending_bytes, name=f"rankscribe-{self._timestamp}",
@@ -366,6 +382,8 @@ class SummaryRecord:
             for stream in (self._summary_file, self._lineage_file, self._board_file):
                 if stream is not None:
                     self._write_errors.guarded("close", None, stream.close)
+            if self._exporter is not None:
+                self._exporter.release()
         # With raise_exception, what failed while closing the files is raised here.
         self._pipeline.raise_pending()
 
@@ -443,6 +461,21 @@ class SummaryRecord:
         values = [snap for tags in pending.values() for snap in tags.values()]
         return values, lineage, graph
 
+    def _claim_export_dir(self) -> NpyExporter:
+        """This record's own ``export_<T>``: a ``T`` whose folder another record (of
+        another process, in the same second) or a planted link took is passed over."""
+        for _ in range(_EXPORT_DIR_ATTEMPTS):
+            try:
+                return NpyExporter.claim(self._directory, self._timestamp,
+                                         group_readable=self._group_readable)
+            except FileExistsError:
+                self._timestamp = claim_timestamp(self._directory,
+                                                  not_before=self._timestamp + 1)
+        raise WriterValueError(
+            f"For 'SummaryRecord', no free export_<T> folder in {self._directory!r} after "
+            f"{_EXPORT_DIR_ATTEMPTS} tries."
+        )
+
     def _step_graph(self, train_network: Any) -> bytes | None:
         graphs = self._pending.get("graph", {})
         if graphs:
@@ -515,8 +548,10 @@ class SummaryRecord:
         if self._board_file is not None:
             for payload in encoded.tensorboard:
                 self._write_errors.guarded("tensorboard", step, self._board_file.append, payload)
-        for tag, array in encoded.exports:
-            self._write_errors.guarded("export", step, self._exporter.export, tag, step, array)
+        if self._exporter is not None:
+            for tag, array in encoded.exports:
+                self._write_errors.guarded("export", step, self._exporter.export, tag, step,
+                                           array)
 
     def _sync(self, durable: bool) -> None:
         streams = [s for s in (self._summary_file, self._lineage_file, self._board_file) if s]
