@@ -1,15 +1,14 @@
 """One output stream of framed records, spread over as many files as ``max_file_size`` needs.
 
-A file is created only when its first record arrives (0600 while written,
-0400 once closed, as the original does; 0640 and 0440 group-readable). When
-the next record would push the file past ``max_file_size``, the file is closed
-and a new one is started under a fresh name, so nothing is dropped; a record that cannot fit even in an empty
-file is refused whole. Bytes reach the OS in whole records: after a failed
-write (a full disk) the file is cut back to the last complete record that
-reached it, so what was written stays readable and the records that fitted are
-kept; the records after it stay buffered for the next write (up to
-``_RETRY_LIMIT`` bytes), and :attr:`EventFile.lost_records` counts any that had
-to be given up.
+A file is created only when its first record arrives (0600 while written, 0400 once
+closed, as the original does; 0640 and 0440 group-readable). When the next record would
+push the file past ``max_file_size``, the file is closed and a new one is started under
+a fresh name, so nothing is dropped; a record that cannot fit even in an empty file is
+refused whole. Bytes reach the OS in whole records: after a failed write (a full disk)
+the file is cut back to the last complete record that reached it, so what was written
+stays readable and the records that fitted are kept; the records after it stay buffered
+for the next write (up to ``_RETRY_LIMIT`` bytes), and :attr:`EventFile.lost_records`
+counts any that had to be given up.
 """
 
 from __future__ import annotations
