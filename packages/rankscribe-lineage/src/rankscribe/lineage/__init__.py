@@ -7,6 +7,7 @@
   :func:`merge_run_dir` (offline, from the ``rank_<n>`` directories).
 - Recording: the :class:`TrainLineage` and :class:`EvalLineage` callbacks.
 - TensorBoard's HParams tab: :func:`write_hparams`.
+- The job view (cross-rank curves and verdicts): :mod:`rankscribe.lineage.jobview`.
 - The model: dataclasses that convert exactly to and from the writer's
   lineage protobuf messages.
 """
@@ -34,6 +35,7 @@ from rankscribe.lineage.errors import (
     LineageSummaryParseException,
 )
 from rankscribe.lineage.hparams import write_hparams
+from rankscribe.lineage.jobview import JobView, RankSeries, series_from_dir, write_job_view
 from rankscribe.lineage.lineage_file import merged_lineage_name, write_merged_lineage
 from rankscribe.lineage.merge import MergeOutcome, merge_rank_lineages, merge_run_dir
 from rankscribe.lineage.model import (
@@ -65,6 +67,7 @@ __all__ = [
     "EvalLineage",
     "EvalLineageInfo",
     "HyperParameters",
+    "JobView",
     "LineageDirNotExistError",
     "LineageError",
     "LineageExpressionError",
@@ -82,6 +85,7 @@ __all__ = [
     "OperationInfo",
     "OperationParameterInfo",
     "ParsedRun",
+    "RankSeries",
     "RunLineage",
     "TrainDataset",
     "TrainLineage",
@@ -98,7 +102,9 @@ __all__ = [
     "merge_run_dir",
     "merged_lineage_name",
     "parse_run",
+    "series_from_dir",
     "train_lineage_from_args",
     "write_hparams",
+    "write_job_view",
     "write_merged_lineage",
 ]
