@@ -98,12 +98,14 @@ from rankscribe.lineage._jobstats import (
 from rankscribe.lineage._verdicts import STRAGGLER_MARGIN, STRAGGLER_SHARE, StepTimes
 from rankscribe.lineage._verdicts import dense_series as _dense_series
 from rankscribe.lineage._verdicts import job_verdicts as _job_verdicts
+from rankscribe.lineage.conditions import FIELD_MAPPING
 from rankscribe.lineage.errors import (
     LineageDirNotExistError,
     LineageParamTypeError,
     LineageParamValueError,
 )
-from rankscribe.lineage.hparams import HParamsRun, hparam_value, metric_value
+from rankscribe.lineage.hparams import HPARAM_FIELDS, HParamsRun, hparam_value, metric_value
+from rankscribe.lineage.parser import RunLineage
 from rankscribe.writer import reader
 from rankscribe.writer.errors import WriterError
 
@@ -121,7 +123,10 @@ __all__ = [
     "JobStatistics",
     "JobView",
     "RankSeries",
+    "holds_tensorboard_files",
+    "read_rank_series",
     "series_from_dir",
+    "session_values",
     "verdict_lines",
     "write_job_view",
 ]
@@ -174,6 +179,49 @@ def series_from_dir(rank_dir: str | os.PathLike[str], rank: int) -> RankSeries:
     for points in scalars.values():
         points.sort(key=lambda point: point[0])
     return RankSeries(rank, scalars)
+
+
+def read_rank_series(rank_dirs: Mapping[int, str | os.PathLike[str]]) -> dict[int, RankSeries]:
+    """:func:`series_from_dir` of each ``rank -> rank_dir``."""
+    return {rank: series_from_dir(path, rank) for rank, path in sorted(rank_dirs.items())}
+
+
+def holds_tensorboard_files(rank_dirs: Mapping[int, str | os.PathLike[str]]) -> bool:
+    """Whether any rank dir holds TensorBoard event files (the job then gets one too)."""
+    for path in rank_dirs.values():
+        try:
+            if reader.list_summary_files(path, "tensorboard"):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def session_values(lineage: RunLineage) -> tuple[dict[str, Any], dict[str, float]]:
+    """The HParams session of a merged lineage: hyper-parameters and final metrics.
+
+    The same names as ``rankscribe-lineage hparams`` uses: the search fields
+    that describe a setup, ``user_defined/<k>`` (not the ``job/`` verdicts),
+    and ``loss`` plus ``metric/<k>`` as metrics.
+    """
+    hparams: dict[str, Any] = {}
+    for name in HPARAM_FIELDS:
+        section, key = FIELD_MAPPING.get(name, (name, None))
+        value = lineage.section(section).get(key) if key is not None else None
+        if value is not None:
+            hparams[name] = value
+    for key, value in lineage.section("user_defined").items():
+        if not key.startswith("job/"):
+            hparams[f"user_defined/{key}"] = value
+    metrics: dict[str, float] = {}
+    loss = metric_value(lineage.section("algorithm").get("loss"))
+    if loss is not None:
+        metrics["loss"] = loss
+    for key, value in lineage.section("metric").items():
+        number = metric_value(value)
+        if number is not None:
+            metrics[f"metric/{key}"] = number
+    return hparams, metrics
 
 
 @dataclass

@@ -21,6 +21,7 @@ import platform
 import re
 import tempfile
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from rankscribe.lineage.model import (
@@ -97,12 +98,18 @@ def write_merged_lineage(
     *,
     host: str | None = None,
     timestamp: int | None = None,
+    user_defined: Mapping[str, int | float | str] | None = None,
 ) -> str:
     """Write ``lineage`` as the merged lineage file of ``run_dir``; return its path.
 
     An existing merged file is replaced in place (its name is kept), and any
     other merged file in ``run_dir`` is removed, so there is always one.
+    ``user_defined`` adds keys (e.g. the job view's verdicts) to the lineage's
+    own ``user_defined``; ``lineage`` itself is not changed.
     """
+    if user_defined:
+        lineage = RunLineage.from_json_dict(lineage.to_json_dict())
+        lineage.sections["user_defined"].update(user_defined)
     directory = os.fspath(run_dir)
     existing = sorted(name for name in os.listdir(directory) if MERGED_NAME.match(name))
     name = existing[-1] if existing else merged_lineage_name(timestamp, host)
