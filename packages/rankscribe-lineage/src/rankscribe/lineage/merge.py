@@ -329,8 +329,13 @@ def _expected_ranks(run_dir: str, lineages: Mapping[int, RunLineage]) -> int:
 
 
 def _lineage_without_ranks(directory: str, expected: int) -> RunLineage:
-    """The job lineage when no rank wrote one (killed early): the rank counts alone."""
+    """The job lineage when no rank wrote one (killed early): the world size, the rank counts.
+
+    The world size makes it a train lineage: readers (MindInsight's rule) list
+    a run only when it has one, and the verdicts must be found.
+    """
     lineage = RunLineage(directory)
+    lineage.sections["hyper_parameters"] = {"device_num": expected}
     lineage.sections["user_defined"] = {
         "ranks_reported": 0,
         "ranks_expected": expected,
