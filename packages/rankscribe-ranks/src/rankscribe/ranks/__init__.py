@@ -5,13 +5,22 @@ share of the heavy work is mine (:func:`split_evenly`), and how do results
 reach rank 0 without hanging on a dead rank (:class:`Coordinator`) — under
 ``mpiexec``, under launchers without MPI, and alone.
 
-Importing this package never imports mpi4py: the MPI backend loads it when it
-is created.
+Importing this package never imports mpi4py nor torch: the MPI backend loads
+mpi4py when it is created, and torch.distributed is used only when the program
+imported it and initialised its default process group.
 """
 
 from __future__ import annotations
 
-from rankscribe.ranks.coordinator import DEFAULT_TIMEOUT, BackendName, Coordinator, GatherResult
+from rankscribe.ranks._store import StoreCoordinator
+from rankscribe.ranks.coordinator import (
+    DEFAULT_TIMEOUT,
+    JOB_RENDEZVOUS_DIRNAME,
+    BackendName,
+    Coordinator,
+    GatherResult,
+    choose_backend,
+)
 from rankscribe.ranks.errors import (
     BackendUnavailableError,
     BarrierTimeoutError,
@@ -23,6 +32,7 @@ from rankscribe.ranks.errors import (
     RanksTypeError,
     RanksValueError,
     RendezvousError,
+    StoreError,
 )
 from rankscribe.ranks.info import Launcher, RankInfo, detect
 from rankscribe.ranks.layout import rank_dir
@@ -35,6 +45,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "JOB_RENDEZVOUS_DIRNAME",
     "BackendName",
     "BackendUnavailableError",
     "BarrierTimeoutError",
@@ -53,7 +64,10 @@ __all__ = [
     "RanksValueError",
     "RendezvousError",
     "SingleCoordinator",
+    "StoreCoordinator",
+    "StoreError",
     "__version__",
+    "choose_backend",
     "detect",
     "rank_dir",
     "split_evenly",

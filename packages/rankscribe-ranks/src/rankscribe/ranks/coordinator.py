@@ -11,9 +11,11 @@ depends on its rank):
 - :meth:`Coordinator.barrier` waits until every rank arrived, or raises
   :class:`BarrierTimeoutError` naming the ranks that did not.
 
-Three backends implement them: MPI (:mod:`rankscribe.ranks.mpi`), a rendezvous
-folder on a shared filesystem (:mod:`rankscribe.ranks.rendezvous`) and a single
-process (:mod:`rankscribe.ranks.single`); :meth:`Coordinator.create` picks one.
+Four backends implement them: MPI (:mod:`rankscribe.ranks.mpi`), the key-value
+store of torch.distributed's process group (:class:`StoreCoordinator`), a
+rendezvous folder on a shared filesystem (:mod:`rankscribe.ranks.rendezvous`)
+and a single process (:mod:`rankscribe.ranks.single`); :meth:`Coordinator.create`
+picks one with :func:`choose_backend`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
+from rankscribe.ranks._torch import initialised_distributed
 from rankscribe.ranks.deadline import Deadline, check_timeout
 from rankscribe.ranks.errors import (
     CoordinatorClosedError,
@@ -34,15 +37,26 @@ from rankscribe.ranks.errors import (
 )
 from rankscribe.ranks.info import MPI_LAUNCHERS, RankInfo, detect
 
-__all__ = ["DEFAULT_TIMEOUT", "BackendName", "Coordinator", "GatherResult"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "JOB_RENDEZVOUS_DIRNAME",
+    "BackendName",
+    "Coordinator",
+    "GatherResult",
+    "choose_backend",
+]
 
 T = TypeVar("T")
+
+#: The hidden folder, inside a job's directory, where the file backend's ranks meet
+#: when ``Coordinator.create`` is given ``job_dir`` and nothing better connects them.
+JOB_RENDEZVOUS_DIRNAME = ".rankscribe-rendezvous"
 
 #: Seconds a collective waits when no ``timeout`` is given (torch.distributed's default).
 DEFAULT_TIMEOUT = 600.0
 
-BackendName = Literal["auto", "mpi", "file", "single"]
-_BACKENDS = ("auto", "mpi", "file", "single")
+BackendName = Literal["auto", "mpi", "store", "file", "single"]
+_BACKENDS = ("auto", "mpi", "store", "file", "single")
 
 
 @dataclass(frozen=True)
@@ -112,36 +126,54 @@ class Coordinator(abc.ABC):
         backend: BackendName = "auto",
         rendezvous_dir: str | os.PathLike[str] | None = None,
         timeout: float = DEFAULT_TIMEOUT,
+        *,
+        job_dir: str | os.PathLike[str] | None = None,
     ) -> Coordinator:
         """Return a coordinator for this job.
 
-        ``info`` defaults to :func:`detect`. ``backend="auto"`` picks, in order:
-        ``single`` for a world of one process; ``mpi`` when an MPI launcher
-        started the job (Open MPI, MPICH/Hydra, Intel MPI, PMIx, or mpi4py
-        already initialised); ``file`` when ``rendezvous_dir`` is given
-        (torchrun, plain Slurm, or any launcher without MPI). Otherwise it
-        raises :class:`RanksValueError` asking for a ``rendezvous_dir``.
+        ``info`` defaults to :func:`detect`. ``backend="auto"`` picks, in order
+        (:func:`choose_backend`):
 
-        ``rendezvous_dir`` must be a folder every rank sees and used by this
-        job only (see :class:`~rankscribe.ranks.rendezvous.FileCoordinator`).
+        1. ``single`` for a world of one process;
+        2. ``mpi`` when an MPI launcher started the job (Open MPI, MPICH/Hydra,
+           Intel MPI, PMIx, or mpi4py already initialised);
+        3. ``file`` in ``rendezvous_dir`` when it is given;
+        4. ``store`` when the program initialised ``torch.distributed``'s
+           default process group (torchrun, ``mp.spawn``): its c10d store;
+        5. ``file`` in ``job_dir``'s hidden folder
+           (:data:`JOB_RENDEZVOUS_DIRNAME`) for any other launcher (torchrun
+           without a process group, Slurm, processes started by hand), when
+           ``job_dir`` is given: a directory every rank writes under, such as
+           the collector's ``summary_dir``.
+
+        Otherwise it raises :class:`RanksValueError` asking for a
+        ``rendezvous_dir``. ``rendezvous_dir`` must be a folder every rank sees
+        and used by this job only (see
+        :class:`~rankscribe.ranks.rendezvous.FileCoordinator`).
         """
         # The backends subclass Coordinator, so they are imported here, not at the top.
+        from rankscribe.ranks._jobfolder import job_folder_coordinator  # noqa: PLC0415
+        from rankscribe.ranks._store import StoreCoordinator  # noqa: PLC0415
         from rankscribe.ranks.mpi import MpiCoordinator  # noqa: PLC0415
         from rankscribe.ranks.rendezvous import FileCoordinator  # noqa: PLC0415
         from rankscribe.ranks.single import SingleCoordinator  # noqa: PLC0415
 
         if info is None:
             info = detect()
-        chosen = _choose_backend(info, backend, rendezvous_dir)
+        chosen = choose_backend(info, backend, rendezvous_dir, job_dir=job_dir)
         if chosen == "single":
             return SingleCoordinator(info, timeout=timeout)
         if chosen == "mpi":
             return MpiCoordinator(info, timeout=timeout)
-        if rendezvous_dir is None:
-            raise RanksValueError(
-                "backend='file' needs rendezvous_dir: a folder on a filesystem every rank sees"
-            )
-        return FileCoordinator(info, rendezvous_dir, timeout=timeout)
+        if chosen == "store":
+            return StoreCoordinator(info, timeout=timeout)
+        if rendezvous_dir is not None:
+            return FileCoordinator(info, rendezvous_dir, timeout=timeout)
+        if job_dir is not None:
+            return job_folder_coordinator(job_dir, info, timeout=timeout)
+        raise RanksValueError(
+            "backend='file' needs rendezvous_dir: a folder on a filesystem every rank sees"
+        )
 
     @property
     def rank(self) -> int:
@@ -239,9 +271,17 @@ class Coordinator(abc.ABC):
             ) from error
 
 
-def _choose_backend(
-    info: RankInfo, backend: str, rendezvous_dir: str | os.PathLike[str] | None
+def choose_backend(
+    info: RankInfo,
+    backend: str = "auto",
+    rendezvous_dir: str | os.PathLike[str] | None = None,
+    *,
+    job_dir: str | os.PathLike[str] | None = None,
 ) -> str:
+    """The backend :meth:`Coordinator.create` makes for these arguments (see there).
+
+    Looks at ``torch.distributed`` only when the program imported it already.
+    """
     if backend not in _BACKENDS:
         raise RanksValueError(f"backend must be one of {', '.join(_BACKENDS)}; got {backend!r}")
     if backend == "single" and info.world_size != 1:
@@ -257,8 +297,14 @@ def _choose_backend(
         return "mpi"
     if rendezvous_dir is not None:
         return "file"
+    if initialised_distributed() is not None:
+        return "store"
+    if job_dir is not None:
+        return "file"
     raise RanksValueError(
         f"this job ({info.world_size} ranks, launcher {info.launcher}) was not started by "
         "an MPI launcher: pass rendezvous_dir=<a folder every rank sees, used by this job "
-        "only> for the file backend, or backend='mpi' if the ranks share an MPI COMM_WORLD"
+        "only> (or job_dir=<the job's directory>) for the file backend, initialise "
+        "torch.distributed's process group first for the store backend, or backend='mpi' "
+        "if the ranks share an MPI COMM_WORLD"
     )
