@@ -182,7 +182,10 @@ class JobLineageMerger:
         if self.coordinator is not None or self._owned is not None:
             return
         try:
-            self._owned = Coordinator.create(self.info, timeout=self.timeout)
+            # job_dir: launchers with neither MPI nor a torch process group meet there.
+            self._owned = Coordinator.create(
+                self.info, timeout=self.timeout, job_dir=self.summary_dir
+            )
         except RanksError as error:
             self._report(error)
 
