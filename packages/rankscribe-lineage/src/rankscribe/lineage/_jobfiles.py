@@ -36,7 +36,9 @@ if TYPE_CHECKING:
 __all__ = [
     "STATISTIC_SUFFIXES",
     "Curve",
+    "StepTable",
     "job_file_names",
+    "step_table",
     "summary_file_bytes",
     "tensorboard_file_bytes",
     "write_job_files",
@@ -96,38 +98,77 @@ def _tensorboard_value(tag: str) -> bytes:
     return bytes(tensorboard_pb2.Summary(value=[value]).SerializeToString())
 
 
+@dataclass
+class StepTable:
+    """Every curve's value at every step, and which curves each step holds.
+
+    Steps holding the same curves share one byte layout (the value templates
+    with 4-byte holes for the floats): each such group is filled with a few
+    array assignments instead of one bytes object per value.
+    """
+
+    steps: npt.NDArray[np.int64]
+    values: npt.NDArray[np.float32]  # (steps, curves)
+    groups: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]  # (rows, columns)
+
+    @classmethod
+    def of(cls, curves: Sequence[Curve]) -> StepTable:
+        steps = np.unique(np.concatenate([curve.steps for curve in curves]))
+        present = np.zeros((len(steps), len(curves)), dtype=bool)
+        values = np.zeros((len(steps), len(curves)), dtype=np.float32)
+        with np.errstate(over="ignore", invalid="ignore"):
+            for column, curve in enumerate(curves):
+                rows = np.searchsorted(steps, curve.steps)
+                present[rows, column] = True
+                values[rows, column] = curve.values
+        rows_of_layout: dict[bytes, list[int]] = {}
+        for row, key in enumerate(np.packbits(present, axis=1)):
+            rows_of_layout.setdefault(key.tobytes(), []).append(row)
+        groups = []
+        for rows in rows_of_layout.values():
+            selected = np.asarray(rows, dtype=np.int64)
+            groups.append((selected, np.flatnonzero(present[selected[0]])))
+        return cls(steps, values, groups)
+
+    def summaries(self, templates: Sequence[bytes]) -> list[bytes]:
+        """Each step's serialized ``Summary`` (one templated value per curve it holds)."""
+        result: list[bytes] = [b""] * len(self.steps)
+        for rows, columns in self.groups:
+            holes = []
+            skeleton = bytearray()
+            for column in columns.tolist():
+                skeleton += templates[column]
+                holes.append(len(skeleton))
+                skeleton += bytes(4)
+            filled = np.tile(np.frombuffer(bytes(skeleton), dtype=np.uint8), (len(rows), 1))
+            floats = self.values[np.ix_(rows, columns)].astype("<f4").view(np.uint8)
+            for index, hole in enumerate(holes):
+                filled[:, hole : hole + 4] = floats[:, 4 * index : 4 * index + 4]
+            for row, summary in zip(rows.tolist(), filled, strict=True):
+                result[row] = summary.tobytes()
+        return result
+
+
 def _step_events(
     curves: Sequence[Curve],
+    table: StepTable | None,
     value_template: Callable[[str], bytes],
     event_head: Callable[[int], bytes],
     summary_key: bytes,
 ) -> list[bytes]:
     """One framed event per step holding every curve's value at that step, in curve order."""
-    if not curves:
+    if not curves or table is None:
         return []
     templates = [_value_template(value_template, curve.tag) for curve in curves]
-    steps = np.concatenate([curve.steps for curve in curves])
-    owners = np.concatenate(
-        [np.full(len(curve.steps), index, dtype=np.int64) for index, curve in enumerate(curves)]
-    )
-    values = np.concatenate([curve.values for curve in curves])
-    order = np.lexsort((owners, steps))
-    steps, owners = steps[order], owners[order]
-    with np.errstate(over="ignore", invalid="ignore"):
-        floats = values[order].astype("<f4").tobytes()
-    entries = [
-        templates[owner] + floats[4 * index : 4 * index + 4]
-        for index, owner in enumerate(owners.tolist())
+    return [
+        files.frame(event_head(step) + summary_key + _varint(len(summary)) + summary)
+        for step, summary in zip(table.steps.tolist(), table.summaries(templates), strict=True)
     ]
-    bounds = np.flatnonzero(np.diff(steps)) + 1
-    starts = [0, *bounds.tolist()]
-    ends = [*bounds.tolist(), len(entries)]
-    events = []
-    for start, end in zip(starts, ends, strict=True):
-        summary = b"".join(entries[start:end])
-        payload = event_head(int(steps[start])) + summary_key + _varint(len(summary)) + summary
-        events.append(files.frame(payload))
-    return events
+
+
+def step_table(curves: Sequence[Curve]) -> StepTable | None:
+    """The :class:`StepTable` of ``curves`` (None without any), shared by both job files."""
+    return StepTable.of(curves) if curves else None
 
 
 def _summary_key(message: Any) -> bytes:
@@ -136,7 +177,9 @@ def _summary_key(message: Any) -> bytes:
     return _varint(number << 3 | 2)
 
 
-def summary_file_bytes(curves: Sequence[Curve], wall_time: float) -> list[bytes]:
+def summary_file_bytes(
+    curves: Sequence[Curve], wall_time: float, table: StepTable | None = None
+) -> list[bytes]:
     """The framed records of the job's summary (``_MS``) file: version, then one per step."""
     version = summary_pb2.Event(wall_time=wall_time, version=MINDSPORE_VERSION)
     records = [files.frame(version.SerializeToString())]
@@ -144,7 +187,11 @@ def summary_file_bytes(curves: Sequence[Curve], wall_time: float) -> list[bytes]
     def head(step: int) -> bytes:
         return bytes(summary_pb2.Event(wall_time=wall_time, step=step).SerializeToString())
 
-    records.extend(_step_events(curves, _summary_value, head, _summary_key(summary_pb2.Event)))
+    if table is None:
+        table = step_table(curves)
+    records.extend(
+        _step_events(curves, table, _summary_value, head, _summary_key(summary_pb2.Event))
+    )
     return records
 
 
@@ -179,6 +226,7 @@ def tensorboard_file_bytes(
     margin_tags: Sequence[str],
     line_tags: Sequence[str],
     session: HParamsRun | None,
+    table: StepTable | None = None,
 ) -> list[bytes]:
     """The framed records of the job's TensorBoard file.
 
@@ -196,8 +244,12 @@ def tensorboard_file_bytes(
     def head(step: int) -> bytes:
         return bytes(tensorboard_pb2.Event(wall_time=wall_time, step=step).SerializeToString())
 
+    if table is None:
+        table = step_table(curves)
     records.extend(
-        _step_events(curves, _tensorboard_value, head, _summary_key(tensorboard_pb2.Event))
+        _step_events(
+            curves, table, _tensorboard_value, head, _summary_key(tensorboard_pb2.Event)
+        )
     )
     return records
 
@@ -238,7 +290,8 @@ def write_job_files(
             )
         else:
             name = f"events.out.tfevents.{timestamp}.{machine}.{JOB_MARK}"
-        written.append(files.atomic_write(os.path.join(directory, name), records))
+        # One write call: the records are already whole in memory.
+        written.append(files.atomic_write(os.path.join(directory, name), [b"".join(records)]))
     kept = {os.path.basename(path) for path in written}
     for name in earlier:
         if name not in kept:

@@ -62,11 +62,13 @@ def rank_arrays(points: Iterable[tuple[int, float]]) -> tuple[IntArray, FloatArr
 
     A step recorded twice keeps its last value, as MindInsight shows it.
     """
-    listed = list(points)
+    listed = points if isinstance(points, list) else list(points)
     if not listed:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
-    steps = np.fromiter((point[0] for point in listed), dtype=np.int64, count=len(listed))
-    values = np.fromiter((point[1] for point in listed), dtype=np.float64, count=len(listed))
+    pairs = np.array(listed, dtype=np.float64).reshape(-1, 2)
+    # Steps travel as floats here: exact below 2**53, far beyond any step count.
+    steps = pairs[:, 0].astype(np.int64)
+    values = np.ascontiguousarray(pairs[:, 1])
     if len(steps) > 1 and not bool(np.all(steps[1:] > steps[:-1])):
         order = np.argsort(steps, kind="stable")
         steps, values = steps[order], values[order]

@@ -73,6 +73,7 @@ Query them like any custom lineage, e.g.
 from __future__ import annotations
 
 import logging
+import operator
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -83,6 +84,7 @@ import numpy as np
 from rankscribe.lineage._jobfiles import (
     STATISTIC_SUFFIXES,
     Curve,
+    step_table,
     summary_file_bytes,
     tensorboard_file_bytes,
     write_job_files,
@@ -131,6 +133,7 @@ __all__ = [
     "write_job_view",
 ]
 
+_step_of = operator.itemgetter(0)
 SLOWEST_RANK_TAG = f"{STEP_TIME_TAG}/slowest_rank"
 SKEW_TAG = f"{STEP_TIME_TAG}/skew"
 
@@ -177,7 +180,7 @@ def series_from_dir(rank_dir: str | os.PathLike[str], rank: int) -> RankSeries:
         for tag, points in curves.items():
             scalars.setdefault(tag, []).extend(points)
     for points in scalars.values():
-        points.sort(key=lambda point: point[0])
+        points.sort(key=_step_of)
     return RankSeries(rank, scalars)
 
 
@@ -376,7 +379,8 @@ def write_job_view(
         logger.warning("job view of %s without ranks %s", directory, verdicts["job/missing_ranks"])
     curves = _job_curves(statistics, times)
     wall_time = _now()
-    contents = {"summary": summary_file_bytes(curves, wall_time)}
+    table = step_table(curves)
+    contents = {"summary": summary_file_bytes(curves, wall_time, table)}
     if tensorboard:
         margin_tags = [tag for tag in sorted(statistics.tags)]
         contents["tensorboard"] = tensorboard_file_bytes(
@@ -385,6 +389,7 @@ def write_job_view(
             margin_tags=margin_tags,
             line_tags=[SKEW_TAG] if len(times.steps) else [],
             session=_session(hparams, metrics, wall_time),
+            table=table,
         )
     paths = write_job_files(directory, contents, host=host)
     return JobView(paths, verdicts)
