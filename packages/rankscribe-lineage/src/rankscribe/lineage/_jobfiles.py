@@ -125,8 +125,8 @@ class StepTable:
         for row, key in enumerate(np.packbits(present, axis=1)):
             rows_of_layout.setdefault(key.tobytes(), []).append(row)
         groups = []
-        for rows in rows_of_layout.values():
-            selected = np.asarray(rows, dtype=np.int64)
+        for members in rows_of_layout.values():
+            selected = np.asarray(members, dtype=np.int64)
             groups.append((selected, np.flatnonzero(present[selected[0]])))
         return cls(steps, values, groups)
 
