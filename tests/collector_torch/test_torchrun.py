@@ -100,3 +100,17 @@ def test_a_rank_that_skips_the_merge_is_named_and_rank_0_finishes(tmp_path: Path
     lineage = get_summary_lineage(str(job.summary))
     assert lineage["hyper_parameters"]["device_num"] == 2
     assert lineage["train_dataset"]["train_dataset_size"] == 8  # rank 0's share alone
+
+
+def test_without_a_process_group_the_ranks_meet_in_the_summary_dir(tmp_path: Path) -> None:
+    job = run_torchrun(tmp_path, "no_process_group", merge_timeout=60.0)
+    assert job.returncode == 0, job.output
+    assert {(r["launcher"], r["finished"]) for r in job.ranks.values()} == {("torchrun", True)}
+    assert "cannot be merged" not in job.output
+    notes = user_defined(job.summary)
+    assert (notes["ranks_reported"], notes["ranks_expected"], notes["ranks_missing"]) == (2, 2, "")
+    # torchrun --standalone names its run: the ranks met in that launch's first folder
+    folders = sorted((job.summary / JOB_RENDEZVOUS_DIRNAME).glob("torchrun.*/0*"))
+    assert [folder.name for folder in folders] == ["000000"]
+    members = json.loads((folders[0] / "members.json").read_text())
+    assert sorted(members) == ["0", "1"]

@@ -6,10 +6,12 @@
 The script initialises torch.distributed (gloo, CPU) as a torchrun script
 does, and trains a tiny network on its share of the data: no gradient is
 reduced across ranks, so a rank that leaves early cannot hang the others in
-training. Scenarios: ``clean`` (every rank trains to the end) and ``skip``
+training. Scenarios: ``clean`` (every rank trains to the end), ``skip``
 (the last rank stops at SKIP_AT_STEP and leaves without the end of training,
 so it never takes part in the merge; it exits normally, as torchrun would
-otherwise stop the other rank). Each rank writes <out_dir>/rank_<r>.json.
+otherwise stop the other rank) and ``no_process_group`` (as ``clean``, but the
+script never initialises torch.distributed). Each rank writes
+<out_dir>/rank_<r>.json.
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ class LeaveEarlyError(Exception):
 def main() -> None:
     summary_dir, out, scenario = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
     merge_timeout = float(sys.argv[4])
-    dist.init_process_group("gloo")
+    if scenario != "no_process_group":
+        dist.init_process_group("gloo")
     info = detect()
     torch.manual_seed(0)  # the same initial parameters on every rank
     network = nn.Sequential(nn.Flatten(), nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 3))
@@ -79,7 +82,8 @@ def main() -> None:
     temporary = out / f".rank_{info.rank}.json.tmp"
     temporary.write_text(json.dumps(record))
     os.replace(temporary, out / f"rank_{info.rank}.json")
-    dist.destroy_process_group()
+    if dist.is_initialized():
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":
