@@ -268,6 +268,8 @@ def test_bad_arguments_are_refused_by_name(tmp_path: Path) -> None:
         write_job_view(tmp_path, {0: {"loss": []}}, world_size=1)  # type: ignore[dict-item]
     with pytest.raises(LineageParamValueError, match="holds the series of rank 1"):
         write_job_view(tmp_path, {0: series[1]}, world_size=2)
+    with pytest.raises(LineageParamValueError, match=r"in range\(world_size=2\), got 5"):
+        write_job_view(tmp_path, {5: RankSeries(5)}, world_size=2)
     with pytest.raises(LineageParamValueError, match="missing must hold ranks"):
         write_job_view(tmp_path, series, world_size=2, missing=["1"])  # type: ignore[list-item]
     assert os.listdir(tmp_path) == []

@@ -302,6 +302,10 @@ def _check_arguments(
             f"got {type(series).__name__}"
         )
     for rank, item in series.items():
+        if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < world_size:
+            raise LineageParamValueError(
+                f"series keys must be ranks in range(world_size={world_size}), got {rank!r}"
+            )
         if not isinstance(item, RankSeries):
             raise LineageParamTypeError(
                 f"series[{rank!r}] must be a RankSeries, got {type(item).__name__}"
