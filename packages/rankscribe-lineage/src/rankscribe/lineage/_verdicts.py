@@ -175,27 +175,23 @@ def _diverged_ranks(dense: DenseSeries, start: int) -> dict[int, int]:
     """rank -> first step at which its fingerprint left the majority (steps after ``start``)."""
     values = dense.values[start + 1 :]
     steps = dense.steps[start + 1 :]
-    with np.errstate(all="ignore"):
-        low = np.nanmin(np.where(np.isnan(values), np.inf, values), axis=1)
-        high = np.nanmax(np.where(np.isnan(values), -np.inf, values), axis=1)
-    disagreeing = np.flatnonzero(low < high)
+    present = ~np.isnan(values)
+    counts = present.sum(axis=1)
+    keep = counts > 0
+    values, steps, present, counts = values[keep], steps[keep], present[keep], counts[keep]
+    if len(values) == 0:
+        return {}
+    # A value held by more than half of a row is its middle value once sorted (NaN last).
+    ordered = np.sort(values, axis=1)
+    middle = ordered[np.arange(len(ordered)), (counts - 1) // 2]
+    votes = (values == middle[:, None]).sum(axis=1)
+    has_majority = 2 * votes > counts
+    # Without a strict majority no rank can be singled out: all of them left it.
+    left = present & ~((values == middle[:, None]) & has_majority[:, None])
     diverged: dict[int, int] = {}
-    for row in disagreeing:
-        step = int(steps[row])
-        present = {
-            int(rank): float(value)
-            for rank, value in zip(dense.ranks, values[row], strict=True)
-            if not np.isnan(value)
-        }
-        tally = Counter(present.values())
-        value, votes = tally.most_common(1)[0]
-        # Without a strict majority no rank can be singled out: all of them left it.
-        majority = value if votes * 2 > len(present) else None
-        for rank, fingerprint in present.items():
-            if rank not in diverged and fingerprint != majority:
-                diverged[rank] = step
-        if len(diverged) == len(dense.ranks):
-            break
+    for column in np.flatnonzero(left.any(axis=0)).tolist():
+        first_row = int(np.argmax(left[:, column]))
+        diverged[int(dense.ranks[column])] = int(steps[first_row])
     return diverged
 
 
