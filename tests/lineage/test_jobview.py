@@ -125,6 +125,18 @@ def test_two_ranks_leaving_at_different_steps(tmp_path: Path) -> None:
     assert (view.verdicts["job/diverged_step/1"], view.verdicts["job/diverged_step/4"]) == (21, 101)
 
 
+def test_without_a_majority_every_rank_that_disagrees_is_named(tmp_path: Path) -> None:
+    """Two ranks that part ways: neither holds a majority, so both are reported."""
+    view = _view(tmp_path, _job(2, fingerprints={1: 31}))
+    assert view.verdicts["job/diverged_ranks"] == "0,1"
+    assert (view.verdicts["job/diverged_step/0"], view.verdicts["job/diverged_step/1"]) == (31, 31)
+    # a rank already diverged keeps its first step when the others split later
+    view = _view(tmp_path, _job(4, fingerprints={1: 21, 2: 41, 3: 41}))
+    assert view.verdicts["job/diverged_ranks"] == "0,1,2,3"
+    steps = [view.verdicts[f"job/diverged_step/{rank}"] for rank in range(4)]
+    assert steps == [41, 21, 41, 41]
+
+
 def test_model_parallel_shards_are_not_flagged(tmp_path: Path) -> None:
     view = _view(tmp_path, _job(4, shards=True, fingerprints={2: 51}))
     assert view.verdicts["job/divergence_check"] == "ranks_differ_at_start"
