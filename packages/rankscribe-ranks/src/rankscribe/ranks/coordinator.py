@@ -172,7 +172,8 @@ class Coordinator(abc.ABC):
         if job_dir is not None:
             return job_folder_coordinator(job_dir, info, timeout=timeout)
         raise RanksValueError(
-            "backend='file' needs rendezvous_dir: a folder on a filesystem every rank sees"
+            "backend='file' needs rendezvous_dir: a folder on a filesystem every rank sees "
+            "(or job_dir: the job's directory, which every rank writes under)"
         )
 
     @property
