@@ -20,6 +20,7 @@ file did.
 
 from __future__ import annotations
 
+import bisect
 import importlib
 import json
 import logging
@@ -85,6 +86,9 @@ class LandscapeSaver:
         self.directory = Path(directory) / LANDSCAPE_DIR
         self.files: dict[str, str] = {}
         self.metadata_written = False
+        # The collector asks wants() at every step: a set lookup, not a scan of the intervals.
+        self._covered = frozenset(number for interval in options.intervals for number in interval)
+        self._ordered = sorted(self._covered)
 
     @property
     def unit(self) -> str:
@@ -92,7 +96,12 @@ class LandscapeSaver:
 
     def wants(self, number: int) -> bool:
         """True when ``number`` is in an interval and its parameters are not saved yet."""
-        return self.options.covers(number) and str(number) not in self.files
+        return number in self._covered and str(number) not in self.files
+
+    def next_wanted(self, number: int) -> int | None:
+        """The first step (epoch) after ``number`` in an interval, or None after the last."""
+        index = bisect.bisect_right(self._ordered, number)
+        return self._ordered[index] if index < len(self._ordered) else None
 
     def save(self, number: int, network: object) -> str | None:
         """Save ``network``'s parameters for step/epoch ``number``; the path, or None on error."""
