@@ -16,9 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from rankscribe.lineage import get_summary_lineage
 from rankscribe.lineage.parser import parse_run
 from rankscribe.ranks import JOB_RENDEZVOUS_DIRNAME
+from rankscribe.writer import load_dir
 
 SCRIPT = Path(__file__).resolve().parent / "torchrun_train.py"
 TORCHRUN = Path(sys.executable).parent / "torchrun"
@@ -62,6 +65,37 @@ def user_defined(summary: Path) -> dict[str, Any]:
     return lineage.section("user_defined")
 
 
+def scalars(directory: Path) -> dict[str, dict[int, float]]:
+    """``{tag: {step: value}}`` of the summary files directly in ``directory``."""
+    found: dict[str, dict[int, float]] = {}
+    for event in load_dir(directory):
+        if event.what == "summary" and event.step is not None:
+            for value in event.values:
+                found.setdefault(value.tag, {})[event.step] = value.value
+    return found
+
+
+def job_files(summary: Path) -> list[str]:
+    return [name for name in os.listdir(summary) if ".job." in name and name.endswith("_MS")]
+
+
+def assert_job_curves(summary: Path, ranks: list[int]) -> None:
+    """The job file's loss statistics are those of ``ranks``' own files, step by step."""
+    assert len(job_files(summary)) == 1, os.listdir(summary)
+    job = scalars(summary)
+    losses = [scalars(summary / f"rank_{rank}")["loss/auto"] for rank in ranks]
+    assert sorted(job["loss/auto/mean"]) == sorted(losses[0])
+    for step in losses[0]:
+        points = [loss[step] for loss in losses]
+        assert job["loss/auto/ranks"][step] == len(ranks)
+        assert job["loss/auto/mean"][step] == pytest.approx(sum(points) / len(points), rel=1e-6)
+        assert (job["loss/auto/min"][step], job["loss/auto/max"][step]) == (min(points),
+                                                                           max(points))
+    steps = scalars(summary / f"rank_{ranks[0]}")["rankscribe/step_time"]
+    assert set(job["rankscribe/step_time/ranks"].values()) == {len(ranks)}
+    assert sorted(job["rankscribe/step_time/ranks"]) == sorted(steps)
+
+
 def merged_lineage_files(summary: Path) -> list[str]:
     return [name for name in os.listdir(summary)
             if ".merged." in name and name.endswith("_lineage")]
@@ -84,6 +118,8 @@ def test_torchrun_job_merges_with_no_rendezvous_dir(tmp_path: Path) -> None:
     assert lineage["train_dataset"]["train_dataset_size"] == 16  # 8 rows on each rank
     # The ranks met in torch's store: no folder was needed in the summary dir.
     assert not (job.summary / JOB_RENDEZVOUS_DIRNAME).exists()
+    assert_job_curves(job.summary, [0, 1])
+    assert (notes["job/ranks_reported"], notes["job/missing_ranks"]) == (2, "")
 
 
 def test_a_rank_that_skips_the_merge_is_named_and_rank_0_finishes(tmp_path: Path) -> None:
@@ -100,6 +136,9 @@ def test_a_rank_that_skips_the_merge_is_named_and_rank_0_finishes(tmp_path: Path
     lineage = get_summary_lineage(str(job.summary))
     assert lineage["hyper_parameters"]["device_num"] == 2
     assert lineage["train_dataset"]["train_dataset_size"] == 8  # rank 0's share alone
+    # rank 1's series never reached rank 0: the job's curves are rank 0's points alone
+    assert_job_curves(job.summary, [0])
+    assert (notes["job/ranks_reported"], notes["job/missing_ranks"]) == (1, "1")
 
 
 def test_without_a_process_group_the_ranks_meet_in_the_summary_dir(tmp_path: Path) -> None:
@@ -114,3 +153,4 @@ def test_without_a_process_group_the_ranks_meet_in_the_summary_dir(tmp_path: Pat
     assert [folder.name for folder in folders] == ["000000"]
     members = json.loads((folders[0] / "members.json").read_text())
     assert sorted(members) == ["0", "1"]
+    assert_job_curves(job.summary, [0, 1])
