@@ -217,11 +217,11 @@ def test_a_failing_store_raises_a_store_error_naming_the_request() -> None:
 
 
 def test_a_store_that_cannot_delete_keeps_the_keys(caplog: pytest.LogCaptureFixture) -> None:
-    class FileLikeStore(MemoryStore):
+    class KeepingStore(MemoryStore):
         def delete_key(self, key: str) -> bool:
-            raise RuntimeError("FileStore does not support deleteKey")
+            raise RuntimeError("deleteKey is not implemented")
 
-    store = FileLikeStore()
+    store = KeepingStore()
     ranks = coordinators(store, 2, timeout=10)
     with caplog.at_level(logging.INFO, logger="rankscribe.ranks._store"):
         results = on_ranks(ranks, lambda c: (c.gather(c.rank), c.gather(c.rank + 1)))

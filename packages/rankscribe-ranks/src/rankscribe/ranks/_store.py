@@ -20,7 +20,8 @@ Keys, under ``rankscribe/<job>/<coordinator>/<sequence>/``:
 - barrier: ``rank_<r>`` (each rank's arrival) and ``left`` (a counter; the
   last rank to leave deletes the arrivals and the counter).
 
-``<job>`` is the launch (torchrun's run id and restart count, when set) and
+``<job>`` names the launch (:func:`~rankscribe.ranks.info.launch_name`:
+torchrun's run id and restart count, Slurm's job and step) and
 ``<coordinator>`` counts the store coordinators this process made, so two
 coordinators of one job, made in the same order on every rank, never share a
 key; the sequence number keeps a late rank's value out of the next
@@ -29,8 +30,8 @@ different collectives at the same position are told
 (:class:`CollectiveMismatchError`).
 
 After a timeout, the keys that a missing rank would have consumed stay in the
-store, which lives as long as the job. A store that refuses ``delete_key``
-(torch's ``FileStore``) keeps every key; that is logged once.
+store, which lives as long as the job. A store whose ``delete_key`` fails
+(a custom store without it) keeps every key; that is logged once.
 """
 
 from __future__ import annotations
@@ -247,7 +248,7 @@ class StoreCoordinator(Coordinator):
         try:
             self._store.delete_key(key)
         except Exception as error:
-            # torch's FileStore, for one, cannot delete: keep the keys, say it once.
+            # A store that cannot delete keeps the keys; saying so once is enough.
             self._deletes_keys = False
             logger.info("the store keeps this job's keys (delete_key failed: %s)", error)
 
