@@ -19,7 +19,11 @@ from rankscribe.collector.fingerprint import parameter_fingerprint
 from rankscribe.collector.lineage import JobLineageMerger
 from rankscribe.collector.loop import TrainLoop
 from rankscribe.collector.schedule import CollectionSchedule
-from rankscribe.collector.series import STEP_TIME_WRITE_COUNT, ScalarSeries
+from rankscribe.collector.series import (
+    STEP_TIME_WRITE_AT_ONCE,
+    STEP_TIME_WRITE_COUNT,
+    ScalarSeries,
+)
 from rankscribe.lineage.jobview import FINGERPRINT_TAG, STEP_TIME_TAG, RankSeries
 from rankscribe.lineage.parser import parse_run
 from rankscribe.ranks import GatherResult, RankInfo
@@ -163,6 +167,26 @@ def test_long_quiet_stretches_still_write_their_step_times(model: Any, tmp_path:
     assert len(seen) >= 5
     [path] = [path for path in tmp_path.iterdir() if path.name.endswith("_MS")]
     assert [step for step, _ in scalars(path)[STEP_TIME_TAG]] == list(range(1, batches + 1))
+
+
+def test_a_long_step_writes_its_step_time_at_once(model: Any, tmp_path: Path) -> None:
+    data = model(5)
+    collector = SummaryCollector(tmp_path, collect_freq=100, collect_specified_data=NO_LANDSCAPE)
+    on_disk: dict[int, list[int]] = {}
+
+    class Watch(Callback):
+        def step_end(self, run_context: RunContext) -> None:
+            assert collector.record is not None
+            collector.record.flush()  # what the writer was given is on disk
+            on_disk[run_context.original_args().cur_step_num] = summary_steps(tmp_path)
+
+    def step(batch: Any) -> float:
+        time.sleep(STEP_TIME_WRITE_AT_ONCE * 1.25)
+        return 0.5
+
+    TrainLoop(step, network=data.network, optimizer=data.optimizer).train(
+        1, data.dataset, callbacks=[collector, Watch()])
+    assert on_disk == {step: list(range(1, step + 1)) for step in range(1, 6)}
 
 
 # ------------------------------------------------------------------- the series

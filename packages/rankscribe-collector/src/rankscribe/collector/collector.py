@@ -56,6 +56,7 @@ from rankscribe.collector.options import (
 from rankscribe.collector.options import custom_lineage_data as merged_custom_lineage
 from rankscribe.collector.schedule import Collect, CollectionSchedule, total_units
 from rankscribe.collector.series import (
+    STEP_TIME_WRITE_AT_ONCE,
     STEP_TIME_WRITE_COUNT,
     STEP_TIME_WRITE_INTERVAL,
     SeriesRecorder,
@@ -314,7 +315,8 @@ class SummaryCollector(Callback):
         started, self._step_started = self._step_started, None
         step = params.cur_step_num
         if (step < self._quiet_until and started is not None and params.mode == "train"
-                and ended < self._step_times_due):
+                and ended < self._step_times_due
+                and ended - started < STEP_TIME_WRITE_AT_ONCE):
             # Most steps: nothing to collect, nothing to write. Every function called
             # here costs microseconds on a CPU whose caches the step itself evicted,
             # so this path is a few reads and two appends (tools/bench/collector.py).

@@ -28,11 +28,20 @@ from rankscribe.writer import SummaryRecord
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["STEP_TIME_WRITE_COUNT", "STEP_TIME_WRITE_INTERVAL", "ScalarSeries", "SeriesRecorder"]
+__all__ = [
+    "STEP_TIME_WRITE_AT_ONCE",
+    "STEP_TIME_WRITE_COUNT",
+    "STEP_TIME_WRITE_INTERVAL",
+    "ScalarSeries",
+    "SeriesRecorder",
+]
 
 #: Step times kept before they are written, at most (steps, seconds).
 STEP_TIME_WRITE_COUNT = 256
 STEP_TIME_WRITE_INTERVAL = 1.0
+#: A step this long (seconds) writes its step time at once: waking the writer
+#: costs it nothing that matters, and a crash then loses no step time of it.
+STEP_TIME_WRITE_AT_ONCE = 0.02
 
 
 class ScalarSeries:
@@ -106,7 +115,8 @@ class SeriesRecorder:
     the steps join one batch of the writer. The collector writes them before
     the next collected step (so the file stays in step order), at the end of
     an epoch, and at least every :data:`STEP_TIME_WRITE_INTERVAL` seconds or
-    :data:`STEP_TIME_WRITE_COUNT` steps, so a rank that dies loses at most that.
+    :data:`STEP_TIME_WRITE_COUNT` steps, so a rank that dies loses at most that;
+    a step of :data:`STEP_TIME_WRITE_AT_ONCE` seconds or more is written at once.
     """
 
     def __init__(self, *, fingerprints: bool) -> None:
@@ -129,7 +139,8 @@ class SeriesRecorder:
         self._time_steps.append(step)
         self._time_values.append(seconds)
         return (len(self._time_steps) - self._written >= STEP_TIME_WRITE_COUNT
-                or now - self.last_write >= STEP_TIME_WRITE_INTERVAL)
+                or now - self.last_write >= STEP_TIME_WRITE_INTERVAL
+                or seconds >= STEP_TIME_WRITE_AT_ONCE)
 
     @property
     def has_unwritten_step_times(self) -> bool:
