@@ -7,6 +7,7 @@
                              (the merged lineage and the job view: cross-rank
                              curves and verdicts, see rankscribe.lineage.jobview)
     rankscribe-lineage hparams BASE [--out DIR]
+    rankscribe-lineage report BASE [-o FILE]   (one HTML page; rankscribe-lineage[report])
 
 A mistake (a bad path, a filter that does not parse, nothing to merge) is one
 line on stderr and exit status 1 — with the filter and a caret under the
@@ -26,6 +27,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from rankscribe.lineage._report import add_report_command
 from rankscribe.lineage.conditions import FIELD_MAPPING
 from rankscribe.lineage.errors import LineageError, LineageExpressionError, LineageFileNotFoundError
 from rankscribe.lineage.hparams import write_hparams
@@ -250,6 +252,8 @@ def build_parser() -> argparse.ArgumentParser:
     hparams.add_argument("base", help="the base directory")
     hparams.add_argument("--out", help="output directory (default BASE/tensorboard-hparams)")
     hparams.set_defaults(handler=_hparams)
+
+    add_report_command(commands)  # report BASE [-o FILE]: one HTML page
     return parser
 
 
