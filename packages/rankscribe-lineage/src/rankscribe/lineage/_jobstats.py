@@ -15,6 +15,7 @@ shows in the mean and std), so the result does not depend on merge order.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
@@ -65,7 +66,10 @@ def rank_arrays(points: Iterable[tuple[int, float]]) -> tuple[IntArray, FloatArr
     listed = points if isinstance(points, list) else list(points)
     if not listed:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
-    pairs = np.array(listed, dtype=np.float64).reshape(-1, 2)
+    # Flattened through fromiter: about twice as fast as np.array on a list of tuples.
+    pairs = np.fromiter(
+        itertools.chain.from_iterable(listed), dtype=np.float64, count=2 * len(listed)
+    ).reshape(-1, 2)
     # Steps travel as floats here: exact below 2**53, far beyond any step count.
     steps = pairs[:, 0].astype(np.int64)
     values = np.ascontiguousarray(pairs[:, 1])
@@ -114,11 +118,16 @@ class TagStatistics:
 
     def merge(self, other: TagStatistics) -> TagStatistics:
         """The statistics of both groups of ranks together (neither is changed)."""
-        steps = np.union1d(self.steps, other.steps)
+        if np.array_equal(self.steps, other.steps):
+            # The common case (ranks record the same steps): no union to build.
+            steps = self.steps.copy()
+            mine = theirs = np.arange(len(steps))
+        else:
+            steps = np.union1d(self.steps, other.steps)
+            mine = np.searchsorted(steps, self.steps)
+            theirs = np.searchsorted(steps, other.steps)
         merged = TagStatistics._empty(steps)
-        mine = np.searchsorted(steps, self.steps)
         merged._place(mine, self)
-        theirs = np.searchsorted(steps, other.steps)
         merged._combine(theirs, other)
         return merged
 
