@@ -134,6 +134,10 @@ def _max_points(text: str) -> int:
     return value
 
 
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
 def _report(args: argparse.Namespace) -> int:
     try:
         written = write_report(
@@ -143,7 +147,7 @@ def _report(args: argparse.Namespace) -> int:
         print(f"{_PROGRAM}: error: {error.message}", file=sys.stderr)
         return 1
     print(
-        f"wrote {written.path} ({written.runs} runs: {written.jobs} jobs, "
+        f"wrote {written.path} ({_count(written.runs, 'run')}: {_count(written.jobs, 'job')}, "
         f"{written.single_runs} single-process; {written.size / 1e6:.1f} MB "
         f"in {written.seconds:.1f} s)"
     )

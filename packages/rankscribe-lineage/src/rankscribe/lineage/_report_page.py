@@ -98,6 +98,10 @@ SCRIPT = """
 _CONFIG = {"responsive": True, "displaylogo": False}
 
 
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
 def _escape(text: str) -> str:
     return html.escape(text, quote=True)
 
@@ -284,8 +288,10 @@ def render_page(data: ReportData, *, title: str | None = None) -> Iterator[str]:
     yield f"<title>{_escape(heading)}</title><style>{STYLE}</style>"
     yield f'<script type="text/javascript">{_plotly_script()}</script></head><body>'
     yield f"<h1>{_escape(heading)}</h1>"
-    yield (f'<p class="note">{len(data.runs)} runs: {len(data.jobs)} distributed jobs, '
-           f"{len(data.runs) - len(data.jobs)} single-process runs. Written {stamp}. "
+    singles = len(data.runs) - len(data.jobs)
+    yield (f'<p class="note">{_count(len(data.runs), "run")}: '
+           f'{_count(len(data.jobs), "distributed job")}, {_count(singles, "single-process run")}. '
+           f"Written {stamp}. "
            f"Curves longer than {data.max_points:,} points are drawn downsampled, keeping "
            "the lowest and the highest point of each bucket of steps.</p>")
     yield ('<nav><a href="#runs">Runs</a><a href="#compare">Compare</a>'
