@@ -119,23 +119,30 @@ def _straggler(times: StepTimes) -> Verdicts:
     # Most often slowest; a tie goes to the lowest rank (and then cannot exceed half).
     candidate, wins = min(counts.items(), key=lambda item: (-item[1], item[0]))
     share = wins / len(slowest)
-    dense = times.dense
-    with np.errstate(all="ignore"):
-        medians = {
-            int(rank): float(np.nanmedian(dense.values[:, column]))
-            for column, rank in enumerate(dense.ranks)
-            if bool(np.any(~np.isnan(dense.values[:, column])))
-        }
-    others = [value for rank, value in medians.items() if rank != candidate]
-    if not others:
-        return verdicts
-    reference = float(np.median(others))
-    excess = medians[candidate] / reference - 1.0 if reference > 0 else float("inf")
-    if share > STRAGGLER_SHARE and excess >= STRAGGLER_MARGIN:
+    excess = _paired_excess(times.dense, candidate)
+    if share > STRAGGLER_SHARE and excess is not None and excess >= STRAGGLER_MARGIN:
         verdicts["job/straggler_rank"] = candidate
         verdicts["job/straggler_slowest_share"] = share
         verdicts["job/straggler_excess"] = excess
     return verdicts
+
+
+def _paired_excess(dense: DenseSeries, rank: int) -> float | None:
+    """How much slower ``rank`` is than the others, step by step (0.5: 50 % slower).
+
+    The median over steps of its step time / the median of the other ranks' step
+    times at that step, minus 1; None when no step has it and another rank.
+    """
+    column = int(np.flatnonzero(dense.ranks == rank)[0])
+    mine = dense.values[:, column]
+    others = np.delete(dense.values, column, axis=1)
+    usable = ~np.isnan(mine) & (~np.isnan(others)).any(axis=1)
+    if not bool(np.any(usable)):
+        return None
+    reference = np.nanmedian(others[usable], axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(reference > 0, mine[usable] / reference, np.inf)
+    return float(np.median(ratio)) - 1.0
 
 
 def _divergence(fingerprints: Mapping[int, RankArrays]) -> Verdicts:

@@ -36,16 +36,19 @@ int and "" for a list, which is comma-separated rank numbers):
   reported a step time of slowest / median. Absent without such steps.
 - ``job/straggler_rank`` (int): a chronic straggler is the rank that is the
   slowest in MORE THAN HALF of the steps where >= 2 ranks reported a step
-  time, AND whose median step time exceeds the median of the OTHER ranks'
-  median step times by >= 20 %. Both conditions: balanced ranks share the
-  "slowest" label at random (each ~1/N of the steps; with 2 ranks one may
-  win 51 % by chance, so the margin is needed), and a rank slower by a hair
-  in every step (a 1 % clock difference) is not worth a user's attention.
-  The other ranks' medians are the reference because with few ranks the
-  straggler would drag an all-rank median towards itself (with 2 ranks, to
-  half-way). When flagged, ``job/straggler_slowest_share`` (float, 0..1) and
-  ``job/straggler_excess`` (float: 0.45 means a median 45 % above) say by
-  how much.
+  time, AND that is >= 20 % slower than the others step by step: the median,
+  over the steps where it and another rank reported, of its step time divided
+  by the median of the other ranks' step times at that step is >= 1.2. Both
+  conditions: balanced ranks share the "slowest" label at random (each ~1/N
+  of the steps; with 2 ranks one may win 51 % by chance, so the margin is
+  needed), and a rank slower by a hair at every step (a 1 % clock
+  difference) is not worth a user's attention. The comparison is paired by
+  step so that what slows every rank at once (warm-up, evaluation, a loaded
+  machine) cancels out, and medians so that a few long steps do not decide;
+  comparing each rank's own median instead flags balanced ranks whose
+  sub-millisecond steps are descheduled at random. When flagged,
+  ``job/straggler_slowest_share`` (float, 0..1) and ``job/straggler_excess``
+  (float: 0.45 means 45 % slower) say by how much.
 - ``job/divergence_check`` (str): ``checked``, ``ranks_differ_at_start``
   (model parallel: shards differ by design, so nothing is flagged),
   ``no_common_step``, ``one_rank`` or ``no_fingerprints``. At the first step
@@ -419,7 +422,7 @@ def verdict_lines(user_defined: Mapping[str, Any]) -> list[str]:
         excess = float(user_defined.get("job/straggler_excess", float("nan")))
         lines.append(
             f"straggler: rank {straggler} (slowest in {share:.0%} of the steps, "
-            f"median step time {excess:+.0%} over the others){skew_text}"
+            f"{excess:.0%} slower than the others step by step){skew_text}"
         )
     else:
         lines.append(f"straggler: none{skew_text}")
