@@ -9,7 +9,8 @@ and optimizers) into ``<base>/<job>/`` (``rank_0/``, ``rank_1/`` and the
 merged lineage), and the runs are then listed with
 ``rankscribe-lineage query <base> --sort metric/accuracy``, followed by one
 line per job with its straggler and divergence verdicts (read from the merged
-lineage: see docs/job-view.md).
+lineage: see docs/job-view.md); last, ``rankscribe-lineage report`` draws
+them all into ``<base>/report.html`` (see docs/report.md).
 """
 
 from __future__ import annotations
@@ -68,7 +69,12 @@ def main() -> int:
     code = subprocess.run(query, check=False).returncode
     print(flush=True)
     _print_verdicts(args.base)
-    return code
+    report = Path(args.base) / "report.html"
+    print(f"\n$ rankscribe-lineage report {args.base} -o {report}", flush=True)
+    drawn = subprocess.run([_tool("rankscribe-lineage"), "report", args.base, "-o", str(report)],
+                           check=False).returncode
+    print(f"open {report.resolve()} in a browser: the runs, their curves, the job verdicts")
+    return code or drawn
 
 
 def _print_verdicts(base: str) -> None:
