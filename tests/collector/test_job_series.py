@@ -361,7 +361,9 @@ def test_a_rank_that_never_arrives_is_missing_from_the_job_view(
     assert user["ranks_missing"] == "1"
 
 
-def test_an_evaluation_alone_keeps_the_job_files(model: Any, tmp_path: Path) -> None:
+def test_an_evaluation_alone_keeps_the_job_files_and_verdicts(
+    model: Any, tmp_path: Path
+) -> None:
     train(model, tmp_path / "rank_0", batches=4, collect_freq=2)
     own = ScalarSeries()
     own.add(STEP_TIME_TAG, 1, 0.01)
@@ -369,11 +371,16 @@ def test_an_evaluation_alone_keeps_the_job_files(model: Any, tmp_path: Path) -> 
         tmp_path / "rank_0", own)
     before = {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)
               if name.endswith("_MS")}
+    verdicts = {key: value for key, value in user_defined(tmp_path).items()
+                if key.startswith("job/")}
+    assert verdicts["job/last_step/0"] == 1
     JobLineageMerger(tmp_path, info(0, 1), coordinator=Gather({}, 1)).merge(  # type: ignore[arg-type]
         tmp_path / "rank_0", ScalarSeries())
     after = {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)
              if name.endswith("_MS")}
     assert after == before and len(before) == 1
+    assert {key: value for key, value in user_defined(tmp_path).items()
+            if key.startswith("job/")} == verdicts
 
 
 def test_rank_series_of_the_lineage_package_is_what_travels() -> None:

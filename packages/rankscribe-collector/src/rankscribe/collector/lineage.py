@@ -51,6 +51,7 @@ from rankscribe.lineage import (
     RunLineage,
     UserDefinedInfo,
     eval_lineage_from_args,
+    get_run_lineage,
     merge_rank_lineages,
     parse_run,
     train_lineage_from_args,
@@ -298,7 +299,9 @@ class JobLineageMerger:
     ) -> dict[str, float | int | str]:
         """The job's cross-rank curves into ``summary_dir``; their verdicts (empty on failure)."""
         if not job_series:
-            return {}  # nothing trained (an evaluation alone): earlier job files stay
+            # Nothing trained (an evaluation alone): the job files stay, and so do the
+            # verdicts an earlier merge wrote, or this merge would drop them.
+            return self._earlier_verdicts()
         # The TensorBoard HParams session of the job: its merged setup and final metrics.
         hparams, metrics = session_values(merged) if merged is not None else ({}, {})
         try:
@@ -315,3 +318,12 @@ class JobLineageMerger:
         self.last_job_files = list(view.paths)
         return dict(view.verdicts)
 
+    def _earlier_verdicts(self) -> dict[str, float | int | str]:
+        try:
+            earlier = get_run_lineage(str(self.summary_dir.resolve()))
+        except (OSError, LineageError):
+            return {}  # no merged lineage yet
+        if earlier is None:
+            return {}
+        return {key: value for key, value in earlier.section("user_defined").items()
+                if key.startswith("job/") and isinstance(value, (int, float, str))}
