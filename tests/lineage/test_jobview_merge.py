@@ -127,6 +127,10 @@ def test_running_the_merge_again_never_duplicates_a_point(job: Path) -> None:
     curves = reader.scalars(job)
     assert [step for step, _ in curves["loss/auto/mean"]] == list(range(1, STEPS + 1))
     assert not [name for name in os.listdir(job) if name.endswith(".tmp")]
+    # nothing the merge left in the job dir (job files, lineage, lock) is readable by others
+    for name in os.listdir(job):
+        if (job / name).is_file():
+            assert os.stat(job / name).st_mode & 0o077 == 0, name
 
 
 def test_a_torn_rank_file_contributes_what_is_readable(job: Path) -> None:

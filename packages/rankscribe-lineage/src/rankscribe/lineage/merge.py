@@ -56,6 +56,7 @@ RANK_DIR = re.compile(r"^rank_(\d+)$")
 MERGE_LOCK_NAME = ".rankscribe-merge.lock"
 _INT32_MAX = 2**31 - 1
 _POLL_SECONDS = 0.5
+_LOCK_SECONDS = 120
 
 
 class _Merger:
@@ -400,21 +401,28 @@ def merge_run_dir(
     else:
         merged = _lineage_without_ranks(directory, expected)
     view = None
-    with filelock.FileLock(os.path.join(directory, MERGE_LOCK_NAME)):
-        if has_scalars:
-            hparams, metrics = session_values(merged)
-            view = write_job_view(
-                directory,
-                series,
-                world_size=expected,
-                tensorboard=holds_tensorboard_files(on_disk),
-                hparams=hparams,
-                metrics=metrics,
-                host=host,
-            )
-            merged.sections["user_defined"].update(view.verdicts)
-        merged.sections["user_defined"].update(extra)
-        path = write_merged_lineage(directory, merged, host=host)
+    lock_path = os.path.join(directory, MERGE_LOCK_NAME)
+    try:
+        # Owner-only like every file RankScribe creates; a bounded wait like every wait.
+        with filelock.FileLock(lock_path, timeout=_LOCK_SECONDS, mode=0o600):
+            if has_scalars:
+                hparams, metrics = session_values(merged)
+                view = write_job_view(
+                    directory,
+                    series,
+                    world_size=expected,
+                    tensorboard=holds_tensorboard_files(on_disk),
+                    hparams=hparams,
+                    metrics=metrics,
+                    host=host,
+                )
+                merged.sections["user_defined"].update(view.verdicts)
+            merged.sections["user_defined"].update(extra)
+            path = write_merged_lineage(directory, merged, host=host)
+    except filelock.Timeout as error:
+        raise LineageMergeError(
+            f"another merge of {directory} has held {lock_path} for over {_LOCK_SECONDS} s"
+        ) from error
     missing = [rank for rank in range(expected) if rank not in lineages]
     if missing:
         logger.warning("merged %s without ranks %s", directory, missing)
