@@ -101,3 +101,20 @@ def test_collect_runs_finds_single_runs_and_the_job_but_not_its_ranks(base: Base
     assert job.verdicts["job/straggler_rank"] == 1
     assert all(not run.is_job for run in runs if run.name != base.job)
     assert all(run.lineage is not None for run in runs)
+
+
+def test_a_merges_notes_are_no_hyper_parameter_axes() -> None:
+    notes = {"ranks_reported": 2, "ranks_expected": 2, "ranks_missing": "", "disagreements": "",
+             "loss_min": 0.1, "loss_max": 0.3, "metric_accuracy_min": 0.8, "hidden": 64}
+    runs = [
+        run("a", {"learning_rate": 0.1, "loss": 0.2}, user_defined={**notes, "seed": 1},
+            ranks=2),
+        run("b", {"learning_rate": 0.2, "loss": 0.4},
+            user_defined={**notes, "loss_min": 0.35, "seed": 2}, ranks=2),
+    ]
+    comparison = comparison_axes(runs)
+    assert [axis.label for axis in comparison.axes] == [
+        "learning_rate", "user_defined/seed", "loss"]
+    assert "user_defined/hidden" in comparison.constant
+    # The table still shows them: they say how the merge went.
+    assert "user_defined/loss_min" in [column.name for column in build_table(runs).columns]

@@ -81,6 +81,8 @@ class RunInfo:
     lineage: dict[str, Any] | None
     #: ``rank -> rank_<n> dir`` for a job; empty for a single-process run.
     rank_dirs: dict[int, str] = field(default_factory=dict)
+    #: The directory as the page names it: under the base dir as the user gave it.
+    shown_path: str = ""
 
     @property
     def is_job(self) -> bool:
@@ -108,6 +110,7 @@ class JobData:
 
 @dataclass
 class ReportData:
+    #: The base dir as the user gave it (the page's title).
     base: str
     runs: list[RunInfo]
     jobs: list[JobData]
@@ -169,8 +172,13 @@ def collect_runs(base: str | os.PathLike[str]) -> list[RunInfo]:
         lineage = lineages.get(os.path.realpath(directory))
         if lineage is None and not rank_dirs and not _has_summary_files(directory):
             continue
-        name = os.path.basename(root) if directory == root else os.path.relpath(directory, root)
-        runs.append(RunInfo(name, directory, lineage, rank_dirs))
+        given = os.fspath(base)
+        if directory == root:
+            name, shown = os.path.basename(root), given
+        else:
+            name = os.path.relpath(directory, root)
+            shown = os.path.join(given, name)
+        runs.append(RunInfo(name, directory, lineage, rank_dirs, shown))
     return runs
 
 
@@ -283,4 +291,4 @@ def read_report_data(
         for run, curves in zip(batch, next(results), strict=True):
             if curves:
                 single_runs[run.name] = curves
-    return ReportData(os.path.realpath(os.fspath(base)), runs, job_data, single_runs, max_points)
+    return ReportData(os.fspath(base), runs, job_data, single_runs, max_points)

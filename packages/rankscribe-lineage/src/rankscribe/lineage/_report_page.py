@@ -178,8 +178,9 @@ def _markers(verdicts: Mapping[str, Any]) -> list[Marker]:
 def _verdicts_html(job: JobData) -> Iterator[str]:
     lines = verdict_lines(job.run.verdicts)
     if not lines:
+        command = f"rankscribe-lineage merge {job.run.shown_path}"
         yield ('<p class="note">No job verdicts: this job has no merged lineage yet '
-               f"(<code>rankscribe-lineage merge {_escape(job.run.path)}</code> writes it).</p>")
+               f"(<code>{_escape(command)}</code> writes it).</p>")
         return
     yield '<ul class="verdicts">'
     for line in lines:
@@ -221,7 +222,8 @@ def _job_html(job: JobData, anchor: str, max_points: int) -> Iterator[str]:
                          for curve in curves.values() if len(curve.steps)})
     reach = f", last step {last_steps[-1]}" if last_steps else ""
     yield f'<article class="job" id="{anchor}"><h3>{_escape(run.name)}</h3>'
-    yield f'<p class="note">{len(run.rank_dirs)} ranks{reach}; <code>{_escape(run.path)}</code></p>'
+    where = _escape(run.shown_path)
+    yield f'<p class="note">{len(run.rank_dirs)} ranks{reach}; <code>{where}</code></p>'
     yield from _verdicts_html(job)
     tags = [tag for tag in tag_order(list(job.bands)) if tag != STEP_TIME_TAG]
     markers = _markers(run.verdicts)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,13 @@ __all__ = [
 
 #: Text fields with more distinct values than this make no readable axis.
 MAX_CATEGORIES = 30
+#: The notes a rank merge adds to user_defined (rankscribe.lineage.merge): the ranks'
+#: count, their disagreements and the extremes of averaged results. They stay in the
+#: table; as hyper-parameter axes they would only repeat the results.
+_MERGE_NOTES = re.compile(
+    r"^user_defined/(ranks_(reported|expected|missing)|disagreements|.+_by_rank"
+    r"|loss_(min|max)|metric_.+_(min|max))$"
+)
 _SECTIONS = ("metric", "user_defined")
 
 
@@ -201,6 +209,8 @@ def comparison_axes(runs: Sequence[RunInfo]) -> Comparison:
     hparams = list(HPARAM_FIELDS)
     metrics = list(METRIC_FIELDS)
     for name in _lineage_columns(with_lineage):
+        if _MERGE_NOTES.match(name):
+            continue
         if name.startswith("user_defined/") and name not in hparams:
             hparams.append(name)
         elif name.startswith("metric/") and name not in metrics:
