@@ -13,10 +13,10 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from rankscribe.lineage import _report_page
+from rankscribe.lineage import _report_page, merge_run_dir
 from rankscribe.lineage._report import write_report
 from rankscribe.lineage._report_data import read_report_data
-from rankscribe.writer import reader
+from rankscribe.writer import SummaryRecord, reader
 
 from .conftest import JOB_STEPS, SINGLE_RUNS, Base
 
@@ -168,3 +168,48 @@ def test_a_planted_link_at_the_output_is_replaced_not_followed(base: Base, tmp_p
     write_report(base.path, link)
     assert victim.read_text() == "keep me"
     assert not link.is_symlink() and "<html" in link.read_text(encoding="utf-8")
+
+
+def write_rank(directory: Path, rank: int, steps: int, *, nan_at: int | None = None) -> None:
+    with SummaryRecord(directory / f"rank_{rank}", rank=rank) as record:
+        for step in range(1, steps + 1):
+            loss = float("nan") if step == nan_at else 1.0 / step
+            record.add_value("scalar", "loss", loss)
+            record.add_value("scalar", "rankscribe/step_time", 0.01)
+            record.record(step)
+
+
+def test_a_stopped_rank_and_a_nan_loss_are_marked_on_the_loss_chart(tmp_path: Path) -> None:
+    job = tmp_path / "base" / "job"
+    write_rank(job, 0, 300, nan_at=250)
+    write_rank(job, 1, 200)
+    merge_run_dir(job, world_size=2)
+    drawn: list[dict[str, Any]] = []
+    original = _report_page._chart
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_report_page, "_chart", lambda figure: drawn.append(figure) or original(
+            figure))
+        page = Path(write_report(tmp_path / "base", tmp_path / "r.html").path).read_text("utf-8")
+    loss = next(figure for figure in drawn if title(figure) == "loss")
+    go.Figure(loss)
+    marks = {note["text"]: shape["x0"] for note, shape in
+             zip(loss["layout"]["annotations"], loss["layout"]["shapes"], strict=True)}
+    assert marks == {"non-finite loss: rank 0": 250, "rank 1 stopped": 200}
+    assert '<li class="flag">non-finite loss: rank 0 at step 250</li>' in page
+    assert '<li class="flag">stopped first: rank 1 at step 200' in page
+    # A NaN makes that step's mean NaN: plotly leaves a gap there.
+    mean = next(trace for trace in loss["data"] if trace["name"] == "mean over ranks")
+    steps, values = decoded(mean["x"]), decoded(mean["y"])
+    assert np.isnan(values[steps.tolist().index(250)])
+
+
+def test_a_job_not_merged_yet_is_shown_and_says_how_to_merge(tmp_path: Path) -> None:
+    job = tmp_path / "base" / "fresh"
+    write_rank(job, 0, 50)
+    write_rank(job, 1, 50)
+    written = write_report(tmp_path / "base", tmp_path / "r.html")
+    page = Path(written.path).read_text("utf-8")
+    assert (written.runs, written.jobs) == (1, 1)
+    assert "this job has no merged lineage yet" in page
+    assert f"<code>rankscribe-lineage merge {tmp_path / 'base' / 'fresh'}</code>" in page
+    assert ">not merged<" in page

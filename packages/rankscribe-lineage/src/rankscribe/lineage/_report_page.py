@@ -25,7 +25,7 @@ from rankscribe.lineage._report_figures import (
     runs_figure,
     step_time_figure,
 )
-from rankscribe.lineage._report_table import Table, build_table, comparison_axes
+from rankscribe.lineage._report_table import Table, build_table, comparison_axes, ranks_text
 from rankscribe.lineage.jobview import LOSS_TAGS, STEP_TIME_TAG, verdict_lines
 
 __all__ = ["render_page"]
@@ -163,11 +163,11 @@ def _markers(verdicts: Mapping[str, Any]) -> list[Marker]:
     diverged = verdicts.get("job/diverged_ranks")
     first = verdicts.get("job/diverged_first_step", -1)
     if diverged and isinstance(first, (int, float)) and first >= 0:
-        markers.append(Marker(first, f"diverged: ranks {diverged}"))
+        markers.append(Marker(first, f"diverged: {ranks_text(diverged)}"))
     nonfinite = verdicts.get("job/nonfinite_loss_ranks")
     first = verdicts.get("job/nonfinite_loss_first_step", -1)
     if nonfinite and isinstance(first, (int, float)) and first >= 0:
-        markers.append(Marker(first, f"non-finite loss: ranks {nonfinite}", "#9467bd"))
+        markers.append(Marker(first, f"non-finite loss: {ranks_text(nonfinite)}", "#9467bd"))
     stopped = verdicts.get("job/stopped_first_rank", -1)
     step = verdicts.get("job/stopped_first_step", -1)
     if isinstance(stopped, int) and stopped >= 0 and isinstance(step, (int, float)) and step >= 0:

@@ -26,6 +26,7 @@ __all__ = [
     "Table",
     "build_table",
     "comparison_axes",
+    "ranks_text",
     "verdict_summary",
 ]
 
@@ -111,7 +112,8 @@ def _lineage_columns(runs: Sequence[RunInfo]) -> list[str]:
     return fields + extra["metric"] + extra["user_defined"]
 
 
-def _ranks_text(text: Any) -> str:
+def ranks_text(text: Any) -> str:
+    """``"2"`` -> ``rank 2``; ``"2,3"`` -> ``ranks 2,3`` (a verdict's list of ranks)."""
     return f"ranks {text}" if "," in str(text) else f"rank {text}"
 
 
@@ -127,14 +129,14 @@ def verdict_summary(run: RunInfo) -> str | None:
     if isinstance(straggler, int) and straggler >= 0:
         parts.append(f"straggler: rank {straggler}")
     if verdicts.get("job/diverged_ranks"):
-        parts.append(f"diverged: {_ranks_text(verdicts['job/diverged_ranks'])}")
+        parts.append(f"diverged: {ranks_text(verdicts['job/diverged_ranks'])}")
     if verdicts.get("job/nonfinite_loss_ranks"):
-        parts.append(f"non-finite loss: {_ranks_text(verdicts['job/nonfinite_loss_ranks'])}")
+        parts.append(f"non-finite loss: {ranks_text(verdicts['job/nonfinite_loss_ranks'])}")
     stopped = verdicts.get("job/stopped_first_rank", -1)
     if isinstance(stopped, int) and stopped >= 0:
         parts.append(f"stopped first: rank {stopped}")
     if verdicts.get("job/missing_ranks"):
-        parts.append(f"missing: {_ranks_text(verdicts['job/missing_ranks'])}")
+        parts.append(f"missing: {ranks_text(verdicts['job/missing_ranks'])}")
     return "; ".join(parts) if parts else "ok"
 
 
