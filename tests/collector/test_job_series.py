@@ -13,17 +13,17 @@ import crc32c
 import numpy as np
 import pytest
 
-from rankscribe.collector.callback import Callback, RunContext
-from rankscribe.collector.collector import SummaryCollector
-from rankscribe.collector.fingerprint import parameter_fingerprint
-from rankscribe.collector.lineage import JobLineageMerger
-from rankscribe.collector.loop import TrainLoop
-from rankscribe.collector.schedule import CollectionSchedule
-from rankscribe.collector.series import (
+from rankscribe.collector._fingerprint import parameter_fingerprint
+from rankscribe.collector._series import (
     STEP_TIME_WRITE_AT_ONCE,
     STEP_TIME_WRITE_COUNT,
     ScalarSeries,
 )
+from rankscribe.collector.callback import Callback, RunContext
+from rankscribe.collector.collector import SummaryCollector
+from rankscribe.collector.lineage import JobLineageMerger
+from rankscribe.collector.loop import TrainLoop
+from rankscribe.collector.schedule import CollectionSchedule
 from rankscribe.lineage.jobview import FINGERPRINT_TAG, STEP_TIME_TAG, RankSeries
 from rankscribe.lineage.parser import parse_run
 from rankscribe.ranks import GatherResult, RankInfo

@@ -45,10 +45,10 @@ from typing import Any
 
 import numpy as np
 
+from rankscribe.collector._fingerprint import parameter_fingerprint
 from rankscribe.collector.adapters.numpy import ArrayDataset, ArrayNetwork, ArrayOptimizer
 from rankscribe.collector.callback import Callback, RunContext
 from rankscribe.collector.collector import SummaryCollector
-from rankscribe.collector.fingerprint import parameter_fingerprint
 from rankscribe.collector.loop import TrainLoop
 
 STEP_MS = 10.0

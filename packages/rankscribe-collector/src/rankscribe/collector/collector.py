@@ -8,7 +8,7 @@ schedule.py         which steps (epochs) are collected, and the plugin filter
 extract.py          loss, histograms, input images, graph from the run state
 lineage.py          this rank's lineage values; the job lineage merged on rank 0
 landscape.py        parameter files and ``train_metadata.json`` for landscapes
-series.py           step times, parameter fingerprints, the series of the job view
+_series.py          step times, parameter fingerprints, the series of the job view
 ==================  ============================================================
 
 Writing is :class:`rankscribe.writer.SummaryRecord`'s. On several ranks each
@@ -17,14 +17,9 @@ rank writes into ``rankscribe.ranks.rank_dir(summary_dir, info)``
 tensor-collection steps, and rank 0 writes the merged job lineage into
 ``summary_dir``. Nothing in a training script changes for that.
 
-For the job view every rank also records, in its own files, its wall time of
-every training step (``rankscribe/step_time``, seconds from ``step_begin`` to
-``step_end``) and, at each collected step, a fingerprint of its parameters
-(``rankscribe/param_fingerprint``). At the end of training and of evaluation
-the ranks' series of the collector's scalars travel to rank 0 with the lineage,
-and rank 0 writes the job's cross-rank curves into ``summary_dir``
-(:func:`rankscribe.lineage.jobview.write_job_view`) and their verdicts into the
-merged lineage.
+For the job view each rank also records its step times and parameter
+fingerprints (``_series.py``), and rank 0 writes the job's cross-rank curves
+at the end of a run (``lineage.py``).
 """
 
 from __future__ import annotations
@@ -40,6 +35,11 @@ from types import TracebackType
 from typing import Any
 
 from rankscribe.collector import adapters
+from rankscribe.collector._series import (
+    STEP_TIME_WRITE_AT_ONCE,
+    STEP_TIME_WRITE_INTERVAL,
+    SeriesRecorder,
+)
 from rankscribe.collector.callback import MODES, Callback, CallbackParams, RunContext
 from rankscribe.collector.errors import CollectorValueError
 from rankscribe.collector.extract import GRAPH_TAG, Extractor
@@ -55,12 +55,6 @@ from rankscribe.collector.options import (
 )
 from rankscribe.collector.options import custom_lineage_data as merged_custom_lineage
 from rankscribe.collector.schedule import Collect, CollectionSchedule, total_units
-from rankscribe.collector.series import (
-    STEP_TIME_WRITE_AT_ONCE,
-    STEP_TIME_WRITE_COUNT,
-    STEP_TIME_WRITE_INTERVAL,
-    SeriesRecorder,
-)
 from rankscribe.ranks import Coordinator, RankInfo, detect, rank_dir
 from rankscribe.writer import SummaryRecord
 from rankscribe.writer import operators as summary_operators
@@ -164,7 +158,9 @@ class SummaryCollector(Callback):
             check_type("rank_info", rank_info, (RankInfo,))
         self._formats = _check_formats(formats)
         check_type("fingerprints", fingerprints, (bool,))
-        self._series = SeriesRecorder(fingerprints=fingerprints)
+        self._series = SeriesRecorder(fingerprints=fingerprints,
+                                      network_view=adapters.network_view,
+                                      to_numpy=adapters.to_numpy)
         # Bound once: the short path of step_end appends with no call of its own.
         self._keep_step, self._keep_step_time = self._series.step_time_appenders()
         self._step_started: float | None = None
@@ -342,21 +338,10 @@ class SummaryCollector(Callback):
         landscape = self._step_landscape
         if landscape is not None and landscape.wants(params.cur_step_num):
             landscape.save(params.cur_step_num, self._landscape_network(params))
-        if not self._sink_mode:
-            self._quiet_until = self._next_busy_step(params.cur_step_num)
+        if not self._sink_mode and self._schedule is not None:
+            self._quiet_until = self._series.next_busy_step(
+                params.cur_step_num, self._schedule, self._step_landscape)
         self._step_times_due = self._series.last_write + STEP_TIME_WRITE_INTERVAL
-
-    def _next_busy_step(self, step: int) -> int:
-        """The first step after ``step`` that collects, saves or writes step times."""
-        schedule = self._schedule
-        if schedule is None or not schedule.started:
-            return 0
-        # The step before a collected one writes the step times kept so far.
-        busy = min(schedule.next_collected(step) - 1,
-                   step + STEP_TIME_WRITE_COUNT - self._series.unwritten_step_times)
-        landscape = self._step_landscape
-        wanted = landscape.next_wanted(step) if landscape is not None else None
-        return busy if wanted is None else min(busy, wanted)
 
     def epoch_end(self, run_context: RunContext) -> None:
         params = run_context.original_args()
@@ -431,41 +416,24 @@ class SummaryCollector(Callback):
         step = params.cur_step_num
         step_time, self._step_time = self._step_time, None
         if decision is Collect.NOTHING:
-            if summary_operators.has_buffered():
-                summary_operators.take_buffered()  # as _drop_operator_values, inlined
-            if step_time is not None:
-                now = perf_counter()
-                # Written before a collected step, so the file stays in step order.
-                if (self._series.keep_step_time(step, step_time, now) or self._sink_mode
-                        or schedule.would_collect(unit + 1)):
-                    self._series.write_step_times(record, now)
+            _drop_operator_values()
+            # Written before a collected step, so the file stays in step order.
+            self._series.after_quiet_step(
+                record, step, step_time,
+                write_now=self._sink_mode or schedule.would_collect(unit + 1))
             return
-        if self._series.has_unwritten_step_times:
-            # Only when a step came out of order: in eval mode the record leaves the
-            # summary operators' values of this step where they are.
-            record.set_mode("eval")
-            self._series.write_step_times(record, perf_counter())
-            record.set_mode("train")
+        self._series.before_collected_step(record)
         if decision.extracts:
             sink = self._series.collected_step_sink(record, step)
             self._extractor.add_step_values(sink, params)
             self._series.add_fingerprint(sink, self._landscape_network(params))
-        plugin_filter = decision.plugin_filter
-        if step_time is not None and (plugin_filter is None or plugin_filter("scalar")):
-            self._series.add_step_time(record, step, step_time)
-            step_time = None
-        record.record(step, plugin_filter=plugin_filter)
-        if step_time is not None:
-            # The filter keeps only some plugins (tensors) at this step: the step
-            # time is a second event of the same step, so the filter cannot drop it.
-            self._series.add_step_time(record, step, step_time)
-            record.record(step)
+        self._series.record_collected_step(record, step, step_time, decision.plugin_filter)
         if first:
             self._flush()  # the first collection reaches the disk at once
 
     def _write_step_times(self) -> None:
         if self._record is not None and self._series.has_unwritten_step_times:
-            self._series.write_step_times(self._record, perf_counter())
+            self._series.write_step_times(self._record)
 
     def _landscape_network(self, params: CallbackParams) -> Any:
         return params.network if params.network is not None else params.train_network

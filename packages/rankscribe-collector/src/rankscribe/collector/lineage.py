@@ -23,7 +23,7 @@ not arrive in time is named in the merged record (``user_defined/ranks_missing``
 and nobody waits past it. Every rank calls the gather, whatever happened before.
 
 The same gather carries each rank's series of the collector's scalars
-(:class:`rankscribe.collector.series.ScalarSeries`: step times, fingerprints,
+(:class:`rankscribe.collector._series.ScalarSeries`: step times, fingerprints,
 loss; no shared filesystem needed). Rank 0 writes the job view from them
 (:func:`rankscribe.lineage.jobview.write_job_view`: the job's cross-rank curves
 in ``summary_dir``, a rank that never arrived named as missing) and puts its
@@ -41,9 +41,9 @@ from typing import Any
 import filelock
 
 from rankscribe.collector import adapters
+from rankscribe.collector._series import ScalarSeries
 from rankscribe.collector.callback import CallbackParams
 from rankscribe.collector.extract import ValueSink
-from rankscribe.collector.series import ScalarSeries
 from rankscribe.lineage import (
     DatasetGraphInfo,
     EvalLineageInfo,

@@ -14,13 +14,12 @@ contiguous array).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import crc32c
 import numpy as np
-
-from rankscribe.collector import adapters
+import numpy.typing as npt
 
 __all__ = ["FINGERPRINT_BITS", "parameter_fingerprint"]
 
@@ -29,16 +28,19 @@ FINGERPRINT_BITS = 24
 _MASK = (1 << FINGERPRINT_BITS) - 1
 
 
-def parameter_fingerprint(parameters: Iterable[tuple[str, Any]]) -> int:
+def parameter_fingerprint(
+    parameters: Iterable[tuple[str, Any]],
+    to_numpy: Callable[[Any], npt.NDArray[Any]] = np.asarray,
+) -> int:
     """``crc32c`` of the values' raw bytes chained in order, ``& 0xFFFFFF``.
 
-    Values are anything :func:`rankscribe.collector.adapters.to_numpy` reads
-    (framework tensors are moved to the host first). The names do not count:
-    only the bytes, so ranks agree whatever their parameters are called.
+    ``to_numpy`` reads each value as an array (the collector passes its
+    adapters', which move framework tensors to the host). The names do not
+    count: only the bytes, so ranks agree whatever their parameters are called.
     """
     crc = 0
     for _, value in parameters:
-        array = np.ascontiguousarray(adapters.to_numpy(value))
+        array = np.ascontiguousarray(to_numpy(value))
         if array.dtype.hasobject:
             raise TypeError(f"a parameter of dtype {array.dtype} has no raw bytes")
         # As bytes through a uint8 view: any dtype (even one the buffer protocol has no

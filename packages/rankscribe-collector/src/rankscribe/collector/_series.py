@@ -17,14 +17,20 @@ from __future__ import annotations
 import logging
 from array import array
 from collections.abc import Callable
-from typing import Any
+from time import perf_counter
+from typing import TYPE_CHECKING, Any
 
-from rankscribe.collector import adapters
-from rankscribe.collector.adapters import NetworkView
-from rankscribe.collector.extract import ValueSink
-from rankscribe.collector.fingerprint import parameter_fingerprint
+from rankscribe.collector._fingerprint import parameter_fingerprint
 from rankscribe.lineage.jobview import FINGERPRINT_TAG, STEP_TIME_TAG, RankSeries
-from rankscribe.writer import SummaryRecord
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from rankscribe.collector.adapters import NetworkView
+    from rankscribe.collector.extract import ValueSink
+    from rankscribe.collector.landscape import LandscapeSaver
+    from rankscribe.collector.schedule import CollectionSchedule
+    from rankscribe.writer import SummaryRecord
 
 logger = logging.getLogger(__name__)
 
@@ -101,13 +107,11 @@ class ScalarSeries:
 class SeriesRecorder:
     """Records the job-view scalars into a rank's summary record, and keeps its series.
 
-    - :meth:`keep_step_time` / :meth:`write_step_times`: ``rankscribe/step_time``
-      of a step that collects nothing is kept first and written with the next
-      ones, each as its own step (see below);
-    - :meth:`add_step_time`: the step time joins the event of a collected step;
-    - :meth:`collected_step_sink`: a sink for the values of a collected step
-      that also keeps their scalars (the collector's ``loss/auto``);
-    - :meth:`add_fingerprint`: ``rankscribe/param_fingerprint`` of a collected step.
+    The collector calls, at a step that collects nothing, :meth:`after_quiet_step`
+    (or, on its shortest path, the appends of :meth:`step_time_appenders`); at a
+    collected step :meth:`before_collected_step`, then :meth:`collected_step_sink`
+    and :meth:`add_fingerprint` while it adds the step's values, then
+    :meth:`record_collected_step` instead of ``record.record``.
 
     Why step times wait: a step written alone wakes the writer thread, which
     costs a step that collects nothing several times what the rest of the
@@ -117,11 +121,23 @@ class SeriesRecorder:
     an epoch, and at least every :data:`STEP_TIME_WRITE_INTERVAL` seconds or
     :data:`STEP_TIME_WRITE_COUNT` steps, so a rank that dies loses at most that;
     a step of :data:`STEP_TIME_WRITE_AT_ONCE` seconds or more is written at once.
+
+    Args:
+        fingerprints: record ``rankscribe/param_fingerprint`` at collected steps.
+        network_view, to_numpy: how the collector's adapters read a network
+            and a parameter.
     """
 
-    def __init__(self, *, fingerprints: bool) -> None:
+    def __init__(
+        self,
+        *,
+        fingerprints: bool,
+        network_view: Callable[[object], NetworkView | None],
+        to_numpy: Callable[[object], npt.NDArray[Any]],
+    ) -> None:
         self.series = ScalarSeries()
         self.fingerprints = fingerprints
+        self._network_view, self._to_numpy = network_view, to_numpy
         self._network: tuple[object, NetworkView | None] | None = None
         self._fingerprint_failed = False
         self._time_steps, self._time_values = self.series.column(STEP_TIME_TAG)
@@ -134,46 +150,70 @@ class SeriesRecorder:
         self._written = 0
         self._fingerprint_failed = False
 
-    def keep_step_time(self, step: int, seconds: float, now: float) -> bool:
-        """Keep a step time for :meth:`write_step_times`; True when they are due now."""
-        self._time_steps.append(step)
-        self._time_values.append(seconds)
-        return (len(self._time_steps) - self._written >= STEP_TIME_WRITE_COUNT
-                or now - self.last_write >= STEP_TIME_WRITE_INTERVAL
-                or seconds >= STEP_TIME_WRITE_AT_ONCE)
-
     @property
     def has_unwritten_step_times(self) -> bool:
         return self._written < len(self._time_steps)
 
-    @property
-    def unwritten_step_times(self) -> int:
-        return len(self._time_steps) - self._written
-
     def step_time_appenders(self) -> tuple[Callable[[int], None], Callable[[float], None]]:
-        """The appends of :meth:`keep_step_time` for a step the caller knows writes nothing.
+        """Appends that keep a step time, for a step the caller knows writes nothing now.
 
         They stay valid across runs (:meth:`start_run` empties the arrays in place).
         """
         return self._time_steps.append, self._time_values.append
 
-    def write_step_times(self, record: SummaryRecord, now: float) -> None:
+    def next_busy_step(self, step: int, schedule: CollectionSchedule,
+                       landscape: LandscapeSaver | None) -> int:
+        """The first step after ``step`` that collects, saves landscape files or writes here.
+
+        The steps before it may take the collector's shortest path.
+        """
+        if not schedule.started:
+            return 0
+        unwritten = len(self._time_steps) - self._written
+        # The step before a collected one writes the step times kept so far.
+        busy = min(schedule.next_collected(step) - 1, step + STEP_TIME_WRITE_COUNT - unwritten)
+        wanted = landscape.next_wanted(step) if landscape is not None else None
+        return busy if wanted is None else min(busy, wanted)
+
+    def after_quiet_step(self, record: SummaryRecord, step: int, seconds: float | None,
+                         *, write_now: bool) -> None:
+        """Keep the step time of a step that collected nothing; write those kept when due.
+
+        ``write_now``: the next step is collected (or every step is an epoch).
+        """
+        if seconds is None:
+            return
+        self._time_steps.append(step)
+        self._time_values.append(seconds)
+        now = perf_counter()
+        if (write_now or seconds >= STEP_TIME_WRITE_AT_ONCE
+                or now - self.last_write >= STEP_TIME_WRITE_INTERVAL
+                or len(self._time_steps) - self._written >= STEP_TIME_WRITE_COUNT):
+            self.write_step_times(record)
+
+    def write_step_times(self, record: SummaryRecord) -> None:
         """Write the kept step times, each as its own step of ``record``."""
         steps, values = self._time_steps, self._time_values
         for index in range(self._written, len(steps)):
             record.add_value("scalar", STEP_TIME_TAG, values[index])
             record.record(steps[index])
         self._written = len(steps)
-        self.last_write = now
+        self.last_write = perf_counter()
 
-    def add_step_time(self, record: ValueSink, step: int, seconds: float) -> None:
-        """Add a step time to the step ``record`` is collecting (written with it)."""
-        record.add_value("scalar", STEP_TIME_TAG, seconds)
-        self._time_steps.append(step)
-        self._time_values.append(seconds)
-        self._written = len(self._time_steps)
+    def before_collected_step(self, record: SummaryRecord) -> None:
+        """Write step times still kept, before the collected step's values are added.
+
+        Only a step that came out of order leaves any. In eval mode the record
+        leaves the summary operators' values of the step being collected where
+        they are (the collector only collects in training).
+        """
+        if self.has_unwritten_step_times:
+            record.set_mode("eval")
+            self.write_step_times(record)
+            record.set_mode("train")
 
     def collected_step_sink(self, record: ValueSink, step: int) -> ValueSink:
+        """A sink for a collected step's values that also keeps their scalars."""
         return _KeepingSink(record, self.series, step)
 
     def add_fingerprint(self, sink: ValueSink, network: object) -> None:
@@ -181,18 +221,42 @@ class SeriesRecorder:
         if not self.fingerprints or self._fingerprint_failed or network is None:
             return
         if self._network is None or self._network[0] is not network:
-            self._network = (network, adapters.network_view(network))
+            self._network = (network, self._network_view(network))
         view = self._network[1]
         try:
             if view is None:
                 raise TypeError(f"no parameters can be read from a {type(network).__name__}")
-            fingerprint = parameter_fingerprint(view.parameters())
-        except (TypeError, ValueError) as error:
+            fingerprint = parameter_fingerprint(view.parameters(), self._to_numpy)
+        except (TypeError, ValueError, RuntimeError) as error:
             self._fingerprint_failed = True
             logger.warning("The parameter fingerprint (%s) is not recorded in this run: %s",
                            FINGERPRINT_TAG, error)
             return
         sink.add_value("scalar", FINGERPRINT_TAG, float(fingerprint))
+
+    def record_collected_step(
+        self,
+        record: SummaryRecord,
+        step: int,
+        seconds: float | None,
+        plugin_filter: Callable[[str], bool] | None,
+    ) -> None:
+        """``record.record(step, plugin_filter=...)``, with the step's step time."""
+        if seconds is not None and (plugin_filter is None or plugin_filter("scalar")):
+            self._add_step_time(record, step, seconds)
+            seconds = None
+        record.record(step, plugin_filter=plugin_filter)
+        if seconds is not None:
+            # The filter keeps only some plugins (tensors) at this step: the step
+            # time is a second event of the same step, so the filter cannot drop it.
+            self._add_step_time(record, step, seconds)
+            record.record(step)
+
+    def _add_step_time(self, record: SummaryRecord, step: int, seconds: float) -> None:
+        record.add_value("scalar", STEP_TIME_TAG, seconds)
+        self._time_steps.append(step)
+        self._time_values.append(seconds)
+        self._written = len(self._time_steps)
 
 
 class _KeepingSink:
