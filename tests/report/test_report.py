@@ -213,3 +213,21 @@ def test_a_job_not_merged_yet_is_shown_and_says_how_to_merge(tmp_path: Path) -> 
     assert "this job has no merged lineage yet" in page
     assert f"<code>rankscribe-lineage merge {tmp_path / 'base' / 'fresh'}</code>" in page
     assert ">not merged<" in page
+
+
+def test_a_caller_with_threads_gets_workers_that_do_not_fork(base: Base) -> None:
+    import threading
+
+    from rankscribe.lineage import _report_data
+
+    release = threading.Event()
+    other = threading.Thread(target=release.wait, daemon=True)
+    other.start()
+    try:
+        assert _report_data._start_method() == "forkserver"
+        data = read_report_data(base.path, max_points=200, workers=2)
+        assert sorted(run.name for run in data.runs) == base.runs
+        assert len(data.jobs[0].ranks) == 2
+    finally:
+        release.set()
+        other.join(timeout=10)

@@ -23,6 +23,7 @@ import logging
 import multiprocessing
 import os
 import re
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -230,13 +231,23 @@ def _run_task(task: tuple[str, Any]) -> Any:
     return _read_single_runs(*arguments)
 
 
+def _start_method() -> str | None:
+    """fork when it is safe (no other thread), else forkserver, else the platform's default.
+
+    Forked workers start in milliseconds with everything imported; but a fork while
+    another thread holds a lock (a caller's live SummaryRecord, say) can deadlock the
+    child, so a multi-threaded caller gets workers that start from a clean interpreter.
+    """
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1:
+        return "fork"
+    return "forkserver" if "forkserver" in methods else None
+
+
 def _mapped(tasks: list[tuple[str, Any]], workers: int) -> list[Any]:
     if workers <= 1 or len(tasks) < 2:
         return [_run_task(task) for task in tasks]
-    # fork: the workers start in milliseconds with everything imported (the report is
-    # single-threaded when it gets here); elsewhere the platform's default.
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    context = multiprocessing.get_context(_start_method())
     with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=context) as pool:
         return list(pool.map(_run_task, tasks))
 
