@@ -124,10 +124,10 @@ def generate(base: Path, runs: int, jobs: int, ranks: int, steps: int, single_st
         write_single_run(base / f"run{index:04d}", index, single_steps, rng)
 
 
-def _cpu_seconds() -> float:
-    """CPU time of this process and of its children that have ended (the report's workers)."""
+def _cpu_seconds() -> tuple[float, float]:
+    """CPU time of this process, and of its children that have ended (the report's workers)."""
     used = os.times()
-    return used.user + used.system + used.children_user + used.children_system
+    return used.user + used.system, used.children_user + used.children_system
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -161,7 +161,8 @@ def main(argv: list[str] | None = None) -> int:
             started, cpu_before = time.perf_counter(), _cpu_seconds()
             status = lineage_cli(["report", str(base), "-o", str(output)])
             times.append(time.perf_counter() - started)
-            cpu_times.append(_cpu_seconds() - cpu_before)
+            cpu_after = _cpu_seconds()
+            cpu_times.append((cpu_after[0] - cpu_before[0], cpu_after[1] - cpu_before[1]))
             if status != 0:
                 print(f"rankscribe-lineage report exited {status}", file=sys.stderr)
                 return status
@@ -171,8 +172,13 @@ def main(argv: list[str] | None = None) -> int:
               f"{'ok' if seconds <= TARGET_SECONDS else 'OVER'}")
         # On a shared machine the wall time says as much about the neighbours as about
         # the report: the CPU time (this process and its reading workers) does not.
-        print(f"        CPU {statistics.median(cpu_times):.2f} s (process and workers), "
-              f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cpus")
+        own = statistics.median(cpu for cpu, _ in cpu_times)
+        workers = statistics.median(cpu for _, cpu in cpu_times)
+        cpus = os.cpu_count() or 1
+        print(f"        CPU {own + workers:.2f} s: {own:.2f} s in the process, {workers:.2f} s in "
+              f"its reading workers; load average {os.getloadavg()[0]:.1f} on {cpus} cpus")
+        print(f"        on an idle machine about {own + workers / cpus:.2f} s "
+              f"(the process's CPU plus the workers' spread over {cpus} cpus; an estimate)")
         print(f"file:   {size / 1e6:.1f} MB, target {TARGET_BYTES / 1e6:.0f} MB: "
               f"{'ok' if size <= TARGET_BYTES else 'OVER'} ({output})")
         return 0
