@@ -19,7 +19,7 @@ from rankscribe.collector._series import (
     STEP_TIME_WRITE_COUNT,
     ScalarSeries,
 )
-from rankscribe.collector.callback import Callback, RunContext
+from rankscribe.collector.callback import Callback, CallbackParams, RunContext
 from rankscribe.collector.collector import SummaryCollector
 from rankscribe.collector.lineage import JobLineageMerger
 from rankscribe.collector.loop import TrainLoop
@@ -187,6 +187,33 @@ def test_a_long_step_writes_its_step_time_at_once(model: Any, tmp_path: Path) ->
     TrainLoop(step, network=data.network, optimizer=data.optimizer).train(
         1, data.dataset, callbacks=[collector, Watch()])
     assert on_disk == {step: list(range(1, step + 1)) for step in range(1, 6)}
+
+
+def test_step_times_written_at_the_end_take_no_operator_value(model: Any, tmp_path: Path) -> None:
+    """A summary operator called after the last step belongs to no step, as before.
+
+    Driven by hand: a loop that calls no epoch_end leaves step times kept
+    until end(), where an operator value is waiting.
+    """
+    data = model(7)
+    params = CallbackParams(mode="train", network=data.network, train_network=data.network,
+                            optimizer=data.optimizer, epoch_num=1, batch_num=7,
+                            train_dataset=data.dataset, net_outputs=0.5)
+    context = RunContext(params)
+    with SummaryCollector(tmp_path, collect_freq=100,
+                          collect_specified_data=NO_LANDSCAPE) as collector:
+        params.list_callback = [collector]
+        collector.begin(context)
+        for step in range(1, 6):
+            params.cur_step_num = step
+            collector.step_begin(context)
+            collector.step_end(context)
+        scalar_summary("after_training", 2.0)
+        collector.end(context)
+    [path] = [path for path in tmp_path.iterdir() if path.name.endswith("_MS")]
+    curves = scalars(path)
+    assert [step for step, _ in curves[STEP_TIME_TAG]] == [1, 2, 3, 4, 5]
+    assert [tag for tag in curves if "after" in tag] == []
 
 
 # ------------------------------------------------------------------- the series

@@ -109,7 +109,7 @@ class SeriesRecorder:
 
     The collector calls, at a step that collects nothing, :meth:`after_quiet_step`
     (or, on its shortest path, the appends of :meth:`step_time_appenders`); at a
-    collected step :meth:`before_collected_step`, then :meth:`collected_step_sink`
+    collected step :meth:`write_kept_step_times`, then :meth:`collected_step_sink`
     and :meth:`add_fingerprint` while it adds the step's values, then
     :meth:`record_collected_step` instead of ``record.record``.
 
@@ -200,12 +200,14 @@ class SeriesRecorder:
         self._written = len(steps)
         self.last_write = perf_counter()
 
-    def before_collected_step(self, record: SummaryRecord) -> None:
-        """Write step times still kept, before the collected step's values are added.
+    def write_kept_step_times(self, record: SummaryRecord) -> None:
+        """Write step times still kept, leaving summary operators' values alone.
 
-        Only a step that came out of order leaves any. In eval mode the record
-        leaves the summary operators' values of the step being collected where
-        they are (the collector only collects in training).
+        Before a collected step's values are added (only a step that came out
+        of order leaves any), at the end of an epoch and of training. In eval
+        mode the record leaves the summary operators' values where they are:
+        they belong to the step being collected, or to none. The collector
+        calls this in training only, so the record goes back to train mode.
         """
         if self.has_unwritten_step_times:
             record.set_mode("eval")

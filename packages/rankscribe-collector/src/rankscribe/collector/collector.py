@@ -422,7 +422,7 @@ class SummaryCollector(Callback):
                 record, step, step_time,
                 write_now=self._sink_mode or schedule.would_collect(unit + 1))
             return
-        self._series.before_collected_step(record)
+        self._series.write_kept_step_times(record)
         if decision.extracts:
             sink = self._series.collected_step_sink(record, step)
             self._extractor.add_step_values(sink, params)
@@ -432,8 +432,8 @@ class SummaryCollector(Callback):
             self._flush()  # the first collection reaches the disk at once
 
     def _write_step_times(self) -> None:
-        if self._record is not None and self._series.has_unwritten_step_times:
-            self._series.write_step_times(self._record)
+        if self._record is not None:
+            self._series.write_kept_step_times(self._record)
 
     def _landscape_network(self, params: CallbackParams) -> Any:
         return params.network if params.network is not None else params.train_network
