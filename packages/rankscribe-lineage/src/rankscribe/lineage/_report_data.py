@@ -24,7 +24,7 @@ import multiprocessing
 import os
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -273,15 +273,13 @@ def read_report_data(
     *,
     max_points: int,
     workers: int | None = None,
-    progress: Callable[[str], None] | None = None,
 ) -> ReportData:
     """Everything the page draws, for the runs of ``base``."""
     runs = collect_runs(base)
-    if progress is not None:
-        progress(f"{len(runs)} runs")
     jobs = [run for run in runs if run.is_job]
     singles = [run for run in runs if not run.is_job]
-    per_run = max(_MIN_POINTS, min(max_points, _SINGLE_RUNS_POINT_BUDGET // max(1, len(singles))))
+    share = _SINGLE_RUNS_POINT_BUDGET // max(1, len(singles))
+    per_run = min(max_points, max(_MIN_POINTS, share))
     tasks: list[tuple[str, Any]] = [
         ("rank", (path, rank, max_points)) for job in jobs for rank, path in job.rank_dirs.items()
     ]
