@@ -7,7 +7,10 @@
 Each job trains examples/digits/train.py on 2 ranks (different learning rates
 and optimizers) into ``<base>/<job>/`` (``rank_0/``, ``rank_1/`` and the
 merged lineage), and the runs are then listed with
-``rankscribe-lineage query <base> --sort metric/accuracy``.
+``rankscribe-lineage query <base> --sort metric/accuracy``, followed by one
+line per job with its straggler and divergence verdicts (read from the merged
+lineage: see docs/job-view.md); last, ``rankscribe-lineage report`` draws
+them all into ``<base>/report.html`` (see docs/report.md).
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from rankscribe.lineage import filter_runs
+from rankscribe.lineage.jobview import verdict_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 TRAIN = ROOT / "examples" / "digits" / "train.py"
@@ -60,7 +66,26 @@ def main() -> int:
     query = [_tool("rankscribe-lineage"), "query", args.base, "--sort", "metric/accuracy",
              "--columns", ",".join(COLUMNS)]
     print(f"\n$ rankscribe-lineage query {args.base} --sort metric/accuracy", flush=True)
-    return subprocess.run(query, check=False).returncode
+    code = subprocess.run(query, check=False).returncode
+    print(flush=True)
+    _print_verdicts(args.base)
+    report = Path(args.base) / "report.html"
+    print(f"\n$ rankscribe-lineage report {args.base} -o {report}", flush=True)
+    drawn = subprocess.run([_tool("rankscribe-lineage"), "report", args.base, "-o", str(report)],
+                           check=False).returncode
+    print(f"open {report.resolve()} in a browser: the runs, their curves, the job verdicts")
+    return code or drawn
+
+
+def _print_verdicts(base: str) -> None:
+    """One line per job, in the table's order: its straggler and divergence verdicts."""
+    root = os.path.realpath(base)
+    result = filter_runs(root, order_by=["metric/accuracy"], lineage_type="model")
+    for item in result["object"]:
+        name = os.path.relpath(item["summary_dir"], root)
+        lines = verdict_lines(item["model_lineage"]["user_defined"])
+        wanted = [line for line in lines if line.startswith(("straggler:", "divergence:"))]
+        print(f"{name}: {'; '.join(wanted) if wanted else 'no job verdicts recorded'}")
 
 
 if __name__ == "__main__":

@@ -6,10 +6,12 @@
 
 Each rank trains on its shard of the training set; gradients are averaged over
 the ranks every step (MPI allreduce). SummaryCollector records loss, weight
-histograms, input images and the lineage on every rank (``rank_<r>/``), and
-rank 0 merges the ranks' lineage into one record for the job; ModelCheckpoint
-saves each rank's weights next to its summaries. At the end rank 0 prints the
-merged lineage.
+histograms, input images, step times, parameter fingerprints and the lineage on
+every rank (``rank_<r>/``), and rank 0 merges the ranks' lineage into one
+record for the job and writes the job view (cross-rank curves of every scalar
+in the job dir, and the straggler / divergence verdicts in the merged
+lineage); ModelCheckpoint saves each rank's weights next to its summaries. At
+the end rank 0 prints the merged lineage and the job's verdicts.
 
 A summary dir that already holds a run is never written into again: the
 script picks the next free ``<dir>-2``, ``<dir>-3``, ... and says so.
@@ -41,7 +43,8 @@ from rankscribe.collector import (
     SummaryCollector,
     TrainLoop,
 )
-from rankscribe.lineage import get_summary_lineage
+from rankscribe.lineage import get_run_lineage, get_summary_lineage
+from rankscribe.lineage.jobview import verdict_lines
 from rankscribe.ranks import RankInfo, detect, rank_dir
 from rankscribe.writer import tensor_summary
 
@@ -170,7 +173,7 @@ MLP_GRAPH = {
 }
 
 
-def train(args: argparse.Namespace) -> dict[str, Any] | None:
+def train(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]] | None:
     ranks = Ranks()
     info = ranks.info
     summary_dir = Path(ranks.agree(str(fresh_summary_dir(args.summary_dir))))
@@ -241,7 +244,14 @@ def train(args: argparse.Namespace) -> dict[str, Any] | None:
         return None
     print(f"trained {args.epochs} epochs on {info.world_size} rank(s) in "
           f"{time.perf_counter() - started:.1f} s; test accuracy {metrics['accuracy']:.3f}")
-    return get_summary_lineage(str(summary_dir.resolve()))
+    directory = str(summary_dir.resolve())
+    return get_summary_lineage(directory), job_verdicts(directory)
+
+
+def job_verdicts(summary_dir: str) -> list[str]:
+    """The job view's verdicts in the merged lineage, as sentences (none for one process)."""
+    lineage = get_run_lineage(summary_dir)
+    return verdict_lines(lineage.section("user_defined")) if lineage is not None else []
 
 
 class SoftmaxCrossEntropy:
@@ -264,9 +274,14 @@ def print_lineage(lineage: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    lineage = train(args)
-    if lineage is not None:
+    result = train(args)
+    if result is not None:
+        lineage, verdicts = result
         print_lineage(lineage)
+        if verdicts:
+            print("job view (cross-rank curves in the job dir):")
+            for line in verdicts:
+                print(f"  {line}")
     return 0
 
 

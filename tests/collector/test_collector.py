@@ -179,7 +179,10 @@ def test_keep_default_action_false_collects_only_what_is_named(model: Any, tmp_p
                                                                read_steps: Any) -> None:
     run(model, tmp_path, collect_specified_data={"collect_metric": True},
         keep_default_action=False)
-    assert set(read_steps(tmp_path)) == {("scalar", "loss/auto")}
+    # The job view's own tags come whatever collect_specified_data says.
+    assert set(read_steps(tmp_path)) == {("scalar", "loss/auto"),
+                                         ("scalar", "rankscribe/step_time"),
+                                         ("scalar", "rankscribe/param_fingerprint")}
     assert not [e for e in load_dir(tmp_path) if e.what == "graph_def"]
     assert load_lineage_dir(tmp_path) == []
 

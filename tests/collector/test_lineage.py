@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,7 @@ def test_rank_zero_merges_the_ranks(model: Any, tmp_path: Path) -> None:
     train_rank(model, tmp_path / "rank_1", batches=6, loss=3.0)
     rank_1 = parse_run(str(tmp_path / "rank_1")).lineage
     assert rank_1 is not None
-    coordinator = Gather({1: rank_1.to_json_dict()})
+    coordinator = Gather({1: {"lineage": rank_1.to_json_dict(), "series": None}})
     merger = JobLineageMerger(tmp_path, info(0), coordinator=coordinator)  # type: ignore[arg-type]
     path = merger.merge(tmp_path / "rank_0")
     assert path is not None and os.path.dirname(path) == str(tmp_path)
@@ -84,7 +85,7 @@ def test_other_ranks_only_hand_over(model: Any, tmp_path: Path) -> None:
 
     merger = JobLineageMerger(tmp_path, info(1), coordinator=Sender())  # type: ignore[arg-type]
     assert merger.merge(tmp_path / "rank_1") is None
-    assert handed[0]["algorithm"] == {"network": "TinyNet", "loss": 1.0}
+    assert handed[0]["lineage"]["algorithm"] == {"network": "TinyNet", "loss": 1.0}
     assert not [name for name in os.listdir(tmp_path) if ".merged." in name]
 
 
@@ -97,18 +98,23 @@ def test_a_rank_without_lineage_still_calls_the_gather(tmp_path: Path) -> None:
     assert merger.last_missing == (0, 1)
 
 
-def test_a_job_without_mpi_launcher_logs_instead_of_hanging(
+def test_a_job_without_mpi_launcher_meets_in_the_summary_dir_and_never_hangs(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """torchrun-like ranks without a coordinator: the merge is skipped, with the way out."""
+    """torchrun-like ranks, no process group: they meet in a hidden folder of summary_dir.
+
+    Rank 1 never comes: rank 0 gives up at the merge timeout, naming the folder.
+    """
     job = RankInfo(0, 2, 0, 2, "host", "torchrun")
     (tmp_path / "rank_0").mkdir()
-    merger = JobLineageMerger(tmp_path, job)
+    merger = JobLineageMerger(tmp_path, job, timeout=1.0)
     merger.open()
+    started = time.monotonic()
     assert merger.merge(tmp_path / "rank_0") is None
+    assert time.monotonic() - started < 1.0 + 5.0
     merger.close()
-    assert caplog.text.count("cannot be merged") == 1
-    assert f"rankscribe-lineage merge {tmp_path}" in caplog.text
+    assert "no object from rank(s) 1 within 1 s" in caplog.text
+    assert str(tmp_path / ".rankscribe-rendezvous") in caplog.text
 
 
 def test_coordinator_errors_are_logged(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

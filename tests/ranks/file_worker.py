@@ -1,9 +1,11 @@
 """One rank of a file-backend job, started by test_rendezvous.py as a plain process.
 
-    RANK=r WORLD_SIZE=n python file_worker.py <scenario> <rendezvous_dir> <out_dir> [timeout]
+    RANK=r WORLD_SIZE=n python file_worker.py <scenario> <folder> <out_dir> [timeout] [how]
 
 The launcher variables are torchrun's, so detect() and Coordinator.create()
-pick the file backend exactly as they would under torchrun. Each rank writes
+pick the file backend exactly as they would under torchrun. ``how`` is
+``rendezvous`` (the default: <folder> is the rendezvous_dir) or ``job`` (<folder>
+is the job's directory, passed as job_dir, as the collector does). Each rank writes
 what it observed to <out_dir>/rank_<r>.json.
 """
 
@@ -73,10 +75,15 @@ def mismatch(coordinator: Coordinator, info: RankInfo, timeout: float) -> dict[s
 def main() -> None:
     scenario, rendezvous, out = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
     timeout = float(sys.argv[4]) if len(sys.argv) > 4 else 30.0
+    how = sys.argv[5] if len(sys.argv) > 5 else "rendezvous"
     info = detect()
-    coordinator = Coordinator.create(info, rendezvous_dir=rendezvous, timeout=30.0)
+    if how == "job":
+        coordinator = Coordinator.create(info, job_dir=rendezvous, timeout=30.0)
+    else:
+        coordinator = Coordinator.create(info, rendezvous_dir=rendezvous, timeout=30.0)
     record = globals()[scenario](coordinator, info, timeout)
-    record.update(rank=info.rank, launcher=info.launcher, backend=coordinator.backend)
+    record.update(rank=info.rank, launcher=info.launcher, backend=coordinator.backend,
+                  folder=str(getattr(coordinator, "directory", "")))
     temporary = out / f".rank_{info.rank}.json.tmp"
     temporary.write_text(json.dumps(record, default=repr))
     os.replace(temporary, out / f"rank_{info.rank}.json")

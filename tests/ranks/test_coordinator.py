@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
+import types
 from pathlib import Path
 
 import pytest
 
 from rankscribe.ranks import (
     DEFAULT_TIMEOUT,
+    JOB_RENDEZVOUS_DIRNAME,
     BackendUnavailableError,
     Coordinator,
     CoordinatorClosedError,
@@ -18,6 +22,9 @@ from rankscribe.ranks import (
     RanksTypeError,
     RanksValueError,
     SingleCoordinator,
+    StoreCoordinator,
+    choose_backend,
+    detect,
 )
 
 ALONE = RankInfo(0, 1, 0, 1, "h", "single")
@@ -119,7 +126,7 @@ def test_create_picks_a_backend(
          "was not started by an MPI launcher: pass rendezvous_dir="),
         (RankInfo(0, 2, 0, 2, "h", "pmi"), "single", "backend='single' needs a world of one"),
         (RankInfo(0, 2, 0, 2, "h", "torchrun"), "file", "backend='file' needs rendezvous_dir"),
-        (ALONE, "nccl", "backend must be one of auto, mpi, file, single; got 'nccl'"),
+        (ALONE, "nccl", "backend must be one of auto, mpi, store, file, single; got 'nccl'"),
     ],
 )
 def test_create_refuses_what_cannot_work(info: RankInfo, backend: str, message: str) -> None:
@@ -144,3 +151,99 @@ def test_unpicklable_object_names_the_rank(tmp_path: Path) -> None:
         coordinator.gather(threading.Lock())
     assert "gather: the object on rank 1 cannot be pickled (lock)" in str(caught.value)
     assert isinstance(caught.value, TypeError)
+
+
+# -- choosing a backend: launcher variables, an initialised torch, the job's folder -------
+
+TORCHRUN_RANK_1 = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2",
+                   "TORCHELASTIC_RUN_ID": "none", "TORCHELASTIC_RESTART_COUNT": "0"}
+SLURM_RANK_0 = {"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_LOCALID": "0",
+                "SLURM_JOB_ID": "4711", "SLURM_STEP_ID": "0"}
+HYDRA_RANK_0 = {"PMI_RANK": "0", "PMI_SIZE": "2"}
+
+
+class UnusedStore:
+    """The requests a store offers; these tests never make one (test_store.py does)."""
+
+    def set(self, key: str, value: bytes) -> None:
+        raise AssertionError("not used")
+
+    get = check = add = delete_key = set
+
+
+def torch_initialised(monkeypatch: pytest.MonkeyPatch, rank: int, world_size: int) -> None:
+    """Make ``torch.distributed`` look imported and initialised (torch is not installed here)."""
+    module = types.ModuleType("torch.distributed")
+    module.is_available = lambda: True  # type: ignore[attr-defined]
+    module.is_initialized = lambda: True  # type: ignore[attr-defined]
+    module.get_rank = lambda: rank  # type: ignore[attr-defined]
+    module.get_world_size = lambda: world_size  # type: ignore[attr-defined]
+    module.distributed_c10d = types.SimpleNamespace(  # type: ignore[attr-defined]
+        _get_default_store=UnusedStore)
+    monkeypatch.setitem(sys.modules, "torch.distributed", module)
+
+
+@pytest.mark.parametrize(
+    ("environ", "torch", "with_rendezvous", "chosen"),
+    [
+        ({}, False, False, "single"),
+        (HYDRA_RANK_0, True, False, "mpi"),  # an MPI launcher wins over torch
+        (TORCHRUN_RANK_1, True, False, "store"),
+        (TORCHRUN_RANK_1, True, True, "file"),  # an explicit rendezvous_dir wins over torch
+        (TORCHRUN_RANK_1, False, False, "file"),  # the job's hidden folder
+        (SLURM_RANK_0, False, False, "file"),
+    ],
+)
+def test_auto_choice_from_the_launcher_and_torch(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, environ: dict[str, str], torch: bool,
+    with_rendezvous: bool, chosen: str,
+) -> None:
+    info = detect(environ)
+    if torch:
+        torch_initialised(monkeypatch, info.rank, info.world_size)
+    else:
+        monkeypatch.delitem(sys.modules, "torch.distributed", raising=False)
+    rendezvous = tmp_path / "rendezvous" if with_rendezvous else None
+    assert choose_backend(info, "auto", rendezvous, job_dir=tmp_path / "job") == chosen
+
+
+def test_torch_process_group_without_launcher_variables_is_detected(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    torch_initialised(monkeypatch, 1, 3)
+    info = detect({})
+    assert (info.rank, info.world_size, info.launcher) == (1, 3, "torch")
+    coordinator = Coordinator.create(info, timeout=5)
+    assert isinstance(coordinator, StoreCoordinator) and coordinator.backend == "store"
+
+
+def test_torch_imported_but_not_initialised_is_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = types.ModuleType("torch.distributed")
+    module.is_available = lambda: True  # type: ignore[attr-defined]
+    module.is_initialized = lambda: False  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "torch.distributed", module)
+    assert detect({}).launcher == "single"
+    assert choose_backend(detect(TORCHRUN_RANK_1), job_dir="job") == "file"
+
+
+def test_torchrun_without_torch_meets_in_the_job_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    monkeypatch.delitem(sys.modules, "torch.distributed", raising=False)
+    monkeypatch.setattr(os, "environ", {**os.environ, **TORCHRUN_RANK_1})
+    coordinator = Coordinator.create(detect(), job_dir=tmp_path, timeout=5)
+    assert isinstance(coordinator, FileCoordinator)
+    assert coordinator.directory == tmp_path / JOB_RENDEZVOUS_DIRNAME / "torchrun.none.0" / "000000"
+
+
+def test_without_any_way_to_meet_the_error_names_every_option(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delitem(sys.modules, "torch.distributed", raising=False)
+    with pytest.raises(RanksValueError) as caught:
+        Coordinator.create(detect(SLURM_RANK_0))
+    message = str(caught.value)
+    assert "this job (2 ranks, launcher slurm) was not started by an MPI launcher: pass " \
+           "rendezvous_dir=<a folder every rank sees, used by this job only> (or " \
+           "job_dir=<the job's directory>) for the file backend, initialise " \
+           "torch.distributed's process group first for the store backend" in message

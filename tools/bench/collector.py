@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What the SummaryCollector costs a training step, against the same loop without it.
 
-    python tools/bench/collector.py [--quick] [--steps N] [--collect-freq 10]
+    python tools/bench/collector.py [--quick] [--steps N] [--collect-freq 10] [--fast-steps N]
 
 The training step stands for a step whose compute runs elsewhere (an
 accelerator, or BLAS threads): it does a little NumPy work on the host, then
@@ -18,7 +18,18 @@ collector is timed from ``__enter__`` to the end of ``__exit__``, so opening
 the record and writing everything to disk are included. Printed: the best
 wall time of each, the difference per step and as a share of the step (target
 < 2%), and the time spent inside the collector's own hooks, split into
-collected and other steps.
+collected and other steps. Step times (every step) and parameter fingerprints
+(every collected step) are on, as they are by default.
+
+A second part measures a step that collects nothing, where a fast step (a
+small model trains in about 1 ms) feels the collector most: FAST_STEP_MS
+steps, bare and with the collector, alternately; in each run the wall time
+from the start of one step to the start of the next, median over the steps
+that collect nothing (target: the collector adds <= 40 us, <= 4 % of the
+step), and the median time inside the collector's hooks on those steps.
+
+A third part times the fingerprint of 10 MB of parameters (target: well
+under 1 ms) against a plain copy of the same bytes, in the same run.
 """
 
 from __future__ import annotations
@@ -43,9 +54,13 @@ from rankscribe.collector import (
     SummaryCollector,
     TrainLoop,
 )
+from rankscribe.collector._fingerprint import parameter_fingerprint
 
 STEP_MS = 10.0
+FAST_STEP_MS = 1.0
 BATCH = 32
+#: Steps that save landscape parameter files by default (intervals 1-9, 10-19).
+LANDSCAPE_STEPS = range(1, 20)
 
 GRAPH = {
     "name": "mlp",
@@ -128,11 +143,15 @@ def make_model(steps_per_epoch: int) -> tuple[ArrayNetwork, ArrayOptimizer, Arra
     return network, optimizer, dataset
 
 
-def make_step(network: ArrayNetwork) -> Any:
+def make_step(network: ArrayNetwork, step_ms: float = STEP_MS,
+              starts: list[float] | None = None) -> Any:
     bias = network["fc2.bias"]
 
     def step(batch: tuple[np.ndarray, np.ndarray]) -> np.floating[Any]:
-        deadline = time.perf_counter() + STEP_MS / 1000
+        started = time.perf_counter()
+        if starts is not None:
+            starts.append(started)
+        deadline = started + step_ms / 1000
         bias[:] -= 1e-4  # the weights change between steps, as in training
         loss = np.float32(batch[0][0, 0, 0, 0])
         remaining = deadline - time.perf_counter()
@@ -144,14 +163,68 @@ def make_step(network: ArrayNetwork) -> Any:
 
 
 def run_once(epochs: int, steps_per_epoch: int, collect_freq: int | None,
-             directory: Path) -> tuple[float, TimedCollector | None]:
+             directory: Path, step_ms: float = STEP_MS, starts: list[float] | None = None,
+             timed: bool = True) -> tuple[float, TimedCollector | None]:
+    """One training run: bare (``collect_freq`` None) or with a collector, timed or not."""
     network, optimizer, dataset = make_model(steps_per_epoch)
-    loop = TrainLoop(make_step(network), network=network, optimizer=optimizer)
-    timed = (TimedCollector(SummaryCollector(directory, collect_freq=collect_freq))
-             if collect_freq is not None else None)
+    loop = TrainLoop(make_step(network, step_ms, starts), network=network, optimizer=optimizer)
+    collector = (SummaryCollector(directory, collect_freq=collect_freq)
+                 if collect_freq is not None else None)
+    wrapper = TimedCollector(collector) if collector is not None and timed else None
+    callback: Callback | None = wrapper if wrapper is not None else collector
     start = time.perf_counter()
-    loop.train(epochs, dataset, callbacks=[timed] if timed is not None else None)
-    return time.perf_counter() - start, timed
+    loop.train(epochs, dataset, callbacks=[callback] if callback is not None else None)
+    return time.perf_counter() - start, wrapper
+
+
+def collects(step: int, collect_freq: int) -> bool:
+    """Whether the collector collects at ``step`` (1-based) or saves landscape files there."""
+    return step == 1 or step % collect_freq == 0 or step in LANDSCAPE_STEPS
+
+
+def quiet_step_medians(steps: int, collect_freq: int, repeat: int,
+                       work: Path) -> tuple[float, float, float]:
+    """Best medians (s) of a quiet step: bare loop, with the collector, inside its hooks."""
+    bare: list[float] = []
+    with_collector: list[float] = []
+    inside: list[float] = []
+    quiet = [step for step in range(1, steps) if not collects(step, collect_freq)]
+    for index in range(repeat):
+        # The loop-level runs have no timing wrapper around the collector: its own
+        # calls would count as the collector's. A third run times the hooks alone.
+        for collect, timed in ((None, False), (collect_freq, False), (collect_freq, True)):
+            starts: list[float] = []
+            _, wrapper = run_once(1, steps, collect, work / f"fast{index}-{timed}",
+                                  FAST_STEP_MS, starts, timed)
+            # starts[s] - starts[s - 1]: step s, the hooks after it and before step s + 1
+            median = statistics.median(starts[step] - starts[step - 1] for step in quiet)
+            if wrapper is not None:
+                inside.append(statistics.median(wrapper.per_step[step - 1] for step in quiet))
+            elif collect is None:
+                bare.append(median)
+            else:
+                with_collector.append(median)
+    return min(bare), min(with_collector), min(inside)
+
+
+def fingerprint_seconds(megabytes: int = 10, repeat: int = 20) -> tuple[float, float]:
+    """Best seconds of the fingerprint of ``megabytes`` MB of parameters, and of copying them."""
+    rng = np.random.default_rng(0)
+    count = megabytes * (1 << 20) // 4 // 4
+    parameters = [(f"layer{index}.weight", rng.random(count, dtype=np.float32))
+                  for index in range(4)]
+    target = [np.empty_like(value) for _, value in parameters]
+    fingerprints: list[float] = []
+    copies: list[float] = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        parameter_fingerprint(parameters)
+        fingerprints.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        for destination, (_, value) in zip(target, parameters, strict=True):
+            np.copyto(destination, value)
+        copies.append(time.perf_counter() - start)
+    return min(fingerprints), min(copies)
 
 
 def main() -> None:
@@ -161,9 +234,12 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=200, help="steps per epoch")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--collect-freq", type=int, default=10)
+    parser.add_argument("--fast-steps", type=int, default=1000,
+                        help=f"steps of {FAST_STEP_MS:g} ms for the quiet-step measurement")
     arguments = parser.parse_args()
     if arguments.quick:
         arguments.epochs, arguments.steps, arguments.repeat = 1, 150, 2
+        arguments.fast_steps = 400
     total = arguments.epochs * arguments.steps
     bare: list[float] = []
     collected: list[float] = []
@@ -178,6 +254,8 @@ def main() -> None:
                                      directory)
             collected.append(seconds)
         files = sorted(path.name for path in directory.rglob("*") if path.is_file())
+        quiet_bare, quiet_collector, quiet_inside = quiet_step_medians(
+            arguments.fast_steps, arguments.collect_freq, arguments.repeat, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     assert last is not None
@@ -190,7 +268,8 @@ def main() -> None:
     print(f"  with collector   {best_collected:8.3f} s  "
           f"{best_collected / total * 1000:7.3f} ms/step")
     print(f"  difference       {per_step:+8.3f} ms/step = {per_step / STEP_MS:+.2%} of a "
-          f"{STEP_MS:g} ms step (target < 2%)")
+          f"{STEP_MS:g} ms step (target < 2%); with / bare = "
+          f"{best_collected / best_bare:.4f}")
     hooks = last.per_step
     freq = arguments.collect_freq
     collected_steps = [hooks[i] for i in range(total) if i == 0 or (i + 1) % freq == 0]
@@ -205,7 +284,25 @@ def main() -> None:
     print(f"    other steps:     median {statistics.median(other_steps) * 1000:.4f} ms")
     print(f"  files of the last run: {len(files)} "
           f"({sum(1 for name in files if name.endswith('.ckpt'))} landscape parameter files)")
+    print_quiet_step(arguments.fast_steps, arguments.repeat, quiet_bare, quiet_collector,
+                     quiet_inside)
+    fingerprint, copy = fingerprint_seconds()
+    print(f"Parameter fingerprint of 10 MB: {fingerprint * 1000:.3f} ms (target well under 1 ms); "
+          f"a copy of the same bytes {copy * 1000:.3f} ms; fingerprint / copy = "
+          f"{fingerprint / copy:.2f}")
 
+
+def print_quiet_step(steps: int, repeat: int, bare: float, with_collector: float,
+                     inside: float) -> None:
+    added = (with_collector - bare) * 1e6
+    print(f"A step that collects nothing, {steps} steps of {FAST_STEP_MS:g} ms, "
+          f"median over those steps, best of {repeat}")
+    print(f"  bare loop        {bare * 1e6:8.1f} us/step")
+    print(f"  with collector   {with_collector * 1e6:8.1f} us/step  (with / bare = "
+          f"{with_collector / bare:.4f})")
+    print(f"  difference       {added:+8.1f} us/step = {added / (FAST_STEP_MS * 1000):+.2%} of a "
+          f"{FAST_STEP_MS:g} ms step (target <= 40 us, <= 4%)")
+    print(f"  inside the collector's hooks: median {inside * 1e6:.1f} us")
 
 if __name__ == "__main__":
     main()

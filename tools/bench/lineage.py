@@ -45,8 +45,8 @@ from rankscribe.lineage import (
     filter_runs,
     filter_summary_lineage,
 )
-from rankscribe.lineage.cache import INDEX_NAME
-from rankscribe.writer.framing import frame
+from rankscribe.lineage._cache import INDEX_NAME
+from rankscribe.writer.files import frame
 from rankscribe.writer.pb import lineage_pb2
 
 CONDITION = {"loss": {"lt": 0.5}, "sorted_name": "metric/acc", "sorted_type": "descending",

@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 
-from rankscribe.lineage import get_summary_lineage
+from rankscribe.lineage import get_run_lineage, get_summary_lineage
 from rankscribe.writer import RecordReader, load_dir, read_events, read_tensorboard_events
+from rankscribe.writer.reader import scalars
 
 ROOT = Path(__file__).resolve().parents[3]
 TRAIN = ROOT / "examples" / "digits" / "train.py"
@@ -42,9 +43,10 @@ def run_job(mpi: Any, argv: list[str], cwd: Path) -> str:
     return str(run.output)
 
 
-def steps_with(directory: Path, plugin: str) -> list[int]:
+def steps_with(directory: Path, plugin: str, tag: str | None = None) -> list[int]:
     return sorted({event.step for event in load_dir(directory)
-                   if any(value.plugin == plugin for value in event.values)})
+                   if any(value.plugin == plugin and tag in (None, value.tag)
+                          for value in event.values)})
 
 
 @pytest.fixture(scope="module")
@@ -61,10 +63,11 @@ def test_each_rank_writes_its_own_directory(job: tuple[Path, str]) -> None:
     for rank in range(RANKS):
         names = [path.name for path in (summary_dir / f"rank_{rank}").iterdir()]
         assert any(name.endswith(f".{rank}.{os.uname().nodename}_MS") for name in names), names
-    # The job directory itself holds only rank 0's merged lineage file.
-    [merged] = [path.name for path in summary_dir.iterdir() if path.is_file()
-                and "summary." in path.name]
+    # The job directory itself holds rank 0's merged lineage and the job view.
+    merged, view = sorted(path.name for path in summary_dir.iterdir() if path.is_file()
+                          and "summary." in path.name)
     assert merged.endswith("_lineage") and ".merged." in merged
+    assert view.endswith("_MS") and ".job." in view
 
 
 def test_loss_histograms_and_images_at_the_scheduled_steps(job: tuple[Path, str]) -> None:
@@ -73,7 +76,11 @@ def test_loss_histograms_and_images_at_the_scheduled_steps(job: tuple[Path, str]
     scheduled = [1, *range(COLLECT_FREQ, STEPS + 1, COLLECT_FREQ)]
     for rank in range(RANKS):
         rank_dir = summary_dir / f"rank_{rank}"
-        assert steps_with(rank_dir, "scalar") == scheduled
+        assert steps_with(rank_dir, "scalar", "loss/auto") == scheduled
+        assert steps_with(rank_dir, "scalar", "rankscribe/param_fingerprint") == scheduled
+        # the step time is the one scalar of every step
+        assert steps_with(rank_dir, "scalar") == list(range(1, STEPS + 1))
+        assert steps_with(rank_dir, "scalar", "rankscribe/step_time") == list(range(1, STEPS + 1))
         assert steps_with(rank_dir, "histogram") == scheduled
         assert steps_with(rank_dir, "image") == scheduled
         tags = {value.tag for event in load_dir(rank_dir) for value in event.values}
@@ -115,6 +122,25 @@ def test_the_merged_lineage_describes_the_whole_job(job: tuple[Path, str]) -> No
     assert "rank_0" in lineage["model"]["path"]
     assert lineage["model"]["size"] > 0
     assert "merged lineage of the job:" in output  # rank 0 printed it
+
+
+def test_the_job_view_finds_the_ranks_in_step(job: tuple[Path, str]) -> None:
+    """Gradients are averaged every step: the ranks' parameters agree, step by step."""
+    summary_dir, output = job
+    lineage = get_run_lineage(str(summary_dir.resolve()))
+    assert lineage is not None
+    notes = lineage.section("user_defined")
+    assert notes["job/ranks_reported"] == RANKS
+    assert (notes["job/divergence_check"], notes["job/diverged_ranks"]) == ("checked", "")
+    assert notes["job/stopped_first_rank"] == -1
+    assert all(notes[f"job/last_step/{rank}"] == STEPS for rank in range(RANKS))
+    [view] = summary_dir.glob("*.job.*_MS")
+    curves = scalars(view)
+    assert [step for step, _ in curves["loss/auto/mean"]] == [
+        1, *range(COLLECT_FREQ, STEPS + 1, COLLECT_FREQ)]
+    assert {count for _, count in curves["rankscribe/step_time/ranks"]} == {RANKS}
+    assert "job view (cross-rank curves in the job dir):" in output
+    assert "divergence: none (the ranks' parameters agree)" in output
 
 
 def test_a_second_run_into_the_same_dir_neither_mixes_nor_overwrites(
@@ -168,5 +194,13 @@ def test_the_tensorboard_target_on_request(mpi: Any, tmp_path: Path) -> None:
     for rank in range(RANKS):
         [board] = (summary_dir / f"rank_{rank}").glob("events.out.tfevents.*")
         steps = {event.step for event in read_tensorboard_events(board)
-                 if event.WhichOneof("what") == "summary"}
+                 if event.WhichOneof("what") == "summary"
+                 and any(value.tag == "loss/auto" for value in event.summary.value)}
         assert steps == {1, *range(COLLECT_FREQ, STEPS + 1, COLLECT_FREQ)}
+        times = {event.step for event in read_tensorboard_events(board)
+                 if event.WhichOneof("what") == "summary"
+                 and any(value.tag == "rankscribe/step_time" for value in event.summary.value)}
+        assert times == set(range(1, STEPS + 1))
+    # and the job gets a TensorBoard file of its own
+    [job_board] = summary_dir.glob("events.out.tfevents.*")
+    assert job_board.name.endswith(".job")

@@ -54,7 +54,8 @@ def scenario_detect(info: RankInfo, out: Path) -> dict[str, Any]:
     """detect(), rank_dir and split_evenly agree across the real ranks."""
     directory = rank_dir(out / "summary", info)
     steps = split_evenly(range(0, 100, 3), info.world_size, info.rank)
-    coordinator = Coordinator.create(info, timeout=AMPLE_TIMEOUT)
+    # job_dir is what the collector passes: an MPI launcher still wins.
+    coordinator = Coordinator.create(info, timeout=AMPLE_TIMEOUT, job_dir=out / "summary")
     check(coordinator.backend == "mpi", f"auto chose {coordinator.backend}")
     result = coordinator.gather((info, steps))
     if result.is_root:

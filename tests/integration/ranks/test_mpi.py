@@ -67,6 +67,9 @@ def test_detect_rank_dir_and_split(mpi: Any, ranks: int, tmp_path: Path) -> None
     assert [step for share in shares for step in share] == list(range(0, 100, 3))
     assert max(map(len, shares)) - min(map(len, shares)) <= 1
     assert f"rank 0 of {ranks}: detect done" in job.output
+    # The MPI backend needs no folder: none was made in the job's directory.
+    assert sorted(p.name for p in (tmp_path / "out" / "summary").iterdir()) == [
+        f"rank_{rank}" for rank in range(ranks)]
 
 
 @pytest.mark.parametrize("ranks", RANK_COUNTS)

@@ -8,6 +8,7 @@ schedule.py         which steps (epochs) are collected, and the plugin filter
 extract.py          loss, histograms, input images, graph from the run state
 lineage.py          this rank's lineage values; the job lineage merged on rank 0
 landscape.py        parameter files and ``train_metadata.json`` for landscapes
+_series.py          step times, parameter fingerprints, the series of the job view
 ==================  ============================================================
 
 Writing is :class:`rankscribe.writer.SummaryRecord`'s. On several ranks each
@@ -15,6 +16,10 @@ rank writes into ``rankscribe.ranks.rank_dir(summary_dir, info)``
 (``summary_dir/rank_<r>``), collects tensors for its share of the job's
 tensor-collection steps, and rank 0 writes the merged job lineage into
 ``summary_dir``. Nothing in a training script changes for that.
+
+For the job view each rank also records its step times and parameter
+fingerprints (``_series.py``), and rank 0 writes the job's cross-rank curves
+at the end of a run (``lineage.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import os
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
+from time import perf_counter
 from types import TracebackType
 from typing import Any
 
@@ -43,6 +49,11 @@ from rankscribe.collector._options import (
 )
 from rankscribe.collector._options import custom_lineage_data as merged_custom_lineage
 from rankscribe.collector._schedule import Collect, CollectionSchedule, total_units
+from rankscribe.collector._series import (
+    STEP_TIME_WRITE_AT_ONCE,
+    STEP_TIME_WRITE_INTERVAL,
+    SeriesRecorder,
+)
 from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.errors import CollectorValueError
 from rankscribe.ranks import Coordinator, RankInfo, detect, rank_dir
@@ -102,6 +113,9 @@ class SummaryCollector(Callback):
         rank_info: this process's rank (default :func:`rankscribe.ranks.detect`).
         formats: the writer's output formats: ``"mindinsight"`` and/or
             ``"tensorboard"`` (a TensorBoard event file next to the summary files).
+        fingerprints: record ``rankscribe/param_fingerprint`` at collected
+            steps (True by default; it reads every parameter on the host, so a
+            large model on an accelerator may prefer False).
     """
 
     def __init__(
@@ -120,6 +134,7 @@ class SummaryCollector(Callback):
         coordinator: Coordinator | None = None,
         rank_info: RankInfo | None = None,
         formats: Sequence[str] = ("mindinsight",),
+        fingerprints: bool = True,
     ) -> None:
         self._summary_dir = check_summary_dir(summary_dir)
         self._collect_freq = check_positive_int("collect_freq", collect_freq)
@@ -145,6 +160,19 @@ class SummaryCollector(Callback):
         self._formats = _check_formats(formats)
         # What the adapters learn while reading this collector's objects stays with it.
         self._adapters = AdapterRegistry()
+        check_type("fingerprints", fingerprints, (bool,))
+        self._series = SeriesRecorder(fingerprints=fingerprints,
+                                      network_view=self._adapters.network_view,
+                                      to_numpy=self._adapters.to_numpy)
+        # Bound once: the short path of step_end appends with no call of its own.
+        self._keep_step, self._keep_step_time = self._series.step_time_appenders()
+        self._step_started: float | None = None
+        self._step_time: float | None = None
+        self._step_landscape: LandscapeSaver | None = None
+        # step_end's short path applies to the steps before this one (0: none),
+        # and before this time (perf_counter) when step times are due.
+        self._quiet_until = 0
+        self._step_times_due = 0.0
         self._lineage = LineageRecorder(
             collect_dataset_graph=self._options.collect_dataset_graph,
             collect_train_lineage=self._options.collect_train_lineage,
@@ -225,6 +253,11 @@ class SummaryCollector(Callback):
             LandscapeSaver(self._directory, landscape, adapters=self._adapters)
             if landscape else None
         )
+        # Looked up once: step_end asks it at every step.
+        self._step_landscape = (self._landscape if self._landscape is not None
+                                and self._landscape.unit == "step" else None)
+        self._step_started = self._step_time = None
+        self._quiet_until = 0
         self._first_step_done = False
         self._sink_mode = False
         self._lineage.start_run()
@@ -234,13 +267,14 @@ class SummaryCollector(Callback):
             # end of one run cannot spoil the next one's start.
             merger = JobLineageMerger(
                 self._summary_dir, info, timeout=self._merge_timeout,
-                coordinator=self._coordinator,
+                coordinator=self._coordinator, tensorboard="tensorboard" in self._formats,
             )
             merger.open()
             self._merger = merger
             weakref.finalize(self, merger.close)
 
     def _close(self) -> None:
+        self._quiet_until = 0
         record, self._record = self._record, None
         if record is not None:
             record.close()
@@ -271,23 +305,51 @@ class SummaryCollector(Callback):
         assert self._record is not None
         self._record.set_mode(params.mode)
         self._sink_mode = bool(params.dataset_sink_mode)
-        if params.mode == "train" and self._landscape is not None:
-            self._start_landscape(params)
+        if params.mode == "train":
+            # The job view is of the last training run; an evaluation after it keeps it.
+            self._series.start_run()
+            if self._landscape is not None:
+                self._start_landscape(params)
+
+    def step_begin(self, run_context: RunContext) -> None:
+        self._step_started = perf_counter()
 
     def step_end(self, run_context: RunContext) -> None:
+        ended = perf_counter()
         params = run_context.original_args()
+        started, self._step_started = self._step_started, None
+        step = params.cur_step_num
+        if (step < self._quiet_until and started is not None and params.mode == "train"
+                and ended < self._step_times_due
+                and ended - started < STEP_TIME_WRITE_AT_ONCE):
+            # Most steps: nothing to collect, nothing to write. Every function called
+            # here costs microseconds on a CPU whose caches the step itself evicted,
+            # so this path is a few reads and two appends (tools/bench/collector.py).
+            discard_pending()
+            self._keep_step(step)
+            self._keep_step_time(ended - started)
+            return
+        self._step_end(params, started, ended)
+
+    def _step_end(self, params: CallbackParams, started: float | None, ended: float) -> None:
+        """A step that collects, writes, saves landscape parameters, or is not in training."""
+        self._quiet_until = 0
         if params.mode != "train" or self._record is None:
             discard_pending()
             return
+        if started is not None:
+            self._step_time = ended - started
         if not self._first_step_done:
             self._add_first_step_values(params)
         if not self._sink_mode:
             self._collect(params, params.cur_step_num)
-        landscape = self._landscape
-        if landscape is not None and landscape.unit == "step" and landscape.wants(
-            params.cur_step_num
-        ):
+        landscape = self._step_landscape
+        if landscape is not None and landscape.wants(params.cur_step_num):
             landscape.save(params.cur_step_num, self._landscape_network(params))
+        if not self._sink_mode and self._schedule is not None:
+            self._quiet_until = self._series.next_busy_step(
+                params.cur_step_num, self._schedule, self._step_landscape)
+        self._step_times_due = self._series.last_write + STEP_TIME_WRITE_INTERVAL
 
     def epoch_end(self, run_context: RunContext) -> None:
         params = run_context.original_args()
@@ -295,6 +357,7 @@ class SummaryCollector(Callback):
             return
         unit = params.cur_epoch_num if self._sink_mode else params.cur_step_num
         self._collect(params, unit)
+        self._write_step_times()
         landscape = self._landscape
         if landscape is not None and landscape.unit == "epoch" and landscape.wants(
             params.cur_epoch_num
@@ -309,6 +372,7 @@ class SummaryCollector(Callback):
             return
         try:
             if params.mode == "train":
+                self._write_step_times()
                 self._lineage.add_train_lineage(record, params)
             else:
                 self._lineage.add_eval_lineage(record, params)
@@ -357,12 +421,21 @@ class SummaryCollector(Callback):
             decision = schedule.first(unit, total)
         else:
             decision = schedule.next(unit)
+        step = params.cur_step_num
+        step_time, self._step_time = self._step_time, None
         if decision is Collect.NOTHING:
             discard_pending()
+            # Written before a collected step, so the file stays in step order.
+            self._series.after_quiet_step(
+                record, step, step_time,
+                write_now=self._sink_mode or schedule.would_collect(unit + 1))
             return
+        self._series.write_kept_step_times(record)
         if decision.extracts:
-            self._extractor.add_step_values(record, params)
-        record.record(params.cur_step_num, plugin_filter=decision.plugin_filter)
+            sink = self._series.collected_step_sink(record, step)
+            self._extractor.add_step_values(sink, params)
+            self._series.add_fingerprint(sink, self._landscape_network(params))
+        self._series.record_collected_step(record, step, step_time, decision.plugin_filter)
         if first:
             self._flush()  # the first collection reaches the disk at once
 
@@ -390,6 +463,10 @@ class SummaryCollector(Callback):
             len(planned), landscape.unit, _numbers(planned), where,
         )
 
+    def _write_step_times(self) -> None:
+        if self._record is not None:
+            self._series.write_kept_step_times(self._record)
+
     def _landscape_network(self, params: CallbackParams) -> Any:
         return params.network if params.network is not None else params.train_network
 
@@ -403,7 +480,7 @@ class SummaryCollector(Callback):
 
     def _merge_job_lineage(self) -> None:
         if self._merger is not None and self._directory is not None:
-            self._merger.merge(self._directory)
+            self._merger.merge(self._directory, self._series.series)
 
 
 def _numbers(numbers: list[int]) -> str:

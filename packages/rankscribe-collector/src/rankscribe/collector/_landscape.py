@@ -29,6 +29,7 @@ See docs/collector-schedule.md.
 
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 import os
@@ -75,6 +76,9 @@ class LandscapeSaver:
         self.metadata_written = False
         # Set when ckpt_dir cannot be used safely: nothing more is written for this run.
         self.disabled = False
+        # The collector asks wants() at every step: a set lookup, not a scan of the intervals.
+        self._covered = frozenset(number for interval in options.intervals for number in interval)
+        self._ordered = sorted(self._covered)
 
     @property
     def unit(self) -> str:
@@ -82,16 +86,21 @@ class LandscapeSaver:
 
     def wants(self, number: int) -> bool:
         """True when ``number`` is in an interval and its parameters are not saved yet."""
-        return (not self.disabled and self.options.covers(number)
-                and str(number) not in self.files)
+        return not self.disabled and number in self._covered and str(number) not in self.files
+
+    def next_wanted(self, number: int) -> int | None:
+        """The first step (epoch) after ``number`` in an interval, or None after the last."""
+        if self.disabled:
+            return None
+        index = bisect.bisect_right(self._ordered, number)
+        return self._ordered[index] if index < len(self._ordered) else None
 
     def planned(self, total: int | None) -> list[int]:
         """The steps (or epochs) whose parameters a run of ``total`` units saves.
 
         Every number of the intervals when ``total`` is unknown (None or 0).
         """
-        numbers = sorted({number for interval in self.options.intervals for number in interval})
-        return [number for number in numbers if not total or number <= total]
+        return [number for number in self._ordered if not total or number <= total]
 
     def start_training(self) -> None:
         """Forget this saver's files and clear an earlier run's files from ``ckpt_dir``."""

@@ -21,6 +21,13 @@ lineages (:func:`rankscribe.lineage.merge_rank_lineages`) and writes the merged
 job lineage into ``summary_dir``. The gather has a timeout: a rank that does
 not arrive in time is named in the merged record (``user_defined/ranks_missing``)
 and nobody waits past it. Every rank calls the gather, whatever happened before.
+
+The same gather carries each rank's series of the collector's scalars
+(:class:`rankscribe.collector._series.ScalarSeries`: step times, fingerprints,
+loss; no shared filesystem needed). Rank 0 writes the job view from them
+(:func:`rankscribe.lineage.jobview.write_job_view`: the job's cross-rank curves
+in ``summary_dir``, a rank that never arrived named as missing) and puts its
+verdicts into the merged lineage's ``user_defined`` keys.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ import filelock
 from rankscribe.collector._callback import CallbackParams
 from rankscribe.collector._extract import ValueSink
 from rankscribe.collector.adapters import AdapterRegistry
+from rankscribe.collector._series import ScalarSeries
 from rankscribe.lineage import (
     MERGE_LOCK_NAME,
     DatasetGraphInfo,
@@ -44,11 +52,13 @@ from rankscribe.lineage import (
     RunLineage,
     UserDefinedInfo,
     eval_lineage_from_args,
+    get_run_lineage,
     merge_rank_lineages,
     parse_run,
     train_lineage_from_args,
     write_merged_lineage,
 )
+from rankscribe.lineage.jobview import RankSeries, session_values, write_job_view
 from rankscribe.ranks import Coordinator, RankInfo, RanksError
 
 logger = logging.getLogger(__name__)
@@ -159,6 +169,7 @@ class JobLineageMerger:
         info: this rank.
         timeout: seconds rank 0 waits for the others.
         coordinator: the collectives to use (see :meth:`open`).
+        tensorboard: rank 0 also writes the job view's TensorBoard file.
     """
 
     def __init__(
@@ -168,14 +179,19 @@ class JobLineageMerger:
         *,
         timeout: float = DEFAULT_MERGE_TIMEOUT,
         coordinator: Coordinator | None = None,
+        tensorboard: bool = False,
     ) -> None:
         self.summary_dir = Path(summary_dir)
+        self.tensorboard = tensorboard
         self.info = info
         self.timeout = timeout
         self.coordinator = coordinator
         self._owned: Coordinator | None = None
         self.last_merged: RunLineage | None = None
         self.last_missing: tuple[int, ...] = ()
+        #: The verdicts of the last job view rank 0 wrote (its ``user_defined`` keys).
+        self.last_verdicts: dict[str, float | int | str] = {}
+        self.last_job_files: list[str] = []
 
     def open(self) -> None:
         """Make a coordinator for the job unless one was given (every rank calls this).
@@ -187,7 +203,10 @@ class JobLineageMerger:
         if self.coordinator is not None or self._owned is not None:
             return
         try:
-            self._owned = Coordinator.create(self.info, timeout=self.timeout)
+            # job_dir: launchers with neither MPI nor a torch process group meet there.
+            self._owned = Coordinator.create(
+                self.info, timeout=self.timeout, job_dir=self.summary_dir
+            )
         except RanksError as error:
             self._report(error)
 
@@ -201,9 +220,18 @@ class JobLineageMerger:
                      "`rankscribe-lineage merge %s` after the job.", self.info.rank,
                      self.summary_dir, error, self.summary_dir)
 
-    def merge(self, rank_directory: str | os.PathLike[str]) -> str | None:
-        """Every rank calls this; rank 0 returns the merged file's path (others None)."""
-        payload = self._own_lineage(rank_directory)
+    def merge(
+        self, rank_directory: str | os.PathLike[str], series: ScalarSeries | None = None
+    ) -> str | None:
+        """Every rank calls this; rank 0 returns the merged file's path (others None).
+
+        ``series``: this rank's scalars for the job view (none: no job view
+        from this rank).
+        """
+        payload = {
+            "lineage": self._own_lineage(rank_directory),
+            "series": series.payload() if series is not None else None,
+        }
         coordinator = self.coordinator if self.coordinator is not None else self._owned
         if coordinator is None:
             return None  # open() failed and said so
@@ -214,12 +242,18 @@ class JobLineageMerger:
             return None
         if not result.is_root:
             return None
-        records = {
-            rank: RunLineage.from_json_dict(value)
-            for rank, value in result.values.items()
-            if isinstance(value, dict)
-        }
-        return self._write(records)
+        records: dict[int, RunLineage] = {}
+        job_series: dict[int, RankSeries] = {}
+        for rank, value in result.values.items():
+            if not isinstance(value, dict):
+                continue
+            lineage = value.get("lineage")
+            if isinstance(lineage, dict):
+                records[rank] = RunLineage.from_json_dict(lineage)
+            rank_series = ScalarSeries.rank_series(rank, value.get("series"))
+            if rank_series is not None and rank_series.scalars:
+                job_series[rank] = rank_series
+        return self._write(records, job_series, tuple(result.missing))
 
     def _own_lineage(self, rank_directory: str | os.PathLike[str]) -> dict[str, Any] | None:
         try:
@@ -231,18 +265,27 @@ class JobLineageMerger:
             logger.warning("%s", warning)
         return parsed.lineage.to_json_dict() if parsed.lineage is not None else None
 
-    def _write(self, records: dict[int, RunLineage]) -> str | None:
+    def _write(
+        self,
+        records: dict[int, RunLineage],
+        job_series: dict[int, RankSeries],
+        not_arrived: tuple[int, ...],
+    ) -> str | None:
         missing = tuple(rank for rank in range(self.info.world_size) if rank not in records)
         self.last_missing = missing
-        if not records:
-            logger.error("No rank reported a lineage; no merged lineage is written in %s.",
-                         self.summary_dir)
-            return None
-        merged = merge_rank_lineages(
-            records, world_size=self.info.world_size, summary_dir=str(self.summary_dir)
-        )
+        merged = (merge_rank_lineages(records, world_size=self.info.world_size,
+                                      summary_dir=str(self.summary_dir)) if records else None)
         try:
             with filelock.FileLock(str(self.summary_dir / MERGE_LOCK_NAME), timeout=self.timeout):
+                verdicts = self._write_job_view(job_series, not_arrived, merged)
+                if merged is None:
+                    logger.error("No rank reported a lineage; no merged lineage is written in "
+                                 "%s.", self.summary_dir)
+                    return None
+                if verdicts:
+                    merged = merge_rank_lineages(
+                        records, world_size=self.info.world_size,
+                        summary_dir=str(self.summary_dir), user_defined=verdicts)
                 path = write_merged_lineage(self.summary_dir, merged)
         except (OSError, filelock.Timeout) as error:
             logger.error("Writing the merged lineage into %s failed: %s", self.summary_dir, error)
@@ -252,3 +295,40 @@ class JobLineageMerger:
             logger.warning("The merged lineage %s lacks rank(s) %s, which did not report within "
                            "%g s.", path, ", ".join(map(str, missing)), self.timeout)
         return path
+
+    def _write_job_view(
+        self,
+        job_series: dict[int, RankSeries],
+        not_arrived: tuple[int, ...],
+        merged: RunLineage | None,
+    ) -> dict[str, float | int | str]:
+        """The job's cross-rank curves into ``summary_dir``; their verdicts (empty on failure)."""
+        if not job_series:
+            # Nothing trained (an evaluation alone): the job files stay, and so do the
+            # verdicts an earlier merge wrote, or this merge would drop them.
+            return self._earlier_verdicts()
+        # The TensorBoard HParams session of the job: its merged setup and final metrics.
+        hparams, metrics = session_values(merged) if merged is not None else ({}, {})
+        try:
+            view = write_job_view(
+                self.summary_dir, job_series, world_size=self.info.world_size,
+                missing=not_arrived, tensorboard=self.tensorboard,
+                hparams=hparams, metrics=metrics,
+            )
+        except (OSError, LineageError, ValueError, TypeError) as error:
+            logger.error("Writing the job view into %s failed: %s. Run `rankscribe-lineage "
+                         "merge %s` after the job.", self.summary_dir, error, self.summary_dir)
+            return {}
+        self.last_verdicts = dict(view.verdicts)
+        self.last_job_files = list(view.paths)
+        return dict(view.verdicts)
+
+    def _earlier_verdicts(self) -> dict[str, float | int | str]:
+        try:
+            earlier = get_run_lineage(str(self.summary_dir.resolve()))
+        except (OSError, LineageError):
+            return {}  # no merged lineage yet
+        if earlier is None:
+            return {}
+        return {key: value for key, value in earlier.section("user_defined").items()
+                if key.startswith("job/") and isinstance(value, (int, float, str))}

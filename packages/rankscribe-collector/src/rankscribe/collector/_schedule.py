@@ -25,6 +25,7 @@ each epoch in step mode and writes that step a second time.
 
 from __future__ import annotations
 
+import bisect
 import enum
 from collections.abc import Callable
 
@@ -139,6 +140,24 @@ class CollectionSchedule:
         self._own = frozenset(self.own_tensor_units)
         self._last = unit
         return Collect.EVERYTHING if unit in self._own else Collect.ALL_BUT_TENSOR
+
+    def would_collect(self, unit: int) -> bool:
+        """Whether :meth:`next` would collect ``unit`` (the schedule does not move)."""
+        if self._last is None:
+            return True
+        return unit != self._last and (unit % self.collect_freq == 0 or unit in self._own)
+
+    def next_collected(self, unit: int) -> int:
+        """The first unit after ``unit`` that :meth:`next` may collect (``unit + 1`` if unstarted).
+
+        Every unit before it collects nothing: the collector skips the schedule there.
+        """
+        if self._last is None:
+            return unit + 1
+        on_frequency = (unit // self.collect_freq + 1) * self.collect_freq
+        own = self.own_tensor_units
+        index = bisect.bisect_right(own, unit)
+        return min(on_frequency, own[index]) if index < len(own) else on_frequency
 
     def next(self, unit: int) -> Collect:
         """A later unit: the frequency and this rank's tensor share decide."""

@@ -7,6 +7,7 @@
   :func:`merge_run_dir` (offline, from the ``rank_<n>`` directories).
 - Recording: the :class:`TrainLineage` and :class:`EvalLineage` callbacks.
 - TensorBoard's HParams tab: :func:`write_hparams`.
+- The job view (cross-rank curves and verdicts): :mod:`rankscribe.lineage.jobview`.
 - The model: dataclasses that convert exactly to and from the writer's
   lineage protobuf messages.
 """
@@ -64,6 +65,7 @@ from rankscribe.lineage.errors import (
     LineageSummaryAnalyzeException,
     LineageSummaryParseException,
 )
+from rankscribe.lineage.jobview import JobView, RankSeries, series_from_dir, write_job_view
 
 __version__ = "0.1.0"
 
@@ -74,6 +76,7 @@ __all__ = [
     "EvalLineage",
     "EvalLineageInfo",
     "HyperParameters",
+    "JobView",
     "LineageDirNotExistError",
     "LineageError",
     "LineageExpressionError",
@@ -91,6 +94,7 @@ __all__ = [
     "OperationInfo",
     "OperationParameterInfo",
     "ParsedRun",
+    "RankSeries",
     "RunLineage",
     "TrainDataset",
     "TrainLineage",
@@ -107,7 +111,9 @@ __all__ = [
     "merge_run_dir",
     "merged_lineage_name",
     "parse_run",
+    "series_from_dir",
     "train_lineage_from_args",
     "write_hparams",
+    "write_job_view",
     "write_merged_lineage",
 ]

@@ -33,7 +33,15 @@ from rankscribe.writer.files import atomic_write, frame
 from rankscribe.writer.pb import tensorboard_hparams_pb2 as hparams_pb2
 from rankscribe.writer.pb import tensorboard_pb2
 
-__all__ = ["HPARAM_FIELDS", "METRIC_FIELDS", "HParamsRun", "write_hparams"]
+__all__ = [
+    "HPARAM_FIELDS",
+    "METRIC_FIELDS",
+    "HParamsRun",
+    "hparam_value",
+    "metric_value",
+    "session_records",
+    "write_hparams",
+]
 
 DEFAULT_OUT_NAME = "tensorboard-hparams"
 PLUGIN_NAME = "hparams"
@@ -69,7 +77,7 @@ class HParamsRun:
     start_time: float
 
 
-def _hparam_value(value: Any) -> bool | float | str | None:
+def hparam_value(value: Any) -> bool | float | str | None:
     if value is None or isinstance(value, (dict, list)):
         return None
     if isinstance(value, (bool, str)):
@@ -79,7 +87,7 @@ def _hparam_value(value: Any) -> bool | float | str | None:
     return str(value)
 
 
-def _metric_value(value: Any) -> float | None:
+def metric_value(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value)
@@ -99,20 +107,20 @@ def collect_runs(base_dir: str, *, use_index: bool | None = None) -> list[HParam
         lineage = item["model_lineage"]
         hparams: dict[str, bool | float | str] = {}
         for name in HPARAM_FIELDS:
-            value = _hparam_value(lineage.get(name))
+            value = hparam_value(lineage.get(name))
             if value is not None:
                 hparams[name] = value
         for key, raw in lineage["user_defined"].items():
-            value = _hparam_value(raw)
+            value = hparam_value(raw)
             if value is not None:
                 hparams[f"user_defined/{key}"] = value
         metrics: dict[str, float] = {}
         for name in METRIC_FIELDS:
-            metric = _metric_value(lineage.get(name))
+            metric = metric_value(lineage.get(name))
             if metric is not None:
                 metrics[name] = metric
         for key, raw in lineage["metric"].items():
-            metric = _metric_value(raw)
+            metric = metric_value(raw)
             if metric is not None:
                 metrics[f"metric/{key}"] = metric
         summary_dir = item["summary_dir"]
@@ -153,7 +161,8 @@ def _set_protobuf_value(target: Any, value: bool | float | str) -> None:
         target.number_value = value
 
 
-def _session_records(run: HParamsRun, wall_time: float) -> bytes:
+def session_records(run: HParamsRun, wall_time: float) -> bytes:
+    """The framed session start, metric scalars (step 0) and session end of one run."""
     start = hparams_pb2.HParamsPluginData(version=0)
     start.session_start_info.group_name = run.name
     start.session_start_info.start_time_secs = run.start_time
@@ -233,7 +242,7 @@ def write_hparams(
             _replace(
                 os.path.join(out, run.name),
                 name,
-                _version_record(wall_time) + _session_records(run, wall_time),
+                _version_record(wall_time) + session_records(run, wall_time),
             )
         )
     return written

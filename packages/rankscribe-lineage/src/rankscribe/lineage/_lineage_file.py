@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from rankscribe.lineage._dataset_graph import DatasetGraphInfo
@@ -81,12 +82,18 @@ def write_merged_lineage(
     *,
     host: str | None = None,
     timestamp: int | None = None,
+    user_defined: Mapping[str, int | float | str] | None = None,
 ) -> str:
     """Write ``lineage`` as the merged lineage file of ``run_dir``; return its path.
 
     An existing merged file is replaced in place (its name is kept), and any
     other merged file in ``run_dir`` is removed, so there is always one.
+    ``user_defined`` adds keys (e.g. the job view's verdicts) to the lineage's
+    own ``user_defined``; ``lineage`` itself is not changed.
     """
+    if user_defined:
+        lineage = RunLineage.from_json_dict(lineage.to_json_dict())
+        lineage.sections["user_defined"].update(user_defined)
     directory = os.fspath(run_dir)
     existing = sorted(name for name in os.listdir(directory) if is_merged_lineage_name(name))
     name = existing[-1] if existing else merged_lineage_name(timestamp, host)

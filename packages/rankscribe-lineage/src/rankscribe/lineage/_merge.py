@@ -39,7 +39,14 @@ import filelock
 from rankscribe.lineage._lineage_file import write_merged_lineage
 from rankscribe.lineage._names import rank_of_dir_name
 from rankscribe.lineage._parser import RunLineage, parse_run
-from rankscribe.lineage.errors import LineageMergeError
+from rankscribe.lineage.errors import LineageMergeError, LineageParamTypeError
+from rankscribe.lineage.jobview import (
+    JobView,
+    holds_tensorboard_files,
+    read_rank_series,
+    session_values,
+    write_job_view,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +55,7 @@ __all__ = ["MERGE_LOCK_NAME", "MergeOutcome", "merge_rank_lineages", "merge_run_
 MERGE_LOCK_NAME = ".rankscribe-merge.lock"
 _INT32_MAX = 2**31 - 1
 _POLL_SECONDS = 0.5
+_LOCK_SECONDS = 120
 
 
 class _Merger:
@@ -187,6 +195,7 @@ def merge_rank_lineages(
     *,
     world_size: int | None = None,
     summary_dir: str = "",
+    user_defined: Mapping[str, int | float | str] | None = None,
 ) -> RunLineage:
     """Merge the lineages of a job's ranks (rank -> lineage) into one job lineage.
 
@@ -195,11 +204,16 @@ def merge_rank_lineages(
         world_size: how many ranks the job had; default the highest rank + 1.
             Ranks in ``range(world_size)`` without a record are "missing".
         summary_dir: the ``summary_dir`` of the returned lineage.
+        user_defined: extra ``user_defined`` keys of the job (the job view's
+            verdicts, ``JobView.verdicts``); they win over the ranks' keys.
 
     Raises:
         LineageMergeError: no record, a rank that is not an int in
             ``range(world_size)``, or a record that is not a RunLineage.
+        LineageParamTypeError: a ``user_defined`` value that is not int,
+            float or str.
     """
+    extra = _checked_user_defined(user_defined)
     if not records:
         raise LineageMergeError("no rank lineage to merge")
     for rank, lineage in records.items():
@@ -226,14 +240,14 @@ def merge_rank_lineages(
     user_keys: list[str] = []
     for lineage in merger.lineages.values():
         user_keys.extend(key for key in lineage.section("user_defined") if key not in user_keys)
-    user_defined: dict[str, Any] = {}
+    user_keys_of_job: dict[str, Any] = {}
     for key in user_keys:
         value = merger.agreed(f"user_defined.{key}", _section_getter("user_defined", key))
         if value is not None:
-            user_defined[key] = value
+            user_keys_of_job[key] = value
     missing = [rank for rank in range(expected) if rank not in records]
-    user_defined.update(merger.notes)
-    user_defined.update(
+    user_keys_of_job.update(merger.notes)
+    user_keys_of_job.update(
         {
             "ranks_reported": len(ranks),
             "ranks_expected": expected,
@@ -241,8 +255,32 @@ def merge_rank_lineages(
             "disagreements": ",".join(merger.disagreements),
         }
     )
-    merged.sections["user_defined"] = user_defined
+    user_keys_of_job.update(extra)
+    merged.sections["user_defined"] = user_keys_of_job
     return merged
+
+
+def _checked_user_defined(
+    values: Mapping[str, int | float | str] | None,
+) -> dict[str, int | float | str]:
+    if values is None:
+        return {}
+    if not isinstance(values, Mapping):
+        raise LineageParamTypeError(
+            f"user_defined must be a mapping of str to int, float or str, "
+            f"got {type(values).__name__}"
+        )
+    checked: dict[str, int | float | str] = {}
+    for key, value in values.items():
+        if not isinstance(key, str) or isinstance(value, bool) or not isinstance(
+            value, (int, float, str)
+        ):
+            raise LineageParamTypeError(
+                f"user_defined[{key!r}] must be a str key with an int, float or str value, "
+                f"got {value!r} ({type(value).__name__})"
+            )
+        checked[key] = value
+    return checked
 
 
 def rank_dirs(run_dir: str) -> dict[int, str]:
@@ -264,6 +302,8 @@ class MergeOutcome:
     lineage: RunLineage
     ranks_reported: list[int]
     ranks_missing: list[int]
+    #: The job files written and the verdicts (None when no rank had a scalar).
+    job_view: JobView | None = None
 
 
 def _read_ranks(run_dir: str) -> dict[int, RunLineage]:
@@ -321,21 +361,46 @@ def _wait_for_ranks(
         clock.sleep(min(_POLL_SECONDS, max(0.0, deadline - clock.monotonic())))
 
 
+def _lineage_without_ranks(directory: str, expected: int) -> RunLineage:
+    """The job lineage when no rank wrote one (killed early): the world size, the rank counts.
+
+    The world size makes it a train lineage: readers (MindInsight's rule) list
+    a run only when it has one, and the verdicts must be found.
+    """
+    lineage = RunLineage(directory)
+    lineage.sections["hyper_parameters"] = {"device_num": expected}
+    lineage.sections["user_defined"] = {
+        "ranks_reported": 0,
+        "ranks_expected": expected,
+        "ranks_missing": ",".join(str(rank) for rank in range(expected)),
+        "disagreements": "",
+    }
+    return lineage
+
+
 def merge_run_dir(
     run_dir: str | os.PathLike[str],
     *,
     timeout: float = 0.0,
     world_size: int | None = None,
     host: str | None = None,
+    user_defined: Mapping[str, int | float | str] | None = None,
+    job_view: bool = True,
 ) -> MergeOutcome:
-    """Merge the ``rank_<n>`` lineages of ``run_dir`` into its merged lineage file.
+    """Merge the ``rank_<n>`` dirs of ``run_dir``: the merged lineage and the job view.
 
     Waits up to ``timeout`` seconds for missing ranks to report, then merges
-    what there is. Running it again replaces the merged file (idempotent).
+    what there is. With ``job_view`` (the default), the ranks' scalars also
+    give the job's own summary file (and a TensorBoard file when a rank dir
+    holds TensorBoard files) and the verdicts, which join the merged
+    lineage's ``user_defined`` (see :mod:`rankscribe.lineage.jobview`) with
+    any ``user_defined`` given here. Running it again replaces the merged
+    lineage and the job files (idempotent: no point is ever duplicated).
 
     Raises:
-        LineageMergeError: ``run_dir`` has no ``rank_<n>`` directory with a
-            usable lineage, or is not a directory.
+        LineageMergeError: ``run_dir`` is not a directory, holds no
+            ``rank_<n>`` directory, or none of them holds a usable lineage
+            or any scalar.
     """
     directory = os.path.realpath(os.fspath(run_dir))
     if not os.path.isdir(directory):
@@ -343,13 +408,48 @@ def merge_run_dir(
     # `not timeout >= 0` also refuses NaN, whose deadline would never come.
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
         raise LineageMergeError(f"timeout must be a number of seconds >= 0, got {timeout!r}")
+    extra = _checked_user_defined(user_defined)
+    if not rank_dirs(directory):
+        raise LineageMergeError(
+            f"no rank_<n> directory in {directory}: the offline merge reads the rank_0, "
+            f"rank_1, ... directories of a distributed job"
+        )
     lineages, expected = _wait_for_ranks(directory, timeout, world_size, _CLOCK)
-    if not lineages:
-        raise LineageMergeError(f"no rank_<n> directory of {directory} holds a usable lineage")
-    merged = merge_rank_lineages(lineages, world_size=expected, summary_dir=directory)
-    with filelock.FileLock(os.path.join(directory, MERGE_LOCK_NAME)):
-        path = write_merged_lineage(directory, merged, host=host)
+    on_disk = rank_dirs(directory)
+    series = read_rank_series(on_disk) if job_view else {}
+    has_scalars = any(item.last_step is not None for item in series.values())
+    if not lineages and not has_scalars:
+        raise LineageMergeError(
+            f"no rank_<n> directory of {directory} holds a usable lineage or any scalar"
+        )
+    if lineages:
+        merged = merge_rank_lineages(lineages, world_size=expected, summary_dir=directory)
+    else:
+        merged = _lineage_without_ranks(directory, expected)
+    view = None
+    lock_path = os.path.join(directory, MERGE_LOCK_NAME)
+    try:
+        # Owner-only like every file RankScribe creates; a bounded wait like every wait.
+        with filelock.FileLock(lock_path, timeout=_LOCK_SECONDS, mode=0o600):
+            if has_scalars:
+                hparams, metrics = session_values(merged)
+                view = write_job_view(
+                    directory,
+                    series,
+                    world_size=expected,
+                    tensorboard=holds_tensorboard_files(on_disk),
+                    hparams=hparams,
+                    metrics=metrics,
+                    host=host,
+                )
+                merged.sections["user_defined"].update(view.verdicts)
+            merged.sections["user_defined"].update(extra)
+            path = write_merged_lineage(directory, merged, host=host)
+    except filelock.Timeout as error:
+        raise LineageMergeError(
+            f"another merge of {directory} has held {lock_path} for over {_LOCK_SECONDS} s"
+        ) from error
     missing = [rank for rank in range(expected) if rank not in lineages]
     if missing:
         logger.warning("merged %s without ranks %s", directory, missing)
-    return MergeOutcome(path, merged, sorted(lineages), missing)
+    return MergeOutcome(path, merged, sorted(lineages), missing, view)

@@ -4,7 +4,10 @@
     rankscribe-lineage query BASE [--where EXPR] [--sort KEY]... [--limit N]
                              [--format table|json|csv]
     rankscribe-lineage merge RUN_DIR [--timeout SECONDS] [--world-size N]
+                             (the merged lineage and the job view: cross-rank
+                             curves and verdicts, see rankscribe.lineage.jobview)
     rankscribe-lineage hparams BASE [--out DIR]
+    rankscribe-lineage report BASE [-o FILE]   (one HTML page; rankscribe-lineage[report])
 
 A mistake (a bad path, a filter that does not parse, nothing to merge) is one
 line on stderr and exit status 1 — with the filter and a caret under the
@@ -29,7 +32,9 @@ from rankscribe.lineage._hparams import write_hparams
 from rankscribe.lineage._merge import merge_run_dir
 from rankscribe.lineage._parser import SECTION_KEYS
 from rankscribe.lineage._querier import filter_runs, get_run_lineage
+from rankscribe.lineage._report import add_report_command
 from rankscribe.lineage.errors import LineageError, LineageExpressionError, LineageFileNotFoundError
+from rankscribe.lineage.jobview import verdict_lines
 
 PROGRAM = "rankscribe-lineage"
 _FIELD_COLUMNS = tuple(name for name in FIELD_MAPPING if name != "summary_dir")
@@ -72,6 +77,11 @@ def _show(args: argparse.Namespace) -> int:
     graph = result.get("dataset_graph") or {}
     if graph:
         print(f"dataset_graph: {_graph_line(graph)}")
+    verdicts = verdict_lines(result["user_defined"])
+    if verdicts:
+        print("job verdicts:")
+        for line in verdicts:
+            print(f"  {line}")
     return 0
 
 
@@ -167,6 +177,11 @@ def _merge(args: argparse.Namespace) -> int:
     if outcome.ranks_missing:
         print(f"; missing {','.join(str(rank) for rank in outcome.ranks_missing)}", end="")
     print(")")
+    if outcome.job_view is not None:
+        for path in outcome.job_view.paths:
+            print(f"wrote {path} (job view)")
+        for line in verdict_lines(outcome.job_view.verdicts):
+            print(f"  {line}")
     return 0
 
 
@@ -221,7 +236,10 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--format", choices=("table", "json", "csv"), default="table")
     query.set_defaults(handler=_query)
 
-    merge = commands.add_parser("merge", help="merge the rank_* lineages of a distributed run")
+    merge = commands.add_parser(
+        "merge",
+        help="merge the rank_* dirs of a distributed job: its lineage, cross-rank curves, verdicts",
+    )
     merge.add_argument("run_dir", help="the job directory holding rank_0, rank_1, ...")
     merge.add_argument(
         "--timeout", type=_seconds, default=0.0,
@@ -234,6 +252,8 @@ def build_parser() -> argparse.ArgumentParser:
     hparams.add_argument("base", help="the base directory")
     hparams.add_argument("--out", help="output directory (default BASE/tensorboard-hparams)")
     hparams.set_defaults(handler=_hparams)
+
+    add_report_command(commands)  # report BASE [-o FILE]: one HTML page
     return parser
 
 

@@ -11,10 +11,12 @@ depends on its rank):
 - :meth:`Coordinator.barrier` waits until every rank arrived, or raises
   :class:`BarrierTimeoutError` naming the ranks that did not.
 
-Three backends implement them: MPI (:mod:`rankscribe.ranks._mpi`), a rendezvous
-folder on a shared filesystem (:mod:`rankscribe.ranks._rendezvous`) and a single
-process (:mod:`rankscribe.ranks._single`); :meth:`Coordinator.create` picks one
-(the choice itself lives in :mod:`rankscribe.ranks._factory`).
+Four backends implement them: MPI (:mod:`rankscribe.ranks._mpi`), the key-value
+store of torch.distributed's process group (:mod:`rankscribe.ranks._store`), a
+rendezvous folder on a shared filesystem (:mod:`rankscribe.ranks._rendezvous`) and
+a single process (:mod:`rankscribe.ranks._single`); :meth:`Coordinator.create`
+picks one (the choice itself, :func:`choose_backend`, lives in
+:mod:`rankscribe.ranks._factory`).
 """
 
 from __future__ import annotations
@@ -35,14 +37,24 @@ from rankscribe.ranks.errors import (
     RanksValueError,
 )
 
-__all__ = ["DEFAULT_TIMEOUT", "BackendName", "Coordinator", "GatherResult"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "JOB_RENDEZVOUS_DIRNAME",
+    "BackendName",
+    "Coordinator",
+    "GatherResult",
+]
 
 T = TypeVar("T")
+
+#: The hidden folder, inside a job's directory, where the file backend's ranks meet
+#: when ``Coordinator.create`` is given ``job_dir`` and nothing better connects them.
+JOB_RENDEZVOUS_DIRNAME = ".rankscribe-rendezvous"
 
 #: Seconds a collective waits when no ``timeout`` is given (torch.distributed's default).
 DEFAULT_TIMEOUT = 600.0
 
-BackendName = Literal["auto", "mpi", "file", "single"]
+BackendName = Literal["auto", "mpi", "store", "file", "single"]
 
 
 @dataclass(frozen=True)
@@ -112,24 +124,36 @@ class Coordinator(abc.ABC):
         backend: BackendName = "auto",
         rendezvous_dir: str | os.PathLike[str] | None = None,
         timeout: float = DEFAULT_TIMEOUT,
+        *,
+        job_dir: str | os.PathLike[str] | None = None,
     ) -> Coordinator:
         """Return a coordinator for this job.
 
-        ``info`` defaults to :func:`detect`. ``backend="auto"`` picks, in order:
-        ``single`` for a world of one process; ``mpi`` when an MPI launcher
-        started the job (Open MPI, MPICH/Hydra, Intel MPI, PMIx, or mpi4py
-        already initialised); ``file`` when ``rendezvous_dir`` is given
-        (torchrun, plain Slurm, or any launcher without MPI). Otherwise it
-        raises :class:`RanksValueError` asking for a ``rendezvous_dir``.
+        ``info`` defaults to :func:`detect`. ``backend="auto"`` picks, in order
+        (:func:`choose_backend`):
 
-        ``rendezvous_dir`` must be a folder every rank sees and used by this
-        job only (see :class:`~rankscribe.ranks.FileCoordinator`).
+        1. ``single`` for a world of one process;
+        2. ``mpi`` when an MPI launcher started the job (Open MPI, MPICH/Hydra,
+           Intel MPI, PMIx, or mpi4py already initialised);
+        3. ``file`` in ``rendezvous_dir`` when it is given;
+        4. ``store`` when the program initialised ``torch.distributed``'s
+           default process group (torchrun, ``mp.spawn``): its c10d store;
+        5. ``file`` in ``job_dir``'s hidden folder
+           (:data:`JOB_RENDEZVOUS_DIRNAME`) for any other launcher (torchrun
+           without a process group, Slurm, processes started by hand), when
+           ``job_dir`` is given: a directory every rank writes under, such as
+           the collector's ``summary_dir``.
+
+        Otherwise it raises :class:`RanksValueError` asking for a
+        ``rendezvous_dir``. ``rendezvous_dir`` must be a folder every rank sees
+        and used by this job only (see
+        :class:`~rankscribe.ranks.FileCoordinator`).
         """
         # The factory sits above the backends, which subclass Coordinator; importing it
         # at call time keeps this module free of imports from its own subclasses.
         from rankscribe.ranks._factory import create_coordinator  # noqa: PLC0415
 
-        return create_coordinator(info, backend, rendezvous_dir, timeout)
+        return create_coordinator(info, backend, rendezvous_dir, timeout, job_dir=job_dir)
 
     @property
     def rank(self) -> int:

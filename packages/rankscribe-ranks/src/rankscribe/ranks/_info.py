@@ -16,6 +16,8 @@ pmix       PMIX_RANK / SLURM_NTASKS under      SLURM_LOCALID / SLURM_STEP_TASKS_
 torchrun   RANK / WORLD_SIZE                   LOCAL_RANK / LOCAL_WORLD_SIZE
 slurm      SLURM_PROCID / SLURM_NTASKS         SLURM_LOCALID / SLURM_STEP_TASKS_PER_NODE
 mpi        MPI COMM_WORLD, only when mpi4py is already imported and initialised
+torch      torch.distributed's default process group, only when torch is already
+           imported and the group initialised (torch itself is never imported)
 single     nothing of the above: rank 0 of 1
 ========== =================================== ===================================
 
@@ -35,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from rankscribe.ranks import _mpi_loader
+from rankscribe.ranks._torch import default_group_rank, initialised_distributed
 from rankscribe.ranks.errors import (
     BackendUnavailableError,
     RankEnvironmentError,
@@ -42,11 +45,11 @@ from rankscribe.ranks.errors import (
     RanksValueError,
 )
 
-__all__ = ["MPI_LAUNCHERS", "Launcher", "RankInfo", "detect"]
+__all__ = ["MPI_LAUNCHERS", "Launcher", "RankInfo", "detect", "launch_name"]
 
 logger = logging.getLogger(__name__)
 
-Launcher = Literal["openmpi", "pmi", "pmix", "torchrun", "slurm", "mpi", "single"]
+Launcher = Literal["openmpi", "pmi", "pmix", "torchrun", "slurm", "mpi", "torch", "single"]
 
 #: Launchers whose processes share an MPI ``COMM_WORLD``.
 MPI_LAUNCHERS: frozenset[str] = frozenset({"openmpi", "pmi", "pmix", "mpi"})
@@ -112,6 +115,7 @@ _PMIX = _Variables("pmix", "PMIX_RANK", "SLURM_NTASKS", "SLURM_LOCALID", None)
 _TORCHRUN = _Variables("torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
 _SLURM = _Variables("slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", None)
 
+_UNSAFE_IN_NAME = re.compile(r"[^A-Za-z0-9._-]")
 _NON_NEGATIVE = "a non-negative integer such as 0 or 3"
 _POSITIVE = "a positive integer such as 1 or 4"
 
@@ -137,7 +141,23 @@ def detect(environ: Mapping[str, str] | None = None) -> RankInfo:
         return _from_variables(env, _TORCHRUN, host)
     if _SLURM.rank in env:
         return _from_variables(env, _SLURM, host)
-    return _from_initialised_mpi(host) or RankInfo(0, 1, 0, 1, host, "single")
+    return (
+        _from_initialised_mpi(host)
+        or _from_initialised_torch(host)
+        or RankInfo(0, 1, 0, 1, host, "single")
+    )
+
+
+def launch_name(environ: Mapping[str, str]) -> str:
+    """A name every rank of one launch computes alike (``job`` when the launcher gives none)."""
+    if "SLURM_JOB_ID" in environ and "TORCHELASTIC_RUN_ID" not in environ:
+        parts = ["slurm", environ["SLURM_JOB_ID"], environ.get("SLURM_STEP_ID", "")]
+    elif "TORCHELASTIC_RUN_ID" in environ:
+        parts = ["torchrun", environ["TORCHELASTIC_RUN_ID"],
+                 environ.get("TORCHELASTIC_RESTART_COUNT", "")]
+    else:
+        return "job"
+    return _UNSAFE_IN_NAME.sub("_", ".".join(part for part in parts if part))
 
 
 def _from_variables(
@@ -218,6 +238,19 @@ def _from_initialised_mpi(host: str) -> RankInfo | None:
         return None
     rank, size = int(mpi.COMM_WORLD.Get_rank()), int(mpi.COMM_WORLD.Get_size())
     return RankInfo(rank, size, rank, size, host, "mpi")
+
+
+def _from_initialised_torch(host: str) -> RankInfo | None:
+    """The default process group's numbers, only if the program already initialised it.
+
+    Covers ranks started without launcher variables (``torch.multiprocessing.spawn``
+    with an explicit ``init_process_group(rank=..., world_size=...)``).
+    """
+    distributed = initialised_distributed()
+    if distributed is None:
+        return None
+    rank, size = default_group_rank(distributed)
+    return RankInfo(rank, size, rank, size, host, "torch")
 
 
 def _mpi_world_size() -> int | None:

@@ -34,8 +34,9 @@ import logging
 import os
 import pickle
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import filelock
 
@@ -73,6 +74,8 @@ class FileCoordinator(Coordinator):
     """
 
     backend = "file"
+    #: Appended to the message that says the ranks may not share the folder.
+    sharing_advice: ClassVar[str] = ""
 
     def __init__(
         self,
@@ -111,8 +114,9 @@ class FileCoordinator(Coordinator):
         missing = tuple(rank for rank in range(self.world_size) if rank not in values)
         if missing:
             logger.warning(
-                "gather #%d: no object from rank(s) %s within %g s in %s",
+                "gather #%d: no object from rank(s) %s within %g s in %s%s",
                 sequence, ", ".join(map(str, missing)), deadline.seconds, folder,
+                self._absence_detail(missing),
             )
         return GatherResult(
             root=root, rank=self.rank, world_size=self.world_size, values=values, missing=missing
@@ -127,7 +131,7 @@ class FileCoordinator(Coordinator):
         if not self._wait_for({root: path}, deadline):
             raise CollectiveTimeoutError(
                 f"bcast #{sequence}", deadline.seconds, (root,),
-                f"root {root} wrote nothing to {folder}",
+                f"root {root} wrote nothing to {folder}{self._absence_detail((root,))}",
             )
         value: T = pickle.loads(path.read_bytes())
         return value
@@ -140,10 +144,25 @@ class FileCoordinator(Coordinator):
         missing = tuple(sorted(set(markers) - set(arrived)))
         if missing:
             raise BarrierTimeoutError(
-                f"barrier #{sequence}", deadline.seconds, missing, f"no marker in {folder}"
+                f"barrier #{sequence}", deadline.seconds, missing,
+                f"no marker in {folder}{self._absence_detail(missing)}",
             )
 
     # -- files -----------------------------------------------------------------------
+
+    def _absence_detail(self, missing: Sequence[int]) -> str:
+        """Why ``missing`` may be absent: a rank that never joined may not see this folder."""
+        try:
+            members = _read_members(self.directory / "members.json")
+        except (OSError, RendezvousError):
+            return ""
+        never = [str(rank) for rank in missing if str(rank) not in members]
+        if not never:
+            return ""
+        return (
+            f"; rank(s) {', '.join(never)} never joined {self.directory}: the ranks may not "
+            f"share its filesystem{self.sharing_advice}"
+        )
 
     def _enter(self, kind: str, sequence: int) -> Path:
         """The folder of collective ``sequence``; raise if another rank is in another kind."""

@@ -58,6 +58,10 @@ class RendezvousError(RanksError, OSError):
     """The file backend's rendezvous folder cannot be used for this job."""
 
 
+class StoreError(RanksError, RuntimeError):
+    """The store backend's key-value store failed a request (e.g. its host process ended)."""
+
+
 class CoordinatorClosedError(RanksError, RuntimeError):
     """A collective was called on a coordinator after ``close()``."""
 

@@ -8,12 +8,14 @@ the original system's (``docs/file-format.md``).
 - ``anf_ir_pb2``: ``TensorProto``, ``GraphProto``, ``ModelProto``
 - ``lineage_pb2``: ``LineageEvent`` and its payloads (the ``_lineage`` files)
 - ``tensorboard_pb2`` / ``tensorboard_hparams_pb2``: the TensorBoard target
+- ``tensorboard_custom_scalars_pb2``: the Custom Scalars dashboard's ``Layout``
 """
 
 from rankscribe.writer.pb import (
     anf_ir_pb2,
     lineage_pb2,
     summary_pb2,
+    tensorboard_custom_scalars_pb2,
     tensorboard_hparams_pb2,
     tensorboard_pb2,
 )
@@ -22,6 +24,7 @@ __all__ = [
     "anf_ir_pb2",
     "lineage_pb2",
     "summary_pb2",
+    "tensorboard_custom_scalars_pb2",
     "tensorboard_hparams_pb2",
     "tensorboard_pb2",
 ]

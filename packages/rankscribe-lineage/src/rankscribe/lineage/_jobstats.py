@@ -1,0 +1,281 @@
+"""Mergeable per-(tag, step) statistics over the ranks of a job.
+
+Each statistic is kept as count, mean and M2 (the sum of squared deviations
+from the mean, Welford's form), min with its rank and max with its rank. Two
+partial results combine with Chan's pairwise update, so groups of ranks can be
+reduced separately (a tree through the coordinator) and merged in any order:
+counts, extremes and their ranks come out identical whatever the order, the
+mean and M2 equal up to floating-point rounding (far more stable than raw sums
+of squares, which cancel catastrophically for step times of similar size).
+
+Ties for the min or max go to the lowest rank, and NaN never wins against a
+number (the extremes are those of the finite and infinite values; a NaN only
+shows in the mean and std), so the result does not depend on merge order.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    FloatArray = npt.NDArray[np.float64]
+    IntArray = npt.NDArray[np.int64]
+
+__all__ = [
+    "FINGERPRINT_TAG",
+    "LOSS_TAGS",
+    "STEP_TIME_TAG",
+    "JobStatistics",
+    "RankArrays",
+    "TagStatistics",
+    "rank_arrays",
+]
+
+#: Each rank's wall time of one training step, in seconds, every step.
+STEP_TIME_TAG = "rankscribe/step_time"
+#: ``crc32c(raw bytes of all parameters, in order) & 0xFFFFFF`` at each collected step.
+FINGERPRINT_TAG = "rankscribe/param_fingerprint"
+#: The loss as SummaryCollector records it (``loss/auto``), or as a user names it.
+LOSS_TAGS = ("loss/auto", "loss")
+
+_NO_RANK = -1
+
+
+class SeriesLike(Protocol):
+    """What :meth:`JobStatistics.add` reads of a rank's series."""
+
+    @property
+    def rank(self) -> int: ...
+
+    @property
+    def scalars(self) -> Mapping[str, Iterable[tuple[int, float]]]: ...
+
+
+def rank_arrays(points: Iterable[tuple[int, float]]) -> tuple[IntArray, FloatArray]:
+    """``[(step, value)]`` as sorted unique steps and their values (the last one of a step wins).
+
+    A step recorded twice keeps its last value, as MindInsight shows it.
+    """
+    listed = points if isinstance(points, list) else list(points)
+    if not listed:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
+    # Flattened through fromiter: about twice as fast as np.array on a list of tuples.
+    pairs = np.fromiter(
+        itertools.chain.from_iterable(listed), dtype=np.float64, count=2 * len(listed)
+    ).reshape(-1, 2)
+    # Steps travel as floats here: exact below 2**53, far beyond any step count.
+    steps = pairs[:, 0].astype(np.int64)
+    values = np.ascontiguousarray(pairs[:, 1])
+    if len(steps) > 1 and not bool(np.all(steps[1:] > steps[:-1])):
+        order = np.argsort(steps, kind="stable")
+        steps, values = steps[order], values[order]
+        last_of_step = np.append(steps[1:] != steps[:-1], True)
+        steps, values = steps[last_of_step], values[last_of_step]
+    return steps, values
+
+
+@dataclass
+class TagStatistics:
+    """The cross-rank statistics of one tag: one entry per step, steps ascending."""
+
+    steps: IntArray
+    count: IntArray
+    mean: FloatArray
+    m2: FloatArray
+    minimum: FloatArray
+    min_rank: IntArray
+    maximum: FloatArray
+    max_rank: IntArray
+
+    @classmethod
+    def of_rank(cls, rank: int, steps: IntArray, values: FloatArray) -> TagStatistics:
+        """The statistics of a single rank's points (``steps`` sorted and unique)."""
+        size = len(steps)
+        ranks = np.full(size, rank, dtype=np.int64)
+        return cls(
+            steps=steps.copy(),
+            count=np.ones(size, dtype=np.int64),
+            mean=values.copy(),
+            m2=np.zeros(size, dtype=np.float64),
+            minimum=values.copy(),
+            min_rank=ranks,
+            maximum=values.copy(),
+            max_rank=ranks.copy(),
+        )
+
+    @property
+    def std(self) -> FloatArray:
+        """Population standard deviation over the ranks of each step (numpy's ``std``)."""
+        result: FloatArray = np.sqrt(np.maximum(self.m2, 0.0) / self.count)
+        return result
+
+    def merge(self, other: TagStatistics) -> TagStatistics:
+        """The statistics of both groups of ranks together (neither is changed)."""
+        if np.array_equal(self.steps, other.steps):
+            # The common case (ranks record the same steps): no union to build.
+            steps = self.steps.copy()
+            mine = theirs = np.arange(len(steps))
+        else:
+            steps = np.union1d(self.steps, other.steps)
+            mine = np.searchsorted(steps, self.steps)
+            theirs = np.searchsorted(steps, other.steps)
+        merged = TagStatistics._empty(steps)
+        merged._place(mine, self)
+        merged._combine(theirs, other)
+        return merged
+
+    @staticmethod
+    def _empty(steps: IntArray) -> TagStatistics:
+        size = len(steps)
+        return TagStatistics(
+            steps=steps,
+            count=np.zeros(size, dtype=np.int64),
+            mean=np.zeros(size, dtype=np.float64),
+            m2=np.zeros(size, dtype=np.float64),
+            minimum=np.full(size, np.nan),
+            min_rank=np.full(size, _NO_RANK, dtype=np.int64),
+            maximum=np.full(size, np.nan),
+            max_rank=np.full(size, _NO_RANK, dtype=np.int64),
+        )
+
+    def _place(self, where: IntArray, source: TagStatistics) -> None:
+        self.count[where] = source.count
+        self.mean[where] = source.mean
+        self.m2[where] = source.m2
+        self.minimum[where] = source.minimum
+        self.min_rank[where] = source.min_rank
+        self.maximum[where] = source.maximum
+        self.max_rank[where] = source.max_rank
+
+    def _combine(self, where: IntArray, source: TagStatistics) -> None:
+        count_a = self.count[where].astype(np.float64)
+        count_b = source.count.astype(np.float64)
+        total = count_a + count_b
+        mean_a = self.mean[where]
+        delta = source.mean - mean_a
+        with np.errstate(invalid="ignore"):
+            # Chan et al.: exact for an empty side (count_a == 0 gives source's values).
+            self.mean[where] = np.where(
+                count_a == 0, source.mean, mean_a + delta * (count_b / total)
+            )
+            self.m2[where] = np.where(
+                count_a == 0,
+                source.m2,
+                self.m2[where] + source.m2 + delta * delta * (count_a * count_b / total),
+            )
+        self.count[where] = self.count[where] + source.count
+        _take_extreme(self.minimum, self.min_rank, where, source.minimum, source.min_rank, np.less)
+        _take_extreme(
+            self.maximum, self.max_rank, where, source.maximum, source.max_rank, np.greater
+        )
+
+
+def _take_extreme(
+    values: FloatArray,
+    ranks: IntArray,
+    where: IntArray,
+    candidate: FloatArray,
+    candidate_rank: IntArray,
+    better: np.ufunc,
+) -> None:
+    """Keep the better value at each ``where``: a number beats NaN, a tie goes to the lower rank."""
+    current = values[where]
+    current_rank = ranks[where]
+    current_nan = np.isnan(current)
+    candidate_nan = np.isnan(candidate)
+    lower_rank = (current_rank == _NO_RANK) | (
+        (candidate_rank != _NO_RANK) & (candidate_rank < current_rank)
+    )
+    with np.errstate(invalid="ignore"):
+        take = (
+            better(candidate, current)
+            | ((candidate == current) & lower_rank)
+            | (current_nan & ~candidate_nan)
+            | (current_nan & candidate_nan & lower_rank)
+        )
+    values[where] = np.where(take, candidate, current)
+    ranks[where] = np.where(take, candidate_rank, current_rank)
+
+
+#: One rank's points of one series: sorted unique steps and their values.
+RankArrays = tuple["IntArray", "FloatArray"]
+
+
+@dataclass
+class JobStatistics:
+    """Everything the job view needs from its ranks, in a form that merges exactly.
+
+    - ``tags``: per-(tag, step) statistics of every quantity tag;
+    - ``step_times`` and ``fingerprints``: each rank's own series of those two
+      tags (the straggler and divergence rules need every rank's value at a
+      step, not only a summary: a median and a majority are not mergeable);
+    - ``nonfinite_loss``: the first step of each rank whose loss was NaN/inf;
+    - ``last_steps``: each rank's last recorded step (None when it had none).
+
+    Ranks of two partial results must be disjoint.
+    """
+
+    loss_tags: tuple[str, ...] = LOSS_TAGS
+    step_time_tag: str = STEP_TIME_TAG
+    fingerprint_tag: str = FINGERPRINT_TAG
+    tags: dict[str, TagStatistics] = field(default_factory=dict)
+    step_times: dict[int, RankArrays] = field(default_factory=dict)
+    fingerprints: dict[int, RankArrays] = field(default_factory=dict)
+    nonfinite_loss: dict[int, int] = field(default_factory=dict)
+    last_steps: dict[int, int | None] = field(default_factory=dict)
+
+    @property
+    def ranks(self) -> list[int]:
+        """The ranks whose series were added, ascending."""
+        return sorted(self.last_steps)
+
+    def add(self, series: SeriesLike) -> None:
+        """Add one rank's scalars (``series.scalars``: ``tag -> [(step, value)]``)."""
+        rank, scalars = series.rank, series.scalars
+        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+            raise ValueError(f"a series' rank must be an int >= 0, got {rank!r}")
+        if rank in self.last_steps:
+            raise ValueError(f"rank {rank} was already added to these job statistics")
+        last_step: int | None = None
+        for tag, points in scalars.items():
+            steps, values = rank_arrays(points)
+            if len(steps) == 0:
+                continue
+            last_step = int(steps[-1]) if last_step is None else max(last_step, int(steps[-1]))
+            if tag == self.fingerprint_tag:
+                self.fingerprints[rank] = (steps, values)
+                continue
+            if tag == self.step_time_tag:
+                self.step_times[rank] = (steps, values)
+            if tag in self.loss_tags:
+                self._note_nonfinite(rank, steps, values)
+            single = TagStatistics.of_rank(rank, steps, values)
+            known = self.tags.get(tag)
+            self.tags[tag] = single if known is None else known.merge(single)
+        self.last_steps[rank] = last_step
+
+    def _note_nonfinite(self, rank: int, steps: IntArray, values: FloatArray) -> None:
+        bad = np.flatnonzero(~np.isfinite(values))
+        if len(bad):
+            first = int(steps[bad[0]])
+            self.nonfinite_loss[rank] = min(first, self.nonfinite_loss.get(rank, first))
+
+    def merge(self, other: JobStatistics) -> None:
+        """Fold ``other`` (statistics of other ranks) into these."""
+        overlap = set(self.last_steps) & set(other.last_steps)
+        if overlap:
+            raise ValueError(f"ranks {sorted(overlap)} are in both job statistics")
+        for tag, statistics in other.tags.items():
+            known = self.tags.get(tag)
+            self.tags[tag] = statistics if known is None else known.merge(statistics)
+        self.step_times.update(other.step_times)
+        self.fingerprints.update(other.fingerprints)
+        self.nonfinite_loss.update(other.nonfinite_loss)
+        self.last_steps.update(other.last_steps)

@@ -1,0 +1,181 @@
+"""``rankscribe-lineage report BASE [-o FILE]``: the runs and jobs of a base dir on one page.
+
+The page (``docs/report.md`` describes it) is one self-contained HTML file:
+the runs table, parallel coordinates of hyper-parameters against results,
+each job's curves (cross-rank mean within min..max, each rank on demand, step
+time per rank with the straggler marked, the job view's verdicts) and the
+single-process runs' curves. Its charts are plotly's, which is the optional
+extra ``rankscribe-lineage[report]``: the lineage package itself never
+imports plotly, and without it the command says what to install.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+import time
+from dataclasses import dataclass
+
+from rankscribe.lineage._report_data import read_report_data
+from rankscribe.lineage._report_downsample import DEFAULT_MAX_POINTS
+from rankscribe.lineage._report_page import render_page
+from rankscribe.lineage.errors import (
+    LineageDirNotExistError,
+    LineageError,
+    LineageFileNotFoundError,
+    LineageParamValueError,
+)
+from rankscribe.writer.files import atomic_write
+
+__all__ = [
+    "DEFAULT_REPORT_NAME",
+    "ReportUnavailableError",
+    "ReportWritten",
+    "add_report_command",
+    "require_plotly",
+    "write_report",
+]
+
+DEFAULT_REPORT_NAME = "report.html"
+INSTALL_HINT = "pip install 'rankscribe-lineage[report]'"
+_PROGRAM = "rankscribe-lineage"
+
+
+class ReportUnavailableError(LineageError, ImportError):
+    """The report's charting library (plotly) is not installed."""
+
+    message_template = "{}"
+
+
+def require_plotly() -> None:
+    """Raise :class:`ReportUnavailableError` unless plotly can be imported."""
+    if importlib.util.find_spec("plotly") is None:
+        raise ReportUnavailableError(
+            f"the report draws its charts with plotly, which is not installed: {INSTALL_HINT}"
+        )
+
+
+@dataclass
+class ReportWritten:
+    path: str
+    runs: int
+    jobs: int
+    single_runs: int
+    size: int
+    seconds: float
+
+
+def write_report(
+    base: str | os.PathLike[str],
+    output: str | os.PathLike[str] | None = None,
+    *,
+    max_points: int = DEFAULT_MAX_POINTS,
+    workers: int | None = None,
+) -> ReportWritten:
+    """Write the report of the runs under ``base`` to ``output`` (default ``BASE/report.html``).
+
+    The file is written whole or not at all (``files.atomic_write``, mode
+    0600: a report shows paths and settings that are nobody else's business).
+
+    Raises:
+        ReportUnavailableError: plotly is not installed.
+        LineageDirNotExistError: ``base`` is not a directory.
+        LineageFileNotFoundError: ``base`` holds no run (no lineage, summary
+            file or ``rank_<n>`` directory in it or its subdirectories).
+        LineageParamValueError: ``max_points`` is below 4 or ``workers`` below 1.
+        OSError: the file could not be written.
+    """
+    started = time.perf_counter()
+    require_plotly()
+    directory = os.fspath(base)
+    if not os.path.isdir(directory):
+        raise LineageDirNotExistError(f"BASE {directory!r} is not a directory")
+    if isinstance(max_points, bool) or not isinstance(max_points, int) or max_points < 4:
+        raise LineageParamValueError(f"max_points must be an int >= 4, got {max_points!r}")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
+                                or workers < 1):
+        raise LineageParamValueError(f"workers must be an int >= 1 or None, got {workers!r}")
+    target = os.fspath(output) if output is not None else os.path.join(
+        directory, DEFAULT_REPORT_NAME)
+    data = read_report_data(directory, max_points=max_points, workers=workers)
+    if not data.runs:
+        raise LineageFileNotFoundError(
+            f"no runs under {directory!r}: no lineage file, summary file or rank_<n> "
+            "directory in it or its subdirectories"
+        )
+    page = "".join(render_page(data)).encode("utf-8")
+    atomic_write(target, [page], mode=0o600)
+    return ReportWritten(
+        path=target,
+        runs=len(data.runs),
+        jobs=len(data.jobs),
+        single_runs=len(data.runs) - len(data.jobs),
+        size=len(page),
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an int >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an int >= 1, got {text}")
+    return value
+
+
+def _max_points(text: str) -> int:
+    value = _positive(text)
+    if value < 4:
+        raise argparse.ArgumentTypeError(f"expected an int >= 4, got {text}")
+    return value
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def _report(args: argparse.Namespace) -> int:
+    try:
+        written = write_report(
+            args.base, args.output, max_points=args.max_points, workers=args.workers
+        )
+    except ReportUnavailableError as error:
+        print(f"{_PROGRAM}: error: {error.message}", file=sys.stderr)
+        return 1
+    print(
+        f"wrote {written.path} ({_count(written.runs, 'run')}: {_count(written.jobs, 'job')}, "
+        f"{written.single_runs} single-process; {written.size / 1e6:.1f} MB "
+        f"in {written.seconds:.1f} s)"
+    )
+    return 0
+
+
+def add_report_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``report`` among the CLI's subcommands."""
+    report = commands.add_parser(
+        "report",
+        help="one self-contained HTML page of the runs and jobs under BASE "
+             "(needs rankscribe-lineage[report])",
+        description="Write one HTML file (it opens from disk, no network) with the runs table, "
+                    "hyper-parameters against results, each job's curves and verdicts, and the "
+                    "single-process runs' curves.",
+    )
+    report.add_argument("base", help="the base directory (runs are it and its subdirectories)")
+    report.add_argument(
+        "-o", "--output", metavar="FILE",
+        help=f"the HTML file to write (default BASE/{DEFAULT_REPORT_NAME})",
+    )
+    report.add_argument(
+        "--max-points", type=_max_points, default=DEFAULT_MAX_POINTS, metavar="N",
+        help="longer curves are drawn downsampled to N points, keeping each bucket's min "
+             f"and max (default {DEFAULT_MAX_POINTS})",
+    )
+    report.add_argument(
+        "--workers", type=_positive, metavar="N",
+        help="processes reading the summary files (default: one per CPU, at most 8)",
+    )
+    report.set_defaults(handler=_report)

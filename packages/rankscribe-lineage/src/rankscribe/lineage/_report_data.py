@@ -1,0 +1,303 @@
+"""What the report shows, read from a base dir through the lineage and writer APIs.
+
+- The runs: the base dir and its direct subdirectories (as ``rankscribe-lineage
+  query`` sees them) that hold a lineage, summary files or ``rank_<n>``
+  directories. A directory with ``rank_<n>`` subdirectories is a job; its
+  ``rank_<n>`` directories are its ranks, not runs of their own.
+- Each run's lineage fields: :func:`rankscribe.lineage.filter_runs`.
+- A job's curves: each rank's scalars (:func:`rankscribe.lineage.jobview.series_from_dir`),
+  reduced across ranks with :class:`rankscribe.lineage.jobview.JobStatistics`
+  (the statistics the job view writes into the job's own summary file), and
+  its verdicts: the ``job/...`` keys of its merged lineage's ``user_defined``.
+- A single-process run's curves: its summary files' scalars.
+
+Reading the summary files is most of the work (protobuf decoding, about 9 us
+per step), so the files are read in worker processes, one task per rank
+directory and one per batch of single runs, and each curve is thinned for
+drawing (:mod:`rankscribe.lineage._report_downsample`) before it travels back.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import re
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rankscribe.lineage import filter_runs
+from rankscribe.lineage._report_downsample import downsample
+from rankscribe.lineage.errors import LineageError, LineageFileNotFoundError
+from rankscribe.lineage.jobview import LOSS_TAGS, JobStatistics, series_from_dir
+from rankscribe.writer import reader
+from rankscribe.writer.errors import WriterError
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "Curve",
+    "JobData",
+    "ReportData",
+    "RunInfo",
+    "collect_runs",
+    "default_workers",
+    "read_report_data",
+    "tag_order",
+]
+
+_RANK_DIR = re.compile(r"^rank_(\d+)$")
+#: Single runs read per worker task: small runs cost more in messages than in reading.
+_RUNS_PER_TASK = 32
+#: Points of all the traces of one chart of single runs together (one trace per run).
+_SINGLE_RUNS_POINT_BUDGET = 200_000
+_MIN_POINTS = 64
+
+
+@dataclass
+class Curve:
+    """Points to draw: steps ascending, and the value at each."""
+
+    steps: npt.NDArray[np.int64]
+    values: npt.NDArray[np.float64]
+    #: How many points the curve had before it was thinned for drawing.
+    recorded: int = 0
+
+
+@dataclass
+class RunInfo:
+    """One run (or job) under the base dir."""
+
+    name: str
+    path: str
+    #: ``model_lineage`` as ``filter_runs`` returns it, or None (no lineage).
+    lineage: dict[str, Any] | None
+    #: ``rank -> rank_<n> dir`` for a job; empty for a single-process run.
+    rank_dirs: dict[int, str] = field(default_factory=dict)
+    #: The directory as the page names it: under the base dir as the user gave it.
+    shown_path: str = ""
+
+    @property
+    def is_job(self) -> bool:
+        return bool(self.rank_dirs)
+
+    @property
+    def verdicts(self) -> dict[str, Any]:
+        """The job view's verdicts (the ``job/...`` keys of the merged lineage)."""
+        if self.lineage is None:
+            return {}
+        user_defined = self.lineage.get("user_defined") or {}
+        return {key: value for key, value in user_defined.items() if key.startswith("job/")}
+
+
+@dataclass
+class JobData:
+    """A job's curves: per tag, the cross-rank band and each rank's own curve."""
+
+    run: RunInfo
+    #: ``tag -> {"mean" | "min" | "max": curve}`` over the ranks that recorded it.
+    bands: dict[str, dict[str, Curve]]
+    #: ``rank -> tag -> curve``.
+    ranks: dict[int, dict[str, Curve]]
+
+
+@dataclass
+class ReportData:
+    #: The base dir as the user gave it (the page's title).
+    base: str
+    runs: list[RunInfo]
+    jobs: list[JobData]
+    #: ``run name -> tag -> curve`` of the single-process runs that recorded scalars.
+    single_runs: dict[str, dict[str, Curve]]
+    max_points: int
+
+
+def _rank_dirs(directory: str) -> dict[int, str]:
+    found: dict[int, str] = {}
+    try:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                match = _RANK_DIR.match(entry.name)
+                if match and entry.is_dir(follow_symlinks=False):
+                    found[int(match.group(1))] = entry.path
+    except OSError as error:
+        logger.warning("%s: skipped, it could not be listed (%s)", directory, error)
+    return dict(sorted(found.items()))
+
+
+def _has_summary_files(directory: str) -> bool:
+    try:
+        return bool(reader.list_summary_files(directory, "summary"))
+    except OSError:
+        return False
+
+
+def _lineages(base: str) -> dict[str, dict[str, Any]]:
+    try:
+        result = filter_runs(base, lineage_type="model")
+    except LineageFileNotFoundError:
+        return {}
+    return {
+        os.path.realpath(item["summary_dir"]): item["model_lineage"] for item in result["object"]
+    }
+
+
+def collect_runs(base: str | os.PathLike[str]) -> list[RunInfo]:
+    """The runs and jobs of ``base`` (itself and its direct subdirectories), by name.
+
+    Symbolic links among the subdirectories are skipped, as the lineage
+    query skips them.
+    """
+    root = os.path.realpath(os.fspath(base))
+    lineages = _lineages(root)
+    root_ranks = _rank_dirs(root)
+    candidates = [root]
+    with os.scandir(root) as entries:
+        for entry in sorted(entries, key=lambda item: item.name):
+            if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
+                continue
+            if root_ranks and _RANK_DIR.match(entry.name):
+                continue  # the base dir is a job: these are its ranks
+            candidates.append(entry.path)
+    runs: list[RunInfo] = []
+    for directory in candidates:
+        rank_dirs = root_ranks if directory == root else _rank_dirs(directory)
+        lineage = lineages.get(os.path.realpath(directory))
+        if lineage is None and not rank_dirs and not _has_summary_files(directory):
+            continue
+        given = os.fspath(base)
+        if directory == root:
+            name, shown = os.path.basename(root), given
+        else:
+            name = os.path.relpath(directory, root)
+            shown = os.path.join(given, name)
+        runs.append(RunInfo(name, directory, lineage, rank_dirs, shown))
+    return runs
+
+
+def tag_order(tags: Sequence[str]) -> list[str]:
+    """The loss first (``loss/auto``, then ``loss``), then the other tags by name."""
+    losses = [tag for tag in LOSS_TAGS if tag in tags]
+    return losses + sorted(tag for tag in tags if tag not in losses)
+
+
+# ---------------------------------------------------------------- worker tasks
+
+
+def _thin(steps: npt.NDArray[np.int64], values: npt.NDArray[np.float64], limit: int) -> Curve:
+    drawn_steps, drawn_values = downsample(steps, values, limit)
+    return Curve(drawn_steps, drawn_values, len(steps))
+
+
+def _read_rank(path: str, rank: int, max_points: int) -> tuple[dict[str, Curve], JobStatistics]:
+    """One rank: its curves for drawing and its statistics for the job's band."""
+    statistics = JobStatistics()
+    try:
+        statistics.add(series_from_dir(path, rank))
+    except (OSError, LineageError, WriterError) as error:
+        logger.warning("%s: skipped, it could not be read (%s)", path, error)
+        return {}, JobStatistics()
+    curves = {
+        # A single rank's statistics are its own points, sorted, one per step.
+        tag: _thin(tagged.steps, tagged.mean, max_points)
+        for tag, tagged in statistics.tags.items()
+    }
+    # The job needs only the bands of the statistics; the rest stays here.
+    statistics.step_times.clear()
+    statistics.fingerprints.clear()
+    return curves, statistics
+
+
+def _read_single_runs(paths: Sequence[str], max_points: int) -> list[dict[str, Curve]]:
+    read: list[dict[str, Curve]] = []
+    for path in paths:
+        curves, _ = _read_rank(path, 0, max_points)
+        read.append(curves)
+    return read
+
+
+def _run_task(task: tuple[str, Any]) -> Any:
+    kind, arguments = task
+    if kind == "rank":
+        return _read_rank(*arguments)
+    return _read_single_runs(*arguments)
+
+
+def _start_method() -> str | None:
+    """fork when it is safe (no other thread), else forkserver, else the platform's default.
+
+    Forked workers start in milliseconds with everything imported; but a fork while
+    another thread holds a lock (a caller's live SummaryRecord, say) can deadlock the
+    child, so a multi-threaded caller gets workers that start from a clean interpreter.
+    """
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1:
+        return "fork"
+    return "forkserver" if "forkserver" in methods else None
+
+
+def _mapped(tasks: list[tuple[str, Any]], workers: int) -> list[Any]:
+    if workers <= 1 or len(tasks) < 2:
+        return [_run_task(task) for task in tasks]
+    context = multiprocessing.get_context(_start_method())
+    with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=context) as pool:
+        return list(pool.map(_run_task, tasks))
+
+
+def default_workers() -> int:
+    """Worker processes for reading: one per CPU, at most 8."""
+    return max(1, min(8, os.cpu_count() or 1))
+
+
+def _job_bands(statistics: JobStatistics, max_points: int) -> dict[str, dict[str, Curve]]:
+    bands: dict[str, dict[str, Curve]] = {}
+    for tag, tagged in statistics.tags.items():
+        bands[tag] = {
+            "mean": _thin(tagged.steps, tagged.mean, max_points),
+            "min": _thin(tagged.steps, tagged.minimum, max_points),
+            "max": _thin(tagged.steps, tagged.maximum, max_points),
+        }
+    return bands
+
+
+def read_report_data(
+    base: str | os.PathLike[str],
+    *,
+    max_points: int,
+    workers: int | None = None,
+) -> ReportData:
+    """Everything the page draws, for the runs of ``base``."""
+    runs = collect_runs(base)
+    jobs = [run for run in runs if run.is_job]
+    singles = [run for run in runs if not run.is_job]
+    share = _SINGLE_RUNS_POINT_BUDGET // max(1, len(singles))
+    per_run = min(max_points, max(_MIN_POINTS, share))
+    tasks: list[tuple[str, Any]] = [
+        ("rank", (path, rank, max_points)) for job in jobs for rank, path in job.rank_dirs.items()
+    ]
+    batches = [singles[at : at + _RUNS_PER_TASK] for at in range(0, len(singles), _RUNS_PER_TASK)]
+    tasks += [("runs", ([run.path for run in batch], per_run)) for batch in batches]
+    results = iter(_mapped(tasks, default_workers() if workers is None else workers))
+    job_data: list[JobData] = []
+    for job in jobs:
+        statistics = JobStatistics()
+        ranks: dict[int, dict[str, Curve]] = {}
+        for rank in job.rank_dirs:
+            curves, rank_statistics = next(results)
+            ranks[rank] = curves
+            statistics.merge(rank_statistics)
+        job_data.append(JobData(job, _job_bands(statistics, max_points), ranks))
+    single_runs: dict[str, dict[str, Curve]] = {}
+    for batch in batches:
+        for run, curves in zip(batch, next(results), strict=True):
+            if curves:
+                single_runs[run.name] = curves
+    return ReportData(os.fspath(base), runs, job_data, single_runs, max_points)

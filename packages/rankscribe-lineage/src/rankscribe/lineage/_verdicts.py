@@ -1,0 +1,247 @@
+"""The job's verdicts: straggler, step-time skew, divergence, non-finite loss, stops.
+
+Each rule is documented in :mod:`rankscribe.lineage.jobview` and in
+``docs/job-view.md``; the values become ``user_defined`` keys of the merged
+lineage, so they are int, float or str (lists are comma-separated text).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from rankscribe.lineage._jobstats import JobStatistics, RankArrays
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+__all__ = [
+    "STRAGGLER_MARGIN",
+    "STRAGGLER_SHARE",
+    "DenseSeries",
+    "StepTimes",
+    "Verdicts",
+    "dense_series",
+    "job_verdicts",
+    "step_times",
+]
+
+#: The straggler is the slowest rank in more than this share of the steps ...
+STRAGGLER_SHARE = 0.5
+#: ... and its median step time exceeds the other ranks' by at least this much.
+STRAGGLER_MARGIN = 0.2
+
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+NONE = -1
+
+Verdicts = dict[str, "float | int | str"]
+
+
+def _ranks_text(ranks: Iterable[int]) -> str:
+    return ",".join(str(rank) for rank in sorted(ranks))
+
+
+def _int_value(value: int) -> int | float:
+    """A user_defined int is int32 on the wire: a larger step is kept as a float."""
+    return value if _INT32_MIN <= value <= _INT32_MAX else float(value)
+
+
+@dataclass
+class DenseSeries:
+    """Series of several ranks aligned on the union of their steps (NaN where absent)."""
+
+    steps: npt.NDArray[np.int64]
+    ranks: npt.NDArray[np.int64]
+    values: npt.NDArray[np.float64]  # shape (steps, ranks)
+
+
+def dense_series(series: Mapping[int, RankArrays]) -> DenseSeries:
+    ranks = sorted(series)
+    if not ranks:
+        empty = np.empty(0, dtype=np.int64)
+        return DenseSeries(empty, empty.copy(), np.empty((0, 0), dtype=np.float64))
+    steps = np.unique(np.concatenate([series[rank][0] for rank in ranks]))
+    values = np.full((len(steps), len(ranks)), np.nan)
+    for column, rank in enumerate(ranks):
+        rank_steps, rank_values = series[rank]
+        values[np.searchsorted(steps, rank_steps), column] = rank_values
+    return DenseSeries(steps, np.asarray(ranks, dtype=np.int64), values)
+
+
+@dataclass
+class StepTimes:
+    """Per step (where any rank reported a step time): the slowest rank and the skew."""
+
+    steps: npt.NDArray[np.int64]
+    slowest_rank: npt.NDArray[np.int64]
+    skew: npt.NDArray[np.float64]
+    reporting: npt.NDArray[np.int64]
+    dense: DenseSeries
+
+
+def step_times(statistics: JobStatistics) -> StepTimes:
+    """The slowest rank of each step and its skew (slowest / median over the ranks)."""
+    dense = dense_series(statistics.step_times)
+    present = ~np.isnan(dense.values)
+    reporting = present.sum(axis=1)
+    keep = reporting > 0
+    values = dense.values[keep]
+    if len(values) == 0:
+        empty_int = np.empty(0, dtype=np.int64)
+        return StepTimes(empty_int, empty_int, np.empty(0), empty_int, dense)
+    # argmax over a row with NaN -> -inf picks the first (lowest) rank of a tie.
+    slowest_column = np.argmax(np.where(np.isnan(values), -np.inf, values), axis=1)
+    slowest = values[np.arange(len(values)), slowest_column]
+    median = np.nanmedian(values, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        skew = np.where(median > 0, slowest / median, np.where(slowest > 0, np.inf, 1.0))
+    return StepTimes(
+        steps=dense.steps[keep],
+        slowest_rank=dense.ranks[slowest_column],
+        skew=skew,
+        reporting=reporting[keep].astype(np.int64),
+        dense=dense,
+    )
+
+
+def _straggler(times: StepTimes) -> Verdicts:
+    contested = times.reporting >= 2
+    verdicts: Verdicts = {"job/straggler_rank": NONE}
+    if not bool(np.any(contested)):
+        return verdicts
+    verdicts["job/step_time_skew"] = float(np.median(times.skew[contested]))
+    slowest = times.slowest_rank[contested]
+    counts = Counter(int(rank) for rank in slowest)
+    # Most often slowest; a tie goes to the lowest rank (and then cannot exceed half).
+    candidate, wins = min(counts.items(), key=lambda item: (-item[1], item[0]))
+    share = wins / len(slowest)
+    excess = _paired_excess(times.dense, candidate)
+    if share > STRAGGLER_SHARE and excess is not None and excess >= STRAGGLER_MARGIN:
+        verdicts["job/straggler_rank"] = candidate
+        verdicts["job/straggler_slowest_share"] = share
+        verdicts["job/straggler_excess"] = excess
+    return verdicts
+
+
+def _paired_excess(dense: DenseSeries, rank: int) -> float | None:
+    """How much slower ``rank`` is than the others, step by step (0.5: 50 % slower).
+
+    The median over steps of its step time / the median of the other ranks' step
+    times at that step, minus 1; None when no step has it and another rank.
+    """
+    column = int(np.flatnonzero(dense.ranks == rank)[0])
+    mine = dense.values[:, column]
+    others = np.delete(dense.values, column, axis=1)
+    usable = ~np.isnan(mine) & (~np.isnan(others)).any(axis=1)
+    if not bool(np.any(usable)):
+        return None
+    reference = np.nanmedian(others[usable], axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(reference > 0, mine[usable] / reference, np.inf)
+    return float(np.median(ratio)) - 1.0
+
+
+def _divergence(fingerprints: Mapping[int, RankArrays]) -> Verdicts:
+    verdicts: Verdicts = {
+        "job/diverged_ranks": "",
+        "job/diverged_first_step": NONE,
+    }
+    dense = dense_series(fingerprints)
+    if len(dense.ranks) == 0:
+        verdicts["job/divergence_check"] = "no_fingerprints"
+        return verdicts
+    if len(dense.ranks) == 1:
+        verdicts["job/divergence_check"] = "one_rank"
+        return verdicts
+    present = ~np.isnan(dense.values)
+    complete = np.flatnonzero(present.all(axis=1))
+    if len(complete) == 0:
+        verdicts["job/divergence_check"] = "no_common_step"
+        return verdicts
+    start = int(complete[0])
+    first_row = dense.values[start]
+    if not bool(np.all(first_row == first_row[0])):
+        # Shards of a model-parallel job differ by design: nothing to compare.
+        verdicts["job/divergence_check"] = "ranks_differ_at_start"
+        return verdicts
+    verdicts["job/divergence_check"] = "checked"
+    diverged = _diverged_ranks(dense, start)
+    if diverged:
+        verdicts["job/diverged_ranks"] = _ranks_text(diverged)
+        verdicts["job/diverged_first_step"] = _int_value(min(diverged.values()))
+        for rank, step in sorted(diverged.items()):
+            verdicts[f"job/diverged_step/{rank}"] = _int_value(step)
+    return verdicts
+
+
+def _diverged_ranks(dense: DenseSeries, start: int) -> dict[int, int]:
+    """rank -> first step at which its fingerprint left the majority (steps after ``start``)."""
+    values = dense.values[start + 1 :]
+    steps = dense.steps[start + 1 :]
+    present = ~np.isnan(values)
+    counts = present.sum(axis=1)
+    keep = counts > 0
+    values, steps, present, counts = values[keep], steps[keep], present[keep], counts[keep]
+    if len(values) == 0:
+        return {}
+    # A value held by more than half of a row is its middle value once sorted (NaN last).
+    ordered = np.sort(values, axis=1)
+    middle = ordered[np.arange(len(ordered)), (counts - 1) // 2]
+    votes = (values == middle[:, None]).sum(axis=1)
+    has_majority = 2 * votes > counts
+    # Without a strict majority no rank can be singled out: all of them left it.
+    left = present & ~((values == middle[:, None]) & has_majority[:, None])
+    diverged: dict[int, int] = {}
+    for column in np.flatnonzero(left.any(axis=0)).tolist():
+        first_row = int(np.argmax(left[:, column]))
+        diverged[int(dense.ranks[column])] = int(steps[first_row])
+    return diverged
+
+
+def _nonfinite_loss(statistics: JobStatistics) -> Verdicts:
+    first = statistics.nonfinite_loss
+    verdicts: Verdicts = {
+        "job/nonfinite_loss_ranks": _ranks_text(first),
+        "job/nonfinite_loss_first_step": _int_value(min(first.values())) if first else NONE,
+    }
+    for rank, step in sorted(first.items()):
+        verdicts[f"job/nonfinite_loss_step/{rank}"] = _int_value(step)
+    return verdicts
+
+
+def _stops(statistics: JobStatistics) -> Verdicts:
+    last = {rank: step for rank, step in statistics.last_steps.items() if step is not None}
+    verdicts: Verdicts = {f"job/last_step/{rank}": _int_value(step) for rank, step in
+                          sorted(last.items())}
+    verdicts["job/stopped_first_rank"] = NONE
+    verdicts["job/stopped_first_step"] = NONE
+    verdicts["job/stopped_early_ranks"] = ""
+    if len(set(last.values())) > 1:
+        earliest = min(last.values())
+        latest = max(last.values())
+        verdicts["job/stopped_first_rank"] = min(r for r, s in last.items() if s == earliest)
+        verdicts["job/stopped_first_step"] = _int_value(earliest)
+        verdicts["job/stopped_early_ranks"] = _ranks_text(r for r, s in last.items() if s < latest)
+    return verdicts
+
+
+def job_verdicts(
+    statistics: JobStatistics, *, world_size: int, missing: Sequence[int] = ()
+) -> tuple[Verdicts, StepTimes]:
+    """Every verdict of the job, and the per-step step-time figures they came from."""
+    times = step_times(statistics)
+    reported = [rank for rank, step in statistics.last_steps.items() if step is not None]
+    absent = (set(range(world_size)) - set(reported)) | set(missing)
+    verdicts: Verdicts = {
+        "job/ranks_reported": len(reported),
+        "job/missing_ranks": _ranks_text(absent),
+    }
+    verdicts.update(_straggler(times))
+    verdicts.update(_divergence(statistics.fingerprints))
+    verdicts.update(_nonfinite_loss(statistics))
+    verdicts.update(_stops(statistics))
+    return verdicts, times

@@ -1,0 +1,458 @@
+"""The job view: one record per distributed job, built from its ranks' scalars.
+
+Every rank of a job writes its own summary files into ``<job_dir>/rank_<r>/``.
+This module turns the ranks' scalar series into the job's own files in
+``<job_dir>`` and into verdicts for the merged lineage. ``docs/job-view.md``
+is the full description; the rules in short:
+
+Job files (written whole with ``files.atomic_write``: 0400, never through a
+planted link; a rerun writes new files and then removes the old ones, so no
+point is ever duplicated):
+
+- ``events.out.events.summary.<T>.job.<host>_MS`` (MindSpore format);
+- with ``tensorboard=True``, ``events.out.tfevents.<T>.<host>.job``: the same
+  scalars, a Custom Scalars layout (per tag, a margin chart of the mean within
+  min..max, and a line chart of the step-time skew) and the job's HParams
+  session (hyper-parameters and final metrics), so TensorBoard's HParams tab
+  links the job to its own curves.
+
+Job tags, per step, over the ranks that recorded the tag at that step:
+``<tag>/mean``, ``<tag>/min``, ``<tag>/max``, ``<tag>/std`` (population),
+``<tag>/ranks`` (how many ranks had the point), ``<tag>/min_rank``,
+``<tag>/max_rank`` (a tie goes to the lowest rank); and
+``rankscribe/step_time/slowest_rank`` and ``rankscribe/step_time/skew``
+(slowest / median over the ranks). The fingerprint is an id, not a
+quantity: it gets only ``rankscribe/param_fingerprint/ranks`` and
+``rankscribe/param_fingerprint/distinct`` (distinct values at the step; 1
+when all ranks agree). A NaN point makes that step's mean and std NaN; the
+min and max are those of the other points.
+
+Verdicts (``user_defined`` keys of the merged lineage; "none" is -1 for an
+int and "" for a list, which is comma-separated rank numbers):
+
+- ``job/ranks_reported`` (int), ``job/missing_ranks`` (list): ranks of
+  ``range(world_size)`` with no scalar at all, and those passed as missing.
+- ``job/step_time_skew`` (float): the median over steps where >= 2 ranks
+  reported a step time of slowest / median. Absent without such steps.
+- ``job/straggler_rank`` (int): a chronic straggler is the rank that is the
+  slowest in MORE THAN HALF of the steps where >= 2 ranks reported a step
+  time, AND that is >= 20 % slower than the others step by step: the median,
+  over the steps where it and another rank reported, of its step time divided
+  by the median of the other ranks' step times at that step is >= 1.2. Both
+  conditions: balanced ranks share the "slowest" label at random (each ~1/N
+  of the steps; with 2 ranks one may win 51 % by chance, so the margin is
+  needed), and a rank slower by a hair at every step (a 1 % clock
+  difference) is not worth a user's attention. The comparison is paired by
+  step so that what slows every rank at once (warm-up, evaluation, a loaded
+  machine) cancels out, and medians so that a few long steps do not decide;
+  comparing each rank's own median instead flags balanced ranks whose
+  sub-millisecond steps are descheduled at random. When flagged,
+  ``job/straggler_slowest_share`` (float, 0..1) and ``job/straggler_excess``
+  (float: 0.45 means 45 % slower) say by how much.
+- ``job/divergence_check`` (str): ``checked``, ``ranks_differ_at_start``
+  (model parallel: shards differ by design, so nothing is flagged),
+  ``no_common_step``, ``one_rank`` or ``no_fingerprints``. At the first step
+  where every rank that recorded a fingerprint has one, all must be equal for
+  the check to apply. After it, at each step, the majority is the value held
+  by more than half of the ranks with a fingerprint there; a rank that differs
+  from it is diverged from the first such step on (when no value has a
+  majority, every rank there that was not diverged yet is). Reported as
+  ``job/diverged_ranks`` (list), ``job/diverged_first_step`` (int) and
+  ``job/diverged_step/<rank>`` (int) per diverged rank.
+- ``job/nonfinite_loss_ranks`` (list), ``job/nonfinite_loss_first_step``
+  (int), ``job/nonfinite_loss_step/<rank>`` (int): ranks whose loss (tag
+  ``loss/auto`` as SummaryCollector writes it, or ``loss``) was NaN or
+  infinite, with the first such step.
+- ``job/last_step/<rank>`` (int) for each rank with a scalar; when they
+  differ, ``job/stopped_first_rank`` (int, lowest rank among those with the
+  smallest last step), ``job/stopped_first_step`` (int) and
+  ``job/stopped_early_ranks`` (list: every rank that stopped before the last
+  one); -1 / "" when every rank reached the same step.
+
+Query them like any custom lineage, e.g.
+``rankscribe-lineage query runs --where "user_defined/job/straggler_rank >= 0"``.
+"""
+
+from __future__ import annotations
+
+import logging
+import operator
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rankscribe.lineage._jobfiles import (
+    STATISTIC_SUFFIXES,
+    Curve,
+    step_table,
+    summary_file_bytes,
+    tensorboard_file_bytes,
+    write_job_files,
+)
+from rankscribe.lineage._jobfiles import now as _now
+from rankscribe.lineage._jobstats import (
+    FINGERPRINT_TAG,
+    LOSS_TAGS,
+    STEP_TIME_TAG,
+    JobStatistics,
+    TagStatistics,
+)
+from rankscribe.lineage._verdicts import STRAGGLER_MARGIN, STRAGGLER_SHARE, StepTimes
+from rankscribe.lineage._verdicts import dense_series as _dense_series
+from rankscribe.lineage._verdicts import job_verdicts as _job_verdicts
+from rankscribe.lineage._conditions import FIELD_MAPPING
+from rankscribe.lineage.errors import (
+    LineageDirNotExistError,
+    LineageParamTypeError,
+    LineageParamValueError,
+)
+from rankscribe.lineage._hparams import HPARAM_FIELDS, HParamsRun, hparam_value, metric_value
+from rankscribe.lineage._parser import RunLineage
+from rankscribe.writer import reader
+from rankscribe.writer.errors import WriterError
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "FINGERPRINT_TAG",
+    "LOSS_TAGS",
+    "STEP_TIME_TAG",
+    "STRAGGLER_MARGIN",
+    "STRAGGLER_SHARE",
+    "JobStatistics",
+    "JobView",
+    "RankSeries",
+    "holds_tensorboard_files",
+    "read_rank_series",
+    "series_from_dir",
+    "session_values",
+    "verdict_lines",
+    "write_job_view",
+]
+
+_step_of = operator.itemgetter(0)
+SLOWEST_RANK_TAG = f"{STEP_TIME_TAG}/slowest_rank"
+SKEW_TAG = f"{STEP_TIME_TAG}/skew"
+
+
+@dataclass
+class RankSeries:
+    """One rank's scalars: ``tag -> [(step, value)]`` in step order.
+
+    Small and picklable on purpose (it travels through the coordinator):
+    scalars only, never tensors, histograms or images.
+    """
+
+    rank: int
+    scalars: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+
+    @property
+    def last_step(self) -> int | None:
+        """The largest step this rank recorded any scalar at, or ``None``."""
+        steps = [points[-1][0] for points in self.scalars.values() if points]
+        return max(steps) if steps else None
+
+
+def series_from_dir(rank_dir: str | os.PathLike[str], rank: int) -> RankSeries:
+    """Read a rank's scalars from the summary (``_MS``) files of ``rank_dir``.
+
+    Lenient: a torn or corrupt file contributes the records that can be read
+    (damage is logged as a warning), and a file that cannot be opened is
+    skipped with a warning. Each tag's points are sorted by step (a step
+    recorded twice keeps both, in file order; the statistics use the last).
+
+    Raises:
+        LineageDirNotExistError: ``rank_dir`` is not a directory.
+    """
+    directory = os.fspath(rank_dir)
+    if not os.path.isdir(directory):
+        raise LineageDirNotExistError(f"rank_dir {directory!r} is not a directory")
+    scalars: dict[str, list[tuple[int, float]]] = {}
+    for path in reader.list_summary_files(directory, "summary"):
+        try:
+            curves = reader.scalars(path)
+        except (OSError, WriterError) as error:
+            logger.warning("%s: skipped, it could not be read (%s)", path, error)
+            continue
+        for tag, points in curves.items():
+            scalars.setdefault(tag, []).extend(points)
+    for points in scalars.values():
+        points.sort(key=_step_of)
+    return RankSeries(rank, scalars)
+
+
+def read_rank_series(rank_dirs: Mapping[int, str | os.PathLike[str]]) -> dict[int, RankSeries]:
+    """:func:`series_from_dir` of each ``rank -> rank_dir``."""
+    return {rank: series_from_dir(path, rank) for rank, path in sorted(rank_dirs.items())}
+
+
+def holds_tensorboard_files(rank_dirs: Mapping[int, str | os.PathLike[str]]) -> bool:
+    """Whether any rank dir holds TensorBoard event files (the job then gets one too)."""
+    for path in rank_dirs.values():
+        try:
+            if reader.list_summary_files(path, "tensorboard"):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def session_values(lineage: RunLineage) -> tuple[dict[str, Any], dict[str, float]]:
+    """The HParams session of a merged lineage: hyper-parameters and final metrics.
+
+    The same names as ``rankscribe-lineage hparams`` uses: the search fields
+    that describe a setup, ``user_defined/<k>`` (not the ``job/`` verdicts),
+    and ``loss`` plus ``metric/<k>`` as metrics.
+    """
+    hparams: dict[str, Any] = {}
+    for name in HPARAM_FIELDS:
+        section, key = FIELD_MAPPING.get(name, (name, None))
+        value = lineage.section(section).get(key) if key is not None else None
+        if value is not None:
+            hparams[name] = value
+    for key, value in lineage.section("user_defined").items():
+        if not key.startswith("job/"):
+            hparams[f"user_defined/{key}"] = value
+    metrics: dict[str, float] = {}
+    loss = metric_value(lineage.section("algorithm").get("loss"))
+    if loss is not None:
+        metrics["loss"] = loss
+    for key, value in lineage.section("metric").items():
+        number = metric_value(value)
+        if number is not None:
+            metrics[f"metric/{key}"] = number
+    return hparams, metrics
+
+
+@dataclass
+class JobView:
+    """What :func:`write_job_view` wrote and the verdicts it reached."""
+
+    paths: list[str]
+    verdicts: dict[str, float | int | str]
+
+
+def _tag_curves(tag: str, statistics: TagStatistics) -> list[Curve]:
+    columns: dict[str, npt.NDArray[Any]] = {
+        "mean": statistics.mean,
+        "min": statistics.minimum,
+        "max": statistics.maximum,
+        "std": statistics.std,
+        "ranks": statistics.count,
+        "min_rank": statistics.min_rank,
+        "max_rank": statistics.max_rank,
+    }
+    return [
+        Curve(f"{tag}/{suffix}", statistics.steps, columns[suffix].astype(np.float64))
+        for suffix in STATISTIC_SUFFIXES
+    ]
+
+
+def _fingerprint_curves(statistics: JobStatistics) -> list[Curve]:
+    dense = _dense_series(statistics.fingerprints)
+    if len(dense.steps) == 0:
+        return []
+    present = ~np.isnan(dense.values)
+    ordered = np.sort(dense.values, axis=1)  # NaN sorts last
+    changes = (ordered[:, 1:] != ordered[:, :-1]) & ~np.isnan(ordered[:, 1:])
+    distinct = (present.any(axis=1) + changes.sum(axis=1)).astype(np.float64)
+    return [
+        Curve(f"{FINGERPRINT_TAG}/ranks", dense.steps, present.sum(axis=1).astype(np.float64)),
+        Curve(f"{FINGERPRINT_TAG}/distinct", dense.steps, distinct),
+    ]
+
+
+def _job_curves(statistics: JobStatistics, times: StepTimes) -> list[Curve]:
+    curves: list[Curve] = []
+    for tag in sorted(statistics.tags):
+        curves.extend(_tag_curves(tag, statistics.tags[tag]))
+        if tag == STEP_TIME_TAG and len(times.steps):
+            curves.append(Curve(SLOWEST_RANK_TAG, times.steps, times.slowest_rank.astype(float)))
+            curves.append(Curve(SKEW_TAG, times.steps, times.skew))
+    curves.extend(_fingerprint_curves(statistics))
+    return curves
+
+
+def _check_arguments(
+    job_dir: str | os.PathLike[str],
+    series: Mapping[int, RankSeries] | JobStatistics,
+    world_size: int,
+    missing: Sequence[int],
+) -> str:
+    if not isinstance(job_dir, (str, os.PathLike)):
+        raise LineageParamTypeError(
+            f"job_dir must be a path (str or os.PathLike), got {type(job_dir).__name__}"
+        )
+    directory = os.fspath(job_dir)
+    if not os.path.isdir(directory):
+        raise LineageDirNotExistError(f"job_dir {directory!r} is not a directory")
+    if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
+        raise LineageParamValueError(f"world_size must be an int >= 1, got {world_size!r}")
+    for rank in missing:
+        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+            raise LineageParamValueError(f"missing must hold ranks (ints >= 0), got {rank!r}")
+    if isinstance(series, JobStatistics):
+        return directory
+    if not isinstance(series, Mapping):
+        raise LineageParamTypeError(
+            f"series must be a mapping of rank to RankSeries (or a JobStatistics), "
+            f"got {type(series).__name__}"
+        )
+    for rank, item in series.items():
+        if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < world_size:
+            raise LineageParamValueError(
+                f"series keys must be ranks in range(world_size={world_size}), got {rank!r}"
+            )
+        if not isinstance(item, RankSeries):
+            raise LineageParamTypeError(
+                f"series[{rank!r}] must be a RankSeries, got {type(item).__name__}"
+            )
+        if item.rank != rank:
+            raise LineageParamValueError(
+                f"series[{rank!r}] holds the series of rank {item.rank}; key it by its rank"
+            )
+    return directory
+
+
+def _session(
+    hparams: Mapping[str, Any] | None, metrics: Mapping[str, float] | None, wall_time: float
+) -> HParamsRun | None:
+    if hparams is None and metrics is None:
+        return None
+    values = {
+        str(name): converted
+        for name, raw in (hparams or {}).items()
+        if (converted := hparam_value(raw)) is not None
+    }
+    finals = {
+        str(name): number
+        for name, raw in (metrics or {}).items()
+        if (number := metric_value(raw)) is not None
+    }
+    # An empty group name makes TensorBoard group the session by its run: the job dir.
+    return HParamsRun(name="", hparams=values, metrics=finals, start_time=wall_time)
+
+
+def write_job_view(
+    job_dir: str | os.PathLike[str],
+    series: Mapping[int, RankSeries] | JobStatistics,
+    *,
+    world_size: int,
+    missing: Sequence[int] = (),
+    tensorboard: bool = False,
+    hparams: Mapping[str, Any] | None = None,
+    metrics: Mapping[str, float] | None = None,
+    host: str | None = None,
+) -> JobView:
+    """Write the job's own summary file into ``job_dir`` and return the verdicts.
+
+    Computes per-step cross-rank statistics of every scalar tag and writes the
+    job's summary file (MindSpore format; plus a TensorBoard file with a
+    custom_scalars layout and the HParams session when ``tensorboard`` is
+    true), atomically, replacing earlier job files. The verdicts are the
+    ``user_defined`` keys of the merged lineage (see the module docstring).
+
+    Args:
+        job_dir: the job's directory (the one holding ``rank_<r>/``).
+        series: each rank's series keyed by rank, or statistics already
+            merged (:class:`JobStatistics`, e.g. reduced in groups of ranks).
+        world_size: how many ranks the job has; ranks without series are missing.
+        missing: ranks known not to have reported.
+        tensorboard: also write the TensorBoard file.
+        hparams, metrics: the job's hyper-parameters and final metrics, for
+            the TensorBoard HParams session (no session when both are None).
+        host: the host part of the file names (default this machine's name).
+
+    Raises:
+        LineageDirNotExistError: ``job_dir`` is not a directory.
+        LineageParamTypeError, LineageParamValueError: a malformed argument.
+        OSError: the files could not be written (earlier job files are kept).
+    """
+    directory = _check_arguments(job_dir, series, world_size, missing)
+    if isinstance(series, JobStatistics):
+        statistics = series
+    else:
+        statistics = JobStatistics()
+        for rank in sorted(series):
+            statistics.add(series[rank])
+    verdicts, times = _job_verdicts(statistics, world_size=world_size, missing=missing)
+    if verdicts["job/missing_ranks"]:
+        logger.warning("job view of %s without ranks %s", directory, verdicts["job/missing_ranks"])
+    curves = _job_curves(statistics, times)
+    wall_time = _now()
+    table = step_table(curves)
+    contents = {"summary": summary_file_bytes(curves, wall_time, table)}
+    if tensorboard:
+        margin_tags = [tag for tag in sorted(statistics.tags)]
+        contents["tensorboard"] = tensorboard_file_bytes(
+            curves,
+            wall_time,
+            margin_tags=margin_tags,
+            line_tags=[SKEW_TAG] if len(times.steps) else [],
+            session=_session(hparams, metrics, wall_time),
+            table=table,
+        )
+    paths = write_job_files(directory, contents, host=host)
+    return JobView(paths, verdicts)
+
+
+def _ranks_phrase(text: Any) -> str:
+    return f"ranks {text}" if "," in str(text) else f"rank {text}"
+
+
+def verdict_lines(user_defined: Mapping[str, Any]) -> list[str]:
+    """The verdicts among a merged lineage's ``user_defined`` keys, as sentences.
+
+    Empty when the lineage holds no job verdict (a single-process run).
+    """
+    if not any(str(key).startswith("job/") for key in user_defined):
+        return []
+    lines: list[str] = []
+    straggler = user_defined.get("job/straggler_rank", -1)
+    skew = user_defined.get("job/step_time_skew")
+    skew_text = f"; step-time skew {skew:.2f}" if isinstance(skew, (int, float)) else ""
+    if isinstance(straggler, int) and straggler >= 0:
+        share = float(user_defined.get("job/straggler_slowest_share", float("nan")))
+        excess = float(user_defined.get("job/straggler_excess", float("nan")))
+        lines.append(
+            f"straggler: rank {straggler} (slowest in {share:.0%} of the steps, "
+            f"{excess:.0%} slower than the others step by step){skew_text}"
+        )
+    else:
+        lines.append(f"straggler: none{skew_text}")
+    check = user_defined.get("job/divergence_check", "no_fingerprints")
+    diverged = user_defined.get("job/diverged_ranks", "")
+    if diverged:
+        firsts = ", ".join(
+            f"rank {rank} at step {user_defined.get(f'job/diverged_step/{rank}', '?')}"
+            for rank in str(diverged).split(",")
+        )
+        lines.append(f"divergence: {firsts}")
+    elif check == "checked":
+        lines.append("divergence: none (the ranks' parameters agree)")
+    else:
+        lines.append(f"divergence: not checked ({str(check).replace('_', ' ')})")
+    nonfinite = user_defined.get("job/nonfinite_loss_ranks", "")
+    if nonfinite:
+        firsts = ", ".join(
+            f"rank {rank} at step {user_defined.get(f'job/nonfinite_loss_step/{rank}', '?')}"
+            for rank in str(nonfinite).split(",")
+        )
+        lines.append(f"non-finite loss: {firsts}")
+    stopped = user_defined.get("job/stopped_first_rank", -1)
+    if isinstance(stopped, int) and stopped >= 0:
+        lines.append(
+            f"stopped first: rank {stopped} at step "
+            f"{user_defined.get('job/stopped_first_step')} "
+            f"(stopped early: {_ranks_phrase(user_defined.get('job/stopped_early_ranks'))})"
+        )
+    missing = user_defined.get("job/missing_ranks", "")
+    if missing:
+        lines.append(f"missing: {_ranks_phrase(missing)}")
+    return lines

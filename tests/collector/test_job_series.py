@@ -1,0 +1,417 @@
+"""The collector's side of the job view: step times, fingerprints, the series rank 0 merges."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import time
+from array import array
+from pathlib import Path
+from typing import Any
+
+import crc32c
+import numpy as np
+import pytest
+
+from rankscribe.collector._fingerprint import parameter_fingerprint
+from rankscribe.collector._series import (
+    STEP_TIME_WRITE_AT_ONCE,
+    STEP_TIME_WRITE_COUNT,
+    ScalarSeries,
+)
+from rankscribe.collector._callback import Callback, CallbackParams, RunContext
+from rankscribe.collector._collector import SummaryCollector
+from rankscribe.collector._lineage import JobLineageMerger
+from rankscribe.collector._loop import TrainLoop
+from rankscribe.collector._schedule import CollectionSchedule
+from rankscribe.lineage.jobview import FINGERPRINT_TAG, STEP_TIME_TAG, RankSeries
+from rankscribe.lineage import parse_run
+from rankscribe.ranks import GatherResult, RankInfo
+from rankscribe.writer import load_dir, scalar_summary, tensor_summary
+from rankscribe.writer.reader import scalars
+
+NO_LANDSCAPE = {"collect_landscape": None}
+STEP_SECONDS = 0.002
+
+
+def summary_steps(directory: Path) -> list[int]:
+    """The step of every summary event, in file order."""
+    return [event.step for event in load_dir(directory)
+            if event.what == "summary" and event.step is not None]
+
+
+def job_scalars(directory: Path) -> dict[str, list[tuple[int, float]]]:
+    [path] = [path for path in directory.iterdir() if path.name.endswith("_MS")]
+    return scalars(path)
+
+
+class Snapshots(Callback):
+    """After each step: the expected fingerprint of the network's parameters, by hand."""
+
+    def __init__(self, network: Any) -> None:
+        self.network = network
+        self.by_step: dict[int, int] = {}
+
+    def step_end(self, run_context: RunContext) -> None:
+        raw = b"".join(np.ascontiguousarray(value).tobytes()
+                       for _, value in self.network.named_parameters())
+        self.by_step[run_context.original_args().cur_step_num] = crc32c.crc32c(raw) & 0xFFFFFF
+
+
+def train(model: Any, directory: Path, *, batches: int = 12, epochs: int = 1,
+          collect_freq: int = 4, step: Any = None, **arguments: Any) -> tuple[Any, Snapshots]:
+    data = model(batches)
+
+    def default_step(batch: Any) -> float:
+        data.network["fc.bias"][:] += 0.5  # the parameters change at every step
+        time.sleep(STEP_SECONDS)
+        return 0.25
+
+    arguments.setdefault("collect_specified_data", NO_LANDSCAPE)
+    collector = SummaryCollector(directory, collect_freq=collect_freq, **arguments)
+    snapshots = Snapshots(data.network)
+    TrainLoop(step or default_step, network=data.network, optimizer=data.optimizer).train(
+        epochs, data.dataset, callbacks=[collector, snapshots])
+    return data, snapshots
+
+
+# --------------------------------------------------------------- the rank's files
+
+
+def test_every_step_has_its_step_time(model: Any, tmp_path: Path) -> None:
+    train(model, tmp_path, batches=12, epochs=2)
+    [path] = [path for path in tmp_path.iterdir() if path.name.endswith("_MS")]
+    times = scalars(path)[STEP_TIME_TAG]
+    assert [step for step, _ in times] == list(range(1, 25))
+    # each step slept STEP_SECONDS; no step took a whole second on any machine
+    assert all(STEP_SECONDS * 0.9 <= seconds < 1.0 for _, seconds in times)
+
+
+def test_the_file_stays_in_step_order(model: Any, tmp_path: Path) -> None:
+    train(model, tmp_path, batches=12, epochs=2)
+    steps = summary_steps(tmp_path)
+    assert steps == sorted(steps)
+
+
+def test_the_fingerprint_is_crc32c_of_the_parameters_at_collected_steps(
+    model: Any, tmp_path: Path
+) -> None:
+    _, snapshots = train(model, tmp_path, batches=12, collect_freq=4)
+    [path] = [path for path in tmp_path.iterdir() if path.name.endswith("_MS")]
+    curves = scalars(path)
+    fingerprints = dict(curves[FINGERPRINT_TAG])
+    assert sorted(fingerprints) == [step for step, _ in curves["loss/auto"]] == [1, 4, 8, 12]
+    assert fingerprints == {step: float(snapshots.by_step[step]) for step in fingerprints}
+    assert len(set(fingerprints.values())) == 4  # the parameters changed in between
+
+
+def test_fingerprints_can_be_turned_off(model: Any, tmp_path: Path) -> None:
+    train(model, tmp_path, fingerprints=False)
+    [path] = [path for path in tmp_path.iterdir() if path.name.endswith("_MS")]
+    assert FINGERPRINT_TAG not in scalars(path)
+    assert STEP_TIME_TAG in scalars(path)
+
+
+def test_fingerprints_must_be_a_bool(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="fingerprints"):
+        SummaryCollector(tmp_path, fingerprints="yes")  # type: ignore[arg-type]
+
+
+def test_steps_that_collect_only_tensors_keep_their_step_time(model: Any, tmp_path: Path) -> None:
+    def step(batch: Any) -> float:
+        tensor_summary("weights", np.arange(3.0))
+        scalar_summary("operator_loss", 0.5)
+        return 0.25
+
+    # collect_tensor_freq 3: steps 3, 6, 9, 12 collect tensors alone (filter: tensor only)
+    train(model, tmp_path, batches=12, collect_freq=4, collect_tensor_freq=3, step=step)
+    found: dict[str, list[int]] = {}
+    for event in load_dir(tmp_path):
+        if event.what == "summary":
+            for value in event.values:
+                found.setdefault(value.tag, []).append(event.step)  # type: ignore[arg-type]
+    assert found[STEP_TIME_TAG] == list(range(1, 13))
+    assert found["weights"] == [1, 3, 6, 9, 12]
+    # the operator's scalar stays at the steps that collect scalars, as before
+    assert found["operator_loss"] == [1, 4, 8, 12]
+
+
+def test_dataset_sink_mode_records_one_step_time_per_epoch(model: Any, tmp_path: Path) -> None:
+    data = model(4)
+    collector = SummaryCollector(tmp_path, collect_freq=1, collect_specified_data=NO_LANDSCAPE)
+    TrainLoop(lambda batch: 0.5, network=data.network, optimizer=data.optimizer).train(
+        3, data.dataset, callbacks=[collector], dataset_sink_mode=True)
+    [path] = [path for path in tmp_path.iterdir() if path.name.endswith("_MS")]
+    assert [step for step, _ in scalars(path)[STEP_TIME_TAG]] == [4, 8, 12]
+
+
+def test_long_quiet_stretches_still_write_their_step_times(model: Any, tmp_path: Path) -> None:
+    """collect_freq beyond the run: the step times go out in bounded runs, all of them."""
+    batches = STEP_TIME_WRITE_COUNT * 2 + 10
+    data = model(batches)
+    collector = SummaryCollector(tmp_path, collect_freq=10_000,
+                                 collect_specified_data=NO_LANDSCAPE)
+    seen: list[int] = []
+
+    class Watch(Callback):
+        def step_end(self, run_context: RunContext) -> None:
+            step = run_context.original_args().cur_step_num
+            if step == STEP_TIME_WRITE_COUNT + 5:
+                assert collector.record is not None
+                collector.record.flush()
+                seen.extend(summary_steps(tmp_path))
+
+    TrainLoop(lambda batch: 0.5, network=data.network, optimizer=data.optimizer).train(
+        1, data.dataset, callbacks=[collector, Watch()])
+    # mid-run, at most STEP_TIME_WRITE_COUNT step times were still waiting
+    assert len(seen) >= 5
+    [path] = [path for path in tmp_path.iterdir() if path.name.endswith("_MS")]
+    assert [step for step, _ in scalars(path)[STEP_TIME_TAG]] == list(range(1, batches + 1))
+
+
+def test_a_long_step_writes_its_step_time_at_once(model: Any, tmp_path: Path) -> None:
+    data = model(5)
+    collector = SummaryCollector(tmp_path, collect_freq=100, collect_specified_data=NO_LANDSCAPE)
+    on_disk: dict[int, list[int]] = {}
+
+    class Watch(Callback):
+        def step_end(self, run_context: RunContext) -> None:
+            assert collector.record is not None
+            collector.record.flush()  # what the writer was given is on disk
+            on_disk[run_context.original_args().cur_step_num] = summary_steps(tmp_path)
+
+    def step(batch: Any) -> float:
+        time.sleep(STEP_TIME_WRITE_AT_ONCE * 1.25)
+        return 0.5
+
+    TrainLoop(step, network=data.network, optimizer=data.optimizer).train(
+        1, data.dataset, callbacks=[collector, Watch()])
+    assert on_disk == {step: list(range(1, step + 1)) for step in range(1, 6)}
+
+
+def test_step_times_written_at_the_end_take_no_operator_value(model: Any, tmp_path: Path) -> None:
+    """A summary operator called after the last step belongs to no step, as before.
+
+    Driven by hand: a loop that calls no epoch_end leaves step times kept
+    until end(), where an operator value is waiting.
+    """
+    data = model(7)
+    params = CallbackParams(mode="train", network=data.network, train_network=data.network,
+                            optimizer=data.optimizer, epoch_num=1, batch_num=7,
+                            train_dataset=data.dataset, net_outputs=0.5)
+    context = RunContext(params)
+    with SummaryCollector(tmp_path, collect_freq=100,
+                          collect_specified_data=NO_LANDSCAPE) as collector:
+        params.list_callback = [collector]
+        collector.begin(context)
+        for step in range(1, 6):
+            params.cur_step_num = step
+            collector.step_begin(context)
+            collector.step_end(context)
+        scalar_summary("after_training", 2.0)
+        collector.end(context)
+    [path] = [path for path in tmp_path.iterdir() if path.name.endswith("_MS")]
+    curves = scalars(path)
+    assert [step for step, _ in curves[STEP_TIME_TAG]] == [1, 2, 3, 4, 5]
+    assert [tag for tag in curves if "after" in tag] == []
+
+
+# ------------------------------------------------------------------- the series
+
+
+def test_the_series_keeps_what_the_collector_recorded(model: Any, tmp_path: Path) -> None:
+    data = model(8)
+    collector = SummaryCollector(tmp_path, collect_freq=4, collect_specified_data=NO_LANDSCAPE)
+
+    def step(batch: Any) -> float:
+        scalar_summary("operator_loss", 0.5)  # the files have it; the series does not
+        return 0.25
+
+    TrainLoop(step, network=data.network, optimizer=data.optimizer).train(
+        1, data.dataset, callbacks=[collector])
+    payload = collector._series.series.payload()
+    series = ScalarSeries.rank_series(3, pickle.loads(pickle.dumps(payload)))
+    assert series is not None and series.rank == 3
+    [path] = [path for path in tmp_path.iterdir() if path.name.endswith("_MS")]
+    on_disk = scalars(path)
+    assert set(series.scalars) == {"loss/auto", STEP_TIME_TAG, FINGERPRINT_TAG}
+    for tag, points in series.scalars.items():
+        assert points == on_disk[tag]
+    assert series.last_step == 8
+
+
+def test_a_new_training_run_starts_a_new_series(model: Any, tmp_path: Path) -> None:
+    data = model(5)
+    collector = SummaryCollector(tmp_path, collect_freq=2, collect_specified_data=NO_LANDSCAPE)
+    loop = TrainLoop(lambda batch: 0.5, network=data.network, optimizer=data.optimizer,
+                     eval_fn=lambda batch: {"acc": 1.0})
+    loop.train(1, data.dataset, callbacks=[collector])
+    loop.train(1, data.dataset, callbacks=[collector])
+    loop.eval(data.dataset, callbacks=[collector])  # keeps the training run's series
+    series = ScalarSeries.rank_series(0, collector._series.series.payload())
+    assert series is not None
+    assert [step for step, _ in series.scalars[STEP_TIME_TAG]] == [1, 2, 3, 4, 5]
+
+
+@pytest.mark.parametrize("payload", [
+    None, [], {"loss": [1, 2]}, {1: (array("q"), array("f"))},
+    {"loss": (array("q", [1]), array("f"))},
+])
+def test_a_malformed_series_is_refused(payload: Any) -> None:
+    assert ScalarSeries.rank_series(1, payload) is None
+
+
+def test_the_fingerprint_chains_crc32c_over_the_raw_bytes() -> None:
+    parameters = [("a", np.arange(6, dtype=np.float32).reshape(2, 3)),
+                  ("b", np.array(7.0)), ("c", np.arange(4, dtype=np.int64)[::2])]
+    raw = b"".join(np.ascontiguousarray(value).tobytes() for _, value in parameters)
+    assert parameter_fingerprint(parameters) == crc32c.crc32c(raw) & 0xFFFFFF
+    assert parameter_fingerprint([(name.upper(), v) for name, v in parameters]) == (
+        parameter_fingerprint(parameters))  # names do not count
+    assert parameter_fingerprint([]) == 0
+
+
+def test_a_parameter_without_raw_bytes_is_refused() -> None:
+    with pytest.raises(TypeError):
+        parameter_fingerprint([("a", np.array([object()], dtype=object))])
+
+
+# ------------------------------------------------------------- the fast path
+
+
+def test_next_collected_is_what_next_would_collect() -> None:
+    for world_size, rank, freq, tensor_freq in [(1, 0, 3, None), (2, 1, 4, 3), (3, 0, 1, None),
+                                                (2, 0, 7, 5)]:
+        schedule = CollectionSchedule(freq, tensor_freq, world_size=world_size, rank=rank)
+        schedule.first(1, 60)
+        unit = 1
+        while unit < 60:
+            expected = next(u for u in range(unit + 1, 200) if schedule.would_collect(u))
+            assert schedule.next_collected(unit) == expected
+            for skipped in range(unit + 1, expected):
+                assert schedule.next(skipped).name == "NOTHING"
+            assert schedule.next(expected).name != "NOTHING"
+            unit = expected
+
+
+def test_landscape_steps_are_still_saved(model: Any, tmp_path: Path) -> None:
+    landscape = {"landscape_size": 4, "unit": "step", "create_landscape": {"train": True,
+                 "result": False}, "num_samples": 2, "intervals": [[2, 3, 7]]}
+    train(model, tmp_path, batches=9, collect_freq=4,
+          collect_specified_data={"collect_landscape": landscape})
+    saved = sorted(path.name for path in (tmp_path / "ckpt_dir").glob("*.ckpt"))
+    assert saved == ["TinyNet_2_step.ckpt", "TinyNet_3_step.ckpt", "TinyNet_7_step.ckpt"]
+
+
+# ------------------------------------------------------------- rank 0's merge
+
+
+def user_defined(directory: Path) -> dict[str, Any]:
+    lineage = parse_run(str(directory)).lineage
+    assert lineage is not None
+    return lineage.section("user_defined")
+
+
+def info(rank: int, world_size: int = 2) -> RankInfo:
+    return RankInfo(rank, world_size, rank, world_size, "host", "pmi")
+
+
+class Gather:
+    """Rank 0's side of a gather in which ``others`` already delivered."""
+
+    def __init__(self, others: dict[int, Any], world_size: int = 2) -> None:
+        self.others, self.world_size = others, world_size
+
+    def gather(self, obj: Any, root: int = 0, timeout: float | None = None) -> GatherResult[Any]:
+        values = {0: obj, **self.others}
+        missing = tuple(r for r in range(self.world_size) if r not in values)
+        return GatherResult(root=0, rank=0, world_size=self.world_size, values=values,
+                            missing=missing)
+
+
+def rank_payload(lineage: Any, times: list[float], fingerprints: list[float],
+                 loss: float) -> dict[str, Any]:
+    series = ScalarSeries()
+    for step, seconds in enumerate(times, start=1):
+        series.add(STEP_TIME_TAG, step, seconds)
+    for step, value in zip(range(1, len(times) + 1, 2), fingerprints, strict=False):
+        series.add(FINGERPRINT_TAG, step, value)
+        series.add("loss/auto", step, loss)
+    return {"lineage": lineage, "series": series.payload()}
+
+
+def test_rank_zero_writes_the_job_view_from_the_gathered_series(
+    model: Any, tmp_path: Path
+) -> None:
+    train(model, tmp_path / "rank_0", batches=4, collect_freq=2)
+    lineage = parse_run(str(tmp_path / "rank_0")).lineage
+    assert lineage is not None
+    own = ScalarSeries()
+    for step in range(1, 9):
+        own.add(STEP_TIME_TAG, step, 0.01)
+    for step in (1, 3, 5, 7):
+        own.add(FINGERPRINT_TAG, step, 11.0)
+        own.add("loss/auto", step, 1.0)
+    # rank 1: slow at every step, and its parameters left the others' at step 5
+    others = {1: rank_payload(lineage.to_json_dict(), [0.05] * 8, [11.0, 11.0, 99.0, 99.0],
+                              3.0),
+              2: rank_payload(lineage.to_json_dict(), [0.01] * 8, [11.0] * 4, 2.0)}
+    merger = JobLineageMerger(tmp_path, info(0, 3), coordinator=Gather(others, 3))  # type: ignore[arg-type]
+    assert merger.merge(tmp_path / "rank_0", own) is not None
+    [job_file] = [name for name in os.listdir(tmp_path) if name.endswith("_MS")]
+    assert ".job." in job_file
+    curves = job_scalars(tmp_path)
+    assert curves["loss/auto/mean"] == [(1, 2.0), (3, 2.0), (5, 2.0), (7, 2.0)]
+    assert dict(curves["loss/auto/max_rank"]) == {1: 1.0, 3: 1.0, 5: 1.0, 7: 1.0}
+    assert dict(curves[f"{STEP_TIME_TAG}/ranks"]) == {step: 3.0 for step in range(1, 9)}
+    assert dict(curves[f"{STEP_TIME_TAG}/slowest_rank"]) == {step: 1.0 for step in range(1, 9)}
+    user = user_defined(tmp_path)
+    assert user["job/straggler_rank"] == 1
+    assert (user["job/diverged_ranks"], user["job/diverged_first_step"]) == ("1", 5)
+    assert user["job/missing_ranks"] == ""
+    assert merger.last_verdicts["job/straggler_rank"] == 1
+
+
+def test_a_rank_that_never_arrives_is_missing_from_the_job_view(
+    model: Any, tmp_path: Path
+) -> None:
+    train(model, tmp_path / "rank_0", batches=4, collect_freq=2)
+    own = ScalarSeries()
+    for step in range(1, 5):
+        own.add(STEP_TIME_TAG, step, 0.01)
+    merger = JobLineageMerger(tmp_path, info(0, 2), coordinator=Gather({}, 2))  # type: ignore[arg-type]
+    assert merger.merge(tmp_path / "rank_0", own) is not None
+    curves = job_scalars(tmp_path)
+    assert dict(curves[f"{STEP_TIME_TAG}/ranks"]) == {step: 1.0 for step in range(1, 5)}
+    user = user_defined(tmp_path)
+    assert user["job/missing_ranks"] == "1"
+    assert user["ranks_missing"] == "1"
+
+
+def test_an_evaluation_alone_keeps_the_job_files_and_verdicts(
+    model: Any, tmp_path: Path
+) -> None:
+    train(model, tmp_path / "rank_0", batches=4, collect_freq=2)
+    own = ScalarSeries()
+    own.add(STEP_TIME_TAG, 1, 0.01)
+    JobLineageMerger(tmp_path, info(0, 1), coordinator=Gather({}, 1)).merge(  # type: ignore[arg-type]
+        tmp_path / "rank_0", own)
+    before = {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)
+              if name.endswith("_MS")}
+    verdicts = {key: value for key, value in user_defined(tmp_path).items()
+                if key.startswith("job/")}
+    assert verdicts["job/last_step/0"] == 1
+    JobLineageMerger(tmp_path, info(0, 1), coordinator=Gather({}, 1)).merge(  # type: ignore[arg-type]
+        tmp_path / "rank_0", ScalarSeries())
+    after = {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)
+             if name.endswith("_MS")}
+    assert after == before and len(before) == 1
+    assert {key: value for key, value in user_defined(tmp_path).items()
+            if key.startswith("job/")} == verdicts
+
+
+def test_rank_series_of_the_lineage_package_is_what_travels() -> None:
+    series = ScalarSeries()
+    series.add("x", 2, 0.5)
+    rank_series = ScalarSeries.rank_series(4, series.payload())
+    assert rank_series == RankSeries(rank=4, scalars={"x": [(2, 0.5)]})

@@ -1,0 +1,233 @@
+"""The report file: self-contained, its charts valid plotly, its numbers the recorded ones."""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from rankscribe.lineage import _report_page, merge_run_dir
+from rankscribe.lineage._report import write_report
+from rankscribe.lineage._report_data import read_report_data
+from rankscribe.writer import SummaryRecord, reader
+
+from .conftest import JOB_STEPS, SINGLE_RUNS, Base
+
+
+def decoded(array: Any) -> np.ndarray:
+    """A plotly typed array (or a plain list) as NumPy."""
+    if isinstance(array, dict):
+        return np.frombuffer(base64.b64decode(array["bdata"]), dtype=np.dtype(array["dtype"]))
+    return np.asarray(array)
+
+
+def title(figure: dict[str, Any]) -> str:
+    return str(figure["layout"].get("title", {}).get("text", ""))
+
+
+@pytest.fixture(scope="module")
+def figures(base: Base, tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """Every figure the page draws for the base, captured on its way to plotly."""
+    drawn: list[dict[str, Any]] = []
+    original = _report_page._chart
+    monkeypatch = pytest.MonkeyPatch()
+
+    def capture(figure: dict[str, Any]) -> str:
+        drawn.append(figure)
+        return original(figure)
+
+    monkeypatch.setattr(_report_page, "_chart", capture)
+    try:
+        write_report(base.path, tmp_path_factory.mktemp("out") / "report.html")
+    finally:
+        monkeypatch.undo()
+    return drawn
+
+
+def test_the_page_is_one_private_file_with_plotly_inlined_once(base: Base, tmp_path: Path) -> None:
+    written = write_report(base.path, tmp_path / "report.html")
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert written.path == str(tmp_path / "report.html") and written.size == len(page.encode())
+    assert (written.runs, written.jobs, written.single_runs) == (4, 1, 3)
+    assert stat.S_IMODE(os.stat(written.path).st_mode) == 0o600
+    assert len(re.findall(r"plotly\.js v\d", page)) == 1
+    # Nothing is fetched: no script, style or image from anywhere else.
+    assert not re.search(r"<script[^>]+src=|<link[^>]+href=|<img[^>]+src=", page)
+    # (plotly.js names a map server for geo charts; the browser test sees that nothing loads.)
+    assert page.count("Plotly.newPlot(") >= 5
+
+
+def test_the_default_output_is_report_html_in_the_base(base: Base) -> None:
+    written = write_report(base.path)
+    try:
+        assert written.path == os.path.join(base.path, "report.html")
+        assert os.path.isfile(written.path)
+    finally:
+        os.unlink(written.path)
+
+
+def test_every_chart_is_valid_for_plotly(figures: list[dict[str, Any]]) -> None:
+    for figure in figures:
+        go.Figure(figure)  # raises ValueError naming any property plotly does not know
+    kinds = [figure["data"][0]["type"] for figure in figures]
+    assert kinds.count("parcoords") == 1
+
+
+def test_the_job_loss_is_a_band_with_hidden_rank_curves(figures: list[dict[str, Any]]) -> None:
+    loss = next(f for f in figures if title(f) == "loss"
+                and any(trace["name"] == "mean over ranks" for trace in f["data"]))
+    names = [trace["name"] for trace in loss["data"]]
+    assert names == ["min..max", "min..max", "mean over ranks", "rank 0", "rank 1"]
+    assert loss["data"][1]["fill"] == "tonexty"
+    assert [trace.get("visible") for trace in loss["data"][3:]] == ["legendonly", "legendonly"]
+    mean = decoded(loss["data"][2]["y"])
+    assert 4 <= len(mean) <= 1000  # 1,500 steps, thinned for drawing
+    # The highest point of the job's band is the highest loss any rank recorded.
+    assert decoded(loss["data"][1]["y"]).max() == pytest.approx(
+        max(decoded(trace["y"]).max() for trace in loss["data"][3:]), rel=1e-6)
+
+
+def test_step_time_marks_the_straggler(figures: list[dict[str, Any]]) -> None:
+    chart = next(f for f in figures
+                 if title(f).startswith("step time per rank"))
+    assert title(chart).startswith("step time per rank: straggler rank 1")
+    assert [trace["name"] for trace in chart["data"]] == ["rank 0", "rank 1 (straggler)"]
+    assert chart["data"][1]["line"]["color"] == "#d62728"
+
+
+def test_single_runs_share_one_chart_per_tag(figures: list[dict[str, Any]]) -> None:
+    runs_loss = [f for f in figures if title(f) == "loss"
+                 and {trace["name"] for trace in f["data"]} == set(SINGLE_RUNS)]
+    assert len(runs_loss) == 1
+    trace = next(t for t in runs_loss[0]["data"] if t["name"] == "run-sgd")
+    assert len(decoded(trace["x"])) == 60  # short: drawn as recorded
+    assert runs_loss[0]["layout"]["showlegend"] is True  # few runs: a legend names them
+
+
+def test_the_curves_are_the_recorded_values(base: Base) -> None:
+    data = read_report_data(base.path, max_points=1000, workers=1)
+    job = data.jobs[0]
+    recorded = {rank: dict(reader.scalars(base.path / base.job / f"rank_{rank}")["loss"])
+                for rank in (0, 1)}
+    band = job.bands["loss"]
+    assert band["mean"].recorded == JOB_STEPS and len(band["mean"].steps) <= 1000
+    for step, value in zip(band["mean"].steps.tolist(), band["mean"].values.tolist(),
+                           strict=True):
+        assert value == pytest.approx((recorded[0][step] + recorded[1][step]) / 2)
+    for step, value in zip(band["max"].steps.tolist(), band["max"].values.tolist(), strict=True):
+        assert value == max(recorded[0][step], recorded[1][step])
+    rank_one = job.ranks[1]["loss"]
+    assert all(recorded[1][s] == v for s, v in zip(rank_one.steps.tolist(),
+                                                   rank_one.values.tolist(), strict=True))
+    sgd = data.single_runs["run-sgd"]["loss"]
+    assert list(zip(sgd.steps.tolist(), sgd.values.tolist(), strict=True)) == \
+        reader.scalars(base.path / "run-sgd")["loss"]
+
+
+def test_worker_processes_read_the_same_as_one_process(base: Base) -> None:
+    alone = read_report_data(base.path, max_points=200, workers=1)
+    pooled = read_report_data(base.path, max_points=200, workers=2)
+    for mine, theirs in zip(alone.jobs, pooled.jobs, strict=True):
+        for tag, band in mine.bands.items():
+            for name, curve in band.items():
+                assert np.array_equal(curve.values, theirs.bands[tag][name].values)
+    assert alone.single_runs.keys() == pooled.single_runs.keys()
+    for name, curves in alone.single_runs.items():
+        for tag, curve in curves.items():
+            assert np.array_equal(curve.steps, pooled.single_runs[name][tag].steps)
+
+
+def test_the_page_shows_verdicts_table_rows_and_the_thinning(base: Base, tmp_path: Path) -> None:
+    page = (Path(write_report(base.path, tmp_path / "r.html").path)).read_text(encoding="utf-8")
+    assert re.search(r'<li class="flag">straggler: rank 1 \(slowest in 100% of the steps', page)
+    assert "divergence: none (the ranks&#x27; parameters agree)" in page
+    body = page.split('<table class="runs" id="runs-table">')[1].split("</table>")[0]
+    assert body.count("<tr>") == 1 + 4  # the header and one row per run
+    for name in base.runs:
+        assert f">{name}<" in body
+    assert "Drawn downsampled" in page and "lowest and highest point" in page
+
+
+def test_a_job_dir_as_base_is_one_job_not_its_ranks(base: Base, tmp_path: Path) -> None:
+    written = write_report(base.path / base.job, tmp_path / "job.html")
+    assert (written.runs, written.jobs) == (1, 1)
+
+
+def test_a_planted_link_at_the_output_is_replaced_not_followed(base: Base, tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    link = tmp_path / "report.html"
+    link.symlink_to(victim)
+    write_report(base.path, link)
+    assert victim.read_text() == "keep me"
+    assert not link.is_symlink() and "<html" in link.read_text(encoding="utf-8")
+
+
+def write_rank(directory: Path, rank: int, steps: int, *, nan_at: int | None = None) -> None:
+    with SummaryRecord(directory / f"rank_{rank}", rank=rank) as record:
+        for step in range(1, steps + 1):
+            loss = float("nan") if step == nan_at else 1.0 / step
+            record.add_value("scalar", "loss", loss)
+            record.add_value("scalar", "rankscribe/step_time", 0.01)
+            record.record(step)
+
+
+def test_a_stopped_rank_and_a_nan_loss_are_marked_on_the_loss_chart(tmp_path: Path) -> None:
+    job = tmp_path / "base" / "job"
+    write_rank(job, 0, 300, nan_at=250)
+    write_rank(job, 1, 200)
+    merge_run_dir(job, world_size=2)
+    drawn: list[dict[str, Any]] = []
+    original = _report_page._chart
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_report_page, "_chart", lambda figure: drawn.append(figure) or original(
+            figure))
+        page = Path(write_report(tmp_path / "base", tmp_path / "r.html").path).read_text("utf-8")
+    loss = next(figure for figure in drawn if title(figure) == "loss")
+    go.Figure(loss)
+    marks = {note["text"]: shape["x0"] for note, shape in
+             zip(loss["layout"]["annotations"], loss["layout"]["shapes"], strict=True)}
+    assert marks == {"non-finite loss: rank 0": 250, "rank 1 stopped": 200}
+    assert '<li class="flag">non-finite loss: rank 0 at step 250</li>' in page
+    assert '<li class="flag">stopped first: rank 1 at step 200' in page
+    # A NaN makes that step's mean NaN: plotly leaves a gap there.
+    mean = next(trace for trace in loss["data"] if trace["name"] == "mean over ranks")
+    steps, values = decoded(mean["x"]), decoded(mean["y"])
+    assert np.isnan(values[steps.tolist().index(250)])
+
+
+def test_a_job_not_merged_yet_is_shown_and_says_how_to_merge(tmp_path: Path) -> None:
+    job = tmp_path / "base" / "fresh"
+    write_rank(job, 0, 50)
+    write_rank(job, 1, 50)
+    written = write_report(tmp_path / "base", tmp_path / "r.html")
+    page = Path(written.path).read_text("utf-8")
+    assert (written.runs, written.jobs) == (1, 1)
+    assert "this job has no merged lineage yet" in page
+    assert f"<code>rankscribe-lineage merge {tmp_path / 'base' / 'fresh'}</code>" in page
+    assert ">not merged<" in page
+
+
+def test_a_caller_with_threads_gets_workers_that_do_not_fork(base: Base) -> None:
+    import threading
+
+    from rankscribe.lineage import _report_data
+
+    release = threading.Event()
+    other = threading.Thread(target=release.wait, daemon=True)
+    other.start()
+    try:
+        assert _report_data._start_method() == "forkserver"
+        data = read_report_data(base.path, max_points=200, workers=2)
+        assert sorted(run.name for run in data.runs) == base.runs
+        assert len(data.jobs[0].ranks) == 2
+    finally:
+        release.set()
+        other.join(timeout=10)
