@@ -13,19 +13,19 @@ import crc32c
 import numpy as np
 import pytest
 
+from rankscribe.collector._callback import Callback, CallbackParams, RunContext
+from rankscribe.collector._collector import SummaryCollector
 from rankscribe.collector._fingerprint import parameter_fingerprint
+from rankscribe.collector._lineage import JobLineageMerger
+from rankscribe.collector._loop import TrainLoop
+from rankscribe.collector._schedule import CollectionSchedule
 from rankscribe.collector._series import (
     STEP_TIME_WRITE_AT_ONCE,
     STEP_TIME_WRITE_COUNT,
     ScalarSeries,
 )
-from rankscribe.collector._callback import Callback, CallbackParams, RunContext
-from rankscribe.collector._collector import SummaryCollector
-from rankscribe.collector._lineage import JobLineageMerger
-from rankscribe.collector._loop import TrainLoop
-from rankscribe.collector._schedule import CollectionSchedule
-from rankscribe.lineage.jobview import FINGERPRINT_TAG, STEP_TIME_TAG, RankSeries
 from rankscribe.lineage import parse_run
+from rankscribe.lineage.jobview import FINGERPRINT_TAG, STEP_TIME_TAG, RankSeries
 from rankscribe.ranks import GatherResult, RankInfo
 from rankscribe.writer import load_dir, scalar_summary, tensor_summary
 from rankscribe.writer.reader import scalars

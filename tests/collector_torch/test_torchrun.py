@@ -18,8 +18,7 @@ from typing import Any
 
 import pytest
 
-from rankscribe.lineage import get_summary_lineage
-from rankscribe.lineage import parse_run
+from rankscribe.lineage import get_summary_lineage, parse_run
 from rankscribe.ranks import JOB_RENDEZVOUS_DIRNAME
 from rankscribe.writer import load_dir
 

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rankscribe.lineage.jobview import FINGERPRINT_TAG, STEP_TIME_TAG
 from rankscribe.lineage import parse_run
+from rankscribe.lineage.jobview import FINGERPRINT_TAG, STEP_TIME_TAG
 from rankscribe.writer.reader import scalars
 
 HERE = Path(__file__).resolve().parent

@@ -42,8 +42,8 @@ import filelock
 
 from rankscribe.collector._callback import CallbackParams
 from rankscribe.collector._extract import ValueSink
-from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector._series import ScalarSeries
+from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.lineage import (
     MERGE_LOCK_NAME,
     DatasetGraphInfo,

@@ -35,8 +35,7 @@ from rankscribe.lineage import filter_runs
 from rankscribe.lineage._report_downsample import downsample
 from rankscribe.lineage.errors import LineageError, LineageFileNotFoundError
 from rankscribe.lineage.jobview import LOSS_TAGS, JobStatistics, series_from_dir
-from rankscribe.writer import reader
-from rankscribe.writer.errors import WriterError
+from rankscribe.writer import WriterError, reader
 
 if TYPE_CHECKING:
     import numpy.typing as npt

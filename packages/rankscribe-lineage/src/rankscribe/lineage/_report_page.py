@@ -284,7 +284,7 @@ def render_page(data: ReportData, *, title: str | None = None) -> Iterator[str]:
     table = build_table(data.runs)
     anchors = {job.run.name: f"job-{index}" for index, job in enumerate(data.jobs)}
     heading = title or f"RankScribe report: {data.base}"
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     yield "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
     yield '<meta name="viewport" content="width=device-width, initial-scale=1">'
     yield f"<title>{_escape(heading)}</title><style>{STYLE}</style>"

@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rankscribe.lineage._hparams import HPARAM_FIELDS, METRIC_FIELDS
 from rankscribe.lineage._report_data import RunInfo
 from rankscribe.lineage._report_figures import Axis
-from rankscribe.lineage._hparams import HPARAM_FIELDS, METRIC_FIELDS
 
 __all__ = [
     "Cell",

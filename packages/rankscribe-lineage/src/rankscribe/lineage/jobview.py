@@ -84,6 +84,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rankscribe.lineage._conditions import FIELD_MAPPING
+from rankscribe.lineage._hparams import HPARAM_FIELDS, HParamsRun, hparam_value, metric_value
 from rankscribe.lineage._jobfiles import (
     STATISTIC_SUFFIXES,
     Curve,
@@ -100,19 +102,16 @@ from rankscribe.lineage._jobstats import (
     JobStatistics,
     TagStatistics,
 )
+from rankscribe.lineage._parser import RunLineage
 from rankscribe.lineage._verdicts import STRAGGLER_MARGIN, STRAGGLER_SHARE, StepTimes
 from rankscribe.lineage._verdicts import dense_series as _dense_series
 from rankscribe.lineage._verdicts import job_verdicts as _job_verdicts
-from rankscribe.lineage._conditions import FIELD_MAPPING
 from rankscribe.lineage.errors import (
     LineageDirNotExistError,
     LineageParamTypeError,
     LineageParamValueError,
 )
-from rankscribe.lineage._hparams import HPARAM_FIELDS, HParamsRun, hparam_value, metric_value
-from rankscribe.lineage._parser import RunLineage
-from rankscribe.writer import reader
-from rankscribe.writer.errors import WriterError
+from rankscribe.writer import WriterError, reader
 
 if TYPE_CHECKING:
     import numpy.typing as npt

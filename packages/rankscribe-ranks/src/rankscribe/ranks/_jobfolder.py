@@ -36,10 +36,10 @@ import filelock
 
 from rankscribe.ranks._coordinator import JOB_RENDEZVOUS_DIRNAME
 from rankscribe.ranks._deadline import check_timeout
-from rankscribe.ranks.errors import RanksTypeError, RendezvousError
 from rankscribe.ranks._info import RankInfo, launch_name
 from rankscribe.ranks._layout import DIRECTORY_MODE
 from rankscribe.ranks._rendezvous import FileCoordinator, _read_members
+from rankscribe.ranks.errors import RanksTypeError, RendezvousError
 
 __all__ = ["JobFolderCoordinator", "job_folder_coordinator"]
 

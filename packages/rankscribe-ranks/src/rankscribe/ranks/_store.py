@@ -46,6 +46,7 @@ from typing import Any, Protocol, TypeVar
 
 from rankscribe.ranks._coordinator import DEFAULT_TIMEOUT, Coordinator, GatherResult
 from rankscribe.ranks._deadline import Backoff, Deadline
+from rankscribe.ranks._info import RankInfo, detect, launch_name
 from rankscribe.ranks.errors import (
     BackendUnavailableError,
     BarrierTimeoutError,
@@ -55,7 +56,6 @@ from rankscribe.ranks.errors import (
     RanksValueError,
     StoreError,
 )
-from rankscribe.ranks._info import RankInfo, detect, launch_name
 
 __all__ = ["KEY_PREFIX", "Store", "StoreCoordinator"]
 
