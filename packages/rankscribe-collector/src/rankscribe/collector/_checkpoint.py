@@ -62,12 +62,12 @@ from rankscribe.collector._checkpoint_format import (
     CHECKPOINT_SUFFIX,
     FILE_MODE,
     AppendValue,
+    checkpoint_parameters,
     prepare_append_info,
     prepare_tensors,
     write_checkpoint_file,
 )
 from rankscribe.collector.adapters import AdapterRegistry
-from rankscribe.collector.adapters._parameters import network_parameters
 from rankscribe.collector.errors import (
     CheckpointError,
     CheckpointTimeoutError,
@@ -220,7 +220,9 @@ class ModelCheckpoint(Callback):
             :class:`CheckpointTimeoutError`.
 
     The network saved is ``config.saved_network``, else the run's
-    ``train_network``, else its ``network`` (read with :func:`network_parameters`).
+    ``train_network``, else its ``network``: a PyTorch module's ``state_dict()``
+    (parameters and buffers, without a data-parallel wrapper's ``module.``
+    prefix), any other network's parameters as ``network_parameters`` reads them.
     """
 
     def __init__(
@@ -384,7 +386,7 @@ class ModelCheckpoint(Callback):
             self._swept = True
         path = self._directory / self._file_name(params)
         in_background = self._config.async_save
-        tensors = prepare_tensors(network_parameters(network), copy=in_background)
+        tensors = prepare_tensors(checkpoint_parameters(network), copy=in_background)
         append_info = prepare_append_info(self._append_values(params), copy=in_background)
         self._last_triggered_step = step
         saved_at = self._clock()

@@ -72,6 +72,7 @@ __all__ = [
     "CHECKPOINT_SUFFIX",
     "FILE_MODE",
     "LoadedCheckpoint",
+    "checkpoint_parameters",
     "decode_checkpoint",
     "encode_checkpoint",
     "load_checkpoint",
@@ -94,6 +95,8 @@ _KEY_VERSION = "rankscribe.checkpoint"
 _KEY_APPEND = "rankscribe.append_info"
 _KEY_APPEND_TENSORS = "rankscribe.append_tensors"
 _KEY_DIGEST = "rankscribe.sha256"
+# Data-parallel wrappers whose state_dict() prefixes every name with "module.".
+_TORCH_WRAPPERS = frozenset({"DistributedDataParallel", "DataParallel"})
 # What safetensors' NumPy binding can store (its F64 ... C64 table).
 _STORABLE_DTYPES = frozenset(
     np.dtype(name)
@@ -137,6 +140,40 @@ def prepare_tensors(
             raise CheckpointValueError(f"parameter {name!r} appears twice")
         tensors[name] = _storable(to_numpy(value, name), f"parameter {name!r}", copy)
     return tensors
+
+
+def checkpoint_parameters(network: Any) -> list[tuple[str, Array]]:
+    """The ``(name, array)`` pairs a checkpoint of ``network`` stores.
+
+    A PyTorch module gives its ``state_dict()``: the parameters and the
+    persistent buffers (BatchNorm running statistics ...), everything
+    ``load_state_dict`` needs to restore it, as MindSpore's checkpoints hold
+    every parameter of a cell, moving statistics included. A
+    ``DistributedDataParallel`` / ``DataParallel`` wrapper is unwrapped, so the
+    names carry no ``module.`` prefix and load into the bare model. Anything
+    else is read by :func:`network_parameters`.
+    """
+    module = _unwrapped(network)
+    if _is_torch_module(module):
+        return [(str(name), to_numpy(value, str(name)))
+                for name, value in module.state_dict().items()]
+    return network_parameters(network)
+
+
+def _is_torch_module(network: object) -> bool:
+    # Checked by class name so that torch is never imported for other frameworks.
+    return any(
+        cls.__name__ == "Module" and cls.__module__.startswith("torch.")
+        for cls in type(network).__mro__
+    )
+
+
+def _unwrapped(network: object) -> object:
+    if type(network).__name__ in _TORCH_WRAPPERS and _is_torch_module(network):
+        inner = getattr(network, "module", None)
+        if _is_torch_module(inner):
+            return inner
+    return network
 
 
 def prepare_append_info(
@@ -237,7 +274,7 @@ def save_checkpoint(
         path = path.with_name(path.name + CHECKPOINT_SUFFIX)
     key = check_enc_key(enc_key)
     mode = check_enc_mode(enc_mode)
-    pairs = save_obj if _is_pair_list(save_obj) else network_parameters(save_obj)
+    pairs = save_obj if _is_pair_list(save_obj) else checkpoint_parameters(save_obj)
     tensors = prepare_tensors(pairs)
     append_info = prepare_append_info(append_dict)
     try:
