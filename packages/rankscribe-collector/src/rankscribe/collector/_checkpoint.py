@@ -60,7 +60,6 @@ from rankscribe.collector._callback import Callback, CallbackParams, RunContext
 from rankscribe.collector._checkpoint_config import CheckpointConfig
 from rankscribe.collector._checkpoint_format import (
     CHECKPOINT_SUFFIX,
-    FILE_MODE,
     AppendValue,
     checkpoint_parameters,
     prepare_append_info,
@@ -76,7 +75,7 @@ from rankscribe.collector.errors import (
     CheckpointWriteError,
 )
 from rankscribe.ranks import detect, rank_dir
-from rankscribe.writer.files import atomic_write
+from rankscribe.writer.files import atomic_write, file_mode, make_private_dir
 
 __all__ = ["GRAPH_META_SUFFIX", "CheckpointManager", "ModelCheckpoint"]
 
@@ -211,8 +210,10 @@ class ModelCheckpoint(Callback):
 
     Args:
         prefix: file name prefix, a non-empty str without a path separator.
-        directory: where to write (created 0700 if missing); default the current
-            directory. See the module docstring for several ranks.
+        directory: where to write; default the current directory. Missing
+            directories are created 0700 (0750 with ``RANKSCRIBE_GROUP_READABLE=1``),
+            parents included; files are 0400 (0440). See the module docstring for
+            several ranks.
         config: a :class:`CheckpointConfig`; default ``CheckpointConfig()``.
         clock: seconds as a float, for ``save_checkpoint_seconds`` and
             ``keep_checkpoint_per_n_minutes`` (tests pass a fake one).
@@ -345,7 +346,7 @@ class ModelCheckpoint(Callback):
             return
         path = self._directory / f"{self._prefix}{GRAPH_META_SUFFIX}"
         try:
-            atomic_write(path, [graph.SerializeToString()], mode=FILE_MODE)
+            atomic_write(path, [graph.SerializeToString()], mode=file_mode(final=True))
         except OSError as error:
             raise CheckpointWriteError(f"cannot write graph {str(path)!r}: {error}") from error
 
@@ -601,6 +602,9 @@ def _checkpoint_directory(directory: str | os.PathLike[str] | None) -> Path:
     if not info.is_single and base.name == f"rank_{info.rank}":
         base = base.parent  # already this rank's directory: rank_dir gives it back
     try:
+        # Every directory made on the way is private (or group-readable when
+        # asked), not only the last; rank_dir then finds them all there.
+        make_private_dir(base if info.is_single else base / f"rank_{info.rank}")
         return rank_dir(base, info)
     except OSError as error:
         raise CheckpointWriteError(

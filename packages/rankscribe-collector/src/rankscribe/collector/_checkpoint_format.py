@@ -30,7 +30,8 @@ With ``enc_key`` the whole file is sealed in the envelope of
 :mod:`rankscribe.collector._checkpoint_crypto`.
 
 Files are written to a hidden temporary file in the target directory, synced,
-made read-only (0400) and renamed over the final name, so a crash at any point
+made read-only (0400, or 0440 with ``RANKSCRIBE_GROUP_READABLE=1``, see
+``rankscribe.writer.files.file_mode``) and renamed over the final name, so a crash at any point
 leaves either the complete previous state or the complete new file under that
 name, never a partial one.
 """
@@ -65,12 +66,11 @@ from rankscribe.collector.errors import (
     CheckpointValueError,
     CheckpointWriteError,
 )
-from rankscribe.writer.files import atomic_write
+from rankscribe.writer.files import atomic_write, file_mode
 
 __all__ = [
     "APPEND_TENSOR_PREFIX",
     "CHECKPOINT_SUFFIX",
-    "FILE_MODE",
     "LoadedCheckpoint",
     "checkpoint_parameters",
     "decode_checkpoint",
@@ -86,7 +86,6 @@ logger = logging.getLogger(__name__)
 
 CHECKPOINT_SUFFIX = ".ckpt"
 APPEND_TENSOR_PREFIX = "__append_info__/"
-FILE_MODE = 0o400
 _VERSION = "2"
 # Never released: its digest covered the tensors but not the metadata.
 _UNSUPPORTED_VERSIONS = {"1": "its digest does not cover the append info"}
@@ -246,7 +245,7 @@ def write_checkpoint_file(
     """Encode, optionally encrypt, and atomically write one checkpoint to ``path``."""
     data = encode_checkpoint(tensors, append_info)
     chunks: Iterable[bytes] = [data] if enc_key is None else encrypt_chunks(data, enc_key, enc_mode)
-    atomic_write(path, chunks, mode=FILE_MODE)
+    atomic_write(path, chunks, mode=file_mode(final=True))
 
 
 def save_checkpoint(

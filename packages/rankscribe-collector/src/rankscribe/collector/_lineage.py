@@ -50,6 +50,7 @@ from rankscribe.lineage import (
     write_merged_lineage,
 )
 from rankscribe.ranks import Coordinator, RankInfo, RanksError
+from rankscribe.writer.files import file_mode
 
 logger = logging.getLogger(__name__)
 
@@ -242,7 +243,8 @@ class JobLineageMerger:
             records, world_size=self.info.world_size, summary_dir=str(self.summary_dir)
         )
         try:
-            with filelock.FileLock(str(self.summary_dir / MERGE_LOCK_NAME), timeout=self.timeout):
+            with filelock.FileLock(str(self.summary_dir / MERGE_LOCK_NAME), timeout=self.timeout,
+                                   mode=file_mode(final=False)):
                 path = write_merged_lineage(self.summary_dir, merged)
         except (OSError, filelock.Timeout) as error:
             logger.error("Writing the merged lineage into %s failed: %s", self.summary_dir, error)
