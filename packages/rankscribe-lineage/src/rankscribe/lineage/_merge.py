@@ -40,6 +40,7 @@ from rankscribe.lineage._lineage_file import write_merged_lineage
 from rankscribe.lineage._names import rank_of_dir_name
 from rankscribe.lineage._parser import RunLineage, parse_run
 from rankscribe.lineage.errors import LineageMergeError
+from rankscribe.writer.files import file_mode
 
 logger = logging.getLogger(__name__)
 
@@ -347,7 +348,7 @@ def merge_run_dir(
     if not lineages:
         raise LineageMergeError(f"no rank_<n> directory of {directory} holds a usable lineage")
     merged = merge_rank_lineages(lineages, world_size=expected, summary_dir=directory)
-    with filelock.FileLock(os.path.join(directory, MERGE_LOCK_NAME)):
+    with filelock.FileLock(os.path.join(directory, MERGE_LOCK_NAME), mode=file_mode(False)):
         path = write_merged_lineage(directory, merged, host=host)
     missing = [rank for rank in range(expected) if rank not in lineages]
     if missing:
