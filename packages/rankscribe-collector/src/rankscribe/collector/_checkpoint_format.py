@@ -167,7 +167,7 @@ def _is_torch_module(network: object) -> bool:
     )
 
 
-def _unwrapped(network: object) -> object:
+def _unwrapped(network: Any) -> Any:
     if type(network).__name__ in _TORCH_WRAPPERS and _is_torch_module(network):
         inner = getattr(network, "module", None)
         if _is_torch_module(inner):
