@@ -66,6 +66,17 @@ def test_checkpoint_directories_and_files(model: Any, tmp_path: Path, shared: bo
         assert mode(directory / name) == expected(shared, "file"), name
 
 
+def test_summary_directories(model: Any, tmp_path: Path, shared: bool) -> None:
+    data = model(batches=2)
+    summary = tmp_path / "runs" / "exp1" / "summary"
+    TrainLoop(lambda batch: 0.5, network=data.network).train(
+        1, data.dataset, callbacks=[SummaryCollector(summary, collect_specified_data={
+            "collect_landscape": None})])
+    for made in (tmp_path / "runs", tmp_path / "runs" / "exp1", summary):
+        assert mode(made) == expected(shared, "dir"), made
+    assert {mode(summary / name) for name in os.listdir(summary)} == {expected(shared, "file")}
+
+
 def test_landscape_directory_lock_and_files(model: Any, tmp_path: Path, shared: bool) -> None:
     data = model(batches=3)
     TrainLoop(lambda batch: 0.5, network=data.network).train(
