@@ -1,4 +1,4 @@
-"""Every invalid SummaryCollector argument of COLLECTOR_AND_LINEAGE.md §5: error type and message.
+"""Every invalid SummaryCollector argument (MindSpore's checks): error type and message.
 
 Also: the defaults, the keep_default_action merge, and MINDINSIGHT_HYPER_CONFIG.
 """

@@ -14,7 +14,9 @@ from rankscribe.collector import (
     CheckpointConfig,
     ModelCheckpoint,
     RunContext,
+    TrainLoop,
     load_checkpoint,
+    save_checkpoint,
 )
 from rankscribe.collector.adapters import network_parameters
 from rankscribe.collector.errors import CheckpointTypeError
@@ -58,3 +60,61 @@ def test_bfloat16_is_a_clear_error() -> None:
     network = torch.nn.Linear(2, 2).to(torch.bfloat16)
     with pytest.raises(CheckpointTypeError, match=r"parameter 'weight' .* cannot be converted"):
         network_parameters(network)
+
+
+def train_a_few_steps(network: Any, directory: Path) -> str:
+    """Train ``network`` (BatchNorm statistics move too) with a ModelCheckpoint; the newest file."""
+    torch.manual_seed(1)
+    batches = [(torch.randn(8, 4), torch.randint(0, 2, (8,))) for _ in range(3)]
+    optimizer = torch.optim.SGD(network.parameters(), lr=0.1)
+
+    def step(batch: Any) -> float:
+        inputs, labels = batch
+        optimizer.zero_grad()
+        loss = torch.nn.functional.nll_loss(network(inputs).log(), labels)
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+
+    checkpoint = ModelCheckpoint(directory=directory)
+    TrainLoop(step, network=network, optimizer=optimizer).train(1, batches,
+                                                                callbacks=[checkpoint])
+    assert checkpoint.latest_ckpt_file_name is not None
+    return checkpoint.latest_ckpt_file_name
+
+
+def test_load_state_dict_accepts_a_checkpoint_strictly(tmp_path: Path, net: Any) -> None:
+    path = train_a_few_steps(net, tmp_path)
+    assert int(net.bn.num_batches_tracked) == 3
+
+    parameters, _ = load_checkpoint(path)
+    torch.manual_seed(99)
+    restored = type(net)()
+    # The documented round trip: every parameter and buffer, strict.
+    result = restored.load_state_dict(
+        {name: torch.from_numpy(array) for name, array in parameters.items()})
+    assert (result.missing_keys, result.unexpected_keys) == ([], [])
+    assert set(parameters) == set(net.state_dict())
+    torch.testing.assert_close(restored.bn.running_mean, net.bn.running_mean)
+    assert int(restored.bn.num_batches_tracked) == 3
+    net.eval()
+    restored.eval()
+    inputs = torch.randn(5, 4)
+    torch.testing.assert_close(restored(inputs), net(inputs))
+
+
+def test_a_data_parallel_model_loads_into_the_bare_model(tmp_path: Path, net: Any) -> None:
+    path = train_a_few_steps(torch.nn.DataParallel(net), tmp_path)
+    parameters, _ = load_checkpoint(path)
+    assert not [name for name in parameters if name.startswith("module.")]
+    restored = type(net)()
+    restored.load_state_dict({name: torch.from_numpy(array) for name, array in parameters.items()})
+    torch.testing.assert_close(restored.head.weight, net.head.weight)
+
+
+def test_save_checkpoint_of_a_module_loads_back(tmp_path: Path, net: Any) -> None:
+    path = save_checkpoint(net, tmp_path / "net")
+    restored = type(net)()
+    restored.load_state_dict(
+        {name: torch.from_numpy(array) for name, array in load_checkpoint(path)[0].items()})
+    torch.testing.assert_close(restored.block.scale, net.block.scale)

@@ -48,7 +48,6 @@ from __future__ import annotations
 import logging
 import math
 import os
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -60,14 +59,18 @@ from rankscribe.collector._callback import Callback, CallbackParams, RunContext
 from rankscribe.collector._checkpoint_config import CheckpointConfig
 from rankscribe.collector._checkpoint_format import (
     CHECKPOINT_SUFFIX,
-    FILE_MODE,
     AppendValue,
+    checkpoint_parameters,
     prepare_append_info,
     prepare_tensors,
     write_checkpoint_file,
 )
+from rankscribe.collector._checkpoint_manager import (
+    CheckpointManager,
+    remove_stale_temporaries,
+    unique_prefix,
+)
 from rankscribe.collector.adapters import AdapterRegistry
-from rankscribe.collector.adapters._parameters import network_parameters
 from rankscribe.collector.errors import (
     CheckpointError,
     CheckpointTimeoutError,
@@ -76,7 +79,7 @@ from rankscribe.collector.errors import (
     CheckpointWriteError,
 )
 from rankscribe.ranks import detect, rank_dir
-from rankscribe.writer.files import atomic_write
+from rankscribe.writer.files import atomic_write, file_mode, make_private_dir
 
 __all__ = ["GRAPH_META_SUFFIX", "CheckpointManager", "ModelCheckpoint"]
 
@@ -88,131 +91,15 @@ GRAPH_META_SUFFIX = "-graph.meta"
 DEFAULT_SAVE_TIMEOUT = 600.0
 
 
-class CheckpointManager:
-    """Checkpoint files of one prefix and which to delete (MindSpore's ``CheckpointManager``).
-
-    ``ModelCheckpoint`` keeps one (its ``manager``) for the files it wrote and
-    applies its retention rule after each save. The original's members work on
-    their own too: ``CheckpointManager()`` starts empty;
-    :meth:`update_ckpoint_filelist` lists a directory's files of a prefix;
-    :meth:`remove_ckpoint_file`, :meth:`remove_oldest_ckpoint_file` and
-    :meth:`keep_one_ckpoint_per_minutes` delete from that list. Files are
-    listed oldest first: in save order, or by modification time after
-    :meth:`update_ckpoint_filelist`. A file deleted by someone else is simply
-    forgotten.
-
-    Args:
-        keep_checkpoint_max, keep_checkpoint_per_n_minutes: the retention rule
-            :class:`ModelCheckpoint` applies (see :class:`CheckpointConfig`);
-            None or 0 keeps every file.
-    """
-
-    def __init__(
-        self,
-        keep_checkpoint_max: int | None = None,
-        keep_checkpoint_per_n_minutes: int | None = None,
-    ) -> None:
-        self._keep_max = _count("keep_checkpoint_max", keep_checkpoint_max)
-        self._window = _count("keep_checkpoint_per_n_minutes", keep_checkpoint_per_n_minutes) * 60.0
-        self._files: list[tuple[str, float]] = []  # (path, saved at), oldest first
-        self._last_saved_at: float | None = None
-
-    @property
-    def ckpoint_filelist(self) -> list[str]:
-        """The files kept, oldest first (the original's property name)."""
-        return [path for path, _ in self._files]
-
-    @property
-    def ckpoint_num(self) -> int:
-        """How many files are in :attr:`ckpoint_filelist`."""
-        return len(self._files)
-
-    def update_ckpoint_filelist(self, directory: str | os.PathLike[str], prefix: str) -> None:
-        """List ``directory``'s ``<prefix>-<digits and _>.ckpt`` files, as the original.
-
-        A name whose part after ``prefix`` holds a letter (``<prefix>-graph.meta``,
-        another prefix's ``<prefix>-a-1_1.ckpt``) is not this prefix's checkpoint.
-        Links are not listed.
-        """
-        if not isinstance(directory, (str, os.PathLike)):
-            raise CheckpointTypeError(
-                f"directory must be a str or os.PathLike, got {type(directory).__name__}"
-            )
-        if not isinstance(prefix, str) or not prefix:
-            raise CheckpointTypeError(f"prefix must be a non-empty str, got {prefix!r}")
-        found: list[tuple[str, float]] = []
-        for entry in os.scandir(directory):
-            middle = entry.name[len(prefix) : -len(CHECKPOINT_SUFFIX)]
-            if (
-                entry.name.startswith(f"{prefix}-")
-                and entry.name.endswith(CHECKPOINT_SUFFIX)
-                and not any(character.isalpha() for character in middle)
-                and entry.is_file(follow_symlinks=False)
-            ):
-                found.append((entry.path, entry.stat(follow_symlinks=False).st_mtime))
-        self._files = sorted(found, key=lambda item: (item[1], item[0]))
-
-    def remove_ckpoint_file(self, file_name: str | os.PathLike[str]) -> None:
-        """Delete ``file_name`` and drop it from the list; a failure is logged, as the original."""
-        path = os.fspath(file_name)
-        _delete(path)
-        self._files = [entry for entry in self._files if entry[0] != path]
-
-    def remove_oldest_ckpoint_file(self) -> None:
-        """Delete the first (oldest) file of the list; nothing when the list is empty."""
-        if self._files:
-            self.remove_ckpoint_file(self._files[0][0])
-
-    def keep_one_ckpoint_per_minutes(self, minutes: float, cur_time: float) -> None:
-        """Of the files modified less than ``minutes`` before ``cur_time``, keep the oldest only.
-
-        ``cur_time`` is a ``time.time()`` value, compared with the files'
-        modification times, as in the original.
-        """
-        _check_number("minutes", minutes)
-        _check_number("cur_time", cur_time)
-        recent: list[tuple[float, str]] = []
-        for path, _ in self._files:
-            try:
-                modified = os.stat(path, follow_symlinks=False).st_mtime
-            except FileNotFoundError:
-                continue
-            if cur_time - modified < 60.0 * minutes:
-                recent.append((modified, path))
-        for _, path in sorted(recent)[1:]:
-            self.remove_ckpoint_file(path)
-
-    def record(self, path: str, saved_at: float) -> list[str]:
-        """Add a file just written at ``saved_at``; delete and return what the rule drops."""
-        self._files = [
-            (known, when) for known, when in self._files if known != path and os.path.exists(known)
-        ]
-        doomed = self._to_delete(saved_at)
-        self._files = [entry for entry in self._files if entry[0] not in doomed]
-        self._files.append((path, saved_at))
-        self._last_saved_at = saved_at
-        for old in doomed:
-            _delete(old)
-        return doomed
-
-    def _to_delete(self, now: float) -> list[str]:
-        if self._keep_max:
-            excess = len(self._files) + 1 - self._keep_max
-            return [path for path, _ in self._files[: max(excess, 0)]]
-        last = self._last_saved_at
-        if self._window and last is not None and now - last < self._window:
-            recent = [path for path, when in self._files if now - when < self._window]
-            return recent[1:]
-        return []
-
-
 class ModelCheckpoint(Callback):
     """Save the network's parameters at the configured steps (MindSpore's ``ModelCheckpoint``).
 
     Args:
         prefix: file name prefix, a non-empty str without a path separator.
-        directory: where to write (created 0700 if missing); default the current
-            directory. See the module docstring for several ranks.
+        directory: where to write; default the current directory. Missing
+            directories are created 0700 (0750 with ``RANKSCRIBE_GROUP_READABLE=1``),
+            parents included; files are 0400 (0440). See the module docstring for
+            several ranks.
         config: a :class:`CheckpointConfig`; default ``CheckpointConfig()``.
         clock: seconds as a float, for ``save_checkpoint_seconds`` and
             ``keep_checkpoint_per_n_minutes`` (tests pass a fake one).
@@ -220,7 +107,9 @@ class ModelCheckpoint(Callback):
             :class:`CheckpointTimeoutError`.
 
     The network saved is ``config.saved_network``, else the run's
-    ``train_network``, else its ``network`` (read with :func:`network_parameters`).
+    ``train_network``, else its ``network``: a PyTorch module's ``state_dict()``
+    (parameters and buffers, without a data-parallel wrapper's ``module.``
+    prefix), any other network's parameters as ``network_parameters`` reads them.
     """
 
     def __init__(
@@ -343,7 +232,7 @@ class ModelCheckpoint(Callback):
             return
         path = self._directory / f"{self._prefix}{GRAPH_META_SUFFIX}"
         try:
-            atomic_write(path, [graph.SerializeToString()], mode=FILE_MODE)
+            atomic_write(path, [graph.SerializeToString()], mode=file_mode(final=True))
         except OSError as error:
             raise CheckpointWriteError(f"cannot write graph {str(path)!r}: {error}") from error
 
@@ -384,7 +273,7 @@ class ModelCheckpoint(Callback):
             self._swept = True
         path = self._directory / self._file_name(params)
         in_background = self._config.async_save
-        tensors = prepare_tensors(network_parameters(network), copy=in_background)
+        tensors = prepare_tensors(checkpoint_parameters(network), copy=in_background)
         append_info = prepare_append_info(self._append_values(params), copy=in_background)
         self._last_triggered_step = step
         saved_at = self._clock()
@@ -496,52 +385,6 @@ class _BackgroundSaver:
             self._failure = error
 
 
-def unique_prefix(directory: str | os.PathLike[str], prefix: str) -> str:
-    """``prefix``, or ``prefix_<n>`` when ``directory`` already holds its checkpoints.
-
-    The original's rule: a file ``<prefix>-*.ckpt`` asks for at least
-    ``prefix_1``, a file ``<prefix>_<k>-*.ckpt`` for ``prefix_<k + 1>``.
-    """
-    pattern = re.compile(rf"{re.escape(prefix)}(?:_(\d+))?-.*_.*{re.escape(CHECKPOINT_SUFFIX)}")
-    suffix = 0
-    for name in os.listdir(directory):
-        match = pattern.fullmatch(name)
-        if match:
-            suffix = max(suffix, int(match.group(1)) + 1 if match.group(1) else 1)
-    return f"{prefix}_{suffix}" if suffix else prefix
-
-
-def remove_stale_temporaries(directory: str | os.PathLike[str], prefix: str) -> list[str]:
-    """Delete the temporaries killed saves of ``prefix`` (or ``prefix_<n>``) left behind.
-
-    Only regular files named as ``atomic_write`` names a checkpoint's
-    temporary are removed; a link is never followed nor removed. Returns the
-    paths removed.
-    """
-    pattern = re.compile(
-        rf"\.{re.escape(prefix)}(?:_\d+)?-\d+_\d+{re.escape(CHECKPOINT_SUFFIX)}\.[0-9a-f]+\.tmp"
-    )
-    removed: list[str] = []
-    try:
-        entries = list(os.scandir(directory))
-    except OSError as error:
-        logger.warning("cannot list %s for stale checkpoint temporaries: %s", directory, error)
-        return removed
-    for entry in entries:
-        try:
-            if not (pattern.fullmatch(entry.name) and entry.is_file(follow_symlinks=False)):
-                continue
-            os.unlink(entry.path)
-        except FileNotFoundError:
-            continue
-        except OSError as error:
-            logger.warning("cannot remove stale checkpoint temporary %s: %s", entry.path, error)
-            continue
-        logger.info("removed %s, left by a checkpoint save that did not finish", entry.path)
-        removed.append(entry.path)
-    return removed
-
-
 def _check_prefix(prefix: object) -> None:
     # The original raises ValueError for any bad prefix, including a non-str.
     if (
@@ -556,21 +399,6 @@ def _check_prefix(prefix: object) -> None:
             f"prefix must be a non-empty str without '/' (it starts every checkpoint's "
             f"file name), got {prefix!r}"
         )
-
-
-def _count(name: str, value: object) -> int:
-    if value is None:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise CheckpointTypeError(f"{name} must be a non-negative int or None, got {value!r}")
-    if value < 0:
-        raise CheckpointValueError(f"{name} must be a non-negative int or None, got {value}")
-    return value
-
-
-def _check_number(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        raise CheckpointTypeError(f"{name} must be a number, got {value!r}")
 
 
 def _check_timeout(timeout: object) -> float:
@@ -599,18 +427,11 @@ def _checkpoint_directory(directory: str | os.PathLike[str] | None) -> Path:
     if not info.is_single and base.name == f"rank_{info.rank}":
         base = base.parent  # already this rank's directory: rank_dir gives it back
     try:
+        # Every directory made on the way is private (or group-readable when
+        # asked), not only the last; rank_dir then finds them all there.
+        make_private_dir(base if info.is_single else base / f"rank_{info.rank}")
         return rank_dir(base, info)
     except OSError as error:
         raise CheckpointWriteError(
             f"cannot create checkpoint directory {str(base)!r}: {error}"
         ) from error
-
-
-def _delete(path: str) -> None:
-    try:
-        os.remove(path)
-    except FileNotFoundError:
-        pass
-    except OSError as error:
-        logger.warning("cannot delete old checkpoint %s: %s", path, error)
-

@@ -30,7 +30,8 @@ With ``enc_key`` the whole file is sealed in the envelope of
 :mod:`rankscribe.collector._checkpoint_crypto`.
 
 Files are written to a hidden temporary file in the target directory, synced,
-made read-only (0400) and renamed over the final name, so a crash at any point
+made read-only (0400, or 0440 with ``RANKSCRIBE_GROUP_READABLE=1``, see
+``rankscribe.writer.files.file_mode``) and renamed over the final name, so a crash at any point
 leaves either the complete previous state or the complete new file under that
 name, never a partial one.
 """
@@ -65,13 +66,13 @@ from rankscribe.collector.errors import (
     CheckpointValueError,
     CheckpointWriteError,
 )
-from rankscribe.writer.files import atomic_write
+from rankscribe.writer.files import atomic_write, file_mode
 
 __all__ = [
     "APPEND_TENSOR_PREFIX",
     "CHECKPOINT_SUFFIX",
-    "FILE_MODE",
     "LoadedCheckpoint",
+    "checkpoint_parameters",
     "decode_checkpoint",
     "encode_checkpoint",
     "load_checkpoint",
@@ -85,7 +86,6 @@ logger = logging.getLogger(__name__)
 
 CHECKPOINT_SUFFIX = ".ckpt"
 APPEND_TENSOR_PREFIX = "__append_info__/"
-FILE_MODE = 0o400
 _VERSION = "2"
 # Never released: its digest covered the tensors but not the metadata.
 _UNSUPPORTED_VERSIONS = {"1": "its digest does not cover the append info"}
@@ -94,6 +94,8 @@ _KEY_VERSION = "rankscribe.checkpoint"
 _KEY_APPEND = "rankscribe.append_info"
 _KEY_APPEND_TENSORS = "rankscribe.append_tensors"
 _KEY_DIGEST = "rankscribe.sha256"
+# Data-parallel wrappers whose state_dict() prefixes every name with "module.".
+_TORCH_WRAPPERS = frozenset({"DistributedDataParallel", "DataParallel"})
 # What safetensors' NumPy binding can store (its F64 ... C64 table).
 _STORABLE_DTYPES = frozenset(
     np.dtype(name)
@@ -137,6 +139,40 @@ def prepare_tensors(
             raise CheckpointValueError(f"parameter {name!r} appears twice")
         tensors[name] = _storable(to_numpy(value, name), f"parameter {name!r}", copy)
     return tensors
+
+
+def checkpoint_parameters(network: Any) -> list[tuple[str, Array]]:
+    """The ``(name, array)`` pairs a checkpoint of ``network`` stores.
+
+    A PyTorch module gives its ``state_dict()``: the parameters and the
+    persistent buffers (BatchNorm running statistics ...), everything
+    ``load_state_dict`` needs to restore it, as MindSpore's checkpoints hold
+    every parameter of a cell, moving statistics included. A
+    ``DistributedDataParallel`` / ``DataParallel`` wrapper is unwrapped, so the
+    names carry no ``module.`` prefix and load into the bare model. Anything
+    else is read by :func:`network_parameters`.
+    """
+    module = _unwrapped(network)
+    if _is_torch_module(module):
+        return [(str(name), to_numpy(value, str(name)))
+                for name, value in module.state_dict().items()]
+    return network_parameters(network)
+
+
+def _is_torch_module(network: object) -> bool:
+    # Checked by class name so that torch is never imported for other frameworks.
+    return any(
+        cls.__name__ == "Module" and cls.__module__.startswith("torch.")
+        for cls in type(network).__mro__
+    )
+
+
+def _unwrapped(network: Any) -> Any:
+    if type(network).__name__ in _TORCH_WRAPPERS and _is_torch_module(network):
+        inner = getattr(network, "module", None)
+        if _is_torch_module(inner):
+            return inner
+    return network
 
 
 def prepare_append_info(
@@ -209,7 +245,7 @@ def write_checkpoint_file(
     """Encode, optionally encrypt, and atomically write one checkpoint to ``path``."""
     data = encode_checkpoint(tensors, append_info)
     chunks: Iterable[bytes] = [data] if enc_key is None else encrypt_chunks(data, enc_key, enc_mode)
-    atomic_write(path, chunks, mode=FILE_MODE)
+    atomic_write(path, chunks, mode=file_mode(final=True))
 
 
 def save_checkpoint(
@@ -237,7 +273,7 @@ def save_checkpoint(
         path = path.with_name(path.name + CHECKPOINT_SUFFIX)
     key = check_enc_key(enc_key)
     mode = check_enc_mode(enc_mode)
-    pairs = save_obj if _is_pair_list(save_obj) else network_parameters(save_obj)
+    pairs = save_obj if _is_pair_list(save_obj) else checkpoint_parameters(save_obj)
     tensors = prepare_tensors(pairs)
     append_info = prepare_append_info(append_dict)
     try:

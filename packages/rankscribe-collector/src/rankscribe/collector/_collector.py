@@ -58,6 +58,7 @@ from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.errors import CollectorValueError
 from rankscribe.ranks import Coordinator, RankInfo, detect, rank_dir
 from rankscribe.writer import SummaryRecord
+from rankscribe.writer.files import make_private_dir
 from rankscribe.writer.operators import discard_pending
 
 logger = logging.getLogger(__name__)
@@ -234,6 +235,10 @@ class SummaryCollector(Callback):
             return
         info = self._rank_info if self._rank_info is not None else detect()
         self._info = info
+        # Every directory made on the way is private (group-readable on request),
+        # not only the last one, which is all rank_dir sets the mode of.
+        make_private_dir(self._summary_dir if info.is_single
+                         else os.path.join(self._summary_dir, f"rank_{info.rank}"))
         self._directory = rank_dir(self._summary_dir, info)
         self._record = SummaryRecord(
             self._directory,

@@ -44,7 +44,7 @@ from safetensors.numpy import save as safetensors_bytes
 
 from rankscribe.collector._options import LandscapeOptions
 from rankscribe.collector.adapters import AdapterRegistry, network_parameters
-from rankscribe.writer.files import atomic_write
+from rankscribe.writer.files import atomic_write, file_mode, make_private_dir
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +54,6 @@ LANDSCAPE_DIR = "ckpt_dir"
 METADATA_NAME = "train_metadata.json"
 #: Seconds to wait for another writer's lock on train_metadata.json.
 LOCK_TIMEOUT = 30.0
-_READ_ONLY = 0o400
 # What save() names its files: an earlier run's files of this form are cleared.
 _PARAMETER_FILE = re.compile(r".+_[0-9]+_(step|epoch)\.ckpt\Z")
 
@@ -126,7 +125,7 @@ class LandscapeSaver:
             return
         try:
             with filelock.FileLock(str(self.directory / METADATA_NAME) + ".lock",
-                                   timeout=LOCK_TIMEOUT):
+                                   timeout=LOCK_TIMEOUT, mode=file_mode(final=False)):
                 removed = _unlink_entry(descriptor, METADATA_NAME)
                 with os.scandir(descriptor) as entries:
                     names = [entry.name for entry in entries]
@@ -141,8 +140,8 @@ class LandscapeSaver:
             os.close(descriptor)
 
     def _directory_ready(self) -> None:
-        """Create ``ckpt_dir`` (0700); refuse one that is a link or not a directory."""
-        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        """Create ``ckpt_dir`` (0700, or 0750 group-readable); refuse a link or a file there."""
+        make_private_dir(self.directory)
         if not stat.S_ISDIR(os.lstat(self.directory).st_mode):
             raise NotADirectoryError(f"{self.directory} is not a directory (a link, or a file)")
 
@@ -158,7 +157,7 @@ class LandscapeSaver:
                 name: np.ascontiguousarray(array) for name, array in network_parameters(network)
             }
             self._directory_ready()
-            atomic_write(path, [safetensors_bytes(tensors)], mode=_READ_ONLY)
+            atomic_write(path, [safetensors_bytes(tensors)], mode=file_mode(final=True))
         except (OSError, TypeError, ValueError) as error:
             logger.error("Saving the landscape parameters of %s %d failed: %s", self.unit,
                          number, error)
@@ -186,12 +185,13 @@ class LandscapeSaver:
             return False
         try:
             self._directory_ready()
-            with filelock.FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT):
+            with filelock.FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT,
+                                   mode=file_mode(final=False)):
                 if path.exists():
                     logger.warning("%s already exists; it is kept as it is.", path)
                     return False
                 payload = json.dumps(self.metadata(step_per_epoch), indent=1).encode()
-                atomic_write(path, [payload], mode=_READ_ONLY)
+                atomic_write(path, [payload], mode=file_mode(final=True))
         except filelock.Timeout:
             logger.error("Write meta data %s failed: its lock was held for more than %g s.",
                          path, LOCK_TIMEOUT)

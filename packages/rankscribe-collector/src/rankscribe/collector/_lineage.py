@@ -60,6 +60,7 @@ from rankscribe.lineage import (
 )
 from rankscribe.lineage.jobview import RankSeries, session_values, write_job_view
 from rankscribe.ranks import Coordinator, RankInfo, RanksError
+from rankscribe.writer.files import file_mode
 
 logger = logging.getLogger(__name__)
 
@@ -276,7 +277,8 @@ class JobLineageMerger:
         merged = (merge_rank_lineages(records, world_size=self.info.world_size,
                                       summary_dir=str(self.summary_dir)) if records else None)
         try:
-            with filelock.FileLock(str(self.summary_dir / MERGE_LOCK_NAME), timeout=self.timeout):
+            with filelock.FileLock(str(self.summary_dir / MERGE_LOCK_NAME), timeout=self.timeout,
+                                   mode=file_mode(final=False)):
                 verdicts = self._write_job_view(job_series, not_arrived, merged)
                 if merged is None:
                     logger.error("No rank reported a lineage; no merged lineage is written in "

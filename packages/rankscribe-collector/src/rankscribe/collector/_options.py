@@ -1,10 +1,11 @@
 """The SummaryCollector's arguments: validation, defaults and ``collect_specified_data``.
 
 Everything here runs once, in the collector's constructor, and follows
-MindSpore's ``SummaryCollector`` (COLLECTOR_AND_LINEAGE.md §5): the same
-defaults, the same merge rule for ``keep_default_action``, the same error
-types, and messages worded like the original's (so a search for the original
-message finds ours) that also name the value received.
+MindSpore's ``SummaryCollector`` (``docs/collector-schedule.md`` lists the
+``collect_specified_data`` keys and defaults): the same defaults, the same
+merge rule for ``keep_default_action``, the same error types, and messages
+worded like the original's (so a search for the original message finds ours)
+that also name the value received.
 
 - :func:`check_positive_int`: ``collect_freq``, ``collect_tensor_freq``,
   ``max_file_size``, ``num_process``.

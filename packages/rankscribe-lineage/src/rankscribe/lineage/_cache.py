@@ -40,7 +40,7 @@ import filelock
 from rankscribe.lineage._conditions import FIELD_MAPPING
 from rankscribe.lineage._discovery import SummaryDir, list_summary_dirs
 from rankscribe.lineage._parser import RunLineage, parse_run
-from rankscribe.writer.files import atomic_write
+from rankscribe.writer.files import atomic_write, file_mode
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +51,6 @@ INDEX_VERSION = 1
 LOCK_TIMEOUT_SECONDS = 2.0
 ENVIRONMENT_SWITCH = "RANKSCRIBE_LINEAGE_INDEX"
 # Owner read and write: every warm query may rewrite it.
-_INDEX_FILE_MODE = 0o600
 
 __all__ = [
     "INDEX_NAME",
@@ -171,11 +170,12 @@ def _load_index(base_dir: str) -> dict[str, Any]:
 def _write_index(base_dir: str, runs: dict[str, Any], graphs: dict[str, Any]) -> None:
     index = {"format": INDEX_FORMAT, "version": INDEX_VERSION, "runs": runs, "graphs": graphs}
     try:
-        with filelock.FileLock(os.path.join(base_dir, LOCK_NAME), timeout=LOCK_TIMEOUT_SECONDS):
+        with filelock.FileLock(os.path.join(base_dir, LOCK_NAME), timeout=LOCK_TIMEOUT_SECONDS,
+                               mode=file_mode(False)):
             # dumps, not dump: only the one-shot path uses the C encoder.
             text = json.dumps(index, separators=(",", ":"), check_circular=False)
             atomic_write(
-                os.path.join(base_dir, INDEX_NAME), [text.encode("utf-8")], mode=_INDEX_FILE_MODE
+                os.path.join(base_dir, INDEX_NAME), [text.encode("utf-8")], mode=file_mode(False)
             )
     except filelock.Timeout:
         logger.debug("lineage index of %s is being written by another process", base_dir)

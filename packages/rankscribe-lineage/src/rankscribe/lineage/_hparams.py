@@ -29,7 +29,7 @@ from typing import Any
 
 from rankscribe.lineage._names import HPARAMS_SUFFIX, hparams_file_name
 from rankscribe.lineage._querier import filter_runs
-from rankscribe.writer.files import atomic_write, frame
+from rankscribe.writer.files import atomic_write, file_mode, frame, make_private_dir
 from rankscribe.writer.pb import tensorboard_hparams_pb2 as hparams_pb2
 from rankscribe.writer.pb import tensorboard_pb2
 
@@ -64,7 +64,6 @@ HPARAM_FIELDS = (
 )
 METRIC_FIELDS = ("loss",)
 # Owner read and write: these files are rewritten by the next call.
-_HPARAMS_FILE_MODE = 0o600
 
 
 @dataclass
@@ -214,11 +213,11 @@ def _version_record(wall_time: float) -> bytes:
 
 
 def _replace(directory: str, name: str, payload: bytes) -> str:
-    os.makedirs(directory, mode=0o700, exist_ok=True)
+    make_private_dir(directory)
     for old in os.listdir(directory):
         if old.endswith(HPARAMS_SUFFIX) and old != name:
             os.unlink(os.path.join(directory, old))
-    return atomic_write(os.path.join(directory, name), [payload], mode=_HPARAMS_FILE_MODE)
+    return atomic_write(os.path.join(directory, name), [payload], mode=file_mode(False))
 
 
 def write_hparams(

@@ -28,7 +28,7 @@ from rankscribe.lineage._model import (
 )
 from rankscribe.lineage._names import is_merged_lineage_name, merged_lineage_name
 from rankscribe.lineage._parser import RunLineage
-from rankscribe.writer.files import PRIVATE_FILE_MODE, atomic_write, frame
+from rankscribe.writer.files import atomic_write, file_mode, frame
 from rankscribe.writer.pb import lineage_pb2
 
 __all__ = ["lineage_events", "write_merged_lineage"]
@@ -98,7 +98,7 @@ def write_merged_lineage(
     existing = sorted(name for name in os.listdir(directory) if is_merged_lineage_name(name))
     name = existing[-1] if existing else merged_lineage_name(timestamp, host)
     records = (frame(event.SerializeToString()) for event in lineage_events(lineage))
-    atomic_write(os.path.join(directory, name), records, mode=PRIVATE_FILE_MODE)
+    atomic_write(os.path.join(directory, name), records, mode=file_mode(True))
     for stale in existing[:-1]:
         os.unlink(os.path.join(directory, stale))
     return os.path.join(directory, name)

@@ -47,6 +47,7 @@ from rankscribe.lineage.jobview import (
     session_values,
     write_job_view,
 )
+from rankscribe.writer.files import file_mode
 
 logger = logging.getLogger(__name__)
 
@@ -429,8 +430,8 @@ def merge_run_dir(
     view = None
     lock_path = os.path.join(directory, MERGE_LOCK_NAME)
     try:
-        # Owner-only like every file RankScribe creates; a bounded wait like every wait.
-        with filelock.FileLock(lock_path, timeout=_LOCK_SECONDS, mode=0o600):
+        # Private like every file RankScribe creates; a bounded wait like every wait.
+        with filelock.FileLock(lock_path, timeout=_LOCK_SECONDS, mode=file_mode(False)):
             if has_scalars:
                 hparams, metrics = session_values(merged)
                 view = write_job_view(

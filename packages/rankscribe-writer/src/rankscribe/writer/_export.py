@@ -17,7 +17,7 @@ from urllib.parse import quote
 import numpy as np
 
 from rankscribe.writer.errors import WriterValueError
-from rankscribe.writer.files import atomic_write, file_mode, make_private_dir
+from rankscribe.writer.files import atomic_write, claim_timestamp, file_mode, make_private_dir
 
 FORMATS = ("npy",)
 # Most filesystems refuse names longer than 255 bytes.
@@ -75,3 +75,22 @@ class NpyExporter:
         # the read-only file; a link planted at the name is replaced, never followed.
         return atomic_write(path, [b""], mode=file_mode(True, self._group_readable),
                             write=save)
+
+
+_EXPORT_DIR_ATTEMPTS = 100
+
+
+def claim_export_dir(
+    log_dir: str, timestamp: int, *, group_readable: bool
+) -> tuple[NpyExporter, int]:
+    """A record's own ``export_<T>`` and its ``T``: a ``T`` whose folder is taken (by a
+    record of another process in the same second, or by a planted link) is passed over."""
+    for _ in range(_EXPORT_DIR_ATTEMPTS):
+        try:
+            return NpyExporter.claim(log_dir, timestamp, group_readable=group_readable), timestamp
+        except FileExistsError:
+            timestamp = claim_timestamp(log_dir, not_before=timestamp + 1)
+    raise WriterValueError(
+        f"For 'SummaryRecord', no free export_<T> folder in {log_dir!r} after "
+        f"{_EXPORT_DIR_ATTEMPTS} tries."
+    )

@@ -19,9 +19,7 @@ from typing import Any
 
 from rankscribe.writer import _events as events
 from rankscribe.writer import _record_lifetime, files, operators
-from rankscribe.writer import _tensorboard as tensorboard
-from rankscribe.writer._eventfile import EventFile
-from rankscribe.writer._export import NpyExporter
+from rankscribe.writer._export import NpyExporter, claim_export_dir
 from rankscribe.writer._graph_builders import RecordGraph
 from rankscribe.writer._pipeline import Pipeline
 from rankscribe.writer._record_checks import (
@@ -41,6 +39,7 @@ from rankscribe.writer._record_checks import (
     check_timeout,
     integer_step,
 )
+from rankscribe.writer._record_files import RecordFiles
 from rankscribe.writer._scalar_batches import ScalarBatches
 from rankscribe.writer._steps import EncodedStep, StepJob, encode_step, is_heavy
 from rankscribe.writer._values import (
@@ -65,7 +64,6 @@ from rankscribe.writer.files import (
     claim_timestamp,
     host_name,
     summary_file_name,
-    tensorboard_file_name,
 )
 
 logger = logging.getLogger(__name__)
@@ -148,7 +146,10 @@ class SummaryRecord:
              for suffix in (file_suffix, LINEAGE_SUFFIX)), key=len))
         files.make_private_dir(self._directory, group_readable=self._group_readable)
         self._timestamp = claim_timestamp(self._directory)
-        self._exporter = self._claim_export_dir() if self._export_tensors else None
+        self._exporter: NpyExporter | None = None
+        if self._export_tensors:
+            self._exporter, self._timestamp = claim_export_dir(
+                self._directory, self._timestamp, group_readable=self._group_readable)
         self._prefix, self._suffix, self._rank = file_prefix, file_suffix, rank
         self._network = network
         self._graph_written = False
@@ -160,36 +161,21 @@ class SummaryRecord:
         self._closed = False
         self._text_warned = False
 
-        self._created: list[str] = []  # every file opened, in order
-        modes = (files.file_mode(False, self._group_readable),
-                 files.file_mode(True, self._group_readable))
-        self._summary_file: EventFile | None = None
-        if "mindinsight" in self._formats:
-            self._summary_file = EventFile(
-                self._names(file_suffix), first_payload=_version_payload,
-                max_file_size=self._max_file_size, on_open=self._created.append,
-                modes=modes,
-            )
-        self._lineage_file = EventFile(
-            self._names(LINEAGE_SUFFIX), max_file_size=self._max_file_size,
-            on_open=self._created.append, modes=modes,
+        self._files = RecordFiles(
+            self._directory, self._timestamp, (file_prefix, file_suffix, rank, self._host),
+            formats=self._formats, max_file_size=self._max_file_size,
+            group_readable=self._group_readable,
         )
-        self._board_file: EventFile | None = None
-        if "tensorboard" in self._formats:
-            self._board_file = EventFile(
-                self._board_names(), first_payload=_board_version_payload,
-                max_file_size=self._max_file_size, on_open=self._created.append,
-                modes=modes,
-            )
+        self._summary_file = self._files.summary
+        self._lineage_file = self._files.lineage
+        self._board_file = self._files.board
         self._pipeline = Pipeline(
             self._write, self._sync, workers=min(workers, os.cpu_count() or 1),
             max_pending_bytes=max_pending_bytes, name=f"rankscribe-{self._timestamp}",
         )
         self._scalar_batches = ScalarBatches(self._pipeline)
         self._write_errors = WriteErrorPolicy(self._raise_exception, self._pipeline.report)
-        # (failed writes, bytes kept after a failed write, records given up) at the last sync.
-        self._disk_state: tuple[int, int, int] = (0, 0, 0)
-        self._failures_seen = 0
+        self._disk_state = (0, 0, 0)  # RecordFiles.disk_state at the last durable sync
         # Whether a step of scalars alone can skip the general path (no graph
         # still to write, no second format to encode for).
         self._scalars_alone = self._board_file is None and network is None
@@ -200,9 +186,7 @@ class SummaryRecord:
     @property
     def log_dir(self) -> str:
         """Full path of the summary file, as in the original (not the directory)."""
-        if self._summary_file is not None and self._summary_file.paths:
-            return self._summary_file.paths[0]  # the name it got, if another process had T
-        return os.path.join(self._directory, self._first_name(self._suffix))
+        return self._files.summary_path()
 
     @property
     def directory(self) -> str:
@@ -212,7 +196,7 @@ class SummaryRecord:
     @property
     def files(self) -> list[str]:
         """Every file created so far (summary, lineage, TensorBoard), in creation order."""
-        return list(self._created)
+        return list(self._files.created)
 
     def set_mode(self, mode: str) -> None:
         """'train' or 'eval' (the collector switches to 'eval' for evaluation)."""
@@ -332,22 +316,16 @@ class SummaryRecord:
         Returns:
             True when everything recorded so far is on disk (written and fsynced).
             False when ``timeout`` seconds passed first (the data is still being
-            written), or when a write failed since the previous ``flush`` (a full
-            disk, a file too large, a failed fsync), or when some recorded data is
-            not on disk: records kept in memory after a failed write (they go out
-            with the next write that succeeds, so a later ``flush`` returns True
-            again once the disk has room) or records of the summary, lineage or
-            TensorBoard file given up for good (more than 64 MiB kept waiting, a
-            file that could not be created). Once such a record is given up, every
-            later ``flush`` returns False. A record refused because it cannot fit
-            in ``max_file_size`` is a refusal by rule, logged for each record, and
-            does not make ``flush`` return False.
+            written), when a write failed since the previous ``flush`` (a full
+            disk, a failed fsync or export), while records wait in memory after a
+            failed write (a later ``flush`` returns True once they are written), or
+            once a record was given up (then always). A record too large for
+            ``max_file_size`` is refused by rule and logged: it does not count.
 
-        Each False for a failed or incomplete write is logged as a ``WARNING``
-        (logger ``rankscribe.writer``) saying what is not on disk; the failed
-        write itself is logged once per kind of failure, as an ``ERROR``. With
-        ``raise_exception=True`` the write error is raised instead, as a
-        :class:`~rankscribe.writer.errors.WriterOSError` (an ``OSError``).
+        Each such False is logged as a ``WARNING`` saying what is not on disk; the
+        failed write itself is logged once per kind, as an ``ERROR`` (or raised
+        with ``raise_exception=True``, as ``WriterOSError``, an ``OSError``).
+        ``docs/file-format.md`` (Durability) has the details.
 
         Raises:
             WriterTypeError: ``timeout`` is not None or a non-negative number.
@@ -357,18 +335,7 @@ class SummaryRecord:
             return True
         if not self._pipeline.flush(sync=True, timeout=timeout):
             return False
-        failures, unwritten, lost = self._disk_state
-        new_failures = failures - self._failures_seen
-        self._failures_seen = failures
-        if new_failures or unwritten or lost:
-            # A warning: the failed write itself is logged once as an error.
-            logger.warning(
-                "flush: not everything recorded is on disk: %d failed writes since the last "
-                "flush, %d bytes waiting for a write that succeeds, %d records given up",
-                new_failures, unwritten, lost,
-            )
-            return False
-        return True
+        return self._write_errors.flush_succeeded(self._disk_state)
 
     def close(self) -> None:
         """Write everything recorded, close the files (now read-only). Idempotent."""
@@ -461,21 +428,6 @@ class SummaryRecord:
         values = [snap for tags in pending.values() for snap in tags.values()]
         return values, lineage, graph
 
-    def _claim_export_dir(self) -> NpyExporter:
-        """This record's own ``export_<T>``: a ``T`` whose folder another record (of
-        another process, in the same second) or a planted link took is passed over."""
-        for _ in range(_EXPORT_DIR_ATTEMPTS):
-            try:
-                return NpyExporter.claim(self._directory, self._timestamp,
-                                         group_readable=self._group_readable)
-            except FileExistsError:
-                self._timestamp = claim_timestamp(self._directory,
-                                                  not_before=self._timestamp + 1)
-        raise WriterValueError(
-            f"For 'SummaryRecord', no free export_<T> folder in {self._directory!r} after "
-            f"{_EXPORT_DIR_ATTEMPTS} tries."
-        )
-
     def _step_graph(self, train_network: Any) -> bytes | None:
         graphs = self._pending.get("graph", {})
         if graphs:
@@ -497,34 +449,6 @@ class SummaryRecord:
         if self._scalars:
             plugins.append("scalar")
         return {plugin: bool(plugin_filter(plugin)) for plugin in dict.fromkeys(plugins)}
-
-    def _names(self, suffix: str) -> Callable[[], str]:
-        """Summary or lineage file paths: the shared first T, then a fresh T per rotation."""
-        return self._rotating_paths(lambda timestamp: summary_file_name(
-            self._prefix, timestamp, self._rank, self._host, suffix))
-
-    def _board_names(self) -> Callable[[], str]:
-        # TensorBoard reads a directory's files in name order, so a rotated file
-        # needs a later T, not just a higher counter ("...10" sorts before "...2").
-        return self._rotating_paths(
-            lambda timestamp: tensorboard_file_name(timestamp, self._host))
-
-    def _rotating_paths(self, name_for: Callable[[int], str]) -> Callable[[], str]:
-        used: list[int] = []
-
-        def next_path() -> str:
-            timestamp = (
-                claim_timestamp(self._directory, not_before=used[-1] + 1)
-                if used else self._timestamp
-            )
-            used.append(timestamp)
-            return os.path.join(self._directory, name_for(timestamp))
-
-        return next_path
-
-    def _first_name(self, suffix: str) -> str:
-        return summary_file_name(
-            self._prefix, self._timestamp, self._rank, self._host, suffix)
 
     # ------------------------------------------------------------ writer thread
 
@@ -554,23 +478,10 @@ class SummaryRecord:
                                            array)
 
     def _sync(self, durable: bool) -> None:
-        streams = [s for s in (self._summary_file, self._lineage_file, self._board_file) if s]
-        for stream in streams:
+        for stream in self._files.streams:
             action = stream.sync if durable else stream.write_buffered
             self._write_errors.guarded("sync", None, action)
         if durable:
             # Read by flush() once this sync is done: the state as of the flush's place
             # in the queue, not of steps recorded after it.
-            self._disk_state = (
-                self._write_errors.failures,
-                sum(stream.unwritten_bytes for stream in streams),
-                sum(stream.lost_records for stream in streams),
-            )
-
-
-def _version_payload() -> bytes:
-    return events.version_event(time.time())
-
-
-def _board_version_payload() -> bytes:
-    return tensorboard.version_event(time.time())
+            self._disk_state = self._files.disk_state(self._write_errors.failures)

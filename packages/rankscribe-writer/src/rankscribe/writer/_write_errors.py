@@ -26,6 +26,22 @@ class WriteErrorPolicy:
         #: Failed writes so far (written by the writer thread only); a record refused as
         #: too large for max_file_size is a refusal by rule, logged, and not counted.
         self.failures = 0
+        self._failures_seen = 0  # as of the last flush
+
+    def flush_succeeded(self, state: tuple[int, int, int]) -> bool:
+        """Whether a flush put everything on disk, given (failed writes so far, bytes kept
+        after a failed write, records given up) as of its sync; logs what is missing."""
+        failures, unwritten, lost = state
+        new_failures, self._failures_seen = failures - self._failures_seen, failures
+        if not (new_failures or unwritten or lost):
+            return True
+        # A warning: the failed write itself is logged once, as an error.
+        logger.warning(
+            "flush: not everything recorded is on disk: %d failed writes since the last "
+            "flush, %d bytes waiting for a write that succeeds, %d records given up",
+            new_failures, unwritten, lost,
+        )
+        return False
 
     def guarded(
         self, target: str, step: int | None, action: Callable[..., Any], *args: Any
