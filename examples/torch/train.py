@@ -10,7 +10,8 @@ started it, wraps the model in ``DistributedDataParallel`` and trains each rank
 on its ``DistributedSampler`` shard. ``SummaryCollector`` records loss, weight
 histograms, input images and the lineage of every rank into
 ``<summary-dir>/rank_<r>/``, and rank 0 merges the job's lineage and its
-cross-rank curves into ``<summary-dir>/``; ``ModelCheckpoint`` saves each rank's
+cross-rank curves into ``<summary-dir>/`` (under torchrun the ranks meet through
+torch.distributed's store; under mpiexec through MPI); ``ModelCheckpoint`` saves each rank's
 weights beside its summaries; ``Progress`` shows rank 0's progress (a bar on a
 terminal, a line every 10 s otherwise). The digits (1,797 8x8 images) ship with
 scikit-learn: nothing is downloaded.
@@ -44,7 +45,7 @@ from rankscribe.collector import (
     TrainLoop,
 )
 from rankscribe.lineage import get_summary_lineage
-from rankscribe.ranks import Coordinator, FileCoordinator, detect, rank_dir
+from rankscribe.ranks import detect, rank_dir
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -121,20 +122,6 @@ def _free_address() -> tuple[str, int]:
         return "127.0.0.1", probe.getsockname()[1]
 
 
-def lineage_coordinator(summary_dir: Path) -> Coordinator | None:
-    """Where the ranks meet to merge the job's lineage at the end.
-
-    Under mpiexec the collector uses MPI itself (None). torchrun starts no MPI
-    job: the ranks meet in a folder of the summary dir, which every rank sees,
-    named for this launch (torchrun gives every rank the same run id).
-    """
-    info = detect()
-    if info.launcher != "torchrun" or info.world_size == 1:
-        return None
-    run_id = os.environ.get("TORCHELASTIC_RUN_ID", "torchrun")
-    return FileCoordinator(info, summary_dir / f".rendezvous-{run_id}")
-
-
 class ShuffleEachEpoch(Callback):
     """A DistributedSampler reshuffles only when told the epoch (its documented rule)."""
 
@@ -180,7 +167,6 @@ def train(args: argparse.Namespace) -> dict[str, Any] | None:
         # The loss landscape saves many full parameter sets; this example does not draw it.
         collect_specified_data={"collect_landscape": None},
         custom_lineage_data={"seed": args.seed},
-        coordinator=lineage_coordinator(summary_dir),
     )
     config = CheckpointConfig(save_checkpoint_steps=len(loader), keep_checkpoint_max=2)
     checkpoint = ModelCheckpoint(prefix="digits-cnn", config=config,
