@@ -2,8 +2,8 @@
 
 2 epochs x 30 steps with collect_freq=3, in step and in sink mode, with the
 default and custom collect_tensor_freq. Every expected list below is worked
-out by hand from the rules of COLLECTOR_AND_LINEAGE.md §5 ("Collection
-schedule"); the collector's schedule code is not used to compute them:
+out by hand from the rules of docs/collector-schedule.md ("When a unit is
+collected"); the collector's schedule code is not used to compute them:
 
 - the first unit is always collected, nothing filtered;
 - then a unit is collected when unit % collect_freq == 0;

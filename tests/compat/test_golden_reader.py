@@ -53,7 +53,7 @@ NPY_FILES = [
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 # The numpy dtype our tensor decoder must return for each DataType number
-# MindSpore writes (FORMAT.md §2.2).
+# MindSpore writes (docs/file-format.md).
 NUMPY_DTYPE_OF_DATA_TYPE = {
     1: np.bool_,
     2: np.int8,

@@ -1,7 +1,7 @@
 """Helpers shared by the writer tests: reading back what a SummaryRecord left on disk.
 
 Everything here reads files the way a user's tool would: framed records with both
-CRCs checked (strict), then the protobuf messages of FORMAT.md.
+CRCs checked (strict), then the protobuf messages of docs/file-format.md.
 """
 
 from __future__ import annotations

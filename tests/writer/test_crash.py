@@ -316,7 +316,7 @@ def test_writing_resumes_when_the_disk_has_room_again(tmp_path, disk):
     assert "File too large" in result.stderr  # logged (raise_exception=False)
     [summary] = disk.summary_files(log_dir)
     events = disk.read_events(summary)  # strict: no partial record
-    # FORMAT.md: the first record of a summary file is the version event, even when
+    # docs/file-format.md: the first record of a summary file is the version event, even when
     # the first write into it failed.
     assert events[0].WhichOneof("what") == "version"
     assert events[0].version == "MindSpore.Event:1"

@@ -41,7 +41,7 @@ def expected_scalar_event(wall_time, step, scalars) -> summary_pb2.Event:
 
 def test_version_event_is_the_original_28_bytes():
     payload = events.version_event(1_795_244_534.25)
-    assert len(payload) == 28  # FORMAT.md
+    assert len(payload) == 28  # docs/file-format.md
     event = summary_pb2.Event.FromString(payload)
     assert event.WhichOneof("what") == "version"
     assert event.version == "MindSpore.Event:1"
@@ -255,7 +255,7 @@ def test_lineage_event_parses_back_without_a_step(plugin):
 
 
 def test_lineage_field_numbers_are_the_wire_facts():
-    # FORMAT.md §2.3: train 6, evaluation 7, dataset graph 9, user defined info 10.
+    # docs/file-format.md: train 6, evaluation 7, dataset graph 9, user defined info 10.
     numbers = {
         plugin: lineage_pb2.LineageEvent.DESCRIPTOR.fields_by_name[field].number
         for plugin, (field, _) in LINEAGE.items()

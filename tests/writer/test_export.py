@@ -1,8 +1,8 @@
 """export_options={'tensor_format': 'npy'}: every recorded tensor also as a .npy file.
 
-FORMAT.md §3: ``<log_dir>/export_<T>/tensor/<urlquote(tag, safe='')>_<step>.npy``, files
-0400, the tensor folder 0700. The issue adds: a tag can never make a file land outside
-that folder.
+docs/file-format.md, "File names":
+``<log_dir>/export_<T>/tensor/<urlquote(tag, safe='')>_<step>.npy``, files 0400, the tensor
+folder 0700. A tag can never make a file land outside that folder.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def test_original_example_name(make_record, disk):
     record.add_value("tensor", "a/b c", np.ones(2))
     record.record(1)
     record.close()
-    assert os.listdir(export_folder(record)) == ["a%2Fb%20c_1.npy"]  # FORMAT.md [verified]
+    assert os.listdir(export_folder(record)) == ["a%2Fb%20c_1.npy"]  # docs/file-format.md
 
 
 def test_export_folder_shares_the_summary_timestamp(make_record, log_dir, disk):

@@ -25,7 +25,7 @@ def test_mask_is_rotate_right_15_plus_delta():
 
 
 def test_version_event_header_matches_the_original_bytes():
-    # FORMAT.md: a 28-byte version event starts with 1c00000000000000 c8c1951d.
+    # docs/file-format.md: a 28-byte version event starts with 1c00000000000000 c8c1951d.
     record = frame(b"\0" * 28)
     assert record[:12].hex() == "1c00000000000000c8c1951d"
     assert len(record) == 28 + RECORD_OVERHEAD

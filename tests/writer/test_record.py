@@ -1,7 +1,7 @@
 """SummaryRecord's API as a user sees it: what ends up in which file, in what order.
 
 Every test writes with a real SummaryRecord and reads the files back with strict
-framing (both CRCs checked) and the protobuf classes of FORMAT.md.
+framing (both CRCs checked) and the protobuf classes of docs/file-format.md.
 """
 
 from __future__ import annotations
@@ -222,7 +222,7 @@ def _image(seed: int = 0) -> np.ndarray:
 @pytest.mark.parametrize(
     ("adds", "expected"),
     [
-        (  # FORMAT.md §4 [verified]: image, scalar, histograms
+        (  # docs/file-format.md [verified]: image, scalar, histograms
             [("image", "i1"), ("scalar", "s1"), ("histogram", "h1"), ("scalar", "s2"),
              ("image", "i2"), ("tensor", "t1"), ("histogram", "h2")],
             [("image", "i1"), ("image", "i2"), ("scalar_value", "s1"), ("scalar_value", "s2"),
@@ -428,7 +428,7 @@ def test_image_is_a_png_of_the_tiled_canvas(make_record, log_dir, disk):
     record.close()
     [event] = disk.summary_steps(log_dir)
     batch = disk.value_of(event, "batch").image
-    assert (batch.height, batch.width, batch.colorspace) == (4, 10, 3)  # FORMAT.md example
+    assert (batch.height, batch.width, batch.colorspace) == (4, 10, 3)  # as in docs/file-format.md
     assert batch.encoded_image.startswith(b"\x89PNG\r\n\x1a\n")
     gray = disk.value_of(event, "gray").image
     assert (gray.height, gray.width) == (2 * 2, 8 * 3)  # 9 images: 8 per row, 2 rows
@@ -785,7 +785,7 @@ def test_context_manager_closes_when_the_body_raises(make_record, log_dir, disk)
 
 
 def test_entering_a_closed_record_raises_value_error(make_record):
-    # FORMAT.md §4: the original raises ValueError; code written for it catches that.
+    # docs/file-format.md: the original raises ValueError; code written for it catches that.
     record = make_record()
     record.close()
     with pytest.raises(ValueError, match="closed") as raised, record:

@@ -1,6 +1,6 @@
 """Every bad input to SummaryRecord: the error type, its built-in base, and what it says.
 
-FORMAT.md §4 and STYLE.md: each error is a WriterError that also derives from the
+docs/file-format.md and docs/contributing.md: each error is a WriterError that also derives from the
 built-in the original raised (ValueError or TypeError), and its message names the
 argument, the value received and the form expected.
 """

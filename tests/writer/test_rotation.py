@@ -17,7 +17,7 @@ import pytest
 from rankscribe.writer import RecordTooLargeError, WriterError
 from rankscribe.writer.pb import lineage_pb2
 
-VERSION_RECORD = 28 + 16  # FORMAT.md: the version event is 28 bytes, plus framing
+VERSION_RECORD = 28 + 16  # docs/file-format.md: the version event is 28 bytes, plus framing
 
 
 def record_sizes(path) -> int:
@@ -91,7 +91,7 @@ def test_a_file_is_filled_exactly_up_to_the_limit(make_record, tmp_path, disk):
 
 
 def test_original_example_of_100_bytes(make_record, log_dir, disk):
-    # FORMAT.md: with max_file_size=100 one file holds the version and one scalar (86
+    # docs/file-format.md: with max_file_size=100 one file holds the version and one scalar (86
     # bytes). The original then dropped everything; here every step gets a file.
     record = make_record(max_file_size=100)
     for step in range(3):

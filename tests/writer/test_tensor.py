@@ -24,7 +24,7 @@ from rankscribe.writer.pb import anf_ir_pb2, tensorboard_pb2
 
 DataType = anf_ir_pb2.DataType
 
-# FORMAT.md §4: bool->1, int8->2, int16->3, int32->4, int64->5, uint8->6, uint16->7,
+# docs/file-format.md: bool->1, int8->2, int16->3, int32->4, int64->5, uint8->6, uint16->7,
 # uint32->8, uint64->9, float16->10, float32->11, float64->12.
 MINDSPORE_TYPES = [
     (np.bool_, 1), (np.int8, 2), (np.int16, 3), (np.int32, 4), (np.int64, 5), (np.uint8, 6),

@@ -63,7 +63,7 @@ def user_defined(summary: Path) -> dict[str, Any]:
     return lineage.section("user_defined")
 
 
-# Worked out by hand from COLLECTOR_AND_LINEAGE.md §5 for one process running the
+# Worked out by hand from docs/collector-schedule.md, for one process running the
 # job's 60 steps (2 epochs x 30) with collect_freq 3: range(0, 61, 3) has 21 > 20
 # entries and 60 // 19 = 3, so the tensor range is range(0, 61, 3)[:20] = 0..57,
 # and the first step is always collected.

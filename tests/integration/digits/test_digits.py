@@ -3,7 +3,7 @@
 Everything is checked from the files the job leaves: the per-rank summary
 dirs, what was collected at which step, each rank's checkpoint, and the merged
 lineage rank 0 wrote for the job. Expected steps are worked out here by hand
-from the collection rules (COLLECTOR_AND_LINEAGE.md §5), not by calling the
+from the collection rules (docs/collector-schedule.md), not by calling the
 collector's own schedule code.
 """
 

@@ -83,7 +83,7 @@ class SummaryCollector(Callback):
     """Collect loss, weights, input images, graphs and lineage of a training run.
 
     Same arguments and meaning as MindSpore's ``SummaryCollector``
-    (COLLECTOR_AND_LINEAGE.md §5):
+    (docs/collector-schedule.md):
 
     Args:
         summary_dir: where the summary files go (created if missing). On

@@ -1,6 +1,6 @@
 """What the collector takes from the training state at a collected step.
 
-MindSpore's rules (COLLECTOR_AND_LINEAGE.md §5, "What it collects"):
+MindSpore's rules (docs/collector-schedule.md, "What is collected"):
 
 - loss, scalar ``loss/auto``: the network's output, its first element if it
   is a tuple or list, averaged with ``np.mean``;

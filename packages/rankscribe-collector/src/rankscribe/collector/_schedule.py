@@ -1,7 +1,7 @@
 """When the SummaryCollector collects, and what: MindSpore's schedule, shared across ranks.
 
-The unit is the step, or the epoch in dataset sink mode (COLLECTOR_AND_LINEAGE.md
-§5, "Collection schedule"):
+The unit is the step, or the epoch in dataset sink mode (docs/collector-schedule.md,
+"When a unit is collected"):
 
 - the first unit seen is always collected, with nothing filtered, then flushed;
 - after it, a unit is collected when ``unit % collect_freq == 0``;

@@ -1,6 +1,6 @@
 """Histogram buckets for the ``histogram`` plugin.
 
-The bucketing rule is MindSpore 2.10's (FORMAT.md §4 "Per-value encoding"), so that
+The bucketing rule is MindSpore 2.10's (docs/file-format.md, "What goes in each file"), so that
 MindInsight draws the same histogram for the same tensor:
 
 * NaN, +inf and -inf are counted apart; ``count`` is the total number of elements,

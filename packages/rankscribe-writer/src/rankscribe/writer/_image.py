@@ -1,6 +1,6 @@
 """PNG images for the ``image`` plugin.
 
-The layout rule is MindSpore 2.10's (FORMAT.md §4 "Per-value encoding"): the value is a
+The layout rule is MindSpore 2.10's (docs/file-format.md, "What goes in each file"): the value is a
 batch in NCHW layout with 1 or 3 channels; a 1-channel image is repeated into R, G and B;
 the N images are tiled 8 per row on one RGB canvas, which is PNG-encoded. ``height`` and
 ``width`` are the canvas size and ``colorspace`` is 3, as MindSpore always writes.

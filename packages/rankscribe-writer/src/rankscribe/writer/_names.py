@@ -169,7 +169,7 @@ def file_kind(path: PathLike) -> FileKind | None:
 def parse_file_name(path: PathLike) -> EventFileName:
     """Split an event file name into prefix, timestamp, rank, host and suffix.
 
-    Understands every form MindSpore wrote (FORMAT.md §3)::
+    Understands every form MindSpore wrote (docs/file-format.md, "File names")::
 
         events.out.events.summary.1795244534.0.vm_MS       (>= 1.2: with rank)
         events.out.events.summary.1795244534.vm_MS         (<= 1.1: no rank)

@@ -1,7 +1,7 @@
 """Tensors for the ``tensor`` plugin, and back.
 
 MindInsight shows a tensor from ``float_data`` only, and MindSpore 2.10 wrote every dtype
-there as float32 (FORMAT.md §4), which loses int32/int64 values above 2**24 and every
+there as float32 (docs/file-format.md), which loses int32/int64 values above 2**24 and every
 float64 digit past float32. RankScribe writes:
 
 * ``dims`` = the shape and ``data_type`` = MindSpore's DataType number of the dtype;
