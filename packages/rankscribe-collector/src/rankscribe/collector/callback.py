@@ -144,6 +144,19 @@ class Callback:
         return None
 
 
+# What a callback list calls. Anything that has them is a callback, as in
+# MindSpore, whose callback lists take MindInsight's TrainLineage/EvalLineage
+# (not subclasses of this Callback: the lineage package does not import the
+# collector); entering it with ``with`` is optional.
+CALLBACK_HOOKS = ("begin", "epoch_begin", "step_begin", "step_end", "epoch_end", "end")
+
+
+def _missing_hooks(item: object) -> list[str]:
+    if isinstance(item, Callback):
+        return []
+    return [hook for hook in CALLBACK_HOOKS if not callable(getattr(item, hook, None))]
+
+
 class CallbackList(Callback):
     """Several callbacks called in order, entered and exited together."""
 
@@ -155,9 +168,12 @@ class CallbackList(Callback):
         else:
             items = list(callbacks)
         for index, item in enumerate(items):
-            if not isinstance(item, Callback):
+            missing = _missing_hooks(item)
+            if missing:
                 raise TypeError(
-                    f"callbacks[{index}] must be a Callback, but got {type(item).__name__}."
+                    f"callbacks[{index}] must be a Callback (or have its hooks: "
+                    f"{', '.join(CALLBACK_HOOKS)}), but got {type(item).__name__}, which has "
+                    f"no {', '.join(missing)}."
                 )
         self.callbacks = items
         self._stack: ExitStack | None = None
@@ -168,7 +184,8 @@ class CallbackList(Callback):
     def __enter__(self) -> CallbackList:
         with ExitStack() as stack:
             for callback in self.callbacks:
-                stack.enter_context(callback)
+                if hasattr(callback, "__enter__") and hasattr(callback, "__exit__"):
+                    stack.enter_context(callback)
             self._stack = stack.pop_all()
         return self
 

@@ -24,6 +24,7 @@ from rankscribe.lineage.errors import (
     LineageError,
     LineageExpressionError,
     LineageFileNotFoundError,
+    LineageLogError,
     LineageMergeError,
     LineageParamSummaryPathError,
     LineageParamTypeError,
@@ -32,6 +33,7 @@ from rankscribe.lineage.errors import (
     LineageSearchConditionParamError,
     LineageSummaryAnalyzeException,
     LineageSummaryParseException,
+    MindInsightException,
 )
 from rankscribe.lineage.hparams import write_hparams
 from rankscribe.lineage.lineage_file import merged_lineage_name, write_merged_lineage
@@ -69,6 +71,7 @@ __all__ = [
     "LineageError",
     "LineageExpressionError",
     "LineageFileNotFoundError",
+    "LineageLogError",
     "LineageMergeError",
     "LineageParamSummaryPathError",
     "LineageParamTypeError",
@@ -78,6 +81,7 @@ __all__ = [
     "LineageSummaryAnalyzeException",
     "LineageSummaryParseException",
     "MergeOutcome",
+    "MindInsightException",
     "ModelFile",
     "OperationInfo",
     "OperationParameterInfo",

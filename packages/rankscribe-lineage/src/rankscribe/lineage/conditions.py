@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from rankscribe.lineage._first_form import to_current_form
 from rankscribe.lineage.errors import (
     LineageDirNotExistError,
     LineageError,
@@ -30,6 +31,7 @@ __all__ = [
     "FIELD_MAPPING",
     "LINEAGE_TYPES",
     "OPERATORS",
+    "SORT_BY_TAG",
     "compare_values",
     "field_kind",
     "is_searchable",
@@ -151,9 +153,15 @@ def field_kind(name: str) -> str | None:
     return None
 
 
+# MindInsight >= 1.0 sorts on a run's ``added_info`` under this name (tags set
+# in its web UI). Files carry none, so every run ties and the order stays.
+SORT_BY_TAG = "tag"
+
+
 def _is_sortable(name: object) -> bool:
     return isinstance(name, str) and (
         name in FIELD_MAPPING
+        or name == SORT_BY_TAG
         or (name.startswith("metric/") and len(name) > len("metric/"))
         or (name.startswith("user_defined/") and len(name) > len("user_defined/"))
     )
@@ -242,8 +250,8 @@ def _check_control_types(condition: dict[str, Any]) -> None:
             raise LineageParamTypeError(f"The {key} must be int.")
     if "sorted_name" in condition and not _is_sortable(condition["sorted_name"]):
         raise LineageParamValueError(
-            f"The sorted_name must be in {list(FIELD_MAPPING)} or start with `metric/` or "
-            f"`user_defined/`."
+            f"The sorted_name must be in {list(FIELD_MAPPING)}, be 'tag' or start with "
+            f"`metric/` or `user_defined/`."
         )
     if "sorted_type" in condition:
         if "sorted_name" not in condition:
@@ -278,10 +286,15 @@ def _check_lineage_type(value: object) -> None:
 
 
 def validate_search_condition(condition: object) -> dict[str, Any]:
-    """Check a search condition; return it, or raise LineageSearchConditionParamError."""
+    """Check a search condition; return it, or raise LineageSearchConditionParamError.
+
+    A condition in MindInsight v0.1's form (``metric_<k>`` names, a plain
+    string ``lineage_type``) is returned in the later form, as a new dict.
+    """
     try:
         if not isinstance(condition, dict):
             raise LineageParamTypeError("Invalid search_condition type, it should be dict.")
+        condition = to_current_form(condition)
         _check_control_types(condition)
         for name, value in condition.items():
             if name not in CONTROL_KEYS:
@@ -327,10 +340,12 @@ def resolve_summary_path(path: object, base_dir: str | None = None) -> str:
 def matches(key: str, expected: Any, actual: Any) -> bool:
     """Whether ``actual`` satisfies ``<key> expected`` (MindInsight's ``is_match``).
 
-    A missing value (None) fails the ordering comparisons and ``not_in``; a
-    comparison between incompatible types counts as no match.
+    A missing value (None) fails the ordering comparisons; it passes
+    ``not_in`` unless the list holds None (MindInsight 2.3.1 evaluates
+    ``None not in [...]``). A comparison between incompatible types counts
+    as no match.
     """
-    if actual is None and key in ("lt", "gt", "le", "ge", "not_in"):
+    if actual is None and key in ("lt", "gt", "le", "ge"):
         return False
     try:
         if key == "in":

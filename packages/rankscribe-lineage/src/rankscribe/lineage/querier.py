@@ -20,6 +20,7 @@ from rankscribe.lineage.conditions import (
     CONTROL_KEYS,
     FIELD_MAPPING,
     LINEAGE_TYPES,
+    SORT_BY_TAG,
     matches,
     resolve_summary_path,
     sort_by,
@@ -237,11 +238,16 @@ def filter_summary_lineage(
             itself and its direct subdirectories.
         search_condition: ``{<field>: {<op>: value, ...}, ...}`` with fields
             from ``FIELD_MAPPING`` or ``metric/<k>`` / ``user_defined/<k>``
-            and ops ``eq lt gt le ge in not_in`` (all combined with AND),
-            plus the control keys ``sorted_name``, ``sorted_type``
+            and ops ``eq lt gt le ge in not_in`` (all combined with AND;
+            a run without the value fails ``lt gt le ge`` and passes
+            ``not_in``), plus the control keys ``sorted_name`` (a field,
+            or ``'tag'``, which keeps the base order), ``sorted_type``
             ('ascending' or 'descending'; None is the smallest value),
             ``limit`` (1..100) and ``offset`` (a page index, 0..100000)
             and ``lineage_type`` (``{'eq': 'model'}`` or ``{'in': [...]}``).
+            MindInsight v0.1's documented form is accepted too:
+            ``metric_<k>`` for ``metric/<k>`` (in fields and
+            ``sorted_name``) and ``'lineage_type': 'model'``.
         use_index: read and update the index cache in the base dir (default:
             yes, unless the environment sets ``RANKSCRIBE_LINEAGE_INDEX=0``).
 
@@ -261,7 +267,7 @@ def filter_summary_lineage(
     if not rows:
         return {"customized": {}, "object": [], "count": 0}
     selected = [row for row in rows if _condition_matches(row, condition)]
-    if "sorted_name" in condition:
+    if "sorted_name" in condition and condition["sorted_name"] != SORT_BY_TAG:
         sorted_name = condition["sorted_name"]
         selected = sort_by(
             selected,
