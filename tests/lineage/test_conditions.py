@@ -135,6 +135,10 @@ FILTER_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("user_defined/note eq", {"user_defined/note": {"eq": "x"}}, ["a"]),
     ("user_defined mixed types: str vs int is no match", {"user_defined/mixed": {"lt": 2}}, ["a"]),
     ("fields AND", {"network": {"eq": "ResNet"}, "loss": {"gt": 1}}, ["c"]),
+    ("a text field's operators AND (MindInsight 2.3.1)",
+     {"optimizer": {"in": ["Adam", "SGD"], "not_in": ["SGD"]}}, ["a"]),
+    ("loss not_in (MindInsight 2.3.1 refuses it)", {"loss": {"not_in": [0.3, 1.5]}}, ["b", "d"]),
+    ("metric/acc not_in", {"metric/acc": {"not_in": [0.9]}}, ["b", "c", "d"]),
 ]
 
 
@@ -227,6 +231,7 @@ LINEAGE_TYPE_CASES = [
     ({"in": ["dataset", "model"]}, ["summary_dir", "model_lineage", "dataset_graph"]),
     ({"in": ["dataset"]}, ["summary_dir", "dataset_graph"]),
     ({}, ["summary_dir", "model_lineage", "dataset_graph"]),
+    ({"eq": "model", "in": ["dataset"]}, ["summary_dir", "dataset_graph"]),  # 'in' wins
 ]
 
 
@@ -274,11 +279,11 @@ ERROR_CASES: list[tuple[str, Any, str]] = [
      "ValueError. The sorted_name must be in ['summary_dir', 'loss_function', "
      "'train_dataset_path', 'train_dataset_count', 'test_dataset_path', 'test_dataset_count', "
      "'network', 'optimizer', 'learning_rate', 'epoch', 'batch_size', 'device_num', 'loss', "
-     "'model_size', 'dataset_mark'], be 'tag' or start with `metric/` or `user_defined/`."),
+     "'model_size', 'dataset_mark'] or start with `metric/` or `user_defined/`."),
     ("bare metric/ sorted_name", {"sorted_name": "metric/"}, "ValueError. The sorted_name must"),
     ("sorted_name not str", {"sorted_name": 3}, "ValueError. The sorted_name must"),
     ("sorted_type alone", {"sorted_type": "ascending"},
-     "ValueError. The sorted_name have to exist when sorted_type exists."),
+     "ValueError. The sorted_name must exist when sorted_type exists."),
     ("bad sorted_type", {"sorted_name": "loss", "sorted_type": "up"},
      "ValueError. The sorted_type must be ascending or descending."),
     ("unknown field", {"speed": {"eq": 1}}, "ValueError. The search attribute not supported."),
@@ -304,28 +309,42 @@ ERROR_CASES: list[tuple[str, Any, str]] = [
     ("train_dataset_count too big", {"train_dataset_count": {"eq": 2**63}},
      COUNT_MESSAGE.format("train_dataset_count")),
     ("test_dataset_count in not a list", {"test_dataset_count": {"in": 5}},
+     "The parameter test_dataset_count is invalid. The value of `in` operation must be list or "
+     "tuple."),
+    ("test_dataset_count not_in not a list (MindInsight says `in`)",
+     {"test_dataset_count": {"not_in": 5}},
+     "The parameter test_dataset_count is invalid. The value of `in` operation must be list or "
+     "tuple."),
+    ("test_dataset_count float", {"test_dataset_count": {"lt": 1.5}},
      COUNT_MESSAGE.format("test_dataset_count")),
-    ("device_num text", {"device_num": {"eq": "x"}}, COUNT_MESSAGE.format("device_num")),
+    ("device_num text", {"device_num": {"eq": "x"}},
+     "The parameter device_num is invalid. It should be a non-negative integer."),
     ("model_size text", {"model_size": {"eq": "1"}},
      "The parameter model_size is invalid. It should be an integer between 0 and pow(2, 63) -1."),
-    ("optimizer lt", {"optimizer": {"lt": "x"}}, FIELD_MESSAGE.format("optimizer")),
-    ("optimizer two operators", {"optimizer": {"eq": "a", "in": ["b"]}},
-     FIELD_MESSAGE.format("optimizer")),
+    ("optimizer lt", {"optimizer": {"lt": "x"}},
+     "The parameter optimizer is invalid. Its operation should be `eq`, `in` or `not_in`."),
     ("network number", {"network": {"eq": 1}}, FIELD_MESSAGE.format("network")),
     ("loss_function number", {"loss_function": {"eq": 1}}, FIELD_MESSAGE.format("loss_function")),
     ("train_dataset_path number", {"train_dataset_path": {"eq": 1}},
      "The parameter train_dataset_path is invalid. It should be a dict and the value should be "
      "a string"),
-    ("test_dataset_path number", {"test_dataset_path": {"in": "x"}},
-     FIELD_MESSAGE.format("test_dataset_path").replace("  ", " ")),
-    ("dataset_mark number", {"dataset_mark": {"eq": 2}}, FIELD_MESSAGE.format("dataset_mark")),
+    ("test_dataset_path in not a list", {"test_dataset_path": {"in": "x"}},
+     "The parameter test_dataset_path is invalid. The value of `in` operation must be list or "
+     "tuple."),
+    ("test_dataset_path number", {"test_dataset_path": {"eq": 1}},
+     FIELD_MESSAGE.format("test_dataset_path")),
+    ("dataset_mark number", {"dataset_mark": {"eq": 2}},
+     "The parameter dataset_mark is invalid. It should be a string."),
     ("summary_dir number", {"summary_dir": {"eq": 1}}, FIELD_MESSAGE.format("summary_dir")),
     ("lineage_type unknown", {"lineage_type": {"eq": "graph"}},
      "The parameter lineage_type is invalid. It should be 'dataset' or 'model'."),
     ("lineage_type as an unknown str", {"lineage_type": "graph"},
      "The parameter lineage_type is invalid."),
-    ("lineage_type two keys", {"lineage_type": {"eq": "model", "in": ["model"]}},
-     "The parameter lineage_type is invalid."),
+    ("lineage_type in not a list", {"lineage_type": {"in": "model"}},
+     "The parameter lineage_type is invalid. The value of `in` operation must be list or "
+     "tuple."),
+    ("lineage_type with another operator", {"lineage_type": {"not_in": ["model"]}},
+     "The parameter lineage_type is invalid. It should be 'dataset' or 'model'."),
 ]
 
 
@@ -371,10 +390,13 @@ def test_base_path_that_is_a_file(base: Path) -> None:
         filter_summary_lineage(str(file))
 
 
-def test_summary_dir_condition_must_exist(base: Path) -> None:
-    with pytest.raises(LineageParamSummaryPathError) as caught:
-        filter_summary_lineage(str(base), {"summary_dir": {"in": ["./a", "./nope"]}})
-    assert caught.value.message == PATH_MISSING
+def test_a_summary_dir_condition_naming_no_run_matches_nothing(base: Path) -> None:
+    # MindInsight 2.3.1 compares the values; 0.7 refused a directory that did not exist.
+    result = filter_summary_lineage(str(base), {"summary_dir": {"in": ["./a", "./nope"]}})
+    assert names(result) == ["a"]
+    assert filter_summary_lineage(str(base), {"summary_dir": {"eq": "a"}})["count"] == 0
+    assert filter_summary_lineage(str(base), {"summary_dir": {"eq": str(base / "b")}})[
+        "count"] == 1
 
 
 def test_no_lineage_files(tmp_path: Path, base: Path) -> None:

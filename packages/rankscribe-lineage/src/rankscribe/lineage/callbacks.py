@@ -1,10 +1,9 @@
 """``TrainLineage`` and ``EvalLineage``: training callbacks that record lineage.
 
 They follow MindInsight's callbacks of the same names and fill the lineage as
-MindSpore's SummaryCollector does (COLLECTOR_AND_LINEAGE.md §5, "Lineage
-values"), but they are duck-typed: they need no framework and no base class.
-What they read is ``run_context.original_args()``, a mapping (or an object
-with attributes) that may hold:
+MindSpore's SummaryCollector does, but they are duck-typed: they need no
+framework and no base class. What they read is ``run_context.original_args()``,
+a mapping (or an object with attributes) that may hold:
 
 ===================  ==========================================================
 key                  used for

@@ -1,8 +1,9 @@
 """The query API: ``get_summary_lineage``, ``filter_summary_lineage``, ``filter_runs``.
 
-The first two keep MindInsight v0.2-0.7's behaviour (see the project's
-COLLECTOR_AND_LINEAGE.md §6): same arguments, same result shape
-``{'customized', 'object', 'count'}``, same errors and codes. ``filter_runs``
+The first two keep MindInsight's behaviour: same arguments, same result shape
+``{'customized', 'object', 'count'}``, same checks, errors and codes as
+MindInsight 2.3.1, with the few differences docs/mindinsight-differences.md
+lists and a test checks against the real MindInsight. ``filter_runs``
 is the terminal-friendly variant taking a string filter.
 """
 
@@ -136,17 +137,27 @@ def _assign_dataset_marks(rows: list[LineageRow]) -> None:
         row.dataset_mark = mark
 
 
+def _summary_dir_in_condition(base_dir: str, value: Any) -> Any:
+    """A ``./<name>`` value as the run's absolute path (what results show); others as given.
+
+    As in MindInsight 2.3.1, a value naming no run simply matches nothing.
+    """
+    if isinstance(value, str) and value.startswith("./"):
+        return os.path.normpath(os.path.join(base_dir, value[2:]))
+    return value
+
+
 def _resolve_summary_dir_condition(base_dir: str, condition: dict[str, Any]) -> dict[str, Any]:
-    """Make ``./``-relative summary_dir values absolute (MindInsight does it in place)."""
+    """Make ``./``-relative summary_dir values absolute, in a copy of the condition."""
     summary_dir = condition.get("summary_dir")
     if not summary_dir:
         return condition
     resolved = dict(summary_dir)
     for key in ("in", "not_in"):
         if key in resolved:
-            resolved[key] = [resolve_summary_path(path, base_dir) for path in resolved[key]]
+            resolved[key] = [_summary_dir_in_condition(base_dir, path) for path in resolved[key]]
     if "eq" in resolved:
-        resolved["eq"] = resolve_summary_path(resolved["eq"], base_dir)
+        resolved["eq"] = _summary_dir_in_condition(base_dir, resolved["eq"])
     return {**condition, "summary_dir": resolved}
 
 
