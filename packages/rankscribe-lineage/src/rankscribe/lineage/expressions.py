@@ -283,7 +283,7 @@ class _Parser:
             return token.keyword == "true"
         if token.kind == "word":
             raise self.error(
-                f"expected a number or a quoted string but found {token.text!r} "
+                f"expected a number or a quoted string but found the bare word {token.text} "
                 f"(did you mean '{token.text}'?)"
             )
         raise self.error(f"expected a number or a quoted string but found {self.describe(token)}")

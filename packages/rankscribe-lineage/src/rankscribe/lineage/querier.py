@@ -305,14 +305,18 @@ def _normalize_lineage_type(lineage_type: str | Sequence[str] | None) -> list[st
 
 
 def _absolute_summary_dir(comparison: Comparison, base_dir: str) -> Comparison:
-    """``summary_dir = './run1'`` means the run1 directory of the base dir."""
+    """``summary_dir = 'run1'`` or ``'./run1'`` means the run1 directory of the base dir.
+
+    A bare name is what the command line's table shows in its run column.
+    """
     if comparison.name != "summary_dir":
         return comparison
 
     def absolute(path: Any) -> Any:
-        if isinstance(path, str) and path.startswith("./"):
-            return os.path.realpath(os.path.join(base_dir, path[2:]))
-        return path
+        if not isinstance(path, str) or os.path.isabs(path):
+            return path
+        relative = path[2:] if path.startswith("./") else path
+        return os.path.realpath(os.path.join(base_dir, relative))
 
     value = comparison.value
     resolved = [absolute(item) for item in value] if isinstance(value, list) else absolute(value)
