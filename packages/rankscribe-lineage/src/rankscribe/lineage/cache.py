@@ -1,12 +1,27 @@
 """The index cache that makes repeated queries over a base dir cheap.
 
-A query must look at every run's lineage files, but it need not re-read the
-ones it has already read. The index, ``.rankscribe-lineage-index.json`` in the
-base dir, keeps for each run the searchable summary of its lineage together
-with the key it was computed from: the name, size and mtime (ns) of each of
-the run's ``_lineage`` files, in reading order. A warm query lists the runs
-(one ``scandir`` per run plus a ``stat`` per lineage file) and parses only the
-runs whose key changed.
+A query must know every run's lineage, but it need not read again what it
+has read. The index, ``.rankscribe-lineage-index.json`` in the base dir, keeps
+for each run the searchable summary of its lineage together with what it was
+computed from: the name, size and mtime (ns) of each of the run's ``_lineage``
+files, in reading order, the directory's mtime and whether the run is final.
+
+A run is *final* when its lineage files and newest files are read-only (the
+writers make a file read-only when they close it, and a closed file never
+changes again: see :mod:`rankscribe.lineage.discovery`) and its directory's
+mtime is older than the scan by more than the file system's timestamp tick
+could hide. Then only a file added, removed or renamed in the directory can
+change the run, and that moves the directory's mtime: a warm query takes a
+final run on one ``stat`` of its directory. Any other run is listed and its
+lineage files ``stat``-ed each time, and parsed again when one changed. So a
+run written or extended after the index was made is seen by the next query.
+
+Measured (tools/bench/lineage.py): a warm top-10 over 10,000 final runs costs
+about 3-4x one ``os.stat`` per run directory; listing each run and ``stat``-ing
+its lineage files instead cost 14x. An index in SQLite was not needed: what
+costs is looking at the runs, not reading the index, and this process keeps
+its last scan of a base dir in memory (checked against the file system like
+the file, and dropped when another process writes a newer index).
 
 Safety:
 
@@ -31,16 +46,18 @@ import gc
 import hashlib
 import json
 import logging
+import operator
 import os
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import filelock
 
 from rankscribe.lineage.conditions import FIELD_MAPPING
-from rankscribe.lineage.discovery import SummaryDir, list_summary_dirs
+from rankscribe.lineage.discovery import LineageFile, SummaryDir, list_summary_dirs
 from rankscribe.lineage.parser import RunLineage, parse_run
 
 logger = logging.getLogger(__name__)
@@ -48,8 +65,11 @@ logger = logging.getLogger(__name__)
 INDEX_NAME = ".rankscribe-lineage-index.json"
 LOCK_NAME = ".rankscribe-lineage-index.lock"
 INDEX_FORMAT = "rankscribe-lineage-index"
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 LOCK_TIMEOUT_SECONDS = 2.0
+# How much older than a scan a directory's mtime must be for its entry to be
+# trusted on that mtime alone (file systems stamp times at a coarse tick).
+_SETTLED_NS = 2_000_000_000
 ENVIRONMENT_SWITCH = "RANKSCRIBE_LINEAGE_INDEX"
 
 __all__ = [
@@ -57,8 +77,10 @@ __all__ = [
     "LOCK_NAME",
     "LineageRow",
     "ScanResult",
+    "forget_scans",
     "index_enabled",
     "scan_base_dir",
+    "value_getter",
 ]
 
 # The searchable fields a row keeps (summary_dir and dataset_mark are per query).
@@ -90,6 +112,21 @@ class LineageRow:
         if name.startswith("user_defined/"):
             return self.user_defined.get(name[len("user_defined/"):])
         return self.fields.get(name)
+
+
+def value_getter(name: str) -> Callable[[LineageRow], Any]:
+    """``LineageRow.value`` for one name, decided once (a query asks it of every row)."""
+    if name == "summary_dir":
+        return operator.attrgetter("summary_dir")
+    if name == "dataset_mark":
+        return operator.attrgetter("dataset_mark")
+    if name.startswith("metric/"):
+        metric_key = name[len("metric/"):]
+        return lambda row: row.metric.get(metric_key)
+    if name.startswith("user_defined/"):
+        user_key = name[len("user_defined/"):]
+        return lambda row: row.user_defined.get(user_key)
+    return lambda row: row.fields.get(name)
 
 
 def graph_id_of(graph: dict[str, Any]) -> str:
@@ -145,16 +182,32 @@ def index_enabled(use_index: bool | None) -> bool:
     return os.environ.get(ENVIRONMENT_SWITCH, "1").strip().lower() not in ("0", "false", "no")
 
 
-def _load_index(base_dir: str) -> dict[str, Any]:
+_Signature = tuple[int, int, int]
+
+
+def _signature(found: os.stat_result) -> _Signature:
+    return (found.st_ino, found.st_size, found.st_mtime_ns)
+
+
+def _index_signature(base_dir: str) -> _Signature | None:
+    try:
+        return _signature(os.stat(os.path.join(base_dir, INDEX_NAME)))
+    except OSError:
+        return None
+
+
+def _load_index(base_dir: str) -> tuple[dict[str, Any], _Signature | None]:
+    """The index on disk (``{}`` if there is none or it is unusable) and its signature."""
     path = os.path.join(base_dir, INDEX_NAME)
     try:
         with open(path, "rb") as stream:
+            signature = _signature(os.fstat(stream.fileno()))
             index = json.loads(stream.read())
     except FileNotFoundError:
-        return {}
+        return {}, None
     except (OSError, ValueError) as error:
         logger.warning("ignoring unreadable lineage index %s (%s); rebuilding it", path, error)
-        return {}
+        return {}, None
     if (
         not isinstance(index, dict)
         or index.get("format") != INDEX_FORMAT
@@ -163,11 +216,14 @@ def _load_index(base_dir: str) -> dict[str, Any]:
         or not isinstance(index.get("graphs"), dict)
     ):
         logger.warning("ignoring lineage index %s of another format; rebuilding it", path)
-        return {}
-    return index
+        return {}, None
+    return index, signature
 
 
-def _write_index(base_dir: str, runs: dict[str, Any], graphs: dict[str, Any]) -> None:
+def _write_index(
+    base_dir: str, runs: dict[str, Any], graphs: dict[str, Any]
+) -> _Signature | None:
+    """Write the index; return the signature of the file written, None if not written."""
     index = {"format": INDEX_FORMAT, "version": INDEX_VERSION, "runs": runs, "graphs": graphs}
     try:
         with filelock.FileLock(os.path.join(base_dir, LOCK_NAME), timeout=LOCK_TIMEOUT_SECONDS):
@@ -179,6 +235,8 @@ def _write_index(base_dir: str, runs: dict[str, Any], graphs: dict[str, Any]) ->
                 text = json.dumps(index, separators=(",", ":"), check_circular=False)
                 with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
                     stream.write(text)
+                    stream.flush()
+                    written = _signature(os.fstat(stream.fileno()))
                 os.replace(temporary, os.path.join(base_dir, INDEX_NAME))
             except BaseException:
                 os.unlink(temporary)
@@ -187,6 +245,9 @@ def _write_index(base_dir: str, runs: dict[str, Any], graphs: dict[str, Any]) ->
         logger.debug("lineage index of %s is being written by another process", base_dir)
     except OSError as error:
         logger.debug("cannot write the lineage index of %s: %s", base_dir, error)
+    else:
+        return written
+    return None
 
 
 def _cached_entry(
@@ -198,21 +259,28 @@ def _cached_entry(
     key = [list(item.signature) for item in run.lineage_files]
     if entry.get("files") != key:
         return None
-    summary = entry.get("lineage")
     warnings = entry.get("warnings", [])
     if not isinstance(warnings, list):
         return None
-    if summary is not None:
-        if (
-            not isinstance(summary, dict)
-            or summary.get("graph") not in graphs
-            or not isinstance(summary.get("fields"), dict)
-            or not isinstance(summary.get("metric"), dict)
-            or not isinstance(summary.get("user_defined"), dict)
-        ):
-            return None
-        summary = {**summary, "graph_dict": graphs[summary["graph"]]}
-    return summary, list(warnings)
+    valid, summary = _stored_summary(entry.get("lineage"), graphs)
+    return (summary, list(warnings)) if valid else None
+
+
+def _stored_summary(
+    summary: Any, graphs: dict[str, Any]
+) -> tuple[bool, dict[str, Any] | None]:
+    """(whether an entry's ``lineage`` is well formed, the summary with its graph dict)."""
+    if summary is None:
+        return True, None
+    if (
+        not isinstance(summary, dict)
+        or summary.get("graph") not in graphs
+        or not isinstance(summary.get("fields"), dict)
+        or not isinstance(summary.get("metric"), dict)
+        or not isinstance(summary.get("user_defined"), dict)
+    ):
+        return False, None
+    return True, {**summary, "graph_dict": graphs[summary["graph"]]}
 
 
 @contextlib.contextmanager
@@ -244,53 +312,214 @@ def scan_base_dir(base_dir: str, *, use_index: bool | None = None) -> ScanResult
         return _scan(base_dir, index_enabled(use_index))
 
 
+@dataclass
+class _Known:
+    """What the last scan of a base dir found, kept in memory for the next one."""
+
+    runs: dict[str, Any]
+    graphs: dict[str, Any]
+    # The index file these match (None: not on disk); another one means another writer.
+    on_disk: _Signature | None
+    # Writing it failed (a read-only base dir): try again only when something changed.
+    unwritable: bool = False
+    # Final runs ready for reuse: relative path -> (its SummaryDir, its row or None).
+    ready: dict[str, tuple[SummaryDir, LineageRow | None]] = field(default_factory=dict)
+
+
+# The last scans of a few base dirs (this process's memory of them). Each entry
+# is checked against the file system before use, like the index on disk, so it
+# is never stale; it only saves reading and decoding the index again.
+_RECENT: dict[str, _Known] = {}
+_RECENT_LIMIT = 2
+
+
+def forget_scans() -> None:
+    """Forget what this process remembers of earlier scans: the next reads the index."""
+    _RECENT.clear()
+
+
+def _known(base_dir: str) -> _Known:
+    """What the last scan found, or the index on disk if another process wrote a newer one."""
+    known = _RECENT.get(base_dir)
+    if known is not None and (
+        known.on_disk is None or known.on_disk == _index_signature(base_dir)
+    ):
+        return known
+    index, signature = _load_index(base_dir)
+    return _Known(index.get("runs", {}), index.get("graphs", {}), signature)
+
+
+def _remember(base_dir: str, known: _Known) -> None:
+    _RECENT.pop(base_dir, None)
+    while len(_RECENT) >= _RECENT_LIMIT:
+        _RECENT.pop(next(iter(_RECENT)))
+    _RECENT[base_dir] = known
+
+
+def _ready_run(
+    known: _Known, base_dir: str, relative_path: str, dir_mtime_ns: int
+) -> tuple[SummaryDir, LineageRow | None] | None:
+    """A final run whose directory has not changed since it was indexed, ready to use."""
+    ready = known.ready.get(relative_path)
+    if ready is not None:
+        return ready if ready[0].dir_mtime_ns == dir_mtime_ns else None
+    entry = known.runs.get(relative_path)
+    if (
+        not isinstance(entry, dict)
+        or entry.get("final") is not True
+        or entry.get("dir_mtime") != dir_mtime_ns
+        or "warnings" in entry  # runs with warnings are looked at each time
+    ):
+        return None
+    valid, summary = _stored_summary(entry.get("lineage"), known.graphs)
+    if not valid:
+        return None
+    try:
+        files = [LineageFile(name, 0, size, mtime) for name, size, mtime in entry["files"]]
+        run = SummaryDir(relative_path, base_dir + relative_path[1:], entry["create_time"],
+                         entry["update_time"], files, dir_mtime_ns, final=True)
+    except (KeyError, TypeError, ValueError):
+        return None
+    ready = (run, None if summary is None else _row(run, summary))
+    known.ready[relative_path] = ready
+    return ready
+
+
 def _scan(base_dir: str, enabled: bool) -> ScanResult:
-    index = _load_index(base_dir) if enabled else {}
-    old_runs: dict[str, Any] = index.get("runs", {})
-    old_graphs: dict[str, Any] = index.get("graphs", {})
+    started_ns = time.time_ns()
+    known = _known(base_dir) if enabled else _Known({}, {}, on_disk=None)
     new_runs: dict[str, Any] = {}
     new_graphs: dict[str, Any] = {}
+    new_ready: dict[str, tuple[SummaryDir, LineageRow | None]] = {}
     changed = False
     result = ScanResult()
     # Runs mostly share a few dataset graphs: convert and hash each once per scan.
     graph_memo: dict[bytes, dict[str, Any]] = {}
     graph_ids: dict[int, tuple[dict[str, Any], str]] = {}
-    for run in list_summary_dirs(base_dir):
-        if not run.lineage_files:
+
+    def reuse(relative_path: str, dir_mtime_ns: int) -> SummaryDir | None:
+        ready = _ready_run(known, base_dir, relative_path, dir_mtime_ns)
+        if ready is None:
+            return None
+        new_ready[relative_path] = ready
+        return ready[0]
+
+    for run in list_summary_dirs(base_dir, reuse if enabled else None):
+        ready = new_ready.get(run.relative_path)
+        if ready is not None and ready[0] is run:
+            new_runs[run.relative_path] = known.runs[run.relative_path]
+            result.lineage_file_count += len(run.lineage_files)
+            result.reused_runs += 1
+            if ready[1] is not None:
+                result.rows.append(ready[1])
             continue
         result.lineage_file_count += len(run.lineage_files)
-        cached = _cached_entry(old_runs.get(run.relative_path), run, old_graphs)
-        if cached is not None:
-            summary, warnings = cached
-            result.reused_runs += 1
-            cacheable = True
-        else:
-            parsed = parse_run(run.path, run.lineage_files, graph_memo)
-            summary = (
-                summarize_run(parsed.lineage, graph_ids) if parsed.lineage is not None else None
-            )
-            warnings, cacheable = parsed.warnings, parsed.cacheable
+        looked = _look_at(run, known, started_ns, graph_memo, graph_ids)
+        changed = changed or looked.changed
+        if looked.parsed:
             result.parsed_runs += 1
-            changed = True
-        for warning in warnings:
-            logger.warning("%s", warning)
-        if cacheable:
-            stored = None
-            if summary is not None:
-                new_graphs[summary["graph"]] = summary["graph_dict"]
-                stored = {key: value for key, value in summary.items() if key != "graph_dict"}
-            entry: dict[str, Any] = {
-                "files": [list(item.signature) for item in run.lineage_files],
-                "lineage": stored,
-            }
-            if warnings:
-                entry["warnings"] = warnings
-            new_runs[run.relative_path] = entry
-        if summary is not None:
-            result.rows.append(_row(run, summary))
-    if enabled and (changed or set(old_runs) != set(new_runs)):
-        _write_index(base_dir, new_runs, new_graphs)
+        else:
+            result.reused_runs += 1
+        if looked.entry is not None:
+            new_runs[run.relative_path] = looked.entry
+        if looked.summary is not None:
+            new_graphs[looked.summary["graph"]] = looked.summary["graph_dict"]
+            result.rows.append(_row(run, looked.summary))
+    if enabled:
+        changed = changed or set(known.runs) != set(new_runs)
+        graphs = known.graphs
+        on_disk, unwritable = known.on_disk, known.unwritable
+        if changed or (on_disk is None and not unwritable):
+            graphs = _used_graphs(new_runs, {**known.graphs, **new_graphs})
+            on_disk = _write_index(base_dir, new_runs, graphs)
+            unwritable = on_disk is None
+        _remember(base_dir, _Known(new_runs, graphs, on_disk, unwritable, new_ready))
     return result
+
+
+@dataclass
+class _Looked:
+    """What looking at one run (not known to be unchanged) gave."""
+
+    summary: dict[str, Any] | None
+    entry: dict[str, Any] | None  # None: not to be cached
+    parsed: bool
+    changed: bool  # the index on disk should be written again
+
+
+def _look_at(
+    run: SummaryDir,
+    known: _Known,
+    started_ns: int,
+    graph_memo: dict[bytes, dict[str, Any]],
+    graph_ids: dict[int, tuple[dict[str, Any], str]],
+) -> _Looked:
+    """Use the run's cached summary if its files are the same, else parse it."""
+    earlier = known.runs.get(run.relative_path)
+    cached = _cached_entry(earlier, run, known.graphs)
+    if cached is not None:
+        summary, warnings = cached
+        parsed, cacheable = False, True
+    else:
+        outcome = parse_run(run.path, run.lineage_files, graph_memo)
+        summary = (
+            summarize_run(outcome.lineage, graph_ids) if outcome.lineage is not None else None
+        )
+        warnings, cacheable = outcome.warnings, outcome.cacheable
+        parsed = True
+    for warning in warnings:
+        logger.warning("%s", warning)
+    if not cacheable:
+        return _Looked(summary, None, parsed, parsed)
+    entry = _index_entry(run, summary, warnings, started_ns)
+    # A run still being written changes its times at every look: that alone is
+    # not worth writing the index again; becoming final (or a final run's
+    # entry changing) is.
+    was_final = isinstance(earlier, dict) and earlier.get("final") is True
+    changed = parsed or entry["final"] != was_final or (entry["final"] and entry != earlier)
+    return _Looked(summary, entry, parsed, changed)
+
+
+def _used_graphs(runs: dict[str, Any], graphs: dict[str, Any]) -> dict[str, Any]:
+    """The dataset graphs the runs' entries refer to (few: runs share them)."""
+    used: dict[str, Any] = {}
+    for entry in runs.values():
+        lineage = entry["lineage"]
+        if lineage is not None and lineage["graph"] not in used:
+            used[lineage["graph"]] = graphs[lineage["graph"]]
+    return used
+
+
+def _index_entry(
+    run: SummaryDir, summary: dict[str, Any] | None, warnings: list[str], started_ns: int
+) -> dict[str, Any]:
+    """The index entry of a run just looked at.
+
+    ``final`` only when the directory's mtime is older than the scan by a
+    margin: a file added within the file system's timestamp granularity of
+    the listing could leave the mtime as it was.
+    """
+    stored = None
+    if summary is not None:
+        stored = {key: value for key, value in summary.items() if key != "graph_dict"}
+    # The base dir's own run is never final: its mtime moves with every new run.
+    final = (
+        run.final
+        and run.relative_path != "./"
+        and not warnings
+        and run.dir_mtime_ns < started_ns - _SETTLED_NS
+    )
+    entry: dict[str, Any] = {
+        "files": [list(item.signature) for item in run.lineage_files],
+        "lineage": stored,
+        "dir_mtime": run.dir_mtime_ns,
+        "final": final,
+        "create_time": run.create_time,
+        "update_time": run.update_time_ns,
+    }
+    if warnings:
+        entry["warnings"] = warnings
+    return entry
 
 
 def _row(run: SummaryDir, summary: dict[str, Any]) -> LineageRow:

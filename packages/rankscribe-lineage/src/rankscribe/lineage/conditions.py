@@ -416,6 +416,11 @@ def sort_by(
         missing = [row for row, skip in zip(rows, unusable, strict=True) if skip]
     else:
         present, missing = list(rows), []
+    values = list(map(value_of, present))
+    if set(map(type, values)) <= {int, float} and not any(map(math.isnan, values)):
+        # Plain numbers (the usual case, e.g. a metric): sorted by C comparisons alone.
+        order = sorted(range(len(values)), key=values.__getitem__, reverse=descending)
+        return [present[index] for index in order] + missing
     try:
         # Fast path when the values are mutually comparable and not NaN.
         keyed = [(value_of(row), row) for row in present]

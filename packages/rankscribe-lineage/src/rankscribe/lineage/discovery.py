@@ -13,19 +13,30 @@
   the largest timestamp), then by relative path.
 
 Unlike MindInsight there is no cap of 999 directories.
+
+A run whose lineage files and newest files are all read-only (no write
+permission bit: the writers make a file read-only when they close it, and a
+closed file never changes again) is *final*: only files added, removed or
+renamed in its directory can change what it holds, and each of those moves
+the directory's mtime. :func:`list_summary_dirs` can thus take a known
+final run for one ``stat`` of its directory instead of listing it.
 """
 
 from __future__ import annotations
 
 import logging
+import operator
 import os
 import re
+import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 logger = logging.getLogger(__name__)
 
 SUMMARY_NAME = re.compile(r"summary\.(\d+)")
 LINEAGE_SUFFIX = "_lineage"
+_WRITE_BITS = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
 
 __all__ = [
     "LINEAGE_SUFFIX",
@@ -60,6 +71,10 @@ class SummaryDir:
     create_time: int
     update_time_ns: int
     lineage_files: list[LineageFile] = field(default_factory=list)
+    # The directory's mtime, taken before listing it (a later change moves it).
+    dir_mtime_ns: int = 0
+    # Every lineage file and every newest file was read-only when listed.
+    final: bool = False
 
     @property
     def update_time(self) -> float:
@@ -80,6 +95,7 @@ def _summarize_entries(
     lineage_files: list[LineageFile] = []
     newest_entries: list[os.DirEntry[str]] = []
     mtimes: dict[str, int] = {}
+    final = True
     for entry in entries:
         match = SUMMARY_NAME.search(entry.name)
         if match is None or not entry.is_file(follow_symlinks=False):
@@ -87,11 +103,14 @@ def _summarize_entries(
         timestamp = int(match.group(1))
         if entry.name.endswith(LINEAGE_SUFFIX):
             try:
-                stat = entry.stat(follow_symlinks=False)
+                found = entry.stat(follow_symlinks=False)
             except OSError:  # removed while we looked
                 continue
-            mtimes[entry.name] = stat.st_mtime_ns
-            lineage_files.append(LineageFile(entry.name, timestamp, stat.st_size, stat.st_mtime_ns))
+            mtimes[entry.name] = found.st_mtime_ns
+            final = final and not found.st_mode & _WRITE_BITS
+            lineage_files.append(
+                LineageFile(entry.name, timestamp, found.st_size, found.st_mtime_ns)
+            )
         if timestamp > newest_timestamp:
             newest_timestamp = timestamp
             newest_entries = [entry]
@@ -103,9 +122,11 @@ def _summarize_entries(
         mtime_ns = mtimes.get(entry.name)
         if mtime_ns is None:
             try:
-                mtime_ns = entry.stat(follow_symlinks=False).st_mtime_ns
+                found = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
+            mtime_ns = found.st_mtime_ns
+            final = final and not found.st_mode & _WRITE_BITS
         newest_mtime_ns = max(newest_mtime_ns, mtime_ns)
     return SummaryDir(
         relative_path=relative_path,
@@ -113,6 +134,7 @@ def _summarize_entries(
         create_time=newest_timestamp,
         update_time_ns=newest_mtime_ns,
         lineage_files=_order_lineage_files(lineage_files),
+        final=final,
     )
 
 
@@ -121,7 +143,9 @@ def _list(path: str) -> list[os.DirEntry[str]]:
         return list(entries)
 
 
-def list_summary_dirs(base_dir: str) -> list[SummaryDir]:
+def list_summary_dirs(
+    base_dir: str, reuse: Callable[[str, int], SummaryDir | None] | None = None
+) -> list[SummaryDir]:
     """Return the runs in ``base_dir`` (itself and its direct subdirectories).
 
     ``base_dir`` should be a real absolute path: each run's ``path`` is
@@ -129,6 +153,10 @@ def list_summary_dirs(base_dir: str) -> list[SummaryDir]:
     symbolic links are skipped. Raises ``OSError`` when ``base_dir`` itself
     cannot be listed; a subdirectory that cannot be listed is skipped with a
     warning.
+
+    ``reuse(relative_path, dir_mtime_ns)`` may return what is already known
+    of a subdirectory whose mtime is that (a final run, see above); it is then
+    not listed. Otherwise the directory is listed and summarized anew.
     """
     entries = _list(base_dir)
     found: list[SummaryDir] = []
@@ -138,16 +166,22 @@ def list_summary_dirs(base_dir: str) -> list[SummaryDir]:
     for entry in entries:
         if not entry.is_dir(follow_symlinks=False):
             continue
-        path = os.path.join(base_dir, entry.name)
+        path = entry.path  # base_dir joined with the name, made once by scandir
+        relative_path = "./" + entry.name
         try:
-            run = _summarize_entries(path, "./" + entry.name, _list(path))
+            # Before listing: a file added while we list moves the mtime past this.
+            dir_mtime_ns = os.stat(path, follow_symlinks=False).st_mtime_ns
+            known = reuse(relative_path, dir_mtime_ns) if reuse is not None else None
+            run = known or _summarize_entries(path, relative_path, _list(path))
         except OSError as error:
             logger.warning("skipping directory %s: %s", path, error)
             continue
         if run is not None:
+            if known is None:
+                run.dir_mtime_ns = dir_mtime_ns
             found.append(run)
-    found.sort(key=lambda run: run.relative_path)
-    found.sort(key=lambda run: run.update_time_ns, reverse=True)
+    found.sort(key=operator.attrgetter("relative_path"))
+    found.sort(key=operator.attrgetter("update_time_ns"), reverse=True)
     return found
 
 

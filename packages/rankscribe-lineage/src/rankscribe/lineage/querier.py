@@ -13,10 +13,10 @@ import copy
 import dataclasses
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from rankscribe.lineage.cache import LineageRow, scan_base_dir
+from rankscribe.lineage.cache import LineageRow, scan_base_dir, value_getter
 from rankscribe.lineage.conditions import (
     CONTROL_KEYS,
     FIELD_MAPPING,
@@ -161,15 +161,23 @@ def _resolve_summary_dir_condition(base_dir: str, condition: dict[str, Any]) -> 
     return {**condition, "summary_dir": resolved}
 
 
-def _condition_matches(row: LineageRow, condition: dict[str, Any]) -> bool:
-    for name, operations in condition.items():
-        if name in CONTROL_KEYS:
-            continue
-        actual = row.value(name)
-        for key, expected in operations.items():
-            if not matches(key, expected, actual):
+def _matcher(condition: dict[str, Any]) -> Callable[[LineageRow], bool]:
+    """Whether a row satisfies every field condition (compiled once per query)."""
+    tests = [
+        (value_getter(name), key, expected)
+        for name, operations in condition.items()
+        if name not in CONTROL_KEYS
+        for key, expected in operations.items()
+    ]
+
+    def satisfied(row: LineageRow) -> bool:
+        # A loop, not all(...): a generator per row is a measurable part of a warm query.
+        for value_of, key, expected in tests:  # noqa: SIM110
+            if not matches(key, expected, value_of(row)):
                 return False
-    return True
+        return True
+
+    return satisfied
 
 
 def _lineage_types(condition: dict[str, Any]) -> list[str]:
@@ -277,12 +285,11 @@ def filter_summary_lineage(
         raise LineageFileNotFoundError("There is no summary log file under summary_base_dir.")
     if not rows:
         return {"customized": {}, "object": [], "count": 0}
-    selected = [row for row in rows if _condition_matches(row, condition)]
+    selected = list(filter(_matcher(condition), rows))
     if "sorted_name" in condition and condition["sorted_name"] != SORT_BY_TAG:
-        sorted_name = condition["sorted_name"]
         selected = sort_by(
             selected,
-            lambda row: row.value(sorted_name),
+            value_getter(condition["sorted_name"]),
             descending=condition.get("sorted_type") == "descending",
         )
     page = selected
