@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from rankscribe.lineage import filter_summary_lineage, get_summary_lineage
+from rankscribe.lineage import filter_summary_lineage, get_summary_lineage, parser
 from rankscribe.writer import framing
 from rankscribe.writer.framing import frame
 
@@ -100,7 +100,9 @@ def test_unreadable_file(
             raise PermissionError(13, "Permission denied", str(path))
         return real_open(file, *args, **kwargs)
 
+    # The lineage parser opens the file (and reads it at once); the framing reads a stream.
     monkeypatch.setattr(framing, "open", guarded_open, raising=False)
+    monkeypatch.setattr(parser, "open", guarded_open, raising=False)
     with caplog.at_level(logging.WARNING):
         assert networks(base) == ["Good1", "Good2"]
     assert "Permission denied" in warnings_about(caplog, path)[0]

@@ -56,6 +56,7 @@ from typing import Any
 
 import filelock
 
+from rankscribe.lineage._parallel import Job, Outcome, parse_all
 from rankscribe.lineage.conditions import FIELD_MAPPING
 from rankscribe.lineage.discovery import LineageFile, SummaryDir, list_summary_dirs
 from rankscribe.lineage.parser import RunLineage, parse_run
@@ -79,6 +80,7 @@ __all__ = [
     "ScanResult",
     "forget_scans",
     "index_enabled",
+    "parse_for_index",
     "scan_base_dir",
     "value_getter",
 ]
@@ -404,7 +406,19 @@ def _scan(base_dir: str, enabled: bool) -> ScanResult:
         new_ready[relative_path] = ready
         return ready[0]
 
-    for run in list_summary_dirs(base_dir, reuse if enabled else None):
+    runs = list_summary_dirs(base_dir, reuse if enabled else None)
+    fresh = [
+        run for run in runs
+        if not _is_ready(new_ready, run)
+        and _cached_entry(known.runs.get(run.relative_path), run, known.graphs) is None
+    ]
+    outcomes = dict(zip(
+        (run.relative_path for run in fresh),
+        parse_all([(run.path, run.lineage_files) for run in fresh],
+                  lambda job: parse_for_index(job, graph_memo, graph_ids)),
+        strict=True,
+    ))
+    for run in runs:
         ready = new_ready.get(run.relative_path)
         if ready is not None and ready[0] is run:
             new_runs[run.relative_path] = known.runs[run.relative_path]
@@ -414,7 +428,7 @@ def _scan(base_dir: str, enabled: bool) -> ScanResult:
                 result.rows.append(ready[1])
             continue
         result.lineage_file_count += len(run.lineage_files)
-        looked = _look_at(run, known, started_ns, graph_memo, graph_ids)
+        looked = _look_at(run, known, started_ns, outcomes.get(run.relative_path))
         changed = changed or looked.changed
         if looked.parsed:
             result.parsed_runs += 1
@@ -447,25 +461,37 @@ class _Looked:
     changed: bool  # the index on disk should be written again
 
 
-def _look_at(
-    run: SummaryDir,
-    known: _Known,
-    started_ns: int,
+def _is_ready(ready: dict[str, tuple[SummaryDir, LineageRow | None]], run: SummaryDir) -> bool:
+    known = ready.get(run.relative_path)
+    return known is not None and known[0] is run
+
+
+def parse_for_index(
+    job: Job,
     graph_memo: dict[bytes, dict[str, Any]],
     graph_ids: dict[int, tuple[dict[str, Any], str]],
+) -> Outcome:
+    """Parse one run for the index: (its summary or None, warnings, whether to cache it)."""
+    path, files = job
+    parsed = parse_run(path, files, graph_memo)
+    summary = summarize_run(parsed.lineage, graph_ids) if parsed.lineage is not None else None
+    return summary, parsed.warnings, parsed.cacheable
+
+
+def _look_at(
+    run: SummaryDir, known: _Known, started_ns: int, outcome: Outcome | None
 ) -> _Looked:
-    """Use the run's cached summary if its files are the same, else parse it."""
+    """The run's parsed ``outcome``, or else its cached summary (its files are the same)."""
     earlier = known.runs.get(run.relative_path)
-    cached = _cached_entry(earlier, run, known.graphs)
+    cached = _cached_entry(earlier, run, known.graphs) if outcome is None else None
     if cached is not None:
         summary, warnings = cached
         parsed, cacheable = False, True
-    else:
-        outcome = parse_run(run.path, run.lineage_files, graph_memo)
-        summary = (
-            summarize_run(outcome.lineage, graph_ids) if outcome.lineage is not None else None
-        )
-        warnings, cacheable = outcome.warnings, outcome.cacheable
+    elif outcome is not None:
+        summary, warnings, cacheable = outcome
+        parsed = True
+    else:  # changed since the first look: parse it now
+        summary, warnings, cacheable = parse_for_index((run.path, run.lineage_files), {}, {})
         parsed = True
     for warning in warnings:
         logger.warning("%s", warning)
