@@ -76,3 +76,26 @@ def test_few_runs_use_no_helper(base: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
     monkeypatch.setattr(_parallel.subprocess, "Popen", refuse)
     assert scan_base_dir(str(base)).parsed_runs == 41
+
+
+def test_many_changed_runs_are_parsed_again_with_helpers(
+    base: Path, lw: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scan_base_dir(str(base))
+    for index in range(0, 40, 2):  # rewritten after the index: same names, new content
+        lw.write(base / f"run{index:02d}", [lw.train(network=f"New{index}")],
+                 mtime=2_000_000 + index)
+    cache.forget_scans()
+    expected = answers(base)
+    monkeypatch.setattr(_parallel, "PARALLEL_FROM_RUNS", 4)
+    monkeypatch.setenv(_parallel.WORKERS_VARIABLE, "2")
+    started: list[Any] = []
+    real_popen = _parallel.subprocess.Popen
+    monkeypatch.setattr(_parallel.subprocess, "Popen",
+                        lambda argv, **kwargs: started.append(argv) or real_popen(argv, **kwargs))
+    scan = scan_base_dir(str(base))
+    assert (scan.parsed_runs, len(started)) == (20, 1)
+    assert answers(base) == expected
+    networks = {item["model_lineage"]["network"] for item in
+                filter_summary_lineage(str(base), {"limit": 100})["object"]}
+    assert {"New0", "New38", "Net1", "Net39"} <= networks

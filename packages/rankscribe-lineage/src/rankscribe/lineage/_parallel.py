@@ -23,13 +23,25 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rankscribe.lineage.discovery import LineageFile
 
+if TYPE_CHECKING:
+    from rankscribe.lineage.discovery import SummaryDir
+
 logger = logging.getLogger(__name__)
 
-__all__ = ["PARALLEL_FROM_RUNS", "WORKERS_VARIABLE", "Job", "Outcome", "parse_all"]
+__all__ = [
+    "PARALLEL_FROM_RUNS",
+    "WORKERS_VARIABLE",
+    "DirectoryJob",
+    "DirectoryOutcome",
+    "Job",
+    "Outcome",
+    "parse_all",
+    "summarize_and_parse_all",
+]
 
 PARALLEL_FROM_RUNS = 4000
 WORKERS_VARIABLE = "RANKSCRIBE_LINEAGE_WORKERS"
@@ -40,6 +52,10 @@ HELPER_TIMEOUT_SECONDS = 900.0
 
 Job = tuple[str, list[LineageFile]]  # a run's directory and its lineage files
 Outcome = tuple[dict[str, Any] | None, list[str], bool]  # summary, warnings, cacheable
+# A directory to summarize and parse: path, relative path, mtime (discovery.Pending).
+DirectoryJob = tuple[str, str, int]
+# Its run (None: no summary file) and outcome, or None and the listing error.
+DirectoryOutcome = tuple["SummaryDir | None", "Outcome | None", "str | None"]
 
 
 def _processes(jobs: int) -> int:
@@ -65,13 +81,16 @@ def _helper_environment() -> dict[str, str]:
 class _Helper:
     """One helper process parsing one part, waited for on a thread."""
 
-    def __init__(self, part: Sequence[Job]) -> None:
-        self.outcomes: list[Outcome] | None = None
+    def __init__(self, kind: str, part: Sequence[Any]) -> None:
+        self.outcomes: list[Any] | None = None
         self._process: subprocess.Popen[bytes] | None = None
-        self._thread = threading.Thread(target=self._run, args=(list(part),), daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, args=((kind, list(part)),), daemon=True
+        )
         self._thread.start()
 
-    def _run(self, part: list[Job]) -> None:
+    def _run(self, request: tuple[str, list[Any]]) -> None:
+        part = request[1]
         try:
             self._process = subprocess.Popen(
                 [sys.executable, "-m", WORKER_MODULE],
@@ -79,7 +98,7 @@ class _Helper:
                 env=_helper_environment(),
             )
             output, _ = self._process.communicate(
-                pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL),
+                pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL),
                 timeout=HELPER_TIMEOUT_SECONDS,
             )
             if self._process.returncode == 0:
@@ -93,21 +112,38 @@ class _Helper:
                 self._process.kill()
                 self._process.wait(timeout=HELPER_TIMEOUT_SECONDS)
 
-    def join(self) -> list[Outcome] | None:
+    def join(self) -> list[Any] | None:
         self._thread.join(HELPER_TIMEOUT_SECONDS + 60)
         return self.outcomes
 
 
-def parse_all(jobs: Sequence[Job], parse_one: Callable[[Job], Outcome]) -> list[Outcome]:
-    """``[parse_one(job) for job in jobs]``, shared with helper processes when there are many."""
-    processes = _processes(len(jobs))
+_Item = TypeVar("_Item")
+_Result = TypeVar("_Result")
+
+
+def _shared(kind: str, items: Sequence[_Item],
+            one: Callable[[_Item], _Result]) -> list[_Result]:
+    """``[one(item) for item in items]``, shared with helper processes when there are many."""
+    processes = _processes(len(items))
     if processes <= 1 or not sys.executable:
-        return [parse_one(job) for job in jobs]
-    size = -(-len(jobs) // processes)
-    parts = [jobs[start : start + size] for start in range(0, len(jobs), size)]
-    helpers = [_Helper(part) for part in parts[1:]]
-    outcomes = [parse_one(job) for job in parts[0]]
+        return [one(item) for item in items]
+    size = -(-len(items) // processes)
+    parts = [items[start : start + size] for start in range(0, len(items), size)]
+    helpers = [_Helper(kind, part) for part in parts[1:]]
+    results = [one(item) for item in parts[0]]
     for helper, part in zip(helpers, parts[1:], strict=True):
         done = helper.join()
-        outcomes.extend(done if done is not None else [parse_one(job) for job in part])
-    return outcomes
+        results.extend(done if done is not None else [one(item) for item in part])
+    return results
+
+
+def parse_all(jobs: Sequence[Job], parse_one: Callable[[Job], Outcome]) -> list[Outcome]:
+    """``[parse_one(job) for job in jobs]``, shared with helpers when there are many."""
+    return _shared("parse", jobs, parse_one)
+
+
+def summarize_and_parse_all(
+    jobs: Sequence[DirectoryJob], one: Callable[[DirectoryJob], DirectoryOutcome]
+) -> list[DirectoryOutcome]:
+    """``[one(job) for job in jobs]``: list and parse run directories, shared likewise."""
+    return _shared("directory", jobs, one)

@@ -10,16 +10,21 @@ from __future__ import annotations
 import logging
 import pickle
 import sys
+from typing import Any
 
-from rankscribe.lineage.cache import parse_for_index
+from rankscribe.lineage.cache import parse_directory_for_index, parse_for_index
 
 
 def main() -> int:
     logging.disable(logging.CRITICAL)  # warnings travel back with the outcomes
-    jobs = pickle.load(sys.stdin.buffer)  # from the process that started us
+    kind, jobs = pickle.load(sys.stdin.buffer)  # from the process that started us
     graph_memo: dict[bytes, dict[str, object]] = {}
     graph_ids: dict[int, tuple[dict[str, object], str]] = {}
-    outcomes = [parse_for_index(job, graph_memo, graph_ids) for job in jobs]
+    outcomes: list[Any]
+    if kind == "directory":
+        outcomes = [parse_directory_for_index(job, graph_memo, graph_ids) for job in jobs]
+    else:
+        outcomes = [parse_for_index(job, graph_memo, graph_ids) for job in jobs]
     pickle.dump(outcomes, sys.stdout.buffer, protocol=pickle.HIGHEST_PROTOCOL)
     return 0
 

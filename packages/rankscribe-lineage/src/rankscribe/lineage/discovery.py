@@ -42,9 +42,11 @@ __all__ = [
     "LINEAGE_SUFFIX",
     "SUMMARY_NAME",
     "LineageFile",
+    "Pending",
     "SummaryDir",
     "list_lineage_files",
     "list_summary_dirs",
+    "summarize_dir",
 ]
 
 
@@ -143,8 +145,35 @@ def _list(path: str) -> list[os.DirEntry[str]]:
         return list(entries)
 
 
+Pending = tuple[str, str, int]  # a directory to summarize: path, relative path, its mtime
+
+
+def summarize_dir(path: str, relative_path: str, dir_mtime_ns: int) -> SummaryDir | None:
+    """The run in directory ``path`` (None if it holds no summary file).
+
+    Raises ``OSError`` when the directory cannot be listed.
+    """
+    run = _summarize_entries(path, relative_path, _list(path))
+    if run is not None:
+        run.dir_mtime_ns = dir_mtime_ns
+    return run
+
+
+def _summarize_each(pending: list[Pending]) -> list[SummaryDir | None]:
+    runs: list[SummaryDir | None] = []
+    for path, relative_path, dir_mtime_ns in pending:
+        try:
+            runs.append(summarize_dir(path, relative_path, dir_mtime_ns))
+        except OSError as error:
+            logger.warning("skipping directory %s: %s", path, error)
+            runs.append(None)
+    return runs
+
+
 def list_summary_dirs(
-    base_dir: str, reuse: Callable[[str, int], SummaryDir | None] | None = None
+    base_dir: str,
+    reuse: Callable[[str, int], SummaryDir | None] | None = None,
+    summarize_many: Callable[[list[Pending]], list[SummaryDir | None]] | None = None,
 ) -> list[SummaryDir]:
     """Return the runs in ``base_dir`` (itself and its direct subdirectories).
 
@@ -156,13 +185,15 @@ def list_summary_dirs(
 
     ``reuse(relative_path, dir_mtime_ns)`` may return what is already known
     of a subdirectory whose mtime is that (a final run, see above); it is then
-    not listed. Otherwise the directory is listed and summarized anew.
+    not listed. The others are summarized by ``summarize_many`` (default: one
+    after the other, :func:`summarize_dir`), which may share the work out.
     """
     entries = _list(base_dir)
     found: list[SummaryDir] = []
     own = _summarize_entries(base_dir, "./", entries)
     if own is not None:
         found.append(own)
+    pending: list[Pending] = []
     for entry in entries:
         if not entry.is_dir(follow_symlinks=False):
             continue
@@ -171,15 +202,16 @@ def list_summary_dirs(
         try:
             # Before listing: a file added while we list moves the mtime past this.
             dir_mtime_ns = os.stat(path, follow_symlinks=False).st_mtime_ns
-            known = reuse(relative_path, dir_mtime_ns) if reuse is not None else None
-            run = known or _summarize_entries(path, relative_path, _list(path))
         except OSError as error:
             logger.warning("skipping directory %s: %s", path, error)
             continue
-        if run is not None:
-            if known is None:
-                run.dir_mtime_ns = dir_mtime_ns
-            found.append(run)
+        known = reuse(relative_path, dir_mtime_ns) if reuse is not None else None
+        if known is not None:
+            found.append(known)
+        else:
+            pending.append((path, relative_path, dir_mtime_ns))
+    summarized = (summarize_many or _summarize_each)(pending)
+    found.extend(run for run in summarized if run is not None)
     found.sort(key=operator.attrgetter("relative_path"))
     found.sort(key=operator.attrgetter("update_time_ns"), reverse=True)
     return found
