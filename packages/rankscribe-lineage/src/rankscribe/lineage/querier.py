@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rankscribe.lineage.cache import LineageRow, scan_base_dir, value_getter
+from rankscribe.lineage.cache import LineageRow, cyclic_gc_paused, scan_base_dir, value_getter
 from rankscribe.lineage.conditions import (
     CONTROL_KEYS,
     FIELD_MAPPING,
@@ -277,6 +277,13 @@ def filter_summary_lineage(
         LineageParamSummaryPathError, LineageSearchConditionParamError,
         LineageFileNotFoundError, LineageQuerySummaryDataError.
     """
+    with cyclic_gc_paused():
+        return _filter_summary_lineage(summary_base_dir, search_condition, use_index)
+
+
+def _filter_summary_lineage(
+    summary_base_dir: str, search_condition: dict[str, Any] | None, use_index: bool | None
+) -> dict[str, Any]:
     base_dir = _base_dir(summary_base_dir)
     condition = validate_search_condition({} if search_condition is None else search_condition)
     condition = _resolve_summary_dir_condition(base_dir, condition)
@@ -359,6 +366,19 @@ def filter_runs(
         The same shape as :func:`filter_summary_lineage`; ``count`` is the
         number of matching runs before ``offset`` and ``limit``.
     """
+    with cyclic_gc_paused():
+        return _filter_runs(base_dir, where, order_by, limit, offset, lineage_type, use_index)
+
+
+def _filter_runs(
+    base_dir: str | os.PathLike[str],
+    where: str | None,
+    order_by: str | Sequence[str] | None,
+    limit: int | None,
+    offset: int,
+    lineage_type: str | Sequence[str] | None,
+    use_index: bool | None,
+) -> dict[str, Any]:
     directory = resolve_summary_path(os.path.abspath(os.fspath(base_dir)))
     blank = isinstance(where, str) and not where.strip()
     expression = parse_expression(where) if where is not None and not blank else None
