@@ -20,9 +20,9 @@ Measured (tools/bench/lineage.py): a warm top-10 over 10,000 final runs costs
 about 4-4.5x one ``os.stat`` per run directory, 1.3 s over 100,000; listing
 each run and ``stat``-ing its lineage files instead cost 14x. An index in
 SQLite was not needed: what costs is looking at the runs, not reading the
-index, and this process keeps
-its last scan of a base dir in memory (checked against the file system like
-the file, and dropped when another process writes a newer index).
+index, and this process keeps its last scan of a base dir in memory (checked
+against the file system like the file, and dropped when another process
+writes a newer index).
 
 Safety:
 
