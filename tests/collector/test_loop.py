@@ -211,7 +211,9 @@ def test_eval_state() -> None:
          "Callbacks or None, but got str 'Recorder'."),
         (lambda: TrainLoop(lambda b: 0).train(1, dataset(), callbacks=[Recorder(), 5]),  # type: ignore[list-item]
          CollectorTypeError,
-         "For 'TrainLoop.train', callbacks[1] must be a Callback, but got int."),
+         "For 'TrainLoop.train', callbacks[1] must be a Callback (or have its hooks: begin, "
+         "epoch_begin, step_begin, step_end, epoch_end, end), but got int, which has no begin, "
+         "epoch_begin, step_begin, step_end, epoch_end, end."),
         (lambda: TrainLoop(lambda b: 0, eval_fn=lambda b: {}).eval(dataset(), callbacks=5),  # type: ignore[arg-type]
          CollectorTypeError,
          "For 'TrainLoop.eval', the argument 'callbacks' must be a Callback, a list of "

@@ -69,8 +69,9 @@ def test_query_table(base: Path, capsys: pytest.CaptureFixture[str]) -> None:
                          "--sort", "metric/acc desc")
     assert code == 0 and err == ""
     lines = out.splitlines()
-    assert lines[0].split() == ["run", "network", "optimizer", "epoch", "loss", "dataset_mark",
-                                "metric/acc", "user_defined/seed"]
+    # the columns whose values differ between the runs come first
+    assert lines[0].split() == ["run", "optimizer", "loss", "metric/acc", "user_defined/seed",
+                                "network", "epoch", "dataset_mark"]
     assert [line.split()[0] for line in lines[1:3]] == ["adam", "sgd"]
     assert lines[-1] == "2 matching runs"
 
@@ -99,8 +100,8 @@ def test_query_json_and_csv(base: Path, capsys: pytest.CaptureFixture[str]) -> N
 @pytest.mark.parametrize(
     ("argv", "first_line"),
     [
-        (["show", "/no/such/dir"], "rankscribe-lineage: error: The parameter summary path error:"),
-        (["query", "/no/such/dir"], "rankscribe-lineage: error: The parameter summary path"),
+        (["show", "/no/such/dir"], "rankscribe-lineage: error: no such directory: /no/such/dir\n"),
+        (["query", "/no/such/dir"], "rankscribe-lineage: error: no such directory: /no/such/dir\n"),
         (["query", "BASE", "--where", "loss <"],
          "rankscribe-lineage: error: expected a number or a quoted string but found the end "
          "of the filter at column 7"),
@@ -108,13 +109,13 @@ def test_query_json_and_csv(base: Path, capsys: pytest.CaptureFixture[str]) -> N
          "rankscribe-lineage: error: unknown field 'speed';"),
         (["query", "BASE", "--sort", "speed"], "rankscribe-lineage: error:"),
         (["merge", "BASE"], "rankscribe-lineage: error: Merge rank lineage error: no rank_<n>"),
-        (["show", "BASE"],
-         "rankscribe-lineage: error: File not found error: There is no summary log file"),
+        (["show", "BASE"], "rankscribe-lineage: error: no lineage file in BASE"),
     ],
 )
 def test_user_mistakes(base: Path, capsys: pytest.CaptureFixture[str], argv: list[str],
                        first_line: str) -> None:
     argv = [str(base) if arg == "BASE" else arg for arg in argv]
+    first_line = first_line.replace("BASE", str(base))
     code, out, err = run(capsys, *argv)
     assert code == 1 and out == ""
     assert err.startswith(first_line)

@@ -80,20 +80,21 @@ FILTER_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("summary_dir not_in", {"summary_dir": {"not_in": ["./a"]}}, ["b", "c", "d"]),
     ("loss_function eq", {"loss_function": {"eq": "CE"}}, ["a"]),
     ("loss_function in", {"loss_function": {"in": ["CE", "MSE"]}}, ["a", "b"]),
-    ("loss_function not_in: missing never matches", {"loss_function": {"not_in": ["CE"]}}, ["b"]),
+    ("loss_function not_in: a missing value is not in the list (MindInsight 2.3.1)",
+     {"loss_function": {"not_in": ["CE"]}}, ["b", "c", "d"]),
     ("train_dataset_path eq", {"train_dataset_path": {"eq": "/data/b"}}, ["b"]),
     ("train_dataset_path in", {"train_dataset_path": {"in": ["/data/a", "/x"]}}, ["a"]),
-    ("train_dataset_path not_in", {"train_dataset_path": {"not_in": ["/data/a"]}}, ["b"]),
+    ("train_dataset_path not_in", {"train_dataset_path": {"not_in": ["/data/a"]}}, ["b", "c", "d"]),
     ("train_dataset_count eq", {"train_dataset_count": {"eq": 1000}}, ["a"]),
     ("train_dataset_count lt", {"train_dataset_count": {"lt": 1000}}, ["c"]),
     ("train_dataset_count gt", {"train_dataset_count": {"gt": 1000}}, ["b"]),
     ("train_dataset_count le", {"train_dataset_count": {"le": 1000}}, ["a", "c"]),
     ("train_dataset_count ge", {"train_dataset_count": {"ge": 1000}}, ["a", "b"]),
     ("train_dataset_count in", {"train_dataset_count": {"in": [500, 2000]}}, ["b", "c"]),
-    ("train_dataset_count not_in", {"train_dataset_count": {"not_in": [500]}}, ["a", "b"]),
+    ("train_dataset_count not_in", {"train_dataset_count": {"not_in": [500]}}, ["a", "b", "d"]),
     ("test_dataset_path eq", {"test_dataset_path": {"eq": "/data/v"}}, ["a", "d"]),
     ("test_dataset_path in", {"test_dataset_path": {"in": ["/data/w"]}}, ["b"]),
-    ("test_dataset_path not_in", {"test_dataset_path": {"not_in": ["/data/v"]}}, ["b"]),
+    ("test_dataset_path not_in", {"test_dataset_path": {"not_in": ["/data/v"]}}, ["b", "c"]),
     ("test_dataset_count eq", {"test_dataset_count": {"eq": 300}}, ["b"]),
     ("test_dataset_count lt", {"test_dataset_count": {"lt": 200}}, ["d"]),
     ("test_dataset_count gt", {"test_dataset_count": {"gt": 200}}, ["b"]),
@@ -101,10 +102,10 @@ FILTER_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("test_dataset_count ge", {"test_dataset_count": {"ge": 200}}, ["a", "b"]),
     ("network eq", {"network": {"eq": "ResNet"}}, ["a", "c"]),
     ("network in", {"network": {"in": ["VGG"]}}, ["b"]),
-    ("network not_in", {"network": {"not_in": ["VGG"]}}, ["a", "c"]),
+    ("network not_in", {"network": {"not_in": ["VGG"]}}, ["a", "c", "d"]),
     ("optimizer eq", {"optimizer": {"eq": "SGD"}}, ["c"]),
     ("optimizer in", {"optimizer": {"in": ["Adam", "Momentum"]}}, ["a", "b"]),
-    ("optimizer not_in", {"optimizer": {"not_in": ["Adam", "Momentum"]}}, ["c"]),
+    ("optimizer not_in", {"optimizer": {"not_in": ["Adam", "Momentum"]}}, ["c", "d"]),
     ("learning_rate eq (float32 shown as 0.1)", {"learning_rate": {"eq": 0.1}}, ["a"]),
     ("learning_rate lt", {"learning_rate": {"lt": 0.1}}, ["b"]),
     ("learning_rate gt", {"learning_rate": {"gt": 0.1}}, ["c"]),
@@ -115,7 +116,7 @@ FILTER_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("epoch lt", {"epoch": {"lt": 10}}, ["c"]),
     ("epoch range: two operators, AND", {"epoch": {"gt": 5, "le": 20}}, ["a", "b"]),
     ("batch_size ge", {"batch_size": {"ge": 32}}, ["a", "b"]),
-    ("batch_size not_in", {"batch_size": {"not_in": [32]}}, ["b", "c"]),
+    ("batch_size not_in", {"batch_size": {"not_in": [32]}}, ["b", "c", "d"]),
     ("device_num gt", {"device_num": {"gt": 1}}, ["b", "c"]),
     ("device_num eq", {"device_num": {"eq": 4}}, ["c"]),
     ("loss lt", {"loss": {"lt": 0.5}}, ["a"]),
@@ -134,6 +135,10 @@ FILTER_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("user_defined/note eq", {"user_defined/note": {"eq": "x"}}, ["a"]),
     ("user_defined mixed types: str vs int is no match", {"user_defined/mixed": {"lt": 2}}, ["a"]),
     ("fields AND", {"network": {"eq": "ResNet"}, "loss": {"gt": 1}}, ["c"]),
+    ("a text field's operators AND (MindInsight 2.3.1)",
+     {"optimizer": {"in": ["Adam", "SGD"], "not_in": ["SGD"]}}, ["a"]),
+    ("loss not_in (MindInsight 2.3.1 refuses it)", {"loss": {"not_in": [0.3, 1.5]}}, ["b", "d"]),
+    ("metric/acc not_in", {"metric/acc": {"not_in": [0.9]}}, ["b", "c", "d"]),
 ]
 
 
@@ -167,6 +172,12 @@ SORT_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
      ["d", "c", "b", "a"]),
     ("every FIELD_MAPPING name sorts: model_size", {"sorted_name": "model_size"},
      ["c", "d", "a", "b"]),
+    ("tag (MindInsight's added_info): every run ties, the base order stays",
+     {"sorted_name": "tag"}, ALL),
+    ("tag descending: the base order stays", {"sorted_name": "tag", "sorted_type": "descending"},
+     ALL),
+    ("tag after a filter, paged", {"network": {"not_in": ["VGG"]}, "sorted_name": "tag",
+                                   "limit": 2, "offset": 1}, ["d"]),
 ]
 
 
@@ -220,6 +231,7 @@ LINEAGE_TYPE_CASES = [
     ({"in": ["dataset", "model"]}, ["summary_dir", "model_lineage", "dataset_graph"]),
     ({"in": ["dataset"]}, ["summary_dir", "dataset_graph"]),
     ({}, ["summary_dir", "model_lineage", "dataset_graph"]),
+    ({"eq": "model", "in": ["dataset"]}, ["summary_dir", "dataset_graph"]),  # 'in' wins
 ]
 
 
@@ -271,7 +283,7 @@ ERROR_CASES: list[tuple[str, Any, str]] = [
     ("bare metric/ sorted_name", {"sorted_name": "metric/"}, "ValueError. The sorted_name must"),
     ("sorted_name not str", {"sorted_name": 3}, "ValueError. The sorted_name must"),
     ("sorted_type alone", {"sorted_type": "ascending"},
-     "ValueError. The sorted_name have to exist when sorted_type exists."),
+     "ValueError. The sorted_name must exist when sorted_type exists."),
     ("bad sorted_type", {"sorted_name": "loss", "sorted_type": "up"},
      "ValueError. The sorted_type must be ascending or descending."),
     ("unknown field", {"speed": {"eq": 1}}, "ValueError. The search attribute not supported."),
@@ -297,28 +309,42 @@ ERROR_CASES: list[tuple[str, Any, str]] = [
     ("train_dataset_count too big", {"train_dataset_count": {"eq": 2**63}},
      COUNT_MESSAGE.format("train_dataset_count")),
     ("test_dataset_count in not a list", {"test_dataset_count": {"in": 5}},
+     "The parameter test_dataset_count is invalid. The value of `in` operation must be list or "
+     "tuple."),
+    ("test_dataset_count not_in not a list (MindInsight says `in`)",
+     {"test_dataset_count": {"not_in": 5}},
+     "The parameter test_dataset_count is invalid. The value of `in` operation must be list or "
+     "tuple."),
+    ("test_dataset_count float", {"test_dataset_count": {"lt": 1.5}},
      COUNT_MESSAGE.format("test_dataset_count")),
-    ("device_num text", {"device_num": {"eq": "x"}}, COUNT_MESSAGE.format("device_num")),
+    ("device_num text", {"device_num": {"eq": "x"}},
+     "The parameter device_num is invalid. It should be a non-negative integer."),
     ("model_size text", {"model_size": {"eq": "1"}},
      "The parameter model_size is invalid. It should be an integer between 0 and pow(2, 63) -1."),
-    ("optimizer lt", {"optimizer": {"lt": "x"}}, FIELD_MESSAGE.format("optimizer")),
-    ("optimizer two operators", {"optimizer": {"eq": "a", "in": ["b"]}},
-     FIELD_MESSAGE.format("optimizer")),
+    ("optimizer lt", {"optimizer": {"lt": "x"}},
+     "The parameter optimizer is invalid. Its operation should be `eq`, `in` or `not_in`."),
     ("network number", {"network": {"eq": 1}}, FIELD_MESSAGE.format("network")),
     ("loss_function number", {"loss_function": {"eq": 1}}, FIELD_MESSAGE.format("loss_function")),
     ("train_dataset_path number", {"train_dataset_path": {"eq": 1}},
      "The parameter train_dataset_path is invalid. It should be a dict and the value should be "
      "a string"),
-    ("test_dataset_path number", {"test_dataset_path": {"in": "x"}},
-     FIELD_MESSAGE.format("test_dataset_path").replace("  ", " ")),
-    ("dataset_mark number", {"dataset_mark": {"eq": 2}}, FIELD_MESSAGE.format("dataset_mark")),
+    ("test_dataset_path in not a list", {"test_dataset_path": {"in": "x"}},
+     "The parameter test_dataset_path is invalid. The value of `in` operation must be list or "
+     "tuple."),
+    ("test_dataset_path number", {"test_dataset_path": {"eq": 1}},
+     FIELD_MESSAGE.format("test_dataset_path")),
+    ("dataset_mark number", {"dataset_mark": {"eq": 2}},
+     "The parameter dataset_mark is invalid. It should be a string."),
     ("summary_dir number", {"summary_dir": {"eq": 1}}, FIELD_MESSAGE.format("summary_dir")),
     ("lineage_type unknown", {"lineage_type": {"eq": "graph"}},
      "The parameter lineage_type is invalid. It should be 'dataset' or 'model'."),
-    ("lineage_type as str (v0.1 form)", {"lineage_type": "model"},
+    ("lineage_type as an unknown str", {"lineage_type": "graph"},
      "The parameter lineage_type is invalid."),
-    ("lineage_type two keys", {"lineage_type": {"eq": "model", "in": ["model"]}},
-     "The parameter lineage_type is invalid."),
+    ("lineage_type in not a list", {"lineage_type": {"in": "model"}},
+     "The parameter lineage_type is invalid. The value of `in` operation must be list or "
+     "tuple."),
+    ("lineage_type with another operator", {"lineage_type": {"not_in": ["model"]}},
+     "The parameter lineage_type is invalid. It should be 'dataset' or 'model'."),
 ]
 
 
@@ -364,10 +390,13 @@ def test_base_path_that_is_a_file(base: Path) -> None:
         filter_summary_lineage(str(file))
 
 
-def test_summary_dir_condition_must_exist(base: Path) -> None:
-    with pytest.raises(LineageParamSummaryPathError) as caught:
-        filter_summary_lineage(str(base), {"summary_dir": {"in": ["./a", "./nope"]}})
-    assert caught.value.message == PATH_MISSING
+def test_a_summary_dir_condition_naming_no_run_matches_nothing(base: Path) -> None:
+    # MindInsight 2.3.1 compares the values; 0.7 refused a directory that did not exist.
+    result = filter_summary_lineage(str(base), {"summary_dir": {"in": ["./a", "./nope"]}})
+    assert names(result) == ["a"]
+    assert filter_summary_lineage(str(base), {"summary_dir": {"eq": "a"}})["count"] == 0
+    assert filter_summary_lineage(str(base), {"summary_dir": {"eq": str(base / "b")}})[
+        "count"] == 1
 
 
 def test_no_lineage_files(tmp_path: Path, base: Path) -> None:

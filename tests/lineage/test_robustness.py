@@ -147,8 +147,8 @@ def test_file_removed_between_listing_and_reading(
     path = lw.write(base / "vanishing", [lw.train(network="Gone")], mtime=10)
     real = discovery.list_summary_dirs
 
-    def list_then_remove(directory: str) -> Any:
-        found = real(directory)
+    def list_then_remove(directory: str, *args: Any) -> Any:
+        found = real(directory, *args)
         path.unlink()
         return found
 

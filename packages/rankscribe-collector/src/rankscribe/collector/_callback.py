@@ -146,6 +146,19 @@ class Callback:
         return None
 
 
+# What a callback list calls. Anything that has them is a callback, as in
+# MindSpore, whose callback lists take MindInsight's TrainLineage/EvalLineage
+# (not subclasses of this Callback: the lineage package does not import the
+# collector); entering it with ``with`` is optional.
+CALLBACK_HOOKS = ("begin", "epoch_begin", "step_begin", "step_end", "epoch_end", "end")
+
+
+def _missing_hooks(item: object) -> list[str]:
+    if isinstance(item, Callback):
+        return []
+    return [hook for hook in CALLBACK_HOOKS if not callable(getattr(item, hook, None))]
+
+
 class CallbackList(Callback):
     """Several callbacks called in order, entered and exited together."""
 
@@ -164,10 +177,12 @@ class CallbackList(Callback):
                 f"Callbacks or None, but got {type(callbacks).__name__} {callbacks!r:.80}."
             )
         for index, item in enumerate(items):
-            if not isinstance(item, Callback):
+            missing = _missing_hooks(item)
+            if missing:
                 raise CollectorTypeError(
-                    f"For '{owner}', callbacks[{index}] must be a Callback, but got "
-                    f"{type(item).__name__}."
+                    f"For '{owner}', callbacks[{index}] must be a Callback (or have its hooks: "
+                    f"{', '.join(CALLBACK_HOOKS)}), but got {type(item).__name__}, which has "
+                    f"no {', '.join(missing)}."
                 )
         self.callbacks = items
         self._stack: ExitStack | None = None
@@ -178,7 +193,8 @@ class CallbackList(Callback):
     def __enter__(self) -> CallbackList:
         with ExitStack() as stack:
             for callback in self.callbacks:
-                stack.enter_context(callback)
+                if hasattr(callback, "__enter__") and hasattr(callback, "__exit__"):
+                    stack.enter_context(callback)
             self._stack = stack.pop_all()
         return self
 

@@ -56,6 +56,7 @@ from rankscribe.lineage.errors import (
     LineageError,
     LineageExpressionError,
     LineageFileNotFoundError,
+    LineageLogError,
     LineageMergeError,
     LineageParamSummaryPathError,
     LineageParamTypeError,
@@ -64,6 +65,7 @@ from rankscribe.lineage.errors import (
     LineageSearchConditionParamError,
     LineageSummaryAnalyzeException,
     LineageSummaryParseException,
+    MindInsightException,
 )
 from rankscribe.lineage.jobview import JobView, RankSeries, series_from_dir, write_job_view
 
@@ -81,6 +83,7 @@ __all__ = [
     "LineageError",
     "LineageExpressionError",
     "LineageFileNotFoundError",
+    "LineageLogError",
     "LineageMergeError",
     "LineageParamSummaryPathError",
     "LineageParamTypeError",
@@ -90,6 +93,7 @@ __all__ = [
     "LineageSummaryAnalyzeException",
     "LineageSummaryParseException",
     "MergeOutcome",
+    "MindInsightException",
     "ModelFile",
     "OperationInfo",
     "OperationParameterInfo",

@@ -35,7 +35,15 @@ cur_step_num         the step passed to ``summary_record.record``
 The summary record only needs ``add_value(plugin, name, value)`` and
 ``record(step)`` (MindSpore's SummaryRecord, rankscribe.writer's, or any
 look-alike). With ``raise_exception=False`` (the default) a failure is
-logged and training goes on; with True it is raised.
+logged and training goes on; with True it is raised: a bad argument as the
+lineage error that says so, any other failure (the summary record's, a
+dataset's) as :class:`LineageLogError` with the failure chained, as
+MindInsight's callbacks do.
+
+They have every hook of a training loop's callback (``begin``,
+``epoch_begin``, ``step_begin``, ``step_end``, ``epoch_end``, ``end`` and
+the ``with`` protocol), so they go in a callback list as the original
+documents: ``callbacks=[model_ckpt, summary_callback, TrainLineage(record)]``.
 """
 
 from __future__ import annotations
@@ -57,7 +65,12 @@ from rankscribe.lineage._model import (
     UserDefinedInfo,
     ValidDataset,
 )
-from rankscribe.lineage.errors import LineageParamTypeError, LineageParamValueError
+from rankscribe.lineage.errors import (
+    LineageError,
+    LineageLogError,
+    LineageParamTypeError,
+    LineageParamValueError,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -262,9 +275,13 @@ class _LineageCallback:
     def _guarded(self, what: str, action: Any, run_context: Any) -> None:
         try:
             action(_arguments(run_context))
-        except Exception as error:
+        except LineageError as error:
             if self.raise_exception:
                 raise
+            logger.error("%s failed: %s", what, error)
+        except Exception as error:
+            if self.raise_exception:
+                raise LineageLogError(f"{what} failed: {error}") from error
             logger.error("%s failed: %s", what, error)
 
     def _write_user_defined(self) -> None:

@@ -1,6 +1,6 @@
 """Search conditions of ``filter_summary_lineage``: fields, checks and matching.
 
-The rules are MindInsight's (v0.2-0.7, plus ``not_in`` from later versions):
+The rules are MindInsight 2.3.1's (its checks and messages):
 see ``FIELD_MAPPING`` for the searchable fields, ``OPERATORS`` for the
 comparisons. Every problem with a condition raises
 :class:`LineageSearchConditionParamError` whose message is MindInsight's
@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from rankscribe.lineage._first_form import to_current_form
 from rankscribe.lineage.errors import (
     LineageDirNotExistError,
     LineageError,
@@ -30,6 +31,7 @@ __all__ = [
     "FIELD_MAPPING",
     "LINEAGE_TYPES",
     "OPERATORS",
+    "SORT_BY_TAG",
     "compare_values",
     "field_kind",
     "is_searchable",
@@ -84,37 +86,33 @@ _NUMBER_FIELDS = ("learning_rate", "loss")
 _INT64_MAX = 2**63 - 1
 _LIST_OPERATORS = ("in", "not_in")
 
-# MindInsight's per-field messages (SEARCH_MODEL_ERROR_MSG_MAPPING). It has none
-# for device_num and dataset_mark and lets bad values through; here they are
-# checked like their neighbours.
+# MindInsight 2.3.1's per-field messages (SEARCH_MODEL_ERROR_MSG_MAPPING).
 _FIELD_MESSAGES = {
     "summary_dir": "The parameter summary_dir is invalid. It should be a dict and the value "
-    "should be a string",
+    "should be a string.",
     "loss_function": "The parameter loss_function is invalid. It should be a dict and the "
-    "value should be a string",
+    "value should be a string.",
     "train_dataset_path": "The parameter train_dataset_path is invalid. It should be a dict "
-    "and the value should be a string",
+    "and the value should be a string.",
     "train_dataset_count": "The parameter train_dataset_count is invalid. It should be a dict "
-    "and the value should be a integer between 0 and pow(2, 63) -1",
+    "and the value should be a integer between 0 and pow(2, 63) -1.",
     "test_dataset_path": "The parameter test_dataset_path is invalid. It should be a dict and "
-    "the value should be a string",
+    "the value should be a string.",
     "test_dataset_count": "The parameter test_dataset_count is invalid. It should be a dict "
-    "and the value should be a integer between 0 and pow(2, 63) -1",
+    "and the value should be a integer between 0 and pow(2, 63) -1.",
     "network": "The parameter network is invalid. It should be a dict and the value should "
-    "be a string",
+    "be a string.",
     "optimizer": "The parameter optimizer is invalid. It should be a dict and the value "
-    "should be a string",
+    "should be a string.",
     "learning_rate": "The parameter learning_rate is invalid. It should be a dict and the "
-    "value should be a float or a integer",
+    "value should be a float or a integer.",
     "epoch": "The parameter epoch is invalid. It should be a positive integer.",
     "batch_size": "The parameter batch_size is invalid. It should be a non-negative integer.",
-    "device_num": "The parameter device_num is invalid. It should be a dict and the value "
-    "should be a integer between 0 and pow(2, 63) -1",
+    "device_num": "The parameter device_num is invalid. It should be a non-negative integer.",
     "loss": "The parameter loss is invalid. It should be a float.",
     "model_size": "The parameter model_size is invalid. It should be an integer between 0 "
     "and pow(2, 63) -1.",
-    "dataset_mark": "The parameter dataset_mark is invalid. It should be a dict and the value "
-    "should be a string",
+    "dataset_mark": "The parameter dataset_mark is invalid. It should be a string.",
     "limit": "Invalid input limit. 0 < limit <= 100",
     "offset": "Invalid input offset. 0 <= offset <= 100000",
     "sorted_name": "The parameter sorted_name is invalid. It should be a string.",
@@ -125,10 +123,13 @@ _METRIC_MESSAGE = (
     "The parameter {} is invalid. It should be a dict and the value should be a float or a "
     "integer"
 )
+# MindInsight says `in` for both list operators.
+_LIST_MESSAGE = "The value of `in` operation must be list or tuple."
+_OPERATION_MESSAGE = "Its operation should be `eq`, `in` or `not_in`."
 
 
 class _ConditionProblemError(Exception):
-    """A field-level problem, reported with that field's fixed message."""
+    """A field-level problem: the field's fixed message, or this one if it names an operation."""
 
 
 def is_searchable(name: object) -> bool:
@@ -151,9 +152,15 @@ def field_kind(name: str) -> str | None:
     return None
 
 
+# MindInsight >= 1.0 sorts on a run's ``added_info`` under this name (tags set
+# in its web UI). Files carry none, so every run ties and the order stays.
+SORT_BY_TAG = "tag"
+
+
 def _is_sortable(name: object) -> bool:
     return isinstance(name, str) and (
         name in FIELD_MAPPING
+        or name == SORT_BY_TAG
         or (name.startswith("metric/") and len(name) > len("metric/"))
         or (name.startswith("user_defined/") and len(name) > len("user_defined/"))
     )
@@ -169,14 +176,13 @@ def _is_number(value: object) -> bool:
 
 def _check_list_operand(key: str, value: object) -> None:
     if key in _LIST_OPERATORS and not isinstance(value, (list, tuple)):
-        raise _ConditionProblemError(f"The value of `{key}` operation must be list or tuple.")
+        raise _ConditionProblemError(_LIST_MESSAGE)
 
 
 def _check_string_field(condition: dict[str, Any]) -> None:
+    # Several operators are fine (all must hold), as in MindInsight 2.3.1.
     if not set(condition).issubset(("eq", "in", "not_in")):
-        raise _ConditionProblemError("Its operation should be `eq`, `in` or `not_in`.")
-    if len(condition) > 1:
-        raise _ConditionProblemError("More than one operation.")
+        raise _ConditionProblemError(_OPERATION_MESSAGE)
     for key, value in condition.items():
         _check_list_operand(key, value)
         if key not in _LIST_OPERATORS and not isinstance(value, str):
@@ -195,6 +201,8 @@ def _check_int_field(condition: dict[str, Any]) -> None:
 
 
 def _check_number_field(condition: dict[str, Any]) -> None:
+    # MindInsight 2.3.1 refuses not_in here (its check knows `in` only); it is
+    # accepted with a list, like on every other field (docs/mindinsight-differences.md).
     for key, value in condition.items():
         _check_list_operand(key, value)
         if key not in _LIST_OPERATORS and not _is_number(value):
@@ -231,8 +239,14 @@ def _check_field_values(name: str, condition: dict[str, Any]) -> None:
             _check_int_field(condition)
         elif name in _NUMBER_FIELDS:
             _check_number_field(condition)
-    except _ConditionProblemError:
-        raise LineageSearchConditionParamError(_FIELD_MESSAGES[name]) from None
+    except _ConditionProblemError as problem:
+        detail = str(problem)
+        message = (
+            f"The parameter {name} is invalid. {detail}"
+            if "operation" in detail.lower()
+            else _FIELD_MESSAGES[name]
+        )
+        raise LineageSearchConditionParamError(message) from None
 
 
 def _check_control_types(condition: dict[str, Any]) -> None:
@@ -248,7 +262,7 @@ def _check_control_types(condition: dict[str, Any]) -> None:
     if "sorted_type" in condition:
         if "sorted_name" not in condition:
             raise LineageParamValueError(
-                "The sorted_name have to exist when sorted_type exists."
+                "The sorted_name must exist when sorted_type exists."
             )
         if condition["sorted_type"] not in SORTED_TYPES:
             raise LineageParamValueError("The sorted_type must be ascending or descending.")
@@ -266,22 +280,28 @@ def _check_control_values(condition: dict[str, Any]) -> None:
 
 
 def _check_lineage_type(value: object) -> None:
+    """``{'eq': t}`` and/or ``{'in': [t, ...]}`` with t 'dataset' or 'model' ('in' wins)."""
     message = _FIELD_MESSAGES["lineage_type"]
-    if not isinstance(value, dict) or len(value) > 1 or not set(value).issubset(("eq", "in")):
+    if not isinstance(value, dict) or not set(value).issubset(("eq", "in")):
         raise LineageSearchConditionParamError(message)
-    for key, expected in value.items():
-        wanted = expected if key == "in" else [expected]
-        if not isinstance(wanted, (list, tuple)) or not all(
-            isinstance(item, str) and item in LINEAGE_TYPES for item in wanted
-        ):
-            raise LineageSearchConditionParamError(message)
+    if "in" in value and not isinstance(value["in"], (list, tuple)):
+        raise LineageSearchConditionParamError(f"The parameter lineage_type is invalid. "
+                                               f"{_LIST_MESSAGE}")
+    wanted = [*value.get("in", ()), *([value["eq"]] if "eq" in value else [])]
+    if not all(isinstance(item, str) and item in LINEAGE_TYPES for item in wanted):
+        raise LineageSearchConditionParamError(message)
 
 
 def validate_search_condition(condition: object) -> dict[str, Any]:
-    """Check a search condition; return it, or raise LineageSearchConditionParamError."""
+    """Check a search condition; return it, or raise LineageSearchConditionParamError.
+
+    A condition in MindInsight v0.1's form (``metric_<k>`` names, a plain
+    string ``lineage_type``) is returned in the later form, as a new dict.
+    """
     try:
         if not isinstance(condition, dict):
             raise LineageParamTypeError("Invalid search_condition type, it should be dict.")
+        condition = to_current_form(condition)
         _check_control_types(condition)
         for name, value in condition.items():
             if name not in CONTROL_KEYS:
@@ -327,10 +347,12 @@ def resolve_summary_path(path: object, base_dir: str | None = None) -> str:
 def matches(key: str, expected: Any, actual: Any) -> bool:
     """Whether ``actual`` satisfies ``<key> expected`` (MindInsight's ``is_match``).
 
-    A missing value (None) fails the ordering comparisons and ``not_in``; a
-    comparison between incompatible types counts as no match.
+    A missing value (None) fails the ordering comparisons; it passes
+    ``not_in`` unless the list holds None (MindInsight 2.3.1 evaluates
+    ``None not in [...]``). A comparison between incompatible types counts
+    as no match.
     """
-    if actual is None and key in ("lt", "gt", "le", "ge", "not_in"):
+    if actual is None and key in ("lt", "gt", "le", "ge"):
         return False
     try:
         if key == "in":
@@ -394,6 +416,11 @@ def sort_by(
         missing = [row for row, skip in zip(rows, unusable, strict=True) if skip]
     else:
         present, missing = list(rows), []
+    values = list(map(value_of, present))
+    if set(map(type, values)) <= {int, float} and not any(map(math.isnan, values)):
+        # Plain numbers (the usual case, e.g. a metric): sorted by C comparisons alone.
+        order = sorted(range(len(values)), key=values.__getitem__, reverse=descending)
+        return [present[index] for index in order] + missing
     try:
         # Fast path when the values are mutually comparable and not NaN.
         keyed = [(value_of(row), row) for row in present]

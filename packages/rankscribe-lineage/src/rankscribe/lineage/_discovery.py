@@ -16,13 +16,23 @@
   the largest timestamp), then by relative path.
 
 Unlike MindInsight there is no cap of 999 directories.
+
+A run whose lineage files and newest files are all read-only (no write
+permission bit: the writers make a file read-only when they close it, and a
+closed file never changes again) is *final*: only files added, removed or
+renamed in its directory can change what it holds, and each of those moves
+the directory's mtime. :func:`list_summary_dirs` can thus take a known
+final run for one ``stat`` of its directory instead of listing it.
 """
 
 from __future__ import annotations
 
 import logging
+import operator
 import os
 import re
+import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rankscribe.writer.files import FileKind, file_kind
@@ -34,12 +44,15 @@ logger = logging.getLogger(__name__)
 # (``events.summary.12_lineage.bak``).
 _TIMESTAMP = re.compile(r"summary\.(\d+)")
 _RUN_FILE_KINDS = (FileKind.SUMMARY, FileKind.LINEAGE)
+_WRITE_BITS = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
 
 __all__ = [
     "LineageFile",
+    "Pending",
     "SummaryDir",
     "list_lineage_files",
     "list_summary_dirs",
+    "summarize_dir",
 ]
 
 
@@ -66,6 +79,10 @@ class SummaryDir:
     create_time: int
     update_time_ns: int
     lineage_files: list[LineageFile] = field(default_factory=list)
+    # The directory's mtime, taken before listing it (a later change moves it).
+    dir_mtime_ns: int = 0
+    # Every lineage file and every newest file was read-only when listed.
+    final: bool = False
 
     @property
     def update_time(self) -> float:
@@ -86,6 +103,7 @@ def _summarize_entries(
     lineage_files: list[LineageFile] = []
     newest_entries: list[os.DirEntry[str]] = []
     mtimes: dict[str, int] = {}
+    final = True
     for entry in entries:
         kind = file_kind(entry.name)
         match = _TIMESTAMP.search(entry.name)
@@ -96,11 +114,14 @@ def _summarize_entries(
         timestamp = int(match.group(1))
         if kind is FileKind.LINEAGE:
             try:
-                stat = entry.stat(follow_symlinks=False)
+                found = entry.stat(follow_symlinks=False)
             except OSError:  # removed while we looked
                 continue
-            mtimes[entry.name] = stat.st_mtime_ns
-            lineage_files.append(LineageFile(entry.name, timestamp, stat.st_size, stat.st_mtime_ns))
+            mtimes[entry.name] = found.st_mtime_ns
+            final = final and not found.st_mode & _WRITE_BITS
+            lineage_files.append(
+                LineageFile(entry.name, timestamp, found.st_size, found.st_mtime_ns)
+            )
         if timestamp > newest_timestamp:
             newest_timestamp = timestamp
             newest_entries = [entry]
@@ -112,9 +133,11 @@ def _summarize_entries(
         mtime_ns = mtimes.get(entry.name)
         if mtime_ns is None:
             try:
-                mtime_ns = entry.stat(follow_symlinks=False).st_mtime_ns
+                found = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
+            mtime_ns = found.st_mtime_ns
+            final = final and not found.st_mode & _WRITE_BITS
         newest_mtime_ns = max(newest_mtime_ns, mtime_ns)
     return SummaryDir(
         relative_path=relative_path,
@@ -122,6 +145,7 @@ def _summarize_entries(
         create_time=newest_timestamp,
         update_time_ns=newest_mtime_ns,
         lineage_files=_order_lineage_files(lineage_files),
+        final=final,
     )
 
 
@@ -130,7 +154,36 @@ def _list(path: str) -> list[os.DirEntry[str]]:
         return list(entries)
 
 
-def list_summary_dirs(base_dir: str) -> list[SummaryDir]:
+Pending = tuple[str, str, int]  # a directory to summarize: path, relative path, its mtime
+
+
+def summarize_dir(path: str, relative_path: str, dir_mtime_ns: int) -> SummaryDir | None:
+    """The run in directory ``path`` (None if it holds no summary file).
+
+    Raises ``OSError`` when the directory cannot be listed.
+    """
+    run = _summarize_entries(path, relative_path, _list(path))
+    if run is not None:
+        run.dir_mtime_ns = dir_mtime_ns
+    return run
+
+
+def _summarize_each(pending: list[Pending]) -> list[SummaryDir | None]:
+    runs: list[SummaryDir | None] = []
+    for path, relative_path, dir_mtime_ns in pending:
+        try:
+            runs.append(summarize_dir(path, relative_path, dir_mtime_ns))
+        except OSError as error:
+            logger.warning("skipping directory %s: %s", path, error)
+            runs.append(None)
+    return runs
+
+
+def list_summary_dirs(
+    base_dir: str,
+    reuse: Callable[[str, int], SummaryDir | None] | None = None,
+    summarize_many: Callable[[list[Pending]], list[SummaryDir | None]] | None = None,
+) -> list[SummaryDir]:
     """Return the runs in ``base_dir`` (itself and its direct subdirectories).
 
     ``base_dir`` should be a real absolute path: each run's ``path`` is
@@ -138,25 +191,38 @@ def list_summary_dirs(base_dir: str) -> list[SummaryDir]:
     symbolic links are skipped. Raises ``OSError`` when ``base_dir`` itself
     cannot be listed; a subdirectory that cannot be listed is skipped with a
     warning.
+
+    ``reuse(relative_path, dir_mtime_ns)`` may return what is already known
+    of a subdirectory whose mtime is that (a final run, see above); it is then
+    not listed. The others are summarized by ``summarize_many`` (default: one
+    after the other, :func:`summarize_dir`), which may share the work out.
     """
     entries = _list(base_dir)
     found: list[SummaryDir] = []
     own = _summarize_entries(base_dir, "./", entries)
     if own is not None:
         found.append(own)
+    pending: list[Pending] = []
     for entry in entries:
         if not entry.is_dir(follow_symlinks=False):
             continue
-        path = os.path.join(base_dir, entry.name)
+        path = entry.path  # base_dir joined with the name, made once by scandir
+        relative_path = "./" + entry.name
         try:
-            run = _summarize_entries(path, "./" + entry.name, _list(path))
+            # Before listing: a file added while we list moves the mtime past this.
+            dir_mtime_ns = os.stat(path, follow_symlinks=False).st_mtime_ns
         except OSError as error:
             logger.warning("skipping directory %s: %s", path, error)
             continue
-        if run is not None:
-            found.append(run)
-    found.sort(key=lambda run: run.relative_path)
-    found.sort(key=lambda run: run.update_time_ns, reverse=True)
+        known = reuse(relative_path, dir_mtime_ns) if reuse is not None else None
+        if known is not None:
+            found.append(known)
+        else:
+            pending.append((path, relative_path, dir_mtime_ns))
+    summarized = (summarize_many or _summarize_each)(pending)
+    found.extend(run for run in summarized if run is not None)
+    found.sort(key=operator.attrgetter("relative_path"))
+    found.sort(key=operator.attrgetter("update_time_ns"), reverse=True)
     return found
 
 

@@ -17,8 +17,9 @@ Names are the fields of ``filter_summary_lineage`` (``loss``, ``optimizer``,
 ``summary_dir``, ...) plus ``metric/<k>`` and ``user_defined/<k>``. Each
 comparison obeys the same rules as the dict condition (a string field takes
 only ``=``, ``!=``, ``in`` and ``not in``; ``epoch`` wants an int, ...) and
-matches the same runs. A run without the value never matches, whatever the
-operator, ``!=`` and ``not in`` included.
+matches the same runs, but for one rule: a run without the value never
+matches, whatever the operator, ``!=`` and ``not in`` included (the dict
+condition's ``not_in`` keeps such a run, as MindInsight 2.3.1 does).
 
 A mistake raises :class:`LineageExpressionError`, whose message shows the
 expression with a caret under the offending column.
@@ -301,7 +302,7 @@ class _Parser:
             return token.keyword == "true"
         if token.kind == "word":
             raise self.error(
-                f"expected a number or a quoted string but found {token.text!r} "
+                f"expected a number or a quoted string but found the bare word {token.text} "
                 f"(did you mean '{token.text}'?)"
             )
         raise self.error(f"expected a number or a quoted string but found {self.describe(token)}")
@@ -408,7 +409,7 @@ def parse_sort_key(text: str) -> tuple[str, bool]:
     if len(stripped) >= 2 and stripped[0] == stripped[-1] and stripped[0] in "'\"`":
         stripped = stripped[1:-1]
     try:
-        validate_search_condition({"sorted_name": stripped})
+        stripped = validate_search_condition({"sorted_name": stripped})["sorted_name"]
     except LineageSearchConditionParamError:
         fields = ", ".join(field for field in FIELD_MAPPING)
         raise LineageParamValueError(

@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import importlib
+import io
 import logging
 import os
 from collections.abc import Iterable
@@ -105,8 +106,8 @@ def read_lineage_file(
     ``torn_tail`` and the complete records before it are used.
     """
     content = LineageFileContent(path)
-    reader = RecordReader(path, strict=False)
     try:
+        reader = RecordReader(_file_source(path), strict=False)
         for record in reader:
             if reader.corruptions:
                 break
@@ -158,6 +159,20 @@ def _checked(content: LineageFileContent, value: Any, parts: Any) -> Any:
     if _holds_bytes(parts):
         raise _undecodable(content)
     return value
+
+
+# Lineage files are small: one read each instead of two per record (a cold
+# scan reads tens of thousands). A larger file is read as a stream.
+_READ_AT_ONCE_LIMIT = 16 * 1024 * 1024
+
+
+def _file_source(path: str) -> str | io.BytesIO:
+    with open(path, "rb") as stream:
+        if os.fstat(stream.fileno()).st_size > _READ_AT_ONCE_LIMIT:
+            return path
+        source = io.BytesIO(stream.read())
+    source.name = path  # named in the reader's messages
+    return source
 
 
 def _apply_event(

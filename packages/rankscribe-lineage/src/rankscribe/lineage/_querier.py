@@ -1,9 +1,11 @@
 """The query API: ``get_summary_lineage``, ``filter_summary_lineage``, ``filter_runs``.
 
-The first two keep MindInsight v0.2-0.7's behaviour (``docs/lineage-queries.md``):
-same arguments, same result shape
-``{'customized', 'object', 'count'}``, same errors and codes. ``filter_runs``
-is the terminal-friendly variant taking a string filter.
+The first two keep MindInsight's behaviour (``docs/lineage-queries.md``): same
+arguments, same result shape ``{'customized', 'object', 'count'}``, same checks,
+errors and codes as MindInsight 2.3.1, with the few differences
+``docs/mindinsight-differences.md`` lists and a test checks against the real
+MindInsight. ``filter_runs`` is the terminal-friendly variant taking a string
+filter.
 """
 
 from __future__ import annotations
@@ -12,14 +14,15 @@ import copy
 import dataclasses
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from rankscribe.lineage._cache import LineageRow, scan_base_dir
+from rankscribe.lineage._cache import LineageRow, cyclic_gc_paused, scan_base_dir, value_getter
 from rankscribe.lineage._conditions import (
     CONTROL_KEYS,
     FIELD_MAPPING,
     LINEAGE_TYPES,
+    SORT_BY_TAG,
     matches,
     resolve_summary_path,
     sort_by,
@@ -135,29 +138,47 @@ def _assign_dataset_marks(rows: list[LineageRow]) -> None:
         row.dataset_mark = mark
 
 
+def _summary_dir_in_condition(base_dir: str, value: Any) -> Any:
+    """A ``./<name>`` value as the run's absolute path (what results show); others as given.
+
+    As in MindInsight 2.3.1, a value naming no run simply matches nothing.
+    """
+    if isinstance(value, str) and value.startswith("./"):
+        return os.path.normpath(os.path.join(base_dir, value[2:]))
+    return value
+
+
 def _resolve_summary_dir_condition(base_dir: str, condition: dict[str, Any]) -> dict[str, Any]:
-    """Make ``./``-relative summary_dir values absolute (MindInsight does it in place)."""
+    """Make ``./``-relative summary_dir values absolute, in a copy of the condition."""
     summary_dir = condition.get("summary_dir")
     if not summary_dir:
         return condition
     resolved = dict(summary_dir)
     for key in ("in", "not_in"):
         if key in resolved:
-            resolved[key] = [resolve_summary_path(path, base_dir) for path in resolved[key]]
+            resolved[key] = [_summary_dir_in_condition(base_dir, path) for path in resolved[key]]
     if "eq" in resolved:
-        resolved["eq"] = resolve_summary_path(resolved["eq"], base_dir)
+        resolved["eq"] = _summary_dir_in_condition(base_dir, resolved["eq"])
     return {**condition, "summary_dir": resolved}
 
 
-def _condition_matches(row: LineageRow, condition: dict[str, Any]) -> bool:
-    for name, operations in condition.items():
-        if name in CONTROL_KEYS:
-            continue
-        actual = row.value(name)
-        for key, expected in operations.items():
-            if not matches(key, expected, actual):
+def _matcher(condition: dict[str, Any]) -> Callable[[LineageRow], bool]:
+    """Whether a row satisfies every field condition (compiled once per query)."""
+    tests = [
+        (value_getter(name), key, expected)
+        for name, operations in condition.items()
+        if name not in CONTROL_KEYS
+        for key, expected in operations.items()
+    ]
+
+    def satisfied(row: LineageRow) -> bool:
+        # A loop, not all(...): a generator per row is a measurable part of a warm query.
+        for value_of, key, expected in tests:  # noqa: SIM110
+            if not matches(key, expected, value_of(row)):
                 return False
-    return True
+        return True
+
+    return satisfied
 
 
 def _lineage_types(condition: dict[str, Any]) -> list[str]:
@@ -237,11 +258,16 @@ def filter_summary_lineage(
             itself and its direct subdirectories.
         search_condition: ``{<field>: {<op>: value, ...}, ...}`` with fields
             from ``FIELD_MAPPING`` or ``metric/<k>`` / ``user_defined/<k>``
-            and ops ``eq lt gt le ge in not_in`` (all combined with AND),
-            plus the control keys ``sorted_name``, ``sorted_type``
+            and ops ``eq lt gt le ge in not_in`` (all combined with AND;
+            a run without the value fails ``lt gt le ge`` and passes
+            ``not_in``), plus the control keys ``sorted_name`` (a field,
+            or ``'tag'``, which keeps the base order), ``sorted_type``
             ('ascending' or 'descending'; None is the smallest value),
             ``limit`` (1..100) and ``offset`` (a page index, 0..100000)
             and ``lineage_type`` (``{'eq': 'model'}`` or ``{'in': [...]}``).
+            MindInsight v0.1's documented form is accepted too:
+            ``metric_<k>`` for ``metric/<k>`` (in fields and
+            ``sorted_name``) and ``'lineage_type': 'model'``.
         use_index: read and update the index cache in the base dir (default:
             yes, unless the environment sets ``RANKSCRIBE_LINEAGE_INDEX=0``).
 
@@ -252,6 +278,13 @@ def filter_summary_lineage(
         LineageParamSummaryPathError, LineageSearchConditionParamError,
         LineageFileNotFoundError, LineageQuerySummaryDataError.
     """
+    with cyclic_gc_paused():
+        return _filter_summary_lineage(summary_base_dir, search_condition, use_index)
+
+
+def _filter_summary_lineage(
+    summary_base_dir: str, search_condition: dict[str, Any] | None, use_index: bool | None
+) -> dict[str, Any]:
     base_dir = _base_dir(summary_base_dir)
     condition = validate_search_condition({} if search_condition is None else search_condition)
     condition = _resolve_summary_dir_condition(base_dir, condition)
@@ -260,12 +293,11 @@ def filter_summary_lineage(
         raise LineageFileNotFoundError("There is no summary log file under summary_base_dir.")
     if not rows:
         return {"customized": {}, "object": [], "count": 0}
-    selected = [row for row in rows if _condition_matches(row, condition)]
-    if "sorted_name" in condition:
-        sorted_name = condition["sorted_name"]
+    selected = list(filter(_matcher(condition), rows))
+    if "sorted_name" in condition and condition["sorted_name"] != SORT_BY_TAG:
         selected = sort_by(
             selected,
-            lambda row: row.value(sorted_name),
+            value_getter(condition["sorted_name"]),
             descending=condition.get("sorted_type") == "descending",
         )
     page = selected
@@ -288,14 +320,18 @@ def _normalize_lineage_type(lineage_type: str | Sequence[str] | None) -> list[st
 
 
 def _absolute_summary_dir(comparison: Comparison, base_dir: str) -> Comparison:
-    """``summary_dir = './run1'`` means the run1 directory of the base dir."""
+    """``summary_dir = 'run1'`` or ``'./run1'`` means the run1 directory of the base dir.
+
+    A bare name is what the command line's table shows in its run column.
+    """
     if comparison.name != "summary_dir":
         return comparison
 
     def absolute(path: Any) -> Any:
-        if isinstance(path, str) and path.startswith("./"):
-            return os.path.realpath(os.path.join(base_dir, path[2:]))
-        return path
+        if not isinstance(path, str) or os.path.isabs(path):
+            return path
+        relative = path[2:] if path.startswith("./") else path
+        return os.path.realpath(os.path.join(base_dir, relative))
 
     value = comparison.value
     resolved = [absolute(item) for item in value] if isinstance(value, list) else absolute(value)
@@ -331,6 +367,19 @@ def filter_runs(
         The same shape as :func:`filter_summary_lineage`; ``count`` is the
         number of matching runs before ``offset`` and ``limit``.
     """
+    with cyclic_gc_paused():
+        return _filter_runs(base_dir, where, order_by, limit, offset, lineage_type, use_index)
+
+
+def _filter_runs(
+    base_dir: str | os.PathLike[str],
+    where: str | None,
+    order_by: str | Sequence[str] | None,
+    limit: int | None,
+    offset: int,
+    lineage_type: str | Sequence[str] | None,
+    use_index: bool | None,
+) -> dict[str, Any]:
     directory = resolve_summary_path(os.path.abspath(os.fspath(base_dir)))
     blank = isinstance(where, str) and not where.strip()
     expression = parse_expression(where) if where is not None and not blank else None

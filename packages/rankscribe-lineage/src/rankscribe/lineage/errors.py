@@ -2,48 +2,72 @@
 
 The classes and codes are MindInsight's lineage manager's (v0.2-0.7), so code
 written for ``mindinsight.lineagemgr`` catches and reads them the same way:
-``str(error)`` is ``'[ClassName] code: XXXXXXXX, msg: ...'`` and
-``error.error_code`` the eight upper-case hex digits. Each class also derives
-from the built-in exception it refines (``TypeError``, ``ValueError``,
-``FileNotFoundError``, ...), so callers that catch built-ins keep working.
+every one derives from :class:`MindInsightException`, ``str(error)`` is
+``'[ClassName] code: XXXXXXXX, msg: ...'`` and ``error.error_code`` the eight
+upper-case hex digits. Each class also derives from the built-in exception it
+refines (``TypeError``, ``ValueError``, ``FileNotFoundError``, ...), so
+callers that catch built-ins keep working.
 """
 
 from __future__ import annotations
 
 # MindInsight's code layout: runtime(2) type(2) level(3) system(8) module(5) value(12).
 # Its lineage module is 2 inside system 42, so every lineage code is 0x50542000 | value.
-_CODE_BASE = (1 << 30) | (1 << 28) | (0 << 25) | (42 << 17) | (2 << 12)
+_SYSTEM_BASE = (1 << 30) | (1 << 28) | (0 << 25) | (42 << 17)
+_GENERAL_MODULE = 0
+_LINEAGE_MODULE = 2
 
 _PARAM_MASK = 0b00001 << 7
+_COLLECTOR_MASK = 0b00011 << 7
 _MODEL_API_MASK = 0b00100 << 7
 _SUMMARY_ANALYZE_MASK = 0b00111 << 7
 _QUERIER_MASK = 0b01000 << 7
 
 
-class LineageError(Exception):
-    """Base class of every error raised by rankscribe.lineage.
+class MindInsightException(Exception):  # noqa: N818 - MindInsight's name
+    """MindInsight's base exception: ``MindInsightException(error, message, http_code=500)``.
 
-    Mirrors ``MindInsightException(error, message, http_code=500)``: the message
-    is kept with its whitespace collapsed, and ``error_code`` is derived from
-    the class's ``code_value``.
+    ``error`` is the error's value inside its module: an int, or an enum
+    member whose ``value`` is one (MindInsight passes its error enums). The
+    message is kept with its whitespace collapsed, as MindInsight does;
+    ``error_code`` is the composed code as eight upper-case hex digits.
+    Raised directly, the module is MindInsight's "general" one (0).
     """
 
-    code_value: int = 0
-    message_template: str = "{}"
+    module: int = _GENERAL_MODULE
 
-    def __init__(self, msg: str = "", http_code: int = 500) -> None:
-        message = " ".join(self.message_template.format(msg).split())
+    def __init__(self, error: object, message: str, http_code: int = 500) -> None:
+        if isinstance(message, str):
+            message = " ".join(message.split())
         super().__init__(message)
+        self.error = error
         self.message = message
         self.http_code = http_code
 
     @property
     def error_code(self) -> str:
         """The MindInsight error code as eight upper-case hex digits, e.g. ``'50542080'``."""
-        return f"{_CODE_BASE | self.code_value:08X}"
+        value = getattr(self.error, "value", self.error)
+        number = value if isinstance(value, int) and not isinstance(value, bool) else 0
+        return f"{_SYSTEM_BASE | (self.module << 12) | (number & 0x0FFF):08X}"
 
     def __str__(self) -> str:
         return f"[{type(self).__name__}] code: {self.error_code}, msg: {self.message}"
+
+
+class LineageError(MindInsightException):
+    """Base class of every error raised by rankscribe.lineage.
+
+    Built from a message alone: the error value is the class's ``code_value``
+    and the message is the class's ``message_template`` filled with it.
+    """
+
+    module = _LINEAGE_MODULE
+    code_value: int = 0
+    message_template: str = "{}"
+
+    def __init__(self, msg: str = "", http_code: int = 500) -> None:
+        super().__init__(self.code_value, self.message_template.format(msg), http_code)
 
 
 class LineageParamTypeError(LineageError, TypeError):
@@ -58,6 +82,16 @@ class LineageParamValueError(LineageError, ValueError):
 
     code_value = 1 | _PARAM_MASK
     message_template = "ValueError. {}"
+
+
+class LineageLogError(LineageError, RuntimeError):
+    """Recording lineage failed (50542191); raised by the callbacks with ``raise_exception=True``.
+
+    The failure that caused it is chained as ``__cause__``.
+    """
+
+    code_value = 17 | _COLLECTOR_MASK
+    message_template = "Fail to write lineage information into log file. {}"
 
 
 class LineageDirNotExistError(LineageError, FileNotFoundError):

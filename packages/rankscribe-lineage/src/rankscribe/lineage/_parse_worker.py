@@ -1,0 +1,33 @@
+"""A helper process of a cold scan: parse the runs read from stdin, answer on stdout.
+
+Run by :mod:`rankscribe.lineage._parallel` as ``python -m
+rankscribe.lineage._parse_worker``; not meant to be run by hand. Input and
+output are pickles exchanged with the process that started it.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+import sys
+from typing import Any
+
+from rankscribe.lineage._run_summary import parse_directory_for_index, parse_for_index
+
+
+def main() -> int:
+    logging.disable(logging.CRITICAL)  # warnings travel back with the outcomes
+    kind, jobs = pickle.load(sys.stdin.buffer)  # from the process that started us
+    graph_memo: dict[bytes, dict[str, object]] = {}
+    graph_ids: dict[int, tuple[dict[str, object], str]] = {}
+    outcomes: list[Any]
+    if kind == "directory":
+        outcomes = [parse_directory_for_index(job, graph_memo, graph_ids) for job in jobs]
+    else:
+        outcomes = [parse_for_index(job, graph_memo, graph_ids) for job in jobs]
+    pickle.dump(outcomes, sys.stdout.buffer, protocol=pickle.HIGHEST_PROTOCOL)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

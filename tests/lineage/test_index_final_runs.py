@@ -1,0 +1,165 @@
+"""Final runs (read-only files, settled directory) are taken on one stat, and never stale.
+
+A run written or extended after the index was made is seen by the next query,
+in this process (which remembers its last scan) and in another one (which
+reads the index from disk).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rankscribe.lineage import _cache, _discovery, filter_summary_lineage
+from rankscribe.lineage._cache import INDEX_NAME, scan_base_dir
+
+OLD = 1_600_000_000  # an mtime well before any scan
+
+
+def finish(run: Path) -> None:
+    """What a writer leaves: read-only files, and (here) a directory that settled long ago."""
+    for file in run.iterdir():
+        file.chmod(0o400)
+    os.utime(run, (OLD, OLD))
+
+
+def make_base(tmp_path: Path, lw: Any, count: int = 3) -> Path:
+    base = tmp_path / "base"
+    for index in range(count):
+        lw.write(base / f"run{index}", [lw.train(network=f"Net{index}", loss=index / 10)],
+                 mtime=OLD + index)
+        finish(base / f"run{index}")
+    return base
+
+
+@pytest.fixture(autouse=True)
+def forget_earlier_scans() -> None:
+    _cache.forget_scans()
+
+
+def networks(base: Path) -> list[str]:
+    result = filter_summary_lineage(str(base), {"sorted_name": "network"})
+    return [item["model_lineage"]["network"] for item in result["object"]]
+
+
+def count_listings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    listed: list[str] = []
+    real = _discovery._list
+
+    def listing(path: str) -> Any:
+        listed.append(path)
+        return real(path)
+
+    monkeypatch.setattr(_discovery, "_list", listing)
+    return listed
+
+
+def test_a_final_run_is_not_listed_again(
+    tmp_path: Path, lw: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = make_base(tmp_path, lw)
+    assert scan_base_dir(str(base)).parsed_runs == 3
+    index = json.loads((base / INDEX_NAME).read_text())
+    assert all(entry["final"] for entry in index["runs"].values())
+    listed = count_listings(monkeypatch)
+    warm = scan_base_dir(str(base))
+    assert (warm.parsed_runs, warm.reused_runs) == (0, 3)
+    assert listed == [str(base)]  # the base dir only; each run took one stat
+    _cache.forget_scans()  # as another process: from the index on disk
+    listed.clear()
+    assert scan_base_dir(str(base)).reused_runs == 3
+    assert listed == [str(base)]
+
+
+def test_a_new_file_in_a_final_run_is_seen(tmp_path: Path, lw: Any) -> None:
+    base = make_base(tmp_path, lw)
+    assert networks(base) == ["Net0", "Net1", "Net2"]
+    lw.write(base / "run1", [lw.train(network="Net1b")], timestamp=1800000000)
+    assert networks(base) == ["Net0", "Net1b", "Net2"]
+    _cache.forget_scans()
+    assert networks(base) == ["Net0", "Net1b", "Net2"]
+
+
+def test_a_new_run_is_seen(tmp_path: Path, lw: Any) -> None:
+    base = make_base(tmp_path, lw)
+    assert networks(base) == ["Net0", "Net1", "Net2"]
+    lw.write(base / "run3", [lw.train(network="Net3")])
+    assert networks(base) == ["Net0", "Net1", "Net2", "Net3"]
+
+
+def test_an_open_run_is_looked_at_every_time(tmp_path: Path, lw: Any) -> None:
+    base = make_base(tmp_path, lw)
+    live = lw.write(base / "live", [lw.train(network="Early")], mtime=OLD)
+    os.utime(base / "live", (OLD, OLD))  # settled, but its file is still writable
+    assert "Early" in networks(base)
+    index = json.loads((base / INDEX_NAME).read_text())
+    assert index["runs"]["./live"]["final"] is False
+    # the writer appends (same file: the directory's mtime does not move)
+    with open(live, "ab") as stream:
+        from rankscribe.writer.files import frame
+
+        stream.write(frame(lw.train(network="Late").SerializeToString()))
+    os.utime(base / "live", (OLD, OLD))
+    assert "Late" in networks(base) and "Early" not in networks(base)
+
+
+def test_a_recently_changed_directory_is_not_trusted_on_its_mtime(
+    tmp_path: Path, lw: Any
+) -> None:
+    base = make_base(tmp_path, lw)
+    lw.write(base / "fresh", [lw.train(network="Fresh")])
+    for file in (base / "fresh").iterdir():
+        file.chmod(0o400)
+    assert "Fresh" in networks(base)
+    index = json.loads((base / INDEX_NAME).read_text())
+    assert index["runs"]["./fresh"]["final"] is False  # its mtime is too recent
+    # A file added within the same timestamp tick would leave the mtime as it was.
+    mtime = (base / "fresh").stat().st_mtime_ns
+    lw.write(base / "fresh", [lw.train(network="Fresher")], timestamp=1800000000)
+    os.utime(base / "fresh", ns=(mtime, mtime))
+    assert "Fresher" in networks(base)
+
+
+def test_a_run_that_becomes_final_is_written_to_the_index(tmp_path: Path, lw: Any) -> None:
+    base = make_base(tmp_path, lw)
+    lw.write(base / "run9", [lw.train(network="Net9")], mtime=OLD)
+    os.utime(base / "run9", (OLD, OLD))
+    networks(base)
+    assert json.loads((base / INDEX_NAME).read_text())["runs"]["./run9"]["final"] is False
+    finish(base / "run9")
+    assert "Net9" in networks(base)
+    assert json.loads((base / INDEX_NAME).read_text())["runs"]["./run9"]["final"] is True
+
+
+def test_another_process_sees_what_this_one_indexed_and_then_more(
+    tmp_path: Path, lw: Any
+) -> None:
+    base = make_base(tmp_path, lw)
+    assert networks(base) == ["Net0", "Net1", "Net2"]
+    lw.write(base / "run4", [lw.train(network="Net4")])
+    code = (
+        "import sys; from rankscribe.lineage import filter_summary_lineage as f; "
+        "r = f(sys.argv[1], {'sorted_name': 'network'}); "
+        "print(','.join(o['model_lineage']['network'] for o in r['object']))"
+    )
+    shown = subprocess.run([sys.executable, "-c", code, str(base)], capture_output=True,
+                           text=True, check=True, timeout=120).stdout.strip()
+    assert shown == "Net0,Net1,Net2,Net4"
+    # and this process sees the index the other one wrote, and a later change
+    lw.write(base / "run5", [lw.train(network="Net5")])
+    assert networks(base) == ["Net0", "Net1", "Net2", "Net4", "Net5"]
+
+
+def test_a_removed_final_run_is_gone(tmp_path: Path, lw: Any) -> None:
+    base = make_base(tmp_path, lw)
+    networks(base)
+    for file in (base / "run1").iterdir():
+        file.unlink()
+    (base / "run1").rmdir()
+    assert networks(base) == ["Net0", "Net2"]

@@ -1,0 +1,101 @@
+"""A cold scan of many runs parses them in helper processes too: the same answer, or a fallback."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rankscribe.lineage import _cache, _parallel, filter_summary_lineage
+from rankscribe.lineage._cache import INDEX_NAME, scan_base_dir
+
+
+@pytest.fixture
+def base(tmp_path: Path, lw: Any) -> Path:
+    root = tmp_path / "base"
+    for index in range(40):
+        lw.write(root / f"run{index:02d}",
+                 [lw.graph({"op_type": f"G{index % 3}"}), lw.custom({"seed": index}),
+                  lw.train(network=f"Net{index}", loss=index / 40), lw.eval({"acc": index})],
+                 mtime=1_000_000 + index)
+    (root / "broken").mkdir()
+    (root / "broken" / "events.out.events.summary.1.0.vm_lineage").write_bytes(b"garbage!" * 4)
+    _cache.forget_scans()
+    return root
+
+
+def answers(base: Path) -> tuple[Any, Any]:
+    condition = {"sorted_name": "metric/acc", "sorted_type": "descending", "limit": 100}
+    return (filter_summary_lineage(str(base), condition, use_index=False),
+            filter_summary_lineage(str(base), {"lineage_type": {"eq": "dataset"},
+                                               "limit": 100}, use_index=False))
+
+
+def test_helpers_give_the_same_answer(
+    base: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    expected = answers(base)
+    monkeypatch.setattr(_parallel, "PARALLEL_FROM_RUNS", 4)
+    monkeypatch.setenv(_parallel.WORKERS_VARIABLE, "3")
+    started: list[list[str]] = []
+    real_popen = _parallel.subprocess.Popen
+
+    def popen(argv: list[str], **kwargs: Any) -> Any:
+        started.append(argv)
+        return real_popen(argv, **kwargs)
+
+    monkeypatch.setattr(_parallel.subprocess, "Popen", popen)
+    with caplog.at_level(logging.WARNING):
+        scan = scan_base_dir(str(base))
+    assert started == [[sys.executable, "-m", "rankscribe.lineage._parse_worker"]] * 2
+    assert scan.parsed_runs == 41
+    assert any("broken" in record.getMessage() for record in caplog.records)
+    assert (base / INDEX_NAME).is_file()
+    assert answers(base) == expected
+    _cache.forget_scans()
+    condition = {"sorted_name": "metric/acc", "sorted_type": "descending", "limit": 100}
+    assert filter_summary_lineage(str(base), condition) == expected[0]  # from the index
+
+
+def test_a_failing_helper_costs_only_time(base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    condition = {"sorted_name": "metric/acc", "sorted_type": "descending", "limit": 100}
+    expected = filter_summary_lineage(str(base), condition, use_index=False)
+    monkeypatch.setattr(_parallel, "PARALLEL_FROM_RUNS", 4)
+    monkeypatch.setenv(_parallel.WORKERS_VARIABLE, "2")
+    monkeypatch.setattr(_parallel, "WORKER_MODULE", "rankscribe.lineage.no_such_module")
+    assert filter_summary_lineage(str(base), condition) == expected
+    assert scan_base_dir(str(base)).reused_runs == 41  # indexed all the same
+
+
+def test_few_runs_use_no_helper(base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("no helper for a small scan")
+
+    monkeypatch.setattr(_parallel.subprocess, "Popen", refuse)
+    assert scan_base_dir(str(base)).parsed_runs == 41
+
+
+def test_many_changed_runs_are_parsed_again_with_helpers(
+    base: Path, lw: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scan_base_dir(str(base))
+    for index in range(0, 40, 2):  # rewritten after the index: same names, new content
+        lw.write(base / f"run{index:02d}", [lw.train(network=f"New{index}")],
+                 mtime=2_000_000 + index)
+    _cache.forget_scans()
+    expected = answers(base)
+    monkeypatch.setattr(_parallel, "PARALLEL_FROM_RUNS", 4)
+    monkeypatch.setenv(_parallel.WORKERS_VARIABLE, "2")
+    started: list[Any] = []
+    real_popen = _parallel.subprocess.Popen
+    monkeypatch.setattr(_parallel.subprocess, "Popen",
+                        lambda argv, **kwargs: started.append(argv) or real_popen(argv, **kwargs))
+    scan = scan_base_dir(str(base))
+    assert (scan.parsed_runs, len(started)) == (20, 1)
+    assert answers(base) == expected
+    networks = {item["model_lineage"]["network"] for item in
+                filter_summary_lineage(str(base), {"limit": 100})["object"]}
+    assert {"New0", "New38", "Net1", "Net39"} <= networks
