@@ -41,6 +41,6 @@ def test_something_without_the_hooks_is_still_refused() -> None:
         TrainLoop(lambda batch: 0.0).train(1, dataset(), callbacks=[Half()])
     assert str(raised.value) == (
         "For 'TrainLoop.train', callbacks[0] must be a Callback (or have its hooks: begin, "
-        "epoch_begin, step_begin, step_end, epoch_end, end), but got Half, which has no epoch_begin, step_begin, "
-        "step_end, epoch_end, end."
+        "epoch_begin, step_begin, step_end, epoch_end, end), but got Half, which has no "
+        "epoch_begin, step_begin, step_end, epoch_end, end."
     )
