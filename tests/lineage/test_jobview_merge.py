@@ -213,7 +213,11 @@ def test_the_cli_merges_and_shows_the_verdicts(
     assert "job verdicts:" in out
     assert "  straggler: rank 2" in out
     assert "  divergence: none (the ranks' parameters agree)" in out
-    assert re.search(r"^user_defined\s+job/straggler_rank\s+2$", out, re.MULTILINE)
+    # The last column is the query name (--where/--sort) of the value.
+    assert re.search(
+        r"^user_defined\s+job/straggler_rank\s+2\s+user_defined/job/straggler_rank$", out,
+        re.MULTILINE,
+    )
 
 
 def test_merge_functions_take_extra_user_defined_keys(tmp_path: Path, lw: Any) -> None:
