@@ -214,7 +214,8 @@ def test_bad_arguments_name_themselves(arguments: dict[str, Any], error: type,
 
 def test_callbacks_must_be_callbacks() -> None:
     with pytest.raises(CollectorTypeError, match=r"'callbacks' .* callbacks\[0\] must be a "
-                                                 r"Callback, but got str"):
+                                                 r"Callback \(or have its hooks: .*\), but got "
+                                                 r"str, which has no begin, "):
         TrainSession(["collector"])
 
 
