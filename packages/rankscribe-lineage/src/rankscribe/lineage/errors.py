@@ -11,6 +11,23 @@ callers that catch built-ins keep working.
 
 from __future__ import annotations
 
+__all__ = [
+    "LineageDirNotExistError",
+    "LineageError",
+    "LineageExpressionError",
+    "LineageFileNotFoundError",
+    "LineageLogError",
+    "LineageMergeError",
+    "LineageParamSummaryPathError",
+    "LineageParamTypeError",
+    "LineageParamValueError",
+    "LineageQuerySummaryDataError",
+    "LineageSearchConditionParamError",
+    "LineageSummaryAnalyzeException",
+    "LineageSummaryParseException",
+    "MindInsightException",
+]
+
 # MindInsight's code layout: runtime(2) type(2) level(3) system(8) module(5) value(12).
 # Its lineage module is 2 inside system 42, so every lineage code is 0x50542000 | value.
 _SYSTEM_BASE = (1 << 30) | (1 << 28) | (0 << 25) | (42 << 17)
