@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 import logging
 import os
+import struct
 from collections.abc import Callable
 
 from rankscribe.writer._framing import RECORD_OVERHEAD, chunk_size, frame_chunks, frame_parts
@@ -36,6 +37,9 @@ _NAME_ATTEMPTS = 100
 # of a chosen size.
 _writev = os.writev
 _write = os.write
+
+# The length field that starts every framed record (see _framing.py).
+_LENGTH = struct.Struct("<Q")
 
 
 class EventFile:
@@ -63,9 +67,10 @@ class EventFile:
         self._path: str | None = None
         self._size = 0  # bytes handed to the OS in the current file
         self._opening_record: int | None = None  # framed size of the record opening each file
+        # Whole framed records only, back to back: after a failed write, where each one ends
+        # is read from their length fields (_buffered_record_ends) rather than noted for
+        # every record appended, which the writer thread would pay for on every step.
         self._buffer = bytearray()
-        # Where each buffered record ends in _buffer: a failed write keeps whole records.
-        self._ends: list[int] = []
         # Bytes of the current _write_all that reached the file before it failed.
         self._partial = 0
         # Buffer size at which append hands the buffer over; raised after a failed write so
@@ -120,7 +125,6 @@ class EventFile:
             for chunk in chunks:
                 self._buffer += chunk
             self._buffer += footer
-            self._ends.append(len(self._buffer))
             if len(self._buffer) >= self._write_at:
                 self.write_buffered()
 
@@ -150,7 +154,6 @@ class EventFile:
             return
         for part in parts:
             self._buffer += part
-        self._ends.append(len(self._buffer))
 
     def write_buffered(self) -> None:
         """Hand every buffered record to the OS (not yet fsync'ed).
@@ -176,23 +179,31 @@ class EventFile:
                 raise
             self._size += size
             self._buffer.clear()
-            self._ends.clear()
             self._write_at = _BUFFER_LIMIT
 
     def _keep_written_records(self, written: int) -> None:
         """After a failed write of the buffer: keep the whole records of its first ``written``
         bytes in the file, cut the rest off the file, and leave only the rest buffered."""
-        count = bisect.bisect_right(self._ends, written)
-        kept = self._ends[count - 1] if count else 0
+        ends = self._buffered_record_ends()
+        count = bisect.bisect_right(ends, written)
+        kept = ends[count - 1] if count else 0
         self._size += kept
         self._cut_back()
         del self._buffer[:kept]
-        self._ends = [end - kept for end in self._ends[count:]]
+
+    def _buffered_record_ends(self) -> list[int]:
+        """Where each record in the buffer ends, from the length field that starts it."""
+        ends: list[int] = []
+        offset, size = 0, len(self._buffer)
+        while offset < size:
+            (length,) = _LENGTH.unpack_from(self._buffer, offset)
+            offset += length + RECORD_OVERHEAD
+            ends.append(offset)
+        return ends
 
     def _drop_buffer(self) -> None:
-        self.lost_records += len(self._ends)
+        self.lost_records += len(self._buffered_record_ends())
         self._buffer.clear()
-        self._ends.clear()
 
     def sync(self) -> None:
         """Write everything buffered and fsync it: it is on disk when this returns."""
@@ -245,7 +256,6 @@ class EventFile:
         if self._first_payload is not None:
             header, footer = frame_parts(first := self._first_payload())
             self._buffer += header + first + footer
-            self._ends.append(len(self._buffer))
 
     def _close_current(self) -> None:
         fd, path = self._fd, self._path
@@ -253,7 +263,7 @@ class EventFile:
         if self._buffer:
             # The failed write itself was reported (or raised) already.
             logger.warning("%d records for %s could not be written before it was closed",
-                           len(self._ends), path)
+                           len(self._buffered_record_ends()), path)
             self._drop_buffer()
         if fd is None or path is None:
             return

@@ -145,7 +145,11 @@ class Pipeline:
         marker = _Flush(sync)
         self._queue.put((marker, 0))
         deadline = None if timeout is None else time.monotonic() + timeout
-        while not marker.done.wait(_LIVENESS_INTERVAL):
+        wait = _LIVENESS_INTERVAL
+        # Never past the deadline: flush(timeout=0) queues the sync and returns at once.
+        while not marker.done.wait(
+            wait if deadline is None else max(0.0, min(wait, deadline - time.monotonic()))
+        ):
             self._check_alive()
             if deadline is not None and time.monotonic() >= deadline:
                 return False

@@ -174,6 +174,8 @@ class SummaryRecord:
             max_pending_bytes=max_pending_bytes, name=f"rankscribe-{self._timestamp}",
         )
         self._scalar_batches = ScalarBatches(self._pipeline)
+        # Bound once: record() of a scalar-only step calls it for every step.
+        self._add_scalar_step = self._scalar_batches.add
         self._write_errors = WriteErrorPolicy(self._raise_exception, self._pipeline.report)
         self._disk_state = (0, 0, 0)  # RecordFiles.disk_state at the last durable sync
         # Whether a step of scalars alone can skip the general path (no graph
@@ -217,18 +219,30 @@ class SummaryRecord:
         copied now: changing it afterwards does not change what is recorded.
         """
         if (
-            plugin == "scalar" and not self._closed and type(name) is str and name
-            and name.isascii()  # other names are checked below: they must encode to UTF-8
+            plugin != "scalar" or self._closed or type(name) is not str or not name
+            or not name.isascii()  # such names are checked here: they must encode to UTF-8
         ):
-            self._add_scalar(name, scalar(name, value))  # the hot path, checked just as fully
-            return
-        self._check_open("add_value")
-        plugin = check_plugin(plugin)
-        name = check_name(name)
-        if plugin == "scalar":
-            self._add_scalar(name, scalar(name, value))
-            return
-        snap = snapshot(plugin, name, value)
+            self._check_open("add_value")
+            plugin = check_plugin(plugin)
+            name = check_name(name)
+            if plugin != "scalar":
+                self._add_snapshot(plugin, name, snapshot(plugin, name, value))
+                return
+        # Scalars: the hot path, checked just as fully, inline (no call for a float) as
+        # each call layer is a measurable share of what a step costs the training thread.
+        number = value if type(value) is float else scalar(name, value)
+        scalars = self._scalars
+        if not scalars:
+            # Values are grouped by plugin in the order each plugin first appeared.
+            self._scalar_group = len(self._pending)
+        elif name in scalars:
+            logger.warning(
+                "For 'SummaryRecord.add_value', '%s/scalar' has duplicate values; only the "
+                "newest one will be recorded.", name,
+            )
+        scalars[name] = number
+
+    def _add_snapshot(self, plugin: str, name: str, snap: Snapshot) -> None:
         if plugin in LINEAGE_MESSAGES:
             self._pending_lineage.append(snap)
             return
@@ -262,7 +276,8 @@ class SummaryRecord:
         """
         if type(step) is not int:
             step = integer_step(step)
-        check_plugin_filter(plugin_filter)
+        if plugin_filter is not None:  # checked only when given: None is the hot path's
+            check_plugin_filter(plugin_filter)
         if not INT64_MIN <= step <= INT64_MAX:
             raise WriterValueError(
                 f"For 'SummaryRecord.record', the argument 'step' must fit in an int64 "
@@ -278,7 +293,7 @@ class SummaryRecord:
             and (train_network is None or self._graph_written)
         ):  # the common case: only scalars, for the summary file alone
             scalars, self._scalars = self._scalars, {}
-            self._scalar_batches.add(step, scalars)
+            self._add_scalar_step(step, scalars)
             return True
         values, lineage, graph = self._take_pending(plugin_filter, train_network)
         size = events.summary_event_size(sum(snap.encoded_size for snap in values))
@@ -376,18 +391,6 @@ class SummaryRecord:
 
     def _abandon_in_child(self) -> None:
         self._closed = True
-
-    def _add_scalar(self, name: str, value: float) -> None:
-        scalars = self._scalars
-        if not scalars:
-            # Values are grouped by plugin in the order each plugin first appeared.
-            self._scalar_group = len(self._pending)
-        elif name in scalars:
-            logger.warning(
-                "For 'SummaryRecord.add_value', '%s/scalar' has duplicate values; only the "
-                "newest one will be recorded.", name,
-            )
-        scalars[name] = value
 
     def _check_open(self, operation: str) -> None:
         if self._closed:
