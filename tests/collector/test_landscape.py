@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
-from rankscribe.collector import SummaryCollector, TrainLoop
+from rankscribe.collector import ArrayNetwork, SummaryCollector, TrainLoop, _landscape
 from rankscribe.collector._landscape import LandscapeSaver
 from rankscribe.collector._options import process_specified_data
 
@@ -114,6 +114,36 @@ def test_a_network_without_parameters_is_logged_not_raised(
     assert item.save(1, None) is None
     assert "Saving the landscape parameters of step 1 failed" in caplog.text
     assert item.files == {}
+
+
+def test_files_hold_their_step_and_one_that_failed_is_left_out_of_the_metadata(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_write = _landscape.atomic_write
+
+    def full_disk_at_step_2(path: Any, chunks: Any, **options: Any) -> str:
+        if str(path).endswith("_2_step.ckpt"):
+            raise OSError(28, "No space left on device")
+        return real_write(path, chunks, **options)
+
+    monkeypatch.setattr(_landscape, "atomic_write", full_disk_at_step_2)
+    item = saver(tmp_path, intervals=[[1, 2, 3]])
+    network = ArrayNetwork({"w": np.zeros(3, np.float32)}, name="Net")
+    for step in (1, 2, 3):
+        network["w"][:] = step
+        assert item.wants(step)
+        assert item.save(step, network) == str(tmp_path / "ckpt_dir" / f"Net_{step}_step.ckpt")
+        assert not item.wants(step)  # being written: not saved a second time
+    network["w"][:] = 9  # after the last save: no file holds it
+    assert item.write_metadata(3)
+    metadata = json.loads((tmp_path / "ckpt_dir" / "train_metadata.json").read_text())
+    files = metadata["model_params_file_map"]
+    assert sorted(files) == ["1", "3"]
+    for step in ("1", "3"):
+        np.testing.assert_array_equal(load_file(files[step])["w"], np.full(3, int(step)))
+    assert not (tmp_path / "ckpt_dir" / "Net_2_step.ckpt").exists()
+    assert ("Saving the landscape parameters of step 2 failed: [Errno 28] No space left on "
+            "device") in caplog.text
 
 
 def test_wants_only_unsaved_numbers_in_an_interval(tmp_path: Path) -> None:

@@ -368,7 +368,7 @@ class SummaryCollector(Callback):
             params.cur_epoch_num
         ):
             landscape.save(params.cur_epoch_num, self._landscape_network(params))
-        self._flush()
+        self._flush(wait=False)  # why not wait: docs/collector-schedule.md, "Epoch ends"
 
     def end(self, run_context: RunContext) -> None:
         params = run_context.original_args()
@@ -475,11 +475,11 @@ class SummaryCollector(Callback):
     def _landscape_network(self, params: CallbackParams) -> Any:
         return params.network if params.network is not None else params.train_network
 
-    def _flush(self) -> None:
+    def _flush(self, *, wait: bool = True) -> None:
         if self._record is None:
             return
         try:
-            self._record.flush()
+            self._record.flush(timeout=None if wait else 0)  # 0: queue the sync, return
         except Exception as error:  # raise_exception=False: the run goes on
             logger.error("Flushing the summary record failed: %s", error)
 

@@ -30,6 +30,7 @@ See docs/collector-schedule.md.
 from __future__ import annotations
 
 import bisect
+import concurrent.futures
 import json
 import logging
 import os
@@ -54,6 +55,8 @@ LANDSCAPE_DIR = "ckpt_dir"
 METADATA_NAME = "train_metadata.json"
 #: Seconds to wait for another writer's lock on train_metadata.json.
 LOCK_TIMEOUT = 30.0
+#: Seconds to wait for the parameter files still being written before the metadata is.
+WRITE_TIMEOUT = 60.0
 # What save() names its files: an earlier run's files of this form are cleared.
 _PARAMETER_FILE = re.compile(r".+_[0-9]+_(step|epoch)\.ckpt\Z")
 
@@ -78,6 +81,11 @@ class LandscapeSaver:
         # The collector asks wants() at every step: a set lookup, not a scan of the intervals.
         self._covered = frozenset(number for interval in options.intervals for number in interval)
         self._ordered = sorted(self._covered)
+        # Parameter files are written (and fsynced, twice) by one background thread: on
+        # the training thread the fsyncs cost a step milliseconds each, 19 times in a
+        # default run (tools/bench/collector.py). number -> (path, its write).
+        self._writing: dict[str, tuple[str, concurrent.futures.Future[str]]] = {}
+        self._writer: concurrent.futures.ThreadPoolExecutor | None = None
 
     @property
     def unit(self) -> str:
@@ -85,7 +93,8 @@ class LandscapeSaver:
 
     def wants(self, number: int) -> bool:
         """True when ``number`` is in an interval and its parameters are not saved yet."""
-        return not self.disabled and number in self._covered and str(number) not in self.files
+        return (not self.disabled and number in self._covered and str(number) not in self.files
+                and str(number) not in self._writing)
 
     def next_wanted(self, number: int) -> int | None:
         """The first step (epoch) after ``number`` in an interval, or None after the last."""
@@ -103,6 +112,7 @@ class LandscapeSaver:
 
     def start_training(self) -> None:
         """Forget this saver's files and clear an earlier run's files from ``ckpt_dir``."""
+        self.finish_writes()  # an earlier run's last files are not written after the clearing
         self.files = {}
         self.metadata_written = False
         self.disabled = False
@@ -146,7 +156,13 @@ class LandscapeSaver:
             raise NotADirectoryError(f"{self.directory} is not a directory (a link, or a file)")
 
     def save(self, number: int, network: object) -> str | None:
-        """Save ``network``'s parameters for step/epoch ``number``; the path, or None on error."""
+        """Start saving ``network``'s parameters for step/epoch ``number``.
+
+        The parameters are copied now; the file is written in the background and
+        is in :attr:`files` once :meth:`finish_writes` (which :meth:`write_metadata`
+        calls first) saw it on disk. Returns the file's path, or None on an error
+        found here.
+        """
         if network is None or self.disabled:
             return None
         view = self._adapters.network_view(network)
@@ -156,14 +172,41 @@ class LandscapeSaver:
             tensors = {
                 name: np.ascontiguousarray(array) for name, array in network_parameters(network)
             }
+            payload = safetensors_bytes(tensors)  # the copy of this step's parameters
             self._directory_ready()
-            atomic_write(path, [safetensors_bytes(tensors)], mode=file_mode(final=True))
         except (OSError, TypeError, ValueError) as error:
-            logger.error("Saving the landscape parameters of %s %d failed: %s", self.unit,
-                         number, error)
+            self._save_failed(number, error)
             return None
-        self.files[str(number)] = str(path)
+        if self._writer is None:
+            self._writer = concurrent.futures.ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="rankscribe-landscape")
+        write = self._writer.submit(atomic_write, path, [payload], mode=file_mode(final=True))
+        self._writing[str(number)] = (str(path), write)
         return str(path)
+
+    def finish_writes(self, timeout: float = WRITE_TIMEOUT) -> None:
+        """Wait (at most ``timeout`` s) for the files being written; add those on disk to
+        :attr:`files` and log the others, which the metadata then leaves out."""
+        writing, self._writing = self._writing, {}
+        writer, self._writer = self._writer, None
+        if writer is None:
+            return
+        late = concurrent.futures.wait(
+            [write for _, write in writing.values()], timeout=timeout).not_done
+        for number, (path, write) in writing.items():
+            if write in late:
+                logger.error("The landscape parameters of %s %s were not written within %g s; "
+                             "%s is left out of the metadata.", self.unit, number, timeout, path)
+            elif (error := write.exception()) is not None:
+                self._save_failed(int(number), error)
+            else:
+                self.files[number] = path
+        # A late write finishes on its own; the thread ends after it.
+        writer.shutdown(wait=False)
+
+    def _save_failed(self, number: int, error: BaseException) -> None:
+        logger.error("Saving the landscape parameters of %s %d failed: %s", self.unit,
+                     number, error)
 
     def metadata(self, step_per_epoch: int) -> dict[str, Any]:
         return {
@@ -181,6 +224,8 @@ class LandscapeSaver:
     def write_metadata(self, step_per_epoch: int) -> bool:
         """Write ``train_metadata.json`` unless it exists; True when this call wrote it."""
         path = self.directory / METADATA_NAME
+        # Only files that are on disk are named in it.
+        self.finish_writes()
         if self.disabled:
             return False
         try:
