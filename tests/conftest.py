@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+import logging
 import os
+import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -41,3 +46,46 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if reporter is not None:
             reporter.write_line(message, red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+# The fuzzer's regression corpus (tools/fuzz/): the writer and lineage envs each replay
+# their own targets. A test asks for `<group>_fuzz_target` (every target of the group)
+# or `<group>_fuzz_input` (every saved input of it), group "writer" or "lineage".
+_FUZZ_TARGETS = Path(__file__).resolve().parents[1] / "tools" / "fuzz" / "targets.py"
+
+
+@functools.cache
+def fuzz_targets() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("rankscribe_fuzz_targets", _FUZZ_TARGETS)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    # The fuzzer silences the project's loggers; the other tests of this session need them.
+    project_logger = logging.getLogger("rankscribe")
+    level = project_logger.level
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        project_logger.setLevel(level)
+    return module
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    for group in ("writer", "lineage"):
+        wants_targets = f"{group}_fuzz_target" in metafunc.fixturenames
+        wants_inputs = f"{group}_fuzz_input" in metafunc.fixturenames
+        if not (wants_targets or wants_inputs):
+            continue
+        targets = fuzz_targets()
+        table = targets.WRITER_TARGETS if group == "writer" else targets.LINEAGE_TARGETS
+        if wants_targets:
+            metafunc.parametrize(
+                f"{group}_fuzz_target",
+                [(name, targets.corpus_inputs(name)) for name in sorted(table)],
+                ids=sorted(table),
+            )
+        if wants_inputs:
+            cases = [(table[name], path) for name in sorted(table)
+                     for path in targets.corpus_inputs(name)]
+            metafunc.parametrize(f"{group}_fuzz_input", cases,
+                                 ids=[f"{path.parent.name}/{path.name}" for _, path in cases])
