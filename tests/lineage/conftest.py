@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -129,6 +130,21 @@ def make_run(tmp_path: Path) -> Callable[..., Path]:
         return write_lineage(tmp_path / "base" / name, events, **kwargs).parent
 
     return make
+
+
+@pytest.fixture
+def three_runs(tmp_path: Path, lw: Any) -> Path:
+    """A base of three runs, newest first: adam, sgd, and MindSpore's own golden run."""
+    root = tmp_path / "runs"
+    shutil.copytree(lw.golden / "lineage_train_eval", root / "golden")
+    for file in (root / "golden").iterdir():
+        os.utime(file, (1000, 1000))
+    lw.write(root / "adam", [lw.custom({"seed": 1}),
+                             lw.train(optimizer="Adam", network="Net", loss=0.25, epoch=3),
+                             lw.eval({"acc": 0.9})], mtime=3000)
+    lw.write(root / "sgd", [lw.train(optimizer="SGD", network="Net", loss=0.5, epoch=3),
+                            lw.eval({"acc": 0.7})], mtime=2000)
+    return root
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,6 @@ import csv
 import io
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,17 +19,8 @@ from rankscribe.writer.pb import tensorboard_hparams_pb2, tensorboard_pb2
 
 
 @pytest.fixture
-def base(tmp_path: Path, lw: Any) -> Path:
-    root = tmp_path / "runs"
-    shutil.copytree(lw.golden / "lineage_train_eval", root / "golden")
-    for file in (root / "golden").iterdir():
-        os.utime(file, (1000, 1000))
-    lw.write(root / "adam", [lw.custom({"seed": 1}),
-                             lw.train(optimizer="Adam", network="Net", loss=0.25, epoch=3),
-                             lw.eval({"acc": 0.9})], mtime=3000)
-    lw.write(root / "sgd", [lw.train(optimizer="SGD", network="Net", loss=0.5, epoch=3),
-                            lw.eval({"acc": 0.7})], mtime=2000)
-    return root
+def base(three_runs: Path) -> Path:
+    return three_runs
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -17,17 +15,8 @@ ERROR = "rankscribe-lineage: error: "
 
 
 @pytest.fixture
-def base(tmp_path: Path, lw: Any) -> Path:
-    root = tmp_path / "runs"
-    shutil.copytree(lw.golden / "lineage_train_eval", root / "golden")
-    for file in (root / "golden").iterdir():
-        os.utime(file, (1000, 1000))
-    lw.write(root / "adam", [lw.custom({"seed": 1}),
-                             lw.train(optimizer="Adam", network="Net", loss=0.25, epoch=3),
-                             lw.eval({"acc": 0.9})], mtime=3000)
-    lw.write(root / "sgd", [lw.train(optimizer="SGD", network="Net", loss=0.5, epoch=3),
-                            lw.eval({"acc": 0.7})], mtime=2000)
-    return root
+def base(three_runs: Path) -> Path:
+    return three_runs
 
 
 @pytest.fixture(autouse=True)
