@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from rankscribe.lineage import filter_summary_lineage
-from rankscribe.lineage._cache import INDEX_NAME, scan_base_dir
+from rankscribe.lineage.index._cache import INDEX_NAME, scan_base_dir
 
 
 def make_base(root: Path, lw: Any, count: int = 3) -> Path:

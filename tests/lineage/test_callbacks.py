@@ -258,7 +258,7 @@ def test_the_package_imports_only_the_writer() -> None:
     import rankscribe.lineage
 
     package = Path(rankscribe.lineage.__file__).parent
-    for module in package.glob("*.py"):
+    for module in package.rglob("*.py"):
         source = module.read_text()
         assert "rankscribe.collector" not in source, module
         assert "rankscribe.ranks" not in source, module

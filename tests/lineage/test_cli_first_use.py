@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from rankscribe.lineage._conditions import FIELD_MAPPING
 from rankscribe.lineage.cli import main
+from rankscribe.lineage.query._conditions import FIELD_MAPPING
 
 ERROR = "rankscribe-lineage: error: "
 

@@ -442,7 +442,7 @@ def test_get_summary_lineage_key_errors(
 def test_unreadable_directory_is_a_query_error(
     base: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from rankscribe.lineage import _discovery as discovery
+    from rankscribe.lineage.record import _discovery as discovery
 
     def refuse(path: str) -> Any:
         raise PermissionError(13, "Permission denied", path)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from rankscribe.lineage import filter_summary_lineage, get_run_lineage, get_summary_lineage
-from rankscribe.lineage._discovery import list_lineage_files, list_summary_dirs
+from rankscribe.lineage.record._discovery import list_lineage_files, list_summary_dirs
 
 
 def rows(base: Path, **condition: Any) -> list[str]:

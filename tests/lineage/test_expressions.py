@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rankscribe.lineage import LineageExpressionError, filter_runs, filter_summary_lineage
-from rankscribe.lineage._expressions import parse_expression, parse_sort_key
+from rankscribe.lineage.query._expressions import parse_expression, parse_sort_key
 
 
 @pytest.fixture(scope="module")

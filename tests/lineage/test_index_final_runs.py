@@ -16,8 +16,10 @@ from typing import Any
 
 import pytest
 
-from rankscribe.lineage import _cache, _discovery, filter_summary_lineage
-from rankscribe.lineage._cache import INDEX_NAME, scan_base_dir
+from rankscribe.lineage import filter_summary_lineage
+from rankscribe.lineage.index import _cache
+from rankscribe.lineage.index._cache import INDEX_NAME, scan_base_dir
+from rankscribe.lineage.record import _discovery
 
 OLD = 1_600_000_000  # an mtime well before any scan
 

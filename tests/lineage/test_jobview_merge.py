@@ -19,13 +19,13 @@ from rankscribe.lineage import (
     merge_run_dir,
     write_merged_lineage,
 )
-from rankscribe.lineage._parser import RunLineage
 from rankscribe.lineage.cli import main
 from rankscribe.lineage.jobview import (
     FINGERPRINT_TAG,
     STEP_TIME_TAG,
     series_from_dir,
 )
+from rankscribe.lineage.record._parser import RunLineage
 from rankscribe.writer import SummaryRecord, reader
 
 STEPS = 30

@@ -20,7 +20,6 @@ from rankscribe.lineage import (
     LineageMergeError,
     RunLineage,
     TrainLineageInfo,
-    _merge,
     filter_runs,
     filter_summary_lineage,
     get_run_lineage,
@@ -28,6 +27,7 @@ from rankscribe.lineage import (
     merge_rank_lineages,
     merge_run_dir,
 )
+from rankscribe.lineage.merge import _merge
 
 
 def rank_lineage(rank: int, **changes: Any) -> RunLineage:

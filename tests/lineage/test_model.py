@@ -26,7 +26,7 @@ from rankscribe.lineage import (
     UserDefinedInfo,
     ValidDataset,
 )
-from rankscribe.lineage._floats import float32_repr
+from rankscribe.lineage.record._floats import float32_repr
 from rankscribe.writer.pb import lineage_pb2
 
 

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from rankscribe.lineage import _cache, _parallel, filter_summary_lineage
-from rankscribe.lineage._cache import INDEX_NAME, scan_base_dir
+from rankscribe.lineage import filter_summary_lineage
+from rankscribe.lineage.index import _cache, _parallel
+from rankscribe.lineage.index._cache import INDEX_NAME, scan_base_dir
 
 
 @pytest.fixture
@@ -50,7 +51,7 @@ def test_helpers_give_the_same_answer(
     monkeypatch.setattr(_parallel.subprocess, "Popen", popen)
     with caplog.at_level(logging.WARNING):
         scan = scan_base_dir(str(base))
-    assert started == [[sys.executable, "-m", "rankscribe.lineage._parse_worker"]] * 2
+    assert started == [[sys.executable, "-m", "rankscribe.lineage.index._parse_worker"]] * 2
     assert scan.parsed_runs == 41
     assert any("broken" in record.getMessage() for record in caplog.records)
     assert (base / INDEX_NAME).is_file()

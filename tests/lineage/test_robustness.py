@@ -142,7 +142,7 @@ def test_nothing_parseable(tmp_path: Path, lw: Any) -> None:
 def test_file_removed_between_listing_and_reading(
     base: Path, lw: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from rankscribe.lineage import _discovery as discovery
+    from rankscribe.lineage.record import _discovery as discovery
 
     path = lw.write(base / "vanishing", [lw.train(network="Gone")], mtime=10)
     real = discovery.list_summary_dirs
@@ -152,7 +152,7 @@ def test_file_removed_between_listing_and_reading(
         path.unlink()
         return found
 
-    monkeypatch.setattr("rankscribe.lineage._cache.list_summary_dirs", list_then_remove)
+    monkeypatch.setattr("rankscribe.lineage.index._cache.list_summary_dirs", list_then_remove)
     with caplog.at_level(logging.WARNING):
         assert networks(base) == ["Good1", "Good2"]
     assert warnings_about(caplog, path)

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from rankscribe.lineage._report import write_report
+from rankscribe.lineage.report._command import write_report
 
 from .conftest import SINGLE_RUNS, Base
 

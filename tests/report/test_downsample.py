@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from rankscribe.lineage._report_downsample import downsample
+from rankscribe.lineage.report._downsample import downsample
 
 
 def test_short_curves_come_back_unchanged() -> None:

@@ -13,9 +13,10 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from rankscribe.lineage import _report_page, merge_run_dir
-from rankscribe.lineage._report import write_report
-from rankscribe.lineage._report_data import read_report_data
+from rankscribe.lineage import merge_run_dir
+from rankscribe.lineage.report import _page as _report_page
+from rankscribe.lineage.report._command import write_report
+from rankscribe.lineage.report._data import read_report_data
 from rankscribe.writer import SummaryRecord, reader
 
 from .conftest import JOB_STEPS, SINGLE_RUNS, Base
@@ -218,7 +219,7 @@ def test_a_job_not_merged_yet_is_shown_and_says_how_to_merge(tmp_path: Path) -> 
 def test_a_caller_with_threads_gets_workers_that_do_not_fork(base: Base) -> None:
     import threading
 
-    from rankscribe.lineage import _report_data
+    from rankscribe.lineage.report import _data as _report_data
 
     release = threading.Event()
     other = threading.Thread(target=release.wait, daemon=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rankscribe.lineage._report_data import RunInfo, collect_runs
-from rankscribe.lineage._report_table import build_table, comparison_axes
+from rankscribe.lineage.report._data import RunInfo, collect_runs
+from rankscribe.lineage.report._table import build_table, comparison_axes
 
 from .conftest import Base
 

@@ -52,7 +52,7 @@ from rankscribe.lineage import (
     filter_runs,
     filter_summary_lineage,
 )
-from rankscribe.lineage._cache import INDEX_NAME, forget_scans
+from rankscribe.lineage.index._cache import INDEX_NAME, forget_scans
 from rankscribe.writer.files import frame
 from rankscribe.writer.pb import lineage_pb2
 

@@ -14,43 +14,7 @@
 
 from __future__ import annotations
 
-from rankscribe.lineage._callbacks import (
-    EvalLineage,
-    TrainLineage,
-    eval_lineage_from_args,
-    train_lineage_from_args,
-)
-from rankscribe.lineage._dataset_graph import (
-    DatasetGraphInfo,
-    OperationInfo,
-    OperationParameterInfo,
-)
 from rankscribe.lineage._hparams import write_hparams
-from rankscribe.lineage._lineage_file import write_merged_lineage
-from rankscribe.lineage._merge import (
-    MERGE_LOCK_NAME,
-    MergeOutcome,
-    merge_rank_lineages,
-    merge_run_dir,
-)
-from rankscribe.lineage._model import (
-    Algorithm,
-    EvalLineageInfo,
-    HyperParameters,
-    ModelFile,
-    TrainDataset,
-    TrainLineageInfo,
-    UserDefinedInfo,
-    ValidDataset,
-)
-from rankscribe.lineage._names import merged_lineage_name
-from rankscribe.lineage._parser import ParsedRun, RunLineage, parse_run
-from rankscribe.lineage._querier import (
-    filter_runs,
-    filter_summary_lineage,
-    get_run_lineage,
-    get_summary_lineage,
-)
 from rankscribe.lineage.errors import (
     LineageDirNotExistError,
     LineageError,
@@ -68,6 +32,42 @@ from rankscribe.lineage.errors import (
     MindInsightException,
 )
 from rankscribe.lineage.jobview import JobView, RankSeries, series_from_dir, write_job_view
+from rankscribe.lineage.merge._merge import (
+    MERGE_LOCK_NAME,
+    MergeOutcome,
+    merge_rank_lineages,
+    merge_run_dir,
+)
+from rankscribe.lineage.query._querier import (
+    filter_runs,
+    filter_summary_lineage,
+    get_run_lineage,
+    get_summary_lineage,
+)
+from rankscribe.lineage.record._callbacks import (
+    EvalLineage,
+    TrainLineage,
+    eval_lineage_from_args,
+    train_lineage_from_args,
+)
+from rankscribe.lineage.record._dataset_graph import (
+    DatasetGraphInfo,
+    OperationInfo,
+    OperationParameterInfo,
+)
+from rankscribe.lineage.record._lineage_file import write_merged_lineage
+from rankscribe.lineage.record._model import (
+    Algorithm,
+    EvalLineageInfo,
+    HyperParameters,
+    ModelFile,
+    TrainDataset,
+    TrainLineageInfo,
+    UserDefinedInfo,
+    ValidDataset,
+)
+from rankscribe.lineage.record._names import merged_lineage_name
+from rankscribe.lineage.record._parser import ParsedRun, RunLineage, parse_run
 
 __version__ = "0.1.0"
 

@@ -27,8 +27,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from rankscribe.lineage._names import HPARAMS_SUFFIX, hparams_file_name
-from rankscribe.lineage._querier import filter_runs
+from rankscribe.lineage.query._querier import filter_runs
+from rankscribe.lineage.record._names import HPARAMS_SUFFIX, hparams_file_name
 from rankscribe.writer.files import atomic_write, file_mode, frame, make_private_dir
 from rankscribe.writer.pb import tensorboard_hparams_pb2 as hparams_pb2
 from rankscribe.writer.pb import tensorboard_pb2

@@ -84,9 +84,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rankscribe.lineage._conditions import FIELD_MAPPING
 from rankscribe.lineage._hparams import HPARAM_FIELDS, HParamsRun, hparam_value, metric_value
-from rankscribe.lineage._jobfiles import (
+from rankscribe.lineage.errors import (
+    LineageDirNotExistError,
+    LineageParamTypeError,
+    LineageParamValueError,
+)
+from rankscribe.lineage.job._files import (
     STATISTIC_SUFFIXES,
     Curve,
     step_table,
@@ -94,23 +98,19 @@ from rankscribe.lineage._jobfiles import (
     tensorboard_file_bytes,
     write_job_files,
 )
-from rankscribe.lineage._jobfiles import now as _now
-from rankscribe.lineage._jobstats import (
+from rankscribe.lineage.job._files import now as _now
+from rankscribe.lineage.job._statistics import (
     FINGERPRINT_TAG,
     LOSS_TAGS,
     STEP_TIME_TAG,
     JobStatistics,
     TagStatistics,
 )
-from rankscribe.lineage._parser import RunLineage
-from rankscribe.lineage._verdicts import STRAGGLER_MARGIN, STRAGGLER_SHARE, StepTimes
-from rankscribe.lineage._verdicts import dense_series as _dense_series
-from rankscribe.lineage._verdicts import job_verdicts as _job_verdicts
-from rankscribe.lineage.errors import (
-    LineageDirNotExistError,
-    LineageParamTypeError,
-    LineageParamValueError,
-)
+from rankscribe.lineage.job._verdicts import STRAGGLER_MARGIN, STRAGGLER_SHARE, StepTimes
+from rankscribe.lineage.job._verdicts import dense_series as _dense_series
+from rankscribe.lineage.job._verdicts import job_verdicts as _job_verdicts
+from rankscribe.lineage.query._conditions import FIELD_MAPPING
+from rankscribe.lineage.record._parser import RunLineage
 from rankscribe.writer import WriterError, reader
 
 if TYPE_CHECKING:

@@ -30,15 +30,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rankscribe.lineage._dataset_graph import DatasetGraphInfo, graph_dict_from_proto
-from rankscribe.lineage._discovery import LineageFile, list_lineage_files
-from rankscribe.lineage._model import (
+from rankscribe.lineage.errors import LineageSummaryAnalyzeException
+from rankscribe.lineage.record._dataset_graph import DatasetGraphInfo, graph_dict_from_proto
+from rankscribe.lineage.record._discovery import LineageFile, list_lineage_files
+from rankscribe.lineage.record._model import (
     EvalLineageInfo,
     TrainLineageInfo,
     UserDefinedInfo,
     user_values_from_proto,
 )
-from rankscribe.lineage.errors import LineageSummaryAnalyzeException
 from rankscribe.writer.files import RecordReader
 from rankscribe.writer.pb import lineage_pb2
 
@@ -224,7 +224,7 @@ class RunLineage:
     ``sections`` maps ``metric``, ``hyper_parameters``, ``algorithm``,
     ``train_dataset``, ``valid_dataset``, ``model``, ``dataset_graph`` and
     ``user_defined`` to dicts in MindInsight's form (see
-    :mod:`rankscribe.lineage._model`); a missing section is ``{}``.
+    :mod:`rankscribe.lineage.record._model`); a missing section is ``{}``.
     """
 
     summary_dir: str

@@ -1,7 +1,7 @@
 """A helper process of a cold scan: parse the runs read from stdin, answer on stdout.
 
-Run by :mod:`rankscribe.lineage._parallel` as ``python -m
-rankscribe.lineage._parse_worker``; not meant to be run by hand. Input and
+Run by :mod:`rankscribe.lineage.index._parallel` as ``python -m
+rankscribe.lineage.index._parse_worker``; not meant to be run by hand. Input and
 output are pickles exchanged with the process that started it.
 """
 
@@ -12,7 +12,7 @@ import pickle
 import sys
 from typing import Any
 
-from rankscribe.lineage._run_summary import parse_directory_for_index, parse_for_index
+from rankscribe.lineage.index._run_summary import parse_directory_for_index, parse_for_index
 
 
 def main() -> int:

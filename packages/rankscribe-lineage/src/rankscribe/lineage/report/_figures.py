@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rankscribe.lineage._report_data import Curve
+from rankscribe.lineage.report._data import Curve
 
 if TYPE_CHECKING:
     import numpy.typing as npt

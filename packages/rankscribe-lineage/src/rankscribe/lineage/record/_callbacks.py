@@ -54,8 +54,14 @@ import os
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from rankscribe.lineage._dataset_graph import DatasetGraphInfo
-from rankscribe.lineage._model import (
+from rankscribe.lineage.errors import (
+    LineageError,
+    LineageLogError,
+    LineageParamTypeError,
+    LineageParamValueError,
+)
+from rankscribe.lineage.record._dataset_graph import DatasetGraphInfo
+from rankscribe.lineage.record._model import (
     Algorithm,
     EvalLineageInfo,
     HyperParameters,
@@ -64,12 +70,6 @@ from rankscribe.lineage._model import (
     TrainLineageInfo,
     UserDefinedInfo,
     ValidDataset,
-)
-from rankscribe.lineage.errors import (
-    LineageError,
-    LineageLogError,
-    LineageParamTypeError,
-    LineageParamValueError,
 )
 
 logger = logging.getLogger(__name__)

@@ -23,7 +23,7 @@ from typing import Any
 
 import filelock
 
-from rankscribe.lineage._discovery import SummaryDir
+from rankscribe.lineage.record._discovery import SummaryDir
 from rankscribe.writer.files import atomic_write, file_mode
 
 logger = logging.getLogger(__name__)

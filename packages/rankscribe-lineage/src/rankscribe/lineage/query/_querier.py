@@ -17,8 +17,19 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rankscribe.lineage._cache import LineageRow, cyclic_gc_paused, scan_base_dir, value_getter
-from rankscribe.lineage._conditions import (
+from rankscribe.lineage.errors import (
+    LineageFileNotFoundError,
+    LineageParamTypeError,
+    LineageParamValueError,
+    LineageQuerySummaryDataError,
+)
+from rankscribe.lineage.index._cache import (
+    LineageRow,
+    cyclic_gc_paused,
+    scan_base_dir,
+    value_getter,
+)
+from rankscribe.lineage.query._conditions import (
     CONTROL_KEYS,
     FIELD_MAPPING,
     LINEAGE_TYPES,
@@ -28,15 +39,9 @@ from rankscribe.lineage._conditions import (
     sort_by,
     validate_search_condition,
 )
-from rankscribe.lineage._discovery import list_lineage_files
-from rankscribe.lineage._expressions import Comparison, parse_expression, parse_sort_keys
-from rankscribe.lineage._parser import SECTION_KEYS, RunLineage, parse_run
-from rankscribe.lineage.errors import (
-    LineageFileNotFoundError,
-    LineageParamTypeError,
-    LineageParamValueError,
-    LineageQuerySummaryDataError,
-)
+from rankscribe.lineage.query._expressions import Comparison, parse_expression, parse_sort_keys
+from rankscribe.lineage.record._discovery import list_lineage_files
+from rankscribe.lineage.record._parser import SECTION_KEYS, RunLineage, parse_run
 
 logger = logging.getLogger(__name__)
 
@@ -352,7 +357,7 @@ def filter_runs(
 
     Args:
         base_dir: the base directory (relative paths are resolved).
-        where: a filter in the grammar of :mod:`rankscribe.lineage._expressions`;
+        where: a filter in the grammar of :mod:`rankscribe.lineage.query._expressions`;
             None matches every run.
         order_by: sort keys, most significant first, each ``"<name> [asc|desc]"``
             (or ``"-<name>"`` for descending). Runs missing a key's value (or

@@ -14,7 +14,7 @@
 Reading the summary files is most of the work (protobuf decoding, about 9 us
 per step), so the files are read in worker processes, one task per rank
 directory and one per batch of single runs, and each curve is thinned for
-drawing (:mod:`rankscribe.lineage._report_downsample`) before it travels back.
+drawing (:mod:`rankscribe.lineage.report._downsample`) before it travels back.
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rankscribe.lineage import filter_runs
-from rankscribe.lineage._report_downsample import downsample
 from rankscribe.lineage.errors import LineageError, LineageFileNotFoundError
 from rankscribe.lineage.jobview import LOSS_TAGS, JobStatistics, series_from_dir
+from rankscribe.lineage.report._downsample import downsample
 from rankscribe.writer import WriterError, reader
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rankscribe.lineage._jobstats import JobStatistics, RankArrays
+from rankscribe.lineage.job._statistics import JobStatistics, RankArrays
 
 if TYPE_CHECKING:
     import numpy.typing as npt

@@ -32,17 +32,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rankscribe.lineage._conditions import (
-    FIELD_MAPPING,
-    field_kind,
-    matches,
-    validate_search_condition,
-)
 from rankscribe.lineage.errors import (
     LineageExpressionError,
     LineageParamTypeError,
     LineageParamValueError,
     LineageSearchConditionParamError,
+)
+from rankscribe.lineage.query._conditions import (
+    FIELD_MAPPING,
+    field_kind,
+    matches,
+    validate_search_condition,
 )
 
 __all__ = [

@@ -4,7 +4,7 @@ A scan that must parse many runs (no index yet, or a new index format) is
 bound by decoding protobuf records in Python, one core's work. From
 ``PARALLEL_FROM_RUNS`` runs on, the runs are split into contiguous parts:
 this process parses the first, and helper processes
-(``python -m rankscribe.lineage._parse_worker``, the same interpreter, fed
+(``python -m rankscribe.lineage.index._parse_worker``, the same interpreter, fed
 and read through pipes) parse the others. Helpers are separate programs, not
 forks: nothing of the caller (threads, locks, an MPI runtime, its
 ``__main__``) is copied or run again. A helper that cannot start, fails or
@@ -25,10 +25,10 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from rankscribe.lineage._discovery import LineageFile
+from rankscribe.lineage.record._discovery import LineageFile
 
 if TYPE_CHECKING:
-    from rankscribe.lineage._discovery import SummaryDir
+    from rankscribe.lineage.record._discovery import SummaryDir
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ __all__ = [
 PARALLEL_FROM_RUNS = 4000
 WORKERS_VARIABLE = "RANKSCRIBE_LINEAGE_WORKERS"
 MAX_WORKERS = 4
-WORKER_MODULE = "rankscribe.lineage._parse_worker"
+WORKER_MODULE = "rankscribe.lineage.index._parse_worker"
 # A helper parses thousands of runs a second; this only bounds a stuck one.
 HELPER_TIMEOUT_SECONDS = 900.0
 

@@ -16,8 +16,9 @@ import importlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from rankscribe.lineage._report_data import Curve, JobData, ReportData, tag_order
-from rankscribe.lineage._report_figures import (
+from rankscribe.lineage.jobview import LOSS_TAGS, STEP_TIME_TAG, verdict_lines
+from rankscribe.lineage.report._data import Curve, JobData, ReportData, tag_order
+from rankscribe.lineage.report._figures import (
     Figure,
     Marker,
     band_figure,
@@ -25,8 +26,7 @@ from rankscribe.lineage._report_figures import (
     runs_figure,
     step_time_figure,
 )
-from rankscribe.lineage._report_table import Table, build_table, comparison_axes, ranks_text
-from rankscribe.lineage.jobview import LOSS_TAGS, STEP_TIME_TAG, verdict_lines
+from rankscribe.lineage.report._table import Table, build_table, comparison_axes, ranks_text
 
 __all__ = ["render_page"]
 

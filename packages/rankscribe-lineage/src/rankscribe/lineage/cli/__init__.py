@@ -29,16 +29,16 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
-from rankscribe.lineage._conditions import FIELD_MAPPING
-from rankscribe.lineage._expressions import parse_expression, parse_sort_key
 from rankscribe.lineage._hparams import write_hparams
-from rankscribe.lineage._merge import merge_run_dir
-from rankscribe.lineage._parser import SECTION_KEYS
-from rankscribe.lineage._querier import filter_runs, get_run_lineage
-from rankscribe.lineage._report import add_report_command
-from rankscribe.lineage._table import closest_first, column_texts, fit_columns, order_columns
+from rankscribe.lineage.cli._table import closest_first, column_texts, fit_columns, order_columns
 from rankscribe.lineage.errors import LineageError, LineageExpressionError, LineageFileNotFoundError
 from rankscribe.lineage.jobview import verdict_lines
+from rankscribe.lineage.merge._merge import merge_run_dir
+from rankscribe.lineage.query._conditions import FIELD_MAPPING
+from rankscribe.lineage.query._expressions import parse_expression, parse_sort_key
+from rankscribe.lineage.query._querier import filter_runs, get_run_lineage
+from rankscribe.lineage.record._parser import SECTION_KEYS
+from rankscribe.lineage.report._command import add_report_command
 
 PROGRAM = "rankscribe-lineage"
 _FIELD_COLUMNS = tuple(name for name in FIELD_MAPPING if name != "summary_dir")
@@ -437,6 +437,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROGRAM}: error: {error}", file=sys.stderr)
     return 1
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

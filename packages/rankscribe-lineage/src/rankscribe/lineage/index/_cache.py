@@ -8,7 +8,7 @@ files, in reading order, the directory's mtime and whether the run is final.
 
 A run is *final* when its lineage files and newest files are read-only (the
 writers make a file read-only when they close it, and a closed file never
-changes again: see :mod:`rankscribe.lineage._discovery`) and its directory's
+changes again: see :mod:`rankscribe.lineage.record._discovery`) and its directory's
 mtime is older than the scan by more than the file system's timestamp tick
 could hide. Then only a file added, removed or renamed in the directory can
 change the run, and that moves the directory's mtime: a warm query takes a
@@ -25,7 +25,7 @@ against the file system like the file, and dropped when another process
 writes a newer index).
 
 How the index file is written safely (atomically, private, under a lock) is
-in :mod:`rankscribe.lineage._index_file`; a base dir where it cannot be
+in :mod:`rankscribe.lineage.index._index_file`; a base dir where it cannot be
 written still answers queries.
 
 Set ``RANKSCRIBE_LINEAGE_INDEX=0`` to neither read nor write the index.
@@ -42,14 +42,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from rankscribe.lineage import _parallel
-from rankscribe.lineage._discovery import (
-    LineageFile,
-    Pending,
-    SummaryDir,
-    list_summary_dirs,
-)
-from rankscribe.lineage._index_file import (
+from rankscribe.lineage.index import _parallel
+from rankscribe.lineage.index._index_file import (
     INDEX_NAME,
     LOCK_NAME,
     Signature,
@@ -60,14 +54,20 @@ from rankscribe.lineage._index_file import (
     used_graphs,
     write_index,
 )
-from rankscribe.lineage._parallel import Outcome, parse_all, summarize_and_parse_all
-from rankscribe.lineage._run_summary import (
+from rankscribe.lineage.index._parallel import Outcome, parse_all, summarize_and_parse_all
+from rankscribe.lineage.index._run_summary import (
     LineageRow,
     parse_directory_for_index,
     parse_for_index,
     row_of,
     summarized,
     value_getter,
+)
+from rankscribe.lineage.record._discovery import (
+    LineageFile,
+    Pending,
+    SummaryDir,
+    list_summary_dirs,
 )
 
 logger = logging.getLogger(__name__)

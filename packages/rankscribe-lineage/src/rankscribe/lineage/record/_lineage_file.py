@@ -5,7 +5,7 @@ offline ``rankscribe-lineage merge``) writes into the job's directory as::
 
     events.out.events.summary.<T>.merged.<host>_lineage
 
-(see :mod:`rankscribe.lineage._names`). The file is written with
+(see :mod:`rankscribe.lineage.record._names`). The file is written with
 :func:`rankscribe.writer.files.atomic_write`: a reader sees the old merged file
 or the new one, never a half-written one. Writing again replaces the previous
 merged file rather than adding a second one.
@@ -19,15 +19,15 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from rankscribe.lineage._dataset_graph import DatasetGraphInfo
-from rankscribe.lineage._model import (
+from rankscribe.lineage.record._dataset_graph import DatasetGraphInfo
+from rankscribe.lineage.record._model import (
     EvalLineageInfo,
     TrainLineageInfo,
     UserDefinedInfo,
     ValidDataset,
 )
-from rankscribe.lineage._names import is_merged_lineage_name, merged_lineage_name
-from rankscribe.lineage._parser import RunLineage
+from rankscribe.lineage.record._names import is_merged_lineage_name, merged_lineage_name
+from rankscribe.lineage.record._parser import RunLineage
 from rankscribe.writer.files import atomic_write, file_mode, frame
 from rankscribe.writer.pb import lineage_pb2
 

@@ -18,15 +18,15 @@ import sys
 import time
 from dataclasses import dataclass
 
-from rankscribe.lineage._report_data import read_report_data
-from rankscribe.lineage._report_downsample import DEFAULT_MAX_POINTS
-from rankscribe.lineage._report_page import render_page
 from rankscribe.lineage.errors import (
     LineageDirNotExistError,
     LineageError,
     LineageFileNotFoundError,
     LineageParamValueError,
 )
+from rankscribe.lineage.report._data import read_report_data
+from rankscribe.lineage.report._downsample import DEFAULT_MAX_POINTS
+from rankscribe.lineage.report._page import render_page
 from rankscribe.writer.files import atomic_write
 
 __all__ = [

@@ -16,7 +16,6 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from rankscribe.lineage._first_form import to_current_form
 from rankscribe.lineage.errors import (
     LineageDirNotExistError,
     LineageError,
@@ -25,6 +24,7 @@ from rankscribe.lineage.errors import (
     LineageParamValueError,
     LineageSearchConditionParamError,
 )
+from rankscribe.lineage.query._first_form import to_current_form
 
 __all__ = [
     "CONTROL_KEYS",

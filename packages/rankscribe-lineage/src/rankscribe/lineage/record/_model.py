@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
-from rankscribe.lineage._floats import NON_FINITE_STRINGS, float32_repr, json_float
 from rankscribe.lineage.errors import LineageParamTypeError, LineageParamValueError
+from rankscribe.lineage.record._floats import NON_FINITE_STRINGS, float32_repr, json_float
 from rankscribe.writer.pb import lineage_pb2
 
 __all__ = [

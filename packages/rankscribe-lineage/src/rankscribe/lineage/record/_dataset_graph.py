@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rankscribe.lineage._floats import json_float
 from rankscribe.lineage.errors import LineageParamTypeError
+from rankscribe.lineage.record._floats import json_float
 from rankscribe.writer.pb import lineage_pb2
 
 __all__ = [

@@ -36,9 +36,6 @@ from typing import Any, Protocol
 
 import filelock
 
-from rankscribe.lineage._lineage_file import write_merged_lineage
-from rankscribe.lineage._names import rank_of_dir_name
-from rankscribe.lineage._parser import RunLineage, parse_run
 from rankscribe.lineage.errors import LineageMergeError, LineageParamTypeError
 from rankscribe.lineage.jobview import (
     JobView,
@@ -47,6 +44,9 @@ from rankscribe.lineage.jobview import (
     session_values,
     write_job_view,
 )
+from rankscribe.lineage.record._lineage_file import write_merged_lineage
+from rankscribe.lineage.record._names import rank_of_dir_name
+from rankscribe.lineage.record._parser import RunLineage, parse_run
 from rankscribe.writer.files import file_mode
 
 logger = logging.getLogger(__name__)

@@ -3,7 +3,7 @@
 The summary of a run (:func:`summarize_run`) is what the index stores; a
 :class:`LineageRow` is what a query filters and sorts. Parsing a run for the
 index (:func:`parse_for_index`, :func:`parse_directory_for_index`) is here
-too: the helper processes of a cold scan (:mod:`rankscribe.lineage._parallel`)
+too: the helper processes of a cold scan (:mod:`rankscribe.lineage.index._parallel`)
 import only this module.
 """
 
@@ -17,10 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rankscribe.lineage._conditions import FIELD_MAPPING
-from rankscribe.lineage._discovery import Pending, SummaryDir, summarize_dir
-from rankscribe.lineage._parallel import DirectoryJob, DirectoryOutcome, Job, Outcome
-from rankscribe.lineage._parser import RunLineage, parse_run
+from rankscribe.lineage.index._parallel import DirectoryJob, DirectoryOutcome, Job, Outcome
+from rankscribe.lineage.query._conditions import FIELD_MAPPING
+from rankscribe.lineage.record._discovery import Pending, SummaryDir, summarize_dir
+from rankscribe.lineage.record._parser import RunLineage, parse_run
 
 logger = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rankscribe.lineage._hparams import HPARAM_FIELDS, METRIC_FIELDS
-from rankscribe.lineage._report_data import RunInfo
-from rankscribe.lineage._report_figures import Axis
+from rankscribe.lineage.report._data import RunInfo
+from rankscribe.lineage.report._figures import Axis
 
 __all__ = [
     "Cell",
@@ -32,7 +32,7 @@ __all__ = [
 
 #: Text fields with more distinct values than this make no readable axis.
 MAX_CATEGORIES = 30
-#: The notes a rank merge adds to user_defined (rankscribe.lineage._merge): the ranks'
+#: The notes a rank merge adds to user_defined (rankscribe.lineage.merge._merge): the ranks'
 #: count, their disagreements and the extremes of averaged results. They stay in the
 #: table; as hyper-parameter axes they would only repeat the results.
 _MERGE_NOTES = re.compile(
