@@ -27,14 +27,14 @@ from collections.abc import Callable, Iterable
 from contextlib import suppress
 from typing import IO
 
-from rankscribe.writer._framing import (
+from rankscribe.writer.format._framing import (
     RECORD_OVERHEAD,
     RawRecord,
     RecordReader,
     frame,
     read_records,
 )
-from rankscribe.writer._names import (
+from rankscribe.writer.format._names import (
     LINEAGE_SUFFIX,
     EventFileName,
     FileKind,

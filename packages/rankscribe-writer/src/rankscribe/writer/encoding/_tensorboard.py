@@ -9,8 +9,8 @@ written; raw tensors are not, since TensorBoard has no view for them.
 
 from __future__ import annotations
 
-from rankscribe.writer._histogram import histogram_to_tensorboard
-from rankscribe.writer._image import image_to_tensorboard
+from rankscribe.writer.encoding._histogram import histogram_to_tensorboard
+from rankscribe.writer.encoding._image import image_to_tensorboard
 from rankscribe.writer.pb import summary_pb2, tensorboard_pb2
 
 FILE_VERSION = "brain.Event:2"

@@ -17,12 +17,34 @@ from functools import partial
 from types import TracebackType
 from typing import Any
 
-from rankscribe.writer import _events as events
-from rankscribe.writer import _record_lifetime, files, operators
-from rankscribe.writer._export import NpyExporter, claim_export_dir
-from rankscribe.writer._graph_builders import RecordGraph
-from rankscribe.writer._pipeline import Pipeline
-from rankscribe.writer._record_checks import (
+from rankscribe.writer import files, operators
+from rankscribe.writer.encoding._graph_builders import RecordGraph
+from rankscribe.writer.encoding._steps import EncodedStep, StepJob, encode_step, is_heavy
+from rankscribe.writer.encoding._values import (
+    LINEAGE_MESSAGES,
+    MAX_STEP_BYTES,
+    Snapshot,
+    check_name,
+    check_plugin,
+    graph_bytes,
+    scalar,
+    snapshot,
+)
+from rankscribe.writer.errors import (
+    StepTooLargeError,
+    WriterError,
+    WriterStateError,
+    WriterValueError,
+)
+from rankscribe.writer.files import (
+    LINEAGE_SUFFIX,
+    claim_timestamp,
+    host_name,
+    summary_file_name,
+)
+from rankscribe.writer.format import _events as events
+from rankscribe.writer.record import _lifetime
+from rankscribe.writer.record._checks import (
     INT64_MAX,
     INT64_MIN,
     MODES,
@@ -39,32 +61,11 @@ from rankscribe.writer._record_checks import (
     check_timeout,
     integer_step,
 )
-from rankscribe.writer._record_files import RecordFiles
-from rankscribe.writer._scalar_batches import ScalarBatches
-from rankscribe.writer._steps import EncodedStep, StepJob, encode_step, is_heavy
-from rankscribe.writer._values import (
-    LINEAGE_MESSAGES,
-    MAX_STEP_BYTES,
-    Snapshot,
-    check_name,
-    check_plugin,
-    graph_bytes,
-    scalar,
-    snapshot,
-)
-from rankscribe.writer._write_errors import WriteErrorPolicy
-from rankscribe.writer.errors import (
-    StepTooLargeError,
-    WriterError,
-    WriterStateError,
-    WriterValueError,
-)
-from rankscribe.writer.files import (
-    LINEAGE_SUFFIX,
-    claim_timestamp,
-    host_name,
-    summary_file_name,
-)
+from rankscribe.writer.record._export import NpyExporter, claim_export_dir
+from rankscribe.writer.record._files import RecordFiles
+from rankscribe.writer.record._pipeline import Pipeline
+from rankscribe.writer.record._scalar_batches import ScalarBatches
+from rankscribe.writer.record._write_errors import WriteErrorPolicy
 
 logger = logging.getLogger(__name__)
 
@@ -181,7 +182,7 @@ class SummaryRecord:
         # Whether a step of scalars alone can skip the general path (no graph
         # still to write, no second format to encode for).
         self._scalars_alone = self._board_file is None and network is None
-        _record_lifetime.track(self)
+        _lifetime.track(self)
 
     # ----------------------------------------------------------------- public API
 
@@ -357,7 +358,7 @@ class SummaryRecord:
         if self._closed:
             return
         self._closed = True
-        _record_lifetime.untrack(self)
+        _lifetime.untrack(self)
         try:
             self._pipeline.close()
         finally:

@@ -12,9 +12,9 @@ import numbers
 import os
 from collections.abc import Iterable
 
-from rankscribe.writer._export import FORMATS as EXPORT_FORMATS
 from rankscribe.writer.errors import WriterTypeError, WriterValueError
 from rankscribe.writer.files import is_valid_affix
+from rankscribe.writer.record._export import FORMATS as EXPORT_FORMATS
 
 logger = logging.getLogger(__name__)
 
