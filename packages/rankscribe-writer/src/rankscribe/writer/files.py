@@ -7,7 +7,8 @@ name rules are defined in the private ``_names`` module and framing in
 
 - names: :func:`summary_file_name`, :func:`parse_file_name`, :func:`file_kind`,
   :func:`list_summary_files`, :func:`tensorboard_file_name`, :func:`host_name`,
-  :func:`claim_timestamp`, :func:`is_valid_affix`, :data:`LINEAGE_SUFFIX`;
+  :func:`claim_timestamp`, :func:`is_valid_affix`, :data:`LINEAGE_SUFFIX`,
+  :data:`SUMMARY_SUFFIX`;
 - framing (TFRecord's, see ``docs/file-format.md``): :func:`frame`,
   :class:`RecordReader`, :func:`read_records`, :data:`RECORD_OVERHEAD`;
 - safe creation: :func:`atomic_write` (the one way RankScribe replaces a whole
@@ -36,6 +37,7 @@ from rankscribe.writer.format._framing import (
 )
 from rankscribe.writer.format._names import (
     LINEAGE_SUFFIX,
+    SUMMARY_SUFFIX,
     EventFileName,
     FileKind,
     claim_timestamp,
@@ -53,6 +55,7 @@ __all__ = [
     "LINEAGE_SUFFIX",
     "PRIVATE_FILE_MODE",
     "RECORD_OVERHEAD",
+    "SUMMARY_SUFFIX",
     "EventFileName",
     "FileKind",
     "RawRecord",

@@ -48,7 +48,7 @@ __all__ = [
 STATISTIC_SUFFIXES = ("mean", "min", "max", "std", "ranks", "min_rank", "max_rank")
 SUMMARY_PREFIX = "events"
 JOB_MARK = "job"
-SUMMARY_SUFFIX = "_MS"
+SUMMARY_SUFFIX = files.SUMMARY_SUFFIX
 MINDSPORE_VERSION = "MindSpore.Event:1"
 TENSORBOARD_VERSION = "brain.Event:2"
 CUSTOM_SCALARS_TAG = "custom_scalars__config__"
@@ -289,7 +289,7 @@ def write_job_files(
                 SUMMARY_PREFIX, timestamp, JOB_MARK, machine, SUMMARY_SUFFIX
             )
         else:
-            name = f"events.out.tfevents.{timestamp}.{machine}.{JOB_MARK}"
+            name = files.tensorboard_file_name(timestamp, machine, label=JOB_MARK)
         # One write call: the records are already whole in memory.
         written.append(files.atomic_write(os.path.join(directory, name), [b"".join(records)]))
     kept = {os.path.basename(path) for path in written}

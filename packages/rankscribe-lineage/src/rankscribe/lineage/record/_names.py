@@ -25,6 +25,7 @@ from rankscribe.writer.files import (
     file_kind,
     host_name,
     summary_file_name,
+    tensorboard_file_name,
 )
 
 __all__ = [
@@ -41,7 +42,8 @@ _MERGED_NAME = re.compile(
     rf"^{_MERGED_PREFIX}\.out\.events\.summary\.(\d+)\.{_MERGED_RANK}\..*{LINEAGE_SUFFIX}$"
 )
 _RANK_DIR = re.compile(r"^rank_(\d+)$")
-HPARAMS_SUFFIX = ".rankscribe-hparams"
+_HPARAMS_LABEL = "rankscribe-hparams"
+HPARAMS_SUFFIX = f".{_HPARAMS_LABEL}"
 
 
 def merged_lineage_name(timestamp: int | None = None, host: str | None = None) -> str:
@@ -66,9 +68,8 @@ def rank_of_dir_name(name: str) -> int | None:
 def hparams_file_name(timestamp: int, host: str | None = None) -> str:
     """``events.out.tfevents.<timestamp>.<host>.rankscribe-hparams``.
 
-    Not :func:`rankscribe.writer.files.tensorboard_file_name`: writing again
-    must find and replace the previous file, so the name ends in a fixed suffix
-    instead of a process id and counter. TensorBoard reads any name holding
-    ``tfevents``.
+    Writing again must find and replace the previous file, so the name ends in a
+    fixed label instead of a process id and counter. TensorBoard reads any name
+    holding ``tfevents``.
     """
-    return f"events.out.tfevents.{int(timestamp)}.{host or host_name()}{HPARAMS_SUFFIX}"
+    return tensorboard_file_name(int(timestamp), host or host_name(), label=_HPARAMS_LABEL)

@@ -30,6 +30,9 @@ from rankscribe.writer.errors import WriterValueError
 PathLike = str | os.PathLike[str]
 
 LINEAGE_SUFFIX = "_lineage"
+#: What SummaryRecord's summary files end in by default, as MindSpore names them.
+SUMMARY_SUFFIX = "_MS"
+_LABEL = re.compile(r"[A-Za-z0-9_.-]+", re.ASCII)
 _AFFIX = re.compile(r"^\w+[0-9a-zA-Z_.]*$", re.ASCII)
 # MindInsight's own tests (summary_watcher, ms_data_loader): a summary file is
 # any name containing `summary.<digits>`; the ones ending in `_lineage` hold
@@ -98,12 +101,28 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_new_lock_in_child)
 
 
-def tensorboard_file_name(timestamp: int, host: str) -> str:
+def tensorboard_file_name(timestamp: int, host: str, *, label: str | None = None) -> str:
     """``events.out.tfevents.{T}.{host}.{pid}.{n}``; TensorBoard reads any name with 'tfevents'.
 
     The pid and a process-wide counter keep two writers in one second apart.
+    With ``label`` the name is ``events.out.tfevents.{T}.{host}.{label}`` instead:
+    a fixed ending for a file that a later writer finds and replaces as a whole
+    (the lineage package's job and HParams files). ``label`` is ASCII letters,
+    digits, ``_``, ``-`` and ``.`` (no path separator).
+
+    Raises:
+        WriterValueError: ``label`` is not such a word.
     """
-    return f"events.out.tfevents.{timestamp}.{host}.{os.getpid()}.{next(_tensorboard_counter)}"
+    if label is None:
+        ending = f"{os.getpid()}.{next(_tensorboard_counter)}"
+    elif isinstance(label, str) and _LABEL.fullmatch(label):
+        ending = label
+    else:
+        raise WriterValueError(
+            f"label must be a non-empty word of ASCII letters, digits, '_', '-' and '.', "
+            f"but got {label!r}"
+        )
+    return f"events.out.tfevents.{timestamp}.{host}.{ending}"
 
 
 # Not StrEnum: that would change what str() and format() of a member give

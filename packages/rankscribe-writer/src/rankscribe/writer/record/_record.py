@@ -38,6 +38,7 @@ from rankscribe.writer.errors import (
 )
 from rankscribe.writer.files import (
     LINEAGE_SUFFIX,
+    SUMMARY_SUFFIX,
     claim_timestamp,
     host_name,
     summary_file_name,
@@ -114,7 +115,7 @@ class SummaryRecord:
         self,
         log_dir: str | os.PathLike[str],
         file_prefix: str = "events",
-        file_suffix: str = "_MS",
+        file_suffix: str = SUMMARY_SUFFIX,
         num_process: int = 32,
         network: Any = None,
         max_file_size: int | None = None,
