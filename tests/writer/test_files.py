@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import pytest
 
-from rankscribe.writer import WriterValueError
+from rankscribe.writer import WriterTypeError, WriterValueError
 from rankscribe.writer.files import FileKind, file_kind, parse_file_name, tensorboard_file_name
 
 
@@ -33,3 +34,26 @@ def test_a_label_that_is_no_plain_word_is_refused(label: object) -> None:
     with pytest.raises(WriterValueError, match="label must be a non-empty word"):
         tensorboard_file_name(1795245260, "vm", label=label)  # type: ignore[arg-type]
 
+
+
+# ------------------------------------------------------------- argument checks
+
+
+def test_the_writers_int_rule_refuses_bool_everywhere() -> None:
+    from rankscribe.writer._arguments import check_bool, check_int, is_int, is_integral, is_real
+
+    assert [is_int(value) for value in (3, -1, True, False, 3.0, "3")] == [
+        True, True, False, False, False, False
+    ]
+    assert is_integral(np.int64(3)) and not is_integral(np.bool_(True)) and not is_integral(True)
+    assert is_real(np.float32(0.5)) and is_real(2) and not is_real(True)
+    with pytest.raises(WriterTypeError, match=r"For 'f', the argument 'n' must be an int, but "
+                                              r"got bool\."):
+        check_int(True, "n", caller="f")
+    with pytest.raises(WriterValueError, match=r"'n' must be >= 0, but got -1\."):
+        check_int(-1, "n", caller="f", minimum=0)
+    with pytest.raises(WriterValueError, match=r"'n' must be greater than 0, but got 0\."):
+        check_int(0, "n", caller="f", minimum=1)
+    assert check_int(0, "n", caller="f", minimum=0) == 0
+    with pytest.raises(WriterTypeError, match=r"'flag' must be a bool, but got int\."):
+        check_bool(1, "flag", caller="f")

@@ -18,6 +18,7 @@ from types import TracebackType
 from typing import Any
 
 from rankscribe.writer import files, operators
+from rankscribe.writer._arguments import check_bool, check_positive_int
 from rankscribe.writer.encoding._graph_builders import RecordGraph
 from rankscribe.writer.encoding._steps import EncodedStep, StepJob, encode_step, is_heavy
 from rankscribe.writer.encoding._values import (
@@ -50,14 +51,12 @@ from rankscribe.writer.record._checks import (
     INT64_MIN,
     MODES,
     check_affix,
-    check_bool,
     check_export_options,
     check_formats,
     check_log_dir,
     check_max_file_size,
     check_name_length,
     check_plugin_filter,
-    check_positive_int,
     check_rank,
     check_timeout,
     integer_step,
@@ -71,6 +70,7 @@ from rankscribe.writer.record._write_errors import WriteErrorPolicy
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_PENDING_BYTES = 256 << 20
+_CALLER = "SummaryRecord"  # as the original's messages name it
 _EXPORT_DIR_ATTEMPTS = 100
 
 
@@ -130,15 +130,15 @@ class SummaryRecord:
         self._directory = check_log_dir(log_dir)
         check_affix("file_prefix", file_prefix)
         check_affix("file_suffix", file_suffix)
-        workers = check_positive_int("num_process", num_process)
+        workers = check_positive_int(num_process, "num_process", caller=_CALLER)
         self._max_file_size = check_max_file_size(max_file_size)
-        self._raise_exception = check_bool("raise_exception", raise_exception)
+        self._raise_exception = check_bool(raise_exception, "raise_exception", caller=_CALLER)
         self._export_tensors = check_export_options(export_options)
         self._formats = check_formats(formats)
         check_rank(rank)
-        check_positive_int("max_pending_bytes", max_pending_bytes)
+        check_positive_int(max_pending_bytes, "max_pending_bytes", caller=_CALLER)
         if group_readable is not None:
-            check_bool("group_readable", group_readable)
+            check_bool(group_readable, "group_readable", caller=_CALLER)
         self._group_readable = files.group_readable(group_readable)
         self._graph = RecordGraph(network)
 
