@@ -2,8 +2,9 @@
 
 Everything another package (or a user's tool) needs to find, parse, frame or
 safely create RankScribe's files is here, so that each rule has one home (the
-name rules are defined in the private ``_names`` module and framing in
-``_framing``; this module is their only public face):
+name rules are defined in the private ``format._names`` module, framing in
+``format._framing`` and wire primitives in ``format._wire``; this module is their
+only public face):
 
 - names: :func:`summary_file_name`, :func:`parse_file_name`, :func:`file_kind`,
   :func:`list_summary_files`, :func:`tensorboard_file_name`, :func:`host_name`,
@@ -11,6 +12,9 @@ name rules are defined in the private ``_names`` module and framing in
   :data:`SUMMARY_SUFFIX`;
 - framing (TFRecord's, see ``docs/file-format.md``): :func:`frame`,
   :class:`RecordReader`, :func:`read_records`, :data:`RECORD_OVERHEAD`;
+- payloads written without protobuf objects: :func:`varint`, :func:`field_key`, and
+  the version strings that open each file, :data:`SUMMARY_FILE_VERSION` and
+  :data:`TENSORBOARD_FILE_VERSION`;
 - safe creation: :func:`atomic_write` (the one way RankScribe replaces a whole
   file), :func:`make_private_dir` (the one way it creates directories) and
   :func:`fsync_directory`;
@@ -49,13 +53,21 @@ from rankscribe.writer.format._names import (
     summary_file_name,
     tensorboard_file_name,
 )
+from rankscribe.writer.format._wire import (
+    SUMMARY_FILE_VERSION,
+    TENSORBOARD_FILE_VERSION,
+    field_key,
+    varint,
+)
 
 __all__ = [
     "GROUP_READABLE_ENV",
     "LINEAGE_SUFFIX",
     "PRIVATE_FILE_MODE",
     "RECORD_OVERHEAD",
+    "SUMMARY_FILE_VERSION",
     "SUMMARY_SUFFIX",
+    "TENSORBOARD_FILE_VERSION",
     "EventFileName",
     "FileKind",
     "RawRecord",
@@ -63,6 +75,7 @@ __all__ = [
     "atomic_write",
     "claim_timestamp",
     "dir_mode",
+    "field_key",
     "file_kind",
     "file_mode",
     "frame",
@@ -76,6 +89,7 @@ __all__ = [
     "read_records",
     "summary_file_name",
     "tensorboard_file_name",
+    "varint",
 ]
 
 #: Mode of a finished file: read-only, for its owner alone.
