@@ -106,3 +106,48 @@ def test_every_file_opens_with_the_version_stated_in_files(tmp_path) -> None:
         reader.list_summary_files(tmp_path, "tensorboard")[0])))
     assert summary.version == files.SUMMARY_FILE_VERSION == "MindSpore.Event:1"
     assert board.file_version == files.TENSORBOARD_FILE_VERSION == "brain.Event:2"
+
+
+# ------------------------------------------------------------- rank directories
+
+
+@pytest.mark.parametrize("rank", [0, 1, 9, 10, 1023, 10**12])
+def test_a_rank_dir_name_reads_back_as_its_rank(rank: int) -> None:
+    name = files.rank_dir_name(rank)
+    assert name == f"rank_{rank}"
+    assert files.parse_rank_dir_name(name) == rank
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "rank_01",  # a leading zero: rank 1 has one name, rank_1
+        "rank_00",
+        "rank_\u0661",  # ARABIC-INDIC DIGIT ONE: int() would read it as 1
+        "rank_\uff11",  # FULLWIDTH DIGIT ONE
+        "rank_-1",
+        "rank_+1",
+        "rank_",
+        "rank_1\n",
+        "rank_1 ",
+        " rank_1",
+        "rank_1x",
+        "Rank_1",
+        "rank1",
+        "rank_1.5",
+        "",
+    ],
+)
+def test_only_the_one_spelling_of_a_rank_is_a_rank_dir(name: str) -> None:
+    assert files.parse_rank_dir_name(name) is None
+
+
+def test_a_rank_dir_of_no_rank_is_refused_naming_rank() -> None:
+    with pytest.raises(WriterValueError, match=r"'rank' must be >= 0, but got -1"):
+        files.rank_dir_name(-1)
+    with pytest.raises(WriterTypeError, match=r"'rank' must be an int, but got bool"):
+        files.rank_dir_name(True)
+    with pytest.raises(WriterTypeError, match=r"'rank' must be an int, but got str"):
+        files.rank_dir_name("1")  # type: ignore[arg-type]
+    with pytest.raises(WriterTypeError, match=r"'name' must be a str, but got bytes"):
+        files.parse_rank_dir_name(b"rank_1")  # type: ignore[arg-type]

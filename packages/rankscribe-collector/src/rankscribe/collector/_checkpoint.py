@@ -79,7 +79,7 @@ from rankscribe.collector.errors import (
     CheckpointWriteError,
 )
 from rankscribe.ranks import detect, rank_dir
-from rankscribe.writer.files import atomic_write, file_mode, make_private_dir
+from rankscribe.writer.files import atomic_write, file_mode, make_private_dir, rank_dir_name
 
 __all__ = ["GRAPH_META_SUFFIX", "CheckpointManager", "ModelCheckpoint"]
 
@@ -424,12 +424,12 @@ def _checkpoint_directory(directory: str | os.PathLike[str] | None) -> Path:
         )
     base = Path(os.getcwd() if directory is None else directory).absolute()
     info = detect()
-    if not info.is_single and base.name == f"rank_{info.rank}":
+    if not info.is_single and base.name == rank_dir_name(info.rank):
         base = base.parent  # already this rank's directory: rank_dir gives it back
     try:
         # Every directory made on the way is private (or group-readable when
         # asked), not only the last; rank_dir then finds them all there.
-        make_private_dir(base if info.is_single else base / f"rank_{info.rank}")
+        make_private_dir(base if info.is_single else base / rank_dir_name(info.rank))
         return rank_dir(base, info)
     except OSError as error:
         raise CheckpointWriteError(

@@ -58,7 +58,7 @@ from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.errors import CollectorValueError
 from rankscribe.ranks import Coordinator, RankInfo, detect, rank_dir
 from rankscribe.writer import SummaryRecord
-from rankscribe.writer.files import make_private_dir
+from rankscribe.writer.files import make_private_dir, rank_dir_name
 from rankscribe.writer.operators import discard_pending
 
 logger = logging.getLogger(__name__)
@@ -238,7 +238,7 @@ class SummaryCollector(Callback):
         # Every directory made on the way is private (group-readable on request),
         # not only the last one, which is all rank_dir sets the mode of.
         make_private_dir(self._summary_dir if info.is_single
-                         else os.path.join(self._summary_dir, f"rank_{info.rank}"))
+                         else os.path.join(self._summary_dir, rank_dir_name(info.rank)))
         self._directory = rank_dir(self._summary_dir, info)
         self._record = SummaryRecord(
             self._directory,

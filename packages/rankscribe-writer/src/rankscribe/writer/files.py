@@ -9,7 +9,8 @@ only public face):
 - names: :func:`summary_file_name`, :func:`parse_file_name`, :func:`file_kind`,
   :func:`list_summary_files`, :func:`tensorboard_file_name`, :func:`host_name`,
   :func:`claim_timestamp`, :func:`is_valid_affix`, :data:`LINEAGE_SUFFIX`,
-  :data:`SUMMARY_SUFFIX`;
+  :data:`SUMMARY_SUFFIX`, and the job's rank directories: :func:`rank_dir_name`,
+  :func:`parse_rank_dir_name`;
 - framing (TFRecord's, see ``docs/file-format.md``): :func:`frame`,
   :class:`RecordReader`, :func:`read_records`, :data:`RECORD_OVERHEAD`;
 - payloads written without protobuf objects: :func:`varint`, :func:`field_key`, and
@@ -50,6 +51,8 @@ from rankscribe.writer.format._names import (
     is_valid_affix,
     list_summary_files,
     parse_file_name,
+    parse_rank_dir_name,
+    rank_dir_name,
     summary_file_name,
     tensorboard_file_name,
 )
@@ -86,6 +89,8 @@ __all__ = [
     "list_summary_files",
     "make_private_dir",
     "parse_file_name",
+    "parse_rank_dir_name",
+    "rank_dir_name",
     "read_records",
     "summary_file_name",
     "tensorboard_file_name",
