@@ -3,7 +3,9 @@ atomic writes, each stated once (``docs/file-format.md``)."""
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 
 import numpy as np
 import pytest
@@ -151,3 +153,50 @@ def test_a_rank_dir_of_no_rank_is_refused_naming_rank() -> None:
         files.rank_dir_name("1")  # type: ignore[arg-type]
     with pytest.raises(WriterTypeError, match=r"'name' must be a str, but got bytes"):
         files.parse_rank_dir_name(b"rank_1")  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------- atomic writes
+
+
+def test_atomic_write_fsyncs_the_file_before_the_rename_and_the_directory_after(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[str, int, bool]] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(descriptor: int) -> None:
+        info = os.fstat(descriptor)
+        calls.append(("fsync", info.st_ino, stat.S_ISDIR(info.st_mode)))
+        real_fsync(descriptor)
+
+    def replace(source: str, target: str) -> None:
+        calls.append(("replace", os.lstat(source).st_ino, False))
+        real_replace(source, target)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    path = files.atomic_write(tmp_path / "index.json", [b"{", memoryview(b"}")])
+
+    file_inode, directory_inode = os.stat(path).st_ino, os.stat(tmp_path).st_ino
+    assert calls == [
+        ("fsync", file_inode, False),  # the data is on disk before its name points at it
+        ("replace", file_inode, False),
+        ("fsync", directory_inode, True),  # and the new name survives a power loss
+    ]
+    assert (tmp_path / "index.json").read_bytes() == b"{}"
+
+
+def test_a_failed_fsync_keeps_the_old_file_and_leaves_no_temporary(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "index.json"
+    files.atomic_write(target, [b"old"], mode=files.file_mode(False))
+
+    def failing_fsync(descriptor: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    with pytest.raises(OSError, match="Input/output error"):
+        files.atomic_write(target, [b"new"])
+    assert target.read_bytes() == b"old"
+    assert os.listdir(tmp_path) == ["index.json"]
