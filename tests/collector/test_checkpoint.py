@@ -675,7 +675,7 @@ import os, signal, sys
 from functools import partial
 import numpy as np
 from rankscribe.collector import CallbackParams, ModelCheckpoint, RunContext
-from rankscribe.collector import _checkpoint_format
+from rankscribe.collector.checkpoint import _format as _checkpoint_format
 from rankscribe.writer.files import atomic_write
 
 def die_halfway(handle, chunk):

@@ -41,9 +41,9 @@ from typing import Any
 import filelock
 
 from rankscribe.collector._callback import CallbackParams
-from rankscribe.collector._extract import ValueSink
 from rankscribe.collector._series import ScalarSeries
 from rankscribe.collector.adapters import AdapterRegistry
+from rankscribe.collector.collection._extractor import ValueSink
 from rankscribe.lineage import (
     MERGE_LOCK_NAME,
     DatasetGraphInfo,

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rankscribe.collector._graph import GraphDescription, build_graph_proto
+from rankscribe.collector.adapters._graph import GraphDescription, build_graph_proto
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 from rankscribe.ranks import split_evenly
 
@@ -55,7 +55,7 @@ class ArrayNetwork:
     Args:
         parameters: name -> array (or (name, array) pairs). The arrays are kept
             as given, not copied, so updating them in place updates the network.
-        graph: an optional :class:`~rankscribe.collector._graph.GraphDescription`
+        graph: an optional :class:`~rankscribe.collector.adapters._graph.GraphDescription`
             (or its dict form); the collector then records the graph.
         name: the network name the lineage shows (default: the class name).
     """

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rankscribe.collector._graph import build_graph_proto
 from rankscribe.collector.adapters._arrays import ArrayNetwork, ArrayOptimizer
+from rankscribe.collector.adapters._graph import build_graph_proto
 from rankscribe.collector.adapters._views import DatasetView
 from rankscribe.collector.errors import CollectorTypeError
 from rankscribe.writer.pb import anf_ir_pb2

@@ -56,8 +56,9 @@ from types import TracebackType
 from typing import Any
 
 from rankscribe.collector._callback import Callback, CallbackParams, RunContext
-from rankscribe.collector._checkpoint_config import CheckpointConfig
-from rankscribe.collector._checkpoint_format import (
+from rankscribe.collector.adapters import AdapterRegistry
+from rankscribe.collector.checkpoint._config import CheckpointConfig
+from rankscribe.collector.checkpoint._format import (
     CHECKPOINT_SUFFIX,
     AppendValue,
     checkpoint_parameters,
@@ -65,12 +66,11 @@ from rankscribe.collector._checkpoint_format import (
     prepare_tensors,
     write_checkpoint_file,
 )
-from rankscribe.collector._checkpoint_manager import (
+from rankscribe.collector.checkpoint._manager import (
     CheckpointManager,
     remove_stale_temporaries,
     unique_prefix,
 )
-from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.errors import (
     CheckpointError,
     CheckpointTimeoutError,

@@ -16,7 +16,7 @@ Validation and precedence follow MindSpore's ``CheckpointConfig``:
   at most one dict of str keys to int, float, bool, str or array values.
 
 The validators for ``enc_key``, ``enc_mode`` and append values are shared with
-``save_checkpoint`` (:mod:`rankscribe.collector._checkpoint_format`).
+``save_checkpoint`` (:mod:`rankscribe.collector.checkpoint._format`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from rankscribe.collector._checkpoint_crypto import ENC_MODES, KEY_LENGTHS
 from rankscribe.collector.adapters._parameters import PARAMETER_SOURCES, offers_parameters
+from rankscribe.collector.checkpoint._crypto import ENC_MODES, KEY_LENGTHS
 from rankscribe.collector.errors import CheckpointTypeError, CheckpointValueError
 
 __all__ = [

@@ -13,7 +13,7 @@ import math
 import os
 import re
 
-from rankscribe.collector._checkpoint_format import CHECKPOINT_SUFFIX
+from rankscribe.collector.checkpoint._format import CHECKPOINT_SUFFIX
 from rankscribe.collector.errors import CheckpointTypeError, CheckpointValueError
 
 __all__ = ["CheckpointManager", "remove_stale_temporaries", "unique_prefix"]
