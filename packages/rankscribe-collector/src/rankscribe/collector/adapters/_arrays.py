@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from rankscribe.collector._checks import is_int
 from rankscribe.collector.adapters._graph import GraphDescription, build_graph_proto
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 from rankscribe.ranks import split_evenly
@@ -164,7 +165,7 @@ class ArrayDataset:
                 f"ArrayDataset columns must have the same first dimension, but got shapes "
                 f"{[array.shape for array in arrays]}."
             )
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+        if not is_int(batch_size) or batch_size <= 0:
             raise CollectorValueError(f"batch_size must be an int > 0, but got {batch_size!r}.")
         if description is not None and not isinstance(description, Mapping):
             raise CollectorTypeError(
