@@ -54,6 +54,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from rankscribe.lineage._checks import is_int
 from rankscribe.lineage.errors import (
     LineageError,
     LineageLogError,
@@ -187,23 +188,23 @@ def _batch_size(dataset: Any, args: Mapping[str, Any]) -> int | None:
     getter = getattr(dataset, "get_batch_size", None)
     if callable(getter):
         value = getter()
-        if isinstance(value, int) and not isinstance(value, bool):
+        if is_int(value):
             return value
     value = args.get("batch_size")
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return value if is_int(value) else None
 
 
 def _dataset_size(dataset: Any, batch_size: int | None) -> int | None:
     # A dataset that knows its samples is counted exactly; otherwise the
     # original's batches x batch size (which counts a short last batch as full).
     samples = getattr(dataset, "num_samples", None)
-    if isinstance(samples, int) and not isinstance(samples, bool) and samples >= 0:
+    if is_int(samples) and samples >= 0:
         return samples
     getter = getattr(dataset, "get_dataset_size", None)
     if not callable(getter):
         return None
     batches = getter()
-    if not isinstance(batches, int) or isinstance(batches, bool):
+    if not is_int(batches):
         return None
     return batches * (batch_size or 1)
 
@@ -243,7 +244,7 @@ def _model_file(args: Mapping[str, Any]) -> ModelFile:
 
 def _step(args: Mapping[str, Any]) -> int:
     step = args.get("cur_step_num", 0)
-    return step if isinstance(step, int) and not isinstance(step, bool) else 0
+    return step if is_int(step) else 0
 
 
 class _LineageCallback:
@@ -388,11 +389,9 @@ def train_lineage_from_args(args: Mapping[str, Any]) -> TrainLineageInfo:
             optimizer=_class_name(optimizer),
             learning_rate=_learning_rate(optimizer) if optimizer is not None else None,
             loss_function=_class_name(args.get("loss_fn")),
-            epoch=epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else None,
+            epoch=epoch if is_int(epoch) else None,
             parallel_mode=None if parallel_mode is None else str(parallel_mode),
-            device_num=device_num
-            if isinstance(device_num, int) and not isinstance(device_num, bool)
-            else None,
+            device_num=device_num if is_int(device_num) else None,
             batch_size=batch_size,
         ),
         train_dataset=TrainDataset(
