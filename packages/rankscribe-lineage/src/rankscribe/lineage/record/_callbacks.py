@@ -9,11 +9,11 @@ with attributes) that may hold:
 ===================  ==========================================================
 key                  used for
 ===================  ==========================================================
-optimizer            ``optimizer`` (class name) and ``learning_rate``: the first
-                     element of ``optimizer.learning_rate``, or of
-                     ``optimizer.param_groups[0]['lr']``, as float32
-loss_fn              ``loss_function`` (class name)
-network /            ``network``: the class name of ``network``, else of the
+optimizer            ``optimizer`` (its name, below) and ``learning_rate``:
+                     the first element of ``optimizer.learning_rate``, or
+                     of ``optimizer.param_groups[0]['lr']``, as float32
+loss_fn              ``loss_function`` (its name, below)
+network /            ``network``: the name of ``network``, else of the
 train_network        backbone found through ``train_network``'s ``network`` /
                      ``_backbone`` / ``backbone`` attributes
 epoch_num            ``epoch``
@@ -31,6 +31,11 @@ list_callback        ``model``: the latest checkpoint of the first callback with
 metrics              ``metric`` (eval): ``json.dumps(metrics)``
 cur_step_num         the step passed to ``summary_record.record``
 ===================  ==========================================================
+
+Names follow one rule (:mod:`rankscribe.lineage.record._object_names`,
+``docs/collector-schedule.md``): an object's own ``name`` (a non-empty str),
+else a function's or class's ``__name__``, else the class name of an
+instance; a bare container (a dict network) or a lambda leaves the field out.
 
 The summary record only needs ``add_value(plugin, name, value)`` and
 ``record(step)`` (MindSpore's SummaryRecord, rankscribe.writer's, or any
@@ -72,6 +77,7 @@ from rankscribe.lineage.record._model import (
     UserDefinedInfo,
     ValidDataset,
 )
+from rankscribe.lineage.record._object_names import object_name
 
 logger = logging.getLogger(__name__)
 
@@ -143,10 +149,6 @@ def _learning_rate(optimizer: Any) -> float | None:
     if callable(rate) and not hasattr(rate, "asnumpy"):
         return None  # a schedule function: MindSpore leaves it unset too
     return _first_number(rate)
-
-
-def _class_name(value: Any) -> str | None:
-    return type(value).__name__ if value is not None else None
 
 
 def _backbone(args: Mapping[str, Any]) -> Any:
@@ -386,9 +388,9 @@ def train_lineage_from_args(args: Mapping[str, Any]) -> TrainLineageInfo:
     optimizer = args.get("optimizer")
     return TrainLineageInfo(
         hyper_parameters=HyperParameters(
-            optimizer=_class_name(optimizer),
+            optimizer=object_name(optimizer),
             learning_rate=_learning_rate(optimizer) if optimizer is not None else None,
-            loss_function=_class_name(args.get("loss_fn")),
+            loss_function=object_name(args.get("loss_fn")),
             epoch=epoch if is_int(epoch) else None,
             parallel_mode=None if parallel_mode is None else str(parallel_mode),
             device_num=device_num if is_int(device_num) else None,
@@ -399,7 +401,7 @@ def train_lineage_from_args(args: Mapping[str, Any]) -> TrainLineageInfo:
             train_dataset_size=_dataset_size(dataset, batch_size),
         ),
         algorithm=Algorithm(
-            network=_class_name(_backbone(args)),
+            network=object_name(_backbone(args)),
             loss=_mean_loss(args.get("net_outputs")),
         ),
         model=_model_file(args),
