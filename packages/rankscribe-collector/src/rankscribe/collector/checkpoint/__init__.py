@@ -10,8 +10,9 @@ collector's README (``packages/rankscribe-collector/README.md``); the rank
 directory they live in is ``docs/layout.md``'s.
 
 May import: ``rankscribe.collector._callback`` (the callback protocol),
-``rankscribe.collector.adapters``, ``rankscribe.collector.errors``, the ranks
-and writer packages. Not the SummaryCollector's modules.
+``rankscribe.collector.adapters``, ``rankscribe.collector.errors``,
+``rankscribe.collector._checks`` (argument checks), the ranks and writer packages.
+Not the SummaryCollector's modules.
 """
 
 __all__: list[str] = []  # the modules inside are private; public names are re-exported above

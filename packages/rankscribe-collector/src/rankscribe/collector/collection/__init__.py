@@ -7,8 +7,9 @@ the training state at a collected unit (``_extractor``). Semantics in
 ``docs/collector-schedule.md``.
 
 May import: ``rankscribe.collector._callback`` (``CallbackParams``),
-``rankscribe.collector.adapters``, ``rankscribe.collector.errors``, the ranks
-and writer packages. Not the collector's training-loop modules.
+``rankscribe.collector.adapters``, ``rankscribe.collector.errors``,
+``rankscribe.collector._checks`` (argument checks), the ranks and writer packages.
+Not the collector's training-loop modules.
 """
 
 __all__: list[str] = []  # the modules inside are private; the collector uses them
