@@ -4,7 +4,7 @@
 
 No launcher variable is set: the rank comes from ``init_process_group`` (rank 0
 hosts the TCPStore on localhost:<port>), so ``detect()`` reads it from torch
-and ``Coordinator.create()`` picks the store backend. Each rank writes what it
+and ``create_coordinator()`` picks the store backend. Each rank writes what it
 observed to <out_dir>/rank_<r>.json.
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from rankscribe.ranks import Coordinator, RankInfo, StoreCoordinator, detect
+from rankscribe.ranks import Coordinator, RankInfo, StoreCoordinator, create_coordinator, detect
 
 torch.set_num_threads(1)
 
@@ -58,7 +58,7 @@ def main() -> None:
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=world_size, timeout=datetime.timedelta(seconds=60))
     info = detect()
-    coordinator = Coordinator.create(info, timeout=30.0)
+    coordinator = create_coordinator(info, timeout=30.0)
     assert isinstance(coordinator, StoreCoordinator), coordinator
     record = globals()[scenario](coordinator, info, timeout)
     record.update(rank=info.rank, world_size=info.world_size, launcher=info.launcher,

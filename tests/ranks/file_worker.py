@@ -2,7 +2,7 @@
 
     RANK=r WORLD_SIZE=n python file_worker.py <scenario> <folder> <out_dir> [timeout] [how]
 
-The launcher variables are torchrun's, so detect() and Coordinator.create()
+The launcher variables are torchrun's, so detect() and create_coordinator()
 pick the file backend exactly as they would under torchrun. ``how`` is
 ``rendezvous`` (the default: <folder> is the rendezvous_dir) or ``job`` (<folder>
 is the job's directory, passed as job_dir, as the collector does). Each rank writes
@@ -23,6 +23,7 @@ from rankscribe.ranks import (
     CollectiveMismatchError,
     Coordinator,
     RankInfo,
+    create_coordinator,
     detect,
 )
 
@@ -78,9 +79,9 @@ def main() -> None:
     how = sys.argv[5] if len(sys.argv) > 5 else "rendezvous"
     info = detect()
     if how == "job":
-        coordinator = Coordinator.create(info, job_dir=rendezvous, timeout=30.0)
+        coordinator = create_coordinator(info, job_dir=rendezvous, timeout=30.0)
     else:
-        coordinator = Coordinator.create(info, rendezvous_dir=rendezvous, timeout=30.0)
+        coordinator = create_coordinator(info, rendezvous_dir=rendezvous, timeout=30.0)
     record = globals()[scenario](coordinator, info, timeout)
     record.update(rank=info.rank, launcher=info.launcher, backend=coordinator.backend,
                   folder=str(getattr(coordinator, "directory", "")))

@@ -144,7 +144,7 @@ def test_pmix_without_size_or_mpi_library_says_what_is_missing(
     def unavailable() -> None:
         raise BackendUnavailableError("no MPI library")
 
-    monkeypatch.setattr("rankscribe.ranks._mpi_loader.load_mpi", unavailable)
+    monkeypatch.setattr("rankscribe.ranks.backends._mpi_loader.load_mpi", unavailable)
     with pytest.raises(RankEnvironmentError, match=r"SLURM_NTASKS.*MPI library"):
         detect({"PMIX_RANK": "2"})
 

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rankscribe.writer.errors import WriterValueError
+from rankscribe.writer.errors import WriterTypeError, WriterValueError
 
 PathLike = str | os.PathLike[str]
 
@@ -56,6 +56,33 @@ def is_valid_affix(value: object) -> bool:
 def summary_file_name(prefix: str, timestamp: int, rank: int | str, host: str, suffix: str) -> str:
     """``{prefix}.out.events.summary.{T}.{rank}.{host}{suffix}``, as MindSpore >= 1.2 names them."""
     return f"{prefix}.out.events.summary.{timestamp}.{rank}.{host}{suffix}"
+
+
+RANK_DIR_PREFIX = "rank_"
+# ASCII digits only, no leading zero: "rank_01" or "rank_١" (an Arabic-Indic one) would
+# otherwise parse as rank 1 beside the real "rank_1", and one would replace the other.
+_RANK_DIR = re.compile(r"rank_(0|[1-9][0-9]*)", re.ASCII)
+
+
+def rank_dir_name(rank: int) -> str:
+    """The directory a rank of a distributed job writes into: ``rank_<rank>``."""
+    if isinstance(rank, bool) or not isinstance(rank, int):
+        raise WriterTypeError(f"rank must be an int, got {type(rank).__name__} {rank!r}")
+    if rank < 0:
+        raise WriterValueError(f"rank must be >= 0, got {rank}")
+    return f"{RANK_DIR_PREFIX}{rank}"
+
+
+def parse_rank_dir_name(name: str) -> int | None:
+    """The rank of a directory named by :func:`rank_dir_name`; None for any other name.
+
+    Only ``rank_`` followed by ASCII digits without a leading zero (``rank_0`` aside) is a
+    rank directory.
+    """
+    if not isinstance(name, str):
+        return None
+    match = _RANK_DIR.fullmatch(name)
+    return int(match.group(1)) if match is not None else None
 
 
 def claim_timestamp(directory: str, not_before: int | None = None) -> int:

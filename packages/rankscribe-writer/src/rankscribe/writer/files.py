@@ -7,7 +7,8 @@ name rules are defined in the private ``_names`` module and framing in
 
 - names: :func:`summary_file_name`, :func:`parse_file_name`, :func:`file_kind`,
   :func:`list_summary_files`, :func:`tensorboard_file_name`, :func:`host_name`,
-  :func:`claim_timestamp`, :func:`is_valid_affix`, :data:`LINEAGE_SUFFIX`;
+  :func:`claim_timestamp`, :func:`is_valid_affix`, :data:`LINEAGE_SUFFIX`, and a
+  distributed job's rank directories, :func:`rank_dir_name` and :func:`parse_rank_dir_name`;
 - framing (TFRecord's, see ``docs/file-format.md``): :func:`frame`,
   :class:`RecordReader`, :func:`read_records`, :data:`RECORD_OVERHEAD`;
 - safe creation: :func:`atomic_write` (the one way RankScribe replaces a whole
@@ -44,6 +45,8 @@ from rankscribe.writer._names import (
     is_valid_affix,
     list_summary_files,
     parse_file_name,
+    parse_rank_dir_name,
+    rank_dir_name,
     summary_file_name,
     tensorboard_file_name,
 )
@@ -70,6 +73,8 @@ __all__ = [
     "list_summary_files",
     "make_private_dir",
     "parse_file_name",
+    "parse_rank_dir_name",
+    "rank_dir_name",
     "read_records",
     "summary_file_name",
     "tensorboard_file_name",
