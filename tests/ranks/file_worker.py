@@ -23,6 +23,7 @@ from rankscribe.ranks import (
     CollectiveMismatchError,
     Coordinator,
     RankInfo,
+    claim_job_dir,
     create_coordinator,
     detect,
 )
@@ -71,6 +72,16 @@ def mismatch(coordinator: Coordinator, info: RankInfo, timeout: float) -> dict[s
     except Exception as error:  # reported to the test
         return {"other": f"{type(error).__name__}: {error}"}
     return {"mismatch": None}
+
+
+def claim(coordinator: Coordinator, info: RankInfo, timeout: float) -> dict[str, Any]:
+    """Claim the job directory (the folder's parent), then gather each rank's job tag."""
+    summary_dir = Path(sys.argv[2])
+    job = claim_job_dir(summary_dir, coordinator=coordinator, timeout=timeout)
+    result = coordinator.gather({"job": os.environ["JOB_TAG"], "claimed": str(job.directory)},
+                                timeout=timeout)
+    return {"directory": str(job.directory), "job_id": job.job_id, "values": result.values,
+            "missing": result.missing, "job": os.environ["JOB_TAG"]}
 
 
 def main() -> None:

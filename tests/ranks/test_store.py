@@ -300,3 +300,62 @@ def test_store_backend_without_torch_says_what_it_needs(monkeypatch: pytest.Monk
     assert "the store backend needs torch.distributed's default process group: import torch " \
            "and call torch.distributed.init_process_group first" in str(caught.value)
     assert isinstance(caught.value, ImportError)
+
+
+class BlockingStore(MemoryStore):
+    """A store whose ``get`` of an absent key blocks until the store's own timeout (as c10d's),
+    scripted to land a late rank's requests exactly between the root's check and its get."""
+
+    def __init__(self, late_key: str, store_timeout: float) -> None:
+        super().__init__()
+        self.late_key = late_key
+        self.store_timeout = store_timeout
+        self.changed = threading.Condition(self.lock)
+        self.late_set = threading.Event()
+        self.release_late = threading.Event()
+        self.late_thread: threading.Thread | None = None
+        self.late_call: Callable[[], Any] = lambda: None
+
+    def set(self, key: str, value: bytes | str) -> None:
+        super().set(key, value)
+        with self.changed:
+            self.changed.notify_all()
+        if threading.current_thread() is self.late_thread and key == self.late_key:
+            self.late_set.set()
+            # The late rank's next request waits until the root checked its key.
+            assert self.release_late.wait(10)
+
+    def check(self, keys: list[str]) -> bool:
+        if keys == [self.late_key] and self.late_thread is None:
+            # The root looks at the late rank's key alone (its deadline passed): the late
+            # rank arrives now and sets it.
+            self.late_thread = threading.Thread(target=self.late_call, name="late")
+            self.late_thread.start()
+            assert self.late_set.wait(10)
+        return super().check(keys)
+
+    def get(self, key: str) -> bytes:
+        if key == self.late_key and self.late_thread is not None:
+            # Between the root's check and its get, the late rank does all it will do.
+            self.release_late.set()
+            self.late_thread.join(10)
+        with self.changed:
+            if not self.changed.wait_for(lambda: key in self.data, self.store_timeout):
+                raise RuntimeError(f"Socket Timeout: wait for {key!r}")  # as c10d says
+            self.requests.append("get")
+            return self.data[key]
+
+
+def test_a_late_rank_never_makes_the_roots_get_block_past_its_deadline() -> None:
+    # Rank 2 never comes; rank 1 comes late, exactly while the root collects what arrived.
+    store = BlockingStore("rankscribe/test/1/rank_1", store_timeout=5.0)
+    root, late, _ = coordinators(store, 3, timeout=10)
+    store.late_call = lambda: late.gather("late but here")
+    started = time.monotonic()
+    result = root.gather("from 0", timeout=0.5)
+    elapsed = time.monotonic() - started
+    assert result.values == {0: "from 0", 1: "late but here"} and result.missing == (2,)
+    assert elapsed < 0.5 + SLACK  # not the store's 5 s timeout, and no StoreError
+    assert store.late_thread is not None and not store.late_thread.is_alive()
+    # The late rank deleted nothing; the root deleted what it read.
+    assert "rankscribe/test/1/rank_1" not in store.data
