@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from rankscribe.ranks._args import check_int
+from rankscribe.ranks._args import check_int, check_world_size
 from rankscribe.ranks.backends import _mpi_loader
 from rankscribe.ranks.backends._torch import default_group_rank, initialised_distributed
 from rankscribe.ranks.errors import (
@@ -87,8 +87,10 @@ class RankInfo:
     launcher: Launcher
 
     def __post_init__(self) -> None:
-        for name in ("rank", "world_size", "local_rank", "local_size"):
-            check_int(name, getattr(self, name))
+        check_int("rank", self.rank, minimum=0)
+        check_world_size("world_size", self.world_size)
+        check_int("local_rank", self.local_rank, minimum=0)
+        check_world_size("local_size", self.local_size)
         if not isinstance(self.host, str):
             raise RanksTypeError(f"host must be a str, got {type(self.host).__name__}")
         if self.launcher not in _LAUNCHERS:
