@@ -27,13 +27,15 @@ torch.set_num_threads(1)
 
 
 def collectives(coordinator: Coordinator, info: RankInfo, timeout: float) -> dict[str, Any]:
-    gathered = coordinator.gather({"rank": info.rank, "tensor": torch.arange(3) * info.rank})
+    # Objects travel as data: a tensor goes as its numpy array.
+    gathered = coordinator.gather({"rank": info.rank,
+                                   "tensor": (torch.arange(3) * info.rank).numpy()})
     word = coordinator.bcast(f"hello from {info.rank}", root=1)
     coordinator.barrier()
     # The gather's and the bcast's keys are gone once every rank passed the barrier.
     assert isinstance(coordinator, StoreCoordinator)
     store = dist.distributed_c10d._get_default_store()
-    names = ["1/rank_1", "1/closed", "2/root", "2/taken_0", "2/rank_0"]
+    names = ["1/rank_1", "1/out", "2/root", "2/taken_0", "2/rank_0"]
     leftover = [name for name in names if store.check([f"{coordinator.namespace}/{name}"])]
     return {"values": {r: {"rank": v["rank"], "tensor": v["tensor"].tolist()}
                        for r, v in gathered.values.items()},

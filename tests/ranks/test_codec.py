@@ -25,7 +25,7 @@ keys = st.one_of(st.text(), st.integers(), st.tuples(st.text(), st.integers()))
 data = st.recursive(
     scalars,
     lambda inner: st.one_of(st.lists(inner), st.tuples(inner, inner),
-                            st.dictionaries(keys, inner)),
+                            st.dictionaries(keys, inner), st.sets(keys), st.frozensets(keys)),
     max_leaves=30,
 )
 
@@ -72,7 +72,8 @@ def test_numpy_scalars_keep_their_dtype() -> None:
 
 @pytest.mark.parametrize(("value", "where"), [
     (object(), "the object cannot be sent to another rank: object is not data"),
-    ({"a": [1, {"b": {1, 2}}]}, "the object['a'][1]['b'] cannot be sent to another rank: set"),
+    ({"a": [1, {"b": Path("x")}]},
+     "the object['a'][1]['b'] cannot be sent to another rank: PosixPath is not data"),
     (np.array(["text"]), "a numpy ndarray of dtype <U4 (numeric and boolean dtypes are data)"),
     (np.array([None], dtype=object), "a numpy ndarray of dtype object"),
     (2**10000, "is an int of 1251 bytes, more than 1024"),
@@ -107,6 +108,8 @@ def test_nesting_is_bounded_both_ways() -> None:
     (b"RSM1n\x03<f8\x01" + (2**40).to_bytes(8, "little") + bytes(8),
      "does not take 0 bytes"),
     (b"RSM1aw\x04" + bytes(8), "array typecode 'w' is not one of"),
+    (b"RSM1S\x01\x00\x00\x00\x00\x00\x00\x00l\x00\x00\x00\x00\x00\x00\x00\x00",
+     "a set holds a list"),
 ])
 def test_malformed_messages_are_message_errors(message: bytes, error: str) -> None:
     with pytest.raises(MessageError) as caught:

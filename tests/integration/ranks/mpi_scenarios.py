@@ -57,12 +57,13 @@ def scenario_detect(info: RankInfo, out: Path) -> dict[str, Any]:
     # job_dir is what the collector passes: an MPI launcher still wins.
     coordinator = create_coordinator(info, timeout=AMPLE_TIMEOUT, job_dir=out / "summary")
     check(coordinator.backend == "mpi", f"auto chose {coordinator.backend}")
-    result = coordinator.gather((info, steps))
+    # Objects travel as data: the RankInfo goes as the dict of its fields.
+    result = coordinator.gather((dataclasses.asdict(info), steps))
     if result.is_root:
         check(result.complete, f"missing {result.missing}")
         infos = [value[0] for value in result.in_rank_order()]
-        check([i.rank for i in infos] == list(range(info.world_size)), f"ranks {infos}")
-        check({i.world_size for i in infos} == {info.world_size}, f"sizes {infos}")
+        check([i["rank"] for i in infos] == list(range(info.world_size)), f"ranks {infos}")
+        check({i["world_size"] for i in infos} == {info.world_size}, f"sizes {infos}")
         joined = [step for value in result.in_rank_order() for step in value[1]]
         check(joined == list(range(0, 100, 3)), f"steps {joined}")
     coordinator.barrier(timeout=AMPLE_TIMEOUT)

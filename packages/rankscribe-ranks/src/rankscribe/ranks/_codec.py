@@ -13,7 +13,8 @@ and its body (integers little-endian, lengths u64)::
     N None       T True      F False
     q int (i64)              I int (u32 length, signed little-endian bytes)
     d float (f64)            s str (length, UTF-8)     b bytes (length, data)
-    l list, t tuple (count, values)      m dict (count, key and value pairs)
+    l list, t tuple, S set, f frozenset (count, values)
+    m dict (count, key and value pairs)
     a array.array (typecode, item size, length, little-endian items)
     n numpy array (dtype, ndim, each dimension, length, C-order items)
     g numpy scalar (dtype, length, item)
@@ -56,8 +57,9 @@ _ARRAY_TYPECODES = frozenset("bBhHiIlLqQfd")
 _MAX_NDIM = 64
 # The only numpy dtypes sent: byte order, a numeric or boolean kind, an item size.
 _NUMPY_DTYPE = re.compile(r"[<>|][biufc][0-9]{1,2}", re.ASCII)
-_SUPPORTED = ("None, bool, int, float, str, bytes, list, tuple, dict, array.array and "
-              "numpy arrays or scalars of numeric or boolean dtype")
+_SUPPORTED = ("None, bool, int, float, str, bytes, list, tuple, set, frozenset, dict, "
+              "array.array and numpy arrays or scalars of numeric or boolean dtype")
+_SEQUENCE_TAGS = ((tuple, b"t"), (list, b"l"), (frozenset, b"f"), (set, b"S"))
 
 
 def encode(obj: object) -> bytearray:
@@ -123,8 +125,9 @@ def _encode(obj: object, out: bytearray, depth: int) -> None:
 
 
 def _encode_container(obj: object, out: bytearray, depth: int) -> None:
-    if isinstance(obj, (list, tuple)):
-        out += (b"t" if isinstance(obj, tuple) else b"l") + _U64.pack(len(obj))
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        out += next(tag for kind, tag in _SEQUENCE_TAGS if isinstance(obj, kind))
+        out += _U64.pack(len(obj))
         for index, item in enumerate(obj):
             _inside(index, item, out, depth)
     elif isinstance(obj, dict):
@@ -237,6 +240,17 @@ class _Reader:
         count = self.length("a list's length")
         return [self.value(depth + 1) for _ in range(count)]
 
+    def members(self, depth: int) -> list[Any]:
+        """The items of a set: each must be hashable."""
+        items = self.items(depth)
+        for item in items:
+            try:
+                hash(item)
+            except TypeError:
+                raise MessageError(f"a set holds a {type(item).__name__}, which cannot be in "
+                                   "a set") from None
+        return items
+
     def mapping(self, depth: int) -> dict[Any, Any]:
         result: dict[Any, Any] = {}
         for _ in range(self.length("a dict's length")):
@@ -315,6 +329,8 @@ _DECODERS: dict[bytes, Any] = {
     b"b": lambda reader, depth: bytes(reader.take(reader.length("a bytes' length"), "bytes")),
     b"l": lambda reader, depth: reader.items(depth),
     b"t": lambda reader, depth: tuple(reader.items(depth)),
+    b"S": lambda reader, depth: set(reader.members(depth)),
+    b"f": lambda reader, depth: frozenset(reader.members(depth)),
     b"m": lambda reader, depth: reader.mapping(depth),
     b"a": lambda reader, depth: reader.array(),
     b"n": lambda reader, depth: reader.numpy_value(scalar=False),

@@ -127,7 +127,9 @@ class Coordinator(abc.ABC):
 
         Returns a :class:`GatherResult`: on the root, the objects that arrived
         and the ranks that did not; elsewhere an empty result. ``obj`` must be
-        picklable (except on the root, whose object is kept as is).
+        data (None, bool, int, float, str, bytes, list, tuple, set, dict,
+        ``array.array``, numeric numpy arrays; see ``docs/layout.md``), except on
+        the root, whose object is kept as is.
         """
         deadline = self._begin("gather", root, timeout)
         return self._gather(obj, root, deadline, self._sequence)

@@ -36,7 +36,7 @@ class RanksValueError(RanksError, ValueError):
 
 
 class RanksTypeError(RanksError, TypeError):
-    """An argument has the wrong type, or an object cannot be pickled for a collective."""
+    """An argument has the wrong type, or an object given to a collective is not data."""
 
 
 class RankEnvironmentError(RanksError, ValueError):
