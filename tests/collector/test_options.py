@@ -128,7 +128,7 @@ def test_coordinator_must_be_a_coordinator(tmp_path: Path, value: Any) -> None:
 def test_a_coordinator_is_accepted(tmp_path: Path) -> None:
     from rankscribe.ranks import RankInfo, create_coordinator
 
-    info = RankInfo(rank=0, world_size=1, local_rank=0, local_size=1, host="h", launcher="none")
+    info = RankInfo(rank=0, world_size=1, local_rank=0, local_size=1, host="h", launcher="single")
     with create_coordinator(info) as coordinator:
         assert isinstance(collector(tmp_path, coordinator=coordinator), SummaryCollector)
 
