@@ -59,7 +59,7 @@ class JobFolderCoordinator(FileCoordinator):
         " (a directory local to each host?): pass rendezvous_dir=<a folder every rank "
         "sees>, or initialise torch.distributed before training"
     )
-    folder_advice = _ADVICE
+    _folder_advice = _ADVICE
 
 
 def job_folder_coordinator(

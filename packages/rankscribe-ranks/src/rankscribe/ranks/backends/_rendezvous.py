@@ -83,7 +83,7 @@ class FileCoordinator(Coordinator):
     #: Appended to the message that says the ranks may not share the folder.
     sharing_advice: ClassVar[str] = ""
     #: What a refused folder's error suggests.
-    folder_advice: ClassVar[str] = "pass rendezvous_dir=<a new folder of your own>"
+    _folder_advice: ClassVar[str] = "pass rendezvous_dir=<a new folder of your own>"
 
     def __init__(
         self,
@@ -95,7 +95,7 @@ class FileCoordinator(Coordinator):
         super().__init__(info, timeout=timeout)
         self.directory = private_folder(
             check_path("rendezvous_dir", rendezvous_dir), "rendezvous_dir",
-            follow_link=True, advice=self.folder_advice,
+            follow_link=True, advice=self._folder_advice,
         )
         self.launch = launch_name(os.environ)
         self._register()
@@ -182,7 +182,7 @@ class FileCoordinator(Coordinator):
         folder = self.directory / f"{prefix}{kind}"
         folder.mkdir(mode=DIRECTORY_MODE, exist_ok=True)
         check_folder(folder, "the folder of a collective", follow_link=False,
-                     advice=self.folder_advice)
+                     advice=self._folder_advice)
         others = [p.name for p in self.directory.glob(f"{prefix}*") if p.name != folder.name]
         if others:
             raise CollectiveMismatchError(
