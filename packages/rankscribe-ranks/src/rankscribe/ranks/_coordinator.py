@@ -16,7 +16,7 @@ store of torch.distributed's process group (:mod:`rankscribe.ranks.backends._sto
 rendezvous folder on a shared filesystem (:mod:`rankscribe.ranks.backends._rendezvous`) and
 a single process (:mod:`rankscribe.ranks.backends._single`); :func:`rankscribe.ranks.create_coordinator`
 picks one (the choice itself, :func:`choose_backend`, lives in
-:mod:`rankscribe.ranks._factory`).
+:mod:`rankscribe.ranks._creation`).
 """
 
 from __future__ import annotations
