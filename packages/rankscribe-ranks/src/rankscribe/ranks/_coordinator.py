@@ -14,8 +14,8 @@ depends on its rank):
 Four backends implement them: MPI (:mod:`rankscribe.ranks.backends._mpi`), the key-value
 store of torch.distributed's process group (:mod:`rankscribe.ranks.backends._store`), a
 rendezvous folder on a shared filesystem (:mod:`rankscribe.ranks.backends._rendezvous`) and
-a single process (:mod:`rankscribe.ranks.backends._single`); :func:`rankscribe.ranks.create_coordinator`
-picks one (the choice itself, :func:`choose_backend`, lives in
+a single process (:mod:`rankscribe.ranks.backends._single`);
+:func:`rankscribe.ranks.create_coordinator` picks one (the choice itself, :func:`choose_backend`, lives in
 :mod:`rankscribe.ranks._creation`).
 """
 
