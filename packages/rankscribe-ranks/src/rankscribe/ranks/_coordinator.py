@@ -15,8 +15,8 @@ Four backends implement them: MPI (:mod:`rankscribe.ranks.backends._mpi`), the k
 store of torch.distributed's process group (:mod:`rankscribe.ranks.backends._store`), a
 rendezvous folder on a shared filesystem (:mod:`rankscribe.ranks.backends._rendezvous`) and
 a single process (:mod:`rankscribe.ranks.backends._single`);
-:func:`rankscribe.ranks.create_coordinator` picks one (the choice itself, :func:`choose_backend`, lives in
-:mod:`rankscribe.ranks._creation`).
+:func:`rankscribe.ranks.create_coordinator` picks one (the choice itself,
+:func:`choose_backend`, lives in :mod:`rankscribe.ranks._creation`).
 """
 
 from __future__ import annotations
