@@ -15,7 +15,9 @@ pytestmark = pytest.mark.slow
 SCRIPT = EXAMPLES / "accelerate" / "train.py"
 
 
-def test_every_process_records_and_the_config_goes_to_the_lineage(tmp_path: Path) -> None:
+def test_every_process_records_the_config_goes_to_the_lineage_and_a_rerun_goes_elsewhere(
+    tmp_path: Path,
+) -> None:
     run_job(torchrun(SCRIPT, "--summary-dir", "runs/acc"), tmp_path)
     job = tmp_path / "runs" / "acc"
     assert_every_rank_recorded(job)
@@ -34,13 +36,10 @@ def test_every_process_records_and_the_config_goes_to_the_lineage(tmp_path: Path
 
     assert [step for step, _ in reader.scalars(job / "rank_1")["loss"]] == list(range(1, 9))
 
-
-def test_a_second_run_goes_to_a_new_directory(tmp_path: Path) -> None:
-    arguments = torchrun(SCRIPT, "--summary-dir", "runs/acc", "--epochs", "1")
-    run_job(arguments, tmp_path)
-    before = snapshot(tmp_path / "runs" / "acc")
-    run_job(arguments, tmp_path)
-    assert snapshot(tmp_path / "runs" / "acc") == before
+    # A second run into the same place goes to runs/acc-2 and leaves the first alone.
+    before = snapshot(job)
+    run_job(torchrun(SCRIPT, "--summary-dir", "runs/acc", "--epochs", "1"), tmp_path)
+    assert snapshot(job) == before
     assert_every_rank_recorded(tmp_path / "runs" / "acc-2")
 
 

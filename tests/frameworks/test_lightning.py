@@ -15,7 +15,9 @@ pytestmark = pytest.mark.slow
 SCRIPT = EXAMPLES / "lightning" / "train.py"
 
 
-def test_a_ddp_job_records_every_rank_and_merges_the_job(tmp_path: Path) -> None:
+def test_a_ddp_job_records_every_rank_merges_the_job_and_a_rerun_takes_a_new_version(
+    tmp_path: Path,
+) -> None:
     run_job([sys.executable, SCRIPT, "--save-dir", "runs", "--devices", "2"], tmp_path)
     job = tmp_path / "runs" / "digits" / "version_0"
     assert_every_rank_recorded(job)
@@ -39,15 +41,11 @@ def test_a_ddp_job_records_every_rank_and_merges_the_job(tmp_path: Path) -> None
     assert checkpoint is not None and Path(checkpoint).is_file()
     assert Path(checkpoint).is_relative_to(job)
 
-
-def test_a_second_run_takes_the_next_version_and_leaves_the_first_alone(
-    tmp_path: Path,
-) -> None:
-    arguments = [sys.executable, SCRIPT, "--save-dir", "runs", "--devices", "2", "--epochs", "1"]
-    run_job(arguments, tmp_path)
-    first = tmp_path / "runs" / "digits" / "version_0"
+    # A second run takes the next version and leaves the first alone.
+    first = job
     before = snapshot(first)
-    run_job(arguments, tmp_path)
+    run_job([sys.executable, SCRIPT, "--save-dir", "runs", "--devices", "2", "--epochs", "1"],
+            tmp_path)
     assert snapshot(first) == before
     second = tmp_path / "runs" / "digits" / "version_1"
     assert_every_rank_recorded(second)
