@@ -675,7 +675,7 @@ import os, signal, sys
 from functools import partial
 import numpy as np
 from rankscribe.collector import CallbackParams, ModelCheckpoint, RunContext
-from rankscribe.collector import _checkpoint_format
+from rankscribe.collector.checkpoint import _format as _checkpoint_format
 from rankscribe.writer.files import atomic_write
 
 def die_halfway(handle, chunk):
@@ -845,8 +845,8 @@ def test_keep_one_ckpoint_per_minutes_keeps_the_oldest_recent_file(tmp_path: Pat
 
 
 @pytest.mark.parametrize("arguments, message", [
-    (("5", 1.0), "minutes must be a number, got '5'"),
-    ((5, None), "cur_time must be a number, got None"),
+    (("5", 1.0), "minutes must be a number, got '5' (str)"),
+    ((5, None), "cur_time must be a number, got None (NoneType)"),
 ])
 def test_keep_one_ckpoint_per_minutes_checks_its_arguments(
     arguments: tuple[Any, Any], message: str

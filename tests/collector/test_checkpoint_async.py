@@ -25,7 +25,7 @@ from rankscribe.collector import (
     RunContext,
     load_checkpoint,
 )
-from rankscribe.collector import _checkpoint_format as checkpoint_format
+from rankscribe.collector.checkpoint import _format as checkpoint_format
 from rankscribe.collector.errors import CheckpointTimeoutError, CheckpointWriteError
 from rankscribe.writer.files import atomic_write
 
@@ -122,7 +122,7 @@ def test_background_failure_is_raised_on_the_next_step(
     network = {"w": np.zeros(1000)}
     callback = async_callback(tmp_path)
     callback.step_end(RunContext(params_at(network, 1)))
-    with caplog.at_level(logging.ERROR, logger="rankscribe.collector._checkpoint"):
+    with caplog.at_level(logging.ERROR, logger="rankscribe.collector.checkpoint._callback"):
         callback.step_end(RunContext(params_at(network, 2)))
         with pytest.raises(CheckpointWriteError) as caught:
             callback.step_end(RunContext(params_at(network, 3)))
@@ -223,7 +223,7 @@ CRASHING_SCRIPT = textwrap.dedent("""
     import functools, os, sys, time
     import numpy as np
     from rankscribe.collector import CallbackParams, CheckpointConfig, ModelCheckpoint, RunContext
-    from rankscribe.collector import _checkpoint_format as checkpoint_format
+    from rankscribe.collector.checkpoint import _format as checkpoint_format
     from rankscribe.writer import files
 
     def write(handle, chunk):

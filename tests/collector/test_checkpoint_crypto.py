@@ -18,7 +18,7 @@ from rankscribe.collector import (
     load_checkpoint,
     save_checkpoint,
 )
-from rankscribe.collector._checkpoint_crypto import MAGIC, decrypt, encrypt_chunks
+from rankscribe.collector.checkpoint._crypto import MAGIC, decrypt, encrypt_chunks
 from rankscribe.collector.errors import (
     CheckpointAuthenticationError,
     CheckpointEncryptionError,

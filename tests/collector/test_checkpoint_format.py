@@ -15,7 +15,7 @@ import safetensors
 import safetensors.numpy
 
 from rankscribe.collector import LoadedCheckpoint, load_checkpoint, save_checkpoint
-from rankscribe.collector import _checkpoint_format as checkpoint_format
+from rankscribe.collector.checkpoint import _format as checkpoint_format
 from rankscribe.collector.errors import (
     CheckpointError,
     CheckpointFormatError,

@@ -337,7 +337,7 @@ def test_lineage_names_the_checkpoint_path_and_size(model: Any, tmp_path: Path) 
 
 
 def test_lineage_names_the_model_checkpoints_file(model: Any, tmp_path: Path) -> None:
-    from rankscribe.collector import _checkpoint as checkpoint
+    from rankscribe.collector.checkpoint import _callback as checkpoint
 
     summary = tmp_path / "summary"
     saver = checkpoint.ModelCheckpoint(prefix="tiny", directory=tmp_path / "ckpt")

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from rankscribe.collector import CallbackParams
-from rankscribe.collector._extract import (
+from rankscribe.collector.collection._extractor import (
     Extractor,
     UnreadableLossError,
     histogram_parameters,
     mean_loss,
 )
-from rankscribe.collector._options import process_specified_data
+from rankscribe.collector.collection._options import process_specified_data
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from rankscribe.collector import GraphDescription, GraphNode, GraphParameter
-from rankscribe.collector._graph import build_graph_proto
+from rankscribe.collector.adapters._graph import build_graph_proto
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 from rankscribe.writer import SummaryRecord, load_dir
 from rankscribe.writer.pb import anf_ir_pb2

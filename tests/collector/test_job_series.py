@@ -18,12 +18,12 @@ from rankscribe.collector._collector import SummaryCollector
 from rankscribe.collector._fingerprint import parameter_fingerprint
 from rankscribe.collector._lineage import JobLineageMerger
 from rankscribe.collector._loop import TrainLoop
-from rankscribe.collector._schedule import CollectionSchedule
 from rankscribe.collector._series import (
     STEP_TIME_WRITE_AT_ONCE,
     STEP_TIME_WRITE_COUNT,
     ScalarSeries,
 )
+from rankscribe.collector.collection._schedule import CollectionSchedule
 from rankscribe.lineage import parse_run
 from rankscribe.lineage.jobview import FINGERPRINT_TAG, STEP_TIME_TAG, RankSeries
 from rankscribe.ranks import GatherResult, RankInfo

@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
-from rankscribe.collector import ArrayNetwork, SummaryCollector, TrainLoop, _landscape
-from rankscribe.collector._landscape import LandscapeSaver
-from rankscribe.collector._options import process_specified_data
+from rankscribe.collector import ArrayNetwork, SummaryCollector, TrainLoop
+from rankscribe.collector.collection._options import process_specified_data
+from rankscribe.collector.landscape import _saver as _landscape
+from rankscribe.collector.landscape._saver import LandscapeSaver
 
 
 def test_default_collection_saves_steps_1_to_19(model: Any, tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from rankscribe.collector import (
     SummaryCollector,
     TrainLoop,
 )
-from rankscribe.collector._options import (
+from rankscribe.collector.collection._options import (
     DEFAULT_SPECIFIED_DATA,
     HYPER_CONFIG_LEN_LIMIT,
     custom_lineage_data,

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rankscribe.collector._schedule import (
+from rankscribe.collector.collection._schedule import (
     Collect,
     CollectionSchedule,
     tensor_collect_range,

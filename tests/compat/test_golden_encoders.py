@@ -1,7 +1,7 @@
 """Golden files written by MindSpore 2.10: our encoders replayed on the same inputs.
 
 The ``histogram_image_tensor`` case of MANIFEST.json lists every array the generator passed
-to ``add_value``; each is encoded again with rankscribe.writer._histogram / image / tensor
+to ``add_value``; each is encoded again with rankscribe.writer.encoding._histogram / image / tensor
 and compared with what MindSpore wrote, both with the manifest's decoded values and with
 the message bytes in the golden file itself. Where our rules intentionally differ (integer
 histogram edges, uint8 images, raw_data for int64), the test asserts the exact difference.
@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 from rankscribe.writer import SummaryRecord
-from rankscribe.writer._histogram import compute_histogram, histogram_proto
-from rankscribe.writer._image import decode_png, image_proto
-from rankscribe.writer._tensor import decode_tensor, tensor_proto
+from rankscribe.writer.encoding._histogram import compute_histogram, histogram_proto
+from rankscribe.writer.encoding._image import decode_png, image_proto
+from rankscribe.writer.encoding._tensor import decode_tensor, tensor_proto
 from rankscribe.writer.files import RecordReader
 from rankscribe.writer.pb import summary_pb2
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import collections
+import functools
 import json
 import logging
+import operator
 import os
 import time
 from pathlib import Path
@@ -262,3 +265,78 @@ def test_the_package_imports_only_the_writer() -> None:
         source = module.read_text()
         assert "rankscribe.collector" not in source, module
         assert "rankscribe.ranks" not in source, module
+
+
+# -- names in the train lineage (docs/collector-schedule.md, "Names in the train lineage") --
+
+
+class Named:
+    def __init__(self, name: Any) -> None:
+        self.name = name
+
+
+class NameFails:
+    @property
+    def name(self) -> str:
+        raise RuntimeError("not now")
+
+
+def mean_squared_error(outputs: Any, labels: Any) -> float:
+    return 0.0
+
+
+class Losses:
+    def smooth_l1(self, outputs: Any, labels: Any) -> float:
+        return 0.0
+
+
+@pytest.mark.parametrize("loss_fn, expected", [
+    (SoftmaxCrossEntropyWithLogits(), "SoftmaxCrossEntropyWithLogits"),
+    (SoftmaxCrossEntropyWithLogits, "SoftmaxCrossEntropyWithLogits"),
+    (mean_squared_error, "mean_squared_error"),
+    (Losses().smooth_l1, "smooth_l1"),
+    (functools.partial(functools.partial(mean_squared_error), labels=None),
+     "mean_squared_error"),
+    (np.mean, "mean"),
+    (abs, "abs"),
+    ("  huber ", "huber"),
+    (Named("Focal"), "Focal"),
+    (Named(""), "Named"),  # an empty name is no name: the class name then
+    (Named(3), "Named"),
+    (NameFails(), "NameFails"),
+    (lambda outputs, labels: 0.0, None),
+    ({"kind": "mse"}, None),
+    ([mean_squared_error], None),
+    (collections.OrderedDict(), None),
+    (operator.itemgetter(0), None),
+    (None, None),
+])
+def test_the_loss_function_name(tmp_path: Path, loss_fn: Any, expected: str | None) -> None:
+    record = FakeSummaryRecord(tmp_path / "run")
+    TrainLineage(record, raise_exception=True).end(train_context(tmp_path, loss_fn=loss_fn))
+    hyper = get_summary_lineage(str(tmp_path / "run"))["hyper_parameters"]
+    assert hyper.get("loss_function") == expected
+    assert hyper["optimizer"] == "Momentum"
+
+
+def test_an_object_that_names_itself_is_shown_by_that_name(tmp_path: Path) -> None:
+    optimizer = Momentum(0.1)
+    optimizer.name = "Momentum-nesterov"  # type: ignore[attr-defined]
+    network = LeNet()
+    network.name = "lenet5"  # type: ignore[attr-defined]
+    record = FakeSummaryRecord(tmp_path / "run")
+    TrainLineage(record, raise_exception=True).end(train_context(
+        tmp_path, optimizer=optimizer, train_network=TrainOneStepCell(WithLossCell(network))))
+    lineage = get_summary_lineage(str(tmp_path / "run"))
+    assert lineage["hyper_parameters"]["optimizer"] == "Momentum-nesterov"
+    assert lineage["hyper_parameters"]["learning_rate"] == pytest.approx(0.1)
+    assert lineage["algorithm"]["network"] == "lenet5"
+
+
+def test_a_dict_network_leaves_the_network_out(tmp_path: Path) -> None:
+    record = FakeSummaryRecord(tmp_path / "run")
+    TrainLineage(record, raise_exception=True).end(train_context(
+        tmp_path, train_network=None, network={"w": np.ones(2)}))
+    lineage = get_summary_lineage(str(tmp_path / "run"))
+    assert "network" not in lineage["algorithm"]
+    assert lineage["algorithm"]["loss"] == pytest.approx(2.5)  # the rest is still there

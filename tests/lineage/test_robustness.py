@@ -172,7 +172,7 @@ def _not_utf8(event: Any) -> bytes:
 def _huge_length(length: int) -> bytes:
     import struct
 
-    from rankscribe.writer._crc import masked_crc32c
+    from rankscribe.writer.format._crc import masked_crc32c
 
     length_bytes = struct.pack("<Q", length)
     return length_bytes + struct.pack("<I", masked_crc32c(length_bytes)) + b"\0" * 16

@@ -55,7 +55,7 @@ def test_an_output_that_cannot_be_written_is_exit_1(
     [
         (["report"], "the following arguments are required: base"),
         (["report", "x", "--max-points", "2"], "expected an int >= 4, got 2"),
-        (["report", "x", "--max-points", "many"], "expected an int >= 1, got 'many'"),
+        (["report", "x", "--max-points", "many"], "expected an int >= 4, got 'many'"),
         (["report", "x", "--workers", "0"], "expected an int >= 1, got 0"),
     ],
 )

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from rankscribe.writer import _events as events
+from rankscribe.writer.format import _events as events
 from rankscribe.writer.pb import anf_ir_pb2, lineage_pb2, summary_pb2
 
 INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)

@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from rankscribe.writer import SummaryRecord, _names, reader
+from rankscribe.writer import SummaryRecord, reader
+from rankscribe.writer.format import _names
 from rankscribe.writer.pb import lineage_pb2
 
 # Another process can take a file name first: files are created lazily, so two

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from rankscribe.writer import SummaryRecord, WriterTypeError
-from rankscribe.writer import _names as names
 from rankscribe.writer.files import (
     GROUP_READABLE_ENV,
     atomic_write,
@@ -19,6 +18,7 @@ from rankscribe.writer.files import (
     file_mode,
     make_private_dir,
 )
+from rankscribe.writer.format import _names as names
 
 from .conftest import mode_of, summary_files, timestamp_of
 

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rankscribe.writer import CorruptRecordError, RecordReader, read_records
-from rankscribe.writer._crc import crc32c, mask, masked_crc32c
 from rankscribe.writer.files import RECORD_OVERHEAD, frame
+from rankscribe.writer.format._crc import crc32c, mask, masked_crc32c
 
 
 def test_crc32c_check_value():

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from rankscribe.writer import SummaryRecord, WriterOSError
-from rankscribe.writer import _eventfile as eventfile
+from rankscribe.writer.format import _eventfile as eventfile
 
 from .conftest import read_events, summary_files
 

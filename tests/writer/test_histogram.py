@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from rankscribe.writer._histogram import (
+from rankscribe.writer.encoding._histogram import (
     MAX_BUCKETS,
     HistogramData,
     bucket_count,

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from PIL import Image
 
-from rankscribe.writer._image import (
+from rankscribe.writer.encoding._image import (
     COLORSPACE_RGB,
     decode_png,
     encode_png,

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from rankscribe.writer import WriterFailedError
-from rankscribe.writer._pipeline import Pipeline
+from rankscribe.writer.record._pipeline import Pipeline
 
 
 @pytest.fixture

@@ -66,6 +66,11 @@ def check_error(raised: pytest.ExceptionInfo, expected: type, *parts: str) -> No
         ({"rank": True}, WriterValueError, ["rank", "True"]),
         ({"network": object()}, WriterTypeError, ["network", "graph_proto", "object"]),
         ({"max_pending_bytes": 0}, WriterValueError, ["max_pending_bytes", "0"]),
+        # bool is an int subclass: True is never taken as a count, a size or a flag's 1
+        ({"num_process": True}, WriterTypeError, ["num_process", "int", "bool"]),
+        ({"max_pending_bytes": True}, WriterTypeError, ["max_pending_bytes", "int", "bool"]),
+        ({"max_file_size": True}, WriterTypeError, ["max_file_size", "int or None", "bool"]),
+        ({"group_readable": 1}, WriterTypeError, ["group_readable", "bool", "int"]),
     ],
     ids=lambda value: repr(value)[:40] if isinstance(value, dict) else None,
 )

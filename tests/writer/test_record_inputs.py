@@ -36,7 +36,7 @@ def test_an_int_too_large_for_a_float_is_refused_with_its_name(tmp_path):
 
 
 def test_text_without_the_tensorboard_target_is_warned_about_once(tmp_path, caplog):
-    with caplog.at_level(logging.WARNING, logger="rankscribe.writer._record"), \
+    with caplog.at_level(logging.WARNING, logger="rankscribe.writer.record._record"), \
             SummaryRecord(tmp_path) as record:
         for step in range(3):
             record.add_value("text", "note", f"step {step}")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rankscribe.writer import SummaryRecord, load_dir, read_events
-from rankscribe.writer._scalar_batches import ScalarBatches
+from rankscribe.writer.record._scalar_batches import ScalarBatches
 
 
 def recorded(directory):

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from rankscribe.writer import SummaryRecord, reader
-from rankscribe.writer._tensor import (
+from rankscribe.writer.encoding._tensor import (
     decode_tensor,
     tensor_data_type,
     tensor_proto,

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from rankscribe.writer import SummaryRecord, load_dir
-from rankscribe.writer._eventfile import EventFile
 from rankscribe.writer.files import read_records
+from rankscribe.writer.format._eventfile import EventFile
 
 
 def test_a_failed_write_at_rotation_keeps_the_buffered_records(tmp_path, monkeypatch):
@@ -57,7 +57,7 @@ def test_an_export_that_would_leave_its_folder_is_refused_and_writing_goes_on(
     outside = tmp_path / "elsewhere.npy"
     outside.write_bytes(b"")
     (folder / "w_2.npy").symlink_to(outside)  # someone plants a link under the next name
-    with caplog.at_level(logging.ERROR, logger="rankscribe.writer._write_errors"):
+    with caplog.at_level(logging.ERROR, logger="rankscribe.writer.record._write_errors"):
         for step in (2, 3):
             record.add_value("tensor", "w", np.arange(3) + step)
             assert record.record(step) is True
@@ -74,10 +74,10 @@ def test_a_step_over_the_limit_after_encoding_is_dropped_and_writing_goes_on(
 ):
     # record() refuses over-limit steps from an upper-bound estimate, so the
     # encoder's own check is a last guard: make it the one that fires.
-    from rankscribe.writer import _steps as steps
+    from rankscribe.writer.encoding import _steps as steps
 
     monkeypatch.setattr(steps, "MAX_STEP_BYTES", 1_000)
-    with caplog.at_level(logging.ERROR, logger="rankscribe.writer._steps"), \
+    with caplog.at_level(logging.ERROR, logger="rankscribe.writer.encoding._steps"), \
             SummaryRecord(tmp_path) as record:
         record.add_value("tensor", "big", np.ones(500, dtype=np.float32))
         assert record.record(1) is True

@@ -24,20 +24,20 @@ Reading other frameworks' objects (:func:`register_adapter`, the views) is
 from __future__ import annotations
 
 from rankscribe.collector._callback import Callback, CallbackParams, RunContext
-from rankscribe.collector._checkpoint import CheckpointManager, ModelCheckpoint
-from rankscribe.collector._checkpoint_config import CheckpointConfig
-from rankscribe.collector._checkpoint_format import (
-    LoadedCheckpoint,
-    load_checkpoint,
-    save_checkpoint,
-)
 from rankscribe.collector._collector import SummaryCollector
-from rankscribe.collector._graph import GraphDescription, GraphNode, GraphParameter
 from rankscribe.collector._loop import TrainLoop
 from rankscribe.collector._progress import Progress
 from rankscribe.collector._session import TrainSession
 from rankscribe.collector.adapters import register_adapter
 from rankscribe.collector.adapters._arrays import ArrayDataset, ArrayNetwork, ArrayOptimizer
+from rankscribe.collector.adapters._graph import GraphDescription, GraphNode, GraphParameter
+from rankscribe.collector.checkpoint._callback import CheckpointManager, ModelCheckpoint
+from rankscribe.collector.checkpoint._config import CheckpointConfig
+from rankscribe.collector.checkpoint._format import (
+    LoadedCheckpoint,
+    load_checkpoint,
+    save_checkpoint,
+)
 from rankscribe.collector.errors import CollectorError
 
 __version__ = "0.1.0"

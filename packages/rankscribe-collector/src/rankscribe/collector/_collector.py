@@ -35,10 +35,15 @@ from types import TracebackType
 from typing import Any
 
 from rankscribe.collector._callback import MODES, Callback, CallbackParams, RunContext
-from rankscribe.collector._extract import GRAPH_TAG, Extractor
-from rankscribe.collector._landscape import LandscapeSaver
 from rankscribe.collector._lineage import DEFAULT_MERGE_TIMEOUT, JobLineageMerger, LineageRecorder
-from rankscribe.collector._options import (
+from rankscribe.collector._series import (
+    STEP_TIME_WRITE_AT_ONCE,
+    STEP_TIME_WRITE_INTERVAL,
+    SeriesRecorder,
+)
+from rankscribe.collector.adapters import AdapterRegistry
+from rankscribe.collector.collection._extractor import GRAPH_TAG, Extractor
+from rankscribe.collector.collection._options import (
     check_coordinator,
     check_export_options,
     check_optional_positive_int,
@@ -47,18 +52,13 @@ from rankscribe.collector._options import (
     check_type,
     process_specified_data,
 )
-from rankscribe.collector._options import custom_lineage_data as merged_custom_lineage
-from rankscribe.collector._schedule import Collect, CollectionSchedule, total_units
-from rankscribe.collector._series import (
-    STEP_TIME_WRITE_AT_ONCE,
-    STEP_TIME_WRITE_INTERVAL,
-    SeriesRecorder,
-)
-from rankscribe.collector.adapters import AdapterRegistry
+from rankscribe.collector.collection._options import custom_lineage_data as merged_custom_lineage
+from rankscribe.collector.collection._schedule import Collect, CollectionSchedule, total_units
 from rankscribe.collector.errors import CollectorValueError
+from rankscribe.collector.landscape._saver import LandscapeSaver
 from rankscribe.ranks import Coordinator, RankInfo, detect, rank_dir
 from rankscribe.writer import SummaryRecord
-from rankscribe.writer.files import make_private_dir
+from rankscribe.writer.files import make_private_dir, rank_dir_name
 from rankscribe.writer.operators import discard_pending
 
 logger = logging.getLogger(__name__)
@@ -238,7 +238,7 @@ class SummaryCollector(Callback):
         # Every directory made on the way is private (group-readable on request),
         # not only the last one, which is all rank_dir sets the mode of.
         make_private_dir(self._summary_dir if info.is_single
-                         else os.path.join(self._summary_dir, f"rank_{info.rank}"))
+                         else os.path.join(self._summary_dir, rank_dir_name(info.rank)))
         self._directory = rank_dir(self._summary_dir, info)
         self._record = SummaryRecord(
             self._directory,

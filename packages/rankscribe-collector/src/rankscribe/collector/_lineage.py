@@ -10,8 +10,12 @@ One rank (:class:`LineageRecorder`), as MindSpore's SummaryCollector:
 The lineage values are built by :mod:`rankscribe.lineage`'s
 ``train_lineage_from_args`` / ``eval_lineage_from_args`` (the builders of its
 ``TrainLineage``/``EvalLineage`` callbacks), fed with the adapters' dataset
-views; the network and optimizer names and the learning rate then come from
-the adapters' views, which know a framework's objects better than a class name.
+views, so a ``TrainLineage`` in a training loop and the collector record the
+same values for the same objects: the network, optimizer and loss function
+names follow the builder's one rule (``docs/collector-schedule.md``, "Names in
+the train lineage"). Only a learning rate the builder cannot read is taken
+from the optimizer's adapter view (a framework registered with
+``register_adapter``).
 
 The job (:class:`JobLineageMerger`): at the end of training and of evaluation,
 every rank reads back its own directory's lineage (as MindInsight folds it:
@@ -41,9 +45,9 @@ from typing import Any
 import filelock
 
 from rankscribe.collector._callback import CallbackParams
-from rankscribe.collector._extract import ValueSink
 from rankscribe.collector._series import ScalarSeries
 from rankscribe.collector.adapters import AdapterRegistry
+from rankscribe.collector.collection._extractor import ValueSink
 from rankscribe.lineage import (
     MERGE_LOCK_NAME,
     DatasetGraphInfo,
@@ -135,16 +139,14 @@ class LineageRecorder:
         if not self.collect_train_lineage:
             return
         lineage = train_lineage_from_args(lineage_arguments(params, adapters=self._adapters))
-        optimizer = self._adapters.optimizer_view(params.optimizer)
-        network_source = params.network if params.network is not None else params.train_network
-        network = self._adapters.network_view(network_source)
-        if lineage.hyper_parameters is not None and optimizer is not None:
-            lineage.hyper_parameters.optimizer = optimizer.name
-            rate = optimizer.learning_rate()
+        hyper = lineage.hyper_parameters
+        if hyper is not None and hyper.learning_rate is None:
+            # Only what the builder cannot read: a registered adapter may know where
+            # another framework keeps its learning rate. Names are the builder's alone.
+            optimizer = self._adapters.optimizer_view(params.optimizer)
+            rate = optimizer.learning_rate() if optimizer is not None else None
             if rate is not None:
-                lineage.hyper_parameters.learning_rate = rate
-        if lineage.algorithm is not None and network is not None:
-            lineage.algorithm.network = network.name
+                hyper.learning_rate = rate
         record.add_value("train_lineage", "train_lineage", lineage.to_proto())
 
     def add_eval_lineage(self, record: ValueSink, params: CallbackParams) -> None:

@@ -24,8 +24,8 @@ from typing import Any, TextIO
 from tqdm import tqdm
 
 from rankscribe.collector._callback import Callback, CallbackParams, RunContext
-from rankscribe.collector._extract import UnreadableLossError, mean_loss
 from rankscribe.collector.adapters import AdapterRegistry
+from rankscribe.collector.collection._extractor import UnreadableLossError, mean_loss
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 from rankscribe.ranks import RankInfo, detect
 

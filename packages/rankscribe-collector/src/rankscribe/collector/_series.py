@@ -26,10 +26,10 @@ from rankscribe.lineage.jobview import FINGERPRINT_TAG, STEP_TIME_TAG, RankSerie
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from rankscribe.collector._extract import ValueSink
-    from rankscribe.collector._landscape import LandscapeSaver
-    from rankscribe.collector._schedule import CollectionSchedule
     from rankscribe.collector.adapters import NetworkView
+    from rankscribe.collector.collection._extractor import ValueSink
+    from rankscribe.collector.collection._schedule import CollectionSchedule
+    from rankscribe.collector.landscape._saver import LandscapeSaver
     from rankscribe.writer import SummaryRecord
 
 logger = logging.getLogger(__name__)

@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from rankscribe.lineage._checks import is_number
 from rankscribe.lineage.query._querier import filter_runs
 from rankscribe.lineage.record._names import HPARAMS_SUFFIX, hparams_file_name
 from rankscribe.writer.files import atomic_write, file_mode, frame, make_private_dir
@@ -87,7 +88,7 @@ def hparam_value(value: Any) -> bool | float | str | None:
 
 
 def metric_value(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if not is_number(value):
         return None
     return float(value)
 

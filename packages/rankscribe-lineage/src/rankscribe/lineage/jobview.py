@@ -84,6 +84,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rankscribe.lineage._checks import is_int
 from rankscribe.lineage._hparams import HPARAM_FIELDS, HParamsRun, hparam_value, metric_value
 from rankscribe.lineage.errors import (
     LineageDirNotExistError,
@@ -291,10 +292,10 @@ def _check_arguments(
     directory = os.fspath(job_dir)
     if not os.path.isdir(directory):
         raise LineageDirNotExistError(f"job_dir {directory!r} is not a directory")
-    if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
+    if not is_int(world_size) or world_size < 1:
         raise LineageParamValueError(f"world_size must be an int >= 1, got {world_size!r}")
     for rank in missing:
-        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+        if not is_int(rank) or rank < 0:
             raise LineageParamValueError(f"missing must hold ranks (ints >= 0), got {rank!r}")
     if isinstance(series, JobStatistics):
         return directory
@@ -304,7 +305,7 @@ def _check_arguments(
             f"got {type(series).__name__}"
         )
     for rank, item in series.items():
-        if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < world_size:
+        if not is_int(rank) or not 0 <= rank < world_size:
             raise LineageParamValueError(
                 f"series keys must be ranks in range(world_size={world_size}), got {rank!r}"
             )

@@ -13,7 +13,6 @@ TensorBoard event files, off the training thread; reads them back.
 
 from __future__ import annotations
 
-from rankscribe.writer._record import SummaryRecord
 from rankscribe.writer.errors import (
     CorruptRecordError,
     RecordTooLargeError,
@@ -44,6 +43,7 @@ from rankscribe.writer.reader import (
     read_tensorboard_events,
     scalars,
 )
+from rankscribe.writer.record._record import SummaryRecord
 
 __version__ = "0.1.0"
 

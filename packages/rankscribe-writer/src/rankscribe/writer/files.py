@@ -2,14 +2,20 @@
 
 Everything another package (or a user's tool) needs to find, parse, frame or
 safely create RankScribe's files is here, so that each rule has one home (the
-name rules are defined in the private ``_names`` module and framing in
-``_framing``; this module is their only public face):
+name rules are defined in the private ``format._names`` module, framing in
+``format._framing`` and wire primitives in ``format._wire``; this module is their
+only public face):
 
 - names: :func:`summary_file_name`, :func:`parse_file_name`, :func:`file_kind`,
   :func:`list_summary_files`, :func:`tensorboard_file_name`, :func:`host_name`,
-  :func:`claim_timestamp`, :func:`is_valid_affix`, :data:`LINEAGE_SUFFIX`;
+  :func:`claim_timestamp`, :func:`is_valid_affix`, :data:`LINEAGE_SUFFIX`,
+  :data:`SUMMARY_SUFFIX`, and the job's rank directories: :func:`rank_dir_name`,
+  :func:`parse_rank_dir_name`;
 - framing (TFRecord's, see ``docs/file-format.md``): :func:`frame`,
   :class:`RecordReader`, :func:`read_records`, :data:`RECORD_OVERHEAD`;
+- payloads written without protobuf objects: :func:`varint`, :func:`field_key`, and
+  the version strings that open each file, :data:`SUMMARY_FILE_VERSION` and
+  :data:`TENSORBOARD_FILE_VERSION`;
 - safe creation: :func:`atomic_write` (the one way RankScribe replaces a whole
   file), :func:`make_private_dir` (the one way it creates directories) and
   :func:`fsync_directory`;
@@ -27,15 +33,16 @@ from collections.abc import Callable, Iterable
 from contextlib import suppress
 from typing import IO
 
-from rankscribe.writer._framing import (
+from rankscribe.writer.format._framing import (
     RECORD_OVERHEAD,
     RawRecord,
     RecordReader,
     frame,
     read_records,
 )
-from rankscribe.writer._names import (
+from rankscribe.writer.format._names import (
     LINEAGE_SUFFIX,
+    SUMMARY_SUFFIX,
     EventFileName,
     FileKind,
     claim_timestamp,
@@ -44,8 +51,16 @@ from rankscribe.writer._names import (
     is_valid_affix,
     list_summary_files,
     parse_file_name,
+    parse_rank_dir_name,
+    rank_dir_name,
     summary_file_name,
     tensorboard_file_name,
+)
+from rankscribe.writer.format._wire import (
+    SUMMARY_FILE_VERSION,
+    TENSORBOARD_FILE_VERSION,
+    field_key,
+    varint,
 )
 
 __all__ = [
@@ -53,6 +68,9 @@ __all__ = [
     "LINEAGE_SUFFIX",
     "PRIVATE_FILE_MODE",
     "RECORD_OVERHEAD",
+    "SUMMARY_FILE_VERSION",
+    "SUMMARY_SUFFIX",
+    "TENSORBOARD_FILE_VERSION",
     "EventFileName",
     "FileKind",
     "RawRecord",
@@ -60,6 +78,7 @@ __all__ = [
     "atomic_write",
     "claim_timestamp",
     "dir_mode",
+    "field_key",
     "file_kind",
     "file_mode",
     "frame",
@@ -70,9 +89,12 @@ __all__ = [
     "list_summary_files",
     "make_private_dir",
     "parse_file_name",
+    "parse_rank_dir_name",
+    "rank_dir_name",
     "read_records",
     "summary_file_name",
     "tensorboard_file_name",
+    "varint",
 ]
 
 #: Mode of a finished file: read-only, for its owner alone.

@@ -22,7 +22,7 @@ import logging
 import threading
 from typing import Any
 
-from rankscribe.writer._values import Snapshot, check_name, snapshot
+from rankscribe.writer.encoding._values import Snapshot, check_name, snapshot
 
 logger = logging.getLogger(__name__)
 

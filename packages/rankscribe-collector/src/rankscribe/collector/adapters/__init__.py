@@ -28,6 +28,10 @@ not use. :func:`register_adapter` adds another framework. Whatever no adapter
 claims goes to the built-in adapter, which reads the NumPy containers and
 duck-typed objects (``named_parameters()``, ``get_dataset_size()``, ...).
 
+A network that describes its own graph gives a ``GraphDescription``
+(``_graph``, re-exported by :mod:`rankscribe.collector`), which the adapters
+turn into the ``GraphProto`` MindInsight draws.
+
 :func:`graph_builder` gives ``SummaryRecord(network=...)`` the graph of a
 network the collector knows (the writer finds it through the
 ``rankscribe.graph_builders`` entry point).
@@ -36,6 +40,10 @@ An :class:`AdapterRegistry` does the choosing and holds what the adapters
 remember; each ``SummaryCollector`` and ``TrainLoop`` owns one.
 :func:`network_parameters` reads the parameters a checkpoint or a landscape
 file stores, with their dtypes exact.
+
+May import: ``rankscribe.collector.errors``, ``rankscribe.collector._checks``,
+the ranks and writer packages, and a framework only inside its own adapter
+module. Nothing else of the collector (the rest of it imports this package).
 """
 
 from __future__ import annotations

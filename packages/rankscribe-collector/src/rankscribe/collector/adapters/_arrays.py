@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rankscribe.collector._graph import GraphDescription, build_graph_proto
+from rankscribe.collector._checks import is_int
+from rankscribe.collector.adapters._graph import GraphDescription, build_graph_proto
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 from rankscribe.ranks import split_evenly
 
@@ -55,7 +56,7 @@ class ArrayNetwork:
     Args:
         parameters: name -> array (or (name, array) pairs). The arrays are kept
             as given, not copied, so updating them in place updates the network.
-        graph: an optional :class:`~rankscribe.collector._graph.GraphDescription`
+        graph: an optional :class:`~rankscribe.collector.adapters._graph.GraphDescription`
             (or its dict form); the collector then records the graph.
         name: the network name the lineage shows (default: the class name).
     """
@@ -164,7 +165,7 @@ class ArrayDataset:
                 f"ArrayDataset columns must have the same first dimension, but got shapes "
                 f"{[array.shape for array in arrays]}."
             )
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+        if not is_int(batch_size) or batch_size <= 0:
             raise CollectorValueError(f"batch_size must be an int > 0, but got {batch_size!r}.")
         if description is not None and not isinstance(description, Mapping):
             raise CollectorTypeError(

@@ -19,8 +19,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rankscribe.collector._graph import build_graph_proto
+from rankscribe.collector._checks import is_int
 from rankscribe.collector.adapters._arrays import ArrayNetwork, ArrayOptimizer
+from rankscribe.collector.adapters._graph import build_graph_proto
 from rankscribe.collector.adapters._views import DatasetView
 from rankscribe.collector.errors import CollectorTypeError
 from rankscribe.writer.pb import anf_ir_pb2
@@ -136,7 +137,7 @@ def _first_number(value: object) -> float | None:
 
 
 def _int_or_none(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return value if is_int(value) else None
 
 
 def _dataset_graph(obj: object) -> dict[str, Any] | None:

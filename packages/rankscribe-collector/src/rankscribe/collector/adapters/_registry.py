@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 import rankscribe.collector.adapters._duck as duck_typing
+from rankscribe.collector._checks import is_number
 from rankscribe.collector.adapters._views import DatasetView, NetworkView, OptimizerView
 
 logger = logging.getLogger("rankscribe.collector.adapters")
@@ -135,7 +136,7 @@ class AdapterRegistry:
         """
         if isinstance(value, np.ndarray):
             return value
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if is_number(value):
             return np.asarray(value)
         adapter = self.adapter_for(value)
         if adapter is not None:

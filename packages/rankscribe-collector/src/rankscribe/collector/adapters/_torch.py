@@ -31,6 +31,7 @@ import numpy.typing as npt
 import torch
 from torch.utils.weak import WeakIdKeyDictionary
 
+from rankscribe.collector._checks import is_number
 from rankscribe.collector.adapters._torch_data import dataset_view
 from rankscribe.collector.adapters._torch_graph import GraphTracer
 from rankscribe.collector.adapters._views import DatasetView
@@ -182,7 +183,7 @@ class TorchOptimizer:
         if isinstance(rate, torch.Tensor):
             flat = rate.detach().reshape(-1)
             return float(flat[0]) if flat.numel() else None
-        if isinstance(rate, (int, float)) and not isinstance(rate, bool):
+        if is_number(rate):
             return float(rate)
         return None
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from rankscribe.collector._checks import is_int
 from rankscribe.collector.adapters._views import DatasetView
 
 __all__ = ["dataset_view"]
@@ -81,7 +82,7 @@ def _shuffles(sampler: Any) -> bool:
 
 
 def _int_or_none(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return value if is_int(value) else None
 
 
 def _loader_batch_size(loader: Any) -> int | None:

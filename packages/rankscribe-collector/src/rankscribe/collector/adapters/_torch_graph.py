@@ -11,7 +11,7 @@ import torch
 import torch.fx
 from torch.utils.weak import WeakIdKeyDictionary
 
-from rankscribe.collector._graph import (
+from rankscribe.collector.adapters._graph import (
     GraphDescription,
     GraphNode,
     GraphParameter,

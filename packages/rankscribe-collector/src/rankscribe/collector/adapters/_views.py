@@ -15,7 +15,11 @@ class NetworkView(Protocol):
 
     @property
     def name(self) -> str:
-        """The class name the lineage shows (``algorithm.network``)."""
+        """The network's display name: it labels the landscape's parameter files.
+
+        The lineage does not use it: the train lineage names objects by the
+        lineage builder's one rule (``docs/collector-schedule.md``).
+        """
 
     def parameters(self) -> list[tuple[str, Any]]:
         """The current ``(name, value)`` of every parameter, in the network's order.
@@ -32,7 +36,7 @@ class OptimizerView(Protocol):
 
     @property
     def name(self) -> str:
-        """The class name the lineage shows (``hyper_parameters.optimizer``)."""
+        """The optimizer's display name, for log messages (not the lineage's: see above)."""
 
     def parameters(self) -> list[tuple[str, Any]]:
         """The ``(name, value)`` of every parameter it updates (histograms come from these)."""

@@ -48,9 +48,9 @@ __all__ = [
 STATISTIC_SUFFIXES = ("mean", "min", "max", "std", "ranks", "min_rank", "max_rank")
 SUMMARY_PREFIX = "events"
 JOB_MARK = "job"
-SUMMARY_SUFFIX = "_MS"
-MINDSPORE_VERSION = "MindSpore.Event:1"
-TENSORBOARD_VERSION = "brain.Event:2"
+SUMMARY_SUFFIX = files.SUMMARY_SUFFIX
+MINDSPORE_VERSION = files.SUMMARY_FILE_VERSION
+TENSORBOARD_VERSION = files.TENSORBOARD_FILE_VERSION
 CUSTOM_SCALARS_TAG = "custom_scalars__config__"
 CUSTOM_SCALARS_PLUGIN = "custom_scalars"
 
@@ -66,18 +66,6 @@ class Curve:
     tag: str
     steps: npt.NDArray[np.int64]
     values: npt.NDArray[np.float64]
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        low = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(low | 0x80)
-        else:
-            out.append(low)
-            return bytes(out)
 
 
 def _value_template(serialize: Callable[[str], bytes], tag: str) -> bytes:
@@ -161,7 +149,7 @@ def _step_events(
         return []
     templates = [_value_template(value_template, curve.tag) for curve in curves]
     return [
-        files.frame(event_head(step) + summary_key + _varint(len(summary)) + summary)
+        files.frame(event_head(step) + summary_key + files.varint(len(summary)) + summary)
         for step, summary in zip(table.steps.tolist(), table.summaries(templates), strict=True)
     ]
 
@@ -174,7 +162,7 @@ def step_table(curves: Sequence[Curve]) -> StepTable | None:
 def _summary_key(message: Any) -> bytes:
     """The key of the length-delimited ``summary`` field of an ``Event``."""
     number = message.DESCRIPTOR.fields_by_name["summary"].number
-    return _varint(number << 3 | 2)
+    return files.field_key(number)
 
 
 def summary_file_bytes(
@@ -289,7 +277,7 @@ def write_job_files(
                 SUMMARY_PREFIX, timestamp, JOB_MARK, machine, SUMMARY_SUFFIX
             )
         else:
-            name = f"events.out.tfevents.{timestamp}.{machine}.{JOB_MARK}"
+            name = files.tensorboard_file_name(timestamp, machine, label=JOB_MARK)
         # One write call: the records are already whole in memory.
         written.append(files.atomic_write(os.path.join(directory, name), [b"".join(records)]))
     kept = {os.path.basename(path) for path in written}

@@ -9,11 +9,11 @@ with attributes) that may hold:
 ===================  ==========================================================
 key                  used for
 ===================  ==========================================================
-optimizer            ``optimizer`` (class name) and ``learning_rate``: the first
-                     element of ``optimizer.learning_rate``, or of
-                     ``optimizer.param_groups[0]['lr']``, as float32
-loss_fn              ``loss_function`` (class name)
-network /            ``network``: the class name of ``network``, else of the
+optimizer            ``optimizer`` (its name, below) and ``learning_rate``:
+                     the first element of ``optimizer.learning_rate``, or
+                     of ``optimizer.param_groups[0]['lr']``, as float32
+loss_fn              ``loss_function`` (its name, below)
+network /            ``network``: the name of ``network``, else of the
 train_network        backbone found through ``train_network``'s ``network`` /
                      ``_backbone`` / ``backbone`` attributes
 epoch_num            ``epoch``
@@ -31,6 +31,11 @@ list_callback        ``model``: the latest checkpoint of the first callback with
 metrics              ``metric`` (eval): ``json.dumps(metrics)``
 cur_step_num         the step passed to ``summary_record.record``
 ===================  ==========================================================
+
+Names follow one rule (:mod:`rankscribe.lineage.record._object_names`,
+``docs/collector-schedule.md``): an object's own ``name`` (a non-empty str),
+else a function's or class's ``__name__``, else the class name of an
+instance; a bare container (a dict network) or a lambda leaves the field out.
 
 The summary record only needs ``add_value(plugin, name, value)`` and
 ``record(step)`` (MindSpore's SummaryRecord, rankscribe.writer's, or any
@@ -54,6 +59,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from rankscribe.lineage._checks import is_int
 from rankscribe.lineage.errors import (
     LineageError,
     LineageLogError,
@@ -71,6 +77,7 @@ from rankscribe.lineage.record._model import (
     UserDefinedInfo,
     ValidDataset,
 )
+from rankscribe.lineage.record._object_names import object_name
 
 logger = logging.getLogger(__name__)
 
@@ -144,10 +151,6 @@ def _learning_rate(optimizer: Any) -> float | None:
     return _first_number(rate)
 
 
-def _class_name(value: Any) -> str | None:
-    return type(value).__name__ if value is not None else None
-
-
 def _backbone(args: Mapping[str, Any]) -> Any:
     network = args.get("network")
     if network is not None:
@@ -187,23 +190,23 @@ def _batch_size(dataset: Any, args: Mapping[str, Any]) -> int | None:
     getter = getattr(dataset, "get_batch_size", None)
     if callable(getter):
         value = getter()
-        if isinstance(value, int) and not isinstance(value, bool):
+        if is_int(value):
             return value
     value = args.get("batch_size")
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return value if is_int(value) else None
 
 
 def _dataset_size(dataset: Any, batch_size: int | None) -> int | None:
     # A dataset that knows its samples is counted exactly; otherwise the
     # original's batches x batch size (which counts a short last batch as full).
     samples = getattr(dataset, "num_samples", None)
-    if isinstance(samples, int) and not isinstance(samples, bool) and samples >= 0:
+    if is_int(samples) and samples >= 0:
         return samples
     getter = getattr(dataset, "get_dataset_size", None)
     if not callable(getter):
         return None
     batches = getter()
-    if not isinstance(batches, int) or isinstance(batches, bool):
+    if not is_int(batches):
         return None
     return batches * (batch_size or 1)
 
@@ -243,7 +246,7 @@ def _model_file(args: Mapping[str, Any]) -> ModelFile:
 
 def _step(args: Mapping[str, Any]) -> int:
     step = args.get("cur_step_num", 0)
-    return step if isinstance(step, int) and not isinstance(step, bool) else 0
+    return step if is_int(step) else 0
 
 
 class _LineageCallback:
@@ -385,14 +388,12 @@ def train_lineage_from_args(args: Mapping[str, Any]) -> TrainLineageInfo:
     optimizer = args.get("optimizer")
     return TrainLineageInfo(
         hyper_parameters=HyperParameters(
-            optimizer=_class_name(optimizer),
+            optimizer=object_name(optimizer),
             learning_rate=_learning_rate(optimizer) if optimizer is not None else None,
-            loss_function=_class_name(args.get("loss_fn")),
-            epoch=epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else None,
+            loss_function=object_name(args.get("loss_fn")),
+            epoch=epoch if is_int(epoch) else None,
             parallel_mode=None if parallel_mode is None else str(parallel_mode),
-            device_num=device_num
-            if isinstance(device_num, int) and not isinstance(device_num, bool)
-            else None,
+            device_num=device_num if is_int(device_num) else None,
             batch_size=batch_size,
         ),
         train_dataset=TrainDataset(
@@ -400,7 +401,7 @@ def train_lineage_from_args(args: Mapping[str, Any]) -> TrainLineageInfo:
             train_dataset_size=_dataset_size(dataset, batch_size),
         ),
         algorithm=Algorithm(
-            network=_class_name(_backbone(args)),
+            network=object_name(_backbone(args)),
             loss=_mean_loss(args.get("net_outputs")),
         ),
         model=_model_file(args),

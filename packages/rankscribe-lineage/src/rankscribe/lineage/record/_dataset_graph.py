@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from rankscribe.lineage._checks import is_int
 from rankscribe.lineage.errors import LineageParamTypeError
 from rankscribe.lineage.record._floats import json_float
 from rankscribe.writer.pb import lineage_pb2
@@ -169,7 +170,7 @@ class OperationInfo:
         assert operation.operation_param is not None
         for key, value in values.items():
             if isinstance(value, list) and key in ("size", "weights"):
-                if all(isinstance(item, int) and not isinstance(item, bool) for item in value):
+                if all(is_int(item) for item in value):
                     operation.size.extend(value)
                 else:
                     operation.weights.extend(float(item) for item in value)

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
+from rankscribe.lineage._checks import is_number
 from rankscribe.lineage.errors import LineageParamTypeError, LineageParamValueError
 from rankscribe.lineage.record._floats import NON_FINITE_STRINGS, float32_repr, json_float
 from rankscribe.writer.pb import lineage_pb2
@@ -275,7 +276,7 @@ class UserDefinedInfo:
             if isinstance(value, Mapping):
                 info.user_info.append(cls(map_dict={key: cls.from_values(value)}))
                 continue
-            if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            if not (is_number(value) or isinstance(value, str)):
                 raise LineageParamTypeError(
                     f"custom lineage data value for {key!r} must be int, float or str, "
                     f"got {value!r} ({type(value).__name__})"

@@ -8,9 +8,9 @@ holds only what is lineage's own:
   ``events.out.events.summary.<T>.merged.<host>_lineage``: a summary file name
   whose rank part is ``merged``, so MindInsight and this package read it like
   any other lineage file;
-- the ``rank_<n>`` directories a distributed job writes into (the same layout
-  the ranks package creates, ``docs/layout.md``; this package does not import
-  it, and ``tests/collector/test_layout_contract.py`` checks that the two agree);
+- the ``rank_<n>`` directories a distributed job writes into (``docs/layout.md``):
+  recognised by the writer's :func:`rankscribe.writer.files.parse_rank_dir_name`,
+  the rule the ranks package names them by too;
 - the TensorBoard HParams files, ``events.out.tfevents.<T>.<host>.rankscribe-hparams``.
 """
 
@@ -24,7 +24,9 @@ from rankscribe.writer.files import (
     FileKind,
     file_kind,
     host_name,
+    parse_rank_dir_name,
     summary_file_name,
+    tensorboard_file_name,
 )
 
 __all__ = [
@@ -40,8 +42,8 @@ _MERGED_RANK = "merged"
 _MERGED_NAME = re.compile(
     rf"^{_MERGED_PREFIX}\.out\.events\.summary\.(\d+)\.{_MERGED_RANK}\..*{LINEAGE_SUFFIX}$"
 )
-_RANK_DIR = re.compile(r"^rank_(\d+)$")
-HPARAMS_SUFFIX = ".rankscribe-hparams"
+_HPARAMS_LABEL = "rankscribe-hparams"
+HPARAMS_SUFFIX = f".{_HPARAMS_LABEL}"
 
 
 def merged_lineage_name(timestamp: int | None = None, host: str | None = None) -> str:
@@ -59,16 +61,14 @@ def is_merged_lineage_name(name: str) -> bool:
 
 def rank_of_dir_name(name: str) -> int | None:
     """The rank of a ``rank_<n>`` directory name, or ``None`` for any other name."""
-    match = _RANK_DIR.match(name)
-    return int(match.group(1)) if match else None
+    return parse_rank_dir_name(name)
 
 
 def hparams_file_name(timestamp: int, host: str | None = None) -> str:
     """``events.out.tfevents.<timestamp>.<host>.rankscribe-hparams``.
 
-    Not :func:`rankscribe.writer.files.tensorboard_file_name`: writing again
-    must find and replace the previous file, so the name ends in a fixed suffix
-    instead of a process id and counter. TensorBoard reads any name holding
-    ``tfevents``.
+    Writing again must find and replace the previous file, so the name ends in a
+    fixed label instead of a process id and counter. TensorBoard reads any name
+    holding ``tfevents``.
     """
-    return f"events.out.tfevents.{int(timestamp)}.{host or host_name()}{HPARAMS_SUFFIX}"
+    return tensorboard_file_name(int(timestamp), host or host_name(), label=_HPARAMS_LABEL)

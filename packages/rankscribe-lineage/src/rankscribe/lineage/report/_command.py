@@ -18,11 +18,11 @@ import sys
 import time
 from dataclasses import dataclass
 
+from rankscribe.lineage._checks import check_int, check_optional_int, int_argument
 from rankscribe.lineage.errors import (
     LineageDirNotExistError,
     LineageError,
     LineageFileNotFoundError,
-    LineageParamValueError,
 )
 from rankscribe.lineage.report._data import read_report_data
 from rankscribe.lineage.report._downsample import DEFAULT_MAX_POINTS
@@ -84,6 +84,7 @@ def write_report(
         LineageDirNotExistError: ``base`` is not a directory.
         LineageFileNotFoundError: ``base`` holds no run (no lineage, summary
             file or ``rank_<n>`` directory in it or its subdirectories).
+        LineageParamTypeError: ``max_points`` or ``workers`` is not an int.
         LineageParamValueError: ``max_points`` is below 4 or ``workers`` below 1.
         OSError: the file could not be written.
     """
@@ -92,11 +93,8 @@ def write_report(
     directory = os.fspath(base)
     if not os.path.isdir(directory):
         raise LineageDirNotExistError(f"BASE {directory!r} is not a directory")
-    if isinstance(max_points, bool) or not isinstance(max_points, int) or max_points < 4:
-        raise LineageParamValueError(f"max_points must be an int >= 4, got {max_points!r}")
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
-                                or workers < 1):
-        raise LineageParamValueError(f"workers must be an int >= 1 or None, got {workers!r}")
+    check_int("max_points", max_points, minimum=4)
+    check_optional_int("workers", workers, minimum=1)
     target = os.fspath(output) if output is not None else os.path.join(
         directory, DEFAULT_REPORT_NAME)
     data = read_report_data(directory, max_points=max_points, workers=workers)
@@ -115,23 +113,6 @@ def write_report(
         size=len(page),
         seconds=time.perf_counter() - started,
     )
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an int >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an int >= 1, got {text}")
-    return value
-
-
-def _max_points(text: str) -> int:
-    value = _positive(text)
-    if value < 4:
-        raise argparse.ArgumentTypeError(f"expected an int >= 4, got {text}")
-    return value
 
 
 def _count(number: int, noun: str) -> str:
@@ -170,12 +151,12 @@ def add_report_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
         help=f"the HTML file to write (default BASE/{DEFAULT_REPORT_NAME})",
     )
     report.add_argument(
-        "--max-points", type=_max_points, default=DEFAULT_MAX_POINTS, metavar="N",
+        "--max-points", type=int_argument(4), default=DEFAULT_MAX_POINTS, metavar="N",
         help="longer curves are drawn downsampled to N points, keeping each bucket's min "
              f"and max (default {DEFAULT_MAX_POINTS})",
     )
     report.add_argument(
-        "--workers", type=_positive, metavar="N",
+        "--workers", type=int_argument(1), metavar="N",
         help="processes reading the summary files (default: one per CPU, at most 8)",
     )
     report.set_defaults(handler=_report)

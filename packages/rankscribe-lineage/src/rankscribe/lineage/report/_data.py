@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
-import re
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -36,6 +35,7 @@ from rankscribe.lineage.errors import LineageError, LineageFileNotFoundError
 from rankscribe.lineage.jobview import LOSS_TAGS, JobStatistics, series_from_dir
 from rankscribe.lineage.report._downsample import downsample
 from rankscribe.writer import WriterError, reader
+from rankscribe.writer.files import parse_rank_dir_name
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -53,7 +53,6 @@ __all__ = [
     "tag_order",
 ]
 
-_RANK_DIR = re.compile(r"^rank_(\d+)$")
 #: Single runs read per worker task: small runs cost more in messages than in reading.
 _RUNS_PER_TASK = 32
 #: Points of all the traces of one chart of single runs together (one trace per run).
@@ -124,9 +123,9 @@ def _rank_dirs(directory: str) -> dict[int, str]:
     try:
         with os.scandir(directory) as entries:
             for entry in entries:
-                match = _RANK_DIR.match(entry.name)
-                if match and entry.is_dir(follow_symlinks=False):
-                    found[int(match.group(1))] = entry.path
+                rank = parse_rank_dir_name(entry.name)
+                if rank is not None and entry.is_dir(follow_symlinks=False):
+                    found[rank] = entry.path
     except OSError as error:
         logger.warning("%s: skipped, it could not be listed (%s)", directory, error)
     return dict(sorted(found.items()))
@@ -163,7 +162,7 @@ def collect_runs(base: str | os.PathLike[str]) -> list[RunInfo]:
         for entry in sorted(entries, key=lambda item: item.name):
             if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
                 continue
-            if root_ranks and _RANK_DIR.match(entry.name):
+            if root_ranks and parse_rank_dir_name(entry.name) is not None:
                 continue  # the base dir is a job: these are its ranks
             candidates.append(entry.path)
     runs: list[RunInfo] = []

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rankscribe.lineage._checks import is_number
 from rankscribe.lineage._hparams import HPARAM_FIELDS, METRIC_FIELDS
 from rankscribe.lineage.report._data import RunInfo
 from rankscribe.lineage.report._figures import Axis
@@ -76,7 +77,7 @@ def _text(value: Any) -> str:
 
 
 def _cell(value: Any) -> Cell:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    if is_number(value):
         number = float(value)
         return Cell(_text(value), number if math.isfinite(number) else None)
     text = _text(value)
@@ -178,7 +179,7 @@ def _drawable(value: Any) -> bool:
 
 def _axis(label: str, raw: list[Any]) -> Axis | None:
     """An axis of the values of the runs drawn, or None if they make no usable axis."""
-    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in raw):
+    if all(is_number(v) for v in raw):
         return Axis(label, [float(v) for v in raw])
     texts = [_text(value) for value in raw]
     categories = sorted(set(texts))

@@ -64,7 +64,7 @@ class Image:
     def pixels(self) -> npt.NDArray[np.uint8]:
         """Decode the PNG into a height x width x channels uint8 array."""
         # Imported on use so that reading a file never loads Pillow.
-        from rankscribe.writer._image import decode_png  # noqa: PLC0415
+        from rankscribe.writer.encoding._image import decode_png  # noqa: PLC0415
 
         return decode_png(self.png)
 
@@ -171,7 +171,7 @@ def _optional(message: Message, name: str) -> Any:
 def _decode_tensor(proto: anf_ir_pb2.TensorProto) -> np.ndarray[Any, Any]:
     # Imported on use so that reading scalars, graphs and lineage never loads
     # the tensor codec (and NumPy with it).
-    from rankscribe.writer._tensor import decode_tensor  # noqa: PLC0415
+    from rankscribe.writer.encoding._tensor import decode_tensor  # noqa: PLC0415
 
     return decode_tensor(proto)
 

@@ -18,10 +18,10 @@ from typing import Generic, TypeVar
 
 from google.protobuf.message import DecodeError, Message
 
-from rankscribe.writer._framing import TornTail
-from rankscribe.writer._names import coerce_kind
 from rankscribe.writer.errors import CorruptRecordError, WriterValueError
 from rankscribe.writer.files import FileKind, RecordReader, file_kind
+from rankscribe.writer.format._framing import TornTail
+from rankscribe.writer.format._names import coerce_kind
 from rankscribe.writer.pb import lineage_pb2, summary_pb2, tensorboard_pb2
 
 # Named after the package so that configuring "rankscribe.writer.reader" keeps working.

@@ -1,20 +1,21 @@
 """Argument checks of SummaryRecord, done once at the public boundary.
 
 Messages keep the original's shape ("For 'SummaryRecord', the argument ...")
-and name the argument, the value received and the form expected.
+and name the argument, the value received and the form expected. What an int or a
+bool is comes from the package's one argument-checking module, ``_arguments``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import numbers
 import os
 from collections.abc import Iterable
 
-from rankscribe.writer._export import FORMATS as EXPORT_FORMATS
+from rankscribe.writer._arguments import is_int, is_integral, is_real
 from rankscribe.writer.errors import WriterTypeError, WriterValueError
 from rankscribe.writer.files import is_valid_affix
+from rankscribe.writer.record._export import FORMATS as EXPORT_FORMATS
 
 logger = logging.getLogger(__name__)
 
@@ -25,7 +26,7 @@ INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 def integer_step(step: object) -> int:
     """An int step from any integer type (NumPy's included), never from bool or float."""
-    if isinstance(step, bool) or not isinstance(step, numbers.Integral):
+    if not is_integral(step):
         raise WriterTypeError(
             f"For 'SummaryRecord.record', the argument 'step' must be an int, but got "
             f"{type(step).__name__}."
@@ -66,33 +67,10 @@ def check_affix(argument: str, value: object) -> None:
         )
 
 
-def check_bool(argument: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise WriterTypeError(
-            f"For 'SummaryRecord', the argument '{argument}' must be a bool, but got "
-            f"{type(value).__name__}."
-        )
-    return value
-
-
-def check_positive_int(argument: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise WriterTypeError(
-            f"For 'SummaryRecord', the argument '{argument}' must be an int, but got "
-            f"{type(value).__name__}."
-        )
-    if value <= 0:
-        raise WriterValueError(
-            f"For 'SummaryRecord', the argument '{argument}' must be greater than 0, but got "
-            f"{value}."
-        )
-    return value
-
-
 def check_max_file_size(value: object) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_int(value):
         raise WriterTypeError(
             f"For 'SummaryRecord', the argument 'max_file_size' must be an int or None, but "
             f"got {type(value).__name__}."
@@ -148,7 +126,7 @@ def check_formats(formats: object) -> tuple[str, ...]:
 
 
 def check_rank(rank: object) -> None:
-    valid_int = isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0
+    valid_int = is_int(rank) and rank >= 0
     valid_str = isinstance(rank, str) and is_valid_affix(rank)
     if not (valid_int or valid_str):
         raise WriterValueError(
@@ -161,7 +139,7 @@ def check_timeout(timeout: object) -> float | None:
     """``flush``'s timeout: None (wait as long as it takes) or seconds >= 0."""
     if timeout is None:
         return None
-    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real):
+    if not is_real(timeout):
         raise WriterTypeError(
             f"For 'SummaryRecord.flush', the argument 'timeout' must be None or a number of "
             f"seconds, but got {type(timeout).__name__}."

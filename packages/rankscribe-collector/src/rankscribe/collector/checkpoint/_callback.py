@@ -46,7 +46,6 @@ write over each other's files.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import threading
 import time
@@ -56,8 +55,10 @@ from types import TracebackType
 from typing import Any
 
 from rankscribe.collector._callback import Callback, CallbackParams, RunContext
-from rankscribe.collector._checkpoint_config import CheckpointConfig
-from rankscribe.collector._checkpoint_format import (
+from rankscribe.collector._checks import check_number
+from rankscribe.collector.adapters import AdapterRegistry
+from rankscribe.collector.checkpoint._config import CheckpointConfig
+from rankscribe.collector.checkpoint._format import (
     CHECKPOINT_SUFFIX,
     AppendValue,
     checkpoint_parameters,
@@ -65,12 +66,11 @@ from rankscribe.collector._checkpoint_format import (
     prepare_tensors,
     write_checkpoint_file,
 )
-from rankscribe.collector._checkpoint_manager import (
+from rankscribe.collector.checkpoint._manager import (
     CheckpointManager,
     remove_stale_temporaries,
     unique_prefix,
 )
-from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.errors import (
     CheckpointError,
     CheckpointTimeoutError,
@@ -79,7 +79,7 @@ from rankscribe.collector.errors import (
     CheckpointWriteError,
 )
 from rankscribe.ranks import detect, rank_dir
-from rankscribe.writer.files import atomic_write, file_mode, make_private_dir
+from rankscribe.writer.files import atomic_write, file_mode, make_private_dir, rank_dir_name
 
 __all__ = ["GRAPH_META_SUFFIX", "CheckpointManager", "ModelCheckpoint"]
 
@@ -402,14 +402,9 @@ def _check_prefix(prefix: object) -> None:
 
 
 def _check_timeout(timeout: object) -> float:
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise CheckpointTypeError(
-            f"save_timeout must be a number of seconds, got {type(timeout).__name__}"
-        )
-    # Thread.join cannot wait an infinite time (OverflowError).
-    if not 0 < timeout < math.inf:
-        raise CheckpointValueError(f"save_timeout must be positive and finite, got {timeout}")
-    return float(timeout)
+    # Thread.join cannot wait an infinite time (OverflowError): finite too.
+    return check_number("save_timeout", timeout, positive=True, finite=True, unit="seconds",
+                        errors=(CheckpointTypeError, CheckpointValueError))
 
 
 def _checkpoint_directory(directory: str | os.PathLike[str] | None) -> Path:
@@ -424,12 +419,12 @@ def _checkpoint_directory(directory: str | os.PathLike[str] | None) -> Path:
         )
     base = Path(os.getcwd() if directory is None else directory).absolute()
     info = detect()
-    if not info.is_single and base.name == f"rank_{info.rank}":
+    if not info.is_single and base.name == rank_dir_name(info.rank):
         base = base.parent  # already this rank's directory: rank_dir gives it back
     try:
         # Every directory made on the way is private (or group-readable when
         # asked), not only the last; rank_dir then finds them all there.
-        make_private_dir(base if info.is_single else base / f"rank_{info.rank}")
+        make_private_dir(base if info.is_single else base / rank_dir_name(info.rank))
         return rank_dir(base, info)
     except OSError as error:
         raise CheckpointWriteError(

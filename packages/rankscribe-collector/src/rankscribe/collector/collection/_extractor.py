@@ -8,7 +8,7 @@ MindSpore's rules (docs/collector-schedule.md, "What is collected"):
   those whose names ``re.match`` ``histogram_regular``;
 - input images, image ``input_data/auto``: the first column of the step's
   dataset element, when it is a 4-D NCHW batch;
-- the graph, once: what the network describes (see :mod:`rankscribe.collector._graph`).
+- the graph, once: what the network describes (see :mod:`rankscribe.collector.adapters._graph`).
 
 Each source that cannot be read is disabled for the rest of the run, with one
 warning, as in the original; training goes on. The learning rate is not
@@ -25,8 +25,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from rankscribe.collector._callback import CallbackParams
-from rankscribe.collector._options import CollectOptions
 from rankscribe.collector.adapters import AdapterRegistry, NetworkView, OptimizerView
+from rankscribe.collector.collection._options import CollectOptions
 from rankscribe.writer.pb import anf_ir_pb2
 
 logger = logging.getLogger(__name__)

@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rankscribe.writer.errors import WriterTypeError, WriterValueError
+from rankscribe.writer.format._wire import varint
 from rankscribe.writer.pb import anf_ir_pb2, tensorboard_pb2
 
 __all__ = [
@@ -117,15 +118,15 @@ def tensor_proto_parts(array: npt.ArrayLike) -> list[bytes | memoryview]:
     values = np.asarray(array)
     data_type = _data_types(values.dtype)[0]
     parts: list[bytes | memoryview] = [
-        b"".join(_TAG_DIMS + _varint(size) for size in values.shape),
-        _TAG_DATA_TYPE + _varint(data_type),
+        b"".join(_TAG_DIMS + varint(size) for size in values.shape),
+        _TAG_DATA_TYPE + varint(data_type),
     ]
     if values.size:
         floats = _float32_values(values, data_type)
-        parts += [_TAG_FLOAT_DATA, _varint(floats.nbytes), _bytes_view(floats)]
+        parts += [_TAG_FLOAT_DATA, varint(floats.nbytes), _bytes_view(floats)]
     if data_type in _NEEDS_RAW_DATA:
         raw = np.ascontiguousarray(values, dtype=values.dtype.newbyteorder("<"))
-        parts += [_TAG_RAW_DATA, _varint(raw.nbytes), _bytes_view(raw)]
+        parts += [_TAG_RAW_DATA, varint(raw.nbytes), _bytes_view(raw)]
     return parts
 
 
@@ -227,15 +228,6 @@ def _data_type_name(number: int) -> str:
         return DataType.Name(number)
     except ValueError:
         return "unknown"
-
-
-def _varint(number: int) -> bytes:
-    out = bytearray()
-    while number > 0x7F:
-        out.append((number & 0x7F) | 0x80)
-        number >>= 7
-    out.append(number)
-    return bytes(out)
 
 
 def _bytes_view(array: npt.NDArray[Any]) -> memoryview:

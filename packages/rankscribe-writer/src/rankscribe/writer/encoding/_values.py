@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from google.protobuf.message import Message
 
-from rankscribe.writer._image import validate_image_shape
+from rankscribe.writer.encoding._image import validate_image_shape
 from rankscribe.writer.errors import WriterTypeError, WriterValueError
 from rankscribe.writer.pb import anf_ir_pb2, lineage_pb2, summary_pb2
 

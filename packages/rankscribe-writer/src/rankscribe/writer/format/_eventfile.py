@@ -19,8 +19,8 @@ import os
 import struct
 from collections.abc import Callable
 
-from rankscribe.writer._framing import RECORD_OVERHEAD, chunk_size, frame_chunks, frame_parts
 from rankscribe.writer.errors import RecordTooLargeError
+from rankscribe.writer.format._framing import RECORD_OVERHEAD, chunk_size, frame_chunks, frame_parts
 
 logger = logging.getLogger(__name__)
 

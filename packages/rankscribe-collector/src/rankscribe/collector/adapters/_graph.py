@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from rankscribe.collector._checks import is_int
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 from rankscribe.writer.pb import anf_ir_pb2
 
@@ -134,7 +135,7 @@ def _parameter(index: int, value: object) -> GraphParameter:
     shape = value.get("shape")
     if shape is not None:
         if isinstance(shape, (str, bytes)) or not isinstance(shape, Iterable) or any(
-            isinstance(dim, bool) or not isinstance(dim, int) for dim in shape
+            not is_int(dim) for dim in shape
         ):
             raise CollectorTypeError(
                 f"graph parameters[{index}].shape must be a sequence of ints, but got {shape!r}."

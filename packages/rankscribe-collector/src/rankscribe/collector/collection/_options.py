@@ -27,6 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rankscribe.collector._checks import check_int, is_int
+from rankscribe.collector._checks import shown as _shown
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 from rankscribe.ranks import Coordinator
 
@@ -118,11 +120,6 @@ class CollectOptions:
     merged: dict[str, Any]
 
 
-def _shown(value: object, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _is_instance(value: object, valid: tuple[type, ...]) -> bool:
     # bool is an int, but never a valid one unless asked for by name.
     if isinstance(value, bool) and bool not in valid:
@@ -142,13 +139,7 @@ def check_type(name: str, value: object, valid: tuple[type, ...]) -> None:
 
 def check_positive_int(name: str, value: object) -> int:
     """``value`` as an int > 0; TypeError for a non-int (bool included), ValueError otherwise."""
-    check_type(name, value, (int,))
-    assert isinstance(value, int)
-    if value <= 0:
-        raise CollectorValueError(
-            f'For "{_OWNER}", the value of `{name}` should be greater than 0, but got `{value}`.'
-        )
-    return value
+    return check_int(name, value, minimum=1, owner=_OWNER)
 
 
 def check_optional_positive_int(name: str, value: object) -> int | None:
@@ -339,7 +330,7 @@ def _check_intervals(intervals: object) -> tuple[tuple[int, ...], ...]:
                 f"than three, but got the: {_shown(interval)}."
             )
         for item in interval:
-            if isinstance(item, bool) or not isinstance(item, int):
+            if not is_int(item):
                 raise CollectorTypeError(
                     f'For "{_OWNER}", the value of each list in "intervals" should be int, '
                     f"but got the: {type(item).__name__} {_shown(item)}."

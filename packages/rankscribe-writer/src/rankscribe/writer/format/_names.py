@@ -25,11 +25,17 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rankscribe.writer.errors import WriterValueError
+from rankscribe.writer._arguments import check_non_negative_int
+from rankscribe.writer.errors import WriterTypeError, WriterValueError
 
 PathLike = str | os.PathLike[str]
 
 LINEAGE_SUFFIX = "_lineage"
+#: What SummaryRecord's summary files end in by default, as MindSpore names them.
+SUMMARY_SUFFIX = "_MS"
+_RANK_DIR_PREFIX = "rank_"
+_RANK_DIR = re.compile(rf"{_RANK_DIR_PREFIX}(0|[1-9][0-9]*)", re.ASCII)
+_LABEL = re.compile(r"[A-Za-z0-9_.-]+", re.ASCII)
 _AFFIX = re.compile(r"^\w+[0-9a-zA-Z_.]*$", re.ASCII)
 # MindInsight's own tests (summary_watcher, ms_data_loader): a summary file is
 # any name containing `summary.<digits>`; the ones ending in `_lineage` hold
@@ -98,12 +104,63 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_new_lock_in_child)
 
 
-def tensorboard_file_name(timestamp: int, host: str) -> str:
+def rank_dir_name(rank: int) -> str:
+    """``rank_<rank>``: the directory rank ``rank`` of a distributed job writes into.
+
+    The job layout (``docs/layout.md``): every rank writes only into its own
+    ``rank_<n>`` directory of the job's directory; the ranks package makes them,
+    the lineage package merges and reports them.
+
+    Raises:
+        WriterTypeError: ``rank`` is not an int (or is a bool).
+        WriterValueError: ``rank`` is negative.
+    """
+    check_non_negative_int(rank, "rank", caller="rank_dir_name")
+    return f"{_RANK_DIR_PREFIX}{rank}"
+
+
+def parse_rank_dir_name(name: str) -> int | None:
+    """The rank of a directory named as :func:`rank_dir_name` names it, else ``None``.
+
+    Only ``rank_`` followed by ASCII digits with no leading zero (``rank_0`` itself
+    aside) is a rank directory, so that each rank has exactly one directory name:
+    ``rank_01``, ``rank_-1``, ``rank_`` and ``rank_`` with non-ASCII digits
+    (``rank_١``) are not.
+
+    Raises:
+        WriterTypeError: ``name`` is not a str.
+    """
+    if not isinstance(name, str):
+        raise WriterTypeError(
+            f"For 'parse_rank_dir_name', the argument 'name' must be a str, but got "
+            f"{type(name).__name__}."
+        )
+    match = _RANK_DIR.fullmatch(name)
+    return int(match[1]) if match else None
+
+
+def tensorboard_file_name(timestamp: int, host: str, *, label: str | None = None) -> str:
     """``events.out.tfevents.{T}.{host}.{pid}.{n}``; TensorBoard reads any name with 'tfevents'.
 
     The pid and a process-wide counter keep two writers in one second apart.
+    With ``label`` the name is ``events.out.tfevents.{T}.{host}.{label}`` instead:
+    a fixed ending for a file that a later writer finds and replaces as a whole
+    (the lineage package's job and HParams files). ``label`` is ASCII letters,
+    digits, ``_``, ``-`` and ``.`` (no path separator).
+
+    Raises:
+        WriterValueError: ``label`` is not such a word.
     """
-    return f"events.out.tfevents.{timestamp}.{host}.{os.getpid()}.{next(_tensorboard_counter)}"
+    if label is None:
+        ending = f"{os.getpid()}.{next(_tensorboard_counter)}"
+    elif isinstance(label, str) and _LABEL.fullmatch(label):
+        ending = label
+    else:
+        raise WriterValueError(
+            f"label must be a non-empty word of ASCII letters, digits, '_', '-' and '.', "
+            f"but got {label!r}"
+        )
+    return f"events.out.tfevents.{timestamp}.{host}.{ending}"
 
 
 # Not StrEnum: that would change what str() and format() of a member give

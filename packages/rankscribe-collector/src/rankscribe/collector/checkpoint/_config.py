@@ -16,7 +16,7 @@ Validation and precedence follow MindSpore's ``CheckpointConfig``:
   at most one dict of str keys to int, float, bool, str or array values.
 
 The validators for ``enc_key``, ``enc_mode`` and append values are shared with
-``save_checkpoint`` (:mod:`rankscribe.collector._checkpoint_format`).
+``save_checkpoint`` (:mod:`rankscribe.collector.checkpoint._format`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from rankscribe.collector._checkpoint_crypto import ENC_MODES, KEY_LENGTHS
+from rankscribe.collector._checks import check_optional_int, is_int
 from rankscribe.collector.adapters._parameters import PARAMETER_SOURCES, offers_parameters
+from rankscribe.collector.checkpoint._crypto import ENC_MODES, KEY_LENGTHS
 from rankscribe.collector.errors import CheckpointTypeError, CheckpointValueError
 
 __all__ = [
@@ -209,7 +210,7 @@ def check_append_value(key: object, value: object, argument: str = "append_info"
             f"the keys of the {argument} dict must be non-empty str, got {key!r} "
             f"({type(key).__name__})"
         )
-    if key in APPEND_INFO_KEYWORDS and (isinstance(value, bool) or not isinstance(value, int)):
+    if key in APPEND_INFO_KEYWORDS and not is_int(value):
         raise CheckpointTypeError(
             f"{argument}[{key!r}] is an offset added to the current {key.split('_')[0]} and "
             f"must be an int, got {value!r} ({type(value).__name__})"
@@ -227,15 +228,8 @@ def _is_append_value(value: object) -> bool:
 
 
 def _check_count(name: str, value: object) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise CheckpointTypeError(
-            f"{name} must be a non-negative int or None, got {value!r} ({type(value).__name__})"
-        )
-    if value < 0:
-        raise CheckpointValueError(f"{name} must be a non-negative int, got {value}")
-    return int(value)
+    return check_optional_int(name, value, minimum=0, numpy_ints=True,
+                              errors=(CheckpointTypeError, CheckpointValueError))
 
 
 def _check_bool(name: str, value: object) -> bool:

@@ -6,8 +6,8 @@ import threading
 import time
 from functools import partial
 
-from rankscribe.writer import _events as events
-from rankscribe.writer._pipeline import Pipeline
+from rankscribe.writer.format import _events as events
+from rankscribe.writer.record._pipeline import Pipeline
 
 # A batch of scalar-only steps holds at most this many steps, and counts as
 # this many bytes against max_pending_bytes.

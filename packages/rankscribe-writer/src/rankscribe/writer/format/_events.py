@@ -15,12 +15,16 @@ import struct
 from collections.abc import Iterable
 from functools import lru_cache
 
-VERSION = "MindSpore.Event:1"
+from rankscribe.writer.format._wire import (
+    SUMMARY_FILE_VERSION,
+    field_key,
+    length_delimited,
+    varint,
+)
 
 _DOUBLE = struct.Struct("<d")
 _FLOAT = struct.Struct("<f")
 _FLOAT32_MAX = 3.4028234663852886e38
-_U64 = (1 << 64) - 1
 
 # (field number << 3) | wire type, for the fields written here.
 _EVENT_WALL_TIME = b"\x09"  # 1, fixed64
@@ -41,28 +45,6 @@ LINEAGE_FIELD = {
     "dataset_graph": 9,
     "custom_lineage_data": 10,
 }
-
-
-def varint(value: int) -> bytes:
-    """Base-128 varint; negative int64 values take their two's complement (10 bytes)."""
-    value &= _U64
-    if value < 0x80:
-        return bytes((value,))
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def length_delimited(tag: bytes, payload: bytes) -> bytes:
-    return tag + varint(len(payload)) + payload
-
-
-def field_tag(field_number: int) -> bytes:
-    """Tag of a length-delimited field."""
-    return varint((field_number << 3) | 2)
 
 
 def float32_bytes(value: float) -> bytes:
@@ -87,7 +69,7 @@ Chunk = bytes | memoryview
 def message_value_chunks(tag: bytes, plugin: str, message: list[Chunk]) -> list[Chunk]:
     """:func:`message_value` for a message given in pieces; the pieces are not copied."""
     size = sum(chunk.nbytes if isinstance(chunk, memoryview) else len(chunk) for chunk in message)
-    head = _VALUE_TAG + varint(len(tag)) + tag + field_tag(VALUE_FIELD[plugin]) + varint(size)
+    head = _VALUE_TAG + varint(len(tag)) + tag + field_key(VALUE_FIELD[plugin]) + varint(size)
     return [_SUMMARY_VALUE + varint(len(head) + size) + head, *message]
 
 
@@ -105,7 +87,7 @@ def summary_event_chunks(wall_time: float, step: int, values: list[list[Chunk]])
 def message_value(tag: bytes, plugin: str, message: bytes) -> bytes:
     """A ``Summary.Value`` holding a serialized image/tensor/histogram/landscape message."""
     body = _VALUE_TAG + varint(len(tag)) + tag + length_delimited(
-        field_tag(VALUE_FIELD[plugin]), message
+        field_key(VALUE_FIELD[plugin]), message
     )
     return _SUMMARY_VALUE + varint(len(body)) + body
 
@@ -150,7 +132,7 @@ def summary_event_size(values_size: int) -> int:
 def version_event(wall_time: float) -> bytes:
     """The record that opens every summary file."""
     return _EVENT_WALL_TIME + _DOUBLE.pack(wall_time) + length_delimited(
-        _EVENT_VERSION, VERSION.encode()
+        _EVENT_VERSION, SUMMARY_FILE_VERSION.encode()
     )
 
 
@@ -165,5 +147,5 @@ def graph_event(wall_time: float, step: int, graph: bytes) -> bytes:
 def lineage_event(wall_time: float, plugin: str, message: bytes) -> bytes:
     """A ``LineageEvent``; the original never sets its ``step``."""
     return _EVENT_WALL_TIME + _DOUBLE.pack(wall_time) + length_delimited(
-        field_tag(LINEAGE_FIELD[plugin]), message
+        field_key(LINEAGE_FIELD[plugin]), message
     )

@@ -21,8 +21,8 @@ from typing import BinaryIO
 
 from crc32c import crc32c as _crc32c_value
 
-from rankscribe.writer._crc import mask, masked_crc32c
 from rankscribe.writer.errors import CorruptRecordError
+from rankscribe.writer.format._crc import mask, masked_crc32c
 
 HEADER_SIZE = 12
 FOOTER_SIZE = 4

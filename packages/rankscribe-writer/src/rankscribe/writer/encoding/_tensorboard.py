@@ -9,18 +9,18 @@ written; raw tensors are not, since TensorBoard has no view for them.
 
 from __future__ import annotations
 
-from rankscribe.writer._histogram import histogram_to_tensorboard
-from rankscribe.writer._image import image_to_tensorboard
+from rankscribe.writer.encoding._histogram import histogram_to_tensorboard
+from rankscribe.writer.encoding._image import image_to_tensorboard
+from rankscribe.writer.format._wire import TENSORBOARD_FILE_VERSION
 from rankscribe.writer.pb import summary_pb2, tensorboard_pb2
 
-FILE_VERSION = "brain.Event:2"
 PLUGINS = ("scalar", "histogram", "image", "text")
 
 _Value = tensorboard_pb2.Summary.Value
 
 
 def version_event(wall_time: float) -> bytes:
-    event = tensorboard_pb2.Event(wall_time=wall_time, file_version=FILE_VERSION)
+    event = tensorboard_pb2.Event(wall_time=wall_time, file_version=TENSORBOARD_FILE_VERSION)
     return bytes(event.SerializeToString())
 
 

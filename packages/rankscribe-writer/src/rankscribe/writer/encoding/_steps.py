@@ -15,13 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from rankscribe.writer import _events as events
-from rankscribe.writer import _histogram as histogram
-from rankscribe.writer import _image as image
-from rankscribe.writer import _tensor as tensor
-from rankscribe.writer import _tensorboard as tensorboard
-from rankscribe.writer._framing import chunk_size
-from rankscribe.writer._values import MAX_STEP_BYTES, Snapshot
+from rankscribe.writer.encoding import _histogram as histogram
+from rankscribe.writer.encoding import _image as image
+from rankscribe.writer.encoding import _tensor as tensor
+from rankscribe.writer.encoding import _tensorboard as tensorboard
+from rankscribe.writer.encoding._values import MAX_STEP_BYTES, Snapshot
+from rankscribe.writer.format import _events as events
+from rankscribe.writer.format._framing import chunk_size
 
 logger = logging.getLogger(__name__)
 

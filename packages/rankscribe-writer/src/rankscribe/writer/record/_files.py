@@ -12,9 +12,7 @@ import os
 import time
 from collections.abc import Callable
 
-from rankscribe.writer import _events as events
-from rankscribe.writer import _tensorboard as tensorboard
-from rankscribe.writer._eventfile import EventFile
+from rankscribe.writer.encoding import _tensorboard as tensorboard
 from rankscribe.writer.files import (
     LINEAGE_SUFFIX,
     claim_timestamp,
@@ -22,6 +20,8 @@ from rankscribe.writer.files import (
     summary_file_name,
     tensorboard_file_name,
 )
+from rankscribe.writer.format import _events as events
+from rankscribe.writer.format._eventfile import EventFile
 
 
 class RecordFiles:

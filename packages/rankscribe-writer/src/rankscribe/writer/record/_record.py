@@ -1,10 +1,11 @@
 """SummaryRecord: the public writer, with the original's names and meaning.
 
 The calls made on the training thread (``add_value``, ``record``) only check
-and copy data and queue it; encoding and file I/O happen in the background
-(see _pipeline.py), in step order. ``flush()`` returns once everything recorded
-before it is on disk, and ``close()`` finishes writing and makes the files
-read-only; both also run for any record left open at interpreter exit.
+and copy data and queue it; encoding and file I/O happen in the background, in
+step order (``_pipeline.py`` hands the encoded steps to ``_step_writer.py``, the
+writer thread's side). ``flush()`` returns once everything recorded before it is
+on disk, and ``close()`` finishes writing and makes the files read-only; both
+also run for any record left open at interpreter exit.
 """
 
 from __future__ import annotations
@@ -17,32 +18,11 @@ from functools import partial
 from types import TracebackType
 from typing import Any
 
-from rankscribe.writer import _events as events
-from rankscribe.writer import _record_lifetime, files, operators
-from rankscribe.writer._export import NpyExporter, claim_export_dir
-from rankscribe.writer._graph_builders import RecordGraph
-from rankscribe.writer._pipeline import Pipeline
-from rankscribe.writer._record_checks import (
-    INT64_MAX,
-    INT64_MIN,
-    MODES,
-    check_affix,
-    check_bool,
-    check_export_options,
-    check_formats,
-    check_log_dir,
-    check_max_file_size,
-    check_name_length,
-    check_plugin_filter,
-    check_positive_int,
-    check_rank,
-    check_timeout,
-    integer_step,
-)
-from rankscribe.writer._record_files import RecordFiles
-from rankscribe.writer._scalar_batches import ScalarBatches
-from rankscribe.writer._steps import EncodedStep, StepJob, encode_step, is_heavy
-from rankscribe.writer._values import (
+from rankscribe.writer import files, operators
+from rankscribe.writer._arguments import check_bool, check_positive_int
+from rankscribe.writer.encoding._graph_builders import RecordGraph
+from rankscribe.writer.encoding._steps import StepJob, encode_step, is_heavy
+from rankscribe.writer.encoding._values import (
     LINEAGE_MESSAGES,
     MAX_STEP_BYTES,
     Snapshot,
@@ -52,23 +32,46 @@ from rankscribe.writer._values import (
     scalar,
     snapshot,
 )
-from rankscribe.writer._write_errors import WriteErrorPolicy
 from rankscribe.writer.errors import (
     StepTooLargeError,
-    WriterError,
     WriterStateError,
     WriterValueError,
 )
 from rankscribe.writer.files import (
     LINEAGE_SUFFIX,
+    SUMMARY_SUFFIX,
     claim_timestamp,
     host_name,
     summary_file_name,
 )
+from rankscribe.writer.format import _events as events
+from rankscribe.writer.record import _lifetime
+from rankscribe.writer.record._checks import (
+    INT64_MAX,
+    INT64_MIN,
+    MODES,
+    check_affix,
+    check_export_options,
+    check_formats,
+    check_log_dir,
+    check_max_file_size,
+    check_name_length,
+    check_plugin_filter,
+    check_rank,
+    check_timeout,
+    integer_step,
+)
+from rankscribe.writer.record._export import NpyExporter, claim_export_dir
+from rankscribe.writer.record._files import RecordFiles
+from rankscribe.writer.record._pipeline import Pipeline
+from rankscribe.writer.record._scalar_batches import ScalarBatches
+from rankscribe.writer.record._step_writer import StepWriter
+from rankscribe.writer.record._write_errors import WriteErrorPolicy
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_PENDING_BYTES = 256 << 20
+_CALLER = "SummaryRecord"  # as the original's messages name it
 _EXPORT_DIR_ATTEMPTS = 100
 
 
@@ -113,7 +116,7 @@ class SummaryRecord:
         self,
         log_dir: str | os.PathLike[str],
         file_prefix: str = "events",
-        file_suffix: str = "_MS",
+        file_suffix: str = SUMMARY_SUFFIX,
         num_process: int = 32,
         network: Any = None,
         max_file_size: int | None = None,
@@ -128,15 +131,15 @@ class SummaryRecord:
         self._directory = check_log_dir(log_dir)
         check_affix("file_prefix", file_prefix)
         check_affix("file_suffix", file_suffix)
-        workers = check_positive_int("num_process", num_process)
+        workers = check_positive_int(num_process, "num_process", caller=_CALLER)
         self._max_file_size = check_max_file_size(max_file_size)
-        self._raise_exception = check_bool("raise_exception", raise_exception)
+        self._raise_exception = check_bool(raise_exception, "raise_exception", caller=_CALLER)
         self._export_tensors = check_export_options(export_options)
         self._formats = check_formats(formats)
         check_rank(rank)
-        check_positive_int("max_pending_bytes", max_pending_bytes)
+        check_positive_int(max_pending_bytes, "max_pending_bytes", caller=_CALLER)
         if group_readable is not None:
-            check_bool("group_readable", group_readable)
+            check_bool(group_readable, "group_readable", caller=_CALLER)
         self._group_readable = files.group_readable(group_readable)
         self._graph = RecordGraph(network)
 
@@ -166,22 +169,22 @@ class SummaryRecord:
             formats=self._formats, max_file_size=self._max_file_size,
             group_readable=self._group_readable,
         )
-        self._summary_file = self._files.summary
-        self._lineage_file = self._files.lineage
         self._board_file = self._files.board
+        # The policy reports to the pipeline made just below, and only from the writer
+        # thread, which that pipeline starts.
+        self._write_errors = WriteErrorPolicy(self._raise_exception, self._report_write_error)
+        self._writer = StepWriter(self._files, self._exporter, self._write_errors)
         self._pipeline = Pipeline(
-            self._write, self._sync, workers=min(workers, os.cpu_count() or 1),
+            self._writer.write, self._writer.sync, workers=min(workers, os.cpu_count() or 1),
             max_pending_bytes=max_pending_bytes, name=f"rankscribe-{self._timestamp}",
         )
         self._scalar_batches = ScalarBatches(self._pipeline)
         # Bound once: record() of a scalar-only step calls it for every step.
         self._add_scalar_step = self._scalar_batches.add
-        self._write_errors = WriteErrorPolicy(self._raise_exception, self._pipeline.report)
-        self._disk_state = (0, 0, 0)  # RecordFiles.disk_state at the last durable sync
         # Whether a step of scalars alone can skip the general path (no graph
         # still to write, no second format to encode for).
         self._scalars_alone = self._board_file is None and network is None
-        _record_lifetime.track(self)
+        _lifetime.track(self)
 
     # ----------------------------------------------------------------- public API
 
@@ -350,22 +353,18 @@ class SummaryRecord:
             return True
         if not self._pipeline.flush(sync=True, timeout=timeout):
             return False
-        return self._write_errors.flush_succeeded(self._disk_state)
+        return self._write_errors.flush_succeeded(self._writer.disk_state)
 
     def close(self) -> None:
         """Write everything recorded, close the files (now read-only). Idempotent."""
         if self._closed:
             return
         self._closed = True
-        _record_lifetime.untrack(self)
+        _lifetime.untrack(self)
         try:
             self._pipeline.close()
         finally:
-            for stream in (self._summary_file, self._lineage_file, self._board_file):
-                if stream is not None:
-                    self._write_errors.guarded("close", None, stream.close)
-            if self._exporter is not None:
-                self._exporter.release()
+            self._writer.close()
         # With raise_exception, what failed while closing the files is raised here.
         self._pipeline.raise_pending()
 
@@ -388,6 +387,9 @@ class SummaryRecord:
         return f"<SummaryRecord {self._directory!r} rank={self._rank} {state}>"
 
     # ------------------------------------------------------------ caller thread
+
+    def _report_write_error(self, error: BaseException) -> None:
+        self._pipeline.report(error)  # from the writer thread: raised on the next call
 
     def _abandon_in_child(self) -> None:
         self._closed = True
@@ -452,39 +454,3 @@ class SummaryRecord:
         if self._scalars:
             plugins.append("scalar")
         return {plugin: bool(plugin_filter(plugin)) for plugin in dict.fromkeys(plugins)}
-
-    # ------------------------------------------------------------ writer thread
-
-    def _write(self, encoded: EncodedStep | list[tuple[int, bytes]]) -> None:
-        if type(encoded) is list:  # a batch of scalar-only steps: one event each
-            assert self._summary_file is not None
-            append = self._summary_file.append
-            for scalar_step, event in encoded:
-                try:
-                    append(event)
-                except (OSError, WriterError) as error:
-                    self._write_errors.failed("summary", error, scalar_step)
-            return
-        assert isinstance(encoded, EncodedStep)
-        step = encoded.step
-        if self._summary_file is not None:
-            for payload in encoded.summary:
-                self._write_errors.guarded("summary", step, self._summary_file.append, payload)
-        for payload in encoded.lineage:
-            self._write_errors.guarded("lineage", step, self._lineage_file.append, payload)
-        if self._board_file is not None:
-            for payload in encoded.tensorboard:
-                self._write_errors.guarded("tensorboard", step, self._board_file.append, payload)
-        if self._exporter is not None:
-            for tag, array in encoded.exports:
-                self._write_errors.guarded("export", step, self._exporter.export, tag, step,
-                                           array)
-
-    def _sync(self, durable: bool) -> None:
-        for stream in self._files.streams:
-            action = stream.sync if durable else stream.write_buffered
-            self._write_errors.guarded("sync", None, action)
-        if durable:
-            # Read by flush() once this sync is done: the state as of the flush's place
-            # in the queue, not of steps recorded after it.
-            self._disk_state = self._files.disk_state(self._write_errors.failures)

@@ -27,7 +27,7 @@ whoever can rewrite the file can recompute it, which is what ``enc_key``'s
 authenticated encryption is for.
 
 With ``enc_key`` the whole file is sealed in the envelope of
-:mod:`rankscribe.collector._checkpoint_crypto`.
+:mod:`rankscribe.collector.checkpoint._crypto`.
 
 Files are written to a hidden temporary file in the target directory, synced,
 made read-only (0400, or 0440 with ``RANKSCRIBE_GROUP_READABLE=1``, see
@@ -51,13 +51,13 @@ import numpy.typing as npt
 import safetensors.numpy
 from safetensors import SafetensorError
 
-from rankscribe.collector._checkpoint_config import (
+from rankscribe.collector.adapters._parameters import network_parameters, to_numpy
+from rankscribe.collector.checkpoint._config import (
     check_append_value,
     check_enc_key,
     check_enc_mode,
 )
-from rankscribe.collector._checkpoint_crypto import decrypt, encrypt_chunks, is_encrypted
-from rankscribe.collector.adapters._parameters import network_parameters, to_numpy
+from rankscribe.collector.checkpoint._crypto import decrypt, encrypt_chunks, is_encrypted
 from rankscribe.collector.errors import (
     CheckpointEncryptionError,
     CheckpointFormatError,

@@ -9,16 +9,18 @@ clears what a killed save left behind.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import re
 
-from rankscribe.collector._checkpoint_format import CHECKPOINT_SUFFIX
+from rankscribe.collector._checks import check_number, check_optional_int
+from rankscribe.collector.checkpoint._format import CHECKPOINT_SUFFIX
 from rankscribe.collector.errors import CheckpointTypeError, CheckpointValueError
 
 __all__ = ["CheckpointManager", "remove_stale_temporaries", "unique_prefix"]
 
 logger = logging.getLogger(__name__)
+
+_ERRORS = (CheckpointTypeError, CheckpointValueError)
 
 
 class CheckpointManager:
@@ -186,18 +188,11 @@ def remove_stale_temporaries(directory: str | os.PathLike[str], prefix: str) -> 
 
 
 def _count(name: str, value: object) -> int:
-    if value is None:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise CheckpointTypeError(f"{name} must be a non-negative int or None, got {value!r}")
-    if value < 0:
-        raise CheckpointValueError(f"{name} must be a non-negative int or None, got {value}")
-    return value
+    return check_optional_int(name, value, minimum=0, errors=_ERRORS) or 0
 
 
 def _check_number(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        raise CheckpointTypeError(f"{name} must be a number, got {value!r}")
+    check_number(name, value, errors=_ERRORS)
 
 
 def _delete(path: str) -> None:
