@@ -36,7 +36,9 @@ import accelerate
 from accelerate.tracking import GeneralTracker
 
 from rankscribe.collector._collector import SummaryCollector
-from rankscribe.collector._framework import (
+from rankscribe.collector._lineage import DEFAULT_MERGE_TIMEOUT
+from rankscribe.collector.errors import CollectorStateError, CollectorTypeError
+from rankscribe.collector.frameworks._driver import (
     ConfiguredOptimizer,
     FrameworkRun,
     claim_run_dir,
@@ -45,8 +47,6 @@ from rankscribe.collector._framework import (
     numeric_scalars,
     sibling_names,
 )
-from rankscribe.collector._lineage import DEFAULT_MERGE_TIMEOUT
-from rankscribe.collector.errors import CollectorStateError, CollectorTypeError
 from rankscribe.ranks import detect
 
 __all__ = ["RankScribeTracker"]

@@ -28,7 +28,9 @@ import lightning.pytorch as pl
 from lightning.pytorch.loggers.logger import Logger
 
 from rankscribe.collector._collector import SummaryCollector
-from rankscribe.collector._framework import (
+from rankscribe.collector._lineage import DEFAULT_MERGE_TIMEOUT
+from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
+from rankscribe.collector.frameworks._driver import (
     FrameworkRun,
     check_name,
     claim_run_dir,
@@ -36,8 +38,6 @@ from rankscribe.collector._framework import (
     lineage_values,
     numeric_scalars,
 )
-from rankscribe.collector._lineage import DEFAULT_MERGE_TIMEOUT
-from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 from rankscribe.ranks import Coordinator, detect
 
 __all__ = ["RankScribeLogger"]
@@ -75,7 +75,7 @@ class RankScribeLogger(Logger):
             )
         self._save_dir = os.fspath(save_dir)
         self._name = check_name(_OWNER, "name", name)
-        if version is not None and not isinstance(version, (int, str)) or isinstance(
+        if (version is not None and not isinstance(version, (int, str))) or isinstance(
             version, bool
         ):
             raise CollectorTypeError(

@@ -28,7 +28,9 @@ from typing import Any
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from rankscribe.collector._collector import SummaryCollector
-from rankscribe.collector._framework import (
+from rankscribe.collector._lineage import DEFAULT_MERGE_TIMEOUT
+from rankscribe.collector.errors import CollectorTypeError
+from rankscribe.collector.frameworks._driver import (
     ConfiguredOptimizer,
     FrameworkRun,
     claim_run_dir,
@@ -38,8 +40,6 @@ from rankscribe.collector._framework import (
     parameter_count,
     sibling_names,
 )
-from rankscribe.collector._lineage import DEFAULT_MERGE_TIMEOUT
-from rankscribe.collector.errors import CollectorTypeError
 from rankscribe.ranks import detect
 
 __all__ = ["RankScribeCallback"]
@@ -175,7 +175,7 @@ class RankScribeCallback(TrainerCallback):
         if self._run is None:
             return
         checkpoint = state.best_model_checkpoint or os.path.join(
-            args.output_dir, f"checkpoint-{state.global_step}")
+            args.output_dir or ".", f"checkpoint-{state.global_step}")
         self._run.checkpoint.latest_ckpt_file_name = checkpoint
 
     def on_train_end(self, args: TrainingArguments, state: TrainerState,

@@ -304,8 +304,7 @@ class FrameworkRun:
 
     def step_begin(self, batch: Any = None) -> None:
         params, context = self._training()
-        if params.cur_epoch_num < 1:
-            params.cur_epoch_num = 1
+        params.cur_epoch_num = max(params.cur_epoch_num, 1)
         params.cur_step_num += 1
         params.train_dataset_element = batch
         self._callbacks.step_begin(context)
@@ -319,7 +318,7 @@ class FrameworkRun:
         self._callbacks.step_end(context)
 
     def epoch_end(self) -> None:
-        params, context = self._training()
+        _, context = self._training()
         self._callbacks.epoch_end(context)
 
     def scalars(self, values: Mapping[str, float], step: int | None) -> None:
@@ -341,7 +340,7 @@ class FrameworkRun:
 
     def end_training(self) -> None:
         """Training ended: the train lineage, and the job's merge (every rank)."""
-        params, context = self._training()
+        _, context = self._training()
         self._state = "trained"
         try:
             self._callbacks.end(context)
