@@ -46,6 +46,7 @@ from rankscribe.collector.frameworks._driver import (
     lineage_values,
     numeric_scalars,
     sibling_names,
+    unwrapped_optimizer,
 )
 from rankscribe.ranks import detect
 
@@ -148,7 +149,7 @@ class RankScribeTracker(GeneralTracker):  # type: ignore[misc]
             merge_timeout=self._merge_timeout, coordinator=self._coordinator, **options,
         )
         run = FrameworkRun(collector, owner=_OWNER)
-        optimizer = self._objects["optimizer"]
+        optimizer = unwrapped_optimizer(self._objects["optimizer"])
         rate = _number(config, "learning_rate", "lr")
         if rate is not None:
             optimizer = ConfiguredOptimizer(

@@ -44,6 +44,7 @@ __all__ = [
     "numeric_scalars",
     "parameter_count",
     "sibling_names",
+    "unwrapped_optimizer",
 ]
 
 #: Characters a version or run name may hold (it becomes a directory name).
@@ -149,6 +150,16 @@ def parameter_count(model: Any) -> int | None:
         return None
 
 
+def unwrapped_optimizer(optimizer: Any) -> Any:
+    """The optimizer a framework's wrapper holds (Accelerate's ``AcceleratedOptimizer``)."""
+    for _ in range(8):  # wrappers of wrappers, never a cycle
+        inner = getattr(optimizer, "optimizer", None)
+        if inner is None or inner is optimizer or not hasattr(inner, "param_groups"):
+            return optimizer
+        optimizer = inner
+    return optimizer
+
+
 class ConfiguredOptimizer:
     """An optimizer as configured: its class name and the learning rate the run was given.
 
@@ -158,7 +169,7 @@ class ConfiguredOptimizer:
 
     def __init__(self, optimizer: Any, learning_rate: float) -> None:
         self.optimizer = optimizer
-        self.name = type(optimizer).__name__
+        self.name = type(unwrapped_optimizer(optimizer)).__name__
         self.learning_rate = float(learning_rate)
 
 
