@@ -13,8 +13,10 @@ in the job dir, and the straggler / divergence verdicts in the merged
 lineage); ModelCheckpoint saves each rank's weights next to its summaries. At
 the end rank 0 prints the merged lineage and the job's verdicts.
 
-A summary dir that already holds a run is never written into again: the
-script picks the next free ``<dir>-2``, ``<dir>-3``, ... and says so.
+A summary dir that already holds a run is never written into again: rank 0
+claims the directory for this job before any rank writes
+(``rankscribe.ranks.claim_job_dir``), or the next free ``<dir>-2``, ``<dir>-3``,
+..., and says so; two jobs started at once never share one.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from rankscribe.collector import (
 )
 from rankscribe.lineage import get_run_lineage, get_summary_lineage
 from rankscribe.lineage.jobview import verdict_lines
-from rankscribe.ranks import RankInfo, detect, rank_dir
+from rankscribe.ranks import RankInfo, claim_job_dir, create_coordinator, detect, rank_dir
 from rankscribe.writer import tensor_summary
 
 
@@ -87,27 +89,6 @@ class Ranks:
         total = np.empty_like(values)
         self.comm.Allreduce(values, total)
         return total / self.info.world_size
-
-    def agree(self, value: str) -> str:
-        """Every rank's value of rank 0 (so all ranks write into the same job dir)."""
-        return value if self.comm is None else self.comm.bcast(value, root=0)
-
-
-def fresh_summary_dir(requested: str) -> Path:
-    """``requested``, or the first ``requested-N`` that holds no recorded run yet."""
-    candidate, number = Path(requested), 1
-    while _holds_a_run(candidate):
-        number += 1
-        candidate = Path(f"{requested}-{number}")
-    return candidate
-
-
-def _holds_a_run(directory: Path) -> bool:
-    if not directory.is_dir():
-        return False
-    places = [directory, *sorted(directory.glob("rank_*"))]
-    return any("summary." in entry.name for place in places if place.is_dir()
-               for entry in place.iterdir())
 
 
 class ShuffledShard(ArrayDataset):
@@ -176,7 +157,9 @@ MLP_GRAPH = {
 def train(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]] | None:
     ranks = Ranks()
     info = ranks.info
-    summary_dir = Path(ranks.agree(str(fresh_summary_dir(args.summary_dir))))
+    # How the ranks reach rank 0 (every rank makes it); the collector merges through it too.
+    coordinator = create_coordinator(info, timeout=60.0)
+    summary_dir = claim_job_dir(args.summary_dir, coordinator=coordinator).directory
     leader = info.rank == 0
     if leader and summary_dir != Path(args.summary_dir):
         print(f"{args.summary_dir} already holds a run; this one goes to {summary_dir}")
@@ -232,6 +215,7 @@ def train(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]] | None:
         collect_specified_data={"collect_landscape": None},
         custom_lineage_data={"hidden": args.hidden, "seed": args.seed},
         formats=("mindinsight", "tensorboard") if args.tensorboard else ("mindinsight",),
+        coordinator=coordinator,
     )
     checkpoint = ModelCheckpoint(prefix="digits", directory=str(rank_dir(summary_dir, info)),
                                  config=CheckpointConfig(save_checkpoint_steps=steps,
@@ -240,6 +224,7 @@ def train(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]] | None:
     loop.train(args.epochs, train_set,
                callbacks=[checkpoint, collector, EpochAccuracy(model, data)])
     metrics = loop.eval(test_set, callbacks=[collector])
+    coordinator.close()
     if not leader:
         return None
     print(f"trained {args.epochs} epochs on {info.world_size} rank(s) in "

@@ -45,7 +45,7 @@ from rankscribe.collector import (
     TrainLoop,
 )
 from rankscribe.lineage import get_summary_lineage
-from rankscribe.ranks import detect, rank_dir
+from rankscribe.ranks import claim_job_dir, create_coordinator, detect, rank_dir
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -159,7 +159,10 @@ def train(args: argparse.Namespace) -> dict[str, Any] | None:
         images, labels = batch
         return {"accuracy": float((model(images).argmax(1) == labels).float().mean())}
 
-    summary_dir = Path(args.summary_dir)
+    # Every rank: the job's coordinator (the process group's store under torchrun, MPI under
+    # mpiexec), then rank 0 claims the summary dir for this job (or the next free <dir>-N).
+    coordinator = create_coordinator(timeout=60.0)
+    summary_dir = claim_job_dir(args.summary_dir, coordinator=coordinator).directory
     loop = TrainLoop(step, network=model, optimizer=optimizer, loss_fn=nn.CrossEntropyLoss(),
                      eval_fn=evaluate)
     collector = SummaryCollector(
@@ -167,6 +170,7 @@ def train(args: argparse.Namespace) -> dict[str, Any] | None:
         # The loss landscape saves many full parameter sets; this example does not draw it.
         collect_specified_data={"collect_landscape": None},
         custom_lineage_data={"seed": args.seed},
+        coordinator=coordinator,
     )
     config = CheckpointConfig(save_checkpoint_steps=len(loader), keep_checkpoint_max=2)
     checkpoint = ModelCheckpoint(prefix="digits-cnn", config=config,
@@ -174,6 +178,7 @@ def train(args: argparse.Namespace) -> dict[str, Any] | None:
     loop.train(args.epochs, loader,
                callbacks=[checkpoint, collector, ShuffleEachEpoch(sampler), Progress()])
     metrics = loop.eval(test_loader, callbacks=[collector])
+    coordinator.close()
     if dist.is_initialized():
         dist.destroy_process_group()
     if rank != 0:

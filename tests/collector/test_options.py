@@ -120,16 +120,16 @@ def test_summary_dir_must_not_hold_a_nul_character(tmp_path: Path) -> None:
 @pytest.mark.parametrize("value", [5, "mpi", object()])
 def test_coordinator_must_be_a_coordinator(tmp_path: Path, value: Any) -> None:
     with raises(TYPE, "For 'coordinator', the value should be a rankscribe.ranks.Coordinator "
-                      "(e.g. Coordinator.create(...) or FileCoordinator(...)) or None, but got "
+                      "(e.g. create_coordinator(...) or FileCoordinator(...)) or None, but got "
                       f"{type(value).__name__} "):
         collector(tmp_path, coordinator=value)
 
 
 def test_a_coordinator_is_accepted(tmp_path: Path) -> None:
-    from rankscribe.ranks import Coordinator, RankInfo
+    from rankscribe.ranks import RankInfo, create_coordinator
 
-    info = RankInfo(rank=0, world_size=1, local_rank=0, local_size=1, host="h", launcher="none")
-    with Coordinator.create(info) as coordinator:
+    info = RankInfo(rank=0, world_size=1, local_rank=0, local_size=1, host="h", launcher="single")
+    with create_coordinator(info) as coordinator:
         assert isinstance(collector(tmp_path, coordinator=coordinator), SummaryCollector)
 
 

@@ -4,7 +4,7 @@
 
 No launcher variable is set: the rank comes from ``init_process_group`` (rank 0
 hosts the TCPStore on localhost:<port>), so ``detect()`` reads it from torch
-and ``Coordinator.create()`` picks the store backend. Each rank writes what it
+and ``create_coordinator()`` picks the store backend. Each rank writes what it
 observed to <out_dir>/rank_<r>.json.
 """
 
@@ -21,19 +21,21 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from rankscribe.ranks import Coordinator, RankInfo, StoreCoordinator, detect
+from rankscribe.ranks import Coordinator, RankInfo, StoreCoordinator, create_coordinator, detect
 
 torch.set_num_threads(1)
 
 
 def collectives(coordinator: Coordinator, info: RankInfo, timeout: float) -> dict[str, Any]:
-    gathered = coordinator.gather({"rank": info.rank, "tensor": torch.arange(3) * info.rank})
+    # Objects travel as data: a tensor goes as its numpy array.
+    gathered = coordinator.gather({"rank": info.rank,
+                                   "tensor": (torch.arange(3) * info.rank).numpy()})
     word = coordinator.bcast(f"hello from {info.rank}", root=1)
     coordinator.barrier()
     # The gather's and the bcast's keys are gone once every rank passed the barrier.
     assert isinstance(coordinator, StoreCoordinator)
     store = dist.distributed_c10d._get_default_store()
-    names = ["1/rank_1", "1/closed", "2/root", "2/taken_0", "2/rank_0"]
+    names = ["1/rank_1", "1/out", "2/root", "2/taken_0", "2/rank_0"]
     leftover = [name for name in names if store.check([f"{coordinator.namespace}/{name}"])]
     return {"values": {r: {"rank": v["rank"], "tensor": v["tensor"].tolist()}
                        for r, v in gathered.values.items()},
@@ -58,7 +60,7 @@ def main() -> None:
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=world_size, timeout=datetime.timedelta(seconds=60))
     info = detect()
-    coordinator = Coordinator.create(info, timeout=30.0)
+    coordinator = create_coordinator(info, timeout=30.0)
     assert isinstance(coordinator, StoreCoordinator), coordinator
     record = globals()[scenario](coordinator, info, timeout)
     record.update(rank=info.rank, world_size=info.world_size, launcher=info.launcher,

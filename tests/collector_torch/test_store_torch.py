@@ -85,7 +85,7 @@ def test_rankscribe_ranks_never_imports_torch() -> None:
         import sys
         import rankscribe.ranks as ranks
         info = ranks.detect()
-        coordinator = ranks.Coordinator.create(info)
+        coordinator = ranks.create_coordinator(info)
         print(info.launcher, coordinator.backend, "torch" in sys.modules)
     """)
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -22,6 +22,7 @@ from rankscribe.lineage import (
     filter_summary_lineage,
     get_run_lineage,
     get_summary_lineage,
+    train_lineage_from_args,
 )
 from rankscribe.writer.files import frame
 from rankscribe.writer.pb import lineage_pb2
@@ -340,3 +341,22 @@ def test_a_dict_network_leaves_the_network_out(tmp_path: Path) -> None:
     lineage = get_summary_lineage(str(tmp_path / "run"))
     assert "network" not in lineage["algorithm"]
     assert lineage["algorithm"]["loss"] == pytest.approx(2.5)  # the rest is still there
+
+
+def test_a_data_parallel_wrapper_is_named_by_the_model_it_runs() -> None:
+    class Classifier:
+        pass
+
+    class DistributedDataParallel:  # torch's wrapper, as the builder sees it: by name
+        def __init__(self, module: object) -> None:
+            self.module = module
+
+    class OptimizedModule:  # torch.compile's
+        def __init__(self, module: object) -> None:
+            self._orig_mod = module
+
+    wrapped = OptimizedModule(DistributedDataParallel(Classifier()))
+    for key in ("network", "train_network"):
+        lineage = train_lineage_from_args({key: wrapped})
+        assert lineage.algorithm is not None
+        assert lineage.algorithm.network == "Classifier"

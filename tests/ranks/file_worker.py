@@ -2,7 +2,7 @@
 
     RANK=r WORLD_SIZE=n python file_worker.py <scenario> <folder> <out_dir> [timeout] [how]
 
-The launcher variables are torchrun's, so detect() and Coordinator.create()
+The launcher variables are torchrun's, so detect() and create_coordinator()
 pick the file backend exactly as they would under torchrun. ``how`` is
 ``rendezvous`` (the default: <folder> is the rendezvous_dir) or ``job`` (<folder>
 is the job's directory, passed as job_dir, as the collector does). Each rank writes
@@ -23,6 +23,8 @@ from rankscribe.ranks import (
     CollectiveMismatchError,
     Coordinator,
     RankInfo,
+    claim_job_dir,
+    create_coordinator,
     detect,
 )
 
@@ -72,15 +74,25 @@ def mismatch(coordinator: Coordinator, info: RankInfo, timeout: float) -> dict[s
     return {"mismatch": None}
 
 
+def claim(coordinator: Coordinator, info: RankInfo, timeout: float) -> dict[str, Any]:
+    """Claim the job directory (the folder's parent), then gather each rank's job tag."""
+    summary_dir = Path(sys.argv[2])
+    job = claim_job_dir(summary_dir, coordinator=coordinator, timeout=timeout)
+    result = coordinator.gather({"job": os.environ["JOB_TAG"], "claimed": str(job.directory)},
+                                timeout=timeout)
+    return {"directory": str(job.directory), "job_id": job.job_id, "values": result.values,
+            "missing": result.missing, "job": os.environ["JOB_TAG"]}
+
+
 def main() -> None:
     scenario, rendezvous, out = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
     timeout = float(sys.argv[4]) if len(sys.argv) > 4 else 30.0
     how = sys.argv[5] if len(sys.argv) > 5 else "rendezvous"
     info = detect()
     if how == "job":
-        coordinator = Coordinator.create(info, job_dir=rendezvous, timeout=30.0)
+        coordinator = create_coordinator(info, job_dir=rendezvous, timeout=30.0)
     else:
-        coordinator = Coordinator.create(info, rendezvous_dir=rendezvous, timeout=30.0)
+        coordinator = create_coordinator(info, rendezvous_dir=rendezvous, timeout=30.0)
     record = globals()[scenario](coordinator, info, timeout)
     record.update(rank=info.rank, launcher=info.launcher, backend=coordinator.backend,
                   folder=str(getattr(coordinator, "directory", "")))

@@ -24,6 +24,7 @@ from rankscribe.ranks import (
     SingleCoordinator,
     StoreCoordinator,
     choose_backend,
+    create_coordinator,
     detect,
 )
 
@@ -31,7 +32,7 @@ ALONE = RankInfo(0, 1, 0, 1, "h", "single")
 
 
 def test_single_process_collectives_return_at_once_without_copies() -> None:
-    coordinator = Coordinator.create(ALONE)
+    coordinator = create_coordinator(ALONE)
     assert isinstance(coordinator, SingleCoordinator) and coordinator.backend == "single"
     payload = {"loss": [0.5]}
     result = coordinator.gather(payload, timeout=0)
@@ -113,7 +114,7 @@ def test_create_picks_a_backend(
     tmp_path: Path, info: RankInfo, backend: str, with_dir: bool, chosen: type[Coordinator]
 ) -> None:
     directory = tmp_path / "rendezvous" if with_dir else None
-    coordinator = Coordinator.create(info, backend=backend, rendezvous_dir=directory,  # type: ignore[arg-type]
+    coordinator = create_coordinator(info, backend=backend, rendezvous_dir=directory,  # type: ignore[arg-type]
                                      timeout=5)
     assert type(coordinator) is chosen
     assert coordinator.timeout == 5.0
@@ -131,7 +132,7 @@ def test_create_picks_a_backend(
 )
 def test_create_refuses_what_cannot_work(info: RankInfo, backend: str, message: str) -> None:
     with pytest.raises(RanksValueError) as caught:
-        Coordinator.create(info, backend=backend)  # type: ignore[arg-type]
+        create_coordinator(info, backend=backend)  # type: ignore[arg-type]
     assert message in str(caught.value)
 
 
@@ -139,17 +140,19 @@ def test_create_under_an_mpi_launcher_without_mpi(monkeypatch: pytest.MonkeyPatc
     def unavailable() -> None:
         raise BackendUnavailableError("the MPI backend needs mpi4py and an MPI library")
 
-    monkeypatch.setattr("rankscribe.ranks._mpi_loader.load_mpi", unavailable)
+    monkeypatch.setattr("rankscribe.ranks.backends._mpi_loader.load_mpi", unavailable)
     with pytest.raises(BackendUnavailableError, match="needs mpi4py"):
-        Coordinator.create(RankInfo(0, 4, 0, 4, "h", "openmpi"))
+        create_coordinator(RankInfo(0, 4, 0, 4, "h", "openmpi"))
 
 
-def test_unpicklable_object_names_the_rank(tmp_path: Path) -> None:
+def test_an_object_that_is_not_data_names_the_rank_and_where_it_sits(tmp_path: Path) -> None:
+    # Objects travel as data, never pickled: a lock (or any class instance) is refused.
     info = RankInfo(1, 2, 1, 2, "h", "torchrun")
     coordinator = FileCoordinator(info, tmp_path)
     with pytest.raises(RanksTypeError) as caught:
-        coordinator.gather(threading.Lock())
-    assert "gather: the object on rank 1 cannot be pickled (lock)" in str(caught.value)
+        coordinator.gather({"steps": [1, threading.Lock()]})
+    assert ("gather: on rank 1, the object['steps'][1] cannot be sent to another rank: "
+            "lock is not data") in str(caught.value)
     assert isinstance(caught.value, TypeError)
 
 
@@ -213,7 +216,7 @@ def test_torch_process_group_without_launcher_variables_is_detected(
     torch_initialised(monkeypatch, 1, 3)
     info = detect({})
     assert (info.rank, info.world_size, info.launcher) == (1, 3, "torch")
-    coordinator = Coordinator.create(info, timeout=5)
+    coordinator = create_coordinator(info, timeout=5)
     assert isinstance(coordinator, StoreCoordinator) and coordinator.backend == "store"
 
 
@@ -231,7 +234,7 @@ def test_torchrun_without_torch_meets_in_the_job_folder(
 ) -> None:
     monkeypatch.delitem(sys.modules, "torch.distributed", raising=False)
     monkeypatch.setattr(os, "environ", {**os.environ, **TORCHRUN_RANK_1})
-    coordinator = Coordinator.create(detect(), job_dir=tmp_path, timeout=5)
+    coordinator = create_coordinator(detect(), job_dir=tmp_path, timeout=5)
     assert isinstance(coordinator, FileCoordinator)
     assert coordinator.directory == tmp_path / JOB_RENDEZVOUS_DIRNAME / "torchrun.none.0" / "000000"
 
@@ -241,7 +244,7 @@ def test_without_any_way_to_meet_the_error_names_every_option(
 ) -> None:
     monkeypatch.delitem(sys.modules, "torch.distributed", raising=False)
     with pytest.raises(RanksValueError) as caught:
-        Coordinator.create(detect(SLURM_RANK_0))
+        create_coordinator(detect(SLURM_RANK_0))
     message = str(caught.value)
     assert "this job (2 ranks, launcher slurm) was not started by an MPI launcher: pass " \
            "rendezvous_dir=<a folder every rank sees, used by this job only> (or " \

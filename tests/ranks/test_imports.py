@@ -17,7 +17,7 @@ def test_import_does_not_load_mpi4py() -> None:
         import sys
         import rankscribe.ranks as ranks
         info = ranks.detect()
-        coordinator = ranks.Coordinator.create(info)
+        coordinator = ranks.create_coordinator(info)
         assert coordinator.gather(1).values == {0: 1}
         loaded = sorted(m for m in sys.modules if m.startswith("mpi4py"))
         print(info.launcher, coordinator.backend, loaded)
@@ -34,7 +34,7 @@ def test_without_mpi_the_mpi_backend_says_what_to_install() -> None:
         import rankscribe.ranks as ranks
         info = ranks.RankInfo(0, 2, 0, 2, "h", "pmi")
         try:
-            ranks.Coordinator.create(info)
+            ranks.create_coordinator(info)
         except ImportError as error:
             assert isinstance(error, ranks.BackendUnavailableError)
             print(error)

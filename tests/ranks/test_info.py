@@ -144,7 +144,7 @@ def test_pmix_without_size_or_mpi_library_says_what_is_missing(
     def unavailable() -> None:
         raise BackendUnavailableError("no MPI library")
 
-    monkeypatch.setattr("rankscribe.ranks._mpi_loader.load_mpi", unavailable)
+    monkeypatch.setattr("rankscribe.ranks.backends._mpi_loader.load_mpi", unavailable)
     with pytest.raises(RankEnvironmentError, match=r"SLURM_NTASKS.*MPI library"):
         detect({"PMIX_RANK": "2"})
 
@@ -202,3 +202,22 @@ def test_rank_info_checks_its_numbers(
     with pytest.raises(error) as caught:
         RankInfo(*fields, "h", "single")  # type: ignore[arg-type]
     assert message in str(caught.value)
+
+
+@pytest.mark.parametrize(("environ", "name"), [
+    ({}, "job"),
+    ({"SLURM_JOB_ID": "1234", "SLURM_STEP_ID": "0"}, "slurm.1234.0"),
+    ({"TORCHELASTIC_RUN_ID": "none", "TORCHELASTIC_RESTART_COUNT": "0"}, "torchrun.none.0"),
+    # torchrun's default run id is "none" for every job: the port its ranks meet at is not.
+    ({"TORCHELASTIC_RUN_ID": "none", "TORCHELASTIC_RESTART_COUNT": "0",
+      "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500"}, "torchrun.none.0.10.0.0.1.29500"),
+    ({"MASTER_ADDR": "localhost", "MASTER_PORT": "1234"}, "job.localhost.1234"),
+    # The user's own id wins, and cannot climb out of the folder it names.
+    ({"RANKSCRIBE_JOB_ID": "../../etc", "MASTER_PORT": "1"}, "id..._.._etc"),
+])
+def test_the_launch_name_tells_concurrent_launches_apart(
+    environ: dict[str, str], name: str,
+) -> None:
+    from rankscribe.ranks._info import launch_name
+
+    assert launch_name(environ) == name

@@ -1,4 +1,4 @@
-"""The file backend in the job directory's hidden folder (Coordinator.create(job_dir=...))."""
+"""The file backend in the job directory's hidden folder (create_coordinator(job_dir=...))."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ import pytest
 
 from rankscribe.ranks import (
     JOB_RENDEZVOUS_DIRNAME,
-    Coordinator,
     FileCoordinator,
     RankInfo,
     RendezvousError,
+    create_coordinator,
 )
 
 WORKER = Path(__file__).resolve().parent / "file_worker.py"
@@ -26,7 +26,8 @@ PROCESS_TIMEOUT = 60
 LAUNCH = {"TORCHELASTIC_RUN_ID": "none", "TORCHELASTIC_RESTART_COUNT": "0"}
 LAUNCHER_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "SLURM_PROCID",
                       "SLURM_JOB_ID", "SLURM_STEP_ID", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
-                      "PMIX_RANK", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT")
+                      "PMIX_RANK", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT",
+                      "MASTER_ADDR", "MASTER_PORT", "RANKSCRIBE_JOB_ID")
 
 
 def run_ranks(job_dirs: list[Path], out: Path, scenario: str,
@@ -116,10 +117,10 @@ def test_folders_of_another_world_size_or_of_ended_processes_are_skipped(
     members(launch / "000002", {"0": {"host": host, "pid": ended_pid(), "world_size": 2}})
     # a rank on another host: whether it still runs cannot be known, so it is joined
     members(launch / "000003", {"0": {"host": "elsewhere", "pid": 1, "world_size": 2}})
-    coordinator = Coordinator.create(info(1, 2), job_dir=tmp_path, timeout=5)
+    coordinator = create_coordinator(info(1, 2), job_dir=tmp_path, timeout=5)
     assert isinstance(coordinator, FileCoordinator)
     assert coordinator.directory == launch / "000003"
-    coordinator = Coordinator.create(info(1, 2), job_dir=tmp_path, timeout=5)
+    coordinator = create_coordinator(info(1, 2), job_dir=tmp_path, timeout=5)
     assert coordinator.directory == launch / "000004"
 
 
@@ -130,8 +131,8 @@ def test_a_planted_link_is_refused(tmp_path: Path) -> None:
     job.mkdir()
     (job / JOB_RENDEZVOUS_DIRNAME).symlink_to(elsewhere)
     with pytest.raises(RendezvousError) as caught:
-        Coordinator.create(info(0, 2), job_dir=job, timeout=5)
-    assert f"{job / JOB_RENDEZVOUS_DIRNAME} is not a folder of this user's (a symbolic link " \
-           "or another user's file)" in str(caught.value)
+        create_coordinator(info(0, 2), job_dir=job, timeout=5)
+    assert (f"the rendezvous folder {job / JOB_RENDEZVOUS_DIRNAME} is a symbolic link, where "
+            "this package makes a folder of its own; remove it") in str(caught.value)
     assert isinstance(caught.value, OSError)
     assert list(elsewhere.iterdir()) == []

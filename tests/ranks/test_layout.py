@@ -63,3 +63,16 @@ def test_bad_arguments(tmp_path: Path) -> None:
         rank_dir(3, info(0, 2))  # type: ignore[arg-type]
     with pytest.raises(RanksTypeError, match="info must be a RankInfo"):
         rank_dir(tmp_path, (0, 2))  # type: ignore[arg-type]
+
+
+def test_the_rank_directory_name_is_the_writers_and_reads_back(tmp_path: Path) -> None:
+    from rankscribe.writer.files import parse_rank_dir_name, rank_dir_name
+
+    target = rank_dir(tmp_path, info(12, 16))
+    assert target.name == rank_dir_name(12) == "rank_12"
+    assert parse_rank_dir_name(target.name) == 12
+    # Only ASCII digits without a leading zero name a rank: rank_01 and an Arabic-Indic
+    # one are not rank 1 beside the real rank_1.
+    for other in ("rank_01", "rank_\u0661", "rank_", "rank_-1", "rank_1 ", "Rank_1"):
+        assert parse_rank_dir_name(other) is None, other
+    assert parse_rank_dir_name("rank_0") == 0

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rankscribe.ranks import CollectiveMismatchError, RanksValueError
-from rankscribe.ranks._message import (
+from rankscribe.ranks.backends._message import (
     DEFAULT_CHUNK_BYTES,
     HEADER_SIZE,
     MPI_COUNT_LIMIT,

@@ -76,7 +76,7 @@ def test_late_rank_file_is_kept_and_next_gather_is_complete(tmp_path: Path) -> N
     assert root["first_missing"] == [2]
     assert root["second"] == {str(r): f"second from {r}" for r in range(3)}
     # the late object reached the folder after the root gave up: kept for a later merge
-    late_file = tmp_path / "rendezvous" / "000001.gather" / "rank_2.pickle"
+    late_file = tmp_path / "rendezvous" / "000001.gather" / "rank_2.msg"
     assert late_file.exists()
 
 
@@ -92,14 +92,17 @@ def test_files_on_disk(tmp_path: Path) -> None:
     rendezvous = tmp_path / "rendezvous"
     names = sorted(p.relative_to(rendezvous).as_posix() for p in rendezvous.rglob("*"))
     assert names == [
-        "000001.gather", "000001.gather/rank_1.pickle",
-        "000002.bcast", "000002.bcast/root.pickle",
+        "000001.gather", "000001.gather/rank_1.msg",
+        "000002.bcast", "000002.bcast/root.msg",
         "000003.barrier", "000003.barrier/rank_0", "000003.barrier/rank_1",
-        "000004.gather", "000004.gather/rank_0.pickle",
+        "000004.gather", "000004.gather/rank_0.msg",
         "members.json", "members.json.lock",
     ]
     assert stat.S_IMODE(rendezvous.stat().st_mode) == 0o700
-    assert stat.S_IMODE((rendezvous / "000001.gather" / "rank_1.pickle").stat().st_mode) == 0o600
+    assert stat.S_IMODE((rendezvous / "000001.gather" / "rank_1.msg").stat().st_mode) == 0o600
+    # The lock other users could otherwise read (and, were it 0666, hold) is private too.
+    assert stat.S_IMODE((rendezvous / "members.json.lock").stat().st_mode) == 0o600
+    assert stat.S_IMODE((rendezvous / "members.json").stat().st_mode) == 0o600
     members = json.loads((rendezvous / "members.json").read_text())
     assert sorted(members) == ["0", "1"]
     assert {m["world_size"] for m in members.values()} == {2}
@@ -134,7 +137,7 @@ def test_unreadable_object_counts_as_missing(tmp_path: Path) -> None:
     coordinator = FileCoordinator(info(0, 2), tmp_path)
     folder = tmp_path / "000001.gather"
     folder.mkdir()
-    (folder / "rank_1.pickle").write_bytes(b"not a pickle")
+    (folder / "rank_1.msg").write_bytes(b"not a message")
     result = coordinator.gather("mine", timeout=1)
     assert result.values == {0: "mine"} and result.missing == (1,)
 

@@ -20,12 +20,12 @@ from rankscribe.ranks import (
     BarrierTimeoutError,
     CollectiveMismatchError,
     CollectiveTimeoutError,
-    Coordinator,
     RankInfo,
     RanksTypeError,
     RanksValueError,
     StoreCoordinator,
     StoreError,
+    create_coordinator,
 )
 
 #: Seconds a collective that misses a rank may take past its timeout (polling, a busy machine).
@@ -129,17 +129,18 @@ def test_a_rank_that_skips_the_gather_is_named_within_the_timeout(
     root, present, absent = coordinators(store, 3, timeout=10)
     present.gather("from 1", timeout=1)
     started = time.monotonic()
-    with caplog.at_level(logging.WARNING, logger="rankscribe.ranks._store"):
+    with caplog.at_level(logging.WARNING, logger="rankscribe.ranks.backends._store"):
         result = root.gather("from 0", timeout=1.0)
     elapsed = time.monotonic() - started
     assert result.values == {0: "from 0", 1: "from 1"} and result.missing == (2,)
     assert 1.0 <= elapsed < 1.0 + SLACK
     assert "gather #1: no object from rank(s) 2 within 1 s in the store under " \
            "rankscribe/test/1/" in caplog.text
-    # The late rank sees that the root gave up and takes its object back.
+    # The late rank never deletes a key the root might still read; it is the last one
+    # out of the gather, so it deletes what is left (its own object and the counter).
     late = absent.gather("from 2", timeout=1)
     assert late.values == {} and late.missing == ()
-    assert sorted(store.data) == ["rankscribe/test/1/closed"]
+    assert store.data == {}
     # The next gather is whole again: the late object did not leak into it.
     results = on_ranks([root, present, absent], lambda c: c.gather(f"second {c.rank}"))
     assert results[0].values == {r: f"second {r}" for r in range(3)} and results[0].complete
@@ -179,7 +180,7 @@ def test_bcast_whose_root_never_comes_times_out_naming_it() -> None:
 def test_bcast_root_names_the_ranks_it_did_not_reach(caplog: pytest.LogCaptureFixture) -> None:
     store = MemoryStore()
     root, _ = coordinators(store, 2, timeout=10)
-    with caplog.at_level(logging.WARNING, logger="rankscribe.ranks._store"):
+    with caplog.at_level(logging.WARNING, logger="rankscribe.ranks.backends._store"):
         assert root.bcast("word", timeout=0.3) == "word"
     assert "bcast #1: rank(s) 1 did not take the object within 0.3 s" in caplog.text
     assert "rankscribe/test/1/root" in store.data  # still there for a late rank
@@ -223,11 +224,12 @@ def test_a_store_that_cannot_delete_keeps_the_keys(caplog: pytest.LogCaptureFixt
 
     store = KeepingStore()
     ranks = coordinators(store, 2, timeout=10)
-    with caplog.at_level(logging.INFO, logger="rankscribe.ranks._store"):
+    with caplog.at_level(logging.INFO, logger="rankscribe.ranks.backends._store"):
         results = on_ranks(ranks, lambda c: (c.gather(c.rank), c.gather(c.rank + 1)))
     assert results[0][1].values == {0: 1, 1: 2}
     assert caplog.text.count("the store keeps this job's keys") == 1
-    assert sorted(store.data) == ["rankscribe/test/1/rank_1", "rankscribe/test/2/rank_1"]
+    assert sorted(store.data) == ["rankscribe/test/1/out", "rankscribe/test/1/rank_1",
+                                  "rankscribe/test/2/out", "rankscribe/test/2/rank_1"]
 
 
 def test_a_store_needs_the_requests_the_backend_makes() -> None:
@@ -243,7 +245,7 @@ def test_coordinators_made_in_the_same_order_share_keys_and_no_other(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # As in a fresh process per rank: no coordinator made before (other tests made some).
-    monkeypatch.setattr("rankscribe.ranks._store._instances", {})
+    monkeypatch.setattr("rankscribe.ranks.backends._store._instances", {})
     monkeypatch.setenv("TORCHELASTIC_RUN_ID", "abc/1")
     monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "2")
     store = MemoryStore()
@@ -294,7 +296,66 @@ def test_default_store_must_agree_with_the_rank(monkeypatch: pytest.MonkeyPatch)
 def test_store_backend_without_torch_says_what_it_needs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delitem(__import__("sys").modules, "torch.distributed", raising=False)
     with pytest.raises(BackendUnavailableError) as caught:
-        Coordinator.create(info(0, 2), backend="store")
+        create_coordinator(info(0, 2), backend="store")
     assert "the store backend needs torch.distributed's default process group: import torch " \
            "and call torch.distributed.init_process_group first" in str(caught.value)
     assert isinstance(caught.value, ImportError)
+
+
+class BlockingStore(MemoryStore):
+    """A store whose ``get`` of an absent key blocks until the store's own timeout (as c10d's),
+    scripted to land a late rank's requests exactly between the root's check and its get."""
+
+    def __init__(self, late_key: str, store_timeout: float) -> None:
+        super().__init__()
+        self.late_key = late_key
+        self.store_timeout = store_timeout
+        self.changed = threading.Condition(self.lock)
+        self.late_set = threading.Event()
+        self.release_late = threading.Event()
+        self.late_thread: threading.Thread | None = None
+        self.late_call: Callable[[], Any] = lambda: None
+
+    def set(self, key: str, value: bytes | str) -> None:
+        super().set(key, value)
+        with self.changed:
+            self.changed.notify_all()
+        if threading.current_thread() is self.late_thread and key == self.late_key:
+            self.late_set.set()
+            # The late rank's next request waits until the root checked its key.
+            assert self.release_late.wait(10)
+
+    def check(self, keys: list[str]) -> bool:
+        if keys == [self.late_key] and self.late_thread is None:
+            # The root looks at the late rank's key alone (its deadline passed): the late
+            # rank arrives now and sets it.
+            self.late_thread = threading.Thread(target=self.late_call, name="late")
+            self.late_thread.start()
+            assert self.late_set.wait(10)
+        return super().check(keys)
+
+    def get(self, key: str) -> bytes:
+        if key == self.late_key and self.late_thread is not None:
+            # Between the root's check and its get, the late rank does all it will do.
+            self.release_late.set()
+            self.late_thread.join(10)
+        with self.changed:
+            if not self.changed.wait_for(lambda: key in self.data, self.store_timeout):
+                raise RuntimeError(f"Socket Timeout: wait for {key!r}")  # as c10d says
+            self.requests.append("get")
+            return self.data[key]
+
+
+def test_a_late_rank_never_makes_the_roots_get_block_past_its_deadline() -> None:
+    # Rank 2 never comes; rank 1 comes late, exactly while the root collects what arrived.
+    store = BlockingStore("rankscribe/test/1/rank_1", store_timeout=5.0)
+    root, late, _ = coordinators(store, 3, timeout=10)
+    store.late_call = lambda: late.gather("late but here")
+    started = time.monotonic()
+    result = root.gather("from 0", timeout=0.5)
+    elapsed = time.monotonic() - started
+    assert result.values == {0: "from 0", 1: "late but here"} and result.missing == (2,)
+    assert elapsed < 0.5 + SLACK  # not the store's 5 s timeout, and no StoreError
+    assert store.late_thread is not None and not store.late_thread.is_alive()
+    # The late rank deleted nothing; the root deleted what it read.
+    assert "rankscribe/test/1/rank_1" not in store.data

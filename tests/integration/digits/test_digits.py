@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -159,6 +160,35 @@ def test_a_second_run_into_the_same_dir_neither_mixes_nor_overwrites(
         pytest.approx(0.05))
     assert get_summary_lineage(str(second))["hyper_parameters"]["learning_rate"] == (
         pytest.approx(0.02))
+
+
+def test_two_jobs_started_at_once_into_one_dir_each_get_their_own(
+    mpi: Any, tmp_path: Path
+) -> None:
+    # Each job's rank 0 claims the directory (O_EXCL) before any rank writes: one gets
+    # job/, the other job-2/, and no rank of one writes among the other's files.
+    summary_dir = tmp_path / "job"
+    outputs: dict[str, str] = {}
+
+    def start(lr: str) -> None:
+        outputs[lr] = run_job(mpi, train_argv(summary_dir, "--lr", lr), tmp_path)
+
+    threads = [threading.Thread(target=start, args=(lr,)) for lr in ("0.05", "0.02")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(JOB_TIMEOUT + 30)
+    assert sorted(outputs) == ["0.02", "0.05"]
+    rates = set()
+    for directory in (summary_dir, tmp_path / "job-2"):
+        merged = get_summary_lineage(str(directory))["hyper_parameters"]["learning_rate"]
+        assert sorted(p.name for p in directory.iterdir() if p.is_dir()) == ["rank_0", "rank_1"]
+        for rank in range(RANKS):
+            own = get_summary_lineage(str(directory / f"rank_{rank}"))
+            assert own["hyper_parameters"]["learning_rate"] == pytest.approx(merged)
+        rates.add(round(merged, 6))
+    assert rates == {0.05, 0.02}
+    assert not (tmp_path / "job-3").exists()
 
 
 def test_ctrl_c_mid_run_leaves_readable_files(tmp_path: Path) -> None:

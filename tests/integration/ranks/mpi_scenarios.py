@@ -24,14 +24,14 @@ from typing import Any
 
 from rankscribe.ranks import (
     BarrierTimeoutError,
-    Coordinator,
     MpiCoordinator,
     RankInfo,
+    create_coordinator,
     detect,
     rank_dir,
     split_evenly,
 )
-from rankscribe.ranks._message import MPI_COUNT_LIMIT
+from rankscribe.ranks.backends._message import MPI_COUNT_LIMIT
 
 #: The timeout of the collective that a rank misses, in seconds.
 MISSED_TIMEOUT = 3.0
@@ -55,14 +55,15 @@ def scenario_detect(info: RankInfo, out: Path) -> dict[str, Any]:
     directory = rank_dir(out / "summary", info)
     steps = split_evenly(range(0, 100, 3), info.world_size, info.rank)
     # job_dir is what the collector passes: an MPI launcher still wins.
-    coordinator = Coordinator.create(info, timeout=AMPLE_TIMEOUT, job_dir=out / "summary")
+    coordinator = create_coordinator(info, timeout=AMPLE_TIMEOUT, job_dir=out / "summary")
     check(coordinator.backend == "mpi", f"auto chose {coordinator.backend}")
-    result = coordinator.gather((info, steps))
+    # Objects travel as data: the RankInfo goes as the dict of its fields.
+    result = coordinator.gather((dataclasses.asdict(info), steps))
     if result.is_root:
         check(result.complete, f"missing {result.missing}")
         infos = [value[0] for value in result.in_rank_order()]
-        check([i.rank for i in infos] == list(range(info.world_size)), f"ranks {infos}")
-        check({i.world_size for i in infos} == {info.world_size}, f"sizes {infos}")
+        check([i["rank"] for i in infos] == list(range(info.world_size)), f"ranks {infos}")
+        check({i["world_size"] for i in infos} == {info.world_size}, f"sizes {infos}")
         joined = [step for value in result.in_rank_order() for step in value[1]]
         check(joined == list(range(0, 100, 3)), f"steps {joined}")
     coordinator.barrier(timeout=AMPLE_TIMEOUT)
@@ -77,7 +78,7 @@ def scenario_detect(info: RankInfo, out: Path) -> dict[str, Any]:
 
 def scenario_gather(info: RankInfo, out: Path) -> dict[str, Any]:
     """gather, bcast and barrier of Python objects with every rank present."""
-    coordinator = Coordinator.create(info, timeout=AMPLE_TIMEOUT)
+    coordinator = create_coordinator(info, timeout=AMPLE_TIMEOUT)
     mine = {"rank": info.rank, "loss": 1.0 / (info.rank + 1), "tags": {f"t{info.rank}"},
             "shape": (info.rank, 2), "text": "é" * info.rank}
     result = coordinator.gather(mine)
@@ -97,7 +98,7 @@ def scenario_gather(info: RankInfo, out: Path) -> dict[str, Any]:
 
 def scenario_gather_missing(info: RankInfo, out: Path) -> dict[str, Any]:
     """The last rank never reaches the gather; rank 0 returns at its timeout."""
-    coordinator = Coordinator.create(info, timeout=AMPLE_TIMEOUT)
+    coordinator = create_coordinator(info, timeout=AMPLE_TIMEOUT)
     coordinator.barrier()
     if info.rank == last_rank(info):
         time.sleep(MISSED_TIMEOUT + 1.0)  # stuck elsewhere; then leaves without gathering
@@ -116,7 +117,7 @@ def scenario_gather_missing(info: RankInfo, out: Path) -> dict[str, Any]:
 
 def scenario_barrier_skip(info: RankInfo, out: Path) -> dict[str, Any]:
     """The last rank skips a barrier: every other rank raises, naming it."""
-    coordinator = Coordinator.create(info, timeout=AMPLE_TIMEOUT)
+    coordinator = create_coordinator(info, timeout=AMPLE_TIMEOUT)
     coordinator.barrier()
     if info.rank == last_rank(info):
         time.sleep(MISSED_TIMEOUT + 2.0)
@@ -133,7 +134,7 @@ def scenario_barrier_skip(info: RankInfo, out: Path) -> dict[str, Any]:
 
 def scenario_late_rank(info: RankInfo, out: Path) -> dict[str, Any]:
     """The last rank reaches a gather after the root gave up; the next collectives still work."""
-    coordinator = Coordinator.create(info, timeout=AMPLE_TIMEOUT)
+    coordinator = create_coordinator(info, timeout=AMPLE_TIMEOUT)
     coordinator.barrier()
     if info.rank == last_rank(info):
         time.sleep(MISSED_TIMEOUT + 1.0)
@@ -153,7 +154,7 @@ def scenario_late_rank(info: RankInfo, out: Path) -> dict[str, Any]:
 
 def scenario_early_exit(info: RankInfo, out: Path) -> dict[str, Any]:
     """The last rank finalises MPI and exits before the gather; the others carry on."""
-    coordinator = Coordinator.create(info, timeout=AMPLE_TIMEOUT)
+    coordinator = create_coordinator(info, timeout=AMPLE_TIMEOUT)
     coordinator.barrier()
     if info.rank == last_rank(info):
         from mpi4py import MPI
@@ -171,7 +172,7 @@ def scenario_early_exit(info: RankInfo, out: Path) -> dict[str, Any]:
 
 def scenario_crash(info: RankInfo, out: Path) -> dict[str, Any]:
     """The last rank dies before the gather; mpiexec ends the job instead of a hang."""
-    coordinator = Coordinator.create(info, timeout=AMPLE_TIMEOUT)
+    coordinator = create_coordinator(info, timeout=AMPLE_TIMEOUT)
     coordinator.barrier()
     if info.rank == last_rank(info):
         write(out, info, {"crashed": True})
@@ -182,7 +183,7 @@ def scenario_crash(info: RankInfo, out: Path) -> dict[str, Any]:
 
 def scenario_fail(info: RankInfo, out: Path) -> dict[str, Any]:
     """Rank 1 fails an assertion while rank 0 waits: the whole job ends at once."""
-    coordinator = Coordinator.create(info, timeout=AMPLE_TIMEOUT)
+    coordinator = create_coordinator(info, timeout=AMPLE_TIMEOUT)
     if info.rank == 1:
         check(False, "rank 1 fails on purpose")
     coordinator.gather(info.rank, timeout=AMPLE_TIMEOUT)

@@ -109,7 +109,7 @@ class SummaryCollector(Callback):
     RankScribe additions (keyword-only):
         merge_timeout: seconds rank 0 waits for the other ranks' lineage.
         coordinator: the collectives used for the lineage merge (default: one
-            made for the job by :meth:`rankscribe.ranks.Coordinator.create` when
+            made for the job by :func:`rankscribe.ranks.create_coordinator` when
             the collector is first entered, kept for its later runs).
         rank_info: this process's rank (default :func:`rankscribe.ranks.detect`).
         formats: the writer's output formats: ``"mindinsight"`` and/or

@@ -63,7 +63,7 @@ from rankscribe.lineage import (
     write_merged_lineage,
 )
 from rankscribe.lineage.jobview import RankSeries, session_values, write_job_view
-from rankscribe.ranks import Coordinator, RankInfo, RanksError
+from rankscribe.ranks import Coordinator, RankInfo, RanksError, create_coordinator
 from rankscribe.writer.files import file_mode
 
 logger = logging.getLogger(__name__)
@@ -207,7 +207,7 @@ class JobLineageMerger:
             return
         try:
             # job_dir: launchers with neither MPI nor a torch process group meet there.
-            self._owned = Coordinator.create(
+            self._owned = create_coordinator(
                 self.info, timeout=self.timeout, job_dir=self.summary_dir
             )
         except RanksError as error:

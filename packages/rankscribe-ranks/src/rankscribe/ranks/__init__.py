@@ -1,9 +1,10 @@
 """rankscribe.ranks: rank coordination for training jobs.
 
-Which rank am I (:func:`detect`), where do I write (:func:`rank_dir`), which
-share of the heavy work is mine (:func:`split_evenly`), and how do results
-reach rank 0 without hanging on a dead rank (:class:`Coordinator`) — under
-``mpiexec``, under launchers without MPI, and alone.
+Which rank am I (:func:`detect`), where do I write (:func:`rank_dir`, after
+:func:`claim_job_dir` made the directory this job's), which share of the heavy
+work is mine (:func:`split_evenly`), and how do results reach rank 0 without
+hanging on a dead rank (:func:`create_coordinator` and its :class:`Coordinator`)
+— under ``mpiexec``, under launchers without MPI, and alone. See ``docs/layout.md``.
 
 Importing this package never imports mpi4py nor torch: the MPI backend loads
 mpi4py when it is created, and torch.distributed is used only when the program
@@ -12,6 +13,7 @@ imported it and initialised its default process group.
 
 from __future__ import annotations
 
+from rankscribe.ranks._claim import CLAIM_FILE_NAME, JobClaim, OnExists, claim_job_dir
 from rankscribe.ranks._coordinator import (
     DEFAULT_TIMEOUT,
     JOB_RENDEZVOUS_DIRNAME,
@@ -19,20 +21,23 @@ from rankscribe.ranks._coordinator import (
     Coordinator,
     GatherResult,
 )
-from rankscribe.ranks._factory import choose_backend
-from rankscribe.ranks._info import Launcher, RankInfo, detect
+from rankscribe.ranks._creation import choose_backend, create_coordinator
+from rankscribe.ranks._info import JOB_ID_ENV, Launcher, RankInfo, detect
 from rankscribe.ranks._layout import rank_dir
-from rankscribe.ranks._mpi import MpiCoordinator
-from rankscribe.ranks._rendezvous import FileCoordinator
-from rankscribe.ranks._single import SingleCoordinator
 from rankscribe.ranks._split import split_evenly
-from rankscribe.ranks._store import StoreCoordinator
+from rankscribe.ranks.backends._mpi import MpiCoordinator
+from rankscribe.ranks.backends._rendezvous import FileCoordinator
+from rankscribe.ranks.backends._single import SingleCoordinator
+from rankscribe.ranks.backends._store import StoreCoordinator
 from rankscribe.ranks.errors import (
     BackendUnavailableError,
     BarrierTimeoutError,
     CollectiveMismatchError,
     CollectiveTimeoutError,
     CoordinatorClosedError,
+    JobDirClaimedError,
+    JobDirError,
+    MessageError,
     RankEnvironmentError,
     RanksError,
     RanksTypeError,
@@ -44,7 +49,9 @@ from rankscribe.ranks.errors import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "CLAIM_FILE_NAME",
     "DEFAULT_TIMEOUT",
+    "JOB_ID_ENV",
     "JOB_RENDEZVOUS_DIRNAME",
     "BackendName",
     "BackendUnavailableError",
@@ -55,8 +62,13 @@ __all__ = [
     "CoordinatorClosedError",
     "FileCoordinator",
     "GatherResult",
+    "JobClaim",
+    "JobDirClaimedError",
+    "JobDirError",
     "Launcher",
+    "MessageError",
     "MpiCoordinator",
+    "OnExists",
     "RankEnvironmentError",
     "RankInfo",
     "RanksError",
@@ -68,6 +80,8 @@ __all__ = [
     "StoreError",
     "__version__",
     "choose_backend",
+    "claim_job_dir",
+    "create_coordinator",
     "detect",
     "rank_dir",
     "split_evenly",

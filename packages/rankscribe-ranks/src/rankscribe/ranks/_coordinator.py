@@ -4,35 +4,36 @@ A :class:`Coordinator` offers three collectives, each called by *every* rank,
 unconditionally and in the same order (only what a rank *writes* afterwards
 depends on its rank):
 
-- :meth:`Coordinator.gather` collects one picklable object per rank at the root
+- :meth:`Coordinator.gather` collects one object per rank at the root
   and returns a :class:`GatherResult`; ranks that did not deliver in time are
   named in ``missing`` instead of making the root wait forever.
 - :meth:`Coordinator.bcast` hands the root's object to every rank.
 - :meth:`Coordinator.barrier` waits until every rank arrived, or raises
   :class:`BarrierTimeoutError` naming the ranks that did not.
 
-Four backends implement them: MPI (:mod:`rankscribe.ranks._mpi`), the key-value
-store of torch.distributed's process group (:mod:`rankscribe.ranks._store`), a
-rendezvous folder on a shared filesystem (:mod:`rankscribe.ranks._rendezvous`) and
-a single process (:mod:`rankscribe.ranks._single`); :meth:`Coordinator.create`
+Four backends implement them: MPI (:mod:`rankscribe.ranks.backends._mpi`), the key-value
+store of torch.distributed's process group (:mod:`rankscribe.ranks.backends._store`), a
+rendezvous folder on a shared filesystem (:mod:`rankscribe.ranks.backends._rendezvous`) and
+a single process (:mod:`rankscribe.ranks.backends._single`); :func:`rankscribe.ranks.create_coordinator`
 picks one (the choice itself, :func:`choose_backend`, lives in
-:mod:`rankscribe.ranks._factory`).
+:mod:`rankscribe.ranks._creation`).
 """
 
 from __future__ import annotations
 
 import abc
-import os
-import pickle
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
-from rankscribe.ranks._deadline import Deadline, check_timeout
-from rankscribe.ranks._info import RankInfo
+from rankscribe.ranks import _codec
+from rankscribe.ranks._args import check_int, check_timeout
+from rankscribe.ranks._deadline import Deadline
+from rankscribe.ranks._info import RankInfo, check_info
 from rankscribe.ranks.errors import (
     CoordinatorClosedError,
+    MessageError,
     RanksTypeError,
     RanksValueError,
 )
@@ -48,7 +49,7 @@ __all__ = [
 T = TypeVar("T")
 
 #: The hidden folder, inside a job's directory, where the file backend's ranks meet
-#: when ``Coordinator.create`` is given ``job_dir`` and nothing better connects them.
+#: when ``create_coordinator`` is given ``job_dir`` and nothing better connects them.
 JOB_RENDEZVOUS_DIRNAME = ".rankscribe-rendezvous"
 
 #: Seconds a collective waits when no ``timeout`` is given (torch.distributed's default).
@@ -64,7 +65,7 @@ class GatherResult(Generic[T]):
     On the root rank, ``values`` maps each rank whose object arrived in time to
     that object (the root's own object included, as is, not a copy) and
     ``missing`` lists, in order, the ranks whose object did not arrive before
-    the timeout (or could not be unpickled). ``values`` and ``missing``
+    the timeout (or whose message could not be decoded). ``values`` and ``missing``
     together always cover ``range(world_size)``.
 
     On every other rank the result is empty (``values == {}``,
@@ -108,52 +109,10 @@ class Coordinator(abc.ABC):
     backend: ClassVar[str]
 
     def __init__(self, info: RankInfo, *, timeout: float = DEFAULT_TIMEOUT) -> None:
-        if not isinstance(info, RankInfo):
-            raise RanksTypeError(
-                f"info must be a RankInfo (from detect()), got {type(info).__name__}"
-            )
-        self.info = info
+        self.info = check_info("info", info)
         self.timeout = check_timeout("timeout", timeout)
         self._sequence = 0
         self._closed = False
-
-    @classmethod
-    def create(
-        cls,
-        info: RankInfo | None = None,
-        backend: BackendName = "auto",
-        rendezvous_dir: str | os.PathLike[str] | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        *,
-        job_dir: str | os.PathLike[str] | None = None,
-    ) -> Coordinator:
-        """Return a coordinator for this job.
-
-        ``info`` defaults to :func:`detect`. ``backend="auto"`` picks, in order
-        (:func:`choose_backend`):
-
-        1. ``single`` for a world of one process;
-        2. ``mpi`` when an MPI launcher started the job (Open MPI, MPICH/Hydra,
-           Intel MPI, PMIx, or mpi4py already initialised);
-        3. ``file`` in ``rendezvous_dir`` when it is given;
-        4. ``store`` when the program initialised ``torch.distributed``'s
-           default process group (torchrun, ``mp.spawn``): its c10d store;
-        5. ``file`` in ``job_dir``'s hidden folder
-           (:data:`JOB_RENDEZVOUS_DIRNAME`) for any other launcher (torchrun
-           without a process group, Slurm, processes started by hand), when
-           ``job_dir`` is given: a directory every rank writes under, such as
-           the collector's ``summary_dir``.
-
-        Otherwise it raises :class:`RanksValueError` asking for a
-        ``rendezvous_dir``. ``rendezvous_dir`` must be a folder every rank sees
-        and used by this job only (see
-        :class:`~rankscribe.ranks.FileCoordinator`).
-        """
-        # The factory sits above the backends, which subclass Coordinator; importing it
-        # at call time keeps this module free of imports from its own subclasses.
-        from rankscribe.ranks._factory import create_coordinator  # noqa: PLC0415
-
-        return create_coordinator(info, backend, rendezvous_dir, timeout, job_dir=job_dir)
 
     @property
     def rank(self) -> int:
@@ -168,7 +127,9 @@ class Coordinator(abc.ABC):
 
         Returns a :class:`GatherResult`: on the root, the objects that arrived
         and the ranks that did not; elsewhere an empty result. ``obj`` must be
-        picklable (except on the root, whose object is kept as is).
+        data (None, bool, int, float, str, bytes, list, tuple, set, dict,
+        ``array.array``, numeric numpy arrays; see ``docs/layout.md``), except on
+        the root, whose object is kept as is.
         """
         deadline = self._begin("gather", root, timeout)
         return self._gather(obj, root, deadline, self._sequence)
@@ -176,8 +137,9 @@ class Coordinator(abc.ABC):
     def bcast(self, obj: T, root: int = 0, timeout: float | None = None) -> T:
         """Return the root's ``obj`` on every rank (other ranks' ``obj`` is ignored).
 
-        The root gets its own object back as is; other ranks get an unpickled
-        copy, or :class:`CollectiveTimeoutError` if it did not arrive in time.
+        The root gets its own object back as is; other ranks get a decoded copy
+        (``obj`` must be data, as for :meth:`gather`), or
+        :class:`CollectiveTimeoutError` if it did not arrive in time.
         The root never waits for the other ranks past ``timeout``: it logs a
         warning naming the ranks its object did not reach.
         """
@@ -230,8 +192,7 @@ class Coordinator(abc.ABC):
         """Validate a collective's arguments and number it (the same number on every rank)."""
         if self._closed:
             raise CoordinatorClosedError(f"{operation} called on a closed {type(self).__name__}")
-        if isinstance(root, bool) or not isinstance(root, int):
-            raise RanksTypeError(f"root must be an int, got {type(root).__name__} {root!r}")
+        check_int("root", root)
         if not 0 <= root < self.world_size:
             raise RanksValueError(
                 f"root must be in range(world_size) = range({self.world_size}), got {root}"
@@ -240,13 +201,19 @@ class Coordinator(abc.ABC):
         self._sequence += 1
         return Deadline(seconds)
 
-    def _dumps(self, obj: Any, operation: str) -> bytes:
-        """Pickle ``obj`` for another rank, with an error that says which rank failed."""
+    def _dumps(self, obj: Any, operation: str) -> bytes | bytearray:
+        """``obj`` as a message for another rank, with an error that says which rank failed."""
         try:
-            return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-        except (pickle.PicklingError, TypeError, AttributeError) as error:
-            raise RanksTypeError(
-                f"{operation}: the object on rank {self.rank} cannot be pickled "
-                f"({type(obj).__name__}): {error}"
-            ) from error
+            return _codec.encode(obj)
+        except RanksTypeError as error:
+            raise RanksTypeError(f"{operation}: on rank {self.rank}, {error}") from None
 
+    def _loads(self, data: bytes | bytearray | memoryview, operation: str, source: int) -> Any:
+        """The object in a message from rank ``source``; :class:`MessageError` if malformed."""
+        try:
+            return _codec.decode(data)
+        except MessageError as error:
+            raise MessageError(
+                f"{operation}: the message from rank {source} is not one this package "
+                f"writes: {error}"
+            ) from None

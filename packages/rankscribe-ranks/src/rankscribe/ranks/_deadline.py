@@ -9,27 +9,9 @@ burn a core per waiting rank.
 
 from __future__ import annotations
 
-import math
 import time
 
-from rankscribe.ranks.errors import RanksTypeError, RanksValueError
-
-__all__ = ["Backoff", "Deadline", "check_timeout"]
-
-
-def check_timeout(name: str, value: object) -> float:
-    """``value`` as seconds, or a clear error: a finite, non-negative number is expected."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise RanksTypeError(
-            f"{name} must be a number of seconds, got {type(value).__name__} {value!r}"
-        )
-    seconds = float(value)
-    if not math.isfinite(seconds) or seconds < 0:
-        raise RanksValueError(
-            f"{name} must be a finite number of seconds >= 0, got {value!r}; "
-            "collectives always have a bounded wait"
-        )
-    return seconds
+__all__ = ["Backoff", "Deadline"]
 
 
 class Deadline:

@@ -36,8 +36,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from rankscribe.ranks import _mpi_loader
-from rankscribe.ranks._torch import default_group_rank, initialised_distributed
+from rankscribe.ranks._args import check_int, check_world_size
+from rankscribe.ranks.backends import _mpi_loader
+from rankscribe.ranks.backends._torch import default_group_rank, initialised_distributed
 from rankscribe.ranks.errors import (
     BackendUnavailableError,
     RankEnvironmentError,
@@ -45,11 +46,25 @@ from rankscribe.ranks.errors import (
     RanksValueError,
 )
 
-__all__ = ["MPI_LAUNCHERS", "Launcher", "RankInfo", "detect", "launch_name"]
+__all__ = [
+    "JOB_ID_ENV",
+    "MPI_LAUNCHERS",
+    "Launcher",
+    "RankInfo",
+    "check_info",
+    "detect",
+    "launch_name",
+]
 
 logger = logging.getLogger(__name__)
 
 Launcher = Literal["openmpi", "pmi", "pmix", "torchrun", "slurm", "mpi", "torch", "single"]
+
+_LAUNCHERS = ("openmpi", "pmi", "pmix", "torchrun", "slurm", "mpi", "torch", "single")
+
+#: Set it to the same text on every rank of a job (and new for each job) where the
+#: launcher names none: the file backend's ranks meet under it (``docs/layout.md``).
+JOB_ID_ENV = "RANKSCRIBE_JOB_ID"
 
 #: Launchers whose processes share an MPI ``COMM_WORLD``.
 MPI_LAUNCHERS: frozenset[str] = frozenset({"openmpi", "pmi", "pmix", "mpi"})
@@ -72,10 +87,16 @@ class RankInfo:
     launcher: Launcher
 
     def __post_init__(self) -> None:
-        for name in ("rank", "world_size", "local_rank", "local_size"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise RanksTypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+        check_int("rank", self.rank, minimum=0)
+        check_world_size("world_size", self.world_size)
+        check_int("local_rank", self.local_rank, minimum=0)
+        check_world_size("local_size", self.local_size)
+        if not isinstance(self.host, str):
+            raise RanksTypeError(f"host must be a str, got {type(self.host).__name__}")
+        if self.launcher not in _LAUNCHERS:
+            raise RanksValueError(
+                f"launcher must be one of {', '.join(_LAUNCHERS)}; got {self.launcher!r}"
+            )
         if not 0 <= self.rank < self.world_size:
             raise RanksValueError(
                 f"rank must be in range(world_size) = range({self.world_size}), got {self.rank}"
@@ -120,6 +141,15 @@ _NON_NEGATIVE = "a non-negative integer such as 0 or 3"
 _POSITIVE = "a positive integer such as 1 or 4"
 
 
+def check_info(name: str, value: object) -> RankInfo:
+    """``value`` if it is a :class:`RankInfo`, else a :class:`RanksTypeError` naming ``name``."""
+    if not isinstance(value, RankInfo):
+        raise RanksTypeError(
+            f"{name} must be a RankInfo (from detect()), got {type(value).__name__}"
+        )
+    return value
+
+
 def detect(environ: Mapping[str, str] | None = None) -> RankInfo:
     """Return this process's :class:`RankInfo`, read from the launcher's environment.
 
@@ -130,6 +160,11 @@ def detect(environ: Mapping[str, str] | None = None) -> RankInfo:
     Raises :class:`RankEnvironmentError` (a ``ValueError``) when a variable is
     not an integer, is negative, or contradicts another one (rank >= size).
     """
+    if environ is not None and not isinstance(environ, Mapping):
+        raise RanksTypeError(
+            f"environ must be a mapping of variable names to values, got "
+            f"{type(environ).__name__}"
+        )
     env = os.environ if environ is None else environ
     host = socket.gethostname()
     for names in (_OPENMPI, _PMI):
@@ -149,15 +184,25 @@ def detect(environ: Mapping[str, str] | None = None) -> RankInfo:
 
 
 def launch_name(environ: Mapping[str, str]) -> str:
-    """A name every rank of one launch computes alike (``job`` when the launcher gives none)."""
-    if "SLURM_JOB_ID" in environ and "TORCHELASTIC_RUN_ID" not in environ:
+    """A name every rank of one launch computes alike (``job`` when nothing names it).
+
+    From :data:`JOB_ID_ENV` when set; else Slurm's job and step, or torchrun's run id
+    and restart count; and the ``MASTER_ADDR:MASTER_PORT`` torch's ranks meet at,
+    which two jobs running at once never share (torchrun's run id is ``none`` unless
+    given). Two launches that nothing names look alike: see ``docs/layout.md``.
+    """
+    if environ.get(JOB_ID_ENV):
+        parts = ["id", environ[JOB_ID_ENV]]
+    elif "SLURM_JOB_ID" in environ and "TORCHELASTIC_RUN_ID" not in environ:
         parts = ["slurm", environ["SLURM_JOB_ID"], environ.get("SLURM_STEP_ID", "")]
     elif "TORCHELASTIC_RUN_ID" in environ:
         parts = ["torchrun", environ["TORCHELASTIC_RUN_ID"],
                  environ.get("TORCHELASTIC_RESTART_COUNT", "")]
     else:
-        return "job"
-    return _UNSAFE_IN_NAME.sub("_", ".".join(part for part in parts if part))
+        parts = ["job"]
+    if not environ.get(JOB_ID_ENV) and environ.get("MASTER_PORT"):
+        parts += [environ.get("MASTER_ADDR", ""), environ["MASTER_PORT"]]
+    return _UNSAFE_IN_NAME.sub("_", ".".join(part for part in parts if part))[:200]
 
 
 def _from_variables(

@@ -3,15 +3,19 @@
 For ``summary_dir=runs/exp1`` and 4 ranks, rank ``r`` writes into
 ``runs/exp1/rank_<r>/``; a single process writes straight into ``runs/exp1``.
 Rank 0 writes job-wide files (the merged lineage) into ``runs/exp1`` itself.
+The ``rank_<r>`` name is the writer's (``rankscribe.writer.files.rank_dir_name``),
+the one definition every package reads and writes; see ``docs/layout.md``.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
-from rankscribe.ranks._info import RankInfo
-from rankscribe.ranks.errors import RanksTypeError
+from rankscribe.ranks._args import check_path
+from rankscribe.ranks._info import RankInfo, check_info
+from rankscribe.writer.files import make_private_dir, rank_dir_name
 
 __all__ = ["DIRECTORY_MODE", "rank_dir"]
 
@@ -26,26 +30,15 @@ def rank_dir(summary_dir: str | os.PathLike[str], info: RankInfo) -> Path:
     otherwise. Directories that already exist keep their permissions; every
     rank may call this at the same time.
     """
-    if not isinstance(summary_dir, (str, os.PathLike)):
-        raise RanksTypeError(
-            f"summary_dir must be a str or os.PathLike, got {type(summary_dir).__name__}"
-        )
-    if not isinstance(info, RankInfo):
-        raise RanksTypeError(f"info must be a RankInfo (from detect()), got {type(info).__name__}")
-    base = Path(summary_dir)
-    target = base if info.world_size == 1 else base / f"rank_{info.rank}"
-    _make_private_dir(base)
-    _make_private_dir(target)
-    return target
-
-
-def _make_private_dir(path: Path) -> None:
+    base = check_path("summary_dir", summary_dir)
+    info = check_info("info", info)
+    target = base if info.world_size == 1 else base / rank_dir_name(info.rank)
     try:
-        path.mkdir(mode=DIRECTORY_MODE, parents=True)
-    except FileExistsError:
-        if not path.is_dir():
-            raise
-        return
-    # mkdir's mode is filtered by the umask; the summary files inside are private,
-    # so the directory is made exactly 0700 whatever the umask.
-    path.chmod(DIRECTORY_MODE)
+        # Made with exactly the writer's directory mode, never through a planted link.
+        make_private_dir(target)
+    except NotADirectoryError as error:
+        raise FileExistsError(
+            errno.EEXIST, f"something other than a directory is in the way ({error.strerror})",
+            str(target),
+        ) from error
+    return target

@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TypeVar
 
-from rankscribe.ranks.errors import RanksTypeError, RanksValueError
+from rankscribe.ranks._args import check_rank, check_world_size
+from rankscribe.ranks.errors import RanksTypeError
 
 __all__ = ["split_evenly"]
 
@@ -29,11 +30,12 @@ def split_evenly(items: Iterable[T], world_size: int, rank: int) -> list[T]:
     Shares differ in length by at most one; with fewer items than ranks the
     last ranks get empty lists.
     """
-    _check_count("world_size", world_size, minimum=1)
-    _check_count("rank", rank, minimum=0)
-    if rank >= world_size:
-        raise RanksValueError(
-            f"rank must be in range(world_size) = range({world_size}), got {rank}"
+    check_world_size("world_size", world_size)
+    check_rank("rank", rank, world_size)
+    if not isinstance(items, Iterable):
+        raise RanksTypeError(
+            f"items must be an iterable of the items to share (a list, a range), got "
+            f"{type(items).__name__}"
         )
     sequence: Sequence[T] = items if isinstance(items, Sequence) else list(items)
     start, stop = _bounds(len(sequence), world_size, rank)
@@ -44,11 +46,3 @@ def _bounds(count: int, world_size: int, rank: int) -> tuple[int, int]:
     base, extra = divmod(count, world_size)
     start = rank * base + min(rank, extra)
     return start, start + base + (1 if rank < extra else 0)
-
-
-def _check_count(name: str, value: object, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise RanksTypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < minimum:
-        form = "a positive int" if minimum == 1 else "a non-negative int"
-        raise RanksValueError(f"{name} must be {form}, got {value}")

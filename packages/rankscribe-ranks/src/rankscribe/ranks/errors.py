@@ -15,11 +15,15 @@ __all__ = [
     "CollectiveMismatchError",
     "CollectiveTimeoutError",
     "CoordinatorClosedError",
+    "JobDirClaimedError",
+    "JobDirError",
+    "MessageError",
     "RankEnvironmentError",
     "RanksError",
     "RanksTypeError",
     "RanksValueError",
     "RendezvousError",
+    "StoreError",
 ]
 
 
@@ -32,7 +36,7 @@ class RanksValueError(RanksError, ValueError):
 
 
 class RanksTypeError(RanksError, TypeError):
-    """An argument has the wrong type, or an object cannot be pickled for a collective."""
+    """An argument has the wrong type, or an object given to a collective is not data."""
 
 
 class RankEnvironmentError(RanksError, ValueError):
@@ -56,6 +60,30 @@ class BackendUnavailableError(RanksError, ImportError):
 
 class RendezvousError(RanksError, OSError):
     """The file backend's rendezvous folder cannot be used for this job."""
+
+
+class MessageError(RanksError, ValueError):
+    """A message from another rank (a file, a store value) is not one this package writes.
+
+    Messages carry data only (see ``docs/layout.md``); nothing in one is ever executed.
+    """
+
+
+class JobDirError(RanksError, OSError):
+    """The job's directory cannot be claimed (see ``claim_job_dir``)."""
+
+
+class JobDirClaimedError(JobDirError, FileExistsError):
+    """The job directory belongs to another job already (``claim_job_dir(on_exists="error")``).
+
+    ``directory`` is the directory and ``claim`` what its claim file says (empty when the
+    directory holds a run recorded without a claim).
+    """
+
+    def __init__(self, message: str, directory: str, claim: dict[str, object]) -> None:
+        super().__init__(message)
+        self.directory = directory
+        self.claim = claim
 
 
 class StoreError(RanksError, RuntimeError):

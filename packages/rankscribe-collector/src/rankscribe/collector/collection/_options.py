@@ -179,7 +179,7 @@ def check_coordinator(coordinator: object) -> Coordinator | None:
     if coordinator is not None and not isinstance(coordinator, Coordinator):
         raise CollectorTypeError(
             f"For 'coordinator', the value should be a rankscribe.ranks.Coordinator (e.g. "
-            f"Coordinator.create(...) or FileCoordinator(...)) or None, but got "
+            f"create_coordinator(...) or FileCoordinator(...)) or None, but got "
             f"{type(coordinator).__name__} {_shown(coordinator)}."
         )
     return coordinator

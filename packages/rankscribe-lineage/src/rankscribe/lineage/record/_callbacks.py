@@ -151,10 +151,30 @@ def _learning_rate(optimizer: Any) -> float | None:
     return _first_number(rate)
 
 
+#: Wrappers that hold the model they run in an attribute (torch's data-parallel
+#: wrappers in ``module``, ``torch.compile``'s in ``_orig_mod``): the lineage names the model.
+_WRAPPERS = {
+    "DistributedDataParallel": "module",
+    "DataParallel": "module",
+    "FullyShardedDataParallel": "module",
+    "OptimizedModule": "_orig_mod",
+}
+
+
+def _unwrapped(network: Any) -> Any:
+    for _ in range(4):
+        attribute = _WRAPPERS.get(type(network).__name__)
+        inner = getattr(network, attribute, None) if attribute is not None else None
+        if inner is None:
+            return network
+        network = inner
+    return network
+
+
 def _backbone(args: Mapping[str, Any]) -> Any:
     network = args.get("network")
     if network is not None:
-        return network
+        return _unwrapped(network)
     network = args.get("train_network")
     for _ in range(4):
         inner = next(
@@ -168,7 +188,7 @@ def _backbone(args: Mapping[str, Any]) -> Any:
         if inner is None:
             break
         network = inner
-    return network
+    return _unwrapped(network)
 
 
 def _dataset_path(dataset: Any) -> str | None:

@@ -3,28 +3,28 @@
 For launchers without MPI (torchrun, plain Slurm, several processes started by
 hand) every rank needs only a folder that all of them see. Layout::
 
-    <rendezvous_dir>/            0700, used by one job only
-      members.json               rank -> host, pid, world size (under members.json.lock)
-      000001.gather/rank_1.pickle    one file per rank, written by that rank
-      000002.bcast/root.pickle       written by the root
-      000003.barrier/rank_0          one empty marker per rank
+    <rendezvous_dir>/            this user's, writable by nobody else, one job's only
+      members.json               rank -> host, pid, world size, launch (under members.json.lock)
+      000001.gather/rank_1.msg   one file per rank, written by that rank
+      000002.bcast/root.msg      written by the root
+      000003.barrier/rank_0      one empty marker per rank
 
 Each collective has its own sub-folder named by its sequence number (the same
 on every rank, as every rank calls every collective in the same order) and its
 kind; a rank that finds another kind under the same number raises
-:class:`CollectiveMismatchError`. Files appear atomically: written to a
-temporary name in the same folder and renamed with ``os.replace``, so a reader
-sees a whole file or none. Waiting is polling for files against a deadline.
+:class:`CollectiveMismatchError`. Files appear atomically (the writer's
+``atomic_write``: a temporary name in the same folder, fsynced, renamed), so a
+reader sees a whole file or none. Waiting is polling for files against a deadline.
 
 Files are kept after the job, so what each rank contributed stays on disk for
 a merge after the fact (e.g. after rank 0 crashed).
 
-The folder must belong to one job: a rank that finds its rank already
-registered in ``members.json`` by another process raises
-:class:`RendezvousError`. ``members.json`` is read and rewritten under a
-``filelock`` lock because every rank updates it. Objects are exchanged as
-pickles, so the folder must be writable by the job's user only (it is created
-0700).
+Who may write here (``docs/layout.md``): the folder must belong to this user and
+be writable by nobody else, or it is refused (:mod:`._folders`); messages are
+data (:mod:`rankscribe.ranks._codec`), never pickles, and a file that is not a
+regular file of this user's, or not a valid message, is not read. The folder
+must belong to one job: a rank that finds its rank already registered in
+``members.json``, or a member of another launch, raises :class:`RendezvousError`.
 """
 
 from __future__ import annotations
@@ -32,33 +32,39 @@ from __future__ import annotations
 import json
 import logging
 import os
-import pickle
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 import filelock
 
+from rankscribe.ranks._args import check_path
 from rankscribe.ranks._coordinator import DEFAULT_TIMEOUT, Coordinator, GatherResult
 from rankscribe.ranks._deadline import Backoff, Deadline
-from rankscribe.ranks._info import RankInfo
+from rankscribe.ranks._info import RankInfo, launch_name
 from rankscribe.ranks._layout import DIRECTORY_MODE
+from rankscribe.ranks.backends._folders import (
+    check_folder,
+    lock,
+    private_folder,
+    read_private_file,
+    write_private_file,
+)
 from rankscribe.ranks.errors import (
     BarrierTimeoutError,
     CollectiveMismatchError,
     CollectiveTimeoutError,
-    RanksTypeError,
+    MessageError,
     RendezvousError,
 )
 
-__all__ = ["FileCoordinator"]
+__all__ = ["FileCoordinator", "read_members"]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-_FILE_MODE = 0o600
+_MESSAGE_SUFFIX = ".msg"
 # Polls of a (possibly network) filesystem: from 1 ms up to 50 ms apart.
 _SHORTEST_POLL = 0.001
 _LONGEST_POLL = 0.05
@@ -76,6 +82,8 @@ class FileCoordinator(Coordinator):
     backend = "file"
     #: Appended to the message that says the ranks may not share the folder.
     sharing_advice: ClassVar[str] = ""
+    #: What a refused folder's error suggests.
+    _folder_advice: ClassVar[str] = "pass rendezvous_dir=<a new folder of your own>"
 
     def __init__(
         self,
@@ -85,13 +93,11 @@ class FileCoordinator(Coordinator):
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         super().__init__(info, timeout=timeout)
-        if not isinstance(rendezvous_dir, (str, os.PathLike)):
-            raise RanksTypeError(
-                "rendezvous_dir must be a str or os.PathLike, "
-                f"got {type(rendezvous_dir).__name__}"
-            )
-        self.directory = Path(rendezvous_dir)
-        self.directory.mkdir(mode=DIRECTORY_MODE, parents=True, exist_ok=True)
+        self.directory = private_folder(
+            check_path("rendezvous_dir", rendezvous_dir), "rendezvous_dir",
+            follow_link=True, advice=self._folder_advice,
+        )
+        self.launch = launch_name(os.environ)
         self._register()
 
     # -- collectives -----------------------------------------------------------------
@@ -99,18 +105,16 @@ class FileCoordinator(Coordinator):
     def _gather(self, obj: T, root: int, deadline: Deadline, sequence: int) -> GatherResult[T]:
         folder = self._enter("gather", sequence)
         if self.rank != root:
-            _write_atomically(folder / f"rank_{self.rank}.pickle", self._dumps(obj, "gather"))
+            write_private_file(folder / _message_name(self.rank), self._dumps(obj, "gather"))
             return GatherResult(root=root, rank=self.rank, world_size=self.world_size)
-        others = {r: folder / f"rank_{r}.pickle" for r in range(self.world_size) if r != root}
+        others = {r: folder / _message_name(r) for r in range(self.world_size) if r != root}
         arrived = self._wait_for(others, deadline)
         values: dict[int, T] = {root: obj}
         for source in arrived:
             try:
-                values[source] = pickle.loads(others[source].read_bytes())
-            except Exception:
-                logger.exception(
-                    "gather #%d: the object from rank %d cannot be read", sequence, source
-                )
+                values[source] = self._read(others[source], "gather", source)
+            except MessageError as error:
+                logger.error("gather #%d: rank %d counts as missing: %s", sequence, source, error)
         missing = tuple(rank for rank in range(self.world_size) if rank not in values)
         if missing:
             logger.warning(
@@ -124,21 +128,21 @@ class FileCoordinator(Coordinator):
 
     def _bcast(self, obj: T, root: int, deadline: Deadline, sequence: int) -> T:
         folder = self._enter("bcast", sequence)
-        path = folder / "root.pickle"
+        path = folder / f"root{_MESSAGE_SUFFIX}"
         if self.rank == root:
-            _write_atomically(path, self._dumps(obj, "bcast"))
+            write_private_file(path, self._dumps(obj, "bcast"))
             return obj
         if not self._wait_for({root: path}, deadline):
             raise CollectiveTimeoutError(
                 f"bcast #{sequence}", deadline.seconds, (root,),
                 f"root {root} wrote nothing to {folder}{self._absence_detail((root,))}",
             )
-        value: T = pickle.loads(path.read_bytes())
+        value: T = self._read(path, "bcast", root)
         return value
 
     def _barrier(self, deadline: Deadline, sequence: int) -> None:
         folder = self._enter("barrier", sequence)
-        _write_atomically(folder / f"rank_{self.rank}", b"")
+        write_private_file(folder / f"rank_{self.rank}", b"")
         markers = {r: folder / f"rank_{r}" for r in range(self.world_size) if r != self.rank}
         arrived = self._wait_for(markers, deadline)
         missing = tuple(sorted(set(markers) - set(arrived)))
@@ -150,10 +154,18 @@ class FileCoordinator(Coordinator):
 
     # -- files -----------------------------------------------------------------------
 
+    def _read(self, path: Path, operation: str, source: int) -> Any:
+        """The object in ``path``, a message file of this user's; MessageError if not."""
+        try:
+            data = read_private_file(path)
+        except MessageError as error:
+            raise MessageError(f"{operation}: the file of rank {source}: {error}") from None
+        return self._loads(data, operation, source)
+
     def _absence_detail(self, missing: Sequence[int]) -> str:
         """Why ``missing`` may be absent: a rank that never joined may not see this folder."""
         try:
-            members = _read_members(self.directory / "members.json")
+            members = read_members(self.directory / "members.json")
         except (OSError, RendezvousError):
             return ""
         never = [str(rank) for rank in missing if str(rank) not in members]
@@ -169,6 +181,8 @@ class FileCoordinator(Coordinator):
         prefix = f"{sequence:06d}."
         folder = self.directory / f"{prefix}{kind}"
         folder.mkdir(mode=DIRECTORY_MODE, exist_ok=True)
+        check_folder(folder, "the folder of a collective", follow_link=False,
+                     advice=self._folder_advice)
         others = [p.name for p in self.directory.glob(f"{prefix}*") if p.name != folder.name]
         if others:
             raise CollectiveMismatchError(
@@ -197,18 +211,19 @@ class FileCoordinator(Coordinator):
     def _register(self) -> None:
         """Add this rank to ``members.json``; refuse a folder another job used."""
         members_path = self.directory / "members.json"
-        me = {"host": self.info.host, "pid": os.getpid(), "world_size": self.world_size}
-        lock = filelock.FileLock(str(members_path) + ".lock", timeout=self.timeout)
+        me = {"host": self.info.host, "pid": os.getpid(), "world_size": self.world_size,
+              "launch": self.launch}
+        members_lock = lock(self.directory / "members.json.lock", self.timeout)
         try:
-            with lock:
-                members = _read_members(members_path)
+            with members_lock:
+                members = read_members(members_path)
                 self._check_members(members, me)
                 members[str(self.rank)] = me
                 text = json.dumps(members, indent=1, sort_keys=True)
-                _write_atomically(members_path, text.encode())
+                write_private_file(members_path, text.encode())
         except filelock.Timeout as error:
             raise RendezvousError(
-                f"could not lock {lock.lock_file} within {self.timeout:g} s"
+                f"could not lock {members_lock.lock_file} within {self.timeout:g} s"
             ) from error
 
     def _check_members(self, members: dict[str, Any], me: dict[str, Any]) -> None:
@@ -220,6 +235,12 @@ class FileCoordinator(Coordinator):
                 "coordinator) a new rendezvous_dir"
             )
         for rank, member in members.items():
+            if member.get("launch", me["launch"]) != me["launch"]:
+                raise RendezvousError(
+                    f"{self.directory} belongs to another job: rank {rank} joined it from "
+                    f"launch {member.get('launch')!r}, this rank is of launch "
+                    f"{me['launch']!r}; give each job its own rendezvous_dir"
+                )
             if member.get("world_size") != me["world_size"]:
                 raise RendezvousError(
                     f"{self.directory}: rank {rank} joined with world_size "
@@ -229,26 +250,23 @@ class FileCoordinator(Coordinator):
                 )
 
 
-def _read_members(path: Path) -> dict[str, Any]:
-    if not path.exists():
+def _message_name(rank: int) -> str:
+    # Not ".pickle": files an older version left (or anyone planted) under that name
+    # are never read.
+    return f"rank_{rank}{_MESSAGE_SUFFIX}"
+
+
+def read_members(path: Path) -> dict[str, Any]:
+    """``members.json`` (empty when absent); :class:`RendezvousError` if it is not ours."""
+    if not os.path.lexists(path):
         return {}
     try:
-        members = json.loads(path.read_text())
-    except ValueError as error:
+        members = json.loads(read_private_file(path))
+    except (MessageError, ValueError) as error:
         raise RendezvousError(f"{path} is not the JSON this package writes: {error}") from error
-    if not isinstance(members, dict):
-        raise RendezvousError(f"{path} holds {type(members).__name__}, expected an object")
+    if not isinstance(members, dict) or not all(
+        isinstance(member, dict) for member in members.values()
+    ):
+        raise RendezvousError(f"{path} holds {type(members).__name__}, expected an object "
+                              "of objects")
     return members
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that readers see all of it or nothing (0600)."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _FILE_MODE)
-    try:
-        with os.fdopen(descriptor, "wb") as stream:
-            stream.write(data)
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise

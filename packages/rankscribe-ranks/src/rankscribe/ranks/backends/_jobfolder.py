@@ -4,14 +4,20 @@ When neither an MPI launcher nor an initialised ``torch.distributed`` connects
 the ranks and no ``rendezvous_dir`` was given, the ranks meet in the job's own
 directory (the collector's ``summary_dir``, which every rank writes under)::
 
-    <job_dir>/.rankscribe-rendezvous/     0700
-      <launch>/                           e.g. slurm.1234.0, torchrun.none.0, job
-        generations.lock
+    <job_dir>/.rankscribe-rendezvous/     0700, this user's, writable by nobody else
+      <launch>/                           e.g. slurm.1234.0, torchrun.none.0.host.29500,
+                                          id.<RANKSCRIBE_JOB_ID>, job
+        generations.lock                  0600
         000000/                           one FileCoordinator folder per coordinator
         000001/                           (a second coordinator, or a later run)
 
-``<launch>`` names the launch where the launcher gives it a name (Slurm's job
-and step ids; torchrun's run id and restart count). A job directory is often
+``<launch>`` names the launch where the launcher gives it a name
+(:func:`~rankscribe.ranks._info.launch_name`: ``RANKSCRIBE_JOB_ID``, Slurm's job
+and step ids, torchrun's run id and restart count, the ``MASTER_ADDR`` and
+``MASTER_PORT`` torch's ranks meet at), so two jobs running at once into one
+directory meet in folders of their own. Processes started by hand with nothing
+that names their launch share ``job``: two such jobs started at the same moment
+cannot be told apart (set ``RANKSCRIBE_JOB_ID``). A job directory is often
 reused by a later run, so each coordinator takes the first numbered folder in
 which its rank is free: not registered yet, every member with the same world
 size, and not a folder whose members all ran on this host and have ended.
@@ -27,21 +33,24 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import filelock
 
+from rankscribe.ranks._args import check_path, check_timeout
 from rankscribe.ranks._coordinator import JOB_RENDEZVOUS_DIRNAME
-from rankscribe.ranks._deadline import check_timeout
-from rankscribe.ranks._info import RankInfo, launch_name
+from rankscribe.ranks._info import RankInfo, check_info, launch_name
 from rankscribe.ranks._layout import DIRECTORY_MODE
-from rankscribe.ranks._rendezvous import FileCoordinator, _read_members
-from rankscribe.ranks.errors import RanksTypeError, RendezvousError
+from rankscribe.ranks.backends._folders import check_folder, lock
+from rankscribe.ranks.backends._rendezvous import FileCoordinator, read_members
+from rankscribe.ranks.errors import RendezvousError
 
 __all__ = ["JobFolderCoordinator", "job_folder_coordinator"]
+
+_ADVICE = "remove it, or pass rendezvous_dir=<a folder of your own>"
+
 
 class JobFolderCoordinator(FileCoordinator):
     """A :class:`FileCoordinator` in the job directory's hidden folder."""
@@ -50,6 +59,7 @@ class JobFolderCoordinator(FileCoordinator):
         " (a directory local to each host?): pass rendezvous_dir=<a folder every rank "
         "sees>, or initialise torch.distributed before training"
     )
+    _folder_advice = _ADVICE
 
 
 def job_folder_coordinator(
@@ -60,24 +70,24 @@ def job_folder_coordinator(
     environ: Mapping[str, str] | None = None,
 ) -> JobFolderCoordinator:
     """The coordinator of ``info``'s rank in ``job_dir``'s hidden rendezvous folder."""
-    if not isinstance(job_dir, (str, os.PathLike)):
-        raise RanksTypeError(
-            f"job_dir must be a str or os.PathLike, got {type(job_dir).__name__}"
-        )
+    job = check_path("job_dir", job_dir)
+    check_info("info", info)
     seconds = check_timeout("timeout", timeout)
     launch = launch_name(os.environ if environ is None else environ)
-    hidden = Path(job_dir) / JOB_RENDEZVOUS_DIRNAME
-    Path(job_dir).mkdir(mode=DIRECTORY_MODE, parents=True, exist_ok=True)
+    hidden = job / JOB_RENDEZVOUS_DIRNAME
+    job.mkdir(mode=DIRECTORY_MODE, parents=True, exist_ok=True)
     base = hidden / launch
     for folder in (hidden, base):
         _private_folder(folder)
-    lock = filelock.FileLock(str(base / "generations.lock"), timeout=seconds)
+    generations = lock(base / "generations.lock", seconds)
     try:
-        with lock:
+        with generations:
             folder = _free_folder(base, info)
             return JobFolderCoordinator(info, folder, timeout=seconds)
     except filelock.Timeout as error:
-        raise RendezvousError(f"could not lock {lock.lock_file} within {seconds:g} s") from error
+        raise RendezvousError(
+            f"could not lock {generations.lock_file} within {seconds:g} s"
+        ) from error
 
 
 def _free_folder(base: Path, info: RankInfo) -> Path:
@@ -97,7 +107,7 @@ def _joinable(folder: Path, info: RankInfo) -> bool:
     if folder.is_symlink() or not folder.is_dir():
         return False
     try:
-        members = _read_members(folder / "members.json")
+        members = read_members(folder / "members.json")
     except (OSError, RendezvousError):
         return False
     if str(info.rank) in members:
@@ -124,12 +134,8 @@ def _ended_here(member: Any) -> bool:
 
 
 def _private_folder(path: Path) -> None:
-    """Make ``path`` (0700) or accept it if it is this user's own folder, not a link."""
+    """Make ``path`` (0700) or accept it if it is this user's own folder, not a link,
+    writable by nobody else."""
     with contextlib.suppress(FileExistsError):
         path.mkdir(mode=DIRECTORY_MODE)
-    found = os.lstat(path)
-    if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid():
-        raise RendezvousError(
-            f"{path} is not a folder of this user's (a symbolic link or another user's "
-            "file): remove it, or pass rendezvous_dir=<a folder of your own>"
-        )
+    check_folder(path, "the rendezvous folder", follow_link=False, advice=_ADVICE)

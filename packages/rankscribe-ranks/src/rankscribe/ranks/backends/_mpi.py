@@ -3,13 +3,13 @@
 MPI's own collectives (``MPI_Gather``, ``MPI_Barrier``) cannot time out, and a
 pending non-blocking collective cannot be cancelled, so one dead rank would
 hang every other rank. This backend builds each collective from non-blocking
-point-to-point messages instead (see :mod:`rankscribe.ranks._message` for their
+point-to-point messages instead (see :mod:`rankscribe.ranks.backends._message` for their
 format) and polls them with ``Test`` until they complete or the deadline
 passes; then it cancels the receives still pending and reports who is missing.
 
-- gather: every rank sends its pickled object to the root, which receives from
+- gather: every rank sends its encoded object to the root, which receives from
   all ranks at once.
-- bcast: the root sends its pickled object to every rank (linear, which is
+- bcast: the root sends its encoded object to every rank (linear, which is
   fine for the small objects and world sizes this package serves).
 - barrier: every rank reports its arrival to rank 0; rank 0 answers each with
   the list of ranks that did not arrive in time, so every rank raises the same
@@ -29,21 +29,20 @@ unmatched messages are abandoned (MPI cannot cancel a send that is under way)
 and MPICH may report them at finalisation.
 
 mpi4py is imported only when this backend is created
-(:func:`rankscribe.ranks._mpi_loader.load_mpi`).
+(:func:`rankscribe.ranks.backends._mpi_loader.load_mpi`).
 """
 
 from __future__ import annotations
 
 import logging
-import pickle
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
-from rankscribe.ranks import _mpi_loader
 from rankscribe.ranks._coordinator import DEFAULT_TIMEOUT, Coordinator, GatherResult
 from rankscribe.ranks._deadline import Backoff, Deadline
 from rankscribe.ranks._info import RankInfo, detect
-from rankscribe.ranks._message import (
+from rankscribe.ranks.backends import _mpi_loader
+from rankscribe.ranks.backends._message import (
     DEFAULT_CHUNK_BYTES,
     HEADER_SIZE,
     Header,
@@ -53,6 +52,7 @@ from rankscribe.ranks._message import (
 from rankscribe.ranks.errors import (
     BarrierTimeoutError,
     CollectiveTimeoutError,
+    MessageError,
     RanksValueError,
 )
 
@@ -106,7 +106,7 @@ class _Outbound:
     """One message being sent to ``dest``: header and all chunks posted at once."""
 
     def __init__(
-        self, mpi: Any, comm: Any, dest: int, tag: int, header: Header, payload: bytes
+        self, mpi: Any, comm: Any, dest: int, tag: int, header: Header, payload: bytes | bytearray
     ) -> None:
         self.mpi = mpi
         self.dest = dest
@@ -207,9 +207,11 @@ class MpiCoordinator(Coordinator):
         values: dict[int, T] = {root: obj}
         for source, channel in inbound.items():
             if channel.done and channel.payload is not None:
-                value = self._loads(channel.payload, source, sequence)
-                if value is not _UNREADABLE:
-                    values[source] = value
+                try:
+                    values[source] = self._loads(channel.payload, "gather", source)
+                except MessageError as error:
+                    logger.error("gather #%d: rank %d counts as missing: %s", sequence, source,
+                                 error)
         missing = tuple(rank for rank in range(self.world_size) if rank not in values)
         if missing:
             logger.warning(
@@ -243,7 +245,7 @@ class MpiCoordinator(Coordinator):
             raise CollectiveTimeoutError(
                 f"bcast #{sequence}", deadline.seconds, (root,), f"nothing arrived from root {root}"
             )
-        value: T = pickle.loads(inbound.payload)
+        value: T = self._loads(inbound.payload, "bcast", root)
         return value
 
     def _barrier(self, deadline: Deadline, sequence: int) -> None:
@@ -259,7 +261,10 @@ class MpiCoordinator(Coordinator):
                 f"barrier #{sequence}", deadline.seconds, (0,),
                 "rank 0 did not release it (rank 0 names the ranks that did not arrive)",
             )
-        missing: tuple[int, ...] = pickle.loads(release.payload)
+        missing = self._loads(release.payload, "barrier", 0)
+        if not (isinstance(missing, tuple) and all(isinstance(r, int) for r in missing)):
+            raise MessageError(f"barrier #{sequence}: rank 0's verdict {missing!r:.100} is "
+                               "not a tuple of ranks")
         if missing:
             raise BarrierTimeoutError(
                 f"barrier #{sequence}", deadline.seconds, missing,
@@ -273,7 +278,7 @@ class MpiCoordinator(Coordinator):
         }
         self._exchange(arrivals.values(), deadline)
         missing = tuple(source for source, channel in arrivals.items() if not channel.done)
-        verdict = pickle.dumps(missing)
+        verdict = self._dumps(missing, "barrier")
         releases = [
             self._outbound(source, tag, Operation.BARRIER_RELEASE, sequence, verdict)
             for source, channel in arrivals.items()
@@ -294,7 +299,7 @@ class MpiCoordinator(Coordinator):
         return _Inbound(self._mpi, self._comm, source, tag, operation, sequence)
 
     def _outbound(
-        self, dest: int, tag: int, operation: Operation, sequence: int, payload: bytes
+        self, dest: int, tag: int, operation: Operation, sequence: int, payload: bytes | bytearray
     ) -> _Outbound:
         header = Header(operation, sequence, len(payload), self.chunk_size)
         return _Outbound(self._mpi, self._comm, dest, tag, header, payload)
@@ -341,15 +346,3 @@ class MpiCoordinator(Coordinator):
         if cancelled:
             logger.debug("abandoning %d receive(s) already under way", len(cancelled))
         self._abandoned += cancelled
-
-    def _loads(self, payload: bytearray, source: int, sequence: int) -> Any:
-        try:
-            return pickle.loads(payload)
-        except Exception:
-            logger.exception(
-                "gather #%d: the object from rank %d cannot be unpickled", sequence, source
-            )
-            return _UNREADABLE
-
-
-_UNREADABLE = object()

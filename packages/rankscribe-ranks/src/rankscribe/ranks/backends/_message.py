@@ -1,13 +1,13 @@
 """The wire format of one point-to-point message of the MPI backend.
 
-A message is a fixed 32-byte header followed by the pickled payload in chunks:
+A message is a fixed 32-byte header followed by the encoded payload in chunks:
 
     header  magic b"RSR1", operation (u8), 3 pad bytes, sequence (u64),
             payload size (u64), chunk size (u64), all little-endian
     chunks  ceil(size / chunk size) MPI messages of MPI.BYTE, in order
 
 MPI counts are C ``int``: one message of more than 2,147,483,647 elements
-fails (or silently truncates on old libraries). Pickled objects larger than
+fails (or silently truncates on old libraries). Encoded objects larger than
 that are therefore never sent whole: each chunk is at most ``chunk_size``
 bytes, 1 GiB by default, half the limit. MPI keeps messages with the same
 source, tag and communicator in order, so the receiver posts one receive per

@@ -12,9 +12,13 @@ the ranks that did not deliver, as with the MPI and file backends.
 
 Keys, under ``rankscribe/<job>/<coordinator>/<sequence>/``:
 
-- gather: ``rank_<r>`` (each rank's object, deleted by the root once read);
-  ``closed`` (set by the root when it gave up on a rank, so a late rank
-  deletes what it wrote).
+- gather: ``rank_<r>`` (each rank's object) and ``out`` (a counter every rank
+  adds one to when it is done: a rank other than the root once it set its
+  object, the root once it read what arrived). Only the root reads or deletes
+  ``rank_<r>`` while it gathers, so a key the root saw cannot vanish before its
+  ``get``, which on a c10d store would block until the store's own timeout. The
+  root deletes the keys it read; the rank whose ``add`` counts everyone out
+  (the root, or a late rank) deletes what is left.
 - bcast: ``root`` (the object, deleted by the root once every rank took it)
   and ``taken_<r>`` (each rank's acknowledgement, deleted with it).
 - barrier: ``rank_<r>`` (each rank's arrival) and ``left`` (a counter; the
@@ -29,9 +33,11 @@ collective. Values start with the collective's kind, so ranks that called
 different collectives at the same position are told
 (:class:`CollectiveMismatchError`).
 
-After a timeout, the keys that a missing rank would have consumed stay in the
-store, which lives as long as the job. A store whose ``delete_key`` fails
-(a custom store without it) keeps every key; that is logged once.
+Values are data (:mod:`rankscribe.ranks._codec`), never pickles: any client that
+reaches the store's port could set a key. After a timeout, the keys that a
+missing rank would have consumed stay in the store, which lives as long as the
+job. A store whose ``delete_key`` fails (a custom store without it) keeps every
+key; that is logged once.
 """
 
 from __future__ import annotations
@@ -39,19 +45,24 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-import pickle
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, TypeVar
 
 from rankscribe.ranks._coordinator import DEFAULT_TIMEOUT, Coordinator, GatherResult
 from rankscribe.ranks._deadline import Backoff, Deadline
 from rankscribe.ranks._info import RankInfo, detect, launch_name
+from rankscribe.ranks.backends._torch import (
+    default_group_rank,
+    default_store,
+    initialised_distributed,
+)
 from rankscribe.ranks.errors import (
     BackendUnavailableError,
     BarrierTimeoutError,
     CollectiveMismatchError,
     CollectiveTimeoutError,
+    MessageError,
     RanksTypeError,
     RanksValueError,
     StoreError,
@@ -142,25 +153,23 @@ class StoreCoordinator(Coordinator):
     # -- collectives -----------------------------------------------------------------
 
     def _gather(self, obj: T, root: int, deadline: Deadline, sequence: int) -> GatherResult[T]:
+        keys = {r: self._key(sequence, f"rank_{r}") for r in range(self.world_size)}
         if self.rank != root:
-            own = self._key(sequence, f"rank_{self.rank}")
-            self._request("set", own, _pack("gather", self._dumps(obj, "gather")))
-            if self._request("check", [self._key(sequence, "closed")]):
-                self._delete(own)  # the root gave up on this rank already
+            # Never delete this key here: the root may have seen it and be about to get it.
+            self._request("set", keys[self.rank], _pack("gather", self._dumps(obj, "gather")))
+            self._count_out(sequence, keys.values())
             return GatherResult(root=root, rank=self.rank, world_size=self.world_size)
-        keys = {r: self._key(sequence, f"rank_{r}") for r in range(self.world_size) if r != root}
-        arrived = self._wait_for(keys, deadline)
-        if len(arrived) < len(keys):
-            # Late ranks see this and delete their own key; then look once more for
-            # a rank that set its key between the last poll and this marker.
-            self._request("set", self._key(sequence, "closed"), b"")
-            arrived = [r for r in keys if r in arrived or self._request("check", [keys[r]])]
+        others = {r: key for r, key in keys.items() if r != root}
+        arrived = self._wait_for(others, deadline)
         values: dict[int, T] = {root: obj}
         for source in arrived:
-            value = self._load(self._request("get", keys[source]), "gather", source, sequence)
-            self._delete(keys[source])
-            if value is not _UNREADABLE:
-                values[source] = value
+            try:
+                values[source] = self._load(self._request("get", others[source]), "gather",
+                                            source, sequence)
+            except MessageError as error:
+                logger.error("gather #%d: rank %d counts as missing: %s", sequence, source, error)
+            self._delete(others[source])
+        self._count_out(sequence, keys.values())
         missing = tuple(rank for rank in range(self.world_size) if rank not in values)
         if missing:
             logger.warning(
@@ -171,6 +180,17 @@ class StoreCoordinator(Coordinator):
         return GatherResult(
             root=root, rank=self.rank, world_size=self.world_size, values=values, missing=missing
         )
+
+    def _count_out(self, sequence: int, keys: Iterable[str]) -> None:
+        """Count this rank out of a gather; the last one out deletes what is left.
+
+        The root counts itself out only after its last ``get``, so whoever is last
+        deletes keys nobody will read any more.
+        """
+        out = self._key(sequence, "out")
+        if self._request("add", out, 1) == self.world_size:
+            for key in (*keys, out):
+                self._delete(key)
 
     def _bcast(self, obj: T, root: int, deadline: Deadline, sequence: int) -> T:
         key = self._key(sequence, "root")
@@ -197,14 +217,9 @@ class StoreCoordinator(Coordinator):
                 f"bcast #{sequence}", deadline.seconds, (root,),
                 f"root {root} set nothing under {key} in the store",
             )
-        value = self._load(self._request("get", key), "bcast", root, sequence)
+        packed = self._request("get", key)
         self._request("set", self._key(sequence, f"taken_{self.rank}"), b"")
-        if value is _UNREADABLE:
-            raise CollectiveTimeoutError(
-                f"bcast #{sequence}", deadline.seconds, (root,),
-                f"the object root {root} set under {key} cannot be unpickled",
-            )
-        result: T = value
+        result: T = self._load(packed, "bcast", root, sequence)
         return result
 
     def _barrier(self, deadline: Deadline, sequence: int) -> None:
@@ -266,14 +281,9 @@ class StoreCoordinator(Coordinator):
         return list(keys)
 
     def _load(self, packed: bytes, kind: str, source: int, sequence: int) -> Any:
+        """The object in a value of the store; MessageError if it is not a message."""
         payload = self._check_kind(packed, kind, source, sequence)
-        try:
-            return pickle.loads(payload)
-        except Exception:
-            logger.exception(
-                "%s #%d: the object from rank %d cannot be unpickled", kind, sequence, source
-            )
-            return _UNREADABLE
+        return self._loads(payload, f"{kind} #{sequence}", source)
 
     def _check_kind(self, packed: bytes, kind: str, source: int, sequence: int) -> bytes:
         found, _, payload = bytes(packed).partition(_SEPARATOR)
@@ -286,21 +296,11 @@ class StoreCoordinator(Coordinator):
         return payload
 
 
-_UNREADABLE = object()
-
-
-def _pack(kind: str, payload: bytes) -> bytes:
+def _pack(kind: str, payload: bytes | bytearray) -> bytes:
     return kind.encode("ascii") + _SEPARATOR + payload
 
 
 def _torch_store(info: RankInfo) -> Any:
-    # Imported here: _torch looks at sys.modules only, but keeps torch out of sight.
-    from rankscribe.ranks._torch import (  # noqa: PLC0415
-        default_group_rank,
-        default_store,
-        initialised_distributed,
-    )
-
     distributed = initialised_distributed()
     if distributed is None:
         raise BackendUnavailableError(

@@ -1,0 +1,228 @@
+"""claim_job_dir: a job owns its directory before any rank writes; a second job goes elsewhere."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rankscribe.ranks import (
+    CLAIM_FILE_NAME,
+    JOB_RENDEZVOUS_DIRNAME,
+    FileCoordinator,
+    JobClaim,
+    JobDirClaimedError,
+    RankInfo,
+    RanksTypeError,
+    RanksValueError,
+    claim_job_dir,
+)
+
+WORKER = Path(__file__).resolve().parent / "file_worker.py"
+PROCESS_TIMEOUT = 60
+LAUNCHER_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "SLURM_PROCID",
+                      "SLURM_JOB_ID", "SLURM_STEP_ID", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+                      "PMIX_RANK", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT",
+                      "MASTER_ADDR", "MASTER_PORT", "RANKSCRIBE_JOB_ID")
+
+
+@pytest.fixture(autouse=True)
+def alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in LAUNCHER_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
+def claim_of(directory: Path) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads((directory / CLAIM_FILE_NAME).read_text())
+    return result
+
+
+def test_a_process_claims_a_new_directory_privately(tmp_path: Path) -> None:
+    claim = claim_job_dir(tmp_path / "runs" / "exp1")
+    assert claim == JobClaim(tmp_path / "runs" / "exp1", claim.job_id, appended=False)
+    claim_file = claim.directory / CLAIM_FILE_NAME
+    assert stat.S_IMODE(claim_file.stat().st_mode) == 0o600
+    assert stat.S_IMODE(claim.directory.stat().st_mode) == 0o700
+    assert claim_of(claim.directory)["job_id"] == claim.job_id
+    assert claim_of(claim.directory)["pid"] == os.getpid()
+
+
+def test_a_second_job_gets_the_next_free_directory(tmp_path: Path) -> None:
+    first = claim_job_dir(tmp_path / "exp1")
+    second = claim_job_dir(tmp_path / "exp1")
+    third = claim_job_dir(tmp_path / "exp1", on_exists="new")
+    assert [first.directory.name, second.directory.name, third.directory.name] == [
+        "exp1", "exp1-2", "exp1-3"]
+    assert len({first.job_id, second.job_id, third.job_id}) == 3
+
+
+def test_a_directory_with_a_run_recorded_without_a_claim_is_taken(tmp_path: Path) -> None:
+    rank = tmp_path / "exp1" / "rank_1"
+    rank.mkdir(parents=True)
+    (rank / "events.out.events.summary.1700000000.1.host_MS").write_bytes(b"")
+    assert claim_job_dir(tmp_path / "exp1").directory == tmp_path / "exp1-2"
+    # A directory with other files only (or the rendezvous folder) is free.
+    (tmp_path / "exp2" / JOB_RENDEZVOUS_DIRNAME).mkdir(parents=True)
+    (tmp_path / "exp2" / "notes.txt").write_text("mine")
+    assert claim_job_dir(tmp_path / "exp2").directory == tmp_path / "exp2"
+
+
+def test_on_exists_error_names_the_directory_and_the_job_holding_it(tmp_path: Path) -> None:
+    first = claim_job_dir(tmp_path / "exp1")
+    with pytest.raises(JobDirClaimedError) as caught:
+        claim_job_dir(tmp_path / "exp1", on_exists="error")
+    message = str(caught.value)
+    assert f"{tmp_path / 'exp1'} belongs to job {first.job_id} (pid {os.getpid()} on " in message
+    assert "on_exists='new'" in message
+    assert isinstance(caught.value, FileExistsError)
+    assert caught.value.claim["job_id"] == first.job_id
+    assert not (tmp_path / "exp1-2").exists()
+
+
+def test_on_exists_append_joins_with_the_claims_job_id(tmp_path: Path) -> None:
+    first = claim_job_dir(tmp_path / "exp1")
+    again = claim_job_dir(tmp_path / "exp1", on_exists="append")
+    assert again == JobClaim(first.directory, first.job_id, appended=True)
+
+
+def test_a_planted_link_at_the_claim_is_never_followed(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere"
+    target.write_text("untouched")
+    (tmp_path / "exp1").mkdir()
+    (tmp_path / "exp1" / CLAIM_FILE_NAME).symlink_to(target)
+    claim = claim_job_dir(tmp_path / "exp1")
+    assert claim.directory == tmp_path / "exp1-2"
+    assert target.read_text() == "untouched"
+
+
+@pytest.mark.parametrize(("kwargs", "error", "message"), [
+    ({"summary_dir": 5}, RanksTypeError, "summary_dir must be a str or os.PathLike, got int 5"),
+    ({"summary_dir": "a\0b"}, RanksValueError, "summary_dir must be a non-empty path without NUL"),
+    ({"summary_dir": "x", "on_exists": "overwrite"}, RanksValueError,
+     "on_exists must be one of new, error, append; got 'overwrite'"),
+    ({"summary_dir": "x", "coordinator": "mpi"}, RanksTypeError,
+     "coordinator must be a rankscribe.ranks Coordinator"),
+    ({"summary_dir": "x", "timeout": float("nan")}, RanksValueError,
+     "timeout must be a finite number of seconds >= 0, got nan"),
+])
+def test_bad_arguments_are_named(
+    tmp_path: Path, kwargs: dict[str, Any], error: type[Exception], message: str,
+) -> None:
+    os.chdir(tmp_path)
+    with pytest.raises(error) as caught:
+        claim_job_dir(**kwargs)
+    assert message in str(caught.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_job_of_several_ranks_needs_its_coordinator(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(RanksValueError, match="coordinator must be given on a job of 2 ranks"):
+        claim_job_dir(tmp_path / "exp1")
+
+
+def info(rank: int, world_size: int) -> RankInfo:
+    return RankInfo(rank, world_size, rank, world_size, socket.gethostname(), "torchrun")
+
+
+def test_every_rank_gets_rank_0s_claim(tmp_path: Path) -> None:
+    claim_job_dir(tmp_path / "exp1")  # an earlier job holds exp1
+    coordinators = [FileCoordinator(info(rank, 3), tmp_path / "rendezvous") for rank in range(3)]
+    results: dict[int, Any] = {}
+
+    def run(coordinator: FileCoordinator) -> None:
+        results[coordinator.rank] = claim_job_dir(tmp_path / "exp1", coordinator=coordinator,
+                                                  timeout=20)
+
+    threads = [threading.Thread(target=run, args=(c,)) for c in coordinators]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert len({results[rank] for rank in range(3)}) == 1
+    assert results[0].directory == tmp_path / "exp1-2"
+    assert claim_of(tmp_path / "exp1-2")["world_size"] == 3
+
+
+def test_on_exists_error_is_raised_on_every_rank(tmp_path: Path) -> None:
+    claim_job_dir(tmp_path / "exp1")
+    coordinators = [FileCoordinator(info(rank, 2), tmp_path / "rendezvous") for rank in range(2)]
+    errors: dict[int, BaseException] = {}
+
+    def run(coordinator: FileCoordinator) -> None:
+        try:
+            claim_job_dir(tmp_path / "exp1", coordinator=coordinator, on_exists="error")
+        except JobDirClaimedError as error:
+            errors[coordinator.rank] = error
+
+    threads = [threading.Thread(target=run, args=(c,)) for c in coordinators]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert sorted(errors) == [0, 1]
+    assert str(errors[0]) == str(errors[1])
+
+
+# -- two jobs started into one directory at once --------------------------------------------
+
+
+def registered(job_dir: Path) -> int:
+    total = 0
+    for members in job_dir.glob(f"{JOB_RENDEZVOUS_DIRNAME}/*/*/members.json"):
+        with contextlib.suppress(ValueError):  # being replaced
+            total += len(json.loads(members.read_text()))
+    return total
+
+
+def test_two_jobs_started_into_one_directory_never_pair(tmp_path: Path) -> None:
+    # Two torchrun launches with the default run id ("none"): what tells them apart is the
+    # MASTER_PORT torchrun gives each job's ranks. They start interleaved, A0 B1 B0 A1,
+    # which paired rank 0 of one job with rank 1 of the other when only the run id counted.
+    job_dir, out = tmp_path / "runs" / "exp1", tmp_path / "out"
+    out.mkdir()
+    base = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES}
+    jobs = {"A": "29500", "B": "29501"}
+    processes = []
+    for started, (job, rank) in enumerate([("A", 0), ("B", 1), ("B", 0), ("A", 1)]):
+        env = {**base, "RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank),
+               "LOCAL_WORLD_SIZE": "2", "TORCHELASTIC_RUN_ID": "none",
+               "TORCHELASTIC_RESTART_COUNT": "0", "MASTER_ADDR": "127.0.0.1",
+               "MASTER_PORT": jobs[job], "JOB_TAG": job}
+        job_out = out / job
+        job_out.mkdir(exist_ok=True)
+        command = [sys.executable, str(WORKER), "claim", str(job_dir), str(job_out), "30", "job"]
+        processes.append(subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True))
+        deadline = time.monotonic() + PROCESS_TIMEOUT
+        while registered(job_dir) <= started and time.monotonic() < deadline:
+            time.sleep(0.02)
+    try:
+        for process in processes:
+            _, stderr = process.communicate(timeout=PROCESS_TIMEOUT)
+            assert process.returncode == 0, stderr
+    finally:
+        for process in processes:
+            process.kill()
+    records = {(job, rank): json.loads((out / job / f"rank_{rank}.json").read_text())
+               for job in jobs for rank in (0, 1)}
+    for job in jobs:
+        root, other = records[(job, 0)], records[(job, 1)]
+        assert root["missing"] == []
+        assert {value["job"] for value in root["values"].values()} == {job}
+        assert (root["directory"], root["job_id"]) == (other["directory"], other["job_id"])
+    directories = {records[(job, 0)]["directory"] for job in jobs}
+    assert directories == {str(job_dir), str(job_dir.with_name("exp1-2"))}
+    assert records[("A", 0)]["job_id"] != records[("B", 0)]["job_id"]
