@@ -41,11 +41,10 @@ from rankscribe.collector.errors import CollectorStateError, CollectorTypeError
 from rankscribe.collector.frameworks._driver import (
     ConfiguredOptimizer,
     FrameworkRun,
-    claim_run_dir,
+    claim_summary_dir,
     job_coordinator,
     lineage_values,
     numeric_scalars,
-    sibling_names,
     unwrapped_optimizer,
 )
 from rankscribe.ranks import detect
@@ -125,11 +124,9 @@ class RankScribeTracker(GeneralTracker):  # type: ignore[misc]
             return
         self._started = True
         info = detect()
-        parent, base = os.path.split(self._requested)
+        parent = os.path.dirname(self._requested)
         self._coordinator = job_coordinator(info, parent or ".", self._merge_timeout, _OWNER)
-        name = claim_run_dir(self._coordinator, parent or ".", sibling_names(base),
-                             owner=_OWNER)
-        self.summary_dir = os.path.join(parent, name)
+        self.summary_dir = claim_summary_dir(self._coordinator, self._requested)
 
     def store_init_configuration(self, values: Mapping[str, Any]) -> None:
         self._config.update(values)

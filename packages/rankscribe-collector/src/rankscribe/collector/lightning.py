@@ -33,7 +33,7 @@ from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 from rankscribe.collector.frameworks._driver import (
     FrameworkRun,
     check_name,
-    claim_run_dir,
+    claim_version_dir,
     job_coordinator,
     lineage_values,
     numeric_scalars,
@@ -113,10 +113,8 @@ class RankScribeLogger(Logger):
             info = detect()
             self._coordinator = job_coordinator(
                 info, self.root_dir, self._merge_timeout, _OWNER)
-            self._version = claim_run_dir(
-                self._coordinator, self.root_dir, lambda index: f"version_{index}",
-                given=self._given, owner=_OWNER,
-            )
+            self._version = claim_version_dir(
+                self._coordinator, self.root_dir, given=self._given, owner=_OWNER)
         return self._version
 
     @property

@@ -33,12 +33,11 @@ from rankscribe.collector.errors import CollectorTypeError
 from rankscribe.collector.frameworks._driver import (
     ConfiguredOptimizer,
     FrameworkRun,
-    claim_run_dir,
+    claim_summary_dir,
     job_coordinator,
     lineage_values,
     numeric_scalars,
     parameter_count,
-    sibling_names,
 )
 from rankscribe.ranks import detect
 
@@ -93,10 +92,9 @@ class RankScribeCallback(TrainerCallback):
     def on_train_begin(self, args: TrainingArguments, state: TrainerState,
                        control: TrainerControl, **kwargs: Any) -> None:
         info = detect()
-        parent, base = os.path.split(self._requested)
+        parent = os.path.dirname(self._requested)
         coordinator = job_coordinator(info, parent or ".", self._merge_timeout, _OWNER)
-        name = claim_run_dir(coordinator, parent or ".", sibling_names(base), owner=_OWNER)
-        self.summary_dir = os.path.join(parent, name)
+        self.summary_dir = claim_summary_dir(coordinator, self._requested)
         model = kwargs.get("model")
         train_loader = kwargs.get("train_dataloader")
         self._eval_dataset = kwargs.get("eval_dataloader")

@@ -10,9 +10,10 @@ built by :class:`~rankscribe.collector.TrainLoop`'s own code and calls the
 the lineage, the job merge and the job view are the collector's, not a second
 implementation.
 
-:func:`claim_run_dir` is how every rank of a job agrees on a new directory for a
-run (Lightning's ``version_<n>``, or ``<dir>``, ``<dir>-2``, ...) without ever
-writing into an earlier run's.
+:func:`claim_summary_dir` (``<dir>``, else ``<dir>-2``, ...: the ranks' one
+rule, :func:`rankscribe.ranks.claim_job_dir`) and :func:`claim_version_dir`
+(Lightning's ``version_<n>``, then claimed the same way) are how every rank of a
+job agrees on a new directory for a run without ever writing into an earlier one.
 """
 
 from __future__ import annotations
@@ -22,14 +23,21 @@ import math
 import numbers
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rankscribe.collector._callback import Callback, CallbackList, CallbackParams, RunContext
 from rankscribe.collector._collector import SummaryCollector
 from rankscribe.collector._loop import TrainLoop
 from rankscribe.collector.errors import CollectorStateError, CollectorTypeError, CollectorValueError
-from rankscribe.ranks import Coordinator, RankInfo, RanksError
+from rankscribe.ranks import (
+    Coordinator,
+    JobDirClaimedError,
+    RankInfo,
+    RanksError,
+    claim_job_dir,
+    create_coordinator,
+)
 from rankscribe.writer.files import make_private_dir
 
 logger = logging.getLogger(__name__)
@@ -38,12 +46,12 @@ __all__ = [
     "CheckpointNote",
     "ConfiguredOptimizer",
     "FrameworkRun",
-    "claim_run_dir",
+    "claim_summary_dir",
+    "claim_version_dir",
     "job_coordinator",
     "lineage_values",
     "numeric_scalars",
     "parameter_count",
-    "sibling_names",
     "unwrapped_optimizer",
 ]
 
@@ -65,78 +73,65 @@ def check_name(owner: str, argument: str, value: object) -> str:
     return value
 
 
-def _holds_a_run(path: str) -> bool:
-    try:
-        return any(True for _ in os.scandir(path))
-    except FileNotFoundError:
-        return False
-
-
-def claim_run_dir(
+def claim_version_dir(
     coordinator: Coordinator,
     parent: str,
-    candidates: Callable[[int], str],
     *,
     given: str | None = None,
     owner: str,
 ) -> str:
-    """The run directory every rank of this job agrees on, created (0700) by rank 0.
+    """Lightning's ``version_<n>`` under ``parent``, agreed by every rank and claimed for the job.
 
-    Rank 0 tries ``candidates(0)``, ``candidates(1)``, ... under ``parent`` and
-    claims the first that does not exist with ``mkdir`` (atomic: a job started
-    at the same moment into the same parent gets the next one), then every
-    rank receives its name (a collective every rank calls, unconditionally).
-    A ``given`` name is used as it is, and refused when it already holds a
-    run: a run is never written into an earlier one.
+    Rank 0 creates the first free ``version_<n>`` with ``mkdir`` (atomic: a job
+    started at the same moment gets the next one) and every rank receives its
+    name (a collective every rank calls); then the job claims it as any job
+    claims its directory (:func:`rankscribe.ranks.claim_job_dir`). A ``given``
+    name that already holds a run is refused: a run never writes into another.
     """
-    claimed: str | BaseException
+    chosen: str = ""
     if coordinator.rank == 0:
         try:
-            claimed = _claim(parent, candidates, given, owner)
-        except (OSError, CollectorValueError) as error:
-            claimed = error
-    else:
-        claimed = ""
-    outcome: object = coordinator.bcast(
-        claimed if isinstance(claimed, str) else f"error: {claimed}", root=0
-    )
-    if isinstance(claimed, BaseException):
-        raise claimed
-    if not isinstance(outcome, str) or outcome.startswith("error: "):
+            chosen = given if given is not None else _free_version(parent)
+        except OSError as error:
+            chosen = f"error: {error}"
+    chosen = coordinator.bcast(chosen, root=0) if coordinator.world_size > 1 else chosen
+    if not isinstance(chosen, str) or not chosen or chosen.startswith("error: "):
         raise CollectorStateError(
-            f"For '{owner}', rank 0 could not create the run's directory under {parent!r}: "
-            f"{str(outcome)[7:]}"
+            f"For '{owner}', rank 0 could not create a version directory under {parent!r}: "
+            f"{str(chosen)[7:]}"
         )
-    return outcome
+    try:
+        claim_job_dir(os.path.join(parent, chosen), on_exists="error", coordinator=coordinator)
+    except JobDirClaimedError as error:
+        raise CollectorValueError(
+            f"For '{owner}', the version {chosen!r} already holds a run; a run is never "
+            f"written into an earlier one: give another version or leave it to choose the "
+            f"next one ({error})"
+        ) from error
+    return chosen
 
 
-def _claim(parent: str, candidates: Callable[[int], str], given: str | None, owner: str) -> str:
+def _free_version(parent: str) -> str:
     make_private_dir(parent)
-    if given is not None:
-        path = os.path.join(parent, given)
-        if _holds_a_run(path):
-            raise CollectorValueError(
-                f"For '{owner}', {path!r} already holds a run; a run is never written into "
-                f"an earlier one: give another name or leave it to choose the next one."
-            )
-        make_private_dir(path)
-        return given
-    taken = set(os.listdir(parent)) if os.path.isdir(parent) else set()
-    for index in range(100_000):
-        name = candidates(index)
-        if name in taken:
-            continue
+    taken = set(os.listdir(parent))
+    numbers = [int(name[8:]) for name in taken
+               if name.startswith("version_") and name[8:].isdigit() and name[8:].isascii()]
+    index = max(numbers) + 1 if numbers else 0
+    for _ in range(100_000):
+        name = f"version_{index}"
         try:
             os.mkdir(os.path.join(parent, name), 0o700)
         except FileExistsError:
+            index += 1
             continue
         return name
-    raise CollectorValueError(f"For '{owner}', no free run name under {parent!r}.")
+    raise CollectorValueError(f"no free version under {parent!r}")
 
 
-def sibling_names(base: str) -> Callable[[int], str]:
-    """``base``, ``base-2``, ``base-3``, ...: the names a rerun into the same place takes."""
-    return lambda index: base if index == 0 else f"{base}-{index + 1}"
+def claim_summary_dir(coordinator: Coordinator, summary_dir: str) -> str:
+    """``summary_dir``, or ``<summary_dir>-2``, ... when it holds a run: the ranks' one rule."""
+    return os.fspath(claim_job_dir(summary_dir, on_exists="new",
+                                   coordinator=coordinator).directory)
 
 
 def parameter_count(model: Any) -> int | None:
@@ -387,7 +382,7 @@ class FrameworkRun:
 def job_coordinator(info: RankInfo, parent: str, timeout: float, owner: str) -> Coordinator:
     """The collectives of this job (the collector's merge uses the same)."""
     try:
-        return Coordinator.create(info, timeout=timeout, job_dir=parent)
+        return create_coordinator(info, timeout=timeout, job_dir=parent)
     except RanksError as error:
         raise CollectorStateError(
             f"For '{owner}', the ranks of this job cannot reach each other: {error}"
