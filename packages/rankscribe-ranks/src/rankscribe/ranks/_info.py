@@ -277,11 +277,19 @@ def _slurm_local_size(env: Mapping[str, str]) -> tuple[int | None, str]:
 
 
 def _from_initialised_mpi(host: str) -> RankInfo | None:
-    """COMM_WORLD's numbers, only if the program itself already initialised MPI."""
+    """COMM_WORLD's numbers, only if the program itself already initialised MPI.
+
+    A world of one says nothing about the job: a library that only probes for
+    MPI (Lightning does, at import) initialises a singleton MPI in every
+    process of a job it launched itself; torch's process group, checked next,
+    knows the job.
+    """
     mpi: Any = sys.modules.get("mpi4py.MPI")
     if mpi is None or not mpi.Is_initialized() or mpi.Is_finalized():
         return None
     rank, size = int(mpi.COMM_WORLD.Get_rank()), int(mpi.COMM_WORLD.Get_size())
+    if size == 1:
+        return None
     return RankInfo(rank, size, rank, size, host, "mpi")
 
 

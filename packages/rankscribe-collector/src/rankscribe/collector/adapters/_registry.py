@@ -77,7 +77,10 @@ class AdapterRegistry:
             if kind in self._by_type:
                 return self._by_type[kind]
             chosen: Adapter | None = None
-            for cls in kind.__mro__:
+            # A wrapper may present itself as the class it wraps through ``__class__``
+            # (Accelerate's prepared data loaders say they are torch DataLoaders).
+            classes = (*kind.__mro__, *getattr(obj.__class__, "__mro__", ()))
+            for cls in classes:
                 module_name = ADAPTER_MODULES.get(cls.__module__.partition(".")[0])
                 if module_name is not None:
                     chosen = self._load(module_name)

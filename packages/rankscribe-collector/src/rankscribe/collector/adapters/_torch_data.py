@@ -92,6 +92,13 @@ def _loader_batch_size(loader: Any) -> int | None:
     return batch_size
 
 
+def _plain_batches(loader: Any) -> bool:
+    """True when the loader batches its own sampler with torch's ``BatchSampler``."""
+    batches = loader.batch_sampler
+    return batches is None or (type(batches) is torch.utils.data.BatchSampler
+                               and batches.sampler is loader.sampler)
+
+
 def _loader_view(loader: Any) -> DatasetView:
     kind, sampler = type(loader), loader.sampler
     batch_size = _loader_batch_size(loader)
@@ -108,8 +115,10 @@ def _loader_view(loader: Any) -> DatasetView:
     }
     batches = _length(loader)
     # Samples per epoch: what the sampler draws (a DistributedSampler's is this
-    # rank's share), less what drop_last leaves out.
-    samples = _length(sampler)
+    # rank's share), less what drop_last leaves out. Under another batch sampler
+    # (Accelerate's shards the batches of a sampler over the whole dataset) the
+    # sampler's length is not this rank's: count batches x batch size instead.
+    samples = _length(sampler) if _plain_batches(loader) else None
     if loader.drop_last and batches is not None and batch_size is not None:
         samples = batches * batch_size
     return DatasetView(batches, batch_size, _dataset_path(loader.dataset), graph, samples)
