@@ -252,7 +252,7 @@ def declared_all(module: Module) -> set[str] | None:
             isinstance(node.target, ast.Name) and node.target.id == "__all__"
         ):
             names, value = names or set(), node.value
-        if value is not None and isinstance(value, ast.List | ast.Tuple):
+        if names is not None and isinstance(value, ast.List | ast.Tuple):
             names |= {
                 item.value
                 for item in value.elts
