@@ -7,9 +7,15 @@ repository by default) and fails, listing each offender, when:
 
 - a source module is longer than 500 lines (generated ``*_pb2.py`` files and
   ``.pyi`` stubs aside);
-- a package's own modules import each other in a cycle (only imports that run
-  when the module is imported count: not those inside functions nor under
-  ``if TYPE_CHECKING:``);
+- modules import each other in a cycle, within a package or across packages.
+  Every import statement counts, wherever it stands: at module level, inside a
+  function or method, and under ``if TYPE_CHECKING:``. An import inside a
+  function still makes the module depend on the other at run time; one under
+  ``TYPE_CHECKING`` makes the type checker read the other module first. Both
+  hide a layering problem, so neither is let off (see docs/contributing.md);
+- a package imports a rankscribe package the allowed package graph does not
+  give it (collector -> lineage -> writer, collector -> ranks -> writer,
+  collector -> writer; nothing points back);
 - a module imports from another rankscribe package anything but public names:
   no ``_``-prefixed component in the module path, and each imported name in the
   target module's ``__all__`` or a public submodule of it.
@@ -28,6 +34,13 @@ from pathlib import Path
 
 MAX_LINES = 500
 NAMESPACE = "rankscribe"
+# The rankscribe packages each package may import (besides itself); docs/contributing.md.
+ALLOWED_PACKAGES: dict[str, frozenset[str]] = {
+    "writer": frozenset(),
+    "ranks": frozenset({"writer"}),
+    "lineage": frozenset({"writer"}),
+    "collector": frozenset({"writer", "ranks", "lineage"}),
+}
 
 
 @dataclass(frozen=True)
@@ -42,16 +55,20 @@ class Module:
 class Report:
     long_modules: list[str] = field(default_factory=list)
     cycles: list[str] = field(default_factory=list)
+    package_imports: list[str] = field(default_factory=list)
     private_imports: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not (self.long_modules or self.cycles or self.private_imports)
+        return not (
+            self.long_modules or self.cycles or self.package_imports or self.private_imports
+        )
 
     def render(self) -> str:
         sections = [
             (f"modules over {MAX_LINES} lines", self.long_modules),
-            ("import cycles inside a package", self.cycles),
+            ("import cycles (every import counts, in functions too)", self.cycles),
+            ("imports against the package graph", self.package_imports),
             ("imports of non-public names from another package", self.private_imports),
         ]
         lines: list[str] = []
@@ -86,31 +103,8 @@ def _parse(path: Path) -> ast.Module:
     return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    if isinstance(test, ast.Name):
-        return test.id == "TYPE_CHECKING"
-    return isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-
-
-def import_time_statements(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
-    """The imports that run when a module is imported (class bodies yes, functions no)."""
-    for node in body:
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            yield node
-        elif isinstance(node, ast.If):
-            if not _is_type_checking(node.test):
-                yield from import_time_statements(node.body)
-            yield from import_time_statements(node.orelse)
-        elif isinstance(node, ast.Try):
-            for block in (node.body, node.orelse, node.finalbody):
-                yield from import_time_statements(block)
-            for handler in node.handlers:
-                yield from import_time_statements(handler.body)
-        elif isinstance(node, ast.With | ast.ClassDef):
-            yield from import_time_statements(node.body)
-
-
 def all_imports(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement of a module, at any depth (functions, classes, ``if``s)."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Import | ast.ImportFrom):
             yield node
@@ -152,17 +146,62 @@ def find_long_modules(modules: dict[str, Module]) -> list[str]:
     return found
 
 
-def find_cycles(modules: dict[str, Module]) -> list[str]:
+def import_graph(modules: dict[str, Module]) -> dict[str, set[str]]:
+    """Module -> the rankscribe modules it imports, by any import statement."""
     graph: dict[str, set[str]] = {}
     for module in modules.values():
         edges: set[str] = set()
-        for node in import_time_statements(_parse(module.path).body):
+        for node in all_imports(_parse(module.path)):
             for target in targets(module, node, modules):
-                known = modules.get(target)
-                if known is not None and known.package == module.package:
+                if target in modules:
                     edges.add(target)
         graph[module.name] = edges
-    return [" -> ".join([*cycle, cycle[0]]) for cycle in strongly_connected(graph)]
+    return graph
+
+
+def find_cycles(graph: dict[str, set[str]]) -> list[str]:
+    """One line per cycle: the modules in import order, back to the first."""
+    lines = []
+    for component in strongly_connected(graph):
+        path = shortest_cycle(graph, component)
+        line = " -> ".join([*path, path[0]])
+        others = sorted(set(component) - set(path))
+        if others:
+            line += f" (same cycle group: {', '.join(others)})"
+        lines.append(line)
+    return lines
+
+
+def shortest_cycle(graph: dict[str, set[str]], component: list[str]) -> list[str]:
+    """The shortest import path from the component's first module back to itself."""
+    start = component[0]
+    members = set(component)
+    parents: dict[str, str] = {}
+    queue = [start]
+    for node in queue:
+        for other in sorted(graph[node] & members):
+            if other == start:
+                path = [node]
+                while path[-1] != start:
+                    path.append(parents[path[-1]])
+                return path[::-1]
+            if other not in parents:
+                parents[other] = node
+                queue.append(other)
+    return component  # not reached: a strongly connected component has a cycle
+
+
+def find_package_imports(modules: dict[str, Module], graph: dict[str, set[str]]) -> list[str]:
+    found = []
+    for name, edges in sorted(graph.items()):
+        own = modules[name].package.split(".")[1]
+        allowed = ALLOWED_PACKAGES.get(own)
+        for target in sorted(edges):
+            other = modules[target].package.split(".")[1]
+            if other == own or allowed is None or other in allowed:
+                continue
+            found.append(f"{name} imports {target}: {own} may not import {other}")
+    return found
 
 
 def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -213,7 +252,7 @@ def declared_all(module: Module) -> set[str] | None:
             isinstance(node.target, ast.Name) and node.target.id == "__all__"
         ):
             names, value = names or set(), node.value
-        if value is not None and isinstance(value, ast.List | ast.Tuple):
+        if names is not None and isinstance(value, ast.List | ast.Tuple):
             names |= {
                 item.value
                 for item in value.elts
@@ -283,9 +322,11 @@ def _private_path(name: str) -> Iterator[str]:
 
 def check(root: Path) -> Report:
     modules = find_modules(root)
+    graph = import_graph(modules)
     return Report(
         long_modules=find_long_modules(modules),
-        cycles=find_cycles(modules),
+        cycles=find_cycles(graph),
+        package_imports=find_package_imports(modules, graph),
         private_imports=find_private_imports(modules),
     )
 
@@ -302,7 +343,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     report = check(args.root)
     if report.ok:
-        print("package boundaries hold: no long module, no import cycle, public imports only")
+        print(
+            "package boundaries hold: no long module, no import cycle, "
+            "the package graph kept, public imports only"
+        )
         return 0
     print(report.render())
     print("\nsee docs/contributing.md for the rules")

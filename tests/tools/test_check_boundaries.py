@@ -80,7 +80,7 @@ def test_an_import_cycle_is_listed(clean_tree: Path) -> None:
     })
     result = run(clean_tree)
     assert result.returncode == 1
-    assert "import cycles inside a package (1):" in result.stdout
+    assert "import cycles (every import counts, in functions too) (1):" in result.stdout
     assert "rankscribe.ranks._info -> rankscribe.ranks._mpi -> rankscribe.ranks._info" in (
         result.stdout
     )
@@ -99,17 +99,118 @@ def test_a_cycle_through_relative_imports_and_the_package_init(clean_tree: Path)
     ) in result.stdout
 
 
-def test_imports_in_functions_or_for_type_checking_make_no_cycle(clean_tree: Path) -> None:
+def test_a_cycle_through_an_import_inside_a_function_is_listed(clean_tree: Path) -> None:
+    # The shape the ranks coordinator had: a base class whose factory method imports the
+    # module of its subclasses at call time.
+    write_package(clean_tree, "ranks", {
+        "_coordinator.py": """
+            class Coordinator:
+                @staticmethod
+                def create() -> "Coordinator":
+                    from rankscribe.ranks._factory import build
+                    return build()
+        """,
+        "_factory.py": "from rankscribe.ranks._single import Single\ndef build(): ...\n",
+        "_single.py": "from rankscribe.ranks._coordinator import Coordinator\n",
+    })
+    result = run(clean_tree)
+    assert result.returncode == 1
+    assert (
+        "rankscribe.ranks._coordinator -> rankscribe.ranks._factory -> rankscribe.ranks._single"
+        " -> rankscribe.ranks._coordinator"
+    ) in result.stdout
+
+
+def test_the_same_modules_with_creation_above_the_subclasses_pass(clean_tree: Path) -> None:
+    write_package(clean_tree, "ranks", {
+        "_coordinator.py": "class Coordinator: ...\n",
+        "_factory.py": """
+            from rankscribe.ranks._single import Single
+            def build() -> Single:
+                from rankscribe.ranks._coordinator import Coordinator
+                return Single()
+        """,
+        "_single.py": "from rankscribe.ranks._coordinator import Coordinator\nclass Single: ...\n",
+    })
+    result = run(clean_tree)
+    assert result.returncode == 0, result.stdout
+
+
+def test_an_import_under_type_checking_counts_too(clean_tree: Path) -> None:
     write_package(clean_tree, "ranks", {
         "_coordinator.py": """
             from typing import TYPE_CHECKING
             if TYPE_CHECKING:
                 from rankscribe.ranks._single import Single
-            class Coordinator:
-                def create(self) -> None:
-                    from rankscribe.ranks._single import Single
         """,
         "_single.py": "from rankscribe.ranks._coordinator import Coordinator\n",
+    })
+    result = run(clean_tree)
+    assert result.returncode == 1
+    assert "rankscribe.ranks._coordinator -> rankscribe.ranks._single -> " in result.stdout
+
+
+def test_a_longer_cycle_names_the_rest_of_its_group(clean_tree: Path) -> None:
+    write_package(clean_tree, "ranks", {
+        "_a.py": "from rankscribe.ranks import _b\n",
+        "_b.py": "from rankscribe.ranks import _a, _c\n",
+        "_c.py": "from rankscribe.ranks import _b\n",
+    })
+    result = run(clean_tree)
+    assert result.returncode == 1
+    assert (
+        "rankscribe.ranks._a -> rankscribe.ranks._b -> rankscribe.ranks._a"
+        " (same cycle group: rankscribe.ranks._c)"
+    ) in result.stdout
+
+
+def test_a_module_importing_itself_is_a_cycle(clean_tree: Path) -> None:
+    write_package(clean_tree, "ranks", {"_a.py": "def f():\n    from rankscribe.ranks import _a\n"})
+    result = run(clean_tree)
+    assert result.returncode == 1
+    assert "rankscribe.ranks._a -> rankscribe.ranks._a" in result.stdout
+
+
+def test_an_import_against_the_package_graph_is_listed(clean_tree: Path) -> None:
+    write_package(clean_tree, "ranks", {"layout.py": "__all__ = ['where']\ndef where(): ...\n"})
+    write_package(clean_tree, "lineage", {
+        "_jobs.py": "def later():\n    from rankscribe.ranks.layout import where\n",
+    })
+    result = run(clean_tree)
+    assert result.returncode == 1
+    assert "imports against the package graph (1):" in result.stdout
+    assert (
+        "rankscribe.lineage._jobs imports rankscribe.ranks.layout: lineage may not import ranks"
+    ) in result.stdout
+
+
+def test_a_cycle_across_packages_is_listed(clean_tree: Path) -> None:
+    write_package(clean_tree, "ranks", {
+        "layout.py": "from rankscribe.writer.files import frame\n__all__ = ['where']\n",
+    })
+    write_package(clean_tree, "writer", {
+        "files.py": """
+            __all__ = ['frame']
+            def frame() -> None:
+                from rankscribe.ranks.layout import where
+        """,
+    })
+    result = run(clean_tree)
+    assert result.returncode == 1
+    assert (
+        "rankscribe.ranks.layout -> rankscribe.writer.files -> rankscribe.ranks.layout"
+    ) in result.stdout
+    assert "writer may not import ranks" in result.stdout
+
+
+def test_the_allowed_package_graph_passes(clean_tree: Path) -> None:
+    write_package(clean_tree, "ranks", {"layout.py": "from rankscribe.writer import files\n"})
+    write_package(clean_tree, "collector", {
+        "loop.py": """
+            from rankscribe.writer import Record
+            from rankscribe.ranks import layout
+            import rankscribe.lineage
+        """,
     })
     result = run(clean_tree)
     assert result.returncode == 0, result.stdout
@@ -162,9 +263,11 @@ def test_every_kind_is_reported_in_one_run(clean_tree: Path) -> None:
         "_a.py": "from rankscribe.ranks import _b\n",
         "_b.py": "from rankscribe.ranks import _a\nfrom rankscribe.writer import _record\n",
     })
+    write_package(clean_tree, "writer", {"_up.py": "from rankscribe.ranks import _a\n"})
     result = run(clean_tree)
     assert result.returncode == 1
-    for title in ("modules over 500 lines", "import cycles inside a package",
+    for title in ("modules over 500 lines", "import cycles (every import counts",
+                  "imports against the package graph",
                   "imports of non-public names from another package"):
         assert title in result.stdout
 

@@ -76,7 +76,7 @@ def test_write_records_names_signatures_and_public_submodules(tree: Path) -> Non
         "rankscribe.apisample.LIMIT: int = 3",
         "rankscribe.apisample.Widget: class(object) "
         "(size: int, *, name: str = 'w') -> None",
-        "rankscribe.apisample.Widget.area: property",
+        "rankscribe.apisample.Widget.area: property -> int",
         "rankscribe.apisample.Widget.grow: method (self, by: int) -> None",
         "rankscribe.apisample.make: (count: int = 1) -> rankscribe.apisample._impl.Widget",
         "rankscribe.apisample.options: module",
@@ -115,3 +115,83 @@ def test_a_package_that_does_not_import_is_named(tree: Path) -> None:
     result = run(tree)
     assert result.returncode == 2
     assert "cannot import rankscribe.apisample" in result.stdout
+
+
+# A module written the way the packages are: annotations stay strings.
+FIELDS = '''
+    from __future__ import annotations
+    import dataclasses
+    from typing import NamedTuple, Protocol, TypeVar
+    T = TypeVar("T")
+    Path = str | bytes
+    class _Base:
+        def merge(self, other: T) -> T: ...
+    class _Hidden: ...
+    class Shape(Protocol):
+        def size(self) -> int: ...
+    @dataclasses.dataclass
+    class Algorithm:
+        network: str
+        loss: float | None = None
+    class Point(NamedTuple):
+        step: int
+        value: float
+    class Reader(_Base):
+        def open(self, path: Path, shape: Shape) -> _Hidden: ...
+    def read(path: str | Path) -> Algorithm: ...
+'''
+
+
+@pytest.fixture
+def fields_tree(tmp_path: Path) -> Path:
+    write(tmp_path, {
+        "__init__.py": """
+            from rankscribe.apisample._fields import Algorithm, Point, Reader, Shape, read
+            __all__ = ["Algorithm", "Point", "Reader", "Shape", "read"]
+        """,
+        "_fields.py": FIELDS,
+    })
+    return tmp_path
+
+
+def test_fields_are_recorded_by_their_annotation_not_their_default(fields_tree: Path) -> None:
+    assert run(fields_tree, "--write").returncode == 0
+    lines = snapshot_lines(fields_tree)
+    assert "rankscribe.apisample.Algorithm.loss: attribute: float | None = None" in lines
+    assert "rankscribe.apisample.Algorithm.network: attribute: str" in lines
+    assert "rankscribe.apisample.Point.step: attribute: int" in lines
+    assert "rankscribe.apisample.Point.value: attribute: float" in lines
+    assert (
+        "rankscribe.apisample.Algorithm: class(object) (network: str, loss: float | None = None)"
+        " -> None"
+    ) in lines
+    # String annotations are written as the source spells them, without quotes.
+    assert "rankscribe.apisample.read: (path: str | Path) -> Algorithm" in lines
+
+
+def test_a_changed_annotation_with_the_same_default_is_a_change(fields_tree: Path) -> None:
+    run(fields_tree, "--write")
+    write(fields_tree, {"_fields.py": FIELDS.replace("loss: float | None", "loss: int | None")})
+    result = run(fields_tree, "--check")
+    assert result.returncode == 1
+    assert "-rankscribe.apisample.Algorithm.loss: attribute: float | None = None" in result.stdout
+    assert "+rankscribe.apisample.Algorithm.loss: attribute: int | None = None" in result.stdout
+
+
+def test_a_signature_naming_a_type_that_is_not_public_is_marked(fields_tree: Path) -> None:
+    result = run(fields_tree, "--write")
+    assert "4 public signatures name a type that is not public" in result.stdout
+    lines = snapshot_lines(fields_tree)
+    marked = [line for line in lines if ": ! " in line]
+    assert marked == [
+        "rankscribe.apisample.Reader: ! Path in 'Path' is not public",
+        "rankscribe.apisample.Reader: ! _Hidden in '_Hidden' is not public",
+        "rankscribe.apisample.Reader: ! base class _Base is not public",
+        "rankscribe.apisample.read: ! Path in 'str | Path' is not public",
+    ], marked
+    # Shape and Algorithm are exported and T is a type variable: none of them is marked.
+    assert run(fields_tree, "--check").returncode == 0
+    strict = run(fields_tree, "--check", "--strict-types")
+    assert strict.returncode == 1
+    assert "rankscribe.apisample.Reader: ! base class _Base is not public" in strict.stdout
+    assert "export each type (in an __all__) or annotate with a public one" in strict.stdout

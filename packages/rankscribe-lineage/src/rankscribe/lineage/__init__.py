@@ -66,7 +66,6 @@ from rankscribe.lineage.record._model import (
     UserDefinedInfo,
     ValidDataset,
 )
-from rankscribe.lineage.record._names import merged_lineage_name
 from rankscribe.lineage.record._parser import ParsedRun, RunLineage, parse_run
 
 __version__ = "0.1.0"
@@ -113,7 +112,6 @@ __all__ = [
     "get_summary_lineage",
     "merge_rank_lineages",
     "merge_run_dir",
-    "merged_lineage_name",
     "parse_run",
     "series_from_dir",
     "train_lineage_from_args",

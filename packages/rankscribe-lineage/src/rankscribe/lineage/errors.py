@@ -26,6 +26,7 @@ __all__ = [
     "LineageSummaryAnalyzeException",
     "LineageSummaryParseException",
     "MindInsightException",
+    "ReportUnavailableError",
 ]
 
 # MindInsight's code layout: runtime(2) type(2) level(3) system(8) module(5) value(12).
@@ -186,3 +187,9 @@ class LineageSummaryParseException(LineageError, ValueError):  # noqa: N818 - Mi
 
     def __init__(self, msg: str = "", http_code: int = 500) -> None:
         super().__init__(f" {msg}" if msg else "", http_code)
+
+
+class ReportUnavailableError(LineageError, ImportError):
+    """The report's charting library (plotly) is not installed (``rankscribe-lineage report``)."""
+
+    message_template = "{}"

@@ -105,6 +105,7 @@ from rankscribe.lineage.job._statistics import (
     LOSS_TAGS,
     STEP_TIME_TAG,
     JobStatistics,
+    SeriesLike,
     TagStatistics,
 )
 from rankscribe.lineage.job._verdicts import STRAGGLER_MARGIN, STRAGGLER_SHARE, StepTimes
@@ -128,8 +129,7 @@ __all__ = [
     "JobStatistics",
     "JobView",
     "RankSeries",
-    "holds_tensorboard_files",
-    "read_rank_series",
+    "SeriesLike",
     "series_from_dir",
     "session_values",
     "verdict_lines",

@@ -64,6 +64,8 @@ from rankscribe.writer.reader import (
     open_events,
 )
 
+__all__ = ["main"]
+
 PROGRAM = "rankscribe-dump"
 # Enough to read a small tensor in full on one line; larger ones are summarised.
 LISTED_ELEMENTS = 64

@@ -7,6 +7,18 @@ refines, so code written for the original SummaryRecord (which raised plain
 
 from __future__ import annotations
 
+__all__ = [
+    "CorruptRecordError",
+    "RecordTooLargeError",
+    "StepTooLargeError",
+    "WriterError",
+    "WriterFailedError",
+    "WriterOSError",
+    "WriterStateError",
+    "WriterTypeError",
+    "WriterValueError",
+]
+
 
 class WriterError(Exception):
     """Base class of every error raised by rankscribe.writer."""

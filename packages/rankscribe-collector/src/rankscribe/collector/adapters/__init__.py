@@ -51,7 +51,7 @@ from __future__ import annotations
 from rankscribe.collector.adapters._graph_builder import graph_builder
 from rankscribe.collector.adapters._parameters import network_parameters
 from rankscribe.collector.adapters._registry import (
-    ADAPTER_MODULES,
+    ADAPTER_MODULES,  # noqa: F401 - the table behind register_adapter; not public
     Adapter,
     AdapterRegistry,
     register_adapter,
@@ -59,7 +59,6 @@ from rankscribe.collector.adapters._registry import (
 from rankscribe.collector.adapters._views import DatasetView, NetworkView, OptimizerView
 
 __all__ = [
-    "ADAPTER_MODULES",
     "Adapter",
     "AdapterRegistry",
     "DatasetView",

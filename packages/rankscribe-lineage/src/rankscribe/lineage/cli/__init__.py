@@ -40,6 +40,8 @@ from rankscribe.lineage.query._querier import filter_runs, get_run_lineage
 from rankscribe.lineage.record._parser import SECTION_KEYS
 from rankscribe.lineage.report._command import add_report_command
 
+__all__ = ["main"]
+
 PROGRAM = "rankscribe-lineage"
 _FIELD_COLUMNS = tuple(name for name in FIELD_MAPPING if name != "summary_dir")
 ALL_COLUMNS = "all"

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from rankscribe.lineage._checks import check_int, check_optional_int, int_argument
 from rankscribe.lineage.errors import (
     LineageDirNotExistError,
-    LineageError,
     LineageFileNotFoundError,
+    LineageParamValueError,
+    ReportUnavailableError,
 )
 from rankscribe.lineage.report._data import read_report_data
 from rankscribe.lineage.report._downsample import DEFAULT_MAX_POINTS
@@ -41,12 +42,6 @@ __all__ = [
 DEFAULT_REPORT_NAME = "report.html"
 INSTALL_HINT = "pip install 'rankscribe-lineage[report]'"
 _PROGRAM = "rankscribe-lineage"
-
-
-class ReportUnavailableError(LineageError, ImportError):
-    """The report's charting library (plotly) is not installed."""
-
-    message_template = "{}"
 
 
 def require_plotly() -> None:

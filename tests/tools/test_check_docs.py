@@ -1,0 +1,174 @@
+"""tools/check_docs.py on a small repository (docs and one package) built in tmp_path."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+TOOL = Path(__file__).resolve().parents[2] / "tools" / "check_docs.py"
+# A package name no real distribution uses, so the namespace holds it beside the installed ones.
+PACKAGE = "docsample"
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
+
+
+def source(relative: str) -> str:
+    return f"packages/rankscribe-{PACKAGE}/src/rankscribe/{PACKAGE}/{relative}"
+
+
+def run(root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(TOOL), "--root", str(root)],
+        capture_output=True, text=True, timeout=60, check=False,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    write(tmp_path, {
+        source("__init__.py"): """
+            from rankscribe.docsample._impl import Widget, helper
+            __all__ = ["Widget", "files"]
+        """,
+        source("_impl.py"): """
+            class Widget:
+                def grow(self) -> None: ...
+            def helper() -> None: ...
+        """,
+        source("files.py"): "__all__ = ['frame']\ndef frame() -> None: ...\nOTHER = 1\n",
+        source("nolist.py"): "THING = 1\n",
+        source("job/_verdicts.py"): "",
+        "tools/check.py": "",
+        "docs/README.md": """
+            # Docs
+            | [format.md](format.md) | the format |
+            | [guide.md](guide.md#start) | a guide |
+        """,
+        "docs/format.md": """
+            Framing is in `docsample/_impl.py` and `job/_verdicts.py` (see [guide](guide.md)),
+            run `python tools/check.py`, or `python train.py`; `_verdicts.py` names it,
+            in `packages/.../x.py` form.
+            `rankscribe.docsample.Widget.grow`, `rankscribe.docsample.files.frame(x)`.
+        """,
+        "docs/guide.md": """
+            ```python
+            from rankscribe.docsample import Widget, files
+            import rankscribe.docsample.files
+            ```
+            Plugins declare a `rankscribe.graph_builders` entry point; logs go to the
+            `rankscribe.docsample.*` loggers; the private `rankscribe.docsample._impl.helper`.
+            See [the site](https://example.org/x.md) and [above](#docs).
+        """,
+        "README.md": "Start at [docs/README.md](docs/README.md).\n",
+    })
+    return tmp_path
+
+
+def test_docs_that_match_the_code_pass(repo: Path) -> None:
+    result = run(repo)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "docs match the code: 4 pages, every docs/ page indexed, 7 cited names" in (
+        result.stdout
+    )
+
+
+def test_a_page_missing_from_the_index_is_listed(repo: Path) -> None:
+    write(repo, {"docs/new.md": "A new page.\n"})
+    result = run(repo)
+    assert result.returncode == 1
+    assert "the docs do not match the code (1):" in result.stdout
+    assert "  docs/new.md: not linked from docs/README.md" in result.stdout
+
+
+def test_a_broken_relative_link_is_listed(repo: Path) -> None:
+    write(repo, {"README.md": "See [the layout](docs/layout.md#ranks).\n"})
+    result = run(repo)
+    assert result.returncode == 1
+    assert "README.md:1: link to docs/layout.md#ranks: no such file" in result.stdout
+
+
+def test_module_files_that_do_not_exist_are_listed(repo: Path) -> None:
+    write(repo, {
+        "docs/guide.md": """
+            The merge is `docsample/_merge.py`; the cache `_cache.py`; the tool
+            `tools/gone.py` and [`job/_files.py`]; still fine: `docsample/files.py`.
+        """,
+    })
+    result = run(repo)
+    assert result.returncode == 1
+    for line in ("docs/guide.md:1: docsample/_merge.py: no such module file",
+                 "docs/guide.md:1: _cache.py: no such module file",
+                 "docs/guide.md:2: tools/gone.py: no such module file",
+                 "docs/guide.md:2: job/_files.py: no such module file"):
+        assert line in result.stdout
+    assert "the docs do not match the code (4):" in result.stdout
+
+
+def test_a_cited_name_that_does_not_exist_is_listed(repo: Path) -> None:
+    write(repo, {
+        "docs/guide.md": """
+            `rankscribe.docsample.Gadget` and `rankscribe.docsample.Widget.shrink()`
+            ```
+            from rankscribe.docsample.files import frame, unframe
+            ```
+            `rankscribe.docsample.missing.thing`
+        """,
+    })
+    result = run(repo)
+    assert result.returncode == 1
+    for line in (
+        "docs/guide.md:1: rankscribe.docsample.Gadget: rankscribe.docsample has no Gadget",
+        "docs/guide.md:1: rankscribe.docsample.Widget.shrink: "
+        "rankscribe.docsample.Widget has no attribute shrink",
+        "docs/guide.md:3: rankscribe.docsample.files.unframe: "
+        "rankscribe.docsample.files has no unframe",
+        "docs/guide.md:5: rankscribe.docsample.missing.thing: "
+        "rankscribe.docsample has no missing",
+    ):
+        assert line in result.stdout
+    assert "the docs do not match the code (4):" in result.stdout
+
+
+def test_a_name_cited_as_public_must_be_in_the_modules_all(repo: Path) -> None:
+    write(repo, {
+        "docs/guide.md": """
+            `rankscribe.docsample.helper`, `rankscribe.docsample.files.OTHER`,
+            `rankscribe.docsample.nolist.THING`
+        """,
+    })
+    result = run(repo)
+    assert result.returncode == 1
+    assert (
+        "docs/guide.md:1: rankscribe.docsample.helper: "
+        "helper is not in rankscribe.docsample.__all__ (not public)"
+    ) in result.stdout
+    assert "OTHER is not in rankscribe.docsample.files.__all__" in result.stdout
+    assert (
+        "docs/guide.md:2: rankscribe.docsample.nolist.THING: "
+        "rankscribe.docsample.nolist has no __all__, so THING is not public"
+    ) in result.stdout
+
+
+def test_a_package_that_does_not_import_is_named(repo: Path) -> None:
+    write(repo, {source("__init__.py"): "import rankscribe.docsample._absent\n"})
+    result = run(repo)
+    assert result.returncode == 1
+    assert "rankscribe.docsample.Widget.grow: cannot import rankscribe.docsample:" in (
+        result.stdout
+    )
+
+
+def test_a_root_without_docs_is_refused(tmp_path: Path) -> None:
+    result = run(tmp_path)
+    assert result.returncode == 2
+    assert "--root must be a repository with a docs/ folder" in result.stdout

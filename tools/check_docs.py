@@ -1,0 +1,242 @@
+"""Check that the documentation matches the code (docs/contributing.md).
+
+    python tools/check_docs.py [--root DIR]
+
+Reads ``docs/*.md``, the top-level ``README.md`` and each ``packages/*/README.md``
+and fails, listing each problem with its page and line, when:
+
+- a page in ``docs/`` is not linked from ``docs/README.md`` (the index);
+- a relative link (``[text](target)``) points at a file that does not exist;
+- a cited module file does not exist: a path ending in ``.py`` with a folder
+  (``packages/.../x.py``, ``tools/x.py``, or relative to the ``rankscribe``
+  namespace: ``writer/_framing.py``, ``job/_verdicts.py``), or a private
+  module's bare file name (``_histogram.py``);
+- a cited dotted name under one of the packages (``rankscribe.writer.files``,
+  ``rankscribe.ranks.split_evenly``, ``from rankscribe.collector import X``) does
+  not import or has no such attribute, or names a member of a public module that
+  the module's ``__all__`` does not list (a page must not present a private name
+  as public). Dotted names under ``rankscribe.`` that are not one of the packages
+  (an entry-point group such as ``rankscribe.graph_builders``) and logger globs
+  (``rankscribe.ranks.*``) are not Python names and are left alone.
+
+The packages are imported from this checkout's ``packages/*/src``; their third-party
+dependencies must be installed (the ``public-api`` tox env does both).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import re
+import sys
+import types
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NAMESPACE = "rankscribe"
+_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+_DOTTED = re.compile(rf"(?<![\w./-]){NAMESPACE}(?:\.{_IDENT})+(?!\w)(\.\*)?")
+_FROM_IMPORT = re.compile(rf"\bfrom\s+({NAMESPACE}(?:\.{_IDENT})+)\s+import\s+\(?([\w ,]+)")
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+_CODE = re.compile(r"`([^`]+)`")
+_PY_PATH = re.compile(r"(?<![\w./*-])((?:[\w.-]+/)*[\w-]+\.py)(?![\w/])")
+_SKIPPED_DIRS = {".git", ".tox", ".venv", "node_modules", "__pycache__"}
+
+
+@dataclass(frozen=True)
+class Problem:
+    page: str
+    line: int
+    text: str
+
+    def __str__(self) -> str:
+        where = f"{self.page}:{self.line}" if self.line else self.page
+        return f"{where}: {self.text}"
+
+
+def pages(root: Path) -> list[Path]:
+    """The pages checked: docs/**/*.md, README.md, packages/*/README.md."""
+    found = sorted((root / "docs").rglob("*.md"))
+    found += [root / "README.md"] if (root / "README.md").is_file() else []
+    found += sorted((root / "packages").glob("*/README.md"))
+    return found
+
+
+def packages(root: Path) -> dict[str, Path]:
+    """Package name (writer, ranks, ...) -> its folder under the namespace."""
+    return {
+        init.parent.name: init.parent
+        for init in sorted((root / "packages").glob(f"*/src/{NAMESPACE}/*/__init__.py"))
+    }
+
+
+def unindexed_pages(root: Path) -> list[Problem]:
+    index = root / "docs" / "README.md"
+    if not index.is_file():
+        return [Problem("docs/README.md", 0, "the index of docs/ is missing")]
+    linked = set()
+    for target in _LINK.findall(index.read_text(encoding="utf-8")):
+        path = target.split("#", 1)[0]
+        if path:
+            linked.add((index.parent / path).resolve())
+    return [
+        Problem(_relative(root, page), 0, "not linked from docs/README.md")
+        for page in sorted((root / "docs").rglob("*.md"))
+        if page != index and page.resolve() not in linked
+    ]
+
+
+def _relative(root: Path, path: Path) -> str:
+    return path.relative_to(root).as_posix()
+
+
+def broken_links(root: Path, page: Path, line: int, text: str) -> Iterator[Problem]:
+    for target in _LINK.findall(text):
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
+            continue  # a URL or an anchor on the same page
+        path = target.split("#", 1)[0]
+        if not (page.parent / path).exists():
+            yield Problem(_relative(root, page), line, f"link to {target}: no such file")
+
+
+def module_paths(root: Path, page: Path, line: int, text: str) -> Iterator[Problem]:
+    """``.py`` paths in code spans or in link targets that name no file of the checkout."""
+    spans = _CODE.findall(text) + _LINK.findall(text)
+    for span in spans:
+        for cited in _PY_PATH.findall(span):
+            if "/" not in cited and not cited.startswith("_"):
+                continue  # a bare script name in a command (python train.py)
+            if "..." in cited:
+                continue  # a pattern (packages/.../x.py), not a path
+            if not _py_file_exists(root, cited):
+                yield Problem(_relative(root, page), line, f"{cited}: no such module file")
+
+
+def _py_file_exists(root: Path, cited: str) -> bool:
+    if "/" not in cited:
+        return any(
+            not _SKIPPED_DIRS & set(found.relative_to(root).parts)
+            for found in (root / "packages").rglob(cited)
+        )
+    namespace_dirs = list((root / "packages").glob(f"*/src/{NAMESPACE}"))
+    candidates = [root / cited]
+    candidates += [src / cited for src in namespace_dirs]
+    candidates += [package / cited for src in namespace_dirs for package in src.iterdir()]
+    return any(path.is_file() for path in candidates)
+
+
+def cited_names(text: str, known: set[str]) -> Iterator[str]:
+    """The dotted names under one of the packages that a line cites."""
+    for match in _DOTTED.finditer(text):
+        if match.group(1):
+            continue  # a logger glob such as rankscribe.ranks.*
+        name = match.group(0)
+        if name.split(".")[1] in known:
+            yield name
+    for source, names in _FROM_IMPORT.findall(text):
+        if source.split(".")[1] not in known:
+            continue
+        for entry in names.split(","):
+            imported = entry.split(" as ")[0].strip()
+            if re.fullmatch(_IDENT, imported):
+                yield f"{source}.{imported}"
+
+
+def resolve(name: str) -> str | None:
+    """None when ``name`` imports and is public where cited; otherwise what is wrong."""
+    parts = name.split(".")
+    try:
+        obj: object = importlib.import_module(".".join(parts[:2]))
+    except ImportError as error:
+        return f"cannot import {'.'.join(parts[:2])}: {error}"
+    for index in range(2, len(parts)):
+        owner, attribute = ".".join(parts[:index]), parts[index]
+        if isinstance(obj, types.ModuleType):
+            problem = _module_member(owner, obj, attribute)
+            if problem is not None:
+                return problem
+            obj = getattr(obj, attribute, None) or importlib.import_module(f"{owner}.{attribute}")
+        elif hasattr(obj, attribute):
+            obj = getattr(obj, attribute)
+        else:
+            return f"{owner} has no attribute {attribute}"
+    return None
+
+
+def _module_member(owner: str, module: types.ModuleType, attribute: str) -> str | None:
+    if not hasattr(module, attribute):
+        return _submodule(owner, attribute)
+    value = getattr(module, attribute)
+    private = any(part.startswith("_") for part in [*owner.split("."), attribute])
+    if private or isinstance(value, types.ModuleType):
+        return None
+    exported = getattr(module, "__all__", None)
+    if exported is None:
+        return f"{owner} has no __all__, so {attribute} is not public"
+    if attribute not in exported:
+        return f"{attribute} is not in {owner}.__all__ (not public)"
+    return None
+
+
+def _submodule(owner: str, attribute: str) -> str | None:
+    """None when ``owner.attribute`` is a submodule that imports."""
+    try:
+        importlib.import_module(f"{owner}.{attribute}")
+    except ModuleNotFoundError as error:
+        if error.name == f"{owner}.{attribute}":
+            return f"{owner} has no {attribute}"
+        return f"cannot import {owner}.{attribute}: {error}"
+    except ImportError as error:
+        return f"cannot import {owner}.{attribute}: {error}"
+    return None
+
+
+def check(root: Path) -> tuple[list[Problem], int]:
+    """The problems found, and how many citations were checked."""
+    known = set(packages(root))
+    problems = unindexed_pages(root)
+    checked = 0
+    resolved: dict[str, str | None] = {}
+    for page in pages(root):
+        for number, text in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            problems.extend(broken_links(root, page, number, text))
+            problems.extend(module_paths(root, page, number, text))
+            for name in cited_names(text, known):
+                checked += 1
+                if name not in resolved:
+                    resolved[name] = resolve(name)
+                if resolved[name] is not None:
+                    where = _relative(root, page)
+                    problems.append(Problem(where, number, f"{name}: {resolved[name]}"))
+    return problems, checked
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--root", type=Path, default=ROOT, help="the repository root (default: this checkout)"
+    )
+    args = parser.parse_args(argv)
+    root = args.root.resolve()
+    if not (root / "docs").is_dir():
+        print(f"--root must be a repository with a docs/ folder; got {args.root}")
+        return 2
+    # The packages' own sources come first, so the check reads this checkout.
+    sys.path[:0] = [str(src) for src in sorted(root.glob("packages/*/src"))]
+    problems, checked = check(root)
+    if problems:
+        print(f"the docs do not match the code ({len(problems)}):")
+        print("\n".join(f"  {problem}" for problem in problems))
+        print("\nsee docs/contributing.md (the docs check)")
+        return 1
+    print(
+        f"docs match the code: {len(pages(root))} pages, every docs/ page indexed, "
+        f"{checked} cited names and every cited module file found"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
