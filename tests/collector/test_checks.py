@@ -133,7 +133,8 @@ def test_summary_collector_refuses_a_bool_frequency(tmp_path: Any) -> None:
 
 
 def test_checkpoint_config_takes_a_numpy_count_and_refuses_a_bool() -> None:
-    assert CheckpointConfig(keep_checkpoint_max=np.int64(3)).keep_checkpoint_max == 3
+    count: Any = np.int64(3)  # what a script computing the count with numpy passes
+    assert CheckpointConfig(keep_checkpoint_max=count).keep_checkpoint_max == 3
     with pytest.raises(CheckpointTypeError, match=re.escape(
             "keep_checkpoint_max must be a non-negative int or None, got True (bool)")):
         CheckpointConfig(keep_checkpoint_max=True)

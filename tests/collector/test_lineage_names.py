@@ -52,7 +52,9 @@ def names(directory: Path) -> dict[str, Any]:
 def with_train_lineage(directory: Path, network: Any, optimizer: Any, loss_fn: Any) -> None:
     loop = TrainLoop(lambda batch: 0.5, network=network, optimizer=optimizer, loss_fn=loss_fn)
     with SummaryRecord(str(directory)) as record:
-        loop.train(2, dataset(), callbacks=[TrainLineage(record, raise_exception=True)])
+        # TrainLineage is duck-typed: a callback by its hooks, not by the base class.
+        lineage_callback: Any = TrainLineage(record, raise_exception=True)
+        loop.train(2, dataset(), callbacks=[lineage_callback])
 
 
 def with_collector(directory: Path, network: Any, optimizer: Any, loss_fn: Any) -> None:

@@ -54,7 +54,9 @@ def run(directory: Path, loss_fn: Any, *, collector: bool) -> dict[str, Any]:
             directory, collect_specified_data={"collect_landscape": None})])
     else:
         with SummaryRecord(str(directory)) as record:
-            loop.train(1, loader(), callbacks=[TrainLineage(record, raise_exception=True)])
+            # TrainLineage is duck-typed: a callback by its hooks, not by the base class.
+            lineage_callback: Any = TrainLineage(record, raise_exception=True)
+            loop.train(1, loader(), callbacks=[lineage_callback])
     lineage = get_summary_lineage(str(directory))
     hyper = lineage["hyper_parameters"]
     return {"network": lineage["algorithm"].get("network"),

@@ -22,7 +22,7 @@ EXAMPLES = ROOT / "examples"
 JOB_TIMEOUT = 300
 
 
-def run_job(arguments: Sequence[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+def run_job(arguments: Sequence[str | Path], cwd: Path) -> subprocess.CompletedProcess[str]:
     """Run a job to its end; fail with its output when it fails or overruns."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1",
            "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1",
@@ -33,7 +33,9 @@ def run_job(arguments: Sequence[str], cwd: Path) -> subprocess.CompletedProcess[
             capture_output=True, text=True, timeout=JOB_TIMEOUT, check=False,
         )
     except subprocess.TimeoutExpired as error:
-        pytest.fail(f"the job did not end in {JOB_TIMEOUT} s:\n{error.stdout}\n{error.stderr}")
+        output = [part.decode(errors="replace") if isinstance(part, bytes) else str(part or "")
+                  for part in (error.stdout, error.stderr)]
+        pytest.fail(f"the job did not end in {JOB_TIMEOUT} s:\n" + "\n".join(output))
     if process.returncode != 0:
         pytest.fail(f"the job exited {process.returncode}:\n{process.stdout}\n{process.stderr}")
     return process

@@ -17,7 +17,9 @@ SCRIPT = EXAMPLES / "transformers" / "train.py"
 def _model_parameters() -> int:
     from transformers import BertConfig, BertForSequenceClassification
 
-    config = BertConfig(vocab_size=32, hidden_size=16, num_hidden_layers=1,
+    # num_labels is one of PretrainedConfig's keyword arguments, which BertConfig's
+    # signature does not spell out.
+    config = BertConfig(vocab_size=32, hidden_size=16, num_hidden_layers=1,  # type: ignore[call-arg]
                         num_attention_heads=2, intermediate_size=32,
                         max_position_embeddings=16, num_labels=2)
     return sum(p.numel() for p in BertForSequenceClassification(config).parameters())

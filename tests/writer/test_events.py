@@ -16,6 +16,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from rankscribe.writer.format import _events as events
+from rankscribe.writer.format._wire import varint
 from rankscribe.writer.pb import anf_ir_pb2, lineage_pb2, summary_pb2
 
 INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
@@ -274,7 +275,7 @@ def test_lineage_field_numbers_are_the_wire_facts():
 @example(127)
 @example(128)
 def test_varint_is_protobufs_int64_encoding(value):
-    encoded = events.varint(value)
+    encoded = varint(value)
     assert len(encoded) == (10 if value < 0 else max(1, math.ceil(value.bit_length() / 7)))
     # Event.step is field 2, wire type 0: tag byte 0x10.
     assert summary_pb2.Event.FromString(

@@ -22,7 +22,6 @@ from rankscribe.lineage._checks import check_int, check_optional_int, int_argume
 from rankscribe.lineage.errors import (
     LineageDirNotExistError,
     LineageFileNotFoundError,
-    LineageParamValueError,
     ReportUnavailableError,
 )
 from rankscribe.lineage.report._data import read_report_data
