@@ -76,6 +76,7 @@ Query them like any custom lineage, e.g.
 from __future__ import annotations
 
 import logging
+import math
 import operator
 import os
 from collections.abc import Mapping, Sequence
@@ -100,13 +101,25 @@ from rankscribe.lineage.job._files import (
 )
 from rankscribe.lineage.job._files import now as _now
 from rankscribe.lineage.job._statistics import (
+    DATA_WAIT_TAG,
     FINGERPRINT_TAG,
+    FORWARD_TIME_TAG,
     LOSS_TAGS,
+    SECTION_TAG_PREFIX,
     STEP_TIME_TAG,
+    TIMING_TAGS,
     JobStatistics,
     TagStatistics,
+    is_timing_tag,
 )
-from rankscribe.lineage.job._verdicts import STRAGGLER_MARGIN, STRAGGLER_SHARE, StepTimes
+from rankscribe.lineage.job._stragglers import (
+    STEP_FLOOR_SHARE,
+    STRAGGLER_MARGIN,
+    StragglerEvidence,
+    paired_ratios,
+    straggler_verdicts,
+)
+from rankscribe.lineage.job._verdicts import STRAGGLER_SHARE, StepTimes, timing_evidence
 from rankscribe.lineage.job._verdicts import dense_series as _dense_series
 from rankscribe.lineage.job._verdicts import job_verdicts as _job_verdicts
 from rankscribe.lineage.query._conditions import FIELD_MAPPING
@@ -119,18 +132,28 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "DATA_WAIT_TAG",
     "FINGERPRINT_TAG",
+    "FORWARD_TIME_TAG",
     "LOSS_TAGS",
+    "SECTION_TAG_PREFIX",
+    "STEP_FLOOR_SHARE",
     "STEP_TIME_TAG",
     "STRAGGLER_MARGIN",
     "STRAGGLER_SHARE",
+    "TIMING_TAGS",
     "JobStatistics",
     "JobView",
     "RankSeries",
+    "StragglerEvidence",
     "holds_tensorboard_files",
+    "is_timing_tag",
+    "paired_ratios",
     "read_rank_series",
     "series_from_dir",
     "session_values",
+    "straggler_verdicts",
+    "timing_evidence",
     "verdict_lines",
     "write_job_view",
 ]
@@ -348,6 +371,7 @@ def write_job_view(
     hparams: Mapping[str, Any] | None = None,
     metrics: Mapping[str, float] | None = None,
     host: str | None = None,
+    failed: Sequence[int] = (),
 ) -> JobView:
     """Write the job's own summary file into ``job_dir`` and return the verdicts.
 
@@ -367,6 +391,8 @@ def write_job_view(
         hparams, metrics: the job's hyper-parameters and final metrics, for
             the TensorBoard HParams session (no session when both are None).
         host: the host part of the file names (default this machine's name).
+        failed: ranks the launcher reported as failed (its exit report), the
+            one evidence that breaks a tie for the rank that stopped first.
 
     Raises:
         LineageDirNotExistError: ``job_dir`` is not a directory.
@@ -374,13 +400,17 @@ def write_job_view(
         OSError: the files could not be written (earlier job files are kept).
     """
     directory = _check_arguments(job_dir, series, world_size, missing)
+    for rank in failed:
+        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+            raise LineageParamValueError(f"failed must hold ranks (ints >= 0), got {rank!r}")
     if isinstance(series, JobStatistics):
         statistics = series
     else:
         statistics = JobStatistics()
         for rank in sorted(series):
             statistics.add(series[rank])
-    verdicts, times = _job_verdicts(statistics, world_size=world_size, missing=missing)
+    verdicts, times = _job_verdicts(statistics, world_size=world_size, missing=missing,
+                                    failed=failed)
     if verdicts["job/missing_ranks"]:
         logger.warning("job view of %s without ranks %s", directory, verdicts["job/missing_ranks"])
     curves = _job_curves(statistics, times)
@@ -405,26 +435,57 @@ def _ranks_phrase(text: Any) -> str:
     return f"ranks {text}" if "," in str(text) else f"rank {text}"
 
 
+def _number(value: Any) -> float:
+    """A verdict's number, NaN when the key holds something else (a damaged lineage)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return float("nan")
+    return float(value)
+
+
+def _rank_number(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else -1
+
+
+def timing_name(tag: Any) -> str:
+    """A timing tag in words: ``rankscribe/data_wait`` -> "data wait"."""
+    text = str(tag)
+    if text.startswith(SECTION_TAG_PREFIX):
+        return f"section {text[len(SECTION_TAG_PREFIX):]!r}"
+    return text.removeprefix("rankscribe/").replace("_", " ")
+
+
+def _straggler_lines(user_defined: Mapping[str, Any]) -> list[str]:
+    straggler = _rank_number(user_defined.get("job/straggler_rank", -1))
+    skew = _number(user_defined.get("job/step_time_skew"))
+    skew_text = f"; step-time skew {skew:.2f}" if not math.isnan(skew) else ""
+    if straggler < 0:
+        return [f"straggler: none{skew_text}"]
+    share = _number(user_defined.get("job/straggler_slowest_share"))
+    excess = _number(user_defined.get("job/straggler_excess"))
+    timing = user_defined.get("job/straggler_timing")
+    by = f", by {timing_name(timing)}" if isinstance(timing, str) and timing else ""
+    lines = [f"straggler: rank {straggler} (slowest in {share:.0%} of the steps, "
+             f"{excess:.0%} slower than the faster ranks step by step{by}){skew_text}"]
+    ranks = [item for item in str(user_defined.get("job/straggler_ranks", "")).split(",") if item]
+    if len(ranks) > 1:
+        details = "; ".join(
+            f"rank {rank} {_number(user_defined.get(f'job/straggler_excess/{rank}')):.0%} "
+            f"slower by {timing_name(user_defined.get(f'job/straggler_timing/{rank}', '?'))}"
+            for rank in ranks)
+        lines.append(f"stragglers: ranks {','.join(ranks)} ({details})")
+    return lines
+
+
 def verdict_lines(user_defined: Mapping[str, Any]) -> list[str]:
     """The verdicts among a merged lineage's ``user_defined`` keys, as sentences.
 
-    Empty when the lineage holds no job verdict (a single-process run).
+    Empty when the lineage holds no job verdict (a single-process run). A key
+    holding an unexpected type (a damaged or hand-edited lineage) reads as
+    unknown, never as an error.
     """
     if not any(str(key).startswith("job/") for key in user_defined):
         return []
-    lines: list[str] = []
-    straggler = user_defined.get("job/straggler_rank", -1)
-    skew = user_defined.get("job/step_time_skew")
-    skew_text = f"; step-time skew {skew:.2f}" if isinstance(skew, (int, float)) else ""
-    if isinstance(straggler, int) and straggler >= 0:
-        share = float(user_defined.get("job/straggler_slowest_share", float("nan")))
-        excess = float(user_defined.get("job/straggler_excess", float("nan")))
-        lines.append(
-            f"straggler: rank {straggler} (slowest in {share:.0%} of the steps, "
-            f"{excess:.0%} slower than the others step by step){skew_text}"
-        )
-    else:
-        lines.append(f"straggler: none{skew_text}")
+    lines = _straggler_lines(user_defined)
     check = user_defined.get("job/divergence_check", "no_fingerprints")
     diverged = user_defined.get("job/diverged_ranks", "")
     if diverged:
@@ -444,12 +505,21 @@ def verdict_lines(user_defined: Mapping[str, Any]) -> list[str]:
             for rank in str(nonfinite).split(",")
         )
         lines.append(f"non-finite loss: {firsts}")
-    stopped = user_defined.get("job/stopped_first_rank", -1)
-    if isinstance(stopped, int) and stopped >= 0:
+    stopped = _rank_number(user_defined.get("job/stopped_first_rank", -1))
+    evidence = user_defined.get("job/stopped_first_evidence", "")
+    if stopped >= 0:
+        how = " (reported by the launcher)" if evidence == "launcher" else ""
         lines.append(
             f"stopped first: rank {stopped} at step "
-            f"{user_defined.get('job/stopped_first_step')} "
+            f"{user_defined.get('job/stopped_first_step')}{how} "
             f"(stopped early: {_ranks_phrase(user_defined.get('job/stopped_early_ranks'))})"
+        )
+    elif evidence == "undetermined":
+        lines.append(
+            f"stopped first: undetermined ("
+            f"{_ranks_phrase(user_defined.get('job/stopped_first_tied_ranks', '?'))} "
+            f"stopped at step {user_defined.get('job/stopped_first_step')}; nothing tells "
+            f"them apart)"
         )
     missing = user_defined.get("job/missing_ranks", "")
     if missing:
