@@ -147,7 +147,8 @@ def test_the_work_timing_names_the_rank_a_collective_hides(tmp_path: Path, timin
     assert verdicts["job/straggler_timing"] == timing
     [line] = [line for line in verdict_lines(verdicts) if line.startswith("straggler:")]
     assert line.startswith("straggler: rank 1 (slowest in 100% of the steps")
-    assert "by forward time" in line if timing == FORWARD_TIME_TAG else "by section 'compute'" in line
+    named = "by forward time" if timing == FORWARD_TIME_TAG else "by section 'compute'"
+    assert named in line
 
 
 def test_a_tiny_data_wait_difference_names_nobody(tmp_path: Path) -> None:
