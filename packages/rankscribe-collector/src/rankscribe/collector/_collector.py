@@ -17,9 +17,11 @@ rank writes into ``rankscribe.ranks.rank_dir(summary_dir, info)``
 tensor-collection steps, and rank 0 writes the merged job lineage into
 ``summary_dir``. Nothing in a training script changes for that.
 
-For the job view each rank also records its step times and parameter
-fingerprints (``_series.py``), and rank 0 writes the job's cross-rank curves
-at the end of a run (``lineage.py``).
+For the job view each rank also records its timings (step time, data wait,
+forward time of a torch network, the script's own sections) and parameter
+fingerprints (``_series.py``, ``_fingerprint.py``), and rank 0 writes the
+job's cross-rank curves at the end of a run (``lineage.py``).
+``docs/job-view.md`` says what each timing measures.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,6 +39,7 @@ from typing import Any
 
 from rankscribe.collector._callback import MODES, Callback, CallbackParams, RunContext
 from rankscribe.collector._extract import GRAPH_TAG, Extractor
+from rankscribe.collector._fingerprint import DEFAULT_FINGERPRINT_BUDGET, check_budget
 from rankscribe.collector._landscape import LandscapeSaver
 from rankscribe.collector._lineage import DEFAULT_MERGE_TIMEOUT, JobLineageMerger, LineageRecorder
 from rankscribe.collector._options import (
@@ -55,7 +59,8 @@ from rankscribe.collector._series import (
     SeriesRecorder,
 )
 from rankscribe.collector.adapters import AdapterRegistry
-from rankscribe.collector.errors import CollectorValueError
+from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
+from rankscribe.lineage.jobview import DATA_WAIT_TAG, FORWARD_TIME_TAG, SECTION_TAG_PREFIX
 from rankscribe.ranks import Coordinator, RankInfo, detect, rank_dir
 from rankscribe.writer import SummaryRecord
 from rankscribe.writer.files import make_private_dir
@@ -66,6 +71,26 @@ logger = logging.getLogger(__name__)
 __all__ = ["SummaryCollector"]
 
 _FORMATS = ("mindinsight", "tensorboard")
+_SECTION_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+class _Section:
+    """``with collector.section(name):``: adds the seconds inside to the step's total."""
+
+    __slots__ = ("_started", "_tag", "_totals")
+
+    def __init__(self, totals: dict[str, float], tag: str) -> None:
+        self._totals, self._tag = totals, tag
+        self._started = 0.0
+
+    def __enter__(self) -> _Section:
+        self._started = perf_counter()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        totals = self._totals
+        totals[self._tag] = totals.get(self._tag, 0.0) + (perf_counter() - self._started)
 
 
 def _check_formats(formats: object) -> tuple[str, ...]:
@@ -114,9 +139,19 @@ class SummaryCollector(Callback):
         rank_info: this process's rank (default :func:`rankscribe.ranks.detect`).
         formats: the writer's output formats: ``"mindinsight"`` and/or
             ``"tensorboard"`` (a TensorBoard event file next to the summary files).
-        fingerprints: record ``rankscribe/param_fingerprint`` at collected
-            steps (True by default; it reads every parameter on the host, so a
-            large model on an accelerator may prefer False).
+        fingerprints: record ``rankscribe/param_fingerprint`` when training
+            begins (step 0, every parameter byte) and at collected steps (a
+            rotating slice of at most ``fingerprint_budget`` bytes). True by
+            default.
+        fingerprint_budget: bytes hashed at most per collected step (an int
+            >= 1024; default 4 MiB). Tensors on an accelerator are hashed on
+            their device (``docs/job-view.md``, "Fingerprints within a budget").
+
+    Timings, recorded on every rank for the job view's straggler rule
+    (``docs/job-view.md``, "Timings"): ``rankscribe/step_time``,
+    ``rankscribe/data_wait``, ``rankscribe/forward_time`` (a torch network
+    given to the loop as ``network=``, timed with module hooks) and
+    ``rankscribe/section/<name>`` (:meth:`section`).
     """
 
     def __init__(
@@ -136,6 +171,7 @@ class SummaryCollector(Callback):
         rank_info: RankInfo | None = None,
         formats: Sequence[str] = ("mindinsight",),
         fingerprints: bool = True,
+        fingerprint_budget: int = DEFAULT_FINGERPRINT_BUDGET,
     ) -> None:
         self._summary_dir = check_summary_dir(summary_dir)
         self._collect_freq = check_positive_int("collect_freq", collect_freq)
@@ -163,11 +199,19 @@ class SummaryCollector(Callback):
         self._adapters = AdapterRegistry()
         check_type("fingerprints", fingerprints, (bool,))
         self._series = SeriesRecorder(fingerprints=fingerprints,
-                                      network_view=self._adapters.network_view,
-                                      to_numpy=self._adapters.to_numpy)
+                                      fingerprint_parts=self._adapters.fingerprint_parts,
+                                      budget=check_budget(fingerprint_budget),
+                                      collect_freq=self._collect_freq)
         # Bound once: the short path of step_end appends with no call of its own.
         self._keep_step, self._keep_step_time = self._series.step_time_appenders()
+        self._keep_wait_step, self._keep_wait = self._series.data_wait_appenders()
         self._step_started: float | None = None
+        # The end of the last step (perf_counter) within the epoch, and this step's wait.
+        self._last_step_end: float | None = None
+        self._data_wait: float | None = None
+        self._forward: Any = None  # the network's forward timer (torch module hooks)
+        self._section_totals: dict[str, float] = {}  # section tag -> seconds this step
+        self._section_tags: dict[str, str] = {}  # validated name -> tag
         self._step_time: float | None = None
         self._step_landscape: LandscapeSaver | None = None
         # step_end's short path applies to the steps before this one (0: none),
@@ -280,6 +324,7 @@ class SummaryCollector(Callback):
 
     def _close(self) -> None:
         self._quiet_until = 0
+        self._remove_forward_timer()
         record, self._record = self._record, None
         if record is not None:
             record.close()
@@ -310,14 +355,108 @@ class SummaryCollector(Callback):
         assert self._record is not None
         self._record.set_mode(params.mode)
         self._sink_mode = bool(params.dataset_sink_mode)
+        self._last_step_end = self._data_wait = None
+        self._section_totals.clear()
         if params.mode == "train":
             # The job view is of the last training run; an evaluation after it keeps it.
             self._series.start_run()
+            self._install_forward_timer(params)
+            self._series.add_start_fingerprint(self._record, self._landscape_network(params))
             if self._landscape is not None:
                 self._start_landscape(params)
+        elif self._forward is not None:
+            self._forward.reset()
+
+    def epoch_begin(self, run_context: RunContext) -> None:
+        # What happens between epochs (evaluation, checkpoints) is no data wait.
+        self._last_step_end = None
+        self._section_totals.clear()
+        if self._forward is not None:
+            self._forward.reset()
+
+    def section(self, name: str) -> _Section:
+        """``with collector.section("compute"):`` times a part of a step.
+
+        The seconds spent inside (several entries in one step add up) are
+        recorded at the step's end as the rank tag ``rankscribe/section/<name>``
+        and judged across ranks by the straggler rule like the other timings.
+        Usable inside a :class:`TrainLoop` step function and in a
+        :class:`TrainSession` loop (where a step's sections are those since the
+        previous ``session.step``). Time the work, not a collective: the fast
+        ranks wait longest in a collective (``docs/job-view.md``, "Timings").
+
+        Raises:
+            CollectorTypeError, CollectorValueError: ``name`` is not a
+                non-empty str of ASCII letters, digits, ``_``, ``.`` and ``-``.
+        """
+        tag = self._section_tags.get(name) if type(name) is str else None
+        if tag is None:
+            tag = self._section_tag(name)
+        return _Section(self._section_totals, tag)
+
+    def _section_tag(self, name: object) -> str:
+        if not isinstance(name, str):
+            raise CollectorTypeError(
+                f"For 'section', the argument 'name' should be a str of letters, digits, '_', "
+                f"'.' and '-', but got {type(name).__name__} {name!r:.40}."
+            )
+        if not _SECTION_NAME.fullmatch(name):
+            raise CollectorValueError(
+                f"For 'section', the argument 'name' should be a non-empty str of ASCII "
+                f"letters, digits, '_', '.' and '-' (it becomes the tag "
+                f"'{SECTION_TAG_PREFIX}<name>'), but got {name!r:.60}."
+            )
+        tag = self._section_tags[name] = SECTION_TAG_PREFIX + name
+        return tag
+
+    def _install_forward_timer(self, params: CallbackParams) -> None:
+        self._remove_forward_timer()
+        network = params.train_network if params.train_network is not None else params.network
+        try:
+            self._forward = self._adapters.forward_timer(network)
+        except (TypeError, ValueError, RuntimeError) as error:
+            logger.warning("The forward time (%s) is not recorded in this run: %s",
+                           FORWARD_TIME_TAG, error)
+            self._forward = None
+
+    def _remove_forward_timer(self) -> None:
+        timer, self._forward = self._forward, None
+        if timer is not None:
+            timer.remove()
+
+    def _keep_extra_timings(self, step: int) -> None:
+        """Keep the step's forward time (and earlier ones, from device events) and sections."""
+        for tag, seconds in self._extra_timings(step):
+            self._series.keep_timing(tag, step, seconds)
+
+    def _extra_timings(self, step: int) -> list[tuple[str, float]]:
+        """The step's forward time and sections; earlier steps' forward times are kept now."""
+        found: list[tuple[str, float]] = []
+        timer = self._forward
+        if timer is not None:
+            for taken, seconds in timer.take(step):
+                if taken == step:
+                    found.append((FORWARD_TIME_TAG, seconds))
+                else:  # read from device events a step or more later
+                    self._series.keep_timing(FORWARD_TIME_TAG, taken, seconds)
+        totals = self._section_totals
+        if totals:
+            found.extend(totals.items())
+            totals.clear()
+        return found
 
     def step_begin(self, run_context: RunContext) -> None:
-        self._step_started = perf_counter()
+        now = perf_counter()
+        started = run_context.original_args().step_started_at
+        if started is None:
+            self._step_started = started = now
+            last = self._last_step_end
+            self._data_wait = now - last if last is not None else None
+        else:
+            # The loop knows better (TrainSession): its step began before this call,
+            # and the data wait is inside it.
+            self._step_started = started
+            self._data_wait = None
 
     def step_end(self, run_context: RunContext) -> None:
         ended = perf_counter()
@@ -333,8 +472,16 @@ class SummaryCollector(Callback):
             discard_pending()
             self._keep_step(step)
             self._keep_step_time(ended - started)
+            wait = self._data_wait
+            if wait is not None:
+                self._keep_wait_step(step)
+                self._keep_wait(wait)
+            if self._forward is not None or self._section_totals:
+                self._keep_extra_timings(step)
+            self._last_step_end = ended
             return
         self._step_end(params, started, ended)
+        self._last_step_end = perf_counter()
 
     def _step_end(self, params: CallbackParams, started: float | None, ended: float) -> None:
         """A step that collects, writes, saves landscape parameters, or is not in training."""
@@ -344,10 +491,16 @@ class SummaryCollector(Callback):
             return
         if started is not None:
             self._step_time = ended - started
+        extras = self._extra_timings(params.cur_step_num)
+        if self._data_wait is not None:
+            extras.insert(0, (DATA_WAIT_TAG, self._data_wait))
         if not self._first_step_done:
             self._add_first_step_values(params)
         if not self._sink_mode:
-            self._collect(params, params.cur_step_num)
+            self._collect(params, params.cur_step_num, extras)
+        else:
+            for tag, seconds in extras:
+                self._series.keep_timing(tag, params.cur_step_num, seconds)
         landscape = self._step_landscape
         if landscape is not None and landscape.wants(params.cur_step_num):
             landscape.save(params.cur_step_num, self._landscape_network(params))
@@ -377,6 +530,9 @@ class SummaryCollector(Callback):
             return
         try:
             if params.mode == "train":
+                if self._forward is not None:
+                    for taken, seconds in self._forward.finish():
+                        self._series.keep_timing(FORWARD_TIME_TAG, taken, seconds)
                 self._write_step_times()
                 self._lineage.add_train_lineage(record, params)
             else:
@@ -417,7 +573,8 @@ class SummaryCollector(Callback):
             self._record.add_value("graph", GRAPH_TAG, graph)
         self._lineage.add_first_step_values(self._record, params)
 
-    def _collect(self, params: CallbackParams, unit: int) -> None:
+    def _collect(self, params: CallbackParams, unit: int,
+                 extras: Sequence[tuple[str, float]] = ()) -> None:
         record, schedule = self._record, self._schedule
         assert record is not None and schedule is not None
         first = not schedule.started
@@ -430,6 +587,8 @@ class SummaryCollector(Callback):
         step_time, self._step_time = self._step_time, None
         if decision is Collect.NOTHING:
             discard_pending()
+            for tag, seconds in extras:
+                self._series.keep_timing(tag, step, seconds)
             # Written before a collected step, so the file stays in step order.
             self._series.after_quiet_step(
                 record, step, step_time,
@@ -439,8 +598,9 @@ class SummaryCollector(Callback):
         if decision.extracts:
             sink = self._series.collected_step_sink(record, step)
             self._extractor.add_step_values(sink, params)
-            self._series.add_fingerprint(sink, self._landscape_network(params))
-        self._series.record_collected_step(record, step, step_time, decision.plugin_filter)
+            self._series.add_fingerprint(sink, self._landscape_network(params), step)
+        self._series.record_collected_step(record, step, step_time, decision.plugin_filter,
+                                           extras)
         if first:
             self._flush()  # the first collection reaches the disk at once
 
