@@ -34,21 +34,21 @@ int and "" for a list, which is comma-separated rank numbers):
   ``range(world_size)`` with no scalar at all, and those passed as missing.
 - ``job/step_time_skew`` (float): the median over steps where >= 2 ranks
   reported a step time of slowest / median. Absent without such steps.
-- ``job/straggler_rank`` (int): a chronic straggler is the rank that is the
-  slowest in MORE THAN HALF of the steps where >= 2 ranks reported a step
-  time, AND that is >= 20 % slower than the others step by step: the median,
-  over the steps where it and another rank reported, of its step time divided
-  by the median of the other ranks' step times at that step is >= 1.2. Both
-  conditions: balanced ranks share the "slowest" label at random (each ~1/N
-  of the steps; with 2 ranks one may win 51 % by chance, so the margin is
-  needed), and a rank slower by a hair at every step (a 1 % clock
-  difference) is not worth a user's attention. The comparison is paired by
-  step so that what slows every rank at once (warm-up, evaluation, a loaded
-  machine) cancels out, and medians so that a few long steps do not decide;
-  comparing each rank's own median instead flags balanced ranks whose
-  sub-millisecond steps are descheduled at random. When flagged,
-  ``job/straggler_slowest_share`` (float, 0..1) and ``job/straggler_excess``
-  (float: 0.45 means 45 % slower) say by how much.
+- ``job/straggler_ranks`` (list), ``job/straggler_rank`` (int, the worst),
+  ``job/straggler_timing`` (str): the straggler rule runs on every timing tag
+  (:data:`TIMING_TAGS` and ``rankscribe/section/<name>``). Per timing and
+  step, each rank's value over the median of the ranks at that step (both
+  plus 5 % of the step's median step time; 0/0 is 1): :func:`paired_ratios`.
+  Per (timing, rank) a bounded, mergeable histogram of those ratios
+  (:class:`StragglerEvidence`) gives the rank's level, its median ratio. A
+  rank whose level is >= 1.2 times the median level of the faster half of the
+  ranks is named (:func:`straggler_verdicts`), so a slow node is named whole;
+  the timing with its largest factor is the one that named it. Collectives
+  (DDP, an Allreduce) make the wall step time equal on every rank; the forward
+  time, data wait and sections still tell the ranks apart. When flagged,
+  ``job/straggler_slowest_share`` (float, 0..1), ``job/straggler_excess``
+  (float: 0.45 means 45 % slower than the faster half) and per named rank
+  ``job/straggler_timing/<rank>`` and ``job/straggler_excess/<rank>``.
 - ``job/divergence_check`` (str): ``checked``, ``ranks_differ_at_start``
   (model parallel: shards differ by design, so nothing is flagged),
   ``no_common_step``, ``one_rank`` or ``no_fingerprints``. At the first step
@@ -64,10 +64,13 @@ int and "" for a list, which is comma-separated rank numbers):
   ``loss/auto`` as SummaryCollector writes it, or ``loss``) was NaN or
   infinite, with the first such step.
 - ``job/last_step/<rank>`` (int) for each rank with a scalar; when they
-  differ, ``job/stopped_first_rank`` (int, lowest rank among those with the
-  smallest last step), ``job/stopped_first_step`` (int) and
+  differ, ``job/stopped_first_step`` (int, the smallest) and
   ``job/stopped_early_ranks`` (list: every rank that stopped before the last
-  one); -1 / "" when every rank reached the same step.
+  one); ``job/stopped_first_rank`` (int) only when the evidence decides
+  (``job/stopped_first_evidence``: ``last_step`` when one rank alone has the
+  smallest last step, ``launcher`` when the launcher's report (``failed``)
+  names one of the tied ranks, else ``undetermined`` with
+  ``job/stopped_first_tied_ranks``); never a tie broken toward the lowest rank.
 
 Query them like any custom lineage, e.g.
 ``rankscribe-lineage query runs --where "user_defined/job/straggler_rank >= 0"``.
