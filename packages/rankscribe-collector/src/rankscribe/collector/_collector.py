@@ -27,9 +27,7 @@ job's cross-rank curves at the end of a run (``lineage.py``).
 from __future__ import annotations
 
 import logging
-import math
 import os
-import re
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,6 +43,8 @@ from rankscribe.collector._lineage import DEFAULT_MERGE_TIMEOUT, JobLineageMerge
 from rankscribe.collector._options import (
     check_coordinator,
     check_export_options,
+    check_formats,
+    check_merge_timeout,
     check_optional_positive_int,
     check_positive_int,
     check_summary_dir,
@@ -58,9 +58,9 @@ from rankscribe.collector._series import (
     STEP_TIME_WRITE_INTERVAL,
     SeriesRecorder,
 )
+from rankscribe.collector._timings import Section, StepTimings
 from rankscribe.collector.adapters import AdapterRegistry
-from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
-from rankscribe.lineage.jobview import DATA_WAIT_TAG, FORWARD_TIME_TAG, SECTION_TAG_PREFIX
+from rankscribe.collector.errors import CollectorValueError
 from rankscribe.ranks import Coordinator, RankInfo, detect, rank_dir
 from rankscribe.writer import SummaryRecord
 from rankscribe.writer.files import make_private_dir
@@ -69,40 +69,6 @@ from rankscribe.writer.operators import discard_pending
 logger = logging.getLogger(__name__)
 
 __all__ = ["SummaryCollector"]
-
-_FORMATS = ("mindinsight", "tensorboard")
-_SECTION_NAME = re.compile(r"[A-Za-z0-9_.-]+")
-
-
-class _Section:
-    """``with collector.section(name):``: adds the seconds inside to the step's total."""
-
-    __slots__ = ("_started", "_tag", "_totals")
-
-    def __init__(self, totals: dict[str, float], tag: str) -> None:
-        self._totals, self._tag = totals, tag
-        self._started = 0.0
-
-    def __enter__(self) -> _Section:
-        self._started = perf_counter()
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 traceback: TracebackType | None) -> None:
-        totals = self._totals
-        totals[self._tag] = totals.get(self._tag, 0.0) + (perf_counter() - self._started)
-
-
-def _check_formats(formats: object) -> tuple[str, ...]:
-    chosen = (formats,) if isinstance(formats, str) else formats
-    if (not isinstance(chosen, Sequence) or not chosen
-            or any(item not in _FORMATS for item in chosen)):
-        raise CollectorValueError(
-            f"For 'formats', the value should be a non-empty list of {list(_FORMATS)}, but got "
-            f"{formats!r}."
-        )
-    return tuple(chosen)
-
 
 class SummaryCollector(Callback):
     """Collect loss, weights, input images, graphs and lineage of a training run.
@@ -139,19 +105,12 @@ class SummaryCollector(Callback):
         rank_info: this process's rank (default :func:`rankscribe.ranks.detect`).
         formats: the writer's output formats: ``"mindinsight"`` and/or
             ``"tensorboard"`` (a TensorBoard event file next to the summary files).
-        fingerprints: record ``rankscribe/param_fingerprint`` when training
-            begins (step 0, every parameter byte) and at collected steps (a
-            rotating slice of at most ``fingerprint_budget`` bytes). True by
-            default.
-        fingerprint_budget: bytes hashed at most per collected step (an int
-            >= 1024; default 4 MiB). Tensors on an accelerator are hashed on
-            their device (``docs/job-view.md``, "Fingerprints within a budget").
+        fingerprints: record ``rankscribe/param_fingerprint`` at step 0 (every
+            byte) and at collected steps (a slice of at most ``fingerprint_budget``
+            bytes, an int >= 1024, default 4 MiB); docs/job-view.md.
 
-    Timings, recorded on every rank for the job view's straggler rule
-    (``docs/job-view.md``, "Timings"): ``rankscribe/step_time``,
-    ``rankscribe/data_wait``, ``rankscribe/forward_time`` (a torch network
-    given to the loop as ``network=``, timed with module hooks) and
-    ``rankscribe/section/<name>`` (:meth:`section`).
+    Timings for the job view (docs/job-view.md, "Timings"): step time, data
+    wait, forward time (torch module hooks) and :meth:`section`.
     """
 
     def __init__(
@@ -184,17 +143,10 @@ class SummaryCollector(Callback):
         self._options = process_specified_data(collect_specified_data, keep_default_action)
         logger.info("For 'collect_specified_data' the value after processing is: %s.",
                     self._options.merged)
-        check_type("merge_timeout", merge_timeout, (int, float))
-        # The ranks' collectives refuse an unbounded wait: an infinite timeout
-        # would only surface at the end of training, as a merge that never ran.
-        if not 0 <= merge_timeout < math.inf:
-            raise CollectorValueError(
-                f"For 'merge_timeout', the value should be a finite number of seconds >= 0, "
-                f"but got {merge_timeout!r}."
-            )
+        check_merge_timeout(merge_timeout)
         if rank_info is not None:
             check_type("rank_info", rank_info, (RankInfo,))
-        self._formats = _check_formats(formats)
+        self._formats = check_formats(formats)
         # What the adapters learn while reading this collector's objects stays with it.
         self._adapters = AdapterRegistry()
         check_type("fingerprints", fingerprints, (bool,))
@@ -205,13 +157,8 @@ class SummaryCollector(Callback):
         # Bound once: the short path of step_end appends with no call of its own.
         self._keep_step, self._keep_step_time = self._series.step_time_appenders()
         self._keep_wait_step, self._keep_wait = self._series.data_wait_appenders()
+        self._timings = StepTimings(self._series, self._adapters)
         self._step_started: float | None = None
-        # The end of the last step (perf_counter) within the epoch, and this step's wait.
-        self._last_step_end: float | None = None
-        self._data_wait: float | None = None
-        self._forward: Any = None  # the network's forward timer (torch module hooks)
-        self._section_totals: dict[str, float] = {}  # section tag -> seconds this step
-        self._section_tags: dict[str, str] = {}  # validated name -> tag
         self._step_time: float | None = None
         self._step_landscape: LandscapeSaver | None = None
         # step_end's short path applies to the steps before this one (0: none),
@@ -324,7 +271,7 @@ class SummaryCollector(Callback):
 
     def _close(self) -> None:
         self._quiet_until = 0
-        self._remove_forward_timer()
+        self._timings.close()
         record, self._record = self._record, None
         if record is not None:
             record.close()
@@ -355,108 +302,31 @@ class SummaryCollector(Callback):
         assert self._record is not None
         self._record.set_mode(params.mode)
         self._sink_mode = bool(params.dataset_sink_mode)
-        self._last_step_end = self._data_wait = None
-        self._section_totals.clear()
+        self._timings.start_run(params)
         if params.mode == "train":
             # The job view is of the last training run; an evaluation after it keeps it.
             self._series.start_run()
-            self._install_forward_timer(params)
             self._series.add_start_fingerprint(self._record, self._landscape_network(params))
             if self._landscape is not None:
                 self._start_landscape(params)
-        elif self._forward is not None:
-            self._forward.reset()
 
     def epoch_begin(self, run_context: RunContext) -> None:
-        # What happens between epochs (evaluation, checkpoints) is no data wait.
-        self._last_step_end = None
-        self._section_totals.clear()
-        if self._forward is not None:
-            self._forward.reset()
+        self._timings.epoch_begin()
 
-    def section(self, name: str) -> _Section:
+    def section(self, name: str) -> Section:
         """``with collector.section("compute"):`` times a part of a step.
 
-        The seconds spent inside (several entries in one step add up) are
-        recorded at the step's end as the rank tag ``rankscribe/section/<name>``
-        and judged across ranks by the straggler rule like the other timings.
-        Usable inside a :class:`TrainLoop` step function and in a
-        :class:`TrainSession` loop (where a step's sections are those since the
-        previous ``session.step``). Time the work, not a collective: the fast
-        ranks wait longest in a collective (``docs/job-view.md``, "Timings").
-
-        Raises:
-            CollectorTypeError, CollectorValueError: ``name`` is not a
-                non-empty str of ASCII letters, digits, ``_``, ``.`` and ``-``.
+        Recorded as ``rankscribe/section/<name>`` (entries of a step add up) and
+        judged across ranks; ``name``: letters, digits, ``_.-``
+        (:func:`rankscribe.collector._timings.section_tag`). docs/job-view.md.
         """
-        tag = self._section_tags.get(name) if type(name) is str else None
-        if tag is None:
-            tag = self._section_tag(name)
-        return _Section(self._section_totals, tag)
-
-    def _section_tag(self, name: object) -> str:
-        if not isinstance(name, str):
-            raise CollectorTypeError(
-                f"For 'section', the argument 'name' should be a str of letters, digits, '_', "
-                f"'.' and '-', but got {type(name).__name__} {name!r:.40}."
-            )
-        if not _SECTION_NAME.fullmatch(name):
-            raise CollectorValueError(
-                f"For 'section', the argument 'name' should be a non-empty str of ASCII "
-                f"letters, digits, '_', '.' and '-' (it becomes the tag "
-                f"'{SECTION_TAG_PREFIX}<name>'), but got {name!r:.60}."
-            )
-        tag = self._section_tags[name] = SECTION_TAG_PREFIX + name
-        return tag
-
-    def _install_forward_timer(self, params: CallbackParams) -> None:
-        self._remove_forward_timer()
-        network = params.train_network if params.train_network is not None else params.network
-        try:
-            self._forward = self._adapters.forward_timer(network)
-        except (TypeError, ValueError, RuntimeError) as error:
-            logger.warning("The forward time (%s) is not recorded in this run: %s",
-                           FORWARD_TIME_TAG, error)
-            self._forward = None
-
-    def _remove_forward_timer(self) -> None:
-        timer, self._forward = self._forward, None
-        if timer is not None:
-            timer.remove()
-
-    def _keep_extra_timings(self, step: int) -> None:
-        """Keep the step's forward time (and earlier ones, from device events) and sections."""
-        for tag, seconds in self._extra_timings(step):
-            self._series.keep_timing(tag, step, seconds)
-
-    def _extra_timings(self, step: int) -> list[tuple[str, float]]:
-        """The step's forward time and sections; earlier steps' forward times are kept now."""
-        found: list[tuple[str, float]] = []
-        timer = self._forward
-        if timer is not None:
-            for taken, seconds in timer.take(step):
-                if taken == step:
-                    found.append((FORWARD_TIME_TAG, seconds))
-                else:  # read from device events a step or more later
-                    self._series.keep_timing(FORWARD_TIME_TAG, taken, seconds)
-        totals = self._section_totals
-        if totals:
-            found.extend(totals.items())
-            totals.clear()
-        return found
+        return self._timings.section(name)
 
     def step_begin(self, run_context: RunContext) -> None:
-        now = perf_counter()
-        started = run_context.original_args().step_started_at
-        if started is None:
-            self._step_started = started = now
-            last = self._last_step_end
-            self._data_wait = now - last if last is not None else None
-        else:
-            # The loop knows better (TrainSession): its step began before this call,
-            # and the data wait is inside it.
-            self._step_started = started
-            self._data_wait = None
+        # A loop that calls step_begin after the step's work (TrainSession) says when
+        # the step began; the data wait is then inside the step.
+        self._step_started = self._timings.begin_step(
+            perf_counter(), run_context.original_args().step_started_at)
 
     def step_end(self, run_context: RunContext) -> None:
         ended = perf_counter()
@@ -472,16 +342,17 @@ class SummaryCollector(Callback):
             discard_pending()
             self._keep_step(step)
             self._keep_step_time(ended - started)
-            wait = self._data_wait
+            timings = self._timings
+            wait = timings.data_wait
             if wait is not None:
                 self._keep_wait_step(step)
                 self._keep_wait(wait)
-            if self._forward is not None or self._section_totals:
-                self._keep_extra_timings(step)
-            self._last_step_end = ended
+            if timings.forward is not None or timings.section_totals:
+                timings.keep_extras(step)
+            timings.last_end = ended
             return
         self._step_end(params, started, ended)
-        self._last_step_end = perf_counter()
+        self._timings.last_end = perf_counter()
 
     def _step_end(self, params: CallbackParams, started: float | None, ended: float) -> None:
         """A step that collects, writes, saves landscape parameters, or is not in training."""
@@ -491,9 +362,7 @@ class SummaryCollector(Callback):
             return
         if started is not None:
             self._step_time = ended - started
-        extras = self._extra_timings(params.cur_step_num)
-        if self._data_wait is not None:
-            extras.insert(0, (DATA_WAIT_TAG, self._data_wait))
+        extras = self._timings.extras(params.cur_step_num, with_wait=True)
         if not self._first_step_done:
             self._add_first_step_values(params)
         if not self._sink_mode:
@@ -530,9 +399,7 @@ class SummaryCollector(Callback):
             return
         try:
             if params.mode == "train":
-                if self._forward is not None:
-                    for taken, seconds in self._forward.finish():
-                        self._series.keep_timing(FORWARD_TIME_TAG, taken, seconds)
+                self._timings.finish()
                 self._write_step_times()
                 self._lineage.add_train_lineage(record, params)
             else:
@@ -605,28 +472,12 @@ class SummaryCollector(Callback):
             self._flush()  # the first collection reaches the disk at once
 
     def _start_landscape(self, params: CallbackParams) -> None:
-        """Clear an earlier run's landscape files; say on rank 0 what this run saves, and where.
-
-        The default (MindSpore's) saves many full copies of the network's
-        parameters, which a user who never asked for a landscape should hear of.
-        """
+        """Clear an earlier run's landscape files; say on rank 0 what this run saves."""
         landscape, info = self._landscape, self._info
         assert landscape is not None and info is not None
         landscape.start_training()
-        if info.rank != 0 or landscape.disabled:
-            return
-        total = (params.epoch_num or 0) * (1 if landscape.unit == "epoch" else
-                                           params.batch_num or 0)
-        planned = landscape.planned(total)
-        where = str(landscape.directory)
-        if info.world_size > 1:
-            where += " (every rank into its own rank_<r>/ckpt_dir)"
-        logger.info(
-            "Loss landscape (on by default, as in MindSpore): saving %d full parameter sets "
-            "of the network (%ss %s) into %s; turn it off with "
-            "collect_specified_data={'collect_landscape': None}.",
-            len(planned), landscape.unit, _numbers(planned), where,
-        )
+        landscape.announce(epoch_num=params.epoch_num or 0, batch_num=params.batch_num or 0,
+                           rank=info.rank, world_size=info.world_size)
 
     def _write_step_times(self) -> None:
         if self._record is not None:
@@ -647,13 +498,3 @@ class SummaryCollector(Callback):
         if self._merger is not None and self._directory is not None:
             self._merger.merge(self._directory, self._series.series)
 
-
-def _numbers(numbers: list[int]) -> str:
-    """``1-9, 10-19`` style: consecutive runs of ``numbers`` (sorted) joined."""
-    runs: list[list[int]] = []
-    for number in numbers:
-        if runs and number == runs[-1][-1] + 1:
-            runs[-1].append(number)
-        else:
-            runs.append([number])
-    return ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)
