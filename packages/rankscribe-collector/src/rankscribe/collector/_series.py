@@ -3,8 +3,9 @@
 At the end of training (and of evaluation) every rank hands its series to rank 0,
 which writes the job's cross-rank curves (:func:`rankscribe.lineage.jobview.write_job_view`).
 Only what the collector itself records is kept, as it records it: its scalars
-(``loss/auto``), the step time of every step and the parameter fingerprint of
-every collected step. Never tensors, histograms or images, so the memory is
+(``loss/auto``), its timings (step time and data wait of every step, forward
+time, sections: ``docs/job-view.md``, "Timings") and the parameter fingerprint
+(step 0 and every collected step). Never tensors, histograms or images, so the memory is
 12 bytes per point (two flat arrays per tag, not a Python object per point).
 Values are kept as float32, the summary scalar type: the job view rank 0 writes
 from them is the one the offline merge computes from the rank files.
