@@ -65,3 +65,16 @@ def test_verdict_lines_read_unexpected_types_as_unknown() -> None:
                            "job/stopped_first_rank": "2", "job/straggler_timing": 5})
     assert lines[0] == ("straggler: rank 1 (slowest in nan% of the steps, nan% slower than the "
                         "faster ranks step by step)")
+
+
+def test_the_largest_step_reaches_the_job_file_unwrapped(tmp_path: Path) -> None:
+    """Step 2**63 - 1 used to wrap to -2**63 in a float-to-int64 cast."""
+    from rankscribe.writer import reader
+
+    largest = 2**63 - 1
+    series = {rank: RankSeries(rank, {"loss": [(1, 1.0 + rank), (largest, 2.0 + rank)]})
+              for rank in range(2)}
+    view = write_job_view(tmp_path, series, world_size=2)
+    means = dict(reader.scalars(view.paths[0])["loss/mean"])
+    assert means == {1: 1.5, largest: 2.5}
+    assert view.verdicts["job/last_step/0"] == float(largest)  # beyond int32: a float

@@ -8,20 +8,15 @@ schedule.py         which steps (epochs) are collected, and the plugin filter
 extract.py          loss, histograms, input images, graph from the run state
 lineage.py          this rank's lineage values; the job lineage merged on rank 0
 landscape.py        parameter files and ``train_metadata.json`` for landscapes
-_series.py          step times, parameter fingerprints, the series of the job view
+_series.py          timings, parameter fingerprints, the series of the job view
+_timings.py         data wait, forward time, sections (docs/job-view.md)
 ==================  ============================================================
 
 Writing is :class:`rankscribe.writer.SummaryRecord`'s. On several ranks each
 rank writes into ``rankscribe.ranks.rank_dir(summary_dir, info)``
 (``summary_dir/rank_<r>``), collects tensors for its share of the job's
 tensor-collection steps, and rank 0 writes the merged job lineage into
-``summary_dir``. Nothing in a training script changes for that.
-
-For the job view each rank also records its timings (step time, data wait,
-forward time of a torch network, the script's own sections) and parameter
-fingerprints (``_series.py``, ``_fingerprint.py``), and rank 0 writes the
-job's cross-rank curves at the end of a run (``lineage.py``).
-``docs/job-view.md`` says what each timing measures.
+``summary_dir``, with the job view from every rank's series (``lineage.py``).
 """
 
 from __future__ import annotations
@@ -323,10 +318,17 @@ class SummaryCollector(Callback):
         return self._timings.section(name)
 
     def step_begin(self, run_context: RunContext) -> None:
-        # A loop that calls step_begin after the step's work (TrainSession) says when
-        # the step began; the data wait is then inside the step.
-        self._step_started = self._timings.begin_step(
-            perf_counter(), run_context.original_args().step_started_at)
+        now = perf_counter()
+        # Set by a loop that calls step_begin after the step (TrainSession): no data wait.
+        started = run_context.original_args().step_started_at
+        timings = self._timings
+        if started is None:
+            last = timings.last_end
+            timings.data_wait = now - last if last is not None else None
+            self._step_started = now
+        else:
+            timings.data_wait = None
+            self._step_started = started
 
     def step_end(self, run_context: RunContext) -> None:
         ended = perf_counter()
@@ -368,8 +370,7 @@ class SummaryCollector(Callback):
         if not self._sink_mode:
             self._collect(params, params.cur_step_num, extras)
         else:
-            for tag, seconds in extras:
-                self._series.keep_timing(tag, params.cur_step_num, seconds)
+            self._series.keep_timings(params.cur_step_num, extras)
         landscape = self._step_landscape
         if landscape is not None and landscape.wants(params.cur_step_num):
             landscape.save(params.cur_step_num, self._landscape_network(params))
@@ -454,8 +455,7 @@ class SummaryCollector(Callback):
         step_time, self._step_time = self._step_time, None
         if decision is Collect.NOTHING:
             discard_pending()
-            for tag, seconds in extras:
-                self._series.keep_timing(tag, step, seconds)
+            self._series.keep_timings(step, extras)
             # Written before a collected step, so the file stays in step order.
             self._series.after_quiet_step(
                 record, step, step_time,

@@ -194,6 +194,13 @@ class SeriesRecorder:
         """Appends that keep a data wait (as :meth:`step_time_appenders`)."""
         return self._wait_steps.append, self._wait_values.append
 
+    def timing_appenders(self, tag: str) -> tuple[Callable[[int], None], Callable[[float], None]]:
+        """Appends that keep a timing of ``tag`` (as :meth:`step_time_appenders`)."""
+        column = self._columns.get(tag)
+        if column is None:
+            column = self._columns[tag] = _TimingColumn(tag, self.series)
+        return column.steps.append, column.values.append
+
     def keep_timing(self, tag: str, step: int, seconds: float) -> None:
         """Keep a timing other than the step time (written with the step times)."""
         column = self._columns.get(tag)
@@ -201,6 +208,11 @@ class SeriesRecorder:
             column = self._columns[tag] = _TimingColumn(tag, self.series)
         column.steps.append(step)
         column.values.append(seconds)
+
+    def keep_timings(self, step: int, timings: Sequence[tuple[str, float]]) -> None:
+        """Keep several timings of ``step``: ``(tag, seconds)`` pairs."""
+        for tag, seconds in timings:
+            self.keep_timing(tag, step, seconds)
 
     def next_busy_step(self, step: int, schedule: CollectionSchedule,
                        landscape: LandscapeSaver | None) -> int:

@@ -86,6 +86,8 @@ class StepTimings:
         self.forward: Any = None
         self.section_totals: dict[str, float] = {}
         self._tags: dict[str, str] = {}  # validated name -> tag
+        # Bound once (the arrays stay across runs): a quiet step appends with no lookup.
+        self._forward_step, self._forward_seconds = series.timing_appenders(FORWARD_TIME_TAG)
 
     def section(self, name: str) -> Section:
         tag = self._tags.get(name) if type(name) is str else None
@@ -117,15 +119,6 @@ class StepTimings:
         if self.forward is not None:
             self.forward.reset()
 
-    def begin_step(self, now: float, started_at: float | None) -> float:
-        """The step's start; notes its data wait (none when the loop gave ``started_at``)."""
-        if started_at is not None:
-            self.data_wait = None
-            return started_at
-        last = self.last_end
-        self.data_wait = now - last if last is not None else None
-        return now
-
     def extras(self, step: int, *, with_wait: bool = False) -> list[tuple[str, float]]:
         """The step's forward time and sections (and data wait, ``with_wait``).
 
@@ -148,8 +141,17 @@ class StepTimings:
         return found
 
     def keep_extras(self, step: int) -> None:
-        for tag, seconds in self.extras(step):
-            self._series.keep_timing(tag, step, seconds)
+        """Keep the step's forward time (and earlier ones) and sections: a quiet step's path."""
+        timer = self.forward
+        if timer is not None:
+            for taken, seconds in timer.take(step):
+                self._forward_step(taken)
+                self._forward_seconds(seconds)
+        totals = self.section_totals
+        if totals:
+            for tag, seconds in totals.items():
+                self._series.keep_timing(tag, step, seconds)
+            totals.clear()
 
     def finish(self) -> None:
         """Training ends: forward times still waiting on device events are kept."""
