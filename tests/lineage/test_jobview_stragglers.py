@@ -166,3 +166,20 @@ def test_two_stragglers_are_both_in_the_sentences(tmp_path: Path) -> None:
     assert verdicts["job/straggler_rank"] == 1  # 2.5x beats 2x
     lines = verdict_lines(verdicts)
     assert any(line.startswith("stragglers: ranks 1,2 (rank 1 ") for line in lines), lines
+
+
+def test_evidence_reduced_elsewhere_decides_the_verdict(tmp_path: Path) -> None:
+    """A live view hands over evidence merged from blocks; the series' own is not used."""
+    series = _synchronised_job(-1, FORWARD_TIME_TAG)  # balanced: names nobody by itself
+    assert write_job_view(tmp_path, series, world_size=2).verdicts["job/straggler_rank"] == -1
+    evidence = StragglerEvidence()
+    for block in range(3):
+        part = StragglerEvidence()
+        part.add_ratios(FORWARD_TIME_TAG, [0, 1],
+                        paired_ratios(np.tile([[1.0, 2.0]], (40 + block, 1))))
+        evidence.merge(part)
+    verdicts = write_job_view(tmp_path, series, world_size=2,
+                              straggler_evidence=evidence).verdicts
+    assert (verdicts["job/straggler_rank"], verdicts["job/straggler_timing"]) == (
+        1, FORWARD_TIME_TAG)
+    assert verdicts["job/straggler_excess"] == pytest.approx(1.0, abs=0.03)

@@ -375,6 +375,7 @@ def write_job_view(
     metrics: Mapping[str, float] | None = None,
     host: str | None = None,
     failed: Sequence[int] = (),
+    straggler_evidence: StragglerEvidence | None = None,
 ) -> JobView:
     """Write the job's own summary file into ``job_dir`` and return the verdicts.
 
@@ -396,6 +397,9 @@ def write_job_view(
         host: the host part of the file names (default this machine's name).
         failed: ranks the launcher reported as failed (its exit report), the
             one evidence that breaks a tie for the rank that stopped first.
+        straggler_evidence: the straggler rule's evidence, when it was reduced
+            elsewhere (blocks of steps, a tree of ranks); by default it comes
+            from ``series`` (:func:`timing_evidence`).
 
     Raises:
         LineageDirNotExistError: ``job_dir`` is not a directory.
@@ -413,7 +417,7 @@ def write_job_view(
         for rank in sorted(series):
             statistics.add(series[rank])
     verdicts, times = _job_verdicts(statistics, world_size=world_size, missing=missing,
-                                    failed=failed)
+                                    failed=failed, evidence=straggler_evidence)
     if verdicts["job/missing_ranks"]:
         logger.warning("job view of %s without ranks %s", directory, verdicts["job/missing_ranks"])
     curves = _job_curves(statistics, times)

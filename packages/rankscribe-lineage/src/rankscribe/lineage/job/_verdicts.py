@@ -262,9 +262,13 @@ def _stops(statistics: JobStatistics, failed: Sequence[int] = ()) -> Verdicts:
 
 def job_verdicts(
     statistics: JobStatistics, *, world_size: int, missing: Sequence[int] = (),
-    failed: Sequence[int] = (),
+    failed: Sequence[int] = (), evidence: StragglerEvidence | None = None,
 ) -> tuple[Verdicts, StepTimes]:
-    """Every verdict of the job, and the per-step step-time figures they came from."""
+    """Every verdict of the job, and the per-step step-time figures they came from.
+
+    ``evidence``: straggler evidence gathered elsewhere (blocks of steps reduced
+    as they came, e.g. by a live view); without it, it comes from ``statistics``.
+    """
     times = step_times(statistics)
     reported = [rank for rank, step in statistics.last_steps.items() if step is not None]
     absent = (set(range(world_size)) - set(reported)) | set(missing)
@@ -272,7 +276,8 @@ def job_verdicts(
         "job/ranks_reported": len(reported),
         "job/missing_ranks": _ranks_text(absent),
     }
-    verdicts.update(straggler_verdicts(timing_evidence(statistics)))
+    verdicts.update(straggler_verdicts(
+        evidence if evidence is not None else timing_evidence(statistics)))
     verdicts.update(_skew(times))
     verdicts.update(_divergence(statistics.fingerprints))
     verdicts.update(_nonfinite_loss(statistics))
