@@ -65,6 +65,7 @@ class AdapterRegistry:
         self._configuration = -1
         self._by_type: dict[type, Adapter | None] = {}
         self._by_module: dict[str, Adapter | None] = {}
+        self._fingerprint_view: tuple[object, NetworkView | None] | None = None
 
     def adapter_for(self, obj: object) -> Adapter | None:
         """The adapter for ``obj``'s framework, or None (the built-in duck typing then)."""
@@ -144,7 +145,14 @@ class AdapterRegistry:
         torch one keeps accelerator tensors on their device); otherwise each
         parameter is read on the host.
         """
-        view = self.network_view(obj)
+        cached = self._fingerprint_view
+        if cached is not None and cached[0] is obj:
+            view = cached[1]
+        else:
+            # Kept for the next collected step: a torch view learns every parameter's
+            # name when it is made, which a large model should not pay at each step.
+            view = self.network_view(obj)
+            self._fingerprint_view = (obj, view)
         if view is None:
             return None
         own = getattr(view, "fingerprint_parts", None)
