@@ -12,8 +12,9 @@ record for the job and writes the job view (cross-rank curves of every scalar
 in the job dir, and the straggler / divergence verdicts in the merged
 lineage). Each step's work is marked with ``collector.section("compute")``:
 the allreduce makes every rank's wall step time the slowest rank's, so the
-section is what tells a slow rank apart; ModelCheckpoint saves each rank's weights next to its summaries. At
-the end rank 0 prints the merged lineage and the job's verdicts.
+section is what tells a slow rank apart. ModelCheckpoint saves each rank's
+weights next to its summaries. At the end rank 0 prints the merged lineage and
+the job's verdicts.
 
 A summary dir that already holds a run is never written into again: the
 script picks the next free ``<dir>-2``, ``<dir>-3``, ... and says so.
