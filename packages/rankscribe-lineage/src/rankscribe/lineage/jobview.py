@@ -102,7 +102,7 @@ from rankscribe.lineage.job._files import (
     write_job_files,
 )
 from rankscribe.lineage.job._files import now as _now
-from rankscribe.lineage.job._sentences import verdict_lines
+from rankscribe.lineage.job._sentences import timing_name, verdict_lines
 from rankscribe.lineage.job._statistics import (
     DATA_WAIT_TAG,
     FINGERPRINT_TAG,
@@ -157,6 +157,7 @@ __all__ = [
     "session_values",
     "straggler_verdicts",
     "timing_evidence",
+    "timing_name",
     "verdict_lines",
     "write_job_view",
 ]
