@@ -183,3 +183,26 @@ def test_evidence_reduced_elsewhere_decides_the_verdict(tmp_path: Path) -> None:
     assert (verdicts["job/straggler_rank"], verdicts["job/straggler_timing"]) == (
         1, FORWARD_TIME_TAG)
     assert verdicts["job/straggler_excess"] == pytest.approx(1.0, abs=0.03)
+
+
+def _fast_steps(extra_wait: dict[int, float]) -> dict[int, RankSeries]:
+    """Sub-millisecond steps (an Allreduce evens them out); ``extra_wait`` per rank."""
+    rng = np.random.default_rng(5)
+    return {rank: RankSeries(rank, {
+        STEP_TIME_TAG: [(step, 0.0004 * (1 + 0.05 * rng.standard_normal()))
+                        for step in range(1, STEPS + 1)],
+        DATA_WAIT_TAG: [(step, 6e-5 + extra_wait.get(rank, 0.0) + 5e-6 * rng.random())
+                        for step in range(1, STEPS + 1)],
+    }) for rank in range(2)}
+
+
+def test_a_callback_on_rank_0_between_short_steps_names_nobody(tmp_path: Path) -> None:
+    """+20 us of data wait on rank 0 (its progress callback): under the 100 us floor."""
+    verdicts = write_job_view(tmp_path, _fast_steps({0: 2e-5}), world_size=2).verdicts
+    assert verdicts["job/straggler_rank"] == -1
+
+
+def test_a_slow_data_loader_is_named_by_the_data_wait(tmp_path: Path) -> None:
+    verdicts = write_job_view(tmp_path, _fast_steps({1: 2e-3}), world_size=2).verdicts
+    assert (verdicts["job/straggler_rank"], verdicts["job/straggler_timing"]) == (
+        1, DATA_WAIT_TAG)

@@ -38,7 +38,8 @@ int and "" for a list, which is comma-separated rank numbers):
   ``job/straggler_timing`` (str): the straggler rule runs on every timing tag
   (:data:`TIMING_TAGS` and ``rankscribe/section/<name>``). Per timing and
   step, each rank's value over the median of the ranks at that step (both
-  plus 5 % of the step's median step time; 0/0 is 1): :func:`paired_ratios`.
+  plus 5 % of the step's median step time, at least 100 us; 0/0 is 1):
+  :func:`paired_ratios`.
   Per (timing, rank) a bounded, mergeable histogram of those ratios
   (:class:`StragglerEvidence`) gives the rank's level, its median ratio. A
   rank whose level is >= 1.2 times the median level of the faster half of the
@@ -116,6 +117,7 @@ from rankscribe.lineage.job._statistics import (
     is_timing_tag,
 )
 from rankscribe.lineage.job._stragglers import (
+    STEP_FLOOR_SECONDS,
     STEP_FLOOR_SHARE,
     STRAGGLER_MARGIN,
     StragglerEvidence,
@@ -140,6 +142,7 @@ __all__ = [
     "FORWARD_TIME_TAG",
     "LOSS_TAGS",
     "SECTION_TAG_PREFIX",
+    "STEP_FLOOR_SECONDS",
     "STEP_FLOOR_SHARE",
     "STEP_TIME_TAG",
     "STRAGGLER_MARGIN",

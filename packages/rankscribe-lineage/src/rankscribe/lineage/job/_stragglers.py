@@ -23,9 +23,11 @@ both; and not the fastest rank alone, which is an extreme of the noise.
 
 The floor: a timing that takes a negligible part of the step (a data wait of
 5 us against 3 us in a 10 ms step) is noise, however large its ratio. Both
-sides of each ratio get ``STEP_FLOOR_SHARE`` of that step's median step time
-added, so a timing names a rank only when its excess is a material part of
-the step (``(value + f) / (median + f)``).
+sides of each ratio get ``f`` added, ``STEP_FLOOR_SHARE`` of that step's
+median step time but at least ``STEP_FLOOR_SECONDS``, so a timing names a
+rank only when its excess is a material part of the step and more than a few
+tens of microseconds (``(value + f) / (median + f)``): a callback that runs
+on rank 0 alone between steps is not a slow data loader.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ __all__ = [
     "BINS",
     "BIN_WIDTH",
     "LOG2_LIMIT",
+    "STEP_FLOOR_SECONDS",
     "STEP_FLOOR_SHARE",
     "STRAGGLER_MARGIN",
     "StragglerEvidence",
@@ -56,8 +59,10 @@ __all__ = [
 
 #: A straggler's level is at least this much above the faster half's (0.2: 20 % slower).
 STRAGGLER_MARGIN = 0.2
-#: Each ratio's floor: this share of the step's median step time, added to both sides.
+#: Each ratio's floor: this share of the step's median step time, added to both sides ...
 STEP_FLOOR_SHARE = 0.05
+#: ... and at least this many seconds.
+STEP_FLOOR_SECONDS = 1e-4
 #: Histogram bins are this wide in log2 of the ratio (2 ** (1/64): 1.1 %).
 BIN_WIDTH = 1.0 / 64
 #: Ratios beyond 2 ** +-LOG2_LIMIT fall into the first or last bin.

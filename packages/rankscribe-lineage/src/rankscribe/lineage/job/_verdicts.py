@@ -15,6 +15,7 @@ import numpy as np
 
 from rankscribe.lineage.job._statistics import JobStatistics, RankArrays
 from rankscribe.lineage.job._stragglers import (
+    STEP_FLOOR_SECONDS,
     STEP_FLOOR_SHARE,
     STRAGGLER_MARGIN,
     StragglerEvidence,
@@ -124,7 +125,7 @@ def timing_evidence(statistics: JobStatistics) -> StragglerEvidence:
     """The straggler evidence of every timing tag of ``statistics`` (one block: all its steps).
 
     Each step's floor is ``STEP_FLOOR_SHARE`` of that step's median step time
-    over the ranks (0 at steps without a step time).
+    over the ranks, and at least ``STEP_FLOOR_SECONDS`` (the timings are seconds).
     """
     evidence = StragglerEvidence()
     step_dense = dense_series(statistics.step_times)
@@ -137,13 +138,14 @@ def timing_evidence(statistics: JobStatistics) -> StragglerEvidence:
         dense = dense_series(statistics.timings[tag])
         if len(dense.ranks) < 2 or len(dense.steps) == 0:
             continue
-        floor = np.zeros(len(dense.steps))
+        floor = np.full(len(dense.steps), STEP_FLOOR_SECONDS)
         if len(step_dense.steps):
             where = np.searchsorted(step_dense.steps, dense.steps)
             inside = where < len(step_dense.steps)
             matched = np.zeros(len(dense.steps), dtype=bool)
             matched[inside] = step_dense.steps[where[inside]] == dense.steps[inside]
-            floor[matched] = STEP_FLOOR_SHARE * step_median[where[matched]]
+            floor[matched] = np.maximum(STEP_FLOOR_SHARE * step_median[where[matched]],
+                                        STEP_FLOOR_SECONDS)
         evidence.add_ratios(tag, dense.ranks.tolist(), paired_ratios(dense.values, floor))
     return evidence
 
