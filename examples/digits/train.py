@@ -10,8 +10,11 @@ histograms, input images, step times, parameter fingerprints and the lineage on
 every rank (``rank_<r>/``), and rank 0 merges the ranks' lineage into one
 record for the job and writes the job view (cross-rank curves of every scalar
 in the job dir, and the straggler / divergence verdicts in the merged
-lineage); ModelCheckpoint saves each rank's weights next to its summaries. At
-the end rank 0 prints the merged lineage and the job's verdicts.
+lineage). Each step's work is marked with ``collector.section("compute")``:
+the allreduce makes every rank's wall step time the slowest rank's, so the
+section is what tells a slow rank apart. ModelCheckpoint saves each rank's
+weights next to its summaries. At the end rank 0 prints the merged lineage and
+the job's verdicts.
 
 A summary dir that already holds a run is never written into again: rank 0
 claims the directory for this job before any rank writes
@@ -188,15 +191,20 @@ def train(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]] | None:
 
     def step(batch: tuple[np.ndarray, np.ndarray]) -> float:
         images, labels = batch
-        loss, gradients = model.loss_and_gradients(images, labels)
-        names = sorted(gradients)
-        flat = ranks.average(np.concatenate([gradients[name].ravel() for name in names]))
-        offset = 0
-        for name in names:
-            size = gradients[name].size
-            gradients[name] = flat[offset:offset + size].reshape(gradients[name].shape)
-            offset += size
-        optimizer.apply(gradients)
+        # The work, timed apart from the allreduce: every rank's wall step time waits
+        # for the slowest rank there, so only the section tells the ranks apart.
+        with collector.section("compute"):
+            loss, gradients = model.loss_and_gradients(images, labels)
+            names = sorted(gradients)
+            flat = np.concatenate([gradients[name].ravel() for name in names])
+        flat = ranks.average(flat)
+        with collector.section("compute"):  # a second entry in the step adds up
+            offset = 0
+            for name in names:
+                size = gradients[name].size
+                gradients[name] = flat[offset:offset + size].reshape(gradients[name].shape)
+                offset += size
+            optimizer.apply(gradients)
         # A summary operator: kept only at this rank's share of the tensor steps.
         tensor_summary("fc2.weight", model.weights["fc2.weight"])
         return loss

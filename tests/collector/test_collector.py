@@ -182,6 +182,7 @@ def test_keep_default_action_false_collects_only_what_is_named(model: Any, tmp_p
     # The job view's own tags come whatever collect_specified_data says.
     assert set(read_steps(tmp_path)) == {("scalar", "loss/auto"),
                                          ("scalar", "rankscribe/step_time"),
+                                         ("scalar", "rankscribe/data_wait"),
                                          ("scalar", "rankscribe/param_fingerprint")}
     assert not [e for e in load_dir(tmp_path) if e.what == "graph_def"]
     assert load_lineage_dir(tmp_path) == []
@@ -436,7 +437,7 @@ def test_the_tensorboard_target_on_request(model: Any, tmp_path: Path) -> None:
     [board] = summary.glob("events.out.tfevents.*")
     steps = [event.step for event in read_tensorboard_events(board)
              if event.WhichOneof("what") == "summary"]
-    assert steps == [1, 2, 3]
+    assert steps == [0, 1, 2, 3]  # 0: the parameter fingerprint when training begins
 
 
 @pytest.mark.parametrize("formats", [(), ["png"], "mindinsight,tensorboard", None])

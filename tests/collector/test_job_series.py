@@ -25,7 +25,7 @@ from rankscribe.collector._series import (
 )
 from rankscribe.collector.collection._schedule import CollectionSchedule
 from rankscribe.lineage import parse_run
-from rankscribe.lineage.jobview import FINGERPRINT_TAG, STEP_TIME_TAG, RankSeries
+from rankscribe.lineage.jobview import DATA_WAIT_TAG, FINGERPRINT_TAG, STEP_TIME_TAG, RankSeries
 from rankscribe.ranks import GatherResult, RankInfo
 from rankscribe.writer import load_dir, scalar_summary, tensor_summary
 from rankscribe.writer.reader import scalars
@@ -52,10 +52,16 @@ class Snapshots(Callback):
         self.network = network
         self.by_step: dict[int, int] = {}
 
-    def step_end(self, run_context: RunContext) -> None:
+    def _snapshot(self, step: int) -> None:
         raw = b"".join(np.ascontiguousarray(value).tobytes()
                        for _, value in self.network.named_parameters())
-        self.by_step[run_context.original_args().cur_step_num] = crc32c.crc32c(raw) & 0xFFFFFF
+        self.by_step[step] = crc32c.crc32c(raw) & 0xFFFFFF
+
+    def begin(self, run_context: RunContext) -> None:
+        self._snapshot(0)  # before any update
+
+    def step_end(self, run_context: RunContext) -> None:
+        self._snapshot(run_context.original_args().cur_step_num)
 
 
 def train(model: Any, directory: Path, *, batches: int = 12, epochs: int = 1,
@@ -100,9 +106,11 @@ def test_the_fingerprint_is_crc32c_of_the_parameters_at_collected_steps(
     [path] = [path for path in tmp_path.iterdir() if path.name.endswith("_MS")]
     curves = scalars(path)
     fingerprints = dict(curves[FINGERPRINT_TAG])
-    assert sorted(fingerprints) == [step for step, _ in curves["loss/auto"]] == [1, 4, 8, 12]
+    # step 0: when training begins, before any update; then every collected step
+    assert sorted(fingerprints) == [0, 1, 4, 8, 12]
+    assert [step for step, _ in curves["loss/auto"]] == [1, 4, 8, 12]
     assert fingerprints == {step: float(snapshots.by_step[step]) for step in fingerprints}
-    assert len(set(fingerprints.values())) == 4  # the parameters changed in between
+    assert len(set(fingerprints.values())) == 5  # the parameters changed in between
 
 
 def test_fingerprints_can_be_turned_off(model: Any, tmp_path: Path) -> None:
@@ -186,7 +194,8 @@ def test_a_long_step_writes_its_step_time_at_once(model: Any, tmp_path: Path) ->
 
     TrainLoop(step, network=data.network, optimizer=data.optimizer).train(
         1, data.dataset, callbacks=[collector, Watch()])
-    assert on_disk == {step: list(range(1, step + 1)) for step in range(1, 6)}
+    # step 0 is the fingerprint taken when training began
+    assert on_disk == {step: list(range(step + 1)) for step in range(1, 6)}
 
 
 def test_step_times_written_at_the_end_take_no_operator_value(model: Any, tmp_path: Path) -> None:
@@ -234,7 +243,7 @@ def test_the_series_keeps_what_the_collector_recorded(model: Any, tmp_path: Path
     assert series is not None and series.rank == 3
     [path] = [path for path in tmp_path.iterdir() if path.name.endswith("_MS")]
     on_disk = scalars(path)
-    assert set(series.scalars) == {"loss/auto", STEP_TIME_TAG, FINGERPRINT_TAG}
+    assert set(series.scalars) == {"loss/auto", STEP_TIME_TAG, DATA_WAIT_TAG, FINGERPRINT_TAG}
     for tag, points in series.scalars.items():
         assert points == on_disk[tag]
     assert series.last_step == 8

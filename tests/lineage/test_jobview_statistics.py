@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import warnings
 
 import numpy as np
 import pytest
@@ -172,3 +173,85 @@ def test_partitions_merged_in_any_order_equal_one_pass(
         first.merge(second)
         groups.append(first)
     _assert_same(one_pass, groups[0])
+
+
+_any_values = st.lists(
+    st.one_of(
+        st.floats(-1e100, 1e100, allow_nan=False, allow_infinity=False),
+        st.sampled_from([math.inf, -math.inf, math.nan, 0.0, 1.0]),
+    ),
+    min_size=1,
+    max_size=9,
+)
+
+
+def _same(computed: float, expected: float, scale: float = 0.0) -> bool:
+    """Equal, NaN included; finite values up to rounding relative to the values' magnitude.
+
+    (Both sides round: numpy's two-pass std of values near 3e15 that differ by
+    hundreds is itself off in the 7th digit.)
+    """
+    if math.isnan(expected) or math.isinf(expected):
+        return computed == expected or (math.isnan(computed) and math.isnan(expected))
+    return computed == pytest.approx(expected, rel=1e-9, abs=1e-12 * scale + 1e-300)
+
+
+@given(_any_values, st.randoms(use_true_random=False))
+def test_mean_std_and_extremes_match_numpy_for_every_finite_infinite_and_nan_mix(
+    values: list[float], shuffler: random.Random
+) -> None:
+    """numpy's mean and std of the points, its nanmin and nanmax, merged in any order.
+
+    Finite values stay within 1e100, where numpy's sum of squares cannot overflow.
+    """
+    parts = []
+    for rank, value in enumerate(values):
+        part = JobStatistics()
+        part.add(RankSeries(rank, {"x": [(7, value)]}))
+        parts.append(part)
+    shuffler.shuffle(parts)
+    while len(parts) > 1:
+        first = parts.pop(shuffler.randrange(len(parts)))
+        first.merge(parts.pop(shuffler.randrange(len(parts))))
+        parts.append(first)
+    tag = parts[0].tags["x"]
+    array = np.array(values)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        expected = (float(np.mean(array)), float(np.std(array)),
+                    float(np.nanmin(array)), float(np.nanmax(array)))
+    computed = (float(tag.mean[0]), float(tag.std[0]), float(tag.minimum[0]),
+                float(tag.maximum[0]))
+    finite = array[np.isfinite(array)]
+    scale = float(np.abs(finite).max()) if len(finite) else 0.0
+    assert all(_same(got, want, scale) for got, want in zip(computed, expected, strict=True)), (
+        values, computed, expected)
+    assert tag.count[0] == len(values)
+
+
+@pytest.mark.parametrize(("values", "mean", "std"), [
+    ([math.inf, 1.0], math.inf, math.nan),
+    ([math.inf, -math.inf], math.nan, math.nan),
+    ([-math.inf, 2.0, 3.0], -math.inf, math.nan),
+    ([1.0, math.nan, 3.0], math.nan, math.nan),
+    ([math.inf], math.inf, math.nan),
+    ([2.0, 4.0], 3.0, 1.0),
+])
+def test_the_cases_numpy_decides_by_hand(values: list[float], mean: float, std: float) -> None:
+    statistics = JobStatistics()
+    for rank, value in enumerate(values):
+        statistics.add(RankSeries(rank, {"x": [(1, value)]}))
+    tag = statistics.tags["x"]
+    assert _same(float(tag.mean[0]), mean) and _same(float(tag.std[0]), std)
+
+
+def test_the_largest_step_survives_the_statistics() -> None:
+    """Step 2**63 - 1 used to round up to 2**63 as a float and wrap to -2**63."""
+    largest = 2**63 - 1
+    statistics = JobStatistics()
+    statistics.add(RankSeries(0, {"x": [(1, 1.0), (largest, 2.0)]}))
+    statistics.add(RankSeries(1, {"x": [(largest, 4.0)]}))
+    tag = statistics.tags["x"]
+    assert tag.steps.tolist() == [1, largest]
+    assert tag.mean.tolist() == [1.0, 3.0]
+    assert statistics.last_steps == {0: largest, 1: largest}

@@ -2,6 +2,7 @@
 """What the SummaryCollector costs a training step, against the same loop without it.
 
     python tools/bench/collector.py [--quick] [--steps N] [--collect-freq 10] [--fast-steps N]
+                                    [--torch]
 
 The training step stands for a step whose compute runs elsewhere (an
 accelerator, or BLAS threads): it does a little NumPy work on the host, then
@@ -18,8 +19,14 @@ collector is timed from ``__enter__`` to the end of ``__exit__``, so opening
 the record and writing everything to disk are included. Printed: the best
 wall time of each, the difference per step and as a share of the step (target
 < 2%), and the time spent inside the collector's own hooks, split into
-collected and other steps. Step times (every step) and parameter fingerprints
-(every collected step) are on, as they are by default.
+collected and other steps. The job view's timings (step time and data wait,
+every step; with ``--torch`` the forward time too) and parameter fingerprints
+(at step 0 and every collected step, within the default budget) are on, as
+they are by default.
+
+``--torch``: the network is a small torch MLP (the same shapes) whose
+``forward`` every step calls, in the bare loop too, so the collector's forward
+hooks (``rankscribe/forward_time``) are part of what is measured.
 
 A second part measures a step that collects nothing, where a fast step (a
 small model trains in about 1 ms) feels the collector most: FAST_STEP_MS
@@ -121,7 +128,26 @@ class TimedCollector(Callback):
         self.outside_steps += self._timed(self.collector.end, run_context)
 
 
-def make_model(steps_per_epoch: int) -> tuple[ArrayNetwork, ArrayOptimizer, ArrayDataset]:
+TORCH = [False]  # --torch: the network is a torch module whose forward each step calls
+
+
+def make_torch_model(steps_per_epoch: int) -> tuple[Any, Any, ArrayDataset]:
+    import torch  # only with --torch
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    network = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, 128), torch.nn.ReLU(),
+                                  torch.nn.Linear(128, 10))
+    optimizer = torch.optim.SGD(network.parameters(), lr=0.01)
+    _, _, dataset = make_array_model(steps_per_epoch)
+    return network, optimizer, dataset
+
+
+def make_model(steps_per_epoch: int) -> tuple[Any, Any, ArrayDataset]:
+    return make_torch_model(steps_per_epoch) if TORCH[0] else make_array_model(steps_per_epoch)
+
+
+def make_array_model(steps_per_epoch: int) -> tuple[ArrayNetwork, ArrayOptimizer, ArrayDataset]:
     rng = np.random.default_rng(0)
     network = ArrayNetwork(
         {
@@ -143,9 +169,16 @@ def make_model(steps_per_epoch: int) -> tuple[ArrayNetwork, ArrayOptimizer, Arra
     return network, optimizer, dataset
 
 
-def make_step(network: ArrayNetwork, step_ms: float = STEP_MS,
+def make_step(network: Any, step_ms: float = STEP_MS,
               starts: list[float] | None = None) -> Any:
-    bias = network["fc2.bias"]
+    if TORCH[0]:
+        import torch  # only with --torch
+
+        bias = network[3].bias.data.numpy()
+        forward: Any = network
+        as_tensor: Any = torch.from_numpy
+    else:
+        bias, forward, as_tensor = network["fc2.bias"], None, None
 
     def step(batch: tuple[np.ndarray, np.ndarray]) -> np.floating[Any]:
         started = time.perf_counter()
@@ -153,6 +186,8 @@ def make_step(network: ArrayNetwork, step_ms: float = STEP_MS,
             starts.append(started)
         deadline = started + step_ms / 1000
         bias[:] -= 1e-4  # the weights change between steps, as in training
+        if forward is not None:
+            forward(as_tensor(batch[0][:1]))  # the hooks time it (the bare loop runs it too)
         loss = np.float32(batch[0][0, 0, 0, 0])
         remaining = deadline - time.perf_counter()
         if remaining > 0:
@@ -236,7 +271,10 @@ def main() -> None:
     parser.add_argument("--collect-freq", type=int, default=10)
     parser.add_argument("--fast-steps", type=int, default=1000,
                         help=f"steps of {FAST_STEP_MS:g} ms for the quiet-step measurement")
+    parser.add_argument("--torch", action="store_true",
+                        help="a torch network whose forward the collector times with hooks")
     arguments = parser.parse_args()
+    TORCH[0] = arguments.torch
     if arguments.quick:
         arguments.epochs, arguments.steps, arguments.repeat = 1, 150, 2
         arguments.fast_steps = 400
@@ -263,7 +301,7 @@ def main() -> None:
     per_step = (best_collected - best_bare) / total * 1000
     print(f"SummaryCollector cost, {arguments.epochs} x {arguments.steps} steps of {STEP_MS:g} ms, "
           f"collect_freq={arguments.collect_freq}, default collection, best of "
-          f"{arguments.repeat}")
+          f"{arguments.repeat}{', torch network (forward hooks on)' if arguments.torch else ''}")
     print(f"  bare loop        {best_bare:8.3f} s  {best_bare / total * 1000:7.3f} ms/step")
     print(f"  with collector   {best_collected:8.3f} s  "
           f"{best_collected / total * 1000:7.3f} ms/step")

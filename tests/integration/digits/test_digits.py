@@ -78,9 +78,10 @@ def test_loss_histograms_and_images_at_the_scheduled_steps(job: tuple[Path, str]
     for rank in range(RANKS):
         rank_dir = summary_dir / f"rank_{rank}"
         assert steps_with(rank_dir, "scalar", "loss/auto") == scheduled
-        assert steps_with(rank_dir, "scalar", "rankscribe/param_fingerprint") == scheduled
-        # the step time is the one scalar of every step
-        assert steps_with(rank_dir, "scalar") == list(range(1, STEPS + 1))
+        # and step 0: the fingerprint taken when training begins, before any update
+        assert steps_with(rank_dir, "scalar", "rankscribe/param_fingerprint") == [0, *scheduled]
+        # the timings are the scalars of every step (step 0: the start fingerprint)
+        assert steps_with(rank_dir, "scalar") == list(range(STEPS + 1))
         assert steps_with(rank_dir, "scalar", "rankscribe/step_time") == list(range(1, STEPS + 1))
         assert steps_with(rank_dir, "histogram") == scheduled
         assert steps_with(rank_dir, "image") == scheduled
@@ -142,6 +143,13 @@ def test_the_job_view_finds_the_ranks_in_step(job: tuple[Path, str]) -> None:
     assert {count for _, count in curves["rankscribe/step_time/ranks"]} == {RANKS}
     assert "job view (cross-rank curves in the job dir):" in output
     assert "divergence: none (the ranks' parameters agree)" in output
+    # The allreduce evens out the wall step times; the marked compute is judged too,
+    # and on balanced ranks it names nobody.
+    assert {count for _, count in curves["rankscribe/section/compute/ranks"]} == {RANKS}
+    assert [step for step, _ in curves["rankscribe/section/compute/ranks"]] == list(
+        range(1, STEPS + 1))
+    assert (notes["job/straggler_rank"], notes["job/straggler_ranks"]) == (-1, "")
+    assert "straggler: none; step-time skew" in output
 
 
 def test_a_second_run_into_the_same_dir_neither_mixes_nor_overwrites(

@@ -44,6 +44,10 @@ class CallbackParams:
     - ``parallel_mode`` (e.g. ``"stand_alone"``, ``"data_parallel"``) and
       ``device_number`` (the world size).
     - ``metrics``: evaluation results, a dict of name to number.
+    - ``step_started_at``: ``time.perf_counter()`` when the current step
+      began, set by a loop that calls ``step_begin`` after the step's work
+      (:class:`~rankscribe.collector.TrainSession`: the time of the previous
+      ``session.step`` call); None when ``step_begin`` marks the start.
 
     Any other attribute may be set too; reading an unset one gives ``None``.
     """
@@ -67,6 +71,7 @@ class CallbackParams:
     parallel_mode: str | None
     device_number: int
     metrics: dict[str, Any] | None
+    step_started_at: float | None
 
     def __init__(self, **attributes: Any) -> None:
         self.mode = "train"
@@ -78,6 +83,8 @@ class CallbackParams:
         self.dataset_sink_mode = False
         self.parallel_mode = "stand_alone"
         self.device_number = 1
+        # Set here, not left to __getattr__: the collector reads it at every step.
+        self.step_started_at = None
         for name, value in attributes.items():
             setattr(self, name, value)
 

@@ -8,24 +8,20 @@ schedule.py         which steps (epochs) are collected, and the plugin filter
 extract.py          loss, histograms, input images, graph from the run state
 lineage.py          this rank's lineage values; the job lineage merged on rank 0
 landscape.py        parameter files and ``train_metadata.json`` for landscapes
-_series.py          step times, parameter fingerprints, the series of the job view
+_series.py          timings, parameter fingerprints, the series of the job view
+_timings.py         data wait, forward time, sections (docs/job-view.md)
 ==================  ============================================================
 
 Writing is :class:`rankscribe.writer.SummaryRecord`'s. On several ranks each
 rank writes into ``rankscribe.ranks.rank_dir(summary_dir, info)``
 (``summary_dir/rank_<r>``), collects tensors for its share of the job's
 tensor-collection steps, and rank 0 writes the merged job lineage into
-``summary_dir``. Nothing in a training script changes for that.
-
-For the job view each rank also records its step times and parameter
-fingerprints (``_series.py``), and rank 0 writes the job's cross-rank curves
-at the end of a run (``lineage.py``).
+``summary_dir``, with the job view from every rank's series (``lineage.py``).
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import os
 import weakref
 from collections.abc import Sequence
@@ -35,6 +31,7 @@ from types import TracebackType
 from typing import Any
 
 from rankscribe.collector._callback import MODES, Callback, CallbackParams, RunContext
+from rankscribe.collector._fingerprint import DEFAULT_FINGERPRINT_BUDGET, check_budget
 from rankscribe.collector._lineage import DEFAULT_MERGE_TIMEOUT, JobLineageMerger, LineageRecorder
 from rankscribe.collector._series import (
     STEP_TIME_WRITE_AT_ONCE,
@@ -46,6 +43,8 @@ from rankscribe.collector.collection._extractor import GRAPH_TAG, Extractor
 from rankscribe.collector.collection._options import (
     check_coordinator,
     check_export_options,
+    check_formats,
+    check_merge_timeout,
     check_optional_positive_int,
     check_positive_int,
     check_summary_dir,
@@ -54,6 +53,7 @@ from rankscribe.collector.collection._options import (
 )
 from rankscribe.collector.collection._options import custom_lineage_data as merged_custom_lineage
 from rankscribe.collector.collection._schedule import Collect, CollectionSchedule, total_units
+from rankscribe.collector._timings import Section, StepTimings
 from rankscribe.collector.errors import CollectorValueError
 from rankscribe.collector.landscape._saver import LandscapeSaver
 from rankscribe.ranks import Coordinator, RankInfo, detect, rank_dir
@@ -64,20 +64,6 @@ from rankscribe.writer.operators import discard_pending
 logger = logging.getLogger(__name__)
 
 __all__ = ["SummaryCollector"]
-
-_FORMATS = ("mindinsight", "tensorboard")
-
-
-def _check_formats(formats: object) -> tuple[str, ...]:
-    chosen = (formats,) if isinstance(formats, str) else formats
-    if (not isinstance(chosen, Sequence) or not chosen
-            or any(item not in _FORMATS for item in chosen)):
-        raise CollectorValueError(
-            f"For 'formats', the value should be a non-empty list of {list(_FORMATS)}, but got "
-            f"{formats!r}."
-        )
-    return tuple(chosen)
-
 
 class SummaryCollector(Callback):
     """Collect loss, weights, input images, graphs and lineage of a training run.
@@ -114,9 +100,12 @@ class SummaryCollector(Callback):
         rank_info: this process's rank (default :func:`rankscribe.ranks.detect`).
         formats: the writer's output formats: ``"mindinsight"`` and/or
             ``"tensorboard"`` (a TensorBoard event file next to the summary files).
-        fingerprints: record ``rankscribe/param_fingerprint`` at collected
-            steps (True by default; it reads every parameter on the host, so a
-            large model on an accelerator may prefer False).
+        fingerprints: record ``rankscribe/param_fingerprint`` at step 0 (every
+            byte) and at collected steps (a slice of at most ``fingerprint_budget``
+            bytes, an int >= 1024, default 4 MiB); docs/job-view.md.
+
+    Timings for the job view (docs/job-view.md, "Timings"): step time, data
+    wait, forward time (torch module hooks) and :meth:`section`.
     """
 
     def __init__(
@@ -136,6 +125,7 @@ class SummaryCollector(Callback):
         rank_info: RankInfo | None = None,
         formats: Sequence[str] = ("mindinsight",),
         fingerprints: bool = True,
+        fingerprint_budget: int = DEFAULT_FINGERPRINT_BUDGET,
     ) -> None:
         self._summary_dir = check_summary_dir(summary_dir)
         self._collect_freq = check_positive_int("collect_freq", collect_freq)
@@ -148,25 +138,21 @@ class SummaryCollector(Callback):
         self._options = process_specified_data(collect_specified_data, keep_default_action)
         logger.info("For 'collect_specified_data' the value after processing is: %s.",
                     self._options.merged)
-        check_type("merge_timeout", merge_timeout, (int, float))
-        # The ranks' collectives refuse an unbounded wait: an infinite timeout
-        # would only surface at the end of training, as a merge that never ran.
-        if not 0 <= merge_timeout < math.inf:
-            raise CollectorValueError(
-                f"For 'merge_timeout', the value should be a finite number of seconds >= 0, "
-                f"but got {merge_timeout!r}."
-            )
+        check_merge_timeout(merge_timeout)
         if rank_info is not None:
             check_type("rank_info", rank_info, (RankInfo,))
-        self._formats = _check_formats(formats)
+        self._formats = check_formats(formats)
         # What the adapters learn while reading this collector's objects stays with it.
         self._adapters = AdapterRegistry()
         check_type("fingerprints", fingerprints, (bool,))
         self._series = SeriesRecorder(fingerprints=fingerprints,
-                                      network_view=self._adapters.network_view,
-                                      to_numpy=self._adapters.to_numpy)
+                                      fingerprint_parts=self._adapters.fingerprint_parts,
+                                      budget=check_budget(fingerprint_budget),
+                                      collect_freq=self._collect_freq)
         # Bound once: the short path of step_end appends with no call of its own.
         self._keep_step, self._keep_step_time = self._series.step_time_appenders()
+        self._keep_wait_step, self._keep_wait = self._series.data_wait_appenders()
+        self._timings = StepTimings(self._series, self._adapters)
         self._step_started: float | None = None
         self._step_time: float | None = None
         self._step_landscape: LandscapeSaver | None = None
@@ -280,6 +266,7 @@ class SummaryCollector(Callback):
 
     def _close(self) -> None:
         self._quiet_until = 0
+        self._timings.close()
         record, self._record = self._record, None
         if record is not None:
             record.close()
@@ -310,14 +297,38 @@ class SummaryCollector(Callback):
         assert self._record is not None
         self._record.set_mode(params.mode)
         self._sink_mode = bool(params.dataset_sink_mode)
+        self._timings.start_run(params)
         if params.mode == "train":
             # The job view is of the last training run; an evaluation after it keeps it.
             self._series.start_run()
+            self._series.add_start_fingerprint(self._record, self._landscape_network(params))
             if self._landscape is not None:
                 self._start_landscape(params)
 
+    def epoch_begin(self, run_context: RunContext) -> None:
+        self._timings.epoch_begin()
+
+    def section(self, name: str) -> Section:
+        """``with collector.section("compute"):`` times a part of a step.
+
+        Recorded as ``rankscribe/section/<name>`` (entries of a step add up) and
+        judged across ranks; ``name``: letters, digits, ``_.-``
+        (:func:`rankscribe.collector._timings.section_tag`). docs/job-view.md.
+        """
+        return self._timings.section(name)
+
     def step_begin(self, run_context: RunContext) -> None:
-        self._step_started = perf_counter()
+        now = perf_counter()
+        # Set by a loop that calls step_begin after the step (TrainSession): no data wait.
+        started = run_context.original_args().step_started_at
+        timings = self._timings
+        if started is None:
+            last = timings.last_end
+            timings.data_wait = now - last if last is not None else None
+            self._step_started = now
+        else:
+            timings.data_wait = None
+            self._step_started = started
 
     def step_end(self, run_context: RunContext) -> None:
         ended = perf_counter()
@@ -333,8 +344,17 @@ class SummaryCollector(Callback):
             discard_pending()
             self._keep_step(step)
             self._keep_step_time(ended - started)
+            timings = self._timings
+            wait = timings.data_wait
+            if wait is not None:
+                self._keep_wait_step(step)
+                self._keep_wait(wait)
+            if timings.forward is not None or timings.section_totals:
+                timings.keep_extras(step)
+            timings.last_end = ended
             return
         self._step_end(params, started, ended)
+        self._timings.last_end = perf_counter()
 
     def _step_end(self, params: CallbackParams, started: float | None, ended: float) -> None:
         """A step that collects, writes, saves landscape parameters, or is not in training."""
@@ -344,10 +364,13 @@ class SummaryCollector(Callback):
             return
         if started is not None:
             self._step_time = ended - started
+        extras = self._timings.extras(params.cur_step_num, with_wait=True)
         if not self._first_step_done:
             self._add_first_step_values(params)
         if not self._sink_mode:
-            self._collect(params, params.cur_step_num)
+            self._collect(params, params.cur_step_num, extras)
+        else:
+            self._series.keep_timings(params.cur_step_num, extras)
         landscape = self._step_landscape
         if landscape is not None and landscape.wants(params.cur_step_num):
             landscape.save(params.cur_step_num, self._landscape_network(params))
@@ -377,6 +400,7 @@ class SummaryCollector(Callback):
             return
         try:
             if params.mode == "train":
+                self._timings.finish()
                 self._write_step_times()
                 self._lineage.add_train_lineage(record, params)
             else:
@@ -417,7 +441,8 @@ class SummaryCollector(Callback):
             self._record.add_value("graph", GRAPH_TAG, graph)
         self._lineage.add_first_step_values(self._record, params)
 
-    def _collect(self, params: CallbackParams, unit: int) -> None:
+    def _collect(self, params: CallbackParams, unit: int,
+                 extras: Sequence[tuple[str, float]] = ()) -> None:
         record, schedule = self._record, self._schedule
         assert record is not None and schedule is not None
         first = not schedule.started
@@ -430,6 +455,7 @@ class SummaryCollector(Callback):
         step_time, self._step_time = self._step_time, None
         if decision is Collect.NOTHING:
             discard_pending()
+            self._series.keep_timings(step, extras)
             # Written before a collected step, so the file stays in step order.
             self._series.after_quiet_step(
                 record, step, step_time,
@@ -439,34 +465,19 @@ class SummaryCollector(Callback):
         if decision.extracts:
             sink = self._series.collected_step_sink(record, step)
             self._extractor.add_step_values(sink, params)
-            self._series.add_fingerprint(sink, self._landscape_network(params))
-        self._series.record_collected_step(record, step, step_time, decision.plugin_filter)
+            self._series.add_fingerprint(sink, self._landscape_network(params), step)
+        self._series.record_collected_step(record, step, step_time, decision.plugin_filter,
+                                           extras)
         if first:
             self._flush()  # the first collection reaches the disk at once
 
     def _start_landscape(self, params: CallbackParams) -> None:
-        """Clear an earlier run's landscape files; say on rank 0 what this run saves, and where.
-
-        The default (MindSpore's) saves many full copies of the network's
-        parameters, which a user who never asked for a landscape should hear of.
-        """
+        """Clear an earlier run's landscape files; say on rank 0 what this run saves."""
         landscape, info = self._landscape, self._info
         assert landscape is not None and info is not None
         landscape.start_training()
-        if info.rank != 0 or landscape.disabled:
-            return
-        total = (params.epoch_num or 0) * (1 if landscape.unit == "epoch" else
-                                           params.batch_num or 0)
-        planned = landscape.planned(total)
-        where = str(landscape.directory)
-        if info.world_size > 1:
-            where += " (every rank into its own rank_<r>/ckpt_dir)"
-        logger.info(
-            "Loss landscape (on by default, as in MindSpore): saving %d full parameter sets "
-            "of the network (%ss %s) into %s; turn it off with "
-            "collect_specified_data={'collect_landscape': None}.",
-            len(planned), landscape.unit, _numbers(planned), where,
-        )
+        landscape.announce(epoch_num=params.epoch_num or 0, batch_num=params.batch_num or 0,
+                           rank=info.rank, world_size=info.world_size)
 
     def _write_step_times(self) -> None:
         if self._record is not None:
@@ -487,13 +498,3 @@ class SummaryCollector(Callback):
         if self._merger is not None and self._directory is not None:
             self._merger.merge(self._directory, self._series.series)
 
-
-def _numbers(numbers: list[int]) -> str:
-    """``1-9, 10-19`` style: consecutive runs of ``numbers`` (sorted) joined."""
-    runs: list[list[int]] = []
-    for number in numbers:
-        if runs and number == runs[-1][-1] + 1:
-            runs[-1].append(number)
-        else:
-            runs.append([number])
-    return ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)

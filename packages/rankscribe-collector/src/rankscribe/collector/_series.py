@@ -3,8 +3,9 @@
 At the end of training (and of evaluation) every rank hands its series to rank 0,
 which writes the job's cross-rank curves (:func:`rankscribe.lineage.jobview.write_job_view`).
 Only what the collector itself records is kept, as it records it: its scalars
-(``loss/auto``), the step time of every step and the parameter fingerprint of
-every collected step. Never tensors, histograms or images, so the memory is
+(``loss/auto``), its timings (step time and data wait of every step, forward
+time, sections: ``docs/job-view.md``, "Timings") and the parameter fingerprint
+(step 0 and every collected step). Never tensors, histograms or images, so the memory is
 12 bytes per point (two flat arrays per tag, not a Python object per point).
 Values are kept as float32, the summary scalar type: the job view rank 0 writes
 from them is the one the offline merge computes from the rank files.
@@ -16,17 +17,19 @@ from __future__ import annotations
 
 import logging
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
-from rankscribe.collector._fingerprint import parameter_fingerprint
-from rankscribe.lineage.jobview import FINGERPRINT_TAG, STEP_TIME_TAG, RankSeries
+from rankscribe.collector._fingerprint import (
+    DEFAULT_FINGERPRINT_BUDGET,
+    FingerprintPart,
+    slice_bounds,
+    slice_fingerprint,
+)
+from rankscribe.lineage.jobview import DATA_WAIT_TAG, FINGERPRINT_TAG, STEP_TIME_TAG, RankSeries
 
 if TYPE_CHECKING:
-    import numpy.typing as npt
-
-    from rankscribe.collector.adapters import NetworkView
     from rankscribe.collector.collection._extractor import ValueSink
     from rankscribe.collector.collection._schedule import CollectionSchedule
     from rankscribe.collector.landscape._saver import LandscapeSaver
@@ -104,55 +107,81 @@ class ScalarSeries:
         return RankSeries(rank=rank, scalars=scalars)
 
 
+class _TimingColumn:
+    """One timing tag's kept points, and how many of them are written."""
+
+    __slots__ = ("steps", "tag", "values", "written")
+
+    def __init__(self, tag: str, series: ScalarSeries) -> None:
+        self.tag = tag
+        self.steps, self.values = series.column(tag)
+        self.written = 0
+
+
 class SeriesRecorder:
     """Records the job-view scalars into a rank's summary record, and keeps its series.
 
     The collector calls, at a step that collects nothing, :meth:`after_quiet_step`
-    (or, on its shortest path, the appends of :meth:`step_time_appenders`); at a
-    collected step :meth:`write_kept_step_times`, then :meth:`collected_step_sink`
-    and :meth:`add_fingerprint` while it adds the step's values, then
-    :meth:`record_collected_step` instead of ``record.record``.
+    (or, on its shortest path, the appends of :meth:`step_time_appenders` and
+    :meth:`keep_timing`); at a collected step :meth:`write_kept_step_times`, then
+    :meth:`collected_step_sink` and :meth:`add_fingerprint` while it adds the
+    step's values, then :meth:`record_collected_step` instead of ``record.record``.
 
-    Why step times wait: a step written alone wakes the writer thread, which
-    costs a step that collects nothing several times what the rest of the
-    collector does (measured by tools/bench/collector.py). Written in a run,
-    the steps join one batch of the writer. The collector writes them before
-    the next collected step (so the file stays in step order), at the end of
-    an epoch, and at least every :data:`STEP_TIME_WRITE_INTERVAL` seconds or
-    :data:`STEP_TIME_WRITE_COUNT` steps, so a rank that dies loses at most that;
-    a step of :data:`STEP_TIME_WRITE_AT_ONCE` seconds or more is written at once.
+    Timings (``docs/job-view.md``, "Timings"): the step time of every step,
+    and, when known, the data wait, the forward time and each section's time
+    (:meth:`keep_timing`). Why they wait: a step written alone wakes the
+    writer thread, which costs a step that collects nothing several times what
+    the rest of the collector does (measured by tools/bench/collector.py).
+    Written in a run, the steps join one batch of the writer. The collector
+    writes them before the next collected step (so the file stays in step
+    order), at the end of an epoch, and at least every
+    :data:`STEP_TIME_WRITE_INTERVAL` seconds or :data:`STEP_TIME_WRITE_COUNT`
+    steps, so a rank that dies loses at most that; a step of
+    :data:`STEP_TIME_WRITE_AT_ONCE` seconds or more is written at once. A
+    forward time read from device events a step or more later is written
+    with the step it belongs to.
 
     Args:
-        fingerprints: record ``rankscribe/param_fingerprint`` at collected steps.
-        network_view, to_numpy: how the collector's adapters read a network
-            and a parameter.
+        fingerprints: record ``rankscribe/param_fingerprint`` at the start of
+            training and at collected steps.
+        fingerprint_parts: how the collector's adapters read a network's
+            parameters as raw bytes (``_fingerprint.py``).
+        budget: bytes hashed at most per collected step.
+        collect_freq: the collector's, for the rotation of the slices.
     """
 
     def __init__(
         self,
         *,
         fingerprints: bool,
-        network_view: Callable[[object], NetworkView | None],
-        to_numpy: Callable[[object], npt.NDArray[Any]],
+        fingerprint_parts: Callable[[object], list[FingerprintPart] | None],
+        budget: int = DEFAULT_FINGERPRINT_BUDGET,
+        collect_freq: int = 1,
     ) -> None:
         self.series = ScalarSeries()
         self.fingerprints = fingerprints
-        self._network_view, self._to_numpy = network_view, to_numpy
-        self._network: tuple[object, NetworkView | None] | None = None
+        self._fingerprint_parts = fingerprint_parts
+        self.budget = budget
+        self.collect_freq = collect_freq
         self._fingerprint_failed = False
-        self._time_steps, self._time_values = self.series.column(STEP_TIME_TAG)
-        self._written = 0
+        self._step_column = _TimingColumn(STEP_TIME_TAG, self.series)
+        self._time_steps, self._time_values = self._step_column.steps, self._step_column.values
+        wait_column = _TimingColumn(DATA_WAIT_TAG, self.series)
+        self._wait_steps, self._wait_values = wait_column.steps, wait_column.values
+        self._columns: dict[str, _TimingColumn] = {STEP_TIME_TAG: self._step_column,
+                                                   DATA_WAIT_TAG: wait_column}
         self.last_write = 0.0
 
     def start_run(self) -> None:
         """A new training run: the series starts empty (the job view is of one run)."""
         self.series.clear()
-        self._written = 0
+        for column in self._columns.values():
+            column.written = 0
         self._fingerprint_failed = False
 
     @property
     def has_unwritten_step_times(self) -> bool:
-        return self._written < len(self._time_steps)
+        return any(column.written < len(column.steps) for column in self._columns.values())
 
     def step_time_appenders(self) -> tuple[Callable[[int], None], Callable[[float], None]]:
         """Appends that keep a step time, for a step the caller knows writes nothing now.
@@ -160,6 +189,30 @@ class SeriesRecorder:
         They stay valid across runs (:meth:`start_run` empties the arrays in place).
         """
         return self._time_steps.append, self._time_values.append
+
+    def data_wait_appenders(self) -> tuple[Callable[[int], None], Callable[[float], None]]:
+        """Appends that keep a data wait (as :meth:`step_time_appenders`)."""
+        return self._wait_steps.append, self._wait_values.append
+
+    def timing_appenders(self, tag: str) -> tuple[Callable[[int], None], Callable[[float], None]]:
+        """Appends that keep a timing of ``tag`` (as :meth:`step_time_appenders`)."""
+        column = self._columns.get(tag)
+        if column is None:
+            column = self._columns[tag] = _TimingColumn(tag, self.series)
+        return column.steps.append, column.values.append
+
+    def keep_timing(self, tag: str, step: int, seconds: float) -> None:
+        """Keep a timing other than the step time (written with the step times)."""
+        column = self._columns.get(tag)
+        if column is None:
+            column = self._columns[tag] = _TimingColumn(tag, self.series)
+        column.steps.append(step)
+        column.values.append(seconds)
+
+    def keep_timings(self, step: int, timings: Sequence[tuple[str, float]]) -> None:
+        """Keep several timings of ``step``: ``(tag, seconds)`` pairs."""
+        for tag, seconds in timings:
+            self.keep_timing(tag, step, seconds)
 
     def next_busy_step(self, step: int, schedule: CollectionSchedule,
                        landscape: LandscapeSaver | None) -> int:
@@ -169,7 +222,7 @@ class SeriesRecorder:
         """
         if not schedule.started:
             return 0
-        unwritten = len(self._time_steps) - self._written
+        unwritten = len(self._time_steps) - self._step_column.written
         # The step before a collected one writes the step times kept so far.
         busy = min(schedule.next_collected(step) - 1, step + STEP_TIME_WRITE_COUNT - unwritten)
         wanted = landscape.next_wanted(step) if landscape is not None else None
@@ -188,20 +241,29 @@ class SeriesRecorder:
         now = perf_counter()
         if (write_now or seconds >= STEP_TIME_WRITE_AT_ONCE
                 or now - self.last_write >= STEP_TIME_WRITE_INTERVAL
-                or len(self._time_steps) - self._written >= STEP_TIME_WRITE_COUNT):
+                or len(self._time_steps) - self._step_column.written >= STEP_TIME_WRITE_COUNT):
             self.write_step_times(record)
 
+    def _unwritten(self) -> dict[int, list[tuple[str, float]]]:
+        """The kept timings not written yet, by step; they count as written from now."""
+        by_step: dict[int, list[tuple[str, float]]] = {}
+        for column in self._columns.values():
+            steps, values = column.steps, column.values
+            for index in range(column.written, len(steps)):
+                by_step.setdefault(steps[index], []).append((column.tag, values[index]))
+            column.written = len(steps)
+        return by_step
+
     def write_step_times(self, record: SummaryRecord) -> None:
-        """Write the kept step times, each as its own step of ``record``."""
-        steps, values = self._time_steps, self._time_values
-        for index in range(self._written, len(steps)):
-            record.add_value("scalar", STEP_TIME_TAG, values[index])
-            record.record(steps[index])
-        self._written = len(steps)
+        """Write the kept timings, each step as its own step of ``record``."""
+        for step, values in sorted(self._unwritten().items()):
+            for tag, seconds in values:
+                record.add_value("scalar", tag, seconds)
+            record.record(step)
         self.last_write = perf_counter()
 
     def write_kept_step_times(self, record: SummaryRecord) -> None:
-        """Write step times still kept, leaving summary operators' values alone.
+        """Write timings still kept, leaving summary operators' values alone.
 
         Before a collected step's values are added (only a step that came out
         of order leaves any), at the end of an epoch and of training. In eval
@@ -218,23 +280,62 @@ class SeriesRecorder:
         """A sink for a collected step's values that also keeps their scalars."""
         return _KeepingSink(record, self.series, step)
 
-    def add_fingerprint(self, sink: ValueSink, network: object) -> None:
-        """The fingerprint of ``network``'s parameters; off for the run after one failure."""
+    def _parts(self, network: object) -> list[FingerprintPart] | None:
         if not self.fingerprints or self._fingerprint_failed or network is None:
-            return
-        if self._network is None or self._network[0] is not network:
-            self._network = (network, self._network_view(network))
-        view = self._network[1]
+            return None
         try:
-            if view is None:
+            parts = self._fingerprint_parts(network)
+            if parts is None:
                 raise TypeError(f"no parameters can be read from a {type(network).__name__}")
-            fingerprint = parameter_fingerprint(view.parameters(), self._to_numpy)
         except (TypeError, ValueError, RuntimeError) as error:
-            self._fingerprint_failed = True
-            logger.warning("The parameter fingerprint (%s) is not recorded in this run: %s",
-                           FINGERPRINT_TAG, error)
+            self._fail(error)
+            return None
+        return parts
+
+    def _fail(self, error: Exception) -> None:
+        self._fingerprint_failed = True
+        logger.warning("The parameter fingerprint (%s) is not recorded in this run: %s",
+                       FINGERPRINT_TAG, error)
+
+    def _fingerprint(self, parts: list[FingerprintPart], bounds: tuple[int, int]) -> int | None:
+        try:
+            return slice_fingerprint(parts, *bounds)
+        except (TypeError, ValueError, RuntimeError) as error:
+            self._fail(error)
+            return None
+
+    def add_start_fingerprint(self, record: SummaryRecord, network: object) -> None:
+        """The fingerprint of every parameter byte when training begins, at step 0.
+
+        Before any update: ranks that start identical and then part are told
+        apart at the first collected step (``docs/job-view.md``, "Divergence").
+        """
+        parts = self._parts(network)
+        if parts is None:
             return
-        sink.add_value("scalar", FINGERPRINT_TAG, float(fingerprint))
+        fingerprint = self._fingerprint(parts, (0, sum(part.nbytes for part in parts)))
+        if fingerprint is None:
+            return
+        # Eval mode: summary operators' values (none yet, normally) stay where they are.
+        record.set_mode("eval")
+        record.add_value("scalar", FINGERPRINT_TAG, float(fingerprint))
+        record.record(0)
+        record.set_mode("train")
+        self.series.add(FINGERPRINT_TAG, 0, float(fingerprint))
+
+    def add_fingerprint(self, sink: ValueSink, network: object, step: int) -> None:
+        """The fingerprint of this step's slice of ``network``'s parameters (at most the budget).
+
+        Off for the run after one failure.
+        """
+        parts = self._parts(network)
+        if parts is None:
+            return
+        total = sum(part.nbytes for part in parts)
+        fingerprint = self._fingerprint(
+            parts, slice_bounds(total, self.budget, step, self.collect_freq))
+        if fingerprint is not None:
+            sink.add_value("scalar", FINGERPRINT_TAG, float(fingerprint))
 
     def record_collected_step(
         self,
@@ -242,23 +343,33 @@ class SeriesRecorder:
         step: int,
         seconds: float | None,
         plugin_filter: Callable[[str], bool] | None,
+        extras: Sequence[tuple[str, float]] = (),
     ) -> None:
-        """``record.record(step, plugin_filter=...)``, with the step's step time."""
-        if seconds is not None and (plugin_filter is None or plugin_filter("scalar")):
-            self._add_step_time(record, step, seconds)
-            seconds = None
+        """``record.record(step, plugin_filter=...)``, with the step's timings.
+
+        ``extras``: the step's other timings (data wait, forward time, sections),
+        recorded in the same event as its step time.
+        """
+        timings = [(STEP_TIME_TAG, seconds)] if seconds is not None else []
+        timings.extend(extras)
+        if timings and (plugin_filter is None or plugin_filter("scalar")):
+            self._add_timings(record, step, timings)
+            timings = []
         record.record(step, plugin_filter=plugin_filter)
-        if seconds is not None:
-            # The filter keeps only some plugins (tensors) at this step: the step
-            # time is a second event of the same step, so the filter cannot drop it.
-            self._add_step_time(record, step, seconds)
+        if timings:
+            # The filter keeps only some plugins (tensors) at this step: the timings
+            # are a second event of the same step, so the filter cannot drop them.
+            self._add_timings(record, step, timings)
             record.record(step)
 
-    def _add_step_time(self, record: SummaryRecord, step: int, seconds: float) -> None:
-        record.add_value("scalar", STEP_TIME_TAG, seconds)
-        self._time_steps.append(step)
-        self._time_values.append(seconds)
-        self._written = len(self._time_steps)
+    def _add_timings(self, record: SummaryRecord, step: int,
+                     timings: Sequence[tuple[str, float]]) -> None:
+        # Everything kept before was written just before (write_kept_step_times).
+        for tag, seconds in timings:
+            record.add_value("scalar", tag, seconds)
+            self.keep_timing(tag, step, seconds)
+            column = self._columns[tag]
+            column.written = len(column.steps)
 
 
 class _KeepingSink:

@@ -22,11 +22,21 @@ callback's ``step_begin`` runs after your step, not before it); leaving the
 the callbacks. When the body raises, ``end`` is not called (the run did not
 finish) but the callbacks are still exited: the collector flushes and closes
 its files, so what was recorded is on disk.
+
+Step time: the session cannot see where your step starts, so a step is the
+time between consecutive ``session.step`` calls (the first step of an epoch:
+from the start of the epoch's body). It reaches the callbacks as
+``params.step_started_at``; the collector records it as
+``rankscribe/step_time``. There is no data wait in a session (waiting for data
+is inside that interval): mark the parts of your step with
+``collector.section(name)`` to have them judged across ranks
+(``docs/job-view.md``, "Timings").
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from time import perf_counter
 from types import TracebackType
 from typing import Any
 
@@ -106,6 +116,7 @@ class TrainSession:
         )
         self._context = RunContext(self._params)
         self._state = "new"  # -> "open" -> "closed"
+        self._previous_step: float | None = None  # perf_counter of the last step() call
 
     @property
     def params(self) -> CallbackParams:
@@ -172,6 +183,7 @@ class TrainSession:
         for number in range(self._params.cur_epoch_num + 1, self._epochs + 1):
             self._params.cur_epoch_num = number
             self._callbacks.epoch_begin(self._context)
+            self._previous_step = perf_counter()
             yield number
             self._callbacks.epoch_end(self._context)
             if self.stop_requested:
@@ -188,7 +200,10 @@ class TrainSession:
             raise CollectorStateError(
                 f"{_OWNER}.step() is called inside `for epoch in session.epochs():`."
             )
+        now = perf_counter()
         params = self._params
+        params.step_started_at = self._previous_step if self._previous_step is not None else now
+        self._previous_step = now
         params.cur_step_num += 1
         params.train_dataset_element = batch
         self._callbacks.step_begin(self._context)

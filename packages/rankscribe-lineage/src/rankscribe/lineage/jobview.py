@@ -34,21 +34,22 @@ int and "" for a list, which is comma-separated rank numbers):
   ``range(world_size)`` with no scalar at all, and those passed as missing.
 - ``job/step_time_skew`` (float): the median over steps where >= 2 ranks
   reported a step time of slowest / median. Absent without such steps.
-- ``job/straggler_rank`` (int): a chronic straggler is the rank that is the
-  slowest in MORE THAN HALF of the steps where >= 2 ranks reported a step
-  time, AND that is >= 20 % slower than the others step by step: the median,
-  over the steps where it and another rank reported, of its step time divided
-  by the median of the other ranks' step times at that step is >= 1.2. Both
-  conditions: balanced ranks share the "slowest" label at random (each ~1/N
-  of the steps; with 2 ranks one may win 51 % by chance, so the margin is
-  needed), and a rank slower by a hair at every step (a 1 % clock
-  difference) is not worth a user's attention. The comparison is paired by
-  step so that what slows every rank at once (warm-up, evaluation, a loaded
-  machine) cancels out, and medians so that a few long steps do not decide;
-  comparing each rank's own median instead flags balanced ranks whose
-  sub-millisecond steps are descheduled at random. When flagged,
-  ``job/straggler_slowest_share`` (float, 0..1) and ``job/straggler_excess``
-  (float: 0.45 means 45 % slower) say by how much.
+- ``job/straggler_ranks`` (list), ``job/straggler_rank`` (int, the worst),
+  ``job/straggler_timing`` (str): the straggler rule runs on every timing tag
+  (:data:`TIMING_TAGS` and ``rankscribe/section/<name>``). Per timing and
+  step, each rank's value over the median of the ranks at that step (both
+  plus 5 % of the step's median step time, at least 100 us; 0/0 is 1):
+  :func:`paired_ratios`.
+  Per (timing, rank) a bounded, mergeable histogram of those ratios
+  (:class:`StragglerEvidence`) gives the rank's level, its median ratio. A
+  rank whose level is >= 1.2 times the median level of the faster half of the
+  ranks is named (:func:`straggler_verdicts`), so a slow node is named whole;
+  the timing with its largest factor is the one that named it. Collectives
+  (DDP, an Allreduce) make the wall step time equal on every rank; the forward
+  time, data wait and sections still tell the ranks apart. When flagged,
+  ``job/straggler_slowest_share`` (float, 0..1), ``job/straggler_excess``
+  (float: 0.45 means 45 % slower than the faster half) and per named rank
+  ``job/straggler_timing/<rank>`` and ``job/straggler_excess/<rank>``.
 - ``job/divergence_check`` (str): ``checked``, ``ranks_differ_at_start``
   (model parallel: shards differ by design, so nothing is flagged),
   ``no_common_step``, ``one_rank`` or ``no_fingerprints``. At the first step
@@ -64,10 +65,13 @@ int and "" for a list, which is comma-separated rank numbers):
   ``loss/auto`` as SummaryCollector writes it, or ``loss``) was NaN or
   infinite, with the first such step.
 - ``job/last_step/<rank>`` (int) for each rank with a scalar; when they
-  differ, ``job/stopped_first_rank`` (int, lowest rank among those with the
-  smallest last step), ``job/stopped_first_step`` (int) and
+  differ, ``job/stopped_first_step`` (int, the smallest) and
   ``job/stopped_early_ranks`` (list: every rank that stopped before the last
-  one); -1 / "" when every rank reached the same step.
+  one); ``job/stopped_first_rank`` (int) only when the evidence decides
+  (``job/stopped_first_evidence``: ``last_step`` when one rank alone has the
+  smallest last step, ``launcher`` when the launcher's report (``failed``)
+  names one of the tied ranks, else ``undetermined`` with
+  ``job/stopped_first_tied_ranks``); never a tie broken toward the lowest rank.
 
 Query them like any custom lineage, e.g.
 ``rankscribe-lineage query runs --where "user_defined/job/straggler_rank >= 0"``.
@@ -100,15 +104,29 @@ from rankscribe.lineage.job._files import (
     write_job_files,
 )
 from rankscribe.lineage.job._files import now as _now
+from rankscribe.lineage.job._sentences import timing_name, verdict_lines
 from rankscribe.lineage.job._statistics import (
+    DATA_WAIT_TAG,
     FINGERPRINT_TAG,
+    FORWARD_TIME_TAG,
     LOSS_TAGS,
+    SECTION_TAG_PREFIX,
     STEP_TIME_TAG,
+    TIMING_TAGS,
     JobStatistics,
     SeriesLike,
     TagStatistics,
+    is_timing_tag,
 )
-from rankscribe.lineage.job._verdicts import STRAGGLER_MARGIN, STRAGGLER_SHARE, StepTimes
+from rankscribe.lineage.job._stragglers import (
+    STEP_FLOOR_SECONDS,
+    STEP_FLOOR_SHARE,
+    STRAGGLER_MARGIN,
+    StragglerEvidence,
+    paired_ratios,
+    straggler_verdicts,
+)
+from rankscribe.lineage.job._verdicts import STRAGGLER_SHARE, StepTimes, timing_evidence
 from rankscribe.lineage.job._verdicts import dense_series as _dense_series
 from rankscribe.lineage.job._verdicts import job_verdicts as _job_verdicts
 from rankscribe.lineage.query._conditions import FIELD_MAPPING
@@ -121,17 +139,29 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "DATA_WAIT_TAG",
     "FINGERPRINT_TAG",
+    "FORWARD_TIME_TAG",
     "LOSS_TAGS",
+    "SECTION_TAG_PREFIX",
+    "STEP_FLOOR_SECONDS",
+    "STEP_FLOOR_SHARE",
     "STEP_TIME_TAG",
     "STRAGGLER_MARGIN",
     "STRAGGLER_SHARE",
+    "TIMING_TAGS",
     "JobStatistics",
     "JobView",
     "RankSeries",
     "SeriesLike",
+    "StragglerEvidence",
+    "is_timing_tag",
+    "paired_ratios",
     "series_from_dir",
     "session_values",
+    "straggler_verdicts",
+    "timing_evidence",
+    "timing_name",
     "verdict_lines",
     "write_job_view",
 ]
@@ -349,6 +379,8 @@ def write_job_view(
     hparams: Mapping[str, Any] | None = None,
     metrics: Mapping[str, float] | None = None,
     host: str | None = None,
+    failed: Sequence[int] = (),
+    straggler_evidence: StragglerEvidence | None = None,
 ) -> JobView:
     """Write the job's own summary file into ``job_dir`` and return the verdicts.
 
@@ -368,6 +400,11 @@ def write_job_view(
         hparams, metrics: the job's hyper-parameters and final metrics, for
             the TensorBoard HParams session (no session when both are None).
         host: the host part of the file names (default this machine's name).
+        failed: ranks the launcher reported as failed (its exit report), the
+            one evidence that breaks a tie for the rank that stopped first.
+        straggler_evidence: the straggler rule's evidence, when it was reduced
+            elsewhere (blocks of steps, a tree of ranks); by default it comes
+            from ``series`` (:func:`timing_evidence`).
 
     Raises:
         LineageDirNotExistError: ``job_dir`` is not a directory.
@@ -375,13 +412,17 @@ def write_job_view(
         OSError: the files could not be written (earlier job files are kept).
     """
     directory = _check_arguments(job_dir, series, world_size, missing)
+    for rank in failed:
+        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+            raise LineageParamValueError(f"failed must hold ranks (ints >= 0), got {rank!r}")
     if isinstance(series, JobStatistics):
         statistics = series
     else:
         statistics = JobStatistics()
         for rank in sorted(series):
             statistics.add(series[rank])
-    verdicts, times = _job_verdicts(statistics, world_size=world_size, missing=missing)
+    verdicts, times = _job_verdicts(statistics, world_size=world_size, missing=missing,
+                                    failed=failed, evidence=straggler_evidence)
     if verdicts["job/missing_ranks"]:
         logger.warning("job view of %s without ranks %s", directory, verdicts["job/missing_ranks"])
     curves = _job_curves(statistics, times)
@@ -400,59 +441,3 @@ def write_job_view(
         )
     paths = write_job_files(directory, contents, host=host)
     return JobView(paths, verdicts)
-
-
-def _ranks_phrase(text: Any) -> str:
-    return f"ranks {text}" if "," in str(text) else f"rank {text}"
-
-
-def verdict_lines(user_defined: Mapping[str, Any]) -> list[str]:
-    """The verdicts among a merged lineage's ``user_defined`` keys, as sentences.
-
-    Empty when the lineage holds no job verdict (a single-process run).
-    """
-    if not any(str(key).startswith("job/") for key in user_defined):
-        return []
-    lines: list[str] = []
-    straggler = user_defined.get("job/straggler_rank", -1)
-    skew = user_defined.get("job/step_time_skew")
-    skew_text = f"; step-time skew {skew:.2f}" if isinstance(skew, (int, float)) else ""
-    if isinstance(straggler, int) and straggler >= 0:
-        share = float(user_defined.get("job/straggler_slowest_share", float("nan")))
-        excess = float(user_defined.get("job/straggler_excess", float("nan")))
-        lines.append(
-            f"straggler: rank {straggler} (slowest in {share:.0%} of the steps, "
-            f"{excess:.0%} slower than the others step by step){skew_text}"
-        )
-    else:
-        lines.append(f"straggler: none{skew_text}")
-    check = user_defined.get("job/divergence_check", "no_fingerprints")
-    diverged = user_defined.get("job/diverged_ranks", "")
-    if diverged:
-        firsts = ", ".join(
-            f"rank {rank} at step {user_defined.get(f'job/diverged_step/{rank}', '?')}"
-            for rank in str(diverged).split(",")
-        )
-        lines.append(f"divergence: {firsts}")
-    elif check == "checked":
-        lines.append("divergence: none (the ranks' parameters agree)")
-    else:
-        lines.append(f"divergence: not checked ({str(check).replace('_', ' ')})")
-    nonfinite = user_defined.get("job/nonfinite_loss_ranks", "")
-    if nonfinite:
-        firsts = ", ".join(
-            f"rank {rank} at step {user_defined.get(f'job/nonfinite_loss_step/{rank}', '?')}"
-            for rank in str(nonfinite).split(",")
-        )
-        lines.append(f"non-finite loss: {firsts}")
-    stopped = user_defined.get("job/stopped_first_rank", -1)
-    if isinstance(stopped, int) and stopped >= 0:
-        lines.append(
-            f"stopped first: rank {stopped} at step "
-            f"{user_defined.get('job/stopped_first_step')} "
-            f"(stopped early: {_ranks_phrase(user_defined.get('job/stopped_early_ranks'))})"
-        )
-    missing = user_defined.get("job/missing_ranks", "")
-    if missing:
-        lines.append(f"missing: {_ranks_phrase(missing)}")
-    return lines

@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 import rankscribe.collector.adapters._duck as duck_typing
 from rankscribe.collector._checks import is_number
+from rankscribe.collector._fingerprint import host_parts
 from rankscribe.collector.adapters._views import DatasetView, NetworkView, OptimizerView
 
 logger = logging.getLogger("rankscribe.collector.adapters")
@@ -65,6 +66,7 @@ class AdapterRegistry:
         self._configuration = -1
         self._by_type: dict[type, Adapter | None] = {}
         self._by_module: dict[str, Adapter | None] = {}
+        self._fingerprint_view: tuple[object, NetworkView | None] | None = None
 
     def adapter_for(self, obj: object) -> Adapter | None:
         """The adapter for ``obj``'s framework, or None (the built-in duck typing then)."""
@@ -127,6 +129,41 @@ class AdapterRegistry:
         adapter = self.adapter_for(obj)
         view = adapter.dataset_view(obj) if adapter is not None else None
         return view if view is not None else duck_typing.dataset_view(obj)
+
+    def forward_timer(self, obj: object) -> Any:
+        """Hooks timing ``obj``'s forward (a torch module), or None when its adapter has none.
+
+        An adapter offers them with a ``forward_timer(obj)`` method returning an
+        object with ``take(step)``, ``reset()``, ``finish()`` and ``remove()``.
+        """
+        if obj is None:
+            return None
+        adapter = self.adapter_for(obj)
+        make = getattr(adapter, "forward_timer", None) if adapter is not None else None
+        return make(obj) if callable(make) else None
+
+    def fingerprint_parts(self, obj: object) -> list[Any] | None:
+        """``obj``'s parameters as raw-byte parts for the fingerprint, or None (no network).
+
+        A network view with a ``fingerprint_parts()`` method gives its own (the
+        torch one keeps accelerator tensors on their device); otherwise each
+        parameter is read on the host.
+        """
+        cached = self._fingerprint_view
+        if cached is not None and cached[0] is obj:
+            view = cached[1]
+        else:
+            # Kept for the next collected step: a torch view learns every parameter's
+            # name when it is made, which a large model should not pay at each step.
+            view = self.network_view(obj)
+            self._fingerprint_view = (obj, view)
+        if view is None:
+            return None
+        own = getattr(view, "fingerprint_parts", None)
+        if callable(own):
+            parts: list[Any] = own()
+            return parts
+        return host_parts(view.parameters(), self.to_numpy)
 
     def to_numpy(self, value: object) -> npt.NDArray[Any]:
         """``value`` as a NumPy array (framework tensors are moved to the host).

@@ -20,11 +20,23 @@ from the objects it read (parameter names, traced graphs). What it reads:
   directly): batches per epoch, batch size, the dataset's ``root`` or ``path``,
   and a description of the pipeline for the lineage's dataset graph.
 - :meth:`~TorchAdapter.to_numpy`, for tensors: detached, on the host, as NumPy arrays.
+- :meth:`TorchNetwork.fingerprint_parts`: the parameters as raw bytes for the
+  parameter fingerprint: a CPU tensor's bytes in place, a tensor on an
+  accelerator as a :class:`TorchDevicePart`, reduced on its device by torch's
+  own operations (only 8 bytes per tensor come back, in one transfer).
+- :meth:`~TorchAdapter.forward_timer`, for an ``nn.Module``: a
+  :class:`ForwardTimer` timing its ``forward`` with a forward pre-hook and a
+  forward hook (on an accelerator with the device's events, read a step or
+  more later, never a synchronise per step). ``docs/job-view.md``, "Timings".
 """
 
 from __future__ import annotations
 
 import logging
+import struct
+from collections import deque
+from collections.abc import Callable
+from time import perf_counter
 from typing import Any
 
 import numpy.typing as npt
@@ -32,6 +44,7 @@ import torch
 from torch.utils.weak import WeakIdKeyDictionary
 
 from rankscribe.collector._checks import is_number
+from rankscribe.collector._fingerprint import HostPart
 from rankscribe.collector.adapters._torch_data import dataset_view
 from rankscribe.collector.adapters._torch_graph import GraphTracer
 from rankscribe.collector.adapters._views import DatasetView
@@ -41,7 +54,25 @@ from rankscribe.writer.pb import anf_ir_pb2
 # One logger name for the whole PyTorch adapter, whichever private module speaks.
 logger = logging.getLogger("rankscribe.collector.adapters.torch")
 
-__all__ = ["TorchAdapter", "TorchNetwork", "TorchOptimizer", "create_adapter"]
+__all__ = [
+    "FORWARD_EVENTS_KEPT",
+    "ForwardTimer",
+    "TorchAdapter",
+    "TorchDevicePart",
+    "TorchNetwork",
+    "TorchOptimizer",
+    "create_adapter",
+]
+
+#: Tests set this to fingerprint CPU tensors through the device path (the same torch code).
+FINGERPRINT_CPU_ON_DEVICE = False
+#: Steps whose forward events may wait to be read; older ones are dropped (with a warning).
+FORWARD_EVENTS_KEPT = 64
+#: Bytes reduced per torch call by the device fingerprint (bounds its temporaries: 8x this).
+_DEVICE_CHUNK = 1 << 20
+# Odd multipliers of the position-weighted sum (from the 64-bit golden ratio and splitmix64).
+_WEIGHT_STEP = -7046029254386353131  # 0x9E3779B97F4A7C15 as int64
+_WEIGHT_BASE = -4658895280553007687  # 0xBF58476D1CE4E5B9 as int64
 
 # Dtypes already logged as converted, once per process as the warnings module does: this
 # only keeps the log short and changes nothing any run records.
@@ -99,6 +130,181 @@ def _unwrapped(module: Any) -> Any:
     return module
 
 
+class _DeviceDigest:
+    """A device fingerprint not yet brought to the host (a 0-d int64 tensor)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    @staticmethod
+    def resolve(digests: list[_DeviceDigest]) -> list[bytes]:
+        """Every digest as 8 bytes, in one transfer per device."""
+        by_device: dict[Any, list[int]] = {}
+        for index, digest in enumerate(digests):
+            by_device.setdefault(digest.value.device, []).append(index)
+        values: list[int] = [0] * len(digests)
+        for indices in by_device.values():
+            stacked = torch.stack([digests[index].value for index in indices]).cpu().tolist()
+            for index, number in zip(indices, stacked, strict=True):
+                values[index] = int(number)
+        return [struct.pack("<q", number) for number in values]
+
+
+class TorchDevicePart:
+    """A tensor's raw bytes, fingerprinted where the tensor lives.
+
+    A byte range becomes a position-weighted sum in int64 arithmetic (which
+    wraps): ``sum(byte[i] * (((start + i) * A + B) | 1))``. Each weight is
+    odd, so a change of any single byte always changes the sum; the work is
+    a few elementwise operations and a reduction on the device, in chunks of
+    ``_DEVICE_CHUNK`` bytes, and only the 8-byte result travels (once per
+    collected step for every device part together, see :class:`_DeviceDigest`).
+    """
+
+    __slots__ = ("_bytes", "nbytes")
+
+    def __init__(self, tensor: Any) -> None:
+        self._bytes = tensor.detach().reshape(-1).view(torch.uint8)
+        self.nbytes = int(self._bytes.numel())
+
+    def digest(self, start: int, stop: int) -> _DeviceDigest:
+        data = self._bytes[start:stop]
+        device = data.device
+        total = torch.zeros((), dtype=torch.int64, device=device)
+        for low in range(0, len(data), _DEVICE_CHUNK):
+            chunk = data[low:low + _DEVICE_CHUNK].to(torch.int64)
+            position = torch.arange(start + low, start + low + len(chunk), dtype=torch.int64,
+                                    device=device)
+            weight = torch.bitwise_or(position * _WEIGHT_STEP + _WEIGHT_BASE, 1)
+            total = total + (chunk * weight).sum()
+        return _DeviceDigest(total)
+
+
+def _fingerprint_part(tensor: Any) -> Any:
+    """A CPU tensor's bytes in place, or a :class:`TorchDevicePart` (the device does the work)."""
+    if tensor.device.type != "cpu" or FINGERPRINT_CPU_ON_DEVICE:
+        return TorchDevicePart(tensor)
+    try:
+        flat = tensor.detach().reshape(-1).view(torch.uint8)
+        return HostPart(flat.numpy())
+    except (TypeError, RuntimeError):  # a sparse or quantized tensor has no plain bytes
+        return HostPart(_host_array(tensor))
+
+
+class ForwardTimer:
+    """Seconds a module spends in ``forward``, from a forward pre-hook to a forward hook.
+
+    On the CPU, ``perf_counter`` around each call. On an accelerator (or with
+    ``event_factory`` given), a pair of timing events recorded on the device's
+    stream around each call; :meth:`take` files the step's pairs and returns
+    the steps whose events the device has passed (``query()``, which never
+    waits), so a step's forward time arrives a step or more later, and the
+    training thread never synchronises. Several forward calls in a step add up.
+    """
+
+    def __init__(self, module: Any, event_factory: Callable[[], Any] | None = None) -> None:
+        self._module = module
+        self._factory = event_factory if event_factory is not None else _device_events(module)
+        self._total = 0.0
+        self._calls = 0
+        self._started = 0.0
+        self._start_event: Any = None
+        self._pairs: list[tuple[Any, Any]] = []
+        self._waiting: deque[tuple[int, list[tuple[Any, Any]]]] = deque()
+        self._dropped = False
+        if self._factory is None:
+            hooks = (module.register_forward_pre_hook(self._host_before),
+                     module.register_forward_hook(self._host_after))
+        else:
+            hooks = (module.register_forward_pre_hook(self._device_before),
+                     module.register_forward_hook(self._device_after))
+        self._handles: tuple[Any, ...] = hooks
+
+    @property
+    def on_device(self) -> bool:
+        return self._factory is not None
+
+    def _host_before(self, module: Any, inputs: Any) -> None:
+        self._started = perf_counter()
+
+    def _host_after(self, module: Any, inputs: Any, outputs: Any) -> None:
+        self._total += perf_counter() - self._started
+        self._calls += 1
+
+    def _device_before(self, module: Any, inputs: Any) -> None:
+        assert self._factory is not None
+        event = self._factory()
+        event.record()
+        self._start_event = event
+
+    def _device_after(self, module: Any, inputs: Any, outputs: Any) -> None:
+        assert self._factory is not None
+        if self._start_event is None:
+            return
+        event = self._factory()
+        event.record()
+        self._pairs.append((self._start_event, event))
+        self._start_event = None
+
+    def reset(self) -> None:
+        """Forget forward calls since the last :meth:`take` (an epoch's end, an evaluation)."""
+        self._total, self._calls, self._pairs = 0.0, 0, []
+
+    def take(self, step: int) -> list[tuple[int, float]]:
+        """``(step, seconds)`` of the forward times known now; this step's calls are filed."""
+        if self._factory is None:
+            if not self._calls:
+                return []
+            seconds, self._total, self._calls = self._total, 0.0, 0
+            return [(step, seconds)]
+        if self._pairs:
+            self._waiting.append((step, self._pairs))
+            self._pairs = []
+            if len(self._waiting) > FORWARD_EVENTS_KEPT:
+                self._waiting.popleft()
+                if not self._dropped:
+                    self._dropped = True
+                    logger.warning("The device has not passed the forward events of %d steps; "
+                                   "the oldest forward times are not recorded.",
+                                   FORWARD_EVENTS_KEPT)
+        done: list[tuple[int, float]] = []
+        while self._waiting and all(end.query() for _, end in self._waiting[0][1]):
+            taken, pairs = self._waiting.popleft()
+            done.append((taken, sum(start.elapsed_time(end) for start, end in pairs) / 1000.0))
+        return done
+
+    def finish(self) -> list[tuple[int, float]]:
+        """At the end of training: the forward times still waiting (one wait, at most)."""
+        if self._factory is None or not self._waiting:
+            return []
+        self._waiting[-1][1][-1][1].synchronize()
+        done: list[tuple[int, float]] = []
+        while self._waiting:
+            taken, pairs = self._waiting.popleft()
+            done.append((taken, sum(start.elapsed_time(end) for start, end in pairs) / 1000.0))
+        return done
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles = ()
+
+
+def _device_events(module: Any) -> Callable[[], Any] | None:
+    """A timing-event factory for the module's device, or None on the CPU."""
+    parameter = next(module.parameters(), None)
+    if parameter is None or parameter.device.type == "cpu":
+        return None
+    device = parameter.device
+
+    def event() -> Any:
+        return torch.Event(device=device, enable_timing=True)
+
+    return event
+
+
 class TorchNetwork:
     """The :class:`~rankscribe.collector.adapters.NetworkView` of an ``nn.Module``."""
 
@@ -112,6 +318,10 @@ class TorchNetwork:
         """``named_parameters()``, detached, on the host (bfloat16 as float32)."""
         return [(name, self._adapter.host_array(value))
                 for name, value in self.module.named_parameters()]
+
+    def fingerprint_parts(self) -> list[Any]:
+        """Every parameter as raw bytes for the fingerprint (``_fingerprint.py``)."""
+        return [_fingerprint_part(value) for _, value in self.module.named_parameters()]
 
     def graph(self) -> anf_ir_pb2.GraphProto | None:
         """The fx graph, or None (with one warning per class) when fx cannot trace it."""
@@ -216,6 +426,12 @@ class TorchAdapter:
 
     def network_view(self, obj: object) -> TorchNetwork | None:
         return TorchNetwork(obj, self) if isinstance(obj, torch.nn.Module) else None
+
+    def forward_timer(self, obj: object) -> ForwardTimer | None:
+        """Hooks timing the forward of a module (of the module a wrapper holds)."""
+        if not isinstance(obj, torch.nn.Module):
+            return None
+        return ForwardTimer(_unwrapped(obj))
 
     def optimizer_view(self, obj: object) -> TorchOptimizer | None:
         return TorchOptimizer(obj, self) if isinstance(obj, torch.optim.Optimizer) else None

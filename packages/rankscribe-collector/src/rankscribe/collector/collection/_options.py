@@ -21,9 +21,10 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +43,8 @@ __all__ = [
     "LandscapeOptions",
     "check_coordinator",
     "check_export_options",
+    "check_formats",
+    "check_merge_timeout",
     "check_optional_positive_int",
     "check_positive_int",
     "check_summary_dir",
@@ -401,3 +404,32 @@ def custom_lineage_data(
     merged: dict[str, int | float | str] = dict(hyper_config_lineage(environ))
     merged.update(user)
     return merged
+
+
+_FORMATS = ("mindinsight", "tensorboard")
+
+
+def check_formats(formats: object) -> tuple[str, ...]:
+    """SummaryCollector's ``formats``: a non-empty list of the writer's output formats."""
+    chosen = (formats,) if isinstance(formats, str) else formats
+    if (not isinstance(chosen, Sequence) or not chosen
+            or any(item not in _FORMATS for item in chosen)):
+        raise CollectorValueError(
+            f"For 'formats', the value should be a non-empty list of {list(_FORMATS)}, but got "
+            f"{formats!r}."
+        )
+    return tuple(chosen)
+
+
+def check_merge_timeout(merge_timeout: object) -> None:
+    """A finite number of seconds >= 0.
+
+    The ranks' collectives refuse an unbounded wait: an infinite timeout would
+    only surface at the end of training, as a merge that never ran.
+    """
+    check_type("merge_timeout", merge_timeout, (int, float))
+    if not 0 <= merge_timeout < math.inf:  # type: ignore[operator]
+        raise CollectorValueError(
+            f"For 'merge_timeout', the value should be a finite number of seconds >= 0, "
+            f"but got {merge_timeout!r}."
+        )

@@ -110,6 +110,26 @@ class LandscapeSaver:
         """
         return [number for number in self._ordered if not total or number <= total]
 
+    def announce(self, *, epoch_num: int, batch_num: int, rank: int, world_size: int) -> None:
+        """Say on rank 0 what this run saves, and where.
+
+        The default (MindSpore's) saves many full copies of the network's
+        parameters, which a user who never asked for a landscape should hear of.
+        """
+        if rank != 0 or self.disabled:
+            return
+        total = epoch_num * (1 if self.unit == "epoch" else batch_num)
+        planned = self.planned(total)
+        where = str(self.directory)
+        if world_size > 1:
+            where += " (every rank into its own rank_<r>/ckpt_dir)"
+        logger.info(
+            "Loss landscape (on by default, as in MindSpore): saving %d full parameter sets "
+            "of the network (%ss %s) into %s; turn it off with "
+            "collect_specified_data={'collect_landscape': None}.",
+            len(planned), self.unit, _numbers(planned), where,
+        )
+
     def start_training(self) -> None:
         """Forget this saver's files and clear an earlier run's files from ``ckpt_dir``."""
         self.finish_writes()  # an earlier run's last files are not written after the clearing
@@ -259,3 +279,14 @@ def _unlink_entry(directory: int, name: str) -> int:
         return 0
     os.unlink(name, dir_fd=directory)  # a link goes, its target stays
     return 1
+
+
+def _numbers(numbers: list[int]) -> str:
+    """``1-9, 10-19`` style: consecutive runs of ``numbers`` (sorted) joined."""
+    runs: list[list[int]] = []
+    for number in numbers:
+        if runs and number == runs[-1][-1] + 1:
+            runs[-1].append(number)
+        else:
+            runs.append([number])
+    return ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)

@@ -9,8 +9,15 @@ mean and M2 equal up to floating-point rounding (far more stable than raw sums
 of squares, which cancel catastrophically for step times of similar size).
 
 Ties for the min or max go to the lowest rank, and NaN never wins against a
-number (the extremes are those of the finite and infinite values; a NaN only
-shows in the mean and std), so the result does not depend on merge order.
+number (the extremes are those of the finite and infinite values, numpy's
+``nanmin``/``nanmax``; a NaN only shows in the mean and std), so the result
+does not depend on merge order.
+
+Non-finite points are counted apart (NaN, +inf, -inf), and the Welford
+moments are those of the finite points only, so the mean and std come out as
+numpy's ``mean``/``std`` of all the points: NaN when a point is NaN or when
++inf meets -inf, +-inf when an infinity is among finite points, and a std of
+NaN whenever a point is not finite (numpy computes ``inf - inf`` there).
 """
 
 from __future__ import annotations
@@ -29,23 +36,44 @@ if TYPE_CHECKING:
     IntArray = npt.NDArray[np.int64]
 
 __all__ = [
+    "DATA_WAIT_TAG",
     "FINGERPRINT_TAG",
+    "FORWARD_TIME_TAG",
     "LOSS_TAGS",
+    "SECTION_TAG_PREFIX",
     "STEP_TIME_TAG",
+    "TIMING_TAGS",
     "JobStatistics",
     "RankArrays",
     "TagStatistics",
+    "is_timing_tag",
     "rank_arrays",
 ]
 
 #: Each rank's wall time of one training step, in seconds, every step.
 STEP_TIME_TAG = "rankscribe/step_time"
+#: Seconds from one step's end to the next step's begin (waiting for data), every step.
+DATA_WAIT_TAG = "rankscribe/data_wait"
+#: Seconds inside the network's ``forward`` (torch module hooks) during a step.
+FORWARD_TIME_TAG = "rankscribe/forward_time"
+#: ``rankscribe/section/<name>``: seconds inside ``with collector.section(name):`` in a step.
+SECTION_TAG_PREFIX = "rankscribe/section/"
+#: The timings the collector records on every rank (sections are any tag under the prefix).
+TIMING_TAGS = (STEP_TIME_TAG, DATA_WAIT_TAG, FORWARD_TIME_TAG)
 #: ``crc32c(raw bytes of all parameters, in order) & 0xFFFFFF`` at each collected step.
 FINGERPRINT_TAG = "rankscribe/param_fingerprint"
 #: The loss as SummaryCollector records it (``loss/auto``), or as a user names it.
 LOSS_TAGS = ("loss/auto", "loss")
 
 _NO_RANK = -1
+#: Every integer below this is exact in a float64.
+_EXACT_STEPS = float(2**53)
+
+
+def is_timing_tag(tag: str) -> bool:
+    """Whether ``tag`` is one of the per-rank timings the straggler rule judges."""
+    return tag in TIMING_TAGS or (tag.startswith(SECTION_TAG_PREFIX)
+                                  and len(tag) > len(SECTION_TAG_PREFIX))
 
 
 class SeriesLike(Protocol):
@@ -70,8 +98,12 @@ def rank_arrays(points: Iterable[tuple[int, float]]) -> tuple[IntArray, FloatArr
     pairs = np.fromiter(
         itertools.chain.from_iterable(listed), dtype=np.float64, count=2 * len(listed)
     ).reshape(-1, 2)
-    # Steps travel as floats here: exact below 2**53, far beyond any step count.
-    steps = pairs[:, 0].astype(np.int64)
+    # Steps travel as floats here: exact below 2**53. Larger ones (up to
+    # 2**63 - 1, where a float would round up and wrap) are read again as ints.
+    if len(pairs) and float(np.abs(pairs[:, 0]).max()) >= _EXACT_STEPS:
+        steps = np.fromiter((int(step) for step, _ in listed), dtype=np.int64, count=len(listed))
+    else:
+        steps = pairs[:, 0].astype(np.int64)
     values = np.ascontiguousarray(pairs[:, 1])
     if len(steps) > 1 and not bool(np.all(steps[1:] > steps[:-1])):
         order = np.argsort(steps, kind="stable")
@@ -83,37 +115,67 @@ def rank_arrays(points: Iterable[tuple[int, float]]) -> tuple[IntArray, FloatArr
 
 @dataclass
 class TagStatistics:
-    """The cross-rank statistics of one tag: one entry per step, steps ascending."""
+    """The cross-rank statistics of one tag: one entry per step, steps ascending.
+
+    ``count`` counts every point; ``finite_mean`` and ``m2`` are the Welford
+    moments of the finite points (``count - nan - posinf - neginf`` of them);
+    ``nan``, ``posinf`` and ``neginf`` count the others. :attr:`mean` and
+    :attr:`std` combine them as numpy does.
+    """
 
     steps: IntArray
     count: IntArray
-    mean: FloatArray
+    finite_mean: FloatArray
     m2: FloatArray
     minimum: FloatArray
     min_rank: IntArray
     maximum: FloatArray
     max_rank: IntArray
+    nan: IntArray
+    posinf: IntArray
+    neginf: IntArray
 
     @classmethod
     def of_rank(cls, rank: int, steps: IntArray, values: FloatArray) -> TagStatistics:
         """The statistics of a single rank's points (``steps`` sorted and unique)."""
         size = len(steps)
         ranks = np.full(size, rank, dtype=np.int64)
+        finite = np.isfinite(values)
         return cls(
             steps=steps.copy(),
             count=np.ones(size, dtype=np.int64),
-            mean=values.copy(),
+            finite_mean=np.where(finite, values, 0.0),
             m2=np.zeros(size, dtype=np.float64),
             minimum=values.copy(),
             min_rank=ranks,
             maximum=values.copy(),
             max_rank=ranks.copy(),
+            nan=np.isnan(values).astype(np.int64),
+            posinf=(values == np.inf).astype(np.int64),
+            neginf=(values == -np.inf).astype(np.int64),
         )
+
+    @property
+    def finite_count(self) -> IntArray:
+        result: IntArray = self.count - self.nan - self.posinf - self.neginf
+        return result
+
+    @property
+    def mean(self) -> FloatArray:
+        """Mean over the ranks of each step, as ``numpy.mean`` (NaN, +-inf included)."""
+        undefined = (self.nan > 0) | ((self.posinf > 0) & (self.neginf > 0))
+        result: FloatArray = np.where(
+            undefined, np.nan,
+            np.where(self.posinf > 0, np.inf,
+                     np.where(self.neginf > 0, -np.inf, self.finite_mean)))
+        return result
 
     @property
     def std(self) -> FloatArray:
         """Population standard deviation over the ranks of each step (numpy's ``std``)."""
-        result: FloatArray = np.sqrt(np.maximum(self.m2, 0.0) / self.count)
+        finite = np.maximum(self.finite_count, 1)
+        spread = np.sqrt(np.maximum(self.m2, 0.0) / finite)
+        result: FloatArray = np.where(self.finite_count == self.count, spread, np.nan)
         return result
 
     def merge(self, other: TagStatistics) -> TagStatistics:
@@ -137,40 +199,44 @@ class TagStatistics:
         return TagStatistics(
             steps=steps,
             count=np.zeros(size, dtype=np.int64),
-            mean=np.zeros(size, dtype=np.float64),
+            finite_mean=np.zeros(size, dtype=np.float64),
             m2=np.zeros(size, dtype=np.float64),
             minimum=np.full(size, np.nan),
             min_rank=np.full(size, _NO_RANK, dtype=np.int64),
             maximum=np.full(size, np.nan),
             max_rank=np.full(size, _NO_RANK, dtype=np.int64),
+            nan=np.zeros(size, dtype=np.int64),
+            posinf=np.zeros(size, dtype=np.int64),
+            neginf=np.zeros(size, dtype=np.int64),
         )
 
     def _place(self, where: IntArray, source: TagStatistics) -> None:
-        self.count[where] = source.count
-        self.mean[where] = source.mean
-        self.m2[where] = source.m2
-        self.minimum[where] = source.minimum
-        self.min_rank[where] = source.min_rank
-        self.maximum[where] = source.maximum
-        self.max_rank[where] = source.max_rank
+        for name in ("count", "finite_mean", "m2", "minimum", "min_rank", "maximum",
+                     "max_rank", "nan", "posinf", "neginf"):
+            getattr(self, name)[where] = getattr(source, name)
 
     def _combine(self, where: IntArray, source: TagStatistics) -> None:
-        count_a = self.count[where].astype(np.float64)
-        count_b = source.count.astype(np.float64)
+        count_a = self.finite_count[where].astype(np.float64)
+        count_b = source.finite_count.astype(np.float64)
         total = count_a + count_b
-        mean_a = self.mean[where]
-        delta = source.mean - mean_a
-        with np.errstate(invalid="ignore"):
+        mean_a = self.finite_mean[where]
+        delta = source.finite_mean - mean_a
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             # Chan et al.: exact for an empty side (count_a == 0 gives source's values).
-            self.mean[where] = np.where(
-                count_a == 0, source.mean, mean_a + delta * (count_b / total)
+            self.finite_mean[where] = np.where(
+                count_a == 0, source.finite_mean,
+                np.where(count_b == 0, mean_a, mean_a + delta * (count_b / total)),
             )
             self.m2[where] = np.where(
                 count_a == 0,
                 source.m2,
-                self.m2[where] + source.m2 + delta * delta * (count_a * count_b / total),
+                np.where(count_b == 0, self.m2[where],
+                         self.m2[where] + source.m2 + delta * delta * (count_a * count_b / total)),
             )
         self.count[where] = self.count[where] + source.count
+        self.nan[where] = self.nan[where] + source.nan
+        self.posinf[where] = self.posinf[where] + source.posinf
+        self.neginf[where] = self.neginf[where] + source.neginf
         _take_extreme(self.minimum, self.min_rank, where, source.minimum, source.min_rank, np.less)
         _take_extreme(
             self.maximum, self.max_rank, where, source.maximum, source.max_rank, np.greater
@@ -213,9 +279,11 @@ class JobStatistics:
     """Everything the job view needs from its ranks, in a form that merges exactly.
 
     - ``tags``: per-(tag, step) statistics of every quantity tag;
-    - ``step_times`` and ``fingerprints``: each rank's own series of those two
-      tags (the straggler and divergence rules need every rank's value at a
-      step, not only a summary: a median and a majority are not mergeable);
+    - ``timings`` (timing tag -> rank -> points) and ``fingerprints``: each
+      rank's own series of the timing tags (:func:`is_timing_tag`: step time,
+      data wait, forward time, sections) and of the fingerprint (the straggler
+      and divergence rules need every rank's value at a step, not only a
+      summary: a median and a majority are not mergeable);
     - ``nonfinite_loss``: the first step of each rank whose loss was NaN/inf;
     - ``last_steps``: each rank's last recorded step (None when it had none).
 
@@ -226,7 +294,7 @@ class JobStatistics:
     step_time_tag: str = STEP_TIME_TAG
     fingerprint_tag: str = FINGERPRINT_TAG
     tags: dict[str, TagStatistics] = field(default_factory=dict)
-    step_times: dict[int, RankArrays] = field(default_factory=dict)
+    timings: dict[str, dict[int, RankArrays]] = field(default_factory=dict)
     fingerprints: dict[int, RankArrays] = field(default_factory=dict)
     nonfinite_loss: dict[int, int] = field(default_factory=dict)
     last_steps: dict[int, int | None] = field(default_factory=dict)
@@ -235,6 +303,11 @@ class JobStatistics:
     def ranks(self) -> list[int]:
         """The ranks whose series were added, ascending."""
         return sorted(self.last_steps)
+
+    @property
+    def step_times(self) -> dict[int, RankArrays]:
+        """Each rank's step times (the ``step_time_tag`` of :attr:`timings`)."""
+        return self.timings.get(self.step_time_tag, {})
 
     def add(self, series: SeriesLike) -> None:
         """Add one rank's scalars (``series.scalars``: ``tag -> [(step, value)]``)."""
@@ -252,8 +325,8 @@ class JobStatistics:
             if tag == self.fingerprint_tag:
                 self.fingerprints[rank] = (steps, values)
                 continue
-            if tag == self.step_time_tag:
-                self.step_times[rank] = (steps, values)
+            if tag == self.step_time_tag or is_timing_tag(tag):
+                self.timings.setdefault(tag, {})[rank] = (steps, values)
             if tag in self.loss_tags:
                 self._note_nonfinite(rank, steps, values)
             single = TagStatistics.of_rank(rank, steps, values)
@@ -275,7 +348,8 @@ class JobStatistics:
         for tag, statistics in other.tags.items():
             known = self.tags.get(tag)
             self.tags[tag] = statistics if known is None else known.merge(statistics)
-        self.step_times.update(other.step_times)
+        for tag, by_rank in other.timings.items():
+            self.timings.setdefault(tag, {}).update(by_rank)
         self.fingerprints.update(other.fingerprints)
         self.nonfinite_loss.update(other.nonfinite_loss)
         self.last_steps.update(other.last_steps)

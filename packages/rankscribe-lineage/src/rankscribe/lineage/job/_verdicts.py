@@ -7,7 +7,6 @@ lineage, so they are int, float or str (lists are comma-separated text).
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -15,6 +14,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rankscribe.lineage.job._statistics import JobStatistics, RankArrays
+from rankscribe.lineage.job._stragglers import (
+    STEP_FLOOR_SECONDS,
+    STEP_FLOOR_SHARE,
+    STRAGGLER_MARGIN,
+    StragglerEvidence,
+    paired_ratios,
+    straggler_verdicts,
+)
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -28,12 +35,11 @@ __all__ = [
     "dense_series",
     "job_verdicts",
     "step_times",
+    "timing_evidence",
 ]
 
-#: The straggler is the slowest rank in more than this share of the steps ...
+#: Kept for the readers of earlier verdicts: the old rule's "slowest in more than half".
 STRAGGLER_SHARE = 0.5
-#: ... and its median step time exceeds the other ranks' by at least this much.
-STRAGGLER_MARGIN = 0.2
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 NONE = -1
@@ -108,41 +114,40 @@ def step_times(statistics: JobStatistics) -> StepTimes:
     )
 
 
-def _straggler(times: StepTimes) -> Verdicts:
+def _skew(times: StepTimes) -> Verdicts:
     contested = times.reporting >= 2
-    verdicts: Verdicts = {"job/straggler_rank": NONE}
     if not bool(np.any(contested)):
-        return verdicts
-    verdicts["job/step_time_skew"] = float(np.median(times.skew[contested]))
-    slowest = times.slowest_rank[contested]
-    counts = Counter(int(rank) for rank in slowest)
-    # Most often slowest; a tie goes to the lowest rank (and then cannot exceed half).
-    candidate, wins = min(counts.items(), key=lambda item: (-item[1], item[0]))
-    share = wins / len(slowest)
-    excess = _paired_excess(times.dense, candidate)
-    if share > STRAGGLER_SHARE and excess is not None and excess >= STRAGGLER_MARGIN:
-        verdicts["job/straggler_rank"] = candidate
-        verdicts["job/straggler_slowest_share"] = share
-        verdicts["job/straggler_excess"] = excess
-    return verdicts
+        return {}
+    return {"job/step_time_skew": float(np.median(times.skew[contested]))}
 
 
-def _paired_excess(dense: DenseSeries, rank: int) -> float | None:
-    """How much slower ``rank`` is than the others, step by step (0.5: 50 % slower).
+def timing_evidence(statistics: JobStatistics) -> StragglerEvidence:
+    """The straggler evidence of every timing tag of ``statistics`` (one block: all its steps).
 
-    The median over steps of its step time / the median of the other ranks' step
-    times at that step, minus 1; None when no step has it and another rank.
+    Each step's floor is ``STEP_FLOOR_SHARE`` of that step's median step time
+    over the ranks, and at least ``STEP_FLOOR_SECONDS`` (the timings are seconds).
     """
-    column = int(np.flatnonzero(dense.ranks == rank)[0])
-    mine = dense.values[:, column]
-    others = np.delete(dense.values, column, axis=1)
-    usable = ~np.isnan(mine) & (~np.isnan(others)).any(axis=1)
-    if not bool(np.any(usable)):
-        return None
-    reference = np.nanmedian(others[usable], axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(reference > 0, mine[usable] / reference, np.inf)
-    return float(np.median(ratio)) - 1.0
+    evidence = StragglerEvidence()
+    step_dense = dense_series(statistics.step_times)
+    with np.errstate(all="ignore"):
+        counted = (~np.isnan(step_dense.values)).sum(axis=1) if len(step_dense.steps) else None
+        step_median = (np.array([np.nanmedian(row) if n else 0.0
+                                 for row, n in zip(step_dense.values, counted, strict=True)])
+                       if counted is not None else np.empty(0))
+    for tag in sorted(statistics.timings):
+        dense = dense_series(statistics.timings[tag])
+        if len(dense.ranks) < 2 or len(dense.steps) == 0:
+            continue
+        floor = np.full(len(dense.steps), STEP_FLOOR_SECONDS)
+        if len(step_dense.steps):
+            where = np.searchsorted(step_dense.steps, dense.steps)
+            inside = where < len(step_dense.steps)
+            matched = np.zeros(len(dense.steps), dtype=bool)
+            matched[inside] = step_dense.steps[where[inside]] == dense.steps[inside]
+            floor[matched] = np.maximum(STEP_FLOOR_SHARE * step_median[where[matched]],
+                                        STEP_FLOOR_SECONDS)
+        evidence.add_ratios(tag, dense.ranks.tolist(), paired_ratios(dense.values, floor))
+    return evidence
 
 
 def _divergence(fingerprints: Mapping[int, RankArrays]) -> Verdicts:
@@ -213,26 +218,59 @@ def _nonfinite_loss(statistics: JobStatistics) -> Verdicts:
     return verdicts
 
 
-def _stops(statistics: JobStatistics) -> Verdicts:
+def _stops(statistics: JobStatistics, failed: Sequence[int] = ()) -> Verdicts:
+    """Each rank's last step, and the rank that stopped first when the evidence decides.
+
+    The smallest last step names a rank only when one rank alone has it. A tie
+    is broken only by the launcher's report (``failed``: ranks it saw fail),
+    when exactly one of the tied ranks is in it; otherwise the verdict is
+    "undetermined" (rank -1), never a guess toward the lowest rank. The last
+    write time of the files does not decide a tie: in lock-step training the
+    innocent ranks wait, without writing, for the one that dies.
+    """
     last = {rank: step for rank, step in statistics.last_steps.items() if step is not None}
     verdicts: Verdicts = {f"job/last_step/{rank}": _int_value(step) for rank, step in
                           sorted(last.items())}
     verdicts["job/stopped_first_rank"] = NONE
     verdicts["job/stopped_first_step"] = NONE
     verdicts["job/stopped_early_ranks"] = ""
+    verdicts["job/stopped_first_evidence"] = ""
     if len(set(last.values())) > 1:
         earliest = min(last.values())
         latest = max(last.values())
-        verdicts["job/stopped_first_rank"] = min(r for r, s in last.items() if s == earliest)
+        tied = sorted(rank for rank, step in last.items() if step == earliest)
+        reported = [rank for rank in tied if rank in set(failed)]
         verdicts["job/stopped_first_step"] = _int_value(earliest)
         verdicts["job/stopped_early_ranks"] = _ranks_text(r for r, s in last.items() if s < latest)
+        if len(tied) == 1:
+            verdicts["job/stopped_first_rank"] = tied[0]
+            verdicts["job/stopped_first_evidence"] = "last_step"
+        elif len(reported) == 1:
+            verdicts["job/stopped_first_rank"] = reported[0]
+            verdicts["job/stopped_first_evidence"] = "launcher"
+        else:
+            verdicts["job/stopped_first_evidence"] = "undetermined"
+            verdicts["job/stopped_first_tied_ranks"] = _ranks_text(tied)
+    elif last:
+        # Every rank reached the same step (lock-step launchers kill everyone within
+        # a step, and a clean run looks the same): only the launcher can tell.
+        reported = sorted(set(failed) & set(last))
+        if len(reported) == 1:
+            verdicts["job/stopped_first_rank"] = reported[0]
+            verdicts["job/stopped_first_step"] = _int_value(last[reported[0]])
+            verdicts["job/stopped_first_evidence"] = "launcher"
     return verdicts
 
 
 def job_verdicts(
-    statistics: JobStatistics, *, world_size: int, missing: Sequence[int] = ()
+    statistics: JobStatistics, *, world_size: int, missing: Sequence[int] = (),
+    failed: Sequence[int] = (), evidence: StragglerEvidence | None = None,
 ) -> tuple[Verdicts, StepTimes]:
-    """Every verdict of the job, and the per-step step-time figures they came from."""
+    """Every verdict of the job, and the per-step step-time figures they came from.
+
+    ``evidence``: straggler evidence gathered elsewhere (blocks of steps reduced
+    as they came, e.g. by a live view); without it, it comes from ``statistics``.
+    """
     times = step_times(statistics)
     reported = [rank for rank, step in statistics.last_steps.items() if step is not None]
     absent = (set(range(world_size)) - set(reported)) | set(missing)
@@ -240,8 +278,10 @@ def job_verdicts(
         "job/ranks_reported": len(reported),
         "job/missing_ranks": _ranks_text(absent),
     }
-    verdicts.update(_straggler(times))
+    verdicts.update(straggler_verdicts(
+        evidence if evidence is not None else timing_evidence(statistics)))
+    verdicts.update(_skew(times))
     verdicts.update(_divergence(statistics.fingerprints))
     verdicts.update(_nonfinite_loss(statistics))
-    verdicts.update(_stops(statistics))
+    verdicts.update(_stops(statistics, failed))
     return verdicts, times

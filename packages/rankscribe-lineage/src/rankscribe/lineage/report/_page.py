@@ -16,7 +16,7 @@ import importlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from rankscribe.lineage.jobview import LOSS_TAGS, STEP_TIME_TAG, verdict_lines
+from rankscribe.lineage.jobview import LOSS_TAGS, STEP_TIME_TAG, timing_name, verdict_lines
 from rankscribe.lineage.report._data import Curve, JobData, ReportData, tag_order
 from rankscribe.lineage.report._figures import (
     Figure,
@@ -34,7 +34,8 @@ __all__ = ["render_page"]
 LEGEND_RUNS = 20
 #: Cells longer than this are cut by the style; their title holds the whole text.
 _LONG_CELL = 30
-_FLAGGED = ("straggler: rank", "divergence: rank", "non-finite loss", "stopped first", "missing")
+_FLAGGED = ("straggler: rank", "stragglers:", "divergence: rank", "non-finite loss",
+            "stopped first", "missing")
 
 STYLE = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
@@ -208,7 +209,12 @@ def _step_time_html(job: JobData, max_points: int) -> Iterator[str]:
     marked = straggler if isinstance(straggler, int) and straggler >= 0 else None
     if marked is not None:
         excess = verdicts.get("job/straggler_excess")
-        by = f", median {excess:+.0%} over the others" if isinstance(excess, float) else ""
+        timing = verdicts.get("job/straggler_timing", STEP_TIME_TAG)
+        if timing not in ("", STEP_TIME_TAG) and isinstance(timing, str):
+            # Named by another timing (a collective evens the step times out): say which.
+            by = f" (named by its {timing_name(timing)})"
+        else:
+            by = f", median {excess:+.0%} over the others" if isinstance(excess, float) else ""
         title = f"step time per rank: straggler rank {marked}{by}"
     else:
         title = "step time per rank: no straggler" if verdicts else "step time per rank"

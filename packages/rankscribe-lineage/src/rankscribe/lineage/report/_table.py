@@ -127,7 +127,10 @@ def verdict_summary(run: RunInfo) -> str | None:
         return "not merged"
     parts: list[str] = []
     straggler = verdicts.get("job/straggler_rank", -1)
-    if isinstance(straggler, int) and straggler >= 0:
+    stragglers = str(verdicts.get("job/straggler_ranks", ""))
+    if "," in stragglers:
+        parts.append(f"stragglers: {ranks_text(stragglers)}")
+    elif isinstance(straggler, int) and straggler >= 0:
         parts.append(f"straggler: rank {straggler}")
     if verdicts.get("job/diverged_ranks"):
         parts.append(f"diverged: {ranks_text(verdicts['job/diverged_ranks'])}")

@@ -1,0 +1,166 @@
+"""The collector's timings besides the step time: data wait, forward time, sections.
+
+What each measures is in ``docs/job-view.md`` ("Timings"); in short:
+
+- ``rankscribe/data_wait``: from the end of one step (the collector's
+  ``step_end``) to the begin of the next, within an epoch; none when the loop
+  tells the step's start itself (``params.step_started_at``: TrainSession);
+- ``rankscribe/forward_time``: the network's ``forward``, timed by the
+  adapter's hooks (:meth:`rankscribe.collector.adapters.AdapterRegistry.forward_timer`;
+  on an accelerator read from device events a step or more later);
+- ``rankscribe/section/<name>``: ``with collector.section(name):``.
+
+:class:`StepTimings` holds that state for one collector; the collector's
+``step_end`` keeps the values in its :class:`~rankscribe.collector._series.SeriesRecorder`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from time import perf_counter
+from types import TracebackType
+from typing import Any
+
+from rankscribe.collector._callback import CallbackParams
+from rankscribe.collector._series import SeriesRecorder
+from rankscribe.collector.adapters import AdapterRegistry
+from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
+from rankscribe.lineage.jobview import DATA_WAIT_TAG, FORWARD_TIME_TAG, SECTION_TAG_PREFIX
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["Section", "StepTimings", "section_tag"]
+
+_SECTION_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def section_tag(name: object) -> str:
+    """The rank tag of section ``name``, or a clear error naming the argument."""
+    if not isinstance(name, str):
+        raise CollectorTypeError(
+            f"For 'section', the argument 'name' should be a str of letters, digits, '_', "
+            f"'.' and '-', but got {type(name).__name__} {name!r:.40}."
+        )
+    if not _SECTION_NAME.fullmatch(name):
+        raise CollectorValueError(
+            f"For 'section', the argument 'name' should be a non-empty str of ASCII letters, "
+            f"digits, '_', '.' and '-' (it becomes the tag '{SECTION_TAG_PREFIX}<name>'), but "
+            f"got {name!r:.60}."
+        )
+    return SECTION_TAG_PREFIX + name
+
+
+class Section:
+    """``with collector.section(name):``: adds the seconds inside to the step's total."""
+
+    __slots__ = ("_started", "_tag", "_totals")
+
+    def __init__(self, totals: dict[str, float], tag: str) -> None:
+        self._totals, self._tag = totals, tag
+        self._started = 0.0
+
+    def __enter__(self) -> Section:
+        self._started = perf_counter()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        totals = self._totals
+        totals[self._tag] = totals.get(self._tag, 0.0) + (perf_counter() - self._started)
+
+
+class StepTimings:
+    """One collector's data wait, forward timer and section totals.
+
+    Attributes read on the collector's shortest path: ``data_wait`` (this
+    step's, or None), ``last_end`` (perf_counter at the end of the last step of
+    the epoch, or None), ``forward`` (the forward timer, or None) and
+    ``section_totals`` (section tag -> seconds in this step so far).
+    """
+
+    def __init__(self, series: SeriesRecorder, adapters: AdapterRegistry) -> None:
+        self._series, self._adapters = series, adapters
+        self.data_wait: float | None = None
+        self.last_end: float | None = None
+        self.forward: Any = None
+        self.section_totals: dict[str, float] = {}
+        self._tags: dict[str, str] = {}  # validated name -> tag
+        # Bound once (the arrays stay across runs): a quiet step appends with no lookup.
+        self._forward_step, self._forward_seconds = series.timing_appenders(FORWARD_TIME_TAG)
+
+    def section(self, name: str) -> Section:
+        tag = self._tags.get(name) if type(name) is str else None
+        if tag is None:
+            tag = self._tags[name] = section_tag(name)
+        return Section(self.section_totals, tag)
+
+    def start_run(self, params: CallbackParams) -> None:
+        """A run begins: nothing carries over; in training the forward hooks go on."""
+        self.last_end = self.data_wait = None
+        self.section_totals.clear()
+        if params.mode != "train":
+            if self.forward is not None:
+                self.forward.reset()
+            return
+        self.close()
+        network = params.train_network if params.train_network is not None else params.network
+        try:
+            self.forward = self._adapters.forward_timer(network)
+        except (TypeError, ValueError, RuntimeError) as error:
+            logger.warning("The forward time (%s) is not recorded in this run: %s",
+                           FORWARD_TIME_TAG, error)
+            self.forward = None
+
+    def epoch_begin(self) -> None:
+        """What happens between epochs (evaluation, checkpoints) is no data wait."""
+        self.last_end = None
+        self.section_totals.clear()
+        if self.forward is not None:
+            self.forward.reset()
+
+    def extras(self, step: int, *, with_wait: bool = False) -> list[tuple[str, float]]:
+        """The step's forward time and sections (and data wait, ``with_wait``).
+
+        Earlier steps' forward times (read from device events) are kept now.
+        """
+        found: list[tuple[str, float]] = []
+        if with_wait and self.data_wait is not None:
+            found.append((DATA_WAIT_TAG, self.data_wait))
+        timer = self.forward
+        if timer is not None:
+            for taken, seconds in timer.take(step):
+                if taken == step:
+                    found.append((FORWARD_TIME_TAG, seconds))
+                else:  # read from device events a step or more later
+                    self._series.keep_timing(FORWARD_TIME_TAG, taken, seconds)
+        totals = self.section_totals
+        if totals:
+            found.extend(totals.items())
+            totals.clear()
+        return found
+
+    def keep_extras(self, step: int) -> None:
+        """Keep the step's forward time (and earlier ones) and sections: a quiet step's path."""
+        timer = self.forward
+        if timer is not None:
+            for taken, seconds in timer.take(step):
+                self._forward_step(taken)
+                self._forward_seconds(seconds)
+        totals = self.section_totals
+        if totals:
+            for tag, seconds in totals.items():
+                self._series.keep_timing(tag, step, seconds)
+            totals.clear()
+
+    def finish(self) -> None:
+        """Training ends: forward times still waiting on device events are kept."""
+        if self.forward is not None:
+            for taken, seconds in self.forward.finish():
+                self._series.keep_timing(FORWARD_TIME_TAG, taken, seconds)
+
+    def close(self) -> None:
+        """Remove the forward hooks: the user's module is left as it was."""
+        timer, self.forward = self.forward, None
+        if timer is not None:
+            timer.remove()

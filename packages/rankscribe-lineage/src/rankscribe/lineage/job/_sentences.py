@@ -1,0 +1,112 @@
+"""The job's verdicts as sentences (``rankscribe-lineage show``, the report, the examples).
+
+Re-exported by :mod:`rankscribe.lineage.jobview`; the keys are described in
+``docs/job-view.md`` ("Verdicts"). A key holding an unexpected type (a damaged
+or hand-edited lineage) reads as unknown, never as an error.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from rankscribe.lineage.job._statistics import SECTION_TAG_PREFIX
+
+__all__ = ["timing_name", "verdict_lines"]
+
+
+def _ranks_phrase(text: Any) -> str:
+    return f"ranks {text}" if "," in str(text) else f"rank {text}"
+
+
+def _number(value: Any) -> float:
+    """A verdict's number, NaN when the key holds something else (a damaged lineage)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return float("nan")
+    return float(value)
+
+
+def _rank_number(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else -1
+
+
+def timing_name(tag: Any) -> str:
+    """A timing tag in words: ``rankscribe/data_wait`` -> "data wait"."""
+    text = str(tag)
+    if text.startswith(SECTION_TAG_PREFIX):
+        return f"section {text[len(SECTION_TAG_PREFIX):]!r}"
+    return text.removeprefix("rankscribe/").replace("_", " ")
+
+
+def _straggler_lines(user_defined: Mapping[str, Any]) -> list[str]:
+    straggler = _rank_number(user_defined.get("job/straggler_rank", -1))
+    skew = _number(user_defined.get("job/step_time_skew"))
+    skew_text = f"; step-time skew {skew:.2f}" if not math.isnan(skew) else ""
+    if straggler < 0:
+        return [f"straggler: none{skew_text}"]
+    share = _number(user_defined.get("job/straggler_slowest_share"))
+    excess = _number(user_defined.get("job/straggler_excess"))
+    timing = user_defined.get("job/straggler_timing")
+    by = f", by {timing_name(timing)}" if isinstance(timing, str) and timing else ""
+    lines = [f"straggler: rank {straggler} (slowest in {share:.0%} of the steps, "
+             f"{excess:.0%} slower than the faster ranks step by step{by}){skew_text}"]
+    ranks = [item for item in str(user_defined.get("job/straggler_ranks", "")).split(",") if item]
+    if len(ranks) > 1:
+        details = "; ".join(
+            f"rank {rank} {_number(user_defined.get(f'job/straggler_excess/{rank}')):.0%} "
+            f"slower by {timing_name(user_defined.get(f'job/straggler_timing/{rank}', '?'))}"
+            for rank in ranks)
+        lines.append(f"stragglers: ranks {','.join(ranks)} ({details})")
+    return lines
+
+
+def verdict_lines(user_defined: Mapping[str, Any]) -> list[str]:
+    """The verdicts among a merged lineage's ``user_defined`` keys, as sentences.
+
+    Empty when the lineage holds no job verdict (a single-process run). A key
+    holding an unexpected type (a damaged or hand-edited lineage) reads as
+    unknown, never as an error.
+    """
+    if not any(str(key).startswith("job/") for key in user_defined):
+        return []
+    lines = _straggler_lines(user_defined)
+    check = user_defined.get("job/divergence_check", "no_fingerprints")
+    diverged = user_defined.get("job/diverged_ranks", "")
+    if diverged:
+        firsts = ", ".join(
+            f"rank {rank} at step {user_defined.get(f'job/diverged_step/{rank}', '?')}"
+            for rank in str(diverged).split(",")
+        )
+        lines.append(f"divergence: {firsts}")
+    elif check == "checked":
+        lines.append("divergence: none (the ranks' parameters agree)")
+    else:
+        lines.append(f"divergence: not checked ({str(check).replace('_', ' ')})")
+    nonfinite = user_defined.get("job/nonfinite_loss_ranks", "")
+    if nonfinite:
+        firsts = ", ".join(
+            f"rank {rank} at step {user_defined.get(f'job/nonfinite_loss_step/{rank}', '?')}"
+            for rank in str(nonfinite).split(",")
+        )
+        lines.append(f"non-finite loss: {firsts}")
+    stopped = _rank_number(user_defined.get("job/stopped_first_rank", -1))
+    evidence = user_defined.get("job/stopped_first_evidence", "")
+    if stopped >= 0:
+        how = " (reported by the launcher)" if evidence == "launcher" else ""
+        lines.append(
+            f"stopped first: rank {stopped} at step "
+            f"{user_defined.get('job/stopped_first_step')}{how} "
+            f"(stopped early: {_ranks_phrase(user_defined.get('job/stopped_early_ranks'))})"
+        )
+    elif evidence == "undetermined":
+        lines.append(
+            f"stopped first: undetermined ("
+            f"{_ranks_phrase(user_defined.get('job/stopped_first_tied_ranks', '?'))} "
+            f"stopped at step {user_defined.get('job/stopped_first_step')}; nothing tells "
+            f"them apart)"
+        )
+    missing = user_defined.get("job/missing_ranks", "")
+    if missing:
+        lines.append(f"missing: {_ranks_phrase(missing)}")
+    return lines

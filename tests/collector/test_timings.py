@@ -1,0 +1,187 @@
+"""The collector's timings and budgeted fingerprints, read back from the rank's files.
+
+Data wait, sections, the TrainSession step time, the fingerprint when training
+begins and the rotating slices of the fingerprint budget (docs/job-view.md).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import crc32c
+import numpy as np
+import pytest
+
+from rankscribe.collector import ArrayDataset, SummaryCollector, TrainLoop, TrainSession
+from rankscribe.collector._fingerprint import DEFAULT_FINGERPRINT_BUDGET
+from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
+from rankscribe.lineage.jobview import (
+    DATA_WAIT_TAG,
+    FINGERPRINT_TAG,
+    SECTION_TAG_PREFIX,
+    STEP_TIME_TAG,
+)
+from rankscribe.writer.reader import scalars
+
+NO_LANDSCAPE = {"collect_landscape": None}
+SLEEP = 0.004
+
+
+def rank_scalars(directory: Path) -> dict[str, dict[int, float]]:
+    [path] = [path for path in directory.iterdir() if path.name.endswith("_MS")]
+    return {tag: dict(points) for tag, points in scalars(path).items()}
+
+
+class SlowData(ArrayDataset):
+    """Sleeps SLEEP before handing out each batch: a data loader the steps wait for."""
+
+    def __iter__(self) -> Iterator[Any]:
+        for batch in super().__iter__():
+            time.sleep(SLEEP)
+            yield batch
+
+
+def test_the_data_wait_is_the_time_between_steps_within_an_epoch(model: Any,
+                                                                tmp_path: Path) -> None:
+    data = model(6)
+    slow = SlowData(*data.dataset.columns, batch_size=2)
+    collector = SummaryCollector(tmp_path, collect_freq=3, collect_specified_data=NO_LANDSCAPE)
+    TrainLoop(lambda batch: 0.5, network=data.network).train(2, slow, callbacks=[collector])
+    waits = rank_scalars(tmp_path)[DATA_WAIT_TAG]
+    # the first step of each epoch has none: between epochs is no data wait
+    assert sorted(waits) == [2, 3, 4, 5, 6, 8, 9, 10, 11, 12]
+    assert all(SLEEP * 0.9 <= seconds < 1.0 for seconds in waits.values())
+    # the steps themselves do nothing: their step time is far below the wait
+    times = rank_scalars(tmp_path)[STEP_TIME_TAG]
+    assert np.median(list(times.values())) < SLEEP / 2
+
+
+def test_sections_add_up_within_a_step_and_become_rank_tags(model: Any, tmp_path: Path) -> None:
+    data = model(4)
+    collector = SummaryCollector(tmp_path, collect_freq=2, collect_specified_data=NO_LANDSCAPE)
+
+    def step(batch: Any) -> float:
+        for _ in range(2):
+            with collector.section("compute"):
+                time.sleep(SLEEP)
+        with collector.section("io.read-1"):
+            pass
+        return 0.5
+
+    TrainLoop(step, network=data.network).train(1, data.dataset, callbacks=[collector])
+    found = rank_scalars(tmp_path)
+    compute = found[f"{SECTION_TAG_PREFIX}compute"]
+    assert sorted(compute) == [1, 2, 3, 4]  # collected (1, 2, 4) and quiet (3) steps alike
+    assert all(2 * SLEEP * 0.9 <= seconds < 1.0 for seconds in compute.values())
+    assert sorted(found[f"{SECTION_TAG_PREFIX}io.read-1"]) == [1, 2, 3, 4]
+    assert all(found[STEP_TIME_TAG][step] >= compute[step] for step in compute)
+
+
+@pytest.mark.parametrize(("name", "error"), [
+    ("", CollectorValueError), ("a/b", CollectorValueError), ("naïve", CollectorValueError),
+    ("two words", CollectorValueError), (5, CollectorTypeError), (None, CollectorTypeError),
+])
+def test_a_bad_section_name_is_refused_naming_the_argument(tmp_path: Path, name: Any,
+                                                          error: type) -> None:
+    collector = SummaryCollector(tmp_path)
+    with pytest.raises(error, match=r"'name'"):
+        collector.section(name)
+    assert issubclass(error, (TypeError, ValueError))
+
+
+def test_a_train_session_records_the_time_between_step_calls(model: Any, tmp_path: Path) -> None:
+    data = model(5)
+    collector = SummaryCollector(tmp_path, collect_freq=2, collect_specified_data=NO_LANDSCAPE)
+    with TrainSession([collector], network=data.network, train_dataset=data.dataset,
+                      epochs=2) as session:
+        for _ in session.epochs():
+            for batch in data.dataset:
+                time.sleep(SLEEP)  # the script's own step
+                with collector.section("compute"):
+                    time.sleep(SLEEP / 2)
+                session.step(batch, 0.5)
+    found = rank_scalars(tmp_path)
+    times = found[STEP_TIME_TAG]
+    assert sorted(times) == list(range(1, 11))
+    assert all(1.5 * SLEEP * 0.9 <= seconds < 1.0 for seconds in times.values()), times
+    assert DATA_WAIT_TAG not in found  # inside the step in a session: nothing to tell apart
+    assert all(SLEEP / 2 * 0.9 <= seconds < 1.0
+               for seconds in found[f"{SECTION_TAG_PREFIX}compute"].values())
+
+
+def _expected(network: Any, start: int, stop: int) -> float:
+    raw = b"".join(np.ascontiguousarray(value).tobytes()
+                   for _, value in network.named_parameters())
+    return float(crc32c.crc32c(raw[start:stop]) & 0xFFFFFF)
+
+
+def test_fingerprints_hash_a_rotating_slice_within_the_budget(model: Any, tmp_path: Path) -> None:
+    data = model(12)
+    big = np.arange(600, dtype=np.float32)  # 2400 bytes: 3 slices of 1024 with the rest
+    data.network.parameters["big.weight"] = big
+    total = sum(np.asarray(value).nbytes for _, value in data.network.named_parameters())
+    assert 2048 < total <= 3072
+    expected: dict[int, float] = {}
+    at_start = _expected(data.network, 0, total)
+
+    def step(batch: Any) -> float:
+        big[:] += 1.0
+        return 0.5
+
+    collector = SummaryCollector(tmp_path, collect_freq=2, collect_specified_data=NO_LANDSCAPE,
+                                 fingerprint_budget=1024)
+
+    loop = TrainLoop(step, network=data.network)
+    original_step_end = collector.step_end
+
+    # The expected slice fingerprint after each step, computed just before the collector's.
+    def step_end(run_context: Any) -> None:
+        current = run_context.original_args().cur_step_num
+        index = (current // 2) % 3
+        start = index * 1024
+        expected[current] = _expected(data.network, start, min(start + 1024, total))
+        original_step_end(run_context)
+
+    collector.step_end = step_end  # type: ignore[method-assign]
+    loop.train(1, data.dataset, callbacks=[collector])
+    found = rank_scalars(tmp_path)[FINGERPRINT_TAG]
+    assert sorted(found) == [0, 1, 2, 4, 6, 8, 10, 12]
+    assert found[0] == at_start  # when training begins: every byte, whatever the budget
+    for current in (1, 2, 4, 6, 8, 10, 12):
+        assert found[current] == expected[current], current
+    # every byte is covered: slices 0, 1 and 2 all occur
+    assert {(current // 2) % 3 for current in found if current} == {0, 1, 2}
+
+
+def test_the_start_fingerprint_covers_every_byte_before_any_update(model: Any,
+                                                                   tmp_path: Path) -> None:
+    data = model(3)
+    before = _expected(data.network, 0, 10**9)
+
+    def step(batch: Any) -> float:
+        data.network["fc.bias"][:] += 1.0
+        return 0.5
+
+    collector = SummaryCollector(tmp_path, collect_freq=1, collect_specified_data=NO_LANDSCAPE,
+                                 fingerprint_budget=1024)
+    TrainLoop(step, network=data.network).train(1, data.dataset, callbacks=[collector])
+    found = rank_scalars(tmp_path)[FINGERPRINT_TAG]
+    assert found[0] == before
+    assert found[1] != before
+
+
+@pytest.mark.parametrize(("budget", "error"), [
+    (1023, CollectorValueError), (0, CollectorValueError), (-5, CollectorValueError),
+    (1.5e6, CollectorTypeError), ("4MiB", CollectorTypeError), (True, CollectorTypeError),
+])
+def test_a_bad_fingerprint_budget_is_refused_naming_the_argument(tmp_path: Path, budget: Any,
+                                                                error: type) -> None:
+    with pytest.raises(error, match="'fingerprint_budget'"):
+        SummaryCollector(tmp_path, fingerprint_budget=budget)
+
+
+def test_the_default_budget_is_4_mib() -> None:
+    assert DEFAULT_FINGERPRINT_BUDGET == 4 * 1024 * 1024

@@ -1,0 +1,211 @@
+"""The forward time of a torch network, and the device fingerprint, on CPU tensors.
+
+The accelerator paths run here through the same torch code: timing events
+are a fake device-event class (what ``torch.Event`` offers: ``record``,
+``query``, ``elapsed_time``, ``synchronize``) whose events the "device"
+passes only one query later, and the device fingerprint is forced on CPU
+tensors (``FINGERPRINT_CPU_ON_DEVICE``).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import rankscribe.collector.adapters._torch as torch_adapter
+from rankscribe.collector import SummaryCollector, TrainLoop
+from rankscribe.collector._fingerprint import slice_fingerprint
+from rankscribe.collector.adapters._torch import ForwardTimer, TorchDevicePart, TorchNetwork
+from rankscribe.lineage.jobview import FINGERPRINT_TAG, FORWARD_TIME_TAG, STEP_TIME_TAG
+from rankscribe.writer.reader import scalars
+
+NO_LANDSCAPE = {"collect_landscape": None}
+SLEEP = 0.005
+STEPS = 6
+
+
+class SleepyNet(nn.Module):
+    """A linear layer whose forward also sleeps: the work a straggler does longer."""
+
+    def __init__(self, sleep: float = SLEEP) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+        self.sleep = sleep
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        time.sleep(self.sleep)
+        return self.fc(x)
+
+
+def rank_scalars(directory: Path) -> dict[str, dict[int, float]]:
+    [path] = [path for path in directory.iterdir() if path.name.endswith("_MS")]
+    return {tag: dict(points) for tag, points in scalars(path).items()}
+
+
+def train(directory: Path, network: nn.Module, *, forwards: int = 1, collect_freq: int = 3) -> None:
+    optimizer = torch.optim.SGD(network.parameters(), lr=0.1)
+    batches = [(torch.rand(2, 4), torch.tensor([0, 1])) for _ in range(STEPS)]
+
+    def step(batch: Any) -> torch.Tensor:
+        optimizer.zero_grad()
+        loss = sum(nn.functional.cross_entropy(network(batch[0]), batch[1])
+                   for _ in range(forwards))
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    collector = SummaryCollector(directory, collect_freq=collect_freq,
+                                 collect_specified_data=NO_LANDSCAPE)
+    TrainLoop(step, network=network, optimizer=optimizer).train(1, batches, callbacks=[collector])
+
+
+def test_the_forward_time_of_every_step_comes_from_module_hooks(tmp_path: Path) -> None:
+    network = SleepyNet()
+    train(tmp_path, network, forwards=2)
+    found = rank_scalars(tmp_path)
+    forward = found[FORWARD_TIME_TAG]
+    assert sorted(forward) == list(range(1, STEPS + 1))
+    # two forward calls per step add up; the step holds them
+    assert all(2 * SLEEP * 0.9 <= seconds < 1.0 for seconds in forward.values())
+    assert all(found[STEP_TIME_TAG][step] >= forward[step] for step in forward)
+    # the hooks are gone once training ends: the user's module is left as it was
+    assert not network._forward_pre_hooks and not network._forward_hooks
+
+
+class FakeDevice:
+    """Timing events a device passes one query after they were recorded."""
+
+    def __init__(self) -> None:
+        self.synchronized = 0
+        self.made = 0
+
+    def event(self) -> FakeEvent:
+        self.made += 1
+        return FakeEvent(self)
+
+
+class FakeEvent:
+    def __init__(self, device: FakeDevice) -> None:
+        self.device = device
+        self.at: float | None = None
+        self.queried = 0
+
+    def record(self) -> None:
+        self.at = time.perf_counter()
+
+    def query(self) -> bool:
+        self.queried += 1
+        return self.queried > 1
+
+    def elapsed_time(self, end: FakeEvent) -> float:
+        assert self.at is not None and end.at is not None
+        return (end.at - self.at) * 1000.0  # milliseconds, as torch.Event gives it
+
+    def synchronize(self) -> None:
+        self.device.synchronized += 1
+        self.queried = 2
+
+
+def test_device_events_are_read_a_step_later_without_a_synchronise() -> None:
+    device = FakeDevice()
+    module = SleepyNet()
+    timer = ForwardTimer(module, event_factory=device.event)
+    assert timer.on_device
+    module(torch.rand(1, 4))
+    assert timer.take(1) == []  # the device has not passed step 1's events yet
+    module(torch.rand(1, 4))
+    module(torch.rand(1, 4))
+    [(step, seconds)] = timer.take(2)
+    assert step == 1 and SLEEP * 0.9 <= seconds < 1.0
+    assert device.synchronized == 0
+    [(step, seconds)] = timer.finish()  # the end of training: one wait, for the last step
+    assert step == 2 and 2 * SLEEP * 0.9 <= seconds < 1.0
+    assert device.synchronized == 1
+    timer.remove()
+    assert not module._forward_pre_hooks and not module._forward_hooks
+
+
+def test_the_collector_files_late_device_forward_times_under_their_own_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    device = FakeDevice()
+    monkeypatch.setattr(torch_adapter, "_device_events", lambda module: device.event)
+    train(tmp_path, SleepyNet())
+    forward = rank_scalars(tmp_path)[FORWARD_TIME_TAG]
+    assert sorted(forward) == list(range(1, STEPS + 1))
+    assert all(SLEEP * 0.9 <= seconds < 1.0 for seconds in forward.values())
+    assert device.made == 2 * STEPS
+    assert device.synchronized == 1  # at the end of training only, never per step
+
+
+def _weighted_sum(data: bytes, start: int) -> int:
+    """The device fingerprint's sum, computed in Python integers modulo 2**64."""
+    step = 0x9E3779B97F4A7C15
+    base = 0xBF58476D1CE4E5B9
+    total = 0
+    for index, byte in enumerate(data):
+        weight = (((start + index) * step + base) % 2**64) | 1
+        total = (total + byte * weight) % 2**64
+    return total - 2**64 if total >= 2**63 else total
+
+
+def test_the_device_fingerprint_is_the_documented_weighted_sum(monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    monkeypatch.setattr(torch_adapter, "_DEVICE_CHUNK", 64)  # several chunks per tensor
+    tensor = torch.arange(100, dtype=torch.float32)
+    part = TorchDevicePart(tensor)
+    assert part.nbytes == 400
+    raw = tensor.numpy().tobytes()
+    [digest] = type(part.digest(10, 390)).resolve([part.digest(10, 390)])
+    assert int.from_bytes(digest, "little", signed=True) == _weighted_sum(raw[10:390], 10)
+
+
+def test_the_device_fingerprint_tells_one_changed_byte_apart(monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    monkeypatch.setattr(torch_adapter, "FINGERPRINT_CPU_ON_DEVICE", True)
+    torch.manual_seed(0)
+    first = nn.Sequential(nn.Linear(8, 8), nn.Linear(8, 2))
+    second = nn.Sequential(nn.Linear(8, 8), nn.Linear(8, 2))
+    second.load_state_dict(first.state_dict())
+    adapter = torch_adapter.create_adapter()
+    parts = [TorchNetwork(model, adapter).fingerprint_parts() for model in (first, second)]
+    assert all(isinstance(part, TorchDevicePart) for part in parts[0])
+    total = sum(part.nbytes for part in parts[0])
+    assert slice_fingerprint(parts[0], 0, total) == slice_fingerprint(parts[1], 0, total)
+    with torch.no_grad():
+        raw = second[1].bias.view(torch.uint8)
+        raw[3] ^= 1  # one bit of one byte
+    assert slice_fingerprint(parts[0], 0, total) != slice_fingerprint(parts[1], 0, total)
+
+
+def test_the_collector_records_device_fingerprints(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch_adapter, "FINGERPRINT_CPU_ON_DEVICE", True)
+    torch.manual_seed(0)
+    network = SleepyNet(sleep=0.0)
+    train(tmp_path, network)
+    prints = rank_scalars(tmp_path)[FINGERPRINT_TAG]
+    assert sorted(prints) == [0, 1, 3, 6]
+    assert len(set(prints.values())) == 4  # the parameters changed at every step
+    assert all(0 <= value < 2**24 and float(value).is_integer() for value in prints.values())
+    parts = TorchNetwork(network, torch_adapter.create_adapter()).fingerprint_parts()
+    total = sum(part.nbytes for part in parts)
+    assert prints[6] == slice_fingerprint(parts, 0, total)  # the last step: as it is now
+
+
+def test_cpu_tensors_are_hashed_in_place_by_crc() -> None:
+    import crc32c
+
+    network = nn.Linear(3, 2)
+    parts = TorchNetwork(network, torch_adapter.create_adapter()).fingerprint_parts()
+    raw = b"".join(value.detach().numpy().tobytes() for _, value in network.named_parameters())
+    assert slice_fingerprint(parts, 0, len(raw)) == crc32c.crc32c(raw) & 0xFFFFFF
+    assert slice_fingerprint(parts, 5, 21) == crc32c.crc32c(raw[5:21]) & 0xFFFFFF
+    assert np.shares_memory(np.frombuffer(parts[0].digest(0, 4), np.uint8),
+                            network.weight.detach().numpy().view(np.uint8))

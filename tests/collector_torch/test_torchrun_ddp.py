@@ -1,0 +1,81 @@
+"""A real ``torchrun --nproc_per_node 2`` DistributedDataParallel job (gloo, CPU).
+
+DDP averages the gradients inside ``backward``: both ranks' wall step times
+are the slow rank's, so the step time names nobody; the forward time, taken
+by module hooks on the model the loop was given, names the rank whose forward
+is 40 ms longer. The clean job of the same launch flags nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rankscribe.lineage import parse_run
+from rankscribe.lineage.jobview import FORWARD_TIME_TAG, STEP_TIME_TAG, verdict_lines
+from rankscribe.writer.reader import scalars
+
+SCRIPT = Path(__file__).resolve().parent / "torchrun_ddp.py"
+TORCHRUN = Path(sys.executable).parent / "torchrun"
+JOB_TIMEOUT = 240
+STEPS, SLOW_RANK, SLOW_SECONDS = 12, 1, 0.040  # torchrun_ddp
+LAUNCHER_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
+                      "MASTER_PORT", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+                      "PMIX_RANK", "TORCHELASTIC_RUN_ID")
+
+
+@pytest.fixture(scope="module")
+def jobs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("ddp")
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES}
+    command = [str(TORCHRUN), "--standalone", "--nproc_per_node", "2", "--max-restarts", "0",
+               "--monitor-interval", "0.2", str(SCRIPT), str(out)]
+    result = subprocess.run(command, env=dict(env, OMP_NUM_THREADS="1"), capture_output=True,
+                            text=True, cwd=out, timeout=JOB_TIMEOUT, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return out
+
+
+def user_defined(job_dir: Path) -> dict[str, Any]:
+    lineage = parse_run(str(job_dir)).lineage
+    assert lineage is not None
+    return lineage.section("user_defined")
+
+
+def rank_scalars(rank_dir: Path) -> dict[str, dict[int, float]]:
+    found: dict[str, dict[int, float]] = {}
+    for path in rank_dir.iterdir():
+        if path.name.endswith("_MS"):
+            for tag, points in scalars(path).items():
+                found.setdefault(tag, {}).update(points)
+    return found
+
+
+def test_a_clean_ddp_job_flags_nothing(jobs: Path) -> None:
+    notes = user_defined(jobs / "clean")
+    assert (notes["job/straggler_rank"], notes["job/straggler_ranks"]) == (-1, "")
+    assert notes["job/divergence_check"] == "checked"
+    assert notes["job/diverged_ranks"] == ""
+
+
+def test_the_rank_with_the_longer_forward_is_named_by_its_forward_time(jobs: Path) -> None:
+    notes = user_defined(jobs / "slow")
+    assert notes["job/step_time_skew"] < 1.2  # DDP's all-reduce evens the wall step times out
+    assert (notes["job/straggler_rank"], notes["job/straggler_ranks"]) == (SLOW_RANK, "1")
+    assert notes["job/straggler_timing"] == FORWARD_TIME_TAG
+    assert notes["job/diverged_ranks"] == ""  # DDP kept the replicas equal
+    assert "by forward time" in verdict_lines(notes)[0]
+    for rank in (0, 1):
+        found = rank_scalars(jobs / "slow" / f"rank_{rank}")
+        forward = found[FORWARD_TIME_TAG]
+        assert sorted(forward) == sorted(found[STEP_TIME_TAG]) == list(range(1, STEPS + 1))
+        # both ranks' steps last the slow rank's forward; only its own forward does
+        assert np.median(list(found[STEP_TIME_TAG].values())) >= SLOW_SECONDS
+        slow_forward = np.median(list(forward.values())) >= SLOW_SECONDS
+        assert slow_forward == (rank == SLOW_RANK)
