@@ -61,7 +61,8 @@ def _best(action: Callable[[], object], repeat: int) -> float:
 
 def _protobuf(path: Path) -> int:
     count = 0
-    events = reader.read_tensorboard_events(path) if "tfevents" in path.name else reader.read_events(path)
+    tensorboard = "tfevents" in path.name
+    events = reader.read_tensorboard_events(path) if tensorboard else reader.read_events(path)
     for event in events:
         for value in event.summary.value:
             if value.WhichOneof("value") in ("scalar_value", "simple_value"):
@@ -70,13 +71,13 @@ def _protobuf(path: Path) -> int:
 
 
 def _tbparse(path: Path) -> int:
-    from tbparse import SummaryReader  # noqa: PLC0415 - an optional peer
+    from tbparse import SummaryReader  # an optional peer: imported only here
 
     return len(SummaryReader(str(path)).scalars)
 
 
 def _event_file_loader(path: Path) -> int:
-    from tensorboard.backend.event_processing.event_file_loader import (  # noqa: PLC0415
+    from tensorboard.backend.event_processing.event_file_loader import (
         EventFileLoader,
     )
 

@@ -13,12 +13,12 @@ parsed by protobuf, as ``reader.scalars`` always did.
 from __future__ import annotations
 
 import io
+import itertools
 import logging
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -62,11 +62,36 @@ _MESSAGE_TYPES: dict[Schema, type[Message]] = {
 }
 
 
-class _Piece(NamedTuple):
-    ordinals: Int64Array  # the record's number in the whole read
-    positions: Int64Array  # the value's place in its record
+@dataclass(frozen=True)
+class _Piece:
+    """Points of one tag read together: from one template, or from protobuf in one chunk.
+
+    ``ordinals`` numbers each point's record in the whole read and ``positions``
+    (one number for a template's piece) its place among the record's values:
+    together they give file order.
+    """
+
+    ordinals: Int64Array
+    positions: Int64Array | int
     steps: Int64Array
     values: Float64Array
+
+    @property
+    def first(self) -> tuple[int, int]:
+        return int(self.ordinals[0]), self._position(0)
+
+    @property
+    def last(self) -> tuple[int, int]:
+        return int(self.ordinals[-1]), self._position(-1)
+
+    def _position(self, index: int) -> int:
+        positions = self.positions
+        return positions if isinstance(positions, int) else int(positions[index])
+
+    def _positions(self) -> Int64Array:
+        if isinstance(self.positions, int):
+            return np.full(self.ordinals.size, self.positions, dtype=np.int64)
+        return self.positions
 
 
 @dataclass
@@ -79,11 +104,15 @@ class _Singles:
     values: list[float] = field(default_factory=list)
 
     def piece(self) -> _Piece:
+        """The points in file order (records come here grouped by length, not in order)."""
+        ordinals = np.array(self.ordinals, dtype=np.int64)
+        positions = np.array(self.positions, dtype=np.int64)
+        order = np.lexsort((positions, ordinals))
         return _Piece(
-            np.array(self.ordinals, dtype=np.int64),
-            np.array(self.positions, dtype=np.int64),
-            np.array(self.steps, dtype=np.int64),
-            np.array(self.values, dtype=np.float64),
+            ordinals[order],
+            positions[order],
+            np.array(self.steps, dtype=np.int64)[order],
+            np.array(self.values, dtype=np.float64)[order],
         )
 
 
@@ -173,20 +202,22 @@ class _Curves:
 
 
 def _in_file_order(pieces: list[_Piece]) -> tuple[tuple[int, int], Int64Array, Float64Array]:
-    if len(pieces) == 1:
-        ordinals, positions, steps, values = pieces[0]
-    else:
-        ordinals, positions, steps, values = (
-            np.concatenate(column) for column in zip(*pieces, strict=True)
-        )
-    if ordinals.size > 1:
-        step_forward = np.diff(ordinals)
-        in_order = (step_forward > 0) | ((step_forward == 0) & (np.diff(positions) > 0))
-        if not bool(in_order.all()):
-            order = np.lexsort((positions, ordinals))
-            ordinals, positions = ordinals[order], positions[order]
-            steps, values = steps[order], values[order]
-    return (int(ordinals[0]), int(positions[0])), steps, values
+    """Join the pieces of one tag in file order; sort point by point only when they interleave."""
+    # Each piece is in file order (a template's rows come in order; protobuf's
+    # points are sorted when their piece is made).
+    pieces = sorted(pieces, key=lambda piece: piece.first)
+    apart = all(before.last < after.first for before, after in itertools.pairwise(pieces))
+    first = pieces[0].first
+    if len(pieces) == 1 and apart:
+        return first, pieces[0].steps, pieces[0].values
+    steps = np.concatenate([piece.steps for piece in pieces])
+    values = np.concatenate([piece.values for piece in pieces])
+    if not apart:
+        ordinals = np.concatenate([piece.ordinals for piece in pieces])
+        positions = np.concatenate([piece._positions() for piece in pieces])
+        order = np.lexsort((positions, ordinals))
+        steps, values = steps[order], values[order]
+    return first, steps, values
 
 
 # --------------------------------------------------------------------------
@@ -391,9 +422,8 @@ class _Group:
             values = np.ndarray(
                 (count,), dtype=dtype, buffer=rows, offset=slot.offset, strides=(width,)
             ).astype(np.float64)
-            positions = np.full(count, slot.position, dtype=np.int64)
             store = curves.tensor_points if slot.tensor else curves.points
-            store.setdefault(tag, []).append(_Piece(ordinals, positions, steps, values))
+            store.setdefault(tag, []).append(_Piece(ordinals, slot.position, steps, values))
 
     def _single(self, index: int) -> None:
         """Parse one record with protobuf, as ``reader.scalars`` always did."""
