@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 from google.protobuf.message import DecodeError, Message
 
-from rankscribe.writer._framing import HEADER_SIZE
+from rankscribe.writer._framing import HEADER_SIZE, RECORD_OVERHEAD
 from rankscribe.writer._names import coerce_kind
 from rankscribe.writer.errors import CorruptRecordError, WriterTypeError, WriterValueError
 from rankscribe.writer.files import FileKind, file_kind, list_summary_files
@@ -249,9 +249,10 @@ def _read_file(file: _FileRead) -> int:
         carried = b""
         base = 0  # file offset of the buffer's first byte
         wanted = 0
+        buffer = bytearray()
         while True:
             size = max(_CHUNK_BYTES, wanted - len(carried))
-            buffer, filled = _fill(stream, carried, size)
+            buffer, filled = _fill(stream, buffer, carried, size)
             final = filled < len(carried) + size
             table = record_table(memoryview(buffer)[:filled])
             ordinals = file.first_ordinal + records + np.arange(table.offsets.size)
@@ -272,24 +273,30 @@ def _read_file(file: _FileRead) -> int:
             wanted = table.wanted
 
 
-def _fill(stream: io.BufferedIOBase, carried: bytes, size: int) -> tuple[bytearray, int]:
+def _fill(
+    stream: io.BufferedIOBase, buffer: bytearray, carried: bytes, size: int
+) -> tuple[bytearray, int]:
     """``carried`` then up to ``size`` bytes of ``stream``, read in place; and how many in all.
 
-    The buffer ends in zeros (at least 8): rows are read in whole 8-byte words,
-    so a row may run past the last record. Reading in place spares a copy of
-    every chunk; a plain read of the file, not a memory map, because a file
-    truncated under a map kills the process (SIGBUS) where a read sees less.
+    ``buffer`` is the previous chunk's, reused when it is large enough (nothing
+    read from it is kept: every column is a copy). The bytes read are followed
+    by 8 zeros: rows are read in whole 8-byte words, so a row may run past the
+    last record. A plain read, not a memory map, because a file truncated
+    under a map kills the process (SIGBUS) where a read sees less.
     """
-    buffer = bytearray(len(carried) + size + 8)
+    end = len(carried) + size
+    if len(buffer) < end + 8:
+        buffer = bytearray(end + 8)
     buffer[: len(carried)] = carried
     view = memoryview(buffer)
     filled = len(carried)
-    end = len(carried) + size
     while filled < end:
         count = stream.readinto(view[filled:end])
         if not count:
             break
         filled += count
+    view.release()
+    buffer[filled : filled + 8] = bytes(8)
     return buffer, filled
 
 
@@ -363,14 +370,7 @@ class _Group:
         if self.length == 0:
             return []  # an empty Event: valid, and without scalars
         width = (self.length + 7) // 8 * 8
-        windows = np.ndarray(
-            (len(self.buffer) - width + 1,),
-            dtype=np.dtype((np.void, width)),
-            buffer=self.buffer,
-            offset=0,
-            strides=(1,),
-        )
-        words = windows[self.starts].view("<u8").reshape(self.starts.size, width // 8)
+        words = self._rows(width)
         left = np.arange(self.starts.size)
         refusals = 0
         while left.size:
@@ -394,9 +394,9 @@ class _Group:
             refusals = 0
             matched = int(np.count_nonzero(matches))
             if matched == left.size:
-                self._emit(template, candidates, width, self.ordinals[left])
+                self._emit(template, candidates, self.ordinals[left])
             else:
-                self._emit(template, candidates[matches], width, self.ordinals[left[matches]])
+                self._emit(template, candidates[matches], self.ordinals[left[matches]])
             left = left[~matches]
             if matched * _POOR_TEMPLATE < left.size:
                 break
@@ -404,12 +404,33 @@ class _Group:
             self._single(index)
         return self.errors
 
+    def _rows(self, width: int) -> npt.NDArray[np.uint64]:
+        """The group's records as rows of ``width // 8`` words (a view when they run back to back).
+
+        Records are at least a record apart, so first and last exactly that far
+        apart means every one is: a training loop's steps, read without a copy.
+        """
+        count = self.starts.size
+        stride = self.length + RECORD_OVERHEAD
+        first = int(self.starts[0])
+        if int(self.starts[-1]) - first == stride * (count - 1):
+            return np.ndarray((count, width // 8), dtype="<u8", buffer=self.buffer,
+                              offset=first, strides=(stride, 8))
+        windows = np.ndarray(
+            (len(self.buffer) - width + 1,),
+            dtype=np.dtype((np.void, width)),
+            buffer=self.buffer,
+            offset=0,
+            strides=(1,),
+        )
+        return windows[self.starts].view("<u8").reshape(count, width // 8)
+
     def _emit(
-        self, template: Template, rows: npt.NDArray[np.uint64], width: int, ordinals: Int64Array
+        self, template: Template, rows: npt.NDArray[np.uint64], ordinals: Int64Array
     ) -> None:
         curves = self.file.curves
-        count = ordinals.size
-        steps = _steps(rows, template.step, width, count)
+        cells = rows.view(np.uint8)  # (rows, width) bytes, whatever the rows' stride
+        steps = _steps(cells, template.step)
         for metadata in template.metadata:
             tag = curves.name(metadata.tag, self.file.path)
             if tag is not None:
@@ -419,9 +440,8 @@ class _Group:
             if tag is None:
                 continue
             dtype = "<f4" if slot.width == 4 else "<f8"
-            values = np.ndarray(
-                (count,), dtype=dtype, buffer=rows, offset=slot.offset, strides=(width,)
-            ).astype(np.float64)
+            number = cells[:, slot.offset : slot.offset + slot.width].view(dtype)
+            values = number[:, 0].astype(np.float64)
             store = curves.tensor_points if slot.tensor else curves.points
             store.setdefault(tag, []).append(_Piece(ordinals, slot.position, steps, values))
 
@@ -487,16 +507,13 @@ def _matches(rows: npt.NDArray[np.uint64], template: Template, width: int) -> np
     return np.asarray(np.bitwise_or.reduce(differences, axis=1) == 0)
 
 
-def _steps(
-    rows: npt.NDArray[np.uint64], step: tuple[int, int] | None, width: int, count: int
-) -> Int64Array:
+def _steps(cells: npt.NDArray[np.uint8], step: tuple[int, int] | None) -> Int64Array:
     if step is None:
-        return np.zeros(count, dtype=np.int64)  # no step on the wire reads as 0
+        return np.zeros(cells.shape[0], dtype=np.int64)  # no step on the wire reads as 0
     offset, size = step
-    result = np.zeros(count, dtype=np.uint64)
+    result = np.zeros(cells.shape[0], dtype=np.uint64)
     for index in range(size):
-        byte = np.ndarray((count,), dtype=np.uint8, buffer=rows, offset=offset + index,
-                          strides=(width,))
+        byte = cells[:, offset + index]
         # The tenth byte adds only bit 63: protobuf truncates a varint to 64 bits.
         result |= (byte & np.uint8(0x7F)).astype(np.uint64) << np.uint64(7 * index)
     # Two's complement: a step of 2**63-1 stays that number, never a float on the way.
