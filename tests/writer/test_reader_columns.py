@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from rankscribe.writer import SummaryRecord, reader
 from rankscribe.writer.errors import CorruptRecordError, WriterTypeError, WriterValueError
 from rankscribe.writer.files import RECORD_OVERHEAD, frame
-from rankscribe.writer.reader import _columns, read_events, read_tensorboard_events
+from rankscribe.writer.reader import _columns, _record_groups, read_events, read_tensorboard_events
 
 SUMMARY_NAME = "events.out.events.summary.1795244534.0.vm_MS"
 TENSORBOARD_NAME = "events.out.tfevents.1795244534.vm.1.0"
@@ -134,7 +134,7 @@ def protobuf_points(path: Path, tags: set[str] | None = None, *, tensorboard: bo
                 number = getattr(value, which)
                 points.setdefault(tag, []).append((index, position, event.step, number))
             elif tensorboard and which == "tensor":
-                number = _columns.tensor_number(value.tensor)
+                number = _record_groups.tensor_number(value.tensor)
                 if number is not None:
                     tensor_points.setdefault(tag, []).append((index, position, event.step, number))
     for tag, found in tensor_points.items():

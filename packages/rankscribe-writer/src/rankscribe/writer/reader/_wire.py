@@ -5,7 +5,7 @@ summary schema or TensorBoard's) without building a message, and returns a
 :class:`Template`: where its step and its scalar numbers lie, and which bytes
 any other record must share with it to have the same shape. Records of the same
 shape (every step of a training loop writes one) are then read together with
-NumPy (see ``_columns.py``), and docs/reading.md says why that is exact.
+NumPy (see ``_record_groups.py``), and docs/reading.md says why that is exact.
 
 The walk accepts only what it fully understands: the fields of the schema with
 their declared wire types, each singular field at most once, at most one member
