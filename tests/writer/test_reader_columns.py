@@ -555,3 +555,17 @@ def test_records_of_every_shape_and_length_read_as_protobuf_reads_them(tmp_path)
     path = tmp_path / SUMMARY_NAME
     write_payloads(path, payloads)
     assert_same_points(reader.scalar_arrays(path), protobuf_points(path))
+
+
+def test_long_records_read_as_protobuf_reads_them(tmp_path):
+    wide = [summary_scalar(f"tag/{index}".encode(), index / 7) for index in range(6000)]
+    path = tmp_path / SUMMARY_NAME
+    write_payloads(path, [event_bytes(1, wide), event_bytes(2, wide), event_bytes(3, wide[:2])])
+    got = reader.scalar_arrays(path)
+    assert len(got) == 6000
+    assert_same_points(got, protobuf_points(path))
+
+    graph = key(1, 1) + bytes(8) + delimited(4, bytes(range(256)) * 400)
+    tensorboard = tmp_path / TENSORBOARD_NAME
+    write_payloads(tensorboard, [graph, event_bytes(1, [tensorboard_simple(b"x", 2.0)])])
+    assert reader.scalars(tensorboard) == {"x": [(1, 2.0)]}

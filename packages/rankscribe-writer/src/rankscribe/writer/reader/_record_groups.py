@@ -32,6 +32,11 @@ from rankscribe.writer.reader._wire import Schema, Template, scalar_template
 _POOR_TEMPLATE = 16
 _REFUSALS = 8
 
+# A record longer than this (a graph, a large tensor, thousands of tags in one
+# step) is parsed by protobuf: it would share its shape with few others, and
+# protobuf's C parser reads long records fast where the walk would not.
+_LONGEST_TEMPLATE = 64 << 10
+
 _MESSAGE_TYPES: dict[Schema, type[Message]] = {
     Schema.SUMMARY: summary_pb2.Event,
     Schema.TENSORBOARD: tensorboard_pb2.Event,
@@ -102,6 +107,10 @@ class _Group:
     def read(self) -> list[CorruptRecordError]:
         if self.length == 0:
             return []  # an empty Event: valid, and without scalars
+        if self.length > _LONGEST_TEMPLATE:
+            for index in range(self.starts.size):
+                self._single(index)
+            return self.errors
         width = (self.length + 7) // 8 * 8
         words = self._rows(width)
         left = np.arange(self.starts.size)

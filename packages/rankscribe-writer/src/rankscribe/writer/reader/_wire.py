@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+import numpy as np
+
 # Wire types (protobuf encoding).
 _VARINT = 0
 _FIXED64 = 1
@@ -310,10 +312,11 @@ def scalar_template(payload: bytes, schema: Schema) -> Template | None:
     except _UnusualError:
         return None
     mask = bytes(walk.mask)
+    expected = np.frombuffer(payload, dtype=np.uint8) & np.frombuffer(mask, dtype=np.uint8)
     return Template(
         length=len(payload),
         mask=mask,
-        expected=bytes(byte & bits for byte, bits in zip(payload, mask, strict=True)),
+        expected=expected.tobytes(),
         step=walk.step,
         scalars=tuple(walk.scalars),
         metadata=tuple(walk.metadata),
