@@ -569,3 +569,12 @@ def test_long_records_read_as_protobuf_reads_them(tmp_path):
     tensorboard = tmp_path / TENSORBOARD_NAME
     write_payloads(tensorboard, [graph, event_bytes(1, [tensorboard_simple(b"x", 2.0)])])
     assert reader.scalars(tensorboard) == {"x": [(1, 2.0)]}
+
+
+def test_every_curve_owns_its_arrays(tmp_path):
+    write_run(tmp_path, [1, 2])
+    curves = reader.scalar_arrays(tmp_path)
+    curves["loss"][0][:] = 99
+    curves["loss"][1][:] = 99.0
+    assert curves["lr"][0].tolist() == [1, 2]
+    assert curves["lr"][1].tolist() == [np.float32(0.1).item()] * 2

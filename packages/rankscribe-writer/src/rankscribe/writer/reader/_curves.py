@@ -173,7 +173,8 @@ def _in_file_order(pieces: list[Piece]) -> tuple[tuple[int, int], Int64Array, Fl
     apart = all(before.last < after.first for before, after in itertools.pairwise(pieces))
     first = pieces[0].first
     if len(pieces) == 1 and apart:
-        return first, pieces[0].steps, pieces[0].values
+        # The tags of one template share their steps: each curve gets its own copy.
+        return first, pieces[0].steps.copy(), pieces[0].values
     steps = np.concatenate([piece.steps for piece in pieces])
     values = np.concatenate([piece.values for piece in pieces])
     if not apart:
