@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import struct
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rankscribe.writer import SummaryRecord, reader
+from rankscribe.writer._crc import masked_crc32c
 from rankscribe.writer.errors import CorruptRecordError, WriterTypeError, WriterValueError
 from rankscribe.writer.files import RECORD_OVERHEAD, frame
 from rankscribe.writer.reader import _columns, _record_groups, read_events, read_tensorboard_events
@@ -578,3 +580,26 @@ def test_every_curve_owns_its_arrays(tmp_path):
     curves["loss"][1][:] = 99.0
     assert curves["lr"][0].tolist() == [1, 2]
     assert curves["lr"][1].tolist() == [np.float32(0.1).item()] * 2
+
+
+def test_a_length_beyond_the_file_allocates_only_what_the_file_holds(
+    tmp_path, caplog, monkeypatch
+):
+    # Chunks smaller than the file: the claimed length is met between two reads.
+    monkeypatch.setattr(_columns, "_CHUNK_BYTES", 16)
+    path = tmp_path / SUMMARY_NAME
+    good = frame(event_bytes(1, [summary_scalar(b"loss", 0.5)]))
+    claimed = 1 << 30  # a valid length field (its CRC holds) for 1 GiB that is not there
+    length = struct.pack("<Q", claimed)
+    path.write_bytes(good + length + struct.pack("<I", masked_crc32c(length)) + b"tail")
+    expected, expected_warnings = warnings_of(caplog, lambda: event_reader_points(path))
+    tracemalloc.start()
+    try:
+        got, got_warnings = warnings_of(caplog, lambda: reader.scalars(path))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert got == expected == {"loss": [(1, 0.5)]}
+    assert got_warnings == expected_warnings
+    assert f"(4 of {claimed + 4} payload bytes)" in got_warnings[0]
+    assert peak < 64 << 20
