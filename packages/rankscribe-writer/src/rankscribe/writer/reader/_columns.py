@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -44,10 +45,11 @@ def _read_file(file: FileRead) -> int:
         buffer = bytearray()
         while True:
             size = max(_CHUNK_BYTES, wanted - len(carried))
-            # A length field may claim up to 2 GiB: never allocate past what the
-            # file holds (one byte more, to see its end).
-            left = os.fstat(stream.fileno()).st_size - stream.tell()
-            size = min(size, max(left, 0) + 1)
+            # A length field may claim up to 2 GiB: never allocate past what a
+            # regular file holds (one byte more, to see its end).
+            status = os.fstat(stream.fileno())
+            if stat.S_ISREG(status.st_mode):
+                size = min(size, max(status.st_size - stream.tell(), 0) + 1)
             buffer, filled = _fill(stream, buffer, carried, size)
             final = filled < len(carried) + size
             table = record_table(memoryview(buffer)[:filled])
