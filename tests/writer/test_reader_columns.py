@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import struct
 import tracemalloc
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -603,3 +604,17 @@ def test_a_length_beyond_the_file_allocates_only_what_the_file_holds(
     assert got_warnings == expected_warnings
     assert f"(4 of {claimed + 4} payload bytes)" in got_warnings[0]
     assert peak < 64 << 20
+
+
+def test_a_signalling_nan_reads_as_nan_without_a_warning(tmp_path):
+    path = tmp_path / SUMMARY_NAME
+    signalling = struct.unpack("<f", b"\x01\x00\x80\x7f")[0]  # exponent all ones, quiet bit 0
+    payloads = [event_bytes(step, [summary_scalar(b"x", 1.0)]) for step in range(3)]
+    payloads.append(event_bytes(3, [delimited(1, b"x") + key(3, 5) + b"\x01\x00\x80\x7f"]))
+    write_payloads(path, payloads)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        steps, values = reader.scalar_arrays(path)["x"]
+    assert steps.tolist() == [0, 1, 2, 3]
+    assert values[:3].tolist() == [1.0, 1.0, 1.0] and np.isnan(values[3])
+    assert np.isnan(signalling)

@@ -183,7 +183,11 @@ class _Group:
                 continue
             dtype = "<f4" if slot.width == 4 else "<f8"
             number = cells[:, slot.offset : slot.offset + slot.width].view(dtype)
-            values = number[:, 0].astype(np.float64)
+            # A signalling NaN widens to a quiet one, as in protobuf's float
+            # conversion; NumPy would warn of it ("invalid value"), which a
+            # program running with warnings as errors would not survive.
+            with np.errstate(invalid="ignore"):
+                values = number[:, 0].astype(np.float64)
             store = curves.tensor_points if slot.tensor else curves.points
             store.setdefault(tag, []).append(Piece(ordinals, slot.position, steps, values))
 
@@ -308,8 +312,10 @@ def _listed_numbers(tensor: tensorboard_pb2.TensorProto) -> npt.NDArray[np.float
     if dtype in _LISTED_FIELDS:
         return np.array(getattr(tensor, _LISTED_FIELDS[dtype]), dtype=np.float64)
     if dtype == 19:  # half: the 16 bits of each number, in int32 slots
-        return np.array(tensor.half_val, dtype=np.uint16).view(np.float16).astype(np.float64)
+        with np.errstate(invalid="ignore"):  # a signalling NaN: quiet, as above
+            return np.array(tensor.half_val, dtype=np.uint16).view(np.float16).astype(np.float64)
     if dtype == _BFLOAT16:
         raw = np.array(tensor.half_val, dtype=np.uint32) << np.uint32(16)
-        return raw.view(np.float32).astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            return raw.view(np.float32).astype(np.float64)
     return None
