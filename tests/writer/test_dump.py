@@ -8,9 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from rankscribe.writer.dump import LISTED_ELEMENTS, main
 from rankscribe.writer.files import RECORD_OVERHEAD, RecordReader, frame
-from rankscribe.writer.pb import anf_ir_pb2, summary_pb2, tensorboard_pb2
+from rankscribe.writer.pb import anf_ir_pb2, lineage_pb2, summary_pb2, tensorboard_pb2
 
 GOLDEN = Path(__file__).parent.parent / "compat" / "data" / "mindspore-2.10"
 MANIFEST = json.loads((GOLDEN / "MANIFEST.json").read_text())
@@ -368,3 +370,68 @@ def test_an_undecodable_value_is_shown_with_its_error_and_fails_with_strict(tmp_
     [message] = err.splitlines()
     assert message.startswith(f"rankscribe-dump: error: {str(path)!r} at byte 0: value 'bad'")
     assert message.endswith("(without --strict the value is shown with its error)")
+
+
+@pytest.mark.parametrize("where", ["map key", "map value", "version"])
+def test_lineage_text_that_is_not_utf8_is_reported_and_fails_with_strict(tmp_path, capsys, where):
+    event = lineage_pb2.LineageEvent(wall_time=1.0, step=3)
+    if where == "map key":
+        event.user_defined_info.user_info.add().map_str["@@@@"] = "v"
+    elif where == "map value":
+        event.user_defined_info.user_info.add().map_str["k"] = "@@@@"
+    else:
+        event.version = "@@@@"
+    good = lineage_pb2.LineageEvent(wall_time=2.0)
+    good.user_defined_info.map_int32["seed"] = 7
+    path = tmp_path / "events.out.events.summary.1795244534.0.vm_lineage"
+    payload = event.SerializeToString().replace(b"@@@@", b"\xff\xfe\xfd\xfc")
+    path.write_bytes(frame(payload) + frame(good.SerializeToString()))
+    offset = len(payload) + RECORD_OVERHEAD
+
+    status, lines, err = run(capsys, str(path))
+    assert status == 0
+    assert "Traceback" not in err
+    damaged, after = lines
+    what = "version" if where == "version" else "user_defined_info"
+    assert damaged == {
+        "file": str(path), "offset": 0, "kind": "lineage", "wall_time": 1.0, "step": 3,
+        "what": what, "error": damaged["error"],
+    }
+    assert "not UTF-8" in damaged["error"]
+    assert after["offset"] == offset
+    assert after["user_defined_info"] == {"map_int32": {"seed": 7}}
+    [warning] = err.splitlines()
+    assert warning.startswith(
+        f"rankscribe-dump: WARNING: {str(path)!r} at byte 0: lineage record cannot be decoded: "
+    )
+
+    status, lines, err = run(capsys, str(path), "--strict")
+    assert status == 1
+    assert lines == []
+    [message] = err.splitlines()
+    assert message.startswith(f"rankscribe-dump: error: {str(path)!r} at byte 0: lineage record")
+    assert message.endswith("(without --strict the record is shown with its error)")
+
+
+def test_the_program_exits_1_without_a_traceback_on_such_lineage(tmp_path):
+    event = lineage_pb2.LineageEvent(wall_time=1.0)
+    event.user_defined_info.user_info.add().map_str["@@@@"] = "v"
+    path = tmp_path / "events.out.events.summary.1795244534.0.vm_lineage"
+    path.write_bytes(frame(event.SerializeToString().replace(b"@@@@", b"\xff\xfe\xfd\xfc")))
+    result = subprocess.run(
+        [sys.executable, "-m", "rankscribe.writer.dump", str(path), "--strict"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_a_summary_tag_that_is_not_utf8_is_printed_escaped(tmp_path, capsys):
+    event = summary_pb2.Event(wall_time=1.0, step=1)
+    event.summary.value.add(tag="@@", scalar_value=0.5)
+    path = tmp_path / SUMMARY_NAME
+    path.write_bytes(frame(event.SerializeToString().replace(b"@@", b"a\xff")))
+    status, [line], _ = run(capsys, str(path))
+    assert status == 0
+    assert line["values"] == [{"tag": "a\\xff", "plugin": "scalar", "value": 0.5}]

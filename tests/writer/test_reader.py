@@ -759,3 +759,13 @@ def test_a_lineage_string_that_is_not_utf8_is_a_damaged_record(tmp_path, where):
     write_records(run / "events.out.events.summary.100.0.vm_lineage", [payload])
     with pytest.raises(WriterValueError, match="not UTF-8"):
         load_lineage_dir(run)
+
+
+def test_a_summary_tag_that_is_not_utf8_decodes_to_escaped_text(tmp_path):
+    event = scalar_event(1, loss=0.5)
+    event.summary.value.add(tag="@@", scalar_value=1.5)
+    payload = event.SerializeToString().replace(b"@@", b"a\xff")
+    write_records(tmp_path / SUMMARY_NAME, [payload])
+    [decoded] = load_dir(tmp_path)
+    assert [(v.tag, v.value) for v in decoded.values] == [("loss", 0.5), ("a\\xff", 1.5)]
+    assert scalars(tmp_path) == {"loss": [(1, 0.5)], "a\\xff": [(1, 1.5)]}

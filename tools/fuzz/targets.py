@@ -143,8 +143,46 @@ def _read_summary_values(directory: Path) -> None:
     _expect("scalars", errors, lambda: scalars(directory))
 
 
+def _check_scalar_columns(path: Path, *, tensorboard: bool) -> None:
+    """``scalar_arrays``: str tags, int64/float64 columns; for a summary file the same points
+    as the protobuf messages hold (its fast path reads bytes protobuf never sees)."""
+    import numpy as np
+
+    from rankscribe.writer.reader import read_events, scalar_arrays
+
+    errors = _writer_errors()
+    got = _expect("scalar_arrays", errors, lambda: scalar_arrays(path))
+    if got is None:
+        return
+    for tag, (steps, values) in got.items():
+        if not isinstance(tag, str) or steps.dtype != np.int64 or values.dtype != np.float64:
+            raise FuzzFailureError(f"scalar_arrays returned {tag!r}: {steps.dtype}, {values.dtype}")
+        if steps.shape != values.shape:
+            raise FuzzFailureError(f"scalar_arrays returned {tag!r} with columns of two lengths")
+    if tensorboard:
+        return
+    steps_of: dict[str, list[int]] = {}
+    values_of: dict[str, list[float]] = {}
+    for event in read_events(path):
+        if event.WhichOneof("what") != "summary":
+            continue
+        for value in event.summary.value:
+            if value.WhichOneof("value") == "scalar_value":
+                tag = value.tag
+                text = tag if isinstance(tag, str) else tag.decode("utf-8", "backslashreplace")
+                steps_of.setdefault(text, []).append(event.step)
+                values_of.setdefault(text, []).append(value.scalar_value)
+    if list(got) != list(steps_of) or any(
+        got[tag][0].tolist() != steps_of[tag]
+        or not np.array_equal(got[tag][1], np.array(values_of[tag]), equal_nan=True)
+        for tag in steps_of
+    ):
+        raise FuzzFailureError("scalar_arrays and protobuf read different points")
+
+
 def summary_file(data: bytes) -> None:
-    """A summary (``_MS``) file: event readers, loaders, decoded values, rankscribe-dump."""
+    """A summary (``_MS``) file: event readers, loaders, decoded values, scalar columns (checked
+    against protobuf), rankscribe-dump."""
     from rankscribe.writer import dump
     from rankscribe.writer.reader import read_events
 
@@ -152,6 +190,7 @@ def summary_file(data: bytes) -> None:
     path = _scratch.place("summary", _summary_name, data)
     _expect("read_events(strict=True)", errors, lambda: list(read_events(path, strict=True)))
     _read_summary_values(path.parent)
+    _check_scalar_columns(path, tensorboard=False)
     status = _expect("rankscribe-dump --full", (), lambda: _quiet(dump.main, ["--full",
                                                                              str(path.parent)]))
     if status not in (0, 1):
@@ -159,7 +198,7 @@ def summary_file(data: bytes) -> None:
 
 
 def tensorboard_file(data: bytes) -> None:
-    """A TensorBoard events file: the TensorBoard reader and rankscribe-dump."""
+    """A TensorBoard events file: the TensorBoard reader, scalar columns and rankscribe-dump."""
     from rankscribe.writer import dump
     from rankscribe.writer.reader import read_tensorboard_events
 
@@ -167,6 +206,7 @@ def tensorboard_file(data: bytes) -> None:
     path = _scratch.place("tensorboard", _tensorboard_name, data)
     _expect("read_tensorboard_events(strict=True)", errors,
             lambda: list(read_tensorboard_events(path, strict=True)))
+    _check_scalar_columns(path, tensorboard=True)
     status = _expect("rankscribe-dump", (), lambda: _quiet(dump.main, ["--full", str(path)]))
     if status not in (0, 1):
         raise FuzzFailureError(f"rankscribe-dump exited {status}")

@@ -38,6 +38,7 @@ from rankscribe.collector._series import (
     STEP_TIME_WRITE_INTERVAL,
     SeriesRecorder,
 )
+from rankscribe.collector._timings import Section, StepTimings
 from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.collection._extractor import GRAPH_TAG, Extractor
 from rankscribe.collector.collection._options import (
@@ -53,7 +54,6 @@ from rankscribe.collector.collection._options import (
 )
 from rankscribe.collector.collection._options import custom_lineage_data as merged_custom_lineage
 from rankscribe.collector.collection._schedule import Collect, CollectionSchedule, total_units
-from rankscribe.collector._timings import Section, StepTimings
 from rankscribe.collector.errors import CollectorValueError
 from rankscribe.collector.landscape._saver import LandscapeSaver
 from rankscribe.ranks import Coordinator, RankInfo, detect, rank_dir

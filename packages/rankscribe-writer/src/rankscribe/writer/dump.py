@@ -23,12 +23,16 @@ one JSON object on its own line::
   the finite elements and how many are not finite.
 - A value that cannot be decoded (say, a tensor whose size does not match its
   dims) is given as ``{"tag", "value_field", "error"}`` and reported on stderr.
+  A lineage record whose text is not UTF-8 (in a value or a map key) is given
+  with ``error`` in place of its content, and reported on stderr. A scalar tag
+  that is not UTF-8 is printed with backslash escapes (``"loss\\xff"``).
 - NaN and infinities are the strings ``"NaN"``, ``"Infinity"`` and
   ``"-Infinity"``; bytes are given as their length and SHA-256.
 
 A torn last record or, without ``--strict``, a damaged record is reported on
 stderr and the dump goes on. Exit status: 0 on success, 1 when a file cannot be
-read or ``--strict`` meets damage or an undecodable value, 2 for a bad command line or path.
+read or ``--strict`` meets damage or an undecodable value or record, 2 for a bad
+command line or path.
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ from rankscribe.writer.reader import (
     message_to_dict,
     open_events,
 )
+from rankscribe.writer.reader._decoded import tag_text
 
 __all__ = ["main"]
 
@@ -80,7 +85,11 @@ class _UsageError(Exception):
 
 
 class _UndecodableValueError(Exception):
-    """With --strict, a value that cannot be decoded: reported in one line, exit status 1."""
+    """With --strict, a value or record that cannot be decoded: one line, exit status 1."""
+
+    def __init__(self, message: str, what: str = "value") -> None:
+        super().__init__(message)
+        self.what = what
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -105,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(exc, CorruptRecordError):
             instead = "the record is skipped"
         else:
-            instead = "the value is shown with its error"
+            instead = f"the {exc.what} is shown with its error"
         _error(f"{exc} (without --strict {instead})")
         return _EXIT_UNREADABLE
     except BrokenPipeError:  # pragma: no cover - depends on the reader of stdout
@@ -211,7 +220,8 @@ def _lines(reader: EventReader[Message], *, full: bool, strict: bool) -> Iterato
             where = f"{str(reader.path)!r} at byte {record.offset}"
             line.update(_summary_line(event, full=full, strict=strict, where=where))
         elif isinstance(event, lineage_pb2.LineageEvent):
-            line.update(_lineage_line(event))
+            where = f"{str(reader.path)!r} at byte {record.offset}"
+            line.update(_lineage_line(event, strict=strict, where=where))
         elif isinstance(event, tensorboard_pb2.Event):
             line.update(_tensorboard_line(event))
         yield _jsonable(line)
@@ -241,8 +251,21 @@ def _summary_line(
     return line
 
 
-def _lineage_line(event: lineage_pb2.LineageEvent) -> dict[str, Any]:
-    decoded = decode_lineage_event(event)
+def _lineage_line(event: lineage_pb2.LineageEvent, *, strict: bool, where: str) -> dict[str, Any]:
+    try:
+        decoded = decode_lineage_event(event)
+    except WriterValueError as exc:  # text that is not UTF-8: a damaged record
+        message = f"{where}: lineage record cannot be decoded: {exc}"
+        if strict:
+            raise _UndecodableValueError(message, "record") from exc
+        print(f"{PROGRAM}: WARNING: {message}", file=sys.stderr)
+        return {
+            "kind": FileKind.LINEAGE.value,
+            "wall_time": event.wall_time,
+            "step": event.step if event.HasField("step") else None,
+            "what": event.WhichOneof("what"),
+            "error": str(exc),
+        }
     line: dict[str, Any] = {
         "kind": FileKind.LINEAGE.value,
         "wall_time": decoded.wall_time,
@@ -289,11 +312,12 @@ def _value(
     try:
         value = decode_value(proto)
     except WriterValueError as exc:
-        message = f"{where}: value {proto.tag!r} cannot be decoded: {exc}"
+        tag = tag_text(proto.tag)
+        message = f"{where}: value {tag!r} cannot be decoded: {exc}"
         if strict:
             raise _UndecodableValueError(message) from exc
         print(f"{PROGRAM}: WARNING: {message}", file=sys.stderr)
-        return {"tag": proto.tag, "value_field": proto.WhichOneof("value"), "error": str(exc)}
+        return {"tag": tag, "value_field": proto.WhichOneof("value"), "error": str(exc)}
     return {"tag": value.tag, "plugin": value.plugin, "value": _payload(value.value, full=full)}
 
 

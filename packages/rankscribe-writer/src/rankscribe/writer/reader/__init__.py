@@ -22,6 +22,9 @@ Three layers, each usable alone:
    ``LineageEvent`` into a :class:`LineageRecord` whose ``data`` is a dict.
    :func:`scalars`, :func:`load_dir` and :func:`load_lineage_dir` do all of it
    for a whole directory.
+4. **Columns** — :func:`scalar_arrays` returns each scalar curve as two NumPy
+   arrays (steps, values), from summary and TensorBoard files alike, reading
+   only the tags asked for, at millions of points a second (docs/reading.md).
 
 Example::
 
@@ -31,6 +34,7 @@ Example::
         for value in event.values:
             print(event.step, value.tag, value.plugin, value.value)
     curves = reader.scalars("runs/exp1")   # {"loss": [(1, 2.375), ...], ...}
+    steps, losses = reader.scalar_arrays("runs/exp1", tags=["loss"])["loss"]
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from rankscribe.writer.files import (
     list_summary_files,
     parse_file_name,
 )
+from rankscribe.writer.reader._columns import scalar_arrays
 from rankscribe.writer.reader._decoded import (
     Graph,
     GraphNode,
@@ -96,5 +101,6 @@ __all__ = [
     "read_events",
     "read_lineage_events",
     "read_tensorboard_events",
+    "scalar_arrays",
     "scalars",
 ]

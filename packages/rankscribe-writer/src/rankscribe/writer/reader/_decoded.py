@@ -213,8 +213,19 @@ def _decode_landscape(proto: summary_pb2.LossLandscape) -> Landscape:
     )
 
 
+def tag_text(tag: str | bytes) -> str:
+    """A tag as text: protobuf hands a proto2 string that is not UTF-8 back as bytes.
+
+    Such bytes are escaped (``b"a\\xff"`` -> ``"a\\\\xff"``) rather than replaced, so
+    that two different damaged tags stay two tags (docs/reading.md).
+    """
+    return tag if isinstance(tag, str) else tag.decode("utf-8", "backslashreplace")
+
+
 def decode_value(proto: summary_pb2.Summary.Value) -> SummaryValue:
     """Turn one ``Summary.Value`` into a :class:`SummaryValue`.
+
+    The tag is always ``str`` (see :func:`tag_text`).
 
     Raises:
         WriterValueError: a tensor whose data_type is not numeric or whose
@@ -235,7 +246,7 @@ def decode_value(proto: summary_pb2.Summary.Value) -> SummaryValue:
         value = _decode_landscape(proto.loss_landscape)
     else:
         value = None
-    return SummaryValue(proto.tag, _PLUGIN_OF_FIELD.get(which or ""), value)
+    return SummaryValue(tag_text(proto.tag), _PLUGIN_OF_FIELD.get(which or ""), value)
 
 
 def _decode_graph(proto: anf_ir_pb2.GraphProto) -> Graph:

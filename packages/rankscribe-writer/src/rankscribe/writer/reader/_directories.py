@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from rankscribe.writer.files import FileKind, list_summary_files
+from rankscribe.writer.reader._columns import scalar_arrays
 from rankscribe.writer.reader._decoded import (
     LineageRecord,
     SummaryEvent,
@@ -49,21 +50,16 @@ def load_lineage_dir(directory: PathLike, *, strict: bool = False) -> list[Linea
 
 
 def scalars(source: PathLike, *, strict: bool = False) -> dict[str, list[tuple[int, float]]]:
-    """Return every scalar in a summary file or directory: ``{tag: [(step, value), ...]}``.
+    """Return every scalar in an event file or directory: ``{tag: [(step, value), ...]}``.
 
+    The same points as :func:`scalar_arrays` (which reads them; see it for the
+    files read and for tags that are not UTF-8), as Python lists of tuples.
     Tags keep their first-seen order and each list keeps file order. Nothing is
     merged: a tag written twice in one step appears twice (MindInsight would
     keep only the last). An event without a step counts as step 0, as it does
     for MindInsight. Values are the stored float32, widened.
     """
-    curves: dict[str, list[tuple[int, float]]] = {}
-    for path in _summary_files(source):
-        # Straight from the protobuf: no need to decode the tensors and
-        # images that share these events.
-        for event in read_events(path, strict=strict):
-            if event.WhichOneof("what") != "summary":
-                continue
-            for value in event.summary.value:
-                if value.WhichOneof("value") == "scalar_value":
-                    curves.setdefault(value.tag, []).append((event.step, value.scalar_value))
-    return curves
+    return {
+        tag: list(zip(steps.tolist(), values.tolist(), strict=True))
+        for tag, (steps, values) in scalar_arrays(source, strict=strict).items()
+    }
