@@ -14,7 +14,8 @@ lineage); ModelCheckpoint saves each rank's weights next to its summaries. At
 the end rank 0 prints the merged lineage and the job's verdicts.
 
 A summary dir that already holds a run is never written into again: the
-script picks the next free ``<dir>-2``, ``<dir>-3``, ... and says so.
+script picks the next free ``<dir>-2``, ``<dir>-3``, ... and says so (the
+rule of ``examples/_common.py``, shared with the PyTorch example).
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _common import claim_job_dir  # the examples' one rerun rule
 from mlp import MLP, Digits, Optimizer
 
 from rankscribe.collector import (
@@ -91,23 +94,6 @@ class Ranks:
     def agree(self, value: str) -> str:
         """Every rank's value of rank 0 (so all ranks write into the same job dir)."""
         return value if self.comm is None else self.comm.bcast(value, root=0)
-
-
-def fresh_summary_dir(requested: str) -> Path:
-    """``requested``, or the first ``requested-N`` that holds no recorded run yet."""
-    candidate, number = Path(requested), 1
-    while _holds_a_run(candidate):
-        number += 1
-        candidate = Path(f"{requested}-{number}")
-    return candidate
-
-
-def _holds_a_run(directory: Path) -> bool:
-    if not directory.is_dir():
-        return False
-    places = [directory, *sorted(directory.glob("rank_*"))]
-    return any("summary." in entry.name for place in places if place.is_dir()
-               for entry in place.iterdir())
 
 
 class ShuffledShard(ArrayDataset):
@@ -176,10 +162,8 @@ MLP_GRAPH = {
 def train(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]] | None:
     ranks = Ranks()
     info = ranks.info
-    summary_dir = Path(ranks.agree(str(fresh_summary_dir(args.summary_dir))))
+    summary_dir = claim_job_dir(args.summary_dir, info.rank, ranks.agree)
     leader = info.rank == 0
-    if leader and summary_dir != Path(args.summary_dir):
-        print(f"{args.summary_dir} already holds a run; this one goes to {summary_dir}")
 
     data = Digits.load(args.seed)
     full = ArrayDataset(data.train_images, data.train_labels, batch_size=args.batch_size,

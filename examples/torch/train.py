@@ -14,7 +14,9 @@ cross-rank curves into ``<summary-dir>/`` (under torchrun the ranks meet through
 torch.distributed's store; under mpiexec through MPI); ``ModelCheckpoint`` saves each rank's
 weights beside its summaries; ``Progress`` shows rank 0's progress (a bar on a
 terminal, a line every 10 s otherwise). The digits (1,797 8x8 images) ship with
-scikit-learn: nothing is downloaded.
+scikit-learn: nothing is downloaded. A summary dir that already holds a run is
+never written into again: a rerun goes to ``<dir>-2``, ``<dir>-3``, ... (the rule
+of ``examples/_common.py``, shared with the digits example).
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ from torch import nn
 from torch.nn import functional
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _common import claim_job_dir  # the examples' one rerun rule
 
 from rankscribe.collector import (
     Callback,
@@ -116,6 +122,15 @@ def start_distributed() -> tuple[int, int]:
     return info.rank, info.world_size
 
 
+def share_from_rank_0(value: str) -> str:
+    """Rank 0's ``value`` on every rank (every rank calls it), through the process group."""
+    if not dist.is_initialized():
+        return value
+    box = [value]
+    dist.broadcast_object_list(box, src=0)
+    return str(box[0])
+
+
 def _free_address() -> tuple[str, int]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -159,7 +174,7 @@ def train(args: argparse.Namespace) -> dict[str, Any] | None:
         images, labels = batch
         return {"accuracy": float((model(images).argmax(1) == labels).float().mean())}
 
-    summary_dir = Path(args.summary_dir)
+    summary_dir = claim_job_dir(args.summary_dir, rank, share_from_rank_0)
     loop = TrainLoop(step, network=model, optimizer=optimizer, loss_fn=nn.CrossEntropyLoss(),
                      eval_fn=evaluate)
     collector = SummaryCollector(
