@@ -175,6 +175,9 @@ class ArrayDataset:
         self.drop_remainder = drop_remainder
         self.dataset_path = os.fspath(path) if path is not None else None
         self.dataset_graph = dict(description) if description is not None else None
+        #: ``"shards"`` for one rank's share made by :meth:`shard`; None (unknown: the
+        #: columns may already be a rank's share) for columns given directly.
+        self.sharding: str | None = None
 
     @property
     def rows(self) -> int:
@@ -206,13 +209,15 @@ class ArrayDataset:
         """Rank ``shard_id``'s contiguous share of the rows (sizes differ by at most one)."""
         rows = split_evenly(range(self.rows), num_shards, shard_id)
         window = slice(rows[0], rows[-1] + 1) if rows else slice(0, 0)
-        return ArrayDataset(
+        share = ArrayDataset(
             *(column[window] for column in self.columns),
             batch_size=self.batch_size,
             drop_remainder=self.drop_remainder,
             path=self.dataset_path,
             description=self.dataset_graph,
         )
+        share.sharding = "shards" if num_shards > 1 else self.sharding
+        return share
 
     def __repr__(self) -> str:
         return (f"ArrayDataset({self.rows} rows, {len(self.columns)} columns, "

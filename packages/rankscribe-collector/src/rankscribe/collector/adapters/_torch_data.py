@@ -111,7 +111,22 @@ def _loader_view(loader: Any) -> DatasetView:
     samples = _length(sampler)
     if loader.drop_last and batches is not None and batch_size is not None:
         samples = batches * batch_size
-    return DatasetView(batches, batch_size, _dataset_path(loader.dataset), graph, samples)
+    return DatasetView(batches, batch_size, _dataset_path(loader.dataset), graph, samples,
+                       _sharding(sampler, loader.dataset))
+
+
+def _sharding(sampler: Any, dataset: Any) -> str | None:
+    """``shards`` for a DistributedSampler's share, ``whole`` for all of a dataset.
+
+    A ``Subset`` may be a rank's hand-made share: unknown.
+    """
+    replicas = getattr(sampler, "num_replicas", None)
+    if isinstance(replicas, int) and not isinstance(replicas, bool):
+        return "shards" if replicas > 1 else "whole"
+    sampler_types = (torch.utils.data.SequentialSampler, torch.utils.data.RandomSampler)
+    if isinstance(sampler, sampler_types) and not isinstance(dataset, torch.utils.data.Subset):
+        return "whole"
+    return None
 
 
 def dataset_view(obj: object) -> DatasetView | None:
@@ -119,5 +134,7 @@ def dataset_view(obj: object) -> DatasetView | None:
     if isinstance(obj, torch.utils.data.DataLoader):
         return _loader_view(obj)
     if isinstance(obj, torch.utils.data.Dataset):
-        return DatasetView(_length(obj), None, _dataset_path(obj), _dataset_node(obj))
+        # One item (one sample) per step.
+        size = _length(obj)
+        return DatasetView(size, None, _dataset_path(obj), _dataset_node(obj), size)
     return None

@@ -56,6 +56,11 @@ class DatasetView:
     #: Rows (samples) per epoch when the dataset knows them; the lineage's dataset
     #: size then counts them exactly, instead of batches x batch size.
     samples: int | None = None
+    #: ``"shards"`` when each rank reads its own share (a ``DistributedSampler``, an
+    #: ``ArrayDataset.shard``), ``"whole"`` when this rank reads all of it, None when
+    #: the view cannot tell. The job's merge sums the ranks' sizes of shards and keeps
+    #: the size of a whole dataset once (docs/layout.md, "Merge at rank 0").
+    sharding: str | None = None
 
     @property
     def num_samples(self) -> int | None:

@@ -13,8 +13,9 @@ Rules (``docs/layout.md``, "Merge at rank 0"):
 - ``loss`` and each numeric metric are averaged over the ranks that have
   them; the per-rank extremes are kept as ``user_defined/loss_min`` and
   ``loss_max``, ``metric_<k>_min`` and ``metric_<k>_max``.
-- ``train_dataset_size`` and ``valid_dataset_size`` are summed (each rank
-  reads its own shard).
+- ``train_dataset_size`` and ``valid_dataset_size`` are summed over the
+  ranks' shards, and kept once when every rank says (in
+  ``user_defined/<kind>_dataset_sharding``) it read the whole dataset.
 - ``device_num`` is the world size; the model (path and size) is rank 0's.
 - ``user_defined/ranks_reported`` and ``ranks_expected`` count the ranks, and
   ``ranks_missing`` lists the ones that did not report ("" when none).
@@ -180,12 +181,23 @@ def _merge_evaluation(merger: _Merger) -> dict[str, dict[str, Any]]:
 
 
 def _merged_dataset(merger: _Merger, kind: str) -> dict[str, Any]:
-    """A ``<kind>_dataset`` section: the path the ranks agree on, sizes summed over shards."""
+    """A ``<kind>_dataset`` section: the path the ranks agree on, and its size.
+
+    Each rank says in ``user_defined/<kind>_dataset_sharding`` whether it read a
+    shard (``shards``) or the whole dataset (``whole``); the note itself is merged
+    like any user_defined key. When every rank that says read the whole dataset,
+    the size is kept once (as a value the ranks agree on); otherwise (shards, a
+    mix, or ranks that do not say) the sizes are summed over the ranks.
+    """
     section, merged = f"{kind}_dataset", {}
     path = merger.agreed(f"{section}_path", _section_getter(section, f"{section}_path"))
     if path is not None:
         merged[f"{section}_path"] = path
-    size = merger.summed(f"{section}_size", _section_getter(section, f"{section}_size"))
+    sharding = set(merger.values(_section_getter("user_defined", f"{section}_sharding"))
+                   .values())
+    size_getter = _section_getter(section, f"{section}_size")
+    size = (merger.agreed(f"{section}_size", size_getter) if sharding == {"whole"}
+            else merger.summed(f"{section}_size", size_getter))
     if size is not None:
         merged[f"{section}_size"] = size
     return merged
