@@ -272,8 +272,11 @@ def _comparison_html(table_runs: Sequence[Any]) -> Iterator[str]:
            "and metrics. Drag along an axis to keep only the runs in that range.</p>")
     yield _chart(parcoords_figure(comparison.axes, comparison.color))
     if comparison.runs_left_out:
-        yield (f'<p class="note">{comparison.runs_left_out} runs lack a value of one of these '
-               "axes and are not drawn.</p>")
+        lacking = ", ".join(f"{_escape(name)} ({count} {'run' if count == 1 else 'runs'})"
+                            for name, count in comparison.missing.items())
+        runs = ("run is not drawn: it lacks" if comparison.runs_left_out == 1
+                else "runs are not drawn: they lack")
+        yield (f'<p class="note">{comparison.runs_left_out} {runs} a value of {lacking}.</p>')
     if comparison.constant:
         same = ", ".join(_escape(name) for name in comparison.constant)
         yield f'<p class="note">The same in every run drawn: {same}.</p>'
