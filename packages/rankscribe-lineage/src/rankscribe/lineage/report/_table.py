@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rankscribe.lineage._hparams import HPARAM_FIELDS, METRIC_FIELDS
+from rankscribe.lineage._hparams import HPARAM_FIELDS, METRIC_FIELDS, is_merge_note
 from rankscribe.lineage.report._data import RunInfo
 from rankscribe.lineage.report._figures import Axis
 
@@ -35,10 +34,6 @@ MAX_CATEGORIES = 30
 #: The notes a rank merge adds to user_defined (rankscribe.lineage.merge._merge): the ranks'
 #: count, their disagreements and the extremes of averaged results. They stay in the
 #: table; as hyper-parameter axes they would only repeat the results.
-_MERGE_NOTES = re.compile(
-    r"^user_defined/(ranks_(reported|expected|missing)|disagreements|.+_by_rank"
-    r"|loss_(min|max)|metric_.+_(min|max))$"
-)
 _SECTIONS = ("metric", "user_defined")
 
 
@@ -216,7 +211,7 @@ def comparison_axes(runs: Sequence[RunInfo]) -> Comparison:
     hparams = list(HPARAM_FIELDS)
     metrics = list(METRIC_FIELDS)
     for name in _lineage_columns(with_lineage):
-        if _MERGE_NOTES.match(name):
+        if name.startswith("user_defined/") and is_merge_note(name.split("/", 1)[1]):
             continue
         if name.startswith("user_defined/") and name not in hparams:
             hparams.append(name)
