@@ -230,7 +230,7 @@ def tensorboard_file_bytes(
         table = step_table(curves)
     if session is not None:
         # The final values at the job's last step, not lone points at step 0.
-        last_step = int(table.steps[-1]) if len(table.steps) else 0
+        last_step = int(table.steps[-1]) if table is not None and len(table.steps) else 0
         records.append(session_records(session, wall_time, last_step))
 
     def head(step: int) -> bytes:
