@@ -209,7 +209,7 @@ def test_each_rank_notes_whether_it_read_a_shard(tmp_path: Path) -> None:
     """On two ranks, an ArrayDataset.shard is noted as shards; one process notes nothing."""
     from rankscribe.collector import ArrayDataset
 
-    rows = ArrayDataset(np.ones((10, 4, 1, 2, 2)), np.zeros(10), batch_size=2)
+    rows = ArrayDataset(np.arange(10.0), np.zeros(10), batch_size=2)
     for world_size in (1, 2):
         params = CallbackParams(mode="eval", device_number=world_size,
                                 valid_dataset=rows.shard(2, 0))
@@ -224,3 +224,18 @@ def test_each_rank_notes_whether_it_read_a_shard(tmp_path: Path) -> None:
         user = lineage.section("user_defined")
         expected = {"valid_dataset_sharding": "shards"} if world_size == 2 else {}
         assert user == expected
+    # Columns given directly are read whole: noted with their content's digest.
+    whole = ArrayDataset(np.arange(10.0), np.zeros(10), batch_size=2)
+    params = CallbackParams(mode="eval", device_number=2, valid_dataset=whole)
+    with SummaryRecord(tmp_path / "whole", rank=0) as record:
+        LineageRecorder(collect_dataset_graph=False, collect_train_lineage=False,
+                        collect_eval_lineage=True, custom_lineage_data={}
+                        ).add_eval_lineage(record, params)
+        record.record(0)
+    lineage = parse_run(str(tmp_path / "whole")).lineage
+    assert lineage is not None
+    note = lineage.section("user_defined")["valid_dataset_sharding"]
+    assert note == f"whole:{whole.content_digest}"
+    # the same rows give the same digest; another share of the same size does not
+    assert whole.content_digest == ArrayDataset(np.arange(10.0), np.zeros(10)).content_digest
+    assert rows.shard(2, 0).content_digest != rows.shard(2, 1).content_digest

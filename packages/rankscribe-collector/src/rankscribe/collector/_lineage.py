@@ -167,16 +167,21 @@ class LineageRecorder:
                       dataset: Any) -> None:
         """On several ranks: whether this rank read a shard of the dataset or all of it.
 
-        ``user_defined/<section>_sharding`` is ``shards`` or ``whole``; the job's merge
-        keeps it and sums the sizes of shards but not of a whole dataset (docs/layout.md,
-        "Merge at rank 0"). Nothing when the view cannot tell, or on one process.
+        ``user_defined/<section>_sharding`` is ``shards``, or ``whole:<digest>`` for
+        every item of a dataset whose content digest is given: the job's merge counts
+        the size once when every rank read the same whole dataset, and sums it
+        otherwise (docs/layout.md, "Merge at rank 0"). Nothing when the view cannot
+        tell, or on one process.
         """
         if params.device_number <= 1:
             return
         view = self._adapters.dataset_view(dataset)
         if view is None or view.sharding is None:
             return
-        info = UserDefinedInfo.from_values({f"{section}_sharding": view.sharding})
+        if view.sharding == "whole" and view.digest is None:
+            return
+        note = "shards" if view.sharding == "shards" else f"whole:{view.digest}"
+        info = UserDefinedInfo.from_values({f"{section}_sharding": note})
         record.add_value("custom_lineage_data", "custom_lineage_data", info.to_proto())
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rankscribe.collector._graph import GraphDescription, build_graph_proto
+from rankscribe.collector.adapters._views import content_digest
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 from rankscribe.ranks import split_evenly
 
@@ -175,9 +176,10 @@ class ArrayDataset:
         self.drop_remainder = drop_remainder
         self.dataset_path = os.fspath(path) if path is not None else None
         self.dataset_graph = dict(description) if description is not None else None
-        #: ``"shards"`` for one rank's share made by :meth:`shard`; None (unknown: the
-        #: columns may already be a rank's share) for columns given directly.
-        self.sharding: str | None = None
+        #: ``"shards"`` for one rank's share made by :meth:`shard`; ``"whole"`` for
+        #: columns given directly (every row is served; :attr:`content_digest` tells
+        #: the job's merge whether the ranks were given the same rows).
+        self.sharding: str | None = "whole"
 
     @property
     def rows(self) -> int:
@@ -218,6 +220,13 @@ class ArrayDataset:
         )
         share.sharding = "shards" if num_shards > 1 else self.sharding
         return share
+
+    @property
+    def content_digest(self) -> str:
+        """A short digest of the rows: their count and the first and last row of each column."""
+        ends = [column[index].tobytes() for column in self.columns if len(column)
+                for index in (0, -1)]
+        return content_digest(self.rows, ends)
 
     def __repr__(self) -> str:
         return (f"ArrayDataset({self.rows} rows, {len(self.columns)} columns, "

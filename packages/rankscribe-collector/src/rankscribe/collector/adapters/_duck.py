@@ -189,8 +189,10 @@ def dataset_view(obj: object) -> DatasetView:
     if samples is None:
         samples = _samples_in_batches(obj)
     sharding = getattr(obj, "sharding", None)
+    sharding = sharding if sharding in ("shards", "whole") else None
+    digest = getattr(obj, "content_digest", None) if sharding == "whole" else None
     return DatasetView(batches, batch_size, _dataset_path(obj), _dataset_graph(obj), samples,
-                       sharding if sharding in ("shards", "whole") else None)
+                       sharding, digest if isinstance(digest, str) else None)
 
 
 def _samples_in_batches(obj: object) -> int | None:

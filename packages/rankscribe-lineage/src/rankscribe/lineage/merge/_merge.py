@@ -15,7 +15,7 @@ Rules (``docs/layout.md``, "Merge at rank 0"):
   ``loss_max``, ``metric_<k>_min`` and ``metric_<k>_max``.
 - ``train_dataset_size`` and ``valid_dataset_size`` are summed over the
   ranks' shards, and kept once when every rank says (in
-  ``user_defined/<kind>_dataset_sharding``) it read the whole dataset.
+  ``user_defined/<kind>_dataset_sharding``) it read the same whole dataset.
 - ``device_num`` is the world size; the model (path and size) is rank 0's.
 - ``user_defined/ranks_reported`` and ``ranks_expected`` count the ranks, and
   ``ranks_missing`` lists the ones that did not report ("" when none).
@@ -183,20 +183,25 @@ def _merge_evaluation(merger: _Merger) -> dict[str, dict[str, Any]]:
 def _merged_dataset(merger: _Merger, kind: str) -> dict[str, Any]:
     """A ``<kind>_dataset`` section: the path the ranks agree on, and its size.
 
-    Each rank says in ``user_defined/<kind>_dataset_sharding`` whether it read a
-    shard (``shards``) or the whole dataset (``whole``); the note itself is merged
-    like any user_defined key. When every rank that says read the whole dataset,
-    the size is kept once (as a value the ranks agree on); otherwise (shards, a
-    mix, or ranks that do not say) the sizes are summed over the ranks.
+    Each rank may note in ``user_defined/<kind>_dataset_sharding`` how it read the
+    dataset: ``shards`` (its share) or ``whole:<digest>`` (every item of a dataset
+    with that content digest). When every rank read the same whole dataset, its size
+    is kept once and the job's note says ``whole``; otherwise the sizes are summed
+    and the job's note says ``shards`` (``unknown`` when a rank did not say).
     """
     section, merged = f"{kind}_dataset", {}
     path = merger.agreed(f"{section}_path", _section_getter(section, f"{section}_path"))
     if path is not None:
         merged[f"{section}_path"] = path
-    sharding = set(merger.values(_section_getter("user_defined", f"{section}_sharding"))
-                   .values())
+    note_key = f"{section}_sharding"
+    notes = merger.values(_section_getter("user_defined", note_key))
     size_getter = _section_getter(section, f"{section}_size")
-    size = (merger.agreed(f"{section}_size", size_getter) if sharding == {"whole"}
+    every_rank = len(notes) == len(merger.lineages)
+    whole = every_rank and len(set(notes.values())) == 1 and all(
+        isinstance(note, str) and note.startswith("whole:") for note in notes.values())
+    if notes:  # the ranks' own notes are read here, never merged as they are
+        merger.notes[note_key] = ("whole" if whole else "shards") if every_rank else "unknown"
+    size = (merger.agreed(f"{section}_size", size_getter) if whole
             else merger.summed(f"{section}_size", size_getter))
     if size is not None:
         merged[f"{section}_size"] = size
@@ -255,6 +260,8 @@ def merge_rank_lineages(
         user_keys.extend(key for key in lineage.section("user_defined") if key not in user_keys)
     user_keys_of_job: dict[str, Any] = {}
     for key in user_keys:
+        if key in merger.notes:  # the merge's own note on it (a dataset's sharding)
+            continue
         value = merger.agreed(f"user_defined.{key}", _section_getter("user_defined", key))
         if value is not None:
             user_keys_of_job[key] = value
