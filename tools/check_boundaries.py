@@ -45,7 +45,7 @@ ALLOWED_PACKAGES: dict[str, frozenset[str]] = {
 
 @dataclass(frozen=True)
 class Module:
-    name: str  # dotted, e.g. rankscribe.writer._names
+    name: str  # dotted, e.g. rankscribe.writer.format._names
     path: Path
     package: str  # e.g. rankscribe.writer
     is_package: bool  # an __init__.py

@@ -34,7 +34,6 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from mlp import MLP, Digits, Optimizer
 
 from rankscribe.collector import (
@@ -164,8 +163,6 @@ def train(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]] | None:
     coordinator = create_coordinator(info, timeout=60.0)
     summary_dir = claim_job_dir(args.summary_dir, coordinator=coordinator).directory
     leader = info.rank == 0
-    if leader and summary_dir != Path(args.summary_dir):
-        print(f"{args.summary_dir} already holds a run; this one goes to {summary_dir}")
 
     data = Digits.load(args.seed)
     full = ArrayDataset(data.train_images, data.train_labels, batch_size=args.batch_size,

@@ -14,7 +14,10 @@ cross-rank curves into ``<summary-dir>/`` (under torchrun the ranks meet through
 torch.distributed's store; under mpiexec through MPI); ``ModelCheckpoint`` saves each rank's
 weights beside its summaries; ``Progress`` shows rank 0's progress (a bar on a
 terminal, a line every 10 s otherwise). The digits (1,797 8x8 images) ship with
-scikit-learn: nothing is downloaded.
+scikit-learn: nothing is downloaded. A summary dir that already holds a run is
+never written into again: rank 0 claims the directory for this job
+(``rankscribe.ranks.claim_job_dir``, the rule every RankScribe job follows), so a
+rerun goes to ``<dir>-2``, ``<dir>-3``, ... and two jobs started at once never share one.
 """
 
 from __future__ import annotations

@@ -137,8 +137,10 @@ def test_array_dataset_batches() -> None:
     assert [b[1].tolist() for b in batches] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
     assert len(ArrayDataset(labels, batch_size=4, drop_remainder=True)) == 2
     view = views.dataset_view(dataset)
+    # every row of the columns is served: "whole", with the rows' digest for the merge
     assert view == DatasetView(batches=3, batch_size=4, path="/data/x",
-                               graph={"op_type": "Demo"}, samples=10)
+                               graph={"op_type": "Demo"}, samples=10, sharding="whole",
+                               digest=dataset.content_digest)
     dropping = views.dataset_view(ArrayDataset(labels, batch_size=4, drop_remainder=True))
     assert dropping is not None and dropping.samples == 8  # the 2 dropped rows are not served
 

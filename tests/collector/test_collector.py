@@ -446,3 +446,32 @@ def test_formats_must_name_known_targets(tmp_path: Path, formats: Any) -> None:
 
     with pytest.raises(CollectorValueError, match="'formats'"):
         SummaryCollector(str(tmp_path), formats=formats)
+
+
+def test_a_source_that_cannot_be_read_is_warned_about_by_rank_0_only(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """"not image" and "no graph" are the same on every rank: the job says them once."""
+    from rankscribe.collector import ArrayDataset, ArrayNetwork
+
+    flat = ArrayDataset(np.zeros((8, 16), np.float32), batch_size=2)
+    said: dict[int, list[str]] = {}
+    for rank in (1, 0):
+
+        class Graphless(ArrayNetwork):
+            """A network without a graph (a class per rank: the warning is once per class)."""
+
+        network = Graphless({"w": np.zeros(3)})
+        info = RankInfo(rank=rank, world_size=2, local_rank=rank, local_size=2, host="h",
+                        launcher="pmi")
+        instance = SummaryCollector(tmp_path, collect_freq=1, collect_specified_data=NO_LANDSCAPE,
+                                    rank_info=info, coordinator=FakeCoordinator(rank=rank))
+        caplog.clear()
+        with caplog.at_level(logging.DEBUG, logger="rankscribe"):
+            TrainLoop(loss_step, network=network).train(1, flat, callbacks=[instance])
+        said[rank] = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING
+                      and ("not image" in r.getMessage() or "graph proto" in r.getMessage())]
+        # rank 1 still keeps the reason, at DEBUG
+        assert any("not image" in r.getMessage() for r in caplog.records), rank
+    assert said[1] == []
+    assert len(said[0]) == 2, said[0]

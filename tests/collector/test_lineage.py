@@ -176,3 +176,66 @@ def test_lineage_switches(model: Any, tmp_path: Path) -> None:
         quiet.add_eval_lineage(record, params)
         record.record(0)
     assert load_lineage_dir(tmp_path) == []
+
+
+def test_the_dataset_size_of_a_numpy_run_counts_samples_not_batches(tmp_path: Path) -> None:
+    """A list of numpy batches (5 of 4 rows), an ArrayDataset (18 rows in batches of 4)
+    and batches of unknown rows: sizes in samples, or none at all (docs/layout.md)."""
+    from rankscribe.collector import ArrayDataset, ArrayNetwork, ArrayOptimizer
+
+    network = ArrayNetwork({"w": np.zeros(3)}, name="Net")
+    loop = TrainLoop(lambda batch: 1.0, network=network,
+                     optimizer=ArrayOptimizer(network, learning_rate=0.1),
+                     eval_fn=lambda batch: {"acc": 1.0})
+    datasets = {
+        "list": [(np.ones((4, 3)), np.zeros(4)) for _ in range(5)],
+        "arrays": ArrayDataset(np.ones((18, 3)), np.zeros(18), batch_size=4),
+        "unknown": [{"x": 1.0}, {"x": 2.0}],  # batches whose rows nobody can count
+    }
+    for name, dataset in datasets.items():
+        collector = SummaryCollector(tmp_path / name, collect_specified_data=NO_LANDSCAPE)
+        loop.train(1, dataset, callbacks=[collector])
+        loop.eval(dataset, callbacks=[collector])
+    for name, samples in (("list", 20), ("arrays", 18)):
+        lineage = get_summary_lineage(str(tmp_path / name))
+        assert lineage["train_dataset"]["train_dataset_size"] == samples
+        assert lineage["valid_dataset"]["valid_dataset_size"] == samples
+    unknown = get_summary_lineage(str(tmp_path / "unknown"))
+    assert "train_dataset_size" not in unknown["train_dataset"]  # not 2 (the batches)
+    assert "valid_dataset_size" not in unknown["valid_dataset"]
+
+
+def test_each_rank_notes_whether_it_read_a_shard(tmp_path: Path) -> None:
+    """On two ranks, an ArrayDataset.shard is noted as shards; one process notes nothing."""
+    from rankscribe.collector import ArrayDataset
+
+    rows = ArrayDataset(np.arange(10.0), np.zeros(10), batch_size=2)
+    for world_size in (1, 2):
+        params = CallbackParams(mode="eval", device_number=world_size,
+                                valid_dataset=rows.shard(2, 0))
+        record_dir = tmp_path / f"world{world_size}"
+        with SummaryRecord(record_dir, rank=0) as record:
+            LineageRecorder(collect_dataset_graph=False, collect_train_lineage=False,
+                            collect_eval_lineage=True, custom_lineage_data={}
+                            ).add_eval_lineage(record, params)
+            record.record(0)
+        lineage = parse_run(str(record_dir)).lineage  # what the job's merge reads
+        assert lineage is not None
+        user = lineage.section("user_defined")
+        expected = {"valid_dataset_sharding": "shards"} if world_size == 2 else {}
+        assert user == expected
+    # Columns given directly are read whole: noted with their content's digest.
+    whole = ArrayDataset(np.arange(10.0), np.zeros(10), batch_size=2)
+    params = CallbackParams(mode="eval", device_number=2, valid_dataset=whole)
+    with SummaryRecord(tmp_path / "whole", rank=0) as record:
+        LineageRecorder(collect_dataset_graph=False, collect_train_lineage=False,
+                        collect_eval_lineage=True, custom_lineage_data={}
+                        ).add_eval_lineage(record, params)
+        record.record(0)
+    lineage = parse_run(str(tmp_path / "whole")).lineage
+    assert lineage is not None
+    note = lineage.section("user_defined")["valid_dataset_sharding"]
+    assert note == f"whole:{whole.content_digest}"
+    # the same rows give the same digest; another share of the same size does not
+    assert whole.content_digest == ArrayDataset(np.arange(10.0), np.zeros(10)).content_digest
+    assert rows.shard(2, 0).content_digest != rows.shard(2, 1).content_digest

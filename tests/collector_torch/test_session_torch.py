@@ -107,3 +107,28 @@ def test_a_torch_loop_that_raises_leaves_its_data_on_disk(tmp_path: Path) -> Non
                 session.step((images, _labels), model(images).mean().detach())
     assert collector.record is None
     assert [step for step, _ in scalars(tmp_path)["loss/auto"]] == [1, 2]
+
+
+def test_torch_dataset_sizes_count_samples(tmp_path: Path) -> None:
+    """24 samples in batches of 5: 24 (the short last batch is not counted as 5), and 20
+    when the loader drops it; samples, as a numpy run counts (docs/layout.md)."""
+    from rankscribe.collector import TrainLoop
+
+    generator = torch.Generator().manual_seed(0)
+    dataset = TensorDataset(torch.rand(24, 1, 4, 4, generator=generator),
+                            torch.randint(0, 3, (24,), generator=generator))
+    model = SmallCNN()
+    loop = TrainLoop(lambda batch: torch.tensor(1.0), network=model,
+                     optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+                     eval_fn=lambda batch: {"acc": 1.0})
+    loaders = {24: DataLoader(dataset, batch_size=5),
+               20: DataLoader(dataset, batch_size=5, drop_last=True)}
+    for samples, data in loaders.items():
+        name = f"samples{samples}"
+        collector = SummaryCollector(tmp_path / name,
+                                     collect_specified_data={"collect_landscape": None})
+        loop.train(1, data, callbacks=[collector])
+        loop.eval(data, callbacks=[collector])
+        lineage = get_summary_lineage(str(tmp_path / name))
+        assert lineage["train_dataset"]["train_dataset_size"] == samples
+        assert lineage["valid_dataset"]["valid_dataset_size"] == samples

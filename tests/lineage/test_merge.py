@@ -116,6 +116,50 @@ def test_partial_sections() -> None:
     assert "metric_name" in merged.section("user_defined")["disagreements"]
 
 
+def test_a_dataset_every_rank_read_whole_is_counted_once() -> None:
+    """Every rank evaluated all 360 samples: the job evaluated 360, not 4 x 360."""
+    records = {rank: rank_lineage(rank, valid_dataset={"valid_dataset_size": 360},
+                                  user_defined={"valid_dataset_sharding": "whole:5eed",
+                                                "train_dataset_sharding": "shards"})
+               for rank in range(4)}
+    merged = merge_rank_lineages(records)
+    assert merged.section("valid_dataset")["valid_dataset_size"] == 360
+    assert merged.section("train_dataset")["train_dataset_size"] == 100 + 101 + 102 + 103
+    user = merged.section("user_defined")
+    assert (user["valid_dataset_sharding"], user["train_dataset_sharding"]) == ("whole",
+                                                                                "shards")
+    assert user["disagreements"] == "user_defined.host"  # the fixture's own disagreement
+
+
+def test_whole_datasets_of_different_content_are_shards_and_summed() -> None:
+    """Each rank read every item of its own hand-cut share: different digests."""
+    records = {rank: rank_lineage(rank, train_dataset={"train_dataset_size": 8},
+                                  user_defined={"train_dataset_sharding": f"whole:{rank}"})
+               for rank in range(2)}
+    merged = merge_rank_lineages(records)
+    assert merged.section("train_dataset")["train_dataset_size"] == 16
+    user = merged.section("user_defined")
+    assert user["train_dataset_sharding"] == "shards"
+    assert "sharding" not in user["disagreements"]
+
+
+def test_ranks_that_read_shards_or_do_not_say_are_summed() -> None:
+    mixed = {0: rank_lineage(0, user_defined={"valid_dataset_sharding": "whole:5eed"}),
+             1: rank_lineage(1, user_defined={"valid_dataset_sharding": "shards"})}
+    merged = merge_rank_lineages(mixed)
+    assert merged.section("valid_dataset")["valid_dataset_size"] == 20
+    assert merged.section("user_defined")["valid_dataset_sharding"] == "shards"
+    partial = {0: rank_lineage(0, user_defined={"valid_dataset_sharding": "whole:5eed"}),
+               1: rank_lineage(1)}
+    merged = merge_rank_lineages(partial)
+    assert merged.section("valid_dataset")["valid_dataset_size"] == 20
+    assert merged.section("user_defined")["valid_dataset_sharding"] == "unknown"
+    silent = {rank: rank_lineage(rank) for rank in range(3)}  # older ranks: no note
+    merged = merge_rank_lineages(silent)
+    assert merged.section("valid_dataset")["valid_dataset_size"] == 30
+    assert "valid_dataset_sharding" not in merged.section("user_defined")
+
+
 def test_dataset_size_beyond_int32_is_kept_as_text() -> None:
     records = {rank: rank_lineage(rank, train_dataset={"train_dataset_size": 2**30})
                for rank in range(4)}

@@ -118,3 +118,29 @@ def test_a_merges_notes_are_no_hyper_parameter_axes() -> None:
     assert "user_defined/hidden" in comparison.constant
     # The table still shows them: they say how the merge went.
     assert "user_defined/loss_min" in [column.name for column in build_table(runs).columns]
+
+
+def test_a_run_is_left_out_only_for_an_axis_that_is_drawn_and_the_note_names_it() -> None:
+    from rankscribe.lineage.report._page import _comparison_html
+
+    runs = [
+        run("a", {"learning_rate": 0.1, "loss": 0.2}, user_defined={"hidden": 64}),
+        run("b", {"learning_rate": 0.2, "loss": 0.4}, user_defined={"hidden": 64}),
+        run("c", {"learning_rate": 0.3, "loss": 0.5}),  # no user_defined/hidden
+        run("d", {"learning_rate": 0.4, "loss": 0.1}),
+    ]
+    comparison = comparison_axes(runs)
+    # hidden is one value wherever it is set: no axis, so it leaves no run out.
+    assert [axis.label for axis in comparison.axes] == ["learning_rate", "loss"]
+    assert "user_defined/hidden" in comparison.constant
+    assert (comparison.runs_drawn, comparison.runs_left_out, comparison.missing) == (4, 0, {})
+    assert "not drawn" not in "".join(_comparison_html(runs))
+
+    runs.append(run("e", {"learning_rate": None, "loss": 0.3}))
+    runs.append(run("f", {"learning_rate": None, "loss": 0.6}))
+    comparison = comparison_axes(runs)
+    assert (comparison.runs_drawn, comparison.runs_left_out) == (4, 2)
+    assert comparison.missing == {"learning_rate": 2}
+    page = "".join(_comparison_html(runs))
+    assert "2 runs are not drawn: they lack a value of learning_rate (2 runs)." in page
+    assert "one of these axes" not in page

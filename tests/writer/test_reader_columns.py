@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rankscribe.writer import SummaryRecord, reader
-from rankscribe.writer._crc import masked_crc32c
 from rankscribe.writer.errors import CorruptRecordError, WriterTypeError, WriterValueError
 from rankscribe.writer.files import RECORD_OVERHEAD, frame
+from rankscribe.writer.format._crc import masked_crc32c
 from rankscribe.writer.reader import _columns, _record_groups, read_events, read_tensorboard_events
 
 SUMMARY_NAME = "events.out.events.summary.1795244534.0.vm_MS"

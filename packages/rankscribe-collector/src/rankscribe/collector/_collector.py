@@ -221,6 +221,7 @@ class SummaryCollector(Callback):
             return
         info = self._rank_info if self._rank_info is not None else detect()
         self._info = info
+        self._extractor.rank = info.rank
         # Every directory made on the way is private (group-readable on request),
         # not only the last one, which is all rank_dir sets the mode of.
         make_private_dir(self._summary_dir if info.is_single

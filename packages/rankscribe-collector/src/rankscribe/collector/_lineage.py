@@ -148,6 +148,7 @@ class LineageRecorder:
             if rate is not None:
                 hyper.learning_rate = rate
         record.add_value("train_lineage", "train_lineage", lineage.to_proto())
+        self._add_sharding(record, params, "train_dataset", params.train_dataset)
 
     def add_eval_lineage(self, record: ValueSink, params: CallbackParams) -> None:
         if not self.collect_eval_lineage:
@@ -162,6 +163,28 @@ class LineageRecorder:
             lineage = EvalLineageInfo(valid_dataset=eval_lineage_from_args(
                 {**arguments, "metrics": None}).valid_dataset)
         record.add_value("eval_lineage", "eval_lineage", lineage.to_proto())
+        self._add_sharding(record, params, "valid_dataset", params.valid_dataset)
+
+    def _add_sharding(self, record: ValueSink, params: CallbackParams, section: str,
+                      dataset: Any) -> None:
+        """On several ranks: whether this rank read a shard of the dataset or all of it.
+
+        ``user_defined/<section>_sharding`` is ``shards``, or ``whole:<digest>`` for
+        every item of a dataset whose content digest is given: the job's merge counts
+        the size once when every rank read the same whole dataset, and sums it
+        otherwise (docs/layout.md, "Merge at rank 0"). Nothing when the view cannot
+        tell, or on one process.
+        """
+        if params.device_number <= 1:
+            return
+        view = self._adapters.dataset_view(dataset)
+        if view is None or view.sharding is None:
+            return
+        if view.sharding == "whole" and view.digest is None:
+            return
+        note = "shards" if view.sharding == "shards" else f"whole:{view.digest}"
+        info = UserDefinedInfo.from_values({f"{section}_sharding": note})
+        record.add_value("custom_lineage_data", "custom_lineage_data", info.to_proto())
 
 
 class JobLineageMerger:

@@ -6,11 +6,13 @@
     <out>/<run name>/events.out.tfevents.<T>.<host>.rankscribe-hparams
 
 holding the version record, the session start (``_hparams_/session_start_info``:
-the run's hyper-parameters), its metrics as scalars at step 0 (``loss`` and
-``metric/<k>``) and the session end. ``<out>`` itself gets the experiment
-summary (``_hparams_/experiment``) listing every hyper-parameter, the values
-seen for text ones, and every metric. ``tensorboard --logdir <out>`` then
-compares the runs in its HParams tab.
+the run's hyper-parameters: the search fields that describe a setup and the
+user's own ``user_defined/<k>``), its metrics as scalars at step 0 (``loss``,
+``metric/<k>``, and a job's numeric merge notes and verdicts such as
+``user_defined/loss_min``, see :func:`split_user_defined`) and the session end.
+``<out>`` itself gets the experiment summary (``_hparams_/experiment``) listing
+every hyper-parameter, the values seen for text ones, and every metric.
+``tensorboard --logdir <out>`` then compares the runs in its HParams tab.
 
 Writing again replaces what a previous call wrote (files ending in
 ``.rankscribe-hparams``) and leaves everything else alone. The records are
@@ -22,6 +24,7 @@ of one and a link planted in the output directory is never followed.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -39,6 +42,7 @@ __all__ = [
     "METRIC_FIELDS",
     "HParamsRun",
     "hparam_value",
+    "is_merge_note",
     "metric_value",
     "session_records",
     "write_hparams",
@@ -64,6 +68,44 @@ HPARAM_FIELDS = (
     "dataset_mark",
 )
 METRIC_FIELDS = ("loss",)
+# user_defined keys the job's merge and job view write (docs/layout.md, "Merge at
+# rank 0"; docs/job-view.md): notes and verdicts about how the job went, not how it
+# was set up. A user's own key of one of these forms is taken for a note too.
+_MERGE_NOTE = re.compile(
+    r"^(ranks_(reported|expected|missing)|disagreements|.+_by_rank|.+_total"
+    r"|loss_(min|max)|metric_.+_(min|max)|(train|valid)_dataset_sharding|job/.+)$"
+)
+
+
+def is_merge_note(key: str) -> bool:
+    """Whether ``user_defined/<key>`` is a note of the job's merge or a job-view verdict."""
+    return _MERGE_NOTE.match(key) is not None
+
+
+def split_user_defined(
+    user_defined: dict[str, Any],
+) -> tuple[dict[str, bool | float | str], dict[str, float]]:
+    """The HParams view of a lineage's ``user_defined``: (hyper-parameters, metrics).
+
+    The user's own keys are hyper-parameters; the merge's numeric notes and verdicts
+    (``loss_min``, ``ranks_reported``, ``job/step_time_skew``, ...) are metrics, which
+    is where HParams shows results; their text notes (``ranks_missing``,
+    ``disagreements``, ...) are neither (``rankscribe-lineage show`` and the report
+    list them). Names are ``user_defined/<key>``.
+    """
+    hparams: dict[str, bool | float | str] = {}
+    metrics: dict[str, float] = {}
+    for key, raw in user_defined.items():
+        if is_merge_note(key):
+            number = metric_value(raw)
+            # Per-rank verdicts (job/last_step/<rank>, ...) would be a column per rank.
+            if number is not None and key.count("/") < 2:
+                metrics[f"user_defined/{key}"] = number
+            continue
+        value = hparam_value(raw)
+        if value is not None:
+            hparams[f"user_defined/{key}"] = value
+    return hparams, metrics
 # Owner read and write: these files are rewritten by the next call.
 
 
@@ -110,10 +152,8 @@ def collect_runs(base_dir: str, *, use_index: bool | None = None) -> list[HParam
             value = hparam_value(lineage.get(name))
             if value is not None:
                 hparams[name] = value
-        for key, raw in lineage["user_defined"].items():
-            value = hparam_value(raw)
-            if value is not None:
-                hparams[f"user_defined/{key}"] = value
+        user_hparams, notes = split_user_defined(lineage["user_defined"])
+        hparams.update(user_hparams)
         metrics: dict[str, float] = {}
         for name in METRIC_FIELDS:
             metric = metric_value(lineage.get(name))
@@ -123,6 +163,7 @@ def collect_runs(base_dir: str, *, use_index: bool | None = None) -> list[HParam
             metric = metric_value(raw)
             if metric is not None:
                 metrics[f"metric/{key}"] = metric
+        metrics.update(notes)
         summary_dir = item["summary_dir"]
         runs.append(
             HParamsRun(
@@ -145,8 +186,10 @@ def _plugin_value(tag: str, data: hparams_pb2.HParamsPluginData) -> tensorboard_
     return value
 
 
-def _event(wall_time: float, values: Iterable[tensorboard_pb2.Summary.Value]) -> bytes:
-    event = tensorboard_pb2.Event(wall_time=wall_time, step=0)
+def _event(
+    wall_time: float, values: Iterable[tensorboard_pb2.Summary.Value], step: int = 0
+) -> bytes:
+    event = tensorboard_pb2.Event(wall_time=wall_time, step=step)
     event.summary.value.extend(values)
     return frame(event.SerializeToString())
 
@@ -161,8 +204,12 @@ def _set_protobuf_value(target: Any, value: bool | float | str) -> None:
         target.number_value = value
 
 
-def session_records(run: HParamsRun, wall_time: float) -> bytes:
-    """The framed session start, metric scalars (step 0) and session end of one run."""
+def session_records(run: HParamsRun, wall_time: float, step: int = 0) -> bytes:
+    """The framed session start, metric scalars (at ``step``) and session end of one run.
+
+    A job's session puts its metrics at the job's last step, where the final values
+    belong, rather than as lone points at step 0 before its curves.
+    """
     start = hparams_pb2.HParamsPluginData(version=0)
     start.session_start_info.group_name = run.name
     start.session_start_info.start_time_secs = run.start_time
@@ -177,7 +224,7 @@ def session_records(run: HParamsRun, wall_time: float) -> bytes:
     end.session_end_info.end_time_secs = run.start_time
     return (
         _event(wall_time, [_plugin_value(SESSION_START_TAG, start)])
-        + (_event(wall_time, scalars) if scalars else b"")
+        + (_event(wall_time, scalars, step) if scalars else b"")
         + _event(wall_time, [_plugin_value(SESSION_END_TAG, end)])
     )
 

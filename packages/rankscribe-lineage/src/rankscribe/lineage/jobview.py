@@ -89,7 +89,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rankscribe.lineage._checks import is_int
-from rankscribe.lineage._hparams import HPARAM_FIELDS, HParamsRun, hparam_value, metric_value
+from rankscribe.lineage._hparams import (
+    HPARAM_FIELDS,
+    HParamsRun,
+    hparam_value,
+    metric_value,
+    split_user_defined,
+)
 from rankscribe.lineage.errors import (
     LineageDirNotExistError,
     LineageParamTypeError,
@@ -237,8 +243,9 @@ def session_values(lineage: RunLineage) -> tuple[dict[str, Any], dict[str, float
     """The HParams session of a merged lineage: hyper-parameters and final metrics.
 
     The same names as ``rankscribe-lineage hparams`` uses: the search fields
-    that describe a setup, ``user_defined/<k>`` (not the ``job/`` verdicts),
-    and ``loss`` plus ``metric/<k>`` as metrics.
+    that describe a setup and the user's ``user_defined/<k>`` as hyper-parameters;
+    ``loss``, ``metric/<k>`` and the merge's numeric notes (``user_defined/loss_min``,
+    ...) as metrics; the merge's text notes and the verdicts are neither.
     """
     hparams: dict[str, Any] = {}
     for name in HPARAM_FIELDS:
@@ -246,9 +253,8 @@ def session_values(lineage: RunLineage) -> tuple[dict[str, Any], dict[str, float
         value = lineage.section(section).get(key) if key is not None else None
         if value is not None:
             hparams[name] = value
-    for key, value in lineage.section("user_defined").items():
-        if not key.startswith("job/"):
-            hparams[f"user_defined/{key}"] = value
+    user_hparams, notes = split_user_defined(lineage.section("user_defined"))
+    hparams.update(user_hparams)
     metrics: dict[str, float] = {}
     loss = metric_value(lineage.section("algorithm").get("loss"))
     if loss is not None:
@@ -257,6 +263,7 @@ def session_values(lineage: RunLineage) -> tuple[dict[str, Any], dict[str, float
         number = metric_value(value)
         if number is not None:
             metrics[f"metric/{key}"] = number
+    metrics.update(notes)
     return hparams, metrics
 
 

@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from rankscribe.collector._checks import is_int
 from rankscribe.collector.adapters._graph import GraphDescription, build_graph_proto
+from rankscribe.collector.adapters._views import content_digest
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 from rankscribe.ranks import split_evenly
 
@@ -176,6 +177,10 @@ class ArrayDataset:
         self.drop_remainder = drop_remainder
         self.dataset_path = os.fspath(path) if path is not None else None
         self.dataset_graph = dict(description) if description is not None else None
+        #: ``"shards"`` for one rank's share made by :meth:`shard`; ``"whole"`` for
+        #: columns given directly (every row is served; :attr:`content_digest` tells
+        #: the job's merge whether the ranks were given the same rows).
+        self.sharding: str | None = "whole"
 
     @property
     def rows(self) -> int:
@@ -207,13 +212,22 @@ class ArrayDataset:
         """Rank ``shard_id``'s contiguous share of the rows (sizes differ by at most one)."""
         rows = split_evenly(range(self.rows), num_shards, shard_id)
         window = slice(rows[0], rows[-1] + 1) if rows else slice(0, 0)
-        return ArrayDataset(
+        share = ArrayDataset(
             *(column[window] for column in self.columns),
             batch_size=self.batch_size,
             drop_remainder=self.drop_remainder,
             path=self.dataset_path,
             description=self.dataset_graph,
         )
+        share.sharding = "shards" if num_shards > 1 else self.sharding
+        return share
+
+    @property
+    def content_digest(self) -> str:
+        """A short digest of the rows: their count and the first and last row of each column."""
+        ends = [column[index].tobytes() for column in self.columns if len(column)
+                for index in (0, -1)]
+        return content_digest(self.rows, ends)
 
     def __repr__(self) -> str:
         return (f"ArrayDataset({self.rows} rows, {len(self.columns)} columns, "

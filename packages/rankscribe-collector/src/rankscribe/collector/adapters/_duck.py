@@ -187,7 +187,32 @@ def dataset_view(obj: object) -> DatasetView:
     if batch_size is None:
         batch_size = _int_or_none(getattr(obj, "batch_size", None))
     samples = _int_or_none(getattr(obj, "num_samples", None))
-    return DatasetView(batches, batch_size, _dataset_path(obj), _dataset_graph(obj), samples)
+    if samples is None:
+        samples = _samples_in_batches(obj)
+    sharding = getattr(obj, "sharding", None)
+    sharding = sharding if sharding in ("shards", "whole") else None
+    digest = getattr(obj, "content_digest", None) if sharding == "whole" else None
+    return DatasetView(batches, batch_size, _dataset_path(obj), _dataset_graph(obj), samples,
+                       sharding, digest if isinstance(digest, str) else None)
+
+
+def _samples_in_batches(obj: object) -> int | None:
+    """Rows in a list or tuple of batches (the first dimension of each batch's first array).
+
+    The lineage's dataset size counts samples (docs/collector-schedule.md, "Lineage");
+    a plain list of batches says how many only through its arrays. None when a batch
+    holds no array (its rows are unknown) or ``obj`` is no list or tuple.
+    """
+    if not isinstance(obj, (list, tuple)):
+        return None
+    total = 0
+    for batch in obj:
+        first = batch[0] if isinstance(batch, (list, tuple)) and batch else batch
+        shape = getattr(first, "shape", None)
+        if not isinstance(shape, tuple) or not shape or not isinstance(shape[0], int):
+            return None
+        total += shape[0]
+    return total
 
 
 def to_numpy(value: object) -> npt.NDArray[Any]:

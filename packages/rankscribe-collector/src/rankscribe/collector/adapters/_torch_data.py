@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from rankscribe.collector._checks import is_int
-from rankscribe.collector.adapters._views import DatasetView
+from rankscribe.collector.adapters._views import DatasetView, content_digest
 
 __all__ = ["dataset_view"]
 
@@ -121,7 +121,40 @@ def _loader_view(loader: Any) -> DatasetView:
     samples = _length(sampler) if _plain_batches(loader) else None
     if loader.drop_last and batches is not None and batch_size is not None:
         samples = batches * batch_size
-    return DatasetView(batches, batch_size, _dataset_path(loader.dataset), graph, samples)
+    sharding = _sharding(sampler)
+    return DatasetView(batches, batch_size, _dataset_path(loader.dataset), graph, samples,
+                       sharding, _digest(loader.dataset) if sharding == "whole" else None)
+
+
+def _sharding(sampler: Any) -> str | None:
+    """``shards`` for a DistributedSampler's share, ``whole`` for every item of the dataset."""
+    replicas = getattr(sampler, "num_replicas", None)
+    if isinstance(replicas, int) and not isinstance(replicas, bool):
+        return "shards" if replicas > 1 else "whole"
+    sampler_types = (torch.utils.data.SequentialSampler, torch.utils.data.RandomSampler)
+    return "whole" if isinstance(sampler, sampler_types) else None
+
+
+def _item_bytes(item: Any) -> bytes:
+    if isinstance(item, torch.Tensor):
+        return bytes(item.detach().cpu().contiguous().numpy().tobytes())
+    if isinstance(item, (list, tuple)):
+        return b"\0".join(_item_bytes(part) for part in item)
+    if isinstance(item, dict):
+        return b"\0".join(_item_bytes(item[key]) for key in sorted(item, key=str))
+    return repr(item).encode()
+
+
+def _digest(dataset: Any) -> str | None:
+    """Length, first and last item of a map-style dataset, hashed (two items read)."""
+    size = _length(dataset)
+    if not size or isinstance(dataset, torch.utils.data.IterableDataset):
+        return None
+    try:
+        ends = [_item_bytes(dataset[0]), _item_bytes(dataset[size - 1])]
+    except Exception:  # any dataset's own error: no digest, the sizes are summed
+        return None
+    return content_digest(size, ends)
 
 
 def dataset_view(obj: object) -> DatasetView | None:
@@ -129,5 +162,8 @@ def dataset_view(obj: object) -> DatasetView | None:
     if isinstance(obj, torch.utils.data.DataLoader):
         return _loader_view(obj)
     if isinstance(obj, torch.utils.data.Dataset):
-        return DatasetView(_length(obj), None, _dataset_path(obj), _dataset_node(obj))
+        # One item (one sample) per step, every item of it.
+        size = _length(obj)
+        return DatasetView(size, None, _dataset_path(obj), _dataset_node(obj), size, "whole",
+                           _digest(obj))
     return None

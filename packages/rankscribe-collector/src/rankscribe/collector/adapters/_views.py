@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from rankscribe.writer.pb import anf_ir_pb2
 
-__all__ = ["DatasetView", "NetworkView", "OptimizerView"]
+__all__ = ["DatasetView", "NetworkView", "OptimizerView", "content_digest"]
+
+
+def content_digest(size: int, parts: Iterable[bytes]) -> str:
+    """A short digest of a dataset from its length and a few of its items' bytes.
+
+    Not a proof of equality, a cheap sign of it: two ranks given the same dataset get
+    the same digest; ranks given different shares almost surely do not.
+    """
+    digest = hashlib.blake2b(str(size).encode(), digest_size=8)
+    for part in parts:
+        digest.update(len(part).to_bytes(8, "little"))
+        digest.update(part)
+    return digest.hexdigest()
 
 
 class NetworkView(Protocol):
@@ -60,6 +75,15 @@ class DatasetView:
     #: Rows (samples) per epoch when the dataset knows them; the lineage's dataset
     #: size then counts them exactly, instead of batches x batch size.
     samples: int | None = None
+    #: ``"shards"`` when this rank reads its share of a dataset (a ``DistributedSampler``
+    #: of several replicas, an ``ArrayDataset.shard``), ``"whole"`` when it reads every
+    #: item of the dataset it was given (which may still be a share the user cut), None
+    #: when the view cannot tell. See docs/layout.md, "Merge at rank 0".
+    sharding: str | None = None
+    #: With ``"whole"``: a short digest of that dataset (its length, first and last
+    #: item). Ranks with equal digests read the same data: the job's merge then counts
+    #: its size once instead of summing it over the ranks.
+    digest: str | None = None
 
     @property
     def num_samples(self) -> int | None:

@@ -114,6 +114,13 @@ class Extractor:
         self.histogram_regular = options.histogram_regular
         self._optimizer: tuple[object, OptimizerView | None] | None = None
         self._optimizer_warned = False
+        #: This process's rank (the collector sets it). A source that cannot be read
+        #: (no graph, no image, no optimizer) is the same script on every rank: only
+        #: rank 0 warns, the others log it at DEBUG, so a job says it once.
+        self.rank = 0
+
+    def _warn_once_per_job(self, message: str, *args: object) -> None:
+        logger.log(logging.WARNING if self.rank == 0 else logging.DEBUG, message, *args)
 
     def add_step_values(self, record: ValueSink, params: CallbackParams) -> None:
         """Input images, loss, histograms, in the original's order."""
@@ -128,7 +135,7 @@ class Extractor:
 
     def _disable_input_data(self, reason: str) -> None:
         self.collect_input_data = False
-        logger.warning("%s, so SummaryCollector will not collect input data.", reason)
+        self._warn_once_per_job("%s, so SummaryCollector will not collect input data.", reason)
 
     def _add_input_data(self, record: ValueSink, params: CallbackParams) -> None:
         element = params.train_dataset_element
@@ -181,8 +188,9 @@ class Extractor:
         if view is None:
             if not self._optimizer_warned:
                 self._optimizer_warned = True
-                logger.warning("Can not find optimizer in the training state, so we will not "
-                               "collect data about optimizer in SummaryCollector.")
+                self._warn_once_per_job("Can not find optimizer in the training state, so we "
+                                        "will not collect data about optimizer in "
+                                        "SummaryCollector.")
             return
         for name, value in histogram_parameters(view.parameters(), self.histogram_regular):
             try:
@@ -202,13 +210,13 @@ class Extractor:
         try:
             graph = view.graph() if view is not None else None
         except (TypeError, ValueError) as error:
-            logger.warning("The graph of %s cannot be built (%s), so SummaryCollector will not "
-                           "collect graph.", type(network).__name__, error)
+            self._warn_once_per_job("The graph of %s cannot be built (%s), so SummaryCollector "
+                                    "will not collect graph.", type(network).__name__, error)
             return None
         if graph is None and type(network) not in _GRAPHLESS_WARNED:
             # Once per network class: a second run of the same network says nothing new.
             _GRAPHLESS_WARNED.add(type(network))
-            logger.warning("Can not get graph proto: the network (%s) does not describe its "
-                           "graph, so SummaryCollector will not collect graph.",
-                           type(network).__name__)
+            self._warn_once_per_job("Can not get graph proto: the network (%s) does not "
+                                    "describe its graph, so SummaryCollector will not collect "
+                                    "graph.", type(network).__name__)
         return graph

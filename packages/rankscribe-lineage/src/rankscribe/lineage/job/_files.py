@@ -226,14 +226,16 @@ def tensorboard_file_bytes(
         files.frame(version.SerializeToString()),
         _layout_event(wall_time, _layout(margin_tags, line_tags)),
     ]
+    if table is None:
+        table = step_table(curves)
     if session is not None:
-        records.append(session_records(session, wall_time))
+        # The final values at the job's last step, not lone points at step 0.
+        last_step = int(table.steps[-1]) if table is not None and len(table.steps) else 0
+        records.append(session_records(session, wall_time, last_step))
 
     def head(step: int) -> bytes:
         return bytes(tensorboard_pb2.Event(wall_time=wall_time, step=step).SerializeToString())
 
-    if table is None:
-        table = step_table(curves)
     records.extend(
         _step_events(
             curves, table, _tensorboard_value, head, _summary_key(tensorboard_pb2.Event)

@@ -13,8 +13,9 @@ Rules (``docs/layout.md``, "Merge at rank 0"):
 - ``loss`` and each numeric metric are averaged over the ranks that have
   them; the per-rank extremes are kept as ``user_defined/loss_min`` and
   ``loss_max``, ``metric_<k>_min`` and ``metric_<k>_max``.
-- ``train_dataset_size`` and ``valid_dataset_size`` are summed (each rank
-  reads its own shard).
+- ``train_dataset_size`` and ``valid_dataset_size`` are summed over the
+  ranks' shards, and kept once when every rank says (in
+  ``user_defined/<kind>_dataset_sharding``) it read the same whole dataset.
 - ``device_num`` is the world size; the model (path and size) is rank 0's.
 - ``user_defined/ranks_reported`` and ``ranks_expected`` count the ranks, and
   ``ranks_missing`` lists the ones that did not report ("" when none).
@@ -180,12 +181,28 @@ def _merge_evaluation(merger: _Merger) -> dict[str, dict[str, Any]]:
 
 
 def _merged_dataset(merger: _Merger, kind: str) -> dict[str, Any]:
-    """A ``<kind>_dataset`` section: the path the ranks agree on, sizes summed over shards."""
+    """A ``<kind>_dataset`` section: the path the ranks agree on, and its size.
+
+    Each rank may note in ``user_defined/<kind>_dataset_sharding`` how it read the
+    dataset: ``shards`` (its share) or ``whole:<digest>`` (every item of a dataset
+    with that content digest). When every rank read the same whole dataset, its size
+    is kept once and the job's note says ``whole``; otherwise the sizes are summed
+    and the job's note says ``shards`` (``unknown`` when a rank did not say).
+    """
     section, merged = f"{kind}_dataset", {}
     path = merger.agreed(f"{section}_path", _section_getter(section, f"{section}_path"))
     if path is not None:
         merged[f"{section}_path"] = path
-    size = merger.summed(f"{section}_size", _section_getter(section, f"{section}_size"))
+    note_key = f"{section}_sharding"
+    notes = merger.values(_section_getter("user_defined", note_key))
+    size_getter = _section_getter(section, f"{section}_size")
+    every_rank = len(notes) == len(merger.lineages)
+    whole = every_rank and len(set(notes.values())) == 1 and all(
+        isinstance(note, str) and note.startswith("whole:") for note in notes.values())
+    if notes:  # the ranks' own notes are read here, never merged as they are
+        merger.notes[note_key] = ("whole" if whole else "shards") if every_rank else "unknown"
+    size = (merger.agreed(f"{section}_size", size_getter) if whole
+            else merger.summed(f"{section}_size", size_getter))
     if size is not None:
         merged[f"{section}_size"] = size
     return merged
@@ -243,6 +260,8 @@ def merge_rank_lineages(
         user_keys.extend(key for key in lineage.section("user_defined") if key not in user_keys)
     user_keys_of_job: dict[str, Any] = {}
     for key in user_keys:
+        if key in merger.notes:  # the merge's own note on it (a dataset's sharding)
+            continue
         value = merger.agreed(f"user_defined.{key}", _section_getter("user_defined", key))
         if value is not None:
             user_keys_of_job[key] = value

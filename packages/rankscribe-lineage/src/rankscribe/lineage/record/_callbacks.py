@@ -22,8 +22,9 @@ device_number        ``device_num``
 batch_num            ``batch_size`` when the dataset has no ``get_batch_size()``
 train_dataset /      ``*_dataset_path`` (``dataset_dir`` or ``dataset_file`` of
 valid_dataset        the dataset or, following ``children``, of its source) and
-                     ``*_dataset_size`` = ``num_samples`` when the dataset has
-                     it, else ``get_dataset_size() * batch size``;
+                     ``*_dataset_size``, in samples: ``num_samples`` when the
+                     dataset has it, else ``get_dataset_size() * batch size``,
+                     else unset (never a count of batches);
                      its graph, when it has ``to_json()`` or ``dataset_graph``
 net_outputs          ``loss``: the first element of a tuple or list, averaged
 list_callback        ``model``: the latest checkpoint of the first callback with
@@ -223,12 +224,12 @@ def _dataset_size(dataset: Any, batch_size: int | None) -> int | None:
     if is_int(samples) and samples >= 0:
         return samples
     getter = getattr(dataset, "get_dataset_size", None)
-    if not callable(getter):
-        return None
+    if not callable(getter) or batch_size is None:
+        return None  # batches of an unknown size: no count of samples to give
     batches = getter()
     if not is_int(batches):
         return None
-    return batches * (batch_size or 1)
+    return batches * batch_size
 
 
 def _dataset_graph(dataset: Any, args: Mapping[str, Any]) -> DatasetGraphInfo | None:

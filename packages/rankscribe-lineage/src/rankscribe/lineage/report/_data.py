@@ -32,7 +32,13 @@ import numpy as np
 
 from rankscribe.lineage import filter_runs
 from rankscribe.lineage.errors import LineageError, LineageFileNotFoundError
-from rankscribe.lineage.jobview import LOSS_TAGS, JobStatistics, series_from_dir
+from rankscribe.lineage.jobview import (
+    LOSS_TAGS,
+    STEP_TIME_TAG,
+    JobStatistics,
+    RankSeries,
+    series_from_dir,
+)
 from rankscribe.lineage.report._downsample import downsample
 from rankscribe.writer import WriterError, reader
 from rankscribe.writer.files import parse_rank_dir_name
@@ -43,12 +49,14 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "MAX_TAGS",
     "Curve",
     "JobData",
     "ReportData",
     "RunInfo",
     "collect_runs",
     "default_workers",
+    "drawn_tags",
     "read_report_data",
     "tag_order",
 ]
@@ -58,6 +66,11 @@ _RUNS_PER_TASK = 32
 #: Points of all the traces of one chart of single runs together (one trace per run).
 _SINGLE_RUNS_POINT_BUDGET = 200_000
 _MIN_POINTS = 64
+#: Scalar tags drawn per job, and for the single-process runs together (in
+#: :func:`tag_order`; a job's step time besides). Every chart is a plotly figure the
+#: browser builds on load: past a few dozen the page grows and slows with the tag count,
+#: so the rest are named in a note instead (docs/report.md, "Many tags").
+MAX_TAGS = 50
 
 
 @dataclass
@@ -105,6 +118,8 @@ class JobData:
     bands: dict[str, dict[str, Curve]]
     #: ``rank -> tag -> curve``.
     ranks: dict[int, dict[str, Curve]]
+    #: The tags some rank recorded that are not drawn (past :data:`MAX_TAGS`), in order.
+    tags_left_out: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -116,6 +131,8 @@ class ReportData:
     #: ``run name -> tag -> curve`` of the single-process runs that recorded scalars.
     single_runs: dict[str, dict[str, Curve]]
     max_points: int
+    #: The single runs' tags that are not drawn (past :data:`MAX_TAGS`), in order.
+    single_tags_left_out: list[str] = field(default_factory=list)
 
 
 def _rank_dirs(directory: str) -> dict[int, str]:
@@ -187,6 +204,21 @@ def tag_order(tags: Sequence[str]) -> list[str]:
     return losses + sorted(tag for tag in tags if tag not in losses)
 
 
+def drawn_tags(tags: Sequence[str] | set[str]) -> tuple[list[str], list[str]]:
+    """``(drawn, left out)``: the first :data:`MAX_TAGS` of :func:`tag_order`, and the rest.
+
+    The step time is always drawn (the straggler chart). The first tags of a subset
+    are among the first of the whole set, so each rank may keep only its own first
+    tags and the job still has every rank's curve of each tag it draws.
+    """
+    ordered = tag_order(list(tags))
+    drawn, rest = ordered[:MAX_TAGS], ordered[MAX_TAGS:]
+    if STEP_TIME_TAG in rest:
+        rest.remove(STEP_TIME_TAG)
+        drawn.append(STEP_TIME_TAG)
+    return drawn, rest
+
+
 # ---------------------------------------------------------------- worker tasks
 
 
@@ -195,14 +227,22 @@ def _thin(steps: npt.NDArray[np.int64], values: npt.NDArray[np.float64], limit: 
     return Curve(drawn_steps, drawn_values, len(steps))
 
 
-def _read_rank(path: str, rank: int, max_points: int) -> tuple[dict[str, Curve], JobStatistics]:
-    """One rank: its curves for drawing and its statistics for the job's band."""
+def _read_rank(
+    path: str, rank: int, max_points: int
+) -> tuple[dict[str, Curve], JobStatistics, list[str]]:
+    """One rank: its curves for drawing, its statistics for the job's band, the tags not kept.
+
+    Only the tags :func:`drawn_tags` keeps are reduced and sent back; the others
+    travel as names alone.
+    """
     statistics = JobStatistics()
     try:
-        statistics.add(series_from_dir(path, rank))
+        series = series_from_dir(path, rank)
+        kept, left_out = drawn_tags([tag for tag, points in series.scalars.items() if points])
+        statistics.add(RankSeries(rank, {tag: series.scalars[tag] for tag in kept}))
     except (OSError, LineageError, WriterError) as error:
         logger.warning("%s: skipped, it could not be read (%s)", path, error)
-        return {}, JobStatistics()
+        return {}, JobStatistics(), []
     curves = {
         # A single rank's statistics are its own points, sorted, one per step.
         tag: _thin(tagged.steps, tagged.mean, max_points)
@@ -211,14 +251,16 @@ def _read_rank(path: str, rank: int, max_points: int) -> tuple[dict[str, Curve],
     # The job needs only the bands of the statistics; the rest stays here.
     statistics.step_times.clear()
     statistics.fingerprints.clear()
-    return curves, statistics
+    return curves, statistics, left_out
 
 
-def _read_single_runs(paths: Sequence[str], max_points: int) -> list[dict[str, Curve]]:
-    read: list[dict[str, Curve]] = []
+def _read_single_runs(
+    paths: Sequence[str], max_points: int
+) -> list[tuple[dict[str, Curve], list[str]]]:
+    read: list[tuple[dict[str, Curve], list[str]]] = []
     for path in paths:
-        curves, _ = _read_rank(path, 0, max_points)
-        read.append(curves)
+        curves, _, left_out = _read_rank(path, 0, max_points)
+        read.append((curves, left_out))
     return read
 
 
@@ -288,14 +330,31 @@ def read_report_data(
     for job in jobs:
         statistics = JobStatistics()
         ranks: dict[int, dict[str, Curve]] = {}
+        every_tag: set[str] = set()
         for rank in job.rank_dirs:
-            curves, rank_statistics = next(results)
+            curves, rank_statistics, rank_left_out = next(results)
             ranks[rank] = curves
             statistics.merge(rank_statistics)
-        job_data.append(JobData(job, _job_bands(statistics, max_points), ranks))
+            every_tag.update(curves, rank_left_out)
+        drawn, left_out = drawn_tags(every_tag)
+        bands = _job_bands(statistics, max_points)
+        keep = set(drawn)
+        job_data.append(JobData(
+            job, {tag: band for tag, band in bands.items() if tag in keep},
+            {rank: {tag: curve for tag, curve in curves.items() if tag in keep}
+             for rank, curves in ranks.items()},
+            left_out,
+        ))
     single_runs: dict[str, dict[str, Curve]] = {}
+    single_tags: set[str] = set()
     for batch in batches:
-        for run, curves in zip(batch, next(results), strict=True):
+        for run, (curves, run_left_out) in zip(batch, next(results), strict=True):
+            single_tags.update(curves, run_left_out)
             if curves:
                 single_runs[run.name] = curves
-    return ReportData(os.fspath(base), runs, job_data, single_runs, max_points)
+    drawn, single_left_out = drawn_tags(single_tags)
+    keep = set(drawn)
+    single_runs = {name: {tag: curve for tag, curve in curves.items() if tag in keep}
+                   for name, curves in single_runs.items()}
+    return ReportData(os.fspath(base), runs, job_data, single_runs, max_points,
+                      single_left_out)

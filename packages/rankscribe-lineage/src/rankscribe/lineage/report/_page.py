@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from rankscribe.lineage.jobview import LOSS_TAGS, STEP_TIME_TAG, timing_name, verdict_lines
-from rankscribe.lineage.report._data import Curve, JobData, ReportData, tag_order
+from rankscribe.lineage.report._data import MAX_TAGS, Curve, JobData, ReportData, tag_order
 from rankscribe.lineage.report._figures import (
     Figure,
     Marker,
@@ -32,6 +32,8 @@ __all__ = ["render_page"]
 
 #: Runs up to this many get a legend on the single-run charts (beyond, hover names them).
 LEGEND_RUNS = 20
+#: Names of the tags not drawn that a note lists (the count is always given).
+LISTED_TAGS = 1000
 #: Cells longer than this are cut by the style; their title holds the whole text.
 _LONG_CELL = 30
 _FLAGGED = ("straggler: rank", "stragglers:", "divergence: rank", "non-finite loss",
@@ -244,9 +246,23 @@ def _job_html(job: JobData, anchor: str, max_points: int) -> Iterator[str]:
         yield f"<details><summary>{_escape(tag)}</summary>"
         yield _tag_chart(job, tag, (), max_points)
         yield "</details>"
+    yield from _left_out_html(job.tags_left_out, "of this job")
     if not job.bands:
         yield '<p class="note">No scalar was recorded by any rank.</p>'
     yield "</article>"
+
+
+def _left_out_html(names: Sequence[str], where: str) -> Iterator[str]:
+    """The note naming how many tags are not drawn, and (up to LISTED_TAGS of) their names."""
+    if not names:
+        return
+    yield (f'<p class="note">{_count(len(names), "more scalar tag")} {where} '
+           f"{'is' if len(names) == 1 else 'are'} not drawn: the page draws {MAX_TAGS} tags "
+           "at most. <code>rankscribe-dump</code> or TensorBoard shows every tag.</p>")
+    listed = names[:LISTED_TAGS]
+    more = f", and {len(names) - len(listed)} more" if len(names) > len(listed) else ""
+    yield (f"<details><summary>{_count(len(names), 'tag')} not drawn</summary>"
+           f'<p class="note">{", ".join(_escape(name) for name in listed)}{more}</p></details>')
 
 
 def _single_runs_html(data: ReportData) -> Iterator[str]:
@@ -266,6 +282,7 @@ def _single_runs_html(data: ReportData) -> Iterator[str]:
         else:
             yield f"<details><summary>{_escape(tag)} ({len(curves)} runs)</summary>"
             yield chart + note + "</details>"
+    yield from _left_out_html(data.single_tags_left_out, "of these runs")
 
 
 def _comparison_html(table_runs: Sequence[Any]) -> Iterator[str]:
@@ -278,8 +295,11 @@ def _comparison_html(table_runs: Sequence[Any]) -> Iterator[str]:
            "and metrics. Drag along an axis to keep only the runs in that range.</p>")
     yield _chart(parcoords_figure(comparison.axes, comparison.color))
     if comparison.runs_left_out:
-        yield (f'<p class="note">{comparison.runs_left_out} runs lack a value of one of these '
-               "axes and are not drawn.</p>")
+        lacking = ", ".join(f"{_escape(name)} ({count} {'run' if count == 1 else 'runs'})"
+                            for name, count in comparison.missing.items())
+        runs = ("run is not drawn: it lacks" if comparison.runs_left_out == 1
+                else "runs are not drawn: they lack")
+        yield (f'<p class="note">{comparison.runs_left_out} {runs} a value of {lacking}.</p>')
     if comparison.constant:
         same = ", ".join(_escape(name) for name in comparison.constant)
         yield f'<p class="note">The same in every run drawn: {same}.</p>'

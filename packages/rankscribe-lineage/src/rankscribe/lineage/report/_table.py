@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rankscribe.lineage._checks import is_number
-from rankscribe.lineage._hparams import HPARAM_FIELDS, METRIC_FIELDS
+from rankscribe.lineage._hparams import HPARAM_FIELDS, METRIC_FIELDS, is_merge_note
 from rankscribe.lineage.report._data import RunInfo
 from rankscribe.lineage.report._figures import Axis
 
@@ -36,10 +35,6 @@ MAX_CATEGORIES = 30
 #: The notes a rank merge adds to user_defined (rankscribe.lineage.merge._merge): the ranks'
 #: count, their disagreements and the extremes of averaged results. They stay in the
 #: table; as hyper-parameter axes they would only repeat the results.
-_MERGE_NOTES = re.compile(
-    r"^user_defined/(ranks_(reported|expected|missing)|disagreements|.+_by_rank"
-    r"|loss_(min|max)|metric_.+_(min|max))$"
-)
 _SECTIONS = ("metric", "user_defined")
 
 
@@ -202,6 +197,9 @@ class Comparison:
     runs_left_out: int
     #: Hyper-parameters every run drawn shares (not drawn: a flat axis says nothing).
     constant: list[str]
+    #: For each drawn axis some runs lack a value of: how many lack it (those runs
+    #: are not drawn); axes that are not drawn never leave a run out.
+    missing: dict[str, int] = field(default_factory=dict)
 
 
 def comparison_axes(runs: Sequence[RunInfo]) -> Comparison:
@@ -209,13 +207,15 @@ def comparison_axes(runs: Sequence[RunInfo]) -> Comparison:
 
     An axis needs a value for every run drawn: fields that fewer than half of
     the runs have are left out, and then so are the runs without a value of
-    a remaining field (the page says how many).
+    a remaining field that is drawn (the page names the field and how many).
+    A hyper-parameter with one value over the runs that have it, or a field of
+    too many categories, is no axis, so a run without it is still drawn.
     """
     with_lineage = [run for run in runs if run.lineage is not None]
     hparams = list(HPARAM_FIELDS)
     metrics = list(METRIC_FIELDS)
     for name in _lineage_columns(with_lineage):
-        if _MERGE_NOTES.match(name):
+        if name.startswith("user_defined/") and is_merge_note(name.split("/", 1)[1]):
             continue
         if name.startswith("user_defined/") and name not in hparams:
             hparams.append(name)
@@ -224,18 +224,28 @@ def comparison_axes(runs: Sequence[RunInfo]) -> Comparison:
 
     flats = [_flat(run.lineage) for run in with_lineage]
 
+    def present(name: str) -> list[Any]:
+        return [flat[name] for flat in flats if _drawable(flat.get(name))]
+
     def usable(name: str) -> bool:
-        have = sum(_drawable(flat.get(name)) for flat in flats)
+        have = len(present(name))
         return have > 0 and 2 * have >= len(flats)
 
     names = [name for name in hparams + metrics if usable(name)]
-    drawn = [flat for flat in flats if all(_drawable(flat.get(name)) for name in names)]
+    # What would be drawn, judged on the runs that have a value: only these axes
+    # may leave a run out.
+    constant = [name for name in names
+                if name in hparams and len({_text(value) for value in present(name)}) < 2]
+    candidates = [name for name in names
+                  if name not in constant and _axis(name, present(name)) is not None]
+    drawn = [flat for flat in flats if all(_drawable(flat.get(name)) for name in candidates)]
+    missing = {name: count for name in candidates
+               if (count := sum(not _drawable(flat.get(name)) for flat in flats))}
     axes: list[Axis] = []
-    constant: list[str] = []
-    for name in names:
+    for name in candidates:
         raw = [flat.get(name) for flat in drawn]
         if name in hparams and len({_text(value) for value in raw}) < 2:
-            constant.append(name)
+            constant.append(name)  # one value among the runs drawn
             continue
         axis = _axis(name, raw)
         if axis is not None:
@@ -243,4 +253,5 @@ def comparison_axes(runs: Sequence[RunInfo]) -> Comparison:
     color = next((axis for axis in axes if axis.label == "loss"), None)
     if color is None:
         color = next((axis for axis in axes if axis.label.startswith("metric/")), None)
-    return Comparison(axes, color, len(drawn), len(flats) - len(drawn), constant)
+    return Comparison(axes, color, len(drawn), len(flats) - len(drawn),
+                      [name for name in names if name in constant], missing)

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from rankscribe.writer._framing import HEADER_SIZE
-from rankscribe.writer._names import coerce_kind
 from rankscribe.writer.errors import CorruptRecordError, WriterTypeError, WriterValueError
 from rankscribe.writer.files import FileKind, file_kind, list_summary_files
+from rankscribe.writer.format._framing import HEADER_SIZE
+from rankscribe.writer.format._names import coerce_kind
 from rankscribe.writer.reader._curves import Curves, ScalarArrays, logger
 from rankscribe.writer.reader._record_groups import FileRead, parse_records
 from rankscribe.writer.reader._record_table import record_table

@@ -18,8 +18,8 @@ import numpy as np
 import numpy.typing as npt
 from google.protobuf.message import DecodeError, Message
 
-from rankscribe.writer._framing import HEADER_SIZE, RECORD_OVERHEAD
 from rankscribe.writer.errors import CorruptRecordError
+from rankscribe.writer.format._framing import HEADER_SIZE, RECORD_OVERHEAD
 from rankscribe.writer.pb import summary_pb2, tensorboard_pb2
 from rankscribe.writer.reader._curves import Curves, Int64Array, Piece
 from rankscribe.writer.reader._record_table import RecordTable

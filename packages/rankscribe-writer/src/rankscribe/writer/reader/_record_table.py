@@ -18,8 +18,8 @@ import numpy as np
 import numpy.typing as npt
 from crc32c import crc32c
 
-from rankscribe.writer._crc import masked_crc32c
-from rankscribe.writer._framing import HEADER_SIZE, MAX_PAYLOAD_SIZE, RECORD_OVERHEAD
+from rankscribe.writer.format._crc import masked_crc32c
+from rankscribe.writer.format._framing import HEADER_SIZE, MAX_PAYLOAD_SIZE, RECORD_OVERHEAD
 
 _LENGTH = struct.Struct("<Q")
 _U32 = 0xFFFF_FFFF

@@ -63,6 +63,7 @@ from rankscribe.writer.record._checks import (
 )
 from rankscribe.writer.record._export import NpyExporter, claim_export_dir
 from rankscribe.writer.record._files import RecordFiles
+from rankscribe.writer.record._launcher import LauncherRank, launcher_rank
 from rankscribe.writer.record._pipeline import Pipeline
 from rankscribe.writer.record._scalar_batches import ScalarBatches
 from rankscribe.writer.record._step_writer import StepWriter
@@ -97,6 +98,11 @@ class SummaryRecord:
         export_options: ``{'tensor_format': 'npy'}`` also saves every tensor
             as ``export_<T>/tensor/<tag>_<step>.npy``.
         rank: the rank that goes into file names (the collector passes it).
+            None (the default) takes the rank a launcher exported (``mpiexec``,
+            ``torchrun``, Slurm; see ``docs/layout.md``), or 0 without one. Under
+            a launch of several ranks, a directory that is not the rank's own
+            ``rank_<r>`` (``rankscribe.ranks.rank_dir()``) gets a warning: the
+            ranks would share it.
         formats: ``("mindinsight",)``, and/or ``"tensorboard"`` for a second
             file that TensorBoard reads.
         max_pending_bytes: bound of the data recorded but not yet written;
@@ -123,7 +129,7 @@ class SummaryRecord:
         raise_exception: bool = False,
         export_options: dict[str, Any] | None = None,
         *,
-        rank: int | str = 0,
+        rank: int | str | None = None,
         formats: Iterable[str] = ("mindinsight",),
         max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
         group_readable: bool | None = None,
@@ -136,6 +142,9 @@ class SummaryRecord:
         self._raise_exception = check_bool(raise_exception, "raise_exception", caller=_CALLER)
         self._export_tensors = check_export_options(export_options)
         self._formats = check_formats(formats)
+        launched = launcher_rank(os.environ)
+        if rank is None:
+            rank = launched.rank if launched is not None else 0
         check_rank(rank)
         check_positive_int(max_pending_bytes, "max_pending_bytes", caller=_CALLER)
         if group_readable is not None:
@@ -148,6 +157,8 @@ class SummaryRecord:
             (summary_file_name(file_prefix, int(time.time()), rank, self._host, suffix)
              for suffix in (file_suffix, LINEAGE_SUFFIX)), key=len))
         files.make_private_dir(self._directory, group_readable=self._group_readable)
+        if launched is not None and launched.shared and not isinstance(rank, str):
+            self._warn_shared_directory(launched, rank)
         self._timestamp = claim_timestamp(self._directory)
         self._exporter: NpyExporter | None = None
         if self._export_tensors:
@@ -381,6 +392,19 @@ class SummaryRecord:
         traceback: TracebackType | None,
     ) -> None:
         self.close()
+
+    def _warn_shared_directory(self, launched: LauncherRank, rank: int) -> None:
+        """Say so when the ranks of one launch would all write into this directory."""
+        if os.path.basename(os.path.normpath(self._directory)) == files.rank_dir_name(rank):
+            return
+        size = "several" if launched.world_size is None else str(launched.world_size)
+        logger.warning(
+            "SummaryRecord(%r) under %s (%s=%d, %s ranks): every rank that opens this "
+            "directory writes its own files into it (this one labelled rank %d), and readers "
+            "of the directory mix the ranks' curves. Give each rank its own directory: "
+            "rankscribe.ranks.rank_dir(%r, rankscribe.ranks.detect()) gives %r.",
+            self._directory, launched.launcher, launched.variable, launched.rank, size, rank,
+            self._directory, os.path.join(self._directory, files.rank_dir_name(rank)))
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
