@@ -432,3 +432,30 @@ def test_a_tensor_numpy_cannot_hold_is_a_clear_error(dtype: torch.dtype) -> None
     with pytest.raises(CollectorTypeError,
                        match=rf"a {dtype} tensor cannot be read as a NumPy array"):
         torch_adapter.create_adapter().to_numpy(torch.empty(2, dtype=dtype))
+
+
+class _ProcessShards(torch.utils.data.Sampler[list[int]]):
+    """Deals the batches of a whole-dataset batch sampler out to processes (as Accelerate does)."""
+
+    def __init__(self, inner: BatchSampler, processes: int, index: int) -> None:
+        self.inner, self.num_processes, self.process_index = inner, processes, index
+        self.batch_size = inner.batch_size
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        for number, batch in enumerate(self.inner):
+            if number % self.num_processes == self.process_index:
+                yield batch
+
+    def __len__(self) -> int:
+        return len(self.inner) // self.num_processes
+
+
+def test_a_loader_whose_batch_sampler_deals_to_processes_reads_a_share() -> None:
+    dataset = TensorDataset(torch.arange(192.0).reshape(-1, 1))
+    whole = BatchSampler(SequentialSampler(dataset), batch_size=16, drop_last=False)
+    loader = DataLoader(dataset, batch_sampler=_ProcessShards(whole, 2, 1))
+    view = AdapterRegistry().dataset_view(loader)
+    assert view is not None
+    # 6 batches of 16 are this process's: its share, counted as such and summed by the merge.
+    assert (view.batches, view.batch_size, view.sharding) == (6, 16, "shards")
+    assert view.samples is None and view.get_dataset_size() == 6

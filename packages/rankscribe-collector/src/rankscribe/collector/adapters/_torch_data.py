@@ -121,7 +121,7 @@ def _loader_view(loader: Any) -> DatasetView:
     samples = _length(sampler) if _plain_batches(loader) else None
     if loader.drop_last and batches is not None and batch_size is not None:
         samples = batches * batch_size
-    sharding = _sharding(sampler)
+    sharding = _sharding(sampler) if _plain_batches(loader) else _batch_sharding(loader)
     return DatasetView(batches, batch_size, _dataset_path(loader.dataset), graph, samples,
                        sharding, _digest(loader.dataset) if sharding == "whole" else None)
 
@@ -133,6 +133,14 @@ def _sharding(sampler: Any) -> str | None:
         return "shards" if replicas > 1 else "whole"
     sampler_types = (torch.utils.data.SequentialSampler, torch.utils.data.RandomSampler)
     return "whole" if isinstance(sampler, sampler_types) else None
+
+
+def _batch_sharding(loader: Any) -> str | None:
+    """A batch sampler that deals batches out to processes (Accelerate's) reads a share."""
+    processes = getattr(loader.batch_sampler, "num_processes", None)
+    if isinstance(processes, int) and not isinstance(processes, bool):
+        return "shards" if processes > 1 else "whole"
+    return None
 
 
 def _item_bytes(item: Any) -> bytes:
