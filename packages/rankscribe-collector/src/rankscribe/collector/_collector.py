@@ -38,6 +38,7 @@ from rankscribe.collector._callback import MODES, Callback, CallbackParams, RunC
 from rankscribe.collector._extract import GRAPH_TAG, Extractor
 from rankscribe.collector._landscape import LandscapeSaver
 from rankscribe.collector._lineage import DEFAULT_MERGE_TIMEOUT, JobLineageMerger, LineageRecorder
+from rankscribe.collector._live import LiveRankView, check_job_view_interval
 from rankscribe.collector._options import (
     check_coordinator,
     check_export_options,
@@ -117,6 +118,9 @@ class SummaryCollector(Callback):
         fingerprints: record ``rankscribe/param_fingerprint`` at collected
             steps (True by default; it reads every parameter on the host, so a
             large model on an accelerator may prefer False).
+        job_view_interval: seconds between two live updates of the job view
+            (docs/job-view.md, "Live"); None: the environment variable
+            ``RANKSCRIBE_JOB_VIEW_INTERVAL``, else 60; 0: at the end only.
     """
 
     def __init__(
@@ -136,6 +140,7 @@ class SummaryCollector(Callback):
         rank_info: RankInfo | None = None,
         formats: Sequence[str] = ("mindinsight",),
         fingerprints: bool = True,
+        job_view_interval: float | None = None,
     ) -> None:
         self._summary_dir = check_summary_dir(summary_dir)
         self._collect_freq = check_positive_int("collect_freq", collect_freq)
@@ -194,6 +199,7 @@ class SummaryCollector(Callback):
         self._info: RankInfo | None = None
         self._first_step_done = False
         self._sink_mode = False
+        self._live = LiveRankView(check_job_view_interval(job_view_interval))
 
     # ------------------------------------------------------------------- lifecycle
 
@@ -276,6 +282,9 @@ class SummaryCollector(Callback):
             )
             merger.open()
             self._merger = merger
+            self._live.open(self._summary_dir, info, merger.active_coordinator,
+                            tensorboard="tensorboard" in self._formats,
+                            timeout=self._merge_timeout)
             weakref.finalize(self, merger.close)
 
     def _close(self) -> None:
@@ -292,6 +301,7 @@ class SummaryCollector(Callback):
         """
         self._close()
         merger, self._merger = self._merger, None
+        self._live.shutdown()
         if merger is not None:
             merger.close()
 
@@ -313,6 +323,8 @@ class SummaryCollector(Callback):
         if params.mode == "train":
             # The job view is of the last training run; an evaluation after it keeps it.
             self._series.start_run()
+            if self._directory is not None:
+                self._live.start(self._directory)
             if self._landscape is not None:
                 self._start_landscape(params)
 
@@ -485,7 +497,11 @@ class SummaryCollector(Callback):
 
     def _merge_job_lineage(self) -> None:
         if self._merger is not None and self._directory is not None:
-            self._merger.merge(self._directory, self._series.series)
+            # With the tree, rank 0 gets statistics, not every rank's series.
+            verdicts = self._live.finish()
+            series = None if self._live.active else self._series.series
+            self._merger.merge(self._directory, series, verdicts=verdicts)
+            self._live.close(self._merger.last_merged)
 
 
 def _numbers(numbers: list[int]) -> str:

@@ -78,6 +78,7 @@ from __future__ import annotations
 import logging
 import operator
 import os
+import time as _time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -99,6 +100,10 @@ from rankscribe.lineage.job._files import (
     write_job_files,
 )
 from rankscribe.lineage.job._files import now as _now
+from rankscribe.lineage.job._live import LIVE_STATE_NAME, LiveJobView, read_live_state
+from rankscribe.lineage.job._partials import Partial as JobPartial
+from rankscribe.lineage.job._partials import PartialFormatError
+from rankscribe.lineage.job._ranges import ranges_text
 from rankscribe.lineage.job._statistics import (
     FINGERPRINT_TAG,
     LOSS_TAGS,
@@ -120,14 +125,20 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "FINGERPRINT_TAG",
+    "LIVE_STATE_NAME",
     "LOSS_TAGS",
     "STEP_TIME_TAG",
     "STRAGGLER_MARGIN",
     "STRAGGLER_SHARE",
+    "JobPartial",
     "JobStatistics",
     "JobView",
+    "LiveJobView",
+    "PartialFormatError",
     "RankSeries",
     "holds_tensorboard_files",
+    "live_lines",
+    "ranges_text",
     "read_rank_series",
     "series_from_dir",
     "session_values",
@@ -401,8 +412,51 @@ def write_job_view(
     return JobView(paths, verdicts)
 
 
+def _last_steps_text(verdicts: Mapping[str, Any]) -> str:
+    """``"rank 0-6: 300, rank 7: 288"``: ranks grouped by their last step, in rank order."""
+    by_step: dict[Any, list[int]] = {}
+    for key, value in verdicts.items():
+        if str(key).startswith("job/last_step/"):
+            try:
+                rank = int(str(key).rsplit("/", 1)[1])
+            except ValueError:
+                continue
+            by_step.setdefault(value, []).append(rank)
+    groups = sorted(by_step.items(), key=lambda item: min(item[1]))
+    return ", ".join(f"{_ranks_phrase(ranges_text(ranks))}: {step}" for step, ranks in groups)
+
+
+def live_lines(job_dir: str | os.PathLike[str]) -> list[str]:
+    """What ``rankscribe-lineage show <job>`` prints of a job's live view (empty when none).
+
+    Read from the live view's state file in ``job_dir`` (rank 0 replaces it
+    each interval): how far the job view is written, the verdicts so far and
+    each rank's last step (``docs/job-view.md``, "Live").
+    """
+    state = read_live_state(job_dir)
+    if state is None or not isinstance(state.get("verdicts"), dict):
+        return []
+    verdicts = state["verdicts"]
+    when = state.get("wall_time")
+    stamp = (_time.strftime("%Y-%m-%d %H:%M:%S", _time.localtime(when))
+             if isinstance(when, (int, float)) else "?")
+    done = "final" if state.get("final") else "live"
+    lines = [
+        f"job view ({done}): interval {state.get('interval', '?')} at {stamp}, steps written "
+        f"through {state.get('written_through_step', '?')}, "
+        f"{state.get('ranks_in_interval', '?')} of {state.get('world_size', '?')} ranks in it"
+        + (f" (missing: {state['missing_in_interval']})"
+           if state.get("missing_in_interval") else "")
+    ]
+    lines.extend(verdict_lines(verdicts))
+    last = _last_steps_text(verdicts)
+    if last:
+        lines.append(f"last step: {last}")
+    return lines
+
+
 def _ranks_phrase(text: Any) -> str:
-    return f"ranks {text}" if "," in str(text) else f"rank {text}"
+    return f"ranks {text}" if "," in str(text) or "-" in str(text) else f"rank {text}"
 
 
 def verdict_lines(user_defined: Mapping[str, Any]) -> list[str]:

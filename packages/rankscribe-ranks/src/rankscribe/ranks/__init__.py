@@ -27,6 +27,7 @@ from rankscribe.ranks._rendezvous import FileCoordinator
 from rankscribe.ranks._single import SingleCoordinator
 from rankscribe.ranks._split import split_evenly
 from rankscribe.ranks._store import StoreCoordinator
+from rankscribe.ranks._tree import MemoryTreeChannel, MemoryTreeHub, TreeChannel, tree_channel
 from rankscribe.ranks.errors import (
     BackendUnavailableError,
     BarrierTimeoutError,
@@ -56,6 +57,8 @@ __all__ = [
     "FileCoordinator",
     "GatherResult",
     "Launcher",
+    "MemoryTreeChannel",
+    "MemoryTreeHub",
     "MpiCoordinator",
     "RankEnvironmentError",
     "RankInfo",
@@ -66,9 +69,11 @@ __all__ = [
     "SingleCoordinator",
     "StoreCoordinator",
     "StoreError",
+    "TreeChannel",
     "__version__",
     "choose_backend",
     "detect",
     "rank_dir",
     "split_evenly",
+    "tree_channel",
 ]
