@@ -41,6 +41,7 @@ from typing import Any
 
 from rankscribe.ranks._coordinator import Coordinator
 from rankscribe.ranks._deadline import Backoff, Deadline, check_timeout
+from rankscribe.ranks._info import RankInfo
 from rankscribe.ranks.errors import CollectiveTimeoutError, RanksTypeError, RanksValueError
 
 __all__ = [
@@ -413,7 +414,10 @@ class FileTreeChannel(TreeChannel):
 def tree_channel(
     coordinator: Coordinator, *, fan_in: int = DEFAULT_FAN_IN, timeout: float | None = None
 ) -> TreeChannel | None:
-    """A tree channel over the same transport as ``coordinator`` (None for a single process).
+    """A tree channel over the same transport as ``coordinator``.
+
+    None for a single process, and for a coordinator that is none of this
+    package's backends (its transport is unknown).
 
     Every rank calls this at the same point (for MPI it duplicates
     ``COMM_WORLD``, collectively, within ``timeout``; default the
@@ -423,7 +427,11 @@ def tree_channel(
     if not isinstance(coordinator, Coordinator):
         raise RanksTypeError(
             f"coordinator must be a Coordinator, got {type(coordinator).__name__}")
-    info = coordinator.info
+    info = getattr(coordinator, "info", None)
+    if not isinstance(info, RankInfo) or getattr(coordinator, "backend", None) not in (
+        "mpi", "store", "file"
+    ):
+        return None  # a coordinator of the program's own: no transport known to build on
     if info.world_size == 1:
         return None
     seconds = coordinator.timeout if timeout is None else check_timeout("timeout", timeout)
