@@ -181,7 +181,7 @@ def test_the_interval_comes_from_the_environment_when_not_given(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("RANKSCRIBE_JOB_VIEW_INTERVAL", "soon")
-    with pytest.raises(CollectorValueError, match="RANKSCRIBE_JOB_VIEW_INTERVAL.*'soon'"):
+    with pytest.raises(CollectorValueError, match=r"RANKSCRIBE_JOB_VIEW_INTERVAL.*'soon'"):
         SummaryCollector(tmp_path)
     monkeypatch.setenv("RANKSCRIBE_JOB_VIEW_INTERVAL", "2.5")
     assert SummaryCollector(tmp_path)._live.interval == 2.5
