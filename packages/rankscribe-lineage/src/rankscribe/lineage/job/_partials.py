@@ -33,6 +33,7 @@ from rankscribe.lineage.job._statistics import (
     FINGERPRINT_TAG,
     LOSS_TAGS,
     STEP_TIME_TAG,
+    JobStatistics,
     RankArrays,
     TagStatistics,
     rank_arrays,
@@ -171,6 +172,17 @@ class Partial:
         upto.last_steps = dict(self.last_steps)
         upto.nonfinite_loss = dict(self.nonfinite_loss)
         return upto, after
+
+    def job_statistics(self) -> JobStatistics:
+        """These points as :class:`JobStatistics` (what ``write_job_view`` takes)."""
+        return JobStatistics(
+            tags=dict(self.tags),
+            step_times=dict(self.per_rank.get(STEP_TIME_TAG, {})),
+            fingerprints=dict(self.per_rank.get(FINGERPRINT_TAG, {})),
+            nonfinite_loss=dict(self.nonfinite_loss),
+            last_steps={rank: (step if step >= 0 else None)
+                        for rank, step in sorted(self.last_steps.items())},
+        )
 
     def drop_through(self, last: int) -> int:
         """Remove the points at steps <= ``last`` (already written); return how many there were."""

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from rankscribe.lineage.job._ranges import missing_ranges, ranges_text
 from rankscribe.lineage.job._statistics import JobStatistics, RankArrays
 
 if TYPE_CHECKING:
@@ -235,10 +236,12 @@ def job_verdicts(
     """Every verdict of the job, and the per-step step-time figures they came from."""
     times = step_times(statistics)
     reported = [rank for rank, step in statistics.last_steps.items() if step is not None]
-    absent = (set(range(world_size)) - set(reported)) | set(missing)
+    # Ranges from the ranks that exist: world_size may come from a file (2**31 - 1).
+    absent = missing_ranges([rank for rank in reported if rank not in set(missing)], world_size)
+    absent += [(rank, rank) for rank in missing if rank >= world_size]
     verdicts: Verdicts = {
         "job/ranks_reported": len(reported),
-        "job/missing_ranks": _ranks_text(absent),
+        "job/missing_ranks": ranges_text(sorted(absent)),
     }
     verdicts.update(_straggler(times))
     verdicts.update(_divergence(statistics.fingerprints))
