@@ -32,7 +32,7 @@ from typing import Any
 from rankscribe.lineage._hparams import write_hparams
 from rankscribe.lineage.cli._table import closest_first, column_texts, fit_columns, order_columns
 from rankscribe.lineage.errors import LineageError, LineageExpressionError, LineageFileNotFoundError
-from rankscribe.lineage.jobview import verdict_lines
+from rankscribe.lineage.jobview import ranges_text, verdict_lines
 from rankscribe.lineage.merge._merge import merge_run_dir
 from rankscribe.lineage.query._conditions import FIELD_MAPPING
 from rankscribe.lineage.query._expressions import parse_expression, parse_sort_key
@@ -312,7 +312,7 @@ def _merge(args: argparse.Namespace) -> int:
     reported = ",".join(str(rank) for rank in outcome.ranks_reported)
     print(f"wrote {outcome.path} (ranks {reported}", end="")
     if outcome.ranks_missing:
-        print(f"; missing {','.join(str(rank) for rank in outcome.ranks_missing)}", end="")
+        print(f"; missing {ranges_text(outcome.missing_ranges, limit=300)}", end="")
     print(")")
     if outcome.job_view is not None:
         for path in outcome.job_view.paths:

@@ -149,7 +149,8 @@ def _merge_train(merger: _Merger, world_size: int) -> dict[str, dict[str, Any]]:
         if value is not None:
             hyper[key] = value
     if any(lineage.section("hyper_parameters") for lineage in merger.lineages.values()):
-        hyper["device_num"] = world_size
+        # int32 on the wire; a larger world (read from a file) stays exact in ranks_expected.
+        hyper["device_num"] = min(world_size, _INT32_MAX)
     dataset = _merged_dataset(merger, "train")
     algorithm: dict[str, Any] = {}
     network = merger.agreed("network", _section_getter("algorithm", "network"))

@@ -130,14 +130,17 @@ def _decode_slowly(payload: bytes, sequence: int, columns: Columns) -> None:
         event = summary_pb2.Event.FromString(payload)
     except Exception:
         return  # not an event (the framing's CRC passed: a foreign record)
-    if event.WhichOneof("what") != "summary":
-        return
-    for value in event.summary.value:
+    if event.WhichOneof("what") == "summary":
+        _add_summary(event.step, event.summary, sequence, columns)
+
+
+def _add_summary(step: int, summary: Any, sequence: int, columns: Columns) -> None:
+    for value in summary.value:
         if value.WhichOneof("value") == "scalar_value":
             tag = value.tag if isinstance(value.tag, str) else bytes(value.tag).decode(
                 "utf-8", "replace")
             steps, values, order = columns.setdefault(tag, ([], [], []))
-            steps.append(np.asarray([event.step], dtype=np.int64))
+            steps.append(np.asarray([step], dtype=np.int64))
             values.append(np.asarray([value.scalar_value], dtype=np.float64))
             order.append(np.asarray([sequence], dtype=np.int64))
 
@@ -148,7 +151,11 @@ def _decode_group(rows: list[Row], columns: Columns) -> None:
         layout = _Layout.of(rows[0][1])
         if layout is None:
             step, summary, sequence = rows.pop(0)
-            _decode_slowly(_event_bytes(step, summary), sequence, columns)
+            try:
+                message = summary_pb2.Summary.FromString(summary)
+            except Exception:
+                continue  # not a summary: nothing of it is a scalar
+            _add_summary(step, message, sequence, columns)
             continue
         block = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.uint8)
         block = block.reshape(len(rows), len(layout.skeleton))
@@ -163,11 +170,6 @@ def _decode_group(rows: list[Row], columns: Columns) -> None:
             target[1].append(floats.astype(np.float64))
             target[2].append(order[matches])
         rows = [row for row, matched in zip(rows, matches.tolist(), strict=True) if not matched]
-
-
-def _event_bytes(step: int, summary: bytes) -> bytes:
-    return summary_pb2.Event(step=step, summary=summary_pb2.Summary.FromString(
-        summary)).SerializeToString()
 
 
 def _read_file(path: str, columns: Columns, first: int) -> int:
