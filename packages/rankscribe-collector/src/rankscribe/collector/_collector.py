@@ -497,10 +497,13 @@ class SummaryCollector(Callback):
 
     def _merge_job_lineage(self) -> None:
         if self._merger is not None and self._directory is not None:
-            # With the tree, rank 0 gets statistics, not every rank's series.
+            # With the tree, rank 0 gets statistics, not every rank's series; the tree's
+            # last round and the lineage gather share one merge_timeout.
+            started = perf_counter()
             verdicts = self._live.finish()
+            left = max(0.0, self._merge_timeout - (perf_counter() - started))
             series = None if self._live.active else self._series.series
-            self._merger.merge(self._directory, series, verdicts=verdicts)
+            self._merger.merge(self._directory, series, verdicts=verdicts, timeout=left)
             self._live.close(self._merger.last_merged)
 
 

@@ -229,12 +229,14 @@ class JobLineageMerger:
     def merge(
         self, rank_directory: str | os.PathLike[str], series: ScalarSeries | None = None,
         *, verdicts: Mapping[str, float | int | str] | None = None,
+        timeout: float | None = None,
     ) -> str | None:
         """Every rank calls this; rank 0 returns the merged file's path (others None).
 
         ``series``: this rank's scalars for the job view (none: no job view
         from this rank). ``verdicts``: on rank 0, the job view's verdicts when
-        the live view (the tree) wrote the job files already.
+        the live view (the tree) wrote the job files already. ``timeout``:
+        what is left of the wait for the other ranks (default ``self.timeout``).
         """
         payload = {
             "lineage": self._own_lineage(rank_directory),
@@ -244,7 +246,8 @@ class JobLineageMerger:
         if coordinator is None:
             return None  # open() failed and said so
         try:
-            result = coordinator.gather(payload, root=0, timeout=self.timeout)
+            result = coordinator.gather(
+                payload, root=0, timeout=self.timeout if timeout is None else timeout)
         except RanksError as error:
             self._report(error)
             return None
