@@ -60,6 +60,8 @@ JOB_VIEW_INTERVAL_ENV = "RANKSCRIBE_JOB_VIEW_INTERVAL"
 _ROUND_SHARE = 0.5
 #: ... but never more than this (seconds): a live round is not the end of training.
 _ROUND_WAIT_LIMIT = 30.0
+#: The round number of the last round (every earlier round has a smaller one).
+FINAL_ROUND = 1 << 62
 
 
 def check_job_view_interval(value: object) -> float:
@@ -227,14 +229,16 @@ class LiveRankView:
         Every rank calls this when training ends, whatever happened before.
         """
         if self.channel is None or self._tail is None:
-            return None
+            return None  # no training run since the last finish (an evaluation ends)
         self.stop_thread()
         try:
-            self._round_trip(final=True)
+            self._round_trip(FINAL_ROUND)
         except Exception as error:  # the lineage merge must still run after this
             logger.error("The last round of the job view failed on rank %d: %s",
                          self.channel.rank, error)
             return None
+        finally:
+            self._tail = None
         view = self.view
         if view is None:
             return None
@@ -281,11 +285,11 @@ class LiveRankView:
         return min(self.interval * _ROUND_SHARE, _ROUND_WAIT_LIMIT)
 
     def _run(self) -> None:
-        started = time.monotonic()
-        while not self._stop.wait(max(0.0, started + (self._round + 1) * self.interval
-                                      - time.monotonic())):
+        # Rounds start at multiples of the interval of the wall clock, numbered by that
+        # multiple: every rank (on synchronised clocks) agrees on a round's number and start.
+        while not self._stop.wait(self.interval - time.time() % self.interval):
             try:
-                self._round_trip(final=False)
+                self._round_trip(round(time.time() / self.interval))
             except Exception:
                 logger.exception("A round of the live job view failed; the live view stops "
                                  "(the end of training still writes it)")
@@ -304,13 +308,17 @@ class LiveRankView:
                 logger.warning("The live job view of %s could not be written (%s); it is kept "
                                "for the next interval", self._job_dir, error)
 
-    def _round_trip(self, *, final: bool) -> None:
-        """One round: own new points + the children's, merged; to the parent or rank 0's view."""
+    def _round_trip(self, number: int) -> None:
+        """One round: own new points + the children's, merged; to the parent or rank 0's view.
+
+        ``number``: the round (:data:`FINAL_ROUND` at the end of training). A child's
+        message of an earlier round that arrives now is merged too.
+        """
         channel, tail = self.channel, self._tail
         assert channel is not None and tail is not None
+        final = number == FINAL_ROUND
         with self._lock:
             self._round += 1
-            number = self._round
             before = tail.last_step
             own = JobPartial.of_rank(channel.rank, tail.read_new(), last_step=before)
             tree_height = max(1, channel.tree_height)
