@@ -28,6 +28,12 @@ from the start of one step to the start of the next, median over the steps
 that collect nothing (target: the collector adds <= 40 us, <= 4 % of the
 step), and the median time inside the collector's hooks on those steps.
 
+With ``--job-view-interval S`` the collectors get ``job_view_interval=S``. The
+live job view runs only in a job of several ranks, so measure it under MPI,
+e.g. ``mpiexec -n 2 python tools/bench/collector.py --quick
+--job-view-interval 1`` against the same with ``--job-view-interval 0`` (every
+rank runs the same loops; rank 0's numbers include its live writer thread).
+
 A third part times the fingerprint of 10 MB of parameters (target: well
 under 1 ms) against a plain copy of the same bytes, in the same run.
 """
@@ -57,6 +63,8 @@ from rankscribe.collector import (
 from rankscribe.collector._fingerprint import parameter_fingerprint
 
 STEP_MS = 10.0
+#: ``--job-view-interval``: the collectors' job_view_interval (None: the default).
+JOB_VIEW_INTERVAL: float | None = None
 FAST_STEP_MS = 1.0
 BATCH = 32
 #: Steps that save landscape parameter files by default (intervals 1-9, 10-19).
@@ -168,7 +176,8 @@ def run_once(epochs: int, steps_per_epoch: int, collect_freq: int | None,
     """One training run: bare (``collect_freq`` None) or with a collector, timed or not."""
     network, optimizer, dataset = make_model(steps_per_epoch)
     loop = TrainLoop(make_step(network, step_ms, starts), network=network, optimizer=optimizer)
-    collector = (SummaryCollector(directory, collect_freq=collect_freq)
+    collector = (SummaryCollector(directory, collect_freq=collect_freq,
+                                  job_view_interval=JOB_VIEW_INTERVAL)
                  if collect_freq is not None else None)
     wrapper = TimedCollector(collector) if collector is not None and timed else None
     callback: Callback | None = wrapper if wrapper is not None else collector
@@ -236,7 +245,11 @@ def main() -> None:
     parser.add_argument("--collect-freq", type=int, default=10)
     parser.add_argument("--fast-steps", type=int, default=1000,
                         help=f"steps of {FAST_STEP_MS:g} ms for the quiet-step measurement")
+    parser.add_argument("--job-view-interval", type=float, default=None,
+                        help="the collectors' job_view_interval (seconds; run under mpiexec)")
     arguments = parser.parse_args()
+    global JOB_VIEW_INTERVAL  # noqa: PLW0603 - one setting for every run of this process
+    JOB_VIEW_INTERVAL = arguments.job_view_interval
     if arguments.quick:
         arguments.epochs, arguments.steps, arguments.repeat = 1, 150, 2
         arguments.fast_steps = 400

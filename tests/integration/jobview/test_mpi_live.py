@@ -61,6 +61,14 @@ def wait_for(condition: Callable[[], Any], timeout: float, what: str,
     pytest.fail(f"{what} did not happen within {timeout} s")
 
 
+def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    """``rankscribe-lineage <argv>`` in a new process."""
+    return subprocess.run(
+        [sys.executable, "-c", "import sys; from rankscribe.lineage.cli import main; "
+         "sys.exit(main())", *argv],
+        capture_output=True, text=True, timeout=MERGE_TIMEOUT, check=False)
+
+
 def steps_of(points: Points) -> set[int]:
     return set(points.get(f"{SCRIPT_TAG}/mean", {}))
 
@@ -80,6 +88,14 @@ def test_live_job_view_grows_survives_sigkill_and_merge_completes_it(
         second = wait_for(lambda: (found if len(found := steps_of(job_points(job))) > len(first)
                                    else None), GROW_TIMEOUT, "a second interval", process)
         assert first < second  # appended: every step of the first read is still there
+        shown = cli("show", str(job))
+        assert shown.returncode == 0, shown.stdout + shown.stderr
+        lines = shown.stdout.splitlines()
+        assert lines[0].startswith("job view (live): interval ")
+        assert f"of {RANKS} ranks in it" in lines[0]
+        assert "straggler: none" in shown.stdout
+        # Each rank's last step, ranks that share one grouped: "ranks 0-2: 57" or "...".
+        assert any(line.startswith("last step: rank") for line in lines), lines
     finally:
         os.killpg(process.pid, signal.SIGKILL)
         process.communicate(timeout=30)
@@ -98,10 +114,7 @@ def test_live_job_view_grows_survives_sigkill_and_merge_completes_it(
     state = job / ".rankscribe-live.json"
     assert state.exists()
 
-    merged = subprocess.run(
-        [sys.executable, "-c", "import sys; from rankscribe.lineage.cli import main; "
-         "sys.exit(main())", "merge", str(job)],
-        capture_output=True, text=True, timeout=MERGE_TIMEOUT, check=False)
+    merged = cli("merge", str(job))
     assert merged.returncode == 0, merged.stdout + merged.stderr
     offline = job_points(job)
     rank_steps = [set(dict(scalars(job / f"rank_{rank}").get(SCRIPT_TAG, [])))
