@@ -90,8 +90,10 @@ def check_job_view_interval(value: object) -> float:
 class RankFileTail:
     """The scalars a rank's summary files gained since the last read.
 
-    Files present when the tail starts belong to an earlier run and are left
-    alone. Each file is read from where the last read stopped; a record still
+    What the files held when the tail starts belongs to an earlier run and is
+    left alone (a file of this collector's record that the new run appends to
+    is read from its size at the start). Each file is read from where the last
+    read stopped; a record still
     being written is read next time; a file damaged before its end is read up
     to the damage (with a warning) and then left alone.
     """
@@ -99,7 +101,12 @@ class RankFileTail:
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = os.fspath(directory)
         self._offsets: dict[str, int] = {}
-        self._done: set[str] = set(self._files())
+        for path in self._files():
+            try:
+                self._offsets[path] = os.path.getsize(path)
+            except OSError:
+                continue
+        self._done: set[str] = set()
         self.last_step = -1
 
     def _files(self) -> list[str]:
