@@ -345,13 +345,13 @@ class LiveRankView:
                     if round_number >= number:
                         arrived.add(child)
             late = [child for child in channel.children if child not in arrived]
-            if late and not final:
-                logger.info("job view round %d: rank(s) %s did not deliver in time", number,
-                            late)
+            if late:
+                logger.info("job view, %s: rank(s) %s did not deliver in time",
+                            _round_name(number), late)
             if channel.parent is not None:
                 if not channel.send(number, merged.to_bytes(), base):
-                    logger.warning("job view round %d: rank %d's message did not reach rank %d "
-                                   "in time", number, channel.rank, channel.parent)
+                    logger.warning("job view, %s: rank %d's message did not reach rank %d in "
+                                   "time", _round_name(number), channel.rank, channel.parent)
                 return
             view = self.view
             assert view is not None and self.info is not None
@@ -359,9 +359,13 @@ class LiveRankView:
             missing = [rank for rank in range(self.info.world_size) if rank not in present]
             view.add(merged, missing=missing)
             if missing:
-                logger.warning("job view round %d: no points from rank(s) %s", number,
+                logger.warning("job view, %s: no points from rank(s) %s", _round_name(number),
                                _short(missing))
         self._written.set()
+
+
+def _round_name(number: int) -> str:
+    return "the last round" if number == FINAL_ROUND else f"round {number}"
 
 
 def _short(ranks: list[int]) -> str:
