@@ -181,6 +181,7 @@ class LiveRankView:
         self._written = threading.Event()
         self._lock = threading.Lock()
         self._round = 0
+        self._finished: set[int] = set()
         self._job_dir = ""
         self._tensorboard = False
         self._timeout = 60.0
@@ -214,6 +215,7 @@ class LiveRankView:
         self._tail = RankFileTail(rank_directory)
         self._round = 0
         self._failed = False
+        self._finished = set()
         self._stop.clear()
         self.view = (LiveJobView(self._job_dir, world_size=self.info.world_size,
                                  tensorboard=self._tensorboard)
@@ -327,7 +329,8 @@ class LiveRankView:
         with self._lock:
             self._round += 1
             before = tail.last_step
-            own = JobPartial.of_rank(channel.rank, tail.read_new(), last_step=before)
+            own = JobPartial.of_rank(channel.rank, tail.read_new(), last_step=before,
+                                     finished=final)
             tree_height = max(1, channel.tree_height)
             base = self._timeout if final else self._round_wait()
             wait = base * channel.height / tree_height
@@ -355,7 +358,10 @@ class LiveRankView:
                 return
             view = self.view
             assert view is not None and self.info is not None
-            present = set(merged.ranks)
+            # A rank that sent its last message (in this round or an earlier one) is done,
+            # not missing.
+            self._finished |= merged.finished
+            present = set(merged.ranks) | self._finished
             missing = [rank for rank in range(self.info.world_size) if rank not in present]
             view.add(merged, missing=missing)
             if missing:

@@ -11,7 +11,9 @@ the live job view (``docs/job-view.md``, "Live" and "Tree"):
   fingerprint: a majority), for this interval only;
 - ``last_steps``: every rank whose points arrived, with its last step so far
   (-1 before its first point): the ranks of the interval;
-- ``nonfinite_loss``: the first step of each rank whose loss was NaN/inf.
+- ``nonfinite_loss``: the first step of each rank whose loss was NaN/inf;
+- ``finished``: the ranks whose last message (at the end of training) this
+  holds: they send nothing after it, and are not missing from later rounds.
 
 Two partials of disjoint ranks merge in any order (Chan's update for the
 statistics). On the wire a partial is data only — a JSON header naming the
@@ -86,6 +88,7 @@ class Partial:
     per_rank: dict[str, dict[int, RankArrays]] = field(default_factory=dict)
     last_steps: dict[int, int] = field(default_factory=dict)
     nonfinite_loss: dict[int, int] = field(default_factory=dict)
+    finished: set[int] = field(default_factory=set)
 
     @classmethod
     def of_rank(
@@ -94,12 +97,16 @@ class Partial:
         scalars: Mapping[str, Iterable[tuple[int, float]] | RankArrays],
         *,
         last_step: int = -1,
+        finished: bool = False,
     ) -> Partial:
         """One rank's new points (``tag -> [(step, value)]`` or ``(steps, values)`` arrays).
 
-        ``last_step``: the rank's last step before these points (-1: none).
+        ``last_step``: the rank's last step before these points (-1: none);
+        ``finished``: these are its last points (the end of training).
         """
         partial = cls()
+        if finished:
+            partial.finished.add(rank)
         last = last_step
         for tag, points in scalars.items():
             if isinstance(points, tuple) and len(points) == 2 and isinstance(
@@ -152,6 +159,7 @@ class Partial:
             self.last_steps[rank] = max(step, self.last_steps.get(rank, -1))
         for rank, step in other.nonfinite_loss.items():
             self.nonfinite_loss[rank] = min(step, self.nonfinite_loss.get(rank, step))
+        self.finished |= other.finished
 
     def split(self, last: int) -> tuple[Partial, Partial]:
         """(the points at steps <= ``last``, the rest); ranks and loss notes go with the first."""
@@ -171,6 +179,7 @@ class Partial:
                     after.per_rank.setdefault(tag, {})[rank] = (steps[cut:], values[cut:])
         upto.last_steps = dict(self.last_steps)
         upto.nonfinite_loss = dict(self.nonfinite_loss)
+        upto.finished = set(self.finished)
         return upto, after
 
     def job_statistics(self) -> JobStatistics:
@@ -214,6 +223,7 @@ class Partial:
             "per_rank": per_rank,
             "last_steps": [[rank, step] for rank, step in self.last_steps.items()],
             "nonfinite_loss": [[rank, step] for rank, step in self.nonfinite_loss.items()],
+            "finished": sorted(self.finished),
         }, separators=(",", ":")).encode("utf-8")
         return b"".join([_MAGIC, _LENGTH.pack(len(header)), header, *arrays])
 
@@ -278,6 +288,7 @@ def _decoded(header: Any, view: memoryview, offset: int) -> Partial:
         partial.last_steps[_rank_number(rank, "a rank")] = _rank_number(step, "a step")
     for rank, step in header["nonfinite_loss"]:
         partial.nonfinite_loss[_rank_number(rank, "a rank")] = _rank_number(step, "a step")
+    partial.finished = {_rank_number(rank, "a rank") for rank in header["finished"]}
     if cursor.offset != len(view):
         raise PartialFormatError(f"{len(view) - cursor.offset} bytes follow the last array")
     return partial
