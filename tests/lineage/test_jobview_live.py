@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rankscribe.lineage.job._live import PATIENCE
 from rankscribe.lineage.jobview import (
     LIVE_STATE_NAME,
     STEP_TIME_TAG,
@@ -134,45 +135,66 @@ def test_rank0_writes_only_steps_every_rank_of_the_interval_passed(tmp_path: Pat
     assert all(os.stat(path).st_mode & 0o777 == 0o400 for path in view.paths)
 
 
-def test_a_rank_missing_from_an_interval_is_named_and_the_view_carries_on(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+def test_a_silent_rank_holds_the_file_back_a_few_intervals_then_is_left_behind(
+    tmp_path: Path
 ) -> None:
     view = LiveJobView(tmp_path, world_size=4)
-    interval = JobPartial()
-    for rank in (0, 1, 3):  # rank 2 died mid-interval
-        interval.merge(JobPartial.of_rank(rank, rank_points(rank, range(1, 21))))
-    view.add(interval, missing=[2])
-    view.write()
+    for index, first in enumerate((1, 21, 41)):
+        interval = JobPartial()
+        for rank in (0, 1, 3):  # rank 2 died
+            interval.merge(JobPartial.of_rank(rank, rank_points(rank, range(first, first + 20)),
+                                              last_step=first - 1))
+        view.add(interval, missing=[2])
+        written = view.write()
+        if index < PATIENCE - 1:
+            # It may only be late: the steps wait for it (nothing written yet).
+            assert not written and job_points(tmp_path) == {}
+    points = job_points(tmp_path)
+    assert sorted(points["metric/acc/mean"]) == list(range(1, 61))
+    assert set(points["metric/acc/ranks"].values()) == {3.0}
     state = json.loads((tmp_path / LIVE_STATE_NAME).read_text())
     assert state["missing_in_interval"] == "2"
     assert state["ranks_in_interval"] == 3
     assert state["verdicts"]["job/missing_ranks"] == "2"
-    written = job_points(tmp_path)
-    assert set(written["metric/acc/ranks"].values()) == {3.0}
-    assert max(written["metric/acc/mean"]) == 20
     lines = live_lines(tmp_path)
-    assert "interval 1" in lines[0] and "3 of 4 ranks" in lines[0] and "missing: 2" in lines[0]
-    assert "last step: ranks 0,1,3: 20" in lines
+    assert "interval 3" in lines[0] and "3 of 4 ranks" in lines[0] and "missing: 2" in lines[0]
+    assert "last step: ranks 0,1,3: 60" in lines
     assert "missing: rank 2" in lines
+
+
+def test_a_rank_late_for_one_interval_is_waited_for(tmp_path: Path) -> None:
+    view = LiveJobView(tmp_path, world_size=2)
+    view.add(JobPartial.of_rank(0, rank_points(0, range(1, 11))), missing=[1])
+    assert not view.write()  # rank 1 is late, not gone: its steps wait
+    late = JobPartial.of_rank(1, rank_points(1, range(1, 11)))
+    late.last_steps[0] = 10
+    view.add(late)
+    view.write()
+    assert set(job_points(tmp_path)["loss/auto/ranks"].values()) == {2.0}
 
 
 def test_points_for_steps_already_written_are_dropped_with_a_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     view = LiveJobView(tmp_path, world_size=2)
-    interval = JobPartial.of_rank(0, rank_points(0, range(1, 11)))
-    view.add(interval, missing=[1])
-    view.write()
-    late = JobPartial.of_rank(1, rank_points(1, range(1, 13)))
-    late.merge(JobPartial.of_rank(0, rank_points(0, range(11, 13)), last_step=10))
+    for first in range(1, 1 + 10 * PATIENCE, 10):  # rank 1 silent for PATIENCE intervals
+        view.add(JobPartial.of_rank(0, rank_points(0, range(first, first + 10)),
+                                    last_step=first - 1), missing=[1])
+        view.write()
+    written_through = 10 * PATIENCE
+    back = JobPartial.of_rank(1, rank_points(1, range(1, written_through + 3)))
+    back.merge(JobPartial.of_rank(0, rank_points(0, range(written_through + 1,
+                                                          written_through + 3)),
+                                  last_step=written_through))
     with caplog.at_level(logging.WARNING):
-        view.add(late)
+        view.add(back)
     assert "already written" in caplog.text
     view.finish()
     written = job_points(tmp_path)
-    # Steps 1-10 once, from rank 0 alone; 11-12 from both.
-    assert [written["loss/auto/ranks"][step] for step in range(1, 13)] == [1.0] * 10 + [2.0] * 2
-    assert view.dropped_points == 10 * len(TAGS)
+    # The steps written while rank 1 was silent have rank 0 alone; the rest both.
+    assert [written["loss/auto/ranks"][step] for step in range(1, written_through + 3)] == (
+        [1.0] * written_through + [2.0] * 2)
+    assert view.dropped_points == written_through * len(TAGS)
 
 
 def test_intervals_a_slow_filesystem_missed_are_written_together_and_complete(

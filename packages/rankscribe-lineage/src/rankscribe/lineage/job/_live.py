@@ -9,11 +9,13 @@ a series. Its memory is bounded by what one interval brings (and by the
 skew between the fastest and the slowest rank), not by ranks x steps.
 Semantics: ``docs/job-view.md``, "Live" and "Tree".
 
-Where a step is cut: the smallest last step over the ranks of the interval.
-A step at or below it is complete (every rank that reported this interval
-has passed it) and is written once; points that arrive later for a step
-already written (a rank that missed intervals) are dropped from the live
-file with a warning and counted — the offline merge counts them.
+Where a step is cut: the smallest last step over the ranks the view waits
+for — every rank that has not finished and was heard from in the last
+:data:`PATIENCE` intervals (a rank not heard from yet counts as heard at the
+start). A step at or below it is complete and is written once; a rank
+silent for longer is left behind (and named missing), and points that
+arrive later for a step already written are dropped from the live file
+with a warning and counted — the offline merge counts them.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["LIVE_STATE_NAME", "LiveJobView", "LiveVerdicts", "read_live_state"]
 
+#: Intervals a silent rank holds the live file back before it is left behind.
+PATIENCE = 3
 #: The live view's state beside the job files: the verdicts so far, each rank's last step.
 LIVE_STATE_NAME = ".rankscribe-live.json"
 #: A state file larger than this is not read (it holds one entry per rank).
@@ -332,6 +336,8 @@ class LiveJobView:
         self.dropped_points = 0
         self._pending = Partial()
         self._round_ranks: list[int] = []
+        self._heard: dict[int, int] = {}  # rank -> the last interval it was heard in
+        self._finished: set[int] = set()
         self._round_missing: list[int] = []
         self._received = 0
         self._written_round = 0
@@ -360,6 +366,9 @@ class LiveJobView:
             self._round_ranks = partial.ranks
             self._round_missing = list(missing)
             self._received += 1
+            for rank in partial.ranks:
+                self._heard[rank] = self._received
+            self._finished |= partial.finished
 
     def write(self, *, final: bool = False) -> bool:
         """Append the steps every rank of the latest interval passed (all of them if ``final``).
@@ -379,9 +388,7 @@ class LiveJobView:
                     "are written together", self.directory, self._written_round + 1,
                     self._received)
             self._written_round = self._received
-            steps = [self._pending.last_steps.get(rank, -1) for rank in self._round_ranks]
-            known = [step for step in steps if step >= 0]
-            cut = (2**63 - 1) if final else (min(known) if known else -1)
+            cut = (2**63 - 1) if final else self._cut()
             written, self._pending = self._pending.split(cut)
             self._pending.last_steps = dict(written.last_steps)
             missing = list(self._round_missing)
@@ -391,14 +398,28 @@ class LiveJobView:
         curves = self._curves(written)
         verdict_step = max((int(curve.steps[-1]) for curve in curves if len(curve.steps)),
                            default=None)
-        self.written_through = max(self.written_through, verdict_step or -(2**63))
+        # Later points at or below the cut are late (every rank waited for had passed it).
+        self.written_through = max(self.written_through, cut)
         verdicts = self.state.verdicts()
         if verdict_step is not None:
             curves.extend(_verdict_curves(verdicts, verdict_step, len(self._round_ranks)))
         self.intervals += 1
         self._append(curves)
         self._write_state(verdicts, final=final)
-        return True
+        return bool(curves) or final
+
+    def _cut(self) -> int:
+        """The last step every rank the view waits for has passed (-1: none yet)."""
+        waiting = [
+            rank for rank in range(self.world_size)
+            if rank not in self._finished
+            and self._received - self._heard.get(rank, 0) < PATIENCE
+        ]
+        steps = [self._pending.last_steps.get(rank, -1) for rank in waiting]
+        if not steps:  # every rank finished or fell silent: what arrived is complete
+            known = [step for step in self._pending.last_steps.values() if step >= 0]
+            return max(known, default=-1)
+        return min(steps)
 
     def _curves(self, written: Partial) -> list[Curve]:
         curves: list[Curve] = []
@@ -426,7 +447,7 @@ class LiveJobView:
 
     def _write_state(self, verdicts: Mapping[str, Any], *, final: bool) -> None:
         state = {
-            "interval": self.intervals,
+            "interval": self._received,
             "wall_time": now(),
             "final": final,
             "written_through_step": self.written_through,
