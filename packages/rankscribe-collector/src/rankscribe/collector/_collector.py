@@ -36,7 +36,7 @@ from typing import Any
 
 from rankscribe.collector._callback import MODES, Callback, CallbackParams, RunContext
 from rankscribe.collector._extract import GRAPH_TAG, Extractor
-from rankscribe.collector._landscape import LandscapeSaver
+from rankscribe.collector._landscape import LandscapeSaver, unit_ranges
 from rankscribe.collector._lineage import DEFAULT_MERGE_TIMEOUT, JobLineageMerger, LineageRecorder
 from rankscribe.collector._live import LiveRankView, check_job_view_interval
 from rankscribe.collector._options import (
@@ -118,9 +118,8 @@ class SummaryCollector(Callback):
         fingerprints: record ``rankscribe/param_fingerprint`` at collected
             steps (True by default; it reads every parameter on the host, so a
             large model on an accelerator may prefer False).
-        job_view_interval: seconds between two live updates of the job view
-            (docs/job-view.md, "Live"); None: the environment variable
-            ``RANKSCRIBE_JOB_VIEW_INTERVAL``, else 60; 0: at the end only.
+        job_view_interval: seconds between live updates of the job view (docs/job-view.md,
+            "Live"); None: ``RANKSCRIBE_JOB_VIEW_INTERVAL``, else 60; 0: at the end only.
     """
 
     def __init__(
@@ -282,9 +281,7 @@ class SummaryCollector(Callback):
             )
             merger.open()
             self._merger = merger
-            self._live.open(self._summary_dir, info, merger.active_coordinator,
-                            tensorboard="tensorboard" in self._formats,
-                            timeout=self._merge_timeout)
+            self._live.open(self._summary_dir, info, merger)
             weakref.finalize(self, merger.close)
 
     def _close(self) -> None:
@@ -323,8 +320,7 @@ class SummaryCollector(Callback):
         if params.mode == "train":
             # The job view is of the last training run; an evaluation after it keeps it.
             self._series.start_run()
-            if self._directory is not None:
-                self._live.start(self._directory)
+            self._live.start(self._directory)
             if self._landscape is not None:
                 self._start_landscape(params)
 
@@ -477,7 +473,7 @@ class SummaryCollector(Callback):
             "Loss landscape (on by default, as in MindSpore): saving %d full parameter sets "
             "of the network (%ss %s) into %s; turn it off with "
             "collect_specified_data={'collect_landscape': None}.",
-            len(planned), landscape.unit, _numbers(planned), where,
+            len(planned), landscape.unit, unit_ranges(planned), where,
         )
 
     def _write_step_times(self) -> None:
@@ -497,22 +493,5 @@ class SummaryCollector(Callback):
 
     def _merge_job_lineage(self) -> None:
         if self._merger is not None and self._directory is not None:
-            # With the tree, rank 0 gets statistics, not every rank's series; the tree's
-            # last round and the lineage gather share one merge_timeout.
-            started = perf_counter()
-            verdicts = self._live.finish()
-            left = max(0.0, self._merge_timeout - (perf_counter() - started))
-            series = None if self._live.active else self._series.series
-            self._merger.merge(self._directory, series, verdicts=verdicts, timeout=left)
-            self._live.close(self._merger.last_merged)
+            self._live.merge(self._merger, self._directory, self._series.series)
 
-
-def _numbers(numbers: list[int]) -> str:
-    """``1-9, 10-19`` style: consecutive runs of ``numbers`` (sorted) joined."""
-    runs: list[list[int]] = []
-    for number in numbers:
-        if runs and number == runs[-1][-1] + 1:
-            runs[-1].append(number)
-        else:
-            runs.append([number])
-    return ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)

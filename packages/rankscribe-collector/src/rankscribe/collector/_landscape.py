@@ -49,7 +49,7 @@ from rankscribe.writer.files import atomic_write, file_mode, make_private_dir
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["LANDSCAPE_DIR", "METADATA_NAME", "LandscapeSaver"]
+__all__ = ["LANDSCAPE_DIR", "METADATA_NAME", "LandscapeSaver", "unit_ranges"]
 
 LANDSCAPE_DIR = "ckpt_dir"
 METADATA_NAME = "train_metadata.json"
@@ -259,3 +259,14 @@ def _unlink_entry(directory: int, name: str) -> int:
         return 0
     os.unlink(name, dir_fd=directory)  # a link goes, its target stays
     return 1
+
+
+def unit_ranges(numbers: list[int]) -> str:
+    """``1-9, 10-19`` style: consecutive runs of ``numbers`` (sorted) joined."""
+    runs: list[list[int]] = []
+    for number in numbers:
+        if runs and number == runs[-1][-1] + 1:
+            runs[-1].append(number)
+        else:
+            runs.append([number])
+    return ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)

@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from rankscribe.collector._lineage import JobLineageMerger
+from rankscribe.collector._series import ScalarSeries
 from rankscribe.collector.errors import CollectorValueError
 from rankscribe.lineage.jobview import (
     JobPartial,
@@ -38,7 +40,7 @@ from rankscribe.lineage.jobview import (
     PartialFormatError,
     session_values,
 )
-from rankscribe.ranks import Coordinator, RankInfo, RanksError, TreeChannel, tree_channel
+from rankscribe.ranks import RankInfo, RanksError, TreeChannel, tree_channel
 from rankscribe.writer import files, reader
 from rankscribe.writer.pb import summary_pb2
 
@@ -190,14 +192,15 @@ class LiveRankView:
     # ------------------------------------------------------------------ lifecycle
 
     def open(self, job_dir: str | os.PathLike[str], info: RankInfo,
-             coordinator: Coordinator | None, *, tensorboard: bool, timeout: float) -> None:
-        """Make the tree channel (every rank, at the same point; once)."""
+             merger: JobLineageMerger) -> None:
+        """Make the tree channel over the merger's coordinator (every rank, together; once)."""
         self.info, self._job_dir = info, os.fspath(job_dir)
-        self._tensorboard, self._timeout = tensorboard, timeout
+        self._tensorboard, self._timeout = merger.tensorboard, merger.timeout
+        coordinator = merger.active_coordinator
         if self.channel is not None or coordinator is None or info.world_size < 2:
             return
         try:
-            self.channel = tree_channel(coordinator, timeout=timeout)
+            self.channel = tree_channel(coordinator, timeout=self._timeout)
         except (RanksError, OSError) as error:
             logger.error("The job view of rank %d cannot travel up the tree (%s); run "
                          "`rankscribe-lineage merge %s` after the job.", info.rank, error,
@@ -207,9 +210,9 @@ class LiveRankView:
     def active(self) -> bool:
         return self.channel is not None
 
-    def start(self, rank_directory: str | os.PathLike[str]) -> None:
+    def start(self, rank_directory: str | os.PathLike[str] | None) -> None:
         """A training run starts: new points from now on, a background thread when live."""
-        if self.channel is None or self.info is None:
+        if self.channel is None or self.info is None or rank_directory is None:
             return
         self.stop_thread()
         self._tail = RankFileTail(rank_directory)
@@ -258,6 +261,20 @@ class LiveRankView:
                          "merge %s` after the job.", self._job_dir, error, self._job_dir)
             return None
         return view.state.verdicts()
+
+    def merge(self, merger: JobLineageMerger, rank_directory: str | os.PathLike[str],
+              series: ScalarSeries) -> None:
+        """The end of a run: the tree's last round, then the lineage merge (every rank).
+
+        With the tree, rank 0 gets statistics, not every rank's ``series`` (sent only
+        when there is no tree); the last round and the gather share one merge timeout.
+        """
+        started = time.monotonic()
+        verdicts = self.finish()
+        left = max(0.0, merger.timeout - (time.monotonic() - started))
+        merger.merge(rank_directory, None if self.active else series, verdicts=verdicts,
+                     timeout=left)
+        self.close(merger.last_merged)
 
     def close(self, merged: Any = None) -> None:
         """Rank 0: add the HParams session of the merged lineage and close the job files."""

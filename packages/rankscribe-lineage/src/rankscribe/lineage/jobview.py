@@ -103,7 +103,7 @@ from rankscribe.lineage.job._files import now as _now
 from rankscribe.lineage.job._live import LIVE_STATE_NAME, LiveJobView, read_live_state
 from rankscribe.lineage.job._partials import Partial as JobPartial
 from rankscribe.lineage.job._partials import PartialFormatError
-from rankscribe.lineage.job._ranges import ranges_text
+from rankscribe.lineage.job._ranges import last_steps_text, ranges_text
 from rankscribe.lineage.job._statistics import (
     FINGERPRINT_TAG,
     LOSS_TAGS,
@@ -412,20 +412,6 @@ def write_job_view(
     return JobView(paths, verdicts)
 
 
-def _last_steps_text(verdicts: Mapping[str, Any]) -> str:
-    """``"rank 0-6: 300, rank 7: 288"``: ranks grouped by their last step, in rank order."""
-    by_step: dict[Any, list[int]] = {}
-    for key, value in verdicts.items():
-        if str(key).startswith("job/last_step/"):
-            try:
-                rank = int(str(key).rsplit("/", 1)[1])
-            except ValueError:
-                continue
-            by_step.setdefault(value, []).append(rank)
-    groups = sorted(by_step.items(), key=lambda item: min(item[1]))
-    return ", ".join(f"{_ranks_phrase(ranges_text(ranks))}: {step}" for step, ranks in groups)
-
-
 def live_lines(job_dir: str | os.PathLike[str]) -> list[str]:
     """What ``rankscribe-lineage show <job>`` prints of a job's live view (empty when none).
 
@@ -449,7 +435,7 @@ def live_lines(job_dir: str | os.PathLike[str]) -> list[str]:
            if state.get("missing_in_interval") else "")
     ]
     lines.extend(verdict_lines(verdicts))
-    last = _last_steps_text(verdicts)
+    last = last_steps_text(verdicts)
     if last:
         lines.append(f"last step: {last}")
     return lines

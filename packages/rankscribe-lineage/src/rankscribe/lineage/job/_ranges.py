@@ -10,9 +10,10 @@ was left out.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-__all__ = ["MAX_TEXT", "missing_ranges", "ranges_text", "ranks_of_text"]
+__all__ = ["MAX_TEXT", "last_steps_text", "missing_ranges", "ranges_text", "ranks_of_text"]
 
 #: Characters a list of ranks may take in a verdict, a lineage key or a message.
 MAX_TEXT = 2000
@@ -89,3 +90,20 @@ def ranks_of_text(text: str) -> list[tuple[int, int]]:
             continue
         runs.append((low, high))
     return runs
+
+
+def last_steps_text(verdicts: Mapping[str, Any]) -> str:
+    """``"ranks 0-6: 300, rank 7: 288"``: the ``job/last_step/<rank>`` verdicts, grouped."""
+    by_step: dict[Any, list[int]] = {}
+    for key, value in verdicts.items():
+        if str(key).startswith("job/last_step/"):
+            try:
+                rank = int(str(key).rsplit("/", 1)[1])
+            except ValueError:
+                continue
+            by_step.setdefault(value, []).append(rank)
+    parts = []
+    for step, ranks in sorted(by_step.items(), key=lambda item: min(item[1])):
+        text = ranges_text(ranks)
+        parts.append(f"{'ranks' if ',' in text or '-' in text else 'rank'} {text}: {step}")
+    return ", ".join(parts)
