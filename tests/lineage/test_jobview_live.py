@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rankscribe.lineage.job._live import PATIENCE
 from rankscribe.lineage.jobview import (
@@ -256,3 +258,24 @@ def test_ranks_text_stays_short_for_huge_worlds() -> None:
     assert ranges_text([(2, 99_999)]) == "2-99999"
     text = ranges_text(list(range(0, 100_000, 2)), limit=200)
     assert len(text) < 240 and text.endswith("more ranks)")
+
+
+_MESSAGE = JobPartial.of_rank(5, {
+    "loss": [(1, 0.5), (2, 0.25)], STEP_TIME_TAG: [(1, 0.1), (2, 0.2)],
+    "rankscribe/param_fingerprint": [(2, 7.0)]}, finished=True).to_bytes()
+
+
+@settings(max_examples=300, deadline=None)
+@given(position=st.integers(0, len(_MESSAGE) - 1), value=st.integers(0, 255),
+       cut=st.integers(0, len(_MESSAGE)))
+def test_a_mutated_message_decodes_or_is_refused_never_anything_else(
+    position: int, value: int, cut: int
+) -> None:
+    mutated = bytearray(_MESSAGE)
+    mutated[position] = value
+    for data in (bytes(mutated), _MESSAGE[:cut]):
+        try:
+            decoded = JobPartial.from_bytes(data)
+        except PartialFormatError:
+            continue
+        decoded.merge(JobPartial.of_rank(6, {"loss": [(1, 1.0)]}))  # usable as it came

@@ -277,12 +277,16 @@ def _decoded(header: Any, view: memoryview, offset: int) -> Partial:
         if not isinstance(tag, str):
             raise PartialFormatError(f"a tag must be a str, got {tag!r}")
         columns = {name: cursor.take(count, dtype) for name, dtype in _TAG_FIELDS}
+        _check_steps(columns["steps"], tag)
+        if bool(np.any(columns["count"] < 1)):
+            raise PartialFormatError(f"tag {tag!r} has a count below 1")
         partial.tags[tag] = TagStatistics(**columns)
     for tag, rank, count in header["per_rank"]:
         if not isinstance(tag, str):
             raise PartialFormatError(f"a tag must be a str, got {tag!r}")
         steps = cursor.take(count, "<i8")
         values = cursor.take(count, "<f8")
+        _check_steps(steps, tag)
         partial.per_rank.setdefault(tag, {})[_rank_number(rank, "a rank")] = (steps, values)
     for rank, step in header["last_steps"]:
         partial.last_steps[_rank_number(rank, "a rank")] = _rank_number(step, "a step")
@@ -292,6 +296,12 @@ def _decoded(header: Any, view: memoryview, offset: int) -> Partial:
     if cursor.offset != len(view):
         raise PartialFormatError(f"{len(view) - cursor.offset} bytes follow the last array")
     return partial
+
+
+def _check_steps(steps: npt.NDArray[Any], tag: str) -> None:
+    """What merging relies on: steps ascending and unique."""
+    if len(steps) > 1 and not bool(np.all(steps[1:] > steps[:-1])):
+        raise PartialFormatError(f"the steps of tag {tag!r} are not ascending")
 
 
 def _sorted_arrays(steps: npt.NDArray[Any], values: npt.NDArray[Any]) -> RankArrays:
