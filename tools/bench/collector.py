@@ -35,6 +35,12 @@ from the start of one step to the start of the next, median over the steps
 that collect nothing (target: the collector adds <= 40 us, <= 4 % of the
 step), and the median time inside the collector's hooks on those steps.
 
+With ``--job-view-interval S`` the collectors get ``job_view_interval=S``. The
+live job view runs only in a job of several ranks, so measure it under MPI,
+e.g. ``mpiexec -n 2 python tools/bench/collector.py --quick
+--job-view-interval 1`` against the same with ``--job-view-interval 0`` (every
+rank runs the same loops; rank 0's numbers include its live writer thread).
+
 A third part times the fingerprint of 10 MB of parameters (target: well
 under 1 ms) against a plain copy of the same bytes, in the same run.
 """
@@ -64,6 +70,8 @@ from rankscribe.collector import (
 from rankscribe.collector._fingerprint import parameter_fingerprint
 
 STEP_MS = 10.0
+#: ``--job-view-interval``: the collectors' job_view_interval (None: the default).
+JOB_VIEW_INTERVAL: float | None = None
 FAST_STEP_MS = 1.0
 BATCH = 32
 #: Steps that save landscape parameter files by default (intervals 1-9, 10-19).
@@ -203,7 +211,8 @@ def run_once(epochs: int, steps_per_epoch: int, collect_freq: int | None,
     """One training run: bare (``collect_freq`` None) or with a collector, timed or not."""
     network, optimizer, dataset = make_model(steps_per_epoch)
     loop = TrainLoop(make_step(network, step_ms, starts), network=network, optimizer=optimizer)
-    collector = (SummaryCollector(directory, collect_freq=collect_freq)
+    collector = (SummaryCollector(directory, collect_freq=collect_freq,
+                                  job_view_interval=JOB_VIEW_INTERVAL)
                  if collect_freq is not None else None)
     wrapper = TimedCollector(collector) if collector is not None and timed else None
     callback: Callback | None = wrapper if wrapper is not None else collector
@@ -262,7 +271,7 @@ def fingerprint_seconds(megabytes: int = 10, repeat: int = 20) -> tuple[float, f
     return min(fingerprints), min(copies)
 
 
-def main() -> None:
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="1 epoch of 150 steps, 2 repeats")
     parser.add_argument("--epochs", type=int, default=3)
@@ -273,11 +282,20 @@ def main() -> None:
                         help=f"steps of {FAST_STEP_MS:g} ms for the quiet-step measurement")
     parser.add_argument("--torch", action="store_true",
                         help="a torch network whose forward the collector times with hooks")
+    parser.add_argument("--job-view-interval", type=float, default=None,
+                        help="the collectors' job_view_interval (seconds; run under mpiexec)")
     arguments = parser.parse_args()
-    TORCH[0] = arguments.torch
     if arguments.quick:
         arguments.epochs, arguments.steps, arguments.repeat = 1, 150, 2
         arguments.fast_steps = 400
+    return arguments
+
+
+def main() -> None:
+    arguments = _arguments()
+    TORCH[0] = arguments.torch
+    global JOB_VIEW_INTERVAL  # noqa: PLW0603 - one setting for every run of this process
+    JOB_VIEW_INTERVAL = arguments.job_view_interval
     total = arguments.epochs * arguments.steps
     bare: list[float] = []
     collected: list[float] = []

@@ -2,6 +2,8 @@
 """The job view's cost for 8 ranks x 10,000 steps x 10 scalar tags, with baselines.
 
     python tools/bench/jobview.py [--ranks 8] [--steps 10000] [--tags 10] [--repeat 3]
+                                  [--parts memory,offline,tree]
+                                  [--tree-ranks 1024] [--tree-steps 100000] [--interval-steps 300]
 
 (in any env that has rankscribe-writer and rankscribe-lineage, e.g. .tox/lineage)
 
@@ -13,6 +15,23 @@
    the rank dirs the writer filled, against plain reading of the same rank
    files with ``rankscribe.writer.reader.scalars``. Target <= 5 s.
 
+3. The tree (``--parts tree``; docs/job-view.md, "Tree"): a simulated job of
+   --tree-ranks ranks through the same code the live view runs (leaf
+   partials, encoded and decoded at each hop of a fan-in-8 tree, merged,
+   and rank 0's LiveJobView appending each interval to the job files).
+   a. One interval of --interval-steps steps, all ranks in this process:
+      the total work, and the critical path a real job waits for (one leaf,
+      one merge per level, rank 0's write), against numpy's mean/min/max of
+      a dense (ranks, steps, tags) array. Target <= 1 s.
+   b. Rank 0's node for --tree-steps steps, in a process of its own: each
+      interval it receives its 8 children's subtree partials (of 128 ranks
+      each; computed with numpy from synthetic values, as the subtrees would
+      send them), merges them with its own and appends to the job files.
+      Its peak memory over the RSS it had before the first interval (after
+      its imports) is the job view's (target <= 256 MB; it includes the
+      synthetic subtrees being made), against the size of the job's points
+      held as float64 (ranks x steps x tags x 8 bytes) — what a funnel holds.
+
 Each is the best of --repeat runs; the ratio is ours / baseline, measured in
 this same run.
 """
@@ -21,18 +40,24 @@ from __future__ import annotations
 
 import argparse
 import logging
+import multiprocessing
+import resource
 import shutil
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from rankscribe.lineage import merge_run_dir
+from rankscribe.lineage.job._statistics import TagStatistics
 from rankscribe.lineage.jobview import (
     FINGERPRINT_TAG,
     STEP_TIME_TAG,
+    JobPartial,
+    LiveJobView,
     RankSeries,
     write_job_view,
 )
@@ -40,6 +65,9 @@ from rankscribe.writer import SummaryRecord, reader
 
 TARGET_IN_MEMORY = 2.0
 TARGET_OFFLINE = 5.0
+TARGET_INTERVAL = 1.0
+TARGET_ROOT_MB = 256
+FAN_IN = 8
 
 
 def _tags(count: int) -> list[str]:
@@ -91,16 +119,205 @@ def _report(name: str, ours: float, baseline: float, baseline_name: str, target:
           f"{baseline_name}: {baseline:.3f} s; ratio {ours / baseline:.1f}x")
 
 
+def _leaf_points(rank: int, first: int, steps: int, tags: list[str]) -> dict[str, Any]:
+    rng = np.random.default_rng(rank * 7919 + first)
+    step_numbers = np.arange(first, first + steps, dtype=np.int64)
+    points: dict[str, Any] = {}
+    for tag in tags:
+        values = rng.random(steps, dtype=np.float32).astype(np.float64)
+        if tag == FINGERPRINT_TAG:
+            values = (step_numbers % (1 << 24)).astype(np.float64)
+        points[tag] = (step_numbers, values)
+    return points
+
+
+def _tree_interval(ranks: int, first: int, steps: int, tags: list[str],
+                   root: LiveJobView) -> dict[str, float]:
+    """One interval through the whole simulated tree; the time of each part."""
+    timings = {"leaves": 0.0, "leaf": 0.0, "merges": 0.0, "merge_max": 0.0, "write": 0.0}
+    nodes: list[bytes | None] = [None] * ranks
+    for rank in reversed(range(ranks)):  # deepest first, as the messages go up
+        started = time.perf_counter()
+        partial = JobPartial.of_rank(rank, _leaf_points(rank, first, steps, tags),
+                                     last_step=first - 1)
+        leaf = time.perf_counter() - started
+        timings["leaves"] += leaf
+        timings["leaf"] = max(timings["leaf"], leaf)
+        started = time.perf_counter()
+        for child in range(FAN_IN * rank + 1, min(FAN_IN * rank + FAN_IN + 1, ranks)):
+            message = nodes[child]
+            assert message is not None
+            partial.merge(JobPartial.from_bytes(message))
+            nodes[child] = None
+        encoded = partial.to_bytes()
+        merge = time.perf_counter() - started
+        timings["merges"] += merge
+        timings["merge_max"] = max(timings["merge_max"], merge)
+        if rank == 0:
+            started = time.perf_counter()
+            root.add(partial)
+            root.write()
+            timings["write"] = time.perf_counter() - started
+        else:
+            nodes[rank] = encoded
+    return timings
+
+
+def _levels(ranks: int) -> int:
+    levels, last = 0, ranks - 1
+    while last > 0:
+        last = (last - 1) // FAN_IN
+        levels += 1
+    return levels
+
+
+def bench_interval(ranks: int, steps: int, tags: list[str], repeat: int) -> None:
+    scratch = Path(tempfile.mkdtemp(prefix="rankscribe-bench-tree-"))
+    try:
+        best: dict[str, float] | None = None
+        for attempt in range(repeat):
+            directory = scratch / str(attempt)
+            directory.mkdir()
+            view = LiveJobView(directory, world_size=ranks, tensorboard=True)
+            timings = _tree_interval(ranks, 1, steps, tags, view)
+            view.finish()
+            total = timings["leaves"] + timings["merges"] + timings["write"]
+            if best is None or total < best["total"]:
+                best = {**timings, "total": total}
+        assert best is not None
+        values = np.random.default_rng(0).random((ranks, steps, len(tags)))
+        baseline = _best(lambda: (np.mean(values, axis=0), np.min(values, axis=0),
+                                  np.max(values, axis=0)), repeat)
+        critical = best["leaf"] + _levels(ranks) * best["merge_max"] + best["write"]
+        print(f"tree, one interval of {ranks} ranks x {steps} steps x {len(tags)} tags "
+              f"(fan-in {FAN_IN}, {_levels(ranks)} levels):")
+        _report("  critical path (a leaf + one merge per level + rank 0's write)", critical,
+                baseline, "numpy mean/min/max of a dense array", TARGET_INTERVAL)
+        _report("  all of the tree's work in one process", best["total"], baseline,
+                "numpy mean/min/max of a dense array", TARGET_INTERVAL)
+        print(f"    (leaves {best['leaves']:.3f} s, merges {best['merges']:.3f} s, "
+              f"rank 0's write {best['write']:.3f} s)")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _subtree(first_rank: int, count: int, first: int, steps: int,
+             tags: list[str]) -> JobPartial:
+    """What a child of rank 0 sends: ``count`` ranks' interval, merged (computed with numpy)."""
+    rng = np.random.default_rng(first_rank * 31 + first)
+    step_numbers = np.arange(first, first + steps, dtype=np.int64)
+    ranks = np.arange(first_rank, first_rank + count, dtype=np.int64)
+    partial = JobPartial()
+    for tag in tags:
+        values = rng.random((count, steps), dtype=np.float32).astype(np.float64)
+        if tag == FINGERPRINT_TAG:
+            partial.per_rank[tag] = {
+                int(rank): (step_numbers, (step_numbers % (1 << 24)).astype(np.float64))
+                for rank in ranks}
+            continue
+        if tag == STEP_TIME_TAG:
+            partial.per_rank[tag] = {int(rank): (step_numbers, values[index])
+                                     for index, rank in enumerate(ranks)}
+        mean = values.mean(axis=0)
+        partial.tags[tag] = TagStatistics(
+            steps=step_numbers, count=np.full(steps, count, dtype=np.int64), mean=mean,
+            m2=((values - mean) ** 2).sum(axis=0), minimum=values.min(axis=0),
+            min_rank=ranks[values.argmin(axis=0)], maximum=values.max(axis=0),
+            max_rank=ranks[values.argmax(axis=0)])
+    partial.last_steps = {int(rank): first + steps - 1 for rank in ranks}
+    return partial
+
+
+def _peak_mb() -> float:
+    """This process's peak resident memory (VmHWM: unlike ru_maxrss, not inherited on exec)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _reset_peak() -> None:
+    """Start the peak over from the current size (Linux: writing 5 to clear_refs)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")
+    except OSError:
+        pass
+
+
+def _root_node(ranks: int, total_steps: int, steps: int, tags: list[str], directory: str,
+               results: Any) -> None:
+    """Rank 0's node for a whole run (in a process of its own, for its peak memory)."""
+    # The 8 subtrees of rank 0's children cover ranks 1 .. ranks - 1.
+    sizes = [len(range(index, ranks - 1, FAN_IN)) for index in range(FAN_IN)]
+    firsts = [1 + sum(sizes[:index]) for index in range(FAN_IN)]
+    _reset_peak()
+    before = _peak_mb()
+    view = LiveJobView(directory, world_size=ranks, tensorboard=True)
+    started = time.perf_counter()
+    intervals = 0
+    for first in range(1, total_steps + 1, steps):
+        count = min(steps, total_steps - first + 1)
+        merged = JobPartial.of_rank(0, _leaf_points(0, first, count, tags), last_step=first - 1)
+        for index in range(FAN_IN):
+            message = _subtree(firsts[index], sizes[index], first, count, tags).to_bytes()
+            merged.merge(JobPartial.from_bytes(message))
+            del message
+        view.add(merged)
+        del merged
+        view.write()
+        intervals += 1
+    verdicts = view.finish()
+    peak = _peak_mb()
+    results.put((before, peak, intervals, time.perf_counter() - started,
+                 verdicts["job/ranks_reported"]))
+
+
+def bench_root_memory(ranks: int, total_steps: int, steps: int, tags: list[str]) -> None:
+    scratch = Path(tempfile.mkdtemp(prefix="rankscribe-bench-root-"))
+    try:
+        context = multiprocessing.get_context("spawn")
+        results = context.Queue()
+        process = context.Process(target=_root_node, args=(
+            ranks, total_steps, steps, tags, str(scratch), results))
+        process.start()
+        before, peak, intervals, seconds, reported = results.get(timeout=3600)
+        process.join()
+        funnel = ranks * total_steps * len(tags) * 8 / 2**20
+        grown = peak - before
+        verdict = "meets" if grown <= TARGET_ROOT_MB else "MISSES"
+        print(f"tree, rank 0's node for {ranks} ranks x {total_steps} steps x {len(tags)} tags "
+              f"({intervals} intervals of {steps} steps, {reported} ranks reported, "
+              f"{seconds:.1f} s):")
+        print(f"  peak memory for the job view: {grown:.0f} MB over {before:.0f} MB at start "
+              f"({verdict} the {TARGET_ROOT_MB} MB target); the job's points as float64: "
+              f"{funnel:,.0f} MB; ratio {grown / funnel:.4f}")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ranks", type=int, default=8)
     parser.add_argument("--steps", type=int, default=10_000)
     parser.add_argument("--tags", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--parts", default="memory,offline,tree",
+                        help="comma-separated: memory, offline, tree")
+    parser.add_argument("--tree-ranks", type=int, default=1024)
+    parser.add_argument("--tree-steps", type=int, default=100_000)
+    parser.add_argument("--interval-steps", type=int, default=300)
     args = parser.parse_args()
+    parts = set(args.parts.split(","))
     # The bench's ranks write no lineage: the merge's "without ranks" warning is expected.
     logging.getLogger("rankscribe").setLevel(logging.ERROR)
     tags = _tags(args.tags)
+    if "tree" in parts:
+        bench_interval(args.tree_ranks, args.interval_steps, tags, args.repeat)
+        bench_root_memory(args.tree_ranks, args.tree_steps, args.interval_steps, tags)
+    if not parts & {"memory", "offline"}:
+        return
     values = _values(args.ranks, args.steps, tags)
     series = _series(values, tags)
     points = args.ranks * args.steps * len(tags)
@@ -109,15 +326,18 @@ def main() -> None:
     try:
         memory_dir = scratch / "memory"
         memory_dir.mkdir()
-        ours = _best(lambda: write_job_view(memory_dir, series, world_size=args.ranks,
-                                            tensorboard=True), args.repeat)
 
         def dense_numpy() -> None:
             np.mean(values, axis=0), np.min(values, axis=0), np.max(values, axis=0)
 
-        baseline = _best(dense_numpy, args.repeat)
-        _report("in-memory job view (write_job_view, _MS + TensorBoard files)", ours, baseline,
-                "numpy mean/min/max of a dense array", TARGET_IN_MEMORY)
+        if "memory" in parts:
+            ours = _best(lambda: write_job_view(memory_dir, series, world_size=args.ranks,
+                                                tensorboard=True), args.repeat)
+            baseline = _best(dense_numpy, args.repeat)
+            _report("in-memory job view (write_job_view, _MS + TensorBoard files)", ours,
+                    baseline, "numpy mean/min/max of a dense array", TARGET_IN_MEMORY)
+        if "offline" not in parts:
+            return
 
         job = scratch / "job"
         started = time.perf_counter()

@@ -2,15 +2,15 @@
 
 This module only composes the pieces; each concern lives in its own module:
 
-==================  ============================================================
-options.py          argument validation, ``collect_specified_data`` defaults
-schedule.py         which steps (epochs) are collected, and the plugin filter
-extract.py          loss, histograms, input images, graph from the run state
-lineage.py          this rank's lineage values; the job lineage merged on rank 0
-landscape.py        parameter files and ``train_metadata.json`` for landscapes
-_series.py          timings, parameter fingerprints, the series of the job view
-_timings.py         data wait, forward time, sections (docs/job-view.md)
-==================  ============================================================
+=========================  =====================================================
+collection/_options.py     argument validation, ``collect_specified_data`` defaults
+collection/_schedule.py    which steps (epochs) are collected, the plugin filter
+collection/_extractor.py   loss, histograms, input images, graph from the run state
+_lineage.py                this rank's lineage values; the job lineage on rank 0
+_live.py                   the live job view through the tree of ranks
+landscape/_saver.py        parameter files and ``train_metadata.json``
+_series.py, _timings.py    timings, fingerprints, the series of the job view
+=========================  =====================================================
 
 Writing is :class:`rankscribe.writer.SummaryRecord`'s. On several ranks each
 rank writes into ``rankscribe.ranks.rank_dir(summary_dir, info)``
@@ -33,6 +33,7 @@ from typing import Any
 from rankscribe.collector._callback import MODES, Callback, CallbackParams, RunContext
 from rankscribe.collector._fingerprint import DEFAULT_FINGERPRINT_BUDGET, check_budget
 from rankscribe.collector._lineage import DEFAULT_MERGE_TIMEOUT, JobLineageMerger, LineageRecorder
+from rankscribe.collector._live import LiveRankView, check_job_view_interval
 from rankscribe.collector._series import (
     STEP_TIME_WRITE_AT_ONCE,
     STEP_TIME_WRITE_INTERVAL,
@@ -46,6 +47,7 @@ from rankscribe.collector.collection._options import (
     check_export_options,
     check_formats,
     check_merge_timeout,
+    check_one_of_a_kind,
     check_optional_positive_int,
     check_positive_int,
     check_summary_dir,
@@ -104,6 +106,9 @@ class SummaryCollector(Callback):
             byte) and at collected steps (a slice of at most ``fingerprint_budget``
             bytes, an int >= 1024, default 4 MiB); docs/job-view.md.
 
+        job_view_interval: seconds between live updates of the job view (docs/job-view.md,
+            "Live"); None: ``RANKSCRIBE_JOB_VIEW_INTERVAL``, else 60; 0: at the end only.
+
     Timings for the job view (docs/job-view.md, "Timings"): step time, data
     wait, forward time (torch module hooks) and :meth:`section`.
     """
@@ -126,6 +131,7 @@ class SummaryCollector(Callback):
         formats: Sequence[str] = ("mindinsight",),
         fingerprints: bool = True,
         fingerprint_budget: int = DEFAULT_FINGERPRINT_BUDGET,
+        job_view_interval: float | None = None,
     ) -> None:
         self._summary_dir = check_summary_dir(summary_dir)
         self._collect_freq = check_positive_int("collect_freq", collect_freq)
@@ -180,6 +186,7 @@ class SummaryCollector(Callback):
         self._info: RankInfo | None = None
         self._first_step_done = False
         self._sink_mode = False
+        self._live = LiveRankView(check_job_view_interval(job_view_interval))
 
     # ------------------------------------------------------------------- lifecycle
 
@@ -263,6 +270,7 @@ class SummaryCollector(Callback):
             )
             merger.open()
             self._merger = merger
+            self._live.open(self._summary_dir, info, merger)
             weakref.finalize(self, merger.close)
 
     def _close(self) -> None:
@@ -280,6 +288,7 @@ class SummaryCollector(Callback):
         """
         self._close()
         merger, self._merger = self._merger, None
+        self._live.shutdown()
         if merger is not None:
             merger.close()
 
@@ -287,7 +296,7 @@ class SummaryCollector(Callback):
 
     def begin(self, run_context: RunContext) -> None:
         params = run_context.original_args()
-        self._check_callbacks(params)
+        check_one_of_a_kind(params.list_callback, SummaryCollector)
         if params.mode not in MODES:
             raise CollectorValueError(
                 f"Only support `train` (model.train) and `eval` (model.eval) mode, but got "
@@ -302,6 +311,7 @@ class SummaryCollector(Callback):
         if params.mode == "train":
             # The job view is of the last training run; an evaluation after it keeps it.
             self._series.start_run()
+            self._live.start(self._directory)
             self._series.add_start_fingerprint(self._record, self._landscape_network(params))
             if self._landscape is not None:
                 self._start_landscape(params)
@@ -420,15 +430,6 @@ class SummaryCollector(Callback):
 
     # ------------------------------------------------------------------- helpers
 
-    def _check_callbacks(self, params: CallbackParams) -> None:
-        callbacks = params.list_callback or []
-        collectors = [item for item in callbacks if isinstance(item, SummaryCollector)]
-        if len(collectors) > 1:
-            raise CollectorValueError(
-                f"There are more than one {type(self).__name__} instance in callback list, but "
-                f"expected only one {type(self).__name__} instance (found {len(collectors)})."
-            )
-
     def _add_first_step_values(self, params: CallbackParams) -> None:
         """The graph, dataset graph and custom lineage, written with the first collection."""
         self._first_step_done = True
@@ -497,5 +498,5 @@ class SummaryCollector(Callback):
 
     def _merge_job_lineage(self) -> None:
         if self._merger is not None and self._directory is not None:
-            self._merger.merge(self._directory, self._series.series)
+            self._live.merge(self._merger, self._directory, self._series.series)
 

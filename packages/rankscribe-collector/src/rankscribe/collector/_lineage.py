@@ -236,6 +236,11 @@ class JobLineageMerger:
         except RanksError as error:
             self._report(error)
 
+    @property
+    def active_coordinator(self) -> Coordinator | None:
+        """The coordinator the merge uses (given, or made by :meth:`open`)."""
+        return self.coordinator if self.coordinator is not None else self._owned
+
     def close(self) -> None:
         owned, self._owned = self._owned, None
         if owned is not None:
@@ -247,12 +252,16 @@ class JobLineageMerger:
                      self.summary_dir, error, self.summary_dir)
 
     def merge(
-        self, rank_directory: str | os.PathLike[str], series: ScalarSeries | None = None
+        self, rank_directory: str | os.PathLike[str], series: ScalarSeries | None = None,
+        *, verdicts: Mapping[str, float | int | str] | None = None,
+        timeout: float | None = None,
     ) -> str | None:
         """Every rank calls this; rank 0 returns the merged file's path (others None).
 
         ``series``: this rank's scalars for the job view (none: no job view
-        from this rank).
+        from this rank). ``verdicts``: on rank 0, the job view's verdicts when
+        the live view (the tree) wrote the job files already. ``timeout``:
+        what is left of the wait for the other ranks (default ``self.timeout``).
         """
         payload = {
             "lineage": self._own_lineage(rank_directory),
@@ -262,7 +271,8 @@ class JobLineageMerger:
         if coordinator is None:
             return None  # open() failed and said so
         try:
-            result = coordinator.gather(payload, root=0, timeout=self.timeout)
+            result = coordinator.gather(
+                payload, root=0, timeout=self.timeout if timeout is None else timeout)
         except RanksError as error:
             self._report(error)
             return None
@@ -279,7 +289,9 @@ class JobLineageMerger:
             rank_series = ScalarSeries.rank_series(rank, value.get("series"))
             if rank_series is not None and rank_series.scalars:
                 job_series[rank] = rank_series
-        return self._write(records, job_series, tuple(result.missing))
+        if verdicts is not None:
+            self.last_verdicts = dict(verdicts)
+        return self._write(records, job_series, tuple(result.missing), verdicts)
 
     def _own_lineage(self, rank_directory: str | os.PathLike[str]) -> dict[str, Any] | None:
         try:
@@ -296,6 +308,7 @@ class JobLineageMerger:
         records: dict[int, RunLineage],
         job_series: dict[int, RankSeries],
         not_arrived: tuple[int, ...],
+        verdicts: Mapping[str, float | int | str] | None = None,
     ) -> str | None:
         missing = tuple(rank for rank in range(self.info.world_size) if rank not in records)
         self.last_missing = missing
@@ -304,7 +317,8 @@ class JobLineageMerger:
         try:
             with filelock.FileLock(str(self.summary_dir / MERGE_LOCK_NAME), timeout=self.timeout,
                                    mode=file_mode(final=False)):
-                verdicts = self._write_job_view(job_series, not_arrived, merged)
+                verdicts = (dict(verdicts) if verdicts is not None
+                            else self._write_job_view(job_series, not_arrived, merged))
                 if merged is None:
                     logger.error("No rank reported a lineage; no merged lineage is written in "
                                  "%s.", self.summary_dir)

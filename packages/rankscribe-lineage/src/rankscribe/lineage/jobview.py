@@ -82,6 +82,7 @@ from __future__ import annotations
 import logging
 import operator
 import os
+import time as _time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -110,6 +111,10 @@ from rankscribe.lineage.job._files import (
     write_job_files,
 )
 from rankscribe.lineage.job._files import now as _now
+from rankscribe.lineage.job._live import LIVE_STATE_NAME, LiveJobView, read_live_state
+from rankscribe.lineage.job._partials import Partial as JobPartial
+from rankscribe.lineage.job._partials import PartialFormatError
+from rankscribe.lineage.job._ranges import last_steps_text, ranges_text
 from rankscribe.lineage.job._sentences import timing_name, verdict_lines
 from rankscribe.lineage.job._statistics import (
     DATA_WAIT_TAG,
@@ -148,6 +153,7 @@ __all__ = [
     "DATA_WAIT_TAG",
     "FINGERPRINT_TAG",
     "FORWARD_TIME_TAG",
+    "LIVE_STATE_NAME",
     "LOSS_TAGS",
     "SECTION_TAG_PREFIX",
     "STEP_FLOOR_SECONDS",
@@ -156,13 +162,18 @@ __all__ = [
     "STRAGGLER_MARGIN",
     "STRAGGLER_SHARE",
     "TIMING_TAGS",
+    "JobPartial",
     "JobStatistics",
     "JobView",
+    "LiveJobView",
+    "PartialFormatError",
     "RankSeries",
     "SeriesLike",
     "StragglerEvidence",
     "is_timing_tag",
+    "live_lines",
     "paired_ratios",
+    "ranges_text",
     "series_from_dir",
     "session_values",
     "straggler_verdicts",
@@ -448,3 +459,32 @@ def write_job_view(
         )
     paths = write_job_files(directory, contents, host=host)
     return JobView(paths, verdicts)
+
+
+def live_lines(job_dir: str | os.PathLike[str]) -> list[str]:
+    """What ``rankscribe-lineage show <job>`` prints of a job's live view (empty when none).
+
+    Read from the live view's state file in ``job_dir`` (rank 0 replaces it
+    each interval): how far the job view is written, the verdicts so far and
+    each rank's last step (``docs/job-view.md``, "Live").
+    """
+    state = read_live_state(job_dir)
+    if state is None or not isinstance(state.get("verdicts"), dict):
+        return []
+    verdicts = state["verdicts"]
+    when = state.get("wall_time")
+    stamp = (_time.strftime("%Y-%m-%d %H:%M:%S", _time.localtime(when))
+             if isinstance(when, (int, float)) else "?")
+    done = "final" if state.get("final") else "live"
+    lines = [
+        f"job view ({done}): interval {state.get('interval', '?')} at {stamp}, steps written "
+        f"through {state.get('written_through_step', '?')}, "
+        f"{state.get('ranks_in_interval', '?')} of {state.get('world_size', '?')} ranks in it"
+        + (f" (missing: {state['missing_in_interval']})"
+           if state.get("missing_in_interval") else "")
+    ]
+    lines.extend(verdict_lines(verdicts))
+    last = last_steps_text(verdicts)
+    if last:
+        lines.append(f"last step: {last}")
+    return lines

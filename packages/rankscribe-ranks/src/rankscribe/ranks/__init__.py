@@ -25,6 +25,7 @@ from rankscribe.ranks._creation import choose_backend, create_coordinator
 from rankscribe.ranks._info import JOB_ID_ENV, Launcher, RankInfo, detect
 from rankscribe.ranks._layout import rank_dir
 from rankscribe.ranks._split import split_evenly
+from rankscribe.ranks._tree import MemoryTreeChannel, MemoryTreeHub, TreeChannel, tree_channel
 from rankscribe.ranks.backends._mpi import MpiCoordinator
 from rankscribe.ranks.backends._rendezvous import FileCoordinator
 from rankscribe.ranks.backends._single import SingleCoordinator
@@ -66,6 +67,8 @@ __all__ = [
     "JobDirClaimedError",
     "JobDirError",
     "Launcher",
+    "MemoryTreeChannel",
+    "MemoryTreeHub",
     "MessageError",
     "MpiCoordinator",
     "OnExists",
@@ -78,6 +81,7 @@ __all__ = [
     "SingleCoordinator",
     "StoreCoordinator",
     "StoreError",
+    "TreeChannel",
     "__version__",
     "choose_backend",
     "claim_job_dir",
@@ -85,4 +89,5 @@ __all__ = [
     "detect",
     "rank_dir",
     "split_evenly",
+    "tree_channel",
 ]

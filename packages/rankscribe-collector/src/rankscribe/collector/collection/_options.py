@@ -45,6 +45,7 @@ __all__ = [
     "check_export_options",
     "check_formats",
     "check_merge_timeout",
+    "check_one_of_a_kind",
     "check_optional_positive_int",
     "check_positive_int",
     "check_summary_dir",
@@ -148,6 +149,16 @@ def check_positive_int(name: str, value: object) -> int:
 def check_optional_positive_int(name: str, value: object) -> int | None:
     """None, or an int > 0 as :func:`check_positive_int` checks it."""
     return None if value is None else check_positive_int(name, value)
+
+
+def check_one_of_a_kind(callbacks: object, kind: type) -> None:
+    """At most one callback of ``kind`` in a run's callback list (the original's rule)."""
+    found = [item for item in callbacks or [] if isinstance(item, kind)]  # type: ignore[attr-defined]
+    if len(found) > 1:
+        raise CollectorValueError(
+            f"There are more than one {kind.__name__} instance in callback list, but "
+            f"expected only one {kind.__name__} instance (found {len(found)})."
+        )
 
 
 def check_summary_dir(summary_dir: object) -> str:

@@ -32,7 +32,7 @@ from typing import Any
 from rankscribe.lineage._hparams import write_hparams
 from rankscribe.lineage.cli._table import closest_first, column_texts, fit_columns, order_columns
 from rankscribe.lineage.errors import LineageError, LineageExpressionError, LineageFileNotFoundError
-from rankscribe.lineage.jobview import verdict_lines
+from rankscribe.lineage.jobview import live_lines, ranges_text, verdict_lines
 from rankscribe.lineage.merge._merge import merge_run_dir
 from rankscribe.lineage.query._conditions import FIELD_MAPPING
 from rankscribe.lineage.query._expressions import parse_expression, parse_sort_key
@@ -105,9 +105,13 @@ def _query_name(section: str, key: str) -> str:
 
 def _show(args: argparse.Namespace) -> int:
     directory = _existing_directory(args.dir)
+    live = live_lines(directory)  # a job still training: its live view (docs/job-view.md)
     try:
         lineage = get_run_lineage(directory)
     except LineageFileNotFoundError:
+        if live and not args.json:
+            print("\n".join(live))
+            return 0
         raise _CommandLineError(
             f"no lineage file in {args.dir} (lineage files are named *summary.<n>*_lineage; "
             f"a run writes one when it records its lineage)"
@@ -314,7 +318,7 @@ def _merge(args: argparse.Namespace) -> int:
     reported = ",".join(str(rank) for rank in outcome.ranks_reported)
     print(f"wrote {outcome.path} (ranks {reported}", end="")
     if outcome.ranks_missing:
-        print(f"; missing {','.join(str(rank) for rank in outcome.ranks_missing)}", end="")
+        print(f"; missing {ranges_text(outcome.missing_ranges, limit=300)}", end="")
     print(")")
     if outcome.job_view is not None:
         for path in outcome.job_view.paths:

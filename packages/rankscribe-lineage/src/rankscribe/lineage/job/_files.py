@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "STATISTIC_SUFFIXES",
+    "AppendedJobFiles",
     "Curve",
     "StepTable",
     "job_file_names",
@@ -289,6 +290,110 @@ def write_job_files(
                 os.unlink(os.path.join(directory, name))
     files.fsync_directory(directory)
     return written
+
+
+class AppendedJobFiles:
+    """The job files of a live job view: created once, then appended to, interval by interval.
+
+    Each file is created with ``O_EXCL | O_NOFOLLOW`` (a planted link is
+    refused, never followed), 0600 while it grows and 0400 once closed; the
+    job files an earlier run left are removed once the new ones exist. Each
+    interval's records are appended with one ``write`` and fsynced: a reader
+    sees every record before them whole, and at most a tail still being
+    written, which every reader (ours, TensorBoard's, MindInsight's) treats as
+    not there yet. ``docs/job-view.md``, "Live".
+    """
+
+    def __init__(self, directory: str, *, tensorboard: bool, host: str | None = None) -> None:
+        self.directory = directory
+        earlier = job_file_names(directory)
+        machine = host or files.host_name()
+        timestamp = files.claim_timestamp(directory)
+        wall_time = now()
+        self.paths: dict[str, str] = {}
+        self._descriptors: dict[str, int] = {}
+        first = {
+            "summary": [files.frame(summary_pb2.Event(
+                wall_time=wall_time, version=MINDSPORE_VERSION).SerializeToString())],
+        }
+        names = {"summary": files.summary_file_name(
+            SUMMARY_PREFIX, timestamp, JOB_MARK, machine, SUMMARY_SUFFIX)}
+        if tensorboard:
+            first["tensorboard"] = [files.frame(tensorboard_pb2.Event(
+                wall_time=wall_time, file_version=TENSORBOARD_VERSION).SerializeToString())]
+            names["tensorboard"] = f"events.out.tfevents.{timestamp}.{machine}.{JOB_MARK}"
+        try:
+            for kind, name in names.items():
+                path = os.path.join(directory, name)
+                self._descriptors[kind] = os.open(path, _APPEND_FLAGS, files.file_mode(False))
+                self.paths[kind] = path
+            self._append(first)
+        except BaseException:
+            self.close()
+            raise
+        for name in earlier:
+            with suppress(FileNotFoundError):
+                os.unlink(os.path.join(directory, name))
+        files.fsync_directory(directory)
+
+    @property
+    def tensorboard(self) -> bool:
+        return "tensorboard" in self._descriptors
+
+    def append(
+        self,
+        curves: Sequence[Curve],
+        wall_time: float,
+        *,
+        layout: tuple[Sequence[str], Sequence[str]] | None = None,
+        session: HParamsRun | None = None,
+    ) -> None:
+        """Append one event per step of ``curves`` (and, to TensorBoard, a new layout/session)."""
+        table = step_table(curves)
+
+        def summary_head(step: int) -> bytes:
+            return bytes(summary_pb2.Event(wall_time=wall_time, step=step).SerializeToString())
+
+        records = {"summary": _step_events(
+            curves, table, _summary_value, summary_head, _summary_key(summary_pb2.Event))}
+        if self.tensorboard:
+
+            def board_head(step: int) -> bytes:
+                return bytes(
+                    tensorboard_pb2.Event(wall_time=wall_time, step=step).SerializeToString())
+
+            board: list[bytes] = []
+            if layout is not None:
+                board.append(_layout_event(wall_time, _layout(layout[0], layout[1])))
+            if session is not None:
+                board.append(session_records(session, wall_time))
+            board.extend(_step_events(curves, table, _tensorboard_value, board_head,
+                                      _summary_key(tensorboard_pb2.Event)))
+            records["tensorboard"] = board
+        self._append(records)
+
+    def _append(self, records: Mapping[str, list[bytes]]) -> None:
+        for kind, chunks in records.items():
+            descriptor = self._descriptors.get(kind)
+            if descriptor is None or not chunks:
+                continue
+            data = memoryview(b"".join(chunks))
+            while data:  # a regular file takes it in one write; a short one continues it
+                data = data[os.write(descriptor, data):]
+            os.fsync(descriptor)
+
+    def close(self) -> None:
+        """Make the files read-only (0400) and close them. Idempotent."""
+        for kind, descriptor in list(self._descriptors.items()):
+            with suppress(OSError):
+                os.fchmod(descriptor, files.file_mode(True))
+            with suppress(OSError):
+                os.close(descriptor)
+            del self._descriptors[kind]
+
+
+_APPEND_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
+                 | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
 
 
 def now() -> float:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from rankscribe.lineage.job._ranges import missing_ranges, ranges_text
 from rankscribe.lineage.job._statistics import JobStatistics, RankArrays
 from rankscribe.lineage.job._stragglers import (
     STEP_FLOOR_SECONDS,
@@ -273,10 +274,12 @@ def job_verdicts(
     """
     times = step_times(statistics)
     reported = [rank for rank, step in statistics.last_steps.items() if step is not None]
-    absent = (set(range(world_size)) - set(reported)) | set(missing)
+    # Ranges from the ranks that exist: world_size may come from a file (2**31 - 1).
+    absent = missing_ranges([rank for rank in reported if rank not in set(missing)], world_size)
+    absent += [(rank, rank) for rank in missing if rank >= world_size]
     verdicts: Verdicts = {
         "job/ranks_reported": len(reported),
-        "job/missing_ranks": _ranks_text(absent),
+        "job/missing_ranks": ranges_text(sorted(absent)),
     }
     verdicts.update(straggler_verdicts(
         evidence if evidence is not None else timing_evidence(statistics)))

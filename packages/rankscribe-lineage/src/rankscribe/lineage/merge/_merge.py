@@ -32,19 +32,20 @@ import math
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import filelock
 
 from rankscribe.lineage.errors import LineageMergeError, LineageParamTypeError
+from rankscribe.lineage.job._ranges import missing_ranges, ranges_text
 from rankscribe.lineage.jobview import (
     JobView,
     holds_tensorboard_files,
-    read_rank_series,
     session_values,
     write_job_view,
 )
+from rankscribe.lineage.merge._stream import job_statistics_of_dirs
 from rankscribe.lineage.record._lineage_file import write_merged_lineage
 from rankscribe.lineage.record._names import rank_of_dir_name
 from rankscribe.lineage.record._parser import RunLineage, parse_run
@@ -52,12 +53,21 @@ from rankscribe.writer.files import file_mode
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MERGE_LOCK_NAME", "MergeOutcome", "merge_rank_lineages", "merge_run_dir", "rank_dirs"]
+__all__ = [
+    "MAX_LISTED_MISSING",
+    "MERGE_LOCK_NAME",
+    "MergeOutcome",
+    "merge_rank_lineages",
+    "merge_run_dir",
+    "rank_dirs",
+]
 
 MERGE_LOCK_NAME = ".rankscribe-merge.lock"
 _INT32_MAX = 2**31 - 1
 _POLL_SECONDS = 0.5
 _LOCK_SECONDS = 120
+#: MergeOutcome.ranks_missing lists at most this many ranks (missing_ranges has them all).
+MAX_LISTED_MISSING = 1000
 
 
 class _Merger:
@@ -140,7 +150,8 @@ def _merge_train(merger: _Merger, world_size: int) -> dict[str, dict[str, Any]]:
         if value is not None:
             hyper[key] = value
     if any(lineage.section("hyper_parameters") for lineage in merger.lineages.values()):
-        hyper["device_num"] = world_size
+        # int32 on the wire; a larger world (read from a file) stays exact in ranks_expected.
+        hyper["device_num"] = min(world_size, _INT32_MAX)
     dataset = _merged_dataset(merger, "train")
     algorithm: dict[str, Any] = {}
     network = merger.agreed("network", _section_getter("algorithm", "network"))
@@ -265,13 +276,14 @@ def merge_rank_lineages(
         value = merger.agreed(f"user_defined.{key}", _section_getter("user_defined", key))
         if value is not None:
             user_keys_of_job[key] = value
-    missing = [rank for rank in range(expected) if rank not in records]
+    # From the ranks that exist: a world size read from a file may be 2**31 - 1.
+    missing = missing_ranges(records, expected)
     user_keys_of_job.update(merger.notes)
     user_keys_of_job.update(
         {
             "ranks_reported": len(ranks),
-            "ranks_expected": expected,
-            "ranks_missing": ",".join(str(rank) for rank in missing),
+            "ranks_expected": expected if expected <= _INT32_MAX else float(expected),
+            "ranks_missing": ranges_text(missing),
             "disagreements": ",".join(merger.disagreements),
         }
     )
@@ -321,9 +333,12 @@ class MergeOutcome:
     path: str
     lineage: RunLineage
     ranks_reported: list[int]
+    #: The missing ranks (at most :data:`MAX_LISTED_MISSING` of them: see ``missing_ranges``).
     ranks_missing: list[int]
     #: The job files written and the verdicts (None when no rank had a scalar).
     job_view: JobView | None = None
+    #: Every missing rank, as inclusive (first, last) runs.
+    missing_ranges: list[tuple[int, int]] = field(default_factory=list)
 
 
 def _read_ranks(run_dir: str) -> dict[int, RunLineage]:
@@ -388,11 +403,11 @@ def _lineage_without_ranks(directory: str, expected: int) -> RunLineage:
     a run only when it has one, and the verdicts must be found.
     """
     lineage = RunLineage(directory)
-    lineage.sections["hyper_parameters"] = {"device_num": expected}
+    lineage.sections["hyper_parameters"] = {"device_num": min(expected, _INT32_MAX)}
     lineage.sections["user_defined"] = {
         "ranks_reported": 0,
-        "ranks_expected": expected,
-        "ranks_missing": ",".join(str(rank) for rank in range(expected)),
+        "ranks_expected": expected if expected <= _INT32_MAX else float(expected),
+        "ranks_missing": ranges_text([(0, expected - 1)]),
         "disagreements": "",
     }
     return lineage
@@ -436,8 +451,9 @@ def merge_run_dir(
         )
     lineages, expected = _wait_for_ranks(directory, timeout, world_size, _CLOCK)
     on_disk = rank_dirs(directory)
-    series = read_rank_series(on_disk) if job_view else {}
-    has_scalars = any(item.last_step is not None for item in series.values())
+    statistics = job_statistics_of_dirs(on_disk) if job_view else None
+    has_scalars = statistics is not None and any(
+        step is not None for step in statistics.last_steps.values())
     if not lineages and not has_scalars:
         raise LineageMergeError(
             f"no rank_<n> directory of {directory} holds a usable lineage or any scalar"
@@ -453,10 +469,11 @@ def merge_run_dir(
         with filelock.FileLock(lock_path, timeout=_LOCK_SECONDS, mode=file_mode(False)):
             if has_scalars:
                 hparams, metrics = session_values(merged)
+                assert statistics is not None
                 view = write_job_view(
                     directory,
-                    series,
-                    world_size=expected,
+                    statistics,
+                    world_size=max(expected, max(on_disk, default=0) + 1),
                     tensorboard=holds_tensorboard_files(on_disk),
                     hparams=hparams,
                     metrics=metrics,
@@ -469,7 +486,16 @@ def merge_run_dir(
         raise LineageMergeError(
             f"another merge of {directory} has held {lock_path} for over {_LOCK_SECONDS} s"
         ) from error
-    missing = [rank for rank in range(expected) if rank not in lineages]
+    missing = missing_ranges(lineages, expected)
     if missing:
-        logger.warning("merged %s without ranks %s", directory, missing)
-    return MergeOutcome(path, merged, sorted(lineages), missing, view)
+        logger.warning("merged %s without ranks %s", directory, ranges_text(missing, limit=300))
+    return MergeOutcome(path, merged, sorted(lineages), _listed(missing), view, missing)
+
+
+def _listed(runs: list[tuple[int, int]]) -> list[int]:
+    listed: list[int] = []
+    for first, last in runs:
+        listed.extend(range(first, min(last, first + MAX_LISTED_MISSING - len(listed) - 1) + 1))
+        if len(listed) >= MAX_LISTED_MISSING:
+            break
+    return listed

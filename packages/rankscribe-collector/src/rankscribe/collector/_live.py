@@ -1,0 +1,398 @@
+"""The live job view of one rank: its new points, every interval, up the tree to rank 0.
+
+Every ``job_view_interval`` seconds a background thread of each rank reads
+the scalars its own summary files gained since the last interval (every
+scalar the rank records — the collector's, ``SummaryRecord.add_value``'s and
+the summary operators' — exactly as written, so the live view equals the
+offline merge of the same files), merges its children's partial statistics
+into them and sends the result to its parent
+(:func:`rankscribe.ranks.tree_channel`: MPI on a communicator of its own,
+the c10d store's keys per tree level, or files). Rank 0 hands each
+interval to :class:`rankscribe.lineage.jobview.LiveJobView`, whose own
+writer thread appends to the job's files, so a slow filesystem delays the
+live files, never the tree nor training. ``docs/job-view.md``, "Live" and
+"Tree".
+
+The training thread never waits on another rank for this, except at the end
+of training (:meth:`LiveRankView.finish`), where the last round runs on it
+with the merge's timeout, as the lineage merge always did. Every wait has a
+deadline; a rank or subtree that does not deliver in time is missing from
+that interval.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+from rankscribe.collector._lineage import JobLineageMerger
+from rankscribe.collector._series import ScalarSeries
+from rankscribe.collector.errors import CollectorValueError
+from rankscribe.lineage.jobview import (
+    JobPartial,
+    LiveJobView,
+    PartialFormatError,
+    session_values,
+)
+from rankscribe.ranks import RankInfo, RanksError, TreeChannel, tree_channel
+from rankscribe.writer import files, reader
+from rankscribe.writer.pb import summary_pb2
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "DEFAULT_JOB_VIEW_INTERVAL",
+    "JOB_VIEW_INTERVAL_ENV",
+    "LiveRankView",
+    "RankFileTail",
+    "check_job_view_interval",
+]
+
+#: Seconds between two live updates of the job view (0: only at the end of training).
+DEFAULT_JOB_VIEW_INTERVAL = 60.0
+#: The environment variable that sets ``job_view_interval`` when the argument is not given.
+JOB_VIEW_INTERVAL_ENV = "RANKSCRIBE_JOB_VIEW_INTERVAL"
+#: Share of an interval the ranks of a round may wait for their children, over all levels.
+_ROUND_SHARE = 0.5
+#: ... but never more than this (seconds): a live round is not the end of training.
+_ROUND_WAIT_LIMIT = 30.0
+#: The round number of the last round (every earlier round has a smaller one).
+FINAL_ROUND = 1 << 62
+
+
+def check_job_view_interval(value: object) -> float:
+    """The interval in seconds: the argument, else the environment variable, else the default."""
+    source = "job_view_interval"
+    if value is None:
+        text = os.environ.get(JOB_VIEW_INTERVAL_ENV)
+        if text is None or not text.strip():
+            return DEFAULT_JOB_VIEW_INTERVAL
+        source = f"the environment variable {JOB_VIEW_INTERVAL_ENV}"
+        try:
+            value = float(text)
+        except ValueError:
+            raise CollectorValueError(
+                f"For {source}, the value should be a number of seconds >= 0 (0 turns the live "
+                f"job view off), but got {text!r}.") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+        math.isfinite(value) and value >= 0
+    ):
+        raise CollectorValueError(
+            f"For '{source}', the value should be a finite number of seconds >= 0 (0 turns the "
+            f"live job view off), but got {value!r}.")
+    return float(value)
+
+
+class RankFileTail:
+    """The scalars a rank's summary files gained since the last read.
+
+    What the files held when the tail starts belongs to an earlier run and is
+    left alone (a file of this collector's record that the new run appends to
+    is read from its size at the start). Each file is read from where the last
+    read stopped; a record still
+    being written is read next time; a file damaged before its end is read up
+    to the damage (with a warning) and then left alone.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = os.fspath(directory)
+        self._offsets: dict[str, int] = {}
+        for path in self._files():
+            try:
+                self._offsets[path] = os.path.getsize(path)
+            except OSError:
+                continue
+        self._done: set[str] = set()
+        self.last_step = -1
+
+    def _files(self) -> list[str]:
+        try:
+            return [os.fspath(path) for path in
+                    reader.list_summary_files(self.directory, "summary")]
+        except OSError:
+            return []
+
+    def read_new(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """``tag -> (steps, values)`` of the points written since the last call."""
+        points: dict[str, tuple[list[int], list[float]]] = {}
+        for path in self._files():
+            if path not in self._done:
+                self._read_file(path, points)
+        found = {tag: (np.asarray(steps, dtype=np.int64), np.asarray(values, dtype=np.float64))
+                 for tag, (steps, values) in points.items()}
+        return found
+
+    def _read_file(self, path: str, points: dict[str, tuple[list[int], list[float]]]) -> None:
+        offset = self._offsets.get(path, 0)
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            descriptor = os.open(path, flags)
+        except OSError as error:
+            logger.warning("live job view: %s cannot be read (%s); left out", path, error)
+            self._done.add(path)
+            return
+        with os.fdopen(descriptor, "rb") as stream:
+            stream.seek(offset)
+            records = files.RecordReader(stream, strict=False)
+            for record in records:
+                self._take(record.payload, points)
+                self._offsets[path] = offset + record.offset + record.record_length
+            if records.corruptions:
+                logger.warning("live job view: %s is damaged (%s); the rest of it is left out",
+                               path, records.corruptions[0])
+                self._done.add(path)
+
+    def _take(self, payload: bytes, points: dict[str, tuple[list[int], list[float]]]) -> None:
+        try:
+            event = summary_pb2.Event.FromString(payload)
+        except Exception:  # a record that is not an Event: not ours to judge here
+            return
+        if event.WhichOneof("what") != "summary":
+            return
+        for value in event.summary.value:
+            if value.WhichOneof("value") == "scalar_value":
+                steps, values = points.setdefault(value.tag, ([], []))
+                steps.append(event.step)
+                values.append(value.scalar_value)
+                self.last_step = max(self.last_step, event.step)
+
+
+class LiveRankView:
+    """One rank's end of the job view's tree (see the module docstring).
+
+    Every rank calls :meth:`open` (where the ranks are together: it may be
+    collective), :meth:`start` when training starts and :meth:`finish` when
+    it ends; rank 0 then :meth:`close`\\ s with the merged lineage.
+    """
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self.channel: TreeChannel | None = None
+        self.view: LiveJobView | None = None
+        self.info: RankInfo | None = None
+        self._tail: RankFileTail | None = None
+        self._thread: threading.Thread | None = None
+        self._writer: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._written = threading.Event()
+        self._lock = threading.Lock()
+        self._round = 0
+        self._finished: set[int] = set()
+        self._job_dir = ""
+        self._tensorboard = False
+        self._timeout = 60.0
+        self._failed = False
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def open(self, job_dir: str | os.PathLike[str], info: RankInfo,
+             merger: JobLineageMerger) -> None:
+        """Make the tree channel over the merger's coordinator (every rank, together; once)."""
+        self.info, self._job_dir = info, os.fspath(job_dir)
+        self._tensorboard, self._timeout = merger.tensorboard, merger.timeout
+        coordinator = merger.active_coordinator
+        if self.channel is not None or coordinator is None or info.world_size < 2:
+            return
+        try:
+            self.channel = tree_channel(coordinator, timeout=self._timeout)
+        except (RanksError, OSError) as error:
+            logger.error("The job view of rank %d cannot travel up the tree (%s); run "
+                         "`rankscribe-lineage merge %s` after the job.", info.rank, error,
+                         self._job_dir)
+
+    @property
+    def active(self) -> bool:
+        return self.channel is not None
+
+    def start(self, rank_directory: str | os.PathLike[str] | None) -> None:
+        """A training run starts: new points from now on, a background thread when live."""
+        if self.channel is None or self.info is None or rank_directory is None:
+            return
+        self.stop_thread()
+        self._tail = RankFileTail(rank_directory)
+        self._round = 0
+        self._failed = False
+        self._finished = set()
+        self._stop.clear()
+        self.view = (LiveJobView(self._job_dir, world_size=self.info.world_size,
+                                 tensorboard=self._tensorboard)
+                     if self.channel.parent is None else None)
+        if self.interval > 0 and self.channel.concurrent:
+            self._thread = threading.Thread(target=self._run, name="rankscribe-job-view",
+                                            daemon=True)
+            self._thread.start()
+            if self.view is not None:
+                self._writer = threading.Thread(target=self._write_loop,
+                                                name="rankscribe-job-view-writer", daemon=True)
+                self._writer.start()
+        elif self.interval > 0:
+            logger.warning("The live job view needs MPI_THREAD_MULTIPLE; this MPI gives less, "
+                           "so the job view is written at the end of training only.")
+
+    def finish(self) -> dict[str, float | int | str] | None:
+        """The last round, on the calling thread; rank 0 returns the job's verdicts.
+
+        Every rank calls this when training ends, whatever happened before.
+        """
+        if self.channel is None or self._tail is None:
+            return None  # no training run since the last finish (an evaluation ends)
+        self.stop_thread()
+        try:
+            self._round_trip(FINAL_ROUND)
+        except Exception as error:  # the lineage merge must still run after this
+            logger.error("The last round of the job view failed on rank %d: %s",
+                         self.channel.rank, error)
+            return None
+        finally:
+            self._tail = None
+        view = self.view
+        if view is None:
+            return None
+        try:
+            view.write(final=True)
+        except OSError as error:
+            logger.error("Writing the job view into %s failed: %s. Run `rankscribe-lineage "
+                         "merge %s` after the job.", self._job_dir, error, self._job_dir)
+            return None
+        return view.state.verdicts()
+
+    def merge(self, merger: JobLineageMerger, rank_directory: str | os.PathLike[str],
+              series: ScalarSeries) -> None:
+        """The end of a run: the tree's last round, then the lineage merge (every rank).
+
+        With the tree, rank 0 gets statistics, not every rank's ``series`` (sent only
+        when there is no tree); the last round and the gather share one merge timeout.
+        """
+        started = time.monotonic()
+        verdicts = self.finish()
+        left = max(0.0, merger.timeout - (time.monotonic() - started))
+        merger.merge(rank_directory, None if self.active else series, verdicts=verdicts,
+                     timeout=left)
+        self.close(merger.last_merged)
+
+    def close(self, merged: Any = None) -> None:
+        """Rank 0: add the HParams session of the merged lineage and close the job files."""
+        view, self.view = self.view, None
+        if view is None:
+            return
+        hparams, metrics = session_values(merged) if merged is not None else (None, None)
+        try:
+            view.finish(hparams=hparams, metrics=metrics)
+        except OSError as error:
+            logger.error("Closing the job view's files in %s failed: %s", self._job_dir, error)
+
+    def stop_thread(self) -> None:
+        """Stop the background threads (their round under way ends at its deadline)."""
+        self._stop.set()
+        self._written.set()
+        for thread in (self._thread, self._writer):
+            if thread is not None:
+                thread.join(timeout=self._timeout + 2 * self._round_wait())
+                if thread.is_alive():
+                    logger.warning("The job view's thread %s did not stop in time", thread.name)
+        self._thread = self._writer = None
+
+    def shutdown(self) -> None:
+        """Release the channel (the collector is closed)."""
+        self.stop_thread()
+        channel, self.channel = self.channel, None
+        if channel is not None:
+            channel.close()
+
+    # ------------------------------------------------------------------ rounds
+
+    def _round_wait(self) -> float:
+        return min(self.interval * _ROUND_SHARE, _ROUND_WAIT_LIMIT)
+
+    def _run(self) -> None:
+        # Rounds start at multiples of the interval of the wall clock, numbered by that
+        # multiple: every rank (on synchronised clocks) agrees on a round's number and start.
+        while not self._stop.wait(self.interval - time.time() % self.interval):
+            try:
+                self._round_trip(round(time.time() / self.interval))
+            except Exception:
+                logger.exception("A round of the live job view failed; the live view stops "
+                                 "(the end of training still writes it)")
+                return
+
+    def _write_loop(self) -> None:
+        view = self.view
+        while view is not None and not self._stop.is_set():
+            self._written.wait()
+            self._written.clear()
+            if self._stop.is_set():
+                return
+            try:
+                view.write()
+            except OSError as error:
+                logger.warning("The live job view of %s could not be written (%s); it is kept "
+                               "for the next interval", self._job_dir, error)
+
+    def _round_trip(self, number: int) -> None:
+        """One round: own new points + the children's, merged; to the parent or rank 0's view.
+
+        ``number``: the round (:data:`FINAL_ROUND` at the end of training). A child's
+        message of an earlier round that arrives now is merged too.
+        """
+        channel, tail = self.channel, self._tail
+        assert channel is not None and tail is not None
+        final = number == FINAL_ROUND
+        with self._lock:
+            self._round += 1
+            before = tail.last_step
+            own = JobPartial.of_rank(channel.rank, tail.read_new(), last_step=before,
+                                     finished=final)
+            tree_height = max(1, channel.tree_height)
+            base = self._timeout if final else self._round_wait()
+            wait = base * channel.height / tree_height
+            messages = channel.receive(number, wait) if channel.children else {}
+            merged = own
+            arrived: set[int] = set()
+            for child, items in messages.items():
+                for round_number, payload in items:
+                    try:
+                        merged.merge(JobPartial.from_bytes(payload))
+                    except (PartialFormatError, ValueError) as error:
+                        logger.warning("job view: a message of rank %d (round %d) is ignored: "
+                                       "%s", child, round_number, error)
+                        continue
+                    if round_number >= number:
+                        arrived.add(child)
+            late = [child for child in channel.children if child not in arrived]
+            if late:
+                logger.info("job view, %s: rank(s) %s did not deliver in time",
+                            _round_name(number), late)
+            if channel.parent is not None:
+                if not channel.send(number, merged.to_bytes(), base):
+                    logger.warning("job view, %s: rank %d's message did not reach rank %d in "
+                                   "time", _round_name(number), channel.rank, channel.parent)
+                return
+            view = self.view
+            assert view is not None and self.info is not None
+            # A rank that sent its last message (in this round or an earlier one) is done,
+            # not missing.
+            self._finished |= merged.finished
+            present = set(merged.ranks) | self._finished
+            missing = [rank for rank in range(self.info.world_size) if rank not in present]
+            view.add(merged, missing=missing)
+            if missing:
+                logger.warning("job view, %s: no points from rank(s) %s", _round_name(number),
+                               _short(missing))
+        self._written.set()
+
+
+def _round_name(number: int) -> str:
+    return "the last round" if number == FINAL_ROUND else f"round {number}"
+
+
+def _short(ranks: list[int]) -> str:
+    from rankscribe.lineage.jobview import ranges_text  # noqa: PLC0415
+
+    return ranges_text(ranks, limit=200)
+

@@ -1,0 +1,280 @@
+"""The live view's verdicts so far, from bounded state kept per rank.
+
+Rank 0 of a live job view (:mod:`._live`) never holds a rank's whole series:
+each interval's per-rank timings and fingerprints are folded into a few
+counters and a fixed-bin histogram per (timing tag, rank), the fingerprint
+check's start and each rank's first step out of the majority, and each
+rank's last step. ``docs/job-view.md``, "Live", says what each verdict is
+judged on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from rankscribe.lineage.job._files import Curve
+from rankscribe.lineage.job._partials import Partial
+from rankscribe.lineage.job._ranges import missing_ranges, ranges_text
+from rankscribe.lineage.job._statistics import FINGERPRINT_TAG, STEP_TIME_TAG, is_timing_tag
+from rankscribe.lineage.job._verdicts import (
+    STRAGGLER_MARGIN,
+    STRAGGLER_SHARE,
+    DenseSeries,
+    dense_series,
+)
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+__all__ = ["SKEW_TAG", "SLOWEST_RANK_TAG", "LiveVerdicts", "median_of_others"]
+
+# log2(ratio) histogram: 0.02 wide bins (1.4 % of a ratio) from 1/16x to 16x.
+_BIN_WIDTH = 0.02
+_BIN_LIMIT = 4.0
+_BINS = int(2 * _BIN_LIMIT / _BIN_WIDTH) + 1
+SLOWEST_RANK_TAG = f"{STEP_TIME_TAG}/slowest_rank"
+SKEW_TAG = f"{STEP_TIME_TAG}/skew"
+NONE = -1
+
+
+def _bin_of(log_ratio: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+    clipped = np.clip(np.nan_to_num(log_ratio, nan=0.0, posinf=_BIN_LIMIT, neginf=-_BIN_LIMIT),
+                      -_BIN_LIMIT, _BIN_LIMIT)
+    return np.rint((clipped + _BIN_LIMIT) / _BIN_WIDTH).astype(np.int64)
+
+
+def _histogram_median(histogram: npt.NDArray[np.int64]) -> float | None:
+    total = int(histogram.sum())
+    if total == 0:
+        return None
+    index = int(np.searchsorted(np.cumsum(histogram), (total + 1) / 2))
+    return float(2.0 ** (index * _BIN_WIDTH - _BIN_LIMIT))
+
+
+def _ratio(values: npt.NDArray[np.float64], reference: npt.NDArray[np.float64]
+           ) -> npt.NDArray[np.float64]:
+    """values / reference, where 0/0 is a ratio of 1 and x/0 is infinite."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(reference > 0, values / reference,
+                        np.where(values > 0, np.inf, 1.0))
+
+
+def median_of_others(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """For each cell of a (steps, ranks) array: the median of the other ranks' values at its step.
+
+    NaN (absent) cells are ignored, and get NaN; so does a cell alone at its step.
+    """
+    order = np.argsort(values, axis=1)  # NaN sorts last
+    ordered = np.take_along_axis(values, order, axis=1)
+    present = (~np.isnan(values)).sum(axis=1, keepdims=True)
+    position = np.empty_like(order)
+    np.put_along_axis(position, order, np.arange(values.shape[1])[None, :], axis=1)
+    others = present - 1
+    low = np.maximum(others - 1, 0) // 2
+    high = np.maximum(others, 0) // 2
+    low_index = np.minimum(low + (low >= position), values.shape[1] - 1)
+    high_index = np.minimum(high + (high >= position), values.shape[1] - 1)
+    result = (np.take_along_axis(ordered, low_index, axis=1)
+              + np.take_along_axis(ordered, high_index, axis=1)) / 2
+    return np.where((others >= 1) & ~np.isnan(values), result, np.nan)
+
+
+@dataclass
+class _TimingEvidence:
+    """One timing tag's straggler evidence: bounded per rank (a count and a histogram)."""
+
+    contested: int = 0
+    slowest: dict[int, int] = field(default_factory=dict)
+    ratios: dict[int, npt.NDArray[np.int64]] = field(default_factory=dict)
+    skews: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(_BINS, np.int64))
+
+    def add(self, dense: DenseSeries) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64],
+                                              npt.NDArray[np.int64]]:
+        """Fold in these steps; return (steps, skew, slowest rank) of the contested ones."""
+        values = dense.values
+        present = ~np.isnan(values)
+        contested = present.sum(axis=1) >= 2
+        values, steps = values[contested], dense.steps[contested]
+        if len(values) == 0:
+            empty = np.empty(0, dtype=np.int64)
+            return empty, np.empty(0), empty
+        self.contested += len(values)
+        column = np.argmax(np.where(np.isnan(values), -np.inf, values), axis=1)
+        slowest = dense.ranks[column]
+        for rank, wins in zip(*np.unique(slowest, return_counts=True), strict=True):
+            self.slowest[int(rank)] = self.slowest.get(int(rank), 0) + int(wins)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_ratio = np.log2(_ratio(values, median_of_others(values)))
+        for index, rank in enumerate(dense.ranks.tolist()):
+            usable = ~np.isnan(values[:, index])
+            if not bool(np.any(usable)):
+                continue
+            histogram = self.ratios.setdefault(rank, np.zeros(_BINS, np.int64))
+            np.add.at(histogram, _bin_of(log_ratio[usable, index]), 1)
+        top = values[np.arange(len(values)), column]
+        skew = _ratio(top, np.nanmedian(values, axis=1))
+        with np.errstate(divide="ignore"):
+            np.add.at(self.skews, _bin_of(np.log2(skew)), 1)
+        return steps, skew, slowest
+
+    def straggler(self) -> tuple[int, float, float] | None:
+        """(rank, slowest share, excess) of the chronic straggler of this timing, if any."""
+        if not self.contested or not self.slowest:
+            return None
+        rank, wins = min(self.slowest.items(), key=lambda item: (-item[1], item[0]))
+        share = wins / self.contested
+        median = _histogram_median(self.ratios.get(rank, np.zeros(_BINS, np.int64)))
+        if median is None:
+            return None
+        excess = median - 1.0
+        if share > STRAGGLER_SHARE and excess >= STRAGGLER_MARGIN - _BIN_WIDTH / 4:
+            return rank, share, excess
+        return None
+
+
+@dataclass
+class LiveVerdicts:
+    """The verdicts so far, from bounded state (``docs/job-view.md``, "Live")."""
+
+    world_size: int
+    last_steps: dict[int, int] = field(default_factory=dict)
+    nonfinite_loss: dict[int, int] = field(default_factory=dict)
+    timings: dict[str, _TimingEvidence] = field(default_factory=dict)
+    divergence: str = "no_fingerprints"
+    fingerprint_ranks: set[int] = field(default_factory=set)
+    diverged: dict[int, int] = field(default_factory=dict)
+    missing_now: list[int] = field(default_factory=list)
+
+    def add(self, written: Partial) -> list[Curve]:
+        """Fold in the written part of an interval; return its per-step derived curves."""
+        for rank, step in written.last_steps.items():
+            self.last_steps[rank] = max(step, self.last_steps.get(rank, -1))
+        for rank, step in written.nonfinite_loss.items():
+            self.nonfinite_loss[rank] = min(step, self.nonfinite_loss.get(rank, step))
+        curves: list[Curve] = []
+        for tag, ranks in written.per_rank.items():
+            if tag == FINGERPRINT_TAG:
+                curves.extend(self._add_fingerprints(dense_series(ranks)))
+            elif is_timing_tag(tag):
+                evidence = self.timings.setdefault(tag, _TimingEvidence())
+                steps, skew, slowest = evidence.add(dense_series(ranks))
+                if tag == STEP_TIME_TAG and len(steps):
+                    curves.append(Curve(SLOWEST_RANK_TAG, steps, slowest.astype(np.float64)))
+                    curves.append(Curve(SKEW_TAG, steps, skew))
+        return curves
+
+    def _add_fingerprints(self, dense: DenseSeries) -> list[Curve]:
+        if len(dense.steps) == 0:
+            return []
+        self.fingerprint_ranks.update(dense.ranks.tolist())
+        values = dense.values
+        present = ~np.isnan(values)
+        ordered = np.sort(values, axis=1)
+        changes = (ordered[:, 1:] != ordered[:, :-1]) & ~np.isnan(ordered[:, 1:])
+        distinct = (present.any(axis=1) + changes.sum(axis=1)).astype(np.float64)
+        curves = [
+            Curve(f"{FINGERPRINT_TAG}/ranks", dense.steps, present.sum(axis=1).astype(float)),
+            Curve(f"{FINGERPRINT_TAG}/distinct", dense.steps, distinct),
+        ]
+        rows = np.arange(len(values))
+        if self.divergence in ("no_fingerprints", "one_rank", "no_common_step"):
+            if len(self.fingerprint_ranks) < 2:
+                self.divergence = "one_rank"
+                return curves
+            complete = np.flatnonzero(present.all(axis=1))
+            if values.shape[1] < 2 or len(complete) == 0:
+                self.divergence = "no_common_step"
+                return curves
+            start = int(complete[0])
+            first = values[start]
+            if not bool(np.all(first == first[0])):
+                self.divergence = "ranks_differ_at_start"
+                return curves
+            self.divergence = "checked"
+            rows = rows[start + 1 :]
+        if self.divergence == "checked" and len(rows):
+            self._majority(dense, rows)
+        return curves
+
+    def _majority(self, dense: DenseSeries, rows: npt.NDArray[np.int64]) -> None:
+        values = dense.values[rows]
+        present = ~np.isnan(values)
+        counts = present.sum(axis=1)
+        ordered = np.sort(values, axis=1)
+        middle = ordered[np.arange(len(ordered)), np.maximum(counts - 1, 0) // 2]
+        agree = values == middle[:, None]
+        has_majority = 2 * agree.sum(axis=1) > counts
+        left = present & ~(agree & has_majority[:, None])
+        for column in np.flatnonzero(left.any(axis=0)).tolist():
+            rank = int(dense.ranks[column])
+            if rank not in self.diverged:
+                self.diverged[rank] = int(dense.steps[rows[int(np.argmax(left[:, column]))]])
+
+    def verdicts(self) -> dict[str, float | int | str]:
+        """The ``user_defined`` keys of the job so far (as in ``docs/job-view.md``)."""
+        reported = sorted(rank for rank, step in self.last_steps.items() if step >= 0)
+        absent = missing_ranges(reported, self.world_size)
+        absent_text = ranges_text(_merge_runs(absent, self.missing_now))
+        verdicts: dict[str, float | int | str] = {
+            "job/ranks_reported": len(reported),
+            "job/missing_ranks": absent_text,
+            "job/straggler_rank": NONE,
+        }
+        step_times = self.timings.get(STEP_TIME_TAG)
+        if step_times is not None:
+            skew = _histogram_median(step_times.skews)
+            if skew is not None:
+                verdicts["job/step_time_skew"] = skew
+        flagged = [(found, tag) for tag, evidence in sorted(self.timings.items())
+                   if (found := evidence.straggler()) is not None]
+        if flagged:
+            (rank, share, excess), tag = max(flagged, key=lambda item: item[0][2])
+            verdicts["job/straggler_rank"] = rank
+            verdicts["job/straggler_slowest_share"] = share
+            verdicts["job/straggler_excess"] = excess
+            verdicts["job/straggler_timing"] = tag
+        verdicts["job/divergence_check"] = self.divergence
+        verdicts["job/diverged_ranks"] = ranges_text(sorted(self.diverged))
+        verdicts["job/diverged_first_step"] = min(self.diverged.values(), default=NONE)
+        for rank, step in sorted(self.diverged.items()):
+            verdicts[f"job/diverged_step/{rank}"] = step
+        verdicts["job/nonfinite_loss_ranks"] = ranges_text(sorted(self.nonfinite_loss))
+        verdicts["job/nonfinite_loss_first_step"] = min(self.nonfinite_loss.values(),
+                                                        default=NONE)
+        for rank, step in sorted(self.nonfinite_loss.items()):
+            verdicts[f"job/nonfinite_loss_step/{rank}"] = step
+        last = {rank: self.last_steps[rank] for rank in reported}
+        for rank, step in last.items():
+            verdicts[f"job/last_step/{rank}"] = step
+        verdicts["job/stopped_first_rank"] = NONE
+        verdicts["job/stopped_first_step"] = NONE
+        verdicts["job/stopped_early_ranks"] = ""
+        if len(set(last.values())) > 1:
+            earliest, latest = min(last.values()), max(last.values())
+            verdicts["job/stopped_first_rank"] = min(r for r, s in last.items() if s == earliest)
+            verdicts["job/stopped_first_step"] = earliest
+            verdicts["job/stopped_early_ranks"] = ranges_text(
+                sorted(r for r, s in last.items() if s < latest))
+        return {key: _int32(value) for key, value in verdicts.items()}
+
+
+def _int32(value: float | int | str) -> float | int | str:
+    """A user_defined int is int32 on the wire: a larger step is kept as a float."""
+    if isinstance(value, int) and not -(2**31) <= value <= 2**31 - 1:
+        return float(value)
+    return value
+
+
+def _merge_runs(runs: list[tuple[int, int]], extra: Sequence[int]) -> list[tuple[int, int]]:
+    merged = sorted(runs + [(rank, rank) for rank in extra])
+    result: list[tuple[int, int]] = []
+    for first, last in merged:
+        if result and first <= result[-1][1] + 1:
+            result[-1] = (result[-1][0], max(result[-1][1], last))
+        else:
+            result.append((first, last))
+    return result

@@ -1,0 +1,270 @@
+"""Rank 0's live job view: intervals of merged points appended to the job files.
+
+Each interval, the ranks' new points reach rank 0 up a tree as one merged
+:class:`~rankscribe.lineage.job._partials.Partial`. :class:`LiveJobView`
+keeps what has arrived but cannot be written yet, writes the steps every
+rank of the interval has passed, and folds them into bounded verdict state
+(:class:`LiveVerdicts`): per rank a few counters and a fixed histogram, never
+a series. Its memory is bounded by what one interval brings (and by the
+skew between the fastest and the slowest rank), not by ranks x steps.
+Semantics: ``docs/job-view.md``, "Live" and "Tree".
+
+Where a step is cut: the smallest last step over the ranks the view waits
+for — every rank that has not finished and was heard from in the last
+:data:`PATIENCE` intervals (a rank not heard from yet counts as heard at the
+start). A step at or below it is complete and is written once; a rank
+silent for longer is left behind (and named missing), and points that
+arrive later for a step already written are dropped from the live file
+with a warning and counted — the offline merge counts them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from rankscribe.lineage._hparams import HParamsRun, hparam_value, metric_value
+from rankscribe.lineage.job._evidence import SKEW_TAG, LiveVerdicts
+from rankscribe.lineage.job._files import STATISTIC_SUFFIXES, AppendedJobFiles, Curve, now
+from rankscribe.lineage.job._partials import Partial
+from rankscribe.lineage.job._ranges import ranges_text
+from rankscribe.lineage.job._statistics import TagStatistics
+from rankscribe.writer import files
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["LIVE_STATE_NAME", "PATIENCE", "LiveJobView", "LiveVerdicts", "read_live_state"]
+
+#: Intervals a silent rank holds the live file back before it is left behind.
+PATIENCE = 3
+#: The live view's state beside the job files: the verdicts so far, each rank's last step.
+LIVE_STATE_NAME = ".rankscribe-live.json"
+#: A state file larger than this is not read (it holds one entry per rank).
+_MAX_STATE_BYTES = 32 << 20
+def _tag_curves(tag: str, statistics: TagStatistics) -> list[Curve]:
+    columns = {
+        "mean": statistics.mean, "min": statistics.minimum, "max": statistics.maximum,
+        "std": statistics.std, "ranks": statistics.count,
+        "min_rank": statistics.min_rank, "max_rank": statistics.max_rank,
+    }
+    return [Curve(f"{tag}/{suffix}", statistics.steps, columns[suffix].astype(np.float64))
+            for suffix in STATISTIC_SUFFIXES]
+
+
+class LiveJobView:
+    """Rank 0's live job view of ``job_dir`` (see the module docstring).
+
+    :meth:`add` takes each interval's merged partial (from the thread that
+    receives them); :meth:`write` appends what is complete (from the thread
+    that writes; the two may differ, so a slow filesystem never holds up the
+    tree); :meth:`finish` writes everything left and closes the files.
+    """
+
+    def __init__(self, job_dir: str | os.PathLike[str], *, world_size: int,
+                 tensorboard: bool = False, host: str | None = None) -> None:
+        self.directory = os.fspath(job_dir)
+        self.world_size = world_size
+        self.tensorboard = tensorboard
+        self.host = host
+        self.state = LiveVerdicts(world_size)
+        self.written_through = -(2**63)
+        self.intervals = 0
+        self.dropped_points = 0
+        self._pending = Partial()
+        self._round_ranks: list[int] = []
+        self._heard: dict[int, int] = {}  # rank -> the last interval it was heard in
+        self._finished: set[int] = set()
+        self._round_missing: list[int] = []
+        self._received = 0
+        self._written_round = 0
+        self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._files: AppendedJobFiles | None = None
+        self._margin_tags: list[str] = []
+        self._line_tags: list[str] = []
+        self._laid_out = 0
+
+    @property
+    def paths(self) -> list[str]:
+        return list(self._files.paths.values()) if self._files is not None else []
+
+    def add(self, partial: Partial, *, missing: Sequence[int] = ()) -> None:
+        """One interval's merged partial; ``missing``: ranks whose points did not arrive."""
+        with self._lock:
+            late = partial.drop_through(self.written_through)
+            if late:
+                self.dropped_points += late
+                logger.warning(
+                    "live job view of %s: %d points arrived for steps already written "
+                    "(ranks that missed intervals); the offline merge counts them",
+                    self.directory, late)
+            self._pending.merge(partial)
+            self._round_ranks = partial.ranks
+            self._round_missing = list(missing)
+            self._received += 1
+            for rank in partial.ranks:
+                self._heard[rank] = self._received
+            self._finished |= partial.finished
+
+    def write(self, *, final: bool = False) -> bool:
+        """Append the steps every rank of the latest interval passed (all of them if ``final``).
+
+        Returns False when there was nothing new to write.
+        """
+        with self._write_lock:
+            return self._write(final)
+
+    def _write(self, final: bool) -> bool:
+        with self._lock:
+            if self._received == self._written_round and not final:
+                return False
+            if self._received - self._written_round > 1:
+                logger.warning(
+                    "live job view of %s fell behind (a slow filesystem?): intervals %d-%d "
+                    "are written together", self.directory, self._written_round + 1,
+                    self._received)
+            self._written_round = self._received
+            cut = (2**63 - 1) if final else self._cut()
+            written, self._pending = self._pending.split(cut)
+            self._pending.last_steps = dict(written.last_steps)
+            missing = list(self._round_missing)
+        if cut <= self.written_through and not final:
+            return False
+        self.state.missing_now = missing
+        curves = self._curves(written)
+        verdict_step = max((int(curve.steps[-1]) for curve in curves if len(curve.steps)),
+                           default=None)
+        # Later points at or below the cut are late (every rank waited for had passed it).
+        self.written_through = max(self.written_through, cut)
+        verdicts = self.state.verdicts()
+        if verdict_step is not None:
+            curves.extend(_verdict_curves(verdicts, verdict_step, len(self._round_ranks)))
+        self.intervals += 1
+        self._append(curves)
+        self._write_state(verdicts, final=final)
+        return bool(curves) or final
+
+    def _cut(self) -> int:
+        """The last step every rank the view waits for has passed (-1: none yet)."""
+        waiting = [
+            rank for rank in range(self.world_size)
+            if rank not in self._finished
+            and self._received - self._heard.get(rank, 0) < PATIENCE
+        ]
+        steps = [self._pending.last_steps.get(rank, -1) for rank in waiting]
+        if not steps:  # every rank finished or fell silent: what arrived is complete
+            known = [step for step in self._pending.last_steps.values() if step >= 0]
+            return max(known, default=-1)
+        return min(steps)
+
+    def _curves(self, written: Partial) -> list[Curve]:
+        curves: list[Curve] = []
+        for tag in sorted(written.tags):
+            curves.extend(_tag_curves(tag, written.tags[tag]))
+            if tag not in self._margin_tags:
+                self._margin_tags.append(tag)
+        curves.extend(self.state.add(written))
+        if any(curve.tag == SKEW_TAG for curve in curves) and SKEW_TAG not in self._line_tags:
+            self._line_tags.append(SKEW_TAG)
+        return curves
+
+    def _append(self, curves: list[Curve], session: HParamsRun | None = None) -> None:
+        if not curves and session is None:
+            return
+        layout_grew = False
+        if self._files is None:
+            self._files = AppendedJobFiles(self.directory, tensorboard=self.tensorboard,
+                                           host=self.host)
+            layout_grew = True
+        layout_grew = layout_grew or len(self._margin_tags) != self._laid_out
+        self._laid_out = len(self._margin_tags)
+        layout = (sorted(self._margin_tags), list(self._line_tags)) if layout_grew else None
+        self._files.append(curves, now(), layout=layout, session=session)
+
+    def _write_state(self, verdicts: Mapping[str, Any], *, final: bool) -> None:
+        state = {
+            "interval": self._received,
+            "wall_time": now(),
+            "final": final,
+            "written_through_step": self.written_through,
+            "ranks_in_interval": len(self._round_ranks),
+            "missing_in_interval": ranges_text(self.state.missing_now),
+            "dropped_points": self.dropped_points,
+            "world_size": self.world_size,
+            "verdicts": dict(verdicts),
+        }
+        data = json.dumps(state, allow_nan=True).encode("utf-8")
+        files.atomic_write(os.path.join(self.directory, LIVE_STATE_NAME), [data],
+                           mode=files.file_mode(True))
+
+    def finish(
+        self,
+        *,
+        hparams: Mapping[str, Any] | None = None,
+        metrics: Mapping[str, float] | None = None,
+    ) -> dict[str, float | int | str]:
+        """Write everything left, and the HParams session to TensorBoard; return the verdicts.
+
+        ``hparams``/``metrics``: the job's hyper-parameters and final metrics
+        (from the merged lineage), as :func:`~rankscribe.lineage.jobview.write_job_view` takes.
+        """
+        self.write(final=True)
+        with self._write_lock:
+            if (self._files is not None and self._files.tensorboard
+                    and (hparams is not None or metrics is not None)):
+                self._append([], _session(hparams, metrics, now()))
+            if self._files is not None:
+                self._files.close()
+        return self.state.verdicts()
+
+
+def _session(hparams: Mapping[str, Any] | None, metrics: Mapping[str, float] | None,
+             wall_time: float) -> HParamsRun:
+    values = {str(name): converted for name, raw in (hparams or {}).items()
+              if (converted := hparam_value(raw)) is not None}
+    finals = {str(name): number for name, raw in (metrics or {}).items()
+              if (number := metric_value(raw)) is not None}
+    # An empty group name makes TensorBoard group the session by its run: the job dir.
+    return HParamsRun(name="", hparams=values, metrics=finals, start_time=wall_time)
+
+
+def _verdict_curves(verdicts: Mapping[str, Any], step: int, ranks: int) -> list[Curve]:
+    """The numeric verdicts so far as job scalars at ``step`` (per-rank keys left out)."""
+    steps = np.asarray([step], dtype=np.int64)
+    curves = [Curve("job/ranks_in_interval", steps, np.asarray([float(ranks)]))]
+    for key, value in sorted(verdicts.items()):
+        if key.count("/") != 1 or isinstance(value, (str, bool)):
+            continue
+        if not math.isfinite(float(value)):
+            continue
+        curves.append(Curve(key, steps, np.asarray([float(value)])))
+    return curves
+
+
+def read_live_state(job_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The live view's state file of ``job_dir`` (None when there is none or it is unreadable)."""
+    path = os.path.join(os.fspath(job_dir), LIVE_STATE_NAME)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        with os.fdopen(descriptor, "rb") as handle:
+            data = handle.read(_MAX_STATE_BYTES + 1)
+    except OSError:
+        return None
+    if len(data) > _MAX_STATE_BYTES:
+        return None
+    try:
+        state = json.loads(data.decode("utf-8"))
+    except ValueError:
+        return None
+    return state if isinstance(state, dict) else None

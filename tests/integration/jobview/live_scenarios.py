@@ -1,0 +1,61 @@
+"""One rank's side of the live job-view scenario, run by ``mpiexec -n 3 python -m mpi4py``.
+
+    python -m mpi4py live_scenarios.py <out_dir> <steps> <interval>
+
+Each rank trains a tiny NumPy model with TrainLoop + SummaryCollector
+(``job_view_interval=<interval>`` seconds), every step collected, and records
+a scalar of the script's own through the collector's record
+(``script/rank_value``: rank + step / 1000), so the live view must carry a
+tag the collector knows nothing of. The pytest side (test_mpi_live.py) reads
+the job's files while this runs and kills the job with SIGKILL.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rankscribe.collector import ArrayDataset, ArrayNetwork, ArrayOptimizer
+from rankscribe.collector._collector import SummaryCollector
+from rankscribe.collector._loop import TrainLoop
+from rankscribe.ranks import detect
+
+STEP_SECONDS = 0.02
+SCRIPT_TAG = "script/rank_value"
+
+
+def main() -> None:
+    out, steps, interval = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+    info = detect()
+    rng = np.random.default_rng(0)
+    network = ArrayNetwork({"fc.weight": rng.normal(size=(4, 3)).astype(np.float32)},
+                           name="TinyNet")
+    optimizer = ArrayOptimizer(network, learning_rate=0.05, name="SGD")
+    rows = steps * info.world_size
+    data = ArrayDataset(rng.random((rows, 1, 4, 4)).astype(np.float32),
+                        rng.integers(0, 3, rows), batch_size=1).shard(info.world_size, info.rank)
+    collector = SummaryCollector(out, collect_freq=1, merge_timeout=20.0,
+                                 collect_specified_data={"collect_landscape": None},
+                                 job_view_interval=interval)
+    done = [0]
+
+    def step(batch: Any) -> np.float32:
+        done[0] += 1
+        network["fc.weight"][:] *= np.float32(0.99)
+        record = collector.record
+        assert record is not None
+        record.add_value("scalar", SCRIPT_TAG, float(info.rank + done[0] / 1000))
+        time.sleep(STEP_SECONDS)
+        return np.float32(1.0 + info.rank)
+
+    TrainLoop(step, network=network, optimizer=optimizer).train(1, data, callbacks=[collector])
+    collector.close()
+    print(f"rank {info.rank}: live done", flush=True)
+
+
+if __name__ == "__main__":
+    main()
