@@ -105,7 +105,6 @@ class SummaryCollector(Callback):
         fingerprints: record ``rankscribe/param_fingerprint`` at step 0 (every
             byte) and at collected steps (a slice of at most ``fingerprint_budget``
             bytes, an int >= 1024, default 4 MiB); docs/job-view.md.
-
         job_view_interval: seconds between live updates of the job view (docs/job-view.md,
             "Live"); None: ``RANKSCRIBE_JOB_VIEW_INTERVAL``, else 60; 0: at the end only.
 
@@ -396,7 +395,7 @@ class SummaryCollector(Callback):
             return
         unit = params.cur_epoch_num if self._sink_mode else params.cur_step_num
         self._collect(params, unit)
-        self._write_step_times()
+        self._series.write_kept_step_times(self._record)
         landscape = self._landscape
         if landscape is not None and landscape.unit == "epoch" and landscape.wants(
             params.cur_epoch_num
@@ -412,7 +411,7 @@ class SummaryCollector(Callback):
         try:
             if params.mode == "train":
                 self._timings.finish()
-                self._write_step_times()
+                self._series.write_kept_step_times(record)
                 self._lineage.add_train_lineage(record, params)
             else:
                 self._lineage.add_eval_lineage(record, params)
@@ -480,10 +479,6 @@ class SummaryCollector(Callback):
         landscape.start_training()
         landscape.announce(epoch_num=params.epoch_num or 0, batch_num=params.batch_num or 0,
                            rank=info.rank, world_size=info.world_size)
-
-    def _write_step_times(self) -> None:
-        if self._record is not None:
-            self._series.write_kept_step_times(self._record)
 
     def _landscape_network(self, params: CallbackParams) -> Any:
         return params.network if params.network is not None else params.train_network

@@ -32,12 +32,8 @@ from rankscribe.lineage.errors import (
     MindInsightException,
 )
 from rankscribe.lineage.jobview import JobView, RankSeries, series_from_dir, write_job_view
-from rankscribe.lineage.merge._merge import (
-    MERGE_LOCK_NAME,
-    MergeOutcome,
-    merge_rank_lineages,
-    merge_run_dir,
-)
+from rankscribe.lineage.merge._lineages import merge_rank_lineages
+from rankscribe.lineage.merge._merge import MERGE_LOCK_NAME, MergeOutcome, merge_run_dir
 from rankscribe.lineage.query._querier import (
     filter_runs,
     filter_summary_lineage,
