@@ -50,11 +50,14 @@ __all__ = [
     "is_per_rank_tag",
 ]
 
-_MAGIC = b"RSJP1\n"
+_MAGIC = b"RSJP2\n"
 _LENGTH = struct.Struct("<Q")
+# TagStatistics' columns, in this order (the finite moments and the non-finite counts
+# apart, so a merge matches numpy for inf and NaN: job/_statistics.py).
 _TAG_FIELDS = (
-    ("steps", "<i8"), ("count", "<i8"), ("mean", "<f8"), ("m2", "<f8"),
+    ("steps", "<i8"), ("count", "<i8"), ("finite_mean", "<f8"), ("m2", "<f8"),
     ("minimum", "<f8"), ("min_rank", "<i8"), ("maximum", "<f8"), ("max_rank", "<i8"),
+    ("nan", "<i8"), ("posinf", "<i8"), ("neginf", "<i8"),
 )
 #: A header larger than this is refused before it is parsed.
 _MAX_HEADER = 64 << 20
@@ -270,6 +273,10 @@ def _decoded(header: Any, view: memoryview, offset: int) -> Partial:
         _check_steps(columns["steps"], tag)
         if bool(np.any(columns["count"] < 1)):
             raise PartialFormatError(f"tag {tag!r} has a count below 1")
+        others = columns["nan"] + columns["posinf"] + columns["neginf"]
+        if bool(np.any((columns["nan"] < 0) | (columns["posinf"] < 0) | (columns["neginf"] < 0)
+                       | (others > columns["count"]))):
+            raise PartialFormatError(f"tag {tag!r} counts more non-finite points than points")
         partial.tags[tag] = TagStatistics(**columns)
     for tag, rank, count in header["per_rank"]:
         if not isinstance(tag, str):
