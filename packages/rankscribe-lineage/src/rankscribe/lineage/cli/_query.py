@@ -69,7 +69,7 @@ def _present_columns(rows: list[LineageRow]) -> list[str]:
     """Every field some run has, then the metric/ and user_defined/ keys (one pass each)."""
     present = [
         name for name in _FIELD_COLUMNS
-        if name == "dataset_mark" or any(name in row.fields for row in rows)
+        if name == "dataset_mark" or any(row.fields.get(name) is not None for row in rows)
     ]
     return present + custom_keys(rows) if rows else []
 
@@ -173,6 +173,11 @@ def _no_lineage_message(base: str, shown_base: str) -> str:
             f"when it records its lineage)")
 
 
+def _run_name(row: LineageRow) -> str:
+    """The run's directory relative to the base dir: ``./name`` as ``name``, ``./`` as ``.``."""
+    return row.relative_path[2:] or "."
+
+
 def _query(args: argparse.Namespace) -> int:
     # Real path: the runs' summary_dir are real paths, named relative to it.
     base = os.path.realpath(existing_directory(args.base))
@@ -187,7 +192,7 @@ def _query(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
         return 0
     rows = selection.page
-    run_names = [os.path.relpath(row.summary_dir, base) for row in rows]
+    run_names = [_run_name(row) for row in rows]
     hidden: list[str] = []
     texts = _Columns(rows)
     if args.columns == [ALL_COLUMNS] or (args.columns is None and args.format == "csv"):

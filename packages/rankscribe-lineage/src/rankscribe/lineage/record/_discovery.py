@@ -18,11 +18,12 @@
 Unlike MindInsight there is no cap of 999 directories.
 
 A run whose lineage files and newest files are all read-only (no write
-permission bit: the writers make a file read-only when they close it, and a
-closed file never changes again) is *final*: only files added, removed or
-renamed in its directory can change what it holds, and each of those moves
-the directory's mtime. :func:`list_summary_dirs` can thus take a known
-final run for one ``stat`` of its directory instead of listing it.
+permission bit: the writers make a file read-only when they close it) is
+*final*: files added, removed or renamed in its directory move the
+directory's mtime, and a file copied over in place (``cp`` keeps the inode)
+moves that file's ctime. :func:`list_summary_dirs` can thus take a
+known final run for a ``stat`` of its directory and of its lineage files
+(the index's ``reuse``) instead of listing it.
 """
 
 from __future__ import annotations
@@ -64,10 +65,15 @@ class LineageFile:
     timestamp: int
     size: int
     mtime_ns: int
+    # ``cp`` onto an existing name keeps it; a file replaced by rename gets a new one.
+    inode: int = 0
+    # Any change of content or mode sets it to the server's time, and no one can set
+    # it back (``cp -p`` restores the mtime, never the ctime).
+    ctime_ns: int = 0
 
     @property
-    def signature(self) -> tuple[str, int, int]:
-        return (self.name, self.size, self.mtime_ns)
+    def signature(self) -> tuple[str, int, int, int, int]:
+        return (self.name, self.size, self.mtime_ns, self.inode, self.ctime_ns)
 
 
 @dataclass
@@ -120,7 +126,8 @@ def _summarize_entries(
             mtimes[entry.name] = found.st_mtime_ns
             final = final and not found.st_mode & _WRITE_BITS
             lineage_files.append(
-                LineageFile(entry.name, timestamp, found.st_size, found.st_mtime_ns)
+                LineageFile(entry.name, timestamp, found.st_size, found.st_mtime_ns,
+                            found.st_ino, found.st_ctime_ns)
             )
         if timestamp > newest_timestamp:
             newest_timestamp = timestamp
