@@ -11,12 +11,13 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import itertools
 import json
 import math
+import operator
 import os
 import sys
 import textwrap
-from collections.abc import Callable
 from typing import Any
 
 from rankscribe.lineage.cli._table import SEPARATOR, column_texts
@@ -74,20 +75,14 @@ def _present_columns(rows: list[LineageRow]) -> list[str]:
     return present + custom_keys(rows) if rows else []
 
 
-def _same(value: Any, first: Any) -> bool:
-    """Equal for a table: same type and value (NaN equals NaN, 1 is not 1.0)."""
-    if value is first:
+def _differs(values: list[Any]) -> bool:
+    """Whether a column's values differ: another type, or another value (NaN equals NaN)."""
+    first = values[0]
+    if len(set(map(type, values))) > 1:
         return True
-    if type(value) is not type(first):
+    if values.count(first) == len(values):  # C comparisons; identity first
         return False
-    both_nan = isinstance(value, float) and math.isnan(value) and math.isnan(first)
-    return bool(value == first) or both_nan
-
-
-def _differs(values: Callable[[LineageRow], Any], rows: list[LineageRow]) -> bool:
-    """Whether a column's values differ; stops at the first that does."""
-    first = values(rows[0])
-    return any(not _same(values(row), first) for row in rows)
+    return not (isinstance(first, float) and all(map(math.isnan, values)))
 
 
 def _named(args: argparse.Namespace) -> list[str]:
@@ -102,17 +97,41 @@ def _named(args: argparse.Namespace) -> list[str]:
 
 
 class _Columns:
-    """The texts of a column, made once, for the width and for the table."""
+    """A column's values and texts, made once (for the width and for the table).
+
+    Values come from the rows' dicts through ``map(dict.get, ...)``: C loops, no
+    Python call per value.
+    """
 
     def __init__(self, rows: list[LineageRow]) -> None:
         self.rows = rows
         self.texts: dict[str, list[str]] = {}
+        self.values_of: dict[str, list[Any]] = {}
+        self.sections: dict[str, list[dict[str, Any]]] = {}
+
+    def _section(self, name: str) -> list[dict[str, Any]]:
+        dicts = self.sections.get(name)
+        if dicts is None:
+            dicts = self.sections[name] = list(map(operator.attrgetter(name), self.rows))
+        return dicts
+
+    def values(self, name: str) -> list[Any]:
+        values = self.values_of.get(name)
+        if values is None:
+            prefix, _, key = name.partition("/")
+            if prefix in CUSTOM_PREFIXES and key:
+                values = list(map(dict.get, self._section(prefix), itertools.repeat(key)))
+            elif name in _FIELD_COLUMNS and name != "dataset_mark":
+                values = list(map(dict.get, self._section("fields"), itertools.repeat(name)))
+            else:
+                values = list(map(value_getter(name), self.rows))
+            self.values_of[name] = values
+        return values
 
     def of(self, name: str) -> list[str]:
         texts = self.texts.get(name)
         if texts is None:
-            texts = column_texts(list(map(value_getter(name), self.rows)))
-            self.texts[name] = texts
+            texts = self.texts[name] = column_texts(self.values(name))
         return texts
 
     def width(self, name: str) -> int:
@@ -130,8 +149,7 @@ def _default_columns(
     """
     present = _present_columns(rows)
     named = [name for name in named if name in present]
-    varying = [name for name in present
-               if name in named or _differs(value_getter(name), rows)]
+    varying = [name for name in present if name in named or _differs(texts.values(name))]
     order = varying + [name for name in present if name not in varying]
     room = terminal_width() - run_width
     chosen: set[str] = set()

@@ -164,7 +164,9 @@ def _remember(base_dir: str, index: LoadedIndex | None) -> None:
 
 def _files_unchanged(directory: str, entry: IndexEntry, settled_before: int) -> bool:
     """Each indexed lineage file still has its size, times and inode, and had settled."""
-    for name, size, mtime_ns, inode, ctime_ns in entry.files:
+    files = entry.files
+    for start in range(0, len(files), 5):
+        name, size, mtime_ns, inode, ctime_ns = files[start:start + 5]
         if mtime_ns >= settled_before:
             return False
         try:
@@ -175,6 +177,10 @@ def _files_unchanged(directory: str, entry: IndexEntry, settled_before: int) -> 
                 or found.st_size != size or found.st_ino != inode):
             return False
     return True
+
+
+def _flat_signatures(run: SummaryDir) -> list[Any]:
+    return [part for item in run.lineage_files for part in item.signature]
 
 
 @dataclass
@@ -221,9 +227,9 @@ class _Scan:
     def unchanged_summary(self, run: SummaryDir) -> IndexEntry | None:
         """The indexed entry of a listed run whose lineage files are the indexed ones."""
         entry = self.earlier(run.relative_path)
-        if entry is None or entry.files != tuple(item.signature for item in run.lineage_files):
+        if entry is None or entry.files != _flat_signatures(run):
             return None
-        if any(mtime_ns >= self.settled_before for _, _, mtime_ns, *_ in entry.files):
+        if any(mtime_ns >= self.settled_before for mtime_ns in entry.files[2::5]):
             return None
         return entry
 
@@ -277,7 +283,7 @@ def _entry(
         final=run.final and run.relative_path != "./" and not warnings,
         create_time=run.create_time,
         update_time=run.update_time_ns,
-        files=tuple(item.signature for item in run.lineage_files),
+        files=_flat_signatures(run),
         summary=stored,
         warnings=tuple(warnings),
     )
@@ -319,7 +325,7 @@ class _Collected:
 
     def reused(self, entry: IndexEntry) -> None:
         self.result.reused_runs += 1
-        self.result.lineage_file_count += len(entry.files)
+        self.result.lineage_file_count += len(entry.files) // 5
         self.entries.append(entry)
         row = _row(self.base_dir, entry, self.graphs)
         if row is not None:

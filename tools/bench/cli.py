@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""The command line as a user runs it, beside the API, a bare import and one stat per run.
+
+    python tools/bench/cli.py [--runs 1000 10000 100000] [--repeat 5] [--keep DIR]
+
+For each size it makes a base dir of that many finished runs (the runs of
+``tools/bench/lineage.py``; with ``--keep DIR`` they are made once under DIR
+and reused by later invocations), then times, each a median of --repeat,
+alternating the commands so that the machine's load moves them alike:
+
+- ``rankscribe-lineage query BASE`` (the default table of every run), and
+  with ``--where "loss < 0.5" --sort "metric/acc desc"``, each a new process
+  started through the console script in this interpreter's ``bin`` (what a
+  user types), output to /dev/null;
+- ``rankscribe-lineage show RUN`` of one run;
+- the API in a new process (``python -c "...filter_runs(BASE)"``) and in
+  this process (warm: the index already read);
+- ``python -c "import rankscribe.lineage"``: what any command pays first;
+- one ``os.stat`` per run directory, in this process: the least a query that
+  notices changed runs must do.
+
+"cold" is one ``query`` with no index (it parses every run and writes the
+index). Ratios: query / API in a new process, query / (import + stat), and
+query - import (the command's own work). Targets (issue 21): warm query
+from a new process <= 0.6 s at 10,000 runs and <= 1.5 s at 100,000 (with
+and without --where/--sort); cold <= 15 s at 100,000.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import lineage as lineage_bench
+
+from rankscribe.lineage import filter_runs
+from rankscribe.lineage.index._cache import INDEX_NAME, forget_scans
+
+WHERE = "loss < 0.5"
+SORT = "metric/acc desc"
+
+
+def console_script() -> str:
+    """``rankscribe-lineage`` of this interpreter's environment (a venv's bin)."""
+    beside = Path(sys.executable).parent / "rankscribe-lineage"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("rankscribe-lineage")
+    if found is None:
+        raise SystemExit("rankscribe-lineage is not installed in this environment")
+    return found
+
+
+def run_process(argv: list[str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True,
+                   timeout=3600)
+    return time.perf_counter() - started
+
+
+def stat_each(paths: list[str]) -> float:
+    started = time.perf_counter()
+    for path in paths:
+        os.stat(path)
+    return time.perf_counter() - started
+
+
+def in_process(base: Path) -> float:
+    started = time.perf_counter()
+    filter_runs(base)
+    return time.perf_counter() - started
+
+
+def base_of(count: int, keep: Path | None) -> tuple[Path, bool]:
+    """The base dir of ``count`` runs (made now unless kept), and whether to delete it."""
+    if keep is not None:
+        root = keep / f"cli-bench-{count}"
+        complete = root / ".cli-bench-complete"  # not a run: no summary file name
+        if not complete.exists():
+            shutil.rmtree(root, ignore_errors=True)
+            root.mkdir(parents=True)
+            lineage_bench.generate(root, count)
+            complete.touch()
+        return root, False
+    root = Path(tempfile.mkdtemp(prefix=f"cli-bench-{count}-"))
+    lineage_bench.generate(root, count)
+    return root, True
+
+
+def measure(count: int, repeat: int, keep: Path | None) -> dict[str, float]:
+    root, remove = base_of(count, keep)
+    script = console_script()
+    try:
+        paths = [entry.path for entry in os.scandir(root) if entry.is_dir()]
+        run = sorted(paths)[0]
+        (root / INDEX_NAME).unlink(missing_ok=True)
+        cold = run_process([script, "query", str(root)])
+        api_code = ("import sys; from rankscribe.lineage import filter_runs; "
+                    "filter_runs(sys.argv[1])")
+        commands: dict[str, Callable[[], float]] = {
+            "query": lambda: run_process([script, "query", str(root)]),
+            "query_where": lambda: run_process(
+                [script, "query", str(root), "--where", WHERE, "--sort", SORT]),
+            "show": lambda: run_process([script, "show", run]),
+            "api_process": lambda: run_process([sys.executable, "-c", api_code, str(root)]),
+            "import": lambda: run_process(
+                [sys.executable, "-c", "import rankscribe.lineage"]),
+            "stat": lambda: stat_each(paths),
+            "api_warm": lambda: in_process(root),
+        }
+        forget_scans()
+        filter_runs(root)  # this process has read the index: api_warm is warm
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        for _ in range(repeat):
+            for name, command in commands.items():
+                times[name].append(command())
+        row = {name: statistics.median(values) for name, values in times.items()}
+        row["cold"] = cold
+        row["runs"] = count
+        return row
+    finally:
+        if remove:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--runs", type=int, nargs="+", default=[1000, 10000, 100000])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--keep", type=Path, help="make the base dirs under DIR and reuse them")
+    args = parser.parse_args(argv)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load {load:.1f}; "
+          f"medians of {args.repeat}; console script {console_script()}")
+    print(f"{'runs':>7} {'query':>8} {'where+sort':>10} {'show':>7} {'API proc':>8} "
+          f"{'API warm':>8} {'import':>7} {'stat':>7} {'cold':>8} {'q/API':>6} "
+          f"{'q/(imp+stat)':>12} {'q-import':>8}")
+    for count in args.runs:
+        row = measure(count, args.repeat, args.keep)
+        own = row["import"] + row["stat"]
+        print(f"{count:>7} {row['query']:>7.2f}s {row['query_where']:>9.2f}s "
+              f"{row['show']:>6.2f}s {row['api_process']:>7.2f}s {row['api_warm']:>7.2f}s "
+              f"{row['import']:>6.2f}s {row['stat']:>6.3f}s {row['cold']:>7.1f}s "
+              f"{row['query'] / row['api_process']:>5.2f}x {row['query'] / own:>11.2f}x "
+              f"{row['query'] - row['import']:>7.2f}s", flush=True)
+    print("targets: warm query <= 0.6 s at 10,000 runs, <= 1.5 s at 100,000 (with and "
+          "without --where/--sort); cold <= 15 s at 100,000")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
