@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import io
 import itertools
 import json
 import math
@@ -164,13 +163,23 @@ def _default_columns(
     return shown, [name for name in order if name not in chosen]
 
 
-def _table_text(header: list[str], columns: list[list[str]]) -> str:
+def _table_lines(header: list[str], columns: list[list[str]]) -> list[str]:
     """Left-aligned columns two spaces apart, one format call per line."""
     widths = [max(len(name), max(map(len, cells), default=0))
               for name, cells in zip(header, columns, strict=True)]
     line = SEPARATOR.join(f"{{:<{width}}}" for width in widths)
-    lines = [line.format(*header), *map(line.format, *columns)]
-    return "\n".join(map(str.rstrip, lines))
+    return list(map(str.rstrip, [line.format(*header), *map(line.format, *columns)]))
+
+
+# Lines per write: a reader that stops early (``| head``) is noticed at the next write,
+# and a table of 100,000 runs is never one string of megabytes.
+_LINES_PER_WRITE = 500
+
+
+def _write_lines(lines: list[str]) -> None:
+    for start in range(0, len(lines), _LINES_PER_WRITE):
+        sys.stdout.write("\n".join(lines[start:start + _LINES_PER_WRITE]) + "\n")
+        sys.stdout.flush()
 
 
 def _no_lineage_message(base: str, shown_base: str) -> str:
@@ -226,7 +235,7 @@ def _query(args: argparse.Namespace) -> int:
     out: list[str] = []
     if rows:
         table = [list(map(printable, run_names)), *(texts.of(name) for name in columns)]
-        out.append(_table_text(["run", *map(printable, columns)], table))
+        out += _table_lines(["run", *map(printable, columns)], table)
     if hidden:
         note = (f"{len(hidden)} more column{'s' if len(hidden) != 1 else ''} not shown: "
                 f"{', '.join(map(printable, hidden))} (--columns all shows them)")
@@ -236,7 +245,7 @@ def _query(args: argparse.Namespace) -> int:
         out.append(f"{len(rows)} of {count} matching runs shown (--limit {args.limit})")
     else:
         out.append(f"{count} matching run{'s' if count != 1 else ''}")
-    sys.stdout.write("\n".join(out) + "\n")
+    _write_lines(out)
     return 0
 
 
@@ -275,14 +284,12 @@ def _write_csv(run_names: list[str], rows: list[LineageRow], columns: list[str])
     file or a pipe the values are written as they are.
     """
     escape = sys.stdout.isatty()
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = csv.writer(sys.stdout, lineterminator="\n")
     writer.writerow(["run", *columns])
     getters = [value_getter(name) for name in columns]
     for name, row in zip(run_names, rows, strict=True):
         writer.writerow([_csv_text(name, escape),
                          *(_csv_text(value_of(row), escape) for value_of in getters)])
-    sys.stdout.write(buffer.getvalue())
 
 
 def _positive_int(text: str) -> int:
