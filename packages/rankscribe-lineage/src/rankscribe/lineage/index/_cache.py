@@ -190,7 +190,6 @@ class _Scan:
     base_dir: str
     index: LoadedIndex | None
     settled_before: int
-    reused: dict[str, IndexEntry] = field(default_factory=dict)
     positions: dict[str, int] = field(default_factory=dict)
     entries: list[IndexEntry] = field(default_factory=list)
     prepared: dict[str, Outcome] = field(default_factory=dict)
@@ -205,8 +204,8 @@ class _Scan:
         position = self.positions.get(relative_path)
         return None if position is None else self.entries[position]
 
-    def reuse(self, relative_path: str, dir_mtime_ns: int) -> SummaryDir | None:
-        """A final run unchanged since it was indexed, from two ``stat`` calls, or None."""
+    def reuse(self, relative_path: str, dir_mtime_ns: int) -> IndexEntry | None:
+        """A final run's entry if the run is unchanged since it was indexed (two ``stat``)."""
         position = self.positions.get(relative_path)
         if position is None:
             return None
@@ -215,14 +214,11 @@ class _Scan:
             not entry.final
             or entry.dir_mtime != dir_mtime_ns
             or dir_mtime_ns >= self.settled_before
+            or not _files_unchanged(self.base_dir + relative_path[1:], entry,
+                                    self.settled_before)
         ):
             return None
-        directory = self.base_dir + relative_path[1:]
-        if not _files_unchanged(directory, entry, self.settled_before):
-            return None
-        self.reused[relative_path] = entry
-        return SummaryDir(relative_path, directory, entry.create_time, entry.update_time,
-                          [], dir_mtime_ns, final=True)
+        return entry
 
     def unchanged_summary(self, run: SummaryDir) -> IndexEntry | None:
         """The indexed entry of a listed run whose lineage files are the indexed ones."""
@@ -258,16 +254,12 @@ def _row(base_dir: str, entry: IndexEntry, graphs: dict[str, Any]) -> LineageRow
     summary = entry.summary
     if summary is None:
         return None
-    return LineageRow(
-        relative_path=entry.path,
-        summary_dir=base_dir + entry.path[1:] if entry.path != "./" else base_dir,
-        update_time_ns=entry.update_time,
-        fields=summary["fields"],
-        metric=summary["metric"],
-        user_defined=summary["user_defined"],
-        graph_id=summary["graph"],
-        dataset_graph=graphs[summary["graph"]],
-    )
+    path = entry.path
+    graph = summary["graph"]
+    # Positional: a row per run of 100,000 is built in every warm query.
+    return LineageRow(path, base_dir + path[1:] if path != "./" else base_dir,
+                      entry.update_time, summary["fields"], summary["metric"],
+                      summary["user_defined"], graph, graphs[graph])
 
 
 def _entry(
@@ -365,13 +357,12 @@ def _scan(base_dir: str, enabled: bool) -> ScanResult:
                  settled_before=index.mtime_ns - _SETTLED_NS if index is not None else 0)
     runs = list_summary_dirs(base_dir, scan.reuse if index is not None else None,
                              scan.summarize_many)
-    kept, outcomes = _listed_outcomes(
-        scan, [run for run in runs if run.relative_path not in scan.reused])
+    listed = [run for run in runs if not isinstance(run, IndexEntry)]
+    kept, outcomes = _listed_outcomes(scan, listed)
     collected = _Collected(base_dir, dict(index.graphs) if index is not None else {})
     for run in runs:
-        entry = scan.reused.get(run.relative_path)
-        if entry is not None:
-            collected.reused(entry)
+        if isinstance(run, IndexEntry):
+            collected.reused(run)
         else:
             collected.listed(run, kept.get(run.relative_path), outcomes.get(run.relative_path))
     result = collected.result

@@ -101,6 +101,15 @@ class IndexEntry(NamedTuple):
     summary: dict[str, Any] | None  # fields, metric, user_defined, graph (an id)
     warnings: tuple[str, ...] = ()
 
+    # What a run listing is ordered by (record._discovery.Listed).
+    @property
+    def relative_path(self) -> str:
+        return self.path
+
+    @property
+    def update_time_ns(self) -> int:
+        return self.update_time
+
 
 @dataclass
 class LoadedIndex:

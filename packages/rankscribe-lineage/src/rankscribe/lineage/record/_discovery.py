@@ -35,6 +35,7 @@ import re
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
 
 from rankscribe.writer.files import FileKind, file_kind
 
@@ -49,6 +50,7 @@ _WRITE_BITS = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
 
 __all__ = [
     "LineageFile",
+    "Listed",
     "Pending",
     "SummaryDir",
     "list_lineage_files",
@@ -111,6 +113,8 @@ def _summarize_entries(
     mtimes: dict[str, int] = {}
     final = True
     for entry in entries:
+        if "summary." not in entry.name:  # cheap: a base dir lists thousands of run dirs
+            continue
         kind = file_kind(entry.name)
         match = _TIMESTAMP.search(entry.name)
         if kind not in _RUN_FILE_KINDS or match is None:
@@ -186,11 +190,24 @@ def _summarize_each(pending: list[Pending]) -> list[SummaryDir | None]:
     return runs
 
 
+class Listed(Protocol):
+    """What :func:`list_summary_dirs` orders runs by (a ``reuse`` answer has it too)."""
+
+    @property
+    def relative_path(self) -> str: ...
+
+    @property
+    def update_time_ns(self) -> int: ...
+
+
+_Known = TypeVar("_Known", bound=Listed)
+
+
 def list_summary_dirs(
     base_dir: str,
-    reuse: Callable[[str, int], SummaryDir | None] | None = None,
+    reuse: Callable[[str, int], _Known | None] | None = None,
     summarize_many: Callable[[list[Pending]], list[SummaryDir | None]] | None = None,
-) -> list[SummaryDir]:
+) -> list[SummaryDir | _Known]:
     """Return the runs in ``base_dir`` (itself and its direct subdirectories).
 
     ``base_dir`` should be a real absolute path: each run's ``path`` is
@@ -200,12 +217,14 @@ def list_summary_dirs(
     warning.
 
     ``reuse(relative_path, dir_mtime_ns)`` may return what is already known
-    of a subdirectory whose mtime is that (a final run, see above); it is then
-    not listed. The others are summarized by ``summarize_many`` (default: one
-    after the other, :func:`summarize_dir`), which may share the work out.
+    of a subdirectory whose mtime is that (a final run, see above; anything
+    with a ``relative_path`` and an ``update_time_ns``); it is then not
+    listed, and its answer takes its place in the result. The others are
+    summarized by ``summarize_many`` (default: one after the other,
+    :func:`summarize_dir`), which may share the work out.
     """
     entries = _list(base_dir)
-    found: list[SummaryDir] = []
+    found: list[SummaryDir | _Known] = []
     own = _summarize_entries(base_dir, "./", entries)
     if own is not None:
         found.append(own)
