@@ -20,8 +20,13 @@ alternating the commands so that the machine's load moves them alike:
   notices changed runs must do.
 
 "cold" is one ``query`` with no index (it parses every run and writes the
-index). Ratios: query / API in a new process, query / (import + stat), and
-query - import (the command's own work). Targets (issue 21): warm query
+index). With ``--formats`` it also times reading the same index stored three
+ways, in this process: the columnar JSON the index uses (decoded and checked,
+``load_index``), one JSON object per run (the previous format, decoded only),
+and SQLite rows holding each run's values as a JSON text (fetched and decoded).
+
+Ratios: query / API in a new process, query / (import + stat), and query -
+import (the command's own work). Targets (issue 21): warm query
 from a new process <= 0.6 s at 10,000 runs and <= 1.5 s at 100,000 (with
 and without --where/--sort); cold <= 15 s at 100,000.
 """
@@ -29,8 +34,10 @@ and without --where/--sort); cold <= 15 s at 100,000.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -45,6 +52,7 @@ import lineage as lineage_bench
 
 from rankscribe.lineage import filter_runs
 from rankscribe.lineage.index._cache import INDEX_NAME, forget_scans
+from rankscribe.lineage.index._index_file import load_index
 
 WHERE = "loss < 0.5"
 SORT = "metric/acc desc"
@@ -133,11 +141,60 @@ def measure(count: int, repeat: int, keep: Path | None) -> dict[str, float]:
             shutil.rmtree(root, ignore_errors=True)
 
 
+def timed(function: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    function()
+    return time.perf_counter() - started
+
+
+def format_times(root: Path) -> dict[str, float]:
+    """Reading the index of ``root`` as stored now, and as two other formats would store it."""
+    filter_runs(root)  # the index is there and current
+    loaded = load_index(str(root))
+    assert loaded is not None
+    rows = {entry.path: {"files": entry.files, "dir_mtime": entry.dir_mtime,
+                         "final": entry.final, "update_time": entry.update_time,
+                         "create_time": entry.create_time, "lineage": entry.summary}
+            for entry in loaded.entries}
+    scratch = Path(tempfile.mkdtemp(prefix="index-formats-"))
+    try:
+        per_run = scratch / "rows.json"
+        per_run.write_text(json.dumps({"runs": rows, "graphs": loaded.graphs}))
+        database = scratch / "rows.sqlite"
+        with sqlite3.connect(database) as connection:
+            connection.execute("create table runs (path text primary key, dir_mtime integer,"
+                               " final integer, files text, lineage text)")
+            connection.executemany("insert into runs values (?, ?, ?, ?, ?)", [
+                (path, row["dir_mtime"], row["final"], json.dumps(row["files"]),
+                 json.dumps(row["lineage"])) for path, row in rows.items()])
+        connection.close()
+
+        def from_sqlite() -> None:
+            with sqlite3.connect(f"file:{database}?mode=ro&immutable=1", uri=True) as reader:
+                fetched = reader.execute("select * from runs").fetchall()
+            reader.close()
+            for _, _, _, files, lineage in fetched:
+                json.loads(files)
+                json.loads(lineage)
+
+        return {
+            "columnar JSON, decoded and checked (ours)": timed(
+                lambda: load_index(str(root))),
+            "one JSON object per run (previous), decoded": timed(
+                lambda: json.loads(per_run.read_bytes())),
+            "SQLite rows with JSON texts, fetched and decoded": timed(from_sqlite),
+        }
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--runs", type=int, nargs="+", default=[1000, 10000, 100000])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--keep", type=Path, help="make the base dirs under DIR and reuse them")
+    parser.add_argument("--formats", action="store_true",
+                        help="also time reading the index in other formats")
     args = parser.parse_args(argv)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load {load:.1f}; "
@@ -153,6 +210,14 @@ def main(argv: list[str] | None = None) -> int:
               f"{row['import']:>6.2f}s {row['stat']:>6.3f}s {row['cold']:>7.1f}s "
               f"{row['query'] / row['api_process']:>5.2f}x {row['query'] / own:>11.2f}x "
               f"{row['query'] - row['import']:>7.2f}s", flush=True)
+        if args.formats:
+            root, remove = base_of(count, args.keep)
+            try:
+                for name, seconds in format_times(root).items():
+                    print(f"{'':>7} index read, {name}: {seconds:.2f}s", flush=True)
+            finally:
+                if remove:
+                    shutil.rmtree(root, ignore_errors=True)
     print("targets: warm query <= 0.6 s at 10,000 runs, <= 1.5 s at 100,000 (with and "
           "without --where/--sort); cold <= 15 s at 100,000")
     return 0
