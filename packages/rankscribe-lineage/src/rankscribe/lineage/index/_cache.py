@@ -24,8 +24,8 @@ with this machine's clock (NFS clients' clocks drift).
 - Any other run is listed, and parsed again when a lineage file's name,
   size, mtime or inode differs from the index's.
 
-Measured (tools/bench/cli.py): a warm query over 100,000 runs costs a few
-times one ``stat`` per run; see the docs page for the numbers.
+``tools/bench/cli.py`` measures a warm query against one ``stat`` per run
+and a bare import; ``docs/lineage-queries.md`` has the numbers.
 
 Set ``RANKSCRIBE_LINEAGE_INDEX=0`` to neither read nor write the index.
 """

@@ -15,11 +15,14 @@ property, position ``i`` of every list describing run ``i``)::
      "user_defined": {...},  "warnings": {"<position>": [...]},
      "graphs": {"<graph id>": {...}}}
 
-Measured at 100,000 runs (tools/bench/cli.py): decoding this takes a few
-tenths of a second, while the former index of one JSON object per run took
-0.74 s and SQLite rows holding one JSON text each took 1.1 s (0.16 s to
-fetch, 1.0 s to decode the texts one by one). The cost is in making Python
-objects; columns make fewest, and a column's types are checked in one pass.
+Measured at 100,000 runs (``tools/bench/cli.py --formats``, the same run, a
+shared 2-core machine): decoding these columns took 1.3 s, SQLite rows holding
+each run's values as a JSON text 1.7-1.9 s to fetch and decode, and one JSON
+object per run (the previous format) 2.6-3.3 s. The cost is in making Python
+objects; columns make the fewest, and each column's types are checked in one
+pass. Checking and turning the columns into per-run entries costs about as
+much again: building query rows straight from the columns is what would
+remove it.
 
 - The header's ``package`` and ``parser`` (a digest of the source of the
   modules that turn lineage files into the index's values) are the
@@ -253,8 +256,13 @@ def _decoded(document: dict[str, Any], found: os.stat_result) -> LoadedIndex:
     if not _types_of(columns["final"]) <= {bool}:
         bad |= _bad_positions(columns["final"], lambda value: type(value) is bool)
     bad |= _bad_files(columns["files"])
-    bad |= _bad_positions(columns["graph"], lambda graph: graph is None or (
-        isinstance(graph, str) and isinstance(graphs.get(graph), dict)))
+    # Runs share a few graphs: each distinct id is checked once.
+    known_graph = {graph: graph is None or (isinstance(graph, str)
+                                            and isinstance(graphs.get(graph), dict))
+                   for graph in set(map(_hashable, columns["graph"]))}
+    if not all(known_graph.values()):
+        bad |= _bad_positions(columns["graph"],
+                              lambda graph: known_graph.get(_hashable(graph), False))
     field_columns: dict[str, list[Any]] = {}
     for name, column in fields.items():
         kind = field_kind(name) if name in ROW_FIELDS else None
@@ -264,8 +272,8 @@ def _decoded(document: dict[str, Any], found: os.stat_result) -> LoadedIndex:
         if not _types_of(column) <= allowed:
             bad |= _bad_positions(column, lambda value, allowed=allowed: type(value) in allowed)
         field_columns[name] = column
-    custom = {"metric": _sparse(metric, count, bad, lambda value: True),
-              "user_defined": _sparse(user_defined, count, bad, _user_value)}
+    custom = {"metric": _sparse(metric, count, bad, None),
+              "user_defined": _sparse(user_defined, count, bad, _USER_TYPES)}
     entries = _entries(paths, columns, field_columns, custom, warnings)
     kept = [entry for index, entry in enumerate(entries) if index not in bad]
     duplicates = len(kept) - len({entry.path for entry in kept})
@@ -275,8 +283,13 @@ def _decoded(document: dict[str, Any], found: os.stat_result) -> LoadedIndex:
                        dropped=len(entries) - len(kept))
 
 
-def _user_value(value: Any) -> bool:
-    return type(value) in (str, int, float, bool, dict)
+# What a user-defined value can be (map_dict values nest).
+_USER_TYPES = {str, int, float, bool, dict}
+
+
+def _hashable(value: Any) -> Any:
+    """``value``, or its type's name when it cannot be a set member (a planted {} or [])."""
+    return value if isinstance(value, (str, type(None))) else f"<{type(value).__name__}>"
 
 
 def _bad_files(files: list[Any]) -> set[int]:
@@ -297,7 +310,7 @@ def _bad_files(files: list[Any]) -> set[int]:
 
 
 def _sparse(
-    columns: dict[str, Any], count: int, bad: set[int], accepts: Any
+    columns: dict[str, Any], count: int, bad: set[int], types: set[type] | None
 ) -> dict[str, tuple[list[int], list[Any]]]:
     """Sparse columns ``{key: [[positions], [values]]}``, checked; bad values mark their run."""
     checked: dict[str, tuple[list[int], list[Any]]] = {}
@@ -310,9 +323,9 @@ def _sparse(
         if column[0] and (_types_of(positions) != {int} or min(positions) < 0
                           or max(positions) >= count):
             raise ValueError(f"custom column {key!r} has positions out of range")
-        if not all(map(accepts, values)):
+        if types is not None and not _types_of(values) <= types:
             bad |= {position for position, value in zip(positions, values, strict=True)
-                    if not accepts(value)}
+                    if type(value) not in types}
         checked[key] = (positions, values)
     return checked
 
