@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import sqlite3
 import statistics
@@ -69,24 +70,35 @@ def console_script() -> str:
     return found
 
 
-def run_process(argv: list[str]) -> float:
-    started = time.perf_counter()
+# On a shared machine the wall time of a process is mostly its wait for a core: each
+# measurement is (wall seconds, CPU seconds: user + system, of the process or this one).
+Seconds = tuple[float, float]
+
+
+def _cpu(who: int) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_process(argv: list[str]) -> Seconds:
+    started, cpu = time.perf_counter(), _cpu(resource.RUSAGE_CHILDREN)
     subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True,
                    timeout=3600)
-    return time.perf_counter() - started
+    return time.perf_counter() - started, _cpu(resource.RUSAGE_CHILDREN) - cpu
 
 
-def stat_each(paths: list[str]) -> float:
-    started = time.perf_counter()
-    for path in paths:
-        os.stat(path)
-    return time.perf_counter() - started
+def in_this_process(function: Callable[[], object]) -> Seconds:
+    started, cpu = time.perf_counter(), _cpu(resource.RUSAGE_SELF)
+    function()
+    return time.perf_counter() - started, _cpu(resource.RUSAGE_SELF) - cpu
 
 
-def in_process(base: Path) -> float:
-    started = time.perf_counter()
-    filter_runs(base)
-    return time.perf_counter() - started
+def stat_each(paths: list[str]) -> Seconds:
+    def stats() -> None:
+        for path in paths:
+            os.stat(path)
+
+    return in_this_process(stats)
 
 
 def base_of(count: int, keep: Path | None) -> tuple[Path, bool]:
@@ -105,7 +117,7 @@ def base_of(count: int, keep: Path | None) -> tuple[Path, bool]:
     return root, True
 
 
-def measure(count: int, repeat: int, keep: Path | None) -> dict[str, float]:
+def measure(count: int, repeat: int, keep: Path | None) -> dict[str, Seconds]:
     root, remove = base_of(count, keep)
     script = console_script()
     try:
@@ -115,7 +127,7 @@ def measure(count: int, repeat: int, keep: Path | None) -> dict[str, float]:
         cold = run_process([script, "query", str(root)])
         api_code = ("import sys; from rankscribe.lineage import filter_runs; "
                     "filter_runs(sys.argv[1])")
-        commands: dict[str, Callable[[], float]] = {
+        commands: dict[str, Callable[[], Seconds]] = {
             "query": lambda: run_process([script, "query", str(root)]),
             "query_where": lambda: run_process(
                 [script, "query", str(root), "--where", WHERE, "--sort", SORT]),
@@ -124,30 +136,25 @@ def measure(count: int, repeat: int, keep: Path | None) -> dict[str, float]:
             "import": lambda: run_process(
                 [sys.executable, "-c", "import rankscribe.lineage"]),
             "stat": lambda: stat_each(paths),
-            "api_warm": lambda: in_process(root),
+            "api_warm": lambda: in_this_process(lambda: filter_runs(root)),
         }
         forget_scans()
         filter_runs(root)  # this process has read the index: api_warm is warm
-        times: dict[str, list[float]] = {name: [] for name in commands}
+        times: dict[str, list[Seconds]] = {name: [] for name in commands}
         for _ in range(repeat):
             for name, command in commands.items():
                 times[name].append(command())
-        row = {name: statistics.median(values) for name, values in times.items()}
+        row = {name: (statistics.median(wall for wall, _ in values),
+                      statistics.median(cpu for _, cpu in values))
+               for name, values in times.items()}
         row["cold"] = cold
-        row["runs"] = count
         return row
     finally:
         if remove:
             shutil.rmtree(root, ignore_errors=True)
 
 
-def timed(function: Callable[[], object]) -> float:
-    started = time.perf_counter()
-    function()
-    return time.perf_counter() - started
-
-
-def format_times(root: Path) -> dict[str, float]:
+def format_times(root: Path) -> dict[str, Seconds]:
     """Reading the index of ``root`` as stored now, and as two other formats would store it."""
     filter_runs(root)  # the index is there and current
     loaded = load_index(str(root))
@@ -178,13 +185,13 @@ def format_times(root: Path) -> dict[str, float]:
                 json.loads(lineage)
 
         return {
-            "columnar JSON, decoded and checked (ours)": timed(
+            "columnar JSON, decoded and checked (ours)": in_this_process(
                 lambda: load_index(str(root))),
-            "columnar JSON (ours), decoded only": timed(
+            "columnar JSON (ours), decoded only": in_this_process(
                 lambda: json.loads((root / INDEX_NAME).read_bytes())),
-            "one JSON object per run (previous), decoded": timed(
+            "one JSON object per run (previous), decoded": in_this_process(
                 lambda: json.loads(per_run.read_bytes())),
-            "SQLite rows with JSON texts, fetched and decoded": timed(from_sqlite),
+            "SQLite rows with JSON texts, fetched and decoded": in_this_process(from_sqlite),
         }
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -201,22 +208,25 @@ def main(argv: list[str] | None = None) -> int:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load {load:.1f}; "
           f"medians of {args.repeat}; console script {console_script()}")
-    print(f"{'runs':>7} {'query':>8} {'where+sort':>10} {'show':>7} {'API proc':>8} "
-          f"{'API warm':>8} {'import':>7} {'stat':>7} {'cold':>8} {'q/API':>6} "
+    print("each cell: wall seconds / CPU seconds (user + system); ratios on CPU seconds")
+    print(f"{'runs':>7} {'query':>11} {'where+sort':>11} {'show':>11} {'API proc':>11} "
+          f"{'API warm':>11} {'import':>11} {'stat':>11} {'cold':>11} {'q/API':>6} "
           f"{'q/(imp+stat)':>12} {'q-import':>8}")
     for count in args.runs:
         row = measure(count, args.repeat, args.keep)
-        own = row["import"] + row["stat"]
-        print(f"{count:>7} {row['query']:>7.2f}s {row['query_where']:>9.2f}s "
-              f"{row['show']:>6.2f}s {row['api_process']:>7.2f}s {row['api_warm']:>7.2f}s "
-              f"{row['import']:>6.2f}s {row['stat']:>6.3f}s {row['cold']:>7.1f}s "
-              f"{row['query'] / row['api_process']:>5.2f}x {row['query'] / own:>11.2f}x "
-              f"{row['query'] - row['import']:>7.2f}s", flush=True)
+        cells = " ".join(f"{row[name][0]:>5.2f}/{row[name][1]:<5.2f}" for name in (
+            "query", "query_where", "show", "api_process", "api_warm", "import", "stat",
+            "cold"))
+        query, api, imported, stat = (row[name][1] for name in (
+            "query", "api_process", "import", "stat"))
+        print(f"{count:>7} {cells} {query / api:>5.2f}x {query / (imported + stat):>11.2f}x "
+              f"{query - imported:>7.2f}s", flush=True)
         if args.formats:
             root, remove = base_of(count, args.keep)
             try:
-                for name, seconds in format_times(root).items():
-                    print(f"{'':>7} index read, {name}: {seconds:.2f}s", flush=True)
+                for name, (wall, cpu) in format_times(root).items():
+                    print(f"{'':>7} index read, {name}: {wall:.2f}s / {cpu:.2f}s CPU",
+                          flush=True)
             finally:
                 if remove:
                     shutil.rmtree(root, ignore_errors=True)
