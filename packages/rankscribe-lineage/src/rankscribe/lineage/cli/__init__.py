@@ -38,8 +38,6 @@ from rankscribe.lineage.errors import LineageError, LineageExpressionError, Line
 from rankscribe.lineage.query._conditions import FIELD_MAPPING
 from rankscribe.lineage.report._command import add_report_command
 
-__all__ = ["build_parser", "main"]
-
 # What a shell reports for a command ended by SIGPIPE (128 + the signal's number).
 _BROKEN_PIPE_STATUS = 128 + getattr(signal, "SIGPIPE", 13)
 

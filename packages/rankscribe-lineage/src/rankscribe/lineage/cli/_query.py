@@ -30,12 +30,12 @@ from rankscribe.lineage.errors import LineageFileNotFoundError
 from rankscribe.lineage.index._cache import LineageRow, value_getter
 from rankscribe.lineage.query._conditions import FIELD_MAPPING
 from rankscribe.lineage.query._expressions import Comparison, parse_expression, parse_sort_key
-from rankscribe.lineage.query._querier import (
+from rankscribe.lineage.query._querier import selection_result
+from rankscribe.lineage.query._selection import (
     CUSTOM_PREFIXES,
     custom_keys,
     missing_key_problem,
     select_rows,
-    selection_result,
 )
 from rankscribe.lineage.record._discovery import list_summary_dirs
 

@@ -25,7 +25,8 @@ from rankscribe.lineage.cli._terminal import (
 from rankscribe.lineage.errors import LineageFileNotFoundError
 from rankscribe.lineage.jobview import verdict_lines
 from rankscribe.lineage.query._conditions import FIELD_MAPPING
-from rankscribe.lineage.query._querier import CUSTOM_PREFIXES, get_run_lineage
+from rankscribe.lineage.query._querier import get_run_lineage
+from rankscribe.lineage.query._selection import CUSTOM_PREFIXES
 from rankscribe.lineage.record._parser import SECTION_KEYS
 
 __all__ = ["NAMES_NOTE", "add_show_command", "usable_verdicts"]
