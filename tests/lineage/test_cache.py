@@ -1,4 +1,8 @@
-"""The index cache: reused when files are unchanged, refreshed when not, safe when damaged."""
+"""The index cache: reused when files are unchanged, refreshed when not, safe when damaged.
+
+Each damaged or foreign index, and each wrong-typed entry, is a case that made every query
+exit 1 (or answered from a stale index) before the index was checked as it is read.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +10,16 @@ import json
 import logging
 import multiprocessing
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rankscribe.lineage import filter_summary_lineage
-from rankscribe.lineage.index._cache import INDEX_NAME, scan_base_dir
+from rankscribe.lineage import __version__, filter_summary_lineage
+from rankscribe.lineage.index._cache import INDEX_NAME, forget_scans, scan_base_dir
 
 
 def make_base(root: Path, lw: Any, count: int = 3) -> Path:
@@ -22,6 +28,15 @@ def make_base(root: Path, lw: Any, count: int = 3) -> Path:
                                         lw.train(network=f"Net{index}", loss=index / 10)],
                  mtime=1_000_000 + index)
     return root
+
+
+def read_index(base: Path) -> dict[str, Any]:
+    return json.loads((base / INDEX_NAME).read_text())
+
+
+def entry(index: dict[str, Any], path: str) -> int:
+    """The position of a run in the index's columns."""
+    return index["path"].index(path)
 
 
 def test_index_is_written_then_reused(tmp_path: Path, lw: Any) -> None:
@@ -63,46 +78,156 @@ def test_removed_run_leaves_the_index(tmp_path: Path, lw: Any) -> None:
     for file in (base / "run2").iterdir():
         file.unlink()
     assert filter_summary_lineage(str(base))["count"] == 2
-    index = json.loads((base / INDEX_NAME).read_text())
-    assert sorted(index["runs"]) == ["./run0", "./run1"]
+    assert sorted(read_index(base)["path"]) == ["./run0", "./run1"]
+
+
+def _old_index(base: Path) -> bytes:
+    """An index as the previous format (version 2, one object per run) wrote it."""
+    return json.dumps({"format": "rankscribe-lineage-index", "version": 2,
+                       "runs": {"./run0": {"files": [], "lineage": None}},
+                       "graphs": {}}).encode()
+
+
+def _foreign_package(base: Path) -> bytes:
+    index = read_index(base)
+    index["package"] = "0.0.1"  # same layout, another parser: its values may differ
+    return json.dumps(index).encode()
+
+
+def _other_parser(base: Path) -> bytes:
+    index = read_index(base)
+    index["parser"] = "0" * 24
+    return json.dumps(index).encode()
+
+
+def _truncated(base: Path) -> bytes:
+    text = (base / INDEX_NAME).read_bytes()
+    return text[: len(text) // 2]
+
+
+def _column_missing(base: Path) -> bytes:
+    index = read_index(base)
+    del index["files"]
+    return json.dumps(index).encode()
 
 
 @pytest.mark.parametrize(
-    "content",
+    ("damage", "said"),
     [
-        b"{not json",
-        b"",
-        b"[]",
-        json.dumps({"format": "rankscribe-lineage-index", "version": 999, "runs": {},
-                    "graphs": {}}).encode(),
-        json.dumps({"format": "rankscribe-lineage-index", "version": 1, "runs": [],
-                    "graphs": {}}).encode(),
+        (lambda base: b"{not json", "unreadable"),
+        (lambda base: b"", "unreadable"),
+        (lambda base: b"[]", "another version"),
+        (_old_index, "another version (format rankscribe-lineage-index, version 2"),
+        (_foreign_package, "another version"),
+        (_other_parser, "another version"),
+        (_truncated, "unreadable"),
+        (_column_missing, "malformed"),
     ],
+    ids=["not-json", "empty", "a-list", "version-2", "other-package", "other-parser",
+         "truncated", "column-missing"],
 )
-def test_damaged_index_is_rebuilt(
-    tmp_path: Path, lw: Any, content: bytes, caplog: pytest.LogCaptureFixture
+def test_damaged_or_foreign_index_is_rebuilt(
+    tmp_path: Path, lw: Any, damage: Any, said: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     base = make_base(tmp_path, lw)
     expected = filter_summary_lineage(str(base), use_index=False)
+    scan_base_dir(str(base))
+    content = damage(base)
     (base / INDEX_NAME).write_bytes(content)
+    forget_scans()  # as a new process
     with caplog.at_level(logging.WARNING):
         assert filter_summary_lineage(str(base)) == expected
-    assert any(INDEX_NAME in record.getMessage() for record in caplog.records)
-    assert scan_base_dir(str(base)).parsed_runs == 0  # rebuilt
+    warnings = [record.getMessage() for record in caplog.records]
+    assert len(warnings) == 1 and INDEX_NAME in warnings[0] and said in warnings[0], warnings
+    assert read_index(base)["package"] == __version__  # rebuilt by this version
+    assert scan_base_dir(str(base)).parsed_runs == 0
 
 
-def test_damaged_entries_are_parsed_again(tmp_path: Path, lw: Any) -> None:
+def test_an_index_others_may_write_is_not_trusted(
+    tmp_path: Path, lw: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    base = make_base(tmp_path, lw)
+    scan_base_dir(str(base))
+    index = read_index(base)
+    index["fields"]["network"][entry(index, "./run0")] = "Planted"
+    (base / INDEX_NAME).write_text(json.dumps(index))
+    (base / INDEX_NAME).chmod(0o666)  # as a shared scratch dir lets anyone write it
+    forget_scans()
+    with caplog.at_level(logging.WARNING):
+        result = filter_summary_lineage(str(base), {"network": {"eq": "Planted"}})
+    assert result["count"] == 0
+    assert any("another user owns it or may write it" in record.getMessage()
+               for record in caplog.records)
+
+
+def _wrong_update_time(index: dict[str, Any]) -> None:
+    index["update_time"][entry(index, "./run0")] = "x"
+
+
+def _graph_not_an_id(index: dict[str, Any]) -> None:
+    index["graph"][entry(index, "./run1")] = {}  # as "lineage": {"graph": {}} in version 2
+
+
+def _graph_unknown(index: dict[str, Any]) -> None:
+    index["graph"][entry(index, "./run2")] = "missing"
+
+
+def _field_of_another_type(index: dict[str, Any]) -> None:
+    index["fields"]["network"][entry(index, "./run0")] = 5
+
+
+def _files_malformed(index: dict[str, Any]) -> None:
+    index["files"][entry(index, "./run1")] = [["name", 1, 2, 3, 4]]
+
+
+def _custom_value_malformed(index: dict[str, Any]) -> None:
+    index["user_defined"]["x"] = [[entry(index, "./run2")], [[1, 2]]]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [_wrong_update_time, _graph_not_an_id, _graph_unknown, _field_of_another_type,
+     _files_malformed, _custom_value_malformed],
+)
+def test_a_wrong_typed_entry_is_read_again_with_one_warning(
+    tmp_path: Path, lw: Any, damage: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     base = make_base(tmp_path, lw)
     expected = filter_summary_lineage(str(base), use_index=False)
     scan_base_dir(str(base))
-    index = json.loads((base / INDEX_NAME).read_text())
-    index["runs"]["./run0"] = "nonsense"
-    index["runs"]["./run1"]["lineage"]["fields"] = []
-    index["runs"]["./run2"]["lineage"]["graph"] = "missing"
+    index = read_index(base)
+    damage(index)
     (base / INDEX_NAME).write_text(json.dumps(index))
-    scan = scan_base_dir(str(base))
-    assert scan.parsed_runs == 3
+    forget_scans()
+    with caplog.at_level(logging.WARNING):
+        scan = scan_base_dir(str(base))
+    assert (scan.parsed_runs, scan.reused_runs) == (1, 2)  # only the bad entry
+    warnings = [record.getMessage() for record in caplog.records]
+    assert warnings == [f"lineage index {base / INDEX_NAME}: 1 malformed entry is read again "
+                        f"from the runs"]
     assert filter_summary_lineage(str(base)) == expected
+    assert scan_base_dir(str(base)).parsed_runs == 0  # the index was written again
+
+
+def test_a_wrong_typed_entry_never_fails_the_command_line(tmp_path: Path, lw: Any) -> None:
+    base = make_base(tmp_path, lw)
+    scan_base_dir(str(base))
+    index = read_index(base)
+    _wrong_update_time(index)
+    _graph_not_an_id(index)
+    (base / INDEX_NAME).write_text(json.dumps(index))
+    for command in (["query", str(base), "--sort", "network"], ["report", str(base)]):
+        process = subprocess.run([sys.executable, "-m", "rankscribe.lineage.cli", *command],
+                                 capture_output=True, text=True, check=False, timeout=120)
+        assert process.returncode == 0, process.stderr
+        if command[0] == "query":
+            assert [line.split()[0] for line in process.stdout.splitlines()[1:4]] == [
+                "run0", "run1", "run2"]
+            # one warning, once: the index is written again without the bad entries
+            assert process.stderr == (f"rankscribe-lineage: warning: lineage index "
+                                      f"{base / INDEX_NAME}: 2 malformed entries are read "
+                                      f"again from the runs\n")
+        (base / INDEX_NAME).write_text(json.dumps(index))
 
 
 def test_disabled_index_writes_nothing(
@@ -133,14 +258,14 @@ def test_unwritable_base_still_answers(
     assert not (base / INDEX_NAME).exists()
 
 
-def test_index_and_lock_are_not_runs(tmp_path: Path, lw: Any) -> None:
+def test_the_index_is_not_a_run_and_leaves_nothing_else(tmp_path: Path, lw: Any) -> None:
     base = make_base(tmp_path, lw)
     filter_summary_lineage(str(base))
     filter_summary_lineage(str(base))
     assert filter_summary_lineage(str(base))["count"] == 3
+    # renamed into place whole: no lock file, no temporary file left behind
     assert sorted(p.name for p in base.iterdir() if p.is_file()) == [
-        ".rankscribe-lineage-index.json", ".rankscribe-lineage-index.lock",
-    ]
+        ".rankscribe-lineage-index.json"]
 
 
 def _query_repeatedly(base: str, rounds: int, queue: Any) -> None:
@@ -159,8 +284,12 @@ def _add_runs(base: str, count: int) -> None:
         os.makedirs(directory)
         event = lineage_pb2.LineageEvent(wall_time=1.0)
         event.train_lineage.algorithm.network = f"New{index}"
-        with open(os.path.join(directory, "events.out.events.summary.1.0.vm_lineage"), "wb") as f:
+        path = os.path.join(directory, "events.out.events.summary.1.0.vm_lineage")
+        with open(path, "wb") as f:
             f.write(frame(event.SerializeToString()))
+        # Written well before the index (a file within a timestamp tick of the index is
+        # read again by every query until it settles, by design).
+        os.utime(path, (1_000_000, 1_000_000))
         time.sleep(0.01)
 
 
@@ -180,7 +309,7 @@ def test_concurrent_writers_and_readers(tmp_path: Path, lw: Any) -> None:
     for counts in results:
         assert counts == sorted(counts)  # runs only ever appear
         assert all(20 <= count <= 30 for count in counts)
-    index = json.loads((base / INDEX_NAME).read_text())  # whole, valid JSON
+    index = read_index(base)  # whole, valid JSON
     assert index["format"] == "rankscribe-lineage-index"
     assert filter_summary_lineage(str(base))["count"] == 30
     assert scan_base_dir(str(base)).parsed_runs == 0
@@ -197,6 +326,7 @@ def test_a_thousand_runs_no_cap(tmp_path: Path, lw: Any) -> None:
         directory = tmp_path / f"run{index:04d}"
         directory.mkdir()
         (directory / "events.out.events.summary.1.0.vm_lineage").write_bytes(payload)
+        os.utime(directory / "events.out.events.summary.1.0.vm_lineage", (1000, 1000))
     cold = filter_summary_lineage(str(tmp_path), {"limit": 10})
     assert cold["count"] == 1000
     warm_scan = scan_base_dir(str(tmp_path))

@@ -11,7 +11,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rankscribe.lineage import LineageExpressionError, filter_runs, filter_summary_lineage
+from rankscribe.lineage import (
+    LineageExpressionError,
+    LineageParamValueError,
+    filter_runs,
+    filter_summary_lineage,
+)
 from rankscribe.lineage.query._expressions import parse_expression, parse_sort_key
 
 
@@ -65,12 +70,26 @@ def run_names(result: dict[str, Any]) -> list[str]:
         ("loss >= .9", ["noeval"]),
         ("loss > -1", ["adam", "momentum", "sgd", "noeval"]),
         ("dataset_mark = '2'", ["adam", "momentum", "sgd", "noeval"]),
-        ("user_defined/absent = 1 or loss < 0.35", ["adam"]),
-        ("user_defined/absent != 1", []),
     ],
 )
 def test_filters(base: Path, where: str, expected: list[str]) -> None:
     assert run_names(filter_runs(base, where)) == expected
+
+
+@pytest.mark.parametrize(
+    ("where", "column"),
+    [("user_defined/absent = 1 or loss < 0.35", 0), ("loss < 1 and metric/ac > 0.5", 13)],
+)
+def test_a_custom_key_no_run_has_is_an_error_as_on_the_command_line(
+    base: Path, where: str, column: int
+) -> None:
+    # A typo would otherwise match nothing, quietly (the command line refused it already).
+    with pytest.raises(LineageExpressionError, match=r"no run has '(user_defined/absent|"
+                       r"metric/ac)'; the (user_defined|metric)/ keys are: ") as raised:
+        filter_runs(base, where)
+    assert raised.value.column == column
+    with pytest.raises(LineageParamValueError, match=r"no run has 'metric/ac' \(order_by\)"):
+        filter_runs(base, order_by="metric/ac desc")
 
 
 def test_order_by_limit_offset(base: Path) -> None:
@@ -277,6 +296,14 @@ def _check_agreement(
     alternative: list[tuple[str, str, Any]],
 ) -> None:
     write_runs(root, runs)
+    named = {name for name, _, _ in terms + alternative}
+    absent = {name for name in named if name.startswith(("metric/", "user_defined/"))
+              and not any(name in run for run in runs)}
+    if absent:  # a key no run has is refused as a typo (the dict condition takes it)
+        with pytest.raises(LineageExpressionError, match="no run has"):
+            filter_runs(root, " and ".join(to_text(*term) for term in terms + alternative),
+                        use_index=False)
+        return
     both = " and ".join(to_text(*term) for term in terms)
     assert run_names(filter_runs(root, both, use_index=False)) == dict_query(root, terms, runs)
     either = f"({both}) or ({' and '.join(to_text(*term) for term in alternative)})"

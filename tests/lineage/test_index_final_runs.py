@@ -1,4 +1,4 @@
-"""Final runs (read-only files, settled directory) are taken on one stat, and never stale.
+"""Final runs (read-only files, settled directory) are taken on two stats, and never stale.
 
 A run written or extended after the index was made is seen by the next query,
 in this process (which remembers its last scan) and in another one (which
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from rankscribe.lineage import filter_summary_lineage
+from rankscribe.lineage import filter_runs, filter_summary_lineage
 from rankscribe.lineage.index import _cache
 from rankscribe.lineage.index._cache import INDEX_NAME, scan_base_dir
 from rankscribe.lineage.record import _discovery
@@ -45,6 +45,12 @@ def forget_earlier_scans() -> None:
     _cache.forget_scans()
 
 
+def final(base: Path, run: str) -> bool:
+    """Whether the index on disk holds ``run`` as final."""
+    index = json.loads((base / INDEX_NAME).read_text())
+    return index["final"][index["path"].index(run)]
+
+
 def networks(base: Path) -> list[str]:
     result = filter_summary_lineage(str(base), {"sorted_name": "network"})
     return [item["model_lineage"]["network"] for item in result["object"]]
@@ -67,12 +73,11 @@ def test_a_final_run_is_not_listed_again(
 ) -> None:
     base = make_base(tmp_path, lw)
     assert scan_base_dir(str(base)).parsed_runs == 3
-    index = json.loads((base / INDEX_NAME).read_text())
-    assert all(entry["final"] for entry in index["runs"].values())
+    assert all(json.loads((base / INDEX_NAME).read_text())["final"])
     listed = count_listings(monkeypatch)
     warm = scan_base_dir(str(base))
     assert (warm.parsed_runs, warm.reused_runs) == (0, 3)
-    assert listed == [str(base)]  # the base dir only; each run took one stat
+    assert listed == [str(base)]  # the base dir only; each run took two stats
     _cache.forget_scans()  # as another process: from the index on disk
     listed.clear()
     assert scan_base_dir(str(base)).reused_runs == 3
@@ -100,8 +105,7 @@ def test_an_open_run_is_looked_at_every_time(tmp_path: Path, lw: Any) -> None:
     live = lw.write(base / "live", [lw.train(network="Early")], mtime=OLD)
     os.utime(base / "live", (OLD, OLD))  # settled, but its file is still writable
     assert "Early" in networks(base)
-    index = json.loads((base / INDEX_NAME).read_text())
-    assert index["runs"]["./live"]["final"] is False
+    assert final(base, "./live") is False
     # the writer appends (same file: the directory's mtime does not move)
     with open(live, "ab") as stream:
         from rankscribe.writer.files import frame
@@ -119,8 +123,7 @@ def test_a_recently_changed_directory_is_not_trusted_on_its_mtime(
     for file in (base / "fresh").iterdir():
         file.chmod(0o400)
     assert "Fresh" in networks(base)
-    index = json.loads((base / INDEX_NAME).read_text())
-    assert index["runs"]["./fresh"]["final"] is False  # its mtime is too recent
+    # Its directory's mtime is within a timestamp tick of the index's: listed every time.
     # A file added within the same timestamp tick would leave the mtime as it was.
     mtime = (base / "fresh").stat().st_mtime_ns
     lw.write(base / "fresh", [lw.train(network="Fresher")], timestamp=1800000000)
@@ -133,10 +136,10 @@ def test_a_run_that_becomes_final_is_written_to_the_index(tmp_path: Path, lw: An
     lw.write(base / "run9", [lw.train(network="Net9")], mtime=OLD)
     os.utime(base / "run9", (OLD, OLD))
     networks(base)
-    assert json.loads((base / INDEX_NAME).read_text())["runs"]["./run9"]["final"] is False
+    assert final(base, "./run9") is False
     finish(base / "run9")
     assert "Net9" in networks(base)
-    assert json.loads((base / INDEX_NAME).read_text())["runs"]["./run9"]["final"] is True
+    assert final(base, "./run9") is True
 
 
 def test_another_process_sees_what_this_one_indexed_and_then_more(
@@ -165,3 +168,96 @@ def test_a_removed_final_run_is_gone(tmp_path: Path, lw: Any) -> None:
         file.unlink()
     (base / "run1").rmdir()
     assert networks(base) == ["Net0", "Net2"]
+
+
+def _copy_in_place(source: Path, target: Path, *, keep_mtime: bool) -> None:
+    """``cp source target`` (``cp -p`` with ``keep_mtime``): same inode, same directory mtime."""
+    directory_times = target.parent.stat().st_mtime_ns
+    inode = target.stat().st_ino
+    times = target.stat().st_mtime_ns
+    target.chmod(0o600)
+    with open(target, "r+b") as stream:  # cp opens the existing file with O_TRUNC
+        stream.truncate(0)
+        stream.write(source.read_bytes())
+    target.chmod(0o400)
+    if keep_mtime:
+        os.utime(target, ns=(times, times))
+    os.utime(target.parent, ns=(directory_times, directory_times))
+    assert target.stat().st_ino == inode
+
+
+@pytest.mark.parametrize("keep_mtime", [False, True], ids=["cp", "cp-p-same-size-and-mtime"])
+def test_a_lineage_file_copied_over_a_final_run_is_seen(
+    tmp_path: Path, lw: Any, keep_mtime: bool
+) -> None:
+    base = make_base(tmp_path, lw)
+    other = lw.write(tmp_path / "elsewhere", [lw.train(network="Net7", loss=0.7)])
+    target = next((base / "run1").iterdir())
+    assert other.stat().st_size == target.stat().st_size  # so only the times can tell
+    assert networks(base) == ["Net0", "Net1", "Net2"]
+    _copy_in_place(other, target, keep_mtime=keep_mtime)
+    assert networks(base) == ["Net0", "Net2", "Net7"]  # this process
+    code = ("import sys; from rankscribe.lineage.cli import main; "
+            "sys.exit(main(['query', sys.argv[1], '--sort', 'network', '--columns', "
+            "'network,loss']))")
+    shown = subprocess.run([sys.executable, "-c", code, str(base)], capture_output=True,
+                           text=True, check=True, timeout=120).stdout.splitlines()
+    assert [line.split() for line in shown[1:4]] == [
+        ["run0", "Net0", "0.0000"], ["run2", "Net2", "0.2000"], ["run1", "Net7", "0.7000"]]
+
+
+_WRITER = """
+import os, sys, time
+from rankscribe.writer.files import frame
+from rankscribe.writer.pb import lineage_pb2
+base, count = sys.argv[1], int(sys.argv[2])
+for index in range(count):
+    event = lineage_pb2.LineageEvent(wall_time=1.0)
+    event.train_lineage.algorithm.network = f"New{index}"
+    event.train_lineage.algorithm.loss = 0.5
+    directory = os.path.join(base, f"new{index:03d}")
+    os.mkdir(directory)
+    path = os.path.join(directory, "events.out.events.summary.1.0.vm_lineage")
+    with open(path + ".part", "wb") as stream:
+        stream.write(frame(event.SerializeToString()))
+    os.chmod(path + ".part", 0o400)
+    os.rename(path + ".part", path)
+    # and an earlier, finished run rewritten in place (same inode), as cp does
+    old = os.path.join(base, f"run{index % 3}", "events.out.events.summary.1700000000.0.vm_lineage")
+    os.chmod(old, 0o600)
+    event.train_lineage.algorithm.network = f"Rewritten{index}"
+    with open(old, "r+b") as stream:
+        stream.truncate(0)
+        stream.write(frame(event.SerializeToString()))
+    os.chmod(old, 0o400)
+    time.sleep(0.02)
+"""
+
+
+def test_one_process_writes_runs_while_another_queries(tmp_path: Path, lw: Any) -> None:
+    base = make_base(tmp_path, lw)
+    networks(base)  # indexed
+    writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(base), "30"])
+    query = [sys.executable, "-m", "rankscribe.lineage.cli", "query", str(base),
+             "--format", "json"]
+    counts = []
+    try:
+        while writer.poll() is None:
+            process = subprocess.run(query, capture_output=True, text=True, timeout=120,
+                                     check=False)
+            assert process.returncode == 0, process.stderr
+            assert "Traceback" not in process.stderr
+            counts.append(json.loads(process.stdout)["count"])
+    finally:
+        writer.wait(timeout=120)
+    assert writer.returncode == 0
+    assert counts == sorted(counts) and all(3 <= count <= 33 for count in counts)
+    # Once the writer is done, a query from a new process shows every change, in-place
+    # rewrites included, exactly as reading every file would.
+    final_answer = json.loads(subprocess.run(query, capture_output=True, text=True,
+                                             timeout=120, check=True).stdout)
+    _cache.forget_scans()
+    assert final_answer == filter_runs(base, lineage_type="model", use_index=False)
+    shown = {item["model_lineage"]["network"] for item in final_answer["object"]}
+    assert {"Rewritten27", "Rewritten28", "Rewritten29"} <= shown
+    assert not shown & {"Net0", "Net1", "Net2"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,10 @@ def base(tmp_path: Path, lw: Any) -> Path:
                   lw.train(network=f"Net{index}", loss=index / 40), lw.eval({"acc": index})],
                  mtime=1_000_000 + index)
     (root / "broken").mkdir()
-    (root / "broken" / "events.out.events.summary.1.0.vm_lineage").write_bytes(b"garbage!" * 4)
+    broken = root / "broken" / "events.out.events.summary.1.0.vm_lineage"
+    broken.write_bytes(b"garbage!" * 4)
+    # Older than the index by more than a timestamp tick: its index entry is trusted.
+    os.utime(broken, (1_000_000, 1_000_000))
     _cache.forget_scans()
     return root
 

@@ -233,11 +233,12 @@ def _experiment_record(runs: list[HParamsRun], wall_time: float) -> bytes:
     data = hparams_pb2.HParamsPluginData(version=0)
     experiment = data.experiment
     experiment.time_created_secs = wall_time
-    names: list[str] = []
+    # Each name's values, names in order of appearance: one pass, whatever the runs' keys.
+    values_of: dict[str, list[bool | float | str]] = {}
     for run in runs:
-        names.extend(name for name in run.hparams if name not in names)
-    for name in names:
-        values = [run.hparams[name] for run in runs if name in run.hparams]
+        for name, value in run.hparams.items():
+            values_of.setdefault(name, []).append(value)
+    for name, values in values_of.items():
         info = experiment.hparam_infos.add(name=name)
         if all(isinstance(value, bool) for value in values):
             info.type = hparams_pb2.DATA_TYPE_BOOL
@@ -247,9 +248,7 @@ def _experiment_record(runs: list[HParamsRun], wall_time: float) -> bytes:
                 info.domain_discrete.values.add(string_value=text)
         elif all(isinstance(value, float) for value in values):
             info.type = hparams_pb2.DATA_TYPE_FLOAT64
-    metrics: list[str] = []
-    for run in runs:
-        metrics.extend(tag for tag in run.metrics if tag not in metrics)
+    metrics = dict.fromkeys(tag for run in runs for tag in run.metrics)
     for tag in metrics:
         experiment.metric_infos.add().name.tag = tag
     return _event(wall_time, [_plugin_value(EXPERIMENT_TAG, data)])

@@ -1,35 +1,30 @@
-"""The command line's tables: which columns fit, how numbers look, which key was meant.
+"""The command line's tables: how the cells of a column look.
 
-- Columns: those whose values differ between the runs shown come first (they
-  are what a comparison is about), then those every run shares; the default
-  keeps as many as fit the terminal's width.
+(Which columns a table shows, and in which order, is the query command's:
+:mod:`rankscribe.lineage.cli._query`.)
 - Numbers: the floats of one column get one number of decimals, enough for
   four significant digits of the column's smallest non-zero magnitude (at most
   8), so ``0.9583333333333334`` and ``0.16649036`` print as ``0.9583`` and
   ``0.1665``; very large or very small magnitudes use one exponent format.
-- Keys: a ``metric/<k>`` or ``user_defined/<k>`` that no run has is named with
-  the keys that exist, closest first.
+- Text: control characters are escaped (``_terminal.printable``).
 """
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["closest_first", "column_texts", "fit_columns", "order_columns"]
+from rankscribe.lineage.cli._terminal import printable
+
+__all__ = ["MISSING", "SEPARATOR", "column_texts"]
 
 _SIGNIFICANT_DIGITS = 4
 _MAX_DECIMALS = 8
 _FIXED_RANGE = (1e-4, 1e9)
 SEPARATOR = "  "
 MISSING = "-"
-
-
-def _is_float(value: Any) -> bool:
-    return isinstance(value, float)
 
 
 def _is_number(value: Any) -> bool:
@@ -40,8 +35,8 @@ def _plain_text(value: Any) -> str:
     if value is None:
         return MISSING
     if isinstance(value, (dict, list)):
-        return json.dumps(value, sort_keys=True)
-    return str(value)
+        return json.dumps(value, sort_keys=True)  # JSON escapes control characters
+    return printable(str(value))
 
 
 def _float_format(values: Sequence[float]) -> str:
@@ -58,9 +53,23 @@ def _float_format(values: Sequence[float]) -> str:
 
 
 def column_texts(values: Sequence[Any]) -> list[str]:
-    """The cells of one column: numbers alike when the column holds a float."""
-    if not any(_is_float(value) for value in values):
+    """The cells of one column: numbers alike when the column holds a float.
+
+    A column of one plain type (the usual case) is converted by one ``map``
+    (C loops: a table of 100,000 runs is built in tenths of a second); other
+    columns value by value.
+    """
+    types = set(map(type, values))
+    if types <= {str}:
+        return list(values) if all(map(str.isprintable, values)) else list(
+            map(_plain_text, values))
+    if types <= {int}:
+        return list(map(str, values))
+    if float not in types:
         return [_plain_text(value) for value in values]
+    if types <= {float, int} and all(map(math.isfinite, values)):
+        form = _float_format(values)
+        return list(map(f"%{form}".__mod__, values))
     numbers = [float(value) for value in values if _is_number(value)]
     form = _float_format(numbers)
     return [
@@ -68,44 +77,3 @@ def column_texts(values: Sequence[Any]) -> list[str]:
         else _plain_text(value)
         for value in values
     ]
-
-
-def order_columns(names: Sequence[str], rows: Sequence[dict[str, Any]]) -> list[str]:
-    """The columns whose values differ between ``rows`` first, each group in its order."""
-
-    def differs(name: str) -> bool:
-        seen = {json.dumps(row.get(name), sort_keys=True, default=str) for row in rows}
-        return len(seen) > 1
-
-    varying = [name for name in names if differs(name)]
-    return varying + [name for name in names if name not in varying]
-
-
-def fit_columns(
-    fixed_width: int, columns: Sequence[tuple[str, int]], width: int
-) -> tuple[list[str], list[str]]:
-    """Split ``(name, width)`` columns, in order, into those that fit and those left out.
-
-    ``fixed_width`` is what is always shown (the run column). A column too wide
-    for the room left is skipped and the narrower ones after it still get in.
-    """
-    used = fixed_width
-    shown: list[str] = []
-    hidden: list[str] = []
-    for name, column_width in columns:
-        needed = len(SEPARATOR) + column_width
-        if used + needed <= width:
-            shown.append(name)
-            used += needed
-        else:
-            hidden.append(name)
-    return shown, hidden
-
-
-def closest_first(wanted: str, existing: Iterable[str]) -> list[str]:
-    """``existing`` sorted by likeness to ``wanted``, most alike first (ties by name)."""
-
-    def likeness(name: str) -> float:
-        return difflib.SequenceMatcher(None, wanted, name).ratio()
-
-    return sorted(sorted(set(existing)), key=likeness, reverse=True)

@@ -1,32 +1,31 @@
 """The index cache that makes repeated queries over a base dir cheap.
 
 A query must know every run's lineage, but it need not read again what it
-has read. The index, ``.rankscribe-lineage-index.json`` in the base dir, keeps
-for each run the searchable summary of its lineage together with what it was
-computed from: the name, size and mtime (ns) of each of the run's ``_lineage``
-files, in reading order, the directory's mtime and whether the run is final.
+has read. The index, ``.rankscribe-lineage-index.json`` in the base dir
+(its format: :mod:`rankscribe.lineage.index._index_file`), keeps for each run
+the searchable summary of its lineage together with what it was computed
+from: the name, size, mtime (ns) and inode of each of the run's ``_lineage``
+files, the directory's mtime and whether the run is *final* (its lineage and
+newest files are read-only, as the writers leave them when they close them).
 
-A run is *final* when its lineage files and newest files are read-only (the
-writers make a file read-only when they close it, and a closed file never
-changes again: see :mod:`rankscribe.lineage.record._discovery`) and its directory's
-mtime is older than the scan by more than the file system's timestamp tick
-could hide. Then only a file added, removed or renamed in the directory can
-change the run, and that moves the directory's mtime: a warm query takes a
-final run on one ``stat`` of its directory. Any other run is listed and its
-lineage files ``stat``-ed each time, and parsed again when one changed. So a
-run written or extended after the index was made is seen by the next query.
+Freshness (``docs/lineage-queries.md``, "The index"): every time is compared
+with the index file's own mtime, which the same file server stamps, never
+with this machine's clock (NFS clients' clocks drift).
 
-Measured (tools/bench/lineage.py): a warm top-10 over 10,000 final runs costs
-about 4-4.5x one ``os.stat`` per run directory, 1.3 s over 100,000; listing
-each run and ``stat``-ing its lineage files instead cost 14x. An index in
-SQLite was not needed: what costs is looking at the runs, not reading the
-index, and this process keeps its last scan of a base dir in memory (checked
-against the file system like the file, and dropped when another process
-writes a newer index).
+- A final run whose directory mtime is the indexed one is taken from the
+  index after one ``stat`` of its directory and one of each lineage file:
+  a file added, removed or renamed moves the directory's mtime, and a file
+  copied over in place (``cp`` keeps the inode and the directory's mtime)
+  moves the file's ctime (which no one can set back, unlike the mtime).
+- A time within ``_SETTLED_NS`` of the index's mtime proves nothing (a
+  second change in the same timestamp tick would leave it as it was, as
+  git's "racy clean" entries): such a directory is listed again, such a
+  lineage file parsed again.
+- Any other run is listed, and parsed again when a lineage file's name,
+  size, mtime or inode differs from the index's.
 
-How the index file is written safely (atomically, private, under a lock) is
-in :mod:`rankscribe.lineage.index._index_file`; a base dir where it cannot be
-written still answers queries.
+``tools/bench/cli.py`` measures a warm query against one ``stat`` per run
+and a bare import; ``docs/lineage-queries.md`` has the numbers.
 
 Set ``RANKSCRIBE_LINEAGE_INDEX=0`` to neither read nor write the index.
 """
@@ -36,8 +35,8 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+import operator
 import os
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,13 +44,10 @@ from typing import Any
 from rankscribe.lineage.index import _parallel
 from rankscribe.lineage.index._index_file import (
     INDEX_NAME,
-    LOCK_NAME,
-    Signature,
-    cached_entry,
+    IndexEntry,
+    LoadedIndex,
     index_signature,
     load_index,
-    stored_summary,
-    used_graphs,
     write_index,
 )
 from rankscribe.lineage.index._parallel import Outcome, parse_all, summarize_and_parse_all
@@ -63,23 +59,17 @@ from rankscribe.lineage.index._run_summary import (
     summarized,
     value_getter,
 )
-from rankscribe.lineage.record._discovery import (
-    LineageFile,
-    Pending,
-    SummaryDir,
-    list_summary_dirs,
-)
+from rankscribe.lineage.record._discovery import Pending, SummaryDir, list_summary_dirs
 
 logger = logging.getLogger(__name__)
 
-# How much older than a scan a directory's mtime must be for its entry to be
-# trusted on that mtime alone (file systems stamp times at a coarse tick).
+# How much older than the index a time must be to prove that nothing changed
+# after it: file systems stamp times at a coarse tick (2 s on FAT and SMB).
 _SETTLED_NS = 2_000_000_000
 ENVIRONMENT_SWITCH = "RANKSCRIBE_LINEAGE_INDEX"
 
 __all__ = [
     "INDEX_NAME",
-    "LOCK_NAME",
     "LineageRow",
     "ScanResult",
     "cyclic_gc_paused",
@@ -137,255 +127,262 @@ def scan_base_dir(base_dir: str, *, use_index: bool | None = None) -> ScanResult
         return _scan(base_dir, index_enabled(use_index))
 
 
-@dataclass
-class _Known:
-    """What the last scan of a base dir found, kept in memory for the next one."""
 
-    runs: dict[str, Any]
-    graphs: dict[str, Any]
-    # The index file these match (None: not on disk); another one means another writer.
-    on_disk: Signature | None
-    # Writing it failed (a read-only base dir): try again only when something changed.
-    unwritable: bool = False
-    # Final runs ready for reuse: relative path -> (its SummaryDir, its row or None).
-    ready: dict[str, tuple[SummaryDir, LineageRow | None]] = field(default_factory=dict)
-
-
-# The last scans of a few base dirs (this process's memory of them). Each entry
-# is checked against the file system before use, like the index on disk, so it
-# is never stale; it only saves reading and decoding the index again. It holds
-# about 3 KB per run (measured: 30 MB for 10,000 runs); forget_scans() frees it.
-_RECENT: dict[str, _Known] = {}
-_RECENT_LIMIT = 2
+# The index last read or written per base dir, by this process. It is used
+# only while the file on disk is that very file (same inode, size and mtime:
+# the index is replaced whole, never changed in place), so it is never
+# stale; it saves decoding the index again in a long-lived process.
+_LOADED: dict[str, LoadedIndex] = {}
+_LOADED_LIMIT = 2
+# Base dirs where writing the index failed: tried again only when something changed.
+_UNWRITABLE: set[str] = set()
 
 
 def forget_scans() -> None:
-    """Forget what this process remembers of earlier scans: the next reads the index."""
-    _RECENT.clear()
+    """Forget the indexes this process read or wrote: the next query reads the file."""
+    _LOADED.clear()
+    _UNWRITABLE.clear()
 
 
-def _known(base_dir: str) -> _Known:
-    """What the last scan found, or the index on disk if another process wrote a newer one."""
-    known = _RECENT.get(base_dir)
-    if known is not None and (
-        known.on_disk is None or known.on_disk == index_signature(base_dir)
-    ):
-        return known
-    index, signature = load_index(base_dir)
-    return _Known(index.get("runs", {}), index.get("graphs", {}), signature)
+def _current_index(base_dir: str) -> LoadedIndex | None:
+    remembered = _LOADED.get(base_dir)
+    if remembered is not None and remembered.signature == index_signature(base_dir):
+        return remembered
+    loaded = load_index(base_dir)
+    _remember(base_dir, loaded)
+    return loaded
 
 
-def _remember(base_dir: str, known: _Known) -> None:
-    _RECENT.pop(base_dir, None)
-    while len(_RECENT) >= _RECENT_LIMIT:
-        _RECENT.pop(next(iter(_RECENT)))
-    _RECENT[base_dir] = known
+def _remember(base_dir: str, index: LoadedIndex | None) -> None:
+    _LOADED.pop(base_dir, None)
+    if index is None:
+        return
+    while len(_LOADED) >= _LOADED_LIMIT:
+        _LOADED.pop(next(iter(_LOADED)))
+    _LOADED[base_dir] = index
 
 
-def _ready_run(
-    known: _Known, base_dir: str, relative_path: str, dir_mtime_ns: int
-) -> tuple[SummaryDir, LineageRow | None] | None:
-    """A final run whose directory has not changed since it was indexed, ready to use."""
-    ready = known.ready.get(relative_path)
-    if ready is not None:
-        return ready if ready[0].dir_mtime_ns == dir_mtime_ns else None
-    entry = known.runs.get(relative_path)
-    if (
-        not isinstance(entry, dict)
-        or entry.get("final") is not True
-        or entry.get("dir_mtime") != dir_mtime_ns
-        or "warnings" in entry  # runs with warnings are looked at each time
-    ):
-        return None
-    valid, summary = stored_summary(entry.get("lineage"), known.graphs)
-    if not valid:
-        return None
-    try:
-        files = [LineageFile(name, 0, size, mtime) for name, size, mtime in entry["files"]]
-        run = SummaryDir(relative_path, base_dir + relative_path[1:], entry["create_time"],
-                         entry["update_time"], files, dir_mtime_ns, final=True)
-    except (KeyError, TypeError, ValueError):
-        return None
-    ready = (run, None if summary is None else row_of(run, summary))
-    known.ready[relative_path] = ready
-    return ready
+def _files_unchanged(directory: str, entry: IndexEntry, settled_before: int) -> bool:
+    """Each indexed lineage file still has its size, times and inode, and had settled."""
+    files = entry.files
+    for start in range(0, len(files), 5):
+        name, size, mtime_ns, inode, ctime_ns = files[start:start + 5]
+        if mtime_ns >= settled_before:
+            return False
+        try:
+            found = os.stat(directory + "/" + name, follow_symlinks=False)
+        except OSError:
+            return False
+        if (found.st_ctime_ns != ctime_ns or found.st_mtime_ns != mtime_ns
+                or found.st_size != size or found.st_ino != inode):
+            return False
+    return True
 
 
-def _scan(base_dir: str, enabled: bool) -> ScanResult:
-    started_ns = time.time_ns()
-    known = _known(base_dir) if enabled else _Known({}, {}, on_disk=None)
-    new_runs: dict[str, Any] = {}
-    new_graphs: dict[str, Any] = {}
-    new_ready: dict[str, tuple[SummaryDir, LineageRow | None]] = {}
-    changed = False
-    result = ScanResult()
-    # Runs mostly share a few dataset graphs: convert and hash each once per scan.
-    graph_memo: dict[bytes, dict[str, Any]] = {}
-    graph_ids: dict[int, tuple[dict[str, Any], str]] = {}
-
-    known_ready = known.ready
-
-    def reuse(relative_path: str, dir_mtime_ns: int) -> SummaryDir | None:
-        ready = known_ready.get(relative_path)  # the common case, inline
-        if ready is None or ready[0].dir_mtime_ns != dir_mtime_ns:
-            ready = _ready_run(known, base_dir, relative_path, dir_mtime_ns)
-            if ready is None:
-                return None
-        new_ready[relative_path] = ready
-        return ready[0]
-
-    prepared: dict[str, Outcome] = {}
-
-    def summarize_many(pending: list[Pending]) -> list[SummaryDir | None]:
-        return _summarize_many(pending, known, prepared, graph_memo, graph_ids)
-
-    runs = list_summary_dirs(base_dir, reuse if enabled else None, summarize_many)
-    # A run reuse() answered for is the one it returned (list_summary_dirs uses it).
-    looked_at = [run for run in runs if run.relative_path not in new_ready]
-    fresh = [
-        run for run in looked_at
-        if run.relative_path not in prepared
-        and cached_entry(known.runs.get(run.relative_path), run, known.graphs) is None
-    ]
-    outcomes = dict(zip(
-        (run.relative_path for run in fresh),
-        parse_all([(run.path, run.lineage_files) for run in fresh],
-                  lambda job: parse_for_index(job, graph_memo, graph_ids)),
-        strict=True,
-    ))
-    outcomes.update(prepared)
-    for run in runs:
-        ready = new_ready.get(run.relative_path)
-        if ready is not None:
-            result.lineage_file_count += len(run.lineage_files)
-            if ready[1] is not None:
-                result.rows.append(ready[1])
-            continue
-        result.lineage_file_count += len(run.lineage_files)
-        looked = _look_at(run, known, started_ns, outcomes.get(run.relative_path))
-        changed = changed or looked.changed
-        if looked.parsed:
-            result.parsed_runs += 1
-        else:
-            result.reused_runs += 1
-        if looked.entry is not None:
-            new_runs[run.relative_path] = looked.entry
-        if looked.summary is not None:
-            new_graphs[looked.summary["graph"]] = looked.summary["graph_dict"]
-            result.rows.append(row_of(run, looked.summary))
-    result.reused_runs += len(new_ready)
-    if enabled:
-        if looked_at or len(new_ready) != len(known.runs):
-            new_runs.update((path, known.runs[path]) for path in new_ready)
-            changed = changed or set(known.runs) != set(new_runs)
-        else:  # every run known and unchanged (the usual repeat query)
-            new_runs = known.runs
-        _keep(base_dir, known, _Known(new_runs, {}, None, ready=new_ready), new_graphs, changed)
-    return result
-
-
-def _keep(
-    base_dir: str, known: _Known, now: _Known, new_graphs: dict[str, Any], changed: bool
-) -> None:
-    """Write the index if it changed (or is not on disk) and remember this scan."""
-    now.graphs, now.on_disk, now.unwritable = known.graphs, known.on_disk, known.unwritable
-    if changed or (now.on_disk is None and not now.unwritable):
-        now.graphs = used_graphs(now.runs, {**known.graphs, **new_graphs})
-        now.on_disk = write_index(base_dir, now.runs, now.graphs)
-        now.unwritable = now.on_disk is None
-    _remember(base_dir, now)
-
-
-def _summarize_many(
-    pending: list[Pending],
-    known: _Known,
-    prepared: dict[str, Outcome],
-    graph_memo: dict[bytes, dict[str, Any]],
-    graph_ids: dict[int, tuple[dict[str, Any], str]],
-) -> list[SummaryDir | None]:
-    """Summarize the listed directories; many unknown ones are also parsed, with helpers.
-
-    The outcomes of those parsed go into ``prepared``.
-    """
-    unknown = [item for item in pending if item[1] not in known.runs]
-    if len(unknown) < _parallel.PARALLEL_FROM_RUNS:
-        return [summarized(item) for item in pending]
-    done = summarize_and_parse_all(
-        unknown, lambda job: parse_directory_for_index(job, graph_memo, graph_ids)
-    )
-    runs_of: dict[str, SummaryDir | None] = {}
-    for (path, relative_path, _), (run, outcome, problem) in zip(unknown, done, strict=True):
-        if problem is not None:
-            logger.warning("skipping directory %s: %s", path, problem)
-        runs_of[relative_path] = run
-        if run is not None and outcome is not None:
-            prepared[relative_path] = outcome
-    return [runs_of[item[1]] if item[1] in runs_of else summarized(item) for item in pending]
+def _flat_signatures(run: SummaryDir) -> list[Any]:
+    return [part for item in run.lineage_files for part in item.signature]
 
 
 @dataclass
-class _Looked:
-    """What looking at one run (not known to be unchanged) gave."""
+class _Scan:
+    """One scan's view of the index and what it decided run by run."""
 
-    summary: dict[str, Any] | None
-    entry: dict[str, Any] | None  # None: not to be cached
-    parsed: bool
-    changed: bool  # the index on disk should be written again
+    base_dir: str
+    index: LoadedIndex | None
+    settled_before: int
+    positions: dict[str, int] = field(default_factory=dict)
+    entries: list[IndexEntry] = field(default_factory=list)
+    prepared: dict[str, Outcome] = field(default_factory=dict)
+    graph_memo: dict[bytes, dict[str, Any]] = field(default_factory=dict)
+    graph_ids: dict[int, tuple[dict[str, Any], str]] = field(default_factory=dict)
 
-def _look_at(
-    run: SummaryDir, known: _Known, started_ns: int, outcome: Outcome | None
-) -> _Looked:
-    """The run's parsed ``outcome``, or else its cached summary (its files are the same)."""
-    earlier = known.runs.get(run.relative_path)
-    cached = cached_entry(earlier, run, known.graphs) if outcome is None else None
-    if cached is not None:
-        summary, warnings = cached
-        parsed, cacheable = False, True
-    elif outcome is not None:
-        summary, warnings, cacheable = outcome
-        parsed = True
-    else:  # changed since the first look: parse it now
-        summary, warnings, cacheable = parse_for_index((run.path, run.lineage_files), {}, {})
-        parsed = True
-    for warning in warnings:
-        logger.warning("%s", warning)
-    if not cacheable:
-        return _Looked(summary, None, parsed, parsed)
-    entry = _index_entry(run, summary, warnings, started_ns)
-    # A run still being written changes its times at every look: that alone is
-    # not worth writing the index again; becoming final (or a final run's
-    # entry changing) is.
-    was_final = isinstance(earlier, dict) and earlier.get("final") is True
-    changed = parsed or entry["final"] != was_final or (entry["final"] and entry != earlier)
-    return _Looked(summary, entry, parsed, changed)
+    def __post_init__(self) -> None:
+        if self.index is not None:
+            self.positions, self.entries = self.index.positions, self.index.entries
 
-def _index_entry(
-    run: SummaryDir, summary: dict[str, Any] | None, warnings: list[str], started_ns: int
-) -> dict[str, Any]:
-    """The index entry of a run just looked at.
+    def earlier(self, relative_path: str) -> IndexEntry | None:
+        position = self.positions.get(relative_path)
+        return None if position is None else self.entries[position]
 
-    ``final`` only when the directory's mtime is older than the scan by a
-    margin: a file added within the file system's timestamp granularity of
-    the listing could leave the mtime as it was.
-    """
+    def reuse(self, relative_path: str, dir_mtime_ns: int) -> IndexEntry | None:
+        """A final run's entry if the run is unchanged since it was indexed (two ``stat``)."""
+        position = self.positions.get(relative_path)
+        if position is None:
+            return None
+        entry = self.entries[position]
+        if (
+            not entry.final
+            or entry.dir_mtime != dir_mtime_ns
+            or dir_mtime_ns >= self.settled_before
+            or not _files_unchanged(self.base_dir + relative_path[1:], entry,
+                                    self.settled_before)
+        ):
+            return None
+        return entry
+
+    def unchanged_summary(self, run: SummaryDir) -> IndexEntry | None:
+        """The indexed entry of a listed run whose lineage files are the indexed ones."""
+        entry = self.earlier(run.relative_path)
+        if entry is None or entry.files != _flat_signatures(run):
+            return None
+        if any(mtime_ns >= self.settled_before for mtime_ns in entry.files[2::5]):
+            return None
+        return entry
+
+    def summarize_many(self, pending: list[Pending]) -> list[SummaryDir | None]:
+        """Summarize the listed directories; many unknown ones are also parsed, with helpers."""
+        unknown = [item for item in pending if self.earlier(item[1]) is None]
+        if len(unknown) < _parallel.PARALLEL_FROM_RUNS:
+            return [summarized(item) for item in pending]
+        done = summarize_and_parse_all(
+            unknown,
+            lambda job: parse_directory_for_index(job, self.graph_memo, self.graph_ids),
+        )
+        runs_of: dict[str, SummaryDir | None] = {}
+        for (path, relative_path, _), (run, outcome, problem) in zip(unknown, done,
+                                                                      strict=True):
+            if problem is not None:
+                logger.warning("skipping directory %s: %s", path, problem)
+            runs_of[relative_path] = run
+            if run is not None and outcome is not None:
+                self.prepared[relative_path] = outcome
+        return [runs_of[item[1]] if item[1] in runs_of else summarized(item)
+                for item in pending]
+
+
+def _row(base_dir: str, entry: IndexEntry, graphs: dict[str, Any]) -> LineageRow | None:
+    summary = entry.summary
+    if summary is None:
+        return None
+    path = entry.path
+    graph = summary["graph"]
+    # Positional: a row per run of 100,000 is built in every warm query.
+    return LineageRow(path, base_dir + path[1:] if path != "./" else base_dir,
+                      entry.update_time, summary["fields"], summary["metric"],
+                      summary["user_defined"], graph, graphs[graph])
+
+
+def _entry(
+    run: SummaryDir, summary: dict[str, Any] | None, warnings: list[str]
+) -> IndexEntry:
     stored = None
     if summary is not None:
         stored = {key: value for key, value in summary.items() if key != "graph_dict"}
-    # The base dir's own run is never final: its mtime moves with every new run.
-    final = (
-        run.final
-        and run.relative_path != "./"
-        and not warnings
-        and run.dir_mtime_ns < started_ns - _SETTLED_NS
+    return IndexEntry(
+        path=run.relative_path,
+        dir_mtime=run.dir_mtime_ns,
+        # Runs with warnings are looked at every time, so that the warning is too.
+        final=run.final and run.relative_path != "./" and not warnings,
+        create_time=run.create_time,
+        update_time=run.update_time_ns,
+        files=_flat_signatures(run),
+        summary=stored,
+        warnings=tuple(warnings),
     )
-    entry: dict[str, Any] = {
-        "files": [list(item.signature) for item in run.lineage_files],
-        "lineage": stored,
-        "dir_mtime": run.dir_mtime_ns,
-        "final": final,
-        "create_time": run.create_time,
-        "update_time": run.update_time_ns,
-    }
-    if warnings:
-        entry["warnings"] = warnings
-    return entry
+
+
+def _listed_outcomes(scan: _Scan, looked_at: list[SummaryDir]) -> tuple[
+    dict[str, IndexEntry], dict[str, Outcome]
+]:
+    """For the runs that were listed: index entries still good, and parse outcomes of the rest."""
+    kept: dict[str, IndexEntry] = {}
+    to_parse: list[SummaryDir] = []
+    for run in looked_at:
+        if run.relative_path in scan.prepared:
+            continue
+        entry = scan.unchanged_summary(run)
+        if entry is not None:
+            kept[run.relative_path] = entry
+        else:
+            to_parse.append(run)
+    outcomes = dict(scan.prepared)
+    outcomes.update(zip(
+        (run.relative_path for run in to_parse),
+        parse_all([(run.path, run.lineage_files) for run in to_parse],
+                  lambda job: parse_for_index(job, scan.graph_memo, scan.graph_ids)),
+        strict=True,
+    ))
+    return kept, outcomes
+
+
+@dataclass
+class _Collected:
+    """The rows and the new index entries of a scan, run by run."""
+
+    base_dir: str
+    graphs: dict[str, Any]
+    result: ScanResult = field(default_factory=ScanResult)
+    entries: list[IndexEntry] = field(default_factory=list)
+    changed: bool = False  # the index on disk must be written again
+
+    def reused(self, entry: IndexEntry) -> None:
+        self.result.reused_runs += 1
+        self.result.lineage_file_count += len(entry.files) // 5
+        self.entries.append(entry)
+        row = _row(self.base_dir, entry, self.graphs)
+        if row is not None:
+            self.result.rows.append(row)
+
+    def listed(self, run: SummaryDir, earlier: IndexEntry | None,
+               outcome: Outcome | None) -> None:
+        """A run that was listed: its ``earlier`` entry still good, or its parse ``outcome``."""
+        self.result.lineage_file_count += len(run.lineage_files)
+        cacheable = True
+        if earlier is not None:
+            self.result.reused_runs += 1
+            summary, warnings = earlier.summary, list(earlier.warnings)
+            if summary is not None:
+                summary = {**summary, "graph_dict": self.graphs[summary["graph"]]}
+        else:
+            assert outcome is not None
+            self.result.parsed_runs += 1
+            summary, warnings, cacheable = outcome
+            self.changed = True
+        for warning in warnings:
+            logger.warning("%s", warning)
+        if summary is not None:
+            self.graphs[summary["graph"]] = summary["graph_dict"]
+            self.result.rows.append(row_of(run, summary))
+        if not cacheable:
+            return
+        entry = _entry(run, summary, warnings)
+        if earlier is not None and (entry.final or earlier.final) and entry != earlier:
+            self.changed = True  # a run became final, or a final run's entry moved
+        self.entries.append(entry)
+
+
+def _scan(base_dir: str, enabled: bool) -> ScanResult:
+    index = _current_index(base_dir) if enabled else None
+    scan = _Scan(base_dir, index,
+                 settled_before=index.mtime_ns - _SETTLED_NS if index is not None else 0)
+    runs = list_summary_dirs(base_dir, scan.reuse if index is not None else None,
+                             scan.summarize_many)
+    listed = [run for run in runs if not isinstance(run, IndexEntry)]
+    kept, outcomes = _listed_outcomes(scan, listed)
+    collected = _Collected(base_dir, dict(index.graphs) if index is not None else {})
+    for run in runs:
+        if isinstance(run, IndexEntry):
+            collected.reused(run)
+        else:
+            collected.listed(run, kept.get(run.relative_path), outcomes.get(run.relative_path))
+    result = collected.result
+    # Base order: newest update time first, then relative path.
+    result.rows.sort(key=operator.attrgetter("relative_path"))
+    result.rows.sort(key=operator.attrgetter("update_time_ns"), reverse=True)
+    if enabled:
+        changed = collected.changed or (
+            index is not None and (index.dropped > 0 or len(collected.entries)
+                                   != len(index.entries)))
+        if changed or (index is None and base_dir not in _UNWRITABLE):
+            _keep(base_dir, collected.entries, collected.graphs)
+    return result
+
+
+def _keep(base_dir: str, entries: list[IndexEntry], graphs: dict[str, Any]) -> None:
+    """Write the index; remember a base dir where that fails (not tried again unchanged)."""
+    written = write_index(base_dir, entries, graphs)
+    if written is None:
+        _UNWRITABLE.add(base_dir)
+    else:
+        _UNWRITABLE.discard(base_dir)
+    _remember(base_dir, written)

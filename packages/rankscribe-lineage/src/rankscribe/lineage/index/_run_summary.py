@@ -39,7 +39,7 @@ __all__ = [
 _ROW_FIELDS = tuple(name for name in FIELD_MAPPING if name not in ("summary_dir", "dataset_mark"))
 
 
-@dataclass
+@dataclass(slots=True)
 class LineageRow:
     """One run as a query sees it: searchable values and what a result shows."""
 

@@ -11,7 +11,6 @@ filter.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -26,7 +25,6 @@ from rankscribe.lineage.errors import (
 from rankscribe.lineage.index._cache import (
     LineageRow,
     cyclic_gc_paused,
-    scan_base_dir,
     value_getter,
 )
 from rankscribe.lineage.query._conditions import (
@@ -39,13 +37,19 @@ from rankscribe.lineage.query._conditions import (
     sort_by,
     validate_search_condition,
 )
-from rankscribe.lineage.query._expressions import Comparison, parse_expression, parse_sort_keys
+from rankscribe.lineage.query._selection import Selection, load_rows, select_rows
 from rankscribe.lineage.record._discovery import list_lineage_files
 from rankscribe.lineage.record._parser import SECTION_KEYS, RunLineage, parse_run
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["filter_runs", "filter_summary_lineage", "get_run_lineage", "get_summary_lineage"]
+__all__ = [
+    "filter_runs",
+    "filter_summary_lineage",
+    "get_run_lineage",
+    "get_summary_lineage",
+    "selection_result",
+]
 
 DEFAULT_LIMIT = 10
 _MODEL_LINEAGE_KEYS = tuple(name for name in FIELD_MAPPING if name != "summary_dir")
@@ -111,36 +115,6 @@ def get_summary_lineage(summary_dir: str, keys: list[str] | None = None) -> dict
     if lineage is None:
         return {}
     return lineage.summary_info(keys)
-
-
-def _load_rows(base_dir: str, use_index: bool | None) -> list[LineageRow] | None:
-    """Rows of the runs under ``base_dir`` with dataset marks; None if it has no lineage."""
-    try:
-        scan = scan_base_dir(base_dir, use_index=use_index)
-    except OSError as error:
-        logger.error("cannot list %s: %s", base_dir, error)
-        raise LineageQuerySummaryDataError("Filter summary lineage failed.") from error
-    if scan.lineage_file_count == 0:
-        return None
-    _assign_dataset_marks(scan.rows)
-    return scan.rows
-
-
-def _assign_dataset_marks(rows: list[LineageRow]) -> None:
-    """Runs with equal dataset graphs share a mark: '2', '3', ... in row order.
-
-    MindInsight starts its table with mark '1' for "no graph at all", which no
-    run has (a run without a graph has ``{}``), so '1' is never given. It
-    computes the next mark from the largest mark compared as text, so after
-    '9' every new graph got '10'; the numeric maximum is used here.
-    """
-    marks: dict[str, str] = {}
-    for row in rows:
-        mark = marks.get(row.graph_id)
-        if mark is None:
-            mark = str(len(marks) + 2)
-            marks[row.graph_id] = mark
-        row.dataset_mark = mark
 
 
 def _summary_dir_in_condition(base_dir: str, value: Any) -> Any:
@@ -221,16 +195,32 @@ def _customized(rows: list[LineageRow]) -> dict[str, dict[str, Any]]:
     }
 
 
+_IMMUTABLE = (str, int, float, bool, type(None))
+
+
+def _copied(values: dict[str, Any]) -> dict[str, Any]:
+    """A copy the caller may change: values that are containers are copied deeply.
+
+    Most values are numbers and text (immutable): a deepcopy of each made a
+    result of 100,000 runs cost seconds.
+    """
+    return {
+        key: value if isinstance(value, _IMMUTABLE) else copy.deepcopy(value)
+        for key, value in values.items()
+    }
+
+
 def _objects(rows: list[LineageRow], lineage_types: list[str]) -> list[dict[str, Any]]:
     objects = []
     for row in rows:
         item: dict[str, Any] = {"summary_dir": row.summary_dir}
         if "model" in lineage_types:
-            model_lineage = {
-                name: copy.deepcopy(row.value(name)) for name in _MODEL_LINEAGE_KEYS
-            }
-            model_lineage["metric"] = copy.deepcopy(row.metric)
-            model_lineage["user_defined"] = copy.deepcopy(row.user_defined)
+            fields = row.fields
+            model_lineage = {name: fields.get(name) for name in _MODEL_LINEAGE_KEYS}
+            model_lineage["dataset_mark"] = row.dataset_mark
+            model_lineage = _copied(model_lineage)
+            model_lineage["metric"] = _copied(row.metric)
+            model_lineage["user_defined"] = _copied(row.user_defined)
             item["model_lineage"] = model_lineage
         if "dataset" in lineage_types:
             item["dataset_graph"] = copy.deepcopy(row.dataset_graph)
@@ -293,7 +283,7 @@ def _filter_summary_lineage(
     base_dir = _base_dir(summary_base_dir)
     condition = validate_search_condition({} if search_condition is None else search_condition)
     condition = _resolve_summary_dir_condition(base_dir, condition)
-    rows = _load_rows(base_dir, use_index)
+    rows = load_rows(base_dir, use_index)
     if rows is None:
         raise LineageFileNotFoundError("There is no summary log file under summary_base_dir.")
     if not rows:
@@ -324,25 +314,6 @@ def _normalize_lineage_type(lineage_type: str | Sequence[str] | None) -> list[st
     return wanted
 
 
-def _absolute_summary_dir(comparison: Comparison, base_dir: str) -> Comparison:
-    """``summary_dir = 'run1'`` or ``'./run1'`` means the run1 directory of the base dir.
-
-    A bare name is what the command line's table shows in its run column.
-    """
-    if comparison.name != "summary_dir":
-        return comparison
-
-    def absolute(path: Any) -> Any:
-        if not isinstance(path, str) or os.path.isabs(path):
-            return path
-        relative = path[2:] if path.startswith("./") else path
-        return os.path.realpath(os.path.join(base_dir, relative))
-
-    value = comparison.value
-    resolved = [absolute(item) for item in value] if isinstance(value, list) else absolute(value)
-    return dataclasses.replace(comparison, value=resolved)
-
-
 def filter_runs(
     base_dir: str | os.PathLike[str],
     where: str | None = None,
@@ -371,6 +342,15 @@ def filter_runs(
     Returns:
         The same shape as :func:`filter_summary_lineage`; ``count`` is the
         number of matching runs before ``offset`` and ``limit``.
+
+    Raises:
+        LineageExpressionError: the filter does not parse, or names a
+            ``metric/<k>`` or ``user_defined/<k>`` that no run has (a typo,
+            refused as the command line refuses it; the message names the
+            keys of that kind that exist).
+        LineageParamValueError: a bad sort key (or one no run has), limit,
+            offset or lineage_type.
+        LineageFileNotFoundError: no lineage file under ``base_dir``.
     """
     with cyclic_gc_paused():
         return _filter_runs(base_dir, where, order_by, limit, offset, lineage_type, use_index)
@@ -385,32 +365,12 @@ def _filter_runs(
     lineage_type: str | Sequence[str] | None,
     use_index: bool | None,
 ) -> dict[str, Any]:
-    directory = resolve_summary_path(os.path.abspath(os.fspath(base_dir)))
-    blank = isinstance(where, str) and not where.strip()
-    expression = parse_expression(where) if where is not None and not blank else None
-    if expression is not None:
-        expression = expression.transform(
-            lambda comparison: _absolute_summary_dir(comparison, directory)
-        )
-    sort_keys = parse_sort_keys(order_by)
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-        raise LineageParamValueError(f"limit must be an int >= 0 or None, got {limit!r}")
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise LineageParamValueError(f"offset must be an int >= 0, got {offset!r}")
     lineage_types = _normalize_lineage_type(lineage_type)
-    rows = _load_rows(directory, use_index)
-    if rows is None:
-        raise LineageFileNotFoundError("There is no summary log file under summary_base_dir.")
-    selected = rows
-    if expression is not None:
-        selected = [row for row in rows if expression.evaluate(row.value)]
-    for name, descending in reversed(sort_keys):
-        selected = sort_by(
-            selected,
-            lambda row, name=name: row.value(name),  # type: ignore[misc]
-            descending=descending,
-            none_last=True,
-        )
-    end = None if limit is None else offset + limit
-    return _result(selected[offset:end], len(selected), lineage_types)
+    selection = select_rows(base_dir, where, order_by=order_by, limit=limit, offset=offset,
+                            use_index=use_index)
+    return selection_result(selection, lineage_types)
 
+
+def selection_result(selection: Selection, lineage_types: Sequence[str]) -> dict[str, Any]:
+    """The result dict of :func:`filter_runs` for a selection."""
+    return _result(selection.page, selection.count, list(lineage_types))

@@ -18,11 +18,12 @@
 Unlike MindInsight there is no cap of 999 directories.
 
 A run whose lineage files and newest files are all read-only (no write
-permission bit: the writers make a file read-only when they close it, and a
-closed file never changes again) is *final*: only files added, removed or
-renamed in its directory can change what it holds, and each of those moves
-the directory's mtime. :func:`list_summary_dirs` can thus take a known
-final run for one ``stat`` of its directory instead of listing it.
+permission bit: the writers make a file read-only when they close it) is
+*final*: files added, removed or renamed in its directory move the
+directory's mtime, and a file copied over in place (``cp`` keeps the inode)
+moves that file's ctime. :func:`list_summary_dirs` can thus take a
+known final run for a ``stat`` of its directory and of its lineage files
+(the index's ``reuse``) instead of listing it.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import re
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
 
 from rankscribe.writer.files import FileKind, file_kind
 
@@ -48,6 +50,7 @@ _WRITE_BITS = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
 
 __all__ = [
     "LineageFile",
+    "Listed",
     "Pending",
     "SummaryDir",
     "list_lineage_files",
@@ -64,10 +67,15 @@ class LineageFile:
     timestamp: int
     size: int
     mtime_ns: int
+    # ``cp`` onto an existing name keeps it; a file replaced by rename gets a new one.
+    inode: int = 0
+    # Any change of content or mode sets it to the server's time, and no one can set
+    # it back (``cp -p`` restores the mtime, never the ctime).
+    ctime_ns: int = 0
 
     @property
-    def signature(self) -> tuple[str, int, int]:
-        return (self.name, self.size, self.mtime_ns)
+    def signature(self) -> tuple[str, int, int, int, int]:
+        return (self.name, self.size, self.mtime_ns, self.inode, self.ctime_ns)
 
 
 @dataclass
@@ -105,6 +113,8 @@ def _summarize_entries(
     mtimes: dict[str, int] = {}
     final = True
     for entry in entries:
+        if "summary." not in entry.name:  # cheap: a base dir lists thousands of run dirs
+            continue
         kind = file_kind(entry.name)
         match = _TIMESTAMP.search(entry.name)
         if kind not in _RUN_FILE_KINDS or match is None:
@@ -120,7 +130,8 @@ def _summarize_entries(
             mtimes[entry.name] = found.st_mtime_ns
             final = final and not found.st_mode & _WRITE_BITS
             lineage_files.append(
-                LineageFile(entry.name, timestamp, found.st_size, found.st_mtime_ns)
+                LineageFile(entry.name, timestamp, found.st_size, found.st_mtime_ns,
+                            found.st_ino, found.st_ctime_ns)
             )
         if timestamp > newest_timestamp:
             newest_timestamp = timestamp
@@ -179,11 +190,24 @@ def _summarize_each(pending: list[Pending]) -> list[SummaryDir | None]:
     return runs
 
 
+class Listed(Protocol):
+    """What :func:`list_summary_dirs` orders runs by (a ``reuse`` answer has it too)."""
+
+    @property
+    def relative_path(self) -> str: ...
+
+    @property
+    def update_time_ns(self) -> int: ...
+
+
+_Known = TypeVar("_Known", bound=Listed)
+
+
 def list_summary_dirs(
     base_dir: str,
-    reuse: Callable[[str, int], SummaryDir | None] | None = None,
+    reuse: Callable[[str, int], _Known | None] | None = None,
     summarize_many: Callable[[list[Pending]], list[SummaryDir | None]] | None = None,
-) -> list[SummaryDir]:
+) -> list[SummaryDir | _Known]:
     """Return the runs in ``base_dir`` (itself and its direct subdirectories).
 
     ``base_dir`` should be a real absolute path: each run's ``path`` is
@@ -193,12 +217,14 @@ def list_summary_dirs(
     warning.
 
     ``reuse(relative_path, dir_mtime_ns)`` may return what is already known
-    of a subdirectory whose mtime is that (a final run, see above); it is then
-    not listed. The others are summarized by ``summarize_many`` (default: one
-    after the other, :func:`summarize_dir`), which may share the work out.
+    of a subdirectory whose mtime is that (a final run, see above; anything
+    with a ``relative_path`` and an ``update_time_ns``); it is then not
+    listed, and its answer takes its place in the result. The others are
+    summarized by ``summarize_many`` (default: one after the other,
+    :func:`summarize_dir`), which may share the work out.
     """
     entries = _list(base_dir)
-    found: list[SummaryDir] = []
+    found: list[SummaryDir | _Known] = []
     own = _summarize_entries(base_dir, "./", entries)
     if own is not None:
         found.append(own)

@@ -1,0 +1,73 @@
+"""``rankscribe-lineage merge RUN_DIR`` and ``hparams BASE``: the commands that write files."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from rankscribe.lineage._hparams import write_hparams
+from rankscribe.lineage.cli._terminal import existing_directory, printable
+from rankscribe.lineage.jobview import ranges_text, verdict_lines
+from rankscribe.lineage.merge._merge import merge_run_dir
+
+__all__ = ["add_hparams_command", "add_merge_command"]
+
+
+def _merge(args: argparse.Namespace) -> int:
+    existing_directory(args.run_dir)
+    outcome = merge_run_dir(args.run_dir, timeout=args.timeout, world_size=args.world_size)
+    reported = ",".join(str(rank) for rank in outcome.ranks_reported)
+    line = f"wrote {printable(str(outcome.path))} (ranks {reported}"
+    if outcome.ranks_missing:
+        line += f"; missing {ranges_text(outcome.missing_ranges, limit=300)}"
+    print(line + ")")
+    if outcome.job_view is not None:
+        for path in outcome.job_view.paths:
+            print(f"wrote {printable(str(path))} (job view)")
+        for verdict in verdict_lines(outcome.job_view.verdicts):
+            print(f"  {printable(verdict)}")
+    return 0
+
+
+def _hparams(args: argparse.Namespace) -> int:
+    existing_directory(args.base)
+    written = write_hparams(args.base, args.out)
+    out = printable(os.path.dirname(written[0]))
+    print(f"wrote HParams for {len(written) - 1} runs under {out}")
+    print(f"view them with: tensorboard --logdir {out}")
+    return 0
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an int >= 0, got {text}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text}")
+    return value
+
+
+def add_merge_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    merge = commands.add_parser(
+        "merge",
+        help="merge the rank_* dirs of a distributed job: its lineage, cross-rank curves, verdicts",
+    )
+    merge.add_argument("run_dir", help="the job directory holding rank_0, rank_1, ...")
+    merge.add_argument(
+        "--timeout", type=_seconds, default=0.0,
+        help="seconds to wait for missing ranks before merging what is there (default 0)",
+    )
+    merge.add_argument("--world-size", type=_count, help="how many ranks the job had")
+    merge.set_defaults(handler=_merge)
+
+
+def add_hparams_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    hparams = commands.add_parser("hparams", help="write TensorBoard HParams summaries")
+    hparams.add_argument("base", help="the base directory")
+    hparams.add_argument("--out", help="output directory (default BASE/tensorboard-hparams)")
+    hparams.set_defaults(handler=_hparams)

@@ -1,0 +1,325 @@
+"""``rankscribe-lineage query BASE``: the matching runs as a table, JSON or CSV.
+
+Every step is linear in the number of runs (plus the sort's n log n): the
+columns are found in one pass over the rows' keys, a column's values are
+compared with its first value until one differs, and only the columns that
+fit are turned into text (``docs/lineage-queries.md``, "The command line").
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import itertools
+import json
+import math
+import operator
+import os
+import sys
+import textwrap
+from typing import Any
+
+from rankscribe.lineage.cli._table import SEPARATOR, column_texts
+from rankscribe.lineage.cli._terminal import (
+    CommandLineError,
+    existing_directory,
+    printable,
+    terminal_width,
+)
+from rankscribe.lineage.errors import LineageFileNotFoundError
+from rankscribe.lineage.index._cache import LineageRow, value_getter
+from rankscribe.lineage.query._conditions import FIELD_MAPPING
+from rankscribe.lineage.query._expressions import Comparison, parse_expression, parse_sort_key
+from rankscribe.lineage.query._querier import selection_result
+from rankscribe.lineage.query._selection import (
+    CUSTOM_PREFIXES,
+    custom_keys,
+    missing_key_problem,
+    select_rows,
+)
+from rankscribe.lineage.record._discovery import list_summary_dirs
+
+__all__ = ["ALL_COLUMNS", "add_query_command", "column_list"]
+
+ALL_COLUMNS = "all"
+# Every search field is a column; summary_dir is the run's absolute path.
+_COLUMNS = tuple(FIELD_MAPPING)
+# Shown by --columns all and the default table (the run column already names the run).
+_FIELD_COLUMNS = tuple(name for name in FIELD_MAPPING if name != "summary_dir")
+
+
+def column_list(text: str) -> list[str]:
+    """``--columns``: ``all``, or search field names, ``metric/<k>`` or ``user_defined/<k>``."""
+    if text.strip() == ALL_COLUMNS:
+        return [ALL_COLUMNS]
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    for name in names:
+        prefix, _, key = name.partition("/")
+        if name not in _COLUMNS and not (key and prefix in CUSTOM_PREFIXES):
+            raise argparse.ArgumentTypeError(
+                f"unknown column {printable(name)!r}: use field names such as "
+                f"{', '.join(_COLUMNS[:4])}, ..., or metric/<name>, user_defined/<name>, or all"
+            )
+    if not names:
+        raise argparse.ArgumentTypeError("name at least one column")
+    return names
+
+
+def _present_columns(rows: list[LineageRow]) -> list[str]:
+    """Every field some run has, then the metric/ and user_defined/ keys (one pass each)."""
+    present = [
+        name for name in _FIELD_COLUMNS
+        if name == "dataset_mark" or any(row.fields.get(name) is not None for row in rows)
+    ]
+    return present + custom_keys(rows) if rows else []
+
+
+def _differs(values: list[Any]) -> bool:
+    """Whether a column's values differ: another type, or another value (NaN equals NaN)."""
+    first = values[0]
+    if len(set(map(type, values))) > 1:
+        return True
+    if values.count(first) == len(values):  # C comparisons; identity first
+        return False
+    return not (isinstance(first, float) and all(map(math.isnan, values)))
+
+
+def _named(args: argparse.Namespace) -> list[str]:
+    """The names --where and --sort use (their columns are always shown)."""
+    names: list[str] = []
+    if args.where is not None and args.where.strip():
+        parsed = parse_expression(args.where)
+        comparisons = [parsed] if isinstance(parsed, Comparison) else parsed.comparisons()
+        names += [comparison.name for comparison in comparisons]
+    names += [parse_sort_key(key)[0] for key in args.sort or []]
+    return list(dict.fromkeys(names))
+
+
+class _Columns:
+    """A column's values and texts, made once (for the width and for the table).
+
+    Values come from the rows' dicts through ``map(dict.get, ...)``: C loops, no
+    Python call per value.
+    """
+
+    def __init__(self, rows: list[LineageRow]) -> None:
+        self.rows = rows
+        self.texts: dict[str, list[str]] = {}
+        self.values_of: dict[str, list[Any]] = {}
+        self.sections: dict[str, list[dict[str, Any]]] = {}
+
+    def _section(self, name: str) -> list[dict[str, Any]]:
+        dicts = self.sections.get(name)
+        if dicts is None:
+            dicts = self.sections[name] = list(map(operator.attrgetter(name), self.rows))
+        return dicts
+
+    def values(self, name: str) -> list[Any]:
+        values = self.values_of.get(name)
+        if values is None:
+            prefix, _, key = name.partition("/")
+            if prefix in CUSTOM_PREFIXES and key:
+                values = list(map(dict.get, self._section(prefix), itertools.repeat(key)))
+            elif name in _FIELD_COLUMNS and name != "dataset_mark":
+                values = list(map(dict.get, self._section("fields"), itertools.repeat(name)))
+            else:
+                values = list(map(value_getter(name), self.rows))
+            self.values_of[name] = values
+        return values
+
+    def of(self, name: str) -> list[str]:
+        texts = self.texts.get(name)
+        if texts is None:
+            texts = self.texts[name] = column_texts(self.values(name))
+        return texts
+
+    def width(self, name: str) -> int:
+        return max(len(printable(name)), max(map(len, self.of(name)), default=0))
+
+
+def _default_columns(
+    rows: list[LineageRow], run_width: int, named: list[str], texts: _Columns
+) -> tuple[list[str], list[str]]:
+    """The columns to show and those left out: named, then differing, then the rest.
+
+    The columns --where and --sort name claim their room first, then the
+    others in order while they fit. A column is turned into text only when
+    its name alone would still fit.
+    """
+    present = _present_columns(rows)
+    named = [name for name in named if name in present]
+    varying = [name for name in present if name in named or _differs(texts.values(name))]
+    order = varying + [name for name in present if name not in varying]
+    room = terminal_width() - run_width
+    chosen: set[str] = set()
+    for name in [*named, *(name for name in order if name not in named)]:
+        if name not in named and len(SEPARATOR) + len(printable(name)) > room:
+            continue  # too wide whatever its values: not turned into text
+        needed = len(SEPARATOR) + texts.width(name)
+        if needed <= room or name in named:
+            chosen.add(name)
+            room -= needed
+    shown = [name for name in order if name in chosen]
+    return shown, [name for name in order if name not in chosen]
+
+
+def _table_lines(header: list[str], columns: list[list[str]]) -> list[str]:
+    """Left-aligned columns two spaces apart, one format call per line."""
+    widths = [max(len(name), max(map(len, cells), default=0))
+              for name, cells in zip(header, columns, strict=True)]
+    line = SEPARATOR.join(f"{{:<{width}}}" for width in widths)
+    return list(map(str.rstrip, [line.format(*header), *map(line.format, *columns)]))
+
+
+# Lines per write: a reader that stops early (``| head``) is noticed at the next write,
+# and a table of 100,000 runs is never one string of megabytes.
+_LINES_PER_WRITE = 500
+
+
+def _write_lines(lines: list[str]) -> None:
+    for start in range(0, len(lines), _LINES_PER_WRITE):
+        sys.stdout.write("\n".join(lines[start:start + _LINES_PER_WRITE]) + "\n")
+        sys.stdout.flush()
+
+
+def _no_lineage_message(base: str, shown_base: str) -> str:
+    """What is under ``base`` when it has no lineage file: the runs with summaries, or nothing."""
+    try:
+        runs = list_summary_dirs(base)
+    except OSError:
+        runs = []
+    if not runs:
+        return (f"no summary or lineage file in {shown_base} or its subdirectories "
+                f"(a run is BASE itself or a directory directly in it)")
+    names = sorted(os.path.relpath(run.path, base) for run in runs)
+    listed = ", ".join(printable(name) for name in names[:5])
+    more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+    return (f"no lineage file under {shown_base}: {len(runs)} run "
+            f"director{'ies' if len(runs) != 1 else 'y'} ({listed}{more}) hold summary files "
+            f"but none has a lineage file (named *summary.<n>*_lineage; a run writes one "
+            f"when it records its lineage)")
+
+
+def _run_name(row: LineageRow) -> str:
+    """The run's directory relative to the base dir: ``./name`` as ``name``, ``./`` as ``.``."""
+    return row.relative_path[2:] or "."
+
+
+def _query(args: argparse.Namespace) -> int:
+    # Real path: the runs' summary_dir are real paths, named relative to it.
+    base = os.path.realpath(existing_directory(args.base))
+    try:
+        selection = select_rows(base, args.where, order_by=args.sort or None, limit=args.limit,
+                                check_keys=False)
+    except LineageFileNotFoundError:
+        raise CommandLineError(_no_lineage_message(base, printable(args.base))) from None
+    _check_custom_keys(selection.rows, args)
+    if args.format == "json":
+        result = selection_result(selection, ["model"])
+        sys.stdout.write(json.dumps(result, indent=2) + "\n")
+        return 0
+    rows = selection.page
+    run_names = [_run_name(row) for row in rows]
+    hidden: list[str] = []
+    texts = _Columns(rows)
+    if args.columns == [ALL_COLUMNS] or (args.columns is None and args.format == "csv"):
+        columns = _present_columns(rows)
+    elif args.columns:
+        columns = args.columns
+    else:
+        run_width = max([len("run"), *map(len, map(printable, run_names))])
+        columns, hidden = _default_columns(rows, run_width, _named(args), texts)
+    if args.format == "csv":
+        _write_csv(run_names, rows, columns)
+        return 0
+    out: list[str] = []
+    if rows:
+        table = [list(map(printable, run_names)), *(texts.of(name) for name in columns)]
+        out += _table_lines(["run", *map(printable, columns)], table)
+    if hidden:
+        note = (f"{len(hidden)} more column{'s' if len(hidden) != 1 else ''} not shown: "
+                f"{', '.join(map(printable, hidden))} (--columns all shows them)")
+        out.append(textwrap.fill(note, terminal_width(), break_on_hyphens=False))
+    count = selection.count
+    if len(rows) < count:
+        out.append(f"{len(rows)} of {count} matching runs shown (--limit {args.limit})")
+    else:
+        out.append(f"{count} matching run{'s' if count != 1 else ''}")
+    _write_lines(out)
+    return 0
+
+
+def _check_custom_keys(rows: list[LineageRow], args: argparse.Namespace) -> None:
+    """A metric/ or user_defined/ key that no run has is a typo (the API refuses it too)."""
+    used: list[tuple[str, str]] = []
+    if args.where is not None and args.where.strip():
+        parsed = parse_expression(args.where)
+        comparisons = [parsed] if isinstance(parsed, Comparison) else parsed.comparisons()
+        used += [(comparison.name, "--where") for comparison in comparisons]
+    used += [(parse_sort_key(key)[0], "--sort") for key in args.sort or []]
+    used += [(name, "--columns") for name in args.columns or [] if name != ALL_COLUMNS]
+    wanted = [(name, option) for name, option in used
+              if name.startswith(tuple(prefix + "/" for prefix in CUSTOM_PREFIXES))]
+    if not wanted:
+        return
+    existing = set(custom_keys(rows))
+    for name, option in wanted:
+        problem = missing_key_problem(existing, name)
+        if problem is not None:
+            raise CommandLineError(f"no run has {printable(name)!r} ({option}); "
+                                   f"{printable(problem)}")
+
+
+def _csv_text(value: Any, escape: bool) -> str:
+    if value is None:
+        return ""
+    text = json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else str(value)
+    return printable(text) if escape else text
+
+
+def _write_csv(run_names: list[str], rows: list[LineageRow], columns: list[str]) -> None:
+    """Every value in full (a file for programs, not a table to read).
+
+    Into a terminal, control characters are escaped as in the table; into a
+    file or a pipe the values are written as they are.
+    """
+    escape = sys.stdout.isatty()
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(["run", *columns])
+    getters = [value_getter(name) for name in columns]
+    for name, row in zip(run_names, rows, strict=True):
+        writer.writerow([_csv_text(name, escape),
+                         *(_csv_text(value_of(row), escape) for value_of in getters)])
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an int >= 0, got {text}")
+    return value
+
+
+def add_query_command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], epilog: str
+) -> None:
+    query = commands.add_parser(
+        "query", help="the runs under a base directory that match", epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    query.add_argument("base", help="the base directory (runs are it and its subdirectories)")
+    query.add_argument(
+        "--where", help="a filter, e.g. \"loss < 0.5 and optimizer in ('Adam', 'Momentum')\""
+    )
+    query.add_argument(
+        "--sort", action="append", metavar="KEY",
+        help="sort key, e.g. 'metric/acc desc' (repeatable; first is most significant)",
+    )
+    query.add_argument("--limit", type=_positive_int, help="show at most N runs")
+    query.add_argument(
+        "--columns", type=column_list, metavar="NAMES",
+        help="comma-separated columns to show, e.g. 'optimizer,loss,metric/acc', or 'all' "
+             "(default: the columns --where and --sort name, then those whose values differ "
+             "between the runs, as many as fit the terminal)",
+    )
+    query.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    query.set_defaults(handler=_query)

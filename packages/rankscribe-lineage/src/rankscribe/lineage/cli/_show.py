@@ -1,0 +1,187 @@
+"""``rankscribe-lineage show RUN_DIR``: one run's lineage, each value under its section.
+
+Values come from files: each is escaped before it reaches the terminal
+(:func:`rankscribe.lineage.cli._terminal.printable`), and the job verdicts of
+a merged lineage are formatted only from values of the types the merge
+writes (a hand-edited or foreign file cannot make ``show`` fail).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from rankscribe.lineage.cli._terminal import (
+    PROGRAM,
+    CommandLineError,
+    existing_directory,
+    plain_table,
+    printable,
+    value_text,
+)
+from rankscribe.lineage.errors import LineageFileNotFoundError
+from rankscribe.lineage.jobview import live_lines, verdict_lines
+from rankscribe.lineage.query._conditions import FIELD_MAPPING
+from rankscribe.lineage.query._querier import get_run_lineage
+from rankscribe.lineage.query._selection import CUSTOM_PREFIXES
+from rankscribe.lineage.record._parser import SECTION_KEYS
+
+__all__ = ["NAMES_NOTE", "add_show_command", "usable_verdicts"]
+
+# Where a query field's name is not the key the lineage file (and `show`) uses.
+_QUERY_NAMES = {
+    (section, key): name
+    for name, (section, key) in FIELD_MAPPING.items()
+    if key is not None and key != name
+}
+_SEARCHABLE = {(section, key) for section, key in FIELD_MAPPING.values() if key is not None}
+NAMES_NOTE = """\
+names: `show` prints each value under the section and key the lineage file stores
+it with (MindInsight's lineage names, e.g. train_dataset.train_dataset_size); `query`
+uses MindInsight's search names, which differ for a few of them by design (e.g.
+train_dataset_count). `show` gives the query name beside each value whose name differs
+(metric/<name>, train_dataset_count, test_dataset_path, test_dataset_count, model_size),
+and '-' beside the values queries cannot search (parallel_mode, model path)."""
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+# The job verdict keys the merge writes and the type of each (job/<key>/<rank> by prefix).
+_VERDICT_TYPES = {
+    "job/straggler_rank": (_is_int, "a rank (int)"),
+    "job/step_time_skew": (_is_number, "a number"),
+    "job/straggler_slowest_share": (_is_number, "a number"),
+    "job/straggler_excess": (_is_number, "a number"),
+    "job/divergence_check": (_is_text, "text"),
+    "job/diverged_ranks": (_is_text, "text"),
+    "job/diverged_first_step": (_is_int, "a step (int)"),
+    "job/nonfinite_loss_ranks": (_is_text, "text"),
+    "job/nonfinite_loss_first_step": (_is_int, "a step (int)"),
+    "job/stopped_first_rank": (_is_int, "a rank (int)"),
+    "job/stopped_first_step": (_is_int, "a step (int)"),
+    "job/stopped_early_ranks": (_is_text, "text"),
+    "job/missing_ranks": (_is_text, "text"),
+    "job/ranks_reported": (_is_int, "a count (int)"),
+}
+_VERDICT_PREFIX_TYPES = {
+    "job/diverged_step/": (_is_int, "a step (int)"),
+    "job/nonfinite_loss_step/": (_is_int, "a step (int)"),
+    "job/last_step/": (_is_int, "a step (int)"),
+}
+
+
+def _expected_type(key: str) -> tuple[Any, str] | None:
+    rule = _VERDICT_TYPES.get(key)
+    if rule is None:
+        rule = next((found for prefix, found in _VERDICT_PREFIX_TYPES.items()
+                     if key.startswith(prefix)), None)
+    return rule
+
+
+def usable_verdicts(user_defined: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The ``job/`` values of the types the merge writes, and a note for each other one.
+
+    A value of another type (``job/straggler_slowest_share = "n/a"``) is left
+    out of the verdicts and named in a note; the table still shows it.
+    """
+    usable: dict[str, Any] = {}
+    notes: list[str] = []
+    for key, value in user_defined.items():
+        if not isinstance(key, str) or not key.startswith("job/"):
+            continue
+        rule = _expected_type(key)
+        if rule is None or rule[0](value):
+            usable[key] = value
+        else:
+            notes.append(f"{key} is {value!r}, not {rule[1]}: left out of the verdicts")
+    return usable, notes
+
+
+def _query_name(section: str, key: str) -> str:
+    """The name --where and --sort use, when it is not ``key``; '-' if it cannot be searched."""
+    if section in CUSTOM_PREFIXES:
+        return f"{section}/{key}"
+    if (section, key) not in _SEARCHABLE:
+        return "-"
+    return _QUERY_NAMES.get((section, key), "")
+
+
+def _graph_line(graph: dict[str, Any]) -> str:
+    """The pipeline leaf to root, e.g. ``MnistDataset -> Map -> Map -> Batch``."""
+    chain: list[str] = []
+    node: Any = graph
+    while isinstance(node, dict) and node:
+        chain.append(str(node.get("op_type", "?")))
+        children = node.get("children") or []
+        node = children[0] if isinstance(children, list) and children else None
+    return " -> ".join(reversed(chain))
+
+
+def _verdict_lines(user_defined: Mapping[str, Any]) -> list[str]:
+    usable, notes = usable_verdicts(user_defined)
+    return [*verdict_lines(usable), *notes]
+
+
+def _show(args: argparse.Namespace) -> int:
+    directory = existing_directory(args.dir)
+    live = live_lines(directory)  # a job still training: its live view (docs/job-view.md)
+    try:
+        lineage = get_run_lineage(directory)
+    except LineageFileNotFoundError:
+        if live and not args.json:
+            print("\n".join(printable(line) for line in live))
+            return 0
+        raise CommandLineError(
+            f"no lineage file in {printable(args.dir)} (lineage files are named "
+            f"*summary.<n>*_lineage; a run writes one when it records its lineage)"
+        ) from None
+    if lineage is None:
+        print(f"{PROGRAM}: {printable(directory)} has lineage files but none could be read",
+              file=sys.stderr)
+        return 1
+    result = lineage.summary_info()
+    result["user_defined"] = lineage.section("user_defined")
+    if args.json:
+        sys.stdout.write(json.dumps(result, indent=2) + "\n")  # JSON escapes control bytes
+        return 0
+    rows: list[list[str]] = []
+    for section in (*SECTION_KEYS, "user_defined"):
+        if section == "dataset_graph":
+            continue
+        for key, value in result.get(section, {}).items():
+            rows.append([section, printable(str(key)), value_text(value),
+                         printable(_query_name(section, str(key)))])
+    out = [f"run {printable(result['summary_dir'])}",
+           plain_table(["section", "key", "value", "query name"], rows)]
+    graph = result.get("dataset_graph") or {}
+    if graph:
+        out.append(f"dataset_graph: {printable(_graph_line(graph))}")
+    verdicts = _verdict_lines(result["user_defined"])
+    if verdicts:
+        out.append("job verdicts:")
+        out += [f"  {printable(line)}" for line in verdicts]
+    sys.stdout.write("\n".join(out) + "\n")
+    return 0
+
+
+def add_show_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    show = commands.add_parser(
+        "show", help="the lineage of one run directory", epilog=NAMES_NOTE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    show.add_argument("dir", help="the run directory")
+    show.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    show.set_defaults(handler=_show)
