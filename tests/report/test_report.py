@@ -232,3 +232,25 @@ def test_a_caller_with_threads_gets_workers_that_do_not_fork(base: Base) -> None
     finally:
         release.set()
         other.join(timeout=10)
+
+
+def test_verdict_values_of_unexpected_types_do_not_take_the_page_down(tmp_path: Path) -> None:
+    from rankscribe.lineage import UserDefinedInfo
+
+    from .conftest import add_lineage
+
+    base = tmp_path / "base"
+    with SummaryRecord(base / "odd") as record:
+        record.add_value("scalar", "loss", 0.5)
+        record.record(1)
+        add_lineage(record, "SGD", 0.1, device_num=2, loss=0.5, accuracy=0.9, seed=1)
+        record.add_value("custom_lineage_data", "job", UserDefinedInfo.from_values({
+            "job/straggler_rank": 1, "job/straggler_slowest_share": "n/a",
+            "job/step_time_skew": "x", "job/stopped_first_rank": "zero",
+        }).to_proto())
+        record.record(1)
+    written = write_report(base, tmp_path / "report.html")
+    page = Path(written.path).read_text(encoding="utf-8")
+    assert written.runs == 1 and "odd" in page
+    # The odd values are shown as recorded in the run's table row.
+    assert "n/a" in page
