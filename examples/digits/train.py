@@ -162,6 +162,9 @@ def train(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]] | None:
     # How the ranks reach rank 0 (every rank makes it); the collector merges through it too.
     coordinator = create_coordinator(info, timeout=60.0)
     summary_dir = claim_job_dir(args.summary_dir, coordinator=coordinator).directory
+    if info.rank == 0 and summary_dir.name != Path(args.summary_dir).name:
+        moved = Path(args.summary_dir).parent / summary_dir.name
+        print(f"{args.summary_dir} already holds a run; this one goes to {moved}", flush=True)
     leader = info.rank == 0
 
     data = Digits.load(args.seed)

@@ -166,6 +166,9 @@ def train(args: argparse.Namespace) -> dict[str, Any] | None:
     # mpiexec), then rank 0 claims the summary dir for this job (or the next free <dir>-N).
     coordinator = create_coordinator(timeout=60.0)
     summary_dir = claim_job_dir(args.summary_dir, coordinator=coordinator).directory
+    if coordinator.rank == 0 and summary_dir.name != Path(args.summary_dir).name:
+        moved = Path(args.summary_dir).parent / summary_dir.name
+        print(f"{args.summary_dir} already holds a run; this one goes to {moved}", flush=True)
     loop = TrainLoop(step, network=model, optimizer=optimizer, loss_fn=nn.CrossEntropyLoss(),
                      eval_fn=evaluate)
     collector = SummaryCollector(

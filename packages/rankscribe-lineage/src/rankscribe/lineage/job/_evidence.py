@@ -19,18 +19,24 @@ import numpy as np
 from rankscribe.lineage.job._files import Curve
 from rankscribe.lineage.job._partials import Partial
 from rankscribe.lineage.job._ranges import missing_ranges, ranges_text
-from rankscribe.lineage.job._statistics import FINGERPRINT_TAG, STEP_TIME_TAG, is_timing_tag
+from rankscribe.lineage.job._statistics import (
+    FINGERPRINT_TAG,
+    STEP_TIME_TAG,
+    JobStatistics,
+    is_timing_tag,
+)
+from rankscribe.lineage.job._stragglers import StragglerEvidence, straggler_verdicts
 from rankscribe.lineage.job._verdicts import (
-    STRAGGLER_MARGIN,
-    STRAGGLER_SHARE,
     DenseSeries,
+    _stops,
     dense_series,
+    timing_evidence,
 )
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-__all__ = ["SKEW_TAG", "SLOWEST_RANK_TAG", "LiveVerdicts", "median_of_others"]
+__all__ = ["SKEW_TAG", "SLOWEST_RANK_TAG", "LiveVerdicts"]
 
 # log2(ratio) histogram: 0.02 wide bins (1.4 % of a ratio) from 1/16x to 16x.
 _BIN_WIDTH = 0.02
@@ -63,33 +69,12 @@ def _ratio(values: npt.NDArray[np.float64], reference: npt.NDArray[np.float64]
                         np.where(values > 0, np.inf, 1.0))
 
 
-def median_of_others(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """For each cell of a (steps, ranks) array: the median of the other ranks' values at its step.
-
-    NaN (absent) cells are ignored, and get NaN; so does a cell alone at its step.
-    """
-    order = np.argsort(values, axis=1)  # NaN sorts last
-    ordered = np.take_along_axis(values, order, axis=1)
-    present = (~np.isnan(values)).sum(axis=1, keepdims=True)
-    position = np.empty_like(order)
-    np.put_along_axis(position, order, np.arange(values.shape[1])[None, :], axis=1)
-    others = present - 1
-    low = np.maximum(others - 1, 0) // 2
-    high = np.maximum(others, 0) // 2
-    low_index = np.minimum(low + (low >= position), values.shape[1] - 1)
-    high_index = np.minimum(high + (high >= position), values.shape[1] - 1)
-    result = (np.take_along_axis(ordered, low_index, axis=1)
-              + np.take_along_axis(ordered, high_index, axis=1)) / 2
-    return np.where((others >= 1) & ~np.isnan(values), result, np.nan)
-
-
 @dataclass
 class _TimingEvidence:
-    """One timing tag's straggler evidence: bounded per rank (a count and a histogram)."""
+    """One timing tag's per-step skew and slowest rank, for the job's curves (bounded)."""
 
     contested: int = 0
     slowest: dict[int, int] = field(default_factory=dict)
-    ratios: dict[int, npt.NDArray[np.int64]] = field(default_factory=dict)
     skews: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(_BINS, np.int64))
 
     def add(self, dense: DenseSeries) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64],
@@ -107,33 +92,11 @@ class _TimingEvidence:
         slowest = dense.ranks[column]
         for rank, wins in zip(*np.unique(slowest, return_counts=True), strict=True):
             self.slowest[int(rank)] = self.slowest.get(int(rank), 0) + int(wins)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            log_ratio = np.log2(_ratio(values, median_of_others(values)))
-        for index, rank in enumerate(dense.ranks.tolist()):
-            usable = ~np.isnan(values[:, index])
-            if not bool(np.any(usable)):
-                continue
-            histogram = self.ratios.setdefault(rank, np.zeros(_BINS, np.int64))
-            np.add.at(histogram, _bin_of(log_ratio[usable, index]), 1)
         top = values[np.arange(len(values)), column]
         skew = _ratio(top, np.nanmedian(values, axis=1))
         with np.errstate(divide="ignore"):
             np.add.at(self.skews, _bin_of(np.log2(skew)), 1)
         return steps, skew, slowest
-
-    def straggler(self) -> tuple[int, float, float] | None:
-        """(rank, slowest share, excess) of the chronic straggler of this timing, if any."""
-        if not self.contested or not self.slowest:
-            return None
-        rank, wins = min(self.slowest.items(), key=lambda item: (-item[1], item[0]))
-        share = wins / self.contested
-        median = _histogram_median(self.ratios.get(rank, np.zeros(_BINS, np.int64)))
-        if median is None:
-            return None
-        excess = median - 1.0
-        if share > STRAGGLER_SHARE and excess >= STRAGGLER_MARGIN - _BIN_WIDTH / 4:
-            return rank, share, excess
-        return None
 
 
 @dataclass
@@ -144,6 +107,8 @@ class LiveVerdicts:
     last_steps: dict[int, int] = field(default_factory=dict)
     nonfinite_loss: dict[int, int] = field(default_factory=dict)
     timings: dict[str, _TimingEvidence] = field(default_factory=dict)
+    #: The straggler rule's own evidence (job/_stragglers.py), merged interval by interval.
+    stragglers: StragglerEvidence = field(default_factory=StragglerEvidence)
     divergence: str = "no_fingerprints"
     fingerprint_ranks: set[int] = field(default_factory=set)
     diverged: dict[int, int] = field(default_factory=dict)
@@ -156,6 +121,9 @@ class LiveVerdicts:
         for rank, step in written.nonfinite_loss.items():
             self.nonfinite_loss[rank] = min(step, self.nonfinite_loss.get(rank, step))
         curves: list[Curve] = []
+        # An interval is a block of steps with every rank's timings: the same rule as at
+        # the end of a run without a live view (docs/job-view.md, "Stragglers").
+        self.stragglers.merge(timing_evidence(written.job_statistics()))
         for tag, ranks in written.per_rank.items():
             if tag == FINGERPRINT_TAG:
                 curves.extend(self._add_fingerprints(dense_series(ranks)))
@@ -229,14 +197,7 @@ class LiveVerdicts:
             skew = _histogram_median(step_times.skews)
             if skew is not None:
                 verdicts["job/step_time_skew"] = skew
-        flagged = [(found, tag) for tag, evidence in sorted(self.timings.items())
-                   if (found := evidence.straggler()) is not None]
-        if flagged:
-            (rank, share, excess), tag = max(flagged, key=lambda item: item[0][2])
-            verdicts["job/straggler_rank"] = rank
-            verdicts["job/straggler_slowest_share"] = share
-            verdicts["job/straggler_excess"] = excess
-            verdicts["job/straggler_timing"] = tag
+        verdicts.update(straggler_verdicts(self.stragglers))
         verdicts["job/divergence_check"] = self.divergence
         verdicts["job/diverged_ranks"] = ranges_text(sorted(self.diverged))
         verdicts["job/diverged_first_step"] = min(self.diverged.values(), default=NONE)
@@ -250,15 +211,7 @@ class LiveVerdicts:
         last = {rank: self.last_steps[rank] for rank in reported}
         for rank, step in last.items():
             verdicts[f"job/last_step/{rank}"] = step
-        verdicts["job/stopped_first_rank"] = NONE
-        verdicts["job/stopped_first_step"] = NONE
-        verdicts["job/stopped_early_ranks"] = ""
-        if len(set(last.values())) > 1:
-            earliest, latest = min(last.values()), max(last.values())
-            verdicts["job/stopped_first_rank"] = min(r for r, s in last.items() if s == earliest)
-            verdicts["job/stopped_first_step"] = earliest
-            verdicts["job/stopped_early_ranks"] = ranges_text(
-                sorted(r for r, s in last.items() if s < latest))
+        verdicts.update(_stops(JobStatistics(last_steps=dict(last))))
         return {key: _int32(value) for key, value in verdicts.items()}
 
 
