@@ -7,7 +7,8 @@
 Each job trains examples/digits/train.py on 2 ranks (different learning rates
 and optimizers) into ``<base>/<job>/`` (``rank_0/``, ``rank_1/`` and the
 merged lineage), and the runs are then listed with
-``rankscribe-lineage query <base> --sort metric/accuracy``, followed by one
+``rankscribe-lineage query <base> --sort "metric/accuracy desc"`` (the best job
+first), followed by one
 line per job with its straggler and divergence verdicts (read from the merged
 lineage: see docs/job-view.md); last, ``rankscribe-lineage report`` draws
 them all into ``<base>/report.html`` (see docs/report.md).
@@ -63,9 +64,9 @@ def main() -> int:
         print(f"\n$ mpiexec -n {args.ranks} python {TRAIN.relative_to(ROOT)} "
               f"--summary-dir {Path(args.base) / job} {' '.join(options)}", flush=True)
         subprocess.run(command, check=True, timeout=JOB_TIMEOUT, env=env)
-    query = [_tool("rankscribe-lineage"), "query", args.base, "--sort", "metric/accuracy",
+    query = [_tool("rankscribe-lineage"), "query", args.base, "--sort", "metric/accuracy desc",
              "--columns", ",".join(COLUMNS)]
-    print(f"\n$ rankscribe-lineage query {args.base} --sort metric/accuracy", flush=True)
+    print(f"\n$ rankscribe-lineage query {args.base} --sort 'metric/accuracy desc'", flush=True)
     code = subprocess.run(query, check=False).returncode
     print(flush=True)
     _print_verdicts(args.base)
