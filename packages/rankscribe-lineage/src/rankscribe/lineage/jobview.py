@@ -129,6 +129,7 @@ from rankscribe.lineage.job._stragglers import (
     STEP_FLOOR_SHARE,
     STRAGGLER_MARGIN,
     StragglerEvidence,
+    TimingEvidence,
     paired_ratios,
     straggler_verdicts,
 )
@@ -161,6 +162,8 @@ __all__ = [
     "RankSeries",
     "SeriesLike",
     "StragglerEvidence",
+    "TagStatistics",
+    "TimingEvidence",
     "is_timing_tag",
     "paired_ratios",
     "series_from_dir",
