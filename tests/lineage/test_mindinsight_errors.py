@@ -7,26 +7,23 @@ from typing import Any
 
 import pytest
 
-from rankscribe import lineage
-from rankscribe.lineage import (
-    EvalLineage,
+from rankscribe.lineage import EvalLineage, TrainLineage, errors, filter_summary_lineage
+from rankscribe.lineage.errors import (
     LineageError,
     LineageLogError,
     LineageParamTypeError,
     LineageSearchConditionParamError,
     MindInsightException,
-    TrainLineage,
-    filter_summary_lineage,
 )
 
 
 def test_every_lineage_error_is_a_mindinsight_exception() -> None:
-    errors = [
-        value for name, value in vars(lineage).items()
-        if isinstance(value, type) and issubclass(value, Exception) and name in lineage.__all__
+    hierarchy = [
+        value for name, value in vars(errors).items()
+        if isinstance(value, type) and issubclass(value, Exception) and name in errors.__all__
     ]
-    assert LineageError in errors and LineageLogError in errors
-    assert all(issubclass(error, MindInsightException) for error in errors)
+    assert LineageError in hierarchy and LineageLogError in hierarchy
+    assert all(issubclass(error, MindInsightException) for error in hierarchy)
 
 
 def test_a_query_error_is_caught_as_mindinsight_exception(tmp_path: Path) -> None:

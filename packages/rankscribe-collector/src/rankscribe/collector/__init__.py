@@ -12,6 +12,8 @@
   containers for scripts without a framework (PyTorch objects work directly);
   :class:`GraphDescription` (with :class:`GraphNode`, :class:`GraphParameter`)
   describes an ``ArrayNetwork``'s graph.
+- :class:`CollectionSchedule` (a collector's ``schedule``) and :class:`Collect`: what
+  each unit of this rank collects (``docs/collector-schedule.md``).
 - :class:`Progress`: training progress on rank 0 (a bar on a terminal, lines otherwise).
 - :class:`Callback`, :class:`RunContext`, :class:`CallbackParams`: the protocol.
 - :class:`CollectorError`: the base of every error raised here; the specific
@@ -38,6 +40,7 @@ from rankscribe.collector.checkpoint._format import (
     load_checkpoint,
     save_checkpoint,
 )
+from rankscribe.collector.collection._schedule import Collect, CollectionSchedule
 from rankscribe.collector.errors import CollectorError
 
 __version__ = "0.1.0"
@@ -50,6 +53,8 @@ __all__ = [
     "CallbackParams",
     "CheckpointConfig",
     "CheckpointManager",
+    "Collect",
+    "CollectionSchedule",
     "CollectorError",
     "GraphDescription",
     "GraphNode",

@@ -25,6 +25,7 @@ import logging
 import os
 import weakref
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from time import perf_counter
 from types import TracebackType
@@ -39,7 +40,7 @@ from rankscribe.collector._series import (
     STEP_TIME_WRITE_INTERVAL,
     SeriesRecorder,
 )
-from rankscribe.collector._timings import Section, StepTimings
+from rankscribe.collector._timings import StepTimings
 from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.collection._extractor import GRAPH_TAG, Extractor
 from rankscribe.collector.collection._options import (
@@ -318,7 +319,7 @@ class SummaryCollector(Callback):
     def epoch_begin(self, run_context: RunContext) -> None:
         self._timings.epoch_begin()
 
-    def section(self, name: str) -> Section:
+    def section(self, name: str) -> AbstractContextManager[object]:
         """``with collector.section("compute"):`` times a part of a step.
 
         Recorded as ``rankscribe/section/<name>`` (entries of a step add up) and

@@ -48,10 +48,6 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["TrainLoop"]
 
-StepFunction = Callable[[Any], Any]
-EvalFunction = Callable[[Any], Mapping[str, Any]]
-Callbacks = Sequence[Callback] | Callback | None
-
 
 def _check_callable(name: str, value: object, required: bool) -> None:
     if value is None and not required:
@@ -91,12 +87,12 @@ class TrainLoop:
 
     def __init__(
         self,
-        step_fn: StepFunction,
+        step_fn: Callable[[Any], Any],
         *,
         network: Any = None,
         optimizer: Any = None,
         loss_fn: Any = None,
-        eval_fn: EvalFunction | None = None,
+        eval_fn: Callable[[Any], Mapping[str, Any]] | None = None,
         eval_network: Any = None,
         device_number: int | None = None,
         parallel_mode: str | None = None,
@@ -140,7 +136,7 @@ class TrainLoop:
         self,
         epoch: int,
         train_dataset: Iterable[Any],
-        callbacks: Callbacks = None,
+        callbacks: Sequence[Callback] | Callback | None = None,
         dataset_sink_mode: bool = False,
     ) -> CallbackParams:
         """Train ``epoch`` epochs over ``train_dataset``; returns the final run state."""
@@ -206,7 +202,7 @@ class TrainLoop:
         callbacks.step_end(context)
 
     def eval(
-        self, valid_dataset: Iterable[Any], callbacks: Callbacks = None
+        self, valid_dataset: Iterable[Any], callbacks: Sequence[Callback] | Callback | None = None
     ) -> dict[str, float]:
         """Evaluate over ``valid_dataset``; returns the metrics (mean over batches)."""
         if self.eval_fn is None:

@@ -5,33 +5,44 @@
   conditions) and :func:`filter_runs` (a string filter for terminals).
 - How the ranks of one job merge: :func:`merge_rank_lineages` (pure) and
   :func:`merge_run_dir` (offline, from the ``rank_<n>`` directories).
-- Recording: the :class:`TrainLineage` and :class:`EvalLineage` callbacks.
+- Recording: the :class:`TrainLineage` and :class:`EvalLineage` callbacks (their
+  base :class:`LineageCallback`; the record they write to: :class:`SummaryRecordLike`).
+- One run's lineage files, folded: :func:`parse_run` (the files, when already
+  listed: :class:`LineageFile`).
 - TensorBoard's HParams tab: :func:`write_hparams`.
 - The job view (cross-rank curves and verdicts): :mod:`rankscribe.lineage.jobview`.
 - The model: dataclasses that convert exactly to and from the writer's
-  lineage protobuf messages.
+  lineage protobuf messages (:class:`ScalarMessage` is the base of those made of
+  scalar fields only).
+- The errors: :class:`LineageError` here, the whole hierarchy in
+  :mod:`rankscribe.lineage.errors`.
 """
 
 from __future__ import annotations
 
 from rankscribe.lineage._hparams import write_hparams
+from rankscribe.lineage.errors import LineageDirNotExistError as LineageDirNotExistError
+from rankscribe.lineage.errors import LineageError
+from rankscribe.lineage.errors import LineageExpressionError as LineageExpressionError
+from rankscribe.lineage.errors import LineageFileNotFoundError as LineageFileNotFoundError
+from rankscribe.lineage.errors import LineageLogError as LineageLogError
+from rankscribe.lineage.errors import LineageMergeError as LineageMergeError
+from rankscribe.lineage.errors import LineageParamSummaryPathError as LineageParamSummaryPathError
+from rankscribe.lineage.errors import LineageParamTypeError as LineageParamTypeError
+from rankscribe.lineage.errors import LineageParamValueError as LineageParamValueError
+from rankscribe.lineage.errors import LineageQuerySummaryDataError as LineageQuerySummaryDataError
 from rankscribe.lineage.errors import (
-    LineageDirNotExistError,
-    LineageError,
-    LineageExpressionError,
-    LineageFileNotFoundError,
-    LineageLogError,
-    LineageMergeError,
-    LineageParamSummaryPathError,
-    LineageParamTypeError,
-    LineageParamValueError,
-    LineageQuerySummaryDataError,
-    LineageSearchConditionParamError,
-    LineageSummaryAnalyzeException,
-    LineageSummaryParseException,
-    MindInsightException,
+    LineageSearchConditionParamError as LineageSearchConditionParamError,
 )
-from rankscribe.lineage.jobview import JobView, RankSeries, series_from_dir, write_job_view
+from rankscribe.lineage.errors import (
+    LineageSummaryAnalyzeException as LineageSummaryAnalyzeException,
+)
+from rankscribe.lineage.errors import LineageSummaryParseException as LineageSummaryParseException
+from rankscribe.lineage.errors import MindInsightException as MindInsightException
+from rankscribe.lineage.jobview import JobView as JobView
+from rankscribe.lineage.jobview import RankSeries as RankSeries
+from rankscribe.lineage.jobview import series_from_dir as series_from_dir
+from rankscribe.lineage.jobview import write_job_view as write_job_view
 from rankscribe.lineage.merge._lineages import merge_rank_lineages
 from rankscribe.lineage.merge._merge import MERGE_LOCK_NAME, MergeOutcome, merge_run_dir
 from rankscribe.lineage.query._querier import (
@@ -42,6 +53,8 @@ from rankscribe.lineage.query._querier import (
 )
 from rankscribe.lineage.record._callbacks import (
     EvalLineage,
+    LineageCallback,
+    SummaryRecordLike,
     TrainLineage,
     eval_lineage_from_args,
     train_lineage_from_args,
@@ -51,12 +64,14 @@ from rankscribe.lineage.record._dataset_graph import (
     OperationInfo,
     OperationParameterInfo,
 )
+from rankscribe.lineage.record._discovery import LineageFile
 from rankscribe.lineage.record._lineage_file import write_merged_lineage
 from rankscribe.lineage.record._model import (
     Algorithm,
     EvalLineageInfo,
     HyperParameters,
     ModelFile,
+    ScalarMessage,
     TrainDataset,
     TrainLineageInfo,
     UserDefinedInfo,
@@ -66,6 +81,9 @@ from rankscribe.lineage.record._parser import ParsedRun, RunLineage, parse_run
 
 __version__ = "0.1.0"
 
+# The `name as name` imports above stay importable for code written against earlier
+# versions; they are not listed here: each has one home (errors, jobview) where the
+# docs, the examples and the other packages spell it (docs/contributing.md).
 __all__ = [
     "MERGE_LOCK_NAME",
     "Algorithm",
@@ -73,28 +91,17 @@ __all__ = [
     "EvalLineage",
     "EvalLineageInfo",
     "HyperParameters",
-    "JobView",
-    "LineageDirNotExistError",
+    "LineageCallback",
     "LineageError",
-    "LineageExpressionError",
-    "LineageFileNotFoundError",
-    "LineageLogError",
-    "LineageMergeError",
-    "LineageParamSummaryPathError",
-    "LineageParamTypeError",
-    "LineageParamValueError",
-    "LineageQuerySummaryDataError",
-    "LineageSearchConditionParamError",
-    "LineageSummaryAnalyzeException",
-    "LineageSummaryParseException",
+    "LineageFile",
     "MergeOutcome",
-    "MindInsightException",
     "ModelFile",
     "OperationInfo",
     "OperationParameterInfo",
     "ParsedRun",
-    "RankSeries",
     "RunLineage",
+    "ScalarMessage",
+    "SummaryRecordLike",
     "TrainDataset",
     "TrainLineage",
     "TrainLineageInfo",
@@ -109,9 +116,7 @@ __all__ = [
     "merge_rank_lineages",
     "merge_run_dir",
     "parse_run",
-    "series_from_dir",
     "train_lineage_from_args",
     "write_hparams",
-    "write_job_view",
     "write_merged_lineage",
 ]

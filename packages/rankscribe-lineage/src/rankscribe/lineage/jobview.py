@@ -134,6 +134,7 @@ from rankscribe.lineage.job._stragglers import (
     STEP_FLOOR_SHARE,
     STRAGGLER_MARGIN,
     StragglerEvidence,
+    TimingEvidence,
     paired_ratios,
     straggler_verdicts,
 )
@@ -170,6 +171,8 @@ __all__ = [
     "RankSeries",
     "SeriesLike",
     "StragglerEvidence",
+    "TagStatistics",
+    "TimingEvidence",
     "is_timing_tag",
     "live_lines",
     "paired_ratios",

@@ -51,10 +51,10 @@ from typing import Any
 from google.protobuf.message import Message
 
 from rankscribe.writer.errors import CorruptRecordError, WriterValueError
+from rankscribe.writer.files import FileKind
 from rankscribe.writer.pb import lineage_pb2, summary_pb2, tensorboard_pb2
 from rankscribe.writer.reader import (
     EventReader,
-    FileKind,
     Graph,
     Histogram,
     Image,

@@ -26,9 +26,6 @@ from rankscribe.ranks import split_evenly
 
 __all__ = ["ArrayDataset", "ArrayNetwork", "ArrayOptimizer"]
 
-ArrayLike = npt.ArrayLike
-NamedArrays = Mapping[str, ArrayLike] | Iterable[tuple[str, ArrayLike]]
-
 
 def _named_arrays(argument: str, values: object) -> dict[str, npt.NDArray[Any]]:
     pairs = values.items() if isinstance(values, Mapping) else values
@@ -64,7 +61,7 @@ class ArrayNetwork:
 
     def __init__(
         self,
-        parameters: NamedArrays,
+        parameters: Mapping[str, npt.ArrayLike] | Iterable[tuple[str, npt.ArrayLike]],
         graph: GraphDescription | Mapping[str, Any] | None = None,
         name: str | None = None,
     ) -> None:
@@ -103,8 +100,10 @@ class ArrayOptimizer:
 
     def __init__(
         self,
-        parameters: NamedArrays | ArrayNetwork,
-        learning_rate: float | ArrayLike = 0.01,
+        parameters: (
+            Mapping[str, npt.ArrayLike] | Iterable[tuple[str, npt.ArrayLike]] | ArrayNetwork
+        ),
+        learning_rate: float | npt.ArrayLike = 0.01,
         name: str | None = None,
     ) -> None:
         source = parameters.parameters if isinstance(parameters, ArrayNetwork) else parameters
@@ -123,7 +122,7 @@ class ArrayOptimizer:
     def parameters(self) -> list[tuple[str, npt.NDArray[Any]]]:
         return list(self._parameters.items())
 
-    def step(self, gradients: Mapping[str, ArrayLike]) -> None:
+    def step(self, gradients: Mapping[str, npt.ArrayLike]) -> None:
         """Plain SGD, in place: ``parameter -= learning_rate * gradient`` for each given name."""
         rate = float(np.asarray(self.learning_rate).reshape(-1)[0])
         for name, gradient in gradients.items():
@@ -150,7 +149,7 @@ class ArrayDataset:
 
     def __init__(
         self,
-        *columns: ArrayLike,
+        *columns: npt.ArrayLike,
         batch_size: int = 1,
         drop_remainder: bool = False,
         path: str | os.PathLike[str] | None = None,

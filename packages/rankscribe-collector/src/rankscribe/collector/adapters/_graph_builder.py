@@ -19,10 +19,8 @@ from rankscribe.writer.pb import anf_ir_pb2
 
 __all__ = ["graph_builder"]
 
-GraphFunction = Callable[[], anf_ir_pb2.GraphProto | None]
 
-
-def graph_builder(network: object) -> GraphFunction | None:
+def graph_builder(network: object) -> Callable[[], anf_ir_pb2.GraphProto | None] | None:
     """A function giving ``network``'s graph, or None when the collector does not know it.
 
     Known networks: a framework's network that an adapter reads (a

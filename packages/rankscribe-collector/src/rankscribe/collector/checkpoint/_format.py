@@ -112,7 +112,7 @@ AppendValue = bool | int | float | str | Array
 class LoadedCheckpoint(NamedTuple):
     """What :func:`load_checkpoint` returns; unpacks as ``parameters, append_info``."""
 
-    parameters: dict[str, Array]
+    parameters: dict[str, npt.NDArray[Any]]
     append_info: dict[str, Any]
 
 

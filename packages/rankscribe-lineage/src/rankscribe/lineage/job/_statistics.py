@@ -294,8 +294,12 @@ class JobStatistics:
     step_time_tag: str = STEP_TIME_TAG
     fingerprint_tag: str = FINGERPRINT_TAG
     tags: dict[str, TagStatistics] = field(default_factory=dict)
-    timings: dict[str, dict[int, RankArrays]] = field(default_factory=dict)
-    fingerprints: dict[int, RankArrays] = field(default_factory=dict)
+    timings: dict[str, dict[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]] = field(
+        default_factory=dict
+    )
+    fingerprints: dict[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = field(
+        default_factory=dict
+    )
     nonfinite_loss: dict[int, int] = field(default_factory=dict)
     last_steps: dict[int, int | None] = field(default_factory=dict)
 
@@ -305,7 +309,7 @@ class JobStatistics:
         return sorted(self.last_steps)
 
     @property
-    def step_times(self) -> dict[int, RankArrays]:
+    def step_times(self) -> dict[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]:
         """Each rank's step times (the ``step_time_tag`` of :attr:`timings`)."""
         return self.timings.get(self.step_time_tag, {})
 

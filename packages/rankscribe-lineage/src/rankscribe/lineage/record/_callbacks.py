@@ -82,11 +82,14 @@ from rankscribe.lineage.record._object_names import object_name
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["EvalLineage", "SummaryRecordLike", "TrainLineage"]
+__all__ = ["EvalLineage", "LineageCallback", "SummaryRecordLike", "TrainLineage"]
 
 
 class SummaryRecordLike(Protocol):
-    """What the callbacks need from a summary record."""
+    """What the lineage callbacks need from a summary record: ``add_value`` and ``record``.
+
+    ``rankscribe.writer.SummaryRecord`` is one; so is MindSpore's ``SummaryRecord``.
+    """
 
     def add_value(self, plugin: str, name: str, value: Any) -> None: ...
 
@@ -270,8 +273,14 @@ def _step(args: Mapping[str, Any]) -> int:
     return step if is_int(step) else 0
 
 
-class _LineageCallback:
-    """What the two callbacks share: arguments, error policy, writing."""
+class LineageCallback:
+    """Base of :class:`TrainLineage` and :class:`EvalLineage`: what they share.
+
+    The arguments (``summary_record``: a :class:`SummaryRecordLike`, such as the
+    writer's ``SummaryRecord``), the error policy (``raise_exception``) and the
+    callback hooks a training loop calls (``on_train_begin``, ``step_end``, ...;
+    those a callback does not use do nothing).
+    """
 
     def __init__(
         self,
@@ -343,14 +352,14 @@ class _LineageCallback:
     def step_end(self, run_context: Any) -> None:
         """Not used."""
 
-    def __enter__(self) -> _LineageCallback:
+    def __enter__(self) -> LineageCallback:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         return None
 
 
-class TrainLineage(_LineageCallback):
+class TrainLineage(LineageCallback):
     """Record the lineage of a training run.
 
     ``begin`` writes the custom lineage data and the training dataset's graph;
@@ -382,7 +391,7 @@ class TrainLineage(_LineageCallback):
         self.summary_record.record(_step(args))
 
 
-class EvalLineage(_LineageCallback):
+class EvalLineage(LineageCallback):
     """Record the lineage of an evaluation: its metrics and validation dataset.
 
     ``end`` writes the evaluation lineage (and the custom lineage data, once)

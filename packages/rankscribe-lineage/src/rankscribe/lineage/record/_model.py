@@ -30,6 +30,7 @@ __all__ = [
     "EvalLineageInfo",
     "HyperParameters",
     "ModelFile",
+    "ScalarMessage",
     "TrainDataset",
     "TrainLineageInfo",
     "UserDefinedInfo",
@@ -40,12 +41,19 @@ __all__ = [
 _INT32_MIN = -(2**31)
 _INT32_MAX = 2**31 - 1
 
-_Scalar = TypeVar("_Scalar", bound="_ScalarMessage")
+_Scalar = TypeVar("_Scalar", bound="ScalarMessage")
 
 
 @dataclass
-class _ScalarMessage:
-    """A message made only of optional scalar fields with the same names."""
+class ScalarMessage:
+    """Base of the lineage sections made only of optional scalar fields.
+
+    :class:`HyperParameters`, :class:`TrainDataset`, :class:`Algorithm`,
+    :class:`ModelFile` and :class:`ValidDataset` derive from it: each field is
+    named like the writer's protobuf field it converts to and from
+    (:meth:`from_proto`, :meth:`fill_proto`) and like MindInsight's query dict
+    key (:meth:`to_query_dict`, :meth:`from_query_dict`); None means absent.
+    """
 
     # Names of float32 fields, shown with float32_repr in query dicts.
     float32_fields: ClassVar[tuple[str, ...]] = ()
@@ -90,7 +98,7 @@ class _ScalarMessage:
 
 
 @dataclass
-class HyperParameters(_ScalarMessage):
+class HyperParameters(ScalarMessage):
     """``TrainLineage.HyperParameters`` (batch_size is field 8; 7 is unused)."""
 
     optimizer: str | None = None
@@ -104,7 +112,7 @@ class HyperParameters(_ScalarMessage):
 
 
 @dataclass
-class TrainDataset(_ScalarMessage):
+class TrainDataset(ScalarMessage):
     """``TrainLineage.TrainDataset``."""
 
     train_dataset_path: str | None = None
@@ -112,7 +120,7 @@ class TrainDataset(_ScalarMessage):
 
 
 @dataclass
-class Algorithm(_ScalarMessage):
+class Algorithm(ScalarMessage):
     """``TrainLineage.Algorithm``: the network class name and the final loss."""
 
     network: str | None = None
@@ -121,7 +129,7 @@ class Algorithm(_ScalarMessage):
 
 
 @dataclass
-class ModelFile(_ScalarMessage):
+class ModelFile(ScalarMessage):
     """``TrainLineage.Model``: ``path`` is the JSON text ``{"ckpt": ...}``."""
 
     path: str | None = None
@@ -129,14 +137,14 @@ class ModelFile(_ScalarMessage):
 
 
 @dataclass
-class ValidDataset(_ScalarMessage):
+class ValidDataset(ScalarMessage):
     """``EvaluationLineage.ValidDataset``."""
 
     valid_dataset_path: str | None = None
     valid_dataset_size: int | None = None
 
 
-_TRAIN_SECTIONS: tuple[tuple[str, type[_ScalarMessage]], ...] = (
+_TRAIN_SECTIONS: tuple[tuple[str, type[ScalarMessage]], ...] = (
     ("hyper_parameters", HyperParameters),
     ("train_dataset", TrainDataset),
     ("algorithm", Algorithm),

@@ -230,7 +230,7 @@ class RunLineage:
     summary_dir: str
     sections: dict[str, Any] = field(default_factory=_empty_sections)
 
-    def apply(self, content: LineageFileContent) -> None:
+    def _apply(self, content: LineageFileContent) -> None:
         """Apply one file, MindInsight's ``parse_and_update_lineage``.
 
         Raises ``ValueError`` when the evaluation's ``metric`` is not JSON.
@@ -283,7 +283,7 @@ class RunLineage:
                 else info.to_values()
             )
         lineage = cls(summary_dir)
-        lineage.apply(content)
+        lineage._apply(content)
         return lineage
 
     def section(self, name: str) -> dict[str, Any]:
@@ -352,7 +352,7 @@ def parse_run(
             continue
         lineage = result.lineage or RunLineage(directory)
         try:
-            lineage.apply(content)
+            lineage._apply(content)
         except ValueError as error:
             result.warnings.append(
                 f"skipping lineage file {path}: its evaluation metric is not JSON ({error})"

@@ -90,7 +90,11 @@ _instances_lock = threading.Lock()
 
 
 class Store(Protocol):
-    """The requests this backend makes (a subset of torch's ``c10d.Store``)."""
+    """The key-value store a :class:`StoreCoordinator` takes: the requests it makes.
+
+    A subset of torch's ``c10d.Store``, so any torch store (``TCPStore``,
+    ``FileStore``, the default process group's) is one.
+    """
 
     def set(self, key: str, value: bytes) -> None: ...
 

@@ -28,8 +28,6 @@ from pathlib import Path
 from rankscribe.writer._arguments import check_non_negative_int
 from rankscribe.writer.errors import WriterTypeError, WriterValueError
 
-PathLike = str | os.PathLike[str]
-
 LINEAGE_SUFFIX = "_lineage"
 #: What SummaryRecord's summary files end in by default, as MindSpore names them.
 SUMMARY_SUFFIX = "_MS"
@@ -204,7 +202,7 @@ class EventFileName:
     suffix: str
 
 
-def file_kind(path: PathLike) -> FileKind | None:
+def file_kind(path: str | os.PathLike[str]) -> FileKind | None:
     """Return what the file named ``path`` holds, or ``None`` if it is no event file.
 
     The rules are MindInsight's and TensorBoard's, so a file one of them would
@@ -223,7 +221,7 @@ def file_kind(path: PathLike) -> FileKind | None:
     return None
 
 
-def parse_file_name(path: PathLike) -> EventFileName:
+def parse_file_name(path: str | os.PathLike[str]) -> EventFileName:
     """Split an event file name into prefix, timestamp, rank, host and suffix.
 
     Understands every form MindSpore wrote (docs/file-format.md, "File names")::
@@ -302,7 +300,9 @@ def coerce_kind(kind: FileKind | str | None) -> FileKind | None:
         raise WriterValueError(f"kind must be one of {valid} or None, got {kind!r}") from None
 
 
-def list_summary_files(directory: PathLike, kind: FileKind | str | None = None) -> list[Path]:
+def list_summary_files(
+    directory: str | os.PathLike[str], kind: FileKind | str | None = None
+) -> list[Path]:
     """Return the event files directly inside ``directory``, in reading order.
 
     Args:

@@ -2,12 +2,12 @@
 
 Three layers, each usable alone:
 
-1. **File names** (defined in :mod:`rankscribe.writer.files`, re-exported
-   here) — :func:`parse_file_name` splits
+1. **File names** (:mod:`rankscribe.writer.files`, their one home) —
+   ``files.parse_file_name`` splits
    ``{prefix}.out.events.summary.{T}.{rank}.{host}{suffix}`` (and the older
-   forms) into an :class:`EventFileName`; :func:`file_kind` classifies a name
-   the way MindInsight and TensorBoard do; :func:`list_summary_files` lists a
-   directory in reading order.
+   forms) into an ``EventFileName``; ``files.file_kind`` classifies a name the
+   way MindInsight and TensorBoard do; :func:`list_summary_files` (also here,
+   as scripts use it) lists a directory in reading order.
 2. **Events** — :func:`read_events`, :func:`read_lineage_events` and
    :func:`read_tensorboard_events` return an :class:`EventReader`: iterate it
    for the protobuf messages of one file, or call :meth:`EventReader.records`
@@ -39,13 +39,11 @@ Example::
 
 from __future__ import annotations
 
-from rankscribe.writer.files import (
-    EventFileName,
-    FileKind,
-    file_kind,
-    list_summary_files,
-    parse_file_name,
-)
+from rankscribe.writer.files import EventFileName as EventFileName
+from rankscribe.writer.files import FileKind as FileKind
+from rankscribe.writer.files import file_kind as file_kind
+from rankscribe.writer.files import list_summary_files
+from rankscribe.writer.files import parse_file_name as parse_file_name
 from rankscribe.writer.reader._columns import scalar_arrays
 from rankscribe.writer.reader._decoded import (
     Graph,
@@ -74,10 +72,8 @@ from rankscribe.writer.reader._readers import (
 )
 
 __all__ = [
-    "EventFileName",
     "EventReader",
     "EventRecord",
-    "FileKind",
     "Graph",
     "GraphNode",
     "Histogram",
@@ -91,13 +87,11 @@ __all__ = [
     "decode_event",
     "decode_lineage_event",
     "decode_value",
-    "file_kind",
     "list_summary_files",
     "load_dir",
     "load_lineage_dir",
     "message_to_dict",
     "open_events",
-    "parse_file_name",
     "read_events",
     "read_lineage_events",
     "read_tensorboard_events",

@@ -15,17 +15,16 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from rankscribe.writer.errors import CorruptRecordError, WriterTypeError, WriterValueError
 from rankscribe.writer.files import FileKind, file_kind, list_summary_files
 from rankscribe.writer.format._framing import HEADER_SIZE
 from rankscribe.writer.format._names import coerce_kind
-from rankscribe.writer.reader._curves import Curves, ScalarArrays, logger
+from rankscribe.writer.reader._curves import Curves, logger
 from rankscribe.writer.reader._record_groups import FileRead, parse_records
 from rankscribe.writer.reader._record_table import record_table
 from rankscribe.writer.reader._wire import Schema
-
-PathLike = str | os.PathLike[str]
 
 # Read this much of a file at a time. It bounds the memory a read needs (the
 # chunk, its rows and their masks) whatever the size of the file, and it is
@@ -150,7 +149,9 @@ def _wanted_tags(tags: Iterable[str] | None) -> frozenset[str] | None:
 _SCHEMA_OF_KIND = {FileKind.SUMMARY: Schema.SUMMARY, FileKind.TENSORBOARD: Schema.TENSORBOARD}
 
 
-def _sources(source: PathLike, kind: FileKind | str | None) -> list[tuple[Path, Schema]]:
+def _sources(
+    source: str | os.PathLike[str], kind: FileKind | str | None
+) -> list[tuple[Path, Schema]]:
     if not isinstance(source, (str, os.PathLike)):
         raise WriterTypeError(
             f"path must be a str or os.PathLike naming an event file or a directory, "
@@ -186,12 +187,12 @@ def _sources(source: PathLike, kind: FileKind | str | None) -> list[tuple[Path, 
 
 
 def scalar_arrays(
-    path: PathLike,
+    path: str | os.PathLike[str],
     tags: Iterable[str] | None = None,
     *,
     strict: bool = False,
     kind: FileKind | str | None = None,
-) -> ScalarArrays:
+) -> dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]:
     """Return the scalar curves of an event file or directory as NumPy arrays.
 
     ``{tag: (steps, values)}``: ``steps`` is int64 and ``values`` float64 (the

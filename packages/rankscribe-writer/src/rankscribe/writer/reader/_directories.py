@@ -15,10 +15,8 @@ from rankscribe.writer.reader._decoded import (
 )
 from rankscribe.writer.reader._readers import read_events, read_lineage_events
 
-PathLike = str | os.PathLike[str]
 
-
-def _summary_files(source: PathLike) -> list[Path]:
+def _summary_files(source: str | os.PathLike[str]) -> list[Path]:
     path = Path(source)
     if path.is_dir():
         return list_summary_files(path, FileKind.SUMMARY)
@@ -27,7 +25,7 @@ def _summary_files(source: PathLike) -> list[Path]:
     return [path]
 
 
-def load_dir(directory: PathLike, *, strict: bool = False) -> list[SummaryEvent]:
+def load_dir(directory: str | os.PathLike[str], *, strict: bool = False) -> list[SummaryEvent]:
     """Return every event of every summary (``_MS``) file in ``directory``, decoded.
 
     Files come in :func:`list_summary_files` order and events in file order.
@@ -40,7 +38,9 @@ def load_dir(directory: PathLike, *, strict: bool = False) -> list[SummaryEvent]
     ]
 
 
-def load_lineage_dir(directory: PathLike, *, strict: bool = False) -> list[LineageRecord]:
+def load_lineage_dir(
+    directory: str | os.PathLike[str], *, strict: bool = False
+) -> list[LineageRecord]:
     """Return every record of every ``_lineage`` file in ``directory``, decoded, in order."""
     return [
         decode_lineage_event(event)
@@ -49,7 +49,9 @@ def load_lineage_dir(directory: PathLike, *, strict: bool = False) -> list[Linea
     ]
 
 
-def scalars(source: PathLike, *, strict: bool = False) -> dict[str, list[tuple[int, float]]]:
+def scalars(
+    source: str | os.PathLike[str], *, strict: bool = False
+) -> dict[str, list[tuple[int, float]]]:
     """Return every scalar in an event file or directory: ``{tag: [(step, value), ...]}``.
 
     The same points as :func:`scalar_arrays` (which reads them; see it for the

@@ -27,7 +27,6 @@ from rankscribe.writer.pb import lineage_pb2, summary_pb2, tensorboard_pb2
 # Named after the package so that configuring "rankscribe.writer.reader" keeps working.
 logger = logging.getLogger("rankscribe.writer.reader")
 
-PathLike = str | os.PathLike[str]
 MessageT = TypeVar("MessageT", bound=Message)
 
 
@@ -56,7 +55,9 @@ class EventReader(Generic[MessageT]):
     Both are logged as warnings naming the file.
     """
 
-    def __init__(self, path: PathLike, message_type: type[MessageT], *, strict: bool = False):
+    def __init__(
+        self, path: str | os.PathLike[str], message_type: type[MessageT], *, strict: bool = False
+    ):
         self.path = Path(path)
         self.message_type = message_type
         self.strict = strict
@@ -124,7 +125,7 @@ class EventReader(Generic[MessageT]):
         logger.warning("%s; skipped", error)
 
 
-def _refuse_other_kind(path: PathLike, expected: FileKind, reader_name: str) -> None:
+def _refuse_other_kind(path: str | os.PathLike[str], expected: FileKind, reader_name: str) -> None:
     kind = file_kind(path)
     if kind is not None and kind is not expected:
         raise WriterValueError(
@@ -133,7 +134,9 @@ def _refuse_other_kind(path: PathLike, expected: FileKind, reader_name: str) -> 
         )
 
 
-def read_events(path: PathLike, *, strict: bool = False) -> EventReader[summary_pb2.Event]:
+def read_events(
+    path: str | os.PathLike[str], *, strict: bool = False
+) -> EventReader[summary_pb2.Event]:
     """Return a reader of the ``summary_pb2.Event`` records of a summary (``_MS``) file.
 
     Raises:
@@ -144,7 +147,7 @@ def read_events(path: PathLike, *, strict: bool = False) -> EventReader[summary_
 
 
 def read_lineage_events(
-    path: PathLike, *, strict: bool = False
+    path: str | os.PathLike[str], *, strict: bool = False
 ) -> EventReader[lineage_pb2.LineageEvent]:
     """Return a reader of the ``lineage_pb2.LineageEvent`` records of a ``_lineage`` file.
 
@@ -156,7 +159,7 @@ def read_lineage_events(
 
 
 def read_tensorboard_events(
-    path: PathLike, *, strict: bool = False
+    path: str | os.PathLike[str], *, strict: bool = False
 ) -> EventReader[tensorboard_pb2.Event]:
     """Return a reader of the ``tensorboard_pb2.Event`` records of a TensorBoard file.
 
@@ -175,7 +178,7 @@ _MESSAGE_TYPES: dict[FileKind, type[Message]] = {
 
 
 def open_events(
-    path: PathLike, *, kind: FileKind | str | None = None, strict: bool = False
+    path: str | os.PathLike[str], *, kind: FileKind | str | None = None, strict: bool = False
 ) -> EventReader[Message]:
     """Return a reader for any event file, choosing the message type by ``kind``.
 
