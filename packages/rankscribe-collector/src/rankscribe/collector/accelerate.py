@@ -54,7 +54,7 @@ __all__ = ["RankScribeTracker"]
 _OWNER = "RankScribeTracker"
 
 
-class RankScribeTracker(GeneralTracker):  # type: ignore[misc]
+class RankScribeTracker(GeneralTracker):
     """Record an Accelerate run from every process, as a RankScribe job.
 
     Args:
