@@ -88,7 +88,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rankscribe.lineage._checks import is_int
+from rankscribe.lineage._checks import (
+    check_bool,
+    check_host,
+    check_int,
+    check_optional_mapping,
+    check_path,
+    check_ranks,
+    is_int,
+)
 from rankscribe.lineage._hparams import (
     HPARAM_FIELDS,
     HParamsRun,
@@ -205,8 +213,11 @@ def series_from_dir(rank_dir: str | os.PathLike[str], rank: int) -> RankSeries:
 
     Raises:
         LineageDirNotExistError: ``rank_dir`` is not a directory.
+        LineageParamTypeError, LineageParamValueError: ``rank_dir`` is not a
+            path, or ``rank`` is not an int >= 0.
     """
-    directory = os.fspath(rank_dir)
+    directory = check_path("rank_dir", rank_dir)
+    check_int("rank", rank, minimum=0)
     if not os.path.isdir(directory):
         raise LineageDirNotExistError(f"rank_dir {directory!r} is not a directory")
     scalars: dict[str, list[tuple[int, float]]] = {}
@@ -322,18 +333,12 @@ def _check_arguments(
     world_size: int,
     missing: Sequence[int],
 ) -> str:
-    if not isinstance(job_dir, (str, os.PathLike)):
-        raise LineageParamTypeError(
-            f"job_dir must be a path (str or os.PathLike), got {type(job_dir).__name__}"
-        )
-    directory = os.fspath(job_dir)
+    directory = check_path("job_dir", job_dir)
     if not os.path.isdir(directory):
         raise LineageDirNotExistError(f"job_dir {directory!r} is not a directory")
     if not is_int(world_size) or world_size < 1:
         raise LineageParamValueError(f"world_size must be an int >= 1, got {world_size!r}")
-    for rank in missing:
-        if not is_int(rank) or rank < 0:
-            raise LineageParamValueError(f"missing must hold ranks (ints >= 0), got {rank!r}")
+    check_ranks("missing", missing)
     if isinstance(series, JobStatistics):
         return directory
     if not isinstance(series, Mapping):
@@ -419,9 +424,16 @@ def write_job_view(
         OSError: the files could not be written (earlier job files are kept).
     """
     directory = _check_arguments(job_dir, series, world_size, missing)
-    for rank in failed:
-        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
-            raise LineageParamValueError(f"failed must hold ranks (ints >= 0), got {rank!r}")
+    check_ranks("failed", failed)
+    check_bool("tensorboard", tensorboard)
+    check_optional_mapping("hparams", hparams)
+    check_optional_mapping("metrics", metrics)
+    check_host("host", host)
+    if straggler_evidence is not None and not isinstance(straggler_evidence, StragglerEvidence):
+        raise LineageParamTypeError(
+            f"straggler_evidence must be a StragglerEvidence or None, "
+            f"got {type(straggler_evidence).__name__}"
+        )
     if isinstance(series, JobStatistics):
         statistics = series
     else:

@@ -29,11 +29,12 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
+from rankscribe.lineage._checks import int_argument, seconds_argument
 from rankscribe.lineage._hparams import write_hparams
 from rankscribe.lineage.cli._table import closest_first, column_texts, fit_columns, order_columns
 from rankscribe.lineage.errors import LineageError, LineageExpressionError, LineageFileNotFoundError
 from rankscribe.lineage.jobview import verdict_lines
-from rankscribe.lineage.merge._merge import merge_run_dir
+from rankscribe.lineage.merge._merge import merge_run_dir, rank_dirs, ranks_text
 from rankscribe.lineage.query._conditions import FIELD_MAPPING
 from rankscribe.lineage.query._expressions import parse_expression, parse_sort_key
 from rankscribe.lineage.query._querier import filter_runs, get_run_lineage
@@ -309,7 +310,13 @@ def _write_csv(header: list[str], run_names: list[str], objects: list[dict[str, 
 
 
 def _merge(args: argparse.Namespace) -> int:
-    _existing_directory(args.run_dir)
+    directory = _existing_directory(args.run_dir)
+    found = sorted(rank_dirs(directory))
+    if args.world_size is not None and found and found[-1] >= args.world_size:
+        raise _CommandLineError(
+            f"--world-size {args.world_size} is less than the ranks found in {args.run_dir}: "
+            f"rank dirs of ranks {ranks_text(found)}; pass --world-size {found[-1] + 1} or more"
+        )
     outcome = merge_run_dir(args.run_dir, timeout=args.timeout, world_size=args.world_size)
     reported = ",".join(str(rank) for rank in outcome.ranks_reported)
     print(f"wrote {outcome.path} (ranks {reported}", end="")
@@ -331,20 +338,6 @@ def _hparams(args: argparse.Namespace) -> int:
     print(f"wrote HParams for {len(written) - 1} runs under {out}")
     print(f"view them with: tensorboard --logdir {out}")
     return 0
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an int >= 0, got {text}")
-    return value
-
-
-def _seconds(text: str) -> float:
-    value = float(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text}")
-    return value
 
 
 def _fields_help() -> str:
@@ -388,7 +381,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--sort", action="append", metavar="KEY",
         help="sort key, e.g. 'metric/acc desc' (repeatable; first is most significant)",
     )
-    query.add_argument("--limit", type=_positive_int, help="show at most N runs")
+    query.add_argument("--limit", type=int_argument(0), help="show at most N runs")
     query.add_argument(
         "--columns", type=_column_list, metavar="NAMES",
         help="comma-separated columns to show, e.g. 'optimizer,loss,metric/acc', or 'all' "
@@ -404,10 +397,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     merge.add_argument("run_dir", help="the job directory holding rank_0, rank_1, ...")
     merge.add_argument(
-        "--timeout", type=_seconds, default=0.0,
+        "--timeout", type=seconds_argument, default=0.0,
         help="seconds to wait for missing ranks before merging what is there (default 0)",
     )
-    merge.add_argument("--world-size", type=_positive_int, help="how many ranks the job had")
+    merge.add_argument("--world-size", type=int_argument(1), help="how many ranks the job had")
     merge.set_defaults(handler=_merge)
 
     hparams = commands.add_parser("hparams", help="write TensorBoard HParams summaries")

@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from rankscribe.lineage._checks import check_series
+
 if TYPE_CHECKING:
     import numpy.typing as npt
 
@@ -311,9 +313,7 @@ class JobStatistics:
 
     def add(self, series: SeriesLike) -> None:
         """Add one rank's scalars (``series.scalars``: ``tag -> [(step, value)]``)."""
-        rank, scalars = series.rank, series.scalars
-        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
-            raise ValueError(f"a series' rank must be an int >= 0, got {rank!r}")
+        rank, scalars = check_series("series", series)
         if rank in self.last_steps:
             raise ValueError(f"rank {rank} was already added to these job statistics")
         last_step: int | None = None

@@ -37,6 +37,13 @@ from typing import Any, Protocol
 
 import filelock
 
+from rankscribe.lineage._checks import (
+    check_bool,
+    check_host,
+    check_optional_int,
+    check_path,
+    is_number,
+)
 from rankscribe.lineage.errors import LineageMergeError, LineageParamTypeError
 from rankscribe.lineage.jobview import (
     JobView,
@@ -314,6 +321,12 @@ def rank_dirs(run_dir: str) -> dict[int, str]:
     return found
 
 
+def ranks_text(ranks: list[int], limit: int = 8) -> str:
+    """Sorted ranks for a message: the first ``limit`` and how many in all."""
+    shown = ", ".join(str(rank) for rank in ranks[:limit])
+    return shown if len(ranks) <= limit else f"{shown}, ... ({len(ranks)} in all)"
+
+
 @dataclass
 class MergeOutcome:
     """What an offline merge did."""
@@ -419,20 +432,36 @@ def merge_run_dir(
 
     Raises:
         LineageMergeError: ``run_dir`` is not a directory, holds no
-            ``rank_<n>`` directory, or none of them holds a usable lineage
-            or any scalar.
+            ``rank_<n>`` directory, a rank dir of a rank ``>= world_size``,
+            or none of them holds a usable lineage or any scalar.
+            A ``timeout`` that is negative, NaN or infinite (a wait must end).
+        LineageParamTypeError, LineageParamValueError: a malformed argument.
     """
-    directory = os.path.realpath(os.fspath(run_dir))
+    given = check_path("run_dir", run_dir)
+    if not is_number(timeout):
+        raise LineageParamTypeError(
+            f"timeout must be a finite number of seconds >= 0, got {type(timeout).__name__}")
+    # NaN and infinity are refused: a wait whose deadline never comes.
+    if not (math.isfinite(timeout) and timeout >= 0):
+        raise LineageMergeError(
+            f"timeout must be a finite number of seconds >= 0, got {timeout!r}")
+    world_size = check_optional_int("world_size", world_size, minimum=1)
+    check_host("host", host)
+    check_bool("job_view", job_view)
+    directory = os.path.realpath(given)
     if not os.path.isdir(directory):
-        raise LineageMergeError(f"run_dir {os.fspath(run_dir)!r} is not a directory")
-    # `not timeout >= 0` also refuses NaN, whose deadline would never come.
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
-        raise LineageMergeError(f"timeout must be a number of seconds >= 0, got {timeout!r}")
+        raise LineageMergeError(f"run_dir {given!r} is not a directory")
     extra = _checked_user_defined(user_defined)
-    if not rank_dirs(directory):
+    found = sorted(rank_dirs(directory))
+    if not found:
         raise LineageMergeError(
             f"no rank_<n> directory in {directory}: the offline merge reads the rank_0, "
             f"rank_1, ... directories of a distributed job"
+        )
+    if world_size is not None and found[-1] >= world_size:
+        raise LineageMergeError(
+            f"world_size {world_size} is too small for {directory}: it holds the rank dirs "
+            f"of ranks {ranks_text(found)} (world_size must be at least {found[-1] + 1})"
         )
     lineages, expected = _wait_for_ranks(directory, timeout, world_size, _CLOCK)
     on_disk = rank_dirs(directory)
