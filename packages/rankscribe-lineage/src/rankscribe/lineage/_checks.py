@@ -19,7 +19,8 @@ of spelling the test themselves (``docs/contributing.md``: one place per rule).
 - :func:`check_series`: a rank's series (``rank`` and ``scalars``:
   ``tag -> [(step, value)]``), checked whole before any of it is used;
 - :func:`check_path`, :func:`check_host`, :func:`check_ranks`,
-  :func:`check_seconds`, :func:`check_bool`, :func:`check_optional_mapping`:
+  :func:`check_seconds`, :func:`check_bool`, :func:`check_optional_bool`,
+  :func:`check_mapping`, :func:`check_optional_mapping`:
   the other argument forms of the public functions (a path without NUL, a
   file-name part without separators, a sequence of ranks, a finite timeout,
   a flag, a mapping or None), each worded ``"<name> must be <form>, got ..."``.
@@ -42,6 +43,8 @@ __all__ = [
     "check_bool",
     "check_host",
     "check_int",
+    "check_mapping",
+    "check_optional_bool",
     "check_optional_int",
     "check_optional_mapping",
     "check_path",
@@ -217,6 +220,26 @@ def check_bool(name: str, value: object) -> bool:
     if not isinstance(value, bool):
         raise LineageParamTypeError(
             f"{name} must be a bool, got {shown(value)} ({type(value).__name__})")
+    return value
+
+
+def check_optional_bool(name: str, value: object) -> bool | None:
+    """None, or ``value`` as :func:`check_bool` checks it."""
+    if value is not None and not isinstance(value, bool):
+        raise LineageParamTypeError(
+            f"{name} must be a bool or None, got {shown(value)} ({type(value).__name__})")
+    return value
+
+
+def check_mapping(name: str, value: object) -> Mapping[object, object]:
+    """``value`` when it is a mapping (a dict, say).
+
+    Raises:
+        LineageParamTypeError: not a mapping.
+    """
+    if not isinstance(value, Mapping):
+        raise LineageParamTypeError(
+            f"{name} must be a mapping, got {shown(value)} ({type(value).__name__})")
     return value
 
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from rankscribe.lineage._checks import check_series
+from rankscribe.lineage.errors import LineageParamTypeError
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -74,6 +75,8 @@ _EXACT_STEPS = float(2**53)
 
 def is_timing_tag(tag: str) -> bool:
     """Whether ``tag`` is one of the per-rank timings the straggler rule judges."""
+    if not isinstance(tag, str):
+        raise LineageParamTypeError(f"tag must be a str, got {type(tag).__name__}")
     return tag in TIMING_TAGS or (tag.startswith(SECTION_TAG_PREFIX)
                                   and len(tag) > len(SECTION_TAG_PREFIX))
 

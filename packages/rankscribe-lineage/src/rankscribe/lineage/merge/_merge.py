@@ -40,6 +40,7 @@ import filelock
 from rankscribe.lineage._checks import (
     check_bool,
     check_host,
+    check_mapping,
     check_optional_int,
     check_path,
     is_number,
@@ -238,6 +239,10 @@ def merge_rank_lineages(
         LineageParamTypeError: a ``user_defined`` value that is not int,
             float or str.
     """
+    check_mapping("records", records)
+    if not isinstance(summary_dir, str):
+        raise LineageParamTypeError(
+            f"summary_dir must be a str, got {type(summary_dir).__name__}")
     extra = _checked_user_defined(user_defined)
     if not records:
         raise LineageMergeError("no rank lineage to merge")
