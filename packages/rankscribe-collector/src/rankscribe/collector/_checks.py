@@ -13,8 +13,9 @@ of this package asks these functions instead of spelling the test itself
   the bound; the error classes are the caller's, so a checkpoint argument
   raises a ``CheckpointTypeError``);
 - :func:`check_number`: a real number argument, optionally positive and finite;
-- :func:`check_callable`, :func:`check_optional_text`, :func:`check_iterable`:
-  a function, a non-empty str (or None), an iterable (or None), worded
+- :func:`check_callable`, :func:`check_optional_text`, :func:`check_iterable`,
+  :func:`check_flag`, :func:`check_optional_path`: a function, a non-empty str
+  (or None), an iterable (or None), a bool, a path (or None), worded
   ``For 'Progress', the argument 'clock' must be a function, but got NoneType.``
 
 Two wordings. This package's own names the argument and the expected form::
@@ -33,6 +34,7 @@ finds ours::
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable
 from typing import TypeGuard
 
@@ -42,10 +44,12 @@ from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 
 __all__ = [
     "check_callable",
+    "check_flag",
     "check_int",
     "check_iterable",
     "check_number",
     "check_optional_int",
+    "check_optional_path",
     "check_optional_text",
     "is_int",
     "is_number",
@@ -214,3 +218,26 @@ def check_iterable(name: str, value: object, *, owner: str, optional: bool = Fal
         f"For '{owner}', the argument '{name}' must be {form}, but got "
         f"{type(value).__name__} {shown(value)}."
     )
+
+
+def check_flag(name: str, value: object, *, owner: str) -> bool:
+    """``value`` when it is a bool (0, 1 or a str for a flag is a mistake)."""
+    if not isinstance(value, bool):
+        raise CollectorTypeError(
+            f"For '{owner}', the argument '{name}' must be a bool, but got "
+            f"{type(value).__name__} {shown(value)}."
+        )
+    return value
+
+
+def check_optional_path(name: str, value: object, *, owner: str) -> str | None:
+    """None, or ``value`` (a str or ``os.PathLike`` of a str) as a str."""
+    if value is None:
+        return None
+    text = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
+    if not isinstance(text, str):
+        raise CollectorTypeError(
+            f"For '{owner}', the argument '{name}' must be a path (str or os.PathLike) or "
+            f"None, but got {type(value).__name__} {shown(value)}."
+        )
+    return text
