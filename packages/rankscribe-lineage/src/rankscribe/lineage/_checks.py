@@ -54,9 +54,16 @@ __all__ = [
     "int_argument",
     "is_int",
     "is_number",
+    "ranks_text",
     "seconds_argument",
     "shown",
 ]
+
+
+def ranks_text(ranks: Sequence[int], limit: int = 8) -> str:
+    """Sorted ranks for a message: the first ``limit`` and how many in all."""
+    listed = ", ".join(str(rank) for rank in ranks[:limit])
+    return listed if len(ranks) <= limit else f"{listed}, ... ({len(ranks)} in all)"
 
 
 def shown(value: object, limit: int = 80) -> str:

@@ -29,12 +29,12 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
-from rankscribe.lineage._checks import int_argument, seconds_argument
+from rankscribe.lineage._checks import int_argument, ranks_text, seconds_argument
 from rankscribe.lineage._hparams import write_hparams
 from rankscribe.lineage.cli._table import closest_first, column_texts, fit_columns, order_columns
 from rankscribe.lineage.errors import LineageError, LineageExpressionError, LineageFileNotFoundError
 from rankscribe.lineage.jobview import verdict_lines
-from rankscribe.lineage.merge._merge import merge_run_dir, rank_dirs, ranks_text
+from rankscribe.lineage.merge._merge import merge_run_dir, rank_dirs
 from rankscribe.lineage.query._conditions import FIELD_MAPPING
 from rankscribe.lineage.query._expressions import parse_expression, parse_sort_key
 from rankscribe.lineage.query._querier import filter_runs, get_run_lineage

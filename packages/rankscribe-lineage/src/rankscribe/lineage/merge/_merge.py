@@ -44,6 +44,7 @@ from rankscribe.lineage._checks import (
     check_optional_int,
     check_path,
     is_number,
+    ranks_text,
 )
 from rankscribe.lineage.errors import LineageMergeError, LineageParamTypeError
 from rankscribe.lineage.jobview import (
@@ -326,12 +327,6 @@ def rank_dirs(run_dir: str) -> dict[int, str]:
     return found
 
 
-def ranks_text(ranks: list[int], limit: int = 8) -> str:
-    """Sorted ranks for a message: the first ``limit`` and how many in all."""
-    shown = ", ".join(str(rank) for rank in ranks[:limit])
-    return shown if len(ranks) <= limit else f"{shown}, ... ({len(ranks)} in all)"
-
-
 @dataclass
 class MergeOutcome:
     """What an offline merge did."""
@@ -436,20 +431,17 @@ def merge_run_dir(
     lineage and the job files (idempotent: no point is ever duplicated).
 
     Raises:
-        LineageMergeError: ``run_dir`` is not a directory, holds no
-            ``rank_<n>`` directory, a rank dir of a rank ``>= world_size``,
-            or none of them holds a usable lineage or any scalar.
-            A ``timeout`` that is negative, NaN or infinite (a wait must end).
+        LineageMergeError: ``run_dir`` is not a directory, holds no ``rank_<n>`` dir or
+            one of a rank ``>= world_size``, or none holds a lineage or a scalar;
+            a ``timeout`` that is negative, NaN or infinite (a wait must end).
         LineageParamTypeError, LineageParamValueError: a malformed argument.
     """
     given = check_path("run_dir", run_dir)
+    form = f"timeout must be a finite number of seconds >= 0, got {timeout!r}"
     if not is_number(timeout):
-        raise LineageParamTypeError(
-            f"timeout must be a finite number of seconds >= 0, got {type(timeout).__name__}")
-    # NaN and infinity are refused: a wait whose deadline never comes.
-    if not (math.isfinite(timeout) and timeout >= 0):
-        raise LineageMergeError(
-            f"timeout must be a finite number of seconds >= 0, got {timeout!r}")
+        raise LineageParamTypeError(form)
+    if not (math.isfinite(timeout) and timeout >= 0):  # NaN, inf: a deadline never comes
+        raise LineageMergeError(form)
     world_size = check_optional_int("world_size", world_size, minimum=1)
     check_host("host", host)
     check_bool("job_view", job_view)
@@ -464,10 +456,9 @@ def merge_run_dir(
             f"rank_1, ... directories of a distributed job"
         )
     if world_size is not None and found[-1] >= world_size:
-        raise LineageMergeError(
-            f"world_size {world_size} is too small for {directory}: it holds the rank dirs "
-            f"of ranks {ranks_text(found)} (world_size must be at least {found[-1] + 1})"
-        )
+        raise LineageMergeError(f"world_size {world_size} is too small for {directory}: it holds "
+                                f"the rank dirs of ranks {ranks_text(found)} (world_size must "
+                                f"be at least {found[-1] + 1})")
     lineages, expected = _wait_for_ranks(directory, timeout, world_size, _CLOCK)
     on_disk = rank_dirs(directory)
     series = read_rank_series(on_disk) if job_view else {}
