@@ -253,6 +253,8 @@ def test_cli_merge_with_nan_timeout_exits_with_an_error(
         5.0, lambda: codes.append(main(["merge", str(job), "--timeout", "nan"]))
     )
     assert done, "`rankscribe-lineage merge --timeout nan` never returned"
-    assert not errors
-    assert codes != [0]
-    assert "timeout" in capsys.readouterr().err
+    # A malformed option is a usage error: argparse's exit status 2, before any merge.
+    assert codes == [] and [type(error) for error in errors] == [SystemExit]
+    assert errors[0].code == 2  # type: ignore[attr-defined]
+    assert "argument --timeout: expected a finite number of seconds >= 0, got 'nan'" in (
+        capsys.readouterr().err)

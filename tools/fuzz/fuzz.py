@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 # The targets import the readers lazily (the writer's test env has no lineage
 # package); importing them here, inside the context, gets them instrumented.
 INSTRUMENTED = ("rankscribe.writer", "rankscribe.writer.reader", "rankscribe.writer.dump",
-                "rankscribe.lineage", "rankscribe.lineage.cli")
+                "rankscribe.lineage", "rankscribe.lineage.cli", "rankscribe.lineage.jobview")
 with atheris.instrument_imports(include=["rankscribe"]):
     for module in INSTRUMENTED:
         importlib.import_module(module)

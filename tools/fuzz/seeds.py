@@ -30,10 +30,46 @@ def _writer_run(directory: Path) -> None:
             record.record(step)
 
 
+def _job_rank(directory: Path, rank: int, steps: int) -> bytes:
+    """One rank's summary file: a loss, step times and a parameter fingerprint."""
+    from rankscribe.lineage.jobview import FINGERPRINT_TAG, STEP_TIME_TAG
+    from rankscribe.writer import SummaryRecord
+
+    with SummaryRecord(str(directory), rank=rank) as record:
+        for step in range(1, steps + 1):
+            record.add_value("scalar", "loss/auto", 1.0 / step + 0.01 * rank)
+            record.add_value("scalar", STEP_TIME_TAG, 0.01 * (1 + rank))
+            record.add_value("scalar", FINGERPRINT_TAG, float(step if rank else step + 0.5))
+            record.record(step)
+    (made,) = [path for path in directory.iterdir() if path.name.endswith("_MS")]
+    return made.read_bytes()
+
+
+def job_seeds() -> dict[str, bytes]:
+    """Inputs of the ``jobview`` target: jobs of 2 and 3 ranks with the golden lineage."""
+    import targets
+
+    lineage = sorted(GOLDEN.glob("lineage_train_eval/*_lineage"))[0].read_bytes()
+    with tempfile.TemporaryDirectory() as scratch:
+        summaries = [_job_rank(Path(scratch) / f"rank_{rank}", rank, 4 + rank)
+                     for rank in range(3)]
+    return {
+        "seed-job-3-ranks": targets.pack_job_files(0, [(s, lineage) for s in summaries]),
+        "seed-job-2-ranks-one-missing": targets.pack_job_files(
+            2, [(summaries[0], lineage), (summaries[1], None)]),
+        "seed-job-2-ranks-world-size": targets.pack_job_files(
+            1, [(summaries[1], lineage), (summaries[2], lineage)]),
+    }
+
+
 def write_seeds(target: str, folder: Path) -> Path:
-    """Fill ``folder`` with the seed files of ``target`` ("summary", "tensorboard", "lineage")."""
+    """Fill ``folder`` with the seed files of ``target`` (a name of ``targets.TARGETS``)."""
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
+    if target == "jobview":
+        for name, data in job_seeds().items():
+            (folder / name).write_bytes(data)
+        return folder
     with tempfile.TemporaryDirectory() as scratch:
         run = Path(scratch) / "run"
         _writer_run(run)

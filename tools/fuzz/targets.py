@@ -243,11 +243,89 @@ def lineage_file(data: bytes) -> None:
         raise FuzzFailureError(f"rankscribe-lineage query exited {status}")
 
 
+JOB_RANKS = (2, 3)
+
+
+def job_files(data: bytes) -> tuple[int, int | None, list[tuple[bytes | None, bytes | None]]]:
+    """Split a job-view input: (ranks, world_size for the merge, per rank (summary, lineage)).
+
+    The first byte chooses 2 or 3 ranks and the merge's ``world_size`` (None, the
+    ranks, or one more: a missing rank). Then, per rank, a summary and a lineage
+    file, each a 4-byte little-endian length and that many bytes (cut at the
+    end of the input; a file the input does not reach is not written).
+    """
+    head = data[0] if data else 0
+    ranks = JOB_RANKS[head % 2]
+    world_size = (None, ranks, ranks + 1)[(head >> 1) % 3]
+    files: list[tuple[bytes | None, bytes | None]] = []
+    at = 1
+    for _ in range(ranks):
+        pair: list[bytes | None] = []
+        for _ in range(2):
+            if at + 4 > len(data):
+                pair.append(None)
+                continue
+            length = int.from_bytes(data[at:at + 4], "little")
+            pair.append(data[at + 4:at + 4 + length])
+            at += 4 + length
+        files.append((pair[0], pair[1]))
+    return ranks, world_size, files
+
+
+def pack_job_files(world_mode: int, files: list[tuple[bytes | None, bytes | None]]) -> bytes:
+    """The input :func:`job_files` splits back into ``files`` (2 or 3 ranks; the seeds)."""
+    out = bytearray([JOB_RANKS.index(len(files)) | (world_mode << 1)])
+    for pair in files:
+        for blob in pair:
+            data = blob or b""
+            out += len(data).to_bytes(4, "little") + data
+    return bytes(out)
+
+
+def job_view(data: bytes) -> None:
+    """A job dir of 2-3 ranks with hostile summary and lineage files: the merge and job view.
+
+    ``merge_run_dir`` and ``write_job_view`` (with each rank's ``series_from_dir``)
+    either succeed, with verdicts of plain types, or refuse with the project's errors.
+    """
+    from rankscribe.lineage import merge_run_dir, series_from_dir, write_job_view
+
+    errors = _lineage_errors()
+    ranks, world_size, files = job_files(data)
+    job = _scratch.root / f"job-{next(_scratch._count)}"
+    try:
+        for rank, (summary, lineage) in enumerate(files):
+            folder = job / f"rank_{rank}"
+            folder.mkdir(parents=True)
+            if summary is not None:
+                (folder / _summary_name(rank)).write_bytes(summary)
+            if lineage is not None:
+                (folder / _lineage_name(rank)).write_bytes(lineage)
+        outcome = _expect(f"merge_run_dir(world_size={world_size})", errors,
+                          lambda: merge_run_dir(job, world_size=world_size, host="fuzzhost"))
+        if outcome is not None:
+            _check_plain_json("merge_run_dir's lineage", outcome.lineage.sections)
+            if outcome.job_view is not None:
+                _check_plain_json("merge_run_dir's verdicts", outcome.job_view.verdicts)
+        series = _expect("series_from_dir", errors, lambda: {
+            rank: series_from_dir(job / f"rank_{rank}", rank) for rank in range(ranks)})
+        if series is not None:
+            view = _expect("write_job_view", errors, lambda: write_job_view(
+                job, series, world_size=ranks, tensorboard=True, host="fuzzhost"))
+            if view is not None:
+                _check_plain_json("write_job_view's verdicts", view.verdicts)
+    finally:
+        shutil.rmtree(job, ignore_errors=True)
+
+
 WRITER_TARGETS: dict[str, Callable[[bytes], None]] = {
     "summary": summary_file,
     "tensorboard": tensorboard_file,
 }
-LINEAGE_TARGETS: dict[str, Callable[[bytes], None]] = {"lineage": lineage_file}
+LINEAGE_TARGETS: dict[str, Callable[[bytes], None]] = {
+    "lineage": lineage_file,
+    "jobview": job_view,
+}
 TARGETS = {**WRITER_TARGETS, **LINEAGE_TARGETS}
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
@@ -266,6 +344,8 @@ __all__ = [
     "WRITER_TARGETS",
     "FuzzFailureError",
     "corpus_inputs",
+    "job_files",
+    "pack_job_files",
 ]
 
 if os.environ.get("RANKSCRIBE_FUZZ_DEBUG"):  # pragma: no cover - for reproducing by hand

@@ -12,7 +12,11 @@ of this package asks these functions instead of spelling the test itself
   bound, a clear error otherwise (TypeError for another type, ValueError below
   the bound; the error classes are the caller's, so a checkpoint argument
   raises a ``CheckpointTypeError``);
-- :func:`check_number`: a real number argument, optionally positive and finite.
+- :func:`check_number`: a real number argument, optionally positive and finite;
+- :func:`check_callable`, :func:`check_optional_text`, :func:`check_iterable`,
+  :func:`check_flag`, :func:`check_optional_path`: a function, a non-empty str
+  (or None), an iterable (or None), a bool, a path (or None), worded
+  ``For 'Progress', the argument 'clock' must be a function, but got NoneType.``
 
 Two wordings. This package's own names the argument and the expected form::
 
@@ -30,6 +34,8 @@ finds ours::
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Iterable
 from typing import TypeGuard
 
 import numpy as np
@@ -37,9 +43,14 @@ import numpy as np
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 
 __all__ = [
+    "check_callable",
+    "check_flag",
     "check_int",
+    "check_iterable",
     "check_number",
     "check_optional_int",
+    "check_optional_path",
+    "check_optional_text",
     "is_int",
     "is_number",
     "shown",
@@ -169,3 +180,64 @@ def check_number(
                               if on)
         raise value_error(f"{name} must be {wanted}, got {value}")
     return float(value)
+
+
+def check_callable(name: str, value: object, *, owner: str, optional: bool = False) -> None:
+    """``value`` is callable (or None when ``optional``), else a ``CollectorTypeError``."""
+    if (value is None and optional) or callable(value):
+        return
+    form = "a function or None" if optional else "a function"
+    raise CollectorTypeError(
+        f"For '{owner}', the argument '{name}' must be {form}, but got "
+        f"{type(value).__name__} {shown(value)}."
+    )
+
+
+def check_optional_text(name: str, value: object, *, owner: str) -> str | None:
+    """None or a non-empty str: ``CollectorTypeError`` for another type, ValueError for ``""``."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise CollectorTypeError(
+            f"For '{owner}', the argument '{name}' must be a str or None, but got "
+            f"{type(value).__name__} {shown(value)}."
+        )
+    if not value:
+        raise CollectorValueError(
+            f"For '{owner}', the argument '{name}' must be a non-empty str or None, but got ''."
+        )
+    return value
+
+
+def check_iterable(name: str, value: object, *, owner: str, optional: bool = False) -> None:
+    """``value`` is an iterable (of batches, say), or None when ``optional``."""
+    if (value is None and optional) or isinstance(value, Iterable):
+        return
+    form = "an iterable or None" if optional else "an iterable"
+    raise CollectorTypeError(
+        f"For '{owner}', the argument '{name}' must be {form}, but got "
+        f"{type(value).__name__} {shown(value)}."
+    )
+
+
+def check_flag(name: str, value: object, *, owner: str) -> bool:
+    """``value`` when it is a bool (0, 1 or a str for a flag is a mistake)."""
+    if not isinstance(value, bool):
+        raise CollectorTypeError(
+            f"For '{owner}', the argument '{name}' must be a bool, but got "
+            f"{type(value).__name__} {shown(value)}."
+        )
+    return value
+
+
+def check_optional_path(name: str, value: object, *, owner: str) -> str | None:
+    """None, or ``value`` (a str or ``os.PathLike`` of a str) as a str."""
+    if value is None:
+        return None
+    text = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
+    if not isinstance(text, str):
+        raise CollectorTypeError(
+            f"For '{owner}', the argument '{name}' must be a path (str or os.PathLike) or "
+            f"None, but got {type(value).__name__} {shown(value)}."
+        )
+    return text

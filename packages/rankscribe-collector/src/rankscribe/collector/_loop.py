@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from rankscribe.collector._callback import Callback, CallbackList, CallbackParams, RunContext
+from rankscribe.collector._checks import check_optional_text
 from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 from rankscribe.ranks import detect
@@ -99,6 +100,7 @@ class TrainLoop:
     ) -> None:
         _check_callable("step_fn", step_fn, required=True)
         _check_callable("eval_fn", eval_fn, required=False)
+        check_optional_text("parallel_mode", parallel_mode, owner="TrainLoop")
         if device_number is not None and (
             isinstance(device_number, bool) or not isinstance(device_number, int)
             or device_number < 1

@@ -24,6 +24,7 @@ from typing import Any, TextIO
 from tqdm import tqdm
 
 from rankscribe.collector._callback import Callback, CallbackParams, RunContext
+from rankscribe.collector._checks import check_callable
 from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.collection._extractor import UnreadableLossError, mean_loss
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
@@ -78,6 +79,8 @@ class Progress(Callback):
     ) -> None:
         _check_interval("every_seconds", every_seconds, float)
         _check_interval("every_steps", every_steps, int)
+        # Checked here, not at the first step, where the error would stop training.
+        check_callable("clock", clock, owner=_OWNER)
         if stream is not None and not callable(getattr(stream, "write", None)):
             raise CollectorTypeError(
                 f"For '{_OWNER}', the argument 'stream' must be a text stream (with write()), "

@@ -41,6 +41,7 @@ from types import TracebackType
 from typing import Any
 
 from rankscribe.collector._callback import Callback, CallbackList, CallbackParams, RunContext
+from rankscribe.collector._checks import check_iterable, check_optional_text
 from rankscribe.collector._loop import TrainLoop
 from rankscribe.collector.errors import CollectorStateError, CollectorTypeError, CollectorValueError
 
@@ -97,6 +98,13 @@ class TrainSession:
         self._epochs: int = _positive_int("epochs", epochs) or 1
         steps = _positive_int("steps_per_epoch", steps_per_epoch, optional=True)
         _positive_int("device_number", device_number, optional=True)
+        check_optional_text("parallel_mode", parallel_mode, owner=_OWNER)
+        check_iterable("train_dataset", train_dataset, owner=_OWNER, optional=True)
+        if callbacks is None:  # CallbackList takes None for "none"; a session wants them named
+            raise CollectorTypeError(
+                f"For '{_OWNER}', the argument 'callbacks' must be a Callback or a list of "
+                f"them ([] for none), but got None."
+            )
         try:
             self._callbacks = CallbackList(callbacks)
         except TypeError as error:

@@ -30,7 +30,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from rankscribe.lineage._checks import is_number
+from rankscribe.lineage._checks import (
+    check_host,
+    check_optional_bool,
+    check_path,
+    is_number,
+)
 from rankscribe.lineage.query._querier import filter_runs
 from rankscribe.lineage.record._names import HPARAMS_SUFFIX, hparams_file_name
 from rankscribe.writer.files import atomic_write, file_mode, frame, make_private_dir
@@ -275,8 +280,11 @@ def write_hparams(
     host: str | None = None,
 ) -> list[str]:
     """Write the HParams summaries of the runs under ``base_dir``; return the files written."""
-    base = os.path.realpath(os.fspath(base_dir))
-    out = os.fspath(out_dir) if out_dir is not None else os.path.join(base, DEFAULT_OUT_NAME)
+    base = os.path.realpath(check_path("base_dir", base_dir))
+    given_out = None if out_dir is None else check_path("out_dir", out_dir)
+    check_optional_bool("use_index", use_index)
+    check_host("host", host)
+    out = given_out if given_out is not None else os.path.join(base, DEFAULT_OUT_NAME)
     runs = collect_runs(base, use_index=use_index)
     wall_time = time.time()
     name = hparams_file_name(int(wall_time), host)

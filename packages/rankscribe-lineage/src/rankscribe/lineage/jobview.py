@@ -1,80 +1,19 @@
-"""The job view: one record per distributed job, built from its ranks' scalars.
+"""The job view: one record per distributed job, built from its ranks' scalars (public).
 
 Every rank of a job writes its own summary files into ``<job_dir>/rank_<r>/``.
 This module turns the ranks' scalar series into the job's own files in
-``<job_dir>`` and into verdicts for the merged lineage. ``docs/job-view.md``
-is the full description; the rules in short:
+``<job_dir>`` (cross-rank curves, MindSpore and TensorBoard formats), live while the
+job trains (:class:`LiveJobView`, fed up a tree of ranks) or whole at the end
+(:func:`write_job_view`), and into verdicts — stragglers judged on every timing
+(:data:`TIMING_TAGS`, sections), divergence from the first step, non-finite losses,
+where each rank stopped — that become ``user_defined`` keys of the merged lineage,
+queryable like any custom lineage (``--where "user_defined/job/straggler_rank >= 0"``).
 
-Job files (written whole with ``files.atomic_write``: 0400, never through a
-planted link; a rerun writes new files and then removes the old ones, so no
-point is ever duplicated):
-
-- ``events.out.events.summary.<T>.job.<host>_MS`` (MindSpore format);
-- with ``tensorboard=True``, ``events.out.tfevents.<T>.<host>.job``: the same
-  scalars, a Custom Scalars layout (per tag, a margin chart of the mean within
-  min..max, and a line chart of the step-time skew) and the job's HParams
-  session (hyper-parameters and final metrics), so TensorBoard's HParams tab
-  links the job to its own curves.
-
-Job tags, per step, over the ranks that recorded the tag at that step:
-``<tag>/mean``, ``<tag>/min``, ``<tag>/max``, ``<tag>/std`` (population),
-``<tag>/ranks`` (how many ranks had the point), ``<tag>/min_rank``,
-``<tag>/max_rank`` (a tie goes to the lowest rank); and
-``rankscribe/step_time/slowest_rank`` and ``rankscribe/step_time/skew``
-(slowest / median over the ranks). The fingerprint is an id, not a
-quantity: it gets only ``rankscribe/param_fingerprint/ranks`` and
-``rankscribe/param_fingerprint/distinct`` (distinct values at the step; 1
-when all ranks agree). A NaN point makes that step's mean and std NaN; the
-min and max are those of the other points.
-
-Verdicts (``user_defined`` keys of the merged lineage; "none" is -1 for an
-int and "" for a list, which is comma-separated rank numbers):
-
-- ``job/ranks_reported`` (int), ``job/missing_ranks`` (list): ranks of
-  ``range(world_size)`` with no scalar at all, and those passed as missing.
-- ``job/step_time_skew`` (float): the median over steps where >= 2 ranks
-  reported a step time of slowest / median. Absent without such steps.
-- ``job/straggler_ranks`` (list), ``job/straggler_rank`` (int, the worst),
-  ``job/straggler_timing`` (str): the straggler rule runs on every timing tag
-  (:data:`TIMING_TAGS` and ``rankscribe/section/<name>``). Per timing and
-  step, each rank's value over the median of the ranks at that step (both
-  plus 5 % of the step's median step time, at least 100 us; 0/0 is 1):
-  :func:`paired_ratios`.
-  Per (timing, rank) a bounded, mergeable histogram of those ratios
-  (:class:`StragglerEvidence`) gives the rank's level, its median ratio. A
-  rank whose level is >= 1.2 times the median level of the faster half of the
-  ranks is named (:func:`straggler_verdicts`), so a slow node is named whole;
-  the timing with its largest factor is the one that named it. Collectives
-  (DDP, an Allreduce) make the wall step time equal on every rank; the forward
-  time, data wait and sections still tell the ranks apart. When flagged,
-  ``job/straggler_slowest_share`` (float, 0..1), ``job/straggler_excess``
-  (float: 0.45 means 45 % slower than the faster half) and per named rank
-  ``job/straggler_timing/<rank>`` and ``job/straggler_excess/<rank>``.
-- ``job/divergence_check`` (str): ``checked``, ``ranks_differ_at_start``
-  (model parallel: shards differ by design, so nothing is flagged),
-  ``no_common_step``, ``one_rank`` or ``no_fingerprints``. At the first step
-  where every rank that recorded a fingerprint has one, all must be equal for
-  the check to apply. After it, at each step, the majority is the value held
-  by more than half of the ranks with a fingerprint there; a rank that differs
-  from it is diverged from the first such step on (when no value has a
-  majority, every rank there that was not diverged yet is). Reported as
-  ``job/diverged_ranks`` (list), ``job/diverged_first_step`` (int) and
-  ``job/diverged_step/<rank>`` (int) per diverged rank.
-- ``job/nonfinite_loss_ranks`` (list), ``job/nonfinite_loss_first_step``
-  (int), ``job/nonfinite_loss_step/<rank>`` (int): ranks whose loss (tag
-  ``loss/auto`` as SummaryCollector writes it, or ``loss``) was NaN or
-  infinite, with the first such step.
-- ``job/last_step/<rank>`` (int) for each rank with a scalar; when they
-  differ, ``job/stopped_first_step`` (int, the smallest) and
-  ``job/stopped_early_ranks`` (list: every rank that stopped before the last
-  one); ``job/stopped_first_rank`` (int) only when the evidence decides
-  (``job/stopped_first_evidence``: ``last_step`` when one rank alone has the
-  smallest last step, ``launcher`` when the launcher's report (``failed``)
-  names one of the tied ranks, else ``undetermined`` with
-  ``job/stopped_first_tied_ranks``); never a tie broken toward the lowest rank.
-
-Query them like any custom lineage, e.g.
-``rankscribe-lineage query runs --where "user_defined/job/straggler_rank >= 0"``.
+``docs/job-view.md`` is the description this module follows: the files and their
+tags ("Files", "Job tags"), what each timing measures ("Timings"), every verdict key
+and its rule ("Verdicts"), the live view and the tree ("Live", "Tree"), the offline
+merge ("Offline merge", "Missing ranks"). The code lives in
+``rankscribe/lineage/job/``; this module re-exports what scripts use.
 """
 
 from __future__ import annotations
@@ -89,7 +28,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rankscribe.lineage._checks import is_int
+from rankscribe.lineage._checks import (
+    check_bool,
+    check_host,
+    check_int,
+    check_optional_mapping,
+    check_path,
+    check_ranks,
+    is_int,
+)
 from rankscribe.lineage._hparams import (
     HPARAM_FIELDS,
     HParamsRun,
@@ -219,8 +166,11 @@ def series_from_dir(rank_dir: str | os.PathLike[str], rank: int) -> RankSeries:
 
     Raises:
         LineageDirNotExistError: ``rank_dir`` is not a directory.
+        LineageParamTypeError, LineageParamValueError: ``rank_dir`` is not a
+            path, or ``rank`` is not an int >= 0.
     """
-    directory = os.fspath(rank_dir)
+    directory = check_path("rank_dir", rank_dir)
+    check_int("rank", rank, minimum=0)
     if not os.path.isdir(directory):
         raise LineageDirNotExistError(f"rank_dir {directory!r} is not a directory")
     scalars: dict[str, list[tuple[int, float]]] = {}
@@ -336,18 +286,12 @@ def _check_arguments(
     world_size: int,
     missing: Sequence[int],
 ) -> str:
-    if not isinstance(job_dir, (str, os.PathLike)):
-        raise LineageParamTypeError(
-            f"job_dir must be a path (str or os.PathLike), got {type(job_dir).__name__}"
-        )
-    directory = os.fspath(job_dir)
+    directory = check_path("job_dir", job_dir)
     if not os.path.isdir(directory):
         raise LineageDirNotExistError(f"job_dir {directory!r} is not a directory")
     if not is_int(world_size) or world_size < 1:
         raise LineageParamValueError(f"world_size must be an int >= 1, got {world_size!r}")
-    for rank in missing:
-        if not is_int(rank) or rank < 0:
-            raise LineageParamValueError(f"missing must hold ranks (ints >= 0), got {rank!r}")
+    check_ranks("missing", missing)
     if isinstance(series, JobStatistics):
         return directory
     if not isinstance(series, Mapping):
@@ -433,9 +377,16 @@ def write_job_view(
         OSError: the files could not be written (earlier job files are kept).
     """
     directory = _check_arguments(job_dir, series, world_size, missing)
-    for rank in failed:
-        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
-            raise LineageParamValueError(f"failed must hold ranks (ints >= 0), got {rank!r}")
+    check_ranks("failed", failed)
+    check_bool("tensorboard", tensorboard)
+    check_optional_mapping("hparams", hparams)
+    check_optional_mapping("metrics", metrics)
+    check_host("host", host)
+    if straggler_evidence is not None and not isinstance(straggler_evidence, StragglerEvidence):
+        raise LineageParamTypeError(
+            f"straggler_evidence must be a StragglerEvidence or None, "
+            f"got {type(straggler_evidence).__name__}"
+        )
     if isinstance(series, JobStatistics):
         statistics = series
     else:

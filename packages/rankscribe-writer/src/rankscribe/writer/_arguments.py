@@ -12,6 +12,7 @@ these functions; no other module restates the rule.
 from __future__ import annotations
 
 import numbers
+import os
 from typing import TypeGuard
 
 from rankscribe.writer.errors import WriterTypeError, WriterValueError
@@ -76,3 +77,24 @@ def check_bool(value: object, argument: str, *, caller: str) -> bool:
             f"{type(value).__name__}."
         )
     return value
+
+
+def check_path(value: object, argument: str, *, caller: str) -> str:
+    """``value`` (a str or an ``os.PathLike`` of a str) as a str, when it holds no NUL.
+
+    Raises:
+        WriterTypeError: ``value`` is not a path (None, an int, bytes, ...).
+        WriterValueError: ``value`` holds a NUL character (no file has that name).
+    """
+    text = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
+    if not isinstance(text, str):
+        raise WriterTypeError(
+            f"For '{caller}', the argument '{argument}' must be a path (str or os.PathLike), "
+            f"but got {type(value).__name__}."
+        )
+    if "\0" in text:
+        raise WriterValueError(
+            f"For '{caller}', the argument '{argument}' must be a path without NUL characters, "
+            f"but got {text!r}."
+        )
+    return text

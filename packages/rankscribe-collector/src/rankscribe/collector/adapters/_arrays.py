@@ -18,7 +18,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rankscribe.collector._checks import is_int
+from rankscribe.collector._checks import (
+    check_flag,
+    check_optional_path,
+    check_optional_text,
+    is_int,
+)
 from rankscribe.collector.adapters._graph import GraphDescription, build_graph_proto
 from rankscribe.collector.adapters._views import content_digest
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
@@ -65,6 +70,7 @@ class ArrayNetwork:
         graph: GraphDescription | Mapping[str, Any] | None = None,
         name: str | None = None,
     ) -> None:
+        check_optional_text("name", name, owner="ArrayNetwork")
         self._parameters = _named_arrays("parameters", parameters)
         if graph is not None:
             build_graph_proto(graph)  # refuse a graph that cannot be drawn now, not later
@@ -106,6 +112,7 @@ class ArrayOptimizer:
         learning_rate: float | npt.ArrayLike = 0.01,
         name: str | None = None,
     ) -> None:
+        check_optional_text("name", name, owner="ArrayOptimizer")
         source = parameters.parameters if isinstance(parameters, ArrayNetwork) else parameters
         self._parameters = _named_arrays("parameters", source)
         if isinstance(learning_rate, bool) or not np.issubdtype(
@@ -173,8 +180,8 @@ class ArrayDataset:
             )
         self.columns = arrays
         self.batch_size = batch_size
-        self.drop_remainder = drop_remainder
-        self.dataset_path = os.fspath(path) if path is not None else None
+        self.drop_remainder = check_flag("drop_remainder", drop_remainder, owner="ArrayDataset")
+        self.dataset_path = check_optional_path("path", path, owner="ArrayDataset")
         self.dataset_graph = dict(description) if description is not None else None
         #: ``"shards"`` for one rank's share made by :meth:`shard`; ``"whole"`` for
         #: columns given directly (every row is served; :attr:`content_digest` tells

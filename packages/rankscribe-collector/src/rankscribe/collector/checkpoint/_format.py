@@ -273,6 +273,11 @@ def save_checkpoint(
         path = path.with_name(path.name + CHECKPOINT_SUFFIX)
     key = check_enc_key(enc_key)
     mode = check_enc_mode(enc_mode)
+    if append_dict is not None and not isinstance(append_dict, Mapping):
+        raise CheckpointTypeError(
+            f"For 'save_checkpoint', the argument 'append_dict' must be a dict or None, but "
+            f"got {type(append_dict).__name__}."
+        )
     pairs = save_obj if _is_pair_list(save_obj) else checkpoint_parameters(save_obj)
     tensors = prepare_tensors(pairs)
     append_info = prepare_append_info(append_dict)

@@ -5,16 +5,24 @@ from __future__ import annotations
 import argparse
 import os
 
+from rankscribe.lineage._checks import int_argument, ranks_text, seconds_argument
 from rankscribe.lineage._hparams import write_hparams
-from rankscribe.lineage.cli._terminal import existing_directory, printable
+from rankscribe.lineage.cli._terminal import CommandLineError, existing_directory, printable
 from rankscribe.lineage.jobview import ranges_text, verdict_lines
-from rankscribe.lineage.merge._merge import merge_run_dir
+from rankscribe.lineage.merge._merge import merge_run_dir, rank_dirs
 
 __all__ = ["add_hparams_command", "add_merge_command"]
 
 
 def _merge(args: argparse.Namespace) -> int:
-    existing_directory(args.run_dir)
+    directory = existing_directory(args.run_dir)
+    found = sorted(rank_dirs(directory))
+    if args.world_size is not None and found and found[-1] >= args.world_size:
+        raise CommandLineError(
+            f"--world-size {args.world_size} is less than the ranks found in "
+            f"{printable(args.run_dir)}: rank dirs of ranks {ranks_text(found)}; pass "
+            f"--world-size {found[-1] + 1} or more"
+        )
     outcome = merge_run_dir(args.run_dir, timeout=args.timeout, world_size=args.world_size)
     reported = ",".join(str(rank) for rank in outcome.ranks_reported)
     line = f"wrote {printable(str(outcome.path))} (ranks {reported}"
@@ -38,20 +46,6 @@ def _hparams(args: argparse.Namespace) -> int:
     return 0
 
 
-def _count(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an int >= 0, got {text}")
-    return value
-
-
-def _seconds(text: str) -> float:
-    value = float(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text}")
-    return value
-
-
 def add_merge_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     merge = commands.add_parser(
         "merge",
@@ -59,10 +53,10 @@ def add_merge_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
     )
     merge.add_argument("run_dir", help="the job directory holding rank_0, rank_1, ...")
     merge.add_argument(
-        "--timeout", type=_seconds, default=0.0,
+        "--timeout", type=seconds_argument, default=0.0,
         help="seconds to wait for missing ranks before merging what is there (default 0)",
     )
-    merge.add_argument("--world-size", type=_count, help="how many ranks the job had")
+    merge.add_argument("--world-size", type=int_argument(1), help="how many ranks the job had")
     merge.set_defaults(handler=_merge)
 
 

@@ -19,6 +19,7 @@ import sys
 import textwrap
 from typing import Any
 
+from rankscribe.lineage._checks import int_argument
 from rankscribe.lineage.cli._table import SEPARATOR, column_texts
 from rankscribe.lineage.cli._terminal import (
     CommandLineError,
@@ -292,13 +293,6 @@ def _write_csv(run_names: list[str], rows: list[LineageRow], columns: list[str])
                          *(_csv_text(value_of(row), escape) for value_of in getters)])
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an int >= 0, got {text}")
-    return value
-
-
 def add_query_command(
     commands: argparse._SubParsersAction[argparse.ArgumentParser], epilog: str
 ) -> None:
@@ -314,7 +308,7 @@ def add_query_command(
         "--sort", action="append", metavar="KEY",
         help="sort key, e.g. 'metric/acc desc' (repeatable; first is most significant)",
     )
-    query.add_argument("--limit", type=_positive_int, help="show at most N runs")
+    query.add_argument("--limit", type=int_argument(0), help="show at most N runs")
     query.add_argument(
         "--columns", type=column_list, metavar="NAMES",
         help="comma-separated columns to show, e.g. 'optimizer,loss,metric/acc', or 'all' "

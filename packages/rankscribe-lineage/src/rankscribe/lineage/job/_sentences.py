@@ -11,6 +11,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from rankscribe.lineage._checks import check_mapping
 from rankscribe.lineage.job._statistics import SECTION_TAG_PREFIX
 
 __all__ = ["timing_name", "verdict_lines"]
@@ -68,6 +69,7 @@ def verdict_lines(user_defined: Mapping[str, Any]) -> list[str]:
     holding an unexpected type (a damaged or hand-edited lineage) reads as
     unknown, never as an error.
     """
+    check_mapping("user_defined", user_defined)
     if not any(str(key).startswith("job/") for key in user_defined):
         return []
     lines = _straggler_lines(user_defined)

@@ -29,6 +29,9 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from rankscribe.lineage._checks import check_series
+from rankscribe.lineage.errors import LineageParamTypeError
+
 if TYPE_CHECKING:
     import numpy.typing as npt
 
@@ -72,6 +75,8 @@ _EXACT_STEPS = float(2**53)
 
 def is_timing_tag(tag: str) -> bool:
     """Whether ``tag`` is one of the per-rank timings the straggler rule judges."""
+    if not isinstance(tag, str):
+        raise LineageParamTypeError(f"tag must be a str, got {type(tag).__name__}")
     return tag in TIMING_TAGS or (tag.startswith(SECTION_TAG_PREFIX)
                                   and len(tag) > len(SECTION_TAG_PREFIX))
 
@@ -315,9 +320,7 @@ class JobStatistics:
 
     def add(self, series: SeriesLike) -> None:
         """Add one rank's scalars (``series.scalars``: ``tag -> [(step, value)]``)."""
-        rank, scalars = series.rank, series.scalars
-        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
-            raise ValueError(f"a series' rank must be an int >= 0, got {rank!r}")
+        rank, scalars = check_series("series", series)
         if rank in self.last_steps:
             raise ValueError(f"rank {rank} was already added to these job statistics")
         last_step: int | None = None

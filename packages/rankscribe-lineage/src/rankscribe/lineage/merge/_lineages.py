@@ -32,6 +32,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from rankscribe.lineage._checks import check_mapping
 from rankscribe.lineage.errors import LineageMergeError, LineageParamTypeError
 from rankscribe.lineage.job._ranges import missing_ranges, ranges_text
 from rankscribe.lineage.record._parser import RunLineage
@@ -215,6 +216,10 @@ def merge_rank_lineages(
         LineageParamTypeError: a ``user_defined`` value that is not int,
             float or str.
     """
+    check_mapping("records", records)
+    if not isinstance(summary_dir, str):
+        raise LineageParamTypeError(
+            f"summary_dir must be a str, got {type(summary_dir).__name__}")
     extra = checked_user_defined(user_defined)
     if not records:
         raise LineageMergeError("no rank lineage to merge")

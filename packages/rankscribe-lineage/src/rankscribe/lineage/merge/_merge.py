@@ -28,6 +28,7 @@ Every merge field lives in ``user_defined``, so it can be searched
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 from collections.abc import Mapping
@@ -36,7 +37,15 @@ from typing import Protocol
 
 import filelock
 
-from rankscribe.lineage.errors import LineageMergeError
+from rankscribe.lineage._checks import (
+    check_bool,
+    check_host,
+    check_optional_int,
+    check_path,
+    is_number,
+    ranks_text,
+)
+from rankscribe.lineage.errors import LineageMergeError, LineageParamTypeError
 from rankscribe.lineage.job._ranges import missing_ranges, ranges_text
 from rankscribe.lineage.jobview import (
     JobView,
@@ -187,22 +196,34 @@ def merge_run_dir(
     lineage and the job files (idempotent: no point is ever duplicated).
 
     Raises:
-        LineageMergeError: ``run_dir`` is not a directory, holds no
-            ``rank_<n>`` directory, or none of them holds a usable lineage
-            or any scalar.
+        LineageMergeError: ``run_dir`` is not a directory, holds no ``rank_<n>`` dir or
+            one of a rank ``>= world_size``, or none holds a lineage or a scalar;
+            a ``timeout`` that is negative, NaN or infinite (a wait must end).
+        LineageParamTypeError, LineageParamValueError: a malformed argument.
     """
-    directory = os.path.realpath(os.fspath(run_dir))
+    given = check_path("run_dir", run_dir)
+    form = f"timeout must be a finite number of seconds >= 0, got {timeout!r}"
+    if not is_number(timeout):
+        raise LineageParamTypeError(form)
+    if not (math.isfinite(timeout) and timeout >= 0):  # NaN, inf: a deadline never comes
+        raise LineageMergeError(form)
+    world_size = check_optional_int("world_size", world_size, minimum=1)
+    check_host("host", host)
+    check_bool("job_view", job_view)
+    directory = os.path.realpath(given)
     if not os.path.isdir(directory):
-        raise LineageMergeError(f"run_dir {os.fspath(run_dir)!r} is not a directory")
-    # `not timeout >= 0` also refuses NaN, whose deadline would never come.
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
-        raise LineageMergeError(f"timeout must be a number of seconds >= 0, got {timeout!r}")
+        raise LineageMergeError(f"run_dir {given!r} is not a directory")
     extra = checked_user_defined(user_defined)
-    if not rank_dirs(directory):
+    found = sorted(rank_dirs(directory))
+    if not found:
         raise LineageMergeError(
             f"no rank_<n> directory in {directory}: the offline merge reads the rank_0, "
             f"rank_1, ... directories of a distributed job"
         )
+    if world_size is not None and found[-1] >= world_size:
+        raise LineageMergeError(f"world_size {world_size} is too small for {directory}: it holds "
+                                f"the rank dirs of ranks {ranks_text(found)} (world_size must "
+                                f"be at least {found[-1] + 1})")
     lineages, expected = _wait_for_ranks(directory, timeout, world_size, _CLOCK)
     on_disk = rank_dirs(directory)
     statistics = job_statistics_of_dirs(on_disk) if job_view else None

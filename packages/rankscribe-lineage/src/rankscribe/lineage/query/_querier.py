@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from rankscribe.lineage._checks import check_optional_bool, check_path
 from rankscribe.lineage.errors import (
     LineageFileNotFoundError,
     LineageParamTypeError,
@@ -273,6 +274,7 @@ def filter_summary_lineage(
         LineageParamSummaryPathError, LineageSearchConditionParamError,
         LineageFileNotFoundError, LineageQuerySummaryDataError.
     """
+    check_optional_bool("use_index", use_index)
     with cyclic_gc_paused():
         return _filter_summary_lineage(summary_base_dir, search_condition, use_index)
 
@@ -352,6 +354,13 @@ def filter_runs(
             offset or lineage_type.
         LineageFileNotFoundError: no lineage file under ``base_dir``.
     """
+    check_path("base_dir", base_dir)
+    if lineage_type is not None and not isinstance(lineage_type, (str, Sequence)):
+        raise LineageParamTypeError(
+            f"lineage_type must be 'model', 'dataset' or a list of them, "
+            f"got {type(lineage_type).__name__}"
+        )
+    check_optional_bool("use_index", use_index)
     with cyclic_gc_paused():
         return _filter_runs(base_dir, where, order_by, limit, offset, lineage_type, use_index)
 

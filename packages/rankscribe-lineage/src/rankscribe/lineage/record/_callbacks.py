@@ -60,7 +60,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from rankscribe.lineage._checks import is_int
+from rankscribe.lineage._checks import check_mapping, is_int
 from rankscribe.lineage.errors import (
     LineageError,
     LineageLogError,
@@ -410,6 +410,7 @@ class EvalLineage(LineageCallback):
 
 def train_lineage_from_args(args: Mapping[str, Any]) -> TrainLineageInfo:
     """The train lineage of a finished training run, from its original args."""
+    check_mapping("args", args)
     dataset = args.get("train_dataset")
     batch_size = _batch_size(dataset, args)
     epoch = args.get("epoch_num")
@@ -440,6 +441,7 @@ def train_lineage_from_args(args: Mapping[str, Any]) -> TrainLineageInfo:
 
 def eval_lineage_from_args(args: Mapping[str, Any]) -> EvalLineageInfo:
     """The evaluation lineage of a finished evaluation, from its original args."""
+    check_mapping("args", args)
     metrics = args.get("metrics")
     if metrics is not None and not isinstance(metrics, Mapping):
         raise LineageParamValueError(

@@ -19,6 +19,13 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from rankscribe.lineage._checks import (
+    check_host,
+    check_optional_int,
+    check_optional_mapping,
+    check_path,
+)
+from rankscribe.lineage.errors import LineageParamTypeError
 from rankscribe.lineage.record._dataset_graph import DatasetGraphInfo
 from rankscribe.lineage.record._model import (
     EvalLineageInfo,
@@ -91,10 +98,16 @@ def write_merged_lineage(
     ``user_defined`` adds keys (e.g. the job view's verdicts) to the lineage's
     own ``user_defined``; ``lineage`` itself is not changed.
     """
+    directory = check_path("run_dir", run_dir)
+    if not isinstance(lineage, RunLineage):
+        raise LineageParamTypeError(
+            f"lineage must be a RunLineage, got {type(lineage).__name__}")
+    check_host("host", host)
+    check_optional_int("timestamp", timestamp, minimum=0)
+    check_optional_mapping("user_defined", user_defined)
     if user_defined:
         lineage = RunLineage.from_json_dict(lineage.to_json_dict())
         lineage.sections["user_defined"].update(user_defined)
-    directory = os.fspath(run_dir)
     existing = sorted(name for name in os.listdir(directory) if is_merged_lineage_name(name))
     name = existing[-1] if existing else merged_lineage_name(timestamp, host)
     records = (frame(event.SerializeToString()) for event in lineage_events(lineage))

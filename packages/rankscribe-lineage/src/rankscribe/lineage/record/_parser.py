@@ -30,7 +30,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rankscribe.lineage.errors import LineageSummaryAnalyzeException
+from rankscribe.lineage._checks import check_optional_mapping, check_path
+from rankscribe.lineage.errors import LineageParamTypeError, LineageSummaryAnalyzeException
 from rankscribe.lineage.record._dataset_graph import DatasetGraphInfo, graph_dict_from_proto
 from rankscribe.lineage.record._discovery import LineageFile, list_lineage_files
 from rankscribe.lineage.record._model import (
@@ -327,6 +328,11 @@ def parse_run(
     graph_memo: dict[bytes, dict[str, Any]] | None = None,
 ) -> ParsedRun:
     """Fold the lineage files of ``directory`` (already listed, or listed now)."""
+    directory = check_path("directory", directory)
+    check_optional_mapping("graph_memo", graph_memo)
+    if files is not None and not isinstance(files, list):
+        raise LineageParamTypeError(
+            f"files must be a list of LineageFile or None, got {type(files).__name__}")
     if files is None:
         files = list_lineage_files(directory)
     result = ParsedRun(None)

@@ -21,6 +21,7 @@ from typing import BinaryIO
 
 from crc32c import crc32c as _crc32c_value
 
+from rankscribe.writer._arguments import check_bool, check_path
 from rankscribe.writer.errors import CorruptRecordError
 from rankscribe.writer.format._crc import mask, masked_crc32c
 
@@ -112,6 +113,9 @@ class RecordReader:
     """
 
     def __init__(self, source: str | os.PathLike[str] | BinaryIO, *, strict: bool = True) -> None:
+        if not callable(getattr(source, "read", None)):  # a stream is read as it is
+            check_path(source, "source", caller="RecordReader")
+        check_bool(strict, "strict", caller="RecordReader")
         self._source = source
         self._strict = strict
         self.torn_tail: TornTail | None = None
@@ -196,6 +200,6 @@ def _read_at_most(stream: BinaryIO, size: int) -> bytes:
 def read_records(
     source: str | os.PathLike[str] | BinaryIO, *, strict: bool = True
 ) -> Iterator[bytes]:
-    """Yield the payload of every complete record in ``source``."""
-    for record in RecordReader(source, strict=strict):
-        yield record.payload
+    """Yield the payload of every complete record in ``source`` (arguments checked now)."""
+    reader = RecordReader(source, strict=strict)
+    return (record.payload for record in reader)

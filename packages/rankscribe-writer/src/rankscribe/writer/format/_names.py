@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rankscribe.writer._arguments import check_non_negative_int
+from rankscribe.writer._arguments import check_non_negative_int, check_path
 from rankscribe.writer.errors import WriterTypeError, WriterValueError
 
 LINEAGE_SUFFIX = "_lineage"
@@ -242,6 +242,7 @@ def parse_file_name(path: str | os.PathLike[str]) -> EventFileName:
     Raises:
         WriterValueError: the name is not an event file name.
     """
+    check_path(path, "path", caller="parse_file_name")
     name = os.path.basename(os.fspath(path))
     kind = file_kind(name)
     match = _MINDSPORE_NAME.match(name) if kind in (FileKind.SUMMARY, FileKind.LINEAGE) else None
@@ -320,6 +321,7 @@ def list_summary_files(
         FileNotFoundError, NotADirectoryError: ``directory`` is not a directory.
         WriterValueError: ``kind`` is not one of the above.
     """
+    check_path(directory, "directory", caller="list_summary_files")
     wanted = coerce_kind(kind)
     found: list[Path] = []
     with os.scandir(directory) as entries:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from rankscribe.writer._arguments import check_bool, check_path
 from rankscribe.writer.files import FileKind, list_summary_files
 from rankscribe.writer.reader._columns import scalar_arrays
 from rankscribe.writer.reader._decoded import (
@@ -31,6 +32,8 @@ def load_dir(directory: str | os.PathLike[str], *, strict: bool = False) -> list
     Files come in :func:`list_summary_files` order and events in file order.
     ``directory`` may also name a single summary file.
     """
+    check_path(directory, "directory", caller="load_dir")
+    check_bool(strict, "strict", caller="load_dir")
     return [
         decode_event(event)
         for path in _summary_files(directory)
@@ -42,6 +45,8 @@ def load_lineage_dir(
     directory: str | os.PathLike[str], *, strict: bool = False
 ) -> list[LineageRecord]:
     """Return every record of every ``_lineage`` file in ``directory``, decoded, in order."""
+    check_path(directory, "directory", caller="load_lineage_dir")
+    check_bool(strict, "strict", caller="load_lineage_dir")
     return [
         decode_lineage_event(event)
         for path in list_summary_files(directory, FileKind.LINEAGE)
@@ -61,6 +66,8 @@ def scalars(
     keep only the last). An event without a step counts as step 0, as it does
     for MindInsight. Values are the stored float32, widened.
     """
+    check_path(source, "source", caller="scalars")
+    check_bool(strict, "strict", caller="scalars")
     return {
         tag: list(zip(steps.tolist(), values.tolist(), strict=True))
         for tag, (steps, values) in scalar_arrays(source, strict=strict).items()

@@ -1,0 +1,180 @@
+"""Every public function of the lineage package, every argument in an obvious wrong form.
+
+For each function of ``rankscribe.lineage.__all__`` and ``rankscribe.lineage.jobview``'s
+``__all__`` that takes arguments, a call that works is given below; the sweep
+replaces one argument at a time with wrong values chosen from its annotation
+(None or an int where a path belongs, a str or a bool or a float where an int
+belongs, a str where a flag belongs, an infinite or NaN timeout, an int where
+a str or a mapping belongs). Each must be refused with the package's error
+(:class:`LineageError`) naming the argument, not with a raw ``TypeError`` or
+``AttributeError`` from deep inside, and not accepted.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rankscribe import lineage
+from rankscribe.lineage import (
+    LineageError,
+    LineageExpressionError,
+    LineageParamSummaryPathError,
+    RankSeries,
+    RunLineage,
+)
+from rankscribe.lineage import jobview as jobview_module
+from rankscribe.lineage.jobview import JobStatistics, StragglerEvidence
+from rankscribe.writer import SummaryRecord
+
+Arguments = tuple[tuple[Any, ...], dict[str, Any]]
+
+
+def _job(tmp_path: Path) -> Path:
+    job = tmp_path / "job"
+    with SummaryRecord(job / "rank_0", rank=0) as record:
+        record.add_value("scalar", "loss", 0.5)
+        record.record(1)
+    return job
+
+
+GOLDEN_RUN = Path(__file__).resolve().parents[1] / "compat" / "data" / "mindspore-2.10" / (
+    "lineage_train_eval")
+
+
+def _base(tmp_path: Path) -> Path:
+    """A base dir holding one run MindSpore recorded (``base/run``)."""
+    base = tmp_path / "base"
+    shutil.copytree(GOLDEN_RUN, base / "run")
+    return base
+
+
+def _run(tmp_path: Path) -> str:
+    return str(_base(tmp_path) / "run")
+
+
+# name -> a call that works: (positional, keyword) arguments made in tmp_path
+VALID: dict[str, Callable[[Path], Arguments]] = {
+    "filter_runs": lambda t: ((_base(t),), {}),
+    "filter_summary_lineage": lambda t: ((str(_base(t)),), {}),
+    "get_run_lineage": lambda t: ((_run(t),), {}),
+    "get_summary_lineage": lambda t: ((_run(t),), {}),
+    "merge_rank_lineages": lambda t: (({0: RunLineage("x")},), {}),
+    "merge_run_dir": lambda t: ((_job(t),), {}),
+    "parse_run": lambda t: ((_run(t),), {}),
+    "series_from_dir": lambda t: ((_job(t) / "rank_0", 0), {}),
+    "write_hparams": lambda t: ((_base(t),), {}),
+    "write_job_view": lambda t: ((_base(t), {0: RankSeries(0, {"a": [(1, 1.0)]})}),
+                                 {"world_size": 1}),
+    "write_merged_lineage": lambda t: ((_run(t), RunLineage(str(t))), {}),
+    "eval_lineage_from_args": lambda t: (({},), {}),
+    "train_lineage_from_args": lambda t: (({},), {}),
+    "is_timing_tag": lambda t: (("rankscribe/step_time",), {}),
+    "session_values": lambda t: ((RunLineage("x"),), {}),
+    "straggler_verdicts": lambda t: ((StragglerEvidence(),), {}),
+    "timing_evidence": lambda t: ((JobStatistics(),), {}),
+    "verdict_lines": lambda t: (({},), {}),
+}
+# Public callables without a row above, and why the sweep leaves them out.
+LEFT_OUT = {
+    # Dataclasses of the lineage model: data, converted to and from protobuf.
+    "Algorithm", "DatasetGraphInfo", "EvalLineageInfo", "HyperParameters", "JobView",
+    "MergeOutcome", "ModelFile", "OperationInfo", "OperationParameterInfo", "ParsedRun",
+    "RankSeries", "RunLineage", "TrainDataset", "TrainLineageInfo", "UserDefinedInfo",
+    "ValidDataset", "JobStatistics", "SeriesLike", "StragglerEvidence",
+    # Callbacks: test_callbacks.py checks their arguments (a SummaryRecord is needed).
+    "EvalLineage", "TrainLineage",
+    # Take anything: a tag of any type is named, values of any array-like are ratios.
+    "timing_name", "paired_ratios",
+}
+
+
+# MindInsight's own API keeps MindInsight's message for a path that is not an
+# absolute str path (LineageParamSummaryPathError, "The summary path is invalid."):
+# scripts written for MindInsight match it, so it does not name the argument.
+MINDINSIGHT_PATHS = {
+    ("filter_summary_lineage", "summary_base_dir"),
+    ("get_run_lineage", "summary_dir"),
+    ("get_summary_lineage", "summary_dir"),
+}
+
+
+def _public() -> dict[str, Callable[..., Any]]:
+    found: dict[str, Callable[..., Any]] = {}
+    for module in (lineage, jobview_module):
+        for name in module.__all__:
+            item = getattr(module, name)
+            if callable(item) and not (isinstance(item, type) and issubclass(item, Exception)):
+                found[name] = item
+    return found
+
+
+def _wrong_values(name: str, annotation: str) -> list[Any]:  # noqa: PLR0911 - one per form
+    """Obvious wrong values for an argument annotated ``annotation``."""
+    optional = "None" in annotation
+    if "PathLike" in annotation or name.endswith(("_dir", "directory")):
+        return [5, b"bytes/path"] + ([] if optional else [None])
+    if "Mapping" in annotation or annotation.startswith("dict"):
+        return [5, "text"] + ([] if optional else [None])
+    if "Sequence[int]" in annotation:
+        return [5, None, "01"]
+    if annotation.startswith("bool"):
+        return ["yes", 1] + ([] if optional else [None])
+    if annotation.startswith("int"):
+        return ["1", True, 1.5] + ([] if optional else [None])
+    if annotation == "float" and "timeout" in name:
+        return ["1", True, math.inf, math.nan, -1.0]
+    if annotation.startswith("str"):
+        return [5] + ([] if optional else [None])
+    return []
+
+
+def _cases() -> list[Any]:
+    cases = []
+    for function_name, function in sorted(_public().items()):
+        if function_name not in VALID:
+            continue
+        for parameter in inspect.signature(function).parameters.values():
+            for wrong in _wrong_values(parameter.name, str(parameter.annotation)):
+                cases.append(pytest.param(function_name, parameter.name, wrong,
+                                          id=f"{function_name}({parameter.name}={wrong!r})"))
+    return cases
+
+
+def test_every_public_function_is_swept_or_left_out_with_a_reason() -> None:
+    assert set(_public()) == set(VALID) | LEFT_OUT
+    assert not set(VALID) & LEFT_OUT
+
+
+@pytest.mark.parametrize(("function_name", "argument", "wrong"), _cases())
+def test_a_wrong_argument_is_refused_by_name(
+    tmp_path: Path, function_name: str, argument: str, wrong: Any
+) -> None:
+    function = _public()[function_name]
+    positional, keywords = VALID[function_name](tmp_path)
+    bound = inspect.signature(function).bind_partial(*positional, **keywords)
+    bound.arguments[argument] = wrong
+    with pytest.raises(LineageError) as caught:
+        function(*bound.args, **bound.kwargs)
+    if (function_name, argument) in MINDINSIGHT_PATHS:
+        assert isinstance(caught.value, LineageParamSummaryPathError)
+        assert "The summary path is invalid." in str(caught.value)
+    elif (function_name, argument) == ("filter_runs", "where"):
+        # The filter's own error, which shows the expression and the column.
+        assert isinstance(caught.value, LineageExpressionError)
+        assert "the filter must be a str" in str(caught.value)
+    else:
+        assert argument in str(caught.value), str(caught.value)
+    assert isinstance(caught.value, (TypeError, ValueError, OSError))
+
+
+@pytest.mark.parametrize("function_name", sorted(VALID))
+def test_the_valid_call_of_the_sweep_works(tmp_path: Path, function_name: str) -> None:
+    positional, keywords = VALID[function_name](tmp_path)
+    _public()[function_name](*positional, **keywords)
