@@ -6,7 +6,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -465,7 +465,9 @@ def test_a_source_that_cannot_be_read_is_warned_about_by_rank_0_only(
         info = RankInfo(rank=rank, world_size=2, local_rank=rank, local_size=2, host="h",
                         launcher="pmi")
         instance = SummaryCollector(tmp_path, collect_freq=1, collect_specified_data=NO_LANDSCAPE,
-                                    rank_info=info, coordinator=FakeCoordinator(rank=rank))
+                                    rank_info=info,
+                                    # registered as a Coordinator (above): mypy cannot see it
+                                    coordinator=cast(Coordinator, FakeCoordinator(rank=rank)))
         caplog.clear()
         with caplog.at_level(logging.DEBUG, logger="rankscribe"):
             TrainLoop(loss_step, network=network).train(1, flat, callbacks=[instance])

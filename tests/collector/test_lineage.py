@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -187,7 +188,7 @@ def test_the_dataset_size_of_a_numpy_run_counts_samples_not_batches(tmp_path: Pa
     loop = TrainLoop(lambda batch: 1.0, network=network,
                      optimizer=ArrayOptimizer(network, learning_rate=0.1),
                      eval_fn=lambda batch: {"acc": 1.0})
-    datasets = {
+    datasets: dict[str, Iterable[Any]] = {
         "list": [(np.ones((4, 3)), np.zeros(4)) for _ in range(5)],
         "arrays": ArrayDataset(np.ones((18, 3)), np.zeros(18), batch_size=4),
         "unknown": [{"x": 1.0}, {"x": 2.0}],  # batches whose rows nobody can count

@@ -54,8 +54,8 @@ def train(directory: Path, network: nn.Module, *, forwards: int = 1, collect_fre
 
     def step(batch: Any) -> torch.Tensor:
         optimizer.zero_grad()
-        loss = sum(nn.functional.cross_entropy(network(batch[0]), batch[1])
-                   for _ in range(forwards))
+        loss = torch.stack([nn.functional.cross_entropy(network(batch[0]), batch[1])
+                            for _ in range(forwards)]).sum()
         loss.backward()
         optimizer.step()
         return loss
@@ -179,7 +179,9 @@ def test_the_device_fingerprint_tells_one_changed_byte_apart(monkeypatch: pytest
     total = sum(part.nbytes for part in parts[0])
     assert slice_fingerprint(parts[0], 0, total) == slice_fingerprint(parts[1], 0, total)
     with torch.no_grad():
-        raw = second[1].bias.view(torch.uint8)
+        layer = second[1]
+        assert isinstance(layer, nn.Linear)
+        raw = layer.bias.view(torch.uint8)
         raw[3] ^= 1  # one bit of one byte
     assert slice_fingerprint(parts[0], 0, total) != slice_fingerprint(parts[1], 0, total)
 

@@ -12,6 +12,7 @@ import logging
 import struct
 import tracemalloc
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,7 @@ from rankscribe.writer import SummaryRecord, reader
 from rankscribe.writer.errors import CorruptRecordError, WriterTypeError, WriterValueError
 from rankscribe.writer.files import RECORD_OVERHEAD, frame
 from rankscribe.writer.format._crc import masked_crc32c
+from rankscribe.writer.pb import summary_pb2, tensorboard_pb2
 from rankscribe.writer.reader import _columns, _record_groups, read_events, read_tensorboard_events
 
 SUMMARY_NAME = "events.out.events.summary.1795244534.0.vm_MS"
@@ -115,28 +117,39 @@ def as_text(tag: str | bytes) -> str:
     return tag if isinstance(tag, str) else tag.decode("utf-8", "backslashreplace")
 
 
+def decoded_events(path: Path, *, tensorboard: bool
+                   ) -> Iterator[summary_pb2.Event | tensorboard_pb2.Event]:
+    """The file's events as protobuf decodes them (one function: mypy keeps both Event types)."""
+    if tensorboard:
+        yield from read_tensorboard_events(path)
+    else:
+        yield from read_events(path)
+
+
 def protobuf_points(path: Path, tags: set[str] | None = None, *, tensorboard: bool = False):
     """{tag: (steps, values)} from protobuf messages, TensorBoard's scalars rule included."""
-    points: dict[str, list[tuple[int, float]]] = {}
-    tensor_points: dict[str, list[tuple[int, float]]] = {}
+    # (event index, value position, step, number): ordered as protobuf decoding meets them
+    points: dict[str, list[tuple[int, int, int, float]]] = {}
+    tensor_points: dict[str, list[tuple[int, int, int, float]]] = {}
     plugin_of: dict[str, str] = {}
-    order: dict[str, int] = {}
-    events = read_tensorboard_events(path) if tensorboard else read_events(path)
-    for index, event in enumerate(events):
+    order: dict[str, tuple[int, int]] = {}
+    for index, event in enumerate(decoded_events(path, tensorboard=tensorboard)):
         if event.WhichOneof("what") != "summary":
             continue
-        for position, value in enumerate(event.summary.value):
+        values: list[summary_pb2.Summary.Value | tensorboard_pb2.Summary.Value]
+        values = list(event.summary.value)
+        for position, value in enumerate(values):
             tag = as_text(value.tag)
             if tags is not None and tag not in tags:
                 continue
             which = value.WhichOneof("value")
-            if tensorboard and value.HasField("metadata"):
+            if isinstance(value, tensorboard_pb2.Summary.Value) and value.HasField("metadata"):
                 plugin_of.setdefault(tag, value.metadata.plugin_data.plugin_name)
             if which in ("scalar_value", "simple_value"):
                 order.setdefault(tag, (index, position))
                 number = getattr(value, which)
                 points.setdefault(tag, []).append((index, position, event.step, number))
-            elif tensorboard and which == "tensor":
+            elif isinstance(value, tensorboard_pb2.Summary.Value) and which == "tensor":
                 number = _record_groups.tensor_number(value.tensor)
                 if number is not None:
                     tensor_points.setdefault(tag, []).append((index, position, event.step, number))

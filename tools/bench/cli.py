@@ -47,13 +47,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import lineage as lineage_bench
+# The repository root, so that the sibling bench resolves as tools.bench.lineage both when
+# run as a script and under mypy (which reads tools/ from the root).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from rankscribe.lineage import filter_runs
 from rankscribe.lineage.index._cache import INDEX_NAME, forget_scans
 from rankscribe.lineage.index._index_file import load_index
+from tools.bench import lineage as lineage_bench
 
 WHERE = "loss < 0.5"
 SORT = "metric/acc desc"

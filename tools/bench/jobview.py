@@ -219,11 +219,13 @@ def _subtree(first_rank: int, count: int, first: int, steps: int,
             partial.per_rank[tag] = {int(rank): (step_numbers, values[index])
                                      for index, rank in enumerate(ranks)}
         mean = values.mean(axis=0)
+        none = np.zeros(steps, dtype=np.int64)  # the values are finite: no NaN, no inf
         partial.tags[tag] = TagStatistics(
-            steps=step_numbers, count=np.full(steps, count, dtype=np.int64), mean=mean,
+            steps=step_numbers, count=np.full(steps, count, dtype=np.int64), finite_mean=mean,
             m2=((values - mean) ** 2).sum(axis=0), minimum=values.min(axis=0),
             min_rank=ranks[values.argmin(axis=0)], maximum=values.max(axis=0),
-            max_rank=ranks[values.argmax(axis=0)])
+            max_rank=ranks[values.argmax(axis=0)], nan=none, posinf=none.copy(),
+            neginf=none.copy())
     partial.last_steps = {int(rank): first + steps - 1 for rank in ranks}
     return partial
 
@@ -309,6 +311,9 @@ def main() -> None:
     parser.add_argument("--tree-steps", type=int, default=100_000)
     parser.add_argument("--interval-steps", type=int, default=300)
     args = parser.parse_args()
+    if args.tree_ranks <= FAN_IN:
+        # rank 0's node stands for FAN_IN non-empty subtrees of the other ranks
+        parser.error(f"--tree-ranks must be at least {FAN_IN + 1}, got {args.tree_ranks}")
     parts = set(args.parts.split(","))
     # The bench's ranks write no lineage: the merge's "without ranks" warning is expected.
     logging.getLogger("rankscribe").setLevel(logging.ERROR)

@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sized
 from pathlib import Path
 
 from rankscribe.writer import SummaryRecord, reader
@@ -107,8 +107,8 @@ def _row(name: str, seconds: float, points: int, ours: float | None = None) -> N
     print(f"  {name:<44} {seconds:8.3f} s {points / seconds / 1e6:8.2f} M points/s  {ratio}")
 
 
-def _count(curves: dict[str, tuple[object, object]]) -> int:
-    return sum(len(steps) for steps, _ in curves.values())  # type: ignore[arg-type]
+def _count(curves: Mapping[str, tuple[Sized, object]]) -> int:
+    return sum(len(steps) for steps, _ in curves.values())
 
 
 def main() -> int:

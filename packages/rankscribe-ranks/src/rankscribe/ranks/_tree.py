@@ -143,7 +143,7 @@ class TreeChannel(abc.ABC):
         envelope = _ENVELOPE.pack(_MAGIC, round_number, len(payload)) + bytes(payload)
         return self._send(envelope, deadline)
 
-    def receive(self, round_number: int, timeout: float) -> dict[int, list[Message]]:
+    def receive(self, round_number: int, timeout: float) -> dict[int, list[tuple[int, bytes]]]:
         """The children's messages, waiting until each sent round ``round_number`` or the timeout.
 
         Returns ``child -> [(round, payload), ...]`` in order: every message

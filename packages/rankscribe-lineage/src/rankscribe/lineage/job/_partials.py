@@ -77,7 +77,9 @@ class Partial:
     """The merged new points of a group of ranks for one interval (see the module docstring)."""
 
     tags: dict[str, TagStatistics] = field(default_factory=dict)
-    per_rank: dict[str, dict[int, RankArrays]] = field(default_factory=dict)
+    # (steps, values) columns, spelled out: this is a public class (RankArrays is private)
+    per_rank: dict[str, dict[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]] = (
+        field(default_factory=dict))
     last_steps: dict[int, int] = field(default_factory=dict)
     nonfinite_loss: dict[int, int] = field(default_factory=dict)
     finished: set[int] = field(default_factory=set)
@@ -86,7 +88,8 @@ class Partial:
     def of_rank(
         cls,
         rank: int,
-        scalars: Mapping[str, Iterable[tuple[int, float]] | RankArrays],
+        scalars: Mapping[str, Iterable[tuple[int, float]]
+                         | tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]],
         *,
         last_step: int = -1,
         finished: bool = False,
