@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from rankscribe import writer
-from rankscribe.writer import SummaryRecord, WriterError
+from rankscribe.writer import SummaryRecord, WriterError, files, reader
 
 Arguments = tuple[tuple[Any, ...], dict[str, Any]]
 
@@ -65,13 +65,27 @@ LEFT_OUT = {
 }
 
 
+#: Names the package once listed at its top level and now lists only in their home module
+#: (one spelling per name, docs/contributing.md): swept there.
+MOVED_HOME = {
+    "RecordReader": files, "read_records": files, "parse_file_name": files,
+    "decode_event": reader, "decode_lineage_event": reader, "list_summary_files": reader,
+    "load_dir": reader, "load_lineage_dir": reader, "read_events": reader,
+    "read_lineage_events": reader, "read_tensorboard_events": reader, "scalars": reader,
+}
+
+
 def _public() -> dict[str, Callable[..., Any]]:
-    return {
+    found = {
         name: getattr(writer, name) for name in writer.__all__
         if callable(getattr(writer, name))
         and not (isinstance(getattr(writer, name), type)
                  and issubclass(getattr(writer, name), Exception))
     }
+    for name, home in MOVED_HOME.items():
+        assert name in home.__all__, f"{name} is not public in {home.__name__}"
+        found.setdefault(name, getattr(home, name))
+    return found
 
 
 def _wrong_values(name: str, annotation: str) -> list[Any]:
