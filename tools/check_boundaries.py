@@ -5,8 +5,9 @@
 Looks at every ``packages/*/src/rankscribe/<package>/`` under the root (the
 repository by default) and fails, listing each offender, when:
 
-- a source module is longer than 500 lines (generated ``*_pb2.py`` files and
-  ``.pyi`` stubs aside);
+- a source module is longer than 550 lines as ``ruff format`` lays it out
+  (generated ``*_pb2.py`` files and ``.pyi`` stubs aside): a smell to look at, not a
+  target to split to;
 - modules import each other in a cycle, within a package or across packages.
   Every import statement counts, wherever it stands: at module level, inside a
   function or method, and under ``if TYPE_CHECKING:``. An import inside a
@@ -32,7 +33,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-MAX_LINES = 500
+# 500 lines before the code was formatted; ruff format's one-argument-per-line calls
+# add about 5 %.
+MAX_LINES = 550
 NAMESPACE = "rankscribe"
 # The rankscribe packages each package may import (besides itself); docs/contributing.md.
 ALLOWED_PACKAGES: dict[str, frozenset[str]] = {

@@ -25,8 +25,11 @@ still worth writing): it is skipped with a warning naming it.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from rankscribe.writer.format._names import rank_dir_name
 
 logger = logging.getLogger(__name__)
 
@@ -74,3 +77,18 @@ def launcher_rank(environ: Mapping[str, str]) -> LauncherRank | None:
             continue
         return LauncherRank(launcher, rank_name, rank, size)
     return None
+
+
+def warn_shared_directory(directory: str, launched: LauncherRank, rank: int) -> None:
+    """Say so when the ranks of one launch would all write into ``directory``."""
+    if os.path.basename(os.path.normpath(directory)) == rank_dir_name(rank):
+        return
+    size = "several" if launched.world_size is None else str(launched.world_size)
+    logger.warning(
+        "SummaryRecord(%r) under %s (%s=%d, %s ranks): every rank that opens this "
+        "directory writes its own files into it (this one labelled rank %d), and readers "
+        "of the directory mix the ranks' curves. Give each rank its own directory: "
+        "rankscribe.ranks.rank_dir(%r, rankscribe.ranks.detect()) gives %r.",
+        directory, launched.launcher, launched.variable, launched.rank, size, rank,
+        directory, os.path.join(directory, rank_dir_name(rank)),
+    )

@@ -63,7 +63,7 @@ from rankscribe.writer.record._checks import (
 )
 from rankscribe.writer.record._export import NpyExporter, claim_export_dir
 from rankscribe.writer.record._files import RecordFiles
-from rankscribe.writer.record._launcher import LauncherRank, launcher_rank
+from rankscribe.writer.record._launcher import launcher_rank, warn_shared_directory
 from rankscribe.writer.record._pipeline import Pipeline
 from rankscribe.writer.record._scalar_batches import ScalarBatches
 from rankscribe.writer.record._step_writer import StepWriter
@@ -158,7 +158,7 @@ class SummaryRecord:
              for suffix in (file_suffix, LINEAGE_SUFFIX)), key=len))
         files.make_private_dir(self._directory, group_readable=self._group_readable)
         if launched is not None and launched.shared and not isinstance(rank, str):
-            self._warn_shared_directory(launched, rank)
+            warn_shared_directory(self._directory, launched, rank)
         self._timestamp = claim_timestamp(self._directory)
         self._exporter: NpyExporter | None = None
         if self._export_tensors:
@@ -392,19 +392,6 @@ class SummaryRecord:
         traceback: TracebackType | None,
     ) -> None:
         self.close()
-
-    def _warn_shared_directory(self, launched: LauncherRank, rank: int) -> None:
-        """Say so when the ranks of one launch would all write into this directory."""
-        if os.path.basename(os.path.normpath(self._directory)) == files.rank_dir_name(rank):
-            return
-        size = "several" if launched.world_size is None else str(launched.world_size)
-        logger.warning(
-            "SummaryRecord(%r) under %s (%s=%d, %s ranks): every rank that opens this "
-            "directory writes its own files into it (this one labelled rank %d), and readers "
-            "of the directory mix the ranks' curves. Give each rank its own directory: "
-            "rankscribe.ranks.rank_dir(%r, rankscribe.ranks.detect()) gives %r.",
-            self._directory, launched.launcher, launched.variable, launched.rank, size, rank,
-            self._directory, os.path.join(self._directory, files.rank_dir_name(rank)))
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
