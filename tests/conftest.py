@@ -14,8 +14,9 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 # CI has 2 shared cores: property tests run fewer, deadline-free examples there.
-settings.register_profile("ci", max_examples=60, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.register_profile("dev", max_examples=200, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
@@ -85,7 +86,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                 ids=sorted(table),
             )
         if wants_inputs:
-            cases = [(table[name], path) for name in sorted(table)
-                     for path in targets.corpus_inputs(name)]
-            metafunc.parametrize(f"{group}_fuzz_input", cases,
-                                 ids=[f"{path.parent.name}/{path.name}" for _, path in cases])
+            cases = [
+                (table[name], path)
+                for name in sorted(table)
+                for path in targets.corpus_inputs(name)
+            ]
+            metafunc.parametrize(
+                f"{group}_fuzz_input",
+                cases,
+                ids=[f"{path.parent.name}/{path.name}" for _, path in cases],
+            )

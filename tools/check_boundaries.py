@@ -337,7 +337,9 @@ def check(root: Path) -> Report:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--root", type=Path, default=Path(__file__).resolve().parent.parent,
+        "--root",
+        type=Path,
+        default=Path(__file__).resolve().parent.parent,
         help="the repository root (default: this checkout)",
     )
     args = parser.parse_args(argv)

@@ -156,7 +156,7 @@ def resolve(name: str) -> str | None:
     for index in range(2, len(parts)):
         owner, attribute = ".".join(parts[:index]), parts[index]
         if isinstance(obj, types.ModuleType):
-            optional = _optional_framework_module(owner, attribute, parts[index + 1:])
+            optional = _optional_framework_module(owner, attribute, parts[index + 1 :])
             if optional is not None:
                 return optional or None
             problem = _module_member(owner, obj, attribute)

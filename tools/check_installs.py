@@ -49,8 +49,7 @@ def main(expected: list[str]) -> int:
         want = ROOT / "packages" / name
         if origin != want.resolve() or not editable:
             problems.append(
-                f"{name} {dist.version} comes from {origin or 'an index'}, "
-                f"not editable from {want}"
+                f"{name} {dist.version} comes from {origin or 'an index'}, not editable from {want}"
             )
     for problem in problems:
         print(f"check_installs: {problem}", file=sys.stderr)

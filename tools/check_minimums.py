@@ -54,8 +54,13 @@ def declared_bounds(root: Path) -> list[Bound]:
                 continue
             lower = _LOWER.search(parsed.group(2))
             if lower is not None:
-                bounds.append(Bound(project.get("name", pyproject.parent.name),
-                                    parsed.group(1), lower.group(1).rstrip(".")))
+                bounds.append(
+                    Bound(
+                        project.get("name", pyproject.parent.name),
+                        parsed.group(1),
+                        lower.group(1).rstrip("."),
+                    )
+                )
     return bounds
 
 

@@ -35,8 +35,16 @@ JOBS = [
 ]
 # Generous: a job takes a few seconds on 2 cores.
 JOB_TIMEOUT = 300
-COLUMNS = ["optimizer", "learning_rate", "epoch", "batch_size", "device_num", "loss",
-           "train_dataset_count", "metric/accuracy"]
+COLUMNS = [
+    "optimizer",
+    "learning_rate",
+    "epoch",
+    "batch_size",
+    "device_num",
+    "loss",
+    "train_dataset_count",
+    "metric/accuracy",
+]
 
 
 def _tool(name: str) -> str:
@@ -59,21 +67,41 @@ def main() -> int:
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     for job, options in JOBS:
         # --tensorboard: so `tensorboard --logdir runs` works on the result too
-        command = [mpiexec, "-n", str(args.ranks), sys.executable, str(TRAIN),
-                   "--summary-dir", str(Path(args.base) / job), *options, "--tensorboard"]
-        print(f"\n$ mpiexec -n {args.ranks} python {TRAIN.relative_to(ROOT)} "
-              f"--summary-dir {Path(args.base) / job} {' '.join(options)}", flush=True)
+        command = [
+            mpiexec,
+            "-n",
+            str(args.ranks),
+            sys.executable,
+            str(TRAIN),
+            "--summary-dir",
+            str(Path(args.base) / job),
+            *options,
+            "--tensorboard",
+        ]
+        print(
+            f"\n$ mpiexec -n {args.ranks} python {TRAIN.relative_to(ROOT)} "
+            f"--summary-dir {Path(args.base) / job} {' '.join(options)}",
+            flush=True,
+        )
         subprocess.run(command, check=True, timeout=JOB_TIMEOUT, env=env)
-    query = [_tool("rankscribe-lineage"), "query", args.base, "--sort", "metric/accuracy desc",
-             "--columns", ",".join(COLUMNS)]
+    query = [
+        _tool("rankscribe-lineage"),
+        "query",
+        args.base,
+        "--sort",
+        "metric/accuracy desc",
+        "--columns",
+        ",".join(COLUMNS),
+    ]
     print(f"\n$ rankscribe-lineage query {args.base} --sort 'metric/accuracy desc'", flush=True)
     code = subprocess.run(query, check=False).returncode
     print(flush=True)
     _print_verdicts(args.base)
     report = Path(args.base) / "report.html"
     print(f"\n$ rankscribe-lineage report {args.base} -o {report}", flush=True)
-    drawn = subprocess.run([_tool("rankscribe-lineage"), "report", args.base, "-o", str(report)],
-                           check=False).returncode
+    drawn = subprocess.run(
+        [_tool("rankscribe-lineage"), "report", args.base, "-o", str(report)], check=False
+    ).returncode
     print(f"open {report.resolve()} in a browser: the runs, their curves, the job verdicts")
     return code or drawn
 

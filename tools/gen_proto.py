@@ -49,12 +49,22 @@ def _installed_generator_version() -> str | None:
 def _reexec_in_private_venv(argv: list[str]) -> int:
     python = PRIVATE_VENV / "bin" / "python"
     if not python.exists():
-        print(f"gen_proto: creating {PRIVATE_VENV.relative_to(ROOT)} with "
-              f"{GENERATOR}=={GENERATOR_VERSION}", file=sys.stderr)
+        print(
+            f"gen_proto: creating {PRIVATE_VENV.relative_to(ROOT)} with "
+            f"{GENERATOR}=={GENERATOR_VERSION}",
+            file=sys.stderr,
+        )
         venv.EnvBuilder(with_pip=True, clear=True).create(PRIVATE_VENV)
         subprocess.run(
-            [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-             f"{GENERATOR}=={GENERATOR_VERSION}"],
+            [
+                str(python),
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                f"{GENERATOR}=={GENERATOR_VERSION}",
+            ],
             check=True,
         )
     env = dict(os.environ, **{REEXEC_MARK: "1"})
@@ -101,8 +111,12 @@ def _compare(fresh: dict[str, str], committed: dict[str, str]) -> list[str]:
             problems.append(f"stale (no .proto generates it): {name}")
         elif fresh[name] != committed[name]:
             diff = difflib.unified_diff(
-                committed[name].splitlines(), fresh[name].splitlines(),
-                f"committed/{name}", f"generated/{name}", lineterm="", n=1,
+                committed[name].splitlines(),
+                fresh[name].splitlines(),
+                f"committed/{name}",
+                f"generated/{name}",
+                lineterm="",
+                n=1,
             )
             problems.append(f"differs: {name}\n" + "\n".join(list(diff)[:20]))
     return problems
@@ -110,8 +124,11 @@ def _compare(fresh: dict[str, str], committed: dict[str, str]) -> list[str]:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true",
-                        help="fail if the committed generated code is stale; change nothing")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="fail if the committed generated code is stale; change nothing",
+    )
     args = parser.parse_args(argv)
 
     if _installed_generator_version() != GENERATOR_VERSION:
@@ -129,8 +146,10 @@ def main(argv: list[str]) -> int:
         problems = _compare(fresh, committed)
         if args.check:
             if problems:
-                print("gen_proto --check: generated code is stale; run 'python tools/gen_proto.py'",
-                      file=sys.stderr)
+                print(
+                    "gen_proto --check: generated code is stale; run 'python tools/gen_proto.py'",
+                    file=sys.stderr,
+                )
                 for problem in problems:
                     print(problem, file=sys.stderr)
                 return 1

@@ -392,7 +392,8 @@ def main(argv: list[str] | None = None) -> int:
         "--root", type=Path, default=ROOT, help="the repository root (default: this checkout)"
     )
     parser.add_argument(
-        "--strict-types", action="store_true",
+        "--strict-types",
+        action="store_true",
         help="also fail while a public signature names a type that is not public",
     )
     args = parser.parse_args(argv)
@@ -424,11 +425,14 @@ def main(argv: list[str] | None = None) -> int:
         recorded = path.read_text(encoding="utf-8") if path.exists() else ""
         if recorded != current:
             changed.append(distribution)
-            sys.stdout.writelines(difflib.unified_diff(
-                recorded.splitlines(keepends=True), current.splitlines(keepends=True),
-                fromfile=f"tools/public_api/{distribution}.txt (recorded)",
-                tofile=f"{package} (this checkout)",
-            ))
+            sys.stdout.writelines(
+                difflib.unified_diff(
+                    recorded.splitlines(keepends=True),
+                    current.splitlines(keepends=True),
+                    fromfile=f"tools/public_api/{distribution}.txt (recorded)",
+                    tofile=f"{package} (this checkout)",
+                )
+            )
     if broken:
         print(
             f"{', '.join(broken)} must import for its public API to be read: fix the import "

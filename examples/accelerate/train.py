@@ -32,8 +32,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=2)
     args = parser.parse_args()
     torch.manual_seed(0)
-    config = {"learning_rate": 0.05, "batch_size": 32, "epochs": args.epochs,
-              "optimizer": "SGD"}
+    config = {"learning_rate": 0.05, "batch_size": 32, "epochs": args.epochs, "optimizer": "SGD"}
     model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 2))
     optimizer = torch.optim.SGD(model.parameters(), lr=config["learning_rate"])
     loader = DataLoader(synthetic(256, 1), batch_size=config["batch_size"], shuffle=True)

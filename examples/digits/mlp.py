@@ -44,13 +44,18 @@ class MLP:
     @classmethod
     def create(cls, hidden: int, seed: int) -> MLP:
         rng = np.random.default_rng(seed)
-        return cls({
-            "fc1.weight": (rng.standard_normal((64, hidden)) * np.sqrt(2 / 64)).astype(np.float32),
-            "fc1.bias": np.zeros(hidden, dtype=np.float32),
-            "fc2.weight": (rng.standard_normal((hidden, 10)) * np.sqrt(1 / hidden)).astype(
-                np.float32),
-            "fc2.bias": np.zeros(10, dtype=np.float32),
-        })
+        return cls(
+            {
+                "fc1.weight": (rng.standard_normal((64, hidden)) * np.sqrt(2 / 64)).astype(
+                    np.float32
+                ),
+                "fc1.bias": np.zeros(hidden, dtype=np.float32),
+                "fc2.weight": (rng.standard_normal((hidden, 10)) * np.sqrt(1 / hidden)).astype(
+                    np.float32
+                ),
+                "fc2.bias": np.zeros(10, dtype=np.float32),
+            }
+        )
 
     def logits(self, images: Array) -> tuple[Array, Array, Array]:
         flat = images.reshape(len(images), -1)

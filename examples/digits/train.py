@@ -63,8 +63,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--optimizer", choices=("sgd", "momentum"), default="momentum")
     parser.add_argument("--collect-freq", type=int, default=5, help="collect every N steps")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--tensorboard", action="store_true",
-                        help="also write TensorBoard event files (tensorboard --logdir ...)")
+    parser.add_argument(
+        "--tensorboard",
+        action="store_true",
+        help="also write TensorBoard event files (tensorboard --logdir ...)",
+    )
     args = parser.parse_args(argv)
     for name in ("epochs", "batch_size", "hidden", "collect_freq"):
         if getattr(args, name) < 1:
@@ -100,8 +103,13 @@ class ShuffledShard(ArrayDataset):
     """
 
     def __init__(self, shard: ArrayDataset, steps: int, seed: int) -> None:
-        super().__init__(*shard.columns, batch_size=shard.batch_size, drop_remainder=True,
-                         path=shard.dataset_path, description=shard.dataset_graph)
+        super().__init__(
+            *shard.columns,
+            batch_size=shard.batch_size,
+            drop_remainder=True,
+            path=shard.dataset_path,
+            description=shard.dataset_graph,
+        )
         self._steps = steps
         self._rng = np.random.default_rng(seed)
 
@@ -116,7 +124,7 @@ class ShuffledShard(ArrayDataset):
         order = self._rng.permutation(self.rows)
         for step in range(self._steps):
             last = step == self._steps - 1
-            rows = order[step * self.batch_size:None if last else (step + 1) * self.batch_size]
+            rows = order[step * self.batch_size : None if last else (step + 1) * self.batch_size]
             yield tuple(column[rows] for column in self.columns)
 
 
@@ -132,24 +140,40 @@ class EpochAccuracy(Progress):
             return
         params = run_context.original_args()
         accuracy = self.model.correct(self.data.test_images, self.data.test_labels) / len(
-            self.data.test_labels)
-        self.write(f"epoch {params.cur_epoch_num}/{params.epoch_num}  "
-                   f"test accuracy {accuracy:.3f}")
+            self.data.test_labels
+        )
+        self.write(f"epoch {params.cur_epoch_num}/{params.epoch_num}  test accuracy {accuracy:.3f}")
 
 
 MLP_GRAPH = {
     "name": "DigitsMLP",
     "nodes": [
         {"name": "flatten", "op_type": "Flatten", "scope": "Default", "inputs": ["images"]},
-        {"name": "fc1", "op_type": "MatMul", "scope": "Default/fc1",
-         "inputs": ["flatten", "fc1.weight"]},
-        {"name": "fc1_bias", "op_type": "BiasAdd", "scope": "Default/fc1",
-         "inputs": ["fc1", "fc1.bias"]},
+        {
+            "name": "fc1",
+            "op_type": "MatMul",
+            "scope": "Default/fc1",
+            "inputs": ["flatten", "fc1.weight"],
+        },
+        {
+            "name": "fc1_bias",
+            "op_type": "BiasAdd",
+            "scope": "Default/fc1",
+            "inputs": ["fc1", "fc1.bias"],
+        },
         {"name": "relu", "op_type": "ReLU", "scope": "Default", "inputs": ["fc1_bias"]},
-        {"name": "fc2", "op_type": "MatMul", "scope": "Default/fc2",
-         "inputs": ["relu", "fc2.weight"]},
-        {"name": "fc2_bias", "op_type": "BiasAdd", "scope": "Default/fc2",
-         "inputs": ["fc2", "fc2.bias"]},
+        {
+            "name": "fc2",
+            "op_type": "MatMul",
+            "scope": "Default/fc2",
+            "inputs": ["relu", "fc2.weight"],
+        },
+        {
+            "name": "fc2_bias",
+            "op_type": "BiasAdd",
+            "scope": "Default/fc2",
+            "inputs": ["fc2", "fc2.bias"],
+        },
     ],
     "parameters": ["images", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"],
     "outputs": ["fc2_bias"],
@@ -168,26 +192,31 @@ def train(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]] | None:
     leader = info.rank == 0
 
     data = Digits.load(args.seed)
-    full = ArrayDataset(data.train_images, data.train_labels, batch_size=args.batch_size,
-                        path="sklearn.datasets.load_digits",
-                        description={"op_type": "DigitsShard", "shuffle": True,
-                                     "batch_size": args.batch_size})
+    full = ArrayDataset(
+        data.train_images,
+        data.train_labels,
+        batch_size=args.batch_size,
+        path="sklearn.datasets.load_digits",
+        description={"op_type": "DigitsShard", "shuffle": True, "batch_size": args.batch_size},
+    )
     shard = full.shard(info.world_size, info.rank)
     # Every rank must take the same number of steps (each ends in an allreduce).
     steps = (len(data.train_labels) // info.world_size) // args.batch_size
     train_set = ShuffledShard(shard, steps, seed=args.seed * 1000 + info.rank)
     # Each rank evaluates its shard in one batch; the counts are summed over the ranks.
-    test_shard = ArrayDataset(data.test_images, data.test_labels, batch_size=1,
-                              path="sklearn.datasets.load_digits").shard(info.world_size,
-                                                                          info.rank)
-    test_set = ArrayDataset(*test_shard.columns, batch_size=test_shard.rows,
-                            path="sklearn.datasets.load_digits")
+    test_shard = ArrayDataset(
+        data.test_images, data.test_labels, batch_size=1, path="sklearn.datasets.load_digits"
+    ).shard(info.world_size, info.rank)
+    test_set = ArrayDataset(
+        *test_shard.columns, batch_size=test_shard.rows, path="sklearn.datasets.load_digits"
+    )
 
     model = MLP.create(args.hidden, args.seed)  # the same start on every rank
     optimizer = Optimizer(model, args.optimizer, args.lr)
     network = ArrayNetwork(model.weights, graph=MLP_GRAPH, name="DigitsMLP")
-    optimizer_view = ArrayOptimizer(network, learning_rate=args.lr,
-                                    name="Momentum" if args.optimizer == "momentum" else "SGD")
+    optimizer_view = ArrayOptimizer(
+        network, learning_rate=args.lr, name="Momentum" if args.optimizer == "momentum" else "SGD"
+    )
 
     def step(batch: tuple[np.ndarray, np.ndarray]) -> float:
         images, labels = batch
@@ -202,7 +231,7 @@ def train(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]] | None:
             offset = 0
             for name in names:
                 size = gradients[name].size
-                gradients[name] = flat[offset:offset + size].reshape(gradients[name].shape)
+                gradients[name] = flat[offset : offset + size].reshape(gradients[name].shape)
                 offset += size
             optimizer.apply(gradients)
         # A summary operator: kept only at this rank's share of the tensor steps.
@@ -215,28 +244,39 @@ def train(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]] | None:
         # (averaged counts: their ratio is the job's accuracy)
         return {"accuracy": counts[0] / counts[1]}
 
-    loop = TrainLoop(step, network=network, optimizer=optimizer_view,
-                     loss_fn=SoftmaxCrossEntropy(), eval_fn=evaluate)
+    loop = TrainLoop(
+        step,
+        network=network,
+        optimizer=optimizer_view,
+        loss_fn=SoftmaxCrossEntropy(),
+        eval_fn=evaluate,
+    )
     collector = SummaryCollector(
-        str(summary_dir), collect_freq=args.collect_freq,
+        str(summary_dir),
+        collect_freq=args.collect_freq,
         # The loss landscape needs many saved parameter sets; this example skips it.
         collect_specified_data={"collect_landscape": None},
         custom_lineage_data={"hidden": args.hidden, "seed": args.seed},
         formats=("mindinsight", "tensorboard") if args.tensorboard else ("mindinsight",),
         coordinator=coordinator,
     )
-    checkpoint = ModelCheckpoint(prefix="digits", directory=str(rank_dir(summary_dir, info)),
-                                 config=CheckpointConfig(save_checkpoint_steps=steps,
-                                                         keep_checkpoint_max=2))
+    checkpoint = ModelCheckpoint(
+        prefix="digits",
+        directory=str(rank_dir(summary_dir, info)),
+        config=CheckpointConfig(save_checkpoint_steps=steps, keep_checkpoint_max=2),
+    )
     started = time.perf_counter()
-    loop.train(args.epochs, train_set,
-               callbacks=[checkpoint, collector, EpochAccuracy(model, data)])
+    loop.train(
+        args.epochs, train_set, callbacks=[checkpoint, collector, EpochAccuracy(model, data)]
+    )
     metrics = loop.eval(test_set, callbacks=[collector])
     coordinator.close()
     if not leader:
         return None
-    print(f"trained {args.epochs} epochs on {info.world_size} rank(s) in "
-          f"{time.perf_counter() - started:.1f} s; test accuracy {metrics['accuracy']:.3f}")
+    print(
+        f"trained {args.epochs} epochs on {info.world_size} rank(s) in "
+        f"{time.perf_counter() - started:.1f} s; test accuracy {metrics['accuracy']:.3f}"
+    )
     directory = str(summary_dir.resolve())
     return get_summary_lineage(directory), job_verdicts(directory)
 
@@ -253,8 +293,14 @@ class SoftmaxCrossEntropy:
 
 def print_lineage(lineage: dict[str, Any]) -> None:
     rows = [("summary_dir", lineage["summary_dir"])]
-    for section in ("hyper_parameters", "algorithm", "train_dataset", "valid_dataset",
-                    "metric", "model"):
+    for section in (
+        "hyper_parameters",
+        "algorithm",
+        "train_dataset",
+        "valid_dataset",
+        "metric",
+        "model",
+    ):
         for key, value in (lineage.get(section) or {}).items():
             shown = f"{value:.6g}" if isinstance(value, float) else str(value)
             rows.append((f"{section}.{key}", shown))

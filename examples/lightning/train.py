@@ -65,9 +65,14 @@ def main() -> None:
     valid = DataLoader(synthetic(96, 2), batch_size=32)
     logger = RankScribeLogger(args.save_dir, name="digits", version=args.version, collect_freq=4)
     trainer = pl.Trainer(
-        accelerator="cpu", devices=args.devices, strategy="ddp" if args.devices > 1 else "auto",
-        max_epochs=args.epochs, logger=logger, log_every_n_steps=2,
-        enable_progress_bar=False, enable_model_summary=False,
+        accelerator="cpu",
+        devices=args.devices,
+        strategy="ddp" if args.devices > 1 else "auto",
+        max_epochs=args.epochs,
+        logger=logger,
+        log_every_n_steps=2,
+        enable_progress_bar=False,
+        enable_model_summary=False,
         default_root_dir=args.save_dir,
     )
     trainer.fit(Classifier(), train, valid)

@@ -143,10 +143,25 @@ def train(args: argparse.Namespace) -> dict[str, Any] | None:
     parallel = DistributedDataParallel(model) if world_size > 1 else model
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     train_set, test_set = Digits(train=True), Digits(train=False)
-    sampler = (DistributedSampler(train_set, num_replicas=world_size, rank=rank, shuffle=True,
-                                  seed=args.seed, drop_last=True) if world_size > 1 else None)
-    loader = DataLoader(train_set, batch_size=args.batch_size, sampler=sampler,
-                        shuffle=sampler is None, drop_last=True)
+    sampler = (
+        DistributedSampler(
+            train_set,
+            num_replicas=world_size,
+            rank=rank,
+            shuffle=True,
+            seed=args.seed,
+            drop_last=True,
+        )
+        if world_size > 1
+        else None
+    )
+    loader = DataLoader(
+        train_set,
+        batch_size=args.batch_size,
+        sampler=sampler,
+        shuffle=sampler is None,
+        drop_last=True,
+    )
     test_loader = DataLoader(test_set, batch_size=len(test_set))
 
     def step(batch: list[torch.Tensor]) -> torch.Tensor:
@@ -169,28 +184,36 @@ def train(args: argparse.Namespace) -> dict[str, Any] | None:
     if coordinator.rank == 0 and summary_dir.name != Path(args.summary_dir).name:
         moved = Path(args.summary_dir).parent / summary_dir.name
         print(f"{args.summary_dir} already holds a run; this one goes to {moved}", flush=True)
-    loop = TrainLoop(step, network=model, optimizer=optimizer, loss_fn=nn.CrossEntropyLoss(),
-                     eval_fn=evaluate)
+    loop = TrainLoop(
+        step, network=model, optimizer=optimizer, loss_fn=nn.CrossEntropyLoss(), eval_fn=evaluate
+    )
     collector = SummaryCollector(
-        str(summary_dir), collect_freq=args.collect_freq,
+        str(summary_dir),
+        collect_freq=args.collect_freq,
         # The loss landscape saves many full parameter sets; this example does not draw it.
         collect_specified_data={"collect_landscape": None},
         custom_lineage_data={"seed": args.seed},
         coordinator=coordinator,
     )
     config = CheckpointConfig(save_checkpoint_steps=len(loader), keep_checkpoint_max=2)
-    checkpoint = ModelCheckpoint(prefix="digits-cnn", config=config,
-                                 directory=str(rank_dir(summary_dir, detect())))
-    loop.train(args.epochs, loader,
-               callbacks=[checkpoint, collector, ShuffleEachEpoch(sampler), Progress()])
+    checkpoint = ModelCheckpoint(
+        prefix="digits-cnn", config=config, directory=str(rank_dir(summary_dir, detect()))
+    )
+    loop.train(
+        args.epochs,
+        loader,
+        callbacks=[checkpoint, collector, ShuffleEachEpoch(sampler), Progress()],
+    )
     metrics = loop.eval(test_loader, callbacks=[collector])
     coordinator.close()
     if dist.is_initialized():
         dist.destroy_process_group()
     if rank != 0:
         return None
-    print(f"trained {args.epochs} epochs on {world_size} rank(s); "
-          f"test accuracy {metrics['accuracy']:.3f}")
+    print(
+        f"trained {args.epochs} epochs on {world_size} rank(s); "
+        f"test accuracy {metrics['accuracy']:.3f}"
+    )
     return get_summary_lineage(str(summary_dir.resolve()))
 
 
@@ -200,10 +223,12 @@ def main(argv: list[str] | None = None) -> int:
     lineage = train(parse_args(argv))
     if lineage is not None:
         hyper, metric = lineage["hyper_parameters"], lineage.get("metric") or {}
-        print(f"merged lineage: {hyper.get('optimizer')} lr={hyper.get('learning_rate')} "
-              f"batch_size={hyper.get('batch_size')} device_num={hyper.get('device_num')} "
-              f"loss={lineage['algorithm'].get('loss'):.4f} "
-              f"accuracy={metric.get('accuracy', float('nan')):.3f}")
+        print(
+            f"merged lineage: {hyper.get('optimizer')} lr={hyper.get('learning_rate')} "
+            f"batch_size={hyper.get('batch_size')} device_num={hyper.get('device_num')} "
+            f"loss={lineage['algorithm'].get('loss'):.4f} "
+            f"accuracy={metric.get('accuracy', float('nan')):.3f}"
+        )
         print(f"summaries in {Path(lineage['summary_dir'])}")
     return 0
 

@@ -47,21 +47,37 @@ def main() -> None:
     parser.add_argument("--epochs", type=float, default=2)
     args = parser.parse_args()
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=32, hidden_size=16, num_hidden_layers=1,
-                        num_attention_heads=2, intermediate_size=32,
-                        max_position_embeddings=16, num_labels=2)
+    config = BertConfig(
+        vocab_size=32,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=16,
+        num_labels=2,
+    )
     model = BertForSequenceClassification(config)
     training = TrainingArguments(
         output_dir=args.output_dir or os.path.join(args.summary_dir + "-checkpoints"),
-        num_train_epochs=args.epochs, per_device_train_batch_size=16,
-        per_device_eval_batch_size=16, learning_rate=5e-3, logging_steps=2,
-        eval_strategy="epoch", save_strategy="epoch", report_to=[], use_cpu=True,
+        num_train_epochs=args.epochs,
+        per_device_train_batch_size=16,
+        per_device_eval_batch_size=16,
+        learning_rate=5e-3,
+        logging_steps=2,
+        eval_strategy="epoch",
+        save_strategy="epoch",
+        report_to=[],
+        use_cpu=True,
         ddp_backend="gloo" if int(os.environ.get("WORLD_SIZE", "1")) > 1 else None,
-        disable_tqdm=True, seed=0,
+        disable_tqdm=True,
+        seed=0,
     )
     trainer = Trainer(
-        model=model, args=training, train_dataset=Synthetic(192, 1),
-        eval_dataset=Synthetic(64, 2), compute_metrics=accuracy,
+        model=model,
+        args=training,
+        train_dataset=Synthetic(192, 1),
+        eval_dataset=Synthetic(64, 2),
+        compute_metrics=accuracy,
         callbacks=[RankScribeCallback(args.summary_dir, collect_freq=4)],
     )
     trainer.train()

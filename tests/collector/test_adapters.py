@@ -63,8 +63,9 @@ def fake_framework(monkeypatch: pytest.MonkeyPatch) -> tuple[type, list[str]]:
     return Module, calls
 
 
-def test_objects_go_to_their_frameworks_adapter(adapter_modules: None,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_objects_go_to_their_frameworks_adapter(
+    adapter_modules: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     views = AdapterRegistry()
     module_class, calls = fake_framework(monkeypatch)
 
@@ -92,8 +93,9 @@ def test_a_missing_adapter_warns_once_and_reads_plainly(
 ) -> None:
     views = AdapterRegistry()
     adapters.register_adapter("ghostfw", "rankscribe.collector.adapters.ghost_does_not_exist")
-    kind = type("Loader", (), {"__module__": "ghostfw.data", "batch_size": 4,
-                               "__len__": lambda self: 3})
+    kind = type(
+        "Loader", (), {"__module__": "ghostfw.data", "batch_size": 4, "__len__": lambda self: 3}
+    )
     assert views.dataset_view(kind()) == DatasetView(batches=3, batch_size=4)
     assert views.dataset_view(kind()) == DatasetView(batches=3, batch_size=4)
     assert caplog.text.count("cannot be imported") == 1
@@ -115,7 +117,7 @@ def test_torch_is_not_imported_for_numpy_runs(tmp_path: Path) -> None:
         net = ArrayNetwork({{"w": np.ones((2, 2))}})
         data = ArrayDataset(np.zeros((4, 1, 2, 2)), batch_size=2)
         loop = TrainLoop(lambda batch: 1.0, network=net, optimizer=ArrayOptimizer(net))
-        loop.train(1, data, callbacks=[SummaryCollector({str(tmp_path / 'run')!r})])
+        loop.train(1, data, callbacks=[SummaryCollector({str(tmp_path / "run")!r})])
         assert "torch" not in sys.modules, "torch was imported"
         import torch  # the control: the fake is importable and leaves its marker
     """)
@@ -130,17 +132,24 @@ def test_torch_is_not_imported_for_numpy_runs(tmp_path: Path) -> None:
 def test_array_dataset_batches() -> None:
     views = AdapterRegistry()
     images, labels = np.arange(10 * 4).reshape(10, 1, 2, 2), np.arange(10)
-    dataset = ArrayDataset(images, labels, batch_size=4, path="/data/x",
-                           description={"op_type": "Demo"})
+    dataset = ArrayDataset(
+        images, labels, batch_size=4, path="/data/x", description={"op_type": "Demo"}
+    )
     batches = list(dataset)
     assert len(dataset) == 3 and dataset.get_dataset_size() == 3
     assert [b[1].tolist() for b in batches] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
     assert len(ArrayDataset(labels, batch_size=4, drop_remainder=True)) == 2
     view = views.dataset_view(dataset)
     # every row of the columns is served: "whole", with the rows' digest for the merge
-    assert view == DatasetView(batches=3, batch_size=4, path="/data/x",
-                               graph={"op_type": "Demo"}, samples=10, sharding="whole",
-                               digest=dataset.content_digest)
+    assert view == DatasetView(
+        batches=3,
+        batch_size=4,
+        path="/data/x",
+        graph={"op_type": "Demo"},
+        samples=10,
+        sharding="whole",
+        digest=dataset.content_digest,
+    )
     dropping = views.dataset_view(ArrayDataset(labels, batch_size=4, drop_remainder=True))
     assert dropping is not None and dropping.samples == 8  # the 2 dropped rows are not served
 
@@ -149,7 +158,10 @@ def test_array_dataset_shards() -> None:
     dataset = ArrayDataset(np.arange(11), batch_size=2)
     shards = [dataset.shard(3, rank) for rank in range(3)]
     assert [shard.columns[0].tolist() for shard in shards] == [
-        [0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10]]
+        [0, 1, 2, 3],
+        [4, 5, 6, 7],
+        [8, 9, 10],
+    ]
     assert all(shard.batch_size == 2 for shard in shards)
 
 
@@ -157,16 +169,29 @@ def test_array_dataset_shards() -> None:
     ("columns", "arguments", "error", "message"),
     [
         ((), {}, CollectorValueError, "ArrayDataset needs at least one column."),
-        ((np.zeros(3), np.zeros(4)), {}, CollectorValueError,
-         "ArrayDataset columns must have the same first dimension, but got shapes [(3,), (4,)]."),
-        ((np.zeros(3),), {"batch_size": 0}, CollectorValueError,
-         "batch_size must be an int > 0, but got 0."),
-        ((np.zeros(3),), {"description": "x"}, CollectorTypeError,
-         "description must be a dict, but got str."),
+        (
+            (np.zeros(3), np.zeros(4)),
+            {},
+            CollectorValueError,
+            "ArrayDataset columns must have the same first dimension, but got shapes [(3,), (4,)].",
+        ),
+        (
+            (np.zeros(3),),
+            {"batch_size": 0},
+            CollectorValueError,
+            "batch_size must be an int > 0, but got 0.",
+        ),
+        (
+            (np.zeros(3),),
+            {"description": "x"},
+            CollectorTypeError,
+            "description must be a dict, but got str.",
+        ),
     ],
 )
-def test_array_dataset_errors(columns: tuple[Any, ...], arguments: dict[str, Any],
-                              error: type[Exception], message: str) -> None:
+def test_array_dataset_errors(
+    columns: tuple[Any, ...], arguments: dict[str, Any], error: type[Exception], message: str
+) -> None:
     with pytest.raises(error) as raised:
         ArrayDataset(*columns, **arguments)
     assert str(raised.value) == message
@@ -195,8 +220,9 @@ def test_containers_refuse_bad_input() -> None:
     with pytest.raises(CollectorValueError, match="has the name 'w' twice"):
         ArrayNetwork([("w", np.ones(2)), ("w", np.ones(2))])
     with pytest.raises(CollectorValueError, match="neither a node nor a parameter"):
-        ArrayNetwork({"w": np.ones(2)}, graph={"nodes": [{"name": "a", "op_type": "X",
-                                                           "inputs": ["q"]}]})
+        ArrayNetwork(
+            {"w": np.ones(2)}, graph={"nodes": [{"name": "a", "op_type": "X", "inputs": ["q"]}]}
+        )
     with pytest.raises(CollectorTypeError, match="learning_rate must be a number"):
         ArrayOptimizer({"w": np.ones(2)}, learning_rate="fast")  # type: ignore[arg-type]
 
@@ -230,8 +256,11 @@ def test_duck_typed_network_and_dataset(tmp_path: Path) -> None:
     assert view is not None and [n for n, _ in view.parameters()] == ["conv.weight"]
     # the original records the directory of a dataset file
     assert views.dataset_view(MindDataset()) == DatasetView(
-        batches=5, batch_size=32, path=str(tmp_path),
-        graph={"op_type": "MindDataset", "children": []})
+        batches=5,
+        batch_size=32,
+        path=str(tmp_path),
+        graph={"op_type": "MindDataset", "children": []},
+    )
 
 
 def test_an_object_with_nothing_readable_has_no_network_view() -> None:
@@ -249,8 +278,13 @@ class Parameter:
 
 @pytest.mark.parametrize(
     ("rate", "expected"),
-    [(0.1, 0.1), (np.array([0.2, 0.1]), 0.2), (lambda step: 0.1, None), (None, None),
-     (Parameter("lr", np.array([0.3])), 0.3)],
+    [
+        (0.1, 0.1),
+        (np.array([0.2, 0.1]), 0.2),
+        (lambda step: 0.1, None),
+        (None, None),
+        (Parameter("lr", np.array([0.3])), 0.3),
+    ],
 )
 def test_learning_rate(rate: Any, expected: float | None) -> None:
     views = AdapterRegistry()
@@ -264,6 +298,7 @@ def test_learning_rate(rate: Any, expected: float | None) -> None:
 
 def test_to_numpy() -> None:
     views = AdapterRegistry()
+
     class Tensor:
         def __init__(self) -> None:
             self.steps: list[str] = []

@@ -53,23 +53,32 @@ VALID: dict[str, Callable[[Path], Arguments]] = {
 # Public names without a row above, and why the sweep leaves them out.
 LEFT_OUT = {
     # Base classes and state holders a framework fills: they take any attribute.
-    "Callback", "CallbackParams", "RunContext",
+    "Callback",
+    "CallbackParams",
+    "RunContext",
     # Data: frozen descriptions and a loaded result.
-    "GraphDescription", "GraphNode", "GraphParameter", "LoadedCheckpoint",
+    "GraphDescription",
+    "GraphNode",
+    "GraphParameter",
+    "LoadedCheckpoint",
     # Registers a framework's adapter module: tests/collector/test_adapters.py checks it.
     "register_adapter",
     # The collection schedule and its decision (what SummaryCollector.schedule holds):
     # tests/collector/test_schedule.py checks their arguments.
-    "Collect", "CollectionSchedule",
+    "Collect",
+    "CollectionSchedule",
 }
 
 
 def _public() -> dict[str, Callable[..., Any]]:
     return {
-        name: getattr(collector, name) for name in collector.__all__
+        name: getattr(collector, name)
+        for name in collector.__all__
         if callable(getattr(collector, name))
-        and not (isinstance(getattr(collector, name), type)
-                 and issubclass(getattr(collector, name), Exception))
+        and not (
+            isinstance(getattr(collector, name), type)
+            and issubclass(getattr(collector, name), Exception)
+        )
     }
 
 
@@ -100,8 +109,14 @@ def _cases() -> list[Any]:
             continue
         for parameter in inspect.signature(function).parameters.values():
             for wrong in _wrong_values(parameter.name, str(parameter.annotation)):
-                cases.append(pytest.param(function_name, parameter.name, wrong,
-                                          id=f"{function_name}({parameter.name}={wrong!r})"))
+                cases.append(
+                    pytest.param(
+                        function_name,
+                        parameter.name,
+                        wrong,
+                        id=f"{function_name}({parameter.name}={wrong!r})",
+                    )
+                )
     return cases
 
 

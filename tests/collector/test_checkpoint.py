@@ -68,8 +68,7 @@ def train(
     mode: str = "train",
 ) -> CallbackParams:
     """Drive ``callback`` through ``epochs`` x ``batch_num`` steps, as a training loop."""
-    params = CallbackParams(train_network=network, epoch_num=epochs, batch_num=batch_num,
-                            mode=mode)
+    params = CallbackParams(train_network=network, epoch_num=epochs, batch_num=batch_num, mode=mode)
     context = RunContext(params)
     with callback:
         callback.begin(context)
@@ -101,8 +100,14 @@ def saved_step(path: Path) -> int:
 @pytest.fixture
 def single_process(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """No launcher variables: rank detection sees one process."""
-    for name in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "RANK", "WORLD_SIZE",
-                 "SLURM_PROCID"):
+    for name in (
+        "OMPI_COMM_WORLD_RANK",
+        "PMI_RANK",
+        "PMIX_RANK",
+        "RANK",
+        "WORLD_SIZE",
+        "SLURM_PROCID",
+    ):
         monkeypatch.delenv(name, raising=False)
     yield
 
@@ -118,7 +123,11 @@ def test_default_config_names_files_by_epoch_and_step_in_epoch(tmp_path: Path) -
     train(callback, DictNetwork(), epochs=2, batch_num=3)
     # save_checkpoint_steps=1 saves all 6 steps; keep_checkpoint_max=5 drops the first.
     assert checkpoints(tmp_path) == [
-        "CKP-1_2.ckpt", "CKP-1_3.ckpt", "CKP-2_1.ckpt", "CKP-2_2.ckpt", "CKP-2_3.ckpt",
+        "CKP-1_2.ckpt",
+        "CKP-1_3.ckpt",
+        "CKP-2_1.ckpt",
+        "CKP-2_2.ckpt",
+        "CKP-2_3.ckpt",
     ]
     assert saved_step(tmp_path / "CKP-2_1.ckpt") == 4
     assert saved_step(tmp_path / "CKP-2_3.ckpt") == 6
@@ -160,12 +169,15 @@ def test_renaming_goes_past_the_highest_suffix(tmp_path: Path) -> None:
     assert ModelCheckpoint(directory=tmp_path).prefix == "CKP_4"
 
 
-@pytest.mark.parametrize("names", [
-    ["CKPT-1_1.ckpt"],  # another prefix that merely starts with CKP
-    ["CKP_best-1_1.ckpt"],  # likewise: the suffix must be a number
-    ["CKP-graph.meta", "CKP-1_1.txt"],  # not checkpoints
-    [".CKP-1_1.ckpt.x1y2.tmp"],  # a temporary file of an interrupted save
-])
+@pytest.mark.parametrize(
+    "names",
+    [
+        ["CKPT-1_1.ckpt"],  # another prefix that merely starts with CKP
+        ["CKP_best-1_1.ckpt"],  # likewise: the suffix must be a number
+        ["CKP-graph.meta", "CKP-1_1.txt"],  # not checkpoints
+        [".CKP-1_1.ckpt.x1y2.tmp"],  # a temporary file of an interrupted save
+    ],
+)
 def test_other_files_do_not_rename_the_prefix(tmp_path: Path, names: list[str]) -> None:
     touch(tmp_path, *names)
     assert ModelCheckpoint(directory=tmp_path).prefix == "CKP"
@@ -216,19 +228,25 @@ def test_sink_mode_steps_jump(tmp_path: Path) -> None:
 
 def test_every_n_seconds(tmp_path: Path) -> None:
     clock = FakeClock()
-    config = CheckpointConfig(save_checkpoint_steps=0, save_checkpoint_seconds=10,
-                              keep_checkpoint_max=10)
+    config = CheckpointConfig(
+        save_checkpoint_steps=0, save_checkpoint_seconds=10, keep_checkpoint_max=10
+    )
     callback = ModelCheckpoint(directory=tmp_path, config=config, clock=clock)
     train(callback, DictNetwork(), epochs=1, batch_num=10, clock=clock, seconds_per_step=4)
     # More than 10 s since the last save at steps 3 (12 s), 6, 9; end saves 10.
-    assert checkpoints(tmp_path) == ["CKP-1_10.ckpt", "CKP-1_3.ckpt", "CKP-1_6.ckpt",
-                                     "CKP-1_9.ckpt"]
+    assert checkpoints(tmp_path) == [
+        "CKP-1_10.ckpt",
+        "CKP-1_3.ckpt",
+        "CKP-1_6.ckpt",
+        "CKP-1_9.ckpt",
+    ]
 
 
 def test_seconds_are_strictly_more_than(tmp_path: Path) -> None:
     clock = FakeClock()
-    config = CheckpointConfig(save_checkpoint_steps=0, save_checkpoint_seconds=10,
-                              keep_checkpoint_max=10)
+    config = CheckpointConfig(
+        save_checkpoint_steps=0, save_checkpoint_seconds=10, keep_checkpoint_max=10
+    )
     callback = ModelCheckpoint(directory=tmp_path, config=config, clock=clock)
     train(callback, DictNetwork(), epochs=1, batch_num=5, clock=clock, seconds_per_step=5)
     # Exactly 10 s at step 2 is not enough; 15 s at step 3 is; then 10 s at 5 is not.
@@ -261,8 +279,9 @@ def test_an_evaluation_run_does_not_restart_the_seconds(tmp_path: Path) -> None:
 
 def test_steps_take_precedence_over_seconds(tmp_path: Path) -> None:
     clock = FakeClock()
-    config = CheckpointConfig(save_checkpoint_steps=2, save_checkpoint_seconds=1,
-                              keep_checkpoint_max=10)
+    config = CheckpointConfig(
+        save_checkpoint_steps=2, save_checkpoint_seconds=1, keep_checkpoint_max=10
+    )
     callback = ModelCheckpoint(directory=tmp_path, config=config, clock=clock)
     train(callback, DictNetwork(), epochs=1, batch_num=5, clock=clock, seconds_per_step=100)
     assert checkpoints(tmp_path) == ["CKP-1_2.ckpt", "CKP-1_4.ckpt", "CKP-1_5.ckpt"]
@@ -290,22 +309,27 @@ def test_no_keep_rule_keeps_only_the_newest(tmp_path: Path) -> None:
 
 def test_one_per_n_minutes(tmp_path: Path) -> None:
     clock = FakeClock()
-    config = CheckpointConfig(save_checkpoint_steps=1, keep_checkpoint_max=0,
-                              keep_checkpoint_per_n_minutes=1)
+    config = CheckpointConfig(
+        save_checkpoint_steps=1, keep_checkpoint_max=0, keep_checkpoint_per_n_minutes=1
+    )
     callback = ModelCheckpoint(directory=tmp_path, config=config, clock=clock)
     train(callback, DictNetwork(), epochs=1, batch_num=13, clock=clock, seconds_per_step=10)
     # Saves every 10 s. Each save keeps only the oldest of the files younger than
     # a minute: step 1 survives until it ages out, then 6 (60 s later), then 11,
     # plus the newest.
     assert sorted(saved_step(tmp_path / name) for name in checkpoints(tmp_path)) == [
-        1, 6, 11, 13,
+        1,
+        6,
+        11,
+        13,
     ]
 
 
 def test_per_n_minutes_keeps_everything_saved_further_apart(tmp_path: Path) -> None:
     clock = FakeClock()
-    config = CheckpointConfig(save_checkpoint_steps=1, keep_checkpoint_max=0,
-                              keep_checkpoint_per_n_minutes=1)
+    config = CheckpointConfig(
+        save_checkpoint_steps=1, keep_checkpoint_max=0, keep_checkpoint_per_n_minutes=1
+    )
     callback = ModelCheckpoint(directory=tmp_path, config=config, clock=clock)
     train(callback, DictNetwork(), epochs=1, batch_num=5, clock=clock, seconds_per_step=61)
     assert len(checkpoints(tmp_path)) == 5
@@ -354,8 +378,9 @@ def test_latest_ckpt_file_name(tmp_path: Path) -> None:
     assert os.path.isabs(str(latest))
 
 
-def test_relative_directory_gives_absolute_names(tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_relative_directory_gives_absolute_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     callback = ModelCheckpoint(directory="ckpts")
     train(callback, DictNetwork(), epochs=1, batch_num=1)
@@ -363,8 +388,9 @@ def test_relative_directory_gives_absolute_names(tmp_path: Path,
     assert callback.directory == str(tmp_path / "ckpts")
 
 
-def test_default_directory_is_the_current_one(tmp_path: Path,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_directory_is_the_current_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     callback = ModelCheckpoint()
     train(callback, DictNetwork(), epochs=1, batch_num=1)
@@ -389,10 +415,15 @@ def test_evaluation_saves_nothing(tmp_path: Path) -> None:
 
 def test_append_info_epoch_and_step_and_values(tmp_path: Path) -> None:
     mask = np.array([[1, 0], [0, 1]], np.int8)
-    config = CheckpointConfig(save_checkpoint_steps=3, keep_checkpoint_max=10, append_info=[
-        "epoch_num", "step_num",
-        {"lr": 0.01, "name": "resnet", "frozen": False, "seed": 7, "mask": mask},
-    ])
+    config = CheckpointConfig(
+        save_checkpoint_steps=3,
+        keep_checkpoint_max=10,
+        append_info=[
+            "epoch_num",
+            "step_num",
+            {"lr": 0.01, "name": "resnet", "frozen": False, "seed": 7, "mask": mask},
+        ],
+    )
     callback = ModelCheckpoint(directory=tmp_path, config=config)
     train(callback, DictNetwork(), epochs=2, batch_num=4)
     _, info = load_checkpoint(tmp_path / "CKP-2_2.ckpt")  # global step 6
@@ -472,8 +503,7 @@ def test_torch_free_duck_typed_network(tmp_path: Path) -> None:
 
 def test_network_falls_back_to_cb_params_network(tmp_path: Path) -> None:
     callback = ModelCheckpoint(directory=tmp_path)
-    params = CallbackParams(network={"w": np.ones(2)}, cur_epoch_num=1, cur_step_num=1,
-                            batch_num=1)
+    params = CallbackParams(network={"w": np.ones(2)}, cur_epoch_num=1, cur_step_num=1, batch_num=1)
     callback.step_end(RunContext(params))
     assert set(load_checkpoint(tmp_path / "CKP-1_1.ckpt").parameters) == {"w"}
 
@@ -489,9 +519,11 @@ def test_saved_network_overrides_the_trained_one(tmp_path: Path) -> None:
 def test_no_network_is_a_clear_error(tmp_path: Path) -> None:
     callback = ModelCheckpoint(directory=tmp_path)
     params = CallbackParams(cur_epoch_num=1, cur_step_num=1, batch_num=1)
-    with pytest.raises(CheckpointValueError,
-                       match="ModelCheckpoint has no network to save: set "
-                             r"CheckpointConfig\(saved_network=...\) or train_network"):
+    with pytest.raises(
+        CheckpointValueError,
+        match="ModelCheckpoint has no network to save: set "
+        r"CheckpointConfig\(saved_network=...\) or train_network",
+    ):
         callback.step_end(RunContext(params))
 
 
@@ -515,8 +547,7 @@ def test_network_parameters_sources() -> None:
     assert [name for name, _ in network_parameters(Cell())] == ["conv.weight"]
     assert [name for name, _ in network_parameters(StateDict())] == ["fc.bias"]
     assert [name for name, _ in network_parameters(ParametersMethod())] == ["p"]
-    assert [name for name, _ in network_parameters(DictNetwork())] == [
-        "dense.weight", "dense.bias"]
+    assert [name for name, _ in network_parameters(DictNetwork())] == ["dense.weight", "dense.bias"]
     ((name, value),) = network_parameters({"x": AsNumpy()})
     assert name == "x"
     np.testing.assert_array_equal(value, [4.0, 4.0])
@@ -547,9 +578,10 @@ def test_network_parameters_of_an_unknown_object() -> None:
 
 
 def test_network_parameters_refuses_non_numeric_values() -> None:
-    with pytest.raises(CheckpointTypeError,
-                       match="parameter 'w' must be an array or tensor of numbers or booleans, "
-                             "got dict"):
+    with pytest.raises(
+        CheckpointTypeError,
+        match="parameter 'w' must be an array or tensor of numbers or booleans, got dict",
+    ):
         network_parameters({"w": {"nested": 1}})
 
 
@@ -583,8 +615,7 @@ def as_rank(monkeypatch: pytest.MonkeyPatch, rank: int, size: int) -> None:
     monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_SIZE", str(size))
 
 
-def test_each_rank_gets_its_own_directory(tmp_path: Path,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_each_rank_gets_its_own_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     as_rank(monkeypatch, 1, 2)
     callback = ModelCheckpoint(directory=tmp_path / "run")
     assert callback.directory == str(tmp_path / "run" / "rank_1")
@@ -593,8 +624,9 @@ def test_each_rank_gets_its_own_directory(tmp_path: Path,
     assert stat.S_IMODE(os.stat(tmp_path / "run" / "rank_1").st_mode) == 0o700
 
 
-def test_a_rank_directory_passed_in_is_not_nested(tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_rank_directory_passed_in_is_not_nested(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     as_rank(monkeypatch, 1, 2)
     callback = ModelCheckpoint(directory=tmp_path / "run" / "rank_1")
     assert callback.directory == str(tmp_path / "run" / "rank_1")
@@ -619,14 +651,16 @@ def test_bad_prefix(tmp_path: Path, prefix: Any) -> None:
 
 
 def test_bad_config(tmp_path: Path) -> None:
-    with pytest.raises(CheckpointTypeError,
-                       match=r"^config must be a CheckpointConfig or None, got dict$"):
+    with pytest.raises(
+        CheckpointTypeError, match=r"^config must be a CheckpointConfig or None, got dict$"
+    ):
         ModelCheckpoint(directory=tmp_path, config={"save_checkpoint_steps": 1})  # type: ignore[arg-type]
 
 
 def test_bad_directory_type() -> None:
-    with pytest.raises(CheckpointTypeError,
-                       match=r"^directory must be a str, os.PathLike or None, got int$"):
+    with pytest.raises(
+        CheckpointTypeError, match=r"^directory must be a str, os.PathLike or None, got int$"
+    ):
         ModelCheckpoint(directory=3)  # type: ignore[arg-type]
 
 
@@ -646,8 +680,9 @@ def test_directory_that_is_a_file(tmp_path: Path) -> None:
         ModelCheckpoint(directory=tmp_path / "file")
 
 
-@pytest.mark.parametrize("timeout, error", [(0, ValueError), (-1.0, ValueError),
-                                            ("5", TypeError), (True, TypeError)])
+@pytest.mark.parametrize(
+    "timeout, error", [(0, ValueError), (-1.0, ValueError), ("5", TypeError), (True, TypeError)]
+)
 def test_bad_save_timeout(tmp_path: Path, timeout: Any, error: type[Exception]) -> None:
     with pytest.raises(error, match="save_timeout must be"):
         ModelCheckpoint(directory=tmp_path, save_timeout=timeout)
@@ -697,11 +732,26 @@ def hidden(directory: Path) -> list[str]:
 
 
 def test_a_killed_save_leaves_a_temporary_the_next_run_removes(tmp_path: Path) -> None:
-    environment = {key: value for key, value in os.environ.items()
-                   if key not in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "RANK",
-                                  "WORLD_SIZE", "SLURM_PROCID")}
-    killed = subprocess.run([sys.executable, "-c", KILLED_SAVE, str(tmp_path)],
-                            env=environment, capture_output=True, timeout=120, check=False)
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if key
+        not in (
+            "OMPI_COMM_WORLD_RANK",
+            "PMI_RANK",
+            "PMIX_RANK",
+            "RANK",
+            "WORLD_SIZE",
+            "SLURM_PROCID",
+        )
+    }
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_SAVE, str(tmp_path)],
+        env=environment,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
     assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()
     [temporary] = hidden(tmp_path)
     assert re.fullmatch(r"\.CKP-1_1\.ckpt\.[0-9a-f]+\.tmp", temporary)
@@ -716,8 +766,13 @@ def test_only_this_prefixs_regular_temporaries_are_removed(tmp_path: Path) -> No
     directory = tmp_path / "ckpt"
     directory.mkdir()
     mine = [".CKP-1_3.ckpt.0123456789ab.tmp", ".CKP_2-4_1.ckpt.ba9876543210.tmp"]
-    others = [".OTHER-1_1.ckpt.0123456789ab.tmp", ".CKPT-1_1.ckpt.0123456789ab.tmp",
-              ".CKP-1_1.ckpt", "CKP-notes.tmp", ".CKP-1_1.ckpt.0123456789ab.tmp.keep"]
+    others = [
+        ".OTHER-1_1.ckpt.0123456789ab.tmp",
+        ".CKPT-1_1.ckpt.0123456789ab.tmp",
+        ".CKP-1_1.ckpt",
+        "CKP-notes.tmp",
+        ".CKP-1_1.ckpt.0123456789ab.tmp.keep",
+    ]
     for name in mine + others:
         (directory / name).write_bytes(b"partial")
     outside = tmp_path / "precious"
@@ -741,8 +796,9 @@ def test_only_this_prefixs_regular_temporaries_are_removed(tmp_path: Path) -> No
 def test_without_a_save_trigger_only_the_final_step_is_saved(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    config = CheckpointConfig(save_checkpoint_steps=0, save_checkpoint_seconds=0,
-                              keep_checkpoint_max=3)
+    config = CheckpointConfig(
+        save_checkpoint_steps=0, save_checkpoint_seconds=0, keep_checkpoint_max=3
+    )
     callback = ModelCheckpoint(directory=tmp_path, config=config)
     assert "saves the final step only, at the end of training" in caplog.text
     train(callback, DictNetwork(), epochs=2, batch_num=3)
@@ -773,12 +829,18 @@ def test_graph_meta_is_written_once_per_run(tmp_path: Path, model: Any) -> None:
     assert (tmp_path / "CKP-graph.meta").read_bytes() == b"kept"
     assert anf_ir_pb2.GraphProto.FromString((tmp_path / "CKP_1-graph.meta").read_bytes()) == graph
     assert sorted(name for name in os.listdir(tmp_path) if name.endswith(".meta")) == [
-        "CKP-graph.meta", "CKP_1-graph.meta"]
+        "CKP-graph.meta",
+        "CKP_1-graph.meta",
+    ]
 
 
 def test_a_network_without_a_graph_writes_no_graph_file(tmp_path: Path, model: Any) -> None:
-    train(ModelCheckpoint(directory=tmp_path), model(batches=2, graph=False).network,
-          epochs=1, batch_num=2)
+    train(
+        ModelCheckpoint(directory=tmp_path),
+        model(batches=2, graph=False).network,
+        epochs=1,
+        batch_num=2,
+    )
     assert sorted(os.listdir(tmp_path)) == ["CKP-1_1.ckpt", "CKP-1_2.ckpt"]
 
 
@@ -802,8 +864,13 @@ def test_checkpoint_manager_without_arguments_starts_empty() -> None:
 def test_update_ckpoint_filelist_lists_the_prefixs_checkpoints(tmp_path: Path) -> None:
     second = touch_at(tmp_path / "CKP-1_2.ckpt", 2000.0)
     first = touch_at(tmp_path / "CKP-1_1.ckpt", 1000.0)
-    for name in ("CKP-graph.meta", "CKP_1-1_1.ckpt", "CKP-a_1.ckpt", "OTHER-1_1.ckpt",
-                 "CKP-1_3.ckpt.tmp"):
+    for name in (
+        "CKP-graph.meta",
+        "CKP_1-1_1.ckpt",
+        "CKP-a_1.ckpt",
+        "OTHER-1_1.ckpt",
+        "CKP-1_3.ckpt.tmp",
+    ):
         touch_at(tmp_path / name, 500.0)
     (tmp_path / "CKP-1_4.ckpt").symlink_to(tmp_path / "OTHER-1_1.ckpt")
     manager = CheckpointManager()
@@ -844,10 +911,13 @@ def test_keep_one_ckpoint_per_minutes_keeps_the_oldest_recent_file(tmp_path: Pat
     assert sorted(os.listdir(tmp_path)) == ["CKP-1_1.ckpt", "CKP-1_2.ckpt"]
 
 
-@pytest.mark.parametrize("arguments, message", [
-    (("5", 1.0), "minutes must be a number, got '5' (str)"),
-    ((5, None), "cur_time must be a number, got None (NoneType)"),
-])
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (("5", 1.0), "minutes must be a number, got '5' (str)"),
+        ((5, None), "cur_time must be a number, got None (NoneType)"),
+    ],
+)
 def test_keep_one_ckpoint_per_minutes_checks_its_arguments(
     arguments: tuple[Any, Any], message: str
 ) -> None:
@@ -856,10 +926,11 @@ def test_keep_one_ckpoint_per_minutes_checks_its_arguments(
 
 
 def test_the_callbacks_manager_lists_what_it_kept(tmp_path: Path) -> None:
-    callback = ModelCheckpoint(directory=tmp_path,
-                               config=CheckpointConfig(keep_checkpoint_max=2))
+    callback = ModelCheckpoint(directory=tmp_path, config=CheckpointConfig(keep_checkpoint_max=2))
     train(callback, DictNetwork(), epochs=1, batch_num=4)
     assert isinstance(callback.manager, CheckpointManager)
-    assert callback.manager.ckpoint_filelist == [str(tmp_path / "CKP-1_3.ckpt"),
-                                                 str(tmp_path / "CKP-1_4.ckpt")]
+    assert callback.manager.ckpoint_filelist == [
+        str(tmp_path / "CKP-1_3.ckpt"),
+        str(tmp_path / "CKP-1_4.ckpt"),
+    ]
     assert callback.manager.ckpoint_num == 2

@@ -29,8 +29,14 @@ from rankscribe.collector.checkpoint import _format as checkpoint_format
 from rankscribe.collector.errors import CheckpointTimeoutError, CheckpointWriteError
 from rankscribe.writer.files import atomic_write
 
-LAUNCHER_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "RANK", "WORLD_SIZE",
-                      "SLURM_PROCID")
+LAUNCHER_VARIABLES = (
+    "OMPI_COMM_WORLD_RANK",
+    "PMI_RANK",
+    "PMIX_RANK",
+    "RANK",
+    "WORLD_SIZE",
+    "SLURM_PROCID",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -60,8 +66,9 @@ def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
     held.release.set()  # never leave a writer thread behind
 
 
-def stop_writes_with(monkeypatch: pytest.MonkeyPatch,
-                     write: Callable[[IO[bytes], bytes], None]) -> None:
+def stop_writes_with(
+    monkeypatch: pytest.MonkeyPatch, write: Callable[[IO[bytes], bytes], None]
+) -> None:
     """Checkpoint files are written chunk by chunk through ``write`` (which may stop part-way)."""
     monkeypatch.setattr(checkpoint_format, "atomic_write", partial(atomic_write, write=write))
 
@@ -90,8 +97,7 @@ def async_callback(directory: Path, **options: float) -> ModelCheckpoint:
 
 
 def params_at(network: dict[str, np.ndarray], step: int) -> CallbackParams:
-    return CallbackParams(train_network=network, cur_epoch_num=1, cur_step_num=step,
-                          batch_num=100)
+    return CallbackParams(train_network=network, cur_epoch_num=1, cur_step_num=step, batch_num=100)
 
 
 def files(directory: Path) -> list[str]:
@@ -110,8 +116,9 @@ def test_step_returns_while_the_file_is_written(tmp_path: Path, gate: Gate) -> N
     gate.release.set()
     callback.end(RunContext(params_at(network, 1)))
     assert callback.latest_ckpt_file_name == str(tmp_path / "CKP-1_1.ckpt")
-    np.testing.assert_array_equal(load_checkpoint(tmp_path / "CKP-1_1.ckpt").parameters["w"],
-                                  np.full(4, 1.0))
+    np.testing.assert_array_equal(
+        load_checkpoint(tmp_path / "CKP-1_1.ckpt").parameters["w"], np.full(4, 1.0)
+    )
     assert files(tmp_path) == ["CKP-1_1.ckpt"]
 
 
@@ -133,8 +140,11 @@ def test_background_failure_is_raised_on_the_next_step(
     )
     assert isinstance(caught.value.__cause__, OSError)
     # Logged when it happened, on the writer thread.
-    assert any("background save of checkpoint" in record.getMessage()
-               and "CKP-1_2.ckpt" in record.getMessage() for record in caplog.records)
+    assert any(
+        "background save of checkpoint" in record.getMessage()
+        and "CKP-1_2.ckpt" in record.getMessage()
+        for record in caplog.records
+    )
     assert files(tmp_path) == ["CKP-1_1.ckpt"]  # no partial file, no temporary file
     # Raised once; training goes on and saves again.
     callback.step_end(RunContext(params_at(network, 4)))
@@ -143,8 +153,9 @@ def test_background_failure_is_raised_on_the_next_step(
     assert callback.latest_ckpt_file_name == str(tmp_path / "CKP-1_4.ckpt")
 
 
-def test_failure_of_the_last_save_is_raised_by_end(tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failure_of_the_last_save_is_raised_by_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     stop_writes_with(monkeypatch, failing_for("CKP-1_5.ckpt"))
     callback = async_callback(tmp_path)
     with pytest.raises(CheckpointWriteError, match=r"CKP-1_5\.ckpt"):
@@ -152,8 +163,9 @@ def test_failure_of_the_last_save_is_raised_by_end(tmp_path: Path,
     assert files(tmp_path) == []
 
 
-def test_leaving_the_with_block_raises_a_pending_failure(tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_leaving_the_with_block_raises_a_pending_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     stop_writes_with(monkeypatch, failing_for("CKP-1_1.ckpt"))
     with (
         pytest.raises(CheckpointWriteError, match=r"CKP-1_1\.ckpt"),
@@ -162,8 +174,9 @@ def test_leaving_the_with_block_raises_a_pending_failure(tmp_path: Path,
         callback.step_end(RunContext(params_at({"w": np.zeros(3)}, 1)))
 
 
-def test_a_training_error_is_not_masked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                        caplog: pytest.LogCaptureFixture) -> None:
+def test_a_training_error_is_not_masked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     stop_writes_with(monkeypatch, failing_for("CKP-1_1.ckpt"))
     with (
         caplog.at_level(logging.ERROR),
@@ -215,8 +228,9 @@ def test_retention_runs_after_background_writes(tmp_path: Path) -> None:
         callback.step_end(RunContext(params_at(network, step)))
     callback.end(RunContext(params_at(network, 5)))
     assert files(tmp_path) == ["CKP-1_4.ckpt", "CKP-1_5.ckpt"]
-    np.testing.assert_array_equal(load_checkpoint(tmp_path / "CKP-1_4.ckpt").parameters["w"],
-                                  [4.0, 4.0])
+    np.testing.assert_array_equal(
+        load_checkpoint(tmp_path / "CKP-1_4.ckpt").parameters["w"], [4.0, 4.0]
+    )
 
 
 CRASHING_SCRIPT = textwrap.dedent("""
@@ -252,11 +266,16 @@ def test_kill_during_a_background_save_leaves_only_complete_checkpoints(tmp_path
     script = tmp_path / "train.py"
     script.write_text(CRASHING_SCRIPT)
     directory = tmp_path / "ckpt"
-    environment = {name: value for name, value in os.environ.items()
-                   if name not in LAUNCHER_VARIABLES}
-    process = subprocess.Popen([sys.executable, str(script), str(directory)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env=environment)
+    environment = {
+        name: value for name, value in os.environ.items() if name not in LAUNCHER_VARIABLES
+    }
+    process = subprocess.Popen(
+        [sys.executable, str(script), str(directory)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environment,
+    )
     try:
         assert process.stdout is not None
         line = process.stdout.readline()
@@ -276,7 +295,8 @@ def test_kill_during_a_background_save_leaves_only_complete_checkpoints(tmp_path
     assert len(leftovers) == 1
     assert leftovers[0].startswith(".CKP-1_3.ckpt.")
     assert leftovers[0].endswith(".tmp")
-    assert 0 < os.path.getsize(directory / leftovers[0]) < os.path.getsize(
-        directory / "CKP-1_2.ckpt")
+    assert (
+        0 < os.path.getsize(directory / leftovers[0]) < os.path.getsize(directory / "CKP-1_2.ckpt")
+    )
     # And a new run in that directory is not confused by it.
     assert ModelCheckpoint(directory=directory).prefix == "CKP_1"

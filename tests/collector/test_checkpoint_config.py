@@ -69,8 +69,12 @@ def test_steps_and_seconds_off_are_accepted_with_a_keep_rule(
     steps: int | None, seconds: int | None
 ) -> None:
     # As the original: only all four off is refused.
-    config = CheckpointConfig(save_checkpoint_steps=steps, save_checkpoint_seconds=seconds,
-                              keep_checkpoint_max=5, keep_checkpoint_per_n_minutes=3)
+    config = CheckpointConfig(
+        save_checkpoint_steps=steps,
+        save_checkpoint_seconds=seconds,
+        keep_checkpoint_max=5,
+        keep_checkpoint_per_n_minutes=3,
+    )
     assert config.save_checkpoint_steps == steps
     assert config.save_checkpoint_seconds == seconds
     assert config.keep_checkpoint_max == 5
@@ -121,8 +125,9 @@ def test_per_n_minutes_applies_when_keep_max_is_off() -> None:
 
 @pytest.mark.parametrize("keep_max, per_minutes", [(0, 0), (None, None), (0, None)])
 def test_no_keep_rule_keeps_one_file(keep_max: int | None, per_minutes: int | None) -> None:
-    config = CheckpointConfig(keep_checkpoint_max=keep_max,
-                              keep_checkpoint_per_n_minutes=per_minutes)
+    config = CheckpointConfig(
+        keep_checkpoint_max=keep_max, keep_checkpoint_per_n_minutes=per_minutes
+    )
     assert config.keep_checkpoint_max == 1
 
 
@@ -160,9 +165,13 @@ def test_saved_network_may_be_a_mapping_or_a_duck_typed_network() -> None:
 
 def test_append_info_keywords_and_dict() -> None:
     mask = np.arange(3)
-    config = CheckpointConfig(append_info=["epoch_num", {"lr": 0.1, "name": "resnet",
-                                                          "flag": False, "mask": mask},
-                                           "step_num"])
+    config = CheckpointConfig(
+        append_info=[
+            "epoch_num",
+            {"lr": 0.1, "name": "resnet", "flag": False, "mask": mask},
+            "step_num",
+        ]
+    )
     appended = config.append_dict
     assert appended is not None
     assert list(appended) == ["epoch_num", "step_num", "lr", "name", "flag", "mask"]
@@ -209,16 +218,20 @@ def test_append_info_unknown_string() -> None:
 
 
 def test_append_info_element_of_wrong_type() -> None:
-    with pytest.raises(CheckpointTypeError,
-                       match=r"^append_info\[0\] must be 'epoch_num', 'step_num' or a dict, "
-                             r"got int$"):
+    with pytest.raises(
+        CheckpointTypeError,
+        match=r"^append_info\[0\] must be 'epoch_num', 'step_num' or a dict, "
+        r"got int$",
+    ):
         CheckpointConfig(append_info=[5])  # type: ignore[list-item]
 
 
 def test_append_info_holds_one_dict_only() -> None:
-    with pytest.raises(CheckpointTypeError,
-                       match=r"^append_info may hold only one dict, but append_info\[2\] is a "
-                             r"second one$"):
+    with pytest.raises(
+        CheckpointTypeError,
+        match=r"^append_info may hold only one dict, but append_info\[2\] is a "
+        r"second one$",
+    ):
         CheckpointConfig(append_info=[{"a": 1}, "epoch_num", {"b": 2}])
 
 
@@ -289,9 +302,10 @@ def test_enc_mode_value(mode: str) -> None:
 
 
 def test_enc_mode_type() -> None:
-    with pytest.raises(CheckpointTypeError,
-                       match=re.escape("enc_mode must be a str, one of 'AES-GCM', 'AES-CBC', "
-                                       "got None (NoneType)")):
+    with pytest.raises(
+        CheckpointTypeError,
+        match=re.escape("enc_mode must be a str, one of 'AES-GCM', 'AES-CBC', got None (NoneType)"),
+    ):
         CheckpointConfig(enc_mode=None)  # type: ignore[arg-type]
 
 

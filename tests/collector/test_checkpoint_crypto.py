@@ -36,8 +36,11 @@ NETWORK: dict[str, np.ndarray] = {
 
 
 def save(path: Path, mode: str, key: bytes = KEY) -> Path:
-    written = Path(save_checkpoint(NETWORK, path, append_dict={"epoch_num": 2, "note": "x"},
-                                   enc_key=key, enc_mode=mode))
+    written = Path(
+        save_checkpoint(
+            NETWORK, path, append_dict={"epoch_num": 2, "note": "x"}, enc_key=key, enc_mode=mode
+        )
+    )
     written.chmod(0o600)  # checkpoints are 0400; the tests rewrite them
     return written
 

@@ -26,13 +26,29 @@ from rankscribe.collector.errors import (
 )
 from rankscribe.writer.files import atomic_write
 
-DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-          "float16", "float32", "float64", "complex64"]
+DTYPES = [
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "complex64",
+]
 
 
 def sample(dtype: str, shape: tuple[int, ...] = (2, 3)) -> np.ndarray:
-    return (np.arange(int(np.prod(shape))).reshape(shape) % 2 == 0 if dtype == "bool"
-            else np.arange(int(np.prod(shape)), dtype=dtype).reshape(shape))
+    return (
+        np.arange(int(np.prod(shape))).reshape(shape) % 2 == 0
+        if dtype == "bool"
+        else np.arange(int(np.prod(shape)), dtype=dtype).reshape(shape)
+    )
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -49,8 +65,15 @@ def test_shapes_layouts_and_byte_orders(tmp_path: Path) -> None:
     empty = np.zeros((0, 4), np.int32)
     transposed = np.arange(12.0).reshape(3, 4).T  # not C-contiguous
     big_endian = np.arange(5, dtype=">i4")
-    path = save_checkpoint([("scalar", scalar), ("empty", empty), ("transposed", transposed),
-                            ("big_endian", big_endian)], tmp_path / "x.ckpt")
+    path = save_checkpoint(
+        [
+            ("scalar", scalar),
+            ("empty", empty),
+            ("transposed", transposed),
+            ("big_endian", big_endian),
+        ],
+        tmp_path / "x.ckpt",
+    )
     parameters, _ = load_checkpoint(path)
     assert parameters["scalar"].shape == ()
     assert parameters["scalar"] == np.float32(3.25)
@@ -85,8 +108,11 @@ def test_suffix_is_added_as_the_original_does(tmp_path: Path) -> None:
 
 def test_any_safetensors_reader_opens_it(tmp_path: Path) -> None:
     mask = np.array([True, False])
-    path = save_checkpoint({"w": np.ones((2, 2), np.float32)}, tmp_path / "x.ckpt",
-                           append_dict={"epoch_num": 3, "name": "net", "mask": mask})
+    path = save_checkpoint(
+        {"w": np.ones((2, 2), np.float32)},
+        tmp_path / "x.ckpt",
+        append_dict={"epoch_num": 3, "name": "net", "mask": mask},
+    )
     tensors = safetensors.numpy.load_file(path)
     assert set(tensors) == {"w", "__append_info__/mask"}
     np.testing.assert_array_equal(tensors["__append_info__/mask"], mask)
@@ -108,8 +134,15 @@ def test_a_foreign_safetensors_file_loads_without_append_info(tmp_path: Path) ->
 
 
 def test_append_values_keep_their_types(tmp_path: Path) -> None:
-    values = {"i": 3, "f": 0.1, "t": True, "s": "text", "nan": float("nan"),
-              "a": np.arange(4, dtype=np.uint16).reshape(2, 2), "g": np.float32(2.5)}
+    values = {
+        "i": 3,
+        "f": 0.1,
+        "t": True,
+        "s": "text",
+        "nan": float("nan"),
+        "a": np.arange(4, dtype=np.uint16).reshape(2, 2),
+        "g": np.float32(2.5),
+    }
     path = save_checkpoint({"w": np.zeros(1)}, tmp_path / "x.ckpt", append_dict=values)
     _, info = load_checkpoint(path)
     assert type(info["i"]) is int
@@ -128,8 +161,10 @@ def test_append_values_keep_their_types(tmp_path: Path) -> None:
 
 
 def test_reserved_parameter_prefix(tmp_path: Path) -> None:
-    with pytest.raises(CheckpointValueError,
-                       match="parameter '__append_info__/x' uses the prefix '__append_info__/'"):
+    with pytest.raises(
+        CheckpointValueError,
+        match="parameter '__append_info__/x' uses the prefix '__append_info__/'",
+    ):
         save_checkpoint({"__append_info__/x": np.zeros(1)}, tmp_path / "x.ckpt")
 
 
@@ -139,13 +174,15 @@ def test_duplicate_parameter_names(tmp_path: Path) -> None:
 
 
 def test_empty_parameter_name(tmp_path: Path) -> None:
-    with pytest.raises(CheckpointValueError,
-                       match=r"^parameter names must be non-empty str, got ''$"):
+    with pytest.raises(
+        CheckpointValueError, match=r"^parameter names must be non-empty str, got ''$"
+    ):
         save_checkpoint([("", np.zeros(1))], tmp_path / "x.ckpt")
 
 
-@pytest.mark.parametrize("array", [np.array(["a", "b"]), np.zeros(2, np.complex128),
-                                   np.array([1], "datetime64[s]")])
+@pytest.mark.parametrize(
+    "array", [np.array(["a", "b"]), np.zeros(2, np.complex128), np.array([1], "datetime64[s]")]
+)
 def test_unstorable_dtypes(tmp_path: Path, array: np.ndarray) -> None:
     with pytest.raises(CheckpointTypeError) as caught:
         save_checkpoint({"w": array}, tmp_path / "x.ckpt")
@@ -156,11 +193,13 @@ def test_unstorable_dtypes(tmp_path: Path, array: np.ndarray) -> None:
 
 
 def test_bad_file_name_type() -> None:
-    with pytest.raises(CheckpointTypeError,
-                       match=r"^ckpt_file_name must be a str or os.PathLike, got int$"):
+    with pytest.raises(
+        CheckpointTypeError, match=r"^ckpt_file_name must be a str or os.PathLike, got int$"
+    ):
         save_checkpoint({"w": np.zeros(1)}, 3)  # type: ignore[arg-type]
-    with pytest.raises(CheckpointTypeError,
-                       match=r"^ckpt_file_name must be a str or os.PathLike, got NoneType$"):
+    with pytest.raises(
+        CheckpointTypeError, match=r"^ckpt_file_name must be a str or os.PathLike, got NoneType$"
+    ):
         load_checkpoint(None)  # type: ignore[arg-type]
 
 
@@ -182,8 +221,7 @@ def test_a_directory_is_not_a_checkpoint(tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.parametrize("call", [load_checkpoint,
-                                  partial(save_checkpoint, {"w": np.zeros(1)})])
+@pytest.mark.parametrize("call", [load_checkpoint, partial(save_checkpoint, {"w": np.zeros(1)})])
 def test_a_file_name_with_a_nul_character(tmp_path: Path, call: Callable[[str], Any]) -> None:
     name = f"{tmp_path}/x\0.ckpt"
     with pytest.raises(CheckpointValueError) as caught:
@@ -228,8 +266,13 @@ def rewrite_metadata(path: Path, change: Callable[[dict[str, str]], None]) -> No
 
 @pytest.fixture
 def epoch_file(tmp_path: Path) -> Path:
-    path = Path(save_checkpoint({"w": np.arange(4, dtype=np.float32)}, tmp_path / "e.ckpt",
-                                append_dict={"epoch_num": 5, "mask": np.array([True, False])}))
+    path = Path(
+        save_checkpoint(
+            {"w": np.arange(4, dtype=np.float32)},
+            tmp_path / "e.ckpt",
+            append_dict={"epoch_num": 5, "mask": np.array([True, False])},
+        )
+    )
     path.chmod(0o600)
     return path
 
@@ -325,8 +368,9 @@ def fail_halfway(handle: IO[bytes], chunk: bytes) -> None:
     raise OSError(28, "No space left on device")
 
 
-def stop_writes_with(monkeypatch: pytest.MonkeyPatch,
-                     write: Callable[[IO[bytes], bytes], None]) -> None:
+def stop_writes_with(
+    monkeypatch: pytest.MonkeyPatch, write: Callable[[IO[bytes], bytes], None]
+) -> None:
     """Checkpoint files are written chunk by chunk through ``write`` (which may stop part-way)."""
     monkeypatch.setattr(checkpoint_format, "atomic_write", partial(atomic_write, write=write))
 
@@ -340,8 +384,9 @@ def test_failed_write_leaves_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert os.listdir(tmp_path) == []  # neither the final name nor the temporary file
 
 
-def test_failed_overwrite_keeps_the_previous_file(tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_overwrite_keeps_the_previous_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = save_checkpoint({"w": np.full(10, 7.0)}, tmp_path / "x.ckpt")
     stop_writes_with(monkeypatch, fail_halfway)
     with pytest.raises(CheckpointWriteError):

@@ -25,9 +25,11 @@ def train_twice(tmp_path: Path, keep: int) -> tuple[ModelCheckpoint, list[str], 
         weights["w"] += 1.0
         return float(batch[0].mean())
 
-    saver = ModelCheckpoint(prefix="net", directory=tmp_path,
-                            config=CheckpointConfig(save_checkpoint_steps=2,
-                                                    keep_checkpoint_max=keep))
+    saver = ModelCheckpoint(
+        prefix="net",
+        directory=tmp_path,
+        config=CheckpointConfig(save_checkpoint_steps=2, keep_checkpoint_max=keep),
+    )
     loop = TrainLoop(step, network=network)
     loop.train(1, dataset, callbacks=[saver])
     first = sorted(path.name for path in tmp_path.glob("*.ckpt"))

@@ -37,8 +37,16 @@ OPERATOR_HISTOGRAM = ("histogram", "activations")
 OPERATOR_TENSOR = ("tensor", "weights")
 
 
-def train(model_factory: Any, directory: Path, *, epochs: int, batches: int, sink: bool,
-          collect_freq: int, collect_tensor_freq: int | None = None) -> None:
+def train(
+    model_factory: Any,
+    directory: Path,
+    *,
+    epochs: int,
+    batches: int,
+    sink: bool,
+    collect_freq: int,
+    collect_tensor_freq: int | None = None,
+) -> None:
     model = model_factory(batches)
     counter = {"step": 0}
 
@@ -50,7 +58,9 @@ def train(model_factory: Any, directory: Path, *, epochs: int, batches: int, sin
         return np.float32(1.0 / number)
 
     collector = SummaryCollector(
-        directory, collect_freq=collect_freq, collect_tensor_freq=collect_tensor_freq,
+        directory,
+        collect_freq=collect_freq,
+        collect_tensor_freq=collect_tensor_freq,
         collect_specified_data=NO_LANDSCAPE,
     )
     loop = TrainLoop(step, network=model.network, optimizer=model.optimizer)
@@ -64,7 +74,9 @@ def multiples(step: int, last: int) -> list[int]:
 # (mode, collect_freq, collect_tensor_freq, everything-but-tensor steps, tensor steps)
 CASES = [
     pytest.param(
-        False, 3, None,
+        False,
+        3,
+        None,
         # 1, then 3, 6, ..., 60
         [1, *multiples(3, 60)],
         # total 60: range(0, 61, 3) has 21 entries > 20, 60 // 19 = 3 > 1, so
@@ -73,27 +85,35 @@ CASES = [
         id="step-default",
     ),
     pytest.param(
-        False, 3, 4,
+        False,
+        3,
+        4,
         [1, *multiples(3, 60)],
         # range(0, 61, 4) = 0, 4, ..., 60; steps 4, 8, 16, ... hold tensors only
         [1, *multiples(4, 60)],
         id="step-tensor-freq-4",
     ),
     pytest.param(
-        False, 3, 25,
+        False,
+        3,
+        25,
         [1, *multiples(3, 60)],
         [1, 25, 50],  # range(0, 61, 25)
         id="step-tensor-freq-25",
     ),
     pytest.param(
-        False, 1, None,
+        False,
+        1,
+        None,
         list(range(1, 61)),
         # range(0, 61, 1) has 61 entries > 20, 60 // 19 = 3: range(0, 61, 3)[:20]
         [1, *multiples(3, 57)],
         id="step-freq-1",
     ),
     pytest.param(
-        True, 3, None,
+        True,
+        3,
+        None,
         # epochs 1 and 2: epoch 1 is the first; 2 % 3 != 0
         [30],
         # total 2 epochs: range(0, 3, 3) = [0]; only the first epoch
@@ -101,14 +121,18 @@ CASES = [
         id="sink-default",
     ),
     pytest.param(
-        True, 3, 1,
+        True,
+        3,
+        1,
         [30],
         # range(0, 3, 1) = 0, 1, 2: epoch 2 (step 60) holds tensors only
         [30, 60],
         id="sink-tensor-freq-1",
     ),
     pytest.param(
-        True, 1, None,
+        True,
+        1,
+        None,
         [30, 60],
         [30, 60],  # range(0, 3, 1)
         id="sink-freq-1",
@@ -118,11 +142,24 @@ CASES = [
 
 @pytest.mark.parametrize(("sink", "collect_freq", "tensor_freq", "collected", "tensors"), CASES)
 def test_two_epochs_of_thirty_steps(
-    model: Any, read_steps: Any, tmp_path: Path, sink: bool, collect_freq: int,
-    tensor_freq: int | None, collected: list[int], tensors: list[int],
+    model: Any,
+    read_steps: Any,
+    tmp_path: Path,
+    sink: bool,
+    collect_freq: int,
+    tensor_freq: int | None,
+    collected: list[int],
+    tensors: list[int],
 ) -> None:
-    train(model, tmp_path, epochs=2, batches=30, sink=sink, collect_freq=collect_freq,
-          collect_tensor_freq=tensor_freq)
+    train(
+        model,
+        tmp_path,
+        epochs=2,
+        batches=30,
+        sink=sink,
+        collect_freq=collect_freq,
+        collect_tensor_freq=tensor_freq,
+    )
     steps = read_steps(tmp_path)
     assert steps[LOSS] == collected
     assert steps[IMAGES] == collected
@@ -131,12 +168,19 @@ def test_two_epochs_of_thirty_steps(
     assert steps[OPERATOR_TENSOR] == tensors
     # the first five parameters, nothing else, each at every collected step
     histograms = sorted(tag for plugin, tag in steps if plugin == "histogram")
-    assert histograms == sorted(["activations", "fc.weight/auto", "fc.bias/auto",
-                                 "head.weight/auto", "head.bias/auto", "norm.gamma/auto"])
+    assert histograms == sorted(
+        [
+            "activations",
+            "fc.weight/auto",
+            "fc.bias/auto",
+            "head.weight/auto",
+            "head.bias/auto",
+            "norm.gamma/auto",
+        ]
+    )
 
 
-def test_short_run_where_total_over_19_is_one(model: Any, read_steps: Any,
-                                              tmp_path: Path) -> None:
+def test_short_run_where_total_over_19_is_one(model: Any, read_steps: Any, tmp_path: Path) -> None:
     """total 30, collect_freq 1: range(0, 31) has 31 > 20 entries, 30 // 19 = 1, so
     the tensor range is range(0, 31)[:21] = 0..20."""
     train(model, tmp_path, epochs=1, batches=30, sink=False, collect_freq=1)
@@ -150,8 +194,7 @@ def test_summary_operators_in_the_step_hold_that_steps_value(
 ) -> None:
     """histogram_summary inside the step lands at the collected steps with that step's
     value; tensor_summary only at the tensor-collection steps (the plugin filter)."""
-    train(model, tmp_path, epochs=2, batches=30, sink=False, collect_freq=3,
-          collect_tensor_freq=4)
+    train(model, tmp_path, epochs=2, batches=30, sink=False, collect_freq=3, collect_tensor_freq=4)
     histograms = read_values(tmp_path, *OPERATOR_HISTOGRAM)
     assert sorted(histograms) == [1, *multiples(3, 60)]
     for step, histogram in histograms.items():

@@ -23,13 +23,21 @@ def loss_step(batch: Any) -> np.floating[Any]:
     return np.float32(0.5)
 
 
-def run(model: Any, directory: Path, callbacks: list[Callback] | None = None,
-        epochs: int = 1, batches: int = 4, step: Any = loss_step, **arguments: Any) -> Any:
+def run(
+    model: Any,
+    directory: Path,
+    callbacks: list[Callback] | None = None,
+    epochs: int = 1,
+    batches: int = 4,
+    step: Any = loss_step,
+    **arguments: Any,
+) -> Any:
     data = model(batches)
     arguments.setdefault("collect_specified_data", NO_LANDSCAPE)
     instance = SummaryCollector(directory, collect_freq=1, **arguments)
-    loop = TrainLoop(step, network=data.network, optimizer=data.optimizer,
-                     loss_fn=SoftmaxCrossEntropy())
+    loop = TrainLoop(
+        step, network=data.network, optimizer=data.optimizer, loss_fn=SoftmaxCrossEntropy()
+    )
     loop.train(epochs, data.dataset, callbacks=[*(callbacks or []), instance])
     return data
 
@@ -43,14 +51,20 @@ class SoftmaxCrossEntropy:
 
 def summary_steps(directory: Path) -> dict[int, list[str]]:
     """``{step: [tag, ...]}`` of the summary events in ``directory``."""
-    return {event.step: [value.tag for value in event.values]
-            for event in load_dir(directory) if event.what == "summary" and event.step is not None}
+    return {
+        event.step: [value.tag for value in event.values]
+        for event in load_dir(directory)
+        if event.what == "summary" and event.step is not None
+    }
 
 
 def test_summary_record_is_made_on_enter_with_the_collectors_settings(tmp_path: Path) -> None:
-    instance = SummaryCollector(tmp_path, max_file_size=4096,
-                                export_options={"tensor_format": "npy"},
-                                collect_specified_data=NO_LANDSCAPE)
+    instance = SummaryCollector(
+        tmp_path,
+        max_file_size=4096,
+        export_options={"tensor_format": "npy"},
+        collect_specified_data=NO_LANDSCAPE,
+    )
     assert instance.record is None
     with instance:
         record = instance.record
@@ -77,16 +91,20 @@ def test_every_num_process_records_the_same_values_in_order(
     tmp_path: Path, num_process: int
 ) -> None:
     expected = {step: np.linspace(0.0, step, 50) for step in range(1, 21)}
-    with SummaryCollector(tmp_path, num_process=num_process,
-                          collect_specified_data=NO_LANDSCAPE) as instance:
+    with SummaryCollector(
+        tmp_path, num_process=num_process, collect_specified_data=NO_LANDSCAPE
+    ) as instance:
         record = instance.record
         assert record is not None
         for step, weights in expected.items():
             record.add_value("histogram", "w", weights)
             record.add_value("scalar", "s", np.float32(step))
             record.record(step)
-    found = {event.step: {value.tag: value.value for value in event.values}
-             for event in load_dir(tmp_path) if event.what == "summary"}
+    found = {
+        event.step: {value.tag: value.value for value in event.values}
+        for event in load_dir(tmp_path)
+        if event.what == "summary"
+    }
     assert list(found) == list(expected)
     for step, weights in expected.items():
         assert found[step]["s"] == pytest.approx(step)
@@ -96,8 +114,15 @@ def test_every_num_process_records_the_same_values_in_order(
 
 def test_used_without_with_the_record_lives_from_begin_to_end(tmp_path: Path) -> None:
     instance = SummaryCollector(tmp_path, collect_specified_data=NO_LANDSCAPE)
-    params = CallbackParams(mode="train", list_callback=[instance], epoch_num=1, batch_num=1,
-                            cur_step_num=1, cur_epoch_num=1, net_outputs=np.float32(2.0))
+    params = CallbackParams(
+        mode="train",
+        list_callback=[instance],
+        epoch_num=1,
+        batch_num=1,
+        cur_step_num=1,
+        cur_epoch_num=1,
+        net_outputs=np.float32(2.0),
+    )
     context = RunContext(params)
     instance.begin(context)
     assert instance.record is not None
@@ -133,8 +158,9 @@ def test_graph_is_written_once(model: Any, tmp_path: Path) -> None:
     assert graphs[0].parameters == ("fc.weight", "fc.bias")
 
 
-def test_a_network_without_a_graph_warns_once(model: Any, tmp_path: Path,
-                                              caplog: pytest.LogCaptureFixture) -> None:
+def test_a_network_without_a_graph_warns_once(
+    model: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     def plain(batches: int) -> Any:
         return model(batches, graph=False)
 
@@ -151,8 +177,9 @@ def test_histogram_regular_uses_re_match(model: Any, tmp_path: Path, read_steps:
     assert tags == {"head.weight/auto", "head.bias/auto", "norm.gamma/auto"}
 
 
-def test_histogram_values_are_the_parameters_at_that_step(model: Any, tmp_path: Path,
-                                                          read_values: Any) -> None:
+def test_histogram_values_are_the_parameters_at_that_step(
+    model: Any, tmp_path: Path, read_values: Any
+) -> None:
     holder: dict[str, Any] = {}
 
     def step(batch: Any) -> float:
@@ -163,33 +190,37 @@ def test_histogram_values_are_the_parameters_at_that_step(model: Any, tmp_path: 
     holder["data"] = data
     instance = SummaryCollector(tmp_path, collect_freq=1, collect_specified_data=NO_LANDSCAPE)
     TrainLoop(step, network=data.network, optimizer=data.optimizer).train(
-        1, data.dataset, callbacks=[instance])
+        1, data.dataset, callbacks=[instance]
+    )
     values = read_values(tmp_path, "histogram", "fc.bias/auto")
     assert {step: (h.min, h.max) for step, h in values.items()} == {
-        1: (1.0, 1.0), 2: (2.0, 2.0), 3: (3.0, 3.0)}
+        1: (1.0, 1.0),
+        2: (2.0, 2.0),
+        3: (3.0, 3.0),
+    }
 
 
-def test_collect_metric_false_keeps_loss_out(model: Any, tmp_path: Path,
-                                             read_steps: Any) -> None:
+def test_collect_metric_false_keeps_loss_out(model: Any, tmp_path: Path, read_steps: Any) -> None:
     run(model, tmp_path, collect_specified_data={**NO_LANDSCAPE, "collect_metric": False})
     assert ("scalar", "loss/auto") not in read_steps(tmp_path)
 
 
-def test_keep_default_action_false_collects_only_what_is_named(model: Any, tmp_path: Path,
-                                                               read_steps: Any) -> None:
-    run(model, tmp_path, collect_specified_data={"collect_metric": True},
-        keep_default_action=False)
+def test_keep_default_action_false_collects_only_what_is_named(
+    model: Any, tmp_path: Path, read_steps: Any
+) -> None:
+    run(model, tmp_path, collect_specified_data={"collect_metric": True}, keep_default_action=False)
     # The job view's own tags come whatever collect_specified_data says.
-    assert set(read_steps(tmp_path)) == {("scalar", "loss/auto"),
-                                         ("scalar", "rankscribe/step_time"),
-                                         ("scalar", "rankscribe/data_wait"),
-                                         ("scalar", "rankscribe/param_fingerprint")}
+    assert set(read_steps(tmp_path)) == {
+        ("scalar", "loss/auto"),
+        ("scalar", "rankscribe/step_time"),
+        ("scalar", "rankscribe/data_wait"),
+        ("scalar", "rankscribe/param_fingerprint"),
+    }
     assert not [e for e in load_dir(tmp_path) if e.what == "graph_def"]
     assert load_lineage_dir(tmp_path) == []
 
 
-def test_loss_is_the_mean_of_the_first_output(model: Any, tmp_path: Path,
-                                              read_values: Any) -> None:
+def test_loss_is_the_mean_of_the_first_output(model: Any, tmp_path: Path, read_values: Any) -> None:
     def step(batch: Any) -> tuple[np.ndarray, str]:
         return np.array([1.0, 2.0, 6.0]), "logits"
 
@@ -197,8 +228,9 @@ def test_loss_is_the_mean_of_the_first_output(model: Any, tmp_path: Path,
     assert set(read_values(tmp_path, "scalar", "loss/auto").values()) == {3.0}
 
 
-def test_unreadable_loss_warns_once(model: Any, tmp_path: Path, read_steps: Any,
-                                    caplog: pytest.LogCaptureFixture) -> None:
+def test_unreadable_loss_warns_once(
+    model: Any, tmp_path: Path, read_steps: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     run(model, tmp_path, step=lambda batch: {"loss": 1.0})
     assert ("scalar", "loss/auto") not in read_steps(tmp_path)
     assert caplog.text.count("no loss was recorded in SummaryCollector") == 1
@@ -214,7 +246,8 @@ def test_input_data_that_is_not_an_image_is_disabled_with_one_warning(
     instance = SummaryCollector(tmp_path, collect_freq=1, collect_specified_data=NO_LANDSCAPE)
     with caplog.at_level(logging.WARNING):
         TrainLoop(loss_step, network=data.network, optimizer=data.optimizer).train(
-            1, flat, callbacks=[instance])
+            1, flat, callbacks=[instance]
+        )
     assert ("image", "input_data/auto") not in read_steps(tmp_path)
     assert caplog.text.count("SummaryCollector will not collect input data") == 1
     assert "not image" in caplog.text
@@ -259,36 +292,57 @@ def test_eval_steps_collect_nothing(model: Any, tmp_path: Path) -> None:
 
 def test_train_then_eval_lineage(model: Any, tmp_path: Path) -> None:
     data = model(5)
-    instance = SummaryCollector(tmp_path, collect_specified_data=NO_LANDSCAPE,
-                                custom_lineage_data={"owner": "team-a", "trial": 3})
-    loop = TrainLoop(lambda batch: (np.array([1.5, 0.5]),), network=data.network,
-                     optimizer=data.optimizer, loss_fn=SoftmaxCrossEntropy(),
-                     eval_fn=lambda batch: {"acc": 0.5, "top5": 1})
+    instance = SummaryCollector(
+        tmp_path,
+        collect_specified_data=NO_LANDSCAPE,
+        custom_lineage_data={"owner": "team-a", "trial": 3},
+    )
+    loop = TrainLoop(
+        lambda batch: (np.array([1.5, 0.5]),),
+        network=data.network,
+        optimizer=data.optimizer,
+        loss_fn=SoftmaxCrossEntropy(),
+        eval_fn=lambda batch: {"acc": 0.5, "top5": 1},
+    )
     loop.train(2, data.dataset, callbacks=[instance])
     metrics = loop.eval(data.dataset, callbacks=[instance])
     assert metrics == {"acc": 0.5, "top5": 1.0}
     lineage = get_summary_lineage(str(tmp_path))
     assert lineage["hyper_parameters"] == {
-        "optimizer": "Momentum", "learning_rate": 0.01, "loss_function": "SoftmaxCrossEntropy",
-        "epoch": 2, "parallel_mode": "stand_alone", "device_num": 1, "batch_size": 2,
+        "optimizer": "Momentum",
+        "learning_rate": 0.01,
+        "loss_function": "SoftmaxCrossEntropy",
+        "epoch": 2,
+        "parallel_mode": "stand_alone",
+        "device_num": 1,
+        "batch_size": 2,
     }
     assert lineage["algorithm"] == {"network": "TinyNet", "loss": 1.0}
-    assert lineage["train_dataset"] == {"train_dataset_path": "/data/tiny",
-                                        "train_dataset_size": 10}
-    assert lineage["valid_dataset"] == {"valid_dataset_path": "/data/tiny",
-                                        "valid_dataset_size": 10}
+    assert lineage["train_dataset"] == {
+        "train_dataset_path": "/data/tiny",
+        "train_dataset_size": 10,
+    }
+    assert lineage["valid_dataset"] == {
+        "valid_dataset_path": "/data/tiny",
+        "valid_dataset_size": 10,
+    }
     assert lineage["metric"] == {"acc": 0.5, "top5": 1.0}
     assert lineage["model"] == {"path": json.dumps({"ckpt": None}), "size": 0}
-    assert lineage["dataset_graph"] == {"op_type": "ArrayDataset", "batch_size": 2,
-                                        "shuffle": False, "children": []}
+    assert lineage["dataset_graph"] == {
+        "op_type": "ArrayDataset",
+        "batch_size": 2,
+        "shuffle": False,
+        "children": [],
+    }
 
 
 def test_custom_lineage_is_in_every_training_runs_lineage(model: Any, tmp_path: Path) -> None:
     """Each run's lineage file holds it: MindInsight restarts a run's lineage at each train
     lineage file, so a second run with the same collector would otherwise lose it."""
     data = model(2)
-    instance = SummaryCollector(tmp_path, collect_specified_data=NO_LANDSCAPE,
-                                custom_lineage_data={"trial": 7})
+    instance = SummaryCollector(
+        tmp_path, collect_specified_data=NO_LANDSCAPE, custom_lineage_data={"trial": 7}
+    )
     loop = TrainLoop(loss_step, network=data.network, optimizer=data.optimizer)
     loop.train(1, data.dataset, callbacks=[instance])
     loop.train(1, data.dataset, callbacks=[instance])
@@ -302,14 +356,17 @@ def test_custom_lineage_is_in_every_training_runs_lineage(model: Any, tmp_path: 
 def test_custom_lineage_and_hyper_config_are_written_once(
     model: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("MINDINSIGHT_HYPER_CONFIG",
-                       json.dumps({"custom_lineage_data": {"lr_schedule": "cosine", "trial": 1}}))
+    monkeypatch.setenv(
+        "MINDINSIGHT_HYPER_CONFIG",
+        json.dumps({"custom_lineage_data": {"lr_schedule": "cosine", "trial": 1}}),
+    )
     run(model, tmp_path, epochs=2, custom_lineage_data={"trial": 7})
     records = [r for r in load_lineage_dir(tmp_path) if r.what == "user_defined_info"]
     assert len(records) == 1
     # one user_info entry per key, each holding that key alone
-    assert records[0].data == {"user_info": [
-        {"map_str": {"lr_schedule": "cosine"}}, {"map_int32": {"trial": 7}}]}
+    assert records[0].data == {
+        "user_info": [{"map_str": {"lr_schedule": "cosine"}}, {"map_int32": {"trial": 7}}]
+    }
 
 
 class FakeCheckpoint(Callback):
@@ -346,8 +403,10 @@ def test_lineage_names_the_model_checkpoints_file(model: Any, tmp_path: Path) ->
     latest = saver.latest_ckpt_file_name
     assert latest is not None and Path(latest).name == "tiny-1_3.ckpt"
     lineage = get_summary_lineage(str(summary))
-    assert lineage["model"] == {"path": json.dumps({"ckpt": os.path.realpath(latest)}),
-                                "size": os.path.getsize(latest)}
+    assert lineage["model"] == {
+        "path": json.dumps({"ckpt": os.path.realpath(latest)}),
+        "size": os.path.getsize(latest),
+    }
     assert lineage["model"]["size"] > 0
 
 
@@ -385,8 +444,15 @@ def test_rank_writes_into_its_directory_and_keeps_its_tensor_share(
 
     info = RankInfo(rank=1, world_size=2, local_rank=1, local_size=2, host="h", launcher="pmi")
     coordinator = FakeCoordinator(rank=1)
-    run(model, tmp_path, batches=30, step=step, rank_info=info, coordinator=coordinator,
-        collect_tensor_freq=None)
+    run(
+        model,
+        tmp_path,
+        batches=30,
+        step=step,
+        rank_info=info,
+        coordinator=coordinator,
+        collect_tensor_freq=None,
+    )
     assert sorted(os.listdir(tmp_path)) == ["rank_1"]
     names = os.listdir(tmp_path / "rank_1")
     assert all(".1." in name for name in names if "events" in name)  # rank 1 in the names
@@ -423,8 +489,12 @@ def test_rank_zero_names_a_missing_rank_in_the_merged_lineage(model: Any, tmp_pa
     assert lineage["hyper_parameters"]["device_num"] == 2
     assert lineage["train_dataset"]["train_dataset_size"] == 8  # rank 0's only
     records = [r for r in load_lineage_dir(tmp_path) if r.what == "user_defined_info"]
-    values = {key: value for entry in records[-1].data["user_info"]
-              for kind in entry.values() for key, value in kind.items()}
+    values = {
+        key: value
+        for entry in records[-1].data["user_info"]
+        for kind in entry.values()
+        for key, value in kind.items()
+    }
     assert values["ranks_missing"] == "1"
     assert values["ranks_reported"] == 1 and values["ranks_expected"] == 2
 
@@ -435,8 +505,11 @@ def test_the_tensorboard_target_on_request(model: Any, tmp_path: Path) -> None:
     summary = tmp_path / "summary"
     run(model, summary, batches=3, formats=["mindinsight", "tensorboard"])
     [board] = summary.glob("events.out.tfevents.*")
-    steps = [event.step for event in read_tensorboard_events(board)
-             if event.WhichOneof("what") == "summary"]
+    steps = [
+        event.step
+        for event in read_tensorboard_events(board)
+        if event.WhichOneof("what") == "summary"
+    ]
     assert steps == [0, 1, 2, 3]  # 0: the parameter fingerprint when training begins
 
 
@@ -451,7 +524,7 @@ def test_formats_must_name_known_targets(tmp_path: Path, formats: Any) -> None:
 def test_a_source_that_cannot_be_read_is_warned_about_by_rank_0_only(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """"not image" and "no graph" are the same on every rank: the job says them once."""
+    """ "not image" and "no graph" are the same on every rank: the job says them once."""
     from rankscribe.collector import ArrayDataset, ArrayNetwork
 
     flat = ArrayDataset(np.zeros((8, 16), np.float32), batch_size=2)
@@ -462,17 +535,26 @@ def test_a_source_that_cannot_be_read_is_warned_about_by_rank_0_only(
             """A network without a graph (a class per rank: the warning is once per class)."""
 
         network = Graphless({"w": np.zeros(3)})
-        info = RankInfo(rank=rank, world_size=2, local_rank=rank, local_size=2, host="h",
-                        launcher="pmi")
-        instance = SummaryCollector(tmp_path, collect_freq=1, collect_specified_data=NO_LANDSCAPE,
-                                    rank_info=info,
-                                    # registered as a Coordinator (above): mypy cannot see it
-                                    coordinator=cast(Coordinator, FakeCoordinator(rank=rank)))
+        info = RankInfo(
+            rank=rank, world_size=2, local_rank=rank, local_size=2, host="h", launcher="pmi"
+        )
+        instance = SummaryCollector(
+            tmp_path,
+            collect_freq=1,
+            collect_specified_data=NO_LANDSCAPE,
+            rank_info=info,
+            # registered as a Coordinator (above): mypy cannot see it
+            coordinator=cast(Coordinator, FakeCoordinator(rank=rank)),
+        )
         caplog.clear()
         with caplog.at_level(logging.DEBUG, logger="rankscribe"):
             TrainLoop(loss_step, network=network).train(1, flat, callbacks=[instance])
-        said[rank] = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING
-                      and ("not image" in r.getMessage() or "graph proto" in r.getMessage())]
+        said[rank] = [
+            r.getMessage()
+            for r in caplog.records
+            if r.levelno >= logging.WARNING
+            and ("not image" in r.getMessage() or "graph proto" in r.getMessage())
+        ]
         # rank 1 still keeps the reason, at DEBUG
         assert any("not image" in r.getMessage() for r in caplog.records), rank
     assert said[1] == []

@@ -80,11 +80,17 @@ def test_values_come_in_the_originals_order() -> None:
 
     sink = Sink()
     images = np.zeros((2, 3, 4, 4))
-    params = CallbackParams(net_outputs=1.0, train_dataset_element=(images, np.zeros(2)),
-                            optimizer=ArrayOptimizer({"w": np.ones(2)}))
+    params = CallbackParams(
+        net_outputs=1.0,
+        train_dataset_element=(images, np.zeros(2)),
+        optimizer=ArrayOptimizer({"w": np.ones(2)}),
+    )
     extractor().add_step_values(sink, params)
     assert [(plugin, name) for plugin, name, _ in sink.values] == [
-        ("image", "input_data/auto"), ("scalar", "loss/auto"), ("histogram", "w/auto")]
+        ("image", "input_data/auto"),
+        ("scalar", "loss/auto"),
+        ("histogram", "w/auto"),
+    ]
     assert sink.values[0][2] is images
 
 
@@ -97,8 +103,9 @@ def test_values_come_in_the_originals_order() -> None:
         (np.zeros((2, 4, 3, 3)), "are not image"),  # 4 channels: refused by the writer
     ],
 )
-def test_input_data_is_disabled_once(element: Any, reason: str,
-                                     caplog: pytest.LogCaptureFixture) -> None:
+def test_input_data_is_disabled_once(
+    element: Any, reason: str, caplog: pytest.LogCaptureFixture
+) -> None:
     sink = Sink()
     instance = extractor(collect_metric=False, histogram_regular=None)
     params = CallbackParams(train_dataset_element=element)

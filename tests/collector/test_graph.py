@@ -30,12 +30,23 @@ def test_nodes_edges_parameters_and_outputs() -> None:
     graph = build_graph_proto(DESCRIPTION)
     assert graph.name == "mlp"
     assert [(n.name, n.op_type, n.scope) for n in graph.node] == [
-        ("x", "Input", ""), ("fc1", "MatMul", "Default/fc1"), ("bias", "Add", "Default/fc1"),
-        ("relu", "ReLU", "Default")]
+        ("x", "Input", ""),
+        ("fc1", "MatMul", "Default/fc1"),
+        ("bias", "Add", "Default/fc1"),
+        ("relu", "ReLU", "Default"),
+    ]
     assert [n.full_name for n in graph.node] == [
-        "Input-op1", "Default/fc1/MatMul-op2", "Default/fc1/Add-op3", "Default/ReLU-op4"]
+        "Input-op1",
+        "Default/fc1/MatMul-op2",
+        "Default/fc1/Add-op3",
+        "Default/ReLU-op4",
+    ]
     assert [[i.name for i in n.input] for n in graph.node] == [
-        [], ["x", "fc1.w"], ["fc1", "fc1.b"], ["bias"]]
+        [],
+        ["x", "fc1.w"],
+        ["fc1", "fc1.b"],
+        ["bias"],
+    ]
     assert all(i.type == anf_ir_pb2.InputProto.DATA_EDGE for n in graph.node for i in n.input)
     weight, bias = graph.parameters
     assert weight.name == "fc1.w" and weight.type.data_type == anf_ir_pb2.DT_TENSOR
@@ -63,27 +74,48 @@ def test_dataclass_form_gives_the_same_graph() -> None:
 @pytest.mark.parametrize(
     ("change", "error", "message"),
     [
-        ({"nodes": [{"name": "a", "op_type": "Relu", "inputs": ["b"]}]}, CollectorValueError,
-         "graph node 'a' has input 'b', which is neither a node nor a parameter of the graph."),
-        ({"nodes": [{"name": "a", "op_type": "X"}, {"name": "a", "op_type": "Y"}]},
-         CollectorValueError, "graph name 'a' is used twice; names must be unique."),
-        ({"nodes": [{"name": "a", "op_type": "X"}], "outputs": ["z"]}, CollectorValueError,
-         "graph output 'z' is not a node of the graph."),
-        ({"nodes": [{"name": "a"}]}, CollectorTypeError,
-         "graph nodes[0].op_type must be a non-empty str, but got None."),
-        ({"nodes": [{"name": "a", "op_type": "X", "input": []}]}, CollectorValueError,
-         "graph nodes[0] has unknown keys ['input']"),
+        (
+            {"nodes": [{"name": "a", "op_type": "Relu", "inputs": ["b"]}]},
+            CollectorValueError,
+            "graph node 'a' has input 'b', which is neither a node nor a parameter of the graph.",
+        ),
+        (
+            {"nodes": [{"name": "a", "op_type": "X"}, {"name": "a", "op_type": "Y"}]},
+            CollectorValueError,
+            "graph name 'a' is used twice; names must be unique.",
+        ),
+        (
+            {"nodes": [{"name": "a", "op_type": "X"}], "outputs": ["z"]},
+            CollectorValueError,
+            "graph output 'z' is not a node of the graph.",
+        ),
+        (
+            {"nodes": [{"name": "a"}]},
+            CollectorTypeError,
+            "graph nodes[0].op_type must be a non-empty str, but got None.",
+        ),
+        (
+            {"nodes": [{"name": "a", "op_type": "X", "input": []}]},
+            CollectorValueError,
+            "graph nodes[0] has unknown keys ['input']",
+        ),
         ({"nodes": ["a"]}, CollectorTypeError, "graph nodes[0] must be a GraphNode or a dict"),
-        ({"nodes": [{"name": "a", "op_type": "X", "inputs": "b"}]}, CollectorTypeError,
-         "graph nodes[0].inputs must be a list of names (str)"),
-        ({"parameters": [{"name": "w", "shape": "8x4"}], "nodes": []}, CollectorTypeError,
-         "graph parameters[0].shape must be a sequence of ints"),
+        (
+            {"nodes": [{"name": "a", "op_type": "X", "inputs": "b"}]},
+            CollectorTypeError,
+            "graph nodes[0].inputs must be a list of names (str)",
+        ),
+        (
+            {"parameters": [{"name": "w", "shape": "8x4"}], "nodes": []},
+            CollectorTypeError,
+            "graph parameters[0].shape must be a sequence of ints",
+        ),
         ({"edges": []}, CollectorValueError, "a graph description has unknown keys ['edges']"),
     ],
 )
-def test_descriptions_that_cannot_be_drawn_are_refused(change: dict[str, Any],
-                                                       error: type[Exception],
-                                                       message: str) -> None:
+def test_descriptions_that_cannot_be_drawn_are_refused(
+    change: dict[str, Any], error: type[Exception], message: str
+) -> None:
     with pytest.raises(error) as raised:
         build_graph_proto(change)
     assert message in str(raised.value)

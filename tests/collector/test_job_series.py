@@ -36,8 +36,11 @@ STEP_SECONDS = 0.002
 
 def summary_steps(directory: Path) -> list[int]:
     """The step of every summary event, in file order."""
-    return [event.step for event in load_dir(directory)
-            if event.what == "summary" and event.step is not None]
+    return [
+        event.step
+        for event in load_dir(directory)
+        if event.what == "summary" and event.step is not None
+    ]
 
 
 def job_scalars(directory: Path) -> dict[str, list[tuple[int, float]]]:
@@ -53,8 +56,9 @@ class Snapshots(Callback):
         self.by_step: dict[int, int] = {}
 
     def _snapshot(self, step: int) -> None:
-        raw = b"".join(np.ascontiguousarray(value).tobytes()
-                       for _, value in self.network.named_parameters())
+        raw = b"".join(
+            np.ascontiguousarray(value).tobytes() for _, value in self.network.named_parameters()
+        )
         self.by_step[step] = crc32c.crc32c(raw) & 0xFFFFFF
 
     def begin(self, run_context: RunContext) -> None:
@@ -64,8 +68,16 @@ class Snapshots(Callback):
         self._snapshot(run_context.original_args().cur_step_num)
 
 
-def train(model: Any, directory: Path, *, batches: int = 12, epochs: int = 1,
-          collect_freq: int = 4, step: Any = None, **arguments: Any) -> tuple[Any, Snapshots]:
+def train(
+    model: Any,
+    directory: Path,
+    *,
+    batches: int = 12,
+    epochs: int = 1,
+    collect_freq: int = 4,
+    step: Any = None,
+    **arguments: Any,
+) -> tuple[Any, Snapshots]:
     data = model(batches)
 
     def default_step(batch: Any) -> float:
@@ -77,7 +89,8 @@ def train(model: Any, directory: Path, *, batches: int = 12, epochs: int = 1,
     collector = SummaryCollector(directory, collect_freq=collect_freq, **arguments)
     snapshots = Snapshots(data.network)
     TrainLoop(step or default_step, network=data.network, optimizer=data.optimizer).train(
-        epochs, data.dataset, callbacks=[collector, snapshots])
+        epochs, data.dataset, callbacks=[collector, snapshots]
+    )
     return data, snapshots
 
 
@@ -148,7 +161,8 @@ def test_dataset_sink_mode_records_one_step_time_per_epoch(model: Any, tmp_path:
     data = model(4)
     collector = SummaryCollector(tmp_path, collect_freq=1, collect_specified_data=NO_LANDSCAPE)
     TrainLoop(lambda batch: 0.5, network=data.network, optimizer=data.optimizer).train(
-        3, data.dataset, callbacks=[collector], dataset_sink_mode=True)
+        3, data.dataset, callbacks=[collector], dataset_sink_mode=True
+    )
     [path] = [path for path in tmp_path.iterdir() if path.name.endswith("_MS")]
     assert [step for step, _ in scalars(path)[STEP_TIME_TAG]] == [4, 8, 12]
 
@@ -157,8 +171,7 @@ def test_long_quiet_stretches_still_write_their_step_times(model: Any, tmp_path:
     """collect_freq beyond the run: the step times go out in bounded runs, all of them."""
     batches = STEP_TIME_WRITE_COUNT * 2 + 10
     data = model(batches)
-    collector = SummaryCollector(tmp_path, collect_freq=10_000,
-                                 collect_specified_data=NO_LANDSCAPE)
+    collector = SummaryCollector(tmp_path, collect_freq=10_000, collect_specified_data=NO_LANDSCAPE)
     seen: list[int] = []
 
     class Watch(Callback):
@@ -170,7 +183,8 @@ def test_long_quiet_stretches_still_write_their_step_times(model: Any, tmp_path:
                 seen.extend(summary_steps(tmp_path))
 
     TrainLoop(lambda batch: 0.5, network=data.network, optimizer=data.optimizer).train(
-        1, data.dataset, callbacks=[collector, Watch()])
+        1, data.dataset, callbacks=[collector, Watch()]
+    )
     # mid-run, at most STEP_TIME_WRITE_COUNT step times were still waiting
     assert len(seen) >= 5
     [path] = [path for path in tmp_path.iterdir() if path.name.endswith("_MS")]
@@ -193,7 +207,8 @@ def test_a_long_step_writes_its_step_time_at_once(model: Any, tmp_path: Path) ->
         return 0.5
 
     TrainLoop(step, network=data.network, optimizer=data.optimizer).train(
-        1, data.dataset, callbacks=[collector, Watch()])
+        1, data.dataset, callbacks=[collector, Watch()]
+    )
     # step 0 is the fingerprint taken when training began
     assert on_disk == {step: list(range(step + 1)) for step in range(1, 6)}
 
@@ -205,12 +220,20 @@ def test_step_times_written_at_the_end_take_no_operator_value(model: Any, tmp_pa
     until end(), where an operator value is waiting.
     """
     data = model(7)
-    params = CallbackParams(mode="train", network=data.network, train_network=data.network,
-                            optimizer=data.optimizer, epoch_num=1, batch_num=7,
-                            train_dataset=data.dataset, net_outputs=0.5)
+    params = CallbackParams(
+        mode="train",
+        network=data.network,
+        train_network=data.network,
+        optimizer=data.optimizer,
+        epoch_num=1,
+        batch_num=7,
+        train_dataset=data.dataset,
+        net_outputs=0.5,
+    )
     context = RunContext(params)
-    with SummaryCollector(tmp_path, collect_freq=100,
-                          collect_specified_data=NO_LANDSCAPE) as collector:
+    with SummaryCollector(
+        tmp_path, collect_freq=100, collect_specified_data=NO_LANDSCAPE
+    ) as collector:
         params.list_callback = [collector]
         collector.begin(context)
         for step in range(1, 6):
@@ -237,7 +260,8 @@ def test_the_series_keeps_what_the_collector_recorded(model: Any, tmp_path: Path
         return 0.25
 
     TrainLoop(step, network=data.network, optimizer=data.optimizer).train(
-        1, data.dataset, callbacks=[collector])
+        1, data.dataset, callbacks=[collector]
+    )
     payload = collector._series.series.payload()
     series = ScalarSeries.rank_series(3, pickle.loads(pickle.dumps(payload)))
     assert series is not None and series.rank == 3
@@ -252,8 +276,12 @@ def test_the_series_keeps_what_the_collector_recorded(model: Any, tmp_path: Path
 def test_a_new_training_run_starts_a_new_series(model: Any, tmp_path: Path) -> None:
     data = model(5)
     collector = SummaryCollector(tmp_path, collect_freq=2, collect_specified_data=NO_LANDSCAPE)
-    loop = TrainLoop(lambda batch: 0.5, network=data.network, optimizer=data.optimizer,
-                     eval_fn=lambda batch: {"acc": 1.0})
+    loop = TrainLoop(
+        lambda batch: 0.5,
+        network=data.network,
+        optimizer=data.optimizer,
+        eval_fn=lambda batch: {"acc": 1.0},
+    )
     loop.train(1, data.dataset, callbacks=[collector])
     loop.train(1, data.dataset, callbacks=[collector])
     loop.eval(data.dataset, callbacks=[collector])  # keeps the training run's series
@@ -262,21 +290,31 @@ def test_a_new_training_run_starts_a_new_series(model: Any, tmp_path: Path) -> N
     assert [step for step, _ in series.scalars[STEP_TIME_TAG]] == [1, 2, 3, 4, 5]
 
 
-@pytest.mark.parametrize("payload", [
-    None, [], {"loss": [1, 2]}, {1: (array("q"), array("f"))},
-    {"loss": (array("q", [1]), array("f"))},
-])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        None,
+        [],
+        {"loss": [1, 2]},
+        {1: (array("q"), array("f"))},
+        {"loss": (array("q", [1]), array("f"))},
+    ],
+)
 def test_a_malformed_series_is_refused(payload: Any) -> None:
     assert ScalarSeries.rank_series(1, payload) is None
 
 
 def test_the_fingerprint_chains_crc32c_over_the_raw_bytes() -> None:
-    parameters = [("a", np.arange(6, dtype=np.float32).reshape(2, 3)),
-                  ("b", np.array(7.0)), ("c", np.arange(4, dtype=np.int64)[::2])]
+    parameters = [
+        ("a", np.arange(6, dtype=np.float32).reshape(2, 3)),
+        ("b", np.array(7.0)),
+        ("c", np.arange(4, dtype=np.int64)[::2]),
+    ]
     raw = b"".join(np.ascontiguousarray(value).tobytes() for _, value in parameters)
     assert parameter_fingerprint(parameters) == crc32c.crc32c(raw) & 0xFFFFFF
     assert parameter_fingerprint([(name.upper(), v) for name, v in parameters]) == (
-        parameter_fingerprint(parameters))  # names do not count
+        parameter_fingerprint(parameters)
+    )  # names do not count
     assert parameter_fingerprint([]) == 0
 
 
@@ -289,8 +327,12 @@ def test_a_parameter_without_raw_bytes_is_refused() -> None:
 
 
 def test_next_collected_is_what_next_would_collect() -> None:
-    for world_size, rank, freq, tensor_freq in [(1, 0, 3, None), (2, 1, 4, 3), (3, 0, 1, None),
-                                                (2, 0, 7, 5)]:
+    for world_size, rank, freq, tensor_freq in [
+        (1, 0, 3, None),
+        (2, 1, 4, 3),
+        (3, 0, 1, None),
+        (2, 0, 7, 5),
+    ]:
         schedule = CollectionSchedule(freq, tensor_freq, world_size=world_size, rank=rank)
         schedule.first(1, 60)
         unit = 1
@@ -304,10 +346,20 @@ def test_next_collected_is_what_next_would_collect() -> None:
 
 
 def test_landscape_steps_are_still_saved(model: Any, tmp_path: Path) -> None:
-    landscape = {"landscape_size": 4, "unit": "step", "create_landscape": {"train": True,
-                 "result": False}, "num_samples": 2, "intervals": [[2, 3, 7]]}
-    train(model, tmp_path, batches=9, collect_freq=4,
-          collect_specified_data={"collect_landscape": landscape})
+    landscape = {
+        "landscape_size": 4,
+        "unit": "step",
+        "create_landscape": {"train": True, "result": False},
+        "num_samples": 2,
+        "intervals": [[2, 3, 7]],
+    }
+    train(
+        model,
+        tmp_path,
+        batches=9,
+        collect_freq=4,
+        collect_specified_data={"collect_landscape": landscape},
+    )
     saved = sorted(path.name for path in (tmp_path / "ckpt_dir").glob("*.ckpt"))
     assert saved == ["TinyNet_2_step.ckpt", "TinyNet_3_step.ckpt", "TinyNet_7_step.ckpt"]
 
@@ -334,12 +386,14 @@ class Gather:
     def gather(self, obj: Any, root: int = 0, timeout: float | None = None) -> GatherResult[Any]:
         values = {0: obj, **self.others}
         missing = tuple(r for r in range(self.world_size) if r not in values)
-        return GatherResult(root=0, rank=0, world_size=self.world_size, values=values,
-                            missing=missing)
+        return GatherResult(
+            root=0, rank=0, world_size=self.world_size, values=values, missing=missing
+        )
 
 
-def rank_payload(lineage: Any, times: list[float], fingerprints: list[float],
-                 loss: float) -> dict[str, Any]:
+def rank_payload(
+    lineage: Any, times: list[float], fingerprints: list[float], loss: float
+) -> dict[str, Any]:
     series = ScalarSeries()
     for step, seconds in enumerate(times, start=1):
         series.add(STEP_TIME_TAG, step, seconds)
@@ -349,9 +403,7 @@ def rank_payload(lineage: Any, times: list[float], fingerprints: list[float],
     return {"lineage": lineage, "series": series.payload()}
 
 
-def test_rank_zero_writes_the_job_view_from_the_gathered_series(
-    model: Any, tmp_path: Path
-) -> None:
+def test_rank_zero_writes_the_job_view_from_the_gathered_series(model: Any, tmp_path: Path) -> None:
     train(model, tmp_path / "rank_0", batches=4, collect_freq=2)
     lineage = parse_run(str(tmp_path / "rank_0")).lineage
     assert lineage is not None
@@ -362,9 +414,10 @@ def test_rank_zero_writes_the_job_view_from_the_gathered_series(
         own.add(FINGERPRINT_TAG, step, 11.0)
         own.add("loss/auto", step, 1.0)
     # rank 1: slow at every step, and its parameters left the others' at step 5
-    others = {1: rank_payload(lineage.to_json_dict(), [0.05] * 8, [11.0, 11.0, 99.0, 99.0],
-                              3.0),
-              2: rank_payload(lineage.to_json_dict(), [0.01] * 8, [11.0] * 4, 2.0)}
+    others = {
+        1: rank_payload(lineage.to_json_dict(), [0.05] * 8, [11.0, 11.0, 99.0, 99.0], 3.0),
+        2: rank_payload(lineage.to_json_dict(), [0.01] * 8, [11.0] * 4, 2.0),
+    }
     merger = JobLineageMerger(tmp_path, info(0, 3), coordinator=Gather(others, 3))  # type: ignore[arg-type]
     assert merger.merge(tmp_path / "rank_0", own) is not None
     [job_file] = [name for name in os.listdir(tmp_path) if name.endswith("_MS")]
@@ -381,9 +434,7 @@ def test_rank_zero_writes_the_job_view_from_the_gathered_series(
     assert merger.last_verdicts["job/straggler_rank"] == 1
 
 
-def test_a_rank_that_never_arrives_is_missing_from_the_job_view(
-    model: Any, tmp_path: Path
-) -> None:
+def test_a_rank_that_never_arrives_is_missing_from_the_job_view(model: Any, tmp_path: Path) -> None:
     train(model, tmp_path / "rank_0", batches=4, collect_freq=2)
     own = ScalarSeries()
     for step in range(1, 5):
@@ -397,26 +448,34 @@ def test_a_rank_that_never_arrives_is_missing_from_the_job_view(
     assert user["ranks_missing"] == "1"
 
 
-def test_an_evaluation_alone_keeps_the_job_files_and_verdicts(
-    model: Any, tmp_path: Path
-) -> None:
+def test_an_evaluation_alone_keeps_the_job_files_and_verdicts(model: Any, tmp_path: Path) -> None:
     train(model, tmp_path / "rank_0", batches=4, collect_freq=2)
     own = ScalarSeries()
     own.add(STEP_TIME_TAG, 1, 0.01)
     JobLineageMerger(tmp_path, info(0, 1), coordinator=Gather({}, 1)).merge(  # type: ignore[arg-type]
-        tmp_path / "rank_0", own)
-    before = {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)
-              if name.endswith("_MS")}
-    verdicts = {key: value for key, value in user_defined(tmp_path).items()
-                if key.startswith("job/")}
+        tmp_path / "rank_0", own
+    )
+    before = {
+        name: (tmp_path / name).read_bytes()
+        for name in os.listdir(tmp_path)
+        if name.endswith("_MS")
+    }
+    verdicts = {
+        key: value for key, value in user_defined(tmp_path).items() if key.startswith("job/")
+    }
     assert verdicts["job/last_step/0"] == 1
     JobLineageMerger(tmp_path, info(0, 1), coordinator=Gather({}, 1)).merge(  # type: ignore[arg-type]
-        tmp_path / "rank_0", ScalarSeries())
-    after = {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)
-             if name.endswith("_MS")}
+        tmp_path / "rank_0", ScalarSeries()
+    )
+    after = {
+        name: (tmp_path / name).read_bytes()
+        for name in os.listdir(tmp_path)
+        if name.endswith("_MS")
+    }
     assert after == before and len(before) == 1
-    assert {key: value for key, value in user_defined(tmp_path).items()
-            if key.startswith("job/")} == verdicts
+    assert {
+        key: value for key, value in user_defined(tmp_path).items() if key.startswith("job/")
+    } == verdicts
 
 
 def test_rank_series_of_the_lineage_package_is_what_travels() -> None:

@@ -27,13 +27,17 @@ def test_default_collection_saves_steps_1_to_19(model: Any, tmp_path: Path) -> N
         return 0.5
 
     TrainLoop(step, network=data.network, optimizer=data.optimizer).train(
-        2, data.dataset, callbacks=[SummaryCollector(tmp_path)])
+        2, data.dataset, callbacks=[SummaryCollector(tmp_path)]
+    )
     directory = tmp_path / "ckpt_dir"
     metadata = json.loads((directory / "train_metadata.json").read_text())
     files = metadata.pop("model_params_file_map")
     assert metadata == {
         "epoch_group": {"0": list(range(1, 10)), "1": list(range(10, 20))},
-        "step_per_epoch": 12, "unit": "step", "num_samples": 2048, "landscape_size": 40,
+        "step_per_epoch": 12,
+        "unit": "step",
+        "num_samples": 2048,
+        "landscape_size": 40,
         "create_landscape": {"train": True, "result": True},
     }
     assert sorted(files, key=int) == [str(step) for step in range(1, 20)]
@@ -50,19 +54,27 @@ def test_epoch_unit(model: Any, tmp_path: Path) -> None:
     data = model(2)
     specified = {"collect_landscape": {"unit": "epoch", "intervals": [[1, 2, 3]]}}
     TrainLoop(lambda batch: 0.5, network=data.network).train(
-        4, data.dataset, callbacks=[SummaryCollector(tmp_path, collect_specified_data=specified)])
+        4, data.dataset, callbacks=[SummaryCollector(tmp_path, collect_specified_data=specified)]
+    )
     metadata = json.loads((tmp_path / "ckpt_dir" / "train_metadata.json").read_text())
     assert sorted(metadata["model_params_file_map"]) == ["1", "2", "3"]
     assert metadata["unit"] == "epoch" and metadata["epoch_group"] == {"0": [1, 2, 3]}
     assert sorted(os.listdir(tmp_path / "ckpt_dir")) == [
-        "TinyNet_1_epoch.ckpt", "TinyNet_2_epoch.ckpt", "TinyNet_3_epoch.ckpt",
-        "train_metadata.json", "train_metadata.json.lock"]
+        "TinyNet_1_epoch.ckpt",
+        "TinyNet_2_epoch.ckpt",
+        "TinyNet_3_epoch.ckpt",
+        "train_metadata.json",
+        "train_metadata.json.lock",
+    ]
 
 
 def test_no_landscape_without_collect_landscape(model: Any, tmp_path: Path) -> None:
     data = model(2)
-    TrainLoop(lambda batch: 0.5, network=data.network).train(1, data.dataset, callbacks=[
-        SummaryCollector(tmp_path, collect_specified_data={"collect_landscape": None})])
+    TrainLoop(lambda batch: 0.5, network=data.network).train(
+        1,
+        data.dataset,
+        callbacks=[SummaryCollector(tmp_path, collect_specified_data={"collect_landscape": None})],
+    )
     assert not (tmp_path / "ckpt_dir").exists()
 
 
@@ -143,8 +155,9 @@ def test_files_hold_their_step_and_one_that_failed_is_left_out_of_the_metadata(
     for step in ("1", "3"):
         np.testing.assert_array_equal(load_file(files[step])["w"], np.full(3, int(step)))
     assert not (tmp_path / "ckpt_dir" / "Net_2_step.ckpt").exists()
-    assert ("Saving the landscape parameters of step 2 failed: [Errno 28] No space left on "
-            "device") in caplog.text
+    assert (
+        "Saving the landscape parameters of step 2 failed: [Errno 28] No space left on device"
+    ) in caplog.text
 
 
 def test_wants_only_unsaved_numbers_in_an_interval(tmp_path: Path) -> None:

@@ -32,12 +32,16 @@ def _train(data: Any, directory: Path, epochs: int, bias: float, **collector: An
 
     data.network["fc.bias"][:] = bias
     TrainLoop(step, network=data.network, optimizer=data.optimizer).train(
-        epochs, data.dataset, callbacks=[SummaryCollector(directory, **collector)])
+        epochs, data.dataset, callbacks=[SummaryCollector(directory, **collector)]
+    )
 
 
 def _landscape_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [record.getMessage() for record in caplog.records
-            if record.levelno == logging.INFO and "Loss landscape" in record.getMessage()]
+    return [
+        record.getMessage()
+        for record in caplog.records
+        if record.levelno == logging.INFO and "Loss landscape" in record.getMessage()
+    ]
 
 
 def test_the_default_is_announced_once_with_directory_count_and_how_to_turn_it_off(
@@ -58,8 +62,13 @@ def test_a_short_run_announces_only_the_sets_it_reaches(
     model: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="rankscribe.collector")
-    _train(model(3), tmp_path, epochs=4, bias=0.0,
-           collect_specified_data={"collect_landscape": {"intervals": [[1, 2, 3], [5, 7, 20]]}})
+    _train(
+        model(3),
+        tmp_path,
+        epochs=4,
+        bias=0.0,
+        collect_specified_data={"collect_landscape": {"intervals": [[1, 2, 3], [5, 7, 20]]}},
+    )
     (line,) = _landscape_lines(caplog)
     assert "saving 5 full parameter sets" in line and "(steps 1-3, 5, 7)" in line
     saved = json.loads((tmp_path / "ckpt_dir" / "train_metadata.json").read_text())
@@ -70,8 +79,9 @@ def test_turned_off_nothing_is_announced(
     model: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="rankscribe.collector")
-    _train(model(2), tmp_path, epochs=1, bias=0.0,
-           collect_specified_data={"collect_landscape": None})
+    _train(
+        model(2), tmp_path, epochs=1, bias=0.0, collect_specified_data={"collect_landscape": None}
+    )
     assert _landscape_lines(caplog) == []
 
 
@@ -95,8 +105,9 @@ def test_only_rank_zero_announces(
     model: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture, rank: int
 ) -> None:
     caplog.set_level(logging.INFO, logger="rankscribe.collector")
-    info = RankInfo(rank=rank, world_size=2, local_rank=rank, local_size=2, host="h",
-                    launcher="pmi")
+    info = RankInfo(
+        rank=rank, world_size=2, local_rank=rank, local_size=2, host="h", launcher="pmi"
+    )
     _train(model(2), tmp_path, epochs=1, bias=0.0, rank_info=info, coordinator=_Alone(rank))
     lines = _landscape_lines(caplog)
     if rank == 0:
@@ -106,31 +117,50 @@ def test_only_rank_zero_announces(
         assert lines == []
     # every rank saves its own sets, announced or not
     assert sorted(os.listdir(tmp_path / f"rank_{rank}" / "ckpt_dir"))[:2] == [
-        "TinyNet_1_step.ckpt", "TinyNet_2_step.ckpt"]
+        "TinyNet_1_step.ckpt",
+        "TinyNet_2_step.ckpt",
+    ]
 
 
 def test_a_second_run_replaces_the_first_runs_metadata_and_files(
     model: Any, tmp_path: Path
 ) -> None:
     data = model(2)
-    _train(data, tmp_path, epochs=2, bias=100.0,
-           collect_specified_data={"collect_landscape": {"intervals": [[1, 2, 3, 4]]}})
+    _train(
+        data,
+        tmp_path,
+        epochs=2,
+        bias=100.0,
+        collect_specified_data={"collect_landscape": {"intervals": [[1, 2, 3, 4]]}},
+    )
     directory = tmp_path / "ckpt_dir"
-    assert len(json.loads((directory / "train_metadata.json").read_text())[
-        "model_params_file_map"]) == 4
+    assert (
+        len(json.loads((directory / "train_metadata.json").read_text())["model_params_file_map"])
+        == 4
+    )
 
-    _train(data, tmp_path, epochs=1, bias=0.0,
-           collect_specified_data={"collect_landscape": {"intervals": [[1, 2, 3]]}})
+    _train(
+        data,
+        tmp_path,
+        epochs=1,
+        bias=0.0,
+        collect_specified_data={"collect_landscape": {"intervals": [[1, 2, 3]]}},
+    )
     metadata = json.loads((directory / "train_metadata.json").read_text())
     assert metadata["epoch_group"] == {"0": [1, 2, 3]}
     assert metadata["model_params_file_map"] == {
-        str(step): str(directory / f"TinyNet_{step}_step.ckpt") for step in (1, 2)}
+        str(step): str(directory / f"TinyNet_{step}_step.ckpt") for step in (1, 2)
+    }
     # the second run's values, and none of the first run's files beside them
-    np.testing.assert_array_equal(load_file(directory / "TinyNet_2_step.ckpt")["fc.bias"],
-                                  np.full(3, 2.0, np.float32))
+    np.testing.assert_array_equal(
+        load_file(directory / "TinyNet_2_step.ckpt")["fc.bias"], np.full(3, 2.0, np.float32)
+    )
     assert sorted(os.listdir(directory)) == [
-        "TinyNet_1_step.ckpt", "TinyNet_2_step.ckpt", "train_metadata.json",
-        "train_metadata.json.lock"]
+        "TinyNet_1_step.ckpt",
+        "TinyNet_2_step.ckpt",
+        "train_metadata.json",
+        "train_metadata.json.lock",
+    ]
 
 
 def test_clearing_removes_links_not_their_targets_and_keeps_other_files(
@@ -145,13 +175,23 @@ def test_clearing_removes_links_not_their_targets_and_keeps_other_files(
     (directory / "notes.txt").write_text("mine")
     (directory / "Old_3_epoch.ckpt").mkdir()  # not a file: left alone
 
-    _train(model(2), tmp_path / "summary", epochs=1, bias=0.0,
-           collect_specified_data={"collect_landscape": {"intervals": [[1, 2, 3]]}})
+    _train(
+        model(2),
+        tmp_path / "summary",
+        epochs=1,
+        bias=0.0,
+        collect_specified_data={"collect_landscape": {"intervals": [[1, 2, 3]]}},
+    )
     assert outside.read_bytes() == b"keep me"
     assert not (directory / "TinyNet_7_step.ckpt").is_symlink()
     assert sorted(os.listdir(directory)) == [
-        "Old_3_epoch.ckpt", "TinyNet_1_step.ckpt", "TinyNet_2_step.ckpt", "notes.txt",
-        "train_metadata.json", "train_metadata.json.lock"]
+        "Old_3_epoch.ckpt",
+        "TinyNet_1_step.ckpt",
+        "TinyNet_2_step.ckpt",
+        "notes.txt",
+        "train_metadata.json",
+        "train_metadata.json.lock",
+    ]
     assert not (directory / "train_metadata.json").is_symlink()
 
 

@@ -37,8 +37,14 @@ def write_rank_lineage(directory: Path, rank: int, world_size: int) -> None:
 def test_lineage_merges_every_directory_rank_dir_makes(tmp_path: Path, world_size: int) -> None:
     job = tmp_path / "job"
     for rank in range(world_size):
-        info = RankInfo(rank=rank, world_size=world_size, local_rank=0, local_size=1,
-                        host="host", launcher="mpi")
+        info = RankInfo(
+            rank=rank,
+            world_size=world_size,
+            local_rank=0,
+            local_size=1,
+            host="host",
+            launcher="mpi",
+        )
         write_rank_lineage(rank_dir(job, info), rank, world_size)
     outcome = merge_run_dir(job)
     assert outcome.ranks_reported == list(range(world_size))
@@ -51,8 +57,9 @@ def test_lineage_merges_every_directory_rank_dir_makes(tmp_path: Path, world_siz
 
 
 def test_a_single_process_writes_into_the_run_dir_itself(tmp_path: Path) -> None:
-    info = RankInfo(rank=0, world_size=1, local_rank=0, local_size=1, host="host",
-                    launcher="single")
+    info = RankInfo(
+        rank=0, world_size=1, local_rank=0, local_size=1, host="host", launcher="single"
+    )
     directory = rank_dir(tmp_path / "run", info)
     write_rank_lineage(directory, 0, 1)
     # no rank_<n> directory: nothing for an offline merge, one run for a query

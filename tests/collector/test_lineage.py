@@ -28,8 +28,12 @@ def train_rank(model: Any, directory: Path, batches: int, loss: float) -> None:
     """A single-process run that leaves one rank's files in ``directory``."""
     data = model(batches)
     collector = SummaryCollector(directory, collect_specified_data=NO_LANDSCAPE)
-    TrainLoop(lambda batch: np.float32(loss), network=data.network, optimizer=data.optimizer,
-              eval_fn=lambda batch: {"acc": loss}).train(2, data.dataset, callbacks=[collector])
+    TrainLoop(
+        lambda batch: np.float32(loss),
+        network=data.network,
+        optimizer=data.optimizer,
+        eval_fn=lambda batch: {"acc": loss},
+    ).train(2, data.dataset, callbacks=[collector])
 
 
 class Gather:
@@ -44,8 +48,9 @@ class Gather:
         self.calls += 1
         values = {0: obj, **self.others}
         missing = tuple(r for r in range(self.world_size) if r not in values)
-        return GatherResult(root=0, rank=0, world_size=self.world_size, values=values,
-                            missing=missing)
+        return GatherResult(
+            root=0, rank=0, world_size=self.world_size, values=values, missing=missing
+        )
 
 
 def test_rank_zero_merges_the_ranks(model: Any, tmp_path: Path) -> None:
@@ -133,8 +138,12 @@ def test_coordinator_errors_are_logged(tmp_path: Path, caplog: pytest.LogCapture
 
 
 def recorder(**overrides: Any) -> LineageRecorder:
-    settings: dict[str, Any] = {"collect_dataset_graph": True, "collect_train_lineage": True,
-                                "collect_eval_lineage": True, "custom_lineage_data": {}}
+    settings: dict[str, Any] = {
+        "collect_dataset_graph": True,
+        "collect_train_lineage": True,
+        "collect_eval_lineage": True,
+        "custom_lineage_data": {},
+    }
     return LineageRecorder(**{**settings, **overrides})
 
 
@@ -143,12 +152,14 @@ def test_eval_lineage_with_metrics_that_are_not_a_dict(
 ) -> None:
     data = model(3)
     with SummaryRecord(tmp_path) as record:
-        recorder().add_eval_lineage(record, CallbackParams(
-            mode="eval", metrics=[0.5], valid_dataset=data.dataset))
+        recorder().add_eval_lineage(
+            record, CallbackParams(mode="eval", metrics=[0.5], valid_dataset=data.dataset)
+        )
         record.record(0)
     records = load_lineage_dir(tmp_path)
     assert [r.data for r in records] == [
-        {"valid_dataset": {"valid_dataset_path": "/data/tiny", "valid_dataset_size": 6}}]
+        {"valid_dataset": {"valid_dataset_path": "/data/tiny", "valid_dataset_size": 6}}
+    ]
     assert "Summary cannot collect the type of metrics" in caplog.text
 
 
@@ -167,11 +178,17 @@ def test_a_dataset_graph_that_cannot_be_packed_is_a_warning(
 
 def test_lineage_switches(model: Any, tmp_path: Path) -> None:
     data = model(2)
-    params = CallbackParams(mode="train", train_dataset=data.dataset, net_outputs=1.0,
-                            optimizer=data.optimizer, network=data.network)
+    params = CallbackParams(
+        mode="train",
+        train_dataset=data.dataset,
+        net_outputs=1.0,
+        optimizer=data.optimizer,
+        network=data.network,
+    )
     with SummaryRecord(tmp_path) as record:
-        quiet = recorder(collect_dataset_graph=False, collect_train_lineage=False,
-                         collect_eval_lineage=False)
+        quiet = recorder(
+            collect_dataset_graph=False, collect_train_lineage=False, collect_eval_lineage=False
+        )
         quiet.add_first_step_values(record, params)
         quiet.add_train_lineage(record, params)
         quiet.add_eval_lineage(record, params)
@@ -185,9 +202,12 @@ def test_the_dataset_size_of_a_numpy_run_counts_samples_not_batches(tmp_path: Pa
     from rankscribe.collector import ArrayDataset, ArrayNetwork, ArrayOptimizer
 
     network = ArrayNetwork({"w": np.zeros(3)}, name="Net")
-    loop = TrainLoop(lambda batch: 1.0, network=network,
-                     optimizer=ArrayOptimizer(network, learning_rate=0.1),
-                     eval_fn=lambda batch: {"acc": 1.0})
+    loop = TrainLoop(
+        lambda batch: 1.0,
+        network=network,
+        optimizer=ArrayOptimizer(network, learning_rate=0.1),
+        eval_fn=lambda batch: {"acc": 1.0},
+    )
     datasets: dict[str, Iterable[Any]] = {
         "list": [(np.ones((4, 3)), np.zeros(4)) for _ in range(5)],
         "arrays": ArrayDataset(np.ones((18, 3)), np.zeros(18), batch_size=4),
@@ -212,13 +232,17 @@ def test_each_rank_notes_whether_it_read_a_shard(tmp_path: Path) -> None:
 
     rows = ArrayDataset(np.arange(10.0), np.zeros(10), batch_size=2)
     for world_size in (1, 2):
-        params = CallbackParams(mode="eval", device_number=world_size,
-                                valid_dataset=rows.shard(2, 0))
+        params = CallbackParams(
+            mode="eval", device_number=world_size, valid_dataset=rows.shard(2, 0)
+        )
         record_dir = tmp_path / f"world{world_size}"
         with SummaryRecord(record_dir, rank=0) as record:
-            LineageRecorder(collect_dataset_graph=False, collect_train_lineage=False,
-                            collect_eval_lineage=True, custom_lineage_data={}
-                            ).add_eval_lineage(record, params)
+            LineageRecorder(
+                collect_dataset_graph=False,
+                collect_train_lineage=False,
+                collect_eval_lineage=True,
+                custom_lineage_data={},
+            ).add_eval_lineage(record, params)
             record.record(0)
         lineage = parse_run(str(record_dir)).lineage  # what the job's merge reads
         assert lineage is not None
@@ -229,9 +253,12 @@ def test_each_rank_notes_whether_it_read_a_shard(tmp_path: Path) -> None:
     whole = ArrayDataset(np.arange(10.0), np.zeros(10), batch_size=2)
     params = CallbackParams(mode="eval", device_number=2, valid_dataset=whole)
     with SummaryRecord(tmp_path / "whole", rank=0) as record:
-        LineageRecorder(collect_dataset_graph=False, collect_train_lineage=False,
-                        collect_eval_lineage=True, custom_lineage_data={}
-                        ).add_eval_lineage(record, params)
+        LineageRecorder(
+            collect_dataset_graph=False,
+            collect_train_lineage=False,
+            collect_eval_lineage=True,
+            custom_lineage_data={},
+        ).add_eval_lineage(record, params)
         record.record(0)
     lineage = parse_run(str(tmp_path / "whole")).lineage
     assert lineage is not None

@@ -27,8 +27,11 @@ from rankscribe.collector import (
 from rankscribe.lineage import TrainLineage, get_summary_lineage
 from rankscribe.writer import SummaryRecord
 
-NAMED_FIELDS = (("hyper_parameters", "optimizer"), ("hyper_parameters", "loss_function"),
-                ("algorithm", "network"))
+NAMED_FIELDS = (
+    ("hyper_parameters", "optimizer"),
+    ("hyper_parameters", "loss_function"),
+    ("algorithm", "network"),
+)
 
 
 def cross_entropy(outputs: Any, labels: Any) -> float:
@@ -76,26 +79,38 @@ def dict_network() -> tuple[Any, Any]:
 CASES: dict[str, tuple[Callable[[], tuple[Any, Any]], Any, dict[str, Any]]] = {
     # ArrayOptimizer's docstring: "name: the optimizer name the lineage shows".
     "named objects, a plain function loss": (
-        named_network, cross_entropy,
-        {"optimizer": "Momentum", "loss_function": "cross_entropy", "network": "TinyNet"}),
+        named_network,
+        cross_entropy,
+        {"optimizer": "Momentum", "loss_function": "cross_entropy", "network": "TinyNet"},
+    ),
     # A dict network has no name: the field is left out, never "dict".
     "a dict network": (
-        dict_network, cross_entropy,
-        {"optimizer": "Momentum", "loss_function": "cross_entropy", "network": None}),
+        dict_network,
+        cross_entropy,
+        {"optimizer": "Momentum", "loss_function": "cross_entropy", "network": None},
+    ),
     "a loss object": (
-        named_network, SoftmaxCrossEntropy(),
-        {"optimizer": "Momentum", "loss_function": "SoftmaxCrossEntropy", "network": "TinyNet"}),
+        named_network,
+        SoftmaxCrossEntropy(),
+        {"optimizer": "Momentum", "loss_function": "SoftmaxCrossEntropy", "network": "TinyNet"},
+    ),
     "a loss class": (
-        named_network, SoftmaxCrossEntropy,
-        {"optimizer": "Momentum", "loss_function": "SoftmaxCrossEntropy", "network": "TinyNet"}),
+        named_network,
+        SoftmaxCrossEntropy,
+        {"optimizer": "Momentum", "loss_function": "SoftmaxCrossEntropy", "network": "TinyNet"},
+    ),
     # functools.partial names the function it wraps, never "partial".
     "a partial loss": (
-        named_network, functools.partial(cross_entropy, labels=None),
-        {"optimizer": "Momentum", "loss_function": "cross_entropy", "network": "TinyNet"}),
+        named_network,
+        functools.partial(cross_entropy, labels=None),
+        {"optimizer": "Momentum", "loss_function": "cross_entropy", "network": "TinyNet"},
+    ),
     # A lambda has no name worth showing: left out, never "function" or "<lambda>".
     "a lambda loss": (
-        named_network, lambda outputs, labels: 0.5,
-        {"optimizer": "Momentum", "loss_function": None, "network": "TinyNet"}),
+        named_network,
+        lambda outputs, labels: 0.5,
+        {"optimizer": "Momentum", "loss_function": None, "network": "TinyNet"},
+    ),
 }
 
 
@@ -111,6 +126,8 @@ def test_train_lineage_and_collector_show_the_same_names(case: str, tmp_path: Pa
 def test_the_learning_rate_is_the_same_both_ways(tmp_path: Path) -> None:
     with_train_lineage(tmp_path / "callback", *named_network(), cross_entropy)
     with_collector(tmp_path / "collector", *named_network(), cross_entropy)
-    rates = [get_summary_lineage(str(tmp_path / run))["hyper_parameters"]["learning_rate"]
-             for run in ("callback", "collector")]
+    rates = [
+        get_summary_lineage(str(tmp_path / run))["hyper_parameters"]["learning_rate"]
+        for run in ("callback", "collector")
+    ]
     assert rates == [pytest.approx(0.01), pytest.approx(0.01)]

@@ -30,8 +30,12 @@ class Recorder(Callback):
         self.events.append(("enter",))
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 traceback: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
         self.events.append(("exit", exc_type))
 
     def _log(self, name: str, context: RunContext) -> None:
@@ -67,12 +71,22 @@ def test_train_events_in_order() -> None:
     recorder = Recorder()
     TrainLoop(lambda batch: 0.0).train(2, dataset(2), callbacks=[recorder])
     assert recorder.events == [
-        ("enter",), ("begin", 0, 0),
-        ("epoch_begin", 1, 0), ("step_begin", 1, 1), ("step_end", 1, 1),
-        ("step_begin", 1, 2), ("step_end", 1, 2), ("epoch_end", 1, 2),
-        ("epoch_begin", 2, 2), ("step_begin", 2, 3), ("step_end", 2, 3),
-        ("step_begin", 2, 4), ("step_end", 2, 4), ("epoch_end", 2, 4),
-        ("end", 2, 4), ("exit", None),
+        ("enter",),
+        ("begin", 0, 0),
+        ("epoch_begin", 1, 0),
+        ("step_begin", 1, 1),
+        ("step_end", 1, 1),
+        ("step_begin", 1, 2),
+        ("step_end", 1, 2),
+        ("epoch_end", 1, 2),
+        ("epoch_begin", 2, 2),
+        ("step_begin", 2, 3),
+        ("step_end", 2, 3),
+        ("step_begin", 2, 4),
+        ("step_end", 2, 4),
+        ("epoch_end", 2, 4),
+        ("end", 2, 4),
+        ("exit", None),
     ]
 
 
@@ -84,18 +98,23 @@ def test_run_state_is_filled() -> None:
     class Look(Callback):
         def step_end(self, run_context: RunContext) -> None:
             params = run_context.original_args()
-            seen.append({
-                "element": params.train_dataset_element[0].tolist(),
-                "outputs": params.net_outputs,
-            })
+            seen.append(
+                {
+                    "element": params.train_dataset_element[0].tolist(),
+                    "outputs": params.net_outputs,
+                }
+            )
 
     look = Look()
     data = dataset(2)
     loss = object()
-    params = TrainLoop(lambda batch: float(batch[0].sum()), network=network, optimizer=optimizer,
-                       loss_fn=loss).train(1, data, callbacks=look)
-    assert seen == [{"element": [0.0, 1.0], "outputs": 1.0},
-                    {"element": [2.0, 3.0], "outputs": 5.0}]
+    params = TrainLoop(
+        lambda batch: float(batch[0].sum()), network=network, optimizer=optimizer, loss_fn=loss
+    ).train(1, data, callbacks=look)
+    assert seen == [
+        {"element": [0.0, 1.0], "outputs": 1.0},
+        {"element": [2.0, 3.0], "outputs": 5.0},
+    ]
     assert params.mode == "train"
     assert (params.epoch_num, params.batch_num, params.cur_step_num) == (1, 2, 2)
     assert params.network is network and params.train_network is network
@@ -105,9 +124,7 @@ def test_run_state_is_filled() -> None:
     assert (params.device_number, params.parallel_mode) == (1, "stand_alone")
 
 
-def test_device_number_and_parallel_mode_follow_the_ranks(
-    monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_device_number_and_parallel_mode_follow_the_ranks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PMI_RANK", "1")
     monkeypatch.setenv("PMI_SIZE", "4")
     loop = TrainLoop(lambda batch: 0.0)
@@ -120,10 +137,15 @@ def test_sink_mode_has_one_callback_step_per_epoch() -> None:
     recorder = Recorder()
     calls: list[float] = []
     params = TrainLoop(lambda batch: calls.append(float(batch[0][0])) or len(calls)).train(
-        2, dataset(3), callbacks=[recorder], dataset_sink_mode=True)
+        2, dataset(3), callbacks=[recorder], dataset_sink_mode=True
+    )
     steps = [event for event in recorder.events if event[0].startswith("step")]
-    assert steps == [("step_begin", 1, 0), ("step_end", 1, 3),
-                     ("step_begin", 2, 3), ("step_end", 2, 6)]
+    assert steps == [
+        ("step_begin", 1, 0),
+        ("step_end", 1, 3),
+        ("step_begin", 2, 3),
+        ("step_end", 2, 6),
+    ]
     assert len(calls) == 6  # the step function still runs on every batch
     assert params.net_outputs == 6 and params.train_dataset_element[0].tolist() == [4.0, 5.0]
     assert params.dataset_sink_mode is True
@@ -156,7 +178,15 @@ def test_eval_events_and_metrics() -> None:
     metrics = loop.eval(dataset(2), callbacks=[recorder])
     assert metrics == {"acc": 0.75, "loss": 3.0}
     assert [event[0] for event in recorder.events] == [
-        "enter", "begin", "step_begin", "step_end", "step_begin", "step_end", "end", "exit"]
+        "enter",
+        "begin",
+        "step_begin",
+        "step_end",
+        "step_begin",
+        "step_end",
+        "end",
+        "exit",
+    ]
 
 
 def test_eval_state() -> None:
@@ -165,59 +195,96 @@ def test_eval_state() -> None:
     class Look(Callback):
         def end(self, run_context: RunContext) -> None:
             params = run_context.original_args()
-            seen.update(mode=params.mode, metrics=params.metrics,
-                        valid=params.valid_dataset, network=params.eval_network)
+            seen.update(
+                mode=params.mode,
+                metrics=params.metrics,
+                valid=params.valid_dataset,
+                network=params.eval_network,
+            )
 
     data = dataset(1)
     network = object()
     TrainLoop(lambda b: 0.0, network=network, eval_fn=lambda b: {"acc": 1}).eval(
-        data, callbacks=[Look()])
+        data, callbacks=[Look()]
+    )
     assert seen == {"mode": "eval", "metrics": {"acc": 1.0}, "valid": data, "network": network}
 
 
 @pytest.mark.parametrize(
     ("make", "error", "message"),
     [
-        (lambda: TrainLoop(None), CollectorTypeError,  # type: ignore[arg-type]
-         "For 'TrainLoop', the argument 'step_fn' must be a function, but got NoneType."),
-        (lambda: TrainLoop(lambda b: 0, eval_fn=3), CollectorTypeError,  # type: ignore[arg-type]
-         "For 'TrainLoop', the argument 'eval_fn' must be a function, but got int."),
-        (lambda: TrainLoop(lambda b: 0, device_number=0), CollectorValueError,
-         "For 'TrainLoop', the argument 'device_number' must be an int >= 1, but got 0."),
-        (lambda: TrainLoop(lambda b: 0).train(0, dataset()), CollectorValueError,
-         "For 'TrainLoop.train', the argument 'epoch' must be an int >= 1, but got 0."),
-        (lambda: TrainLoop(lambda b: 0).train(1, 5), CollectorTypeError,  # type: ignore[arg-type]
-         "For 'TrainLoop', the argument 'train_dataset' must be an iterable of batches, but got "
-         "int."),
-        (lambda: TrainLoop(lambda b: 0).train(1, dataset(), dataset_sink_mode=1),  # type: ignore[arg-type]
-         CollectorTypeError,
-         "For 'TrainLoop.train', the argument 'dataset_sink_mode' must be a bool, but got int."),
-        (lambda: TrainLoop(lambda b: 0).eval(dataset()), CollectorValueError,
-         "For 'TrainLoop.eval', an eval_fn is needed: TrainLoop(step_fn, eval_fn=...)."),
-        (lambda: TrainLoop(lambda b: 0, eval_fn=lambda b: 0.5).eval(dataset()),
-         CollectorTypeError,
-         "For 'TrainLoop.eval', eval_fn must return a dict of metric name to number, but "
-         "returned float."),
-        (lambda: TrainLoop(lambda b: 0, eval_fn=lambda b: {"acc": "high"}).eval(dataset()),
-         CollectorTypeError,
-         "For 'TrainLoop.eval', metric 'acc' must be a number, but eval_fn returned str."),
-        (lambda: TrainLoop(lambda b: 0).train(1, dataset(), callbacks=5),  # type: ignore[arg-type]
-         CollectorTypeError,
-         "For 'TrainLoop.train', the argument 'callbacks' must be a Callback, a list of "
-         "Callbacks or None, but got int 5."),
-        (lambda: TrainLoop(lambda b: 0).train(1, dataset(), callbacks="Recorder"),  # type: ignore[arg-type]
-         CollectorTypeError,
-         "For 'TrainLoop.train', the argument 'callbacks' must be a Callback, a list of "
-         "Callbacks or None, but got str 'Recorder'."),
-        (lambda: TrainLoop(lambda b: 0).train(1, dataset(), callbacks=[Recorder(), 5]),  # type: ignore[list-item]
-         CollectorTypeError,
-         "For 'TrainLoop.train', callbacks[1] must be a Callback (or have its hooks: begin, "
-         "epoch_begin, step_begin, step_end, epoch_end, end), but got int, which has no begin, "
-         "epoch_begin, step_begin, step_end, epoch_end, end."),
-        (lambda: TrainLoop(lambda b: 0, eval_fn=lambda b: {}).eval(dataset(), callbacks=5),  # type: ignore[arg-type]
-         CollectorTypeError,
-         "For 'TrainLoop.eval', the argument 'callbacks' must be a Callback, a list of "
-         "Callbacks or None, but got int 5."),
+        (
+            lambda: TrainLoop(None),
+            CollectorTypeError,  # type: ignore[arg-type]
+            "For 'TrainLoop', the argument 'step_fn' must be a function, but got NoneType.",
+        ),
+        (
+            lambda: TrainLoop(lambda b: 0, eval_fn=3),
+            CollectorTypeError,  # type: ignore[arg-type]
+            "For 'TrainLoop', the argument 'eval_fn' must be a function, but got int.",
+        ),
+        (
+            lambda: TrainLoop(lambda b: 0, device_number=0),
+            CollectorValueError,
+            "For 'TrainLoop', the argument 'device_number' must be an int >= 1, but got 0.",
+        ),
+        (
+            lambda: TrainLoop(lambda b: 0).train(0, dataset()),
+            CollectorValueError,
+            "For 'TrainLoop.train', the argument 'epoch' must be an int >= 1, but got 0.",
+        ),
+        (
+            lambda: TrainLoop(lambda b: 0).train(1, 5),
+            CollectorTypeError,  # type: ignore[arg-type]
+            "For 'TrainLoop', the argument 'train_dataset' must be an iterable of batches, but got "
+            "int.",
+        ),
+        (
+            lambda: TrainLoop(lambda b: 0).train(1, dataset(), dataset_sink_mode=1),  # type: ignore[arg-type]
+            CollectorTypeError,
+            "For 'TrainLoop.train', the argument 'dataset_sink_mode' must be a bool, but got int.",
+        ),
+        (
+            lambda: TrainLoop(lambda b: 0).eval(dataset()),
+            CollectorValueError,
+            "For 'TrainLoop.eval', an eval_fn is needed: TrainLoop(step_fn, eval_fn=...).",
+        ),
+        (
+            lambda: TrainLoop(lambda b: 0, eval_fn=lambda b: 0.5).eval(dataset()),
+            CollectorTypeError,
+            "For 'TrainLoop.eval', eval_fn must return a dict of metric name to number, but "
+            "returned float.",
+        ),
+        (
+            lambda: TrainLoop(lambda b: 0, eval_fn=lambda b: {"acc": "high"}).eval(dataset()),
+            CollectorTypeError,
+            "For 'TrainLoop.eval', metric 'acc' must be a number, but eval_fn returned str.",
+        ),
+        (
+            lambda: TrainLoop(lambda b: 0).train(1, dataset(), callbacks=5),  # type: ignore[arg-type]
+            CollectorTypeError,
+            "For 'TrainLoop.train', the argument 'callbacks' must be a Callback, a list of "
+            "Callbacks or None, but got int 5.",
+        ),
+        (
+            lambda: TrainLoop(lambda b: 0).train(1, dataset(), callbacks="Recorder"),  # type: ignore[arg-type]
+            CollectorTypeError,
+            "For 'TrainLoop.train', the argument 'callbacks' must be a Callback, a list of "
+            "Callbacks or None, but got str 'Recorder'.",
+        ),
+        (
+            lambda: TrainLoop(lambda b: 0).train(1, dataset(), callbacks=[Recorder(), 5]),  # type: ignore[list-item]
+            CollectorTypeError,
+            "For 'TrainLoop.train', callbacks[1] must be a Callback (or have its hooks: begin, "
+            "epoch_begin, step_begin, step_end, epoch_end, end), but got int, which has no begin, "
+            "epoch_begin, step_begin, step_end, epoch_end, end.",
+        ),
+        (
+            lambda: TrainLoop(lambda b: 0, eval_fn=lambda b: {}).eval(dataset(), callbacks=5),  # type: ignore[arg-type]
+            CollectorTypeError,
+            "For 'TrainLoop.eval', the argument 'callbacks' must be a Callback, a list of "
+            "Callbacks or None, but got int 5.",
+        ),
     ],
 )
 def test_bad_arguments(make: Any, error: type[Exception], message: str) -> None:

@@ -18,8 +18,12 @@ def dataset(batches: int = 3) -> ArrayDataset:
 
 def test_train_and_eval_lineage_in_the_callback_list(tmp_path: Path) -> None:
     network = ArrayNetwork({"w": np.ones(2)})
-    loop = TrainLoop(lambda batch: 0.5, network=network, optimizer=ArrayOptimizer(network),
-                     eval_fn=lambda batch: {"acc": 0.75})
+    loop = TrainLoop(
+        lambda batch: 0.5,
+        network=network,
+        optimizer=ArrayOptimizer(network),
+        eval_fn=lambda batch: {"acc": 0.75},
+    )
     run = tmp_path / "run"
     with SummaryRecord(str(run)) as record:
         loop.train(2, dataset(), callbacks=[TrainLineage(record, raise_exception=True)])

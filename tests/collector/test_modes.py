@@ -29,8 +29,15 @@ def mode(path: Path) -> int:
 
 @pytest.fixture(autouse=True)
 def umask_022(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for name in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "RANK", "WORLD_SIZE",
-                 "SLURM_PROCID", GROUP_READABLE_ENV):
+    for name in (
+        "OMPI_COMM_WORLD_RANK",
+        "PMI_RANK",
+        "PMIX_RANK",
+        "RANK",
+        "WORLD_SIZE",
+        "SLURM_PROCID",
+        GROUP_READABLE_ENV,
+    ):
         monkeypatch.delenv(name, raising=False)
     previous = os.umask(0o022)
     yield
@@ -59,7 +66,8 @@ def test_checkpoint_directories_and_files(model: Any, tmp_path: Path, shared: bo
     directory = tmp_path / "runs" / "exp1" / "ckpt"
     data = model(batches=2)
     TrainLoop(lambda batch: 0.5, network=data.network).train(
-        1, data.dataset, callbacks=[ModelCheckpoint(directory=directory)])
+        1, data.dataset, callbacks=[ModelCheckpoint(directory=directory)]
+    )
     for made in (tmp_path / "runs", tmp_path / "runs" / "exp1", directory):
         assert mode(made) == expected(shared, "dir"), made
     for name in ("CKP-1_1.ckpt", "CKP-1_2.ckpt", "CKP-graph.meta"):
@@ -70,8 +78,10 @@ def test_summary_directories(model: Any, tmp_path: Path, shared: bool) -> None:
     data = model(batches=2)
     summary = tmp_path / "runs" / "exp1" / "summary"
     TrainLoop(lambda batch: 0.5, network=data.network).train(
-        1, data.dataset, callbacks=[SummaryCollector(summary, collect_specified_data={
-            "collect_landscape": None})])
+        1,
+        data.dataset,
+        callbacks=[SummaryCollector(summary, collect_specified_data={"collect_landscape": None})],
+    )
     for made in (tmp_path / "runs", tmp_path / "runs" / "exp1", summary):
         assert mode(made) == expected(shared, "dir"), made
     assert {mode(summary / name) for name in os.listdir(summary)} == {expected(shared, "file")}
@@ -80,8 +90,10 @@ def test_summary_directories(model: Any, tmp_path: Path, shared: bool) -> None:
 def test_landscape_directory_lock_and_files(model: Any, tmp_path: Path, shared: bool) -> None:
     data = model(batches=3)
     TrainLoop(lambda batch: 0.5, network=data.network).train(
-        1, data.dataset, callbacks=[SummaryCollector(tmp_path / "summary",
-                                                     collect_specified_data=LANDSCAPE)])
+        1,
+        data.dataset,
+        callbacks=[SummaryCollector(tmp_path / "summary", collect_specified_data=LANDSCAPE)],
+    )
     landscape = tmp_path / "summary" / "ckpt_dir"
     assert mode(landscape) == expected(shared, "dir")
     assert mode(landscape / "train_metadata.json.lock") == expected(shared, "lock")
@@ -107,9 +119,12 @@ class RankZeroAlone(Coordinator):
 def test_the_merge_lock(model: Any, tmp_path: Path, shared: bool) -> None:
     info = RankInfo(rank=0, world_size=2, local_rank=0, local_size=2, host="h", launcher="pmi")
     data = model(batches=2)
-    collector = SummaryCollector(tmp_path / "summary", rank_info=info,
-                                 coordinator=RankZeroAlone(info), merge_timeout=1.0,
-                                 collect_specified_data={"collect_landscape": None})
-    TrainLoop(lambda batch: 0.5, network=data.network).train(1, data.dataset,
-                                                              callbacks=[collector])
+    collector = SummaryCollector(
+        tmp_path / "summary",
+        rank_info=info,
+        coordinator=RankZeroAlone(info),
+        merge_timeout=1.0,
+        collect_specified_data={"collect_landscape": None},
+    )
+    TrainLoop(lambda batch: 0.5, network=data.network).train(1, data.dataset, callbacks=[collector])
     assert mode(tmp_path / "summary" / ".rankscribe-merge.lock") == expected(shared, "lock")

@@ -53,17 +53,24 @@ POSITIVE_INTS = ["collect_freq", "collect_tensor_freq", "max_file_size", "num_pr
 @pytest.mark.parametrize("name", POSITIVE_INTS)
 @pytest.mark.parametrize("value", ["3", 2.0, True, [1]])
 def test_positive_int_arguments_refuse_other_types(tmp_path: Path, name: str, value: Any) -> None:
-    with raises(TYPE, f"For `{name}` the type should be a valid type of ['int'], but got "
-                      f"{type(value).__name__} {value!r}."):
+    with raises(
+        TYPE,
+        f"For `{name}` the type should be a valid type of ['int'], but got "
+        f"{type(value).__name__} {value!r}.",
+    ):
         collector(tmp_path, **{name: value})
 
 
 @pytest.mark.parametrize("name", POSITIVE_INTS)
 @pytest.mark.parametrize("value", [0, -1])
-def test_positive_int_arguments_refuse_zero_and_negatives(tmp_path: Path, name: str,
-                                                          value: int) -> None:
-    with raises(VALUE, f'For "SummaryCollector", the value of `{name}` should be greater than 0, '
-                       f"but got `{value}`."):
+def test_positive_int_arguments_refuse_zero_and_negatives(
+    tmp_path: Path, name: str, value: int
+) -> None:
+    with raises(
+        VALUE,
+        f'For "SummaryCollector", the value of `{name}` should be greater than 0, '
+        f"but got `{value}`.",
+    ):
         collector(tmp_path, **{name: value})
 
 
@@ -79,8 +86,10 @@ def test_optional_positive_ints_accept_none(tmp_path: Path, name: str) -> None:
 
 
 def test_collect_freq_none_is_a_type_error(tmp_path: Path) -> None:
-    with raises(TYPE, "For `collect_freq` the type should be a valid type of ['int'], but got "
-                      "NoneType None."):
+    with raises(
+        TYPE,
+        "For `collect_freq` the type should be a valid type of ['int'], but got NoneType None.",
+    ):
         collector(tmp_path, collect_freq=None)
 
 
@@ -88,8 +97,7 @@ def test_collect_freq_none_is_a_type_error(tmp_path: Path) -> None:
 
 
 def test_summary_dir_must_be_a_path(tmp_path: Path) -> None:
-    with raises(TYPE, "For 'summary_dir', the argument input path must be string, but got "
-                      "int 5."):
+    with raises(TYPE, "For 'summary_dir', the argument input path must be string, but got int 5."):
         SummaryCollector(5)  # type: ignore[arg-type]
 
 
@@ -102,15 +110,18 @@ def test_summary_dir_must_not_be_empty(value: str) -> None:
 def test_summary_dir_must_not_be_a_file(tmp_path: Path) -> None:
     path = tmp_path / "file"
     path.write_text("x")
-    with raises(VALUE, f"For 'summary_dir', the path must be a directory, but {str(path)!r} is "
-                       "a file."):
+    with raises(
+        VALUE, f"For 'summary_dir', the path must be a directory, but {str(path)!r} is a file."
+    ):
         SummaryCollector(path)
 
 
 def test_summary_dir_must_not_hold_a_nul_character(tmp_path: Path) -> None:
     path = f"{tmp_path}/runs\0exp1"
-    with raises(VALUE, f"For 'summary_dir', the path must not contain a NUL character ('\\0'), "
-                       f"but got {path!r}."):
+    with raises(
+        VALUE,
+        f"For 'summary_dir', the path must not contain a NUL character ('\\0'), but got {path!r}.",
+    ):
         SummaryCollector(path)
 
 
@@ -119,9 +130,12 @@ def test_summary_dir_must_not_hold_a_nul_character(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("value", [5, "mpi", object()])
 def test_coordinator_must_be_a_coordinator(tmp_path: Path, value: Any) -> None:
-    with raises(TYPE, "For 'coordinator', the value should be a rankscribe.ranks.Coordinator "
-                      "(e.g. create_coordinator(...) or FileCoordinator(...)) or None, but got "
-                      f"{type(value).__name__} "):
+    with raises(
+        TYPE,
+        "For 'coordinator', the value should be a rankscribe.ranks.Coordinator "
+        "(e.g. create_coordinator(...) or FileCoordinator(...)) or None, but got "
+        f"{type(value).__name__} ",
+    ):
         collector(tmp_path, coordinator=value)
 
 
@@ -142,49 +156,77 @@ def test_constructor_does_not_create_the_directory(tmp_path: Path) -> None:
 
 
 def test_collect_specified_data_must_be_a_dict(tmp_path: Path) -> None:
-    with raises(TYPE, "For `collect_specified_data` the type should be a valid type of "
-                      "['dict', 'NoneType'], but got list [('collect_metric', True)]."):
+    with raises(
+        TYPE,
+        "For `collect_specified_data` the type should be a valid type of "
+        "['dict', 'NoneType'], but got list [('collect_metric', True)].",
+    ):
         collector(tmp_path, collect_specified_data=[("collect_metric", True)])
 
 
 def test_collect_specified_data_keys_must_be_str(tmp_path: Path) -> None:
-    with raises(TYPE, "For `collect_specified_data -> 1` the type should be a valid type of "
-                      "['str'], but got int 1."):
+    with raises(
+        TYPE,
+        "For `collect_specified_data -> 1` the type should be a valid type of "
+        "['str'], but got int 1.",
+    ):
         collector(tmp_path, collect_specified_data={1: True})
 
 
 def test_collect_specified_data_unknown_keys(tmp_path: Path) -> None:
-    with raises(VALUE, 'For "SummaryCollector", the keys [\'collect_loss\', \'z\'] of '
-                       "`collect_specified_data` are unsupported, expect the follow keys: "
-                       f"{list(DEFAULT_SPECIFIED_DATA)}."):
+    with raises(
+        VALUE,
+        "For \"SummaryCollector\", the keys ['collect_loss', 'z'] of "
+        "`collect_specified_data` are unsupported, expect the follow keys: "
+        f"{list(DEFAULT_SPECIFIED_DATA)}.",
+    ):
         collector(tmp_path, collect_specified_data={"z": 1, "collect_loss": True})
 
 
-@pytest.mark.parametrize("key", ["collect_metric", "collect_graph", "collect_train_lineage",
-                                 "collect_eval_lineage", "collect_input_data",
-                                 "collect_dataset_graph"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "collect_metric",
+        "collect_graph",
+        "collect_train_lineage",
+        "collect_eval_lineage",
+        "collect_input_data",
+        "collect_dataset_graph",
+    ],
+)
 @pytest.mark.parametrize("value", [1, "True", None])
 def test_boolean_keys_must_be_bool(tmp_path: Path, key: str, value: Any) -> None:
-    with raises(TYPE, f"For `{key}` the type should be a valid type of ['bool'], but got "
-                      f"{type(value).__name__} {value!r}."):
+    with raises(
+        TYPE,
+        f"For `{key}` the type should be a valid type of ['bool'], but got "
+        f"{type(value).__name__} {value!r}.",
+    ):
         collector(tmp_path, collect_specified_data={key: value})
 
 
 def test_histogram_regular_must_be_str_or_none(tmp_path: Path) -> None:
-    with raises(TYPE, "For `histogram_regular` the type should be a valid type of ['str', "
-                      "'NoneType'], but got int 5."):
+    with raises(
+        TYPE,
+        "For `histogram_regular` the type should be a valid type of ['str', "
+        "'NoneType'], but got int 5.",
+    ):
         collector(tmp_path, collect_specified_data={"histogram_regular": 5})
 
 
 def test_histogram_regular_must_compile(tmp_path: Path) -> None:
-    with raises(VALUE, "For `collect_specified_data`, the value of `histogram_regular` "
-                       "'conv[' is not a valid regular expression. Detail: "):
+    with raises(
+        VALUE,
+        "For `collect_specified_data`, the value of `histogram_regular` "
+        "'conv[' is not a valid regular expression. Detail: ",
+    ):
         collector(tmp_path, collect_specified_data={"histogram_regular": "conv["})
 
 
 def test_keep_default_action_must_be_bool(tmp_path: Path) -> None:
-    with raises(TYPE, "For `keep_default_action` the type should be a valid type of ['bool'], "
-                      "but got str 'yes'."):
+    with raises(
+        TYPE,
+        "For `keep_default_action` the type should be a valid type of ['bool'], but got str 'yes'.",
+    ):
         collector(tmp_path, keep_default_action="yes")
 
 
@@ -196,22 +238,31 @@ def landscape(tmp_path: Path, **values: Any) -> SummaryCollector:
 
 
 def test_collect_landscape_must_be_a_dict_or_none(tmp_path: Path) -> None:
-    with raises(TYPE, "For `collect_landscape` the type should be a valid type of ['dict', "
-                      "'NoneType'], but got str 'on'."):
+    with raises(
+        TYPE,
+        "For `collect_landscape` the type should be a valid type of ['dict', "
+        "'NoneType'], but got str 'on'.",
+    ):
         collector(tmp_path, collect_specified_data={"collect_landscape": "on"})
 
 
 def test_collect_landscape_unknown_keys(tmp_path: Path) -> None:
-    with raises(VALUE, 'For "SummaryCollector", the keys [\'size\'] of `collect_landscape` are '
-                       "unsupported, expect the follow keys: ['landscape_size', 'unit', "
-                       "'num_samples', 'create_landscape', 'intervals']."):
+    with raises(
+        VALUE,
+        "For \"SummaryCollector\", the keys ['size'] of `collect_landscape` are "
+        "unsupported, expect the follow keys: ['landscape_size', 'unit', "
+        "'num_samples', 'create_landscape', 'intervals'].",
+    ):
         landscape(tmp_path, size=3)
 
 
 @pytest.mark.parametrize("size", [2, 257, -1])
 def test_landscape_size_range(tmp_path: Path, size: int) -> None:
-    with raises(VALUE, 'For "SummaryCollector", the "landscape_size" in collect_specified_data '
-                       f"should be less than 256 and more than 3, but got the: {size}."):
+    with raises(
+        VALUE,
+        'For "SummaryCollector", the "landscape_size" in collect_specified_data '
+        f"should be less than 256 and more than 3, but got the: {size}.",
+    ):
         landscape(tmp_path, landscape_size=size)
 
 
@@ -226,14 +277,18 @@ def test_landscape_size_bounds_are_allowed(tmp_path: Path, size: int) -> None:
 
 
 def test_landscape_size_type(tmp_path: Path) -> None:
-    with raises(TYPE, "For `landscape_size` the type should be a valid type of ['int'], but "
-                      "got str '40'."):
+    with raises(
+        TYPE, "For `landscape_size` the type should be a valid type of ['int'], but got str '40'."
+    ):
         landscape(tmp_path, landscape_size="40")
 
 
 def test_landscape_unit_value(tmp_path: Path) -> None:
-    with raises(VALUE, 'For "SummaryCollector", unit in collect_specified_data should be step '
-                       "or epoch, but got the: 'batch'."):
+    with raises(
+        VALUE,
+        'For "SummaryCollector", unit in collect_specified_data should be step '
+        "or epoch, but got the: 'batch'.",
+    ):
         landscape(tmp_path, unit="batch")
 
 
@@ -243,20 +298,27 @@ def test_landscape_unit_type(tmp_path: Path) -> None:
 
 
 def test_landscape_num_samples_type(tmp_path: Path) -> None:
-    with raises(TYPE, "For `num_samples` the type should be a valid type of ['int'], but got "
-                      "float 1.5."):
+    with raises(
+        TYPE, "For `num_samples` the type should be a valid type of ['int'], but got float 1.5."
+    ):
         landscape(tmp_path, num_samples=1.5)
 
 
 def test_create_landscape_type(tmp_path: Path) -> None:
-    with raises(TYPE, "For `create_landscape` the type should be a valid type of ['dict'], but "
-                      "got list ['train']."):
+    with raises(
+        TYPE,
+        "For `create_landscape` the type should be a valid type of ['dict'], but "
+        "got list ['train'].",
+    ):
         landscape(tmp_path, create_landscape=["train"])
 
 
 def test_create_landscape_keys(tmp_path: Path) -> None:
-    with raises(VALUE, 'For "SummaryCollector", the key to create landscape should be in '
-                       "[\"train\", \"result\"], but got the: 'eval'."):
+    with raises(
+        VALUE,
+        'For "SummaryCollector", the key to create landscape should be in '
+        '["train", "result"], but got the: \'eval\'.',
+    ):
         landscape(tmp_path, create_landscape={"eval": True})
 
 
@@ -266,27 +328,38 @@ def test_create_landscape_values(tmp_path: Path) -> None:
 
 
 def test_intervals_type(tmp_path: Path) -> None:
-    with raises(TYPE, "For `intervals` the type should be a valid type of ['list'], but got "
-                      "tuple ([1, 2, 3],)."):
+    with raises(
+        TYPE,
+        "For `intervals` the type should be a valid type of ['list'], but got tuple ([1, 2, 3],).",
+    ):
         landscape(tmp_path, intervals=([1, 2, 3],))
 
 
 def test_each_interval_type(tmp_path: Path) -> None:
-    with raises(TYPE, "For `each interval in intervals` the type should be a valid type of "
-                      "['list'], but got range range(1, 4)."):
+    with raises(
+        TYPE,
+        "For `each interval in intervals` the type should be a valid type of "
+        "['list'], but got range range(1, 4).",
+    ):
         landscape(tmp_path, intervals=[range(1, 4)])
 
 
 def test_each_interval_has_three_entries(tmp_path: Path) -> None:
-    with raises(VALUE, 'For "SummaryCollector", the length of each list in "intervals" should '
-                       "not be less than three, but got the: [1, 2]."):
+    with raises(
+        VALUE,
+        'For "SummaryCollector", the length of each list in "intervals" should '
+        "not be less than three, but got the: [1, 2].",
+    ):
         landscape(tmp_path, intervals=[[1, 2, 3], [1, 2]])
 
 
 @pytest.mark.parametrize("item", ["3", 3.0, True])
 def test_interval_entries_are_ints(tmp_path: Path, item: Any) -> None:
-    with raises(TYPE, 'For "SummaryCollector", the value of each list in "intervals" should be '
-                      f"int, but got the: {type(item).__name__} {item!r}."):
+    with raises(
+        TYPE,
+        'For "SummaryCollector", the value of each list in "intervals" should be '
+        f"int, but got the: {type(item).__name__} {item!r}.",
+    ):
         landscape(tmp_path, intervals=[[1, 2, item]])
 
 
@@ -294,28 +367,39 @@ def test_interval_entries_are_ints(tmp_path: Path, item: Any) -> None:
 
 
 def test_custom_lineage_data_type(tmp_path: Path) -> None:
-    with raises(TYPE, "For `custom_lineage_data` the type should be a valid type of ['dict', "
-                      "'NoneType'], but got list [1]."):
+    with raises(
+        TYPE,
+        "For `custom_lineage_data` the type should be a valid type of ['dict', "
+        "'NoneType'], but got list [1].",
+    ):
         collector(tmp_path, custom_lineage_data=[1])
 
 
 def test_custom_lineage_data_keys(tmp_path: Path) -> None:
-    with raises(TYPE, "For `custom_lineage_data -> 1` the type should be a valid type of "
-                      "['str'], but got int 1."):
+    with raises(
+        TYPE,
+        "For `custom_lineage_data -> 1` the type should be a valid type of ['str'], but got int 1.",
+    ):
         collector(tmp_path, custom_lineage_data={1: 2})
 
 
 @pytest.mark.parametrize("value", [True, None, [1], {"a": 1}])
 def test_custom_lineage_data_values(tmp_path: Path, value: Any) -> None:
-    with raises(TYPE, "For `the value of custom_lineage_data -> lr` the type should be a valid "
-                      f"type of ['int', 'str', 'float'], but got {type(value).__name__}"):
+    with raises(
+        TYPE,
+        "For `the value of custom_lineage_data -> lr` the type should be a valid "
+        f"type of ['int', 'str', 'float'], but got {type(value).__name__}",
+    ):
         collector(tmp_path, custom_lineage_data={"lr": value})
 
 
 @pytest.mark.parametrize("value", [2**31, -(2**31) - 1])
 def test_custom_lineage_ints_fit_int32(tmp_path: Path, value: int) -> None:
-    with raises(VALUE, f"For `custom_lineage_data`, the value of 'steps' is {value}, which does "
-                       "not fit in an int32"):
+    with raises(
+        VALUE,
+        f"For `custom_lineage_data`, the value of 'steps' is {value}, which does "
+        "not fit in an int32",
+    ):
         collector(tmp_path, custom_lineage_data={"steps": value})
 
 
@@ -323,20 +407,29 @@ def test_custom_lineage_ints_fit_int32(tmp_path: Path, value: int) -> None:
 
 
 def test_export_options_type(tmp_path: Path) -> None:
-    with raises(TYPE, "For `export_options` the type should be a valid type of ['dict', "
-                      "'NoneType'], but got str 'npy'."):
+    with raises(
+        TYPE,
+        "For `export_options` the type should be a valid type of ['dict', "
+        "'NoneType'], but got str 'npy'.",
+    ):
         collector(tmp_path, export_options="npy")
 
 
 def test_export_options_keys(tmp_path: Path) -> None:
-    with raises(VALUE, "For 'export_options', the keys ['format'] are unsupported, expect the "
-                       "follow keys: ['tensor_format']."):
+    with raises(
+        VALUE,
+        "For 'export_options', the keys ['format'] are unsupported, expect the "
+        "follow keys: ['tensor_format'].",
+    ):
         collector(tmp_path, export_options={"format": "npy"})
 
 
 def test_export_options_tensor_format(tmp_path: Path) -> None:
-    with raises(VALUE, "For 'export_options', the value of 'tensor_format' should be one of "
-                       "['npy', None], but got 'csv'."):
+    with raises(
+        VALUE,
+        "For 'export_options', the value of 'tensor_format' should be one of "
+        "['npy', None], but got 'csv'.",
+    ):
         collector(tmp_path, export_options={"tensor_format": "csv"})
 
 
@@ -360,9 +453,13 @@ def begin(instance: SummaryCollector, **state: Any) -> None:
 
 
 def test_mode_must_be_train_or_eval(tmp_path: Path) -> None:
-    with collector(tmp_path) as instance, raises(
-        VALUE, "Only support `train` (model.train) and `eval` (model.eval) mode, but got "
-               "`predict` mode."
+    with (
+        collector(tmp_path) as instance,
+        raises(
+            VALUE,
+            "Only support `train` (model.train) and `eval` (model.eval) mode, but got "
+            "`predict` mode.",
+        ),
     ):
         begin(instance, mode="predict")
 
@@ -370,8 +467,14 @@ def test_mode_must_be_train_or_eval(tmp_path: Path) -> None:
 def test_only_one_collector_per_callback_list(tmp_path: Path) -> None:
     first, second = collector(tmp_path), collector(tmp_path)
     params = CallbackParams(mode="train", list_callback=[first, second])
-    with first, raises(VALUE, "There are more than one SummaryCollector instance in callback "
-                              "list, but expected only one SummaryCollector instance (found 2)."):
+    with (
+        first,
+        raises(
+            VALUE,
+            "There are more than one SummaryCollector instance in callback "
+            "list, but expected only one SummaryCollector instance (found 2).",
+        ),
+    ):
         first.begin(RunContext(params))
 
 
@@ -389,9 +492,14 @@ def test_errors_share_one_hierarchy(tmp_path: Path) -> None:
 def test_defaults() -> None:
     options = process_specified_data(None, True)
     assert options.merged == DEFAULT_SPECIFIED_DATA
-    assert (options.collect_metric, options.collect_graph, options.collect_train_lineage,
-            options.collect_eval_lineage, options.collect_input_data,
-            options.collect_dataset_graph) == (True,) * 6
+    assert (
+        options.collect_metric,
+        options.collect_graph,
+        options.collect_train_lineage,
+        options.collect_eval_lineage,
+        options.collect_input_data,
+        options.collect_dataset_graph,
+    ) == (True,) * 6
     assert options.collect_histogram and options.histogram_regular is None
     assert options.landscape is not None
     assert options.landscape.landscape_size == 40 and options.landscape.unit == "step"
@@ -410,8 +518,13 @@ def test_user_dict_is_merged_over_the_defaults() -> None:
 def test_without_default_action_only_the_user_dict_counts() -> None:
     options = process_specified_data({"collect_metric": True}, False)
     assert options.collect_metric
-    assert not (options.collect_graph or options.collect_input_data or options.collect_histogram
-                or options.collect_train_lineage or options.collect_dataset_graph)
+    assert not (
+        options.collect_graph
+        or options.collect_input_data
+        or options.collect_histogram
+        or options.collect_train_lineage
+        or options.collect_dataset_graph
+    )
     assert options.landscape is None
     assert process_specified_data(None, False).merged == {}
 
@@ -437,13 +550,11 @@ def config(data: Any) -> dict[str, str]:
 
 def test_hyper_config_is_merged_under_the_user_values() -> None:
     environ = config({"lr": 0.1, "tag": "env", "batch": 32})
-    assert custom_lineage_data({"tag": "user"}, environ) == {"lr": 0.1, "tag": "user",
-                                                             "batch": 32}
+    assert custom_lineage_data({"tag": "user"}, environ) == {"lr": 0.1, "tag": "user", "batch": 32}
 
 
 def test_hyper_config_at_the_limit_is_read() -> None:
-    padding = "x" * (HYPER_CONFIG_LEN_LIMIT - len(json.dumps({"custom_lineage_data":
-                                                              {"k": ""}})))
+    padding = "x" * (HYPER_CONFIG_LEN_LIMIT - len(json.dumps({"custom_lineage_data": {"k": ""}})))
     environ = config({"k": padding})
     assert len(environ["MINDINSIGHT_HYPER_CONFIG"]) == HYPER_CONFIG_LEN_LIMIT
     assert custom_lineage_data(None, environ) == {"k": padding}
@@ -465,13 +576,17 @@ def test_hyper_config_without_custom_data() -> None:
 
 
 def test_hyper_config_with_bad_values_is_a_type_error() -> None:
-    with raises(TYPE, "For `the value of MINDINSIGHT_HYPER_CONFIG custom_lineage_data -> flag` "
-                      "the type should be a valid type of ['int', 'str', 'float'], but got bool"):
+    with raises(
+        TYPE,
+        "For `the value of MINDINSIGHT_HYPER_CONFIG custom_lineage_data -> flag` "
+        "the type should be a valid type of ['int', 'str', 'float'], but got bool",
+    ):
         custom_lineage_data(None, config({"flag": True}))
 
 
-def test_hyper_config_is_read_from_the_environment(tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hyper_config_is_read_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MINDINSIGHT_HYPER_CONFIG", json.dumps({"custom_lineage_data": {"a": [1]}}))
     with raises(TYPE, "For `the value of MINDINSIGHT_HYPER_CONFIG custom_lineage_data -> a`"):
         collector(tmp_path)

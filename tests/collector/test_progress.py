@@ -31,12 +31,18 @@ class Terminal(io.StringIO):
 
 
 def _rank(rank: int) -> RankInfo:
-    return RankInfo(rank=rank, world_size=2, local_rank=rank, local_size=2, host="h",
-                    launcher="pmi")
+    return RankInfo(
+        rank=rank, world_size=2, local_rank=rank, local_size=2, host="h", launcher="pmi"
+    )
 
 
-def _train(progress: Progress, clock: Clock | None = None, epochs: int = 2,
-           batches: int = 5, seconds_per_step: float = 0.5) -> None:
+def _train(
+    progress: Progress,
+    clock: Clock | None = None,
+    epochs: int = 2,
+    batches: int = 5,
+    seconds_per_step: float = 0.5,
+) -> None:
     with TrainSession([progress], epochs=epochs, steps_per_epoch=batches) as session:
         for _ in session.epochs():
             for _ in range(batches):
@@ -47,8 +53,10 @@ def _train(progress: Progress, clock: Clock | None = None, epochs: int = 2,
 
 def test_lines_every_n_steps_with_epoch_step_loss_and_rate() -> None:
     stream, clock = io.StringIO(), Clock()
-    _train(Progress(every_steps=4, every_seconds=None, stream=stream, rank_info=_rank(0),
-                    clock=clock), clock)
+    _train(
+        Progress(every_steps=4, every_seconds=None, stream=stream, rank_info=_rank(0), clock=clock),
+        clock,
+    )
     assert stream.getvalue().splitlines() == [
         "epoch 1/2  step 4/10  loss 0.2500  2.0 steps/s",
         "epoch 2/2  step 8/10  loss 0.1250  2.0 steps/s",
@@ -59,8 +67,13 @@ def test_lines_every_n_steps_with_epoch_step_loss_and_rate() -> None:
 
 def test_lines_every_n_seconds() -> None:
     stream, clock = io.StringIO(), Clock()
-    _train(Progress(every_seconds=2.0, stream=stream, rank_info=_rank(0), clock=clock), clock,
-           epochs=1, batches=6, seconds_per_step=0.75)
+    _train(
+        Progress(every_seconds=2.0, stream=stream, rank_info=_rank(0), clock=clock),
+        clock,
+        epochs=1,
+        batches=6,
+        seconds_per_step=0.75,
+    )
     lines = stream.getvalue().splitlines()
     # 0.75 s a step: 2 s have passed at step 3 (2.25 s) and at step 6 (2.25 s later)
     assert lines == [
@@ -104,8 +117,9 @@ def test_other_ranks_show_nothing(stream_type: type[io.StringIO]) -> None:
 
 def test_an_unreadable_loss_is_a_dash(tmp_path: Path) -> None:
     stream = io.StringIO()
-    with TrainSession([Progress(every_steps=1, stream=stream, rank_info=_rank(0))],
-                      epochs=1, steps_per_epoch=1) as session:
+    with TrainSession(
+        [Progress(every_steps=1, stream=stream, rank_info=_rank(0))], epochs=1, steps_per_epoch=1
+    ) as session:
         for _ in session.epochs():
             session.step(None, "not a number")
     assert stream.getvalue().splitlines()[0].startswith("epoch 1/1  step 1/1  loss -  ")
@@ -114,21 +128,29 @@ def test_an_unreadable_loss_is_a_dash(tmp_path: Path) -> None:
 def test_with_train_loop_and_the_collector(model: Any, tmp_path: Path) -> None:
     data = model(3)
     stream = io.StringIO()
-    TrainLoop(lambda batch: 0.5, network=data.network).train(1, data.dataset, callbacks=[
-        SummaryCollector(tmp_path, collect_specified_data={"collect_landscape": None}),
-        Progress(every_steps=3, stream=stream, rank_info=_rank(0))])
+    TrainLoop(lambda batch: 0.5, network=data.network).train(
+        1,
+        data.dataset,
+        callbacks=[
+            SummaryCollector(tmp_path, collect_specified_data={"collect_landscape": None}),
+            Progress(every_steps=3, stream=stream, rank_info=_rank(0)),
+        ],
+    )
     assert stream.getvalue().splitlines()[0].startswith("epoch 1/1  step 3/3  loss 0.5000  ")
 
 
-@pytest.mark.parametrize(("arguments", "error", "parts"), [
-    ({"every_steps": 0}, CollectorValueError, ["'every_steps'", "greater than 0", "0"]),
-    ({"every_steps": 1.5}, CollectorTypeError, ["'every_steps'", "int", "float"]),
-    ({"every_seconds": -1}, CollectorValueError, ["'every_seconds'", "-1"]),
-    ({"every_seconds": float("inf")}, CollectorValueError, ["'every_seconds'", "inf"]),
-    ({"every_seconds": "10"}, CollectorTypeError, ["'every_seconds'", "float", "str"]),
-    ({"stream": 3}, CollectorTypeError, ["'stream'", "int"]),
-    ({"rank_info": 0}, CollectorTypeError, ["'rank_info'", "RankInfo", "int"]),
-])
+@pytest.mark.parametrize(
+    ("arguments", "error", "parts"),
+    [
+        ({"every_steps": 0}, CollectorValueError, ["'every_steps'", "greater than 0", "0"]),
+        ({"every_steps": 1.5}, CollectorTypeError, ["'every_steps'", "int", "float"]),
+        ({"every_seconds": -1}, CollectorValueError, ["'every_seconds'", "-1"]),
+        ({"every_seconds": float("inf")}, CollectorValueError, ["'every_seconds'", "inf"]),
+        ({"every_seconds": "10"}, CollectorTypeError, ["'every_seconds'", "float", "str"]),
+        ({"stream": 3}, CollectorTypeError, ["'stream'", "int"]),
+        ({"rank_info": 0}, CollectorTypeError, ["'rank_info'", "RankInfo", "int"]),
+    ],
+)
 def test_bad_arguments(arguments: dict[str, Any], error: type, parts: list[str]) -> None:
     with pytest.raises(error) as raised:
         Progress(**arguments)

@@ -30,8 +30,10 @@ DESCRIPTION = {
 
 
 def _network(graph: bool = True) -> ArrayNetwork:
-    return ArrayNetwork({"fc1.w": np.zeros((8, 4), np.float32), "fc1.b": np.zeros(4, np.float32)},
-                        graph=DESCRIPTION if graph else None)
+    return ArrayNetwork(
+        {"fc1.w": np.zeros((8, 4), np.float32), "fc1.b": np.zeros(4, np.float32)},
+        graph=DESCRIPTION if graph else None,
+    )
 
 
 def test_the_collector_declares_its_graph_builder() -> None:
@@ -50,7 +52,10 @@ def test_an_array_network_graph_is_written_at_the_first_record(tmp_path: Path) -
     assert graphs[0].name == "mlp"
     assert graphs[0].parameters == ("fc1.w", "fc1.b")
     assert [node.full_name for node in graphs[0].nodes] == [
-        "Input-op1", "Default/fc1/MatMul-op2", "Default/fc1/Add-op3"]
+        "Input-op1",
+        "Default/fc1/MatMul-op2",
+        "Default/fc1/Add-op3",
+    ]
     assert [event.step for event in events if event.what == "summary"] == [1, 2]
 
 
@@ -58,8 +63,7 @@ def test_an_array_network_without_a_graph_writes_none(tmp_path: Path) -> None:
     with SummaryRecord(tmp_path, network=_network(graph=False)) as record:
         record.add_value("scalar", "loss", 0.5)
         record.record(1)
-    assert [event.what for event in load_dir(tmp_path) if event.what != "version"] == [
-        "summary"]
+    assert [event.what for event in load_dir(tmp_path) if event.what != "version"] == ["summary"]
 
 
 def test_parameters_alone_are_no_network(tmp_path: Path) -> None:

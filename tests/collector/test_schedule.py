@@ -27,8 +27,9 @@ from rankscribe.collector.collection._schedule import (
         (0, 3, None, [0]),
     ],
 )
-def test_tensor_collect_range(total: int, freq: int, tensor_freq: int | None,
-                              expected: list[int]) -> None:
+def test_tensor_collect_range(
+    total: int, freq: int, tensor_freq: int | None, expected: list[int]
+) -> None:
     assert list(tensor_collect_range(total, freq, tensor_freq)) == expected
 
 

@@ -38,11 +38,17 @@ def _loss(step: int, rank: int) -> float:
     return 1.0 / step + rank
 
 
-def _own_loop(data: Any, collector: SummaryCollector, epochs: int, rank: int = 0,
-              fail_at: int | None = None) -> None:
-    with TrainSession([collector], network=data.network, optimizer=data.optimizer,
-                      loss_fn=SoftmaxCrossEntropy(), train_dataset=data.dataset,
-                      epochs=epochs) as session:
+def _own_loop(
+    data: Any, collector: SummaryCollector, epochs: int, rank: int = 0, fail_at: int | None = None
+) -> None:
+    with TrainSession(
+        [collector],
+        network=data.network,
+        optimizer=data.optimizer,
+        loss_fn=SoftmaxCrossEntropy(),
+        train_dataset=data.dataset,
+        epochs=epochs,
+    ) as session:
         step = 0
         for _ in session.epochs():
             for batch in data.dataset:
@@ -57,12 +63,16 @@ def test_loss_histograms_inputs_and_lineage_of_a_numpy_loop(
     model: Any, tmp_path: Path, read_steps: Any
 ) -> None:
     data = model(4)
-    _own_loop(data, SummaryCollector(tmp_path, collect_freq=2,
-                                     collect_specified_data=NO_LANDSCAPE), epochs=2)
+    _own_loop(
+        data,
+        SummaryCollector(tmp_path, collect_freq=2, collect_specified_data=NO_LANDSCAPE),
+        epochs=2,
+    )
     losses = scalars(tmp_path)["loss/auto"]
     assert [step for step, _ in losses] == [1, 2, 4, 6, 8]
-    np.testing.assert_allclose([value for _, value in losses],
-                               [_loss(step, 0) for step in (1, 2, 4, 6, 8)], rtol=1e-6)
+    np.testing.assert_allclose(
+        [value for _, value in losses], [_loss(step, 0) for step in (1, 2, 4, 6, 8)], rtol=1e-6
+    )
     steps = read_steps(tmp_path)
     assert steps[("histogram", "fc.bias/auto")] == [1, 2, 4, 6, 8]
     assert steps[("image", "input_data/auto")] == [1, 2, 4, 6, 8]
@@ -81,11 +91,17 @@ def test_two_ranks_merge_the_job_lineage(model: Any, tmp_path: Path) -> None:
     summary = tmp_path / "job"
     rendezvous = tmp_path / "rendezvous"
     for rank in (1, 0):  # rank 1's gather returns at once; rank 0 then finds its lineage
-        info = RankInfo(rank=rank, world_size=2, local_rank=rank, local_size=2, host="h",
-                        launcher="pmi")
+        info = RankInfo(
+            rank=rank, world_size=2, local_rank=rank, local_size=2, host="h", launcher="pmi"
+        )
         collector = SummaryCollector(
-            summary, collect_freq=1, collect_specified_data=NO_LANDSCAPE, rank_info=info,
-            coordinator=FileCoordinator(info, rendezvous, timeout=30), merge_timeout=30)
+            summary,
+            collect_freq=1,
+            collect_specified_data=NO_LANDSCAPE,
+            rank_info=info,
+            coordinator=FileCoordinator(info, rendezvous, timeout=30),
+            merge_timeout=30,
+        )
         _own_loop(model(3, seed=rank), collector, epochs=1, rank=rank)
         losses = scalars(summary / f"rank_{rank}")["loss/auto"]
         assert [step for step, _ in losses] == [1, 2, 3]
@@ -108,7 +124,8 @@ def test_a_loop_that_raises_still_closes_the_collector(model: Any, tmp_path: Pat
     assert [step for step, _ in losses] == [1, 2, 3]
     summaries = [name for name in os.listdir(tmp_path) if name.endswith("_MS")]
     assert summaries and all(
-        stat.S_IMODE(os.stat(tmp_path / name).st_mode) == 0o400 for name in summaries)
+        stat.S_IMODE(os.stat(tmp_path / name).st_mode) == 0o400 for name in summaries
+    )
 
 
 class Recorder(Callback):
@@ -120,8 +137,12 @@ class Recorder(Callback):
         self.events.append(("enter",))
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 traceback: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
         self.events.append(("exit", exc_type))
 
     def _log(self, name: str, context: RunContext) -> None:
@@ -130,8 +151,16 @@ class Recorder(Callback):
 
     def begin(self, run_context: RunContext) -> None:
         params = run_context.original_args()
-        self.events.append(("begin", params.mode, params.epoch_num, params.batch_num,
-                            params.parallel_mode, params.device_number))
+        self.events.append(
+            (
+                "begin",
+                params.mode,
+                params.epoch_num,
+                params.batch_num,
+                params.parallel_mode,
+                params.device_number,
+            )
+        )
 
     def epoch_begin(self, run_context: RunContext) -> None:
         self._log("epoch_begin", run_context)
@@ -156,22 +185,34 @@ class Recorder(Callback):
 def test_the_hooks_come_in_train_loops_order(model: Any) -> None:
     recorder = Recorder()
     data = model(2)
-    with TrainSession(recorder, network=data.network, train_dataset=data.dataset,
-                      epochs=2) as session:
+    with TrainSession(
+        recorder, network=data.network, train_dataset=data.dataset, epochs=2
+    ) as session:
         for epoch in session.epochs():
             for index, batch in enumerate(data.dataset):
                 session.step(batch, 10 * epoch + index)
     assert recorder.events == [
-        ("enter",), ("begin", "train", 2, 2, "stand_alone", 1),
+        ("enter",),
+        ("begin", "train", 2, 2, "stand_alone", 1),
         ("epoch_begin", 1, 0),
-        ("step_begin", 1, 1), ("step_end", 1, 1), ("outputs", 10),
-        ("step_begin", 1, 2), ("step_end", 1, 2), ("outputs", 11),
+        ("step_begin", 1, 1),
+        ("step_end", 1, 1),
+        ("outputs", 10),
+        ("step_begin", 1, 2),
+        ("step_end", 1, 2),
+        ("outputs", 11),
         ("epoch_end", 1, 2),
         ("epoch_begin", 2, 2),
-        ("step_begin", 2, 3), ("step_end", 2, 3), ("outputs", 20),
-        ("step_begin", 2, 4), ("step_end", 2, 4), ("outputs", 21),
+        ("step_begin", 2, 3),
+        ("step_end", 2, 3),
+        ("outputs", 20),
+        ("step_begin", 2, 4),
+        ("step_end", 2, 4),
+        ("outputs", 21),
         ("epoch_end", 2, 4),
-        ("end", 2, 4), ("exit", None)]
+        ("end", 2, 4),
+        ("exit", None),
+    ]
 
 
 def test_a_stop_request_ends_the_epochs_and_steps_per_epoch_is_given(model: Any) -> None:
@@ -183,8 +224,7 @@ def test_a_stop_request_ends_the_epochs_and_steps_per_epoch_is_given(model: Any)
                 if session.stop_requested:
                     break
     assert recorder.events[1] == ("begin", "train", 5, 3, "stand_alone", 1)
-    assert [event[0] for event in recorder.events[-4:]] == [
-        "outputs", "epoch_end", "end", "exit"]
+    assert [event[0] for event in recorder.events[-4:]] == ["outputs", "epoch_end", "end", "exit"]
     assert recorder.events[-3] == ("epoch_end", 1, 2)
 
 
@@ -197,14 +237,18 @@ def test_a_raising_body_exits_the_callbacks_without_end(model: Any) -> None:
     assert recorder.events[-1] == ("exit", KeyError)
 
 
-@pytest.mark.parametrize(("arguments", "error", "parts"), [
-    ({"epochs": 0}, CollectorValueError, ["'epochs'", "int >= 1", "0"]),
-    ({"epochs": True}, CollectorValueError, ["'epochs'", "True"]),
-    ({"steps_per_epoch": -1}, CollectorValueError, ["'steps_per_epoch'", "or None", "-1"]),
-    ({"device_number": 0}, CollectorValueError, ["'device_number'", "0"]),
-])
-def test_bad_arguments_name_themselves(arguments: dict[str, Any], error: type,
-                                       parts: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("arguments", "error", "parts"),
+    [
+        ({"epochs": 0}, CollectorValueError, ["'epochs'", "int >= 1", "0"]),
+        ({"epochs": True}, CollectorValueError, ["'epochs'", "True"]),
+        ({"steps_per_epoch": -1}, CollectorValueError, ["'steps_per_epoch'", "or None", "-1"]),
+        ({"device_number": 0}, CollectorValueError, ["'device_number'", "0"]),
+    ],
+)
+def test_bad_arguments_name_themselves(
+    arguments: dict[str, Any], error: type, parts: list[str]
+) -> None:
     with pytest.raises(error) as raised:
         TrainSession([], **arguments)
     assert "TrainSession" in str(raised.value)
@@ -213,9 +257,12 @@ def test_bad_arguments_name_themselves(arguments: dict[str, Any], error: type,
 
 
 def test_callbacks_must_be_callbacks() -> None:
-    with pytest.raises(CollectorTypeError, match=r"'callbacks' .* callbacks\[0\] must be a "
-                                                 r"Callback \(or have its hooks: .*\), but got "
-                                                 r"str, which has no begin, "):
+    with pytest.raises(
+        CollectorTypeError,
+        match=r"'callbacks' .* callbacks\[0\] must be a "
+        r"Callback \(or have its hooks: .*\), but got "
+        r"str, which has no begin, ",
+    ):
         TrainSession(["collector"])
 
 
@@ -223,8 +270,7 @@ def test_calls_out_of_place_say_where_they_belong(model: Any) -> None:
     session = TrainSession([], epochs=1)
     with pytest.raises(CollectorStateError, match="inside `with TrainSession"):
         session.step(None, 1.0)
-    with session, pytest.raises(CollectorStateError,
-                                match=r"inside `for epoch in session\.epochs"):
+    with session, pytest.raises(CollectorStateError, match=r"inside `for epoch in session\.epochs"):
         session.step(None, 1.0)
     with pytest.raises(CollectorStateError, match="runs once"):
         session.__enter__()

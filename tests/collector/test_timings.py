@@ -44,8 +44,9 @@ class SlowData(ArrayDataset):
             yield batch
 
 
-def test_the_data_wait_is_the_time_between_steps_within_an_epoch(model: Any,
-                                                                tmp_path: Path) -> None:
+def test_the_data_wait_is_the_time_between_steps_within_an_epoch(
+    model: Any, tmp_path: Path
+) -> None:
     data = model(6)
     slow = SlowData(*data.dataset.columns, batch_size=2)
     collector = SummaryCollector(tmp_path, collect_freq=3, collect_specified_data=NO_LANDSCAPE)
@@ -80,12 +81,20 @@ def test_sections_add_up_within_a_step_and_become_rank_tags(model: Any, tmp_path
     assert all(found[STEP_TIME_TAG][step] >= compute[step] for step in compute)
 
 
-@pytest.mark.parametrize(("name", "error"), [
-    ("", CollectorValueError), ("a/b", CollectorValueError), ("naïve", CollectorValueError),
-    ("two words", CollectorValueError), (5, CollectorTypeError), (None, CollectorTypeError),
-])
-def test_a_bad_section_name_is_refused_naming_the_argument(tmp_path: Path, name: Any,
-                                                          error: type) -> None:
+@pytest.mark.parametrize(
+    ("name", "error"),
+    [
+        ("", CollectorValueError),
+        ("a/b", CollectorValueError),
+        ("naïve", CollectorValueError),
+        ("two words", CollectorValueError),
+        (5, CollectorTypeError),
+        (None, CollectorTypeError),
+    ],
+)
+def test_a_bad_section_name_is_refused_naming_the_argument(
+    tmp_path: Path, name: Any, error: type
+) -> None:
     collector = SummaryCollector(tmp_path)
     with pytest.raises(error, match=r"'name'"):
         collector.section(name)
@@ -95,8 +104,9 @@ def test_a_bad_section_name_is_refused_naming_the_argument(tmp_path: Path, name:
 def test_a_train_session_records_the_time_between_step_calls(model: Any, tmp_path: Path) -> None:
     data = model(5)
     collector = SummaryCollector(tmp_path, collect_freq=2, collect_specified_data=NO_LANDSCAPE)
-    with TrainSession([collector], network=data.network, train_dataset=data.dataset,
-                      epochs=2) as session:
+    with TrainSession(
+        [collector], network=data.network, train_dataset=data.dataset, epochs=2
+    ) as session:
         for _ in session.epochs():
             for batch in data.dataset:
                 time.sleep(SLEEP)  # the script's own step
@@ -108,13 +118,14 @@ def test_a_train_session_records_the_time_between_step_calls(model: Any, tmp_pat
     assert sorted(times) == list(range(1, 11))
     assert all(1.5 * SLEEP * 0.9 <= seconds < 1.0 for seconds in times.values()), times
     assert DATA_WAIT_TAG not in found  # inside the step in a session: nothing to tell apart
-    assert all(SLEEP / 2 * 0.9 <= seconds < 1.0
-               for seconds in found[f"{SECTION_TAG_PREFIX}compute"].values())
+    assert all(
+        SLEEP / 2 * 0.9 <= seconds < 1.0
+        for seconds in found[f"{SECTION_TAG_PREFIX}compute"].values()
+    )
 
 
 def _expected(network: Any, start: int, stop: int) -> float:
-    raw = b"".join(np.ascontiguousarray(value).tobytes()
-                   for _, value in network.named_parameters())
+    raw = b"".join(np.ascontiguousarray(value).tobytes() for _, value in network.named_parameters())
     return float(crc32c.crc32c(raw[start:stop]) & 0xFFFFFF)
 
 
@@ -131,8 +142,9 @@ def test_fingerprints_hash_a_rotating_slice_within_the_budget(model: Any, tmp_pa
         big[:] += 1.0
         return 0.5
 
-    collector = SummaryCollector(tmp_path, collect_freq=2, collect_specified_data=NO_LANDSCAPE,
-                                 fingerprint_budget=1024)
+    collector = SummaryCollector(
+        tmp_path, collect_freq=2, collect_specified_data=NO_LANDSCAPE, fingerprint_budget=1024
+    )
 
     loop = TrainLoop(step, network=data.network)
     original_step_end = collector.step_end
@@ -156,8 +168,9 @@ def test_fingerprints_hash_a_rotating_slice_within_the_budget(model: Any, tmp_pa
     assert {(current // 2) % 3 for current in found if current} == {0, 1, 2}
 
 
-def test_the_start_fingerprint_covers_every_byte_before_any_update(model: Any,
-                                                                   tmp_path: Path) -> None:
+def test_the_start_fingerprint_covers_every_byte_before_any_update(
+    model: Any, tmp_path: Path
+) -> None:
     data = model(3)
     before = _expected(data.network, 0, 10**9)
 
@@ -165,20 +178,29 @@ def test_the_start_fingerprint_covers_every_byte_before_any_update(model: Any,
         data.network["fc.bias"][:] += 1.0
         return 0.5
 
-    collector = SummaryCollector(tmp_path, collect_freq=1, collect_specified_data=NO_LANDSCAPE,
-                                 fingerprint_budget=1024)
+    collector = SummaryCollector(
+        tmp_path, collect_freq=1, collect_specified_data=NO_LANDSCAPE, fingerprint_budget=1024
+    )
     TrainLoop(step, network=data.network).train(1, data.dataset, callbacks=[collector])
     found = rank_scalars(tmp_path)[FINGERPRINT_TAG]
     assert found[0] == before
     assert found[1] != before
 
 
-@pytest.mark.parametrize(("budget", "error"), [
-    (1023, CollectorValueError), (0, CollectorValueError), (-5, CollectorValueError),
-    (1.5e6, CollectorTypeError), ("4MiB", CollectorTypeError), (True, CollectorTypeError),
-])
-def test_a_bad_fingerprint_budget_is_refused_naming_the_argument(tmp_path: Path, budget: Any,
-                                                                error: type) -> None:
+@pytest.mark.parametrize(
+    ("budget", "error"),
+    [
+        (1023, CollectorValueError),
+        (0, CollectorValueError),
+        (-5, CollectorValueError),
+        (1.5e6, CollectorTypeError),
+        ("4MiB", CollectorTypeError),
+        (True, CollectorTypeError),
+    ],
+)
+def test_a_bad_fingerprint_budget_is_refused_naming_the_argument(
+    tmp_path: Path, budget: Any, error: type
+) -> None:
     with pytest.raises(error, match="'fingerprint_budget'"):
         SummaryCollector(tmp_path, fingerprint_budget=budget)
 

@@ -28,8 +28,9 @@ torch.set_num_threads(1)
 
 def collectives(coordinator: Coordinator, info: RankInfo, timeout: float) -> dict[str, Any]:
     # Objects travel as data: a tensor goes as its numpy array.
-    gathered = coordinator.gather({"rank": info.rank,
-                                   "tensor": (torch.arange(3) * info.rank).numpy()})
+    gathered = coordinator.gather(
+        {"rank": info.rank, "tensor": (torch.arange(3) * info.rank).numpy()}
+    )
     word = coordinator.bcast(f"hello from {info.rank}", root=1)
     coordinator.barrier()
     # The gather's and the bcast's keys are gone once every rank passed the barrier.
@@ -37,10 +38,16 @@ def collectives(coordinator: Coordinator, info: RankInfo, timeout: float) -> dic
     store = dist.distributed_c10d._get_default_store()
     names = ["1/rank_1", "1/out", "2/root", "2/taken_0", "2/rank_0"]
     leftover = [name for name in names if store.check([f"{coordinator.namespace}/{name}"])]
-    return {"values": {r: {"rank": v["rank"], "tensor": v["tensor"].tolist()}
-                       for r, v in gathered.values.items()},
-            "missing": gathered.missing, "word": word, "leftover": leftover,
-            "namespace": coordinator.namespace}
+    return {
+        "values": {
+            r: {"rank": v["rank"], "tensor": v["tensor"].tolist()}
+            for r, v in gathered.values.items()
+        },
+        "missing": gathered.missing,
+        "word": word,
+        "leftover": leftover,
+        "namespace": coordinator.namespace,
+    }
 
 
 def skip(coordinator: Coordinator, info: RankInfo, timeout: float) -> dict[str, Any]:
@@ -49,22 +56,38 @@ def skip(coordinator: Coordinator, info: RankInfo, timeout: float) -> dict[str, 
         return {}  # and never touches the store again
     started = time.monotonic()
     result = coordinator.gather(f"object of {info.rank}", timeout=timeout)
-    return {"values": result.values, "missing": result.missing,
-            "elapsed": time.monotonic() - started}
+    return {
+        "values": result.values,
+        "missing": result.missing,
+        "elapsed": time.monotonic() - started,
+    }
 
 
 def main() -> None:
-    scenario, port, rank, world_size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), \
-        int(sys.argv[4])
+    scenario, port, rank, world_size = (
+        sys.argv[1],
+        int(sys.argv[2]),
+        int(sys.argv[3]),
+        int(sys.argv[4]),
+    )
     out, timeout = Path(sys.argv[5]), float(sys.argv[6])
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                            world_size=world_size, timeout=datetime.timedelta(seconds=60))
+    dist.init_process_group(
+        "gloo",
+        init_method=f"tcp://127.0.0.1:{port}",
+        rank=rank,
+        world_size=world_size,
+        timeout=datetime.timedelta(seconds=60),
+    )
     info = detect()
     coordinator = create_coordinator(info, timeout=30.0)
     assert isinstance(coordinator, StoreCoordinator), coordinator
     record = globals()[scenario](coordinator, info, timeout)
-    record.update(rank=info.rank, world_size=info.world_size, launcher=info.launcher,
-                  backend=coordinator.backend)
+    record.update(
+        rank=info.rank,
+        world_size=info.world_size,
+        launcher=info.launcher,
+        backend=coordinator.backend,
+    )
     temporary = out / f".rank_{info.rank}.json.tmp"
     temporary.write_text(json.dumps(record, default=repr))
     os.replace(temporary, out / f"rank_{info.rank}.json")

@@ -30,10 +30,8 @@ def model() -> Any:
 @pytest.mark.parametrize("async_save", [False, True])
 def test_parameters_round_trip(tmp_path: Path, async_save: bool) -> None:
     network = model()
-    callback = ModelCheckpoint(directory=tmp_path,
-                               config=CheckpointConfig(async_save=async_save))
-    params = CallbackParams(train_network=network, cur_epoch_num=1, cur_step_num=1,
-                            batch_num=1)
+    callback = ModelCheckpoint(directory=tmp_path, config=CheckpointConfig(async_save=async_save))
+    params = CallbackParams(train_network=network, cur_epoch_num=1, cur_step_num=1, batch_num=1)
     callback.step_end(RunContext(params))
     expected = {name: value.detach().clone() for name, value in network.named_parameters()}
     with torch.no_grad():
@@ -77,8 +75,7 @@ def train_a_few_steps(network: Any, directory: Path) -> str:
         return loss.item()
 
     checkpoint = ModelCheckpoint(directory=directory)
-    TrainLoop(step, network=network, optimizer=optimizer).train(1, batches,
-                                                                callbacks=[checkpoint])
+    TrainLoop(step, network=network, optimizer=optimizer).train(1, batches, callbacks=[checkpoint])
     assert checkpoint.latest_ckpt_file_name is not None
     return checkpoint.latest_ckpt_file_name
 
@@ -92,7 +89,8 @@ def test_load_state_dict_accepts_a_checkpoint_strictly(tmp_path: Path, net: Any)
     restored = type(net)()
     # The documented round trip: every parameter and buffer, strict.
     result = restored.load_state_dict(
-        {name: torch.from_numpy(array) for name, array in parameters.items()})
+        {name: torch.from_numpy(array) for name, array in parameters.items()}
+    )
     assert (result.missing_keys, result.unexpected_keys) == ([], [])
     assert set(parameters) == set(net.state_dict())
     torch.testing.assert_close(restored.bn.running_mean, net.bn.running_mean)
@@ -116,5 +114,6 @@ def test_save_checkpoint_of_a_module_loads_back(tmp_path: Path, net: Any) -> Non
     path = save_checkpoint(net, tmp_path / "net")
     restored = type(net)()
     restored.load_state_dict(
-        {name: torch.from_numpy(array) for name, array in load_checkpoint(path)[0].items()})
+        {name: torch.from_numpy(array) for name, array in load_checkpoint(path)[0].items()}
+    )
     torch.testing.assert_close(restored.block.scale, net.block.scale)

@@ -31,9 +31,12 @@ class TinyNet(nn.Module):
 
 def loader() -> DataLoader[tuple[torch.Tensor, ...]]:
     generator = torch.Generator().manual_seed(0)
-    return DataLoader(TensorDataset(torch.rand(8, 3, generator=generator),
-                                    torch.randint(0, 2, (8,), generator=generator)),
-                      batch_size=4)
+    return DataLoader(
+        TensorDataset(
+            torch.rand(8, 3, generator=generator), torch.randint(0, 2, (8,), generator=generator)
+        ),
+        batch_size=4,
+    )
 
 
 def run(directory: Path, loss_fn: Any, *, collector: bool) -> dict[str, Any]:
@@ -50,8 +53,13 @@ def run(directory: Path, loss_fn: Any, *, collector: bool) -> dict[str, Any]:
 
     loop = TrainLoop(step, network=network, optimizer=optimizer, loss_fn=loss_fn)
     if collector:
-        loop.train(1, loader(), callbacks=[SummaryCollector(
-            directory, collect_specified_data={"collect_landscape": None})])
+        loop.train(
+            1,
+            loader(),
+            callbacks=[
+                SummaryCollector(directory, collect_specified_data={"collect_landscape": None})
+            ],
+        )
     else:
         with SummaryRecord(str(directory)) as record:
             # TrainLineage is duck-typed: a callback by its hooks, not by the base class.
@@ -59,18 +67,27 @@ def run(directory: Path, loss_fn: Any, *, collector: bool) -> dict[str, Any]:
             loop.train(1, loader(), callbacks=[lineage_callback])
     lineage = get_summary_lineage(str(directory))
     hyper = lineage["hyper_parameters"]
-    return {"network": lineage["algorithm"].get("network"),
-            "optimizer": hyper.get("optimizer"),
-            "loss_function": hyper.get("loss_function"),
-            "learning_rate": hyper.get("learning_rate")}
+    return {
+        "network": lineage["algorithm"].get("network"),
+        "optimizer": hyper.get("optimizer"),
+        "loss_function": hyper.get("loss_function"),
+        "learning_rate": hyper.get("learning_rate"),
+    }
 
 
-@pytest.mark.parametrize("loss_fn, loss_name", [
-    (nn.CrossEntropyLoss(), "CrossEntropyLoss"),
-    (nn.functional.cross_entropy, "cross_entropy"),
-])
+@pytest.mark.parametrize(
+    "loss_fn, loss_name",
+    [
+        (nn.CrossEntropyLoss(), "CrossEntropyLoss"),
+        (nn.functional.cross_entropy, "cross_entropy"),
+    ],
+)
 def test_torch_objects_are_named_alike(tmp_path: Path, loss_fn: Any, loss_name: str) -> None:
-    expected = {"network": "TinyNet", "optimizer": "SGD", "loss_function": loss_name,
-                "learning_rate": pytest.approx(0.05)}
+    expected = {
+        "network": "TinyNet",
+        "optimizer": "SGD",
+        "loss_function": loss_name,
+        "learning_rate": pytest.approx(0.05),
+    }
     assert run(tmp_path / "callback", loss_fn, collector=False) == expected
     assert run(tmp_path / "collector", loss_fn, collector=True) == expected

@@ -53,14 +53,29 @@ def readme_block(marker: str) -> str:
 
 def snapshot(directory: Path) -> dict[str, str]:
     """Every file under ``directory`` and a digest of its bytes."""
-    return {str(path.relative_to(directory)): hashlib.sha256(path.read_bytes()).hexdigest()
-            for path in sorted(directory.rglob("*")) if path.is_file()}
+    return {
+        str(path.relative_to(directory)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(directory.rglob("*"))
+        if path.is_file()
+    }
 
 
 def mpiexec_example(cwd: Path, *options: str) -> str:
-    return str(EXAMPLE_TEST._launch(
-        [EXAMPLE_TEST._launcher("mpiexec"), "-n", "2", sys.executable, str(EXAMPLE),
-         "--summary-dir", "runs/torch", *options], cwd=cwd))
+    return str(
+        EXAMPLE_TEST._launch(
+            [
+                EXAMPLE_TEST._launcher("mpiexec"),
+                "-n",
+                "2",
+                sys.executable,
+                str(EXAMPLE),
+                "--summary-dir",
+                "runs/torch",
+                *options,
+            ],
+            cwd=cwd,
+        )
+    )
 
 
 @pytest.mark.slow
@@ -70,8 +85,10 @@ def test_the_readme_checkpoint_a_counted_test_set_and_a_rerun(tmp_path: Path) ->
 
     printed = io.StringIO()
     with contextlib.chdir(tmp_path), contextlib.redirect_stdout(printed):
-        exec(compile(readme_block(MARKER), str(README), "exec"),
-             {"DigitsCNN": EXAMPLE_TEST._load_example().DigitsCNN})
+        exec(
+            compile(readme_block(MARKER), str(README), "exec"),
+            {"DigitsCNN": EXAMPLE_TEST._load_example().DigitsCNN},
+        )
     shape, append_info = printed.getvalue().rsplit(" ", 1)[0], printed.getvalue().split()[-1]
     assert ast.literal_eval(shape.strip()) == (10, 256)  # what the README's comment says
     assert ast.literal_eval(append_info) == {}
@@ -83,8 +100,7 @@ def test_the_readme_checkpoint_a_counted_test_set_and_a_rerun(tmp_path: Path) ->
     merged = get_run_lineage(str(job))
     assert merged is not None
     user = merged.section("user_defined")
-    assert (user["valid_dataset_sharding"], user["train_dataset_sharding"]) == ("whole",
-                                                                                "shards")
+    assert (user["valid_dataset_sharding"], user["train_dataset_sharding"]) == ("whole", "shards")
     first = snapshot(job)
     first_losses = scalars(job / "rank_0")["loss/auto"]
 
@@ -98,5 +114,6 @@ def test_the_readme_checkpoint_a_counted_test_set_and_a_rerun(tmp_path: Path) ->
         steps = [step for step, _ in scalars(second / f"rank_{rank}")["loss/auto"]]
         assert steps == [1, 10, 20]  # one epoch of 22 steps, every 10th kept: no repeats
         assert [path.name for path in (second / f"rank_{rank}").glob("*.ckpt")] == [
-            "digits-cnn-1_22.ckpt"]
+            "digits-cnn-1_22.ckpt"
+        ]
     assert get_summary_lineage(str(second))["hyper_parameters"]["epoch"] == 1

@@ -41,8 +41,9 @@ class TinyCNN(nn.Module):
         return self.head(torch.relu(self.conv(images)).flatten(1))
 
 
-def test_the_train_session_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_train_session_example(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.chdir(tmp_path)
     torch.manual_seed(0)
     model = TinyCNN()
@@ -64,7 +65,8 @@ def test_the_train_session_example(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert lineage["hyper_parameters"]["loss_function"] == "CrossEntropyLoss"
     # CheckpointConfig's defaults: every step saved, the newest 5 kept
     assert sorted(path.name for path in (tmp_path / "runs/session/ckpt").glob("*.ckpt")) == [
-        f"CKP-3_{step}.ckpt" for step in (10, 6, 7, 8, 9)]
+        f"CKP-3_{step}.ckpt" for step in (10, 6, 7, 8, 9)
+    ]
     # the landscape default is on in the example: 19 parameter sets of 30 steps
     assert len(list((tmp_path / "runs/session/ckpt_dir").glob("TinyCNN_*_step.ckpt"))) == 19
     assert "trained 30 steps" in capsys.readouterr().err  # Progress, not a terminal

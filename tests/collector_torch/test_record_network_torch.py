@@ -24,7 +24,8 @@ def test_a_module_graph_is_written_once(tmp_path: Path, net: nn.Module) -> None:
     expected = view.graph()
     assert expected is not None
     assert [node.full_name for node in graphs[0].nodes] == [
-        node.full_name for node in expected.node]
+        node.full_name for node in expected.node
+    ]
     assert {"block.fc.weight", "head.bias", "bn.running_mean"} <= set(graphs[0].parameters)
     assert [event.step for event in events if event.what == "summary"] == [1, 2, 3]
 
@@ -38,4 +39,7 @@ def test_a_module_given_to_record_as_train_network(tmp_path: Path) -> None:
     graphs = [event.graph for event in load_dir(tmp_path) if event.what == "graph_def"]
     assert len(graphs) == 1 and graphs[0] is not None
     assert [node.full_name.rsplit("-op", 1)[0] for node in graphs[0].nodes] == [
-        "Default/Input", "Default/0/Linear", "Default/1/ReLU"]
+        "Default/Input",
+        "Default/0/Linear",
+        "Default/1/ReLU",
+    ]

@@ -49,13 +49,21 @@ def test_a_plain_torch_loop_is_recorded(tmp_path: Path) -> None:
     model, loader = SmallCNN(), _data()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     loss_fn = nn.CrossEntropyLoss()
-    collector = SummaryCollector(tmp_path, collect_freq=4,
-                                 collect_specified_data={"collect_landscape": None})
-    checkpoint = ModelCheckpoint(prefix="cnn", directory=tmp_path / "ckpt",
-                                 config=CheckpointConfig(save_checkpoint_steps=6))
+    collector = SummaryCollector(
+        tmp_path, collect_freq=4, collect_specified_data={"collect_landscape": None}
+    )
+    checkpoint = ModelCheckpoint(
+        prefix="cnn", directory=tmp_path / "ckpt", config=CheckpointConfig(save_checkpoint_steps=6)
+    )
     seen: dict[int, float] = {}
-    with TrainSession([checkpoint, collector], network=model, optimizer=optimizer,
-                      loss_fn=loss_fn, train_dataset=loader, epochs=2) as session:
+    with TrainSession(
+        [checkpoint, collector],
+        network=model,
+        optimizer=optimizer,
+        loss_fn=loss_fn,
+        train_dataset=loader,
+        epochs=2,
+    ) as session:
         for _ in session.epochs():
             for images, labels in loader:
                 optimizer.zero_grad()
@@ -70,8 +78,13 @@ def test_a_plain_torch_loop_is_recorded(tmp_path: Path) -> None:
     for step, value in losses.items():
         assert value == pytest.approx(seen[step], rel=1e-6)
     events = list(load_dir(tmp_path))
-    histogram_tags = {value.tag for event in events if event.what == "summary"
-                      for value in event.values if value.plugin == "histogram"}
+    histogram_tags = {
+        value.tag
+        for event in events
+        if event.what == "summary"
+        for value in event.values
+        if value.plugin == "histogram"
+    }
     assert "conv.weight/auto" in histogram_tags
     graphs = [event.graph for event in events if event.what == "graph_def"]
     assert len(graphs) == 1 and graphs[0] is not None
@@ -88,18 +101,21 @@ def test_a_plain_torch_loop_is_recorded(tmp_path: Path) -> None:
     assert latest is not None and os.path.basename(latest) == "cnn-2_6.ckpt"
     parameters, _ = load_checkpoint(latest)
     restored = SmallCNN()
-    restored.load_state_dict({name: torch.from_numpy(value.copy())
-                              for name, value in parameters.items()})
+    restored.load_state_dict(
+        {name: torch.from_numpy(value.copy()) for name, value in parameters.items()}
+    )
     torch.testing.assert_close(restored.conv.weight, model.conv.weight)
 
 
 def test_a_torch_loop_that_raises_leaves_its_data_on_disk(tmp_path: Path) -> None:
     model, loader = SmallCNN(), _data()
-    collector = SummaryCollector(tmp_path, collect_freq=1,
-                                 collect_specified_data={"collect_landscape": None})
-    with pytest.raises(FloatingPointError), TrainSession(
-        [collector], network=model, train_dataset=loader, epochs=1
-    ) as session:
+    collector = SummaryCollector(
+        tmp_path, collect_freq=1, collect_specified_data={"collect_landscape": None}
+    )
+    with (
+        pytest.raises(FloatingPointError),
+        TrainSession([collector], network=model, train_dataset=loader, epochs=1) as session,
+    ):
         for _ in session.epochs():
             for step, (images, _labels) in enumerate(loader, start=1):
                 if step == 3:
@@ -115,18 +131,26 @@ def test_torch_dataset_sizes_count_samples(tmp_path: Path) -> None:
     from rankscribe.collector import TrainLoop
 
     generator = torch.Generator().manual_seed(0)
-    dataset = TensorDataset(torch.rand(24, 1, 4, 4, generator=generator),
-                            torch.randint(0, 3, (24,), generator=generator))
+    dataset = TensorDataset(
+        torch.rand(24, 1, 4, 4, generator=generator),
+        torch.randint(0, 3, (24,), generator=generator),
+    )
     model = SmallCNN()
-    loop = TrainLoop(lambda batch: torch.tensor(1.0), network=model,
-                     optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
-                     eval_fn=lambda batch: {"acc": 1.0})
-    loaders = {24: DataLoader(dataset, batch_size=5),
-               20: DataLoader(dataset, batch_size=5, drop_last=True)}
+    loop = TrainLoop(
+        lambda batch: torch.tensor(1.0),
+        network=model,
+        optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+        eval_fn=lambda batch: {"acc": 1.0},
+    )
+    loaders = {
+        24: DataLoader(dataset, batch_size=5),
+        20: DataLoader(dataset, batch_size=5, drop_last=True),
+    }
     for samples, data in loaders.items():
         name = f"samples{samples}"
-        collector = SummaryCollector(tmp_path / name,
-                                     collect_specified_data={"collect_landscape": None})
+        collector = SummaryCollector(
+            tmp_path / name, collect_specified_data={"collect_landscape": None}
+        )
         loop.train(1, data, callbacks=[collector])
         loop.eval(data, callbacks=[collector])
         lineage = get_summary_lineage(str(tmp_path / name))

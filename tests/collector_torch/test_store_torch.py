@@ -21,9 +21,19 @@ WORKER = Path(__file__).resolve().parent / "store_worker.py"
 PROCESS_TIMEOUT = 120
 #: Seconds a gather that misses a rank may take past its timeout (polling, a busy machine).
 SLACK = 2.0
-LAUNCHER_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
-                      "MASTER_PORT", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
-                      "PMIX_RANK", "TORCHELASTIC_RUN_ID")
+LAUNCHER_VARIABLES = (
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "SLURM_PROCID",
+    "OMPI_COMM_WORLD_RANK",
+    "PMI_RANK",
+    "PMIX_RANK",
+    "TORCHELASTIC_RUN_ID",
+)
 
 
 def free_port() -> int:
@@ -43,9 +53,19 @@ def run_ranks(tmp_path: Path, scenario: str, timeout: float) -> dict[int, dict[s
     port = free_port()
     processes = [
         subprocess.Popen(
-            [sys.executable, str(WORKER), scenario, str(port), str(rank), "2", str(out),
-             str(timeout)],
-            env=clean_environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                str(WORKER),
+                scenario,
+                str(port),
+                str(rank),
+                "2",
+                str(out),
+                str(timeout),
+            ],
+            env=clean_environment(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
             text=True,
         )
         for rank in range(2)
@@ -63,10 +83,13 @@ def run_ranks(tmp_path: Path, scenario: str, timeout: float) -> dict[int, dict[s
 def test_gather_bcast_and_barrier_through_the_process_group_store(tmp_path: Path) -> None:
     records = run_ranks(tmp_path, "collectives", timeout=30)
     assert {(r["launcher"], r["backend"], r["world_size"]) for r in records.values()} == {
-        ("torch", "store", 2)}
+        ("torch", "store", 2)
+    }
     root = records[0]
-    assert root["values"] == {"0": {"rank": 0, "tensor": [0, 0, 0]},
-                              "1": {"rank": 1, "tensor": [0, 1, 2]}}
+    assert root["values"] == {
+        "0": {"rank": 0, "tensor": [0, 0, 0]},
+        "1": {"rank": 1, "tensor": [0, 1, 2]},
+    }
     assert root["missing"] == [] and records[1]["values"] == {}
     assert {r["word"] for r in records.values()} == {"hello from 1"}
     assert root["leftover"] == []  # the store holds none of the collectives' keys
@@ -88,7 +111,13 @@ def test_rankscribe_ranks_never_imports_torch() -> None:
         coordinator = ranks.create_coordinator(info)
         print(info.launcher, coordinator.backend, "torch" in sys.modules)
     """)
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=PROCESS_TIMEOUT, env=clean_environment(), check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_TIMEOUT,
+        env=clean_environment(),
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["single", "single", "False"]

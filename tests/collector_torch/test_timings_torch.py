@@ -54,14 +54,16 @@ def train(directory: Path, network: nn.Module, *, forwards: int = 1, collect_fre
 
     def step(batch: Any) -> torch.Tensor:
         optimizer.zero_grad()
-        loss = torch.stack([nn.functional.cross_entropy(network(batch[0]), batch[1])
-                            for _ in range(forwards)]).sum()
+        loss = torch.stack(
+            [nn.functional.cross_entropy(network(batch[0]), batch[1]) for _ in range(forwards)]
+        ).sum()
         loss.backward()
         optimizer.step()
         return loss
 
-    collector = SummaryCollector(directory, collect_freq=collect_freq,
-                                 collect_specified_data=NO_LANDSCAPE)
+    collector = SummaryCollector(
+        directory, collect_freq=collect_freq, collect_specified_data=NO_LANDSCAPE
+    )
     TrainLoop(step, network=network, optimizer=optimizer).train(1, batches, callbacks=[collector])
 
 
@@ -155,8 +157,9 @@ def _weighted_sum(data: bytes, start: int) -> int:
     return total - 2**64 if total >= 2**63 else total
 
 
-def test_the_device_fingerprint_is_the_documented_weighted_sum(monkeypatch: pytest.MonkeyPatch
-                                                              ) -> None:
+def test_the_device_fingerprint_is_the_documented_weighted_sum(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(torch_adapter, "_DEVICE_CHUNK", 64)  # several chunks per tensor
     tensor = torch.arange(100, dtype=torch.float32)
     part = TorchDevicePart(tensor)
@@ -166,8 +169,9 @@ def test_the_device_fingerprint_is_the_documented_weighted_sum(monkeypatch: pyte
     assert int.from_bytes(digest, "little", signed=True) == _weighted_sum(raw[10:390], 10)
 
 
-def test_the_device_fingerprint_tells_one_changed_byte_apart(monkeypatch: pytest.MonkeyPatch
-                                                            ) -> None:
+def test_the_device_fingerprint_tells_one_changed_byte_apart(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(torch_adapter, "FINGERPRINT_CPU_ON_DEVICE", True)
     torch.manual_seed(0)
     first = nn.Sequential(nn.Linear(8, 8), nn.Linear(8, 2))
@@ -186,8 +190,9 @@ def test_the_device_fingerprint_tells_one_changed_byte_apart(monkeypatch: pytest
     assert slice_fingerprint(parts[0], 0, total) != slice_fingerprint(parts[1], 0, total)
 
 
-def test_the_collector_records_device_fingerprints(tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_collector_records_device_fingerprints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(torch_adapter, "FINGERPRINT_CPU_ON_DEVICE", True)
     torch.manual_seed(0)
     network = SleepyNet(sleep=0.0)
@@ -209,5 +214,7 @@ def test_cpu_tensors_are_hashed_in_place_by_crc() -> None:
     raw = b"".join(value.detach().numpy().tobytes() for _, value in network.named_parameters())
     assert slice_fingerprint(parts, 0, len(raw)) == crc32c.crc32c(raw) & 0xFFFFFF
     assert slice_fingerprint(parts, 5, 21) == crc32c.crc32c(raw[5:21]) & 0xFFFFFF
-    assert np.shares_memory(np.frombuffer(parts[0].digest(0, 4), np.uint8),
-                            network.weight.detach().numpy().view(np.uint8))
+    assert np.shares_memory(
+        np.frombuffer(parts[0].digest(0, 4), np.uint8),
+        network.weight.detach().numpy().view(np.uint8),
+    )

@@ -31,8 +31,11 @@ ADAPTER_LOGGER = "rankscribe.collector.adapters.torch"
 
 
 def adapter_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [record.getMessage() for record in caplog.records
-            if record.name == ADAPTER_LOGGER and record.levelno == logging.WARNING]
+    return [
+        record.getMessage()
+        for record in caplog.records
+        if record.name == ADAPTER_LOGGER and record.levelno == logging.WARNING
+    ]
 
 
 def graph_of(views: AdapterRegistry, module: nn.Module) -> anf_ir_pb2.GraphProto:
@@ -45,8 +48,10 @@ def graph_of(views: AdapterRegistry, module: nn.Module) -> anf_ir_pb2.GraphProto
 
 def nodes_of(graph: anf_ir_pb2.GraphProto) -> dict[str, tuple[str, str, list[str]]]:
     """``{name: (op_type, scope, [input, ...])}``."""
-    return {node.name: (node.op_type, node.scope, [edge.name for edge in node.input])
-            for node in graph.node}
+    return {
+        node.name: (node.op_type, node.scope, [edge.name for edge in node.input])
+        for node in graph.node
+    }
 
 
 # -------------------------------------------------------------------- dispatch
@@ -73,8 +78,13 @@ def test_network_view_names_and_host_arrays(net: nn.Module) -> None:
     pairs = view.parameters()
     assert [name for name, _ in pairs] == [name for name, _ in net.named_parameters()]
     assert [name for name, _ in pairs] == [
-        "block.scale", "block.fc.weight", "block.fc.bias", "bn.weight", "bn.bias",
-        "head.weight", "head.bias",
+        "block.scale",
+        "block.fc.weight",
+        "block.fc.bias",
+        "bn.weight",
+        "bn.bias",
+        "head.weight",
+        "head.bias",
     ]
     for (_, array), parameter in zip(pairs, net.parameters(), strict=True):
         assert isinstance(array, np.ndarray)
@@ -93,20 +103,40 @@ def test_fx_graph_nodes_op_types_scopes_and_inputs(net: nn.Module) -> None:
         "block_scale": ("Load", "Default/block", ["block.scale"]),
         "mul": ("mul", "Default/block", ["relu", "block_scale"]),
         "add": ("add", "Default/block", ["mul", "x"]),
-        "bn": ("BatchNorm1d", "Default/bn", ["add", "bn.weight", "bn.bias", "bn.running_mean",
-                                            "bn.running_var", "bn.num_batches_tracked"]),
+        "bn": (
+            "BatchNorm1d",
+            "Default/bn",
+            [
+                "add",
+                "bn.weight",
+                "bn.bias",
+                "bn.running_mean",
+                "bn.running_var",
+                "bn.num_batches_tracked",
+            ],
+        ),
         "flatten": ("flatten", "Default", ["bn"]),
         "head": ("Linear", "Default/head", ["flatten", "head.weight", "head.bias"]),
         "softmax": ("softmax", "Default", ["head"]),
     }
     assert [node.full_name for node in graph.node][:3] == [
-        "Default/Input-op1", "Default/block/fc/Linear-op2", "Default/block/relu-op3",
+        "Default/Input-op1",
+        "Default/block/fc/Linear-op2",
+        "Default/block/relu-op3",
     ]
     assert [output.name for output in graph.outputs] == ["softmax"]
     parameters = {p.name: p.type.tensor_type for p in graph.parameters}
     assert list(parameters) == [
-        "block.scale", "block.fc.weight", "block.fc.bias", "bn.weight", "bn.bias",
-        "head.weight", "head.bias", "bn.running_mean", "bn.running_var", "bn.num_batches_tracked",
+        "block.scale",
+        "block.fc.weight",
+        "block.fc.bias",
+        "bn.weight",
+        "bn.bias",
+        "head.weight",
+        "head.bias",
+        "bn.running_mean",
+        "bn.running_var",
+        "bn.num_batches_tracked",
     ]
     assert [dim.size for dim in parameters["head.weight"].shape.dim] == [2, 4]
     assert parameters["head.weight"].elem_type == anf_ir_pb2.DT_FLOAT32
@@ -138,6 +168,7 @@ def test_untraceable_network_warns_once_per_class_and_has_no_graph(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     views = AdapterRegistry()
+
     class Branchy(nn.Module):
         def __init__(self) -> None:
             super().__init__()
@@ -170,6 +201,7 @@ def test_untraceable_network_warns_once_per_class_and_has_no_graph(
 
 def test_a_top_level_parameter_named_like_its_node() -> None:
     views = AdapterRegistry()
+
     class Projection(nn.Module):
         def __init__(self) -> None:
             super().__init__()
@@ -186,6 +218,7 @@ def test_a_top_level_parameter_named_like_its_node() -> None:
 
 def test_tied_weights_are_one_parameter() -> None:
     views = AdapterRegistry()
+
     class AutoEncoder(nn.Module):
         def __init__(self) -> None:
             super().__init__()
@@ -286,7 +319,11 @@ def test_optimizer_with_several_groups(net: nn.Module) -> None:
     assert view is not None
     assert view.learning_rate() == 0.25  # the first group's, as the original's lineage
     assert [name for name, _ in view.parameters()] == [
-        "head.weight", "head.bias", "block.scale", "block.fc.weight", "block.fc.bias",
+        "head.weight",
+        "head.bias",
+        "block.scale",
+        "block.fc.weight",
+        "block.fc.bias",
     ]
 
 
@@ -326,15 +363,20 @@ def test_data_loader_sizes_path_and_graph(tmp_path: Path) -> None:
         "shuffle": True,
         "drop_last": False,
         "num_workers": 0,
-        "sampler": {"sampler_name": "RandomSampler",
-                    "sampler_module": "torch.utils.data.sampler"},
-        "children": [{"op_type": "Images", "op_module": Images.__module__, "num_samples": 10,
-                      "dataset_dir": str(tmp_path), "children": []}],
+        "sampler": {"sampler_name": "RandomSampler", "sampler_module": "torch.utils.data.sampler"},
+        "children": [
+            {
+                "op_type": "Images",
+                "op_module": Images.__module__,
+                "num_samples": 10,
+                "dataset_dir": str(tmp_path),
+                "children": [],
+            }
+        ],
     }
     # the lineage can pack it
     assert DatasetGraphInfo.from_graph_dict(view.graph).to_graph_dict()["batch_size"] == 4
-    dropping = views.dataset_view(DataLoader(Images(str(tmp_path)), batch_size=4,
-                                                drop_last=True))
+    dropping = views.dataset_view(DataLoader(Images(str(tmp_path)), batch_size=4, drop_last=True))
     assert dropping is not None and dropping.batches == 2
     assert dropping.samples == 8  # drop_last leaves the last 2 rows out
     assert dropping.graph is not None
@@ -429,8 +471,9 @@ def test_other_torch_objects_are_left_to_the_builtin_reader() -> None:
 
 @pytest.mark.parametrize("dtype", [torch.bits8, torch.float4_e2m1fn_x2])
 def test_a_tensor_numpy_cannot_hold_is_a_clear_error(dtype: torch.dtype) -> None:
-    with pytest.raises(CollectorTypeError,
-                       match=rf"a {dtype} tensor cannot be read as a NumPy array"):
+    with pytest.raises(
+        CollectorTypeError, match=rf"a {dtype} tensor cannot be read as a NumPy array"
+    ):
         torch_adapter.create_adapter().to_numpy(torch.empty(2, dtype=dtype))
 
 

@@ -36,12 +36,21 @@ def _load_example() -> ModuleType:
 
 
 def _launch(command: list[str], cwd: Path) -> str:
-    clean = {key: value for key, value in os.environ.items()
-             if key not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
+    clean = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+    }
     started = time.monotonic()
-    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, start_new_session=True,
-                               env=dict(clean, OMP_NUM_THREADS="1"))
+    process = subprocess.Popen(
+        command,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        env=dict(clean, OMP_NUM_THREADS="1"),
+    )
     try:
         output, _ = process.communicate(timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -56,8 +65,9 @@ def _launch(command: list[str], cwd: Path) -> str:
 def _launcher(name: str) -> str:
     path = Path(sys.executable).with_name(name)
     if not path.exists():
-        pytest.fail(f"{name} is not installed beside {sys.executable}: "
-                    "run `tox -e collector-torch`")
+        pytest.fail(
+            f"{name} is not installed beside {sys.executable}: run `tox -e collector-torch`"
+        )
     return str(path)
 
 
@@ -71,8 +81,19 @@ LAUNCHES = {
 @pytest.mark.parametrize("launcher", sorted(LAUNCHES))
 def test_the_ddp_example_records_both_ranks_and_the_job(tmp_path: Path, launcher: str) -> None:
     summary_dir = tmp_path / "runs" / "cnn"
-    output = _launch([*LAUNCHES[launcher](), str(EXAMPLE), "--summary-dir", str(summary_dir),
-                      "--epochs", "1", "--collect-freq", "5"], cwd=tmp_path)
+    output = _launch(
+        [
+            *LAUNCHES[launcher](),
+            str(EXAMPLE),
+            "--summary-dir",
+            str(summary_dir),
+            "--epochs",
+            "1",
+            "--collect-freq",
+            "5",
+        ],
+        cwd=tmp_path,
+    )
 
     assert "trained 1 epochs on 2 rank(s)" in output
     for rank in (0, 1):

@@ -49,8 +49,7 @@ class Digits(TensorDataset):
 
     def __init__(self, root: Path) -> None:
         generator = torch.Generator().manual_seed(0)
-        super().__init__(torch.rand(ROWS, 1, 4, 4, generator=generator),
-                         torch.arange(ROWS) % 3)
+        super().__init__(torch.rand(ROWS, 1, 4, 4, generator=generator), torch.arange(ROWS) % 3)
         self.root = str(root)
 
 
@@ -69,8 +68,9 @@ def train(tmp_path: Path, network: nn.Module, optimizer: Any = None, **collector
     data.mkdir(parents=True, exist_ok=True)
     loader = DataLoader(Digits(data), batch_size=BATCH, shuffle=False)
     optimizer = optimizer or torch.optim.SGD(network.parameters(), lr=LEARNING_RATE)
-    checkpoint = ModelCheckpoint(prefix="tiny", directory=tmp_path / "ckpt",
-                                 config=CheckpointConfig(save_checkpoint_steps=6))
+    checkpoint = ModelCheckpoint(
+        prefix="tiny", directory=tmp_path / "ckpt", config=CheckpointConfig(save_checkpoint_steps=6)
+    )
     run = Run(tmp_path / "summary", network, checkpoint)
 
     def step(batch: list[torch.Tensor]) -> torch.Tensor:
@@ -80,8 +80,9 @@ def train(tmp_path: Path, network: nn.Module, optimizer: Any = None, **collector
         loss.backward()
         optimizer.step()
         run.losses.append(loss.item())
-        run.weights.append({name: value.detach().numpy().copy()
-                            for name, value in network.named_parameters()})
+        run.weights.append(
+            {name: value.detach().numpy().copy() for name, value in network.named_parameters()}
+        )
         return loss
 
     loop = TrainLoop(step, network=network, optimizer=optimizer, loss_fn=nn.CrossEntropyLoss())
@@ -115,11 +116,14 @@ def test_loss_at_the_collected_steps(trained: Run) -> None:
 
 def test_histograms_of_the_first_five_parameters_by_their_torch_names(trained: Run) -> None:
     values = summary_values(trained.summary_dir)
-    histograms = {tag: steps for tag, steps in values.items() if tag != "loss/auto"
-                  and all(isinstance(value, Histogram) for value in steps.values())}
+    histograms = {
+        tag: steps
+        for tag, steps in values.items()
+        if tag != "loss/auto" and all(isinstance(value, Histogram) for value in steps.values())
+    }
     assert sorted(histograms) == sorted(
-        f"{name}/auto" for name in ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias",
-                                    "head.weight")
+        f"{name}/auto"
+        for name in ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "head.weight")
     )
     for tag, steps in histograms.items():
         assert sorted(steps) == COLLECTED
@@ -168,15 +172,15 @@ def test_lineage_names_optimizer_network_dataset_and_checkpoint(trained: Run) ->
     assert lineage["algorithm"]["network"] == "TinyNet"
     assert lineage["algorithm"]["loss"] == pytest.approx(trained.losses[-1], rel=1e-6)
     data = trained.summary_dir.parent / "digits"
-    assert lineage["train_dataset"] == {"train_dataset_path": str(data),
-                                        "train_dataset_size": ROWS}
+    assert lineage["train_dataset"] == {"train_dataset_path": str(data), "train_dataset_size": ROWS}
     latest = trained.checkpoint.latest_ckpt_file_name
     assert latest is not None and Path(latest).name == "tiny-2_6.ckpt"
-    assert lineage["model"] == {"path": json.dumps({"ckpt": os.path.realpath(latest)}),
-                                "size": os.path.getsize(latest)}
+    assert lineage["model"] == {
+        "path": json.dumps({"ckpt": os.path.realpath(latest)}),
+        "size": os.path.getsize(latest),
+    }
     graph = lineage["dataset_graph"]
-    assert (graph["op_type"], graph["batch_size"], graph["shuffle"]) == ("DataLoader", BATCH,
-                                                                        False)
+    assert (graph["op_type"], graph["batch_size"], graph["shuffle"]) == ("DataLoader", BATCH, False)
     assert graph["children"][0]["op_type"] == "Digits"
     assert graph["children"][0]["dataset_dir"] == str(data)
 
@@ -212,8 +216,11 @@ def test_an_untraceable_network_warns_once_and_the_run_goes_on(
     no_landscape = {"collect_landscape": None}
     run = train(tmp_path / "first", BranchyNet(), collect_specified_data=no_landscape)
     train(tmp_path / "second", BranchyNet(), collect_specified_data=no_landscape)
-    said = [record.getMessage() for record in caplog.records
-            if record.name == "rankscribe.collector.adapters.torch"]
+    said = [
+        record.getMessage()
+        for record in caplog.records
+        if record.name == "rankscribe.collector.adapters.torch"
+    ]
     assert len(said) == 1
     assert said[0].startswith("The graph of BranchyNet cannot be recorded")
     assert "control flow" in said[0]
@@ -227,12 +234,21 @@ def test_an_untraceable_network_warns_once_and_the_run_goes_on(
 def test_optimizer_from_named_parameters_without_a_graph(tmp_path: Path) -> None:
     network = TinyNet()
     optimizer = torch.optim.Adam(network.named_parameters(), lr=1e-3)
-    run = train(tmp_path, network, optimizer,
-                collect_specified_data={"collect_graph": False, "collect_landscape": None,
-                                        "histogram_regular": "head"})
+    run = train(
+        tmp_path,
+        network,
+        optimizer,
+        collect_specified_data={
+            "collect_graph": False,
+            "collect_landscape": None,
+            "histogram_regular": "head",
+        },
+    )
     values = summary_values(run.summary_dir)
     assert sorted(tag for tag in values if tag.startswith("head.")) == [
-        "head.bias/auto", "head.weight/auto"]
+        "head.bias/auto",
+        "head.weight/auto",
+    ]
     assert "fc1.weight/auto" not in values
     assert get_summary_lineage(str(run.summary_dir))["hyper_parameters"]["optimizer"] == "Adam"
 
@@ -243,11 +259,15 @@ def histogram_tags_of_a_run_without_a_network(directory: Path, optimizer: Any) -
     data.mkdir(parents=True)
     loader = DataLoader(Digits(data), batch_size=BATCH, shuffle=False)
     loop = TrainLoop(lambda batch: torch.tensor(1.0), optimizer=optimizer)
-    summary = SummaryCollector(directory / "summary", collect_freq=3,
-                               collect_specified_data={"collect_landscape": None})
+    summary = SummaryCollector(
+        directory / "summary", collect_freq=3, collect_specified_data={"collect_landscape": None}
+    )
     loop.train(1, loader, callbacks=[summary])
-    return sorted(tag for tag, steps in summary_values(directory / "summary").items()
-                  if all(isinstance(value, Histogram) for value in steps.values()))
+    return sorted(
+        tag
+        for tag, steps in summary_values(directory / "summary").items()
+        if all(isinstance(value, Histogram) for value in steps.values())
+    )
 
 
 def test_optimizer_tags_do_not_depend_on_what_another_collector_read_before(

@@ -29,9 +29,19 @@ JOB_TIMEOUT = 180
 MERGE_TIMEOUT = 4.0
 #: Seconds rank 0 may take past the merge timeout (polling, writing, a busy machine).
 SLACK = 3.0
-LAUNCHER_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
-                      "MASTER_PORT", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
-                      "PMIX_RANK", "TORCHELASTIC_RUN_ID")
+LAUNCHER_VARIABLES = (
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "SLURM_PROCID",
+    "OMPI_COMM_WORLD_RANK",
+    "PMI_RANK",
+    "PMIX_RANK",
+    "TORCHELASTIC_RUN_ID",
+)
 
 
 @dataclass
@@ -47,15 +57,35 @@ def run_torchrun(tmp_path: Path, scenario: str, merge_timeout: float) -> Job:
     summary, out = tmp_path / "summary", tmp_path / "out"
     out.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES}
-    command = [str(TORCHRUN), "--standalone", "--nproc_per_node", "2", "--max-restarts", "0",
-               "--monitor-interval", "0.2", str(SCRIPT), str(summary), str(out), scenario,
-               str(merge_timeout)]
+    command = [
+        str(TORCHRUN),
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        "--max-restarts",
+        "0",
+        "--monitor-interval",
+        "0.2",
+        str(SCRIPT),
+        str(summary),
+        str(out),
+        scenario,
+        str(merge_timeout),
+    ]
     started = time.monotonic()
-    result = subprocess.run(command, env=env, capture_output=True, text=True, cwd=tmp_path,
-                            timeout=JOB_TIMEOUT, check=False)
+    result = subprocess.run(
+        command,
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=JOB_TIMEOUT,
+        check=False,
+    )
     ranks = {int(p.stem.split("_")[1]): json.loads(p.read_text()) for p in out.glob("rank_*.json")}
-    return Job(result.returncode, result.stdout + result.stderr, time.monotonic() - started,
-               summary, ranks)
+    return Job(
+        result.returncode, result.stdout + result.stderr, time.monotonic() - started, summary, ranks
+    )
 
 
 def user_defined(summary: Path) -> dict[str, Any]:
@@ -88,16 +118,19 @@ def assert_job_curves(summary: Path, ranks: list[int]) -> None:
         points = [loss[step] for loss in losses]
         assert job["loss/auto/ranks"][step] == len(ranks)
         assert job["loss/auto/mean"][step] == pytest.approx(sum(points) / len(points), rel=1e-6)
-        assert (job["loss/auto/min"][step], job["loss/auto/max"][step]) == (min(points),
-                                                                           max(points))
+        assert (job["loss/auto/min"][step], job["loss/auto/max"][step]) == (
+            min(points),
+            max(points),
+        )
     steps = scalars(summary / f"rank_{ranks[0]}")["rankscribe/step_time"]
     assert set(job["rankscribe/step_time/ranks"].values()) == {len(ranks)}
     assert sorted(job["rankscribe/step_time/ranks"]) == sorted(steps)
 
 
 def merged_lineage_files(summary: Path) -> list[str]:
-    return [name for name in os.listdir(summary)
-            if ".merged." in name and name.endswith("_lineage")]
+    return [
+        name for name in os.listdir(summary) if ".merged." in name and name.endswith("_lineage")
+    ]
 
 
 def test_torchrun_job_merges_with_no_rendezvous_dir(tmp_path: Path) -> None:
@@ -105,7 +138,8 @@ def test_torchrun_job_merges_with_no_rendezvous_dir(tmp_path: Path) -> None:
     assert job.returncode == 0, job.output
     assert sorted(job.ranks) == [0, 1], job.output
     assert {(r["launcher"], r["finished"], r["steps"]) for r in job.ranks.values()} == {
-        ("torchrun", True, 8)}
+        ("torchrun", True, 8)
+    }
     assert "not started by an MPI launcher" not in job.output
     assert "cannot be merged" not in job.output
     assert len(merged_lineage_files(job.summary)) == 1, os.listdir(job.summary)

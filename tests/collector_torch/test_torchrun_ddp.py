@@ -25,19 +25,46 @@ SCRIPT = Path(__file__).resolve().parent / "torchrun_ddp.py"
 TORCHRUN = Path(sys.executable).parent / "torchrun"
 JOB_TIMEOUT = 240
 STEPS, SLOW_RANK, SLOW_SECONDS = 12, 1, 0.040  # torchrun_ddp
-LAUNCHER_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
-                      "MASTER_PORT", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
-                      "PMIX_RANK", "TORCHELASTIC_RUN_ID")
+LAUNCHER_VARIABLES = (
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "SLURM_PROCID",
+    "OMPI_COMM_WORLD_RANK",
+    "PMI_RANK",
+    "PMIX_RANK",
+    "TORCHELASTIC_RUN_ID",
+)
 
 
 @pytest.fixture(scope="module")
 def jobs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("ddp")
     env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES}
-    command = [str(TORCHRUN), "--standalone", "--nproc_per_node", "2", "--max-restarts", "0",
-               "--monitor-interval", "0.2", str(SCRIPT), str(out)]
-    result = subprocess.run(command, env=dict(env, OMP_NUM_THREADS="1"), capture_output=True,
-                            text=True, cwd=out, timeout=JOB_TIMEOUT, check=False)
+    command = [
+        str(TORCHRUN),
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        "--max-restarts",
+        "0",
+        "--monitor-interval",
+        "0.2",
+        str(SCRIPT),
+        str(out),
+    ]
+    result = subprocess.run(
+        command,
+        env=dict(env, OMP_NUM_THREADS="1"),
+        capture_output=True,
+        text=True,
+        cwd=out,
+        timeout=JOB_TIMEOUT,
+        check=False,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     return out
 

@@ -61,9 +61,12 @@ def job(summary: Path, extra: float) -> None:
         optimizer.step()
         return loss
 
-    collector = SummaryCollector(summary, collect_freq=COLLECT_FREQ,
-                                 collect_specified_data={"collect_landscape": None},
-                                 merge_timeout=60.0)
+    collector = SummaryCollector(
+        summary,
+        collect_freq=COLLECT_FREQ,
+        collect_specified_data={"collect_landscape": None},
+        merge_timeout=60.0,
+    )
     TrainLoop(step, network=model, optimizer=optimizer).train(1, loader, callbacks=[collector])
     collector.close()
 

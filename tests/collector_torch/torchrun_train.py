@@ -69,16 +69,23 @@ def main() -> None:
         return loss
 
     loop = TrainLoop(step, network=network, optimizer=optimizer, loss_fn=nn.CrossEntropyLoss())
-    collector = SummaryCollector(summary_dir, collect_freq=COLLECT_FREQ,
-                                 merge_timeout=merge_timeout)
+    collector = SummaryCollector(
+        summary_dir, collect_freq=COLLECT_FREQ, merge_timeout=merge_timeout
+    )
     started = time.monotonic()
     finished = True
     try:
         loop.train(EPOCHS, loader, callbacks=[collector])
     except LeaveEarlyError:
         finished = False
-    record = {"rank": info.rank, "world_size": info.world_size, "launcher": info.launcher,
-              "finished": finished, "steps": steps, "train_seconds": time.monotonic() - started}
+    record = {
+        "rank": info.rank,
+        "world_size": info.world_size,
+        "launcher": info.launcher,
+        "finished": finished,
+        "steps": steps,
+        "train_seconds": time.monotonic() - started,
+    }
     temporary = out / f".rank_{info.rank}.json.tmp"
     temporary.write_text(json.dumps(record))
     os.replace(temporary, out / f"rank_{info.rank}.json")

@@ -131,7 +131,7 @@ def test_float_histograms_equal_mindspores_field_by_field_and_byte_by_byte(step,
 
 
 def test_int32_histogram_differs_only_by_the_integer_edge_fix():
-    (step, spec), = [p.values for p in calls_of("histogram") if p.values[1]["dtype"] == "int32"]
+    ((step, spec),) = [p.values for p in calls_of("histogram") if p.values[1]["dtype"] == "int32"]
     values = golden_array(spec)
     ours = manifest_histogram(histogram_proto(values))
     theirs = MANIFEST_VALUES[(step, tag_of(spec))]["histogram"]
@@ -163,7 +163,7 @@ def test_the_1000_value_histogram_has_mindspores_90_edges():
     # The manifest gives only the sha256 of this input, not its values. The edges depend
     # on nothing but the number of finite values, min and max, so 1000 values with the
     # recorded min and max must give MindSpore's lefts and widths.
-    (step, spec), = [p.values for p in calls_of("histogram", having_values=False)]
+    ((step, spec),) = [p.values for p in calls_of("histogram", having_values=False)]
     theirs = MANIFEST_VALUES[(step, tag_of(spec))]["histogram"]
     assert (theirs["count"], theirs["bucket_count"]) == (1000, 90)
     stand_in = np.zeros(1000, np.float32)
@@ -196,7 +196,9 @@ def test_float_images_decode_to_mindspores_pixels(step, spec):
     ours = image_proto(golden_array(spec))
     theirs = MANIFEST_VALUES[(step, tag_of(spec))]["image"]
     assert (ours.height, ours.width, ours.colorspace) == (
-        theirs["height"], theirs["width"], theirs["colorspace"],
+        theirs["height"],
+        theirs["width"],
+        theirs["colorspace"],
     )
     pixels = decode_png(ours.encoded_image)
     decoded = theirs["decoded"]
@@ -208,7 +210,7 @@ def test_float_images_decode_to_mindspores_pixels(step, spec):
 
 
 def test_uint8_image_is_kept_as_is_where_mindspore_contrast_stretched_it():
-    (step, spec), = [p.values for p in calls_of("image") if p.values[1]["dtype"] == "uint8"]
+    ((step, spec),) = [p.values for p in calls_of("image") if p.values[1]["dtype"] == "uint8"]
     images = golden_array(spec)
     ours = image_proto(images)
     theirs = MANIFEST_VALUES[(step, tag_of(spec))]["image"]
@@ -303,16 +305,23 @@ def last_value_per_tag(values: list[dict[str, Any]]) -> dict[str, dict[str, Any]
 
 def test_replayed_scalars_read_as_mindinsight_reads_mindspores_file(tmp_path: Path) -> None:
     events = replay("scalars", tmp_path)
-    golden = [record for record in MANIFEST["dirs"]["scalars"]["files"][0]["records"]
-              if record["what"] == "summary"]
+    golden = [
+        record
+        for record in MANIFEST["dirs"]["scalars"]["files"][0]["records"]
+        if record["what"] == "summary"
+    ]
     assert [event.step for event in events] == [record["step"] for record in golden]
     for event, record in zip(events, golden, strict=True):
-        ours = [(value.tag, struct.pack(">f", value.scalar_value).hex())
-                for value in event.summary.value]
+        ours = [
+            (value.tag, struct.pack(">f", value.scalar_value).hex())
+            for value in event.summary.value
+        ]
         # MindSpore wrote a tag added twice in one step twice and MindInsight shows the
         # last; we write only that last value, where the tag first appeared.
-        theirs = [(tag, value["scalar_value_f32_hex"])
-                  for tag, value in last_value_per_tag(record["values"]).items()]
+        theirs = [
+            (tag, value["scalar_value_f32_hex"])
+            for tag, value in last_value_per_tag(record["values"]).items()
+        ]
         assert ours == theirs
 
 
@@ -325,21 +334,24 @@ def test_replayed_histograms_tensors_images_and_exports_match_mindspores(
     for event, record in zip(events, golden, strict=True):
         # Values grouped by plugin in first-seen order, then in add order, as MindSpore.
         assert [value.tag for value in event.summary.value] == [
-            value["tag"] for value in record["values"] if value["tag"] != "hist/large_1000"]
+            value["tag"] for value in record["values"] if value["tag"] != "hist/large_1000"
+        ]
         for value in event.summary.value:
             theirs = FILE_VALUES[(event.step, value.tag)]
             kind = value.WhichOneof("value")
             if kind == "histogram" and value.tag != "hist/int32":  # int32: the edge fix
-                assert value.histogram.SerializeToString() == (
-                    theirs.histogram.SerializeToString())
+                assert value.histogram.SerializeToString() == (theirs.histogram.SerializeToString())
             elif kind == "tensor":
-                assert np.array(value.tensor.float_data, np.float32).tobytes() == np.array(
-                    theirs.tensor.float_data, np.float32).tobytes()  # NaN included
+                assert (
+                    np.array(value.tensor.float_data, np.float32).tobytes()
+                    == np.array(theirs.tensor.float_data, np.float32).tobytes()
+                )  # NaN included
                 assert list(value.tensor.dims) == list(theirs.tensor.dims)
             elif kind == "image" and value.tag != "img/rgb_u8":  # uint8: kept as is
-                assert hashlib.sha256(decode_png(value.image.encoded_image).tobytes()).hexdigest(
-                ) == MANIFEST_VALUES[(event.step, value.tag)]["image"]["decoded"][
-                    "pixels_sha256"]
+                assert (
+                    hashlib.sha256(decode_png(value.image.encoded_image).tobytes()).hexdigest()
+                    == MANIFEST_VALUES[(event.step, value.tag)]["image"]["decoded"]["pixels_sha256"]
+                )
     [folder] = tmp_path.glob("export_*/tensor")
     exported = {path.name: np.load(path) for path in folder.iterdir()}
     assert sorted(exported) == sorted(EXPORTS)  # the same names: <quoted tag>_<step>.npy

@@ -33,8 +33,12 @@ class MindInsight:
         environment = {**os.environ, "PYTHONPATH": self.site}
         completed = subprocess.run(
             [sys.executable, "-S", str(SIDE_SCRIPT)],
-            input=json.dumps(request), capture_output=True, text=True, env=environment,
-            timeout=TIMEOUT_SECONDS, check=False,
+            input=json.dumps(request),
+            capture_output=True,
+            text=True,
+            env=environment,
+            timeout=TIMEOUT_SECONDS,
+            check=False,
         )
         assert completed.returncode == 0, completed.stderr
         answer: dict[str, Any] = json.loads(completed.stdout)

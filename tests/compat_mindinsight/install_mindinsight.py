@@ -31,9 +31,19 @@ def main(argv: list[str]) -> int:
         print(f"MindInsight already installed in {target}")
         return 0
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--upgrade", "--no-warn-conflicts",
-         "--target", str(target),
-         "-r", str(REQUIREMENTS)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--upgrade",
+            "--no-warn-conflicts",
+            "--target",
+            str(target),
+            "-r",
+            str(REQUIREMENTS),
+        ],
         check=True,
     )
     stamp.write_text(wanted, encoding="utf-8")

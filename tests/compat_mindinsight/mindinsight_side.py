@@ -103,8 +103,11 @@ def load(run_dirs: list[str]) -> dict[str, Any]:
                 continue
             plugins[plugin] = {
                 tag: [
-                    {"step": event.step, "wall_time": event.wall_time,
-                     "value": _value(plugin, event.value)}
+                    {
+                        "step": event.step,
+                        "wall_time": event.wall_time,
+                        "value": _value(plugin, event.value),
+                    }
                     for event in events.tensors(tag)
                 ]
                 for tag in tags

@@ -44,28 +44,43 @@ def network_graph() -> anf_ir_pb2.GraphProto:
     return graph
 
 
-DATASET_GRAPH = {"op_type": "Batch", "batch_size": 32, "drop_remainder": True,
-                 "children": [{"op_type": "MnistDataset", "dataset_dir": "/data/mnist",
-                               "children": []}]}
+DATASET_GRAPH = {
+    "op_type": "Batch",
+    "batch_size": 32,
+    "drop_remainder": True,
+    "children": [{"op_type": "MnistDataset", "dataset_dir": "/data/mnist", "children": []}],
+}
 
 
 def write_run(run: Path) -> None:
     train = TrainLineageInfo(
-        hyper_parameters=HyperParameters(optimizer="Momentum", learning_rate=0.01,
-                                         loss_function="SoftmaxCrossEntropyWithLogits",
-                                         epoch=3, parallel_mode="stand_alone", device_num=1,
-                                         batch_size=32),
+        hyper_parameters=HyperParameters(
+            optimizer="Momentum",
+            learning_rate=0.01,
+            loss_function="SoftmaxCrossEntropyWithLogits",
+            epoch=3,
+            parallel_mode="stand_alone",
+            device_num=1,
+            batch_size=32,
+        ),
         train_dataset=TrainDataset(train_dataset_path="/data/mnist", train_dataset_size=60000),
         algorithm=Algorithm(network="LeNet5", loss=0.5),
         model=ModelFile(path='{"ckpt": "/ckpt/lenet-3_1875.ckpt"}', size=494600),
     )
     evaluation = EvalLineageInfo.from_metrics(
-        {"acc": 0.9825, "loss": 0.06}, ValidDataset("/data/mnist/test", 10000))
+        {"acc": 0.9825, "loss": 0.06}, ValidDataset("/data/mnist/test", 10000)
+    )
     with SummaryRecord(str(run)) as record:
-        record.add_value("dataset_graph", "dataset_graph",
-                         DatasetGraphInfo.from_graph_dict(DATASET_GRAPH).to_proto())
-        record.add_value("custom_lineage_data", "custom_lineage_data",
-                         UserDefinedInfo.from_values({"seed": 7, "note": "golden"}).to_proto())
+        record.add_value(
+            "dataset_graph",
+            "dataset_graph",
+            DatasetGraphInfo.from_graph_dict(DATASET_GRAPH).to_proto(),
+        )
+        record.add_value(
+            "custom_lineage_data",
+            "custom_lineage_data",
+            UserDefinedInfo.from_values({"seed": 7, "note": "golden"}).to_proto(),
+        )
         for step in STEPS:
             record.add_value("scalar", "loss", LOSSES[step])
             record.add_value("scalar", "acc/train", ACCURACIES[step])
@@ -122,8 +137,7 @@ def test_images(written: tuple[Path, Any]) -> None:
     for step in STEPS:
         image = images[step]
         # Two 3x4x5 images side by side, channels last.
-        expected = np.concatenate([picture.transpose(1, 2, 0) for picture in IMAGES + step],
-                                  axis=1)
+        expected = np.concatenate([picture.transpose(1, 2, 0) for picture in IMAGES + step], axis=1)
         assert (image["height"], image["width"], image["colorspace"]) == (4, 10, 3)
         assert image["mode"] == "RGB"
         assert np.array_equal(np.asarray(image["pixels"], dtype=np.uint8), expected)
@@ -132,15 +146,20 @@ def test_images(written: tuple[Path, Any]) -> None:
 def test_histograms(written: tuple[Path, Any]) -> None:
     run, seen = written
     histograms = by_step(seen["plugins"]["histogram"]["conv1.weight/histogram"])
-    ours = {event.step: value.value for event in load_dir(run) for value in event.values
-            if value.plugin == "histogram"}
+    ours = {
+        event.step: value.value
+        for event in load_dir(run)
+        for value in event.values
+        if value.plugin == "histogram"
+    }
     assert sorted(histograms) == list(STEPS)
     for step in STEPS:
         histogram = histograms[step]
         assert histogram["count"] == 200  # the finite values; NaN and inf are counted apart
         assert (histogram["min"], histogram["max"]) == (-1.0 * step, 1.0 * step)
         assert histogram["buckets"] == [
-            [bucket.left, bucket.width, bucket.count] for bucket in ours[step].buckets]
+            [bucket.left, bucket.width, bucket.count] for bucket in ours[step].buckets
+        ]
         assert sum(bucket[2] for bucket in histogram["buckets"]) == 200
 
 

@@ -38,10 +38,14 @@ LEARNING_RATES = (0.1, 0.01, 0.001)
 # Fewer distinct graphs than 9: past '9' MindInsight numbers dataset marks as text
 # (see docs/mindinsight-differences.md), which the conditions here do not probe.
 GRAPHS = [
-    {"op_type": "Batch", "batch_size": size, "drop_remainder": True, "children": [
-        {"op_type": source, "dataset_dir": path, "children": []}]}
-    for size in (32, 64) for source, path in (("MnistDataset", "/data/mnist"),
-                                              ("Cifar10Dataset", "/data/cifar10"))
+    {
+        "op_type": "Batch",
+        "batch_size": size,
+        "drop_remainder": True,
+        "children": [{"op_type": source, "dataset_dir": path, "children": []}],
+    }
+    for size in (32, 64)
+    for source, path in (("MnistDataset", "/data/mnist"), ("Cifar10Dataset", "/data/cifar10"))
 ]
 
 
@@ -51,16 +55,21 @@ def maybe(rng: random.Random, value: Any, present: float = 0.85) -> Any:
 
 
 def custom_event(rng: random.Random) -> lineage_pb2.LineageEvent | None:
-    custom = {key: value for key, value in {
-        "seed": maybe(rng, rng.randrange(5)),
-        "note": maybe(rng, rng.choice(("baseline", "sweep", "ablation"))),
-        "mixed": maybe(rng, rng.choice((1, 2.5, "x")), 0.6),
-        "dropout": maybe(rng, rng.choice((0.0, 0.25, 0.5)), 0.7),
-    }.items() if value is not None}
+    custom = {
+        key: value
+        for key, value in {
+            "seed": maybe(rng, rng.randrange(5)),
+            "note": maybe(rng, rng.choice(("baseline", "sweep", "ablation"))),
+            "mixed": maybe(rng, rng.choice((1, 2.5, "x")), 0.6),
+            "dropout": maybe(rng, rng.choice((0.0, 0.25, 0.5)), 0.7),
+        }.items()
+        if value is not None
+    }
     if not custom:
         return None
     return lineage_pb2.LineageEvent(
-        wall_time=1.5, user_defined_info=UserDefinedInfo.from_values(custom).to_proto())
+        wall_time=1.5, user_defined_info=UserDefinedInfo.from_values(custom).to_proto()
+    )
 
 
 def train_event(index: int, rng: random.Random, batch_size: int) -> lineage_pb2.LineageEvent:
@@ -106,8 +115,11 @@ def run_events(index: int, rng: random.Random) -> list[lineage_pb2.LineageEvent]
     events: list[lineage_pb2.LineageEvent] = []
     graph = maybe(rng, GRAPHS[rng.randrange(len(GRAPHS))], 0.9)
     if graph is not None:
-        events.append(lineage_pb2.LineageEvent(
-            wall_time=1.0, dataset_graph=DatasetGraphInfo.from_graph_dict(graph).to_proto()))
+        events.append(
+            lineage_pb2.LineageEvent(
+                wall_time=1.0, dataset_graph=DatasetGraphInfo.from_graph_dict(graph).to_proto()
+            )
+        )
     custom = custom_event(rng)
     if custom is not None:
         events.append(custom)
@@ -126,8 +138,9 @@ def generate_corpus(base: Path) -> None:
         name = f"events.out.events.summary.{1_700_000_000 + index}.0.corpus"
         (run / f"{name}_MS").write_bytes(b"")
         lineage = run / f"{name}_lineage"
-        lineage.write_bytes(b"".join(frame(event.SerializeToString())
-                                     for event in run_events(index, rng)))
+        lineage.write_bytes(
+            b"".join(frame(event.SerializeToString()) for event in run_events(index, rng))
+        )
         # Distinct update times: both order runs newest first.
         mtime = 1_800_000_000 - index * 7 - rng.randrange(5)
         for path in run.iterdir():
@@ -150,14 +163,41 @@ def values_of(base: Path, name: str) -> list[Any]:
     return seen
 
 
-FIELDS_TEXT = ("loss_function", "train_dataset_path", "test_dataset_path", "network",
-               "optimizer", "dataset_mark")
-FIELDS_NUMBER = ("train_dataset_count", "test_dataset_count", "learning_rate", "epoch",
-                 "batch_size", "device_num", "loss", "model_size", "metric/acc", "metric/f1")
-FIELDS_USER = ("user_defined/seed", "user_defined/note", "user_defined/mixed",
-               "user_defined/dropout")
-SORTABLE = ("summary_dir", *FIELDS_TEXT, *FIELDS_NUMBER, *FIELDS_USER, "metric/missing",
-            "user_defined/missing", "tag")
+FIELDS_TEXT = (
+    "loss_function",
+    "train_dataset_path",
+    "test_dataset_path",
+    "network",
+    "optimizer",
+    "dataset_mark",
+)
+FIELDS_NUMBER = (
+    "train_dataset_count",
+    "test_dataset_count",
+    "learning_rate",
+    "epoch",
+    "batch_size",
+    "device_num",
+    "loss",
+    "model_size",
+    "metric/acc",
+    "metric/f1",
+)
+FIELDS_USER = (
+    "user_defined/seed",
+    "user_defined/note",
+    "user_defined/mixed",
+    "user_defined/dropout",
+)
+SORTABLE = (
+    "summary_dir",
+    *FIELDS_TEXT,
+    *FIELDS_NUMBER,
+    *FIELDS_USER,
+    "metric/missing",
+    "user_defined/missing",
+    "tag",
+)
 
 
 def valid_conditions(base: Path) -> list[dict[str, Any]]:
@@ -307,9 +347,14 @@ def test_corpus_and_conditions_are_large_enough(corpus: Path) -> None:
     conditions = valid_conditions(corpus) + INVALID_CONDITIONS
     assert len(conditions) >= 150
     assert filter_summary_lineage(str(corpus))["count"] >= 200
-    operators = {operator for condition in conditions if isinstance(condition, dict)
-                 for value in condition.values() if isinstance(value, dict)
-                 for operator in value}
+    operators = {
+        operator
+        for condition in conditions
+        if isinstance(condition, dict)
+        for value in condition.values()
+        if isinstance(value, dict)
+        for operator in value
+    }
     assert {"eq", "lt", "gt", "le", "ge", "in", "not_in"} <= operators
 
 
@@ -320,13 +365,15 @@ NUMBER_FIELDS = ("loss", "learning_rate")
 def _not_in_on_a_number(condition: Any) -> bool:
     return isinstance(condition, dict) and any(
         (name in NUMBER_FIELDS or str(name).startswith(("metric/", "metric_")))
-        and isinstance(operations, dict) and "not_in" in operations
+        and isinstance(operations, dict)
+        and "not_in" in operations
         for name, operations in condition.items()
     )
 
 
-def documented_rule(base: Path, condition: Any, mine: dict[str, Any],
-                    other: dict[str, Any]) -> str | None:
+def documented_rule(
+    base: Path, condition: Any, mine: dict[str, Any], other: dict[str, Any]
+) -> str | None:
     """The rule of docs/mindinsight-differences.md that explains a difference, if one does."""
     refused = "error" in other and other["error"][0] == "LineageSearchConditionParamError"
     if "result" in mine and refused and _not_in_on_a_number(condition):
@@ -334,17 +381,26 @@ def documented_rule(base: Path, condition: Any, mine: dict[str, Any],
     first_form = isinstance(condition, dict) and (
         isinstance(condition.get("lineage_type"), str)
         or any(str(name).startswith("metric_") for name in condition)
-        or str(condition.get("sorted_name", "")).startswith("metric_"))
+        or str(condition.get("sorted_name", "")).startswith("metric_")
+    )
     if "result" in mine and refused and first_form:
         return "first-form"
     summary_dir = condition.get("summary_dir") if isinstance(condition, dict) else None
     if isinstance(summary_dir, dict) and "result" in mine and "result" in other:
-        values = [value for operand in summary_dir.values()
-                  for value in (operand if isinstance(operand, list) else [operand])]
+        values = [
+            value
+            for operand in summary_dir.values()
+            for value in (operand if isinstance(operand, list) else [operand])
+        ]
         if values and all(str(value).startswith("/") for value in values):
-            relative = {key: ([f"./{os.path.basename(value)}" for value in operand]
-                              if isinstance(operand, list) else f"./{os.path.basename(operand)}")
-                        for key, operand in summary_dir.items()}
+            relative = {
+                key: (
+                    [f"./{os.path.basename(value)}" for value in operand]
+                    if isinstance(operand, list)
+                    else f"./{os.path.basename(operand)}"
+                )
+                for key, operand in summary_dir.items()
+            }
             same_as_relative = mine == our_answer(base, {**condition, "summary_dir": relative})
             if other["result"]["count"] == 0 and same_as_relative:
                 return "absolute-summary_dir"
@@ -379,10 +435,12 @@ def test_filter_summary_lineage_agrees_with_mindinsight(
         else:
             explained[rule] = explained.get(rule, 0) + 1
     with capsys.disabled():
-        print(f"\ndifferential: {RUN_COUNT} runs, {len(conditions)} conditions, "
-              f"{len(conditions) - sum(explained.values()) - len(unexplained)} equal answers, "
-              f"documented differences {explained}; MindInsight 2.3.1 {their_seconds:.1f} s "
-              f"(its interpreter included), RankScribe {our_seconds:.1f} s")
+        print(
+            f"\ndifferential: {RUN_COUNT} runs, {len(conditions)} conditions, "
+            f"{len(conditions) - sum(explained.values()) - len(unexplained)} equal answers, "
+            f"documented differences {explained}; MindInsight 2.3.1 {their_seconds:.1f} s "
+            f"(its interpreter included), RankScribe {our_seconds:.1f} s"
+        )
     assert [condition for condition, _, _ in unexplained] == [], unexplained[:2]
     assert set(explained) == {"not_in-on-numbers", "first-form", "absolute-summary_dir"}
     documented = DIFFERENCES_DOC.read_text(encoding="utf-8")
@@ -391,9 +449,7 @@ def test_filter_summary_lineage_agrees_with_mindinsight(
     assert sum(1 for answer in theirs if "error" in answer) >= len(INVALID_CONDITIONS)
 
 
-def test_documented_base_dir_rules(
-    corpus: Path, mindinsight: Any, tmp_path: Path
-) -> None:
+def test_documented_base_dir_rules(corpus: Path, mindinsight: Any, tmp_path: Path) -> None:
     """MindInsight 0.7's rules for a bad base dir or one without lineage, kept on purpose."""
     empty = tmp_path / "no-lineage"
     (empty / "run").mkdir(parents=True)
@@ -406,10 +462,12 @@ def test_documented_base_dir_rules(
     for name, base in cases.items():
         (theirs,) = mindinsight.filter(base, [{}])
         assert theirs["result"]["object"] == [] and theirs["result"]["count"] == 0, name
-        expected = "LineageFileNotFoundError" if name == "no-lineage" else (
-            "LineageParamSummaryPathError")
+        expected = (
+            "LineageFileNotFoundError" if name == "no-lineage" else ("LineageParamSummaryPathError")
+        )
         assert our_answer(base, {})["error"][0] == expected, name
     (theirs,) = mindinsight.filter(Path(f"{corpus}/../{corpus.name}"), [{}])
     assert theirs["error"][0] == "ValidationError"
     assert our_answer(Path(f"{corpus}/../{corpus.name}"), {})["error"][0] == (
-        "LineageParamSummaryPathError")
+        "LineageParamSummaryPathError"
+    )

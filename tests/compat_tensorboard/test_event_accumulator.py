@@ -24,8 +24,9 @@ def accumulator(tmp_path_factory):
             record.add_value("image", "input", rng.random((2, 3, 4, 5), dtype=np.float32))
             record.add_value("text", "note", f"step {step}")
             record.record(step)
-    loaded = EventAccumulator(str(directory), size_guidance={"scalars": 0, "histograms": 0,
-                                                             "images": 0, "tensors": 0})
+    loaded = EventAccumulator(
+        str(directory), size_guidance={"scalars": 0, "histograms": 0, "images": 0, "tensors": 0}
+    )
     loaded.Reload()
     return loaded
 

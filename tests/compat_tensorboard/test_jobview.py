@@ -119,7 +119,8 @@ def test_the_hparams_tab_links_the_job_to_its_own_curves(
         info.name for info in experiment.hparam_infos
     }
     request = api_pb2.ListSessionGroupsRequest(
-        start_index=0, slice_size=10,
+        start_index=0,
+        slice_size=10,
         allowed_statuses=[api_pb2.STATUS_SUCCESS, api_pb2.STATUS_UNKNOWN],
     )
     groups = list_session_groups.Handler(request_context, plugin._context, "", request).run()
@@ -148,23 +149,35 @@ def test_hparams_are_hyper_parameters_and_the_merge_notes_are_metrics(
     names = {info.name for info in experiment.hparam_infos}
     assert not {name for name in names if name.startswith("user_defined/")}, names
     metric_tags = {info.name.tag for info in experiment.metric_infos}
-    assert {"user_defined/loss_min", "user_defined/loss_max",
-            "user_defined/ranks_reported"} <= metric_tags
+    assert {
+        "user_defined/loss_min",
+        "user_defined/loss_max",
+        "user_defined/ranks_reported",
+    } <= metric_tags
     assert "user_defined/ranks_missing" not in metric_tags  # text: neither
     request = api_pb2.ListSessionGroupsRequest(
-        start_index=0, slice_size=10,
+        start_index=0,
+        slice_size=10,
         allowed_statuses=[api_pb2.STATUS_SUCCESS, api_pb2.STATUS_UNKNOWN],
     )
-    (group,) = list_session_groups.Handler(request_context, plugin._context, "", request
-                                           ).run().session_groups
+    (group,) = (
+        list_session_groups.Handler(request_context, plugin._context, "", request)
+        .run()
+        .session_groups
+    )
     metrics = {value.name.tag: value for value in group.metric_values if not value.name.group}
     assert (metrics["user_defined/loss_min"].value, metrics["user_defined/loss_max"].value) == (
-        0.5, 1.5)
+        0.5,
+        1.5,
+    )
     # The job's final values sit at its last step, beside the end of its curves.
     accumulator = EventAccumulator(str(base / "exp1"))
     accumulator.Reload()
     for tag in ("loss", "metric/acc", "user_defined/loss_min"):
         assert [event.step for event in accumulator.Scalars(tag)] == [STEPS], tag
-    lone = [tag for tag in accumulator.Tags()["scalars"]
-            if [event.step for event in accumulator.Scalars(tag)] == [0]]
+    lone = [
+        tag
+        for tag in accumulator.Tags()["scalars"]
+        if [event.step for event in accumulator.Scalars(tag)] == [0]
+    ]
     assert lone == []

@@ -44,9 +44,12 @@ def test_every_process_records_the_config_goes_to_the_lineage_and_a_rerun_goes_e
 
 
 def test_importing_the_collector_imports_no_framework() -> None:
-    code = ("import sys, rankscribe.collector; "
-            "print(sorted(m for m in ('lightning', 'transformers', 'accelerate') "
-            "if m in sys.modules))")
-    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            check=True, timeout=120).stdout
+    code = (
+        "import sys, rankscribe.collector; "
+        "print(sorted(m for m in ('lightning', 'transformers', 'accelerate') "
+        "if m in sys.modules))"
+    )
+    output = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    ).stdout
     assert output.strip() == "[]"

@@ -44,8 +44,9 @@ def test_a_ddp_job_records_every_rank_merges_the_job_and_a_rerun_takes_a_new_ver
     # A second run takes the next version and leaves the first alone.
     first = job
     before = snapshot(first)
-    run_job([sys.executable, SCRIPT, "--save-dir", "runs", "--devices", "2", "--epochs", "1"],
-            tmp_path)
+    run_job(
+        [sys.executable, SCRIPT, "--save-dir", "runs", "--devices", "2", "--epochs", "1"], tmp_path
+    )
     assert snapshot(first) == before
     second = tmp_path / "runs" / "digits" / "version_1"
     assert_every_rank_recorded(second)

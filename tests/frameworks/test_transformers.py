@@ -19,9 +19,15 @@ def _model_parameters() -> int:
 
     # num_labels is one of PretrainedConfig's keyword arguments, which BertConfig's
     # signature does not spell out.
-    config = BertConfig(vocab_size=32, hidden_size=16, num_hidden_layers=1,  # type: ignore[call-arg]
-                        num_attention_heads=2, intermediate_size=32,
-                        max_position_embeddings=16, num_labels=2)
+    config = BertConfig(
+        vocab_size=32,
+        hidden_size=16,
+        num_hidden_layers=1,  # type: ignore[call-arg]
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=16,
+        num_labels=2,
+    )
     return sum(p.numel() for p in BertForSequenceClassification(config).parameters())
 
 
@@ -57,7 +63,9 @@ def test_a_trainer_job_records_every_rank_merges_the_job_and_a_rerun_goes_elsewh
 
     # A second run into the same place goes to runs/hf-2 and leaves the first alone.
     before = snapshot(job)
-    run_job(torchrun(SCRIPT, "--summary-dir", "runs/hf", "--output-dir", "ckpt2",
-                     "--epochs", "1"), tmp_path)
+    run_job(
+        torchrun(SCRIPT, "--summary-dir", "runs/hf", "--output-dir", "ckpt2", "--epochs", "1"),
+        tmp_path,
+    )
     assert snapshot(job) == before
     assert_every_rank_recorded(tmp_path / "runs" / "hf-2")

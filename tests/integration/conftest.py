@@ -37,16 +37,23 @@ class MpiLauncher:
         print("running: mpiexec -n", ranks, *argv[1:3], flush=True)
         started = time.monotonic()
         # A session of its own: on a timeout the whole job (launcher and ranks) is killed.
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   text=True, start_new_session=True, cwd=cwd,
-                                   env=dict(os.environ, OMP_NUM_THREADS="1"))
+        process = subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+            cwd=cwd,
+            env=dict(os.environ, OMP_NUM_THREADS="1"),
+        )
         try:
             output, _ = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             output, _ = process.communicate()
-            pytest.fail(f"mpiexec -n {ranks} {' '.join(argv[1:3])} hung past {timeout} s:\n"
-                        f"{output}")
+            pytest.fail(
+                f"mpiexec -n {ranks} {' '.join(argv[1:3])} hung past {timeout} s:\n{output}"
+            )
         print(output, flush=True)
         return MpiRun(process.returncode, time.monotonic() - started, output)
 

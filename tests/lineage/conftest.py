@@ -104,9 +104,7 @@ def write_lineage(
     return path
 
 
-def finishes_within(
-    seconds: float, call: Callable[[], object]
-) -> tuple[bool, list[BaseException]]:
+def finishes_within(seconds: float, call: Callable[[], object]) -> tuple[bool, list[BaseException]]:
     """Run ``call`` in a thread; whether it returned within ``seconds``, and what it raised."""
     errors: list[BaseException] = []
 
@@ -139,11 +137,20 @@ def three_runs(tmp_path: Path, lw: Any) -> Path:
     shutil.copytree(lw.golden / "lineage_train_eval", root / "golden")
     for file in (root / "golden").iterdir():
         os.utime(file, (1000, 1000))
-    lw.write(root / "adam", [lw.custom({"seed": 1}),
-                             lw.train(optimizer="Adam", network="Net", loss=0.25, epoch=3),
-                             lw.eval({"acc": 0.9})], mtime=3000)
-    lw.write(root / "sgd", [lw.train(optimizer="SGD", network="Net", loss=0.5, epoch=3),
-                            lw.eval({"acc": 0.7})], mtime=2000)
+    lw.write(
+        root / "adam",
+        [
+            lw.custom({"seed": 1}),
+            lw.train(optimizer="Adam", network="Net", loss=0.25, epoch=3),
+            lw.eval({"acc": 0.9}),
+        ],
+        mtime=3000,
+    )
+    lw.write(
+        root / "sgd",
+        [lw.train(optimizer="SGD", network="Net", loss=0.5, epoch=3), lw.eval({"acc": 0.7})],
+        mtime=2000,
+    )
     return root
 
 

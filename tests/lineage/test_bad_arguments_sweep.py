@@ -44,8 +44,13 @@ def _job(tmp_path: Path) -> Path:
     return job
 
 
-GOLDEN_RUN = Path(__file__).resolve().parents[1] / "compat" / "data" / "mindspore-2.10" / (
-    "lineage_train_eval")
+GOLDEN_RUN = (
+    Path(__file__).resolve().parents[1]
+    / "compat"
+    / "data"
+    / "mindspore-2.10"
+    / ("lineage_train_eval")
+)
 
 
 def _base(tmp_path: Path) -> Path:
@@ -70,8 +75,10 @@ VALID: dict[str, Callable[[Path], Arguments]] = {
     "parse_run": lambda t: ((_run(t),), {}),
     "series_from_dir": lambda t: ((_job(t) / "rank_0", 0), {}),
     "write_hparams": lambda t: ((_base(t),), {}),
-    "write_job_view": lambda t: ((_base(t), {0: RankSeries(0, {"a": [(1, 1.0)]})}),
-                                 {"world_size": 1}),
+    "write_job_view": lambda t: (
+        (_base(t), {0: RankSeries(0, {"a": [(1, 1.0)]})}),
+        {"world_size": 1},
+    ),
     "write_merged_lineage": lambda t: ((_run(t), RunLineage(str(t))), {}),
     "eval_lineage_from_args": lambda t: (({},), {}),
     "train_lineage_from_args": lambda t: (({},), {}),
@@ -84,21 +91,45 @@ VALID: dict[str, Callable[[Path], Arguments]] = {
 # Public callables without a row above, and why the sweep leaves them out.
 LEFT_OUT = {
     # Dataclasses of the lineage model: data, converted to and from protobuf.
-    "Algorithm", "DatasetGraphInfo", "EvalLineageInfo", "HyperParameters", "JobView",
-    "MergeOutcome", "ModelFile", "OperationInfo", "OperationParameterInfo", "ParsedRun",
-    "RankSeries", "RunLineage", "TrainDataset", "TrainLineageInfo", "UserDefinedInfo",
-    "ValidDataset", "JobStatistics", "SeriesLike", "StragglerEvidence",
+    "Algorithm",
+    "DatasetGraphInfo",
+    "EvalLineageInfo",
+    "HyperParameters",
+    "JobView",
+    "MergeOutcome",
+    "ModelFile",
+    "OperationInfo",
+    "OperationParameterInfo",
+    "ParsedRun",
+    "RankSeries",
+    "RunLineage",
+    "TrainDataset",
+    "TrainLineageInfo",
+    "UserDefinedInfo",
+    "ValidDataset",
+    "JobStatistics",
+    "SeriesLike",
+    "StragglerEvidence",
     # Callbacks: test_callbacks.py checks their arguments (a SummaryRecord is needed).
-    "EvalLineage", "TrainLineage",
+    "EvalLineage",
+    "TrainLineage",
     # Take anything: a tag of any type is named, values of any array-like are ratios.
-    "timing_name", "paired_ratios",
+    "timing_name",
+    "paired_ratios",
     # The live view's parts (test_jobview_live.py checks them: partials decode only what
     # this version wrote, the live view takes a job dir and a world size); their state.
-    "JobPartial", "LiveJobView", "TagStatistics", "TimingEvidence",
+    "JobPartial",
+    "LiveJobView",
+    "TagStatistics",
+    "TimingEvidence",
     # Protocols and base classes: nothing to call with a wrong argument.
-    "LineageCallback", "LineageFile", "ScalarMessage", "SummaryRecordLike",
+    "LineageCallback",
+    "LineageFile",
+    "ScalarMessage",
+    "SummaryRecordLike",
     # Text helpers of `show` (test_jobview_live.py, test_cli_output.py).
-    "live_lines", "ranges_text",
+    "live_lines",
+    "ranges_text",
 }
 
 
@@ -149,8 +180,14 @@ def _cases() -> list[Any]:
             continue
         for parameter in inspect.signature(function).parameters.values():
             for wrong in _wrong_values(parameter.name, str(parameter.annotation)):
-                cases.append(pytest.param(function_name, parameter.name, wrong,
-                                          id=f"{function_name}({parameter.name}={wrong!r})"))
+                cases.append(
+                    pytest.param(
+                        function_name,
+                        parameter.name,
+                        wrong,
+                        id=f"{function_name}({parameter.name}={wrong!r})",
+                    )
+                )
     return cases
 
 

@@ -24,9 +24,14 @@ from rankscribe.lineage.index._cache import INDEX_NAME, forget_scans, scan_base_
 
 def make_base(root: Path, lw: Any, count: int = 3) -> Path:
     for index in range(count):
-        lw.write(root / f"run{index}", [lw.graph({"op_type": f"G{index % 2}"}),
-                                        lw.train(network=f"Net{index}", loss=index / 10)],
-                 mtime=1_000_000 + index)
+        lw.write(
+            root / f"run{index}",
+            [
+                lw.graph({"op_type": f"G{index % 2}"}),
+                lw.train(network=f"Net{index}", loss=index / 10),
+            ],
+            mtime=1_000_000 + index,
+        )
     return root
 
 
@@ -64,8 +69,9 @@ def test_a_changed_run_is_parsed_again(tmp_path: Path, lw: Any) -> None:
 def test_same_size_new_mtime_is_parsed_again(tmp_path: Path, lw: Any) -> None:
     base = make_base(tmp_path, lw)
     scan_base_dir(str(base))
-    path = lw.write(base / "run0", [lw.graph({"op_type": "G0"}), lw.train(network="Net9",
-                                                                            loss=0.0)])
+    path = lw.write(
+        base / "run0", [lw.graph({"op_type": "G0"}), lw.train(network="Net9", loss=0.0)]
+    )
     os.utime(path, (2_000_000, 2_000_000))
     assert scan_base_dir(str(base)).parsed_runs == 1
     result = filter_summary_lineage(str(base), {"network": {"eq": "Net9"}})
@@ -83,9 +89,14 @@ def test_removed_run_leaves_the_index(tmp_path: Path, lw: Any) -> None:
 
 def _old_index(base: Path) -> bytes:
     """An index as the previous format (version 2, one object per run) wrote it."""
-    return json.dumps({"format": "rankscribe-lineage-index", "version": 2,
-                       "runs": {"./run0": {"files": [], "lineage": None}},
-                       "graphs": {}}).encode()
+    return json.dumps(
+        {
+            "format": "rankscribe-lineage-index",
+            "version": 2,
+            "runs": {"./run0": {"files": [], "lineage": None}},
+            "graphs": {},
+        }
+    ).encode()
 
 
 def _foreign_package(base: Path) -> bytes:
@@ -123,8 +134,16 @@ def _column_missing(base: Path) -> bytes:
         (_truncated, "unreadable"),
         (_column_missing, "malformed"),
     ],
-    ids=["not-json", "empty", "a-list", "version-2", "other-package", "other-parser",
-         "truncated", "column-missing"],
+    ids=[
+        "not-json",
+        "empty",
+        "a-list",
+        "version-2",
+        "other-package",
+        "other-parser",
+        "truncated",
+        "column-missing",
+    ],
 )
 def test_damaged_or_foreign_index_is_rebuilt(
     tmp_path: Path, lw: Any, damage: Any, said: str, caplog: pytest.LogCaptureFixture
@@ -156,8 +175,9 @@ def test_an_index_others_may_write_is_not_trusted(
     with caplog.at_level(logging.WARNING):
         result = filter_summary_lineage(str(base), {"network": {"eq": "Planted"}})
     assert result["count"] == 0
-    assert any("another user owns it or may write it" in record.getMessage()
-               for record in caplog.records)
+    assert any(
+        "another user owns it or may write it" in record.getMessage() for record in caplog.records
+    )
 
 
 def _wrong_update_time(index: dict[str, Any]) -> None:
@@ -186,8 +206,14 @@ def _custom_value_malformed(index: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize(
     "damage",
-    [_wrong_update_time, _graph_not_an_id, _graph_unknown, _field_of_another_type,
-     _files_malformed, _custom_value_malformed],
+    [
+        _wrong_update_time,
+        _graph_not_an_id,
+        _graph_unknown,
+        _field_of_another_type,
+        _files_malformed,
+        _custom_value_malformed,
+    ],
 )
 def test_a_wrong_typed_entry_is_read_again_with_one_warning(
     tmp_path: Path, lw: Any, damage: Any, caplog: pytest.LogCaptureFixture
@@ -203,8 +229,9 @@ def test_a_wrong_typed_entry_is_read_again_with_one_warning(
         scan = scan_base_dir(str(base))
     assert (scan.parsed_runs, scan.reused_runs) == (1, 2)  # only the bad entry
     warnings = [record.getMessage() for record in caplog.records]
-    assert warnings == [f"lineage index {base / INDEX_NAME}: 1 malformed entry is read again "
-                        f"from the runs"]
+    assert warnings == [
+        f"lineage index {base / INDEX_NAME}: 1 malformed entry is read again from the runs"
+    ]
     assert filter_summary_lineage(str(base)) == expected
     assert scan_base_dir(str(base)).parsed_runs == 0  # the index was written again
 
@@ -217,16 +244,26 @@ def test_a_wrong_typed_entry_never_fails_the_command_line(tmp_path: Path, lw: An
     _graph_not_an_id(index)
     (base / INDEX_NAME).write_text(json.dumps(index))
     for command in (["query", str(base), "--sort", "network"], ["report", str(base)]):
-        process = subprocess.run([sys.executable, "-m", "rankscribe.lineage.cli", *command],
-                                 capture_output=True, text=True, check=False, timeout=120)
+        process = subprocess.run(
+            [sys.executable, "-m", "rankscribe.lineage.cli", *command],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
         assert process.returncode == 0, process.stderr
         if command[0] == "query":
             assert [line.split()[0] for line in process.stdout.splitlines()[1:4]] == [
-                "run0", "run1", "run2"]
+                "run0",
+                "run1",
+                "run2",
+            ]
             # one warning, once: the index is written again without the bad entries
-            assert process.stderr == (f"rankscribe-lineage: warning: lineage index "
-                                      f"{base / INDEX_NAME}: 2 malformed entries are read "
-                                      f"again from the runs\n")
+            assert process.stderr == (
+                f"rankscribe-lineage: warning: lineage index "
+                f"{base / INDEX_NAME}: 2 malformed entries are read "
+                f"again from the runs\n"
+            )
         (base / INDEX_NAME).write_text(json.dumps(index))
 
 
@@ -265,7 +302,8 @@ def test_the_index_is_not_a_run_and_leaves_nothing_else(tmp_path: Path, lw: Any)
     assert filter_summary_lineage(str(base))["count"] == 3
     # renamed into place whole: no lock file, no temporary file left behind
     assert sorted(p.name for p in base.iterdir() if p.is_file()) == [
-        ".rankscribe-lineage-index.json"]
+        ".rankscribe-lineage-index.json"
+    ]
 
 
 def _query_repeatedly(base: str, rounds: int, queue: Any) -> None:
@@ -297,8 +335,9 @@ def test_concurrent_writers_and_readers(tmp_path: Path, lw: Any) -> None:
     base = make_base(tmp_path, lw, count=20)
     context = multiprocessing.get_context("fork")
     queue = context.Queue()
-    readers = [context.Process(target=_query_repeatedly, args=(str(base), 15, queue))
-               for _ in range(3)]
+    readers = [
+        context.Process(target=_query_repeatedly, args=(str(base), 15, queue)) for _ in range(3)
+    ]
     writer = context.Process(target=_add_runs, args=(str(base), 10))
     for process in [*readers, writer]:
         process.start()
@@ -318,10 +357,14 @@ def test_concurrent_writers_and_readers(tmp_path: Path, lw: Any) -> None:
 def test_a_thousand_runs_no_cap(tmp_path: Path, lw: Any) -> None:
     from rankscribe.writer.files import frame
 
-    payload = b"".join(frame(e.SerializeToString()) for e in (
-        lw.graph({"op_type": "Batch"}), lw.train(network="N", loss=0.5, optimizer="Adam"),
-        lw.eval({"acc": 0.5}),
-    ))
+    payload = b"".join(
+        frame(e.SerializeToString())
+        for e in (
+            lw.graph({"op_type": "Batch"}),
+            lw.train(network="N", loss=0.5, optimizer="Adam"),
+            lw.eval({"acc": 0.5}),
+        )
+    )
     for index in range(1000):
         directory = tmp_path / f"run{index:04d}"
         directory.mkdir()

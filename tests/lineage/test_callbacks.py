@@ -99,10 +99,19 @@ class BatchDataset:
         return self._batches
 
     def to_json(self) -> dict[str, Any]:
-        return {"op_type": "Batch", "batch_size": self._batch_size, "drop_remainder": True,
-                "children": [{"op_type": "MnistDataset", "dataset_dir": "/data/mnist",
-                              "sampler": {"sampler_name": "SequentialSampler"},
-                              "children": []}]}
+        return {
+            "op_type": "Batch",
+            "batch_size": self._batch_size,
+            "drop_remainder": True,
+            "children": [
+                {
+                    "op_type": "MnistDataset",
+                    "dataset_dir": "/data/mnist",
+                    "sampler": {"sampler_name": "SequentialSampler"},
+                    "children": [],
+                }
+            ],
+        }
 
 
 class ModelCheckpoint:
@@ -144,28 +153,45 @@ def run_training_and_eval(record: Any, tmp_path: Path) -> None:
     train.begin(context)
     train.end(context)
     evaluation = EvalLineage(record)
-    evaluation.end(RunContext(
-        metrics={"acc": np.float32(0.5), "loss": 2.25},
-        valid_dataset=BatchDataset(MnistDataset(), batch_size=4, batches=4),
-        cur_step_num=4,
-    ))
+    evaluation.end(
+        RunContext(
+            metrics={"acc": np.float32(0.5), "loss": 2.25},
+            valid_dataset=BatchDataset(MnistDataset(), batch_size=4, batches=4),
+            cur_step_num=4,
+        )
+    )
 
 
 def expected_lineage(tmp_path: Path) -> dict[str, Any]:
     checkpoint = os.path.realpath(tmp_path / "ckpt" / "net-2_10.ckpt")
     return {
         "metric": {"acc": 0.5, "loss": 2.25},
-        "hyper_parameters": {"optimizer": "Momentum", "learning_rate": 0.01,
-                             "loss_function": "SoftmaxCrossEntropyWithLogits", "epoch": 2,
-                             "parallel_mode": "stand_alone", "device_num": 1, "batch_size": 4},
+        "hyper_parameters": {
+            "optimizer": "Momentum",
+            "learning_rate": 0.01,
+            "loss_function": "SoftmaxCrossEntropyWithLogits",
+            "epoch": 2,
+            "parallel_mode": "stand_alone",
+            "device_num": 1,
+            "batch_size": 4,
+        },
         "algorithm": {"network": "LeNet", "loss": 2.5},
         "train_dataset": {"train_dataset_path": "/data/mnist", "train_dataset_size": 40},
         "valid_dataset": {"valid_dataset_path": "/data/mnist", "valid_dataset_size": 16},
         "model": {"path": json.dumps({"ckpt": checkpoint}), "size": 5251},
-        "dataset_graph": {"op_type": "Batch", "drop_remainder": True, "batch_size": 4,
-                          "children": [{"op_type": "MnistDataset", "dataset_dir": "/data/mnist",
-                                        "sampler": {"sampler_name": "SequentialSampler"},
-                                        "children": []}]},
+        "dataset_graph": {
+            "op_type": "Batch",
+            "drop_remainder": True,
+            "batch_size": 4,
+            "children": [
+                {
+                    "op_type": "MnistDataset",
+                    "dataset_dir": "/data/mnist",
+                    "sampler": {"sampler_name": "SequentialSampler"},
+                    "children": [],
+                }
+            ],
+        },
     }
 
 
@@ -218,11 +244,22 @@ class TorchOptimizer:
 def test_framework_agnostic_values(tmp_path: Path) -> None:
     record = FakeSummaryRecord(tmp_path / "run")
     callback = TrainLineage(record)
-    callback.end(RunContext(optimizer=TorchOptimizer(), net_outputs=TorchLikeTensor([1.0, 3.0]),
-                            network=LeNet(), batch_size=32, epoch_num=1))
+    callback.end(
+        RunContext(
+            optimizer=TorchOptimizer(),
+            net_outputs=TorchLikeTensor([1.0, 3.0]),
+            network=LeNet(),
+            batch_size=32,
+            epoch_num=1,
+        )
+    )
     result = get_summary_lineage(str(tmp_path / "run"))
-    assert result["hyper_parameters"] == {"optimizer": "TorchOptimizer", "learning_rate": 0.125,
-                                          "epoch": 1, "batch_size": 32}
+    assert result["hyper_parameters"] == {
+        "optimizer": "TorchOptimizer",
+        "learning_rate": 0.125,
+        "epoch": 1,
+        "batch_size": 32,
+    }
     assert result["algorithm"] == {"network": "LeNet", "loss": 2.0}
     assert result["model"] == {"path": '{"ckpt": null}', "size": 0}
 
@@ -291,27 +328,32 @@ class Losses:
         return 0.0
 
 
-@pytest.mark.parametrize("loss_fn, expected", [
-    (SoftmaxCrossEntropyWithLogits(), "SoftmaxCrossEntropyWithLogits"),
-    (SoftmaxCrossEntropyWithLogits, "SoftmaxCrossEntropyWithLogits"),
-    (mean_squared_error, "mean_squared_error"),
-    (Losses().smooth_l1, "smooth_l1"),
-    (functools.partial(functools.partial(mean_squared_error), labels=None),
-     "mean_squared_error"),
-    (np.mean, "mean"),
-    (abs, "abs"),
-    ("  huber ", "huber"),
-    (Named("Focal"), "Focal"),
-    (Named(""), "Named"),  # an empty name is no name: the class name then
-    (Named(3), "Named"),
-    (NameFails(), "NameFails"),
-    (lambda outputs, labels: 0.0, None),
-    ({"kind": "mse"}, None),
-    ([mean_squared_error], None),
-    (collections.OrderedDict(), None),
-    (operator.itemgetter(0), None),
-    (None, None),
-])
+@pytest.mark.parametrize(
+    "loss_fn, expected",
+    [
+        (SoftmaxCrossEntropyWithLogits(), "SoftmaxCrossEntropyWithLogits"),
+        (SoftmaxCrossEntropyWithLogits, "SoftmaxCrossEntropyWithLogits"),
+        (mean_squared_error, "mean_squared_error"),
+        (Losses().smooth_l1, "smooth_l1"),
+        (
+            functools.partial(functools.partial(mean_squared_error), labels=None),
+            "mean_squared_error",
+        ),
+        (np.mean, "mean"),
+        (abs, "abs"),
+        ("  huber ", "huber"),
+        (Named("Focal"), "Focal"),
+        (Named(""), "Named"),  # an empty name is no name: the class name then
+        (Named(3), "Named"),
+        (NameFails(), "NameFails"),
+        (lambda outputs, labels: 0.0, None),
+        ({"kind": "mse"}, None),
+        ([mean_squared_error], None),
+        (collections.OrderedDict(), None),
+        (operator.itemgetter(0), None),
+        (None, None),
+    ],
+)
 def test_the_loss_function_name(tmp_path: Path, loss_fn: Any, expected: str | None) -> None:
     record = FakeSummaryRecord(tmp_path / "run")
     TrainLineage(record, raise_exception=True).end(train_context(tmp_path, loss_fn=loss_fn))
@@ -326,8 +368,11 @@ def test_an_object_that_names_itself_is_shown_by_that_name(tmp_path: Path) -> No
     network = LeNet()
     network.name = "lenet5"  # type: ignore[attr-defined]
     record = FakeSummaryRecord(tmp_path / "run")
-    TrainLineage(record, raise_exception=True).end(train_context(
-        tmp_path, optimizer=optimizer, train_network=TrainOneStepCell(WithLossCell(network))))
+    TrainLineage(record, raise_exception=True).end(
+        train_context(
+            tmp_path, optimizer=optimizer, train_network=TrainOneStepCell(WithLossCell(network))
+        )
+    )
     lineage = get_summary_lineage(str(tmp_path / "run"))
     assert lineage["hyper_parameters"]["optimizer"] == "Momentum-nesterov"
     assert lineage["hyper_parameters"]["learning_rate"] == pytest.approx(0.1)
@@ -336,8 +381,9 @@ def test_an_object_that_names_itself_is_shown_by_that_name(tmp_path: Path) -> No
 
 def test_a_dict_network_leaves_the_network_out(tmp_path: Path) -> None:
     record = FakeSummaryRecord(tmp_path / "run")
-    TrainLineage(record, raise_exception=True).end(train_context(
-        tmp_path, train_network=None, network={"w": np.ones(2)}))
+    TrainLineage(record, raise_exception=True).end(
+        train_context(tmp_path, train_network=None, network={"w": np.ones(2)})
+    )
     lineage = get_summary_lineage(str(tmp_path / "run"))
     assert "network" not in lineage["algorithm"]
     assert lineage["algorithm"]["loss"] == pytest.approx(2.5)  # the rest is still there

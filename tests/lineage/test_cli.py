@@ -47,21 +47,31 @@ def test_show_json(base: Path, capsys: pytest.CaptureFixture[str], lw: Any) -> N
     assert shown["user_defined"] == {"note": "golden", "seed": 7, "dropout": 0.25}
 
 
-def test_show_relative_path(base: Path, capsys: pytest.CaptureFixture[str],
-                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_show_relative_path(
+    base: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(base)
     code, out, _ = run(capsys, "show", "adam")
     assert code == 0 and "hyper_parameters  optimizer  Adam" in out
 
 
 def test_query_table(base: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(capsys, "query", str(base), "--where", "metric/acc >= 0.5",
-                         "--sort", "metric/acc desc")
+    code, out, err = run(
+        capsys, "query", str(base), "--where", "metric/acc >= 0.5", "--sort", "metric/acc desc"
+    )
     assert code == 0 and err == ""
     lines = out.splitlines()
     # the columns whose values differ between the runs come first
-    assert lines[0].split() == ["run", "optimizer", "loss", "metric/acc", "user_defined/seed",
-                                "network", "epoch", "dataset_mark"]
+    assert lines[0].split() == [
+        "run",
+        "optimizer",
+        "loss",
+        "metric/acc",
+        "user_defined/seed",
+        "network",
+        "epoch",
+        "dataset_mark",
+    ]
     assert [line.split()[0] for line in lines[1:3]] == ["adam", "sgd"]
     assert lines[-1] == "2 matching runs"
 
@@ -74,8 +84,9 @@ def test_query_limit_is_reported(base: Path, capsys: pytest.CaptureFixture[str])
 
 
 def test_query_json_and_csv(base: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "query", str(base), "--where", "optimizer = 'Adam'",
-                       "--format", "json")
+    code, out, _ = run(
+        capsys, "query", str(base), "--where", "optimizer = 'Adam'", "--format", "json"
+    )
     result = json.loads(out)
     assert result["count"] == 1
     assert result["object"][0]["model_lineage"]["user_defined"] == {"seed": 1}
@@ -92,18 +103,23 @@ def test_query_json_and_csv(base: Path, capsys: pytest.CaptureFixture[str]) -> N
     [
         (["show", "/no/such/dir"], "rankscribe-lineage: error: no such directory: /no/such/dir\n"),
         (["query", "/no/such/dir"], "rankscribe-lineage: error: no such directory: /no/such/dir\n"),
-        (["query", "BASE", "--where", "loss <"],
-         "rankscribe-lineage: error: expected a number or a quoted string but found the end "
-         "of the filter at column 7"),
-        (["query", "BASE", "--where", "speed > 1"],
-         "rankscribe-lineage: error: unknown field 'speed';"),
+        (
+            ["query", "BASE", "--where", "loss <"],
+            "rankscribe-lineage: error: expected a number or a quoted string but found the end "
+            "of the filter at column 7",
+        ),
+        (
+            ["query", "BASE", "--where", "speed > 1"],
+            "rankscribe-lineage: error: unknown field 'speed';",
+        ),
         (["query", "BASE", "--sort", "speed"], "rankscribe-lineage: error:"),
         (["merge", "BASE"], "rankscribe-lineage: error: Merge rank lineage error: no rank_<n>"),
         (["show", "BASE"], "rankscribe-lineage: error: no lineage file in BASE"),
     ],
 )
-def test_user_mistakes(base: Path, capsys: pytest.CaptureFixture[str], argv: list[str],
-                       first_line: str) -> None:
+def test_user_mistakes(
+    base: Path, capsys: pytest.CaptureFixture[str], argv: list[str], first_line: str
+) -> None:
     argv = [str(base) if arg == "BASE" else arg for arg in argv]
     first_line = first_line.replace("BASE", str(base))
     code, out, err = run(capsys, *argv)
@@ -128,7 +144,9 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
 def test_no_traceback_in_a_real_process(base: Path) -> None:
     process = subprocess.run(
         [sys.executable, "-m", "rankscribe.lineage.cli", "query", str(base), "--where", "((("],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert process.returncode == 1
     assert process.stderr.startswith("rankscribe-lineage: error: expected a field name")
@@ -137,8 +155,10 @@ def test_no_traceback_in_a_real_process(base: Path) -> None:
 
 def test_merge(tmp_path: Path, capsys: pytest.CaptureFixture[str], lw: Any) -> None:
     for rank in (0, 1):
-        lw.write(tmp_path / "job" / f"rank_{rank}",
-                 [lw.train(network="Net", loss=1.0 + rank, device_num=3)])
+        lw.write(
+            tmp_path / "job" / f"rank_{rank}",
+            [lw.train(network="Net", loss=1.0 + rank, device_num=3)],
+        )
     code, out, _ = run(capsys, "merge", str(tmp_path / "job"), "--timeout", "0")
     assert code == 0
     assert out.startswith(f"wrote {tmp_path / 'job'}/events.out.events.summary.")
@@ -154,8 +174,7 @@ def _events(path: Path) -> list[tensorboard_pb2.Event]:
 
 def _plugin_data(value: tensorboard_pb2.Summary.Value) -> Any:
     assert value.metadata.plugin_data.plugin_name == "hparams"
-    return tensorboard_hparams_pb2.HParamsPluginData.FromString(
-        value.metadata.plugin_data.content)
+    return tensorboard_hparams_pb2.HParamsPluginData.FromString(value.metadata.plugin_data.content)
 
 
 def test_hparams(base: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -171,11 +190,13 @@ def test_hparams(base: Path, capsys: pytest.CaptureFixture[str]) -> None:
     infos = {info.name: info for info in experiment.hparam_infos}
     assert infos["optimizer"].type == tensorboard_hparams_pb2.DATA_TYPE_STRING
     assert [v.string_value for v in infos["optimizer"].domain_discrete.values] == [
-        "Adam", "Momentum", "SGD"]
+        "Adam",
+        "Momentum",
+        "SGD",
+    ]
     assert infos["epoch"].type == tensorboard_hparams_pb2.DATA_TYPE_FLOAT64
     assert "user_defined/seed" in infos
-    assert [m.name.tag for m in experiment.metric_infos] == ["loss", "metric/acc",
-                                                             "metric/loss"]
+    assert [m.name.tag for m in experiment.metric_infos] == ["loss", "metric/acc", "metric/loss"]
 
     (session_file,) = (out_dir / "adam").iterdir()
     events = _events(session_file)
@@ -257,4 +278,5 @@ def test_cli_merge_with_nan_timeout_exits_with_an_error(
     assert codes == [] and [type(error) for error in errors] == [SystemExit]
     assert errors[0].code == 2  # type: ignore[attr-defined]
     assert "argument --timeout: expected a finite number of seconds >= 0, got 'nan'" in (
-        capsys.readouterr().err)
+        capsys.readouterr().err
+    )

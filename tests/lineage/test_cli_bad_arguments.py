@@ -22,23 +22,29 @@ def _two_ranks(job: Path) -> None:
 
 # (argv after RUN_DIR, the words argparse's message holds)
 MERGE_OPTIONS = [
-    (["--timeout", "inf"], "argument --timeout: expected a finite number of seconds >= 0, "
-                           "got 'inf' (a wait must end)"),
+    (
+        ["--timeout", "inf"],
+        "argument --timeout: expected a finite number of seconds >= 0, got 'inf' (a wait must end)",
+    ),
     (["--timeout", "Infinity"], "argument --timeout: expected a finite number of seconds"),
-    (["--timeout", "nan"], "argument --timeout: expected a finite number of seconds >= 0, "
-                           "got 'nan'"),
-    (["--timeout", "-1"], "argument --timeout: expected a finite number of seconds >= 0, "
-                          "got '-1'"),
-    (["--timeout", "soon"], "argument --timeout: expected a finite number of seconds >= 0, "
-                            "got 'soon'"),
+    (
+        ["--timeout", "nan"],
+        "argument --timeout: expected a finite number of seconds >= 0, got 'nan'",
+    ),
+    (["--timeout", "-1"], "argument --timeout: expected a finite number of seconds >= 0, got '-1'"),
+    (
+        ["--timeout", "soon"],
+        "argument --timeout: expected a finite number of seconds >= 0, got 'soon'",
+    ),
     (["--world-size", "0"], "argument --world-size: expected an int >= 1, got 0"),
     (["--world-size", "1.5"], "argument --world-size: expected an int >= 1, got '1.5'"),
     (["--world-size", "two"], "argument --world-size: expected an int >= 1, got 'two'"),
 ]
 
 
-@pytest.mark.parametrize(("options", "words"), MERGE_OPTIONS,
-                         ids=[" ".join(options) for options, _ in MERGE_OPTIONS])
+@pytest.mark.parametrize(
+    ("options", "words"), MERGE_OPTIONS, ids=[" ".join(options) for options, _ in MERGE_OPTIONS]
+)
 def test_merge_option_in_a_wrong_form_is_a_usage_error(
     lw: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], options: list[str], words: str
 ) -> None:
@@ -46,7 +52,8 @@ def test_merge_option_in_a_wrong_form_is_a_usage_error(
     before = sorted(os.listdir(tmp_path))
     codes: list[int] = []
     done, errors = lw.finishes_within(
-        5.0, lambda: codes.append(main(["merge", str(tmp_path), *options])))
+        5.0, lambda: codes.append(main(["merge", str(tmp_path), *options]))
+    )
     assert done, f"merge {' '.join(options)} did not return"
     assert codes == [] and [type(error) for error in errors] == [SystemExit]
     assert errors[0].code == 2

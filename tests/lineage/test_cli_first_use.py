@@ -63,19 +63,31 @@ def test_an_unquoted_text_value_gets_a_hint_unlike_the_input(
 @pytest.mark.parametrize(
     ("option", "value", "message"),
     [
-        ("--sort", "metric/acuracy desc",
-         "no run has 'metric/acuracy' (--sort); the metric/ keys are: metric/acc, metric/loss"),
-        ("--columns", "optimizer,metric/acuracy",
-         "no run has 'metric/acuracy' (--columns); the metric/ keys are: metric/acc, "
-         "metric/loss"),
-        ("--where", "user_defined/sed > 1",
-         "no run has 'user_defined/sed' (--where); the user_defined/ keys are: "
-         "user_defined/seed, user_defined/note, user_defined/dropout"),
+        (
+            "--sort",
+            "metric/acuracy desc",
+            "no run has 'metric/acuracy' (--sort); the metric/ keys are: metric/acc, metric/loss",
+        ),
+        (
+            "--columns",
+            "optimizer,metric/acuracy",
+            "no run has 'metric/acuracy' (--columns); the metric/ keys are: metric/acc, "
+            "metric/loss",
+        ),
+        (
+            "--where",
+            "user_defined/sed > 1",
+            "no run has 'user_defined/sed' (--where); the user_defined/ keys are: "
+            "user_defined/seed, user_defined/note, user_defined/dropout",
+        ),
         ("--sort", "metric/loss", None),
     ],
 )
 def test_a_metric_or_user_defined_key_no_run_has_is_an_error(
-    base: Path, capsys: pytest.CaptureFixture[str], option: str, value: str,
+    base: Path,
+    capsys: pytest.CaptureFixture[str],
+    option: str,
+    value: str,
     message: str | None,
 ) -> None:
     code, out, err = run(capsys, "query", str(base), option, value)
@@ -100,7 +112,7 @@ def test_help_lists_the_fields(capsys: pytest.CaptureFixture[str]) -> None:
         main(["query", "--help"])
     assert raised.value.code == 0
     out = capsys.readouterr().out
-    listed = out[out.index("fields --where, --sort and --columns take:"):]
+    listed = out[out.index("fields --where, --sort and --columns take:") :]
     for name in FIELD_MAPPING:
         assert re.search(rf"\b{name}\b", listed), name
     assert "metric/<name>" in listed and "user_defined/<name>" in listed
@@ -144,22 +156,34 @@ def test_numbers_in_a_table_are_formatted_alike(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], lw: Any
 ) -> None:
     runs = tmp_path / "runs"
-    lw.write(runs / "a", [lw.train(loss=0.16649036, learning_rate=0.1, epoch=3),
-                          lw.eval({"acc": 0.9583333333333334})], mtime=3000)
-    lw.write(runs / "b", [lw.train(loss=2.5, learning_rate=0.001, epoch=12),
-                          lw.eval({"acc": 0.5})], mtime=2000)
-    code, out, _ = run(capsys, "query", str(runs), "--columns",
-                       "loss,metric/acc,learning_rate,epoch")
+    lw.write(
+        runs / "a",
+        [
+            lw.train(loss=0.16649036, learning_rate=0.1, epoch=3),
+            lw.eval({"acc": 0.9583333333333334}),
+        ],
+        mtime=3000,
+    )
+    lw.write(
+        runs / "b",
+        [lw.train(loss=2.5, learning_rate=0.001, epoch=12), lw.eval({"acc": 0.5})],
+        mtime=2000,
+    )
+    code, out, _ = run(
+        capsys, "query", str(runs), "--columns", "loss,metric/acc,learning_rate,epoch"
+    )
     assert code == 0
     rows = [line.split() for line in out.splitlines()[1:3]]
     # four significant digits for the smallest magnitude of each column, decimals alike
-    assert rows == [["a", "0.1665", "0.9583", "0.100000", "3"],
-                    ["b", "2.5000", "0.5000", "0.001000", "12"]]
+    assert rows == [
+        ["a", "0.1665", "0.9583", "0.100000", "3"],
+        ["b", "2.5000", "0.5000", "0.001000", "12"],
+    ]
 
 
 @pytest.mark.parametrize(
-    "where", ["summary_dir = 'sgd'", "summary_dir in ('sgd', './nothing')",
-              "summary_dir = './sgd'"],
+    "where",
+    ["summary_dir = 'sgd'", "summary_dir in ('sgd', './nothing')", "summary_dir = './sgd'"],
 )
 def test_summary_dir_takes_the_run_name_the_table_shows(
     base: Path, capsys: pytest.CaptureFixture[str], where: str
@@ -176,12 +200,22 @@ def test_the_default_columns_fit_100_and_differing_ones_come_first(
     runs = tmp_path / "runs"
     shared = {f"setting_{index}": "the same everywhere" for index in range(6)}
     for index, optimizer in enumerate(("Adam", "SGD", "Momentum")):
-        lw.write(runs / f"run-{optimizer.lower()}",
-                 [lw.custom({**shared, "seed": index}),
-                  lw.train(optimizer=optimizer, network="ResNet50", epoch=90,
-                           loss_function="SoftmaxCrossEntropyWithLogits",
-                           train_dataset_path="/data/imagenet/train", loss=1.0 + index / 3),
-                  lw.eval({"acc": 0.7 + index / 10, "top5": 0.9})], mtime=3000 - index)
+        lw.write(
+            runs / f"run-{optimizer.lower()}",
+            [
+                lw.custom({**shared, "seed": index}),
+                lw.train(
+                    optimizer=optimizer,
+                    network="ResNet50",
+                    epoch=90,
+                    loss_function="SoftmaxCrossEntropyWithLogits",
+                    train_dataset_path="/data/imagenet/train",
+                    loss=1.0 + index / 3,
+                ),
+                lw.eval({"acc": 0.7 + index / 10, "top5": 0.9}),
+            ],
+            mtime=3000 - index,
+        )
     code, out, _ = run(capsys, "query", str(runs))
     assert code == 0
     lines = out.splitlines()

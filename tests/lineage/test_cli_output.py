@@ -40,8 +40,14 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def command(*argv: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "rankscribe.lineage.cli", *argv],
-                          capture_output=True, text=True, check=False, timeout=120, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "rankscribe.lineage.cli", *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        **kwargs,
+    )
 
 
 def test_every_field_the_help_lists_is_a_column(
@@ -51,20 +57,30 @@ def test_every_field_the_help_lists_is_a_column(
         code, out, err = run(capsys, "query", str(three_runs), "--columns", name)
         assert (code, err) == (0, ""), name
         assert out.splitlines()[0].split() == ["run", name]
-    code, out, _ = run(capsys, "query", str(three_runs), "--columns", "summary_dir",
-                       "--sort", "loss")
+    code, out, _ = run(
+        capsys, "query", str(three_runs), "--columns", "summary_dir", "--sort", "loss"
+    )
     assert [line.split() for line in out.splitlines()[1:4]] == [
-        ["adam", str(three_runs / "adam")], ["sgd", str(three_runs / "sgd")],
-        ["golden", str(three_runs / "golden")]]
-    code, out, _ = run(capsys, "query", str(three_runs), "--columns", "summary_dir",
-                       "--format", "csv")
+        ["adam", str(three_runs / "adam")],
+        ["sgd", str(three_runs / "sgd")],
+        ["golden", str(three_runs / "golden")],
+    ]
+    code, out, _ = run(
+        capsys, "query", str(three_runs), "--columns", "summary_dir", "--format", "csv"
+    )
     assert {row["summary_dir"] for row in csv.DictReader(io.StringIO(out))} == {
-        str(three_runs / name) for name in ("adam", "sgd", "golden")}
+        str(three_runs / name) for name in ("adam", "sgd", "golden")
+    }
 
 
 def write_many(root: Path, lw: Any, count: int) -> Path:
-    payload = b"".join(frame(event.SerializeToString()) for event in (
-        lw.train(network="Net", optimizer="Adam", loss=0.5, epoch=3), lw.eval({"acc": 0.5})))
+    payload = b"".join(
+        frame(event.SerializeToString())
+        for event in (
+            lw.train(network="Net", optimizer="Adam", loss=0.5, epoch=3),
+            lw.eval({"acc": 0.5}),
+        )
+    )
     for index in range(count):
         directory = root / f"run-with-a-name-long-enough-to-fill-a-pipe-quickly-{index:05d}"
         directory.mkdir(parents=True)
@@ -78,7 +94,8 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path: Path, lw: 
     base = write_many(tmp_path / "runs", lw, 1500)  # a table larger than a pipe holds
     process = subprocess.Popen(
         [sys.executable, "-m", "rankscribe.lineage.cli", "query", str(base)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     assert process.stdout is not None and process.stderr is not None
     first = process.stdout.readline()
@@ -99,9 +116,11 @@ def test_query_says_what_a_dir_without_lineage_holds(
         (base / name / "events.out.events.summary.1.0.vm_MS").write_bytes(b"")
     code, out, err = run(capsys, "query", str(base))
     assert (code, out) == (1, "")
-    assert err == (f"{ERROR}no lineage file under {base}: 2 run directories (a, b) hold "
-                   f"summary files but none has a lineage file (named *summary.<n>*_lineage; "
-                   f"a run writes one when it records its lineage)\n")
+    assert err == (
+        f"{ERROR}no lineage file under {base}: 2 run directories (a, b) hold "
+        f"summary files but none has a lineage file (named *summary.<n>*_lineage; "
+        f"a run writes one when it records its lineage)\n"
+    )
     assert "summary log" not in err
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -110,24 +129,33 @@ def test_query_says_what_a_dir_without_lineage_holds(
 
 
 def test_the_columns_where_and_sort_name_are_shown_even_when_alike(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], lw: Any,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    lw: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("COLUMNS", "60")
     runs = tmp_path / "runs"
     for index in range(3):
-        wide = {f"note_{key}": f"a long value that differs from run to run: {index} {key}"
-                for key in range(4)}
-        lw.write(runs / f"run{index}", [
-            lw.custom(wide),
-            lw.train(optimizer="SGD", learning_rate=0.1, epoch=3, loss=index / 3)],
-            mtime=3000 - index)
+        wide = {
+            f"note_{key}": f"a long value that differs from run to run: {index} {key}"
+            for key in range(4)
+        }
+        lw.write(
+            runs / f"run{index}",
+            [
+                lw.custom(wide),
+                lw.train(optimizer="SGD", learning_rate=0.1, epoch=3, loss=index / 3),
+            ],
+            mtime=3000 - index,
+        )
     code, out, _ = run(capsys, "query", str(runs))
     header = out.splitlines()[0].split()
     assert code == 0
     assert "learning_rate" not in header and "epoch" not in header  # alike: left out
-    code, out, _ = run(capsys, "query", str(runs), "--where", "learning_rate > 0.01",
-                       "--sort", "epoch")
+    code, out, _ = run(
+        capsys, "query", str(runs), "--where", "learning_rate > 0.01", "--sort", "epoch"
+    )
     assert code == 0
     header = out.splitlines()[0].split()
     assert {"learning_rate", "epoch"} <= set(header)
@@ -140,24 +168,30 @@ def test_a_key_no_run_has_is_the_same_error_from_the_api_and_the_command_line(
 ) -> None:
     code, _, err = run(capsys, "query", str(three_runs), "--where", "metric/acx > 0.9")
     assert code == 1
-    assert err == (f"{ERROR}no run has 'metric/acx' (--where); the metric/ keys are: "
-                   f"metric/acc, metric/loss\n")
+    assert err == (
+        f"{ERROR}no run has 'metric/acx' (--where); the metric/ keys are: metric/acc, metric/loss\n"
+    )
     with pytest.raises(LineageExpressionError) as raised:
         filter_runs(three_runs, "metric/acx > 0.9")
-    assert raised.value.detail == ("no run has 'metric/acx'; the metric/ keys are: "
-                                   "metric/acc, metric/loss")
+    assert raised.value.detail == (
+        "no run has 'metric/acx'; the metric/ keys are: metric/acc, metric/loss"
+    )
     assert filter_runs(three_runs, "metric/acc > 0.9")["count"] == 0  # a real key: no error
 
 
 def hostile_base(root: Path, lw: Any) -> Path:
     """A run whose name, keys and values hold ESC, BEL and other control characters."""
     name = "run\x1b]0;owned\x07\x1b[2J"
-    lw.write(root / name, [
-        lw.custom({"note\x07": "red \x1b[31malert\x1b[0m\r\n", "seed": 1}),
-        lw.train(optimizer="SGD\x1b[5m", network="Net\x08\x08\x08", loss=0.5),
-        lw.eval({"acc\x1b": 0.9})], mtime=2000)
-    lw.write(root / "plain", [lw.train(optimizer="Adam", network="Net", loss=0.25)],
-             mtime=1000)
+    lw.write(
+        root / name,
+        [
+            lw.custom({"note\x07": "red \x1b[31malert\x1b[0m\r\n", "seed": 1}),
+            lw.train(optimizer="SGD\x1b[5m", network="Net\x08\x08\x08", loss=0.5),
+            lw.eval({"acc\x1b": 0.9}),
+        ],
+        mtime=2000,
+    )
+    lw.write(root / "plain", [lw.train(optimizer="Adam", network="Net", loss=0.25)], mtime=1000)
     return root / name
 
 
@@ -174,16 +208,24 @@ def strings(value: Any) -> Any:
             yield from strings(item)
 
 
-@pytest.mark.parametrize("argv", [
-    ["query", "BASE"], ["query", "BASE", "--columns", "all"],
-    ["query", "BASE", "--format", "json"], ["show", "RUN"], ["show", "RUN", "--json"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["query", "BASE"],
+        ["query", "BASE", "--columns", "all"],
+        ["query", "BASE", "--format", "json"],
+        ["show", "RUN"],
+        ["show", "RUN", "--json"],
+    ],
+)
 def test_control_characters_from_files_are_escaped(
     tmp_path: Path, lw: Any, argv: list[str]
 ) -> None:
     run_dir = hostile_base(tmp_path / "runs", lw)
-    argv = [str(tmp_path / "runs") if arg == "BASE" else str(run_dir) if arg == "RUN" else arg
-            for arg in argv]
+    argv = [
+        str(tmp_path / "runs") if arg == "BASE" else str(run_dir) if arg == "RUN" else arg
+        for arg in argv
+    ]
     process = command(*argv)
     assert process.returncode == 0, process.stderr
     shown = process.stdout + process.stderr
@@ -201,9 +243,21 @@ def test_csv_into_a_file_keeps_values_as_they_are(tmp_path: Path, lw: Any) -> No
     out = tmp_path / "runs.csv"
     with open(out, "w") as stream:
         process = subprocess.run(
-            [sys.executable, "-m", "rankscribe.lineage.cli", "query", str(tmp_path / "runs"),
-             "--format", "csv"], stdout=stream, stderr=subprocess.PIPE, text=True, check=False,
-            timeout=120)
+            [
+                sys.executable,
+                "-m",
+                "rankscribe.lineage.cli",
+                "query",
+                str(tmp_path / "runs"),
+                "--format",
+                "csv",
+            ],
+            stdout=stream,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+            timeout=120,
+        )
     assert process.returncode == 0
     rows = list(csv.DictReader(io.StringIO(out.read_text(), newline="")))
     assert rows[0]["optimizer"] == "SGD\x1b[5m"  # data for programs: not rewritten
@@ -221,19 +275,32 @@ def test_show_survives_verdict_values_of_unexpected_types(
     tmp_path: Path, lw: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run_dir = tmp_path / "job"
-    lw.write(run_dir, [
-        lw.custom({"job/straggler_rank": 1, "job/straggler_slowest_share": "n/a",
-                   "job/straggler_excess": 0.5, "job/step_time_skew": "x",
-                   "job/stopped_first_rank": "zero", "job/divergence_check": "checked"}),
-        lw.train(network="Net", loss=0.5)])
+    lw.write(
+        run_dir,
+        [
+            lw.custom(
+                {
+                    "job/straggler_rank": 1,
+                    "job/straggler_slowest_share": "n/a",
+                    "job/straggler_excess": 0.5,
+                    "job/step_time_skew": "x",
+                    "job/stopped_first_rank": "zero",
+                    "job/divergence_check": "checked",
+                }
+            ),
+            lw.train(network="Net", loss=0.5),
+        ],
+    )
     code, out, err = run(capsys, "show", str(run_dir))
     assert (code, err) == (0, "")
-    verdicts = out[out.index("job verdicts:"):].splitlines()
+    verdicts = out[out.index("job verdicts:") :].splitlines()
     assert "  job/straggler_slowest_share is 'n/a', not a number: left out of the verdicts" in (
-        verdicts)
+        verdicts
+    )
     assert "  job/step_time_skew is 'x', not a number: left out of the verdicts" in verdicts
     assert any(line.startswith("  straggler: rank 1") for line in verdicts)
     assert "  divergence: none (the ranks' parameters agree)" in verdicts
     # the table still shows the values as recorded
     assert ["user_defined", "job/straggler_slowest_share", "n/a"] in [
-        line.split()[:3] for line in out.splitlines()]
+        line.split()[:3] for line in out.splitlines()
+    ]

@@ -42,8 +42,11 @@ def payload(index: int) -> bytes:
     train.train_lineage.algorithm.network = ("ResNet50", "VGG16")[index % 2]
     train.train_lineage.algorithm.loss = index / DISTINCT
     metrics = EvalLineageInfo.from_metrics({"acc": 1 - index / DISTINCT, "top5": 0.9})
-    events = [lineage_pb2.LineageEvent(wall_time=1.0, user_defined_info=custom), train,
-              lineage_pb2.LineageEvent(wall_time=3.0, evaluation_lineage=metrics.to_proto())]
+    events = [
+        lineage_pb2.LineageEvent(wall_time=1.0, user_defined_info=custom),
+        train,
+        lineage_pb2.LineageEvent(wall_time=3.0, evaluation_lineage=metrics.to_proto()),
+    ]
     return b"".join(frame(event.SerializeToString()) for event in events)
 
 
@@ -73,8 +76,9 @@ def console_script() -> list[str]:
 
 def seconds(argv: list[str]) -> float:
     started = time.perf_counter()
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True,
-                   timeout=600)
+    subprocess.run(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, timeout=600
+    )
     return time.perf_counter() - started
 
 
@@ -88,8 +92,11 @@ def bases(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("options", [[], ["--where", "loss < 0.5", "--sort", "metric/acc desc"]],
-                         ids=["default-table", "where-and-sort"])
+@pytest.mark.parametrize(
+    "options",
+    [[], ["--where", "loss < 0.5", "--sort", "metric/acc desc"]],
+    ids=["default-table", "where-and-sort"],
+)
 def test_query_time_grows_no_faster_than_n_log_n(
     bases: dict[int, Path], options: list[str]
 ) -> None:
@@ -103,4 +110,5 @@ def test_query_time_grows_no_faster_than_n_log_n(
     growth = (best[4000] - fixed) / max(best[1000] - fixed, 0.05)
     n_log_n = 4000 * math.log(4000) / (1000 * math.log(1000))
     assert growth <= MARGIN * n_log_n, (
-        f"4,000 runs cost {growth:.1f}x 1,000 runs (n log n: {n_log_n:.1f}x); times {best}")
+        f"4,000 runs cost {growth:.1f}x 1,000 runs (n log n: {n_log_n:.1f}x); times {best}"
+    )

@@ -41,24 +41,53 @@ def base(tmp_path_factory: pytest.TempPathFactory, lw: Any) -> Path:
         "a": [
             graph_event(GRAPH_1),
             custom_event({"seed": 1, "note": "x", "mixed": 1}),
-            train_event(optimizer="Adam", learning_rate=0.1, loss_function="CE", epoch=10,
-                        batch_size=32, device_num=1, train_dataset_path="/data/a",
-                        train_dataset_size=1000, network="ResNet", loss=0.3, path="{}", size=100),
+            train_event(
+                optimizer="Adam",
+                learning_rate=0.1,
+                loss_function="CE",
+                epoch=10,
+                batch_size=32,
+                device_num=1,
+                train_dataset_path="/data/a",
+                train_dataset_size=1000,
+                network="ResNet",
+                loss=0.3,
+                path="{}",
+                size=100,
+            ),
             eval_event({"acc": 0.9}, "/data/v", 200),
         ],
         "b": [
             graph_event(GRAPH_2),
             custom_event({"seed": 2, "mixed": "x"}),
-            train_event(optimizer="Momentum", learning_rate=0.01, loss_function="MSE", epoch=20,
-                        batch_size=64, device_num=2, train_dataset_path="/data/b",
-                        train_dataset_size=2000, network="VGG", loss=0.6, size=200),
+            train_event(
+                optimizer="Momentum",
+                learning_rate=0.01,
+                loss_function="MSE",
+                epoch=20,
+                batch_size=64,
+                device_num=2,
+                train_dataset_path="/data/b",
+                train_dataset_size=2000,
+                network="VGG",
+                loss=0.6,
+                size=200,
+            ),
             eval_event({"acc": 0.7, "f1": 0.5}, "/data/w", 300),
         ],
         "c": [
             graph_event(GRAPH_1),
             custom_event({"seed": 3, "mixed": 2.5}),
-            train_event(optimizer="SGD", learning_rate=0.5, epoch=5, batch_size=16, device_num=4,
-                        train_dataset_size=500, network="ResNet", loss=1.5),
+            train_event(
+                optimizer="SGD",
+                learning_rate=0.5,
+                epoch=5,
+                batch_size=16,
+                device_num=4,
+                train_dataset_size=500,
+                network="ResNet",
+                loss=1.5,
+            ),
         ],
         "d": [eval_event({"acc": 0.8}, "/data/v", 100)],
     }
@@ -80,8 +109,11 @@ FILTER_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("summary_dir not_in", {"summary_dir": {"not_in": ["./a"]}}, ["b", "c", "d"]),
     ("loss_function eq", {"loss_function": {"eq": "CE"}}, ["a"]),
     ("loss_function in", {"loss_function": {"in": ["CE", "MSE"]}}, ["a", "b"]),
-    ("loss_function not_in: a missing value is not in the list (MindInsight 2.3.1)",
-     {"loss_function": {"not_in": ["CE"]}}, ["b", "c", "d"]),
+    (
+        "loss_function not_in: a missing value is not in the list (MindInsight 2.3.1)",
+        {"loss_function": {"not_in": ["CE"]}},
+        ["b", "c", "d"],
+    ),
     ("train_dataset_path eq", {"train_dataset_path": {"eq": "/data/b"}}, ["b"]),
     ("train_dataset_path in", {"train_dataset_path": {"in": ["/data/a", "/x"]}}, ["a"]),
     ("train_dataset_path not_in", {"train_dataset_path": {"not_in": ["/data/a"]}}, ["b", "c", "d"]),
@@ -135,15 +167,19 @@ FILTER_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("user_defined/note eq", {"user_defined/note": {"eq": "x"}}, ["a"]),
     ("user_defined mixed types: str vs int is no match", {"user_defined/mixed": {"lt": 2}}, ["a"]),
     ("fields AND", {"network": {"eq": "ResNet"}, "loss": {"gt": 1}}, ["c"]),
-    ("a text field's operators AND (MindInsight 2.3.1)",
-     {"optimizer": {"in": ["Adam", "SGD"], "not_in": ["SGD"]}}, ["a"]),
+    (
+        "a text field's operators AND (MindInsight 2.3.1)",
+        {"optimizer": {"in": ["Adam", "SGD"], "not_in": ["SGD"]}},
+        ["a"],
+    ),
     ("loss not_in (MindInsight 2.3.1 refuses it)", {"loss": {"not_in": [0.3, 1.5]}}, ["b", "d"]),
     ("metric/acc not_in", {"metric/acc": {"not_in": [0.9]}}, ["b", "c", "d"]),
 ]
 
 
-@pytest.mark.parametrize(("condition", "expected"),
-                         [case[1:] for case in FILTER_CASES], ids=[c[0] for c in FILTER_CASES])
+@pytest.mark.parametrize(
+    ("condition", "expected"), [case[1:] for case in FILTER_CASES], ids=[c[0] for c in FILTER_CASES]
+)
 def test_filter(base: Path, condition: dict[str, Any], expected: list[str]) -> None:
     result = filter_summary_lineage(str(base), dict(condition))
     assert names(result) == expected
@@ -151,38 +187,71 @@ def test_filter(base: Path, condition: dict[str, Any], expected: list[str]) -> N
 
 
 SORT_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
-    ("loss ascending: None first", {"sorted_name": "loss", "sorted_type": "ascending"},
-     ["d", "a", "b", "c"]),
-    ("loss descending: None last", {"sorted_name": "loss", "sorted_type": "descending"},
-     ["c", "b", "a", "d"]),
-    ("sorted_type None is ascending", {"sorted_name": "loss", "sorted_type": None},
-     ["d", "a", "b", "c"]),
+    (
+        "loss ascending: None first",
+        {"sorted_name": "loss", "sorted_type": "ascending"},
+        ["d", "a", "b", "c"],
+    ),
+    (
+        "loss descending: None last",
+        {"sorted_name": "loss", "sorted_type": "descending"},
+        ["c", "b", "a", "d"],
+    ),
+    (
+        "sorted_type None is ascending",
+        {"sorted_name": "loss", "sorted_type": None},
+        ["d", "a", "b", "c"],
+    ),
     ("sorted_name alone is ascending", {"sorted_name": "epoch"}, ["d", "c", "a", "b"]),
-    ("text field", {"sorted_name": "optimizer", "sorted_type": "descending"},
-     ["c", "b", "a", "d"]),
+    ("text field", {"sorted_name": "optimizer", "sorted_type": "descending"}, ["c", "b", "a", "d"]),
     ("metric/<k>", {"sorted_name": "metric/acc"}, ["c", "b", "d", "a"]),
-    ("user_defined/<k>", {"sorted_name": "user_defined/seed", "sorted_type": "descending"},
-     ["c", "b", "a", "d"]),
+    (
+        "user_defined/<k>",
+        {"sorted_name": "user_defined/seed", "sorted_type": "descending"},
+        ["c", "b", "a", "d"],
+    ),
     ("stable on ties", {"sorted_name": "dataset_mark"}, ["a", "c", "b", "d"]),
-    ("stable on ties, descending", {"sorted_name": "network", "sorted_type": "descending"},
-     ["b", "a", "c", "d"]),
-    ("mixed types compare by type name", {"sorted_name": "user_defined/mixed"},
-     ["d", "a", "c", "b"]),
-    ("summary_dir", {"sorted_name": "summary_dir", "sorted_type": "descending"},
-     ["d", "c", "b", "a"]),
-    ("every FIELD_MAPPING name sorts: model_size", {"sorted_name": "model_size"},
-     ["c", "d", "a", "b"]),
-    ("tag (MindInsight's added_info): every run ties, the base order stays",
-     {"sorted_name": "tag"}, ALL),
-    ("tag descending: the base order stays", {"sorted_name": "tag", "sorted_type": "descending"},
-     ALL),
-    ("tag after a filter, paged", {"network": {"not_in": ["VGG"]}, "sorted_name": "tag",
-                                   "limit": 2, "offset": 1}, ["d"]),
+    (
+        "stable on ties, descending",
+        {"sorted_name": "network", "sorted_type": "descending"},
+        ["b", "a", "c", "d"],
+    ),
+    (
+        "mixed types compare by type name",
+        {"sorted_name": "user_defined/mixed"},
+        ["d", "a", "c", "b"],
+    ),
+    (
+        "summary_dir",
+        {"sorted_name": "summary_dir", "sorted_type": "descending"},
+        ["d", "c", "b", "a"],
+    ),
+    (
+        "every FIELD_MAPPING name sorts: model_size",
+        {"sorted_name": "model_size"},
+        ["c", "d", "a", "b"],
+    ),
+    (
+        "tag (MindInsight's added_info): every run ties, the base order stays",
+        {"sorted_name": "tag"},
+        ALL,
+    ),
+    (
+        "tag descending: the base order stays",
+        {"sorted_name": "tag", "sorted_type": "descending"},
+        ALL,
+    ),
+    (
+        "tag after a filter, paged",
+        {"network": {"not_in": ["VGG"]}, "sorted_name": "tag", "limit": 2, "offset": 1},
+        ["d"],
+    ),
 ]
 
 
-@pytest.mark.parametrize(("condition", "expected"),
-                         [case[1:] for case in SORT_CASES], ids=[c[0] for c in SORT_CASES])
+@pytest.mark.parametrize(
+    ("condition", "expected"), [case[1:] for case in SORT_CASES], ids=[c[0] for c in SORT_CASES]
+)
 def test_sort(base: Path, condition: dict[str, Any], expected: list[str]) -> None:
     assert names(filter_summary_lineage(str(base), condition)) == expected
 
@@ -196,14 +265,14 @@ PAGE_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("offset only: default limit 10", {"offset": 0}, ALL),
     ("limit 100 (the maximum)", {"limit": 100}, ALL),
     ("limit 1", {"limit": 1, "offset": 3}, ["d"]),
-    ("page after sorting", {"sorted_name": "loss", "sorted_type": "descending", "limit": 1},
-     ["c"]),
+    ("page after sorting", {"sorted_name": "loss", "sorted_type": "descending", "limit": 1}, ["c"]),
     ("page after filtering", {"network": {"eq": "ResNet"}, "limit": 1, "offset": 1}, ["c"]),
 ]
 
 
-@pytest.mark.parametrize(("condition", "expected"),
-                         [case[1:] for case in PAGE_CASES], ids=[c[0] for c in PAGE_CASES])
+@pytest.mark.parametrize(
+    ("condition", "expected"), [case[1:] for case in PAGE_CASES], ids=[c[0] for c in PAGE_CASES]
+)
 def test_pagination(base: Path, condition: dict[str, Any], expected: list[str]) -> None:
     result = filter_summary_lineage(str(base), condition)
     assert names(result) == expected
@@ -246,14 +315,26 @@ def test_object_shape(base: Path) -> None:
     (item,) = result["object"]
     assert item["summary_dir"] == str(base / "a")
     assert item["model_lineage"] == {
-        "loss_function": "CE", "train_dataset_path": "/data/a", "train_dataset_count": 1000,
-        "test_dataset_path": "/data/v", "test_dataset_count": 200, "network": "ResNet",
-        "optimizer": "Adam", "learning_rate": 0.1, "epoch": 10, "batch_size": 32,
-        "device_num": 1, "loss": 0.3, "model_size": 100, "dataset_mark": "2",
-        "metric": {"acc": 0.9}, "user_defined": {"seed": 1, "note": "x", "mixed": 1},
+        "loss_function": "CE",
+        "train_dataset_path": "/data/a",
+        "train_dataset_count": 1000,
+        "test_dataset_path": "/data/v",
+        "test_dataset_count": 200,
+        "network": "ResNet",
+        "optimizer": "Adam",
+        "learning_rate": 0.1,
+        "epoch": 10,
+        "batch_size": 32,
+        "device_num": 1,
+        "loss": 0.3,
+        "model_size": 100,
+        "dataset_mark": "2",
+        "metric": {"acc": 0.9},
+        "user_defined": {"seed": 1, "note": "x", "mixed": 1},
     }
     assert item["dataset_graph"] == {
-        "op_type": "Batch", "batch_size": 32,
+        "op_type": "Batch",
+        "batch_size": 32,
         "children": [{"op_type": "MnistDataset", "children": []}],
     }
     only_eval = filter_summary_lineage(str(base), {"summary_dir": {"eq": "./d"}})["object"][0]
@@ -264,8 +345,10 @@ def test_object_shape(base: Path) -> None:
 
 SEARCH = "Search_condition param error: "
 FIELD_MESSAGE = "The parameter {} is invalid. It should be a dict and the value should be a string"
-COUNT_MESSAGE = ("The parameter {} is invalid. It should be a dict and the value should be a "
-                 "integer between 0 and pow(2, 63) -1")
+COUNT_MESSAGE = (
+    "The parameter {} is invalid. It should be a dict and the value should be a "
+    "integer between 0 and pow(2, 63) -1"
+)
 ERROR_CASES: list[tuple[str, Any, str]] = [
     ("not a dict", ["loss"], "TypeError. Invalid search_condition type, it should be dict."),
     ("limit not int", {"limit": "1"}, "TypeError. The limit must be int."),
@@ -275,81 +358,155 @@ ERROR_CASES: list[tuple[str, Any, str]] = [
     ("limit 101", {"limit": 101}, "Invalid input limit. 0 < limit <= 100"),
     ("offset -1", {"offset": -1}, "Invalid input offset. 0 <= offset <= 100000"),
     ("offset 100001", {"offset": 100001}, "Invalid input offset. 0 <= offset <= 100000"),
-    ("unknown sorted_name", {"sorted_name": "speed"},
-     "ValueError. The sorted_name must be in ['summary_dir', 'loss_function', "
-     "'train_dataset_path', 'train_dataset_count', 'test_dataset_path', 'test_dataset_count', "
-     "'network', 'optimizer', 'learning_rate', 'epoch', 'batch_size', 'device_num', 'loss', "
-     "'model_size', 'dataset_mark'] or start with `metric/` or `user_defined/`."),
+    (
+        "unknown sorted_name",
+        {"sorted_name": "speed"},
+        "ValueError. The sorted_name must be in ['summary_dir', 'loss_function', "
+        "'train_dataset_path', 'train_dataset_count', 'test_dataset_path', 'test_dataset_count', "
+        "'network', 'optimizer', 'learning_rate', 'epoch', 'batch_size', 'device_num', 'loss', "
+        "'model_size', 'dataset_mark'] or start with `metric/` or `user_defined/`.",
+    ),
     ("bare metric/ sorted_name", {"sorted_name": "metric/"}, "ValueError. The sorted_name must"),
     ("sorted_name not str", {"sorted_name": 3}, "ValueError. The sorted_name must"),
-    ("sorted_type alone", {"sorted_type": "ascending"},
-     "ValueError. The sorted_name must exist when sorted_type exists."),
-    ("bad sorted_type", {"sorted_name": "loss", "sorted_type": "up"},
-     "ValueError. The sorted_type must be ascending or descending."),
+    (
+        "sorted_type alone",
+        {"sorted_type": "ascending"},
+        "ValueError. The sorted_name must exist when sorted_type exists.",
+    ),
+    (
+        "bad sorted_type",
+        {"sorted_name": "loss", "sorted_type": "up"},
+        "ValueError. The sorted_type must be ascending or descending.",
+    ),
     ("unknown field", {"speed": {"eq": 1}}, "ValueError. The search attribute not supported."),
     ("bare metric/", {"metric/": {"eq": 1}}, "ValueError. The search attribute not supported."),
-    ("condition not dict", {"loss": 1},
-     "TypeError. The search_condition element loss should be dict."),
-    ("unknown operator", {"loss": {"ne": 1}},
-     "ValueError. The compare condition should be in "
-     "('eq', 'lt', 'gt', 'le', 'ge', 'in', 'not_in')."),
-    ("metric value not a number", {"metric/acc": {"eq": "x"}},
-     "The parameter metric/acc is invalid. It should be a dict and the value should be a "
-     "float or a integer"),
+    (
+        "condition not dict",
+        {"loss": 1},
+        "TypeError. The search_condition element loss should be dict.",
+    ),
+    (
+        "unknown operator",
+        {"loss": {"ne": 1}},
+        "ValueError. The compare condition should be in "
+        "('eq', 'lt', 'gt', 'le', 'ge', 'in', 'not_in').",
+    ),
+    (
+        "metric value not a number",
+        {"metric/acc": {"eq": "x"}},
+        "The parameter metric/acc is invalid. It should be a dict and the value should be a "
+        "float or a integer",
+    ),
     ("metric in not a list", {"metric/acc": {"in": 1}}, "The parameter metric/acc is invalid."),
-    ("loss not a number", {"loss": {"eq": "x"}},
-     "The parameter loss is invalid. It should be a float."),
-    ("learning_rate bool", {"learning_rate": {"gt": True}},
-     "The parameter learning_rate is invalid. It should be a dict and the value should be a "
-     "float or a integer"),
-    ("epoch negative", {"epoch": {"eq": -1}},
-     "The parameter epoch is invalid. It should be a positive integer."),
-    ("batch_size float", {"batch_size": {"eq": 1.5}},
-     "The parameter batch_size is invalid. It should be a non-negative integer."),
-    ("train_dataset_count too big", {"train_dataset_count": {"eq": 2**63}},
-     COUNT_MESSAGE.format("train_dataset_count")),
-    ("test_dataset_count in not a list", {"test_dataset_count": {"in": 5}},
-     "The parameter test_dataset_count is invalid. The value of `in` operation must be list or "
-     "tuple."),
-    ("test_dataset_count not_in not a list (MindInsight says `in`)",
-     {"test_dataset_count": {"not_in": 5}},
-     "The parameter test_dataset_count is invalid. The value of `in` operation must be list or "
-     "tuple."),
-    ("test_dataset_count float", {"test_dataset_count": {"lt": 1.5}},
-     COUNT_MESSAGE.format("test_dataset_count")),
-    ("device_num text", {"device_num": {"eq": "x"}},
-     "The parameter device_num is invalid. It should be a non-negative integer."),
-    ("model_size text", {"model_size": {"eq": "1"}},
-     "The parameter model_size is invalid. It should be an integer between 0 and pow(2, 63) -1."),
-    ("optimizer lt", {"optimizer": {"lt": "x"}},
-     "The parameter optimizer is invalid. Its operation should be `eq`, `in` or `not_in`."),
+    (
+        "loss not a number",
+        {"loss": {"eq": "x"}},
+        "The parameter loss is invalid. It should be a float.",
+    ),
+    (
+        "learning_rate bool",
+        {"learning_rate": {"gt": True}},
+        "The parameter learning_rate is invalid. It should be a dict and the value should be a "
+        "float or a integer",
+    ),
+    (
+        "epoch negative",
+        {"epoch": {"eq": -1}},
+        "The parameter epoch is invalid. It should be a positive integer.",
+    ),
+    (
+        "batch_size float",
+        {"batch_size": {"eq": 1.5}},
+        "The parameter batch_size is invalid. It should be a non-negative integer.",
+    ),
+    (
+        "train_dataset_count too big",
+        {"train_dataset_count": {"eq": 2**63}},
+        COUNT_MESSAGE.format("train_dataset_count"),
+    ),
+    (
+        "test_dataset_count in not a list",
+        {"test_dataset_count": {"in": 5}},
+        "The parameter test_dataset_count is invalid. The value of `in` operation must be list or "
+        "tuple.",
+    ),
+    (
+        "test_dataset_count not_in not a list (MindInsight says `in`)",
+        {"test_dataset_count": {"not_in": 5}},
+        "The parameter test_dataset_count is invalid. The value of `in` operation must be list or "
+        "tuple.",
+    ),
+    (
+        "test_dataset_count float",
+        {"test_dataset_count": {"lt": 1.5}},
+        COUNT_MESSAGE.format("test_dataset_count"),
+    ),
+    (
+        "device_num text",
+        {"device_num": {"eq": "x"}},
+        "The parameter device_num is invalid. It should be a non-negative integer.",
+    ),
+    (
+        "model_size text",
+        {"model_size": {"eq": "1"}},
+        "The parameter model_size is invalid. It should be an integer between 0 and pow(2, 63) -1.",
+    ),
+    (
+        "optimizer lt",
+        {"optimizer": {"lt": "x"}},
+        "The parameter optimizer is invalid. Its operation should be `eq`, `in` or `not_in`.",
+    ),
     ("network number", {"network": {"eq": 1}}, FIELD_MESSAGE.format("network")),
     ("loss_function number", {"loss_function": {"eq": 1}}, FIELD_MESSAGE.format("loss_function")),
-    ("train_dataset_path number", {"train_dataset_path": {"eq": 1}},
-     "The parameter train_dataset_path is invalid. It should be a dict and the value should be "
-     "a string"),
-    ("test_dataset_path in not a list", {"test_dataset_path": {"in": "x"}},
-     "The parameter test_dataset_path is invalid. The value of `in` operation must be list or "
-     "tuple."),
-    ("test_dataset_path number", {"test_dataset_path": {"eq": 1}},
-     FIELD_MESSAGE.format("test_dataset_path")),
-    ("dataset_mark number", {"dataset_mark": {"eq": 2}},
-     "The parameter dataset_mark is invalid. It should be a string."),
+    (
+        "train_dataset_path number",
+        {"train_dataset_path": {"eq": 1}},
+        "The parameter train_dataset_path is invalid. It should be a dict and the value should be "
+        "a string",
+    ),
+    (
+        "test_dataset_path in not a list",
+        {"test_dataset_path": {"in": "x"}},
+        "The parameter test_dataset_path is invalid. The value of `in` operation must be list or "
+        "tuple.",
+    ),
+    (
+        "test_dataset_path number",
+        {"test_dataset_path": {"eq": 1}},
+        FIELD_MESSAGE.format("test_dataset_path"),
+    ),
+    (
+        "dataset_mark number",
+        {"dataset_mark": {"eq": 2}},
+        "The parameter dataset_mark is invalid. It should be a string.",
+    ),
     ("summary_dir number", {"summary_dir": {"eq": 1}}, FIELD_MESSAGE.format("summary_dir")),
-    ("lineage_type unknown", {"lineage_type": {"eq": "graph"}},
-     "The parameter lineage_type is invalid. It should be 'dataset' or 'model'."),
-    ("lineage_type as an unknown str", {"lineage_type": "graph"},
-     "The parameter lineage_type is invalid."),
-    ("lineage_type in not a list", {"lineage_type": {"in": "model"}},
-     "The parameter lineage_type is invalid. The value of `in` operation must be list or "
-     "tuple."),
-    ("lineage_type with another operator", {"lineage_type": {"not_in": ["model"]}},
-     "The parameter lineage_type is invalid. It should be 'dataset' or 'model'."),
+    (
+        "lineage_type unknown",
+        {"lineage_type": {"eq": "graph"}},
+        "The parameter lineage_type is invalid. It should be 'dataset' or 'model'.",
+    ),
+    (
+        "lineage_type as an unknown str",
+        {"lineage_type": "graph"},
+        "The parameter lineage_type is invalid.",
+    ),
+    (
+        "lineage_type in not a list",
+        {"lineage_type": {"in": "model"}},
+        "The parameter lineage_type is invalid. The value of `in` operation must be list or tuple.",
+    ),
+    (
+        "lineage_type with another operator",
+        {"lineage_type": {"not_in": ["model"]}},
+        "The parameter lineage_type is invalid. It should be 'dataset' or 'model'.",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("condition", "message"),
-                         [case[1:] for case in ERROR_CASES], ids=[c[0] for c in ERROR_CASES])
+@pytest.mark.parametrize(
+    ("condition", "message"), [case[1:] for case in ERROR_CASES], ids=[c[0] for c in ERROR_CASES]
+)
 def test_condition_errors(base: Path, condition: Any, message: str) -> None:
     with pytest.raises(LineageSearchConditionParamError) as caught:
         filter_summary_lineage(str(base), condition)
@@ -361,8 +518,10 @@ def test_condition_errors(base: Path, condition: Any, message: str) -> None:
 
 
 PATH_INVALID = "The parameter summary path error: ValueError. The summary path is invalid."
-PATH_MISSING = ("The parameter summary path error: Dir not exist error: The summary path does "
-                "not exist or is not a dir.")
+PATH_MISSING = (
+    "The parameter summary path error: Dir not exist error: The summary path does "
+    "not exist or is not a dir."
+)
 
 
 @pytest.mark.parametrize(
@@ -395,8 +554,7 @@ def test_a_summary_dir_condition_naming_no_run_matches_nothing(base: Path) -> No
     result = filter_summary_lineage(str(base), {"summary_dir": {"in": ["./a", "./nope"]}})
     assert names(result) == ["a"]
     assert filter_summary_lineage(str(base), {"summary_dir": {"eq": "a"}})["count"] == 0
-    assert filter_summary_lineage(str(base), {"summary_dir": {"eq": str(base / "b")}})[
-        "count"] == 1
+    assert filter_summary_lineage(str(base), {"summary_dir": {"eq": str(base / "b")}})["count"] == 1
 
 
 def test_no_lineage_files(tmp_path: Path, base: Path) -> None:
@@ -423,9 +581,13 @@ def test_no_lineage_files(tmp_path: Path, base: Path) -> None:
         ("metric", LineageParamTypeError, "50542080", "TypeError. Keys must be list."),
         (("metric",), LineageParamTypeError, "50542080", "TypeError. Keys must be list."),
         ([1], LineageParamTypeError, "50542080", "TypeError. Element of keys must be str."),
-        (["user_defined"], LineageParamValueError, "50542081",
-         "ValueError. Keys must be in ['metric', 'hyper_parameters', 'algorithm', "
-         "'train_dataset', 'valid_dataset', 'model', 'dataset_graph']."),
+        (
+            ["user_defined"],
+            LineageParamValueError,
+            "50542081",
+            "ValueError. Keys must be in ['metric', 'hyper_parameters', 'algorithm', "
+            "'train_dataset', 'valid_dataset', 'model', 'dataset_graph'].",
+        ),
     ],
 )
 def test_get_summary_lineage_key_errors(
@@ -439,9 +601,7 @@ def test_get_summary_lineage_key_errors(
     assert isinstance(caught.value, builtin)
 
 
-def test_unreadable_directory_is_a_query_error(
-    base: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_unreadable_directory_is_a_query_error(base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from rankscribe.lineage.record import _discovery as discovery
 
     def refuse(path: str) -> Any:
@@ -460,16 +620,27 @@ def test_unreadable_directory_is_a_query_error(
 @pytest.mark.parametrize(
     ("error", "text"),
     [
-        (LineageDirNotExistError("x"), "[LineageDirNotExistError] code: 50542214, msg: Dir not "
-                                       "exist error: x"),
-        (LineageSummaryParseException(), "[LineageSummaryParseException] code: 50542402, msg: "
-                                         "All summary logs parsing failed."),
-        (LineageSummaryAnalyzeException("y"), "[LineageSummaryAnalyzeException] code: 50542380, "
-                                              "msg: Failed to analyze summary log. y"),
-        (LineageMergeError("z"), "[LineageMergeError] code: 50542220, msg: Merge rank lineage "
-                                 "error: z"),
-        (LineageParamTypeError("a   b\n c"), "[LineageParamTypeError] code: 50542080, msg: "
-                                             "TypeError. a b c"),
+        (
+            LineageDirNotExistError("x"),
+            "[LineageDirNotExistError] code: 50542214, msg: Dir not exist error: x",
+        ),
+        (
+            LineageSummaryParseException(),
+            "[LineageSummaryParseException] code: 50542402, msg: All summary logs parsing failed.",
+        ),
+        (
+            LineageSummaryAnalyzeException("y"),
+            "[LineageSummaryAnalyzeException] code: 50542380, "
+            "msg: Failed to analyze summary log. y",
+        ),
+        (
+            LineageMergeError("z"),
+            "[LineageMergeError] code: 50542220, msg: Merge rank lineage error: z",
+        ),
+        (
+            LineageParamTypeError("a   b\n c"),
+            "[LineageParamTypeError] code: 50542080, msg: TypeError. a b c",
+        ),
     ],
 )
 def test_error_classes(error: LineageError, text: str) -> None:

@@ -42,10 +42,12 @@ def test_file_names(tmp_path: Path, lw: Any) -> None:
     lw.write(tmp_path / "a", [lw.train(network="A")], name="no_timestamp_lineage")
     lw.write(tmp_path / "b", [lw.train(network="B")], name="events.summary.12_lineage.bak")
     # MindSpore <= 1.1 names (no device id) and MindSpore 0.x's `_MS_lineage` both qualify
-    lw.write(tmp_path / "c", [lw.train(network="C")],
-             name="events.out.events.summary.5.host_lineage")
-    lw.write(tmp_path / "d", [lw.train(network="D")],
-             name="events.out.events.summary.5.host_MS_lineage")
+    lw.write(
+        tmp_path / "c", [lw.train(network="C")], name="events.out.events.summary.5.host_lineage"
+    )
+    lw.write(
+        tmp_path / "d", [lw.train(network="D")], name="events.out.events.summary.5.host_MS_lineage"
+    )
     assert sorted(rows(tmp_path)) == ["c", "d"]
 
 
@@ -105,8 +107,15 @@ def test_a_file_with_only_custom_data_contributes_nothing(tmp_path: Path, lw: An
 
 
 def test_last_event_of_each_kind_wins_within_a_file(tmp_path: Path, lw: Any) -> None:
-    lw.write(tmp_path, [lw.train(network="First"), lw.eval({"acc": 0.1}),
-                        lw.train(network="Second"), lw.eval({"acc": 0.2})])
+    lw.write(
+        tmp_path,
+        [
+            lw.train(network="First"),
+            lw.eval({"acc": 0.1}),
+            lw.train(network="Second"),
+            lw.eval({"acc": 0.2}),
+        ],
+    )
     result = get_summary_lineage(str(tmp_path))
     assert result["algorithm"] == {"network": "Second"}
     assert result["metric"] == {"acc": 0.2}
@@ -130,8 +139,9 @@ def test_timestamps_compare_as_numbers(tmp_path: Path, lw: Any) -> None:
 
 def test_dataset_marks_use_the_numeric_maximum(tmp_path: Path, lw: Any) -> None:
     for index in range(12):
-        lw.write(tmp_path / f"run{index:02d}", [lw.graph({"op_type": f"Op{index}"})],
-                 mtime=1000 - index)
+        lw.write(
+            tmp_path / f"run{index:02d}", [lw.graph({"op_type": f"Op{index}"})], mtime=1000 - index
+        )
     lw.write(tmp_path / "same_as_first", [lw.graph({"op_type": "Op0"})], mtime=1)
     result = filter_summary_lineage(str(tmp_path), use_index=False)
     marks = [item["model_lineage"]["dataset_mark"] for item in result["object"]]

@@ -25,8 +25,11 @@ def base(tmp_path_factory: pytest.TempPathFactory, lw: Any) -> Path:
     root = tmp_path_factory.mktemp("expr")
     specs = [
         ("adam", dict(optimizer="Adam", loss=0.3, learning_rate=0.1, epoch=3), {"acc": 0.95}),
-        ("momentum", dict(optimizer="Momentum", loss=0.7, learning_rate=0.01, epoch=5),
-         {"acc": 0.8}),
+        (
+            "momentum",
+            dict(optimizer="Momentum", loss=0.7, learning_rate=0.01, epoch=5),
+            {"acc": 0.8},
+        ),
         ("sgd", dict(optimizer="SGD", loss=0.4, epoch=5), {"acc": 0.92}),
         ("noeval", dict(optimizer="Adam", loss=0.9), None),
     ]
@@ -45,13 +48,14 @@ def run_names(result: dict[str, Any]) -> list[str]:
 @pytest.mark.parametrize(
     ("where", "expected"),
     [
-        ("loss < 0.5 and optimizer in ('Adam', 'Momentum') or metric/acc >= 0.9",
-         ["adam", "sgd"]),
-        ("loss < 0.5 and (optimizer in ('Adam', 'Momentum') or metric/acc >= 0.9)",
-         ["adam", "sgd"]),
+        ("loss < 0.5 and optimizer in ('Adam', 'Momentum') or metric/acc >= 0.9", ["adam", "sgd"]),
+        (
+            "loss < 0.5 and (optimizer in ('Adam', 'Momentum') or metric/acc >= 0.9)",
+            ["adam", "sgd"],
+        ),
         ("(loss > 0.5)", ["momentum", "noeval"]),
         ("optimizer = 'Adam'", ["adam", "noeval"]),
-        ("optimizer == \"Adam\"", ["adam", "noeval"]),
+        ('optimizer == "Adam"', ["adam", "noeval"]),
         ("optimizer != 'Adam'", ["momentum", "sgd"]),
         ("optimizer NOT IN ('Adam', 'SGD')", ["momentum"]),
         ("optimizer not in ['Adam']", ["momentum", "sgd"]),
@@ -84,8 +88,11 @@ def test_a_custom_key_no_run_has_is_an_error_as_on_the_command_line(
     base: Path, where: str, column: int
 ) -> None:
     # A typo would otherwise match nothing, quietly (the command line refused it already).
-    with pytest.raises(LineageExpressionError, match=r"no run has '(user_defined/absent|"
-                       r"metric/ac)'; the (user_defined|metric)/ keys are: ") as raised:
+    with pytest.raises(
+        LineageExpressionError,
+        match=r"no run has '(user_defined/absent|"
+        r"metric/ac)'; the (user_defined|metric)/ keys are: ",
+    ) as raised:
         filter_runs(base, where)
     assert raised.value.column == column
     with pytest.raises(LineageParamValueError, match=r"no run has 'metric/ac' \(order_by\)"):
@@ -94,22 +101,33 @@ def test_a_custom_key_no_run_has_is_an_error_as_on_the_command_line(
 
 def test_order_by_limit_offset(base: Path) -> None:
     assert run_names(filter_runs(base, order_by=["metric/acc desc"])) == [
-        "adam", "sgd", "momentum", "noeval",  # missing last when descending...
+        "adam",
+        "sgd",
+        "momentum",
+        "noeval",  # missing last when descending...
     ]
     assert run_names(filter_runs(base, order_by="metric/acc")) == [
-        "momentum", "sgd", "adam", "noeval",  # ... and ascending
+        "momentum",
+        "sgd",
+        "adam",
+        "noeval",  # ... and ascending
     ]
     assert run_names(filter_runs(base, order_by=["epoch desc", "loss"])) == [
-        "sgd", "momentum", "adam", "noeval",
+        "sgd",
+        "momentum",
+        "adam",
+        "noeval",
     ]
     assert run_names(filter_runs(base, order_by=["-loss"], limit=2, offset=1)) == [
-        "momentum", "sgd",
+        "momentum",
+        "sgd",
     ]
     result = filter_runs(base, "loss > 0", limit=1)
     assert result["count"] == 4 and len(result["object"]) == 1
     assert run_names(filter_runs(base, limit=0)) == []
     assert list(filter_runs(base, lineage_type="dataset")["object"][0]) == [
-        "summary_dir", "dataset_graph",
+        "summary_dir",
+        "dataset_graph",
     ]
 
 
@@ -172,8 +190,9 @@ def test_bad_sort_key(base: Path, key: str) -> None:
     assert caught.value.error_code == "50542081"  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("bad", [{"limit": -1}, {"limit": True}, {"offset": -2},
-                                 {"lineage_type": "graph"}])
+@pytest.mark.parametrize(
+    "bad", [{"limit": -1}, {"limit": True}, {"offset": -2}, {"lineage_type": "graph"}]
+)
 def test_bad_arguments(base: Path, bad: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match=next(iter(bad))):
         filter_runs(base, **bad)
@@ -193,24 +212,24 @@ FIELDS: dict[str, st.SearchStrategy[Any]] = {
 }
 TEXT_FIELDS = {"optimizer"}
 
-run_strategy = st.fixed_dictionaries(
-    {}, optional={name: values for name, values in FIELDS.items()}
-)
+run_strategy = st.fixed_dictionaries({}, optional={name: values for name, values in FIELDS.items()})
 
 
 @st.composite
 def comparison_strategy(draw: st.DrawFn) -> tuple[str, str, Any]:
     name = draw(st.sampled_from(sorted(FIELDS)))
-    operators = ["eq", "in", "not_in"] if name in TEXT_FIELDS else [
-        "eq", "lt", "gt", "le", "ge", "in", "not_in"]
+    operators = (
+        ["eq", "in", "not_in"]
+        if name in TEXT_FIELDS
+        else ["eq", "lt", "gt", "le", "ge", "in", "not_in"]
+    )
     operator = draw(st.sampled_from(operators))
     if operator in ("in", "not_in"):
         return name, operator, draw(st.lists(FIELDS[name], min_size=1, max_size=3))
     return name, operator, draw(FIELDS[name])
 
 
-SYMBOLS = {"eq": "=", "lt": "<", "gt": ">", "le": "<=", "ge": ">=", "in": "in",
-           "not_in": "not in"}
+SYMBOLS = {"eq": "=", "lt": "<", "gt": ">", "le": "<=", "ge": ">=", "in": "in", "not_in": "not in"}
 
 
 def literal(value: Any) -> str:
@@ -266,8 +285,10 @@ def dict_query(
     # The dict's not_in keeps a run without the value (MindInsight 2.3.1); the string
     # filter's `not in`, like all its comparisons, never matches a missing value.
     missing = {
-        f"run{index:02d}" for index, run in enumerate(runs)
-        for name, operator, _ in terms if operator == "not_in" and name not in run
+        f"run{index:02d}"
+        for index, run in enumerate(runs)
+        for name, operator, _ in terms
+        if operator == "not_in" and name not in run
     }
     return [name for name in run_names(result) if name not in missing]
 
@@ -275,11 +296,11 @@ def dict_query(
 @given(
     runs=st.lists(run_strategy, min_size=1, max_size=8),
     terms=st.lists(comparison_strategy(), min_size=1, max_size=3, unique_by=lambda t: t[:2]),
-    alternative=st.lists(comparison_strategy(), min_size=1, max_size=2,
-                         unique_by=lambda t: t[:2]),
+    alternative=st.lists(comparison_strategy(), min_size=1, max_size=2, unique_by=lambda t: t[:2]),
 )
 def test_string_filter_agrees_with_dict_condition(
-    runs: list[dict[str, Any]], terms: list[tuple[str, str, Any]],
+    runs: list[dict[str, Any]],
+    terms: list[tuple[str, str, Any]],
     alternative: list[tuple[str, str, Any]],
 ) -> None:
     # text fields take one operator in the dict form (MindInsight 0.7)
@@ -292,25 +313,32 @@ def test_string_filter_agrees_with_dict_condition(
 
 
 def _check_agreement(
-    root: Path, runs: list[dict[str, Any]], terms: list[tuple[str, str, Any]],
+    root: Path,
+    runs: list[dict[str, Any]],
+    terms: list[tuple[str, str, Any]],
     alternative: list[tuple[str, str, Any]],
 ) -> None:
     write_runs(root, runs)
     named = {name for name, _, _ in terms + alternative}
-    absent = {name for name in named if name.startswith(("metric/", "user_defined/"))
-              and not any(name in run for run in runs)}
+    absent = {
+        name
+        for name in named
+        if name.startswith(("metric/", "user_defined/")) and not any(name in run for run in runs)
+    }
     if absent:  # a key no run has is refused as a typo (the dict condition takes it)
         with pytest.raises(LineageExpressionError, match="no run has"):
-            filter_runs(root, " and ".join(to_text(*term) for term in terms + alternative),
-                        use_index=False)
+            filter_runs(
+                root, " and ".join(to_text(*term) for term in terms + alternative), use_index=False
+            )
         return
     both = " and ".join(to_text(*term) for term in terms)
     assert run_names(filter_runs(root, both, use_index=False)) == dict_query(root, terms, runs)
     either = f"({both}) or ({' and '.join(to_text(*term) for term in alternative)})"
     first = set(dict_query(root, terms, runs))
     second = set(dict_query(root, alternative, runs))
-    expected = [name for name in run_names(filter_runs(root, use_index=False))
-                if name in first | second]
+    expected = [
+        name for name in run_names(filter_runs(root, use_index=False)) if name in first | second
+    ]
     assert run_names(filter_runs(root, either, use_index=False)) == expected
 
 
@@ -339,7 +367,11 @@ def test_an_order_by_of_the_wrong_type_is_a_type_error_naming_it(base: Path, ord
     with pytest.raises(LineageParamTypeError, match="'order_by' must be None, a sort key"):
         filter_runs(str(base), order_by=order_by)
     assert run_names(filter_runs(str(base), order_by=("loss",))) == [
-        "adam", "sgd", "momentum", "noeval"]
+        "adam",
+        "sgd",
+        "momentum",
+        "noeval",
+    ]
 
 
 @pytest.mark.parametrize("where", ["(" * 5000 + "loss < 1" + ")" * 5000, "epoch < " + "9" * 5000])

@@ -32,11 +32,18 @@ def make_job(root: Path, lw: Any) -> Path:
     return root / "job"
 
 
-@pytest.mark.parametrize(("shared", "files", "finished", "dirs"),
-                         [(False, 0o600, 0o400, 0o700), (True, 0o640, 0o440, 0o750)])
+@pytest.mark.parametrize(
+    ("shared", "files", "finished", "dirs"),
+    [(False, 0o600, 0o400, 0o700), (True, 0o640, 0o440, 0o750)],
+)
 def test_what_the_lineage_package_creates_has_the_mode_of_the_switch(
-    tmp_path: Path, lw: Any, monkeypatch: pytest.MonkeyPatch,
-    shared: bool, files: int, finished: int, dirs: int,
+    tmp_path: Path,
+    lw: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    shared: bool,
+    files: int,
+    finished: int,
+    dirs: int,
 ) -> None:
     if shared:
         monkeypatch.setenv(GROUP_READABLE_ENV, "1")
@@ -55,4 +62,3 @@ def test_what_the_lineage_package_creates_has_the_mode_of_the_switch(
         assert mode(Path(path)) == files
     for folder in (tmp_path / "made", tmp_path / "made" / "on the way", out):
         assert mode(folder) == dirs, folder
-

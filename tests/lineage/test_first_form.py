@@ -26,8 +26,14 @@ def base(tmp_path_factory: pytest.TempPathFactory, lw: Any) -> str:
         "summary_5": (1.0, 128, 0.01),  # loss too low
     }
     for age, (name, (loss, batch_size, accuracy)) in enumerate(runs.items()):
-        lw.write(root / name, [lw.train(loss=loss, batch_size=batch_size, network="LeNet5"),
-                               lw.eval({"accuracy": accuracy})], mtime=1_800_000_000 - age)
+        lw.write(
+            root / name,
+            [
+                lw.train(loss=loss, batch_size=batch_size, network="LeNet5"),
+                lw.eval({"accuracy": accuracy}),
+            ],
+            mtime=1_800_000_000 - age,
+        )
     return str(root)
 
 
@@ -38,8 +44,13 @@ def names(result: dict[str, Any]) -> list[str]:
 def documented_condition(base: str) -> dict[str, Any]:
     """The example of the original ``filter_summary_lineage`` docstring, as written."""
     return {
-        "summary_dir": {"in": [os.path.join(base, "summary_1"), os.path.join(base, "summary_2"),
-                               os.path.join(base, "summary_3")]},
+        "summary_dir": {
+            "in": [
+                os.path.join(base, "summary_1"),
+                os.path.join(base, "summary_2"),
+                os.path.join(base, "summary_3"),
+            ]
+        },
         "loss": {"gt": 2.0},
         "batch_size": {"ge": 128, "le": 256},
         "metric_accuracy": {"lt": 0.1},
@@ -83,11 +94,15 @@ def test_the_documented_example_equals_the_later_form(base: str) -> None:
         ({"metric_accuracy": {"ge": 0.05}}, {"metric/accuracy": {"ge": 0.05}}),
         ({"metric_accuracy": {"in": [0.5, 0.01]}}, {"metric/accuracy": {"in": [0.5, 0.01]}}),
         ({"sorted_name": "metric_accuracy"}, {"sorted_name": "metric/accuracy"}),
-        ({"sorted_name": "metric_accuracy", "sorted_type": "descending", "limit": 2},
-         {"sorted_name": "metric/accuracy", "sorted_type": "descending", "limit": 2}),
+        (
+            {"sorted_name": "metric_accuracy", "sorted_type": "descending", "limit": 2},
+            {"sorted_name": "metric/accuracy", "sorted_type": "descending", "limit": 2},
+        ),
         ({"lineage_type": "dataset"}, {"lineage_type": {"eq": "dataset"}}),
-        ({"metric_accuracy": {"lt": 0.1}, "metric/accuracy": {"gt": 0.02}},
-         {"metric/accuracy": {"lt": 0.1, "gt": 0.02}}),
+        (
+            {"metric_accuracy": {"lt": 0.1}, "metric/accuracy": {"gt": 0.02}},
+            {"metric/accuracy": {"lt": 0.1, "gt": 0.02}},
+        ),
     ],
 )
 def test_first_form_gives_what_the_later_form_gives(
@@ -99,17 +114,21 @@ def test_first_form_gives_what_the_later_form_gives(
 
 
 def test_the_first_form_is_checked_like_the_later_one(base: str) -> None:
-    with pytest.raises(LineageSearchConditionParamError,
-                       match="The parameter metric/accuracy is invalid"):
+    with pytest.raises(
+        LineageSearchConditionParamError, match="The parameter metric/accuracy is invalid"
+    ):
         filter_summary_lineage(base, {"metric_accuracy": {"lt": "high"}})
     with pytest.raises(LineageSearchConditionParamError, match="lineage_type is invalid"):
         filter_summary_lineage(base, {"lineage_type": "graph"})
     with pytest.raises(LineageSearchConditionParamError, match="search attribute not supported"):
         filter_summary_lineage(base, {"metric_": {"lt": 1}})
-    with pytest.raises(LineageSearchConditionParamError,
-                       match=r"'metric/accuracy' is given twice .* 'lt' values: 0\.1 and 0\.2"):
-        filter_summary_lineage(base, {"metric_accuracy": {"lt": 0.1},
-                                      "metric/accuracy": {"lt": 0.2}})
+    with pytest.raises(
+        LineageSearchConditionParamError,
+        match=r"'metric/accuracy' is given twice .* 'lt' values: 0\.1 and 0\.2",
+    ):
+        filter_summary_lineage(
+            base, {"metric_accuracy": {"lt": 0.1}, "metric/accuracy": {"lt": 0.2}}
+        )
 
 
 def test_the_caller_condition_is_left_as_given(base: str) -> None:

@@ -47,18 +47,37 @@ def test_get_summary_lineage_train_eval(golden_base: Path, lw: Any) -> None:
     result = get_summary_lineage(str(golden_base / "lineage_train_eval"))
 
     assert list(result) == [
-        "summary_dir", "metric", "hyper_parameters", "algorithm", "train_dataset",
-        "valid_dataset", "model", "dataset_graph",
+        "summary_dir",
+        "metric",
+        "hyper_parameters",
+        "algorithm",
+        "train_dataset",
+        "valid_dataset",
+        "model",
+        "dataset_graph",
     ]
     assert result["summary_dir"] == str(golden_base / "lineage_train_eval")
-    assert result["metric"] == evaluation["metric_json_decoded"] == {
-        "acc": 0.0, "loss": 2.4045830368995667,
-    }
-    assert result["hyper_parameters"] == hyper == {
-        "optimizer": "Momentum", "learning_rate": 0.01,
-        "loss_function": "SoftmaxCrossEntropyWithLogits", "epoch": 2,
-        "parallel_mode": "stand_alone", "device_num": 1, "batch_size": 4,
-    }
+    assert (
+        result["metric"]
+        == evaluation["metric_json_decoded"]
+        == {
+            "acc": 0.0,
+            "loss": 2.4045830368995667,
+        }
+    )
+    assert (
+        result["hyper_parameters"]
+        == hyper
+        == {
+            "optimizer": "Momentum",
+            "learning_rate": 0.01,
+            "loss_function": "SoftmaxCrossEntropyWithLogits",
+            "epoch": 2,
+            "parallel_mode": "stand_alone",
+            "device_num": 1,
+            "batch_size": 4,
+        }
+    )
     assert result["algorithm"] == algorithm == {"network": "Net", "loss": 2.302703}
     assert result["train_dataset"] == train["train_dataset"]
     assert result["valid_dataset"] == evaluation["evaluation_lineage"]["valid_dataset"]
@@ -125,5 +144,8 @@ def test_filter_summary_lineage_user_defined_merge_order(golden_base: Path) -> N
     (item,) = result["object"]
     assert list(item) == ["summary_dir", "model_lineage"]
     assert item["model_lineage"]["user_defined"] == {
-        "s1": 1, "text": "step 5 padding padding padding", "s3": 3, "s5": 5,
+        "s1": 1,
+        "text": "step 5 padding padding padding",
+        "s3": 3,
+        "s5": 5,
     }

@@ -73,25 +73,49 @@ def test_a_jobs_merge_notes_are_metrics_or_left_out_never_hyper_parameters(
     tmp_path: Path, lw: Any
 ) -> None:
     base = tmp_path / "runs"
-    notes = {"seed": 3, "loss_min": 0.2, "loss_max": 0.3, "ranks_reported": 2,
-             "ranks_missing": "", "disagreements": "", "valid_dataset_sharding": "whole",
-             "job/straggler_rank": -1, "job/last_step/0": 40}
-    lw.write(base / "job", [lw.custom(notes), lw.train(optimizer="Adam", loss=0.25),
-                            lw.eval({"acc": 0.9})])
+    notes = {
+        "seed": 3,
+        "loss_min": 0.2,
+        "loss_max": 0.3,
+        "ranks_reported": 2,
+        "ranks_missing": "",
+        "disagreements": "",
+        "valid_dataset_sharding": "whole",
+        "job/straggler_rank": -1,
+        "job/last_step/0": 40,
+    }
+    lw.write(
+        base / "job",
+        [lw.custom(notes), lw.train(optimizer="Adam", loss=0.25), lw.eval({"acc": 0.9})],
+    )
     written = write_hparams(base, host="node")
     [session_file] = [path for path in written if Path(path).parent.name == "job"]
     events = [tensorboard_pb2.Event.FromString(data) for data in read_records(session_file)]
-    start = next(value for event in events for value in event.summary.value
-                 if value.tag == "_hparams_/session_start_info")
+    start = next(
+        value
+        for event in events
+        for value in event.summary.value
+        if value.tag == "_hparams_/session_start_info"
+    )
     data = tensorboard_hparams_pb2.HParamsPluginData.FromString(start.metadata.plugin_data.content)
     hparams = set(data.session_start_info.hparams)
     assert "user_defined/seed" in hparams and "optimizer" in hparams
-    assert not {name for name in hparams if name != "user_defined/seed"
-                and name.startswith("user_defined/")}, hparams
-    scalars = {value.tag: value.simple_value for event in events
-               for value in event.summary.value if value.HasField("simple_value")}
-    assert scalars == pytest.approx({"loss": 0.25, "metric/acc": 0.9,
-                                     "user_defined/loss_min": 0.2,
-                                     "user_defined/loss_max": 0.3,
-                                     "user_defined/ranks_reported": 2.0,
-                                     "user_defined/job/straggler_rank": -1.0})
+    assert not {
+        name for name in hparams if name != "user_defined/seed" and name.startswith("user_defined/")
+    }, hparams
+    scalars = {
+        value.tag: value.simple_value
+        for event in events
+        for value in event.summary.value
+        if value.HasField("simple_value")
+    }
+    assert scalars == pytest.approx(
+        {
+            "loss": 0.25,
+            "metric/acc": 0.9,
+            "user_defined/loss_min": 0.2,
+            "user_defined/loss_max": 0.3,
+            "user_defined/ranks_reported": 2.0,
+            "user_defined/job/straggler_rank": -1.0,
+        }
+    )

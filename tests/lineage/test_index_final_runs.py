@@ -34,8 +34,11 @@ def finish(run: Path) -> None:
 def make_base(tmp_path: Path, lw: Any, count: int = 3) -> Path:
     base = tmp_path / "base"
     for index in range(count):
-        lw.write(base / f"run{index}", [lw.train(network=f"Net{index}", loss=index / 10)],
-                 mtime=OLD + index)
+        lw.write(
+            base / f"run{index}",
+            [lw.train(network=f"Net{index}", loss=index / 10)],
+            mtime=OLD + index,
+        )
         finish(base / f"run{index}")
     return base
 
@@ -115,9 +118,7 @@ def test_an_open_run_is_looked_at_every_time(tmp_path: Path, lw: Any) -> None:
     assert "Late" in networks(base) and "Early" not in networks(base)
 
 
-def test_a_recently_changed_directory_is_not_trusted_on_its_mtime(
-    tmp_path: Path, lw: Any
-) -> None:
+def test_a_recently_changed_directory_is_not_trusted_on_its_mtime(tmp_path: Path, lw: Any) -> None:
     base = make_base(tmp_path, lw)
     lw.write(base / "fresh", [lw.train(network="Fresh")])
     for file in (base / "fresh").iterdir():
@@ -142,9 +143,7 @@ def test_a_run_that_becomes_final_is_written_to_the_index(tmp_path: Path, lw: An
     assert final(base, "./run9") is True
 
 
-def test_another_process_sees_what_this_one_indexed_and_then_more(
-    tmp_path: Path, lw: Any
-) -> None:
+def test_another_process_sees_what_this_one_indexed_and_then_more(tmp_path: Path, lw: Any) -> None:
     base = make_base(tmp_path, lw)
     assert networks(base) == ["Net0", "Net1", "Net2"]
     lw.write(base / "run4", [lw.train(network="Net4")])
@@ -153,8 +152,13 @@ def test_another_process_sees_what_this_one_indexed_and_then_more(
         "r = f(sys.argv[1], {'sorted_name': 'network'}); "
         "print(','.join(o['model_lineage']['network'] for o in r['object']))"
     )
-    shown = subprocess.run([sys.executable, "-c", code, str(base)], capture_output=True,
-                           text=True, check=True, timeout=120).stdout.strip()
+    shown = subprocess.run(
+        [sys.executable, "-c", code, str(base)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout.strip()
     assert shown == "Net0,Net1,Net2,Net4"
     # and this process sees the index the other one wrote, and a later change
     lw.write(base / "run5", [lw.train(network="Net5")])
@@ -197,13 +201,23 @@ def test_a_lineage_file_copied_over_a_final_run_is_seen(
     assert networks(base) == ["Net0", "Net1", "Net2"]
     _copy_in_place(other, target, keep_mtime=keep_mtime)
     assert networks(base) == ["Net0", "Net2", "Net7"]  # this process
-    code = ("import sys; from rankscribe.lineage.cli import main; "
-            "sys.exit(main(['query', sys.argv[1], '--sort', 'network', '--columns', "
-            "'network,loss']))")
-    shown = subprocess.run([sys.executable, "-c", code, str(base)], capture_output=True,
-                           text=True, check=True, timeout=120).stdout.splitlines()
+    code = (
+        "import sys; from rankscribe.lineage.cli import main; "
+        "sys.exit(main(['query', sys.argv[1], '--sort', 'network', '--columns', "
+        "'network,loss']))"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", code, str(base)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout.splitlines()
     assert [line.split() for line in shown[1:4]] == [
-        ["run0", "Net0", "0.0000"], ["run2", "Net2", "0.2000"], ["run1", "Net7", "0.7000"]]
+        ["run0", "Net0", "0.0000"],
+        ["run2", "Net2", "0.2000"],
+        ["run1", "Net7", "0.7000"],
+    ]
 
 
 _WRITER = """
@@ -238,13 +252,13 @@ def test_one_process_writes_runs_while_another_queries(tmp_path: Path, lw: Any) 
     base = make_base(tmp_path, lw)
     networks(base)  # indexed
     writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(base), "30"])
-    query = [sys.executable, "-m", "rankscribe.lineage.cli", "query", str(base),
-             "--format", "json"]
+    query = [sys.executable, "-m", "rankscribe.lineage.cli", "query", str(base), "--format", "json"]
     counts = []
     try:
         while writer.poll() is None:
-            process = subprocess.run(query, capture_output=True, text=True, timeout=120,
-                                     check=False)
+            process = subprocess.run(
+                query, capture_output=True, text=True, timeout=120, check=False
+            )
             assert process.returncode == 0, process.stderr
             assert "Traceback" not in process.stderr
             counts.append(json.loads(process.stdout)["count"])
@@ -254,8 +268,9 @@ def test_one_process_writes_runs_while_another_queries(tmp_path: Path, lw: Any) 
     assert counts == sorted(counts) and all(3 <= count <= 33 for count in counts)
     # Once the writer is done, a query from a new process shows every change, in-place
     # rewrites included, exactly as reading every file would.
-    final_answer = json.loads(subprocess.run(query, capture_output=True, text=True,
-                                             timeout=120, check=True).stdout)
+    final_answer = json.loads(
+        subprocess.run(query, capture_output=True, text=True, timeout=120, check=True).stdout
+    )
     _cache.forget_scans()
     assert final_answer == filter_runs(base, lineage_type="model", use_index=False)
     shown = {item["model_lineage"]["network"] for item in final_answer["object"]}

@@ -54,11 +54,14 @@ def _job(
             if leave is not None and step >= leave:
                 value += 0.5 + rank
             prints.append((step, value))
-        series[rank] = RankSeries(rank, {
-            STEP_TIME_TAG: [(step, float(times[step - 1])) for step in range(1, steps + 1)],
-            "loss/auto": [(step, 1.0 / step + rank * 1e-3) for step in range(1, steps + 1)],
-            FINGERPRINT_TAG: prints,
-        })
+        series[rank] = RankSeries(
+            rank,
+            {
+                STEP_TIME_TAG: [(step, float(times[step - 1])) for step in range(1, steps + 1)],
+                "loss/auto": [(step, 1.0 / step + rank * 1e-3) for step in range(1, steps + 1)],
+                FINGERPRINT_TAG: prints,
+            },
+        )
     return series
 
 
@@ -98,8 +101,9 @@ def test_ranks_descheduled_at_random_have_no_straggler(
     series = {}
     for rank in range(ranks):
         times = 0.0002 * (1 + 0.3 * rng.random(110)) * np.where(rng.random(110) < 0.45, 25, 1)
-        series[rank] = RankSeries(rank, {
-            STEP_TIME_TAG: [(step, float(times[step - 1])) for step in range(1, 111)]})
+        series[rank] = RankSeries(
+            rank, {STEP_TIME_TAG: [(step, float(times[step - 1])) for step in range(1, 111)]}
+        )
     view = _view(tmp_path, series)
     assert view.verdicts["job/straggler_rank"] == -1
 
@@ -118,7 +122,9 @@ def test_a_clean_run_flags_nothing(tmp_path: Path) -> None:
     assert verdicts["job/divergence_check"] == "checked"
     assert (verdicts["job/diverged_ranks"], verdicts["job/diverged_first_step"]) == ("", -1)
     assert (verdicts["job/nonfinite_loss_ranks"], verdicts["job/nonfinite_loss_first_step"]) == (
-        "", -1)
+        "",
+        -1,
+    )
     assert (verdicts["job/stopped_first_rank"], verdicts["job/stopped_first_step"]) == (-1, -1)
     assert verdicts["job/missing_ranks"] == "" and verdicts["job/ranks_reported"] == 3
     assert [verdicts[f"job/last_step/{rank}"] for rank in range(3)] == [STEPS] * 3
@@ -179,7 +185,8 @@ def test_nan_loss_on_some_ranks_is_named_with_its_first_step(tmp_path: Path) -> 
     series = _job(3)
     loss = series[1].scalars["loss/auto"]
     series[1].scalars["loss/auto"] = [
-        (step, math.nan if step >= 17 else value) for step, value in loss]
+        (step, math.nan if step >= 17 else value) for step, value in loss
+    ]
     series[2].scalars["loss/auto"][40] = (41, math.inf)
     view = _view(tmp_path, series)
     assert view.verdicts["job/nonfinite_loss_ranks"] == "1,2"
@@ -226,8 +233,9 @@ def test_the_job_file_holds_every_statistic_of_every_tag(tmp_path: Path) -> None
     assert f"{FINGERPRINT_TAG}/mean" not in curves
     assert f"{FINGERPRINT_TAG}/ranks" in curves
     assert curves["only/rank0/mean"] == [(5, 2.0)] and curves["only/rank0/ranks"] == [(5, 1.0)]
-    times = np.array([[value for _, value in series[rank].scalars[STEP_TIME_TAG]]
-                      for rank in range(3)])
+    times = np.array(
+        [[value for _, value in series[rank].scalars[STEP_TIME_TAG]] for rank in range(3)]
+    )
     assert [step for step, _ in curves[f"{STEP_TIME_TAG}/mean"]] == list(range(1, 21))
     for suffix, expected in (
         ("mean", times.mean(axis=0)),

@@ -92,13 +92,16 @@ def test_a_tree_of_partials_gives_the_statistics_of_the_whole_job(fan_in: int) -
     assert sorted(merged.per_rank[STEP_TIME_TAG]) == list(range(ranks))
 
 
-@pytest.mark.parametrize("damage", [
-    lambda data: b"XXXXXX" + data[6:],
-    lambda data: data[:-3],
-    lambda data: data + b"\0",
-    lambda data: data[:20],
-    lambda data: data[:15] + b"}" + data[16:],
-])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda data: b"XXXXXX" + data[6:],
+        lambda data: data[:-3],
+        lambda data: data + b"\0",
+        lambda data: data[:20],
+        lambda data: data[:15] + b"}" + data[16:],
+    ],
+)
 def test_a_damaged_or_foreign_message_is_refused(damage: object) -> None:
     data = JobPartial.of_rank(3, rank_points(3, range(1, 5))).to_bytes()
     with pytest.raises(PartialFormatError) as caught:
@@ -128,8 +131,12 @@ def test_rank0_writes_only_steps_every_rank_of_the_interval_passed(tmp_path: Pat
     written = job_points(tmp_path)
     assert sorted(written["loss/auto/mean"]) == list(range(1, 11))
     assert set(written["loss/auto/ranks"].values()) == {2.0}  # no step written twice, half
-    expected = np.mean([dict(rank_points(0, range(1, 11))["loss/auto"])[8],
-                        dict(rank_points(1, range(6, 11))["loss/auto"])[8]])
+    expected = np.mean(
+        [
+            dict(rank_points(0, range(1, 11))["loss/auto"])[8],
+            dict(rank_points(1, range(6, 11))["loss/auto"])[8],
+        ]
+    )
     assert written["loss/auto/mean"][8] == pytest.approx(expected, rel=1e-6)
     verdicts = view.finish()
     assert verdicts["job/last_step/0"] == verdicts["job/last_step/1"] == 10
@@ -138,14 +145,17 @@ def test_rank0_writes_only_steps_every_rank_of_the_interval_passed(tmp_path: Pat
 
 
 def test_a_silent_rank_holds_the_file_back_a_few_intervals_then_is_left_behind(
-    tmp_path: Path
+    tmp_path: Path,
 ) -> None:
     view = LiveJobView(tmp_path, world_size=4)
     for index, first in enumerate((1, 21, 41)):
         interval = JobPartial()
         for rank in (0, 1, 3):  # rank 2 died
-            interval.merge(JobPartial.of_rank(rank, rank_points(rank, range(first, first + 20)),
-                                              last_step=first - 1))
+            interval.merge(
+                JobPartial.of_rank(
+                    rank, rank_points(rank, range(first, first + 20)), last_step=first - 1
+                )
+            )
         view.add(interval, missing=[2])
         written = view.write()
         if index < PATIENCE - 1:
@@ -180,14 +190,20 @@ def test_points_for_steps_already_written_are_dropped_with_a_warning(
 ) -> None:
     view = LiveJobView(tmp_path, world_size=2)
     for first in range(1, 1 + 10 * PATIENCE, 10):  # rank 1 silent for PATIENCE intervals
-        view.add(JobPartial.of_rank(0, rank_points(0, range(first, first + 10)),
-                                    last_step=first - 1), missing=[1])
+        view.add(
+            JobPartial.of_rank(0, rank_points(0, range(first, first + 10)), last_step=first - 1),
+            missing=[1],
+        )
         view.write()
     written_through = 10 * PATIENCE
     back = JobPartial.of_rank(1, rank_points(1, range(1, written_through + 3)))
-    back.merge(JobPartial.of_rank(0, rank_points(0, range(written_through + 1,
-                                                          written_through + 3)),
-                                  last_step=written_through))
+    back.merge(
+        JobPartial.of_rank(
+            0,
+            rank_points(0, range(written_through + 1, written_through + 3)),
+            last_step=written_through,
+        )
+    )
     with caplog.at_level(logging.WARNING):
         view.add(back)
     assert "already written" in caplog.text
@@ -195,7 +211,8 @@ def test_points_for_steps_already_written_are_dropped_with_a_warning(
     written = job_points(tmp_path)
     # The steps written while rank 1 was silent have rank 0 alone; the rest both.
     assert [written["loss/auto/ranks"][step] for step in range(1, written_through + 3)] == (
-        [1.0] * written_through + [2.0] * 2)
+        [1.0] * written_through + [2.0] * 2
+    )
     assert view.dropped_points == written_through * len(TAGS)
 
 
@@ -204,10 +221,12 @@ def test_intervals_a_slow_filesystem_missed_are_written_together_and_complete(
 ) -> None:
     view = LiveJobView(tmp_path, world_size=2)
     for start in (1, 11, 21):  # three intervals arrive while the writer is busy
-        interval = JobPartial.of_rank(0, rank_points(0, range(start, start + 10)),
-                                      last_step=start - 1)
-        interval.merge(JobPartial.of_rank(1, rank_points(1, range(start, start + 10)),
-                                          last_step=start - 1))
+        interval = JobPartial.of_rank(
+            0, rank_points(0, range(start, start + 10)), last_step=start - 1
+        )
+        interval.merge(
+            JobPartial.of_rank(1, rank_points(1, range(start, start + 10)), last_step=start - 1)
+        )
         view.add(interval)
     with caplog.at_level(logging.WARNING):
         view.write()
@@ -217,16 +236,16 @@ def test_intervals_a_slow_filesystem_missed_are_written_together_and_complete(
     assert set(written["loss/auto/ranks"].values()) == {2.0}
 
 
-def test_a_straggler_and_a_diverged_rank_are_judged_interval_by_interval(
-    tmp_path: Path
-) -> None:
+def test_a_straggler_and_a_diverged_rank_are_judged_interval_by_interval(tmp_path: Path) -> None:
     view = LiveJobView(tmp_path, world_size=4)
     for start in (1, 51):
         interval = JobPartial()
         for rank in range(4):
             points = rank_points(rank, range(start, start + 50), slow=0.05 if rank == 2 else 0)
-            fingerprints = [(step, 7.0 if rank != 1 or step < 60 else 8.0)
-                            for step in range(start, start + 50, 5)]
+            fingerprints = [
+                (step, 7.0 if rank != 1 or step < 60 else 8.0)
+                for step in range(start, start + 50, 5)
+            ]
             points["rankscribe/param_fingerprint"] = fingerprints
             interval.merge(JobPartial.of_rank(rank, points, last_step=start - 1))
         view.add(interval)
@@ -245,8 +264,9 @@ def test_a_straggler_and_a_diverged_rank_are_judged_interval_by_interval(
 def test_a_job_file_reads_whole_after_each_interval(tmp_path: Path) -> None:
     view = LiveJobView(tmp_path, world_size=1, tensorboard=True)
     for start in (1, 6, 11):
-        view.add(JobPartial.of_rank(0, rank_points(0, range(start, start + 5)),
-                                    last_step=start - 1))
+        view.add(
+            JobPartial.of_rank(0, rank_points(0, range(start, start + 5)), last_step=start - 1)
+        )
         view.write()
         summary = next(path for path in view.paths if path.endswith("_MS"))
         assert sorted(dict(scalars(summary)["loss/auto/mean"])) == list(range(1, start + 5))
@@ -260,14 +280,23 @@ def test_ranks_text_stays_short_for_huge_worlds() -> None:
     assert len(text) < 240 and text.endswith("more ranks)")
 
 
-_MESSAGE = JobPartial.of_rank(5, {
-    "loss": [(1, 0.5), (2, 0.25)], STEP_TIME_TAG: [(1, 0.1), (2, 0.2)],
-    "rankscribe/param_fingerprint": [(2, 7.0)]}, finished=True).to_bytes()
+_MESSAGE = JobPartial.of_rank(
+    5,
+    {
+        "loss": [(1, 0.5), (2, 0.25)],
+        STEP_TIME_TAG: [(1, 0.1), (2, 0.2)],
+        "rankscribe/param_fingerprint": [(2, 7.0)],
+    },
+    finished=True,
+).to_bytes()
 
 
 @settings(max_examples=300, deadline=None)
-@given(position=st.integers(0, len(_MESSAGE) - 1), value=st.integers(0, 255),
-       cut=st.integers(0, len(_MESSAGE)))
+@given(
+    position=st.integers(0, len(_MESSAGE) - 1),
+    value=st.integers(0, 255),
+    cut=st.integers(0, len(_MESSAGE)),
+)
 def test_a_mutated_message_decodes_or_is_refused_never_anything_else(
     position: int, value: int, cut: int
 ) -> None:

@@ -60,8 +60,7 @@ def read_plainly(directory: Path) -> dict[str, tuple[Any, Any]]:
 
 
 @pytest.mark.parametrize("extras", [False, True])
-def test_the_layout_reader_reads_what_the_plain_reader_reads(tmp_path: Path,
-                                                             extras: bool) -> None:
+def test_the_layout_reader_reads_what_the_plain_reader_reads(tmp_path: Path, extras: bool) -> None:
     write_rank(tmp_path / "rank_0", 0, extras=extras)
     assert len(reader.list_summary_files(tmp_path / "rank_0", "summary")) > 1  # several files
     fast = rank_dir_scalars(tmp_path / "rank_0")
@@ -74,8 +73,9 @@ def test_the_layout_reader_reads_what_the_plain_reader_reads(tmp_path: Path,
         assert dict(zip(*fast["loss/auto"], strict=True))[10] == 123.0
 
 
-def test_a_torn_file_gives_the_records_before_the_tear(tmp_path: Path,
-                                                       caplog: pytest.LogCaptureFixture) -> None:
+def test_a_torn_file_gives_the_records_before_the_tear(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     directory = tmp_path / "rank_0"
     with SummaryRecord(directory, rank=0) as record:
         for step in range(1, 21):
@@ -110,11 +110,19 @@ def test_worker_processes_give_the_statistics_of_the_in_memory_view(tmp_path: Pa
 
 def limited(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     """Run ``code`` in a Python with 1.5 GB of address space: a list per rank cannot fit."""
+
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (3 << 29, 3 << 29))
 
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, preexec_fn=cap, cwd=tmp_path, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=cap,
+        cwd=tmp_path,
+        check=False,
+    )
 
 
 def small_job(job: Path, lw: Any, ranks: list[int], **train: Any) -> None:
@@ -134,7 +142,9 @@ def test_a_huge_rank_number_from_a_directory_name_is_data(tmp_path: Path, lw: An
         "import logging; logging.basicConfig(); from rankscribe.lineage import merge_run_dir;"
         f"o = merge_run_dir({str(job)!r});"
         "print(o.lineage.section('user_defined')['ranks_missing']);"
-        "print(o.job_view.verdicts['job/missing_ranks']); print(o.missing_ranges)", tmp_path)
+        "print(o.job_view.verdicts['job/missing_ranks']); print(o.missing_ranges)",
+        tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == lines[1] == "2-99999999998"
@@ -156,14 +166,15 @@ def test_a_huge_world_size_argument_is_described_as_ranges(
     assert len(capsys.readouterr().out) < 5000
 
 
-def test_a_lineage_claiming_2_31_ranks_allocates_nothing_per_rank(tmp_path: Path,
-                                                                  lw: Any) -> None:
+def test_a_lineage_claiming_2_31_ranks_allocates_nothing_per_rank(tmp_path: Path, lw: Any) -> None:
     job = tmp_path / "job"
     small_job(job, lw, [0, 1], device_num=2**31 - 1)
     result = limited(
         "from rankscribe.lineage import merge_run_dir;"
         f"o = merge_run_dir({str(job)!r});"
         "u = o.lineage.section('user_defined');"
-        "print(u['ranks_missing'], u['ranks_expected'], len(o.ranks_missing))", tmp_path)
+        "print(u['ranks_missing'], u['ranks_expected'], len(o.ranks_missing))",
+        tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["2-2147483646", "2147483647", "1000"]

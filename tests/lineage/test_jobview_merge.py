@@ -68,8 +68,18 @@ def job(tmp_path: Path, lw: Any) -> Path:
         directory = job / f"rank_{rank}"
         _write_rank(directory, rank, _rank_scalars(rank, slow=1.6 if rank == 2 else 1.0))
         if rank != 1:
-            lw.write(directory, [lw.train(optimizer="Adam", learning_rate=0.1, device_num=3,
-                                          network="Net", loss=0.5 + rank)])
+            lw.write(
+                directory,
+                [
+                    lw.train(
+                        optimizer="Adam",
+                        learning_rate=0.1,
+                        device_num=3,
+                        network="Net",
+                        loss=0.5 + rank,
+                    )
+                ],
+            )
     return job
 
 
@@ -95,8 +105,11 @@ def test_the_offline_merge_writes_the_job_view_and_the_verdicts(job: Path) -> No
     ranks = [reader.scalars(job / f"rank_{rank}") for rank in range(3)]
     job_curves = reader.scalars(job)
     losses = np.array([[value for _, value in curves["loss/auto"]] for curves in ranks])
-    np.testing.assert_allclose([v for _, v in job_curves["loss/auto/mean"]],
-                               losses.mean(axis=0).astype(np.float32), rtol=1e-6)
+    np.testing.assert_allclose(
+        [v for _, v in job_curves["loss/auto/mean"]],
+        losses.mean(axis=0).astype(np.float32),
+        rtol=1e-6,
+    )
     assert [v for _, v in job_curves["loss/auto/max"]] == losses.max(axis=0).tolist()
     assert [v for _, v in job_curves["loss/auto/max_rank"]] == [2.0] * STEPS
     assert {v for _, v in job_curves[f"{STEP_TIME_TAG}/slowest_rank"]} == {2.0}
@@ -115,7 +128,9 @@ def test_queries_find_the_jobs_by_their_verdicts(job: Path, lw: Any) -> None:
     assert [os.path.basename(row["summary_dir"]) for row in skewed["object"]] == ["exp1"]
     fine = filter_runs(job.parent, "user_defined/job/diverged_ranks = ''")
     assert sorted(os.path.basename(row["summary_dir"]) for row in fine["object"]) == [
-        "exp1", "exp2"]
+        "exp1",
+        "exp2",
+    ]
 
 
 def test_running_the_merge_again_never_duplicates_a_point(job: Path) -> None:
@@ -145,7 +160,9 @@ def test_a_torn_rank_file_contributes_what_is_readable(job: Path) -> None:
     verdicts = outcome.lineage.section("user_defined")
     assert verdicts["job/last_step/0"] == STEPS - 1
     assert (verdicts["job/stopped_first_rank"], verdicts["job/stopped_first_step"]) == (
-        0, STEPS - 1)
+        0,
+        STEPS - 1,
+    )
     counts = dict(reader.scalars(job)["loss/auto/ranks"])
     assert (counts[STEPS - 1], counts[STEPS]) == (3.0, 2.0)
 
@@ -175,7 +192,9 @@ def test_a_job_killed_before_any_lineage_still_gets_its_view(tmp_path: Path) -> 
     assert stored.section("hyper_parameters") == {"device_num": 2}
     user_defined = stored.section("user_defined")
     assert (user_defined["job/stopped_first_rank"], user_defined["job/stopped_first_step"]) == (
-        1, 12)
+        1,
+        12,
+    )
 
 
 def test_tensorboard_rank_files_give_a_tensorboard_job_file(tmp_path: Path) -> None:
@@ -215,7 +234,8 @@ def test_the_cli_merges_and_shows_the_verdicts(
     assert "  divergence: none (the ranks' parameters agree)" in out
     # The last column is the query name (--where/--sort) of the value.
     assert re.search(
-        r"^user_defined\s+job/straggler_rank\s+2\s+user_defined/job/straggler_rank$", out,
+        r"^user_defined\s+job/straggler_rank\s+2\s+user_defined/job/straggler_rank$",
+        out,
         re.MULTILINE,
     )
 

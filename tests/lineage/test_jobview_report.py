@@ -17,8 +17,11 @@ def _job(verdicts: dict[str, Any], ranks: int = 4) -> RunInfo:
 
 
 def test_a_slow_node_is_summed_up_whole() -> None:
-    verdicts = {"job/straggler_rank": 3, "job/straggler_ranks": "2,3",
-                "job/straggler_timing": "rankscribe/section/compute"}
+    verdicts = {
+        "job/straggler_rank": 3,
+        "job/straggler_ranks": "2,3",
+        "job/straggler_timing": "rankscribe/section/compute",
+    }
     assert verdict_summary(_job(verdicts)) == "stragglers: ranks 2,3"
     one = {"job/straggler_rank": 1, "job/straggler_ranks": "1"}
     assert verdict_summary(_job(one)) == "straggler: rank 1"
@@ -28,18 +31,27 @@ class _JobData:
     def __init__(self, verdicts: dict[str, Any]) -> None:
         self.run = _job(verdicts, ranks=2)
         # a collective evened the step times out: the same on both ranks
-        self.ranks = {rank: {"rankscribe/step_time": Curve(np.arange(1, 4), np.full(3, 0.05), 3)}
-                      for rank in range(2)}
+        self.ranks = {
+            rank: {"rankscribe/step_time": Curve(np.arange(1, 4), np.full(3, 0.05), 3)}
+            for rank in range(2)
+        }
 
 
 def test_the_step_time_chart_says_which_timing_named_the_straggler() -> None:
     """Equal step times under a collective: the title must not claim they differ."""
-    verdicts = {"job/straggler_rank": 1, "job/straggler_ranks": "1", "job/straggler_excess": 14.3,
-                "job/straggler_timing": "rankscribe/forward_time"}
+    verdicts = {
+        "job/straggler_rank": 1,
+        "job/straggler_ranks": "1",
+        "job/straggler_excess": 14.3,
+        "job/straggler_timing": "rankscribe/forward_time",
+    }
     html = "".join(_step_time_html(_JobData(verdicts), 1000))  # type: ignore[arg-type]
     assert "straggler rank 1 (named by its forward time)" in html
     assert "+1430%" not in html
-    by_step = {**verdicts, "job/straggler_timing": "rankscribe/step_time",
-               "job/straggler_excess": 0.5}
+    by_step = {
+        **verdicts,
+        "job/straggler_timing": "rankscribe/step_time",
+        "job/straggler_excess": 0.5,
+    }
     html = "".join(_step_time_html(_JobData(by_step), 1000))  # type: ignore[arg-type]
     assert "straggler rank 1, median +50% over the others" in html

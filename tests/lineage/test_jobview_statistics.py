@@ -218,25 +218,34 @@ def test_mean_std_and_extremes_match_numpy_for_every_finite_infinite_and_nan_mix
     array = np.array(values)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        expected = (float(np.mean(array)), float(np.std(array)),
-                    float(np.nanmin(array)), float(np.nanmax(array)))
-    computed = (float(tag.mean[0]), float(tag.std[0]), float(tag.minimum[0]),
-                float(tag.maximum[0]))
+        expected = (
+            float(np.mean(array)),
+            float(np.std(array)),
+            float(np.nanmin(array)),
+            float(np.nanmax(array)),
+        )
+    computed = (float(tag.mean[0]), float(tag.std[0]), float(tag.minimum[0]), float(tag.maximum[0]))
     finite = array[np.isfinite(array)]
     scale = float(np.abs(finite).max()) if len(finite) else 0.0
     assert all(_same(got, want, scale) for got, want in zip(computed, expected, strict=True)), (
-        values, computed, expected)
+        values,
+        computed,
+        expected,
+    )
     assert tag.count[0] == len(values)
 
 
-@pytest.mark.parametrize(("values", "mean", "std"), [
-    ([math.inf, 1.0], math.inf, math.nan),
-    ([math.inf, -math.inf], math.nan, math.nan),
-    ([-math.inf, 2.0, 3.0], -math.inf, math.nan),
-    ([1.0, math.nan, 3.0], math.nan, math.nan),
-    ([math.inf], math.inf, math.nan),
-    ([2.0, 4.0], 3.0, 1.0),
-])
+@pytest.mark.parametrize(
+    ("values", "mean", "std"),
+    [
+        ([math.inf, 1.0], math.inf, math.nan),
+        ([math.inf, -math.inf], math.nan, math.nan),
+        ([-math.inf, 2.0, 3.0], -math.inf, math.nan),
+        ([1.0, math.nan, 3.0], math.nan, math.nan),
+        ([math.inf], math.inf, math.nan),
+        ([2.0, 4.0], 3.0, 1.0),
+    ],
+)
 def test_the_cases_numpy_decides_by_hand(values: list[float], mean: float, std: float) -> None:
     statistics = JobStatistics()
     for rank, value in enumerate(values):

@@ -11,8 +11,10 @@ from rankscribe.lineage.jobview import STEP_TIME_TAG, RankSeries, verdict_lines,
 
 
 def _job(last_steps: dict[int, int]) -> dict[int, RankSeries]:
-    return {rank: RankSeries(rank, {STEP_TIME_TAG: [(step, 0.01) for step in range(1, last + 1)]})
-            for rank, last in last_steps.items()}
+    return {
+        rank: RankSeries(rank, {STEP_TIME_TAG: [(step, 0.01) for step in range(1, last + 1)]})
+        for rank, last in last_steps.items()
+    }
 
 
 def test_one_rank_alone_with_the_smallest_last_step_stopped_first(tmp_path: Path) -> None:
@@ -24,21 +26,22 @@ def test_one_rank_alone_with_the_smallest_last_step_stopped_first(tmp_path: Path
 
 def test_a_tie_is_undetermined_not_the_lowest_rank(tmp_path: Path) -> None:
     """The victim (rank 3) and rank 0 stopped at the same step: nothing tells them apart."""
-    verdicts = write_job_view(tmp_path, _job({0: 14, 1: 15, 2: 15, 3: 14}),
-                              world_size=4).verdicts
+    verdicts = write_job_view(tmp_path, _job({0: 14, 1: 15, 2: 15, 3: 14}), world_size=4).verdicts
     assert verdicts["job/stopped_first_rank"] == -1
     assert verdicts["job/stopped_first_step"] == 14
     assert verdicts["job/stopped_first_evidence"] == "undetermined"
     assert verdicts["job/stopped_first_tied_ranks"] == "0,3"
     assert verdicts["job/stopped_early_ranks"] == "0,3"
     lines = verdict_lines(verdicts)
-    assert ("stopped first: undetermined (ranks 0,3 stopped at step 14; nothing tells them "
-            "apart)") in lines
+    assert (
+        "stopped first: undetermined (ranks 0,3 stopped at step 14; nothing tells them apart)"
+    ) in lines
 
 
 def test_the_launchers_report_breaks_a_tie(tmp_path: Path) -> None:
-    verdicts = write_job_view(tmp_path, _job({0: 14, 1: 15, 2: 15, 3: 14}), world_size=4,
-                              failed=[3]).verdicts
+    verdicts = write_job_view(
+        tmp_path, _job({0: 14, 1: 15, 2: 15, 3: 14}), world_size=4, failed=[3]
+    ).verdicts
     assert (verdicts["job/stopped_first_rank"], verdicts["job/stopped_first_step"]) == (3, 14)
     assert verdicts["job/stopped_first_evidence"] == "launcher"
     assert any("reported by the launcher" in line for line in verdict_lines(verdicts))
@@ -60,11 +63,20 @@ def test_failed_must_hold_ranks(tmp_path: Path, failed: list[object]) -> None:
 
 
 def test_verdict_lines_read_unexpected_types_as_unknown() -> None:
-    lines = verdict_lines({"job/straggler_rank": 1, "job/straggler_slowest_share": "n/a",
-                           "job/straggler_excess": None, "job/step_time_skew": "x",
-                           "job/stopped_first_rank": "2", "job/straggler_timing": 5})
-    assert lines[0] == ("straggler: rank 1 (slowest in nan% of the steps, nan% slower than the "
-                        "faster ranks step by step)")
+    lines = verdict_lines(
+        {
+            "job/straggler_rank": 1,
+            "job/straggler_slowest_share": "n/a",
+            "job/straggler_excess": None,
+            "job/step_time_skew": "x",
+            "job/stopped_first_rank": "2",
+            "job/straggler_timing": 5,
+        }
+    )
+    assert lines[0] == (
+        "straggler: rank 1 (slowest in nan% of the steps, nan% slower than the "
+        "faster ranks step by step)"
+    )
 
 
 def test_the_largest_step_reaches_the_job_file_unwrapped(tmp_path: Path) -> None:
@@ -72,8 +84,10 @@ def test_the_largest_step_reaches_the_job_file_unwrapped(tmp_path: Path) -> None
     from rankscribe.writer import reader
 
     largest = 2**63 - 1
-    series = {rank: RankSeries(rank, {"loss": [(1, 1.0 + rank), (largest, 2.0 + rank)]})
-              for rank in range(2)}
+    series = {
+        rank: RankSeries(rank, {"loss": [(1, 1.0 + rank), (largest, 2.0 + rank)]})
+        for rank in range(2)
+    }
     view = write_job_view(tmp_path, series, world_size=2)
     means = dict(reader.scalars(view.paths[0])["loss/mean"])
     assert means == {1: 1.5, largest: 2.5}

@@ -24,13 +24,15 @@ STEPS = 120
 
 
 def test_paired_ratios_divide_by_the_step_median_and_make_0_over_0_one() -> None:
-    values = np.array([
-        [1.0, 2.0, 3.0],
-        [0.0, 0.0, 0.0],
-        [0.0, 0.0, 5.0],
-        [4.0, np.nan, np.nan],  # one rank: skipped
-        [2.0, np.nan, 6.0],
-    ])
+    values = np.array(
+        [
+            [1.0, 2.0, 3.0],
+            [0.0, 0.0, 0.0],
+            [0.0, 0.0, 5.0],
+            [4.0, np.nan, np.nan],  # one rank: skipped
+            [2.0, np.nan, 6.0],
+        ]
+    )
     ratios = paired_ratios(values)
     np.testing.assert_allclose(ratios[0], [0.5, 1.0, 1.5])
     np.testing.assert_array_equal(ratios[1], [1.0, 1.0, 1.0])
@@ -49,19 +51,29 @@ def test_paired_ratios_refuse_a_flat_array() -> None:
         paired_ratios(np.ones(3))
 
 
-def _evidence(levels: dict[int, float], steps: int = STEPS, seed: int = 0,
-              noise: float = 0.1, tag: str = STEP_TIME_TAG) -> StragglerEvidence:
+def _evidence(
+    levels: dict[int, float],
+    steps: int = STEPS,
+    seed: int = 0,
+    noise: float = 0.1,
+    tag: str = STEP_TIME_TAG,
+) -> StragglerEvidence:
     rng = np.random.default_rng(seed)
     ranks = sorted(levels)
-    values = np.array([[levels[rank] * (1 + noise * rng.standard_normal()) for rank in ranks]
-                       for _ in range(steps)]).clip(1e-6)
+    values = np.array(
+        [
+            [levels[rank] * (1 + noise * rng.standard_normal()) for rank in ranks]
+            for _ in range(steps)
+        ]
+    ).clip(1e-6)
     evidence = StragglerEvidence()
     evidence.add_ratios(tag, ranks, paired_ratios(values))
     return evidence
 
 
-@pytest.mark.parametrize(("ranks", "slow"), [(8, [3, 6]), (16, list(range(8, 16))),
-                                             (4, [1, 2]), (2, [1])])
+@pytest.mark.parametrize(
+    ("ranks", "slow"), [(8, [3, 6]), (16, list(range(8, 16))), (4, [1, 2]), (2, [1])]
+)
 def test_a_slow_node_is_named_whole(ranks: int, slow: list[int]) -> None:
     """2 of 8 and 8 of 16 ranks 50 % slower: every one of them, and no other."""
     evidence = _evidence({rank: 1.5 if rank in slow else 1.0 for rank in range(ranks)})
@@ -77,8 +89,7 @@ def test_a_slow_node_is_named_whole(ranks: int, slow: list[int]) -> None:
 @pytest.mark.parametrize("ranks", [2, 3, 4, 8, 16])
 @pytest.mark.parametrize("seed", range(4))
 def test_noisy_balanced_ranks_are_never_named(ranks: int, seed: int) -> None:
-    verdicts = straggler_verdicts(_evidence(dict.fromkeys(range(ranks), 1.0), seed=seed,
-                                            noise=0.3))
+    verdicts = straggler_verdicts(_evidence(dict.fromkeys(range(ranks), 1.0), seed=seed, noise=0.3))
     assert (verdicts["job/straggler_rank"], verdicts["job/straggler_ranks"]) == (-1, "")
     assert verdicts["job/straggler_timing"] == ""
     assert "job/straggler_excess" not in verdicts
@@ -128,13 +139,19 @@ def _synchronised_job(slow_rank: int, timing: str, ranks: int = 2) -> dict[int, 
     rng = np.random.default_rng(1)
     series = {}
     for rank in range(ranks):
-        work = [(step, 0.010 * (2.5 if rank == slow_rank else 1.0)
-                 * (1 + 0.05 * rng.standard_normal())) for step in range(1, STEPS + 1)]
-        step_time = [(step, 0.026 + 0.0005 * rng.standard_normal())
-                     for step in range(1, STEPS + 1)]
-        series[rank] = RankSeries(rank, {STEP_TIME_TAG: step_time, timing: work,
-                                         DATA_WAIT_TAG: [(step, 1e-5 * (1 + rank))
-                                                         for step in range(1, STEPS + 1)]})
+        work = [
+            (step, 0.010 * (2.5 if rank == slow_rank else 1.0) * (1 + 0.05 * rng.standard_normal()))
+            for step in range(1, STEPS + 1)
+        ]
+        step_time = [(step, 0.026 + 0.0005 * rng.standard_normal()) for step in range(1, STEPS + 1)]
+        series[rank] = RankSeries(
+            rank,
+            {
+                STEP_TIME_TAG: step_time,
+                timing: work,
+                DATA_WAIT_TAG: [(step, 1e-5 * (1 + rank)) for step in range(1, STEPS + 1)],
+            },
+        )
     return series
 
 
@@ -160,8 +177,9 @@ def test_a_tiny_data_wait_difference_names_nobody(tmp_path: Path) -> None:
 
 def test_two_stragglers_are_both_in_the_sentences(tmp_path: Path) -> None:
     series = _synchronised_job(1, FORWARD_TIME_TAG, ranks=4)
-    series[2].scalars[FORWARD_TIME_TAG] = [(step, value * 2.0) for step, value
-                                           in series[2].scalars[FORWARD_TIME_TAG]]
+    series[2].scalars[FORWARD_TIME_TAG] = [
+        (step, value * 2.0) for step, value in series[2].scalars[FORWARD_TIME_TAG]
+    ]
     verdicts = write_job_view(tmp_path, series, world_size=4).verdicts
     assert verdicts["job/straggler_ranks"] == "1,2"
     assert verdicts["job/straggler_rank"] == 1  # 2.5x beats 2x
@@ -176,25 +194,37 @@ def test_evidence_reduced_elsewhere_decides_the_verdict(tmp_path: Path) -> None:
     evidence = StragglerEvidence()
     for block in range(3):
         part = StragglerEvidence()
-        part.add_ratios(FORWARD_TIME_TAG, [0, 1],
-                        paired_ratios(np.tile([[1.0, 2.0]], (40 + block, 1))))
+        part.add_ratios(
+            FORWARD_TIME_TAG, [0, 1], paired_ratios(np.tile([[1.0, 2.0]], (40 + block, 1)))
+        )
         evidence.merge(part)
-    verdicts = write_job_view(tmp_path, series, world_size=2,
-                              straggler_evidence=evidence).verdicts
+    verdicts = write_job_view(tmp_path, series, world_size=2, straggler_evidence=evidence).verdicts
     assert (verdicts["job/straggler_rank"], verdicts["job/straggler_timing"]) == (
-        1, FORWARD_TIME_TAG)
+        1,
+        FORWARD_TIME_TAG,
+    )
     assert verdicts["job/straggler_excess"] == pytest.approx(1.0, abs=0.03)
 
 
 def _fast_steps(extra_wait: dict[int, float]) -> dict[int, RankSeries]:
     """Sub-millisecond steps (an Allreduce evens them out); ``extra_wait`` per rank."""
     rng = np.random.default_rng(5)
-    return {rank: RankSeries(rank, {
-        STEP_TIME_TAG: [(step, 0.0004 * (1 + 0.05 * rng.standard_normal()))
-                        for step in range(1, STEPS + 1)],
-        DATA_WAIT_TAG: [(step, 6e-5 + extra_wait.get(rank, 0.0) + 5e-6 * rng.random())
-                        for step in range(1, STEPS + 1)],
-    }) for rank in range(2)}
+    return {
+        rank: RankSeries(
+            rank,
+            {
+                STEP_TIME_TAG: [
+                    (step, 0.0004 * (1 + 0.05 * rng.standard_normal()))
+                    for step in range(1, STEPS + 1)
+                ],
+                DATA_WAIT_TAG: [
+                    (step, 6e-5 + extra_wait.get(rank, 0.0) + 5e-6 * rng.random())
+                    for step in range(1, STEPS + 1)
+                ],
+            },
+        )
+        for rank in range(2)
+    }
 
 
 def test_a_callback_on_rank_0_between_short_steps_names_nobody(tmp_path: Path) -> None:
@@ -205,5 +235,4 @@ def test_a_callback_on_rank_0_between_short_steps_names_nobody(tmp_path: Path) -
 
 def test_a_slow_data_loader_is_named_by_the_data_wait(tmp_path: Path) -> None:
     verdicts = write_job_view(tmp_path, _fast_steps({1: 2e-3}), world_size=2).verdicts
-    assert (verdicts["job/straggler_rank"], verdicts["job/straggler_timing"]) == (
-        1, DATA_WAIT_TAG)
+    assert (verdicts["job/straggler_rank"], verdicts["job/straggler_timing"]) == (1, DATA_WAIT_TAG)

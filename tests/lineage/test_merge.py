@@ -32,38 +32,56 @@ from rankscribe.lineage.merge import _merge
 
 def rank_lineage(rank: int, **changes: Any) -> RunLineage:
     lineage = RunLineage(f"/job/rank_{rank}")
-    lineage.sections.update({
-        "hyper_parameters": {"optimizer": "Adam", "learning_rate": 0.1, "epoch": 2,
-                             "batch_size": 8, "device_num": 4, "parallel_mode": "data_parallel",
-                             "loss_function": "CE"},
-        "train_dataset": {"train_dataset_path": "/data", "train_dataset_size": 100 + rank},
-        "algorithm": {"network": "Net", "loss": 1.0 + rank},
-        "model": {"path": json.dumps({"ckpt": f"/ckpt/rank{rank}.ckpt"}), "size": 10 + rank},
-        "metric": {"acc": 0.5 + rank / 10, "top5": 0.9},
-        "valid_dataset": {"valid_dataset_path": "/val", "valid_dataset_size": 10},
-        "dataset_graph": {"op_type": "Batch", "children": []},
-        "user_defined": {"seed": 7, "host": f"node{rank // 2}"},
-    })
+    lineage.sections.update(
+        {
+            "hyper_parameters": {
+                "optimizer": "Adam",
+                "learning_rate": 0.1,
+                "epoch": 2,
+                "batch_size": 8,
+                "device_num": 4,
+                "parallel_mode": "data_parallel",
+                "loss_function": "CE",
+            },
+            "train_dataset": {"train_dataset_path": "/data", "train_dataset_size": 100 + rank},
+            "algorithm": {"network": "Net", "loss": 1.0 + rank},
+            "model": {"path": json.dumps({"ckpt": f"/ckpt/rank{rank}.ckpt"}), "size": 10 + rank},
+            "metric": {"acc": 0.5 + rank / 10, "top5": 0.9},
+            "valid_dataset": {"valid_dataset_path": "/val", "valid_dataset_size": 10},
+            "dataset_graph": {"op_type": "Batch", "children": []},
+            "user_defined": {"seed": 7, "host": f"node{rank // 2}"},
+        }
+    )
     for section, values in changes.items():
         lineage.sections[section] = {**lineage.sections[section], **values}
     return lineage
 
 
 def test_agreeing_ranks() -> None:
-    merged = merge_rank_lineages({rank: rank_lineage(rank) for rank in range(4)},
-                                 summary_dir="/job")
+    merged = merge_rank_lineages(
+        {rank: rank_lineage(rank) for rank in range(4)}, summary_dir="/job"
+    )
     assert merged.summary_dir == "/job"
     assert merged.section("hyper_parameters") == {
-        "optimizer": "Adam", "learning_rate": 0.1, "loss_function": "CE", "epoch": 2,
-        "parallel_mode": "data_parallel", "batch_size": 8, "device_num": 4,
+        "optimizer": "Adam",
+        "learning_rate": 0.1,
+        "loss_function": "CE",
+        "epoch": 2,
+        "parallel_mode": "data_parallel",
+        "batch_size": 8,
+        "device_num": 4,
     }
-    assert merged.section("train_dataset") == {"train_dataset_path": "/data",
-                                               "train_dataset_size": 406}
+    assert merged.section("train_dataset") == {
+        "train_dataset_path": "/data",
+        "train_dataset_size": 406,
+    }
     assert merged.section("algorithm") == {"network": "Net", "loss": 2.5}
     assert merged.section("model") == {"path": '{"ckpt": "/ckpt/rank0.ckpt"}', "size": 10}
     assert merged.section("metric") == {"acc": pytest.approx(0.65), "top5": 0.9}
-    assert merged.section("valid_dataset") == {"valid_dataset_path": "/val",
-                                               "valid_dataset_size": 40}
+    assert merged.section("valid_dataset") == {
+        "valid_dataset_path": "/val",
+        "valid_dataset_size": 40,
+    }
     assert merged.section("dataset_graph") == {"op_type": "Batch", "children": []}
     user = merged.section("user_defined")
     assert user["seed"] == 7
@@ -73,7 +91,11 @@ def test_agreeing_ranks() -> None:
     # only host differed (node0, node0, node1, node1)
     assert user["disagreements"] == "user_defined.host"
     assert json.loads(user["user_defined.host_by_rank"]) == {
-        "0": "node0", "1": "node0", "2": "node1", "3": "node1"}
+        "0": "node0",
+        "1": "node0",
+        "2": "node1",
+        "3": "node1",
+    }
     assert user["host"] == "node0"
 
 
@@ -89,7 +111,11 @@ def test_disagreements_are_kept_and_flagged() -> None:
     assert merged.section("algorithm")["network"] == "Net"
     user = merged.section("user_defined")
     assert user["disagreements"].split(",") == [
-        "learning_rate", "batch_size", "network", "user_defined.host"]
+        "learning_rate",
+        "batch_size",
+        "network",
+        "user_defined.host",
+    ]
     assert json.loads(user["learning_rate_by_rank"]) == {"0": 0.1, "1": 0.2, "2": 0.1}
     assert json.loads(user["network_by_rank"]) == {"0": "Net", "1": "Net", "2": "Other"}
 
@@ -97,8 +123,7 @@ def test_disagreements_are_kept_and_flagged() -> None:
 def test_missing_ranks_and_a_missing_rank_0() -> None:
     merged = merge_rank_lineages({1: rank_lineage(1), 3: rank_lineage(3)}, world_size=4)
     user = merged.section("user_defined")
-    assert (user["ranks_reported"], user["ranks_expected"], user["ranks_missing"]) == (2, 4,
-                                                                                         "0,2")
+    assert (user["ranks_reported"], user["ranks_expected"], user["ranks_missing"]) == (2, 4, "0,2")
     # without rank 0, the lowest rank that reported stands in
     assert merged.section("model")["path"] == '{"ckpt": "/ckpt/rank1.ckpt"}'
     assert merged.section("train_dataset")["train_dataset_size"] == 101 + 103
@@ -118,24 +143,35 @@ def test_partial_sections() -> None:
 
 def test_a_dataset_every_rank_read_whole_is_counted_once() -> None:
     """Every rank evaluated all 360 samples: the job evaluated 360, not 4 x 360."""
-    records = {rank: rank_lineage(rank, valid_dataset={"valid_dataset_size": 360},
-                                  user_defined={"valid_dataset_sharding": "whole:5eed",
-                                                "train_dataset_sharding": "shards"})
-               for rank in range(4)}
+    records = {
+        rank: rank_lineage(
+            rank,
+            valid_dataset={"valid_dataset_size": 360},
+            user_defined={
+                "valid_dataset_sharding": "whole:5eed",
+                "train_dataset_sharding": "shards",
+            },
+        )
+        for rank in range(4)
+    }
     merged = merge_rank_lineages(records)
     assert merged.section("valid_dataset")["valid_dataset_size"] == 360
     assert merged.section("train_dataset")["train_dataset_size"] == 100 + 101 + 102 + 103
     user = merged.section("user_defined")
-    assert (user["valid_dataset_sharding"], user["train_dataset_sharding"]) == ("whole",
-                                                                                "shards")
+    assert (user["valid_dataset_sharding"], user["train_dataset_sharding"]) == ("whole", "shards")
     assert user["disagreements"] == "user_defined.host"  # the fixture's own disagreement
 
 
 def test_whole_datasets_of_different_content_are_shards_and_summed() -> None:
     """Each rank read every item of its own hand-cut share: different digests."""
-    records = {rank: rank_lineage(rank, train_dataset={"train_dataset_size": 8},
-                                  user_defined={"train_dataset_sharding": f"whole:{rank}"})
-               for rank in range(2)}
+    records = {
+        rank: rank_lineage(
+            rank,
+            train_dataset={"train_dataset_size": 8},
+            user_defined={"train_dataset_sharding": f"whole:{rank}"},
+        )
+        for rank in range(2)
+    }
     merged = merge_rank_lineages(records)
     assert merged.section("train_dataset")["train_dataset_size"] == 16
     user = merged.section("user_defined")
@@ -144,13 +180,17 @@ def test_whole_datasets_of_different_content_are_shards_and_summed() -> None:
 
 
 def test_ranks_that_read_shards_or_do_not_say_are_summed() -> None:
-    mixed = {0: rank_lineage(0, user_defined={"valid_dataset_sharding": "whole:5eed"}),
-             1: rank_lineage(1, user_defined={"valid_dataset_sharding": "shards"})}
+    mixed = {
+        0: rank_lineage(0, user_defined={"valid_dataset_sharding": "whole:5eed"}),
+        1: rank_lineage(1, user_defined={"valid_dataset_sharding": "shards"}),
+    }
     merged = merge_rank_lineages(mixed)
     assert merged.section("valid_dataset")["valid_dataset_size"] == 20
     assert merged.section("user_defined")["valid_dataset_sharding"] == "shards"
-    partial = {0: rank_lineage(0, user_defined={"valid_dataset_sharding": "whole:5eed"}),
-               1: rank_lineage(1)}
+    partial = {
+        0: rank_lineage(0, user_defined={"valid_dataset_sharding": "whole:5eed"}),
+        1: rank_lineage(1),
+    }
     merged = merge_rank_lineages(partial)
     assert merged.section("valid_dataset")["valid_dataset_size"] == 20
     assert merged.section("user_defined")["valid_dataset_sharding"] == "unknown"
@@ -161,8 +201,9 @@ def test_ranks_that_read_shards_or_do_not_say_are_summed() -> None:
 
 
 def test_dataset_size_beyond_int32_is_kept_as_text() -> None:
-    records = {rank: rank_lineage(rank, train_dataset={"train_dataset_size": 2**30})
-               for rank in range(4)}
+    records = {
+        rank: rank_lineage(rank, train_dataset={"train_dataset_size": 2**30}) for rank in range(4)
+    }
     merged = merge_rank_lineages(records)
     assert "train_dataset_size" not in merged.section("train_dataset")
     assert merged.section("user_defined")["train_dataset_size_total"] == str(2**32)
@@ -187,17 +228,29 @@ def test_merge_errors(records: Any, kwargs: dict[str, Any], words: str) -> None:
 
 # --- offline merge of a job directory -----------------------------------------------------
 
+
 @pytest.fixture
 def job(tmp_path: Path, lw: Any) -> Path:
     runs = tmp_path / "runs"
     for rank in range(3):
-        lw.write(runs / "exp1" / f"rank_{rank}", [
-            lw.graph({"op_type": "Batch"}),
-            lw.custom({"seed": 7}),
-            lw.train(optimizer="Adam", learning_rate=0.1, device_num=4, network="Net",
-                     loss=1.0 + rank, train_dataset_size=100, path="{}", size=5),
-            lw.eval({"acc": 0.5 + rank / 10}),
-        ])
+        lw.write(
+            runs / "exp1" / f"rank_{rank}",
+            [
+                lw.graph({"op_type": "Batch"}),
+                lw.custom({"seed": 7}),
+                lw.train(
+                    optimizer="Adam",
+                    learning_rate=0.1,
+                    device_num=4,
+                    network="Net",
+                    loss=1.0 + rank,
+                    train_dataset_size=100,
+                    path="{}",
+                    size=5,
+                ),
+                lw.eval({"acc": 0.5 + rank / 10}),
+            ],
+        )
     lw.write(runs / "exp2", [lw.train(network="Single", loss=0.2)], mtime=1)
     return runs / "exp1"
 
@@ -225,7 +278,11 @@ def test_offline_merge_and_queries(job: Path) -> None:
     # and the job dir shows the ranks side by side with the merged row
     inside = filter_summary_lineage(str(job))["object"]
     assert sorted(os.path.relpath(row["summary_dir"], job) for row in inside) == [
-        ".", "rank_0", "rank_1", "rank_2"]
+        ".",
+        "rank_0",
+        "rank_1",
+        "rank_2",
+    ]
 
 
 def test_offline_merge_is_idempotent(job: Path, lw: Any) -> None:
@@ -319,8 +376,9 @@ def test_merged_file_reads_in_a_fresh_process(job: Path) -> None:
         "import sys, json; from rankscribe.lineage import get_summary_lineage;"
         "print(json.dumps(get_summary_lineage(sys.argv[1], ['hyper_parameters'])))"
     )
-    output = subprocess.run([sys.executable, "-c", code, str(job)], check=True,
-                            capture_output=True, text=True).stdout
+    output = subprocess.run(
+        [sys.executable, "-c", code, str(job)], check=True, capture_output=True, text=True
+    ).stdout
     assert json.loads(output)["hyper_parameters"]["device_num"] == 3
 
 
@@ -338,8 +396,10 @@ def test_rank_0_online_merge_from_gathered_messages(tmp_path: Path) -> None:
 
     gathered = {}
     for rank in range(2):
-        train = TrainLineageInfo(hyper_parameters=HyperParameters(optimizer="Adam", epoch=1),
-                                 algorithm=Algorithm(network="Net", loss=0.5 * (rank + 1)))
+        train = TrainLineageInfo(
+            hyper_parameters=HyperParameters(optimizer="Adam", epoch=1),
+            algorithm=Algorithm(network="Net", loss=0.5 * (rank + 1)),
+        )
         gathered[rank] = RunLineage.from_records(
             f"rank_{rank}",
             train=train.to_proto(),  # protobuf messages or dataclasses

@@ -19,7 +19,8 @@ from rankscribe.lineage.errors import (
 
 def test_every_lineage_error_is_a_mindinsight_exception() -> None:
     hierarchy = [
-        value for name, value in vars(errors).items()
+        value
+        for name, value in vars(errors).items()
         if isinstance(value, type) and issubclass(value, Exception) and name in errors.__all__
     ]
     assert LineageError in hierarchy and LineageLogError in hierarchy

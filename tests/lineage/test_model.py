@@ -84,45 +84,77 @@ def optional(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
 
 train_strategy = st.builds(
     TrainLineageInfo,
-    hyper_parameters=optional(st.builds(
-        HyperParameters, optimizer=optional(text), learning_rate=optional(finite32),
-        loss_function=optional(text), epoch=optional(int32), parallel_mode=optional(text),
-        device_num=optional(int32), batch_size=optional(int32))),
-    train_dataset=optional(st.builds(TrainDataset, train_dataset_path=optional(text),
-                                     train_dataset_size=optional(int32))),
+    hyper_parameters=optional(
+        st.builds(
+            HyperParameters,
+            optimizer=optional(text),
+            learning_rate=optional(finite32),
+            loss_function=optional(text),
+            epoch=optional(int32),
+            parallel_mode=optional(text),
+            device_num=optional(int32),
+            batch_size=optional(int32),
+        )
+    ),
+    train_dataset=optional(
+        st.builds(
+            TrainDataset, train_dataset_path=optional(text), train_dataset_size=optional(int32)
+        )
+    ),
     algorithm=optional(st.builds(Algorithm, network=optional(text), loss=optional(finite32))),
-    model=optional(st.builds(ModelFile, path=optional(text),
-                             size=optional(st.integers(-(2**63), 2**63 - 1)))),
+    model=optional(
+        st.builds(ModelFile, path=optional(text), size=optional(st.integers(-(2**63), 2**63 - 1)))
+    ),
 )
 eval_strategy = st.builds(
-    EvalLineageInfo, metric=optional(text),
-    valid_dataset=optional(st.builds(ValidDataset, valid_dataset_path=optional(text),
-                                     valid_dataset_size=optional(int32))),
+    EvalLineageInfo,
+    metric=optional(text),
+    valid_dataset=optional(
+        st.builds(
+            ValidDataset, valid_dataset_path=optional(text), valid_dataset_size=optional(int32)
+        )
+    ),
 )
 user_strategy = st.recursive(
-    st.builds(UserDefinedInfo, map_int32=st.dictionaries(text, int32, max_size=2),
-              map_str=st.dictionaries(text, text, max_size=2),
-              map_double=st.dictionaries(text, st.floats(allow_nan=False), max_size=2)),
-    lambda children: st.builds(UserDefinedInfo, user_info=st.lists(children, max_size=2),
-                               map_dict=st.dictionaries(text, children, max_size=2)),
+    st.builds(
+        UserDefinedInfo,
+        map_int32=st.dictionaries(text, int32, max_size=2),
+        map_str=st.dictionaries(text, text, max_size=2),
+        map_double=st.dictionaries(text, st.floats(allow_nan=False), max_size=2),
+    ),
+    lambda children: st.builds(
+        UserDefinedInfo,
+        user_info=st.lists(children, max_size=2),
+        map_dict=st.dictionaries(text, children, max_size=2),
+    ),
     max_leaves=6,
 )
 parameter_strategy = st.builds(
-    OperationParameterInfo, map_str=st.dictionaries(text, text, max_size=2),
+    OperationParameterInfo,
+    map_str=st.dictionaries(text, text, max_size=2),
     map_str_list=st.dictionaries(text, st.lists(text, max_size=2), max_size=2),
     map_bool=st.dictionaries(text, st.booleans(), max_size=2),
     map_int=st.dictionaries(text, int32, max_size=2),
     map_double=st.dictionaries(text, st.floats(allow_nan=False), max_size=2),
 )
-operation_strategy = st.builds(OperationInfo, operation_param=optional(parameter_strategy),
-                               size=st.lists(int32, max_size=3),
-                               weights=st.lists(finite32, max_size=3))
+operation_strategy = st.builds(
+    OperationInfo,
+    operation_param=optional(parameter_strategy),
+    size=st.lists(int32, max_size=3),
+    weights=st.lists(finite32, max_size=3),
+)
 graph_strategy = st.recursive(
-    st.builds(DatasetGraphInfo, parameter=optional(parameter_strategy),
-              operations=st.lists(operation_strategy, max_size=2),
-              sampler=optional(operation_strategy)),
-    lambda children: st.builds(DatasetGraphInfo, children=st.lists(children, max_size=2),
-                               parameter=optional(parameter_strategy)),
+    st.builds(
+        DatasetGraphInfo,
+        parameter=optional(parameter_strategy),
+        operations=st.lists(operation_strategy, max_size=2),
+        sampler=optional(operation_strategy),
+    ),
+    lambda children: st.builds(
+        DatasetGraphInfo,
+        children=st.lists(children, max_size=2),
+        parameter=optional(parameter_strategy),
+    ),
     max_leaves=4,
 )
 
@@ -130,8 +162,12 @@ graph_strategy = st.recursive(
 @given(train_strategy)
 def test_train_lineage_round_trip(info: TrainLineageInfo) -> None:
     message = info.to_proto()
-    assert TrainLineageInfo.from_proto(lineage_pb2.TrainLineage.FromString(
-        message.SerializeToString())) == info
+    assert (
+        TrainLineageInfo.from_proto(
+            lineage_pb2.TrainLineage.FromString(message.SerializeToString())
+        )
+        == info
+    )
     assert TrainLineageInfo.from_proto(message).to_proto() == message
 
 
@@ -182,21 +218,33 @@ def test_metrics() -> None:
     info = EvalLineageInfo.from_metrics({"acc": 0.5}, ValidDataset(valid_dataset_size=3))
     assert info.metric == json.dumps({"acc": 0.5})
     assert info.metrics == {"acc": 0.5}
-    assert info.to_query_dict() == {"metric": {"acc": 0.5},
-                                    "valid_dataset": {"valid_dataset_size": 3}}
+    assert info.to_query_dict() == {
+        "metric": {"acc": 0.5},
+        "valid_dataset": {"valid_dataset_size": 3},
+    }
     assert EvalLineageInfo(metric="").to_query_dict() == {"metric": {}}
 
 
 def test_user_defined_values_pack_like_mindspore() -> None:
-    info = UserDefinedInfo.from_values({"note": "golden", "seed": 7, "dropout": 0.25,
-                                        "nested": {"depth": 1}})
+    info = UserDefinedInfo.from_values(
+        {"note": "golden", "seed": 7, "dropout": 0.25, "nested": {"depth": 1}}
+    )
     message = info.to_proto()
     assert [sorted(item.ListFields()[0][1].keys()) for item in message.user_info] == [
-        ["note"], ["seed"], ["dropout"], ["nested"]]
-    assert info.to_values() == {"note": "golden", "seed": 7, "dropout": 0.25,
-                                "nested": {"depth": 1}}
-    assert UserDefinedInfo(user_info=[UserDefinedInfo(map_double={"x": math.inf})]).to_values() \
-        == {"x": "Infinity"}
+        ["note"],
+        ["seed"],
+        ["dropout"],
+        ["nested"],
+    ]
+    assert info.to_values() == {
+        "note": "golden",
+        "seed": 7,
+        "dropout": 0.25,
+        "nested": {"depth": 1},
+    }
+    assert UserDefinedInfo(user_info=[UserDefinedInfo(map_double={"x": math.inf})]).to_values() == {
+        "x": "Infinity"
+    }
 
 
 @pytest.mark.parametrize(
@@ -210,9 +258,7 @@ def test_user_defined_values_pack_like_mindspore() -> None:
         ([("a", 1)], LineageParamTypeError, "must be a dict of str to int, float or str, got list"),
     ],
 )
-def test_user_defined_values_are_checked(
-    values: Any, error: type[Exception], words: str
-) -> None:
+def test_user_defined_values_are_checked(values: Any, error: type[Exception], words: str) -> None:
     with pytest.raises(error) as caught:
         UserDefinedInfo.from_values(values)
     assert words in str(caught.value)
@@ -220,16 +266,22 @@ def test_user_defined_values_are_checked(
 
 def test_graph_dict_like_organize_graph() -> None:
     graph = DatasetGraphInfo(
-        parameter=OperationParameterInfo(map_str={"op_type": "Map", "x": "None"},
-                                         map_str_list={"cols": ["a", ""]},
-                                         map_int={"n": 2}),
-        operations=[OperationInfo(OperationParameterInfo(map_str={"tensor_op_name": "Resize"}),
-                                  size=[8, 8])],
+        parameter=OperationParameterInfo(
+            map_str={"op_type": "Map", "x": "None"},
+            map_str_list={"cols": ["a", ""]},
+            map_int={"n": 2},
+        ),
+        operations=[
+            OperationInfo(OperationParameterInfo(map_str={"tensor_op_name": "Resize"}), size=[8, 8])
+        ],
         sampler=OperationInfo(OperationParameterInfo()),
         children=[DatasetGraphInfo()],
     )
     assert graph.to_graph_dict() == {
-        "op_type": "Map", "x": None, "n": 2, "cols": ["a", None],
+        "op_type": "Map",
+        "x": None,
+        "n": 2,
+        "cols": ["a", None],
         "operations": [{"tensor_op_name": "Resize", "size": [8, 8]}],
         "children": [{"children": []}],
     }

@@ -19,10 +19,16 @@ from rankscribe.lineage.index._cache import INDEX_NAME, scan_base_dir
 def base(tmp_path: Path, lw: Any) -> Path:
     root = tmp_path / "base"
     for index in range(40):
-        lw.write(root / f"run{index:02d}",
-                 [lw.graph({"op_type": f"G{index % 3}"}), lw.custom({"seed": index}),
-                  lw.train(network=f"Net{index}", loss=index / 40), lw.eval({"acc": index})],
-                 mtime=1_000_000 + index)
+        lw.write(
+            root / f"run{index:02d}",
+            [
+                lw.graph({"op_type": f"G{index % 3}"}),
+                lw.custom({"seed": index}),
+                lw.train(network=f"Net{index}", loss=index / 40),
+                lw.eval({"acc": index}),
+            ],
+            mtime=1_000_000 + index,
+        )
     (root / "broken").mkdir()
     broken = root / "broken" / "events.out.events.summary.1.0.vm_lineage"
     broken.write_bytes(b"garbage!" * 4)
@@ -34,9 +40,12 @@ def base(tmp_path: Path, lw: Any) -> Path:
 
 def answers(base: Path) -> tuple[Any, Any]:
     condition = {"sorted_name": "metric/acc", "sorted_type": "descending", "limit": 100}
-    return (filter_summary_lineage(str(base), condition, use_index=False),
-            filter_summary_lineage(str(base), {"lineage_type": {"eq": "dataset"},
-                                               "limit": 100}, use_index=False))
+    return (
+        filter_summary_lineage(str(base), condition, use_index=False),
+        filter_summary_lineage(
+            str(base), {"lineage_type": {"eq": "dataset"}, "limit": 100}, use_index=False
+        ),
+    )
 
 
 def test_helpers_give_the_same_answer(
@@ -88,19 +97,25 @@ def test_many_changed_runs_are_parsed_again_with_helpers(
 ) -> None:
     scan_base_dir(str(base))
     for index in range(0, 40, 2):  # rewritten after the index: same names, new content
-        lw.write(base / f"run{index:02d}", [lw.train(network=f"New{index}")],
-                 mtime=2_000_000 + index)
+        lw.write(
+            base / f"run{index:02d}", [lw.train(network=f"New{index}")], mtime=2_000_000 + index
+        )
     _cache.forget_scans()
     expected = answers(base)
     monkeypatch.setattr(_parallel, "PARALLEL_FROM_RUNS", 4)
     monkeypatch.setenv(_parallel.WORKERS_VARIABLE, "2")
     started: list[Any] = []
     real_popen = _parallel.subprocess.Popen
-    monkeypatch.setattr(_parallel.subprocess, "Popen",
-                        lambda argv, **kwargs: started.append(argv) or real_popen(argv, **kwargs))
+    monkeypatch.setattr(
+        _parallel.subprocess,
+        "Popen",
+        lambda argv, **kwargs: started.append(argv) or real_popen(argv, **kwargs),
+    )
     scan = scan_base_dir(str(base))
     assert (scan.parsed_runs, len(started)) == (20, 1)
     assert answers(base) == expected
-    networks = {item["model_lineage"]["network"] for item in
-                filter_summary_lineage(str(base), {"limit": 100})["object"]}
+    networks = {
+        item["model_lineage"]["network"]
+        for item in filter_summary_lineage(str(base), {"limit": 100})["object"]
+    }
     assert {"New0", "New38", "Net1", "Net39"} <= networks

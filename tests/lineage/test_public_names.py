@@ -31,8 +31,13 @@ def test_the_bases_and_protocol_of_public_classes_are_public() -> None:
     lineage = rankscribe.lineage
     assert lineage.TrainLineage.__bases__ == (lineage.LineageCallback,)
     assert lineage.EvalLineage.__bases__ == (lineage.LineageCallback,)
-    for section in (lineage.HyperParameters, lineage.TrainDataset, lineage.Algorithm,
-                    lineage.ModelFile, lineage.ValidDataset):
+    for section in (
+        lineage.HyperParameters,
+        lineage.TrainDataset,
+        lineage.Algorithm,
+        lineage.ModelFile,
+        lineage.ValidDataset,
+    ):
         assert section.__bases__ == (lineage.ScalarMessage,)
     for name in ("LineageCallback", "ScalarMessage", "SummaryRecordLike", "LineageFile"):
         assert name in lineage.__all__

@@ -53,10 +53,16 @@ def warnings_about(caplog: pytest.LogCaptureFixture, path: Path) -> list[str]:
     ("kind", "make", "expected_words"),
     [
         ("empty", lambda data: b"", "empty"),
-        ("payload crc flipped", lambda data: data[:20] + bytes([data[20] ^ 1]) + data[21:],
-         "payload CRC"),
-        ("length crc flipped", lambda data: data[:9] + bytes([data[9] ^ 1]) + data[10:],
-         "length CRC"),
+        (
+            "payload crc flipped",
+            lambda data: data[:20] + bytes([data[20] ^ 1]) + data[21:],
+            "payload CRC",
+        ),
+        (
+            "length crc flipped",
+            lambda data: data[:9] + bytes([data[9] ^ 1]) + data[10:],
+            "length CRC",
+        ),
         ("garbage", lambda data: b"\x07" * 40, "CRC"),
         ("cut inside the first record", lambda data: data[:30], "incomplete record"),
         ("framed, but not a LineageEvent", lambda data: frame(b"\xff\xff\xff"), "LineageEvent"),
@@ -64,8 +70,13 @@ def warnings_about(caplog: pytest.LogCaptureFixture, path: Path) -> list[str]:
     ],
 )
 def test_damaged_file_is_skipped_with_a_warning(
-    base: Path, lw: Any, caplog: pytest.LogCaptureFixture,
-    kind: str, make: Any, expected_words: str, use_index: bool,
+    base: Path,
+    lw: Any,
+    caplog: pytest.LogCaptureFixture,
+    kind: str,
+    make: Any,
+    expected_words: str,
+    use_index: bool,
 ) -> None:
     path = damaged(base, lw, "bad", make(good_bytes(lw)))
     for _ in range(2):  # the second query may come from the index: it warns again
@@ -183,10 +194,16 @@ HOSTILE_FILES = [
     ("metric", lambda lw: _not_utf8(lw.eval({PLACEHOLDER: 1.0})), "not UTF-8"),
     ("map_str key", lambda lw: _not_utf8(lw.custom({PLACEHOLDER: "v"})), "not UTF-8"),
     ("map_str value", lambda lw: _not_utf8(lw.custom({"k": PLACEHOLDER})), "not UTF-8"),
-    ("mapStr key", lambda lw: _not_utf8(lw.graph({"op_type": "Batch", PLACEHOLDER: "x"})),
-     "not UTF-8"),
-    ("mapStr value", lambda lw: _not_utf8(lw.graph({"op_type": "Batch", "mode": PLACEHOLDER})),
-     "not UTF-8"),
+    (
+        "mapStr key",
+        lambda lw: _not_utf8(lw.graph({"op_type": "Batch", PLACEHOLDER: "x"})),
+        "not UTF-8",
+    ),
+    (
+        "mapStr value",
+        lambda lw: _not_utf8(lw.graph({"op_type": "Batch", "mode": PLACEHOLDER})),
+        "not UTF-8",
+    ),
     ("length 2^31", lambda lw: _huge_length(2**31), "length field"),
     ("length 2^40", lambda lw: _huge_length(2**40), "length field"),
     ("length 2^64-1", lambda lw: _huge_length(2**64 - 1), "length field"),
@@ -194,23 +211,29 @@ HOSTILE_FILES = [
 
 
 @pytest.mark.parametrize("use_index", [False, True])
-@pytest.mark.parametrize(("kind", "make", "expected_words"), HOSTILE_FILES,
-                         ids=[case[0] for case in HOSTILE_FILES])
+@pytest.mark.parametrize(
+    ("kind", "make", "expected_words"), HOSTILE_FILES, ids=[case[0] for case in HOSTILE_FILES]
+)
 def test_a_hostile_file_is_skipped_and_every_good_run_answers(
-    base: Path, lw: Any, caplog: pytest.LogCaptureFixture,
-    kind: str, make: Any, expected_words: str, use_index: bool,
+    base: Path,
+    lw: Any,
+    caplog: pytest.LogCaptureFixture,
+    kind: str,
+    make: Any,
+    expected_words: str,
+    use_index: bool,
 ) -> None:
     import json
 
     # The hostile record follows a good train record in the same file.
-    path = damaged(base, lw, "hostile", frame(lw.train(network="Bad").SerializeToString())
-                   + make(lw))
+    path = damaged(
+        base, lw, "hostile", frame(lw.train(network="Bad").SerializeToString()) + make(lw)
+    )
     for _ in range(2):  # the second query may come from the index
         caplog.clear()
         with caplog.at_level(logging.WARNING):
             result = filter_summary_lineage(str(base), use_index=use_index)
-        assert [item["model_lineage"]["network"] for item in result["object"]] == [
-            "Good1", "Good2"]
+        assert [item["model_lineage"]["network"] for item in result["object"]] == ["Good1", "Good2"]
         json.dumps(result)  # plain JSON types only
         messages = warnings_about(caplog, path)
         assert len(messages) == 1, messages  # logged once, naming the file

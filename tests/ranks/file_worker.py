@@ -34,8 +34,13 @@ def collectives(coordinator: Coordinator, info: RankInfo, timeout: float) -> dic
     word = coordinator.bcast(f"hello from {info.rank}", root=1)
     coordinator.barrier()
     last = coordinator.gather(info.rank * 10, root=info.world_size - 1)
-    return {"values": result.values, "missing": result.missing, "is_root": result.is_root,
-            "word": word, "last_values": last.values}
+    return {
+        "values": result.values,
+        "missing": result.missing,
+        "is_root": result.is_root,
+        "word": word,
+        "last_values": last.values,
+    }
 
 
 def missing(coordinator: Coordinator, info: RankInfo, timeout: float) -> dict[str, Any]:
@@ -49,8 +54,12 @@ def missing(coordinator: Coordinator, info: RankInfo, timeout: float) -> dict[st
     started = time.monotonic()
     result = coordinator.gather(f"object of {info.rank}", timeout=timeout)
     gathered = time.monotonic() - started
-    return {"values": result.values, "missing": result.missing, "elapsed": gathered,
-            "barrier": barrier}
+    return {
+        "values": result.values,
+        "missing": result.missing,
+        "elapsed": gathered,
+        "barrier": barrier,
+    }
 
 
 def late(coordinator: Coordinator, info: RankInfo, timeout: float) -> dict[str, Any]:
@@ -78,10 +87,16 @@ def claim(coordinator: Coordinator, info: RankInfo, timeout: float) -> dict[str,
     """Claim the job directory (the folder's parent), then gather each rank's job tag."""
     summary_dir = Path(sys.argv[2])
     job = claim_job_dir(summary_dir, coordinator=coordinator, timeout=timeout)
-    result = coordinator.gather({"job": os.environ["JOB_TAG"], "claimed": str(job.directory)},
-                                timeout=timeout)
-    return {"directory": str(job.directory), "job_id": job.job_id, "values": result.values,
-            "missing": result.missing, "job": os.environ["JOB_TAG"]}
+    result = coordinator.gather(
+        {"job": os.environ["JOB_TAG"], "claimed": str(job.directory)}, timeout=timeout
+    )
+    return {
+        "directory": str(job.directory),
+        "job_id": job.job_id,
+        "values": result.values,
+        "missing": result.missing,
+        "job": os.environ["JOB_TAG"],
+    }
 
 
 def main() -> None:
@@ -94,8 +109,12 @@ def main() -> None:
     else:
         coordinator = create_coordinator(info, rendezvous_dir=rendezvous, timeout=30.0)
     record = globals()[scenario](coordinator, info, timeout)
-    record.update(rank=info.rank, launcher=info.launcher, backend=coordinator.backend,
-                  folder=str(getattr(coordinator, "directory", "")))
+    record.update(
+        rank=info.rank,
+        launcher=info.launcher,
+        backend=coordinator.backend,
+        folder=str(getattr(coordinator, "directory", "")),
+    )
     temporary = out / f".rank_{info.rank}.json.tmp"
     temporary.write_text(json.dumps(record, default=repr))
     os.replace(temporary, out / f"rank_{info.rank}.json")

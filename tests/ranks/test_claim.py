@@ -30,10 +30,23 @@ from rankscribe.ranks import (
 
 WORKER = Path(__file__).resolve().parent / "file_worker.py"
 PROCESS_TIMEOUT = 60
-LAUNCHER_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "SLURM_PROCID",
-                      "SLURM_JOB_ID", "SLURM_STEP_ID", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
-                      "PMIX_RANK", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT",
-                      "MASTER_ADDR", "MASTER_PORT", "RANKSCRIBE_JOB_ID")
+LAUNCHER_VARIABLES = (
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "SLURM_PROCID",
+    "SLURM_JOB_ID",
+    "SLURM_STEP_ID",
+    "OMPI_COMM_WORLD_RANK",
+    "PMI_RANK",
+    "PMIX_RANK",
+    "TORCHELASTIC_RUN_ID",
+    "TORCHELASTIC_RESTART_COUNT",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "RANKSCRIBE_JOB_ID",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -62,7 +75,10 @@ def test_a_second_job_gets_the_next_free_directory(tmp_path: Path) -> None:
     second = claim_job_dir(tmp_path / "exp1")
     third = claim_job_dir(tmp_path / "exp1", on_exists="new")
     assert [first.directory.name, second.directory.name, third.directory.name] == [
-        "exp1", "exp1-2", "exp1-3"]
+        "exp1",
+        "exp1-2",
+        "exp1-3",
+    ]
     assert len({first.job_id, second.job_id, third.job_id}) == 3
 
 
@@ -105,18 +121,37 @@ def test_a_planted_link_at_the_claim_is_never_followed(tmp_path: Path) -> None:
     assert target.read_text() == "untouched"
 
 
-@pytest.mark.parametrize(("kwargs", "error", "message"), [
-    ({"summary_dir": 5}, RanksTypeError, "summary_dir must be a str or os.PathLike, got int 5"),
-    ({"summary_dir": "a\0b"}, RanksValueError, "summary_dir must be a non-empty path without NUL"),
-    ({"summary_dir": "x", "on_exists": "overwrite"}, RanksValueError,
-     "on_exists must be one of new, error, append; got 'overwrite'"),
-    ({"summary_dir": "x", "coordinator": "mpi"}, RanksTypeError,
-     "coordinator must be a rankscribe.ranks Coordinator"),
-    ({"summary_dir": "x", "timeout": float("nan")}, RanksValueError,
-     "timeout must be a finite number of seconds >= 0, got nan"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"summary_dir": 5}, RanksTypeError, "summary_dir must be a str or os.PathLike, got int 5"),
+        (
+            {"summary_dir": "a\0b"},
+            RanksValueError,
+            "summary_dir must be a non-empty path without NUL",
+        ),
+        (
+            {"summary_dir": "x", "on_exists": "overwrite"},
+            RanksValueError,
+            "on_exists must be one of new, error, append; got 'overwrite'",
+        ),
+        (
+            {"summary_dir": "x", "coordinator": "mpi"},
+            RanksTypeError,
+            "coordinator must be a rankscribe.ranks Coordinator",
+        ),
+        (
+            {"summary_dir": "x", "timeout": float("nan")},
+            RanksValueError,
+            "timeout must be a finite number of seconds >= 0, got nan",
+        ),
+    ],
+)
 def test_bad_arguments_are_named(
-    tmp_path: Path, kwargs: dict[str, Any], error: type[Exception], message: str,
+    tmp_path: Path,
+    kwargs: dict[str, Any],
+    error: type[Exception],
+    message: str,
 ) -> None:
     os.chdir(tmp_path)
     with pytest.raises(error) as caught:
@@ -126,7 +161,8 @@ def test_bad_arguments_are_named(
 
 
 def test_a_job_of_several_ranks_needs_its_coordinator(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("RANK", "1")
     monkeypatch.setenv("WORLD_SIZE", "2")
@@ -144,8 +180,9 @@ def test_every_rank_gets_rank_0s_claim(tmp_path: Path) -> None:
     results: dict[int, Any] = {}
 
     def run(coordinator: FileCoordinator) -> None:
-        results[coordinator.rank] = claim_job_dir(tmp_path / "exp1", coordinator=coordinator,
-                                                  timeout=20)
+        results[coordinator.rank] = claim_job_dir(
+            tmp_path / "exp1", coordinator=coordinator, timeout=20
+        )
 
     threads = [threading.Thread(target=run, args=(c,)) for c in coordinators]
     for thread in threads:
@@ -198,10 +235,18 @@ def test_two_jobs_started_into_one_directory_never_pair(tmp_path: Path) -> None:
     jobs = {"A": "29500", "B": "29501"}
     processes = []
     for started, (job, rank) in enumerate([("A", 0), ("B", 1), ("B", 0), ("A", 1)]):
-        env = {**base, "RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank),
-               "LOCAL_WORLD_SIZE": "2", "TORCHELASTIC_RUN_ID": "none",
-               "TORCHELASTIC_RESTART_COUNT": "0", "MASTER_ADDR": "127.0.0.1",
-               "MASTER_PORT": jobs[job], "JOB_TAG": job}
+        env = {
+            **base,
+            "RANK": str(rank),
+            "WORLD_SIZE": "2",
+            "LOCAL_RANK": str(rank),
+            "LOCAL_WORLD_SIZE": "2",
+            "TORCHELASTIC_RUN_ID": "none",
+            "TORCHELASTIC_RESTART_COUNT": "0",
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": jobs[job],
+            "JOB_TAG": job,
+        }
         job_out = out / job
         job_out.mkdir(exist_ok=True)
         command = [sys.executable, str(WORKER), "claim", str(job_dir), str(job_out), "30", "job"]
@@ -216,8 +261,11 @@ def test_two_jobs_started_into_one_directory_never_pair(tmp_path: Path) -> None:
     finally:
         for process in processes:
             process.kill()
-    records = {(job, rank): json.loads((out / job / f"rank_{rank}.json").read_text())
-               for job in jobs for rank in (0, 1)}
+    records = {
+        (job, rank): json.loads((out / job / f"rank_{rank}.json").read_text())
+        for job in jobs
+        for rank in (0, 1)
+    }
     for job in jobs:
         root, other = records[(job, 0)], records[(job, 1)]
         assert root["missing"] == []

@@ -18,14 +18,23 @@ from rankscribe.ranks import MessageError, RanksTypeError
 from rankscribe.ranks._codec import MAX_DEPTH, decode, encode
 
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(min_value=-(2**200), max_value=2**200),
-    st.floats(allow_nan=False), st.text(), st.binary(),
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**200), max_value=2**200),
+    st.floats(allow_nan=False),
+    st.text(),
+    st.binary(),
 )
 keys = st.one_of(st.text(), st.integers(), st.tuples(st.text(), st.integers()))
 data = st.recursive(
     scalars,
-    lambda inner: st.one_of(st.lists(inner), st.tuples(inner, inner),
-                            st.dictionaries(keys, inner), st.sets(keys), st.frozensets(keys)),
+    lambda inner: st.one_of(
+        st.lists(inner),
+        st.tuples(inner, inner),
+        st.dictionaries(keys, inner),
+        st.sets(keys),
+        st.frozensets(keys),
+    ),
     max_leaves=30,
 )
 
@@ -39,8 +48,14 @@ def test_data_round_trips_with_its_types(value: Any) -> None:
 
 def test_the_collectors_payload_round_trips() -> None:
     payload = {
-        "lineage": {"summary_dir": "runs/exp1", "loss": 0.25, "device_num": 2,
-                    "metric": {"accuracy": 0.9}, "nan": math.nan, "inf": -math.inf},
+        "lineage": {
+            "summary_dir": "runs/exp1",
+            "loss": 0.25,
+            "device_num": 2,
+            "metric": {"accuracy": 0.9},
+            "nan": math.nan,
+            "inf": -math.inf,
+        },
         "series": {"loss": (array.array("q", [1, 2, 2**62]), array.array("f", [0.5, 0.25, 1.0]))},
     }
     back = decode(encode(payload))
@@ -51,12 +66,18 @@ def test_the_collectors_payload_round_trips() -> None:
     assert back["lineage"]["metric"] == {"accuracy": 0.9}
 
 
-@pytest.mark.parametrize("value", [
-    np.arange(12, dtype=np.float32).reshape(3, 4),
-    np.arange(3, dtype=">i4"),          # big-endian: arrives with the same values
-    np.arange(10)[::3],                 # not contiguous
-    np.zeros((0, 5)), np.array(3.0), np.array([True, False]), np.array([1 + 2j]),
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        np.arange(12, dtype=np.float32).reshape(3, 4),
+        np.arange(3, dtype=">i4"),  # big-endian: arrives with the same values
+        np.arange(10)[::3],  # not contiguous
+        np.zeros((0, 5)),
+        np.array(3.0),
+        np.array([True, False]),
+        np.array([1 + 2j]),
+    ],
+)
 def test_numpy_arrays_round_trip_writable(value: np.ndarray) -> None:
     back = decode(encode(value))
     assert isinstance(back, np.ndarray) and back.shape == value.shape
@@ -70,14 +91,19 @@ def test_numpy_scalars_keep_their_dtype() -> None:
     assert repr(back) == "[np.float64(2.5), np.int8(-3)]"
 
 
-@pytest.mark.parametrize(("value", "where"), [
-    (object(), "the object cannot be sent to another rank: object is not data"),
-    ({"a": [1, {"b": Path("x")}]},
-     "the object['a'][1]['b'] cannot be sent to another rank: PosixPath is not data"),
-    (np.array(["text"]), "a numpy ndarray of dtype <U4 (numeric and boolean dtypes are data)"),
-    (np.array([None], dtype=object), "a numpy ndarray of dtype object"),
-    (2**10000, "is an int of 1251 bytes, more than 1024"),
-])
+@pytest.mark.parametrize(
+    ("value", "where"),
+    [
+        (object(), "the object cannot be sent to another rank: object is not data"),
+        (
+            {"a": [1, {"b": Path("x")}]},
+            "the object['a'][1]['b'] cannot be sent to another rank: PosixPath is not data",
+        ),
+        (np.array(["text"]), "a numpy ndarray of dtype <U4 (numeric and boolean dtypes are data)"),
+        (np.array([None], dtype=object), "a numpy ndarray of dtype object"),
+        (2**10000, "is an int of 1251 bytes, more than 1024"),
+    ],
+)
 def test_what_is_not_data_is_refused_naming_where_it_sits(value: object, where: str) -> None:
     with pytest.raises(RanksTypeError) as caught:
         encode(value)
@@ -95,22 +121,28 @@ def test_nesting_is_bounded_both_ways() -> None:
         decode(deep)
 
 
-@pytest.mark.parametrize(("message", "error"), [
-    (b"", "not a rankscribe.ranks message"),
-    (b"RSM1", "a value's tag at byte 4 needs 1 byte(s), 0 are left"),
-    (b"RSM1X", "unknown value tag b'X'"),
-    (b"RSM1N\x00", "1 byte(s) follow the value"),
-    (b"RSM1l" + b"\xff" * 8, "claims 18446744073709551615 item(s)"),
-    (b"RSM1s\x02\x00\x00\x00\x00\x00\x00\x00\xff\xfe", "a str is not UTF-8"),
-    (b"RSM1m\x01\x00\x00\x00\x00\x00\x00\x00l\x00\x00\x00\x00\x00\x00\x00\x00N",
-     "a dict key is a list"),
-    (b"RSM1n\x03|O8\x00\x00\x00\x00\x00\x00\x00\x00\x00", "numpy dtype '|O8' is not"),
-    (b"RSM1n\x03<f8\x01" + (2**40).to_bytes(8, "little") + bytes(8),
-     "does not take 0 bytes"),
-    (b"RSM1aw\x04" + bytes(8), "array typecode 'w' is not one of"),
-    (b"RSM1S\x01\x00\x00\x00\x00\x00\x00\x00l\x00\x00\x00\x00\x00\x00\x00\x00",
-     "a set holds a list"),
-])
+@pytest.mark.parametrize(
+    ("message", "error"),
+    [
+        (b"", "not a rankscribe.ranks message"),
+        (b"RSM1", "a value's tag at byte 4 needs 1 byte(s), 0 are left"),
+        (b"RSM1X", "unknown value tag b'X'"),
+        (b"RSM1N\x00", "1 byte(s) follow the value"),
+        (b"RSM1l" + b"\xff" * 8, "claims 18446744073709551615 item(s)"),
+        (b"RSM1s\x02\x00\x00\x00\x00\x00\x00\x00\xff\xfe", "a str is not UTF-8"),
+        (
+            b"RSM1m\x01\x00\x00\x00\x00\x00\x00\x00l\x00\x00\x00\x00\x00\x00\x00\x00N",
+            "a dict key is a list",
+        ),
+        (b"RSM1n\x03|O8\x00\x00\x00\x00\x00\x00\x00\x00\x00", "numpy dtype '|O8' is not"),
+        (b"RSM1n\x03<f8\x01" + (2**40).to_bytes(8, "little") + bytes(8), "does not take 0 bytes"),
+        (b"RSM1aw\x04" + bytes(8), "array typecode 'w' is not one of"),
+        (
+            b"RSM1S\x01\x00\x00\x00\x00\x00\x00\x00l\x00\x00\x00\x00\x00\x00\x00\x00",
+            "a set holds a list",
+        ),
+    ],
+)
 def test_malformed_messages_are_message_errors(message: bytes, error: str) -> None:
     with pytest.raises(MessageError) as caught:
         decode(message)
@@ -131,8 +163,11 @@ class Planted:
 def test_a_pickle_is_never_executed(tmp_path: Path) -> None:
     marker = tmp_path / "code-ran"
     planted = pickle.dumps(Planted(str(marker)))
-    for message in (planted, b"RSM1" + planted, b"RSM1b" + len(planted).to_bytes(8, "little")
-                    + planted):
+    for message in (
+        planted,
+        b"RSM1" + planted,
+        b"RSM1b" + len(planted).to_bytes(8, "little") + planted,
+    ):
         try:
             value = decode(message)
         except MessageError:

@@ -57,8 +57,9 @@ def test_gather_result_on_a_rank_other_than_the_root_is_empty() -> None:
 
 
 def test_gather_result_orders_by_rank_and_skips_missing() -> None:
-    result = GatherResult(root=0, rank=0, world_size=4, values={2: "c", 0: "a", 1: "b"},
-                          missing=(3,))
+    result = GatherResult(
+        root=0, rank=0, world_size=4, values={2: "c", 0: "a", 1: "b"}, missing=(3,)
+    )
     assert result.in_rank_order() == ["a", "b", "c"]
     assert not result.complete
 
@@ -66,16 +67,25 @@ def test_gather_result_orders_by_rank_and_skips_missing() -> None:
 @pytest.mark.parametrize(
     ("call", "error", "message"),
     [
-        (lambda c: c.gather(1, root=1), RanksValueError,
-         "root must be in range(world_size) = range(1), got 1"),
+        (
+            lambda c: c.gather(1, root=1),
+            RanksValueError,
+            "root must be in range(world_size) = range(1), got 1",
+        ),
         (lambda c: c.bcast(1, root=-1), RanksValueError, "got -1"),
         (lambda c: c.gather(1, root=True), RanksTypeError, "root must be an int, got bool True"),
-        (lambda c: c.gather(1, timeout=-1), RanksValueError,
-         "timeout must be a finite number of seconds >= 0, got -1"),
+        (
+            lambda c: c.gather(1, timeout=-1),
+            RanksValueError,
+            "timeout must be a finite number of seconds >= 0, got -1",
+        ),
         (lambda c: c.barrier(timeout=float("inf")), RanksValueError, "got inf"),
         (lambda c: c.barrier(timeout=float("nan")), RanksValueError, "got nan"),
-        (lambda c: c.bcast(1, timeout="5"), RanksTypeError,
-         "timeout must be a number of seconds, got str '5'"),
+        (
+            lambda c: c.bcast(1, timeout="5"),
+            RanksTypeError,
+            "timeout must be a number of seconds, got str '5'",
+        ),
     ],
 )
 def test_collective_arguments_are_checked(call, error: type[Exception], message: str) -> None:  # type: ignore[no-untyped-def]
@@ -114,8 +124,12 @@ def test_create_picks_a_backend(
     tmp_path: Path, info: RankInfo, backend: str, with_dir: bool, chosen: type[Coordinator]
 ) -> None:
     directory = tmp_path / "rendezvous" if with_dir else None
-    coordinator = create_coordinator(info, backend=backend, rendezvous_dir=directory,  # type: ignore[arg-type]
-                                     timeout=5)
+    coordinator = create_coordinator(
+        info,
+        backend=backend,
+        rendezvous_dir=directory,  # type: ignore[arg-type]
+        timeout=5,
+    )
     assert type(coordinator) is chosen
     assert coordinator.timeout == 5.0
 
@@ -123,8 +137,11 @@ def test_create_picks_a_backend(
 @pytest.mark.parametrize(
     ("info", "backend", "message"),
     [
-        (RankInfo(0, 2, 0, 2, "h", "torchrun"), "auto",
-         "was not started by an MPI launcher: pass rendezvous_dir="),
+        (
+            RankInfo(0, 2, 0, 2, "h", "torchrun"),
+            "auto",
+            "was not started by an MPI launcher: pass rendezvous_dir=",
+        ),
         (RankInfo(0, 2, 0, 2, "h", "pmi"), "single", "backend='single' needs a world of one"),
         (RankInfo(0, 2, 0, 2, "h", "torchrun"), "file", "backend='file' needs rendezvous_dir"),
         (ALONE, "nccl", "backend must be one of auto, mpi, store, file, single; got 'nccl'"),
@@ -151,17 +168,29 @@ def test_an_object_that_is_not_data_names_the_rank_and_where_it_sits(tmp_path: P
     coordinator = FileCoordinator(info, tmp_path)
     with pytest.raises(RanksTypeError) as caught:
         coordinator.gather({"steps": [1, threading.Lock()]})
-    assert ("gather: on rank 1, the object['steps'][1] cannot be sent to another rank: "
-            "lock is not data") in str(caught.value)
+    assert (
+        "gather: on rank 1, the object['steps'][1] cannot be sent to another rank: lock is not data"
+    ) in str(caught.value)
     assert isinstance(caught.value, TypeError)
 
 
 # -- choosing a backend: launcher variables, an initialised torch, the job's folder -------
 
-TORCHRUN_RANK_1 = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2",
-                   "TORCHELASTIC_RUN_ID": "none", "TORCHELASTIC_RESTART_COUNT": "0"}
-SLURM_RANK_0 = {"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_LOCALID": "0",
-                "SLURM_JOB_ID": "4711", "SLURM_STEP_ID": "0"}
+TORCHRUN_RANK_1 = {
+    "RANK": "1",
+    "WORLD_SIZE": "2",
+    "LOCAL_RANK": "1",
+    "LOCAL_WORLD_SIZE": "2",
+    "TORCHELASTIC_RUN_ID": "none",
+    "TORCHELASTIC_RESTART_COUNT": "0",
+}
+SLURM_RANK_0 = {
+    "SLURM_PROCID": "0",
+    "SLURM_NTASKS": "2",
+    "SLURM_LOCALID": "0",
+    "SLURM_JOB_ID": "4711",
+    "SLURM_STEP_ID": "0",
+}
 HYDRA_RANK_0 = {"PMI_RANK": "0", "PMI_SIZE": "2"}
 
 
@@ -182,7 +211,8 @@ def torch_initialised(monkeypatch: pytest.MonkeyPatch, rank: int, world_size: in
     module.get_rank = lambda: rank  # type: ignore[attr-defined]
     module.get_world_size = lambda: world_size  # type: ignore[attr-defined]
     module.distributed_c10d = types.SimpleNamespace(  # type: ignore[attr-defined]
-        _get_default_store=UnusedStore)
+        _get_default_store=UnusedStore
+    )
     monkeypatch.setitem(sys.modules, "torch.distributed", module)
 
 
@@ -198,8 +228,12 @@ def torch_initialised(monkeypatch: pytest.MonkeyPatch, rank: int, world_size: in
     ],
 )
 def test_auto_choice_from_the_launcher_and_torch(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, environ: dict[str, str], torch: bool,
-    with_rendezvous: bool, chosen: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    environ: dict[str, str],
+    torch: bool,
+    with_rendezvous: bool,
+    chosen: str,
 ) -> None:
     info = detect(environ)
     if torch:
@@ -230,7 +264,8 @@ def test_torch_imported_but_not_initialised_is_ignored(monkeypatch: pytest.Monke
 
 
 def test_torchrun_without_torch_meets_in_the_job_folder(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     monkeypatch.delitem(sys.modules, "torch.distributed", raising=False)
     monkeypatch.setattr(os, "environ", {**os.environ, **TORCHRUN_RANK_1})
@@ -246,7 +281,9 @@ def test_without_any_way_to_meet_the_error_names_every_option(
     with pytest.raises(RanksValueError) as caught:
         create_coordinator(detect(SLURM_RANK_0))
     message = str(caught.value)
-    assert "this job (2 ranks, launcher slurm) was not started by an MPI launcher: pass " \
-           "rendezvous_dir=<a folder every rank sees, used by this job only> (or " \
-           "job_dir=<the job's directory>) for the file backend, initialise " \
-           "torch.distributed's process group first for the store backend" in message
+    assert (
+        "this job (2 ranks, launcher slurm) was not started by an MPI launcher: pass "
+        "rendezvous_dir=<a folder every rank sees, used by this job only> (or "
+        "job_dir=<the job's directory>) for the file backend, initialise "
+        "torch.distributed's process group first for the store backend" in message
+    )

@@ -24,8 +24,15 @@ from rankscribe.ranks import (
 )
 
 OTHER_UID = 65534
-LAUNCHER_VARIABLES = ("RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID",
-                      "RANKSCRIBE_JOB_ID", "MASTER_ADDR", "MASTER_PORT")
+LAUNCHER_VARIABLES = (
+    "RANK",
+    "WORLD_SIZE",
+    "TORCHELASTIC_RUN_ID",
+    "SLURM_JOB_ID",
+    "RANKSCRIBE_JOB_ID",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+)
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="chown to another uid needs root")
 
@@ -58,8 +65,9 @@ def test_a_folder_of_another_user_is_refused(tmp_path: Path) -> None:
     with pytest.raises(RendezvousError) as caught:
         FileCoordinator(info(0), shared)
     message = str(caught.value)
-    assert f"rendezvous_dir {shared} belongs to uid {OTHER_UID}, not to this user (uid 0)" \
-        in message
+    assert (
+        f"rendezvous_dir {shared} belongs to uid {OTHER_UID}, not to this user (uid 0)" in message
+    )
     assert "pass rendezvous_dir=<a new folder of your own>" in message
     assert isinstance(caught.value, OSError)
     assert list(shared.iterdir()) == []  # nothing written there
@@ -77,8 +85,9 @@ def test_a_folder_others_may_write_is_refused_and_its_planted_pickle_never_runs(
     (planted / "rank_1.pickle").write_bytes(pickle.dumps(Planted(marker)))
     with pytest.raises(RendezvousError) as caught:
         create_coordinator(info(0), rendezvous_dir=shared, timeout=5)
-    assert (f"rendezvous_dir {shared} is writable by its group or by others (mode 0777)"
-            in str(caught.value))
+    assert f"rendezvous_dir {shared} is writable by its group or by others (mode 0777)" in str(
+        caught.value
+    )
     assert f"run `chmod go-w {shared}` if it is yours" in str(caught.value)
     assert not marker.exists()
 
@@ -87,14 +96,19 @@ def test_a_hidden_job_folder_others_may_write_is_refused(tmp_path: Path) -> None
     hidden = tmp_path / JOB_RENDEZVOUS_DIRNAME
     hidden.mkdir()
     hidden.chmod(0o777)
-    with pytest.raises(RendezvousError, match=r"the rendezvous folder .* is writable by its "
-                                              r"group or by others \(mode 0777\)"):
+    with pytest.raises(
+        RendezvousError,
+        match=r"the rendezvous folder .* is writable by its "
+        r"group or by others \(mode 0777\)",
+    ):
         create_coordinator(info(0), job_dir=tmp_path, timeout=5)
 
 
 @pytest.mark.parametrize("name", ["rank_1.pickle", "rank_1.msg"])
 def test_a_planted_message_in_an_own_folder_never_runs(
-    tmp_path: Path, name: str, caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
+    name: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     # Whatever the file holds, it is decoded as data: the rank counts as missing.
     marker = tmp_path / "code-ran"
@@ -106,13 +120,16 @@ def test_a_planted_message_in_an_own_folder_never_runs(
     assert result.values == {0: "mine"} and result.missing == (1,)
     assert not marker.exists()
     if name.endswith(".msg"):
-        assert "gather #1: rank 1 counts as missing: gather: the message from rank 1 is not " \
-               "one this package writes: not a rankscribe.ranks message" in caplog.text
+        assert (
+            "gather #1: rank 1 counts as missing: gather: the message from rank 1 is not "
+            "one this package writes: not a rankscribe.ranks message" in caplog.text
+        )
 
 
 @needs_root
 def test_a_message_file_of_another_user_is_not_read(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     coordinator = FileCoordinator(info(0), tmp_path / "rendezvous")
     folder = tmp_path / "rendezvous" / "000001.gather"

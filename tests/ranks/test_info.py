@@ -21,14 +21,36 @@ from rankscribe.ranks.errors import BackendUnavailableError
 
 HOST = socket.gethostname()
 
-OPENMPI = {"OMPI_COMM_WORLD_RANK": "5", "OMPI_COMM_WORLD_SIZE": "8",
-           "OMPI_COMM_WORLD_LOCAL_RANK": "1", "OMPI_COMM_WORLD_LOCAL_SIZE": "4"}
-HYDRA = {"PMI_RANK": "3", "PMI_SIZE": "4", "MPI_LOCALRANKID": "1", "MPI_LOCALNRANKS": "2",
-         "PMI_FD": "9", "PMI_HOSTNAME": "vm"}
-TORCHRUN = {"RANK": "6", "WORLD_SIZE": "8", "LOCAL_RANK": "2", "LOCAL_WORLD_SIZE": "4",
-            "TORCHELASTIC_RUN_ID": "none", "MASTER_ADDR": "127.0.0.1"}
-SLURM = {"SLURM_PROCID": "5", "SLURM_NTASKS": "7", "SLURM_LOCALID": "0",
-         "SLURM_NODEID": "2", "SLURM_STEP_TASKS_PER_NODE": "2(x2),3", "SLURM_JOB_ID": "77"}
+OPENMPI = {
+    "OMPI_COMM_WORLD_RANK": "5",
+    "OMPI_COMM_WORLD_SIZE": "8",
+    "OMPI_COMM_WORLD_LOCAL_RANK": "1",
+    "OMPI_COMM_WORLD_LOCAL_SIZE": "4",
+}
+HYDRA = {
+    "PMI_RANK": "3",
+    "PMI_SIZE": "4",
+    "MPI_LOCALRANKID": "1",
+    "MPI_LOCALNRANKS": "2",
+    "PMI_FD": "9",
+    "PMI_HOSTNAME": "vm",
+}
+TORCHRUN = {
+    "RANK": "6",
+    "WORLD_SIZE": "8",
+    "LOCAL_RANK": "2",
+    "LOCAL_WORLD_SIZE": "4",
+    "TORCHELASTIC_RUN_ID": "none",
+    "MASTER_ADDR": "127.0.0.1",
+}
+SLURM = {
+    "SLURM_PROCID": "5",
+    "SLURM_NTASKS": "7",
+    "SLURM_LOCALID": "0",
+    "SLURM_NODEID": "2",
+    "SLURM_STEP_TASKS_PER_NODE": "2(x2),3",
+    "SLURM_JOB_ID": "77",
+}
 
 
 @pytest.fixture(autouse=True)
@@ -42,17 +64,37 @@ def _no_mpi4py(monkeypatch: pytest.MonkeyPatch) -> None:
     [
         pytest.param(OPENMPI, RankInfo(5, 8, 1, 4, HOST, "openmpi"), id="openmpi"),
         pytest.param(HYDRA, RankInfo(3, 4, 1, 2, HOST, "pmi"), id="mpich-hydra"),
-        pytest.param({"PMI_RANK": "0", "PMI_SIZE": "2", "MPI_LOCALRANKID": "0",
-                      "MPI_LOCALNRANKS": "1", "I_MPI_ROOT": "/opt/intel/mpi"},
-                     RankInfo(0, 2, 0, 1, HOST, "pmi"), id="intel-mpi"),
-        pytest.param({"PMIX_RANK": "4", "SLURM_NTASKS": "6", "SLURM_LOCALID": "1",
-                      "SLURM_NODEID": "1", "SLURM_TASKS_PER_NODE": "3(x2)", "PMIX_NAMESPACE": "x"},
-                     RankInfo(4, 6, 1, 3, HOST, "pmix"), id="pmix-under-srun"),
+        pytest.param(
+            {
+                "PMI_RANK": "0",
+                "PMI_SIZE": "2",
+                "MPI_LOCALRANKID": "0",
+                "MPI_LOCALNRANKS": "1",
+                "I_MPI_ROOT": "/opt/intel/mpi",
+            },
+            RankInfo(0, 2, 0, 1, HOST, "pmi"),
+            id="intel-mpi",
+        ),
+        pytest.param(
+            {
+                "PMIX_RANK": "4",
+                "SLURM_NTASKS": "6",
+                "SLURM_LOCALID": "1",
+                "SLURM_NODEID": "1",
+                "SLURM_TASKS_PER_NODE": "3(x2)",
+                "PMIX_NAMESPACE": "x",
+            },
+            RankInfo(4, 6, 1, 3, HOST, "pmix"),
+            id="pmix-under-srun",
+        ),
         pytest.param(TORCHRUN, RankInfo(6, 8, 2, 4, HOST, "torchrun"), id="torchrun"),
         pytest.param(SLURM, RankInfo(5, 7, 0, 3, HOST, "slurm"), id="slurm"),
         pytest.param({}, RankInfo(0, 1, 0, 1, HOST, "single"), id="single"),
-        pytest.param({"RANK": "3"}, RankInfo(0, 1, 0, 1, HOST, "single"),
-                     id="stray-RANK-alone-is-not-torchrun"),
+        pytest.param(
+            {"RANK": "3"},
+            RankInfo(0, 1, 0, 1, HOST, "single"),
+            id="stray-RANK-alone-is-not-torchrun",
+        ),
     ],
 )
 def test_each_launcher(environ: dict[str, str], expected: RankInfo) -> None:
@@ -90,34 +132,87 @@ def test_missing_local_variables_mean_one_node() -> None:
 @pytest.mark.parametrize(
     ("environ", "variable", "value", "expected"),
     [
-        pytest.param({"PMI_RANK": "two", "PMI_SIZE": "4"}, "PMI_RANK", "two",
-                     "non-negative integer", id="non-numeric"),
-        pytest.param({"OMPI_COMM_WORLD_RANK": "-1", "OMPI_COMM_WORLD_SIZE": "4"},
-                     "OMPI_COMM_WORLD_RANK", "-1", "non-negative integer", id="negative"),
-        pytest.param({"PMI_RANK": "4", "PMI_SIZE": "4"}, "PMI_RANK", "4",
-                     "below PMI_SIZE=4", id="rank-equals-size"),
-        pytest.param({"RANK": "9", "WORLD_SIZE": "8"}, "RANK", "9", "below WORLD_SIZE=8",
-                     id="rank-above-size"),
-        pytest.param({"PMI_RANK": "0", "PMI_SIZE": "0"}, "PMI_SIZE", "0", "positive integer",
-                     id="zero-size"),
-        pytest.param({"PMI_RANK": "0"}, "PMI_SIZE", None, "positive integer",
-                     id="size-missing"),
-        pytest.param({"SLURM_PROCID": "1", "SLURM_NTASKS": "2.0"}, "SLURM_NTASKS", "2.0",
-                     "positive integer", id="float-size"),
-        pytest.param({"PMI_RANK": "٣", "PMI_SIZE": "4"}, "PMI_RANK", "٣",
-                     "non-negative integer", id="non-ascii-digit"),
-        pytest.param({**HYDRA, "MPI_LOCALRANKID": "2"}, "MPI_LOCALRANKID", "2",
-                     "below MPI_LOCALNRANKS=2", id="local-rank-equals-local-size"),
-        pytest.param({**OPENMPI, "OMPI_COMM_WORLD_LOCAL_SIZE": "9"},
-                     "OMPI_COMM_WORLD_LOCAL_SIZE", "9", "at most OMPI_COMM_WORLD_SIZE=8",
-                     id="local-size-above-size"),
-        pytest.param({**TORCHRUN, "LOCAL_RANK": "x"}, "LOCAL_RANK", "x",
-                     "non-negative integer", id="bad-local-rank"),
-        pytest.param({**SLURM, "SLURM_STEP_TASKS_PER_NODE": "2(x"},
-                     "SLURM_STEP_TASKS_PER_NODE", "2(x", "a list like '2(x3),1'",
-                     id="bad-slurm-task-list"),
-        pytest.param({**SLURM, "SLURM_NODEID": "3"}, "SLURM_NODEID", "3",
-                     "below the number of nodes", id="slurm-node-beyond-list"),
+        pytest.param(
+            {"PMI_RANK": "two", "PMI_SIZE": "4"},
+            "PMI_RANK",
+            "two",
+            "non-negative integer",
+            id="non-numeric",
+        ),
+        pytest.param(
+            {"OMPI_COMM_WORLD_RANK": "-1", "OMPI_COMM_WORLD_SIZE": "4"},
+            "OMPI_COMM_WORLD_RANK",
+            "-1",
+            "non-negative integer",
+            id="negative",
+        ),
+        pytest.param(
+            {"PMI_RANK": "4", "PMI_SIZE": "4"},
+            "PMI_RANK",
+            "4",
+            "below PMI_SIZE=4",
+            id="rank-equals-size",
+        ),
+        pytest.param(
+            {"RANK": "9", "WORLD_SIZE": "8"},
+            "RANK",
+            "9",
+            "below WORLD_SIZE=8",
+            id="rank-above-size",
+        ),
+        pytest.param(
+            {"PMI_RANK": "0", "PMI_SIZE": "0"}, "PMI_SIZE", "0", "positive integer", id="zero-size"
+        ),
+        pytest.param({"PMI_RANK": "0"}, "PMI_SIZE", None, "positive integer", id="size-missing"),
+        pytest.param(
+            {"SLURM_PROCID": "1", "SLURM_NTASKS": "2.0"},
+            "SLURM_NTASKS",
+            "2.0",
+            "positive integer",
+            id="float-size",
+        ),
+        pytest.param(
+            {"PMI_RANK": "٣", "PMI_SIZE": "4"},
+            "PMI_RANK",
+            "٣",
+            "non-negative integer",
+            id="non-ascii-digit",
+        ),
+        pytest.param(
+            {**HYDRA, "MPI_LOCALRANKID": "2"},
+            "MPI_LOCALRANKID",
+            "2",
+            "below MPI_LOCALNRANKS=2",
+            id="local-rank-equals-local-size",
+        ),
+        pytest.param(
+            {**OPENMPI, "OMPI_COMM_WORLD_LOCAL_SIZE": "9"},
+            "OMPI_COMM_WORLD_LOCAL_SIZE",
+            "9",
+            "at most OMPI_COMM_WORLD_SIZE=8",
+            id="local-size-above-size",
+        ),
+        pytest.param(
+            {**TORCHRUN, "LOCAL_RANK": "x"},
+            "LOCAL_RANK",
+            "x",
+            "non-negative integer",
+            id="bad-local-rank",
+        ),
+        pytest.param(
+            {**SLURM, "SLURM_STEP_TASKS_PER_NODE": "2(x"},
+            "SLURM_STEP_TASKS_PER_NODE",
+            "2(x",
+            "a list like '2(x3),1'",
+            id="bad-slurm-task-list",
+        ),
+        pytest.param(
+            {**SLURM, "SLURM_NODEID": "3"},
+            "SLURM_NODEID",
+            "3",
+            "below the number of nodes",
+            id="slurm-node-beyond-list",
+        ),
     ],
 )
 def test_malformed_or_contradictory_variables(
@@ -204,19 +299,30 @@ def test_rank_info_checks_its_numbers(
     assert message in str(caught.value)
 
 
-@pytest.mark.parametrize(("environ", "name"), [
-    ({}, "job"),
-    ({"SLURM_JOB_ID": "1234", "SLURM_STEP_ID": "0"}, "slurm.1234.0"),
-    ({"TORCHELASTIC_RUN_ID": "none", "TORCHELASTIC_RESTART_COUNT": "0"}, "torchrun.none.0"),
-    # torchrun's default run id is "none" for every job: the port its ranks meet at is not.
-    ({"TORCHELASTIC_RUN_ID": "none", "TORCHELASTIC_RESTART_COUNT": "0",
-      "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500"}, "torchrun.none.0.10.0.0.1.29500"),
-    ({"MASTER_ADDR": "localhost", "MASTER_PORT": "1234"}, "job.localhost.1234"),
-    # The user's own id wins, and cannot climb out of the folder it names.
-    ({"RANKSCRIBE_JOB_ID": "../../etc", "MASTER_PORT": "1"}, "id..._.._etc"),
-])
+@pytest.mark.parametrize(
+    ("environ", "name"),
+    [
+        ({}, "job"),
+        ({"SLURM_JOB_ID": "1234", "SLURM_STEP_ID": "0"}, "slurm.1234.0"),
+        ({"TORCHELASTIC_RUN_ID": "none", "TORCHELASTIC_RESTART_COUNT": "0"}, "torchrun.none.0"),
+        # torchrun's default run id is "none" for every job: the port its ranks meet at is not.
+        (
+            {
+                "TORCHELASTIC_RUN_ID": "none",
+                "TORCHELASTIC_RESTART_COUNT": "0",
+                "MASTER_ADDR": "10.0.0.1",
+                "MASTER_PORT": "29500",
+            },
+            "torchrun.none.0.10.0.0.1.29500",
+        ),
+        ({"MASTER_ADDR": "localhost", "MASTER_PORT": "1234"}, "job.localhost.1234"),
+        # The user's own id wins, and cannot climb out of the folder it names.
+        ({"RANKSCRIBE_JOB_ID": "../../etc", "MASTER_PORT": "1"}, "id..._.._etc"),
+    ],
+)
 def test_the_launch_name_tells_concurrent_launches_apart(
-    environ: dict[str, str], name: str,
+    environ: dict[str, str],
+    name: str,
 ) -> None:
     from rankscribe.ranks._info import launch_name
 

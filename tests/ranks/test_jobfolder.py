@@ -24,24 +24,51 @@ from rankscribe.ranks import (
 WORKER = Path(__file__).resolve().parent / "file_worker.py"
 PROCESS_TIMEOUT = 60
 LAUNCH = {"TORCHELASTIC_RUN_ID": "none", "TORCHELASTIC_RESTART_COUNT": "0"}
-LAUNCHER_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "SLURM_PROCID",
-                      "SLURM_JOB_ID", "SLURM_STEP_ID", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
-                      "PMIX_RANK", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT",
-                      "MASTER_ADDR", "MASTER_PORT", "RANKSCRIBE_JOB_ID")
+LAUNCHER_VARIABLES = (
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "SLURM_PROCID",
+    "SLURM_JOB_ID",
+    "SLURM_STEP_ID",
+    "OMPI_COMM_WORLD_RANK",
+    "PMI_RANK",
+    "PMIX_RANK",
+    "TORCHELASTIC_RUN_ID",
+    "TORCHELASTIC_RESTART_COUNT",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "RANKSCRIBE_JOB_ID",
+)
 
 
-def run_ranks(job_dirs: list[Path], out: Path, scenario: str,
-              timeout: float = 30.0) -> dict[int, dict[str, Any]]:
+def run_ranks(
+    job_dirs: list[Path], out: Path, scenario: str, timeout: float = 30.0
+) -> dict[int, dict[str, Any]]:
     """Rank r of a ``len(job_dirs)``-rank torchrun-like job, with ``job_dir=job_dirs[r]``."""
     out.mkdir()
     world_size = len(job_dirs)
     base = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES}
     processes = []
     for rank, job_dir in enumerate(job_dirs):
-        env = {**base, **LAUNCH, "RANK": str(rank), "WORLD_SIZE": str(world_size),
-               "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": str(world_size)}
-        command = [sys.executable, str(WORKER), scenario, str(job_dir), str(out), str(timeout),
-                   "job"]
+        env = {
+            **base,
+            **LAUNCH,
+            "RANK": str(rank),
+            "WORLD_SIZE": str(world_size),
+            "LOCAL_RANK": str(rank),
+            "LOCAL_WORLD_SIZE": str(world_size),
+        }
+        command = [
+            sys.executable,
+            str(WORKER),
+            scenario,
+            str(job_dir),
+            str(out),
+            str(timeout),
+            "job",
+        ]
         processes.append(subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True))
     try:
         for process in processes:
@@ -60,10 +87,12 @@ def test_ranks_meet_in_the_job_folder_and_a_later_run_in_a_new_one(tmp_path: Pat
         records = run_ranks([job, job], tmp_path / f"out{run}", "collectives")
         root = records[0]
         assert root["missing"] == [] and root["values"] == {
-            str(r): {"rank": r, "steps": list(range(r))} for r in range(2)}
+            str(r): {"rank": r, "steps": list(range(r))} for r in range(2)
+        }
         assert {record["word"] for record in records.values()} == {"hello from 1"}
         assert {(r["backend"], r["folder"]) for r in records.values()} == {
-            ("file", str(launch / folder))}
+            ("file", str(launch / folder))
+        }
     assert sorted(p.name for p in launch.iterdir()) == ["000000", "000001", "generations.lock"]
     hidden = job / JOB_RENDEZVOUS_DIRNAME
     assert stat.S_IMODE(hidden.stat().st_mode) == 0o700
@@ -104,7 +133,8 @@ def ended_pid() -> int:
 
 
 def test_folders_of_another_world_size_or_of_ended_processes_are_skipped(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     for name in LAUNCHER_VARIABLES:
         monkeypatch.delenv(name, raising=False)
@@ -132,7 +162,9 @@ def test_a_planted_link_is_refused(tmp_path: Path) -> None:
     (job / JOB_RENDEZVOUS_DIRNAME).symlink_to(elsewhere)
     with pytest.raises(RendezvousError) as caught:
         create_coordinator(info(0, 2), job_dir=job, timeout=5)
-    assert (f"the rendezvous folder {job / JOB_RENDEZVOUS_DIRNAME} is a symbolic link, where "
-            "this package makes a folder of its own; remove it") in str(caught.value)
+    assert (
+        f"the rendezvous folder {job / JOB_RENDEZVOUS_DIRNAME} is a symbolic link, where "
+        "this package makes a folder of its own; remove it"
+    ) in str(caught.value)
     assert isinstance(caught.value, OSError)
     assert list(elsewhere.iterdir()) == []

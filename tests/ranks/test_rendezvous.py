@@ -23,15 +23,25 @@ WORKER = Path(__file__).resolve().parent / "file_worker.py"
 PROCESS_TIMEOUT = 60
 
 
-def run_ranks(tmp_path: Path, scenario: str, world_size: int, started: list[int] | None = None,
-              timeout: float = 30.0) -> dict[int, dict[str, Any]]:
+def run_ranks(
+    tmp_path: Path,
+    scenario: str,
+    world_size: int,
+    started: list[int] | None = None,
+    timeout: float = 30.0,
+) -> dict[int, dict[str, Any]]:
     """Start ranks ``started`` (all by default) of a ``world_size`` job; return their records."""
     rendezvous, out = tmp_path / "rendezvous", tmp_path / "out"
     out.mkdir()
     processes = []
     for rank in started if started is not None else range(world_size):
-        env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": str(world_size),
-               "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": str(world_size)}
+        env = {
+            **os.environ,
+            "RANK": str(rank),
+            "WORLD_SIZE": str(world_size),
+            "LOCAL_RANK": str(rank),
+            "LOCAL_WORLD_SIZE": str(world_size),
+        }
         command = [sys.executable, str(WORKER), scenario, str(rendezvous), str(out), str(timeout)]
         processes.append(subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True))
     try:
@@ -92,11 +102,17 @@ def test_files_on_disk(tmp_path: Path) -> None:
     rendezvous = tmp_path / "rendezvous"
     names = sorted(p.relative_to(rendezvous).as_posix() for p in rendezvous.rglob("*"))
     assert names == [
-        "000001.gather", "000001.gather/rank_1.msg",
-        "000002.bcast", "000002.bcast/root.msg",
-        "000003.barrier", "000003.barrier/rank_0", "000003.barrier/rank_1",
-        "000004.gather", "000004.gather/rank_0.msg",
-        "members.json", "members.json.lock",
+        "000001.gather",
+        "000001.gather/rank_1.msg",
+        "000002.bcast",
+        "000002.bcast/root.msg",
+        "000003.barrier",
+        "000003.barrier/rank_0",
+        "000003.barrier/rank_1",
+        "000004.gather",
+        "000004.gather/rank_0.msg",
+        "members.json",
+        "members.json.lock",
     ]
     assert stat.S_IMODE(rendezvous.stat().st_mode) == 0o700
     assert stat.S_IMODE((rendezvous / "000001.gather" / "rank_1.msg").stat().st_mode) == 0o600

@@ -34,7 +34,7 @@ def test_shares_are_disjoint(items: list[int], world_size: int) -> None:
 def test_each_share_is_a_contiguous_run_in_input_order(items: list[int], world_size: int) -> None:
     start = 0
     for share in all_shares(items, world_size):
-        assert share == items[start:start + len(share)]
+        assert share == items[start : start + len(share)]
         start += len(share)
 
 

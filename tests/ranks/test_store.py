@@ -75,8 +75,10 @@ def info(rank: int, world_size: int) -> RankInfo:
 
 
 def coordinators(store: Any, world_size: int, **kwargs: Any) -> list[StoreCoordinator]:
-    return [StoreCoordinator(info(rank, world_size), store=store, namespace="test", **kwargs)
-            for rank in range(world_size)]
+    return [
+        StoreCoordinator(info(rank, world_size), store=store, namespace="test", **kwargs)
+        for rank in range(world_size)
+    ]
 
 
 def on_ranks(
@@ -134,8 +136,10 @@ def test_a_rank_that_skips_the_gather_is_named_within_the_timeout(
     elapsed = time.monotonic() - started
     assert result.values == {0: "from 0", 1: "from 1"} and result.missing == (2,)
     assert 1.0 <= elapsed < 1.0 + SLACK
-    assert "gather #1: no object from rank(s) 2 within 1 s in the store under " \
-           "rankscribe/test/1/" in caplog.text
+    assert (
+        "gather #1: no object from rank(s) 2 within 1 s in the store under "
+        "rankscribe/test/1/" in caplog.text
+    )
     # The late rank never deletes a key the root might still read; it is the last one
     # out of the gather, so it deletes what is left (its own object and the counter).
     late = absent.gather("from 2", timeout=1)
@@ -163,8 +167,10 @@ def test_barrier_names_the_absent_rank_on_every_present_rank() -> None:
         error = results[rank]
         assert isinstance(error, BarrierTimeoutError) and isinstance(error, TimeoutError)
         assert error.missing == (2,)
-        assert "barrier #1 timed out after 0.5 s: no arrival in the store under " \
-               "rankscribe/test/1/ (missing ranks: 2)" in str(error)
+        assert (
+            "barrier #1 timed out after 0.5 s: no arrival in the store under "
+            "rankscribe/test/1/ (missing ranks: 2)" in str(error)
+        )
 
 
 def test_bcast_whose_root_never_comes_times_out_naming_it() -> None:
@@ -173,8 +179,9 @@ def test_bcast_whose_root_never_comes_times_out_naming_it() -> None:
     with pytest.raises(CollectiveTimeoutError) as caught:
         other.bcast(None, timeout=0.2)
     assert caught.value.missing == (0,)
-    assert "bcast #1 timed out after 0.2 s: root 0 set nothing under rankscribe/test/1/root" \
-           in str(caught.value)
+    assert "bcast #1 timed out after 0.2 s: root 0 set nothing under rankscribe/test/1/root" in str(
+        caught.value
+    )
 
 
 def test_bcast_root_names_the_ranks_it_did_not_reach(caplog: pytest.LogCaptureFixture) -> None:
@@ -189,11 +196,14 @@ def test_bcast_root_names_the_ranks_it_did_not_reach(caplog: pytest.LogCaptureFi
 def test_ranks_in_different_collectives_are_told() -> None:
     store = MemoryStore()
     ranks = coordinators(store, 2, timeout=10)
-    results = on_ranks(ranks, lambda c: c.gather(1, timeout=2) if c.rank == 0
-                       else c.barrier(timeout=2))
+    results = on_ranks(
+        ranks, lambda c: c.gather(1, timeout=2) if c.rank == 0 else c.barrier(timeout=2)
+    )
     assert isinstance(results[0], CollectiveMismatchError)
-    assert "rank 0 is in gather #1 but rank 1 set 'barrier' there: every rank must call every " \
-           "collective in the same order" in str(results[0])
+    assert (
+        "rank 0 is in gather #1 but rank 1 set 'barrier' there: every rank must call every "
+        "collective in the same order" in str(results[0])
+    )
 
 
 def test_an_unreadable_object_counts_as_missing() -> None:
@@ -213,8 +223,10 @@ def test_a_failing_store_raises_a_store_error_naming_the_request() -> None:
     with pytest.raises(StoreError) as caught:
         other.gather("mine")
     assert isinstance(caught.value, RuntimeError)
-    assert "rank 1: the store refused set 'rankscribe/test/1/rank_1' (RuntimeError: " \
-           "Connection reset by peer)" in str(caught.value)
+    assert (
+        "rank 1: the store refused set 'rankscribe/test/1/rank_1' (RuntimeError: "
+        "Connection reset by peer)" in str(caught.value)
+    )
 
 
 def test_a_store_that_cannot_delete_keeps_the_keys(caplog: pytest.LogCaptureFixture) -> None:
@@ -228,15 +240,21 @@ def test_a_store_that_cannot_delete_keeps_the_keys(caplog: pytest.LogCaptureFixt
         results = on_ranks(ranks, lambda c: (c.gather(c.rank), c.gather(c.rank + 1)))
     assert results[0][1].values == {0: 1, 1: 2}
     assert caplog.text.count("the store keeps this job's keys") == 1
-    assert sorted(store.data) == ["rankscribe/test/1/out", "rankscribe/test/1/rank_1",
-                                  "rankscribe/test/2/out", "rankscribe/test/2/rank_1"]
+    assert sorted(store.data) == [
+        "rankscribe/test/1/out",
+        "rankscribe/test/1/rank_1",
+        "rankscribe/test/2/out",
+        "rankscribe/test/2/rank_1",
+    ]
 
 
 def test_a_store_needs_the_requests_the_backend_makes() -> None:
     with pytest.raises(RanksTypeError) as caught:
         StoreCoordinator(info(0, 2), store=object())  # type: ignore[arg-type]
-    assert "store must offer set, get, check, add and delete_key (a torch c10d Store), got " \
-           "object without set" in str(caught.value)
+    assert (
+        "store must offer set, get, check, add and delete_key (a torch c10d Store), got "
+        "object without set" in str(caught.value)
+    )
     with pytest.raises(RanksValueError, match="namespace must be a non-empty str, got ''"):
         StoreCoordinator(info(0, 2), store=MemoryStore(), namespace="")
 
@@ -254,14 +272,17 @@ def test_coordinators_made_in_the_same_order_share_keys_and_no_other(
     assert first[0].namespace == first[1].namespace
     assert first[0].namespace.startswith("rankscribe/torchrun.abc_1.2/")
     assert second[0].namespace == second[1].namespace != first[0].namespace
-    results = on_ranks([first[0], first[1], second[0], second[1]],
-                       lambda c: c.gather((c.namespace, c.rank), timeout=5))
+    results = on_ranks(
+        [first[0], first[1], second[0], second[1]],
+        lambda c: c.gather((c.namespace, c.rank), timeout=5),
+    )
     assert results[0].values == {r: (first[0].namespace, r) for r in range(2)}
     assert results[2].values == {r: (second[0].namespace, r) for r in range(2)}
 
 
-def fake_distributed(rank: int, world_size: int, store: Any,
-                     initialized: bool = True) -> types.ModuleType:
+def fake_distributed(
+    rank: int, world_size: int, store: Any, initialized: bool = True
+) -> types.ModuleType:
     """What this package reads of ``torch.distributed``, as a module in sys.modules."""
     module = types.ModuleType("torch.distributed")
     module.is_available = lambda: True  # type: ignore[attr-defined]
@@ -269,7 +290,8 @@ def fake_distributed(rank: int, world_size: int, store: Any,
     module.get_rank = lambda: rank  # type: ignore[attr-defined]
     module.get_world_size = lambda: world_size  # type: ignore[attr-defined]
     module.distributed_c10d = types.SimpleNamespace(  # type: ignore[attr-defined]
-        _get_default_store=lambda: store)
+        _get_default_store=lambda: store
+    )
     return module
 
 
@@ -277,28 +299,34 @@ def test_default_store_is_torch_distributed_default_group_store(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     store = MemoryStore()
-    monkeypatch.setitem(__import__("sys").modules, "torch.distributed",
-                        fake_distributed(0, 1, store))
+    monkeypatch.setitem(
+        __import__("sys").modules, "torch.distributed", fake_distributed(0, 1, store)
+    )
     coordinator = StoreCoordinator(RankInfo(0, 1, 0, 1, "h", "torch"), namespace="t")
     coordinator.barrier(timeout=1)
     assert "add" in store.requests
 
 
 def test_default_store_must_agree_with_the_rank(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(__import__("sys").modules, "torch.distributed",
-                        fake_distributed(1, 4, MemoryStore()))
+    monkeypatch.setitem(
+        __import__("sys").modules, "torch.distributed", fake_distributed(1, 4, MemoryStore())
+    )
     with pytest.raises(RanksValueError) as caught:
         StoreCoordinator(info(0, 2))
-    assert "torch.distributed says rank 1 of 4 but info says rank 0 of 2 (launcher torchrun)" \
-           in str(caught.value)
+    assert (
+        "torch.distributed says rank 1 of 4 but info says rank 0 of 2 (launcher torchrun)"
+        in str(caught.value)
+    )
 
 
 def test_store_backend_without_torch_says_what_it_needs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delitem(__import__("sys").modules, "torch.distributed", raising=False)
     with pytest.raises(BackendUnavailableError) as caught:
         create_coordinator(info(0, 2), backend="store")
-    assert "the store backend needs torch.distributed's default process group: import torch " \
-           "and call torch.distributed.init_process_group first" in str(caught.value)
+    assert (
+        "the store backend needs torch.distributed's default process group: import torch "
+        "and call torch.distributed.init_process_group first" in str(caught.value)
+    )
     assert isinstance(caught.value, ImportError)
 
 

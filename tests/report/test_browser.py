@@ -24,8 +24,14 @@ from .conftest import SINGLE_RUNS, Base
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 # plotly.js is 4.8 MB of script to parse; a shared 2-core machine can take a while.
 LOAD_TIMEOUT_MS = 180_000
@@ -38,8 +44,10 @@ def _why_no_browser() -> str | None:
     note = os.environ.get("RANKSCRIBE_CHROMIUM_NOTE", "")
     if note and os.path.isfile(note):
         return Path(note).read_text(encoding="utf-8").strip()
-    return (f"{CHROMIUM} is missing: tools/install_chromium.sh installs Debian's chromium "
-            "package (as root, with apt-get)")
+    return (
+        f"{CHROMIUM} is missing: tools/install_chromium.sh installs Debian's chromium "
+        "package (as root, with apt-get)"
+    )
 
 
 @dataclass
@@ -61,17 +69,32 @@ def loaded(base: Base, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Loa
     with sync_playwright() as playwright:
         # A persistent context is how playwright passes --user-data-dir to the browser.
         context = playwright.chromium.launch_persistent_context(
-            str(profile), executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
+            str(profile),
+            executable_path=CHROMIUM,
+            headless=True,
+            args=CHROMIUM_ARGS,
             viewport=VIEWPORT,
         )
         try:
             page = context.new_page()
             seen = Loaded(page)
             page.on("pageerror", lambda error: seen.errors.append(f"page error: {error}"))
-            page.on("console", lambda message: seen.errors.append(
-                f"console {message.type}: {message.text}") if message.type == "error" else None)
-            page.on("request", lambda request: None if request.url.startswith(
-                ("file:", "data:", "blob:")) else seen.fetched.append(request.url))
+            page.on(
+                "console",
+                lambda message: (
+                    seen.errors.append(f"console {message.type}: {message.text}")
+                    if message.type == "error"
+                    else None
+                ),
+            )
+            page.on(
+                "request",
+                lambda request: (
+                    None
+                    if request.url.startswith(("file:", "data:", "blob:"))
+                    else seen.fetched.append(request.url)
+                ),
+            )
             page.goto(report.as_uri(), wait_until="load", timeout=LOAD_TIMEOUT_MS)
             page.wait_for_selector(".js-plotly-plot .main-svg", timeout=LOAD_TIMEOUT_MS)
             yield seen
@@ -85,8 +108,11 @@ def test_no_javascript_error_and_nothing_fetched(loaded: Loaded) -> None:
 
 
 def _column(page: Any, index: int) -> list[str]:
-    return list(page.eval_on_selector_all(
-        "#runs-table tbody tr", f"rows => rows.map(row => row.cells[{index}].textContent)"))
+    return list(
+        page.eval_on_selector_all(
+            "#runs-table tbody tr", f"rows => rows.map(row => row.cells[{index}].textContent)"
+        )
+    )
 
 
 def test_the_table_has_a_row_per_run_and_sorts(loaded: Loaded, base: Base) -> None:
@@ -110,27 +136,32 @@ def test_plotly_drew_the_charts_as_svg(loaded: Loaded) -> None:
     plots = page.locator(".js-plotly-plot").count()
     assert plots >= 6  # compare, the job's loss, step time and its tags, the runs' tags
     drawn = page.eval_on_selector_all(
-        ".js-plotly-plot .scatterlayer path.js-line", "paths => paths.filter("
-        "path => (path.getAttribute('d') || '').length > 100).length")
+        ".js-plotly-plot .scatterlayer path.js-line",
+        "paths => paths.filter(path => (path.getAttribute('d') || '').length > 100).length",
+    )
     assert drawn >= 5
     assert page.locator(".js-plotly-plot .parcoords").count() == 1
     legend = page.eval_on_selector_all(
-        "#single-runs .js-plotly-plot .legendtext", "texts => texts.map(t => t.textContent)")
+        "#single-runs .js-plotly-plot .legendtext", "texts => texts.map(t => t.textContent)"
+    )
     assert set(SINGLE_RUNS) <= set(legend)
 
 
 def test_a_rank_curve_appears_when_its_legend_entry_is_clicked(loaded: Loaded) -> None:
     page = loaded.page
     chart = page.locator("#job-0 .js-plotly-plot").first
-    visible = "plot => plot.data.map(trace => [trace.name, trace.visible === undefined ? " \
-              "true : trace.visible])"
+    visible = (
+        "plot => plot.data.map(trace => [trace.name, trace.visible === undefined ? "
+        "true : trace.visible])"
+    )
     before = dict(chart.evaluate(visible))
     assert before["rank 0"] == "legendonly" and before["mean over ranks"] is True
     entry = chart.locator("g.traces", has=page.locator(".legendtext", has_text="rank 0"))
     entry.locator("rect.legendtoggle").click()  # what a user clicks: the legend entry
     page.wait_for_function(
         "() => document.querySelector('#job-0 .js-plotly-plot').data"
-        ".find(trace => trace.name === 'rank 0').visible === true")
+        ".find(trace => trace.name === 'rank 0').visible === true"
+    )
     assert dict(chart.evaluate(visible))["rank 1"] == "legendonly"
 
 
@@ -140,7 +171,8 @@ def test_a_collapsed_chart_fits_its_width_when_opened(loaded: Loaded) -> None:
     details.locator("summary").click()
     plot = details.locator(".js-plotly-plot")
     page.wait_for_function(
-        "el => el.getBoundingClientRect().width > 900", arg=plot.element_handle())
+        "el => el.getBoundingClientRect().width > 900", arg=plot.element_handle()
+    )
     assert plot.locator(".main-svg").first.bounding_box()["width"] > 900
 
 
@@ -162,7 +194,8 @@ def test_the_screenshot_shows_the_table_and_a_chart(loaded: Loaded, tmp_path: Pa
     page.locator("#job-0 .js-plotly-plot").first.screenshot(path=str(chart))
     image = Image.open(chart).convert("RGB")
     # The curves and the band are in colour; text, axes and grid are grey or black.
-    coloured = sum(count for count, rgb in image.getcolors(maxcolors=1 << 24) or []
-                   if max(rgb) - min(rgb) > 60)
+    coloured = sum(
+        count for count, rgb in image.getcolors(maxcolors=1 << 24) or [] if max(rgb) - min(rgb) > 60
+    )
     assert coloured > 2000, coloured
     assert loaded.errors == []

@@ -69,7 +69,9 @@ def test_usage_errors_are_exit_2(
 
 
 def test_without_plotly_it_says_what_to_install(
-    base: Base, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    base: Base,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     # None in sys.modules is how Python spells "this module cannot be imported".
@@ -93,8 +95,9 @@ def test_without_plotly_the_error_is_the_public_report_unavailable_error(
     for name in [name for name in sys.modules if name.split(".")[0] == "plotly"]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "plotly", None)
-    with pytest.raises(ReportUnavailableError, match=r"pip install 'rankscribe-lineage\[report\]'"
-                       ) as raised:
+    with pytest.raises(
+        ReportUnavailableError, match=r"pip install 'rankscribe-lineage\[report\]'"
+    ) as raised:
         require_plotly()
     # Catchable as the package's error and as the built-in it refines.
     assert isinstance(raised.value, LineageError)
@@ -107,15 +110,17 @@ def test_the_base_package_and_its_cli_do_not_import_plotly() -> None:
         "rankscribe.lineage.cli.build_parser()\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'plotly'))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
     assert done.stdout.strip() == "[]"
 
 
 def test_the_installed_command_lists_report() -> None:
     command = BIN / "rankscribe-lineage"
-    done = subprocess.run([str(command), "report", "--help"], capture_output=True, text=True,
-                          timeout=60, check=False)
+    done = subprocess.run(
+        [str(command), "report", "--help"], capture_output=True, text=True, timeout=60, check=False
+    )
     assert done.returncode == 0
     assert "-o FILE, --output FILE" in done.stdout
     assert "min and max" in done.stdout

@@ -33,8 +33,9 @@ def test_a_long_curve_keeps_its_spikes_ends_and_order() -> None:
     assert drawn_steps[drawn_values.tolist().index(40.0)] == steps[3_333]
     # Every point drawn is a recorded one, at its own step.
     recorded = dict(zip(steps.tolist(), values.tolist(), strict=True))
-    assert all(recorded[s] == v for s, v in zip(drawn_steps.tolist(), drawn_values.tolist(),
-                                                strict=True))
+    assert all(
+        recorded[s] == v for s, v in zip(drawn_steps.tolist(), drawn_values.tolist(), strict=True)
+    )
 
 
 def test_nan_is_not_an_extreme_unless_a_bucket_is_all_nan() -> None:
@@ -61,8 +62,7 @@ def test_arrays_of_different_lengths_are_refused() -> None:
 
 
 @given(
-    values=arrays(np.float64, st.integers(1, 3000),
-                  elements=st.floats(-1e6, 1e6, allow_nan=False)),
+    values=arrays(np.float64, st.integers(1, 3000), elements=st.floats(-1e6, 1e6, allow_nan=False)),
     max_points=st.integers(4, 400),
 )
 def test_the_global_extremes_and_ends_are_always_kept(values: np.ndarray, max_points: int) -> None:

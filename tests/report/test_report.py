@@ -82,8 +82,11 @@ def test_every_chart_is_valid_for_plotly(figures: list[dict[str, Any]]) -> None:
 
 
 def test_the_job_loss_is_a_band_with_hidden_rank_curves(figures: list[dict[str, Any]]) -> None:
-    loss = next(f for f in figures if title(f) == "loss"
-                and any(trace["name"] == "mean over ranks" for trace in f["data"]))
+    loss = next(
+        f
+        for f in figures
+        if title(f) == "loss" and any(trace["name"] == "mean over ranks" for trace in f["data"])
+    )
     names = [trace["name"] for trace in loss["data"]]
     assert names == ["min..max", "min..max", "mean over ranks", "rank 0", "rank 1"]
     assert loss["data"][1]["fill"] == "tonexty"
@@ -92,20 +95,23 @@ def test_the_job_loss_is_a_band_with_hidden_rank_curves(figures: list[dict[str, 
     assert 4 <= len(mean) <= 1000  # 1,500 steps, thinned for drawing
     # The highest point of the job's band is the highest loss any rank recorded.
     assert decoded(loss["data"][1]["y"]).max() == pytest.approx(
-        max(decoded(trace["y"]).max() for trace in loss["data"][3:]), rel=1e-6)
+        max(decoded(trace["y"]).max() for trace in loss["data"][3:]), rel=1e-6
+    )
 
 
 def test_step_time_marks_the_straggler(figures: list[dict[str, Any]]) -> None:
-    chart = next(f for f in figures
-                 if title(f).startswith("step time per rank"))
+    chart = next(f for f in figures if title(f).startswith("step time per rank"))
     assert title(chart).startswith("step time per rank: straggler rank 1")
     assert [trace["name"] for trace in chart["data"]] == ["rank 0", "rank 1 (straggler)"]
     assert chart["data"][1]["line"]["color"] == "#d62728"
 
 
 def test_single_runs_share_one_chart_per_tag(figures: list[dict[str, Any]]) -> None:
-    runs_loss = [f for f in figures if title(f) == "loss"
-                 and {trace["name"] for trace in f["data"]} == set(SINGLE_RUNS)]
+    runs_loss = [
+        f
+        for f in figures
+        if title(f) == "loss" and {trace["name"] for trace in f["data"]} == set(SINGLE_RUNS)
+    ]
     assert len(runs_loss) == 1
     trace = next(t for t in runs_loss[0]["data"] if t["name"] == "run-sgd")
     assert len(decoded(trace["x"])) == 60  # short: drawn as recorded
@@ -115,21 +121,25 @@ def test_single_runs_share_one_chart_per_tag(figures: list[dict[str, Any]]) -> N
 def test_the_curves_are_the_recorded_values(base: Base) -> None:
     data = read_report_data(base.path, max_points=1000, workers=1)
     job = data.jobs[0]
-    recorded = {rank: dict(reader.scalars(base.path / base.job / f"rank_{rank}")["loss"])
-                for rank in (0, 1)}
+    recorded = {
+        rank: dict(reader.scalars(base.path / base.job / f"rank_{rank}")["loss"]) for rank in (0, 1)
+    }
     band = job.bands["loss"]
     assert band["mean"].recorded == JOB_STEPS and len(band["mean"].steps) <= 1000
-    for step, value in zip(band["mean"].steps.tolist(), band["mean"].values.tolist(),
-                           strict=True):
+    for step, value in zip(band["mean"].steps.tolist(), band["mean"].values.tolist(), strict=True):
         assert value == pytest.approx((recorded[0][step] + recorded[1][step]) / 2)
     for step, value in zip(band["max"].steps.tolist(), band["max"].values.tolist(), strict=True):
         assert value == max(recorded[0][step], recorded[1][step])
     rank_one = job.ranks[1]["loss"]
-    assert all(recorded[1][s] == v for s, v in zip(rank_one.steps.tolist(),
-                                                   rank_one.values.tolist(), strict=True))
+    assert all(
+        recorded[1][s] == v
+        for s, v in zip(rank_one.steps.tolist(), rank_one.values.tolist(), strict=True)
+    )
     sgd = data.single_runs["run-sgd"]["loss"]
-    assert list(zip(sgd.steps.tolist(), sgd.values.tolist(), strict=True)) == \
-        reader.scalars(base.path / "run-sgd")["loss"]
+    assert (
+        list(zip(sgd.steps.tolist(), sgd.values.tolist(), strict=True))
+        == reader.scalars(base.path / "run-sgd")["loss"]
+    )
 
 
 def test_worker_processes_read_the_same_as_one_process(base: Base) -> None:
@@ -188,13 +198,16 @@ def test_a_stopped_rank_and_a_nan_loss_are_marked_on_the_loss_chart(tmp_path: Pa
     drawn: list[dict[str, Any]] = []
     original = _report_page._chart
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_report_page, "_chart", lambda figure: drawn.append(figure) or original(
-            figure))
+        patch.setattr(
+            _report_page, "_chart", lambda figure: drawn.append(figure) or original(figure)
+        )
         page = Path(write_report(tmp_path / "base", tmp_path / "r.html").path).read_text("utf-8")
     loss = next(figure for figure in drawn if title(figure) == "loss")
     go.Figure(loss)
-    marks = {note["text"]: shape["x0"] for note, shape in
-             zip(loss["layout"]["annotations"], loss["layout"]["shapes"], strict=True)}
+    marks = {
+        note["text"]: shape["x0"]
+        for note, shape in zip(loss["layout"]["annotations"], loss["layout"]["shapes"], strict=True)
+    }
     assert marks == {"non-finite loss: rank 0": 250, "rank 1 stopped": 200}
     assert '<li class="flag">non-finite loss: rank 0 at step 250</li>' in page
     assert '<li class="flag">stopped first: rank 1 at step 200' in page
@@ -244,10 +257,18 @@ def test_verdict_values_of_unexpected_types_do_not_take_the_page_down(tmp_path: 
         record.add_value("scalar", "loss", 0.5)
         record.record(1)
         add_lineage(record, "SGD", 0.1, device_num=2, loss=0.5, accuracy=0.9, seed=1)
-        record.add_value("custom_lineage_data", "job", UserDefinedInfo.from_values({
-            "job/straggler_rank": 1, "job/straggler_slowest_share": "n/a",
-            "job/step_time_skew": "x", "job/stopped_first_rank": "zero",
-        }).to_proto())
+        record.add_value(
+            "custom_lineage_data",
+            "job",
+            UserDefinedInfo.from_values(
+                {
+                    "job/straggler_rank": 1,
+                    "job/straggler_slowest_share": "n/a",
+                    "job/step_time_skew": "x",
+                    "job/stopped_first_rank": "zero",
+                }
+            ).to_proto(),
+        )
         record.record(1)
     written = write_report(base, tmp_path / "report.html")
     page = Path(written.path).read_text(encoding="utf-8")

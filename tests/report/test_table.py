@@ -10,8 +10,14 @@ from rankscribe.lineage.report._table import build_table, comparison_axes
 from .conftest import Base
 
 
-def run(name: str, fields: dict[str, Any], *, metric: dict[str, Any] | None = None,
-        user_defined: dict[str, Any] | None = None, ranks: int = 0) -> RunInfo:
+def run(
+    name: str,
+    fields: dict[str, Any],
+    *,
+    metric: dict[str, Any] | None = None,
+    user_defined: dict[str, Any] | None = None,
+    ranks: int = 0,
+) -> RunInfo:
     lineage = {**fields, "metric": metric or {}, "user_defined": user_defined or {}}
     rank_dirs = {rank: f"/base/{name}/rank_{rank}" for rank in range(ranks)}
     return RunInfo(name, f"/base/{name}", lineage, rank_dirs)
@@ -19,15 +25,28 @@ def run(name: str, fields: dict[str, Any], *, metric: dict[str, Any] | None = No
 
 def test_columns_that_differ_come_first_then_the_shared_ones() -> None:
     runs = [
-        run("a", {"network": "MLP", "optimizer": "Adam", "learning_rate": 0.1, "epoch": 3},
-            metric={"accuracy": 0.9}),
-        run("b", {"network": "MLP", "optimizer": "SGD", "learning_rate": 0.1, "epoch": 5},
-            metric={"accuracy": 0.8}),
+        run(
+            "a",
+            {"network": "MLP", "optimizer": "Adam", "learning_rate": 0.1, "epoch": 3},
+            metric={"accuracy": 0.9},
+        ),
+        run(
+            "b",
+            {"network": "MLP", "optimizer": "SGD", "learning_rate": 0.1, "epoch": 5},
+            metric={"accuracy": 0.8},
+        ),
     ]
     table = build_table(runs)
     names = [column.name for column in table.columns]
-    assert names == ["run", "kind", "optimizer", "epoch", "metric/accuracy",
-                     "network", "learning_rate"]
+    assert names == [
+        "run",
+        "kind",
+        "optimizer",
+        "epoch",
+        "metric/accuracy",
+        "network",
+        "learning_rate",
+    ]
     assert [column.differs for column in table.columns][2:] == [True, True, True, False, False]
     assert [cell.text for cell in table.rows[1]] == ["b", "run", "SGD", "5", "0.8", "MLP", "0.1"]
 
@@ -43,8 +62,10 @@ def test_a_missing_value_counts_as_a_difference_and_empty_columns_are_dropped() 
 
 
 def test_numbers_sort_as_numbers_and_text_as_text() -> None:
-    runs = [run("a", {"learning_rate": 1e-05, "optimizer": "Adam"}),
-            run("b", {"learning_rate": 0.5, "optimizer": "SGD"})]
+    runs = [
+        run("a", {"learning_rate": 1e-05, "optimizer": "Adam"}),
+        run("b", {"learning_rate": 0.5, "optimizer": "SGD"}),
+    ]
     table = build_table(runs)
     by_name = {column.name: index for index, column in enumerate(table.columns)}
     assert table.rows[0][by_name["learning_rate"]].sort_key == 1e-05
@@ -53,10 +74,18 @@ def test_numbers_sort_as_numbers_and_text_as_text() -> None:
 
 
 def test_jobs_get_a_verdicts_column_and_job_keys_no_columns_of_their_own() -> None:
-    verdicts = {"job/straggler_rank": 1, "job/diverged_ranks": "2,3", "job/last_step/0": 100,
-                "job/stopped_first_rank": -1, "job/missing_ranks": "", "note": "x"}
-    runs = [run("job", {"optimizer": "Adam"}, user_defined=verdicts, ranks=4),
-            run("single", {"optimizer": "SGD"}, user_defined={"note": "y"})]
+    verdicts = {
+        "job/straggler_rank": 1,
+        "job/diverged_ranks": "2,3",
+        "job/last_step/0": 100,
+        "job/stopped_first_rank": -1,
+        "job/missing_ranks": "",
+        "note": "x",
+    }
+    runs = [
+        run("job", {"optimizer": "Adam"}, user_defined=verdicts, ranks=4),
+        run("single", {"optimizer": "SGD"}, user_defined={"note": "y"}),
+    ]
     table = build_table(runs)
     names = [column.name for column in table.columns]
     assert names[:3] == ["run", "kind", "verdicts"]
@@ -75,16 +104,29 @@ def test_a_job_without_merged_verdicts_says_so() -> None:
 
 def test_comparison_axes_are_varying_hyper_parameters_then_results() -> None:
     runs = [
-        run("a", {"optimizer": "Adam", "learning_rate": 0.1, "network": "MLP", "loss": 0.5},
-            metric={"accuracy": 0.9}),
-        run("b", {"optimizer": "SGD", "learning_rate": 0.01, "network": "MLP", "loss": 0.3},
-            metric={"accuracy": 0.95}),
-        run("c", {"optimizer": "Adam", "learning_rate": 0.05, "network": "MLP", "loss": None},
-            metric={"accuracy": 0.7}),
+        run(
+            "a",
+            {"optimizer": "Adam", "learning_rate": 0.1, "network": "MLP", "loss": 0.5},
+            metric={"accuracy": 0.9},
+        ),
+        run(
+            "b",
+            {"optimizer": "SGD", "learning_rate": 0.01, "network": "MLP", "loss": 0.3},
+            metric={"accuracy": 0.95},
+        ),
+        run(
+            "c",
+            {"optimizer": "Adam", "learning_rate": 0.05, "network": "MLP", "loss": None},
+            metric={"accuracy": 0.7},
+        ),
     ]
     comparison = comparison_axes(runs)
     assert [axis.label for axis in comparison.axes] == [
-        "optimizer", "learning_rate", "loss", "metric/accuracy"]
+        "optimizer",
+        "learning_rate",
+        "loss",
+        "metric/accuracy",
+    ]
     assert comparison.constant == ["network"]
     optimizer = comparison.axes[0]
     assert optimizer.categories == ["Adam", "SGD"] and optimizer.values == [0.0, 1.0]
@@ -104,17 +146,31 @@ def test_collect_runs_finds_single_runs_and_the_job_but_not_its_ranks(base: Base
 
 
 def test_a_merges_notes_are_no_hyper_parameter_axes() -> None:
-    notes = {"ranks_reported": 2, "ranks_expected": 2, "ranks_missing": "", "disagreements": "",
-             "loss_min": 0.1, "loss_max": 0.3, "metric_accuracy_min": 0.8, "hidden": 64}
+    notes = {
+        "ranks_reported": 2,
+        "ranks_expected": 2,
+        "ranks_missing": "",
+        "disagreements": "",
+        "loss_min": 0.1,
+        "loss_max": 0.3,
+        "metric_accuracy_min": 0.8,
+        "hidden": 64,
+    }
     runs = [
-        run("a", {"learning_rate": 0.1, "loss": 0.2}, user_defined={**notes, "seed": 1},
-            ranks=2),
-        run("b", {"learning_rate": 0.2, "loss": 0.4},
-            user_defined={**notes, "loss_min": 0.35, "seed": 2}, ranks=2),
+        run("a", {"learning_rate": 0.1, "loss": 0.2}, user_defined={**notes, "seed": 1}, ranks=2),
+        run(
+            "b",
+            {"learning_rate": 0.2, "loss": 0.4},
+            user_defined={**notes, "loss_min": 0.35, "seed": 2},
+            ranks=2,
+        ),
     ]
     comparison = comparison_axes(runs)
     assert [axis.label for axis in comparison.axes] == [
-        "learning_rate", "user_defined/seed", "loss"]
+        "learning_rate",
+        "user_defined/seed",
+        "loss",
+    ]
     assert "user_defined/hidden" in comparison.constant
     # The table still shows them: they say how the merge went.
     assert "user_defined/loss_min" in [column.name for column in build_table(runs).columns]

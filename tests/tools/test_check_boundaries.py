@@ -24,33 +24,44 @@ def write_package(root: Path, name: str, files: dict[str, str]) -> None:
 def run(root: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, str(TOOL), "--root", str(root)],
-        capture_output=True, text=True, timeout=60, check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
 
 
 @pytest.fixture
 def clean_tree(tmp_path: Path) -> Path:
-    write_package(tmp_path, "writer", {
-        "__init__.py": """
+    write_package(
+        tmp_path,
+        "writer",
+        {
+            "__init__.py": """
             from rankscribe.writer._record import Record
             __all__ = ["Record", "files"]
         """,
-        "_record.py": "from rankscribe.writer import _framing\nclass Record: ...\n",
-        "_framing.py": "import struct\n",
-        "files.py": "__all__ = ['frame']\ndef frame() -> None: ...\n",
-        "pb/__init__.py": "__all__ = ['event_pb2']\n",
-        "pb/event_pb2.py": "x = 1\n" * 900,
-    })
-    write_package(tmp_path, "lineage", {
-        "__init__.py": """
+            "_record.py": "from rankscribe.writer import _framing\nclass Record: ...\n",
+            "_framing.py": "import struct\n",
+            "files.py": "__all__ = ['frame']\ndef frame() -> None: ...\n",
+            "pb/__init__.py": "__all__ = ['event_pb2']\n",
+            "pb/event_pb2.py": "x = 1\n" * 900,
+        },
+    )
+    write_package(
+        tmp_path,
+        "lineage",
+        {
+            "__init__.py": """
             from rankscribe.writer import Record, files
             from rankscribe.writer.files import frame
             from rankscribe.writer.pb import event_pb2
             import rankscribe.writer.files
             __all__ = []
         """,
-        "_model.py": "\n" * 500,
-    })
+            "_model.py": "\n" * 500,
+        },
+    )
     return tmp_path
 
 
@@ -74,10 +85,14 @@ def test_generated_protobuf_modules_may_be_long(clean_tree: Path) -> None:
 
 
 def test_an_import_cycle_is_listed(clean_tree: Path) -> None:
-    write_package(clean_tree, "ranks", {
-        "_info.py": "from rankscribe.ranks._mpi import load\n",
-        "_mpi.py": "from rankscribe.ranks import _info\n",
-    })
+    write_package(
+        clean_tree,
+        "ranks",
+        {
+            "_info.py": "from rankscribe.ranks._mpi import load\n",
+            "_mpi.py": "from rankscribe.ranks import _info\n",
+        },
+    )
     result = run(clean_tree)
     assert result.returncode == 1
     assert "import cycles (every import counts, in functions too) (1):" in result.stdout
@@ -87,10 +102,14 @@ def test_an_import_cycle_is_listed(clean_tree: Path) -> None:
 
 
 def test_a_cycle_through_relative_imports_and_the_package_init(clean_tree: Path) -> None:
-    write_package(clean_tree, "collector", {
-        "adapters/__init__.py": "from .numpy import NumpyAdapter\nclass View: ...\n",
-        "adapters/numpy.py": "from . import View\nclass NumpyAdapter: ...\n",
-    })
+    write_package(
+        clean_tree,
+        "collector",
+        {
+            "adapters/__init__.py": "from .numpy import NumpyAdapter\nclass View: ...\n",
+            "adapters/numpy.py": "from . import View\nclass NumpyAdapter: ...\n",
+        },
+    )
     result = run(clean_tree)
     assert result.returncode == 1
     assert (
@@ -102,17 +121,21 @@ def test_a_cycle_through_relative_imports_and_the_package_init(clean_tree: Path)
 def test_a_cycle_through_an_import_inside_a_function_is_listed(clean_tree: Path) -> None:
     # The shape the ranks coordinator had: a base class whose factory method imports the
     # module of its subclasses at call time.
-    write_package(clean_tree, "ranks", {
-        "_coordinator.py": """
+    write_package(
+        clean_tree,
+        "ranks",
+        {
+            "_coordinator.py": """
             class Coordinator:
                 @staticmethod
                 def create() -> "Coordinator":
                     from rankscribe.ranks._factory import build
                     return build()
         """,
-        "_factory.py": "from rankscribe.ranks._single import Single\ndef build(): ...\n",
-        "_single.py": "from rankscribe.ranks._coordinator import Coordinator\n",
-    })
+            "_factory.py": "from rankscribe.ranks._single import Single\ndef build(): ...\n",
+            "_single.py": "from rankscribe.ranks._coordinator import Coordinator\n",
+        },
+    )
     result = run(clean_tree)
     assert result.returncode == 1
     assert (
@@ -122,40 +145,52 @@ def test_a_cycle_through_an_import_inside_a_function_is_listed(clean_tree: Path)
 
 
 def test_the_same_modules_with_creation_above_the_subclasses_pass(clean_tree: Path) -> None:
-    write_package(clean_tree, "ranks", {
-        "_coordinator.py": "class Coordinator: ...\n",
-        "_factory.py": """
+    write_package(
+        clean_tree,
+        "ranks",
+        {
+            "_coordinator.py": "class Coordinator: ...\n",
+            "_factory.py": """
             from rankscribe.ranks._single import Single
             def build() -> Single:
                 from rankscribe.ranks._coordinator import Coordinator
                 return Single()
         """,
-        "_single.py": "from rankscribe.ranks._coordinator import Coordinator\nclass Single: ...\n",
-    })
+            "_single.py": "from rankscribe.ranks._coordinator import Coordinator\nclass Single: ...\n",
+        },
+    )
     result = run(clean_tree)
     assert result.returncode == 0, result.stdout
 
 
 def test_an_import_under_type_checking_counts_too(clean_tree: Path) -> None:
-    write_package(clean_tree, "ranks", {
-        "_coordinator.py": """
+    write_package(
+        clean_tree,
+        "ranks",
+        {
+            "_coordinator.py": """
             from typing import TYPE_CHECKING
             if TYPE_CHECKING:
                 from rankscribe.ranks._single import Single
         """,
-        "_single.py": "from rankscribe.ranks._coordinator import Coordinator\n",
-    })
+            "_single.py": "from rankscribe.ranks._coordinator import Coordinator\n",
+        },
+    )
     result = run(clean_tree)
     assert result.returncode == 1
     assert "rankscribe.ranks._coordinator -> rankscribe.ranks._single -> " in result.stdout
 
 
 def test_a_longer_cycle_names_the_rest_of_its_group(clean_tree: Path) -> None:
-    write_package(clean_tree, "ranks", {
-        "_a.py": "from rankscribe.ranks import _b\n",
-        "_b.py": "from rankscribe.ranks import _a, _c\n",
-        "_c.py": "from rankscribe.ranks import _b\n",
-    })
+    write_package(
+        clean_tree,
+        "ranks",
+        {
+            "_a.py": "from rankscribe.ranks import _b\n",
+            "_b.py": "from rankscribe.ranks import _a, _c\n",
+            "_c.py": "from rankscribe.ranks import _b\n",
+        },
+    )
     result = run(clean_tree)
     assert result.returncode == 1
     assert (
@@ -173,9 +208,13 @@ def test_a_module_importing_itself_is_a_cycle(clean_tree: Path) -> None:
 
 def test_an_import_against_the_package_graph_is_listed(clean_tree: Path) -> None:
     write_package(clean_tree, "ranks", {"layout.py": "__all__ = ['where']\ndef where(): ...\n"})
-    write_package(clean_tree, "lineage", {
-        "_jobs.py": "def later():\n    from rankscribe.ranks.layout import where\n",
-    })
+    write_package(
+        clean_tree,
+        "lineage",
+        {
+            "_jobs.py": "def later():\n    from rankscribe.ranks.layout import where\n",
+        },
+    )
     result = run(clean_tree)
     assert result.returncode == 1
     assert "imports against the package graph (1):" in result.stdout
@@ -185,16 +224,24 @@ def test_an_import_against_the_package_graph_is_listed(clean_tree: Path) -> None
 
 
 def test_a_cycle_across_packages_is_listed(clean_tree: Path) -> None:
-    write_package(clean_tree, "ranks", {
-        "layout.py": "from rankscribe.writer.files import frame\n__all__ = ['where']\n",
-    })
-    write_package(clean_tree, "writer", {
-        "files.py": """
+    write_package(
+        clean_tree,
+        "ranks",
+        {
+            "layout.py": "from rankscribe.writer.files import frame\n__all__ = ['where']\n",
+        },
+    )
+    write_package(
+        clean_tree,
+        "writer",
+        {
+            "files.py": """
             __all__ = ['frame']
             def frame() -> None:
                 from rankscribe.ranks.layout import where
         """,
-    })
+        },
+    )
     result = run(clean_tree)
     assert result.returncode == 1
     assert (
@@ -205,25 +252,33 @@ def test_a_cycle_across_packages_is_listed(clean_tree: Path) -> None:
 
 def test_the_allowed_package_graph_passes(clean_tree: Path) -> None:
     write_package(clean_tree, "ranks", {"layout.py": "from rankscribe.writer import files\n"})
-    write_package(clean_tree, "collector", {
-        "loop.py": """
+    write_package(
+        clean_tree,
+        "collector",
+        {
+            "loop.py": """
             from rankscribe.writer import Record
             from rankscribe.ranks import layout
             import rankscribe.lineage
         """,
-    })
+        },
+    )
     result = run(clean_tree)
     assert result.returncode == 0, result.stdout
 
 
 def test_importing_a_private_module_of_another_package_is_listed(clean_tree: Path) -> None:
-    write_package(clean_tree, "collector", {
-        "loop.py": """
+    write_package(
+        clean_tree,
+        "collector",
+        {
+            "loop.py": """
             def later() -> None:
                 from rankscribe.writer._framing import frame
             import rankscribe.writer._record
         """,
-    })
+        },
+    )
     result = run(clean_tree)
     assert result.returncode == 1
     assert "imports of non-public names from another package (2):" in result.stdout
@@ -237,9 +292,13 @@ def test_importing_a_private_module_of_another_package_is_listed(clean_tree: Pat
 
 
 def test_a_name_missing_from_the_targets_all_is_listed(clean_tree: Path) -> None:
-    write_package(clean_tree, "collector", {
-        "loop.py": "from rankscribe.writer.files import frame, _helper, unlisted\n",
-    })
+    write_package(
+        clean_tree,
+        "collector",
+        {
+            "loop.py": "from rankscribe.writer.files import frame, _helper, unlisted\n",
+        },
+    )
     result = run(clean_tree)
     assert result.returncode == 1
     assert "imports _helper from rankscribe.writer.files, which is not in its __all__" in (
@@ -250,25 +309,36 @@ def test_a_name_missing_from_the_targets_all_is_listed(clean_tree: Path) -> None
 
 
 def test_the_own_packages_private_modules_are_fine(clean_tree: Path) -> None:
-    write_package(clean_tree, "collector", {
-        "_schedule.py": "X = 1\n",
-        "loop.py": "from rankscribe.collector._schedule import X\n",
-    })
+    write_package(
+        clean_tree,
+        "collector",
+        {
+            "_schedule.py": "X = 1\n",
+            "loop.py": "from rankscribe.collector._schedule import X\n",
+        },
+    )
     assert run(clean_tree).returncode == 0
 
 
 def test_every_kind_is_reported_in_one_run(clean_tree: Path) -> None:
-    write_package(clean_tree, "ranks", {
-        "_big.py": "x = 1\n" * 600,
-        "_a.py": "from rankscribe.ranks import _b\n",
-        "_b.py": "from rankscribe.ranks import _a\nfrom rankscribe.writer import _record\n",
-    })
+    write_package(
+        clean_tree,
+        "ranks",
+        {
+            "_big.py": "x = 1\n" * 600,
+            "_a.py": "from rankscribe.ranks import _b\n",
+            "_b.py": "from rankscribe.ranks import _a\nfrom rankscribe.writer import _record\n",
+        },
+    )
     write_package(clean_tree, "writer", {"_up.py": "from rankscribe.ranks import _a\n"})
     result = run(clean_tree)
     assert result.returncode == 1
-    for title in ("modules over 550 lines", "import cycles (every import counts",
-                  "imports against the package graph",
-                  "imports of non-public names from another package"):
+    for title in (
+        "modules over 550 lines",
+        "import cycles (every import counts",
+        "imports against the package graph",
+        "imports of non-public names from another package",
+    ):
         assert title in result.stdout
 
 

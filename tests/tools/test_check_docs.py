@@ -28,39 +28,44 @@ def source(relative: str) -> str:
 def run(root: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, str(TOOL), "--root", str(root)],
-        capture_output=True, text=True, timeout=60, check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
         env={"PATH": "/usr/bin:/bin"},
     )
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    write(tmp_path, {
-        source("__init__.py"): """
+    write(
+        tmp_path,
+        {
+            source("__init__.py"): """
             from rankscribe.docsample._impl import Widget, helper
             __all__ = ["Widget", "files"]
         """,
-        source("_impl.py"): """
+            source("_impl.py"): """
             class Widget:
                 def grow(self) -> None: ...
             def helper() -> None: ...
         """,
-        source("files.py"): "__all__ = ['frame']\ndef frame() -> None: ...\nOTHER = 1\n",
-        source("nolist.py"): "THING = 1\n",
-        source("job/_verdicts.py"): "",
-        "tools/check.py": "",
-        "docs/README.md": """
+            source("files.py"): "__all__ = ['frame']\ndef frame() -> None: ...\nOTHER = 1\n",
+            source("nolist.py"): "THING = 1\n",
+            source("job/_verdicts.py"): "",
+            "tools/check.py": "",
+            "docs/README.md": """
             # Docs
             | [format.md](format.md) | the format |
             | [guide.md](guide.md#start) | a guide |
         """,
-        "docs/format.md": """
+            "docs/format.md": """
             Framing is in `docsample/_impl.py` and `job/_verdicts.py` (see [guide](guide.md)),
             run `python tools/check.py`, or `python train.py`; `_verdicts.py` names it,
             in `packages/.../x.py` form.
             `rankscribe.docsample.Widget.grow`, `rankscribe.docsample.files.frame(x)`.
         """,
-        "docs/guide.md": """
+            "docs/guide.md": """
             ```python
             from rankscribe.docsample import Widget, files
             import rankscribe.docsample.files
@@ -69,8 +74,9 @@ def repo(tmp_path: Path) -> Path:
             `rankscribe.docsample.*` loggers; the private `rankscribe.docsample._impl.helper`.
             See [the site](https://example.org/x.md) and [above](#docs).
         """,
-        "README.md": "Start at [docs/README.md](docs/README.md).\n",
-    })
+            "README.md": "Start at [docs/README.md](docs/README.md).\n",
+        },
+    )
     return tmp_path
 
 
@@ -98,32 +104,40 @@ def test_a_broken_relative_link_is_listed(repo: Path) -> None:
 
 
 def test_module_files_that_do_not_exist_are_listed(repo: Path) -> None:
-    write(repo, {
-        "docs/guide.md": """
+    write(
+        repo,
+        {
+            "docs/guide.md": """
             The merge is `docsample/_merge.py`; the cache `_cache.py`; the tool
             `tools/gone.py` and [`job/_files.py`]; still fine: `docsample/files.py`.
         """,
-    })
+        },
+    )
     result = run(repo)
     assert result.returncode == 1
-    for line in ("docs/guide.md:1: docsample/_merge.py: no such module file",
-                 "docs/guide.md:1: _cache.py: no such module file",
-                 "docs/guide.md:2: tools/gone.py: no such module file",
-                 "docs/guide.md:2: job/_files.py: no such module file"):
+    for line in (
+        "docs/guide.md:1: docsample/_merge.py: no such module file",
+        "docs/guide.md:1: _cache.py: no such module file",
+        "docs/guide.md:2: tools/gone.py: no such module file",
+        "docs/guide.md:2: job/_files.py: no such module file",
+    ):
         assert line in result.stdout
     assert "the docs do not match the code (4):" in result.stdout
 
 
 def test_a_cited_name_that_does_not_exist_is_listed(repo: Path) -> None:
-    write(repo, {
-        "docs/guide.md": """
+    write(
+        repo,
+        {
+            "docs/guide.md": """
             `rankscribe.docsample.Gadget` and `rankscribe.docsample.Widget.shrink()`
             ```
             from rankscribe.docsample.files import frame, unframe
             ```
             `rankscribe.docsample.missing.thing`
         """,
-    })
+        },
+    )
     result = run(repo)
     assert result.returncode == 1
     for line in (
@@ -132,20 +146,22 @@ def test_a_cited_name_that_does_not_exist_is_listed(repo: Path) -> None:
         "rankscribe.docsample.Widget has no attribute shrink",
         "docs/guide.md:3: rankscribe.docsample.files.unframe: "
         "rankscribe.docsample.files has no unframe",
-        "docs/guide.md:5: rankscribe.docsample.missing.thing: "
-        "rankscribe.docsample has no missing",
+        "docs/guide.md:5: rankscribe.docsample.missing.thing: rankscribe.docsample has no missing",
     ):
         assert line in result.stdout
     assert "the docs do not match the code (4):" in result.stdout
 
 
 def test_a_name_cited_as_public_must_be_in_the_modules_all(repo: Path) -> None:
-    write(repo, {
-        "docs/guide.md": """
+    write(
+        repo,
+        {
+            "docs/guide.md": """
             `rankscribe.docsample.helper`, `rankscribe.docsample.files.OTHER`,
             `rankscribe.docsample.nolist.THING`
         """,
-    })
+        },
+    )
     result = run(repo)
     assert result.returncode == 1
     assert (

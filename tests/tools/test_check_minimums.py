@@ -17,20 +17,26 @@ def declare(root: Path, name: str, dependencies: list[str]) -> None:
     folder = root / "packages" / name
     folder.mkdir(parents=True, exist_ok=True)
     listed = "".join(f"    {dependency!r},\n" for dependency in dependencies)
-    (folder / "pyproject.toml").write_text(textwrap.dedent(f"""\
+    (folder / "pyproject.toml").write_text(
+        textwrap.dedent(f"""\
         [project]
         name = "{name}"
         dependencies = [
         {listed}]
         [project.optional-dependencies]
         extra = ["pytest>=1.0"]
-    """), encoding="utf-8")
+    """),
+        encoding="utf-8",
+    )
 
 
 def run(root: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, str(TOOL), "--root", str(root)],
-        capture_output=True, text=True, timeout=60, check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
 
 

@@ -35,18 +35,25 @@ def measured(tmp_path: Path) -> Path:
     for name in ("alpha", "beta"):
         write(tmp_path, f"packages/rankscribe-{name}/src/rankscribe/{name}/__init__.py", "")
         write(tmp_path, f"packages/rankscribe-{name}/src/rankscribe/{name}/calc.py", MODULE)
-    write(tmp_path, "use.py", """
+    write(
+        tmp_path,
+        "use.py",
+        """
         import sys
         sys.path[:0] = ["packages/rankscribe-alpha/src", "packages/rankscribe-beta/src"]
         from rankscribe.alpha.calc import sign
         import rankscribe.beta.calc as beta
         sign(1)
         beta.sign(1), beta.sign(-1), beta.unused()
-    """)
+    """,
+    )
     subprocess.run(
         [sys.executable, "-m", "coverage", "run", "--branch", "--source=packages", "use.py"],
-        cwd=tmp_path, env={**os.environ, "COVERAGE_FILE": str(tmp_path / ".coverage")},
-        check=True, timeout=120, capture_output=True,
+        cwd=tmp_path,
+        env={**os.environ, "COVERAGE_FILE": str(tmp_path / ".coverage")},
+        check=True,
+        timeout=120,
+        capture_output=True,
     )
     return tmp_path
 
@@ -55,8 +62,12 @@ def run(root: Path, floors: str) -> subprocess.CompletedProcess[str]:
     write(root, "pyproject.toml", f"[tool.rankscribe.coverage-floors]\n{floors}")
     return subprocess.run(
         [sys.executable, str(TOOL), "--root", str(root)],
-        cwd=root, env={**os.environ, "COVERAGE_FILE": str(root / ".coverage")},
-        capture_output=True, text=True, timeout=120, check=False,
+        cwd=root,
+        env={**os.environ, "COVERAGE_FILE": str(root / ".coverage")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
 
 

@@ -13,11 +13,11 @@ TOOL = Path(__file__).resolve().parents[2] / "tools" / "public_api.py"
 # A package name no real distribution uses, so the namespace holds it beside the installed ones.
 PACKAGE = "apisample"
 
-SOURCE = '''
+SOURCE = """
     from rankscribe.apisample._impl import Widget, make
     LIMIT = 3
     __all__ = ["LIMIT", "Widget", "make", "options"]
-'''
+"""
 
 
 def write(root: Path, files: dict[str, str]) -> None:
@@ -31,16 +31,21 @@ def write(root: Path, files: dict[str, str]) -> None:
 def run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, str(TOOL), "--root", str(root), *args],
-        capture_output=True, text=True, timeout=60, check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
         env={"PATH": "/usr/bin:/bin"},
     )
 
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    write(tmp_path, {
-        "__init__.py": SOURCE,
-        "_impl.py": '''
+    write(
+        tmp_path,
+        {
+            "__init__.py": SOURCE,
+            "_impl.py": '''
             class Widget:
                 """A thing."""
                 def __init__(self, size: int, *, name: str = "w") -> None: ...
@@ -51,13 +56,14 @@ def tree(tmp_path: Path) -> Path:
             def make(count: int = 1) -> Widget: ...
             def helper() -> None: ...
         ''',
-        "options.py": '__all__ = ["DEFAULT"]\nDEFAULT = "x"\nOTHER = 1\n',
-        "_private.py": '__all__ = ["SECRET"]\nSECRET = 1\n',
-        "pb/__init__.py": (
-            '__all__ = ["thing_pb2"]\nfrom rankscribe.apisample.pb import thing_pb2\n'
-        ),
-        "pb/thing_pb2.py": "__all__ = ['Thing']\nThing = object()\n",
-    })
+            "options.py": '__all__ = ["DEFAULT"]\nDEFAULT = "x"\nOTHER = 1\n',
+            "_private.py": '__all__ = ["SECRET"]\nSECRET = 1\n',
+            "pb/__init__.py": (
+                '__all__ = ["thing_pb2"]\nfrom rankscribe.apisample.pb import thing_pb2\n'
+            ),
+            "pb/thing_pb2.py": "__all__ = ['Thing']\nThing = object()\n",
+        },
+    )
     return tmp_path
 
 
@@ -74,8 +80,7 @@ def test_write_records_names_signatures_and_public_submodules(tree: Path) -> Non
     assert lines[0].endswith("after a deliberate change: python tools/public_api.py --write")
     assert lines[1:] == [
         "rankscribe.apisample.LIMIT: int = 3",
-        "rankscribe.apisample.Widget: class(object) "
-        "(size: int, *, name: str = 'w') -> None",
+        "rankscribe.apisample.Widget: class(object) (size: int, *, name: str = 'w') -> None",
         "rankscribe.apisample.Widget.area: property -> int",
         "rankscribe.apisample.Widget.grow: method (self, by: int) -> None",
         "rankscribe.apisample.make: (count: int = 1) -> rankscribe.apisample._impl.Widget",
@@ -118,7 +123,7 @@ def test_a_package_that_does_not_import_is_named(tree: Path) -> None:
 
 
 # A module written the way the packages are: annotations stay strings.
-FIELDS = '''
+FIELDS = """
     from __future__ import annotations
     import dataclasses
     from typing import NamedTuple, Protocol, TypeVar
@@ -139,18 +144,21 @@ FIELDS = '''
     class Reader(_Base):
         def open(self, path: Path, shape: Shape) -> _Hidden: ...
     def read(path: str | Path) -> Algorithm: ...
-'''
+"""
 
 
 @pytest.fixture
 def fields_tree(tmp_path: Path) -> Path:
-    write(tmp_path, {
-        "__init__.py": """
+    write(
+        tmp_path,
+        {
+            "__init__.py": """
             from rankscribe.apisample._fields import Algorithm, Point, Reader, Shape, read
             __all__ = ["Algorithm", "Point", "Reader", "Shape", "read"]
         """,
-        "_fields.py": FIELDS,
-    })
+            "_fields.py": FIELDS,
+        },
+    )
     return tmp_path
 
 

@@ -59,28 +59,42 @@ VALID: dict[str, Callable[[Path], Arguments]] = {
 # Public names without a row above, and why the sweep leaves them out.
 LEFT_OUT = {
     # Decode a protobuf message already read: their argument is the message.
-    "decode_event", "decode_lineage_event",
+    "decode_event",
+    "decode_lineage_event",
     # MindSpore's summary operators: test_operators.py checks their names and values.
-    "histogram_summary", "image_summary", "scalar_summary", "tensor_summary",
+    "histogram_summary",
+    "image_summary",
+    "scalar_summary",
+    "tensor_summary",
 }
 
 
 #: Names the package once listed at its top level and now lists only in their home module
 #: (one spelling per name, docs/contributing.md): swept there.
 MOVED_HOME = {
-    "RecordReader": files, "read_records": files, "parse_file_name": files,
-    "decode_event": reader, "decode_lineage_event": reader, "list_summary_files": reader,
-    "load_dir": reader, "load_lineage_dir": reader, "read_events": reader,
-    "read_lineage_events": reader, "read_tensorboard_events": reader, "scalars": reader,
+    "RecordReader": files,
+    "read_records": files,
+    "parse_file_name": files,
+    "decode_event": reader,
+    "decode_lineage_event": reader,
+    "list_summary_files": reader,
+    "load_dir": reader,
+    "load_lineage_dir": reader,
+    "read_events": reader,
+    "read_lineage_events": reader,
+    "read_tensorboard_events": reader,
+    "scalars": reader,
 }
 
 
 def _public() -> dict[str, Callable[..., Any]]:
     found = {
-        name: getattr(writer, name) for name in writer.__all__
+        name: getattr(writer, name)
+        for name in writer.__all__
         if callable(getattr(writer, name))
-        and not (isinstance(getattr(writer, name), type)
-                 and issubclass(getattr(writer, name), Exception))
+        and not (
+            isinstance(getattr(writer, name), type) and issubclass(getattr(writer, name), Exception)
+        )
     }
     for name, home in MOVED_HOME.items():
         assert name in home.__all__, f"{name} is not public in {home.__name__}"
@@ -113,8 +127,14 @@ def _cases() -> list[Any]:
             continue
         for parameter in inspect.signature(function).parameters.values():
             for wrong in _wrong_values(parameter.name, str(parameter.annotation)):
-                cases.append(pytest.param(function_name, parameter.name, wrong,
-                                          id=f"{function_name}({parameter.name}={wrong!r})"))
+                cases.append(
+                    pytest.param(
+                        function_name,
+                        parameter.name,
+                        wrong,
+                        id=f"{function_name}({parameter.name}={wrong!r})",
+                    )
+                )
     return cases
 
 

@@ -31,14 +31,19 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals a
 def start_child(script: str, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(script), *args],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
 def run_child(script: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(script), *args],
-        capture_output=True, text=True, timeout=TIMEOUT, check=False,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
     )
 
 
@@ -178,9 +183,9 @@ NO_CLOSE_CHILD = """
 """
 
 
-@pytest.mark.parametrize(("how", "returncode"), [
-    ("dropped", 0), ("kept", 0), ("exception", 1), ("exit", 3)
-])
+@pytest.mark.parametrize(
+    ("how", "returncode"), [("dropped", 0), ("kept", 0), ("exception", 1), ("exit", 3)]
+)
 def test_exit_without_close_leaves_complete_read_only_files(tmp_path, disk, how, returncode):
     log_dir = tmp_path / "logs"
     result = run_child(NO_CLOSE_CHILD, str(log_dir), how)
@@ -266,8 +271,9 @@ def test_disk_full(tmp_path, disk, raise_exception):
     # Room for the first tensor step and some scalar-only steps: then the large
     # records fail first and the small buffered ones later, as a disk fills up.
     limit = 100_000
-    result = run_child(DISK_FULL_CHILD, str(log_dir), str(limit),
-                       "raise" if raise_exception else "log")
+    result = run_child(
+        DISK_FULL_CHILD, str(log_dir), str(limit), "raise" if raise_exception else "log"
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     steps = check_full_disk_files(disk, log_dir, limit)

@@ -394,8 +394,13 @@ def test_lineage_text_that_is_not_utf8_is_reported_and_fails_with_strict(tmp_pat
     damaged, after = lines
     what = "version" if where == "version" else "user_defined_info"
     assert damaged == {
-        "file": str(path), "offset": 0, "kind": "lineage", "wall_time": 1.0, "step": 3,
-        "what": what, "error": damaged["error"],
+        "file": str(path),
+        "offset": 0,
+        "kind": "lineage",
+        "wall_time": 1.0,
+        "step": 3,
+        "what": what,
+        "error": damaged["error"],
     }
     assert "not UTF-8" in damaged["error"]
     assert after["offset"] == offset
@@ -420,7 +425,10 @@ def test_the_program_exits_1_without_a_traceback_on_such_lineage(tmp_path):
     path.write_bytes(frame(event.SerializeToString().replace(b"@@@@", b"\xff\xfe\xfd\xfc")))
     result = subprocess.run(
         [sys.executable, "-m", "rankscribe.writer.dump", str(path), "--strict"],
-        capture_output=True, text=True, timeout=60, check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert result.returncode == 1
     assert "Traceback" not in result.stderr

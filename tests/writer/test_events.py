@@ -118,11 +118,10 @@ def test_the_same_tag_keeps_its_own_value_each_time():
     # The per-tag prefix is cached: the value part must never be.
     first = events.scalar_event(0.0, 1, [("loss", 1.0), ("acc", 0.5)])
     second = events.scalar_event(0.0, 2, [("loss", 2.0), ("acc", 0.25)])
-    assert [v.scalar_value for v in summary_pb2.Event.FromString(first).summary.value] == [
-        1.0, 0.5
-    ]
+    assert [v.scalar_value for v in summary_pb2.Event.FromString(first).summary.value] == [1.0, 0.5]
     assert [v.scalar_value for v in summary_pb2.Event.FromString(second).summary.value] == [
-        2.0, 0.25
+        2.0,
+        0.25,
     ]
 
 
@@ -225,17 +224,27 @@ def test_graph_event_parses_back(step):
 
 
 LINEAGE = {
-    "train_lineage": ("train_lineage", lambda: lineage_pb2.TrainLineage(
-        hyper_parameters=lineage_pb2.TrainLineage.HyperParameters(
-            optimizer="Adam", learning_rate=0.001, batch_size=64),
-        model=lineage_pb2.TrainLineage.Model(path="/m.ckpt", size=2**40),
-    )),
-    "eval_lineage": ("evaluation_lineage", lambda: lineage_pb2.EvaluationLineage(
-        metric='{"acc": 0.9}')),
-    "dataset_graph": ("dataset_graph", lambda: lineage_pb2.DatasetGraph(
-        children=[lineage_pb2.DatasetGraph()])),
-    "custom_lineage_data": ("user_defined_info", lambda: lineage_pb2.UserDefinedInfo(
-        map_str={"键": "值 ✓"}, map_double={"x": 0.5})),
+    "train_lineage": (
+        "train_lineage",
+        lambda: lineage_pb2.TrainLineage(
+            hyper_parameters=lineage_pb2.TrainLineage.HyperParameters(
+                optimizer="Adam", learning_rate=0.001, batch_size=64
+            ),
+            model=lineage_pb2.TrainLineage.Model(path="/m.ckpt", size=2**40),
+        ),
+    ),
+    "eval_lineage": (
+        "evaluation_lineage",
+        lambda: lineage_pb2.EvaluationLineage(metric='{"acc": 0.9}'),
+    ),
+    "dataset_graph": (
+        "dataset_graph",
+        lambda: lineage_pb2.DatasetGraph(children=[lineage_pb2.DatasetGraph()]),
+    ),
+    "custom_lineage_data": (
+        "user_defined_info",
+        lambda: lineage_pb2.UserDefinedInfo(map_str={"键": "值 ✓"}, map_double={"x": 0.5}),
+    ),
 }
 
 
@@ -261,9 +270,11 @@ def test_lineage_field_numbers_are_the_wire_facts():
         plugin: lineage_pb2.LineageEvent.DESCRIPTOR.fields_by_name[field].number
         for plugin, (field, _) in LINEAGE.items()
     }
-    assert numbers == events.LINEAGE_FIELD == {
-        "train_lineage": 6, "eval_lineage": 7, "dataset_graph": 9, "custom_lineage_data": 10
-    }
+    assert (
+        numbers
+        == events.LINEAGE_FIELD
+        == {"train_lineage": 6, "eval_lineage": 7, "dataset_graph": 9, "custom_lineage_data": 10}
+    )
 
 
 # ----------------------------------------------------------------- varint
@@ -278,6 +289,7 @@ def test_varint_is_protobufs_int64_encoding(value):
     encoded = varint(value)
     assert len(encoded) == (10 if value < 0 else max(1, math.ceil(value.bit_length() / 7)))
     # Event.step is field 2, wire type 0: tag byte 0x10.
-    assert summary_pb2.Event.FromString(
-        b"\x09" + struct.pack("<d", 0.0) + b"\x10" + encoded
-    ).step == value
+    assert (
+        summary_pb2.Event.FromString(b"\x09" + struct.pack("<d", 0.0) + b"\x10" + encoded).step
+        == value
+    )

@@ -51,7 +51,8 @@ def _timestamp(record) -> str:
 def every_file_under(directory) -> list[str]:
     return sorted(
         os.path.relpath(os.path.join(root, name), directory)
-        for root, _, names in os.walk(directory) for name in names
+        for root, _, names in os.walk(directory)
+        for name in names
     )
 
 
@@ -59,8 +60,11 @@ def test_tags_of_every_kind_land_inside_the_tensor_folder(make_record, tmp_path,
     arrays = {
         tag: np.arange(index + 2, dtype=dtype).reshape(1, -1)
         for index, (tag, dtype) in enumerate(
-            zip(TAGS, [np.float32, np.float64, np.int64, np.int8, np.uint16, np.float16] * 3,
-                strict=False)
+            zip(
+                TAGS,
+                [np.float32, np.float64, np.int64, np.int8, np.uint16, np.float16] * 3,
+                strict=False,
+            )
         )
     }
     record = make_record(export_options=NPY)
@@ -77,8 +81,7 @@ def test_tags_of_every_kind_land_inside_the_tensor_folder(make_record, tmp_path,
     # Nothing anywhere but the summary file and the exported tensors.
     relative_folder = os.path.relpath(folder, tmp_path)
     outside = [
-        path for path in every_file_under(tmp_path)
-        if os.path.dirname(path) != relative_folder
+        path for path in every_file_under(tmp_path) if os.path.dirname(path) != relative_folder
     ]
     assert outside == [os.path.relpath(record.log_dir, tmp_path)]
 

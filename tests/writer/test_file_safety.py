@@ -59,8 +59,11 @@ def test_a_planted_export_link_is_never_followed(tmp_path: Path) -> None:
     [summary] = summary_files(log_dir)
     export = log_dir / f"export_{timestamp_of(summary)}"
     assert not export.is_symlink() and export.is_dir()
-    assert sorted(p.name for p in (export / "tensor").iterdir()) == ["w_0.npy", "w_1.npy",
-                                                                     "w_2.npy"]
+    assert sorted(p.name for p in (export / "tensor").iterdir()) == [
+        "w_0.npy",
+        "w_1.npy",
+        "w_2.npy",
+    ]
 
 
 def test_two_writers_of_two_processes_in_one_second_get_their_own_export_dir(
@@ -119,8 +122,9 @@ def test_a_planted_link_at_a_file_name_is_replaced_never_written_through(tmp_pat
 
 def test_everything_is_private_by_default_parents_included(tmp_path: Path) -> None:
     log_dir = tmp_path / "a" / "b" / "logs"  # three directories made on the way
-    with SummaryRecord(log_dir, export_options={"tensor_format": "npy"},
-                       formats=("mindinsight", "tensorboard")) as record:
+    with SummaryRecord(
+        log_dir, export_options={"tensor_format": "npy"}, formats=("mindinsight", "tensorboard")
+    ) as record:
         export_tensors(record, 2)
         record.add_value("train_lineage", "l", _train_lineage())
         record.record(3)
@@ -134,8 +138,9 @@ def test_everything_is_private_by_default_parents_included(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("how", ["argument", "environment"])
-def test_group_readable_is_one_switch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                      how: str) -> None:
+def test_group_readable_is_one_switch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
     os.umask(0o077)  # the switch gives the mode it names, whatever the umask
     options = {}
     if how == "argument":
@@ -166,8 +171,7 @@ def test_the_argument_wins_over_the_environment(tmp_path: Path, monkeypatch) -> 
 
 def test_mode_functions(monkeypatch: pytest.MonkeyPatch) -> None:
     assert (file_mode(True), file_mode(False), dir_mode()) == (0o400, 0o600, 0o700)
-    assert (file_mode(True, True), file_mode(False, True), dir_mode(True)) == (
-        0o440, 0o640, 0o750)
+    assert (file_mode(True, True), file_mode(False, True), dir_mode(True)) == (0o440, 0o640, 0o750)
     monkeypatch.setenv(GROUP_READABLE_ENV, "1")
     assert (file_mode(True), file_mode(False), dir_mode()) == (0o440, 0o640, 0o750)
     assert (file_mode(True, False), dir_mode(False)) == (0o400, 0o700)

@@ -38,7 +38,6 @@ def test_a_label_that_is_no_plain_word_is_refused(label: object) -> None:
         tensorboard_file_name(1795245260, "vm", label=label)  # type: ignore[arg-type]
 
 
-
 # ------------------------------------------------------------- argument checks
 
 
@@ -46,12 +45,20 @@ def test_the_writers_int_rule_refuses_bool_everywhere() -> None:
     from rankscribe.writer._arguments import check_bool, check_int, is_int, is_integral, is_real
 
     assert [is_int(value) for value in (3, -1, True, False, 3.0, "3")] == [
-        True, True, False, False, False, False
+        True,
+        True,
+        False,
+        False,
+        False,
+        False,
     ]
     assert is_integral(np.int64(3)) and not is_integral(np.bool_(True)) and not is_integral(True)
     assert is_real(np.float32(0.5)) and is_real(2) and not is_real(True)
-    with pytest.raises(WriterTypeError, match=r"For 'f', the argument 'n' must be an int, but "
-                                              r"got bool\."):
+    with pytest.raises(
+        WriterTypeError,
+        match=r"For 'f', the argument 'n' must be an int, but "
+        r"got bool\.",
+    ):
         check_int(True, "n", caller="f")
     with pytest.raises(WriterValueError, match=r"'n' must be >= 0, but got -1\."):
         check_int(-1, "n", caller="f", minimum=0)
@@ -67,8 +74,15 @@ def test_the_writers_int_rule_refuses_bool_everywhere() -> None:
 
 @pytest.mark.parametrize(
     ("value", "encoded"),
-    [(0, b"\x00"), (1, b"\x01"), (127, b"\x7f"), (128, b"\x80\x01"), (300, b"\xac\x02"),
-     ((1 << 64) - 1, b"\xff" * 9 + b"\x01"), (-1, b"\xff" * 9 + b"\x01")],
+    [
+        (0, b"\x00"),
+        (1, b"\x01"),
+        (127, b"\x7f"),
+        (128, b"\x80\x01"),
+        (300, b"\xac\x02"),
+        ((1 << 64) - 1, b"\xff" * 9 + b"\x01"),
+        (-1, b"\xff" * 9 + b"\x01"),
+    ],
 )
 def test_varint_is_protobufs_base_128_encoding(value: int, encoded: bytes) -> None:
     assert files.varint(value) == encoded
@@ -104,8 +118,9 @@ def test_every_file_opens_with_the_version_stated_in_files(tmp_path) -> None:
         record.add_value("scalar", "loss", 0.5)
         record.record(1)
     summary = next(iter(reader.read_events(reader.list_summary_files(tmp_path, "summary")[0])))
-    board = next(iter(reader.read_tensorboard_events(
-        reader.list_summary_files(tmp_path, "tensorboard")[0])))
+    board = next(
+        iter(reader.read_tensorboard_events(reader.list_summary_files(tmp_path, "tensorboard")[0]))
+    )
     assert summary.version == files.SUMMARY_FILE_VERSION == "MindSpore.Event:1"
     assert board.file_version == files.TENSORBOARD_FILE_VERSION == "brain.Event:2"
 

@@ -106,8 +106,9 @@ def test_a_length_no_record_can_have_is_corruption_in_strict_mode(length):
 
 @pytest.mark.parametrize("length", [2**31, 2**40, 2**64 - 1])
 def test_a_length_no_record_can_have_stops_a_lenient_reader(length):
-    reader = RecordReader(_MeteredStream(frame(b"first") + _huge_length_header(length)),
-                          strict=False)
+    reader = RecordReader(
+        _MeteredStream(frame(b"first") + _huge_length_header(length)), strict=False
+    )
     assert [r.payload for r in reader] == [b"first"]
     assert [c.offset for c in reader.corruptions] == [21]
     assert reader.torn_tail is None

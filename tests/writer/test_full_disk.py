@@ -67,8 +67,9 @@ def steps_on_disk(directory: Path) -> list[int]:
     return [event.step for event in events[1:]]
 
 
-def record_steps(record: SummaryRecord, steps: range, *, flush_every: int = 10,
-                 payload: int = 0) -> dict[int, bool]:
+def record_steps(
+    record: SummaryRecord, steps: range, *, flush_every: int = 10, payload: int = 0
+) -> dict[int, bool]:
     """Record ``steps`` (a scalar, and a tensor of ``payload`` floats if given); return
     {last step covered: what flush returned} for a flush every ``flush_every`` steps."""
     flushed: dict[int, bool] = {}
@@ -157,11 +158,17 @@ def tmpfs(path: Path, size: str) -> Iterator[Path]:
     path.mkdir()
     if shutil.which("mount") is None:
         pytest.skip("no mount command: the tmpfs disk-full tests need one")
-    result = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs",
-                             str(path)], capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if result.returncode != 0:
-        pytest.skip(f"mounting a {size} tmpfs is not permitted here (needs root, as in CI): "
-                    f"{result.stderr.strip()}")
+        pytest.skip(
+            f"mounting a {size} tmpfs is not permitted here (needs root, as in CI): "
+            f"{result.stderr.strip()}"
+        )
     try:
         yield path
     finally:

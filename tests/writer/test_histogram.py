@@ -91,7 +91,14 @@ def test_only_non_finite_values_give_no_buckets_and_no_min_max_sum():
 def test_counts_are_on_the_wire_even_when_zero():
     proto = histogram_proto(np.array([1.0, 2.0]))
     assert present_fields(proto) == [
-        "buckets", "nan_count", "pos_inf_count", "neg_inf_count", "max", "min", "sum", "count",
+        "buckets",
+        "nan_count",
+        "pos_inf_count",
+        "neg_inf_count",
+        "max",
+        "min",
+        "sum",
+        "count",
     ]
 
 
@@ -109,8 +116,19 @@ def test_bool_counts_as_zero_and_one():
 
 @pytest.mark.parametrize(
     ("finite", "buckets"),
-    [(0, 0), (1, 2), (5, 2), (6, 3), (10, 3), (11, 2), (19, 2), (20, 3), (880, 89), (881, 90),
-     (10**6, 90)],
+    [
+        (0, 0),
+        (1, 2),
+        (5, 2),
+        (6, 3),
+        (10, 3),
+        (11, 2),
+        (19, 2),
+        (20, 3),
+        (880, 89),
+        (881, 90),
+        (10**6, 90),
+    ],
 )
 def test_bucket_count_follows_mindspore(finite, buckets):
     assert bucket_count(finite) == buckets
@@ -185,7 +203,11 @@ def test_tensorboard_histogram_has_right_edges_and_counts():
     assert list(proto.bucket_limit) == [1.5, 3.0]
     assert list(proto.bucket) == [2.0, 2.0]
     assert (proto.min, proto.max, proto.num, proto.sum, proto.sum_squares) == (
-        0.0, 3.0, 4.0, 6.0, 14.0,
+        0.0,
+        3.0,
+        4.0,
+        6.0,
+        14.0,
     )
 
 
@@ -198,7 +220,10 @@ def test_tensorboard_histogram_from_a_stored_mindspore_message():
     assert list(from_message.bucket_limit)[:-1] == list(from_data.bucket_limit)[:-1]
     assert list(from_message.bucket_limit)[-1] == pytest.approx(values.max(), rel=1e-15)
     assert (from_message.min, from_message.max, from_message.num, from_message.sum) == (
-        from_data.min, from_data.max, from_data.num, from_data.sum,
+        from_data.min,
+        from_data.max,
+        from_data.num,
+        from_data.sum,
     )
 
 

@@ -244,8 +244,9 @@ _BROKEN_CHUNK = bytes.fromhex(
 )
 
 
-@pytest.mark.parametrize("data", [_TRUNCATED_IHDR, _BROKEN_CHUNK],
-                         ids=["truncated-IHDR", "broken-chunk"])
+@pytest.mark.parametrize(
+    "data", [_TRUNCATED_IHDR, _BROKEN_CHUNK], ids=["truncated-IHDR", "broken-chunk"]
+)
 def test_a_damaged_png_raises_the_writers_error(data):
     from rankscribe.writer.reader import Image as DecodedImage
 
@@ -282,9 +283,7 @@ def test_property_uint8_round_trips_through_the_png(images):
 
 
 @given(
-    hnp.arrays(
-        np.float32, batch_shapes, elements=st.floats(0, 1, width=32, allow_subnormal=False)
-    )
+    hnp.arrays(np.float32, batch_shapes, elements=st.floats(0, 1, width=32, allow_subnormal=False))
 )
 def test_property_unit_range_floats_decode_to_mindspores_pixels(images):
     assert np.array_equal(pixels_of(images), mindspore_canvas(images))
@@ -292,8 +291,12 @@ def test_property_unit_range_floats_decode_to_mindspores_pixels(images):
 
 @given(
     st.sampled_from([np.float16, np.float32, np.float64, np.int32]),
-    st.tuples(st.sampled_from([1, 2, 8, 16]), st.sampled_from([1, 3]), st.integers(1, 4),
-              st.integers(1, 4)),
+    st.tuples(
+        st.sampled_from([1, 2, 8, 16]),
+        st.sampled_from([1, 3]),
+        st.integers(1, 4),
+        st.integers(1, 4),
+    ),
     st.data(),
 )
 def test_property_full_batches_decode_to_mindspores_pixels(dtype, shape, data):

@@ -13,8 +13,17 @@ import pytest
 
 from rankscribe.writer import SummaryRecord
 
-LAUNCH_VARIABLES = ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE",
-                    "PMIX_RANK", "SLURM_NTASKS", "RANK", "WORLD_SIZE", "SLURM_PROCID")
+LAUNCH_VARIABLES = (
+    "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_SIZE",
+    "PMI_RANK",
+    "PMI_SIZE",
+    "PMIX_RANK",
+    "SLURM_NTASKS",
+    "RANK",
+    "WORLD_SIZE",
+    "SLURM_PROCID",
+)
 
 
 @pytest.fixture
@@ -37,22 +46,31 @@ def record_one_step(directory: Path, **kwargs: object) -> None:
 
 
 def shared_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records
-            if r.levelno == logging.WARNING and "rank_dir(" in r.getMessage()]
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno == logging.WARNING and "rank_dir(" in r.getMessage()
+    ]
 
 
-@pytest.mark.parametrize(("variables", "rank"), [
-    ({"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "3"}, "2"),
-    ({"PMI_RANK": "1", "PMI_SIZE": "3"}, "1"),
-    ({"PMIX_RANK": "4", "SLURM_NTASKS": "8"}, "4"),
-    ({"RANK": "3", "WORLD_SIZE": "4"}, "3"),
-    ({"SLURM_PROCID": "5", "SLURM_NTASKS": "6"}, "5"),
-    # The first launcher of ranks' table wins, as in rankscribe.ranks.detect().
-    ({"PMI_RANK": "1", "PMI_SIZE": "2", "SLURM_PROCID": "0", "SLURM_NTASKS": "1"}, "1"),
-])
+@pytest.mark.parametrize(
+    ("variables", "rank"),
+    [
+        ({"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "3"}, "2"),
+        ({"PMI_RANK": "1", "PMI_SIZE": "3"}, "1"),
+        ({"PMIX_RANK": "4", "SLURM_NTASKS": "8"}, "4"),
+        ({"RANK": "3", "WORLD_SIZE": "4"}, "3"),
+        ({"SLURM_PROCID": "5", "SLURM_NTASKS": "6"}, "5"),
+        # The first launcher of ranks' table wins, as in rankscribe.ranks.detect().
+        ({"PMI_RANK": "1", "PMI_SIZE": "2", "SLURM_PROCID": "0", "SLURM_NTASKS": "1"}, "1"),
+    ],
+)
 def test_files_carry_the_launchers_rank(
-    launch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture,
-    variables: dict[str, str], rank: str,
+    launch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    variables: dict[str, str],
+    rank: str,
 ) -> None:
     for name, value in variables.items():
         launch.setenv(name, value)

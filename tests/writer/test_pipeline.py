@@ -23,8 +23,11 @@ def pipelines():
 
     def make(consume, idle=None, *, workers=2, max_pending_bytes=1 << 20) -> Pipeline:
         pipeline = Pipeline(
-            consume, idle or (lambda sync: None), workers=workers,
-            max_pending_bytes=max_pending_bytes, name="test-pipeline",
+            consume,
+            idle or (lambda sync: None),
+            workers=workers,
+            max_pending_bytes=max_pending_bytes,
+            name="test-pipeline",
         )
         made.append(pipeline)
         return pipeline
@@ -37,9 +40,11 @@ def pipelines():
 
 def signalling(call, event):
     """``call``, which sets ``event`` as it starts: the writer may go on from there."""
+
     def run():
         event.set()
         return call()
+
     return run
 
 
@@ -48,6 +53,7 @@ def work(value, delay=0.0):
         if delay:
             time.sleep(delay)
         return value
+
     return run
 
 
@@ -84,7 +90,7 @@ def test_flush_waits_for_consumption_and_syncs(pipelines, disk):
     assert consumed == [("consume", 0), ("consume", 1), ("consume", 2)]
     # The sync for this flush came after the last item.
     last_consume = max(i for i, entry in enumerate(log) if entry[0] == "consume")
-    assert ("idle", True) in log[last_consume + 1:]
+    assert ("idle", True) in log[last_consume + 1 :]
 
 
 def test_flush_without_sync_does_not_sync(pipelines, disk):

@@ -15,11 +15,20 @@ UNLISTED = {
     "RecordReader": files,
     "read_records": files,
     "parse_file_name": files,
-    **{name: reader for name in (
-        "decode_event", "decode_lineage_event", "list_summary_files", "load_dir",
-        "load_lineage_dir", "read_events", "read_lineage_events",
-        "read_tensorboard_events", "scalars",
-    )},
+    **{
+        name: reader
+        for name in (
+            "decode_event",
+            "decode_lineage_event",
+            "list_summary_files",
+            "load_dir",
+            "load_lineage_dir",
+            "read_events",
+            "read_lineage_events",
+            "read_tensorboard_events",
+            "scalars",
+        )
+    },
 }
 
 
@@ -40,6 +49,11 @@ def test_file_name_helpers_are_listed_in_files_not_reader(name: str) -> None:
 
 def test_the_package_lists_the_record_the_operators_and_the_base_error() -> None:
     assert set(writer.__all__) == {
-        "SummaryRecord", "WriterError", "__version__",
-        "histogram_summary", "image_summary", "scalar_summary", "tensor_summary",
+        "SummaryRecord",
+        "WriterError",
+        "__version__",
+        "histogram_summary",
+        "image_summary",
+        "scalar_summary",
+        "tensor_summary",
     }

@@ -117,8 +117,9 @@ def as_text(tag: str | bytes) -> str:
     return tag if isinstance(tag, str) else tag.decode("utf-8", "backslashreplace")
 
 
-def decoded_events(path: Path, *, tensorboard: bool
-                   ) -> Iterator[summary_pb2.Event | tensorboard_pb2.Event]:
+def decoded_events(
+    path: Path, *, tensorboard: bool
+) -> Iterator[summary_pb2.Event | tensorboard_pb2.Event]:
     """The file's events as protobuf decodes them (one function: mypy keeps both Event types)."""
     if tensorboard:
         yield from read_tensorboard_events(path)
@@ -209,9 +210,8 @@ def odd_summary_event(draw, tags):
         "summary then version": event_bytes(5, [scalar]) + delimited(3, b"v"),
         "version then summary": delimited(3, b"v") + event_bytes(5, [scalar]),
         # protobuf merges two summaries: the values add up
-        "two summaries": event_bytes(5, [scalar]) + delimited(
-            5, delimited(1, summary_scalar(tag, second))
-        ),
+        "two summaries": event_bytes(5, [scalar])
+        + delimited(5, delimited(1, summary_scalar(tag, second))),
         "two numbers": event_bytes(5, [scalar + fixed32(3, second)]),
         "two tags": event_bytes(5, [scalar + delimited(1, b"other")]),
         "overlong step": wall_time + key(2, 0) + b"\x85\x80\x00" + summary,
@@ -256,9 +256,11 @@ def tensorboard_stream(draw):
         step = draw(steps_strategy)
         values = []
         for tag in draw(st.lists(st.sampled_from(tags), min_size=0, max_size=4)):
-            form = draw(st.sampled_from(
-                ["simple", "float_val", "double_val", "float_content", "double_content", "half"]
-            ))
+            form = draw(
+                st.sampled_from(
+                    ["simple", "float_val", "double_val", "float_content", "double_content", "half"]
+                )
+            )
             value = draw(values_strategy if form != "half" else st.sampled_from([1.5, -2.0]))
             if form == "simple":
                 values.append(tensorboard_simple(tag, value))
@@ -348,10 +350,15 @@ def test_scalars_keeps_its_lists_of_python_tuples(tmp_path):
     write_run(tmp_path, [3, 5])
     curves = reader.scalars(tmp_path)
     widened = [np.float32(1 / 4).item(), np.float32(1 / 6).item(), np.float32(0.1).item()]
-    assert curves == {"loss": [(3, widened[0]), (5, widened[1])],
-                      "lr": [(3, widened[2]), (5, widened[2])]}
-    assert all(type(step) is int and type(value) is float
-               for points in curves.values() for step, value in points)
+    assert curves == {
+        "loss": [(3, widened[0]), (5, widened[1])],
+        "lr": [(3, widened[2]), (5, widened[2])],
+    }
+    assert all(
+        type(step) is int and type(value) is float
+        for points in curves.values()
+        for step, value in points
+    )
 
 
 # --------------------------------------------------------------------------
@@ -361,10 +368,13 @@ def test_scalars_keeps_its_lists_of_python_tuples(tmp_path):
 
 def test_a_summary_tag_that_is_not_utf8_is_text_with_escapes_and_a_warning(tmp_path, caplog):
     path = tmp_path / SUMMARY_NAME
-    write_payloads(path, [
-        event_bytes(1, [summary_scalar(b"ok", 1.0), summary_scalar(b"bad\xff", 2.0)]),
-        event_bytes(2, [summary_scalar(b"bad\xfe", 3.0), summary_scalar(b"bad\xff", 4.0)]),
-    ])
+    write_payloads(
+        path,
+        [
+            event_bytes(1, [summary_scalar(b"ok", 1.0), summary_scalar(b"bad\xff", 2.0)]),
+            event_bytes(2, [summary_scalar(b"bad\xfe", 3.0), summary_scalar(b"bad\xff", 4.0)]),
+        ],
+    )
     with caplog.at_level(logging.WARNING, logger=READER_LOGGER):
         curves = reader.scalars(path)
     # Two different damaged tags stay two curves; every key is str.
@@ -379,10 +389,13 @@ def test_a_summary_tag_that_is_not_utf8_is_text_with_escapes_and_a_warning(tmp_p
 
 def test_a_tensorboard_tag_that_is_not_utf8_is_a_damaged_record_as_protobuf_says(tmp_path, caplog):
     path = tmp_path / TENSORBOARD_NAME
-    offsets = write_payloads(path, [
-        event_bytes(1, [tensorboard_simple(b"ok", 1.0)]),
-        event_bytes(2, [tensorboard_simple(b"bad\xff", 2.0), tensorboard_simple(b"ok", 3.0)]),
-    ])
+    offsets = write_payloads(
+        path,
+        [
+            event_bytes(1, [tensorboard_simple(b"ok", 1.0)]),
+            event_bytes(2, [tensorboard_simple(b"bad\xff", 2.0), tensorboard_simple(b"ok", 3.0)]),
+        ],
+    )
     with caplog.at_level(logging.WARNING, logger=READER_LOGGER):
         assert reader.scalars(path) == {"ok": [(1, 1.0)]}
     [message] = [record.getMessage() for record in caplog.records]
@@ -392,15 +405,28 @@ def test_a_tensorboard_tag_that_is_not_utf8_is_a_damaged_record_as_protobuf_says
 
 def test_tensorboard_tensor_scalars_count_only_under_the_scalars_plugin(tmp_path, caplog):
     path = tmp_path / TENSORBOARD_NAME
-    write_payloads(path, [
-        event_bytes(1, [tensorboard_tensor(b"t", 0.5, "double_val", b"scalars"),
-                        tensorboard_tensor(b"img", 9.0, "float_val", b"images")]),
-        event_bytes(2, [tensorboard_tensor(b"t", 0.25, "float_content", None),
-                        tensorboard_tensor(b"img", 9.0, "float_val", None)]),
-        event_bytes(3, [tensorboard_tensor(b"t", 1.5, "half", None)]),
-        # A later metadata does not change the plugin: the first one decides.
-        event_bytes(4, [tensorboard_tensor(b"img", 7.0, "float_val", b"scalars")]),
-    ])
+    write_payloads(
+        path,
+        [
+            event_bytes(
+                1,
+                [
+                    tensorboard_tensor(b"t", 0.5, "double_val", b"scalars"),
+                    tensorboard_tensor(b"img", 9.0, "float_val", b"images"),
+                ],
+            ),
+            event_bytes(
+                2,
+                [
+                    tensorboard_tensor(b"t", 0.25, "float_content", None),
+                    tensorboard_tensor(b"img", 9.0, "float_val", None),
+                ],
+            ),
+            event_bytes(3, [tensorboard_tensor(b"t", 1.5, "half", None)]),
+            # A later metadata does not change the plugin: the first one decides.
+            event_bytes(4, [tensorboard_tensor(b"img", 7.0, "float_val", b"scalars")]),
+        ],
+    )
     got = reader.scalar_arrays(path)
     assert list(got) == ["t"]
     assert got["t"][0].tolist() == [1, 2, 3]
@@ -412,10 +438,13 @@ def test_a_scalars_tensor_that_is_not_one_number_is_skipped_with_a_warning(tmp_p
     path = tmp_path / TENSORBOARD_NAME
     two = key(1, 0) + varint(1) + delimited(2, delimited(2, key(1, 0) + varint(2)))
     two += delimited(5, struct.pack("<2f", 1.0, 2.0))
-    offsets = write_payloads(path, [
-        event_bytes(1, [tensorboard_tensor(b"t", 0.5, "float_val", b"scalars")]),
-        event_bytes(2, [delimited(1, b"t") + delimited(8, two)]),
-    ])
+    offsets = write_payloads(
+        path,
+        [
+            event_bytes(1, [tensorboard_tensor(b"t", 0.5, "float_val", b"scalars")]),
+            event_bytes(2, [delimited(1, b"t") + delimited(8, two)]),
+        ],
+    )
     with caplog.at_level(logging.WARNING, logger=READER_LOGGER):
         assert reader.scalars(path) == {"t": [(1, 0.5)]}
     [message] = [record.getMessage() for record in caplog.records]
@@ -596,9 +625,7 @@ def test_every_curve_owns_its_arrays(tmp_path):
     assert curves["lr"][1].tolist() == [np.float32(0.1).item()] * 2
 
 
-def test_a_length_beyond_the_file_allocates_only_what_the_file_holds(
-    tmp_path, caplog, monkeypatch
-):
+def test_a_length_beyond_the_file_allocates_only_what_the_file_holds(tmp_path, caplog, monkeypatch):
     # Chunks smaller than the file: the claimed length is met between two reads.
     monkeypatch.setattr(_columns, "_CHUNK_BYTES", 16)
     path = tmp_path / SUMMARY_NAME

@@ -35,7 +35,11 @@ def test_the_custom_loop_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
     from rankscribe.writer import reader
 
-    histogram_steps = [event.step for event in reader.load_dir("runs/own-loop")
-                       if event.what == "summary"
-                       for value in event.values if value.tag == "weights"]
+    histogram_steps = [
+        event.step
+        for event in reader.load_dir("runs/own-loop")
+        if event.what == "summary"
+        for value in event.values
+        if value.tag == "weights"
+    ]
     assert histogram_steps == [10, 20, 30, 40, 50]

@@ -105,7 +105,9 @@ def test_scalars_round_trip_as_float32_one_event_per_record(make_record, log_dir
         assert event.WhichOneof("what") == "summary"
         # Stored as float32: exactly the float32 rounding of what was added.
         assert disk.scalars_of(event) == {
-            "loss": float(F32(0.1 * step)), "lr": float(F32(1 / 3)), "epoch": float(step)
+            "loss": float(F32(0.1 * step)),
+            "lr": float(F32(1 / 3)),
+            "epoch": float(step),
         }
         assert disk.scalars_of(event)["lr"] != 1 / 3  # float32, not float64
         assert abs(event.wall_time - time.time()) < 60
@@ -224,20 +226,44 @@ def _image(seed: int = 0) -> np.ndarray:
     ("adds", "expected"),
     [
         (  # docs/file-format.md [verified]: image, scalar, histograms
-            [("image", "i1"), ("scalar", "s1"), ("histogram", "h1"), ("scalar", "s2"),
-             ("image", "i2"), ("tensor", "t1"), ("histogram", "h2")],
-            [("image", "i1"), ("image", "i2"), ("scalar_value", "s1"), ("scalar_value", "s2"),
-             ("histogram", "h1"), ("histogram", "h2"), ("tensor", "t1")],
+            [
+                ("image", "i1"),
+                ("scalar", "s1"),
+                ("histogram", "h1"),
+                ("scalar", "s2"),
+                ("image", "i2"),
+                ("tensor", "t1"),
+                ("histogram", "h2"),
+            ],
+            [
+                ("image", "i1"),
+                ("image", "i2"),
+                ("scalar_value", "s1"),
+                ("scalar_value", "s2"),
+                ("histogram", "h1"),
+                ("histogram", "h2"),
+                ("tensor", "t1"),
+            ],
         ),
         (
             [("scalar", "s1"), ("tensor", "t1"), ("scalar", "s2"), ("tensor", "t2")],
             [("scalar_value", "s1"), ("scalar_value", "s2"), ("tensor", "t1"), ("tensor", "t2")],
         ),
         (
-            [("tensor", "t1"), ("histogram", "h1"), ("scalar", "s1"), ("tensor", "t2"),
-             ("scalar", "s2")],
-            [("tensor", "t1"), ("tensor", "t2"), ("histogram", "h1"), ("scalar_value", "s1"),
-             ("scalar_value", "s2")],
+            [
+                ("tensor", "t1"),
+                ("histogram", "h1"),
+                ("scalar", "s1"),
+                ("tensor", "t2"),
+                ("scalar", "s2"),
+            ],
+            [
+                ("tensor", "t1"),
+                ("tensor", "t2"),
+                ("histogram", "h1"),
+                ("scalar_value", "s1"),
+                ("scalar_value", "s2"),
+            ],
         ),
     ],
 )
@@ -311,7 +337,9 @@ def test_duplicate_tags_in_different_steps_are_not_duplicates(make_record, log_d
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
     record.close()
     assert [disk.scalars_of(e) for e in disk.summary_steps(log_dir)] == [
-        {"x": 0.0}, {"x": 1.0}, {"x": 2.0}
+        {"x": 0.0},
+        {"x": 1.0},
+        {"x": 2.0},
     ]
 
 
@@ -372,7 +400,8 @@ def test_eval_mode_still_records_added_values(make_record, log_dir, disk):
     record.record(11)
     record.close()
     assert [disk.scalars_of(e) for e in disk.summary_steps(log_dir)] == [
-        {"accuracy": 0.75}, {"loss": 0.5}
+        {"accuracy": 0.75},
+        {"loss": 0.5},
     ]
 
 
@@ -584,8 +613,9 @@ def test_records_created_in_the_same_second_never_collide(make_record, log_dir, 
     records = [make_record() for _ in range(4)]
     for index, record in enumerate(records):
         record.add_value("scalar", f"r{index}", float(index))
-        record.add_value("custom_lineage_data", "info", lineage_pb2.UserDefinedInfo(
-            map_int32={"index": index}))
+        record.add_value(
+            "custom_lineage_data", "info", lineage_pb2.UserDefinedInfo(map_int32={"index": index})
+        )
         record.record(index)
     for record in records:
         record.close()
@@ -596,7 +626,10 @@ def test_records_created_in_the_same_second_never_collide(make_record, log_dir, 
     assert len(set(os.listdir(log_dir))) == 8
     # Every file holds its own record's data only, whole.
     assert {tuple(disk.scalars_of(e)) for p in summaries for e in disk.read_events(p)[1:]} == {
-        ("r0",), ("r1",), ("r2",), ("r3",)
+        ("r0",),
+        ("r1",),
+        ("r2",),
+        ("r3",),
     }
     for index, record in enumerate(records):
         [summary, lineage] = record.files
@@ -751,8 +784,11 @@ def test_closed_record_refuses_new_values(make_record, log_dir, disk, caplog):
     record.add_value("scalar", "x", 1.0)
     record.record(1)
     record.close()
-    for plugin, value in [("scalar", 2.0), ("tensor", np.ones(2)),
-                          ("train_lineage", train_lineage())]:
+    for plugin, value in [
+        ("scalar", 2.0),
+        ("tensor", np.ones(2)),
+        ("train_lineage", train_lineage()),
+    ]:
         with pytest.raises(WriterStateError, match="closed") as raised:
             record.add_value(plugin, "x", value)
         assert isinstance(raised.value, RuntimeError)
@@ -807,7 +843,11 @@ def test_network_graph_is_written_once_before_the_first_summary(make_record, log
     record.close()
     events = disk.all_summary_events(log_dir)
     assert [e.WhichOneof("what") for e in events] == [
-        "version", "graph_def", "summary", "summary", "summary"
+        "version",
+        "graph_def",
+        "summary",
+        "summary",
+        "summary",
     ]
     assert events[1].graph_def == model.graph
     assert [e.step for e in events[2:]] == [1, 2, 3]
@@ -1002,8 +1042,9 @@ def test_step_over_2gib_is_refused_and_neighbours_are_recorded(
     events = disk.summary_steps(log_dir)
     assert [e.step for e in events] == [4, 6]
     assert [disk.scalars_of(e) for e in events] == [{"loss": 1.0}, {"loss": 3.0}]
-    np.testing.assert_array_equal(decode_tensor(disk.value_of(events[1], "small").tensor),
-                                  np.arange(3))
+    np.testing.assert_array_equal(
+        decode_tensor(disk.value_of(events[1], "small").tensor), np.arange(3)
+    )
     if not raise_exception:
         # record()'s docstring: False "when ... the step is too large to be written".
         assert returned is False

@@ -16,7 +16,7 @@ from rankscribe.writer import SummaryRecord
 from rankscribe.writer.errors import WriterError, WriterTypeError
 from rankscribe.writer.pb import anf_ir_pb2
 
-BUILDER_MODULE = '''
+BUILDER_MODULE = """
 from rankscribe.writer.pb import anf_ir_pb2
 
 
@@ -30,7 +30,7 @@ def build(network):
         return graph
 
     return graph
-'''
+"""
 
 
 class Module:
@@ -48,10 +48,12 @@ def _install_builder(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (root / "graph_builder_example.py").write_text(BUILDER_MODULE)
     info = root / "graph_builder_example-1.0.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: graph-builder-example\n"
-                                   "Version: 1.0\n")
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: graph-builder-example\nVersion: 1.0\n"
+    )
     (info / "entry_points.txt").write_text(
-        "[rankscribe.graph_builders]\nexample = graph_builder_example:build\n")
+        "[rankscribe.graph_builders]\nexample = graph_builder_example:build\n"
+    )
     monkeypatch.syspath_prepend(str(root))
     monkeypatch.delitem(sys.modules, "graph_builder_example", raising=False)
 
@@ -64,9 +66,15 @@ def test_without_the_collector_a_module_is_refused_with_what_is_understood(
     error = raised.value
     assert isinstance(error, WriterError) and isinstance(error, TypeError)
     message = str(error)
-    for part in ("'network'", "graph_proto()", "torch.nn.Module",
-                 "rankscribe.collector.ArrayNetwork", "rankscribe-collector installed",
-                 "but got Module", "graph builders installed: none"):
+    for part in (
+        "'network'",
+        "graph_proto()",
+        "torch.nn.Module",
+        "rankscribe.collector.ArrayNetwork",
+        "rankscribe-collector installed",
+        "but got Module",
+        "graph builders installed: none",
+    ):
         assert part in message, f"{part!r} not in {message!r}"
     assert not log_dir.exists()  # refused before anything was created
 

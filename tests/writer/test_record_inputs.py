@@ -20,8 +20,10 @@ def test_numpy_integer_steps_are_steps(tmp_path):
 
 @pytest.mark.parametrize("step", [np.float64(3.0), 3.0, True, np.bool_(True), "3"])
 def test_non_integer_steps_are_refused(tmp_path, step):
-    with SummaryRecord(tmp_path) as record, \
-            pytest.raises(WriterTypeError, match="'step' must be an int"):
+    with (
+        SummaryRecord(tmp_path) as record,
+        pytest.raises(WriterTypeError, match="'step' must be an int"),
+    ):
         record.record(step)
 
 
@@ -36,15 +38,22 @@ def test_an_int_too_large_for_a_float_is_refused_with_its_name(tmp_path):
 
 
 def test_text_without_the_tensorboard_target_is_warned_about_once(tmp_path, caplog):
-    with caplog.at_level(logging.WARNING, logger="rankscribe.writer.record._record"), \
-            SummaryRecord(tmp_path) as record:
+    with (
+        caplog.at_level(logging.WARNING, logger="rankscribe.writer.record._record"),
+        SummaryRecord(tmp_path) as record,
+    ):
         for step in range(3):
             record.add_value("text", "note", f"step {step}")
             record.record(step)
-    warnings = [record.getMessage() for record in caplog.records
-                if "TensorBoard target only" in record.getMessage()]
-    assert warnings == ["text values are shown by the TensorBoard target only; add 'tensorboard' "
-                        "to formats to record 'note'"]
+    warnings = [
+        record.getMessage()
+        for record in caplog.records
+        if "TensorBoard target only" in record.getMessage()
+    ]
+    assert warnings == [
+        "text values are shown by the TensorBoard target only; add 'tensorboard' "
+        "to formats to record 'note'"
+    ]
 
 
 # Tags that cannot be written as UTF-8 (lone surrogates, as os.fsdecode makes of

@@ -86,7 +86,10 @@ def test_a_file_is_filled_exactly_up_to_the_limit(make_record, tmp_path, disk):
     paths = disk.summary_files(tmp_path / "run")
     assert [os.path.getsize(p) for p in paths] == [limit] * 3 + [VERSION_RECORD + scalar_record]
     assert [[e.step for e in disk.read_events(p)[1:]] for p in paths] == [
-        [0, 1, 2], [3, 4, 5], [6, 7, 8], [9]
+        [0, 1, 2],
+        [3, 4, 5],
+        [6, 7, 8],
+        [9],
     ]
 
 
@@ -114,7 +117,11 @@ def test_large_records_rotate_too(make_record, log_dir, disk):
     paths = disk.summary_files(log_dir)
     check_rotated_files(disk, paths, limit)
     assert [[e.step for e in disk.read_events(p)[1:]] for p in paths] == [
-        [0, 1], [2, 3], [4, 5], [6, 7], [8]
+        [0, 1],
+        [2, 3],
+        [4, 5],
+        [6, 7],
+        [8],
     ]
 
 
@@ -122,8 +129,9 @@ def test_lineage_file_rotates_without_version_records(make_record, log_dir, disk
     limit = 300
     record = make_record(max_file_size=limit)
     for index in range(40):
-        record.add_value("custom_lineage_data", "info",
-                         lineage_pb2.UserDefinedInfo(map_int32={"index": index}))
+        record.add_value(
+            "custom_lineage_data", "info", lineage_pb2.UserDefinedInfo(map_int32={"index": index})
+        )
         record.record(index)
     record.close()
     paths = disk.lineage_files(log_dir)
@@ -300,8 +308,9 @@ def test_oversized_lineage_record_is_refused_alone(make_record, log_dir, disk, c
         record.add_value("custom_lineage_data", "huge", huge)
         record.add_value("scalar", "loss", 1.0)
         record.record(1)
-        record.add_value("custom_lineage_data", "small",
-                         lineage_pb2.UserDefinedInfo(map_str={"notes": "ok"}))
+        record.add_value(
+            "custom_lineage_data", "small", lineage_pb2.UserDefinedInfo(map_str={"notes": "ok"})
+        )
         record.record(2)
         record.close()
     assert len([r for r in caplog.records if r.levelno >= logging.WARNING]) == 1

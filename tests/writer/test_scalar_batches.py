@@ -13,8 +13,11 @@ from rankscribe.writer.record._scalar_batches import ScalarBatches
 
 
 def recorded(directory):
-    return [(event.step, {value.tag: value.value for value in event.values})
-            for event in load_dir(directory) if event.values]
+    return [
+        (event.step, {value.tag: value.value for value in event.values})
+        for event in load_dir(directory)
+        if event.values
+    ]
 
 
 class BatchesTaken:
@@ -63,8 +66,10 @@ def test_mixed_steps_keep_their_order_whatever_the_writer_is_doing(tmp_path, see
             record.record(step)
             last_scalar_step = step if kind >= 0.02 else last_scalar_step
             expected.append((step, values))
-    got = [(step, {tag: value for tag, value in values.items() if tag == "loss"})
-           for step, values in recorded(tmp_path)]
+    got = [
+        (step, {tag: value for tag, value in values.items() if tag == "loss"})
+        for step, values in recorded(tmp_path)
+    ]
     assert got == expected
 
 
@@ -83,7 +88,10 @@ def test_flush_covers_steps_still_in_an_open_batch(tmp_path):
         record.record(step)
     assert record.flush() is True
     [summary] = tmp_path.glob("*_MS")
-    steps = [event.step for event in read_events(summary, strict=True)
-             if event.WhichOneof("what") == "summary"]
+    steps = [
+        event.step
+        for event in read_events(summary, strict=True)
+        if event.WhichOneof("what") == "summary"
+    ]
     assert steps == list(range(10))
     record.close()

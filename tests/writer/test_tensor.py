@@ -27,16 +27,33 @@ DataType = anf_ir_pb2.DataType
 # docs/file-format.md: bool->1, int8->2, int16->3, int32->4, int64->5, uint8->6, uint16->7,
 # uint32->8, uint64->9, float16->10, float32->11, float64->12.
 MINDSPORE_TYPES = [
-    (np.bool_, 1), (np.int8, 2), (np.int16, 3), (np.int32, 4), (np.int64, 5), (np.uint8, 6),
-    (np.uint16, 7), (np.uint32, 8), (np.uint64, 9), (np.float16, 10), (np.float32, 11),
+    (np.bool_, 1),
+    (np.int8, 2),
+    (np.int16, 3),
+    (np.int32, 4),
+    (np.int64, 5),
+    (np.uint8, 6),
+    (np.uint16, 7),
+    (np.uint32, 8),
+    (np.uint64, 9),
+    (np.float16, 10),
+    (np.float32, 11),
     (np.float64, 12),
 ]
 NEEDS_RAW = {np.int32, np.uint32, np.int64, np.uint64, np.float64}
 TENSORBOARD_TYPES = {
-    np.bool_: "DT_BOOL", np.int8: "DT_INT8", np.int16: "DT_INT16", np.int32: "DT_INT32",
-    np.int64: "DT_INT64", np.uint8: "DT_UINT8", np.uint16: "DT_UINT16",
-    np.uint32: "DT_UINT32", np.uint64: "DT_UINT64", np.float16: "DT_HALF",
-    np.float32: "DT_FLOAT", np.float64: "DT_DOUBLE",
+    np.bool_: "DT_BOOL",
+    np.int8: "DT_INT8",
+    np.int16: "DT_INT16",
+    np.int32: "DT_INT32",
+    np.int64: "DT_INT64",
+    np.uint8: "DT_UINT8",
+    np.uint16: "DT_UINT16",
+    np.uint32: "DT_UINT32",
+    np.uint64: "DT_UINT64",
+    np.float16: "DT_HALF",
+    np.float32: "DT_FLOAT",
+    np.float64: "DT_DOUBLE",
 }
 
 

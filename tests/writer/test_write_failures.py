@@ -46,9 +46,7 @@ def test_text_that_utf8_cannot_hold_is_refused_where_it_is_added(tmp_path):
         assert record.record(1) is True
 
 
-def test_an_export_that_would_leave_its_folder_is_refused_and_writing_goes_on(
-    tmp_path, caplog
-):
+def test_an_export_that_would_leave_its_folder_is_refused_and_writing_goes_on(tmp_path, caplog):
     record = SummaryRecord(tmp_path / "logs", export_options={"tensor_format": "npy"})
     record.add_value("tensor", "w", np.arange(3))
     record.record(1)
@@ -77,8 +75,10 @@ def test_a_step_over_the_limit_after_encoding_is_dropped_and_writing_goes_on(
     from rankscribe.writer.encoding import _steps as steps
 
     monkeypatch.setattr(steps, "MAX_STEP_BYTES", 1_000)
-    with caplog.at_level(logging.ERROR, logger="rankscribe.writer.encoding._steps"), \
-            SummaryRecord(tmp_path) as record:
+    with (
+        caplog.at_level(logging.ERROR, logger="rankscribe.writer.encoding._steps"),
+        SummaryRecord(tmp_path) as record,
+    ):
         record.add_value("tensor", "big", np.ones(500, dtype=np.float32))
         assert record.record(1) is True
         record.add_value("tensor", "small", np.ones(2, dtype=np.float32))

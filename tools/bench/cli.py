@@ -83,8 +83,9 @@ def _cpu(who: int) -> float:
 
 def run_process(argv: list[str]) -> Seconds:
     started, cpu = time.perf_counter(), _cpu(resource.RUSAGE_CHILDREN)
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True,
-                   timeout=3600)
+    subprocess.run(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True, timeout=3600
+    )
     return time.perf_counter() - started, _cpu(resource.RUSAGE_CHILDREN) - cpu
 
 
@@ -126,16 +127,17 @@ def measure(count: int, repeat: int, keep: Path | None) -> dict[str, Seconds]:
         run = sorted(paths)[0]
         (root / INDEX_NAME).unlink(missing_ok=True)
         cold = run_process([script, "query", str(root)])
-        api_code = ("import sys; from rankscribe.lineage import filter_runs; "
-                    "filter_runs(sys.argv[1])")
+        api_code = (
+            "import sys; from rankscribe.lineage import filter_runs; filter_runs(sys.argv[1])"
+        )
         commands: dict[str, Callable[[], Seconds]] = {
             "query": lambda: run_process([script, "query", str(root)]),
             "query_where": lambda: run_process(
-                [script, "query", str(root), "--where", WHERE, "--sort", SORT]),
+                [script, "query", str(root), "--where", WHERE, "--sort", SORT]
+            ),
             "show": lambda: run_process([script, "show", run]),
             "api_process": lambda: run_process([sys.executable, "-c", api_code, str(root)]),
-            "import": lambda: run_process(
-                [sys.executable, "-c", "import rankscribe.lineage"]),
+            "import": lambda: run_process([sys.executable, "-c", "import rankscribe.lineage"]),
             "stat": lambda: stat_each(paths),
             "api_warm": lambda: in_this_process(lambda: filter_runs(root)),
         }
@@ -145,9 +147,13 @@ def measure(count: int, repeat: int, keep: Path | None) -> dict[str, Seconds]:
         for _ in range(repeat):
             for name, command in commands.items():
                 times[name].append(command())
-        row = {name: (statistics.median(wall for wall, _ in values),
-                      statistics.median(cpu for _, cpu in values))
-               for name, values in times.items()}
+        row = {
+            name: (
+                statistics.median(wall for wall, _ in values),
+                statistics.median(cpu for _, cpu in values),
+            )
+            for name, values in times.items()
+        }
         row["cold"] = cold
         return row
     finally:
@@ -160,21 +166,40 @@ def format_times(root: Path) -> dict[str, Seconds]:
     filter_runs(root)  # the index is there and current
     loaded = load_index(str(root))
     assert loaded is not None
-    rows = {entry.path: {"files": entry.files, "dir_mtime": entry.dir_mtime,
-                         "final": entry.final, "update_time": entry.update_time,
-                         "create_time": entry.create_time, "lineage": entry.summary}
-            for entry in loaded.entries}
+    rows = {
+        entry.path: {
+            "files": entry.files,
+            "dir_mtime": entry.dir_mtime,
+            "final": entry.final,
+            "update_time": entry.update_time,
+            "create_time": entry.create_time,
+            "lineage": entry.summary,
+        }
+        for entry in loaded.entries
+    }
     scratch = Path(tempfile.mkdtemp(prefix="index-formats-"))
     try:
         per_run = scratch / "rows.json"
         per_run.write_text(json.dumps({"runs": rows, "graphs": loaded.graphs}))
         database = scratch / "rows.sqlite"
         with sqlite3.connect(database) as connection:
-            connection.execute("create table runs (path text primary key, dir_mtime integer,"
-                               " final integer, files text, lineage text)")
-            connection.executemany("insert into runs values (?, ?, ?, ?, ?)", [
-                (path, row["dir_mtime"], row["final"], json.dumps(row["files"]),
-                 json.dumps(row["lineage"])) for path, row in rows.items()])
+            connection.execute(
+                "create table runs (path text primary key, dir_mtime integer,"
+                " final integer, files text, lineage text)"
+            )
+            connection.executemany(
+                "insert into runs values (?, ?, ?, ?, ?)",
+                [
+                    (
+                        path,
+                        row["dir_mtime"],
+                        row["final"],
+                        json.dumps(row["files"]),
+                        json.dumps(row["lineage"]),
+                    )
+                    for path, row in rows.items()
+                ],
+            )
         connection.close()
 
         def from_sqlite() -> None:
@@ -187,11 +212,14 @@ def format_times(root: Path) -> dict[str, Seconds]:
 
         return {
             "columnar JSON, decoded and checked (ours)": in_this_process(
-                lambda: load_index(str(root))),
+                lambda: load_index(str(root))
+            ),
             "columnar JSON (ours), decoded only": in_this_process(
-                lambda: json.loads((root / INDEX_NAME).read_bytes())),
+                lambda: json.loads((root / INDEX_NAME).read_bytes())
+            ),
             "one JSON object per run (previous), decoded": in_this_process(
-                lambda: json.loads(per_run.read_bytes())),
+                lambda: json.loads(per_run.read_bytes())
+            ),
             "SQLite rows with JSON texts, fetched and decoded": in_this_process(from_sqlite),
         }
     finally:
@@ -203,36 +231,56 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, nargs="+", default=[1000, 10000, 100000])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--keep", type=Path, help="make the base dirs under DIR and reuse them")
-    parser.add_argument("--formats", action="store_true",
-                        help="also time reading the index in other formats")
+    parser.add_argument(
+        "--formats", action="store_true", help="also time reading the index in other formats"
+    )
     args = parser.parse_args(argv)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load {load:.1f}; "
-          f"medians of {args.repeat}; console script {console_script()}")
+    print(
+        f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load {load:.1f}; "
+        f"medians of {args.repeat}; console script {console_script()}"
+    )
     print("each cell: wall seconds / CPU seconds (user + system); ratios on CPU seconds")
-    print(f"{'runs':>7} {'query':>11} {'where+sort':>11} {'show':>11} {'API proc':>11} "
-          f"{'API warm':>11} {'import':>11} {'stat':>11} {'cold':>11} {'q/API':>6} "
-          f"{'q/(imp+stat)':>12} {'q-import':>8}")
+    print(
+        f"{'runs':>7} {'query':>11} {'where+sort':>11} {'show':>11} {'API proc':>11} "
+        f"{'API warm':>11} {'import':>11} {'stat':>11} {'cold':>11} {'q/API':>6} "
+        f"{'q/(imp+stat)':>12} {'q-import':>8}"
+    )
     for count in args.runs:
         row = measure(count, args.repeat, args.keep)
-        cells = " ".join(f"{row[name][0]:>5.2f}/{row[name][1]:<5.2f}" for name in (
-            "query", "query_where", "show", "api_process", "api_warm", "import", "stat",
-            "cold"))
-        query, api, imported, stat = (row[name][1] for name in (
-            "query", "api_process", "import", "stat"))
-        print(f"{count:>7} {cells} {query / api:>5.2f}x {query / (imported + stat):>11.2f}x "
-              f"{query - imported:>7.2f}s", flush=True)
+        cells = " ".join(
+            f"{row[name][0]:>5.2f}/{row[name][1]:<5.2f}"
+            for name in (
+                "query",
+                "query_where",
+                "show",
+                "api_process",
+                "api_warm",
+                "import",
+                "stat",
+                "cold",
+            )
+        )
+        query, api, imported, stat = (
+            row[name][1] for name in ("query", "api_process", "import", "stat")
+        )
+        print(
+            f"{count:>7} {cells} {query / api:>5.2f}x {query / (imported + stat):>11.2f}x "
+            f"{query - imported:>7.2f}s",
+            flush=True,
+        )
         if args.formats:
             root, remove = base_of(count, args.keep)
             try:
                 for name, (wall, cpu) in format_times(root).items():
-                    print(f"{'':>7} index read, {name}: {wall:.2f}s / {cpu:.2f}s CPU",
-                          flush=True)
+                    print(f"{'':>7} index read, {name}: {wall:.2f}s / {cpu:.2f}s CPU", flush=True)
             finally:
                 if remove:
                     shutil.rmtree(root, ignore_errors=True)
-    print("targets: warm query <= 0.6 s at 10,000 runs, <= 1.5 s at 100,000 (with and "
-          "without --where/--sort); cold <= 15 s at 100,000")
+    print(
+        "targets: warm query <= 0.6 s at 10,000 runs, <= 1.5 s at 100,000 (with and "
+        "without --where/--sort); cold <= 15 s at 100,000"
+    )
     return 0
 
 

@@ -85,8 +85,12 @@ GRAPH = {
         {"name": "fc1", "op_type": "MatMul", "scope": "Default/fc1", "inputs": ["x", "fc1.weight"]},
         {"name": "b1", "op_type": "Add", "scope": "Default/fc1", "inputs": ["fc1", "fc1.bias"]},
         {"name": "relu", "op_type": "ReLU", "scope": "Default", "inputs": ["b1"]},
-        {"name": "fc2", "op_type": "MatMul", "scope": "Default/fc2",
-         "inputs": ["relu", "fc2.weight"]},
+        {
+            "name": "fc2",
+            "op_type": "MatMul",
+            "scope": "Default/fc2",
+            "inputs": ["relu", "fc2.weight"],
+        },
         {"name": "b2", "op_type": "Add", "scope": "Default/fc2", "inputs": ["fc2", "fc2.bias"]},
     ],
     "outputs": ["b2"],
@@ -111,8 +115,12 @@ class TimedCollector(Callback):
         self.outside_steps += self._timed(self.collector.__enter__)
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 traceback: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
         self.outside_steps += self._timed(self.collector.__exit__, exc_type, exc, traceback)
 
     def begin(self, run_context: RunContext) -> None:
@@ -144,8 +152,9 @@ def make_torch_model(steps_per_epoch: int) -> tuple[Any, Any, ArrayDataset]:
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    network = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, 128), torch.nn.ReLU(),
-                                  torch.nn.Linear(128, 10))
+    network = torch.nn.Sequential(
+        torch.nn.Flatten(), torch.nn.Linear(784, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10)
+    )
     optimizer = torch.optim.SGD(network.parameters(), lr=0.01)
     _, _, dataset = make_array_model(steps_per_epoch)
     return network, optimizer, dataset
@@ -170,15 +179,16 @@ def make_array_model(steps_per_epoch: int) -> tuple[ArrayNetwork, ArrayOptimizer
     optimizer = ArrayOptimizer(network, learning_rate=0.01, name="SGD")
     rows = steps_per_epoch * BATCH
     dataset = ArrayDataset(
-        rng.random((rows, 1, 28, 28), dtype=np.float32), rng.integers(0, 10, rows),
-        batch_size=BATCH, path="/data/mnist",
+        rng.random((rows, 1, 28, 28), dtype=np.float32),
+        rng.integers(0, 10, rows),
+        batch_size=BATCH,
+        path="/data/mnist",
         description={"op_type": "ArrayDataset", "batch_size": BATCH, "children": []},
     )
     return network, optimizer, dataset
 
 
-def make_step(network: Any, step_ms: float = STEP_MS,
-              starts: list[float] | None = None) -> Any:
+def make_step(network: Any, step_ms: float = STEP_MS, starts: list[float] | None = None) -> Any:
     if TORCH[0]:
         import torch  # only with --torch
 
@@ -205,15 +215,23 @@ def make_step(network: Any, step_ms: float = STEP_MS,
     return step
 
 
-def run_once(epochs: int, steps_per_epoch: int, collect_freq: int | None,
-             directory: Path, step_ms: float = STEP_MS, starts: list[float] | None = None,
-             timed: bool = True) -> tuple[float, TimedCollector | None]:
+def run_once(
+    epochs: int,
+    steps_per_epoch: int,
+    collect_freq: int | None,
+    directory: Path,
+    step_ms: float = STEP_MS,
+    starts: list[float] | None = None,
+    timed: bool = True,
+) -> tuple[float, TimedCollector | None]:
     """One training run: bare (``collect_freq`` None) or with a collector, timed or not."""
     network, optimizer, dataset = make_model(steps_per_epoch)
     loop = TrainLoop(make_step(network, step_ms, starts), network=network, optimizer=optimizer)
-    collector = (SummaryCollector(directory, collect_freq=collect_freq,
-                                  job_view_interval=JOB_VIEW_INTERVAL)
-                 if collect_freq is not None else None)
+    collector = (
+        SummaryCollector(directory, collect_freq=collect_freq, job_view_interval=JOB_VIEW_INTERVAL)
+        if collect_freq is not None
+        else None
+    )
     wrapper = TimedCollector(collector) if collector is not None and timed else None
     callback: Callback | None = wrapper if wrapper is not None else collector
     start = time.perf_counter()
@@ -226,8 +244,9 @@ def collects(step: int, collect_freq: int) -> bool:
     return step == 1 or step % collect_freq == 0 or step in LANDSCAPE_STEPS
 
 
-def quiet_step_medians(steps: int, collect_freq: int, repeat: int,
-                       work: Path) -> tuple[float, float, float]:
+def quiet_step_medians(
+    steps: int, collect_freq: int, repeat: int, work: Path
+) -> tuple[float, float, float]:
     """Best medians (s) of a quiet step: bare loop, with the collector, inside its hooks."""
     bare: list[float] = []
     with_collector: list[float] = []
@@ -238,8 +257,9 @@ def quiet_step_medians(steps: int, collect_freq: int, repeat: int,
         # calls would count as the collector's. A third run times the hooks alone.
         for collect, timed in ((None, False), (collect_freq, False), (collect_freq, True)):
             starts: list[float] = []
-            _, wrapper = run_once(1, steps, collect, work / f"fast{index}-{timed}",
-                                  FAST_STEP_MS, starts, timed)
+            _, wrapper = run_once(
+                1, steps, collect, work / f"fast{index}-{timed}", FAST_STEP_MS, starts, timed
+            )
             # starts[s] - starts[s - 1]: step s, the hooks after it and before step s + 1
             median = statistics.median(starts[step] - starts[step - 1] for step in quiet)
             if wrapper is not None:
@@ -255,8 +275,9 @@ def fingerprint_seconds(megabytes: int = 10, repeat: int = 20) -> tuple[float, f
     """Best seconds of the fingerprint of ``megabytes`` MB of parameters, and of copying them."""
     rng = np.random.default_rng(0)
     count = megabytes * (1 << 20) // 4 // 4
-    parameters = [(f"layer{index}.weight", rng.random(count, dtype=np.float32))
-                  for index in range(4)]
+    parameters = [
+        (f"layer{index}.weight", rng.random(count, dtype=np.float32)) for index in range(4)
+    ]
     target = [np.empty_like(value) for _, value in parameters]
     fingerprints: list[float] = []
     copies: list[float] = []
@@ -278,12 +299,23 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=200, help="steps per epoch")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--collect-freq", type=int, default=10)
-    parser.add_argument("--fast-steps", type=int, default=1000,
-                        help=f"steps of {FAST_STEP_MS:g} ms for the quiet-step measurement")
-    parser.add_argument("--torch", action="store_true",
-                        help="a torch network whose forward the collector times with hooks")
-    parser.add_argument("--job-view-interval", type=float, default=None,
-                        help="the collectors' job_view_interval (seconds; run under mpiexec)")
+    parser.add_argument(
+        "--fast-steps",
+        type=int,
+        default=1000,
+        help=f"steps of {FAST_STEP_MS:g} ms for the quiet-step measurement",
+    )
+    parser.add_argument(
+        "--torch",
+        action="store_true",
+        help="a torch network whose forward the collector times with hooks",
+    )
+    parser.add_argument(
+        "--job-view-interval",
+        type=float,
+        default=None,
+        help="the collectors' job_view_interval (seconds; run under mpiexec)",
+    )
     arguments = parser.parse_args()
     if arguments.quick:
         arguments.epochs, arguments.steps, arguments.repeat = 1, 150, 2
@@ -306,59 +338,83 @@ def main() -> None:
             seconds, _ = run_once(arguments.epochs, arguments.steps, None, work)
             bare.append(seconds)
             directory = work / f"run{index}"
-            seconds, last = run_once(arguments.epochs, arguments.steps, arguments.collect_freq,
-                                     directory)
+            seconds, last = run_once(
+                arguments.epochs, arguments.steps, arguments.collect_freq, directory
+            )
             collected.append(seconds)
         files = sorted(path.name for path in directory.rglob("*") if path.is_file())
         quiet_bare, quiet_collector, quiet_inside = quiet_step_medians(
-            arguments.fast_steps, arguments.collect_freq, arguments.repeat, work)
+            arguments.fast_steps, arguments.collect_freq, arguments.repeat, work
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     assert last is not None
     best_bare, best_collected = min(bare), min(collected)
     per_step = (best_collected - best_bare) / total * 1000
-    print(f"SummaryCollector cost, {arguments.epochs} x {arguments.steps} steps of {STEP_MS:g} ms, "
-          f"collect_freq={arguments.collect_freq}, default collection, best of "
-          f"{arguments.repeat}{', torch network (forward hooks on)' if arguments.torch else ''}")
+    print(
+        f"SummaryCollector cost, {arguments.epochs} x {arguments.steps} steps of {STEP_MS:g} ms, "
+        f"collect_freq={arguments.collect_freq}, default collection, best of "
+        f"{arguments.repeat}{', torch network (forward hooks on)' if arguments.torch else ''}"
+    )
     print(f"  bare loop        {best_bare:8.3f} s  {best_bare / total * 1000:7.3f} ms/step")
-    print(f"  with collector   {best_collected:8.3f} s  "
-          f"{best_collected / total * 1000:7.3f} ms/step")
-    print(f"  difference       {per_step:+8.3f} ms/step = {per_step / STEP_MS:+.2%} of a "
-          f"{STEP_MS:g} ms step (target < 2%); with / bare = "
-          f"{best_collected / best_bare:.4f}")
+    print(
+        f"  with collector   {best_collected:8.3f} s  {best_collected / total * 1000:7.3f} ms/step"
+    )
+    print(
+        f"  difference       {per_step:+8.3f} ms/step = {per_step / STEP_MS:+.2%} of a "
+        f"{STEP_MS:g} ms step (target < 2%); with / bare = "
+        f"{best_collected / best_bare:.4f}"
+    )
     hooks = last.per_step
     freq = arguments.collect_freq
     collected_steps = [hooks[i] for i in range(total) if i == 0 or (i + 1) % freq == 0]
     other_steps = [hooks[i] for i in range(total) if not (i == 0 or (i + 1) % freq == 0)]
     inside = sum(hooks) + last.outside_steps
-    print(f"  inside the collector: {inside * 1000 / total:.3f} ms/step on average "
-          f"({inside / total * 1000 / STEP_MS:.2%} of a step), of which "
-          f"{last.outside_steps * 1000:.1f} ms once (open, lineage, close)")
-    print(f"    collected steps: median {statistics.median(collected_steps) * 1000:.3f} ms, "
-          f"max {max(collected_steps) * 1000:.3f} ms ({len(collected_steps)} steps, "
-          f"landscape files at steps 1-19 included)")
+    print(
+        f"  inside the collector: {inside * 1000 / total:.3f} ms/step on average "
+        f"({inside / total * 1000 / STEP_MS:.2%} of a step), of which "
+        f"{last.outside_steps * 1000:.1f} ms once (open, lineage, close)"
+    )
+    print(
+        f"    collected steps: median {statistics.median(collected_steps) * 1000:.3f} ms, "
+        f"max {max(collected_steps) * 1000:.3f} ms ({len(collected_steps)} steps, "
+        f"landscape files at steps 1-19 included)"
+    )
     print(f"    other steps:     median {statistics.median(other_steps) * 1000:.4f} ms")
-    print(f"  files of the last run: {len(files)} "
-          f"({sum(1 for name in files if name.endswith('.ckpt'))} landscape parameter files)")
-    print_quiet_step(arguments.fast_steps, arguments.repeat, quiet_bare, quiet_collector,
-                     quiet_inside)
+    print(
+        f"  files of the last run: {len(files)} "
+        f"({sum(1 for name in files if name.endswith('.ckpt'))} landscape parameter files)"
+    )
+    print_quiet_step(
+        arguments.fast_steps, arguments.repeat, quiet_bare, quiet_collector, quiet_inside
+    )
     fingerprint, copy = fingerprint_seconds()
-    print(f"Parameter fingerprint of 10 MB: {fingerprint * 1000:.3f} ms (target well under 1 ms); "
-          f"a copy of the same bytes {copy * 1000:.3f} ms; fingerprint / copy = "
-          f"{fingerprint / copy:.2f}")
+    print(
+        f"Parameter fingerprint of 10 MB: {fingerprint * 1000:.3f} ms (target well under 1 ms); "
+        f"a copy of the same bytes {copy * 1000:.3f} ms; fingerprint / copy = "
+        f"{fingerprint / copy:.2f}"
+    )
 
 
-def print_quiet_step(steps: int, repeat: int, bare: float, with_collector: float,
-                     inside: float) -> None:
+def print_quiet_step(
+    steps: int, repeat: int, bare: float, with_collector: float, inside: float
+) -> None:
     added = (with_collector - bare) * 1e6
-    print(f"A step that collects nothing, {steps} steps of {FAST_STEP_MS:g} ms, "
-          f"median over those steps, best of {repeat}")
+    print(
+        f"A step that collects nothing, {steps} steps of {FAST_STEP_MS:g} ms, "
+        f"median over those steps, best of {repeat}"
+    )
     print(f"  bare loop        {bare * 1e6:8.1f} us/step")
-    print(f"  with collector   {with_collector * 1e6:8.1f} us/step  (with / bare = "
-          f"{with_collector / bare:.4f})")
-    print(f"  difference       {added:+8.1f} us/step = {added / (FAST_STEP_MS * 1000):+.2%} of a "
-          f"{FAST_STEP_MS:g} ms step (target <= 40 us, <= 4%)")
+    print(
+        f"  with collector   {with_collector * 1e6:8.1f} us/step  (with / bare = "
+        f"{with_collector / bare:.4f})"
+    )
+    print(
+        f"  difference       {added:+8.1f} us/step = {added / (FAST_STEP_MS * 1000):+.2%} of a "
+        f"{FAST_STEP_MS:g} ms step (target <= 40 us, <= 4%)"
+    )
     print(f"  inside the collector's hooks: median {inside * 1e6:.1f} us")
+
 
 if __name__ == "__main__":
     main()

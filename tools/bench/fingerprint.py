@@ -42,7 +42,7 @@ def copy_slice(arrays: list[np.ndarray], target: np.ndarray, start: int, stop: i
         raw = array.reshape(-1).view(np.uint8)
         low, high = max(start - offset, 0), min(stop - offset, raw.size)
         if low < high:
-            np.copyto(target[written:written + high - low], raw[low:high])
+            np.copyto(target[written : written + high - low], raw[low:high])
             written += high - low
         offset += raw.size
         if offset >= stop:
@@ -78,15 +78,23 @@ def main() -> None:
     slice_fingerprint(parts, 0, total)
     whole = time.perf_counter() - began
     fingerprint, copy = statistics.median(fingerprints), statistics.median(copies)
-    print(f"Fingerprint of {arguments.parameters:,} float32 parameters ({total / 1e6:.0f} MB), "
-          f"budget {arguments.budget / (1 << 20):g} MiB per collected step: {slices} slices, "
-          f"median over {arguments.repeat} rotations")
-    print(f"  per collected step   {fingerprint * 1000:7.3f} ms = "
-          f"{fingerprint * 1000 / STEP_MS:.2%} of a {STEP_MS:g} ms step (target <= 0.5%)")
-    print(f"  per step at collect_freq={COLLECT_FREQ}: "
-          f"{fingerprint * 1000 / COLLECT_FREQ / STEP_MS:.3%} of a {STEP_MS:g} ms step")
-    print(f"  copy of the same bytes (baseline) {copy * 1000:7.3f} ms; fingerprint / copy = "
-          f"{fingerprint / copy:.2f}")
+    print(
+        f"Fingerprint of {arguments.parameters:,} float32 parameters ({total / 1e6:.0f} MB), "
+        f"budget {arguments.budget / (1 << 20):g} MiB per collected step: {slices} slices, "
+        f"median over {arguments.repeat} rotations"
+    )
+    print(
+        f"  per collected step   {fingerprint * 1000:7.3f} ms = "
+        f"{fingerprint * 1000 / STEP_MS:.2%} of a {STEP_MS:g} ms step (target <= 0.5%)"
+    )
+    print(
+        f"  per step at collect_freq={COLLECT_FREQ}: "
+        f"{fingerprint * 1000 / COLLECT_FREQ / STEP_MS:.3%} of a {STEP_MS:g} ms step"
+    )
+    print(
+        f"  copy of the same bytes (baseline) {copy * 1000:7.3f} ms; fingerprint / copy = "
+        f"{fingerprint / copy:.2f}"
+    )
     print(f"  whole model once (step 0, when training begins): {whole * 1000:.1f} ms")
 
 

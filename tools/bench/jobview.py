@@ -86,18 +86,22 @@ def _values(ranks: int, steps: int, tags: list[str]) -> np.ndarray:
 def _series(values: np.ndarray, tags: list[str]) -> dict[int, RankSeries]:
     steps = list(range(1, values.shape[1] + 1))
     return {
-        rank: RankSeries(rank, {
-            tag: list(zip(steps, values[rank, :, column].tolist(), strict=True))
-            for column, tag in enumerate(tags)
-        })
+        rank: RankSeries(
+            rank,
+            {
+                tag: list(zip(steps, values[rank, :, column].tolist(), strict=True))
+                for column, tag in enumerate(tags)
+            },
+        )
         for rank in range(values.shape[0])
     }
 
 
 def _write_rank_dirs(job: Path, values: np.ndarray, tags: list[str]) -> None:
     for rank in range(values.shape[0]):
-        with SummaryRecord(job / f"rank_{rank}", rank=rank,
-                           formats=("mindinsight", "tensorboard")) as record:
+        with SummaryRecord(
+            job / f"rank_{rank}", rank=rank, formats=("mindinsight", "tensorboard")
+        ) as record:
             for index in range(values.shape[1]):
                 for column, tag in enumerate(tags):
                     record.add_value("scalar", tag, float(values[rank, index, column]))
@@ -115,8 +119,10 @@ def _best(run: Callable[[], object], repeat: int) -> float:
 
 def _report(name: str, ours: float, baseline: float, baseline_name: str, target: float) -> None:
     verdict = "meets" if ours <= target else "MISSES"
-    print(f"{name}: {ours:.3f} s ({verdict} the {target:.0f} s target); "
-          f"{baseline_name}: {baseline:.3f} s; ratio {ours / baseline:.1f}x")
+    print(
+        f"{name}: {ours:.3f} s ({verdict} the {target:.0f} s target); "
+        f"{baseline_name}: {baseline:.3f} s; ratio {ours / baseline:.1f}x"
+    )
 
 
 def _leaf_points(rank: int, first: int, steps: int, tags: list[str]) -> dict[str, Any]:
@@ -131,15 +137,17 @@ def _leaf_points(rank: int, first: int, steps: int, tags: list[str]) -> dict[str
     return points
 
 
-def _tree_interval(ranks: int, first: int, steps: int, tags: list[str],
-                   root: LiveJobView) -> dict[str, float]:
+def _tree_interval(
+    ranks: int, first: int, steps: int, tags: list[str], root: LiveJobView
+) -> dict[str, float]:
     """One interval through the whole simulated tree; the time of each part."""
     timings = {"leaves": 0.0, "leaf": 0.0, "merges": 0.0, "merge_max": 0.0, "write": 0.0}
     nodes: list[bytes | None] = [None] * ranks
     for rank in reversed(range(ranks)):  # deepest first, as the messages go up
         started = time.perf_counter()
-        partial = JobPartial.of_rank(rank, _leaf_points(rank, first, steps, tags),
-                                     last_step=first - 1)
+        partial = JobPartial.of_rank(
+            rank, _leaf_points(rank, first, steps, tags), last_step=first - 1
+        )
         leaf = time.perf_counter() - started
         timings["leaves"] += leaf
         timings["leaf"] = max(timings["leaf"], leaf)
@@ -186,23 +194,38 @@ def bench_interval(ranks: int, steps: int, tags: list[str], repeat: int) -> None
                 best = {**timings, "total": total}
         assert best is not None
         values = np.random.default_rng(0).random((ranks, steps, len(tags)))
-        baseline = _best(lambda: (np.mean(values, axis=0), np.min(values, axis=0),
-                                  np.max(values, axis=0)), repeat)
+        baseline = _best(
+            lambda: (np.mean(values, axis=0), np.min(values, axis=0), np.max(values, axis=0)),
+            repeat,
+        )
         critical = best["leaf"] + _levels(ranks) * best["merge_max"] + best["write"]
-        print(f"tree, one interval of {ranks} ranks x {steps} steps x {len(tags)} tags "
-              f"(fan-in {FAN_IN}, {_levels(ranks)} levels):")
-        _report("  critical path (a leaf + one merge per level + rank 0's write)", critical,
-                baseline, "numpy mean/min/max of a dense array", TARGET_INTERVAL)
-        _report("  all of the tree's work in one process", best["total"], baseline,
-                "numpy mean/min/max of a dense array", TARGET_INTERVAL)
-        print(f"    (leaves {best['leaves']:.3f} s, merges {best['merges']:.3f} s, "
-              f"rank 0's write {best['write']:.3f} s)")
+        print(
+            f"tree, one interval of {ranks} ranks x {steps} steps x {len(tags)} tags "
+            f"(fan-in {FAN_IN}, {_levels(ranks)} levels):"
+        )
+        _report(
+            "  critical path (a leaf + one merge per level + rank 0's write)",
+            critical,
+            baseline,
+            "numpy mean/min/max of a dense array",
+            TARGET_INTERVAL,
+        )
+        _report(
+            "  all of the tree's work in one process",
+            best["total"],
+            baseline,
+            "numpy mean/min/max of a dense array",
+            TARGET_INTERVAL,
+        )
+        print(
+            f"    (leaves {best['leaves']:.3f} s, merges {best['merges']:.3f} s, "
+            f"rank 0's write {best['write']:.3f} s)"
+        )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _subtree(first_rank: int, count: int, first: int, steps: int,
-             tags: list[str]) -> JobPartial:
+def _subtree(first_rank: int, count: int, first: int, steps: int, tags: list[str]) -> JobPartial:
     """What a child of rank 0 sends: ``count`` ranks' interval, merged (computed with numpy)."""
     rng = np.random.default_rng(first_rank * 31 + first)
     step_numbers = np.arange(first, first + steps, dtype=np.int64)
@@ -213,19 +236,28 @@ def _subtree(first_rank: int, count: int, first: int, steps: int,
         if tag == FINGERPRINT_TAG:
             partial.per_rank[tag] = {
                 int(rank): (step_numbers, (step_numbers % (1 << 24)).astype(np.float64))
-                for rank in ranks}
+                for rank in ranks
+            }
             continue
         if tag == STEP_TIME_TAG:
-            partial.per_rank[tag] = {int(rank): (step_numbers, values[index])
-                                     for index, rank in enumerate(ranks)}
+            partial.per_rank[tag] = {
+                int(rank): (step_numbers, values[index]) for index, rank in enumerate(ranks)
+            }
         mean = values.mean(axis=0)
         none = np.zeros(steps, dtype=np.int64)  # the values are finite: no NaN, no inf
         partial.tags[tag] = TagStatistics(
-            steps=step_numbers, count=np.full(steps, count, dtype=np.int64), finite_mean=mean,
-            m2=((values - mean) ** 2).sum(axis=0), minimum=values.min(axis=0),
-            min_rank=ranks[values.argmin(axis=0)], maximum=values.max(axis=0),
-            max_rank=ranks[values.argmax(axis=0)], nan=none, posinf=none.copy(),
-            neginf=none.copy())
+            steps=step_numbers,
+            count=np.full(steps, count, dtype=np.int64),
+            finite_mean=mean,
+            m2=((values - mean) ** 2).sum(axis=0),
+            minimum=values.min(axis=0),
+            min_rank=ranks[values.argmin(axis=0)],
+            maximum=values.max(axis=0),
+            max_rank=ranks[values.argmax(axis=0)],
+            nan=none,
+            posinf=none.copy(),
+            neginf=none.copy(),
+        )
     partial.last_steps = {int(rank): first + steps - 1 for rank in ranks}
     return partial
 
@@ -248,8 +280,9 @@ def _reset_peak() -> None:
         pass
 
 
-def _root_node(ranks: int, total_steps: int, steps: int, tags: list[str], directory: str,
-               results: Any) -> None:
+def _root_node(
+    ranks: int, total_steps: int, steps: int, tags: list[str], directory: str, results: Any
+) -> None:
     """Rank 0's node for a whole run (in a process of its own, for its peak memory)."""
     # The 8 subtrees of rank 0's children cover ranks 1 .. ranks - 1.
     sizes = [len(range(index, ranks - 1, FAN_IN)) for index in range(FAN_IN)]
@@ -272,8 +305,9 @@ def _root_node(ranks: int, total_steps: int, steps: int, tags: list[str], direct
         intervals += 1
     verdicts = view.finish()
     peak = _peak_mb()
-    results.put((before, peak, intervals, time.perf_counter() - started,
-                 verdicts["job/ranks_reported"]))
+    results.put(
+        (before, peak, intervals, time.perf_counter() - started, verdicts["job/ranks_reported"])
+    )
 
 
 def bench_root_memory(ranks: int, total_steps: int, steps: int, tags: list[str]) -> None:
@@ -281,20 +315,25 @@ def bench_root_memory(ranks: int, total_steps: int, steps: int, tags: list[str])
     try:
         context = multiprocessing.get_context("spawn")
         results = context.Queue()
-        process = context.Process(target=_root_node, args=(
-            ranks, total_steps, steps, tags, str(scratch), results))
+        process = context.Process(
+            target=_root_node, args=(ranks, total_steps, steps, tags, str(scratch), results)
+        )
         process.start()
         before, peak, intervals, seconds, reported = results.get(timeout=3600)
         process.join()
         funnel = ranks * total_steps * len(tags) * 8 / 2**20
         grown = peak - before
         verdict = "meets" if grown <= TARGET_ROOT_MB else "MISSES"
-        print(f"tree, rank 0's node for {ranks} ranks x {total_steps} steps x {len(tags)} tags "
-              f"({intervals} intervals of {steps} steps, {reported} ranks reported, "
-              f"{seconds:.1f} s):")
-        print(f"  peak memory for the job view: {grown:.0f} MB over {before:.0f} MB at start "
-              f"({verdict} the {TARGET_ROOT_MB} MB target); the job's points as float64: "
-              f"{funnel:,.0f} MB; ratio {grown / funnel:.4f}")
+        print(
+            f"tree, rank 0's node for {ranks} ranks x {total_steps} steps x {len(tags)} tags "
+            f"({intervals} intervals of {steps} steps, {reported} ranks reported, "
+            f"{seconds:.1f} s):"
+        )
+        print(
+            f"  peak memory for the job view: {grown:.0f} MB over {before:.0f} MB at start "
+            f"({verdict} the {TARGET_ROOT_MB} MB target); the job's points as float64: "
+            f"{funnel:,.0f} MB; ratio {grown / funnel:.4f}"
+        )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -305,8 +344,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10_000)
     parser.add_argument("--tags", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--parts", default="memory,offline,tree",
-                        help="comma-separated: memory, offline, tree")
+    parser.add_argument(
+        "--parts", default="memory,offline,tree", help="comma-separated: memory, offline, tree"
+    )
     parser.add_argument("--tree-ranks", type=int, default=1024)
     parser.add_argument("--tree-steps", type=int, default=100_000)
     parser.add_argument("--interval-steps", type=int, default=300)
@@ -336,19 +376,28 @@ def main() -> None:
             np.mean(values, axis=0), np.min(values, axis=0), np.max(values, axis=0)
 
         if "memory" in parts:
-            ours = _best(lambda: write_job_view(memory_dir, series, world_size=args.ranks,
-                                                tensorboard=True), args.repeat)
+            ours = _best(
+                lambda: write_job_view(memory_dir, series, world_size=args.ranks, tensorboard=True),
+                args.repeat,
+            )
             baseline = _best(dense_numpy, args.repeat)
-            _report("in-memory job view (write_job_view, _MS + TensorBoard files)", ours,
-                    baseline, "numpy mean/min/max of a dense array", TARGET_IN_MEMORY)
+            _report(
+                "in-memory job view (write_job_view, _MS + TensorBoard files)",
+                ours,
+                baseline,
+                "numpy mean/min/max of a dense array",
+                TARGET_IN_MEMORY,
+            )
         if "offline" not in parts:
             return
 
         job = scratch / "job"
         started = time.perf_counter()
         _write_rank_dirs(job, values, tags)
-        print(f"(rank files written by SummaryRecord in {time.perf_counter() - started:.1f} s, "
-              f"not timed below)")
+        print(
+            f"(rank files written by SummaryRecord in {time.perf_counter() - started:.1f} s, "
+            f"not timed below)"
+        )
         ours = _best(lambda: merge_run_dir(job), args.repeat)
 
         def plain_reading() -> None:
@@ -356,8 +405,13 @@ def main() -> None:
                 reader.scalars(job / f"rank_{rank}")
 
         baseline = _best(plain_reading, args.repeat)
-        _report("offline merge (merge_run_dir from the rank files)", ours, baseline,
-                "reader.scalars of every rank dir", TARGET_OFFLINE)
+        _report(
+            "offline merge (merge_run_dir from the rank files)",
+            ours,
+            baseline,
+            "reader.scalars of every rank dir",
+            TARGET_OFFLINE,
+        )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

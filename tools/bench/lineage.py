@@ -56,18 +56,38 @@ from rankscribe.lineage.index._cache import INDEX_NAME, forget_scans
 from rankscribe.writer.files import frame
 from rankscribe.writer.pb import lineage_pb2
 
-CONDITION = {"loss": {"lt": 0.5}, "sorted_name": "metric/acc", "sorted_type": "descending",
-             "limit": 10}
+CONDITION = {
+    "loss": {"lt": 0.5},
+    "sorted_name": "metric/acc",
+    "sorted_type": "descending",
+    "limit": 10,
+}
 WHERE = "loss < 0.5"
 ORDER = ["metric/acc desc"]
 GRAPHS = [
-    {"op_type": "Batch", "batch_size": size, "drop_remainder": True, "children": [
-        {"op_type": "Map", "input_columns": ["image"], "operations": [
-            {"tensor_op_name": "Resize", "tensor_op_params": '{"size": [32, 32]}'},
-            {"tensor_op_name": "Rescale", "tensor_op_params": '{"rescale": 0.0039}'}],
-         "children": [{"op_type": "Cifar10Dataset", "dataset_dir": "/data/cifar10",
-                       "sampler": {"sampler_name": "RandomSampler", "num_samples": 0},
-                       "children": []}]}]}
+    {
+        "op_type": "Batch",
+        "batch_size": size,
+        "drop_remainder": True,
+        "children": [
+            {
+                "op_type": "Map",
+                "input_columns": ["image"],
+                "operations": [
+                    {"tensor_op_name": "Resize", "tensor_op_params": '{"size": [32, 32]}'},
+                    {"tensor_op_name": "Rescale", "tensor_op_params": '{"rescale": 0.0039}'},
+                ],
+                "children": [
+                    {
+                        "op_type": "Cifar10Dataset",
+                        "dataset_dir": "/data/cifar10",
+                        "sampler": {"sampler_name": "RandomSampler", "num_samples": 0},
+                        "children": [],
+                    }
+                ],
+            }
+        ],
+    }
     for size in (32, 64, 128)
 ]
 OPTIMIZERS = ("Adam", "Momentum", "SGD", "Lamb")
@@ -80,9 +100,14 @@ def run_payload(index: int, rng: random.Random) -> bytes:
     graph = GRAPHS[index % len(GRAPHS)]
     events = [
         lineage_pb2.LineageEvent(
-            wall_time=1.0, dataset_graph=DatasetGraphInfo.from_graph_dict(graph).to_proto()),
-        lineage_pb2.LineageEvent(wall_time=1.0, user_defined_info=UserDefinedInfo.from_values(
-            {"seed": index, "note": f"run {index}", "dropout": rng.random()}).to_proto()),
+            wall_time=1.0, dataset_graph=DatasetGraphInfo.from_graph_dict(graph).to_proto()
+        ),
+        lineage_pb2.LineageEvent(
+            wall_time=1.0,
+            user_defined_info=UserDefinedInfo.from_values(
+                {"seed": index, "note": f"run {index}", "dropout": rng.random()}
+            ).to_proto(),
+        ),
     ]
     train = lineage_pb2.LineageEvent(wall_time=2.0)
     hyper = train.train_lineage.hyper_parameters
@@ -100,8 +125,10 @@ def run_payload(index: int, rng: random.Random) -> bytes:
     train.train_lineage.model.path = json.dumps({"ckpt": f"/ckpt/run{index}.ckpt"})
     train.train_lineage.model.size = rng.randint(10**6, 10**8)
     evaluation = EvalLineageInfo.from_metrics({"acc": rng.random(), "loss": rng.random()})
-    events += [train, lineage_pb2.LineageEvent(wall_time=3.0,
-                                                evaluation_lineage=evaluation.to_proto())]
+    events += [
+        train,
+        lineage_pb2.LineageEvent(wall_time=3.0, evaluation_lineage=evaluation.to_proto()),
+    ]
     return b"".join(frame(event.SerializeToString()) for event in events)
 
 
@@ -168,8 +195,9 @@ def new_process_query(root: Path) -> dict[str, Any]:
     return query(root)
 
 
-def median_time(repeat: int, function: Callable[..., Any], *args: Any,
-                expected: dict[str, Any] | None = None) -> float:
+def median_time(
+    repeat: int, function: Callable[..., Any], *args: Any, expected: dict[str, Any] | None = None
+) -> float:
     times = []
     for _ in range(repeat):
         seconds, result = timed(function, *args)
@@ -186,9 +214,12 @@ def check_fresh(root: Path, count: int) -> None:
     newcomer = lineage_pb2.LineageEvent(wall_time=4.0)
     newcomer.train_lineage.algorithm.loss = 0.001
     write_run(root, count, frame(newcomer.SerializeToString()), settled=False)
-    extension = frame(lineage_pb2.LineageEvent(
-        wall_time=5.0, evaluation_lineage=EvalLineageInfo.from_metrics(
-            {"acc": 2.0 + rng.random()}).to_proto()).SerializeToString())
+    extension = frame(
+        lineage_pb2.LineageEvent(
+            wall_time=5.0,
+            evaluation_lineage=EvalLineageInfo.from_metrics({"acc": 2.0 + rng.random()}).to_proto(),
+        ).SerializeToString()
+    )
     extended = root / "run000000"
     name = "events.out.events.summary.1800000000.0.bench_lineage"
     _write_read_only(extended / name, extension)
@@ -245,21 +276,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--keep", type=Path, help="generate under DIR and keep the runs")
     args = parser.parse_args(argv)
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus; query: top-10 of "
-          f"loss < 0.5 by metric/acc desc; times are medians")
-    print(f"{'runs':>7} {'stat':>8} {'parse once':>11} {'cold':>8} {'warm':>8} "
-          f"{'warm/stat':>9} {'warm disk':>9} {'disk/stat':>9} {'warm str':>9} "
-          f"{'index':>8} {'matches':>8}")
+    print(
+        f"python {sys.version.split()[0]}, {os.cpu_count()} cpus; query: top-10 of "
+        f"loss < 0.5 by metric/acc desc; times are medians"
+    )
+    print(
+        f"{'runs':>7} {'stat':>8} {'parse once':>11} {'cold':>8} {'warm':>8} "
+        f"{'warm/stat':>9} {'warm disk':>9} {'disk/stat':>9} {'warm str':>9} "
+        f"{'index':>8} {'matches':>8}"
+    )
     for count in args.runs:
         row = measure(count, args.repeat, args.keep)
-        print(f"{row['runs']:>7} {row['stat_s']:>7.3f}s {row['parse_once_s']:>10.3f}s "
-              f"{row['cold_s']:>7.3f}s {row['warm_s']:>7.3f}s "
-              f"{row['warm_s'] / row['stat_s']:>8.1f}x {row['warm_disk_s']:>8.3f}s "
-              f"{row['warm_disk_s'] / row['stat_s']:>8.1f}x {row['warm_string_s']:>8.3f}s "
-              f"{row['index_bytes'] / 1e6:>6.1f}MB {row['matches']:>8}", flush=True)
+        print(
+            f"{row['runs']:>7} {row['stat_s']:>7.3f}s {row['parse_once_s']:>10.3f}s "
+            f"{row['cold_s']:>7.3f}s {row['warm_s']:>7.3f}s "
+            f"{row['warm_s'] / row['stat_s']:>8.1f}x {row['warm_disk_s']:>8.3f}s "
+            f"{row['warm_disk_s'] / row['stat_s']:>8.1f}x {row['warm_string_s']:>8.3f}s "
+            f"{row['index_bytes'] / 1e6:>6.1f}MB {row['matches']:>8}",
+            flush=True,
+        )
     print("targets: 10,000 runs warm <= 5x stat; 100,000 runs warm <= 1.5 s, cold <= 15 s")
-    print("reference (measured elsewhere, not by this script): MindInsight 2.3.1 0.67 ms/run "
-          "per query, capped at 999 runs; MLflow 3 sqlite top-10 of 10,000 runs 2.45 s warm")
+    print(
+        "reference (measured elsewhere, not by this script): MindInsight 2.3.1 0.67 ms/run "
+        "per query, capped at 999 runs; MLflow 3 sqlite top-10 of 10,000 runs 2.45 s warm"
+    )
     return 0
 
 

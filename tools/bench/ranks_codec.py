@@ -26,19 +26,25 @@ from rankscribe.ranks._codec import decode, encode
 def payloads() -> dict[str, Any]:
     rng = random.Random(0)
     lineage = {
-        "summary_dir": "runs/exp1/rank_3", "hyper_parameters": {"learning_rate": 0.05,
-                                                                 "batch_size": 32},
-        "metric": {"accuracy": 0.93}, "algorithm": {"loss": 0.21, "network": "DigitsMLP"},
+        "summary_dir": "runs/exp1/rank_3",
+        "hyper_parameters": {"learning_rate": 0.05, "batch_size": 32},
+        "metric": {"accuracy": 0.93},
+        "algorithm": {"loss": 0.21, "network": "DigitsMLP"},
         "user_defined": {f"job/last_step/{rank}": 22 for rank in range(64)},
     }
-    series = {f"tag{tag}": (array.array("q", range(10_000)),
-                            array.array("f", (rng.random() for _ in range(10_000))))
-              for tag in range(10)}
+    series = {
+        f"tag{tag}": (
+            array.array("q", range(10_000)),
+            array.array("f", (rng.random() for _ in range(10_000))),
+        )
+        for tag in range(10)
+    }
     return {
         "lineage + series (10 tags x 10,000 steps)": {"lineage": lineage, "series": series},
         "lineage record": lineage,
-        "20,000 small dicts (worst case)": [{"step": step, "values": [float(step)] * 5,
-                                             "tag": "loss"} for step in range(20_000)],
+        "20,000 small dicts (worst case)": [
+            {"step": step, "values": [float(step)] * 5, "tag": "loss"} for step in range(20_000)
+        ],
     }
 
 
@@ -59,14 +65,22 @@ def main() -> int:
     for name, value in payloads().items():
         ours, theirs = encode(value), pickle.dumps(value, protocol=5)
         rows = [
-            ("encode", best(lambda v=value: encode(v), args.repeat),
-             best(lambda v=value: pickle.dumps(v, protocol=5), args.repeat)),
-            ("decode", best(lambda m=ours: decode(m), args.repeat),
-             best(lambda m=theirs: pickle.loads(m), args.repeat)),
+            (
+                "encode",
+                best(lambda v=value: encode(v), args.repeat),
+                best(lambda v=value: pickle.dumps(v, protocol=5), args.repeat),
+            ),
+            (
+                "decode",
+                best(lambda m=ours: decode(m), args.repeat),
+                best(lambda m=theirs: pickle.loads(m), args.repeat),
+            ),
         ]
         for step, mine, peer in rows:
-            print(f"{name:<42} {step:<7} {mine * 1e3:9.2f} {peer * 1e3:10.2f} "
-                  f"{mine / peer:6.1f}  {len(ours):,} / {len(theirs):,} bytes")
+            print(
+                f"{name:<42} {step:<7} {mine * 1e3:9.2f} {peer * 1e3:10.2f} "
+                f"{mine / peer:6.1f}  {len(ours):,} / {len(theirs):,} bytes"
+            )
     return 0
 
 

@@ -150,23 +150,42 @@ def _run(args: argparse.Namespace, base: Path) -> int:
     ours_tb = _best(lambda: reader.scalar_arrays(tensorboard), args.repeat)
     print("\nsummary file (_MS):")
     _row("reader.scalar_arrays", ours, points)
-    _row("reader.scalar_arrays(tags=[one of them])",
-         _best(lambda: reader.scalar_arrays(summary, tags=one_tag), args.repeat), points)
-    _row("reader.scalars (lists of tuples)",
-         _best(lambda: reader.scalars(summary), args.repeat), points, ours)
-    _row("protobuf: parse every record, read every value",
-         _best(lambda: _protobuf(summary), args.repeat), points, ours)
+    _row(
+        "reader.scalar_arrays(tags=[one of them])",
+        _best(lambda: reader.scalar_arrays(summary, tags=one_tag), args.repeat),
+        points,
+    )
+    _row(
+        "reader.scalars (lists of tuples)",
+        _best(lambda: reader.scalars(summary), args.repeat),
+        points,
+        ours,
+    )
+    _row(
+        "protobuf: parse every record, read every value",
+        _best(lambda: _protobuf(summary), args.repeat),
+        points,
+        ours,
+    )
     imported, read = _new_process(summary, args.repeat)
     print(f"  new process: import {imported:.3f} s, import + scalar_arrays {read:.3f} s")
 
     print("\nTensorBoard file (tfevents):")
     _row("reader.scalar_arrays", ours_tb, points)
-    _row("protobuf: parse every record, read every value",
-         _best(lambda: _protobuf(tensorboard), args.repeat), points, ours_tb)
+    _row(
+        "protobuf: parse every record, read every value",
+        _best(lambda: _protobuf(tensorboard), args.repeat),
+        points,
+        ours_tb,
+    )
     tbparse = _best(lambda: _tbparse(tensorboard), 1)
     _row("tbparse SummaryReader(...).scalars", tbparse, points, ours_tb)
-    _row("tensorboard EventFileLoader", _best(lambda: _event_file_loader(tensorboard), 1),
-         points, ours_tb)
+    _row(
+        "tensorboard EventFileLoader",
+        _best(lambda: _event_file_loader(tensorboard), 1),
+        points,
+        ours_tb,
+    )
 
     failures = []
     rate = points / max(ours, ours_tb)
@@ -183,8 +202,10 @@ def _run(args: argparse.Namespace, base: Path) -> int:
         _write(big, big_steps, args.tags, ("mindinsight",))
         [big_file] = reader.list_summary_files(big, "summary")
         size = big_file.stat().st_size
-        print(f"\nbig summary file: {size / 1e6:.0f} MB, {big_steps * args.tags:,} scalars "
-              f"(written in {time.perf_counter() - start:.1f} s)")
+        print(
+            f"\nbig summary file: {size / 1e6:.0f} MB, {big_steps * args.tags:,} scalars "
+            f"(written in {time.perf_counter() - start:.1f} s)"
+        )
         seconds = _best(lambda: reader.scalar_arrays(big_file), args.repeat)
         _row("reader.scalar_arrays", seconds, big_steps * args.tags)
         print(f"  {size / seconds / 1e6:.0f} MB/s")

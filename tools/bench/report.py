@@ -51,8 +51,9 @@ OPTIMIZERS = ("Adam", "Momentum", "SGD")
 FINGERPRINT_EVERY = 10
 
 
-def _lineage(record: SummaryRecord, index: int, rng: random.Random, *, device_num: int,
-             final_loss: float) -> None:
+def _lineage(
+    record: SummaryRecord, index: int, rng: random.Random, *, device_num: int, final_loss: float
+) -> None:
     train = TrainLineageInfo(
         hyper_parameters=HyperParameters(
             optimizer=OPTIMIZERS[index % len(OPTIMIZERS)],
@@ -107,13 +108,19 @@ def write_rank(job: Path, index: int, rank: int, ranks: int, steps: int, seed: i
                 record.add_value("scalar", "rankscribe/param_fingerprint", fingerprint)
                 record.add_value("scalar", "accuracy", 1 - _loss(step, steps, rate, rng) / 2.5)
             record.record(step)
-        _lineage(record, index, random.Random(index), device_num=ranks,
-                 final_loss=_loss(stop_at, steps, rate, rng))
+        _lineage(
+            record,
+            index,
+            random.Random(index),
+            device_num=ranks,
+            final_loss=_loss(stop_at, steps, rate, rng),
+        )
         record.record(stop_at)
 
 
-def generate(base: Path, runs: int, jobs: int, ranks: int, steps: int, single_steps: int,
-             seed: int = 0) -> None:
+def generate(
+    base: Path, runs: int, jobs: int, ranks: int, steps: int, single_steps: int, seed: int = 0
+) -> None:
     rng = random.Random(seed)
     for index in range(jobs):
         job = base / f"job{index:02d}"
@@ -139,22 +146,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--single-steps", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--keep", type=Path, help="generate under DIR and keep the base")
-    parser.add_argument("--base", type=Path, help="report on this base (one --keep made) "
-                        "instead of generating one")
+    parser.add_argument(
+        "--base", type=Path, help="report on this base (one --keep made) instead of generating one"
+    )
     args = parser.parse_args(argv)
     if args.keep is not None:
         args.keep.mkdir(parents=True, exist_ok=True)
     generated = args.base is None
-    base = Path(tempfile.mkdtemp(prefix="report-bench-", dir=args.keep)) if generated \
-        else args.base
+    base = Path(tempfile.mkdtemp(prefix="report-bench-", dir=args.keep)) if generated else args.base
     try:
         if generated:
             started = time.perf_counter()
             generate(base, args.runs, args.jobs, args.ranks, args.steps, args.single_steps)
-            print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus; generated "
-                  f"{args.runs} runs ({args.jobs} jobs of {args.ranks} ranks x {args.steps:,} "
-                  f"steps, {args.runs - args.jobs} single runs x {args.single_steps} steps) in "
-                  f"{time.perf_counter() - started:.1f} s under {base}")
+            print(
+                f"python {sys.version.split()[0]}, {os.cpu_count()} cpus; generated "
+                f"{args.runs} runs ({args.jobs} jobs of {args.ranks} ranks x {args.steps:,} "
+                f"steps, {args.runs - args.jobs} single runs x {args.single_steps} steps) in "
+                f"{time.perf_counter() - started:.1f} s under {base}"
+            )
         output = base / "report.html"
         times, cpu_times = [], []
         for _ in range(max(1, args.repeat)):
@@ -167,20 +176,28 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"rankscribe-lineage report exited {status}", file=sys.stderr)
                 return status
         seconds, size = statistics.median(times), output.stat().st_size
-        print(f"report: {seconds:.2f} s (median of {len(times)}: "
-              f"{', '.join(f'{t:.2f}' for t in times)}), target {TARGET_SECONDS:.0f} s: "
-              f"{'ok' if seconds <= TARGET_SECONDS else 'OVER'}")
+        print(
+            f"report: {seconds:.2f} s (median of {len(times)}: "
+            f"{', '.join(f'{t:.2f}' for t in times)}), target {TARGET_SECONDS:.0f} s: "
+            f"{'ok' if seconds <= TARGET_SECONDS else 'OVER'}"
+        )
         # On a shared machine the wall time says as much about the neighbours as about
         # the report: the CPU time (this process and its reading workers) does not.
         own = statistics.median(cpu for cpu, _ in cpu_times)
         workers = statistics.median(cpu for _, cpu in cpu_times)
         cpus = os.cpu_count() or 1
-        print(f"        CPU {own + workers:.2f} s: {own:.2f} s in the process, {workers:.2f} s in "
-              f"its reading workers; load average {os.getloadavg()[0]:.1f} on {cpus} cpus")
-        print(f"        on an idle machine about {own + workers / cpus:.2f} s "
-              f"(the process's CPU plus the workers' spread over {cpus} cpus; an estimate)")
-        print(f"file:   {size / 1e6:.1f} MB, target {TARGET_BYTES / 1e6:.0f} MB: "
-              f"{'ok' if size <= TARGET_BYTES else 'OVER'} ({output})")
+        print(
+            f"        CPU {own + workers:.2f} s: {own:.2f} s in the process, {workers:.2f} s in "
+            f"its reading workers; load average {os.getloadavg()[0]:.1f} on {cpus} cpus"
+        )
+        print(
+            f"        on an idle machine about {own + workers / cpus:.2f} s "
+            f"(the process's CPU plus the workers' spread over {cpus} cpus; an estimate)"
+        )
+        print(
+            f"file:   {size / 1e6:.1f} MB, target {TARGET_BYTES / 1e6:.0f} MB: "
+            f"{'ok' if size <= TARGET_BYTES else 'OVER'} ({output})"
+        )
         return 0
     finally:
         if generated and args.keep is None:

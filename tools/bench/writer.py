@@ -47,8 +47,12 @@ class Workload:
     bytes_per_item: int = 0
 
 
-def _timed(make: Callable[[str], object], step: Callable[[object, int], None], count: int,
-           close: Callable[[object], None]) -> Timing:
+def _timed(
+    make: Callable[[str], object],
+    step: Callable[[object, int], None],
+    count: int,
+    close: Callable[[object], None],
+) -> Timing:
     directory = tempfile.mkdtemp(prefix="rankscribe-bench-")
     try:
         writer = make(directory)
@@ -113,19 +117,28 @@ def _workloads(quick: bool) -> list[Workload]:
         # tensorboardX has no public tensor call; this is how its own add_mesh
         # encodes a float tensor.
         proto = TensorProto(
-            dtype="DT_FLOAT", float_val=tensor.reshape(-1).tolist(),
+            dtype="DT_FLOAT",
+            float_val=tensor.reshape(-1).tolist(),
             tensor_shape=TensorShapeProto(dim=[TensorShapeProto.Dim(size=tensor.size)]),
         )
         writer._get_file_writer().add_summary(  # the peer's own path
-            Summary(value=[Summary.Value(tag="activations", tensor=proto)]), step)
+            Summary(value=[Summary.Value(tag="activations", tensor=proto)]), step
+        )
 
     return [
         Workload("scalar steps", "steps/s", 100_000 // scale, scalar_ours, scalar_theirs),
-        Workload("1M-float32 histograms", "hist/s", 40 // scale or 4, histogram_ours,
-                 histogram_theirs),
+        Workload(
+            "1M-float32 histograms", "hist/s", 40 // scale or 4, histogram_ours, histogram_theirs
+        ),
         Workload("3x224x224 images", "img/s", 200 // scale, image_ours, image_theirs),
-        Workload("4 MB float32 tensors", "MB/s", 100 // scale, tensor_ours, tensor_theirs,
-                 bytes_per_item=tensor.nbytes),
+        Workload(
+            "4 MB float32 tensors",
+            "MB/s",
+            100 // scale,
+            tensor_ours,
+            tensor_theirs,
+            bytes_per_item=tensor.nbytes,
+        ),
     ]
 
 
@@ -173,22 +186,27 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     repeat = 1 if args.quick else args.repeat
-    print(f"{'workload':<24}{'ours':>14}{'tensorboardX':>16}{'ratio':>8}"
-          f"{'our caller cost':>20}")
+    print(f"{'workload':<24}{'ours':>14}{'tensorboardX':>16}{'ratio':>8}{'our caller cost':>20}")
     for workload in _workloads(args.quick):
         ours = _best(_ours, workload, repeat)
         theirs = _best(_theirs, workload, repeat)
         rate_ours, rate_theirs = _rate(workload, ours), _rate(workload, theirs)
         per_call = ours.caller_seconds / workload.count
-        cost = (f"{per_call * 1e6:.1f} us/call" if per_call < 1e-3
-                else f"{per_call * 1e3:.2f} ms/call")
-        print(f"{workload.name:<24}{rate_ours:>10.0f} {workload.unit:<4}{rate_theirs:>11.0f} "
-              f"{workload.unit:<4}{rate_ours / rate_theirs:>7.1f}x{cost:>20}")
+        cost = (
+            f"{per_call * 1e6:.1f} us/call" if per_call < 1e-3 else f"{per_call * 1e3:.2f} ms/call"
+        )
+        print(
+            f"{workload.name:<24}{rate_ours:>10.0f} {workload.unit:<4}{rate_theirs:>11.0f} "
+            f"{workload.unit:<4}{rate_ours / rate_theirs:>7.1f}x{cost:>20}"
+        )
         if workload.bytes_per_item:
-            plain = _plain_write_rate(workload.bytes_per_item * workload.count,
-                                      workload.bytes_per_item)
-            print(f"{'  plain file writes':<24}{plain:>10.0f} MB/s   ours = "
-                  f"{rate_ours / plain:.0%} of plain writes")
+            plain = _plain_write_rate(
+                workload.bytes_per_item * workload.count, workload.bytes_per_item
+            )
+            print(
+                f"{'  plain file writes':<24}{plain:>10.0f} MB/s   ours = "
+                f"{rate_ours / plain:.0%} of plain writes"
+            )
     print(f"CPU used by an idle open writer in 1 s: {_idle_cpu(1.0) * 1e3:.1f} ms")
 
 

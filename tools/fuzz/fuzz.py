@@ -27,8 +27,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 # The targets import the readers lazily (the writer's test env has no lineage
 # package); importing them here, inside the context, gets them instrumented.
-INSTRUMENTED = ("rankscribe.writer", "rankscribe.writer.reader", "rankscribe.writer.dump",
-                "rankscribe.lineage", "rankscribe.lineage.cli", "rankscribe.lineage.jobview")
+INSTRUMENTED = (
+    "rankscribe.writer",
+    "rankscribe.writer.reader",
+    "rankscribe.writer.dump",
+    "rankscribe.lineage",
+    "rankscribe.lineage.cli",
+    "rankscribe.lineage.jobview",
+)
 with atheris.instrument_imports(include=["rankscribe"]):
     for module in INSTRUMENTED:
         importlib.import_module(module)
@@ -38,8 +44,9 @@ with atheris.instrument_imports(include=["rankscribe"]):
 
 def main() -> int:
     if len(sys.argv) < 2 or sys.argv[1] not in targets.TARGETS:
-        print(f"usage: fuzz.py {{{','.join(targets.TARGETS)}}} [libFuzzer options]",
-              file=sys.stderr)
+        print(
+            f"usage: fuzz.py {{{','.join(targets.TARGETS)}}} [libFuzzer options]", file=sys.stderr
+        )
         return 2
     name = sys.argv[1]
     target = targets.TARGETS[name]

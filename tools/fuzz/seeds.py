@@ -51,14 +51,15 @@ def job_seeds() -> dict[str, bytes]:
 
     lineage = sorted(GOLDEN.glob("lineage_train_eval/*_lineage"))[0].read_bytes()
     with tempfile.TemporaryDirectory() as scratch:
-        summaries = [_job_rank(Path(scratch) / f"rank_{rank}", rank, 4 + rank)
-                     for rank in range(3)]
+        summaries = [_job_rank(Path(scratch) / f"rank_{rank}", rank, 4 + rank) for rank in range(3)]
     return {
         "seed-job-3-ranks": targets.pack_job_files(0, [(s, lineage) for s in summaries]),
         "seed-job-2-ranks-one-missing": targets.pack_job_files(
-            2, [(summaries[0], lineage), (summaries[1], None)]),
+            2, [(summaries[0], lineage), (summaries[1], None)]
+        ),
         "seed-job-2-ranks-world-size": targets.pack_job_files(
-            1, [(summaries[1], lineage), (summaries[2], lineage)]),
+            1, [(summaries[1], lineage), (summaries[2], lineage)]
+        ),
     }
 
 

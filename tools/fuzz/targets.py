@@ -40,9 +40,16 @@ def _lineage_name(number: int) -> str:
 def _tensorboard_name(number: int) -> str:
     return f"events.out.tfevents.{1700000000 + number}.fuzzhost"
 
+
 # A run MindSpore itself recorded: every query over a base dir must keep finding it.
-GOOD_RUN = (Path(__file__).resolve().parents[2] / "tests" / "compat" / "data" / "mindspore-2.10"
-            / "lineage_train_eval")
+GOOD_RUN = (
+    Path(__file__).resolve().parents[2]
+    / "tests"
+    / "compat"
+    / "data"
+    / "mindspore-2.10"
+    / "lineage_train_eval"
+)
 
 # Nothing a reader logs about a hostile file is of interest here.
 logging.getLogger("rankscribe").setLevel(logging.CRITICAL + 1)
@@ -191,8 +198,9 @@ def summary_file(data: bytes) -> None:
     _expect("read_events(strict=True)", errors, lambda: list(read_events(path, strict=True)))
     _read_summary_values(path.parent)
     _check_scalar_columns(path, tensorboard=False)
-    status = _expect("rankscribe-dump --full", (), lambda: _quiet(dump.main, ["--full",
-                                                                             str(path.parent)]))
+    status = _expect(
+        "rankscribe-dump --full", (), lambda: _quiet(dump.main, ["--full", str(path.parent)])
+    )
     if status not in (0, 1):
         raise FuzzFailureError(f"rankscribe-dump --full exited {status}")
 
@@ -204,8 +212,11 @@ def tensorboard_file(data: bytes) -> None:
 
     errors = _writer_errors()
     path = _scratch.place("tensorboard", _tensorboard_name, data)
-    _expect("read_tensorboard_events(strict=True)", errors,
-            lambda: list(read_tensorboard_events(path, strict=True)))
+    _expect(
+        "read_tensorboard_events(strict=True)",
+        errors,
+        lambda: list(read_tensorboard_events(path, strict=True)),
+    )
     _check_scalar_columns(path, tensorboard=True)
     status = _expect("rankscribe-dump", (), lambda: _quiet(dump.main, ["--full", str(path)]))
     if status not in (0, 1):
@@ -227,8 +238,11 @@ def lineage_file(data: bytes) -> None:
     answer = _expect("get_summary_lineage", errors, lambda: get_summary_lineage(str(run.parent)))
     _check_plain_json("get_summary_lineage", answer)
     for condition in (None, {"loss": {"lt": 1.0}, "sorted_name": "metric/accuracy"}):
-        answer = _expect(f"filter_summary_lineage({condition})", errors,
-                         lambda c=condition: filter_summary_lineage(str(base), c))
+        answer = _expect(
+            f"filter_summary_lineage({condition})",
+            errors,
+            lambda c=condition: filter_summary_lineage(str(base), c),
+        )
         _check_plain_json("filter_summary_lineage", answer)
         _expect("json.dumps(filter_summary_lineage)", (), lambda a=answer: json.dumps(a))
         if condition is None:
@@ -237,8 +251,9 @@ def lineage_file(data: bytes) -> None:
                 raise FuzzFailureError(f"a hostile run hid the good run from the query: {found}")
     rows = _expect("filter_runs", errors, lambda: filter_runs(str(base), "loss < 1e9"))
     _check_plain_json("filter_runs", rows)
-    status = _expect("rankscribe-lineage query", (),
-                     lambda: _quiet(lineage_cli.main, ["query", str(base)]))
+    status = _expect(
+        "rankscribe-lineage query", (), lambda: _quiet(lineage_cli.main, ["query", str(base)])
+    )
     if status not in (0, 1, 2):
         raise FuzzFailureError(f"rankscribe-lineage query exited {status}")
 
@@ -265,8 +280,8 @@ def job_files(data: bytes) -> tuple[int, int | None, list[tuple[bytes | None, by
             if at + 4 > len(data):
                 pair.append(None)
                 continue
-            length = int.from_bytes(data[at:at + 4], "little")
-            pair.append(data[at + 4:at + 4 + length])
+            length = int.from_bytes(data[at : at + 4], "little")
+            pair.append(data[at + 4 : at + 4 + length])
             at += 4 + length
         files.append((pair[0], pair[1]))
     return ranks, world_size, files
@@ -301,17 +316,28 @@ def job_view(data: bytes) -> None:
                 (folder / _summary_name(rank)).write_bytes(summary)
             if lineage is not None:
                 (folder / _lineage_name(rank)).write_bytes(lineage)
-        outcome = _expect(f"merge_run_dir(world_size={world_size})", errors,
-                          lambda: merge_run_dir(job, world_size=world_size, host="fuzzhost"))
+        outcome = _expect(
+            f"merge_run_dir(world_size={world_size})",
+            errors,
+            lambda: merge_run_dir(job, world_size=world_size, host="fuzzhost"),
+        )
         if outcome is not None:
             _check_plain_json("merge_run_dir's lineage", outcome.lineage.sections)
             if outcome.job_view is not None:
                 _check_plain_json("merge_run_dir's verdicts", outcome.job_view.verdicts)
-        series = _expect("series_from_dir", errors, lambda: {
-            rank: series_from_dir(job / f"rank_{rank}", rank) for rank in range(ranks)})
+        series = _expect(
+            "series_from_dir",
+            errors,
+            lambda: {rank: series_from_dir(job / f"rank_{rank}", rank) for rank in range(ranks)},
+        )
         if series is not None:
-            view = _expect("write_job_view", errors, lambda: write_job_view(
-                job, series, world_size=ranks, tensorboard=True, host="fuzzhost"))
+            view = _expect(
+                "write_job_view",
+                errors,
+                lambda: write_job_view(
+                    job, series, world_size=ranks, tensorboard=True, host="fuzzhost"
+                ),
+            )
             if view is not None:
                 _check_plain_json("write_job_view's verdicts", view.verdicts)
     finally:

@@ -47,14 +47,22 @@ LATENESS = 5.0
 
 def make_run(world_size: int, rank: int) -> tuple[ArrayNetwork, ArrayOptimizer, ArrayDataset]:
     rng = np.random.default_rng(0)  # the same model and data on every rank
-    network = ArrayNetwork({"fc.weight": rng.normal(size=(4, 3)).astype(np.float32),
-                            "fc.bias": np.zeros(3, np.float32)}, name="TinyNet")
+    network = ArrayNetwork(
+        {
+            "fc.weight": rng.normal(size=(4, 3)).astype(np.float32),
+            "fc.bias": np.zeros(3, np.float32),
+        },
+        name="TinyNet",
+    )
     optimizer = ArrayOptimizer(network, learning_rate=0.05, name="Momentum")
     rows = STEPS_PER_EPOCH * BATCH_SIZE * world_size
-    full = ArrayDataset(rng.random((rows, 1, 4, 4)).astype(np.float32),
-                        rng.integers(0, 3, rows), batch_size=BATCH_SIZE, path="/data/tiny",
-                        description={"op_type": "ArrayDataset", "batch_size": BATCH_SIZE,
-                                     "children": []})
+    full = ArrayDataset(
+        rng.random((rows, 1, 4, 4)).astype(np.float32),
+        rng.integers(0, 3, rows),
+        batch_size=BATCH_SIZE,
+        path="/data/tiny",
+        description={"op_type": "ArrayDataset", "batch_size": BATCH_SIZE, "children": []},
+    )
     return network, optimizer, full.shard(world_size, rank)
 
 
@@ -68,8 +76,9 @@ class Late(Callback):
         time.sleep(self.seconds)
 
 
-def train(out: Path, merge_timeout: float, late: float = 0.0,
-          evaluate: bool = True) -> dict[str, Any]:
+def train(
+    out: Path, merge_timeout: float, late: float = 0.0, evaluate: bool = True
+) -> dict[str, Any]:
     info = detect()
     network, optimizer, shard = make_run(info.world_size, info.rank)
     loss = float(info.rank + 1)  # rank r reports loss r + 1: the merge averages them
@@ -78,11 +87,18 @@ def train(out: Path, merge_timeout: float, late: float = 0.0,
         tensor_summary("weights", network["fc.weight"])
         return loss
 
-    collector = SummaryCollector(out / "summary", collect_freq=COLLECT_FREQ,
-                                 collect_specified_data={"collect_landscape": None},
-                                 merge_timeout=merge_timeout)
-    loop = TrainLoop(step, network=network, optimizer=optimizer,
-                     eval_fn=lambda batch: {"acc": 0.5 + 0.25 * info.rank})
+    collector = SummaryCollector(
+        out / "summary",
+        collect_freq=COLLECT_FREQ,
+        collect_specified_data={"collect_landscape": None},
+        merge_timeout=merge_timeout,
+    )
+    loop = TrainLoop(
+        step,
+        network=network,
+        optimizer=optimizer,
+        eval_fn=lambda batch: {"acc": 0.5 + 0.25 * info.rank},
+    )
     callbacks: list[Callback] = [Late(late)] if late else []
     started = time.monotonic()
     loop.train(EPOCHS, shard, callbacks=[*callbacks, collector])
@@ -116,8 +132,11 @@ def scenario_late_rank(out: Path) -> dict[str, Any]:
 def main() -> None:
     scenario, out = sys.argv[1], Path(sys.argv[2])
     info = detect()
-    record = {"rank": info.rank, "world_size": info.world_size,
-              **globals()[f"scenario_{scenario}"](out)}
+    record = {
+        "rank": info.rank,
+        "world_size": info.world_size,
+        **globals()[f"scenario_{scenario}"](out),
+    }
     temporary = out / f".rank_{info.rank}.json.tmp"
     temporary.write_text(json.dumps(record))
     os.replace(temporary, out / f"rank_{info.rank}.json")

@@ -42,19 +42,35 @@ def run_job(mpi: Any, scenario: str, tmp_path: Path) -> Job:
     """Run ``scenario`` on RANKS ranks, bounded by JOB_TIMEOUT."""
     out = tmp_path / "out"
     out.mkdir()
-    run = mpi.run(RANKS, sys.executable, "-m", "mpi4py", str(SCENARIOS), scenario, str(out),
-                  cwd=tmp_path, timeout=JOB_TIMEOUT)
-    records = {int(path.stem.split("_")[1]): json.loads(path.read_text())
-               for path in out.glob("rank_*.json")}
+    run = mpi.run(
+        RANKS,
+        sys.executable,
+        "-m",
+        "mpi4py",
+        str(SCENARIOS),
+        scenario,
+        str(out),
+        cwd=tmp_path,
+        timeout=JOB_TIMEOUT,
+    )
+    records = {
+        int(path.stem.split("_")[1]): json.loads(path.read_text())
+        for path in out.glob("rank_*.json")
+    }
     assert run.returncode == 0, run.output
     assert sorted(records) == list(range(RANKS)), run.output
     return Job(run.returncode, run.seconds, run.output, records, out / "summary")
 
 
 def steps_of(directory: Path, plugin: str, tag: str) -> list[int]:
-    return [event.step for event in load_dir(directory) if event.what == "summary"
-            for value in event.values if (value.plugin, value.tag) == (plugin, tag)
-            if event.step is not None]
+    return [
+        event.step
+        for event in load_dir(directory)
+        if event.what == "summary"
+        for value in event.values
+        if (value.plugin, value.tag) == (plugin, tag)
+        if event.step is not None
+    ]
 
 
 def user_defined(summary: Path) -> dict[str, Any]:
@@ -100,8 +116,10 @@ def test_ranks_write_their_own_dirs_and_rank_zero_merges(mpi: Any, tmp_path: Pat
     assert lineage["hyper_parameters"]["parallel_mode"] == "data_parallel"
     assert lineage["hyper_parameters"]["optimizer"] == "Momentum"
     # each rank trained 30 batches of 2 on its shard: the job saw 120 rows
-    assert lineage["train_dataset"] == {"train_dataset_path": "/data/tiny",
-                                        "train_dataset_size": 120}
+    assert lineage["train_dataset"] == {
+        "train_dataset_path": "/data/tiny",
+        "train_dataset_size": 120,
+    }
     assert lineage["algorithm"] == {"network": "TinyNet", "loss": 1.5}  # mean of 1.0 and 2.0
     assert lineage["metric"] == {"acc": 0.625}  # mean of 0.5 and 0.75
     assert lineage["valid_dataset"]["valid_dataset_size"] == 120

@@ -16,14 +16,18 @@ pytestmark = pytest.mark.slow
 def test_the_demo_lists_the_jobs_best_first_with_their_verdicts(mpi: Any, tmp_path: Path) -> None:
     process = subprocess.run(
         [sys.executable, str(ROOT / "tools" / "demo.py"), "--base", "runs"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=900, check=False,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
     )
     assert process.returncode == 0, process.stdout + process.stderr
     lines = process.stdout.splitlines()
     start = lines.index("$ rankscribe-lineage query runs --sort 'metric/accuracy desc'")
     header = lines[start + 1].split()
     assert header[0] == "run" and header[-1] == "metric/accuracy"
-    rows = [line.split() for line in lines[start + 2: start + 5]]
+    rows = [line.split() for line in lines[start + 2 : start + 5]]
     accuracies = [float(row[-1]) for row in rows]
     assert accuracies == sorted(accuracies, reverse=True)
     assert lines[start + 5] == "3 matching runs"

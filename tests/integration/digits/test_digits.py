@@ -34,8 +34,19 @@ STEPS = (TRAIN_ROWS // RANKS) // BATCH  # 22 steps per epoch, the same on every 
 
 
 def train_argv(summary_dir: Path, *options: str) -> list[str]:
-    return [sys.executable, str(TRAIN), "--summary-dir", str(summary_dir), "--epochs", "1",
-            "--batch-size", str(BATCH), "--collect-freq", str(COLLECT_FREQ), *options]
+    return [
+        sys.executable,
+        str(TRAIN),
+        "--summary-dir",
+        str(summary_dir),
+        "--epochs",
+        "1",
+        "--batch-size",
+        str(BATCH),
+        "--collect-freq",
+        str(COLLECT_FREQ),
+        *options,
+    ]
 
 
 def run_job(mpi: Any, argv: list[str], cwd: Path) -> str:
@@ -45,9 +56,13 @@ def run_job(mpi: Any, argv: list[str], cwd: Path) -> str:
 
 
 def steps_with(directory: Path, plugin: str, tag: str | None = None) -> list[int]:
-    return sorted({event.step for event in load_dir(directory)
-                   if any(value.plugin == plugin and tag in (None, value.tag)
-                          for value in event.values)})
+    return sorted(
+        {
+            event.step
+            for event in load_dir(directory)
+            if any(value.plugin == plugin and tag in (None, value.tag) for value in event.values)
+        }
+    )
 
 
 @pytest.fixture(scope="module")
@@ -60,15 +75,18 @@ def job(mpi: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 def test_each_rank_writes_its_own_directory(job: tuple[Path, str]) -> None:
     summary_dir, _ = job
     assert sorted(path.name for path in summary_dir.iterdir() if path.is_dir()) == [
-        "rank_0", "rank_1"]
+        "rank_0",
+        "rank_1",
+    ]
     for rank in range(RANKS):
         names = [path.name for path in (summary_dir / f"rank_{rank}").iterdir()]
         assert any(name.endswith(f".{rank}.{os.uname().nodename}_MS") for name in names), names
     # The job directory itself holds rank 0's merged lineage and the job view.
     # (The job view's file is created when training starts, the lineage at its end: their
     # creation times, so their sort order, differ.)
-    names = sorted(path.name for path in summary_dir.iterdir() if path.is_file()
-                   and "summary." in path.name)
+    names = sorted(
+        path.name for path in summary_dir.iterdir() if path.is_file() and "summary." in path.name
+    )
     assert len(names) == 2, names
     assert [name for name in names if name.endswith("_lineage") and ".merged." in name]
     assert [name for name in names if name.endswith("_MS") and ".job." in name]
@@ -142,7 +160,9 @@ def test_the_job_view_finds_the_ranks_in_step(job: tuple[Path, str]) -> None:
     [view] = summary_dir.glob("*.job.*_MS")
     curves = scalars(view)
     assert [step for step, _ in curves["loss/auto/mean"]] == [
-        1, *range(COLLECT_FREQ, STEPS + 1, COLLECT_FREQ)]
+        1,
+        *range(COLLECT_FREQ, STEPS + 1, COLLECT_FREQ),
+    ]
     assert {count for _, count in curves["rankscribe/step_time/ranks"]} == {RANKS}
     assert "job view (cross-rank curves in the job dir):" in output
     assert "divergence: none (the ranks' parameters agree)" in output
@@ -150,7 +170,8 @@ def test_the_job_view_finds_the_ranks_in_step(job: tuple[Path, str]) -> None:
     # and on balanced ranks it names nobody.
     assert {count for _, count in curves["rankscribe/section/compute/ranks"]} == {RANKS}
     assert [step for step, _ in curves["rankscribe/section/compute/ranks"]] == list(
-        range(1, STEPS + 1))
+        range(1, STEPS + 1)
+    )
     assert (notes["job/straggler_rank"], notes["job/straggler_ranks"]) == (-1, "")
     assert "straggler: none; step-time skew" in output
 
@@ -168,14 +189,14 @@ def test_a_second_run_into_the_same_dir_neither_mixes_nor_overwrites(
     assert after == before
     second = tmp_path / "job-2"
     assert get_summary_lineage(str(summary_dir))["hyper_parameters"]["learning_rate"] == (
-        pytest.approx(0.05))
+        pytest.approx(0.05)
+    )
     assert get_summary_lineage(str(second))["hyper_parameters"]["learning_rate"] == (
-        pytest.approx(0.02))
+        pytest.approx(0.02)
+    )
 
 
-def test_two_jobs_started_at_once_into_one_dir_each_get_their_own(
-    mpi: Any, tmp_path: Path
-) -> None:
+def test_two_jobs_started_at_once_into_one_dir_each_get_their_own(mpi: Any, tmp_path: Path) -> None:
     # Each job's rank 0 claims the directory (O_EXCL) before any rank writes: one gets
     # job/, the other job-2/, and no rank of one writes among the other's files.
     summary_dir = tmp_path / "job"
@@ -205,10 +226,19 @@ def test_two_jobs_started_at_once_into_one_dir_each_get_their_own(
 def test_ctrl_c_mid_run_leaves_readable_files(tmp_path: Path) -> None:
     summary_dir = tmp_path / "job"
     # One rank (no MPI in the way of the signal), many epochs: the run is interrupted.
-    command = [sys.executable, str(TRAIN), "--summary-dir", str(summary_dir), "--epochs", "500",
-               "--collect-freq", "1"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, cwd=tmp_path)
+    command = [
+        sys.executable,
+        str(TRAIN),
+        "--summary-dir",
+        str(summary_dir),
+        "--epochs",
+        "500",
+        "--collect-freq",
+        "1",
+    ]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path
+    )
     assert process.stdout is not None
     deadline = time.monotonic() + JOB_TIMEOUT
     for line in process.stdout:  # wait until training is under way
@@ -224,8 +254,11 @@ def test_ctrl_c_mid_run_leaves_readable_files(tmp_path: Path) -> None:
         reader = RecordReader(path)  # strict: no corrupt record anywhere
         assert sum(1 for _ in reader) > 1
         assert reader.torn_tail is None  # the record was closed, not cut off
-        losses = [event for event in read_events(path, strict=True)
-                  if event.WhichOneof("what") == "summary"]
+        losses = [
+            event
+            for event in read_events(path, strict=True)
+            if event.WhichOneof("what") == "summary"
+        ]
         assert losses
 
 
@@ -234,13 +267,19 @@ def test_the_tensorboard_target_on_request(mpi: Any, tmp_path: Path) -> None:
     run_job(mpi, train_argv(summary_dir, "--tensorboard"), tmp_path)
     for rank in range(RANKS):
         [board] = (summary_dir / f"rank_{rank}").glob("events.out.tfevents.*")
-        steps = {event.step for event in read_tensorboard_events(board)
-                 if event.WhichOneof("what") == "summary"
-                 and any(value.tag == "loss/auto" for value in event.summary.value)}
+        steps = {
+            event.step
+            for event in read_tensorboard_events(board)
+            if event.WhichOneof("what") == "summary"
+            and any(value.tag == "loss/auto" for value in event.summary.value)
+        }
         assert steps == {1, *range(COLLECT_FREQ, STEPS + 1, COLLECT_FREQ)}
-        times = {event.step for event in read_tensorboard_events(board)
-                 if event.WhichOneof("what") == "summary"
-                 and any(value.tag == "rankscribe/step_time" for value in event.summary.value)}
+        times = {
+            event.step
+            for event in read_tensorboard_events(board)
+            if event.WhichOneof("what") == "summary"
+            and any(value.tag == "rankscribe/step_time" for value in event.summary.value)
+        }
         assert times == set(range(1, STEPS + 1))
     # and the job gets a TensorBoard file of its own
     [job_board] = summary_dir.glob("events.out.tfevents.*")

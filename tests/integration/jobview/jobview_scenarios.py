@@ -49,21 +49,38 @@ CRASH_STEPS = 2000
 CRASH_STEP_SECONDS = 0.005
 
 
-def make_run(world_size: int, rank: int,
-             steps: int) -> tuple[ArrayNetwork, ArrayOptimizer, ArrayDataset]:
+def make_run(
+    world_size: int, rank: int, steps: int
+) -> tuple[ArrayNetwork, ArrayOptimizer, ArrayDataset]:
     rng = np.random.default_rng(0)  # the same model and data on every rank
-    network = ArrayNetwork({"fc.weight": rng.normal(size=(4, 3)).astype(np.float32),
-                            "fc.bias": np.zeros(3, np.float32)}, name="TinyNet")
+    network = ArrayNetwork(
+        {
+            "fc.weight": rng.normal(size=(4, 3)).astype(np.float32),
+            "fc.bias": np.zeros(3, np.float32),
+        },
+        name="TinyNet",
+    )
     optimizer = ArrayOptimizer(network, learning_rate=0.05, name="SGD")
     rows = steps * BATCH_SIZE * world_size
-    full = ArrayDataset(rng.random((rows, 1, 4, 4)).astype(np.float32),
-                        rng.integers(0, 3, rows), batch_size=BATCH_SIZE, path="/data/tiny")
+    full = ArrayDataset(
+        rng.random((rows, 1, 4, 4)).astype(np.float32),
+        rng.integers(0, 3, rows),
+        batch_size=BATCH_SIZE,
+        path="/data/tiny",
+    )
     return network, optimizer, full.shard(world_size, rank)
 
 
-def train(summary: Path, *, steps: int = STEPS, collect_freq: int = 1,
-          step_seconds: float = STEP_SECONDS, slow_rank: int | None = None,
-          diverged_rank: int | None = None, dying_rank: int | None = None) -> None:
+def train(
+    summary: Path,
+    *,
+    steps: int = STEPS,
+    collect_freq: int = 1,
+    step_seconds: float = STEP_SECONDS,
+    slow_rank: int | None = None,
+    diverged_rank: int | None = None,
+    dying_rank: int | None = None,
+) -> None:
     info = detect()
     network, optimizer, shard = make_run(info.world_size, info.rank, steps)
     done = [0]
@@ -81,9 +98,12 @@ def train(summary: Path, *, steps: int = STEPS, collect_freq: int = 1,
             os._exit(1)  # mid-step, no clean-up at all: MPICH notices and kills the others
         return np.float32(1.0 + info.rank + 0.01 * number)
 
-    collector = SummaryCollector(summary, collect_freq=collect_freq,
-                                 collect_specified_data={"collect_landscape": None},
-                                 merge_timeout=30.0)
+    collector = SummaryCollector(
+        summary,
+        collect_freq=collect_freq,
+        collect_specified_data={"collect_landscape": None},
+        merge_timeout=30.0,
+    )
     TrainLoop(step, network=network, optimizer=optimizer).train(1, shard, callbacks=[collector])
     collector.close()
 
@@ -94,8 +114,13 @@ def scenario_verdicts(out: Path) -> None:
 
 
 def scenario_crash(out: Path) -> None:
-    train(out / "job", steps=CRASH_STEPS, collect_freq=5, step_seconds=CRASH_STEP_SECONDS,
-          dying_rank=DYING_RANK)
+    train(
+        out / "job",
+        steps=CRASH_STEPS,
+        collect_freq=5,
+        step_seconds=CRASH_STEP_SECONDS,
+        dying_rank=DYING_RANK,
+    )
 
 
 def main() -> None:

@@ -32,15 +32,21 @@ def main() -> None:
     out, steps, interval = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
     info = detect()
     rng = np.random.default_rng(0)
-    network = ArrayNetwork({"fc.weight": rng.normal(size=(4, 3)).astype(np.float32)},
-                           name="TinyNet")
+    network = ArrayNetwork(
+        {"fc.weight": rng.normal(size=(4, 3)).astype(np.float32)}, name="TinyNet"
+    )
     optimizer = ArrayOptimizer(network, learning_rate=0.05, name="SGD")
     rows = steps * info.world_size
-    data = ArrayDataset(rng.random((rows, 1, 4, 4)).astype(np.float32),
-                        rng.integers(0, 3, rows), batch_size=1).shard(info.world_size, info.rank)
-    collector = SummaryCollector(out, collect_freq=1, merge_timeout=20.0,
-                                 collect_specified_data={"collect_landscape": None},
-                                 job_view_interval=interval)
+    data = ArrayDataset(
+        rng.random((rows, 1, 4, 4)).astype(np.float32), rng.integers(0, 3, rows), batch_size=1
+    ).shard(info.world_size, info.rank)
+    collector = SummaryCollector(
+        out,
+        collect_freq=1,
+        merge_timeout=20.0,
+        collect_specified_data={"collect_landscape": None},
+        job_view_interval=interval,
+    )
     done = [0]
 
     def step(batch: Any) -> np.float32:

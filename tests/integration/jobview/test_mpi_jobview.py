@@ -38,14 +38,26 @@ Points = dict[str, dict[int, float]]
 
 def launch(mpi: Any, scenario: str, out: Path) -> Any:
     out.mkdir(parents=True)
-    return mpi.run(RANKS, sys.executable, "-m", "mpi4py", str(SCENARIOS), scenario, str(out),
-                   cwd=out, timeout=JOB_TIMEOUT)
+    return mpi.run(
+        RANKS,
+        sys.executable,
+        "-m",
+        "mpi4py",
+        str(SCENARIOS),
+        scenario,
+        str(out),
+        cwd=out,
+        timeout=JOB_TIMEOUT,
+    )
 
 
 def read_scalars(directory: Path, *, job: bool = False) -> Points:
     """``tag -> {step: value}`` of the ``_MS`` files of ``directory`` (the job's, or a rank's)."""
-    paths = [path for path in directory.iterdir() if path.name.endswith("_MS")
-             and (".job." in path.name) == job]
+    paths = [
+        path
+        for path in directory.iterdir()
+        if path.name.endswith("_MS") and (".job." in path.name) == job
+    ]
     assert paths, f"no summary file in {directory}"
     found: Points = {}
     for path in paths:
@@ -68,7 +80,7 @@ def assert_job_statistics_match_the_ranks(job_dir: Path) -> None:
     assert {"loss/auto", STEP_TIME_TAG, FINGERPRINT_TAG} <= tags
     for tag in sorted(tags):
         steps = sorted(set().union(*(set(ranks[rank].get(tag, {})) for rank in ranks)))
-        statistics = (("ranks",) if tag == FINGERPRINT_TAG else STATISTICS)
+        statistics = ("ranks",) if tag == FINGERPRINT_TAG else STATISTICS
         for name in statistics:
             assert sorted(job[f"{tag}/{name}"]) == steps, f"{tag}/{name}"
         for step in steps:
@@ -87,7 +99,8 @@ def assert_job_statistics_match_the_ranks(job_dir: Path) -> None:
             }
             for name, value in expected.items():
                 assert job[f"{tag}/{name}"][step] == pytest.approx(value, rel=1e-6, abs=1e-9), (
-                    f"{tag}/{name} at step {step}")
+                    f"{tag}/{name} at step {step}"
+                )
 
 
 @pytest.fixture(scope="module")
@@ -148,7 +161,8 @@ def test_the_perturbed_rank_is_diverged_at_the_step_it_was_perturbed(verdict_job
     assert notes[f"job/diverged_step/{DIVERGED_RANK}"] == PERTURB_STEP
     distinct = read_scalars(verdict_jobs / "faulty", job=True)[f"{FINGERPRINT_TAG}/distinct"]
     assert {step for step, count in distinct.items() if count > 1} == set(
-        range(PERTURB_STEP, STEPS + 1))
+        range(PERTURB_STEP, STEPS + 1)
+    )
 
 
 def test_a_rank_that_dies_is_named_by_the_offline_merge(mpi: Any, tmp_path: Path) -> None:
@@ -159,7 +173,11 @@ def test_a_rank_that_dies_is_named_by_the_offline_merge(mpi: Any, tmp_path: Path
     assert not [path for path in job_dir.iterdir() if ".job." in path.name]  # nobody merged
     merge = subprocess.run(
         [str(Path(sys.executable).with_name("rankscribe-lineage")), "merge", str(job_dir)],
-        capture_output=True, text=True, timeout=120, check=False)
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert merge.returncode == 0, merge.stdout + merge.stderr
     [job_file] = [path.name for path in job_dir.iterdir() if path.name.endswith("_MS")]
     assert ".job." in job_file

@@ -47,16 +47,18 @@ def job_points(job_dir: Path) -> Points:
     return found
 
 
-def wait_for(condition: Callable[[], Any], timeout: float, what: str,
-             process: subprocess.Popen[str]) -> Any:
+def wait_for(
+    condition: Callable[[], Any], timeout: float, what: str, process: subprocess.Popen[str]
+) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = condition()
         if value:
             return value
         if process.poll() is not None:
-            pytest.fail(f"the job ended ({process.returncode}) before {what}:\n"
-                        f"{process.communicate()[0]}")
+            pytest.fail(
+                f"the job ended ({process.returncode}) before {what}:\n{process.communicate()[0]}"
+            )
         time.sleep(0.2)
     pytest.fail(f"{what} did not happen within {timeout} s")
 
@@ -64,9 +66,17 @@ def wait_for(condition: Callable[[], Any], timeout: float, what: str,
 def cli(*argv: str) -> subprocess.CompletedProcess[str]:
     """``rankscribe-lineage <argv>`` in a new process."""
     return subprocess.run(
-        [sys.executable, "-c", "import sys; from rankscribe.lineage.cli import main; "
-         "sys.exit(main())", *argv],
-        capture_output=True, text=True, timeout=MERGE_TIMEOUT, check=False)
+        [
+            sys.executable,
+            "-c",
+            "import sys; from rankscribe.lineage.cli import main; sys.exit(main())",
+            *argv,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=MERGE_TIMEOUT,
+        check=False,
+    )
 
 
 def steps_of(points: Points) -> set[int]:
@@ -77,16 +87,37 @@ def test_live_job_view_grows_survives_sigkill_and_merge_completes_it(
     mpi: Any, tmp_path: Path
 ) -> None:
     job = tmp_path / "job"
-    command = [mpi.path, "-n", str(RANKS), sys.executable, "-m", "mpi4py", str(SCENARIO),
-               str(job), "100000", "0.5"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, start_new_session=True, cwd=tmp_path,
-                               env=dict(os.environ, OMP_NUM_THREADS="1"))
+    command = [
+        mpi.path,
+        "-n",
+        str(RANKS),
+        sys.executable,
+        "-m",
+        "mpi4py",
+        str(SCENARIO),
+        str(job),
+        "100000",
+        "0.5",
+    ]
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        cwd=tmp_path,
+        env=dict(os.environ, OMP_NUM_THREADS="1"),
+    )
     try:
-        first = wait_for(lambda: steps_of(job_points(job)), START_TIMEOUT,
-                         "the first live interval", process)
-        second = wait_for(lambda: (found if len(found := steps_of(job_points(job))) > len(first)
-                                   else None), GROW_TIMEOUT, "a second interval", process)
+        first = wait_for(
+            lambda: steps_of(job_points(job)), START_TIMEOUT, "the first live interval", process
+        )
+        second = wait_for(
+            lambda: found if len(found := steps_of(job_points(job))) > len(first) else None,
+            GROW_TIMEOUT,
+            "a second interval",
+            process,
+        )
         assert first < second  # appended: every step of the first read is still there
         shown = cli("show", str(job))
         assert shown.returncode == 0, shown.stdout + shown.stderr
@@ -117,13 +148,20 @@ def test_live_job_view_grows_survives_sigkill_and_merge_completes_it(
     merged = cli("merge", str(job))
     assert merged.returncode == 0, merged.stdout + merged.stderr
     offline = job_points(job)
-    rank_steps = [set(dict(scalars(job / f"rank_{rank}").get(SCRIPT_TAG, [])))
-                  for rank in range(RANKS)]
+    rank_steps = [
+        set(dict(scalars(job / f"rank_{rank}").get(SCRIPT_TAG, []))) for rank in range(RANKS)
+    ]
     # Completed: every step any rank wrote before the kill, the live file's steps among them.
     assert steps_of(offline) == set.union(*rank_steps)
     assert steps_of(killed) <= steps_of(offline)
-    for tag in (f"{SCRIPT_TAG}/mean", f"{SCRIPT_TAG}/std", "rankscribe/step_time/max",
-                "loss/auto/mean"):
+    for tag in (
+        f"{SCRIPT_TAG}/mean",
+        f"{SCRIPT_TAG}/std",
+        "rankscribe/step_time/max",
+        "loss/auto/mean",
+    ):
         for step in steps_of(killed):
             assert np.isclose(killed[tag][step], offline[tag][step], rtol=1e-5, atol=1e-7), (
-                tag, step)
+                tag,
+                step,
+            )

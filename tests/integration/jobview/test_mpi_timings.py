@@ -35,8 +35,17 @@ COMPUTE_TAG = f"{SECTION_TAG_PREFIX}compute"
 
 def launch(mpi: Any, ranks: int, scenario: str, out: Path) -> None:
     out.mkdir(parents=True)
-    run = mpi.run(ranks, sys.executable, "-m", "mpi4py", str(SCENARIOS), scenario, str(out),
-                  cwd=out, timeout=JOB_TIMEOUT)
+    run = mpi.run(
+        ranks,
+        sys.executable,
+        "-m",
+        "mpi4py",
+        str(SCENARIOS),
+        scenario,
+        str(out),
+        cwd=out,
+        timeout=JOB_TIMEOUT,
+    )
     assert run.returncode == 0, run.output
 
 
@@ -69,7 +78,8 @@ def test_a_clean_allreduce_job_flags_nothing(pair: Path) -> None:
     assert notes["job/diverged_ranks"] == ""
     assert verdict_lines(notes)[:2] == [
         f"straggler: none; step-time skew {notes['job/step_time_skew']:.2f}",
-        "divergence: none (the ranks' parameters agree)"]
+        "divergence: none (the ranks' parameters agree)",
+    ]
 
 
 def test_the_rank_that_computes_longer_is_named_by_its_section(pair: Path) -> None:

@@ -27,7 +27,9 @@ def test_the_tail_reads_each_new_point_once_and_leaves_earlier_runs_out(tmp_path
         record.flush()
         first = tail.read_new()
         assert {tag: (list(steps), list(values)) for tag, (steps, values) in first.items()} == {
-            "loss": ([2], [0.5]), "from_operator": ([2], [7.0])}
+            "loss": ([2], [0.5]),
+            "from_operator": ([2], [7.0]),
+        }
         record.add_value("scalar", "loss", 0.25)
         record.record(3)
     second = tail.read_new()

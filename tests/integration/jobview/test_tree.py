@@ -73,8 +73,13 @@ def points(rank: int) -> dict[str, list[tuple[int, float]]]:
     return {"loss": [(step, float(rank * 100 + step)) for step in range(1, 31)]}
 
 
-def reduce_up(channels: list[Any], round_number: int, *, dead: frozenset[int] = frozenset(),
-              timeout: float = 2.0) -> tuple[JobPartial, dict[int, int]]:
+def reduce_up(
+    channels: list[Any],
+    round_number: int,
+    *,
+    dead: frozenset[int] = frozenset(),
+    timeout: float = 2.0,
+) -> tuple[JobPartial, dict[int, int]]:
     """Every rank, deepest first: its points plus its children's, to its parent."""
     received: dict[int, int] = {}
     root = JobPartial()
@@ -124,8 +129,9 @@ def test_a_dead_subtree_is_absent_at_the_deadline_and_the_rest_arrives() -> None
 
 def test_the_store_tree_uses_keys_per_level_and_only_the_parent_deletes() -> None:
     store = MemoryStore()
-    coordinators = [StoreCoordinator(info(rank, 5), store=store, namespace="job-7")
-                    for rank in range(5)]
+    coordinators = [
+        StoreCoordinator(info(rank, 5), store=store, namespace="job-7") for rank in range(5)
+    ]
     channels = [tree_channel(coordinator, fan_in=2) for coordinator in coordinators]
     assert channels[1] is not None and channels[2] is not None
     assert channels[1].send(1, b"from one", 1.0)

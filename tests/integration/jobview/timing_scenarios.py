@@ -46,20 +46,27 @@ BATCH = 4
 
 def make_run(rank: int, world_size: int) -> tuple[ArrayNetwork, ArrayOptimizer, ArrayDataset]:
     rng = np.random.default_rng(0)  # the same parameters on every rank
-    network = ArrayNetwork({"w": rng.normal(size=(16, 3)).astype(np.float32),
-                            "b": np.zeros(3, np.float32)}, name="Linear")
+    network = ArrayNetwork(
+        {"w": rng.normal(size=(16, 3)).astype(np.float32), "b": np.zeros(3, np.float32)},
+        name="Linear",
+    )
     optimizer = ArrayOptimizer(network, learning_rate=0.1, name="SGD")
     rows = STEPS * BATCH * world_size
-    full = ArrayDataset(rng.random((rows, 16)).astype(np.float32), rng.integers(0, 3, rows),
-                        batch_size=BATCH, path="/data/synthetic")
+    full = ArrayDataset(
+        rng.random((rows, 16)).astype(np.float32),
+        rng.integers(0, 3, rows),
+        batch_size=BATCH,
+        path="/data/synthetic",
+    )
     return network, optimizer, full.shard(world_size, rank)
 
 
 class Worker:
     """One rank's step: compute (marked as a section), allreduce, update."""
 
-    def __init__(self, collector: SummaryCollector, network: ArrayNetwork, factor: float,
-                 average: bool) -> None:
+    def __init__(
+        self, collector: SummaryCollector, network: ArrayNetwork, factor: float, average: bool
+    ) -> None:
         self.collector, self.network = collector, network
         self.factor, self.average = factor, average
         self.comm = MPI.COMM_WORLD
@@ -71,7 +78,8 @@ class Worker:
             scores = images @ weights
             loss = float(np.mean((scores - np.eye(3, dtype=np.float32)[labels]) ** 2))
             gradient = (images.T @ (scores - np.eye(3, dtype=np.float32)[labels])).astype(
-                np.float32) / len(images)
+                np.float32
+            ) / len(images)
             time.sleep(COMPUTE_SECONDS * self.factor)
         if self.average:
             total = np.empty_like(gradient)
@@ -83,23 +91,34 @@ class Worker:
         return loss
 
 
-def job(out: Path, *, slow_ranks: tuple[int, ...] = (), factor: float = 1.0,
-        average: bool = True, session: bool = True) -> None:
+def job(
+    out: Path,
+    *,
+    slow_ranks: tuple[int, ...] = (),
+    factor: float = 1.0,
+    average: bool = True,
+    session: bool = True,
+) -> None:
     info = detect()
     network, optimizer, shard = make_run(info.rank, info.world_size)
-    collector = SummaryCollector(out, collect_freq=COLLECT_FREQ,
-                                 collect_specified_data={"collect_landscape": None},
-                                 merge_timeout=60.0)
+    collector = SummaryCollector(
+        out,
+        collect_freq=COLLECT_FREQ,
+        collect_specified_data={"collect_landscape": None},
+        merge_timeout=60.0,
+    )
     worker = Worker(collector, network, factor if info.rank in slow_ranks else 1.0, average)
     if session:
-        with TrainSession([collector], network=network, optimizer=optimizer,
-                          train_dataset=shard, epochs=1) as running:
+        with TrainSession(
+            [collector], network=network, optimizer=optimizer, train_dataset=shard, epochs=1
+        ) as running:
             for _ in running.epochs():
                 for batch in shard:
                     running.step(batch, worker.step(batch))
     else:
         TrainLoop(worker.step, network=network, optimizer=optimizer).train(
-            1, shard, callbacks=[collector])
+            1, shard, callbacks=[collector]
+        )
     collector.close()
 
 

@@ -79,11 +79,17 @@ def scenario_detect(info: RankInfo, out: Path) -> dict[str, Any]:
 def scenario_gather(info: RankInfo, out: Path) -> dict[str, Any]:
     """gather, bcast and barrier of Python objects with every rank present."""
     coordinator = create_coordinator(info, timeout=AMPLE_TIMEOUT)
-    mine = {"rank": info.rank, "loss": 1.0 / (info.rank + 1), "tags": {f"t{info.rank}"},
-            "shape": (info.rank, 2), "text": "é" * info.rank}
+    mine = {
+        "rank": info.rank,
+        "loss": 1.0 / (info.rank + 1),
+        "tags": {f"t{info.rank}"},
+        "shape": (info.rank, 2),
+        "text": "é" * info.rank,
+    }
     result = coordinator.gather(mine)
-    config = coordinator.bcast({"lr": 0.1, "seen": sorted(result.values)} if result.is_root
-                               else None)
+    config = coordinator.bcast(
+        {"lr": 0.1, "seen": sorted(result.values)} if result.is_root else None
+    )
     coordinator.barrier()
     on_root = coordinator.gather(info.rank * 10, root=info.world_size - 1)
     coordinator.close()
@@ -126,9 +132,13 @@ def scenario_barrier_skip(info: RankInfo, out: Path) -> dict[str, Any]:
     try:
         coordinator.barrier(timeout=MISSED_TIMEOUT)
     except BarrierTimeoutError as error:
-        return {"raised": type(error).__name__, "missing": list(error.missing),
-                "message": str(error), "elapsed": time.monotonic() - started,
-                "is_timeout_error": isinstance(error, TimeoutError)}
+        return {
+            "raised": type(error).__name__,
+            "missing": list(error.missing),
+            "message": str(error),
+            "elapsed": time.monotonic() - started,
+            "is_timeout_error": isinstance(error, TimeoutError),
+        }
     return {"raised": None}
 
 
@@ -144,11 +154,15 @@ def scenario_late_rank(info: RankInfo, out: Path) -> dict[str, Any]:
     coordinator.barrier()
     coordinator.close()
     return {
-        "first": {"values": {str(k): v for k, v in first.values.items()},
-                  "missing": list(first.missing)},
+        "first": {
+            "values": {str(k): v for k, v in first.values.items()},
+            "missing": list(first.missing),
+        },
         "word": word,
-        "second": {"values": {str(k): v for k, v in second.values.items()},
-                   "missing": list(second.missing)},
+        "second": {
+            "values": {str(k): v for k, v in second.values.items()},
+            "missing": list(second.missing),
+        },
     }
 
 
@@ -165,9 +179,12 @@ def scenario_early_exit(info: RankInfo, out: Path) -> dict[str, Any]:
         return {"exited_early": True}
     started = time.monotonic()
     result = coordinator.gather(info.rank, timeout=MISSED_TIMEOUT)
-    return {"is_root": result.is_root, "elapsed": time.monotonic() - started,
-            "values": {str(k): v for k, v in result.values.items()},
-            "missing": list(result.missing)}
+    return {
+        "is_root": result.is_root,
+        "elapsed": time.monotonic() - started,
+        "values": {str(k): v for k, v in result.values.items()},
+        "missing": list(result.missing),
+    }
 
 
 def scenario_crash(info: RankInfo, out: Path) -> dict[str, Any]:

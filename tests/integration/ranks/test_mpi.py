@@ -40,10 +40,20 @@ def run_job(mpi: Any, scenario: str, ranks: int, tmp_path: Path) -> Job:
     """Run ``scenario`` on ``ranks`` ranks, bounded by JOB_TIMEOUT."""
     out = tmp_path / "out"
     out.mkdir()
-    run = mpi.run(ranks, sys.executable, "-m", "mpi4py", str(SCENARIOS), scenario, str(out),
-                  cwd=tmp_path, timeout=JOB_TIMEOUT)
-    records = {int(p.stem.split("_")[1]): json.loads(p.read_text())
-               for p in out.glob("rank_*.json")}
+    run = mpi.run(
+        ranks,
+        sys.executable,
+        "-m",
+        "mpi4py",
+        str(SCENARIOS),
+        scenario,
+        str(out),
+        cwd=tmp_path,
+        timeout=JOB_TIMEOUT,
+    )
+    records = {
+        int(p.stem.split("_")[1]): json.loads(p.read_text()) for p in out.glob("rank_*.json")
+    }
     return Job(run.returncode, run.seconds, run.output, records)
 
 
@@ -69,7 +79,8 @@ def test_detect_rank_dir_and_split(mpi: Any, ranks: int, tmp_path: Path) -> None
     assert f"rank 0 of {ranks}: detect done" in job.output
     # The MPI backend needs no folder: none was made in the job's directory.
     assert sorted(p.name for p in (tmp_path / "out" / "summary").iterdir()) == [
-        f"rank_{rank}" for rank in range(ranks)]
+        f"rank_{rank}" for rank in range(ranks)
+    ]
 
 
 @pytest.mark.parametrize("ranks", RANK_COUNTS)
@@ -81,8 +92,13 @@ def test_gather_bcast_barrier_of_python_objects(mpi: Any, ranks: int, tmp_path: 
     assert sorted(root["values"], key=int) == [str(r) for r in range(ranks)]
     for rank in range(ranks):
         value = root["values"][str(rank)]
-        assert value == {"rank": rank, "loss": 1.0 / (rank + 1), "tags": [f"t{rank}"],
-                         "shape": [rank, 2], "text": "é" * rank}
+        assert value == {
+            "rank": rank,
+            "loss": 1.0 / (rank + 1),
+            "tags": [f"t{rank}"],
+            "shape": [rank, 2],
+            "text": "é" * rank,
+        }
     for rank in range(1, ranks):
         assert job.ranks[rank]["is_root"] is False
         assert job.ranks[rank]["values"] == {} and job.ranks[rank]["missing"] == []
@@ -102,8 +118,10 @@ def test_gather_names_the_rank_that_never_arrives(mpi: Any, ranks: int, tmp_path
     assert root["missing"] == [ranks - 1]
     assert root["values"] == {str(r): {"rank": r} for r in present}
     assert MISSED_TIMEOUT <= root["elapsed"] < MISSED_TIMEOUT + SLACK
-    print(f"n={ranks}: rank 0's gather returned after {root['elapsed']:.3f} s "
-          f"(timeout {MISSED_TIMEOUT} s), missing {root['missing']}")
+    print(
+        f"n={ranks}: rank 0's gather returned after {root['elapsed']:.3f} s "
+        f"(timeout {MISSED_TIMEOUT} s), missing {root['missing']}"
+    )
     assert job.ranks[ranks - 1] == {"rank": ranks - 1, "world_size": ranks, "skipped": True}
 
 

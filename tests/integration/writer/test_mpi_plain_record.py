@@ -43,4 +43,5 @@ def test_three_ranks_in_one_directory_are_labelled_and_warned(mpi: Any, tmp_path
         [name] = os.listdir(tmp_path / "own" / f"rank_{rank}")
         assert parse_file_name(name).rank == rank
         assert [step for step, _ in scalars(tmp_path / "own" / f"rank_{rank}")["loss"]] == list(
-            range(1, 31))
+            range(1, 31)
+        )

@@ -96,9 +96,11 @@ class CallbackParams:
         return None
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{key}={value!r}" for key, value in sorted(vars(self).items())
-                          if key in ("mode", "cur_epoch_num", "cur_step_num", "epoch_num",
-                                     "batch_num"))
+        shown = ", ".join(
+            f"{key}={value!r}"
+            for key, value in sorted(vars(self).items())
+            if key in ("mode", "cur_epoch_num", "cur_step_num", "epoch_num", "batch_num")
+        )
         return f"CallbackParams({shown})"
 
 

@@ -176,8 +176,9 @@ def check_number(
     if math.isnan(value):  # the right type, a wrong value: compares false with everything
         raise value_error(f"{name} must be {form}, got nan")
     if (positive and not value > 0) or (finite and not math.isfinite(value)):
-        wanted = " and ".join(word for word, on in (("positive", positive), ("finite", finite))
-                              if on)
+        wanted = " and ".join(
+            word for word, on in (("positive", positive), ("finite", finite)) if on
+        )
         raise value_error(f"{name} must be {wanted}, got {value}")
     return float(value)
 

@@ -68,6 +68,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["SummaryCollector"]
 
+
 class SummaryCollector(Callback):
     """Collect loss, weights, input images, graphs and lineage of a training run.
 
@@ -142,8 +143,9 @@ class SummaryCollector(Callback):
         self._max_file_size = check_optional_positive_int("max_file_size", max_file_size)
         self._export_options = check_export_options(export_options)
         self._options = process_specified_data(collect_specified_data, keep_default_action)
-        logger.info("For 'collect_specified_data' the value after processing is: %s.",
-                    self._options.merged)
+        logger.info(
+            "For 'collect_specified_data' the value after processing is: %s.", self._options.merged
+        )
         check_merge_timeout(merge_timeout)
         if rank_info is not None:
             check_type("rank_info", rank_info, (RankInfo,))
@@ -151,10 +153,12 @@ class SummaryCollector(Callback):
         # What the adapters learn while reading this collector's objects stays with it.
         self._adapters = AdapterRegistry()
         check_type("fingerprints", fingerprints, (bool,))
-        self._series = SeriesRecorder(fingerprints=fingerprints,
-                                      fingerprint_parts=self._adapters.fingerprint_parts,
-                                      budget=check_budget(fingerprint_budget),
-                                      collect_freq=self._collect_freq)
+        self._series = SeriesRecorder(
+            fingerprints=fingerprints,
+            fingerprint_parts=self._adapters.fingerprint_parts,
+            budget=check_budget(fingerprint_budget),
+            collect_freq=self._collect_freq,
+        )
         # Bound once: the short path of step_end appends with no call of its own.
         self._keep_step, self._keep_step_time = self._series.step_time_appenders()
         self._keep_wait_step, self._keep_wait = self._series.data_wait_appenders()
@@ -231,8 +235,11 @@ class SummaryCollector(Callback):
         self._extractor.rank = info.rank
         # Every directory made on the way is private (group-readable on request),
         # not only the last one, which is all rank_dir sets the mode of.
-        make_private_dir(self._summary_dir if info.is_single
-                         else os.path.join(self._summary_dir, rank_dir_name(info.rank)))
+        make_private_dir(
+            self._summary_dir
+            if info.is_single
+            else os.path.join(self._summary_dir, rank_dir_name(info.rank))
+        )
         self._directory = rank_dir(self._summary_dir, info)
         self._record = SummaryRecord(
             self._directory,
@@ -244,17 +251,23 @@ class SummaryCollector(Callback):
             formats=self._formats,
         )
         self._schedule = CollectionSchedule(
-            self._collect_freq, self._collect_tensor_freq,
-            world_size=info.world_size, rank=info.rank,
+            self._collect_freq,
+            self._collect_tensor_freq,
+            world_size=info.world_size,
+            rank=info.rank,
         )
         landscape = self._options.landscape
         self._landscape = (
             LandscapeSaver(self._directory, landscape, adapters=self._adapters)
-            if landscape else None
+            if landscape
+            else None
         )
         # Looked up once: step_end asks it at every step.
-        self._step_landscape = (self._landscape if self._landscape is not None
-                                and self._landscape.unit == "step" else None)
+        self._step_landscape = (
+            self._landscape
+            if self._landscape is not None and self._landscape.unit == "step"
+            else None
+        )
         self._step_started = self._step_time = None
         self._quiet_until = 0
         self._first_step_done = False
@@ -265,8 +278,11 @@ class SummaryCollector(Callback):
             # (an evaluation after training) reuse it, so a rank that was late at the
             # end of one run cannot spoil the next one's start.
             merger = JobLineageMerger(
-                self._summary_dir, info, timeout=self._merge_timeout,
-                coordinator=self._coordinator, tensorboard="tensorboard" in self._formats,
+                self._summary_dir,
+                info,
+                timeout=self._merge_timeout,
+                coordinator=self._coordinator,
+                tensorboard="tensorboard" in self._formats,
             )
             merger.open()
             self._merger = merger
@@ -346,9 +362,13 @@ class SummaryCollector(Callback):
         params = run_context.original_args()
         started, self._step_started = self._step_started, None
         step = params.cur_step_num
-        if (step < self._quiet_until and started is not None and params.mode == "train"
-                and ended < self._step_times_due
-                and ended - started < STEP_TIME_WRITE_AT_ONCE):
+        if (
+            step < self._quiet_until
+            and started is not None
+            and params.mode == "train"
+            and ended < self._step_times_due
+            and ended - started < STEP_TIME_WRITE_AT_ONCE
+        ):
             # Most steps: nothing to collect, nothing to write. Every function called
             # here costs microseconds on a CPU whose caches the step itself evicted,
             # so this path is a few reads and two appends (tools/bench/collector.py).
@@ -387,7 +407,8 @@ class SummaryCollector(Callback):
             landscape.save(params.cur_step_num, self._landscape_network(params))
         if not self._sink_mode and self._schedule is not None:
             self._quiet_until = self._series.next_busy_step(
-                params.cur_step_num, self._schedule, self._step_landscape)
+                params.cur_step_num, self._schedule, self._step_landscape
+            )
         self._step_times_due = self._series.last_write + STEP_TIME_WRITE_INTERVAL
 
     def epoch_end(self, run_context: RunContext) -> None:
@@ -398,8 +419,10 @@ class SummaryCollector(Callback):
         self._collect(params, unit)
         self._series.write_kept_step_times(self._record)
         landscape = self._landscape
-        if landscape is not None and landscape.unit == "epoch" and landscape.wants(
-            params.cur_epoch_num
+        if (
+            landscape is not None
+            and landscape.unit == "epoch"
+            and landscape.wants(params.cur_epoch_num)
         ):
             landscape.save(params.cur_epoch_num, self._landscape_network(params))
         self._flush(wait=False)  # why not wait: docs/collector-schedule.md, "Epoch ends"
@@ -437,14 +460,16 @@ class SummaryCollector(Callback):
         # Read the network once even when its graph is not collected: an adapter
         # learns its parameter names there, which the optimizer's histograms use.
         self._adapters.network_view(
-            params.train_network if params.train_network is not None else params.network)
+            params.train_network if params.train_network is not None else params.network
+        )
         graph = self._extractor.graph(params)
         if graph is not None:
             self._record.add_value("graph", GRAPH_TAG, graph)
         self._lineage.add_first_step_values(self._record, params)
 
-    def _collect(self, params: CallbackParams, unit: int,
-                 extras: Sequence[tuple[str, float]] = ()) -> None:
+    def _collect(
+        self, params: CallbackParams, unit: int, extras: Sequence[tuple[str, float]] = ()
+    ) -> None:
         record, schedule = self._record, self._schedule
         assert record is not None and schedule is not None
         first = not schedule.started
@@ -460,16 +485,18 @@ class SummaryCollector(Callback):
             self._series.keep_timings(step, extras)
             # Written before a collected step, so the file stays in step order.
             self._series.after_quiet_step(
-                record, step, step_time,
-                write_now=self._sink_mode or schedule.would_collect(unit + 1))
+                record,
+                step,
+                step_time,
+                write_now=self._sink_mode or schedule.would_collect(unit + 1),
+            )
             return
         self._series.write_kept_step_times(record)
         if decision.extracts:
             sink = self._series.collected_step_sink(record, step)
             self._extractor.add_step_values(sink, params)
             self._series.add_fingerprint(sink, self._landscape_network(params), step)
-        self._series.record_collected_step(record, step, step_time, decision.plugin_filter,
-                                           extras)
+        self._series.record_collected_step(record, step, step_time, decision.plugin_filter, extras)
         if first:
             self._flush()  # the first collection reaches the disk at once
 
@@ -478,8 +505,12 @@ class SummaryCollector(Callback):
         landscape, info = self._landscape, self._info
         assert landscape is not None and info is not None
         landscape.start_training()
-        landscape.announce(epoch_num=params.epoch_num or 0, batch_num=params.batch_num or 0,
-                           rank=info.rank, world_size=info.world_size)
+        landscape.announce(
+            epoch_num=params.epoch_num or 0,
+            batch_num=params.batch_num or 0,
+            rank=info.rank,
+            world_size=info.world_size,
+        )
 
     def _landscape_network(self, params: CallbackParams) -> Any:
         return params.network if params.network is not None else params.train_network
@@ -495,4 +526,3 @@ class SummaryCollector(Callback):
     def _merge_job_lineage(self) -> None:
         if self._merger is not None and self._directory is not None:
             self._live.merge(self._merger, self._directory, self._series.series)
-

@@ -107,8 +107,7 @@ def check_budget(budget: object) -> int:
         )
     if budget < 1024:
         raise CollectorValueError(
-            f"For 'fingerprint_budget', the value should be at least 1024 bytes, but got "
-            f"{budget}."
+            f"For 'fingerprint_budget', the value should be at least 1024 bytes, but got {budget}."
         )
     return budget
 
@@ -138,8 +137,9 @@ def slice_fingerprint(parts: Sequence[FingerprintPart], start: int, stop: int) -
     deferred = [item for item in digests if not isinstance(item, (bytes, memoryview))]
     if deferred:
         resolved = iter(type(deferred[0]).resolve(deferred))
-        digests = [item if isinstance(item, (bytes, memoryview)) else next(resolved)
-                   for item in digests]
+        digests = [
+            item if isinstance(item, (bytes, memoryview)) else next(resolved) for item in digests
+        ]
     crc = 0
     for item in digests:
         crc = crc32c.crc32c(item, value=crc)

@@ -126,8 +126,9 @@ class LineageRecorder:
                 try:
                     graph = DatasetGraphInfo.from_graph_dict(view.graph).to_proto()
                 except (LineageError, TypeError, ValueError) as error:
-                    logger.warning("The dataset graph of the training dataset is not recorded: "
-                                   "%s", error)
+                    logger.warning(
+                        "The dataset graph of the training dataset is not recorded: %s", error
+                    )
                 else:
                     record.add_value("dataset_graph", "train_dataset", graph)
         if self.custom_lineage_data and not self.custom_written:
@@ -157,16 +158,21 @@ class LineageRecorder:
         try:
             lineage = eval_lineage_from_args(arguments)
         except (LineageError, TypeError, ValueError) as error:
-            logger.warning("Summary cannot collect the type of metrics (%s), currently support "
-                           "a dict of name to number or str.", error)
+            logger.warning(
+                "Summary cannot collect the type of metrics (%s), currently support "
+                "a dict of name to number or str.",
+                error,
+            )
             # The dataset part still counts: the same builder, and no metric at all.
-            lineage = EvalLineageInfo(valid_dataset=eval_lineage_from_args(
-                {**arguments, "metrics": None}).valid_dataset)
+            lineage = EvalLineageInfo(
+                valid_dataset=eval_lineage_from_args({**arguments, "metrics": None}).valid_dataset
+            )
         record.add_value("eval_lineage", "eval_lineage", lineage.to_proto())
         self._add_sharding(record, params, "valid_dataset", params.valid_dataset)
 
-    def _add_sharding(self, record: ValueSink, params: CallbackParams, section: str,
-                      dataset: Any) -> None:
+    def _add_sharding(
+        self, record: ValueSink, params: CallbackParams, section: str, dataset: Any
+    ) -> None:
         """On several ranks: whether this rank read a shard of the dataset or all of it.
 
         ``user_defined/<section>_sharding`` is ``shards``, or ``whole:<digest>`` for
@@ -247,13 +253,21 @@ class JobLineageMerger:
             owned.close()
 
     def _report(self, error: Exception) -> None:
-        logger.error("The lineage of rank %d cannot be merged into %s: %s. Run "
-                     "`rankscribe-lineage merge %s` after the job.", self.info.rank,
-                     self.summary_dir, error, self.summary_dir)
+        logger.error(
+            "The lineage of rank %d cannot be merged into %s: %s. Run "
+            "`rankscribe-lineage merge %s` after the job.",
+            self.info.rank,
+            self.summary_dir,
+            error,
+            self.summary_dir,
+        )
 
     def merge(
-        self, rank_directory: str | os.PathLike[str], series: ScalarSeries | None = None,
-        *, verdicts: Mapping[str, float | int | str] | None = None,
+        self,
+        rank_directory: str | os.PathLike[str],
+        series: ScalarSeries | None = None,
+        *,
+        verdicts: Mapping[str, float | int | str] | None = None,
         timeout: float | None = None,
     ) -> str | None:
         """Every rank calls this; rank 0 returns the merged file's path (others None).
@@ -272,7 +286,8 @@ class JobLineageMerger:
             return None  # open() failed and said so
         try:
             result = coordinator.gather(
-                payload, root=0, timeout=self.timeout if timeout is None else timeout)
+                payload, root=0, timeout=self.timeout if timeout is None else timeout
+            )
         except RanksError as error:
             self._report(error)
             return None
@@ -312,29 +327,49 @@ class JobLineageMerger:
     ) -> str | None:
         missing = tuple(rank for rank in range(self.info.world_size) if rank not in records)
         self.last_missing = missing
-        merged = (merge_rank_lineages(records, world_size=self.info.world_size,
-                                      summary_dir=str(self.summary_dir)) if records else None)
+        merged = (
+            merge_rank_lineages(
+                records, world_size=self.info.world_size, summary_dir=str(self.summary_dir)
+            )
+            if records
+            else None
+        )
         try:
-            with filelock.FileLock(str(self.summary_dir / MERGE_LOCK_NAME), timeout=self.timeout,
-                                   mode=file_mode(final=False)):
-                verdicts = (dict(verdicts) if verdicts is not None
-                            else self._write_job_view(job_series, not_arrived, merged))
+            with filelock.FileLock(
+                str(self.summary_dir / MERGE_LOCK_NAME),
+                timeout=self.timeout,
+                mode=file_mode(final=False),
+            ):
+                verdicts = (
+                    dict(verdicts)
+                    if verdicts is not None
+                    else self._write_job_view(job_series, not_arrived, merged)
+                )
                 if merged is None:
-                    logger.error("No rank reported a lineage; no merged lineage is written in "
-                                 "%s.", self.summary_dir)
+                    logger.error(
+                        "No rank reported a lineage; no merged lineage is written in %s.",
+                        self.summary_dir,
+                    )
                     return None
                 if verdicts:
                     merged = merge_rank_lineages(
-                        records, world_size=self.info.world_size,
-                        summary_dir=str(self.summary_dir), user_defined=verdicts)
+                        records,
+                        world_size=self.info.world_size,
+                        summary_dir=str(self.summary_dir),
+                        user_defined=verdicts,
+                    )
                 path = write_merged_lineage(self.summary_dir, merged)
         except (OSError, filelock.Timeout) as error:
             logger.error("Writing the merged lineage into %s failed: %s", self.summary_dir, error)
             return None
         self.last_merged = merged
         if missing:
-            logger.warning("The merged lineage %s lacks rank(s) %s, which did not report within "
-                           "%g s.", path, ", ".join(map(str, missing)), self.timeout)
+            logger.warning(
+                "The merged lineage %s lacks rank(s) %s, which did not report within %g s.",
+                path,
+                ", ".join(map(str, missing)),
+                self.timeout,
+            )
         return path
 
     def _write_job_view(
@@ -352,13 +387,22 @@ class JobLineageMerger:
         hparams, metrics = session_values(merged) if merged is not None else ({}, {})
         try:
             view = write_job_view(
-                self.summary_dir, job_series, world_size=self.info.world_size,
-                missing=not_arrived, tensorboard=self.tensorboard,
-                hparams=hparams, metrics=metrics,
+                self.summary_dir,
+                job_series,
+                world_size=self.info.world_size,
+                missing=not_arrived,
+                tensorboard=self.tensorboard,
+                hparams=hparams,
+                metrics=metrics,
             )
         except (OSError, LineageError, ValueError, TypeError) as error:
-            logger.error("Writing the job view into %s failed: %s. Run `rankscribe-lineage "
-                         "merge %s` after the job.", self.summary_dir, error, self.summary_dir)
+            logger.error(
+                "Writing the job view into %s failed: %s. Run `rankscribe-lineage "
+                "merge %s` after the job.",
+                self.summary_dir,
+                error,
+                self.summary_dir,
+            )
             return {}
         self.last_verdicts = dict(view.verdicts)
         self.last_job_files = list(view.paths)
@@ -371,5 +415,8 @@ class JobLineageMerger:
             return {}  # no merged lineage yet
         if earlier is None:
             return {}
-        return {key: value for key, value in earlier.section("user_defined").items()
-                if key.startswith("job/") and isinstance(value, (int, float, str))}
+        return {
+            key: value
+            for key, value in earlier.section("user_defined").items()
+            if key.startswith("job/") and isinstance(value, (int, float, str))
+        }

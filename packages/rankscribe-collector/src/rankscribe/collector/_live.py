@@ -79,13 +79,17 @@ def check_job_view_interval(value: object) -> float:
         except ValueError:
             raise CollectorValueError(
                 f"For {source}, the value should be a number of seconds >= 0 (0 turns the live "
-                f"job view off), but got {text!r}.") from None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-        math.isfinite(value) and value >= 0
+                f"job view off), but got {text!r}."
+            ) from None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not (math.isfinite(value) and value >= 0)
     ):
         raise CollectorValueError(
             f"For '{source}', the value should be a finite number of seconds >= 0 (0 turns the "
-            f"live job view off), but got {value!r}.")
+            f"live job view off), but got {value!r}."
+        )
     return float(value)
 
 
@@ -113,8 +117,9 @@ class RankFileTail:
 
     def _files(self) -> list[str]:
         try:
-            return [os.fspath(path) for path in
-                    reader.list_summary_files(self.directory, "summary")]
+            return [
+                os.fspath(path) for path in reader.list_summary_files(self.directory, "summary")
+            ]
         except OSError:
             return []
 
@@ -124,8 +129,10 @@ class RankFileTail:
         for path in self._files():
             if path not in self._done:
                 self._read_file(path, points)
-        found = {tag: (np.asarray(steps, dtype=np.int64), np.asarray(values, dtype=np.float64))
-                 for tag, (steps, values) in points.items()}
+        found = {
+            tag: (np.asarray(steps, dtype=np.int64), np.asarray(values, dtype=np.float64))
+            for tag, (steps, values) in points.items()
+        }
         return found
 
     def _read_file(self, path: str, points: dict[str, tuple[list[int], list[float]]]) -> None:
@@ -144,8 +151,11 @@ class RankFileTail:
                 self._take(record.payload, points)
                 self._offsets[path] = offset + record.offset + record.record_length
             if records.corruptions:
-                logger.warning("live job view: %s is damaged (%s); the rest of it is left out",
-                               path, records.corruptions[0])
+                logger.warning(
+                    "live job view: %s is damaged (%s); the rest of it is left out",
+                    path,
+                    records.corruptions[0],
+                )
                 self._done.add(path)
 
     def _take(self, payload: bytes, points: dict[str, tuple[list[int], list[float]]]) -> None:
@@ -191,8 +201,9 @@ class LiveRankView:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def open(self, job_dir: str | os.PathLike[str], info: RankInfo,
-             merger: JobLineageMerger) -> None:
+    def open(
+        self, job_dir: str | os.PathLike[str], info: RankInfo, merger: JobLineageMerger
+    ) -> None:
         """Make the tree channel over the merger's coordinator (every rank, together; once)."""
         self.info, self._job_dir = info, os.fspath(job_dir)
         self._tensorboard, self._timeout = merger.tensorboard, merger.timeout
@@ -202,9 +213,13 @@ class LiveRankView:
         try:
             self.channel = tree_channel(coordinator, timeout=self._timeout)
         except (RanksError, OSError) as error:
-            logger.error("The job view of rank %d cannot travel up the tree (%s); run "
-                         "`rankscribe-lineage merge %s` after the job.", info.rank, error,
-                         self._job_dir)
+            logger.error(
+                "The job view of rank %d cannot travel up the tree (%s); run "
+                "`rankscribe-lineage merge %s` after the job.",
+                info.rank,
+                error,
+                self._job_dir,
+            )
 
     @property
     def active(self) -> bool:
@@ -220,20 +235,28 @@ class LiveRankView:
         self._failed = False
         self._finished = set()
         self._stop.clear()
-        self.view = (LiveJobView(self._job_dir, world_size=self.info.world_size,
-                                 tensorboard=self._tensorboard)
-                     if self.channel.parent is None else None)
+        self.view = (
+            LiveJobView(
+                self._job_dir, world_size=self.info.world_size, tensorboard=self._tensorboard
+            )
+            if self.channel.parent is None
+            else None
+        )
         if self.interval > 0 and self.channel.concurrent:
-            self._thread = threading.Thread(target=self._run, name="rankscribe-job-view",
-                                            daemon=True)
+            self._thread = threading.Thread(
+                target=self._run, name="rankscribe-job-view", daemon=True
+            )
             self._thread.start()
             if self.view is not None:
-                self._writer = threading.Thread(target=self._write_loop,
-                                                name="rankscribe-job-view-writer", daemon=True)
+                self._writer = threading.Thread(
+                    target=self._write_loop, name="rankscribe-job-view-writer", daemon=True
+                )
                 self._writer.start()
         elif self.interval > 0:
-            logger.warning("The live job view needs MPI_THREAD_MULTIPLE; this MPI gives less, "
-                           "so the job view is written at the end of training only.")
+            logger.warning(
+                "The live job view needs MPI_THREAD_MULTIPLE; this MPI gives less, "
+                "so the job view is written at the end of training only."
+            )
 
     def finish(self) -> dict[str, float | int | str] | None:
         """The last round, on the calling thread; rank 0 returns the job's verdicts.
@@ -246,8 +269,9 @@ class LiveRankView:
         try:
             self._round_trip(FINAL_ROUND)
         except Exception as error:  # the lineage merge must still run after this
-            logger.error("The last round of the job view failed on rank %d: %s",
-                         self.channel.rank, error)
+            logger.error(
+                "The last round of the job view failed on rank %d: %s", self.channel.rank, error
+            )
             return None
         finally:
             self._tail = None
@@ -257,13 +281,19 @@ class LiveRankView:
         try:
             view.write(final=True)
         except OSError as error:
-            logger.error("Writing the job view into %s failed: %s. Run `rankscribe-lineage "
-                         "merge %s` after the job.", self._job_dir, error, self._job_dir)
+            logger.error(
+                "Writing the job view into %s failed: %s. Run `rankscribe-lineage "
+                "merge %s` after the job.",
+                self._job_dir,
+                error,
+                self._job_dir,
+            )
             return None
         return view.state.verdicts()
 
-    def merge(self, merger: JobLineageMerger, rank_directory: str | os.PathLike[str],
-              series: ScalarSeries) -> None:
+    def merge(
+        self, merger: JobLineageMerger, rank_directory: str | os.PathLike[str], series: ScalarSeries
+    ) -> None:
         """The end of a run: the tree's last round, then the lineage merge (every rank).
 
         With the tree, rank 0 gets statistics, not every rank's ``series`` (sent only
@@ -272,8 +302,9 @@ class LiveRankView:
         started = time.monotonic()
         verdicts = self.finish()
         left = max(0.0, merger.timeout - (time.monotonic() - started))
-        merger.merge(rank_directory, None if self.active else series, verdicts=verdicts,
-                     timeout=left)
+        merger.merge(
+            rank_directory, None if self.active else series, verdicts=verdicts, timeout=left
+        )
         self.close(merger.last_merged)
 
     def close(self, merged: Any = None) -> None:
@@ -317,8 +348,10 @@ class LiveRankView:
             try:
                 self._round_trip(round(time.time() / self.interval))
             except Exception:
-                logger.exception("A round of the live job view failed; the live view stops "
-                                 "(the end of training still writes it)")
+                logger.exception(
+                    "A round of the live job view failed; the live view stops "
+                    "(the end of training still writes it)"
+                )
                 return
 
     def _write_loop(self) -> None:
@@ -331,8 +364,12 @@ class LiveRankView:
             try:
                 view.write()
             except OSError as error:
-                logger.warning("The live job view of %s could not be written (%s); it is kept "
-                               "for the next interval", self._job_dir, error)
+                logger.warning(
+                    "The live job view of %s could not be written (%s); it is kept "
+                    "for the next interval",
+                    self._job_dir,
+                    error,
+                )
 
     def _round_trip(self, number: int) -> None:
         """One round: own new points + the children's, merged; to the parent or rank 0's view.
@@ -346,8 +383,9 @@ class LiveRankView:
         with self._lock:
             self._round += 1
             before = tail.last_step
-            own = JobPartial.of_rank(channel.rank, tail.read_new(), last_step=before,
-                                     finished=final)
+            own = JobPartial.of_rank(
+                channel.rank, tail.read_new(), last_step=before, finished=final
+            )
             tree_height = max(1, channel.tree_height)
             base = self._timeout if final else self._round_wait()
             wait = base * channel.height / tree_height
@@ -359,19 +397,28 @@ class LiveRankView:
                     try:
                         merged.merge(JobPartial.from_bytes(payload))
                     except (PartialFormatError, ValueError) as error:
-                        logger.warning("job view: a message of rank %d (round %d) is ignored: "
-                                       "%s", child, round_number, error)
+                        logger.warning(
+                            "job view: a message of rank %d (round %d) is ignored: %s",
+                            child,
+                            round_number,
+                            error,
+                        )
                         continue
                     if round_number >= number:
                         arrived.add(child)
             late = [child for child in channel.children if child not in arrived]
             if late:
-                logger.info("job view, %s: rank(s) %s did not deliver in time",
-                            _round_name(number), late)
+                logger.info(
+                    "job view, %s: rank(s) %s did not deliver in time", _round_name(number), late
+                )
             if channel.parent is not None:
                 if not channel.send(number, merged.to_bytes(), base):
-                    logger.warning("job view, %s: rank %d's message did not reach rank %d in "
-                                   "time", _round_name(number), channel.rank, channel.parent)
+                    logger.warning(
+                        "job view, %s: rank %d's message did not reach rank %d in time",
+                        _round_name(number),
+                        channel.rank,
+                        channel.parent,
+                    )
                 return
             view = self.view
             assert view is not None and self.info is not None
@@ -382,8 +429,9 @@ class LiveRankView:
             missing = [rank for rank in range(self.info.world_size) if rank not in present]
             view.add(merged, missing=missing)
             if missing:
-                logger.warning("job view, %s: no points from rank(s) %s", _round_name(number),
-                               _short(missing))
+                logger.warning(
+                    "job view, %s: no points from rank(s) %s", _round_name(number), _short(missing)
+                )
         self._written.set()
 
 
@@ -395,4 +443,3 @@ def _short(ranks: list[int]) -> str:
     from rankscribe.lineage.jobview import ranges_text  # noqa: PLC0415
 
     return ranges_text(ranks, limit=200)
-

@@ -102,7 +102,8 @@ class TrainLoop:
         _check_callable("eval_fn", eval_fn, required=False)
         check_optional_text("parallel_mode", parallel_mode, owner="TrainLoop")
         if device_number is not None and (
-            isinstance(device_number, bool) or not isinstance(device_number, int)
+            isinstance(device_number, bool)
+            or not isinstance(device_number, int)
             or device_number < 1
         ):
             raise CollectorValueError(
@@ -155,8 +156,12 @@ class TrainLoop:
         callback_list = CallbackList(callbacks, "TrainLoop.train")
         batch_num = _batches(train_dataset, "train_dataset", self._adapters)
         params = self._params(
-            "train", callback_list, epoch_num=epoch, batch_num=batch_num or 0,
-            train_dataset=train_dataset, dataset_sink_mode=dataset_sink_mode,
+            "train",
+            callback_list,
+            epoch_num=epoch,
+            batch_num=batch_num or 0,
+            train_dataset=train_dataset,
+            dataset_sink_mode=dataset_sink_mode,
         )
         context = RunContext(params)
         with callback_list:
@@ -170,8 +175,11 @@ class TrainLoop:
                     self._epoch(train_dataset, callback_list, context)
                 callback_list.epoch_end(context)
                 if context.get_stop_requested():
-                    logger.info("Training stopped at epoch %d, step %d, as a callback asked.",
-                                number, params.cur_step_num)
+                    logger.info(
+                        "Training stopped at epoch %d, step %d, as a callback asked.",
+                        number,
+                        params.cur_step_num,
+                    )
                     break
             callback_list.end(context)
         return params
@@ -214,8 +222,13 @@ class TrainLoop:
         callback_list = CallbackList(callbacks, "TrainLoop.eval")
         batch_num = _batches(valid_dataset, "valid_dataset", self._adapters)
         params = self._params(
-            "eval", callback_list, epoch_num=1, cur_epoch_num=1, batch_num=batch_num or 0,
-            valid_dataset=valid_dataset, dataset_sink_mode=False,
+            "eval",
+            callback_list,
+            epoch_num=1,
+            cur_epoch_num=1,
+            batch_num=batch_num or 0,
+            valid_dataset=valid_dataset,
+            dataset_sink_mode=False,
         )
         context = RunContext(params)
         totals: dict[str, float] = {}

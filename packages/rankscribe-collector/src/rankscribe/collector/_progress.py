@@ -134,8 +134,9 @@ class Progress(Callback):
         self._last = (params.cur_step_num, self._started)
         if _is_terminal(self.stream):
             total = (params.epoch_num or 0) * (params.batch_num or 0)
-            self._bar = tqdm(total=total or None, file=self.stream, unit="step",
-                             dynamic_ncols=True, leave=True)
+            self._bar = tqdm(
+                total=total or None, file=self.stream, unit="step", dynamic_ncols=True, leave=True
+            )
 
     def step_end(self, run_context: RunContext) -> None:
         params = run_context.original_args()
@@ -168,8 +169,9 @@ class Progress(Callback):
             self._line(params, now)
         elapsed = now - self._started
         rate = params.cur_step_num / elapsed if elapsed > 0 else math.nan
-        self.write(f"trained {params.cur_step_num} steps in {elapsed:.1f} s "
-                   f"({_rate(rate)} steps/s)")
+        self.write(
+            f"trained {params.cur_step_num} steps in {elapsed:.1f} s ({_rate(rate)} steps/s)"
+        )
 
     def __exit__(
         self,
@@ -202,8 +204,10 @@ class Progress(Callback):
         # Read only when shown: reading a framework's loss may wait for its device.
         value = self._read_loss(params)
         loss = f"{value:.4f}" if value is not None else "-"
-        self.write(f"epoch {params.cur_epoch_num}/{params.epoch_num}  step {step}  "
-                   f"loss {loss}  {_rate(rate)} steps/s")
+        self.write(
+            f"epoch {params.cur_epoch_num}/{params.epoch_num}  step {step}  "
+            f"loss {loss}  {_rate(rate)} steps/s"
+        )
 
 
 def _rate(rate: float) -> str:

@@ -87,8 +87,11 @@ class ScalarSeries:
 
     def payload(self) -> dict[str, tuple[array[int], array[float]]]:
         """A picklable copy (flat arrays pickle as bytes, not as one object per point)."""
-        return {tag: (array("q", steps), array("f", values))
-                for tag, (steps, values) in self._tags.items() if steps}
+        return {
+            tag: (array("q", steps), array("f", values))
+            for tag, (steps, values) in self._tags.items()
+            if steps
+        }
 
     @staticmethod
     def rank_series(rank: int, payload: object) -> RankSeries | None:
@@ -100,8 +103,9 @@ class ScalarSeries:
             if not (isinstance(tag, str) and isinstance(column, tuple) and len(column) == 2):
                 return None
             steps, values = column
-            if not (isinstance(steps, array) and isinstance(values, array)
-                    and len(steps) == len(values)):
+            if not (
+                isinstance(steps, array) and isinstance(values, array) and len(steps) == len(values)
+            ):
                 return None
             scalars[tag] = list(zip(steps, values, strict=True))
         return RankSeries(rank=rank, scalars=scalars)
@@ -168,8 +172,10 @@ class SeriesRecorder:
         self._time_steps, self._time_values = self._step_column.steps, self._step_column.values
         wait_column = _TimingColumn(DATA_WAIT_TAG, self.series)
         self._wait_steps, self._wait_values = wait_column.steps, wait_column.values
-        self._columns: dict[str, _TimingColumn] = {STEP_TIME_TAG: self._step_column,
-                                                   DATA_WAIT_TAG: wait_column}
+        self._columns: dict[str, _TimingColumn] = {
+            STEP_TIME_TAG: self._step_column,
+            DATA_WAIT_TAG: wait_column,
+        }
         self.last_write = 0.0
 
     def start_run(self) -> None:
@@ -214,8 +220,9 @@ class SeriesRecorder:
         for tag, seconds in timings:
             self.keep_timing(tag, step, seconds)
 
-    def next_busy_step(self, step: int, schedule: CollectionSchedule,
-                       landscape: LandscapeSaver | None) -> int:
+    def next_busy_step(
+        self, step: int, schedule: CollectionSchedule, landscape: LandscapeSaver | None
+    ) -> int:
         """The first step after ``step`` that collects, saves landscape files or writes here.
 
         The steps before it may take the collector's shortest path.
@@ -228,8 +235,9 @@ class SeriesRecorder:
         wanted = landscape.next_wanted(step) if landscape is not None else None
         return busy if wanted is None else min(busy, wanted)
 
-    def after_quiet_step(self, record: SummaryRecord, step: int, seconds: float | None,
-                         *, write_now: bool) -> None:
+    def after_quiet_step(
+        self, record: SummaryRecord, step: int, seconds: float | None, *, write_now: bool
+    ) -> None:
         """Keep the step time of a step that collected nothing; write those kept when due.
 
         ``write_now``: the next step is collected (or every step is an epoch).
@@ -239,9 +247,12 @@ class SeriesRecorder:
         self._time_steps.append(step)
         self._time_values.append(seconds)
         now = perf_counter()
-        if (write_now or seconds >= STEP_TIME_WRITE_AT_ONCE
-                or now - self.last_write >= STEP_TIME_WRITE_INTERVAL
-                or len(self._time_steps) - self._step_column.written >= STEP_TIME_WRITE_COUNT):
+        if (
+            write_now
+            or seconds >= STEP_TIME_WRITE_AT_ONCE
+            or now - self.last_write >= STEP_TIME_WRITE_INTERVAL
+            or len(self._time_steps) - self._step_column.written >= STEP_TIME_WRITE_COUNT
+        ):
             self.write_step_times(record)
 
     def _unwritten(self) -> dict[int, list[tuple[str, float]]]:
@@ -294,8 +305,9 @@ class SeriesRecorder:
 
     def _fail(self, error: Exception) -> None:
         self._fingerprint_failed = True
-        logger.warning("The parameter fingerprint (%s) is not recorded in this run: %s",
-                       FINGERPRINT_TAG, error)
+        logger.warning(
+            "The parameter fingerprint (%s) is not recorded in this run: %s", FINGERPRINT_TAG, error
+        )
 
     def _fingerprint(self, parts: list[FingerprintPart], bounds: tuple[int, int]) -> int | None:
         try:
@@ -333,7 +345,8 @@ class SeriesRecorder:
             return
         total = sum(part.nbytes for part in parts)
         fingerprint = self._fingerprint(
-            parts, slice_bounds(total, self.budget, step, self.collect_freq))
+            parts, slice_bounds(total, self.budget, step, self.collect_freq)
+        )
         if fingerprint is not None:
             sink.add_value("scalar", FINGERPRINT_TAG, float(fingerprint))
 
@@ -362,8 +375,9 @@ class SeriesRecorder:
             self._add_timings(record, step, timings)
             record.record(step)
 
-    def _add_timings(self, record: SummaryRecord, step: int,
-                     timings: Sequence[tuple[str, float]]) -> None:
+    def _add_timings(
+        self, record: SummaryRecord, step: int, timings: Sequence[tuple[str, float]]
+    ) -> None:
         # Everything kept before was written just before (write_kept_step_times).
         for tag, seconds in timings:
             record.add_value("scalar", tag, seconds)

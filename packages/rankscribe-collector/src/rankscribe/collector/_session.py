@@ -113,14 +113,24 @@ class TrainSession:
                 f"them: {error}"
             ) from error
         # The same state TrainLoop gives callbacks, made by TrainLoop's own code.
-        loop = TrainLoop(_no_step, network=network, optimizer=optimizer, loss_fn=loss_fn,
-                         device_number=device_number, parallel_mode=parallel_mode)
+        loop = TrainLoop(
+            _no_step,
+            network=network,
+            optimizer=optimizer,
+            loss_fn=loss_fn,
+            device_number=device_number,
+            parallel_mode=parallel_mode,
+        )
         if steps is None and train_dataset is not None:
             view = loop._adapters.dataset_view(train_dataset)
             steps = view.batches if view is not None else None
         self._params: CallbackParams = loop._params(
-            "train", self._callbacks, epoch_num=self._epochs, batch_num=steps or 0,
-            train_dataset=train_dataset, dataset_sink_mode=False,
+            "train",
+            self._callbacks,
+            epoch_num=self._epochs,
+            batch_num=steps or 0,
+            train_dataset=train_dataset,
+            dataset_sink_mode=False,
         )
         self._context = RunContext(self._params)
         self._state = "new"  # -> "open" -> "closed"

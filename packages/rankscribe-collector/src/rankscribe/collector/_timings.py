@@ -64,8 +64,12 @@ class Section:
         self._started = perf_counter()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 traceback: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
         totals = self._totals
         totals[self._tag] = totals.get(self._tag, 0.0) + (perf_counter() - self._started)
 
@@ -108,8 +112,9 @@ class StepTimings:
         try:
             self.forward = self._adapters.forward_timer(network)
         except (TypeError, ValueError, RuntimeError) as error:
-            logger.warning("The forward time (%s) is not recorded in this run: %s",
-                           FORWARD_TIME_TAG, error)
+            logger.warning(
+                "The forward time (%s) is not recorded in this run: %s", FORWARD_TIME_TAG, error
+            )
             self.forward = None
 
     def epoch_begin(self) -> None:

@@ -86,8 +86,7 @@ class RankScribeTracker(GeneralTracker):
                 f"{type(summary_dir).__name__}."
             )
         self._requested = os.path.normpath(os.fspath(summary_dir))
-        self._objects = {"network": network, "optimizer": optimizer,
-                         "train_dataset": train_dataset}
+        self._objects = {"network": network, "optimizer": optimizer, "train_dataset": train_dataset}
         self._merge_timeout = merge_timeout
         self._options = dict(collector_options)
         SummaryCollector(self._requested, **self._options)  # checks the options now
@@ -113,8 +112,11 @@ class RankScribeTracker(GeneralTracker):
             raise CollectorStateError(
                 f"For '{_OWNER}', watch() comes before the first log(): the run has begun."
             )
-        for key, value in (("network", network), ("optimizer", optimizer),
-                           ("train_dataset", train_dataset)):
+        for key, value in (
+            ("network", network),
+            ("optimizer", optimizer),
+            ("train_dataset", train_dataset),
+        ):
             if value is not None:
                 self._objects[key] = value
 
@@ -142,19 +144,24 @@ class RankScribeTracker(GeneralTracker):
         custom = lineage_values(config)
         custom.update(options.pop("custom_lineage_data", None) or {})
         collector = SummaryCollector(
-            self.summary_dir, custom_lineage_data=custom or None,
-            merge_timeout=self._merge_timeout, coordinator=self._coordinator, **options,
+            self.summary_dir,
+            custom_lineage_data=custom or None,
+            merge_timeout=self._merge_timeout,
+            coordinator=self._coordinator,
+            **options,
         )
         run = FrameworkRun(collector, owner=_OWNER)
         optimizer = unwrapped_optimizer(self._objects["optimizer"])
         rate = _number(config, "learning_rate", "lr")
         if rate is not None:
             optimizer = ConfiguredOptimizer(
-                optimizer if optimizer is not None else _Named(config.get("optimizer")), rate)
+                optimizer if optimizer is not None else _Named(config.get("optimizer")), rate
+            )
         epochs = _number(config, "epochs", "num_epochs", "num_train_epochs")
         batch_size = _number(config, "batch_size", "per_device_train_batch_size")
         run.begin(
-            network=self._objects["network"], optimizer=optimizer,
+            network=self._objects["network"],
+            optimizer=optimizer,
             train_dataset=self._objects["train_dataset"],
             epochs=int(epochs) if epochs is not None and epochs >= 1 else 1,
             extra={"batch_size": int(batch_size)} if batch_size is not None else None,
@@ -200,8 +207,11 @@ def _number(config: Mapping[str, Any], *keys: str) -> float | None:
 
 
 def _ours(accelerator: Any) -> list[RankScribeTracker]:
-    return [tracker for tracker in getattr(accelerator, "log_with", None) or []
-            if isinstance(tracker, RankScribeTracker)]
+    return [
+        tracker
+        for tracker in getattr(accelerator, "log_with", None) or []
+        if isinstance(tracker, RankScribeTracker)
+    ]
 
 
 def _reach_every_process() -> None:
@@ -213,8 +223,9 @@ def _reach_every_process() -> None:
     log = accelerator_class.log
 
     @functools.wraps(init_trackers)
-    def every_process_init_trackers(self: Any, project_name: str, config: Any = None,
-                                    init_kwargs: Any = None) -> Any:
+    def every_process_init_trackers(
+        self: Any, project_name: str, config: Any = None, init_kwargs: Any = None
+    ) -> Any:
         result = init_trackers(self, project_name, config=config, init_kwargs=init_kwargs)
         if not self.is_main_process:
             for tracker in _ours(self):
@@ -226,8 +237,9 @@ def _reach_every_process() -> None:
         return result
 
     @functools.wraps(log)
-    def every_process_log(self: Any, values: dict[str, Any], step: int | None = None,
-                          log_kwargs: Any = None) -> Any:
+    def every_process_log(
+        self: Any, values: dict[str, Any], step: int | None = None, log_kwargs: Any = None
+    ) -> Any:
         result = log(self, values, step=step, log_kwargs=log_kwargs)
         if not self.is_main_process:
             for tracker in _ours(self):

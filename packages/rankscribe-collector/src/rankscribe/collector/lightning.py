@@ -86,9 +86,13 @@ class RankScribeLogger(Logger):
             raise CollectorValueError(
                 f"For '{_OWNER}', the argument 'version' must be >= 0, but got {version}."
             )
-        self._given = (f"version_{version}" if isinstance(version, int)
-                       else check_name(_OWNER, "version", version) if version is not None
-                       else None)
+        self._given = (
+            f"version_{version}"
+            if isinstance(version, int)
+            else check_name(_OWNER, "version", version)
+            if version is not None
+            else None
+        )
         self._merge_timeout = merge_timeout
         self._options = dict(collector_options)
         # The collector checks its own options now, not at the first step.
@@ -111,10 +115,10 @@ class RankScribeLogger(Logger):
         """This run's folder name, agreed by every rank on first use."""
         if self._version is None:
             info = detect()
-            self._coordinator = job_coordinator(
-                info, self.root_dir, self._merge_timeout, _OWNER)
+            self._coordinator = job_coordinator(info, self.root_dir, self._merge_timeout, _OWNER)
             self._version = claim_version_dir(
-                self._coordinator, self.root_dir, given=self._given, owner=_OWNER)
+                self._coordinator, self.root_dir, given=self._given, owner=_OWNER
+            )
         return self._version
 
     @property
@@ -135,8 +139,9 @@ class RankScribeLogger(Logger):
         """The collector recording this rank (None before training starts)."""
         return self._run.collector if self._run is not None else None
 
-    def log_hyperparams(self, params: Mapping[str, Any] | Namespace, *args: Any,
-                        **kwargs: Any) -> None:
+    def log_hyperparams(
+        self, params: Mapping[str, Any] | Namespace, *args: Any, **kwargs: Any
+    ) -> None:
         values = vars(params) if isinstance(params, Namespace) else dict(params or {})
         self._hyperparameters.update(lineage_values(values))
 
@@ -158,7 +163,8 @@ class RankScribeLogger(Logger):
 
     def after_save_checkpoint(self, checkpoint_callback: Any) -> None:
         best = getattr(checkpoint_callback, "best_model_path", "") or getattr(
-            checkpoint_callback, "last_model_path", "")
+            checkpoint_callback, "last_model_path", ""
+        )
         if self._run is not None and best:
             self._run.checkpoint.latest_ckpt_file_name = best
 
@@ -172,8 +178,10 @@ class RankScribeLogger(Logger):
                 if run.training:
                     run.end_training()
                 if self._eval_metrics:
-                    run.evaluation(self._eval_metrics, self._hooks.valid_dataset
-                                   if self._hooks is not None else None)
+                    run.evaluation(
+                        self._eval_metrics,
+                        self._hooks.valid_dataset if self._hooks is not None else None,
+                    )
         finally:
             run.close()
 
@@ -184,8 +192,11 @@ class RankScribeLogger(Logger):
         custom = dict(self._hyperparameters)
         custom.update(options.pop("custom_lineage_data", None) or {})
         collector = SummaryCollector(
-            self.log_dir, custom_lineage_data=custom or None,
-            merge_timeout=self._merge_timeout, coordinator=self._coordinator, **options,
+            self.log_dir,
+            custom_lineage_data=custom or None,
+            merge_timeout=self._merge_timeout,
+            coordinator=self._coordinator,
+            **options,
         )
         run = FrameworkRun(collector, owner=_OWNER)
         optimizers = list(getattr(trainer, "optimizers", None) or [])
@@ -229,14 +240,21 @@ class _Hooks(pl.Callback):
         if run is not None and run.training:
             run.epoch_begin(trainer.current_epoch + 1)
 
-    def on_train_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
-                             batch: Any, batch_idx: int) -> None:
+    def on_train_batch_start(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any, batch_idx: int
+    ) -> None:
         run = self._logger._run
         if run is not None and run.training:
             run.step_begin(batch)
 
-    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
-                           outputs: Any, batch: Any, batch_idx: int) -> None:
+    def on_train_batch_end(
+        self,
+        trainer: pl.Trainer,
+        pl_module: pl.LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+    ) -> None:
         run = self._logger._run
         if run is not None and run.training:
             run.step_end(_loss_of(outputs))

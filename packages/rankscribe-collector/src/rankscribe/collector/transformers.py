@@ -50,9 +50,18 @@ _SPEED_KEYS = frozenset({"runtime", "samples_per_second", "steps_per_second", "e
 
 #: TrainingArguments kept in the lineage's user_defined values.
 _ARGUMENTS = (
-    "learning_rate", "num_train_epochs", "max_steps", "per_device_train_batch_size",
-    "gradient_accumulation_steps", "weight_decay", "warmup_steps", "warmup_ratio",
-    "lr_scheduler_type", "seed", "optim", "max_grad_norm",
+    "learning_rate",
+    "num_train_epochs",
+    "max_steps",
+    "per_device_train_batch_size",
+    "gradient_accumulation_steps",
+    "weight_decay",
+    "warmup_steps",
+    "warmup_ratio",
+    "lr_scheduler_type",
+    "seed",
+    "optim",
+    "max_grad_norm",
 )
 
 
@@ -89,8 +98,9 @@ class RankScribeCallback(TrainerCallback):
         self._loss_hook: Any = None
         self.summary_dir: str | None = None
 
-    def on_train_begin(self, args: TrainingArguments, state: TrainerState,
-                       control: TrainerControl, **kwargs: Any) -> None:
+    def on_train_begin(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
         info = detect()
         parent = os.path.dirname(self._requested)
         coordinator = job_coordinator(info, parent or ".", self._merge_timeout, _OWNER)
@@ -107,13 +117,19 @@ class RankScribeCallback(TrainerCallback):
         options = dict(self._options)
         values.update(options.pop("custom_lineage_data", None) or {})
         collector = SummaryCollector(
-            self.summary_dir, custom_lineage_data=values, merge_timeout=self._merge_timeout,
-            coordinator=coordinator, **options,
+            self.summary_dir,
+            custom_lineage_data=values,
+            merge_timeout=self._merge_timeout,
+            coordinator=coordinator,
+            **options,
         )
         run = FrameworkRun(collector, owner=_OWNER)
         optimizer = kwargs.get("optimizer")
-        epochs = math.ceil(args.num_train_epochs) if args.max_steps is None or args.max_steps <= 0 \
+        epochs = (
+            math.ceil(args.num_train_epochs)
+            if args.max_steps is None or args.max_steps <= 0
             else max(state.num_train_epochs, 1)
+        )
         register = getattr(model, "register_forward_hook", None)
         if callable(register):
             # The Trainer's callbacks never see a step's loss; the model's output holds it.
@@ -121,63 +137,86 @@ class RankScribeCallback(TrainerCallback):
         run.begin(
             network=model,
             optimizer=ConfiguredOptimizer(optimizer, args.learning_rate)
-            if optimizer is not None else None,
+            if optimizer is not None
+            else None,
             train_dataset=train_loader,
             epochs=int(epochs),
         )
         self._run = run
 
     def _keep_loss(self, module: Any, inputs: Any, outputs: Any) -> None:
-        loss = outputs.get("loss") if isinstance(outputs, Mapping) else getattr(
-            outputs, "loss", None)
+        loss = (
+            outputs.get("loss") if isinstance(outputs, Mapping) else getattr(outputs, "loss", None)
+        )
         if loss is not None and getattr(module, "training", True):
             detach = getattr(loss, "detach", None)
             self._last_loss = detach() if callable(detach) else loss
 
-    def on_epoch_begin(self, args: TrainingArguments, state: TrainerState,
-                       control: TrainerControl, **kwargs: Any) -> None:
+    def on_epoch_begin(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
         if self._run is not None and self._run.training:
             self._run.epoch_begin(int(state.epoch or 0) + 1)
 
-    def on_step_begin(self, args: TrainingArguments, state: TrainerState,
-                      control: TrainerControl, **kwargs: Any) -> None:
+    def on_step_begin(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
         if self._run is not None and self._run.training:
             self._run.step_begin(None)
 
-    def on_step_end(self, args: TrainingArguments, state: TrainerState,
-                    control: TrainerControl, **kwargs: Any) -> None:
+    def on_step_end(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
         if self._run is not None and self._run.training:
             self._run.step_end(self._last_loss)
 
-    def on_epoch_end(self, args: TrainingArguments, state: TrainerState,
-                     control: TrainerControl, **kwargs: Any) -> None:
+    def on_epoch_end(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
         if self._run is not None and self._run.training:
             self._run.epoch_end()
 
-    def on_log(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-               logs: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+    def on_log(
+        self,
+        args: TrainingArguments,
+        state: TrainerState,
+        control: TrainerControl,
+        logs: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
         scalars = numeric_scalars(logs or {})
         if self._run is not None:
             self._run.scalars(scalars, state.global_step)
 
-    def on_evaluate(self, args: TrainingArguments, state: TrainerState,
-                    control: TrainerControl, metrics: Mapping[str, Any] | None = None,
-                    **kwargs: Any) -> None:
-        evaluated = {key.removeprefix("eval_"): value
-                     for key, value in numeric_scalars(metrics or {}).items()}
-        self._eval_metrics = {key: value for key, value in evaluated.items()
-                              if key not in _SPEED_KEYS}
+    def on_evaluate(
+        self,
+        args: TrainingArguments,
+        state: TrainerState,
+        control: TrainerControl,
+        metrics: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        evaluated = {
+            key.removeprefix("eval_"): value
+            for key, value in numeric_scalars(metrics or {}).items()
+        }
+        self._eval_metrics = {
+            key: value for key, value in evaluated.items() if key not in _SPEED_KEYS
+        }
 
-    def on_save(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-                **kwargs: Any) -> None:
+    def on_save(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
         if self._run is None:
             return
         checkpoint = state.best_model_checkpoint or os.path.join(
-            args.output_dir or ".", f"checkpoint-{state.global_step}")
+            args.output_dir or ".", f"checkpoint-{state.global_step}"
+        )
         self._run.checkpoint.latest_ckpt_file_name = checkpoint
 
-    def on_train_end(self, args: TrainingArguments, state: TrainerState,
-                     control: TrainerControl, **kwargs: Any) -> None:
+    def on_train_end(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
         run, self._run = self._run, None
         hook, self._loss_hook = self._loss_hook, None
         if hook is not None:

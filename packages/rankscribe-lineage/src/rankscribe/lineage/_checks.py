@@ -120,7 +120,8 @@ def int_argument(minimum: int) -> Callable[[str], int]:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(
-                f"expected an int >= {minimum}, got {text!r}") from None
+                f"expected an int >= {minimum}, got {text!r}"
+            ) from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"expected an int >= {minimum}, got {text}")
         return value
@@ -135,11 +136,13 @@ def seconds_argument(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"expected a finite number of seconds >= 0, got {text!r}") from None
+            f"expected a finite number of seconds >= 0, got {text!r}"
+        ) from None
     if not (math.isfinite(value) and value >= 0):
         raise argparse.ArgumentTypeError(
             f"expected a finite number of seconds >= 0, got {text!r}"
-            + (" (a wait must end)" if value == math.inf else ""))
+            + (" (a wait must end)" if value == math.inf else "")
+        )
     return value
 
 
@@ -158,7 +161,8 @@ def check_path(name: str, value: object) -> str:
         )
     if not text or "\0" in text:
         raise LineageParamValueError(
-            f"{name} must be a non-empty path without NUL characters, got {shown(text)}")
+            f"{name} must be a non-empty path without NUL characters, got {shown(text)}"
+        )
     return text
 
 
@@ -173,11 +177,13 @@ def check_host(name: str, value: object) -> str | None:
         return None
     if not isinstance(value, str):
         raise LineageParamTypeError(
-            f"{name} must be a str or None, got {shown(value)} ({type(value).__name__})")
+            f"{name} must be a str or None, got {shown(value)} ({type(value).__name__})"
+        )
     forbidden = {"/", "\0", os.sep} | ({os.altsep} if os.altsep else set())
     if not value or any(character in value for character in forbidden):
         raise LineageParamValueError(
-            f"{name} must be a non-empty file-name part (no '/', no NUL), got {shown(value)}")
+            f"{name} must be a non-empty file-name part (no '/', no NUL), got {shown(value)}"
+        )
     return value
 
 
@@ -196,7 +202,8 @@ def check_ranks(name: str, value: object) -> list[int]:
     for item in value:
         if not is_int(item) or item < 0:
             raise LineageParamValueError(
-                f"{name} must hold ranks (ints >= 0), got {shown(item)} ({type(item).__name__})")
+                f"{name} must hold ranks (ints >= 0), got {shown(item)} ({type(item).__name__})"
+            )
     return list(value)
 
 
@@ -214,7 +221,8 @@ def check_seconds(name: str, value: object) -> float:
         )
     if not (math.isfinite(value) and value >= 0):
         raise LineageParamValueError(
-            f"{name} must be a finite number of seconds >= 0, got {value!r}")
+            f"{name} must be a finite number of seconds >= 0, got {value!r}"
+        )
     return float(value)
 
 
@@ -226,7 +234,8 @@ def check_bool(name: str, value: object) -> bool:
     """
     if not isinstance(value, bool):
         raise LineageParamTypeError(
-            f"{name} must be a bool, got {shown(value)} ({type(value).__name__})")
+            f"{name} must be a bool, got {shown(value)} ({type(value).__name__})"
+        )
     return value
 
 
@@ -234,7 +243,8 @@ def check_optional_bool(name: str, value: object) -> bool | None:
     """None, or ``value`` as :func:`check_bool` checks it."""
     if value is not None and not isinstance(value, bool):
         raise LineageParamTypeError(
-            f"{name} must be a bool or None, got {shown(value)} ({type(value).__name__})")
+            f"{name} must be a bool or None, got {shown(value)} ({type(value).__name__})"
+        )
     return value
 
 
@@ -246,7 +256,8 @@ def check_mapping(name: str, value: object) -> Mapping[object, object]:
     """
     if not isinstance(value, Mapping):
         raise LineageParamTypeError(
-            f"{name} must be a mapping, got {shown(value)} ({type(value).__name__})")
+            f"{name} must be a mapping, got {shown(value)} ({type(value).__name__})"
+        )
     return value
 
 
@@ -258,18 +269,19 @@ def check_optional_mapping(name: str, value: object) -> Mapping[object, object] 
     """
     if value is not None and not isinstance(value, Mapping):
         raise LineageParamTypeError(
-            f"{name} must be a mapping or None, got {shown(value)} ({type(value).__name__})")
+            f"{name} must be a mapping or None, got {shown(value)} ({type(value).__name__})"
+        )
     return value
 
 
 def _is_step(value: object) -> bool:
     return type(value) is int or (
-        isinstance(value, numbers.Integral) and not isinstance(value, bool))
+        isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    )
 
 
 def _is_value(value: object) -> bool:
-    return type(value) is float or (
-        isinstance(value, numbers.Real) and not isinstance(value, bool))
+    return type(value) is float or (isinstance(value, numbers.Real) and not isinstance(value, bool))
 
 
 def check_series(name: str, series: object) -> tuple[int, dict[str, list[tuple[int, float]]]]:
@@ -302,7 +314,8 @@ def check_series(name: str, series: object) -> tuple[int, dict[str, list[tuple[i
     for tag, points in scalars.items():
         if not isinstance(tag, str):
             raise LineageParamTypeError(
-                f"{name}.scalars keys must be str tags, got {shown(tag)} ({type(tag).__name__})")
+                f"{name}.scalars keys must be str tags, got {shown(tag)} ({type(tag).__name__})"
+            )
         try:
             listed = points if isinstance(points, list) else list(points)
         except TypeError:
@@ -311,8 +324,12 @@ def check_series(name: str, series: object) -> tuple[int, dict[str, list[tuple[i
                 f"{shown(points)} ({type(points).__name__})"
             ) from None
         for point in listed:
-            if not (isinstance(point, (tuple, list)) and len(point) == 2
-                    and _is_step(point[0]) and _is_value(point[1])):
+            if not (
+                isinstance(point, (tuple, list))
+                and len(point) == 2
+                and _is_step(point[0])
+                and _is_value(point[1])
+            ):
                 raise LineageParamValueError(
                     f"{name}.scalars[{tag!r}] must hold (step, value) pairs of an int and a "
                     f"real number, got {shown(point)}"

@@ -111,6 +111,8 @@ def split_user_defined(
         if value is not None:
             hparams[f"user_defined/{key}"] = value
     return hparams, metrics
+
+
 # Owner read and write: these files are rewritten by the next call.
 
 

@@ -393,8 +393,13 @@ def write_job_view(
         statistics = JobStatistics()
         for rank in sorted(series):
             statistics.add(series[rank])
-    verdicts, times = _job_verdicts(statistics, world_size=world_size, missing=missing,
-                                    failed=failed, evidence=straggler_evidence)
+    verdicts, times = _job_verdicts(
+        statistics,
+        world_size=world_size,
+        missing=missing,
+        failed=failed,
+        evidence=straggler_evidence,
+    )
     if verdicts["job/missing_ranks"]:
         logger.warning("job view of %s without ranks %s", directory, verdicts["job/missing_ranks"])
     curves = _job_curves(statistics, times)
@@ -427,15 +432,21 @@ def live_lines(job_dir: str | os.PathLike[str]) -> list[str]:
         return []
     verdicts = state["verdicts"]
     when = state.get("wall_time")
-    stamp = (_time.strftime("%Y-%m-%d %H:%M:%S", _time.localtime(when))
-             if isinstance(when, (int, float)) else "?")
+    stamp = (
+        _time.strftime("%Y-%m-%d %H:%M:%S", _time.localtime(when))
+        if isinstance(when, (int, float))
+        else "?"
+    )
     done = "final" if state.get("final") else "live"
     lines = [
         f"job view ({done}): interval {state.get('interval', '?')} at {stamp}, steps written "
         f"through {state.get('written_through_step', '?')}, "
         f"{state.get('ranks_in_interval', '?')} of {state.get('world_size', '?')} ranks in it"
-        + (f" (missing: {state['missing_in_interval']})"
-           if state.get("missing_in_interval") else "")
+        + (
+            f" (missing: {state['missing_in_interval']})"
+            if state.get("missing_in_interval")
+            else ""
+        )
     ]
     lines.extend(verdict_lines(verdicts))
     last = last_steps_text(verdicts)

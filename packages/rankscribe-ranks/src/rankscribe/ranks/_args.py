@@ -80,15 +80,14 @@ def check_path(name: str, value: object) -> Path:
     if not isinstance(text, str):
         raise RanksTypeError(f"{name} must name a path as text, got {_shown(text)}")
     if not text or "\0" in text:
-        raise RanksValueError(f"{name} must be a non-empty path without NUL characters, "
-                              f"got {text!r}")
+        raise RanksValueError(
+            f"{name} must be a non-empty path without NUL characters, got {text!r}"
+        )
     return Path(text)
 
 
 def check_choice(name: str, value: object, choices: Collection[str]) -> str:
     """One of ``choices`` (strings)."""
     if not isinstance(value, str) or value not in choices:
-        raise RanksValueError(
-            f"{name} must be one of {', '.join(choices)}; got {value!r}"
-        )
+        raise RanksValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
     return value

@@ -125,8 +125,11 @@ def _claim_here(base: Path, on_exists: str, world_size: int) -> dict[str, Any]:
                 if not isinstance(job_id, str):
                     job_id = _write_claim(candidate, world_size, exclusive=False)
                 return {"directory": str(candidate), "job_id": job_id, "appended": True}
-        return {"error": "os", "directory": str(base),
-                "message": f"{base} and {_MOST_DIRECTORIES - 1} numbered siblings are all taken"}
+        return {
+            "error": "os",
+            "directory": str(base),
+            "message": f"{base} and {_MOST_DIRECTORIES - 1} numbered siblings are all taken",
+        }
     except OSError as error:
         return {"error": "os", "directory": str(base), "message": str(error)}
 
@@ -138,18 +141,25 @@ def _outcome_claim(outcome: Any) -> JobClaim:
     error = outcome.get("error")
     if error == "claimed":
         holder = outcome.get("claim") or {}
-        by = (f"job {holder.get('job_id')} (pid {holder.get('pid')} on {holder.get('host')})"
-              if holder.get("job_id") else "a run recorded without a claim")
+        by = (
+            f"job {holder.get('job_id')} (pid {holder.get('pid')} on {holder.get('host')})"
+            if holder.get("job_id")
+            else "a run recorded without a claim"
+        )
         raise JobDirClaimedError(
             f"{outcome['directory']} belongs to {by}: pass another summary_dir, remove that "
             f"run, or on_exists='new' to write into the next free '<dir>-N'",
-            outcome["directory"], dict(holder),
+            outcome["directory"],
+            dict(holder),
         )
     if error is not None:
-        raise JobDirError(f"the job directory {outcome.get('directory')} cannot be claimed: "
-                          f"{outcome.get('message')}")
-    return JobClaim(Path(outcome["directory"]), str(outcome["job_id"]),
-                    bool(outcome.get("appended")))
+        raise JobDirError(
+            f"the job directory {outcome.get('directory')} cannot be claimed: "
+            f"{outcome.get('message')}"
+        )
+    return JobClaim(
+        Path(outcome["directory"]), str(outcome["job_id"]), bool(outcome.get("appended"))
+    )
 
 
 def _try_claim(directory: Path, world_size: int) -> str | None:
@@ -165,8 +175,13 @@ def _try_claim(directory: Path, world_size: int) -> str | None:
 
 def _write_claim(directory: Path, world_size: int, *, exclusive: bool) -> str:
     job_id = secrets.token_hex(8)
-    claim = {"job_id": job_id, "host": socket.gethostname(), "pid": os.getpid(),
-             "world_size": world_size, "claimed_at": time.time()}
+    claim = {
+        "job_id": job_id,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "world_size": world_size,
+        "claimed_at": time.time(),
+    }
     flags = _FLAGS if exclusive else _FLAGS & ~os.O_EXCL | os.O_TRUNC
     descriptor = os.open(directory / CLAIM_FILE_NAME, flags, 0o600)
     with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
@@ -180,8 +195,9 @@ def _write_claim(directory: Path, world_size: int, *, exclusive: bool) -> str:
 def _read_claim(directory: Path) -> dict[str, Any]:
     """What the claim file says (empty when there is none or it is not one)."""
     try:
-        descriptor = os.open(directory / CLAIM_FILE_NAME, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
-                             | os.O_NONBLOCK)
+        descriptor = os.open(
+            directory / CLAIM_FILE_NAME, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK
+        )
     except OSError:
         return {}
     with os.fdopen(descriptor, "rb") as handle:
@@ -194,8 +210,11 @@ def _read_claim(directory: Path) -> dict[str, Any]:
         return {}
     if not isinstance(claim, dict):
         return {}
-    return {key: claim[key] for key in ("job_id", "host", "pid", "world_size")
-            if isinstance(claim.get(key), (str, int)) and not isinstance(claim.get(key), bool)}
+    return {
+        key: claim[key]
+        for key in ("job_id", "host", "pid", "world_size")
+        if isinstance(claim.get(key), (str, int)) and not isinstance(claim.get(key), bool)
+    }
 
 
 def _holds_a_run(directory: Path) -> bool:
@@ -207,7 +226,10 @@ def _holds_a_run(directory: Path) -> bool:
     for entry in entries:
         if file_kind(entry.name) is not None:
             return True
-        if (parse_rank_dir_name(entry.name) is not None and entry.is_dir(follow_symlinks=False)
-                and any(file_kind(name) is not None for name in os.listdir(entry.path))):
+        if (
+            parse_rank_dir_name(entry.name) is not None
+            and entry.is_dir(follow_symlinks=False)
+            and any(file_kind(name) is not None for name in os.listdir(entry.path))
+        ):
             return True
     return False

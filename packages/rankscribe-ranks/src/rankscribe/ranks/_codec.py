@@ -57,8 +57,10 @@ _ARRAY_TYPECODES = frozenset("bBhHiIlLqQfd")
 _MAX_NDIM = 64
 # The only numpy dtypes sent: byte order, a numeric or boolean kind, an item size.
 _NUMPY_DTYPE = re.compile(r"[<>|][biufc][0-9]{1,2}", re.ASCII)
-_SUPPORTED = ("None, bool, int, float, str, bytes, list, tuple, set, frozenset, dict, "
-              "array.array and numpy arrays or scalars of numeric or boolean dtype")
+_SUPPORTED = (
+    "None, bool, int, float, str, bytes, list, tuple, set, frozenset, dict, "
+    "array.array and numpy arrays or scalars of numeric or boolean dtype"
+)
 _SEQUENCE_TAGS = ((tuple, b"t"), (list, b"l"), (frozenset, b"f"), (set, b"S"))
 
 
@@ -163,8 +165,7 @@ def _encode_container(obj: object, out: bytearray, depth: int) -> None:
         _encode_bytes(b"", memoryview(items).cast("B"), out)
     else:
         raise _UnsupportedError(
-            f"cannot be sent to another rank: {type(obj).__name__} is not data "
-            f"({_SUPPORTED} are)"
+            f"cannot be sent to another rank: {type(obj).__name__} is not data ({_SUPPORTED} are)"
         )
 
 
@@ -196,8 +197,11 @@ def _encode_numpy(numpy: Any, obj: Any, out: bytearray) -> None:
             f"cannot be sent to another rank: a numpy {type(obj).__name__} of dtype "
             f"{dtype} (numeric and boolean dtypes are data)"
         )
-    little = dtype.newbyteorder("<") if dtype.byteorder not in "|<=" or (
-        dtype.byteorder == "=" and sys.byteorder != "little") else dtype
+    little = (
+        dtype.newbyteorder("<")
+        if dtype.byteorder not in "|<=" or (dtype.byteorder == "=" and sys.byteorder != "little")
+        else dtype
+    )
     items = numpy.asarray(obj, dtype=little, order="C")
     name = items.dtype.str.encode("ascii")
     if isinstance(obj, numpy.generic):
@@ -225,7 +229,7 @@ class _Reader:
                 f"{what} at byte {self.position} needs {size} byte(s), "
                 f"{len(self.view) - self.position} are left"
             )
-        chunk = self.view[self.position:end]
+        chunk = self.view[self.position : end]
         self.position = end
         return chunk
 
@@ -272,8 +276,9 @@ class _Reader:
             try:
                 hash(item)
             except TypeError:
-                raise MessageError(f"a set holds a {type(item).__name__}, which cannot be in "
-                                   "a set") from None
+                raise MessageError(
+                    f"a set holds a {type(item).__name__}, which cannot be in a set"
+                ) from None
         return items
 
     def mapping(self, depth: int) -> dict[Any, Any]:
@@ -283,8 +288,9 @@ class _Reader:
             try:
                 hash(key)
             except TypeError:
-                raise MessageError(f"a dict key is a {type(key).__name__}, which "
-                                   "cannot be a key") from None
+                raise MessageError(
+                    f"a dict key is a {type(key).__name__}, which cannot be a key"
+                ) from None
             result[key] = self.value(depth + 1)
         return result
 
@@ -305,12 +311,15 @@ class _Reader:
         typecode = bytes(self.take(1, "an array's typecode")).decode("latin-1")
         itemsize: int = self.unpack(_U8, "an array's item size")
         if typecode not in _ARRAY_TYPECODES:
-            raise MessageError(f"array typecode {typecode!r} is not one of "
-                               f"{''.join(sorted(_ARRAY_TYPECODES))}")
+            raise MessageError(
+                f"array typecode {typecode!r} is not one of {''.join(sorted(_ARRAY_TYPECODES))}"
+            )
         items = array.array(typecode)
         if items.itemsize != itemsize:
-            raise MessageError(f"array typecode {typecode!r} has {itemsize}-byte items there "
-                               f"and {items.itemsize}-byte items here")
+            raise MessageError(
+                f"array typecode {typecode!r} has {itemsize}-byte items there "
+                f"and {items.itemsize}-byte items here"
+            )
         data = self.take(self.length("an array's length"), "an array")
         if len(data) % itemsize:
             raise MessageError(f"an array of {len(data)} bytes is not whole {itemsize}-byte items")
@@ -337,8 +346,9 @@ class _Reader:
         for size in shape:
             count *= size
         if count * dtype.itemsize != len(data):
-            raise MessageError(f"an array of shape {shape} and dtype {name} does not take "
-                               f"{len(data)} bytes")
+            raise MessageError(
+                f"an array of shape {shape} and dtype {name} does not take {len(data)} bytes"
+            )
         items = numpy.frombuffer(data, dtype=dtype).copy()
         return items[0] if scalar else items.reshape(shape)
 

@@ -162,8 +162,7 @@ def detect(environ: Mapping[str, str] | None = None) -> RankInfo:
     """
     if environ is not None and not isinstance(environ, Mapping):
         raise RanksTypeError(
-            f"environ must be a mapping of variable names to values, got "
-            f"{type(environ).__name__}"
+            f"environ must be a mapping of variable names to values, got {type(environ).__name__}"
         )
     env = os.environ if environ is None else environ
     host = socket.gethostname()
@@ -196,8 +195,11 @@ def launch_name(environ: Mapping[str, str]) -> str:
     elif "SLURM_JOB_ID" in environ and "TORCHELASTIC_RUN_ID" not in environ:
         parts = ["slurm", environ["SLURM_JOB_ID"], environ.get("SLURM_STEP_ID", "")]
     elif "TORCHELASTIC_RUN_ID" in environ:
-        parts = ["torchrun", environ["TORCHELASTIC_RUN_ID"],
-                 environ.get("TORCHELASTIC_RESTART_COUNT", "")]
+        parts = [
+            "torchrun",
+            environ["TORCHELASTIC_RUN_ID"],
+            environ.get("TORCHELASTIC_RESTART_COUNT", ""),
+        ]
     else:
         parts = ["job"]
     if not environ.get(JOB_ID_ENV) and environ.get("MASTER_PORT"):

@@ -38,7 +38,8 @@ def rank_dir(summary_dir: str | os.PathLike[str], info: RankInfo) -> Path:
         make_private_dir(target)
     except NotADirectoryError as error:
         raise FileExistsError(
-            errno.EEXIST, f"something other than a directory is in the way ({error.strerror})",
+            errno.EEXIST,
+            f"something other than a directory is in the way ({error.strerror})",
             str(target),
         ) from error
     return target

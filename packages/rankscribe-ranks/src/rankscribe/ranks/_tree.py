@@ -172,8 +172,9 @@ class TreeChannel(abc.ABC):
 
     def _open(self, child: int, envelope: bytes) -> Message | None:
         if len(envelope) < _ENVELOPE.size:
-            logger.warning("tree: a message of %d bytes from rank %d is ignored", len(envelope),
-                           child)
+            logger.warning(
+                "tree: a message of %d bytes from rank %d is ignored", len(envelope), child
+            )
             return None
         magic, round_number, size = _ENVELOPE.unpack_from(envelope)
         if magic != _MAGIC or size != len(envelope) - _ENVELOPE.size:
@@ -198,15 +199,15 @@ class MemoryTreeHub:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.boxes: dict[int, collections.deque[bytes]] = collections.defaultdict(
-            collections.deque)
+        self.boxes: dict[int, collections.deque[bytes]] = collections.defaultdict(collections.deque)
 
 
 class MemoryTreeChannel(TreeChannel):
     """A rank of a tree simulated in one process, through a :class:`MemoryTreeHub`."""
 
-    def __init__(self, hub: MemoryTreeHub, rank: int, world_size: int,
-                 fan_in: int = DEFAULT_FAN_IN) -> None:
+    def __init__(
+        self, hub: MemoryTreeHub, rank: int, world_size: int, fan_in: int = DEFAULT_FAN_IN
+    ) -> None:
         super().__init__(rank, world_size, fan_in)
         self.hub = hub
 
@@ -240,12 +241,14 @@ class _MpiInbound:
             magic, _, size = _ENVELOPE.unpack(bytes(self.head))
             if magic != _MAGIC or size > MAX_MESSAGE_BYTES:
                 logger.warning("tree: rank %d sent a head that is not a tree message", self.source)
-                self.request = self.comm.Irecv([self.head, self.mpi.BYTE], source=self.source,
-                                               tag=_TAG)
+                self.request = self.comm.Irecv(
+                    [self.head, self.mpi.BYTE], source=self.source, tag=_TAG
+                )
                 return None
             self.payload = bytearray(size)
-            self.request = self.comm.Irecv([self.payload, self.mpi.BYTE], source=self.source,
-                                           tag=_TAG)
+            self.request = self.comm.Irecv(
+                [self.payload, self.mpi.BYTE], source=self.source, tag=_TAG
+            )
             if not self.request.Test():
                 return None
         envelope = bytes(self.head) + bytes(self.payload)
@@ -260,8 +263,9 @@ class MpiTreeChannel(TreeChannel):
     Creating it is collective (``Idup`` of ``COMM_WORLD``, bounded by ``timeout``).
     """
 
-    def __init__(self, rank: int, world_size: int, fan_in: int = DEFAULT_FAN_IN, *,
-                 timeout: float) -> None:
+    def __init__(
+        self, rank: int, world_size: int, fan_in: int = DEFAULT_FAN_IN, *, timeout: float
+    ) -> None:
         super().__init__(rank, world_size, fan_in)
         from rankscribe.ranks.backends._mpi_loader import load_mpi  # noqa: PLC0415 - mpi4py on demand
 
@@ -270,7 +274,8 @@ class MpiTreeChannel(TreeChannel):
         if (world.Get_rank(), world.Get_size()) != (rank, world_size):
             raise RanksValueError(
                 f"MPI COMM_WORLD says rank {world.Get_rank()} of {world.Get_size()}, "
-                f"not {rank} of {world_size}")
+                f"not {rank} of {world_size}"
+            )
         self.concurrent = mpi.Query_thread() >= mpi.THREAD_MULTIPLE
         self._comm, request = world.Idup()
         deadline = Deadline(check_timeout("timeout", timeout))
@@ -278,8 +283,11 @@ class MpiTreeChannel(TreeChannel):
         while not request.Test():
             if deadline.expired():
                 raise CollectiveTimeoutError(
-                    "creating the job view's MPI channel", deadline.seconds, (),
-                    "not every rank created it (MPI Idup did not complete)")
+                    "creating the job view's MPI channel",
+                    deadline.seconds,
+                    (),
+                    "not every rank created it (MPI Idup did not complete)",
+                )
             backoff.sleep(deadline)
         self._inbound = {child: _MpiInbound(mpi, self._comm, child) for child in self.children}
         # Sends still under way; kept (with their buffers) until they complete.
@@ -289,12 +297,14 @@ class MpiTreeChannel(TreeChannel):
         head = envelope[: _ENVELOPE.size]
         body = envelope[_ENVELOPE.size :]
         for part in (head, body):
-            self._sending.append((self._comm.Isend([part, self._mpi.BYTE], dest=self.parent,
-                                                   tag=_TAG), part))
+            self._sending.append(
+                (self._comm.Isend([part, self._mpi.BYTE], dest=self.parent, tag=_TAG), part)
+            )
         backoff = Backoff(*_POLL)
         while True:
-            self._sending = [(request, part) for request, part in self._sending
-                             if not request.Test()]
+            self._sending = [
+                (request, part) for request, part in self._sending if not request.Test()
+            ]
             if not self._sending:
                 return True
             if deadline.expired():
@@ -322,8 +332,9 @@ class MpiTreeChannel(TreeChannel):
 class StoreTreeChannel(TreeChannel):
     """The tree through a key-value store (torch's c10d store): one key per message."""
 
-    def __init__(self, store: Any, namespace: str, rank: int, world_size: int,
-                 fan_in: int = DEFAULT_FAN_IN) -> None:
+    def __init__(
+        self, store: Any, namespace: str, rank: int, world_size: int, fan_in: int = DEFAULT_FAN_IN
+    ) -> None:
         super().__init__(rank, world_size, fan_in)
         for method in ("set", "get", "check", "delete_key"):
             if not callable(getattr(store, method, None)):
@@ -367,8 +378,13 @@ class StoreTreeChannel(TreeChannel):
 class FileTreeChannel(TreeChannel):
     """The tree through files in a folder every rank sees: one file per message."""
 
-    def __init__(self, folder: str | os.PathLike[str], rank: int, world_size: int,
-                 fan_in: int = DEFAULT_FAN_IN) -> None:
+    def __init__(
+        self,
+        folder: str | os.PathLike[str],
+        rank: int,
+        world_size: int,
+        fan_in: int = DEFAULT_FAN_IN,
+    ) -> None:
         super().__init__(rank, world_size, fan_in)
         self.folder = Path(folder) / "tree"
         self._sent = 0
@@ -428,11 +444,12 @@ def tree_channel(
     messages never mix with the coordinator's collectives.
     """
     if not isinstance(coordinator, Coordinator):
-        raise RanksTypeError(
-            f"coordinator must be a Coordinator, got {type(coordinator).__name__}")
+        raise RanksTypeError(f"coordinator must be a Coordinator, got {type(coordinator).__name__}")
     info = getattr(coordinator, "info", None)
     if not isinstance(info, RankInfo) or getattr(coordinator, "backend", None) not in (
-        "mpi", "store", "file"
+        "mpi",
+        "store",
+        "file",
     ):
         return None  # a coordinator of the program's own: no transport known to build on
     if info.world_size == 1:
@@ -441,8 +458,9 @@ def tree_channel(
     if coordinator.backend == "mpi":
         return MpiTreeChannel(info.rank, info.world_size, fan_in, timeout=seconds)
     if isinstance(coordinator, StoreCoordinator):
-        return StoreTreeChannel(coordinator._store, coordinator.namespace,
-                                info.rank, info.world_size, fan_in)
+        return StoreTreeChannel(
+            coordinator._store, coordinator.namespace, info.rank, info.world_size, fan_in
+        )
     if isinstance(coordinator, FileCoordinator):
         return FileTreeChannel(coordinator.directory, info.rank, info.world_size, fan_in)
     raise RanksValueError(f"no tree channel for the {coordinator.backend!r} backend")

@@ -198,6 +198,7 @@ def _set_dir_mode(directory: str, mode: int) -> None:
     finally:
         os.close(descriptor)
 
+
 _OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
 _TEMPORARY_ATTEMPTS = 100
 _MAX_NAME = 255  # bytes in a file name on most filesystems

@@ -63,8 +63,11 @@ def _buffer_value(kind: str, name: str, value: Any) -> None:
     with _lock:
         if key in _buffer and key not in _warned:
             _warned.add(key)
-            logger.warning("Summary operator '%s' was called more than once in one step; "
-                           "only the last value is recorded.", key)
+            logger.warning(
+                "Summary operator '%s' was called more than once in one step; "
+                "only the last value is recorded.",
+                key,
+            )
         _buffer[key] = snap
 
 

@@ -164,8 +164,9 @@ class ArrayDataset:
     ) -> None:
         if not columns:
             raise CollectorValueError("ArrayDataset needs at least one column.")
-        arrays = [column if isinstance(column, np.ndarray) else np.asarray(column)
-                  for column in columns]
+        arrays = [
+            column if isinstance(column, np.ndarray) else np.asarray(column) for column in columns
+        ]
         lengths = {len(array) if array.ndim else -1 for array in arrays}
         if len(lengths) != 1 or -1 in lengths:
             raise CollectorValueError(
@@ -205,7 +206,7 @@ class ArrayDataset:
 
     def __iter__(self) -> Iterator[tuple[npt.NDArray[Any], ...]]:
         for start in range(0, len(self) * self.batch_size, self.batch_size):
-            yield tuple(column[start:start + self.batch_size] for column in self.columns)
+            yield tuple(column[start : start + self.batch_size] for column in self.columns)
 
     def get_dataset_size(self) -> int:
         """Batches per epoch (MindSpore's name)."""
@@ -231,10 +232,13 @@ class ArrayDataset:
     @property
     def content_digest(self) -> str:
         """A short digest of the rows: their count and the first and last row of each column."""
-        ends = [column[index].tobytes() for column in self.columns if len(column)
-                for index in (0, -1)]
+        ends = [
+            column[index].tobytes() for column in self.columns if len(column) for index in (0, -1)
+        ]
         return content_digest(self.rows, ends)
 
     def __repr__(self) -> str:
-        return (f"ArrayDataset({self.rows} rows, {len(self.columns)} columns, "
-                f"batch_size={self.batch_size})")
+        return (
+            f"ArrayDataset({self.rows} rows, {len(self.columns)} columns, "
+            f"batch_size={self.batch_size})"
+        )

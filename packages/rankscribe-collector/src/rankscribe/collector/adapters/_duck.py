@@ -31,6 +31,7 @@ logger = logging.getLogger("rankscribe.collector.adapters")
 
 __all__ = ["dataset_view", "network_view", "optimizer_view", "to_numpy"]
 
+
 def _pairs(source: object) -> list[tuple[str, Any]] | None:
     """(name, value) pairs from a mapping, a list of pairs, or objects with name and data."""
     if isinstance(source, Mapping):
@@ -148,8 +149,9 @@ def _dataset_graph(obj: object) -> dict[str, Any] | None:
         try:
             graph = json.loads(graph)
         except json.JSONDecodeError:
-            logger.warning("%s.to_json() is not JSON; no dataset graph is recorded.",
-                           type(obj).__name__)
+            logger.warning(
+                "%s.to_json() is not JSON; no dataset graph is recorded.", type(obj).__name__
+            )
             return None
     return dict(graph) if isinstance(graph, Mapping) else None
 
@@ -192,8 +194,15 @@ def dataset_view(obj: object) -> DatasetView:
     sharding = getattr(obj, "sharding", None)
     sharding = sharding if sharding in ("shards", "whole") else None
     digest = getattr(obj, "content_digest", None) if sharding == "whole" else None
-    return DatasetView(batches, batch_size, _dataset_path(obj), _dataset_graph(obj), samples,
-                       sharding, digest if isinstance(digest, str) else None)
+    return DatasetView(
+        batches,
+        batch_size,
+        _dataset_path(obj),
+        _dataset_graph(obj),
+        samples,
+        sharding,
+        digest if isinstance(digest, str) else None,
+    )
 
 
 def _samples_in_batches(obj: object) -> int | None:

@@ -45,11 +45,18 @@ __all__ = [
 
 # anf_ir DataType of the NumPy dtypes a parameter may declare.
 _DATA_TYPES: dict[str, anf_ir_pb2.DataType] = {
-    "bool": anf_ir_pb2.DT_BOOL, "int8": anf_ir_pb2.DT_INT8, "int16": anf_ir_pb2.DT_INT16,
-    "int32": anf_ir_pb2.DT_INT32, "int64": anf_ir_pb2.DT_INT64, "uint8": anf_ir_pb2.DT_UINT8,
-    "uint16": anf_ir_pb2.DT_UINT16, "uint32": anf_ir_pb2.DT_UINT32,
-    "uint64": anf_ir_pb2.DT_UINT64, "float16": anf_ir_pb2.DT_FLOAT16,
-    "float32": anf_ir_pb2.DT_FLOAT32, "float64": anf_ir_pb2.DT_FLOAT64,
+    "bool": anf_ir_pb2.DT_BOOL,
+    "int8": anf_ir_pb2.DT_INT8,
+    "int16": anf_ir_pb2.DT_INT16,
+    "int32": anf_ir_pb2.DT_INT32,
+    "int64": anf_ir_pb2.DT_INT64,
+    "uint8": anf_ir_pb2.DT_UINT8,
+    "uint16": anf_ir_pb2.DT_UINT16,
+    "uint32": anf_ir_pb2.DT_UINT32,
+    "uint64": anf_ir_pb2.DT_UINT64,
+    "float16": anf_ir_pb2.DT_FLOAT16,
+    "float32": anf_ir_pb2.DT_FLOAT32,
+    "float64": anf_ir_pb2.DT_FLOAT64,
     "bfloat16": anf_ir_pb2.DT_BFLOAT16,
 }
 
@@ -134,8 +141,10 @@ def _parameter(index: int, value: object) -> GraphParameter:
         )
     shape = value.get("shape")
     if shape is not None:
-        if isinstance(shape, (str, bytes)) or not isinstance(shape, Iterable) or any(
-            not is_int(dim) for dim in shape
+        if (
+            isinstance(shape, (str, bytes))
+            or not isinstance(shape, Iterable)
+            or any(not is_int(dim) for dim in shape)
         ):
             raise CollectorTypeError(
                 f"graph parameters[{index}].shape must be a sequence of ints, but got {shape!r}."

@@ -97,8 +97,12 @@ class AdapterRegistry:
         try:
             module: Any = importlib.import_module(module_name)
         except ImportError as error:
-            logger.warning("The adapter %s cannot be imported (%s); such objects are read "
-                           "as plain Python objects.", module_name, error)
+            logger.warning(
+                "The adapter %s cannot be imported (%s); such objects are read "
+                "as plain Python objects.",
+                module_name,
+                error,
+            )
             adapter = None
         else:
             create = getattr(module, "create_adapter", None)

@@ -104,8 +104,12 @@ def _note_substitute(dtype: Any, substitute: Any) -> None:
     lacking = str(dtype).removeprefix("torch.")
     if lacking not in _substituted_dtypes:
         _substituted_dtypes.add(lacking)
-        logger.info("%s tensors are recorded as %s: NumPy has no %s.",
-                    lacking, str(substitute).removeprefix("torch."), lacking)
+        logger.info(
+            "%s tensors are recorded as %s: NumPy has no %s.",
+            lacking,
+            str(substitute).removeprefix("torch."),
+            lacking,
+        )
 
 
 def _numpy_substitute(dtype: Any) -> Any:
@@ -174,9 +178,10 @@ class TorchDevicePart:
         device = data.device
         total = torch.zeros((), dtype=torch.int64, device=device)
         for low in range(0, len(data), _DEVICE_CHUNK):
-            chunk = data[low:low + _DEVICE_CHUNK].to(torch.int64)
-            position = torch.arange(start + low, start + low + len(chunk), dtype=torch.int64,
-                                    device=device)
+            chunk = data[low : low + _DEVICE_CHUNK].to(torch.int64)
+            position = torch.arange(
+                start + low, start + low + len(chunk), dtype=torch.int64, device=device
+            )
             weight = torch.bitwise_or(position * _WEIGHT_STEP + _WEIGHT_BASE, 1)
             total = total + (chunk * weight).sum()
         return _DeviceDigest(total)
@@ -215,11 +220,15 @@ class ForwardTimer:
         self._waiting: deque[tuple[int, list[tuple[Any, Any]]]] = deque()
         self._dropped = False
         if self._factory is None:
-            hooks = (module.register_forward_pre_hook(self._host_before),
-                     module.register_forward_hook(self._host_after))
+            hooks = (
+                module.register_forward_pre_hook(self._host_before),
+                module.register_forward_hook(self._host_after),
+            )
         else:
-            hooks = (module.register_forward_pre_hook(self._device_before),
-                     module.register_forward_hook(self._device_after))
+            hooks = (
+                module.register_forward_pre_hook(self._device_before),
+                module.register_forward_hook(self._device_after),
+            )
         self._handles: tuple[Any, ...] = hooks
 
     @property
@@ -266,9 +275,11 @@ class ForwardTimer:
                 self._waiting.popleft()
                 if not self._dropped:
                     self._dropped = True
-                    logger.warning("The device has not passed the forward events of %d steps; "
-                                   "the oldest forward times are not recorded.",
-                                   FORWARD_EVENTS_KEPT)
+                    logger.warning(
+                        "The device has not passed the forward events of %d steps; "
+                        "the oldest forward times are not recorded.",
+                        FORWARD_EVENTS_KEPT,
+                    )
         done: list[tuple[int, float]] = []
         while self._waiting and all(end.query() for _, end in self._waiting[0][1]):
             taken, pairs = self._waiting.popleft()
@@ -316,8 +327,10 @@ class TorchNetwork:
 
     def parameters(self) -> list[tuple[str, Any]]:
         """``named_parameters()``, detached, on the host (bfloat16 as float32)."""
-        return [(name, self._adapter.host_array(value))
-                for name, value in self.module.named_parameters()]
+        return [
+            (name, self._adapter.host_array(value))
+            for name, value in self.module.named_parameters()
+        ]
 
     def fingerprint_parts(self) -> list[Any]:
         """Every parameter as raw bytes for the fingerprint (``_fingerprint.py``)."""

@@ -95,8 +95,9 @@ def _loader_batch_size(loader: Any) -> int | None:
 def _plain_batches(loader: Any) -> bool:
     """True when the loader batches its own sampler with torch's ``BatchSampler``."""
     batches = loader.batch_sampler
-    return batches is None or (type(batches) is torch.utils.data.BatchSampler
-                               and batches.sampler is loader.sampler)
+    return batches is None or (
+        type(batches) is torch.utils.data.BatchSampler and batches.sampler is loader.sampler
+    )
 
 
 def _loader_view(loader: Any) -> DatasetView:
@@ -109,8 +110,10 @@ def _loader_view(loader: Any) -> DatasetView:
         "shuffle": _shuffles(sampler),
         "drop_last": bool(loader.drop_last),
         "num_workers": int(loader.num_workers),
-        "sampler": {"sampler_name": type(sampler).__name__,
-                    "sampler_module": type(sampler).__module__},
+        "sampler": {
+            "sampler_name": type(sampler).__name__,
+            "sampler_module": type(sampler).__module__,
+        },
         "children": [_dataset_node(loader.dataset)],
     }
     batches = _length(loader)
@@ -122,8 +125,15 @@ def _loader_view(loader: Any) -> DatasetView:
     if loader.drop_last and batches is not None and batch_size is not None:
         samples = batches * batch_size
     sharding = _sharding(sampler) if _plain_batches(loader) else _batch_sharding(loader)
-    return DatasetView(batches, batch_size, _dataset_path(loader.dataset), graph, samples,
-                       sharding, _digest(loader.dataset) if sharding == "whole" else None)
+    return DatasetView(
+        batches,
+        batch_size,
+        _dataset_path(loader.dataset),
+        graph,
+        samples,
+        sharding,
+        _digest(loader.dataset) if sharding == "whole" else None,
+    )
 
 
 def _sharding(sampler: Any) -> str | None:
@@ -172,6 +182,7 @@ def dataset_view(obj: object) -> DatasetView | None:
     if isinstance(obj, torch.utils.data.Dataset):
         # One item (one sample) per step, every item of it.
         size = _length(obj)
-        return DatasetView(size, None, _dataset_path(obj), _dataset_node(obj), size, "whole",
-                           _digest(obj))
+        return DatasetView(
+            size, None, _dataset_path(obj), _dataset_node(obj), size, "whole", _digest(obj)
+        )
     return None

@@ -91,8 +91,10 @@ def _attribute(module: Any, target: str) -> Any:
 def _weights(module: Any, node: Any, names_by_id: dict[int, str]) -> list[str]:
     """The parameters and buffers a node reads, by their names in ``module``."""
     if node.op == "call_module":
-        held = [*module.get_submodule(node.target).parameters(),
-                *module.get_submodule(node.target).buffers()]
+        held = [
+            *module.get_submodule(node.target).parameters(),
+            *module.get_submodule(node.target).buffers(),
+        ]
     elif node.op == "get_attr":
         held = [_attribute(module, node.target)]
     else:
@@ -168,7 +170,10 @@ class GraphTracer:
                 logger.warning(
                     "The graph of %s cannot be recorded: torch.fx cannot trace its forward "
                     "(%s: %s). Data-dependent control flow is the usual cause; the rest of the "
-                    "run is collected as usual.", kind.__name__, type(error).__name__, error,
+                    "run is collected as usual.",
+                    kind.__name__,
+                    type(error).__name__,
+                    error,
                 )
             return None
         return build_graph_proto(description)

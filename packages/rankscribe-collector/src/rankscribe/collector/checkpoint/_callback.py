@@ -225,8 +225,12 @@ class ModelCheckpoint(Callback):
         try:
             graph = view.graph() if view is not None else None
         except (TypeError, ValueError) as error:
-            logger.warning("the graph of %s cannot be built, so no %s-graph.meta is written: %s",
-                           type(network).__name__, self._prefix, error)
+            logger.warning(
+                "the graph of %s cannot be built, so no %s-graph.meta is written: %s",
+                type(network).__name__,
+                self._prefix,
+                error,
+            )
             return
         if graph is None:
             return
@@ -403,8 +407,14 @@ def _check_prefix(prefix: object) -> None:
 
 def _check_timeout(timeout: object) -> float:
     # Thread.join cannot wait an infinite time (OverflowError): finite too.
-    return check_number("save_timeout", timeout, positive=True, finite=True, unit="seconds",
-                        errors=(CheckpointTypeError, CheckpointValueError))
+    return check_number(
+        "save_timeout",
+        timeout,
+        positive=True,
+        finite=True,
+        unit="seconds",
+        errors=(CheckpointTypeError, CheckpointValueError),
+    )
 
 
 def _checkpoint_directory(directory: str | os.PathLike[str] | None) -> Path:

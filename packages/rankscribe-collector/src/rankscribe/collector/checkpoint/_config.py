@@ -228,15 +228,14 @@ def _is_append_value(value: object) -> bool:
 
 
 def _check_count(name: str, value: object) -> int | None:
-    return check_optional_int(name, value, minimum=0, numpy_ints=True,
-                              errors=(CheckpointTypeError, CheckpointValueError))
+    return check_optional_int(
+        name, value, minimum=0, numpy_ints=True, errors=(CheckpointTypeError, CheckpointValueError)
+    )
 
 
 def _check_bool(name: str, value: object) -> bool:
     if not isinstance(value, bool):
-        raise CheckpointTypeError(
-            f"{name} must be a bool, got {value!r} ({type(value).__name__})"
-        )
+        raise CheckpointTypeError(f"{name} must be a bool, got {value!r} ({type(value).__name__})")
     return value
 
 

@@ -100,8 +100,19 @@ _TORCH_WRAPPERS = frozenset({"DistributedDataParallel", "DataParallel"})
 _STORABLE_DTYPES = frozenset(
     np.dtype(name)
     for name in (
-        "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-        "float16", "float32", "float64", "complex64",
+        "bool",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float16",
+        "float32",
+        "float64",
+        "complex64",
     )
 )
 
@@ -154,8 +165,9 @@ def checkpoint_parameters(network: Any) -> list[tuple[str, Array]]:
     """
     module = _unwrapped(network)
     if _is_torch_module(module):
-        return [(str(name), to_numpy(value, str(name)))
-                for name, value in module.state_dict().items()]
+        return [
+            (str(name), to_numpy(value, str(name))) for name, value in module.state_dict().items()
+        ]
     return network_parameters(network)
 
 
@@ -333,8 +345,7 @@ def _check_file_name(ckpt_file_name: object) -> None:
         )
     if "\0" in os.fsdecode(ckpt_file_name):
         raise CheckpointValueError(
-            f"ckpt_file_name must be a path without NUL characters ('\\0'), "
-            f"got {ckpt_file_name!r}"
+            f"ckpt_file_name must be a path without NUL characters ('\\0'), got {ckpt_file_name!r}"
         )
 
 
@@ -363,9 +374,7 @@ def _is_rankscribe_checkpoint(metadata: Mapping[str, str], stored: Mapping[str, 
     )
 
 
-def _check_integrity(
-    metadata: Mapping[str, str], stored: Mapping[str, Array], source: str
-) -> None:
+def _check_integrity(metadata: Mapping[str, str], stored: Mapping[str, Array], source: str) -> None:
     version = metadata.get(_KEY_VERSION)
     if version in _UNSUPPORTED_VERSIONS:
         raise CheckpointFormatError(

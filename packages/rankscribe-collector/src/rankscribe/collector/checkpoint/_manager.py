@@ -202,4 +202,3 @@ def _delete(path: str) -> None:
         pass
     except OSError as error:
         logger.warning("cannot delete old checkpoint %s: %s", path, error)
-

@@ -103,9 +103,7 @@ def _is_image_batch(value: object) -> bool:
 class Extractor:
     """Adds the collector's own values of one collected step to a summary record."""
 
-    def __init__(
-        self, options: CollectOptions, *, adapters: AdapterRegistry | None = None
-    ) -> None:
+    def __init__(self, options: CollectOptions, *, adapters: AdapterRegistry | None = None) -> None:
         self._adapters = adapters if adapters is not None else AdapterRegistry()
         self.collect_metric = options.collect_metric
         self.collect_input_data = options.collect_input_data
@@ -188,9 +186,11 @@ class Extractor:
         if view is None:
             if not self._optimizer_warned:
                 self._optimizer_warned = True
-                self._warn_once_per_job("Can not find optimizer in the training state, so we "
-                                        "will not collect data about optimizer in "
-                                        "SummaryCollector.")
+                self._warn_once_per_job(
+                    "Can not find optimizer in the training state, so we "
+                    "will not collect data about optimizer in "
+                    "SummaryCollector."
+                )
             return
         for name, value in histogram_parameters(view.parameters(), self.histogram_regular):
             try:
@@ -210,13 +210,19 @@ class Extractor:
         try:
             graph = view.graph() if view is not None else None
         except (TypeError, ValueError) as error:
-            self._warn_once_per_job("The graph of %s cannot be built (%s), so SummaryCollector "
-                                    "will not collect graph.", type(network).__name__, error)
+            self._warn_once_per_job(
+                "The graph of %s cannot be built (%s), so SummaryCollector will not collect graph.",
+                type(network).__name__,
+                error,
+            )
             return None
         if graph is None and type(network) not in _GRAPHLESS_WARNED:
             # Once per network class: a second run of the same network says nothing new.
             _GRAPHLESS_WARNED.add(type(network))
-            self._warn_once_per_job("Can not get graph proto: the network (%s) does not "
-                                    "describe its graph, so SummaryCollector will not collect "
-                                    "graph.", type(network).__name__)
+            self._warn_once_per_job(
+                "Can not get graph proto: the network (%s) does not "
+                "describe its graph, so SummaryCollector will not collect "
+                "graph.",
+                type(network).__name__,
+            )
         return graph

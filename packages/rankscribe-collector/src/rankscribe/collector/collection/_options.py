@@ -386,19 +386,27 @@ def hyper_config_lineage(environ: Mapping[str, str] | None = None) -> dict[str, 
     if len(text) > HYPER_CONFIG_LEN_LIMIT:
         logger.warning(
             "The '%s' of environment variable is too long. The length limit is %d, the "
-            "length of hyper_config is %d.", HYPER_CONFIG_ENV_NAME, HYPER_CONFIG_LEN_LIMIT,
+            "length of hyper_config is %d.",
+            HYPER_CONFIG_ENV_NAME,
+            HYPER_CONFIG_LEN_LIMIT,
             len(text),
         )
         return {}
     try:
         config = json.loads(text)
     except json.JSONDecodeError as error:
-        logger.warning("The '%s' of environment variable decode error. Detail: %s.",
-                       HYPER_CONFIG_ENV_NAME, error)
+        logger.warning(
+            "The '%s' of environment variable decode error. Detail: %s.",
+            HYPER_CONFIG_ENV_NAME,
+            error,
+        )
         return {}
     if not isinstance(config, dict):
-        logger.warning("The '%s' of environment variable must be a JSON object, got %s.",
-                       HYPER_CONFIG_ENV_NAME, type(config).__name__)
+        logger.warning(
+            "The '%s' of environment variable must be a JSON object, got %s.",
+            HYPER_CONFIG_ENV_NAME,
+            type(config).__name__,
+        )
         return {}
     data = config.get("custom_lineage_data")
     if data is None:
@@ -423,8 +431,11 @@ _FORMATS = ("mindinsight", "tensorboard")
 def check_formats(formats: object) -> tuple[str, ...]:
     """SummaryCollector's ``formats``: a non-empty list of the writer's output formats."""
     chosen = (formats,) if isinstance(formats, str) else formats
-    if (not isinstance(chosen, Sequence) or not chosen
-            or any(item not in _FORMATS for item in chosen)):
+    if (
+        not isinstance(chosen, Sequence)
+        or not chosen
+        or any(item not in _FORMATS for item in chosen)
+    ):
         raise CollectorValueError(
             f"For 'formats', the value should be a non-empty list of {list(_FORMATS)}, but got "
             f"{formats!r}."

@@ -114,8 +114,11 @@ def claim_version_dir(
 def _free_version(parent: str) -> str:
     make_private_dir(parent)
     taken = set(os.listdir(parent))
-    numbers = [int(name[8:]) for name in taken
-               if name.startswith("version_") and name[8:].isdigit() and name[8:].isascii()]
+    numbers = [
+        int(name[8:])
+        for name in taken
+        if name.startswith("version_") and name[8:].isdigit() and name[8:].isascii()
+    ]
     index = max(numbers) + 1 if numbers else 0
     for _ in range(100_000):
         name = f"version_{index}"
@@ -130,8 +133,7 @@ def _free_version(parent: str) -> str:
 
 def claim_summary_dir(coordinator: Coordinator, summary_dir: str) -> str:
     """``summary_dir``, or ``<summary_dir>-2``, ... when it holds a run: the ranks' one rule."""
-    return os.fspath(claim_job_dir(summary_dir, on_exists="new",
-                                   coordinator=coordinator).directory)
+    return os.fspath(claim_job_dir(summary_dir, on_exists="new", coordinator=coordinator).directory)
 
 
 def parameter_count(model: Any) -> int | None:
@@ -282,8 +284,11 @@ class FrameworkRun:
             view = loop._adapters.dataset_view(train_dataset)
             steps_per_epoch = view.batches if view is not None else None
         params = loop._params(
-            "train", self._callbacks, epoch_num=max(int(epochs), 1),
-            batch_num=steps_per_epoch or 0, train_dataset=train_dataset,
+            "train",
+            self._callbacks,
+            epoch_num=max(int(epochs), 1),
+            batch_num=steps_per_epoch or 0,
+            train_dataset=train_dataset,
             dataset_sink_mode=False,
         )
         for key, value in (extra or {}).items():
@@ -358,10 +363,17 @@ class FrameworkRun:
         """The final evaluation's metrics: the eval lineage, merged for the job (every rank)."""
         if self._state not in {"trained", "training"} or self._params is None:
             raise CollectorStateError(f"{self._owner}: evaluate after training ({self._state}).")
-        eval_params = CallbackParams(**{**vars(self._params), "mode": "eval",
-                                        "valid_dataset": valid_dataset,
-                                        "metrics": dict(metrics), "cur_step_num": 0,
-                                        "epoch_num": 1, "cur_epoch_num": 1})
+        eval_params = CallbackParams(
+            **{
+                **vars(self._params),
+                "mode": "eval",
+                "valid_dataset": valid_dataset,
+                "metrics": dict(metrics),
+                "cur_step_num": 0,
+                "epoch_num": 1,
+                "cur_epoch_num": 1,
+            }
+        )
         context = RunContext(eval_params)
         self._callbacks.begin(context)
         self._callbacks.end(context)

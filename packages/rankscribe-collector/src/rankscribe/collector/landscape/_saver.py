@@ -93,8 +93,12 @@ class LandscapeSaver:
 
     def wants(self, number: int) -> bool:
         """True when ``number`` is in an interval and its parameters are not saved yet."""
-        return (not self.disabled and number in self._covered and str(number) not in self.files
-                and str(number) not in self._writing)
+        return (
+            not self.disabled
+            and number in self._covered
+            and str(number) not in self.files
+            and str(number) not in self._writing
+        )
 
     def next_wanted(self, number: int) -> int | None:
         """The first step (epoch) after ``number`` in an interval, or None after the last."""
@@ -127,7 +131,10 @@ class LandscapeSaver:
             "Loss landscape (on by default, as in MindSpore): saving %d full parameter sets "
             "of the network (%ss %s) into %s; turn it off with "
             "collect_specified_data={'collect_landscape': None}.",
-            len(planned), self.unit, _numbers(planned), where,
+            len(planned),
+            self.unit,
+            _numbers(planned),
+            where,
         )
 
     def start_training(self) -> None:
@@ -145,8 +152,12 @@ class LandscapeSaver:
 
     def _disable(self, reason: str) -> None:
         self.disabled = True
-        logger.error("The loss landscape's directory %s cannot be used (%s): no landscape "
-                     "parameters are saved in this run.", self.directory, reason)
+        logger.error(
+            "The loss landscape's directory %s cannot be used (%s): no landscape "
+            "parameters are saved in this run.",
+            self.directory,
+            reason,
+        )
 
     def _clear_previous_run(self) -> None:
         try:
@@ -154,8 +165,11 @@ class LandscapeSaver:
         except FileNotFoundError:
             return
         try:
-            with filelock.FileLock(str(self.directory / METADATA_NAME) + ".lock",
-                                   timeout=LOCK_TIMEOUT, mode=file_mode(final=False)):
+            with filelock.FileLock(
+                str(self.directory / METADATA_NAME) + ".lock",
+                timeout=LOCK_TIMEOUT,
+                mode=file_mode(final=False),
+            ):
                 removed = _unlink_entry(descriptor, METADATA_NAME)
                 with os.scandir(descriptor) as entries:
                     names = [entry.name for entry in entries]
@@ -164,8 +178,7 @@ class LandscapeSaver:
                         removed += _unlink_entry(descriptor, name)
             if removed:
                 os.fsync(descriptor)
-                logger.info("Removed %d files of an earlier run from %s.", removed,
-                            self.directory)
+                logger.info("Removed %d files of an earlier run from %s.", removed, self.directory)
         finally:
             os.close(descriptor)
 
@@ -199,7 +212,8 @@ class LandscapeSaver:
             return None
         if self._writer is None:
             self._writer = concurrent.futures.ThreadPoolExecutor(
-                max_workers=1, thread_name_prefix="rankscribe-landscape")
+                max_workers=1, thread_name_prefix="rankscribe-landscape"
+            )
         write = self._writer.submit(atomic_write, path, [payload], mode=file_mode(final=True))
         self._writing[str(number)] = (str(path), write)
         return str(path)
@@ -212,11 +226,18 @@ class LandscapeSaver:
         if writer is None:
             return
         late = concurrent.futures.wait(
-            [write for _, write in writing.values()], timeout=timeout).not_done
+            [write for _, write in writing.values()], timeout=timeout
+        ).not_done
         for number, (path, write) in writing.items():
             if write in late:
-                logger.error("The landscape parameters of %s %s were not written within %g s; "
-                             "%s is left out of the metadata.", self.unit, number, timeout, path)
+                logger.error(
+                    "The landscape parameters of %s %s were not written within %g s; "
+                    "%s is left out of the metadata.",
+                    self.unit,
+                    number,
+                    timeout,
+                    path,
+                )
             elif (error := write.exception()) is not None:
                 self._save_failed(int(number), error)
             else:
@@ -225,8 +246,9 @@ class LandscapeSaver:
         writer.shutdown(wait=False)
 
     def _save_failed(self, number: int, error: BaseException) -> None:
-        logger.error("Saving the landscape parameters of %s %d failed: %s", self.unit,
-                     number, error)
+        logger.error(
+            "Saving the landscape parameters of %s %d failed: %s", self.unit, number, error
+        )
 
     def metadata(self, step_per_epoch: int) -> dict[str, Any]:
         return {
@@ -250,16 +272,20 @@ class LandscapeSaver:
             return False
         try:
             self._directory_ready()
-            with filelock.FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT,
-                                   mode=file_mode(final=False)):
+            with filelock.FileLock(
+                str(path) + ".lock", timeout=LOCK_TIMEOUT, mode=file_mode(final=False)
+            ):
                 if path.exists():
                     logger.warning("%s already exists; it is kept as it is.", path)
                     return False
                 payload = json.dumps(self.metadata(step_per_epoch), indent=1).encode()
                 atomic_write(path, [payload], mode=file_mode(final=True))
         except filelock.Timeout:
-            logger.error("Write meta data %s failed: its lock was held for more than %g s.",
-                         path, LOCK_TIMEOUT)
+            logger.error(
+                "Write meta data %s failed: its lock was held for more than %g s.",
+                path,
+                LOCK_TIMEOUT,
+            )
             return False
         except OSError as error:
             logger.error("Write meta data %s failed, detail: %s", path, error)

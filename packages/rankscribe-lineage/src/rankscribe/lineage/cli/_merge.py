@@ -53,7 +53,9 @@ def add_merge_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
     )
     merge.add_argument("run_dir", help="the job directory holding rank_0, rank_1, ...")
     merge.add_argument(
-        "--timeout", type=seconds_argument, default=0.0,
+        "--timeout",
+        type=seconds_argument,
+        default=0.0,
         help="seconds to wait for missing ranks before merging what is there (default 0)",
     )
     merge.add_argument("--world-size", type=int_argument(1), help="how many ranks the job had")

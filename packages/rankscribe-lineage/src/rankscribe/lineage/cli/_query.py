@@ -69,7 +69,8 @@ def column_list(text: str) -> list[str]:
 def _present_columns(rows: list[LineageRow]) -> list[str]:
     """Every field some run has, then the metric/ and user_defined/ keys (one pass each)."""
     present = [
-        name for name in _FIELD_COLUMNS
+        name
+        for name in _FIELD_COLUMNS
         if name == "dataset_mark" or any(row.fields.get(name) is not None for row in rows)
     ]
     return present + custom_keys(rows) if rows else []
@@ -166,8 +167,10 @@ def _default_columns(
 
 def _table_lines(header: list[str], columns: list[list[str]]) -> list[str]:
     """Left-aligned columns two spaces apart, one format call per line."""
-    widths = [max(len(name), max(map(len, cells), default=0))
-              for name, cells in zip(header, columns, strict=True)]
+    widths = [
+        max(len(name), max(map(len, cells), default=0))
+        for name, cells in zip(header, columns, strict=True)
+    ]
     line = SEPARATOR.join(f"{{:<{width}}}" for width in widths)
     return list(map(str.rstrip, [line.format(*header), *map(line.format, *columns)]))
 
@@ -179,7 +182,7 @@ _LINES_PER_WRITE = 500
 
 def _write_lines(lines: list[str]) -> None:
     for start in range(0, len(lines), _LINES_PER_WRITE):
-        sys.stdout.write("\n".join(lines[start:start + _LINES_PER_WRITE]) + "\n")
+        sys.stdout.write("\n".join(lines[start : start + _LINES_PER_WRITE]) + "\n")
         sys.stdout.flush()
 
 
@@ -190,15 +193,19 @@ def _no_lineage_message(base: str, shown_base: str) -> str:
     except OSError:
         runs = []
     if not runs:
-        return (f"no summary or lineage file in {shown_base} or its subdirectories "
-                f"(a run is BASE itself or a directory directly in it)")
+        return (
+            f"no summary or lineage file in {shown_base} or its subdirectories "
+            f"(a run is BASE itself or a directory directly in it)"
+        )
     names = sorted(os.path.relpath(run.path, base) for run in runs)
     listed = ", ".join(printable(name) for name in names[:5])
     more = f" and {len(names) - 5} more" if len(names) > 5 else ""
-    return (f"no lineage file under {shown_base}: {len(runs)} run "
-            f"director{'ies' if len(runs) != 1 else 'y'} ({listed}{more}) hold summary files "
-            f"but none has a lineage file (named *summary.<n>*_lineage; a run writes one "
-            f"when it records its lineage)")
+    return (
+        f"no lineage file under {shown_base}: {len(runs)} run "
+        f"director{'ies' if len(runs) != 1 else 'y'} ({listed}{more}) hold summary files "
+        f"but none has a lineage file (named *summary.<n>*_lineage; a run writes one "
+        f"when it records its lineage)"
+    )
 
 
 def _run_name(row: LineageRow) -> str:
@@ -210,8 +217,9 @@ def _query(args: argparse.Namespace) -> int:
     # Real path: the runs' summary_dir are real paths, named relative to it.
     base = os.path.realpath(existing_directory(args.base))
     try:
-        selection = select_rows(base, args.where, order_by=args.sort or None, limit=args.limit,
-                                check_keys=False)
+        selection = select_rows(
+            base, args.where, order_by=args.sort or None, limit=args.limit, check_keys=False
+        )
     except LineageFileNotFoundError:
         raise CommandLineError(_no_lineage_message(base, printable(args.base))) from None
     _check_custom_keys(selection.rows, args)
@@ -238,8 +246,10 @@ def _query(args: argparse.Namespace) -> int:
         table = [list(map(printable, run_names)), *(texts.of(name) for name in columns)]
         out += _table_lines(["run", *map(printable, columns)], table)
     if hidden:
-        note = (f"{len(hidden)} more column{'s' if len(hidden) != 1 else ''} not shown: "
-                f"{', '.join(map(printable, hidden))} (--columns all shows them)")
+        note = (
+            f"{len(hidden)} more column{'s' if len(hidden) != 1 else ''} not shown: "
+            f"{', '.join(map(printable, hidden))} (--columns all shows them)"
+        )
         out.append(textwrap.fill(note, terminal_width(), break_on_hyphens=False))
     count = selection.count
     if len(rows) < count:
@@ -259,16 +269,20 @@ def _check_custom_keys(rows: list[LineageRow], args: argparse.Namespace) -> None
         used += [(comparison.name, "--where") for comparison in comparisons]
     used += [(parse_sort_key(key)[0], "--sort") for key in args.sort or []]
     used += [(name, "--columns") for name in args.columns or [] if name != ALL_COLUMNS]
-    wanted = [(name, option) for name, option in used
-              if name.startswith(tuple(prefix + "/" for prefix in CUSTOM_PREFIXES))]
+    wanted = [
+        (name, option)
+        for name, option in used
+        if name.startswith(tuple(prefix + "/" for prefix in CUSTOM_PREFIXES))
+    ]
     if not wanted:
         return
     existing = set(custom_keys(rows))
     for name, option in wanted:
         problem = missing_key_problem(existing, name)
         if problem is not None:
-            raise CommandLineError(f"no run has {printable(name)!r} ({option}); "
-                                   f"{printable(problem)}")
+            raise CommandLineError(
+                f"no run has {printable(name)!r} ({option}); {printable(problem)}"
+            )
 
 
 def _csv_text(value: Any, escape: bool) -> str:
@@ -289,15 +303,18 @@ def _write_csv(run_names: list[str], rows: list[LineageRow], columns: list[str])
     writer.writerow(["run", *columns])
     getters = [value_getter(name) for name in columns]
     for name, row in zip(run_names, rows, strict=True):
-        writer.writerow([_csv_text(name, escape),
-                         *(_csv_text(value_of(row), escape) for value_of in getters)])
+        writer.writerow(
+            [_csv_text(name, escape), *(_csv_text(value_of(row), escape) for value_of in getters)]
+        )
 
 
 def add_query_command(
     commands: argparse._SubParsersAction[argparse.ArgumentParser], epilog: str
 ) -> None:
     query = commands.add_parser(
-        "query", help="the runs under a base directory that match", epilog=epilog,
+        "query",
+        help="the runs under a base directory that match",
+        epilog=epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     query.add_argument("base", help="the base directory (runs are it and its subdirectories)")
@@ -305,15 +322,19 @@ def add_query_command(
         "--where", help="a filter, e.g. \"loss < 0.5 and optimizer in ('Adam', 'Momentum')\""
     )
     query.add_argument(
-        "--sort", action="append", metavar="KEY",
+        "--sort",
+        action="append",
+        metavar="KEY",
         help="sort key, e.g. 'metric/acc desc' (repeatable; first is most significant)",
     )
     query.add_argument("--limit", type=int_argument(0), help="show at most N runs")
     query.add_argument(
-        "--columns", type=column_list, metavar="NAMES",
+        "--columns",
+        type=column_list,
+        metavar="NAMES",
         help="comma-separated columns to show, e.g. 'optimizer,loss,metric/acc', or 'all' "
-             "(default: the columns --where and --sort name, then those whose values differ "
-             "between the runs, as many as fit the terminal)",
+        "(default: the columns --where and --sort name, then those whose values differ "
+        "between the runs, as many as fit the terminal)",
     )
     query.add_argument("--format", choices=("table", "json", "csv"), default="table")
     query.set_defaults(handler=_query)

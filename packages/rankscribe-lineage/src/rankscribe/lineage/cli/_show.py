@@ -86,8 +86,10 @@ _VERDICT_PREFIX_TYPES = {
 def _expected_type(key: str) -> tuple[Any, str] | None:
     rule = _VERDICT_TYPES.get(key)
     if rule is None:
-        rule = next((found for prefix, found in _VERDICT_PREFIX_TYPES.items()
-                     if key.startswith(prefix)), None)
+        rule = next(
+            (found for prefix, found in _VERDICT_PREFIX_TYPES.items() if key.startswith(prefix)),
+            None,
+        )
     return rule
 
 
@@ -149,8 +151,10 @@ def _show(args: argparse.Namespace) -> int:
             f"*summary.<n>*_lineage; a run writes one when it records its lineage)"
         ) from None
     if lineage is None:
-        print(f"{PROGRAM}: {printable(directory)} has lineage files but none could be read",
-              file=sys.stderr)
+        print(
+            f"{PROGRAM}: {printable(directory)} has lineage files but none could be read",
+            file=sys.stderr,
+        )
         return 1
     result = lineage.summary_info()
     result["user_defined"] = lineage.section("user_defined")
@@ -162,10 +166,18 @@ def _show(args: argparse.Namespace) -> int:
         if section == "dataset_graph":
             continue
         for key, value in result.get(section, {}).items():
-            rows.append([section, printable(str(key)), value_text(value),
-                         printable(_query_name(section, str(key)))])
-    out = [f"run {printable(result['summary_dir'])}",
-           plain_table(["section", "key", "value", "query name"], rows)]
+            rows.append(
+                [
+                    section,
+                    printable(str(key)),
+                    value_text(value),
+                    printable(_query_name(section, str(key))),
+                ]
+            )
+    out = [
+        f"run {printable(result['summary_dir'])}",
+        plain_table(["section", "key", "value", "query name"], rows),
+    ]
     graph = result.get("dataset_graph") or {}
     if graph:
         out.append(f"dataset_graph: {printable(_graph_line(graph))}")
@@ -179,7 +191,9 @@ def _show(args: argparse.Namespace) -> int:
 
 def add_show_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     show = commands.add_parser(
-        "show", help="the lineage of one run directory", epilog=NAMES_NOTE,
+        "show",
+        help="the lineage of one run directory",
+        epilog=NAMES_NOTE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     show.add_argument("dir", help="the run directory")

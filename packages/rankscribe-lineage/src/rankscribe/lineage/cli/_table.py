@@ -61,8 +61,7 @@ def column_texts(values: Sequence[Any]) -> list[str]:
     """
     types = set(map(type, values))
     if types <= {str}:
-        return list(values) if all(map(str.isprintable, values)) else list(
-            map(_plain_text, values))
+        return list(values) if all(map(str.isprintable, values)) else list(map(_plain_text, values))
     if types <= {int}:
         return list(map(str, values))
     if float not in types:
@@ -73,7 +72,8 @@ def column_texts(values: Sequence[Any]) -> list[str]:
     numbers = [float(value) for value in values if _is_number(value)]
     form = _float_format(numbers)
     return [
-        format(float(value), form) if _is_number(value) and math.isfinite(value)
+        format(float(value), form)
+        if _is_number(value) and math.isfinite(value)
         else _plain_text(value)
         for value in values
     ]

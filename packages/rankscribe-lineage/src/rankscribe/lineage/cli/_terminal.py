@@ -72,8 +72,10 @@ def existing_directory(path: str) -> str:
 def plain_table(header: list[str], rows: list[list[str]]) -> str:
     """Left-aligned columns two spaces apart (cells already escaped)."""
     widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=False)]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True))
-             for line in [header, *rows]]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True))
+        for line in [header, *rows]
+    ]
     return "\n".join(line.rstrip() for line in lines)
 
 

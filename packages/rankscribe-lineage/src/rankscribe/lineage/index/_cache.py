@@ -127,7 +127,6 @@ def scan_base_dir(base_dir: str, *, use_index: bool | None = None) -> ScanResult
         return _scan(base_dir, index_enabled(use_index))
 
 
-
 # The index last read or written per base dir, by this process. It is used
 # only while the file on disk is that very file (same inode, size and mtime:
 # the index is replaced whole, never changed in place), so it is never
@@ -166,15 +165,19 @@ def _files_unchanged(directory: str, entry: IndexEntry, settled_before: int) -> 
     """Each indexed lineage file still has its size, times and inode, and had settled."""
     files = entry.files
     for start in range(0, len(files), 5):
-        name, size, mtime_ns, inode, ctime_ns = files[start:start + 5]
+        name, size, mtime_ns, inode, ctime_ns = files[start : start + 5]
         if mtime_ns >= settled_before:
             return False
         try:
             found = os.stat(directory + "/" + name, follow_symlinks=False)
         except OSError:
             return False
-        if (found.st_ctime_ns != ctime_ns or found.st_mtime_ns != mtime_ns
-                or found.st_size != size or found.st_ino != inode):
+        if (
+            found.st_ctime_ns != ctime_ns
+            or found.st_mtime_ns != mtime_ns
+            or found.st_size != size
+            or found.st_ino != inode
+        ):
             return False
     return True
 
@@ -214,8 +217,7 @@ class _Scan:
             not entry.final
             or entry.dir_mtime != dir_mtime_ns
             or dir_mtime_ns >= self.settled_before
-            or not _files_unchanged(self.base_dir + relative_path[1:], entry,
-                                    self.settled_before)
+            or not _files_unchanged(self.base_dir + relative_path[1:], entry, self.settled_before)
         ):
             return None
         return entry
@@ -239,15 +241,13 @@ class _Scan:
             lambda job: parse_directory_for_index(job, self.graph_memo, self.graph_ids),
         )
         runs_of: dict[str, SummaryDir | None] = {}
-        for (path, relative_path, _), (run, outcome, problem) in zip(unknown, done,
-                                                                      strict=True):
+        for (path, relative_path, _), (run, outcome, problem) in zip(unknown, done, strict=True):
             if problem is not None:
                 logger.warning("skipping directory %s: %s", path, problem)
             runs_of[relative_path] = run
             if run is not None and outcome is not None:
                 self.prepared[relative_path] = outcome
-        return [runs_of[item[1]] if item[1] in runs_of else summarized(item)
-                for item in pending]
+        return [runs_of[item[1]] if item[1] in runs_of else summarized(item) for item in pending]
 
 
 def _row(base_dir: str, entry: IndexEntry, graphs: dict[str, Any]) -> LineageRow | None:
@@ -257,14 +257,19 @@ def _row(base_dir: str, entry: IndexEntry, graphs: dict[str, Any]) -> LineageRow
     path = entry.path
     graph = summary["graph"]
     # Positional: a row per run of 100,000 is built in every warm query.
-    return LineageRow(path, base_dir + path[1:] if path != "./" else base_dir,
-                      entry.update_time, summary["fields"], summary["metric"],
-                      summary["user_defined"], graph, graphs[graph])
+    return LineageRow(
+        path,
+        base_dir + path[1:] if path != "./" else base_dir,
+        entry.update_time,
+        summary["fields"],
+        summary["metric"],
+        summary["user_defined"],
+        graph,
+        graphs[graph],
+    )
 
 
-def _entry(
-    run: SummaryDir, summary: dict[str, Any] | None, warnings: list[str]
-) -> IndexEntry:
+def _entry(run: SummaryDir, summary: dict[str, Any] | None, warnings: list[str]) -> IndexEntry:
     stored = None
     if summary is not None:
         stored = {key: value for key, value in summary.items() if key != "graph_dict"}
@@ -281,9 +286,9 @@ def _entry(
     )
 
 
-def _listed_outcomes(scan: _Scan, looked_at: list[SummaryDir]) -> tuple[
-    dict[str, IndexEntry], dict[str, Outcome]
-]:
+def _listed_outcomes(
+    scan: _Scan, looked_at: list[SummaryDir]
+) -> tuple[dict[str, IndexEntry], dict[str, Outcome]]:
     """For the runs that were listed: index entries still good, and parse outcomes of the rest."""
     kept: dict[str, IndexEntry] = {}
     to_parse: list[SummaryDir] = []
@@ -296,12 +301,16 @@ def _listed_outcomes(scan: _Scan, looked_at: list[SummaryDir]) -> tuple[
         else:
             to_parse.append(run)
     outcomes = dict(scan.prepared)
-    outcomes.update(zip(
-        (run.relative_path for run in to_parse),
-        parse_all([(run.path, run.lineage_files) for run in to_parse],
-                  lambda job: parse_for_index(job, scan.graph_memo, scan.graph_ids)),
-        strict=True,
-    ))
+    outcomes.update(
+        zip(
+            (run.relative_path for run in to_parse),
+            parse_all(
+                [(run.path, run.lineage_files) for run in to_parse],
+                lambda job: parse_for_index(job, scan.graph_memo, scan.graph_ids),
+            ),
+            strict=True,
+        )
+    )
     return kept, outcomes
 
 
@@ -323,8 +332,7 @@ class _Collected:
         if row is not None:
             self.result.rows.append(row)
 
-    def listed(self, run: SummaryDir, earlier: IndexEntry | None,
-               outcome: Outcome | None) -> None:
+    def listed(self, run: SummaryDir, earlier: IndexEntry | None, outcome: Outcome | None) -> None:
         """A run that was listed: its ``earlier`` entry still good, or its parse ``outcome``."""
         self.result.lineage_file_count += len(run.lineage_files)
         cacheable = True
@@ -353,10 +361,12 @@ class _Collected:
 
 def _scan(base_dir: str, enabled: bool) -> ScanResult:
     index = _current_index(base_dir) if enabled else None
-    scan = _Scan(base_dir, index,
-                 settled_before=index.mtime_ns - _SETTLED_NS if index is not None else 0)
-    runs = list_summary_dirs(base_dir, scan.reuse if index is not None else None,
-                             scan.summarize_many)
+    scan = _Scan(
+        base_dir, index, settled_before=index.mtime_ns - _SETTLED_NS if index is not None else 0
+    )
+    runs = list_summary_dirs(
+        base_dir, scan.reuse if index is not None else None, scan.summarize_many
+    )
     listed = [run for run in runs if not isinstance(run, IndexEntry)]
     kept, outcomes = _listed_outcomes(scan, listed)
     collected = _Collected(base_dir, dict(index.graphs) if index is not None else {})
@@ -371,8 +381,9 @@ def _scan(base_dir: str, enabled: bool) -> ScanResult:
     result.rows.sort(key=operator.attrgetter("update_time_ns"), reverse=True)
     if enabled:
         changed = collected.changed or (
-            index is not None and (index.dropped > 0 or len(collected.entries)
-                                   != len(index.entries)))
+            index is not None
+            and (index.dropped > 0 or len(collected.entries) != len(index.entries))
+        )
         if changed or (index is None and base_dir not in _UNWRITABLE):
             _keep(base_dir, collected.entries, collected.graphs)
     return result

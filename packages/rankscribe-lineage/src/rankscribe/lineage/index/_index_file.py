@@ -144,8 +144,12 @@ def index_header() -> dict[str, Any]:
             digest.update(name.encode())
     # Imported by now (this module is reached through it); importing it here would cycle.
     package = getattr(sys.modules.get("rankscribe.lineage"), "__version__", "unknown")
-    return {"format": INDEX_FORMAT, "version": INDEX_VERSION,
-            "package": str(package), "parser": digest.hexdigest()}
+    return {
+        "format": INDEX_FORMAT,
+        "version": INDEX_VERSION,
+        "package": str(package),
+        "parser": digest.hexdigest(),
+    }
 
 
 def _file_signature(found: os.stat_result) -> Signature:
@@ -172,8 +176,9 @@ def load_index(base_dir: str) -> LoadedIndex | None:
         with open(path, "rb") as stream:
             found = os.fstat(stream.fileno())
             if not _trusted(found):
-                logger.warning("ignoring lineage index %s: another user owns it or may "
-                               "write it", path)
+                logger.warning(
+                    "ignoring lineage index %s: another user owns it or may write it", path
+                )
                 return None
             document = json.loads(stream.read())
     except FileNotFoundError:
@@ -185,8 +190,11 @@ def load_index(base_dir: str) -> LoadedIndex | None:
     if not isinstance(document, dict) or any(
         document.get(key) != value for key, value in header.items()
     ):
-        logger.warning("ignoring lineage index %s written by another version (%s); "
-                       "rebuilding it", path, _version_text(document))
+        logger.warning(
+            "ignoring lineage index %s written by another version (%s); rebuilding it",
+            path,
+            _version_text(document),
+        )
         return None
     try:
         loaded = _decoded(document, found)
@@ -194,16 +202,21 @@ def load_index(base_dir: str) -> LoadedIndex | None:
         logger.warning("ignoring malformed lineage index %s (%s); rebuilding it", path, error)
         return None
     if loaded.dropped:
-        logger.warning("lineage index %s: %d malformed entr%s read again from the runs",
-                       path, loaded.dropped, "y is" if loaded.dropped == 1 else "ies are")
+        logger.warning(
+            "lineage index %s: %d malformed entr%s read again from the runs",
+            path,
+            loaded.dropped,
+            "y is" if loaded.dropped == 1 else "ies are",
+        )
     return loaded
 
 
 def _version_text(document: Any) -> str:
     if not isinstance(document, dict):
         return "not an index"
-    return ", ".join(f"{key} {str(document.get(key))[:40]}"
-                     for key in ("format", "version", "package"))
+    return ", ".join(
+        f"{key} {str(document.get(key))[:40]}" for key in ("format", "version", "package")
+    )
 
 
 def _types_of(values: Iterable[Any]) -> set[type]:
@@ -235,21 +248,23 @@ def _decoded(document: dict[str, Any], found: os.stat_result) -> LoadedIndex:
     if not isinstance(paths, list):
         raise ValueError("column 'path' is not a list")
     count = len(paths)
-    columns = {name: _column(document, name, count) for name in
-               ("dir_mtime", "final", "create_time", "update_time", "files", "graph")}
+    columns = {
+        name: _column(document, name, count)
+        for name in ("dir_mtime", "final", "create_time", "update_time", "files", "graph")
+    }
     graphs = document["graphs"]
-    fields, metric, user_defined = (document[name] for name in
-                                    ("fields", "metric", "user_defined"))
+    fields, metric, user_defined = (document[name] for name in ("fields", "metric", "user_defined"))
     warnings = document.get("warnings", {})
-    if not all(isinstance(part, dict) for part in (graphs, fields, metric, user_defined,
-                                                   warnings)):
+    if not all(isinstance(part, dict) for part in (graphs, fields, metric, user_defined, warnings)):
         raise ValueError("graphs, fields, metric, user_defined or warnings is not an object")
     bad: set[int] = set()
     # Whole columns first (one pass each, in C); only a column that fails is looked at
     # value by value, to find the runs to drop.
     if _types_of(paths) != {str} or not all(path.startswith("./") for path in paths):
-        bad |= _bad_positions(paths, lambda path: isinstance(path, str)
-                              and path.startswith("./") and "/" not in path[2:])
+        bad |= _bad_positions(
+            paths,
+            lambda path: isinstance(path, str) and path.startswith("./") and "/" not in path[2:],
+        )
     for name in ("dir_mtime", "create_time", "update_time"):
         if not _types_of(columns[name]) <= {int}:
             bad |= _bad_positions(columns[name], _is_int)
@@ -257,12 +272,14 @@ def _decoded(document: dict[str, Any], found: os.stat_result) -> LoadedIndex:
         bad |= _bad_positions(columns["final"], lambda value: type(value) is bool)
     bad |= _bad_files(columns["files"])
     # Runs share a few graphs: each distinct id is checked once.
-    known_graph = {graph: graph is None or (isinstance(graph, str)
-                                            and isinstance(graphs.get(graph), dict))
-                   for graph in set(map(_hashable, columns["graph"]))}
+    known_graph = {
+        graph: graph is None or (isinstance(graph, str) and isinstance(graphs.get(graph), dict))
+        for graph in set(map(_hashable, columns["graph"]))
+    }
     if not all(known_graph.values()):
-        bad |= _bad_positions(columns["graph"],
-                              lambda graph: known_graph.get(_hashable(graph), False))
+        bad |= _bad_positions(
+            columns["graph"], lambda graph: known_graph.get(_hashable(graph), False)
+        )
     field_columns: dict[str, list[Any]] = {}
     for name, column in fields.items():
         kind = field_kind(name) if name in ROW_FIELDS else None
@@ -272,15 +289,18 @@ def _decoded(document: dict[str, Any], found: os.stat_result) -> LoadedIndex:
         if not _types_of(column) <= allowed:
             bad |= _bad_positions(column, lambda value, allowed=allowed: type(value) in allowed)
         field_columns[name] = column
-    custom = {"metric": _sparse(metric, count, bad, None),
-              "user_defined": _sparse(user_defined, count, bad, _USER_TYPES)}
+    custom = {
+        "metric": _sparse(metric, count, bad, None),
+        "user_defined": _sparse(user_defined, count, bad, _USER_TYPES),
+    }
     entries = _entries(paths, columns, field_columns, custom, warnings)
     kept = [entry for index, entry in enumerate(entries) if index not in bad]
     duplicates = len(kept) - len({entry.path for entry in kept})
     if duplicates:
         raise ValueError(f"{duplicates} runs are listed twice")
-    return LoadedIndex(kept, graphs, found.st_mtime_ns, _file_signature(found),
-                       dropped=len(entries) - len(kept))
+    return LoadedIndex(
+        kept, graphs, found.st_mtime_ns, _file_signature(found), dropped=len(entries) - len(kept)
+    )
 
 
 # What a user-defined value can be (map_dict values nest).
@@ -296,9 +316,14 @@ def _bad_files(files: list[Any]) -> set[int]:
     """Runs whose files are not [name, size, mtime, inode, ctime, ...] lists."""
 
     def good(item: Any) -> bool:
-        return (type(item) is list and len(item) % _FILE_WIDTH == 0 and all(
-            type(name) is str and _types_of(numbers) <= {int}
-            for name, *numbers in zip(*[iter(item)] * _FILE_WIDTH, strict=True)))
+        return (
+            type(item) is list
+            and len(item) % _FILE_WIDTH == 0
+            and all(
+                type(name) is str and _types_of(numbers) <= {int}
+                for name, *numbers in zip(*[iter(item)] * _FILE_WIDTH, strict=True)
+            )
+        )
 
     if _types_of(files) == {list} and set(map(len, files)) == {_FILE_WIDTH}:
         flat = list(itertools.chain.from_iterable(files))
@@ -315,17 +340,24 @@ def _sparse(
     """Sparse columns ``{key: [[positions], [values]]}``, checked; bad values mark their run."""
     checked: dict[str, tuple[list[int], list[Any]]] = {}
     for key, column in columns.items():
-        if not (isinstance(column, list) and len(column) == 2
-                and all(isinstance(part, list) for part in column)
-                and len(column[0]) == len(column[1])):
+        if not (
+            isinstance(column, list)
+            and len(column) == 2
+            and all(isinstance(part, list) for part in column)
+            and len(column[0]) == len(column[1])
+        ):
             raise ValueError(f"custom column {key!r} is not [[positions], [values]]")
         positions, values = column
-        if column[0] and (_types_of(positions) != {int} or min(positions) < 0
-                          or max(positions) >= count):
+        if column[0] and (
+            _types_of(positions) != {int} or min(positions) < 0 or max(positions) >= count
+        ):
             raise ValueError(f"custom column {key!r} has positions out of range")
         if types is not None and not _types_of(values) <= types:
-            bad |= {position for position, value in zip(positions, values, strict=True)
-                    if type(value) not in types}
+            bad |= {
+                position
+                for position, value in zip(positions, values, strict=True)
+                if type(value) not in types
+            }
         checked[key] = (positions, values)
     return checked
 
@@ -344,9 +376,11 @@ def _entries(
     """
     count = len(paths)
     names = list(fields)
-    field_dicts = ([dict(zip(names, values, strict=True))
-                    for values in zip(*fields.values(), strict=True)]
-                   if names else [{} for _ in range(count)])
+    field_dicts = (
+        [dict(zip(names, values, strict=True)) for values in zip(*fields.values(), strict=True)]
+        if names
+        else [{} for _ in range(count)]
+    )
     sections: dict[str, list[dict[str, Any]]] = {}
     for section, keyed in custom.items():
         dicts: list[dict[str, Any]] = [{} for _ in range(count)]
@@ -356,26 +390,36 @@ def _entries(
         sections[section] = dicts
     # A field no run of the index has is absent; one some run has is None where missing.
     summaries = [
-        None if graph is None else
-        {"fields": fields_of, "metric": metric, "user_defined": user, "graph": graph}
+        None
+        if graph is None
+        else {"fields": fields_of, "metric": metric, "user_defined": user, "graph": graph}
         for graph, fields_of, metric, user in zip(
-            columns["graph"], field_dicts, sections["metric"], sections["user_defined"],
-            strict=True)
+            columns["graph"], field_dicts, sections["metric"], sections["user_defined"], strict=True
+        )
     ]
     warned: list[tuple[str, ...]] = [()] * count
     for at, texts in warnings.items():
         if at.isdigit() and int(at) < count and isinstance(texts, list):
             warned[int(at)] = tuple(map(str, texts))
-    return list(map(IndexEntry, paths, columns["dir_mtime"], columns["final"],
-                    columns["create_time"], columns["update_time"], columns["files"],
-                    summaries, warned))
+    return list(
+        map(
+            IndexEntry,
+            paths,
+            columns["dir_mtime"],
+            columns["final"],
+            columns["create_time"],
+            columns["update_time"],
+            columns["files"],
+            summaries,
+            warned,
+        )
+    )
 
 
 def _document(entries: list[IndexEntry], graphs: dict[str, Any]) -> dict[str, Any]:
     count = len(entries)
     fields: dict[str, list[Any]] = {}
-    custom: dict[str, dict[str, tuple[list[int], list[Any]]]] = {"metric": {},
-                                                                 "user_defined": {}}
+    custom: dict[str, dict[str, tuple[list[int], list[Any]]]] = {"metric": {}, "user_defined": {}}
     for index, entry in enumerate(entries):
         if entry.summary is None:
             continue
@@ -398,15 +442,19 @@ def _document(entries: list[IndexEntry], graphs: dict[str, Any]) -> dict[str, An
         "create_time": [entry.create_time for entry in entries],
         "update_time": [entry.update_time for entry in entries],
         "files": [entry.files for entry in entries],
-        "graph": [None if entry.summary is None else entry.summary["graph"]
-                  for entry in entries],
+        "graph": [None if entry.summary is None else entry.summary["graph"] for entry in entries],
         "fields": fields,
-        "metric": {key: [positions, values] for key, (positions, values)
-                   in custom["metric"].items()},
-        "user_defined": {key: [positions, values] for key, (positions, values)
-                         in custom["user_defined"].items()},
-        "warnings": {str(index): list(entry.warnings) for index, entry in enumerate(entries)
-                     if entry.warnings},
+        "metric": {
+            key: [positions, values] for key, (positions, values) in custom["metric"].items()
+        },
+        "user_defined": {
+            key: [positions, values] for key, (positions, values) in custom["user_defined"].items()
+        },
+        "warnings": {
+            str(index): list(entry.warnings)
+            for index, entry in enumerate(entries)
+            if entry.warnings
+        },
         "graphs": {graph: graphs[graph] for graph in used},
     }
 
@@ -422,8 +470,9 @@ def write_index(
     text = json.dumps(_document(entries, graphs), separators=(",", ":"), check_circular=False)
     target = os.path.join(base_dir, INDEX_NAME)
     try:
-        descriptor, temporary = tempfile.mkstemp(prefix=f"{INDEX_NAME}.", suffix=".tmp",
-                                                 dir=base_dir)
+        descriptor, temporary = tempfile.mkstemp(
+            prefix=f"{INDEX_NAME}.", suffix=".tmp", dir=base_dir
+        )
     except OSError as error:
         logger.debug("cannot write the lineage index of %s: %s", base_dir, error)
         return None

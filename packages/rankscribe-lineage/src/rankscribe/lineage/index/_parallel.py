@@ -84,9 +84,7 @@ class _Helper:
     def __init__(self, kind: str, part: Sequence[Any]) -> None:
         self.outcomes: list[Any] | None = None
         self._process: subprocess.Popen[bytes] | None = None
-        self._thread = threading.Thread(
-            target=self._run, args=((kind, list(part)),), daemon=True
-        )
+        self._thread = threading.Thread(target=self._run, args=((kind, list(part)),), daemon=True)
         self._thread.start()
 
     def _run(self, request: tuple[str, list[Any]]) -> None:
@@ -94,7 +92,9 @@ class _Helper:
         try:
             self._process = subprocess.Popen(
                 [sys.executable, "-m", WORKER_MODULE],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
                 env=_helper_environment(),
             )
             output, _ = self._process.communicate(
@@ -121,8 +121,7 @@ _Item = TypeVar("_Item")
 _Result = TypeVar("_Result")
 
 
-def _shared(kind: str, items: Sequence[_Item],
-            one: Callable[[_Item], _Result]) -> list[_Result]:
+def _shared(kind: str, items: Sequence[_Item], one: Callable[[_Item], _Result]) -> list[_Result]:
     """``[one(item) for item in items]``, shared with helper processes when there are many."""
     processes = _processes(len(items))
     if processes <= 1 or not sys.executable:

@@ -60,9 +60,9 @@ class LineageRow:
         if name == "dataset_mark":
             return self.dataset_mark
         if name.startswith("metric/"):
-            return self.metric.get(name[len("metric/"):])
+            return self.metric.get(name[len("metric/") :])
         if name.startswith("user_defined/"):
-            return self.user_defined.get(name[len("user_defined/"):])
+            return self.user_defined.get(name[len("user_defined/") :])
         return self.fields.get(name)
 
 
@@ -73,10 +73,10 @@ def value_getter(name: str) -> Callable[[LineageRow], Any]:
     if name == "dataset_mark":
         return operator.attrgetter("dataset_mark")
     if name.startswith("metric/"):
-        metric_key = name[len("metric/"):]
+        metric_key = name[len("metric/") :]
         return lambda row: row.metric.get(metric_key)
     if name.startswith("user_defined/"):
-        user_key = name[len("user_defined/"):]
+        user_key = name[len("user_defined/") :]
         return lambda row: row.user_defined.get(user_key)
     return lambda row: row.fields.get(name)
 
@@ -153,6 +153,7 @@ def parse_directory_for_index(
     if run is None:
         return None, None, None
     return run, parse_for_index((run.path, run.lineage_files), graph_memo, graph_ids), None
+
 
 def row_of(run: SummaryDir, summary: dict[str, Any]) -> LineageRow:
     return LineageRow(

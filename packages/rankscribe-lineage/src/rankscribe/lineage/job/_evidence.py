@@ -48,8 +48,11 @@ NONE = -1
 
 
 def _bin_of(log_ratio: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
-    clipped = np.clip(np.nan_to_num(log_ratio, nan=0.0, posinf=_BIN_LIMIT, neginf=-_BIN_LIMIT),
-                      -_BIN_LIMIT, _BIN_LIMIT)
+    clipped = np.clip(
+        np.nan_to_num(log_ratio, nan=0.0, posinf=_BIN_LIMIT, neginf=-_BIN_LIMIT),
+        -_BIN_LIMIT,
+        _BIN_LIMIT,
+    )
     return np.rint((clipped + _BIN_LIMIT) / _BIN_WIDTH).astype(np.int64)
 
 
@@ -61,12 +64,12 @@ def _histogram_median(histogram: npt.NDArray[np.int64]) -> float | None:
     return float(2.0 ** (index * _BIN_WIDTH - _BIN_LIMIT))
 
 
-def _ratio(values: npt.NDArray[np.float64], reference: npt.NDArray[np.float64]
-           ) -> npt.NDArray[np.float64]:
+def _ratio(
+    values: npt.NDArray[np.float64], reference: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
     """values / reference, where 0/0 is a ratio of 1 and x/0 is infinite."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(reference > 0, values / reference,
-                        np.where(values > 0, np.inf, 1.0))
+        return np.where(reference > 0, values / reference, np.where(values > 0, np.inf, 1.0))
 
 
 @dataclass
@@ -77,8 +80,9 @@ class _TimingEvidence:
     slowest: dict[int, int] = field(default_factory=dict)
     skews: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(_BINS, np.int64))
 
-    def add(self, dense: DenseSeries) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64],
-                                              npt.NDArray[np.int64]]:
+    def add(
+        self, dense: DenseSeries
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.int64]]:
         """Fold in these steps; return (steps, skew, slowest rank) of the contested ones."""
         values = dense.values
         present = ~np.isnan(values)
@@ -204,8 +208,7 @@ class LiveVerdicts:
         for rank, step in sorted(self.diverged.items()):
             verdicts[f"job/diverged_step/{rank}"] = step
         verdicts["job/nonfinite_loss_ranks"] = ranges_text(sorted(self.nonfinite_loss))
-        verdicts["job/nonfinite_loss_first_step"] = min(self.nonfinite_loss.values(),
-                                                        default=NONE)
+        verdicts["job/nonfinite_loss_first_step"] = min(self.nonfinite_loss.values(), default=NONE)
         for rank, step in sorted(self.nonfinite_loss.items()):
             verdicts[f"job/nonfinite_loss_step/{rank}"] = step
         last = {rank: self.last_steps[rank] for rank in reported}

@@ -238,9 +238,7 @@ def tensorboard_file_bytes(
         return bytes(tensorboard_pb2.Event(wall_time=wall_time, step=step).SerializeToString())
 
     records.extend(
-        _step_events(
-            curves, table, _tensorboard_value, head, _summary_key(tensorboard_pb2.Event)
-        )
+        _step_events(curves, table, _tensorboard_value, head, _summary_key(tensorboard_pb2.Event))
     )
     return records
 
@@ -313,14 +311,27 @@ class AppendedJobFiles:
         self.paths: dict[str, str] = {}
         self._descriptors: dict[str, int] = {}
         first = {
-            "summary": [files.frame(summary_pb2.Event(
-                wall_time=wall_time, version=MINDSPORE_VERSION).SerializeToString())],
+            "summary": [
+                files.frame(
+                    summary_pb2.Event(
+                        wall_time=wall_time, version=MINDSPORE_VERSION
+                    ).SerializeToString()
+                )
+            ],
         }
-        names = {"summary": files.summary_file_name(
-            SUMMARY_PREFIX, timestamp, JOB_MARK, machine, SUMMARY_SUFFIX)}
+        names = {
+            "summary": files.summary_file_name(
+                SUMMARY_PREFIX, timestamp, JOB_MARK, machine, SUMMARY_SUFFIX
+            )
+        }
         if tensorboard:
-            first["tensorboard"] = [files.frame(tensorboard_pb2.Event(
-                wall_time=wall_time, file_version=TENSORBOARD_VERSION).SerializeToString())]
+            first["tensorboard"] = [
+                files.frame(
+                    tensorboard_pb2.Event(
+                        wall_time=wall_time, file_version=TENSORBOARD_VERSION
+                    ).SerializeToString()
+                )
+            ]
             names["tensorboard"] = f"events.out.tfevents.{timestamp}.{machine}.{JOB_MARK}"
         try:
             for kind, name in names.items():
@@ -354,21 +365,32 @@ class AppendedJobFiles:
         def summary_head(step: int) -> bytes:
             return bytes(summary_pb2.Event(wall_time=wall_time, step=step).SerializeToString())
 
-        records = {"summary": _step_events(
-            curves, table, _summary_value, summary_head, _summary_key(summary_pb2.Event))}
+        records = {
+            "summary": _step_events(
+                curves, table, _summary_value, summary_head, _summary_key(summary_pb2.Event)
+            )
+        }
         if self.tensorboard:
 
             def board_head(step: int) -> bytes:
                 return bytes(
-                    tensorboard_pb2.Event(wall_time=wall_time, step=step).SerializeToString())
+                    tensorboard_pb2.Event(wall_time=wall_time, step=step).SerializeToString()
+                )
 
             board: list[bytes] = []
             if layout is not None:
                 board.append(_layout_event(wall_time, _layout(layout[0], layout[1])))
             if session is not None:
                 board.append(session_records(session, wall_time))
-            board.extend(_step_events(curves, table, _tensorboard_value, board_head,
-                                      _summary_key(tensorboard_pb2.Event)))
+            board.extend(
+                _step_events(
+                    curves,
+                    table,
+                    _tensorboard_value,
+                    board_head,
+                    _summary_key(tensorboard_pb2.Event),
+                )
+            )
             records["tensorboard"] = board
         self._append(records)
 
@@ -379,7 +401,7 @@ class AppendedJobFiles:
                 continue
             data = memoryview(b"".join(chunks))
             while data:  # a regular file takes it in one write; a short one continues it
-                data = data[os.write(descriptor, data):]
+                data = data[os.write(descriptor, data) :]
             os.fsync(descriptor)
 
     def close(self) -> None:
@@ -392,8 +414,14 @@ class AppendedJobFiles:
             del self._descriptors[kind]
 
 
-_APPEND_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
-                 | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+_APPEND_FLAGS = (
+    os.O_WRONLY
+    | os.O_CREAT
+    | os.O_EXCL
+    | os.O_APPEND
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
 
 
 def now() -> float:

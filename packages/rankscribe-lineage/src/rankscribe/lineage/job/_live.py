@@ -48,14 +48,22 @@ PATIENCE = 3
 LIVE_STATE_NAME = ".rankscribe-live.json"
 #: A state file larger than this is not read (it holds one entry per rank).
 _MAX_STATE_BYTES = 32 << 20
+
+
 def _tag_curves(tag: str, statistics: TagStatistics) -> list[Curve]:
     columns = {
-        "mean": statistics.mean, "min": statistics.minimum, "max": statistics.maximum,
-        "std": statistics.std, "ranks": statistics.count,
-        "min_rank": statistics.min_rank, "max_rank": statistics.max_rank,
+        "mean": statistics.mean,
+        "min": statistics.minimum,
+        "max": statistics.maximum,
+        "std": statistics.std,
+        "ranks": statistics.count,
+        "min_rank": statistics.min_rank,
+        "max_rank": statistics.max_rank,
     }
-    return [Curve(f"{tag}/{suffix}", statistics.steps, columns[suffix].astype(np.float64))
-            for suffix in STATISTIC_SUFFIXES]
+    return [
+        Curve(f"{tag}/{suffix}", statistics.steps, columns[suffix].astype(np.float64))
+        for suffix in STATISTIC_SUFFIXES
+    ]
 
 
 class LiveJobView:
@@ -67,8 +75,14 @@ class LiveJobView:
     tree); :meth:`finish` writes everything left and closes the files.
     """
 
-    def __init__(self, job_dir: str | os.PathLike[str], *, world_size: int,
-                 tensorboard: bool = False, host: str | None = None) -> None:
+    def __init__(
+        self,
+        job_dir: str | os.PathLike[str],
+        *,
+        world_size: int,
+        tensorboard: bool = False,
+        host: str | None = None,
+    ) -> None:
         self.directory = os.fspath(job_dir)
         self.world_size = world_size
         self.tensorboard = tensorboard
@@ -104,7 +118,9 @@ class LiveJobView:
                 logger.warning(
                     "live job view of %s: %d points arrived for steps already written "
                     "(ranks that missed intervals); the offline merge counts them",
-                    self.directory, late)
+                    self.directory,
+                    late,
+                )
             self._pending.merge(partial)
             self._round_ranks = partial.ranks
             self._round_missing = list(missing)
@@ -128,8 +144,11 @@ class LiveJobView:
             if self._received - self._written_round > 1:
                 logger.warning(
                     "live job view of %s fell behind (a slow filesystem?): intervals %d-%d "
-                    "are written together", self.directory, self._written_round + 1,
-                    self._received)
+                    "are written together",
+                    self.directory,
+                    self._written_round + 1,
+                    self._received,
+                )
             self._written_round = self._received
             cut = (2**63 - 1) if final else self._cut()
             written, self._pending = self._pending.split(cut)
@@ -139,8 +158,9 @@ class LiveJobView:
             return False
         self.state.missing_now = missing
         curves = self._curves(written)
-        verdict_step = max((int(curve.steps[-1]) for curve in curves if len(curve.steps)),
-                           default=None)
+        verdict_step = max(
+            (int(curve.steps[-1]) for curve in curves if len(curve.steps)), default=None
+        )
         # Later points at or below the cut are late (every rank waited for had passed it).
         self.written_through = max(self.written_through, cut)
         verdicts = self.state.verdicts()
@@ -154,9 +174,9 @@ class LiveJobView:
     def _cut(self) -> int:
         """The last step every rank the view waits for has passed (-1: none yet)."""
         waiting = [
-            rank for rank in range(self.world_size)
-            if rank not in self._finished
-            and self._received - self._heard.get(rank, 0) < PATIENCE
+            rank
+            for rank in range(self.world_size)
+            if rank not in self._finished and self._received - self._heard.get(rank, 0) < PATIENCE
         ]
         steps = [self._pending.last_steps.get(rank, -1) for rank in waiting]
         if not steps:  # every rank finished or fell silent: what arrived is complete
@@ -180,8 +200,9 @@ class LiveJobView:
             return
         layout_grew = False
         if self._files is None:
-            self._files = AppendedJobFiles(self.directory, tensorboard=self.tensorboard,
-                                           host=self.host)
+            self._files = AppendedJobFiles(
+                self.directory, tensorboard=self.tensorboard, host=self.host
+            )
             layout_grew = True
         layout_grew = layout_grew or len(self._margin_tags) != self._laid_out
         self._laid_out = len(self._margin_tags)
@@ -201,8 +222,9 @@ class LiveJobView:
             "verdicts": dict(verdicts),
         }
         data = json.dumps(state, allow_nan=True).encode("utf-8")
-        files.atomic_write(os.path.join(self.directory, LIVE_STATE_NAME), [data],
-                           mode=files.file_mode(True))
+        files.atomic_write(
+            os.path.join(self.directory, LIVE_STATE_NAME), [data], mode=files.file_mode(True)
+        )
 
     def finish(
         self,
@@ -217,20 +239,30 @@ class LiveJobView:
         """
         self.write(final=True)
         with self._write_lock:
-            if (self._files is not None and self._files.tensorboard
-                    and (hparams is not None or metrics is not None)):
+            if (
+                self._files is not None
+                and self._files.tensorboard
+                and (hparams is not None or metrics is not None)
+            ):
                 self._append([], _session(hparams, metrics, now()))
             if self._files is not None:
                 self._files.close()
         return self.state.verdicts()
 
 
-def _session(hparams: Mapping[str, Any] | None, metrics: Mapping[str, float] | None,
-             wall_time: float) -> HParamsRun:
-    values = {str(name): converted for name, raw in (hparams or {}).items()
-              if (converted := hparam_value(raw)) is not None}
-    finals = {str(name): number for name, raw in (metrics or {}).items()
-              if (number := metric_value(raw)) is not None}
+def _session(
+    hparams: Mapping[str, Any] | None, metrics: Mapping[str, float] | None, wall_time: float
+) -> HParamsRun:
+    values = {
+        str(name): converted
+        for name, raw in (hparams or {}).items()
+        if (converted := hparam_value(raw)) is not None
+    }
+    finals = {
+        str(name): number
+        for name, raw in (metrics or {}).items()
+        if (number := metric_value(raw)) is not None
+    }
     # An empty group name makes TensorBoard group the session by its run: the job dir.
     return HParamsRun(name="", hparams=values, metrics=finals, start_time=wall_time)
 

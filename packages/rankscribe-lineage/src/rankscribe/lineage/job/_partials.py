@@ -55,9 +55,17 @@ _LENGTH = struct.Struct("<Q")
 # TagStatistics' columns, in this order (the finite moments and the non-finite counts
 # apart, so a merge matches numpy for inf and NaN: job/_statistics.py).
 _TAG_FIELDS = (
-    ("steps", "<i8"), ("count", "<i8"), ("finite_mean", "<f8"), ("m2", "<f8"),
-    ("minimum", "<f8"), ("min_rank", "<i8"), ("maximum", "<f8"), ("max_rank", "<i8"),
-    ("nan", "<i8"), ("posinf", "<i8"), ("neginf", "<i8"),
+    ("steps", "<i8"),
+    ("count", "<i8"),
+    ("finite_mean", "<f8"),
+    ("m2", "<f8"),
+    ("minimum", "<f8"),
+    ("min_rank", "<i8"),
+    ("maximum", "<f8"),
+    ("max_rank", "<i8"),
+    ("nan", "<i8"),
+    ("posinf", "<i8"),
+    ("neginf", "<i8"),
 )
 #: A header larger than this is refused before it is parsed.
 _MAX_HEADER = 64 << 20
@@ -78,8 +86,9 @@ class Partial:
 
     tags: dict[str, TagStatistics] = field(default_factory=dict)
     # (steps, values) columns, spelled out: this is a public class (RankArrays is private)
-    per_rank: dict[str, dict[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]] = (
-        field(default_factory=dict))
+    per_rank: dict[str, dict[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]] = field(
+        default_factory=dict
+    )
     last_steps: dict[int, int] = field(default_factory=dict)
     nonfinite_loss: dict[int, int] = field(default_factory=dict)
     finished: set[int] = field(default_factory=set)
@@ -88,8 +97,9 @@ class Partial:
     def of_rank(
         cls,
         rank: int,
-        scalars: Mapping[str, Iterable[tuple[int, float]]
-                         | tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]],
+        scalars: Mapping[
+            str, Iterable[tuple[int, float]] | tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]
+        ],
         *,
         last_step: int = -1,
         finished: bool = False,
@@ -104,9 +114,7 @@ class Partial:
             partial.finished.add(rank)
         last = last_step
         for tag, points in scalars.items():
-            if isinstance(points, tuple) and len(points) == 2 and isinstance(
-                points[0], np.ndarray
-            ):
+            if isinstance(points, tuple) and len(points) == 2 and isinstance(points[0], np.ndarray):
                 steps, values = _sorted_arrays(points[0], points[1])
             else:
                 steps, values = rank_arrays(points)
@@ -119,8 +127,9 @@ class Partial:
                 bad = np.flatnonzero(~np.isfinite(values))
                 if len(bad):
                     first = int(steps[bad[0]])
-                    partial.nonfinite_loss[rank] = min(first, partial.nonfinite_loss.get(
-                        rank, first))
+                    partial.nonfinite_loss[rank] = min(
+                        first, partial.nonfinite_loss.get(rank, first)
+                    )
             if tag != FINGERPRINT_TAG:
                 partial.tags[tag] = TagStatistics.of_rank(rank, steps, values)
         partial.last_steps[rank] = last
@@ -148,8 +157,13 @@ class Partial:
             mine = self.per_rank.setdefault(tag, {})
             for rank, (steps, values) in ranks.items():
                 held = mine.get(rank)
-                mine[rank] = (steps, values) if held is None else _sorted_arrays(
-                    np.concatenate([held[0], steps]), np.concatenate([held[1], values]))
+                mine[rank] = (
+                    (steps, values)
+                    if held is None
+                    else _sorted_arrays(
+                        np.concatenate([held[0], steps]), np.concatenate([held[1], values])
+                    )
+                )
         for rank, step in other.last_steps.items():
             self.last_steps[rank] = max(step, self.last_steps.get(rank, -1))
         for rank, step in other.nonfinite_loss.items():
@@ -181,12 +195,15 @@ class Partial:
         """These points as :class:`JobStatistics` (what ``write_job_view`` takes)."""
         return JobStatistics(
             tags=dict(self.tags),
-            timings={tag: dict(ranks) for tag, ranks in self.per_rank.items()
-                     if is_timing_tag(tag)},
+            timings={
+                tag: dict(ranks) for tag, ranks in self.per_rank.items() if is_timing_tag(tag)
+            },
             fingerprints=dict(self.per_rank.get(FINGERPRINT_TAG, {})),
             nonfinite_loss=dict(self.nonfinite_loss),
-            last_steps={rank: (step if step >= 0 else None)
-                        for rank, step in sorted(self.last_steps.items())},
+            last_steps={
+                rank: (step if step >= 0 else None)
+                for rank, step in sorted(self.last_steps.items())
+            },
         )
 
     def drop_through(self, last: int) -> int:
@@ -214,13 +231,16 @@ class Partial:
                 per_rank.append([tag, rank, len(steps)])
                 arrays.append(np.ascontiguousarray(steps, dtype="<i8").tobytes())
                 arrays.append(np.ascontiguousarray(values, dtype="<f8").tobytes())
-        header = json.dumps({
-            "tags": tags,
-            "per_rank": per_rank,
-            "last_steps": [[rank, step] for rank, step in self.last_steps.items()],
-            "nonfinite_loss": [[rank, step] for rank, step in self.nonfinite_loss.items()],
-            "finished": sorted(self.finished),
-        }, separators=(",", ":")).encode("utf-8")
+        header = json.dumps(
+            {
+                "tags": tags,
+                "per_rank": per_rank,
+                "last_steps": [[rank, step] for rank, step in self.last_steps.items()],
+                "nonfinite_loss": [[rank, step] for rank, step in self.nonfinite_loss.items()],
+                "finished": sorted(self.finished),
+            },
+            separators=(",", ":"),
+        ).encode("utf-8")
         return b"".join([_MAGIC, _LENGTH.pack(len(header)), header, *arrays])
 
     @classmethod
@@ -253,7 +273,8 @@ class _Cursor:
         if end > len(self.view):
             raise PartialFormatError("the message ends before its arrays do")
         array = np.frombuffer(self.view[self.offset : end], dtype=dtype).astype(
-            dtype[1:], copy=True)
+            dtype[1:], copy=True
+        )
         self.offset = end
         return array
 
@@ -277,8 +298,14 @@ def _decoded(header: Any, view: memoryview, offset: int) -> Partial:
         if bool(np.any(columns["count"] < 1)):
             raise PartialFormatError(f"tag {tag!r} has a count below 1")
         others = columns["nan"] + columns["posinf"] + columns["neginf"]
-        if bool(np.any((columns["nan"] < 0) | (columns["posinf"] < 0) | (columns["neginf"] < 0)
-                       | (others > columns["count"]))):
+        if bool(
+            np.any(
+                (columns["nan"] < 0)
+                | (columns["posinf"] < 0)
+                | (columns["neginf"] < 0)
+                | (others > columns["count"])
+            )
+        ):
             raise PartialFormatError(f"tag {tag!r} counts more non-finite points than points")
         partial.tags[tag] = TagStatistics(**columns)
     for tag, rank, count in header["per_rank"]:
@@ -316,6 +343,4 @@ def _sorted_arrays(steps: npt.NDArray[Any], values: npt.NDArray[Any]) -> RankArr
 
 
 def _slice(statistics: TagStatistics, start: int, stop: int) -> TagStatistics:
-    return TagStatistics(**{
-        name: getattr(statistics, name)[start:stop] for name, _ in _TAG_FIELDS
-    })
+    return TagStatistics(**{name: getattr(statistics, name)[start:stop] for name, _ in _TAG_FIELDS})

@@ -45,8 +45,7 @@ def missing_ranges(present: Iterable[int], world_size: int) -> list[tuple[int, i
     return gaps
 
 
-def ranges_text(runs: Iterable[tuple[int, int]] | Iterable[int], *,
-                limit: int = MAX_TEXT) -> str:
+def ranges_text(runs: Iterable[tuple[int, int]] | Iterable[int], *, limit: int = MAX_TEXT) -> str:
     """``"0,2,5-9"``: single ranks and runs of three or more as ``first-last``.
 
     Accepts ranks or ``(first, last)`` runs. A run of two stays ``"4,5"``, as

@@ -36,7 +36,7 @@ def timing_name(tag: Any) -> str:
     """A timing tag in words: ``rankscribe/data_wait`` -> "data wait"."""
     text = str(tag)
     if text.startswith(SECTION_TAG_PREFIX):
-        return f"section {text[len(SECTION_TAG_PREFIX):]!r}"
+        return f"section {text[len(SECTION_TAG_PREFIX) :]!r}"
     return text.removeprefix("rankscribe/").replace("_", " ")
 
 
@@ -50,14 +50,17 @@ def _straggler_lines(user_defined: Mapping[str, Any]) -> list[str]:
     excess = _number(user_defined.get("job/straggler_excess"))
     timing = user_defined.get("job/straggler_timing")
     by = f", by {timing_name(timing)}" if isinstance(timing, str) and timing else ""
-    lines = [f"straggler: rank {straggler} (slowest in {share:.0%} of the steps, "
-             f"{excess:.0%} slower than the faster ranks step by step{by}){skew_text}"]
+    lines = [
+        f"straggler: rank {straggler} (slowest in {share:.0%} of the steps, "
+        f"{excess:.0%} slower than the faster ranks step by step{by}){skew_text}"
+    ]
     ranks = [item for item in str(user_defined.get("job/straggler_ranks", "")).split(",") if item]
     if len(ranks) > 1:
         details = "; ".join(
             f"rank {rank} {_number(user_defined.get(f'job/straggler_excess/{rank}')):.0%} "
             f"slower by {timing_name(user_defined.get(f'job/straggler_timing/{rank}', '?'))}"
-            for rank in ranks)
+            for rank in ranks
+        )
         lines.append(f"stragglers: ranks {','.join(ranks)} ({details})")
     return lines
 

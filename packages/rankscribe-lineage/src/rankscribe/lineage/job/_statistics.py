@@ -77,8 +77,9 @@ def is_timing_tag(tag: str) -> bool:
     """Whether ``tag`` is one of the per-rank timings the straggler rule judges."""
     if not isinstance(tag, str):
         raise LineageParamTypeError(f"tag must be a str, got {type(tag).__name__}")
-    return tag in TIMING_TAGS or (tag.startswith(SECTION_TAG_PREFIX)
-                                  and len(tag) > len(SECTION_TAG_PREFIX))
+    return tag in TIMING_TAGS or (
+        tag.startswith(SECTION_TAG_PREFIX) and len(tag) > len(SECTION_TAG_PREFIX)
+    )
 
 
 class SeriesLike(Protocol):
@@ -170,9 +171,10 @@ class TagStatistics:
         """Mean over the ranks of each step, as ``numpy.mean`` (NaN, +-inf included)."""
         undefined = (self.nan > 0) | ((self.posinf > 0) & (self.neginf > 0))
         result: FloatArray = np.where(
-            undefined, np.nan,
-            np.where(self.posinf > 0, np.inf,
-                     np.where(self.neginf > 0, -np.inf, self.finite_mean)))
+            undefined,
+            np.nan,
+            np.where(self.posinf > 0, np.inf, np.where(self.neginf > 0, -np.inf, self.finite_mean)),
+        )
         return result
 
     @property
@@ -216,8 +218,18 @@ class TagStatistics:
         )
 
     def _place(self, where: IntArray, source: TagStatistics) -> None:
-        for name in ("count", "finite_mean", "m2", "minimum", "min_rank", "maximum",
-                     "max_rank", "nan", "posinf", "neginf"):
+        for name in (
+            "count",
+            "finite_mean",
+            "m2",
+            "minimum",
+            "min_rank",
+            "maximum",
+            "max_rank",
+            "nan",
+            "posinf",
+            "neginf",
+        ):
             getattr(self, name)[where] = getattr(source, name)
 
     def _combine(self, where: IntArray, source: TagStatistics) -> None:
@@ -229,14 +241,18 @@ class TagStatistics:
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             # Chan et al.: exact for an empty side (count_a == 0 gives source's values).
             self.finite_mean[where] = np.where(
-                count_a == 0, source.finite_mean,
+                count_a == 0,
+                source.finite_mean,
                 np.where(count_b == 0, mean_a, mean_a + delta * (count_b / total)),
             )
             self.m2[where] = np.where(
                 count_a == 0,
                 source.m2,
-                np.where(count_b == 0, self.m2[where],
-                         self.m2[where] + source.m2 + delta * delta * (count_a * count_b / total)),
+                np.where(
+                    count_b == 0,
+                    self.m2[where],
+                    self.m2[where] + source.m2 + delta * delta * (count_a * count_b / total),
+                ),
             )
         self.count[where] = self.count[where] + source.count
         self.nan[where] = self.nan[where] + source.nan

@@ -73,9 +73,7 @@ BINS = int(2 * LOG2_LIMIT / BIN_WIDTH) + 2
 _NONE = -1
 
 
-def paired_ratios(
-    values: npt.ArrayLike, floor: npt.ArrayLike | None = None
-) -> FloatArray:
+def paired_ratios(values: npt.ArrayLike, floor: npt.ArrayLike | None = None) -> FloatArray:
     """Each rank's value over the step's median over the ranks: ``(steps, ranks)`` ratios.
 
     ``values`` is ``(steps, ranks)`` with NaN where a rank has no point;
@@ -136,14 +134,14 @@ class TimingEvidence:
         half = total / 2.0
         index = int(np.searchsorted(cumulative, half, side="left"))
         if index == 0:
-            return float(2.0 ** -LOG2_LIMIT)
+            return float(2.0**-LOG2_LIMIT)
         if index == BINS - 1:
-            return float(2.0 ** LOG2_LIMIT)
+            return float(2.0**LOG2_LIMIT)
         before = float(cumulative[index - 1]) if index > 0 else 0.0
         inside = float(self.histogram[index])
         share = (half - before) / inside if inside else 0.5
         log2 = -LOG2_LIMIT + (index - 1 + share) * BIN_WIDTH
-        return float(2.0 ** log2)
+        return float(2.0**log2)
 
     def merge(self, other: TimingEvidence) -> None:
         self.histogram = self.histogram + other.histogram
@@ -169,7 +167,8 @@ class StragglerEvidence:
         if table.ndim != 2 or table.shape[1] != len(columns):
             raise ValueError(
                 f"ratios must be a (steps, {len(columns)}) array for ranks {columns}, "
-                f"got shape {table.shape}")
+                f"got shape {table.shape}"
+            )
         present = ~np.isnan(table)
         # The one slowest rank of a step (a tie at the top names nobody).
         filled = np.where(present, table, -np.inf)
@@ -214,8 +213,11 @@ class StragglerEvidence:
             "tags": [tag for tag, _ in keys],
             "ranks": np.array([rank for _, rank in keys], dtype=np.int64),
             "slowest": np.array([self.entries[key].slowest for key in keys], dtype=np.int64),
-            "histograms": (np.stack([self.entries[key].histogram for key in keys])
-                           if keys else np.zeros((0, BINS), dtype=np.int64)),
+            "histograms": (
+                np.stack([self.entries[key].histogram for key in keys])
+                if keys
+                else np.zeros((0, BINS), dtype=np.int64)
+            ),
         }
 
     @classmethod
@@ -225,9 +227,13 @@ class StragglerEvidence:
         ranks = np.asarray(arrays.get("ranks"), dtype=np.int64).reshape(-1)
         slowest = np.asarray(arrays.get("slowest"), dtype=np.int64).reshape(-1)
         histograms = np.asarray(arrays.get("histograms"), dtype=np.int64)
-        if (not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags)
-                or len(tags) != len(ranks) or len(slowest) != len(ranks)
-                or histograms.shape != (len(ranks), BINS)):
+        if (
+            not isinstance(tags, list)
+            or not all(isinstance(tag, str) for tag in tags)
+            or len(tags) != len(ranks)
+            or len(slowest) != len(ranks)
+            or histograms.shape != (len(ranks), BINS)
+        ):
             raise ValueError("straggler evidence arrays are malformed")
         evidence = cls()
         for tag, rank, count, histogram in zip(tags, ranks, slowest, histograms, strict=True):

@@ -132,9 +132,16 @@ def timing_evidence(statistics: JobStatistics) -> StragglerEvidence:
     step_dense = dense_series(statistics.step_times)
     with np.errstate(all="ignore"):
         counted = (~np.isnan(step_dense.values)).sum(axis=1) if len(step_dense.steps) else None
-        step_median = (np.array([np.nanmedian(row) if n else 0.0
-                                 for row, n in zip(step_dense.values, counted, strict=True)])
-                       if counted is not None else np.empty(0))
+        step_median = (
+            np.array(
+                [
+                    np.nanmedian(row) if n else 0.0
+                    for row, n in zip(step_dense.values, counted, strict=True)
+                ]
+            )
+            if counted is not None
+            else np.empty(0)
+        )
     for tag in sorted(statistics.timings):
         dense = dense_series(statistics.timings[tag])
         if len(dense.ranks) < 2 or len(dense.steps) == 0:
@@ -145,8 +152,9 @@ def timing_evidence(statistics: JobStatistics) -> StragglerEvidence:
             inside = where < len(step_dense.steps)
             matched = np.zeros(len(dense.steps), dtype=bool)
             matched[inside] = step_dense.steps[where[inside]] == dense.steps[inside]
-            floor[matched] = np.maximum(STEP_FLOOR_SHARE * step_median[where[matched]],
-                                        STEP_FLOOR_SECONDS)
+            floor[matched] = np.maximum(
+                STEP_FLOOR_SHARE * step_median[where[matched]], STEP_FLOOR_SECONDS
+            )
         evidence.add_ratios(tag, dense.ranks.tolist(), paired_ratios(dense.values, floor))
     return evidence
 
@@ -230,8 +238,9 @@ def _stops(statistics: JobStatistics, failed: Sequence[int] = ()) -> Verdicts:
     innocent ranks wait, without writing, for the one that dies.
     """
     last = {rank: step for rank, step in statistics.last_steps.items() if step is not None}
-    verdicts: Verdicts = {f"job/last_step/{rank}": _int_value(step) for rank, step in
-                          sorted(last.items())}
+    verdicts: Verdicts = {
+        f"job/last_step/{rank}": _int_value(step) for rank, step in sorted(last.items())
+    }
     verdicts["job/stopped_first_rank"] = NONE
     verdicts["job/stopped_first_step"] = NONE
     verdicts["job/stopped_early_ranks"] = ""
@@ -264,8 +273,12 @@ def _stops(statistics: JobStatistics, failed: Sequence[int] = ()) -> Verdicts:
 
 
 def job_verdicts(
-    statistics: JobStatistics, *, world_size: int, missing: Sequence[int] = (),
-    failed: Sequence[int] = (), evidence: StragglerEvidence | None = None,
+    statistics: JobStatistics,
+    *,
+    world_size: int,
+    missing: Sequence[int] = (),
+    failed: Sequence[int] = (),
+    evidence: StragglerEvidence | None = None,
 ) -> tuple[Verdicts, StepTimes]:
     """Every verdict of the job, and the per-step step-time figures they came from.
 
@@ -281,8 +294,9 @@ def job_verdicts(
         "job/ranks_reported": len(reported),
         "job/missing_ranks": ranges_text(sorted(absent)),
     }
-    verdicts.update(straggler_verdicts(
-        evidence if evidence is not None else timing_evidence(statistics)))
+    verdicts.update(
+        straggler_verdicts(evidence if evidence is not None else timing_evidence(statistics))
+    )
     verdicts.update(_skew(times))
     verdicts.update(_divergence(statistics.fingerprints))
     verdicts.update(_nonfinite_loss(statistics))

@@ -118,8 +118,14 @@ def _float_getter(section: str, key: str) -> Callable[[RunLineage], Any]:
 
 def _merge_train(merger: _Merger, world_size: int) -> dict[str, dict[str, Any]]:
     hyper: dict[str, Any] = {}
-    for key in ("optimizer", "learning_rate", "loss_function", "epoch", "parallel_mode",
-                "batch_size"):
+    for key in (
+        "optimizer",
+        "learning_rate",
+        "loss_function",
+        "epoch",
+        "parallel_mode",
+        "batch_size",
+    ):
         value = merger.agreed(key, _section_getter("hyper_parameters", key))
         if value is not None:
             hyper[key] = value
@@ -182,12 +188,18 @@ def _merged_dataset(merger: _Merger, kind: str) -> dict[str, Any]:
     notes = merger.values(_section_getter("user_defined", note_key))
     size_getter = _section_getter(section, f"{section}_size")
     every_rank = len(notes) == len(merger.lineages)
-    whole = every_rank and len(set(notes.values())) == 1 and all(
-        isinstance(note, str) and note.startswith("whole:") for note in notes.values())
+    whole = (
+        every_rank
+        and len(set(notes.values())) == 1
+        and all(isinstance(note, str) and note.startswith("whole:") for note in notes.values())
+    )
     if notes:  # the ranks' own notes are read here, never merged as they are
         merger.notes[note_key] = ("whole" if whole else "shards") if every_rank else "unknown"
-    size = (merger.agreed(f"{section}_size", size_getter) if whole
-            else merger.summed(f"{section}_size", size_getter))
+    size = (
+        merger.agreed(f"{section}_size", size_getter)
+        if whole
+        else merger.summed(f"{section}_size", size_getter)
+    )
     if size is not None:
         merged[f"{section}_size"] = size
     return merged
@@ -218,8 +230,7 @@ def merge_rank_lineages(
     """
     check_mapping("records", records)
     if not isinstance(summary_dir, str):
-        raise LineageParamTypeError(
-            f"summary_dir must be a str, got {type(summary_dir).__name__}")
+        raise LineageParamTypeError(f"summary_dir must be a str, got {type(summary_dir).__name__}")
     extra = checked_user_defined(user_defined)
     if not records:
         raise LineageMergeError("no rank lineage to merge")
@@ -282,8 +293,10 @@ def checked_user_defined(
         )
     checked: dict[str, int | float | str] = {}
     for key, value in values.items():
-        if not isinstance(key, str) or isinstance(value, bool) or not isinstance(
-            value, (int, float, str)
+        if (
+            not isinstance(key, str)
+            or isinstance(value, bool)
+            or not isinstance(value, (int, float, str))
         ):
             raise LineageParamTypeError(
                 f"user_defined[{key!r}] must be a str key with an int, float or str value, "
@@ -291,5 +304,3 @@ def checked_user_defined(
             )
         checked[key] = value
     return checked
-
-

@@ -221,14 +221,17 @@ def merge_run_dir(
             f"rank_1, ... directories of a distributed job"
         )
     if world_size is not None and found[-1] >= world_size:
-        raise LineageMergeError(f"world_size {world_size} is too small for {directory}: it holds "
-                                f"the rank dirs of ranks {ranks_text(found)} (world_size must "
-                                f"be at least {found[-1] + 1})")
+        raise LineageMergeError(
+            f"world_size {world_size} is too small for {directory}: it holds "
+            f"the rank dirs of ranks {ranks_text(found)} (world_size must "
+            f"be at least {found[-1] + 1})"
+        )
     lineages, expected = _wait_for_ranks(directory, timeout, world_size, _CLOCK)
     on_disk = rank_dirs(directory)
     statistics = job_statistics_of_dirs(on_disk) if job_view else None
     has_scalars = statistics is not None and any(
-        step is not None for step in statistics.last_steps.values())
+        step is not None for step in statistics.last_steps.values()
+    )
     if not lineages and not has_scalars:
         raise LineageMergeError(
             f"no rank_<n> directory of {directory} holds a usable lineage or any scalar"

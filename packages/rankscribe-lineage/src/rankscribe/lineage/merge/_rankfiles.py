@@ -40,8 +40,14 @@ _SUMMARY_KEY = 0x2A  # field 5, length-delimited
 _ONE = np.float32(1.0).tobytes()
 
 #: tag -> (steps, values, sequence numbers of their records) in pieces.
-Columns = dict[str, tuple[list["npt.NDArray[np.int64]"], list["npt.NDArray[np.float64]"],
-                          list["npt.NDArray[np.int64]"]]]
+Columns = dict[
+    str,
+    tuple[
+        list["npt.NDArray[np.int64]"],
+        list["npt.NDArray[np.float64]"],
+        list["npt.NDArray[np.int64]"],
+    ],
+]
 Row = tuple[int, bytes, int]  # step, summary bytes, sequence number
 
 
@@ -100,10 +106,14 @@ class _Layout:
         for value in message.value:
             if value.WhichOneof("value") != "scalar_value":
                 return None
-            tag = value.tag if isinstance(value.tag, str) else bytes(value.tag).decode(
-                "utf-8", "replace")
-            single = summary_pb2.Summary(value=[summary_pb2.Summary.Value(
-                tag=tag, scalar_value=1.0)]).SerializeToString()
+            tag = (
+                value.tag
+                if isinstance(value.tag, str)
+                else bytes(value.tag).decode("utf-8", "replace")
+            )
+            single = summary_pb2.Summary(
+                value=[summary_pb2.Summary.Value(tag=tag, scalar_value=1.0)]
+            ).SerializeToString()
             if not single.endswith(_ONE):
                 return None
             skeleton += single[: -len(_ONE)]
@@ -137,8 +147,11 @@ def _decode_slowly(payload: bytes, sequence: int, columns: Columns) -> None:
 def _add_summary(step: int, summary: Any, sequence: int, columns: Columns) -> None:
     for value in summary.value:
         if value.WhichOneof("value") == "scalar_value":
-            tag = value.tag if isinstance(value.tag, str) else bytes(value.tag).decode(
-                "utf-8", "replace")
+            tag = (
+                value.tag
+                if isinstance(value.tag, str)
+                else bytes(value.tag).decode("utf-8", "replace")
+            )
             steps, values, order = columns.setdefault(tag, ([], [], []))
             steps.append(np.asarray([step], dtype=np.int64))
             values.append(np.asarray([value.scalar_value], dtype=np.float64))
@@ -190,8 +203,7 @@ def _read_file(path: str, columns: Columns, first: int) -> int:
     for damage in records.corruptions:
         logger.warning("%s", damage)
     if records.torn_tail is not None:
-        logger.warning("%s: a torn last record (%s) is left out", path,
-                       records.torn_tail.reason)
+        logger.warning("%s: a torn last record (%s) is left out", path, records.torn_tail.reason)
     return sequence
 
 

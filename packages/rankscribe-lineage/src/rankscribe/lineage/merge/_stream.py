@@ -37,8 +37,7 @@ def rank_partial(rank: int, directory: str) -> bytes:
 def _executor(workers: int) -> Executor:
     # fork is the cheapest start, but forking a process with threads can copy a held lock.
     method = "fork" if threading.active_count() == 1 and os.name == "posix" else "spawn"
-    return ProcessPoolExecutor(max_workers=workers,
-                               mp_context=multiprocessing.get_context(method))
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method))
 
 
 def job_statistics_of_dirs(

@@ -120,8 +120,7 @@ _FIELD_MESSAGES = {
     "lineage_type": "The parameter lineage_type is invalid. It should be 'dataset' or 'model'.",
 }
 _METRIC_MESSAGE = (
-    "The parameter {} is invalid. It should be a dict and the value should be a float or a "
-    "integer"
+    "The parameter {} is invalid. It should be a dict and the value should be a float or a integer"
 )
 # MindInsight says `in` for both list operators.
 _LIST_MESSAGE = "The value of `in` operation must be list or tuple."
@@ -219,8 +218,7 @@ def _check_attribute(name: object, condition: object) -> None:
     for key in condition:
         if key not in OPERATORS:
             raise LineageParamValueError(
-                "The compare condition should be in "
-                "('eq', 'lt', 'gt', 'le', 'ge', 'in', 'not_in')."
+                "The compare condition should be in ('eq', 'lt', 'gt', 'le', 'ge', 'in', 'not_in')."
             )
     if name.startswith("metric/"):
         if name == "metric/":
@@ -261,9 +259,7 @@ def _check_control_types(condition: dict[str, Any]) -> None:
         )
     if "sorted_type" in condition:
         if "sorted_name" not in condition:
-            raise LineageParamValueError(
-                "The sorted_name must exist when sorted_type exists."
-            )
+            raise LineageParamValueError("The sorted_name must exist when sorted_type exists.")
         if condition["sorted_type"] not in SORTED_TYPES:
             raise LineageParamValueError("The sorted_type must be ascending or descending.")
 
@@ -285,8 +281,9 @@ def _check_lineage_type(value: object) -> None:
     if not isinstance(value, dict) or not set(value).issubset(("eq", "in")):
         raise LineageSearchConditionParamError(message)
     if "in" in value and not isinstance(value["in"], (list, tuple)):
-        raise LineageSearchConditionParamError(f"The parameter lineage_type is invalid. "
-                                               f"{_LIST_MESSAGE}")
+        raise LineageSearchConditionParamError(
+            f"The parameter lineage_type is invalid. {_LIST_MESSAGE}"
+        )
     wanted = [*value.get("in", ()), *([value["eq"]] if "eq" in value else [])]
     if not all(isinstance(item, str) and item in LINEAGE_TYPES for item in wanted):
         raise LineageSearchConditionParamError(message)

@@ -241,8 +241,12 @@ class _Parser:
             self.advance()
             value_column = self.current.column
             return Comparison(
-                name, _COMPARATORS[token.text], self.parse_value(), name_token.column,
-                token.column, value_column,
+                name,
+                _COMPARATORS[token.text],
+                self.parse_value(),
+                name_token.column,
+                token.column,
+                value_column,
             )
         if token.keyword == "not":
             self.advance()
@@ -382,8 +386,10 @@ def parse_sort_keys(order_by: object) -> list[tuple[str, bool]]:
     if order_by is None:
         return []
     keys = [order_by] if isinstance(order_by, str) else order_by
-    if not isinstance(keys, Sequence) or isinstance(keys, (bytes, bytearray)) or not all(
-        isinstance(key, str) for key in keys
+    if (
+        not isinstance(keys, Sequence)
+        or isinstance(keys, (bytes, bytearray))
+        or not all(isinstance(key, str) for key in keys)
     ):
         raise LineageParamTypeError(
             f"the argument 'order_by' must be None, a sort key such as 'metric/acc desc' or "

@@ -33,7 +33,7 @@ def _current_name(name: object) -> object:
         and name.startswith(FIRST_METRIC_PREFIX)
         and len(name) > len(FIRST_METRIC_PREFIX)
     ):
-        return METRIC_PREFIX + name[len(FIRST_METRIC_PREFIX):]
+        return METRIC_PREFIX + name[len(FIRST_METRIC_PREFIX) :]
     return name
 
 

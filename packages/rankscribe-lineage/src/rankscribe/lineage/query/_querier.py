@@ -375,8 +375,9 @@ def _filter_runs(
     use_index: bool | None,
 ) -> dict[str, Any]:
     lineage_types = _normalize_lineage_type(lineage_type)
-    selection = select_rows(base_dir, where, order_by=order_by, limit=limit, offset=offset,
-                            use_index=use_index)
+    selection = select_rows(
+        base_dir, where, order_by=order_by, limit=limit, offset=offset, use_index=use_index
+    )
     return selection_result(selection, lineage_types)
 
 

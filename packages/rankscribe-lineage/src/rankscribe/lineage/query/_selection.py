@@ -144,8 +144,11 @@ def _check_custom_keys(
     where: str,
 ) -> None:
     """Refuse a ``metric/`` or ``user_defined/`` name that no run has (a typo)."""
-    comparisons = [] if expression is None else (
-        [expression] if isinstance(expression, Comparison) else expression.comparisons())
+    comparisons = (
+        []
+        if expression is None
+        else ([expression] if isinstance(expression, Comparison) else expression.comparisons())
+    )
     names = [comparison.name for comparison in comparisons] + [name for name, _ in sort_keys]
     if not any(name.startswith(("metric/", "user_defined/")) for name in names):
         return
@@ -154,8 +157,8 @@ def _check_custom_keys(
         problem = missing_key_problem(existing, comparison.name)
         if problem is not None:
             raise LineageExpressionError(
-                f"no run has {comparison.name!r}; {problem}", where,
-                comparison.column)
+                f"no run has {comparison.name!r}; {problem}", where, comparison.column
+            )
     for name, _ in sort_keys:
         problem = missing_key_problem(existing, name)
         if problem is not None:

@@ -31,8 +31,10 @@ def _parameter_graph_dict(message: lineage_pb2.OperationParameter) -> dict[str, 
     string_lists: dict[str, Any] = {}
     for descriptor, mapping in message.ListFields():
         if descriptor.name == "mapStrList":
-            string_lists = {key: [None if item == "" else item for item in value.strValue]
-                            for key, value in mapping.items()}
+            string_lists = {
+                key: [None if item == "" else item for item in value.strValue]
+                for key, value in mapping.items()
+            }
             continue
         for key, value in mapping.items():
             result[key] = None if value == "None" else value
@@ -253,4 +255,3 @@ class DatasetGraphInfo:
             else:
                 node.parameter.add_graph_value(key, value)
         return node
-

@@ -130,8 +130,14 @@ def _summarize_entries(
             mtimes[entry.name] = found.st_mtime_ns
             final = final and not found.st_mode & _WRITE_BITS
             lineage_files.append(
-                LineageFile(entry.name, timestamp, found.st_size, found.st_mtime_ns,
-                            found.st_ino, found.st_ctime_ns)
+                LineageFile(
+                    entry.name,
+                    timestamp,
+                    found.st_size,
+                    found.st_mtime_ns,
+                    found.st_ino,
+                    found.st_ctime_ns,
+                )
             )
         if timestamp > newest_timestamp:
             newest_timestamp = timestamp

@@ -50,4 +50,3 @@ def json_float(value: float) -> float | str:
     if math.isinf(value):
         return "Infinity" if value > 0 else "-Infinity"
     return value
-

@@ -100,8 +100,7 @@ def write_merged_lineage(
     """
     directory = check_path("run_dir", run_dir)
     if not isinstance(lineage, RunLineage):
-        raise LineageParamTypeError(
-            f"lineage must be a RunLineage, got {type(lineage).__name__}")
+        raise LineageParamTypeError(f"lineage must be a RunLineage, got {type(lineage).__name__}")
     check_host("host", host)
     check_optional_int("timestamp", timestamp, minimum=0)
     check_optional_mapping("user_defined", user_defined)

@@ -193,8 +193,12 @@ class TrainLineageInfo:
             raise LineageParamValueError(
                 f"TrainLineageInfo has no section {unknown[0]!r}; expected one of {sorted(kinds)}"
             )
-        return cls(**{name: kinds[name].from_query_dict(section)  # type: ignore[arg-type]
-                      for name, section in values.items()})
+        return cls(
+            **{
+                name: kinds[name].from_query_dict(section)  # type: ignore[arg-type]
+                for name, section in values.items()
+            }
+        )
 
 
 @dataclass
@@ -348,7 +352,6 @@ class UserDefinedInfo:
         message.map_double.update(self.map_double)
 
 
-
 def user_values_from_proto(message: lineage_pb2.UserDefinedInfo) -> dict[str, Any]:
     """``UserDefinedInfo.from_proto(message).to_values()``, computed directly (fast)."""
     result: dict[str, Any] = {}
@@ -364,4 +367,3 @@ def user_values_from_proto(message: lineage_pb2.UserDefinedInfo) -> dict[str, An
             elif name != "user_info":
                 result.update(mapping.items())
     return result
-

@@ -28,8 +28,9 @@ __all__ = ["object_name"]
 
 # Modules whose types (containers, function wrappers, namespaces) say nothing about
 # the object a script passed: an instance of one of them shows no name.
-_CONTAINER_MODULES = frozenset({"builtins", "collections", "array", "functools", "operator",
-                                "types"})
+_CONTAINER_MODULES = frozenset(
+    {"builtins", "collections", "array", "functools", "operator", "types"}
+)
 
 
 def _text(value: object) -> str | None:

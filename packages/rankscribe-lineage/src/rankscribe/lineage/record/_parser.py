@@ -88,9 +88,7 @@ class LineageFileContent:
     @property
     def has_lineage(self) -> bool:
         """True when the file holds a train or evaluation lineage or a dataset graph."""
-        return any(
-            part is not None for part in (self.train, self.evaluation, self.dataset_graph)
-        )
+        return any(part is not None for part in (self.train, self.evaluation, self.dataset_graph))
 
 
 def read_lineage_file(
@@ -128,8 +126,7 @@ def read_lineage_file(
         raise LineageSummaryAnalyzeException(f"{reader.corruptions[0]}")
     if reader.torn_tail is not None:
         content.torn_tail = (
-            f"incomplete record at byte {reader.torn_tail.offset} "
-            f"({reader.torn_tail.reason})"
+            f"incomplete record at byte {reader.torn_tail.offset} ({reader.torn_tail.reason})"
         )
     return content
 
@@ -332,7 +329,8 @@ def parse_run(
     check_optional_mapping("graph_memo", graph_memo)
     if files is not None and not isinstance(files, list):
         raise LineageParamTypeError(
-            f"files must be a list of LineageFile or None, got {type(files).__name__}")
+            f"files must be a list of LineageFile or None, got {type(files).__name__}"
+        )
     if files is None:
         files = list_lineage_files(directory)
     result = ParsedRun(None)

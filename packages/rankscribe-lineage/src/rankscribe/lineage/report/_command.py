@@ -89,8 +89,9 @@ def write_report(
         raise LineageDirNotExistError(f"BASE {directory!r} is not a directory")
     check_int("max_points", max_points, minimum=4)
     check_optional_int("workers", workers, minimum=1)
-    target = os.fspath(output) if output is not None else os.path.join(
-        directory, DEFAULT_REPORT_NAME)
+    target = (
+        os.fspath(output) if output is not None else os.path.join(directory, DEFAULT_REPORT_NAME)
+    )
     data = read_report_data(directory, max_points=max_points, workers=workers)
     if not data.runs:
         raise LineageFileNotFoundError(
@@ -134,23 +135,30 @@ def add_report_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
     report = commands.add_parser(
         "report",
         help="one self-contained HTML page of the runs and jobs under BASE "
-             "(needs rankscribe-lineage[report])",
+        "(needs rankscribe-lineage[report])",
         description="Write one HTML file (it opens from disk, no network) with the runs table, "
-                    "hyper-parameters against results, each job's curves and verdicts, and the "
-                    "single-process runs' curves.",
+        "hyper-parameters against results, each job's curves and verdicts, and the "
+        "single-process runs' curves.",
     )
     report.add_argument("base", help="the base directory (runs are it and its subdirectories)")
     report.add_argument(
-        "-o", "--output", metavar="FILE",
+        "-o",
+        "--output",
+        metavar="FILE",
         help=f"the HTML file to write (default BASE/{DEFAULT_REPORT_NAME})",
     )
     report.add_argument(
-        "--max-points", type=int_argument(4), default=DEFAULT_MAX_POINTS, metavar="N",
+        "--max-points",
+        type=int_argument(4),
+        default=DEFAULT_MAX_POINTS,
+        metavar="N",
         help="longer curves are drawn downsampled to N points, keeping each bucket's min "
-             f"and max (default {DEFAULT_MAX_POINTS})",
+        f"and max (default {DEFAULT_MAX_POINTS})",
     )
     report.add_argument(
-        "--workers", type=int_argument(1), metavar="N",
+        "--workers",
+        type=int_argument(1),
+        metavar="N",
         help="processes reading the summary files (default: one per CPU, at most 8)",
     )
     report.set_defaults(handler=_report)

@@ -339,12 +339,17 @@ def read_report_data(
         drawn, left_out = drawn_tags(every_tag)
         bands = _job_bands(statistics, max_points)
         keep = set(drawn)
-        job_data.append(JobData(
-            job, {tag: band for tag, band in bands.items() if tag in keep},
-            {rank: {tag: curve for tag, curve in curves.items() if tag in keep}
-             for rank, curves in ranks.items()},
-            left_out,
-        ))
+        job_data.append(
+            JobData(
+                job,
+                {tag: band for tag, band in bands.items() if tag in keep},
+                {
+                    rank: {tag: curve for tag, curve in curves.items() if tag in keep}
+                    for rank, curves in ranks.items()
+                },
+                left_out,
+            )
+        )
     single_runs: dict[str, dict[str, Curve]] = {}
     single_tags: set[str] = set()
     for batch in batches:
@@ -354,7 +359,8 @@ def read_report_data(
                 single_runs[run.name] = curves
     drawn, single_left_out = drawn_tags(single_tags)
     keep = set(drawn)
-    single_runs = {name: {tag: curve for tag, curve in curves.items() if tag in keep}
-                   for name, curves in single_runs.items()}
-    return ReportData(os.fspath(base), runs, job_data, single_runs, max_points,
-                      single_left_out)
+    single_runs = {
+        name: {tag: curve for tag, curve in curves.items() if tag in keep}
+        for name, curves in single_runs.items()
+    }
+    return ReportData(os.fspath(base), runs, job_data, single_runs, max_points, single_left_out)

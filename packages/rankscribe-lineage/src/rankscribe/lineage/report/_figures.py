@@ -40,8 +40,16 @@ Figure = dict[str, Any]
 
 # D3's category10, plotly's default colour cycle.
 PALETTE = (
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
 )
 MEAN_COLOR = "#1f77b4"
 BAND_FILL = "rgba(31, 119, 180, 0.18)"
@@ -101,14 +109,31 @@ class Marker:
 
 def _markers(markers: Sequence[Marker]) -> dict[str, Any]:
     shapes = [
-        {"type": "line", "xref": "x", "yref": "paper", "x0": marker.step, "x1": marker.step,
-         "y0": 0, "y1": 1, "line": {"color": marker.color, "dash": "dash", "width": 1.5}}
+        {
+            "type": "line",
+            "xref": "x",
+            "yref": "paper",
+            "x0": marker.step,
+            "x1": marker.step,
+            "y0": 0,
+            "y1": 1,
+            "line": {"color": marker.color, "dash": "dash", "width": 1.5},
+        }
         for marker in markers
     ]
     annotations = [
-        {"x": marker.step, "xref": "x", "y": 1 - 0.08 * index, "yref": "paper",
-         "text": marker.label, "showarrow": False, "xanchor": "left", "yanchor": "top",
-         "font": {"color": marker.color, "size": 11}, "bgcolor": "rgba(255, 255, 255, 0.8)"}
+        {
+            "x": marker.step,
+            "xref": "x",
+            "y": 1 - 0.08 * index,
+            "yref": "paper",
+            "text": marker.label,
+            "showarrow": False,
+            "xanchor": "left",
+            "yanchor": "top",
+            "font": {"color": marker.color, "size": 11},
+            "bgcolor": "rgba(255, 255, 255, 0.8)",
+        }
         for index, marker in enumerate(markers)
     ]
     return {"shapes": shapes, "annotations": annotations}
@@ -126,17 +151,34 @@ def band_figure(
     rank in the legend shows it.
     """
     traces: list[dict[str, Any]] = [
-        _line(band["min"], "min..max", line={"width": 0, "color": MEAN_COLOR},
-              legendgroup="band", showlegend=False, hoverinfo="skip"),
-        _line(band["max"], "min..max", line={"width": 0, "color": MEAN_COLOR},
-              fill="tonexty", fillcolor=BAND_FILL, legendgroup="band", hoverinfo="skip"),
+        _line(
+            band["min"],
+            "min..max",
+            line={"width": 0, "color": MEAN_COLOR},
+            legendgroup="band",
+            showlegend=False,
+            hoverinfo="skip",
+        ),
+        _line(
+            band["max"],
+            "min..max",
+            line={"width": 0, "color": MEAN_COLOR},
+            fill="tonexty",
+            fillcolor=BAND_FILL,
+            legendgroup="band",
+            hoverinfo="skip",
+        ),
         _line(band["mean"], "mean over ranks", line={"width": 2, "color": MEAN_COLOR}),
     ]
     for index, (rank, curve) in enumerate(sorted(ranks.items())):
-        traces.append(_line(
-            curve, f"rank {rank}", visible="legendonly",
-            line={"width": 1, "color": PALETTE[(index + 1) % len(PALETTE)]},
-        ))
+        traces.append(
+            _line(
+                curve,
+                f"rank {rank}",
+                visible="legendonly",
+                line={"width": 1, "color": PALETTE[(index + 1) % len(PALETTE)]},
+            )
+        )
     return {"data": traces, "layout": _layout(tag, tag, **_markers(markers))}
 
 
@@ -145,8 +187,11 @@ def step_time_figure(ranks: Mapping[int, Curve], straggler: int | None, title: s
     traces: list[dict[str, Any]] = []
     for rank, curve in sorted(ranks.items(), key=lambda item: item[0] == straggler):
         if rank == straggler:
-            traces.append(_line(curve, f"rank {rank} (straggler)",
-                                line={"width": 1.5, "color": STRAGGLER_COLOR}))
+            traces.append(
+                _line(
+                    curve, f"rank {rank} (straggler)", line={"width": 1.5, "color": STRAGGLER_COLOR}
+                )
+            )
         else:
             color = OTHER_RANK_COLOR if straggler is not None else PALETTE[rank % len(PALETTE)]
             traces.append(_line(curve, f"rank {rank}", line={"width": 1, "color": color}))
@@ -156,8 +201,12 @@ def step_time_figure(ranks: Mapping[int, Curve], straggler: int | None, title: s
 def runs_figure(tag: str, runs: Mapping[str, Curve], *, legend: bool) -> Figure:
     """One tag of several single-process runs, one line per run."""
     traces = [
-        _line(curve, name, line={"width": 1.2, "color": PALETTE[index % len(PALETTE)]},
-              hovertemplate="%{y:.5g} at step %{x}<extra>%{fullData.name}</extra>")
+        _line(
+            curve,
+            name,
+            line={"width": 1.2, "color": PALETTE[index % len(PALETTE)]},
+            hovertemplate="%{y:.5g} at step %{x}<extra>%{fullData.name}</extra>",
+        )
         for index, (name, curve) in enumerate(runs.items())
     ]
     return {

@@ -36,8 +36,14 @@ LEGEND_RUNS = 20
 LISTED_TAGS = 1000
 #: Cells longer than this are cut by the style; their title holds the whole text.
 _LONG_CELL = 30
-_FLAGGED = ("straggler: rank", "stragglers:", "divergence: rank", "non-finite loss",
-            "stopped first", "missing")
+_FLAGGED = (
+    "straggler: rank",
+    "stragglers:",
+    "divergence: rank",
+    "non-finite loss",
+    "stopped first",
+    "missing",
+)
 
 STYLE = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
@@ -114,9 +120,11 @@ def _chart(figure: Figure) -> str:
     plotly_io = importlib.import_module("plotly.io")
     # The figures are plotly's JSON schema already (see _report_figures); validating
     # every trace in Python would cost more than the rest of the report.
-    return str(plotly_io.to_html(
-        figure, full_html=False, include_plotlyjs=False, validate=False, config=_CONFIG
-    ))
+    return str(
+        plotly_io.to_html(
+            figure, full_html=False, include_plotlyjs=False, validate=False, config=_CONFIG
+        )
+    )
 
 
 def _plotly_script() -> str:
@@ -156,9 +164,11 @@ def _thinning_note(curves: Sequence[Curve], max_points: int) -> str:
     if not thinned:
         return ""
     most = max(curve.recorded for curve in thinned)
-    return (f'<p class="note">Drawn downsampled: {len(thinned)} of these curves have more '
-            f"than {max_points:,} points (up to {most:,}); each bucket of steps keeps its "
-            "lowest and highest point.</p>")
+    return (
+        f'<p class="note">Drawn downsampled: {len(thinned)} of these curves have more '
+        f"than {max_points:,} points (up to {most:,}); each bucket of steps keeps its "
+        "lowest and highest point.</p>"
+    )
 
 
 def _markers(verdicts: Mapping[str, Any]) -> list[Marker]:
@@ -182,8 +192,10 @@ def _verdicts_html(job: JobData) -> Iterator[str]:
     lines = verdict_lines(job.run.verdicts)
     if not lines:
         command = f"rankscribe-lineage merge {job.run.shown_path}"
-        yield ('<p class="note">No job verdicts: this job has no merged lineage yet '
-               f"(<code>{_escape(command)}</code> writes it).</p>")
+        yield (
+            '<p class="note">No job verdicts: this job has no merged lineage yet '
+            f"(<code>{_escape(command)}</code> writes it).</p>"
+        )
         return
     yield '<ul class="verdicts">'
     for line in lines:
@@ -196,14 +208,17 @@ def _tag_chart(job: JobData, tag: str, markers: Sequence[Marker], max_points: in
     ranks = {rank: curves[tag] for rank, curves in job.ranks.items() if tag in curves}
     band = job.bands[tag]
     note = _thinning_note([*band.values(), *ranks.values()], max_points)
-    caption = ('<p class="note">The line is the mean over the ranks, the band their min..max; '
-               "click a rank in the legend to draw its own curve.</p>")
+    caption = (
+        '<p class="note">The line is the mean over the ranks, the band their min..max; '
+        "click a rank in the legend to draw its own curve.</p>"
+    )
     return caption + _chart(band_figure(tag, band, ranks, markers)) + note
 
 
 def _step_time_html(job: JobData, max_points: int) -> Iterator[str]:
-    ranks = {rank: curves[STEP_TIME_TAG] for rank, curves in job.ranks.items()
-             if STEP_TIME_TAG in curves}
+    ranks = {
+        rank: curves[STEP_TIME_TAG] for rank, curves in job.ranks.items() if STEP_TIME_TAG in curves
+    }
     if not ranks:
         return
     verdicts = job.run.verdicts
@@ -226,8 +241,14 @@ def _step_time_html(job: JobData, max_points: int) -> Iterator[str]:
 
 def _job_html(job: JobData, anchor: str, max_points: int) -> Iterator[str]:
     run = job.run
-    last_steps = sorted({curve.steps[-1].item() for curves in job.ranks.values()
-                         for curve in curves.values() if len(curve.steps)})
+    last_steps = sorted(
+        {
+            curve.steps[-1].item()
+            for curves in job.ranks.values()
+            for curve in curves.values()
+            if len(curve.steps)
+        }
+    )
     reach = f", last step {last_steps[-1]}" if last_steps else ""
     yield f'<article class="job" id="{anchor}"><h3>{_escape(run.name)}</h3>'
     where = _escape(run.shown_path)
@@ -256,13 +277,17 @@ def _left_out_html(names: Sequence[str], where: str) -> Iterator[str]:
     """The note naming how many tags are not drawn, and (up to LISTED_TAGS of) their names."""
     if not names:
         return
-    yield (f'<p class="note">{_count(len(names), "more scalar tag")} {where} '
-           f"{'is' if len(names) == 1 else 'are'} not drawn: the page draws {MAX_TAGS} tags "
-           "at most. <code>rankscribe-dump</code> or TensorBoard shows every tag.</p>")
+    yield (
+        f'<p class="note">{_count(len(names), "more scalar tag")} {where} '
+        f"{'is' if len(names) == 1 else 'are'} not drawn: the page draws {MAX_TAGS} tags "
+        "at most. <code>rankscribe-dump</code> or TensorBoard shows every tag.</p>"
+    )
     listed = names[:LISTED_TAGS]
     more = f", and {len(names) - len(listed)} more" if len(names) > len(listed) else ""
-    yield (f"<details><summary>{_count(len(names), 'tag')} not drawn</summary>"
-           f'<p class="note">{", ".join(_escape(name) for name in listed)}{more}</p></details>')
+    yield (
+        f"<details><summary>{_count(len(names), 'tag')} not drawn</summary>"
+        f'<p class="note">{", ".join(_escape(name) for name in listed)}{more}</p></details>'
+    )
 
 
 def _single_runs_html(data: ReportData) -> Iterator[str]:
@@ -288,17 +313,26 @@ def _single_runs_html(data: ReportData) -> Iterator[str]:
 def _comparison_html(table_runs: Sequence[Any]) -> Iterator[str]:
     comparison = comparison_axes(table_runs)
     if len(comparison.axes) < 2 or comparison.runs_drawn < 2:
-        yield ('<p class="note">Not enough to compare: parallel coordinates need at least two '
-               "runs with lineage and two fields that vary or are results.</p>")
+        yield (
+            '<p class="note">Not enough to compare: parallel coordinates need at least two '
+            "runs with lineage and two fields that vary or are results.</p>"
+        )
         return
-    yield ('<p class="note">One line per run: hyper-parameters that vary, then the final loss '
-           "and metrics. Drag along an axis to keep only the runs in that range.</p>")
+    yield (
+        '<p class="note">One line per run: hyper-parameters that vary, then the final loss '
+        "and metrics. Drag along an axis to keep only the runs in that range.</p>"
+    )
     yield _chart(parcoords_figure(comparison.axes, comparison.color))
     if comparison.runs_left_out:
-        lacking = ", ".join(f"{_escape(name)} ({count} {'run' if count == 1 else 'runs'})"
-                            for name, count in comparison.missing.items())
-        runs = ("run is not drawn: it lacks" if comparison.runs_left_out == 1
-                else "runs are not drawn: they lack")
+        lacking = ", ".join(
+            f"{_escape(name)} ({count} {'run' if count == 1 else 'runs'})"
+            for name, count in comparison.missing.items()
+        )
+        runs = (
+            "run is not drawn: it lacks"
+            if comparison.runs_left_out == 1
+            else "runs are not drawn: they lack"
+        )
         yield (f'<p class="note">{comparison.runs_left_out} {runs} a value of {lacking}.</p>')
     if comparison.constant:
         same = ", ".join(_escape(name) for name in comparison.constant)
@@ -311,22 +345,28 @@ def render_page(data: ReportData, *, title: str | None = None) -> Iterator[str]:
     anchors = {job.run.name: f"job-{index}" for index, job in enumerate(data.jobs)}
     heading = title or f"RankScribe report: {data.base}"
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    yield "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+    yield '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
     yield '<meta name="viewport" content="width=device-width, initial-scale=1">'
     yield f"<title>{_escape(heading)}</title><style>{STYLE}</style>"
     yield f'<script type="text/javascript">{_plotly_script()}</script></head><body>'
     yield f"<h1>{_escape(heading)}</h1>"
     singles = len(data.runs) - len(data.jobs)
-    yield (f'<p class="note">{_count(len(data.runs), "run")}: '
-           f'{_count(len(data.jobs), "distributed job")}, {_count(singles, "single-process run")}. '
-           f"Written {stamp}. "
-           f"Curves longer than {data.max_points:,} points are drawn downsampled, keeping "
-           "the lowest and the highest point of each bucket of steps.</p>")
-    yield ('<nav><a href="#runs">Runs</a><a href="#compare">Compare</a>'
-           '<a href="#jobs">Jobs</a><a href="#single-runs">Single-process runs</a></nav>')
+    yield (
+        f'<p class="note">{_count(len(data.runs), "run")}: '
+        f"{_count(len(data.jobs), 'distributed job')}, {_count(singles, 'single-process run')}. "
+        f"Written {stamp}. "
+        f"Curves longer than {data.max_points:,} points are drawn downsampled, keeping "
+        "the lowest and the highest point of each bucket of steps.</p>"
+    )
+    yield (
+        '<nav><a href="#runs">Runs</a><a href="#compare">Compare</a>'
+        '<a href="#jobs">Jobs</a><a href="#single-runs">Single-process runs</a></nav>'
+    )
     yield '<section id="runs"><h2>Runs</h2>'
-    yield ('<p class="note">Columns whose values differ between runs come first; grey ones are '
-           "the same in every run. Click a header to sort.</p>")
+    yield (
+        '<p class="note">Columns whose values differ between runs come first; grey ones are '
+        "the same in every run. Click a header to sort.</p>"
+    )
     yield from _table_html(table, anchors)
     yield '</section><section id="compare"><h2>Hyper-parameters against results</h2>'
     yield from _comparison_html(data.runs)

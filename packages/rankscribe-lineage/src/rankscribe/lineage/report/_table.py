@@ -234,13 +234,20 @@ def comparison_axes(runs: Sequence[RunInfo]) -> Comparison:
     names = [name for name in hparams + metrics if usable(name)]
     # What would be drawn, judged on the runs that have a value: only these axes
     # may leave a run out.
-    constant = [name for name in names
-                if name in hparams and len({_text(value) for value in present(name)}) < 2]
-    candidates = [name for name in names
-                  if name not in constant and _axis(name, present(name)) is not None]
+    constant = [
+        name
+        for name in names
+        if name in hparams and len({_text(value) for value in present(name)}) < 2
+    ]
+    candidates = [
+        name for name in names if name not in constant and _axis(name, present(name)) is not None
+    ]
     drawn = [flat for flat in flats if all(_drawable(flat.get(name)) for name in candidates)]
-    missing = {name: count for name in candidates
-               if (count := sum(not _drawable(flat.get(name)) for flat in flats))}
+    missing = {
+        name: count
+        for name in candidates
+        if (count := sum(not _drawable(flat.get(name)) for flat in flats))
+    }
     axes: list[Axis] = []
     for name in candidates:
         raw = [flat.get(name) for flat in drawn]
@@ -253,5 +260,11 @@ def comparison_axes(runs: Sequence[RunInfo]) -> Comparison:
     color = next((axis for axis in axes if axis.label == "loss"), None)
     if color is None:
         color = next((axis for axis in axes if axis.label.startswith("metric/")), None)
-    return Comparison(axes, color, len(drawn), len(flats) - len(drawn),
-                      [name for name in names if name in constant], missing)
+    return Comparison(
+        axes,
+        color,
+        len(drawn),
+        len(flats) - len(drawn),
+        [name for name in names if name in constant],
+        missing,
+    )

@@ -62,12 +62,16 @@ def check_folder(path: Path, what: str, *, follow_link: bool, advice: str) -> No
     elif not stat.S_ISDIR(found.st_mode):
         problem = "is not a folder"
     elif found.st_uid != me:
-        problem = (f"belongs to uid {found.st_uid}, not to this user (uid {me}): its owner "
-                   "could plant messages that this job would read")
+        problem = (
+            f"belongs to uid {found.st_uid}, not to this user (uid {me}): its owner "
+            "could plant messages that this job would read"
+        )
     elif found.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        problem = (f"is writable by its group or by others (mode "
-                   f"{stat.S_IMODE(found.st_mode):04o}): they could plant messages that "
-                   f"this job would read; run `chmod go-w {path}` if it is yours")
+        problem = (
+            f"is writable by its group or by others (mode "
+            f"{stat.S_IMODE(found.st_mode):04o}): they could plant messages that "
+            f"this job would read; run `chmod go-w {path}` if it is yours"
+        )
     else:
         return
     raise RendezvousError(f"{what} {path} {problem}; {advice}")

@@ -178,7 +178,9 @@ class MpiCoordinator(Coordinator):
         while not request.Test():
             if deadline.expired():
                 raise CollectiveTimeoutError(
-                    "creating the MPI coordinator", self.timeout, (),
+                    "creating the MPI coordinator",
+                    self.timeout,
+                    (),
                     "not every rank created its coordinator (MPI Idup did not complete)",
                 )
             backoff.sleep(deadline)
@@ -195,7 +197,9 @@ class MpiCoordinator(Coordinator):
             if not outbound.done:
                 logger.warning(
                     "gather #%d: root rank %d did not take this rank's object within %g s",
-                    sequence, root, deadline.seconds,
+                    sequence,
+                    root,
+                    deadline.seconds,
                 )
             return GatherResult(root=root, rank=self.rank, world_size=self.world_size)
         inbound = {
@@ -210,13 +214,17 @@ class MpiCoordinator(Coordinator):
                 try:
                     values[source] = self._loads(channel.payload, "gather", source)
                 except MessageError as error:
-                    logger.error("gather #%d: rank %d counts as missing: %s", sequence, source,
-                                 error)
+                    logger.error(
+                        "gather #%d: rank %d counts as missing: %s", sequence, source, error
+                    )
         missing = tuple(rank for rank in range(self.world_size) if rank not in values)
         if missing:
             logger.warning(
                 "gather #%d: no object from rank(s) %s within %g s; returning the %d that arrived",
-                sequence, ", ".join(map(str, missing)), deadline.seconds, len(values),
+                sequence,
+                ", ".join(map(str, missing)),
+                deadline.seconds,
+                len(values),
             )
         return GatherResult(
             root=root, rank=self.rank, world_size=self.world_size, values=values, missing=missing
@@ -236,7 +244,9 @@ class MpiCoordinator(Coordinator):
             if unreached:
                 logger.warning(
                     "bcast #%d: rank(s) %s did not take the object within %g s",
-                    sequence, ", ".join(map(str, unreached)), deadline.seconds,
+                    sequence,
+                    ", ".join(map(str, unreached)),
+                    deadline.seconds,
                 )
             return obj
         inbound = self._inbound(root, tag, Operation.BCAST, sequence)
@@ -258,16 +268,21 @@ class MpiCoordinator(Coordinator):
         self._exchange([arrival, release], deadline.extended(RELEASE_GRACE))
         if not release.done or release.payload is None:
             raise BarrierTimeoutError(
-                f"barrier #{sequence}", deadline.seconds, (0,),
+                f"barrier #{sequence}",
+                deadline.seconds,
+                (0,),
                 "rank 0 did not release it (rank 0 names the ranks that did not arrive)",
             )
         missing = self._loads(release.payload, "barrier", 0)
         if not (isinstance(missing, tuple) and all(isinstance(r, int) for r in missing)):
-            raise MessageError(f"barrier #{sequence}: rank 0's verdict {missing!r:.100} is "
-                               "not a tuple of ranks")
+            raise MessageError(
+                f"barrier #{sequence}: rank 0's verdict {missing!r:.100} is not a tuple of ranks"
+            )
         if missing:
             raise BarrierTimeoutError(
-                f"barrier #{sequence}", deadline.seconds, missing,
+                f"barrier #{sequence}",
+                deadline.seconds,
+                missing,
                 "rank 0 reports ranks that did not arrive",
             )
 

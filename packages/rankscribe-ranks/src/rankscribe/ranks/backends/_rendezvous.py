@@ -94,8 +94,10 @@ class FileCoordinator(Coordinator):
     ) -> None:
         super().__init__(info, timeout=timeout)
         self.directory = private_folder(
-            check_path("rendezvous_dir", rendezvous_dir), "rendezvous_dir",
-            follow_link=True, advice=self._folder_advice,
+            check_path("rendezvous_dir", rendezvous_dir),
+            "rendezvous_dir",
+            follow_link=True,
+            advice=self._folder_advice,
         )
         self.launch = launch_name(os.environ)
         self._register()
@@ -119,7 +121,10 @@ class FileCoordinator(Coordinator):
         if missing:
             logger.warning(
                 "gather #%d: no object from rank(s) %s within %g s in %s%s",
-                sequence, ", ".join(map(str, missing)), deadline.seconds, folder,
+                sequence,
+                ", ".join(map(str, missing)),
+                deadline.seconds,
+                folder,
                 self._absence_detail(missing),
             )
         return GatherResult(
@@ -134,7 +139,9 @@ class FileCoordinator(Coordinator):
             return obj
         if not self._wait_for({root: path}, deadline):
             raise CollectiveTimeoutError(
-                f"bcast #{sequence}", deadline.seconds, (root,),
+                f"bcast #{sequence}",
+                deadline.seconds,
+                (root,),
                 f"root {root} wrote nothing to {folder}{self._absence_detail((root,))}",
             )
         value: T = self._read(path, "bcast", root)
@@ -148,7 +155,9 @@ class FileCoordinator(Coordinator):
         missing = tuple(sorted(set(markers) - set(arrived)))
         if missing:
             raise BarrierTimeoutError(
-                f"barrier #{sequence}", deadline.seconds, missing,
+                f"barrier #{sequence}",
+                deadline.seconds,
+                missing,
                 f"no marker in {folder}{self._absence_detail(missing)}",
             )
 
@@ -181,8 +190,9 @@ class FileCoordinator(Coordinator):
         prefix = f"{sequence:06d}."
         folder = self.directory / f"{prefix}{kind}"
         folder.mkdir(mode=DIRECTORY_MODE, exist_ok=True)
-        check_folder(folder, "the folder of a collective", follow_link=False,
-                     advice=self._folder_advice)
+        check_folder(
+            folder, "the folder of a collective", follow_link=False, advice=self._folder_advice
+        )
         others = [p.name for p in self.directory.glob(f"{prefix}*") if p.name != folder.name]
         if others:
             raise CollectiveMismatchError(
@@ -211,8 +221,12 @@ class FileCoordinator(Coordinator):
     def _register(self) -> None:
         """Add this rank to ``members.json``; refuse a folder another job used."""
         members_path = self.directory / "members.json"
-        me = {"host": self.info.host, "pid": os.getpid(), "world_size": self.world_size,
-              "launch": self.launch}
+        me = {
+            "host": self.info.host,
+            "pid": os.getpid(),
+            "world_size": self.world_size,
+            "launch": self.launch,
+        }
         members_lock = lock(self.directory / "members.json.lock", self.timeout)
         try:
             with members_lock:
@@ -267,6 +281,7 @@ def read_members(path: Path) -> dict[str, Any]:
     if not isinstance(members, dict) or not all(
         isinstance(member, dict) for member in members.values()
     ):
-        raise RendezvousError(f"{path} holds {type(members).__name__}, expected an object "
-                              "of objects")
+        raise RendezvousError(
+            f"{path} holds {type(members).__name__}, expected an object of objects"
+        )
     return members

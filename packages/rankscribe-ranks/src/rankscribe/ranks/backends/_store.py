@@ -168,8 +168,9 @@ class StoreCoordinator(Coordinator):
         values: dict[int, T] = {root: obj}
         for source in arrived:
             try:
-                values[source] = self._load(self._request("get", others[source]), "gather",
-                                            source, sequence)
+                values[source] = self._load(
+                    self._request("get", others[source]), "gather", source, sequence
+                )
             except MessageError as error:
                 logger.error("gather #%d: rank %d counts as missing: %s", sequence, source, error)
             self._delete(others[source])
@@ -178,7 +179,9 @@ class StoreCoordinator(Coordinator):
         if missing:
             logger.warning(
                 "gather #%d: no object from rank(s) %s within %g s in the store under %s",
-                sequence, ", ".join(map(str, missing)), deadline.seconds,
+                sequence,
+                ", ".join(map(str, missing)),
+                deadline.seconds,
                 self._key(sequence, ""),
             )
         return GatherResult(
@@ -209,7 +212,9 @@ class StoreCoordinator(Coordinator):
                 # The object stays for ranks still on their way (the store dies with the job).
                 logger.warning(
                     "bcast #%d: rank(s) %s did not take the object within %g s",
-                    sequence, ", ".join(map(str, unreached)), deadline.seconds,
+                    sequence,
+                    ", ".join(map(str, unreached)),
+                    deadline.seconds,
                 )
             else:
                 self._delete(key)
@@ -218,7 +223,9 @@ class StoreCoordinator(Coordinator):
             return obj
         if not self._wait_for({root: key}, deadline):
             raise CollectiveTimeoutError(
-                f"bcast #{sequence}", deadline.seconds, (root,),
+                f"bcast #{sequence}",
+                deadline.seconds,
+                (root,),
                 f"root {root} set nothing under {key} in the store",
             )
         packed = self._request("get", key)
@@ -234,7 +241,9 @@ class StoreCoordinator(Coordinator):
         missing = tuple(sorted(set(others) - set(arrived)))
         if missing:
             raise BarrierTimeoutError(
-                f"barrier #{sequence}", deadline.seconds, missing,
+                f"barrier #{sequence}",
+                deadline.seconds,
+                missing,
                 f"no arrival in the store under {self._key(sequence, '')}",
             )
         for rank in arrived:

@@ -33,8 +33,9 @@ def _installed_builders() -> list[tuple[str, Callable[[object], GraphFunction | 
         try:
             builders.append((point.name, point.load()))
         except Exception as error:  # a broken plugin must not break the writer
-            logger.warning("The graph builder %r (%s) cannot be loaded: %s", point.name,
-                           point.value, error)
+            logger.warning(
+                "The graph builder %r (%s) cannot be loaded: %s", point.name, point.value, error
+            )
     return builders
 
 

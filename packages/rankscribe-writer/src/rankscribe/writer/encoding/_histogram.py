@@ -212,10 +212,7 @@ def histogram_to_tensorboard(
     if buckets:
         limits.append(buckets[-1].left + buckets[-1].width)
     finite_count = (
-        histogram.count
-        - histogram.nan_count
-        - histogram.pos_inf_count
-        - histogram.neg_inf_count
+        histogram.count - histogram.nan_count - histogram.pos_inf_count - histogram.neg_inf_count
     )
     return tensorboard_pb2.HistogramProto(
         min=histogram.min,

@@ -62,9 +62,7 @@ COLORSPACE_RGB = 3
 #: bytes. (Strategy Z_RLE was faster still, 3.5 ms, but 13x bigger on smooth images.)
 PNG_COMPRESS_LEVEL = 1
 
-_EXPECTED_FORM = (
-    "a 4-D array in NCHW layout (images, channels, height, width) with 1 or 3 channels"
-)
+_EXPECTED_FORM = "a 4-D array in NCHW layout (images, channels, height, width) with 1 or 3 channels"
 
 
 def validate_image_shape(shape: Sequence[int]) -> None:
@@ -86,8 +84,7 @@ def validate_image_shape(shape: Sequence[int]) -> None:
         )
     if min(count, height, width) < 1:
         raise WriterValueError(
-            f"image value must hold at least one image of at least 1x1 pixels; "
-            f"got shape {shape}"
+            f"image value must hold at least one image of at least 1x1 pixels; got shape {shape}"
         )
 
 

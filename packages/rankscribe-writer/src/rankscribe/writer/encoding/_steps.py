@@ -60,17 +60,22 @@ def encode_step(job: StepJob) -> EncodedStep:
         try:
             _encode_value(snap, job, summary_values, board_values, out)
         except Exception as error:  # one bad value must not cost the step
-            logger.error("could not encode %s '%s' at step %d: %s", snap.plugin, snap.tag,
-                         job.step, error)
+            logger.error(
+                "could not encode %s '%s' at step %d: %s", snap.plugin, snap.tag, job.step, error
+            )
     if summary_values:
         payload = events.summary_event_chunks(job.wall_time, job.step, summary_values)
         size = sum(chunk_size(chunk) for chunk in payload)
         if size <= MAX_STEP_BYTES:
             out.summary.append(payload)
         else:  # record() refuses such steps from its estimate; this is the last guard
-            logger.error("step %d encodes to %s bytes, over the %s-byte limit of one event; "
-                         "its summary values were not written", job.step, f"{size:,}",
-                         f"{MAX_STEP_BYTES:,}")
+            logger.error(
+                "step %d encodes to %s bytes, over the %s-byte limit of one event; "
+                "its summary values were not written",
+                job.step,
+                f"{size:,}",
+                f"{MAX_STEP_BYTES:,}",
+            )
     if board_values:
         out.tensorboard.append(tensorboard.summary_event(job.wall_time, job.step, board_values))
     for snap in job.lineage:
@@ -79,7 +84,9 @@ def encode_step(job: StepJob) -> EncodedStep:
 
 
 def _encode_value(
-    snap: Snapshot, job: StepJob, summary_values: list[list[events.Chunk]],
+    snap: Snapshot,
+    job: StepJob,
+    summary_values: list[list[events.Chunk]],
     board_values: list[Any],
     out: EncodedStep,
 ) -> None:
@@ -96,8 +103,7 @@ def _encode_value(
             board_values.append(tensorboard.histogram_value(snap.tag, proto))
     elif plugin == "image":
         picture = image.image_proto(snap.data)
-        summary_values.append(
-            [events.message_value(tag, plugin, picture.SerializeToString())])
+        summary_values.append([events.message_value(tag, plugin, picture.SerializeToString())])
         if job.tensorboard:
             board_values.append(tensorboard.image_value(snap.tag, picture))
     elif plugin == "tensor":
@@ -118,4 +124,3 @@ def tensor_chunks(array: np.ndarray) -> list[events.Chunk]:
 def is_heavy(snap: Snapshot) -> bool:
     """Worth a trip to the encoder pool (small arrays encode faster than the hand-off)."""
     return snap.plugin in ("histogram", "image", "tensor") and snap.memory > 16_384
-

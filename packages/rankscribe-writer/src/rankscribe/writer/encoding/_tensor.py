@@ -43,9 +43,7 @@ _TensorBoardType = tensorboard_pb2.DataType
 
 # (numpy kind, item size) -> (MindSpore DataType, TensorBoard DataType). The numbers are
 # the anf_ir.proto and TensorFlow types.proto enum values.
-_DATA_TYPES: dict[
-    tuple[str, int], tuple[anf_ir_pb2.DataType, tensorboard_pb2.DataType]
-] = {
+_DATA_TYPES: dict[tuple[str, int], tuple[anf_ir_pb2.DataType, tensorboard_pb2.DataType]] = {
     ("b", 1): (DataType.DT_BOOL, _TensorBoardType.DT_BOOL),
     ("i", 1): (DataType.DT_INT8, _TensorBoardType.DT_INT8),
     ("i", 2): (DataType.DT_INT16, _TensorBoardType.DT_INT16),
@@ -75,8 +73,13 @@ _NUMPY_DTYPES: dict[int, np.dtype[Any]] = {
 }
 # The dtypes with values that float32 cannot hold: these also get raw_data.
 _NEEDS_RAW_DATA = frozenset(
-    {DataType.DT_INT32, DataType.DT_UINT32, DataType.DT_INT64, DataType.DT_UINT64,
-     DataType.DT_FLOAT64}
+    {
+        DataType.DT_INT32,
+        DataType.DT_UINT32,
+        DataType.DT_INT64,
+        DataType.DT_UINT64,
+        DataType.DT_FLOAT64,
+    }
 )
 _ACCEPTED = (
     "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32 or float64"
@@ -163,8 +166,7 @@ def decode_tensor(proto: anf_ir_pb2.TensorProto) -> npt.NDArray[Any]:
     floats = np.array(proto.float_data, dtype=np.float32)
     if floats.size != expected:
         raise WriterValueError(
-            f"tensor float_data holds {floats.size} values, but dims {list(shape)} "
-            f"need {expected}"
+            f"tensor float_data holds {floats.size} values, but dims {list(shape)} need {expected}"
         )
     return _from_float32(floats, dtype).reshape(shape)
 

@@ -37,8 +37,18 @@ MAX_STEP_BYTES = 2_147_483_647
 _TENSOR_DTYPES = frozenset(
     np.dtype(name)
     for name in (
-        "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-        "float16", "float32", "float64",
+        "bool",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float16",
+        "float32",
+        "float64",
     )
 )
 # Kinds whose float32 copy is not exact: the tensor also carries its raw bytes.

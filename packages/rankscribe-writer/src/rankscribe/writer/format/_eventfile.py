@@ -149,8 +149,9 @@ class EventFile:
         """Keep a record whose write failed for the next write, if the retry bound allows."""
         if len(self._buffer) + size > _RETRY_LIMIT:
             self.lost_records += 1
-            logger.error("dropping a record of %d bytes for %s after a failed write",
-                         size, self._path)
+            logger.error(
+                "dropping a record of %d bytes for %s after a failed write", size, self._path
+            )
             return
         for part in parts:
             self._buffer += part
@@ -172,8 +173,11 @@ class EventFile:
             except OSError:
                 self._keep_written_records(self._partial)
                 if len(self._buffer) > _RETRY_LIMIT:
-                    logger.error("dropping %d buffered bytes for %s after a failed write",
-                                 len(self._buffer), self._path)
+                    logger.error(
+                        "dropping %d buffered bytes for %s after a failed write",
+                        len(self._buffer),
+                        self._path,
+                    )
                     self._drop_buffer()
                 self._write_at = len(self._buffer) + _BUFFER_LIMIT
                 raise
@@ -225,15 +229,19 @@ class EventFile:
     def _opening_record_size(self) -> int:
         if self._opening_record is None:
             self._opening_record = (
-                0 if self._first_payload is None
-                else len(self._first_payload()) + RECORD_OVERHEAD
+                0 if self._first_payload is None else len(self._first_payload()) + RECORD_OVERHEAD
             )
         return self._opening_record
 
     def _open(self) -> None:
         # O_EXCL never opens a file that exists, a link at the name included.
-        flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-                 | getattr(os, "O_NOFOLLOW", 0))
+        flags = (
+            os.O_WRONLY
+            | os.O_CREAT
+            | os.O_EXCL
+            | getattr(os, "O_CLOEXEC", 0)
+            | getattr(os, "O_NOFOLLOW", 0)
+        )
         for attempt in range(_NAME_ATTEMPTS):
             path = self._next_path()
             try:
@@ -262,8 +270,11 @@ class EventFile:
         self._fd = None
         if self._buffer:
             # The failed write itself was reported (or raised) already.
-            logger.warning("%d records for %s could not be written before it was closed",
-                           len(self._buffered_record_ends()), path)
+            logger.warning(
+                "%d records for %s could not be written before it was closed",
+                len(self._buffered_record_ends()),
+                path,
+            )
             self._drop_buffer()
         if fd is None or path is None:
             return

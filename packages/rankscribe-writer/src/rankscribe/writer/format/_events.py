@@ -78,16 +78,23 @@ def summary_event_chunks(wall_time: float, step: int, values: list[list[Chunk]])
     chunks = [chunk for value in values for chunk in value]
     size = sum(chunk.nbytes if isinstance(chunk, memoryview) else len(chunk) for chunk in chunks)
     head = (
-        _EVENT_WALL_TIME + _DOUBLE.pack(wall_time) + _EVENT_STEP + varint(step)
-        + _EVENT_SUMMARY + varint(size)
+        _EVENT_WALL_TIME
+        + _DOUBLE.pack(wall_time)
+        + _EVENT_STEP
+        + varint(step)
+        + _EVENT_SUMMARY
+        + varint(size)
     )
     return [head, *chunks]
 
 
 def message_value(tag: bytes, plugin: str, message: bytes) -> bytes:
     """A ``Summary.Value`` holding a serialized image/tensor/histogram/landscape message."""
-    body = _VALUE_TAG + varint(len(tag)) + tag + length_delimited(
-        field_key(VALUE_FIELD[plugin]), message
+    body = (
+        _VALUE_TAG
+        + varint(len(tag))
+        + tag
+        + length_delimited(field_key(VALUE_FIELD[plugin]), message)
     )
     return _SUMMARY_VALUE + varint(len(body)) + body
 
@@ -96,8 +103,13 @@ def summary_event(wall_time: float, step: int, values: list[bytes]) -> bytes:
     """An ``Event`` with ``summary`` made of already framed ``Summary.value`` entries."""
     summary = b"".join(values)
     return (
-        _EVENT_WALL_TIME + _DOUBLE.pack(wall_time) + _EVENT_STEP + varint(step)
-        + _EVENT_SUMMARY + varint(len(summary)) + summary
+        _EVENT_WALL_TIME
+        + _DOUBLE.pack(wall_time)
+        + _EVENT_STEP
+        + varint(step)
+        + _EVENT_SUMMARY
+        + varint(len(summary))
+        + summary
     )
 
 
@@ -106,19 +118,30 @@ def _scalar_prefix(tag: str) -> bytes:
     """Everything of a scalar ``Summary.Value`` before its 4 float bytes (fixed per tag)."""
     encoded = tag.encode()
     body_length = 1 + len(varint(len(encoded))) + len(encoded) + 1 + 4
-    return _SUMMARY_VALUE + varint(body_length) + _VALUE_TAG + varint(len(encoded)) + encoded + (
-        _VALUE_SCALAR
+    return (
+        _SUMMARY_VALUE
+        + varint(body_length)
+        + _VALUE_TAG
+        + varint(len(encoded))
+        + encoded
+        + (_VALUE_SCALAR)
     )
 
 
 def scalar_event(wall_time: float, step: int, scalars: Iterable[tuple[str, float]]) -> bytes:
     """A step made only of scalars: the common case, kept to one tight loop."""
     summary = b"".join([_scalar_prefix(tag) + float32_bytes(value) for tag, value in scalars])
-    return b"".join((
-        _EVENT_WALL_TIME, _DOUBLE.pack(wall_time), _EVENT_STEP,
-        varint(step) if not 0 <= step < 128 else _SMALL_VARINTS[step],
-        _EVENT_SUMMARY, varint(len(summary)), summary,
-    ))
+    return b"".join(
+        (
+            _EVENT_WALL_TIME,
+            _DOUBLE.pack(wall_time),
+            _EVENT_STEP,
+            varint(step) if not 0 <= step < 128 else _SMALL_VARINTS[step],
+            _EVENT_SUMMARY,
+            varint(len(summary)),
+            summary,
+        )
+    )
 
 
 _SMALL_VARINTS = [bytes((number,)) for number in range(128)]
@@ -131,21 +154,28 @@ def summary_event_size(values_size: int) -> int:
 
 def version_event(wall_time: float) -> bytes:
     """The record that opens every summary file."""
-    return _EVENT_WALL_TIME + _DOUBLE.pack(wall_time) + length_delimited(
-        _EVENT_VERSION, SUMMARY_FILE_VERSION.encode()
+    return (
+        _EVENT_WALL_TIME
+        + _DOUBLE.pack(wall_time)
+        + length_delimited(_EVENT_VERSION, SUMMARY_FILE_VERSION.encode())
     )
 
 
 def graph_event(wall_time: float, step: int, graph: bytes) -> bytes:
     """An ``Event`` holding a serialized ``GraphProto`` in ``graph_def``."""
     return (
-        _EVENT_WALL_TIME + _DOUBLE.pack(wall_time) + _EVENT_STEP + varint(step)
+        _EVENT_WALL_TIME
+        + _DOUBLE.pack(wall_time)
+        + _EVENT_STEP
+        + varint(step)
         + length_delimited(_EVENT_GRAPH, graph)
     )
 
 
 def lineage_event(wall_time: float, plugin: str, message: bytes) -> bytes:
     """A ``LineageEvent``; the original never sets its ``step``."""
-    return _EVENT_WALL_TIME + _DOUBLE.pack(wall_time) + length_delimited(
-        field_key(LINEAGE_FIELD[plugin]), message
+    return (
+        _EVENT_WALL_TIME
+        + _DOUBLE.pack(wall_time)
+        + length_delimited(field_key(LINEAGE_FIELD[plugin]), message)
     )

@@ -156,8 +156,13 @@ class _Group:
         stride = self.length + RECORD_OVERHEAD
         first = int(self.starts[0])
         if int(self.starts[-1]) - first == stride * (count - 1):
-            return np.ndarray((count, width // 8), dtype="<u8", buffer=self.buffer,
-                              offset=first, strides=(stride, 8))
+            return np.ndarray(
+                (count, width // 8),
+                dtype="<u8",
+                buffer=self.buffer,
+                offset=first,
+                strides=(stride, 8),
+            )
         windows = np.ndarray(
             (len(self.buffer) - width + 1,),
             dtype=np.dtype((np.void, width)),
@@ -167,9 +172,7 @@ class _Group:
         )
         return windows[self.starts].view("<u8").reshape(count, width // 8)
 
-    def _emit(
-        self, template: Template, rows: npt.NDArray[np.uint64], ordinals: Int64Array
-    ) -> None:
+    def _emit(self, template: Template, rows: npt.NDArray[np.uint64], ordinals: Int64Array) -> None:
         curves = self.file.curves
         cells = rows.view(np.uint8)  # (rows, width) bytes, whatever the rows' stride
         steps = _steps(cells, template.step)
@@ -199,11 +202,13 @@ class _Group:
         try:
             event = file.message_type.FromString(payload)
         except (DecodeError, UnicodeDecodeError) as exc:
-            self.errors.append(file.error(
-                self.base + start - HEADER_SIZE,
-                f"payload of {len(payload)} bytes is not a valid "
-                f"{file.message_type.DESCRIPTOR.full_name}: {exc}",
-            ))
+            self.errors.append(
+                file.error(
+                    self.base + start - HEADER_SIZE,
+                    f"payload of {len(payload)} bytes is not a valid "
+                    f"{file.message_type.DESCRIPTOR.full_name}: {exc}",
+                )
+            )
             return
         if event.WhichOneof("what") != "summary":
             return
@@ -222,7 +227,11 @@ class _Group:
             self._single_tensorboard_value(value, ordinal, position, step, start)
 
     def _single_tensorboard_value(
-        self, value: tensorboard_pb2.Summary.Value, ordinal: int, position: int, step: int,
+        self,
+        value: tensorboard_pb2.Summary.Value,
+        ordinal: int,
+        position: int,
+        step: int,
         start: int,
     ) -> None:
         curves = self.file.curves
@@ -268,8 +277,18 @@ def _steps(cells: npt.NDArray[np.uint8], step: tuple[int, int] | None) -> Int64A
 
 # TensorBoard DataType -> the NumPy type of its tensor_content.
 _CONTENT_TYPES = {
-    1: "<f4", 2: "<f8", 3: "<i4", 4: "u1", 5: "<i2", 6: "i1", 9: "<i8", 10: "?",
-    17: "<u2", 19: "<f2", 22: "<u4", 23: "<u8",
+    1: "<f4",
+    2: "<f8",
+    3: "<i4",
+    4: "u1",
+    5: "<i2",
+    6: "i1",
+    9: "<i8",
+    10: "?",
+    17: "<u2",
+    19: "<f2",
+    22: "<u4",
+    23: "<u8",
 }
 _BFLOAT16 = 14
 
@@ -289,9 +308,10 @@ def tensor_number(tensor: tensorboard_pb2.TensorProto) -> float | None:
         if dtype == _BFLOAT16:
             raw = np.frombuffer(tensor.tensor_content, dtype="<u2")
             numbers = (raw.astype(np.uint32) << np.uint32(16)).view(np.float32)
-        elif dtype in _CONTENT_TYPES and len(tensor.tensor_content) % np.dtype(
-            _CONTENT_TYPES[dtype]
-        ).itemsize == 0:
+        elif (
+            dtype in _CONTENT_TYPES
+            and len(tensor.tensor_content) % np.dtype(_CONTENT_TYPES[dtype]).itemsize == 0
+        ):
             numbers = np.frombuffer(tensor.tensor_content, dtype=_CONTENT_TYPES[dtype])
         else:
             return None
@@ -302,8 +322,15 @@ def tensor_number(tensor: tensorboard_pb2.TensorProto) -> float | None:
 
 # TensorBoard DataType -> the repeated field that lists its numbers.
 _LISTED_FIELDS = {
-    1: "float_val", 2: "double_val", 3: "int_val", 4: "int_val", 5: "int_val", 6: "int_val",
-    17: "int_val", 9: "int64_val", 10: "bool_val",
+    1: "float_val",
+    2: "double_val",
+    3: "int_val",
+    4: "int_val",
+    5: "int_val",
+    6: "int_val",
+    17: "int_val",
+    9: "int64_val",
+    10: "bool_val",
 }
 
 

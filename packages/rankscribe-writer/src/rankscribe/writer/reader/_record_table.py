@@ -104,8 +104,9 @@ def _boundaries(buffer: bytes | memoryview) -> tuple[list[npt.NDArray[np.int64]]
         count = min((size - position) // stride, probe)
         if count == 0:
             continue
-        lengths = np.ndarray((count,), dtype="<u8", buffer=buffer, offset=position,
-                             strides=(stride,))
+        lengths = np.ndarray(
+            (count,), dtype="<u8", buffer=buffer, offset=position, strides=(stride,)
+        )
         equal = lengths == length
         run = count if bool(equal.all()) else int(equal.argmin())
         if run:
@@ -164,11 +165,13 @@ def _classify_stop(buffer: bytes | memoryview, table: RecordTable) -> None:
     (length,) = _LENGTH.unpack_from(header)
     if length > MAX_PAYLOAD_SIZE:
         table.stopped_by_damage = True
-        table.damage.append(Damage(
-            table.stop,
-            f"length field {length:,} exceeds the largest record payload "
-            f"({MAX_PAYLOAD_SIZE:,} bytes)",
-        ))
+        table.damage.append(
+            Damage(
+                table.stop,
+                f"length field {length:,} exceeds the largest record payload "
+                f"({MAX_PAYLOAD_SIZE:,} bytes)",
+            )
+        )
         return
     table.wanted = length + RECORD_OVERHEAD
 
@@ -197,4 +200,3 @@ def _check_payloads(buffer: bytes | memoryview, table: RecordTable) -> None:
     keep = np.ones(table.offsets.size, dtype=bool)
     keep[bad] = False
     table.offsets, table.lengths = table.offsets[keep], table.lengths[keep]
-

@@ -181,7 +181,10 @@ class _Walk:
             allowed = {1: _FIXED64, 2: _VARINT, 3: _LENGTH_DELIMITED, 5: _LENGTH_DELIMITED}
         else:
             allowed = {
-                1: _FIXED64, 2: _VARINT, 3: _LENGTH_DELIMITED, 4: _LENGTH_DELIMITED,
+                1: _FIXED64,
+                2: _VARINT,
+                3: _LENGTH_DELIMITED,
+                4: _LENGTH_DELIMITED,
                 5: _LENGTH_DELIMITED,
             }
         spans = self.once(fields, allowed)
@@ -222,8 +225,13 @@ class _Walk:
     def tensorboard_value(self, position: int, start: int, end: int) -> None:
         spans = self.once(
             self.fields(start, end),
-            {1: _LENGTH_DELIMITED, 2: _FIXED32, 7: _LENGTH_DELIMITED, 8: _LENGTH_DELIMITED,
-             9: _LENGTH_DELIMITED},
+            {
+                1: _LENGTH_DELIMITED,
+                2: _FIXED32,
+                7: _LENGTH_DELIMITED,
+                8: _LENGTH_DELIMITED,
+                9: _LENGTH_DELIMITED,
+            },
         )
         if 2 in spans and 8 in spans:  # two members of the `value` oneof
             raise _UnusualError
@@ -264,8 +272,14 @@ class _Walk:
         """A float or double tensor of one element: (offset, width) of its number."""
         spans = self.once(
             self.fields(start, end),
-            {1: _VARINT, 2: _LENGTH_DELIMITED, 3: _VARINT, 4: _LENGTH_DELIMITED,
-             5: _LENGTH_DELIMITED, 6: _LENGTH_DELIMITED},
+            {
+                1: _VARINT,
+                2: _LENGTH_DELIMITED,
+                3: _VARINT,
+                4: _LENGTH_DELIMITED,
+                5: _LENGTH_DELIMITED,
+                6: _LENGTH_DELIMITED,
+            },
         )
         if 1 not in spans:
             raise _UnusualError

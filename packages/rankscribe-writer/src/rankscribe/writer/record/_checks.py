@@ -77,8 +77,9 @@ def check_max_file_size(value: object) -> int | None:
         )
     if value < 0:
         # The original accepts a negative size as "no limit", with a warning.
-        logger.warning("For 'SummaryRecord', 'max_file_size' %d is negative: no limit is set.",
-                       value)
+        logger.warning(
+            "For 'SummaryRecord', 'max_file_size' %d is negative: no limit is set.", value
+        )
         return None
     if value == 0:
         raise WriterValueError(

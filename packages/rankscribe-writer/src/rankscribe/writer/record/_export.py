@@ -58,8 +58,11 @@ class NpyExporter:
     @classmethod
     def claim(cls, log_dir: str, timestamp: int, *, group_readable: bool = False) -> NpyExporter:
         """Create ``<log_dir>/export_<timestamp>``; FileExistsError when the name is taken."""
-        export_dir = make_private_dir(os.path.join(log_dir, f"export_{timestamp}"),
-                                      group_readable=group_readable, exist_ok=False)
+        export_dir = make_private_dir(
+            os.path.join(log_dir, f"export_{timestamp}"),
+            group_readable=group_readable,
+            exist_ok=False,
+        )
         return cls(export_dir, group_readable=group_readable)
 
     def export(self, tag: str, step: int, array: np.ndarray) -> str:
@@ -73,8 +76,7 @@ class NpyExporter:
 
         # A reader never sees half a file, and a tag recorded twice at one step replaces
         # the read-only file; a link planted at the name is replaced, never followed.
-        return atomic_write(path, [b""], mode=file_mode(True, self._group_readable),
-                            write=save)
+        return atomic_write(path, [b""], mode=file_mode(True, self._group_readable), write=save)
 
 
 _EXPORT_DIR_ATTEMPTS = 100

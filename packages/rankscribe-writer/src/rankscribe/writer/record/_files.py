@@ -48,14 +48,20 @@ class RecordFiles:
         self.lineage = self._stream(self._summary_names(LINEAGE_SUFFIX), None)
         self.board: EventFile | None = None
         if "tensorboard" in formats:
-            self.board = self._stream(self._rotating_paths(self._board_name),
-                                      _board_version_payload)
+            self.board = self._stream(
+                self._rotating_paths(self._board_name), _board_version_payload
+            )
 
     def _stream(
         self, names: Callable[[], str], first_payload: Callable[[], bytes] | None
     ) -> EventFile:
-        return EventFile(names, first_payload=first_payload, max_file_size=self._max_file_size,
-                         on_open=self.created.append, modes=self._modes)
+        return EventFile(
+            names,
+            first_payload=first_payload,
+            max_file_size=self._max_file_size,
+            on_open=self.created.append,
+            modes=self._modes,
+        )
 
     @property
     def streams(self) -> list[EventFile]:
@@ -65,21 +71,29 @@ class RecordFiles:
         """The summary file's path: the name it got, or the name it will get."""
         if self.summary is not None and self.summary.paths:
             return self.summary.paths[0]  # the name it got, if another process had T
-        return os.path.join(self._directory, summary_file_name(
-            self._prefix, self._timestamp, self._rank, self._host, self._suffix))
+        return os.path.join(
+            self._directory,
+            summary_file_name(self._prefix, self._timestamp, self._rank, self._host, self._suffix),
+        )
 
     def disk_state(self, failures: int) -> tuple[int, int, int]:
         """(failed writes, bytes kept after a failed write, records given up)."""
         streams = self.streams
-        return (failures, sum(stream.unwritten_bytes for stream in streams),
-                sum(stream.lost_records for stream in streams))
+        return (
+            failures,
+            sum(stream.unwritten_bytes for stream in streams),
+            sum(stream.lost_records for stream in streams),
+        )
 
     def _board_name(self, timestamp: int) -> str:
         return tensorboard_file_name(timestamp, self._host)
 
     def _summary_names(self, suffix: str) -> Callable[[], str]:
-        return self._rotating_paths(lambda timestamp: summary_file_name(
-            self._prefix, timestamp, self._rank, self._host, suffix))
+        return self._rotating_paths(
+            lambda timestamp: summary_file_name(
+                self._prefix, timestamp, self._rank, self._host, suffix
+            )
+        )
 
     def _rotating_paths(self, name_for: Callable[[int], str]) -> Callable[[], str]:
         used: list[int] = []
@@ -87,7 +101,8 @@ class RecordFiles:
         def next_path() -> str:
             timestamp = (
                 claim_timestamp(self._directory, not_before=used[-1] + 1)
-                if used else self._timestamp
+                if used
+                else self._timestamp
             )
             used.append(timestamp)
             return os.path.join(self._directory, name_for(timestamp))

@@ -72,8 +72,12 @@ def launcher_rank(environ: Mapping[str, str]) -> LauncherRank | None:
         size = _number(environ, size_name) if size_name in environ else None
         if rank is None or (size_name in environ and (size is None or size <= rank)):
             logger.warning(
-                "%s=%r (with %s=%r) is not a rank below the world size; SummaryRecord "
-                "ignores it", rank_name, environ[rank_name], size_name, environ.get(size_name))
+                "%s=%r (with %s=%r) is not a rank below the world size; SummaryRecord ignores it",
+                rank_name,
+                environ[rank_name],
+                size_name,
+                environ.get(size_name),
+            )
             continue
         return LauncherRank(launcher, rank_name, rank, size)
     return None
@@ -89,6 +93,12 @@ def warn_shared_directory(directory: str, launched: LauncherRank, rank: int) -> 
         "directory writes its own files into it (this one labelled rank %d), and readers "
         "of the directory mix the ranks' curves. Give each rank its own directory: "
         "rankscribe.ranks.rank_dir(%r, rankscribe.ranks.detect()) gives %r.",
-        directory, launched.launcher, launched.variable, launched.rank, size, rank,
-        directory, os.path.join(directory, rank_dir_name(rank)),
+        directory,
+        launched.launcher,
+        launched.variable,
+        launched.rank,
+        size,
+        rank,
+        directory,
+        os.path.join(directory, rank_dir_name(rank)),
     )

@@ -153,9 +153,16 @@ class SummaryRecord:
         self._graph = RecordGraph(network)
 
         self._host = host_name()
-        check_name_length(self._directory, max(
-            (summary_file_name(file_prefix, int(time.time()), rank, self._host, suffix)
-             for suffix in (file_suffix, LINEAGE_SUFFIX)), key=len))
+        check_name_length(
+            self._directory,
+            max(
+                (
+                    summary_file_name(file_prefix, int(time.time()), rank, self._host, suffix)
+                    for suffix in (file_suffix, LINEAGE_SUFFIX)
+                ),
+                key=len,
+            ),
+        )
         files.make_private_dir(self._directory, group_readable=self._group_readable)
         if launched is not None and launched.shared and not isinstance(rank, str):
             warn_shared_directory(self._directory, launched, rank)
@@ -163,7 +170,8 @@ class SummaryRecord:
         self._exporter: NpyExporter | None = None
         if self._export_tensors:
             self._exporter, self._timestamp = claim_export_dir(
-                self._directory, self._timestamp, group_readable=self._group_readable)
+                self._directory, self._timestamp, group_readable=self._group_readable
+            )
         self._prefix, self._suffix, self._rank = file_prefix, file_suffix, rank
         self._network = network
         self._graph_written = False
@@ -176,8 +184,11 @@ class SummaryRecord:
         self._text_warned = False
 
         self._files = RecordFiles(
-            self._directory, self._timestamp, (file_prefix, file_suffix, rank, self._host),
-            formats=self._formats, max_file_size=self._max_file_size,
+            self._directory,
+            self._timestamp,
+            (file_prefix, file_suffix, rank, self._host),
+            formats=self._formats,
+            max_file_size=self._max_file_size,
             group_readable=self._group_readable,
         )
         self._board_file = self._files.board
@@ -186,8 +197,11 @@ class SummaryRecord:
         self._write_errors = WriteErrorPolicy(self._raise_exception, self._report_write_error)
         self._writer = StepWriter(self._files, self._exporter, self._write_errors)
         self._pipeline = Pipeline(
-            self._writer.write, self._writer.sync, workers=min(workers, os.cpu_count() or 1),
-            max_pending_bytes=max_pending_bytes, name=f"rankscribe-{self._timestamp}",
+            self._writer.write,
+            self._writer.sync,
+            workers=min(workers, os.cpu_count() or 1),
+            max_pending_bytes=max_pending_bytes,
+            name=f"rankscribe-{self._timestamp}",
         )
         self._scalar_batches = ScalarBatches(self._pipeline)
         # Bound once: record() of a scalar-only step calls it for every step.
@@ -233,7 +247,10 @@ class SummaryRecord:
         copied now: changing it afterwards does not change what is recorded.
         """
         if (
-            plugin != "scalar" or self._closed or type(name) is not str or not name
+            plugin != "scalar"
+            or self._closed
+            or type(name) is not str
+            or not name
             or not name.isascii()  # such names are checked here: they must encode to UTF-8
         ):
             self._check_open("add_value")
@@ -252,7 +269,8 @@ class SummaryRecord:
         elif name in scalars:
             logger.warning(
                 "For 'SummaryRecord.add_value', '%s/scalar' has duplicate values; only the "
-                "newest one will be recorded.", name,
+                "newest one will be recorded.",
+                name,
             )
         scalars[name] = number
 
@@ -265,13 +283,18 @@ class SummaryRecord:
             return
         if plugin == "text" and self._board_file is None and not self._text_warned:
             self._text_warned = True
-            logger.warning("text values are shown by the TensorBoard target only; add "
-                           "'tensorboard' to formats to record '%s'", name)
+            logger.warning(
+                "text values are shown by the TensorBoard target only; add "
+                "'tensorboard' to formats to record '%s'",
+                name,
+            )
         by_tag = self._pending.setdefault(plugin, {})
         if name in by_tag:
             logger.warning(
                 "For 'SummaryRecord.add_value', '%s/%s' has duplicate values; only the newest "
-                "one will be recorded.", name, plugin,
+                "one will be recorded.",
+                name,
+                plugin,
             )
         by_tag[name] = snap
 
@@ -301,9 +324,12 @@ class SummaryRecord:
             logger.error("The record writer is closed; step %d was not recorded.", step)
             return False
         if (
-            self._scalars and self._scalars_alone and not operators.has_buffered()
+            self._scalars
+            and self._scalars_alone
+            and not operators.has_buffered()
             and not self._pending
-            and not self._pending_lineage and plugin_filter is None
+            and not self._pending_lineage
+            and plugin_filter is None
             and (train_network is None or self._graph_written)
         ):  # the common case: only scalars, for the summary file alone
             scalars, self._scalars = self._scalars, {}
@@ -331,8 +357,13 @@ class SummaryRecord:
     ) -> None:
         self._scalar_batches.seal()
         job = StepJob(
-            step, time.time(), values, lineage, graph,
-            tensorboard=self._board_file is not None, export_tensors=self._export_tensors,
+            step,
+            time.time(),
+            values,
+            lineage,
+            graph,
+            tensorboard=self._board_file is not None,
+            export_tensors=self._export_tensors,
         )
         memory = sum(snap.memory for snap in values) + sum(snap.memory for snap in lineage)
         self._pipeline.put(
@@ -429,8 +460,10 @@ class SummaryRecord:
         lineage, self._pending_lineage = self._pending_lineage, []
         scalars, self._scalars = self._scalars, {}
         if scalars:
-            group = {name: Snapshot("scalar", name, value, len(name) + 16, 64)
-                     for name, value in scalars.items()}
+            group = {
+                name: Snapshot("scalar", name, value, len(name) + 16, 64)
+                for name, value in scalars.items()
+            }
             ordered = list(pending.items())
             ordered.insert(self._scalar_group, ("scalar", group))
             pending = dict(ordered)
@@ -455,9 +488,7 @@ class SummaryRecord:
                 return graph_bytes(produced)
         return None
 
-    def _filtered_plugins(
-        self, plugin_filter: Callable[[str], bool] | None
-    ) -> dict[str, bool]:
+    def _filtered_plugins(self, plugin_filter: Callable[[str], bool] | None) -> dict[str, bool]:
         """Whether ``plugin_filter`` keeps each plugin of the pending values."""
         if plugin_filter is None:
             return {}

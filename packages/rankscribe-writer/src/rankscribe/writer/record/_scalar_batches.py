@@ -56,5 +56,7 @@ class ScalarBatches:
         with self._lock:
             if self._open is batch:
                 self._open = None
-        return [(step, events.scalar_event(wall_time, step, scalars.items()))
-                for wall_time, step, scalars in batch]
+        return [
+            (step, events.scalar_event(wall_time, step, scalars.items()))
+            for wall_time, step, scalars in batch
+        ]

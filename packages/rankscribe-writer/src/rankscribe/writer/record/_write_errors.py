@@ -39,7 +39,9 @@ class WriteErrorPolicy:
         logger.warning(
             "flush: not everything recorded is on disk: %d failed writes since the last "
             "flush, %d bytes waiting for a write that succeeds, %d records given up",
-            new_failures, unwritten, lost,
+            new_failures,
+            unwritten,
+            lost,
         )
         return False
 
@@ -66,8 +68,9 @@ class WriteErrorPolicy:
         kind = f"{type(error).__name__}:{getattr(error, 'errno', None)}"
         if kind not in self._errors_logged:
             self._errors_logged.add(kind)
-            logger.error("writing %s data failed (further such errors are not logged): %s",
-                         target, error)
+            logger.error(
+                "writing %s data failed (further such errors are not logged): %s", target, error
+            )
 
 
 def _own_error(target: str, step: int | None, error: Exception) -> Exception:
@@ -75,7 +78,8 @@ def _own_error(target: str, step: int | None, error: Exception) -> Exception:
     if isinstance(error, WriterError) or not isinstance(error, OSError):
         return error
     where = f"{target} data" if step is None else f"{target} data of step {step}"
-    own = WriterOSError(error.errno, f"writing {where} failed: {error.strerror or error}",
-                        error.filename)
+    own = WriterOSError(
+        error.errno, f"writing {where} failed: {error.strerror or error}", error.filename
+    )
     own.__cause__ = error
     return own
