@@ -156,7 +156,9 @@ def test_the_same_modules_with_creation_above_the_subclasses_pass(clean_tree: Pa
                 from rankscribe.ranks._coordinator import Coordinator
                 return Single()
         """,
-            "_single.py": "from rankscribe.ranks._coordinator import Coordinator\nclass Single: ...\n",
+            "_single.py": (
+                "from rankscribe.ranks._coordinator import Coordinator\nclass Single: ...\n"
+            ),
         },
     )
     result = run(clean_tree)
