@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from rankscribe.lineage.report._data import Curve, RunInfo
+from rankscribe.lineage.report._data import DrawnCurve, RunInfo
 from rankscribe.lineage.report._page import _step_time_html
 from rankscribe.lineage.report._table import verdict_summary
 
@@ -32,7 +32,7 @@ class _JobData:
         self.run = _job(verdicts, ranks=2)
         # a collective evened the step times out: the same on both ranks
         self.ranks = {
-            rank: {"rankscribe/step_time": Curve(np.arange(1, 4), np.full(3, 0.05), 3)}
+            rank: {"rankscribe/step_time": DrawnCurve(np.arange(1, 4), np.full(3, 0.05), 3)}
             for rank in range(2)
         }
 

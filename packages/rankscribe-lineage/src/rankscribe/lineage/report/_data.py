@@ -50,7 +50,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "MAX_TAGS",
-    "Curve",
+    "DrawnCurve",
     "JobData",
     "ReportData",
     "RunInfo",
@@ -74,7 +74,7 @@ MAX_TAGS = 50
 
 
 @dataclass
-class Curve:
+class DrawnCurve:
     """Points to draw: steps ascending, and the value at each."""
 
     steps: npt.NDArray[np.int64]
@@ -115,9 +115,9 @@ class JobData:
 
     run: RunInfo
     #: ``tag -> {"mean" | "min" | "max": curve}`` over the ranks that recorded it.
-    bands: dict[str, dict[str, Curve]]
+    bands: dict[str, dict[str, DrawnCurve]]
     #: ``rank -> tag -> curve``.
-    ranks: dict[int, dict[str, Curve]]
+    ranks: dict[int, dict[str, DrawnCurve]]
     #: The tags some rank recorded that are not drawn (past :data:`MAX_TAGS`), in order.
     tags_left_out: list[str] = field(default_factory=list)
 
@@ -129,7 +129,7 @@ class ReportData:
     runs: list[RunInfo]
     jobs: list[JobData]
     #: ``run name -> tag -> curve`` of the single-process runs that recorded scalars.
-    single_runs: dict[str, dict[str, Curve]]
+    single_runs: dict[str, dict[str, DrawnCurve]]
     max_points: int
     #: The single runs' tags that are not drawn (past :data:`MAX_TAGS`), in order.
     single_tags_left_out: list[str] = field(default_factory=list)
@@ -222,14 +222,14 @@ def drawn_tags(tags: Sequence[str] | set[str]) -> tuple[list[str], list[str]]:
 # ---------------------------------------------------------------- worker tasks
 
 
-def _thin(steps: npt.NDArray[np.int64], values: npt.NDArray[np.float64], limit: int) -> Curve:
+def _thin(steps: npt.NDArray[np.int64], values: npt.NDArray[np.float64], limit: int) -> DrawnCurve:
     drawn_steps, drawn_values = downsample(steps, values, limit)
-    return Curve(drawn_steps, drawn_values, len(steps))
+    return DrawnCurve(drawn_steps, drawn_values, len(steps))
 
 
 def _read_rank(
     path: str, rank: int, max_points: int
-) -> tuple[dict[str, Curve], JobStatistics, list[str]]:
+) -> tuple[dict[str, DrawnCurve], JobStatistics, list[str]]:
     """One rank: its curves for drawing, its statistics for the job's band, the tags not kept.
 
     Only the tags :func:`drawn_tags` keeps are reduced and sent back; the others
@@ -256,8 +256,8 @@ def _read_rank(
 
 def _read_single_runs(
     paths: Sequence[str], max_points: int
-) -> list[tuple[dict[str, Curve], list[str]]]:
-    read: list[tuple[dict[str, Curve], list[str]]] = []
+) -> list[tuple[dict[str, DrawnCurve], list[str]]]:
+    read: list[tuple[dict[str, DrawnCurve], list[str]]] = []
     for path in paths:
         curves, _, left_out = _read_rank(path, 0, max_points)
         read.append((curves, left_out))
@@ -297,8 +297,8 @@ def default_workers() -> int:
     return max(1, min(8, os.cpu_count() or 1))
 
 
-def _job_bands(statistics: JobStatistics, max_points: int) -> dict[str, dict[str, Curve]]:
-    bands: dict[str, dict[str, Curve]] = {}
+def _job_bands(statistics: JobStatistics, max_points: int) -> dict[str, dict[str, DrawnCurve]]:
+    bands: dict[str, dict[str, DrawnCurve]] = {}
     for tag, tagged in statistics.tags.items():
         bands[tag] = {
             "mean": _thin(tagged.steps, tagged.mean, max_points),
@@ -329,7 +329,7 @@ def read_report_data(
     job_data: list[JobData] = []
     for job in jobs:
         statistics = JobStatistics()
-        ranks: dict[int, dict[str, Curve]] = {}
+        ranks: dict[int, dict[str, DrawnCurve]] = {}
         every_tag: set[str] = set()
         for rank in job.rank_dirs:
             curves, rank_statistics, rank_left_out = next(results)
@@ -350,7 +350,7 @@ def read_report_data(
                 left_out,
             )
         )
-    single_runs: dict[str, dict[str, Curve]] = {}
+    single_runs: dict[str, dict[str, DrawnCurve]] = {}
     single_tags: set[str] = set()
     for batch in batches:
         for run, (curves, run_left_out) in zip(batch, next(results), strict=True):

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rankscribe.lineage.report._data import Curve
+from rankscribe.lineage.report._data import DrawnCurve
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -74,7 +74,7 @@ def typed_array(values: npt.NDArray[Any]) -> dict[str, str]:
     return {"dtype": dtype, "bdata": base64.b64encode(array.tobytes()).decode("ascii")}
 
 
-def _line(curve: Curve, name: str, **properties: Any) -> dict[str, Any]:
+def _line(curve: DrawnCurve, name: str, **properties: Any) -> dict[str, Any]:
     return {
         "type": "scatter",
         "mode": "lines",
@@ -141,8 +141,8 @@ def _markers(markers: Sequence[Marker]) -> dict[str, Any]:
 
 def band_figure(
     tag: str,
-    band: Mapping[str, Curve],
-    ranks: Mapping[int, Curve],
+    band: Mapping[str, DrawnCurve],
+    ranks: Mapping[int, DrawnCurve],
     markers: Sequence[Marker] = (),
 ) -> Figure:
     """A job's tag: the cross-rank mean within min..max, and each rank's curve on demand.
@@ -182,7 +182,7 @@ def band_figure(
     return {"data": traces, "layout": _layout(tag, tag, **_markers(markers))}
 
 
-def step_time_figure(ranks: Mapping[int, Curve], straggler: int | None, title: str) -> Figure:
+def step_time_figure(ranks: Mapping[int, DrawnCurve], straggler: int | None, title: str) -> Figure:
     """Each rank's step time; the straggler drawn on top in red, the others grey."""
     traces: list[dict[str, Any]] = []
     for rank, curve in sorted(ranks.items(), key=lambda item: item[0] == straggler):
@@ -198,7 +198,7 @@ def step_time_figure(ranks: Mapping[int, Curve], straggler: int | None, title: s
     return {"data": traces, "layout": _layout(title, "step time (s)")}
 
 
-def runs_figure(tag: str, runs: Mapping[str, Curve], *, legend: bool) -> Figure:
+def runs_figure(tag: str, runs: Mapping[str, DrawnCurve], *, legend: bool) -> Figure:
     """One tag of several single-process runs, one line per run."""
     traces = [
         _line(

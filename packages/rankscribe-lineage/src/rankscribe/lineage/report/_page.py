@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from rankscribe.lineage.jobview import LOSS_TAGS, STEP_TIME_TAG, timing_name, verdict_lines
-from rankscribe.lineage.report._data import MAX_TAGS, Curve, JobData, ReportData, tag_order
+from rankscribe.lineage.report._data import MAX_TAGS, DrawnCurve, JobData, ReportData, tag_order
 from rankscribe.lineage.report._figures import (
     Figure,
     Marker,
@@ -159,7 +159,7 @@ def _table_html(table: Table, anchors: Mapping[str, str]) -> Iterator[str]:
     yield "</tbody></table></div>"
 
 
-def _thinning_note(curves: Sequence[Curve], max_points: int) -> str:
+def _thinning_note(curves: Sequence[DrawnCurve], max_points: int) -> str:
     thinned = [curve for curve in curves if curve.recorded > len(curve.steps)]
     if not thinned:
         return ""
