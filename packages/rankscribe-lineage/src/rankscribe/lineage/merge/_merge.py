@@ -5,24 +5,9 @@ before rank 0 merged, or to merge again), merges them with
 :func:`rankscribe.lineage.merge._lineages.merge_rank_lineages`, writes the
 merged lineage file and the job view.
 
-Rules (``docs/layout.md``, "Merge at rank 0"), applied by ``_lineages``:
-
-- A value the ranks agree on is kept once. When they disagree, the value of
-  rank 0 (or of the lowest rank that reported) is kept, the field's name is
-  listed in ``user_defined/disagreements`` and every rank's value is kept as
-  JSON text in ``user_defined/<name>_by_rank``.
-- ``loss`` and each numeric metric are averaged over the ranks that have
-  them; the per-rank extremes are kept as ``user_defined/loss_min`` and
-  ``loss_max``, ``metric_<k>_min`` and ``metric_<k>_max``.
-- ``train_dataset_size`` and ``valid_dataset_size`` are summed over the
-  ranks' shards, and kept once when every rank says (in
-  ``user_defined/<kind>_dataset_sharding``) it read the same whole dataset.
-- ``device_num`` is the world size; the model (path and size) is rank 0's.
-- ``user_defined/ranks_reported`` and ``ranks_expected`` count the ranks, and
-  ``ranks_missing`` lists the ones that did not report ("" when none).
-
-Every merge field lives in ``user_defined``, so it can be searched
-(``user_defined/ranks_missing``) and shown like any custom lineage.
+The merge rules are ``_lineages``' (``docs/layout.md``, "Merge at rank 0"); this
+module adds what a directory needs: waiting for late ranks, bounding the world size by
+the rank dirs that exist, the lock, and the job view from the rank files.
 """
 
 from __future__ import annotations
