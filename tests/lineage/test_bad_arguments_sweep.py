@@ -12,10 +12,8 @@ a str or a mapping belongs). Each must be refused with the package's error
 
 from __future__ import annotations
 
-import inspect
 import math
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +30,13 @@ from rankscribe.lineage import (
 from rankscribe.lineage import jobview as jobview_module
 from rankscribe.lineage.jobview import JobStatistics, StragglerEvidence
 from rankscribe.writer import SummaryRecord
-
-Arguments = tuple[tuple[Any, ...], dict[str, Any]]
+from tests._support.sweeps import (
+    ValidCalls,
+    assert_swept_or_left_out,
+    public_callables,
+    refusal,
+    sweep_cases,
+)
 
 
 def _job(tmp_path: Path) -> Path:
@@ -65,7 +68,7 @@ def _run(tmp_path: Path) -> str:
 
 
 # name -> a call that works: (positional, keyword) arguments made in tmp_path
-VALID: dict[str, Callable[[Path], Arguments]] = {
+VALID: ValidCalls = {
     "filter_runs": lambda t: ((_base(t),), {}),
     "filter_summary_lineage": lambda t: ((str(_base(t)),), {}),
     "get_run_lineage": lambda t: ((_run(t),), {}),
@@ -141,16 +144,18 @@ MINDINSIGHT_PATHS = {
     ("get_run_lineage", "summary_dir"),
     ("get_summary_lineage", "summary_dir"),
 }
+#: (function, argument) -> the error (a LineageError) and what it says instead of the name.
+OWN_MESSAGES: dict[tuple[str, str], tuple[type[LineageError], str]] = {
+    **{
+        call: (LineageParamSummaryPathError, "The summary path is invalid.")
+        for call in MINDINSIGHT_PATHS
+    },
+    # The filter's own error, which shows the expression and the column.
+    ("filter_runs", "where"): (LineageExpressionError, "the filter must be a str"),
+}
 
 
-def _public() -> dict[str, Callable[..., Any]]:
-    found: dict[str, Callable[..., Any]] = {}
-    for module in (lineage, jobview_module):
-        for name in module.__all__:
-            item = getattr(module, name)
-            if callable(item) and not (isinstance(item, type) and issubclass(item, Exception)):
-                found[name] = item
-    return found
+PUBLIC = public_callables(lineage, jobview_module)
 
 
 def _wrong_values(name: str, annotation: str) -> list[Any]:  # noqa: PLR0911 - one per form
@@ -173,52 +178,23 @@ def _wrong_values(name: str, annotation: str) -> list[Any]:  # noqa: PLR0911 - o
     return []
 
 
-def _cases() -> list[Any]:
-    cases = []
-    for function_name, function in sorted(_public().items()):
-        if function_name not in VALID:
-            continue
-        for parameter in inspect.signature(function).parameters.values():
-            for wrong in _wrong_values(parameter.name, str(parameter.annotation)):
-                cases.append(
-                    pytest.param(
-                        function_name,
-                        parameter.name,
-                        wrong,
-                        id=f"{function_name}({parameter.name}={wrong!r})",
-                    )
-                )
-    return cases
-
-
 def test_every_public_function_is_swept_or_left_out_with_a_reason() -> None:
-    assert set(_public()) == set(VALID) | LEFT_OUT
-    assert not set(VALID) & LEFT_OUT
+    assert_swept_or_left_out(PUBLIC, VALID, LEFT_OUT)
 
 
-@pytest.mark.parametrize(("function_name", "argument", "wrong"), _cases())
+@pytest.mark.parametrize(
+    ("function_name", "argument", "wrong"), sweep_cases(PUBLIC, VALID, _wrong_values)
+)
 def test_a_wrong_argument_is_refused_by_name(
     tmp_path: Path, function_name: str, argument: str, wrong: Any
 ) -> None:
-    function = _public()[function_name]
-    positional, keywords = VALID[function_name](tmp_path)
-    bound = inspect.signature(function).bind_partial(*positional, **keywords)
-    bound.arguments[argument] = wrong
-    with pytest.raises(LineageError) as caught:
-        function(*bound.args, **bound.kwargs)
-    if (function_name, argument) in MINDINSIGHT_PATHS:
-        assert isinstance(caught.value, LineageParamSummaryPathError)
-        assert "The summary path is invalid." in str(caught.value)
-    elif (function_name, argument) == ("filter_runs", "where"):
-        # The filter's own error, which shows the expression and the column.
-        assert isinstance(caught.value, LineageExpressionError)
-        assert "the filter must be a str" in str(caught.value)
-    else:
-        assert argument in str(caught.value), str(caught.value)
-    assert isinstance(caught.value, (TypeError, ValueError, OSError))
+    error, says = OWN_MESSAGES.get((function_name, argument), (LineageError, None))
+    refusal(
+        PUBLIC[function_name], VALID[function_name](tmp_path), argument, wrong, error, says=says
+    )
 
 
 @pytest.mark.parametrize("function_name", sorted(VALID))
 def test_the_valid_call_of_the_sweep_works(tmp_path: Path, function_name: str) -> None:
     positional, keywords = VALID[function_name](tmp_path)
-    _public()[function_name](*positional, **keywords)
+    PUBLIC[function_name](*positional, **keywords)

@@ -11,7 +11,6 @@ package's error (:class:`WriterError`) naming the argument, not with a raw
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,8 +19,13 @@ import pytest
 
 from rankscribe import writer
 from rankscribe.writer import SummaryRecord, WriterError, files, reader
-
-Arguments = tuple[tuple[Any, ...], dict[str, Any]]
+from tests._support.sweeps import (
+    ValidCalls,
+    assert_swept_or_left_out,
+    public_callables,
+    refusal,
+    sweep_cases,
+)
 
 
 def _run(tmp_path: Path) -> Path:
@@ -43,7 +47,7 @@ def _lineage_file(tmp_path: Path) -> Path:
 
 
 # name -> a call that works: (positional, keyword) arguments made in tmp_path
-VALID: dict[str, Callable[[Path], Arguments]] = {
+VALID: ValidCalls = {
     "RecordReader": lambda t: ((_file(t),), {}),
     "SummaryRecord": lambda t: ((t / "new",), {}),
     "list_summary_files": lambda t: ((_run(t),), {}),
@@ -88,14 +92,7 @@ MOVED_HOME = {
 
 
 def _public() -> dict[str, Callable[..., Any]]:
-    found = {
-        name: getattr(writer, name)
-        for name in writer.__all__
-        if callable(getattr(writer, name))
-        and not (
-            isinstance(getattr(writer, name), type) and issubclass(getattr(writer, name), Exception)
-        )
-    }
+    found = public_callables(writer)
     for name, home in MOVED_HOME.items():
         assert name in home.__all__, f"{name} is not public in {home.__name__}"
         found.setdefault(name, getattr(home, name))
@@ -120,41 +117,17 @@ def _wrong_values(name: str, annotation: str) -> list[Any]:
     return []
 
 
-def _cases() -> list[Any]:
-    cases = []
-    for function_name, function in sorted(_public().items()):
-        if function_name not in VALID:
-            continue
-        for parameter in inspect.signature(function).parameters.values():
-            for wrong in _wrong_values(parameter.name, str(parameter.annotation)):
-                cases.append(
-                    pytest.param(
-                        function_name,
-                        parameter.name,
-                        wrong,
-                        id=f"{function_name}({parameter.name}={wrong!r})",
-                    )
-                )
-    return cases
-
-
 def test_every_public_name_is_swept_or_left_out_with_a_reason() -> None:
-    assert set(_public()) == set(VALID) | LEFT_OUT
-    assert not set(VALID) & LEFT_OUT
+    assert_swept_or_left_out(_public(), VALID, LEFT_OUT)
 
 
-@pytest.mark.parametrize(("function_name", "argument", "wrong"), _cases())
+@pytest.mark.parametrize(
+    ("function_name", "argument", "wrong"), sweep_cases(_public(), VALID, _wrong_values)
+)
 def test_a_wrong_argument_is_refused_by_name(
     tmp_path: Path, function_name: str, argument: str, wrong: Any
 ) -> None:
-    function = _public()[function_name]
-    positional, keywords = VALID[function_name](tmp_path)
-    bound = inspect.signature(function).bind_partial(*positional, **keywords)
-    bound.arguments[argument] = wrong
-    with pytest.raises(WriterError) as caught:
-        function(*bound.args, **bound.kwargs)
-    assert argument in str(caught.value), str(caught.value)
-    assert isinstance(caught.value, (TypeError, ValueError, OSError))
+    refusal(_public()[function_name], VALID[function_name](tmp_path), argument, wrong, WriterError)
 
 
 @pytest.mark.parametrize("function_name", sorted(VALID))
