@@ -9,21 +9,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
 import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from tests._support.launchers import Finished, run_bounded
 
-@dataclass(frozen=True)
-class MpiRun:
-    returncode: int
-    seconds: float
-    output: str  # stdout and stderr of every rank, interleaved
+#: A finished job: returncode, seconds, and output (stdout and stderr of every rank, interleaved).
+MpiRun = Finished
 
 
 class MpiLauncher:
@@ -33,29 +27,17 @@ class MpiLauncher:
         self.path = path
 
     def run(self, ranks: int, *argv: str, cwd: Path, timeout: float) -> MpiRun:
-        command = [self.path, "-n", str(ranks), *argv]
         print("running: mpiexec -n", ranks, *argv[1:3], flush=True)
-        started = time.monotonic()
-        # A session of its own: on a timeout the whole job (launcher and ranks) is killed.
-        process = subprocess.Popen(
-            command,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
+        # On a timeout the whole job (launcher and ranks) is killed and the test fails.
+        run = run_bounded(
+            [self.path, "-n", str(ranks), *argv],
+            timeout=timeout,
             cwd=cwd,
             env=dict(os.environ, OMP_NUM_THREADS="1"),
+            check=False,
         )
-        try:
-            output, _ = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            output, _ = process.communicate()
-            pytest.fail(
-                f"mpiexec -n {ranks} {' '.join(argv[1:3])} hung past {timeout} s:\n{output}"
-            )
-        print(output, flush=True)
-        return MpiRun(process.returncode, time.monotonic() - started, output)
+        print(run.output, flush=True)
+        return run
 
 
 def _find_mpiexec() -> str | None:

@@ -1,0 +1,192 @@
+"""Bounded runs of the processes tests launch: mpiexec and torchrun jobs, rank scripts.
+
+Every process starts in a session of its own, its output going to a file (no pipe
+to fill while another process is waited for), and every run has a timeout: on
+it, the whole process group (a launcher and the ranks it started) is killed and
+the test fails with what the processes printed. Leaving the ``with`` block kills
+whatever is left of the groups, whatever the test raised. A run that must exit
+0 fails with its output when it does not.
+
+Only the standard library and pytest are imported here: every tox env imports
+this module, each with its own package alone installed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import IO
+
+import pytest
+
+#: What launchers (torchrun, mpiexec, Slurm) and a job claim leave in the environment: a
+#: job a test starts is its own, with none of the test runner's.
+LAUNCHER_VARIABLES = (
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "SLURM_PROCID",
+    "SLURM_JOB_ID",
+    "SLURM_STEP_ID",
+    "OMPI_COMM_WORLD_RANK",
+    "PMI_RANK",
+    "PMIX_RANK",
+    "TORCHELASTIC_RUN_ID",
+    "TORCHELASTIC_RESTART_COUNT",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "RANKSCRIBE_JOB_ID",
+)
+
+
+def clean_environment(**variables: str) -> dict[str, str]:
+    """This process's environment without the launcher variables, plus ``variables``."""
+    environment = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES}
+    return {**environment, **variables}
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A process that ended: its exit code, what it printed and how long it took."""
+
+    command: str
+    returncode: int
+    output: str  # stdout and stderr interleaved, or stdout alone when stderr was kept apart
+    stderr: str  # "" unless stderr was kept apart
+    seconds: float
+
+
+@dataclass
+class _Started:
+    command: str
+    process: subprocess.Popen[bytes]
+    output: IO[bytes]
+    stderr: IO[bytes] | None
+    started: float
+
+
+def _text(file: IO[bytes] | None) -> str:
+    if file is None:
+        return ""
+    file.seek(0)
+    return file.read().decode(errors="replace")
+
+
+class Launches:
+    """Processes that all end within ``timeout`` seconds of this object's making.
+
+    ``start`` each, then ``wait``; use it as a context manager so that nothing
+    outlives the test.
+    """
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self._deadline = time.monotonic() + timeout
+        self._started: list[_Started] = []
+        self._files = contextlib.ExitStack()
+
+    def start(
+        self,
+        command: Sequence[str | Path],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        stderr_apart: bool = False,
+    ) -> subprocess.Popen[bytes]:
+        argv = [str(part) for part in command]
+        # Files, not pipes: read after the end, they hold all a killed process printed.
+        output = self._files.enter_context(tempfile.TemporaryFile())  # noqa: SIM115 - closed on exit
+        stderr = None
+        if stderr_apart:
+            stderr = self._files.enter_context(tempfile.TemporaryFile())  # noqa: SIM115 - as above
+        process = subprocess.Popen(
+            argv,
+            stdout=output,
+            stderr=subprocess.STDOUT if stderr is None else stderr,
+            stdin=subprocess.DEVNULL,
+            cwd=cwd,
+            env=None if env is None else dict(env),
+            start_new_session=True,
+        )
+        self._started.append(_Started(shlex.join(argv), process, output, stderr, time.monotonic()))
+        return process
+
+    def wait(self, *, check: bool = True) -> list[Finished]:
+        """Every process's end, in the order they started; fail the test on the timeout.
+
+        With ``check``, a process that exits other than 0 fails the test too.
+        """
+        finished = []
+        for started in self._started:
+            try:
+                started.process.wait(timeout=max(0.0, self._deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                self._kill()
+                pytest.fail(
+                    f"`{started.command}` did not end within {self.timeout:g} s; its process "
+                    f"group was killed. What it printed:\n{self._printed(started)}"
+                )
+            end = Finished(
+                started.command,
+                started.process.returncode,
+                _text(started.output),
+                _text(started.stderr),
+                time.monotonic() - started.started,
+            )
+            if check and end.returncode != 0:
+                self._kill()
+                pytest.fail(
+                    f"`{end.command}` exited {end.returncode}. What it printed:\n"
+                    f"{self._printed(started)}"
+                )
+            finished.append(end)
+        return finished
+
+    def _printed(self, started: _Started) -> str:
+        return _text(started.output) + _text(started.stderr)
+
+    def _kill(self) -> None:
+        for started in self._started:
+            # The leader may be gone while ranks it started live on in its group.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(started.process.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                started.process.wait(timeout=10)
+
+    def __enter__(self) -> Launches:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._kill()
+        self._files.close()
+
+
+def run_bounded(
+    command: Sequence[str | Path],
+    *,
+    timeout: float,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    check: bool = True,
+    stderr_apart: bool = False,
+) -> Finished:
+    """Run ``command`` to its end within ``timeout`` seconds (see the module's docstring)."""
+    with Launches(timeout) as launches:
+        launches.start(command, env=env, cwd=cwd, stderr_apart=stderr_apart)
+        [finished] = launches.wait(check=check)
+    return finished
