@@ -18,6 +18,7 @@ import os
 import shlex
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -55,15 +56,26 @@ def clean_environment(**variables: str) -> dict[str, str]:
     return {**environment, **variables}
 
 
+def drop_launcher_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This test's process runs as no launcher's rank (the variables return after the test)."""
+    for name in LAUNCHER_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
 @dataclass(frozen=True)
 class Finished:
     """A process that ended: its exit code, what it printed and how long it took."""
 
     command: str
     returncode: int
-    output: str  # stdout and stderr interleaved, or stdout alone when stderr was kept apart
+    stdout: str  # stdout and stderr interleaved, unless stderr was kept apart
     stderr: str  # "" unless stderr was kept apart
     seconds: float
+
+    @property
+    def output(self) -> str:
+        """All it printed."""
+        return self.stdout + self.stderr
 
 
 @dataclass
@@ -190,3 +202,22 @@ def run_bounded(
         launches.start(command, env=env, cwd=cwd, stderr_apart=stderr_apart)
         [finished] = launches.wait(check=check)
     return finished
+
+
+def run_tool(
+    script: Path,
+    root: Path,
+    *arguments: str,
+    timeout: float = 60,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> Finished:
+    """``python script --root root *arguments``: a repo tool on a tree a test made, stderr apart."""
+    return run_bounded(
+        [sys.executable, script, "--root", root, *arguments],
+        timeout=timeout,
+        env=env,
+        cwd=cwd,
+        check=False,
+        stderr_apart=True,
+    )

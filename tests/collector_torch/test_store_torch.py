@@ -8,32 +8,19 @@ store all come from torch.
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 from typing import Any
+
+from tests._support.launchers import Launches, clean_environment, run_bounded
 
 WORKER = Path(__file__).resolve().parent / "store_worker.py"
 #: No process may outlive this, whatever happens inside it (importing torch is slow here).
 PROCESS_TIMEOUT = 120
 #: Seconds a gather that misses a rank may take past its timeout (polling, a busy machine).
 SLACK = 2.0
-LAUNCHER_VARIABLES = (
-    "RANK",
-    "WORLD_SIZE",
-    "LOCAL_RANK",
-    "LOCAL_WORLD_SIZE",
-    "MASTER_ADDR",
-    "MASTER_PORT",
-    "SLURM_PROCID",
-    "OMPI_COMM_WORLD_RANK",
-    "PMI_RANK",
-    "PMIX_RANK",
-    "TORCHELASTIC_RUN_ID",
-)
 
 
 def free_port() -> int:
@@ -43,40 +30,18 @@ def free_port() -> int:
         return port
 
 
-def clean_environment() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES}
-
-
 def run_ranks(tmp_path: Path, scenario: str, timeout: float) -> dict[int, dict[str, Any]]:
     out = tmp_path / "out"
     out.mkdir()
     port = free_port()
-    processes = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                str(WORKER),
-                scenario,
-                str(port),
-                str(rank),
-                "2",
-                str(out),
-                str(timeout),
-            ],
-            env=clean_environment(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for rank in range(2)
-    ]
-    try:
-        for process in processes:
-            output, _ = process.communicate(timeout=PROCESS_TIMEOUT)
-            assert process.returncode == 0, output
-    finally:
-        for process in processes:
-            process.kill()
+    with Launches(PROCESS_TIMEOUT) as launches:
+        for rank in range(2):
+            launches.start(
+                [sys.executable, WORKER, scenario, str(port), str(rank), "2", out, str(timeout)],
+                env=clean_environment(),
+            )
+        for process in launches.wait(check=False):
+            assert process.returncode == 0, process.output
     return {int(p.stem.split("_")[1]): json.loads(p.read_text()) for p in out.glob("rank_*.json")}
 
 
@@ -111,13 +76,12 @@ def test_rankscribe_ranks_never_imports_torch() -> None:
         coordinator = ranks.create_coordinator(info)
         print(info.launcher, coordinator.backend, "torch" in sys.modules)
     """)
-    result = subprocess.run(
+    result = run_bounded(
         [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
         timeout=PROCESS_TIMEOUT,
         env=clean_environment(),
         check=False,
+        stderr_apart=True,
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["single", "single", "False"]

@@ -8,11 +8,7 @@ checkpoints that load back into the example's own model.
 from __future__ import annotations
 
 import importlib.util
-import os
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 from types import ModuleType
 
@@ -22,6 +18,7 @@ import torch
 from rankscribe.collector import load_checkpoint
 from rankscribe.lineage import get_summary_lineage
 from rankscribe.writer import scalars
+from tests._support.launchers import clean_environment, run_bounded
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "torch" / "train.py"
 TIMEOUT = 240.0  # two ranks importing torch on two shared cores, plus one epoch
@@ -36,30 +33,16 @@ def _load_example() -> ModuleType:
 
 
 def _launch(command: list[str], cwd: Path) -> str:
-    clean = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
-    }
-    started = time.monotonic()
-    process = subprocess.Popen(
+    process = run_bounded(
         command,
+        timeout=TIMEOUT,
         cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-        env=dict(clean, OMP_NUM_THREADS="1"),
+        env=clean_environment(OMP_NUM_THREADS="1"),
+        check=False,
     )
-    try:
-        output, _ = process.communicate(timeout=TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        output, _ = process.communicate()
-        pytest.fail(f"{command[0]} hung past {TIMEOUT} s:\n{output}")
-    print(f"{' '.join(command[:3])}: {time.monotonic() - started:.1f} s\n{output}")
-    assert process.returncode == 0, output
-    return output
+    print(f"{' '.join(command[:3])}: {process.seconds:.1f} s\n{process.output}")
+    assert process.returncode == 0, process.output
+    return process.output
 
 
 def _launcher(name: str) -> str:

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ import pytest
 from rankscribe.lineage import get_summary_lineage, parse_run
 from rankscribe.ranks import JOB_RENDEZVOUS_DIRNAME
 from rankscribe.writer import load_dir
+from tests._support.launchers import clean_environment, run_bounded
 
 SCRIPT = Path(__file__).resolve().parent / "torchrun_train.py"
 TORCHRUN = Path(sys.executable).parent / "torchrun"
@@ -29,19 +28,6 @@ JOB_TIMEOUT = 180
 MERGE_TIMEOUT = 4.0
 #: Seconds rank 0 may take past the merge timeout (polling, writing, a busy machine).
 SLACK = 3.0
-LAUNCHER_VARIABLES = (
-    "RANK",
-    "WORLD_SIZE",
-    "LOCAL_RANK",
-    "LOCAL_WORLD_SIZE",
-    "MASTER_ADDR",
-    "MASTER_PORT",
-    "SLURM_PROCID",
-    "OMPI_COMM_WORLD_RANK",
-    "PMI_RANK",
-    "PMIX_RANK",
-    "TORCHELASTIC_RUN_ID",
-)
 
 
 @dataclass
@@ -56,7 +42,6 @@ class Job:
 def run_torchrun(tmp_path: Path, scenario: str, merge_timeout: float) -> Job:
     summary, out = tmp_path / "summary", tmp_path / "out"
     out.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES}
     command = [
         str(TORCHRUN),
         "--standalone",
@@ -72,20 +57,11 @@ def run_torchrun(tmp_path: Path, scenario: str, merge_timeout: float) -> Job:
         scenario,
         str(merge_timeout),
     ]
-    started = time.monotonic()
-    result = subprocess.run(
-        command,
-        env=env,
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=JOB_TIMEOUT,
-        check=False,
+    result = run_bounded(
+        command, env=clean_environment(), cwd=tmp_path, timeout=JOB_TIMEOUT, check=False
     )
     ranks = {int(p.stem.split("_")[1]): json.loads(p.read_text()) for p in out.glob("rank_*.json")}
-    return Job(
-        result.returncode, result.stdout + result.stderr, time.monotonic() - started, summary, ranks
-    )
+    return Job(result.returncode, result.output, result.seconds, summary, ranks)
 
 
 def user_defined(summary: Path) -> dict[str, Any]:

@@ -8,8 +8,6 @@ is 40 ms longer. The clean job of the same launch flags nothing.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,30 +18,17 @@ import pytest
 from rankscribe.lineage import parse_run
 from rankscribe.lineage.jobview import FORWARD_TIME_TAG, STEP_TIME_TAG, verdict_lines
 from rankscribe.writer.reader import scalars
+from tests._support.launchers import clean_environment, run_bounded
 
 SCRIPT = Path(__file__).resolve().parent / "torchrun_ddp.py"
 TORCHRUN = Path(sys.executable).parent / "torchrun"
 JOB_TIMEOUT = 240
 STEPS, SLOW_RANK, SLOW_SECONDS = 12, 1, 0.040  # torchrun_ddp
-LAUNCHER_VARIABLES = (
-    "RANK",
-    "WORLD_SIZE",
-    "LOCAL_RANK",
-    "LOCAL_WORLD_SIZE",
-    "MASTER_ADDR",
-    "MASTER_PORT",
-    "SLURM_PROCID",
-    "OMPI_COMM_WORLD_RANK",
-    "PMI_RANK",
-    "PMIX_RANK",
-    "TORCHELASTIC_RUN_ID",
-)
 
 
 @pytest.fixture(scope="module")
 def jobs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("ddp")
-    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES}
     command = [
         str(TORCHRUN),
         "--standalone",
@@ -56,16 +41,14 @@ def jobs(tmp_path_factory: pytest.TempPathFactory) -> Path:
         str(SCRIPT),
         str(out),
     ]
-    result = subprocess.run(
+    result = run_bounded(
         command,
-        env=dict(env, OMP_NUM_THREADS="1"),
-        capture_output=True,
-        text=True,
+        env=clean_environment(OMP_NUM_THREADS="1"),
         cwd=out,
         timeout=JOB_TIMEOUT,
         check=False,
     )
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.returncode == 0, result.output
     return out
 
 

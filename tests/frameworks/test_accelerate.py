@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests._support.launchers import run_bounded
+from tests._support.snapshots import snapshot
+
 from .checks import assert_every_rank_recorded, merged_lineage
-from .conftest import EXAMPLES, run_job, snapshot, torchrun
+from .conftest import EXAMPLES, run_job, torchrun
 
 pytestmark = pytest.mark.slow
 SCRIPT = EXAMPLES / "accelerate" / "train.py"
@@ -49,7 +51,5 @@ def test_importing_the_collector_imports_no_framework() -> None:
         "print(sorted(m for m in ('lightning', 'transformers', 'accelerate') "
         "if m in sys.modules))"
     )
-    output = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
-    ).stdout
+    output = run_bounded([sys.executable, "-c", code], timeout=120, stderr_apart=True).stdout
     assert output.strip() == "[]"

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from tests._support.snapshots import snapshot
+
 from .checks import assert_every_rank_recorded, merged_lineage
-from .conftest import EXAMPLES, run_job, snapshot
+from .conftest import EXAMPLES, run_job
 
 pytestmark = pytest.mark.slow
 SCRIPT = EXAMPLES / "lightning" / "train.py"

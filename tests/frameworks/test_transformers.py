@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from tests._support.snapshots import snapshot
+
 from .checks import assert_every_rank_recorded, merged_lineage
-from .conftest import EXAMPLES, run_job, snapshot, torchrun
+from .conftest import EXAMPLES, run_job, torchrun
 
 pytestmark = pytest.mark.slow
 SCRIPT = EXAMPLES / "transformers" / "train.py"

@@ -7,7 +7,6 @@ import json
 import os
 import socket
 import stat
-import subprocess
 import sys
 import threading
 import time
@@ -27,32 +26,15 @@ from rankscribe.ranks import (
     RanksValueError,
     claim_job_dir,
 )
+from tests._support.launchers import Launches, clean_environment, drop_launcher_variables
 
 WORKER = Path(__file__).resolve().parent / "file_worker.py"
 PROCESS_TIMEOUT = 60
-LAUNCHER_VARIABLES = (
-    "RANK",
-    "WORLD_SIZE",
-    "LOCAL_RANK",
-    "LOCAL_WORLD_SIZE",
-    "SLURM_PROCID",
-    "SLURM_JOB_ID",
-    "SLURM_STEP_ID",
-    "OMPI_COMM_WORLD_RANK",
-    "PMI_RANK",
-    "PMIX_RANK",
-    "TORCHELASTIC_RUN_ID",
-    "TORCHELASTIC_RESTART_COUNT",
-    "MASTER_ADDR",
-    "MASTER_PORT",
-    "RANKSCRIBE_JOB_ID",
-)
 
 
 @pytest.fixture(autouse=True)
 def alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in LAUNCHER_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
+    drop_launcher_variables(monkeypatch)
 
 
 def claim_of(directory: Path) -> dict[str, Any]:
@@ -231,36 +213,30 @@ def test_two_jobs_started_into_one_directory_never_pair(tmp_path: Path) -> None:
     # which paired rank 0 of one job with rank 1 of the other when only the run id counted.
     job_dir, out = tmp_path / "runs" / "exp1", tmp_path / "out"
     out.mkdir()
-    base = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES}
     jobs = {"A": "29500", "B": "29501"}
-    processes = []
-    for started, (job, rank) in enumerate([("A", 0), ("B", 1), ("B", 0), ("A", 1)]):
-        env = {
-            **base,
-            "RANK": str(rank),
-            "WORLD_SIZE": "2",
-            "LOCAL_RANK": str(rank),
-            "LOCAL_WORLD_SIZE": "2",
-            "TORCHELASTIC_RUN_ID": "none",
-            "TORCHELASTIC_RESTART_COUNT": "0",
-            "MASTER_ADDR": "127.0.0.1",
-            "MASTER_PORT": jobs[job],
-            "JOB_TAG": job,
-        }
-        job_out = out / job
-        job_out.mkdir(exist_ok=True)
-        command = [sys.executable, str(WORKER), "claim", str(job_dir), str(job_out), "30", "job"]
-        processes.append(subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True))
-        deadline = time.monotonic() + PROCESS_TIMEOUT
-        while registered(job_dir) <= started and time.monotonic() < deadline:
-            time.sleep(0.02)
-    try:
-        for process in processes:
-            _, stderr = process.communicate(timeout=PROCESS_TIMEOUT)
-            assert process.returncode == 0, stderr
-    finally:
-        for process in processes:
-            process.kill()
+    with Launches(PROCESS_TIMEOUT) as launches:
+        for started, (job, rank) in enumerate([("A", 0), ("B", 1), ("B", 0), ("A", 1)]):
+            env = clean_environment(
+                RANK=str(rank),
+                WORLD_SIZE="2",
+                LOCAL_RANK=str(rank),
+                LOCAL_WORLD_SIZE="2",
+                TORCHELASTIC_RUN_ID="none",
+                TORCHELASTIC_RESTART_COUNT="0",
+                MASTER_ADDR="127.0.0.1",
+                MASTER_PORT=jobs[job],
+                JOB_TAG=job,
+            )
+            job_out = out / job
+            job_out.mkdir(exist_ok=True)
+            launches.start(
+                [sys.executable, WORKER, "claim", job_dir, job_out, "30", "job"], env=env
+            )
+            deadline = time.monotonic() + PROCESS_TIMEOUT
+            while registered(job_dir) <= started and time.monotonic() < deadline:
+                time.sleep(0.02)
+        for process in launches.wait(check=False):
+            assert process.returncode == 0, process.output
     records = {
         (job, rank): json.loads((out / job / f"rank_{rank}.json").read_text())
         for job in jobs

@@ -22,17 +22,9 @@ from rankscribe.ranks import (
     RendezvousError,
     create_coordinator,
 )
+from tests._support.launchers import drop_launcher_variables
 
 OTHER_UID = 65534
-LAUNCHER_VARIABLES = (
-    "RANK",
-    "WORLD_SIZE",
-    "TORCHELASTIC_RUN_ID",
-    "SLURM_JOB_ID",
-    "RANKSCRIBE_JOB_ID",
-    "MASTER_ADDR",
-    "MASTER_PORT",
-)
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="chown to another uid needs root")
 
@@ -43,8 +35,7 @@ def info(rank: int, world_size: int = 2) -> RankInfo:
 
 @pytest.fixture(autouse=True)
 def no_launch(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in LAUNCHER_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
+    drop_launcher_variables(monkeypatch)
 
 
 class Planted:

@@ -20,27 +20,11 @@ from rankscribe.ranks import (
     RendezvousError,
     create_coordinator,
 )
+from tests._support.launchers import Launches, clean_environment, drop_launcher_variables
 
 WORKER = Path(__file__).resolve().parent / "file_worker.py"
 PROCESS_TIMEOUT = 60
 LAUNCH = {"TORCHELASTIC_RUN_ID": "none", "TORCHELASTIC_RESTART_COUNT": "0"}
-LAUNCHER_VARIABLES = (
-    "RANK",
-    "WORLD_SIZE",
-    "LOCAL_RANK",
-    "LOCAL_WORLD_SIZE",
-    "SLURM_PROCID",
-    "SLURM_JOB_ID",
-    "SLURM_STEP_ID",
-    "OMPI_COMM_WORLD_RANK",
-    "PMI_RANK",
-    "PMIX_RANK",
-    "TORCHELASTIC_RUN_ID",
-    "TORCHELASTIC_RESTART_COUNT",
-    "MASTER_ADDR",
-    "MASTER_PORT",
-    "RANKSCRIBE_JOB_ID",
-)
 
 
 def run_ranks(
@@ -49,34 +33,20 @@ def run_ranks(
     """Rank r of a ``len(job_dirs)``-rank torchrun-like job, with ``job_dir=job_dirs[r]``."""
     out.mkdir()
     world_size = len(job_dirs)
-    base = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES}
-    processes = []
-    for rank, job_dir in enumerate(job_dirs):
-        env = {
-            **base,
-            **LAUNCH,
-            "RANK": str(rank),
-            "WORLD_SIZE": str(world_size),
-            "LOCAL_RANK": str(rank),
-            "LOCAL_WORLD_SIZE": str(world_size),
-        }
-        command = [
-            sys.executable,
-            str(WORKER),
-            scenario,
-            str(job_dir),
-            str(out),
-            str(timeout),
-            "job",
-        ]
-        processes.append(subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True))
-    try:
-        for process in processes:
-            _, stderr = process.communicate(timeout=PROCESS_TIMEOUT)
-            assert process.returncode == 0, stderr
-    finally:
-        for process in processes:
-            process.kill()
+    with Launches(PROCESS_TIMEOUT) as launches:
+        for rank, job_dir in enumerate(job_dirs):
+            env = clean_environment(
+                **LAUNCH,
+                RANK=str(rank),
+                WORLD_SIZE=str(world_size),
+                LOCAL_RANK=str(rank),
+                LOCAL_WORLD_SIZE=str(world_size),
+            )
+            launches.start(
+                [sys.executable, WORKER, scenario, job_dir, out, str(timeout), "job"], env=env
+            )
+        for process in launches.wait(check=False):
+            assert process.returncode == 0, process.output
     return {int(p.stem.split("_")[1]): json.loads(p.read_text()) for p in out.glob("rank_*.json")}
 
 
@@ -136,8 +106,7 @@ def test_folders_of_another_world_size_or_of_ended_processes_are_skipped(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    for name in LAUNCHER_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
+    drop_launcher_variables(monkeypatch)
     launch = tmp_path / JOB_RENDEZVOUS_DIRNAME / "job"
     host = socket.gethostname()
     # rank 1 is there already (an earlier coordinator), then a job of another size

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import stat
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,6 +16,7 @@ from rankscribe.ranks import (
     RankInfo,
     RendezvousError,
 )
+from tests._support.launchers import Launches, clean_environment
 
 WORKER = Path(__file__).resolve().parent / "file_worker.py"
 PROCESS_TIMEOUT = 60
@@ -33,24 +32,19 @@ def run_ranks(
     """Start ranks ``started`` (all by default) of a ``world_size`` job; return their records."""
     rendezvous, out = tmp_path / "rendezvous", tmp_path / "out"
     out.mkdir()
-    processes = []
-    for rank in started if started is not None else range(world_size):
-        env = {
-            **os.environ,
-            "RANK": str(rank),
-            "WORLD_SIZE": str(world_size),
-            "LOCAL_RANK": str(rank),
-            "LOCAL_WORLD_SIZE": str(world_size),
-        }
-        command = [sys.executable, str(WORKER), scenario, str(rendezvous), str(out), str(timeout)]
-        processes.append(subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True))
-    try:
-        for process in processes:
-            _, stderr = process.communicate(timeout=PROCESS_TIMEOUT)
-            assert process.returncode == 0, stderr
-    finally:
-        for process in processes:
-            process.kill()
+    with Launches(PROCESS_TIMEOUT) as launches:
+        for rank in started if started is not None else range(world_size):
+            env = clean_environment(
+                RANK=str(rank),
+                WORLD_SIZE=str(world_size),
+                LOCAL_RANK=str(rank),
+                LOCAL_WORLD_SIZE=str(world_size),
+            )
+            launches.start(
+                [sys.executable, WORKER, scenario, rendezvous, out, str(timeout)], env=env
+            )
+        for process in launches.wait(check=False):
+            assert process.returncode == 0, process.output
     return {int(p.stem.split("_")[1]): json.loads(p.read_text()) for p in out.glob("rank_*.json")}
 
 

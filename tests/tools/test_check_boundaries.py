@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+
+from tests._support.launchers import Finished, run_tool
 
 TOOL = Path(__file__).resolve().parents[2] / "tools" / "check_boundaries.py"
 
@@ -21,14 +21,8 @@ def write_package(root: Path, name: str, files: dict[str, str]) -> None:
         path.write_text(textwrap.dedent(text), encoding="utf-8")
 
 
-def run(root: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(TOOL), "--root", str(root)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+def run(root: Path) -> Finished:
+    return run_tool(TOOL, root)
 
 
 @pytest.fixture

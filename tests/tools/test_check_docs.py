@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+
+from tests._support.launchers import Finished, run_tool
 
 TOOL = Path(__file__).resolve().parents[2] / "tools" / "check_docs.py"
 # A package name no real distribution uses, so the namespace holds it beside the installed ones.
@@ -25,15 +25,8 @@ def source(relative: str) -> str:
     return f"packages/rankscribe-{PACKAGE}/src/rankscribe/{PACKAGE}/{relative}"
 
 
-def run(root: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(TOOL), "--root", str(root)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env={"PATH": "/usr/bin:/bin"},
-    )
+def run(root: Path) -> Finished:
+    return run_tool(TOOL, root, env={"PATH": "/usr/bin:/bin"})
 
 
 @pytest.fixture

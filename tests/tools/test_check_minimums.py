@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import importlib.metadata
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
+
+from tests._support.launchers import Finished, run_tool
 
 TOOL = Path(__file__).resolve().parents[2] / "tools" / "check_minimums.py"
 PYTEST = importlib.metadata.version("pytest")
@@ -30,14 +30,8 @@ def declare(root: Path, name: str, dependencies: list[str]) -> None:
     )
 
 
-def run(root: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(TOOL), "--root", str(root)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+def run(root: Path) -> Finished:
+    return run_tool(TOOL, root)
 
 
 def test_installed_lower_bounds_pass(tmp_path: Path) -> None:

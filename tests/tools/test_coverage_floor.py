@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+
+from tests._support.launchers import Finished, run_bounded, run_tool
 
 TOOL = Path(__file__).resolve().parents[2] / "tools" / "coverage_floor.py"
 
@@ -47,28 +48,19 @@ def measured(tmp_path: Path) -> Path:
         beta.sign(1), beta.sign(-1), beta.unused()
     """,
     )
-    subprocess.run(
+    run_bounded(
         [sys.executable, "-m", "coverage", "run", "--branch", "--source=packages", "use.py"],
         cwd=tmp_path,
         env={**os.environ, "COVERAGE_FILE": str(tmp_path / ".coverage")},
-        check=True,
         timeout=120,
-        capture_output=True,
     )
     return tmp_path
 
 
-def run(root: Path, floors: str) -> subprocess.CompletedProcess[str]:
+def run(root: Path, floors: str) -> Finished:
     write(root, "pyproject.toml", f"[tool.rankscribe.coverage-floors]\n{floors}")
-    return subprocess.run(
-        [sys.executable, str(TOOL), "--root", str(root)],
-        cwd=root,
-        env={**os.environ, "COVERAGE_FILE": str(root / ".coverage")},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    environment = {**os.environ, "COVERAGE_FILE": str(root / ".coverage")}
+    return run_tool(TOOL, root, timeout=120, env=environment, cwd=root)
 
 
 def test_each_package_is_printed_and_at_its_floor_passes(measured: Path) -> None:

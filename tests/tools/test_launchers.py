@@ -54,7 +54,12 @@ def test_a_failed_job_fails_the_test_with_what_it_printed(tmp_path: Path) -> Non
     with pytest.raises(pytest.fail.Exception, match=r"exited 3\. What it printed:\nhalf done"):
         run_bounded([sys.executable, "-c", script], timeout=60, cwd=tmp_path)
     run = run_bounded([sys.executable, "-c", script], timeout=60, check=False)
-    assert (run.returncode, run.output, run.stderr) == (3, "half done\n", "")
+    assert (run.returncode, run.stdout, run.stderr, run.output) == (
+        3,
+        "half done\n",
+        "",
+        "half done\n",
+    )
 
 
 def test_processes_end_in_their_order_with_stderr_apart_on_request(tmp_path: Path) -> None:
@@ -68,7 +73,7 @@ def test_processes_end_in_their_order_with_stderr_apart_on_request(tmp_path: Pat
                 stderr_apart=rank == 0,
             )
         ends = launches.wait()
-    assert [(end.output, end.stderr) for end in ends] == [
+    assert [(end.stdout, end.stderr) for end in ends] == [
         (f"1 {tmp_path}\ne\n", ""),
         (f"0 {tmp_path}\n", "e\n"),
     ]

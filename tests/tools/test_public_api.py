@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+
+from tests._support.launchers import Finished, run_tool
 
 TOOL = Path(__file__).resolve().parents[2] / "tools" / "public_api.py"
 # A package name no real distribution uses, so the namespace holds it beside the installed ones.
@@ -28,15 +28,8 @@ def write(root: Path, files: dict[str, str]) -> None:
         path.write_text(textwrap.dedent(text), encoding="utf-8")
 
 
-def run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(TOOL), "--root", str(root), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env={"PATH": "/usr/bin:/bin"},
-    )
+def run(root: Path, *args: str) -> Finished:
+    return run_tool(TOOL, root, *args, env={"PATH": "/usr/bin:/bin"})
 
 
 @pytest.fixture

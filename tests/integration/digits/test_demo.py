@@ -2,27 +2,28 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests._support.launchers import run_bounded
+
 ROOT = Path(__file__).resolve().parents[3]
 pytestmark = pytest.mark.slow
 
 
 def test_the_demo_lists_the_jobs_best_first_with_their_verdicts(mpi: Any, tmp_path: Path) -> None:
-    process = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "demo.py"), "--base", "runs"],
+    # demo.py runs mpiexec jobs: on the timeout they are killed with it (one process group).
+    process = run_bounded(
+        [sys.executable, ROOT / "tools" / "demo.py", "--base", "runs"],
         cwd=tmp_path,
-        capture_output=True,
-        text=True,
         timeout=900,
         check=False,
+        stderr_apart=True,
     )
-    assert process.returncode == 0, process.stdout + process.stderr
+    assert process.returncode == 0, process.output
     lines = process.stdout.splitlines()
     start = lines.index("$ rankscribe-lineage query runs --sort 'metric/accuracy desc'")
     header = lines[start + 1].split()
