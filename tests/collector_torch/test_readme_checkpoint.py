@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import hashlib
 import importlib.util
 import io
-import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -23,6 +21,8 @@ import pytest
 
 from rankscribe.lineage import get_run_lineage, get_summary_lineage
 from rankscribe.writer import scalars
+from tests._support.readme import README, readme_block
+from tests._support.snapshots import snapshot
 
 
 def _sibling(name: str) -> ModuleType:
@@ -37,27 +37,9 @@ def _sibling(name: str) -> ModuleType:
 # The launch helpers of the example's own test (bounded runs, a clean environment).
 EXAMPLE_TEST = _sibling("test_torch_example")
 EXAMPLE = EXAMPLE_TEST.EXAMPLE
-README = Path(__file__).resolve().parents[2] / "README.md"
 MARKER = "<!-- tested by tests/collector_torch/test_readme_checkpoint.py -->"
 TEST_SAMPLES = 360  # 20 % of scikit-learn's 1,797 digits
 TRAIN_SAMPLES = 2 * 22 * 32  # two DistributedSampler shards, 22 full batches of 32 each
-
-
-def readme_block(marker: str) -> str:
-    text = README.read_text()
-    assert marker in text, f"{marker} is not in README.md"
-    match = re.match(r"\s*```python\n(.*?)```", text.split(marker, 1)[1], re.DOTALL)
-    assert match, f"no python block after {marker}"
-    return match.group(1)
-
-
-def snapshot(directory: Path) -> dict[str, str]:
-    """Every file under ``directory`` and a digest of its bytes."""
-    return {
-        str(path.relative_to(directory)): hashlib.sha256(path.read_bytes()).hexdigest()
-        for path in sorted(directory.rglob("*"))
-        if path.is_file()
-    }
 
 
 def mpiexec_example(cwd: Path, *options: str) -> str:

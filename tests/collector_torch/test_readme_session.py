@@ -8,7 +8,6 @@ progress lines.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -18,17 +17,9 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from rankscribe.lineage import get_summary_lineage
 from rankscribe.writer import scalars
+from tests._support.readme import README, readme_block
 
-README = Path(__file__).resolve().parents[2] / "README.md"
 MARKER = "<!-- tested by tests/collector_torch/test_readme_session.py -->"
-
-
-def readme_block(marker: str) -> str:
-    text = README.read_text()
-    assert marker in text, f"{marker} is not in README.md"
-    match = re.match(r"\s*```python\n(.*?)```", text.split(marker, 1)[1], re.DOTALL)
-    assert match, f"no python block after {marker}"
-    return match.group(1)
 
 
 class TinyCNN(nn.Module):

@@ -5,22 +5,13 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
-import re
 from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+from tests._support.readme import README, readme_block
+
 MARKER = "<!-- tested by tests/writer/test_readme_custom_loop.py -->"
-
-
-def readme_block(marker: str) -> str:
-    """The fenced python block right after ``marker`` in the README."""
-    text = README.read_text()
-    assert marker in text, f"{marker} is not in README.md"
-    match = re.match(r"\s*```python\n(.*?)```", text.split(marker, 1)[1], re.DOTALL)
-    assert match, f"no python block after {marker}"
-    return match.group(1)
 
 
 def test_the_custom_loop_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
