@@ -10,7 +10,6 @@ import json
 import logging
 import multiprocessing
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -20,6 +19,7 @@ import pytest
 
 from rankscribe.lineage import __version__, filter_summary_lineage
 from rankscribe.lineage.index._cache import INDEX_NAME, forget_scans, scan_base_dir
+from tests._support.launchers import run_bounded
 
 
 def make_base(root: Path, lw: Any, count: int = 3) -> Path:
@@ -244,12 +244,11 @@ def test_a_wrong_typed_entry_never_fails_the_command_line(tmp_path: Path, lw: An
     _graph_not_an_id(index)
     (base / INDEX_NAME).write_text(json.dumps(index))
     for command in (["query", str(base), "--sort", "network"], ["report", str(base)]):
-        process = subprocess.run(
+        process = run_bounded(
             [sys.executable, "-m", "rankscribe.lineage.cli", *command],
-            capture_output=True,
-            text=True,
-            check=False,
             timeout=120,
+            check=False,
+            stderr_apart=True,
         )
         assert process.returncode == 0, process.stderr
         if command[0] == "query":

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -28,6 +27,7 @@ from rankscribe.lineage import (
     merge_run_dir,
 )
 from rankscribe.lineage.merge import _merge
+from tests._support.launchers import run_bounded
 
 
 def rank_lineage(rank: int, **changes: Any) -> RunLineage:
@@ -376,8 +376,8 @@ def test_merged_file_reads_in_a_fresh_process(job: Path) -> None:
         "import sys, json; from rankscribe.lineage import get_summary_lineage;"
         "print(json.dumps(get_summary_lineage(sys.argv[1], ['hyper_parameters'])))"
     )
-    output = subprocess.run(
-        [sys.executable, "-c", code, str(job)], check=True, capture_output=True, text=True
+    output = run_bounded(
+        [sys.executable, "-c", code, str(job)], timeout=120, stderr_apart=True
     ).stdout
     assert json.loads(output)["hyper_parameters"]["device_num"] == 3
 

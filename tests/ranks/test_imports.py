@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import textwrap
 
+from tests._support.launchers import Finished, run_bounded
 
-def run(code: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+
+def run(code: str) -> Finished:
+    return run_bounded(
         [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
         timeout=60,
         env={"PATH": "/usr/bin:/bin"},
         check=False,
+        stderr_apart=True,
     )
 
 

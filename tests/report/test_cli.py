@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from rankscribe.lineage.cli import main
+from tests._support.launchers import run_bounded
 
 from .conftest import Base
 
@@ -110,17 +110,13 @@ def test_the_base_package_and_its_cli_do_not_import_plotly() -> None:
         "rankscribe.lineage.cli.build_parser()\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'plotly'))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
-    )
+    done = run_bounded([sys.executable, "-c", code], timeout=60, stderr_apart=True)
     assert done.stdout.strip() == "[]"
 
 
 def test_the_installed_command_lists_report() -> None:
     command = BIN / "rankscribe-lineage"
-    done = subprocess.run(
-        [str(command), "report", "--help"], capture_output=True, text=True, timeout=60, check=False
-    )
+    done = run_bounded([command, "report", "--help"], timeout=60, check=False, stderr_apart=True)
     assert done.returncode == 0
     assert "-o FILE, --output FILE" in done.stdout
     assert "min and max" in done.stdout

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import errno
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pytest
 from rankscribe.writer.dump import LISTED_ELEMENTS, main
 from rankscribe.writer.files import RECORD_OVERHEAD, RecordReader, frame
 from rankscribe.writer.pb import anf_ir_pb2, lineage_pb2, summary_pb2, tensorboard_pb2
+from tests._support.launchers import run_bounded
 
 GOLDEN = Path(__file__).parent.parent / "compat" / "data" / "mindspore-2.10"
 MANIFEST = json.loads((GOLDEN / "MANIFEST.json").read_text())
@@ -333,12 +333,11 @@ def test_an_unreadable_file_is_a_one_line_error(tmp_path, capsys, monkeypatch):
 
 
 def test_the_module_runs_as_a_program_without_a_traceback(tmp_path):
-    result = subprocess.run(
+    result = run_bounded(
         [sys.executable, "-m", "rankscribe.writer.dump", str(tmp_path / "missing")],
-        capture_output=True,
-        text=True,
         timeout=60,
         check=False,
+        stderr_apart=True,
     )
     assert result.returncode == 2
     assert result.stdout == ""
@@ -423,12 +422,11 @@ def test_the_program_exits_1_without_a_traceback_on_such_lineage(tmp_path):
     event.user_defined_info.user_info.add().map_str["@@@@"] = "v"
     path = tmp_path / "events.out.events.summary.1795244534.0.vm_lineage"
     path.write_bytes(frame(event.SerializeToString().replace(b"@@@@", b"\xff\xfe\xfd\xfc")))
-    result = subprocess.run(
+    result = run_bounded(
         [sys.executable, "-m", "rankscribe.writer.dump", str(path), "--strict"],
-        capture_output=True,
-        text=True,
         timeout=60,
         check=False,
+        stderr_apart=True,
     )
     assert result.returncode == 1
     assert "Traceback" not in result.stderr

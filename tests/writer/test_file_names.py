@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import textwrap
 import threading
@@ -16,6 +15,7 @@ import pytest
 from rankscribe.writer import SummaryRecord, reader
 from rankscribe.writer.format import _names
 from rankscribe.writer.pb import lineage_pb2
+from tests._support.launchers import run_bounded
 
 # Another process can take a file name first: files are created lazily, so two
 # processes writing into one directory in the same second (two scripts with one
@@ -39,7 +39,7 @@ def test_a_name_taken_by_another_process_is_not_fatal(tmp_path, disk):
             other.add_value("scalar", "other", 1.0)
             other.record(0)
     """)
-    subprocess.run([sys.executable, "-c", other], check=True, timeout=60)
+    run_bounded([sys.executable, "-c", other], timeout=60)
     assert os.path.exists(taken)
 
     for step in range(3):
