@@ -56,6 +56,17 @@ def clean_environment(**variables: str) -> dict[str, str]:
     return {**environment, **variables}
 
 
+def rank_environment(rank: int, world_size: int, **variables: str) -> dict[str, str]:
+    """A clean environment with the rank variables torchrun gives a rank of a one-node job."""
+    return clean_environment(
+        RANK=str(rank),
+        WORLD_SIZE=str(world_size),
+        LOCAL_RANK=str(rank),
+        LOCAL_WORLD_SIZE=str(world_size),
+        **variables,
+    )
+
+
 def drop_launcher_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     """This test's process runs as no launcher's rank (the variables return after the test)."""
     for name in LAUNCHER_VARIABLES:

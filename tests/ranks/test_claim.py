@@ -26,7 +26,7 @@ from rankscribe.ranks import (
     RanksValueError,
     claim_job_dir,
 )
-from tests._support.launchers import Launches, clean_environment, drop_launcher_variables
+from tests._support.launchers import Launches, drop_launcher_variables, rank_environment
 
 WORKER = Path(__file__).resolve().parent / "file_worker.py"
 PROCESS_TIMEOUT = 60
@@ -216,11 +216,9 @@ def test_two_jobs_started_into_one_directory_never_pair(tmp_path: Path) -> None:
     jobs = {"A": "29500", "B": "29501"}
     with Launches(PROCESS_TIMEOUT) as launches:
         for started, (job, rank) in enumerate([("A", 0), ("B", 1), ("B", 0), ("A", 1)]):
-            env = clean_environment(
-                RANK=str(rank),
-                WORLD_SIZE="2",
-                LOCAL_RANK=str(rank),
-                LOCAL_WORLD_SIZE="2",
+            env = rank_environment(
+                rank,
+                2,
                 TORCHELASTIC_RUN_ID="none",
                 TORCHELASTIC_RESTART_COUNT="0",
                 MASTER_ADDR="127.0.0.1",

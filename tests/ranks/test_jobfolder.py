@@ -20,7 +20,7 @@ from rankscribe.ranks import (
     RendezvousError,
     create_coordinator,
 )
-from tests._support.launchers import Launches, clean_environment, drop_launcher_variables
+from tests._support.launchers import Launches, drop_launcher_variables, rank_environment
 
 WORKER = Path(__file__).resolve().parent / "file_worker.py"
 PROCESS_TIMEOUT = 60
@@ -35,13 +35,7 @@ def run_ranks(
     world_size = len(job_dirs)
     with Launches(PROCESS_TIMEOUT) as launches:
         for rank, job_dir in enumerate(job_dirs):
-            env = clean_environment(
-                **LAUNCH,
-                RANK=str(rank),
-                WORLD_SIZE=str(world_size),
-                LOCAL_RANK=str(rank),
-                LOCAL_WORLD_SIZE=str(world_size),
-            )
+            env = rank_environment(rank, world_size, **LAUNCH)
             launches.start(
                 [sys.executable, WORKER, scenario, job_dir, out, str(timeout), "job"], env=env
             )

@@ -16,7 +16,7 @@ from rankscribe.ranks import (
     RankInfo,
     RendezvousError,
 )
-from tests._support.launchers import Launches, clean_environment
+from tests._support.launchers import Launches, rank_environment
 
 WORKER = Path(__file__).resolve().parent / "file_worker.py"
 PROCESS_TIMEOUT = 60
@@ -34,12 +34,7 @@ def run_ranks(
     out.mkdir()
     with Launches(PROCESS_TIMEOUT) as launches:
         for rank in started if started is not None else range(world_size):
-            env = clean_environment(
-                RANK=str(rank),
-                WORLD_SIZE=str(world_size),
-                LOCAL_RANK=str(rank),
-                LOCAL_WORLD_SIZE=str(world_size),
-            )
+            env = rank_environment(rank, world_size)
             launches.start(
                 [sys.executable, WORKER, scenario, rendezvous, out, str(timeout)], env=env
             )
