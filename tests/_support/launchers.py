@@ -96,6 +96,7 @@ class _Started:
     output: IO[bytes]
     stderr: IO[bytes] | None
     started: float
+    killed: bool = False
 
 
 def _text(file: IO[bytes] | None) -> str:
@@ -156,8 +157,8 @@ class Launches:
             except subprocess.TimeoutExpired:
                 self._kill()
                 pytest.fail(
-                    f"`{started.command}` did not end within {self.timeout:g} s; its process "
-                    f"group was killed. What it printed:\n{self._printed(started)}"
+                    f"`{started.command}` did not end within {self.timeout:g} s; every process "
+                    f"group was killed.\n{self._printed()}"
                 )
             end = Finished(
                 started.command,
@@ -168,18 +169,23 @@ class Launches:
             )
             if check and end.returncode != 0:
                 self._kill()
-                pytest.fail(
-                    f"`{end.command}` exited {end.returncode}. What it printed:\n"
-                    f"{self._printed(started)}"
-                )
+                pytest.fail(f"`{end.command}` exited {end.returncode}.\n{self._printed()}")
             finished.append(end)
         return finished
 
-    def _printed(self, started: _Started) -> str:
-        return _text(started.output) + _text(started.stderr)
+    def _printed(self) -> str:
+        """What every process printed: a rank that hangs often waits on one that failed."""
+        return "\n".join(
+            f"--- `{started.command}` (exit {started.process.returncode}) printed:\n"
+            f"{_text(started.output)}{_text(started.stderr)}"
+            for started in self._started
+        )
 
     def _kill(self) -> None:
         for started in self._started:
+            if started.killed:
+                continue
+            started.killed = True
             # The leader may be gone while ranks it started live on in its group.
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(started.process.pid, signal.SIGKILL)

@@ -38,7 +38,7 @@ def test_a_job_past_its_timeout_is_killed_with_its_ranks_and_fails_with_its_outp
         run_bounded([sys.executable, "-c", LAUNCHER], timeout=3)
     assert time.monotonic() - started < 30
     message = str(failed.value)
-    assert "did not end within 3 s; its process group was killed" in message
+    assert "did not end within 3 s; every process group was killed" in message
     assert "on stderr" in message
     said = re.search(r"rank (\d+)", message)
     assert said is not None
@@ -51,7 +51,9 @@ def test_a_job_past_its_timeout_is_killed_with_its_ranks_and_fails_with_its_outp
 
 def test_a_failed_job_fails_the_test_with_what_it_printed(tmp_path: Path) -> None:
     script = "import sys; print('half done', flush=True); sys.exit(3)"
-    with pytest.raises(pytest.fail.Exception, match=r"exited 3\. What it printed:\nhalf done"):
+    with pytest.raises(
+        pytest.fail.Exception, match=r"exited 3\.\n.*\(exit 3\) printed:\nhalf done"
+    ):
         run_bounded([sys.executable, "-c", script], timeout=60, cwd=tmp_path)
     run = run_bounded([sys.executable, "-c", script], timeout=60, check=False)
     assert (run.returncode, run.stdout, run.stderr, run.output) == (
@@ -85,3 +87,14 @@ def test_the_clean_environment_has_no_launcher_variable(monkeypatch: pytest.Monk
     environment = clean_environment(OMP_NUM_THREADS="1")
     assert not set(LAUNCHER_VARIABLES) & set(environment)
     assert (environment["RANKSCRIBE_TEST_KEPT"], environment["OMP_NUM_THREADS"]) == ("yes", "1")
+
+
+def test_a_failure_among_several_shows_what_each_printed() -> None:
+    with pytest.raises(pytest.fail.Exception) as failed, Launches(timeout=60) as launches:
+        launches.start([sys.executable, "-c", "print('rank 0 waited')"])
+        launches.start([sys.executable, "-c", "import sys; print('rank 1 broke'); sys.exit(1)"])
+        launches.wait()
+    message = str(failed.value)
+    assert "exited 1." in message
+    assert "(exit 0) printed:\nrank 0 waited" in message
+    assert "(exit 1) printed:\nrank 1 broke" in message
