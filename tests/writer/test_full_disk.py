@@ -12,7 +12,6 @@ import errno
 import logging
 import os
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import pytest
 
 from rankscribe.writer import SummaryRecord, WriterOSError
 from rankscribe.writer.format import _eventfile as eventfile
+from tests._support.launchers import run_bounded
 
 from .conftest import read_events, summary_files
 
@@ -158,11 +158,11 @@ def tmpfs(path: Path, size: str) -> Iterator[Path]:
     path.mkdir()
     if shutil.which("mount") is None:
         pytest.skip("no mount command: the tmpfs disk-full tests need one")
-    result = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)],
-        capture_output=True,
-        text=True,
+    result = run_bounded(
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", path],
+        timeout=60,
         check=False,
+        stderr_apart=True,
     )
     if result.returncode != 0:
         pytest.skip(
@@ -172,7 +172,7 @@ def tmpfs(path: Path, size: str) -> Iterator[Path]:
     try:
         yield path
     finally:
-        subprocess.run(["umount", "-l", str(path)], check=False)
+        run_bounded(["umount", "-l", path], timeout=60, check=False)
 
 
 def test_a_full_2mib_tmpfs_never_gets_a_successful_flush_for_lost_steps(tmp_path: Path) -> None:
