@@ -102,8 +102,9 @@ class _Started:
 def _text(file: IO[bytes] | None) -> str:
     if file is None:
         return ""
-    file.seek(0)
-    return file.read().decode(errors="replace")
+    # pread, not seek and read: a running process writes at the offset it shares with us.
+    descriptor = file.fileno()
+    return os.pread(descriptor, os.fstat(descriptor).st_size, 0).decode(errors="replace")
 
 
 class Launches:
@@ -144,6 +145,11 @@ class Launches:
         )
         self._started.append(_Started(shlex.join(argv), process, output, stderr, time.monotonic()))
         return process
+
+    def printed(self, process: subprocess.Popen[bytes]) -> str:
+        """What a started process has printed so far (stdout, and stderr unless kept apart)."""
+        [started] = [started for started in self._started if started.process is process]
+        return _text(started.output)
 
     def wait(self, *, check: bool = True) -> list[Finished]:
         """Every process's end, in the order they started; fail the test on the timeout.

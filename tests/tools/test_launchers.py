@@ -98,3 +98,16 @@ def test_a_failure_among_several_shows_what_each_printed() -> None:
     assert "exited 1." in message
     assert "(exit 0) printed:\nrank 0 waited" in message
     assert "(exit 1) printed:\nrank 1 broke" in message
+
+
+def test_reading_a_running_process_s_output_leaves_what_it_prints_next_intact() -> None:
+    code = "import sys, time; print('ready', flush=True); sys.stdin.read(); time.sleep(0.5)"
+    code += "; print('after', flush=True)"
+    with Launches(timeout=60) as launches:
+        process = launches.start([sys.executable, "-c", code])
+        deadline = time.monotonic() + 30
+        while launches.printed(process) != "ready\n" and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert launches.printed(process) == "ready\n"
+        [end] = launches.wait()
+    assert end.output == "ready\nafter\n"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -23,6 +22,7 @@ import pytest
 from rankscribe.lineage import get_run_lineage, get_summary_lineage
 from rankscribe.writer import RecordReader, load_dir, read_events, read_tensorboard_events
 from rankscribe.writer.reader import scalars
+from tests._support.launchers import Launches
 
 ROOT = Path(__file__).resolve().parents[3]
 TRAIN = ROOT / "examples" / "digits" / "train.py"
@@ -236,18 +236,18 @@ def test_ctrl_c_mid_run_leaves_readable_files(tmp_path: Path) -> None:
         "--collect-freq",
         "1",
     ]
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path
-    )
-    assert process.stdout is not None
-    deadline = time.monotonic() + JOB_TIMEOUT
-    for line in process.stdout:  # wait until training is under way
-        if line.startswith("epoch 2/") or time.monotonic() > deadline:
-            break
-    process.send_signal(signal.SIGINT)
-    output, _ = process.communicate(timeout=JOB_TIMEOUT)
-    assert process.returncode != 0
-    assert "KeyboardInterrupt" in output
+    with Launches(2 * JOB_TIMEOUT) as launches:
+        process = launches.start(command, cwd=tmp_path)
+        deadline = time.monotonic() + JOB_TIMEOUT
+        # wait until training is under way
+        while process.poll() is None and time.monotonic() < deadline:
+            if any(line.startswith("epoch 2/") for line in launches.printed(process).splitlines()):
+                break
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        [stopped] = launches.wait(check=False)
+    assert stopped.returncode != 0
+    assert "KeyboardInterrupt" in stopped.output
     summary_files = sorted(summary_dir.glob("*_MS"))
     assert summary_files
     for path in summary_files:
