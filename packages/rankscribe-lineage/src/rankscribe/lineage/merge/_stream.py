@@ -1,14 +1,14 @@
 """The offline merge's job statistics: rank dirs read in worker processes, merged as they come.
 
-Each worker reads one rank directory at a time
-(:func:`rankscribe.lineage.jobview.rank_dir_arrays`, NumPy columns from
-``rankscribe.writer.reader.scalar_arrays``) and
-sends back that rank's statistics as a data-only
-:class:`~rankscribe.lineage.job._partials.Partial`; the main process merges
-each one as it arrives (Chan's update) and lets it go. Memory: the merged
-per-step statistics of the job, plus each rank's own points of the tags the
-straggler and divergence rules need (timings, fingerprints) — never every
-rank's every series at once. ``docs/job-view.md``, "Offline merge".
+Each worker reads a batch of rank directories
+(:func:`rankscribe.lineage.jobview.rank_dir_arrays`: NumPy columns from
+``rankscribe.writer.reader.scalar_arrays``), merges their statistics into one
+data-only :class:`~rankscribe.lineage.job._partials.Partial` and sends it
+back; the main process merges each one as it arrives (Chan's update) and lets
+it go. Memory: the merged per-step statistics of the job, plus each rank's
+own points of the tags the straggler and divergence rules need (timings,
+fingerprints) — never every rank's every series at once.
+``docs/job-view.md``, "Offline merge".
 """
 
 from __future__ import annotations
