@@ -240,6 +240,8 @@ def test_statistics_from_columns_equal_statistics_from_points() -> None:
         (0, {1: ([1], [1.0])}, LineageParamTypeError, "scalars keys must be str tags, got 1"),
         (0, {"a": [(1, 1.0)]}, LineageParamTypeError, r"scalars\[.a.\] must be a \(steps"),
         (0, {"a": ([1, 2], [1.0])}, LineageParamValueError, "1-D columns of one length"),
+        (0, {"a": ([1.5], [1.0])}, LineageParamTypeError, r"scalars\['a'\] steps must be integ"),
+        (0, {"a": ([1], ["x"])}, LineageParamTypeError, r"scalars\['a'\] values must be numbers"),
     ],
 )
 def test_add_arrays_names_what_is_wrong(rank: Any, scalars: Any, error: Any, message: str) -> None:

@@ -314,6 +314,23 @@ def _take_extreme(
     ranks[where] = np.where(take, candidate_rank, current_rank)
 
 
+def _checked_pair(tag: str, pair: object) -> tuple[IntArray, FloatArray]:
+    """``pair`` as (int64 steps, float64 values), or an error naming the tag and what is wrong."""
+    if not isinstance(pair, tuple) or len(pair) != 2:
+        raise LineageParamTypeError(
+            f"scalars[{tag!r}] must be a (steps, values) pair of arrays, got {type(pair).__name__}"
+        )
+    steps, values = np.asarray(pair[0]), np.asarray(pair[1])
+    # "iu": integer steps only (a float step would be truncated); "iuf": real values.
+    for name, column, kinds in (("steps", steps, "iu"), ("values", values, "iuf")):
+        if column.size and column.dtype.kind not in kinds:
+            raise LineageParamTypeError(
+                f"scalars[{tag!r}] {name} must be {'integers' if kinds == 'iu' else 'numbers'}, "
+                f"got an array of {column.dtype}"
+            )
+    return steps.astype(np.int64, copy=False), values.astype(np.float64, copy=False)
+
+
 #: One rank's points of one series: sorted unique steps and their values.
 RankArrays = tuple["IntArray", "FloatArray"]
 
@@ -383,12 +400,7 @@ class JobStatistics:
                 raise LineageParamTypeError(
                     f"scalars keys must be str tags, got {tag!r} ({type(tag).__name__})"
                 )
-            if not isinstance(pair, tuple) or len(pair) != 2:
-                raise LineageParamTypeError(
-                    f"scalars[{tag!r}] must be a (steps, values) pair of arrays, "
-                    f"got {type(pair).__name__}"
-                )
-            columns[tag] = sorted_arrays(*pair)
+            columns[tag] = sorted_arrays(*_checked_pair(tag, pair))
         self._add_columns(int(rank), columns)
 
     def _add_columns(self, rank: int, scalars: Mapping[str, RankArrays]) -> None:
