@@ -76,6 +76,7 @@ VALID: ValidCalls = {
     "merge_rank_lineages": lambda t: (({0: RunLineage("x")},), {}),
     "merge_run_dir": lambda t: ((_job(t),), {}),
     "parse_run": lambda t: ((_run(t),), {}),
+    "rank_dir_arrays": lambda t: ((_job(t) / "rank_0",), {}),
     "series_from_dir": lambda t: ((_job(t) / "rank_0", 0), {}),
     "write_hparams": lambda t: ((_base(t),), {}),
     "write_job_view": lambda t: (

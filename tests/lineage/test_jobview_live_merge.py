@@ -1,9 +1,8 @@
-"""The offline merge at scale: the layout reader, worker processes, and world sizes from files.
+"""The offline merge at scale: columnar reads, worker processes, and world sizes from files.
 
 docs/job-view.md, "Offline merge": ``rankscribe-lineage merge`` reads the rank
-dirs in worker processes with a reader that takes a layout's floats as one
-array (and every other record through protobuf), and gives exactly the
-statistics of the rank files. A world size or a rank number read from a file
+dirs in worker processes as NumPy columns (``reader.scalar_arrays``), and gives
+exactly the statistics of the rank files. A world size or a rank number read from a file
 is data: a ``rank_99999999999`` directory, ``--world-size 99999999999`` or a
 lineage whose ``device_num`` is ``2**31 - 1`` give missing ranks as ranges
 ("2-99999"), never one entry (or one loop turn) per missing rank, and
@@ -25,9 +24,13 @@ import pytest
 
 from rankscribe.lineage import get_run_lineage, merge_run_dir
 from rankscribe.lineage.cli import main
-from rankscribe.lineage.job._statistics import rank_arrays
-from rankscribe.lineage.jobview import STEP_TIME_TAG, series_from_dir, write_job_view
-from rankscribe.lineage.merge._rankfiles import rank_dir_scalars
+from rankscribe.lineage.job._statistics import rank_arrays, sorted_arrays
+from rankscribe.lineage.jobview import (
+    STEP_TIME_TAG,
+    rank_dir_arrays,
+    series_from_dir,
+    write_job_view,
+)
 from rankscribe.writer import SummaryRecord, reader
 
 STEPS = 40
@@ -55,17 +58,28 @@ def write_rank(directory: Path, rank: int, *, extras: bool = False) -> None:
                 record.record(10)
 
 
-def read_plainly(directory: Path) -> dict[str, tuple[Any, Any]]:
-    return {tag: rank_arrays(points) for tag, points in reader.scalars(directory).items()}
+def read_by_protobuf(directory: Path) -> dict[str, tuple[Any, Any]]:
+    """Every scalar of the summary files, decoded by protobuf event by event (the reference)."""
+    points: dict[str, list[tuple[int, float]]] = {}
+    for event in reader.load_dir(directory):
+        for value in event.values:
+            if value.plugin == "scalar":
+                points.setdefault(value.tag, []).append((event.step or 0, float(value.value)))
+    return {tag: rank_arrays(listed) for tag, listed in points.items()}
+
+
+def statistics_columns(directory: Path) -> dict[str, tuple[Any, Any]]:
+    """What the offline merge takes of a rank dir: its columns, one value per step."""
+    return {tag: sorted_arrays(*pair) for tag, pair in rank_dir_arrays(directory).items()}
 
 
 @pytest.mark.parametrize("extras", [False, True])
-def test_the_layout_reader_reads_what_the_plain_reader_reads(tmp_path: Path, extras: bool) -> None:
+def test_the_merge_reads_what_protobuf_reads(tmp_path: Path, extras: bool) -> None:
     write_rank(tmp_path / "rank_0", 0, extras=extras)
     assert len(reader.list_summary_files(tmp_path / "rank_0", "summary")) > 1  # several files
-    fast = rank_dir_scalars(tmp_path / "rank_0")
-    plain = read_plainly(tmp_path / "rank_0")
-    assert sorted(fast) == sorted(plain)
+    fast = statistics_columns(tmp_path / "rank_0")
+    plain = read_by_protobuf(tmp_path / "rank_0")
+    assert list(fast) == list(plain)  # first-seen order, over the files
     for tag, (steps, values) in plain.items():
         np.testing.assert_array_equal(fast[tag][0], steps)
         np.testing.assert_array_equal(fast[tag][1], values)
@@ -86,9 +100,9 @@ def test_a_torn_file_gives_the_records_before_the_tear(
     with open(path, "r+b") as handle:
         handle.truncate(os.path.getsize(path) - 5)
     with caplog.at_level(logging.WARNING):
-        fast = rank_dir_scalars(directory)
+        fast = statistics_columns(directory)
     assert list(fast["loss"][0]) == list(range(1, 20))
-    assert "torn" in caplog.text
+    assert f"{path}: the last record" in caplog.text and "is incomplete" in caplog.text
 
 
 def test_worker_processes_give_the_statistics_of_the_in_memory_view(tmp_path: Path) -> None:

@@ -19,7 +19,6 @@ merge ("Offline merge", "Missing ranks"). The code lives in
 from __future__ import annotations
 
 import logging
-import operator
 import os
 import time as _time
 from collections.abc import Mapping, Sequence
@@ -124,6 +123,7 @@ __all__ = [
     "live_lines",
     "paired_ratios",
     "ranges_text",
+    "rank_dir_arrays",
     "series_from_dir",
     "session_values",
     "straggler_verdicts",
@@ -133,7 +133,6 @@ __all__ = [
     "write_job_view",
 ]
 
-_step_of = operator.itemgetter(0)
 SLOWEST_RANK_TAG = f"{STEP_TIME_TAG}/slowest_rank"
 SKEW_TAG = f"{STEP_TIME_TAG}/skew"
 
@@ -157,34 +156,81 @@ class RankSeries:
 
 
 def series_from_dir(rank_dir: str | os.PathLike[str], rank: int) -> RankSeries:
-    """Read a rank's scalars from the summary (``_MS``) files of ``rank_dir``.
+    """Read a rank's scalars from its event files (:func:`rank_dir_arrays`) as lists.
 
-    Lenient: a torn or corrupt file contributes the records that can be read
-    (damage is logged as a warning), and a file that cannot be opened is
-    skipped with a warning. Each tag's points are sorted by step (a step
-    recorded twice keeps both, in file order; the statistics use the last).
+    Each tag's points are sorted by step (a step recorded twice keeps both,
+    in file order; the statistics use the last). Lenient, as
+    :func:`rank_dir_arrays` is.
 
     Raises:
         LineageDirNotExistError: ``rank_dir`` is not a directory.
         LineageParamTypeError, LineageParamValueError: ``rank_dir`` is not a
             path, or ``rank`` is not an int >= 0.
     """
-    directory = check_path("rank_dir", rank_dir)
+    check_path("rank_dir", rank_dir)
     check_int("rank", rank, minimum=0)
+    columns = rank_dir_arrays(rank_dir)
+    return RankSeries(
+        rank,
+        {
+            tag: list(zip(steps.tolist(), values.tolist(), strict=True))
+            for tag, (steps, values) in columns.items()
+        },
+    )
+
+
+def rank_dir_arrays(
+    rank_dir: str | os.PathLike[str],
+) -> dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]:
+    """A rank's scalars, ``tag -> (steps, values)``, read by ``reader.scalar_arrays``.
+
+    The rank's summary (``_MS``) files, or its TensorBoard files when it has
+    no summary file (the rule of ``scalar_arrays`` for a directory), file by
+    file in ``list_summary_files`` order; each tag's points sorted by step,
+    stably (a step recorded twice keeps both, in file order: the statistics
+    use the last). Tags keep their first-seen order. Lenient: a torn or
+    corrupt file contributes the records that can be read (damage is logged
+    as a warning naming the file), and a file that cannot be read is skipped
+    with a warning (none of its points count).
+
+    Raises:
+        LineageDirNotExistError: ``rank_dir`` is not a directory.
+        LineageParamTypeError: ``rank_dir`` is not a path.
+    """
+    directory = check_path("rank_dir", rank_dir)
     if not os.path.isdir(directory):
         raise LineageDirNotExistError(f"rank_dir {directory!r} is not a directory")
-    scalars: dict[str, list[tuple[int, float]]] = {}
-    for path in reader.list_summary_files(directory, "summary"):
+    kind = "summary"
+    paths = reader.list_summary_files(directory, kind)
+    if not paths:
+        kind = "tensorboard"
+        paths = reader.list_summary_files(directory, kind)
+    pieces: dict[str, list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]] = {}
+    for path in paths:
         try:
-            curves = reader.scalars(path)
+            # File by file: a file that fails part-way counts for nothing, as it always has.
+            columns = reader.scalar_arrays(path, kind=kind)
         except (OSError, WriterError) as error:
             logger.warning("%s: skipped, it could not be read (%s)", path, error)
             continue
-        for tag, points in curves.items():
-            scalars.setdefault(tag, []).extend(points)
-    for points in scalars.values():
-        points.sort(key=_step_of)
-    return RankSeries(rank, scalars)
+        for tag, pair in columns.items():
+            pieces.setdefault(tag, []).append(pair)
+    return {tag: _by_step(pairs) for tag, pairs in pieces.items()}
+
+
+def _by_step(
+    pairs: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """One tag's columns of several files joined, sorted by step (stably: file order kept)."""
+    if len(pairs) == 1:
+        steps, values = pairs[0]
+    else:
+        steps = np.concatenate([pair[0] for pair in pairs])
+        values = np.concatenate([pair[1] for pair in pairs])
+    if len(steps) > 1 and not bool(np.all(steps[1:] >= steps[:-1])):
+        order = np.argsort(steps, kind="stable")
+        steps, values = steps[order], values[order]
+    return steps, values
 
 
 def read_rank_series(rank_dirs: Mapping[int, str | os.PathLike[str]]) -> dict[int, RankSeries]:

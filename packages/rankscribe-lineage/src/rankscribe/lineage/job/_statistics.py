@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from rankscribe.lineage._checks import check_series
-from rankscribe.lineage.errors import LineageParamTypeError
+from rankscribe.lineage._checks import check_series, is_int
+from rankscribe.lineage.errors import LineageParamTypeError, LineageParamValueError
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -51,6 +51,7 @@ __all__ = [
     "TagStatistics",
     "is_timing_tag",
     "rank_arrays",
+    "sorted_arrays",
 ]
 
 #: Each rank's wall time of one training step, in seconds, every step.
@@ -117,6 +118,28 @@ def rank_arrays(points: Iterable[tuple[int, float]]) -> tuple[IntArray, FloatArr
         last_of_step = np.append(steps[1:] != steps[:-1], True)
         steps, values = steps[last_of_step], values[last_of_step]
     return steps, values
+
+
+def sorted_arrays(steps: npt.ArrayLike, values: npt.ArrayLike) -> tuple[IntArray, FloatArray]:
+    """Columns as sorted unique steps and their values (the last one of a step wins).
+
+    The array form of :func:`rank_arrays`: ``steps`` and ``values`` in the order
+    they were recorded; already sorted unique steps (the common case) cost one
+    comparison, and are returned as they are (no copy).
+    """
+    step_column: IntArray = np.asarray(steps, dtype=np.int64)
+    value_column: FloatArray = np.asarray(values, dtype=np.float64)
+    if step_column.ndim != 1 or value_column.shape != step_column.shape:
+        raise LineageParamValueError(
+            f"steps and values must be 1-D columns of one length, got shapes "
+            f"{step_column.shape} and {value_column.shape}"
+        )
+    if len(step_column) > 1 and not bool(np.all(step_column[1:] > step_column[:-1])):
+        order = np.argsort(step_column, kind="stable")  # stable: a step's last value stays last
+        step_column, value_column = step_column[order], value_column[order]
+        last_of_step = np.append(step_column[1:] != step_column[:-1], True)
+        step_column, value_column = step_column[last_of_step], value_column[last_of_step]
+    return step_column, value_column
 
 
 @dataclass
@@ -291,6 +314,23 @@ def _take_extreme(
     ranks[where] = np.where(take, candidate_rank, current_rank)
 
 
+def _checked_pair(tag: str, pair: object) -> tuple[IntArray, FloatArray]:
+    """``pair`` as (int64 steps, float64 values), or an error naming the tag and what is wrong."""
+    if not isinstance(pair, tuple) or len(pair) != 2:
+        raise LineageParamTypeError(
+            f"scalars[{tag!r}] must be a (steps, values) pair of arrays, got {type(pair).__name__}"
+        )
+    steps, values = np.asarray(pair[0]), np.asarray(pair[1])
+    # "iu": integer steps only (a float step would be truncated); "iuf": real values.
+    for name, column, kinds in (("steps", steps, "iu"), ("values", values, "iuf")):
+        if column.size and column.dtype.kind not in kinds:
+            raise LineageParamTypeError(
+                f"scalars[{tag!r}] {name} must be {'integers' if kinds == 'iu' else 'numbers'}, "
+                f"got an array of {column.dtype}"
+            )
+    return steps.astype(np.int64, copy=False), values.astype(np.float64, copy=False)
+
+
 #: One rank's points of one series: sorted unique steps and their values.
 RankArrays = tuple["IntArray", "FloatArray"]
 
@@ -337,11 +377,37 @@ class JobStatistics:
     def add(self, series: SeriesLike) -> None:
         """Add one rank's scalars (``series.scalars``: ``tag -> [(step, value)]``)."""
         rank, scalars = check_series("series", series)
+        self._add_columns(rank, {tag: rank_arrays(points) for tag, points in scalars.items()})
+
+    def add_arrays(
+        self, rank: int, scalars: Mapping[str, tuple[npt.ArrayLike, npt.ArrayLike]]
+    ) -> None:
+        """Add one rank's scalars as columns: ``tag -> (steps, values)``.
+
+        What :meth:`add` does, without a Python tuple per point: the columns
+        :func:`rankscribe.writer.reader.scalar_arrays` returns, in any step
+        order (a step recorded twice keeps its last value).
+        """
+        if not is_int(rank) or rank < 0:
+            raise LineageParamValueError(f"rank must be an int >= 0, got {rank!r}")
+        if not isinstance(scalars, Mapping):
+            raise LineageParamTypeError(
+                f"scalars must be a mapping of tag to (steps, values), got {type(scalars).__name__}"
+            )
+        columns: dict[str, RankArrays] = {}
+        for tag, pair in scalars.items():
+            if not isinstance(tag, str):
+                raise LineageParamTypeError(
+                    f"scalars keys must be str tags, got {tag!r} ({type(tag).__name__})"
+                )
+            columns[tag] = sorted_arrays(*_checked_pair(tag, pair))
+        self._add_columns(int(rank), columns)
+
+    def _add_columns(self, rank: int, scalars: Mapping[str, RankArrays]) -> None:
         if rank in self.last_steps:
             raise ValueError(f"rank {rank} was already added to these job statistics")
         last_step: int | None = None
-        for tag, points in scalars.items():
-            steps, values = rank_arrays(points)
+        for tag, (steps, values) in scalars.items():
             if len(steps) == 0:
                 continue
             last_step = int(steps[-1]) if last_step is None else max(last_step, int(steps[-1]))

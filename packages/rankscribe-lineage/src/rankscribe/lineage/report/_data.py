@@ -5,14 +5,15 @@
   directories. A directory with ``rank_<n>`` subdirectories is a job; its
   ``rank_<n>`` directories are its ranks, not runs of their own.
 - Each run's lineage fields: :func:`rankscribe.lineage.filter_runs`.
-- A job's curves: each rank's scalars (:func:`rankscribe.lineage.jobview.series_from_dir`),
+- A job's curves: each rank's scalars (:func:`rankscribe.lineage.jobview.rank_dir_arrays`:
+  NumPy columns from ``rankscribe.writer.reader.scalar_arrays``),
   reduced across ranks with :class:`rankscribe.lineage.jobview.JobStatistics`
   (the statistics the job view writes into the job's own summary file), and
   its verdicts: the ``job/...`` keys of its merged lineage's ``user_defined``.
-- A single-process run's curves: its summary files' scalars.
+- A single-process run's curves: its scalars, read as a rank's.
 
-Reading the summary files is most of the work (protobuf decoding, about 9 us
-per step), so the files are read in worker processes, one task per rank
+Reading the event files is most of the work, so the files are read in worker
+processes, one task per rank
 directory and one per batch of single runs, and each curve is thinned for
 drawing (:mod:`rankscribe.lineage.report._downsample`) before it travels back.
 """
@@ -36,8 +37,7 @@ from rankscribe.lineage.jobview import (
     LOSS_TAGS,
     STEP_TIME_TAG,
     JobStatistics,
-    RankSeries,
-    series_from_dir,
+    rank_dir_arrays,
 )
 from rankscribe.lineage.report._downsample import downsample
 from rankscribe.writer import WriterError, reader
@@ -237,9 +237,9 @@ def _read_rank(
     """
     statistics = JobStatistics()
     try:
-        series = series_from_dir(path, rank)
-        kept, left_out = drawn_tags([tag for tag, points in series.scalars.items() if points])
-        statistics.add(RankSeries(rank, {tag: series.scalars[tag] for tag in kept}))
+        columns = rank_dir_arrays(path)
+        kept, left_out = drawn_tags([tag for tag, (steps, _) in columns.items() if len(steps)])
+        statistics.add_arrays(rank, {tag: columns[tag] for tag in kept})
     except (OSError, LineageError, WriterError) as error:
         logger.warning("%s: skipped, it could not be read (%s)", path, error)
         return {}, JobStatistics(), []
