@@ -7,6 +7,7 @@ lineage, so they are int, float or str (lists are comma-separated text).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -122,6 +123,21 @@ def _skew(times: StepTimes) -> Verdicts:
     return {"job/step_time_skew": float(np.median(times.skew[contested]))}
 
 
+def _row_medians(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """The median of each row over its non-NaN values; 0.0 for a row with none.
+
+    One vectorized pass (a Python loop of ``nanmedian`` per step cost most of
+    a 64-rank offline merge).
+    """
+    if values.size == 0:
+        return np.zeros(len(values))
+    present = ~np.isnan(values)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows: handled below
+        medians = np.nanmedian(values, axis=1)
+    return np.where(present.any(axis=1), medians, 0.0)
+
+
 def timing_evidence(statistics: JobStatistics) -> StragglerEvidence:
     """The straggler evidence of every timing tag of ``statistics`` (one block: all its steps).
 
@@ -130,18 +146,7 @@ def timing_evidence(statistics: JobStatistics) -> StragglerEvidence:
     """
     evidence = StragglerEvidence()
     step_dense = dense_series(statistics.step_times)
-    with np.errstate(all="ignore"):
-        counted = (~np.isnan(step_dense.values)).sum(axis=1) if len(step_dense.steps) else None
-        step_median = (
-            np.array(
-                [
-                    np.nanmedian(row) if n else 0.0
-                    for row, n in zip(step_dense.values, counted, strict=True)
-                ]
-            )
-            if counted is not None
-            else np.empty(0)
-        )
+    step_median = _row_medians(step_dense.values)
     for tag in sorted(statistics.timings):
         dense = dense_series(statistics.timings[tag])
         if len(dense.ranks) < 2 or len(dense.steps) == 0:
