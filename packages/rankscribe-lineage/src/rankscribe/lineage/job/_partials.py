@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -38,7 +37,9 @@ from rankscribe.lineage.job._statistics import (
     RankArrays,
     TagStatistics,
     is_timing_tag,
+    merge_groups,
     rank_arrays,
+    single_rank_rows,
 )
 
 if TYPE_CHECKING:
@@ -50,23 +51,16 @@ __all__ = [
     "is_per_rank_tag",
 ]
 
-_MAGIC = b"RSJP2\n"
+_MAGIC = b"RSJP3\n"
 _LENGTH = struct.Struct("<Q")
-# TagStatistics' columns, in this order (the finite moments and the non-finite counts
-# apart, so a merge matches numpy for inf and NaN: job/_statistics.py).
-_TAG_FIELDS = (
-    ("steps", "<i8"),
-    ("count", "<i8"),
-    ("finite_mean", "<f8"),
-    ("m2", "<f8"),
-    ("minimum", "<f8"),
-    ("min_rank", "<i8"),
-    ("maximum", "<f8"),
-    ("max_rank", "<i8"),
-    ("nan", "<i8"),
-    ("posinf", "<i8"),
-    ("neginf", "<i8"),
-)
+# TagStatistics' columns, in this order, as rows of one int64 and one float64 block (the
+# finite moments and the non-finite counts apart, so a merge matches numpy for inf and NaN:
+# job/_statistics.py).
+_INT_FIELDS = ("steps", "count", "min_rank", "max_rank", "nan", "posinf", "neginf")
+_FLOAT_FIELDS = ("finite_mean", "m2", "minimum", "maximum")
+#: Parts of one tag merged in before they are combined: a tree node's children and its own
+#: (fan-in 8) in one pass, and a bound on what waits (the offline merge folds in every rank).
+_COMBINE_AT = 16
 #: A header larger than this is refused before it is parsed.
 _MAX_HEADER = 64 << 20
 
@@ -80,18 +74,41 @@ def is_per_rank_tag(tag: str) -> bool:
     return tag == FINGERPRINT_TAG or is_timing_tag(tag)
 
 
-@dataclass
 class Partial:
     """The merged new points of a group of ranks for one interval (see the module docstring)."""
 
-    tags: dict[str, TagStatistics] = field(default_factory=dict)
-    # (steps, values) columns, spelled out: this is a public class (RankArrays is private)
-    per_rank: dict[str, dict[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]] = field(
-        default_factory=dict
-    )
-    last_steps: dict[int, int] = field(default_factory=dict)
-    nonfinite_loss: dict[int, int] = field(default_factory=dict)
-    finished: set[int] = field(default_factory=set)
+    def __init__(
+        self,
+        tags: dict[str, TagStatistics] | None = None,
+        per_rank: dict[str, dict[int, RankArrays]] | None = None,
+        last_steps: dict[int, int] | None = None,
+        nonfinite_loss: dict[int, int] | None = None,
+        finished: set[int] | None = None,
+    ) -> None:
+        self._tags: dict[str, TagStatistics] = {} if tags is None else tags
+        # Statistics merged in but not yet combined (see merge): tag -> parts.
+        self._unmerged: dict[str, list[TagStatistics]] = {}
+        # (steps, values) columns, spelled out: this is a public class (RankArrays is private)
+        self.per_rank: dict[
+            str, dict[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]
+        ] = {} if per_rank is None else per_rank
+        self.last_steps: dict[int, int] = {} if last_steps is None else last_steps
+        self.nonfinite_loss: dict[int, int] = {} if nonfinite_loss is None else nonfinite_loss
+        self.finished: set[int] = set() if finished is None else finished
+
+    def __repr__(self) -> str:
+        return f"Partial(ranks={len(self.last_steps)}, tags={sorted(self.tags)})"
+
+    @property
+    def tags(self) -> dict[str, TagStatistics]:
+        """The statistics of every quantity tag (the parts merged in so far, combined)."""
+        if self._unmerged:
+            self._combine(list(self._unmerged))
+        return self._tags
+
+    @tags.setter
+    def tags(self, tags: dict[str, TagStatistics]) -> None:
+        self._tags, self._unmerged = tags, {}
 
     @classmethod
     def of_rank(
@@ -113,6 +130,8 @@ class Partial:
         if finished:
             partial.finished.add(rank)
         last = last_step
+        # The tags recorded at the same steps (usually all of them) are computed together.
+        groups: dict[tuple[int, ...], tuple[npt.NDArray[np.int64], list[str], list[Any]]] = {}
         for tag, points in scalars.items():
             if isinstance(points, tuple) and len(points) == 2 and isinstance(points[0], np.ndarray):
                 steps, values = _sorted_arrays(points[0], points[1])
@@ -131,7 +150,10 @@ class Partial:
                         first, partial.nonfinite_loss.get(rank, first)
                     )
             if tag != FINGERPRINT_TAG:
-                partial.tags[tag] = TagStatistics.of_rank(rank, steps, values)
+                _group_by_steps(groups, tag, steps, values)
+        for steps, tags, rows in groups.values():
+            statistics = single_rank_rows(rank, steps, np.stack(rows))
+            partial.tags.update(zip(tags, statistics, strict=True))
         partial.last_steps[rank] = last
         return partial
 
@@ -148,11 +170,16 @@ class Partial:
         """Fold ``other`` (other ranks, or the same ranks' later points) into this one.
 
         The statistics merge by step; per-rank points of the same rank and tag
-        are concatenated (a later interval's points follow).
+        are concatenated (a later interval's points follow). The statistics'
+        arithmetic waits until they are read (or :data:`_COMBINE_AT` parts
+        wait): a node's children, merged one by one, then combine in a single
+        vectorized pass (``merge_groups`` of job/_statistics.py), not one pass per child.
         """
         for tag, statistics in other.tags.items():
-            known = self.tags.get(tag)
-            self.tags[tag] = statistics if known is None else known.merge(statistics)
+            parts = self._unmerged.setdefault(tag, [])
+            parts.append(statistics)
+            if len(parts) >= _COMBINE_AT:
+                self._combine([tag])
         for tag, ranks in other.per_rank.items():
             mine = self.per_rank.setdefault(tag, {})
             for rank, (steps, values) in ranks.items():
@@ -169,6 +196,14 @@ class Partial:
         for rank, step in other.nonfinite_loss.items():
             self.nonfinite_loss[rank] = min(step, self.nonfinite_loss.get(rank, step))
         self.finished |= other.finished
+
+    def _combine(self, tags: list[str]) -> None:
+        groups = []
+        for tag in tags:
+            parts = self._unmerged.pop(tag)
+            known = self._tags.get(tag)
+            groups.append(parts if known is None else [known, *parts])
+        self._tags.update(zip(tags, merge_groups(groups), strict=True))
 
     def split(self, last: int) -> tuple[Partial, Partial]:
         """(the points at steps <= ``last``, the rest); ranks and loss notes go with the first."""
@@ -217,23 +252,19 @@ class Partial:
 
     def to_bytes(self) -> bytes:
         """The data-only encoding (see the module docstring)."""
-        arrays: list[bytes] = []
-        tags = []
-        for tag, statistics in self.tags.items():
-            tags.append([tag, len(statistics.steps)])
-            arrays.extend(
-                np.ascontiguousarray(getattr(statistics, name), dtype=dtype).tobytes()
-                for name, dtype in _TAG_FIELDS
-            )
+        tags = self.tags
+        ints = [getattr(statistics, name) for name in _INT_FIELDS for statistics in tags.values()]
+        floats = [
+            getattr(statistics, name) for name in _FLOAT_FIELDS for statistics in tags.values()
+        ]
         per_rank = []
         for tag, ranks in self.per_rank.items():
-            for rank, (steps, values) in ranks.items():
-                per_rank.append([tag, rank, len(steps)])
-                arrays.append(np.ascontiguousarray(steps, dtype="<i8").tobytes())
-                arrays.append(np.ascontiguousarray(values, dtype="<f8").tobytes())
+            per_rank.append([tag, list(ranks), [len(steps) for steps, _ in ranks.values()]])
+            ints.extend(steps for steps, _ in ranks.values())
+            floats.extend(values for _, values in ranks.values())
         header = json.dumps(
             {
-                "tags": tags,
+                "tags": [[tag, len(statistics.steps)] for tag, statistics in tags.items()],
                 "per_rank": per_rank,
                 "last_steps": [[rank, step] for rank, step in self.last_steps.items()],
                 "nonfinite_loss": [[rank, step] for rank, step in self.nonfinite_loss.items()],
@@ -241,7 +272,8 @@ class Partial:
             },
             separators=(",", ":"),
         ).encode("utf-8")
-        return b"".join([_MAGIC, _LENGTH.pack(len(header)), header, *arrays])
+        prefix = _MAGIC + _LENGTH.pack(len(header)) + header
+        return b"".join([prefix, _joined(ints, "<i8"), _joined(floats, "<f8")])
 
     @classmethod
     def from_bytes(cls, data: bytes | bytearray | memoryview) -> Partial:
@@ -262,21 +294,23 @@ class Partial:
             raise PartialFormatError(f"a malformed job-view partial: {error}") from error
 
 
-class _Cursor:
-    def __init__(self, view: memoryview, offset: int) -> None:
-        self.view, self.offset = view, offset
+def _joined(arrays: list[npt.NDArray[Any]], dtype: str) -> bytes:
+    """The arrays end to end as ``dtype`` (one copy: numpy arrays travel as their raw bytes)."""
+    if not arrays:
+        return b""
+    return np.concatenate(arrays, dtype=dtype, casting="same_kind").tobytes()
 
-    def take(self, count: int, dtype: str) -> npt.NDArray[Any]:
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise PartialFormatError(f"an array length must be an int >= 0, got {count!r}")
-        end = self.offset + 8 * count
-        if end > len(self.view):
-            raise PartialFormatError("the message ends before its arrays do")
-        array = np.frombuffer(self.view[self.offset : end], dtype=dtype).astype(
-            dtype[1:], copy=True
-        )
-        self.offset = end
-        return array
+
+def _length(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise PartialFormatError(f"an array length must be an int >= 0, got {value!r}")
+    return value
+
+
+def _tag_name(value: Any) -> str:
+    if not isinstance(value, str):
+        raise PartialFormatError(f"a tag must be a str, got {value!r}")
+    return value
 
 
 def _rank_number(value: Any, what: str) -> int:
@@ -288,47 +322,116 @@ def _rank_number(value: Any, what: str) -> int:
 def _decoded(header: Any, view: memoryview, offset: int) -> Partial:
     if not isinstance(header, dict):
         raise PartialFormatError("the header is not an object")
-    cursor = _Cursor(view, offset)
-    partial = Partial()
-    for tag, count in header["tags"]:
-        if not isinstance(tag, str):
-            raise PartialFormatError(f"a tag must be a str, got {tag!r}")
-        columns = {name: cursor.take(count, dtype) for name, dtype in _TAG_FIELDS}
-        _check_steps(columns["steps"], tag)
-        if bool(np.any(columns["count"] < 1)):
-            raise PartialFormatError(f"tag {tag!r} has a count below 1")
-        others = columns["nan"] + columns["posinf"] + columns["neginf"]
-        if bool(
-            np.any(
-                (columns["nan"] < 0)
-                | (columns["posinf"] < 0)
-                | (columns["neginf"] < 0)
-                | (others > columns["count"])
+    tags = [(_tag_name(tag), _length(count)) for tag, count in header["tags"]]
+    per_rank = []
+    for tag, ranks, counts in header["per_rank"]:
+        if not isinstance(ranks, list) or not isinstance(counts, list) or len(ranks) != len(counts):
+            raise PartialFormatError(f"the per-rank points of {tag!r} name ranks and lengths apart")
+        per_rank.append(
+            (
+                _tag_name(tag),
+                [_rank_number(rank, "a rank") for rank in ranks],
+                [_length(count) for count in counts],
             )
-        ):
-            raise PartialFormatError(f"tag {tag!r} counts more non-finite points than points")
-        partial.tags[tag] = TagStatistics(**columns)
-    for tag, rank, count in header["per_rank"]:
-        if not isinstance(tag, str):
-            raise PartialFormatError(f"a tag must be a str, got {tag!r}")
-        steps = cursor.take(count, "<i8")
-        values = cursor.take(count, "<f8")
-        _check_steps(steps, tag)
-        partial.per_rank.setdefault(tag, {})[_rank_number(rank, "a rank")] = (steps, values)
+        )
+    lengths = [count for _, count in tags]
+    rank_lengths = [count for _, _, counts in per_rank for count in counts]
+    points, rank_points = sum(lengths), sum(rank_lengths)
+    int_count = len(_INT_FIELDS) * points + rank_points
+    float_count = len(_FLOAT_FIELDS) * points + rank_points
+    if len(view) - offset != 8 * (int_count + float_count):
+        raise PartialFormatError(
+            f"the header names arrays of {8 * (int_count + float_count)} bytes, "
+            f"the message holds {len(view) - offset}"
+        )
+    # One copy each (aligned, writable, native order); every column is a view into them.
+    ints = np.frombuffer(view, dtype="<i8", count=int_count, offset=offset).astype(np.int64)
+    floats = np.frombuffer(
+        view, dtype="<f8", count=float_count, offset=offset + 8 * int_count
+    ).astype(np.float64)
+    columns = ints[: len(_INT_FIELDS) * points].reshape(len(_INT_FIELDS), points)
+    moments = floats[: len(_FLOAT_FIELDS) * points].reshape(len(_FLOAT_FIELDS), points)
+    _check_columns(columns, [tag for tag, _ in tags], lengths)
+    rank_steps = ints[len(_INT_FIELDS) * points :]
+    rank_values = floats[len(_FLOAT_FIELDS) * points :]
+    _check_ascending(rank_steps, [tag for tag, _, counts in per_rank for _ in counts], rank_lengths)
+    partial = Partial()
+    start = 0
+    for tag, count in tags:
+        stop = start + count
+        fields: dict[str, Any] = {
+            name: columns[row, start:stop] for row, name in enumerate(_INT_FIELDS)
+        }
+        fields.update({name: moments[row, start:stop] for row, name in enumerate(_FLOAT_FIELDS)})
+        partial.tags[tag] = TagStatistics(**fields)
+        start = stop
+    start = 0
+    for tag, ranks, counts in per_rank:
+        held = partial.per_rank.setdefault(tag, {})
+        for rank, count in zip(ranks, counts, strict=True):
+            stop = start + count
+            held[rank] = (rank_steps[start:stop], rank_values[start:stop])
+            start = stop
     for rank, step in header["last_steps"]:
         partial.last_steps[_rank_number(rank, "a rank")] = _rank_number(step, "a step")
     for rank, step in header["nonfinite_loss"]:
         partial.nonfinite_loss[_rank_number(rank, "a rank")] = _rank_number(step, "a step")
     partial.finished = {_rank_number(rank, "a rank") for rank in header["finished"]}
-    if cursor.offset != len(view):
-        raise PartialFormatError(f"{len(view) - cursor.offset} bytes follow the last array")
     return partial
 
 
-def _check_steps(steps: npt.NDArray[Any], tag: str) -> None:
-    """What merging relies on: steps ascending and unique."""
-    if len(steps) > 1 and not bool(np.all(steps[1:] > steps[:-1])):
+def _check_columns(columns: npt.NDArray[np.int64], tags: list[str], lengths: list[int]) -> None:
+    """What merging relies on, for every tag at once: counts >= 1, non-finite counts in range."""
+    _check_ascending(columns[0], tags, lengths)
+    rows = dict(zip(_INT_FIELDS, columns, strict=True))
+    below = np.flatnonzero(rows["count"] < 1)
+    if len(below):
+        raise PartialFormatError(f"tag {_tag_at(tags, lengths, below[0])!r} has a count below 1")
+    nan, posinf, neginf = rows["nan"], rows["posinf"], rows["neginf"]
+    wrong = np.flatnonzero(
+        (nan < 0) | (posinf < 0) | (neginf < 0) | (nan + posinf + neginf > rows["count"])
+    )
+    if len(wrong):
+        raise PartialFormatError(
+            f"tag {_tag_at(tags, lengths, wrong[0])!r} counts more non-finite points than points"
+        )
+
+
+def _check_ascending(steps: npt.NDArray[np.int64], tags: list[str], lengths: list[int]) -> None:
+    """Each run of ``lengths`` steps (one per tag) ascending and unique: what merging relies on."""
+    if len(steps) < 2:
+        return
+    descending = steps[1:] <= steps[:-1]
+    starts = np.cumsum(lengths)[:-1]
+    starts = starts[(starts > 0) & (starts < len(steps))]
+    descending[starts - 1] = False  # the first step of a run follows another run's last
+    found = np.flatnonzero(descending)
+    if len(found):
+        tag = _tag_at(tags, lengths, found[0] + 1)
         raise PartialFormatError(f"the steps of tag {tag!r} are not ascending")
+
+
+def _tag_at(tags: list[str], lengths: list[int], index: int) -> str:
+    """The tag of the run that holds position ``index``."""
+    return tags[int(np.searchsorted(np.cumsum(lengths), index, side="right"))]
+
+
+def _group_by_steps(
+    groups: dict[tuple[int, ...], tuple[npt.NDArray[np.int64], list[str], list[Any]]],
+    tag: str,
+    steps: npt.NDArray[np.int64],
+    values: npt.NDArray[np.float64],
+) -> None:
+    """File ``tag``'s values under the group of its steps (a new group if none has them)."""
+    key: tuple[int, ...] = (len(steps), int(steps[0]), int(steps[-1]))
+    while key in groups:
+        shared, tags, rows = groups[key]
+        if np.array_equal(shared, steps):
+            tags.append(tag)
+            rows.append(values)
+            return
+        key = (*key, len(key))  # same length and ends, other steps: a key of its own
+    groups[key] = (steps, [tag], [values])
 
 
 def _sorted_arrays(steps: npt.NDArray[Any], values: npt.NDArray[Any]) -> RankArrays:
@@ -343,4 +446,6 @@ def _sorted_arrays(steps: npt.NDArray[Any], values: npt.NDArray[Any]) -> RankArr
 
 
 def _slice(statistics: TagStatistics, start: int, stop: int) -> TagStatistics:
-    return TagStatistics(**{name: getattr(statistics, name)[start:stop] for name, _ in _TAG_FIELDS})
+    return TagStatistics(
+        **{name: getattr(statistics, name)[start:stop] for name in _INT_FIELDS + _FLOAT_FIELDS}
+    )

@@ -23,9 +23,9 @@ NaN whenever a point is not finite (numpy computes ``inf - inf`` there).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -50,7 +50,10 @@ __all__ = [
     "RankArrays",
     "TagStatistics",
     "is_timing_tag",
+    "merge_all",
+    "merge_groups",
     "rank_arrays",
+    "single_rank_rows",
 ]
 
 #: Each rank's wall time of one training step, in seconds, every step.
@@ -376,3 +379,163 @@ class JobStatistics:
         self.fingerprints.update(other.fingerprints)
         self.nonfinite_loss.update(other.nonfinite_loss)
         self.last_steps.update(other.last_steps)
+
+
+def single_rank_rows(rank: int, steps: IntArray, values: FloatArray) -> list[TagStatistics]:
+    """:meth:`TagStatistics.of_rank` of several tags of one rank at once.
+
+    ``values`` is (tags, steps): one row per tag, all at ``steps`` (sorted and
+    unique). One statistics per row, each a view into blocks shared by the
+    rows (nothing changes them in place), so a rank's partial costs a few
+    numpy calls whatever its number of tags (docs/job-view.md, "Tree").
+    """
+    shape = values.shape
+    ranks = np.full(shape, rank, dtype=np.int64)
+    blocks = {
+        "count": np.ones(shape, dtype=np.int64),
+        "finite_mean": np.where(np.isfinite(values), values, 0.0),
+        "m2": np.zeros(shape, dtype=np.float64),
+        "minimum": values,
+        "min_rank": ranks,
+        "maximum": values,
+        "max_rank": ranks,
+        "nan": np.isnan(values).astype(np.int64),
+        "posinf": (values == np.inf).astype(np.int64),
+        "neginf": (values == -np.inf).astype(np.int64),
+    }
+    return [
+        TagStatistics(steps=steps, **{name: block[row] for name, block in blocks.items()})
+        for row in range(shape[0])
+    ]
+
+
+def merge_all(parts: Sequence[TagStatistics]) -> TagStatistics:
+    """The statistics of all ``parts`` (disjoint groups of ranks) together, in one pass.
+
+    The same result as folding them with :meth:`TagStatistics.merge` in any
+    order (counts, extremes and their ranks identical; mean and M2 up to
+    rounding), at the cost of one vectorized pass over a (parts, steps)
+    stack instead of one pass per pair: what a tree node does with its
+    children's partials (docs/job-view.md, "Tree").
+    """
+    return merge_groups([parts])[0]
+
+
+def merge_groups(groups: Sequence[Sequence[TagStatistics]]) -> list[TagStatistics]:
+    """:func:`merge_all` of each group (one per tag); groups alike go in one pass.
+
+    Groups with the same number of parts whose parts all hold the same steps
+    (a node's tags, when its ranks record every tag at every step) are
+    reduced together, side by side in one (parts, tags x steps) stack.
+    """
+    if any(not group for group in groups):
+        raise ValueError("merge_all needs at least one TagStatistics per group")
+    merged: list[TagStatistics | None] = [group[0] if len(group) == 1 else None for group in groups]
+    alike: dict[tuple[int, int], list[int]] = {}
+    for index, group in enumerate(groups):
+        if len(group) == 1:
+            continue
+        size = len(group[0].steps)
+        if all(len(part.steps) == size for part in group):
+            alike.setdefault((len(group), size), []).append(index)
+        else:
+            merged[index] = _merged_apart(group)
+    for (parts, size), indices in alike.items():
+        # Part-major, then group: row i of the (parts, groups x steps) stack is part i of each.
+        order = [groups[index][part] for part in range(parts) for index in indices]
+        steps = np.stack([item.steps for item in order])
+        if not bool((steps == steps[0]).all()):
+            for index in indices:
+                merged[index] = _merged_apart(groups[index])
+            continue
+
+        columns = _reduced(_side_by_side(order, parts))
+        shared = steps[0].copy()
+        for position, index in enumerate(indices):
+            window = slice(position * size, (position + 1) * size)
+            merged[index] = TagStatistics(
+                steps=shared, **{name: column[window] for name, column in columns.items()}
+            )
+    return [item for item in merged if item is not None]
+
+
+def _side_by_side(order: list[TagStatistics], parts: int) -> Callable[[str, float], Any]:
+    """``stacked`` for :func:`_reduced`: the groups' columns side by side, one row per part."""
+
+    def stacked(name: str, _absent: float) -> Any:
+        return np.stack([getattr(item, name) for item in order]).reshape(parts, -1)
+
+    return stacked
+
+
+def _merged_apart(parts: Sequence[TagStatistics]) -> TagStatistics:
+    """:func:`merge_all` of parts whose steps differ: each placed in the union of the steps."""
+    steps = np.unique(np.concatenate([part.steps for part in parts]))
+    places = [np.searchsorted(steps, part.steps) for part in parts]
+
+    def stacked(name: str, absent: float) -> Any:
+        column = getattr(parts[0], name)
+        out = np.full((len(parts), len(steps)), absent, dtype=column.dtype)
+        for row, (part, where) in enumerate(zip(parts, places, strict=True)):
+            out[row, where] = getattr(part, name)
+        return out
+
+    return TagStatistics(steps=steps, **_reduced(stacked))
+
+
+def _reduced(stacked: Callable[[str, float], Any]) -> dict[str, Any]:
+    """Every column but the steps, reduced over the rows of ``stacked(name, absent)``.
+
+    ``absent`` is what a row holds where its part has no point (count 0).
+    """
+    count = stacked("count", 0)
+    nan, posinf, neginf = stacked("nan", 0), stacked("posinf", 0), stacked("neginf", 0)
+    finite = count - nan - posinf - neginf
+    total = finite.sum(axis=0)
+    means = stacked("finite_mean", 0.0)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        # Weights that sum to 1: the weighted sum cannot overflow past the largest mean.
+        weights = finite / np.maximum(total, 1)
+        held = finite > 0
+        mean = (np.where(held, means, 0.0) * weights).sum(axis=0)
+        deviation = np.where(held, means - mean, 0.0)
+        m2 = stacked("m2", 0.0).sum(axis=0) + (finite * deviation * deviation).sum(axis=0)
+    minimum, min_rank = _extreme_of(
+        stacked("minimum", np.nan), stacked("min_rank", _NO_RANK), np.fmin
+    )
+    maximum, max_rank = _extreme_of(
+        stacked("maximum", np.nan), stacked("max_rank", _NO_RANK), np.fmax
+    )
+    return {
+        "count": count.sum(axis=0),
+        "finite_mean": mean,
+        "m2": m2,
+        "minimum": minimum,
+        "min_rank": min_rank,
+        "maximum": maximum,
+        "max_rank": max_rank,
+        "nan": nan.sum(axis=0),
+        "posinf": posinf.sum(axis=0),
+        "neginf": neginf.sum(axis=0),
+    }
+
+
+_LAST_RANK = np.iinfo(np.int64).max
+
+
+def _extreme_of(
+    values: FloatArray, ranks: IntArray, reduce: np.ufunc
+) -> tuple[FloatArray, IntArray]:
+    """Per column, the best of the rows: a number beats NaN, a tie goes to the lowest rank.
+
+    ``reduce`` is ``np.fmin`` or ``np.fmax`` (they skip NaN): the rule of
+    :func:`_take_extreme`, for every row at once.
+    """
+    best = reduce.reduce(values, axis=0)
+    with np.errstate(invalid="ignore"):
+        candidate = (values == best) | (np.isnan(values) & np.isnan(best))
+    # No rank (an absent row) loses every tie; a row that is no candidate never wins.
+    key = np.where(candidate, np.where(ranks == _NO_RANK, _LAST_RANK - 1, ranks), _LAST_RANK)
+    row = key.argmin(axis=0)
+    column = np.arange(values.shape[1])
+    return values[row, column], ranks[row, column]
