@@ -308,3 +308,4 @@ def test_a_mutated_message_decodes_or_is_refused_never_anything_else(
         except PartialFormatError:
             continue
         decoded.merge(JobPartial.of_rank(6, {"loss": [(1, 1.0)]}))  # usable as it came
+        JobPartial.from_bytes(decoded.to_bytes())  # combined (merges wait till read) and sent

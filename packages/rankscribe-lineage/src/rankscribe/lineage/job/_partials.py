@@ -88,6 +88,9 @@ class Partial:
         self._tags: dict[str, TagStatistics] = {} if tags is None else tags
         # Statistics merged in but not yet combined (see merge): tag -> parts.
         self._unmerged: dict[str, list[TagStatistics]] = {}
+        # Tags whose statistics are one rank's points as they came (of_rank): the wire
+        # carries their steps and values only, not the 11 columns (tag -> rank, statistics).
+        self._one_rank: dict[str, tuple[int, TagStatistics]] = {}
         # (steps, values) columns, spelled out: this is a public class (RankArrays is private)
         self.per_rank: dict[
             str, dict[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]
@@ -108,7 +111,7 @@ class Partial:
 
     @tags.setter
     def tags(self, tags: dict[str, TagStatistics]) -> None:
-        self._tags, self._unmerged = tags, {}
+        self._tags, self._unmerged, self._one_rank = tags, {}, {}
 
     @classmethod
     def of_rank(
@@ -151,11 +154,20 @@ class Partial:
                     )
             if tag != FINGERPRINT_TAG:
                 _group_by_steps(groups, tag, steps, values)
-        for steps, tags, rows in groups.values():
-            statistics = single_rank_rows(rank, steps, np.stack(rows))
-            partial.tags.update(zip(tags, statistics, strict=True))
+        partial._add_one_rank(rank, groups)
         partial.last_steps[rank] = last
         return partial
+
+    def _add_one_rank(
+        self,
+        rank: int,
+        groups: dict[tuple[int, ...], tuple[npt.NDArray[np.int64], list[str], list[Any]]],
+    ) -> None:
+        for steps, tags, rows in groups.values():
+            statistics = single_rank_rows(rank, steps, np.concatenate(rows).reshape(len(rows), -1))
+            for tag, item in zip(tags, statistics, strict=True):
+                self._tags[tag] = item
+                self._one_rank[tag] = (rank, item)
 
     @property
     def ranks(self) -> list[int]:
@@ -176,6 +188,7 @@ class Partial:
         vectorized pass (``merge_groups`` of job/_statistics.py), not one pass per child.
         """
         for tag, statistics in other.tags.items():
+            self._one_rank.pop(tag, None)
             parts = self._unmerged.setdefault(tag, [])
             parts.append(statistics)
             if len(parts) >= _COMBINE_AT:
@@ -252,11 +265,21 @@ class Partial:
 
     def to_bytes(self) -> bytes:
         """The data-only encoding (see the module docstring)."""
-        tags = self.tags
+        tags: dict[str, TagStatistics] = {}
+        one_rank: list[tuple[str, int, int]] = []
+        for tag, statistics in self.tags.items():
+            rank, made = self._one_rank.get(tag, (-1, None))
+            if made is statistics:
+                one_rank.append((tag, rank, len(statistics.steps)))
+            else:
+                tags[tag] = statistics
         ints = [getattr(statistics, name) for name in _INT_FIELDS for statistics in tags.values()]
         floats = [
             getattr(statistics, name) for name in _FLOAT_FIELDS for statistics in tags.values()
         ]
+        for tag, _, _ in one_rank:
+            ints.append(self._tags[tag].steps)
+            floats.append(self._tags[tag].minimum)  # one rank's value is its own minimum
         per_rank = []
         for tag, ranks in self.per_rank.items():
             per_rank.append([tag, list(ranks), [len(steps) for steps, _ in ranks.values()]])
@@ -265,6 +288,7 @@ class Partial:
         header = json.dumps(
             {
                 "tags": [[tag, len(statistics.steps)] for tag, statistics in tags.items()],
+                "one_rank": one_rank,
                 "per_rank": per_rank,
                 "last_steps": [[rank, step] for rank, step in self.last_steps.items()],
                 "nonfinite_loss": [[rank, step] for rank, step in self.nonfinite_loss.items()],
@@ -273,7 +297,8 @@ class Partial:
             separators=(",", ":"),
         ).encode("utf-8")
         prefix = _MAGIC + _LENGTH.pack(len(header)) + header
-        return b"".join([prefix, _joined(ints, "<i8"), _joined(floats, "<f8")])
+        # join copies straight from the arrays' buffers: one copy less than tobytes() first.
+        return b"".join([prefix, _joined(ints, "<i8").data, _joined(floats, "<f8").data])
 
     @classmethod
     def from_bytes(cls, data: bytes | bytearray | memoryview) -> Partial:
@@ -294,11 +319,11 @@ class Partial:
             raise PartialFormatError(f"a malformed job-view partial: {error}") from error
 
 
-def _joined(arrays: list[npt.NDArray[Any]], dtype: str) -> bytes:
-    """The arrays end to end as ``dtype`` (one copy: numpy arrays travel as their raw bytes)."""
+def _joined(arrays: list[npt.NDArray[Any]], dtype: str) -> npt.NDArray[Any]:
+    """The arrays end to end as ``dtype`` (numpy arrays travel as their raw bytes)."""
     if not arrays:
-        return b""
-    return np.concatenate(arrays, dtype=dtype, casting="same_kind").tobytes()
+        return np.empty(0, dtype=dtype)
+    return np.concatenate(arrays, dtype=dtype, casting="same_kind")
 
 
 def _length(value: Any) -> int:
@@ -323,6 +348,10 @@ def _decoded(header: Any, view: memoryview, offset: int) -> Partial:
     if not isinstance(header, dict):
         raise PartialFormatError("the header is not an object")
     tags = [(_tag_name(tag), _length(count)) for tag, count in header["tags"]]
+    one_rank = [
+        (_tag_name(tag), _rank_number(rank, "a rank"), _length(count))
+        for tag, rank, count in header["one_rank"]
+    ]
     per_rank = []
     for tag, ranks, counts in header["per_rank"]:
         if not isinstance(ranks, list) or not isinstance(counts, list) or len(ranks) != len(counts):
@@ -335,7 +364,11 @@ def _decoded(header: Any, view: memoryview, offset: int) -> Partial:
             )
         )
     lengths = [count for _, count in tags]
-    rank_lengths = [count for _, _, counts in per_rank for count in counts]
+    # The runs after the columns: one-rank tags' points, then the per-rank points.
+    runs = [tag for tag, _, _ in one_rank] + [tag for tag, _, counts in per_rank for _ in counts]
+    rank_lengths = [count for _, _, count in one_rank] + [
+        count for _, _, counts in per_rank for count in counts
+    ]
     points, rank_points = sum(lengths), sum(rank_lengths)
     int_count = len(_INT_FIELDS) * points + rank_points
     float_count = len(_FLOAT_FIELDS) * points + rank_points
@@ -354,7 +387,7 @@ def _decoded(header: Any, view: memoryview, offset: int) -> Partial:
     _check_columns(columns, [tag for tag, _ in tags], lengths)
     rank_steps = ints[len(_INT_FIELDS) * points :]
     rank_values = floats[len(_FLOAT_FIELDS) * points :]
-    _check_ascending(rank_steps, [tag for tag, _, counts in per_rank for _ in counts], rank_lengths)
+    _check_ascending(rank_steps, runs, rank_lengths)
     partial = Partial()
     start = 0
     for tag, count in tags:
@@ -365,7 +398,7 @@ def _decoded(header: Any, view: memoryview, offset: int) -> Partial:
         fields.update({name: moments[row, start:stop] for row, name in enumerate(_FLOAT_FIELDS)})
         partial.tags[tag] = TagStatistics(**fields)
         start = stop
-    start = 0
+    start = _decoded_one_rank(partial, one_rank, rank_steps, rank_values)
     for tag, ranks, counts in per_rank:
         held = partial.per_rank.setdefault(tag, {})
         for rank, count in zip(ranks, counts, strict=True):
@@ -378,6 +411,26 @@ def _decoded(header: Any, view: memoryview, offset: int) -> Partial:
         partial.nonfinite_loss[_rank_number(rank, "a rank")] = _rank_number(step, "a step")
     partial.finished = {_rank_number(rank, "a rank") for rank in header["finished"]}
     return partial
+
+
+def _decoded_one_rank(
+    partial: Partial,
+    one_rank: list[tuple[str, int, int]],
+    steps: npt.NDArray[np.int64],
+    values: npt.NDArray[np.float64],
+) -> int:
+    """The one-rank tags' statistics, rebuilt from their points; returns where they end."""
+    by_rank: dict[int, dict[tuple[int, ...], Any]] = {}
+    start = 0
+    for tag, rank, count in one_rank:
+        stop = start + count
+        if count:
+            groups = by_rank.setdefault(rank, {})
+            _group_by_steps(groups, tag, steps[start:stop], values[start:stop])
+        start = stop
+    for rank, groups in by_rank.items():
+        partial._add_one_rank(rank, groups)
+    return start
 
 
 def _check_columns(columns: npt.NDArray[np.int64], tags: list[str], lengths: list[int]) -> None:
@@ -426,7 +479,7 @@ def _group_by_steps(
     key: tuple[int, ...] = (len(steps), int(steps[0]), int(steps[-1]))
     while key in groups:
         shared, tags, rows = groups[key]
-        if np.array_equal(shared, steps):
+        if bool((shared == steps).all()):  # the key holds the length
             tags.append(tag)
             rows.append(values)
             return

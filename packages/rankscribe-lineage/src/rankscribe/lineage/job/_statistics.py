@@ -443,7 +443,7 @@ def merge_groups(groups: Sequence[Sequence[TagStatistics]]) -> list[TagStatistic
     for (parts, size), indices in alike.items():
         # Part-major, then group: row i of the (parts, groups x steps) stack is part i of each.
         order = [groups[index][part] for part in range(parts) for index in indices]
-        steps = np.stack([item.steps for item in order])
+        steps = np.concatenate([item.steps for item in order]).reshape(len(order), size)
         if not bool((steps == steps[0]).all()):
             for index in indices:
                 merged[index] = _merged_apart(groups[index])
@@ -461,9 +461,11 @@ def merge_groups(groups: Sequence[Sequence[TagStatistics]]) -> list[TagStatistic
 
 def _side_by_side(order: list[TagStatistics], parts: int) -> Callable[[str, float], Any]:
     """``stacked`` for :func:`_reduced`: the groups' columns side by side, one row per part."""
+    width = sum(len(item.steps) for item in order) // parts
 
     def stacked(name: str, _absent: float) -> Any:
-        return np.stack([getattr(item, name) for item in order]).reshape(parts, -1)
+        # concatenate, not stack: the same rows for much less per-array work in numpy
+        return np.concatenate([getattr(item, name) for item in order]).reshape(parts, width)
 
     return stacked
 
