@@ -239,3 +239,35 @@ def test_a_header_that_names_other_arrays_than_the_message_holds_is_refused() ->
     forged = data[:6] + struct.pack("<Q", len(text)) + text + data[14 + size :]
     with pytest.raises(PartialFormatError, match="the header names arrays of"):
         JobPartial.from_bytes(forged)
+
+
+@pytest.mark.parametrize(
+    "steps_of",
+    [
+        lambda tag: np.arange(1, 6),  # every tag at the same steps (computed together)
+        lambda tag: np.array([3, 1, 2, 2, 5]),  # unsorted, a repeated step: the last value wins
+        lambda tag: np.arange(1, 6) * (2 if tag == "b" else 1),  # tags at other steps
+    ],
+)
+def test_a_ranks_arrays_give_what_its_points_give(steps_of: object) -> None:
+    rng = np.random.default_rng(3)
+    arrays = {}
+    for tag in ("a", "b", "loss/auto", STEP_TIME_TAG):
+        values = rng.normal(size=5)
+        values[4] = math.nan if tag == "loss/auto" else values[4]
+        arrays[tag] = (steps_of(tag), values)  # type: ignore[operator]
+    from_arrays = JobPartial.of_rank(2, arrays)
+    from_points = JobPartial.of_rank(
+        2, {tag: list(zip(s.tolist(), v.tolist(), strict=True)) for tag, (s, v) in arrays.items()}
+    )
+    assert sorted(from_arrays.tags) == sorted(from_points.tags)
+    for tag, want in from_points.tags.items():
+        for column in _COLUMNS:
+            np.testing.assert_array_equal(
+                getattr(from_arrays.tags[tag], column), getattr(want, column)
+            )
+    assert from_arrays.nonfinite_loss == from_points.nonfinite_loss == {2: 5}
+    got_steps, got_values = from_arrays.per_rank[STEP_TIME_TAG][2]
+    want_steps, want_values = from_points.per_rank[STEP_TIME_TAG][2]
+    assert got_steps.tolist() == want_steps.tolist()
+    assert got_values.tolist() == want_values.tolist()

@@ -135,11 +135,7 @@ class Partial:
         last = last_step
         # The tags recorded at the same steps (usually all of them) are computed together.
         groups: dict[tuple[int, ...], tuple[npt.NDArray[np.int64], list[str], list[Any]]] = {}
-        for tag, points in scalars.items():
-            if isinstance(points, tuple) and len(points) == 2 and isinstance(points[0], np.ndarray):
-                steps, values = _sorted_arrays(points[0], points[1])
-            else:
-                steps, values = rank_arrays(points)
+        for tag, (steps, values) in _rank_columns(scalars):
             if len(steps) == 0:
                 continue
             last = max(last, int(steps[-1]))
@@ -222,14 +218,16 @@ class Partial:
         """(the points at steps <= ``last``, the rest); ranks and loss notes go with the first."""
         upto, after = Partial(), Partial()
         for tag, statistics in self.tags.items():
-            cut = int(np.searchsorted(statistics.steps, last, side="right"))
+            cut = _cut(statistics.steps, last)
+            if cut == len(statistics.steps):
+                upto.tags[tag] = statistics  # whole (nothing changes statistics in place)
+                continue
             if cut:
                 upto.tags[tag] = _slice(statistics, 0, cut)
-            if cut < len(statistics.steps):
-                after.tags[tag] = _slice(statistics, cut, len(statistics.steps))
+            after.tags[tag] = _slice(statistics, cut, len(statistics.steps))
         for tag, ranks in self.per_rank.items():
             for rank, (steps, values) in ranks.items():
-                cut = int(np.searchsorted(steps, last, side="right"))
+                cut = _cut(steps, last)
                 if cut:
                     upto.per_rank.setdefault(tag, {})[rank] = (steps[:cut], values[:cut])
                 if cut < len(steps):
@@ -420,6 +418,15 @@ def _decoded_one_rank(
     values: npt.NDArray[np.float64],
 ) -> int:
     """The one-rank tags' statistics, rebuilt from their points; returns where they end."""
+    if len({(rank, count) for _, rank, count in one_rank}) == 1 and one_rank[0][2]:
+        # A rank's own message: every tag at the same steps, checked at once.
+        rank, count, size = one_rank[0][1], one_rank[0][2], len(one_rank)
+        block = steps[: size * count].reshape(size, count)
+        if bool((block == block[0]).all()):
+            rows = list(values[: size * count].reshape(size, count))
+            group = (block[0], [tag for tag, _, _ in one_rank], rows)
+            partial._add_one_rank(rank, {(count,): group})
+            return size * count
     by_rank: dict[int, dict[tuple[int, ...], Any]] = {}
     start = 0
     for tag, rank, count in one_rank:
@@ -469,6 +476,40 @@ def _tag_at(tags: list[str], lengths: list[int], index: int) -> str:
     return tags[int(np.searchsorted(np.cumsum(lengths), index, side="right"))]
 
 
+def _rank_columns(
+    scalars: Mapping[str, Any],
+) -> Iterable[tuple[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]]:
+    """Each tag's sorted unique (steps, values); tags given as arrays at the same steps at once."""
+    arrays = all(
+        isinstance(points, tuple) and len(points) == 2 and isinstance(points[0], np.ndarray)
+        for points in scalars.values()
+    )
+    if arrays and len(scalars) > 1:
+        columns = list(scalars.values())
+        size = len(columns[0][0])
+        if size > 1 and all(
+            len(steps) == size == len(values) and steps.dtype == np.int64
+            for steps, values in columns
+        ):
+            # One check for every tag: the same steps, ascending (what a rank's tail holds).
+            steps = np.concatenate([steps for steps, _ in columns]).reshape(len(columns), size)
+            shared = steps[0]
+            if bool((steps == shared).all()) and bool((shared[1:] > shared[:-1]).all()):
+                values = np.concatenate([values for _, values in columns], dtype=np.float64)
+                rows = values.reshape(len(columns), size)
+                shared = shared.copy()
+                return [(tag, (shared, rows[row])) for row, tag in enumerate(scalars)]
+    return [
+        (
+            tag,
+            _sorted_arrays(points[0], points[1])
+            if isinstance(points, tuple) and len(points) == 2 and isinstance(points[0], np.ndarray)
+            else rank_arrays(points),
+        )
+        for tag, points in scalars.items()
+    ]
+
+
 def _group_by_steps(
     groups: dict[tuple[int, ...], tuple[npt.NDArray[np.int64], list[str], list[Any]]],
     tag: str,
@@ -479,7 +520,7 @@ def _group_by_steps(
     key: tuple[int, ...] = (len(steps), int(steps[0]), int(steps[-1]))
     while key in groups:
         shared, tags, rows = groups[key]
-        if bool((shared == steps).all()):  # the key holds the length
+        if shared is steps or bool((shared == steps).all()):  # the key holds the length
             tags.append(tag)
             rows.append(values)
             return
@@ -496,6 +537,15 @@ def _sorted_arrays(steps: npt.NDArray[Any], values: npt.NDArray[Any]) -> RankArr
         last_of_step = np.append(steps[1:] != steps[:-1], True)
         steps, values = steps[last_of_step], values[last_of_step]
     return steps, values
+
+
+def _cut(steps: npt.NDArray[np.int64], last: int) -> int:
+    """How many of ``steps`` (ascending) are <= ``last``; the usual all or none without a search."""
+    if not len(steps) or steps[0] > last:
+        return 0
+    if steps[-1] <= last:
+        return len(steps)
+    return int(np.searchsorted(steps, last, side="right"))
 
 
 def _slice(statistics: TagStatistics, start: int, stop: int) -> TagStatistics:
