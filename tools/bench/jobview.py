@@ -22,7 +22,10 @@
    a. One interval of --interval-steps steps, all ranks in this process:
       the total work, and the critical path a real job waits for (one leaf,
       one merge per level, rank 0's write), against numpy's mean/min/max of
-      a dense (ranks, steps, tags) array. Target <= 1 s.
+      a dense (ranks, steps, tags) array. Target <= 1 s. Timed: building
+      each rank's partial from its (steps, values) arrays, encoding,
+      decoding and merging at every hop, rank 0's add and write; not timed:
+      making the synthetic values (a rank's tail reads them from its files).
    b. Rank 0's node for --tree-steps steps, in a process of its own: each
       interval it receives its 8 children's subtree partials (of 128 ranks
       each; computed with numpy from synthetic values, as the subtrees would
