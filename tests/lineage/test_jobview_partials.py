@@ -271,3 +271,19 @@ def test_a_ranks_arrays_give_what_its_points_give(steps_of: object) -> None:
     want_steps, want_values = from_points.per_rank[STEP_TIME_TAG][2]
     assert got_steps.tolist() == want_steps.tolist()
     assert got_values.tolist() == want_values.tolist()
+
+
+def test_a_ranks_partial_holds_what_tag_statistics_of_rank_gives() -> None:
+    """The tags built together equal the one-tag builder, inf and NaN included."""
+    steps = np.arange(1, 7)
+    values = {
+        "a": np.array([1.0, math.inf, -math.inf, math.nan, -0.0, 2.5]),
+        "b": np.array([3.0, 2.0, 1.0, 0.0, -1.0, -2.0]),
+    }
+    partial = JobPartial.of_rank(9, {tag: (steps, column) for tag, column in values.items()})
+    for tag, column in values.items():
+        want = TagStatistics.of_rank(9, steps, column)
+        for name in _COLUMNS:
+            np.testing.assert_array_equal(
+                getattr(partial.tags[tag], name), getattr(want, name), err_msg=f"{tag} {name}"
+            )

@@ -391,22 +391,20 @@ def single_rank_rows(rank: int, steps: IntArray, values: FloatArray) -> list[Tag
     """
     shape = values.shape
     ranks = np.full(shape, rank, dtype=np.int64)
-    blocks = {
-        "count": np.ones(shape, dtype=np.int64),
-        "finite_mean": np.where(np.isfinite(values), values, 0.0),
-        "m2": np.zeros(shape, dtype=np.float64),
-        "minimum": values,
-        "min_rank": ranks,
-        "maximum": values,
-        "max_rank": ranks,
-        "nan": np.isnan(values).astype(np.int64),
-        "posinf": (values == np.inf).astype(np.int64),
-        "neginf": (values == -np.inf).astype(np.int64),
-    }
-    return [
-        TagStatistics(steps=steps, **{name: block[row] for name, block in blocks.items()})
-        for row in range(shape[0])
-    ]
+    blocks = (  # the fields after the steps, in TagStatistics' order
+        np.ones(shape, dtype=np.int64),  # count
+        np.where(np.isfinite(values), values, 0.0),  # finite_mean
+        np.zeros(shape, dtype=np.float64),  # m2
+        values,  # minimum
+        ranks,  # min_rank
+        values,  # maximum
+        ranks,  # max_rank
+        np.isnan(values).astype(np.int64),
+        (values == np.inf).astype(np.int64),
+        (values == -np.inf).astype(np.int64),
+    )
+    # Rows by iteration and fields by position: this runs for every tag of every rank.
+    return [TagStatistics(steps, *row) for row in zip(*blocks, strict=True)]
 
 
 def merge_all(parts: Sequence[TagStatistics]) -> TagStatistics:
