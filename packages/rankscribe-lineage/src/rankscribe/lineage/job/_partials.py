@@ -61,9 +61,12 @@ __all__ = [
     "is_per_rank_tag",
 ]
 
-#: Parts of one tag merged in before they are combined: a tree node's children and its own
-#: (fan-in 8) in one pass, and a bound on what waits (the offline merge folds in every rank).
+#: What may wait to be combined (see Partial.merge): parts of a tag, and steps over all tags.
+#: A tree node's own and its 8 children's interval (9 x tags x interval steps) go in one
+#: pass; a long fold of whole runs (the offline merge folds every rank into one partial)
+#: combines every part or two, so what waits stays a few MB (a step waits as 11 numbers).
 _COMBINE_AT = 16
+_COMBINE_STEPS = 1 << 17
 
 
 def is_per_rank_tag(tag: str) -> bool:
@@ -85,6 +88,7 @@ class Partial:
         self._tags: dict[str, TagStatistics] = {} if tags is None else tags
         # Statistics merged in but not yet combined (see merge): tag -> parts.
         self._unmerged: dict[str, list[TagStatistics]] = {}
+        self._waiting_steps = 0
         # Tags whose statistics are one rank's points as they came (of_rank): the wire
         # carries their steps and values only, not the 11 columns (tag -> rank, statistics).
         self._one_rank: dict[str, tuple[int, TagStatistics]] = {}
@@ -103,12 +107,13 @@ class Partial:
     def tags(self) -> dict[str, TagStatistics]:
         """The statistics of every quantity tag (the parts merged in so far, combined)."""
         if self._unmerged:
-            self._combine(list(self._unmerged))
+            self._combine()
         return self._tags
 
     @tags.setter
     def tags(self, tags: dict[str, TagStatistics]) -> None:
         self._tags, self._unmerged, self._one_rank = tags, {}, {}
+        self._waiting_steps = 0
 
     @classmethod
     def of_rank(
@@ -176,16 +181,20 @@ class Partial:
 
         The statistics merge by step; per-rank points of the same rank and tag
         are concatenated (a later interval's points follow). The statistics'
-        arithmetic waits until they are read (or :data:`_COMBINE_AT` parts
-        wait): a node's children, merged one by one, then combine in a single
-        vectorized pass (``merge_groups`` of job/_statistics.py), not one pass per child.
+        arithmetic waits until they are read (or until what waits reaches
+        :data:`_COMBINE_AT` parts or :data:`_COMBINE_STEPS` steps): a node's
+        children, merged one by one, then combine in a single vectorized pass
+        (``merge_groups`` of job/_statistics.py), not one pass per child.
         """
+        crowded = False
         for tag, statistics in other.tags.items():
             self._one_rank.pop(tag, None)
             parts = self._unmerged.setdefault(tag, [])
             parts.append(statistics)
-            if len(parts) >= _COMBINE_AT:
-                self._combine([tag])
+            self._waiting_steps += len(statistics.steps)
+            crowded = crowded or len(parts) >= _COMBINE_AT
+        if crowded or self._waiting_steps >= _COMBINE_STEPS:
+            self._combine()
         for tag, ranks in other.per_rank.items():
             mine = self.per_rank.setdefault(tag, {})
             for rank, (steps, values) in ranks.items():
@@ -203,8 +212,10 @@ class Partial:
             self.nonfinite_loss[rank] = min(step, self.nonfinite_loss.get(rank, step))
         self.finished |= other.finished
 
-    def _combine(self, tags: list[str]) -> None:
-        groups = []
+    def _combine(self) -> None:
+        """Every tag's waiting parts into its statistics (one pass for all tags)."""
+        tags, groups = list(self._unmerged), []
+        self._waiting_steps = 0
         for tag in tags:
             parts = self._unmerged.pop(tag)
             known = self._tags.get(tag)
