@@ -112,7 +112,7 @@ def test_a_damaged_or_foreign_message_is_refused(damage: object) -> None:
 def test_the_wire_format_is_data_only() -> None:
     data = JobPartial.of_rank(0, {"a": [(1, 1.0)]}).to_bytes()
     assert b"pickle" not in data and not data.startswith(b"\x80")  # not a pickle
-    assert data.startswith(b"RSJP2\n")  # 2: the non-finite counts travel too
+    assert data.startswith(b"RSJP3\n")  # 3: the columns travel as one int and one float block
 
 
 def test_rank0_writes_only_steps_every_rank_of_the_interval_passed(tmp_path: Path) -> None:
@@ -308,3 +308,4 @@ def test_a_mutated_message_decodes_or_is_refused_never_anything_else(
         except PartialFormatError:
             continue
         decoded.merge(JobPartial.of_rank(6, {"loss": [(1, 1.0)]}))  # usable as it came
+        JobPartial.from_bytes(decoded.to_bytes())  # combined (merges wait till read) and sent

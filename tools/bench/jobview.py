@@ -25,7 +25,10 @@
    a. One interval of --interval-steps steps, all ranks in this process:
       the total work, and the critical path a real job waits for (one leaf,
       one merge per level, rank 0's write), against numpy's mean/min/max of
-      a dense (ranks, steps, tags) array. Target <= 1 s.
+      a dense (ranks, steps, tags) array. Target <= 1 s. Timed: building
+      each rank's partial from its (steps, values) arrays, encoding,
+      decoding and merging at every hop, rank 0's add and write; not timed:
+      making the synthetic values (a rank's tail reads them from its files).
    b. Rank 0's node for --tree-steps steps, in a process of its own: each
       interval it receives its 8 children's subtree partials (of 128 ranks
       each; computed with numpy from synthetic values, as the subtrees would
@@ -147,10 +150,9 @@ def _tree_interval(
     timings = {"leaves": 0.0, "leaf": 0.0, "merges": 0.0, "merge_max": 0.0, "write": 0.0}
     nodes: list[bytes | None] = [None] * ranks
     for rank in reversed(range(ranks)):  # deepest first, as the messages go up
+        points = _leaf_points(rank, first, steps, tags)  # the synthetic values: not timed
         started = time.perf_counter()
-        partial = JobPartial.of_rank(
-            rank, _leaf_points(rank, first, steps, tags), last_step=first - 1
-        )
+        partial = JobPartial.of_rank(rank, points, last_step=first - 1)
         leaf = time.perf_counter() - started
         timings["leaves"] += leaf
         timings["leaf"] = max(timings["leaf"], leaf)

@@ -15,22 +15,23 @@ the live job view (``docs/job-view.md``, "Live" and "Tree"):
 - ``finished``: the ranks whose last message (at the end of training) this
   holds: they send nothing after it, and are not missing from later rounds.
 
-Two partials of disjoint ranks merge in any order (Chan's update for the
-statistics). On the wire a partial is data only — a JSON header naming the
-arrays, then the arrays' raw little-endian bytes — never a pickle: a message
-from a store or a folder another user could write must not run code.
+Two partials of disjoint ranks merge in any order (the groups' weighted
+mean and M2, as Chan's update); :meth:`Partial.merge` combines the
+statistics when they are read, all the merged partials at once. On the wire
+a partial is data only — a JSON header naming the tags, ranks and lengths,
+then one int64 and one float64 block of raw little-endian bytes; a rank's
+own tags as its steps and values only — never a pickle: a message from a
+store or a folder another user could write must not run code.
 """
 
 from __future__ import annotations
 
-import json
-import struct
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rankscribe.lineage.job._batch_merge import merge_groups, single_rank_rows
 from rankscribe.lineage.job._statistics import (
     FINGERPRINT_TAG,
     LOSS_TAGS,
@@ -39,6 +40,15 @@ from rankscribe.lineage.job._statistics import (
     TagStatistics,
     is_timing_tag,
     rank_arrays,
+)
+from rankscribe.lineage.job._wire import (
+    FLOAT_FIELDS,
+    INT_FIELDS,
+    PartialFormatError,
+    StepGroups,
+    decode,
+    encode,
+    group_by_steps,
 )
 
 if TYPE_CHECKING:
@@ -50,29 +60,12 @@ __all__ = [
     "is_per_rank_tag",
 ]
 
-_MAGIC = b"RSJP2\n"
-_LENGTH = struct.Struct("<Q")
-# TagStatistics' columns, in this order (the finite moments and the non-finite counts
-# apart, so a merge matches numpy for inf and NaN: job/_statistics.py).
-_TAG_FIELDS = (
-    ("steps", "<i8"),
-    ("count", "<i8"),
-    ("finite_mean", "<f8"),
-    ("m2", "<f8"),
-    ("minimum", "<f8"),
-    ("min_rank", "<i8"),
-    ("maximum", "<f8"),
-    ("max_rank", "<i8"),
-    ("nan", "<i8"),
-    ("posinf", "<i8"),
-    ("neginf", "<i8"),
-)
-#: A header larger than this is refused before it is parsed.
-_MAX_HEADER = 64 << 20
-
-
-class PartialFormatError(ValueError):
-    """Bytes that are not a partial this version wrote (a foreign or damaged message)."""
+#: What may wait to be combined (see Partial.merge): parts of a tag, and steps over all tags.
+#: A tree node's own and its 8 children's interval (9 x tags x interval steps) go in one
+#: pass; a long fold of whole runs (the offline merge folds every rank into one partial)
+#: combines every part or two, so what waits stays a few MB (a step waits as 11 numbers).
+_COMBINE_AT = 16
+_COMBINE_STEPS = 1 << 17
 
 
 def is_per_rank_tag(tag: str) -> bool:
@@ -80,18 +73,46 @@ def is_per_rank_tag(tag: str) -> bool:
     return tag == FINGERPRINT_TAG or is_timing_tag(tag)
 
 
-@dataclass
 class Partial:
     """The merged new points of a group of ranks for one interval (see the module docstring)."""
 
-    tags: dict[str, TagStatistics] = field(default_factory=dict)
-    # (steps, values) columns, spelled out: this is a public class (RankArrays is private)
-    per_rank: dict[str, dict[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]] = field(
-        default_factory=dict
-    )
-    last_steps: dict[int, int] = field(default_factory=dict)
-    nonfinite_loss: dict[int, int] = field(default_factory=dict)
-    finished: set[int] = field(default_factory=set)
+    def __init__(
+        self,
+        tags: dict[str, TagStatistics] | None = None,
+        per_rank: dict[str, dict[int, RankArrays]] | None = None,
+        last_steps: dict[int, int] | None = None,
+        nonfinite_loss: dict[int, int] | None = None,
+        finished: set[int] | None = None,
+    ) -> None:
+        self._tags: dict[str, TagStatistics] = {} if tags is None else tags
+        # Statistics merged in but not yet combined (see merge): tag -> parts.
+        self._unmerged: dict[str, list[TagStatistics]] = {}
+        self._waiting_steps = 0
+        # Tags whose statistics are one rank's points as they came (of_rank): the wire
+        # carries their steps and values only, not the 11 columns (tag -> rank, statistics).
+        self._one_rank: dict[str, tuple[int, TagStatistics]] = {}
+        # (steps, values) columns, spelled out: this is a public class (RankArrays is private)
+        self.per_rank: dict[
+            str, dict[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]
+        ] = {} if per_rank is None else per_rank
+        self.last_steps: dict[int, int] = {} if last_steps is None else last_steps
+        self.nonfinite_loss: dict[int, int] = {} if nonfinite_loss is None else nonfinite_loss
+        self.finished: set[int] = set() if finished is None else finished
+
+    def __repr__(self) -> str:
+        return f"Partial(ranks={len(self.last_steps)}, tags={sorted(self.tags)})"
+
+    @property
+    def tags(self) -> dict[str, TagStatistics]:
+        """The statistics of every quantity tag (the parts merged in so far, combined)."""
+        if self._unmerged:
+            self._combine()
+        return self._tags
+
+    @tags.setter
+    def tags(self, tags: dict[str, TagStatistics]) -> None:
+        self._tags, self._unmerged, self._one_rank = tags, {}, {}
+        self._waiting_steps = 0
 
     @classmethod
     def of_rank(
@@ -113,11 +134,9 @@ class Partial:
         if finished:
             partial.finished.add(rank)
         last = last_step
-        for tag, points in scalars.items():
-            if isinstance(points, tuple) and len(points) == 2 and isinstance(points[0], np.ndarray):
-                steps, values = _sorted_arrays(points[0], points[1])
-            else:
-                steps, values = rank_arrays(points)
+        # The tags recorded at the same steps (usually all of them) are computed together.
+        groups: StepGroups = {}
+        for tag, (steps, values) in _rank_columns(scalars):
             if len(steps) == 0:
                 continue
             last = max(last, int(steps[-1]))
@@ -131,9 +150,21 @@ class Partial:
                         first, partial.nonfinite_loss.get(rank, first)
                     )
             if tag != FINGERPRINT_TAG:
-                partial.tags[tag] = TagStatistics.of_rank(rank, steps, values)
+                group_by_steps(groups, tag, steps, values)
+        partial._add_one_rank(rank, groups)
         partial.last_steps[rank] = last
         return partial
+
+    def _add_one_rank(
+        self,
+        rank: int,
+        groups: StepGroups,
+    ) -> None:
+        for steps, tags, rows in groups.values():
+            statistics = single_rank_rows(rank, steps, np.concatenate(rows).reshape(len(rows), -1))
+            for tag, item in zip(tags, statistics, strict=True):
+                self._tags[tag] = item
+                self._one_rank[tag] = (rank, item)
 
     @property
     def ranks(self) -> list[int]:
@@ -148,11 +179,21 @@ class Partial:
         """Fold ``other`` (other ranks, or the same ranks' later points) into this one.
 
         The statistics merge by step; per-rank points of the same rank and tag
-        are concatenated (a later interval's points follow).
+        are concatenated (a later interval's points follow). The statistics'
+        arithmetic waits until they are read (or until what waits reaches
+        :data:`_COMBINE_AT` parts or :data:`_COMBINE_STEPS` steps): a node's
+        children, merged one by one, then combine in a single vectorized pass
+        (``merge_groups`` of job/_batch_merge.py), not one pass per child.
         """
+        crowded = False
         for tag, statistics in other.tags.items():
-            known = self.tags.get(tag)
-            self.tags[tag] = statistics if known is None else known.merge(statistics)
+            self._one_rank.pop(tag, None)
+            parts = self._unmerged.setdefault(tag, [])
+            parts.append(statistics)
+            self._waiting_steps += len(statistics.steps)
+            crowded = crowded or len(parts) >= _COMBINE_AT
+        if crowded or self._waiting_steps >= _COMBINE_STEPS:
+            self._combine()
         for tag, ranks in other.per_rank.items():
             mine = self.per_rank.setdefault(tag, {})
             for rank, (steps, values) in ranks.items():
@@ -170,18 +211,30 @@ class Partial:
             self.nonfinite_loss[rank] = min(step, self.nonfinite_loss.get(rank, step))
         self.finished |= other.finished
 
+    def _combine(self) -> None:
+        """Every tag's waiting parts into its statistics (one pass for all tags)."""
+        tags, groups = list(self._unmerged), []
+        self._waiting_steps = 0
+        for tag in tags:
+            parts = self._unmerged.pop(tag)
+            known = self._tags.get(tag)
+            groups.append(parts if known is None else [known, *parts])
+        self._tags.update(zip(tags, merge_groups(groups), strict=True))
+
     def split(self, last: int) -> tuple[Partial, Partial]:
         """(the points at steps <= ``last``, the rest); ranks and loss notes go with the first."""
         upto, after = Partial(), Partial()
         for tag, statistics in self.tags.items():
-            cut = int(np.searchsorted(statistics.steps, last, side="right"))
+            cut = _cut(statistics.steps, last)
+            if cut == len(statistics.steps):
+                upto.tags[tag] = statistics  # whole (nothing changes statistics in place)
+                continue
             if cut:
                 upto.tags[tag] = _slice(statistics, 0, cut)
-            if cut < len(statistics.steps):
-                after.tags[tag] = _slice(statistics, cut, len(statistics.steps))
+            after.tags[tag] = _slice(statistics, cut, len(statistics.steps))
         for tag, ranks in self.per_rank.items():
             for rank, (steps, values) in ranks.items():
-                cut = int(np.searchsorted(steps, last, side="right"))
+                cut = _cut(steps, last)
                 if cut:
                     upto.per_rank.setdefault(tag, {})[rank] = (steps[:cut], values[:cut])
                 if cut < len(steps):
@@ -216,119 +269,72 @@ class Partial:
     # ------------------------------------------------------------------ the wire
 
     def to_bytes(self) -> bytes:
-        """The data-only encoding (see the module docstring)."""
-        arrays: list[bytes] = []
-        tags = []
+        """The data-only encoding (see the module docstring and job/_wire.py)."""
+        whole: dict[str, TagStatistics] = {}
+        one_rank: list[tuple[str, int, TagStatistics]] = []
         for tag, statistics in self.tags.items():
-            tags.append([tag, len(statistics.steps)])
-            arrays.extend(
-                np.ascontiguousarray(getattr(statistics, name), dtype=dtype).tobytes()
-                for name, dtype in _TAG_FIELDS
-            )
-        per_rank = []
-        for tag, ranks in self.per_rank.items():
-            for rank, (steps, values) in ranks.items():
-                per_rank.append([tag, rank, len(steps)])
-                arrays.append(np.ascontiguousarray(steps, dtype="<i8").tobytes())
-                arrays.append(np.ascontiguousarray(values, dtype="<f8").tobytes())
-        header = json.dumps(
-            {
-                "tags": tags,
-                "per_rank": per_rank,
-                "last_steps": [[rank, step] for rank, step in self.last_steps.items()],
-                "nonfinite_loss": [[rank, step] for rank, step in self.nonfinite_loss.items()],
-                "finished": sorted(self.finished),
-            },
-            separators=(",", ":"),
-        ).encode("utf-8")
-        return b"".join([_MAGIC, _LENGTH.pack(len(header)), header, *arrays])
+            rank, made = self._one_rank.get(tag, (-1, None))
+            if made is statistics:
+                one_rank.append((tag, rank, statistics))
+            else:
+                whole[tag] = statistics
+        return encode(
+            whole,
+            one_rank,
+            self.per_rank,
+            last_steps=self.last_steps,
+            nonfinite_loss=self.nonfinite_loss,
+            finished=self.finished,
+        )
 
     @classmethod
     def from_bytes(cls, data: bytes | bytearray | memoryview) -> Partial:
         """Decode :meth:`to_bytes`; :class:`PartialFormatError` for anything else."""
-        view = memoryview(data).cast("B")
-        start = len(_MAGIC) + _LENGTH.size
-        if len(view) < start or bytes(view[: len(_MAGIC)]) != _MAGIC:
-            raise PartialFormatError("not a job-view partial (wrong magic bytes)")
-        (size,) = _LENGTH.unpack(view[len(_MAGIC) : start])
-        if size > min(_MAX_HEADER, len(view) - start):
-            raise PartialFormatError(f"a header of {size} bytes does not fit the message")
-        try:
-            header = json.loads(bytes(view[start : start + size]).decode("utf-8"))
-            return _decoded(header, view, start + size)
-        except (ValueError, TypeError, KeyError, IndexError) as error:
-            if isinstance(error, PartialFormatError):
-                raise
-            raise PartialFormatError(f"a malformed job-view partial: {error}") from error
-
-
-class _Cursor:
-    def __init__(self, view: memoryview, offset: int) -> None:
-        self.view, self.offset = view, offset
-
-    def take(self, count: int, dtype: str) -> npt.NDArray[Any]:
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise PartialFormatError(f"an array length must be an int >= 0, got {count!r}")
-        end = self.offset + 8 * count
-        if end > len(self.view):
-            raise PartialFormatError("the message ends before its arrays do")
-        array = np.frombuffer(self.view[self.offset : end], dtype=dtype).astype(
-            dtype[1:], copy=True
+        content = decode(data)
+        partial = cls(
+            content.tags,
+            content.per_rank,
+            content.last_steps,
+            content.nonfinite_loss,
+            content.finished,
         )
-        self.offset = end
-        return array
+        for rank, groups in content.one_rank:
+            partial._add_one_rank(rank, groups)
+        return partial
 
 
-def _rank_number(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not -1 <= value < 2**62:
-        raise PartialFormatError(f"{what} must be an int, got {value!r}")
-    return value
-
-
-def _decoded(header: Any, view: memoryview, offset: int) -> Partial:
-    if not isinstance(header, dict):
-        raise PartialFormatError("the header is not an object")
-    cursor = _Cursor(view, offset)
-    partial = Partial()
-    for tag, count in header["tags"]:
-        if not isinstance(tag, str):
-            raise PartialFormatError(f"a tag must be a str, got {tag!r}")
-        columns = {name: cursor.take(count, dtype) for name, dtype in _TAG_FIELDS}
-        _check_steps(columns["steps"], tag)
-        if bool(np.any(columns["count"] < 1)):
-            raise PartialFormatError(f"tag {tag!r} has a count below 1")
-        others = columns["nan"] + columns["posinf"] + columns["neginf"]
-        if bool(
-            np.any(
-                (columns["nan"] < 0)
-                | (columns["posinf"] < 0)
-                | (columns["neginf"] < 0)
-                | (others > columns["count"])
-            )
+def _rank_columns(
+    scalars: Mapping[str, Any],
+) -> Iterable[tuple[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]]:
+    """Each tag's sorted unique (steps, values); tags given as arrays at the same steps at once."""
+    arrays = all(
+        isinstance(points, tuple) and len(points) == 2 and isinstance(points[0], np.ndarray)
+        for points in scalars.values()
+    )
+    if arrays and len(scalars) > 1:
+        columns = list(scalars.values())
+        size = len(columns[0][0])
+        if size > 1 and all(
+            len(steps) == size == len(values) and steps.dtype == np.int64
+            for steps, values in columns
         ):
-            raise PartialFormatError(f"tag {tag!r} counts more non-finite points than points")
-        partial.tags[tag] = TagStatistics(**columns)
-    for tag, rank, count in header["per_rank"]:
-        if not isinstance(tag, str):
-            raise PartialFormatError(f"a tag must be a str, got {tag!r}")
-        steps = cursor.take(count, "<i8")
-        values = cursor.take(count, "<f8")
-        _check_steps(steps, tag)
-        partial.per_rank.setdefault(tag, {})[_rank_number(rank, "a rank")] = (steps, values)
-    for rank, step in header["last_steps"]:
-        partial.last_steps[_rank_number(rank, "a rank")] = _rank_number(step, "a step")
-    for rank, step in header["nonfinite_loss"]:
-        partial.nonfinite_loss[_rank_number(rank, "a rank")] = _rank_number(step, "a step")
-    partial.finished = {_rank_number(rank, "a rank") for rank in header["finished"]}
-    if cursor.offset != len(view):
-        raise PartialFormatError(f"{len(view) - cursor.offset} bytes follow the last array")
-    return partial
-
-
-def _check_steps(steps: npt.NDArray[Any], tag: str) -> None:
-    """What merging relies on: steps ascending and unique."""
-    if len(steps) > 1 and not bool(np.all(steps[1:] > steps[:-1])):
-        raise PartialFormatError(f"the steps of tag {tag!r} are not ascending")
+            # One check for every tag: the same steps, ascending (what a rank's tail holds).
+            steps = np.concatenate([steps for steps, _ in columns]).reshape(len(columns), size)
+            shared = steps[0]
+            if bool((steps == shared).all()) and bool((shared[1:] > shared[:-1]).all()):
+                values = np.concatenate([values for _, values in columns], dtype=np.float64)
+                rows = values.reshape(len(columns), size)
+                shared = shared.copy()
+                return [(tag, (shared, rows[row])) for row, tag in enumerate(scalars)]
+    return [
+        (
+            tag,
+            _sorted_arrays(points[0], points[1])
+            if isinstance(points, tuple) and len(points) == 2 and isinstance(points[0], np.ndarray)
+            else rank_arrays(points),
+        )
+        for tag, points in scalars.items()
+    ]
 
 
 def _sorted_arrays(steps: npt.NDArray[Any], values: npt.NDArray[Any]) -> RankArrays:
@@ -342,5 +348,16 @@ def _sorted_arrays(steps: npt.NDArray[Any], values: npt.NDArray[Any]) -> RankArr
     return steps, values
 
 
+def _cut(steps: npt.NDArray[np.int64], last: int) -> int:
+    """How many of ``steps`` (ascending) are <= ``last``; the usual all or none without a search."""
+    if not len(steps) or steps[0] > last:
+        return 0
+    if steps[-1] <= last:
+        return len(steps)
+    return int(np.searchsorted(steps, last, side="right"))
+
+
 def _slice(statistics: TagStatistics, start: int, stop: int) -> TagStatistics:
-    return TagStatistics(**{name: getattr(statistics, name)[start:stop] for name, _ in _TAG_FIELDS})
+    return TagStatistics(
+        **{name: getattr(statistics, name)[start:stop] for name in INT_FIELDS + FLOAT_FIELDS}
+    )

@@ -43,6 +43,7 @@ __all__ = [
     "FINGERPRINT_TAG",
     "FORWARD_TIME_TAG",
     "LOSS_TAGS",
+    "NO_RANK",
     "SECTION_TAG_PREFIX",
     "STEP_TIME_TAG",
     "TIMING_TAGS",
@@ -69,7 +70,8 @@ FINGERPRINT_TAG = "rankscribe/param_fingerprint"
 #: The loss as SummaryCollector records it (``loss/auto``), or as a user names it.
 LOSS_TAGS = ("loss/auto", "loss")
 
-_NO_RANK = -1
+#: The rank of a statistic no rank has reported (min/max rank of an empty slot).
+NO_RANK = -1
 #: Every integer below this is exact in a float64.
 _EXACT_STEPS = float(2**53)
 
@@ -232,9 +234,9 @@ class TagStatistics:
             finite_mean=np.zeros(size, dtype=np.float64),
             m2=np.zeros(size, dtype=np.float64),
             minimum=np.full(size, np.nan),
-            min_rank=np.full(size, _NO_RANK, dtype=np.int64),
+            min_rank=np.full(size, NO_RANK, dtype=np.int64),
             maximum=np.full(size, np.nan),
-            max_rank=np.full(size, _NO_RANK, dtype=np.int64),
+            max_rank=np.full(size, NO_RANK, dtype=np.int64),
             nan=np.zeros(size, dtype=np.int64),
             posinf=np.zeros(size, dtype=np.int64),
             neginf=np.zeros(size, dtype=np.int64),
@@ -300,8 +302,8 @@ def _take_extreme(
     current_rank = ranks[where]
     current_nan = np.isnan(current)
     candidate_nan = np.isnan(candidate)
-    lower_rank = (current_rank == _NO_RANK) | (
-        (candidate_rank != _NO_RANK) & (candidate_rank < current_rank)
+    lower_rank = (current_rank == NO_RANK) | (
+        (candidate_rank != NO_RANK) & (candidate_rank < current_rank)
     )
     with np.errstate(invalid="ignore"):
         take = (

@@ -1,0 +1,310 @@
+"""The wire format of a job-view partial (docs/job-view.md, "Tree").
+
+A message is ``b"RSJP3\\n"``, the length of a JSON header (u64 LE), the
+header, then one block of little-endian int64 and one of float64:
+
+- ``tags``: ``[[tag, n], ...]``, whole statistics: their columns as rows of
+  ``n`` in the int block (:data:`INT_FIELDS`) and in the float block
+  (:data:`FLOAT_FIELDS`), every tag's row side by side;
+- ``one_rank``: ``[[tag, rank, n], ...]``, statistics that are one rank's
+  points as they came (a rank's own partial): ``n`` steps in the int block,
+  ``n`` values in the float block; the reader rebuilds the statistics;
+- ``per_rank``: ``[[tag, [rank, ...], [n, ...]], ...]``: each rank's points
+  of the tags whose rules need every rank's value, steps then values;
+- ``last_steps``, ``nonfinite_loss`` (``[[rank, step], ...]``), ``finished``.
+
+Data only, never a pickle (a message from a store or a folder another user
+could write must not run code); everything the merge relies on (lengths
+that add up to the message, steps ascending, counts in range) is checked
+before a partial is made, else :class:`PartialFormatError`.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rankscribe.lineage.job._statistics import TagStatistics
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+__all__ = [
+    "FLOAT_FIELDS",
+    "INT_FIELDS",
+    "Decoded",
+    "PartialFormatError",
+    "StepGroups",
+    "decode",
+    "encode",
+    "group_by_steps",
+]
+
+_MAGIC = b"RSJP3\n"
+_LENGTH = struct.Struct("<Q")
+# TagStatistics' columns, in this order, as rows of one int64 and one float64 block (the
+# finite moments and the non-finite counts apart, so a merge matches numpy for inf and NaN:
+# job/_statistics.py).
+INT_FIELDS = ("steps", "count", "min_rank", "max_rank", "nan", "posinf", "neginf")
+FLOAT_FIELDS = ("finite_mean", "m2", "minimum", "maximum")
+#: A header larger than this is refused before it is parsed.
+_MAX_HEADER = 64 << 20
+
+
+#: Tags of one rank grouped by their steps: key -> (steps, tags, value rows).
+StepGroups = dict[tuple[int, ...], tuple["npt.NDArray[np.int64]", list[str], list[Any]]]
+
+
+class PartialFormatError(ValueError):
+    """Bytes that are not a partial this version wrote (a foreign or damaged message)."""
+
+
+@dataclass
+class Decoded:
+    """What a message holds; ``one_rank``: (rank, its tags grouped by steps) to rebuild."""
+
+    tags: dict[str, TagStatistics] = field(default_factory=dict)
+    one_rank: list[tuple[int, StepGroups]] = field(default_factory=list)
+    per_rank: dict[str, dict[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]] = field(
+        default_factory=dict
+    )
+    last_steps: dict[int, int] = field(default_factory=dict)
+    nonfinite_loss: dict[int, int] = field(default_factory=dict)
+    finished: set[int] = field(default_factory=set)
+
+
+def encode(
+    tags: Mapping[str, TagStatistics],
+    one_rank: Iterable[tuple[str, int, TagStatistics]],
+    per_rank: Mapping[str, Mapping[int, tuple[npt.NDArray[Any], npt.NDArray[Any]]]],
+    *,
+    last_steps: Mapping[int, int],
+    nonfinite_loss: Mapping[int, int],
+    finished: Iterable[int],
+) -> bytes:
+    """The message of a partial (see the module docstring)."""
+    ints = [getattr(statistics, name) for name in INT_FIELDS for statistics in tags.values()]
+    floats = [getattr(statistics, name) for name in FLOAT_FIELDS for statistics in tags.values()]
+    singles = []
+    for tag, rank, statistics in one_rank:
+        singles.append([tag, rank, len(statistics.steps)])
+        ints.append(statistics.steps)
+        floats.append(statistics.minimum)  # one rank's value is its own minimum
+    runs = []
+    for tag, ranks in per_rank.items():
+        runs.append([tag, list(ranks), [len(steps) for steps, _ in ranks.values()]])
+        ints.extend(steps for steps, _ in ranks.values())
+        floats.extend(values for _, values in ranks.values())
+    header = json.dumps(
+        {
+            "tags": [[tag, len(statistics.steps)] for tag, statistics in tags.items()],
+            "one_rank": singles,
+            "per_rank": runs,
+            "last_steps": [[rank, step] for rank, step in last_steps.items()],
+            "nonfinite_loss": [[rank, step] for rank, step in nonfinite_loss.items()],
+            "finished": sorted(finished),
+        },
+        separators=(",", ":"),
+    ).encode("utf-8")
+    prefix = _MAGIC + _LENGTH.pack(len(header)) + header
+    # join copies straight from the arrays' buffers: one copy less than tobytes() first.
+    return b"".join([prefix, _joined(ints, "<i8").data, _joined(floats, "<f8").data])
+
+
+def decode(data: bytes | bytearray | memoryview) -> Decoded:
+    """What :func:`encode` wrote; :class:`PartialFormatError` for anything else."""
+    view = memoryview(data).cast("B")
+    start = len(_MAGIC) + _LENGTH.size
+    if len(view) < start or bytes(view[: len(_MAGIC)]) != _MAGIC:
+        raise PartialFormatError("not a job-view partial (wrong magic bytes)")
+    (size,) = _LENGTH.unpack(view[len(_MAGIC) : start])
+    if size > min(_MAX_HEADER, len(view) - start):
+        raise PartialFormatError(f"a header of {size} bytes does not fit the message")
+    try:
+        header = json.loads(bytes(view[start : start + size]).decode("utf-8"))
+        return _decoded(header, view, start + size)
+    except (ValueError, TypeError, KeyError, IndexError) as error:
+        if isinstance(error, PartialFormatError):
+            raise
+        raise PartialFormatError(f"a malformed job-view partial: {error}") from error
+
+
+def _joined(arrays: list[npt.NDArray[Any]], dtype: str) -> npt.NDArray[Any]:
+    """The arrays end to end as ``dtype`` (numpy arrays travel as their raw bytes)."""
+    if not arrays:
+        return np.empty(0, dtype=dtype)
+    return np.concatenate(arrays, dtype=dtype, casting="same_kind")
+
+
+def _length(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise PartialFormatError(f"an array length must be an int >= 0, got {value!r}")
+    return value
+
+
+def _tag_name(value: Any) -> str:
+    if not isinstance(value, str):
+        raise PartialFormatError(f"a tag must be a str, got {value!r}")
+    return value
+
+
+def _rank_number(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not -1 <= value < 2**62:
+        raise PartialFormatError(f"{what} must be an int, got {value!r}")
+    return value
+
+
+def _decoded(header: Any, view: memoryview, offset: int) -> Decoded:
+    if not isinstance(header, dict):
+        raise PartialFormatError("the header is not an object")
+    tags = [(_tag_name(tag), _length(count)) for tag, count in header["tags"]]
+    one_rank = [
+        (_tag_name(tag), _rank_number(rank, "a rank"), _length(count))
+        for tag, rank, count in header["one_rank"]
+    ]
+    per_rank = []
+    for tag, ranks, counts in header["per_rank"]:
+        if not isinstance(ranks, list) or not isinstance(counts, list) or len(ranks) != len(counts):
+            raise PartialFormatError(f"the per-rank points of {tag!r} name ranks and lengths apart")
+        per_rank.append(
+            (
+                _tag_name(tag),
+                [_rank_number(rank, "a rank") for rank in ranks],
+                [_length(count) for count in counts],
+            )
+        )
+    lengths = [count for _, count in tags]
+    # The runs after the columns: one-rank tags' points, then the per-rank points.
+    runs = [tag for tag, _, _ in one_rank] + [tag for tag, _, counts in per_rank for _ in counts]
+    rank_lengths = [count for _, _, count in one_rank] + [
+        count for _, _, counts in per_rank for count in counts
+    ]
+    points, rank_points = sum(lengths), sum(rank_lengths)
+    int_count = len(INT_FIELDS) * points + rank_points
+    float_count = len(FLOAT_FIELDS) * points + rank_points
+    if len(view) - offset != 8 * (int_count + float_count):
+        raise PartialFormatError(
+            f"the header names arrays of {8 * (int_count + float_count)} bytes, "
+            f"the message holds {len(view) - offset}"
+        )
+    # One copy each (aligned, writable, native order); every column is a view into them.
+    ints = np.frombuffer(view, dtype="<i8", count=int_count, offset=offset).astype(np.int64)
+    floats = np.frombuffer(
+        view, dtype="<f8", count=float_count, offset=offset + 8 * int_count
+    ).astype(np.float64)
+    columns = ints[: len(INT_FIELDS) * points].reshape(len(INT_FIELDS), points)
+    moments = floats[: len(FLOAT_FIELDS) * points].reshape(len(FLOAT_FIELDS), points)
+    _check_columns(columns, [tag for tag, _ in tags], lengths)
+    rank_steps = ints[len(INT_FIELDS) * points :]
+    rank_values = floats[len(FLOAT_FIELDS) * points :]
+    _check_ascending(rank_steps, runs, rank_lengths)
+    partial = Decoded()
+    start = 0
+    for tag, count in tags:
+        stop = start + count
+        fields: dict[str, Any] = {
+            name: columns[row, start:stop] for row, name in enumerate(INT_FIELDS)
+        }
+        fields.update({name: moments[row, start:stop] for row, name in enumerate(FLOAT_FIELDS)})
+        partial.tags[tag] = TagStatistics(**fields)
+        start = stop
+    start = _decoded_one_rank(partial, one_rank, rank_steps, rank_values)
+    for tag, ranks, counts in per_rank:
+        held = partial.per_rank.setdefault(tag, {})
+        for rank, count in zip(ranks, counts, strict=True):
+            stop = start + count
+            held[rank] = (rank_steps[start:stop], rank_values[start:stop])
+            start = stop
+    for rank, step in header["last_steps"]:
+        partial.last_steps[_rank_number(rank, "a rank")] = _rank_number(step, "a step")
+    for rank, step in header["nonfinite_loss"]:
+        partial.nonfinite_loss[_rank_number(rank, "a rank")] = _rank_number(step, "a step")
+    partial.finished = {_rank_number(rank, "a rank") for rank in header["finished"]}
+    return partial
+
+
+def _decoded_one_rank(
+    partial: Decoded,
+    one_rank: list[tuple[str, int, int]],
+    steps: npt.NDArray[np.int64],
+    values: npt.NDArray[np.float64],
+) -> int:
+    """The one-rank tags' statistics, rebuilt from their points; returns where they end."""
+    if len({(rank, count) for _, rank, count in one_rank}) == 1 and one_rank[0][2]:
+        # A rank's own message: every tag at the same steps, checked at once.
+        rank, count, size = one_rank[0][1], one_rank[0][2], len(one_rank)
+        block = steps[: size * count].reshape(size, count)
+        if bool((block == block[0]).all()):
+            rows = list(values[: size * count].reshape(size, count))
+            group = (block[0], [tag for tag, _, _ in one_rank], rows)
+            partial.one_rank.append((rank, {(count,): group}))
+            return size * count
+    by_rank: dict[int, StepGroups] = {}
+    start = 0
+    for tag, rank, count in one_rank:
+        stop = start + count
+        if count:
+            groups = by_rank.setdefault(rank, {})
+            group_by_steps(groups, tag, steps[start:stop], values[start:stop])
+        start = stop
+    partial.one_rank.extend(by_rank.items())
+    return start
+
+
+def _check_columns(columns: npt.NDArray[np.int64], tags: list[str], lengths: list[int]) -> None:
+    """What merging relies on, for every tag at once: counts >= 1, non-finite counts in range."""
+    _check_ascending(columns[0], tags, lengths)
+    rows = dict(zip(INT_FIELDS, columns, strict=True))
+    below = np.flatnonzero(rows["count"] < 1)
+    if len(below):
+        raise PartialFormatError(f"tag {_tag_at(tags, lengths, below[0])!r} has a count below 1")
+    nan, posinf, neginf = rows["nan"], rows["posinf"], rows["neginf"]
+    wrong = np.flatnonzero(
+        (nan < 0) | (posinf < 0) | (neginf < 0) | (nan + posinf + neginf > rows["count"])
+    )
+    if len(wrong):
+        raise PartialFormatError(
+            f"tag {_tag_at(tags, lengths, wrong[0])!r} counts more non-finite points than points"
+        )
+
+
+def _check_ascending(steps: npt.NDArray[np.int64], tags: list[str], lengths: list[int]) -> None:
+    """Each run of ``lengths`` steps (one per tag) ascending and unique: what merging relies on."""
+    if len(steps) < 2:
+        return
+    descending = steps[1:] <= steps[:-1]
+    starts = np.cumsum(lengths)[:-1]
+    starts = starts[(starts > 0) & (starts < len(steps))]
+    descending[starts - 1] = False  # the first step of a run follows another run's last
+    found = np.flatnonzero(descending)
+    if len(found):
+        tag = _tag_at(tags, lengths, found[0] + 1)
+        raise PartialFormatError(f"the steps of tag {tag!r} are not ascending")
+
+
+def _tag_at(tags: list[str], lengths: list[int], index: int) -> str:
+    """The tag of the run that holds position ``index``."""
+    return tags[int(np.searchsorted(np.cumsum(lengths), index, side="right"))]
+
+
+def group_by_steps(
+    groups: StepGroups,
+    tag: str,
+    steps: npt.NDArray[np.int64],
+    values: npt.NDArray[np.float64],
+) -> None:
+    """File ``tag``'s values under the group of its steps (a new group if none has them)."""
+    key: tuple[int, ...] = (len(steps), int(steps[0]), int(steps[-1]))
+    while key in groups:
+        shared, tags, rows = groups[key]
+        if shared is steps or bool((shared == steps).all()):  # the key holds the length
+            tags.append(tag)
+            rows.append(values)
+            return
+        key = (*key, len(key))  # same length and ends, other steps: a key of its own
+    groups[key] = (steps, [tag], [values])
