@@ -211,6 +211,9 @@ class LiveRankView:
         self._failed = False
         self._progress_at = 0.0  # time.monotonic() when this rank's files last grew
         self._stalled = False
+        #: CPU seconds each background thread used so far (thread name -> seconds; a
+        #: thread updates its own after each round): what tools/bench/collector.py reports.
+        self.thread_cpu: dict[str, float] = {}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -439,9 +442,11 @@ class LiveRankView:
     def _run(self) -> None:
         # Rounds start at multiples of the interval of the wall clock, numbered by that
         # multiple: every rank (on synchronised clocks) agrees on a round's number and start.
+        name = threading.current_thread().name
         while not self._stop.wait(self.interval - time.time() % self.interval):
             try:
                 self._round_trip(round(time.time() / self.interval))
+                self.thread_cpu[name] = time.thread_time()
             except Exception:
                 logger.exception(
                     "A round of the live job view failed; the live view stops "
@@ -458,6 +463,7 @@ class LiveRankView:
                 return
             try:
                 view.write()
+                self.thread_cpu[threading.current_thread().name] = time.thread_time()
             except OSError as error:
                 logger.warning(
                     "The live job view of %s could not be written (%s); it is kept "
