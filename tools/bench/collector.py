@@ -482,6 +482,13 @@ def main() -> None:
         f"{STEP_MS:g} ms step (target < 2%); with / bare = "
         f"{best_collected / best_bare:.4f}"
     )
+    # The once costs (open, end of training, close) do not grow with the steps; under
+    # mpiexec the end also waits for the other ranks to end training (their skew).
+    steady = per_step - last.outside_steps / total * 1000
+    print(
+        f"  difference per step, the once costs ({last.outside_steps * 1000:.1f} ms of the "
+        f"last run) left out: {steady:+.3f} ms/step = {steady / STEP_MS:+.2%} of a step"
+    )
     hooks = last.per_step
     freq = arguments.collect_freq
     collected_steps = [hooks[i] for i in range(total) if i == 0 or (i + 1) % freq == 0]

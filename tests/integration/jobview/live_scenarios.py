@@ -11,7 +11,9 @@ the job's files while this runs and kills the job with SIGKILL.
 
 With the last three arguments, rank ``<rank>``'s training thread stalls: it
 sleeps ``<seconds>`` inside step ``<step>`` (its live-view thread runs on),
-then trains on (test_mpi_live_stall.py).
+then trains on (test_mpi_live.py). Each rank that ends writes how long its end of
+training took (from its last step's end to the collector closed) into
+``<out_dir>/../ended-<rank>``.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ def main() -> None:
         job_view_interval=interval,
     )
     done = [0]
+    last_step_end = [0.0]
 
     def step(batch: Any) -> np.float32:
         done[0] += 1
@@ -69,11 +72,14 @@ def main() -> None:
             print(f"rank {info.rank}: stalls at step {done[0]}", flush=True)
             time.sleep(stall_seconds)
             print(f"rank {info.rank}: resumes", flush=True)
+        last_step_end[0] = time.monotonic()
         return np.float32(1.0 + info.rank)
 
     TrainLoop(step, network=network, optimizer=optimizer).train(1, data, callbacks=[collector])
     collector.close()
-    print(f"rank {info.rank}: live done", flush=True)
+    ended = time.monotonic() - last_step_end[0]
+    (out.parent / f"ended-{info.rank}").write_text(f"{ended:.3f}")
+    print(f"rank {info.rank}: live done (its end took {ended:.1f} s)", flush=True)
 
 
 if __name__ == "__main__":

@@ -268,3 +268,43 @@ def test_a_stalled_rank_is_named_missing_the_view_carries_on_and_the_end_is_comp
         assert final[tag].keys() == offline[tag].keys(), tag
         for step, value in offline[tag].items():
             assert np.isclose(final[tag][step], value, rtol=1e-6, atol=1e-9), (tag, step)
+
+
+def test_a_rank_stalled_past_the_end_is_missing_and_the_others_end_within_the_timeout(
+    mpi: Any, tmp_path: Path
+) -> None:
+    job = tmp_path / "job"
+    steps = 400
+    # Rank 2 sleeps through the others' end (the test kills it afterwards).
+    process = start_job(
+        tmp_path, mpi.path, str(job), str(steps), "0.5", str(STALLED), str(STALL_STEP), "600"
+    )
+    ended = [tmp_path / f"ended-{rank}" for rank in range(RANKS) if rank != STALLED]
+    try:
+        wait_for(
+            lambda: all(path.exists() for path in ended),
+            START_TIMEOUT + SCENARIO_MERGE_TIMEOUT + GROW_TIMEOUT,
+            "the end of ranks 0 and 1",
+            process,
+        )
+        assert process.poll() is None  # rank 2 still sleeps
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate(timeout=30)
+    # Rank 0 waited for rank 2's last round no longer than the merge timeout.
+    for path in ended:
+        seconds = float(path.read_text())
+        assert seconds < SCENARIO_MERGE_TIMEOUT + 10, (path.name, seconds, output)
+    state = live_state(job)
+    assert state["final"] is True
+    assert state["missing_in_interval"] == str(STALLED), state
+    final = job_points(job)
+    counts = final[f"{SCRIPT_TAG}/ranks"]
+    assert set(counts) == set(range(1, steps + 1))  # every step ranks 0 and 1 trained
+    assert {counts[step] for step in range(1, STALL_STEP)} == {RANKS}
+    assert {counts[step] for step in range(STALL_STEP, steps + 1)} == {RANKS - 1}
+    lineage = parse_run(str(job)).lineage
+    assert lineage is not None
+    user_defined = lineage.section("user_defined")
+    assert user_defined["ranks_reported"] == RANKS - 1, user_defined
+    assert user_defined["ranks_missing"] == str(STALLED), user_defined
