@@ -211,6 +211,7 @@ class LiveRankView:
         self._failed = False
         self._progress_at = 0.0  # time.monotonic() when this rank's files last grew
         self._stalled = False
+        self._missing: list[int] = []  # missing from the last round (rank 0)
         #: CPU seconds each background thread used so far (thread name -> seconds; a
         #: thread updates its own after each round): what tools/bench/collector.py reports.
         self.thread_cpu: dict[str, float] = {}
@@ -252,6 +253,7 @@ class LiveRankView:
         self._progress_at = time.monotonic()
         self._stalled = False
         self._finished = set()
+        self._missing = []
         self._stop.clear()
         self.view = (
             LiveJobView(
@@ -526,10 +528,18 @@ class LiveRankView:
             present = set(merged.ranks) | self._finished
             missing = [rank for rank in range(self.info.world_size) if rank not in present]
             view.add(merged, missing=missing)
-            if missing:
-                logger.warning(
-                    "job view, %s: no points from rank(s) %s", _round_name(number), _short(missing)
-                )
+            if missing != self._missing or final:
+                # Said when it changes (and at the end): a dead rank would otherwise fill
+                # the log every round.
+                if missing:
+                    logger.warning(
+                        "job view, %s: no points from rank(s) %s",
+                        _round_name(number),
+                        _short(missing),
+                    )
+                else:
+                    logger.info("job view, %s: every rank delivered again", _round_name(number))
+                self._missing = missing
         self._written.set()
 
 
