@@ -14,7 +14,8 @@ summary file every second (how many steps it holds). After the job ends, it
 copies the ``rank_<n>`` dirs elsewhere, runs the offline merge
 (``rankscribe.lineage.merge_run_dir``) on the copy and compares every job tag
 of the live file with the offline one, step by step. Printed: the job's
-wall time, when the first live interval appeared, how the live file grew,
+wall time and CPU time (all ranks together: a rank that busy-polled would
+show as a core kept busy), when the first live interval appeared, how the live file grew,
 the live state (intervals, late points), the offline merge's time and the
 largest difference of the statistics (target: the same steps, and values
 equal to float32 rounding: rel <= 1e-5).
@@ -36,6 +37,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -201,6 +203,14 @@ def launch(arguments: argparse.Namespace, job: Path) -> tuple[int, float, str]:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
     wall = time.monotonic() - started
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # No rank busy-polls: the job's CPU stays far below cores x wall time.
+    cpu = usage.ru_utime + usage.ru_stime
+    print(
+        f"CPU of the whole job (every rank and mpiexec): {usage.ru_utime:.1f} s user + "
+        f"{usage.ru_stime:.1f} s system in {wall:.1f} s = {cpu / wall:.2f} cores busy on "
+        f"average, of {os.cpu_count()}"
+    )
     print(
         f"first live interval in the job file after {first:.1f} s"
         if first is not None
