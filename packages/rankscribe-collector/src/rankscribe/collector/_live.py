@@ -370,12 +370,7 @@ class LiveRankView:
         merger.last_merged = outcome.lineage
         if outcome.job_view is not None:
             merger.last_verdicts = dict(outcome.job_view.verdicts)
-        logger.info(
-            "The job view of %s is complete: %d points that came late (a rank stalled) "
-            "were merged from the rank files.",
-            self._job_dir,
-            dropped,
-        )
+        logger.info("The job view of %s is complete: %d late points merged", self._job_dir, dropped)
 
     def close(self, merged: Any = None) -> None:
         """Rank 0: add the HParams session of the merged lineage and close the job files."""
@@ -528,18 +523,12 @@ class LiveRankView:
             present = set(merged.ranks) | self._finished
             missing = [rank for rank in range(self.info.world_size) if rank not in present]
             view.add(merged, missing=missing)
-            if missing != self._missing or final:
-                # Said when it changes (and at the end): a dead rank would otherwise fill
-                # the log every round.
-                if missing:
-                    logger.warning(
-                        "job view, %s: no points from rank(s) %s",
-                        _round_name(number),
-                        _short(missing),
-                    )
-                else:
-                    logger.info("job view, %s: every rank delivered again", _round_name(number))
-                self._missing = missing
+            if missing and (missing != self._missing or final):
+                # Said when it changes (and at the end), not every round of a dead rank.
+                logger.warning(
+                    "job view, %s: no points from rank(s) %s", _round_name(number), _short(missing)
+                )
+            self._missing = missing
         self._written.set()
 
 
