@@ -40,6 +40,17 @@ live job view runs only in a job of several ranks, so measure it under MPI,
 e.g. ``mpiexec -n 2 python tools/bench/collector.py --quick
 --job-view-interval 1`` against the same with ``--job-view-interval 0`` (every
 rank runs the same loops; rank 0's numbers include its live writer thread).
+Under mpiexec the ranks start each run together (a non-blocking barrier,
+not timed): without it they drift apart over the runs, and the collector's
+collective open and end-of-training round time one rank waiting for the other.
+
+Wall times on a machine other programs load mix in their CPU, so each run
+also reports CPU time (:class:`ThreadCpu`): the whole process's, the
+training thread's (``time.thread_time``) and every other thread's by name
+(``/proc/self/task``, 10 ms ticks), and the live job view's threads as they
+measure themselves (``time.thread_time``, exact). A background thread costs
+the training thread wall time only through the GIL and busy cores, so its
+CPU bounds what it can add to a step.
 
 A third part times the fingerprint of 10 MB of parameters (target: well
 under 1 ms) against a plain copy of the same bytes, in the same run.
@@ -48,9 +59,12 @@ under 1 ms) against a plain copy of the same bytes, in the same run.
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import shutil
 import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
 from types import TracebackType
@@ -103,6 +117,9 @@ class TimedCollector(Callback):
     def __init__(self, collector: SummaryCollector) -> None:
         self.collector = collector
         self.outside_steps = 0.0  # enter, begin, end, exit
+        self.outside_cpu = 0.0  # the same, CPU seconds of the training thread
+        self.end_seconds = 0.0  # end(): the last round, the lineage gather, rank 0's writing
+        self.live_cpu: dict[str, float] = {}  # the live job view's threads, CPU seconds
         self.per_step: list[float] = []
         self._current = 0.0
 
@@ -111,8 +128,14 @@ class TimedCollector(Callback):
         method(*args)
         return time.perf_counter() - start
 
+    def _once(self, method: Any, *args: Any) -> float:
+        cpu = time.thread_time()
+        seconds = self._timed(method, *args)
+        self.outside_cpu += time.thread_time() - cpu
+        return seconds
+
     def __enter__(self) -> TimedCollector:
-        self.outside_steps += self._timed(self.collector.__enter__)
+        self.outside_steps += self._once(self.collector.__enter__)
         return self
 
     def __exit__(
@@ -121,10 +144,10 @@ class TimedCollector(Callback):
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        self.outside_steps += self._timed(self.collector.__exit__, exc_type, exc, traceback)
+        self.outside_steps += self._once(self.collector.__exit__, exc_type, exc, traceback)
 
     def begin(self, run_context: RunContext) -> None:
-        self.outside_steps += self._timed(self.collector.begin, run_context)
+        self.outside_steps += self._once(self.collector.begin, run_context)
 
     def step_begin(self, run_context: RunContext) -> None:
         self._current = self._timed(self.collector.step_begin, run_context)
@@ -141,7 +164,75 @@ class TimedCollector(Callback):
         self.per_step[-1] += self._timed(self.collector.epoch_end, run_context)
 
     def end(self, run_context: RunContext) -> None:
-        self.outside_steps += self._timed(self.collector.end, run_context)
+        self.end_seconds = self._once(self.collector.end, run_context)
+        # The live view's threads have stopped: their CPU, each by time.thread_time.
+        self.live_cpu = dict(self.collector._live.thread_cpu)
+        self.outside_steps += self.end_seconds
+
+
+class ThreadCpu:
+    """CPU seconds per thread of this process during a run (the machine may be loaded).
+
+    Wall time on a shared machine mixes in the other processes; CPU time does not.
+    The training thread is read with ``time.thread_time``; every other thread from
+    ``/proc/self/task/<id>/stat`` (clock ticks), sampled every SAMPLE seconds until it
+    ends, so a thread that ends loses at most one sample's worth. Threads of one name
+    add up (each run starts its own).
+    """
+
+    SAMPLE = 0.05
+
+    def __init__(self) -> None:
+        self._tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        self._seen: dict[int, tuple[str, float]] = {}  # native id -> (name, CPU seconds)
+        self._stop = threading.Event()
+        self._sampler = threading.Thread(target=self._sample_loop, name="bench-cpu-sampler")
+        self.main = 0.0
+        self.process = 0.0
+
+    def _cpu(self, native_id: int) -> float | None:
+        try:
+            with open(f"/proc/self/task/{native_id}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) / self._tick  # utime, stime
+
+    def _sample(self) -> None:
+        for thread in threading.enumerate():
+            native = thread.native_id
+            if native is None or thread is threading.main_thread() or thread is self._sampler:
+                continue
+            seconds = self._cpu(native)
+            if seconds is not None:
+                self._seen[native] = (thread.name, seconds)
+
+    def _sample_loop(self) -> None:
+        while not self._stop.wait(self.SAMPLE):
+            self._sample()
+
+    def __enter__(self) -> ThreadCpu:
+        self._sample()
+        self._before = {native: seconds for native, (_, seconds) in self._seen.items()}
+        self._main, self._process = time.thread_time(), time.process_time()
+        self._sampler.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.main = time.thread_time() - self._main
+        self._sample()
+        self._stop.set()
+        self._sampler.join()
+        self.process = time.process_time() - self._process
+
+    def by_name(self) -> dict[str, float]:
+        """CPU seconds of each thread name (the training thread as "training")."""
+        totals: dict[str, float] = {"training": self.main}
+        for native, (name, seconds) in self._seen.items():
+            # The record's threads carry its timestamp; Thread-1 style names are "other".
+            key = re.sub(r"\d+", "#", name) if name.startswith("rankscribe") else "other"
+            totals[key] = totals.get(key, 0.0) + seconds - self._before.get(native, 0.0)
+        return totals
 
 
 TORCH = [False]  # --torch: the network is a torch module whose forward each step calls
@@ -223,8 +314,9 @@ def run_once(
     step_ms: float = STEP_MS,
     starts: list[float] | None = None,
     timed: bool = True,
-) -> tuple[float, TimedCollector | None]:
+) -> tuple[float, TimedCollector | None, ThreadCpu]:
     """One training run: bare (``collect_freq`` None) or with a collector, timed or not."""
+    align_ranks()
     network, optimizer, dataset = make_model(steps_per_epoch)
     loop = TrainLoop(make_step(network, step_ms, starts), network=network, optimizer=optimizer)
     collector = (
@@ -234,9 +326,30 @@ def run_once(
     )
     wrapper = TimedCollector(collector) if collector is not None and timed else None
     callback: Callback | None = wrapper if wrapper is not None else collector
-    start = time.perf_counter()
-    loop.train(epochs, dataset, callbacks=[callback] if callback is not None else None)
-    return time.perf_counter() - start, wrapper
+    with ThreadCpu() as cpu:
+        start = time.perf_counter()
+        loop.train(epochs, dataset, callbacks=[callback] if callback is not None else None)
+        seconds = time.perf_counter() - start
+    return seconds, wrapper, cpu
+
+
+def align_ranks() -> None:
+    """Under mpiexec: every rank starts the next run together (not timed).
+
+    Without it the ranks drift apart over the runs, and the collector's collective
+    open and its end-of-training merge time one rank waiting for the other, which is
+    no cost of the collector. A non-blocking barrier polled with sleeps: MPICH's
+    blocking one busy-polls a core the other rank's run may need.
+    """
+    if "PMI_RANK" not in os.environ and "OMPI_COMM_WORLD_RANK" not in os.environ:
+        return
+    from mpi4py import MPI  # only under mpiexec
+
+    if MPI.COMM_WORLD.Get_size() < 2:
+        return
+    request = MPI.COMM_WORLD.Ibarrier()
+    while not request.Test():
+        time.sleep(0.001)
 
 
 def collects(step: int, collect_freq: int) -> bool:
@@ -257,7 +370,7 @@ def quiet_step_medians(
         # calls would count as the collector's. A third run times the hooks alone.
         for collect, timed in ((None, False), (collect_freq, False), (collect_freq, True)):
             starts: list[float] = []
-            _, wrapper = run_once(
+            _, wrapper, _ = run_once(
                 1, steps, collect, work / f"fast{index}-{timed}", FAST_STEP_MS, starts, timed
             )
             # starts[s] - starts[s - 1]: step s, the hooks after it and before step s + 1
@@ -331,17 +444,21 @@ def main() -> None:
     total = arguments.epochs * arguments.steps
     bare: list[float] = []
     collected: list[float] = []
+    bare_cpu: list[ThreadCpu] = []
+    collected_cpu: list[ThreadCpu] = []
     last: TimedCollector | None = None
     work = Path(tempfile.mkdtemp(prefix="rankscribe-bench-collector-"))
     try:
         for index in range(arguments.repeat):
-            seconds, _ = run_once(arguments.epochs, arguments.steps, None, work)
+            seconds, _, cpu = run_once(arguments.epochs, arguments.steps, None, work)
             bare.append(seconds)
+            bare_cpu.append(cpu)
             directory = work / f"run{index}"
-            seconds, last = run_once(
+            seconds, last, cpu = run_once(
                 arguments.epochs, arguments.steps, arguments.collect_freq, directory
             )
             collected.append(seconds)
+            collected_cpu.append(cpu)
         files = sorted(path.name for path in directory.rglob("*") if path.is_file())
         quiet_bare, quiet_collector, quiet_inside = quiet_step_medians(
             arguments.fast_steps, arguments.collect_freq, arguments.repeat, work
@@ -365,6 +482,13 @@ def main() -> None:
         f"{STEP_MS:g} ms step (target < 2%); with / bare = "
         f"{best_collected / best_bare:.4f}"
     )
+    # The once costs (open, end of training, close) do not grow with the steps; under
+    # mpiexec the end also waits for the other ranks to end training (their skew).
+    steady = per_step - last.outside_steps / total * 1000
+    print(
+        f"  difference per step, the once costs ({last.outside_steps * 1000:.1f} ms of the "
+        f"last run) left out: {steady:+.3f} ms/step = {steady / STEP_MS:+.2%} of a step"
+    )
     hooks = last.per_step
     freq = arguments.collect_freq
     collected_steps = [hooks[i] for i in range(total) if i == 0 or (i + 1) % freq == 0]
@@ -373,7 +497,8 @@ def main() -> None:
     print(
         f"  inside the collector: {inside * 1000 / total:.3f} ms/step on average "
         f"({inside / total * 1000 / STEP_MS:.2%} of a step), of which "
-        f"{last.outside_steps * 1000:.1f} ms once (open, lineage, close)"
+        f"{last.outside_steps * 1000:.1f} ms once (open, lineage, close; "
+        f"{last.outside_cpu * 1000:.1f} ms of CPU; end() {last.end_seconds * 1000:.1f} ms)"
     )
     print(
         f"    collected steps: median {statistics.median(collected_steps) * 1000:.3f} ms, "
@@ -385,6 +510,12 @@ def main() -> None:
         f"  files of the last run: {len(files)} "
         f"({sum(1 for name in files if name.endswith('.ckpt'))} landscape parameter files)"
     )
+    print_thread_cpu(total, bare_cpu, collected_cpu)
+    if last.live_cpu:
+        print(
+            "    live job view threads (time.thread_time, ms/step): "
+            + ", ".join(f"{name} {cpu / total * 1000:.4f}" for name, cpu in last.live_cpu.items())
+        )
     print_quiet_step(
         arguments.fast_steps, arguments.repeat, quiet_bare, quiet_collector, quiet_inside
     )
@@ -393,6 +524,29 @@ def main() -> None:
         f"Parameter fingerprint of 10 MB: {fingerprint * 1000:.3f} ms (target well under 1 ms); "
         f"a copy of the same bytes {copy * 1000:.3f} ms; fingerprint / copy = "
         f"{fingerprint / copy:.2f}"
+    )
+
+
+def print_thread_cpu(total: int, bare: list[ThreadCpu], collected: list[ThreadCpu]) -> None:
+    """CPU per step by thread: the collector's runs against the bare ones (least of each)."""
+    best_bare = min(bare, key=lambda cpu: cpu.process)
+    best = min(collected, key=lambda cpu: cpu.process)
+    added = (best.process - best_bare.process) / total * 1000
+    print(
+        f"  CPU (not wall) per step, least of {len(collected)}: process "
+        f"{best.process / total * 1000:.3f} ms with the collector, "
+        f"{best_bare.process / total * 1000:.3f} ms bare: "
+        f"{added:+.3f} ms = {added / STEP_MS:+.2%} of a {STEP_MS:g} ms step of a core"
+    )
+    threads = best.by_name()
+    threads["training"] -= best_bare.main
+    print(
+        "    by thread (ms/step; training: over the bare loop's): "
+        + ", ".join(
+            f"{name} {seconds / total * 1000:.3f}"
+            for name, seconds in sorted(threads.items(), key=lambda item: -item[1])
+            if abs(seconds) / total * 1000 >= 0.0005
+        )
     )
 
 

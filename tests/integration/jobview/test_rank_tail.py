@@ -7,10 +7,15 @@ only; what the files held before training began is left out.
 
 from __future__ import annotations
 
+import logging
 import os
+import time
 from pathlib import Path
 
-from rankscribe.collector._live import RankFileTail
+import pytest
+
+from rankscribe.collector import _live
+from rankscribe.collector._live import LiveRankView, RankFileTail
 from rankscribe.writer import SummaryRecord, reader, scalar_summary
 
 
@@ -51,3 +56,34 @@ def test_a_record_being_written_is_read_next_time(tmp_path: Path) -> None:
     assert list(tail.read_new()["loss"][0]) == [1]
     path.write_bytes(whole)  # its end arrives
     assert list(tail.read_new()["loss"][0]) == [2]
+
+
+def test_a_rank_whose_files_stop_growing_leaves_itself_out_until_it_writes_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """docs/job-view.md, "Live": a stalled rank's thread answers rounds without itself."""
+    monkeypatch.setattr(_live, "STALL_FLOOR", 0.3)  # the rule, on a test's time scale
+    live = LiveRankView(interval=0.05)
+    assert live.stall_after() == 0.3
+    tail = RankFileTail(tmp_path)
+    with SummaryRecord(tmp_path, rank=0) as record:
+        record.add_value("scalar", "loss", 1.0)
+        record.record(1)
+        record.flush()
+        assert live._own_partial(tail, 0, final=False).last_steps == {0: 1}
+        assert live._own_partial(tail, 0, final=False).ranks == [0]  # quiet, not stalled yet
+        time.sleep(0.4)
+        with caplog.at_level(logging.WARNING):
+            stalled = live._own_partial(tail, 0, final=False)
+        assert stalled.ranks == [] and not stalled.tags
+        assert "rank 0 wrote no point for" in caplog.text
+        assert live._own_partial(tail, 0, final=False).ranks == []  # still stalled
+        record.add_value("scalar", "loss", 2.0)
+        record.record(2)
+        record.flush()
+        back = live._own_partial(tail, 0, final=False)
+    assert back.last_steps == {0: 2}
+    assert list(back.tags["loss"].steps) == [2]
+    time.sleep(0.4)
+    # The last round always counts the rank: it is done, not missing.
+    assert live._own_partial(tail, 0, final=True).finished == {0}

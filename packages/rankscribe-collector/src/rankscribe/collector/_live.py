@@ -17,7 +17,12 @@ The training thread never waits on another rank for this, except at the end
 of training (:meth:`LiveRankView.finish`), where the last round runs on it
 with the merge's timeout, as the lineage merge always did. Every wait has a
 deadline; a rank or subtree that does not deliver in time is missing from
-that interval.
+that interval. A rank whose training thread stalls (its files gain no point
+for :meth:`LiveRankView.stall_after` seconds) leaves itself out of the
+intervals while its thread still forwards its children's points, so the view
+carries on with the rest; when the stalled rank's late points had to be
+dropped from the live files, rank 0 completes the job files from the rank
+directories at the end (:meth:`LiveRankView.complete`).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ import numpy as np
 from rankscribe.collector._lineage import JobLineageMerger
 from rankscribe.collector._series import ScalarSeries
 from rankscribe.collector.errors import CollectorValueError
+from rankscribe.lineage import LineageError, merge_run_dir
 from rankscribe.lineage.jobview import (
     JobPartial,
     LiveJobView,
@@ -64,6 +70,11 @@ _ROUND_SHARE = 0.5
 _ROUND_WAIT_LIMIT = 30.0
 #: The round number of the last round (every earlier round has a smaller one).
 FINAL_ROUND = 1 << 62
+#: A rank whose files gained no point for this many intervals stalls (see STALL_FLOOR)...
+STALL_INTERVALS = 3
+#: ... and never for less than this (seconds): the collector writes each rank's step
+#: times at least once a second while steps end (``_series.STEP_TIME_WRITE_INTERVAL``).
+STALL_FLOOR = 5.0
 
 
 def check_job_view_interval(value: object) -> float:
@@ -198,6 +209,12 @@ class LiveRankView:
         self._tensorboard = False
         self._timeout = 60.0
         self._failed = False
+        self._progress_at = 0.0  # time.monotonic() when this rank's files last grew
+        self._stalled = False
+        self._missing: list[int] = []  # missing from the last round (rank 0)
+        #: CPU seconds each background thread used so far (thread name -> seconds; a
+        #: thread updates its own after each round): what tools/bench/collector.py reports.
+        self.thread_cpu: dict[str, float] = {}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -233,7 +250,10 @@ class LiveRankView:
         self._tail = RankFileTail(rank_directory)
         self._round = 0
         self._failed = False
+        self._progress_at = time.monotonic()
+        self._stalled = False
         self._finished = set()
+        self._missing = []
         self._stop.clear()
         self.view = (
             LiveJobView(
@@ -300,12 +320,57 @@ class LiveRankView:
         when there is no tree); the last round and the gather share one merge timeout.
         """
         started = time.monotonic()
+        view = self.view
         verdicts = self.finish()
         left = max(0.0, merger.timeout - (time.monotonic() - started))
         merger.merge(
             rank_directory, None if self.active else series, verdicts=verdicts, timeout=left
         )
         self.close(merger.last_merged)
+        if view is not None and view.dropped_points:
+            self.complete(merger, view.dropped_points)
+
+    def complete(self, merger: JobLineageMerger, dropped: int) -> None:
+        """Rank 0, at the end: rewrite the job files from the rank dirs (``dropped`` came late).
+
+        A rank that stalled and came back sent points for steps the live view had
+        already written; they were left out of the live files. When every rank's
+        directory is on this host (a shared filesystem), the offline merge of the
+        job directory rewrites the job files and the merged lineage with them;
+        otherwise the log says to run it after the job.
+        """
+        assert self.info is not None
+        absent = [
+            rank
+            for rank in range(self.info.world_size)
+            if not os.path.isdir(os.path.join(self._job_dir, files.rank_dir_name(rank)))
+        ]
+        if absent:
+            logger.warning(
+                "The job view of %s lacks %d points that arrived after their steps were "
+                "written (a rank stalled), and the rank dirs of %s are not on this host: "
+                "run `rankscribe-lineage merge %s` after the job.",
+                self._job_dir,
+                dropped,
+                _short(absent),
+                self._job_dir,
+            )
+            return
+        try:
+            outcome = merge_run_dir(self._job_dir, world_size=self.info.world_size)
+        except (LineageError, OSError) as error:
+            logger.error(
+                "Completing the job view of %s from the rank files failed: %s. Run "
+                "`rankscribe-lineage merge %s` after the job.",
+                self._job_dir,
+                error,
+                self._job_dir,
+            )
+            return
+        merger.last_merged = outcome.lineage
+        if outcome.job_view is not None:
+            merger.last_verdicts = dict(outcome.job_view.verdicts)
+        logger.info("The job view of %s is complete: %d late points merged", self._job_dir, dropped)
 
     def close(self, merged: Any = None) -> None:
         """Rank 0: add the HParams session of the merged lineage and close the job files."""
@@ -341,12 +406,44 @@ class LiveRankView:
     def _round_wait(self) -> float:
         return min(self.interval * _ROUND_SHARE, _ROUND_WAIT_LIMIT)
 
+    def stall_after(self) -> float:
+        """Seconds without a new point after which this rank's training counts as stalled."""
+        return max(STALL_INTERVALS * self.interval, STALL_FLOOR)
+
+    def _own_partial(self, tail: RankFileTail, rank: int, final: bool) -> JobPartial:
+        """This rank's new points; empty (the rank is left out) while its training stalls.
+
+        A stalled rank's thread still answers every round, so without this it would
+        be heard from with its last step unchanged and hold every later step of the
+        live files back until it trains on (docs/job-view.md, "Live").
+        """
+        before = tail.last_step
+        points = tail.read_new()
+        now = time.monotonic()
+        if points or final:
+            if self._stalled:
+                logger.info("job view: rank %d trains on; it counts again", rank)
+            self._progress_at, self._stalled = now, False
+        elif not self._stalled and now - self._progress_at > self.stall_after():
+            self._stalled = True
+            logger.warning(
+                "job view: rank %d wrote no point for %.0f s (its training stalls?); it is "
+                "left out of the live intervals until it trains on",
+                rank,
+                now - self._progress_at,
+            )
+        if self._stalled:
+            return JobPartial()
+        return JobPartial.of_rank(rank, points, last_step=before, finished=final)
+
     def _run(self) -> None:
         # Rounds start at multiples of the interval of the wall clock, numbered by that
         # multiple: every rank (on synchronised clocks) agrees on a round's number and start.
+        name = threading.current_thread().name
         while not self._stop.wait(self.interval - time.time() % self.interval):
             try:
                 self._round_trip(round(time.time() / self.interval))
+                self.thread_cpu[name] = time.thread_time()
             except Exception:
                 logger.exception(
                     "A round of the live job view failed; the live view stops "
@@ -363,6 +460,7 @@ class LiveRankView:
                 return
             try:
                 view.write()
+                self.thread_cpu[threading.current_thread().name] = time.thread_time()
             except OSError as error:
                 logger.warning(
                     "The live job view of %s could not be written (%s); it is kept "
@@ -382,10 +480,7 @@ class LiveRankView:
         final = number == FINAL_ROUND
         with self._lock:
             self._round += 1
-            before = tail.last_step
-            own = JobPartial.of_rank(
-                channel.rank, tail.read_new(), last_step=before, finished=final
-            )
+            own = self._own_partial(tail, channel.rank, final)
             tree_height = max(1, channel.tree_height)
             base = self._timeout if final else self._round_wait()
             wait = base * channel.height / tree_height
@@ -428,10 +523,12 @@ class LiveRankView:
             present = set(merged.ranks) | self._finished
             missing = [rank for rank in range(self.info.world_size) if rank not in present]
             view.add(merged, missing=missing)
-            if missing:
+            if missing and (missing != self._missing or final):
+                # Said when it changes (and at the end), not every round of a dead rank.
                 logger.warning(
                     "job view, %s: no points from rank(s) %s", _round_name(number), _short(missing)
                 )
+            self._missing = missing
         self._written.set()
 
 
