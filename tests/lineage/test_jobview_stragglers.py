@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from rankscribe.lineage.job._stragglers import row_medians
 from rankscribe.lineage.jobview import (
     DATA_WAIT_TAG,
     FORWARD_TIME_TAG,
@@ -236,3 +240,20 @@ def test_a_callback_on_rank_0_between_short_steps_names_nobody(tmp_path: Path) -
 def test_a_slow_data_loader_is_named_by_the_data_wait(tmp_path: Path) -> None:
     verdicts = write_job_view(tmp_path, _fast_steps({1: 2e-3}), world_size=2).verdicts
     assert (verdicts["job/straggler_rank"], verdicts["job/straggler_timing"]) == (1, DATA_WAIT_TAG)
+
+
+_POINTS = st.sampled_from([np.nan, np.inf, -np.inf, 0.0, 1.0, 2.5, -3.0, 7.0, 1e-300])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(min_value=0, max_value=6).flatmap(
+        lambda columns: st.lists(st.lists(_POINTS, min_size=columns, max_size=columns), max_size=6)
+    )
+)
+def test_row_medians_equal_numpys_nanmedian(rows: list[list[float]]) -> None:
+    table = np.array(rows, dtype=np.float64).reshape(len(rows), -1 if rows else 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # numpy warns on all-NaN rows
+        expected = np.nanmedian(table, axis=1) if table.shape[1] else np.full(len(table), np.nan)
+    assert np.array_equal(row_medians(table), expected, equal_nan=True)

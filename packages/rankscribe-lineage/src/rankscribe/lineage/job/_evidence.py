@@ -25,7 +25,7 @@ from rankscribe.lineage.job._statistics import (
     JobStatistics,
     is_timing_tag,
 )
-from rankscribe.lineage.job._stragglers import StragglerEvidence, straggler_verdicts
+from rankscribe.lineage.job._stragglers import StragglerEvidence, row_medians, straggler_verdicts
 from rankscribe.lineage.job._verdicts import (
     DenseSeries,
     _stops,
@@ -97,7 +97,7 @@ class _TimingEvidence:
         for rank, wins in zip(*np.unique(slowest, return_counts=True), strict=True):
             self.slowest[int(rank)] = self.slowest.get(int(rank), 0) + int(wins)
         top = values[np.arange(len(values)), column]
-        skew = _ratio(top, np.nanmedian(values, axis=1))
+        skew = _ratio(top, row_medians(values))
         with np.errstate(divide="ignore"):
             np.add.at(self.skews, _bin_of(np.log2(skew)), 1)
         return steps, skew, slowest

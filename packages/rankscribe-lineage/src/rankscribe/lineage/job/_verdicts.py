@@ -7,7 +7,6 @@ lineage, so they are int, float or str (lists are comma-separated text).
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -22,6 +21,7 @@ from rankscribe.lineage.job._stragglers import (
     STRAGGLER_MARGIN,
     StragglerEvidence,
     paired_ratios,
+    row_medians,
     straggler_verdicts,
 )
 
@@ -104,7 +104,7 @@ def step_times(statistics: JobStatistics) -> StepTimes:
     # argmax over a row with NaN -> -inf picks the first (lowest) rank of a tie.
     slowest_column = np.argmax(np.where(np.isnan(values), -np.inf, values), axis=1)
     slowest = values[np.arange(len(values)), slowest_column]
-    median = np.nanmedian(values, axis=1)
+    median = row_medians(values)
     with np.errstate(divide="ignore", invalid="ignore"):
         skew = np.where(median > 0, slowest / median, np.where(slowest > 0, np.inf, 1.0))
     return StepTimes(
@@ -123,21 +123,6 @@ def _skew(times: StepTimes) -> Verdicts:
     return {"job/step_time_skew": float(np.median(times.skew[contested]))}
 
 
-def _row_medians(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """The median of each row over its non-NaN values; 0.0 for a row with none.
-
-    One vectorized pass (a Python loop of ``nanmedian`` per step cost most of
-    a 64-rank offline merge).
-    """
-    if values.size == 0:
-        return np.zeros(len(values))
-    present = ~np.isnan(values)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows: handled below
-        medians = np.nanmedian(values, axis=1)
-    return np.where(present.any(axis=1), medians, 0.0)
-
-
 def timing_evidence(statistics: JobStatistics) -> StragglerEvidence:
     """The straggler evidence of every timing tag of ``statistics`` (one block: all its steps).
 
@@ -146,7 +131,9 @@ def timing_evidence(statistics: JobStatistics) -> StragglerEvidence:
     """
     evidence = StragglerEvidence()
     step_dense = dense_series(statistics.step_times)
-    step_median = _row_medians(step_dense.values)
+    # A step no rank timed has a median of 0 (the floor alone), not NaN.
+    reported = (~np.isnan(step_dense.values)).any(axis=1)
+    step_median = np.where(reported, row_medians(step_dense.values), 0.0)
     for tag in sorted(statistics.timings):
         dense = dense_series(statistics.timings[tag])
         if len(dense.ranks) < 2 or len(dense.steps) == 0:
