@@ -15,6 +15,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +25,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rankscribe.lineage.errors import LineageParamValueError
 from rankscribe.lineage.job._live import PATIENCE
 from rankscribe.lineage.jobview import (
     LIVE_STATE_NAME,
@@ -142,6 +146,40 @@ def test_rank0_writes_only_steps_every_rank_of_the_interval_passed(tmp_path: Pat
     assert verdicts["job/last_step/0"] == verdicts["job/last_step/1"] == 10
     assert verdicts["job/missing_ranks"] == ""
     assert all(os.stat(path).st_mode & 0o777 == 0o400 for path in view.paths)
+
+
+def test_the_last_write_gives_up_on_a_write_stuck_in_the_filesystem(tmp_path: Path) -> None:
+    view = LiveJobView(tmp_path, world_size=1)
+    view.add(JobPartial.of_rank(0, rank_points(0, range(1, 6))))
+    stuck, release = threading.Event(), threading.Event()
+    write_now = view._write
+
+    def hung_filesystem(final: bool) -> bool:  # the background writer's write never returns
+        stuck.set()
+        release.wait(30)
+        return write_now(final)
+
+    view._write = hung_filesystem  # type: ignore[method-assign]
+    background = threading.Thread(target=view.write)
+    background.start()
+    assert stuck.wait(10)
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match=re.escape(str(tmp_path))) as raised:
+        view.finish(timeout=0.3)
+    assert time.monotonic() - started < 5
+    assert isinstance(raised.value, OSError)
+    assert "rankscribe-lineage merge" in str(raised.value)
+    view._write = write_now  # type: ignore[method-assign]
+    release.set()
+    background.join(10)
+    view.finish()  # once the filesystem answers, nothing recorded is lost
+    assert sorted(job_points(tmp_path)["loss/auto/mean"]) == [1, 2, 3, 4, 5]
+
+
+def test_a_write_timeout_must_be_finite_seconds(tmp_path: Path) -> None:
+    view = LiveJobView(tmp_path, world_size=1)
+    with pytest.raises(LineageParamValueError, match="timeout"):
+        view.write(timeout=float("inf"))
 
 
 def test_a_silent_rank_holds_the_file_back_a_few_intervals_then_is_left_behind(

@@ -20,16 +20,18 @@ with a warning and counted — the offline merge counts them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from rankscribe.lineage._checks import check_seconds
 from rankscribe.lineage._hparams import HParamsRun, hparam_value, metric_value
 from rankscribe.lineage.job._evidence import SKEW_TAG, LiveVerdicts
 from rankscribe.lineage.job._files import STATISTIC_SUFFIXES, AppendedJobFiles, Curve, now
@@ -40,12 +42,21 @@ from rankscribe.writer import files
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["LIVE_STATE_NAME", "PATIENCE", "LiveJobView", "LiveVerdicts", "read_live_state"]
+__all__ = [
+    "LIVE_STATE_NAME",
+    "PATIENCE",
+    "WRITE_WAIT",
+    "LiveJobView",
+    "LiveVerdicts",
+    "read_live_state",
+]
 
 #: Intervals a silent rank holds the live file back before it is left behind.
 PATIENCE = 3
 #: The live view's state beside the job files: the verdicts so far, each rank's last step.
 LIVE_STATE_NAME = ".rankscribe-live.json"
+#: How long a write waits for one under way (seconds) before it gives up.
+WRITE_WAIT = 60.0
 #: A state file larger than this is not read (it holds one entry per rank).
 _MAX_STATE_BYTES = 32 << 20
 
@@ -129,13 +140,29 @@ class LiveJobView:
                 self._heard[rank] = self._received
             self._finished |= partial.finished
 
-    def write(self, *, final: bool = False) -> bool:
+    def write(self, *, final: bool = False, timeout: float = WRITE_WAIT) -> bool:
         """Append the steps every rank of the latest interval passed (all of them if ``final``).
 
-        Returns False when there was nothing new to write.
+        Returns False when there was nothing new to write. Waits at most
+        ``timeout`` seconds for a write under way (another thread's, stuck on a
+        hung filesystem) and then raises :class:`TimeoutError` (an ``OSError``)
+        naming the directory, so the end of training never hangs on it.
         """
-        with self._write_lock:
+        with self._writing(timeout):
             return self._write(final)
+
+    @contextlib.contextmanager
+    def _writing(self, timeout: float) -> Iterator[None]:
+        if not self._write_lock.acquire(timeout=check_seconds("timeout", timeout)):
+            raise TimeoutError(
+                f"the job view's files in {self.directory} are still being written after "
+                f"{timeout:g} s (a slow or hung filesystem?); run `rankscribe-lineage merge "
+                f"{self.directory}` once it answers"
+            )
+        try:
+            yield
+        finally:
+            self._write_lock.release()
 
     def _write(self, final: bool) -> bool:
         with self._lock:
@@ -231,14 +258,17 @@ class LiveJobView:
         *,
         hparams: Mapping[str, Any] | None = None,
         metrics: Mapping[str, float] | None = None,
+        timeout: float = WRITE_WAIT,
     ) -> dict[str, float | int | str]:
         """Write everything left, and the HParams session to TensorBoard; return the verdicts.
+
+        ``timeout``: as :meth:`write`'s.
 
         ``hparams``/``metrics``: the job's hyper-parameters and final metrics
         (from the merged lineage), as :func:`~rankscribe.lineage.jobview.write_job_view` takes.
         """
-        self.write(final=True)
-        with self._write_lock:
+        self.write(final=True, timeout=timeout)
+        with self._writing(timeout):
             if (
                 self._files is not None
                 and self._files.tensorboard
