@@ -151,7 +151,7 @@ class SummaryCollector(Callback):
             fingerprint_budget=fingerprint_budget,
             on_exists=on_exists,
         )
-        self._options = options = arguments.collect
+        options = arguments.collect
         # What the adapters learn while reading this collector's objects stays with it.
         self._adapters = AdapterRegistry()
         self._series = SeriesRecorder(
