@@ -217,6 +217,9 @@ def test_a_single_process_writes_into_the_directory_as_mindspore_does(tmp_path: 
     assert collector.summary_dir == str(summary)
     assert loss_points(summary) == [(1, 10.0), (2, 10.0), (3, 10.0)]
     assert not (tmp_path / "exp-2").exists()
+    fresh = tmp_path / "fresh"
+    train(fresh, coordinator=None)
+    assert not (fresh / CLAIM_FILE_NAME).exists()  # nothing claimed, nothing to clean up
 
 
 @pytest.mark.parametrize("on_exists", ["New", "", None, 1, "overwrite"])
