@@ -420,6 +420,16 @@ class FakeCoordinator:
         self.rank = rank
         self.payloads: list[Any] = []
 
+    world_size = 2
+
+    def bcast(self, obj: Any, root: int = 0, timeout: float | None = None) -> Any:
+        """The claim of the job's directory (docs/layout.md): rank 0's never reaches rank 1."""
+        from rankscribe.ranks.errors import CollectiveTimeoutError
+
+        if self.rank != root:
+            raise CollectiveTimeoutError("bcast", 1.0, [root], "rank 0 never sent its claim")
+        return obj
+
     def gather(self, obj: Any, root: int = 0, timeout: float | None = None) -> Any:
         from rankscribe.ranks import GatherResult
 
@@ -429,7 +439,7 @@ class FakeCoordinator:
         return GatherResult(root=0, rank=0, world_size=2, values={0: obj}, missing=(1,))
 
 
-# The collector accepts coordinators only; this double has the one collective it calls.
+# The collector accepts coordinators only; this double has the two collectives it calls.
 Coordinator.register(FakeCoordinator)
 
 

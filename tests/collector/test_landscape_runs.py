@@ -86,10 +86,20 @@ def test_turned_off_nothing_is_announced(
 
 
 class _Alone:
-    """The one collective the collector calls, for a rank whose peers never report."""
+    """The two collectives the collector calls, for a rank whose peers never report."""
 
     def __init__(self, rank: int) -> None:
         self.rank = rank
+
+    world_size = 2
+
+    def bcast(self, obj: Any, root: int = 0, timeout: float | None = None) -> Any:
+        """The claim of the job's directory (docs/layout.md): rank 0's never reaches rank 1."""
+        from rankscribe.ranks.errors import CollectiveTimeoutError
+
+        if self.rank != root:
+            raise CollectiveTimeoutError("bcast", 1.0, [root], "rank 0 never sent its claim")
+        return obj
 
     def gather(self, obj: Any, root: int = 0, timeout: float | None = None) -> Any:
         if self.rank != root:

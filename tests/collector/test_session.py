@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -88,9 +89,13 @@ def test_loss_histograms_inputs_and_lineage_of_a_numpy_loop(
 
 
 def test_two_ranks_merge_the_job_lineage(model: Any, tmp_path: Path) -> None:
+    # The ranks run at once (a thread each), as a job's do: they claim the job's
+    # directory together before either writes (docs/layout.md), then rank 0 merges.
     summary = tmp_path / "job"
     rendezvous = tmp_path / "rendezvous"
-    for rank in (1, 0):  # rank 1's gather returns at once; rank 0 then finds its lineage
+    failed: dict[int, BaseException] = {}
+
+    def rank_run(rank: int, data: Any) -> None:
         info = RankInfo(
             rank=rank, world_size=2, local_rank=rank, local_size=2, host="h", launcher="pmi"
         )
@@ -102,7 +107,20 @@ def test_two_ranks_merge_the_job_lineage(model: Any, tmp_path: Path) -> None:
             coordinator=FileCoordinator(info, rendezvous, timeout=30),
             merge_timeout=30,
         )
-        _own_loop(model(3, seed=rank), collector, epochs=1, rank=rank)
+        try:
+            _own_loop(data, collector, epochs=1, rank=rank)
+        except BaseException as error:
+            failed[rank] = error
+
+    threads = [
+        threading.Thread(target=rank_run, args=(rank, model(3, seed=rank))) for rank in (0, 1)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not failed and not any(thread.is_alive() for thread in threads)
+    for rank in (0, 1):
         losses = scalars(summary / f"rank_{rank}")["loss/auto"]
         assert [step for step, _ in losses] == [1, 2, 3]
         assert losses[-1][1] == pytest.approx(_loss(3, rank))

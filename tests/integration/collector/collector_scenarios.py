@@ -1,6 +1,6 @@
 """One rank's side of a collector scenario, run by ``mpiexec -n N python -m mpi4py``.
 
-    python -m mpi4py collector_scenarios.py <scenario> <out_dir>
+    python -m mpi4py collector_scenarios.py <scenario> <out_dir> [<scenario's arguments>]
 
 Every rank trains the same tiny NumPy model on its shard of the data with a
 SummaryCollector writing into ``<out_dir>/summary`` (the script does nothing
@@ -77,21 +77,29 @@ class Late(Callback):
 
 
 def train(
-    out: Path, merge_timeout: float, late: float = 0.0, evaluate: bool = True
+    out: Path,
+    merge_timeout: float,
+    late: float = 0.0,
+    evaluate: bool = True,
+    summary: Path | None = None,
+    first_loss: float = 1.0,
+    **options: Any,
 ) -> dict[str, Any]:
     info = detect()
     network, optimizer, shard = make_run(info.world_size, info.rank)
-    loss = float(info.rank + 1)  # rank r reports loss r + 1: the merge averages them
+    # rank r reports loss first_loss + r: the merge averages them
+    loss = float(first_loss + info.rank)
 
     def step(batch: Any) -> float:
         tensor_summary("weights", network["fc.weight"])
         return loss
 
     collector = SummaryCollector(
-        out / "summary",
+        out / "summary" if summary is None else summary,
         collect_freq=COLLECT_FREQ,
         collect_specified_data={"collect_landscape": None},
         merge_timeout=merge_timeout,
+        **options,
     )
     loop = TrainLoop(
         step,
@@ -107,6 +115,7 @@ def train(
     assert schedule is not None
     record = {
         "rank_dir": str(collector.directory),
+        "summary_dir": collector.summary_dir,
         "own_tensor_units": schedule.own_tensor_units,
         "job_tensor_units": schedule.job_tensor_units,
         "train_seconds": trained,
@@ -127,6 +136,19 @@ def scenario_late_rank(out: Path) -> dict[str, Any]:
     info = detect()
     late = LATENESS if info.rank == info.world_size - 1 else 0.0
     return train(out, merge_timeout=SHORT_MERGE_TIMEOUT, late=late, evaluate=False)
+
+
+def scenario_job(out: Path) -> dict[str, Any]:
+    """A job into a summary dir another job may use: <summary_dir> <on_exists> <loss of rank 0>."""
+    summary, on_exists, first_loss = sys.argv[3], sys.argv[4], float(sys.argv[5])
+    return train(
+        out,
+        merge_timeout=30.0,
+        evaluate=False,
+        summary=Path(summary),
+        first_loss=first_loss,
+        on_exists=on_exists,
+    )
 
 
 def main() -> None:

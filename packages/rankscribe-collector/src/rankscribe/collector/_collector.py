@@ -1,9 +1,13 @@
 """SummaryCollector: MindSpore's callback that collects common training data, rank-aware.
 
-This module only composes the pieces; each concern lives in its own module:
+This module holds the callback hooks and the quiet-step hot path
+(``step_end``'s short path, docs/collector-schedule.md); the rest lives in:
 
 =========================  =====================================================
-collection/_options.py     argument validation, ``collect_specified_data`` defaults
+collection/_options.py     the arguments, checked into one ``CollectorArguments``
+_run.py                    what a run opens and closes: the record, the schedule,
+                           the landscape saver; the job's claim of its directory,
+                           the lineage merger and the live view (docs/layout.md)
 collection/_schedule.py    which steps (epochs) are collected, the plugin filter
 collection/_extractor.py   loss, histograms, input images, graph from the run state
 _lineage.py                this rank's lineage values; the job lineage on rank 0
@@ -12,18 +16,18 @@ landscape/_saver.py        parameter files and ``train_metadata.json``
 _series.py, _timings.py    timings, fingerprints, the series of the job view
 =========================  =====================================================
 
-Writing is :class:`rankscribe.writer.SummaryRecord`'s. On several ranks each
-rank writes into ``rankscribe.ranks.rank_dir(summary_dir, info)``
-(``summary_dir/rank_<r>``), collects tensors for its share of the job's
-tensor-collection steps, and rank 0 writes the merged job lineage into
-``summary_dir``, with the job view from every rank's series (``lineage.py``).
+Writing is :class:`rankscribe.writer.SummaryRecord`'s. On several ranks the
+job first claims ``summary_dir`` (or the next free ``<dir>-2``, per
+``on_exists``), then each rank writes into ``rankscribe.ranks.rank_dir``
+(``<dir>/rank_<r>``), collects tensors for its share of the job's
+tensor-collection steps, and rank 0 writes the merged job lineage into the
+job's directory, with the job view from every rank's series (``docs/job-view.md``).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import weakref
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -32,9 +36,10 @@ from types import TracebackType
 from typing import Any
 
 from rankscribe.collector._callback import MODES, Callback, CallbackParams, RunContext
-from rankscribe.collector._fingerprint import DEFAULT_FINGERPRINT_BUDGET, check_budget
-from rankscribe.collector._lineage import DEFAULT_MERGE_TIMEOUT, JobLineageMerger, LineageRecorder
+from rankscribe.collector._fingerprint import DEFAULT_FINGERPRINT_BUDGET
+from rankscribe.collector._lineage import DEFAULT_MERGE_TIMEOUT, LineageRecorder
 from rankscribe.collector._live import LiveRankView, check_job_view_interval
+from rankscribe.collector._run import CollectorRun
 from rankscribe.collector._series import (
     STEP_TIME_WRITE_AT_ONCE,
     STEP_TIME_WRITE_INTERVAL,
@@ -43,25 +48,11 @@ from rankscribe.collector._series import (
 from rankscribe.collector._timings import StepTimings
 from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.collection._extractor import GRAPH_TAG, Extractor
-from rankscribe.collector.collection._options import (
-    check_coordinator,
-    check_export_options,
-    check_formats,
-    check_merge_timeout,
-    check_one_of_a_kind,
-    check_optional_positive_int,
-    check_positive_int,
-    check_summary_dir,
-    check_type,
-    process_specified_data,
-)
-from rankscribe.collector.collection._options import custom_lineage_data as merged_custom_lineage
+from rankscribe.collector.collection._options import check_one_of_a_kind, collector_arguments
 from rankscribe.collector.collection._schedule import Collect, CollectionSchedule, total_units
 from rankscribe.collector.errors import CollectorValueError
-from rankscribe.collector.landscape._saver import LandscapeSaver
-from rankscribe.ranks import Coordinator, RankInfo, detect, rank_dir
+from rankscribe.ranks import Coordinator, OnExists, RankInfo
 from rankscribe.writer import SummaryRecord
-from rankscribe.writer.files import make_private_dir, rank_dir_name
 from rankscribe.writer.operators import discard_pending
 
 logger = logging.getLogger(__name__)
@@ -109,6 +100,13 @@ class SummaryCollector(Callback):
             bytes, an int >= 1024, default 4 MiB); docs/job-view.md.
         job_view_interval: seconds between live updates of the job view (docs/job-view.md,
             "Live"); None: ``RANKSCRIBE_JOB_VIEW_INTERVAL``, else 60; 0: at the end only.
+        on_exists: on a job of several ranks, what the job does when ``summary_dir``
+            belongs to another job (docs/layout.md, "Two jobs, one directory"):
+            ``"new"`` (default) writes into the next free ``<dir>-2``, ``<dir>-3``,
+            ... and says where; ``"error"`` raises
+            :class:`rankscribe.ranks.JobDirClaimedError`; ``"append"`` writes into
+            it anyway. A directory this job claimed already is used as it is; a
+            single process writes into ``summary_dir`` as MindSpore does.
 
     Timings for the job view (docs/job-view.md, "Timings"): step time, data
     wait, forward time (torch module hooks) and :meth:`section`.
@@ -133,31 +131,34 @@ class SummaryCollector(Callback):
         fingerprints: bool = True,
         fingerprint_budget: int = DEFAULT_FINGERPRINT_BUDGET,
         job_view_interval: float | None = None,
+        on_exists: OnExists = "new",
     ) -> None:
-        self._summary_dir = check_summary_dir(summary_dir)
-        self._collect_freq = check_positive_int("collect_freq", collect_freq)
-        self._num_process = check_positive_int("num_process", num_process)
-        self._collect_tensor_freq = check_optional_positive_int(
-            "collect_tensor_freq", collect_tensor_freq
+        arguments = collector_arguments(
+            summary_dir,
+            collect_freq,
+            num_process,
+            collect_specified_data,
+            keep_default_action,
+            custom_lineage_data,
+            collect_tensor_freq,
+            max_file_size,
+            export_options,
+            merge_timeout=merge_timeout,
+            coordinator=coordinator,
+            rank_info=rank_info,
+            formats=formats,
+            fingerprints=fingerprints,
+            fingerprint_budget=fingerprint_budget,
+            on_exists=on_exists,
         )
-        self._max_file_size = check_optional_positive_int("max_file_size", max_file_size)
-        self._export_options = check_export_options(export_options)
-        self._options = process_specified_data(collect_specified_data, keep_default_action)
-        logger.info(
-            "For 'collect_specified_data' the value after processing is: %s.", self._options.merged
-        )
-        check_merge_timeout(merge_timeout)
-        if rank_info is not None:
-            check_type("rank_info", rank_info, (RankInfo,))
-        self._formats = check_formats(formats)
+        options = arguments.collect
         # What the adapters learn while reading this collector's objects stays with it.
         self._adapters = AdapterRegistry()
-        check_type("fingerprints", fingerprints, (bool,))
         self._series = SeriesRecorder(
-            fingerprints=fingerprints,
+            fingerprints=arguments.fingerprints,
             fingerprint_parts=self._adapters.fingerprint_parts,
-            budget=check_budget(fingerprint_budget),
-            collect_freq=self._collect_freq,
+            budget=arguments.fingerprint_budget,
+            collect_freq=arguments.collect_freq,
         )
         # Bound once: the short path of step_end appends with no call of its own.
         self._keep_step, self._keep_step_time = self._series.step_time_appenders()
@@ -165,52 +166,46 @@ class SummaryCollector(Callback):
         self._timings = StepTimings(self._series, self._adapters)
         self._step_started: float | None = None
         self._step_time: float | None = None
-        self._step_landscape: LandscapeSaver | None = None
         # step_end's short path applies to the steps before this one (0: none),
         # and before this time (perf_counter) when step times are due.
         self._quiet_until = 0
         self._step_times_due = 0.0
         self._lineage = LineageRecorder(
-            collect_dataset_graph=self._options.collect_dataset_graph,
-            collect_train_lineage=self._options.collect_train_lineage,
-            collect_eval_lineage=self._options.collect_eval_lineage,
-            custom_lineage_data=merged_custom_lineage(custom_lineage_data),
+            collect_dataset_graph=options.collect_dataset_graph,
+            collect_train_lineage=options.collect_train_lineage,
+            collect_eval_lineage=options.collect_eval_lineage,
+            custom_lineage_data=arguments.custom_lineage_data,
             adapters=self._adapters,
         )
-        self._extractor = Extractor(self._options, adapters=self._adapters)
-        self._merge_timeout = float(merge_timeout)
-        self._coordinator = check_coordinator(coordinator)
-        self._rank_info = rank_info
-        self._record: SummaryRecord | None = None
+        self._extractor = Extractor(options, adapters=self._adapters)
+        self._live = LiveRankView(check_job_view_interval(job_view_interval))
+        self._run = CollectorRun(
+            arguments, adapters=self._adapters, lineage=self._lineage, live=self._live
+        )
         self._entered = False
-        self._schedule: CollectionSchedule | None = None
-        self._landscape: LandscapeSaver | None = None
-        self._merger: JobLineageMerger | None = None
-        self._directory: Path | None = None
-        self._info: RankInfo | None = None
         self._first_step_done = False
         self._sink_mode = False
-        self._live = LiveRankView(check_job_view_interval(job_view_interval))
 
     # ------------------------------------------------------------------- lifecycle
 
     @property
     def summary_dir(self) -> str:
-        return self._summary_dir
+        """The job's directory: ``summary_dir``, or the ``<dir>-N`` the job claimed instead."""
+        return self._run.summary_dir
 
     @property
     def directory(self) -> Path | None:
         """Where this rank writes (set once the collector is entered)."""
-        return self._directory
+        return self._run.directory
 
     @property
     def record(self) -> SummaryRecord | None:
         """The open SummaryRecord (None outside a run)."""
-        return self._record
+        return self._run.record
 
     @property
     def schedule(self) -> CollectionSchedule | None:
-        return self._schedule
+        return self._run.schedule
 
     def __enter__(self) -> SummaryCollector:
         self._open()
@@ -227,74 +222,21 @@ class SummaryCollector(Callback):
         self._close()
 
     def _open(self) -> None:
-        """A new SummaryRecord in this rank's directory, and a fresh schedule."""
-        if self._record is not None:
+        """A new SummaryRecord in this rank's directory, and a fresh schedule (_run.py)."""
+        run = self._run
+        if not run.open():
             return
-        info = self._rank_info if self._rank_info is not None else detect()
-        self._info = info
-        self._extractor.rank = info.rank
-        # Every directory made on the way is private (group-readable on request),
-        # not only the last one, which is all rank_dir sets the mode of.
-        make_private_dir(
-            self._summary_dir
-            if info.is_single
-            else os.path.join(self._summary_dir, rank_dir_name(info.rank))
-        )
-        self._directory = rank_dir(self._summary_dir, info)
-        self._record = SummaryRecord(
-            self._directory,
-            num_process=self._num_process,
-            max_file_size=self._max_file_size,
-            raise_exception=False,
-            export_options=self._export_options,
-            rank=info.rank,
-            formats=self._formats,
-        )
-        self._schedule = CollectionSchedule(
-            self._collect_freq,
-            self._collect_tensor_freq,
-            world_size=info.world_size,
-            rank=info.rank,
-        )
-        landscape = self._options.landscape
-        self._landscape = (
-            LandscapeSaver(self._directory, landscape, adapters=self._adapters)
-            if landscape
-            else None
-        )
-        # Looked up once: step_end asks it at every step.
-        self._step_landscape = (
-            self._landscape
-            if self._landscape is not None and self._landscape.unit == "step"
-            else None
-        )
+        assert run.info is not None
+        self._extractor.rank = run.info.rank
         self._step_started = self._step_time = None
         self._quiet_until = 0
         self._first_step_done = False
         self._sink_mode = False
-        self._lineage.start_run()
-        if info.world_size > 1 and self._merger is None:
-            # Made once, at the first run, where the ranks are together; later runs
-            # (an evaluation after training) reuse it, so a rank that was late at the
-            # end of one run cannot spoil the next one's start.
-            merger = JobLineageMerger(
-                self._summary_dir,
-                info,
-                timeout=self._merge_timeout,
-                coordinator=self._coordinator,
-                tensorboard="tensorboard" in self._formats,
-            )
-            merger.open()
-            self._merger = merger
-            self._live.open(self._summary_dir, info, merger)
-            weakref.finalize(self, merger.close)
 
     def _close(self) -> None:
         self._quiet_until = 0
         self._timings.close()
-        record, self._record = self._record, None
-        if record is not None:
-            record.close()
+        self._run.close()
 
     def close(self) -> None:
         """Close the summary record, and the lineage coordinator this collector made.
@@ -303,10 +245,7 @@ class SummaryCollector(Callback):
         released when the collector is garbage collected or the program exits.
         """
         self._close()
-        merger, self._merger = self._merger, None
-        self._live.shutdown()
-        if merger is not None:
-            merger.close()
+        self._run.shutdown()
 
     # ----------------------------------------------------------------- callbacks
 
@@ -320,16 +259,18 @@ class SummaryCollector(Callback):
             )
         if not self._entered:
             self._open()  # used without `with`: the record lives until end()
-        assert self._record is not None
-        self._record.set_mode(params.mode)
+        run = self._run
+        record = run.record
+        assert record is not None
+        record.set_mode(params.mode)
         self._sink_mode = bool(params.dataset_sink_mode)
         self._timings.start_run(params)
         if params.mode == "train":
             # The job view is of the last training run; an evaluation after it keeps it.
             self._series.start_run()
-            self._live.start(self._directory)
-            self._series.add_start_fingerprint(self._record, self._landscape_network(params))
-            if self._landscape is not None:
+            self._live.start(run.directory)
+            self._series.add_start_fingerprint(record, self._landscape_network(params))
+            if run.landscape is not None:
                 self._start_landscape(params)
 
     def epoch_begin(self, run_context: RunContext) -> None:
@@ -390,7 +331,8 @@ class SummaryCollector(Callback):
     def _step_end(self, params: CallbackParams, started: float | None, ended: float) -> None:
         """A step that collects, writes, saves landscape parameters, or is not in training."""
         self._quiet_until = 0
-        if params.mode != "train" or self._record is None:
+        run = self._run
+        if params.mode != "train" or run.record is None:
             discard_pending()
             return
         if started is not None:
@@ -402,23 +344,24 @@ class SummaryCollector(Callback):
             self._collect(params, params.cur_step_num, extras)
         else:
             self._series.keep_timings(params.cur_step_num, extras)
-        landscape = self._step_landscape
+        landscape = run.step_landscape
         if landscape is not None and landscape.wants(params.cur_step_num):
             landscape.save(params.cur_step_num, self._landscape_network(params))
-        if not self._sink_mode and self._schedule is not None:
+        if not self._sink_mode and run.schedule is not None:
             self._quiet_until = self._series.next_busy_step(
-                params.cur_step_num, self._schedule, self._step_landscape
+                params.cur_step_num, run.schedule, landscape
             )
         self._step_times_due = self._series.last_write + STEP_TIME_WRITE_INTERVAL
 
     def epoch_end(self, run_context: RunContext) -> None:
         params = run_context.original_args()
-        if params.mode != "train" or self._record is None:
+        record = self._run.record
+        if params.mode != "train" or record is None:
             return
         unit = params.cur_epoch_num if self._sink_mode else params.cur_step_num
         self._collect(params, unit)
-        self._series.write_kept_step_times(self._record)
-        landscape = self._landscape
+        self._series.write_kept_step_times(record)
+        landscape = self._run.landscape
         if (
             landscape is not None
             and landscape.unit == "epoch"
@@ -429,7 +372,8 @@ class SummaryCollector(Callback):
 
     def end(self, run_context: RunContext) -> None:
         params = run_context.original_args()
-        record = self._record
+        run = self._run
+        record = run.record
         if record is None:
             return
         try:
@@ -442,8 +386,8 @@ class SummaryCollector(Callback):
             # As the original: eval mode keeps summary operators' leftovers out of this record.
             record.set_mode("eval")
             record.record(0)
-            if params.mode == "train" and self._landscape is not None:
-                self._landscape.write_metadata(params.batch_num or 0)
+            if params.mode == "train" and run.landscape is not None:
+                run.landscape.write_metadata(params.batch_num or 0)
             self._flush()
         finally:
             # Every rank takes part in the merge, whatever went wrong here before.
@@ -456,7 +400,8 @@ class SummaryCollector(Callback):
     def _add_first_step_values(self, params: CallbackParams) -> None:
         """The graph, dataset graph and custom lineage, written with the first collection."""
         self._first_step_done = True
-        assert self._record is not None
+        record = self._run.record
+        assert record is not None
         # Read the network once even when its graph is not collected: an adapter
         # learns its parameter names there, which the optimizer's histograms use.
         self._adapters.network_view(
@@ -464,13 +409,13 @@ class SummaryCollector(Callback):
         )
         graph = self._extractor.graph(params)
         if graph is not None:
-            self._record.add_value("graph", GRAPH_TAG, graph)
-        self._lineage.add_first_step_values(self._record, params)
+            record.add_value("graph", GRAPH_TAG, graph)
+        self._lineage.add_first_step_values(record, params)
 
     def _collect(
         self, params: CallbackParams, unit: int, extras: Sequence[tuple[str, float]] = ()
     ) -> None:
-        record, schedule = self._record, self._schedule
+        record, schedule = self._run.record, self._run.schedule
         assert record is not None and schedule is not None
         first = not schedule.started
         if first:
@@ -502,7 +447,7 @@ class SummaryCollector(Callback):
 
     def _start_landscape(self, params: CallbackParams) -> None:
         """Clear an earlier run's landscape files; say on rank 0 what this run saves."""
-        landscape, info = self._landscape, self._info
+        landscape, info = self._run.landscape, self._run.info
         assert landscape is not None and info is not None
         landscape.start_training()
         landscape.announce(
@@ -516,13 +461,15 @@ class SummaryCollector(Callback):
         return params.network if params.network is not None else params.train_network
 
     def _flush(self, *, wait: bool = True) -> None:
-        if self._record is None:
+        record = self._run.record
+        if record is None:
             return
         try:
-            self._record.flush(timeout=None if wait else 0)  # 0: queue the sync, return
+            record.flush(timeout=None if wait else 0)  # 0: queue the sync, return
         except Exception as error:  # raise_exception=False: the run goes on
             logger.error("Flushing the summary record failed: %s", error)
 
     def _merge_job_lineage(self) -> None:
-        if self._merger is not None and self._directory is not None:
-            self._live.merge(self._merger, self._directory, self._series.series)
+        merger, directory = self._run.merger, self._run.directory
+        if merger is not None and directory is not None:
+            self._live.merge(merger, directory, self._series.series)

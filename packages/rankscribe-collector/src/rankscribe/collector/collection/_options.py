@@ -13,7 +13,10 @@ that also name the value received.
   ``keep_default_action`` into a :class:`CollectOptions`.
 - :func:`custom_lineage_data`: the user's custom lineage over the
   ``MINDINSIGHT_HYPER_CONFIG`` environment variable's.
-- :func:`check_export_options`, :func:`check_summary_dir`, :func:`check_coordinator`.
+- :func:`check_export_options`, :func:`check_summary_dir`, :func:`check_coordinator`,
+  :func:`check_on_exists`.
+- :func:`collector_arguments`: all of them into the :class:`CollectorArguments` a
+  collector and its runs read (``on_exists``: docs/layout.md, "Two jobs, one directory").
 """
 
 from __future__ import annotations
@@ -26,12 +29,13 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from rankscribe.collector._checks import check_int, is_int
 from rankscribe.collector._checks import shown as _shown
+from rankscribe.collector._fingerprint import check_budget
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
-from rankscribe.ranks import Coordinator
+from rankscribe.ranks import Coordinator, OnExists, RankInfo
 
 logger = logging.getLogger(__name__)
 
@@ -40,20 +44,24 @@ __all__ = [
     "HYPER_CONFIG_ENV_NAME",
     "HYPER_CONFIG_LEN_LIMIT",
     "CollectOptions",
+    "CollectorArguments",
     "LandscapeOptions",
     "check_coordinator",
     "check_export_options",
     "check_formats",
     "check_merge_timeout",
+    "check_on_exists",
     "check_one_of_a_kind",
     "check_optional_positive_int",
     "check_positive_int",
     "check_summary_dir",
+    "collector_arguments",
     "custom_lineage_data",
     "process_specified_data",
 ]
 
 _OWNER = "SummaryCollector"
+_Kind = TypeVar("_Kind")
 
 #: What MindInsight's hyper-parameter tools export; its ``custom_lineage_data`` is collected.
 HYPER_CONFIG_ENV_NAME = "MINDINSIGHT_HYPER_CONFIG"
@@ -249,6 +257,8 @@ def process_specified_data(specified_data: object, keep_default_action: object) 
     merged.update(user)
     landscape = merged.get("collect_landscape")
     check_type("collect_landscape", landscape, (dict, type(None)))
+    landscape_options = _landscape_options(landscape) if landscape else None
+    logger.info("For 'collect_specified_data' the value after processing is: %s.", merged)
     return CollectOptions(
         collect_metric=bool(merged.get("collect_metric", False)),
         collect_graph=bool(merged.get("collect_graph", False)),
@@ -258,7 +268,7 @@ def process_specified_data(specified_data: object, keep_default_action: object) 
         collect_dataset_graph=bool(merged.get("collect_dataset_graph", False)),
         collect_histogram="histogram_regular" in merged,
         histogram_regular=merged.get("histogram_regular"),
-        landscape=_landscape_options(landscape) if landscape else None,
+        landscape=landscape_options,
         merged=merged,
     )
 
@@ -425,6 +435,7 @@ def custom_lineage_data(
     return merged
 
 
+_custom_lineage = custom_lineage_data  # the name the collector's argument takes over below
 _FORMATS = ("mindinsight", "tensorboard")
 
 
@@ -443,7 +454,7 @@ def check_formats(formats: object) -> tuple[str, ...]:
     return tuple(chosen)
 
 
-def check_merge_timeout(merge_timeout: object) -> None:
+def check_merge_timeout(merge_timeout: object) -> float:
     """A finite number of seconds >= 0.
 
     The ranks' collectives refuse an unbounded wait: an infinite timeout would
@@ -455,3 +466,85 @@ def check_merge_timeout(merge_timeout: object) -> None:
             f"For 'merge_timeout', the value should be a finite number of seconds >= 0, "
             f"but got {merge_timeout!r}."
         )
+    return float(merge_timeout)  # type: ignore[arg-type]
+
+
+_ON_EXISTS = ("new", "error", "append")
+
+
+def check_on_exists(on_exists: object) -> OnExists:
+    """What a job does with a directory another job holds: "new", "error" or "append"."""
+    if not isinstance(on_exists, str) or on_exists not in _ON_EXISTS:
+        raise CollectorValueError(
+            f"For 'on_exists', the value should be one of {list(_ON_EXISTS)}, but got "
+            f"{_shown(on_exists)}."
+        )
+    return on_exists  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class CollectorArguments:
+    """A SummaryCollector's arguments, checked; ``collect``: ``collect_specified_data`` merged.
+
+    Not here: ``job_view_interval``, which the live view checks (docs/job-view.md, "Live").
+    """
+
+    summary_dir: str
+    collect_freq: int
+    num_process: int
+    collect: CollectOptions
+    custom_lineage_data: dict[str, int | float | str]
+    collect_tensor_freq: int | None
+    max_file_size: int | None
+    export_options: dict[str, Any] | None
+    merge_timeout: float
+    coordinator: Coordinator | None
+    rank_info: RankInfo | None
+    formats: tuple[str, ...]
+    fingerprints: bool
+    fingerprint_budget: int
+    on_exists: OnExists
+
+
+def collector_arguments(
+    summary_dir: object,
+    collect_freq: object,
+    num_process: object,
+    collect_specified_data: object,
+    keep_default_action: object,
+    custom_lineage_data: object,
+    collect_tensor_freq: object,
+    max_file_size: object,
+    export_options: object,
+    *,
+    merge_timeout: object,
+    coordinator: object,
+    rank_info: object,
+    formats: object,
+    fingerprints: object,
+    fingerprint_budget: object,
+    on_exists: object,
+) -> CollectorArguments:
+    """Check every argument; the first wrong one raises, naming itself (keywords run in order)."""
+    return CollectorArguments(
+        summary_dir=check_summary_dir(summary_dir),
+        collect_freq=check_positive_int("collect_freq", collect_freq),
+        num_process=check_positive_int("num_process", num_process),
+        collect_tensor_freq=check_optional_positive_int("collect_tensor_freq", collect_tensor_freq),
+        max_file_size=check_optional_positive_int("max_file_size", max_file_size),
+        export_options=check_export_options(export_options),
+        collect=process_specified_data(collect_specified_data, keep_default_action),
+        merge_timeout=check_merge_timeout(merge_timeout),
+        rank_info=None if rank_info is None else _checked("rank_info", rank_info, RankInfo),
+        formats=check_formats(formats),
+        fingerprints=_checked("fingerprints", fingerprints, bool),
+        fingerprint_budget=check_budget(fingerprint_budget),
+        custom_lineage_data=_custom_lineage(custom_lineage_data),
+        coordinator=check_coordinator(coordinator),
+        on_exists=check_on_exists(on_exists),
+    )
+
+
+def _checked(name: str, value: Any, kind: type[_Kind]) -> _Kind:
+    check_type(name, value, (kind,))
+    return value  # type: ignore[no-any-return]

@@ -14,6 +14,10 @@ implementation.
 rule, :func:`rankscribe.ranks.claim_job_dir`) and :func:`claim_version_dir`
 (Lightning's ``version_<n>``, then claimed the same way) are how every rank of a
 job agrees on a new directory for a run without ever writing into an earlier one.
+The :class:`~rankscribe.collector.SummaryCollector` then made for that directory
+finds it claimed by this job (its rank 0's process wrote the claim) and writes
+into it as it is, without claiming again (``docs/layout.md``, "Two jobs, one
+directory").
 """
 
 from __future__ import annotations

@@ -1,0 +1,268 @@
+"""What a run of the SummaryCollector opens and closes, and the job it belongs to.
+
+A :class:`CollectorRun` is the collector's side of training and evaluation
+runs; the callback hooks (:mod:`rankscribe.collector._collector`) only read it.
+
+- Once per collector, on a job of several ranks, where the ranks are still
+  together: the job's coordinator, the claim of the job directory
+  (``docs/layout.md``, "Two jobs, one directory"), the lineage merger and the
+  live job view (``docs/job-view.md``, "Live").
+- At every run: this rank's :class:`~rankscribe.writer.SummaryRecord` in its
+  ``rank_<r>`` directory (``docs/layout.md``), a fresh collection schedule
+  (``docs/collector-schedule.md``) and the landscape saver.
+
+The claim: every rank calls :func:`rankscribe.ranks.claim_job_dir` with the job's
+coordinator; rank 0 decides and every rank gets rank 0's outcome, so only rank
+0's arguments matter. Rank 0 passes ``on_exists="append"`` for a directory its
+own process claimed already (a framework integration or an example claimed it
+before making the collector, or an earlier collector of this job did), and the
+collector's ``on_exists`` otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import stat
+import time
+import weakref
+from pathlib import Path
+
+from rankscribe.collector._lineage import JobLineageMerger, LineageRecorder
+from rankscribe.collector._live import LiveRankView
+from rankscribe.collector.adapters import AdapterRegistry
+from rankscribe.collector.collection._options import CollectorArguments
+from rankscribe.collector.collection._schedule import CollectionSchedule
+from rankscribe.collector.landscape._saver import LandscapeSaver
+from rankscribe.ranks import (
+    CLAIM_FILE_NAME,
+    Coordinator,
+    JobDirClaimedError,
+    OnExists,
+    RankInfo,
+    RanksError,
+    claim_job_dir,
+    detect,
+    rank_dir,
+)
+from rankscribe.writer import SummaryRecord
+from rankscribe.writer.files import make_private_dir, rank_dir_name
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["CollectorRun"]
+
+# Directories this process claimed through a collector: the requested one -> the one used,
+# so a later collector of the job given the same directory writes where the first did.
+_CLAIMED: dict[str, str] = {}
+_CLAIM_LIMIT = 64 * 1024
+
+
+class CollectorRun:
+    """The record, schedule and landscape saver of the current run; the job's merger and view.
+
+    Args:
+        arguments: the collector's checked arguments.
+        adapters: what the collector's adapters learnt (shared with the landscape saver).
+        lineage: the collector's lineage recorder (told when a run starts).
+        live: the collector's live job view (opened here with the merger).
+    """
+
+    def __init__(
+        self,
+        arguments: CollectorArguments,
+        *,
+        adapters: AdapterRegistry,
+        lineage: LineageRecorder,
+        live: LiveRankView,
+    ) -> None:
+        self.arguments = arguments
+        self.live = live
+        self._adapters = adapters
+        self._lineage = lineage
+        #: The job's directory: the one given, or the one the job claimed instead.
+        self.summary_dir = arguments.summary_dir
+        self.info: RankInfo | None = None
+        #: Where this rank writes (``summary_dir`` or its ``rank_<r>``).
+        self.directory: Path | None = None
+        self.record: SummaryRecord | None = None
+        self.schedule: CollectionSchedule | None = None
+        self.landscape: LandscapeSaver | None = None
+        #: The landscape saver when it saves per step (step_end asks it at every step).
+        self.step_landscape: LandscapeSaver | None = None
+        self.merger: JobLineageMerger | None = None
+
+    def open(self) -> bool:
+        """Open a run: True when a new record was opened, False when one is open already."""
+        if self.record is not None:
+            return False
+        arguments = self.arguments
+        info = arguments.rank_info if arguments.rank_info is not None else detect()
+        self.info = info
+        if info.world_size > 1 and self.merger is None:
+            self._join_job(info)
+        # Every directory made on the way is private (group-readable on request),
+        # not only the last one, which is all rank_dir sets the mode of.
+        make_private_dir(
+            self.summary_dir
+            if info.is_single
+            else os.path.join(self.summary_dir, rank_dir_name(info.rank))
+        )
+        self.directory = rank_dir(self.summary_dir, info)
+        self.record = SummaryRecord(
+            self.directory,
+            num_process=arguments.num_process,
+            max_file_size=arguments.max_file_size,
+            raise_exception=False,
+            export_options=arguments.export_options,
+            rank=info.rank,
+            formats=arguments.formats,
+        )
+        self.schedule = CollectionSchedule(
+            arguments.collect_freq,
+            arguments.collect_tensor_freq,
+            world_size=info.world_size,
+            rank=info.rank,
+        )
+        options = arguments.collect.landscape
+        self.landscape = (
+            LandscapeSaver(self.directory, options, adapters=self._adapters) if options else None
+        )
+        self.step_landscape = (
+            self.landscape if self.landscape is not None and self.landscape.unit == "step" else None
+        )
+        self._lineage.start_run()
+        return True
+
+    def _join_job(self, info: RankInfo) -> None:
+        """The coordinator, the claim, the merger and the live view (every rank, together).
+
+        Made once, at the first run, where the ranks are together; later runs
+        (an evaluation after training) reuse them, so a rank that was late at
+        the end of one run cannot spoil the next one's start.
+        """
+        arguments = self.arguments
+        merger = JobLineageMerger(
+            self.summary_dir,
+            info,
+            timeout=arguments.merge_timeout,
+            coordinator=arguments.coordinator,
+            tensorboard="tensorboard" in arguments.formats,
+        )
+        merger.open()  # the job's coordinator: given, or made here (it says if it cannot)
+        weakref.finalize(self, merger.close)
+        coordinator = merger.active_coordinator
+        if coordinator is not None:
+            try:
+                claimed = _claim(self.summary_dir, arguments.on_exists, coordinator)
+            except BaseException:
+                merger.close()
+                raise
+            if claimed is not None:
+                self.summary_dir = claimed
+                merger.summary_dir = Path(claimed)  # where rank 0 writes the merged lineage
+        self.merger = merger
+        self.live.open(self.summary_dir, info, merger)
+
+    def close(self) -> None:
+        """Close this run's record (flushed: what was recorded is on disk)."""
+        record, self.record = self.record, None
+        if record is not None:
+            record.close()
+
+    def shutdown(self) -> None:
+        """Close the record, the live view and the coordinator made for the job."""
+        self.close()
+        merger, self.merger = self.merger, None
+        self.live.shutdown()
+        if merger is not None:
+            merger.close()
+
+
+def _claim(summary_dir: str, on_exists: OnExists, coordinator: Coordinator) -> str | None:
+    """The directory the job claimed (every rank calls this), or None when it could not agree.
+
+    ``on_exists="error"`` raises :class:`~rankscribe.ranks.JobDirClaimedError` on
+    every rank. Any other failure of the claim (a collective that timed out: a
+    rank missing at the start) is logged and the rank writes into ``summary_dir``
+    unclaimed, as before claims: the run goes on and loses nothing.
+    """
+    target, mode = summary_dir, on_exists
+    if coordinator.rank == 0:
+        target = _CLAIMED.get(summary_dir, summary_dir)
+        if _claimed_by_this_process(target):
+            mode = "append"
+    try:
+        claim = claim_job_dir(target, on_exists=mode, coordinator=coordinator)
+    except JobDirClaimedError:
+        raise
+    except RanksError as error:
+        logger.error(
+            "The ranks of this job could not agree on its directory (%s): rank %d writes into "
+            "%s without a claim, where another job's ranks may write too.",
+            error,
+            coordinator.rank,
+            summary_dir,
+        )
+        return None
+    used = os.fspath(claim.directory)
+    if coordinator.rank == 0:
+        _CLAIMED[summary_dir] = used
+        if used != summary_dir:
+            logger.warning(
+                "%s belongs to another job: this job (%d ranks) writes into %s instead "
+                "(SummaryCollector(on_exists=...), docs/layout.md).",
+                summary_dir,
+                coordinator.world_size,
+                used,
+            )
+    return used
+
+
+def _claimed_by_this_process(directory: str) -> bool:
+    """True when ``directory``'s claim file was written by this very process.
+
+    The claim names the host and pid of the rank 0 that wrote it; a pid is
+    reused, so the claim must also be younger than this process.
+    """
+    path = os.path.join(directory, CLAIM_FILE_NAME)
+    try:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK)
+    except OSError:
+        return False
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return False
+        data = handle.read(_CLAIM_LIMIT)
+    try:
+        claim = json.loads(data)
+    except ValueError:
+        return False
+    if not isinstance(claim, dict):
+        return False
+    claimed_at = claim.get("claimed_at")
+    return (
+        claim.get("pid") == os.getpid()
+        and claim.get("host") == socket.gethostname()
+        and isinstance(claimed_at, (int, float))
+        and claimed_at >= _PROCESS_STARTED
+    )
+
+
+def _process_started() -> float:
+    """When this process started (Linux's /proc), else when this module was imported."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as handle:
+            # Field 22, start time in clock ticks after boot; the name (field 2) may hold spaces.
+            ticks = int(handle.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/stat", encoding="ascii") as handle:
+            booted = next(int(line.split()[1]) for line in handle if line.startswith("btime "))
+        # btime is whole seconds: a second's slack.
+        return booted + ticks / os.sysconf("SC_CLK_TCK") - 1.0
+    except (OSError, ValueError, IndexError, StopIteration):
+        return time.time()
+
+
+_PROCESS_STARTED = _process_started()
