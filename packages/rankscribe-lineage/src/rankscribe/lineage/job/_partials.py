@@ -79,7 +79,8 @@ class Partial:
     def __init__(
         self,
         tags: dict[str, TagStatistics] | None = None,
-        per_rank: dict[str, dict[int, RankArrays]] | None = None,
+        per_rank: dict[str, dict[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]]
+        | None = None,
         last_steps: dict[int, int] | None = None,
         nonfinite_loss: dict[int, int] | None = None,
         finished: set[int] | None = None,
