@@ -51,7 +51,6 @@ import os
 import sys
 import tempfile
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from rankscribe.lineage.query._conditions import FIELD_MAPPING, field_kind
@@ -114,20 +113,42 @@ class IndexEntry(NamedTuple):
         return self.update_time
 
 
-@dataclass
 class LoadedIndex:
-    """The entries of an index file and what its freshness rule needs."""
+    """An index file's checked columns, and what its freshness rule needs.
 
-    entries: list[IndexEntry]
-    graphs: dict[str, Any]
-    # The index file's own mtime (the file server's clock, never this machine's).
-    mtime_ns: int
-    signature: Signature | None
-    dropped: int = 0  # malformed entries left out
-    positions: dict[str, int] = field(default_factory=dict)
+    A warm query reads the columns themselves (``document``, the layout
+    above); the per-run :attr:`entries` are made only when some run changed.
+    """
 
-    def __post_init__(self) -> None:
-        self.positions = {entry.path: index for index, entry in enumerate(self.entries)}
+    def __init__(
+        self,
+        document: dict[str, Any],
+        mtime_ns: int,
+        signature: Signature | None,
+        bad: set[int] | None = None,
+    ) -> None:
+        self.document = document
+        # The index file's own mtime (the file server's clock, never this machine's).
+        self.mtime_ns = mtime_ns
+        self.signature = signature
+        self.bad = bad or set()
+        self.dropped = len(self.bad)  # malformed entries left out
+        self.graphs: dict[str, Any] = document["graphs"]
+        self._entries: list[IndexEntry] | None = None
+        self._positions: dict[str, int] | None = None
+
+    @property
+    def entries(self) -> list[IndexEntry]:
+        if self._entries is None:
+            entries = _entries(self.document)
+            self._entries = [entry for at, entry in enumerate(entries) if at not in self.bad]
+        return self._entries
+
+    @property
+    def positions(self) -> dict[str, int]:
+        if self._positions is None:
+            self._positions = {entry.path: at for at, entry in enumerate(self.entries)}
+        return self._positions
 
 
 @functools.cache
@@ -293,14 +314,19 @@ def _decoded(document: dict[str, Any], found: os.stat_result) -> LoadedIndex:
         "metric": _sparse(metric, count, bad, None),
         "user_defined": _sparse(user_defined, count, bad, _USER_TYPES),
     }
-    entries = _entries(paths, columns, field_columns, custom, warnings)
-    kept = [entry for index, entry in enumerate(entries) if index not in bad]
-    duplicates = len(kept) - len({entry.path for entry in kept})
+    kept = [path for at, path in enumerate(paths) if at not in bad] if bad else paths
+    duplicates = len(kept) - len(set(kept))
     if duplicates:
         raise ValueError(f"{duplicates} runs are listed twice")
-    return LoadedIndex(
-        kept, graphs, found.st_mtime_ns, _file_signature(found), dropped=len(entries) - len(kept)
-    )
+    checked = {
+        **columns,
+        "path": paths,
+        "fields": field_columns,
+        **custom,
+        "warnings": warnings,
+        "graphs": graphs,
+    }
+    return LoadedIndex(checked, found.st_mtime_ns, _file_signature(found), bad)
 
 
 # What a user-defined value can be (map_dict values nest).
@@ -362,18 +388,14 @@ def _sparse(
     return checked
 
 
-def _entries(
-    paths: list[Any],
-    columns: dict[str, list[Any]],
-    fields: dict[str, list[Any]],
-    custom: dict[str, dict[str, tuple[list[int], list[Any]]]],
-    warnings: dict[str, Any],
-) -> list[IndexEntry]:
-    """Rows from the columns (values of dropped runs too: they are filtered after).
+def _entries(document: dict[str, Any]) -> list[IndexEntry]:
+    """Rows from the checked columns (values of dropped runs too: they are filtered after).
 
     Built with comprehensions over zipped columns: at 100,000 runs every
     Python-level step per run costs tenths of a second.
     """
+    paths = document["path"]
+    fields: dict[str, list[Any]] = document["fields"]
     count = len(paths)
     names = list(fields)
     field_dicts = (
@@ -382,9 +404,9 @@ def _entries(
         else [{} for _ in range(count)]
     )
     sections: dict[str, list[dict[str, Any]]] = {}
-    for section, keyed in custom.items():
+    for section in ("metric", "user_defined"):
         dicts: list[dict[str, Any]] = [{} for _ in range(count)]
-        for key, (positions, values) in keyed.items():
+        for key, (positions, values) in document[section].items():
             for position, value in zip(positions, values, strict=True):
                 dicts[position][key] = value
         sections[section] = dicts
@@ -394,22 +416,26 @@ def _entries(
         if graph is None
         else {"fields": fields_of, "metric": metric, "user_defined": user, "graph": graph}
         for graph, fields_of, metric, user in zip(
-            columns["graph"], field_dicts, sections["metric"], sections["user_defined"], strict=True
+            document["graph"],
+            field_dicts,
+            sections["metric"],
+            sections["user_defined"],
+            strict=True,
         )
     ]
     warned: list[tuple[str, ...]] = [()] * count
-    for at, texts in warnings.items():
+    for at, texts in document["warnings"].items():
         if at.isdigit() and int(at) < count and isinstance(texts, list):
             warned[int(at)] = tuple(map(str, texts))
     return list(
         map(
             IndexEntry,
             paths,
-            columns["dir_mtime"],
-            columns["final"],
-            columns["create_time"],
-            columns["update_time"],
-            columns["files"],
+            document["dir_mtime"],
+            document["final"],
+            document["create_time"],
+            document["update_time"],
+            document["files"],
             summaries,
             warned,
         )
@@ -467,7 +493,8 @@ def write_index(
     The returned index carries the written file's own mtime and signature,
     taken from the file itself before the rename (so never another writer's).
     """
-    text = json.dumps(_document(entries, graphs), separators=(",", ":"), check_circular=False)
+    document = _document(entries, graphs)
+    text = json.dumps(document, separators=(",", ":"), check_circular=False)
     target = os.path.join(base_dir, INDEX_NAME)
     try:
         descriptor, temporary = tempfile.mkstemp(
@@ -490,4 +517,6 @@ def write_index(
             os.unlink(temporary)
         logger.debug("cannot write the lineage index of %s: %s", base_dir, error)
         return None
-    return LoadedIndex(list(entries), graphs, found.st_mtime_ns, _file_signature(found))
+    written = LoadedIndex(document, found.st_mtime_ns, _file_signature(found))
+    written._entries = list(entries)
+    return written
