@@ -44,6 +44,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import importlib.util
 import itertools
 import json
 import logging
@@ -156,8 +157,10 @@ def index_header() -> dict[str, Any]:
     """The header an index of this code has; another header means another parser."""
     digest = hashlib.blake2b(digest_size=12)
     for name in _PARSER_MODULES:
-        module = sys.modules.get(name)
-        source = getattr(module, "__file__", None)
+        # Found, not imported: a warm query never imports the parser (protobuf), and the
+        # digest must not depend on what this process happened to import.
+        spec = importlib.util.find_spec(name)
+        source = spec.origin if spec is not None else None
         try:
             with open(str(source), "rb") as stream:
                 digest.update(stream.read())

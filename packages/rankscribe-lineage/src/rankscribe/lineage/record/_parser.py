@@ -150,6 +150,10 @@ def _holds_bytes(value: Any) -> bool:
         return any(_holds_bytes(key) or _holds_bytes(item) for key, item in value.items())
     if isinstance(value, (list, tuple)):
         return any(_holds_bytes(item) for item in value)
+    # A model dataclass, walked in place: dataclasses.asdict copied every value first,
+    # a tenth of a cold scan's time.
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return any(_holds_bytes(getattr(value, item.name)) for item in dataclasses.fields(value))
     return False
 
 
@@ -181,10 +185,10 @@ def _apply_event(
     kind = event.WhichOneof("what")
     if kind == "train_lineage":
         train = TrainLineageInfo.from_proto(event.train_lineage)
-        content.train = _checked(content, train, dataclasses.asdict(train))
+        content.train = _checked(content, train, train)
     elif kind == "evaluation_lineage":
         evaluation = EvalLineageInfo.from_proto(event.evaluation_lineage)
-        content.evaluation = _checked(content, evaluation, dataclasses.asdict(evaluation))
+        content.evaluation = _checked(content, evaluation, evaluation)
     elif kind == "dataset_graph":
         if graph_memo is None:
             graph = graph_dict_from_proto(event.dataset_graph)
