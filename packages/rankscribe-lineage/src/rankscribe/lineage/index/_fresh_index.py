@@ -71,6 +71,17 @@ def _directories_unchanged(directories: list[str], indexed: list[int], settled_b
 def _files_unchanged(directories: list[str], files: list[list[Any]], settled_before: int) -> bool:
     """Each run's lineage files have their indexed signatures, settled before the index."""
     lstat = os.lstat
+    if all(len(indexed) == _FILE_WIDTH for indexed in files):
+        # One lineage file per run (the usual case): one comprehension per property.
+        names = [indexed[0] for indexed in files]
+        found = list(map(lstat, map("{}/{}".format, directories, names)))
+        now = [
+            [name, state.st_size, state.st_mtime_ns, state.st_ino, state.st_ctime_ns]
+            for name, state in zip(names, found, strict=True)
+        ]
+        return now == files and max((state.st_mtime_ns for state in found), default=0) < (
+            settled_before
+        )
 
     def current(directory: str, indexed: list[Any]) -> list[Any] | None:
         found: list[Any] = []
@@ -86,12 +97,14 @@ def _files_unchanged(directories: list[str], files: list[list[Any]], settled_bef
 
 def _lists_the_indexed_runs(base_dir: str, paths: list[str]) -> bool:
     """The base dir's subdirectories are the indexed runs, and it holds no run file itself."""
-    names: set[str] = set()
-    for entry in _discovery.list_entries(base_dir):
-        if entry.is_dir(follow_symlinks=False):
-            names.add(entry.name)
-        elif "summary." in entry.name:  # maybe a run file: the run-by-run path decides
-            return False
+    entries = _discovery.list_entries(base_dir)
+    names = {entry.name for entry in entries if entry.is_dir(follow_symlinks=False)}
+    if len(names) != len(entries) and any(
+        "summary." in entry.name  # maybe a run file: the run-by-run path decides
+        for entry in entries
+        if not entry.is_dir(follow_symlinks=False)
+    ):
+        return False
     return len(names) == len(paths) and names == {path[2:] for path in paths}
 
 

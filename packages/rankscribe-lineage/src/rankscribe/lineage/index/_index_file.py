@@ -296,9 +296,13 @@ def _decoded(document: dict[str, Any], found: os.stat_result) -> LoadedIndex:
         bad |= _bad_positions(columns["final"], lambda value: type(value) is bool)
     bad |= _bad_files(columns["files"])
     # Runs share a few graphs: each distinct id is checked once.
+    try:
+        distinct = set(columns["graph"])
+    except TypeError:  # a planted {} or []
+        distinct = set(map(_hashable, columns["graph"]))
     known_graph = {
         graph: graph is None or (isinstance(graph, str) and isinstance(graphs.get(graph), dict))
-        for graph in set(map(_hashable, columns["graph"]))
+        for graph in distinct
     }
     if not all(known_graph.values()):
         bad |= _bad_positions(
