@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import importlib
 import io
 import logging
@@ -144,6 +145,9 @@ def _holds_bytes(value: Any) -> bool:
     ``bytes``; lineage answers are plain JSON types, so such a record is
     refused like a corrupt one.
     """
+    kind: Any = type(value)
+    if kind in _PLAIN:  # most values: one set lookup (a cold scan checks millions)
+        return False
     if isinstance(value, bytes):
         return True
     if isinstance(value, dict):
@@ -152,9 +156,18 @@ def _holds_bytes(value: Any) -> bool:
         return any(_holds_bytes(item) for item in value)
     # A model dataclass, walked in place: dataclasses.asdict copied every value first,
     # a tenth of a cold scan's time.
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return any(_holds_bytes(getattr(value, item.name)) for item in dataclasses.fields(value))
-    return False
+    return any(_holds_bytes(getattr(value, name)) for name in _field_names(kind))
+
+
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
+@functools.cache
+def _field_names(kind: Any) -> tuple[str, ...]:
+    """The fields of a dataclass type; none for any other type."""
+    if not dataclasses.is_dataclass(kind):
+        return ()
+    return tuple(item.name for item in dataclasses.fields(kind))
 
 
 def _checked(content: LineageFileContent, value: Any, parts: Any) -> Any:
