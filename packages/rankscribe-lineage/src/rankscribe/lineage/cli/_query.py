@@ -76,7 +76,8 @@ def _present_columns(table: RunTable, positions: list[int]) -> list[str]:
             if not any(value is not None for value in values):
                 continue
         present.append(name)
-    return present + table.custom_keys(positions)
+    in_base_order = everyone and positions == list(range(len(table)))
+    return present + table.custom_keys(None if in_base_order else positions)
 
 
 def _differs(values: list[Any]) -> bool:
