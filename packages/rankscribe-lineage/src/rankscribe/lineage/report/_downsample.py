@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_MAX_POINTS", "downsample"]
 
 
-
 def downsample(
     steps: npt.NDArray[np.int64],
     values: npt.NDArray[np.float64],
