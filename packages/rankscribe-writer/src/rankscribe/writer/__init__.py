@@ -17,34 +17,88 @@ writes :mod:`rankscribe.writer.files`, every error :mod:`rankscribe.writer.error
 
 from __future__ import annotations
 
-from rankscribe.writer.errors import CorruptRecordError as CorruptRecordError
-from rankscribe.writer.errors import RecordTooLargeError as RecordTooLargeError
-from rankscribe.writer.errors import StepTooLargeError as StepTooLargeError
-from rankscribe.writer.errors import WriterError
-from rankscribe.writer.errors import WriterFailedError as WriterFailedError
-from rankscribe.writer.errors import WriterOSError as WriterOSError
-from rankscribe.writer.errors import WriterStateError as WriterStateError
-from rankscribe.writer.errors import WriterTypeError as WriterTypeError
-from rankscribe.writer.errors import WriterValueError as WriterValueError
-from rankscribe.writer.files import RecordReader as RecordReader
-from rankscribe.writer.files import read_records as read_records
-from rankscribe.writer.operators import (
-    histogram_summary,
-    image_summary,
-    scalar_summary,
-    tensor_summary,
-)
-from rankscribe.writer.reader import decode_event as decode_event
-from rankscribe.writer.reader import decode_lineage_event as decode_lineage_event
-from rankscribe.writer.reader import list_summary_files as list_summary_files
-from rankscribe.writer.reader import load_dir as load_dir
-from rankscribe.writer.reader import load_lineage_dir as load_lineage_dir
-from rankscribe.writer.reader import parse_file_name as parse_file_name
-from rankscribe.writer.reader import read_events as read_events
-from rankscribe.writer.reader import read_lineage_events as read_lineage_events
-from rankscribe.writer.reader import read_tensorboard_events as read_tensorboard_events
-from rankscribe.writer.reader import scalars as scalars
-from rankscribe.writer.record._record import SummaryRecord
+import importlib
+import importlib.util
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rankscribe.writer.errors import CorruptRecordError as CorruptRecordError
+    from rankscribe.writer.errors import RecordTooLargeError as RecordTooLargeError
+    from rankscribe.writer.errors import StepTooLargeError as StepTooLargeError
+    from rankscribe.writer.errors import WriterError
+    from rankscribe.writer.errors import WriterFailedError as WriterFailedError
+    from rankscribe.writer.errors import WriterOSError as WriterOSError
+    from rankscribe.writer.errors import WriterStateError as WriterStateError
+    from rankscribe.writer.errors import WriterTypeError as WriterTypeError
+    from rankscribe.writer.errors import WriterValueError as WriterValueError
+    from rankscribe.writer.files import RecordReader as RecordReader
+    from rankscribe.writer.files import read_records as read_records
+    from rankscribe.writer.operators import (
+        histogram_summary,
+        image_summary,
+        scalar_summary,
+        tensor_summary,
+    )
+    from rankscribe.writer.reader import decode_event as decode_event
+    from rankscribe.writer.reader import decode_lineage_event as decode_lineage_event
+    from rankscribe.writer.reader import list_summary_files as list_summary_files
+    from rankscribe.writer.reader import load_dir as load_dir
+    from rankscribe.writer.reader import load_lineage_dir as load_lineage_dir
+    from rankscribe.writer.reader import parse_file_name as parse_file_name
+    from rankscribe.writer.reader import read_events as read_events
+    from rankscribe.writer.reader import read_lineage_events as read_lineage_events
+    from rankscribe.writer.reader import read_tensorboard_events as read_tensorboard_events
+    from rankscribe.writer.reader import scalars as scalars
+    from rankscribe.writer.record._record import SummaryRecord
+
+# Where each name lives, imported on first use (PEP 562): a program that needs only
+# file names or framing (``rankscribe.writer.files``) does not load numpy and Pillow.
+_HOMES = {
+    "CorruptRecordError": "rankscribe.writer.errors",
+    "RecordTooLargeError": "rankscribe.writer.errors",
+    "StepTooLargeError": "rankscribe.writer.errors",
+    "WriterError": "rankscribe.writer.errors",
+    "WriterFailedError": "rankscribe.writer.errors",
+    "WriterOSError": "rankscribe.writer.errors",
+    "WriterStateError": "rankscribe.writer.errors",
+    "WriterTypeError": "rankscribe.writer.errors",
+    "WriterValueError": "rankscribe.writer.errors",
+    "RecordReader": "rankscribe.writer.files",
+    "read_records": "rankscribe.writer.files",
+    "histogram_summary": "rankscribe.writer.operators",
+    "image_summary": "rankscribe.writer.operators",
+    "scalar_summary": "rankscribe.writer.operators",
+    "tensor_summary": "rankscribe.writer.operators",
+    "decode_event": "rankscribe.writer.reader",
+    "decode_lineage_event": "rankscribe.writer.reader",
+    "list_summary_files": "rankscribe.writer.reader",
+    "load_dir": "rankscribe.writer.reader",
+    "load_lineage_dir": "rankscribe.writer.reader",
+    "parse_file_name": "rankscribe.writer.reader",
+    "read_events": "rankscribe.writer.reader",
+    "read_lineage_events": "rankscribe.writer.reader",
+    "read_tensorboard_events": "rankscribe.writer.reader",
+    "scalars": "rankscribe.writer.reader",
+    "SummaryRecord": "rankscribe.writer.record._record",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is not None:
+        value = getattr(importlib.import_module(home), name)
+    elif not name.startswith("__") and importlib.util.find_spec(f"{__name__}.{name}"):
+        # A submodule the eager imports used to load as a side effect (``package.reader``).
+        value = importlib.import_module(f"{__name__}.{name}")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})
+
 
 __version__ = "0.1.0"
 

@@ -6,15 +6,18 @@ import argparse
 import os
 
 from rankscribe.lineage._checks import int_argument, ranks_text, seconds_argument
-from rankscribe.lineage._hparams import write_hparams
 from rankscribe.lineage.cli._terminal import CommandLineError, existing_directory, printable
-from rankscribe.lineage.jobview import ranges_text, verdict_lines
-from rankscribe.lineage.merge._merge import merge_run_dir, rank_dirs
+
+# The merge, the job view and the hparams writer (the writer, numpy, protobuf) are
+# imported by the commands that use them: every other command starts without them.
 
 __all__ = ["add_hparams_command", "add_merge_command"]
 
 
 def _merge(args: argparse.Namespace) -> int:
+    from rankscribe.lineage.jobview import ranges_text, verdict_lines  # noqa: PLC0415
+    from rankscribe.lineage.merge._merge import merge_run_dir, rank_dirs  # noqa: PLC0415
+
     directory = existing_directory(args.run_dir)
     found = sorted(rank_dirs(directory))
     if args.world_size is not None and found and found[-1] >= args.world_size:
@@ -38,6 +41,8 @@ def _merge(args: argparse.Namespace) -> int:
 
 
 def _hparams(args: argparse.Namespace) -> int:
+    from rankscribe.lineage._hparams import write_hparams  # noqa: PLC0415
+
     existing_directory(args.base)
     written = write_hparams(args.base, args.out)
     out = printable(os.path.dirname(written[0]))

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import argparse
 import csv
-import itertools
 import json
 import math
-import operator
 import os
 import sys
 import textwrap
@@ -28,13 +26,12 @@ from rankscribe.lineage.cli._terminal import (
     terminal_width,
 )
 from rankscribe.lineage.errors import LineageFileNotFoundError
-from rankscribe.lineage.index._cache import LineageRow, value_getter
+from rankscribe.lineage.index._run_table import RunTable
 from rankscribe.lineage.query._conditions import FIELD_MAPPING
 from rankscribe.lineage.query._expressions import Comparison, parse_expression, parse_sort_key
 from rankscribe.lineage.query._querier import selection_result
 from rankscribe.lineage.query._selection import (
     CUSTOM_PREFIXES,
-    custom_keys,
     missing_key_problem,
     select_rows,
 )
@@ -66,14 +63,21 @@ def column_list(text: str) -> list[str]:
     return names
 
 
-def _present_columns(rows: list[LineageRow]) -> list[str]:
+def _present_columns(table: RunTable, positions: list[int]) -> list[str]:
     """Every field some run has, then the metric/ and user_defined/ keys (one pass each)."""
-    present = [
-        name
-        for name in _FIELD_COLUMNS
-        if name == "dataset_mark" or any(row.fields.get(name) is not None for row in rows)
-    ]
-    return present + custom_keys(rows) if rows else []
+    if not positions:
+        return []
+    everyone = len(positions) == len(table)  # any order: whether some run has a value
+    present = []
+    for name in _FIELD_COLUMNS:
+        if name != "dataset_mark":
+            column = table.column(name)
+            values = column if everyone else map(column.__getitem__, positions)
+            if not any(value is not None for value in values):
+                continue
+        present.append(name)
+    in_base_order = everyone and positions == list(range(len(table)))
+    return present + table.custom_keys(None if in_base_order else positions)
 
 
 def _differs(values: list[Any]) -> bool:
@@ -98,36 +102,22 @@ def _named(args: argparse.Namespace) -> list[str]:
 
 
 class _Columns:
-    """A column's values and texts, made once (for the width and for the table).
+    """A column's values and texts for the runs shown, made once (for the width and the table).
 
-    Values come from the rows' dicts through ``map(dict.get, ...)``: C loops, no
-    Python call per value.
+    Values are taken from the table's columns by position: C loops, no Python
+    call per value.
     """
 
-    def __init__(self, rows: list[LineageRow]) -> None:
-        self.rows = rows
+    def __init__(self, table: RunTable, positions: list[int]) -> None:
+        self.table = table
+        self.positions = positions
         self.texts: dict[str, list[str]] = {}
-        self.values_of: dict[str, list[Any]] = {}
-        self.sections: dict[str, list[dict[str, Any]]] = {}
-
-    def _section(self, name: str) -> list[dict[str, Any]]:
-        dicts = self.sections.get(name)
-        if dicts is None:
-            dicts = self.sections[name] = list(map(operator.attrgetter(name), self.rows))
-        return dicts
+        # Every run in base order (no --where, --sort or --limit): the columns themselves.
+        self.everyone = len(positions) == len(table) and positions == list(range(len(table)))
 
     def values(self, name: str) -> list[Any]:
-        values = self.values_of.get(name)
-        if values is None:
-            prefix, _, key = name.partition("/")
-            if prefix in CUSTOM_PREFIXES and key:
-                values = list(map(dict.get, self._section(prefix), itertools.repeat(key)))
-            elif name in _FIELD_COLUMNS and name != "dataset_mark":
-                values = list(map(dict.get, self._section("fields"), itertools.repeat(name)))
-            else:
-                values = list(map(value_getter(name), self.rows))
-            self.values_of[name] = values
-        return values
+        column = self.table.column(name)
+        return column if self.everyone else list(map(column.__getitem__, self.positions))
 
     def of(self, name: str) -> list[str]:
         texts = self.texts.get(name)
@@ -140,7 +130,7 @@ class _Columns:
 
 
 def _default_columns(
-    rows: list[LineageRow], run_width: int, named: list[str], texts: _Columns
+    run_width: int, named: list[str], texts: _Columns
 ) -> tuple[list[str], list[str]]:
     """The columns to show and those left out: named, then differing, then the rest.
 
@@ -148,7 +138,7 @@ def _default_columns(
     others in order while they fit. A column is turned into text only when
     its name alone would still fit.
     """
-    present = _present_columns(rows)
+    present = _present_columns(texts.table, texts.positions)
     named = [name for name in named if name in present]
     varying = [name for name in present if name in named or _differs(texts.values(name))]
     order = varying + [name for name in present if name not in varying]
@@ -208,9 +198,9 @@ def _no_lineage_message(base: str, shown_base: str) -> str:
     )
 
 
-def _run_name(row: LineageRow) -> str:
+def _run_name(relative_path: str) -> str:
     """The run's directory relative to the base dir: ``./name`` as ``name``, ``./`` as ``.``."""
-    return row.relative_path[2:] or "."
+    return relative_path[2:] or "."
 
 
 def _query(args: argparse.Namespace) -> int:
@@ -222,29 +212,33 @@ def _query(args: argparse.Namespace) -> int:
         )
     except LineageFileNotFoundError:
         raise CommandLineError(_no_lineage_message(base, printable(args.base))) from None
-    _check_custom_keys(selection.rows, args)
+    table = selection.table
+    _check_custom_keys(table, args)
     if args.format == "json":
         result = selection_result(selection, ["model"])
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
         return 0
-    rows = selection.page
-    run_names = [_run_name(row) for row in rows]
+    positions = selection.positions
+    run_names = [_run_name(table.paths[position]) for position in positions]
+    shown_names = (
+        run_names if all(map(str.isprintable, run_names)) else list(map(printable, run_names))
+    )
     hidden: list[str] = []
-    texts = _Columns(rows)
+    texts = _Columns(table, positions)
     if args.columns == [ALL_COLUMNS] or (args.columns is None and args.format == "csv"):
-        columns = _present_columns(rows)
+        columns = _present_columns(table, positions)
     elif args.columns:
         columns = args.columns
     else:
-        run_width = max([len("run"), *map(len, map(printable, run_names))])
-        columns, hidden = _default_columns(rows, run_width, _named(args), texts)
+        run_width = max([len("run"), *map(len, shown_names)])
+        columns, hidden = _default_columns(run_width, _named(args), texts)
     if args.format == "csv":
-        _write_csv(run_names, rows, columns)
+        _write_csv(run_names, texts, columns)
         return 0
     out: list[str] = []
-    if rows:
-        table = [list(map(printable, run_names)), *(texts.of(name) for name in columns)]
-        out += _table_lines(["run", *map(printable, columns)], table)
+    if positions:
+        cells = [shown_names, *(texts.of(name) for name in columns)]
+        out += _table_lines(["run", *map(printable, columns)], cells)
     if hidden:
         note = (
             f"{len(hidden)} more column{'s' if len(hidden) != 1 else ''} not shown: "
@@ -252,15 +246,15 @@ def _query(args: argparse.Namespace) -> int:
         )
         out.append(textwrap.fill(note, terminal_width(), break_on_hyphens=False))
     count = selection.count
-    if len(rows) < count:
-        out.append(f"{len(rows)} of {count} matching runs shown (--limit {args.limit})")
+    if len(positions) < count:
+        out.append(f"{len(positions)} of {count} matching runs shown (--limit {args.limit})")
     else:
         out.append(f"{count} matching run{'s' if count != 1 else ''}")
     _write_lines(out)
     return 0
 
 
-def _check_custom_keys(rows: list[LineageRow], args: argparse.Namespace) -> None:
+def _check_custom_keys(table: RunTable, args: argparse.Namespace) -> None:
     """A metric/ or user_defined/ key that no run has is a typo (the API refuses it too)."""
     used: list[tuple[str, str]] = []
     if args.where is not None and args.where.strip():
@@ -276,7 +270,7 @@ def _check_custom_keys(rows: list[LineageRow], args: argparse.Namespace) -> None
     ]
     if not wanted:
         return
-    existing = set(custom_keys(rows))
+    existing = set(table.custom_keys())
     for name, option in wanted:
         problem = missing_key_problem(existing, name)
         if problem is not None:
@@ -292,7 +286,7 @@ def _csv_text(value: Any, escape: bool) -> str:
     return printable(text) if escape else text
 
 
-def _write_csv(run_names: list[str], rows: list[LineageRow], columns: list[str]) -> None:
+def _write_csv(run_names: list[str], texts: _Columns, columns: list[str]) -> None:
     """Every value in full (a file for programs, not a table to read).
 
     Into a terminal, control characters are escaped as in the table; into a
@@ -301,10 +295,10 @@ def _write_csv(run_names: list[str], rows: list[LineageRow], columns: list[str])
     escape = sys.stdout.isatty()
     writer = csv.writer(sys.stdout, lineterminator="\n")
     writer.writerow(["run", *columns])
-    getters = [value_getter(name) for name in columns]
-    for name, row in zip(run_names, rows, strict=True):
+    values = [texts.values(name) for name in columns]
+    for at, name in enumerate(run_names):
         writer.writerow(
-            [_csv_text(name, escape), *(_csv_text(value_of(row), escape) for value_of in getters)]
+            [_csv_text(name, escape), *(_csv_text(column[at], escape) for column in values)]
         )
 
 

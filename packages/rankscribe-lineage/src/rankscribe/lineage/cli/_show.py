@@ -23,11 +23,9 @@ from rankscribe.lineage.cli._terminal import (
     value_text,
 )
 from rankscribe.lineage.errors import LineageFileNotFoundError
-from rankscribe.lineage.jobview import live_lines, verdict_lines
 from rankscribe.lineage.query._conditions import FIELD_MAPPING
 from rankscribe.lineage.query._querier import get_run_lineage
 from rankscribe.lineage.query._selection import CUSTOM_PREFIXES
-from rankscribe.lineage.record._parser import SECTION_KEYS
 
 __all__ = ["NAMES_NOTE", "add_show_command", "usable_verdicts"]
 
@@ -134,11 +132,15 @@ def _graph_line(graph: dict[str, Any]) -> str:
 
 def _verdict_lines(user_defined: Mapping[str, Any]) -> list[str]:
     usable, notes = usable_verdicts(user_defined)
+    from rankscribe.lineage.jobview import verdict_lines  # noqa: PLC0415 - numpy, for show
+
     return [*verdict_lines(usable), *notes]
 
 
 def _show(args: argparse.Namespace) -> int:
     directory = existing_directory(args.dir)
+    from rankscribe.lineage.jobview import live_lines  # noqa: PLC0415 - numpy, for show
+
     live = live_lines(directory)  # a job still training: its live view (docs/job-view.md)
     try:
         lineage = get_run_lineage(directory)
@@ -162,6 +164,8 @@ def _show(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(result, indent=2) + "\n")  # JSON escapes control bytes
         return 0
     rows: list[list[str]] = []
+    from rankscribe.lineage.record._parser import SECTION_KEYS  # noqa: PLC0415 - protobuf
+
     for section in (*SECTION_KEYS, "user_defined"):
         if section == "dataset_graph":
             continue

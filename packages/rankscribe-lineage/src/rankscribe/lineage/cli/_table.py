@@ -41,7 +41,8 @@ def _plain_text(value: Any) -> str:
 
 def _float_format(values: Sequence[float]) -> str:
     """One format for the finite floats of a column."""
-    magnitudes = [abs(value) for value in values if math.isfinite(value) and value != 0]
+    # filter(None, ...) drops the zeros; C loops (a column of 100,000 runs).
+    magnitudes = list(filter(None, map(abs, filter(math.isfinite, values))))
     if not magnitudes:
         return ".1f"
     smallest, largest = min(magnitudes), max(magnitudes)

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rankscribe.lineage.index import _parallel
+from rankscribe.lineage.index._fresh_index import unchanged_table
 from rankscribe.lineage.index._index_file import (
     INDEX_NAME,
     IndexEntry,
@@ -59,6 +60,7 @@ from rankscribe.lineage.index._run_summary import (
     summarized,
     value_getter,
 )
+from rankscribe.lineage.index._run_table import RunTable
 from rankscribe.lineage.record._discovery import Pending, SummaryDir, list_summary_dirs
 
 logger = logging.getLogger(__name__)
@@ -82,12 +84,17 @@ __all__ = [
 
 @dataclass
 class ScanResult:
-    """What a scan of a base dir found."""
+    """What a scan of a base dir found: the runs with a usable lineage, in base order."""
 
-    rows: list[LineageRow] = field(default_factory=list)
+    table: RunTable
     lineage_file_count: int = 0
     parsed_runs: int = 0
     reused_runs: int = 0
+
+    @property
+    def rows(self) -> list[LineageRow]:
+        """A row per run (made now: a query that prints columns uses :attr:`table`)."""
+        return self.table.rows(range(len(self.table)))
 
 
 def index_enabled(use_index: bool | None) -> bool:
@@ -315,12 +322,22 @@ def _listed_outcomes(
 
 
 @dataclass
+class _Found:
+    """The rows of a scan, and how they were found."""
+
+    rows: list[LineageRow] = field(default_factory=list)
+    lineage_file_count: int = 0
+    parsed_runs: int = 0
+    reused_runs: int = 0
+
+
+@dataclass
 class _Collected:
     """The rows and the new index entries of a scan, run by run."""
 
     base_dir: str
     graphs: dict[str, Any]
-    result: ScanResult = field(default_factory=ScanResult)
+    result: _Found = field(default_factory=_Found)
     entries: list[IndexEntry] = field(default_factory=list)
     changed: bool = False  # the index on disk must be written again
 
@@ -361,6 +378,11 @@ class _Collected:
 
 def _scan(base_dir: str, enabled: bool) -> ScanResult:
     index = _current_index(base_dir) if enabled else None
+    if index is not None:
+        unchanged = unchanged_table(base_dir, index, index.mtime_ns - _SETTLED_NS)
+        if unchanged is not None:
+            table, lineage_file_count = unchanged
+            return ScanResult(table, lineage_file_count, reused_runs=len(index.document["path"]))
     scan = _Scan(
         base_dir, index, settled_before=index.mtime_ns - _SETTLED_NS if index is not None else 0
     )
@@ -375,10 +397,16 @@ def _scan(base_dir: str, enabled: bool) -> ScanResult:
             collected.reused(run)
         else:
             collected.listed(run, kept.get(run.relative_path), outcomes.get(run.relative_path))
-    result = collected.result
+    found = collected.result
     # Base order: newest update time first, then relative path.
-    result.rows.sort(key=operator.attrgetter("relative_path"))
-    result.rows.sort(key=operator.attrgetter("update_time_ns"), reverse=True)
+    found.rows.sort(key=operator.attrgetter("relative_path"))
+    found.rows.sort(key=operator.attrgetter("update_time_ns"), reverse=True)
+    result = ScanResult(
+        RunTable.of_rows(base_dir, found.rows),
+        found.lineage_file_count,
+        found.parsed_runs,
+        found.reused_runs,
+    )
     if enabled:
         changed = collected.changed or (
             index is not None

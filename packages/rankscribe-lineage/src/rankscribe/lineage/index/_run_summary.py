@@ -15,12 +15,14 @@ import logging
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rankscribe.lineage.index._parallel import DirectoryJob, DirectoryOutcome, Job, Outcome
 from rankscribe.lineage.query._conditions import FIELD_MAPPING
 from rankscribe.lineage.record._discovery import Pending, SummaryDir, summarize_dir
-from rankscribe.lineage.record._parser import RunLineage, parse_run
+
+if TYPE_CHECKING:
+    from rankscribe.lineage.record._parser import RunLineage
 
 logger = logging.getLogger(__name__)
 
@@ -125,6 +127,9 @@ def parse_for_index(
 ) -> Outcome:
     """Parse one run for the index: (its summary or None, warnings, whether to cache it)."""
     path, files = job
+    # Imported here: a warm query, which parses nothing, starts without protobuf.
+    from rankscribe.lineage.record._parser import parse_run  # noqa: PLC0415
+
     parsed = parse_run(path, files, graph_memo)
     summary = summarize_run(parsed.lineage, graph_ids) if parsed.lineage is not None else None
     return summary, parsed.warnings, parsed.cacheable

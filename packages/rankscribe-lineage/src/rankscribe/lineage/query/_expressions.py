@@ -128,12 +128,19 @@ class Comparison:
         return change(self)
 
     def evaluate(self, value_of: Callable[[str], Any]) -> bool:
-        actual = value_of(self.name)
+        return self.accepts(value_of(self.name))
+
+    def accepts(self, actual: Any) -> bool:
+        """Whether a run whose value of :attr:`name` is ``actual`` matches."""
         if actual is None:
             return False
         if self.operator == "ne":
             return not matches("eq", self.value, actual)
         return matches(self.operator, self.value, actual)
+
+    def mask(self, column_of: Callable[[str], list[Any]]) -> list[bool]:
+        """Whether each run matches, given every run's values by name (a column each)."""
+        return list(map(self.accepts, column_of(self.name)))
 
 
 @dataclass(frozen=True)
@@ -147,6 +154,12 @@ class Expression:
         if self.kind == "and":
             return all(part.evaluate(value_of) for part in self.parts)
         return any(part.evaluate(value_of) for part in self.parts)
+
+    def mask(self, column_of: Callable[[str], list[Any]]) -> list[bool]:
+        """Whether each run matches (:meth:`evaluate` for every run at once)."""
+        combine = all if self.kind == "and" else any
+        masks = [part.mask(column_of) for part in self.parts]
+        return list(map(combine, zip(*masks, strict=True)))
 
     def transform(self, change: Callable[[Comparison], Comparison]) -> Expression:
         """The same expression with every comparison passed through ``change``."""

@@ -14,7 +14,7 @@ import copy
 import logging
 import os
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rankscribe.lineage._checks import check_optional_bool, check_path
 from rankscribe.lineage.errors import (
@@ -40,7 +40,9 @@ from rankscribe.lineage.query._conditions import (
 )
 from rankscribe.lineage.query._selection import Selection, load_rows, select_rows
 from rankscribe.lineage.record._discovery import list_lineage_files
-from rankscribe.lineage.record._parser import SECTION_KEYS, RunLineage, parse_run
+
+if TYPE_CHECKING:
+    from rankscribe.lineage.record._parser import RunLineage
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +64,10 @@ def _validate_keys(keys: object) -> list[str]:
     for element in keys:
         if not isinstance(element, str):
             raise LineageParamTypeError("Element of keys must be str.")
+    # The parser (protobuf) is imported by the functions that parse: a query that
+    # reads the index starts without it.
+    from rankscribe.lineage.record._parser import SECTION_KEYS  # noqa: PLC0415
+
     if not set(keys).issubset(SECTION_KEYS):
         raise LineageParamValueError(f"Keys must be in {list(SECTION_KEYS)}.")
     return keys
@@ -81,6 +87,8 @@ def get_run_lineage(summary_dir: str) -> RunLineage | None:
         raise LineageQuerySummaryDataError("Get summary lineage failed.") from error
     if not files:
         raise LineageFileNotFoundError("There is no summary log file under summary_dir.")
+    from rankscribe.lineage.record._parser import parse_run  # noqa: PLC0415 - see above
+
     parsed = parse_run(directory, files)
     for warning in parsed.warnings:
         logger.warning("%s", warning)

@@ -24,7 +24,8 @@ from rankscribe.lineage.errors import (
     LineageParamValueError,
     LineageQuerySummaryDataError,
 )
-from rankscribe.lineage.index._cache import LineageRow, scan_base_dir, value_getter
+from rankscribe.lineage.index._cache import LineageRow, scan_base_dir
+from rankscribe.lineage.index._run_table import RunTable
 from rankscribe.lineage.query._conditions import resolve_summary_path, sort_by
 from rankscribe.lineage.query._expressions import (
     Comparison,
@@ -40,13 +41,14 @@ __all__ = [
     "Selection",
     "custom_keys",
     "load_rows",
+    "load_table",
     "missing_key_problem",
     "select_rows",
 ]
 
 
-def load_rows(base_dir: str, use_index: bool | None) -> list[LineageRow] | None:
-    """Rows of the runs under ``base_dir`` with dataset marks; None if it has no lineage."""
+def load_table(base_dir: str, use_index: bool | None) -> RunTable | None:
+    """The runs under ``base_dir`` with dataset marks, as columns; None if it has no lineage."""
     try:
         scan = scan_base_dir(base_dir, use_index=use_index)
     except OSError as error:
@@ -54,25 +56,13 @@ def load_rows(base_dir: str, use_index: bool | None) -> list[LineageRow] | None:
         raise LineageQuerySummaryDataError("Filter summary lineage failed.") from error
     if scan.lineage_file_count == 0:
         return None
-    _assign_dataset_marks(scan.rows)
-    return scan.rows
+    return scan.table
 
 
-def _assign_dataset_marks(rows: list[LineageRow]) -> None:
-    """Runs with equal dataset graphs share a mark: '2', '3', ... in row order.
-
-    MindInsight starts its table with mark '1' for "no graph at all", which no
-    run has (a run without a graph has ``{}``), so '1' is never given. It
-    computes the next mark from the largest mark compared as text, so after
-    '9' every new graph got '10'; the numeric maximum is used here.
-    """
-    marks: dict[str, str] = {}
-    for row in rows:
-        mark = marks.get(row.graph_id)
-        if mark is None:
-            mark = str(len(marks) + 2)
-            marks[row.graph_id] = mark
-        row.dataset_mark = mark
+def load_rows(base_dir: str, use_index: bool | None) -> list[LineageRow] | None:
+    """Rows of the runs under ``base_dir`` with dataset marks; None if it has no lineage."""
+    table = load_table(base_dir, use_index)
+    return None if table is None else table.rows(range(len(table)))
 
 
 def _absolute_summary_dir(comparison: Comparison, base_dir: str) -> Comparison:
@@ -99,13 +89,25 @@ CUSTOM_PREFIXES = ("metric", "user_defined")
 
 @dataclass
 class Selection:
-    """What :func:`select_rows` found: the rows asked for and how many matched."""
+    """What :func:`select_rows` found: the runs asked for and how many matched.
 
-    page: list[LineageRow]
+    ``positions`` are the runs asked for, as positions in ``table`` (every
+    run of the base dir, in base order); ``page`` makes their rows.
+    """
+
+    table: RunTable
+    positions: list[int]
     count: int
-    rows: list[LineageRow]  # every run of the base dir, in base order
     expression: Expression | Comparison | None
     sort_keys: list[tuple[str, bool]]
+
+    @property
+    def page(self) -> list[LineageRow]:
+        return self.table.rows(self.positions)
+
+    @property
+    def rows(self) -> list[LineageRow]:
+        return self.table.rows(range(len(self.table)))
 
 
 def custom_keys(rows: Iterable[LineageRow]) -> list[str]:
@@ -138,7 +140,7 @@ def missing_key_problem(existing: Iterable[str], name: str) -> str | None:
 
 
 def _check_custom_keys(
-    rows: list[LineageRow],
+    table: RunTable,
     expression: Expression | Comparison | None,
     sort_keys: list[tuple[str, bool]],
     where: str,
@@ -152,7 +154,7 @@ def _check_custom_keys(
     names = [comparison.name for comparison in comparisons] + [name for name, _ in sort_keys]
     if not any(name.startswith(("metric/", "user_defined/")) for name in names):
         return
-    existing = set(custom_keys(rows))
+    existing = set(table.custom_keys())
     for comparison in comparisons:
         problem = missing_key_problem(existing, comparison.name)
         if problem is not None:
@@ -194,16 +196,15 @@ def select_rows(
         raise LineageParamValueError(f"limit must be an int >= 0 or None, got {limit!r}")
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
         raise LineageParamValueError(f"offset must be an int >= 0, got {offset!r}")
-    rows = load_rows(directory, use_index)
-    if rows is None:
+    table = load_table(directory, use_index)
+    if table is None:
         raise LineageFileNotFoundError("There is no summary log file under summary_base_dir.")
     if check_keys:
-        _check_custom_keys(rows, expression, sort_keys, where or "")
-    selected = rows
+        _check_custom_keys(table, expression, sort_keys, where or "")
+    selected: list[int] = list(range(len(table)))
     if expression is not None:
-        evaluate = expression.evaluate
-        selected = [row for row in rows if evaluate(row.value)]
+        selected = list(itertools.compress(selected, expression.mask(table.column)))
     for name, descending in reversed(sort_keys):
-        selected = sort_by(selected, value_getter(name), descending=descending, none_last=True)
+        selected = sort_by(selected, table.getter(name), descending=descending, none_last=True)
     end = None if limit is None else offset + limit
-    return Selection(selected[offset:end], len(selected), rows, expression, sort_keys)
+    return Selection(table, selected[offset:end], len(selected), expression, sort_keys)

@@ -53,6 +53,7 @@ __all__ = [
     "Listed",
     "Pending",
     "SummaryDir",
+    "list_entries",
     "list_lineage_files",
     "list_summary_dirs",
     "summarize_dir",
@@ -169,6 +170,11 @@ def _summarize_entries(
 def _list(path: str) -> list[os.DirEntry[str]]:
     with os.scandir(path) as entries:
         return list(entries)
+
+
+def list_entries(path: str) -> list[os.DirEntry[str]]:
+    """The entries of directory ``path`` (one ``scandir``), as a scan lists them."""
+    return _list(path)
 
 
 Pending = tuple[str, str, int]  # a directory to summarize: path, relative path, its mtime

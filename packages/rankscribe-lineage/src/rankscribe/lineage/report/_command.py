@@ -24,10 +24,7 @@ from rankscribe.lineage.errors import (
     LineageFileNotFoundError,
     ReportUnavailableError,
 )
-from rankscribe.lineage.report._data import read_report_data
-from rankscribe.lineage.report._downsample import DEFAULT_MAX_POINTS
-from rankscribe.lineage.report._page import render_page
-from rankscribe.writer.files import atomic_write
+from rankscribe.lineage.report._limits import DEFAULT_MAX_POINTS
 
 __all__ = [
     "DEFAULT_REPORT_NAME",
@@ -92,6 +89,11 @@ def write_report(
     target = (
         os.fspath(output) if output is not None else os.path.join(directory, DEFAULT_REPORT_NAME)
     )
+    # The job view, the reader, numpy: imported by the command that draws them only.
+    from rankscribe.lineage.report._data import read_report_data  # noqa: PLC0415
+    from rankscribe.lineage.report._page import render_page  # noqa: PLC0415
+    from rankscribe.writer.files import atomic_write  # noqa: PLC0415
+
     data = read_report_data(directory, max_points=max_points, workers=workers)
     if not data.runs:
         raise LineageFileNotFoundError(

@@ -16,13 +16,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from rankscribe.lineage.report._limits import DEFAULT_MAX_POINTS
+
 if TYPE_CHECKING:
     import numpy.typing as npt
 
 __all__ = ["DEFAULT_MAX_POINTS", "downsample"]
-
-#: Points of one drawn curve at most (two per bucket).
-DEFAULT_MAX_POINTS = 1000
 
 
 def downsample(

@@ -1,0 +1,152 @@
+"""The warm query's path: the whole index checked column by column, the query run on columns.
+
+Each test makes the index, changes what a user could change between two
+queries, and checks that a warm query (this process forgetting its scan, as
+a new one) answers exactly what a query that reads every file answers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rankscribe.lineage import filter_runs, filter_summary_lineage
+from rankscribe.lineage.index import _cache
+from rankscribe.lineage.index._cache import INDEX_NAME, scan_base_dir
+from rankscribe.lineage.index._index_file import load_index
+
+OLD = 1_600_000_000  # an mtime well before any scan
+
+
+def finish(run: Path) -> None:
+    for file in run.iterdir():
+        file.chmod(0o400)
+    os.utime(run, (OLD, OLD))
+
+
+def make_base(tmp_path: Path, lw: Any, count: int = 6) -> Path:
+    """Runs with fields, metrics and user-defined keys that some runs lack."""
+    base = tmp_path / "base"
+    for index in range(count):
+        events = [lw.train(network=f"Net{index % 3}", loss=index / 10, epoch=index)]
+        if index % 2 == 0:
+            events.append(lw.eval(metrics={"acc": 1 - index / 10}))
+        if index % 3 == 0:
+            events.append(lw.custom({"seed": index, "note": f"n{index}"}))
+        lw.write(base / f"run{index}", events, mtime=OLD + index % 4)
+        finish(base / f"run{index}")
+    return base
+
+
+@pytest.fixture(autouse=True)
+def forget_earlier_scans() -> None:
+    _cache.forget_scans()
+
+
+def warm(base: Path) -> _cache.ScanResult:
+    _cache.forget_scans()  # as a new process: the index is read from disk
+    return scan_base_dir(str(base))
+
+
+QUERIES: list[dict[str, Any]] = [
+    {},
+    {"where": "loss < 0.3"},
+    {"where": "metric/acc >= 0.5 or user_defined/note = 'n3'", "order_by": "metric/acc desc"},
+    {"order_by": ["network", "-loss"], "limit": 4, "offset": 1},
+    {"where": "network != 'Net1' and epoch in (0, 2, 5)", "lineage_type": "model"},
+    {"order_by": "user_defined/seed"},
+]
+
+
+@pytest.mark.parametrize("query", QUERIES, ids=range(len(QUERIES)))
+def test_a_warm_query_answers_what_reading_every_file_answers(
+    tmp_path: Path, lw: Any, query: dict[str, Any]
+) -> None:
+    base = make_base(tmp_path, lw)
+    expected = filter_runs(base, use_index=False, **query)
+    scan_base_dir(str(base))  # writes the index
+    scan = warm(base)
+    assert (scan.parsed_runs, scan.reused_runs) == (0, 6)
+    assert filter_runs(base, **query) == expected
+
+
+def test_the_dict_conditions_answer_alike_from_the_index(tmp_path: Path, lw: Any) -> None:
+    base = make_base(tmp_path, lw)
+    condition = {"loss": {"lt": 0.45}, "sorted_name": "metric/acc", "sorted_type": "descending"}
+    expected = filter_summary_lineage(str(base), condition, use_index=False)
+    scan_base_dir(str(base))
+    warm(base)
+    assert filter_summary_lineage(str(base), condition) == expected
+    assert filter_summary_lineage(str(base)) == filter_summary_lineage(str(base), use_index=False)
+
+
+def test_a_run_file_in_the_base_dir_itself_is_seen(tmp_path: Path, lw: Any) -> None:
+    base = make_base(tmp_path, lw)
+    scan_base_dir(str(base))
+    lw.write(base, [lw.train(network="BaseNet", loss=0.05)])
+    _cache.forget_scans()
+    result = filter_runs(base, "network = 'BaseNet'")
+    assert [item["summary_dir"] for item in result["object"]] == [str(base)]
+
+
+def test_an_index_out_of_base_order_still_answers_in_base_order(tmp_path: Path, lw: Any) -> None:
+    """A hand-made index (runs in another order) is not trusted to be in base order."""
+    base = make_base(tmp_path, lw)
+    expected = filter_runs(base, use_index=False)
+    scan_base_dir(str(base))
+    index = json.loads((base / INDEX_NAME).read_text())
+    count = len(index["path"])
+    order = list(reversed(range(count)))
+    for name in ("path", "dir_mtime", "final", "create_time", "update_time", "files", "graph"):
+        index[name] = [index[name][at] for at in order]
+    index["fields"] = {
+        name: [column[at] for at in order] for name, column in index["fields"].items()
+    }
+    for section in ("metric", "user_defined"):
+        index[section] = {
+            key: [[count - 1 - at for at in positions], values]
+            for key, (positions, values) in index[section].items()
+        }
+    (base / INDEX_NAME).write_text(json.dumps(index))
+    loaded = load_index(str(base))
+    assert loaded is not None and loaded.dropped == 0  # a valid index, in another order
+    scan = warm(base)
+    assert scan.parsed_runs == 0
+    assert filter_runs(base) == expected
+
+
+def test_a_directory_that_is_not_a_run_does_not_stop_the_warm_path(tmp_path: Path, lw: Any) -> None:
+    base = make_base(tmp_path, lw)
+    expected = filter_runs(base, use_index=False)
+    scan_base_dir(str(base))
+    (base / "notes").mkdir()  # no summary file: not a run
+    assert filter_runs(base) == expected
+    warm(base)
+    assert filter_runs(base) == expected
+
+
+def test_a_warm_query_loads_neither_numpy_nor_protobuf(tmp_path: Path, lw: Any) -> None:
+    """What makes a warm query from a new process start fast: nothing it does not need."""
+    base = make_base(tmp_path, lw)
+    scan_base_dir(str(base))
+    code = (
+        "import io, sys, contextlib; from rankscribe.lineage.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        "    assert main(['query', sys.argv[1], '--where', 'loss < 0.3']) == 0\n"
+        "loaded = [name for name in ('numpy', 'google.protobuf', 'PIL') if name in sys.modules]\n"
+        "print(out.getvalue().splitlines()[-1], loaded)\n"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", code, str(base)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    assert shown.stdout == "3 matching runs []\n", shown.stderr
