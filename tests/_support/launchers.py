@@ -21,13 +21,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import IO
+from typing import IO, TypeVar
 
 import pytest
+
+_T = TypeVar("_T")
 
 #: What launchers (torchrun, mpiexec, Slurm) and a job claim leave in the environment: a
 #: job a test starts is its own, with none of the test runner's.
@@ -150,6 +152,36 @@ class Launches:
         """What a started process has printed so far (stdout, and stderr unless kept apart)."""
         [started] = [started for started in self._started if started.process is process]
         return _text(started.output)
+
+    def wait_until(
+        self,
+        process: subprocess.Popen[bytes],
+        condition: Callable[[], _T],
+        what: str,
+        *,
+        timeout: float | None = None,
+    ) -> _T:
+        """``condition()``'s first true value, asked while ``process`` runs.
+
+        The test fails with what every process printed when ``process`` ends
+        first or ``timeout`` seconds pass (by default: this object's timeout).
+        """
+        waited = self.timeout if timeout is None else timeout
+        deadline = min(self._deadline, time.monotonic() + waited)
+        while True:
+            value = condition()
+            if value:
+                return value
+            if process.poll() is not None:
+                self._kill()
+                pytest.fail(f"{what} did not happen before the process ended.\n{self._printed()}")
+            if time.monotonic() >= deadline:
+                self._kill()
+                pytest.fail(
+                    f"{what} did not happen within {waited:g} s; every process group was "
+                    f"killed.\n{self._printed()}"
+                )
+            time.sleep(0.05)
 
     def wait(self, *, check: bool = True) -> list[Finished]:
         """Every process's end, in the order they started; fail the test on the timeout.
