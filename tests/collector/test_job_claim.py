@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -35,6 +34,7 @@ from rankscribe.ranks import (
     claim_job_dir,
 )
 from rankscribe.writer import scalars
+from tests._support.launchers import clean_environment, run_bounded
 
 NO_LANDSCAPE = {"collect_landscape": None}
 PROCESS_TIMEOUT = 60
@@ -72,16 +72,8 @@ class RankZeroAlone(Coordinator):
 def another_job_claims(directory: Path) -> None:
     """``directory`` claimed by another process, as another job's rank 0 does."""
     code = "import sys; from rankscribe.ranks import claim_job_dir; claim_job_dir(sys.argv[1])"
-    environ = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in {"RANK", "WORLD_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"}
-    }
-    subprocess.run(
-        [sys.executable, "-c", code, str(directory)],
-        check=True,
-        timeout=PROCESS_TIMEOUT,
-        env=environ,
+    run_bounded(
+        [sys.executable, "-c", code, directory], timeout=PROCESS_TIMEOUT, env=clean_environment()
     )
 
 
