@@ -156,12 +156,13 @@ class Launches:
     def wait_until(
         self,
         process: subprocess.Popen[bytes],
-        condition: Callable[[], _T],
+        condition: Callable[[], _T | None],
         what: str,
         *,
         timeout: float | None = None,
+        every: float = 0.05,
     ) -> _T:
-        """``condition()``'s first true value, asked while ``process`` runs.
+        """``condition()``'s first true value, asked every ``every`` seconds while ``process`` runs.
 
         The test fails with what every process printed when ``process`` ends
         first or ``timeout`` seconds pass (by default: this object's timeout).
@@ -181,7 +182,7 @@ class Launches:
                     f"{what} did not happen within {waited:g} s; every process group was "
                     f"killed.\n{self._printed()}"
                 )
-            time.sleep(0.05)
+            time.sleep(every)
 
     def wait(self, *, check: bool = True) -> list[Finished]:
         """Every process's end, in the order they started; fail the test on the timeout.
