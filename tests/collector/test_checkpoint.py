@@ -30,7 +30,7 @@ from rankscribe.collector import (
 )
 from rankscribe.collector.adapters import network_parameters
 from rankscribe.collector.errors import CheckpointTypeError, CheckpointValueError
-from tests._support.launchers import clean_environment, run_bounded
+from tests._support.launchers import clean_environment, drop_launcher_variables, run_bounded
 
 
 class FakeClock:
@@ -98,18 +98,9 @@ def saved_step(path: Path) -> int:
 
 
 @pytest.fixture
-def single_process(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def single_process(monkeypatch: pytest.MonkeyPatch) -> None:
     """No launcher variables: rank detection sees one process."""
-    for name in (
-        "OMPI_COMM_WORLD_RANK",
-        "PMI_RANK",
-        "PMIX_RANK",
-        "RANK",
-        "WORLD_SIZE",
-        "SLURM_PROCID",
-    ):
-        monkeypatch.delenv(name, raising=False)
-    yield
+    drop_launcher_variables(monkeypatch)
 
 
 pytestmark = pytest.mark.usefixtures("single_process")
