@@ -260,6 +260,25 @@ def run_bounded(
     return finished
 
 
+def torchrun(script: Path, *arguments: str | Path, ranks: int = 2) -> list[str]:
+    """``torchrun`` (beside this python) running ``script`` on ``ranks`` processes of this host.
+
+    A failed rank fails the job (no restart), and the agent sees it within 0.2 s.
+    """
+    return [
+        str(Path(sys.executable).with_name("torchrun")),
+        "--standalone",
+        "--nproc_per_node",
+        str(ranks),
+        "--max-restarts",
+        "0",
+        "--monitor-interval",
+        "0.2",
+        str(script),
+        *map(str, arguments),
+    ]
+
+
 def run_tool(
     script: Path,
     root: Path,
