@@ -32,6 +32,17 @@ def _alive(pid: int) -> bool:
     return status.exists() and "State:\tZ" not in status.read_text()
 
 
+def assert_the_rank_died(message: str) -> None:
+    """The rank LAUNCHER started, named in a failure's ``message``, is gone within 10 s."""
+    said = re.search(r"rank (\d+)", message)
+    assert said is not None
+    rank = int(said.group(1))
+    deadline = time.monotonic() + 10
+    while _alive(rank) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(rank)
+
+
 def test_a_job_past_its_timeout_is_killed_with_its_ranks_and_fails_with_its_output() -> None:
     started = time.monotonic()
     with pytest.raises(pytest.fail.Exception) as failed:
@@ -40,13 +51,7 @@ def test_a_job_past_its_timeout_is_killed_with_its_ranks_and_fails_with_its_outp
     message = str(failed.value)
     assert "did not end within 3 s; every process group was killed" in message
     assert "on stderr" in message
-    said = re.search(r"rank (\d+)", message)
-    assert said is not None
-    rank = int(said.group(1))
-    deadline = time.monotonic() + 10
-    while _alive(rank) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(rank)
+    assert_the_rank_died(message)
 
 
 def test_a_failed_job_fails_the_test_with_what_it_printed(tmp_path: Path) -> None:
@@ -143,10 +148,4 @@ def test_wait_until_fails_on_its_timeout_and_kills_the_group() -> None:
     assert time.monotonic() - started < 30
     message = str(failed.value)
     assert "the first step did not happen within 2 s; every process group was killed" in message
-    said = re.search(r"rank (\d+)", message)
-    assert said is not None
-    rank = int(said.group(1))
-    deadline = time.monotonic() + 10
-    while _alive(rank) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(rank)
+    assert_the_rank_died(message)
