@@ -27,6 +27,11 @@ class MpiLauncher:
     def __init__(self, path: str) -> None:
         self.path = path
 
+    @staticmethod
+    def python(script: Path, *arguments: str | Path) -> list[str]:
+        """``python -m mpi4py script arguments``: a rank's uncaught error aborts the whole job."""
+        return [sys.executable, "-m", "mpi4py", str(script), *map(str, arguments)]
+
     def run(self, ranks: int, *argv: str, cwd: Path, timeout: float) -> MpiRun:
         # On a timeout the whole job (launcher and ranks) is killed and the test fails.
         with Launches(timeout) as launches:

@@ -11,7 +11,6 @@ the same moment.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,25 +26,15 @@ COLLECTED_STEPS = [1, *range(3, 61, 3)]
 FIRST_LOSS = {"A": 1.0, "B": 11.0}
 
 
-def scenario(tmp_path: Path, job: str, summary: Path, on_exists: str) -> list[str]:
+def scenario(mpi: Any, tmp_path: Path, job: str, summary: Path, on_exists: str) -> list[str]:
     """The ``job`` scenario's command for ``job`` (its output directory made)."""
     out = tmp_path / f"out_{job}"
     out.mkdir()
-    return [
-        sys.executable,
-        "-m",
-        "mpi4py",
-        str(SCENARIOS),
-        "job",
-        str(out),
-        str(summary),
-        on_exists,
-        str(FIRST_LOSS[job]),
-    ]
+    return mpi.python(SCENARIOS, "job", out, summary, on_exists, str(FIRST_LOSS[job]))
 
 
 def start(mpi: Any, tmp_path: Path, job: str, summary: Path, on_exists: str = "new") -> Any:
-    command = scenario(tmp_path, job, summary, on_exists)
+    command = scenario(mpi, tmp_path, job, summary, on_exists)
     return mpi.run(RANKS, *command, cwd=tmp_path, timeout=JOB_TIMEOUT)
 
 
@@ -99,7 +88,7 @@ def test_two_jobs_started_at_once_get_a_directory_each(mpi: Any, tmp_path: Path)
     # Both at once; a job past JOB_TIMEOUT is killed, with both, and the test fails.
     with Launches(JOB_TIMEOUT) as launches:
         for job in FIRST_LOSS:
-            command = scenario(tmp_path, job, summary, "new")
+            command = scenario(mpi, tmp_path, job, summary, "new")
             mpi.start(launches, RANKS, *command, cwd=tmp_path)
         runs = dict(zip(FIRST_LOSS, launches.wait(check=False), strict=True))
     assert sorted(runs) == ["A", "B"]

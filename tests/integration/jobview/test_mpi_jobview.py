@@ -38,17 +38,7 @@ Points = dict[str, dict[int, float]]
 
 def launch(mpi: Any, scenario: str, out: Path) -> Any:
     out.mkdir(parents=True)
-    return mpi.run(
-        RANKS,
-        sys.executable,
-        "-m",
-        "mpi4py",
-        str(SCENARIOS),
-        scenario,
-        str(out),
-        cwd=out,
-        timeout=JOB_TIMEOUT,
-    )
+    return mpi.run(RANKS, *mpi.python(SCENARIOS, scenario, out), cwd=out, timeout=JOB_TIMEOUT)
 
 
 def read_scalars(directory: Path, *, job: bool = False) -> Points:

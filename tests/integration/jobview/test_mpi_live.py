@@ -91,9 +91,7 @@ def live_state(job_dir: Path) -> dict[str, Any]:
 
 def start_job(launches: Launches, mpi: Any, tmp_path: Path, *argv: str) -> subprocess.Popen[bytes]:
     """The scenario under ``mpiexec -n RANKS``, running while the test reads its files."""
-    return mpi.start(
-        launches, RANKS, sys.executable, "-m", "mpi4py", str(SCENARIO), *argv, cwd=tmp_path
-    )
+    return mpi.start(launches, RANKS, *mpi.python(SCENARIO, *argv), cwd=tmp_path)
 
 
 def test_live_job_view_grows_survives_sigkill_and_merge_completes_it(
