@@ -21,13 +21,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import IO
+from typing import IO, TypeVar
 
 import pytest
+
+_T = TypeVar("_T")
 
 #: What launchers (torchrun, mpiexec, Slurm) and a job claim leave in the environment: a
 #: job a test starts is its own, with none of the test runner's.
@@ -151,6 +153,37 @@ class Launches:
         [started] = [started for started in self._started if started.process is process]
         return _text(started.output)
 
+    def wait_until(
+        self,
+        process: subprocess.Popen[bytes],
+        condition: Callable[[], _T | None],
+        what: str,
+        *,
+        timeout: float | None = None,
+        every: float = 0.05,
+    ) -> _T:
+        """``condition()``'s first true value, asked every ``every`` seconds while ``process`` runs.
+
+        The test fails with what every process printed when ``process`` ends
+        first or ``timeout`` seconds pass (by default: this object's timeout).
+        """
+        waited = self.timeout if timeout is None else timeout
+        deadline = min(self._deadline, time.monotonic() + waited)
+        while True:
+            value = condition()
+            if value:
+                return value
+            if process.poll() is not None:
+                self._kill()
+                pytest.fail(f"{what} did not happen before the process ended.\n{self._printed()}")
+            if time.monotonic() >= deadline:
+                self._kill()
+                pytest.fail(
+                    f"{what} did not happen within {waited:g} s; every process group was "
+                    f"killed.\n{self._printed()}"
+                )
+            time.sleep(every)
+
     def wait(self, *, check: bool = True) -> list[Finished]:
         """Every process's end, in the order they started; fail the test on the timeout.
 
@@ -225,6 +258,25 @@ def run_bounded(
         launches.start(command, env=env, cwd=cwd, stderr_apart=stderr_apart)
         [finished] = launches.wait(check=check)
     return finished
+
+
+def torchrun(script: Path, *arguments: str | Path, ranks: int = 2) -> list[str]:
+    """``torchrun`` (beside this python) running ``script`` on ``ranks`` processes of this host.
+
+    A failed rank fails the job (no restart), and the agent sees it within 0.2 s.
+    """
+    return [
+        str(Path(sys.executable).with_name("torchrun")),
+        "--standalone",
+        "--nproc_per_node",
+        str(ranks),
+        "--max-restarts",
+        "0",
+        "--monitor-interval",
+        "0.2",
+        str(script),
+        *map(str, arguments),
+    ]
 
 
 def run_tool(

@@ -12,6 +12,7 @@ import pytest
 
 from rankscribe.collector import ArrayDataset, ArrayNetwork, ArrayOptimizer
 from rankscribe.writer import load_dir
+from tests._support.launchers import drop_launcher_variables
 
 GRAPH = {
     "name": "tiny",
@@ -95,8 +96,7 @@ def read_values() -> Callable[[str | os.PathLike[str], str, str], dict[int, Any]
 def _no_hyper_config(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests do not inherit a MINDINSIGHT_HYPER_CONFIG or a launcher's rank variables."""
     monkeypatch.delenv("MINDINSIGHT_HYPER_CONFIG", raising=False)
-    for name in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "RANK", "SLURM_PROCID"):
-        monkeypatch.delenv(name, raising=False)
+    drop_launcher_variables(monkeypatch)
 
 
 @pytest.fixture

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import textwrap
 import types
@@ -17,6 +15,7 @@ import pytest
 from rankscribe.collector import ArrayDataset, ArrayNetwork, ArrayOptimizer, adapters
 from rankscribe.collector.adapters import AdapterRegistry, DatasetView
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
+from tests._support.launchers import clean_environment, run_bounded
 
 
 @pytest.fixture
@@ -121,8 +120,8 @@ def test_torch_is_not_imported_for_numpy_runs(tmp_path: Path) -> None:
         assert "torch" not in sys.modules, "torch was imported"
         import torch  # the control: the fake is importable and leaves its marker
     """)
-    environment = {**os.environ, "PYTHONPATH": str(tmp_path / "fake")}
-    subprocess.run([sys.executable, "-c", script], check=True, env=environment, timeout=60)
+    environment = clean_environment(PYTHONPATH=str(tmp_path / "fake"))
+    run_bounded([sys.executable, "-c", script], timeout=60, env=environment)
     assert marker.exists()
 
 

@@ -4,15 +4,14 @@ For each name of ``rankscribe.collector.__all__`` that takes arguments, a call
 that works is given below; the sweep replaces one argument at a time with
 wrong values chosen from its annotation (None or an int where a path belongs,
 a str, a bool or a float where an int belongs, a str where a flag belongs, an
-int where a str, a mapping or a function belongs). Each must be refused with
+int where a str, a mapping or a function belongs, a word outside a choice's
+words or an int where a choice belongs). Each must be refused with
 the package's error (:class:`CollectorError`) naming the argument, not with a
 raw ``TypeError``/``AttributeError`` from deep inside, and not accepted.
 """
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +21,14 @@ import pytest
 from rankscribe import collector
 from rankscribe.collector import ArrayNetwork
 from rankscribe.collector.errors import CollectorError
+from tests._support.sweeps import (
+    ValidCalls,
+    assert_swept_or_left_out,
+    public_callables,
+    refusal,
+    sweep_cases,
+)
 
-Arguments = tuple[tuple[Any, ...], dict[str, Any]]
 PARAMETERS = {"w": np.ones((2, 2), dtype=np.float32)}
 
 
@@ -36,7 +41,7 @@ def _saved(tmp_path: Path) -> str:
 
 
 # name -> a call that works: (positional, keyword) arguments made in tmp_path
-VALID: dict[str, Callable[[Path], Arguments]] = {
+VALID: ValidCalls = {
     "ArrayDataset": lambda t: ((np.zeros((4, 2)),), {"batch_size": 2}),
     "ArrayNetwork": lambda t: ((PARAMETERS,), {}),
     "ArrayOptimizer": lambda t: ((PARAMETERS,), {}),
@@ -70,16 +75,7 @@ LEFT_OUT = {
 }
 
 
-def _public() -> dict[str, Callable[..., Any]]:
-    return {
-        name: getattr(collector, name)
-        for name in collector.__all__
-        if callable(getattr(collector, name))
-        and not (
-            isinstance(getattr(collector, name), type)
-            and issubclass(getattr(collector, name), Exception)
-        )
-    }
+PUBLIC = public_callables(collector)
 
 
 def _wrong_values(name: str, annotation: str) -> list[Any]:  # noqa: PLR0911 - one per form
@@ -99,47 +95,25 @@ def _wrong_values(name: str, annotation: str) -> list[Any]:  # noqa: PLR0911 - o
         return ["1", True] + ([] if optional else [None])
     if annotation.startswith("str"):
         return [5] + ([] if optional else [None])
+    if annotation == "OnExists":  # one of the words "new", "error", "append"
+        return ["sometimes", 5]
     return []
 
 
-def _cases() -> list[Any]:
-    cases = []
-    for function_name, function in sorted(_public().items()):
-        if function_name not in VALID:
-            continue
-        for parameter in inspect.signature(function).parameters.values():
-            for wrong in _wrong_values(parameter.name, str(parameter.annotation)):
-                cases.append(
-                    pytest.param(
-                        function_name,
-                        parameter.name,
-                        wrong,
-                        id=f"{function_name}({parameter.name}={wrong!r})",
-                    )
-                )
-    return cases
-
-
 def test_every_public_name_is_swept_or_left_out_with_a_reason() -> None:
-    assert set(_public()) == set(VALID) | LEFT_OUT
-    assert not set(VALID) & LEFT_OUT
+    assert_swept_or_left_out(PUBLIC, VALID, LEFT_OUT)
 
 
-@pytest.mark.parametrize(("function_name", "argument", "wrong"), _cases())
+@pytest.mark.parametrize(
+    ("function_name", "argument", "wrong"), sweep_cases(PUBLIC, VALID, _wrong_values)
+)
 def test_a_wrong_argument_is_refused_by_name(
     tmp_path: Path, function_name: str, argument: str, wrong: Any
 ) -> None:
-    function = _public()[function_name]
-    positional, keywords = VALID[function_name](tmp_path)
-    bound = inspect.signature(function).bind_partial(*positional, **keywords)
-    bound.arguments[argument] = wrong
-    with pytest.raises(CollectorError) as caught:
-        function(*bound.args, **bound.kwargs)
-    assert argument in str(caught.value), str(caught.value)
-    assert isinstance(caught.value, (TypeError, ValueError, OSError))
+    refusal(PUBLIC[function_name], VALID[function_name](tmp_path), argument, wrong, CollectorError)
 
 
 @pytest.mark.parametrize("function_name", sorted(VALID))
 def test_the_valid_call_of_the_sweep_works(tmp_path: Path, function_name: str) -> None:
     positional, keywords = VALID[function_name](tmp_path)
-    _public()[function_name](*positional, **keywords)
+    PUBLIC[function_name](*positional, **keywords)

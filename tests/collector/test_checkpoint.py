@@ -12,7 +12,6 @@ import os
 import re
 import signal
 import stat
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +30,7 @@ from rankscribe.collector import (
 )
 from rankscribe.collector.adapters import network_parameters
 from rankscribe.collector.errors import CheckpointTypeError, CheckpointValueError
+from tests._support.launchers import clean_environment, drop_launcher_variables, run_bounded
 
 
 class FakeClock:
@@ -98,18 +98,9 @@ def saved_step(path: Path) -> int:
 
 
 @pytest.fixture
-def single_process(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def single_process(monkeypatch: pytest.MonkeyPatch) -> None:
     """No launcher variables: rank detection sees one process."""
-    for name in (
-        "OMPI_COMM_WORLD_RANK",
-        "PMI_RANK",
-        "PMIX_RANK",
-        "RANK",
-        "WORLD_SIZE",
-        "SLURM_PROCID",
-    ):
-        monkeypatch.delenv(name, raising=False)
-    yield
+    drop_launcher_variables(monkeypatch)
 
 
 pytestmark = pytest.mark.usefixtures("single_process")
@@ -732,27 +723,14 @@ def hidden(directory: Path) -> list[str]:
 
 
 def test_a_killed_save_leaves_a_temporary_the_next_run_removes(tmp_path: Path) -> None:
-    environment = {
-        key: value
-        for key, value in os.environ.items()
-        if key
-        not in (
-            "OMPI_COMM_WORLD_RANK",
-            "PMI_RANK",
-            "PMIX_RANK",
-            "RANK",
-            "WORLD_SIZE",
-            "SLURM_PROCID",
-        )
-    }
-    killed = subprocess.run(
-        [sys.executable, "-c", KILLED_SAVE, str(tmp_path)],
-        env=environment,
-        capture_output=True,
+    killed = run_bounded(
+        [sys.executable, "-c", KILLED_SAVE, tmp_path],
         timeout=120,
+        env=clean_environment(),
         check=False,
+        stderr_apart=True,
     )
-    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
     [temporary] = hidden(tmp_path)
     assert re.fullmatch(r"\.CKP-1_1\.ckpt\.[0-9a-f]+\.tmp", temporary)
     assert checkpoints(tmp_path) == []

@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import subprocess
 import sys
 import textwrap
 import threading
@@ -28,21 +27,12 @@ from rankscribe.collector import (
 from rankscribe.collector.checkpoint import _format as checkpoint_format
 from rankscribe.collector.errors import CheckpointTimeoutError, CheckpointWriteError
 from rankscribe.writer.files import atomic_write
-
-LAUNCHER_VARIABLES = (
-    "OMPI_COMM_WORLD_RANK",
-    "PMI_RANK",
-    "PMIX_RANK",
-    "RANK",
-    "WORLD_SIZE",
-    "SLURM_PROCID",
-)
+from tests._support.launchers import Launches, clean_environment, drop_launcher_variables
 
 
 @pytest.fixture(autouse=True)
 def single_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in LAUNCHER_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
+    drop_launcher_variables(monkeypatch)
 
 
 class Gate:
@@ -266,24 +256,14 @@ def test_kill_during_a_background_save_leaves_only_complete_checkpoints(tmp_path
     script = tmp_path / "train.py"
     script.write_text(CRASHING_SCRIPT)
     directory = tmp_path / "ckpt"
-    environment = {
-        name: value for name, value in os.environ.items() if name not in LAUNCHER_VARIABLES
-    }
-    process = subprocess.Popen(
-        [sys.executable, str(script), str(directory)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=environment,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        assert line.strip() == "HALF", process.stderr.read() if process.stderr else ""
+    with Launches(timeout=120) as launches:
+        process = launches.start([sys.executable, script, directory], env=clean_environment())
+        launches.wait_until(
+            process, lambda: launches.printed(process).startswith("HALF\n"), "the half write"
+        )
         os.kill(process.pid, signal.SIGKILL)
-    finally:
-        process.kill()
-        process.communicate(timeout=30)
+        [killed] = launches.wait(check=False)
+    assert killed.returncode == -signal.SIGKILL, killed.output
     names = files(directory)
     assert [name for name in names if name.endswith(".ckpt")] == ["CKP-1_1.ckpt", "CKP-1_2.ckpt"]
     for step in (1, 2):

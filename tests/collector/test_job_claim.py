@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -27,14 +26,14 @@ from rankscribe.collector.errors import CollectorValueError
 from rankscribe.lineage import get_summary_lineage
 from rankscribe.ranks import (
     CLAIM_FILE_NAME,
-    Coordinator,
     FileCoordinator,
-    GatherResult,
     JobDirClaimedError,
     RankInfo,
     claim_job_dir,
 )
 from rankscribe.writer import scalars
+from tests._support.launchers import clean_environment, run_bounded
+from tests.collector.coordinators import RankZeroAlone
 
 NO_LANDSCAPE = {"collect_landscape": None}
 PROCESS_TIMEOUT = 60
@@ -51,44 +50,18 @@ def info(rank: int, world_size: int = 2) -> RankInfo:
     )
 
 
-class RankZeroAlone(Coordinator):
-    """Rank 0 of a job of 2 whose rank 1 never reports."""
-
-    backend = "test"
-
-    def __init__(self) -> None:
-        super().__init__(info(0))
-
-    def _gather(self, obj: Any, root: int, deadline: Any, sequence: int) -> Any:
-        return GatherResult(root=0, rank=0, world_size=2, values={0: obj}, missing=(1,))
-
-    def _bcast(self, obj: Any, root: int, deadline: Any, sequence: int) -> Any:
-        return obj
-
-    def _barrier(self, deadline: Any, sequence: int) -> None:
-        return None
-
-
 def another_job_claims(directory: Path) -> None:
     """``directory`` claimed by another process, as another job's rank 0 does."""
     code = "import sys; from rankscribe.ranks import claim_job_dir; claim_job_dir(sys.argv[1])"
-    environ = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in {"RANK", "WORLD_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"}
-    }
-    subprocess.run(
-        [sys.executable, "-c", code, str(directory)],
-        check=True,
-        timeout=PROCESS_TIMEOUT,
-        env=environ,
+    run_bounded(
+        [sys.executable, "-c", code, directory], timeout=PROCESS_TIMEOUT, env=clean_environment()
     )
 
 
 def train(directory: Path, rank: int = 0, **arguments: Any) -> SummaryCollector:
     network = ArrayNetwork({"w": np.ones(3, np.float32)}, name="TinyNet")
     data = ArrayDataset(np.zeros((6, 2), np.float32), batch_size=2)
-    arguments.setdefault("coordinator", RankZeroAlone())
+    arguments.setdefault("coordinator", RankZeroAlone(info(0)))
     collector = SummaryCollector(
         directory,
         collect_freq=1,
@@ -152,7 +125,7 @@ def test_on_exists_append_keeps_writing_into_the_directory(tmp_path: Path) -> No
 
 def test_a_directory_this_job_claimed_first_is_used_as_it_is(tmp_path: Path) -> None:
     # What the examples and the framework integrations do: claim, then make the collector.
-    claimed = claim_job_dir(tmp_path / "exp", coordinator=RankZeroAlone()).directory
+    claimed = claim_job_dir(tmp_path / "exp", coordinator=RankZeroAlone(info(0))).directory
     held = (claimed / CLAIM_FILE_NAME).read_text()
     collector = train(claimed)
     assert collector.summary_dir == str(claimed)

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from rankscribe.collector import ModelCheckpoint, SummaryCollector, TrainLoop
-from rankscribe.ranks import Coordinator, GatherResult, RankInfo
+from rankscribe.ranks import RankInfo
 from rankscribe.writer.files import GROUP_READABLE_ENV
+from tests._support.launchers import drop_launcher_variables
+from tests._support.modes import umask_022  # noqa: F401 - autouse: every test here runs under it
+from tests.collector.coordinators import RankZeroAlone
 
 LANDSCAPE = {"collect_landscape": {"unit": "step", "intervals": [[1, 2, 3]]}}
 
@@ -28,20 +30,8 @@ def mode(path: Path) -> int:
 
 
 @pytest.fixture(autouse=True)
-def umask_022(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for name in (
-        "OMPI_COMM_WORLD_RANK",
-        "PMI_RANK",
-        "PMIX_RANK",
-        "RANK",
-        "WORLD_SIZE",
-        "SLURM_PROCID",
-        GROUP_READABLE_ENV,
-    ):
-        monkeypatch.delenv(name, raising=False)
-    previous = os.umask(0o022)
-    yield
-    os.umask(previous)
+def single_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    drop_launcher_variables(monkeypatch)
 
 
 @pytest.fixture(params=[False, True], ids=["private", "group-readable"])
@@ -99,21 +89,6 @@ def test_landscape_directory_lock_and_files(model: Any, tmp_path: Path, shared: 
     assert mode(landscape / "train_metadata.json.lock") == expected(shared, "lock")
     assert mode(landscape / "train_metadata.json") == expected(shared, "file")
     assert mode(landscape / "TinyNet_1_step.ckpt") == expected(shared, "file")
-
-
-class RankZeroAlone(Coordinator):
-    """Rank 0 of a job of 2 whose rank 1 never reports."""
-
-    backend = "test"
-
-    def _gather(self, obj: Any, root: int, deadline: Any, sequence: int) -> Any:
-        return GatherResult(root=0, rank=0, world_size=2, values={0: obj}, missing=(1,))
-
-    def _bcast(self, obj: Any, root: int, deadline: Any, sequence: int) -> Any:
-        return obj
-
-    def _barrier(self, deadline: Any, sequence: int) -> None:
-        return None
 
 
 def test_the_merge_lock(model: Any, tmp_path: Path, shared: bool) -> None:

@@ -8,6 +8,8 @@ import pytest
 import torch
 from torch import nn
 
+from tests._support.launchers import drop_launcher_variables
+
 torch.set_num_threads(1)  # CI has 2 shared cores; these models are tiny
 
 
@@ -46,6 +48,5 @@ def net() -> Net:
 def _no_hyper_config(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Tests do not inherit a MINDINSIGHT_HYPER_CONFIG or a launcher's rank variables."""
     monkeypatch.delenv("MINDINSIGHT_HYPER_CONFIG", raising=False)
-    for name in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "RANK", "SLURM_PROCID"):
-        monkeypatch.delenv(name, raising=False)
+    drop_launcher_variables(monkeypatch)
     yield

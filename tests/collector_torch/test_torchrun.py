@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,10 +18,9 @@ import pytest
 from rankscribe.lineage import get_summary_lineage, parse_run
 from rankscribe.ranks import JOB_RENDEZVOUS_DIRNAME
 from rankscribe.writer import load_dir
-from tests._support.launchers import clean_environment, run_bounded
+from tests._support.launchers import clean_environment, run_bounded, torchrun
 
 SCRIPT = Path(__file__).resolve().parent / "torchrun_train.py"
-TORCHRUN = Path(sys.executable).parent / "torchrun"
 #: No job may outlive this, whatever happens inside it (importing torch is slow here).
 JOB_TIMEOUT = 180
 MERGE_TIMEOUT = 4.0
@@ -42,21 +40,7 @@ class Job:
 def run_torchrun(tmp_path: Path, scenario: str, merge_timeout: float) -> Job:
     summary, out = tmp_path / "summary", tmp_path / "out"
     out.mkdir()
-    command = [
-        str(TORCHRUN),
-        "--standalone",
-        "--nproc_per_node",
-        "2",
-        "--max-restarts",
-        "0",
-        "--monitor-interval",
-        "0.2",
-        str(SCRIPT),
-        str(summary),
-        str(out),
-        scenario,
-        str(merge_timeout),
-    ]
+    command = torchrun(SCRIPT, summary, out, scenario, str(merge_timeout))
     result = run_bounded(
         command, env=clean_environment(), cwd=tmp_path, timeout=JOB_TIMEOUT, check=False
     )

@@ -8,7 +8,6 @@ is 40 ms longer. The clean job of the same launch flags nothing.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +17,9 @@ import pytest
 from rankscribe.lineage import parse_run
 from rankscribe.lineage.jobview import FORWARD_TIME_TAG, STEP_TIME_TAG, verdict_lines
 from rankscribe.writer.reader import scalars
-from tests._support.launchers import clean_environment, run_bounded
+from tests._support.launchers import clean_environment, run_bounded, torchrun
 
 SCRIPT = Path(__file__).resolve().parent / "torchrun_ddp.py"
-TORCHRUN = Path(sys.executable).parent / "torchrun"
 JOB_TIMEOUT = 240
 STEPS, SLOW_RANK, SLOW_SECONDS = 12, 1, 0.040  # torchrun_ddp
 
@@ -29,20 +27,8 @@ STEPS, SLOW_RANK, SLOW_SECONDS = 12, 1, 0.040  # torchrun_ddp
 @pytest.fixture(scope="module")
 def jobs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("ddp")
-    command = [
-        str(TORCHRUN),
-        "--standalone",
-        "--nproc_per_node",
-        "2",
-        "--max-restarts",
-        "0",
-        "--monitor-interval",
-        "0.2",
-        str(SCRIPT),
-        str(out),
-    ]
     result = run_bounded(
-        command,
+        torchrun(SCRIPT, out),
         env=clean_environment(OMP_NUM_THREADS="1"),
         cwd=out,
         timeout=JOB_TIMEOUT,

@@ -1,4 +1,4 @@
-"""What every real-``mpiexec`` test needs: the launcher, and a bounded job run.
+"""What every real-``mpiexec`` test needs: the launcher, and a bounded job run or start.
 
 The ``mpi`` tox env installs MPICH from PyPI (its ``mpiexec`` sits next to the
 env's python) and sets RANKSCRIBE_REQUIRE_MPI, so there a missing launcher
@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests._support.launchers import Finished, run_bounded
+from tests._support.launchers import Finished, Launches
 
 #: A finished job: returncode, seconds, and output (stdout and stderr of every rank, interleaved).
 MpiRun = Finished
@@ -26,18 +27,29 @@ class MpiLauncher:
     def __init__(self, path: str) -> None:
         self.path = path
 
+    @staticmethod
+    def python(script: Path, *arguments: str | Path) -> list[str]:
+        """``python -m mpi4py script arguments``: a rank's uncaught error aborts the whole job."""
+        return [sys.executable, "-m", "mpi4py", str(script), *map(str, arguments)]
+
     def run(self, ranks: int, *argv: str, cwd: Path, timeout: float) -> MpiRun:
-        print("running: mpiexec -n", ranks, *argv[1:3], flush=True)
         # On a timeout the whole job (launcher and ranks) is killed and the test fails.
-        run = run_bounded(
-            [self.path, "-n", str(ranks), *argv],
-            timeout=timeout,
-            cwd=cwd,
-            env=dict(os.environ, OMP_NUM_THREADS="1"),
-            check=False,
-        )
+        with Launches(timeout) as launches:
+            self.start(launches, ranks, *argv, cwd=cwd)
+            [run] = launches.wait(check=False)
         print(run.output, flush=True)
         return run
+
+    def start(
+        self, launches: Launches, ranks: int, *argv: str, cwd: Path
+    ) -> subprocess.Popen[bytes]:
+        """The job started among ``launches``, for a test that watches it while it runs."""
+        print("running: mpiexec -n", ranks, *argv[1:3], flush=True)
+        return launches.start(
+            [self.path, "-n", str(ranks), *argv],
+            cwd=cwd,
+            env=dict(os.environ, OMP_NUM_THREADS="1"),
+        )
 
 
 def _find_mpiexec() -> str | None:

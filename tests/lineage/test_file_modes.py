@@ -12,14 +12,7 @@ import pytest
 
 from rankscribe.lineage import filter_summary_lineage, merge_run_dir, write_hparams
 from rankscribe.writer.files import GROUP_READABLE_ENV
-
-
-@pytest.fixture(autouse=True)
-def umask_022(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.delenv(GROUP_READABLE_ENV, raising=False)
-    old = os.umask(0o022)
-    yield
-    os.umask(old)
+from tests._support.modes import umask_022  # noqa: F401 - autouse: every test here runs under it
 
 
 def mode(path: Path) -> int:

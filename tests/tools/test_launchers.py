@@ -32,6 +32,17 @@ def _alive(pid: int) -> bool:
     return status.exists() and "State:\tZ" not in status.read_text()
 
 
+def assert_the_rank_died(message: str) -> None:
+    """The rank LAUNCHER started, named in a failure's ``message``, is gone within 10 s."""
+    said = re.search(r"rank (\d+)", message)
+    assert said is not None
+    rank = int(said.group(1))
+    deadline = time.monotonic() + 10
+    while _alive(rank) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(rank)
+
+
 def test_a_job_past_its_timeout_is_killed_with_its_ranks_and_fails_with_its_output() -> None:
     started = time.monotonic()
     with pytest.raises(pytest.fail.Exception) as failed:
@@ -40,13 +51,7 @@ def test_a_job_past_its_timeout_is_killed_with_its_ranks_and_fails_with_its_outp
     message = str(failed.value)
     assert "did not end within 3 s; every process group was killed" in message
     assert "on stderr" in message
-    said = re.search(r"rank (\d+)", message)
-    assert said is not None
-    rank = int(said.group(1))
-    deadline = time.monotonic() + 10
-    while _alive(rank) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(rank)
+    assert_the_rank_died(message)
 
 
 def test_a_failed_job_fails_the_test_with_what_it_printed(tmp_path: Path) -> None:
@@ -111,3 +116,36 @@ def test_reading_a_running_process_s_output_leaves_what_it_prints_next_intact() 
         assert launches.printed(process) == "ready\n"
         [end] = launches.wait()
     assert end.output == "ready\nafter\n"
+
+
+def test_wait_until_returns_the_condition_s_value_while_the_process_runs() -> None:
+    code = "import time; print('ready', flush=True); time.sleep(600)"
+    with Launches(timeout=60) as launches:
+        process = launches.start([sys.executable, "-c", code])
+        said = launches.wait_until(
+            process, lambda: "ready" in launches.printed(process) and "said", "ready"
+        )
+        assert said == "said"
+        assert process.poll() is None  # still running: the test decides what happens to it
+    assert process.poll() is not None  # killed on leaving the block
+
+
+def test_wait_until_fails_with_the_output_when_the_process_ends_first() -> None:
+    code = "import sys; print('gave up', flush=True); sys.exit(2)"
+    with pytest.raises(pytest.fail.Exception) as failed, Launches(timeout=60) as launches:
+        process = launches.start([sys.executable, "-c", code])
+        launches.wait_until(process, lambda: False, "the first step")
+    message = str(failed.value)
+    assert "the first step did not happen before the process ended." in message
+    assert "(exit 2) printed:\ngave up" in message
+
+
+def test_wait_until_fails_on_its_timeout_and_kills_the_group() -> None:
+    started = time.monotonic()
+    with pytest.raises(pytest.fail.Exception) as failed, Launches(timeout=60) as launches:
+        process = launches.start([sys.executable, "-c", LAUNCHER])
+        launches.wait_until(process, lambda: False, "the first step", timeout=2)
+    assert time.monotonic() - started < 30
+    message = str(failed.value)
+    assert "the first step did not happen within 2 s; every process group was killed" in message
+    assert_the_rank_died(message)

@@ -19,17 +19,15 @@ from rankscribe.writer.files import (
     make_private_dir,
 )
 from rankscribe.writer.format import _names as names
+from tests._support import modes
+from tests._support.modes import umask_022  # noqa: F401 - autouse: every test here runs under it
 
 from .conftest import mode_of, summary_files, timestamp_of
 
 
-@pytest.fixture(autouse=True)
-def umask_022(monkeypatch: pytest.MonkeyPatch):
-    """The common umask, under which a default mkdir or open would be readable by others."""
-    monkeypatch.delenv(GROUP_READABLE_ENV, raising=False)
-    old = os.umask(0o022)
-    yield
-    os.umask(old)
+def test_the_umask_fixture_unsets_the_writer_s_group_readable_variable() -> None:
+    assert modes.GROUP_READABLE_ENV == GROUP_READABLE_ENV
+    assert GROUP_READABLE_ENV not in os.environ  # the fixture ran
 
 
 def export_tensors(record: SummaryRecord, steps: int = 20) -> None:

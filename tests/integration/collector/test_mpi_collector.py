@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,17 +41,7 @@ def run_job(mpi: Any, scenario: str, tmp_path: Path) -> Job:
     """Run ``scenario`` on RANKS ranks, bounded by JOB_TIMEOUT."""
     out = tmp_path / "out"
     out.mkdir()
-    run = mpi.run(
-        RANKS,
-        sys.executable,
-        "-m",
-        "mpi4py",
-        str(SCENARIOS),
-        scenario,
-        str(out),
-        cwd=tmp_path,
-        timeout=JOB_TIMEOUT,
-    )
+    run = mpi.run(RANKS, *mpi.python(SCENARIOS, scenario, out), cwd=tmp_path, timeout=JOB_TIMEOUT)
     records = {
         int(path.stem.split("_")[1]): json.loads(path.read_text())
         for path in out.glob("rank_*.json")

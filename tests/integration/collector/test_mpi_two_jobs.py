@@ -11,12 +11,11 @@ the same moment.
 from __future__ import annotations
 
 import json
-import sys
-import threading
 from pathlib import Path
 from typing import Any
 
 from rankscribe.writer import load_dir
+from tests._support.launchers import Launches
 
 HERE = Path(__file__).resolve().parent
 SCENARIOS = HERE / "collector_scenarios.py"
@@ -27,23 +26,16 @@ COLLECTED_STEPS = [1, *range(3, 61, 3)]
 FIRST_LOSS = {"A": 1.0, "B": 11.0}
 
 
-def start(mpi: Any, tmp_path: Path, job: str, summary: Path, on_exists: str = "new") -> Any:
+def scenario(mpi: Any, tmp_path: Path, job: str, summary: Path, on_exists: str) -> list[str]:
+    """The ``job`` scenario's command for ``job`` (its output directory made)."""
     out = tmp_path / f"out_{job}"
     out.mkdir()
-    return mpi.run(
-        RANKS,
-        sys.executable,
-        "-m",
-        "mpi4py",
-        str(SCENARIOS),
-        "job",
-        str(out),
-        str(summary),
-        on_exists,
-        str(FIRST_LOSS[job]),
-        cwd=tmp_path,
-        timeout=JOB_TIMEOUT,
-    )
+    return mpi.python(SCENARIOS, "job", out, summary, on_exists, str(FIRST_LOSS[job]))
+
+
+def start(mpi: Any, tmp_path: Path, job: str, summary: Path, on_exists: str = "new") -> Any:
+    command = scenario(mpi, tmp_path, job, summary, on_exists)
+    return mpi.run(RANKS, *command, cwd=tmp_path, timeout=JOB_TIMEOUT)
 
 
 def records(tmp_path: Path, job: str) -> dict[int, dict[str, Any]]:
@@ -55,13 +47,15 @@ def records(tmp_path: Path, job: str) -> dict[int, dict[str, Any]]:
 
 def losses(directory: Path) -> list[tuple[int, float]]:
     """(step, loss) of every loss point in a rank directory, in file order."""
-    return [
-        (event.step, float(value.value))
-        for event in load_dir(directory)
-        if event.what == "summary" and event.step is not None
-        for value in event.values
-        if (value.plugin, value.tag) == ("scalar", "loss/auto")
-    ]
+    points: list[tuple[int, float]] = []
+    for event in load_dir(directory):
+        if event.what != "summary" or event.step is None:
+            continue
+        for value in event.values:
+            if (value.plugin, value.tag) == ("scalar", "loss/auto"):
+                assert isinstance(value.value, float), value.value  # a scalar reads as a float
+                points.append((event.step, value.value))
+    return points
 
 
 def assert_only(summary_dir: Path, job: str) -> None:
@@ -91,17 +85,13 @@ def test_a_job_started_after_another_writes_into_the_next_directory(
 
 def test_two_jobs_started_at_once_get_a_directory_each(mpi: Any, tmp_path: Path) -> None:
     summary = tmp_path / "runs" / "exp"
-    runs: dict[str, Any] = {}
-
-    def launch(job: str) -> None:
-        runs[job] = start(mpi, tmp_path, job, summary)
-
-    threads = [threading.Thread(target=launch, args=(job,)) for job in FIRST_LOSS]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(JOB_TIMEOUT + 10)
-    assert sorted(runs) == ["A", "B"]  # the launcher kills a job at JOB_TIMEOUT
+    # Both at once; a job past JOB_TIMEOUT is killed, with both, and the test fails.
+    with Launches(JOB_TIMEOUT) as launches:
+        for job in FIRST_LOSS:
+            command = scenario(mpi, tmp_path, job, summary, "new")
+            mpi.start(launches, RANKS, *command, cwd=tmp_path)
+        runs = dict(zip(FIRST_LOSS, launches.wait(check=False), strict=True))
+    assert sorted(runs) == ["A", "B"]
     for run in runs.values():
         assert run.returncode == 0, run.output
     used = {job: {r["summary_dir"] for r in records(tmp_path, job).values()} for job in FIRST_LOSS}

@@ -11,7 +11,6 @@ and the merged lineage's ``user_defined`` verdicts.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ import pytest
 from rankscribe.lineage import parse_run
 from rankscribe.lineage.jobview import FINGERPRINT_TAG, STEP_TIME_TAG
 from rankscribe.writer.reader import scalars
+from tests._support.launchers import run_bounded
 
 HERE = Path(__file__).resolve().parent
 SCENARIOS = HERE / "jobview_scenarios.py"
@@ -38,17 +38,7 @@ Points = dict[str, dict[int, float]]
 
 def launch(mpi: Any, scenario: str, out: Path) -> Any:
     out.mkdir(parents=True)
-    return mpi.run(
-        RANKS,
-        sys.executable,
-        "-m",
-        "mpi4py",
-        str(SCENARIOS),
-        scenario,
-        str(out),
-        cwd=out,
-        timeout=JOB_TIMEOUT,
-    )
+    return mpi.run(RANKS, *mpi.python(SCENARIOS, scenario, out), cwd=out, timeout=JOB_TIMEOUT)
 
 
 def read_scalars(directory: Path, *, job: bool = False) -> Points:
@@ -171,12 +161,11 @@ def test_a_rank_that_dies_is_named_by_the_offline_merge(mpi: Any, tmp_path: Path
     assert run.returncode != 0, run.output  # MPICH ended the job
     job_dir = out / "job"
     assert not [path for path in job_dir.iterdir() if ".job." in path.name]  # nobody merged
-    merge = subprocess.run(
-        [str(Path(sys.executable).with_name("rankscribe-lineage")), "merge", str(job_dir)],
-        capture_output=True,
-        text=True,
+    merge = run_bounded(
+        [Path(sys.executable).with_name("rankscribe-lineage"), "merge", job_dir],
         timeout=120,
         check=False,
+        stderr_apart=True,
     )
     assert merge.returncode == 0, merge.stdout + merge.stderr
     [job_file] = [path.name for path in job_dir.iterdir() if path.name.endswith("_MS")]

@@ -26,16 +26,14 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 
 from rankscribe.lineage import parse_run
 from rankscribe.writer.reader import scalars
+from tests._support.launchers import Finished, Launches, run_bounded
 
 HERE = Path(__file__).resolve().parent
 SCENARIO = HERE / "live_scenarios.py"
@@ -45,6 +43,8 @@ SCRIPT_TAG = "script/rank_value"  # live_scenarios.SCRIPT_TAG
 START_TIMEOUT = 90.0
 GROW_TIMEOUT = 45.0
 MERGE_TIMEOUT = 60.0
+#: How often a wait reads the job's files (each read parses them).
+POLL_SECONDS = 0.2
 #: The stall scenario: rank 2 sleeps STALL_SECONDS in step STALL_STEP of STALL_RUN_STEPS.
 STALLED, STALL_STEP, STALL_SECONDS, STALL_RUN_STEPS = 2, 60, 9.0, 600
 #: live_scenarios.py's merge_timeout: the end of training waits no longer for a rank.
@@ -62,35 +62,18 @@ def job_points(job_dir: Path) -> Points:
     return found
 
 
-def wait_for(
-    condition: Callable[[], Any], timeout: float, what: str, process: subprocess.Popen[str]
-) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        if process.poll() is not None:
-            pytest.fail(
-                f"the job ended ({process.returncode}) before {what}:\n{process.communicate()[0]}"
-            )
-        time.sleep(0.2)
-    pytest.fail(f"{what} did not happen within {timeout} s")
-
-
-def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+def cli(*argv: str) -> Finished:
     """``rankscribe-lineage <argv>`` in a new process."""
-    return subprocess.run(
+    return run_bounded(
         [
             sys.executable,
             "-c",
             "import sys; from rankscribe.lineage.cli import main; sys.exit(main())",
             *argv,
         ],
-        capture_output=True,
-        text=True,
         timeout=MERGE_TIMEOUT,
         check=False,
+        stderr_apart=True,
     )
 
 
@@ -106,32 +89,30 @@ def live_state(job_dir: Path) -> dict[str, Any]:
         return {}
 
 
-def start_job(tmp_path: Path, mpiexec: str, *argv: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [mpiexec, "-n", str(RANKS), sys.executable, "-m", "mpi4py", str(SCENARIO), *argv],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-        cwd=tmp_path,
-        env=dict(os.environ, OMP_NUM_THREADS="1"),
-    )
+def start_job(launches: Launches, mpi: Any, tmp_path: Path, *argv: str) -> subprocess.Popen[bytes]:
+    """The scenario under ``mpiexec -n RANKS``, running while the test reads its files."""
+    return mpi.start(launches, RANKS, *mpi.python(SCENARIO, *argv), cwd=tmp_path)
 
 
 def test_live_job_view_grows_survives_sigkill_and_merge_completes_it(
     mpi: Any, tmp_path: Path
 ) -> None:
     job = tmp_path / "job"
-    process = start_job(tmp_path, mpi.path, str(job), "100000", "0.5")
-    try:
-        first = wait_for(
-            lambda: steps_of(job_points(job)), START_TIMEOUT, "the first live interval", process
-        )
-        second = wait_for(
-            lambda: found if len(found := steps_of(job_points(job))) > len(first) else None,
-            GROW_TIMEOUT,
-            "a second interval",
+    with Launches(START_TIMEOUT + GROW_TIMEOUT + MERGE_TIMEOUT + 30) as launches:
+        process = start_job(launches, mpi, tmp_path, str(job), "100000", "0.5")
+        first = launches.wait_until(
             process,
+            lambda: steps_of(job_points(job)),
+            "the first live interval",
+            timeout=START_TIMEOUT,
+            every=POLL_SECONDS,
+        )
+        second = launches.wait_until(
+            process,
+            lambda: found if len(found := steps_of(job_points(job))) > len(first) else None,
+            "a second interval",
+            timeout=GROW_TIMEOUT,
+            every=POLL_SECONDS,
         )
         assert first < second  # appended: every step of the first read is still there
         shown = cli("show", str(job))
@@ -142,10 +123,9 @@ def test_live_job_view_grows_survives_sigkill_and_merge_completes_it(
         assert "straggler: none" in shown.stdout
         # Each rank's last step, ranks that share one grouped: "ranks 0-2: 57" or "...".
         assert any(line.startswith("last step: rank") for line in lines), lines
-    finally:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.communicate(timeout=30)
-    assert process.returncode != 0
+        os.killpg(process.pid, signal.SIGKILL)  # the whole job, as a launcher does
+        [end] = launches.wait(check=False)
+    assert end.returncode != 0
 
     # After the kill: the file reads, with every step written before it.
     killed = job_points(job)
@@ -186,17 +166,6 @@ def test_a_stalled_rank_is_named_missing_the_view_carries_on_and_the_end_is_comp
     mpi: Any, tmp_path: Path
 ) -> None:
     job = tmp_path / "job"
-    process = start_job(
-        tmp_path,
-        mpi.path,
-        str(job),
-        str(STALL_RUN_STEPS),
-        "0.5",
-        str(STALLED),
-        str(STALL_STEP),
-        str(STALL_SECONDS),
-    )
-    started = time.monotonic()
     # Every bound together: the steps, the stall, the end's wait for rank 2, slack.
     job_timeout = START_TIMEOUT + STALL_SECONDS + SCENARIO_MERGE_TIMEOUT + 60
 
@@ -205,9 +174,24 @@ def test_a_stalled_rank_is_named_missing_the_view_carries_on_and_the_end_is_comp
         counts = job_points(job).get(f"{SCRIPT_TAG}/ranks", {})
         return {step for step, count in counts.items() if count == RANKS - 1}
 
-    try:
-        first = wait_for(
-            without_stalled, START_TIMEOUT, "a step written without the stalled rank", process
+    with Launches(job_timeout) as launches:
+        process = start_job(
+            launches,
+            mpi,
+            tmp_path,
+            str(job),
+            str(STALL_RUN_STEPS),
+            "0.5",
+            str(STALLED),
+            str(STALL_STEP),
+            str(STALL_SECONDS),
+        )
+        first = launches.wait_until(
+            process,
+            without_stalled,
+            "a step written without the stalled rank",
+            timeout=START_TIMEOUT,
+            every=POLL_SECONDS,
         )
         # Every step before the stall counted rank 2 (its step STALL_STEP ends after it).
         assert min(first) >= STALL_STEP
@@ -219,24 +203,20 @@ def test_a_stalled_rank_is_named_missing_the_view_carries_on_and_the_end_is_comp
         headline = shown.stdout.splitlines()[0]
         assert f"{RANKS - 1} of {RANKS} ranks in it (missing: {STALLED})" in headline, headline
         # The view carries on: a later interval adds more steps while rank 2 still sleeps.
-        later = wait_for(
-            lambda: found if len(found := without_stalled()) > len(first) else None,
-            GROW_TIMEOUT,
-            "a later interval without the stalled rank",
+        later = launches.wait_until(
             process,
+            lambda: found if len(found := without_stalled()) > len(first) else None,
+            "a later interval without the stalled rank",
+            timeout=GROW_TIMEOUT,
+            every=POLL_SECONDS,
         )
         assert first < later
         live = job_points(job)
         counted = live["job/ranks_in_interval"]
         assert any(counted[step] == RANKS - 1 for step in counted if step in later), counted
-        output, _ = process.communicate(timeout=job_timeout - (time.monotonic() - started))
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"the stalled job did not end within {job_timeout} s")
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.communicate(timeout=30)
-    assert process.returncode == 0, output
+        [end] = launches.wait(check=False)  # the test fails if it outlives job_timeout
+    output = end.output
+    assert end.returncode == 0, output
     assert f"rank {STALLED}: resumes" in output
     assert f"rank {STALLED} wrote no point for" in output  # the stalled rank said so itself
 
@@ -275,22 +255,32 @@ def test_a_rank_stalled_past_the_end_is_missing_and_the_others_end_within_the_ti
 ) -> None:
     job = tmp_path / "job"
     steps = 400
-    # Rank 2 sleeps through the others' end (the test kills it afterwards).
-    process = start_job(
-        tmp_path, mpi.path, str(job), str(steps), "0.5", str(STALLED), str(STALL_STEP), "600"
-    )
     ended = [tmp_path / f"ended-{rank}" for rank in range(RANKS) if rank != STALLED]
-    try:
-        wait_for(
-            lambda: all(path.exists() for path in ended),
-            START_TIMEOUT + SCENARIO_MERGE_TIMEOUT + GROW_TIMEOUT,
-            "the end of ranks 0 and 1",
+    wait = START_TIMEOUT + SCENARIO_MERGE_TIMEOUT + GROW_TIMEOUT
+    with Launches(wait + 30) as launches:
+        # Rank 2 sleeps through the others' end (the test kills it afterwards).
+        process = start_job(
+            launches,
+            mpi,
+            tmp_path,
+            str(job),
+            str(steps),
+            "0.5",
+            str(STALLED),
+            str(STALL_STEP),
+            "600",
+        )
+        launches.wait_until(
             process,
+            lambda: all(path.exists() for path in ended),
+            "the end of ranks 0 and 1",
+            timeout=wait,
+            every=POLL_SECONDS,
         )
         assert process.poll() is None  # rank 2 still sleeps
-    finally:
         os.killpg(process.pid, signal.SIGKILL)
-        output, _ = process.communicate(timeout=30)
+        [end] = launches.wait(check=False)
+    output = end.output
     # Rank 0 waited for rank 2's last round no longer than the merge timeout.
     for path in ended:
         seconds = float(path.read_text())

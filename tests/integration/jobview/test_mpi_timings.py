@@ -10,7 +10,6 @@ Checked from the files: the merged lineage's verdicts and the ranks' own tags.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -35,17 +34,7 @@ COMPUTE_TAG = f"{SECTION_TAG_PREFIX}compute"
 
 def launch(mpi: Any, ranks: int, scenario: str, out: Path) -> None:
     out.mkdir(parents=True)
-    run = mpi.run(
-        ranks,
-        sys.executable,
-        "-m",
-        "mpi4py",
-        str(SCENARIOS),
-        scenario,
-        str(out),
-        cwd=out,
-        timeout=JOB_TIMEOUT,
-    )
+    run = mpi.run(ranks, *mpi.python(SCENARIOS, scenario, out), cwd=out, timeout=JOB_TIMEOUT)
     assert run.returncode == 0, run.output
 
 

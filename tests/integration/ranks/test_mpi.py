@@ -8,7 +8,6 @@ The test ids carry the rank count (``[n=4]``).
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,17 +39,7 @@ def run_job(mpi: Any, scenario: str, ranks: int, tmp_path: Path) -> Job:
     """Run ``scenario`` on ``ranks`` ranks, bounded by JOB_TIMEOUT."""
     out = tmp_path / "out"
     out.mkdir()
-    run = mpi.run(
-        ranks,
-        sys.executable,
-        "-m",
-        "mpi4py",
-        str(SCENARIOS),
-        scenario,
-        str(out),
-        cwd=tmp_path,
-        timeout=JOB_TIMEOUT,
-    )
+    run = mpi.run(ranks, *mpi.python(SCENARIOS, scenario, out), cwd=tmp_path, timeout=JOB_TIMEOUT)
     records = {
         int(p.stem.split("_")[1]): json.loads(p.read_text()) for p in out.glob("rank_*.json")
     }
