@@ -64,7 +64,8 @@ def read_by_protobuf(directory: Path) -> dict[str, tuple[Any, Any]]:
     for event in reader.load_dir(directory):
         for value in event.values:
             if value.plugin == "scalar":
-                points.setdefault(value.tag, []).append((event.step or 0, float(value.value)))
+                assert isinstance(value.value, float), value.value  # a scalar reads as a float
+                points.setdefault(value.tag, []).append((event.step or 0, value.value))
     return {tag: rank_arrays(listed) for tag, listed in points.items()}
 
 

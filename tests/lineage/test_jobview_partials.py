@@ -18,6 +18,7 @@ import math
 import random
 import struct
 import warnings
+from typing import Any
 
 import numpy as np
 import pytest
@@ -182,9 +183,9 @@ def test_merge_all_decides_numpys_cases(values: list[float], mean: float, std: f
     assert _same_float(float(merged.std[0]), std, 0.0)
 
 
-def _header(data: bytes) -> dict[str, object]:
+def _header(data: bytes) -> dict[str, Any]:
     (size,) = struct.unpack_from("<Q", data, 6)
-    header: dict[str, object] = json.loads(data[14 : 14 + size])
+    header: dict[str, Any] = json.loads(data[14 : 14 + size])
     return header
 
 

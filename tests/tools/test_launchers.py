@@ -73,8 +73,8 @@ def test_processes_end_in_their_order_with_stderr_apart_on_request(tmp_path: Pat
     code = "import os, sys; print(os.environ['RANK'], os.getcwd()); print('e', file=sys.stderr)"
     with Launches(timeout=60) as launches:
         for rank in (1, 0):
-            launches.start(
-                [sys.executable, "-c", code],
+            launches.start(  # -u: stdout unbuffered, so the merged output keeps print order
+                [sys.executable, "-u", "-c", code],
                 env=clean_environment(RANK=str(rank)),
                 cwd=tmp_path,
                 stderr_apart=rank == 0,
