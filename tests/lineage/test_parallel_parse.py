@@ -119,3 +119,46 @@ def test_many_changed_runs_are_parsed_again_with_helpers(
         for item in filter_summary_lineage(str(base), {"limit": 100})["object"]
     }
     assert {"New0", "New38", "Net1", "Net39"} <= networks
+
+
+def test_a_helper_answers_in_parts_that_one_unpickler_reads(
+    base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+    import pickle
+
+    from rankscribe.lineage.index import _parse_worker
+    from rankscribe.lineage.record._discovery import UNSTATED
+
+    jobs = [
+        (str(base / name), f"./{name}", UNSTATED)
+        for name in sorted(os.listdir(base))
+        if name.startswith("run")
+    ]
+    answer = io.BytesIO()
+
+    class Pipes:
+        def __init__(self, data: io.BytesIO) -> None:
+            self.buffer = data
+
+    monkeypatch.setattr(_parse_worker, "ANSWER_PART", 7)
+    monkeypatch.setattr(sys, "stdin", Pipes(io.BytesIO(pickle.dumps(("directory", jobs)))))
+    monkeypatch.setattr(sys, "stdout", Pipes(answer))
+    assert _parse_worker.main() == 0
+    answer.seek(0)
+    answers = pickle.Unpickler(answer)
+    parts = [answers.load() for _ in range(6)]  # 40 runs in parts of 7
+    with pytest.raises(EOFError):
+        answers.load()
+    assert [len(part) for part in parts] == [7, 7, 7, 7, 7, 5]
+    outcomes = [outcome for part in parts for outcome in part]
+    runs = [run for run, _, _ in outcomes]
+    assert [run.relative_path for run in runs] == [job[1] for job in jobs]
+    # The directory's mtime is taken by the helper that lists it.
+    assert [run.dir_mtime_ns for run in runs] == [os.stat(job[0]).st_mtime_ns for job in jobs]
+    summaries = [outcome[1][0] for outcome in outcomes]
+    assert [summary["fields"]["network"] for summary in summaries] == [
+        f"Net{index}" for index in range(40)
+    ]
+    # One graph dict per distinct graph, shared across parts (one pickler's memo).
+    assert len({id(summary["graph_dict"]) for summary in summaries}) == 3

@@ -111,8 +111,17 @@ def test_unreadable_file(
             raise PermissionError(13, "Permission denied", str(path))
         return real_open(file, *args, **kwargs)
 
-    # Every open goes through builtins, whichever module of the writer reads the file.
+    real_os_open = os.open
+
+    def guarded_os_open(file: Any, *args: Any, **kwargs: Any) -> Any:
+        if os.fspath(file) == str(path):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_os_open(file, *args, **kwargs)
+
+    # Every open goes through builtins or os.open (the parser reads small files with
+    # bare descriptors), whichever module of the writer or the lineage reads the file.
     monkeypatch.setattr(builtins, "open", guarded_open)
+    monkeypatch.setattr(os, "open", guarded_os_open)
     with caplog.at_level(logging.WARNING):
         assert networks(base) == ["Good1", "Good2"]
     assert "Permission denied" in warnings_about(caplog, path)[0]

@@ -5,7 +5,8 @@ bound by decoding protobuf records in Python, one core's work. From
 ``PARALLEL_FROM_RUNS`` runs on, the runs are split into contiguous parts:
 this process parses the first, and helper processes
 (``python -m rankscribe.lineage.index._parse_worker``, the same interpreter, fed
-and read through pipes) parse the others. Helpers are separate programs, not
+and read through pipes) parse the others. A helper answers in parts as it
+parses, which a thread here unpickles meanwhile. Helpers are separate programs, not
 forks: nothing of the caller (threads, locks, an MPI runtime, its
 ``__main__``) is copied or run again. A helper that cannot start, fails or
 times out costs only time: its part is parsed here.
@@ -89,28 +90,43 @@ class _Helper:
 
     def _run(self, request: tuple[str, list[Any]]) -> None:
         part = request[1]
+        process: subprocess.Popen[bytes] | None = None
+        # Bounds every blocking read and write below: a stuck helper is killed.
+        killer: threading.Timer | None = None
         try:
-            self._process = subprocess.Popen(
+            process = self._process = subprocess.Popen(
                 [sys.executable, "-m", WORKER_MODULE],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
                 env=_helper_environment(),
             )
-            output, _ = self._process.communicate(
-                pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL),
-                timeout=HELPER_TIMEOUT_SECONDS,
-            )
-            if self._process.returncode == 0:
-                outcomes = pickle.loads(output)  # our own helper's answer
-                if isinstance(outcomes, list) and len(outcomes) == len(part):
-                    self.outcomes = outcomes
+            killer = threading.Timer(HELPER_TIMEOUT_SECONDS, process.kill)
+            killer.daemon = True
+            killer.start()
+            assert process.stdin is not None and process.stdout is not None
+            # The helper reads all of its input before it answers: no deadlock.
+            with process.stdin:
+                process.stdin.write(pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
+            # Parts as the helper answers them, one unpickler (the helper pickles with one).
+            answers = pickle.Unpickler(process.stdout)
+            outcomes: list[Any] = []
+            while len(outcomes) < len(part):
+                answered = answers.load()  # our own helper's answer
+                if not isinstance(answered, list) or not answered:
+                    break
+                outcomes.extend(answered)
+            process.stdout.close()
+            if process.wait(timeout=HELPER_TIMEOUT_SECONDS) == 0 and len(outcomes) == len(part):
+                self.outcomes = outcomes
         except (OSError, subprocess.SubprocessError, pickle.UnpicklingError, EOFError) as error:
             logger.debug("a lineage parsing helper failed: %s", error)
         finally:
-            if self._process is not None and self._process.poll() is None:
-                self._process.kill()
-                self._process.wait(timeout=HELPER_TIMEOUT_SECONDS)
+            if killer is not None:
+                killer.cancel()
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.wait(timeout=HELPER_TIMEOUT_SECONDS)
 
     def join(self) -> list[Any] | None:
         self._thread.join(HELPER_TIMEOUT_SECONDS + 60)

@@ -9,6 +9,7 @@ import only this module.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -22,7 +23,7 @@ from rankscribe.lineage.query._conditions import FIELD_MAPPING
 from rankscribe.lineage.record._discovery import Pending, SummaryDir, summarize_dir
 
 if TYPE_CHECKING:
-    from rankscribe.lineage.record._parser import RunLineage
+    from rankscribe.lineage.record._parser import ParsedRun, RunLineage
 
 logger = logging.getLogger(__name__)
 
@@ -127,12 +128,17 @@ def parse_for_index(
 ) -> Outcome:
     """Parse one run for the index: (its summary or None, warnings, whether to cache it)."""
     path, files = job
-    # Imported here: a warm query, which parses nothing, starts without protobuf.
-    from rankscribe.lineage.record._parser import parse_run  # noqa: PLC0415
-
-    parsed = parse_run(path, files, graph_memo)
+    parsed = _fold_files()(path, files, graph_memo)
     summary = summarize_run(parsed.lineage, graph_ids) if parsed.lineage is not None else None
     return summary, parsed.warnings, parsed.cacheable
+
+
+@functools.cache
+def _fold_files() -> Callable[..., ParsedRun]:
+    # Imported on first use: a warm query, which parses nothing, starts without protobuf.
+    from rankscribe.lineage.record._parser import fold_files  # noqa: PLC0415
+
+    return fold_files
 
 
 def summarized(item: Pending) -> SummaryDir | None:

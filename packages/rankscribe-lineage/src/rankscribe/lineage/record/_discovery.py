@@ -49,6 +49,7 @@ _RUN_FILE_KINDS = (FileKind.SUMMARY, FileKind.LINEAGE)
 _WRITE_BITS = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
 
 __all__ = [
+    "UNSTATED",
     "LineageFile",
     "Listed",
     "Pending",
@@ -177,14 +178,21 @@ def list_entries(path: str) -> list[os.DirEntry[str]]:
     return _list(path)
 
 
-Pending = tuple[str, str, int]  # a directory to summarize: path, relative path, its mtime
+# A directory to summarize: path, relative path, its mtime (UNSTATED: not taken yet).
+Pending = tuple[str, str, int]
+UNSTATED = -1
 
 
 def summarize_dir(path: str, relative_path: str, dir_mtime_ns: int) -> SummaryDir | None:
     """The run in directory ``path`` (None if it holds no summary file).
 
-    Raises ``OSError`` when the directory cannot be listed.
+    ``dir_mtime_ns`` is the directory's mtime taken before listing it, or
+    ``UNSTATED``: it is taken now, still before listing (a cold scan thus
+    leaves the ``stat`` of each run to the processes that list it).
+    Raises ``OSError`` when the directory cannot be read.
     """
+    if dir_mtime_ns < 0:
+        dir_mtime_ns = os.stat(path, follow_symlinks=False).st_mtime_ns
     run = _summarize_entries(path, relative_path, _list(path))
     if run is not None:
         run.dir_mtime_ns = dir_mtime_ns
@@ -246,13 +254,16 @@ def list_summary_dirs(
             continue
         path = entry.path  # base_dir joined with the name, made once by scandir
         relative_path = "./" + entry.name
+        if reuse is None:  # nothing known: whoever lists the directory stats it first
+            pending.append((path, relative_path, UNSTATED))
+            continue
         try:
             # Before listing: a file added while we list moves the mtime past this.
             dir_mtime_ns = os.stat(path, follow_symlinks=False).st_mtime_ns
         except OSError as error:
             logger.warning("skipping directory %s: %s", path, error)
             continue
-        known = reuse(relative_path, dir_mtime_ns) if reuse is not None else None
+        known = reuse(relative_path, dir_mtime_ns)
         if known is not None:
             found.append(known)
         else:

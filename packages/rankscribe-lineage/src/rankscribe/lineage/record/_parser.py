@@ -53,6 +53,7 @@ __all__ = [
     "SECTION_KEYS",
     "LineageFileContent",
     "RunLineage",
+    "fold_files",
     "parse_run",
     "read_lineage_file",
 ]
@@ -176,16 +177,29 @@ def _checked(content: LineageFileContent, value: Any, parts: Any) -> Any:
     return value
 
 
-# Lineage files are small: one read each instead of two per record (a cold
-# scan reads tens of thousands). A larger file is read as a stream.
+# Lineage files are small: read whole with bare descriptor calls (open, read until
+# empty, close: no fstat, isatty or seek as a buffered file costs; a cold scan reads
+# tens of thousands). A file larger than this is read as a stream.
 _READ_AT_ONCE_LIMIT = 16 * 1024 * 1024
+_READ_CHUNK = 64 * 1024
 
 
 def _file_source(path: str) -> str | io.BytesIO:
-    with open(path, "rb") as stream:
-        if os.fstat(stream.fileno()).st_size > _READ_AT_ONCE_LIMIT:
-            return path
-        source = io.BytesIO(stream.read())
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            chunk = os.read(descriptor, _READ_CHUNK)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > _READ_AT_ONCE_LIMIT:
+                return path
+    finally:
+        os.close(descriptor)
+    source = io.BytesIO(chunks[0] if len(chunks) == 1 else b"".join(chunks))
     source.name = path  # named in the reader's messages
     return source
 
@@ -350,6 +364,13 @@ def parse_run(
         )
     if files is None:
         files = list_lineage_files(directory)
+    return fold_files(directory, files, graph_memo)
+
+
+def fold_files(
+    directory: str, files: list[LineageFile], graph_memo: dict[bytes, dict[str, Any]] | None
+) -> ParsedRun:
+    """:func:`parse_run` of arguments already checked (a cold scan folds every run)."""
     result = ParsedRun(None)
     for item in files:
         path = os.path.join(directory, item.name)
