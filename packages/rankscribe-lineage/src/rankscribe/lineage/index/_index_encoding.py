@@ -41,6 +41,7 @@ from typing import Any, NamedTuple
 __all__ = [
     "ColumnsError",
     "FileColumns",
+    "TypedColumn",
     "decode_columns",
     "decode_document",
     "encode_document",
@@ -51,6 +52,16 @@ _COLUMN_LISTS = ("path", "dir_mtime", "final", "create_time", "update_time", "fi
 _SPARSE = ("metric", "user_defined")
 _FILE_NUMBERS = 4
 _LITTLE = sys.byteorder == "little"
+
+
+class TypedColumn(list[Any]):
+    """A column read from a binary kind: every value is of :attr:`value_type`."""
+
+    __slots__ = ("value_type",)
+
+    def __init__(self, values: list[Any], value_type: type) -> None:
+        super().__init__(values)
+        self.value_type = value_type
 
 
 class ColumnsError(ValueError):
@@ -197,7 +208,7 @@ def split_document(data: bytes) -> tuple[Any, memoryview]:
 
 def _decoders() -> dict[str, Callable[[list[memoryview], int], Any]]:
     def text(parts: list[memoryview], count: int) -> list[Any]:
-        return bytes(parts[0]).decode("utf-8", "surrogatepass").split("\0")
+        return TypedColumn(bytes(parts[0]).decode("utf-8", "surrogatepass").split("\0"), str)
 
     def files(parts: list[memoryview], count: int) -> FileColumns:
         found = FileColumns(text(parts, count), *(_array("q", part) for part in parts[1:]))
@@ -206,9 +217,9 @@ def _decoders() -> dict[str, Callable[[list[memoryview], int], Any]]:
         return found
 
     return {
-        "i64": lambda parts, count: _unpacked("q", parts[0]),
-        "f64": lambda parts, count: _unpacked("d", parts[0]),
-        "bool": lambda parts, count: [value != 0 for value in parts[0]],
+        "i64": lambda parts, count: TypedColumn(_unpacked("q", parts[0]), int),
+        "f64": lambda parts, count: TypedColumn(_unpacked("d", parts[0]), float),
+        "bool": lambda parts, count: TypedColumn([value != 0 for value in parts[0]], bool),
         "text": text,
         "files": files,
     }

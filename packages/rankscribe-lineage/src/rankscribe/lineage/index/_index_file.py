@@ -60,6 +60,7 @@ from typing import Any, NamedTuple
 from rankscribe.lineage.index._index_encoding import (
     ColumnsError,
     FileColumns,
+    TypedColumn,
     decode_columns,
     encode_document,
     split_document,
@@ -253,7 +254,12 @@ def _version_text(document: Any) -> str:
     )
 
 
+_DOT_SLASH = itertools.repeat("./")
+
+
 def _types_of(values: Iterable[Any]) -> set[type]:
+    if isinstance(values, TypedColumn):  # read from a binary kind: known without a pass
+        return {values.value_type} if values else set()
     return set(map(type, values))
 
 
@@ -294,7 +300,8 @@ def _decoded(document: dict[str, Any], found: os.stat_result) -> LoadedIndex:
         raise ValueError("graphs, fields, metric, user_defined or warnings is not an object")
     # Whole columns first (one pass each, in C); only a column that fails is looked at
     # value by value, to find the runs to drop.
-    if _types_of(paths) != {str} or not all(path.startswith("./") for path in paths):
+    relative = _types_of(paths) == {str} and sum(map(str.startswith, paths, _DOT_SLASH)) == count
+    if not relative:
         bad |= _bad_positions(
             paths,
             lambda path: isinstance(path, str) and path.startswith("./") and "/" not in path[2:],
