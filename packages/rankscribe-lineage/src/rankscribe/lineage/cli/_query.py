@@ -113,12 +113,17 @@ class _Columns:
         self.table = table
         self.positions = positions
         self.texts: dict[str, list[str]] = {}
+        self._values: dict[str, list[Any]] = {}
         # Every run in base order (no --where, --sort or --limit): the columns themselves.
         self.everyone = len(positions) == len(table) and positions == list(range(len(table)))
 
     def values(self, name: str) -> list[Any]:
-        column = self.table.column(name)
-        return column if self.everyone else list(map(column.__getitem__, self.positions))
+        values = self._values.get(name)
+        if values is None:
+            column = self.table.column(name)
+            values = column if self.everyone else list(map(column.__getitem__, self.positions))
+            self._values[name] = values
+        return values
 
     def of(self, name: str) -> list[str]:
         texts = self.texts.get(name)
@@ -175,10 +180,15 @@ def _table_lines(header: list[str], columns: list[list[str]]) -> list[str]:
     return list(map(str.rstrip, map(SEPARATOR.join, zip(*padded, strict=True))))
 
 
+# Lines per write: a reader that stops early (``| head``) is noticed at the next write,
+# and a table of 100,000 runs is never one string of megabytes.
+_LINES_PER_WRITE = 500
+
+
 def _write_lines(lines: list[str]) -> None:
-    """The lines as one write (a reader that stops early, ``| head``, is noticed by it)."""
-    sys.stdout.write("\n".join(lines) + "\n")
-    sys.stdout.flush()
+    for start in range(0, len(lines), _LINES_PER_WRITE):
+        sys.stdout.write("\n".join(lines[start : start + _LINES_PER_WRITE]) + "\n")
+        sys.stdout.flush()
 
 
 def _no_lineage_message(base: str, shown_base: str) -> str:

@@ -55,10 +55,10 @@ def unchanged_table(
         return None
     try:
         with _opened(base_dir) as base:
+            names = [path[2:] for path in paths]
             dir_mtimes = document["dir_mtime"]
-            unchanged = _base_unchanged(base, base_dir, paths, dir_mtimes, settled_before)
+            unchanged = _base_unchanged(base, base_dir, names, dir_mtimes, settled_before)
             if unchanged:
-                names = [path[2:] for path in paths]
                 unchanged = _files_unchanged(base, base_dir, names, files, settled_before)
     except OSError:  # removed while we looked
         return None
@@ -92,7 +92,7 @@ def _lstat(base: int | None, base_dir: str) -> Callable[[str], os.stat_result]:
 
 
 def _base_unchanged(
-    base: int | None, base_dir: str, paths: list[str], indexed: list[int], settled_before: int
+    base: int | None, base_dir: str, names: list[str], indexed: list[int], settled_before: int
 ) -> bool:
     """The base dir lists exactly the indexed runs, each a directory of its indexed mtime.
 
@@ -101,11 +101,11 @@ def _base_unchanged(
     in the base dir itself, sends the query down the run-by-run path).
     """
     listed = set(os.listdir(base_dir))
-    names = [path[2:] for path in paths]
-    if not listed.issuperset(names) or len(set(names)) != len(names):
+    extras = listed.difference(names)
+    if len(listed) - len(extras) != len(names):  # a run not listed, or indexed twice
         return False
     lstat = _lstat(base, base_dir)
-    for extra in listed.difference(names):
+    for extra in extras:
         if stat.S_ISDIR(lstat(extra).st_mode) or "summary." in extra:
             return False  # maybe a run (the run-by-run path decides)
     found = list(map(lstat, names))

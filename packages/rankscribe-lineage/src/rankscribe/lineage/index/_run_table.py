@@ -179,15 +179,16 @@ class RunTable:
                 )
             ]
         # Made from the index: every run's keys are in the table's key order.
-        order = {position: rank for rank, position in enumerate(positions)}
+        order = dict(zip(positions, itertools.count()))
+        absent = len(order)  # the rank of a run not among ``positions``: after them all
         found: list[str] = []
         for section in CUSTOM_SECTIONS:
             keyed = self.custom[section]
             first: list[tuple[int, int, str]] = []
             for rank, (key, (held, _)) in enumerate(keyed.items()):
-                seen = [order[position] for position in held if position in order]
-                if seen:
-                    first.append((min(seen), rank, key))
+                seen = min(map(order.get, held, itertools.repeat(absent)), default=absent)
+                if seen < absent:
+                    first.append((seen, rank, key))
             found += [f"{section}/{key}" for _, _, key in sorted(first)]
         return found
 
