@@ -108,13 +108,19 @@ def _base_unchanged(
     for extra in extras:
         if stat.S_ISDIR(lstat(extra).st_mode) or "summary." in extra:
             return False  # maybe a run (the run-by-run path decides)
-    found = list(map(lstat, names))
-    mtimes = list(map(operator.attrgetter("st_mtime_ns"), found))
+    # Two numbers per run, not a stat result each (fewer objects alive at once).
+    found = list(map(_MTIME_AND_MODE, map(lstat, names)))
+    mtimes = list(map(operator.itemgetter(0), found))
     return (
         mtimes == indexed
         and max(mtimes, default=0) < settled_before
-        and all(map(stat.S_ISDIR, map(operator.attrgetter("st_mode"), found)))
+        and all(map(stat.S_ISDIR, set(map(operator.itemgetter(1), found))))
     )
+
+
+_MTIME_AND_MODE = operator.attrgetter("st_mtime_ns", "st_mode")
+_SIGNATURE = ("st_size", "st_mtime_ns", "st_ino", "st_ctime_ns")
+_SIGNATURE_OF = operator.attrgetter(*_SIGNATURE)
 
 
 def _files_unchanged(
@@ -127,12 +133,15 @@ def _files_unchanged(
     """Each run's lineage files have their indexed signatures, settled before the index."""
     lstat = _lstat(base, base_dir)
     if isinstance(files, FileColumns):
-        # One lineage file per run, kept as arrays: compared as arrays (no int per value).
-        found = list(map(lstat, map("{}/{}".format, names, files.names)))
-        for attribute, indexed in zip(_SIGNATURE, files[1:], strict=True):
-            if array.array("q", map(operator.attrgetter(attribute), found)) != indexed:
-                return False
-        return max(files.mtimes, default=0) < settled_before
+        # One lineage file per run: the four numbers of every file in one array, compared
+        # with the indexed one (no Python int kept per value, no stat result kept per file).
+        now = array.array(
+            "q",
+            itertools.chain.from_iterable(
+                map(_SIGNATURE_OF, map(lstat, map("{}/{}".format, names, files.names)))
+            ),
+        )
+        return now == files.numbers and max(files.mtimes, default=0) < settled_before
 
     def current(directory: str, indexed: list[Any]) -> list[Any] | None:
         now: list[Any] = []
@@ -140,13 +149,10 @@ def _files_unchanged(
             state = lstat(directory + "/" + name)
             if state.st_mtime_ns >= settled_before:
                 return None
-            now += (name, *(getattr(state, attribute) for attribute in _SIGNATURE))
+            now += (name, *_SIGNATURE_OF(state))
         return now
 
     return list(map(current, names, files)) == files
-
-
-_SIGNATURE = ("st_size", "st_mtime_ns", "st_ino", "st_ctime_ns")
 
 
 def _in_base_order(update_times: list[int], paths: list[str]) -> bool:

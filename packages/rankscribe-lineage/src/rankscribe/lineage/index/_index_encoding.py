@@ -13,7 +13,8 @@ list (``[kind, [byte size of each part], value count]`` per column):
 - ``text``: UTF-8 (lone surrogates kept, as file names may hold them), the
   values joined by NUL (a column whose text holds a NUL stays JSON);
 - ``files``: the lineage files of runs that each have one, as a ``text``
-  part of names and four ``i64`` parts: size, mtime (ns), inode, ctime (ns).
+  part of names and one ``i64`` part holding each run's size, mtime (ns),
+  inode and ctime (ns) in turn.
 
 Which columns may be binary: ``path``, ``dir_mtime``, ``final``,
 ``create_time``, ``update_time``, ``files``, ``graph``, each field column,
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import array
 import functools
+import itertools
 import json
 import sys
 from collections.abc import Callable, Iterator
@@ -69,21 +71,24 @@ class ColumnsError(ValueError):
 
 
 class FileColumns(NamedTuple):
-    """A ``files`` column kept as read: one name and four numbers per run, one file each.
+    """A ``files`` column kept as read: one lineage file per run, a name and four numbers.
 
-    A warm query compares the numbers as arrays (no Python int per value);
-    :meth:`rows` makes the ``[name, size, mtime, inode, ctime]`` lists.
+    ``numbers`` holds each run's size, mtime (ns), inode and ctime (ns) in
+    turn: a warm query compares it with the files' ``lstat`` as one array (no
+    Python int per value); :meth:`rows` makes the ``[name, size, mtime,
+    inode, ctime]`` lists.
     """
 
     names: list[str]
-    sizes: array.array[int]
-    mtimes: array.array[int]
-    inodes: array.array[int]
-    ctimes: array.array[int]
+    numbers: array.array[int]
+
+    @property
+    def mtimes(self) -> array.array[int]:
+        return self.numbers[1::_FILE_NUMBERS]
 
     def rows(self) -> list[list[Any]]:
-        numbers = [part.tolist() for part in self[1:]]
-        return list(map(list, zip(self.names, *numbers, strict=True)))
+        numbers = iter(self.numbers.tolist())
+        return list(map(list, zip(self.names, numbers, numbers, numbers, numbers, strict=False)))
 
 
 def _numbers(code: str, values: list[Any]) -> bytes:
@@ -142,7 +147,8 @@ def _files(values: list[list[Any]]) -> tuple[str, list[bytes]] | None:
     if set(map(type, names)) != {str} or any(set(map(type, part)) != {int} for part in numbers):
         return None
     text = _text(names)
-    return None if text is None else ("files", [text, *(_numbers("q", part) for part in numbers)])
+    flat = list(itertools.chain.from_iterable(zip(*numbers, strict=True)))
+    return None if text is None else ("files", [text, _numbers("q", flat)])
 
 
 _ENCODERS: dict[type, Callable[[list[Any]], tuple[str, list[bytes]] | None]] = {
@@ -211,8 +217,8 @@ def _decoders() -> dict[str, Callable[[list[memoryview], int], Any]]:
         return TypedColumn(bytes(parts[0]).decode("utf-8", "surrogatepass").split("\0"), str)
 
     def files(parts: list[memoryview], count: int) -> FileColumns:
-        found = FileColumns(text(parts, count), *(_array("q", part) for part in parts[1:]))
-        if {len(found.names), *(len(part) for part in found[1:])} != {count}:
+        found = FileColumns(text(parts, count), _array("q", parts[1]))
+        if (len(found.names), len(found.numbers)) != (count, count * _FILE_NUMBERS):
             raise ColumnsError(f"a files column does not hold {count} runs")
         return found
 
@@ -226,7 +232,7 @@ def _decoders() -> dict[str, Callable[[list[memoryview], int], Any]]:
 
 
 _DECODERS = _decoders()
-_PART_COUNTS = {"i64": 1, "f64": 1, "bool": 1, "text": 1, "files": 1 + _FILE_NUMBERS}
+_PART_COUNTS = {"i64": 1, "f64": 1, "bool": 1, "text": 1, "files": 2}
 
 
 def decode_columns(
