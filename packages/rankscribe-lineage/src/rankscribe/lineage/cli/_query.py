@@ -213,11 +213,6 @@ def _no_lineage_message(base: str, shown_base: str) -> str:
     )
 
 
-def _run_name(relative_path: str) -> str:
-    """The run's directory relative to the base dir: ``./name`` as ``name``, ``./`` as ``.``."""
-    return relative_path[2:] or "."
-
-
 def _query(args: argparse.Namespace) -> int:
     # Real path: the runs' summary_dir are real paths, named relative to it.
     base = os.path.realpath(existing_directory(args.base))
@@ -234,7 +229,8 @@ def _query(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
         return 0
     positions = selection.positions
-    run_names = [_run_name(table.paths[position]) for position in positions]
+    # The run's directory relative to the base dir: ``./name`` as ``name``, ``./`` as ``.``.
+    run_names = [path[2:] or "." for path in map(table.paths.__getitem__, positions)]
     shown_names = (
         run_names if all(map(str.isprintable, run_names)) else list(map(printable, run_names))
     )

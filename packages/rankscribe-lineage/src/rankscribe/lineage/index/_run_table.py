@@ -12,6 +12,7 @@ asks for (:meth:`RunTable.row`): the page the API returns, never the
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -99,10 +100,13 @@ class RunTable:
             return values
         prefix, _, key = name.partition("/")
         if prefix in CUSTOM_SECTIONS and key:
-            values = [None] * len(self.paths)
             positions, found = self.custom[prefix].get(key, ([], []))
-            for position, value in zip(positions, found, strict=True):
-                values[position] = value
+            if len(positions) == len(self.paths) and _ascending(positions):
+                values = list(found)  # every run has the key (the usual metric)
+            else:
+                values = [None] * len(self.paths)
+                for position, value in zip(positions, found, strict=True):
+                    values[position] = value
         elif name == "summary_dir":
             values = list(map(self.summary_dir, range(len(self.paths))))
         elif name == "dataset_mark":
@@ -191,6 +195,11 @@ class RunTable:
                     first.append((seen, rank, key))
             found += [f"{section}/{key}" for _, _, key in sorted(first)]
         return found
+
+
+def _ascending(positions: list[int]) -> bool:
+    """Strictly ascending: positions ``0..n-1`` when there are ``n`` of them, in range."""
+    return all(map(operator.lt, positions, itertools.islice(positions, 1, None)))
 
 
 def _dataset_marks(graph_ids: list[str]) -> list[str]:
