@@ -19,7 +19,7 @@ import textwrap
 from typing import Any
 
 from rankscribe.lineage._checks import int_argument
-from rankscribe.lineage.cli._table import SEPARATOR, column_texts
+from rankscribe.lineage.cli._table import SEPARATOR, column_texts, column_width
 from rankscribe.lineage.cli._terminal import (
     CommandLineError,
     existing_directory,
@@ -132,7 +132,10 @@ class _Columns:
         return texts
 
     def width(self, name: str) -> int:
-        return max(len(printable(name)), max(map(len, self.of(name)), default=0))
+        texts = self.texts.get(name)
+        if texts is None:  # not turned into text unless it is shown
+            return max(len(printable(name)), column_width(self.values(name)))
+        return max(len(printable(name)), max(map(len, texts), default=0))
 
 
 def _default_columns(
