@@ -132,10 +132,10 @@ class _Columns:
         return texts
 
     def width(self, name: str) -> int:
-        texts = self.texts.get(name)
-        if texts is None:  # not turned into text unless it is shown
-            return max(len(printable(name)), column_width(self.values(name)))
-        return max(len(printable(name)), max(map(len, texts), default=0))
+        cells = None if name in self.texts else column_width(self.values(name))
+        if cells is None:  # only its text tells (made once, kept for the table)
+            cells = max(map(len, self.of(name)), default=0)
+        return max(len(printable(name)), cells)
 
 
 def _default_columns(

@@ -80,13 +80,14 @@ def column_texts(values: Sequence[Any]) -> list[str]:
     ]
 
 
-def column_width(values: Sequence[Any]) -> int:
-    """The length of the longest cell :func:`column_texts` makes of ``values``.
+def column_width(values: Sequence[Any]) -> int | None:
+    """The length of the longest cell :func:`column_texts` makes of ``values``, if known at once.
 
     A column of plain numbers in a fixed-point format is measured at its
     smallest and largest value alone (a cell's length grows with the
     magnitude, a minus sign included): the command line sizes columns it
-    may not show without turning 100,000 values into text.
+    may not show without turning 100,000 values into text. None: only the
+    cells tell (make them).
     """
     types = set(map(type, values))
     if values and types == {int}:
@@ -95,4 +96,4 @@ def column_width(values: Sequence[Any]) -> int:
         form = _float_format(values)
         if form.endswith("f"):
             return max(len(f"%{form}" % max(values)), len(f"%{form}" % min(values)))
-    return max(map(len, column_texts(values)), default=0)
+    return None
