@@ -156,3 +156,24 @@ def test_a_wrong_typed_entry_in_a_binary_index_is_read_again(
         f"lineage index {base / INDEX_NAME}: 1 malformed entry is read again from the runs"
     ]
     assert filter_summary_lineage(str(base)) == expected
+
+
+def test_repeated_texts_are_stored_once_each() -> None:
+    document = {
+        "format": "rankscribe-lineage-index",
+        "graph": ["g1"] * 7 + ["g2"],
+        "fields": {"optimizer": ["Adam", "SGD"] * 4, "network": [f"n{at}" for at in range(8)]},
+    }
+    data = encode_document(document)
+    line, _, rest = data.partition(b"\n")
+    described = json.loads(line)["columns"]
+    assert [kind for kind, _, _ in described] == ["words", "words", "text"]
+    assert rest.count(b"g1") == 1 and rest.count(b"Adam") == 1
+    assert decode_document(data) == document
+    # A number naming no stored word: the file is unreadable, not misread.
+    words, _ = described[0][1]
+    damaged = bytearray(data)
+    first_code = len(line) + 1 + words
+    damaged[first_code : first_code + 8] = (5).to_bytes(8, "little")
+    with pytest.raises(ValueError, match="names a word it does not hold"):
+        decode_document(bytes(damaged))

@@ -12,6 +12,9 @@ list (``[kind, [byte size of each part], value count]`` per column):
 - ``bool``: one byte per value, 0 or 1;
 - ``text``: UTF-8 (lone surrogates kept, as file names may hold them), the
   values joined by NUL (a column whose text holds a NUL stays JSON);
+- ``words``: a text column whose values repeat (graph ids, optimizers):
+  its distinct values as a ``text`` part, then one ``i64`` per value
+  numbering them (from 0, in order of first appearance);
 - ``files``: the lineage files of runs that each have one, as a ``text``
   part of names and one ``i64`` part holding each run's size, mtime (ns),
   inode and ctime (ns) in turn.
@@ -151,11 +154,28 @@ def _files(values: list[list[Any]]) -> tuple[str, list[bytes]] | None:
     return None if text is None else ("files", [text, _numbers("q", flat)])
 
 
+# A text column with at most this share of distinct values is stored as words.
+_REPEATED = 4
+
+
+def _strings(values: list[str]) -> tuple[str, list[bytes]] | None:
+    """Text columns: ``words`` when values repeat (ids, names), else ``text``."""
+    distinct = list(dict.fromkeys(values))
+    if len(distinct) * _REPEATED > len(values):
+        text = _text(values)
+        return None if text is None else ("text", [text])
+    words = _text(distinct)
+    if words is None:
+        return None
+    number = {word: at for at, word in enumerate(distinct)}
+    return "words", [words, _numbers("q", list(map(number.__getitem__, values)))]
+
+
 _ENCODERS: dict[type, Callable[[list[Any]], tuple[str, list[bytes]] | None]] = {
     int: _plain("i64", functools.partial(_numbers, "q")),
     float: _plain("f64", functools.partial(_numbers, "d")),
     bool: _plain("bool", bytes),
-    str: _plain("text", _text),
+    str: _strings,
     list: _files,
 }
 
@@ -216,6 +236,13 @@ def _decoders() -> dict[str, Callable[[list[memoryview], int], Any]]:
     def text(parts: list[memoryview], count: int) -> list[Any]:
         return TypedColumn(bytes(parts[0]).decode("utf-8", "surrogatepass").split("\0"), str)
 
+    def words(parts: list[memoryview], count: int) -> list[Any]:
+        distinct = text(parts, count)
+        codes = _array("q", parts[1])
+        if codes and (min(codes) < 0 or max(codes) >= len(distinct)):
+            raise ColumnsError("a words column names a word it does not hold")
+        return TypedColumn(list(map(distinct.__getitem__, codes)), str)
+
     def files(parts: list[memoryview], count: int) -> FileColumns:
         found = FileColumns(text(parts, count), _array("q", parts[1]))
         if (len(found.names), len(found.numbers)) != (count, count * _FILE_NUMBERS):
@@ -227,12 +254,13 @@ def _decoders() -> dict[str, Callable[[list[memoryview], int], Any]]:
         "f64": lambda parts, count: TypedColumn(_unpacked("d", parts[0]), float),
         "bool": lambda parts, count: TypedColumn([value != 0 for value in parts[0]], bool),
         "text": text,
+        "words": words,
         "files": files,
     }
 
 
 _DECODERS = _decoders()
-_PART_COUNTS = {"i64": 1, "f64": 1, "bool": 1, "text": 1, "files": 2}
+_PART_COUNTS = {"i64": 1, "f64": 1, "bool": 1, "text": 1, "words": 2, "files": 2}
 
 
 def decode_columns(
