@@ -17,16 +17,9 @@ columns of one type are stored as raw arrays after a JSON line
      "user_defined": {...},  "warnings": {"<position>": [...]},
      "graphs": {"<graph id>": {...}}}
 
-Measured at 100,000 runs (``tools/bench/cli.py --formats``, the same run, a
-shared 2-core machine): decoding these columns took 1.3 s, SQLite rows holding
-each run's values as a JSON text 1.7-1.9 s to fetch and decode, and one JSON
-object per run (the previous format) 2.6-3.3 s. The cost is in making Python
-objects; columns make the fewest, and each column's types are checked in one
-pass. A warm query reads the checked columns themselves
-(:mod:`rankscribe.lineage.index._fresh_index`); per-run entries are made only
-when some run changed. A ``marshal`` dump of the same columns decoded in 0.22 s
-against JSON's 0.38 s; version 4 keeps the JSON line readable and stores the
-long columns as documented raw arrays (read in a fraction of either).
+Chosen by measurement (``docs/lineage-queries.md``). A warm query reads the
+checked columns (:mod:`rankscribe.lineage.index._fresh_index`); per-run
+entries are made only when some run changed.
 
 - The header's ``package`` and ``parser`` (a digest of the source of the
   modules that turn lineage files into the index's values) are the
@@ -35,12 +28,11 @@ long columns as documented raw arrays (read in a fraction of either).
 - Each run's values are checked as they are read, column by column; a run
   whose values have the wrong types is dropped (and read again from its
   files by the scan) with one warning for the whole index.
-- The file is written whole to a private temporary file in the base dir and
-  renamed over the index: a reader sees the old or the new index, never
-  half of one, and takes no lock (network filesystems lock badly). Two
-  writers at once each write a correct index; the last rename wins.
-- An index that another user owns or may write is not trusted.
-- A base dir where the index cannot be written still answers queries.
+- The file is written whole to a private temporary file and renamed over
+  the index: a reader sees the old or the new index, never half of one, and
+  takes no lock (network filesystems lock badly); the last rename wins.
+- An index that another user owns or may write is not trusted; a base dir
+  where the index cannot be written still answers queries.
 """
 
 from __future__ import annotations
@@ -57,14 +49,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
-from rankscribe.lineage.index._index_encoding import (
-    ColumnsError,
-    FileColumns,
-    TypedColumn,
-    decode_columns,
-    encode_document,
-    split_document,
-)
+from rankscribe.lineage.index import _index_encoding as encoding
 from rankscribe.lineage.query._conditions import FIELD_MAPPING, field_kind
 from rankscribe.writer.files import file_mode, fsync_directory
 
@@ -216,7 +201,7 @@ def load_index(base_dir: str) -> LoadedIndex | None:
                     "ignoring lineage index %s: another user owns it or may write it", path
                 )
                 return None
-            line, rest = split_document(stream.read())
+            line, rest = encoding.split_document(stream.read())
     except FileNotFoundError:
         return None
     except (OSError, ValueError, RecursionError) as error:
@@ -231,9 +216,9 @@ def load_index(base_dir: str) -> LoadedIndex | None:
         )
         return None
     try:
-        loaded = _decoded(decode_columns(line, rest, file_columns=True), found)
+        loaded = _decoded(encoding.decode_columns(line, rest, file_columns=True), found)
     except (TypeError, ValueError, KeyError, IndexError, AttributeError) as error:
-        what = "unreadable" if isinstance(error, ColumnsError) else "malformed"
+        what = "unreadable" if isinstance(error, encoding.ColumnsError) else "malformed"
         logger.warning("ignoring %s lineage index %s (%s); rebuilding it", what, path, error)
         return None
     if loaded.dropped:
@@ -258,7 +243,7 @@ _DOT_SLASH = itertools.repeat("./")
 
 
 def _types_of(values: Iterable[Any]) -> set[type]:
-    if isinstance(values, TypedColumn):  # read from a binary kind: known without a pass
+    if isinstance(values, encoding.TypedColumn):  # read from a binary kind: known without a pass
         return {values.value_type} if values else set()
     return set(map(type, values))
 
@@ -365,7 +350,7 @@ def _hashable(value: Any) -> Any:
 def _files_column(document: dict[str, Any], count: int) -> tuple[Any, set[int]]:
     """The ``files`` column, and the runs whose files are malformed."""
     files = document["files"]
-    if isinstance(files, FileColumns):  # typed by its kind
+    if isinstance(files, encoding.FileColumns):  # typed by its kind
         if len(files.names) != count:
             raise ValueError(f"column 'files' is not a list of {count}")
         return files, set()
@@ -433,7 +418,7 @@ def _entries(document: dict[str, Any]) -> list[IndexEntry]:
     fields: dict[str, list[Any]] = document["fields"]
     count = len(paths)
     files = document["files"]
-    if isinstance(files, FileColumns):
+    if isinstance(files, encoding.FileColumns):
         files = files.rows()
     names = list(fields)
     field_dicts = (
@@ -532,7 +517,7 @@ def write_index(
     taken from the file itself before the rename (so never another writer's).
     """
     document = _document(entries, graphs)
-    data = encode_document(document)
+    data = encoding.encode_document(document)
     target = os.path.join(base_dir, INDEX_NAME)
     try:
         descriptor, temporary = tempfile.mkstemp(
