@@ -345,4 +345,4 @@ def add_query_command(
         "between the runs, as many as fit the terminal)",
     )
     query.add_argument("--format", choices=("table", "json", "csv"), default="table")
-    query.set_defaults(handler=_query)
+    query.set_defaults(handler=_query, ends_at_once=True)
