@@ -27,8 +27,8 @@ values, or numbers beyond 64 bits): one JSON document with no binary column
 is a valid index too.
 
 Why: decoding 100,000 runs' columns from JSON made a Python object per value
-out of text (0.43 s); the same columns as raw arrays are read back in
-0.05 s (``tools/bench/cli.py --formats``). The bytes are checked by their
+out of text (0.51 s); the same columns as raw arrays are read back and
+checked in 0.14 s (``tools/bench/cli.py --formats``, the same run). The bytes are checked by their
 sizes (a truncated file is unreadable, never half read); the values' types
 come from the kind, so they are what the index's checks expect.
 """
