@@ -19,6 +19,7 @@ import pytest
 
 from rankscribe.lineage import __version__, filter_summary_lineage
 from rankscribe.lineage.index._cache import INDEX_NAME, forget_scans, scan_base_dir
+from rankscribe.lineage.index._index_encoding import decode_document
 from tests._support.launchers import run_bounded
 
 
@@ -36,7 +37,7 @@ def make_base(root: Path, lw: Any, count: int = 3) -> Path:
 
 
 def read_index(base: Path) -> dict[str, Any]:
-    return json.loads((base / INDEX_NAME).read_text())
+    return decode_document((base / INDEX_NAME).read_bytes())
 
 
 def entry(index: dict[str, Any], path: str) -> int:

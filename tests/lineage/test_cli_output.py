@@ -304,3 +304,21 @@ def test_show_survives_verdict_values_of_unexpected_types(
     assert ["user_defined", "job/straggler_slowest_share", "n/a"] in [
         line.split()[:3] for line in out.splitlines()
     ]
+
+
+def test_a_query_run_as_a_command_writes_everything_before_it_ends(tmp_path: Path, lw: Any) -> None:
+    """The command ends without Python's teardown: its whole table is in the file first."""
+    base = write_many(tmp_path / "runs", lw, 1500)
+    out = tmp_path / "table.txt"
+    with out.open("wb") as stream:
+        process = subprocess.run(
+            [sys.executable, "-m", "rankscribe.lineage.cli", "query", str(base)],
+            stdout=stream,
+            stderr=subprocess.PIPE,
+            timeout=120,
+            check=False,
+        )
+    assert process.returncode == 0, process.stderr
+    lines = out.read_text().splitlines()
+    assert lines[0].split()[0] == "run" and lines[-1] == "1500 matching runs"
+    assert sum(line.startswith("run-with-a-name") for line in lines) == 1500

@@ -19,6 +19,7 @@ import pytest
 from rankscribe.lineage import filter_runs, filter_summary_lineage
 from rankscribe.lineage.index import _cache
 from rankscribe.lineage.index._cache import INDEX_NAME, scan_base_dir
+from rankscribe.lineage.index._index_encoding import decode_document
 from rankscribe.lineage.index._index_file import load_index
 
 OLD = 1_600_000_000  # an mtime well before any scan
@@ -100,7 +101,7 @@ def test_an_index_out_of_base_order_still_answers_in_base_order(tmp_path: Path, 
     base = make_base(tmp_path, lw)
     expected = filter_runs(base, use_index=False)
     scan_base_dir(str(base))
-    index = json.loads((base / INDEX_NAME).read_text())
+    index = decode_document((base / INDEX_NAME).read_bytes())
     count = len(index["path"])
     order = list(reversed(range(count)))
     for name in ("path", "dir_mtime", "final", "create_time", "update_time", "files", "graph"):

@@ -19,6 +19,7 @@ import pytest
 from rankscribe.lineage import filter_runs, filter_summary_lineage
 from rankscribe.lineage.index import _cache
 from rankscribe.lineage.index._cache import INDEX_NAME, scan_base_dir
+from rankscribe.lineage.index._index_encoding import decode_document
 from rankscribe.lineage.record import _discovery
 
 OLD = 1_600_000_000  # an mtime well before any scan
@@ -50,7 +51,7 @@ def forget_earlier_scans() -> None:
 
 def final(base: Path, run: str) -> bool:
     """Whether the index on disk holds ``run`` as final."""
-    index = json.loads((base / INDEX_NAME).read_text())
+    index = decode_document((base / INDEX_NAME).read_bytes())
     return index["final"][index["path"].index(run)]
 
 
@@ -60,14 +61,20 @@ def networks(base: Path) -> list[str]:
 
 
 def count_listings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every directory a scan lists, whether by entries (``scandir``) or by names only."""
     listed: list[str] = []
-    real = _discovery._list
+    real, real_names = _discovery._list, os.listdir
 
     def listing(path: str) -> Any:
         listed.append(path)
         return real(path)
 
+    def names(path: Any = ".") -> list[str]:
+        listed.append(os.fspath(path))
+        return real_names(path)
+
     monkeypatch.setattr(_discovery, "_list", listing)
+    monkeypatch.setattr(os, "listdir", names)
     return listed
 
 
@@ -76,7 +83,7 @@ def test_a_final_run_is_not_listed_again(
 ) -> None:
     base = make_base(tmp_path, lw)
     assert scan_base_dir(str(base)).parsed_runs == 3
-    assert all(json.loads((base / INDEX_NAME).read_text())["final"])
+    assert all(decode_document((base / INDEX_NAME).read_bytes())["final"])
     listed = count_listings(monkeypatch)
     warm = scan_base_dir(str(base))
     assert (warm.parsed_runs, warm.reused_runs) == (0, 3)

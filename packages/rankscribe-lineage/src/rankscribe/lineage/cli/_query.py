@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import itertools
 import json
 import math
 import os
@@ -18,7 +19,7 @@ import textwrap
 from typing import Any
 
 from rankscribe.lineage._checks import int_argument
-from rankscribe.lineage.cli._table import SEPARATOR, column_texts
+from rankscribe.lineage.cli._table import SEPARATOR, column_texts, column_width
 from rankscribe.lineage.cli._terminal import (
     CommandLineError,
     existing_directory,
@@ -112,12 +113,17 @@ class _Columns:
         self.table = table
         self.positions = positions
         self.texts: dict[str, list[str]] = {}
+        self._values: dict[str, list[Any]] = {}
         # Every run in base order (no --where, --sort or --limit): the columns themselves.
         self.everyone = len(positions) == len(table) and positions == list(range(len(table)))
 
     def values(self, name: str) -> list[Any]:
-        column = self.table.column(name)
-        return column if self.everyone else list(map(column.__getitem__, self.positions))
+        values = self._values.get(name)
+        if values is None:
+            column = self.table.column(name)
+            values = column if self.everyone else list(map(column.__getitem__, self.positions))
+            self._values[name] = values
+        return values
 
     def of(self, name: str) -> list[str]:
         texts = self.texts.get(name)
@@ -126,7 +132,10 @@ class _Columns:
         return texts
 
     def width(self, name: str) -> int:
-        return max(len(printable(name)), max(map(len, self.of(name)), default=0))
+        cells = None if name in self.texts else column_width(self.values(name))
+        if cells is None:  # only its text tells (made once, kept for the table)
+            cells = max(map(len, self.of(name)), default=0)
+        return max(len(printable(name)), cells)
 
 
 def _default_columns(
@@ -156,13 +165,22 @@ def _default_columns(
 
 
 def _table_lines(header: list[str], columns: list[list[str]]) -> list[str]:
-    """Left-aligned columns two spaces apart, one format call per line."""
+    """Left-aligned columns two spaces apart, built column by column.
+
+    Each column is padded by one ``map`` (C loops), then the lines are
+    joined; the last column needs no padding, as trailing blanks are
+    stripped from every line.
+    """
     widths = [
         max(len(name), max(map(len, cells), default=0))
         for name, cells in zip(header, columns, strict=True)
     ]
-    line = SEPARATOR.join(f"{{:<{width}}}" for width in widths)
-    return list(map(str.rstrip, [line.format(*header), *map(line.format, *columns)]))
+    padded = [
+        [name.ljust(width), *map(str.ljust, cells, itertools.repeat(width))]
+        for name, cells, width in zip(header[:-1], columns[:-1], widths[:-1], strict=True)
+    ]
+    padded.append([header[-1], *columns[-1]])
+    return list(map(str.rstrip, map(SEPARATOR.join, zip(*padded, strict=True))))
 
 
 # Lines per write: a reader that stops early (``| head``) is noticed at the next write,
@@ -198,11 +216,6 @@ def _no_lineage_message(base: str, shown_base: str) -> str:
     )
 
 
-def _run_name(relative_path: str) -> str:
-    """The run's directory relative to the base dir: ``./name`` as ``name``, ``./`` as ``.``."""
-    return relative_path[2:] or "."
-
-
 def _query(args: argparse.Namespace) -> int:
     # Real path: the runs' summary_dir are real paths, named relative to it.
     base = os.path.realpath(existing_directory(args.base))
@@ -219,7 +232,8 @@ def _query(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
         return 0
     positions = selection.positions
-    run_names = [_run_name(table.paths[position]) for position in positions]
+    # The run's directory relative to the base dir: ``./name`` as ``name``, ``./`` as ``.``.
+    run_names = [path[2:] or "." for path in map(table.paths.__getitem__, positions)]
     shown_names = (
         run_names if all(map(str.isprintable, run_names)) else list(map(printable, run_names))
     )
@@ -331,4 +345,4 @@ def add_query_command(
         "between the runs, as many as fit the terminal)",
     )
     query.add_argument("--format", choices=("table", "json", "csv"), default="table")
-    query.set_defaults(handler=_query)
+    query.set_defaults(handler=_query, ends_at_once=True)

@@ -18,7 +18,7 @@ from typing import Any
 
 from rankscribe.lineage.cli._terminal import printable
 
-__all__ = ["MISSING", "SEPARATOR", "column_texts"]
+__all__ = ["MISSING", "SEPARATOR", "column_texts", "column_width"]
 
 _SIGNIFICANT_DIGITS = 4
 _MAX_DECIMALS = 8
@@ -78,3 +78,22 @@ def column_texts(values: Sequence[Any]) -> list[str]:
         else _plain_text(value)
         for value in values
     ]
+
+
+def column_width(values: Sequence[Any]) -> int | None:
+    """The length of the longest cell :func:`column_texts` makes of ``values``, if known at once.
+
+    A column of plain numbers in a fixed-point format is measured at its
+    smallest and largest value alone (a cell's length grows with the
+    magnitude, a minus sign included): the command line sizes columns it
+    may not show without turning 100,000 values into text. None: only the
+    cells tell (make them).
+    """
+    types = set(map(type, values))
+    if values and types == {int}:
+        return max(len(str(max(values))), len(str(min(values))))
+    if values and float in types and types <= {float, int} and all(map(math.isfinite, values)):
+        form = _float_format(values)
+        if form.endswith("f"):
+            return max(len(f"%{form}" % max(values)), len(f"%{form}" % min(values)))
+    return None

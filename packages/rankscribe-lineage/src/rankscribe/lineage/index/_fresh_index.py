@@ -20,14 +20,19 @@ writes the index again.
 
 from __future__ import annotations
 
+import array
+import contextlib
+import functools
 import itertools
 import operator
 import os
+import stat
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from rankscribe.lineage.index._index_encoding import FileColumns
 from rankscribe.lineage.index._index_file import LoadedIndex
 from rankscribe.lineage.index._run_table import CUSTOM_SECTIONS, RunTable, Sparse
-from rankscribe.lineage.record import _discovery
 
 __all__ = ["unchanged_table"]
 
@@ -40,72 +45,114 @@ def unchanged_table(
     """The runs' table and lineage file count if nothing changed since ``index``; else None."""
     document = index.document
     paths: list[str] = document["path"]
-    files: list[list[Any]] = document["files"]
+    files: FileColumns | list[list[Any]] = document["files"]
     if (
         index.dropped
         or document["warnings"]
         or not all(document["final"])
         or not _in_base_order(document["update_time"], paths)
-        or not _lists_the_indexed_runs(base_dir, paths)
     ):
         return None
-    directories = [base_dir + path[1:] for path in paths]
     try:
-        unchanged = _directories_unchanged(
-            directories, document["dir_mtime"], settled_before
-        ) and _files_unchanged(directories, files, settled_before)
+        with _opened(base_dir) as base:
+            names = [path[2:] for path in paths]
+            dir_mtimes = document["dir_mtime"]
+            unchanged = _base_unchanged(base, base_dir, names, dir_mtimes, settled_before)
+            if unchanged:
+                unchanged = _files_unchanged(base, base_dir, names, files, settled_before)
     except OSError:  # removed while we looked
         return None
     if not unchanged:
         return None
-    file_count = sum(map(len, files)) // _FILE_WIDTH
+    if isinstance(files, FileColumns):
+        file_count = len(files.names)
+    else:
+        file_count = sum(map(len, files)) // _FILE_WIDTH
     return _table(base_dir, document, index.graphs), file_count
 
 
-def _directories_unchanged(directories: list[str], indexed: list[int], settled_before: int) -> bool:
-    lstat = os.lstat
-    mtimes = [lstat(directory).st_mtime_ns for directory in directories]
-    return mtimes == indexed and max(mtimes, default=0) < settled_before
+@contextlib.contextmanager
+def _opened(base_dir: str) -> Iterator[int | None]:
+    """The base dir open, for ``stat`` relative to it (fewer path lookups); else None."""
+    if os.stat not in os.supports_dir_fd or not hasattr(os, "O_DIRECTORY"):
+        yield None
+        return
+    descriptor = os.open(base_dir, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        yield descriptor
+    finally:
+        os.close(descriptor)
 
 
-def _files_unchanged(directories: list[str], files: list[list[Any]], settled_before: int) -> bool:
+def _lstat(base: int | None, base_dir: str) -> Callable[[str], os.stat_result]:
+    """``lstat`` of a path relative to the base dir."""
+    if base is None:
+        return lambda relative: os.lstat(base_dir + "/" + relative)
+    return functools.partial(os.stat, dir_fd=base, follow_symlinks=False)
+
+
+def _base_unchanged(
+    base: int | None, base_dir: str, names: list[str], indexed: list[int], settled_before: int
+) -> bool:
+    """The base dir lists exactly the indexed runs, each a directory of its indexed mtime.
+
+    One listing of names (no entry objects) and one ``lstat`` per run: an
+    entry that is not indexed is looked at alone (a directory, or a run file
+    in the base dir itself, sends the query down the run-by-run path).
+    """
+    listed = set(os.listdir(base_dir))
+    extras = listed.difference(names)
+    if len(listed) - len(extras) != len(names):  # a run not listed, or indexed twice
+        return False
+    lstat = _lstat(base, base_dir)
+    for extra in extras:
+        if stat.S_ISDIR(lstat(extra).st_mode) or "summary." in extra:
+            return False  # maybe a run (the run-by-run path decides)
+    # Two numbers per run, not a stat result each (fewer objects alive at once).
+    found = list(map(_MTIME_AND_MODE, map(lstat, names)))
+    mtimes = list(map(operator.itemgetter(0), found))
+    return (
+        mtimes == indexed
+        and max(mtimes, default=0) < settled_before
+        and all(map(stat.S_ISDIR, set(map(operator.itemgetter(1), found))))
+    )
+
+
+_MTIME_AND_MODE = operator.attrgetter("st_mtime_ns", "st_mode")
+_SIGNATURE = ("st_size", "st_mtime_ns", "st_ino", "st_ctime_ns")
+_SIGNATURE_OF = operator.attrgetter(*_SIGNATURE)
+
+
+def _files_unchanged(
+    base: int | None,
+    base_dir: str,
+    names: list[str],
+    files: FileColumns | list[list[Any]],
+    settled_before: int,
+) -> bool:
     """Each run's lineage files have their indexed signatures, settled before the index."""
-    lstat = os.lstat
-    if all(len(indexed) == _FILE_WIDTH for indexed in files):
-        # One lineage file per run (the usual case): one comprehension per property.
-        names = [indexed[0] for indexed in files]
-        found = list(map(lstat, map("{}/{}".format, directories, names)))
-        now = [
-            [name, state.st_size, state.st_mtime_ns, state.st_ino, state.st_ctime_ns]
-            for name, state in zip(names, found, strict=True)
-        ]
-        return now == files and max((state.st_mtime_ns for state in found), default=0) < (
-            settled_before
+    lstat = _lstat(base, base_dir)
+    if isinstance(files, FileColumns):
+        # One lineage file per run: the four numbers of every file in one array, compared
+        # with the indexed one (no Python int kept per value, no stat result kept per file).
+        now = array.array(
+            "q",
+            itertools.chain.from_iterable(
+                map(_SIGNATURE_OF, map(lstat, map("{}/{}".format, names, files.names)))
+            ),
         )
+        return now == files.numbers and max(files.mtimes, default=0) < settled_before
 
     def current(directory: str, indexed: list[Any]) -> list[Any] | None:
-        found: list[Any] = []
+        now: list[Any] = []
         for name in indexed[0::_FILE_WIDTH]:
-            now = lstat(directory + "/" + name)
-            if now.st_mtime_ns >= settled_before:
+            state = lstat(directory + "/" + name)
+            if state.st_mtime_ns >= settled_before:
                 return None
-            found += (name, now.st_size, now.st_mtime_ns, now.st_ino, now.st_ctime_ns)
-        return found
+            now += (name, *_SIGNATURE_OF(state))
+        return now
 
-    return list(map(current, directories, files)) == files
-
-
-def _lists_the_indexed_runs(base_dir: str, paths: list[str]) -> bool:
-    """The base dir's subdirectories are the indexed runs, and it holds no run file itself."""
-    entries = _discovery.list_entries(base_dir)
-    names = {entry.name for entry in entries if entry.is_dir(follow_symlinks=False)}
-    if len(names) != len(entries) and any(
-        "summary." in entry.name  # maybe a run file: the run-by-run path decides
-        for entry in entries
-        if not entry.is_dir(follow_symlinks=False)
-    ):
-        return False
-    return len(names) == len(paths) and names == {path[2:] for path in paths}
+    return list(map(current, names, files)) == files
 
 
 def _in_base_order(update_times: list[int], paths: list[str]) -> bool:

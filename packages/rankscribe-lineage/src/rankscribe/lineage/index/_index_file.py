@@ -1,10 +1,12 @@
 """The lineage index file of a base dir: its format, reading and checking it, writing it.
 
-Format (``docs/lineage-queries.md``, "The index"): one JSON document,
+Format (``docs/lineage-queries.md``, "The index"): one document,
 ``.rankscribe-lineage-index.json``, stored column by column (one list per
-property, position ``i`` of every list describing run ``i``)::
+property, position ``i`` of every list describing run ``i``); its long
+columns of one type are stored as raw arrays after a JSON line
+(:mod:`rankscribe.lineage.index._index_encoding`), the rest is JSON::
 
-    {"format": "rankscribe-lineage-index", "version": 3,
+    {"format": "rankscribe-lineage-index", "version": 4,
      "package": "<rankscribe-lineage version>", "parser": "<digest of the parser's code>",
      "path": ["./run1", ...], "dir_mtime": [...], "final": [...],
      "create_time": [...], "update_time": [...],
@@ -15,15 +17,9 @@ property, position ``i`` of every list describing run ``i``)::
      "user_defined": {...},  "warnings": {"<position>": [...]},
      "graphs": {"<graph id>": {...}}}
 
-Measured at 100,000 runs (``tools/bench/cli.py --formats``, the same run, a
-shared 2-core machine): decoding these columns took 1.3 s, SQLite rows holding
-each run's values as a JSON text 1.7-1.9 s to fetch and decode, and one JSON
-object per run (the previous format) 2.6-3.3 s. The cost is in making Python
-objects; columns make the fewest, and each column's types are checked in one
-pass. A warm query reads the checked columns themselves
-(:mod:`rankscribe.lineage.index._fresh_index`); per-run entries are made only
-when some run changed. A ``marshal`` dump of the same columns decoded in 0.22 s
-against JSON's 0.38 s: not enough to give up a readable, Python-independent file.
+Chosen by measurement (``docs/lineage-queries.md``). A warm query reads the
+checked columns (:mod:`rankscribe.lineage.index._fresh_index`); per-run
+entries are made only when some run changed.
 
 - The header's ``package`` and ``parser`` (a digest of the source of the
   modules that turn lineage files into the index's values) are the
@@ -32,12 +28,11 @@ against JSON's 0.38 s: not enough to give up a readable, Python-independent file
 - Each run's values are checked as they are read, column by column; a run
   whose values have the wrong types is dropped (and read again from its
   files by the scan) with one warning for the whole index.
-- The file is written whole to a private temporary file in the base dir and
-  renamed over the index: a reader sees the old or the new index, never
-  half of one, and takes no lock (network filesystems lock badly). Two
-  writers at once each write a correct index; the last rename wins.
-- An index that another user owns or may write is not trusted.
-- A base dir where the index cannot be written still answers queries.
+- The file is written whole to a private temporary file and renamed over
+  the index: a reader sees the old or the new index, never half of one, and
+  takes no lock (network filesystems lock badly); the last rename wins.
+- An index that another user owns or may write is not trusted; a base dir
+  where the index cannot be written still answers queries.
 """
 
 from __future__ import annotations
@@ -47,7 +42,6 @@ import functools
 import hashlib
 import importlib.util
 import itertools
-import json
 import logging
 import os
 import sys
@@ -55,6 +49,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
+from rankscribe.lineage.index import _index_encoding as encoding
 from rankscribe.lineage.query._conditions import FIELD_MAPPING, field_kind
 from rankscribe.writer.files import file_mode, fsync_directory
 
@@ -73,10 +68,11 @@ __all__ = [
 
 INDEX_NAME = ".rankscribe-lineage-index.json"
 INDEX_FORMAT = "rankscribe-lineage-index"
-INDEX_VERSION = 3
+INDEX_VERSION = 4
 # The modules whose code decides what the index stores for a run, and how.
 _PARSER_MODULES = (
     __name__,
+    "rankscribe.lineage.index._index_encoding",
     "rankscribe.lineage.record._discovery",
     "rankscribe.lineage.record._parser",
     "rankscribe.lineage.record._model",
@@ -205,26 +201,25 @@ def load_index(base_dir: str) -> LoadedIndex | None:
                     "ignoring lineage index %s: another user owns it or may write it", path
                 )
                 return None
-            document = json.loads(stream.read())
+            line, rest = encoding.split_document(stream.read())
     except FileNotFoundError:
         return None
     except (OSError, ValueError, RecursionError) as error:
         logger.warning("ignoring unreadable lineage index %s (%s); rebuilding it", path, error)
         return None
     header = index_header()
-    if not isinstance(document, dict) or any(
-        document.get(key) != value for key, value in header.items()
-    ):
+    if not isinstance(line, dict) or any(line.get(key) != value for key, value in header.items()):
         logger.warning(
             "ignoring lineage index %s written by another version (%s); rebuilding it",
             path,
-            _version_text(document),
+            _version_text(line),
         )
         return None
     try:
-        loaded = _decoded(document, found)
+        loaded = _decoded(encoding.decode_columns(line, rest, file_columns=True), found)
     except (TypeError, ValueError, KeyError, IndexError, AttributeError) as error:
-        logger.warning("ignoring malformed lineage index %s (%s); rebuilding it", path, error)
+        what = "unreadable" if isinstance(error, encoding.ColumnsError) else "malformed"
+        logger.warning("ignoring %s lineage index %s (%s); rebuilding it", what, path, error)
         return None
     if loaded.dropped:
         logger.warning(
@@ -244,7 +239,12 @@ def _version_text(document: Any) -> str:
     )
 
 
+_DOT_SLASH = itertools.repeat("./")
+
+
 def _types_of(values: Iterable[Any]) -> set[type]:
+    if isinstance(values, encoding.TypedColumn):  # read from a binary kind: known without a pass
+        return {values.value_type} if values else set()
     return set(map(type, values))
 
 
@@ -275,17 +275,18 @@ def _decoded(document: dict[str, Any], found: os.stat_result) -> LoadedIndex:
     count = len(paths)
     columns = {
         name: _column(document, name, count)
-        for name in ("dir_mtime", "final", "create_time", "update_time", "files", "graph")
+        for name in ("dir_mtime", "final", "create_time", "update_time", "graph")
     }
+    files, bad = _files_column(document, count)
     graphs = document["graphs"]
     fields, metric, user_defined = (document[name] for name in ("fields", "metric", "user_defined"))
     warnings = document.get("warnings", {})
     if not all(isinstance(part, dict) for part in (graphs, fields, metric, user_defined, warnings)):
         raise ValueError("graphs, fields, metric, user_defined or warnings is not an object")
-    bad: set[int] = set()
     # Whole columns first (one pass each, in C); only a column that fails is looked at
     # value by value, to find the runs to drop.
-    if _types_of(paths) != {str} or not all(path.startswith("./") for path in paths):
+    relative = _types_of(paths) == {str} and sum(map(str.startswith, paths, _DOT_SLASH)) == count
+    if not relative:
         bad |= _bad_positions(
             paths,
             lambda path: isinstance(path, str) and path.startswith("./") and "/" not in path[2:],
@@ -295,7 +296,6 @@ def _decoded(document: dict[str, Any], found: os.stat_result) -> LoadedIndex:
             bad |= _bad_positions(columns[name], _is_int)
     if not _types_of(columns["final"]) <= {bool}:
         bad |= _bad_positions(columns["final"], lambda value: type(value) is bool)
-    bad |= _bad_files(columns["files"])
     # Runs share a few graphs: each distinct id is checked once.
     try:
         distinct = set(columns["graph"])
@@ -328,6 +328,7 @@ def _decoded(document: dict[str, Any], found: os.stat_result) -> LoadedIndex:
         raise ValueError(f"{duplicates} runs are listed twice")
     checked = {
         **columns,
+        "files": files,
         "path": paths,
         "fields": field_columns,
         **custom,
@@ -344,6 +345,17 @@ _USER_TYPES = {str, int, float, bool, dict}
 def _hashable(value: Any) -> Any:
     """``value``, or its type's name when it cannot be a set member (a planted {} or [])."""
     return value if isinstance(value, (str, type(None))) else f"<{type(value).__name__}>"
+
+
+def _files_column(document: dict[str, Any], count: int) -> tuple[Any, set[int]]:
+    """The ``files`` column, and the runs whose files are malformed."""
+    files = document["files"]
+    if isinstance(files, encoding.FileColumns):  # typed by its kind
+        if len(files.names) != count:
+            raise ValueError(f"column 'files' is not a list of {count}")
+        return files, set()
+    files = _column(document, "files", count)
+    return files, _bad_files(files)
 
 
 def _bad_files(files: list[Any]) -> set[int]:
@@ -405,6 +417,9 @@ def _entries(document: dict[str, Any]) -> list[IndexEntry]:
     paths = document["path"]
     fields: dict[str, list[Any]] = document["fields"]
     count = len(paths)
+    files = document["files"]
+    if isinstance(files, encoding.FileColumns):
+        files = files.rows()
     names = list(fields)
     field_dicts = (
         [dict(zip(names, values, strict=True)) for values in zip(*fields.values(), strict=True)]
@@ -443,7 +458,7 @@ def _entries(document: dict[str, Any]) -> list[IndexEntry]:
             document["final"],
             document["create_time"],
             document["update_time"],
-            document["files"],
+            files,
             summaries,
             warned,
         )
@@ -502,7 +517,7 @@ def write_index(
     taken from the file itself before the rename (so never another writer's).
     """
     document = _document(entries, graphs)
-    text = json.dumps(document, separators=(",", ":"), check_circular=False)
+    data = encoding.encode_document(document)
     target = os.path.join(base_dir, INDEX_NAME)
     try:
         descriptor, temporary = tempfile.mkstemp(
@@ -513,7 +528,7 @@ def write_index(
         return None
     try:
         with os.fdopen(descriptor, "wb") as stream:
-            stream.write(text.encode("utf-8"))
+            stream.write(data)
             stream.flush()
             os.fsync(stream.fileno())
             os.fchmod(stream.fileno(), file_mode(False))

@@ -12,6 +12,7 @@ asks for (:meth:`RunTable.row`): the page the API returns, never the
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -99,10 +100,13 @@ class RunTable:
             return values
         prefix, _, key = name.partition("/")
         if prefix in CUSTOM_SECTIONS and key:
-            values = [None] * len(self.paths)
             positions, found = self.custom[prefix].get(key, ([], []))
-            for position, value in zip(positions, found, strict=True):
-                values[position] = value
+            if len(positions) == len(self.paths) and _ascending(positions):
+                values = list(found)  # every run has the key (the usual metric)
+            else:
+                values = [None] * len(self.paths)
+                for position, value in zip(positions, found, strict=True):
+                    values[position] = value
         elif name == "summary_dir":
             values = list(map(self.summary_dir, range(len(self.paths))))
         elif name == "dataset_mark":
@@ -179,17 +183,23 @@ class RunTable:
                 )
             ]
         # Made from the index: every run's keys are in the table's key order.
-        order = {position: rank for rank, position in enumerate(positions)}
+        order = dict(zip(positions, itertools.count()))
+        absent = len(order)  # the rank of a run not among ``positions``: after them all
         found: list[str] = []
         for section in CUSTOM_SECTIONS:
             keyed = self.custom[section]
             first: list[tuple[int, int, str]] = []
             for rank, (key, (held, _)) in enumerate(keyed.items()):
-                seen = [order[position] for position in held if position in order]
-                if seen:
-                    first.append((min(seen), rank, key))
+                seen = min(map(order.get, held, itertools.repeat(absent)), default=absent)
+                if seen < absent:
+                    first.append((seen, rank, key))
             found += [f"{section}/{key}" for _, _, key in sorted(first)]
         return found
+
+
+def _ascending(positions: list[int]) -> bool:
+    """Strictly ascending: positions ``0..n-1`` when there are ``n`` of them, in range."""
+    return all(map(operator.lt, positions, itertools.islice(positions, 1, None)))
 
 
 def _dataset_marks(graph_ids: list[str]) -> list[str]:

@@ -1,0 +1,317 @@
+"""How the lineage index file stores its document: one JSON line, then binary columns.
+
+The document (its layout: :mod:`rankscribe.lineage.index._index_file`) is
+written as one line of JSON, ``\\n``, then the bytes of its long columns
+(``docs/lineage-queries.md``, "The index file"). A column of one plain type
+is not in the JSON: in its place the line holds the column's number, and its
+values follow the line as raw bytes, described by the line's ``"columns"``
+list (``[kind, [byte size of each part], value count]`` per column):
+
+- ``i64``: little-endian signed 64-bit integers;
+- ``f64``: little-endian IEEE 754 doubles (every float, NaN and -0.0 included);
+- ``bool``: one byte per value, 0 or 1;
+- ``text``: UTF-8 (lone surrogates kept, as file names may hold them), the
+  values joined by NUL (a column whose text holds a NUL stays JSON);
+- ``words``: a text column whose values repeat (graph ids, optimizers):
+  its distinct values as a ``text`` part, then one ``i64`` per value
+  numbering them (from 0, in order of first appearance);
+- ``files``: the lineage files of runs that each have one, as a ``text``
+  part of names and one ``i64`` part holding each run's size, mtime (ns),
+  inode and ctime (ns) in turn.
+
+Which columns may be binary: ``path``, ``dir_mtime``, ``final``,
+``create_time``, ``update_time``, ``files``, ``graph``, each field column,
+and the positions and values of each ``metric`` and ``user_defined`` key.
+Any of them may be JSON instead (a column of mixed types, None among its
+values, or numbers beyond 64 bits): one JSON document with no binary column
+is a valid index too.
+
+Why: decoding 100,000 runs' columns from JSON made a Python object per value
+out of text (0.51 s); the same columns as raw arrays are read back and
+checked in 0.14 s (``tools/bench/cli.py --formats``, the same run). The bytes are checked by their
+sizes (a truncated file is unreadable, never half read); the values' types
+come from the kind, so they are what the index's checks expect.
+"""
+
+from __future__ import annotations
+
+import array
+import functools
+import itertools
+import json
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
+
+__all__ = [
+    "ColumnsError",
+    "FileColumns",
+    "TypedColumn",
+    "decode_columns",
+    "decode_document",
+    "encode_document",
+    "split_document",
+]
+
+_COLUMN_LISTS = ("path", "dir_mtime", "final", "create_time", "update_time", "files", "graph")
+_SPARSE = ("metric", "user_defined")
+_FILE_NUMBERS = 4
+_LITTLE = sys.byteorder == "little"
+
+
+class TypedColumn(list[Any]):
+    """A column read from a binary kind: every value is of :attr:`value_type`."""
+
+    __slots__ = ("value_type",)
+
+    def __init__(self, values: list[Any], value_type: type) -> None:
+        super().__init__(values)
+        self.value_type = value_type
+
+
+class ColumnsError(ValueError):
+    """The binary columns do not add up: a truncated or damaged file."""
+
+
+class FileColumns(NamedTuple):
+    """A ``files`` column kept as read: one lineage file per run, a name and four numbers.
+
+    ``numbers`` holds each run's size, mtime (ns), inode and ctime (ns) in
+    turn: a warm query compares it with the files' ``lstat`` as one array (no
+    Python int per value); :meth:`rows` makes the ``[name, size, mtime,
+    inode, ctime]`` lists.
+    """
+
+    names: list[str]
+    numbers: array.array[int]
+
+    @property
+    def mtimes(self) -> array.array[int]:
+        return self.numbers[1::_FILE_NUMBERS]
+
+    def rows(self) -> list[list[Any]]:
+        numbers = iter(self.numbers.tolist())
+        return list(map(list, zip(self.names, numbers, numbers, numbers, numbers, strict=False)))
+
+
+def _numbers(code: str, values: list[Any]) -> bytes:
+    packed = array.array(code, values)
+    if not _LITTLE:
+        packed.byteswap()
+    return packed.tobytes()
+
+
+def _array(code: str, data: bytes | memoryview) -> array.array[Any]:
+    packed = array.array(code)
+    packed.frombytes(data)
+    if not _LITTLE:
+        packed.byteswap()
+    return packed
+
+
+def _unpacked(code: str, data: bytes | memoryview) -> list[Any]:
+    return _array(code, data).tolist()
+
+
+def _text(values: list[str]) -> bytes | None:
+    joined = "\0".join(values)
+    if joined.count("\0") != len(values) - 1:
+        return None
+    return joined.encode("utf-8", "surrogatepass")
+
+
+def _encoded(values: list[Any]) -> tuple[str, list[bytes]] | None:
+    """A column as a kind and its parts, or None to keep it JSON."""
+    if not values:
+        return None
+    types = set(map(type, values))
+    if len(types) != 1:
+        return None
+    encoder = _ENCODERS.get(types.pop())
+    try:
+        return None if encoder is None else encoder(values)
+    except OverflowError:  # an integer beyond 64 bits
+        return None
+
+
+def _plain(kind: str, encode: Callable[[list[Any]], bytes | None]) -> Any:
+    def encoded(values: list[Any]) -> tuple[str, list[bytes]] | None:
+        data = encode(values)
+        return None if data is None else (kind, [data])
+
+    return encoded
+
+
+def _files(values: list[list[Any]]) -> tuple[str, list[bytes]] | None:
+    """Runs of one lineage file each, ``[name, size, mtime, inode, ctime]``."""
+    if set(map(len, values)) != {1 + _FILE_NUMBERS}:
+        return None
+    names, *numbers = map(list, zip(*values, strict=True))
+    if set(map(type, names)) != {str} or any(set(map(type, part)) != {int} for part in numbers):
+        return None
+    text = _text(names)
+    flat = list(itertools.chain.from_iterable(zip(*numbers, strict=True)))
+    return None if text is None else ("files", [text, _numbers("q", flat)])
+
+
+# A text column with at most this share of distinct values is stored as words.
+_REPEATED = 4
+
+
+def _strings(values: list[str]) -> tuple[str, list[bytes]] | None:
+    """Text columns: ``words`` when values repeat (ids, names), else ``text``."""
+    distinct = list(dict.fromkeys(values))
+    if len(distinct) * _REPEATED > len(values):
+        text = _text(values)
+        return None if text is None else ("text", [text])
+    words = _text(distinct)
+    if words is None:
+        return None
+    number = {word: at for at, word in enumerate(distinct)}
+    return "words", [words, _numbers("q", list(map(number.__getitem__, values)))]
+
+
+_ENCODERS: dict[type, Callable[[list[Any]], tuple[str, list[bytes]] | None]] = {
+    int: _plain("i64", functools.partial(_numbers, "q")),
+    float: _plain("f64", functools.partial(_numbers, "d")),
+    bool: _plain("bool", bytes),
+    str: _strings,
+    list: _files,
+}
+
+
+def _slots(document: dict[str, Any]) -> Iterator[tuple[Any, Any]]:
+    """Each (container, key) of the document where a binary column may stand."""
+    for name in _COLUMN_LISTS:
+        if name in document:
+            yield document, name
+    fields = document.get("fields")
+    if isinstance(fields, dict):
+        for name in fields:
+            yield fields, name
+    for section in _SPARSE:
+        keyed = document.get(section)
+        if not isinstance(keyed, dict):
+            continue
+        for column in keyed.values():
+            if isinstance(column, list) and len(column) == 2:
+                yield column, 0
+                yield column, 1
+
+
+def encode_document(document: dict[str, Any]) -> bytes:
+    """The file's bytes for ``document`` (left as it is: the columns are copied)."""
+    line = dict(document)
+    for section in ("fields", *_SPARSE):  # containers the slots replace values in
+        if isinstance(line.get(section), dict):
+            line[section] = {
+                key: list(value) if section in _SPARSE and isinstance(value, list) else value
+                for key, value in line[section].items()
+            }
+    described: list[list[Any]] = []
+    parts: list[bytes] = []
+    for container, key in _slots(line):
+        values = container[key]
+        encoded = _encoded(values) if isinstance(values, list) else None
+        if encoded is None:
+            continue
+        kind, pieces = encoded
+        container[key] = len(described)
+        described.append([kind, [len(piece) for piece in pieces], len(values)])
+        parts += pieces
+    line["columns"] = described
+    text = json.dumps(line, separators=(",", ":"), check_circular=False)
+    return b"\n".join([text.encode("ascii"), b"".join(parts)])
+
+
+def split_document(data: bytes) -> tuple[Any, memoryview]:
+    """The JSON line (decoded, its columns not yet resolved) and the bytes after it."""
+    end = data.find(b"\n")
+    if end < 0:
+        return json.loads(data), memoryview(b"")
+    return json.loads(data[:end]), memoryview(data)[end + 1 :]
+
+
+def _decoders() -> dict[str, Callable[[list[memoryview], int], Any]]:
+    def text(parts: list[memoryview], count: int) -> list[Any]:
+        return TypedColumn(bytes(parts[0]).decode("utf-8", "surrogatepass").split("\0"), str)
+
+    def words(parts: list[memoryview], count: int) -> list[Any]:
+        distinct = text(parts, count)
+        codes = _array("q", parts[1])
+        if codes and (min(codes) < 0 or max(codes) >= len(distinct)):
+            raise ColumnsError("a words column names a word it does not hold")
+        return TypedColumn(list(map(distinct.__getitem__, codes)), str)
+
+    def files(parts: list[memoryview], count: int) -> FileColumns:
+        found = FileColumns(text(parts, count), _array("q", parts[1]))
+        if (len(found.names), len(found.numbers)) != (count, count * _FILE_NUMBERS):
+            raise ColumnsError(f"a files column does not hold {count} runs")
+        return found
+
+    return {
+        "i64": lambda parts, count: TypedColumn(_unpacked("q", parts[0]), int),
+        "f64": lambda parts, count: TypedColumn(_unpacked("d", parts[0]), float),
+        "bool": lambda parts, count: TypedColumn([value != 0 for value in parts[0]], bool),
+        "text": text,
+        "words": words,
+        "files": files,
+    }
+
+
+_DECODERS = _decoders()
+_PART_COUNTS = {"i64": 1, "f64": 1, "bool": 1, "text": 1, "words": 2, "files": 2}
+
+
+def decode_columns(
+    line: dict[str, Any], rest: memoryview, *, file_columns: bool = False
+) -> dict[str, Any]:
+    """The document with its binary columns in place; ValueError if they do not add up.
+
+    With ``file_columns``, a binary ``files`` column is a :class:`FileColumns`
+    (else it is made into lists, as a JSON ``files`` column reads).
+    """
+    described = line.pop("columns", [])
+    if not isinstance(described, list):
+        raise ColumnsError("'columns' is not a list")
+    columns: list[list[Any]] = []
+    offset = 0
+    for item in described:
+        if not (
+            isinstance(item, list)
+            and len(item) == 3
+            and item[0] in _DECODERS
+            and isinstance(item[1], list)
+            and len(item[1]) == _PART_COUNTS[item[0]]
+            and all(type(size) is int and size >= 0 for size in item[1])
+            and type(item[2]) is int
+        ):
+            raise ColumnsError(f"column description {str(item)[:60]} is not [kind, [sizes], count]")
+        kind, sizes, count = item
+        parts = []
+        for size in sizes:
+            parts.append(rest[offset : offset + size])
+            offset += size
+        if offset > len(rest):
+            raise ColumnsError("the index file is truncated")
+        values = _DECODERS[kind](parts, count)
+        if isinstance(values, FileColumns) and not file_columns:
+            values = values.rows()
+        if len(values) != count and not isinstance(values, FileColumns):
+            raise ColumnsError(f"a {kind} column holds {len(values)} values, not {count}")
+        columns.append(values)
+    if offset != len(rest):
+        raise ColumnsError(f"{len(rest) - offset} bytes after the index's columns")
+    for container, key in list(_slots(line)):
+        number = container[key]
+        if type(number) is int:
+            if not 0 <= number < len(columns):
+                raise ColumnsError(f"column {key!r} refers to no stored column")
+            container[key] = columns[number]
+    return line
+
+
+def decode_document(data: bytes) -> Any:
+    """A whole file's document, every column a list (what :func:`encode_document` took)."""
+    line, rest = split_document(data)
+    return decode_columns(line, rest) if isinstance(line, dict) else line
