@@ -77,6 +77,11 @@ def _assert_like_one_pass(got: JobPartial, whole: JobStatistics) -> None:
             np.testing.assert_array_equal(computed[exact], expected[exact], err_msg=tag + name)
             error = np.abs(computed[~exact] - expected[~exact])
             bound = 1e-9 * np.abs(expected[~exact]) + 1e-12 * finite[~exact] + 1e-300
+            if name == "std":
+                # Squares of deviations under ~1e-154 are subnormal and keep few digits, in
+                # any order of merging: the std is good to sqrt(count * smallest normal) there.
+                tiny = np.finfo(np.float64).tiny
+                bound = bound + np.sqrt(np.maximum(want.count[~exact], 1) * tiny)
             assert bool(np.all(error <= bound)), (tag, name)
     assert got.ranks == whole.ranks
 
