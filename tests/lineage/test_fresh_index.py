@@ -151,3 +151,20 @@ def test_a_warm_query_loads_neither_numpy_nor_protobuf(tmp_path: Path, lw: Any) 
         timeout=120,
     )
     assert shown.stdout == "3 matching runs []\n", shown.stderr
+
+
+def test_runs_sharing_a_dataset_graph_each_get_a_copy_of_their_own(tmp_path: Path, lw: Any) -> None:
+    graph = {"op_type": "BatchDataset", "children": [{"op_type": "MnistDataset"}]}
+    base = tmp_path / "base"
+    for name in ("a", "b"):
+        lw.write(base / name, [lw.train(network="Net", loss=0.5), lw.graph(graph)], mtime=OLD)
+        finish(base / name)
+    scan_base_dir(str(base))  # writes the index, where the two runs share one graph
+    warm(base)
+    first = filter_runs(base, lineage_type="dataset")["object"]
+    assert first[0]["dataset_graph"] == first[1]["dataset_graph"]
+    assert first[0]["dataset_graph"]["children"]  # the graph is there, not empty
+    first[0]["dataset_graph"]["children"].append({"op_type": "changed by the caller"})
+    assert first[1]["dataset_graph"] != first[0]["dataset_graph"]
+    again = filter_runs(base, lineage_type="dataset")["object"]
+    assert again[0]["dataset_graph"] == again[1]["dataset_graph"] == first[1]["dataset_graph"]

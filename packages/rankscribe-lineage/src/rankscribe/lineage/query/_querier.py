@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import marshal
 import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -219,8 +220,36 @@ def _copied(values: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+class _GraphCopier:
+    """Fresh copies of dataset graphs, which many runs share (one per distinct graph).
+
+    A graph is plain data (dicts, lists, text, numbers) shared by every run
+    that recorded the same pipeline; each result must get a copy of its own
+    that the caller may change. ``copy.deepcopy`` costs ~12 us per graph,
+    seconds over 100,000 runs; a graph serialized once with ``marshal`` and
+    loaded per run gives the same independent copy in ~1.5 us. A graph
+    ``marshal`` cannot hold (another type inside) is deep-copied.
+    """
+
+    def __init__(self) -> None:
+        self._blobs: dict[int, tuple[Any, bytes | None]] = {}
+
+    def copy(self, graph: Any) -> Any:
+        if isinstance(graph, _IMMUTABLE):
+            return graph
+        known = self._blobs.get(id(graph))
+        if known is None or known[0] is not graph:
+            try:
+                blob: bytes | None = marshal.dumps(graph)
+            except ValueError:  # not plain data
+                blob = None
+            known = self._blobs[id(graph)] = (graph, blob)  # the graph kept: ids stay unique
+        return copy.deepcopy(graph) if known[1] is None else marshal.loads(known[1])
+
+
 def _objects(rows: list[LineageRow], lineage_types: list[str]) -> list[dict[str, Any]]:
     objects = []
+    graphs = _GraphCopier()
     for row in rows:
         item: dict[str, Any] = {"summary_dir": row.summary_dir}
         if "model" in lineage_types:
@@ -232,7 +261,7 @@ def _objects(rows: list[LineageRow], lineage_types: list[str]) -> list[dict[str,
             model_lineage["user_defined"] = _copied(row.user_defined)
             item["model_lineage"] = model_lineage
         if "dataset" in lineage_types:
-            item["dataset_graph"] = copy.deepcopy(row.dataset_graph)
+            item["dataset_graph"] = graphs.copy(row.dataset_graph)
         objects.append(item)
     return objects
 
