@@ -19,25 +19,8 @@ import pytest
 
 from rankscribe.lineage import __version__, filter_summary_lineage
 from rankscribe.lineage.index._cache import INDEX_NAME, forget_scans, scan_base_dir
-from rankscribe.lineage.index._index_encoding import decode_document
 from tests._support.launchers import run_bounded
-
-
-def make_base(root: Path, lw: Any, count: int = 3) -> Path:
-    for index in range(count):
-        lw.write(
-            root / f"run{index}",
-            [
-                lw.graph({"op_type": f"G{index % 2}"}),
-                lw.train(network=f"Net{index}", loss=index / 10),
-            ],
-            mtime=1_000_000 + index,
-        )
-    return root
-
-
-def read_index(base: Path) -> dict[str, Any]:
-    return decode_document((base / INDEX_NAME).read_bytes())
+from tests.lineage._index_bases import graph_base, read_index
 
 
 def entry(index: dict[str, Any], path: str) -> int:
@@ -46,7 +29,7 @@ def entry(index: dict[str, Any], path: str) -> int:
 
 
 def test_index_is_written_then_reused(tmp_path: Path, lw: Any) -> None:
-    base = make_base(tmp_path, lw)
+    base = graph_base(tmp_path, lw)
     cold = scan_base_dir(str(base))
     assert (cold.parsed_runs, cold.reused_runs) == (3, 0)
     assert (base / INDEX_NAME).is_file()
@@ -58,7 +41,7 @@ def test_index_is_written_then_reused(tmp_path: Path, lw: Any) -> None:
 
 
 def test_a_changed_run_is_parsed_again(tmp_path: Path, lw: Any) -> None:
-    base = make_base(tmp_path, lw)
+    base = graph_base(tmp_path, lw)
     scan_base_dir(str(base))
     lw.write(base / "run1", [lw.eval({"acc": 0.5})], timestamp=1800000000)  # a new file
     scan = scan_base_dir(str(base))
@@ -68,7 +51,7 @@ def test_a_changed_run_is_parsed_again(tmp_path: Path, lw: Any) -> None:
 
 
 def test_same_size_new_mtime_is_parsed_again(tmp_path: Path, lw: Any) -> None:
-    base = make_base(tmp_path, lw)
+    base = graph_base(tmp_path, lw)
     scan_base_dir(str(base))
     path = lw.write(
         base / "run0", [lw.graph({"op_type": "G0"}), lw.train(network="Net9", loss=0.0)]
@@ -80,7 +63,7 @@ def test_same_size_new_mtime_is_parsed_again(tmp_path: Path, lw: Any) -> None:
 
 
 def test_removed_run_leaves_the_index(tmp_path: Path, lw: Any) -> None:
-    base = make_base(tmp_path, lw)
+    base = graph_base(tmp_path, lw)
     scan_base_dir(str(base))
     for file in (base / "run2").iterdir():
         file.unlink()
@@ -149,7 +132,7 @@ def _column_missing(base: Path) -> bytes:
 def test_damaged_or_foreign_index_is_rebuilt(
     tmp_path: Path, lw: Any, damage: Any, said: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    base = make_base(tmp_path, lw)
+    base = graph_base(tmp_path, lw)
     expected = filter_summary_lineage(str(base), use_index=False)
     scan_base_dir(str(base))
     content = damage(base)
@@ -166,7 +149,7 @@ def test_damaged_or_foreign_index_is_rebuilt(
 def test_an_index_others_may_write_is_not_trusted(
     tmp_path: Path, lw: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    base = make_base(tmp_path, lw)
+    base = graph_base(tmp_path, lw)
     scan_base_dir(str(base))
     index = read_index(base)
     index["fields"]["network"][entry(index, "./run0")] = "Planted"
@@ -219,7 +202,7 @@ def _custom_value_malformed(index: dict[str, Any]) -> None:
 def test_a_wrong_typed_entry_is_read_again_with_one_warning(
     tmp_path: Path, lw: Any, damage: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    base = make_base(tmp_path, lw)
+    base = graph_base(tmp_path, lw)
     expected = filter_summary_lineage(str(base), use_index=False)
     scan_base_dir(str(base))
     index = read_index(base)
@@ -238,7 +221,7 @@ def test_a_wrong_typed_entry_is_read_again_with_one_warning(
 
 
 def test_a_wrong_typed_entry_never_fails_the_command_line(tmp_path: Path, lw: Any) -> None:
-    base = make_base(tmp_path, lw)
+    base = graph_base(tmp_path, lw)
     scan_base_dir(str(base))
     index = read_index(base)
     _wrong_update_time(index)
@@ -270,7 +253,7 @@ def test_a_wrong_typed_entry_never_fails_the_command_line(tmp_path: Path, lw: An
 def test_disabled_index_writes_nothing(
     tmp_path: Path, lw: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    base = make_base(tmp_path, lw)
+    base = graph_base(tmp_path, lw)
     filter_summary_lineage(str(base), use_index=False)
     assert not (base / INDEX_NAME).exists()
     monkeypatch.setenv("RANKSCRIBE_LINEAGE_INDEX", "0")
@@ -281,7 +264,7 @@ def test_disabled_index_writes_nothing(
 def test_unwritable_base_still_answers(
     tmp_path: Path, lw: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    base = make_base(tmp_path, lw)
+    base = graph_base(tmp_path, lw)
     real_open = os.open
 
     # A read-only base dir, also for root (who ignores permission bits).
@@ -296,7 +279,7 @@ def test_unwritable_base_still_answers(
 
 
 def test_the_index_is_not_a_run_and_leaves_nothing_else(tmp_path: Path, lw: Any) -> None:
-    base = make_base(tmp_path, lw)
+    base = graph_base(tmp_path, lw)
     filter_summary_lineage(str(base))
     filter_summary_lineage(str(base))
     assert filter_summary_lineage(str(base))["count"] == 3
@@ -332,7 +315,7 @@ def _add_runs(base: str, count: int) -> None:
 
 
 def test_concurrent_writers_and_readers(tmp_path: Path, lw: Any) -> None:
-    base = make_base(tmp_path, lw, count=20)
+    base = graph_base(tmp_path, lw, count=20)
     context = multiprocessing.get_context("fork")
     queue = context.Queue()
     readers = [

@@ -8,7 +8,6 @@ a new one) answers exactly what a query that reads every file answers.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,14 +20,7 @@ from rankscribe.lineage.index import _cache
 from rankscribe.lineage.index._cache import INDEX_NAME, scan_base_dir
 from rankscribe.lineage.index._index_encoding import decode_document
 from rankscribe.lineage.index._index_file import load_index
-
-OLD = 1_600_000_000  # an mtime well before any scan
-
-
-def finish(run: Path) -> None:
-    for file in run.iterdir():
-        file.chmod(0o400)
-    os.utime(run, (OLD, OLD))
+from tests.lineage._index_bases import OLD, finish
 
 
 def make_base(tmp_path: Path, lw: Any, count: int = 6) -> Path:

@@ -18,23 +18,7 @@ from rankscribe.lineage import filter_summary_lineage
 from rankscribe.lineage.index._cache import INDEX_NAME, forget_scans, scan_base_dir
 from rankscribe.lineage.index._index_encoding import decode_document, encode_document
 from rankscribe.lineage.index._index_file import INDEX_VERSION, load_index
-
-
-def make_base(root: Path, lw: Any, count: int = 3) -> Path:
-    for index in range(count):
-        lw.write(
-            root / f"run{index}",
-            [
-                lw.graph({"op_type": f"G{index % 2}"}),
-                lw.train(network=f"Net{index}", loss=index / 10),
-            ],
-            mtime=1_000_000 + index,
-        )
-    return root
-
-
-def read_index(base: Path) -> dict[str, Any]:
-    return decode_document((base / INDEX_NAME).read_bytes())
+from tests.lineage._index_bases import graph_base, read_index
 
 
 def _document() -> dict[str, Any]:
@@ -122,7 +106,7 @@ def _version_3(data: bytes) -> bytes:
 def test_a_damaged_binary_index_is_rebuilt_with_one_warning(
     tmp_path: Path, lw: Any, damage: Any, said: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    base = make_base(tmp_path, lw)
+    base = graph_base(tmp_path, lw)
     expected = filter_summary_lineage(str(base), use_index=False)
     scan_base_dir(str(base))
     written = (base / INDEX_NAME).read_bytes()
@@ -142,7 +126,7 @@ def test_a_damaged_binary_index_is_rebuilt_with_one_warning(
 def test_a_wrong_typed_entry_in_a_binary_index_is_read_again(
     tmp_path: Path, lw: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    base = make_base(tmp_path, lw)
+    base = graph_base(tmp_path, lw)
     expected = filter_summary_lineage(str(base), use_index=False)
     scan_base_dir(str(base))
     index = read_index(base)

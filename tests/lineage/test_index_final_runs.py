@@ -21,15 +21,7 @@ from rankscribe.lineage.index import _cache
 from rankscribe.lineage.index._cache import INDEX_NAME, scan_base_dir
 from rankscribe.lineage.index._index_encoding import decode_document
 from rankscribe.lineage.record import _discovery
-
-OLD = 1_600_000_000  # an mtime well before any scan
-
-
-def finish(run: Path) -> None:
-    """What a writer leaves: read-only files, and (here) a directory that settled long ago."""
-    for file in run.iterdir():
-        file.chmod(0o400)
-    os.utime(run, (OLD, OLD))
+from tests.lineage._index_bases import OLD, finish
 
 
 def make_base(tmp_path: Path, lw: Any, count: int = 3) -> Path:
