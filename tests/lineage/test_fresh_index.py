@@ -8,7 +8,6 @@ a new one) answers exactly what a query that reads every file answers.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from rankscribe.lineage.index import _cache
 from rankscribe.lineage.index._cache import INDEX_NAME, scan_base_dir
 from rankscribe.lineage.index._index_encoding import decode_document
 from rankscribe.lineage.index._index_file import load_index
+from tests._support.launchers import run_bounded
 from tests.lineage._index_bases import OLD, finish
 
 
@@ -135,13 +135,7 @@ def test_a_warm_query_loads_neither_numpy_nor_protobuf(tmp_path: Path, lw: Any) 
         "loaded = [name for name in ('numpy', 'google.protobuf', 'PIL') if name in sys.modules]\n"
         "print(out.getvalue().splitlines()[-1], loaded)\n"
     )
-    shown = subprocess.run(
-        [sys.executable, "-c", code, str(base)],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
+    shown = run_bounded([sys.executable, "-c", code, str(base)], timeout=120, stderr_apart=True)
     assert shown.stdout == "3 matching runs []\n", shown.stderr
 
 

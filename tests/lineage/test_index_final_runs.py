@@ -21,6 +21,7 @@ from rankscribe.lineage.index import _cache
 from rankscribe.lineage.index._cache import INDEX_NAME, scan_base_dir
 from rankscribe.lineage.index._index_encoding import decode_document
 from rankscribe.lineage.record import _discovery
+from tests._support.launchers import run_bounded
 from tests.lineage._index_bases import OLD, finish
 
 
@@ -151,12 +152,8 @@ def test_another_process_sees_what_this_one_indexed_and_then_more(tmp_path: Path
         "r = f(sys.argv[1], {'sorted_name': 'network'}); "
         "print(','.join(o['model_lineage']['network'] for o in r['object']))"
     )
-    shown = subprocess.run(
-        [sys.executable, "-c", code, str(base)],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
+    shown = run_bounded(
+        [sys.executable, "-c", code, str(base)], timeout=120, stderr_apart=True
     ).stdout.strip()
     assert shown == "Net0,Net1,Net2,Net4"
     # and this process sees the index the other one wrote, and a later change
@@ -205,12 +202,8 @@ def test_a_lineage_file_copied_over_a_final_run_is_seen(
         "sys.exit(main(['query', sys.argv[1], '--sort', 'network', '--columns', "
         "'network,loss']))"
     )
-    shown = subprocess.run(
-        [sys.executable, "-c", code, str(base)],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
+    shown = run_bounded(
+        [sys.executable, "-c", code, str(base)], timeout=120, stderr_apart=True
     ).stdout.splitlines()
     assert [line.split() for line in shown[1:4]] == [
         ["run0", "Net0", "0.0000"],
