@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import sys
@@ -144,7 +145,15 @@ def test_a_helper_answers_in_parts_that_one_unpickler_reads(
     monkeypatch.setattr(_parse_worker, "ANSWER_PART", 7)
     monkeypatch.setattr(sys, "stdin", Pipes(io.BytesIO(pickle.dumps(("directory", jobs)))))
     monkeypatch.setattr(sys, "stdout", Pipes(answer))
-    assert _parse_worker.main() == 0
+    # main() is a helper process's whole life: it silences logging and pauses the cycle
+    # collector for good; give this test process both back.
+    gc_was_enabled = gc.isenabled()
+    try:
+        assert _parse_worker.main() == 0
+    finally:
+        logging.disable(logging.NOTSET)
+        if gc_was_enabled:
+            gc.enable()
     answer.seek(0)
     answers = pickle.Unpickler(answer)
     parts = [answers.load() for _ in range(6)]  # 40 runs in parts of 7
