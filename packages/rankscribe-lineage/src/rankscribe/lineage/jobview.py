@@ -49,10 +49,10 @@ from rankscribe.lineage.errors import (
     LineageParamValueError,
 )
 from rankscribe.lineage.job._files import (
-    STATISTIC_SUFFIXES,
     Curve,
     step_table,
     summary_file_bytes,
+    tag_curves,
     tensorboard_file_bytes,
     write_job_files,
 )
@@ -285,22 +285,6 @@ class JobView:
     verdicts: dict[str, float | int | str]
 
 
-def _tag_curves(tag: str, statistics: TagStatistics) -> list[Curve]:
-    columns: dict[str, npt.NDArray[Any]] = {
-        "mean": statistics.mean,
-        "min": statistics.minimum,
-        "max": statistics.maximum,
-        "std": statistics.std,
-        "ranks": statistics.count,
-        "min_rank": statistics.min_rank,
-        "max_rank": statistics.max_rank,
-    }
-    return [
-        Curve(f"{tag}/{suffix}", statistics.steps, columns[suffix].astype(np.float64))
-        for suffix in STATISTIC_SUFFIXES
-    ]
-
-
 def _fingerprint_curves(statistics: JobStatistics) -> list[Curve]:
     dense = _dense_series(statistics.fingerprints)
     if len(dense.steps) == 0:
@@ -318,7 +302,7 @@ def _fingerprint_curves(statistics: JobStatistics) -> list[Curve]:
 def _job_curves(statistics: JobStatistics, times: StepTimes) -> list[Curve]:
     curves: list[Curve] = []
     for tag in sorted(statistics.tags):
-        curves.extend(_tag_curves(tag, statistics.tags[tag]))
+        curves.extend(tag_curves(tag, statistics.tags[tag]))
         if tag == STEP_TIME_TAG and len(times.steps):
             curves.append(Curve(SLOWEST_RANK_TAG, times.steps, times.slowest_rank.astype(float)))
             curves.append(Curve(SKEW_TAG, times.steps, times.skew))

@@ -33,6 +33,8 @@ from rankscribe.writer.pb import summary_pb2, tensorboard_custom_scalars_pb2, te
 if TYPE_CHECKING:
     import numpy.typing as npt
 
+    from rankscribe.lineage.job._statistics import TagStatistics
+
 __all__ = [
     "STATISTIC_SUFFIXES",
     "AppendedJobFiles",
@@ -41,6 +43,7 @@ __all__ = [
     "job_file_names",
     "step_table",
     "summary_file_bytes",
+    "tag_curves",
     "tensorboard_file_bytes",
     "write_job_files",
 ]
@@ -67,6 +70,23 @@ class Curve:
     tag: str
     steps: npt.NDArray[np.int64]
     values: npt.NDArray[np.float64]
+
+
+def tag_curves(tag: str, statistics: TagStatistics) -> list[Curve]:
+    """The job curves of one rank tag: ``<tag>/<suffix>`` for each of STATISTIC_SUFFIXES."""
+    columns: dict[str, npt.NDArray[Any]] = {
+        "mean": statistics.mean,
+        "min": statistics.minimum,
+        "max": statistics.maximum,
+        "std": statistics.std,
+        "ranks": statistics.count,
+        "min_rank": statistics.min_rank,
+        "max_rank": statistics.max_rank,
+    }
+    return [
+        Curve(f"{tag}/{suffix}", statistics.steps, columns[suffix].astype(np.float64))
+        for suffix in STATISTIC_SUFFIXES
+    ]
 
 
 def _value_template(serialize: Callable[[str], bytes], tag: str) -> bytes:

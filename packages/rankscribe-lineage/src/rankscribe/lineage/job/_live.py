@@ -34,10 +34,14 @@ import numpy as np
 from rankscribe.lineage._checks import check_seconds
 from rankscribe.lineage._hparams import HParamsRun, hparam_value, metric_value
 from rankscribe.lineage.job._evidence import SKEW_TAG, LiveVerdicts
-from rankscribe.lineage.job._files import STATISTIC_SUFFIXES, AppendedJobFiles, Curve, now
+from rankscribe.lineage.job._files import (
+    AppendedJobFiles,
+    Curve,
+    now,
+    tag_curves,
+)
 from rankscribe.lineage.job._partials import Partial
 from rankscribe.lineage.job._ranges import ranges_text
-from rankscribe.lineage.job._statistics import TagStatistics
 from rankscribe.writer import files
 
 logger = logging.getLogger(__name__)
@@ -59,22 +63,6 @@ LIVE_STATE_NAME = ".rankscribe-live.json"
 WRITE_WAIT = 60.0
 #: A state file larger than this is not read (it holds one entry per rank).
 _MAX_STATE_BYTES = 32 << 20
-
-
-def _tag_curves(tag: str, statistics: TagStatistics) -> list[Curve]:
-    columns = {
-        "mean": statistics.mean,
-        "min": statistics.minimum,
-        "max": statistics.maximum,
-        "std": statistics.std,
-        "ranks": statistics.count,
-        "min_rank": statistics.min_rank,
-        "max_rank": statistics.max_rank,
-    }
-    return [
-        Curve(f"{tag}/{suffix}", statistics.steps, columns[suffix].astype(np.float64))
-        for suffix in STATISTIC_SUFFIXES
-    ]
 
 
 class LiveJobView:
@@ -214,7 +202,7 @@ class LiveJobView:
     def _curves(self, written: Partial) -> list[Curve]:
         curves: list[Curve] = []
         for tag in sorted(written.tags):
-            curves.extend(_tag_curves(tag, written.tags[tag]))
+            curves.extend(tag_curves(tag, written.tags[tag]))
             if tag not in self._margin_tags:
                 self._margin_tags.append(tag)
         curves.extend(self.state.add(written))
