@@ -7,6 +7,7 @@ import json
 import os
 import socket
 import stat
+import subprocess
 import sys
 import threading
 import time
@@ -248,3 +249,66 @@ def test_two_jobs_started_into_one_directory_never_pair(tmp_path: Path) -> None:
     directories = {records[(job, 0)]["directory"] for job in jobs}
     assert directories == {str(job_dir), str(job_dir.with_name("exp1-2"))}
     assert records[("A", 0)]["job_id"] != records[("B", 0)]["job_id"]
+
+
+# -- two jobs claiming at the same moment, as real processes ----------------------------------
+
+RACER = Path(__file__).resolve().parent / "claim_racer.py"
+RACES = 80
+
+
+def race(base: Path, on_exists: str) -> dict[str, dict[int, str]]:
+    """Two processes claim the same ``RACES`` directories at once; each one's lines by race."""
+    processes = {
+        name: subprocess.Popen(
+            [sys.executable, RACER, name, other, base, str(RACES), on_exists],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for name, other in (("a", "b"), ("b", "a"))
+    }
+    lines: dict[str, dict[int, str]] = {}
+    for name, process in processes.items():
+        output, _ = process.communicate(timeout=PROCESS_TIMEOUT * 2)
+        assert process.returncode == 0, output
+        lines[name] = {
+            int(line.split(" ", 1)[0]): line.split(" ", 1)[1] for line in output.splitlines()
+        }
+        assert sorted(lines[name]) == list(range(RACES)), output
+    return lines
+
+
+@pytest.mark.parametrize("recorded_without_claim", [False, True])
+def test_two_jobs_appending_at_once_agree_on_one_whole_claim(
+    tmp_path: Path, recorded_without_claim: bool
+) -> None:
+    # With the claim created empty and written after, the second job read it empty and
+    # wrote its own id (7 of 150 races), once leaving two ids' bytes in one file.
+    for number in range(RACES):
+        folder = tmp_path / f"race_{number}"
+        folder.mkdir(mode=0o700)
+        if recorded_without_claim:  # a run without a claim: both jobs claim it to append
+            (folder / "events.out.events.summary.1700000000.0.host_MS").write_bytes(b"")
+    lines = race(tmp_path, "append")
+    for number in range(RACES):
+        folder = tmp_path / f"race_{number}"
+        claim = claim_of(folder)
+        assert lines["a"][number] == lines["b"][number] == f"{folder} {claim['job_id']}"
+        assert sorted(claim) == ["claimed_at", "host", "job_id", "pid", "world_size"]
+        assert [entry.name for entry in folder.iterdir() if entry.name.startswith(".")] == [
+            CLAIM_FILE_NAME
+        ]
+
+
+def test_two_jobs_starting_at_once_take_two_directories(tmp_path: Path) -> None:
+    lines = race(tmp_path, "new")
+    for number in range(RACES):
+        folder = tmp_path / f"race_{number}"
+        second = folder.with_name(f"{folder.name}-2")
+        got = {lines["a"][number].split()[0], lines["b"][number].split()[0]}
+        assert got == {str(folder), str(second)}
+        assert {lines[name][number].split()[1] for name in "ab"} == {
+            claim_of(folder)["job_id"],
+            claim_of(second)["job_id"],
+        }

@@ -21,7 +21,6 @@ collector's ``on_exists`` otherwise.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
@@ -47,6 +46,8 @@ from rankscribe.ranks import (
     detect,
     rank_dir,
 )
+from rankscribe.ranks.errors import JSONDataError
+from rankscribe.ranks.jsondata import parse_json
 from rankscribe.writer import SummaryRecord
 from rankscribe.writer.files import make_private_dir, rank_dir_name
 
@@ -237,8 +238,8 @@ def _claimed_by_this_process(directory: str) -> bool:
             return False
         data = handle.read(_CLAIM_LIMIT)
     try:
-        claim = json.loads(data)
-    except ValueError:
+        claim = parse_json(data, what=f"the claim file {path}", max_bytes=_CLAIM_LIMIT)
+    except JSONDataError:
         return False
     if not isinstance(claim, dict):
         return False

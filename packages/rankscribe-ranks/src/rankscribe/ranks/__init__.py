@@ -39,6 +39,7 @@ from rankscribe.ranks.errors import CollectiveTimeoutError as CollectiveTimeoutE
 from rankscribe.ranks.errors import CoordinatorClosedError as CoordinatorClosedError
 from rankscribe.ranks.errors import JobDirClaimedError, RanksError
 from rankscribe.ranks.errors import JobDirError as JobDirError
+from rankscribe.ranks.errors import JSONDataError as JSONDataError
 from rankscribe.ranks.errors import MessageError as MessageError
 from rankscribe.ranks.errors import RankEnvironmentError as RankEnvironmentError
 from rankscribe.ranks.errors import RanksTypeError as RanksTypeError

@@ -3,13 +3,16 @@
 Two jobs started into one summary directory would otherwise both write
 ``rank_0/``, ``rank_1/``, ... and their files would mix. So before any rank
 writes, rank 0 claims the directory: it creates the claim file
-:data:`CLAIM_FILE_NAME` in it with ``O_CREAT | O_EXCL | O_NOFOLLOW`` (mode
-0600), which exactly one process can do, and writes a new job id into it; it
-then broadcasts the directory and the id through the job's coordinator, so
-every rank writes where rank 0 claimed. A directory that holds a claim, or
-summary files written without one (``rank_<n>`` directories included), belongs
-to another job: ``on_exists`` says what happens then. The rule is in
-``docs/layout.md`` ("Two jobs, one directory").
+:data:`CLAIM_FILE_NAME` in it with its whole content (a new job id, mode
+0600, fsynced) already in place: the content goes to a temporary file first,
+which is then hard-linked to the claim's name. A link, like ``O_EXCL``, fails
+when anything is at that name, so exactly one process claims, and nobody ever
+reads a claim that is empty or half written. It then broadcasts the directory
+and the id through the job's coordinator, so every rank writes where rank 0
+claimed. A directory that holds a claim, or summary files written without one
+(``rank_<n>`` directories included), belongs to another job: ``on_exists``
+says what happens then. The rule is in ``docs/layout.md`` ("Two jobs, one
+directory").
 """
 
 from __future__ import annotations
@@ -27,8 +30,16 @@ from typing import Any, Literal
 
 from rankscribe.ranks._args import check_choice, check_path, check_timeout
 from rankscribe.ranks._coordinator import Coordinator
+from rankscribe.ranks._deadline import Backoff, Deadline
 from rankscribe.ranks._info import detect
-from rankscribe.ranks.errors import JobDirClaimedError, JobDirError, RanksTypeError, RanksValueError
+from rankscribe.ranks.errors import (
+    JobDirClaimedError,
+    JobDirError,
+    JSONDataError,
+    RanksTypeError,
+    RanksValueError,
+)
+from rankscribe.ranks.jsondata import parse_json
 from rankscribe.writer.files import (
     file_kind,
     fsync_directory,
@@ -47,6 +58,15 @@ _ON_EXISTS = ("new", "error", "append")
 _MOST_DIRECTORIES = 10_000
 _CLAIM_LIMIT = 64 * 1024
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+# How long a claim that is not (yet) readable is waited for: a claim written by a
+# filesystem without hard links appears empty before its content (see _publish_claim).
+_CLAIM_PATIENCE = 5.0
+# Filesystems that cannot hard-link (some network and FUSE ones) say so with these.
+_NO_LINKS = frozenset(
+    code
+    for code in (errno.EPERM, errno.EXDEV, getattr(errno, "ENOTSUP", None), errno.EOPNOTSUPP)
+    if code is not None
+)
 
 
 @dataclass(frozen=True)
@@ -117,14 +137,11 @@ def _claim_here(base: Path, on_exists: str, world_size: int) -> dict[str, Any]:
             job_id = _try_claim(candidate, world_size)
             if job_id is not None:
                 return {"directory": str(candidate), "job_id": job_id, "appended": False}
-            holder = _read_claim(candidate)
             if on_exists == "error":
+                holder = _read_claim(candidate, Deadline(_CLAIM_PATIENCE)) or {}
                 return {"error": "claimed", "directory": str(candidate), "claim": holder}
             if on_exists == "append":
-                job_id = holder.get("job_id")
-                if not isinstance(job_id, str):
-                    job_id = _write_claim(candidate, world_size, exclusive=False)
-                return {"directory": str(candidate), "job_id": job_id, "appended": True}
+                return _join(candidate, world_size)
         return {
             "error": "os",
             "directory": str(base),
@@ -132,6 +149,37 @@ def _claim_here(base: Path, on_exists: str, world_size: int) -> dict[str, Any]:
         }
     except OSError as error:
         return {"error": "os", "directory": str(base), "message": str(error)}
+
+
+def _join(directory: Path, world_size: int) -> dict[str, Any]:
+    """``on_exists="append"``: the job id of ``directory``'s claim, claiming it if it has none.
+
+    Two jobs that append at once agree: whichever links its claim first wins,
+    and the other reads that claim.
+    """
+    deadline = Deadline(_CLAIM_PATIENCE)
+    while True:
+        holder = _read_claim(directory, deadline)
+        if holder is None:  # a run recorded without a claim: claim it
+            job_id = _publish_claim(directory, world_size)
+            if job_id is None and not deadline.expired():
+                continue  # another job linked its claim first: read it
+            if job_id is None:
+                return {
+                    "error": "os",
+                    "directory": str(directory),
+                    "message": "its claim file appears and disappears (another process removes it)",
+                }
+        elif isinstance(holder.get("job_id"), str):
+            job_id = holder["job_id"]
+        else:
+            return {
+                "error": "os",
+                "directory": str(directory),
+                "message": f"its claim file {directory / CLAIM_FILE_NAME} is not a claim this "
+                "package writes (damaged, or not a regular file): remove it to append",
+            }
+        return {"directory": str(directory), "job_id": job_id, "appended": True}
 
 
 def _outcome_claim(outcome: Any) -> JobClaim:
@@ -167,48 +215,86 @@ def _try_claim(directory: Path, world_size: int) -> str | None:
     make_private_dir(directory)
     if os.path.lexists(directory / CLAIM_FILE_NAME) or _holds_a_run(directory):
         return None
+    return _publish_claim(directory, world_size)
+
+
+def _publish_claim(directory: Path, world_size: int) -> str | None:
+    """Claim ``directory`` with a new job id; None when another claim is there first.
+
+    The claim is written whole and fsynced under a temporary name, then linked
+    to :data:`CLAIM_FILE_NAME`: the link fails if anything is at that name (a
+    link is never followed), so a claim is never torn nor replaced.
+    """
+    job_id = secrets.token_hex(8)
+    content = json.dumps(
+        {
+            "job_id": job_id,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "world_size": world_size,
+            "claimed_at": time.time(),
+        }
+    ).encode("utf-8")
+    claim_path = directory / CLAIM_FILE_NAME
+    temporary = directory / f"{CLAIM_FILE_NAME}.{job_id}.tmp"
+    _write_synced(temporary, content)
     try:
-        return _write_claim(directory, world_size, exclusive=True)
+        os.link(temporary, claim_path, follow_symlinks=False)
     except FileExistsError:
         return None  # another job claimed it between the look and the claim
-
-
-def _write_claim(directory: Path, world_size: int, *, exclusive: bool) -> str:
-    job_id = secrets.token_hex(8)
-    claim = {
-        "job_id": job_id,
-        "host": socket.gethostname(),
-        "pid": os.getpid(),
-        "world_size": world_size,
-        "claimed_at": time.time(),
-    }
-    flags = _FLAGS if exclusive else _FLAGS & ~os.O_EXCL | os.O_TRUNC
-    descriptor = os.open(directory / CLAIM_FILE_NAME, flags, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        json.dump(claim, handle)
-        handle.flush()
-        os.fsync(handle.fileno())
+    except OSError as error:
+        if error.errno not in _NO_LINKS:
+            raise
+        # No hard links here: create the claim exclusively and write it in place (a
+        # reader that finds it still empty waits, see _read_claim).
+        try:
+            _write_synced(claim_path, content)
+        except FileExistsError:
+            return None
+    finally:
+        os.unlink(temporary)
     fsync_directory(directory)
     return job_id
 
 
-def _read_claim(directory: Path) -> dict[str, Any]:
-    """What the claim file says (empty when there is none or it is not one)."""
+def _write_synced(path: Path, content: bytes) -> None:
+    descriptor = os.open(path, _FLAGS, 0o600)
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(content)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _read_claim(directory: Path, deadline: Deadline) -> dict[str, Any] | None:
+    """What the claim file says: None when there is none, ``{}`` when it is not a claim.
+
+    A claim file that is not (yet) a whole claim is read again until ``deadline``.
+    """
+    backoff = Backoff(0.005, 0.1)
+    while True:
+        claim = _claim_content(directory / CLAIM_FILE_NAME)
+        if claim is None or claim or deadline.expired():
+            return claim
+        backoff.sleep(deadline)
+
+
+def _claim_content(path: Path) -> dict[str, Any] | None:
+    """The claim at ``path`` (None: nothing there; ``{}``: something that is not a claim)."""
     try:
-        descriptor = os.open(
-            directory / CLAIM_FILE_NAME, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK
-        )
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
     except OSError:
         return {}
     with os.fdopen(descriptor, "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
             return {}
-        data = handle.read(_CLAIM_LIMIT)
+        data = handle.read(_CLAIM_LIMIT + 1)
     try:
-        claim = json.loads(data)
-    except ValueError:
+        claim = parse_json(data, what=f"the claim file {path}", max_bytes=_CLAIM_LIMIT)
+    except JSONDataError:
         return {}
-    if not isinstance(claim, dict):
+    if not isinstance(claim, dict) or not isinstance(claim.get("job_id"), str):
         return {}
     return {
         key: claim[key]

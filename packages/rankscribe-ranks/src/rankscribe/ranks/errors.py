@@ -15,6 +15,7 @@ __all__ = [
     "CollectiveMismatchError",
     "CollectiveTimeoutError",
     "CoordinatorClosedError",
+    "JSONDataError",
     "JobDirClaimedError",
     "JobDirError",
     "MessageError",
@@ -67,6 +68,11 @@ class MessageError(RanksError, ValueError):
 
     Messages carry data only (see ``docs/layout.md``); nothing in one is ever executed.
     """
+
+
+class JSONDataError(RanksError, ValueError):
+    """JSON read from a file or a message is not what the package reads: too large, nested
+    too deep, not UTF-8 or not JSON (:func:`rankscribe.ranks.jsondata.parse_json`)."""
 
 
 class JobDirError(RanksError, OSError):

@@ -44,6 +44,7 @@ from rankscribe.ranks._deadline import Backoff, Deadline
 from rankscribe.ranks._info import RankInfo, launch_name
 from rankscribe.ranks._layout import DIRECTORY_MODE
 from rankscribe.ranks.backends._folders import (
+    MESSAGE_LIMIT,
     check_folder,
     lock,
     private_folder,
@@ -57,6 +58,7 @@ from rankscribe.ranks.errors import (
     MessageError,
     RendezvousError,
 )
+from rankscribe.ranks.jsondata import parse_json
 
 __all__ = ["FileCoordinator", "read_members"]
 
@@ -275,7 +277,7 @@ def read_members(path: Path) -> dict[str, Any]:
     if not os.path.lexists(path):
         return {}
     try:
-        members = json.loads(read_private_file(path))
+        members = parse_json(read_private_file(path), what=str(path), max_bytes=MESSAGE_LIMIT)
     except (MessageError, ValueError) as error:
         raise RendezvousError(f"{path} is not the JSON this package writes: {error}") from error
     if not isinstance(members, dict) or not all(
