@@ -27,6 +27,7 @@ from rankscribe.ranks import (
     RanksValueError,
     claim_job_dir,
 )
+from rankscribe.ranks.errors import JobDirError
 from tests._support.launchers import Launches, drop_launcher_variables, rank_environment
 
 WORKER = Path(__file__).resolve().parent / "file_worker.py"
@@ -312,3 +313,20 @@ def test_two_jobs_starting_at_once_take_two_directories(tmp_path: Path) -> None:
             claim_of(folder)["job_id"],
             claim_of(second)["job_id"],
         }
+
+
+@pytest.mark.parametrize("on_exists", ["new", "error", "append"])
+def test_a_deeply_nested_claim_is_not_a_claim(tmp_path: Path, on_exists: str) -> None:
+    # json.loads raised RecursionError from the claim (under mpiexec rank 0 died and the
+    # other ranks waited for their collective timeout).
+    folder = tmp_path / "exp1"
+    folder.mkdir()
+    (folder / CLAIM_FILE_NAME).write_text("[" * 50_000 + "]" * 50_000)
+    if on_exists == "new":
+        assert claim_job_dir(folder).directory == tmp_path / "exp1-2"
+    elif on_exists == "error":
+        with pytest.raises(JobDirClaimedError, match="belongs to a run recorded without a claim"):
+            claim_job_dir(folder, on_exists="error")
+    else:
+        with pytest.raises(JobDirError, match=f"its claim file {folder / CLAIM_FILE_NAME} is not"):
+            claim_job_dir(folder, on_exists="append")

@@ -268,39 +268,43 @@ def _write_synced(path: Path, content: bytes) -> None:
 def _read_claim(directory: Path, deadline: Deadline) -> dict[str, Any] | None:
     """What the claim file says: None when there is none, ``{}`` when it is not a claim.
 
-    A claim file that is not (yet) a whole claim is read again until ``deadline``.
+    A claim file that is still being written (empty, or not yet ending its JSON
+    object) is read again until ``deadline``.
     """
     backoff = Backoff(0.005, 0.1)
     while True:
-        claim = _claim_content(directory / CLAIM_FILE_NAME)
-        if claim is None or claim or deadline.expired():
+        claim, whole = _claim_content(directory / CLAIM_FILE_NAME)
+        if whole or deadline.expired():
             return claim
         backoff.sleep(deadline)
 
 
-def _claim_content(path: Path) -> dict[str, Any] | None:
-    """The claim at ``path`` (None: nothing there; ``{}``: something that is not a claim)."""
+def _claim_content(path: Path) -> tuple[dict[str, Any] | None, bool]:
+    """The claim at ``path`` (None: nothing there; ``{}``: something that is not a claim),
+    and whether the file was whole (False: it may still be being written)."""
     try:
         descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK)
     except FileNotFoundError:
-        return None
+        return None, True
     except OSError:
-        return {}
+        return {}, True
     with os.fdopen(descriptor, "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return {}
+            return {}, True
         data = handle.read(_CLAIM_LIMIT + 1)
+    # What _publish_claim writes, cut short, is a claim being written (or a torn one).
+    whole = bool(data) and not (data.startswith(b'{"job_id": ') and not data.endswith(b"}"))
     try:
         claim = parse_json(data, what=f"the claim file {path}", max_bytes=_CLAIM_LIMIT)
     except JSONDataError:
-        return {}
+        return {}, whole
     if not isinstance(claim, dict) or not isinstance(claim.get("job_id"), str):
-        return {}
+        return {}, True
     return {
         key: claim[key]
         for key in ("job_id", "host", "pid", "world_size")
         if isinstance(claim.get(key), (str, int)) and not isinstance(claim.get(key), bool)
-    }
+    }, True
 
 
 def _holds_a_run(directory: Path) -> bool:
