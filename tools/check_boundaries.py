@@ -41,7 +41,7 @@ NAMESPACE = "rankscribe"
 ALLOWED_PACKAGES: dict[str, frozenset[str]] = {
     "writer": frozenset(),
     "ranks": frozenset({"writer"}),
-    "lineage": frozenset({"writer"}),
+    "lineage": frozenset({"writer", "ranks"}),
     "collector": frozenset({"writer", "ranks", "lineage"}),
 }
 

@@ -465,7 +465,7 @@ def live_lines(job_dir: str | os.PathLike[str]) -> list[str]:
     stamp = (
         _time.strftime("%Y-%m-%d %H:%M:%S", _time.localtime(when))
         if isinstance(when, (int, float))
-        else "?"
+        else "? (unknown time)"
     )
     done = "final" if state.get("final") else "live"
     lines = [

@@ -25,7 +25,9 @@ import json
 import logging
 import math
 import os
+import stat
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -42,6 +44,8 @@ from rankscribe.lineage.job._files import (
 )
 from rankscribe.lineage.job._partials import Partial
 from rankscribe.lineage.job._ranges import ranges_text
+from rankscribe.ranks.errors import JSONDataError
+from rankscribe.ranks.jsondata import parse_json
 from rankscribe.writer import files
 
 logger = logging.getLogger(__name__)
@@ -299,22 +303,66 @@ def _verdict_curves(verdicts: Mapping[str, Any], step: int, ranks: int) -> list[
 
 
 def read_live_state(job_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """The live view's state file of ``job_dir`` (None when there is none or it is unreadable)."""
+    """The live view's state file of ``job_dir`` (None when there is none or it is unreadable).
+
+    The file may be another user's or damaged: JSON nested too deep or too large is
+    refused, and a number that is no count, step or time (NaN, 1e400, 10**20 seconds)
+    is left out, with a warning, so that whoever shows it shows it as unknown.
+    """
     path = os.path.join(os.fspath(job_dir), LIVE_STATE_NAME)
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK
     try:
         descriptor = os.open(path, flags)
     except OSError:
         return None
     try:
         with os.fdopen(descriptor, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return None
             data = handle.read(_MAX_STATE_BYTES + 1)
     except OSError:
         return None
-    if len(data) > _MAX_STATE_BYTES:
-        return None
     try:
-        state = json.loads(data.decode("utf-8"))
-    except ValueError:
+        state = parse_json(data, what=f"the live state file {path}", max_bytes=_MAX_STATE_BYTES)
+    except JSONDataError as error:
+        logger.warning("%s: shown as no live view", error)
         return None
-    return state if isinstance(state, dict) else None
+    if not isinstance(state, dict):
+        return None
+    for key, fits in _STATE_NUMBERS.items():
+        if key in state and not fits(state[key]):
+            logger.warning(
+                "the live state file %s holds %s %.40r, which is no %s: shown as unknown",
+                path,
+                key,
+                state[key],
+                "time" if key == "wall_time" else "count or step",
+            )
+            del state[key]
+    return state
+
+
+def _is_time(value: Any) -> bool:
+    """A wall-clock time the platform can show (finite, within time_t)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        time.localtime(value)
+    except (ValueError, OverflowError, OSError):
+        return False
+    return True
+
+
+def _is_count(value: Any) -> bool:
+    """An int in int64's range, from -1 (a step before the first)."""
+    return not isinstance(value, bool) and isinstance(value, int) and -1 <= value < 2**63
+
+
+_STATE_NUMBERS = {
+    "wall_time": _is_time,
+    "interval": _is_count,
+    "written_through_step": _is_count,
+    "ranks_in_interval": _is_count,
+    "dropped_points": _is_count,
+    "world_size": _is_count,
+}

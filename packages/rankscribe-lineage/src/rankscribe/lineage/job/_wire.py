@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rankscribe.lineage.job._statistics import TagStatistics
+from rankscribe.ranks.jsondata import parse_json
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -54,6 +55,8 @@ INT_FIELDS = ("steps", "count", "min_rank", "max_rank", "nan", "posinf", "neginf
 FLOAT_FIELDS = ("finite_mean", "m2", "minimum", "maximum")
 #: A header larger than this is refused before it is parsed.
 _MAX_HEADER = 64 << 20
+# The header nests 4 levels (object, per_rank, a tag's entry, its ranks).
+_MAX_HEADER_DEPTH = 8
 
 
 #: Tags of one rank grouped by their steps: key -> (steps, tags, value rows).
@@ -126,7 +129,12 @@ def decode(data: bytes | bytearray | memoryview) -> Decoded:
     if size > min(_MAX_HEADER, len(view) - start):
         raise PartialFormatError(f"a header of {size} bytes does not fit the message")
     try:
-        header = json.loads(bytes(view[start : start + size]).decode("utf-8"))
+        header = parse_json(
+            view[start : start + size],
+            what="a job-view partial's header",
+            max_bytes=_MAX_HEADER,
+            max_depth=_MAX_HEADER_DEPTH,
+        )
         return _decoded(header, view, start + size)
     except (ValueError, TypeError, KeyError, IndexError) as error:
         if isinstance(error, PartialFormatError):
