@@ -43,7 +43,6 @@ from rankscribe.lineage import LineageError, merge_run_dir
 from rankscribe.lineage.jobview import (
     JobPartial,
     LiveJobView,
-    PartialFormatError,
     session_values,
 )
 from rankscribe.ranks import RankInfo, RanksError, TreeChannel, tree_channel
@@ -490,8 +489,12 @@ class LiveRankView:
             for child, items in messages.items():
                 for round_number, payload in items:
                     try:
-                        merged.merge(JobPartial.from_bytes(payload))
-                    except (PartialFormatError, ValueError) as error:
+                        subtree = list(channel.subtree(child))
+                        merged.merge(JobPartial.from_bytes(payload, ranks=subtree))
+                    # A message from a store or folder others can write, or a damaged
+                    # one: whatever it makes the decoding raise, it is this message's
+                    # fault, and one bad message never ends the live view.
+                    except Exception as error:
                         logger.warning(
                             "job view: a message of rank %d (round %d) is ignored: %s",
                             child,

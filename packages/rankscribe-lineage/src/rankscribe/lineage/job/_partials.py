@@ -26,7 +26,7 @@ store or a folder another user could write must not run code.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -289,9 +289,19 @@ class Partial:
         )
 
     @classmethod
-    def from_bytes(cls, data: bytes | bytearray | memoryview) -> Partial:
-        """Decode :meth:`to_bytes`; :class:`PartialFormatError` for anything else."""
-        content = decode(data)
+    def from_bytes(
+        cls,
+        data: bytes | bytearray | memoryview,
+        *,
+        ranks: Sequence[tuple[int, int]] | None = None,
+    ) -> Partial:
+        """Decode :meth:`to_bytes`; :class:`PartialFormatError` for anything else.
+
+        ``ranks``: the ranks the sender may speak for, as inclusive (first, last)
+        runs (its subtree in the tree, ``TreeChannel.subtree``); a message that
+        names another rank anywhere is refused. None: any rank.
+        """
+        content = decode(data, ranks)
         partial = cls(
             content.tags,
             content.per_rank,

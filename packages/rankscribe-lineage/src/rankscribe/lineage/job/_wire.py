@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -119,8 +119,14 @@ def encode(
     return b"".join([prefix, _joined(ints, "<i8").data, _joined(floats, "<f8").data])
 
 
-def decode(data: bytes | bytearray | memoryview) -> Decoded:
-    """What :func:`encode` wrote; :class:`PartialFormatError` for anything else."""
+def decode(
+    data: bytes | bytearray | memoryview, ranks: Sequence[tuple[int, int]] | None = None
+) -> Decoded:
+    """What :func:`encode` wrote; :class:`PartialFormatError` for anything else.
+
+    ``ranks``: the ranks the sender may speak for, as inclusive (first, last) runs
+    (its subtree); a message naming any other rank is refused. None: any rank.
+    """
     view = memoryview(data).cast("B")
     start = len(_MAGIC) + _LENGTH.size
     if len(view) < start or bytes(view[: len(_MAGIC)]) != _MAGIC:
@@ -135,7 +141,7 @@ def decode(data: bytes | bytearray | memoryview) -> Decoded:
             max_bytes=_MAX_HEADER,
             max_depth=_MAX_HEADER_DEPTH,
         )
-        return _decoded(header, view, start + size)
+        return _decoded(header, view, start + size, ranks)
     except (ValueError, TypeError, KeyError, IndexError) as error:
         if isinstance(error, PartialFormatError):
             raise
@@ -167,7 +173,9 @@ def _rank_number(value: Any, what: str) -> int:
     return value
 
 
-def _decoded(header: Any, view: memoryview, offset: int) -> Decoded:
+def _decoded(
+    header: Any, view: memoryview, offset: int, allowed: Sequence[tuple[int, int]] | None
+) -> Decoded:
     if not isinstance(header, dict):
         raise PartialFormatError("the header is not an object")
     tags = [(_tag_name(tag), _length(count)) for tag, count in header["tags"]]
@@ -208,6 +216,8 @@ def _decoded(header: Any, view: memoryview, offset: int) -> Decoded:
     columns = ints[: len(INT_FIELDS) * points].reshape(len(INT_FIELDS), points)
     moments = floats[: len(FLOAT_FIELDS) * points].reshape(len(FLOAT_FIELDS), points)
     _check_columns(columns, [tag for tag, _ in tags], lengths)
+    if allowed is not None:
+        _check_column_ranks(columns, allowed)
     rank_steps = ints[len(INT_FIELDS) * points :]
     rank_values = floats[len(FLOAT_FIELDS) * points :]
     _check_ascending(rank_steps, runs, rank_lengths)
@@ -233,7 +243,46 @@ def _decoded(header: Any, view: memoryview, offset: int) -> Decoded:
     for rank, step in header["nonfinite_loss"]:
         partial.nonfinite_loss[_rank_number(rank, "a rank")] = _rank_number(step, "a step")
     partial.finished = {_rank_number(rank, "a rank") for rank in header["finished"]}
+    if allowed is not None:
+        _check_ranks(partial, allowed)
     return partial
+
+
+def _check_ranks(partial: Decoded, allowed: Sequence[tuple[int, int]]) -> None:
+    """Every rank the partial names is one of ``allowed``'s (the sender's subtree)."""
+    named = [
+        *(rank for rank, _ in partial.one_rank),
+        *(rank for ranks in partial.per_rank.values() for rank in ranks),
+        *partial.last_steps,
+        *partial.nonfinite_loss,
+        *partial.finished,
+    ]
+    for rank in named:
+        if not any(first <= rank <= last for first, last in allowed):
+            raise PartialFormatError(
+                f"it names rank {rank}, which is not in the sender's subtree "
+                f"({_runs_text(allowed)})"
+            )
+
+
+def _check_column_ranks(columns: npt.NDArray[np.int64], allowed: Sequence[tuple[int, int]]) -> None:
+    """The ranks that hold each step's minimum and maximum are in ``allowed`` too (or -1)."""
+    held = columns[INT_FIELDS.index("min_rank") : INT_FIELDS.index("max_rank") + 1].ravel()
+    inside = held == -1
+    for first, last in allowed:
+        inside |= (held >= first) & (held <= last)
+    if not bool(inside.all()):
+        rank = int(held[np.flatnonzero(~inside)[0]])
+        raise PartialFormatError(
+            f"it names rank {rank} (a minimum's or maximum's), which is not in the sender's "
+            f"subtree ({_runs_text(allowed)})"
+        )
+
+
+def _runs_text(runs: Sequence[tuple[int, int]]) -> str:
+    return "ranks " + ", ".join(
+        str(first) if first == last else f"{first}-{last}" for first, last in runs
+    )
 
 
 def _decoded_one_rank(
