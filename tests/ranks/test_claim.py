@@ -330,3 +330,26 @@ def test_a_deeply_nested_claim_is_not_a_claim(tmp_path: Path, on_exists: str) ->
     else:
         with pytest.raises(JobDirError, match=f"its claim file {folder / CLAIM_FILE_NAME} is not"):
             claim_job_dir(folder, on_exists="append")
+
+
+def test_a_claim_being_written_is_waited_for_and_a_torn_old_one_is_not(tmp_path: Path) -> None:
+    # A filesystem without hard links: the claim is created empty, then written.
+    folder = tmp_path / "exp1"
+    folder.mkdir()
+    claim_file = folder / CLAIM_FILE_NAME
+    claim_file.write_bytes(b"")
+    content = json.dumps({"job_id": "0123abcd", "host": "h", "pid": 1, "world_size": 2})
+    writer = threading.Timer(0.2, claim_file.write_text, args=(content,))
+    writer.start()
+    try:
+        joined = claim_job_dir(folder, on_exists="append")
+    finally:
+        writer.join()
+    assert joined == JobClaim(folder, "0123abcd", appended=True)
+    # Torn long ago: refused at once, naming the file.
+    other = tmp_path / "exp2"
+    other.mkdir()
+    (other / CLAIM_FILE_NAME).write_text(content[:20])
+    os.utime(other / CLAIM_FILE_NAME, (time.time() - 3600, time.time() - 3600))
+    with pytest.raises(JobDirError, match="is not a claim this package writes"):
+        claim_job_dir(other, on_exists="append")

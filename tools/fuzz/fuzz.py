@@ -34,6 +34,8 @@ INSTRUMENTED = (
     "rankscribe.lineage",
     "rankscribe.lineage.cli",
     "rankscribe.lineage.jobview",
+    "rankscribe.ranks",
+    "rankscribe.ranks.jsondata",
 )
 with atheris.instrument_imports(include=["rankscribe"]):
     for module in INSTRUMENTED:

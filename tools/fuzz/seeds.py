@@ -7,6 +7,7 @@ tensor, a graph, and the golden MindSpore files (lineage among them).
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -63,12 +64,82 @@ def job_seeds() -> dict[str, bytes]:
     }
 
 
+def live_state_seeds() -> dict[str, bytes]:
+    """Inputs of ``livestate``: state files as the live view writes them (a 3-rank job)."""
+    state = {
+        "interval": 12,
+        "wall_time": 1_700_000_000.25,
+        "final": False,
+        "written_through_step": 480,
+        "ranks_in_interval": 2,
+        "missing_in_interval": "2",
+        "dropped_points": 4,
+        "world_size": 3,
+        "verdicts": {
+            "job/missing_ranks": "2",
+            "job/straggler_ranks": "1",
+            "job/straggler_cost/1": 0.012,
+            "job/last_step/0": 480,
+            "job/last_step/1": 479,
+            "job/stopped_first_rank": -1,
+            "job/divergence_check": "checked",
+        },
+    }
+    return {"seed-live-state": json.dumps(state).encode()}
+
+
+def claim_seeds() -> dict[str, bytes]:
+    """Inputs of ``claim``: a claim as claim_job_dir writes it."""
+    claim = {
+        "job_id": "0123456789abcdef",
+        "host": "fuzzhost",
+        "pid": 4242,
+        "world_size": 4,
+        "claimed_at": 1_700_000_000.5,
+    }
+    return {"seed-claim": json.dumps(claim).encode()}
+
+
+def tree_seeds() -> dict[str, bytes]:
+    """Inputs of ``treemessage``: rank 1's envelopes of a 7-rank tree (ranks 1, 3 and 4)."""
+    from rankscribe.lineage.jobview import FINGERPRINT_TAG, STEP_TIME_TAG, JobPartial
+    from rankscribe.ranks import MemoryTreeChannel, MemoryTreeHub
+
+    import targets
+
+    def points(rank: int) -> dict[str, list[tuple[int, float]]]:
+        return {
+            "loss/auto": [(step, 1.0 / (step + rank)) for step in range(1, 6)],
+            STEP_TIME_TAG: [(step, 0.1 + rank / 100) for step in range(1, 6)],
+            FINGERPRINT_TAG: [(1, 12345.0)],
+        }
+
+    own = JobPartial.of_rank(1, points(1), last_step=0)
+    subtree = JobPartial()
+    for rank in (1, 3, 4):
+        subtree.merge(JobPartial.of_rank(rank, points(rank), finished=rank == 4))
+    hub = MemoryTreeHub()
+    sender = MemoryTreeChannel(hub, targets.TREE_SENDER, targets.TREE_WORLD, targets.TREE_FAN_IN)
+    sender.send(1, own.to_bytes(), timeout=1)
+    sender.send(2, subtree.to_bytes(), timeout=1)
+    one, both = list(hub.boxes[targets.TREE_SENDER])
+    return {"seed-tree-own": one, "seed-tree-subtree": both}
+
+
+_MADE_SEEDS = {
+    "jobview": job_seeds,
+    "livestate": live_state_seeds,
+    "claim": claim_seeds,
+    "treemessage": tree_seeds,
+}
+
+
 def write_seeds(target: str, folder: Path) -> Path:
     """Fill ``folder`` with the seed files of ``target`` (a name of ``targets.TARGETS``)."""
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
-    if target == "jobview":
-        for name, data in job_seeds().items():
+    if target in _MADE_SEEDS:
+        for name, data in _MADE_SEEDS[target]().items():
             (folder / name).write_bytes(data)
         return folder
     with tempfile.TemporaryDirectory() as scratch:

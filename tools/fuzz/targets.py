@@ -344,6 +344,108 @@ def job_view(data: bytes) -> None:
         shutil.rmtree(job, ignore_errors=True)
 
 
+def live_state_file(data: bytes) -> None:
+    """The live view's state file of a job dir: ``live_lines`` and ``rankscribe-lineage show``.
+
+    ``show`` never fails on it: ``live_lines`` raises nothing at all (a state file
+    it cannot use is no live view), and every line it returns is a str.
+    """
+    from rankscribe.lineage import cli as lineage_cli
+    from rankscribe.lineage.jobview import LIVE_STATE_NAME, live_lines
+
+    job = _scratch.root / "livejob"
+    job.mkdir(exist_ok=True)
+    (job / LIVE_STATE_NAME).write_bytes(data)
+    lines = _expect("live_lines", (), lambda: live_lines(job))
+    if not all(isinstance(line, str) for line in lines):
+        raise FuzzFailureError(f"live_lines returned {lines!r:.200}")
+    status = _expect("rankscribe-lineage show", (), lambda: _quiet(lineage_cli.main, ["show", str(job)]))
+    if status not in (0, 1, 2):
+        raise FuzzFailureError(f"rankscribe-lineage show exited {status}")
+
+
+def claim_file(data: bytes) -> None:
+    """A claim file planted in a job dir (written an hour ago): ``claim_job_dir`` with each
+    ``on_exists``. "new" claims the next directory; "error" refuses with
+    ``JobDirClaimedError``; "append" joins with the claim's job id or refuses with
+    ``JobDirError``; nothing else escapes, and no claim is waited for.
+    """
+    from rankscribe.ranks import CLAIM_FILE_NAME, JobClaim, claim_job_dir
+    from rankscribe.ranks.errors import JobDirClaimedError, JobDirError
+
+    base = _scratch.root / f"claims-{next(_scratch._count)}"
+    try:
+        for on_exists in ("new", "error", "append"):
+            folder = base / on_exists
+            folder.mkdir(parents=True)
+            planted = folder / CLAIM_FILE_NAME
+            planted.write_bytes(data)
+            os.utime(planted, (1_700_000_000, 1_700_000_000))
+            claim = _expect(
+                f"claim_job_dir(on_exists={on_exists!r})",
+                (JobDirError,),
+                lambda f=folder, o=on_exists: claim_job_dir(f, on_exists=o),
+            )
+            if on_exists == "new" and (
+                claim is None or claim != JobClaim(base / "new-2", claim.job_id)
+            ):
+                raise FuzzFailureError(f"on_exists='new' claimed {claim!r}")
+            if on_exists == "error" and claim is not None:
+                raise FuzzFailureError(f"on_exists='error' claimed {claim!r}")
+            if claim is not None and not isinstance(claim.job_id, str):
+                raise FuzzFailureError(f"a job id of type {type(claim.job_id).__name__}")
+            if planted.read_bytes() != data:
+                raise FuzzFailureError(f"on_exists={on_exists!r} changed the planted claim")
+        try:
+            claim_job_dir(base / "error", on_exists="error")
+        except JobDirClaimedError:
+            pass
+        else:
+            raise FuzzFailureError("on_exists='error' did not refuse a claimed directory")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+#: The tree of tree_message: 7 ranks, fan-in 2; rank 0 hears rank 1 (subtree 1, 3-4).
+TREE_SENDER, TREE_WORLD, TREE_FAN_IN = 1, 7, 2
+
+
+def tree_message(data: bytes) -> None:
+    """A message from rank 1 to rank 0 of a 7-rank tree, as rank 0's live view takes it.
+
+    The input is what rank 1 put on the channel (an envelope: the tree's header, then
+    a job-view partial): rank 0 receives it, decodes each message with rank 1's
+    subtree and merges it. A message is refused with ``PartialFormatError`` only; a
+    partial that is taken names only ranks of the subtree, and its statistics read.
+    """
+    from rankscribe.lineage.jobview import JobPartial, PartialFormatError
+    from rankscribe.ranks import MemoryTreeChannel, MemoryTreeHub
+
+    hub = MemoryTreeHub()
+    root = MemoryTreeChannel(hub, 0, TREE_WORLD, TREE_FAN_IN)
+    hub.boxes[TREE_SENDER].append(data)
+    subtree = list(root.subtree(TREE_SENDER))
+    merged = JobPartial.of_rank(0, {"loss/auto": [(1, 0.5), (2, 0.25)]})
+    for _, payload in root.receive(0, timeout=0).get(TREE_SENDER, []):
+        partial = _expect(
+            "JobPartial.from_bytes",
+            (PartialFormatError,),
+            lambda p=payload: JobPartial.from_bytes(p, ranks=subtree),
+        )
+        if partial is None:
+            continue
+        outside = [
+            rank
+            for rank in (*partial.ranks, *partial.finished, *partial.nonfinite_loss)
+            if not any(first <= rank <= last for first, last in subtree)
+        ]
+        if outside:
+            raise FuzzFailureError(f"a partial from rank 1 names ranks {outside}")
+        _expect("JobPartial.merge", (), lambda p=partial: merged.merge(p))
+        statistics = _expect("JobPartial.job_statistics", (), merged.job_statistics)
+        _check_plain_json("last_steps", {str(k): v for k, v in statistics.last_steps.items()})
+
+
 WRITER_TARGETS: dict[str, Callable[[bytes], None]] = {
     "summary": summary_file,
     "tensorboard": tensorboard_file,
@@ -351,6 +453,9 @@ WRITER_TARGETS: dict[str, Callable[[bytes], None]] = {
 LINEAGE_TARGETS: dict[str, Callable[[bytes], None]] = {
     "lineage": lineage_file,
     "jobview": job_view,
+    "livestate": live_state_file,
+    "claim": claim_file,
+    "treemessage": tree_message,
 }
 TARGETS = {**WRITER_TARGETS, **LINEAGE_TARGETS}
 

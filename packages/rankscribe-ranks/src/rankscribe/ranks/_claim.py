@@ -269,7 +269,7 @@ def _read_claim(directory: Path, deadline: Deadline) -> dict[str, Any] | None:
     """What the claim file says: None when there is none, ``{}`` when it is not a claim.
 
     A claim file that is still being written (empty, or not yet ending its JSON
-    object) is read again until ``deadline``.
+    object, and modified in the last seconds) is read again until ``deadline``.
     """
     backoff = Backoff(0.005, 0.1)
     while True:
@@ -289,11 +289,14 @@ def _claim_content(path: Path) -> tuple[dict[str, Any] | None, bool]:
     except OSError:
         return {}, True
     with os.fdopen(descriptor, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+        found = os.fstat(handle.fileno())
+        if not stat.S_ISREG(found.st_mode):
             return {}, True
         data = handle.read(_CLAIM_LIMIT + 1)
-    # What _publish_claim writes, cut short, is a claim being written (or a torn one).
-    whole = bool(data) and not (data.startswith(b'{"job_id": ') and not data.endswith(b"}"))
+    # What _publish_claim writes, cut short, and written moments ago, is a claim being
+    # written; an old one is a torn claim, for good.
+    cut_short = not data or (data.startswith(b'{"job_id": ') and not data.endswith(b"}"))
+    whole = not cut_short or time.time() - found.st_mtime > _CLAIM_PATIENCE
     try:
         claim = parse_json(data, what=f"the claim file {path}", max_bytes=_CLAIM_LIMIT)
     except JSONDataError:
