@@ -658,3 +658,58 @@ def test_a_signalling_nan_reads_as_nan_without_a_warning(tmp_path):
     assert steps.tolist() == [0, 1, 2, 3]
     assert values[:3].tolist() == [1.0, 1.0, 1.0] and np.isnan(values[3])
     assert np.isnan(signalling)
+
+
+def tensorboard_scalar_tensor(tag: bytes, dtype: int, field: int, data: bytes) -> bytes:
+    """A scalars-plugin tensor of one number, written as ``data`` in TensorProto ``field``."""
+    tensor = key(1, 0) + varint(dtype) + delimited(2, b"") + delimited(field, data)
+    return delimited(1, tag) + plugin_metadata(b"scalars") + delimited(8, tensor)
+
+
+_SIGNALLING_NAN_TENSORS = {
+    # dtype, field (4: tensor_content, 5: float_val, 13: half_val), the bits of the value
+    "float-content": (1, 4, b"\x01\x00\x80\x7f"),
+    "float-val": (1, 5, b"\x01\x00\x80\x7f"),
+    "double-content": (2, 4, b"\x01\x00\x00\x00\x00\x00\xf0\x7f"),
+    "half-content": (19, 4, b"\x01\x7c"),
+    "half-val": (19, 13, varint(0x7C01)),
+    "bfloat16-content": (14, 4, b"\x81\x7f"),
+    "bfloat16-val": (14, 13, varint(0x7F81)),
+}
+
+
+@pytest.mark.parametrize("form", sorted(_SIGNALLING_NAN_TENSORS))
+def test_a_signalling_nan_tensor_reads_as_nan_on_both_paths(tmp_path, form):
+    # Three same-shape records go the fast path (scalar_arrays reads their bytes); one
+    # record alone goes to protobuf. Both read NaN, with warnings as errors.
+    dtype, field, data = _SIGNALLING_NAN_TENSORS[form]
+    value = tensorboard_scalar_tensor(b"x", dtype, field, data)
+    many, alone = tmp_path / "many" / TENSORBOARD_NAME, tmp_path / "alone" / TENSORBOARD_NAME
+    for path, steps in ((many, range(1, 4)), (alone, range(1, 2))):
+        path.parent.mkdir()
+        write_payloads(path, [event_bytes(step, [value]) for step in steps])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fast = reader.scalar_arrays(many)["x"]
+        single = reader.scalar_arrays(alone)["x"]
+        listed = reader.scalars(alone)["x"]
+    assert fast[0].tolist() == [1, 2, 3] and np.isnan(fast[1]).all()
+    assert single[0].tolist() == [1] and np.isnan(single[1]).all()
+    assert listed[0][0] == 1 and np.isnan(listed[0][1])
+
+
+@pytest.mark.parametrize("content", [b"\x81", b"\x81\x7f\x00", b"\x00\x00\x80\x3f\x00"])
+def test_a_bfloat16_tensor_of_an_odd_byte_count_is_skipped_with_a_warning(
+    tmp_path, caplog, content
+):
+    # numpy's frombuffer raised ValueError ("buffer size must be a multiple of element
+    # size") out of scalar_arrays and scalars; every other dtype checked the length.
+    path = tmp_path / TENSORBOARD_NAME
+    good = tensorboard_scalar_tensor(b"x", 14, 4, b"\x80\x3f")  # bfloat16 1.0
+    odd = tensorboard_scalar_tensor(b"x", 14, 4, content)
+    write_payloads(path, [event_bytes(1, [good]), event_bytes(2, [odd]), event_bytes(3, [good])])
+    with caplog.at_level(logging.WARNING):
+        got = reader.scalar_arrays(path)
+    assert got["x"][0].tolist() == [1, 3] and got["x"][1].tolist() == [1.0, 1.0]
+    assert "a value of scalar tag 'x' is not one number; skipped" in caplog.text
+    assert reader.scalars(path) == {"x": [(1, 1.0), (3, 1.0)]}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -305,19 +306,28 @@ def tensor_number(tensor: tensorboard_pb2.TensorProto) -> float | None:
     dtype = tensor.dtype
     numbers: npt.NDArray[np.generic] | None
     if tensor.tensor_content:
-        if dtype == _BFLOAT16:
-            raw = np.frombuffer(tensor.tensor_content, dtype="<u2")
-            numbers = (raw.astype(np.uint32) << np.uint32(16)).view(np.float32)
-        elif (
-            dtype in _CONTENT_TYPES
-            and len(tensor.tensor_content) % np.dtype(_CONTENT_TYPES[dtype]).itemsize == 0
-        ):
-            numbers = np.frombuffer(tensor.tensor_content, dtype=_CONTENT_TYPES[dtype])
-        else:
-            return None
+        numbers = _content_numbers(dtype, tensor.tensor_content)
     else:
         numbers = _listed_numbers(tensor)
     return float(numbers[0]) if numbers is not None and numbers.size == 1 else None
+
+
+def _content_numbers(dtype: int, content: bytes) -> npt.NDArray[np.float64] | None:
+    """The numbers of a ``tensor_content``, widened to float64; None when its length is not
+    whole items of its dtype (a damaged tensor: skipped, as unreadable) or the dtype is
+    not numeric."""
+    itemsize = 2 if dtype == _BFLOAT16 else np.dtype(_CONTENT_TYPES.get(dtype, "V1")).itemsize
+    if (dtype != _BFLOAT16 and dtype not in _CONTENT_TYPES) or len(content) % itemsize:
+        return None
+    if dtype == _BFLOAT16:
+        raw = np.frombuffer(content, dtype="<u2")
+        items: npt.NDArray[Any] = (raw.astype(np.uint32) << np.uint32(16)).view(np.float32)
+    else:
+        items = np.frombuffer(content, dtype=_CONTENT_TYPES[dtype])
+    # A signalling NaN widens to a quiet one, as on the fast path and in protobuf's
+    # own conversions, never with NumPy's invalid-value warning.
+    with np.errstate(invalid="ignore", over="ignore"):
+        return items.astype(np.float64)
 
 
 # TensorBoard DataType -> the repeated field that lists its numbers.
