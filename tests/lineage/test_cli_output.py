@@ -322,3 +322,40 @@ def test_a_query_run_as_a_command_writes_everything_before_it_ends(tmp_path: Pat
     lines = out.read_text().splitlines()
     assert lines[0].split()[0] == "run" and lines[-1] == "1500 matching runs"
     assert sum(line.startswith("run-with-a-name") for line in lines) == 1500
+
+
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["query", "BASE"], ["query", "BASE", "--columns", "all"], ["show", "RUN"]],
+)
+def test_bidirectional_controls_from_files_are_escaped(
+    tmp_path: Path, lw: Any, argv: list[str]
+) -> None:
+    # U+202E in a run name printed the rest of the line reversed ("run-gpj.exe" shown for
+    # "run-\u202eexe.jpg"): the terminal reorders what follows a bidi control.
+    name = "run-\u202eexe.jpg"
+    lw.write(
+        tmp_path / "runs" / name,
+        [
+            lw.custom({"note\u2066": "a\u202db\u200f", "marks": BIDI_CONTROLS}),
+            lw.train(optimizer="SGD\u061c", network="Net", loss=0.5),
+        ],
+        mtime=2000,
+    )
+    run_dir = tmp_path / "runs" / name
+    argv = [
+        str(tmp_path / "runs") if arg == "BASE" else str(run_dir) if arg == "RUN" else arg
+        for arg in argv
+    ]
+    process = command(*argv)
+    assert process.returncode == 0, process.stderr
+    shown = process.stdout + process.stderr
+    assert not set(shown) & set(BIDI_CONTROLS)
+    assert "run-\\u202eexe.jpg" in shown
+    assert "SGD\\u061c" in shown
+    if argv[0] == "show":
+        assert "a\\u202db\\u200f" in shown
+        assert "".join(f"\\u{ord(c):04x}" for c in BIDI_CONTROLS) in shown

@@ -102,10 +102,10 @@ def claim_seeds() -> dict[str, bytes]:
 
 def tree_seeds() -> dict[str, bytes]:
     """Inputs of ``treemessage``: rank 1's envelopes of a 7-rank tree (ranks 1, 3 and 4)."""
+    import targets
+
     from rankscribe.lineage.jobview import FINGERPRINT_TAG, STEP_TIME_TAG, JobPartial
     from rankscribe.ranks import MemoryTreeChannel, MemoryTreeHub
-
-    import targets
 
     def points(rank: int) -> dict[str, list[tuple[int, float]]]:
         return {

@@ -359,7 +359,9 @@ def live_state_file(data: bytes) -> None:
     lines = _expect("live_lines", (), lambda: live_lines(job))
     if not all(isinstance(line, str) for line in lines):
         raise FuzzFailureError(f"live_lines returned {lines!r:.200}")
-    status = _expect("rankscribe-lineage show", (), lambda: _quiet(lineage_cli.main, ["show", str(job)]))
+    status = _expect(
+        "rankscribe-lineage show", (), lambda: _quiet(lineage_cli.main, ["show", str(job)])
+    )
     if status not in (0, 1, 2):
         raise FuzzFailureError(f"rankscribe-lineage show exited {status}")
 

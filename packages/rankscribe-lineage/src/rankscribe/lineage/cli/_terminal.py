@@ -1,10 +1,12 @@
 """What the command line prints: escaped text, plain tables, the width to fit, its errors.
 
 - Text from files (run names, tags, lineage values) goes to the terminal
-  escaped: C0 and C1 control characters and DEL are written as ``\\n``,
-  ``\\t``, ``\\r`` or ``\\u001b`` (the JSON escapes ``rankscribe-dump``
-  prints), so a lineage value holding ESC or BEL cannot move the cursor,
-  retitle the window or ring the bell (``docs/lineage-queries.md``).
+  escaped: C0 and C1 control characters, DEL and the Unicode bidirectional
+  controls (U+061C, U+200E/F, U+202A-U+202E, U+2066-U+2069) are written as
+  ``\\n``, ``\\t``, ``\\r`` or ``\\u001b`` (the JSON escapes
+  ``rankscribe-dump`` prints), so a lineage value holding ESC or BEL cannot
+  move the cursor, retitle the window or ring the bell, and one holding U+202E
+  cannot show the rest of its line reversed (``docs/lineage-queries.md``).
 - A mistake is a :class:`CommandLineError`: one line on stderr, exit 1.
 """
 
@@ -32,7 +34,10 @@ PROGRAM = "rankscribe-lineage"
 DEFAULT_WIDTH = 100
 
 _SHORT_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
-_CONTROL_CODES = [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)]
+# The bidirectional controls (marks, embeddings, overrides, isolates) reorder what a
+# terminal shows after them: a run name holding U+202E prints the rest of the line backwards.
+_BIDI_CODES = [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+_CONTROL_CODES = [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0), *_BIDI_CODES]
 _ESCAPES = str.maketrans(
     {chr(code): _SHORT_ESCAPES.get(chr(code), f"\\u{code:04x}") for code in _CONTROL_CODES}
 )
