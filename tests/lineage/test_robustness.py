@@ -141,6 +141,20 @@ def test_metric_that_is_not_json(base: Path, lw: Any, caplog: pytest.LogCaptureF
     assert "not JSON" in warnings_about(caplog, path)[0]
 
 
+def test_a_metric_nested_past_the_bound_is_skipped_like_one_that_is_not_json(
+    base: Path, lw: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # json.loads raised RecursionError out of every query over the base dir.
+    from rankscribe.writer.pb import lineage_pb2
+
+    event = lineage_pb2.LineageEvent(wall_time=1.0)
+    event.evaluation_lineage.metric = "[" * 100_000 + "]" * 100_000
+    path = lw.write(base / "nestedmetric", [event], mtime=50)
+    with caplog.at_level(logging.WARNING):
+        assert networks(base) == ["Good1", "Good2"]
+    assert "nested deeper than 64 levels" in warnings_about(caplog, path)[0]
+
+
 def test_one_bad_file_does_not_hide_the_others_of_its_run(
     tmp_path: Path, lw: Any, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -66,6 +66,8 @@ from rankscribe.collector.errors import (
     CheckpointValueError,
     CheckpointWriteError,
 )
+from rankscribe.ranks.errors import JSONDataError
+from rankscribe.ranks.jsondata import parse_json
 from rankscribe.writer.files import atomic_write, file_mode
 
 __all__ = [
@@ -422,8 +424,12 @@ def _read_metadata(data: bytes, source: str) -> dict[str, str]:
             f"the file has {len(data) - 8} after the length"
         )
     try:
-        header = json.loads(data[8 : 8 + header_size])
-    except (UnicodeDecodeError, ValueError):
+        header = parse_json(
+            memoryview(data)[8 : 8 + header_size],
+            what=f"{source}'s safetensors header",
+            max_bytes=header_size,
+        )
+    except JSONDataError:
         raise CheckpointFormatError(f"{source} has an unreadable safetensors header") from None
     metadata = header.get("__metadata__") if isinstance(header, dict) else None
     return metadata if isinstance(metadata, dict) else {}
@@ -433,9 +439,9 @@ def _decode_append_info(
     metadata: Mapping[str, str], stored: Mapping[str, Array], source: str
 ) -> dict[str, Any]:
     try:
-        scalars = json.loads(metadata.get(_KEY_APPEND, "{}"))
-        array_keys = json.loads(metadata.get(_KEY_APPEND_TENSORS, "[]"))
-    except ValueError:
+        scalars = _metadata_json(metadata, _KEY_APPEND, "{}", source)
+        array_keys = _metadata_json(metadata, _KEY_APPEND_TENSORS, "[]", source)
+    except (JSONDataError, TypeError):
         raise CheckpointFormatError(f"{source} has unreadable append info metadata") from None
     if not isinstance(scalars, dict) or not isinstance(array_keys, list):
         raise CheckpointFormatError(f"{source} has malformed append info metadata")
@@ -446,6 +452,13 @@ def _decode_append_info(
             raise CheckpointFormatError(f"{source} lists append array {key!r} but lacks {name!r}")
         append_info[str(key)] = np.array(stored[name])
     return append_info
+
+
+def _metadata_json(metadata: Mapping[str, str], key: str, default: str, source: str) -> Any:
+    text = metadata.get(key, default)
+    if not isinstance(text, str):
+        raise TypeError(f"{key} is not a str")
+    return parse_json(text, what=f"{source}'s {key}", max_bytes=len(text))
 
 
 def _is_pair_list(save_obj: Any) -> bool:

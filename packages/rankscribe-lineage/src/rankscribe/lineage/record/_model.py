@@ -23,6 +23,7 @@ from typing import Any, ClassVar, TypeVar
 from rankscribe.lineage._checks import is_number
 from rankscribe.lineage.errors import LineageParamTypeError, LineageParamValueError
 from rankscribe.lineage.record._floats import NON_FINITE_STRINGS, float32_repr, json_float
+from rankscribe.ranks.jsondata import parse_json
 from rankscribe.writer.pb import lineage_pb2
 
 __all__ = [
@@ -38,6 +39,9 @@ __all__ = [
     "user_values_from_proto",
 ]
 
+# An evaluation's metrics, as JSON text in the lineage file: a dict of numbers, seldom deeper.
+_METRIC_MAX_BYTES = 64 << 20
+_METRIC_MAX_DEPTH = 64
 _INT32_MIN = -(2**31)
 _INT32_MAX = 2**31 - 1
 
@@ -222,7 +226,7 @@ class EvalLineageInfo:
         """The metrics dict (``{}`` when ``metric`` is unset or empty)."""
         if not self.metric:
             return {}
-        value = json.loads(self.metric)
+        value = _metric_json(self.metric)
         return value if isinstance(value, dict) else {}
 
     @classmethod
@@ -249,7 +253,7 @@ class EvalLineageInfo:
         """
         result: dict[str, Any] = {}
         if self.metric is not None:
-            result["metric"] = json.loads(self.metric) if self.metric else {}
+            result["metric"] = _metric_json(self.metric) if self.metric else {}
         if self.valid_dataset is not None:
             result["valid_dataset"] = self.valid_dataset.to_query_dict()
         return result
@@ -350,6 +354,17 @@ class UserDefinedInfo:
         message.map_int32.update(self.map_int32)
         message.map_str.update(self.map_str)
         message.map_double.update(self.map_double)
+
+
+def _metric_json(text: str) -> Any:
+    """An evaluation's ``metric`` text, parsed; ``JSONDataError`` (a ``ValueError``) if it
+    is not JSON, or nested or sized past what a lineage file holds."""
+    return parse_json(
+        text,
+        what="an evaluation's metric",
+        max_bytes=_METRIC_MAX_BYTES,
+        max_depth=_METRIC_MAX_DEPTH,
+    )
 
 
 def user_values_from_proto(message: lineage_pb2.UserDefinedInfo) -> dict[str, Any]:
