@@ -248,7 +248,7 @@ def _claimed_by_this_process(directory: str) -> bool:
         claim.get("pid") == os.getpid()
         and claim.get("host") == socket.gethostname()
         and isinstance(claimed_at, (int, float))
-        and claimed_at >= _PROCESS_STARTED
+        and _PROCESS_STARTED <= claimed_at <= time.time() + 60  # a claim from the future: forged
     )
 
 
