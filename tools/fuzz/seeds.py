@@ -123,7 +123,11 @@ def tree_seeds() -> dict[str, bytes]:
     sender.send(1, own.to_bytes(), timeout=1)
     sender.send(2, subtree.to_bytes(), timeout=1)
     one, both = list(hub.boxes[targets.TREE_SENDER])
-    return {"seed-tree-own": one, "seed-tree-subtree": both}
+    return {
+        "seed-tree-own": b"\x00" + one,
+        "seed-tree-subtree": b"\x00" + both,
+        "seed-tree-subtree-partial": b"\x01" + subtree.to_bytes(),
+    }
 
 
 _MADE_SEEDS = {

@@ -415,17 +415,24 @@ TREE_SENDER, TREE_WORLD, TREE_FAN_IN = 1, 7, 2
 def tree_message(data: bytes) -> None:
     """A message from rank 1 to rank 0 of a 7-rank tree, as rank 0's live view takes it.
 
-    The input is what rank 1 put on the channel (an envelope: the tree's header, then
-    a job-view partial): rank 0 receives it, decodes each message with rank 1's
-    subtree and merges it. A message is refused with ``PartialFormatError`` only; a
-    partial that is taken names only ranks of the subtree, and its statistics read.
+    The first byte says what follows: 0, what rank 1 put on the channel (an envelope:
+    the tree's header, then a job-view partial); anything else, a partial, which the
+    target wraps in a valid envelope (so that mutations reach the partial's decoder,
+    not only the envelope's length check). Rank 0 receives it, decodes each message
+    with rank 1's subtree and merges it. A message is refused with
+    ``PartialFormatError`` only; a partial that is taken names only ranks of the
+    subtree, and its statistics read.
     """
     from rankscribe.lineage.jobview import JobPartial, PartialFormatError
     from rankscribe.ranks import MemoryTreeChannel, MemoryTreeHub
 
     hub = MemoryTreeHub()
     root = MemoryTreeChannel(hub, 0, TREE_WORLD, TREE_FAN_IN)
-    hub.boxes[TREE_SENDER].append(data)
+    if data[:1] == b"\x00":
+        hub.boxes[TREE_SENDER].append(data[1:])
+    else:
+        sender = MemoryTreeChannel(hub, TREE_SENDER, TREE_WORLD, TREE_FAN_IN)
+        sender.send(1, data[1:], timeout=1)
     subtree = list(root.subtree(TREE_SENDER))
     merged = JobPartial.of_rank(0, {"loss/auto": [(1, 0.5), (2, 0.25)]})
     for _, payload in root.receive(0, timeout=0).get(TREE_SENDER, []):
