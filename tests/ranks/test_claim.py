@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import socket
@@ -353,3 +354,18 @@ def test_a_claim_being_written_is_waited_for_and_a_torn_old_one_is_not(tmp_path:
     os.utime(other / CLAIM_FILE_NAME, (time.time() - 3600, time.time() - 3600))
     with pytest.raises(JobDirError, match="is not a claim this package writes"):
         claim_job_dir(other, on_exists="append")
+
+
+def test_without_hard_links_the_claim_is_made_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Some network and FUSE filesystems refuse link(): EPERM, or "not supported".
+    def no_links(*args: Any, **kwargs: Any) -> None:
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_links)
+    first = claim_job_dir(tmp_path / "exp1")
+    assert claim_of(tmp_path / "exp1")["job_id"] == first.job_id
+    assert claim_job_dir(tmp_path / "exp1").directory == tmp_path / "exp1-2"
+    assert claim_job_dir(tmp_path / "exp1", on_exists="append").job_id == first.job_id
+    assert sorted(path.name for path in (tmp_path / "exp1").iterdir()) == [CLAIM_FILE_NAME]
