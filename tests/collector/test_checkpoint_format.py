@@ -24,7 +24,7 @@ from rankscribe.collector.errors import (
     CheckpointValueError,
     CheckpointWriteError,
 )
-from rankscribe.writer.files import atomic_write
+from rankscribe.ranks.files import atomic_write
 
 DTYPES = [
     "bool",

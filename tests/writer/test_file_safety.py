@@ -10,23 +10,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rankscribe.writer import SummaryRecord, WriterTypeError
-from rankscribe.writer.files import (
+from rankscribe.ranks.files import (
     GROUP_READABLE_ENV,
     atomic_write,
     dir_mode,
     file_mode,
     make_private_dir,
 )
+from rankscribe.writer import SummaryRecord, WriterTypeError
 from rankscribe.writer.format import _names as names
-from tests._support import modes
 from tests._support.modes import umask_022  # noqa: F401 - autouse: every test here runs under it
 
 from .conftest import mode_of, summary_files, timestamp_of
 
 
 def test_the_umask_fixture_unsets_the_writer_s_group_readable_variable() -> None:
-    assert modes.GROUP_READABLE_ENV == GROUP_READABLE_ENV
     assert GROUP_READABLE_ENV not in os.environ  # the fixture ran
 
 

@@ -47,6 +47,7 @@ from rankscribe.lineage.jobview import (
     session_values,
 )
 from rankscribe.ranks import RankInfo, RanksError, TreeChannel, tree_channel
+from rankscribe.ranks.files import rank_dir_name
 from rankscribe.writer import files, reader
 from rankscribe.writer.pb import summary_pb2
 
@@ -343,7 +344,7 @@ class LiveRankView:
         absent = [
             rank
             for rank in range(self.info.world_size)
-            if not os.path.isdir(os.path.join(self._job_dir, files.rank_dir_name(rank)))
+            if not os.path.isdir(os.path.join(self._job_dir, rank_dir_name(rank)))
         ]
         if absent:
             logger.warning(

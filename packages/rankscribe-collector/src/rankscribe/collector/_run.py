@@ -47,8 +47,8 @@ from rankscribe.ranks import (
     detect,
     rank_dir,
 )
+from rankscribe.ranks.files import make_private_dir, rank_dir_name
 from rankscribe.writer import SummaryRecord
-from rankscribe.writer.files import make_private_dir, rank_dir_name
 
 logger = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ With ``enc_key`` the whole file is sealed in the envelope of
 
 Files are written to a hidden temporary file in the target directory, synced,
 made read-only (0400, or 0440 with ``RANKSCRIBE_GROUP_READABLE=1``, see
-``rankscribe.writer.files.file_mode``) and renamed over the final name, so a crash at any point
+``rankscribe.ranks.files.file_mode``) and renamed over the final name, so a crash at any point
 leaves either the complete previous state or the complete new file under that
 name, never a partial one.
 """
@@ -66,7 +66,7 @@ from rankscribe.collector.errors import (
     CheckpointValueError,
     CheckpointWriteError,
 )
-from rankscribe.writer.files import atomic_write, file_mode
+from rankscribe.ranks.files import atomic_write, file_mode
 
 __all__ = [
     "APPEND_TENSOR_PREFIX",

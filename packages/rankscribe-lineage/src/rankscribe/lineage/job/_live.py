@@ -42,7 +42,7 @@ from rankscribe.lineage.job._files import (
 )
 from rankscribe.lineage.job._partials import Partial
 from rankscribe.lineage.job._ranges import ranges_text
-from rankscribe.writer import files
+from rankscribe.ranks.files import atomic_write, file_mode
 
 logger = logging.getLogger(__name__)
 
@@ -237,9 +237,7 @@ class LiveJobView:
             "verdicts": dict(verdicts),
         }
         data = json.dumps(state, allow_nan=True).encode("utf-8")
-        files.atomic_write(
-            os.path.join(self.directory, LIVE_STATE_NAME), [data], mode=files.file_mode(True)
-        )
+        atomic_write(os.path.join(self.directory, LIVE_STATE_NAME), [data], mode=file_mode(True))
 
     def finish(
         self,

@@ -18,7 +18,7 @@ from pathlib import Path
 import filelock
 
 from rankscribe.ranks.errors import MessageError, RendezvousError
-from rankscribe.writer.files import atomic_write, make_private_dir
+from rankscribe.ranks.files import atomic_write, make_private_dir
 
 __all__ = [
     "FILE_MODE",
