@@ -1,16 +1,21 @@
 """The job's files (rankscribe.ranks.files): rank directory names, event file names,
-atomic writes."""
+atomic writes, and reading a file that someone else may have planted."""
 
 from __future__ import annotations
 
 import errno
 import os
+import re
+import signal
+import socket
 import stat
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from rankscribe.ranks import files
-from rankscribe.ranks.errors import RanksTypeError, RanksValueError
+from rankscribe.ranks.errors import RanksTypeError, RanksValueError, UnsafeFileError
 
 
 @pytest.mark.parametrize(
@@ -120,3 +125,108 @@ def test_a_failed_fsync_keeps_the_old_file_and_leaves_no_temporary(
         files.atomic_write(target, [b"new"])
     assert target.read_bytes() == b"old"
     assert os.listdir(tmp_path) == ["index.json"]
+
+
+# ------------------------------------------------------------- reading what others may plant
+
+
+@pytest.fixture
+def bounded() -> Iterator[None]:
+    """A test here that blocks on a FIFO fails after 10 s instead of hanging the run."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise TimeoutError("blocked on the planted file")
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.alarm(10)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def plant(tmp_path: Path, what: str) -> Path:
+    """Something other than a regular file of ours at ``tmp_path/planted``."""
+    path = tmp_path / "planted"
+    if what == "fifo":
+        os.mkfifo(path)
+    elif what == "link to a file":
+        (tmp_path / "target").write_bytes(b"secret")
+        path.symlink_to(tmp_path / "target")
+    elif what == "link to a fifo":
+        os.mkfifo(tmp_path / "pipe")
+        path.symlink_to(tmp_path / "pipe")
+    elif what == "dangling link":
+        path.symlink_to(tmp_path / "nowhere")
+    elif what == "directory":
+        path.mkdir()
+    elif what == "socket":
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(str(path))
+        listener.close()  # the socket file stays
+    return path
+
+
+@pytest.mark.parametrize(
+    ("what", "found"),
+    [
+        ("fifo", "a FIFO"),
+        ("link to a file", "a symbolic link"),
+        ("link to a fifo", "a symbolic link"),
+        ("dangling link", "a symbolic link"),
+        ("directory", "a directory"),
+        ("socket", "a socket"),
+    ],
+)
+@pytest.mark.usefixtures("bounded")
+def test_only_a_regular_file_is_opened_and_the_refusal_names_it(
+    tmp_path: Path, what: str, found: str
+) -> None:
+    path = plant(tmp_path, what)
+    expected = f"refusing to read {path}: it is {found}, not a regular file"
+    with pytest.raises(UnsafeFileError, match=re.escape(expected)) as caught:
+        files.open_regular(path)
+    assert isinstance(caught.value, OSError)  # skipped wherever an unreadable file is
+    assert caught.value.path == str(path)
+    with pytest.raises(UnsafeFileError, match=re.escape(expected)):
+        files.read_regular(path, limit=100)
+
+
+def test_a_regular_file_reads_whole_or_up_to_its_limit(tmp_path: Path) -> None:
+    path = tmp_path / "state.json"
+    path.write_bytes(b"0123456789")
+    with files.open_regular(path) as handle:
+        assert handle.read() == b"0123456789"
+    assert files.read_regular(path) == b"0123456789"
+    assert files.read_regular(path, limit=10) == b"0123456789"
+    with pytest.raises(UnsafeFileError, match="it is longer than the 9 bytes expected"):
+        files.read_regular(path, limit=9)
+    with pytest.raises(FileNotFoundError):
+        files.read_regular(tmp_path / "absent")
+    with pytest.raises(RanksValueError, match="limit must be a non-negative int, got -1"):
+        files.read_regular(path, limit=-1)
+
+
+def test_a_file_others_may_write_is_refused_when_ownership_is_asked(tmp_path: Path) -> None:
+    path = tmp_path / "index"
+    path.write_bytes(b"ours")
+    path.chmod(0o600)
+    assert files.read_regular(path, owned=True) == b"ours"
+    path.chmod(0o622)
+    with pytest.raises(UnsafeFileError, match=r"others may write it \(mode 0622\)"):
+        files.read_regular(path, owned=True)
+    assert files.read_regular(path) == b"ours"  # no ownership rule asked: read
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0, reason="giving a file to another user (uid 65534) needs root"
+)
+def test_a_file_of_another_user_is_refused_when_ownership_is_asked(tmp_path: Path) -> None:
+    path = tmp_path / "index"
+    path.write_bytes(b"theirs")
+    path.chmod(0o644)
+    os.chown(path, 65534, 65534)
+    with pytest.raises(UnsafeFileError, match="it belongs to uid 65534, not to this user"):
+        files.read_regular(path, owned=True)
+    assert files.read_regular(path) == b"theirs"

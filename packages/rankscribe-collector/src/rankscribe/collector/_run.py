@@ -25,7 +25,6 @@ import json
 import logging
 import os
 import socket
-import stat
 import time
 import weakref
 from pathlib import Path
@@ -47,7 +46,7 @@ from rankscribe.ranks import (
     detect,
     rank_dir,
 )
-from rankscribe.ranks.files import make_private_dir, rank_dir_name
+from rankscribe.ranks.files import make_private_dir, rank_dir_name, read_regular
 from rankscribe.writer import SummaryRecord
 
 logger = logging.getLogger(__name__)
@@ -229,13 +228,9 @@ def _claimed_by_this_process(directory: str) -> bool:
     """
     path = os.path.join(directory, CLAIM_FILE_NAME)
     try:
-        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK)
-    except OSError:
+        data = read_regular(path, limit=_CLAIM_LIMIT)
+    except OSError:  # none, or a link, a FIFO, ... (UnsafeFileError): not ours
         return False
-    with os.fdopen(descriptor, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return False
-        data = handle.read(_CLAIM_LIMIT)
     try:
         claim = json.loads(data)
     except ValueError:

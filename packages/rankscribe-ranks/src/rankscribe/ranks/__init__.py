@@ -45,6 +45,7 @@ from rankscribe.ranks.errors import RanksTypeError as RanksTypeError
 from rankscribe.ranks.errors import RanksValueError as RanksValueError
 from rankscribe.ranks.errors import RendezvousError as RendezvousError
 from rankscribe.ranks.errors import StoreError as StoreError
+from rankscribe.ranks.errors import UnsafeFileError as UnsafeFileError
 from rankscribe.ranks.launchers import JOB_ID_ENV
 
 __version__ = "0.1.0"

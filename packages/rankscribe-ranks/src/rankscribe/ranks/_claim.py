@@ -28,12 +28,19 @@ from typing import Any, Literal
 from rankscribe.ranks._args import check_choice, check_path, check_timeout
 from rankscribe.ranks._coordinator import Coordinator
 from rankscribe.ranks._info import detect
-from rankscribe.ranks.errors import JobDirClaimedError, JobDirError, RanksTypeError, RanksValueError
+from rankscribe.ranks.errors import (
+    JobDirClaimedError,
+    JobDirError,
+    RanksTypeError,
+    RanksValueError,
+    UnsafeFileError,
+)
 from rankscribe.ranks.files import (
     event_file_kind,
     fsync_directory,
     make_private_dir,
     parse_rank_dir_name,
+    read_regular,
 )
 
 __all__ = ["CLAIM_FILE_NAME", "JobClaim", "OnExists", "claim_job_dir"]
@@ -183,7 +190,17 @@ def _write_claim(directory: Path, world_size: int, *, exclusive: bool) -> str:
         "claimed_at": time.time(),
     }
     flags = _FLAGS if exclusive else _FLAGS & ~os.O_EXCL | os.O_TRUNC
-    descriptor = os.open(directory / CLAIM_FILE_NAME, flags, 0o600)
+    path = directory / CLAIM_FILE_NAME
+    try:
+        # O_NONBLOCK: rewriting a claim ("append") must not wait on a FIFO planted there.
+        descriptor = os.open(path, flags | os.O_NONBLOCK, 0o600)
+    except OSError as error:
+        if error.errno in (errno.ENXIO, errno.ELOOP):  # a FIFO without a reader, a link
+            raise UnsafeFileError(str(path), "it is not a regular file", "write") from error
+        raise
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise UnsafeFileError(str(path), "it is not a regular file", "write")
     with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
         json.dump(claim, handle)
         handle.flush()
@@ -195,15 +212,9 @@ def _write_claim(directory: Path, world_size: int, *, exclusive: bool) -> str:
 def _read_claim(directory: Path) -> dict[str, Any]:
     """What the claim file says (empty when there is none or it is not one)."""
     try:
-        descriptor = os.open(
-            directory / CLAIM_FILE_NAME, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK
-        )
-    except OSError:
+        data = read_regular(directory / CLAIM_FILE_NAME, limit=_CLAIM_LIMIT)
+    except OSError:  # none, or a link, a FIFO, ... (UnsafeFileError): no claim
         return {}
-    with os.fdopen(descriptor, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return {}
-        data = handle.read(_CLAIM_LIMIT)
     try:
         claim = json.loads(data)
     except ValueError:

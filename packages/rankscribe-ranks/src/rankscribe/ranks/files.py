@@ -9,6 +9,9 @@ API (``docs/contributing.md``, "Sibling modules"). Each rule has one home here:
 - safe creation: :func:`atomic_write` (the one way RankScribe replaces a whole
   file), :func:`make_private_dir` (the one way it creates directories) and
   :func:`fsync_directory`;
+- safe reading: :func:`open_regular` and :func:`read_regular`, the one way to read a
+  file from a directory others may write (regular files only, no link followed, never
+  blocking on a FIFO);
 - the job's layout (``docs/layout.md``): :func:`rank_dir_name` and
   :func:`parse_rank_dir_name`, and :func:`event_file_kind`, which tells the event
   files a viewer would load from every other name in a directory.
@@ -23,10 +26,10 @@ import secrets
 import stat
 from collections.abc import Callable, Iterable
 from contextlib import suppress
-from typing import IO, Literal
+from typing import IO, BinaryIO, Literal
 
 from rankscribe.ranks._args import check_int
-from rankscribe.ranks.errors import RanksTypeError
+from rankscribe.ranks.errors import RanksTypeError, UnsafeFileError
 
 __all__ = [
     "GROUP_READABLE_ENV",
@@ -39,8 +42,10 @@ __all__ = [
     "fsync_directory",
     "group_readable",
     "make_private_dir",
+    "open_regular",
     "parse_rank_dir_name",
     "rank_dir_name",
+    "read_regular",
 ]
 
 #: Mode of a finished file: read-only, for its owner alone.
@@ -219,6 +224,119 @@ def fsync_directory(directory: str | os.PathLike[str]) -> None:
         pass
     finally:
         os.close(descriptor)
+
+
+# ---------------------------------------------------------------- reading what others may plant
+
+# O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever (and
+# a read of one with a writer attached, for its data); on a regular file it changes
+# nothing. O_NOFOLLOW: a link at the name is refused, not followed.
+_READ_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+# What open(O_NOFOLLOW | O_NONBLOCK) answers for a link (Linux: ELOOP; the BSDs:
+# EMLINK) and for a socket (ENXIO, EOPNOTSUPP).
+_REFUSED_AT_OPEN = frozenset({errno.ELOOP, errno.EMLINK, errno.ENXIO, errno.EOPNOTSUPP})
+_KINDS = (
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def _not_regular(path: str, mode: int) -> UnsafeFileError:
+    kind = next((kind for test, kind in _KINDS if test(mode)), "something else")
+    return UnsafeFileError(path, f"it is {kind}, not a regular file")
+
+
+def _refused_at_open(path: str, error: OSError, follow_link: bool) -> UnsafeFileError:
+    try:
+        return _not_regular(path, (os.stat if follow_link else os.lstat)(path).st_mode)
+    except OSError:
+        return UnsafeFileError(path, f"it is not a regular file ({error.strerror})")
+
+
+def open_regular(
+    path: str | os.PathLike[str],
+    *,
+    owned: bool = False,
+    follow_link: bool = False,
+    buffering: int = -1,
+) -> BinaryIO:
+    """Open ``path`` for reading as a regular file only: the one way RankScribe opens a
+    file in a directory that others may write (a summary dir, a base dir, a job dir).
+
+    The name is opened with ``O_NOFOLLOW | O_NONBLOCK``, so a symbolic link planted at
+    it is refused, not followed, and a FIFO never blocks the open; then ``fstat`` of
+    what was opened must say a regular file (a FIFO, a socket, a device or a directory
+    is refused). With ``owned``, the file must also belong to this user and be
+    writable by no one else, as the files RankScribe keeps for itself are
+    (``docs/file-format.md``, "Modes"). ``follow_link`` is for a path the user named
+    (a checkpoint given by name may be a link the user made): a link is followed, and
+    what it leads to must still be a regular file. ``buffering`` is ``open``'s (0:
+    unbuffered).
+
+    Raises:
+        UnsafeFileError: (an ``OSError``) a link or no regular file is at the name, or,
+            with ``owned``, a file of another user or one others may write; the message
+            names the path and what was found.
+        FileNotFoundError, PermissionError, ...: as ``open`` raises them.
+    """
+    target = os.fspath(path)
+    flags = _READ_FLAGS & ~getattr(os, "O_NOFOLLOW", 0) if follow_link else _READ_FLAGS
+    try:
+        descriptor = os.open(target, flags)
+    except OSError as error:
+        if error.errno in _REFUSED_AT_OPEN:
+            raise _refused_at_open(target, error, follow_link) from error
+        raise
+    try:
+        found = os.fstat(descriptor)
+        if not stat.S_ISREG(found.st_mode):
+            raise _not_regular(target, found.st_mode)
+        if owned:
+            _check_owned(target, found)
+        return os.fdopen(descriptor, "rb", buffering=buffering)
+    except BaseException:
+        os.close(descriptor)
+        raise
+
+
+def _check_owned(path: str, found: os.stat_result) -> None:
+    owner = getattr(os, "geteuid", None)
+    if owner is not None and found.st_uid != owner():
+        raise UnsafeFileError(path, f"it belongs to uid {found.st_uid}, not to this user")
+    if found.st_mode & 0o022:
+        mode = stat.S_IMODE(found.st_mode)
+        raise UnsafeFileError(path, f"others may write it (mode {mode:04o})")
+
+
+def read_regular(
+    path: str | os.PathLike[str],
+    *,
+    limit: int | None = None,
+    owned: bool = False,
+    follow_link: bool = False,
+) -> bytes:
+    """The bytes of ``path``, opened with :func:`open_regular` (same rules, same errors).
+
+    ``limit``: the most bytes the caller expects; a longer file is refused with
+    :class:`~rankscribe.ranks.errors.UnsafeFileError` after reading ``limit + 1`` bytes
+    at most.
+    """
+    if limit is not None:
+        check_int("limit", limit, minimum=0)
+    with open_regular(path, owned=owned, follow_link=follow_link) as handle:
+        data = handle.read() if limit is None else handle.read(limit + 1)
+    if limit is not None and len(data) > limit:
+        raise UnsafeFileError(os.fspath(path), f"it is longer than the {limit} bytes expected")
+    return data
 
 
 _RANK_DIR_PREFIX = "rank_"

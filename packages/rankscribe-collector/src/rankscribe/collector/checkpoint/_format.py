@@ -66,7 +66,8 @@ from rankscribe.collector.errors import (
     CheckpointValueError,
     CheckpointWriteError,
 )
-from rankscribe.ranks.files import atomic_write, file_mode
+from rankscribe.ranks.errors import UnsafeFileError
+from rankscribe.ranks.files import atomic_write, file_mode, read_regular
 
 __all__ = [
     "APPEND_TENSOR_PREFIX",
@@ -320,12 +321,14 @@ def load_checkpoint(
     mode = None if enc_mode is None else check_enc_mode(enc_mode)
     source = repr(os.fspath(ckpt_file_name))
     try:
-        data = Path(ckpt_file_name).read_bytes()
+        # The name is the user's (a link they made is followed); a FIFO never blocks.
+        data = read_regular(ckpt_file_name, follow_link=True)
     except FileNotFoundError:
         raise CheckpointNotFoundError(f"checkpoint file {source} does not exist") from None
-    except IsADirectoryError:
+    except UnsafeFileError as error:
+        found = error.reason.removeprefix("it ").removesuffix(", not a regular file")
         raise CheckpointValueError(
-            f"ckpt_file_name must name a checkpoint file, but {source} is a directory"
+            f"ckpt_file_name must name a checkpoint file, but {source} {found}"
         ) from None
     if is_encrypted(data):
         if key is None:

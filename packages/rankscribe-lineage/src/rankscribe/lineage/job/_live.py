@@ -42,7 +42,7 @@ from rankscribe.lineage.job._files import (
 )
 from rankscribe.lineage.job._partials import Partial
 from rankscribe.lineage.job._ranges import ranges_text
-from rankscribe.ranks.files import atomic_write, file_mode
+from rankscribe.ranks.files import atomic_write, file_mode, read_regular
 
 logger = logging.getLogger(__name__)
 
@@ -299,17 +299,10 @@ def _verdict_curves(verdicts: Mapping[str, Any], step: int, ranks: int) -> list[
 def read_live_state(job_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The live view's state file of ``job_dir`` (None when there is none or it is unreadable)."""
     path = os.path.join(os.fspath(job_dir), LIVE_STATE_NAME)
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
     try:
-        descriptor = os.open(path, flags)
+        # A link, a FIFO (which would block show for good) or an oversized file is refused.
+        data = read_regular(path, limit=_MAX_STATE_BYTES)
     except OSError:
-        return None
-    try:
-        with os.fdopen(descriptor, "rb") as handle:
-            data = handle.read(_MAX_STATE_BYTES + 1)
-    except OSError:
-        return None
-    if len(data) > _MAX_STATE_BYTES:
         return None
     try:
         state = json.loads(data.decode("utf-8"))
