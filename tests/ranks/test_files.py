@@ -191,6 +191,8 @@ def test_only_a_regular_file_is_opened_and_the_refusal_names_it(
     assert caught.value.path == str(path)
     with pytest.raises(UnsafeFileError, match=re.escape(expected)):
         files.read_regular(path, limit=100)
+    with pytest.raises(UnsafeFileError, match=re.escape(expected)):
+        files.open_regular_descriptor(path)
 
 
 def test_a_regular_file_reads_whole_or_up_to_its_limit(tmp_path: Path) -> None:
@@ -198,6 +200,11 @@ def test_a_regular_file_reads_whole_or_up_to_its_limit(tmp_path: Path) -> None:
     path.write_bytes(b"0123456789")
     with files.open_regular(path) as handle:
         assert handle.read() == b"0123456789"
+    descriptor = files.open_regular_descriptor(path)
+    try:
+        assert os.read(descriptor, 100) == b"0123456789"
+    finally:
+        os.close(descriptor)
     assert files.read_regular(path) == b"0123456789"
     assert files.read_regular(path, limit=10) == b"0123456789"
     with pytest.raises(UnsafeFileError, match="it is longer than the 9 bytes expected"):

@@ -9,7 +9,8 @@ API (``docs/contributing.md``, "Sibling modules"). Each rule has one home here:
 - safe creation: :func:`atomic_write` (the one way RankScribe replaces a whole
   file), :func:`make_private_dir` (the one way it creates directories) and
   :func:`fsync_directory`;
-- safe reading: :func:`open_regular` and :func:`read_regular`, the one way to read a
+- safe reading: :func:`open_regular` (:func:`open_regular_descriptor`, its bare
+  descriptor) and :func:`read_regular`, the one way to read a
   file from a directory others may write (regular files only, no link followed, never
   blocking on a FIFO);
 - the job's layout (``docs/layout.md``): :func:`rank_dir_name` and
@@ -43,6 +44,7 @@ __all__ = [
     "group_readable",
     "make_private_dir",
     "open_regular",
+    "open_regular_descriptor",
     "parse_rank_dir_name",
     "rank_dir_name",
     "read_regular",
@@ -288,6 +290,19 @@ def open_regular(
             names the path and what was found.
         FileNotFoundError, PermissionError, ...: as ``open`` raises them.
     """
+    descriptor = open_regular_descriptor(path, owned=owned, follow_link=follow_link)
+    try:
+        return os.fdopen(descriptor, "rb", buffering=buffering)
+    except BaseException:
+        os.close(descriptor)
+        raise
+
+
+def open_regular_descriptor(
+    path: str | os.PathLike[str], *, owned: bool = False, follow_link: bool = False
+) -> int:
+    """:func:`open_regular` as a bare descriptor (the caller closes it), for a reader of
+    many small files that pays for no file object (the lineage scan)."""
     target = os.fspath(path)
     flags = _READ_FLAGS & ~getattr(os, "O_NOFOLLOW", 0) if follow_link else _READ_FLAGS
     try:
@@ -302,10 +317,10 @@ def open_regular(
             raise _not_regular(target, found.st_mode)
         if owned:
             _check_owned(target, found)
-        return os.fdopen(descriptor, "rb", buffering=buffering)
     except BaseException:
         os.close(descriptor)
         raise
+    return descriptor
 
 
 def _check_owned(path: str, found: os.stat_result) -> None:

@@ -41,7 +41,7 @@ from rankscribe.lineage.record._model import (
     UserDefinedInfo,
     user_values_from_proto,
 )
-from rankscribe.ranks.files import open_regular
+from rankscribe.ranks.files import open_regular_descriptor
 from rankscribe.writer.files import RecordReader
 from rankscribe.writer.pb import lineage_pb2
 
@@ -188,8 +188,8 @@ _READ_CHUNK = 64 * 1024
 def _file_source(path: str) -> str | io.BytesIO:
     # A regular file only, never through a link, never waiting on a FIFO: the run dirs
     # of a shared base dir are other users' (rankscribe.ranks.files.open_regular).
-    with open_regular(path, buffering=0) as opened:
-        descriptor = opened.fileno()
+    descriptor = open_regular_descriptor(path)
+    try:
         chunks: list[bytes] = []
         total = 0
         while chunk := os.read(descriptor, _READ_CHUNK):
@@ -197,6 +197,8 @@ def _file_source(path: str) -> str | io.BytesIO:
             total += len(chunk)
             if total > _READ_AT_ONCE_LIMIT:
                 return path
+    finally:
+        os.close(descriptor)
     source = io.BytesIO(chunks[0] if len(chunks) == 1 else b"".join(chunks))
     source.name = path  # named in the reader's messages
     return source
