@@ -237,3 +237,10 @@ def test_a_file_of_another_user_is_refused_when_ownership_is_asked(tmp_path: Pat
     with pytest.raises(UnsafeFileError, match="it belongs to uid 65534, not to this user"):
         files.read_regular(path, owned=True)
     assert files.read_regular(path) == b"theirs"
+
+
+@pytest.mark.usefixtures("bounded")
+def test_fsync_directory_never_waits_on_a_fifo_at_the_name(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe")
+    files.fsync_directory(tmp_path / "pipe")  # best effort: returns, having synced nothing
+    files.fsync_directory(tmp_path)

@@ -215,9 +215,14 @@ def _create_temporary(directory: str, name: str) -> tuple[int, str]:
 
 
 def fsync_directory(directory: str | os.PathLike[str]) -> None:
-    """Make renames and creations in ``directory`` durable (best effort)."""
+    """Make renames and creations in ``directory`` durable (best effort).
+
+    Opened as a directory only and without blocking: a FIFO swapped in at the name
+    is never waited on.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        descriptor = os.open(directory, os.O_RDONLY)
+        descriptor = os.open(directory, flags)
     except OSError:
         return
     try:
