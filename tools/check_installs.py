@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
 """Fail a tox env when a rankscribe-* distribution did not come from this checkout.
 
-    python tools/check_installs.py rankscribe-writer [rankscribe-ranks ...]
+    python tools/check_installs.py rankscribe-writer [rankscribe-ranks ...] [--absent MODULE ...]
 
 Each named distribution must be installed editable from packages/<name>/ of this
 checkout (PEP 610 direct_url.json), and no other rankscribe-* distribution may be
 installed: an env that tests one package alone must hold only that package and
 what it declares. A copy from the index, a wheel cache or another clone fails.
+Each module named after ``--absent`` must not be importable here (the ``ranks`` env:
+installing the ground floor brings no numpy, protobuf nor Pillow).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from importlib import metadata
@@ -31,7 +34,14 @@ def _origin(dist: metadata.Distribution) -> tuple[Path | None, bool]:
     return Path(unquote(url.path)).resolve(), bool(info.get("dir_info", {}).get("editable"))
 
 
-def main(expected: list[str]) -> int:
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a dotted name whose parent package is absent
+        return False
+
+
+def main(expected: list[str], absent: list[str] | None = None) -> int:
     installed = {
         dist.metadata["Name"].lower(): dist
         for dist in metadata.distributions()
@@ -51,12 +61,18 @@ def main(expected: list[str]) -> int:
             problems.append(
                 f"{name} {dist.version} comes from {origin or 'an index'}, not editable from {want}"
             )
+    for module in absent or []:
+        if _importable(module):
+            problems.append(f"{module} is importable but this env must not install it")
     for problem in problems:
         print(f"check_installs: {problem}", file=sys.stderr)
     if not problems:
-        print(f"check_installs: {', '.join(expected)} from this checkout, nothing else")
+        without = f"; without {', '.join(absent)}" if absent else ""
+        print(f"check_installs: {', '.join(expected)} from this checkout, nothing else{without}")
     return 1 if problems else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main([arg.lower() for arg in sys.argv[1:]]))
+    arguments = sys.argv[1:]
+    cut = arguments.index("--absent") if "--absent" in arguments else len(arguments)
+    sys.exit(main([arg.lower() for arg in arguments[:cut]], arguments[cut + 1 :]))

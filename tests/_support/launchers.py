@@ -7,8 +7,8 @@ the test fails with what the processes printed. Leaving the ``with`` block kills
 whatever is left of the groups, whatever the test raised. A run that must exit
 0 fails with its output when it does not.
 
-Only the standard library and pytest are imported here: every tox env imports
-this module, each with its own package alone installed.
+Besides the standard library and pytest only ``rankscribe.ranks`` is imported
+here: every tox env imports this module, and every package stands on ranks.
 """
 
 from __future__ import annotations
@@ -29,27 +29,14 @@ from typing import IO, TypeVar
 
 import pytest
 
+from rankscribe.ranks.launchers import environment_variables
+
 _T = TypeVar("_T")
 
-#: What launchers (torchrun, mpiexec, Slurm) and a job claim leave in the environment: a
-#: job a test starts is its own, with none of the test runner's.
-LAUNCHER_VARIABLES = (
-    "RANK",
-    "WORLD_SIZE",
-    "LOCAL_RANK",
-    "LOCAL_WORLD_SIZE",
-    "SLURM_PROCID",
-    "SLURM_JOB_ID",
-    "SLURM_STEP_ID",
-    "OMPI_COMM_WORLD_RANK",
-    "PMI_RANK",
-    "PMIX_RANK",
-    "TORCHELASTIC_RUN_ID",
-    "TORCHELASTIC_RESTART_COUNT",
-    "MASTER_ADDR",
-    "MASTER_PORT",
-    "RANKSCRIBE_JOB_ID",
-)
+#: What launchers (torchrun, mpiexec, Slurm) and a job claim leave in the environment, from
+#: the ranks package's one table of them: a job a test starts is its own, with none of the
+#: test runner's.
+LAUNCHER_VARIABLES = environment_variables()
 
 
 def clean_environment(**variables: str) -> dict[str, str]:

@@ -2,9 +2,9 @@
 
 Under it a default mkdir or open would be readable by others, so a test that
 finds 0700/0600 there sees the package's own choice. The group-readable request
-(``rankscribe.writer.files.GROUP_READABLE_ENV``) is unset too: a test asks for
-it itself. Only the standard library and pytest are imported here: every tox
-env imports this module, each with its own package alone installed.
+(``rankscribe.ranks.files.GROUP_READABLE_ENV``) is unset too: a test asks for
+it itself. Besides the standard library and pytest only ``rankscribe.ranks`` is
+imported here: every tox env imports this module, and every package stands on ranks.
 """
 
 from __future__ import annotations
@@ -14,9 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-#: rankscribe.writer.files.GROUP_READABLE_ENV, spelled out: this module imports no package
-#: (tests/writer/test_file_safety.py checks that the two agree).
-GROUP_READABLE_ENV = "RANKSCRIBE_GROUP_READABLE"
+from rankscribe.ranks.files import GROUP_READABLE_ENV
 
 
 @pytest.fixture(autouse=True)

@@ -702,7 +702,7 @@ from functools import partial
 import numpy as np
 from rankscribe.collector import CallbackParams, ModelCheckpoint, RunContext
 from rankscribe.collector.checkpoint import _format as _checkpoint_format
-from rankscribe.writer.files import atomic_write
+from rankscribe.ranks.files import atomic_write
 
 def die_halfway(handle, chunk):
     handle.write(chunk[: len(chunk) // 2])

@@ -26,7 +26,7 @@ from rankscribe.collector import (
 )
 from rankscribe.collector.checkpoint import _format as checkpoint_format
 from rankscribe.collector.errors import CheckpointTimeoutError, CheckpointWriteError
-from rankscribe.writer.files import atomic_write
+from rankscribe.ranks.files import atomic_write
 from tests._support.launchers import Launches, clean_environment, drop_launcher_variables
 
 
@@ -228,7 +228,7 @@ CRASHING_SCRIPT = textwrap.dedent("""
     import numpy as np
     from rankscribe.collector import CallbackParams, CheckpointConfig, ModelCheckpoint, RunContext
     from rankscribe.collector.checkpoint import _format as checkpoint_format
-    from rankscribe.writer import files
+    from rankscribe.ranks import files
 
     def write(handle, chunk):
         if "CKP-1_3.ckpt" in os.readlink(f"/proc/self/fd/{handle.fileno()}"):

@@ -24,7 +24,7 @@ from rankscribe.collector.errors import (
     CheckpointValueError,
     CheckpointWriteError,
 )
-from rankscribe.writer.files import atomic_write
+from rankscribe.ranks.files import atomic_write
 
 DTYPES = [
     "bool",
@@ -219,6 +219,24 @@ def test_a_directory_is_not_a_checkpoint(tmp_path: Path) -> None:
     assert str(caught.value) == (
         f"ckpt_file_name must name a checkpoint file, but {str(tmp_path)!r} is a directory"
     )
+
+
+def test_a_fifo_is_not_a_checkpoint_and_is_never_waited_on(tmp_path: Path) -> None:
+    # A FIFO at the name would make a plain open wait for a writer forever.
+    os.mkfifo(tmp_path / "planted.ckpt")
+    with pytest.raises(CheckpointValueError) as caught:
+        load_checkpoint(tmp_path / "planted.ckpt")
+    assert str(caught.value) == (
+        "ckpt_file_name must name a checkpoint file, but "
+        f"{str(tmp_path / 'planted.ckpt')!r} is a FIFO"
+    )
+
+
+def test_a_link_the_user_made_to_a_checkpoint_is_followed(tmp_path: Path) -> None:
+    save_checkpoint({"w": np.arange(3.0)}, tmp_path / "real.ckpt")
+    (tmp_path / "latest.ckpt").symlink_to(tmp_path / "real.ckpt")
+    parameters, _ = load_checkpoint(tmp_path / "latest.ckpt")
+    np.testing.assert_array_equal(parameters["w"], np.arange(3.0))
 
 
 @pytest.mark.parametrize("call", [load_checkpoint, partial(save_checkpoint, {"w": np.zeros(1)})])

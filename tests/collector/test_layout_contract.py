@@ -19,7 +19,8 @@ from rankscribe.lineage import (
     merge_run_dir,
 )
 from rankscribe.ranks import RankInfo, rank_dir
-from rankscribe.writer.files import LINEAGE_SUFFIX, atomic_write, frame, summary_file_name
+from rankscribe.ranks.files import atomic_write
+from rankscribe.writer.files import LINEAGE_SUFFIX, frame, summary_file_name
 from rankscribe.writer.pb import lineage_pb2
 
 

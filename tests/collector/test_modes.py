@@ -17,7 +17,7 @@ import pytest
 
 from rankscribe.collector import ModelCheckpoint, SummaryCollector, TrainLoop
 from rankscribe.ranks import RankInfo
-from rankscribe.writer.files import GROUP_READABLE_ENV
+from rankscribe.ranks.files import GROUP_READABLE_ENV
 from tests._support.launchers import drop_launcher_variables
 from tests._support.modes import umask_022  # noqa: F401 - autouse: every test here runs under it
 from tests.collector.coordinators import RankZeroAlone

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from rankscribe.lineage import filter_summary_lineage, merge_run_dir, write_hparams
-from rankscribe.writer.files import GROUP_READABLE_ENV
+from rankscribe.ranks.files import GROUP_READABLE_ENV
 from tests._support.modes import umask_022  # noqa: F401 - autouse: every test here runs under it
 
 

@@ -106,6 +106,48 @@ def test_a_planted_link_at_the_claim_is_never_followed(tmp_path: Path) -> None:
     assert target.read_text() == "untouched"
 
 
+@pytest.mark.parametrize("on_exists", ["new", "append", "error"])
+@pytest.mark.parametrize("how", ["fifo", "link to a fifo"])
+def test_a_planted_fifo_at_the_claim_is_never_waited_on(
+    tmp_path: Path, on_exists: Any, how: str
+) -> None:
+    (tmp_path / "exp1").mkdir()
+    claim_file = tmp_path / "exp1" / CLAIM_FILE_NAME
+    if how == "fifo":
+        os.mkfifo(claim_file)
+    else:
+        os.mkfifo(tmp_path / "pipe")
+        claim_file.symlink_to(tmp_path / "pipe")
+    # Run aside: a claim that opened the FIFO would wait for a writer forever.
+    outcome: list[object] = []
+
+    def claim() -> None:
+        try:
+            outcome.append(claim_job_dir(tmp_path / "exp1", on_exists=on_exists))
+        except JobDirError as error:
+            outcome.append(error)
+
+    worker = threading.Thread(target=claim, daemon=True)
+    worker.start()
+    worker.join(timeout=30)
+    assert not worker.is_alive(), "claim_job_dir waited on the planted FIFO"
+    [result] = outcome
+    if on_exists == "error":
+        assert isinstance(result, JobDirClaimedError)
+        assert result.claim == {}  # what a FIFO says: nothing
+    elif on_exists == "append":
+        # Joining means rewriting a claim nobody can read: never into a FIFO or a link.
+        assert isinstance(result, JobDirError)
+        assert (
+            f"its claim file {claim_file} is not a claim this package writes"
+            " (damaged, or not a regular file)" in str(result)
+        )
+    else:
+        # Not a claim this package can read: the directory is another's, a new one is made.
+        assert isinstance(result, JobClaim)
+        assert result.directory == tmp_path / "exp1-2"
+
+
 @pytest.mark.parametrize(
     ("kwargs", "error", "message"),
     [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 
@@ -9,10 +10,12 @@ from tests._support.launchers import Finished, run_bounded
 
 
 def run(code: str) -> Finished:
+    # A bare environment; RS_SRC (a development checkout's source folders) passes through.
+    bare = {"PATH": "/usr/bin:/bin", **{k: v for k, v in os.environ.items() if k == "RS_SRC"}}
     return run_bounded(
         [sys.executable, "-c", textwrap.dedent(code)],
         timeout=60,
-        env={"PATH": "/usr/bin:/bin"},
+        env=bare,
         check=False,
         stderr_apart=True,
     )
@@ -47,3 +50,19 @@ def test_without_mpi_the_mpi_backend_says_what_to_install() -> None:
     """)
     assert result.returncode == 0, result.stderr
     assert "pip install mpi4py mpich" in result.stdout
+
+
+def test_the_ground_floor_loads_no_other_package_nor_numpy_protobuf_or_pillow() -> None:
+    # ranks is the ground floor (docs/contributing.md): the writer stands on it, never the
+    # other way. Run where the writer is installed too, this still loads none of it.
+    result = run("""
+        import sys
+        import rankscribe.ranks
+        import rankscribe.ranks.files
+        import rankscribe.ranks.launchers
+        prefixes = ("rankscribe.writer", "rankscribe.lineage", "rankscribe.collector",
+                    "numpy", "google.protobuf", "PIL", "crc32c")
+        print(sorted(m for m in sys.modules if m.startswith(prefixes)))
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

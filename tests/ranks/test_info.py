@@ -324,6 +324,6 @@ def test_the_launch_name_tells_concurrent_launches_apart(
     environ: dict[str, str],
     name: str,
 ) -> None:
-    from rankscribe.ranks._info import launch_name
+    from rankscribe.ranks.launchers import launch_name
 
     assert launch_name(environ) == name

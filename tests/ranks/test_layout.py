@@ -65,8 +65,8 @@ def test_bad_arguments(tmp_path: Path) -> None:
         rank_dir(tmp_path, (0, 2))  # type: ignore[arg-type]
 
 
-def test_the_rank_directory_name_is_the_writers_and_reads_back(tmp_path: Path) -> None:
-    from rankscribe.writer.files import parse_rank_dir_name, rank_dir_name
+def test_the_rank_directory_name_is_the_one_rule_and_reads_back(tmp_path: Path) -> None:
+    from rankscribe.ranks.files import parse_rank_dir_name, rank_dir_name
 
     target = rank_dir(tmp_path, info(12, 16))
     assert target.name == rank_dir_name(12) == "rank_12"

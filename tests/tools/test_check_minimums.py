@@ -62,7 +62,7 @@ def test_a_dependency_that_is_not_installed_fails(tmp_path: Path) -> None:
 
 def test_a_bound_without_wheels_is_reported_not_failed(tmp_path: Path) -> None:
     declare(tmp_path, "rankscribe-a", ["mpi4py>=0.1", f"pytest>={PYTEST}"])
-    # mpi4py is installed wherever these tests run (rankscribe-ranks requires it).
+    # mpi4py is installed wherever these tests run (the public-api env: rankscribe-ranks[mpi]).
     result = run(tmp_path)
     assert result.returncode == 0, result.stdout
     assert "not checked: rankscribe-a: mpi4py>=0.1:" in result.stdout

@@ -4,29 +4,29 @@ accident, and what the writer creates is private unless group-readable is asked 
 from __future__ import annotations
 
 import os
+import signal
 import stat
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from rankscribe.writer import SummaryRecord, WriterTypeError
-from rankscribe.writer.files import (
+from rankscribe.ranks.errors import UnsafeFileError
+from rankscribe.ranks.files import (
     GROUP_READABLE_ENV,
     atomic_write,
     dir_mode,
     file_mode,
     make_private_dir,
 )
+from rankscribe.writer import SummaryRecord, WriterTypeError, reader
 from rankscribe.writer.format import _names as names
-from tests._support import modes
 from tests._support.modes import umask_022  # noqa: F401 - autouse: every test here runs under it
 
 from .conftest import mode_of, summary_files, timestamp_of
 
 
 def test_the_umask_fixture_unsets_the_writer_s_group_readable_variable() -> None:
-    assert modes.GROUP_READABLE_ENV == GROUP_READABLE_ENV
     assert GROUP_READABLE_ENV not in os.environ  # the fixture ran
 
 
@@ -183,3 +183,27 @@ def _train_lineage():
     message = lineage_pb2.TrainLineage()
     message.algorithm.network = "Net"
     return message
+
+
+def test_a_fifo_named_like_an_event_file_is_refused_never_waited_on(tmp_path: Path) -> None:
+    # Another user may plant one in a shared summary dir: reading the dir skips it, and
+    # naming it is an error at once (an OSError), never a read that waits for a writer.
+    with SummaryRecord(tmp_path / "run") as record:
+        record.add_value("scalar", "loss", 0.5)
+        record.record(1)
+    fifo = tmp_path / "run" / "events.out.events.summary.1795245300.0.vm_MS"
+    os.mkfifo(fifo)
+    previous = signal.signal(signal.SIGALRM, _blocked)
+    signal.alarm(10)
+    try:
+        assert reader.scalars(tmp_path / "run") == {"loss": [(1, 0.5)]}
+        for read in (reader.scalars, reader.scalar_arrays, lambda p: list(reader.read_events(p))):
+            with pytest.raises(UnsafeFileError, match="it is a FIFO, not a regular file"):
+                read(fifo)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _blocked(signum: int, frame: object) -> None:
+    raise TimeoutError("blocked on a FIFO")

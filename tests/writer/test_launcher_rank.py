@@ -11,19 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from rankscribe.ranks.launchers import environment_variables
 from rankscribe.writer import SummaryRecord
 
-LAUNCH_VARIABLES = (
-    "OMPI_COMM_WORLD_RANK",
-    "OMPI_COMM_WORLD_SIZE",
-    "PMI_RANK",
-    "PMI_SIZE",
-    "PMIX_RANK",
-    "SLURM_NTASKS",
-    "RANK",
-    "WORLD_SIZE",
-    "SLURM_PROCID",
-)
+LAUNCH_VARIABLES = environment_variables()  # the ranks package's one table
 
 
 @pytest.fixture

@@ -64,7 +64,7 @@ from rankscribe.lineage import (
 )
 from rankscribe.lineage.jobview import RankSeries, session_values, write_job_view
 from rankscribe.ranks import Coordinator, RankInfo, RanksError, create_coordinator
-from rankscribe.writer.files import file_mode
+from rankscribe.ranks.files import file_mode
 
 logger = logging.getLogger(__name__)
 

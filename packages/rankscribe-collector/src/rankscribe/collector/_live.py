@@ -46,6 +46,7 @@ from rankscribe.lineage.jobview import (
     session_values,
 )
 from rankscribe.ranks import RankInfo, RanksError, TreeChannel, tree_channel
+from rankscribe.ranks.files import open_regular, rank_dir_name
 from rankscribe.writer import files, reader
 from rankscribe.writer.pb import summary_pb2
 
@@ -147,14 +148,13 @@ class RankFileTail:
 
     def _read_file(self, path: str, points: dict[str, tuple[list[int], list[float]]]) -> None:
         offset = self._offsets.get(path, 0)
-        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
         try:
-            descriptor = os.open(path, flags)
+            opened = open_regular(path)  # a link or a FIFO planted here is refused
         except OSError as error:
             logger.warning("live job view: %s cannot be read (%s); left out", path, error)
             self._done.add(path)
             return
-        with os.fdopen(descriptor, "rb") as stream:
+        with opened as stream:
             stream.seek(offset)
             records = files.RecordReader(stream, strict=False)
             for record in records:
@@ -342,7 +342,7 @@ class LiveRankView:
         absent = [
             rank
             for rank in range(self.info.world_size)
-            if not os.path.isdir(os.path.join(self._job_dir, files.rank_dir_name(rank)))
+            if not os.path.isdir(os.path.join(self._job_dir, rank_dir_name(rank)))
         ]
         if absent:
             logger.warning(

@@ -24,7 +24,6 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import stat
 import time
 import weakref
 from pathlib import Path
@@ -47,9 +46,9 @@ from rankscribe.ranks import (
     rank_dir,
 )
 from rankscribe.ranks.errors import JSONDataError
+from rankscribe.ranks.files import make_private_dir, rank_dir_name, read_regular
 from rankscribe.ranks.jsondata import parse_json
 from rankscribe.writer import SummaryRecord
-from rankscribe.writer.files import make_private_dir, rank_dir_name
 
 logger = logging.getLogger(__name__)
 
@@ -230,13 +229,9 @@ def _claimed_by_this_process(directory: str) -> bool:
     """
     path = os.path.join(directory, CLAIM_FILE_NAME)
     try:
-        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK)
-    except OSError:
+        data = read_regular(path, limit=_CLAIM_LIMIT)
+    except OSError:  # none, or a link, a FIFO, ... (UnsafeFileError): not ours
         return False
-    with os.fdopen(descriptor, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return False
-        data = handle.read(_CLAIM_LIMIT)
     try:
         claim = parse_json(data, what=f"the claim file {path}", max_bytes=_CLAIM_LIMIT)
     except JSONDataError:

@@ -17,7 +17,7 @@ every hyper-parameter, the values seen for text ones, and every metric.
 Writing again replaces what a previous call wrote (files ending in
 ``.rankscribe-hparams``) and leaves everything else alone. The records are
 TF ``Event`` messages framed like any summary record; each file is written
-with :func:`rankscribe.writer.files.atomic_write`, so a reader never sees half
+with :func:`rankscribe.ranks.files.atomic_write`, so a reader never sees half
 of one and a link planted in the output directory is never followed.
 """
 
@@ -38,7 +38,8 @@ from rankscribe.lineage._checks import (
 )
 from rankscribe.lineage.query._querier import filter_runs
 from rankscribe.lineage.record._names import HPARAMS_SUFFIX, hparams_file_name
-from rankscribe.writer.files import atomic_write, file_mode, frame, make_private_dir
+from rankscribe.ranks.files import atomic_write, file_mode, make_private_dir
+from rankscribe.writer.files import frame
 from rankscribe.writer.pb import tensorboard_hparams_pb2 as hparams_pb2
 from rankscribe.writer.pb import tensorboard_pb2
 

@@ -24,7 +24,7 @@ from rankscribe.ranks._coordinator import (
     GatherResult,
 )
 from rankscribe.ranks._creation import choose_backend, create_coordinator
-from rankscribe.ranks._info import JOB_ID_ENV, Launcher, RankInfo, detect
+from rankscribe.ranks._info import Launcher, RankInfo, detect
 from rankscribe.ranks._layout import rank_dir
 from rankscribe.ranks._split import split_evenly
 from rankscribe.ranks._tree import MemoryTreeChannel, MemoryTreeHub, TreeChannel, tree_channel
@@ -46,6 +46,8 @@ from rankscribe.ranks.errors import RanksTypeError as RanksTypeError
 from rankscribe.ranks.errors import RanksValueError as RanksValueError
 from rankscribe.ranks.errors import RendezvousError as RendezvousError
 from rankscribe.ranks.errors import StoreError as StoreError
+from rankscribe.ranks.errors import UnsafeFileError as UnsafeFileError
+from rankscribe.ranks.launchers import JOB_ID_ENV
 
 __version__ = "0.1.0"
 

@@ -39,13 +39,13 @@ from rankscribe.ranks.errors import (
     RanksTypeError,
     RanksValueError,
 )
-from rankscribe.ranks.jsondata import parse_json
-from rankscribe.writer.files import (
-    file_kind,
+from rankscribe.ranks.files import (
+    event_file_kind,
     fsync_directory,
     make_private_dir,
     parse_rank_dir_name,
 )
+from rankscribe.ranks.jsondata import parse_json
 
 __all__ = ["CLAIM_FILE_NAME", "JobClaim", "OnExists", "claim_job_dir"]
 
@@ -317,12 +317,12 @@ def _holds_a_run(directory: Path) -> bool:
     except NotADirectoryError as error:
         raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(directory)) from error
     for entry in entries:
-        if file_kind(entry.name) is not None:
+        if event_file_kind(entry.name) is not None:
             return True
         if (
             parse_rank_dir_name(entry.name) is not None
             and entry.is_dir(follow_symlinks=False)
-            and any(file_kind(name) is not None for name in os.listdir(entry.path))
+            and any(event_file_kind(name) is not None for name in os.listdir(entry.path))
         ):
             return True
     return False

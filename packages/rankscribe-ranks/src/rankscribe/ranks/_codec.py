@@ -332,8 +332,10 @@ class _Reader:
         name = bytes(self.take(self.unpack(_U8, "a dtype's length"), "a dtype")).decode("latin-1")
         if not _NUMPY_DTYPE.fullmatch(name):
             raise MessageError(f"numpy dtype {name!r} is not a numeric or boolean one")
-        import numpy  # noqa: PLC0415 - only a message that holds an array needs it
-
+        try:
+            import numpy  # noqa: PLC0415 - only a message that holds an array needs it
+        except ImportError:  # numpy is no requirement of this package
+            raise MessageError(f"a numpy {name} arrived, but numpy is not installed here") from None
         dtype = numpy.dtype(name)
         shape: tuple[int, ...] = ()
         if not scalar:

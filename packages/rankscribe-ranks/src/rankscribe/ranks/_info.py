@@ -1,25 +1,22 @@
 """Who am I: the rank of this process, found without a communicator.
 
-:func:`detect` reads the variables the launcher exported, in this order (the
-first launcher whose rank variable is set wins, so an MPI job started inside a
-Slurm allocation, or torchrun under Slurm, reports the inner launcher):
+:func:`detect` reads the variables the launchers export, from the one table of
+them in :mod:`rankscribe.ranks.launchers` and in its order (the first launcher
+whose rank variable is set wins); where none is set, it asks what the program
+itself already initialised:
 
-========== =================================== ===================================
-launcher   rank / world size                   local rank / local size
-========== =================================== ===================================
-openmpi    OMPI_COMM_WORLD_RANK / _SIZE        OMPI_COMM_WORLD_LOCAL_RANK / _SIZE
-pmi        PMI_RANK / PMI_SIZE                 MPI_LOCALRANKID / MPI_LOCALNRANKS
-           (MPICH Hydra, Intel MPI, srun --mpi=pmi2)
-pmix       PMIX_RANK / SLURM_NTASKS under      SLURM_LOCALID / SLURM_STEP_TASKS_PER_NODE
-           srun, else MPI COMM_WORLD (PMIx
-           keeps the size on its server)
-torchrun   RANK / WORLD_SIZE                   LOCAL_RANK / LOCAL_WORLD_SIZE
-slurm      SLURM_PROCID / SLURM_NTASKS         SLURM_LOCALID / SLURM_STEP_TASKS_PER_NODE
+========== ===================================================================
+launcher   source
+========== ===================================================================
+openmpi,   the launcher's variables (``rankscribe.ranks.launchers.LAUNCHERS``);
+pmi, pmix, a PMIx launch that exports no world size takes it from MPI COMM_WORLD
+torchrun,  (PMIx keeps it on its server)
+slurm
 mpi        MPI COMM_WORLD, only when mpi4py is already imported and initialised
 torch      torch.distributed's default process group, only when torch is already
            imported and the group initialised (torch itself is never imported)
 single     nothing of the above: rank 0 of 1
-========== =================================== ===================================
+========== ===================================================================
 
 When a launcher exports no local rank or local size, the job is taken to run
 on one node (``local_rank = rank``, ``local_size = world_size``).
@@ -45,6 +42,12 @@ from rankscribe.ranks.errors import (
     RanksTypeError,
     RanksValueError,
 )
+from rankscribe.ranks.launchers import (
+    JOB_ID_ENV,
+    LAUNCHERS,
+    SLURM_TASKS_PER_NODE_VARIABLES,
+    LauncherVariables,
+)
 
 __all__ = [
     "JOB_ID_ENV",
@@ -53,7 +56,6 @@ __all__ = [
     "RankInfo",
     "check_info",
     "detect",
-    "launch_name",
 ]
 
 logger = logging.getLogger(__name__)
@@ -61,10 +63,6 @@ logger = logging.getLogger(__name__)
 Launcher = Literal["openmpi", "pmi", "pmix", "torchrun", "slurm", "mpi", "torch", "single"]
 
 _LAUNCHERS = ("openmpi", "pmi", "pmix", "torchrun", "slurm", "mpi", "torch", "single")
-
-#: Set it to the same text on every rank of a job (and new for each job) where the
-#: launcher names none: the file backend's ranks meet under it (``docs/layout.md``).
-JOB_ID_ENV = "RANKSCRIBE_JOB_ID"
 
 #: Launchers whose processes share an MPI ``COMM_WORLD``.
 MPI_LAUNCHERS: frozenset[str] = frozenset({"openmpi", "pmi", "pmix", "mpi"})
@@ -113,30 +111,6 @@ class RankInfo:
         return self.world_size == 1
 
 
-@dataclass(frozen=True)
-class _Variables:
-    """The environment variable names one launcher uses."""
-
-    launcher: Launcher
-    rank: str
-    size: str
-    local_rank: str
-    local_size: str | None  # None: Slurm's compressed per-node list, parsed on its own
-
-
-_OPENMPI = _Variables(
-    "openmpi",
-    "OMPI_COMM_WORLD_RANK",
-    "OMPI_COMM_WORLD_SIZE",
-    "OMPI_COMM_WORLD_LOCAL_RANK",
-    "OMPI_COMM_WORLD_LOCAL_SIZE",
-)
-_PMI = _Variables("pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS")
-_PMIX = _Variables("pmix", "PMIX_RANK", "SLURM_NTASKS", "SLURM_LOCALID", None)
-_TORCHRUN = _Variables("torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
-_SLURM = _Variables("slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", None)
-
-_UNSAFE_IN_NAME = re.compile(r"[^A-Za-z0-9._-]")
 _NON_NEGATIVE = "a non-negative integer such as 0 or 3"
 _POSITIVE = "a positive integer such as 1 or 4"
 
@@ -166,15 +140,12 @@ def detect(environ: Mapping[str, str] | None = None) -> RankInfo:
         )
     env = os.environ if environ is None else environ
     host = socket.gethostname()
-    for names in (_OPENMPI, _PMI):
-        if names.rank in env:
-            return _from_variables(env, names, host)
-    if _PMIX.rank in env:
-        return _from_pmix(env, host)
-    if _TORCHRUN.rank in env and _TORCHRUN.size in env:
-        return _from_variables(env, _TORCHRUN, host)
-    if _SLURM.rank in env:
-        return _from_variables(env, _SLURM, host)
+    for names in LAUNCHERS:
+        if names.rank not in env or (names.size_required and names.size not in env):
+            continue
+        if names.launcher == "pmix":
+            return _from_pmix(env, names, host)
+        return _from_variables(env, names, host)
     return (
         _from_initialised_mpi(host)
         or _from_initialised_torch(host)
@@ -182,33 +153,8 @@ def detect(environ: Mapping[str, str] | None = None) -> RankInfo:
     )
 
 
-def launch_name(environ: Mapping[str, str]) -> str:
-    """A name every rank of one launch computes alike (``job`` when nothing names it).
-
-    From :data:`JOB_ID_ENV` when set; else Slurm's job and step, or torchrun's run id
-    and restart count; and the ``MASTER_ADDR:MASTER_PORT`` torch's ranks meet at,
-    which two jobs running at once never share (torchrun's run id is ``none`` unless
-    given). Two launches that nothing names look alike: see ``docs/layout.md``.
-    """
-    if environ.get(JOB_ID_ENV):
-        parts = ["id", environ[JOB_ID_ENV]]
-    elif "SLURM_JOB_ID" in environ and "TORCHELASTIC_RUN_ID" not in environ:
-        parts = ["slurm", environ["SLURM_JOB_ID"], environ.get("SLURM_STEP_ID", "")]
-    elif "TORCHELASTIC_RUN_ID" in environ:
-        parts = [
-            "torchrun",
-            environ["TORCHELASTIC_RUN_ID"],
-            environ.get("TORCHELASTIC_RESTART_COUNT", ""),
-        ]
-    else:
-        parts = ["job"]
-    if not environ.get(JOB_ID_ENV) and environ.get("MASTER_PORT"):
-        parts += [environ.get("MASTER_ADDR", ""), environ["MASTER_PORT"]]
-    return _UNSAFE_IN_NAME.sub("_", ".".join(part for part in parts if part))[:200]
-
-
 def _from_variables(
-    env: Mapping[str, str], names: _Variables, host: str, world_size: int | None = None
+    env: Mapping[str, str], names: LauncherVariables, host: str, world_size: int | None = None
 ) -> RankInfo:
     rank = _integer(env, names.rank, minimum=0)
     size = world_size if world_size is not None else _integer(env, names.size, minimum=1)
@@ -217,21 +163,23 @@ def _from_variables(
     return RankInfo(rank, size, local_rank, local_size, host, names.launcher)
 
 
-def _from_pmix(env: Mapping[str, str], host: str) -> RankInfo:
-    if _PMIX.size in env:
-        return _from_variables(env, _PMIX, host)
+def _from_pmix(env: Mapping[str, str], names: LauncherVariables, host: str) -> RankInfo:
+    if names.size in env:
+        return _from_variables(env, names, host)
     world_size = _mpi_world_size()
     if world_size is None:
         raise RankEnvironmentError(
-            _PMIX.size,
+            names.size,
             None,
             "a world size next to PMIX_RANK: PMIx keeps it on its server, so either "
             "srun must export SLURM_NTASKS or mpi4py must be able to load an MPI library",
         )
-    return _from_variables(env, _PMIX, host, world_size=world_size)
+    return _from_variables(env, names, host, world_size=world_size)
 
 
-def _local(env: Mapping[str, str], names: _Variables, rank: int, size: int) -> tuple[int, int]:
+def _local(
+    env: Mapping[str, str], names: LauncherVariables, rank: int, size: int
+) -> tuple[int, int]:
     """Local rank and size, or the one-node assumption when the launcher gives none."""
     if names.local_rank not in env:
         logger.debug("%s is not set: assuming one node", names.local_rank)
@@ -260,11 +208,11 @@ _TASKS_PER_NODE = re.compile(r"^(\d+)(?:\(x(\d+)\))?$")
 
 def _slurm_local_size(env: Mapping[str, str]) -> tuple[int | None, str]:
     """Tasks on this node from Slurm's compressed list (e.g. ``2(x3),1``) and SLURM_NODEID."""
-    for name in ("SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"):
+    for name in SLURM_TASKS_PER_NODE_VARIABLES:
         if name in env:
             break
     else:
-        return None, "SLURM_TASKS_PER_NODE"
+        return None, SLURM_TASKS_PER_NODE_VARIABLES[-1]
     if "SLURM_NODEID" not in env:
         return None, name
     counts: list[int] = []

@@ -3,8 +3,8 @@
 For ``summary_dir=runs/exp1`` and 4 ranks, rank ``r`` writes into
 ``runs/exp1/rank_<r>/``; a single process writes straight into ``runs/exp1``.
 Rank 0 writes job-wide files (the merged lineage) into ``runs/exp1`` itself.
-The ``rank_<r>`` name is the writer's (``rankscribe.writer.files.rank_dir_name``),
-the one definition every package reads and writes; see ``docs/layout.md``.
+The ``rank_<r>`` name is :func:`rankscribe.ranks.files.rank_dir_name`, the one
+definition every package reads and writes; see ``docs/layout.md``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rankscribe.ranks._args import check_path
 from rankscribe.ranks._info import RankInfo, check_info
-from rankscribe.writer.files import make_private_dir, rank_dir_name
+from rankscribe.ranks.files import make_private_dir, rank_dir_name
 
 __all__ = ["DIRECTORY_MODE", "rank_dir"]
 
@@ -34,7 +34,7 @@ def rank_dir(summary_dir: str | os.PathLike[str], info: RankInfo) -> Path:
     info = check_info("info", info)
     target = base if info.world_size == 1 else base / rank_dir_name(info.rank)
     try:
-        # Made with exactly the writer's directory mode, never through a planted link.
+        # Made with exactly the package's directory mode, never through a planted link.
         make_private_dir(target)
     except NotADirectoryError as error:
         raise FileExistsError(

@@ -46,6 +46,7 @@ from rankscribe.ranks._info import RankInfo
 from rankscribe.ranks.backends._rendezvous import FileCoordinator
 from rankscribe.ranks.backends._store import StoreCoordinator
 from rankscribe.ranks.errors import CollectiveTimeoutError, RanksTypeError, RanksValueError
+from rankscribe.ranks.files import open_regular
 
 __all__ = [
     "DEFAULT_FAN_IN",
@@ -413,15 +414,14 @@ class FileTreeChannel(TreeChannel):
         taken: list[bytes] = []
         while True:
             path = self._path(child, self._next[child])
-            flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
             try:
-                descriptor = os.open(path, flags)
+                stream = open_regular(path)  # a link or a FIFO planted here is refused
             except FileNotFoundError:
                 return taken
             except OSError as error:
                 logger.warning("tree: %s cannot be read (%s)", path, error)
                 return taken
-            with os.fdopen(descriptor, "rb") as handle:
+            with stream as handle:
                 taken.append(handle.read(MAX_MESSAGE_BYTES + _ENVELOPE.size + 1))
             self._next[child] += 1
             try:

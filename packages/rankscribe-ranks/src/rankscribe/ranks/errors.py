@@ -25,6 +25,7 @@ __all__ = [
     "RanksValueError",
     "RendezvousError",
     "StoreError",
+    "UnsafeFileError",
 ]
 
 
@@ -90,6 +91,22 @@ class JobDirClaimedError(JobDirError, FileExistsError):
         super().__init__(message)
         self.directory = directory
         self.claim = claim
+
+
+class UnsafeFileError(RanksError, OSError):
+    """A file to read from a directory others may write is not one to read.
+
+    A link, a FIFO, a socket, a device or a directory where a regular file should be;
+    with an ownership rule, a file of another user or one others may write; or a file
+    longer than its reader expects (``rankscribe.ranks.files.open_regular``). ``path``
+    names the file and ``reason`` says what was found. An ``OSError``: code that skips
+    an unreadable file skips this one too.
+    """
+
+    def __init__(self, path: str, reason: str, action: str = "read") -> None:
+        super().__init__(f"refusing to {action} {path}: {reason}")
+        self.path = path
+        self.reason = reason
 
 
 class StoreError(RanksError, RuntimeError):

@@ -60,11 +60,6 @@ def check_positive_int(value: object, argument: str, *, caller: str) -> int:
     return check_int(value, argument, caller=caller, minimum=1)
 
 
-def check_non_negative_int(value: object, argument: str, *, caller: str) -> int:
-    """``value`` when it is an int >= 0 (not a bool); see :func:`check_int`."""
-    return check_int(value, argument, caller=caller, minimum=0)
-
-
 def check_bool(value: object, argument: str, *, caller: str) -> bool:
     """``value`` when it is a bool (not 0 or 1, which may be a count given by mistake).
 

@@ -22,7 +22,7 @@ Where this differs from the original, on purpose:
 - old files are deleted *after* the new one is safely on disk, so a failed
   write never leaves fewer checkpoints than before; and only files this
   callback wrote are ever deleted;
-- every file is written atomically (see ``rankscribe.writer.files.atomic_write``);
+- every file is written atomically (see ``rankscribe.ranks.files.atomic_write``);
 - with ``async_save`` at most one write is in flight: a save that comes due
   while the previous one is still writing waits for it (bounded memory), and a
   failed background write raises :class:`CheckpointWriteError` on the next
@@ -79,7 +79,7 @@ from rankscribe.collector.errors import (
     CheckpointWriteError,
 )
 from rankscribe.ranks import detect, rank_dir
-from rankscribe.writer.files import atomic_write, file_mode, make_private_dir, rank_dir_name
+from rankscribe.ranks.files import atomic_write, file_mode, make_private_dir, rank_dir_name
 
 __all__ = ["GRAPH_META_SUFFIX", "CheckpointManager", "ModelCheckpoint"]
 

@@ -31,7 +31,7 @@ With ``enc_key`` the whole file is sealed in the envelope of
 
 Files are written to a hidden temporary file in the target directory, synced,
 made read-only (0400, or 0440 with ``RANKSCRIBE_GROUP_READABLE=1``, see
-``rankscribe.writer.files.file_mode``) and renamed over the final name, so a crash at any point
+``rankscribe.ranks.files.file_mode``) and renamed over the final name, so a crash at any point
 leaves either the complete previous state or the complete new file under that
 name, never a partial one.
 """
@@ -66,9 +66,9 @@ from rankscribe.collector.errors import (
     CheckpointValueError,
     CheckpointWriteError,
 )
-from rankscribe.ranks.errors import JSONDataError
+from rankscribe.ranks.errors import JSONDataError, UnsafeFileError
+from rankscribe.ranks.files import atomic_write, file_mode, read_regular
 from rankscribe.ranks.jsondata import parse_json
-from rankscribe.writer.files import atomic_write, file_mode
 
 __all__ = [
     "APPEND_TENSOR_PREFIX",
@@ -322,12 +322,14 @@ def load_checkpoint(
     mode = None if enc_mode is None else check_enc_mode(enc_mode)
     source = repr(os.fspath(ckpt_file_name))
     try:
-        data = Path(ckpt_file_name).read_bytes()
+        # The name is the user's (a link they made is followed); a FIFO never blocks.
+        data = read_regular(ckpt_file_name, follow_link=True)
     except FileNotFoundError:
         raise CheckpointNotFoundError(f"checkpoint file {source} does not exist") from None
-    except IsADirectoryError:
+    except UnsafeFileError as error:
+        found = error.reason.removeprefix("it ").removesuffix(", not a regular file")
         raise CheckpointValueError(
-            f"ckpt_file_name must name a checkpoint file, but {source} is a directory"
+            f"ckpt_file_name must name a checkpoint file, but {source} {found}"
         ) from None
     if is_encrypted(data):
         if key is None:

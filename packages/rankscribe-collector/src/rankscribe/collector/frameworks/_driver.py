@@ -42,7 +42,7 @@ from rankscribe.ranks import (
     claim_job_dir,
     create_coordinator,
 )
-from rankscribe.writer.files import make_private_dir
+from rankscribe.ranks.files import make_private_dir
 
 logger = logging.getLogger(__name__)
 

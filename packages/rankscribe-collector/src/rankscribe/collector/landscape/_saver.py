@@ -45,7 +45,7 @@ from safetensors.numpy import save as safetensors_bytes
 
 from rankscribe.collector.adapters import AdapterRegistry, network_parameters
 from rankscribe.collector.collection._options import LandscapeOptions
-from rankscribe.writer.files import atomic_write, file_mode, make_private_dir
+from rankscribe.ranks.files import atomic_write, file_mode, make_private_dir
 
 logger = logging.getLogger(__name__)
 

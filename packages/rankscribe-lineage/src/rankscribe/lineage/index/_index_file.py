@@ -51,7 +51,7 @@ from typing import Any, NamedTuple
 
 from rankscribe.lineage.index import _index_encoding as encoding
 from rankscribe.lineage.query._conditions import FIELD_MAPPING, field_kind
-from rankscribe.writer.files import file_mode, fsync_directory
+from rankscribe.ranks.files import file_mode, fsync_directory, open_regular
 
 logger = logging.getLogger(__name__)
 
@@ -194,7 +194,9 @@ def load_index(base_dir: str) -> LoadedIndex | None:
     """The index on disk, its malformed entries left out; None if absent or unusable."""
     path = os.path.join(base_dir, INDEX_NAME)
     try:
-        with open(path, "rb") as stream:
+        # A link or a FIFO planted in a shared base dir is refused (UnsafeFileError, an
+        # OSError: rebuilt below), never followed nor waited on.
+        with open_regular(path) as stream:
             found = os.fstat(stream.fileno())
             if not _trusted(found):
                 logger.warning(

@@ -1,7 +1,7 @@
 """The job's own files: cross-rank curves as a summary file and a TensorBoard file.
 
 Both files are built whole in memory and written with the writer's
-``files.atomic_write`` (0400, never through a planted link), under a fresh
+``atomic_write`` (0400, never through a planted link), under a fresh
 name; the job files an earlier run left are removed once the new ones are in
 place, so a reader sees every point once (or, for an instant, the old file
 beside the new one — never a half-written file).
@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rankscribe.lineage._hparams import HParamsRun, session_records
+from rankscribe.ranks.files import atomic_write, file_mode, fsync_directory
 from rankscribe.writer import files
 from rankscribe.writer.pb import summary_pb2, tensorboard_custom_scalars_pb2, tensorboard_pb2
 
@@ -300,13 +301,13 @@ def write_job_files(
         else:
             name = files.tensorboard_file_name(timestamp, machine, label=JOB_MARK)
         # One write call: the records are already whole in memory.
-        written.append(files.atomic_write(os.path.join(directory, name), [b"".join(records)]))
+        written.append(atomic_write(os.path.join(directory, name), [b"".join(records)]))
     kept = {os.path.basename(path) for path in written}
     for name in earlier:
         if name not in kept:
             with suppress(FileNotFoundError):
                 os.unlink(os.path.join(directory, name))
-    files.fsync_directory(directory)
+    fsync_directory(directory)
     return written
 
 
@@ -356,7 +357,7 @@ class AppendedJobFiles:
         try:
             for kind, name in names.items():
                 path = os.path.join(directory, name)
-                self._descriptors[kind] = os.open(path, _APPEND_FLAGS, files.file_mode(False))
+                self._descriptors[kind] = os.open(path, _APPEND_FLAGS, file_mode(False))
                 self.paths[kind] = path
             self._append(first)
         except BaseException:
@@ -365,7 +366,7 @@ class AppendedJobFiles:
         for name in earlier:
             with suppress(FileNotFoundError):
                 os.unlink(os.path.join(directory, name))
-        files.fsync_directory(directory)
+        fsync_directory(directory)
 
     @property
     def tensorboard(self) -> bool:
@@ -428,7 +429,7 @@ class AppendedJobFiles:
         """Make the files read-only (0400) and close them. Idempotent."""
         for kind, descriptor in list(self._descriptors.items()):
             with suppress(OSError):
-                os.fchmod(descriptor, files.file_mode(True))
+                os.fchmod(descriptor, file_mode(True))
             with suppress(OSError):
                 os.close(descriptor)
             del self._descriptors[kind]

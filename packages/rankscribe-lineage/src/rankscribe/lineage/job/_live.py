@@ -25,7 +25,6 @@ import json
 import logging
 import math
 import os
-import stat
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -45,8 +44,8 @@ from rankscribe.lineage.job._files import (
 from rankscribe.lineage.job._partials import Partial
 from rankscribe.lineage.job._ranges import ranges_text
 from rankscribe.ranks.errors import JSONDataError
+from rankscribe.ranks.files import atomic_write, file_mode, read_regular
 from rankscribe.ranks.jsondata import parse_json
-from rankscribe.writer import files
 
 logger = logging.getLogger(__name__)
 
@@ -241,9 +240,7 @@ class LiveJobView:
             "verdicts": dict(verdicts),
         }
         data = json.dumps(state, allow_nan=True).encode("utf-8")
-        files.atomic_write(
-            os.path.join(self.directory, LIVE_STATE_NAME), [data], mode=files.file_mode(True)
-        )
+        atomic_write(os.path.join(self.directory, LIVE_STATE_NAME), [data], mode=file_mode(True))
 
     def finish(
         self,
@@ -310,16 +307,9 @@ def read_live_state(job_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     is left out, with a warning, so that whoever shows it shows it as unknown.
     """
     path = os.path.join(os.fspath(job_dir), LIVE_STATE_NAME)
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK
     try:
-        descriptor = os.open(path, flags)
-    except OSError:
-        return None
-    try:
-        with os.fdopen(descriptor, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                return None
-            data = handle.read(_MAX_STATE_BYTES + 1)
+        # A link, a FIFO (which would block show for good) or an oversized file is refused.
+        data = read_regular(path, limit=_MAX_STATE_BYTES)
     except OSError:
         return None
     try:

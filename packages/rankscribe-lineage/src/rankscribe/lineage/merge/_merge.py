@@ -43,7 +43,7 @@ from rankscribe.lineage.merge._stream import job_statistics_of_dirs
 from rankscribe.lineage.record._lineage_file import write_merged_lineage
 from rankscribe.lineage.record._names import rank_of_dir_name
 from rankscribe.lineage.record._parser import RunLineage, parse_run
-from rankscribe.writer.files import file_mode
+from rankscribe.ranks.files import file_mode
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ offline ``rankscribe-lineage merge``) writes into the job's directory as::
     events.out.events.summary.<T>.merged.<host>_lineage
 
 (see :mod:`rankscribe.lineage.record._names`). The file is written with
-:func:`rankscribe.writer.files.atomic_write`: a reader sees the old merged file
+:func:`rankscribe.ranks.files.atomic_write`: a reader sees the old merged file
 or the new one, never a half-written one. Writing again replaces the previous
 merged file rather than adding a second one.
 """
@@ -35,7 +35,8 @@ from rankscribe.lineage.record._model import (
 )
 from rankscribe.lineage.record._names import is_merged_lineage_name, merged_lineage_name
 from rankscribe.lineage.record._parser import RunLineage
-from rankscribe.writer.files import atomic_write, file_mode, frame
+from rankscribe.ranks.files import atomic_write, file_mode
+from rankscribe.writer.files import frame
 from rankscribe.writer.pb import lineage_pb2
 
 __all__ = ["lineage_events", "write_merged_lineage"]

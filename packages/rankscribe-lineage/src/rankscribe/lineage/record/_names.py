@@ -1,4 +1,4 @@
-"""The names this package gives and recognises on disk, built on the writer's rules.
+"""The names this package gives and recognises on disk, built on the writer's and ranks' rules.
 
 What makes a file a summary or lineage file, how event files are named and
 what the host part is all come from :mod:`rankscribe.writer.files`; this module
@@ -9,8 +9,8 @@ holds only what is lineage's own:
   whose rank part is ``merged``, so MindInsight and this package read it like
   any other lineage file;
 - the ``rank_<n>`` directories a distributed job writes into (``docs/layout.md``):
-  recognised by the writer's :func:`rankscribe.writer.files.parse_rank_dir_name`,
-  the rule the ranks package names them by too;
+  recognised by :func:`rankscribe.ranks.files.parse_rank_dir_name`, the rule the
+  ranks package names them by;
 - the TensorBoard HParams files, ``events.out.tfevents.<T>.<host>.rankscribe-hparams``.
 """
 
@@ -19,12 +19,12 @@ from __future__ import annotations
 import re
 import time
 
+from rankscribe.ranks.files import parse_rank_dir_name
 from rankscribe.writer.files import (
     LINEAGE_SUFFIX,
     FileKind,
     file_kind,
     host_name,
-    parse_rank_dir_name,
     summary_file_name,
     tensorboard_file_name,
 )

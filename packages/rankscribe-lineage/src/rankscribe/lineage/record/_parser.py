@@ -41,6 +41,7 @@ from rankscribe.lineage.record._model import (
     UserDefinedInfo,
     user_values_from_proto,
 )
+from rankscribe.ranks.files import open_regular_descriptor
 from rankscribe.writer.files import RecordReader
 from rankscribe.writer.pb import lineage_pb2
 
@@ -177,22 +178,21 @@ def _checked(content: LineageFileContent, value: Any, parts: Any) -> Any:
     return value
 
 
-# Lineage files are small: read whole with bare descriptor calls (open, read until
-# empty, close: no fstat, isatty or seek as a buffered file costs; a cold scan reads
+# Lineage files are small: read whole with bare descriptor calls (open, fstat, read
+# until empty, close: no isatty or seek as a buffered file costs; a cold scan reads
 # tens of thousands). A file larger than this is read as a stream.
 _READ_AT_ONCE_LIMIT = 16 * 1024 * 1024
 _READ_CHUNK = 64 * 1024
 
 
 def _file_source(path: str) -> str | io.BytesIO:
-    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    # A regular file only, never through a link, never waiting on a FIFO: the run dirs
+    # of a shared base dir are other users' (rankscribe.ranks.files.open_regular).
+    descriptor = open_regular_descriptor(path)
     try:
         chunks: list[bytes] = []
         total = 0
-        while True:
-            chunk = os.read(descriptor, _READ_CHUNK)
-            if not chunk:
-                break
+        while chunk := os.read(descriptor, _READ_CHUNK):
             chunks.append(chunk)
             total += len(chunk)
             if total > _READ_AT_ONCE_LIMIT:

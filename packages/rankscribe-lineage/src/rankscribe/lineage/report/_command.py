@@ -92,7 +92,7 @@ def write_report(
     # The job view, the reader, numpy: imported by the command that draws them only.
     from rankscribe.lineage.report._data import read_report_data  # noqa: PLC0415
     from rankscribe.lineage.report._page import render_page  # noqa: PLC0415
-    from rankscribe.writer.files import atomic_write  # noqa: PLC0415
+    from rankscribe.ranks.files import atomic_write  # noqa: PLC0415
 
     data = read_report_data(directory, max_points=max_points, workers=workers)
     if not data.runs:

@@ -40,8 +40,8 @@ from rankscribe.lineage.jobview import (
     rank_dir_arrays,
 )
 from rankscribe.lineage.report._downsample import downsample
+from rankscribe.ranks.files import parse_rank_dir_name
 from rankscribe.writer import WriterError, reader
-from rankscribe.writer.files import parse_rank_dir_name
 
 if TYPE_CHECKING:
     import numpy.typing as npt

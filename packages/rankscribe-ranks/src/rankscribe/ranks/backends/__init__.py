@@ -10,7 +10,7 @@ and a single process (``_single``). ``rankscribe.ranks.create_coordinator``, abo
 them, picks one; see ``docs/layout.md``.
 
 May import: ``rankscribe.ranks._coordinator``, ``_codec``, ``_args``, ``_deadline``,
-``_info``, ``_layout``, ``errors`` and ``rankscribe.writer.files``. Nothing here imports
+``_info``, ``_layout``, ``errors``, ``files`` and ``launchers``. Nothing here imports
 ``_creation`` or ``_claim``, which sit above the backends.
 """
 

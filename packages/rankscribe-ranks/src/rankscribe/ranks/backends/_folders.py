@@ -17,8 +17,8 @@ from pathlib import Path
 
 import filelock
 
-from rankscribe.ranks.errors import MessageError, RendezvousError
-from rankscribe.writer.files import atomic_write, make_private_dir
+from rankscribe.ranks.errors import MessageError, RendezvousError, UnsafeFileError
+from rankscribe.ranks.files import atomic_write, make_private_dir, open_regular
 
 __all__ = [
     "FILE_MODE",
@@ -80,18 +80,17 @@ def check_folder(path: Path, what: str, *, follow_link: bool, advice: str) -> No
 def read_private_file(path: Path, limit: int = MESSAGE_LIMIT) -> bytes:
     """The bytes of ``path``, a regular file of this user's; :class:`MessageError` if not."""
     try:
-        descriptor = os.open(path, os.O_RDONLY | _NOFOLLOW | os.O_NONBLOCK)
+        with open_regular(path) as handle:
+            found = os.fstat(handle.fileno())
+            if found.st_uid != os.geteuid():
+                raise MessageError(f"{path} belongs to uid {found.st_uid}, not to this user")
+            if found.st_size > limit:
+                raise MessageError(f"{path} holds {found.st_size} bytes, more than {limit}")
+            data = handle.read(limit + 1)
+    except UnsafeFileError as error:
+        raise MessageError(str(error)) from error
     except OSError as error:
-        raise MessageError(f"{path} cannot be read: {error.strerror} (a link?)") from error
-    with os.fdopen(descriptor, "rb") as handle:
-        found = os.fstat(handle.fileno())
-        if not stat.S_ISREG(found.st_mode):
-            raise MessageError(f"{path} is not a regular file")
-        if found.st_uid != os.geteuid():
-            raise MessageError(f"{path} belongs to uid {found.st_uid}, not to this user")
-        if found.st_size > limit:
-            raise MessageError(f"{path} holds {found.st_size} bytes, more than {limit}")
-        data = handle.read(limit + 1)
+        raise MessageError(f"{path} cannot be read: {error.strerror}") from error
     if len(data) > limit:
         raise MessageError(f"{path} holds more than {limit} bytes")
     return data

@@ -12,7 +12,7 @@ directory (the collector's ``summary_dir``, which every rank writes under)::
         000001/                           (a second coordinator, or a later run)
 
 ``<launch>`` names the launch where the launcher gives it a name
-(:func:`~rankscribe.ranks._info.launch_name`: ``RANKSCRIBE_JOB_ID``, Slurm's job
+(:func:`~rankscribe.ranks.launchers.launch_name`: ``RANKSCRIBE_JOB_ID``, Slurm's job
 and step ids, torchrun's run id and restart count, the ``MASTER_ADDR`` and
 ``MASTER_PORT`` torch's ranks meet at), so two jobs running at once into one
 directory meet in folders of their own. Processes started by hand with nothing
@@ -41,11 +41,12 @@ import filelock
 
 from rankscribe.ranks._args import check_path, check_timeout
 from rankscribe.ranks._coordinator import JOB_RENDEZVOUS_DIRNAME
-from rankscribe.ranks._info import RankInfo, check_info, launch_name
+from rankscribe.ranks._info import RankInfo, check_info
 from rankscribe.ranks._layout import DIRECTORY_MODE
 from rankscribe.ranks.backends._folders import check_folder, lock
 from rankscribe.ranks.backends._rendezvous import FileCoordinator, read_members
 from rankscribe.ranks.errors import RendezvousError
+from rankscribe.ranks.launchers import launch_name
 
 __all__ = ["JobFolderCoordinator", "job_folder_coordinator"]
 

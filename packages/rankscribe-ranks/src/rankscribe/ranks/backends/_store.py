@@ -24,7 +24,7 @@ Keys, under ``rankscribe/<job>/<coordinator>/<sequence>/``:
 - barrier: ``rank_<r>`` (each rank's arrival) and ``left`` (a counter; the
   last rank to leave deletes the arrivals and the counter).
 
-``<job>`` names the launch (:func:`~rankscribe.ranks._info.launch_name`:
+``<job>`` names the launch (:func:`~rankscribe.ranks.launchers.launch_name`:
 torchrun's run id and restart count, Slurm's job and step) and
 ``<coordinator>`` counts the store coordinators this process made, so two
 coordinators of one job, made in the same order on every rank, never share a
@@ -51,7 +51,7 @@ from typing import Any, Protocol, TypeVar
 
 from rankscribe.ranks._coordinator import DEFAULT_TIMEOUT, Coordinator, GatherResult
 from rankscribe.ranks._deadline import Backoff, Deadline
-from rankscribe.ranks._info import RankInfo, detect, launch_name
+from rankscribe.ranks._info import RankInfo, detect
 from rankscribe.ranks.backends._torch import (
     default_group_rank,
     default_store,
@@ -67,6 +67,7 @@ from rankscribe.ranks.errors import (
     RanksValueError,
     StoreError,
 )
+from rankscribe.ranks.launchers import launch_name
 
 __all__ = ["KEY_PREFIX", "Store", "StoreCoordinator"]
 

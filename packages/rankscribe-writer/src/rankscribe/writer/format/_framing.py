@@ -21,6 +21,7 @@ from typing import BinaryIO
 
 from crc32c import crc32c as _crc32c_value
 
+from rankscribe.ranks.files import open_regular
 from rankscribe.writer._arguments import check_bool, check_path
 from rankscribe.writer.errors import CorruptRecordError
 from rankscribe.writer.format._crc import mask, masked_crc32c
@@ -129,7 +130,9 @@ class RecordReader:
 
     def __iter__(self) -> Iterator[RawRecord]:
         if isinstance(self._source, (str, os.PathLike)):
-            with open(self._source, "rb") as stream:
+            # A regular file only, never waiting on a FIFO named like an event file; the
+            # name is the caller's (listings skip links), so a link given is followed.
+            with open_regular(self._source, follow_link=True) as stream:
                 yield from self._records(stream)
         else:
             yield from self._records(self._source)

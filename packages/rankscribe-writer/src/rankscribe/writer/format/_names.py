@@ -25,19 +25,17 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rankscribe.writer._arguments import check_non_negative_int, check_path
-from rankscribe.writer.errors import WriterTypeError, WriterValueError
+from rankscribe.ranks.files import event_file_kind
+from rankscribe.writer._arguments import check_path
+from rankscribe.writer.errors import WriterValueError
 
 LINEAGE_SUFFIX = "_lineage"
 #: What SummaryRecord's summary files end in by default, as MindSpore names them.
 SUMMARY_SUFFIX = "_MS"
-_RANK_DIR_PREFIX = "rank_"
-_RANK_DIR = re.compile(rf"{_RANK_DIR_PREFIX}(0|[1-9][0-9]*)", re.ASCII)
 _LABEL = re.compile(r"[A-Za-z0-9_.-]+", re.ASCII)
 _AFFIX = re.compile(r"^\w+[0-9a-zA-Z_.]*$", re.ASCII)
-# MindInsight's own tests (summary_watcher, ms_data_loader): a summary file is
-# any name containing `summary.<digits>`; the ones ending in `_lineage` hold
-# lineage and the ones ending in `_explain` hold MindSpore 1.x XAI data.
+# MindInsight's rule for a summary file's name (`summary.<digits>` anywhere in it; the
+# ranks package's `event_file_kind` applies it): the digits are its creation time.
 _MINDINSIGHT_SUMMARY = re.compile(r"summary\.(\d+)")
 # TensorBoard's test (`IsTensorFlowEventsFile`): "tfevents" anywhere in the name.
 _TENSORBOARD_EVENTS = re.compile(r"tfevents\.(\d+)")
@@ -100,41 +98,6 @@ def _new_lock_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_new_lock_in_child)
-
-
-def rank_dir_name(rank: int) -> str:
-    """``rank_<rank>``: the directory rank ``rank`` of a distributed job writes into.
-
-    The job layout (``docs/layout.md``): every rank writes only into its own
-    ``rank_<n>`` directory of the job's directory; the ranks package makes them,
-    the lineage package merges and reports them.
-
-    Raises:
-        WriterTypeError: ``rank`` is not an int (or is a bool).
-        WriterValueError: ``rank`` is negative.
-    """
-    check_non_negative_int(rank, "rank", caller="rank_dir_name")
-    return f"{_RANK_DIR_PREFIX}{rank}"
-
-
-def parse_rank_dir_name(name: str) -> int | None:
-    """The rank of a directory named as :func:`rank_dir_name` names it, else ``None``.
-
-    Only ``rank_`` followed by ASCII digits with no leading zero (``rank_0`` itself
-    aside) is a rank directory, so that each rank has exactly one directory name:
-    ``rank_01``, ``rank_-1``, ``rank_`` and ``rank_`` with non-ASCII digits
-    (``rank_١``) are not.
-
-    Raises:
-        WriterTypeError: ``name`` is not a str.
-    """
-    if not isinstance(name, str):
-        raise WriterTypeError(
-            f"For 'parse_rank_dir_name', the argument 'name' must be a str, but got "
-            f"{type(name).__name__}."
-        )
-    match = _RANK_DIR.fullmatch(name)
-    return int(match[1]) if match else None
 
 
 def tensorboard_file_name(timestamp: int, host: str, *, label: str | None = None) -> str:
@@ -208,17 +171,10 @@ def file_kind(path: str | os.PathLike[str]) -> FileKind | None:
     The rules are MindInsight's and TensorBoard's, so a file one of them would
     load is recognised even when its name does not follow the default pattern.
     MindSpore 1.x ``_explain`` files are not recognised: nothing here reads them.
+    The rule itself is the job layout's (``rankscribe.ranks.files.event_file_kind``).
     """
-    name = os.path.basename(os.fspath(path))
-    if _MINDINSIGHT_SUMMARY.search(name):
-        if name.endswith("_lineage"):
-            return FileKind.LINEAGE
-        if name.endswith("_explain"):
-            return None
-        return FileKind.SUMMARY
-    if "tfevents" in name:
-        return FileKind.TENSORBOARD
-    return None
+    kind = event_file_kind(os.path.basename(os.fspath(path)))
+    return None if kind is None else FileKind(kind)
 
 
 def parse_file_name(path: str | os.PathLike[str]) -> EventFileName:

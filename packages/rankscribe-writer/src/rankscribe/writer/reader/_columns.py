@@ -13,10 +13,12 @@ import os
 import stat
 from collections.abc import Iterable
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
 
+from rankscribe.ranks.files import open_regular
 from rankscribe.writer.errors import CorruptRecordError, WriterTypeError, WriterValueError
 from rankscribe.writer.files import FileKind, file_kind, list_summary_files
 from rankscribe.writer.format._framing import HEADER_SIZE
@@ -37,7 +39,9 @@ _CHUNK_BYTES = 4 << 20
 def _read_file(file: FileRead) -> int:
     """Read one file into ``file.curves``; return how many records it holds."""
     records = 0
-    with open(file.path, "rb") as stream:
+    # A regular file only, never waiting on a FIFO named like an event file; the name is
+    # the caller's (listings skip links), so a link given is followed.
+    with cast(io.BufferedReader, open_regular(file.path, follow_link=True)) as stream:
         carried = b""
         base = 0  # file offset of the buffer's first byte
         wanted = 0

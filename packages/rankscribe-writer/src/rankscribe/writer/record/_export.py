@@ -16,8 +16,9 @@ from urllib.parse import quote
 
 import numpy as np
 
+from rankscribe.ranks.files import atomic_write, file_mode, make_private_dir
 from rankscribe.writer.errors import WriterValueError
-from rankscribe.writer.files import atomic_write, claim_timestamp, file_mode, make_private_dir
+from rankscribe.writer.files import claim_timestamp
 
 FORMATS = ("npy",)
 # Most filesystems refuse names longer than 255 bytes.

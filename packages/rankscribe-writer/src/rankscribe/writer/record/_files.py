@@ -12,11 +12,11 @@ import os
 import time
 from collections.abc import Callable
 
+from rankscribe.ranks.files import file_mode
 from rankscribe.writer.encoding import _tensorboard as tensorboard
 from rankscribe.writer.files import (
     LINEAGE_SUFFIX,
     claim_timestamp,
-    file_mode,
     summary_file_name,
     tensorboard_file_name,
 )

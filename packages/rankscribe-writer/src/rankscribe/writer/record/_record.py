@@ -18,7 +18,9 @@ from functools import partial
 from types import TracebackType
 from typing import Any
 
-from rankscribe.writer import files, operators
+from rankscribe.ranks import files
+from rankscribe.ranks.launchers import launcher_rank
+from rankscribe.writer import operators
 from rankscribe.writer._arguments import check_bool, check_positive_int
 from rankscribe.writer.encoding._graph_builders import RecordGraph
 from rankscribe.writer.encoding._steps import StepJob, encode_step, is_heavy
@@ -63,7 +65,7 @@ from rankscribe.writer.record._checks import (
 )
 from rankscribe.writer.record._export import NpyExporter, claim_export_dir
 from rankscribe.writer.record._files import RecordFiles
-from rankscribe.writer.record._launcher import launcher_rank, warn_shared_directory
+from rankscribe.writer.record._launcher import warn_shared_directory
 from rankscribe.writer.record._pipeline import Pipeline
 from rankscribe.writer.record._scalar_batches import ScalarBatches
 from rankscribe.writer.record._step_writer import StepWriter

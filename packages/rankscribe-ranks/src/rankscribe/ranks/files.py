@@ -1,0 +1,423 @@
+"""The job's files on disk: modes, private directories, atomic writes, rank names.
+
+A module for the sibling packages (the writer, lineage, the collector) and for
+tools that write beside RankScribe, not part of ``rankscribe.ranks``' top-level
+API (``docs/contributing.md``, "Sibling modules"). Each rule has one home here:
+
+- modes: :func:`file_mode` and :func:`dir_mode`, private by default and
+  group-readable when asked (an argument, or :data:`GROUP_READABLE_ENV` set to 1);
+- safe creation: :func:`atomic_write` (the one way RankScribe replaces a whole
+  file), :func:`make_private_dir` (the one way it creates directories) and
+  :func:`fsync_directory`;
+- safe reading: :func:`open_regular` (:func:`open_regular_descriptor`, its bare
+  descriptor) and :func:`read_regular`, the one way to read a
+  file from a directory others may write (regular files only, no link followed, never
+  blocking on a FIFO);
+- the job's layout (``docs/layout.md``): :func:`rank_dir_name` and
+  :func:`parse_rank_dir_name`, and :func:`event_file_kind`, which tells the event
+  files a viewer would load from every other name in a directory.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import secrets
+import stat
+from collections.abc import Callable, Iterable
+from contextlib import suppress
+from typing import IO, BinaryIO, Literal
+
+from rankscribe.ranks._args import check_int
+from rankscribe.ranks.errors import RanksTypeError, UnsafeFileError
+
+__all__ = [
+    "GROUP_READABLE_ENV",
+    "PRIVATE_FILE_MODE",
+    "EventFileKind",
+    "atomic_write",
+    "dir_mode",
+    "event_file_kind",
+    "file_mode",
+    "fsync_directory",
+    "group_readable",
+    "make_private_dir",
+    "open_regular",
+    "open_regular_descriptor",
+    "parse_rank_dir_name",
+    "rank_dir_name",
+    "read_regular",
+]
+
+#: Mode of a finished file: read-only, for its owner alone.
+PRIVATE_FILE_MODE = 0o400
+
+#: Set to 1 (or true, yes, on) to make what RankScribe creates readable by the owner's
+#: group, for a TensorBoard or MindInsight that runs as another user of that group.
+GROUP_READABLE_ENV = "RANKSCRIBE_GROUP_READABLE"
+_TRUE = ("1", "true", "yes", "on")
+
+
+def group_readable(requested: bool | None = None) -> bool:
+    """Whether new files and directories are group-readable: ``requested`` when given,
+    else whether :data:`GROUP_READABLE_ENV` is set to 1 (private by default)."""
+    if requested is not None:
+        return bool(requested)
+    return os.environ.get(GROUP_READABLE_ENV, "").strip().lower() in _TRUE
+
+
+def file_mode(final: bool, group_readable: bool | None = None) -> int:
+    """The mode of a file RankScribe creates.
+
+    ``final``: 0400 (0440 group-readable) for a finished file, else 0600 (0640) for one
+    still being written, a lock file, or a file that is replaced as a whole.
+    ``group_readable`` None follows :data:`GROUP_READABLE_ENV`.
+    """
+    shared = _group_readable(group_readable)
+    if final:
+        return 0o440 if shared else 0o400
+    return 0o640 if shared else 0o600
+
+
+def dir_mode(group_readable: bool | None = None) -> int:
+    """The mode of a directory RankScribe creates: 0700, or 0750 group-readable."""
+    return 0o750 if _group_readable(group_readable) else 0o700
+
+
+_group_readable = group_readable  # the functions above name their argument alike
+
+
+def make_private_dir(
+    path: str | os.PathLike[str],
+    *,
+    group_readable: bool | None = None,
+    exist_ok: bool = True,
+) -> str:
+    """Create the directory ``path`` and every missing parent with :func:`dir_mode`.
+
+    Each directory made here is created with ``mkdir`` (which never follows a
+    link), then opened with ``O_NOFOLLOW | O_DIRECTORY`` and given exactly its
+    mode (no umask widens or narrows it), so a link planted at its name is
+    refused rather than followed. A directory that exists already is left as it
+    is (it may be a link the user made): it must be a directory, and with
+    ``exist_ok=False`` it is an error (``FileExistsError``), as is anything at
+    the name. Returns the absolute path.
+    """
+    target = os.path.abspath(os.fspath(path))
+    mode = dir_mode(group_readable)
+    missing: list[str] = []
+    probe = target
+    while not os.path.lexists(probe):
+        missing.append(probe)
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    if not missing:
+        if not exist_ok:
+            raise FileExistsError(errno.EEXIST, "something exists already at this name", target)
+        if not os.path.isdir(target):
+            raise NotADirectoryError(errno.ENOTDIR, "not a directory", target)
+        return target
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, mode)
+        except FileExistsError:
+            if directory == target and not exist_ok:
+                raise
+            # Made meanwhile by another process (another rank): a real directory only.
+            if not stat.S_ISDIR(os.lstat(directory).st_mode):
+                raise NotADirectoryError(
+                    errno.ENOTDIR, "not a directory (a link or a file appeared here)", directory
+                ) from None
+            continue
+        _set_dir_mode(directory, mode)
+    return target
+
+
+def _set_dir_mode(directory: str, mode: int) -> None:
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        descriptor = os.open(directory, flags)
+    except OSError as error:
+        raise NotADirectoryError(
+            errno.ENOTDIR, f"not a directory (a link replaced it?): {error.strerror}", directory
+        ) from error
+    try:
+        if not stat.S_ISDIR(os.fstat(descriptor).st_mode):
+            raise NotADirectoryError(errno.ENOTDIR, "not a directory", directory)
+        os.fchmod(descriptor, mode)
+    finally:
+        os.close(descriptor)
+
+
+_OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+_TEMPORARY_ATTEMPTS = 100
+_MAX_NAME = 255  # bytes in a file name on most filesystems
+
+
+def atomic_write(
+    path: str | os.PathLike[str],
+    chunks: Iterable[bytes | memoryview],
+    *,
+    mode: int = PRIVATE_FILE_MODE,
+    write: Callable[[IO[bytes], bytes | memoryview], object] | None = None,
+) -> str:
+    """Write ``chunks`` to ``path`` so that no reader ever sees half a file.
+
+    The data goes to a hidden ``.<name>.<random>.tmp`` in the same directory
+    (created with ``O_EXCL | O_NOFOLLOW``, so a link planted at that name is
+    never followed, and the rename cannot cross filesystems); it is fsynced,
+    given ``mode`` and renamed over ``path``, and the directory is fsynced so
+    the rename survives a power loss. ``os.replace`` replaces a symbolic link
+    at ``path`` itself, never its target. On any error the temporary file is
+    removed and the error re-raised: ``path`` keeps its old content.
+
+    ``write(handle, chunk)`` replaces ``handle.write`` (crash tests stop a
+    write part-way through with it). Returns ``path`` as a string.
+    """
+    target = os.fspath(path)
+    directory, name = os.path.split(target)
+    directory = directory or "."
+    descriptor, temporary = _create_temporary(directory, name)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            for chunk in chunks:
+                if write is None:
+                    handle.write(chunk)
+                else:
+                    write(handle, chunk)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, target)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(temporary)
+        raise
+    fsync_directory(directory)
+    return target
+
+
+def _create_temporary(directory: str, name: str) -> tuple[int, str]:
+    # The temporary name must fit where ``name`` (up to 255 bytes) fits: shorten its stem.
+    stem = name
+    while len(stem.encode()) > _MAX_NAME - len(".123456789abc.tmp") - 1:
+        stem = stem[:-1]
+    for _ in range(_TEMPORARY_ATTEMPTS):
+        temporary = os.path.join(directory, f".{stem}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(temporary, _OPEN_FLAGS, 0o600), temporary
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name for {name!r} in {directory!r}")
+
+
+def fsync_directory(directory: str | os.PathLike[str]) -> None:
+    """Make renames and creations in ``directory`` durable (best effort).
+
+    Opened as a directory only and without blocking: a FIFO swapped in at the name
+    is never waited on.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        descriptor = os.open(directory, flags)
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)
+
+
+# ---------------------------------------------------------------- reading what others may plant
+
+# O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever (and
+# a read of one with a writer attached, for its data); on a regular file it changes
+# nothing. O_NOFOLLOW: a link at the name is refused, not followed.
+_READ_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+# What open(O_NOFOLLOW | O_NONBLOCK) answers for a link (Linux: ELOOP; the BSDs:
+# EMLINK) and for a socket (ENXIO, EOPNOTSUPP).
+_REFUSED_AT_OPEN = frozenset({errno.ELOOP, errno.EMLINK, errno.ENXIO, errno.EOPNOTSUPP})
+_KINDS = (
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def _not_regular(path: str, mode: int) -> UnsafeFileError:
+    kind = next((kind for test, kind in _KINDS if test(mode)), "something else")
+    return UnsafeFileError(path, f"it is {kind}, not a regular file")
+
+
+def _refused_at_open(path: str, error: OSError, follow_link: bool) -> UnsafeFileError:
+    try:
+        return _not_regular(path, (os.stat if follow_link else os.lstat)(path).st_mode)
+    except OSError:
+        return UnsafeFileError(path, f"it is not a regular file ({error.strerror})")
+
+
+def open_regular(
+    path: str | os.PathLike[str],
+    *,
+    owned: bool = False,
+    follow_link: bool = False,
+    buffering: int = -1,
+) -> BinaryIO:
+    """Open ``path`` for reading as a regular file only: the one way RankScribe opens a
+    file in a directory that others may write (a summary dir, a base dir, a job dir).
+
+    The name is opened with ``O_NOFOLLOW | O_NONBLOCK``, so a symbolic link planted at
+    it is refused, not followed, and a FIFO never blocks the open; then ``fstat`` of
+    what was opened must say a regular file (a FIFO, a socket, a device or a directory
+    is refused). With ``owned``, the file must also belong to this user and be
+    writable by no one else, as the files RankScribe keeps for itself are
+    (``docs/file-format.md``, "Modes"). ``follow_link`` is for a path the user named
+    (a checkpoint given by name may be a link the user made): a link is followed, and
+    what it leads to must still be a regular file. ``buffering`` is ``open``'s (0:
+    unbuffered).
+
+    Raises:
+        UnsafeFileError: (an ``OSError``) a link or no regular file is at the name, or,
+            with ``owned``, a file of another user or one others may write; the message
+            names the path and what was found.
+        FileNotFoundError, PermissionError, ...: as ``open`` raises them.
+    """
+    descriptor = open_regular_descriptor(path, owned=owned, follow_link=follow_link)
+    try:
+        return os.fdopen(descriptor, "rb", buffering=buffering)
+    except BaseException:
+        os.close(descriptor)
+        raise
+
+
+def open_regular_descriptor(
+    path: str | os.PathLike[str], *, owned: bool = False, follow_link: bool = False
+) -> int:
+    """:func:`open_regular` as a bare descriptor (the caller closes it), for a reader of
+    many small files that pays for no file object (the lineage scan)."""
+    target = os.fspath(path)
+    flags = _READ_FLAGS & ~getattr(os, "O_NOFOLLOW", 0) if follow_link else _READ_FLAGS
+    try:
+        descriptor = os.open(target, flags)
+    except OSError as error:
+        if error.errno in _REFUSED_AT_OPEN:
+            raise _refused_at_open(target, error, follow_link) from error
+        raise
+    try:
+        found = os.fstat(descriptor)
+        if not stat.S_ISREG(found.st_mode):
+            raise _not_regular(target, found.st_mode)
+        if owned:
+            _check_owned(target, found)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor
+
+
+def _check_owned(path: str, found: os.stat_result) -> None:
+    owner = getattr(os, "geteuid", None)
+    if owner is not None and found.st_uid != owner():
+        raise UnsafeFileError(path, f"it belongs to uid {found.st_uid}, not to this user")
+    if found.st_mode & 0o022:
+        mode = stat.S_IMODE(found.st_mode)
+        raise UnsafeFileError(path, f"others may write it (mode {mode:04o})")
+
+
+def read_regular(
+    path: str | os.PathLike[str],
+    *,
+    limit: int | None = None,
+    owned: bool = False,
+    follow_link: bool = False,
+) -> bytes:
+    """The bytes of ``path``, opened with :func:`open_regular` (same rules, same errors).
+
+    ``limit``: the most bytes the caller expects; a longer file is refused with
+    :class:`~rankscribe.ranks.errors.UnsafeFileError` after reading ``limit + 1`` bytes
+    at most.
+    """
+    if limit is not None:
+        check_int("limit", limit, minimum=0)
+    with open_regular(path, owned=owned, follow_link=follow_link) as handle:
+        data = handle.read() if limit is None else handle.read(limit + 1)
+    if limit is not None and len(data) > limit:
+        raise UnsafeFileError(os.fspath(path), f"it is longer than the {limit} bytes expected")
+    return data
+
+
+_RANK_DIR_PREFIX = "rank_"
+_RANK_DIR = re.compile(rf"{_RANK_DIR_PREFIX}(0|[1-9][0-9]*)", re.ASCII)
+
+
+def rank_dir_name(rank: int) -> str:
+    """``rank_<rank>``: the directory rank ``rank`` of a distributed job writes into.
+
+    The job layout (``docs/layout.md``): every rank writes only into its own
+    ``rank_<n>`` directory of the job's directory; this package makes them, the
+    lineage package merges and reports them.
+
+    Raises:
+        RanksTypeError: ``rank`` is not an int (or is a bool).
+        RanksValueError: ``rank`` is negative.
+    """
+    check_int("rank", rank, minimum=0)
+    return f"{_RANK_DIR_PREFIX}{rank}"
+
+
+def parse_rank_dir_name(name: str) -> int | None:
+    """The rank of a directory named as :func:`rank_dir_name` names it, else ``None``.
+
+    Only ``rank_`` followed by ASCII digits with no leading zero (``rank_0`` itself
+    aside) is a rank directory, so that each rank has exactly one directory name:
+    ``rank_01``, ``rank_-1``, ``rank_`` and ``rank_`` with non-ASCII digits
+    (``rank_١``) are not.
+
+    Raises:
+        RanksTypeError: ``name`` is not a str.
+    """
+    if not isinstance(name, str):
+        raise RanksTypeError(f"name must be a str, got {type(name).__name__}")
+    match = _RANK_DIR.fullmatch(name)
+    return int(match[1]) if match else None
+
+
+EventFileKind = Literal["summary", "lineage", "tensorboard"]
+
+# MindInsight's own tests (summary_watcher, ms_data_loader): a summary file is
+# any name containing `summary.<digits>`; the ones ending in `_lineage` hold
+# lineage and the ones ending in `_explain` hold MindSpore 1.x XAI data.
+_MINDINSIGHT_SUMMARY = re.compile(r"summary\.(\d+)")
+
+
+def event_file_kind(name: str) -> EventFileKind | None:
+    """What the file called ``name`` holds as a viewer tells it, or ``None`` (no event file).
+
+    The rules are MindInsight's (``summary.<digits>`` anywhere in the name; ending in
+    ``_lineage``: lineage; ending in ``_explain``: MindSpore 1.x XAI data, which nothing
+    here reads) and TensorBoard's (``tfevents`` anywhere). A directory holding such a
+    file holds a run (``docs/layout.md``, "Two jobs, one directory"); the writer's
+    ``FileKind`` is this answer as an enum.
+    """
+    if _MINDINSIGHT_SUMMARY.search(name):
+        if name.endswith("_lineage"):
+            return "lineage"
+        if name.endswith("_explain"):
+            return None
+        return "summary"
+    if "tfevents" in name:
+        return "tensorboard"
+    return None
