@@ -13,9 +13,9 @@ only public face):
   :func:`parse_rank_dir_name`;
 - framing (TFRecord's, see ``docs/file-format.md``): :func:`frame`,
   :class:`RecordReader`, :func:`read_records`, :data:`RECORD_OVERHEAD`;
-- payloads written without protobuf objects: :func:`varint`, :func:`field_key`, and
-  the version strings that open each file, :data:`SUMMARY_FILE_VERSION` and
-  :data:`TENSORBOARD_FILE_VERSION`;
+- the version strings that open each file, :data:`SUMMARY_FILE_VERSION` and
+  :data:`TENSORBOARD_FILE_VERSION` (the other packages' event files are written by
+  :mod:`rankscribe.writer.eventfiles`, which encodes and frames their events);
 - safe creation: :func:`atomic_write` (the one way RankScribe replaces a whole
   file), :func:`make_private_dir` (the one way it creates directories) and
   :func:`fsync_directory`;
@@ -56,12 +56,7 @@ from rankscribe.writer.format._names import (
     summary_file_name,
     tensorboard_file_name,
 )
-from rankscribe.writer.format._wire import (
-    SUMMARY_FILE_VERSION,
-    TENSORBOARD_FILE_VERSION,
-    field_key,
-    varint,
-)
+from rankscribe.writer.format._wire import SUMMARY_FILE_VERSION, TENSORBOARD_FILE_VERSION
 
 __all__ = [
     "GROUP_READABLE_ENV",
@@ -78,7 +73,6 @@ __all__ = [
     "atomic_write",
     "claim_timestamp",
     "dir_mode",
-    "field_key",
     "file_kind",
     "file_mode",
     "frame",
@@ -94,7 +88,6 @@ __all__ = [
     "read_records",
     "summary_file_name",
     "tensorboard_file_name",
-    "varint",
 ]
 
 #: Mode of a finished file: read-only, for its owner alone.
