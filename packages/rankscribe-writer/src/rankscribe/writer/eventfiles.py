@@ -34,12 +34,12 @@ import numpy as np
 from rankscribe.writer._arguments import check_path, is_int, is_real
 from rankscribe.writer.encoding import _tensorboard_plugins as plugins
 from rankscribe.writer.encoding._scalar_steps import ScalarTable
+from rankscribe.writer.encoding._tensorboard import version_event as tensorboard_version_event
 from rankscribe.writer.errors import WriterTypeError, WriterValueError
 from rankscribe.writer.files import atomic_write, claim_timestamp, file_mode
 from rankscribe.writer.format._eventfile import EventFile
 from rankscribe.writer.format._events import version_event as summary_version_event
 from rankscribe.writer.format._framing import frame_parts
-from rankscribe.writer.format._wire import TENSORBOARD_FILE_VERSION
 from rankscribe.writer.pb import lineage_pb2, summary_pb2, tensorboard_pb2
 
 if TYPE_CHECKING:
@@ -286,8 +286,7 @@ class EventRecords:
 
 def _version_payload(format: str, wall_time: float) -> bytes:
     if format == "tensorboard":
-        event = tensorboard_pb2.Event(wall_time=wall_time, file_version=TENSORBOARD_FILE_VERSION)
-        return bytes(event.SerializeToString())
+        return tensorboard_version_event(wall_time)
     return summary_version_event(wall_time)
 
 
