@@ -20,7 +20,13 @@ repository by default) and fails, listing each offender, when:
   points back);
 - a module imports from another rankscribe package anything but public names:
   no ``_``-prefixed component in the module path, and each imported name in the
-  target module's ``__all__`` or a public submodule of it.
+  target module's ``__all__`` or a public submodule of it;
+- a module outside ``rankscribe.writer`` frames events: it uses one of the writer's
+  framing or wire primitives (``frame``, ``varint``, ``field_key``, ... : imported by
+  name, or as an attribute of a writer module it imported), or masks a CRC the way
+  record framing does (the constant ``0xA282EAD8``, or a rotation by 15 and 17 bits).
+  The writer is the only event writer; the other packages go through
+  ``rankscribe.writer.eventfiles`` (docs/file-format.md, "Who writes event files").
 
 The check reads the source with :mod:`ast`; it imports nothing.
 """
@@ -55,17 +61,43 @@ class Module:
     is_package: bool  # an __init__.py
 
 
+# The package that writes event files, and what it frames them with: a module of another
+# package that uses these builds event records itself (docs/file-format.md).
+WRITER_PACKAGE = f"{NAMESPACE}.writer"
+FRAMING_NAMES = frozenset(
+    {
+        "frame",
+        "frame_parts",
+        "frame_chunks",
+        "RECORD_OVERHEAD",
+        "varint",
+        "field_key",
+        "length_delimited",
+        "crc32c",
+        "mask",
+        "masked_crc32c",
+    }
+)
+# TFRecord's CRC mask: rotate right by 15 bits (>> 15 | << 17), add this constant.
+CRC_MASK_DELTA = 0xA282EAD8
+
+
 @dataclass
 class Report:
     long_modules: list[str] = field(default_factory=list)
     cycles: list[str] = field(default_factory=list)
     package_imports: list[str] = field(default_factory=list)
     private_imports: list[str] = field(default_factory=list)
+    event_framing: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return not (
-            self.long_modules or self.cycles or self.package_imports or self.private_imports
+            self.long_modules
+            or self.cycles
+            or self.package_imports
+            or self.private_imports
+            or self.event_framing
         )
 
     def render(self) -> str:
@@ -74,6 +106,10 @@ class Report:
             ("import cycles (every import counts, in functions too)", self.cycles),
             ("imports against the package graph", self.package_imports),
             ("imports of non-public names from another package", self.private_imports),
+            (
+                "event framing outside the writer (use rankscribe.writer.eventfiles)",
+                self.event_framing,
+            ),
         ]
         lines: list[str] = []
         for title, entries in sections:
@@ -324,6 +360,95 @@ def _private_path(name: str) -> Iterator[str]:
         yield f"imports from {name}, a private module ({', '.join(private)})"
 
 
+def find_event_framing(modules: dict[str, Module]) -> list[str]:
+    """Modules outside the writer that frame events themselves (see the module docstring)."""
+    found: list[str] = []
+    for module in modules.values():
+        if module.package == WRITER_PACKAGE:
+            continue
+        uses = sorted(set(_framing(_parse(module.path))))
+        found.extend(f"{module.name} (line {line}): {what}" for line, what in uses)
+    return sorted(found, key=_by_module_and_line)
+
+
+def _by_module_and_line(entry: str) -> tuple[str, int]:
+    name, _, rest = entry.partition(" (line ")
+    return name, int(rest.split(")", 1)[0])
+
+
+def _framing(tree: ast.Module) -> Iterator[tuple[int, str]]:
+    bound: dict[str, str] = {}  # a local name -> the dotted name it stands for
+    for statement in all_imports(tree):
+        yield from _framing_imports(statement, bound)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in FRAMING_NAMES:
+            dotted = _dotted(node.value, bound)
+            if dotted is not None and _within(dotted, WRITER_PACKAGE):
+                yield node.lineno, f"uses {dotted}.{node.attr} (only the writer frames events)"
+        elif isinstance(node, ast.Constant) and _is_mask_constant(node):
+            yield node.lineno, "masks a CRC as record framing does (0xA282EAD8)"
+        elif isinstance(node, ast.BinOp) and _is_rotation_by_15(node):
+            yield node.lineno, "rotates a CRC by 15 bits as record framing's mask does"
+
+
+def _framing_imports(
+    statement: ast.Import | ast.ImportFrom, bound: dict[str, str]
+) -> Iterator[tuple[int, str]]:
+    """Framing names a statement imports from the writer; note the names it binds."""
+    if isinstance(statement, ast.Import):
+        for alias in statement.names:
+            local = alias.asname or alias.name.split(".")[0]
+            bound[local] = alias.name if alias.asname else local
+        return
+    source = statement.module or ""
+    if statement.level or not _within(source, WRITER_PACKAGE):
+        return
+    for alias in statement.names:
+        if alias.name in FRAMING_NAMES:
+            yield (
+                statement.lineno,
+                f"takes {alias.name} from {source} (only the writer frames events)",
+            )
+        bound[alias.asname or alias.name] = f"{source}.{alias.name}"
+
+
+def _is_mask_constant(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Constant) and type(node.value) is int and node.value == CRC_MASK_DELTA
+    )
+
+
+def _is_rotation_by_15(node: ast.BinOp) -> bool:
+    """``(x >> 15) | (x << 17)``, either way round and under masks: the CRC mask's rotation."""
+    if not isinstance(node.op, ast.BitOr):
+        return False
+    return _shifts(node.left) | _shifts(node.right) == {(ast.RShift, 15), (ast.LShift, 17)}
+
+
+def _within(name: str, package: str) -> bool:
+    return name == package or name.startswith(f"{package}.")
+
+
+def _dotted(node: ast.expr, bound: dict[str, str]) -> str | None:
+    """The dotted name an expression of names and attributes stands for, if it is one."""
+    if isinstance(node, ast.Name):
+        return bound.get(node.id)
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value, bound)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
+
+
+def _shifts(node: ast.expr) -> set[tuple[type, object]]:
+    """The (operator, constant) of a shift by a constant, looked for under masks."""
+    if isinstance(node, ast.BinOp):
+        if isinstance(node.op, ast.RShift | ast.LShift) and isinstance(node.right, ast.Constant):
+            return {(type(node.op), node.right.value)}
+        if isinstance(node.op, ast.BitAnd):
+            return _shifts(node.left) | _shifts(node.right)
+    return set()
+
+
 def check(root: Path) -> Report:
     modules = find_modules(root)
     graph = import_graph(modules)
@@ -332,6 +457,7 @@ def check(root: Path) -> Report:
         cycles=find_cycles(graph),
         package_imports=find_package_imports(modules, graph),
         private_imports=find_private_imports(modules),
+        event_framing=find_event_framing(modules),
     )
 
 
@@ -351,7 +477,7 @@ def main(argv: list[str] | None = None) -> int:
     if report.ok:
         print(
             "package boundaries hold: no long module, no import cycle, "
-            "the package graph kept, public imports only"
+            "the package graph kept, public imports only, events framed by the writer alone"
         )
         return 0
     print(report.render())

@@ -37,7 +37,11 @@ def clean_tree(tmp_path: Path) -> Path:
         """,
             "_record.py": "from rankscribe.writer import _framing\nclass Record: ...\n",
             "_framing.py": "import struct\n",
-            "files.py": "__all__ = ['frame']\ndef frame() -> None: ...\n",
+            "files.py": """
+            __all__ = ['atomic_write', 'frame']
+            def frame() -> None: ...
+            def atomic_write() -> None: ...
+        """,
             "pb/__init__.py": "__all__ = ['event_pb2']\n",
             "pb/event_pb2.py": "x = 1\n" * 900,
         },
@@ -48,7 +52,7 @@ def clean_tree(tmp_path: Path) -> Path:
         {
             "__init__.py": """
             from rankscribe.writer import Record, files
-            from rankscribe.writer.files import frame
+            from rankscribe.writer.files import atomic_write
             from rankscribe.writer.pb import event_pb2
             import rankscribe.writer.files
             __all__ = []
@@ -350,6 +354,72 @@ def test_every_kind_is_reported_in_one_run(clean_tree: Path) -> None:
         "imports of non-public names from another package",
     ):
         assert title in result.stdout
+
+
+def test_event_framing_outside_the_writer_is_listed(clean_tree: Path) -> None:
+    write_package(
+        clean_tree,
+        "lineage",
+        {
+            "_job_files.py": """
+            import rankscribe.writer.files
+            import rankscribe.writer.files as written
+            from rankscribe.writer import files
+            from rankscribe.writer.files import frame as framed
+            def events(payload: bytes, crc: int) -> list[object]:
+                return [
+                    files.varint(len(payload)),
+                    written.field_key(5),
+                    rankscribe.writer.files.RECORD_OVERHEAD,
+                    (((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8,
+                ]
+        """,
+        },
+    )
+    result = run(clean_tree)
+    assert result.returncode == 1
+    assert "event framing outside the writer (use rankscribe.writer.eventfiles) (6):" in (
+        result.stdout
+    )
+    for line, what in [
+        (5, "takes frame from rankscribe.writer.files"),
+        (8, "uses rankscribe.writer.files.varint"),
+        (9, "uses rankscribe.writer.files.field_key"),
+        (10, "uses rankscribe.writer.files.RECORD_OVERHEAD"),
+        (11, "rotates a CRC by 15 bits as record framing's mask does"),
+        (11, "masks a CRC as record framing does (0xA282EAD8)"),
+    ]:
+        assert f"rankscribe.lineage._job_files (line {line}): {what}" in result.stdout
+
+
+def test_the_writer_frames_and_look_alikes_elsewhere_pass(clean_tree: Path) -> None:
+    write_package(
+        clean_tree,
+        "writer",
+        {
+            "__init__.py": "from rankscribe.writer._record import Record\n__all__ = ['Record']\n",
+            "_framing.py": """
+            def mask(crc: int) -> int:
+                return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
+        """,
+        },
+    )
+    write_package(
+        clean_tree,
+        "collector",
+        {
+            "_fingerprint.py": """
+            import crc32c
+            from rankscribe.collector import _table as table
+            def varint(value: int) -> bytes: ...
+            def fingerprint(data: bytes) -> object:
+                return (crc32c.crc32c(data) >> 15, table.frame, varint(3), 0xA282EAD9)
+        """,
+            "_table.py": "frame = 1\n",
+        },
+    )
+    result = run(clean_tree)
+    assert result.returncode == 0, result.stdout
 
 
 def test_a_root_without_packages_is_refused(tmp_path: Path) -> None:

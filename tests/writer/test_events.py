@@ -15,8 +15,10 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from rankscribe.writer.format import _events as events
-from rankscribe.writer.format._wire import varint
+from rankscribe.writer import WriterTypeError, WriterValueError
+from rankscribe.writer.files import SUMMARY_FILE_VERSION
+from rankscribe.writer.format import _events as events  # the hand-written encoders: no public door
+from rankscribe.writer.format._wire import field_key, varint  # the one varint encoder
 from rankscribe.writer.pb import anf_ir_pb2, lineage_pb2, summary_pb2
 
 INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
@@ -35,6 +37,50 @@ def expected_scalar_event(wall_time, step, scalars) -> summary_pb2.Event:
     for tag, value in scalars:
         event.summary.value.add(tag=tag, scalar_value=as_float32(value))
     return event
+
+
+# ------------------------------------------------------------- the varint encoder
+
+
+@pytest.mark.parametrize(
+    ("value", "encoded"),
+    [
+        (0, b"\x00"),
+        (1, b"\x01"),
+        (127, b"\x7f"),
+        (128, b"\x80\x01"),
+        (300, b"\xac\x02"),
+        ((1 << 64) - 1, b"\xff" * 9 + b"\x01"),
+        (-1, b"\xff" * 9 + b"\x01"),
+    ],
+)
+def test_varint_is_protobufs_base_128_encoding(value: int, encoded: bytes) -> None:
+    assert varint(value) == encoded
+
+
+def test_varint_and_field_key_build_what_protobuf_parses() -> None:
+    step = 1 << 40
+    payload = varint(step)
+    # Event.step is field 2 (varint); Event.version is field 3 (length-delimited).
+    version = SUMMARY_FILE_VERSION.encode()
+    event = summary_pb2.Event.FromString(
+        b"\x10" + payload + field_key(3) + varint(len(version)) + version
+    )
+    assert (event.step, event.version) == (step, "MindSpore.Event:1")
+    assert field_key(5) == b"\x2a"  # Event.summary
+    assert field_key(16) == b"\x82\x01"  # a field number past 15 takes two bytes
+
+
+@pytest.mark.parametrize("value", [True, 1.0, "1", None])
+def test_varint_refuses_what_is_not_an_int(value: object) -> None:
+    with pytest.raises(WriterTypeError, match="a varint encodes an int, but got"):
+        varint(value)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("value", [1 << 64, -(1 << 63) - 1])
+def test_varint_refuses_what_no_64_bit_field_holds(value: int) -> None:
+    with pytest.raises(WriterValueError, match=r"\[-2\*\*63, 2\*\*64 - 1\]"):
+        varint(value)
 
 
 # ------------------------------------------------------------------ version

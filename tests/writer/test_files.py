@@ -1,4 +1,4 @@
-"""The rules other packages take from ``rankscribe.writer.files``: names, wire helpers and
+"""The rules other packages take from ``rankscribe.writer.files``: names, argument checks and
 atomic writes, each stated once (``docs/file-format.md``)."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import pytest
 
 from rankscribe.writer import SummaryRecord, WriterTypeError, WriterValueError, files, reader
 from rankscribe.writer.files import FileKind, file_kind, parse_file_name, tensorboard_file_name
-from rankscribe.writer.pb import summary_pb2
 
 
 def test_a_tensorboard_name_without_a_label_is_unique_per_writer() -> None:
@@ -65,50 +64,6 @@ def test_the_writers_int_rule_refuses_bool_everywhere() -> None:
     assert check_int(0, "n", caller="f", minimum=0) == 0
     with pytest.raises(WriterTypeError, match=r"'flag' must be a bool, but got int\."):
         check_bool(1, "flag", caller="f")
-
-
-# ------------------------------------------------------------- wire helpers
-
-
-@pytest.mark.parametrize(
-    ("value", "encoded"),
-    [
-        (0, b"\x00"),
-        (1, b"\x01"),
-        (127, b"\x7f"),
-        (128, b"\x80\x01"),
-        (300, b"\xac\x02"),
-        ((1 << 64) - 1, b"\xff" * 9 + b"\x01"),
-        (-1, b"\xff" * 9 + b"\x01"),
-    ],
-)
-def test_varint_is_protobufs_base_128_encoding(value: int, encoded: bytes) -> None:
-    assert files.varint(value) == encoded
-
-
-def test_varint_and_field_key_build_what_protobuf_parses() -> None:
-    step = 1 << 40
-    payload = files.varint(step)
-    # Event.step is field 2 (varint); Event.version is field 3 (length-delimited).
-    version = files.SUMMARY_FILE_VERSION.encode()
-    event = summary_pb2.Event.FromString(
-        b"\x10" + payload + files.field_key(3) + files.varint(len(version)) + version
-    )
-    assert (event.step, event.version) == (step, "MindSpore.Event:1")
-    assert files.field_key(5) == b"\x2a"  # Event.summary
-    assert files.field_key(16) == b"\x82\x01"  # a field number past 15 takes two bytes
-
-
-@pytest.mark.parametrize("value", [True, 1.0, "1", None])
-def test_varint_refuses_what_is_not_an_int(value: object) -> None:
-    with pytest.raises(WriterTypeError, match="a varint encodes an int, but got"):
-        files.varint(value)  # type: ignore[arg-type]
-
-
-@pytest.mark.parametrize("value", [1 << 64, -(1 << 63) - 1])
-def test_varint_refuses_what_no_64_bit_field_holds(value: int) -> None:
-    with pytest.raises(WriterValueError, match=r"\[-2\*\*63, 2\*\*64 - 1\]"):
-        files.varint(value)
 
 
 def test_every_file_opens_with_the_version_stated_in_files(tmp_path) -> None:

@@ -2,7 +2,7 @@
 """The job view's cost for 8 ranks x 10,000 steps x 10 scalar tags, with baselines.
 
     python tools/bench/jobview.py [--ranks 8] [--steps 10000] [--tags 10] [--repeat 3]
-                                  [--parts memory,offline,tree]
+                                  [--parts memory,offline,tree,files]
                                   [--tree-ranks 1024] [--tree-steps 100000] [--interval-steps 300]
 
 (in any env that has rankscribe-writer and rankscribe-lineage, e.g. .tox/lineage)
@@ -38,6 +38,13 @@
       synthetic subtrees being made), against the size of the job's points
       held as float64 (ranks x steps x tags x 8 bytes) — what a funnel holds.
 
+4. The job files alone (``--parts files``): the two files of --ranks' worth of
+   curves (--tags tags x 7 statistics x --steps steps) written through the
+   writer's event-file API (``rankscribe.writer.eventfiles``: the columns laid
+   out by step once, one event per step encoded in bulk, framed, written
+   atomically), against the plain protobuf way of the same files (one ``Event``
+   object per step, serialized and framed, joined and written).
+
 Each is the best of --repeat runs; the ratio is ours / baseline, measured in
 this same run.
 """
@@ -67,13 +74,17 @@ from rankscribe.lineage.jobview import (
     RankSeries,
     write_job_view,
 )
-from rankscribe.writer import SummaryRecord, reader
+from rankscribe.writer import SummaryRecord, files, reader
+from rankscribe.writer.eventfiles import EventRecords, ScalarSteps, write_event_file
+from rankscribe.writer.pb import summary_pb2, tensorboard_pb2
 
 TARGET_IN_MEMORY = 2.0
 TARGET_OFFLINE = 5.0
 TARGET_INTERVAL = 1.0
 TARGET_ROOT_MB = 256
 FAN_IN = 8
+# What the job view writes for each rank tag (docs/job-view.md, "Job tags").
+STATISTIC_NAMES = ("mean", "min", "max", "std", "ranks", "min_rank", "max_rank")
 
 
 def _tags(count: int) -> list[str]:
@@ -343,14 +354,59 @@ def bench_root_memory(ranks: int, total_steps: int, steps: int, tags: list[str])
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def main() -> None:
+def bench_files(steps: int, tags: list[str], repeat: int) -> None:
+    curves = [
+        (f"{tag}/{statistic}", np.arange(1, steps + 1), np.random.default_rng(index).random(steps))
+        for index, (tag, statistic) in enumerate(
+            (tag, statistic) for tag in tags for statistic in STATISTIC_NAMES
+        )
+    ]
+    scratch = Path(tempfile.mkdtemp(prefix="rankscribe-bench-files-"))
+    wall_time = time.time()
+
+    def ours() -> None:
+        table = ScalarSteps(curves)
+        for file_format in ("mindinsight", "tensorboard"):
+            records = EventRecords(file_format)
+            records.add_version(wall_time)
+            records.add_scalars(table, wall_time)
+            write_event_file(scratch / f"ours.{file_format}", records)
+
+    def protobuf_objects() -> None:
+        for name, module, field in (
+            ("summary", summary_pb2, "scalar_value"),
+            ("tensorboard", tensorboard_pb2, "simple_value"),
+        ):
+            events = []
+            for row in range(steps):
+                event = module.Event(wall_time=wall_time, step=row + 1)
+                for tag, _, values in curves:
+                    event.summary.value.add(tag=tag, **{field: values[row]})
+                events.append(files.frame(event.SerializeToString()))
+            (scratch / f"protobuf.{name}").write_bytes(b"".join(events))
+
+    try:
+        _report(
+            f"job files of {len(curves)} curves x {steps} steps (eventfiles, both formats)",
+            _best(ours, repeat),
+            _best(protobuf_objects, repeat),
+            "one protobuf Event per step, serialized and framed",
+            TARGET_IN_MEMORY,
+        )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ranks", type=int, default=8)
     parser.add_argument("--steps", type=int, default=10_000)
     parser.add_argument("--tags", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument(
-        "--parts", default="memory,offline,tree", help="comma-separated: memory, offline, tree"
+        "--parts",
+        default="memory,offline,tree",
+        help="comma-separated: memory, offline, tree, files",
     )
     parser.add_argument("--tree-ranks", type=int, default=1024)
     parser.add_argument("--tree-steps", type=int, default=100_000)
@@ -359,10 +415,17 @@ def main() -> None:
     if args.tree_ranks <= FAN_IN:
         # rank 0's node stands for FAN_IN non-empty subtrees of the other ranks
         parser.error(f"--tree-ranks must be at least {FAN_IN + 1}, got {args.tree_ranks}")
+    return args
+
+
+def main() -> None:
+    args = _arguments()
     parts = set(args.parts.split(","))
     # The bench's ranks write no lineage: the merge's "without ranks" warning is expected.
     logging.getLogger("rankscribe").setLevel(logging.ERROR)
     tags = _tags(args.tags)
+    if "files" in parts:
+        bench_files(args.steps, tags, args.repeat)
     if "tree" in parts:
         bench_interval(args.tree_ranks, args.interval_steps, tags, args.repeat)
         bench_root_memory(args.tree_ranks, args.tree_steps, args.interval_steps, tags)

@@ -15,10 +15,10 @@ every hyper-parameter, the values seen for text ones, and every metric.
 ``tensorboard --logdir <out>`` then compares the runs in its HParams tab.
 
 Writing again replaces what a previous call wrote (files ending in
-``.rankscribe-hparams``) and leaves everything else alone. The records are
-TF ``Event`` messages framed like any summary record; each file is written
-with :func:`rankscribe.ranks.files.atomic_write`, so a reader never sees half
-of one and a link planted in the output directory is never followed.
+``.rankscribe-hparams``) and leaves everything else alone. The writer encodes
+and frames the records (TF ``Event`` messages, :mod:`rankscribe.writer.eventfiles`)
+and writes each file atomically, so a reader never sees half of one and a link
+planted in the output directory is never followed.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,27 +37,21 @@ from rankscribe.lineage._checks import (
 )
 from rankscribe.lineage.query._querier import filter_runs
 from rankscribe.lineage.record._names import HPARAMS_SUFFIX, hparams_file_name
-from rankscribe.ranks.files import atomic_write, file_mode, make_private_dir
-from rankscribe.writer.files import frame
-from rankscribe.writer.pb import tensorboard_hparams_pb2 as hparams_pb2
-from rankscribe.writer.pb import tensorboard_pb2
+from rankscribe.ranks.files import make_private_dir
+from rankscribe.writer.eventfiles import EventRecords, write_event_file
 
 __all__ = [
     "HPARAM_FIELDS",
     "METRIC_FIELDS",
     "HParamsRun",
+    "add_session",
     "hparam_value",
     "is_merge_note",
     "metric_value",
-    "session_records",
     "write_hparams",
 ]
 
 DEFAULT_OUT_NAME = "tensorboard-hparams"
-PLUGIN_NAME = "hparams"
-EXPERIMENT_TAG = "_hparams_/experiment"
-SESSION_START_TAG = "_hparams_/session_start_info"
-SESSION_END_TAG = "_hparams_/session_end_info"
 # Hyper-parameters: what a run was set up with. Metrics: what it achieved.
 HPARAM_FIELDS = (
     "network",
@@ -112,9 +105,6 @@ def split_user_defined(
         if value is not None:
             hparams[f"user_defined/{key}"] = value
     return hparams, metrics
-
-
-# Owner read and write: these files are rewritten by the next call.
 
 
 @dataclass
@@ -184,95 +174,46 @@ def collect_runs(base_dir: str, *, use_index: bool | None = None) -> list[HParam
     return runs
 
 
-def _plugin_value(tag: str, data: hparams_pb2.HParamsPluginData) -> tensorboard_pb2.Summary.Value:
-    value = tensorboard_pb2.Summary.Value(tag=tag)
-    value.metadata.plugin_data.plugin_name = PLUGIN_NAME
-    value.metadata.plugin_data.content = data.SerializeToString()
-    # TensorBoard's own hparams summaries carry an empty float tensor.
-    value.tensor.dtype = tensorboard_pb2.DT_FLOAT
-    value.tensor.tensor_shape.SetInParent()
-    return value
-
-
-def _event(
-    wall_time: float, values: Iterable[tensorboard_pb2.Summary.Value], step: int = 0
-) -> bytes:
-    event = tensorboard_pb2.Event(wall_time=wall_time, step=step)
-    event.summary.value.extend(values)
-    return frame(event.SerializeToString())
-
-
-def _set_protobuf_value(target: Any, value: bool | float | str) -> None:
-    """Fill a ``google.protobuf.Value``."""
-    if isinstance(value, bool):
-        target.bool_value = value
-    elif isinstance(value, str):
-        target.string_value = value
-    else:
-        target.number_value = value
-
-
-def session_records(run: HParamsRun, wall_time: float, step: int = 0) -> bytes:
-    """The framed session start, metric scalars (at ``step``) and session end of one run.
+def add_session(records: EventRecords, run: HParamsRun, wall_time: float, step: int = 0) -> None:
+    """Add the session start, metric scalars (at ``step``) and session end of one run.
 
     A job's session puts its metrics at the job's last step, where the final values
     belong, rather than as lone points at step 0 before its curves.
     """
-    start = hparams_pb2.HParamsPluginData(version=0)
-    start.session_start_info.group_name = run.name
-    start.session_start_info.start_time_secs = run.start_time
-    for name, value in run.hparams.items():
-        _set_protobuf_value(start.session_start_info.hparams[name], value)
-    scalars = [
-        tensorboard_pb2.Summary.Value(tag=tag, simple_value=metric)
-        for tag, metric in run.metrics.items()
-    ]
-    end = hparams_pb2.HParamsPluginData(version=0)
-    end.session_end_info.status = hparams_pb2.STATUS_SUCCESS
-    end.session_end_info.end_time_secs = run.start_time
-    return (
-        _event(wall_time, [_plugin_value(SESSION_START_TAG, start)])
-        + (_event(wall_time, scalars, step) if scalars else b"")
-        + _event(wall_time, [_plugin_value(SESSION_END_TAG, end)])
+    records.add_hparams_session(
+        wall_time,
+        group=run.name,
+        start_time=run.start_time,
+        end_time=run.start_time,
+        hparams=run.hparams,
+        metrics=run.metrics,
+        step=step,
     )
 
 
-def _experiment_record(runs: list[HParamsRun], wall_time: float) -> bytes:
-    data = hparams_pb2.HParamsPluginData(version=0)
-    experiment = data.experiment
-    experiment.time_created_secs = wall_time
+def _add_experiment(records: EventRecords, runs: list[HParamsRun], wall_time: float) -> None:
     # Each name's values, names in order of appearance: one pass, whatever the runs' keys.
     values_of: dict[str, list[bool | float | str]] = {}
     for run in runs:
         for name, value in run.hparams.items():
             values_of.setdefault(name, []).append(value)
-    for name, values in values_of.items():
-        info = experiment.hparam_infos.add(name=name)
-        if all(isinstance(value, bool) for value in values):
-            info.type = hparams_pb2.DATA_TYPE_BOOL
-        elif all(isinstance(value, str) for value in values):
-            info.type = hparams_pb2.DATA_TYPE_STRING
-            for text in sorted({str(value) for value in values}):
-                info.domain_discrete.values.add(string_value=text)
-        elif all(isinstance(value, float) for value in values):
-            info.type = hparams_pb2.DATA_TYPE_FLOAT64
-    metrics = dict.fromkeys(tag for run in runs for tag in run.metrics)
-    for tag in metrics:
-        experiment.metric_infos.add().name.tag = tag
-    return _event(wall_time, [_plugin_value(EXPERIMENT_TAG, data)])
+    metrics = list(dict.fromkeys(tag for run in runs for tag in run.metrics))
+    records.add_hparams_experiment(wall_time, values_of, metrics)
 
 
-def _version_record(wall_time: float) -> bytes:
-    event = tensorboard_pb2.Event(wall_time=wall_time, file_version="brain.Event:2")
-    return frame(event.SerializeToString())
-
-
-def _replace(directory: str, name: str, payload: bytes) -> str:
+def _replace(directory: str, name: str, records: EventRecords) -> str:
     make_private_dir(directory)
     for old in os.listdir(directory):
         if old.endswith(HPARAMS_SUFFIX) and old != name:
             os.unlink(os.path.join(directory, old))
-    return atomic_write(os.path.join(directory, name), [payload], mode=file_mode(False))
+    # Owner read and write: these files are rewritten by the next call.
+    return write_event_file(os.path.join(directory, name), records, final=False)
+
+
+def _new_file(wall_time: float) -> EventRecords:
+    records = EventRecords("tensorboard")
+    records.add_version(wall_time)
+    return records
 
 
 def write_hparams(
@@ -291,15 +232,11 @@ def write_hparams(
     runs = collect_runs(base, use_index=use_index)
     wall_time = time.time()
     name = hparams_file_name(int(wall_time), host)
-    written = [
-        _replace(out, name, _version_record(wall_time) + _experiment_record(runs, wall_time))
-    ]
+    experiment = _new_file(wall_time)
+    _add_experiment(experiment, runs, wall_time)
+    written = [_replace(out, name, experiment)]
     for run in runs:
-        written.append(
-            _replace(
-                os.path.join(out, run.name),
-                name,
-                _version_record(wall_time) + session_records(run, wall_time),
-            )
-        )
+        session = _new_file(wall_time)
+        add_session(session, run, wall_time)
+        written.append(_replace(os.path.join(out, run.name), name, session))
     return written

@@ -51,9 +51,9 @@ from rankscribe.lineage.errors import (
 from rankscribe.lineage.job._files import (
     Curve,
     step_table,
-    summary_file_bytes,
+    summary_file_records,
     tag_curves,
-    tensorboard_file_bytes,
+    tensorboard_file_records,
     write_job_files,
 )
 from rankscribe.lineage.job._files import now as _now
@@ -435,10 +435,10 @@ def write_job_view(
     curves = _job_curves(statistics, times)
     wall_time = _now()
     table = step_table(curves)
-    contents = {"summary": summary_file_bytes(curves, wall_time, table)}
+    contents = {"summary": summary_file_records(curves, wall_time, table)}
     if tensorboard:
         margin_tags = [tag for tag in sorted(statistics.tags)]
-        contents["tensorboard"] = tensorboard_file_bytes(
+        contents["tensorboard"] = tensorboard_file_records(
             curves,
             wall_time,
             margin_tags=margin_tags,

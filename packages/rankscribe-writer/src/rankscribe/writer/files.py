@@ -12,9 +12,9 @@ only public face):
   :data:`SUMMARY_SUFFIX`;
 - framing (TFRecord's, see ``docs/file-format.md``): :func:`frame`,
   :class:`RecordReader`, :func:`read_records`, :data:`RECORD_OVERHEAD`;
-- payloads written without protobuf objects: :func:`varint`, :func:`field_key`, and
-  the version strings that open each file, :data:`SUMMARY_FILE_VERSION` and
-  :data:`TENSORBOARD_FILE_VERSION`.
+- the version strings that open each file, :data:`SUMMARY_FILE_VERSION` and
+  :data:`TENSORBOARD_FILE_VERSION` (the other packages' event files are written by
+  :mod:`rankscribe.writer.eventfiles`, which encodes and frames their events).
 
 How files are created on disk (modes, private directories, atomic writes, the
 ``rank_<n>`` names) is the job layout's, in :mod:`rankscribe.ranks.files`.
@@ -43,12 +43,7 @@ from rankscribe.writer.format._names import (
     summary_file_name,
     tensorboard_file_name,
 )
-from rankscribe.writer.format._wire import (
-    SUMMARY_FILE_VERSION,
-    TENSORBOARD_FILE_VERSION,
-    field_key,
-    varint,
-)
+from rankscribe.writer.format._wire import SUMMARY_FILE_VERSION, TENSORBOARD_FILE_VERSION
 
 __all__ = [
     "LINEAGE_SUFFIX",
@@ -61,7 +56,6 @@ __all__ = [
     "RawRecord",
     "RecordReader",
     "claim_timestamp",
-    "field_key",
     "file_kind",
     "frame",
     "host_name",
@@ -71,5 +65,4 @@ __all__ = [
     "read_records",
     "summary_file_name",
     "tensorboard_file_name",
-    "varint",
 ]

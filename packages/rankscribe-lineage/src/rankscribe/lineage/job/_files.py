@@ -1,35 +1,37 @@
 """The job's own files: cross-rank curves as a summary file and a TensorBoard file.
 
-Both files are built whole in memory and written with the writer's
-``atomic_write`` (0400, never through a planted link), under a fresh
-name; the job files an earlier run left are removed once the new ones are in
-place, so a reader sees every point once (or, for an instant, the old file
-beside the new one — never a half-written file).
-
-Scalars are encoded from byte templates that protobuf itself serialized once
-per tag (a ``Summary.Value`` holding the tag and the float 1.0, whose last 4
-bytes are the float): a job of 10,000 steps holds ~750,000 values, and one
-protobuf object per value would take seconds. ``docs/job-view.md`` lists the
-files and tags.
+The writer frames and writes them (:mod:`rankscribe.writer.eventfiles`, the one
+event writer): the offline merge's and ``write_job_view``'s files are built whole
+in memory and written atomically (0400, never through a planted link), under a
+fresh name; the job files an earlier run left are removed once the new ones are
+in place, so a reader sees every point once (or, for an instant, the old file
+beside the new one — never a half-written file). The live view's files grow by
+appends. Each step's scalars are one event, encoded in bulk from the curves'
+arrays. ``docs/job-view.md`` lists the files and tags.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import struct
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rankscribe.lineage._hparams import HParamsRun, session_records
-from rankscribe.ranks.files import atomic_write, file_mode, fsync_directory
+from rankscribe.lineage._hparams import HParamsRun, add_session
+from rankscribe.ranks.files import fsync_directory
 from rankscribe.writer import files
-from rankscribe.writer.pb import summary_pb2, tensorboard_custom_scalars_pb2, tensorboard_pb2
+from rankscribe.writer.eventfiles import (
+    EventFileAppender,
+    EventRecords,
+    ScalarSteps,
+    write_event_file,
+)
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -40,12 +42,11 @@ __all__ = [
     "STATISTIC_SUFFIXES",
     "AppendedJobFiles",
     "Curve",
-    "StepTable",
     "job_file_names",
     "step_table",
-    "summary_file_bytes",
+    "summary_file_records",
     "tag_curves",
-    "tensorboard_file_bytes",
+    "tensorboard_file_records",
     "write_job_files",
 ]
 
@@ -54,14 +55,10 @@ STATISTIC_SUFFIXES = ("mean", "min", "max", "std", "ranks", "min_rank", "max_ran
 SUMMARY_PREFIX = "events"
 JOB_MARK = "job"
 SUMMARY_SUFFIX = files.SUMMARY_SUFFIX
-MINDSPORE_VERSION = files.SUMMARY_FILE_VERSION
-TENSORBOARD_VERSION = files.TENSORBOARD_FILE_VERSION
-CUSTOM_SCALARS_TAG = "custom_scalars__config__"
-CUSTOM_SCALARS_PLUGIN = "custom_scalars"
+LAYOUT_TITLE = "job: mean of the ranks, band from min to max"
 
 _JOB_SUMMARY_NAME = re.compile(r"\.out\.events\.summary\.\d+\.job\..*_MS$")
 _JOB_TENSORBOARD_NAME = re.compile(r"^events\.out\.tfevents\.\d+\..*\.job$")
-_ONE = struct.pack("<f", 1.0)
 
 
 @dataclass
@@ -90,177 +87,63 @@ def tag_curves(tag: str, statistics: TagStatistics) -> list[Curve]:
     ]
 
 
-def _value_template(serialize: Callable[[str], bytes], tag: str) -> bytes:
-    """The serialized repeated ``Summary.value`` entry of ``tag`` minus its 4 float bytes."""
-    encoded = serialize(tag)
-    if not encoded.endswith(_ONE):
-        raise RuntimeError(f"unexpected encoding of a scalar summary value for {tag!r}")
-    return encoded[: -len(_ONE)]
+def step_table(curves: Sequence[Curve]) -> ScalarSteps | None:
+    """The curves laid out by step (None without any), shared by both job files."""
+    if not curves:
+        return None
+    return ScalarSteps([(curve.tag, curve.steps, curve.values) for curve in curves])
 
 
-def _summary_value(tag: str) -> bytes:
-    value = summary_pb2.Summary.Value(tag=tag, scalar_value=1.0)
-    return bytes(summary_pb2.Summary(value=[value]).SerializeToString())
-
-
-def _tensorboard_value(tag: str) -> bytes:
-    value = tensorboard_pb2.Summary.Value(tag=tag, simple_value=1.0)
-    return bytes(tensorboard_pb2.Summary(value=[value]).SerializeToString())
-
-
-@dataclass
-class StepTable:
-    """Every curve's value at every step, and which curves each step holds.
-
-    Steps holding the same curves share one byte layout (the value templates
-    with 4-byte holes for the floats): each such group is filled with a few
-    array assignments instead of one bytes object per value.
-    """
-
-    steps: npt.NDArray[np.int64]
-    values: npt.NDArray[np.float32]  # (steps, curves)
-    groups: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]  # (rows, columns)
-
-    @classmethod
-    def of(cls, curves: Sequence[Curve]) -> StepTable:
-        steps = np.unique(np.concatenate([curve.steps for curve in curves]))
-        present = np.zeros((len(steps), len(curves)), dtype=bool)
-        values = np.zeros((len(steps), len(curves)), dtype=np.float32)
-        with np.errstate(over="ignore", invalid="ignore"):
-            for column, curve in enumerate(curves):
-                rows = np.searchsorted(steps, curve.steps)
-                present[rows, column] = True
-                values[rows, column] = curve.values
-        rows_of_layout: dict[bytes, list[int]] = {}
-        for row, key in enumerate(np.packbits(present, axis=1)):
-            rows_of_layout.setdefault(key.tobytes(), []).append(row)
-        groups = []
-        for members in rows_of_layout.values():
-            selected = np.asarray(members, dtype=np.int64)
-            groups.append((selected, np.flatnonzero(present[selected[0]])))
-        return cls(steps, values, groups)
-
-    def summaries(self, templates: Sequence[bytes]) -> list[bytes]:
-        """Each step's serialized ``Summary`` (one templated value per curve it holds)."""
-        result: list[bytes] = [b""] * len(self.steps)
-        for rows, columns in self.groups:
-            holes = []
-            skeleton = bytearray()
-            for column in columns.tolist():
-                skeleton += templates[column]
-                holes.append(len(skeleton))
-                skeleton += bytes(4)
-            filled = np.tile(np.frombuffer(bytes(skeleton), dtype=np.uint8), (len(rows), 1))
-            floats = self.values[np.ix_(rows, columns)].astype("<f4").view(np.uint8)
-            for index, hole in enumerate(holes):
-                filled[:, hole : hole + 4] = floats[:, 4 * index : 4 * index + 4]
-            for row, summary in zip(rows.tolist(), filled, strict=True):
-                result[row] = summary.tobytes()
-        return result
-
-
-def _step_events(
-    curves: Sequence[Curve],
-    table: StepTable | None,
-    value_template: Callable[[str], bytes],
-    event_head: Callable[[int], bytes],
-    summary_key: bytes,
-) -> list[bytes]:
-    """One framed event per step holding every curve's value at that step, in curve order."""
-    if not curves or table is None:
-        return []
-    templates = [_value_template(value_template, curve.tag) for curve in curves]
-    return [
-        files.frame(event_head(step) + summary_key + files.varint(len(summary)) + summary)
-        for step, summary in zip(table.steps.tolist(), table.summaries(templates), strict=True)
-    ]
-
-
-def step_table(curves: Sequence[Curve]) -> StepTable | None:
-    """The :class:`StepTable` of ``curves`` (None without any), shared by both job files."""
-    return StepTable.of(curves) if curves else None
-
-
-def _summary_key(message: Any) -> bytes:
-    """The key of the length-delimited ``summary`` field of an ``Event``."""
-    number = message.DESCRIPTOR.fields_by_name["summary"].number
-    return files.field_key(number)
-
-
-def summary_file_bytes(
-    curves: Sequence[Curve], wall_time: float, table: StepTable | None = None
-) -> list[bytes]:
-    """The framed records of the job's summary (``_MS``) file: version, then one per step."""
-    version = summary_pb2.Event(wall_time=wall_time, version=MINDSPORE_VERSION)
-    records = [files.frame(version.SerializeToString())]
-
-    def head(step: int) -> bytes:
-        return bytes(summary_pb2.Event(wall_time=wall_time, step=step).SerializeToString())
-
+def summary_file_records(
+    curves: Sequence[Curve], wall_time: float, table: ScalarSteps | None = None
+) -> EventRecords:
+    """The records of the job's summary (``_MS``) file: version, then one per step."""
+    records = EventRecords("mindinsight")
+    records.add_version(wall_time)
     if table is None:
         table = step_table(curves)
-    records.extend(
-        _step_events(curves, table, _summary_value, head, _summary_key(summary_pb2.Event))
-    )
+    if table is not None:
+        records.add_scalars(table, wall_time)
     return records
 
 
-def _layout(tags: Sequence[str], extra_lines: Sequence[str]) -> bytes:
+def add_layout(
+    records: EventRecords, wall_time: float, tags: Sequence[str], extra_lines: Sequence[str]
+) -> None:
     """A Custom Scalars layout: per tag, a margin chart of the mean within min..max."""
-    layout = tensorboard_custom_scalars_pb2.Layout()
-    category = layout.category.add(title="job: mean of the ranks, band from min to max")
-    for tag in tags:
-        chart = category.chart.add(title=tag)
-        chart.margin.series.add(value=f"{tag}/mean", lower=f"{tag}/min", upper=f"{tag}/max")
-    for line in extra_lines:
-        chart = category.chart.add(title=line)
-        chart.multiline.tag.append(re.escape(line))
-    return bytes(layout.SerializeToString())
+    records.add_layout(
+        wall_time,
+        LAYOUT_TITLE,
+        margin_charts={tag: (f"{tag}/mean", f"{tag}/min", f"{tag}/max") for tag in tags},
+        line_charts={line: [line] for line in extra_lines},
+    )
 
 
-def _layout_event(wall_time: float, layout: bytes) -> bytes:
-    value = tensorboard_pb2.Summary.Value(tag=CUSTOM_SCALARS_TAG)
-    value.metadata.plugin_data.plugin_name = CUSTOM_SCALARS_PLUGIN
-    value.tensor.dtype = tensorboard_pb2.DT_STRING
-    value.tensor.tensor_shape.SetInParent()
-    value.tensor.string_val.append(layout)
-    event = tensorboard_pb2.Event(wall_time=wall_time, step=0)
-    event.summary.value.append(value)
-    return files.frame(event.SerializeToString())
-
-
-def tensorboard_file_bytes(
+def tensorboard_file_records(
     curves: Sequence[Curve],
     wall_time: float,
     *,
     margin_tags: Sequence[str],
     line_tags: Sequence[str],
     session: HParamsRun | None,
-    table: StepTable | None = None,
-) -> list[bytes]:
-    """The framed records of the job's TensorBoard file.
+    table: ScalarSteps | None = None,
+) -> EventRecords:
+    """The records of the job's TensorBoard file.
 
     Version, the Custom Scalars layout, the HParams session (when given), then
     the same scalars as the summary file.
     """
-    version = tensorboard_pb2.Event(wall_time=wall_time, file_version=TENSORBOARD_VERSION)
-    records = [
-        files.frame(version.SerializeToString()),
-        _layout_event(wall_time, _layout(margin_tags, line_tags)),
-    ]
+    records = EventRecords("tensorboard")
+    records.add_version(wall_time)
+    add_layout(records, wall_time, margin_tags, line_tags)
     if table is None:
         table = step_table(curves)
     if session is not None:
         # The final values at the job's last step, not lone points at step 0.
-        last_step = int(table.steps[-1]) if table is not None and len(table.steps) else 0
-        records.append(session_records(session, wall_time, last_step))
-
-    def head(step: int) -> bytes:
-        return bytes(tensorboard_pb2.Event(wall_time=wall_time, step=step).SerializeToString())
-
-    records.extend(
-        _step_events(curves, table, _tensorboard_value, head, _summary_key(tensorboard_pb2.Event))
-    )
+        last_step = int(table.steps[-1]) if table is not None and len(table) else 0
+        add_session(records, session, wall_time, last_step)
+    if table is not None:
+        records.add_scalars(table, wall_time)
     return records
 
 
@@ -279,7 +162,7 @@ def job_file_names(directory: str) -> list[str]:
 
 def write_job_files(
     directory: str,
-    contents: Mapping[str, list[bytes]],
+    contents: Mapping[str, EventRecords],
     *,
     host: str | None = None,
 ) -> list[str]:
@@ -294,14 +177,8 @@ def write_job_files(
     timestamp = files.claim_timestamp(directory)
     written = []
     for kind, records in contents.items():
-        if kind == "summary":
-            name = files.summary_file_name(
-                SUMMARY_PREFIX, timestamp, JOB_MARK, machine, SUMMARY_SUFFIX
-            )
-        else:
-            name = files.tensorboard_file_name(timestamp, machine, label=JOB_MARK)
-        # One write call: the records are already whole in memory.
-        written.append(atomic_write(os.path.join(directory, name), [b"".join(records)]))
+        name = _job_file_name(kind, timestamp, machine)
+        written.append(write_event_file(os.path.join(directory, name), records))
     kept = {os.path.basename(path) for path in written}
     for name in earlier:
         if name not in kept:
@@ -311,16 +188,23 @@ def write_job_files(
     return written
 
 
+def _job_file_name(kind: str, timestamp: int, machine: str) -> str:
+    if kind == "summary":
+        return files.summary_file_name(SUMMARY_PREFIX, timestamp, JOB_MARK, machine, SUMMARY_SUFFIX)
+    return files.tensorboard_file_name(timestamp, machine, label=JOB_MARK)
+
+
 class AppendedJobFiles:
     """The job files of a live job view: created once, then appended to, interval by interval.
 
-    Each file is created with ``O_EXCL | O_NOFOLLOW`` (a planted link is
-    refused, never followed), 0600 while it grows and 0400 once closed; the
-    job files an earlier run left are removed once the new ones exist. Each
-    interval's records are appended with one ``write`` and fsynced: a reader
-    sees every record before them whole, and at most a tail still being
-    written, which every reader (ours, TensorBoard's, MindInsight's) treats as
-    not there yet. ``docs/job-view.md``, "Live".
+    Each file is the writer's :class:`~rankscribe.writer.eventfiles.EventFileAppender`:
+    created with ``O_EXCL | O_NOFOLLOW`` (a planted link is refused, never
+    followed), 0600 while it grows and 0400 once closed; the job files an
+    earlier run left are removed once the new ones exist. Each interval's
+    records are appended and fsynced: a reader sees every record before them
+    whole, and at most a tail still being written, which every reader (ours,
+    TensorBoard's, MindInsight's) treats as not there yet. ``docs/job-view.md``,
+    "Live".
     """
 
     def __init__(self, directory: str, *, tensorboard: bool, host: str | None = None) -> None:
@@ -328,38 +212,18 @@ class AppendedJobFiles:
         earlier = job_file_names(directory)
         machine = host or files.host_name()
         timestamp = files.claim_timestamp(directory)
-        wall_time = now()
-        self.paths: dict[str, str] = {}
-        self._descriptors: dict[str, int] = {}
-        first = {
-            "summary": [
-                files.frame(
-                    summary_pb2.Event(
-                        wall_time=wall_time, version=MINDSPORE_VERSION
-                    ).SerializeToString()
-                )
-            ],
-        }
-        names = {
-            "summary": files.summary_file_name(
-                SUMMARY_PREFIX, timestamp, JOB_MARK, machine, SUMMARY_SUFFIX
-            )
-        }
+        self._appenders: dict[str, EventFileAppender] = {}
+        formats = {"summary": "mindinsight"}
         if tensorboard:
-            first["tensorboard"] = [
-                files.frame(
-                    tensorboard_pb2.Event(
-                        wall_time=wall_time, file_version=TENSORBOARD_VERSION
-                    ).SerializeToString()
-                )
-            ]
-            names["tensorboard"] = f"events.out.tfevents.{timestamp}.{machine}.{JOB_MARK}"
+            formats["tensorboard"] = "tensorboard"
         try:
-            for kind, name in names.items():
-                path = os.path.join(directory, name)
-                self._descriptors[kind] = os.open(path, _APPEND_FLAGS, file_mode(False))
-                self.paths[kind] = path
-            self._append(first)
+            for kind, file_format in formats.items():
+                self._appenders[kind] = EventFileAppender(
+                    directory,
+                    partial(_job_file_name, kind, machine=machine),
+                    format=file_format,
+                    timestamp=timestamp,
+                )
         except BaseException:
             self.close()
             raise
@@ -369,8 +233,13 @@ class AppendedJobFiles:
         fsync_directory(directory)
 
     @property
+    def paths(self) -> dict[str, str]:
+        """The file of each kind (``"summary"``, ``"tensorboard"``)."""
+        return {kind: appender.paths[0] for kind, appender in self._appenders.items()}
+
+    @property
     def tensorboard(self) -> bool:
-        return "tensorboard" in self._descriptors
+        return "tensorboard" in self._appenders
 
     def append(
         self,
@@ -382,67 +251,35 @@ class AppendedJobFiles:
     ) -> None:
         """Append one event per step of ``curves`` (and, to TensorBoard, a new layout/session)."""
         table = step_table(curves)
-
-        def summary_head(step: int) -> bytes:
-            return bytes(summary_pb2.Event(wall_time=wall_time, step=step).SerializeToString())
-
-        records = {
-            "summary": _step_events(
-                curves, table, _summary_value, summary_head, _summary_key(summary_pb2.Event)
-            )
-        }
+        summary = EventRecords("mindinsight")
+        if table is not None:
+            summary.add_scalars(table, wall_time)
+        self._append("summary", summary)
         if self.tensorboard:
-
-            def board_head(step: int) -> bytes:
-                return bytes(
-                    tensorboard_pb2.Event(wall_time=wall_time, step=step).SerializeToString()
-                )
-
-            board: list[bytes] = []
+            board = EventRecords("tensorboard")
             if layout is not None:
-                board.append(_layout_event(wall_time, _layout(layout[0], layout[1])))
+                add_layout(board, wall_time, layout[0], layout[1])
             if session is not None:
-                board.append(session_records(session, wall_time))
-            board.extend(
-                _step_events(
-                    curves,
-                    table,
-                    _tensorboard_value,
-                    board_head,
-                    _summary_key(tensorboard_pb2.Event),
-                )
-            )
-            records["tensorboard"] = board
-        self._append(records)
+                add_session(board, session, wall_time)
+            if table is not None:
+                board.add_scalars(table, wall_time)
+            self._append("tensorboard", board)
 
-    def _append(self, records: Mapping[str, list[bytes]]) -> None:
-        for kind, chunks in records.items():
-            descriptor = self._descriptors.get(kind)
-            if descriptor is None or not chunks:
-                continue
-            data = memoryview(b"".join(chunks))
-            while data:  # a regular file takes it in one write; a short one continues it
-                data = data[os.write(descriptor, data) :]
-            os.fsync(descriptor)
+    def _append(self, kind: str, records: EventRecords) -> None:
+        appender = self._appenders.get(kind)
+        if appender is not None and len(records):
+            appender.append(records)
 
     def close(self) -> None:
         """Make the files read-only (0400) and close them. Idempotent."""
-        for kind, descriptor in list(self._descriptors.items()):
-            with suppress(OSError):
-                os.fchmod(descriptor, file_mode(True))
-            with suppress(OSError):
-                os.close(descriptor)
-            del self._descriptors[kind]
-
-
-_APPEND_FLAGS = (
-    os.O_WRONLY
-    | os.O_CREAT
-    | os.O_EXCL
-    | os.O_APPEND
-    | getattr(os, "O_NOFOLLOW", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-)
+        failure: OSError | None = None
+        for appender in self._appenders.values():
+            try:
+                appender.close()
+            except OSError as error:  # the other file is closed all the same
+                failure = failure or error
+        if failure is not None:
+            raise failure
 
 
 def now() -> float:

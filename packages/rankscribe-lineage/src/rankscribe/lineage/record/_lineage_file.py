@@ -5,9 +5,9 @@ offline ``rankscribe-lineage merge``) writes into the job's directory as::
 
     events.out.events.summary.<T>.merged.<host>_lineage
 
-(see :mod:`rankscribe.lineage.record._names`). The file is written with
-:func:`rankscribe.ranks.files.atomic_write`: a reader sees the old merged file
-or the new one, never a half-written one. Writing again replaces the previous
+(see :mod:`rankscribe.lineage.record._names`). The writer frames the events and
+writes the file atomically (:mod:`rankscribe.writer.eventfiles`): a reader sees
+the old merged file or the new one, never a half-written one. Writing again replaces the previous
 merged file rather than adding a second one.
 """
 
@@ -35,8 +35,7 @@ from rankscribe.lineage.record._model import (
 )
 from rankscribe.lineage.record._names import is_merged_lineage_name, merged_lineage_name
 from rankscribe.lineage.record._parser import RunLineage
-from rankscribe.ranks.files import atomic_write, file_mode
-from rankscribe.writer.files import frame
+from rankscribe.writer.eventfiles import EventRecords, write_event_file
 from rankscribe.writer.pb import lineage_pb2
 
 __all__ = ["lineage_events", "write_merged_lineage"]
@@ -110,8 +109,10 @@ def write_merged_lineage(
         lineage.sections["user_defined"].update(user_defined)
     existing = sorted(name for name in os.listdir(directory) if is_merged_lineage_name(name))
     name = existing[-1] if existing else merged_lineage_name(timestamp, host)
-    records = (frame(event.SerializeToString()) for event in lineage_events(lineage))
-    atomic_write(os.path.join(directory, name), records, mode=file_mode(True))
+    records = EventRecords("mindinsight")
+    for event in lineage_events(lineage):
+        records.add_event(event)
+    write_event_file(os.path.join(directory, name), records)
     for stale in existing[:-1]:
         os.unlink(os.path.join(directory, stale))
     return os.path.join(directory, name)

@@ -209,6 +209,11 @@ class EventFile:
         self.lost_records += len(self._buffered_record_ends())
         self._buffer.clear()
 
+    def open(self) -> None:
+        """Create the file now, with its opening record buffered, instead of at the first record."""
+        if self._fd is None:
+            self._open()
+
     def sync(self) -> None:
         """Write everything buffered and fsync it: it is on disk when this returns."""
         self.write_buffered()
@@ -279,12 +284,12 @@ class EventFile:
         if fd is None or path is None:
             return
         try:
-            os.close(fd)
+            # Through the descriptor: a link put in the file's place is never followed.
+            os.fchmod(fd, self._mode_closed)
+        except OSError as error:
+            logger.warning("could not make %s read-only: %s", path, error)
         finally:
-            try:
-                os.chmod(path, self._mode_closed)
-            except OSError as error:
-                logger.warning("could not make %s read-only: %s", path, error)
+            os.close(fd)
 
     def _write_all(self, parts: list[bytes | bytearray | memoryview]) -> None:
         """Write ``parts`` whole, or raise with ``_partial`` saying how much reached the file.

@@ -35,6 +35,7 @@ _EVENT_SUMMARY = b"\x2a"  # 5
 _SUMMARY_VALUE = b"\x0a"  # Summary.value = 1
 _VALUE_TAG = b"\x0a"  # Value.tag = 1
 _VALUE_SCALAR = b"\x1d"  # Value.scalar_value = 3, fixed32
+_VALUE_SIMPLE = b"\x15"  # TensorFlow's Value.simple_value = 2, fixed32
 
 # Value oneof fields by plugin (Summary.Value in summary.proto).
 VALUE_FIELD = {"image": 4, "tensor": 8, "histogram": 9, "landscape": 10}
@@ -99,6 +100,29 @@ def message_value(tag: bytes, plugin: str, message: bytes) -> bytes:
     return _SUMMARY_VALUE + varint(len(body)) + body
 
 
+def event_heads(wall_time: float, steps: list[int], *, tensorboard: bool) -> list[bytes]:
+    """Each step's ``Event`` head: its ``wall_time`` and ``step`` fields, as protobuf writes them.
+
+    MindSpore's ``Event`` (proto2) writes both whenever they are set; TensorFlow's
+    (proto3) leaves out a field that holds zero.
+    """
+    wall = _DOUBLE.pack(wall_time)
+    if not tensorboard:
+        head = _EVENT_WALL_TIME + wall + _EVENT_STEP
+        return [head + _step_varint(step) for step in steps]
+    head = _EVENT_WALL_TIME + wall if any(wall) else b""
+    return [head + _EVENT_STEP + _step_varint(step) if step else head for step in steps]
+
+
+def _step_varint(step: int) -> bytes:
+    return _SMALL_VARINTS[step] if 0 <= step < 128 else varint(step)
+
+
+def summary_field_head(size: int) -> bytes:
+    """The key and length of an ``Event``'s ``summary`` (field 5 in both schemas)."""
+    return _EVENT_SUMMARY + varint(size)
+
+
 def summary_event(wall_time: float, step: int, values: list[bytes]) -> bytes:
     """An ``Event`` with ``summary`` made of already framed ``Summary.value`` entries."""
     summary = b"".join(values)
@@ -116,6 +140,15 @@ def summary_event(wall_time: float, step: int, values: list[bytes]) -> bytes:
 @lru_cache(maxsize=4096)
 def _scalar_prefix(tag: str) -> bytes:
     """Everything of a scalar ``Summary.Value`` before its 4 float bytes (fixed per tag)."""
+    return scalar_value_prefix(tag, tensorboard=False)
+
+
+def scalar_value_prefix(tag: str, *, tensorboard: bool) -> bytes:
+    """A ``Summary.value`` entry holding ``tag`` and a scalar, less the scalar's 4 float bytes.
+
+    MindSpore's ``scalar_value`` is field 3, TensorFlow's ``simple_value`` field 2; both
+    are fixed32, and the rest of the entry is the same in both schemas.
+    """
     encoded = tag.encode()
     body_length = 1 + len(varint(len(encoded))) + len(encoded) + 1 + 4
     return (
@@ -124,7 +157,7 @@ def _scalar_prefix(tag: str) -> bytes:
         + _VALUE_TAG
         + varint(len(encoded))
         + encoded
-        + (_VALUE_SCALAR)
+        + (_VALUE_SIMPLE if tensorboard else _VALUE_SCALAR)
     )
 
 
@@ -136,7 +169,7 @@ def scalar_event(wall_time: float, step: int, scalars: Iterable[tuple[str, float
             _EVENT_WALL_TIME,
             _DOUBLE.pack(wall_time),
             _EVENT_STEP,
-            varint(step) if not 0 <= step < 128 else _SMALL_VARINTS[step],
+            _step_varint(step),
             _EVENT_SUMMARY,
             varint(len(summary)),
             summary,
@@ -144,7 +177,8 @@ def scalar_event(wall_time: float, step: int, scalars: Iterable[tuple[str, float
     )
 
 
-_SMALL_VARINTS = [bytes((number,)) for number in range(128)]
+# The one-byte varints of steps 0..127, looked up rather than encoded at every step.
+_SMALL_VARINTS = [varint(number) for number in range(128)]
 
 
 def summary_event_size(values_size: int) -> int:

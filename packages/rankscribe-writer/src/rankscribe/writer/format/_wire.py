@@ -2,9 +2,10 @@
 
 Several encoders write protobuf bytes directly instead of building message objects
 (an event per step, a tensor's packed floats, the job view's curves): what they share
-is here, once. ``docs/file-format.md`` ("Payloads", "What goes in each file") has the
-schemas; :mod:`rankscribe.writer.files` is the public face of :func:`varint`,
-:func:`field_key` and the version strings.
+is here, once: :func:`varint` is the project's one varint encoder. ``docs/file-format.md``
+("Payloads", "What goes in each file") has the schemas; :mod:`rankscribe.writer.files`
+is the public face of the version strings, :mod:`rankscribe.writer.eventfiles` the
+other packages' way to write events.
 """
 
 from __future__ import annotations
