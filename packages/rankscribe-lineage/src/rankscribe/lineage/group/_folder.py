@@ -1,0 +1,130 @@
+"""The groups' files: ``BASE/_groups/<group>/``, replaced whole (docs/groups.md, "Files").
+
+Each group's curves become the job view's two files (a MindSpore summary file
+and a TensorBoard file with a Custom Scalars layout: per tag, the mean drawn
+within min..max), built and written by the job view's own file functions
+(``job/_files.py``: ``step_table``, ``summary_file_bytes``,
+``tensorboard_file_bytes``, ``write_job_files``).
+
+Everything is written into a new private folder in BASE (``.rankscribe-groups-*``,
+hidden from the query and the report), then renamed into place: the old
+``_groups`` is first renamed aside and removed after, so a reader finds the
+old folder, for an instant none, or the new one — never a half-written one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rankscribe.lineage.job._files import (
+    Curve,
+    now,
+    step_table,
+    summary_file_bytes,
+    tensorboard_file_bytes,
+    write_job_files,
+)
+from rankscribe.lineage.record._discovery import GROUPS_DIR
+from rankscribe.writer.files import dir_mode, fsync_directory
+
+if TYPE_CHECKING:
+    from rankscribe.lineage.job._statistics import TagStatistics
+
+__all__ = ["GROUP_SUFFIXES", "group_curves", "replace_groups"]
+
+#: What each group tag adds to the runs' tag, in file order.
+GROUP_SUFFIXES = ("mean", "min", "max", "std", "runs")
+_TEMPORARY_PREFIX = ".rankscribe-groups-"
+
+
+def group_curves(tags: Mapping[str, TagStatistics]) -> list[Curve]:
+    """``<tag>/mean``, ``/min``, ``/max``, ``/std`` and ``/runs`` of every tag, by tag name."""
+    curves: list[Curve] = []
+    for tag in sorted(tags):
+        statistics = tags[tag]
+        columns: dict[str, Any] = {
+            "mean": statistics.mean,
+            "min": statistics.minimum,
+            "max": statistics.maximum,
+            "std": statistics.std,
+            "runs": statistics.count,
+        }
+        curves.extend(
+            Curve(f"{tag}/{suffix}", statistics.steps, np.asarray(columns[suffix], np.float64))
+            for suffix in GROUP_SUFFIXES
+        )
+    return curves
+
+
+def _write_group(directory: str, tags: Mapping[str, TagStatistics], host: str | None) -> None:
+    os.mkdir(directory, dir_mode())
+    curves = group_curves(tags)
+    if not curves:
+        return
+    wall_time = now()
+    table = step_table(curves)
+    contents = {
+        "summary": summary_file_bytes(curves, wall_time, table),
+        "tensorboard": tensorboard_file_bytes(
+            curves,
+            wall_time,
+            margin_tags=sorted(tags),
+            line_tags=[],
+            session=None,
+            table=table,
+        ),
+    }
+    write_job_files(directory, contents, host=host)
+
+
+def _remove(path: str) -> None:
+    """Remove what is at ``path``: a folder tree, or a link or file planted there (not followed)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(mode):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+
+def replace_groups(
+    base: str,
+    groups: Sequence[tuple[str, Mapping[str, TagStatistics]]],
+    *,
+    host: str | None = None,
+) -> str:
+    """Write ``(folder name, tag statistics)`` of each group as ``base/_groups``; return its path.
+
+    On an error nothing of the new folder stays and the old one is kept.
+    """
+    target = os.path.join(base, GROUPS_DIR)
+    staging = tempfile.mkdtemp(prefix=_TEMPORARY_PREFIX, dir=base)  # 0700, a new name
+    try:
+        os.chmod(staging, dir_mode())
+        for name, tags in groups:
+            _write_group(os.path.join(staging, name), tags, host)
+        fsync_directory(staging)
+        aside = None
+        if os.path.lexists(target):
+            aside = tempfile.mkdtemp(prefix=_TEMPORARY_PREFIX, dir=base)
+            old = os.path.join(aside, GROUPS_DIR)
+            os.rename(target, old)  # renames a planted link itself, never its target
+        os.rename(staging, target)
+    except BaseException:
+        _remove(staging)
+        raise
+    fsync_directory(base)
+    if aside is not None:
+        _remove(aside)
+    return target
