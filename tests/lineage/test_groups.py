@@ -342,3 +342,20 @@ def test_the_command_names_a_bad_key(base: Path, capsys: pytest.CaptureFixture[s
     code, _, err = run_cli(capsys, "group", str(base), "--by", "lerning_rate")
     assert code == 1
     assert "lerning_rate" in err and "not a key to group by" in err
+
+
+def test_a_failed_write_keeps_the_earlier_groups(
+    base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    group_runs(base, by="learning_rate")
+    before = sorted(os.listdir(base / "_groups"))
+
+    def disk_full(*_: object, **__: object) -> str:
+        raise OSError(28, "No space left on device")
+
+    # The writer's atomic file write is where a full disk shows; the job view's files call it.
+    monkeypatch.setattr("rankscribe.writer.files.atomic_write", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        group_runs(base, by="user_defined/seed")
+    assert sorted(os.listdir(base / "_groups")) == before
+    assert [name for name in os.listdir(base) if name.startswith(".rankscribe-groups")] == []

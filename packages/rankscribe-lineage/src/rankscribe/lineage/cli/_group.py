@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 import os
 import sys
 from typing import Any
@@ -28,21 +27,9 @@ from rankscribe.lineage.errors import LineageFileNotFoundError
 __all__ = ["add_group_command", "spread_text"]
 
 
-def _number(value: float) -> str:
-    if not math.isfinite(value):
-        return {math.inf: "inf", -math.inf: "-inf"}.get(value, "nan")
-    return f"{value:.4g}"
-
-
 def spread_text(found: Any) -> str:
-    """``0.3124 ± 0.02 (0.29–0.34)``; a single run's value alone; ``-`` when none has it."""
-    if found is None:
-        return "-"
-    if found.count == 1:
-        return _number(found.mean)
-    return (
-        f"{_number(found.mean)} ± {_number(found.std)} ({_number(found.min)}–{_number(found.max)})"
-    )
+    """A group's value as ``mean ± std (min–max)``, or ``-`` when none of its runs has it."""
+    return "-" if found is None else str(found.text())
 
 
 def _finals_order(groups: list[Any]) -> list[str]:

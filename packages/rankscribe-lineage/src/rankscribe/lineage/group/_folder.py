@@ -110,19 +110,23 @@ def replace_groups(
     """
     target = os.path.join(base, GROUPS_DIR)
     staging = tempfile.mkdtemp(prefix=_TEMPORARY_PREFIX, dir=base)  # 0700, a new name
+    aside: str | None = None
     try:
         os.chmod(staging, dir_mode())
         for name, tags in groups:
             _write_group(os.path.join(staging, name), tags, host)
         fsync_directory(staging)
-        aside = None
         if os.path.lexists(target):
             aside = tempfile.mkdtemp(prefix=_TEMPORARY_PREFIX, dir=base)
-            old = os.path.join(aside, GROUPS_DIR)
-            os.rename(target, old)  # renames a planted link itself, never its target
+            os.rename(target, os.path.join(aside, GROUPS_DIR))  # a planted link itself, moved
         os.rename(staging, target)
     except BaseException:
+        if aside is not None and not os.path.lexists(target):
+            with contextlib.suppress(OSError):  # the old folder back where it was
+                os.rename(os.path.join(aside, GROUPS_DIR), target)
         _remove(staging)
+        if aside is not None:
+            _remove(aside)
         raise
     fsync_directory(base)
     if aside is not None:

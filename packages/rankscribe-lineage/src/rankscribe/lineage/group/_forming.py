@@ -47,6 +47,15 @@ class GroupSpread:
     max: float
     count: int
 
+    def text(self) -> str:
+        """``0.3124 ± 0.02 (0.29–0.34)``; one run's value alone (4 significant digits)."""
+        if self.count == 1:
+            return _number(self.mean)
+        return (
+            f"{_number(self.mean)} ± {_number(self.std)} "
+            f"({_number(self.min)}–{_number(self.max)})"
+        )
+
     def as_dict(self) -> dict[str, float | int]:
         return {
             "mean": self.mean,
@@ -55,6 +64,14 @@ class GroupSpread:
             "max": self.max,
             "count": self.count,
         }
+
+
+def _number(value: float) -> str:
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return f"{value:.4g}"
 
 
 def number(value: Any) -> float | None:

@@ -30,7 +30,7 @@ from rankscribe.lineage.query._expressions import parse_sort_keys
 from rankscribe.lineage.query._selection import missing_key_problem, select_rows
 from rankscribe.lineage.record._discovery import GROUPS_DIR
 
-__all__ = ["GROUPS_DIR", "GroupSpread", "GroupedRuns", "RunGroup", "group_runs"]
+__all__ = ["GROUPS_DIR", "GroupSpread", "GroupedRuns", "RunGroup", "form_groups", "group_runs"]
 
 _LOSS = "loss"
 
@@ -126,6 +126,53 @@ def _sort_value(group: RunGroup, table: RunTable, members: Sequence[int], name: 
     return None if found is None else found.mean
 
 
+def form_groups(
+    base: str | os.PathLike[str],
+    by: str | Sequence[str],
+    where: str | None = None,
+    sort: str | Sequence[str] | None = None,
+) -> tuple[GroupedRuns, list[list[tuple[int, str]]]]:
+    """The groups, best first, without curves; and each group's ``(run number, directory)``.
+
+    What :func:`group_runs` does before it reads a file (the report draws the
+    curves itself, from :func:`rankscribe.lineage.group._curves.group_statistics`).
+    """
+    keys = _checked_keys(by)
+    sort_keys = parse_sort_keys(sort) if sort is not None else [(_LOSS, False)]
+    selection = select_rows(base, where)
+    table = selection.table
+    _check_custom(table, [*keys, *(name for name, _ in sort_keys)], "by or sort")
+    positions = sorted(selection.positions)  # base order
+    columns = [table.column(key) for key in keys]
+    members = group_positions(columns, positions)
+    metric_keys = [key for key in table.custom_keys(positions) if key.startswith("metric/")]
+    values = [[column[held[0]] for column in columns] for held in members]
+    names = folder_names(keys, values)
+    groups = [
+        RunGroup(
+            name=name,
+            values=dict(zip(keys, group_values, strict=True)),
+            missing=[key for key, value in zip(keys, group_values, strict=True) if value is None],
+            runs=[table.paths[position] for position in held],
+            finals=_finals(table, held, metric_keys),
+        )
+        for name, group_values, held in zip(names, values, members, strict=True)
+    ]
+    order = list(range(len(groups)))
+    for name, descending in reversed(sort_keys):
+        sort_values = [
+            _sort_value(group, table, held, name)
+            for group, held in zip(groups, members, strict=True)
+        ]
+        order = sort_by(order, sort_values.__getitem__, descending=descending, none_last=True)
+    directories = [
+        [(number, table.summary_dir(position)) for number, position in enumerate(members[index])]
+        for index in order
+    ]
+    grouped = GroupedRuns(table.base_dir, keys, [groups[index] for index in order], None)
+    return grouped, directories
+
+
 def group_runs(
     base: str | os.PathLike[str],
     by: str | Sequence[str],
@@ -165,47 +212,15 @@ def group_runs(
     check_bool("write", write)
     check_optional_int("workers", workers, minimum=1)
     check_host("host", host)
-    sort_keys = parse_sort_keys(sort) if sort is not None else [(_LOSS, False)]
-    selection = select_rows(base, where)
-    table = selection.table
-    _check_custom(table, [*keys, *(name for name, _ in sort_keys)], "by or sort")
-    positions = sorted(selection.positions)  # base order
-    columns = [table.column(key) for key in keys]
-    members = group_positions(columns, positions)
-    metric_keys = [key for key in table.custom_keys(positions) if key.startswith("metric/")]
-    values = [[column[held[0]] for column in columns] for held in members]
-    names = folder_names(keys, values)
-    groups = [
-        RunGroup(
-            name=name,
-            values=dict(zip(keys, group_values, strict=True)),
-            missing=[key for key, value in zip(keys, group_values, strict=True) if value is None],
-            runs=[table.paths[position] for position in held],
-            finals=_finals(table, held, metric_keys),
-        )
-        for name, group_values, held in zip(names, values, members, strict=True)
-    ]
-    order = list(range(len(groups)))
-    for name, descending in reversed(sort_keys):
-        sort_values = [
-            _sort_value(group, table, held, name)
-            for group, held in zip(groups, members, strict=True)
-        ]
-        order = sort_by(order, sort_values.__getitem__, descending=descending, none_last=True)
-    groups = [groups[index] for index in order]
-    members = [members[index] for index in order]
-    directory = None
+    grouped, directories = form_groups(base, keys, where, sort)
     if write:
-        statistics = group_statistics(
-            [
-                [(number, table.summary_dir(position)) for number, position in enumerate(held)]
-                for held in members
-            ],
-            workers,
-        )
-        written = [(group.name, statistics.get(index, {})) for index, group in enumerate(groups)]
-        directory = replace_groups(table.base_dir, written, host=host)
-        for group, (_, tags) in zip(groups, written, strict=True):
+        statistics = group_statistics(directories, workers)
+        written = [
+            (group.name, statistics.get(index, {})) for index, group in enumerate(grouped.groups)
+        ]
+        folder = replace_groups(grouped.base, written, host=host)
+        for group, (_, tags) in zip(grouped.groups, written, strict=True):
             group.tags = sorted(tags)
-            group.directory = os.path.join(directory, group.name)
-    return GroupedRuns(table.base_dir, keys, groups, directory)
+            group.directory = os.path.join(folder, group.name)
+        grouped.directory = folder
+    return grouped
