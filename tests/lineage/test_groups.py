@@ -12,6 +12,7 @@ import math
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -29,6 +30,7 @@ from rankscribe.lineage import (
 )
 from rankscribe.lineage.cli import main
 from rankscribe.writer import SummaryRecord, reader
+from tests.lineage._index_bases import OLD, finish
 
 STEPS = 20
 RATES = (0.1, 0.2)
@@ -359,3 +361,62 @@ def test_a_failed_write_keeps_the_earlier_groups(
         group_runs(base, by="user_defined/seed")
     assert sorted(os.listdir(base / "_groups")) == before
     assert [name for name in os.listdir(base) if name.startswith(".rankscribe-groups")] == []
+
+
+def test_a_warm_query_stays_warm_beside_the_groups(
+    tmp_path: Path, lw: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index's one-pass warm path is taken with ``_groups`` in the base dir."""
+    # Private: whether the warm path answered has no public door (the answer is the same).
+    from rankscribe.lineage.index import _cache
+
+    base = tmp_path / "base"
+    for index in range(4):
+        lw.write(
+            base / f"run{index}",
+            [lw.train(learning_rate=0.1 * (index % 2), loss=index)],
+            mtime=OLD,
+        )
+        finish(base / f"run{index}")
+    expected = filter_runs(base, use_index=False)
+    group_runs(base, by="learning_rate", write=False)  # the first query: writes the index
+    os.mkdir(base / "_groups", 0o700)  # as group leaves it (its folders hold no run)
+    os.utime(base, (OLD, OLD))
+    answers: list[object] = []
+    original = _cache.unchanged_table
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        answers.append(original(*args, **kwargs))
+        return answers[-1]
+
+    monkeypatch.setattr(_cache, "unchanged_table", spy)
+    _cache.forget_scans()
+    assert filter_runs(base) == expected
+    assert answers and answers[-1] is not None
+
+
+@pytest.mark.parametrize("special", [False, True], ids=["finite", "nan-and-inf"])
+def test_a_block_of_runs_reduces_as_merging_each_run(special: bool) -> None:
+    """Runs with the same steps are reduced as one block; the result is the pairwise merge's."""
+    # Private: how a group's runs are folded has no public door (the files show the mean only).
+    from rankscribe.lineage.group._curves import _Folder
+    from rankscribe.lineage.jobview import TagStatistics
+
+    rng = np.random.default_rng(5)
+    steps = np.arange(1, 41, dtype=np.int64)
+    rows = np.round(rng.normal(size=(70, len(steps))), 1)  # rounded: ties for the extremes
+    if special:
+        rows[3, 2], rows[9, 2], rows[4, 7], rows[5, 7] = np.nan, np.inf, -np.inf, np.inf
+        rows[:, 11] = np.nan
+    folder = _Folder()
+    merged: TagStatistics | None = None
+    for number in np.random.default_rng(1).permutation(len(rows)):
+        folder.add_run((0, "t"), int(number), steps, rows[number])
+        single = TagStatistics.of_rank(int(number), steps, rows[number])
+        merged = single if merged is None else merged.merge(single)
+    assert merged is not None
+    result = folder.result()[0]["t"]
+    for name in ("steps", "count", "min_rank", "max_rank", "nan", "posinf", "neginf"):
+        np.testing.assert_array_equal(getattr(result, name), getattr(merged, name), err_msg=name)
+    for name in ("minimum", "maximum", "mean", "std"):
+        np.testing.assert_allclose(getattr(result, name), getattr(merged, name), rtol=1e-12, atol=1e-12)

@@ -22,12 +22,13 @@ import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rankscribe.lineage.errors import LineageError
 from rankscribe.lineage.job._batch_merge import merge_all
+from rankscribe.lineage.job._batch_merge import reduced_rows as _reduced_rows
 from rankscribe.lineage.job._files import job_file_names
 from rankscribe.lineage.job._statistics import (
     FINGERPRINT_TAG,
@@ -46,12 +47,14 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["GroupCurves", "default_workers", "group_statistics", "run_curves"]
+__all__ = ["GroupCurves", "default_workers", "group_statistics", "run_curves", "start_method"]
 
 #: ``group index -> tag -> statistics over the group's runs``.
 GroupCurves = dict[int, dict[str, TagStatistics]]
 #: Partials of one (group, tag) kept before they are combined in one pass.
 _PENDING = 32
+#: Runs with the same steps reduced together (a block of 64 x 10,000 steps is 5 MB).
+_BLOCK_ROWS = 64
 #: Below this many runs the reading stays in the calling process.
 _PARALLEL_FROM = 8
 _MEAN, _COUNT = "/mean", "/ranks"
@@ -111,11 +114,89 @@ def run_curves(directory: str) -> Columns:
     }
 
 
+class _Block:
+    """Runs of one group and tag with the very same steps, their values as rows."""
+
+    def __init__(self, steps: npt.NDArray[np.int64]) -> None:
+        self.steps = steps
+        self.numbers: list[int] = []
+        self.rows: list[npt.NDArray[np.float64]] = []
+
+    def statistics(self) -> TagStatistics:
+        """The rows' statistics, as merging each run's own (Chan's update, all rows at once)."""
+        order = np.argsort(self.numbers, kind="stable")  # ties of the extremes: the lowest run
+        values = np.stack([self.rows[at] for at in order])
+        numbers = np.asarray(self.numbers, dtype=np.int64)[order]
+        finite = np.isfinite(values)
+        if bool(finite.all()):
+            return _finite_block(self.steps, numbers, values)
+        numbers = numbers[:, None]
+        shape = values.shape
+
+        def single(name: str, _absent: float) -> npt.NDArray[Any]:
+            """Field ``name`` of each row's own statistics (TagStatistics.of_rank's)."""
+            if name == "count":
+                return np.ones(shape, dtype=np.int64)
+            if name == "finite_mean":
+                return np.where(finite, values, 0.0)
+            if name == "m2":
+                return np.zeros(shape)
+            if name in ("minimum", "maximum"):
+                return values
+            if name in ("min_rank", "max_rank"):
+                return np.broadcast_to(numbers, shape)
+            infinity = {"posinf": np.inf, "neginf": -np.inf}.get(name)
+            held: npt.NDArray[np.bool_] = (
+                np.isnan(values) if infinity is None else np.equal(values, infinity)
+            )
+            return held.astype(np.int64)
+
+        return TagStatistics(steps=self.steps, **_reduced_rows(single))
+
+
+def _finite_block(
+    steps: npt.NDArray[np.int64], numbers: npt.NDArray[np.int64], values: npt.NDArray[np.float64]
+) -> TagStatistics:
+    """A block of finite rows in a few passes: the moments and extremes numpy computes directly.
+
+    The same statistics as combining each row's own (every point finite: no
+    NaN or infinity to count); ``numbers`` ascending, so ``argmin``'s first
+    row is the lowest run of a tie.
+    """
+    size = values.shape[1]
+    mean = values.mean(axis=0)
+    deviation = values - mean
+    m2 = np.einsum("ij,ij->j", deviation, deviation)
+    low, high = values.argmin(axis=0), values.argmax(axis=0)
+    column = np.arange(size)
+    zeros = np.zeros(size, dtype=np.int64)
+    return TagStatistics(
+        steps=steps,
+        count=np.full(size, len(numbers), dtype=np.int64),
+        finite_mean=mean,
+        m2=m2,
+        minimum=values[low, column],
+        min_rank=numbers[low],
+        maximum=values[high, column],
+        max_rank=numbers[high],
+        nan=zeros,
+        posinf=zeros.copy(),
+        neginf=zeros.copy(),
+    )
+
+
 class _Folder:
-    """Partial statistics per (group, tag), combined in batches as they come."""
+    """Partial statistics per (group, tag), combined in batches as they come.
+
+    A run whose steps are those of the block of its group and tag (the usual
+    case: runs of one configuration record the same steps) joins the block as
+    a row; blocks and the other runs become :class:`TagStatistics` partials,
+    combined :data:`_PENDING` at a time.
+    """
 
     def __init__(self) -> None:
         self.pending: dict[tuple[int, str], list[TagStatistics]] = {}
+        self.blocks: dict[tuple[int, str], _Block] = {}
 
     def add(self, key: tuple[int, str], part: TagStatistics) -> None:
         parts = self.pending.setdefault(key, [])
@@ -123,7 +204,29 @@ class _Folder:
         if len(parts) >= _PENDING:
             self.pending[key] = [merge_all(parts)]
 
+    def add_run(
+        self,
+        key: tuple[int, str],
+        number: int,
+        steps: npt.NDArray[np.int64],
+        values: npt.NDArray[np.float64],
+    ) -> None:
+        block = self.blocks.get(key)
+        if block is None:
+            block = self.blocks[key] = _Block(steps)
+        elif not np.array_equal(block.steps, steps):
+            self.add(key, TagStatistics.of_rank(number, steps, values))
+            return
+        block.numbers.append(number)
+        block.rows.append(values)
+        if len(block.rows) >= _BLOCK_ROWS:
+            self.add(key, block.statistics())
+            del self.blocks[key]
+
     def result(self) -> GroupCurves:
+        for key, block in self.blocks.items():
+            self.add(key, block.statistics())
+        self.blocks.clear()
         curves: GroupCurves = {}
         for (group, tag), parts in self.pending.items():
             curves.setdefault(group, {})[tag] = merge_all(parts)
@@ -140,11 +243,11 @@ def _read_runs(task: Sequence[tuple[int, int, str]]) -> GroupCurves:
             logger.warning("%s: skipped, it could not be read (%s)", directory, error)
             continue
         for tag, (steps, values) in columns.items():
-            folder.add((group, tag), TagStatistics.of_rank(number, steps, values))
+            folder.add_run((group, tag), number, steps, values)
     return folder.result()
 
 
-def _start_method() -> str | None:
+def start_method() -> str | None:
     """fork when no other thread runs (a fork then cannot inherit a held lock), else forkserver."""
     methods = multiprocessing.get_all_start_methods()
     if "fork" in methods and threading.active_count() == 1:
@@ -172,7 +275,7 @@ def group_statistics(
         return _read_runs(runs)
     tasks = [runs[start :: 2 * count] for start in range(min(2 * count, len(runs)))]
     folder = _Folder()
-    context = multiprocessing.get_context(_start_method())
+    context = multiprocessing.get_context(start_method())
     with ProcessPoolExecutor(max_workers=min(count, len(tasks)), mp_context=context) as pool:
         for partial in pool.map(_read_runs, tasks):
             for group, tags in partial.items():

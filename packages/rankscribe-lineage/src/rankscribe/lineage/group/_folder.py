@@ -15,15 +15,18 @@ old folder, for an instant none, or the new one — never a half-written one.
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import os
 import shutil
 import stat
 import tempfile
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rankscribe.lineage.group._curves import start_method
 from rankscribe.lineage.job._files import (
     Curve,
     now,
@@ -103,9 +106,11 @@ def replace_groups(
     groups: Sequence[tuple[str, Mapping[str, TagStatistics]]],
     *,
     host: str | None = None,
+    workers: int = 1,
 ) -> str:
     """Write ``(folder name, tag statistics)`` of each group as ``base/_groups``; return its path.
 
+    The groups' files are encoded and written in up to ``workers`` processes.
     On an error nothing of the new folder stays and the old one is kept.
     """
     target = os.path.join(base, GROUPS_DIR)
@@ -113,8 +118,16 @@ def replace_groups(
     aside: str | None = None
     try:
         os.chmod(staging, dir_mode())
-        for name, tags in groups:
-            _write_group(os.path.join(staging, name), tags, host)
+        folders = [os.path.join(staging, name) for name, _ in groups]
+        statistics = [tags for _, tags in groups]
+        hosts = [host] * len(groups)
+        if workers > 1 and len(groups) > 1:
+            context = multiprocessing.get_context(start_method())
+            count = min(workers, len(groups))
+            with ProcessPoolExecutor(max_workers=count, mp_context=context) as pool:
+                list(pool.map(_write_group, folders, statistics, hosts))
+        else:
+            list(map(_write_group, folders, statistics, hosts))
         fsync_directory(staging)
         if os.path.lexists(target):
             aside = tempfile.mkdtemp(prefix=_TEMPORARY_PREFIX, dir=base)

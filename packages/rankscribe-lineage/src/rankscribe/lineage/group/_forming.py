@@ -52,8 +52,7 @@ class GroupSpread:
         if self.count == 1:
             return _number(self.mean)
         return (
-            f"{_number(self.mean)} ± {_number(self.std)} "
-            f"({_number(self.min)}–{_number(self.max)})"
+            f"{_number(self.mean)} ± {_number(self.std)} ({_number(self.min)}–{_number(self.max)})"
         )
 
     def as_dict(self) -> dict[str, float | int]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from rankscribe.lineage._checks import check_bool, check_host, check_optional_int, shown
 from rankscribe.lineage.errors import LineageParamTypeError, LineageParamValueError
-from rankscribe.lineage.group._curves import group_statistics
+from rankscribe.lineage.group._curves import default_workers, group_statistics
 from rankscribe.lineage.group._folder import replace_groups
 from rankscribe.lineage.group._forming import (
     GroupSpread,
@@ -218,7 +218,8 @@ def group_runs(
         written = [
             (group.name, statistics.get(index, {})) for index, group in enumerate(grouped.groups)
         ]
-        folder = replace_groups(grouped.base, written, host=host)
+        count = default_workers() if workers is None else workers
+        folder = replace_groups(grouped.base, written, host=host, workers=count)
         for group, (_, tags) in zip(grouped.groups, written, strict=True):
             group.tags = sorted(tags)
             group.directory = os.path.join(folder, group.name)
