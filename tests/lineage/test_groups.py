@@ -419,4 +419,6 @@ def test_a_block_of_runs_reduces_as_merging_each_run(special: bool) -> None:
     for name in ("steps", "count", "min_rank", "max_rank", "nan", "posinf", "neginf"):
         np.testing.assert_array_equal(getattr(result, name), getattr(merged, name), err_msg=name)
     for name in ("minimum", "maximum", "mean", "std"):
-        np.testing.assert_allclose(getattr(result, name), getattr(merged, name), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(
+            getattr(result, name), getattr(merged, name), rtol=1e-12, atol=1e-12
+        )
