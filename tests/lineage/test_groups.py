@@ -422,3 +422,17 @@ def test_a_block_of_runs_reduces_as_merging_each_run(special: bool) -> None:
         np.testing.assert_allclose(
             getattr(result, name), getattr(merged, name), rtol=1e-12, atol=1e-12
         )
+
+
+def test_worker_processes_give_what_one_process_gives(tmp_path: Path) -> None:
+    base = tmp_path / "runs"
+    for seed in range(10):
+        write_run(base / f"run{seed}", RATES[seed % 2], seed, steps=range(1, STEPS + 1 - seed % 3))
+    alone = group_runs(base, by="learning_rate", workers=1)
+    curves = {group.name: reader.scalars(group.directory) for group in alone.groups}
+    shared = group_runs(base, by="learning_rate", workers=2)
+    for group in shared.groups:
+        again = reader.scalars(group.directory)
+        assert again.keys() == curves[group.name].keys()
+        for tag, points in again.items():
+            np.testing.assert_allclose(points, curves[group.name][tag], rtol=1e-6, err_msg=tag)
