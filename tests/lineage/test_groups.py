@@ -340,6 +340,15 @@ def test_bad_keys_are_refused_naming_them(base: Path, by: object, message: str) 
         group_runs(base, by=by, write=False)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("sort", "message"),
+    [(3, "sort must be None"), ("bogus", "unknown sort key 'bogus'"), ("metric/acx", "metric/acc")],
+)
+def test_bad_sort_keys_are_refused_naming_them(base: Path, sort: object, message: str) -> None:
+    with pytest.raises(LineageError, match=message):
+        group_runs(base, by="learning_rate", sort=sort, write=False)  # type: ignore[arg-type]
+
+
 def test_the_command_names_a_bad_key(base: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run_cli(capsys, "group", str(base), "--by", "lerning_rate")
     assert code == 1

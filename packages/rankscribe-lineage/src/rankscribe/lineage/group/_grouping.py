@@ -138,6 +138,11 @@ def form_groups(
     curves itself, from :func:`rankscribe.lineage.group._curves.group_statistics`).
     """
     keys = _checked_keys(by)
+    if sort is not None and not isinstance(sort, (str, list, tuple)):
+        raise LineageParamTypeError(
+            f"sort must be None, a sort key such as 'metric/acc desc' or a list of them, "
+            f"got {shown(sort)} ({type(sort).__name__})"
+        )
     sort_keys = parse_sort_keys(sort) if sort is not None else [(_LOSS, False)]
     selection = select_rows(base, where)
     table = selection.table
