@@ -22,6 +22,7 @@ from rankscribe.lineage import (
     EvalLineageInfo,
     HyperParameters,
     LineageError,
+    RunGroup,
     TrainLineageInfo,
     UserDefinedInfo,
     filter_runs,
@@ -107,6 +108,12 @@ def base(tmp_path: Path) -> Path:
     return root
 
 
+def curves_of(group: RunGroup) -> dict[str, list[tuple[int, float]]]:
+    """A group's curves, read back from its files."""
+    assert group.directory is not None
+    return reader.scalars(group.directory)
+
+
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
     out, err = capsys.readouterr()
@@ -134,7 +141,7 @@ def test_the_group_mean_at_every_step_is_the_mean_of_its_runs(base: Path) -> Non
     for group in grouped.groups:
         rate = group.values["learning_rate"]
         assert len(group.runs) == 3 and group.missing == []
-        curves = reader.scalars(group.directory)
+        curves = curves_of(group)
         steps = [step for step, _ in curves[f"{LOSS}/mean"]]
         assert steps == list(range(1, STEPS + 1))
         for step, mean in curves[f"{LOSS}/mean"]:
@@ -187,7 +194,7 @@ def test_a_job_counts_once_by_its_cross_rank_mean(tmp_path: Path) -> None:
     grouped = group_runs(base, by="learning_rate", workers=1)
     (group,) = grouped.groups
     assert sorted(group.runs) == ["./job", "./single-1", "./single-2"]
-    curves = reader.scalars(group.directory)
+    curves = curves_of(group)
     assert {value for _, value in curves[f"{LOSS}/runs"]} == {3.0}
     for step, mean in curves[f"{LOSS}/mean"]:
         job = np.mean(
@@ -207,9 +214,10 @@ def test_a_job_without_its_job_view_is_read_from_its_ranks(tmp_path: Path) -> No
             os.unlink(base / "job" / name)
     grouped = group_runs(base, by="learning_rate", workers=1)
     (group,) = grouped.groups
-    curves = reader.scalars(group.directory)
+    curves = curves_of(group)
     expected = np.mean([np.float32(loss_at(0.1, 3, 1) + 0.5 * rank) for rank in range(2)])
-    assert curves[f"{LOSS}/mean"][0] == (1, pytest.approx(float(expected), rel=1e-6))
+    step, mean = curves[f"{LOSS}/mean"][0]
+    assert step == 1 and mean == pytest.approx(float(expected), rel=1e-6)
 
 
 def test_runs_missing_steps_or_tags_and_non_finite_values(tmp_path: Path) -> None:
@@ -225,7 +233,7 @@ def test_runs_missing_steps_or_tags_and_non_finite_values(tmp_path: Path) -> Non
         record.record(STEPS)
     grouped = group_runs(base, by="learning_rate", workers=1)
     (group,) = grouped.groups
-    curves = reader.scalars(group.directory)
+    curves = curves_of(group)
     runs = dict(curves[f"{LOSS}/runs"])
     assert runs[1] == 4  # every run
     assert runs[2] == 3  # "odd" lacks the even steps
@@ -378,6 +386,7 @@ def test_a_warm_query_stays_warm_beside_the_groups(
     """The index's one-pass warm path is taken with ``_groups`` in the base dir."""
     # Private: whether the warm path answered has no public door (the answer is the same).
     from rankscribe.lineage.index import _cache
+    from rankscribe.lineage.index._fresh_index import unchanged_table
 
     base = tmp_path / "base"
     for index in range(4):
@@ -392,7 +401,7 @@ def test_a_warm_query_stays_warm_beside_the_groups(
     os.mkdir(base / "_groups", 0o700)  # as group leaves it (its folders hold no run)
     os.utime(base, (OLD, OLD))
     answers: list[object] = []
-    original = _cache.unchanged_table
+    original = unchanged_table
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         answers.append(original(*args, **kwargs))
@@ -438,10 +447,10 @@ def test_worker_processes_give_what_one_process_gives(tmp_path: Path) -> None:
     for seed in range(10):
         write_run(base / f"run{seed}", RATES[seed % 2], seed, steps=range(1, STEPS + 1 - seed % 3))
     alone = group_runs(base, by="learning_rate", workers=1)
-    curves = {group.name: reader.scalars(group.directory) for group in alone.groups}
+    curves = {group.name: curves_of(group) for group in alone.groups}
     shared = group_runs(base, by="learning_rate", workers=2)
     for group in shared.groups:
-        again = reader.scalars(group.directory)
+        again = curves_of(group)
         assert again.keys() == curves[group.name].keys()
         for tag, points in again.items():
             np.testing.assert_allclose(points, curves[group.name][tag], rtol=1e-6, err_msg=tag)
