@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
+from rankscribe.lineage import group_runs
 from rankscribe.lineage.cli import main
 from rankscribe.lineage.report import _page as _report_page
 from rankscribe.lineage.report._command import write_report
@@ -115,3 +117,15 @@ def test_a_bad_group_key_is_one_line_and_status_1(
     assert code == 1
     assert "optimiser" in err and "not a key to group by" in err
     assert not (tmp_path / "r.html").exists()
+
+
+def test_the_report_lists_the_same_runs_beside_the_groups_folder(
+    base: Base, tmp_path: Path
+) -> None:
+    copy = tmp_path / "base"
+    shutil.copytree(base.path, copy, symlinks=True)
+    before = write_report(copy, tmp_path / "before.html")
+    group_runs(copy, by="optimizer")
+    assert (copy / "_groups").is_dir()
+    after = write_report(copy, tmp_path / "after.html")
+    assert (after.runs, after.jobs, after.single_runs) == (before.runs, before.jobs, 3)
