@@ -9,7 +9,7 @@
     rankscribe-lineage hparams BASE [--out DIR]
     rankscribe-lineage group BASE --by KEY[,KEY...] [--where EXPR] [--sort KEY]...
                              (groups of runs: mean ± std, curves under BASE/_groups)
-    rankscribe-lineage report BASE [-o FILE]   (one HTML page; rankscribe-lineage[report])
+    rankscribe-lineage report BASE [-o FILE] [--group-by KEY,...]   (one HTML page; [report])
 
 A mistake (a bad path, a filter that does not parse, nothing to merge) is one
 line on stderr and exit status 1 — with the filter and a caret under the
