@@ -64,7 +64,9 @@ def loaded(base: Base, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Loa
         pytest.skip(reason)
     from playwright.sync_api import sync_playwright
 
-    report = Path(write_report(base.path, tmp_path_factory.mktemp("page") / "report.html").path)
+    # Grouped by optimizer: the groups section is drawn too (test_groups_are_drawn_as_bands).
+    output = tmp_path_factory.mktemp("page") / "report.html"
+    report = Path(write_report(base.path, output, group_by=["optimizer"]).path)
     profile = tmp_path_factory.mktemp("chromium-profile")
     with sync_playwright() as playwright:
         # A persistent context is how playwright passes --user-data-dir to the browser.
@@ -174,6 +176,39 @@ def test_a_collapsed_chart_fits_its_width_when_opened(loaded: Loaded) -> None:
         "el => el.getBoundingClientRect().width > 900", arg=plot.element_handle()
     )
     assert plot.locator(".main-svg").first.bounding_box()["width"] > 900
+
+
+def test_groups_are_drawn_as_bands(loaded: Loaded, tmp_path: Path) -> None:
+    """Each group's mean line within a filled min..max band, one colour per group."""
+    page = loaded.page
+    rows = page.eval_on_selector_all(
+        "#groups-table tbody tr", "rows => rows.map(row => row.cells[0].textContent)"
+    )
+    assert sorted(rows) == ["Adam", "Momentum", "SGD"]
+    chart = page.locator("#groups .js-plotly-plot").first
+    traces = chart.evaluate(
+        "plot => plot.data.map(trace => [trace.name, trace.fill || '', trace.fillcolor || ''])"
+    )
+    bands = [trace for trace in traces if trace[1] == "tonexty"]
+    assert len(bands) == 3 and len({trace[2] for trace in bands}) == 3
+    # The Momentum group (two runs that differ) has a band with an area: a filled SVG path.
+    fills = chart.evaluate(
+        "plot => Array.from(plot.querySelectorAll('.scatterlayer path.js-fill'))"
+        ".map(path => [(path.getAttribute('d') || '').length, getComputedStyle(path).fill])"
+    )
+    assert any(length > 100 and fill != "none" for length, fill in fills), fills
+    legend = chart.evaluate(
+        "plot => Array.from(plot.querySelectorAll('.legendtext')).map(t => t.textContent)"
+    )
+    assert "optimizer=Momentum (2 runs)" in legend
+    shot = tmp_path / "groups.png"
+    chart.screenshot(path=str(shot))
+    image = Image.open(shot).convert("RGB")
+    coloured = sum(
+        count for count, rgb in image.getcolors(maxcolors=1 << 24) or [] if max(rgb) - min(rgb) > 60
+    )
+    assert coloured > 2000, coloured
+    assert loaded.errors == []
 
 
 def _colours(path: Path) -> tuple[int, float]:

@@ -10,6 +10,8 @@
 - One run's lineage files, folded: :func:`parse_run` (the files, when already
   listed: :class:`LineageFile`).
 - TensorBoard's HParams tab: :func:`write_hparams`.
+- Runs side by side across seeds: :func:`group_runs` (groups of runs that agree
+  on lineage keys, their final values as mean +- std and their curves' bands).
 - The job view (cross-rank curves and verdicts): :mod:`rankscribe.lineage.jobview`.
 - The model: dataclasses that convert exactly to and from the writer's
   lineage protobuf messages (:class:`ScalarMessage` is the base of those made of
@@ -50,6 +52,8 @@ if TYPE_CHECKING:
         LineageSummaryParseException as LineageSummaryParseException,
     )
     from rankscribe.lineage.errors import MindInsightException as MindInsightException
+    from rankscribe.lineage.group._forming import GroupSpread
+    from rankscribe.lineage.group._grouping import GroupedRuns, RunGroup, group_runs
     from rankscribe.lineage.jobview import JobView as JobView
     from rankscribe.lineage.jobview import RankSeries as RankSeries
     from rankscribe.lineage.jobview import series_from_dir as series_from_dir
@@ -109,6 +113,10 @@ _HOMES = {
     "LineageSummaryAnalyzeException": "rankscribe.lineage.errors",
     "LineageSummaryParseException": "rankscribe.lineage.errors",
     "MindInsightException": "rankscribe.lineage.errors",
+    "GroupSpread": "rankscribe.lineage.group._forming",
+    "GroupedRuns": "rankscribe.lineage.group._grouping",
+    "RunGroup": "rankscribe.lineage.group._grouping",
+    "group_runs": "rankscribe.lineage.group._grouping",
     "JobView": "rankscribe.lineage.jobview",
     "RankSeries": "rankscribe.lineage.jobview",
     "series_from_dir": "rankscribe.lineage.jobview",
@@ -175,6 +183,8 @@ __all__ = [
     "DatasetGraphInfo",
     "EvalLineage",
     "EvalLineageInfo",
+    "GroupSpread",
+    "GroupedRuns",
     "HyperParameters",
     "LineageCallback",
     "LineageError",
@@ -184,6 +194,7 @@ __all__ = [
     "OperationInfo",
     "OperationParameterInfo",
     "ParsedRun",
+    "RunGroup",
     "RunLineage",
     "ScalarMessage",
     "SummaryRecordLike",
@@ -198,6 +209,7 @@ __all__ = [
     "filter_summary_lineage",
     "get_run_lineage",
     "get_summary_lineage",
+    "group_runs",
     "merge_rank_lineages",
     "merge_run_dir",
     "parse_run",

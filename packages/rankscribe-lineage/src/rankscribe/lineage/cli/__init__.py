@@ -7,7 +7,9 @@
                              (the merged lineage and the job view: cross-rank
                              curves and verdicts, see rankscribe.lineage.jobview)
     rankscribe-lineage hparams BASE [--out DIR]
-    rankscribe-lineage report BASE [-o FILE]   (one HTML page; rankscribe-lineage[report])
+    rankscribe-lineage group BASE --by KEY[,KEY...] [--where EXPR] [--sort KEY]...
+                             (groups of runs: mean ± std, curves under BASE/_groups)
+    rankscribe-lineage report BASE [-o FILE] [--group-by KEY,...]   (one HTML page; [report])
 
 A mistake (a bad path, a filter that does not parse, nothing to merge) is one
 line on stderr and exit status 1 — with the filter and a caret under the
@@ -31,6 +33,7 @@ import textwrap
 import threading
 from collections.abc import Sequence
 
+from rankscribe.lineage.cli._group import add_group_command
 from rankscribe.lineage.cli._merge import add_hparams_command, add_merge_command
 from rankscribe.lineage.cli._query import add_query_command
 from rankscribe.lineage.cli._show import NAMES_NOTE, add_show_command
@@ -67,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_query_command(commands, _fields_help())
     add_merge_command(commands)
     add_hparams_command(commands)
+    add_group_command(commands)
     add_report_command(commands)  # report BASE [-o FILE]: one HTML page
     return parser
 

@@ -33,6 +33,7 @@ from typing import Any
 from rankscribe.lineage.index._index_encoding import FileColumns
 from rankscribe.lineage.index._index_file import LoadedIndex
 from rankscribe.lineage.index._run_table import CUSTOM_SECTIONS, RunTable, Sparse
+from rankscribe.lineage.record._discovery import GROUPS_DIR
 
 __all__ = ["unchanged_table"]
 
@@ -101,6 +102,7 @@ def _base_unchanged(
     in the base dir itself, sends the query down the run-by-run path).
     """
     listed = set(os.listdir(base_dir))
+    listed.discard(GROUPS_DIR)  # never a run (docs/groups.md)
     extras = listed.difference(names)
     if len(listed) - len(extras) != len(names):  # a run not listed, or indexed twice
         return False

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     FloatArray = npt.NDArray[np.float64]
     IntArray = npt.NDArray[np.int64]
 
-__all__ = ["merge_all", "merge_groups", "single_rank_rows"]
+__all__ = ["merge_all", "merge_groups", "reduced_rows", "single_rank_rows"]
 
 
 def single_rank_rows(rank: int, steps: IntArray, values: FloatArray) -> list[TagStatistics]:
@@ -166,6 +166,11 @@ def _reduced(stacked: Callable[[str, float], Any]) -> dict[str, Any]:
         "posinf": posinf.sum(axis=0),
         "neginf": neginf.sum(axis=0),
     }
+
+
+def reduced_rows(stacked: Callable[[str, float], Any]) -> dict[str, Any]:
+    """:func:`_reduced` for callers with rows of their own (the groups of runs: one row a run)."""
+    return _reduced(stacked)
 
 
 _LAST_RANK = np.iinfo(np.int64).max

@@ -5,6 +5,8 @@
   ``runs/`` see one row per distributed job: the job's merged lineage sits in
   ``runs/exp1`` and the ranks' own files one level further down.)
 - Symbolic links are skipped, both directories and files.
+- ``_groups`` (:data:`GROUPS_DIR`: the curves of groups of runs, written by
+  ``rankscribe-lineage group``) is no run, and its folders are not either.
 - A directory is a run when it holds a regular summary or lineage file, as
   :func:`rankscribe.writer.files.file_kind` tells them (MindInsight's rule: a
   name containing ``summary.<digits>``; the digits are the file's creation
@@ -47,8 +49,11 @@ logger = logging.getLogger(__name__)
 _TIMESTAMP = re.compile(r"summary\.(\d+)")
 _RUN_FILE_KINDS = (FileKind.SUMMARY, FileKind.LINEAGE)
 _WRITE_BITS = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
+#: The folder of a base dir that holds the groups' curves (docs/groups.md): never a run.
+GROUPS_DIR = "_groups"
 
 __all__ = [
+    "GROUPS_DIR",
     "UNSTATED",
     "LineageFile",
     "Listed",
@@ -250,7 +255,7 @@ def list_summary_dirs(
         found.append(own)
     pending: list[Pending] = []
     for entry in entries:
-        if not entry.is_dir(follow_symlinks=False):
+        if entry.name == GROUPS_DIR or not entry.is_dir(follow_symlinks=False):
             continue
         path = entry.path  # base_dir joined with the name, made once by scandir
         relative_path = "./" + entry.name

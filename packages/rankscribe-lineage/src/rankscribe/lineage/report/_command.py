@@ -16,6 +16,7 @@ import importlib.util
 import os
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rankscribe.lineage._checks import check_int, check_optional_int, int_argument
@@ -64,8 +65,13 @@ def write_report(
     *,
     max_points: int = DEFAULT_MAX_POINTS,
     workers: int | None = None,
+    group_by: str | Sequence[str] | None = None,
 ) -> ReportWritten:
     """Write the report of the runs under ``base`` to ``output`` (default ``BASE/report.html``).
+
+    ``group_by`` (keys, as ``rankscribe-lineage group --by`` takes them) adds
+    a groups section: the runs grouped by those keys, each group's curves as
+    a band and its final values as mean ± std (``docs/groups.md``).
 
     The file is written whole or not at all (``files.atomic_write``, mode
     0600: a report shows paths and settings that are nobody else's business).
@@ -76,7 +82,8 @@ def write_report(
         LineageFileNotFoundError: ``base`` holds no run (no lineage, summary
             file or ``rank_<n>`` directory in it or its subdirectories).
         LineageParamTypeError: ``max_points`` or ``workers`` is not an int.
-        LineageParamValueError: ``max_points`` is below 4 or ``workers`` below 1.
+        LineageParamValueError: ``max_points`` is below 4 or ``workers`` below 1,
+            or a ``group_by`` key is no key to group by.
         OSError: the file could not be written.
     """
     started = time.perf_counter()
@@ -100,7 +107,13 @@ def write_report(
             f"no runs under {directory!r}: no lineage file, summary file or rank_<n> "
             "directory in it or its subdirectories"
         )
-    page = "".join(render_page(data)).encode("utf-8")
+    groups = None
+    if group_by is not None:
+        from rankscribe.lineage.report._groups import read_groups  # noqa: PLC0415
+
+        keys = [group_by] if isinstance(group_by, str) else list(group_by)
+        groups = read_groups(directory, keys, max_points=max_points, workers=workers)
+    page = "".join(render_page(data, groups=groups)).encode("utf-8")
     atomic_write(target, [page], mode=0o600)
     return ReportWritten(
         path=target,
@@ -119,7 +132,11 @@ def _count(number: int, noun: str) -> str:
 def _report(args: argparse.Namespace) -> int:
     try:
         written = write_report(
-            args.base, args.output, max_points=args.max_points, workers=args.workers
+            args.base,
+            args.output,
+            max_points=args.max_points,
+            workers=args.workers,
+            group_by=args.group_by,
         )
     except ReportUnavailableError as error:
         print(f"{_PROGRAM}: error: {error.message}", file=sys.stderr)
@@ -163,4 +180,19 @@ def add_report_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
         metavar="N",
         help="processes reading the summary files (default: one per CPU, at most 8)",
     )
+    report.add_argument(
+        "--group-by",
+        type=_keys,
+        metavar="KEY[,KEY...]",
+        help="add a groups section: the runs grouped by these lineage keys (as "
+        "'rankscribe-lineage group --by'), each group's curves as a band and its final "
+        "values as mean ± std",
+    )
     report.set_defaults(handler=_report)
+
+
+def _keys(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("name at least one key, e.g. --group-by learning_rate")
+    return names

@@ -14,7 +14,7 @@ import datetime
 import html
 import importlib
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rankscribe.lineage.jobview import LOSS_TAGS, STEP_TIME_TAG, timing_name, verdict_lines
 from rankscribe.lineage.report._data import MAX_TAGS, DrawnCurve, JobData, ReportData, tag_order
@@ -27,6 +27,9 @@ from rankscribe.lineage.report._figures import (
     step_time_figure,
 )
 from rankscribe.lineage.report._table import Table, build_table, comparison_axes, ranks_text
+
+if TYPE_CHECKING:
+    from rankscribe.lineage.report._groups import GroupsData
 
 __all__ = ["render_page"]
 
@@ -339,8 +342,10 @@ def _comparison_html(table_runs: Sequence[Any]) -> Iterator[str]:
         yield f'<p class="note">The same in every run drawn: {same}.</p>'
 
 
-def render_page(data: ReportData, *, title: str | None = None) -> Iterator[str]:
-    """The page, in pieces (to write as they come)."""
+def render_page(
+    data: ReportData, *, title: str | None = None, groups: GroupsData | None = None
+) -> Iterator[str]:
+    """The page, in pieces (to write as they come); with ``groups``, a groups section."""
     table = build_table(data.runs)
     anchors = {job.run.name: f"job-{index}" for index, job in enumerate(data.jobs)}
     heading = title or f"RankScribe report: {data.base}"
@@ -360,7 +365,8 @@ def render_page(data: ReportData, *, title: str | None = None) -> Iterator[str]:
     )
     yield (
         '<nav><a href="#runs">Runs</a><a href="#compare">Compare</a>'
-        '<a href="#jobs">Jobs</a><a href="#single-runs">Single-process runs</a></nav>'
+        + ('<a href="#groups">Groups</a>' if groups is not None else "")
+        + '<a href="#jobs">Jobs</a><a href="#single-runs">Single-process runs</a></nav>'
     )
     yield '<section id="runs"><h2>Runs</h2>'
     yield (
@@ -370,6 +376,11 @@ def render_page(data: ReportData, *, title: str | None = None) -> Iterator[str]:
     yield from _table_html(table, anchors)
     yield '</section><section id="compare"><h2>Hyper-parameters against results</h2>'
     yield from _comparison_html(data.runs)
+    if groups is not None:
+        from rankscribe.lineage.report._groups import groups_html  # noqa: PLC0415
+
+        yield '</section><section id="groups"><h2>Groups: runs side by side</h2>'
+        yield from groups_html(groups, _chart)
     yield '</section><section id="jobs"><h2>Jobs</h2>'
     if not data.jobs:
         yield '<p class="note">No distributed job (a directory with rank_&lt;n&gt; dirs).</p>'
