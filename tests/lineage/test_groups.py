@@ -372,8 +372,8 @@ def test_a_failed_write_keeps_the_earlier_groups(
     def disk_full(*_: object, **__: object) -> str:
         raise OSError(28, "No space left on device")
 
-    # The writer's atomic file write is where a full disk shows; the job view's files call it.
-    monkeypatch.setattr("rankscribe.writer.files.atomic_write", disk_full)
+    # The atomic file write is where a full disk shows; the writer's event files call it.
+    monkeypatch.setattr("rankscribe.writer.eventfiles.atomic_write", disk_full)
     with pytest.raises(OSError, match="No space left"):
         group_runs(base, by="user_defined/seed")
     assert sorted(os.listdir(base / "_groups")) == before

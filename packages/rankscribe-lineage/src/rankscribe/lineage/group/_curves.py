@@ -37,8 +37,9 @@ from rankscribe.lineage.job._statistics import (
     sorted_arrays,
 )
 from rankscribe.lineage.jobview import rank_dir_arrays
+from rankscribe.ranks.files import parse_rank_dir_name
 from rankscribe.writer import WriterError, reader
-from rankscribe.writer.files import SUMMARY_SUFFIX, parse_rank_dir_name
+from rankscribe.writer.files import SUMMARY_SUFFIX
 
 if TYPE_CHECKING:
     import numpy.typing as npt

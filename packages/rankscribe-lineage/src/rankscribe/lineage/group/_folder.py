@@ -3,8 +3,8 @@
 Each group's curves become the job view's two files (a MindSpore summary file
 and a TensorBoard file with a Custom Scalars layout: per tag, the mean drawn
 within min..max), built and written by the job view's own file functions
-(``job/_files.py``: ``step_table``, ``summary_file_bytes``,
-``tensorboard_file_bytes``, ``write_job_files``).
+(``job/_files.py``: ``step_table``, ``summary_file_records``,
+``tensorboard_file_records``, ``write_job_files``).
 
 Everything is written into a new private folder in BASE (``.rankscribe-groups-*``,
 hidden from the query and the report), then renamed into place: the old
@@ -31,12 +31,12 @@ from rankscribe.lineage.job._files import (
     Curve,
     now,
     step_table,
-    summary_file_bytes,
-    tensorboard_file_bytes,
+    summary_file_records,
+    tensorboard_file_records,
     write_job_files,
 )
 from rankscribe.lineage.record._discovery import GROUPS_DIR
-from rankscribe.writer.files import dir_mode, fsync_directory
+from rankscribe.ranks.files import dir_mode, fsync_directory
 
 if TYPE_CHECKING:
     from rankscribe.lineage.job._statistics import TagStatistics
@@ -75,8 +75,8 @@ def _write_group(directory: str, tags: Mapping[str, TagStatistics], host: str | 
     wall_time = now()
     table = step_table(curves)
     contents = {
-        "summary": summary_file_bytes(curves, wall_time, table),
-        "tensorboard": tensorboard_file_bytes(
+        "summary": summary_file_records(curves, wall_time, table),
+        "tensorboard": tensorboard_file_records(
             curves,
             wall_time,
             margin_tags=sorted(tags),
