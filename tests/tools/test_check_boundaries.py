@@ -65,16 +65,9 @@ def test_a_clean_tree_passes(clean_tree: Path) -> None:
     assert "package boundaries hold" in result.stdout
 
 
-def test_a_module_over_550_lines_is_listed_with_its_length(clean_tree: Path) -> None:
-    write_package(clean_tree, "ranks", {"_big.py": "x = 1\n" * 551, "_fits.py": "x = 1\n" * 550})
-    result = run(clean_tree)
-    assert result.returncode == 1
-    assert "modules over 550 lines (1):" in result.stdout
-    assert "rankscribe.ranks._big (_big.py): 551 lines" in result.stdout
-
-
-def test_generated_protobuf_modules_may_be_long(clean_tree: Path) -> None:
-    write_package(clean_tree, "ranks", {"big_pb2.py": "x = 1\n" * 900, "big_pb2.pyi": "x\n" * 900})
+def test_a_module_is_as_long_as_its_job(clean_tree: Path) -> None:
+    # No line-count rule (docs/contributing.md): a long module is not a boundary problem.
+    write_package(clean_tree, "ranks", {"_big.py": "x = 1\n" * 900})
     assert run(clean_tree).returncode == 0
 
 
@@ -203,26 +196,26 @@ def test_a_module_importing_itself_is_a_cycle(clean_tree: Path) -> None:
 
 
 def test_an_import_against_the_package_graph_is_listed(clean_tree: Path) -> None:
-    write_package(clean_tree, "ranks", {"layout.py": "__all__ = ['where']\ndef where(): ...\n"})
+    write_package(clean_tree, "lineage", {"layout.py": "__all__ = ['where']\ndef where(): ...\n"})
     write_package(
         clean_tree,
-        "lineage",
+        "writer",
         {
-            "_jobs.py": "def later():\n    from rankscribe.ranks.layout import where\n",
+            "_jobs.py": "def later():\n    from rankscribe.lineage.layout import where\n",
         },
     )
     result = run(clean_tree)
     assert result.returncode == 1
     assert "imports against the package graph (1):" in result.stdout
     assert (
-        "rankscribe.lineage._jobs imports rankscribe.ranks.layout: lineage may not import ranks"
+        "rankscribe.writer._jobs imports rankscribe.lineage.layout: writer may not import lineage"
     ) in result.stdout
 
 
 def test_a_cycle_across_packages_is_listed(clean_tree: Path) -> None:
     write_package(
         clean_tree,
-        "ranks",
+        "lineage",
         {
             "layout.py": "from rankscribe.writer.files import frame\n__all__ = ['where']\n",
         },
@@ -234,16 +227,16 @@ def test_a_cycle_across_packages_is_listed(clean_tree: Path) -> None:
             "files.py": """
             __all__ = ['frame']
             def frame() -> None:
-                from rankscribe.ranks.layout import where
+                from rankscribe.lineage.layout import where
         """,
         },
     )
     result = run(clean_tree)
     assert result.returncode == 1
     assert (
-        "rankscribe.ranks.layout -> rankscribe.writer.files -> rankscribe.ranks.layout"
+        "rankscribe.lineage.layout -> rankscribe.writer.files -> rankscribe.lineage.layout"
     ) in result.stdout
-    assert "writer may not import ranks" in result.stdout
+    assert "writer may not import lineage" in result.stdout
 
 
 def test_the_allowed_package_graph_passes(clean_tree: Path) -> None:
@@ -321,16 +314,14 @@ def test_every_kind_is_reported_in_one_run(clean_tree: Path) -> None:
         clean_tree,
         "ranks",
         {
-            "_big.py": "x = 1\n" * 600,
             "_a.py": "from rankscribe.ranks import _b\n",
             "_b.py": "from rankscribe.ranks import _a\nfrom rankscribe.writer import _record\n",
         },
     )
-    write_package(clean_tree, "writer", {"_up.py": "from rankscribe.ranks import _a\n"})
+    write_package(clean_tree, "writer", {"_up.py": "from rankscribe.lineage import _model\n"})
     result = run(clean_tree)
     assert result.returncode == 1
     for title in (
-        "modules over 550 lines",
         "import cycles (every import counts",
         "imports against the package graph",
         "imports of non-public names from another package",

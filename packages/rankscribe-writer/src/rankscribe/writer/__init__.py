@@ -21,6 +21,11 @@ import importlib
 import importlib.util
 from typing import TYPE_CHECKING, Any
 
+# The writer stands on rankscribe.ranks (its argument checks), and ranks' layout modules
+# still import rankscribe.writer.files: loading ranks first, whichever package a program
+# imports first, lets both finish. (This import goes when ranks no longer reads the writer.)
+import rankscribe.ranks  # noqa: F401  # isort: skip
+
 if TYPE_CHECKING:
     from rankscribe.writer.errors import CorruptRecordError as CorruptRecordError
     from rankscribe.writer.errors import RecordTooLargeError as RecordTooLargeError

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rankscribe.writer._arguments import check_non_negative_int, check_path
+from rankscribe.writer._arguments import check_int, check_path
 from rankscribe.writer.errors import WriterTypeError, WriterValueError
 
 LINEAGE_SUFFIX = "_lineage"
@@ -113,7 +113,7 @@ def rank_dir_name(rank: int) -> str:
         WriterTypeError: ``rank`` is not an int (or is a bool).
         WriterValueError: ``rank`` is negative.
     """
-    check_non_negative_int(rank, "rank", caller="rank_dir_name")
+    check_int("rank", rank, minimum=0, owner="rank_dir_name")
     return f"{_RANK_DIR_PREFIX}{rank}"
 
 
@@ -242,7 +242,7 @@ def parse_file_name(path: str | os.PathLike[str]) -> EventFileName:
     Raises:
         WriterValueError: the name is not an event file name.
     """
-    check_path(path, "path", caller="parse_file_name")
+    check_path("path", path, owner="parse_file_name")
     name = os.path.basename(os.fspath(path))
     kind = file_kind(name)
     match = _MINDSPORE_NAME.match(name) if kind in (FileKind.SUMMARY, FileKind.LINEAGE) else None
@@ -321,7 +321,7 @@ def list_summary_files(
         FileNotFoundError, NotADirectoryError: ``directory`` is not a directory.
         WriterValueError: ``kind`` is not one of the above.
     """
-    check_path(directory, "directory", caller="list_summary_files")
+    check_path("directory", directory, owner="list_summary_files")
     wanted = coerce_kind(kind)
     found: list[Path] = []
     with os.scandir(directory) as entries:
