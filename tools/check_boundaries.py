@@ -5,7 +5,9 @@
 Looks at every ``packages/*/src/rankscribe/<package>/`` under the root (the
 repository by default) and fails, listing each offender, when:
 
-- modules import each other in a cycle, within a package or across packages.
+- modules import each other in a cycle, within a package or across packages;
+  or the folders (sub-packages) of a package do: ``index/`` importing ``query/``
+  while ``query/`` imports ``index/`` is a cycle even when no two modules are in one.
   Every import statement counts, wherever it stands: at module level, inside a
   function or method, and under ``if TYPE_CHECKING:``. An import inside a
   function still makes the module depend on the other at run time; one under
@@ -51,16 +53,20 @@ class Module:
 @dataclass
 class Report:
     cycles: list[str] = field(default_factory=list)
+    folder_cycles: list[str] = field(default_factory=list)
     package_imports: list[str] = field(default_factory=list)
     private_imports: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not (self.cycles or self.package_imports or self.private_imports)
+        return not (
+            self.cycles or self.folder_cycles or self.package_imports or self.private_imports
+        )
 
     def render(self) -> str:
         sections = [
             ("import cycles (every import counts, in functions too)", self.cycles),
+            ("import cycles between folders (sub-packages)", self.folder_cycles),
             ("imports against the package graph", self.package_imports),
             ("imports of non-public names from another package", self.private_imports),
         ]
@@ -135,6 +141,36 @@ def import_graph(modules: dict[str, Module]) -> dict[str, set[str]]:
                     edges.add(target)
         graph[module.name] = edges
     return graph
+
+
+def folder_of(module: Module) -> str | None:
+    """The sub-package (first folder below the package) a module lives in, if any.
+
+    ``rankscribe.lineage.index._cache`` is in ``rankscribe.lineage.index``; a module
+    directly in the package (``rankscribe.lineage._checks``) and the package's
+    ``__init__`` are in none.
+    """
+    depth = len(module.package.split(".")) + 1
+    parts = module.name.split(".")
+    in_folder = len(parts) > depth or (len(parts) == depth and module.is_package)
+    return ".".join(parts[:depth]) if in_folder else None
+
+
+def folder_graph(modules: dict[str, Module], graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Sub-package -> the other sub-packages its modules import (top-level modules aside)."""
+    folders: dict[str, set[str]] = {}
+    for name, edges in graph.items():
+        source = folder_of(modules[name])
+        if source is None:
+            continue
+        reached = {folder_of(modules[edge]) for edge in edges}
+        folders.setdefault(source, set()).update(
+            folder for folder in reached if folder is not None and folder != source
+        )
+    for targets in list(folders.values()):
+        for folder in targets:
+            folders.setdefault(folder, set())
+    return folders
 
 
 def find_cycles(graph: dict[str, set[str]]) -> list[str]:
@@ -303,6 +339,7 @@ def check(root: Path) -> Report:
     graph = import_graph(modules)
     return Report(
         cycles=find_cycles(graph),
+        folder_cycles=find_cycles(folder_graph(modules, graph)),
         package_imports=find_package_imports(modules, graph),
         private_imports=find_private_imports(modules),
     )

@@ -170,6 +170,51 @@ def test_an_import_under_type_checking_counts_too(clean_tree: Path) -> None:
     assert "rankscribe.ranks._coordinator -> rankscribe.ranks._single -> " in result.stdout
 
 
+def test_folders_that_import_each_other_are_a_cycle(clean_tree: Path) -> None:
+    # No two modules form a cycle here; the folders index/ and query/ do, through a
+    # function-level import.
+    write_package(
+        clean_tree,
+        "lineage",
+        {
+            "index/__init__.py": "",
+            "index/_cache.py": "from rankscribe.lineage.query._fields import NAMES\n",
+            "index/_rows.py": "ROWS = ()\n",
+            "query/__init__.py": "",
+            "query/_fields.py": "NAMES = ()\n",
+            "query/_select.py": (
+                "def rows():\n    from rankscribe.lineage.index._rows import ROWS\n"
+            ),
+        },
+    )
+    result = run(clean_tree)
+    assert result.returncode == 1
+    assert "import cycles between folders (sub-packages) (1):" in result.stdout
+    assert (
+        "rankscribe.lineage.index -> rankscribe.lineage.query -> rankscribe.lineage.index"
+    ) in result.stdout
+    assert "import cycles (every import counts" not in result.stdout
+
+
+def test_folders_below_a_shared_folder_are_no_cycle(clean_tree: Path) -> None:
+    write_package(
+        clean_tree,
+        "lineage",
+        {
+            "record/__init__.py": "",
+            "record/_fields.py": "NAMES = ()\n",
+            "index/__init__.py": "",
+            "index/_cache.py": "from rankscribe.lineage.record._fields import NAMES\n",
+            "query/__init__.py": "",
+            "query/_select.py": "from rankscribe.lineage.record._fields import NAMES\n"
+            "from rankscribe.lineage.index._cache import NAMES as CACHED\n",
+            "_top.py": "from rankscribe.lineage.query import _select\n",
+        },
+    )
+    result = run(clean_tree)
+    assert result.returncode == 0, result.stdout
+
+
 def test_a_longer_cycle_names_the_rest_of_its_group(clean_tree: Path) -> None:
     write_package(
         clean_tree,
