@@ -106,10 +106,6 @@ class LandscapeOptions:
     create_landscape: dict[str, bool]
     intervals: tuple[tuple[int, ...], ...]
 
-    def covers(self, number: int) -> bool:
-        """True when ``number`` (a step or an epoch, per ``unit``) is in an interval."""
-        return any(number in interval for interval in self.intervals)
-
 
 @dataclass(frozen=True)
 class CollectOptions:
