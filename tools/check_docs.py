@@ -283,7 +283,7 @@ def _folder_contents(folder: Path) -> set[str]:
 def module_maps(root: Path, lines: list[str]) -> Iterator[Found]:
     """Module maps that leave out a module of their folder, or name one it lacks."""
     for number, text in enumerate(lines, 1):
-        mark = _MAP_MARK.search(text)
+        mark = _MAP_MARK.fullmatch(text.strip())  # a comment line of its own, not a mention
         if mark is None:
             continue
         cited = mark.group(1)
