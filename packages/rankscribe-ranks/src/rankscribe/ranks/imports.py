@@ -9,7 +9,8 @@ name lives and lets this module import it when it is first read::
     __getattr__, __dir__ = lazy_attributes(__name__, _HOMES, globals())
 
 so that ``from rankscribe.lineage import filter_runs`` loads the query modules and
-nothing the query does not use (``docs/lineage-queries.md``, "The command line").
+nothing the query does not use (``docs/lineage-queries.md``, "The command line"), and
+``rankscribe.ranks.arguments`` loads no coordinator.
 
 Imports the standard library only.
 """

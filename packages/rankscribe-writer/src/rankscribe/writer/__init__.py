@@ -19,11 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-# The writer stands on rankscribe.ranks (its argument checks), and ranks' layout modules
-# still import rankscribe.writer.files: loading ranks first, whichever package a program
-# imports first, lets both finish. (This import goes when ranks no longer reads the writer.)
-import rankscribe.ranks  # noqa: F401  # isort: skip
-from rankscribe.ranks.imports import lazy_attributes  # isort: skip
+from rankscribe.ranks.imports import lazy_attributes
 
 if TYPE_CHECKING:
     from rankscribe.writer.errors import CorruptRecordError as CorruptRecordError
