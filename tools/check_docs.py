@@ -17,7 +17,13 @@ and fails, listing each problem with its page and line, when:
   the module's ``__all__`` does not list (a page must not present a private name
   as public). Dotted names under ``rankscribe.`` that are not one of the packages
   (an entry-point group such as ``rankscribe.graph_builders``) and logger globs
-  (``rankscribe.ranks.*``) are not Python names and are left alone.
+  (``rankscribe.ranks.*``) are not Python names and are left alone;
+- a cited package folder (``rankscribe/lineage/job/``, ``lineage/job/``) does not
+  exist; a module map (the paragraph after ``<!-- module map: <folder> -->``) leaves
+  out a module or sub-folder of its folder, or names one that is not there;
+- a table with a ``depends on`` column (docs/contributing.md, the READMEs) states
+  dependencies of a distribution other than its ``pyproject.toml`` declares (every
+  required one named; an extra's may be).
 
 The packages are imported from this checkout's ``packages/*/src``; their third-party
 dependencies must be installed (the ``public-api`` tox env does both).
@@ -31,6 +37,7 @@ import importlib
 import importlib.util
 import re
 import sys
+import tomllib
 import types
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -232,6 +239,135 @@ def _submodule(owner: str, attribute: str) -> str | None:
     return None
 
 
+# -- what the docs say about the structure: folders, module maps, dependencies --
+
+PACKAGE_NAMES = ("writer", "ranks", "lineage", "collector")
+_FOLDER = re.compile(
+    rf"^(?:packages/[\w.-]+/|{NAMESPACE}/|(?:{'|'.join(PACKAGE_NAMES)})/)(?:[\w.-]+/)*$"
+)
+_MAP_MARK = re.compile(r"<!--\s*module map:\s*(\S+)\s*-->")
+_MODULE = re.compile(r"(?<![\w.])(_?\w+\.py|_?\w+/)(?![\w/])")
+_REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+Found = tuple[int, str]
+"""A line number of the page and what is wrong there."""
+
+
+def find_folder(root: Path, cited: str) -> Path | None:
+    """The folder of the checkout that ``cited`` names, if any."""
+    namespace_dirs = sorted((root / "packages").glob(f"*/src/{NAMESPACE}"))
+    candidates = [root / cited]
+    candidates += [src.parent / cited for src in namespace_dirs]
+    candidates += [src / cited for src in namespace_dirs]
+    return next((path for path in candidates if path.is_dir()), None)
+
+
+def folder_paths(root: Path, lines: list[str]) -> Iterator[Found]:
+    """Package folders cited in code spans that do not exist."""
+    for number, text in enumerate(lines, 1):
+        for span in _CODE.findall(text):
+            if _FOLDER.match(span) and find_folder(root, span) is None:
+                yield number, f"{span}: no such package folder"
+
+
+def _folder_contents(folder: Path) -> set[str]:
+    names = {path.name for path in folder.glob("*.py") if path.name != "__init__.py"}
+    names |= {
+        f"{path.name}/"
+        for path in folder.iterdir()
+        if path.is_dir() and (path / "__init__.py").is_file()
+    }
+    return names
+
+
+def module_maps(root: Path, lines: list[str]) -> Iterator[Found]:
+    """Module maps that leave out a module of their folder, or name one it lacks."""
+    for number, text in enumerate(lines, 1):
+        mark = _MAP_MARK.fullmatch(text.strip())  # a comment line of its own, not a mention
+        if mark is None:
+            continue
+        cited = mark.group(1)
+        folder = find_folder(root, cited)
+        if folder is None:
+            yield number, f"module map of {cited}: no such package folder"
+            continue
+        paragraph: list[str] = []
+        for following in lines[number:]:
+            if not following.strip():
+                break
+            paragraph.append(following)
+        named = {
+            found.rsplit("/", 2)[-2] + "/" if found.endswith("/") else found.rsplit("/", 1)[-1]
+            for span in _CODE.findall(" ".join(paragraph))
+            for found in _MODULE.findall(span)
+        }
+        present = _folder_contents(folder)
+        missing = sorted(present - named)
+        if missing:
+            yield number, f"module map of {cited} leaves out {', '.join(missing)}"
+        unknown = sorted(name for name in named - present if name.endswith(".py"))
+        if unknown:
+            yield number, f"module map of {cited} names {', '.join(unknown)}, not in it"
+
+
+def declared_dependencies(pyproject: Path) -> tuple[set[str], set[str]]:
+    """(required, from extras) distribution names of a ``pyproject.toml``, normalised."""
+    project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
+    required = {_normalised(item) for item in project.get("dependencies", [])}
+    extras = {
+        _normalised(item)
+        for items in project.get("optional-dependencies", {}).values()
+        for item in items
+    }
+    return required, extras
+
+
+def _normalised(requirement: str) -> str:
+    found = _REQUIREMENT.match(requirement.replace("`", ""))
+    return re.sub(r"[-_.]+", "-", found.group(1)).lower() if found else requirement.strip()
+
+
+def _stated(cell: str) -> set[str]:
+    """The distributions a ``depends on`` cell names: the first word of each item."""
+    names = set()
+    for item in re.split(r"[,;]", cell):
+        name = _normalised(item)
+        if not name:
+            continue
+        names.add(f"rankscribe-{name}" if name in PACKAGE_NAMES else name)
+    return names
+
+
+def dependency_tables(root: Path, lines: list[str]) -> Iterator[Found]:
+    """Rows of ``depends on`` tables that differ from the distribution's pyproject.toml."""
+    column: int | None = None
+    for number, text in enumerate(lines, 1):
+        cells = [cell.strip() for cell in text.strip().strip("|").split("|")]
+        if not text.lstrip().startswith("|"):
+            column = None
+            continue
+        if "depends on" in cells:
+            column = cells.index("depends on")
+            continue
+        if column is None or column >= len(cells):
+            continue
+        distribution = next(
+            (m.group(0) for cell in cells for m in [re.search(r"rankscribe-\w+", cell)] if m),
+            None,
+        )
+        pyproject = root / "packages" / str(distribution) / "pyproject.toml"
+        if distribution is None or not pyproject.is_file():
+            continue
+        required, extras = declared_dependencies(pyproject)
+        stated = _stated(cells[column])
+        left_out = sorted(required - stated)
+        if left_out:
+            yield number, f"{distribution} depends on {', '.join(left_out)} too (pyproject.toml)"
+        unknown = sorted(stated - required - extras)
+        if unknown:
+            yield number, (f"{distribution} does not declare {', '.join(unknown)} (pyproject.toml)")
+
+
 def check(root: Path) -> tuple[list[Problem], int]:
     """The problems found, and how many citations were checked."""
     known = set(packages(root))
@@ -249,6 +385,16 @@ def check(root: Path) -> tuple[list[Problem], int]:
                 if resolved[name] is not None:
                     where = _relative(root, page)
                     problems.append(Problem(where, number, f"{name}: {resolved[name]}"))
+        lines = page.read_text(encoding="utf-8").splitlines()
+        where = _relative(root, page)
+        for check_structure in (
+            folder_paths,
+            module_maps,
+            dependency_tables,
+        ):
+            problems.extend(
+                Problem(where, line, text) for line, text in check_structure(root, lines)
+            )
     return problems, checked
 
 

@@ -28,13 +28,13 @@ CASES: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
         "Progress clock=None",
         lambda: Progress(clock=None),
         CollectorTypeError,
-        "the argument 'clock' must be a function, but got NoneType",
+        "the argument 'clock' must be a function, but got None (NoneType).",
     ),
     (
         "Progress clock=5",
         lambda: Progress(clock=5),
         CollectorTypeError,
-        "the argument 'clock' must be a function, but got int",
+        "the argument 'clock' must be a function, but got 5 (int).",
     ),
     (
         "TrainSession callbacks=None",
@@ -52,7 +52,7 @@ CASES: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
         "TrainSession parallel_mode=5",
         lambda: TrainSession([], parallel_mode=5),
         CollectorTypeError,
-        "the argument 'parallel_mode' must be a str or None, but got int",
+        "the argument 'parallel_mode' must be a str or None, but got 5 (int).",
     ),
     (
         "TrainSession parallel_mode=''",
@@ -64,7 +64,7 @@ CASES: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
         "TrainSession train_dataset=5",
         lambda: TrainSession([], train_dataset=5),
         CollectorTypeError,
-        "the argument 'train_dataset' must be an iterable or None, but got int",
+        "the argument 'train_dataset' must be an iterable or None, but got 5 (int).",
     ),
     (
         "TrainSession epochs=True",
@@ -76,7 +76,7 @@ CASES: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
         "TrainLoop parallel_mode=5",
         lambda: TrainLoop(_step, parallel_mode=5),
         CollectorTypeError,
-        "the argument 'parallel_mode' must be a str or None, but got int",
+        "the argument 'parallel_mode' must be a str or None, but got 5 (int).",
     ),
     (
         "TrainLoop step_fn=None",

@@ -44,14 +44,14 @@ def test_counts_must_be_ints(name: str, value: Any) -> None:
         CheckpointConfig(**arguments)
     assert isinstance(caught.value, TypeError)
     assert str(caught.value) == (
-        f"{name} must be a non-negative int or None, got {value!r} ({type(value).__name__})"
+        f"{name} must be an int >= 0 or None, got {value!r} ({type(value).__name__})"
     )
 
 
 @pytest.mark.parametrize("name", COUNTS)
 def test_counts_must_not_be_negative(name: str) -> None:
     arguments: dict[str, Any] = {"save_checkpoint_steps": 1, name: -2}
-    with pytest.raises(CheckpointValueError, match=f"^{name} must be a non-negative int, got -2$"):
+    with pytest.raises(CheckpointValueError, match=f"^{name} must be an int >= 0 or None, got -2$"):
         CheckpointConfig(**arguments)
 
 

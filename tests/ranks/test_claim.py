@@ -151,7 +151,11 @@ def test_a_planted_fifo_at_the_claim_is_never_waited_on(
 @pytest.mark.parametrize(
     ("kwargs", "error", "message"),
     [
-        ({"summary_dir": 5}, RanksTypeError, "summary_dir must be a str or os.PathLike, got int 5"),
+        (
+            {"summary_dir": 5},
+            RanksTypeError,
+            "summary_dir must be a path (a str or os.PathLike), got 5 (int)",
+        ),
         (
             {"summary_dir": "a\0b"},
             RanksValueError,
@@ -160,7 +164,7 @@ def test_a_planted_fifo_at_the_claim_is_never_waited_on(
         (
             {"summary_dir": "x", "on_exists": "overwrite"},
             RanksValueError,
-            "on_exists must be one of new, error, append; got 'overwrite'",
+            "on_exists must be one of 'new', 'error', 'append', got 'overwrite' (str)",
         ),
         (
             {"summary_dir": "x", "coordinator": "mpi"},

@@ -134,7 +134,7 @@ def test_a_failed_fsync_keeps_the_old_file_and_leaves_no_temporary(
 def bounded() -> Iterator[None]:
     """A test here that blocks on a FIFO fails after 10 s instead of hanging the run."""
 
-    def interrupt(signum: int, frame: object) -> None:
+    def interrupt(_signum: int, _frame: object) -> None:
         raise TimeoutError("blocked on the planted file")
 
     previous = signal.signal(signal.SIGALRM, interrupt)

@@ -287,8 +287,8 @@ def test_rank_info_is_frozen_and_knows_single() -> None:
         ((4, 4, 0, 1), RanksValueError, "rank must be in range(world_size) = range(4), got 4"),
         ((0, 4, 2, 2), RanksValueError, "0 <= local_rank < local_size <= world_size"),
         ((0, 2, 0, 3), RanksValueError, "local_size=3, world_size=2"),
-        ((0, True, 0, 1), RanksTypeError, "world_size must be an int, got bool True"),
-        (("0", 1, 0, 1), RanksTypeError, "rank must be an int, got str '0'"),
+        ((0, True, 0, 1), RanksTypeError, "world_size must be an int >= 1, got True (bool)"),
+        (("0", 1, 0, 1), RanksTypeError, "rank must be an int >= 0, got '0' (str)"),
     ],
 )
 def test_rank_info_checks_its_numbers(

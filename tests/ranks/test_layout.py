@@ -59,7 +59,9 @@ def test_a_file_in_the_way_is_an_error(tmp_path: Path) -> None:
 
 
 def test_bad_arguments(tmp_path: Path) -> None:
-    with pytest.raises(RanksTypeError, match=r"summary_dir must be a str or os\.PathLike, got int"):
+    with pytest.raises(
+        RanksTypeError, match=r"summary_dir must be a path \(a str or os\.PathLike\), got 3 \(int\)"
+    ):
         rank_dir(3, info(0, 2))  # type: ignore[arg-type]
     with pytest.raises(RanksTypeError, match="info must be a RankInfo"):
         rank_dir(tmp_path, (0, 2))  # type: ignore[arg-type]

@@ -66,12 +66,12 @@ def test_examples() -> None:
 @pytest.mark.parametrize(
     ("world_size", "rank", "error", "message"),
     [
-        (0, 0, RanksValueError, "world_size must be a positive int, got 0"),
+        (0, 0, RanksValueError, "world_size must be an int >= 1, got 0"),
         (2, 2, RanksValueError, "rank must be in range(world_size) = range(2), got 2"),
-        (2, -1, RanksValueError, "rank must be a non-negative int, got -1"),
-        (2.0, 0, RanksTypeError, "world_size must be an int, got float 2.0"),
-        (2, True, RanksTypeError, "rank must be an int, got bool True"),
-        (2, "1", RanksTypeError, "rank must be an int, got str '1'"),
+        (2, -1, RanksValueError, "rank must be an int >= 0, got -1"),
+        (2.0, 0, RanksTypeError, "world_size must be an int >= 1, got 2.0 (float)"),
+        (2, True, RanksTypeError, "rank must be an int >= 0, got True (bool)"),
+        (2, "1", RanksTypeError, "rank must be an int >= 0, got '1' (str)"),
     ],
 )
 def test_bad_arguments(

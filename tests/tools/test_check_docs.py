@@ -181,3 +181,93 @@ def test_a_root_without_docs_is_refused(tmp_path: Path) -> None:
     result = run(tmp_path)
     assert result.returncode == 2
     assert "--root must be a repository with a docs/ folder" in result.stdout
+
+
+# -- module maps, package folders and dependency tables  -----------
+
+
+def test_a_package_folder_that_does_not_exist_is_listed(repo: Path) -> None:
+    write(
+        repo,
+        {
+            "docs/guide.md": """
+            The rules are in `rankscribe/docsample/job/`, the index in
+            `rankscribe/docsample/index/` and `packages/rankscribe-gone/`.
+        """,
+        },
+    )
+    result = run(repo)
+    assert result.returncode == 1
+    assert "the docs do not match the code (2):" in result.stdout
+    assert "docs/guide.md:2: rankscribe/docsample/index/: no such package folder" in result.stdout
+    assert "docs/guide.md:2: packages/rankscribe-gone/: no such package folder" in result.stdout
+
+
+MAP = """
+The job view's modules:
+
+<!-- module map: rankscribe/docsample/job/ -->
+{names}
+
+Next paragraph: `_impl.py` is not part of the map.
+"""
+
+
+def test_a_module_map_naming_every_module_of_its_folder_passes(repo: Path) -> None:
+    write(repo, {source("job/_files.py"): "", source("job/wire/__init__.py"): ""})
+    write(repo, {"docs/guide.md": MAP.format(names="`_verdicts.py`, `_files.py` and `wire/`.")})
+    result = run(repo)
+    assert result.returncode == 0, result.stdout
+
+
+def test_a_module_map_that_leaves_out_a_module_is_listed(repo: Path) -> None:
+    write(repo, {source("job/_files.py"): "", source("job/wire/__init__.py"): ""})
+    write(repo, {"docs/guide.md": MAP.format(names="`_verdicts.py` and `_gone.py`.")})
+    result = run(repo)
+    assert result.returncode == 1
+    assert "the docs do not match the code (3):" in result.stdout
+    assert (
+        "docs/guide.md:3: module map of rankscribe/docsample/job/ leaves out _files.py, wire/"
+    ) in result.stdout
+    assert (
+        "docs/guide.md:3: module map of rankscribe/docsample/job/ names _gone.py, not in it"
+    ) in result.stdout
+    assert "docs/guide.md:4: _gone.py: no such module file" in result.stdout
+
+
+PYPROJECT = """
+[project]
+name = "rankscribe-docsample"
+dependencies = ["rankscribe-writer == 0.1.*", "numpy>=1.23", "filelock>=3.20.1"]
+
+[project.optional-dependencies]
+report = ["plotly>=6.0,<8"]
+"""
+
+TABLE = """
+| distribution | package | depends on |
+|---|---|---|
+| `rankscribe-docsample` | `rankscribe.docsample` | {stated} |
+"""
+
+
+def test_a_dependency_list_that_matches_pyproject_passes(repo: Path) -> None:
+    write(repo, {"packages/rankscribe-docsample/pyproject.toml": PYPROJECT})
+    stated = "`rankscribe-writer`, numpy, filelock; plotly with the `report` extra"
+    write(repo, {"docs/guide.md": TABLE.format(stated=stated)})
+    result = run(repo)
+    assert result.returncode == 0, result.stdout
+
+
+def test_a_wrong_dependency_list_is_listed(repo: Path) -> None:
+    write(repo, {"packages/rankscribe-docsample/pyproject.toml": PYPROJECT})
+    write(repo, {"docs/guide.md": TABLE.format(stated="writer, numpy, Pillow")})
+    result = run(repo)
+    assert result.returncode == 1
+    assert "the docs do not match the code (2):" in result.stdout
+    assert (
+        "docs/guide.md:3: rankscribe-docsample depends on filelock too (pyproject.toml)"
+    ) in result.stdout
+    assert (
+        "docs/guide.md:3: rankscribe-docsample does not declare pillow (pyproject.toml)"
+    ) in result.stdout

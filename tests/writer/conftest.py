@@ -23,7 +23,6 @@ from rankscribe.writer.files import RecordReader
 from rankscribe.writer.pb import lineage_pb2, summary_pb2, tensorboard_pb2
 
 HOST = platform.node() or "localhost"
-VERSION = "MindSpore.Event:1"
 
 # events.out.events.summary.<T>.<rank>.<host><suffix>
 NAME = re.compile(

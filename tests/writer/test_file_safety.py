@@ -205,5 +205,5 @@ def test_a_fifo_named_like_an_event_file_is_refused_never_waited_on(tmp_path: Pa
         signal.signal(signal.SIGALRM, previous)
 
 
-def _blocked(signum: int, frame: object) -> None:
+def _blocked(_signum: int, _frame: object) -> None:
     raise TimeoutError("blocked on a FIFO")

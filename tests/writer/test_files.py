@@ -4,8 +4,8 @@ atomic writes, each stated once (``docs/file-format.md``)."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
-import numpy as np
 import pytest
 
 from rankscribe.writer import SummaryRecord, WriterTypeError, WriterValueError, files, reader
@@ -38,32 +38,24 @@ def test_a_label_that_is_no_plain_word_is_refused(label: object) -> None:
 # ------------------------------------------------------------- argument checks
 
 
-def test_the_writers_int_rule_refuses_bool_everywhere() -> None:
-    from rankscribe.writer._arguments import check_bool, check_int, is_int, is_integral, is_real
-
-    assert [is_int(value) for value in (3, -1, True, False, 3.0, "3")] == [
-        True,
-        True,
-        False,
-        False,
-        False,
-        False,
-    ]
-    assert is_integral(np.int64(3)) and not is_integral(np.bool_(True)) and not is_integral(True)
-    assert is_real(np.float32(0.5)) and is_real(2) and not is_real(True)
-    with pytest.raises(
-        WriterTypeError,
-        match=r"For 'f', the argument 'n' must be an int, but "
-        r"got bool\.",
-    ):
-        check_int(True, "n", caller="f")
-    with pytest.raises(WriterValueError, match=r"'n' must be >= 0, but got -1\."):
-        check_int(-1, "n", caller="f", minimum=0)
-    with pytest.raises(WriterValueError, match=r"'n' must be greater than 0, but got 0\."):
-        check_int(0, "n", caller="f", minimum=1)
-    assert check_int(0, "n", caller="f", minimum=0) == 0
-    with pytest.raises(WriterTypeError, match=r"'flag' must be a bool, but got int\."):
-        check_bool(1, "flag", caller="f")
+def test_the_writers_argument_errors_are_its_own_and_name_the_argument(tmp_path: Path) -> None:
+    # The rule and its wording are rankscribe.ranks.arguments' (tests/ranks/test_arguments.py);
+    # here: the writer raises its own errors, in that wording, naming its public function.
+    with pytest.raises(WriterTypeError) as caught:
+        files.rank_dir_name(True)
+    assert str(caught.value) == (
+        "For 'rank_dir_name', the argument 'rank' must be an int >= 0, but got True (bool)."
+    )
+    with pytest.raises(WriterValueError) as refused:
+        files.rank_dir_name(-1)
+    assert str(refused.value) == (
+        "For 'rank_dir_name', the argument 'rank' must be an int >= 0, but got -1."
+    )
+    with pytest.raises(WriterTypeError) as flag:
+        reader.read_events(tmp_path / "events", strict=1)  # type: ignore[arg-type]
+    assert str(flag.value) == (
+        "For 'read_events', the argument 'strict' must be a bool, but got 1 (int)."
+    )
 
 
 def test_every_file_opens_with_the_version_stated_in_files(tmp_path) -> None:

@@ -162,7 +162,6 @@ def test_file_names_parse_into_their_parts(name, kind, prefix, timestamp, rank, 
         "events.out.events.summary.12ab.0.vm_MS",
         "summary.123",  # MindInsight would load it, but it is not a MindSpore name
         "events.out.events.summary.1.0.vm_explain",  # MindSpore 1.x XAI: not read here
-        "",
     ],
 )
 def test_bad_file_names_are_refused_with_the_name_and_the_expected_form(name):
@@ -171,6 +170,15 @@ def test_bad_file_names_are_refused_with_the_name_and_the_expected_form(name):
     assert repr(name) in str(caught.value)
     assert "{prefix}.out.events.summary.{timestamp}.{rank}.{host}{suffix}" in str(caught.value)
     assert isinstance(caught.value, ValueError)
+
+
+def test_an_empty_name_is_refused_as_no_path():
+    with pytest.raises(WriterValueError) as caught:
+        parse_file_name("")
+    assert str(caught.value) == (
+        "For 'parse_file_name', the argument 'path' must be a non-empty path without NUL "
+        "characters, but got ''."
+    )
 
 
 @pytest.mark.parametrize(

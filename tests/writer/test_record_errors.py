@@ -41,7 +41,7 @@ def check_error(raised: pytest.ExceptionInfo, expected: type, *parts: str) -> No
         ({"file_prefix": "../up"}, WriterValueError, ["file_prefix", "'../up'"]),
         ({"file_suffix": ""}, WriterValueError, ["file_suffix", "''"]),
         ({"file_suffix": "_a/b"}, WriterValueError, ["file_suffix", "'_a/b'"]),
-        ({"num_process": 0}, WriterValueError, ["num_process", "greater than 0", "0"]),
+        ({"num_process": 0}, WriterValueError, ["num_process", "an int >= 1", "0"]),
         ({"num_process": -3}, WriterValueError, ["num_process", "-3"]),
         ({"num_process": "2"}, WriterTypeError, ["num_process", "int", "str"]),
         ({"num_process": 2.0}, WriterTypeError, ["num_process", "int", "float"]),

@@ -20,10 +20,6 @@ from rankscribe.writer.pb import lineage_pb2
 VERSION_RECORD = 28 + 16  # docs/file-format.md: the version event is 28 bytes, plus framing
 
 
-def record_sizes(path) -> int:
-    return os.path.getsize(path)
-
-
 def check_rotated_files(disk, paths, limit, *, version_first: bool = True) -> None:
     assert len(paths) > 1
     timestamps = [disk.timestamp_of(path) for path in paths]

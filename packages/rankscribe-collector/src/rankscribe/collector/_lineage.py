@@ -223,7 +223,6 @@ class JobLineageMerger:
         self.last_missing: tuple[int, ...] = ()
         #: The verdicts of the last job view rank 0 wrote (its ``user_defined`` keys).
         self.last_verdicts: dict[str, float | int | str] = {}
-        self.last_job_files: list[str] = []
 
     def open(self) -> None:
         """Make a coordinator for the job unless one was given (every rank calls this).
@@ -405,7 +404,6 @@ class JobLineageMerger:
             )
             return {}
         self.last_verdicts = dict(view.verdicts)
-        self.last_job_files = list(view.paths)
         return dict(view.verdicts)
 
     def _earlier_verdicts(self) -> dict[str, float | int | str]:

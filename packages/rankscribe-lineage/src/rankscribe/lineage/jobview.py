@@ -233,11 +233,6 @@ def _by_step(
     return steps, values
 
 
-def read_rank_series(rank_dirs: Mapping[int, str | os.PathLike[str]]) -> dict[int, RankSeries]:
-    """:func:`series_from_dir` of each ``rank -> rank_dir``."""
-    return {rank: series_from_dir(path, rank) for rank, path in sorted(rank_dirs.items())}
-
-
 def holds_tensorboard_files(rank_dirs: Mapping[int, str | os.PathLike[str]]) -> bool:
     """Whether any rank dir holds TensorBoard event files (the job then gets one too)."""
     for path in rank_dirs.values():

@@ -17,9 +17,9 @@ writes :mod:`rankscribe.writer.files`, every error :mod:`rankscribe.writer.error
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from rankscribe.ranks.imports import lazy_attributes
 
 if TYPE_CHECKING:
     from rankscribe.writer.errors import CorruptRecordError as CorruptRecordError
@@ -82,22 +82,7 @@ _HOMES = {
     "SummaryRecord": "rankscribe.writer.record._record",
 }
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is not None:
-        value = getattr(importlib.import_module(home), name)
-    elif not name.startswith("__") and importlib.util.find_spec(f"{__name__}.{name}"):
-        # A submodule the eager imports used to load as a side effect (``package.reader``).
-        value = importlib.import_module(f"{__name__}.{name}")
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_HOMES})
+__getattr__, __dir__ = lazy_attributes(__name__, _HOMES, globals())
 
 
 __version__ = "0.1.0"

@@ -305,7 +305,7 @@ def write_event_file(
     The file is 0400 when ``final`` (0600 for one the next call rewrites), 0440/0640
     group-readable (``files.file_mode``).
     """
-    target = check_path(path, "path", caller="write_event_file")
+    target = check_path("path", path, owner="write_event_file")
     if not isinstance(records, EventRecords):
         raise WriterTypeError(
             "For 'write_event_file', the argument 'records' must be an EventRecords, but "
@@ -344,7 +344,7 @@ class EventFileAppender:
         max_file_size: int | None = None,
         group_readable: bool | None = None,
     ) -> None:
-        self.directory = check_path(directory, "directory", caller="EventFileAppender")
+        self.directory = check_path("directory", directory, owner="EventFileAppender")
         self.format = _check_format(format, "EventFileAppender")
         if not callable(name):
             raise WriterTypeError(

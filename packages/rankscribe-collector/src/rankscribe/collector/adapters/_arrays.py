@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rankscribe.collector._checks import (
-    check_flag,
+    check_bool,
     check_optional_path,
     check_optional_text,
     is_int,
@@ -181,7 +181,7 @@ class ArrayDataset:
             )
         self.columns = arrays
         self.batch_size = batch_size
-        self.drop_remainder = check_flag("drop_remainder", drop_remainder, owner="ArrayDataset")
+        self.drop_remainder = check_bool("drop_remainder", drop_remainder, owner="ArrayDataset")
         self.dataset_path = check_optional_path("path", path, owner="ArrayDataset")
         self.dataset_graph = dict(description) if description is not None else None
         #: ``"shards"`` for one rank's share made by :meth:`shard`; ``"whole"`` for

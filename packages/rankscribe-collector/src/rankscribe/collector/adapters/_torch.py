@@ -210,7 +210,6 @@ class ForwardTimer:
     """
 
     def __init__(self, module: Any, event_factory: Callable[[], Any] | None = None) -> None:
-        self._module = module
         self._factory = event_factory if event_factory is not None else _device_events(module)
         self._total = 0.0
         self._calls = 0

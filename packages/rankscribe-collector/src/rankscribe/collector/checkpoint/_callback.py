@@ -55,7 +55,7 @@ from types import TracebackType
 from typing import Any
 
 from rankscribe.collector._callback import Callback, CallbackParams, RunContext
-from rankscribe.collector._checks import check_number
+from rankscribe.collector._checks import CHECKPOINT_CHECKS
 from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.checkpoint._config import CheckpointConfig
 from rankscribe.collector.checkpoint._format import (
@@ -407,13 +407,12 @@ def _check_prefix(prefix: object) -> None:
 
 def _check_timeout(timeout: object) -> float:
     # Thread.join cannot wait an infinite time (OverflowError): finite too.
-    return check_number(
+    return CHECKPOINT_CHECKS.check_number(
         "save_timeout",
         timeout,
         positive=True,
         finite=True,
         unit="seconds",
-        errors=(CheckpointTypeError, CheckpointValueError),
     )
 
 

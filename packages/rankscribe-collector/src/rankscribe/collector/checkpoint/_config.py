@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from rankscribe.collector._checks import check_optional_int, is_int
+from rankscribe.collector._checks import CHECKPOINT_CHECKS, is_int
 from rankscribe.collector.adapters._parameters import PARAMETER_SOURCES, offers_parameters
 from rankscribe.collector.checkpoint._crypto import ENC_MODES, KEY_LENGTHS
 from rankscribe.collector.errors import CheckpointTypeError, CheckpointValueError
@@ -228,9 +228,7 @@ def _is_append_value(value: object) -> bool:
 
 
 def _check_count(name: str, value: object) -> int | None:
-    return check_optional_int(
-        name, value, minimum=0, numpy_ints=True, errors=(CheckpointTypeError, CheckpointValueError)
-    )
+    return CHECKPOINT_CHECKS.check_optional_int(name, value, minimum=0, integral=True)
 
 
 def _check_bool(name: str, value: object) -> bool:

@@ -12,15 +12,13 @@ import logging
 import os
 import re
 
-from rankscribe.collector._checks import check_number, check_optional_int
+from rankscribe.collector._checks import CHECKPOINT_CHECKS
 from rankscribe.collector.checkpoint._format import CHECKPOINT_SUFFIX
-from rankscribe.collector.errors import CheckpointTypeError, CheckpointValueError
+from rankscribe.collector.errors import CheckpointTypeError
 
 __all__ = ["CheckpointManager", "remove_stale_temporaries", "unique_prefix"]
 
 logger = logging.getLogger(__name__)
-
-_ERRORS = (CheckpointTypeError, CheckpointValueError)
 
 
 class CheckpointManager:
@@ -188,11 +186,11 @@ def remove_stale_temporaries(directory: str | os.PathLike[str], prefix: str) -> 
 
 
 def _count(name: str, value: object) -> int:
-    return check_optional_int(name, value, minimum=0, errors=_ERRORS) or 0
+    return CHECKPOINT_CHECKS.check_optional_int(name, value, minimum=0) or 0
 
 
 def _check_number(name: str, value: object) -> None:
-    check_number(name, value, errors=_ERRORS)
+    CHECKPOINT_CHECKS.check_number(name, value)
 
 
 def _delete(path: str) -> None:

@@ -29,9 +29,9 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
-from rankscribe.collector._checks import check_int, is_int
+from rankscribe.collector._checks import is_int
 from rankscribe.collector._checks import shown as _shown
 from rankscribe.collector._fingerprint import check_budget
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
@@ -106,10 +106,6 @@ class LandscapeOptions:
     create_landscape: dict[str, bool]
     intervals: tuple[tuple[int, ...], ...]
 
-    def covers(self, number: int) -> bool:
-        """True when ``number`` (a step or an epoch, per ``unit``) is in an interval."""
-        return any(number in interval for interval in self.intervals)
-
 
 @dataclass(frozen=True)
 class CollectOptions:
@@ -150,8 +146,18 @@ def check_type(name: str, value: object, valid: tuple[type, ...]) -> None:
 
 
 def check_positive_int(name: str, value: object) -> int:
-    """``value`` as an int > 0; TypeError for a non-int (bool included), ValueError otherwise."""
-    return check_int(name, value, minimum=1, owner=_OWNER)
+    """``value`` as an int > 0; TypeError for a non-int (bool included), ValueError otherwise.
+
+    The original's wording (``check_value_type`` and its positive-int check), as every
+    option of ``SummaryCollector`` words its errors here.
+    """
+    check_type(name, value, (int,))
+    number = cast(int, value)  # check_type refused a bool and every other type
+    if number < 1:
+        raise CollectorValueError(
+            f'For "{_OWNER}", the value of `{name}` should be greater than 0, but got `{number}`.'
+        )
+    return number
 
 
 def check_optional_positive_int(name: str, value: object) -> int | None:

@@ -259,7 +259,6 @@ class FrameworkRun:
         self._params: CallbackParams | None = None
         self._context: RunContext | None = None
         self._state = "new"  # -> "training" -> "trained" -> "closed"
-        self._last_scalar_step: int | None = None
 
     @property
     def params(self) -> CallbackParams | None:
@@ -351,7 +350,6 @@ class FrameworkRun:
         for name, value in values.items():
             record.add_value("scalar", name, value)
         record.record(int(step))
-        self._last_scalar_step = int(step)
 
     def end_training(self) -> None:
         """Training ended: the train lineage, and the job's merge (every rank)."""

@@ -75,7 +75,6 @@ class LandscapeSaver:
         self.options = options
         self.directory = Path(directory) / LANDSCAPE_DIR
         self.files: dict[str, str] = {}
-        self.metadata_written = False
         # Set when ckpt_dir cannot be used safely: nothing more is written for this run.
         self.disabled = False
         # The collector asks wants() at every step: a set lookup, not a scan of the intervals.
@@ -141,7 +140,6 @@ class LandscapeSaver:
         """Forget this saver's files and clear an earlier run's files from ``ckpt_dir``."""
         self.finish_writes()  # an earlier run's last files are not written after the clearing
         self.files = {}
-        self.metadata_written = False
         self.disabled = False
         try:
             self._clear_previous_run()
@@ -290,7 +288,6 @@ class LandscapeSaver:
         except OSError as error:
             logger.error("Write meta data %s failed, detail: %s", path, error)
             return False
-        self.metadata_written = True
         return True
 
 

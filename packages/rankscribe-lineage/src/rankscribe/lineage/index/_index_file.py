@@ -50,7 +50,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from rankscribe.lineage.index import _index_encoding as encoding
-from rankscribe.lineage.query._conditions import FIELD_MAPPING, field_kind
+from rankscribe.lineage.record._fields import FIELD_MAPPING, field_kind
 from rankscribe.ranks.files import file_mode, fsync_directory, open_regular
 
 logger = logging.getLogger(__name__)

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rankscribe.lineage.index._parallel import DirectoryJob, DirectoryOutcome, Job, Outcome
-from rankscribe.lineage.query._conditions import FIELD_MAPPING
 from rankscribe.lineage.record._discovery import Pending, SummaryDir, summarize_dir
+from rankscribe.lineage.record._fields import FIELD_MAPPING
 
 if TYPE_CHECKING:
     from rankscribe.lineage.record._parser import ParsedRun, RunLineage

@@ -1,7 +1,7 @@
 """Search conditions of ``filter_summary_lineage``: fields, checks and matching.
 
 The rules are MindInsight 2.3.1's (its checks and messages):
-see ``FIELD_MAPPING`` for the searchable fields, ``OPERATORS`` for the
+see ``FIELD_MAPPING`` (``record/_fields.py``) for the searchable fields, ``OPERATORS`` for the
 comparisons. Every problem with a condition raises
 :class:`LineageSearchConditionParamError` whose message is MindInsight's
 ("Search_condition param error: ...").
@@ -25,6 +25,13 @@ from rankscribe.lineage.errors import (
     LineageSearchConditionParamError,
 )
 from rankscribe.lineage.query._first_form import to_current_form
+from rankscribe.lineage.record._fields import (
+    FIELD_MAPPING,
+    INT_FIELDS,
+    NUMBER_FIELDS,
+    STRING_FIELDS,
+    field_kind,
+)
 
 __all__ = [
     "CONTROL_KEYS",
@@ -41,48 +48,11 @@ __all__ = [
     "validate_search_condition",
 ]
 
-# name -> (section, key in that section); summary_dir and dataset_mark are the run's own.
-FIELD_MAPPING: dict[str, tuple[str, str | None]] = {
-    "summary_dir": ("summary_dir", None),
-    "loss_function": ("hyper_parameters", "loss_function"),
-    "train_dataset_path": ("train_dataset", "train_dataset_path"),
-    "train_dataset_count": ("train_dataset", "train_dataset_size"),
-    "test_dataset_path": ("valid_dataset", "valid_dataset_path"),
-    "test_dataset_count": ("valid_dataset", "valid_dataset_size"),
-    "network": ("algorithm", "network"),
-    "optimizer": ("hyper_parameters", "optimizer"),
-    "learning_rate": ("hyper_parameters", "learning_rate"),
-    "epoch": ("hyper_parameters", "epoch"),
-    "batch_size": ("hyper_parameters", "batch_size"),
-    "device_num": ("hyper_parameters", "device_num"),
-    "loss": ("algorithm", "loss"),
-    "model_size": ("model", "size"),
-    "dataset_mark": ("dataset_mark", None),
-}
-
 OPERATORS = ("eq", "lt", "gt", "le", "ge", "in", "not_in")
 CONTROL_KEYS = ("limit", "offset", "sorted_name", "sorted_type", "lineage_type")
 LINEAGE_TYPES = ("dataset", "model")
 SORTED_TYPES = ("ascending", "descending", None)
 
-_STRING_FIELDS = (
-    "summary_dir",
-    "loss_function",
-    "train_dataset_path",
-    "test_dataset_path",
-    "network",
-    "optimizer",
-    "dataset_mark",
-)
-_INT_FIELDS = (
-    "train_dataset_count",
-    "test_dataset_count",
-    "epoch",
-    "batch_size",
-    "device_num",
-    "model_size",
-)
-_NUMBER_FIELDS = ("learning_rate", "loss")
 _INT64_MAX = 2**63 - 1
 _LIST_OPERATORS = ("in", "not_in")
 
@@ -136,19 +106,6 @@ def is_searchable(name: object) -> bool:
     return isinstance(name, str) and (
         name in FIELD_MAPPING or name.startswith(("metric/", "user_defined/"))
     )
-
-
-def field_kind(name: str) -> str | None:
-    """What a searchable name holds: 'text', 'int', 'number', 'any', or None if unknown."""
-    if name in _STRING_FIELDS:
-        return "text"
-    if name in _INT_FIELDS:
-        return "int"
-    if name in _NUMBER_FIELDS or (name.startswith("metric/") and name != "metric/"):
-        return "number"
-    if name.startswith("user_defined/"):
-        return "any"
-    return None
 
 
 # MindInsight >= 1.0 sorts on a run's ``added_info`` under this name (tags set
@@ -231,11 +188,11 @@ def _check_attribute(name: object, condition: object) -> None:
 
 def _check_field_values(name: str, condition: dict[str, Any]) -> None:
     try:
-        if name in _STRING_FIELDS:
+        if name in STRING_FIELDS:
             _check_string_field(condition)
-        elif name in _INT_FIELDS:
+        elif name in INT_FIELDS:
             _check_int_field(condition)
-        elif name in _NUMBER_FIELDS:
+        elif name in NUMBER_FIELDS:
             _check_number_field(condition)
     except _ConditionProblemError as problem:
         detail = str(problem)

@@ -74,11 +74,6 @@ class OperationParameterInfo:
     map_int: dict[str, int] = field(default_factory=dict)
     map_double: dict[str, float] = field(default_factory=dict)
 
-    def is_empty(self) -> bool:
-        return not (
-            self.map_str or self.map_str_list or self.map_bool or self.map_int or self.map_double
-        )
-
     @classmethod
     def from_proto(cls, message: lineage_pb2.OperationParameter) -> OperationParameterInfo:
         return cls(

@@ -115,8 +115,8 @@ class RecordReader:
 
     def __init__(self, source: str | os.PathLike[str] | BinaryIO, *, strict: bool = True) -> None:
         if not callable(getattr(source, "read", None)):  # a stream is read as it is
-            check_path(source, "source", caller="RecordReader")
-        check_bool(strict, "strict", caller="RecordReader")
+            check_path("source", source, owner="RecordReader")
+        check_bool("strict", strict, owner="RecordReader")
         self._source = source
         self._strict = strict
         self.torn_tail: TornTail | None = None

@@ -198,7 +198,7 @@ def parse_file_name(path: str | os.PathLike[str]) -> EventFileName:
     Raises:
         WriterValueError: the name is not an event file name.
     """
-    check_path(path, "path", caller="parse_file_name")
+    check_path("path", path, owner="parse_file_name")
     name = os.path.basename(os.fspath(path))
     kind = file_kind(name)
     match = _MINDSPORE_NAME.match(name) if kind in (FileKind.SUMMARY, FileKind.LINEAGE) else None
@@ -277,7 +277,7 @@ def list_summary_files(
         FileNotFoundError, NotADirectoryError: ``directory`` is not a directory.
         WriterValueError: ``kind`` is not one of the above.
     """
-    check_path(directory, "directory", caller="list_summary_files")
+    check_path("directory", directory, owner="list_summary_files")
     wanted = coerce_kind(kind)
     found: list[Path] = []
     with os.scandir(directory) as entries:

@@ -1,6 +1,6 @@
 """Read summary, lineage and TensorBoard event files back.
 
-Three layers, each usable alone:
+Four layers, each usable alone:
 
 1. **File names** (:mod:`rankscribe.writer.files`, their one home) —
    ``files.parse_file_name`` splits

@@ -32,8 +32,8 @@ def load_dir(directory: str | os.PathLike[str], *, strict: bool = False) -> list
     Files come in :func:`list_summary_files` order and events in file order.
     ``directory`` may also name a single summary file.
     """
-    check_path(directory, "directory", caller="load_dir")
-    check_bool(strict, "strict", caller="load_dir")
+    check_path("directory", directory, owner="load_dir")
+    check_bool("strict", strict, owner="load_dir")
     return [
         decode_event(event)
         for path in _summary_files(directory)
@@ -45,8 +45,8 @@ def load_lineage_dir(
     directory: str | os.PathLike[str], *, strict: bool = False
 ) -> list[LineageRecord]:
     """Return every record of every ``_lineage`` file in ``directory``, decoded, in order."""
-    check_path(directory, "directory", caller="load_lineage_dir")
-    check_bool(strict, "strict", caller="load_lineage_dir")
+    check_path("directory", directory, owner="load_lineage_dir")
+    check_bool("strict", strict, owner="load_lineage_dir")
     return [
         decode_lineage_event(event)
         for path in list_summary_files(directory, FileKind.LINEAGE)
@@ -66,8 +66,8 @@ def scalars(
     keep only the last). An event without a step counts as step 0, as it does
     for MindInsight. Values are the stored float32, widened.
     """
-    check_path(source, "source", caller="scalars")
-    check_bool(strict, "strict", caller="scalars")
+    check_path("source", source, owner="scalars")
+    check_bool("strict", strict, owner="scalars")
     return {
         tag: list(zip(steps.tolist(), values.tolist(), strict=True))
         for tag, (steps, values) in scalar_arrays(source, strict=strict).items()

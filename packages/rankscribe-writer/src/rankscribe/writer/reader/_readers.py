@@ -143,8 +143,8 @@ def read_events(
     Raises:
         WriterValueError: the name says the file holds lineage or TensorBoard events.
     """
-    check_path(path, "path", caller="read_events")
-    check_bool(strict, "strict", caller="read_events")
+    check_path("path", path, owner="read_events")
+    check_bool("strict", strict, owner="read_events")
     _refuse_other_kind(path, FileKind.SUMMARY, "read_lineage_events or read_tensorboard_events")
     return EventReader(path, summary_pb2.Event, strict=strict)
 
@@ -157,8 +157,8 @@ def read_lineage_events(
     Raises:
         WriterValueError: the name says the file holds summary or TensorBoard events.
     """
-    check_path(path, "path", caller="read_lineage_events")
-    check_bool(strict, "strict", caller="read_lineage_events")
+    check_path("path", path, owner="read_lineage_events")
+    check_bool("strict", strict, owner="read_lineage_events")
     _refuse_other_kind(path, FileKind.LINEAGE, "read_events or read_tensorboard_events")
     return EventReader(path, lineage_pb2.LineageEvent, strict=strict)
 
@@ -171,8 +171,8 @@ def read_tensorboard_events(
     Raises:
         WriterValueError: the name says the file holds summary or lineage events.
     """
-    check_path(path, "path", caller="read_tensorboard_events")
-    check_bool(strict, "strict", caller="read_tensorboard_events")
+    check_path("path", path, owner="read_tensorboard_events")
+    check_bool("strict", strict, owner="read_tensorboard_events")
     _refuse_other_kind(path, FileKind.TENSORBOARD, "read_events or read_lineage_events")
     return EventReader(path, tensorboard_pb2.Event, strict=strict)
 
@@ -194,8 +194,8 @@ def open_events(
     Raises:
         WriterValueError: no ``kind`` was given and the name is not an event file name.
     """
-    check_path(path, "path", caller="open_events")
-    check_bool(strict, "strict", caller="open_events")
+    check_path("path", path, owner="open_events")
+    check_bool("strict", strict, owner="open_events")
     resolved = coerce_kind(kind) or file_kind(path)
     if resolved is None:
         raise WriterValueError(

@@ -21,7 +21,7 @@ from typing import Any
 from rankscribe.ranks import files
 from rankscribe.ranks.launchers import launcher_rank
 from rankscribe.writer import operators
-from rankscribe.writer._arguments import check_bool, check_positive_int
+from rankscribe.writer._arguments import check_bool, check_int
 from rankscribe.writer.encoding._graph_builders import RecordGraph
 from rankscribe.writer.encoding._steps import StepJob, encode_step, is_heavy
 from rankscribe.writer.encoding._values import (
@@ -139,18 +139,18 @@ class SummaryRecord:
         self._directory = check_log_dir(log_dir)
         check_affix("file_prefix", file_prefix)
         check_affix("file_suffix", file_suffix)
-        workers = check_positive_int(num_process, "num_process", caller=_CALLER)
+        workers = check_int("num_process", num_process, minimum=1, owner=_CALLER)
         self._max_file_size = check_max_file_size(max_file_size)
-        self._raise_exception = check_bool(raise_exception, "raise_exception", caller=_CALLER)
+        self._raise_exception = check_bool("raise_exception", raise_exception, owner=_CALLER)
         self._export_tensors = check_export_options(export_options)
         self._formats = check_formats(formats)
         launched = launcher_rank(os.environ)
         if rank is None:
             rank = launched.rank if launched is not None else 0
         check_rank(rank)
-        check_positive_int(max_pending_bytes, "max_pending_bytes", caller=_CALLER)
+        check_int("max_pending_bytes", max_pending_bytes, minimum=1, owner=_CALLER)
         if group_readable is not None:
-            check_bool(group_readable, "group_readable", caller=_CALLER)
+            check_bool("group_readable", group_readable, owner=_CALLER)
         self._group_readable = files.group_readable(group_readable)
         self._graph = RecordGraph(network)
 
