@@ -233,6 +233,6 @@ def test_hosts_and_ranks() -> None:
 
 def test_the_ranks_package_raises_its_own_errors_in_that_wording() -> None:
     with refused(RanksTypeError, "rank must be an int >= 0, got True (bool)"):
-        split_evenly(10, 2, True)  # type: ignore[arg-type]
+        split_evenly(range(10), 2, True)  # type: ignore[arg-type]
     with refused(RanksValueError, "rank must be in range(world_size) = range(2), got 2"):
-        split_evenly(10, 2, 2)
+        split_evenly(range(10), 2, 2)

@@ -70,7 +70,7 @@ def test_only_the_one_spelling_of_a_rank_is_a_rank_dir(name: str) -> None:
 
 
 def test_a_rank_dir_of_no_rank_is_refused_naming_rank() -> None:
-    with pytest.raises(RanksValueError, match=r"rank must be a non-negative int, got -1"):
+    with pytest.raises(RanksValueError, match=r"rank must be an int >= 0, got -1"):
         files.rank_dir_name(-1)
     with pytest.raises(RanksTypeError, match=r"rank must be an int, got bool True"):
         files.rank_dir_name(True)
@@ -211,7 +211,7 @@ def test_a_regular_file_reads_whole_or_up_to_its_limit(tmp_path: Path) -> None:
         files.read_regular(path, limit=9)
     with pytest.raises(FileNotFoundError):
         files.read_regular(tmp_path / "absent")
-    with pytest.raises(RanksValueError, match="limit must be a non-negative int, got -1"):
+    with pytest.raises(RanksValueError, match="limit must be an int >= 0, got -1"):
         files.read_regular(path, limit=-1)
 
 

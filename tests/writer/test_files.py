@@ -42,15 +42,16 @@ def test_the_writers_argument_errors_are_its_own_and_name_the_argument(tmp_path:
     # The rule and its wording are rankscribe.ranks.arguments' (tests/ranks/test_arguments.py);
     # here: the writer raises its own errors, in that wording, naming its public function.
     with pytest.raises(WriterTypeError) as caught:
-        files.rank_dir_name(True)
+        SummaryRecord(tmp_path / "never", num_process=True)
     assert str(caught.value) == (
-        "For 'rank_dir_name', the argument 'rank' must be an int >= 0, but got True (bool)."
+        "For 'SummaryRecord', the argument 'num_process' must be an int >= 1, but got True (bool)."
     )
     with pytest.raises(WriterValueError) as refused:
-        files.rank_dir_name(-1)
+        SummaryRecord(tmp_path / "never", num_process=0)
     assert str(refused.value) == (
-        "For 'rank_dir_name', the argument 'rank' must be an int >= 0, but got -1."
+        "For 'SummaryRecord', the argument 'num_process' must be an int >= 1, but got 0."
     )
+    assert not (tmp_path / "never").exists()
     with pytest.raises(WriterTypeError) as flag:
         reader.read_events(tmp_path / "events", strict=1)  # type: ignore[arg-type]
     assert str(flag.value) == (

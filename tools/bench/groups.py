@@ -37,8 +37,10 @@ from pathlib import Path
 import numpy as np
 
 from rankscribe.lineage import Algorithm, HyperParameters, TrainLineageInfo, UserDefinedInfo
-from rankscribe.lineage.job._files import Curve, summary_file_bytes
-from rankscribe.writer.files import atomic_write, frame
+from rankscribe.lineage.job._files import Curve, summary_file_records
+from rankscribe.ranks.files import atomic_write
+from rankscribe.writer.eventfiles import write_event_file
+from rankscribe.writer.files import frame
 from rankscribe.writer.pb import lineage_pb2
 
 TARGET_SECONDS = 5.0
@@ -78,10 +80,9 @@ def _run(base: Path, index: int, steps: int) -> None:
     }
     curves = [Curve(tag, step_numbers, values[tag]) for tag in TAGS]
     timestamp = 1_700_000_000 + index
-    atomic_write(
+    write_event_file(
         directory / f"events.out.events.summary.{timestamp}.bench_MS",
-        [b"".join(summary_file_bytes(curves, float(timestamp)))],
-        mode=0o400,
+        summary_file_records(curves, float(timestamp)),
     )
     train = TrainLineageInfo(
         hyper_parameters=HyperParameters(optimizer="SGD", learning_rate=rate, epoch=10),
