@@ -72,7 +72,7 @@ def test_only_the_one_spelling_of_a_rank_is_a_rank_dir(name: str) -> None:
 def test_a_rank_dir_of_no_rank_is_refused_naming_rank() -> None:
     with pytest.raises(RanksValueError, match=r"rank must be an int >= 0, got -1"):
         files.rank_dir_name(-1)
-    with pytest.raises(RanksTypeError, match=r"rank must be an int, got bool True"):
+    with pytest.raises(RanksTypeError, match=r"rank must be an int >= 0, got True \(bool\)"):
         files.rank_dir_name(True)
     with pytest.raises(RanksTypeError, match=r"rank must be an int, got str '1'"):
         files.rank_dir_name("1")  # type: ignore[arg-type]
