@@ -13,10 +13,8 @@
 
 from __future__ import annotations
 
-import json
 import math
 import random
-import struct
 import warnings
 from typing import Any
 
@@ -34,6 +32,7 @@ from rankscribe.lineage.jobview import (
     PartialFormatError,
     RankSeries,
 )
+from tests.lineage._npz_files import read_archive, write_archive
 
 _COLUMNS = (
     "steps",
@@ -189,8 +188,7 @@ def test_merge_all_decides_numpys_cases(values: list[float], mean: float, std: f
 
 
 def _header(data: bytes) -> dict[str, Any]:
-    (size,) = struct.unpack_from("<Q", data, 6)
-    header: dict[str, Any] = json.loads(data[14 : 14 + size])
+    header: dict[str, Any] = read_archive(data)[0]
     return header
 
 
@@ -224,13 +222,12 @@ def _message_with_steps_out_of_order(kind: str) -> bytes:
     own = JobPartial.of_rank(1, {"loss": [(1, 1.0), (2, 2.0)], STEP_TIME_TAG: [(1, 0.1), (2, 0.2)]})
     if kind == "tags":
         own.merge(JobPartial.of_rank(2, {"loss": [(1, 3.0)]}))  # loss travels whole
-    data = bytearray(own.to_bytes())
-    (size,) = struct.unpack_from("<Q", data, 6)
-    # The int block after the header: the whole tags' columns (steps first), then the
-    # one-rank tags' steps (loss, step time), then the per-rank steps (step time).
+    header, (ints, floats) = read_archive(own.to_bytes())
+    # The int array: the whole tags' columns (steps first), then the one-rank tags' steps
+    # (loss, step time), then the per-rank steps (step time).
     first = {"tags": 0, "one_rank": 0, "per_rank": 4}[kind]
-    struct.pack_into("<q", data, 14 + size + 8 * (first + 1), 1)  # steps 1, 1
-    return bytes(data)
+    ints[first + 1] = 1  # steps 1, 1
+    return write_archive(header, [ints, floats])
 
 
 @pytest.mark.parametrize(
@@ -246,11 +243,9 @@ def test_steps_out_of_order_are_refused_naming_the_tag(kind: str, tag: str) -> N
 
 def test_a_header_that_names_other_arrays_than_the_message_holds_is_refused() -> None:
     data = JobPartial.of_rank(0, {"a": [(1, 1.0), (2, 2.0)]}).to_bytes()
-    (size,) = struct.unpack_from("<Q", data, 6)
-    header = json.loads(data[14 : 14 + size])
+    header, arrays = read_archive(data)
     header["one_rank"][0][2] = 3
-    text = json.dumps(header).encode()
-    forged = data[:6] + struct.pack("<Q", len(text)) + text + data[14 + size :]
+    forged = write_archive(header, arrays)
     with pytest.raises(PartialFormatError, match="the header names arrays of"):
         JobPartial.from_bytes(forged)
 
