@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import math
 import random
+import struct
 import warnings
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,6 +25,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rankscribe.lineage.errors import LineageMergeError
 from rankscribe.lineage.job._batch_merge import merge_all
 from rankscribe.lineage.job._statistics import TagStatistics
 from rankscribe.lineage.jobview import (
@@ -296,3 +299,22 @@ def test_a_ranks_partial_holds_what_tag_statistics_of_rank_gives() -> None:
             np.testing.assert_array_equal(
                 getattr(partial.tags[tag], name), getattr(want, name), err_msg=f"{tag} {name}"
             )
+
+
+def _damaged_in_transit(batch: list[tuple[int, str]]) -> bytes:
+    """A merge worker's answer with one value changed on its way (0.2 turned 9.0)."""
+    data = JobPartial.of_rank(batch[0][0], {"loss": [(1, 0.2)]}).to_bytes()
+    return data.replace(struct.pack("<d", 0.2), struct.pack("<d", 9.0))
+
+
+def test_a_damaged_partial_from_a_merge_worker_is_refused_naming_its_ranks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Private: the offline merge's worker pool, whose messages have no public door.
+    from rankscribe.lineage.merge import _stream
+
+    monkeypatch.setattr(_stream, "ranks_partial", _damaged_in_transit)
+    rank_dirs = {rank: str(tmp_path / f"rank_{rank}") for rank in range(4)}
+    with pytest.raises(LineageMergeError, match="the merge worker of ranks [0-3] sent a damaged") as caught:
+        _stream.job_statistics_of_dirs(rank_dirs, workers=2)
+    assert "CRC-32" in str(caught.value)
