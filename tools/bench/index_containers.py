@@ -193,7 +193,7 @@ def write_ours(root: Path, target: Path) -> Callable[[], object]:
 
 
 # The warm query of the sqlite and npz candidates, in a new process (see the module docstring).
-QUERY_SCRIPT = r'''
+QUERY_SCRIPT = r"""
 import json, os, sys
 root, store, kind, mode = sys.argv[1:5]
 out = sys.stdout
@@ -260,7 +260,7 @@ else:
     out.writelines("\t".join(map(str, row)) + "\n" for row in rows)
 out.flush()
 os._exit(0)
-'''
+"""
 
 
 def flip_a_value(path: Path, value: float) -> bool:
@@ -290,9 +290,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("base", type=Path)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="also time one query with no index (the index removed first; run files cached)",
+    )
     args = parser.parse_args(argv)
     root: Path = args.base.resolve()
     script = str(Path(sys.executable).parent / "rankscribe-lineage")
+    if args.cold:
+        (root / INDEX_NAME).unlink(missing_ok=True)
+        cold = process([script, "query", str(root)])
+        print(f"cold query of {INDEX_NAME} (wall/CPU s): {cold[0]:.2f}/{cold[1]:.2f}", flush=True)
     subprocess.run([script, "query", str(root)], stdout=subprocess.DEVNULL, check=True)
     loaded = load_index(str(root))
     assert loaded is not None
@@ -320,9 +329,7 @@ def main(argv: list[str] | None = None) -> int:
             queries.setdefault(("ours", mode), []).append(process(ours_argv[mode]))
             for kind, store in (("sqlite", database), ("npz", archive)):
                 queries.setdefault((kind, mode), []).append(
-                    process(
-                        [sys.executable, "-c", QUERY_SCRIPT, str(root), str(store), kind, mode]
-                    )
+                    process([sys.executable, "-c", QUERY_SCRIPT, str(root), str(store), kind, mode])
                 )
 
     def median(values: list[Seconds]) -> str:
@@ -353,16 +360,15 @@ def main(argv: list[str] | None = None) -> int:
     }
     load = os.getloadavg()[0]
     print(
-        f"{len(columns['path'])} runs, medians of {args.repeat}, load {load:.1f} "
-        "(wall/CPU seconds)"
+        f"{len(columns['path'])} runs, medians of {args.repeat}, load {load:.1f} (wall/CPU seconds)"
     )
     print(
         f"{'format':>7} {'size MB':>8} {'write':>11} {'read+check':>11} {'query':>11} "
         f"{'where+sort':>11} {'json -n 5':>11}  changed value detected"
     )
-    for name in writes:
+    for name, written in writes.items():
         print(
-            f"{name:>7} {sizes[name] / 1e6:>8.1f} {median([writes[name]])} {median(reads[name])} "
+            f"{name:>7} {sizes[name] / 1e6:>8.1f} {median([written])} {median(reads[name])} "
             f"{median(queries[name, 'default'])} {median(queries[name, 'where'])} "
             f"{median(queries[name, 'limit'])}  {detections[name]}"
             + ("" if flips[name] else " (the value's bytes not found)"),
