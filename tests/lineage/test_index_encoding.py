@@ -227,3 +227,13 @@ def test_an_index_of_the_earlier_name_is_left_unread(
         assert filter_runs(str(base), "loss < 0.15")["count"] == 2
     assert caplog.records == []
     assert (base / INDEX_NAME).exists()
+
+
+def test_a_base_of_more_keys_than_an_archive_holds_arrays_keeps_the_rest_in_json() -> None:
+    """A zip holds 65,535 members: 33,000 keys (two arrays each) do not all fit."""
+    keys = {f"k{at}": [[0], [at]] for at in range(33_000)}
+    document = {"format": "rankscribe-lineage-index", "path": ["./a"], "user_defined": keys}
+    data = encode_document(document)
+    header, arrays = read_archive(data)
+    assert len(arrays) == 65_534 and header["user_defined"]["k32999"] == [[0], [32999]]
+    assert decode_document(data) == document

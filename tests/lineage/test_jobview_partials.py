@@ -315,6 +315,7 @@ def test_a_damaged_partial_from_a_merge_worker_is_refused_naming_its_ranks(
 
     monkeypatch.setattr(_stream, "ranks_partial", _damaged_in_transit)
     rank_dirs = {rank: str(tmp_path / f"rank_{rank}") for rank in range(4)}
-    with pytest.raises(LineageMergeError, match="the merge worker of ranks [0-3] sent a damaged") as caught:
+    damaged = r"the merge worker of ranks [0-3] sent a damaged"
+    with pytest.raises(LineageMergeError, match=damaged) as caught:
         _stream.job_statistics_of_dirs(rank_dirs, workers=2)
     assert "CRC-32" in str(caught.value)

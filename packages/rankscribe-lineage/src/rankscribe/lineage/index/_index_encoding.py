@@ -221,6 +221,8 @@ def encode_document(document: dict[str, Any]) -> bytes:
         if encoded is None:
             continue
         kind, pieces = encoded
+        if len(arrays) + len(pieces) > _npz.MAX_ARRAYS:
+            continue  # a base of tens of thousands of keys: the rest stay JSON
         container[key] = len(described)
         described.append([kind, len(values)])
         arrays += zip(_PART_KINDS[kind], pieces, strict=True)
