@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from rankscribe.lineage.index._cache import INDEX_NAME
-from rankscribe.lineage.index._index_encoding import decode_document
+from rankscribe.lineage.index._index_encoding import decode_document, encode_document
 
 OLD = 1_600_000_000  # an mtime well before any scan
 
@@ -40,3 +40,8 @@ def graph_base(root: Path, lw: Any, count: int = 3) -> Path:
 def read_index(base: Path) -> dict[str, Any]:
     """The index document of ``base``, decoded."""
     return decode_document((base / INDEX_NAME).read_bytes())
+
+
+def index_bytes(document: dict[str, Any]) -> bytes:
+    """The bytes of an index file holding ``document`` (a forged or foreign index)."""
+    return encode_document(document)

@@ -6,7 +6,6 @@ exit 1 (or answered from a stale index) before the index was checked as it is re
 
 from __future__ import annotations
 
-import json
 import logging
 import multiprocessing
 import os
@@ -20,7 +19,7 @@ import pytest
 from rankscribe.lineage import __version__, filter_summary_lineage
 from rankscribe.lineage.index._cache import INDEX_NAME, forget_scans, scan_base_dir
 from tests._support.launchers import run_bounded
-from tests.lineage._index_bases import graph_base, read_index
+from tests.lineage._index_bases import graph_base, index_bytes, read_index
 
 
 def entry(index: dict[str, Any], path: str) -> int:
@@ -72,27 +71,27 @@ def test_removed_run_leaves_the_index(tmp_path: Path, lw: Any) -> None:
 
 
 def _old_index(base: Path) -> bytes:
-    """An index as the previous format (version 2, one object per run) wrote it."""
-    return json.dumps(
+    """An index of another layout (version 2, one object per run) in this container."""
+    return index_bytes(
         {
             "format": "rankscribe-lineage-index",
             "version": 2,
             "runs": {"./run0": {"files": [], "lineage": None}},
             "graphs": {},
         }
-    ).encode()
+    )
 
 
 def _foreign_package(base: Path) -> bytes:
     index = read_index(base)
     index["package"] = "0.0.1"  # same layout, another parser: its values may differ
-    return json.dumps(index).encode()
+    return index_bytes(index)
 
 
 def _other_parser(base: Path) -> bytes:
     index = read_index(base)
     index["parser"] = "0" * 24
-    return json.dumps(index).encode()
+    return index_bytes(index)
 
 
 def _truncated(base: Path) -> bytes:
@@ -103,7 +102,7 @@ def _truncated(base: Path) -> bytes:
 def _column_missing(base: Path) -> bytes:
     index = read_index(base)
     del index["files"]
-    return json.dumps(index).encode()
+    return index_bytes(index)
 
 
 @pytest.mark.parametrize(
@@ -111,7 +110,8 @@ def _column_missing(base: Path) -> bytes:
     [
         (lambda base: b"{not json", "unreadable"),
         (lambda base: b"", "unreadable"),
-        (lambda base: b"[]", "another version"),
+        (lambda base: b"[]", "unreadable"),
+        (lambda base: index_bytes({"format": "x"}), "another version (format x"),
         (_old_index, "another version (format rankscribe-lineage-index, version 2"),
         (_foreign_package, "another version"),
         (_other_parser, "another version"),
@@ -122,6 +122,7 @@ def _column_missing(base: Path) -> bytes:
         "not-json",
         "empty",
         "a-list",
+        "another-format",
         "version-2",
         "other-package",
         "other-parser",
@@ -153,7 +154,7 @@ def test_an_index_others_may_write_is_not_trusted(
     scan_base_dir(str(base))
     index = read_index(base)
     index["fields"]["network"][entry(index, "./run0")] = "Planted"
-    (base / INDEX_NAME).write_text(json.dumps(index))
+    (base / INDEX_NAME).write_bytes(index_bytes(index))
     (base / INDEX_NAME).chmod(0o666)  # as a shared scratch dir lets anyone write it
     forget_scans()
     with caplog.at_level(logging.WARNING):
@@ -207,7 +208,7 @@ def test_a_wrong_typed_entry_is_read_again_with_one_warning(
     scan_base_dir(str(base))
     index = read_index(base)
     damage(index)
-    (base / INDEX_NAME).write_text(json.dumps(index))
+    (base / INDEX_NAME).write_bytes(index_bytes(index))
     forget_scans()
     with caplog.at_level(logging.WARNING):
         scan = scan_base_dir(str(base))
@@ -226,7 +227,7 @@ def test_a_wrong_typed_entry_never_fails_the_command_line(tmp_path: Path, lw: An
     index = read_index(base)
     _wrong_update_time(index)
     _graph_not_an_id(index)
-    (base / INDEX_NAME).write_text(json.dumps(index))
+    (base / INDEX_NAME).write_bytes(index_bytes(index))
     for command in (["query", str(base), "--sort", "network"], ["report", str(base)]):
         process = run_bounded(
             [sys.executable, "-m", "rankscribe.lineage.cli", *command],
@@ -247,7 +248,7 @@ def test_a_wrong_typed_entry_never_fails_the_command_line(tmp_path: Path, lw: An
                 f"{base / INDEX_NAME}: 2 malformed entries are read "
                 f"again from the runs\n"
             )
-        (base / INDEX_NAME).write_text(json.dumps(index))
+        (base / INDEX_NAME).write_bytes(index_bytes(index))
 
 
 def test_disabled_index_writes_nothing(
@@ -285,7 +286,7 @@ def test_the_index_is_not_a_run_and_leaves_nothing_else(tmp_path: Path, lw: Any)
     assert filter_summary_lineage(str(base))["count"] == 3
     # renamed into place whole: no lock file, no temporary file left behind
     assert sorted(p.name for p in base.iterdir() if p.is_file()) == [
-        ".rankscribe-lineage-index.json"
+        ".rankscribe-lineage-index.npz"
     ]
 
 
@@ -331,7 +332,7 @@ def test_concurrent_writers_and_readers(tmp_path: Path, lw: Any) -> None:
     for counts in results:
         assert counts == sorted(counts)  # runs only ever appear
         assert all(20 <= count <= 30 for count in counts)
-    index = read_index(base)  # whole, valid JSON
+    index = read_index(base)  # whole, its CRCs valid
     assert index["format"] == "rankscribe-lineage-index"
     assert filter_summary_lineage(str(base))["count"] == 30
     assert scan_base_dir(str(base)).parsed_runs == 0

@@ -21,7 +21,7 @@ from tests._support.launchers import Finished, run_bounded
 
 GOLDEN = Path(__file__).resolve().parents[1] / "compat" / "data" / "mindspore-2.10"
 BIN = Path(sys.executable).parent
-INDEX = ".rankscribe-lineage-index.json"
+INDEX = ".rankscribe-lineage-index.npz"  # docs/lineage-queries.md, "The index"
 LINEAGE = "events.out.events.summary.1795245300.0.vm_lineage"
 EVENTS = "events.out.events.summary.1795245300.0.vm_MS"
 ANOTHER_USER = 65534  # nobody

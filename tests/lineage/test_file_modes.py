@@ -44,7 +44,7 @@ def test_what_the_lineage_package_creates_has_the_mode_of_the_switch(
     assert filter_summary_lineage(str(job), use_index=True)["count"] == 2
     # the index is renamed into place whole: no lock file
     assert not (job / ".rankscribe-lineage-index.lock").exists()
-    assert mode(job / ".rankscribe-lineage-index.json") == files
+    assert mode(job / ".rankscribe-lineage-index.npz") == files
     merged = Path(merge_run_dir(job).path)
     assert mode(job / ".rankscribe-merge.lock") == files
     assert mode(merged) == finished

@@ -7,7 +7,6 @@ a new one) answers exactly what a query that reads every file answers.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from rankscribe.lineage.index._cache import INDEX_NAME, scan_base_dir
 from rankscribe.lineage.index._index_encoding import decode_document
 from rankscribe.lineage.index._index_file import load_index
 from tests._support.launchers import run_bounded
-from tests.lineage._index_bases import OLD, finish
+from tests.lineage._index_bases import OLD, finish, index_bytes
 
 
 def make_base(tmp_path: Path, lw: Any, count: int = 6) -> Path:
@@ -106,7 +105,7 @@ def test_an_index_out_of_base_order_still_answers_in_base_order(tmp_path: Path, 
             key: [[count - 1 - at for at in positions], values]
             for key, (positions, values) in index[section].items()
         }
-    (base / INDEX_NAME).write_text(json.dumps(index))
+    (base / INDEX_NAME).write_bytes(index_bytes(index))
     loaded = load_index(str(base))
     assert loaded is not None and loaded.dropped == 0  # a valid index, in another order
     scan = warm(base)

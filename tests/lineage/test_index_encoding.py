@@ -1,7 +1,11 @@
-"""The index file's encoding: a JSON line, then raw columns (docs/lineage-queries.md, "The index").
+"""The index file: a JSON document and .npy columns in one .npz (docs/lineage-queries.md).
 
-What is written reads back as the same document, whatever the values; a
-file that does not add up is ignored with one warning and rebuilt.
+What is written reads back as the same document, whatever the values; numpy
+opens the file; a file that does not add up, or whose bytes changed, is
+ignored with one warning and rebuilt.
+
+The encoding functions are private: imported to pin the column layout, which
+has no public door but the file itself.
 """
 
 from __future__ import annotations
@@ -9,16 +13,18 @@ from __future__ import annotations
 import json
 import logging
 import math
+import struct
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rankscribe.lineage import filter_summary_lineage
+from rankscribe.lineage import filter_runs, filter_summary_lineage
 from rankscribe.lineage.index._cache import INDEX_NAME, forget_scans, scan_base_dir
 from rankscribe.lineage.index._index_encoding import decode_document, encode_document
 from rankscribe.lineage.index._index_file import INDEX_VERSION, load_index
 from tests.lineage._index_bases import graph_base, read_index
+from tests.lineage._npz_files import read_archive, write_archive
 
 
 def _document() -> dict[str, Any]:
@@ -60,23 +66,23 @@ def _same(first: Any, second: Any) -> bool:
 def test_a_document_reads_back_as_written() -> None:
     document = _document()
     data = encode_document(document)
-    line, _, rest = data.partition(b"\n")
-    header = json.loads(line)
-    # Columns of one plain type are raw bytes after the line; the others stay in it.
+    header, arrays = read_archive(data)
+    # Columns of one plain type are .npy arrays; the others stay in the JSON document.
     assert header["path"] == 0 and isinstance(header["update_time"], list)
     assert header["fields"]["network"] == document["fields"]["network"]
-    assert [kind for kind, _, _ in header["columns"]][:3] == ["text", "i64", "bool"]
-    assert b"Net\\u0000with NUL" in line and "ünïcode".encode() in rest
-    assert b"\\u00fcn" not in line  # a binary text column is not also in the line
+    assert [kind for kind, _ in header["columns"]][:3] == ["text", "i64", "bool"]
+    assert arrays[1].tolist() == [1, 2, 3] and arrays[2].tolist() == [True, False, True]
+    assert "ünïcode".encode() in b"".join(array.tobytes() for array in arrays)
+    assert "ünïcode" not in json.dumps(header)  # an array column is not also in the document
     assert _same(decode_document(data), document)
     assert _same(document, _document())  # the document given is left as it was
 
 
-def test_a_json_document_is_an_index_too() -> None:
+def test_a_document_with_every_column_in_its_json_is_an_index_too() -> None:
     document = _document()
     document["update_time"] = [5, 6, 7]
-    text = json.dumps(document).encode()
-    assert _same(decode_document(text), document)
+    data = encode_document({**document, "path": ["./a", 1, "./c"]})  # mixed: JSON
+    assert _same(decode_document(data)["path"], ["./a", 1, "./c"])
 
 
 def _short_by_one(data: bytes) -> bytes:
@@ -87,11 +93,22 @@ def _one_byte_more(data: bytes) -> bytes:
     return data + b"\0"
 
 
-def _version_3(data: bytes) -> bytes:
-    """The previous format: the same columns, all of them one JSON document."""
+def _json_document(data: bytes) -> bytes:
+    """The same columns, all of them one JSON document (not an archive)."""
+    return json.dumps(decode_document(data)).encode()
+
+
+def _version_4(data: bytes) -> bytes:
+    """An archive of the same document, as another layout version."""
     document = decode_document(data)
-    document["version"] = 3
-    return json.dumps(document).encode()
+    document["version"] = 4
+    return encode_document(document)
+
+
+def _a_value_changed(data: bytes) -> bytes:
+    """0.2 turned 9.0 in a stored value, as a disk or a hand might."""
+    assert data.count(struct.pack("<d", 0.2)) == 1
+    return data.replace(struct.pack("<d", 0.2), struct.pack("<d", 9.0))
 
 
 @pytest.mark.parametrize(
@@ -99,9 +116,11 @@ def _version_3(data: bytes) -> bytes:
     [
         (_short_by_one, "unreadable"),
         (_one_byte_more, "unreadable"),
-        (_version_3, "another version (format rankscribe-lineage-index, version 3"),
+        (_json_document, "unreadable"),
+        (_a_value_changed, "CRC-32"),
+        (_version_4, "another version (format rankscribe-lineage-index, version 4"),
     ],
-    ids=["short-by-one-byte", "one-byte-more", "version-3-json"],
+    ids=["short-by-one-byte", "one-byte-more", "json", "a-value-changed", "version-4"],
 )
 def test_a_damaged_binary_index_is_rebuilt_with_one_warning(
     tmp_path: Path, lw: Any, damage: Any, said: str, caplog: pytest.LogCaptureFixture
@@ -110,7 +129,7 @@ def test_a_damaged_binary_index_is_rebuilt_with_one_warning(
     expected = filter_summary_lineage(str(base), use_index=False)
     scan_base_dir(str(base))
     written = (base / INDEX_NAME).read_bytes()
-    assert b"\n" in written and json.loads(written.partition(b"\n")[0])["columns"]
+    assert read_archive(written)[0]["columns"]
     (base / INDEX_NAME).write_bytes(damage(written))
     forget_scans()  # as a new process
     with caplog.at_level(logging.WARNING):
@@ -149,15 +168,72 @@ def test_repeated_texts_are_stored_once_each() -> None:
         "fields": {"optimizer": ["Adam", "SGD"] * 4, "network": [f"n{at}" for at in range(8)]},
     }
     data = encode_document(document)
-    line, _, rest = data.partition(b"\n")
-    described = json.loads(line)["columns"]
-    assert [kind for kind, _, _ in described] == ["words", "words", "text"]
-    assert rest.count(b"g1") == 1 and rest.count(b"Adam") == 1
+    header, arrays = read_archive(data)
+    assert [kind for kind, _ in header["columns"]] == ["words", "words", "text"]
+    assert bytes(arrays[0]) == b"g1\0g2" and arrays[1].tolist() == [0] * 7 + [1]
+    assert bytes(arrays[2]) == b"Adam\0SGD"
     assert decode_document(data) == document
-    # A number naming no stored word: the file is unreadable, not misread.
-    words, _ = described[0][1]
-    damaged = bytearray(data)
-    first_code = len(line) + 1 + words
-    damaged[first_code : first_code + 8] = (5).to_bytes(8, "little")
+    # A number naming no stored word (an archive whose CRCs were made for it): the file
+    # is unreadable, not misread.
+    header["graph"] = 0
+    del header["fields"]
+    arrays[1][-1] = 5
     with pytest.raises(ValueError, match="names a word it does not hold"):
-        decode_document(bytes(damaged))
+        decode_document(write_archive(header, arrays[:2]))
+
+
+def test_a_changed_value_is_neither_served_nor_matched(
+    tmp_path: Path, lw: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """0.2 turned 9.0 in the index: not matched by a filter, shown as recorded, one warning."""
+    base = graph_base(tmp_path, lw)
+    assert filter_runs(str(base), "loss > 5")["count"] == 0
+    index = base / INDEX_NAME
+    index.write_bytes(_a_value_changed(index.read_bytes()))
+    forget_scans()  # as a new process
+    with caplog.at_level(logging.WARNING):
+        matched = filter_runs(str(base), "loss > 5")
+        shown = filter_runs(str(base), "loss = 0.2")
+    assert matched["count"] == 0
+    assert [row["summary_dir"] for row in shown["object"]] == [str(base / "run2")]
+    warnings = [record.getMessage() for record in caplog.records]
+    assert len(warnings) == 1 and "CRC-32" in warnings[0] and "rebuilding" in warnings[0]
+    assert decode_document(index.read_bytes())["fields"]["loss"][0] == 0.2  # written again
+
+
+def test_every_changed_byte_is_refused(tmp_path: Path, lw: Any) -> None:
+    """Each byte of a small index changed in turn: never read as an index."""
+    base = graph_base(tmp_path, lw, count=2)
+    scan_base_dir(str(base))
+    written = (base / INDEX_NAME).read_bytes()
+    read = []
+    for at in range(len(written)):
+        damaged = bytearray(written)
+        damaged[at] ^= 0x24
+        try:
+            decode_document(bytes(damaged))
+        except ValueError:
+            continue
+        read.append(at)
+    assert read == []
+
+
+def test_an_index_of_the_earlier_name_is_left_unread(
+    tmp_path: Path, lw: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    base = graph_base(tmp_path, lw)
+    (base / ".rankscribe-lineage-index.json").write_bytes(b'{"format": "planted"}\n\0')
+    with caplog.at_level(logging.WARNING):
+        assert filter_runs(str(base), "loss < 0.15")["count"] == 2
+    assert caplog.records == []
+    assert (base / INDEX_NAME).exists()
+
+
+def test_a_base_of_more_keys_than_an_archive_holds_arrays_keeps_the_rest_in_json() -> None:
+    """A zip holds 65,535 members: 33,000 keys (two arrays each) do not all fit."""
+    keys = {f"k{at}": [[0], [at]] for at in range(33_000)}
+    document = {"format": "rankscribe-lineage-index", "path": ["./a"], "user_defined": keys}
+    data = encode_document(document)
+    header, arrays = read_archive(data)
+    assert len(arrays) == 65_534 and header["user_defined"]["k32999"] == [[0], [32999]]
+    assert decode_document(data) == document

@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import re
+import struct
 import threading
 import time
 from pathlib import Path
@@ -39,6 +40,7 @@ from rankscribe.lineage.jobview import (
     ranges_text,
 )
 from rankscribe.writer.reader import scalars
+from tests.lineage._npz_files import read_archive, write_archive
 
 TAGS = ("loss/auto", "metric/acc", STEP_TIME_TAG)
 
@@ -104,19 +106,35 @@ def test_a_tree_of_partials_gives_the_statistics_of_the_whole_job(fan_in: int) -
         lambda data: data + b"\0",
         lambda data: data[:20],
         lambda data: data[:15] + b"}" + data[16:],
+        lambda data: data.replace(struct.pack("<d", 0.25), struct.pack("<d", 9.0)),
+        lambda data: write_archive({"format": "rankscribe-job-partial", "version": 3}, []),
+    ],
+    ids=[
+        "magic",
+        "short-by-three",
+        "one-byte-more",
+        "cut-short",
+        "a-byte-changed",
+        "a-value-changed",
+        "another-version",
     ],
 )
 def test_a_damaged_or_foreign_message_is_refused(damage: object) -> None:
-    data = JobPartial.of_rank(3, rank_points(3, range(1, 5))).to_bytes()
+    data = JobPartial.of_rank(3, {"loss": [(1, 0.5), (2, 0.25)]}).to_bytes()
+    damaged = damage(data)  # type: ignore[operator]
+    assert damaged != data
     with pytest.raises(PartialFormatError) as caught:
-        JobPartial.from_bytes(damage(data))  # type: ignore[operator]
+        JobPartial.from_bytes(damaged)
     assert isinstance(caught.value, ValueError)
 
 
 def test_the_wire_format_is_data_only() -> None:
     data = JobPartial.of_rank(0, {"a": [(1, 1.0)]}).to_bytes()
     assert b"pickle" not in data and not data.startswith(b"\x80")  # not a pickle
-    assert data.startswith(b"RSJP3\n")  # 3: the columns travel as one int and one float block
+    header, arrays = read_archive(data)  # an .npz: numpy reads it
+    assert (header["format"], header["version"]) == ("rankscribe-job-partial", 4)
+    assert [array.dtype.str for array in arrays] == ["<i8", "<f8"]  # one int, one float block
+    assert arrays[0].tolist() == [1] and arrays[1].tolist() == [1.0]
 
 
 def test_rank0_writes_only_steps_every_rank_of_the_interval_passed(tmp_path: Path) -> None:

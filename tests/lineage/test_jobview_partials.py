@@ -13,11 +13,11 @@
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import struct
 import warnings
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,6 +25,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rankscribe.lineage.errors import LineageMergeError
 from rankscribe.lineage.job._batch_merge import merge_all
 from rankscribe.lineage.job._statistics import TagStatistics
 from rankscribe.lineage.jobview import (
@@ -34,6 +35,7 @@ from rankscribe.lineage.jobview import (
     PartialFormatError,
     RankSeries,
 )
+from tests.lineage._npz_files import read_archive, write_archive
 
 _COLUMNS = (
     "steps",
@@ -189,8 +191,7 @@ def test_merge_all_decides_numpys_cases(values: list[float], mean: float, std: f
 
 
 def _header(data: bytes) -> dict[str, Any]:
-    (size,) = struct.unpack_from("<Q", data, 6)
-    header: dict[str, Any] = json.loads(data[14 : 14 + size])
+    header: dict[str, Any] = read_archive(data)[0]
     return header
 
 
@@ -224,13 +225,12 @@ def _message_with_steps_out_of_order(kind: str) -> bytes:
     own = JobPartial.of_rank(1, {"loss": [(1, 1.0), (2, 2.0)], STEP_TIME_TAG: [(1, 0.1), (2, 0.2)]})
     if kind == "tags":
         own.merge(JobPartial.of_rank(2, {"loss": [(1, 3.0)]}))  # loss travels whole
-    data = bytearray(own.to_bytes())
-    (size,) = struct.unpack_from("<Q", data, 6)
-    # The int block after the header: the whole tags' columns (steps first), then the
-    # one-rank tags' steps (loss, step time), then the per-rank steps (step time).
+    header, (ints, floats) = read_archive(own.to_bytes())
+    # The int array: the whole tags' columns (steps first), then the one-rank tags' steps
+    # (loss, step time), then the per-rank steps (step time).
     first = {"tags": 0, "one_rank": 0, "per_rank": 4}[kind]
-    struct.pack_into("<q", data, 14 + size + 8 * (first + 1), 1)  # steps 1, 1
-    return bytes(data)
+    ints[first + 1] = 1  # steps 1, 1
+    return write_archive(header, [ints, floats])
 
 
 @pytest.mark.parametrize(
@@ -246,11 +246,9 @@ def test_steps_out_of_order_are_refused_naming_the_tag(kind: str, tag: str) -> N
 
 def test_a_header_that_names_other_arrays_than_the_message_holds_is_refused() -> None:
     data = JobPartial.of_rank(0, {"a": [(1, 1.0), (2, 2.0)]}).to_bytes()
-    (size,) = struct.unpack_from("<Q", data, 6)
-    header = json.loads(data[14 : 14 + size])
+    header, arrays = read_archive(data)
     header["one_rank"][0][2] = 3
-    text = json.dumps(header).encode()
-    forged = data[:6] + struct.pack("<Q", len(text)) + text + data[14 + size :]
+    forged = write_archive(header, arrays)
     with pytest.raises(PartialFormatError, match="the header names arrays of"):
         JobPartial.from_bytes(forged)
 
@@ -301,3 +299,23 @@ def test_a_ranks_partial_holds_what_tag_statistics_of_rank_gives() -> None:
             np.testing.assert_array_equal(
                 getattr(partial.tags[tag], name), getattr(want, name), err_msg=f"{tag} {name}"
             )
+
+
+def _damaged_in_transit(batch: list[tuple[int, str]]) -> bytes:
+    """A merge worker's answer with one value changed on its way (0.2 turned 9.0)."""
+    data = JobPartial.of_rank(batch[0][0], {"loss": [(1, 0.2)]}).to_bytes()
+    return data.replace(struct.pack("<d", 0.2), struct.pack("<d", 9.0))
+
+
+def test_a_damaged_partial_from_a_merge_worker_is_refused_naming_its_ranks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Private: the offline merge's worker pool, whose messages have no public door.
+    from rankscribe.lineage.merge import _stream
+
+    monkeypatch.setattr(_stream, "ranks_partial", _damaged_in_transit)
+    rank_dirs = {rank: str(tmp_path / f"rank_{rank}") for rank in range(4)}
+    damaged = r"the merge worker of ranks [0-3] sent a damaged"
+    with pytest.raises(LineageMergeError, match=damaged) as caught:
+        _stream.job_statistics_of_dirs(rank_dirs, workers=2)
+    assert "CRC-32" in str(caught.value)

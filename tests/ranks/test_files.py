@@ -74,7 +74,7 @@ def test_a_rank_dir_of_no_rank_is_refused_naming_rank() -> None:
         files.rank_dir_name(-1)
     with pytest.raises(RanksTypeError, match=r"rank must be an int >= 0, got True \(bool\)"):
         files.rank_dir_name(True)
-    with pytest.raises(RanksTypeError, match=r"rank must be an int, got str '1'"):
+    with pytest.raises(RanksTypeError, match=r"rank must be an int >= 0, got '1' \(str\)"):
         files.rank_dir_name("1")  # type: ignore[arg-type]
     with pytest.raises(RanksTypeError, match=r"name must be a str, got bytes"):
         files.parse_rank_dir_name(b"rank_1")  # type: ignore[arg-type]

@@ -27,8 +27,10 @@ the same query before that read, whatever the cache holds then; on this
 machine's disk, 100,000 run dirs evicted from the cache take ~70 s to list,
 so that column measures the disk and the cache as much as the code. With
 ``--formats`` it also times reading the same index stored other ways, in
-this process: the index as it is (version 4: raw columns after a JSON line,
-decoded and checked, ``load_index``), the same columns as one JSON document
+this process: the index as it is (version 5: a JSON document and ``.npy``
+columns in one ``.npz``, its CRCs and columns checked, ``load_index``; SQLite
+as the query engine and numpy's own ``.npz`` reader are compared with it by
+``tools/bench/index_containers.py``), the same columns as one JSON document
 (version 3, decoded only), one JSON object per run (version 2, decoded only),
 and SQLite rows holding each run's values as a JSON text (fetched and decoded).
 
@@ -240,8 +242,8 @@ def format_times(root: Path) -> dict[str, Seconds]:
                 json.loads(lineage)
 
         return {
-            "raw columns after a JSON line, decoded and checked (ours)": in_this_process(
-                lambda: load_index(str(root))
+            ".npz of a JSON document and .npy columns, CRCs and columns checked (ours)": (
+                in_this_process(lambda: load_index(str(root)))
             ),
             "columnar JSON (version 3), decoded only": in_this_process(
                 lambda: json.loads(columnar.read_bytes())

@@ -64,6 +64,32 @@ def job_seeds() -> dict[str, bytes]:
     }
 
 
+def container_seeds() -> dict[str, bytes]:
+    """Inputs of the ``container`` target: a lineage index and job-view partials."""
+    from rankscribe.lineage import filter_runs
+    from rankscribe.lineage.index._cache import INDEX_NAME
+    from rankscribe.lineage.jobview import FINGERPRINT_TAG, STEP_TIME_TAG, JobPartial
+
+    with tempfile.TemporaryDirectory() as scratch:
+        base = Path(scratch)
+        shutil.copytree(GOLDEN / "lineage_train_eval", base / "good")
+        filter_runs(str(base))
+        index = (base / INDEX_NAME).read_bytes()
+    points = {
+        "loss/auto": [(1, 0.5), (2, float("nan")), (3, 0.25)],
+        STEP_TIME_TAG: [(1, 0.1), (2, 0.2), (3, 0.3)],
+        FINGERPRINT_TAG: [(2, 7.0)],
+    }
+    own = JobPartial.of_rank(0, points, finished=True)
+    merged = JobPartial.of_rank(0, points)
+    merged.merge(JobPartial.of_rank(1, {"loss/auto": [(1, 0.75), (4, float("inf"))]}))
+    return {
+        "seed-index-golden-run": index,
+        "seed-partial-one-rank": own.to_bytes(),
+        "seed-partial-two-ranks": merged.to_bytes(),
+    }
+
+
 def live_state_seeds() -> dict[str, bytes]:
     """Inputs of ``livestate``: state files as the live view writes them (a 3-rank job)."""
     state = {
@@ -135,6 +161,7 @@ _MADE_SEEDS = {
     "livestate": live_state_seeds,
     "claim": claim_seeds,
     "treemessage": tree_seeds,
+    "container": container_seeds,
 }
 
 

@@ -455,6 +455,76 @@ def tree_message(data: bytes) -> None:
         _check_plain_json("last_steps", {str(k): v for k, v in statistics.last_steps.items()})
 
 
+def _container_as_index(data: bytes) -> None:
+    """``data`` as the lineage index of a base dir holding the good run: the query answers
+    with plain values and still finds the good run, whatever the index holds.
+
+    An archive whose document claims to be an index is also read with this code's header
+    put in (its CRCs made again): its columns then meet every check behind the header,
+    whichever version of the code wrote the input.
+    """
+    from rankscribe.lineage import _npz
+    from rankscribe.lineage.index._index_file import index_header
+
+    _query_with_index(data)
+    try:
+        document, arrays = _npz.unpack(data)
+    except _npz.ArchiveError:
+        return
+    if isinstance(document, dict) and document.get("format") == index_header()["format"]:
+        document.update(index_header())
+        _query_with_index(_npz.pack(document, arrays))
+
+
+def _query_with_index(data: bytes) -> None:
+    from rankscribe.lineage import filter_runs
+    from rankscribe.lineage.index._cache import INDEX_NAME, forget_scans
+
+    errors = _lineage_errors()
+    base = _scratch.root / "indexed"
+    good = base / "good"
+    if not good.exists():
+        shutil.copytree(GOOD_RUN, good)
+    index = base / INDEX_NAME
+    index.unlink(missing_ok=True)
+    descriptor = os.open(index, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # ours: trusted
+    with os.fdopen(descriptor, "wb") as stream:
+        stream.write(data)
+    forget_scans()  # as a new process: the index is read from the file
+    for where in (None, "loss < 1e9"):
+        rows = _expect(f"filter_runs({where})", errors, lambda w=where: filter_runs(str(base), w))
+        _check_plain_json("filter_runs", rows)
+        found = [item.get("summary_dir") for item in (rows or {}).get("object", [])]
+        if where is None and found != [str(good)]:
+            raise FuzzFailureError(f"a hostile index changed the runs a query lists: {found}")
+
+
+def _container_as_partial(data: bytes) -> None:
+    """``data`` as a job-view partial: refused with PartialFormatError, or a partial that
+    merges with another and travels again."""
+    from rankscribe.lineage.jobview import JobPartial, PartialFormatError
+
+    partial = _expect(
+        "JobPartial.from_bytes", (PartialFormatError,), lambda: JobPartial.from_bytes(data)
+    )
+    if partial is None:
+        return
+    partial.merge(JobPartial.of_rank(1 << 20, {"loss": [(1, 1.0)]}))
+    again = _expect(
+        "JobPartial.from_bytes(to_bytes())", (), lambda: JobPartial.from_bytes(partial.to_bytes())
+    )
+    _check_plain_json(
+        "a decoded partial's last steps", {str(k): v for k, v in again.last_steps.items()}
+    )
+
+
+def container(data: bytes) -> None:
+    """The lineage package's binary container (an ``.npz``): the same bytes read as a lineage
+    index and as a job-view partial (the two things stored in it)."""
+    _container_as_index(data)
+    _container_as_partial(data)
+
+
 WRITER_TARGETS: dict[str, Callable[[bytes], None]] = {
     "summary": summary_file,
     "tensorboard": tensorboard_file,
@@ -465,6 +535,7 @@ LINEAGE_TARGETS: dict[str, Callable[[bytes], None]] = {
     "livestate": live_state_file,
     "claim": claim_file,
     "treemessage": tree_message,
+    "container": container,
 }
 TARGETS = {**WRITER_TARGETS, **LINEAGE_TARGETS}
 

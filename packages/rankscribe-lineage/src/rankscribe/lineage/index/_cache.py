@@ -1,7 +1,7 @@
 """The index cache that makes repeated queries over a base dir cheap.
 
 A query must know every run's lineage, but it need not read again what it
-has read. The index, ``.rankscribe-lineage-index.json`` in the base dir
+has read. The index, ``.rankscribe-lineage-index.npz`` in the base dir
 (its format: :mod:`rankscribe.lineage.index._index_file`), keeps for each run
 the searchable summary of its lineage together with what it was computed
 from: the name, size, mtime (ns) and inode of each of the run's ``_lineage``

@@ -1,36 +1,40 @@
-"""How the lineage index file stores its document: one JSON line, then binary columns.
+"""How the lineage index file stores its document: a JSON document and arrays, in one ``.npz``.
 
 The document (its layout: :mod:`rankscribe.lineage.index._index_file`) is
-written as one line of JSON, ``\\n``, then the bytes of its long columns
-(``docs/lineage-queries.md``, "The index file"). A column of one plain type
-is not in the JSON: in its place the line holds the column's number, and its
-values follow the line as raw bytes, described by the line's ``"columns"``
-list (``[kind, [byte size of each part], value count]`` per column):
+stored in the lineage package's one container (:mod:`rankscribe.lineage._npz`:
+numpy's ``.npz``, a CRC-32 per member) as its JSON document and its long
+columns as ``.npy`` arrays (``docs/lineage-queries.md``, "The index"). A
+column of one plain type is not in the JSON: in its place the document holds
+the column's number, and its values are the next arrays of the archive, as
+the document's ``"columns"`` list describes them (``[kind, value count]``
+per column):
 
-- ``i64``: little-endian signed 64-bit integers;
-- ``f64``: little-endian IEEE 754 doubles (every float, NaN and -0.0 included);
-- ``bool``: one byte per value, 0 or 1;
-- ``text``: UTF-8 (lone surrogates kept, as file names may hold them), the
-  values joined by NUL (a column whose text holds a NUL stays JSON);
-- ``words``: a text column whose values repeat (graph ids, optimizers):
-  its distinct values as a ``text`` part, then one ``i64`` per value
-  numbering them (from 0, in order of first appearance);
+- ``i64``: one ``<i8`` array;
+- ``f64``: one ``<f8`` array (every float, NaN and -0.0 included);
+- ``bool``: one ``|b1`` array;
+- ``text``: one ``|u1`` array: UTF-8 (lone surrogates kept, as file names may
+  hold them), the values joined by NUL (a column whose text holds a NUL stays
+  JSON);
+- ``words``: a text column whose values repeat (graph ids, optimizers): its
+  distinct values as a ``text`` array, then one ``<i8`` per value numbering
+  them (from 0, in order of first appearance);
 - ``files``: the lineage files of runs that each have one, as a ``text``
-  part of names and one ``i64`` part holding each run's size, mtime (ns),
+  array of names and one ``<i8`` array holding each run's size, mtime (ns),
   inode and ctime (ns) in turn.
 
-Which columns may be binary: ``path``, ``dir_mtime``, ``final``,
+Which columns may be arrays: ``path``, ``dir_mtime``, ``final``,
 ``create_time``, ``update_time``, ``files``, ``graph``, each field column,
 and the positions and values of each ``metric`` and ``user_defined`` key.
 Any of them may be JSON instead (a column of mixed types, None among its
-values, or numbers beyond 64 bits): one JSON document with no binary column
-is a valid index too.
+values, or numbers beyond 64 bits): an archive with no array is a valid
+index too.
 
 Why: decoding 100,000 runs' columns from JSON made a Python object per value
 out of text (0.51 s); the same columns as raw arrays are read back and
-checked in 0.14 s (``tools/bench/cli.py --formats``, the same run). The bytes are checked by their
-sizes (a truncated file is unreadable, never half read); the values' types
-come from the kind, so they are what the index's checks expect.
+checked in 0.14 s (``tools/bench/index_containers.py``). The archive's CRCs
+detect a changed byte; the arrays' lengths are checked against the counts
+(a truncated file is unreadable, never half read); the values' types come
+from the kind, so they are what the index's checks expect.
 """
 
 from __future__ import annotations
@@ -38,10 +42,11 @@ from __future__ import annotations
 import array
 import functools
 import itertools
-import json
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
+
+from rankscribe.lineage import _npz
 
 __all__ = [
     "ColumnsError",
@@ -209,27 +214,30 @@ def encode_document(document: dict[str, Any]) -> bytes:
                 for key, value in line[section].items()
             }
     described: list[list[Any]] = []
-    parts: list[bytes] = []
+    arrays: list[tuple[str, bytes]] = []
     for container, key in _slots(line):
         values = container[key]
         encoded = _encoded(values) if isinstance(values, list) else None
         if encoded is None:
             continue
         kind, pieces = encoded
+        if len(arrays) + len(pieces) > _npz.MAX_ARRAYS:
+            continue  # a base of tens of thousands of keys: the rest stay JSON
         container[key] = len(described)
-        described.append([kind, [len(piece) for piece in pieces], len(values)])
-        parts += pieces
+        described.append([kind, len(values)])
+        arrays += zip(_PART_KINDS[kind], pieces, strict=True)
     line["columns"] = described
-    text = json.dumps(line, separators=(",", ":"), check_circular=False)
-    return b"\n".join([text.encode("ascii"), b"".join(parts)])
+    return _npz.pack(line, arrays)
 
 
-def split_document(data: bytes) -> tuple[Any, memoryview]:
-    """The JSON line (decoded, its columns not yet resolved) and the bytes after it."""
-    end = data.find(b"\n")
-    if end < 0:
-        return json.loads(data), memoryview(b"")
-    return json.loads(data[:end]), memoryview(data)[end + 1 :]
+def split_document(data: bytes) -> tuple[Any, list[tuple[str, memoryview]]]:
+    """The document (its columns not yet resolved) and the archive's arrays.
+
+    :class:`rankscribe.lineage._npz.ArchiveError` (a ValueError) for a file
+    that is not an archive, or whose bytes changed.
+    """
+    document, arrays = _npz.unpack(data)
+    return document, arrays
 
 
 def _decoders() -> dict[str, Callable[[list[memoryview], int], Any]]:
@@ -260,48 +268,52 @@ def _decoders() -> dict[str, Callable[[list[memoryview], int], Any]]:
 
 
 _DECODERS = _decoders()
-_PART_COUNTS = {"i64": 1, "f64": 1, "bool": 1, "text": 1, "words": 2, "files": 2}
+# The .npy kinds of each column kind's arrays, in order.
+_PART_KINDS = {
+    "i64": ("<i8",),
+    "f64": ("<f8",),
+    "bool": ("|b1",),
+    "text": ("|u1",),
+    "words": ("|u1", "<i8"),
+    "files": ("|u1", "<i8"),
+}
 
 
 def decode_columns(
-    line: dict[str, Any], rest: memoryview, *, file_columns: bool = False
+    line: dict[str, Any], arrays: list[tuple[str, memoryview]], *, file_columns: bool = False
 ) -> dict[str, Any]:
-    """The document with its binary columns in place; ValueError if they do not add up.
+    """The document with its array columns in place; ValueError if they do not add up.
 
-    With ``file_columns``, a binary ``files`` column is a :class:`FileColumns`
+    With ``file_columns``, an array ``files`` column is a :class:`FileColumns`
     (else it is made into lists, as a JSON ``files`` column reads).
     """
     described = line.pop("columns", [])
     if not isinstance(described, list):
         raise ColumnsError("'columns' is not a list")
     columns: list[list[Any]] = []
-    offset = 0
+    taken = 0
     for item in described:
         if not (
             isinstance(item, list)
-            and len(item) == 3
+            and len(item) == 2
             and item[0] in _DECODERS
-            and isinstance(item[1], list)
-            and len(item[1]) == _PART_COUNTS[item[0]]
-            and all(type(size) is int and size >= 0 for size in item[1])
-            and type(item[2]) is int
+            and type(item[1]) is int
         ):
-            raise ColumnsError(f"column description {str(item)[:60]} is not [kind, [sizes], count]")
-        kind, sizes, count = item
-        parts = []
-        for size in sizes:
-            parts.append(rest[offset : offset + size])
-            offset += size
-        if offset > len(rest):
-            raise ColumnsError("the index file is truncated")
-        values = _DECODERS[kind](parts, count)
+            raise ColumnsError(f"column description {str(item)[:60]} is not [kind, count]")
+        kind, count = item
+        kinds = _PART_KINDS[kind]
+        parts = arrays[taken : taken + len(kinds)]
+        taken += len(kinds)
+        if tuple(part_kind for part_kind, _ in parts) != kinds:
+            raise ColumnsError(f"a {kind} column is not stored as arrays of {', '.join(kinds)}")
+        values = _DECODERS[kind]([data for _, data in parts], count)
         if isinstance(values, FileColumns) and not file_columns:
             values = values.rows()
         if len(values) != count and not isinstance(values, FileColumns):
             raise ColumnsError(f"a {kind} column holds {len(values)} values, not {count}")
         columns.append(values)
-    if offset != len(rest):
-        raise ColumnsError(f"{len(rest) - offset} bytes after the index's columns")
+    if taken != len(arrays):
+        raise ColumnsError(f"{len(arrays) - taken} arrays after the index's columns")
     for container, key in list(_slots(line)):
         number = container[key]
         if type(number) is int:
@@ -313,5 +325,5 @@ def decode_columns(
 
 def decode_document(data: bytes) -> Any:
     """A whole file's document, every column a list (what :func:`encode_document` took)."""
-    line, rest = split_document(data)
-    return decode_columns(line, rest) if isinstance(line, dict) else line
+    line, arrays = split_document(data)
+    return decode_columns(line, arrays) if isinstance(line, dict) else line

@@ -1,12 +1,12 @@
 """The lineage index file of a base dir: its format, reading and checking it, writing it.
 
 Format (``docs/lineage-queries.md``, "The index"): one document,
-``.rankscribe-lineage-index.json``, stored column by column (one list per
+``.rankscribe-lineage-index.npz``, stored column by column (one list per
 property, position ``i`` of every list describing run ``i``); its long
-columns of one type are stored as raw arrays after a JSON line
-(:mod:`rankscribe.lineage.index._index_encoding`), the rest is JSON::
+columns of one type are stored as ``.npy`` arrays beside the JSON document
+in one ``.npz`` archive (:mod:`rankscribe.lineage.index._index_encoding`)::
 
-    {"format": "rankscribe-lineage-index", "version": 4,
+    {"format": "rankscribe-lineage-index", "version": 5,
      "package": "<rankscribe-lineage version>", "parser": "<digest of the parser's code>",
      "path": ["./run1", ...], "dir_mtime": [...], "final": [...],
      "create_time": [...], "update_time": [...],
@@ -21,6 +21,8 @@ Chosen by measurement (``docs/lineage-queries.md``). A warm query reads the
 checked columns (:mod:`rankscribe.lineage.index._fresh_index`); per-run
 entries are made only when some run changed.
 
+- The archive's CRC-32s catch a changed byte: such a file is ignored with
+  one warning and rebuilt, like one that is truncated or not an archive.
 - The header's ``package`` and ``parser`` (a digest of the source of the
   modules that turn lineage files into the index's values) are the
   invalidation key: another version's index is ignored with a warning and
@@ -66,13 +68,14 @@ __all__ = [
     "write_index",
 ]
 
-INDEX_NAME = ".rankscribe-lineage-index.json"
+INDEX_NAME = ".rankscribe-lineage-index.npz"
 INDEX_FORMAT = "rankscribe-lineage-index"
-INDEX_VERSION = 4
+INDEX_VERSION = 5
 # The modules whose code decides what the index stores for a run, and how.
 _PARSER_MODULES = (
     __name__,
     "rankscribe.lineage.index._index_encoding",
+    "rankscribe.lineage._npz",
     "rankscribe.lineage.record._discovery",
     "rankscribe.lineage.record._parser",
     "rankscribe.lineage.record._model",
@@ -203,7 +206,7 @@ def load_index(base_dir: str) -> LoadedIndex | None:
                     "ignoring lineage index %s: another user owns it or may write it", path
                 )
                 return None
-            line, rest = encoding.split_document(stream.read())
+            line, arrays = encoding.split_document(stream.read())
     except FileNotFoundError:
         return None
     except (OSError, ValueError, RecursionError) as error:
@@ -218,7 +221,7 @@ def load_index(base_dir: str) -> LoadedIndex | None:
         )
         return None
     try:
-        loaded = _decoded(encoding.decode_columns(line, rest, file_columns=True), found)
+        loaded = _decoded(encoding.decode_columns(line, arrays, file_columns=True), found)
     except (TypeError, ValueError, KeyError, IndexError, AttributeError) as error:
         what = "unreadable" if isinstance(error, encoding.ColumnsError) else "malformed"
         logger.warning("ignoring %s lineage index %s (%s); rebuilding it", what, path, error)

@@ -1,7 +1,9 @@
 """The wire format of a job-view partial (docs/job-view.md, "Tree").
 
-A message is ``b"RSJP3\\n"``, the length of a JSON header (u64 LE), the
-header, then one block of little-endian int64 and one of float64:
+A message is the lineage package's one container
+(:mod:`rankscribe.lineage._npz`: numpy's ``.npz``, a CRC-32 per member)
+holding a JSON header and two arrays, one of little-endian int64 and one of
+float64:
 
 - ``tags``: ``[[tag, n], ...]``, whole statistics: their columns as rows of
   ``n`` in the int block (:data:`INT_FIELDS`) and in the float block
@@ -14,23 +16,22 @@ header, then one block of little-endian int64 and one of float64:
 - ``last_steps``, ``nonfinite_loss`` (``[[rank, step], ...]``), ``finished``.
 
 Data only, never a pickle (a message from a store or a folder another user
-could write must not run code); everything the merge relies on (lengths
-that add up to the message, steps ascending, counts in range) is checked
-before a partial is made, else :class:`PartialFormatError`.
+could write must not run code); everything the merge relies on (a message
+whose bytes are the ones sent, lengths that add up to the arrays, steps
+ascending, counts in range) is checked before a partial is made, else
+:class:`PartialFormatError`.
 """
 
 from __future__ import annotations
 
-import json
-import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rankscribe.lineage import _npz
 from rankscribe.lineage.job._statistics import TagStatistics
-from rankscribe.ranks.jsondata import parse_json
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -46,8 +47,8 @@ __all__ = [
     "group_by_steps",
 ]
 
-_MAGIC = b"RSJP3\n"
-_LENGTH = struct.Struct("<Q")
+_FORMAT = "rankscribe-job-partial"
+_VERSION = 4
 # TagStatistics' columns, in this order, as rows of one int64 and one float64 block (the
 # finite moments and the non-finite counts apart, so a merge matches numpy for inf and NaN:
 # job/_statistics.py).
@@ -103,20 +104,20 @@ def encode(
         runs.append([tag, list(ranks), [len(steps) for steps, _ in ranks.values()]])
         ints.extend(steps for steps, _ in ranks.values())
         floats.extend(values for _, values in ranks.values())
-    header = json.dumps(
-        {
-            "tags": [[tag, len(statistics.steps)] for tag, statistics in tags.items()],
-            "one_rank": singles,
-            "per_rank": runs,
-            "last_steps": [[rank, step] for rank, step in last_steps.items()],
-            "nonfinite_loss": [[rank, step] for rank, step in nonfinite_loss.items()],
-            "finished": sorted(finished),
-        },
-        separators=(",", ":"),
-    ).encode("utf-8")
-    prefix = _MAGIC + _LENGTH.pack(len(header)) + header
-    # join copies straight from the arrays' buffers: one copy less than tobytes() first.
-    return b"".join([prefix, _joined(ints, "<i8").data, _joined(floats, "<f8").data])
+    header = {
+        "format": _FORMAT,
+        "version": _VERSION,
+        "tags": [[tag, len(statistics.steps)] for tag, statistics in tags.items()],
+        "one_rank": singles,
+        "per_rank": runs,
+        "last_steps": [[rank, step] for rank, step in last_steps.items()],
+        "nonfinite_loss": [[rank, step] for rank, step in nonfinite_loss.items()],
+        "finished": sorted(finished),
+    }
+    # The arrays' own buffers go into the archive: no copy made by tobytes() first.
+    return _npz.pack(
+        header, [("<i8", _joined(ints, "<i8").data), ("<f8", _joined(floats, "<f8").data)]
+    )
 
 
 def decode(
@@ -127,21 +128,19 @@ def decode(
     ``ranks``: the ranks the sender may speak for, as inclusive (first, last) runs
     (its subtree); a message naming any other rank is refused. None: any rank.
     """
-    view = memoryview(data).cast("B")
-    start = len(_MAGIC) + _LENGTH.size
-    if len(view) < start or bytes(view[: len(_MAGIC)]) != _MAGIC:
-        raise PartialFormatError("not a job-view partial (wrong magic bytes)")
-    (size,) = _LENGTH.unpack(view[len(_MAGIC) : start])
-    if size > min(_MAX_HEADER, len(view) - start):
-        raise PartialFormatError(f"a header of {size} bytes does not fit the message")
     try:
-        header = parse_json(
-            view[start : start + size],
-            what="a job-view partial's header",
-            max_bytes=_MAX_HEADER,
-            max_depth=_MAX_HEADER_DEPTH,
-        )
-        return _decoded(header, view, start + size, ranks)
+        header, arrays = _npz.unpack(data, max_document=_MAX_HEADER, max_depth=_MAX_HEADER_DEPTH)
+    except _npz.ArchiveError as error:
+        raise PartialFormatError(f"not a job-view partial, or a damaged one ({error})") from error
+    if not isinstance(header, dict) or (header.get("format"), header.get("version")) != (
+        _FORMAT,
+        _VERSION,
+    ):
+        raise PartialFormatError("not a job-view partial of this version")
+    if [kind for kind, _ in arrays] != ["<i8", "<f8"]:
+        raise PartialFormatError("a job-view partial holds one int64 and one float64 array")
+    try:
+        return _decoded(header, arrays[0][1], arrays[1][1], ranks)
     except (ValueError, TypeError, KeyError, IndexError) as error:
         if isinstance(error, PartialFormatError):
             raise
@@ -174,10 +173,11 @@ def _rank_number(value: Any, what: str) -> int:
 
 
 def _decoded(
-    header: Any, view: memoryview, offset: int, allowed: Sequence[tuple[int, int]] | None
+    header: dict[str, Any],
+    int_bytes: memoryview,
+    float_bytes: memoryview,
+    allowed: Sequence[tuple[int, int]] | None,
 ) -> Decoded:
-    if not isinstance(header, dict):
-        raise PartialFormatError("the header is not an object")
     tags = [(_tag_name(tag), _length(count)) for tag, count in header["tags"]]
     one_rank = [
         (_tag_name(tag), _rank_number(rank, "a rank"), _length(count))
@@ -203,16 +203,14 @@ def _decoded(
     points, rank_points = sum(lengths), sum(rank_lengths)
     int_count = len(INT_FIELDS) * points + rank_points
     float_count = len(FLOAT_FIELDS) * points + rank_points
-    if len(view) - offset != 8 * (int_count + float_count):
+    if (len(int_bytes), len(float_bytes)) != (8 * int_count, 8 * float_count):
         raise PartialFormatError(
-            f"the header names arrays of {8 * (int_count + float_count)} bytes, "
-            f"the message holds {len(view) - offset}"
+            f"the header names arrays of {int_count} and {float_count} items, "
+            f"the message holds {len(int_bytes) // 8} and {len(float_bytes) // 8}"
         )
     # One copy each (aligned, writable, native order); every column is a view into them.
-    ints = np.frombuffer(view, dtype="<i8", count=int_count, offset=offset).astype(np.int64)
-    floats = np.frombuffer(
-        view, dtype="<f8", count=float_count, offset=offset + 8 * int_count
-    ).astype(np.float64)
+    ints = np.frombuffer(int_bytes, dtype="<i8").astype(np.int64)
+    floats = np.frombuffer(float_bytes, dtype="<f8").astype(np.float64)
     columns = ints[: len(INT_FIELDS) * points].reshape(len(INT_FIELDS), points)
     moments = floats[: len(FLOAT_FIELDS) * points].reshape(len(FLOAT_FIELDS), points)
     _check_columns(columns, [tag for tag, _ in tags], lengths)

@@ -20,7 +20,8 @@ import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
 
-from rankscribe.lineage.job._partials import Partial
+from rankscribe.lineage.errors import LineageMergeError
+from rankscribe.lineage.job._partials import Partial, PartialFormatError
 from rankscribe.lineage.job._statistics import JobStatistics
 from rankscribe.lineage.jobview import rank_dir_arrays
 
@@ -51,6 +52,17 @@ def _merged(batch: Sequence[tuple[int, str]]) -> Partial:
     return merged
 
 
+def _received(data: bytes, batch: Sequence[tuple[int, str]]) -> Partial:
+    """A worker's partial; a damaged one is refused naming the worker's ranks."""
+    try:
+        return Partial.from_bytes(data)
+    except PartialFormatError as error:
+        ranks = f"{batch[0][0]}" if len(batch) == 1 else f"{batch[0][0]}-{batch[-1][0]}"
+        raise LineageMergeError(
+            f"the merge worker of ranks {ranks} sent a damaged job-view partial: {error}"
+        ) from error
+
+
 def _executor(workers: int) -> Executor:
     # fork is the cheapest start, but forking a process with threads can copy a held lock.
     method = "fork" if threading.active_count() == 1 and os.name == "posix" else "spawn"
@@ -71,10 +83,10 @@ def job_statistics_of_dirs(
     with _executor(count) as pool:
         # Every batch is in flight at once (a few per worker), and each result is
         # merged as it arrives and let go: results never pile up here.
-        running = {pool.submit(ranks_partial, batch) for batch in batches}
+        running = {pool.submit(ranks_partial, batch): batch for batch in batches}
         while running:
-            done, running = wait(running, return_when=FIRST_COMPLETED)
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in done:
-                merged.merge(Partial.from_bytes(future.result()))
+                merged.merge(_received(future.result(), running.pop(future)))
             del done
     return merged.job_statistics()
