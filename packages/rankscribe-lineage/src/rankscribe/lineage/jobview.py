@@ -48,6 +48,7 @@ from rankscribe.lineage.errors import (
     LineageParamTypeError,
     LineageParamValueError,
 )
+from rankscribe.lineage.job._control import ControlFile
 from rankscribe.lineage.job._files import (
     Curve,
     step_table,
@@ -60,7 +61,20 @@ from rankscribe.lineage.job._files import now as _now
 from rankscribe.lineage.job._live import LIVE_STATE_NAME, LiveJobView, read_live_state
 from rankscribe.lineage.job._partials import Partial as JobPartial
 from rankscribe.lineage.job._partials import PartialFormatError
+from rankscribe.lineage.job._protocol import (
+    CONTROL_NAME,
+    DEFAULT_JOB_VIEW_INTERVAL,
+    DEFAULT_TIMING_INTERVAL,
+    FINAL_ROUND,
+    round_name,
+    round_number,
+    round_period,
+    rounds_per_interval,
+)
+from rankscribe.lineage.job._protocol import decode as decode_message
+from rankscribe.lineage.job._protocol import encode as encode_message
 from rankscribe.lineage.job._ranges import last_steps_text, ranges_text
+from rankscribe.lineage.job._records import ACTIONABLE_KINDS, records_from_verdicts
 from rankscribe.lineage.job._sentences import timing_name, verdict_lines
 from rankscribe.lineage.job._statistics import (
     DATA_WAIT_TAG,
@@ -87,6 +101,15 @@ from rankscribe.lineage.job._stragglers import (
 from rankscribe.lineage.job._verdicts import STRAGGLER_SHARE, StepTimes, timing_evidence
 from rankscribe.lineage.job._verdicts import dense_series as _dense_series
 from rankscribe.lineage.job._verdicts import job_verdicts as _job_verdicts
+from rankscribe.lineage.job._watch import (
+    DEFAULT_COST_FLOOR,
+    DEFAULT_MARGIN,
+    DEFAULT_WINDOW_STEPS,
+    TimingWatch,
+    VerdictCallback,
+    WatchSettings,
+    judge_window,
+)
 from rankscribe.lineage.query._conditions import FIELD_MAPPING
 from rankscribe.lineage.record._parser import RunLineage
 from rankscribe.writer import WriterError, reader
@@ -97,7 +120,15 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "ACTIONABLE_KINDS",
+    "CONTROL_NAME",
     "DATA_WAIT_TAG",
+    "DEFAULT_COST_FLOOR",
+    "DEFAULT_JOB_VIEW_INTERVAL",
+    "DEFAULT_MARGIN",
+    "DEFAULT_TIMING_INTERVAL",
+    "DEFAULT_WINDOW_STEPS",
+    "FINAL_ROUND",
     "FINGERPRINT_TAG",
     "FORWARD_TIME_TAG",
     "LIVE_STATE_NAME",
@@ -109,6 +140,7 @@ __all__ = [
     "STRAGGLER_MARGIN",
     "STRAGGLER_SHARE",
     "TIMING_TAGS",
+    "ControlFile",
     "JobPartial",
     "JobStatistics",
     "JobView",
@@ -119,11 +151,22 @@ __all__ = [
     "StragglerEvidence",
     "TagStatistics",
     "TimingEvidence",
+    "TimingWatch",
+    "VerdictCallback",
+    "WatchSettings",
+    "decode_message",
+    "encode_message",
     "is_timing_tag",
+    "judge_window",
     "live_lines",
     "paired_ratios",
     "ranges_text",
     "rank_dir_arrays",
+    "records_from_verdicts",
+    "round_name",
+    "round_number",
+    "round_period",
+    "rounds_per_interval",
     "series_from_dir",
     "session_values",
     "straggler_verdicts",
@@ -478,6 +521,10 @@ def live_lines(job_dir: str | os.PathLike[str]) -> list[str]:
             else ""
         )
     ]
+    records = state.get("verdict_records")
+    for record in records if isinstance(records, list) else []:
+        if isinstance(record, dict) and isinstance(record.get("message"), str):
+            lines.append(f"{record.get('kind', 'verdict')} (recent steps): {record['message']}")
     lines.extend(verdict_lines(verdicts))
     last = last_steps_text(verdicts)
     if last:

@@ -42,6 +42,8 @@ from rankscribe.lineage.job._files import (
 )
 from rankscribe.lineage.job._partials import Partial
 from rankscribe.lineage.job._ranges import ranges_text
+from rankscribe.lineage.job._records import records_from_verdicts
+from rankscribe.lineage.job._watch import TimingWatch, VerdictCallback, WatchSettings
 from rankscribe.writer import files
 
 logger = logging.getLogger(__name__)
@@ -81,8 +83,17 @@ class LiveJobView:
         world_size: int,
         tensorboard: bool = False,
         host: str | None = None,
+        on_verdict: VerdictCallback | None = None,
+        patience: int = PATIENCE,
+        settings: WatchSettings | None = None,
     ) -> None:
         self.directory = os.fspath(job_dir)
+        self.patience = patience
+        #: The recent timings of every rank, judged each round (job/_watch.py).
+        self.watch = TimingWatch(on_verdict=on_verdict, job_dir=self.directory, settings=settings)
+        self._other_records: list[dict[str, Any]] = []
+        self._state: dict[str, Any] = {}
+        self._state_lock = threading.Lock()
         self.world_size = world_size
         self.tensorboard = tensorboard
         self.host = host
@@ -110,6 +121,7 @@ class LiveJobView:
 
     def add(self, partial: Partial, *, missing: Sequence[int] = ()) -> None:
         """One interval's merged partial; ``missing``: ranks whose points did not arrive."""
+        self.watch.add(partial.per_rank)
         with self._lock:
             late = partial.drop_through(self.written_through)
             if late:
@@ -183,15 +195,40 @@ class LiveJobView:
             curves.extend(_verdict_curves(verdicts, verdict_step, len(self._round_ranks)))
         self.intervals += 1
         self._append(curves)
+        # Divergence and non-finite losses come from the written steps; stragglers from the
+        # watch's window (judged each round: judge()).
+        self._other_records = [
+            record
+            for record in records_from_verdicts(verdicts)
+            if record["kind"] in ("divergence", "nonfinite")
+        ]
         self._write_state(verdicts, final=final)
         return bool(curves) or final
+
+    def judge(self) -> list[dict[str, Any]]:
+        """Judge the recent timings (each round); the records that appeared or changed.
+
+        Calls ``on_verdict`` with each of them and rewrites the state file's
+        ``verdict_records``, so ``rankscribe-lineage show`` sees them within a round.
+        """
+        changed = self.watch.judge(self._other_records)
+        with self._state_lock:
+            if self._state:
+                self._state["verdict_records"] = self.watch.records
+                self._state["judged_at"] = now()
+                self._store_state()
+            elif changed:  # before the first interval is written
+                self._state = self._state_of({}, final=False)
+                self._store_state()
+        return changed
 
     def _cut(self) -> int:
         """The last step every rank the view waits for has passed (-1: none yet)."""
         waiting = [
             rank
             for rank in range(self.world_size)
-            if rank not in self._finished and self._received - self._heard.get(rank, 0) < PATIENCE
+            if rank not in self._finished
+            and self._received - self._heard.get(rank, 0) < self.patience
         ]
         steps = [self._pending.last_steps.get(rank, -1) for rank in waiting]
         if not steps:  # every rank finished or fell silent: what arrived is complete
@@ -225,7 +262,18 @@ class LiveJobView:
         self._files.append(curves, now(), layout=layout, session=session)
 
     def _write_state(self, verdicts: Mapping[str, Any], *, final: bool) -> None:
-        state = {
+        with self._state_lock:
+            self._state = self._state_of(verdicts, final=final)
+            self._store_state()
+
+    def _store_state(self) -> None:
+        data = json.dumps(self._state, allow_nan=True).encode("utf-8")
+        files.atomic_write(
+            os.path.join(self.directory, LIVE_STATE_NAME), [data], mode=files.file_mode(True)
+        )
+
+    def _state_of(self, verdicts: Mapping[str, Any], *, final: bool) -> dict[str, Any]:
+        return {
             "interval": self._received,
             "wall_time": now(),
             "final": final,
@@ -235,11 +283,8 @@ class LiveJobView:
             "dropped_points": self.dropped_points,
             "world_size": self.world_size,
             "verdicts": dict(verdicts),
+            "verdict_records": self.watch.records,
         }
-        data = json.dumps(state, allow_nan=True).encode("utf-8")
-        files.atomic_write(
-            os.path.join(self.directory, LIVE_STATE_NAME), [data], mode=files.file_mode(True)
-        )
 
     def finish(
         self,
