@@ -114,7 +114,9 @@ def test_a_rank_half_as_slow_again_costs_a_third_of_the_step(mpi: Any, tmp_path:
     assert record["ranks"] == [SLOW_RANK]
     assert record["timing"] == "rankscribe/section/compute"
     assert 0.003 <= record["cost_seconds_per_step"] <= 0.005  # 12 - 8 ms
-    assert 0.25 <= record["cost_share"] <= 0.42  # 4 ms of a step of about 12.5 ms
+    # 4 ms of a step of about 12.5 ms; on a loaded machine the steps (sleeps, the
+    # Allreduce's polls) take longer, so the share is a little smaller.
+    assert 0.18 <= record["cost_share"] <= 0.42
     assert record["persistent"] is True
     called = recorded(tmp_path / "slow.verdicts.jsonl")
     assert called and called[0]["kind"] == "straggler" and called[0]["ranks"] == [SLOW_RANK]

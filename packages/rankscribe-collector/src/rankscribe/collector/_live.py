@@ -75,8 +75,6 @@ JOB_VIEW_INTERVAL_ENV = "RANKSCRIBE_JOB_VIEW_INTERVAL"
 _ROUND_SHARE = 0.5
 #: ... but never more than this (seconds): a live round is not the end of training.
 _ROUND_WAIT_LIMIT = 30.0
-#: Job-view intervals a silent rank holds the live files back before it is left behind.
-PATIENCE_INTERVALS = 3
 #: A rank whose files gained no point for this many intervals stalls (see STALL_FLOOR)...
 STALL_INTERVALS = 3
 #: ... and never for less than this (seconds): the collector writes each rank's step
@@ -206,7 +204,7 @@ class LiveRankView:
                 world_size=self.info.world_size,
                 tensorboard=self._tensorboard,
                 on_verdict=self.on_verdict,
-                patience=PATIENCE_INTERVALS * rounds_per_interval(self.interval, self.period),
+                rounds_per_write=rounds_per_interval(self.interval, self.period),
             )
             self._control = ControlFile(self._job_dir)
         if self.interval > 0 and self.channel.concurrent:
@@ -501,6 +499,7 @@ class LiveRankView:
                 interval = settings.pop("job_view_interval", None)
                 if interval is not None:
                     self.interval = max(float(interval), self.period)
+                    view.rounds_per_write = rounds_per_interval(self.interval, self.period)
                 if settings:
                     view.watch.change(**settings)
         now = time.monotonic()

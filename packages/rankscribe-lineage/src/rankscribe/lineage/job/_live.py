@@ -84,11 +84,13 @@ class LiveJobView:
         tensorboard: bool = False,
         host: str | None = None,
         on_verdict: VerdictCallback | None = None,
-        patience: int = PATIENCE,
+        rounds_per_write: int = 1,
         settings: WatchSettings | None = None,
     ) -> None:
         self.directory = os.fspath(job_dir)
-        self.patience = patience
+        #: Rounds (``add`` calls) between two writes: the timing rounds of one job-view
+        #: interval (docs/job-view.md, "Live"); a silent rank is waited for PATIENCE intervals.
+        self.rounds_per_write = rounds_per_write
         #: The recent timings of every rank, judged each round (job/_watch.py).
         self.watch = TimingWatch(on_verdict=on_verdict, job_dir=self.directory, settings=settings)
         self._other_records: list[dict[str, Any]] = []
@@ -168,7 +170,7 @@ class LiveJobView:
         with self._lock:
             if self._received == self._written_round and not final:
                 return False
-            if self._received - self._written_round > 1:
+            if self._received - self._written_round > self.rounds_per_write:
                 logger.warning(
                     "live job view of %s fell behind (a slow filesystem?): intervals %d-%d "
                     "are written together",
@@ -228,7 +230,7 @@ class LiveJobView:
             rank
             for rank in range(self.world_size)
             if rank not in self._finished
-            and self._received - self._heard.get(rank, 0) < self.patience
+            and self._received - self._heard.get(rank, 0) < PATIENCE * self.rounds_per_write
         ]
         steps = [self._pending.last_steps.get(rank, -1) for rank in waiting]
         if not steps:  # every rank finished or fell silent: what arrived is complete
