@@ -39,6 +39,8 @@ _SHORT_NAMES = {
 def timing_tag(name: str) -> str:
     """The recorded tag of a timing name: ``forward`` -> ``rankscribe/forward_time``,
     ``section/<n>`` -> ``rankscribe/section/<n>``; any other name is kept as it is."""
+    if not isinstance(name, str):
+        raise LineageParamTypeError(f"name must be a str, got {type(name).__name__}")
     if name in _SHORT_NAMES:
         return _SHORT_NAMES[name]
     if name.startswith("section/"):

@@ -18,7 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rankscribe.lineage.errors import LineageParamTypeError, LineageParamValueError
 from rankscribe.lineage.job._stragglers import (
+    ABOVE,
+    BELOW,
     COUNT,
     REFERENCE,
     SECONDS,
@@ -56,12 +59,15 @@ class VerdictSettings:
             slow in at least this share of the steps since its onset; else a
             burst.
         top_k: how many of the costliest ranks each verdict lists.
+
+    Raises:
+        LineageParamValueError: a threshold out of its range (named in the message).
     """
 
     cost_floor_share: float = 0.03
     cost_floor_seconds: float = 5e-5
     confidence: float = 6.0
-    min_steps: int = 20
+    min_steps: int = 8
     persistent_share: float = 0.5
     top_k: int = 5
 
@@ -73,7 +79,7 @@ class VerdictSettings:
         for name in ("min_steps", "top_k"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+                raise LineageParamValueError(f"{name} must be an int >= 1, got {value!r}")
 
 
 def _check_number(name: str, value: Any, low: float, high: float) -> None:
@@ -84,7 +90,9 @@ def _check_number(name: str, value: Any, low: float, high: float) -> None:
         or not low <= value <= high
     ):
         bound = "" if math.isinf(high) else f" and <= {high:g}"
-        raise ValueError(f"{name} must be a finite number >= {low:g}{bound}, got {value!r}")
+        raise LineageParamValueError(
+            f"{name} must be a finite number >= {low:g}{bound}, got {value!r}"
+        )
 
 
 @dataclass
@@ -103,20 +111,26 @@ class _Judged:
     persistent: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
 
 
-def _duty(blocks: FloatArray, mean: FloatArray, square: FloatArray) -> FloatArray:
-    """The share of its steps in which each rank was slow, from the moments of its excess.
-
-    A rank slow by ``J`` in a share ``p`` of the steps has a mean excess
-    ``p J`` and, beyond the noise every rank has, a second moment ``p J**2``:
-    ``p = mean**2 / (second moment - noise)``. The noise is the median rank's
-    variance over the whole evidence: 1 for a chronic straggler, ``1/k`` for
-    one slow every k-th step, the burst's share for a burst.
-    """
+def _typical_variance(blocks: FloatArray) -> float:
+    """The median rank's variance of the excess share over the whole evidence (its noise)."""
     whole = blocks.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         whole_mean = whole[:, SHARE] / whole[:, COUNT]
         variance = whole[:, SQUARE] / whole[:, COUNT] - whole_mean * whole_mean
-        noise = float(np.nanmedian(variance)) if bool(np.any(~np.isnan(variance))) else 0.0
+    known = variance[~np.isnan(variance)]
+    return float(np.median(known)) if len(known) else 0.0
+
+
+def _duty(mean: FloatArray, square: FloatArray, noise: float) -> FloatArray:
+    """The share of its steps in which each rank was slow, from the moments of its excess.
+
+    A rank slow by ``J`` in a share ``p`` of the steps has a mean excess
+    ``p J`` and, beyond the noise every rank has (``noise``: the median rank's
+    variance), a second moment ``p J**2``: ``p = mean**2 / (second moment -
+    noise)``. 1 for a chronic straggler, ``1/k`` for one slow every k-th step,
+    the burst's share for a burst.
+    """
+    with np.errstate(invalid="ignore", divide="ignore"):
         beyond = np.maximum(square - noise, mean * mean)
         duty = np.where(beyond > 0, mean * mean / beyond, 0.0)
     clipped: FloatArray = np.clip(np.nan_to_num(duty), 0.0, 1.0)
@@ -134,20 +148,29 @@ def _judge_tag(part: TagEvidence, settings: VerdictSettings) -> _Judged:
     after = np.arange(width)[None, :] >= onset[:, None]
     segment = np.where(after[..., None], blocks, 0.0).sum(axis=1)  # (ranks, fields)
     count = segment[:, COUNT]
+    noise = _typical_variance(blocks)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = segment[:, SHARE] / count
         seconds = segment[:, SECONDS] / count
         variance = np.maximum(segment[:, SQUARE] / count - mean * mean, 0.0)
-        error = np.sqrt(variance / np.maximum(count - 1, 1))
+        # Never less than the median rank's noise: a few steps since a chosen onset
+        # can look steadier than the rank is.
+        error = np.sqrt(np.maximum(variance, noise) / np.maximum(count - 1, 1))
         strength = np.where(error > 0, mean / error, np.where(mean > 0, np.inf, 0.0))
+        # A sign test beside the mean's: one spike (clipped at a step) inflates the
+        # standard error of a few dozen steps, never the count of steps above the others.
+        signs = segment[:, ABOVE] + segment[:, BELOW]
+        sign_strength = np.where(
+            signs > 0, (segment[:, ABOVE] - segment[:, BELOW]) / np.sqrt(signs), 0.0
+        )
         factor = 1.0 + segment[:, SHARE] / segment[:, REFERENCE]
-        share_of_steps = _duty(blocks, mean, segment[:, SQUARE] / count)
+        share_of_steps = _duty(mean, segment[:, SQUARE] / count, noise)
         slowest_share = segment[:, SLOWEST] / count
     named = (
         (count >= settings.min_steps)
         & (mean >= settings.cost_floor_share)
         & (seconds >= settings.cost_floor_seconds)
-        & (strength >= settings.confidence)
+        & ((strength >= settings.confidence) | (sign_strength >= settings.confidence))
     )
     since = np.maximum((part.first_block + onset) * part.block_size, part.first_step)
     clean = np.nan_to_num
@@ -167,6 +190,8 @@ def _judge_tag(part: TagEvidence, settings: VerdictSettings) -> _Judged:
 
 def timing_label(tag: str) -> str:
     """A timing tag as a verdict names it: ``rankscribe/forward_time`` -> ``forward``."""
+    if not isinstance(tag, str):
+        raise LineageParamTypeError(f"tag must be a str, got {type(tag).__name__}")
     known = {
         "rankscribe/forward_time": "forward",
         "rankscribe/data_wait": "data_wait",
@@ -287,6 +312,9 @@ def straggler_verdicts(
     judgements = _judgements(evidence, settings)
     verdicts: dict[str, float | int | str] = {}
     if not judgements:
+        # The cost first, 0 when nobody is named: a live curve and a query see it always.
+        verdicts["job/straggler_cost_seconds"] = 0.0
+        verdicts["job/straggler_cost_share"] = 0.0
         verdicts["job/straggler_rank"] = _NONE
         verdicts["job/straggler_ranks"] = ""
         verdicts["job/straggler_timing"] = ""

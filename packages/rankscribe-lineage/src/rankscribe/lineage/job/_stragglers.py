@@ -65,9 +65,10 @@ CLIPSHARE = 1.0
 MAX_BLOCKS = 32
 
 #: The sums kept per (timing, rank, block), in this order along the last axis: steps,
-#: excess share, its square, excess seconds, the others' median as a share, one slowest.
-COUNT, SHARE, SQUARE, SECONDS, REFERENCE, SLOWEST = range(6)
-FIELDS = 6
+#: excess share, its square, excess seconds, the others' median as a share, steps as the
+#: one slowest rank, steps above the others' median, steps below it.
+COUNT, SHARE, SQUARE, SECONDS, REFERENCE, SLOWEST, ABOVE, BELOW = range(8)
+FIELDS = 8
 
 
 def row_medians(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -357,6 +358,8 @@ def _step_sums(table: FloatArray, scale: FloatArray) -> FloatArray:
     sums[..., SECONDS] = np.where(usable, seconds, 0.0)
     sums[..., REFERENCE] = np.where(usable, reference_share, 0.0)
     sums[..., SLOWEST] = at_top & alone
+    sums[..., ABOVE] = usable & (seconds > 0)
+    sums[..., BELOW] = usable & (seconds < 0)
     return sums
 
 
