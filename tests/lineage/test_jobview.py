@@ -109,7 +109,7 @@ def test_ranks_descheduled_at_random_have_no_straggler(
 
 
 def test_a_rank_slower_by_a_hair_is_not_a_straggler(tmp_path: Path) -> None:
-    """Slowest at every step, but 1 % of the step only: below the cost floor (3 %)."""
+    """Slowest at every step, but 1 % of the step only: below the cost floor (2 %)."""
     view = _view(tmp_path, _job(2, slow={1: 1.01}, noise=0.001))
     assert view.verdicts["job/straggler_rank"] == -1
     assert view.verdicts["job/step_time_skew"] == pytest.approx(1.01 / 1.005, rel=0.01)

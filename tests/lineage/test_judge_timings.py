@@ -48,7 +48,7 @@ def test_a_rank_1_5x_slower_is_named_with_its_cost() -> None:
     assert record["cost_seconds_per_step"] == pytest.approx(injected, rel=0.1)
     median_step = float(np.median(step[:, 100:]))
     assert record["cost_share"] == pytest.approx(injected / median_step, rel=0.1)
-    assert 1100 - 16 <= record["since_step"] <= 1100
+    assert abs(record["since_step"] - 1100) <= 16  # within a block (16 steps) of the onset
     assert record["persistent"] is True
     assert record["share_of_steps"] > 0.9
     assert record["top"][0]["rank"] == 5

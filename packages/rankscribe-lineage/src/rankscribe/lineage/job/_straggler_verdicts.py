@@ -2,8 +2,8 @@
 
 ``docs/job-view.md`` ("Straggler", "Verdict records") describes the rule. Per
 timing and rank, over the evidence's blocks (:mod:`._stragglers`): the onset
-is the block from which the rank's excess stays above half the cost floor the
-longest (a change point); over the steps since then the rank is named when
+is the block from which its excess to the end is clearest (the sum over the
+square root of the steps: a change point); over the steps since then the rank is named when
 its cost (mean excess, seconds and share of the step) reaches the floor and
 its mean excess is ``confidence`` standard errors above zero. A node of
 several ranks named on one timing is one verdict; its cost is its costliest
@@ -50,7 +50,7 @@ class VerdictSettings:
 
     Attributes:
         cost_floor_share: a rank is named only when it costs at least this
-            share of the job's step (0.03: 3 %).
+            share of the job's step (0.02: 2 %).
         cost_floor_seconds: ... and at least this many seconds a step.
         confidence: ... and its mean excess is this many standard errors
             above zero (the evidence is clear).
@@ -64,9 +64,9 @@ class VerdictSettings:
         LineageParamValueError: a threshold out of its range (named in the message).
     """
 
-    cost_floor_share: float = 0.03
+    cost_floor_share: float = 0.02
     cost_floor_seconds: float = 5e-5
-    confidence: float = 6.0
+    confidence: float = 7.0
     min_steps: int = 8
     persistent_share: float = 0.5
     top_k: int = 5
@@ -139,11 +139,12 @@ def _duty(mean: FloatArray, square: FloatArray, noise: float) -> FloatArray:
 
 def _judge_tag(part: TagEvidence, settings: VerdictSettings) -> _Judged:
     blocks = part.blocks  # (ranks, blocks, fields)
-    threshold = settings.cost_floor_share / 2
-    # The onset: the block from which sum(excess - threshold) to the end is largest.
-    gain = blocks[..., SHARE] - threshold * blocks[..., COUNT]
-    suffix = np.cumsum(gain[:, ::-1], axis=1)[:, ::-1]
-    onset = np.argmax(suffix, axis=1)
+    # The onset: the block from which the excess to the end is the clearest (its sum
+    # over the square root of its steps: the change-in-mean statistic).
+    suffix = np.cumsum(blocks[:, ::-1, SHARE], axis=1)[:, ::-1]
+    steps_after = np.cumsum(blocks[:, ::-1, COUNT], axis=1)[:, ::-1]
+    clarity = np.where(steps_after > 0, suffix / np.sqrt(np.maximum(steps_after, 1.0)), -np.inf)
+    onset = np.argmax(clarity, axis=1)
     width = blocks.shape[1]
     after = np.arange(width)[None, :] >= onset[:, None]
     segment = np.where(after[..., None], blocks, 0.0).sum(axis=1)  # (ranks, fields)

@@ -18,8 +18,7 @@
    up) across blocks of steps, intervals and groups of ranks: it travels up a
    tree of ranks.
 3. The verdict (``_straggler_verdicts.py``): per rank, the onset is the block
-   from which the excess stays above half the cost floor the longest (a
-   change point); over the steps since then a rank is named when its cost
+   from which its excess to the end is clearest (a change point); over the steps since then a rank is named when its cost
    reaches the floor (``VerdictSettings.cost_floor_share`` of the step and
    ``cost_floor_seconds``) *and* the evidence is clear (its mean excess is
    ``confidence`` standard errors above zero). A tiny but consistent
