@@ -18,10 +18,10 @@
    up) across blocks of steps, intervals and groups of ranks: it travels up a
    tree of ranks.
 3. The verdict (``_straggler_verdicts.py``): per rank, the onset is the block
-   from which its excess to the end is clearest (a change point); over the steps since then a rank is named when its cost
-   reaches the floor (``VerdictSettings.cost_floor_share`` of the step and
-   ``cost_floor_seconds``) *and* the evidence is clear (its mean excess is
-   ``confidence`` standard errors above zero). A tiny but consistent
+   from which its excess to the end is clearest (a change point); over the
+   steps since then a rank is named when its cost reaches the floor
+   (``VerdictSettings.cost_floor_share`` of the step and
+   ``cost_floor_seconds``) *and* the evidence is clear. A tiny but consistent
    difference (40 us in a 3 ms step) is therefore never a verdict, and noise
    that happens to lean one way for a while is not either.
 """
