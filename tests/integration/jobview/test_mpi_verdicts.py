@@ -99,7 +99,7 @@ def test_a_rank_that_slows_mid_run_is_named_live_within_seconds(mpi: Any, tmp_pa
     assert 0 <= named_at - onset <= NAMED_WITHIN, f"named {named_at - onset:.1f} s after onset"
     [record] = [r for r in stragglers(document) if SLOW_RANK in r["ranks"]]
     assert record["ranks"] == [SLOW_RANK]
-    assert record["timing"] == "rankscribe/section/compute"
+    assert record["tag"] == "rankscribe/section/compute"
     assert 0.0015 <= record["cost_seconds_per_step"] <= 0.003  # 2 ms more compute a step
     assert check_code == 3  # show --check on the running job
     assert any(SLOW_RANK in r["ranks"] for r in recorded(tmp_path / "onset.verdicts.jsonl"))
@@ -112,7 +112,7 @@ def test_a_rank_half_as_slow_again_costs_a_third_of_the_step(mpi: Any, tmp_path:
     assert result.returncode == 0, result.stderr
     [record] = stragglers(json.loads(result.stdout))
     assert record["ranks"] == [SLOW_RANK]
-    assert record["timing"] == "rankscribe/section/compute"
+    assert record["tag"] == "rankscribe/section/compute"
     assert 0.003 <= record["cost_seconds_per_step"] <= 0.005  # 12 - 8 ms
     # 4 ms of a step of about 12.5 ms; on a loaded machine the steps (sleeps, the
     # Allreduce's polls) take longer, so the share is a little smaller.

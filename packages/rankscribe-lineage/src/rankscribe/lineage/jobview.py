@@ -58,6 +58,7 @@ from rankscribe.lineage.job._files import (
     write_job_files,
 )
 from rankscribe.lineage.job._files import now as _now
+from rankscribe.lineage.job._judge import judge_timings, timing_tag, timings_evidence
 from rankscribe.lineage.job._live import LIVE_STATE_NAME, LiveJobView, read_live_state
 from rankscribe.lineage.job._partials import Partial as JobPartial
 from rankscribe.lineage.job._partials import PartialFormatError
@@ -89,21 +90,17 @@ from rankscribe.lineage.job._statistics import (
     TagStatistics,
     is_timing_tag,
 )
-from rankscribe.lineage.job._stragglers import (
-    STEP_FLOOR_SECONDS,
-    STEP_FLOOR_SHARE,
-    STRAGGLER_MARGIN,
-    StragglerEvidence,
-    TimingEvidence,
-    paired_ratios,
+from rankscribe.lineage.job._straggler_verdicts import (
+    VerdictSettings,
+    straggler_records,
     straggler_verdicts,
+    timing_label,
 )
+from rankscribe.lineage.job._stragglers import StragglerEvidence, paired_ratios
 from rankscribe.lineage.job._verdicts import STRAGGLER_SHARE, StepTimes, timing_evidence
 from rankscribe.lineage.job._verdicts import dense_series as _dense_series
 from rankscribe.lineage.job._verdicts import job_verdicts as _job_verdicts
 from rankscribe.lineage.job._watch import (
-    DEFAULT_COST_FLOOR,
-    DEFAULT_MARGIN,
     DEFAULT_WINDOW_STEPS,
     TimingWatch,
     VerdictCallback,
@@ -123,9 +120,7 @@ __all__ = [
     "ACTIONABLE_KINDS",
     "CONTROL_NAME",
     "DATA_WAIT_TAG",
-    "DEFAULT_COST_FLOOR",
     "DEFAULT_JOB_VIEW_INTERVAL",
-    "DEFAULT_MARGIN",
     "DEFAULT_TIMING_INTERVAL",
     "DEFAULT_WINDOW_STEPS",
     "FINAL_ROUND",
@@ -134,10 +129,7 @@ __all__ = [
     "LIVE_STATE_NAME",
     "LOSS_TAGS",
     "SECTION_TAG_PREFIX",
-    "STEP_FLOOR_SECONDS",
-    "STEP_FLOOR_SHARE",
     "STEP_TIME_TAG",
-    "STRAGGLER_MARGIN",
     "STRAGGLER_SHARE",
     "TIMING_TAGS",
     "ControlFile",
@@ -150,13 +142,14 @@ __all__ = [
     "SeriesLike",
     "StragglerEvidence",
     "TagStatistics",
-    "TimingEvidence",
     "TimingWatch",
     "VerdictCallback",
+    "VerdictSettings",
     "WatchSettings",
     "decode_message",
     "encode_message",
     "is_timing_tag",
+    "judge_timings",
     "judge_window",
     "live_lines",
     "paired_ratios",
@@ -169,9 +162,13 @@ __all__ = [
     "rounds_per_interval",
     "series_from_dir",
     "session_values",
+    "straggler_records",
     "straggler_verdicts",
     "timing_evidence",
+    "timing_label",
     "timing_name",
+    "timing_tag",
+    "timings_evidence",
     "verdict_lines",
     "write_job_view",
 ]

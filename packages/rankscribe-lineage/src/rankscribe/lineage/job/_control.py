@@ -4,7 +4,7 @@ Rank 0 reads ``<job>/.rankscribe-control.json`` each round of the live view
 (``docs/job-view.md``, "Changing the settings while the job runs"). A JSON
 object with any of::
 
-    {"job_view_interval": 30, "cost_floor": 0.02, "margin": 0.05, "window_steps": 400}
+    {"job_view_interval": 30, "cost_floor": 0.01, "confidence": 7, "window_steps": 400}
 
 Read safely, as a file of a shared folder: opened with ``O_NOFOLLOW |
 O_NONBLOCK`` (a planted link is not followed, a planted FIFO never blocks),
@@ -51,7 +51,7 @@ def _window(value: Any) -> int | None:
 _KEYS = {
     "job_view_interval": (_seconds, "a number of seconds > 0"),
     "cost_floor": (_share, "a share of the step from 0 to 1"),
-    "margin": (_share, "a share from 0 to 1"),
+    "confidence": (_seconds, "a number of standard errors > 0"),
     "window_steps": (_window, "an int of steps from 20 to 100000"),
 }
 

@@ -99,8 +99,22 @@ def records_from_verdicts(verdicts: Mapping[str, Any]) -> list[dict[str, Any]]:
             + (f" ({worst_excess:.0%} slower than the others)" if worst_excess else ""),
         )
         record["timing"] = timing or None
-        share = _number(verdicts.get("job/straggler_slowest_share"))
-        record["share_of_steps"] = share if worst in ranks else None
+        costs = [
+            (_number(verdicts.get(f"job/straggler_cost_seconds/{rank}")), rank) for rank in ranks
+        ]
+        known = [(cost, rank) for cost, rank in costs if cost is not None]
+        if known:
+            cost, costliest = max(known)
+            record["cost_seconds_per_step"] = cost
+            record["cost_share"] = _number(verdicts.get(f"job/straggler_cost_share/{costliest}"))
+        if worst in ranks:
+            record["since_step"] = _int(verdicts.get("job/straggler_since_step"))
+            persistent = verdicts.get("job/straggler_persistent")
+            record["persistent"] = bool(persistent) if _number(persistent) is not None else None
+            record["share_of_steps"] = _number(verdicts.get("job/straggler_share_of_steps"))
+            message = verdicts.get("job/straggler_message")
+            if isinstance(message, str) and message:
+                record["message"] = message
         records.append(record)
     diverged = _rank_list(verdicts.get("job/diverged_ranks"))
     if diverged:

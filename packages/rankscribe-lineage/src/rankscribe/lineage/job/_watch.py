@@ -1,188 +1,96 @@
 """Rank 0's watch over the ranks' recent timings: verdict records within seconds.
 
-Every round of the live view (``docs/job-view.md``, "Live": every
-``timing_interval`` seconds, 2 s by default) brings each rank's new timing
-points. :class:`TimingWatch` keeps the last :attr:`WatchSettings.window_steps`
-steps of them per timing tag and rank (bounded: ranks x window x timing
-tags floats, whatever the length of the run), judges that window and keeps
-the verdict records that stand. A record is a plain JSON-ready dict
-(``docs/job-view.md``, "Verdict records"); a new one, or one whose ranks,
-timing or cost changed, is handed to the caller's ``on_verdict`` callable,
-and its first appearance is logged once as a warning.
-
-The judgement on the window (:func:`judge_window`): per timing and step,
-each rank's value over the step's median with the floor of
-``job/_stragglers.py`` on both sides; a rank's level is its median ratio
-over the window, the reference the median level of the faster half. A rank
-is named when its level passes the reference by the margin, the slowness
-holds in at least half of the window's steps, its median excess over the
-other ranks is at least 4 standard errors of that median (clear evidence,
-not the luck of a noisy window), and its **cost** — the median
-over the steps of its time above the other ranks' median, the seconds per
-step the job would save if it ran like the others — reaches the cost floor
-as a share of the median step time.
+Every round of the live view (``docs/job-view.md``, "Live": every 2 s by
+default) brings each rank's new timing points. :class:`TimingWatch` keeps
+the last :attr:`WatchSettings.window_steps` steps of them per timing tag and
+rank (bounded: ranks x window x timing tags floats, whatever the length of
+the run), judges that window with the one door to the straggler rule,
+:func:`~rankscribe.lineage.jobview.judge_timings` (:func:`judge_window`),
+and keeps the verdict records that stand. A record is a plain JSON-ready
+dict (``docs/job-view.md``, "Verdict records"); a new one, or one whose
+ranks, timing or cost changed, is handed to the caller's ``on_verdict``
+callable, and its first appearance is logged once as a warning.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from rankscribe.lineage.job._judge import judge_timings
 from rankscribe.lineage.job._statistics import STEP_TIME_TAG, is_timing_tag
-from rankscribe.lineage.job._stragglers import (
-    STEP_FLOOR_SECONDS,
-    STEP_FLOOR_SHARE,
-    paired_ratios,
-)
-from rankscribe.lineage.job._verdicts import dense_series
+from rankscribe.lineage.job._straggler_verdicts import VerdictSettings
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "DEFAULT_COST_FLOOR",
-    "DEFAULT_MARGIN",
     "DEFAULT_WINDOW_STEPS",
-    "MIN_WINDOW_STEPS",
     "TimingWatch",
     "VerdictCallback",
     "WatchSettings",
     "judge_window",
 ]
 
-#: A straggler costs at least this share of the median step time to be named.
-DEFAULT_COST_FLOOR = 0.05
-#: ... and its median paired ratio passes the faster half's by at least this much.
-DEFAULT_MARGIN = 0.05
 #: Steps of each rank's timings the watch keeps (per timing tag).
 DEFAULT_WINDOW_STEPS = 200
-#: Steps every rank reported that a judgement needs at least.
-MIN_WINDOW_STEPS = 20
-#: Share of the window's steps in which a named rank must be slow.
-_HOLDS_SHARE = 0.5
-#: ... and at least this share for the slowness to count as persistent (not a burst).
-_PERSISTENT_SHARE = 0.8
 #: A standing verdict whose cost moves by more than this share is a changed verdict.
 _COST_CHANGE = 0.25
-#: A named rank's median excess is at least this many standard errors (the evidence is clear).
-_CLEAR = 4.0
-#: Top costly ranks kept in a record.
-_TOP = 5
 
 #: What ``on_verdict`` receives: one verdict record.
 VerdictCallback = Callable[[dict[str, Any]], object]
-FloatArray = npt.NDArray[np.float64]
 RankArrays = tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]
 
 
 @dataclass(frozen=True)
 class WatchSettings:
-    """The thresholds of the watch; rank 0 may change them while the job runs."""
+    """The watch's window and the rule's thresholds; rank 0 may change them while the job runs."""
 
-    cost_floor: float = DEFAULT_COST_FLOOR
-    margin: float = DEFAULT_MARGIN
     window_steps: int = DEFAULT_WINDOW_STEPS
-
-
-def _record(
-    rank_costs: list[tuple[int, float, float, float, int | None]],
-    timing: str,
-) -> dict[str, Any]:
-    """A straggler record of ``(rank, cost, share, share_of_steps, since)``, costliest first."""
-    worst = rank_costs[0]
-    ranks = sorted(rank for rank, *_ in rank_costs)
-    return {
-        "kind": "straggler",
-        "ranks": ranks,
-        "timing": timing,
-        "cost_seconds_per_step": worst[1],
-        "cost_share": worst[2],
-        "since_step": worst[4],
-        "persistent": worst[3] >= _PERSISTENT_SHARE,
-        "share_of_steps": worst[3],
-        "top": [
-            {"rank": rank, "cost_seconds_per_step": cost, "cost_share": share}
-            for rank, cost, share, _, _ in rank_costs[:_TOP]
-        ],
-        "message": (
-            f"rank {_ranks_text(ranks)} slow in {timing}: costs {worst[1] * 1e3:.3g} ms a "
-            f"step ({worst[2]:.0%} of the step)"
-            + (f" since step {worst[4]}" if worst[4] is not None else "")
-        ),
-    }
-
-
-def _ranks_text(ranks: list[int]) -> str:
-    return ", ".join(str(rank) for rank in ranks)
-
-
-def _since(excess: FloatArray, cost: float, steps: npt.NDArray[np.int64]) -> int:
-    """The step the slowness began: where the sum of ``excess - cost / 2`` to the end peaks."""
-    tail = np.cumsum((excess - cost / 2)[::-1])[::-1]
-    return int(steps[int(np.argmax(tail))])
+    verdict: VerdictSettings = field(default_factory=VerdictSettings)
 
 
 def judge_window(
     timings: Mapping[str, Mapping[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]],
-    settings: WatchSettings = WatchSettings(),
+    settings: WatchSettings | None = None,
 ) -> list[dict[str, Any]]:
     """Straggler records of a window of per-rank timings (``tag -> rank -> (steps, values)``).
 
-    Only the steps every rank of a timing reported count; with fewer than
-    :data:`MIN_WINDOW_STEPS` of them (or fewer than 2 ranks) the timing names
-    nobody. See the module docstring for the rule.
+    The last ``window_steps`` steps any rank reported, every timing tag as a
+    ``(ranks, steps)`` table (NaN where a rank has no point yet), judged by
+    :func:`~rankscribe.lineage.jobview.judge_timings` with the step time as
+    the scale of the cost. A rank named on several timings is kept in the
+    costliest one.
     """
-    step_dense = dense_series(dict(timings.get(STEP_TIME_TAG, {})))
-    step_medians: dict[int, float] = {}
-    if step_dense.values.size:
-        medians = np.nanmedian(step_dense.values, axis=1)
-        step_medians = dict(zip(step_dense.steps.tolist(), medians.tolist(), strict=True))
-    records: list[dict[str, Any]] = []
-    for tag in sorted(timings):
-        dense = dense_series(dict(timings[tag]))
-        if len(dense.ranks) < 2:
-            continue
-        complete = ~np.isnan(dense.values).any(axis=1)
-        values, steps = dense.values[complete], dense.steps[complete]
-        values, steps = values[-settings.window_steps :], steps[-settings.window_steps :]
-        if len(steps) < MIN_WINDOW_STEPS:
-            continue
-        step_time = np.asarray(
-            [step_medians.get(step, math.nan) for step in steps.tolist()], dtype=np.float64
-        )
-        if tag == STEP_TIME_TAG or np.isnan(step_time).all():
-            step_time = np.median(values, axis=1)
-        step_time = np.where(np.isnan(step_time), np.median(values, axis=1), step_time)
-        floor = np.maximum(STEP_FLOOR_SHARE * step_time, STEP_FLOOR_SECONDS)
-        ratios = paired_ratios(values, floor)
-        levels = np.median(ratios, axis=0)
-        half = math.ceil(len(levels) / 2)
-        reference = float(np.median(np.sort(levels)[:half]))
-        typical_step = float(np.median(step_time))
-        named: list[tuple[int, float, float, float, int | None]] = []
-        for column, rank in enumerate(dense.ranks.tolist()):
-            if levels[column] < reference * (1 + settings.margin):
-                continue
-            others = np.median(np.delete(values, column, axis=1), axis=1)
-            excess = values[:, column] - others
-            slow = ratios[:, column] >= reference * (1 + settings.margin / 2)
-            share_of_steps = float(slow.mean())
-            cost = float(np.median(np.maximum(excess, 0.0)))
-            share = cost / typical_step if typical_step > 0 else math.inf
-            if share_of_steps < _HOLDS_SHARE or share < settings.cost_floor:
-                continue
-            if float(np.median(excess)) < _CLEAR * _median_error(excess):
-                continue  # within what the noise of the window's steps gives by chance
-            named.append((int(rank), cost, share, share_of_steps, _since(excess, cost, steps)))
-        if named:
-            named.sort(key=lambda row: (-row[1], row[0]))
-            records.append(_record(named, tag))
-    records.sort(key=lambda record: -float(record["cost_seconds_per_step"]))
+    settings = settings or WatchSettings()
+    tags = sorted(tag for tag, ranks in timings.items() if ranks)
+    if not tags:
+        return []
+    ranks = sorted({rank for tag in tags for rank in timings[tag]})
+    columns = [timings[tag][rank][0] for tag in tags for rank in timings[tag]]
+    steps = np.unique(np.concatenate(columns))
+    steps = steps[-settings.window_steps :]
+    if len(ranks) < 2 or len(steps) == 0:
+        return []
+    row = {rank: index for index, rank in enumerate(ranks)}
+    tables: dict[str, npt.NDArray[np.float64]] = {}
+    for tag in tags:
+        table = np.full((len(ranks), len(steps)), np.nan)
+        for rank, (rank_steps, values) in timings[tag].items():
+            keep = np.isin(rank_steps, steps)
+            table[row[rank], np.searchsorted(steps, rank_steps[keep])] = values[keep]
+        tables[tag] = np.where(np.isfinite(table) & (table >= 0), table, np.nan)
+    records = judge_timings(
+        tables,
+        step_time=tables.get(STEP_TIME_TAG),
+        steps=steps,
+        ranks=np.asarray(ranks, dtype=np.int64),
+        settings=settings.verdict,
+    )
     return _one_timing_per_rank(records)
 
 
@@ -199,14 +107,9 @@ def _one_timing_per_rank(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return kept
 
 
-def _median_error(values: FloatArray) -> float:
-    """The standard error of the median of ``values`` (robust: from their MAD)."""
-    spread = 1.4826 * float(np.median(np.abs(values - np.median(values))))
-    return 1.2533 * spread / math.sqrt(len(values))
-
-
 def _key(record: Mapping[str, Any]) -> tuple[str, tuple[int, ...], str | None]:
-    return (str(record["kind"]), tuple(record["ranks"]), record.get("timing"))
+    timing = record.get("tag") or record.get("timing")
+    return (str(record["kind"]), tuple(sorted(record["ranks"])), timing)
 
 
 class TimingWatch:
@@ -241,8 +144,17 @@ class TimingWatch:
         ]
 
     def change(self, **settings: Any) -> None:
-        """New thresholds (``cost_floor``, ``margin``, ``window_steps``), kept for later rounds."""
-        self.settings = replace(self.settings, **settings)
+        """New settings from the control file (``window_steps``, ``cost_floor``, ``confidence``).
+
+        ``cost_floor`` and ``confidence`` are :class:`VerdictSettings`'
+        ``cost_floor_share`` and ``confidence``.
+        """
+        verdict = self.settings.verdict
+        if "cost_floor" in settings:
+            verdict = replace(verdict, cost_floor_share=settings.pop("cost_floor"))
+        if "confidence" in settings:
+            verdict = replace(verdict, confidence=settings.pop("confidence"))
+        self.settings = replace(self.settings, verdict=verdict, **settings)
 
     def add(
         self,
@@ -270,10 +182,8 @@ class TimingWatch:
         found = {_key(record): record for record in judge_window(self._series, self.settings)}
         for key, record in found.items():
             old = self._standing.get(key)
-            if old is not None and record["since_step"] is not None:
-                record["since_step"] = (
-                    old["since_step"] if old["since_step"] is not None else record["since_step"]
-                )
+            if old is not None and old.get("since_step") is not None:
+                record["since_step"] = old["since_step"]  # the window slides; the onset stays
             if old is None or _cost_moved(old, record):
                 changed.append(record)
         self._standing = found
