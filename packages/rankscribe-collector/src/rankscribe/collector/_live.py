@@ -478,7 +478,7 @@ class LiveRankView:
             if appending:
                 self._missing = missing
         try:
-            view.judge()
+            view.judge(final=final)
         except OSError as error:
             logger.warning(
                 "job view: the state file of %s cannot be written (%s)", self._job_dir, error

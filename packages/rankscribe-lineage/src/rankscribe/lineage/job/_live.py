@@ -26,6 +26,7 @@ import logging
 import math
 import os
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -63,6 +64,8 @@ PATIENCE = 3
 LIVE_STATE_NAME = ".rankscribe-live.json"
 #: How long a write waits for one under way (seconds) before it gives up.
 WRITE_WAIT = 60.0
+#: A judgement is repeated no sooner than this many times its duration.
+JUDGE_SPACING = 5.0
 #: A state file larger than this is not read (it holds one entry per rank).
 _MAX_STATE_BYTES = 32 << 20
 
@@ -94,6 +97,8 @@ class LiveJobView:
         #: The recent timings of every rank, judged each round (job/_watch.py).
         self.watch = TimingWatch(on_verdict=on_verdict, job_dir=self.directory, settings=settings)
         self._other_records: list[dict[str, Any]] = []
+        self._judged_at = 0.0  # time.monotonic() at the end of the last judgement
+        self._judge_seconds = 0.0  # how long it took
         self._state: dict[str, Any] = {}
         self._state_lock = threading.Lock()
         self.world_size = world_size
@@ -207,13 +212,21 @@ class LiveJobView:
         self._write_state(verdicts, final=final)
         return bool(curves) or final
 
-    def judge(self) -> list[dict[str, Any]]:
+    def judge(self, *, final: bool = False) -> list[dict[str, Any]]:
         """Judge the recent timings (each round); the records that appeared or changed.
 
         Calls ``on_verdict`` with each of them and rewrites the state file's
         ``verdict_records``, so ``rankscribe-lineage show`` sees them within a round.
+        A judgement that took long (thousands of ranks) is not repeated before
+        :data:`JUDGE_SPACING` times its duration has passed, so judging takes at
+        most a fifth of a core; ``final`` judges regardless.
         """
+        started = time.monotonic()
+        if not final and started - self._judged_at < JUDGE_SPACING * self._judge_seconds:
+            return []
         changed = self.watch.judge(self._other_records)
+        self._judged_at = time.monotonic()
+        self._judge_seconds = self._judged_at - started
         with self._state_lock:
             if self._state:
                 self._state["verdict_records"] = self.watch.records
