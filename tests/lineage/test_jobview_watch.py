@@ -231,3 +231,23 @@ def test_the_control_file_changes_settings_and_refuses_what_it_should(
     path.unlink()
     os.mkfifo(path)
     assert control.read() is None  # a planted FIFO never blocks
+
+
+def test_a_merged_lineages_straggler_record_carries_its_cost_keys() -> None:
+    [record] = records_from_verdicts(
+        {
+            "job/straggler_ranks": "1",
+            "job/straggler_rank": 1,
+            "job/straggler_timing/1": "rankscribe/section/compute",
+            "job/straggler_cost_seconds/1": 0.004,
+            "job/straggler_cost_share/1": 0.33,
+            "job/straggler_since_step": 600,
+            "job/straggler_persistent": 1,
+            "job/straggler_share_of_steps": 0.98,
+            "job/straggler_message": "rank 1 costs 4 ms a step (33% of the step)",
+        }
+    )
+    assert record["cost_seconds_per_step"] == 0.004 and record["cost_share"] == 0.33
+    assert record["since_step"] == 600 and record["persistent"] is True
+    assert record["share_of_steps"] == 0.98
+    assert record["message"] == "rank 1 costs 4 ms a step (33% of the step)"
