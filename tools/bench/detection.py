@@ -249,7 +249,7 @@ def _row(label: str, ranks: int, tally: Tally) -> str:
 def trials_for(ranks: int, quick: bool) -> int:
     if quick:
         return 2 if ranks <= 64 else 1
-    return {64: 40, 1024: 6}.get(ranks, 2)
+    return {64: 40, 1024: 6}.get(ranks, 1)
 
 
 def main() -> None:
@@ -261,6 +261,10 @@ def main() -> None:
     parser.add_argument("--stride", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--trials", type=int, default=None, help="trials per scenario")
+    parser.add_argument(
+        "--sweep", type=float, nargs="+", default=SWEEP, help="forward slowdowns to sweep"
+    )
+    parser.add_argument("--sweep-trials", type=int, default=None, help="trials per slowdown")
     arguments = parser.parse_args()
     settings = (
         VerdictSettings()
@@ -309,9 +313,9 @@ def _smallest(
     settings: VerdictSettings,
 ) -> str:
     """The smallest forward slowdown of one rank named at the run's end in >= 97 % of trials."""
-    sweep_trials = max(trials, 34 if ranks <= 1024 else 2 * trials)
+    sweep_trials = arguments.sweep_trials or max(trials, 34 if ranks <= 1024 else 10)
     found = []
-    for slowdown in SWEEP:
+    for slowdown in arguments.sweep:
         tally = Tally()
         for _ in range(sweep_trials):
             run_trial(
