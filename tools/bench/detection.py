@@ -265,6 +265,7 @@ def main() -> None:
         "--sweep", type=float, nargs="+", default=SWEEP, help="forward slowdowns to sweep"
     )
     parser.add_argument("--sweep-trials", type=int, default=None, help="trials per slowdown")
+    parser.add_argument("--sweep-only", action="store_true", help="only the smallest slowdown")
     arguments = parser.parse_args()
     settings = (
         VerdictSettings()
@@ -286,7 +287,7 @@ def main() -> None:
     for ranks in ranks_list:
         trials = arguments.trials or trials_for(ranks, arguments.quick)
         clean_total = Tally()
-        for fault in FAULTS:
+        for fault in [] if arguments.sweep_only else FAULTS:
             tally = Tally()
             started = time.perf_counter()
             for _ in range(trials):
@@ -296,7 +297,7 @@ def main() -> None:
             clean_total.clean_rank_steps += tally.clean_rank_steps
             print(_row(fault.name, ranks, tally), flush=True)
         smallest = _smallest(rng, ranks, trials, arguments, settings)
-        fa = clean_total.false_names / clean_total.clean_rank_steps * 1e6
+        fa = clean_total.false_names / max(clean_total.clean_rank_steps, 1) * 1e6
         print(
             f"{ranks:>6} all runs: {clean_total.false_names} false names in "
             f"{clean_total.clean_rank_steps / 1e6:.1f}M non-faulty rank-steps = {fa:.3f} per "
