@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 __all__ = ["VerdictSettings", "straggler_records", "straggler_verdicts", "timing_label"]
 
 _NONE = -1
+#: A cost judged by its mean must clear the floor by this many standard errors.
+FLOOR_ERRORS = 2.0
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,7 @@ class VerdictSettings:
 
     cost_floor_share: float = 0.02
     cost_floor_seconds: float = 5e-5
-    confidence: float = 7.0
+    confidence: float = 6.0
     min_steps: int = 8
     persistent_share: float = 0.5
     top_k: int = 5
@@ -167,11 +169,15 @@ def _judge_tag(part: TagEvidence, settings: VerdictSettings) -> _Judged:
         factor = 1.0 + segment[:, SHARE] / segment[:, REFERENCE]
         share_of_steps = _duty(mean, segment[:, SQUARE] / count, noise)
         slowest_share = segment[:, SLOWEST] / count
+    floor = settings.cost_floor_share
+    # Clear by the mean: its cost clears the floor by FLOOR_ERRORS standard errors too,
+    # so a difference that sits near the floor is not named half the time.
+    by_mean = (strength >= settings.confidence) & (mean - FLOOR_ERRORS * error >= floor)
+    by_sign = (sign_strength >= settings.confidence) & (mean >= floor)
     named = (
         (count >= settings.min_steps)
-        & (mean >= settings.cost_floor_share)
         & (seconds >= settings.cost_floor_seconds)
-        & ((strength >= settings.confidence) | (sign_strength >= settings.confidence))
+        & (by_mean | by_sign)
     )
     since = np.maximum((part.first_block + onset) * part.block_size, part.first_step)
     clean = np.nan_to_num
