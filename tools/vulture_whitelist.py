@@ -73,3 +73,7 @@ FileSignature  # the type alias the index file's column of file signatures is do
 # -- state of the live job view, written for its protocol (collector/_live.py) -------------
 _._round  # the round a rank's live sender is in; kept with the live view's protocol
 _._failed  # whether the live sender gave up; kept with the live view's protocol
+
+# -- zipfile.ZipInfo fields the tests' own container writer sets (zipfile reads them) ------
+_.create_system  # zipfile writes it into the member's directory entry
+_.external_attr  # zipfile writes it into the member's directory entry (the mode)

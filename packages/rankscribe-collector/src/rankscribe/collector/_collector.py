@@ -38,7 +38,7 @@ from typing import Any
 from rankscribe.collector._callback import MODES, Callback, CallbackParams, RunContext
 from rankscribe.collector._fingerprint import DEFAULT_FINGERPRINT_BUDGET
 from rankscribe.collector._lineage import DEFAULT_MERGE_TIMEOUT, LineageRecorder
-from rankscribe.collector._live import LiveRankView, check_job_view_interval
+from rankscribe.collector._live import LiveRankView, check_job_view_interval, check_on_verdict
 from rankscribe.collector._run import CollectorRun
 from rankscribe.collector._series import (
     STEP_TIME_WRITE_AT_ONCE,
@@ -51,6 +51,7 @@ from rankscribe.collector.collection._extractor import GRAPH_TAG, Extractor
 from rankscribe.collector.collection._options import check_one_of_a_kind, collector_arguments
 from rankscribe.collector.collection._schedule import Collect, CollectionSchedule, total_units
 from rankscribe.collector.errors import CollectorValueError
+from rankscribe.lineage.jobview import VerdictCallback
 from rankscribe.ranks import Coordinator, OnExists, RankInfo
 from rankscribe.writer import SummaryRecord
 from rankscribe.writer.operators import discard_pending
@@ -100,6 +101,9 @@ class SummaryCollector(Callback):
             bytes, an int >= 1024, default 4 MiB); docs/job-view.md.
         job_view_interval: seconds between live updates of the job view (docs/job-view.md,
             "Live"); None: ``RANKSCRIBE_JOB_VIEW_INTERVAL``, else 60; 0: at the end only.
+        on_verdict: a callable rank 0 calls, from the job view's own thread, with each
+            verdict record (a plain dict: docs/job-view.md, "Verdict records") when it
+            appears or changes; an exception in it is logged, never raised. None: none.
         on_exists: on a job of several ranks, what the job does when ``summary_dir``
             belongs to another job (docs/layout.md, "Two jobs, one directory"):
             ``"new"`` (default) writes into the next free ``<dir>-2``, ``<dir>-3``,
@@ -132,6 +136,7 @@ class SummaryCollector(Callback):
         fingerprint_budget: int = DEFAULT_FINGERPRINT_BUDGET,
         job_view_interval: float | None = None,
         on_exists: OnExists = "new",
+        on_verdict: VerdictCallback | None = None,
     ) -> None:
         arguments = collector_arguments(
             summary_dir,
@@ -178,7 +183,9 @@ class SummaryCollector(Callback):
             adapters=self._adapters,
         )
         self._extractor = Extractor(options, adapters=self._adapters)
-        self._live = LiveRankView(check_job_view_interval(job_view_interval))
+        self._live = LiveRankView(
+            check_job_view_interval(job_view_interval), on_verdict=check_on_verdict(on_verdict)
+        )
         self._run = CollectorRun(
             arguments, adapters=self._adapters, lineage=self._lineage, live=self._live
         )

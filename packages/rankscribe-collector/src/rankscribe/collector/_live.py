@@ -34,21 +34,28 @@ import threading
 import time
 from typing import Any
 
-import numpy as np
-
 from rankscribe.collector._lineage import JobLineageMerger
+from rankscribe.collector._rank_tail import RankFileTail
 from rankscribe.collector._series import ScalarSeries
-from rankscribe.collector.errors import CollectorValueError
+from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 from rankscribe.lineage import LineageError, merge_run_dir
 from rankscribe.lineage.jobview import (
+    DEFAULT_JOB_VIEW_INTERVAL,
+    FINAL_ROUND,
+    ControlFile,
     JobPartial,
     LiveJobView,
+    VerdictCallback,
+    decode_message,
+    encode_message,
+    round_name,
+    round_number,
+    round_period,
+    rounds_per_interval,
     session_values,
 )
 from rankscribe.ranks import RankInfo, RanksError, TreeChannel, tree_channel
-from rankscribe.ranks.files import open_regular, rank_dir_name
-from rankscribe.writer import files, reader
-from rankscribe.writer.pb import summary_pb2
+from rankscribe.ranks.files import rank_dir_name
 
 logger = logging.getLogger(__name__)
 
@@ -58,18 +65,15 @@ __all__ = [
     "LiveRankView",
     "RankFileTail",
     "check_job_view_interval",
+    "check_on_verdict",
 ]
 
-#: Seconds between two live updates of the job view (0: only at the end of training).
-DEFAULT_JOB_VIEW_INTERVAL = 60.0
 #: The environment variable that sets ``job_view_interval`` when the argument is not given.
 JOB_VIEW_INTERVAL_ENV = "RANKSCRIBE_JOB_VIEW_INTERVAL"
 #: Share of an interval the ranks of a round may wait for their children, over all levels.
 _ROUND_SHARE = 0.5
 #: ... but never more than this (seconds): a live round is not the end of training.
 _ROUND_WAIT_LIMIT = 30.0
-#: The round number of the last round (every earlier round has a smaller one).
-FINAL_ROUND = 1 << 62
 #: A rank whose files gained no point for this many intervals stalls (see STALL_FLOOR)...
 STALL_INTERVALS = 3
 #: ... and never for less than this (seconds): the collector writes each rank's step
@@ -104,83 +108,14 @@ def check_job_view_interval(value: object) -> float:
     return float(value)
 
 
-class RankFileTail:
-    """The scalars a rank's summary files gained since the last read.
-
-    What the files held when the tail starts belongs to an earlier run and is
-    left alone (a file of this collector's record that the new run appends to
-    is read from its size at the start). Each file is read from where the last
-    read stopped; a record still
-    being written is read next time; a file damaged before its end is read up
-    to the damage (with a warning) and then left alone.
-    """
-
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
-        self.directory = os.fspath(directory)
-        self._offsets: dict[str, int] = {}
-        for path in self._files():
-            try:
-                self._offsets[path] = os.path.getsize(path)
-            except OSError:
-                continue
-        self._done: set[str] = set()
-        self.last_step = -1
-
-    def _files(self) -> list[str]:
-        try:
-            return [
-                os.fspath(path) for path in reader.list_summary_files(self.directory, "summary")
-            ]
-        except OSError:
-            return []
-
-    def read_new(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """``tag -> (steps, values)`` of the points written since the last call."""
-        points: dict[str, tuple[list[int], list[float]]] = {}
-        for path in self._files():
-            if path not in self._done:
-                self._read_file(path, points)
-        found = {
-            tag: (np.asarray(steps, dtype=np.int64), np.asarray(values, dtype=np.float64))
-            for tag, (steps, values) in points.items()
-        }
-        return found
-
-    def _read_file(self, path: str, points: dict[str, tuple[list[int], list[float]]]) -> None:
-        offset = self._offsets.get(path, 0)
-        try:
-            opened = open_regular(path)  # a link or a FIFO planted here is refused
-        except OSError as error:
-            logger.warning("live job view: %s cannot be read (%s); left out", path, error)
-            self._done.add(path)
-            return
-        with opened as stream:
-            stream.seek(offset)
-            records = files.RecordReader(stream, strict=False)
-            for record in records:
-                self._take(record.payload, points)
-                self._offsets[path] = offset + record.offset + record.record_length
-            if records.corruptions:
-                logger.warning(
-                    "live job view: %s is damaged (%s); the rest of it is left out",
-                    path,
-                    records.corruptions[0],
-                )
-                self._done.add(path)
-
-    def _take(self, payload: bytes, points: dict[str, tuple[list[int], list[float]]]) -> None:
-        try:
-            event = summary_pb2.Event.FromString(payload)
-        except Exception:  # a record that is not an Event: not ours to judge here
-            return
-        if event.WhichOneof("what") != "summary":
-            return
-        for value in event.summary.value:
-            if value.WhichOneof("value") == "scalar_value":
-                steps, values = points.setdefault(value.tag, ([], []))
-                steps.append(event.step)
-                values.append(value.scalar_value)
-                self.last_step = max(self.last_step, event.step)
+def check_on_verdict(value: object) -> VerdictCallback | None:
+    """``on_verdict`` as given: a callable or None (else a clear error naming it)."""
+    if value is None or callable(value):
+        return value
+    raise CollectorTypeError(
+        f"For 'on_verdict', the value should be a callable taking one verdict record (a dict) "
+        f"or None, but got {type(value).__name__} {value!r:.80}."
+    )
 
 
 class LiveRankView:
@@ -191,8 +126,14 @@ class LiveRankView:
     it ends; rank 0 then :meth:`close`\\ s with the merged lineage.
     """
 
-    def __init__(self, interval: float) -> None:
+    def __init__(self, interval: float, on_verdict: VerdictCallback | None = None) -> None:
         self.interval = interval
+        #: Seconds between rounds (the timing channel; docs/job-view.md, "Live"); rank 0
+        #: appends to the job files every ``interval`` (which the control file may change).
+        self.period = round_period(interval)
+        self.on_verdict = on_verdict
+        self._control: ControlFile | None = None
+        self._appended_at = 0.0  # time.monotonic() of rank 0's last append round
         self.channel: TreeChannel | None = None
         self.view: LiveJobView | None = None
         self.info: RankInfo | None = None
@@ -254,13 +195,17 @@ class LiveRankView:
         self._finished = set()
         self._missing = []
         self._stop.clear()
-        self.view = (
-            LiveJobView(
-                self._job_dir, world_size=self.info.world_size, tensorboard=self._tensorboard
+        self._appended_at = time.monotonic()
+        self.view = None
+        if self.channel.parent is None:
+            self.view = LiveJobView(
+                self._job_dir,
+                world_size=self.info.world_size,
+                tensorboard=self._tensorboard,
+                on_verdict=self.on_verdict,
+                rounds_per_write=rounds_per_interval(self.interval, self.period),
             )
-            if self.channel.parent is None
-            else None
-        )
+            self._control = ControlFile(self._job_dir)
         if self.interval > 0 and self.channel.concurrent:
             self._thread = threading.Thread(
                 target=self._run, name="rankscribe-job-view", daemon=True
@@ -403,7 +348,7 @@ class LiveRankView:
     # ------------------------------------------------------------------ rounds
 
     def _round_wait(self) -> float:
-        return min(self.interval * _ROUND_SHARE, _ROUND_WAIT_LIMIT)
+        return min(self.period * _ROUND_SHARE, _ROUND_WAIT_LIMIT)
 
     def stall_after(self) -> float:
         """Seconds without a new point after which this rank's training counts as stalled."""
@@ -436,12 +381,13 @@ class LiveRankView:
         return JobPartial.of_rank(rank, points, last_step=before, finished=final)
 
     def _run(self) -> None:
-        # Rounds start at multiples of the interval of the wall clock, numbered by that
+        # Rounds start at multiples of the period of the wall clock, numbered by that
         # multiple: every rank (on synchronised clocks) agrees on a round's number and start.
         name = threading.current_thread().name
-        while not self._stop.wait(self.interval - time.time() % self.interval):
+        period = self.period
+        while not self._stop.wait(period - time.time() % period):
             try:
-                self._round_trip(round(time.time() / self.interval))
+                self._round_trip(round_number(period, time.time()))
                 self.thread_cpu[name] = time.thread_time()
             except Exception:
                 logger.exception(
@@ -490,7 +436,7 @@ class LiveRankView:
                 for round_number, payload in items:
                     try:
                         subtree = list(channel.subtree(child))
-                        merged.merge(JobPartial.from_bytes(payload, ranks=subtree))
+                        merged.merge(decode_message(payload, ranks=subtree))
                     # A message from a store or folder others can write, or a damaged
                     # one: whatever it makes the decoding raise, it is this message's
                     # fault, and one bad message never ends the live view.
@@ -507,13 +453,13 @@ class LiveRankView:
             late = [child for child in channel.children if child not in arrived]
             if late:
                 logger.info(
-                    "job view, %s: rank(s) %s did not deliver in time", _round_name(number), late
+                    "job view, %s: rank(s) %s did not deliver in time", round_name(number), late
                 )
             if channel.parent is not None:
-                if not channel.send(number, merged.to_bytes(), base):
+                if not channel.send(number, encode_message(merged), base):
                     logger.warning(
                         "job view, %s: rank %d's message did not reach rank %d in time",
-                        _round_name(number),
+                        round_name(number),
                         channel.rank,
                         channel.parent,
                     )
@@ -526,17 +472,44 @@ class LiveRankView:
             present = set(merged.ranks) | self._finished
             missing = [rank for rank in range(self.info.world_size) if rank not in present]
             view.add(merged, missing=missing)
-            if missing and (missing != self._missing or final):
+            appending = final or self._append_due()
+            if missing and appending and (missing != self._missing or final):
                 # Said when it changes (and at the end), not every round of a dead rank.
                 logger.warning(
-                    "job view, %s: no points from rank(s) %s", _round_name(number), _short(missing)
+                    "job view, %s: no points from rank(s) %s", round_name(number), _short(missing)
                 )
-            self._missing = missing
-        self._written.set()
+            if appending:
+                self._missing = missing
+        try:
+            view.judge(final=final)
+        except OSError as error:
+            logger.warning(
+                "job view: the state file of %s cannot be written (%s)", self._job_dir, error
+            )
+        if appending:
+            self._written.set()
 
+    def _append_due(self) -> bool:
+        """Rank 0: whether this round appends to the job files (every ``interval``).
 
-def _round_name(number: int) -> str:
-    return "the last round" if number == FINAL_ROUND else f"round {number}"
+        Reads the control file first: a new ``job_view_interval`` or new
+        thresholds take effect from this round (docs/job-view.md).
+        """
+        view, control = self.view, self._control
+        if control is not None and view is not None:
+            settings = control.read()
+            if settings:
+                interval = settings.pop("job_view_interval", None)
+                if interval is not None:
+                    self.interval = max(float(interval), self.period)
+                    view.rounds_per_write = rounds_per_interval(self.interval, self.period)
+                if settings:
+                    view.watch.change(**settings)
+        now = time.monotonic()
+        if now - self._appended_at >= self.interval - self.period / 2:
+            self._appended_at = now
+            return True
+        return False
 
 
 def _short(ranks: list[int]) -> str:

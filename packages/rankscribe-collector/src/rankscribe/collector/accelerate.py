@@ -62,7 +62,8 @@ class RankScribeTracker(GeneralTracker):
         network, optimizer, train_dataset: optional, for the lineage and the
             collector's parameter data (what ``accelerator.prepare`` returned works).
         merge_timeout: seconds rank 0 waits for the other ranks at the end.
-        **collector_options: passed to :class:`SummaryCollector`.
+        **collector_options: passed to :class:`SummaryCollector` (``collect_freq``,
+            ``on_verdict`` — called on rank 0 with each verdict record —, ...).
     """
 
     name = "rankscribe"

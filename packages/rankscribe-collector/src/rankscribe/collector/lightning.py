@@ -55,7 +55,8 @@ class RankScribeLogger(Logger):
             the next free ``version_<n>``.
         merge_timeout: seconds rank 0 waits for the other ranks at the end.
         **collector_options: passed to :class:`SummaryCollector`
-            (``collect_freq``, ``formats``, ``collect_specified_data``, ...).
+            (``collect_freq``, ``formats``, ``collect_specified_data``, ``on_verdict``,
+            called on rank 0 with each verdict record, ...).
     """
 
     def __init__(

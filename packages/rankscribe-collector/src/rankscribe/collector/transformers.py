@@ -72,7 +72,8 @@ class RankScribeCallback(TrainerCallback):
         summary_dir: the job's directory (taken whole; a second run goes to
             ``<summary_dir>-2``, ...).
         merge_timeout: seconds rank 0 waits for the other ranks at the end.
-        **collector_options: passed to :class:`SummaryCollector`.
+        **collector_options: passed to :class:`SummaryCollector` (``collect_freq``,
+            ``on_verdict`` — called on rank 0 with each verdict record —, ...).
     """
 
     def __init__(

@@ -12,7 +12,9 @@
 - TensorBoard's HParams tab: :func:`write_hparams`.
 - Runs side by side across seeds: :func:`group_runs` (groups of runs that agree
   on lineage keys, their final values as mean +- std and their curves' bands).
-- The job view (cross-rank curves and verdicts): :mod:`rankscribe.lineage.jobview`.
+- The job view (cross-rank curves and verdicts): :mod:`rankscribe.lineage.jobview`;
+  per-rank timings from anywhere judged as the job view judges them:
+  :func:`judge_timings` (thresholds: :class:`VerdictSettings`).
 - The model: dataclasses that convert exactly to and from the writer's
   lineage protobuf messages (:class:`ScalarMessage` is the base of those made of
   scalar fields only).
@@ -56,6 +58,7 @@ if TYPE_CHECKING:
     from rankscribe.lineage.group._grouping import GroupedRuns, RunGroup, group_runs
     from rankscribe.lineage.jobview import JobView as JobView
     from rankscribe.lineage.jobview import RankSeries as RankSeries
+    from rankscribe.lineage.jobview import VerdictSettings, judge_timings
     from rankscribe.lineage.jobview import series_from_dir as series_from_dir
     from rankscribe.lineage.jobview import write_job_view as write_job_view
     from rankscribe.lineage.merge._lineages import merge_rank_lineages
@@ -119,6 +122,8 @@ _HOMES = {
     "group_runs": "rankscribe.lineage.group._grouping",
     "JobView": "rankscribe.lineage.jobview",
     "RankSeries": "rankscribe.lineage.jobview",
+    "VerdictSettings": "rankscribe.lineage.jobview",
+    "judge_timings": "rankscribe.lineage.jobview",
     "series_from_dir": "rankscribe.lineage.jobview",
     "write_job_view": "rankscribe.lineage.jobview",
     "merge_rank_lineages": "rankscribe.lineage.merge._lineages",
@@ -188,6 +193,7 @@ __all__ = [
     "TrainLineageInfo",
     "UserDefinedInfo",
     "ValidDataset",
+    "VerdictSettings",
     "__version__",
     "eval_lineage_from_args",
     "filter_runs",
@@ -195,6 +201,7 @@ __all__ = [
     "get_run_lineage",
     "get_summary_lineage",
     "group_runs",
+    "judge_timings",
     "merge_rank_lineages",
     "merge_run_dir",
     "parse_run",

@@ -48,6 +48,7 @@ from rankscribe.lineage.errors import (
     LineageParamTypeError,
     LineageParamValueError,
 )
+from rankscribe.lineage.job._control import ControlFile
 from rankscribe.lineage.job._files import (
     Curve,
     step_table,
@@ -57,10 +58,24 @@ from rankscribe.lineage.job._files import (
     write_job_files,
 )
 from rankscribe.lineage.job._files import now as _now
+from rankscribe.lineage.job._judge import judge_timings, timing_tag, timings_evidence
 from rankscribe.lineage.job._live import LIVE_STATE_NAME, LiveJobView, read_live_state
 from rankscribe.lineage.job._partials import Partial as JobPartial
 from rankscribe.lineage.job._partials import PartialFormatError
+from rankscribe.lineage.job._protocol import (
+    CONTROL_NAME,
+    DEFAULT_JOB_VIEW_INTERVAL,
+    DEFAULT_TIMING_INTERVAL,
+    FINAL_ROUND,
+    round_name,
+    round_number,
+    round_period,
+    rounds_per_interval,
+)
+from rankscribe.lineage.job._protocol import decode as decode_message
+from rankscribe.lineage.job._protocol import encode as encode_message
 from rankscribe.lineage.job._ranges import last_steps_text, ranges_text
+from rankscribe.lineage.job._records import ACTIONABLE_KINDS, records_from_verdicts
 from rankscribe.lineage.job._sentences import timing_name, verdict_lines
 from rankscribe.lineage.job._statistics import (
     DATA_WAIT_TAG,
@@ -75,18 +90,23 @@ from rankscribe.lineage.job._statistics import (
     TagStatistics,
     is_timing_tag,
 )
-from rankscribe.lineage.job._stragglers import (
-    STEP_FLOOR_SECONDS,
-    STEP_FLOOR_SHARE,
-    STRAGGLER_MARGIN,
-    StragglerEvidence,
-    TimingEvidence,
-    paired_ratios,
+from rankscribe.lineage.job._straggler_verdicts import (
+    VerdictSettings,
+    straggler_records,
     straggler_verdicts,
+    timing_label,
 )
+from rankscribe.lineage.job._stragglers import StragglerEvidence, paired_ratios
 from rankscribe.lineage.job._verdicts import STRAGGLER_SHARE, StepTimes, timing_evidence
 from rankscribe.lineage.job._verdicts import dense_series as _dense_series
 from rankscribe.lineage.job._verdicts import job_verdicts as _job_verdicts
+from rankscribe.lineage.job._watch import (
+    DEFAULT_WINDOW_STEPS,
+    TimingWatch,
+    VerdictCallback,
+    WatchSettings,
+    judge_window,
+)
 from rankscribe.lineage.query._conditions import FIELD_MAPPING
 from rankscribe.lineage.record._parser import RunLineage
 from rankscribe.writer import WriterError, reader
@@ -97,18 +117,22 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "ACTIONABLE_KINDS",
+    "CONTROL_NAME",
     "DATA_WAIT_TAG",
+    "DEFAULT_JOB_VIEW_INTERVAL",
+    "DEFAULT_TIMING_INTERVAL",
+    "DEFAULT_WINDOW_STEPS",
+    "FINAL_ROUND",
     "FINGERPRINT_TAG",
     "FORWARD_TIME_TAG",
     "LIVE_STATE_NAME",
     "LOSS_TAGS",
     "SECTION_TAG_PREFIX",
-    "STEP_FLOOR_SECONDS",
-    "STEP_FLOOR_SHARE",
     "STEP_TIME_TAG",
-    "STRAGGLER_MARGIN",
     "STRAGGLER_SHARE",
     "TIMING_TAGS",
+    "ControlFile",
     "JobPartial",
     "JobStatistics",
     "JobView",
@@ -118,17 +142,33 @@ __all__ = [
     "SeriesLike",
     "StragglerEvidence",
     "TagStatistics",
-    "TimingEvidence",
+    "TimingWatch",
+    "VerdictCallback",
+    "VerdictSettings",
+    "WatchSettings",
+    "decode_message",
+    "encode_message",
     "is_timing_tag",
+    "judge_timings",
+    "judge_window",
     "live_lines",
     "paired_ratios",
     "ranges_text",
     "rank_dir_arrays",
+    "records_from_verdicts",
+    "round_name",
+    "round_number",
+    "round_period",
+    "rounds_per_interval",
     "series_from_dir",
     "session_values",
+    "straggler_records",
     "straggler_verdicts",
     "timing_evidence",
+    "timing_label",
     "timing_name",
+    "timing_tag",
+    "timings_evidence",
     "verdict_lines",
     "write_job_view",
 ]
@@ -371,6 +411,7 @@ def write_job_view(
     host: str | None = None,
     failed: Sequence[int] = (),
     straggler_evidence: StragglerEvidence | None = None,
+    verdict_settings: VerdictSettings | None = None,
 ) -> JobView:
     """Write the job's own summary file into ``job_dir`` and return the verdicts.
 
@@ -395,6 +436,8 @@ def write_job_view(
         straggler_evidence: the straggler rule's evidence, when it was reduced
             elsewhere (blocks of steps, a tree of ranks); by default it comes
             from ``series`` (:func:`timing_evidence`).
+        verdict_settings: the straggler thresholds (default ``VerdictSettings()``;
+            ``docs/job-view.md``, "Straggler").
 
     Raises:
         LineageDirNotExistError: ``job_dir`` is not a directory.
@@ -412,6 +455,11 @@ def write_job_view(
             f"straggler_evidence must be a StragglerEvidence or None, "
             f"got {type(straggler_evidence).__name__}"
         )
+    if verdict_settings is not None and not isinstance(verdict_settings, VerdictSettings):
+        raise LineageParamTypeError(
+            f"verdict_settings must be a VerdictSettings or None, "
+            f"got {type(verdict_settings).__name__}"
+        )
     if isinstance(series, JobStatistics):
         statistics = series
     else:
@@ -424,6 +472,7 @@ def write_job_view(
         missing=missing,
         failed=failed,
         evidence=straggler_evidence,
+        settings=verdict_settings,
     )
     if verdicts["job/missing_ranks"]:
         logger.warning("job view of %s without ranks %s", directory, verdicts["job/missing_ranks"])
@@ -473,6 +522,10 @@ def live_lines(job_dir: str | os.PathLike[str]) -> list[str]:
             else ""
         )
     ]
+    records = state.get("verdict_records")
+    for record in records if isinstance(records, list) else []:
+        if isinstance(record, dict) and isinstance(record.get("message"), str):
+            lines.append(f"{record.get('kind', 'verdict')} (recent steps): {record['message']}")
     lines.extend(verdict_lines(verdicts))
     last = last_steps_text(verdicts)
     if last:

@@ -27,7 +27,18 @@ from rankscribe.lineage.query._conditions import FIELD_MAPPING
 from rankscribe.lineage.query._querier import get_run_lineage
 from rankscribe.lineage.query._selection import CUSTOM_PREFIXES
 
-__all__ = ["NAMES_NOTE", "add_show_command", "usable_verdicts"]
+__all__ = ["CHECK_NO_JOB", "CHECK_VERDICT", "NAMES_NOTE", "add_show_command", "usable_verdicts"]
+
+#: ``show --check``: the exit status when a straggler or divergence verdict stands ...
+CHECK_VERDICT = 3
+#: ... and when the directory holds no job (no lineage file, no live view).
+CHECK_NO_JOB = 2
+EXIT_NOTE = """\
+exit status: 0 shown (with --check: no straggler or divergence verdict stands);
+1 an error (e.g. no lineage file and no live view, without --check); 2 with --check:
+no job in DIR (no lineage file and no live view) or a usage error; 3 with --check: a
+straggler or divergence verdict stands (each is printed). --check and --json work
+while the job runs (from its live view, docs/job-view.md) and after it ended."""
 
 # Where a query field's name is not the key the lineage file (and `show`) uses.
 _QUERY_NAMES = {
@@ -137,29 +148,102 @@ def _verdict_lines(user_defined: Mapping[str, Any]) -> list[str]:
     return [*verdict_lines(usable), *notes]
 
 
+def _live_records(state: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The live view's verdict records of the shape it writes (others left out: files are data)."""
+    found = state.get("verdict_records") if state is not None else None
+    if not isinstance(found, list):
+        return []
+    return [
+        record
+        for record in found
+        if isinstance(record, dict)
+        and isinstance(record.get("kind"), str)
+        and isinstance(record.get("ranks"), list)
+        and all(_is_int(rank) for rank in record["ranks"])
+        and isinstance(record.get("message", ""), str)
+    ]
+
+
+def job_records(
+    state: Mapping[str, Any] | None, user_defined: Mapping[str, Any] | None
+) -> list[dict[str, Any]]:
+    """The verdict records of a job: its live view's, then its merged lineage's not among them.
+
+    The live view judges the recent steps and gives stragglers their cost; the
+    merged lineage (at the end) adds the whole run's verdicts.
+    """
+    from rankscribe.lineage.jobview import records_from_verdicts  # noqa: PLC0415 - numpy
+
+    records = _live_records(state)
+    if user_defined is not None:
+        covered = {(record["kind"], rank) for record in records for rank in record["ranks"]}
+        for record in records_from_verdicts(usable_verdicts(user_defined)[0]):
+            if not all((record["kind"], rank) in covered for rank in record["ranks"]):
+                records.append(record)
+    return records
+
+
+def _check(directory: str, state: Mapping[str, Any] | None, lineage: Any) -> int:
+    from rankscribe.lineage.jobview import ACTIONABLE_KINDS  # noqa: PLC0415 - numpy
+
+    if state is None and lineage is None:
+        print(
+            f"{PROGRAM}: no job in {printable(directory)} (no lineage file, no live view)",
+            file=sys.stderr,
+        )
+        return CHECK_NO_JOB
+    user_defined = lineage.section("user_defined") if lineage is not None else None
+    standing = [
+        record for record in job_records(state, user_defined) if record["kind"] in ACTIONABLE_KINDS
+    ]
+    for record in standing:
+        print(printable(f"{record['kind']}: {record.get('message', '')}"))
+    return CHECK_VERDICT if standing else 0
+
+
+def _without_lineage(
+    args: argparse.Namespace, directory: str, state: Mapping[str, Any] | None, live: list[str]
+) -> int:
+    """A job still training (no lineage file yet): its live view, else an error."""
+    if args.check:
+        return _check(directory, state, None)
+    if state is not None and args.json:
+        running = {"summary_dir": directory, "live": state, "verdicts": job_records(state, None)}
+        sys.stdout.write(json.dumps(running, indent=2) + "\n")
+        return 0
+    if live and not args.json:
+        print("\n".join(printable(line) for line in live))
+        return 0
+    raise CommandLineError(
+        f"no lineage file in {printable(args.dir)} (lineage files are named "
+        f"*summary.<n>*_lineage; a run writes one when it records its lineage)"
+    ) from None
+
+
 def _show(args: argparse.Namespace) -> int:
     directory = existing_directory(args.dir)
+    from rankscribe.lineage.job._live import read_live_state  # noqa: PLC0415 - numpy, for show
     from rankscribe.lineage.jobview import live_lines  # noqa: PLC0415 - numpy, for show
 
+    state = read_live_state(directory)
     live = live_lines(directory)  # a job still training: its live view (docs/job-view.md)
     try:
         lineage = get_run_lineage(directory)
     except LineageFileNotFoundError:
-        if live and not args.json:
-            print("\n".join(printable(line) for line in live))
-            return 0
-        raise CommandLineError(
-            f"no lineage file in {printable(args.dir)} (lineage files are named "
-            f"*summary.<n>*_lineage; a run writes one when it records its lineage)"
-        ) from None
+        return _without_lineage(args, directory, state, live)
     if lineage is None:
         print(
             f"{PROGRAM}: {printable(directory)} has lineage files but none could be read",
             file=sys.stderr,
         )
         return 1
+    if args.check:
+        return _check(directory, state, lineage)
     result = lineage.summary_info()
     result["user_defined"] = lineage.section("user_defined")
+    result["verdicts"] = job_records(state, result["user_defined"])
+    if state is not None:
+        result["live"] = state
     if args.json:
         sys.stdout.write(json.dumps(result, indent=2) + "\n")  # JSON escapes control bytes
         return 0
@@ -197,9 +281,19 @@ def add_show_command(commands: argparse._SubParsersAction[argparse.ArgumentParse
     show = commands.add_parser(
         "show",
         help="the lineage of one run directory",
-        epilog=NAMES_NOTE,
+        epilog=f"{NAMES_NOTE}\n\n{EXIT_NOTE}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     show.add_argument("dir", help="the run directory")
-    show.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    show.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON instead of a table (with a 'verdicts' list of records)",
+    )
+    show.add_argument(
+        "--check",
+        action="store_true",
+        help=f"print the standing straggler and divergence verdicts only; exit {CHECK_VERDICT} "
+        f"when one stands, 0 when none does, {CHECK_NO_JOB} when DIR holds no job",
+    )
     show.set_defaults(handler=_show)

@@ -43,6 +43,8 @@ from rankscribe.lineage.job._files import (
 )
 from rankscribe.lineage.job._partials import Partial
 from rankscribe.lineage.job._ranges import ranges_text
+from rankscribe.lineage.job._records import records_from_verdicts
+from rankscribe.lineage.job._watch import TimingWatch, VerdictCallback, WatchSettings
 from rankscribe.ranks.errors import JSONDataError
 from rankscribe.ranks.files import atomic_write, file_mode, read_regular
 from rankscribe.ranks.jsondata import parse_json
@@ -64,6 +66,8 @@ PATIENCE = 3
 LIVE_STATE_NAME = ".rankscribe-live.json"
 #: How long a write waits for one under way (seconds) before it gives up.
 WRITE_WAIT = 60.0
+#: A judgement is repeated no sooner than this many times its duration.
+JUDGE_SPACING = 5.0
 #: A state file larger than this is not read (it holds one entry per rank).
 _MAX_STATE_BYTES = 32 << 20
 
@@ -84,8 +88,21 @@ class LiveJobView:
         world_size: int,
         tensorboard: bool = False,
         host: str | None = None,
+        on_verdict: VerdictCallback | None = None,
+        rounds_per_write: int = 1,
+        settings: WatchSettings | None = None,
     ) -> None:
         self.directory = os.fspath(job_dir)
+        #: Rounds (``add`` calls) between two writes: the timing rounds of one job-view
+        #: interval (docs/job-view.md, "Live"); a silent rank is waited for PATIENCE intervals.
+        self.rounds_per_write = rounds_per_write
+        #: The recent timings of every rank, judged each round (job/_watch.py).
+        self.watch = TimingWatch(on_verdict=on_verdict, job_dir=self.directory, settings=settings)
+        self._other_records: list[dict[str, Any]] = []
+        self._judged_at = 0.0  # time.monotonic() at the end of the last judgement
+        self._judge_seconds = 0.0  # how long it took
+        self._state: dict[str, Any] = {}
+        self._state_lock = threading.Lock()
         self.world_size = world_size
         self.tensorboard = tensorboard
         self.host = host
@@ -113,6 +130,7 @@ class LiveJobView:
 
     def add(self, partial: Partial, *, missing: Sequence[int] = ()) -> None:
         """One interval's merged partial; ``missing``: ranks whose points did not arrive."""
+        self.watch.add(partial.per_rank)
         with self._lock:
             late = partial.drop_through(self.written_through)
             if late:
@@ -159,7 +177,7 @@ class LiveJobView:
         with self._lock:
             if self._received == self._written_round and not final:
                 return False
-            if self._received - self._written_round > 1:
+            if self._received - self._written_round > self.rounds_per_write:
                 logger.warning(
                     "live job view of %s fell behind (a slow filesystem?): intervals %d-%d "
                     "are written together",
@@ -186,15 +204,48 @@ class LiveJobView:
             curves.extend(_verdict_curves(verdicts, verdict_step, len(self._round_ranks)))
         self.intervals += 1
         self._append(curves)
+        # Divergence and non-finite losses come from the written steps; stragglers from the
+        # watch's window (judged each round: judge()).
+        self._other_records = [
+            record
+            for record in records_from_verdicts(verdicts)
+            if record["kind"] in ("divergence", "nonfinite")
+        ]
         self._write_state(verdicts, final=final)
         return bool(curves) or final
+
+    def judge(self, *, final: bool = False) -> list[dict[str, Any]]:
+        """Judge the recent timings (each round); the records that appeared or changed.
+
+        Calls ``on_verdict`` with each of them and rewrites the state file's
+        ``verdict_records``, so ``rankscribe-lineage show`` sees them within a round.
+        A judgement that took long (thousands of ranks) is not repeated before
+        :data:`JUDGE_SPACING` times its duration has passed, so judging takes at
+        most a fifth of a core; ``final`` judges regardless.
+        """
+        started = time.monotonic()
+        if not final and started - self._judged_at < JUDGE_SPACING * self._judge_seconds:
+            return []
+        changed = self.watch.judge(self._other_records)
+        self._judged_at = time.monotonic()
+        self._judge_seconds = self._judged_at - started
+        with self._state_lock:
+            if self._state:
+                self._state["verdict_records"] = self.watch.records
+                self._state["judged_at"] = now()
+                self._store_state()
+            elif changed:  # before the first interval is written
+                self._state = self._state_of({}, final=False)
+                self._store_state()
+        return changed
 
     def _cut(self) -> int:
         """The last step every rank the view waits for has passed (-1: none yet)."""
         waiting = [
             rank
             for rank in range(self.world_size)
-            if rank not in self._finished and self._received - self._heard.get(rank, 0) < PATIENCE
+            if rank not in self._finished
+            and self._received - self._heard.get(rank, 0) < PATIENCE * self.rounds_per_write
         ]
         steps = [self._pending.last_steps.get(rank, -1) for rank in waiting]
         if not steps:  # every rank finished or fell silent: what arrived is complete
@@ -228,7 +279,16 @@ class LiveJobView:
         self._files.append(curves, now(), layout=layout, session=session)
 
     def _write_state(self, verdicts: Mapping[str, Any], *, final: bool) -> None:
-        state = {
+        with self._state_lock:
+            self._state = self._state_of(verdicts, final=final)
+            self._store_state()
+
+    def _store_state(self) -> None:
+        data = json.dumps(self._state, allow_nan=True).encode("utf-8")
+        atomic_write(os.path.join(self.directory, LIVE_STATE_NAME), [data], mode=file_mode(True))
+
+    def _state_of(self, verdicts: Mapping[str, Any], *, final: bool) -> dict[str, Any]:
+        return {
             "interval": self._received,
             "wall_time": now(),
             "final": final,
@@ -238,9 +298,8 @@ class LiveJobView:
             "dropped_points": self.dropped_points,
             "world_size": self.world_size,
             "verdicts": dict(verdicts),
+            "verdict_records": self.watch.records,
         }
-        data = json.dumps(state, allow_nan=True).encode("utf-8")
-        atomic_write(os.path.join(self.directory, LIVE_STATE_NAME), [data], mode=file_mode(True))
 
     def finish(
         self,

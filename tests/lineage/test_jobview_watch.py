@@ -1,0 +1,253 @@
+"""Verdicts people act on, rank 0's side (docs/job-view.md, "Verdict records", "Live").
+
+- judge_window names a rank slower in a timing with its cost (seconds per step
+  against the other ranks' median, share of the step), persistent or not and
+  since when; balanced noisy ranks and a 1 % difference name nobody;
+- LiveJobView judges each round: the state file holds the records, on_verdict
+  gets each new record once (an exception in it is logged, training goes on),
+  one warning names the rank, the timing, the cost and ``rankscribe-lineage show``;
+- the control file changes the thresholds; a planted link, FIFO, oversized or
+  malformed file is refused with one warning and the settings stay;
+- ``rankscribe-lineage show --json`` and ``--check`` on a running job's dir and
+  on a dir with no job (exit 3 / 0 / 2).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rankscribe.lineage.cli import main
+from rankscribe.lineage.jobview import (
+    CONTROL_NAME,
+    LIVE_STATE_NAME,
+    STEP_TIME_TAG,
+    ControlFile,
+    JobPartial,
+    LiveJobView,
+    VerdictSettings,
+    WatchSettings,
+    judge_window,
+    records_from_verdicts,
+)
+
+COMPUTE = "rankscribe/section/compute"
+BASE = 0.008
+
+
+def window(
+    ranks: int,
+    steps: int,
+    *,
+    slow: int | None = None,
+    factor: float = 1.0,
+    onset: int = 0,
+    noise: float = 0.1,
+    seed: int = 0,
+) -> dict[str, dict[int, tuple[np.ndarray, np.ndarray]]]:
+    """Compute sections and synchronous step times (the slowest rank's + 1 ms) of a job."""
+    rng = np.random.default_rng(seed)
+    numbers = np.arange(steps, dtype=np.int64)
+    compute = BASE * rng.lognormal(0.0, noise, size=(ranks, steps))
+    if slow is not None:
+        compute[slow, onset:] *= factor
+    step = compute.max(axis=0) + 0.001
+    return {
+        COMPUTE: {rank: (numbers, compute[rank]) for rank in range(ranks)},
+        STEP_TIME_TAG: {rank: (numbers, step.copy()) for rank in range(ranks)},
+    }
+
+
+def test_a_slow_rank_is_named_with_its_cost() -> None:
+    [record] = judge_window(window(3, 200, slow=1, factor=1.5))
+    assert record["kind"] == "straggler"
+    assert record["ranks"] == [1]
+    assert record["tag"] == COMPUTE
+    assert record["cost_seconds_per_step"] == pytest.approx(0.004, rel=0.15)
+    assert record["cost_share"] == pytest.approx(0.004 / 0.013, rel=0.2)
+    assert record["persistent"] is True
+    assert record["top"][0]["rank"] == 1
+    assert "rank 1" in record["message"] and "section 'compute'" in record["message"]
+    json.dumps(record)  # plain JSON-ready
+
+
+@pytest.mark.parametrize("ranks", [2, 3, 8])
+@pytest.mark.parametrize("seed", range(5))
+def test_balanced_noisy_ranks_and_a_one_percent_difference_name_nobody(
+    ranks: int, seed: int
+) -> None:
+    assert judge_window(window(ranks, 200, noise=0.3, seed=seed)) == []
+    assert judge_window(window(ranks, 200, slow=1, factor=1.01, seed=seed)) == []
+
+
+def test_an_onset_mid_window_says_since_when_and_too_few_steps_judge_nothing() -> None:
+    [record] = judge_window(window(3, 200, slow=1, factor=1.5, onset=80))
+    assert 70 <= record["since_step"] <= 90
+    assert judge_window(window(3, 5, slow=1, factor=3.0)) == []
+
+
+def test_the_cost_floor_is_the_users_to_change() -> None:
+    slight = window(3, 200, slow=1, factor=1.1, noise=0.02)
+    [record] = judge_window(slight)
+    assert record["cost_share"] < 0.1
+    assert judge_window(slight, WatchSettings(verdict=VerdictSettings(cost_floor_share=0.2))) == []
+
+
+def partial_of(
+    timings: dict[str, dict[int, tuple[np.ndarray, np.ndarray]]], rank: int
+) -> JobPartial:
+    return JobPartial.of_rank(rank, {tag: ranks[rank] for tag, ranks in timings.items()})
+
+
+def live_round(view: LiveJobView, timings: dict[str, Any], ranks: int) -> list[dict[str, Any]]:
+    merged = partial_of(timings, 0)
+    for rank in range(1, ranks):
+        merged.merge(partial_of(timings, rank))
+    view.add(merged)
+    return view.judge()
+
+
+def test_the_live_view_calls_on_verdict_once_warns_once_and_survives_its_errors(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    called: list[dict[str, Any]] = []
+
+    def on_verdict(record: dict[str, Any]) -> None:
+        called.append(record)
+        raise RuntimeError("the caller's bug")
+
+    view = LiveJobView(tmp_path, world_size=3, on_verdict=on_verdict)
+    timings = window(3, 400, slow=1, factor=1.5)
+    with caplog.at_level(logging.WARNING):
+        first = {
+            tag: {r: (s[:200], v[:200]) for r, (s, v) in ranks.items()}
+            for tag, ranks in timings.items()
+        }
+        later = {
+            tag: {r: (s[200:], v[200:]) for r, (s, v) in ranks.items()}
+            for tag, ranks in timings.items()
+        }
+        assert [record["ranks"] for record in live_round(view, first, 3)] == [[1]]
+        assert live_round(view, later, 3) == []  # the same verdict: not new, not changed
+    assert len(called) == 1 and called[0]["ranks"] == [1]
+    warnings = [
+        r.getMessage() for r in caplog.records if "rankscribe-lineage show" in r.getMessage()
+    ]
+    assert len(warnings) == 1
+    assert "rank 1" in warnings[0] and "section 'compute'" in warnings[0]
+    assert "ms a step" in warnings[0]
+    assert any("on_verdict raised" in r.getMessage() for r in caplog.records)
+    state = json.loads((tmp_path / LIVE_STATE_NAME).read_text())
+    assert [record["ranks"] for record in state["verdict_records"]] == [[1]]
+
+
+def test_show_json_and_check_on_a_running_job(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    slow_dir, clean_dir, empty_dir = tmp_path / "slow", tmp_path / "clean", tmp_path / "empty"
+    for directory in (slow_dir, clean_dir, empty_dir):
+        directory.mkdir()
+    live_round(LiveJobView(slow_dir, world_size=3), window(3, 200, slow=1, factor=1.5), 3)
+    clean = LiveJobView(clean_dir, world_size=3)
+    live_round(clean, window(3, 200), 3)
+    clean.write()  # the state file of an interval
+    assert main(["show", "--json", str(slow_dir)]) == 0
+    document = json.loads(capsys.readouterr().out)
+    [record] = document["verdicts"]
+    assert record["kind"] == "straggler" and record["ranks"] == [1]
+    assert isinstance(record["cost_seconds_per_step"], float)
+    assert main(["show", "--check", str(slow_dir)]) == 3
+    assert "straggler: rank 1" in capsys.readouterr().out
+    assert main(["show", "--check", str(clean_dir)]) == 0
+    assert main(["show", "--json", str(clean_dir)]) == 0
+    assert json.loads(capsys.readouterr().out)["verdicts"] == []
+    assert main(["show", "--check", str(empty_dir)]) == 2
+    assert "no job in" in capsys.readouterr().err
+
+
+def test_records_from_a_merged_lineages_verdict_keys() -> None:
+    records = records_from_verdicts(
+        {
+            "job/straggler_ranks": "2,3",
+            "job/straggler_rank": 3,
+            "job/straggler_timing/2": "rankscribe/forward_time",
+            "job/straggler_timing/3": "rankscribe/forward_time",
+            "job/straggler_excess/3": 0.5,
+            "job/diverged_ranks": "1",
+            "job/diverged_first_step": 7,
+            "job/nonfinite_loss_ranks": "",
+            "job/stopped_first_rank": -1,
+        }
+    )
+    assert [(r["kind"], r["ranks"], r["timing"]) for r in records] == [
+        ("straggler", [2, 3], "rankscribe/forward_time"),
+        ("divergence", [1], None),
+    ]
+    assert records[1]["since_step"] == 7
+    assert records_from_verdicts({"job/diverged_ranks": 5, "job/straggler_ranks": "x-y"}) == []
+
+
+def write_control(directory: Path, content: str | bytes) -> Path:
+    path = directory / CONTROL_NAME
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return path
+
+
+def test_the_control_file_changes_settings_and_refuses_what_it_should(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    control = ControlFile(tmp_path)
+    assert control.read() is None  # no file
+    path = write_control(tmp_path, '{"cost_floor": 0.02, "job_view_interval": 5}')
+    assert control.read() == {"cost_floor": 0.02, "job_view_interval": 5.0}
+    assert control.read() is None  # unchanged
+    with caplog.at_level(logging.WARNING):
+        for bad in (
+            '{"cost_floor": 2}',
+            '{"cost_flor": 0.1}',
+            "[1, 2]",
+            "{not json",
+            '{"window_steps": 5}',
+            b"{" + b" " * 5000 + b"}",
+        ):
+            path.unlink()
+            write_control(tmp_path, bad)
+            assert control.read() is None
+            assert control.read() is None  # said once
+    refusals = [r.getMessage() for r in caplog.records if CONTROL_NAME in r.getMessage()]
+    assert len(refusals) == 6
+    assert any("cost_floor should be a share" in message for message in refusals)
+    path.unlink()
+    target = tmp_path / "elsewhere.json"
+    target.write_text('{"cost_floor": 0.5}')
+    path.symlink_to(target)
+    assert control.read() is None  # a planted link is not followed
+    path.unlink()
+    os.mkfifo(path)
+    assert control.read() is None  # a planted FIFO never blocks
+
+
+def test_a_merged_lineages_straggler_record_carries_its_cost_keys() -> None:
+    [record] = records_from_verdicts(
+        {
+            "job/straggler_ranks": "1",
+            "job/straggler_rank": 1,
+            "job/straggler_timing/1": "rankscribe/section/compute",
+            "job/straggler_cost_seconds/1": 0.004,
+            "job/straggler_cost_share/1": 0.33,
+            "job/straggler_since_step": 600,
+            "job/straggler_persistent": 1,
+            "job/straggler_share_of_steps": 0.98,
+            "job/straggler_message": "rank 1 costs 4 ms a step (33% of the step)",
+        }
+    )
+    assert record["cost_seconds_per_step"] == 0.004 and record["cost_share"] == 0.33
+    assert record["since_step"] == 600 and record["persistent"] is True
+    assert record["share_of_steps"] == 0.98
+    assert record["message"] == "rank 1 costs 4 ms a step (33% of the step)"
