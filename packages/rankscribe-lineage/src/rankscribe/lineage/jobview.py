@@ -58,6 +58,8 @@ from rankscribe.lineage.job._files import (
 )
 from rankscribe.lineage.job._files import now as _now
 from rankscribe.lineage.job._live import LIVE_STATE_NAME, LiveJobView, read_live_state
+from rankscribe.lineage.job._machine import SYSTEM_TAG_PREFIX, SYSTEM_TAGS, evidence_keys
+from rankscribe.lineage.job._machine import evidence_keys as system_evidence
 from rankscribe.lineage.job._partials import Partial as JobPartial
 from rankscribe.lineage.job._partials import PartialFormatError
 from rankscribe.lineage.job._ranges import last_steps_text, ranges_text
@@ -108,6 +110,8 @@ __all__ = [
     "STEP_TIME_TAG",
     "STRAGGLER_MARGIN",
     "STRAGGLER_SHARE",
+    "SYSTEM_TAGS",
+    "SYSTEM_TAG_PREFIX",
     "TIMING_TAGS",
     "JobPartial",
     "JobStatistics",
@@ -127,6 +131,7 @@ __all__ = [
     "series_from_dir",
     "session_values",
     "straggler_verdicts",
+    "system_evidence",
     "timing_evidence",
     "timing_name",
     "verdict_lines",
@@ -432,6 +437,10 @@ def write_job_view(
     )
     if verdicts["job/missing_ranks"]:
         logger.warning("job view of %s without ranks %s", directory, verdicts["job/missing_ranks"])
+    # The named ranks' system readings (docs/system-metrics.md): from the series, else on disk.
+    verdicts.update(
+        evidence_keys(verdicts, directory if isinstance(series, JobStatistics) else series)
+    )
     curves = _job_curves(statistics, times)
     wall_time = _now()
     table = step_table(curves)
