@@ -66,7 +66,9 @@ def test_the_rank_with_the_longer_forward_is_named_by_its_forward_time(jobs: Pat
     assert (notes["job/straggler_rank"], notes["job/straggler_ranks"]) == (SLOW_RANK, "1")
     assert notes["job/straggler_timing"] == FORWARD_TIME_TAG
     assert notes["job/diverged_ranks"] == ""  # DDP kept the replicas equal
-    assert "by forward time" in verdict_lines(notes)[0]
+    line = verdict_lines(notes)[0]
+    assert line.startswith("straggler: rank 1 costs "), line
+    assert "): forward " in line  # the timing that named it, after the cost
     for rank in (0, 1):
         found = rank_scalars(jobs / "slow" / f"rank_{rank}")
         forward = found[FORWARD_TIME_TAG]

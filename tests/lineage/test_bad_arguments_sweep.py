@@ -17,6 +17,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from rankscribe import lineage
@@ -89,6 +90,11 @@ VALID: ValidCalls = {
     "is_timing_tag": lambda t: (("rankscribe/step_time",), {}),
     "session_values": lambda t: ((RunLineage("x"),), {}),
     "straggler_verdicts": lambda t: ((StragglerEvidence(),), {}),
+    "straggler_records": lambda t: ((StragglerEvidence(),), {}),
+    "judge_timings": lambda t: (({"forward": np.ones((2, 3))},), {}),
+    "timings_evidence": lambda t: (({"forward": np.ones((2, 3))},), {}),
+    "timing_tag": lambda t: (("forward",), {}),
+    "timing_label": lambda t: (("rankscribe/forward_time",), {}),
     "timing_evidence": lambda t: ((JobStatistics(),), {}),
     "verdict_lines": lambda t: (({},), {}),
 }
@@ -114,6 +120,7 @@ LEFT_OUT = {
     "JobStatistics",
     "SeriesLike",
     "StragglerEvidence",
+    "VerdictSettings",  # test_judge_timings.py checks each threshold
     # Callbacks: test_callbacks.py checks their arguments (a SummaryRecord is needed).
     "EvalLineage",
     "TrainLineage",
@@ -125,7 +132,6 @@ LEFT_OUT = {
     "JobPartial",
     "LiveJobView",
     "TagStatistics",
-    "TimingEvidence",
     # Protocols and base classes: nothing to call with a wrong argument.
     "LineageCallback",
     "LineageFile",

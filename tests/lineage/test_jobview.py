@@ -76,7 +76,7 @@ def test_a_slow_rank_is_the_straggler(tmp_path: Path) -> None:
     assert view.verdicts["job/straggler_slowest_share"] > 0.9
     assert view.verdicts["job/straggler_excess"] == pytest.approx(0.5, abs=0.1)
     assert view.verdicts["job/step_time_skew"] == pytest.approx(1.5, abs=0.15)
-    assert verdict_lines(view.verdicts)[0].startswith("straggler: rank 2 (slowest in")
+    assert verdict_lines(view.verdicts)[0].startswith("straggler: rank 2 costs ")
 
 
 @pytest.mark.parametrize("ranks", [2, 3, 8])
@@ -109,10 +109,17 @@ def test_ranks_descheduled_at_random_have_no_straggler(
 
 
 def test_a_rank_slower_by_a_hair_is_not_a_straggler(tmp_path: Path) -> None:
-    """Slowest at almost every step, but 5 % slower only: below the 20 % margin."""
-    view = _view(tmp_path, _job(2, slow={1: 1.05}, noise=0.001))
+    """Slowest at every step, but 1 % of the step only: below the cost floor (2 %)."""
+    view = _view(tmp_path, _job(2, slow={1: 1.01}, noise=0.001))
     assert view.verdicts["job/straggler_rank"] == -1
-    assert view.verdicts["job/step_time_skew"] == pytest.approx(1.05 / 1.025, rel=0.01)
+    assert view.verdicts["job/step_time_skew"] == pytest.approx(1.01 / 1.005, rel=0.01)
+
+
+def test_a_rank_5_percent_slower_is_named_with_its_cost(tmp_path: Path) -> None:
+    """5 % of a 10 ms step, at every step: clear and above the floor."""
+    view = _view(tmp_path, _job(2, slow={1: 1.05}, noise=0.001))
+    assert view.verdicts["job/straggler_rank"] == 1
+    assert view.verdicts["job/straggler_cost_seconds"] == pytest.approx(0.0005, rel=0.05)
 
 
 def test_a_clean_run_flags_nothing(tmp_path: Path) -> None:

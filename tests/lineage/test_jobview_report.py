@@ -27,6 +27,22 @@ def test_a_slow_node_is_summed_up_whole() -> None:
     assert verdict_summary(_job(one)) == "straggler: rank 1"
 
 
+def test_the_summary_and_the_chart_lead_with_the_cost() -> None:
+    verdicts = {
+        "job/straggler_cost_seconds": 0.0041,
+        "job/straggler_cost_share": 0.33,
+        "job/straggler_rank": 1,
+        "job/straggler_ranks": "1",
+        "job/straggler_excess": 0.5,
+        "job/straggler_timing": "rankscribe/forward_time",
+    }
+    assert verdict_summary(_job(verdicts)) == "straggler: rank 1 costing 4.1 ms a step (33%)"
+    html = "".join(_step_time_html(_JobData(verdicts), 1000))  # type: ignore[arg-type]
+    assert "straggler rank 1 costing 4.1 ms a step (33%) (named by its forward time)" in html
+    damaged = {**verdicts, "job/straggler_cost_share": "n/a"}
+    assert verdict_summary(_job(damaged)) == "straggler: rank 1"
+
+
 class _JobData:
     def __init__(self, verdicts: dict[str, Any]) -> None:
         self.run = _job(verdicts, ranks=2)

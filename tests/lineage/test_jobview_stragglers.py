@@ -1,7 +1,8 @@
-"""The straggler rule's two layers: paired ratios and the bounded, mergeable evidence."""
+"""The straggler rule's layers: excess over the others' median, bounded evidence, verdicts."""
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 
@@ -10,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rankscribe.lineage.job._stragglers import row_medians
+# row_medians and others_medians have no public door: the median rules are pinned here.
+from rankscribe.lineage.job._stragglers import others_medians, row_medians
 from rankscribe.lineage.jobview import (
     DATA_WAIT_TAG,
     FORWARD_TIME_TAG,
@@ -62,6 +64,7 @@ def _evidence(
     noise: float = 0.1,
     tag: str = STEP_TIME_TAG,
 ) -> StragglerEvidence:
+    """Each rank's timing around its level (seconds), judged against a step of 1 s."""
     rng = np.random.default_rng(seed)
     ranks = sorted(levels)
     values = np.array(
@@ -71,21 +74,35 @@ def _evidence(
         ]
     ).clip(1e-6)
     evidence = StragglerEvidence()
-    evidence.add_ratios(tag, ranks, paired_ratios(values))
+    evidence.add_timings(tag, np.arange(steps), ranks, values, np.ones(steps))
     return evidence
+
+
+def test_others_medians_leave_each_rank_out() -> None:
+    values = np.array(
+        [[1.0, 2.0, 3.0, 4.0], [1.0, np.nan, 5.0, 2.0], [4.0, np.nan, np.nan, np.nan]]
+    )
+    expected = np.array([[3.0, 3.0, 2.0, 2.0], [3.5, np.nan, 1.5, 3.0], [np.nan] * 4])
+    np.testing.assert_array_equal(others_medians(values), expected)
 
 
 @pytest.mark.parametrize(
     ("ranks", "slow"), [(8, [3, 6]), (16, list(range(8, 16))), (4, [1, 2]), (2, [1])]
 )
 def test_a_slow_node_is_named_whole(ranks: int, slow: list[int]) -> None:
-    """2 of 8 and 8 of 16 ranks 50 % slower: every one of them, and no other."""
+    """2 of 8 and 8 of 16 ranks 50 % slower: every one of them, and no other.
+
+    Where the node is half the job, the others' median of each of its ranks holds
+    the rest of the node, so its cost reads low (docs/job-view.md, "Straggler").
+    """
     evidence = _evidence({rank: 1.5 if rank in slow else 1.0 for rank in range(ranks)})
     verdicts = straggler_verdicts(evidence)
     assert verdicts["job/straggler_ranks"] == ",".join(map(str, slow))
     assert verdicts["job/straggler_rank"] in slow
     assert verdicts["job/straggler_timing"] == STEP_TIME_TAG
-    assert verdicts["job/straggler_excess"] == pytest.approx(0.5, abs=0.08)
+    low = 0.3 if 2 * len(slow) >= ranks > 2 else 0.42
+    assert low <= verdicts["job/straggler_excess"] <= 0.58
+    assert low <= verdicts["job/straggler_cost_seconds"] <= 0.58
     for rank in slow:
         assert verdicts[f"job/straggler_timing/{rank}"] == STEP_TIME_TAG
 
@@ -101,39 +118,36 @@ def test_noisy_balanced_ranks_are_never_named(ranks: int, seed: int) -> None:
 
 def test_all_zero_timings_name_nobody() -> None:
     evidence = StragglerEvidence()
-    evidence.add_ratios(DATA_WAIT_TAG, [0, 1, 2], paired_ratios(np.zeros((50, 3))))
-    verdicts = straggler_verdicts(evidence)
-    assert verdicts["job/straggler_rank"] == -1
-    assert evidence.levels(DATA_WAIT_TAG) == pytest.approx({0: 1.0, 1: 1.0, 2: 1.0}, rel=0.01)
+    evidence.add_timings(DATA_WAIT_TAG, np.arange(50), [0, 1, 2], np.zeros((50, 3)), 0.01)
+    assert straggler_verdicts(evidence)["job/straggler_rank"] == -1
+    assert evidence.ranks(DATA_WAIT_TAG) == [0, 1, 2]
 
 
 def test_evidence_merged_from_blocks_and_rank_groups_equals_the_whole() -> None:
+    """The sums need each step's whole row; merged in any order they equal the whole."""
     rng = np.random.default_rng(3)
     values = rng.random((90, 4)) + np.array([1.0, 1.0, 1.0, 2.0])
+    steps = np.arange(100, 190)
     whole = StragglerEvidence()
-    whole.add_ratios(FORWARD_TIME_TAG, range(4), paired_ratios(values))
+    whole.add_timings(FORWARD_TIME_TAG, steps, range(4), values, 4.0)
     parts = []
     for block in (slice(0, 30), slice(30, 90)):
-        ratios = paired_ratios(values[block])
-        for group in ([0, 1], [2, 3]):
-            part = StragglerEvidence()
-            part.add_ratios(FORWARD_TIME_TAG, group, ratios[:, group])
-            parts.append(part)
+        part = StragglerEvidence()
+        part.add_timings(FORWARD_TIME_TAG, steps[block], range(4), values[block], 4.0)
+        parts.append(part)
     merged = StragglerEvidence()
     for part in reversed(parts):
         merged.merge(part)
-    assert merged.levels(FORWARD_TIME_TAG) == whole.levels(FORWARD_TIME_TAG)
-    # the slowest counts need whole rows; each rank's histogram adds up exactly
-    for key, entry in whole.entries.items():
-        np.testing.assert_array_equal(merged.entries[key].histogram, entry.histogram)
+    assert merged.to_arrays()["tags"] == [FORWARD_TIME_TAG]
+    np.testing.assert_allclose(merged.to_arrays()["blocks"], whole.to_arrays()["blocks"])  # type: ignore[arg-type]
     shipped = StragglerEvidence.from_arrays(merged.to_arrays())
-    assert shipped.levels(FORWARD_TIME_TAG) == whole.levels(FORWARD_TIME_TAG)
+    assert straggler_verdicts(shipped) == pytest.approx(straggler_verdicts(whole), rel=1e-12)
     assert straggler_verdicts(merged)["job/straggler_ranks"] == "3"
 
 
 def test_malformed_evidence_arrays_are_refused() -> None:
     arrays = _evidence({0: 1.0, 1: 1.0}).to_arrays()
-    arrays["tags"] = ["only one"]
+    arrays["tags"] = ["one", "two"]
     with pytest.raises(ValueError, match="malformed"):
         StragglerEvidence.from_arrays(arrays)
 
@@ -168,9 +182,15 @@ def test_the_work_timing_names_the_rank_a_collective_hides(tmp_path: Path, timin
     assert (verdicts["job/straggler_rank"], verdicts["job/straggler_ranks"]) == (1, "1")
     assert verdicts["job/straggler_timing"] == timing
     [line] = [line for line in verdict_lines(verdicts) if line.startswith("straggler:")]
-    assert line.startswith("straggler: rank 1 (slowest in 100% of the steps")
-    named = "by forward time" if timing == FORWARD_TIME_TAG else "by section 'compute'"
-    assert named in line
+    # 25 ms of work against 10 ms in a 26 ms step (5 % noise): 15 ms, 58 %.
+    assert re.match(
+        r"straggler: rank 1 costs 1[45]\.[0-9] ms a step \(5[6-9]% of the step\): "
+        r"(forward|section 'compute') 2\.[45][0-9]x the others' median since step 1, "
+        r"in 100% of steps; step-time skew 1\.0[0-9]$",
+        line,
+    ), line
+    named = "forward" if timing == FORWARD_TIME_TAG else "section 'compute'"
+    assert f"): {named} " in line
 
 
 def test_a_tiny_data_wait_difference_names_nobody(tmp_path: Path) -> None:
@@ -196,10 +216,13 @@ def test_evidence_reduced_elsewhere_decides_the_verdict(tmp_path: Path) -> None:
     series = _synchronised_job(-1, FORWARD_TIME_TAG)  # balanced: names nobody by itself
     assert write_job_view(tmp_path, series, world_size=2).verdicts["job/straggler_rank"] == -1
     evidence = StragglerEvidence()
+    start = 0
     for block in range(3):
         part = StragglerEvidence()
-        part.add_ratios(
-            FORWARD_TIME_TAG, [0, 1], paired_ratios(np.tile([[1.0, 2.0]], (40 + block, 1)))
+        steps = np.arange(start, start + 40 + block)
+        start = int(steps[-1]) + 1
+        part.add_timings(
+            FORWARD_TIME_TAG, steps, [0, 1], np.tile([[0.01, 0.02]], (len(steps), 1)), 0.03
         )
         evidence.merge(part)
     verdicts = write_job_view(tmp_path, series, world_size=2, straggler_evidence=evidence).verdicts
@@ -208,6 +231,8 @@ def test_evidence_reduced_elsewhere_decides_the_verdict(tmp_path: Path) -> None:
         FORWARD_TIME_TAG,
     )
     assert verdicts["job/straggler_excess"] == pytest.approx(1.0, abs=0.03)
+    assert verdicts["job/straggler_cost_seconds"] == pytest.approx(0.01, rel=0.01)
+    assert verdicts["job/straggler_cost_share"] == pytest.approx(1 / 3, rel=0.01)
 
 
 def _fast_steps(extra_wait: dict[int, float]) -> dict[int, RankSeries]:

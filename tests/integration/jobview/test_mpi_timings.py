@@ -77,7 +77,7 @@ def test_the_rank_that_computes_longer_is_named_by_its_section(pair: Path) -> No
     assert (notes["job/straggler_rank"], notes["job/straggler_ranks"]) == (SLOW_RANK, "1")
     assert notes["job/straggler_timing"] == COMPUTE_TAG
     assert notes["job/straggler_excess"] == pytest.approx(1.5, abs=0.5)
-    assert verdict_lines(notes)[0].startswith("straggler: rank 1 (slowest in")
+    assert verdict_lines(notes)[0].startswith("straggler: rank 1 costs ")
 
 
 def test_a_train_session_records_real_step_times(pair: Path) -> None:

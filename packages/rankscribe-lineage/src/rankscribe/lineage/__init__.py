@@ -10,7 +10,9 @@
 - One run's lineage files, folded: :func:`parse_run` (the files, when already
   listed: :class:`LineageFile`).
 - TensorBoard's HParams tab: :func:`write_hparams`.
-- The job view (cross-rank curves and verdicts): :mod:`rankscribe.lineage.jobview`.
+- The job view (cross-rank curves and verdicts): :mod:`rankscribe.lineage.jobview`;
+  per-rank timings from anywhere judged as the job view judges them:
+  :func:`judge_timings` (thresholds: :class:`VerdictSettings`).
 - The model: dataclasses that convert exactly to and from the writer's
   lineage protobuf messages (:class:`ScalarMessage` is the base of those made of
   scalar fields only).
@@ -52,6 +54,7 @@ if TYPE_CHECKING:
     from rankscribe.lineage.errors import MindInsightException as MindInsightException
     from rankscribe.lineage.jobview import JobView as JobView
     from rankscribe.lineage.jobview import RankSeries as RankSeries
+    from rankscribe.lineage.jobview import VerdictSettings, judge_timings
     from rankscribe.lineage.jobview import series_from_dir as series_from_dir
     from rankscribe.lineage.jobview import write_job_view as write_job_view
     from rankscribe.lineage.merge._lineages import merge_rank_lineages
@@ -111,6 +114,8 @@ _HOMES = {
     "MindInsightException": "rankscribe.lineage.errors",
     "JobView": "rankscribe.lineage.jobview",
     "RankSeries": "rankscribe.lineage.jobview",
+    "VerdictSettings": "rankscribe.lineage.jobview",
+    "judge_timings": "rankscribe.lineage.jobview",
     "series_from_dir": "rankscribe.lineage.jobview",
     "write_job_view": "rankscribe.lineage.jobview",
     "merge_rank_lineages": "rankscribe.lineage.merge._lineages",
@@ -192,12 +197,14 @@ __all__ = [
     "TrainLineageInfo",
     "UserDefinedInfo",
     "ValidDataset",
+    "VerdictSettings",
     "__version__",
     "eval_lineage_from_args",
     "filter_runs",
     "filter_summary_lineage",
     "get_run_lineage",
     "get_summary_lineage",
+    "judge_timings",
     "merge_rank_lineages",
     "merge_run_dir",
     "parse_run",

@@ -57,6 +57,7 @@ from rankscribe.lineage.job._files import (
     write_job_files,
 )
 from rankscribe.lineage.job._files import now as _now
+from rankscribe.lineage.job._judge import judge_timings, timing_tag, timings_evidence
 from rankscribe.lineage.job._live import LIVE_STATE_NAME, LiveJobView, read_live_state
 from rankscribe.lineage.job._machine import SYSTEM_TAG_PREFIX, SYSTEM_TAGS, evidence_keys
 from rankscribe.lineage.job._machine import evidence_keys as system_evidence
@@ -77,15 +78,13 @@ from rankscribe.lineage.job._statistics import (
     TagStatistics,
     is_timing_tag,
 )
-from rankscribe.lineage.job._stragglers import (
-    STEP_FLOOR_SECONDS,
-    STEP_FLOOR_SHARE,
-    STRAGGLER_MARGIN,
-    StragglerEvidence,
-    TimingEvidence,
-    paired_ratios,
+from rankscribe.lineage.job._straggler_verdicts import (
+    VerdictSettings,
+    straggler_records,
     straggler_verdicts,
+    timing_label,
 )
+from rankscribe.lineage.job._stragglers import StragglerEvidence, paired_ratios
 from rankscribe.lineage.job._verdicts import STRAGGLER_SHARE, StepTimes, timing_evidence
 from rankscribe.lineage.job._verdicts import dense_series as _dense_series
 from rankscribe.lineage.job._verdicts import job_verdicts as _job_verdicts
@@ -105,10 +104,7 @@ __all__ = [
     "LIVE_STATE_NAME",
     "LOSS_TAGS",
     "SECTION_TAG_PREFIX",
-    "STEP_FLOOR_SECONDS",
-    "STEP_FLOOR_SHARE",
     "STEP_TIME_TAG",
-    "STRAGGLER_MARGIN",
     "STRAGGLER_SHARE",
     "SYSTEM_TAGS",
     "SYSTEM_TAG_PREFIX",
@@ -122,18 +118,23 @@ __all__ = [
     "SeriesLike",
     "StragglerEvidence",
     "TagStatistics",
-    "TimingEvidence",
+    "VerdictSettings",
     "is_timing_tag",
+    "judge_timings",
     "live_lines",
     "paired_ratios",
     "ranges_text",
     "rank_dir_arrays",
     "series_from_dir",
     "session_values",
+    "straggler_records",
     "straggler_verdicts",
     "system_evidence",
     "timing_evidence",
+    "timing_label",
     "timing_name",
+    "timing_tag",
+    "timings_evidence",
     "verdict_lines",
     "write_job_view",
 ]

@@ -25,7 +25,12 @@ from rankscribe.lineage.job._statistics import (
     JobStatistics,
     is_timing_tag,
 )
-from rankscribe.lineage.job._stragglers import StragglerEvidence, row_medians, straggler_verdicts
+from rankscribe.lineage.job._straggler_verdicts import (
+    VerdictSettings,
+    straggler_records,
+    straggler_verdicts,
+)
+from rankscribe.lineage.job._stragglers import StragglerEvidence, row_medians
 from rankscribe.lineage.job._verdicts import (
     DenseSeries,
     _stops,
@@ -117,6 +122,8 @@ class LiveVerdicts:
     fingerprint_ranks: set[int] = field(default_factory=set)
     diverged: dict[int, int] = field(default_factory=dict)
     missing_now: list[int] = field(default_factory=list)
+    #: The straggler thresholds (may be replaced while the job runs).
+    settings: VerdictSettings = field(default_factory=VerdictSettings)
 
     def add(self, written: Partial) -> list[Curve]:
         """Fold in the written part of an interval; return its per-step derived curves."""
@@ -186,6 +193,10 @@ class LiveVerdicts:
             if rank not in self.diverged:
                 self.diverged[rank] = int(dense.steps[rows[int(np.argmax(left[:, column]))]])
 
+    def straggler_records(self) -> list[dict[str, object]]:
+        """The straggler verdict records so far (``docs/job-view.md``, "Verdict records")."""
+        return straggler_records(self.stragglers, self.settings)
+
     def verdicts(self) -> dict[str, float | int | str]:
         """The ``user_defined`` keys of the job so far (as in ``docs/job-view.md``)."""
         reported = sorted(rank for rank, step in self.last_steps.items() if step >= 0)
@@ -201,7 +212,7 @@ class LiveVerdicts:
             skew = _histogram_median(step_times.skews)
             if skew is not None:
                 verdicts["job/step_time_skew"] = skew
-        verdicts.update(straggler_verdicts(self.stragglers))
+        verdicts.update(straggler_verdicts(self.stragglers, self.settings))
         verdicts["job/divergence_check"] = self.divergence
         verdicts["job/diverged_ranks"] = ranges_text(sorted(self.diverged))
         verdicts["job/diverged_first_step"] = min(self.diverged.values(), default=NONE)

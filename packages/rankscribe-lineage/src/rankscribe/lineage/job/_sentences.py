@@ -41,29 +41,48 @@ def timing_name(tag: Any) -> str:
     return text.removeprefix("rankscribe/").replace("_", " ")
 
 
+def _seconds(value: float) -> str:
+    if abs(value) >= 1.0:
+        return f"{value:.2f} s"
+    if abs(value) >= 1e-3:
+        return f"{value * 1e3:.1f} ms"
+    return f"{value * 1e6:.0f} us"
+
+
 def _straggler_lines(user_defined: Mapping[str, Any]) -> list[str]:
     straggler = _rank_number(user_defined.get("job/straggler_rank", -1))
     skew = _number(user_defined.get("job/step_time_skew"))
     skew_text = f"; step-time skew {skew:.2f}" if not math.isnan(skew) else ""
     if straggler < 0:
         return [f"straggler: none{skew_text}"]
-    share = _number(user_defined.get("job/straggler_slowest_share"))
-    excess = _number(user_defined.get("job/straggler_excess"))
-    timing = user_defined.get("job/straggler_timing")
-    by = f", by {timing_name(timing)}" if isinstance(timing, str) and timing else ""
-    lines = [
-        f"straggler: rank {straggler} (slowest in {share:.0%} of the steps, "
-        f"{excess:.0%} slower than the faster ranks step by step{by}){skew_text}"
-    ]
+    message = user_defined.get("job/straggler_message")
+    if isinstance(message, str) and message:
+        lines = [f"straggler: {message}{skew_text}"]
+    else:
+        # A lineage from before the cost was recorded: its excess and share.
+        share = _number(user_defined.get("job/straggler_slowest_share"))
+        excess = _number(user_defined.get("job/straggler_excess"))
+        timing = user_defined.get("job/straggler_timing")
+        by = f", by {timing_name(timing)}" if isinstance(timing, str) and timing else ""
+        lines = [
+            f"straggler: rank {straggler} (slowest in {share:.0%} of the steps, "
+            f"{excess:.0%} slower than the faster ranks step by step{by}){skew_text}"
+        ]
     ranks = [item for item in str(user_defined.get("job/straggler_ranks", "")).split(",") if item]
     if len(ranks) > 1:
-        details = "; ".join(
-            f"rank {rank} {_number(user_defined.get(f'job/straggler_excess/{rank}')):.0%} "
-            f"slower by {timing_name(user_defined.get(f'job/straggler_timing/{rank}', '?'))}"
-            for rank in ranks
-        )
+        details = "; ".join(_rank_detail(user_defined, rank) for rank in ranks)
         lines.append(f"stragglers: ranks {','.join(ranks)} ({details})")
     return lines
+
+
+def _rank_detail(user_defined: Mapping[str, Any], rank: str) -> str:
+    timing = timing_name(user_defined.get(f"job/straggler_timing/{rank}", "?"))
+    cost = _number(user_defined.get(f"job/straggler_cost_seconds/{rank}"))
+    if math.isnan(cost):
+        excess = _number(user_defined.get(f"job/straggler_excess/{rank}"))
+        return f"rank {rank} {excess:.0%} slower by {timing}"
+    share = _number(user_defined.get(f"job/straggler_cost_share/{rank}"))
+    return f"rank {rank} costs {_seconds(cost)} a step ({share:.0%}) by {timing}"
 
 
 def verdict_lines(user_defined: Mapping[str, Any]) -> list[str]:

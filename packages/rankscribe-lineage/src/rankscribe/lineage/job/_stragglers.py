@@ -1,39 +1,35 @@
-"""The straggler rule: paired per-step ratios, bounded evidence per (timing, rank), the verdict.
+"""The straggler rule: what each rank's excess costs the job, bounded evidence, the verdicts.
 
-``docs/job-view.md`` ("Straggler") describes the rule; in two layers:
+``docs/job-view.md`` ("Straggler") describes the rule; in three layers:
 
-1. :func:`paired_ratios` over a block of steps of one timing tag: at each step,
-   each rank's value divided by that step's median over the ranks (both plus
-   a floor, see below; 0/0 is a ratio of 1; a step with fewer than 2 ranks is
-   skipped). Pairing by step cancels what slows every rank at once (warm-up,
-   evaluation, a loaded machine).
-2. :class:`StragglerEvidence`: per (timing tag, rank) a fixed-bin histogram of
-   the log2 ratios, how many steps it holds and at how many of them the rank
-   was the one slowest rank. It is bounded (``BINS`` counts, whatever the
-   length of the run) and mergeable (counts add up), across blocks of steps,
-   intervals and groups of ranks, so it can travel up a tree; the median
-   ratio of a rank is read from it (to ``BIN_WIDTH`` in log2, ~1 %).
-
-The verdict (:func:`straggler_verdicts`), per timing: each rank's level is its
-median ratio; the reference is the median level of the faster half of the
-ranks; a rank whose level is at least ``1 + STRAGGLER_MARGIN`` times the
-reference is a straggler. The faster half, not the median of all ranks: with
-8 slow ranks of 16, the median sits between the two groups and would hide
-both; and not the fastest rank alone, which is an extreme of the noise.
-
-The floor: a timing that takes a negligible part of the step (a data wait of
-5 us against 3 us in a 10 ms step) is noise, however large its ratio. Both
-sides of each ratio get ``f`` added, ``STEP_FLOOR_SHARE`` of that step's
-median step time but at least ``STEP_FLOOR_SECONDS``, so a timing names a
-rank only when its excess is a material part of the step and more than a few
-tens of microseconds (``(value + f) / (median + f)``): a callback that runs
-on rank 0 alone between steps is not a slow data loader.
+1. Per timing and step, each rank's **excess**: its time minus the median of
+   the *other* ranks at that step (:func:`others_medians`), in seconds and as a
+   share of that step's median step time, each clipped to
+   ``CLIPSHARE`` steps so one pause of one rank cannot outweigh a run. In a
+   synchronous job every rank waits for the slowest in each collective, so a
+   rank's mean excess is what the job would save a step if it ran at the
+   others' median: its **cost**. Pairing by step cancels what slows every rank
+   at once (warm-up, checkpoints, a loaded machine).
+2. :class:`StragglerEvidence`: per (timing, rank), sums over blocks of steps
+   (count, excess share and its square, excess seconds, the others' median as
+   a share, and how often the rank was the one slowest). At most
+   ``MAX_BLOCKS`` blocks per timing (the block size doubles when a run grows),
+   so it is bounded whatever the length of the run, and mergeable (sums add
+   up) across blocks of steps, intervals and groups of ranks: it travels up a
+   tree of ranks.
+3. The verdict (``_straggler_verdicts.py``): per rank, the onset is the block
+   from which its excess to the end is clearest (a change point); over the
+   steps since then a rank is named when its cost reaches the floor
+   (``VerdictSettings.cost_floor_share`` of the step and
+   ``cost_floor_seconds``) *and* the evidence is clear. A tiny but consistent
+   difference (40 us in a 3 ms step) is therefore never a verdict, and noise
+   that happens to lean one way for a while is not either.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -45,33 +41,33 @@ if TYPE_CHECKING:
     IntArray = npt.NDArray[np.int64]
 
 __all__ = [
-    "BINS",
-    "BIN_WIDTH",
-    "LOG2_LIMIT",
-    "STEP_FLOOR_SECONDS",
-    "STEP_FLOOR_SHARE",
-    "STRAGGLER_MARGIN",
+    "CLIPSHARE",
+    "COUNT",
+    "FIELDS",
+    "MAX_BLOCKS",
+    "REFERENCE",
+    "SECONDS",
+    "SHARE",
+    "SLOWEST",
+    "SQUARE",
     "StragglerEvidence",
-    "TimingEvidence",
+    "TagEvidence",
+    "others_medians",
     "paired_ratios",
     "row_medians",
-    "straggler_verdicts",
+    "tag_sums",
 ]
 
-#: A straggler's level is at least this much above the faster half's (0.2: 20 % slower).
-STRAGGLER_MARGIN = 0.2
-#: Each ratio's floor: this share of the step's median step time, added to both sides ...
-STEP_FLOOR_SHARE = 0.05
-#: ... and at least this many seconds.
-STEP_FLOOR_SECONDS = 1e-4
-#: Histogram bins are this wide in log2 of the ratio (2 ** (1/64): 1.1 %).
-BIN_WIDTH = 1.0 / 64
-#: Ratios beyond 2 ** +-LOG2_LIMIT fall into the first or last bin.
-LOG2_LIMIT = 8.0
-#: Bins of one histogram: underflow, 2 * LOG2_LIMIT / BIN_WIDTH regular bins, overflow.
-BINS = int(2 * LOG2_LIMIT / BIN_WIDTH) + 2
+#: A step's excess counts at most this many steps (one rank's pause, a one-off spike).
+CLIPSHARE = 1.0
+#: Blocks of steps kept per (timing, rank); the block size doubles beyond.
+MAX_BLOCKS = 32
 
-_NONE = -1
+#: The sums kept per (timing, rank, block), in this order along the last axis: steps,
+#: excess share, its square, excess seconds, the others' median as a share, steps as the
+#: one slowest rank, steps above the others' median, steps below it.
+COUNT, SHARE, SQUARE, SECONDS, REFERENCE, SLOWEST, ABOVE, BELOW = range(8)
+FIELDS = 8
 
 
 def row_medians(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -96,13 +92,47 @@ def row_medians(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return np.where(counts > 0, medians, np.nan)
 
 
+def others_medians(values: npt.ArrayLike) -> FloatArray:
+    """Each point's reference: the median of the *other* ranks' points at its step.
+
+    ``values`` is ``(steps, ranks)`` with NaN where a rank has no point. The
+    result has the same shape: NaN where the point is absent or no other rank
+    has a point at the step. One sort per call (vectorised over every row).
+    """
+    table = np.asarray(values, dtype=np.float64)
+    if table.ndim != 2:
+        raise ValueError(f"values must be a (steps, ranks) array, got shape {table.shape}")
+    result = np.full(table.shape, np.nan)
+    if table.size == 0:
+        return result
+    order = np.argsort(table, axis=1, kind="stable")  # NaN last
+    ordered = np.take_along_axis(table, order, axis=1)
+    position = np.empty_like(order)
+    np.put_along_axis(position, order, np.arange(table.shape[1])[None, :], axis=1)
+    counts = (~np.isnan(table)).sum(axis=1, keepdims=True)
+    others = counts - 1  # each present point's others
+    low = np.maximum(others - 1, 0) // 2
+    high = others // 2
+    # Index k among the others is k in the full order, or k + 1 at or after the point.
+    low_full = np.clip(low + (low >= position), 0, table.shape[1] - 1)
+    high_full = np.clip(high + (high >= position), 0, table.shape[1] - 1)
+    median = (
+        np.take_along_axis(ordered, low_full, axis=1)
+        + np.take_along_axis(ordered, high_full, axis=1)
+    ) / 2
+    usable = ~np.isnan(table) & (others >= 1)
+    result[usable] = median[usable]
+    return result
+
+
 def paired_ratios(values: npt.ArrayLike, floor: npt.ArrayLike | None = None) -> FloatArray:
     """Each rank's value over the step's median over the ranks: ``(steps, ranks)`` ratios.
 
     ``values`` is ``(steps, ranks)`` with NaN where a rank has no point;
     ``floor`` (one number per step, default 0) is added to both sides. 0/0 is
     1; a positive value over a median of 0 is ``inf``. Rows with fewer than 2
-    points, and absent points, are NaN.
+    points, and absent points, are NaN. (A reading aid; the verdict judges
+    excess times, not ratios.)
     """
     table = np.asarray(values, dtype=np.float64)
     if table.ndim != 2:
@@ -127,194 +157,233 @@ def paired_ratios(values: npt.ArrayLike, floor: npt.ArrayLike | None = None) -> 
     return ratios
 
 
-def _bins_of(ratios: FloatArray) -> IntArray:
-    """The histogram bin of each (non-NaN) ratio."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        logs = np.log2(ratios)
-    index = np.floor((logs + LOG2_LIMIT) / BIN_WIDTH) + 1
-    index = np.where(np.isnan(logs), 0, index)  # negative ratios cannot occur; kept low
-    bins: IntArray = np.clip(index, 0, BINS - 1).astype(np.int64)
-    return bins
-
-
 @dataclass
-class TimingEvidence:
-    """One (timing, rank): its log2-ratio histogram and how often it was the slowest."""
+class TagEvidence:
+    """One timing's sums: ``blocks[rank index, block, field]`` (fields ``COUNT`` ...
+    ``SLOWEST``); block b covers steps ``[(first_block + b) * block_size, ... + block_size)``."""
 
-    histogram: IntArray = field(default_factory=lambda: np.zeros(BINS, dtype=np.int64))
-    slowest: int = 0
+    ranks: IntArray
+    block_size: int
+    first_block: int
+    blocks: FloatArray  # (ranks, blocks, FIELDS)
+    first_step: int
+    last_step: int
 
-    @property
-    def steps(self) -> int:
-        return int(self.histogram.sum())
+    def coarsened(self, block_size: int, first_block: int, count: int) -> FloatArray:
+        """The sums re-binned to ``block_size`` blocks from ``first_block`` (``count`` of them)."""
+        width = self.blocks.shape[1]
+        starts = (self.first_block + np.arange(width)) * self.block_size
+        target = starts // block_size - first_block
+        result = np.zeros((len(self.ranks), count, FIELDS))
+        for column, index in enumerate(target.tolist()):  # at most MAX_BLOCKS
+            result[:, index] += self.blocks[:, column]
+        return result
 
-    def median_ratio(self) -> float | None:
-        """The median ratio, interpolated within its bin; None without a step."""
-        total = self.steps
-        if total == 0:
-            return None
-        cumulative = np.cumsum(self.histogram)
-        half = total / 2.0
-        index = int(np.searchsorted(cumulative, half, side="left"))
-        if index == 0:
-            return float(2.0**-LOG2_LIMIT)
-        if index == BINS - 1:
-            return float(2.0**LOG2_LIMIT)
-        before = float(cumulative[index - 1]) if index > 0 else 0.0
-        inside = float(self.histogram[index])
-        share = (half - before) / inside if inside else 0.5
-        log2 = -LOG2_LIMIT + (index - 1 + share) * BIN_WIDTH
-        return float(2.0**log2)
 
-    def merge(self, other: TimingEvidence) -> None:
-        self.histogram = self.histogram + other.histogram
-        self.slowest += other.slowest
+def _block_layout(first_step: int, last_step: int, block_size: int) -> tuple[int, int, int]:
+    """(block size, first block, block count) covering the steps within ``MAX_BLOCKS``."""
+    size = max(block_size, 1)
+    while last_step // size - first_step // size + 1 > MAX_BLOCKS:
+        size *= 2
+    first = first_step // size
+    return size, first, last_step // size - first + 1
 
 
 class StragglerEvidence:
-    """Per (timing tag, rank) :class:`TimingEvidence`: bounded, and mergeable in any order.
+    """Per (timing, rank) sums over blocks of steps: bounded, and mergeable in any order.
 
-    Feed it blocks of steps with :meth:`add_ratios` (the ratios of
-    :func:`paired_ratios`), fold other partial evidence in with :meth:`merge`,
-    ship it with :meth:`to_arrays` / :meth:`from_arrays` (plain arrays and
-    strings, no pickle), and judge it with :func:`straggler_verdicts`.
+    Feed it blocks of steps with :meth:`add_timings`, fold other partial
+    evidence in with :meth:`merge`, ship it with :meth:`to_arrays` /
+    :meth:`from_arrays` (plain arrays and strings, no pickle), and judge it
+    with :func:`straggler_records` (or :func:`straggler_verdicts` for the
+    lineage keys, both in ``_straggler_verdicts.py``). ``docs/job-view.md``
+    ("Straggler") describes the sums.
     """
 
     def __init__(self) -> None:
-        self.entries: dict[tuple[str, int], TimingEvidence] = {}
-
-    def add_ratios(self, tag: str, ranks: Iterable[int], ratios: npt.ArrayLike) -> None:
-        """Add a ``(steps, ranks)`` block of ratios of ``tag`` (NaN: no point)."""
-        table = np.asarray(ratios, dtype=np.float64)
-        columns = [int(rank) for rank in ranks]
-        if table.ndim != 2 or table.shape[1] != len(columns):
-            raise ValueError(
-                f"ratios must be a (steps, {len(columns)}) array for ranks {columns}, "
-                f"got shape {table.shape}"
-            )
-        present = ~np.isnan(table)
-        # The one slowest rank of a step (a tie at the top names nobody).
-        filled = np.where(present, table, -np.inf)
-        top = filled.max(axis=1, initial=-np.inf)
-        at_top = (filled == top[:, None]) & present
-        alone = at_top.sum(axis=1) == 1
-        for column, rank in enumerate(columns):
-            points = table[present[:, column], column]
-            if len(points) == 0:
-                continue
-            entry = self.entries.setdefault((tag, rank), TimingEvidence())
-            entry.histogram += np.bincount(_bins_of(points), minlength=BINS)
-            entry.slowest += int(np.count_nonzero(at_top[:, column] & alone))
-
-    def merge(self, other: StragglerEvidence) -> None:
-        """Fold ``other`` in (other steps, other ranks, or both)."""
-        for key, entry in other.entries.items():
-            known = self.entries.get(key)
-            if known is None:
-                self.entries[key] = TimingEvidence(entry.histogram.copy(), entry.slowest)
-            else:
-                known.merge(entry)
+        self._tags: dict[str, TagEvidence] = {}
 
     @property
     def tags(self) -> list[str]:
-        return sorted({tag for tag, _ in self.entries})
+        return sorted(self._tags)
 
-    def levels(self, tag: str) -> dict[int, float]:
-        """rank -> median ratio of ``tag``, for the ranks with a step of it."""
-        found: dict[int, float] = {}
-        for (entry_tag, rank), entry in self.entries.items():
-            if entry_tag == tag:
-                median = entry.median_ratio()
-                if median is not None:
-                    found[rank] = median
-        return dict(sorted(found.items()))
+    def ranks(self, tag: str) -> list[int]:
+        """The ranks with evidence on ``tag``."""
+        known = self._tags.get(tag)
+        return [] if known is None else known.ranks.tolist()
+
+    def add_timings(
+        self,
+        tag: str,
+        steps: npt.ArrayLike,
+        ranks: Iterable[int],
+        values: npt.ArrayLike,
+        step_time: npt.ArrayLike,
+    ) -> None:
+        """Add a block of one timing: ``values`` is ``(steps, ranks)`` seconds (NaN: no point).
+
+        ``steps`` are the block's step numbers (increasing), ``ranks`` its
+        columns' ranks, ``step_time`` the job's step time at each step (the
+        median over the ranks) that the excess is a share of.
+        """
+        table = np.asarray(values, dtype=np.float64)
+        columns = np.asarray([int(rank) for rank in ranks], dtype=np.int64)
+        step_numbers = np.asarray(steps, dtype=np.int64).reshape(-1)
+        if table.ndim != 2 or table.shape != (len(step_numbers), len(columns)):
+            raise ValueError(
+                f"values must be a ({len(step_numbers)}, {len(columns)}) array of "
+                f"(steps, ranks), got shape {table.shape}"
+            )
+        if len(step_numbers) > 1 and not bool(np.all(np.diff(step_numbers) > 0)):
+            raise ValueError("steps must be increasing")
+        scale = np.broadcast_to(np.asarray(step_time, dtype=np.float64), (len(step_numbers),))
+        if len(step_numbers) == 0 or len(columns) == 0:
+            return
+        per_step = _step_sums(table, scale)
+        part = _blocks_of(step_numbers, columns, per_step)
+        if part is not None:
+            self._merge_tag(tag, part)
+
+    def merge(self, other: StragglerEvidence) -> None:
+        """Fold ``other`` in (other steps, other ranks, or both)."""
+        for tag, part in other._tags.items():
+            self._merge_tag(tag, part)
+
+    def _merge_tag(self, tag: str, part: TagEvidence) -> None:
+        known = self._tags.get(tag)
+        if known is None:
+            self._tags[tag] = TagEvidence(
+                part.ranks.copy(),
+                part.block_size,
+                part.first_block,
+                part.blocks.copy(),
+                part.first_step,
+                part.last_step,
+            )
+            return
+        first_step = min(known.first_step, part.first_step)
+        last_step = max(known.last_step, part.last_step)
+        size, first, count = _block_layout(
+            first_step, last_step, max(known.block_size, part.block_size)
+        )
+        ranks = np.union1d(known.ranks, part.ranks)
+        blocks = np.zeros((len(ranks), count, FIELDS))
+        for piece in (known, part):
+            rows = np.searchsorted(ranks, piece.ranks)
+            blocks[rows] += piece.coarsened(size, first, count)
+        self._tags[tag] = TagEvidence(ranks, size, first, blocks, first_step, last_step)
 
     def to_arrays(self) -> dict[str, object]:
-        """A data-only form: ``tags`` (list of str), ``ranks``, ``slowest`` and ``histograms``."""
-        keys = sorted(self.entries)
+        """A data-only form: ``tags`` (list of str) and int64/float64 arrays."""
+        tags = self.tags
+        parts = [self._tags[tag] for tag in tags]
+        layout = np.array(
+            [[p.block_size, p.first_block, p.first_step, p.last_step, len(p.ranks)] for p in parts],
+            dtype=np.int64,
+        ).reshape(-1, 5)
         return {
-            "tags": [tag for tag, _ in keys],
-            "ranks": np.array([rank for _, rank in keys], dtype=np.int64),
-            "slowest": np.array([self.entries[key].slowest for key in keys], dtype=np.int64),
-            "histograms": (
-                np.stack([self.entries[key].histogram for key in keys])
-                if keys
-                else np.zeros((0, BINS), dtype=np.int64)
-            ),
+            "tags": tags,
+            "layout": layout,
+            "ranks": np.concatenate([p.ranks for p in parts]) if parts else np.empty(0, np.int64),
+            "blocks": np.concatenate([p.blocks.reshape(-1) for p in parts])
+            if parts
+            else np.empty(0),
         }
 
     @classmethod
     def from_arrays(cls, arrays: Mapping[str, object]) -> StragglerEvidence:
         """The evidence :meth:`to_arrays` gave; ValueError when malformed."""
         tags = arrays.get("tags")
-        ranks = np.asarray(arrays.get("ranks"), dtype=np.int64).reshape(-1)
-        slowest = np.asarray(arrays.get("slowest"), dtype=np.int64).reshape(-1)
-        histograms = np.asarray(arrays.get("histograms"), dtype=np.int64)
+        try:
+            layout = np.asarray(arrays.get("layout"), dtype=np.int64).reshape(-1, 5)
+            ranks = np.asarray(arrays.get("ranks"), dtype=np.int64).reshape(-1)
+            blocks = np.asarray(arrays.get("blocks"), dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"straggler evidence arrays are malformed ({error})") from None
         if (
             not isinstance(tags, list)
             or not all(isinstance(tag, str) for tag in tags)
-            or len(tags) != len(ranks)
-            or len(slowest) != len(ranks)
-            or histograms.shape != (len(ranks), BINS)
+            or len(tags) != len(layout)
         ):
             raise ValueError("straggler evidence arrays are malformed")
         evidence = cls()
-        for tag, rank, count, histogram in zip(tags, ranks, slowest, histograms, strict=True):
-            evidence.merge_entry(tag, int(rank), TimingEvidence(histogram.copy(), int(count)))
+        rank_at = block_at = 0
+        for tag, (size, first, first_step, last_step, count) in zip(tags, layout, strict=True):
+            width = int(last_step // size - first + 1) if size > 0 else -1
+            if size < 1 or count < 0 or not 1 <= width <= MAX_BLOCKS:
+                raise ValueError("straggler evidence arrays are malformed")
+            cells = int(count) * width * FIELDS
+            if rank_at + count > len(ranks) or block_at + cells > len(blocks):
+                raise ValueError("straggler evidence arrays are malformed")
+            part = TagEvidence(
+                ranks[rank_at : rank_at + count].copy(),
+                int(size),
+                int(first),
+                blocks[block_at : block_at + cells].reshape(int(count), width, FIELDS).copy(),
+                int(first_step),
+                int(last_step),
+            )
+            if len(np.unique(part.ranks)) != len(part.ranks):
+                raise ValueError("straggler evidence arrays are malformed")
+            order = np.argsort(part.ranks)
+            part.ranks, part.blocks = part.ranks[order], part.blocks[order]
+            rank_at += int(count)
+            block_at += cells
+            evidence._merge_tag(tag, part)
+        if rank_at != len(ranks) or block_at != len(blocks):
+            raise ValueError("straggler evidence arrays are malformed")
         return evidence
 
-    def merge_entry(self, tag: str, rank: int, entry: TimingEvidence) -> None:
-        known = self.entries.get((tag, rank))
-        if known is None:
-            self.entries[(tag, rank)] = entry
-        else:
-            known.merge(entry)
+
+def _step_sums(table: FloatArray, scale: FloatArray) -> FloatArray:
+    """Per (step, rank) the fields of one step (zeros where a rank has no comparable point)."""
+    reference = others_medians(table)
+    usable = ~np.isnan(reference)
+    step = np.where(np.isfinite(scale) & (scale > 0), scale, np.nan)[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        seconds = np.clip(table - reference, -CLIPSHARE * step, CLIPSHARE * step)
+        share = seconds / step
+        reference_share = reference / step
+    # A step without a step time (or one of 0) has no scale: its excess is not judged.
+    usable &= ~np.isnan(share) & np.isfinite(reference_share)
+    filled = np.where(usable, table, -np.inf)
+    top = filled.max(axis=1, keepdims=True, initial=-np.inf)
+    at_top = (filled == top) & usable
+    alone = at_top.sum(axis=1, keepdims=True) == 1
+    sums = np.zeros((*table.shape, FIELDS))
+    sums[..., COUNT] = usable
+    sums[..., SHARE] = np.where(usable, share, 0.0)
+    sums[..., SQUARE] = np.where(usable, share * share, 0.0)
+    sums[..., SECONDS] = np.where(usable, seconds, 0.0)
+    sums[..., REFERENCE] = np.where(usable, reference_share, 0.0)
+    sums[..., SLOWEST] = at_top & alone
+    sums[..., ABOVE] = usable & (seconds > 0)
+    sums[..., BELOW] = usable & (seconds < 0)
+    return sums
 
 
-def _faster_half_reference(levels: Mapping[int, float]) -> float:
-    ordered = sorted(levels.values())
-    return float(np.median(ordered[: (len(ordered) + 1) // 2]))
+def _blocks_of(steps: IntArray, ranks: IntArray, per_step: FloatArray) -> TagEvidence | None:
+    """One block's per-step sums folded into the evidence's blocks (ranks sorted)."""
+    size, first, count = _block_layout(int(steps[0]), int(steps[-1]), 1)
+    index = steps // size - first
+    starts = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
+    summed = np.add.reduceat(per_step, starts, axis=0)  # (blocks present, ranks, fields)
+    blocks = np.zeros((count, len(ranks), FIELDS))
+    blocks[index[starts]] = summed
+    order = np.argsort(ranks, kind="stable")
+    ordered_ranks = ranks[order]
+    if len(np.unique(ordered_ranks)) != len(ordered_ranks):
+        raise ValueError(f"ranks must be distinct, got {ranks.tolist()}")
+    return TagEvidence(
+        ordered_ranks,
+        size,
+        first,
+        np.ascontiguousarray(blocks.transpose(1, 0, 2)[order]),
+        int(steps[0]),
+        int(steps[-1]),
+    )
 
 
-def straggler_verdicts(evidence: StragglerEvidence) -> dict[str, float | int | str]:
-    """The straggler keys of the merged lineage, from the evidence of every timing.
-
-    ``job/straggler_ranks`` (every rank whose level on some timing is at least
-    ``1 + STRAGGLER_MARGIN`` times the faster half's), ``job/straggler_rank``
-    (the worst: the largest such factor; -1 when none), ``job/straggler_timing``
-    (the timing that named the worst; "" when none), and when flagged
-    ``job/straggler_excess`` (its factor minus 1), ``job/straggler_slowest_share``
-    (share of that timing's steps where it was the one slowest rank) and per
-    flagged rank ``job/straggler_timing/<rank>`` and ``job/straggler_excess/<rank>``.
-    """
-    worst_by_rank: dict[int, tuple[float, str]] = {}
-    for tag in evidence.tags:
-        levels = evidence.levels(tag)
-        if len(levels) < 2:
-            continue
-        reference = _faster_half_reference(levels)
-        for rank, level in levels.items():
-            factor = level / reference if reference > 0 else (1.0 if level == 0 else np.inf)
-            if factor >= 1.0 + STRAGGLER_MARGIN:
-                known = worst_by_rank.get(rank)
-                # The largest factor names the timing; a tie keeps the earlier tag.
-                if known is None or factor > known[0]:
-                    worst_by_rank[rank] = (float(factor), tag)
-    verdicts: dict[str, float | int | str] = {
-        "job/straggler_rank": _NONE,
-        "job/straggler_ranks": ",".join(str(rank) for rank in sorted(worst_by_rank)),
-        "job/straggler_timing": "",
-    }
-    if not worst_by_rank:
-        return verdicts
-    worst = min(worst_by_rank, key=lambda rank: (-worst_by_rank[rank][0], rank))
-    factor, tag = worst_by_rank[worst]
-    entry = evidence.entries[(tag, worst)]
-    verdicts["job/straggler_rank"] = worst
-    verdicts["job/straggler_timing"] = tag
-    verdicts["job/straggler_excess"] = factor - 1.0
-    verdicts["job/straggler_slowest_share"] = entry.slowest / max(entry.steps, 1)
-    for rank, (rank_factor, rank_tag) in sorted(worst_by_rank.items()):
-        verdicts[f"job/straggler_timing/{rank}"] = rank_tag
-        verdicts[f"job/straggler_excess/{rank}"] = rank_factor - 1.0
-    return verdicts
+def tag_sums(evidence: StragglerEvidence, tag: str) -> TagEvidence:
+    """The sums of ``tag`` in ``evidence`` (KeyError when it has none), for the verdict."""
+    return evidence._tags[tag]

@@ -15,21 +15,13 @@ import numpy as np
 
 from rankscribe.lineage.job._ranges import missing_ranges, ranges_text
 from rankscribe.lineage.job._statistics import JobStatistics, RankArrays
-from rankscribe.lineage.job._stragglers import (
-    STEP_FLOOR_SECONDS,
-    STEP_FLOOR_SHARE,
-    STRAGGLER_MARGIN,
-    StragglerEvidence,
-    paired_ratios,
-    row_medians,
-    straggler_verdicts,
-)
+from rankscribe.lineage.job._straggler_verdicts import VerdictSettings, straggler_verdicts
+from rankscribe.lineage.job._stragglers import StragglerEvidence, row_medians
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
 __all__ = [
-    "STRAGGLER_MARGIN",
     "STRAGGLER_SHARE",
     "DenseSeries",
     "StepTimes",
@@ -126,28 +118,24 @@ def _skew(times: StepTimes) -> Verdicts:
 def timing_evidence(statistics: JobStatistics) -> StragglerEvidence:
     """The straggler evidence of every timing tag of ``statistics`` (one block: all its steps).
 
-    Each step's floor is ``STEP_FLOOR_SHARE`` of that step's median step time
-    over the ranks, and at least ``STEP_FLOOR_SECONDS`` (the timings are seconds).
+    Each step's excess is a share of that step's median step time over the
+    ranks; a step no rank timed is not judged (``docs/job-view.md``, "Straggler").
     """
     evidence = StragglerEvidence()
     step_dense = dense_series(statistics.step_times)
-    # A step no rank timed has a median of 0 (the floor alone), not NaN.
-    reported = (~np.isnan(step_dense.values)).any(axis=1)
-    step_median = np.where(reported, row_medians(step_dense.values), 0.0)
+    step_median = row_medians(step_dense.values) if len(step_dense.steps) else np.empty(0)
     for tag in sorted(statistics.timings):
         dense = dense_series(statistics.timings[tag])
         if len(dense.ranks) < 2 or len(dense.steps) == 0:
             continue
-        floor = np.full(len(dense.steps), STEP_FLOOR_SECONDS)
+        scale = np.full(len(dense.steps), np.nan)
         if len(step_dense.steps):
             where = np.searchsorted(step_dense.steps, dense.steps)
             inside = where < len(step_dense.steps)
             matched = np.zeros(len(dense.steps), dtype=bool)
             matched[inside] = step_dense.steps[where[inside]] == dense.steps[inside]
-            floor[matched] = np.maximum(
-                STEP_FLOOR_SHARE * step_median[where[matched]], STEP_FLOOR_SECONDS
-            )
-        evidence.add_ratios(tag, dense.ranks.tolist(), paired_ratios(dense.values, floor))
+            scale[matched] = step_median[where[matched]]
+        evidence.add_timings(tag, dense.steps, dense.ranks.tolist(), dense.values, scale)
     return evidence
 
 
@@ -271,6 +259,7 @@ def job_verdicts(
     missing: Sequence[int] = (),
     failed: Sequence[int] = (),
     evidence: StragglerEvidence | None = None,
+    settings: VerdictSettings | None = None,
 ) -> tuple[Verdicts, StepTimes]:
     """Every verdict of the job, and the per-step step-time figures they came from.
 
@@ -287,7 +276,9 @@ def job_verdicts(
         "job/missing_ranks": ranges_text(sorted(absent)),
     }
     verdicts.update(
-        straggler_verdicts(evidence if evidence is not None else timing_evidence(statistics))
+        straggler_verdicts(
+            evidence if evidence is not None else timing_evidence(statistics), settings
+        )
     )
     verdicts.update(_skew(times))
     verdicts.update(_divergence(statistics.fingerprints))

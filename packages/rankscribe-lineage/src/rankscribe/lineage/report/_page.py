@@ -26,7 +26,13 @@ from rankscribe.lineage.report._figures import (
     runs_figure,
     step_time_figure,
 )
-from rankscribe.lineage.report._table import Table, build_table, comparison_axes, ranks_text
+from rankscribe.lineage.report._table import (
+    Table,
+    build_table,
+    comparison_axes,
+    cost_text,
+    ranks_text,
+)
 
 __all__ = ["render_page"]
 
@@ -232,7 +238,7 @@ def _step_time_html(job: JobData, max_points: int) -> Iterator[str]:
             by = f" (named by its {timing_name(timing)})"
         else:
             by = f", median {excess:+.0%} over the others" if isinstance(excess, float) else ""
-        title = f"step time per rank: straggler rank {marked}{by}"
+        title = f"step time per rank: straggler rank {marked}{cost_text(verdicts)}{by}"
     else:
         title = "step time per rank: no straggler" if verdicts else "step time per rank"
     yield _chart(step_time_figure(ranks, marked, title))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +26,7 @@ __all__ = [
     "Table",
     "build_table",
     "comparison_axes",
+    "cost_text",
     "ranks_text",
     "verdict_summary",
 ]
@@ -113,6 +114,19 @@ def ranks_text(text: Any) -> str:
     return f"ranks {text}" if "," in str(text) else f"rank {text}"
 
 
+def cost_text(verdicts: Mapping[str, Any]) -> str:
+    """`` costing 4.1 ms a step (33 %)``: the costliest straggler's cost ("" when unknown)."""
+    seconds = verdicts.get("job/straggler_cost_seconds")
+    share = verdicts.get("job/straggler_cost_share")
+    if not (is_number(seconds) and is_number(share)):
+        return ""
+    seconds, share = float(seconds), float(share)
+    if not (math.isfinite(seconds) and math.isfinite(share)):
+        return ""
+    amount = f"{seconds * 1e3:.1f} ms" if seconds < 1.0 else f"{seconds:.2f} s"
+    return f" costing {amount} a step ({share:.0%})"
+
+
 def verdict_summary(run: RunInfo) -> str | None:
     """A job's verdicts in a few words; None for a single-process run."""
     if not run.is_job:
@@ -123,10 +137,11 @@ def verdict_summary(run: RunInfo) -> str | None:
     parts: list[str] = []
     straggler = verdicts.get("job/straggler_rank", -1)
     stragglers = str(verdicts.get("job/straggler_ranks", ""))
+    cost = cost_text(verdicts)
     if "," in stragglers:
-        parts.append(f"stragglers: {ranks_text(stragglers)}")
+        parts.append(f"stragglers: {ranks_text(stragglers)}{cost}")
     elif isinstance(straggler, int) and straggler >= 0:
-        parts.append(f"straggler: rank {straggler}")
+        parts.append(f"straggler: rank {straggler}{cost}")
     if verdicts.get("job/diverged_ranks"):
         parts.append(f"diverged: {ranks_text(verdicts['job/diverged_ranks'])}")
     if verdicts.get("job/nonfinite_loss_ranks"):

@@ -1,0 +1,356 @@
+"""The straggler verdict: thresholds, the judgement of the evidence, records and lineage keys.
+
+``docs/job-view.md`` ("Straggler", "Verdict records") describes the rule. Per
+timing and rank, over the evidence's blocks (:mod:`._stragglers`): the onset
+is the block from which its excess to the end is clearest (the sum over the
+square root of the steps: a change point); over the steps since then the rank is named when
+its cost (mean excess, seconds and share of the step) reaches the floor and
+its mean excess is ``confidence`` standard errors above zero. A node of
+several ranks named on one timing is one verdict; its cost is its costliest
+rank's (the job waits for the slowest of them each step).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rankscribe.lineage.errors import LineageParamTypeError, LineageParamValueError
+from rankscribe.lineage.job._stragglers import (
+    ABOVE,
+    BELOW,
+    COUNT,
+    REFERENCE,
+    SECONDS,
+    SHARE,
+    SLOWEST,
+    SQUARE,
+    StragglerEvidence,
+    TagEvidence,
+    tag_sums,
+)
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    FloatArray = npt.NDArray[np.float64]
+    IntArray = npt.NDArray[np.int64]
+
+__all__ = ["VerdictSettings", "straggler_records", "straggler_verdicts", "timing_label"]
+
+_NONE = -1
+#: A cost judged by its mean must clear the floor by this many standard errors.
+FLOOR_ERRORS = 2.0
+
+
+@dataclass(frozen=True)
+class VerdictSettings:
+    """The thresholds of the straggler verdict (``docs/job-view.md``, "Straggler").
+
+    Attributes:
+        cost_floor_share: a rank is named only when it costs at least this
+            share of the job's step (0.02: 2 %).
+        cost_floor_seconds: ... and at least this many seconds a step.
+        confidence: ... and its mean excess is this many standard errors
+            above zero (the evidence is clear).
+        min_steps: ... over at least this many steps since its onset.
+        persistent_share: a verdict is persistent (chronic) when the rank was
+            slow in at least this share of the steps since its onset; else a
+            burst.
+        top_k: how many of the costliest ranks each verdict lists.
+
+    Raises:
+        LineageParamValueError: a threshold out of its range (named in the message).
+    """
+
+    cost_floor_share: float = 0.02
+    cost_floor_seconds: float = 5e-5
+    confidence: float = 6.0
+    min_steps: int = 8
+    persistent_share: float = 0.5
+    top_k: int = 5
+
+    def __post_init__(self) -> None:
+        _check_number("cost_floor_share", self.cost_floor_share, 0.0, 1.0)
+        _check_number("cost_floor_seconds", self.cost_floor_seconds, 0.0, math.inf)
+        _check_number("confidence", self.confidence, 0.0, math.inf)
+        _check_number("persistent_share", self.persistent_share, 0.0, 1.0)
+        for name in ("min_steps", "top_k"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise LineageParamValueError(f"{name} must be an int >= 1, got {value!r}")
+
+
+def _check_number(name: str, value: Any, low: float, high: float) -> None:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or not low <= value <= high
+    ):
+        bound = "" if math.isinf(high) else f" and <= {high:g}"
+        raise LineageParamValueError(
+            f"{name} must be a finite number >= {low:g}{bound}, got {value!r}"
+        )
+
+
+@dataclass
+class _Judged:
+    """Per rank of one timing, judged over the steps since its onset."""
+
+    ranks: IntArray
+    named: npt.NDArray[np.bool_]
+    cost_seconds: FloatArray
+    cost_share: FloatArray
+    factor: FloatArray
+    since_step: IntArray
+    share_of_steps: FloatArray
+    slowest_share: FloatArray
+    steps: FloatArray
+    persistent: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
+
+
+def _typical_variance(blocks: FloatArray) -> float:
+    """The median rank's variance of the excess share over the whole evidence (its noise)."""
+    whole = blocks.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        whole_mean = whole[:, SHARE] / whole[:, COUNT]
+        variance = whole[:, SQUARE] / whole[:, COUNT] - whole_mean * whole_mean
+    known = variance[~np.isnan(variance)]
+    return float(np.median(known)) if len(known) else 0.0
+
+
+def _duty(mean: FloatArray, square: FloatArray, noise: float) -> FloatArray:
+    """The share of its steps in which each rank was slow, from the moments of its excess.
+
+    A rank slow by ``J`` in a share ``p`` of the steps has a mean excess
+    ``p J`` and, beyond the noise every rank has (``noise``: the median rank's
+    variance), a second moment ``p J**2``: ``p = mean**2 / (second moment -
+    noise)``. 1 for a chronic straggler, ``1/k`` for one slow every k-th step,
+    the burst's share for a burst.
+    """
+    with np.errstate(invalid="ignore", divide="ignore"):
+        beyond = np.maximum(square - noise, mean * mean)
+        duty = np.where(beyond > 0, mean * mean / beyond, 0.0)
+    clipped: FloatArray = np.clip(np.nan_to_num(duty), 0.0, 1.0)
+    return clipped
+
+
+def _judge_tag(part: TagEvidence, settings: VerdictSettings) -> _Judged:
+    blocks = part.blocks  # (ranks, blocks, fields)
+    # The onset: the block from which the excess to the end is the clearest (its sum
+    # over the square root of its steps: the change-in-mean statistic).
+    suffix = np.cumsum(blocks[:, ::-1, SHARE], axis=1)[:, ::-1]
+    steps_after = np.cumsum(blocks[:, ::-1, COUNT], axis=1)[:, ::-1]
+    clarity = np.where(steps_after > 0, suffix / np.sqrt(np.maximum(steps_after, 1.0)), -np.inf)
+    onset = np.argmax(clarity, axis=1)
+    width = blocks.shape[1]
+    after = np.arange(width)[None, :] >= onset[:, None]
+    segment = np.where(after[..., None], blocks, 0.0).sum(axis=1)  # (ranks, fields)
+    count = segment[:, COUNT]
+    noise = _typical_variance(blocks)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = segment[:, SHARE] / count
+        seconds = segment[:, SECONDS] / count
+        variance = np.maximum(segment[:, SQUARE] / count - mean * mean, 0.0)
+        # Never less than the median rank's noise: a few steps since a chosen onset
+        # can look steadier than the rank is.
+        error = np.sqrt(np.maximum(variance, noise) / np.maximum(count - 1, 1))
+        strength = np.where(error > 0, mean / error, np.where(mean > 0, np.inf, 0.0))
+        # A sign test beside the mean's: one spike (clipped at a step) inflates the
+        # standard error of a few dozen steps, never the count of steps above the others.
+        signs = segment[:, ABOVE] + segment[:, BELOW]
+        sign_strength = np.where(
+            signs > 0, (segment[:, ABOVE] - segment[:, BELOW]) / np.sqrt(signs), 0.0
+        )
+        factor = 1.0 + segment[:, SHARE] / segment[:, REFERENCE]
+        share_of_steps = _duty(mean, segment[:, SQUARE] / count, noise)
+        slowest_share = segment[:, SLOWEST] / count
+    floor = settings.cost_floor_share
+    # Clear by the mean: its cost clears the floor by FLOOR_ERRORS standard errors too,
+    # so a difference that sits near the floor is not named half the time.
+    by_mean = (strength >= settings.confidence) & (mean - FLOOR_ERRORS * error >= floor)
+    by_sign = (sign_strength >= settings.confidence) & (mean >= floor)
+    named = (
+        (count >= settings.min_steps)
+        & (seconds >= settings.cost_floor_seconds)
+        & (by_mean | by_sign)
+    )
+    since = np.maximum((part.first_block + onset) * part.block_size, part.first_step)
+    clean = np.nan_to_num
+    return _Judged(
+        ranks=part.ranks,
+        named=named,
+        cost_seconds=clean(seconds),
+        cost_share=clean(mean),
+        factor=clean(factor, nan=1.0, posinf=np.inf),
+        since_step=since.astype(np.int64),
+        share_of_steps=clean(share_of_steps),
+        slowest_share=clean(slowest_share),
+        steps=count,
+        persistent=clean(share_of_steps) >= settings.persistent_share,
+    )
+
+
+def timing_label(tag: str) -> str:
+    """A timing tag as a verdict names it: ``rankscribe/forward_time`` -> ``forward``."""
+    if not isinstance(tag, str):
+        raise LineageParamTypeError(f"tag must be a str, got {type(tag).__name__}")
+    known = {
+        "rankscribe/forward_time": "forward",
+        "rankscribe/data_wait": "data_wait",
+        "rankscribe/step_time": "step_time",
+    }
+    if tag in known:
+        return known[tag]
+    return tag.removeprefix("rankscribe/")
+
+
+def _seconds_text(seconds: float) -> str:
+    if abs(seconds) >= 1.0:
+        return f"{seconds:.2f} s"
+    if abs(seconds) >= 1e-3:
+        return f"{seconds * 1e3:.1f} ms"
+    return f"{seconds * 1e6:.0f} us"
+
+
+def _message(record: dict[str, Any]) -> str:
+    ranks = record["ranks"]
+    who = (
+        f"rank {ranks[0]} costs" if len(ranks) == 1 else (f"ranks {','.join(map(str, ranks))} cost")
+    )
+    words = record["timing"].replace("_", " ")
+    if record["timing"].startswith("section/"):
+        words = f"section {record['timing'].removeprefix('section/')!r}"
+    kind = "" if record["persistent"] else " (a burst)"
+    return (
+        f"{who} {_seconds_text(record['cost_seconds_per_step'])} a step "
+        f"({record['cost_share']:.0%} of the step): {words} {record['factor']:.2f}x the others' "
+        f"median since step {record['since_step']}, in {record['share_of_steps']:.0%} of "
+        f"steps{kind}"
+    )
+
+
+def straggler_records(
+    evidence: StragglerEvidence, settings: VerdictSettings | None = None
+) -> list[dict[str, Any]]:
+    """The straggler verdicts of ``evidence``: one record per timing that names a rank.
+
+    Each record is a plain dict, ready for JSON (``docs/job-view.md``,
+    "Verdict records"): ``kind`` ("straggler"), ``ranks`` (most costly first),
+    ``timing``, ``tag``, ``cost_seconds_per_step``, ``cost_share``,
+    ``since_step``, ``persistent``, ``share_of_steps``, ``factor``,
+    ``slowest_share``, ``steps``, ``top`` (the costliest ranks of that timing,
+    named or not, with their costs) and ``message``. The costliest first.
+    """
+    return [record for record, _ in _judgements(evidence, settings)]
+
+
+_PerRank = dict[int, tuple[float, float, float]]
+
+
+def _judgements(
+    evidence: StragglerEvidence, settings: VerdictSettings | None
+) -> list[tuple[dict[str, Any], _PerRank]]:
+    """(record, rank -> (cost seconds, cost share, factor) of each named rank) per timing."""
+    settings = VerdictSettings() if settings is None else settings
+    records: list[tuple[dict[str, Any], _PerRank]] = []
+    for tag in evidence.tags:
+        part = tag_sums(evidence, tag)
+        if len(part.ranks) < 2:
+            continue
+        judged = _judge_tag(part, settings)
+        if not bool(judged.named.any()):
+            continue
+        order = np.lexsort((judged.ranks, -judged.cost_seconds))
+        named = [int(i) for i in order if judged.named[i]]
+        worst = named[0]
+        costly = [int(i) for i in order if judged.cost_seconds[i] > 0][: settings.top_k]
+        record: dict[str, Any] = {
+            "kind": "straggler",
+            "ranks": [int(judged.ranks[i]) for i in named],
+            "timing": timing_label(tag),
+            "tag": tag,
+            # A node of several ranks: the job waits for the slowest of them each step.
+            "cost_seconds_per_step": float(judged.cost_seconds[worst]),
+            "cost_share": float(judged.cost_share[worst]),
+            "since_step": int(min(judged.since_step[i] for i in named)),
+            "persistent": bool(judged.persistent[worst]),
+            "share_of_steps": float(judged.share_of_steps[worst]),
+            "factor": float(judged.factor[worst]),
+            "slowest_share": float(judged.slowest_share[worst]),
+            "steps": int(judged.steps[worst]),
+            "top": [
+                {
+                    "rank": int(judged.ranks[i]),
+                    "cost_seconds_per_step": float(judged.cost_seconds[i]),
+                    "cost_share": float(judged.cost_share[i]),
+                }
+                for i in costly
+            ],
+        }
+        record["message"] = _message(record)
+        per_rank = {
+            int(judged.ranks[i]): (
+                float(judged.cost_seconds[i]),
+                float(judged.cost_share[i]),
+                float(judged.factor[i]),
+            )
+            for i in named
+        }
+        records.append((record, per_rank))
+    records.sort(key=lambda item: (-item[0]["cost_seconds_per_step"], item[0]["tag"]))
+    return records
+
+
+def straggler_verdicts(
+    evidence: StragglerEvidence, settings: VerdictSettings | None = None
+) -> dict[str, float | int | str]:
+    """The straggler keys of the merged lineage (``docs/job-view.md``, "Verdicts").
+
+    Led by the cost: ``job/straggler_cost_seconds`` and ``job/straggler_cost_share``
+    of the costliest named rank, then ``job/straggler_rank``, ``job/straggler_ranks``
+    (every named rank, a slow node whole), ``job/straggler_timing``, the onset,
+    persistence, the message, and per named rank its timing, cost and excess.
+    """
+    judgements = _judgements(evidence, settings)
+    verdicts: dict[str, float | int | str] = {}
+    if not judgements:
+        # The cost first, 0 when nobody is named: a live curve and a query see it always.
+        verdicts["job/straggler_cost_seconds"] = 0.0
+        verdicts["job/straggler_cost_share"] = 0.0
+        verdicts["job/straggler_rank"] = _NONE
+        verdicts["job/straggler_ranks"] = ""
+        verdicts["job/straggler_timing"] = ""
+        return verdicts
+    worst = judgements[0][0]
+    verdicts["job/straggler_cost_seconds"] = worst["cost_seconds_per_step"]
+    verdicts["job/straggler_cost_share"] = worst["cost_share"]
+    verdicts["job/straggler_rank"] = worst["ranks"][0]
+    # Each rank under its costliest timing.
+    by_rank: dict[int, tuple[float, float, float, str]] = {}
+    for record, per_rank in judgements:
+        for rank, (cost, share, factor) in per_rank.items():
+            if rank not in by_rank or cost > by_rank[rank][0]:
+                by_rank[rank] = (cost, share, factor, record["tag"])
+    verdicts["job/straggler_ranks"] = ",".join(str(rank) for rank in sorted(by_rank))
+    verdicts["job/straggler_timing"] = worst["tag"]
+    verdicts["job/straggler_since_step"] = _int32(worst["since_step"])
+    verdicts["job/straggler_persistent"] = int(worst["persistent"])
+    verdicts["job/straggler_share_of_steps"] = worst["share_of_steps"]
+    verdicts["job/straggler_excess"] = worst["factor"] - 1.0
+    verdicts["job/straggler_slowest_share"] = worst["slowest_share"]
+    verdicts["job/straggler_message"] = worst["message"]
+    for rank, (cost, share, factor, tag) in sorted(by_rank.items()):
+        verdicts[f"job/straggler_cost_seconds/{rank}"] = cost
+        verdicts[f"job/straggler_cost_share/{rank}"] = share
+        verdicts[f"job/straggler_timing/{rank}"] = tag
+        verdicts[f"job/straggler_excess/{rank}"] = factor - 1.0
+    return verdicts
+
+
+def _int32(value: int) -> int | float:
+    return value if -(2**31) <= value <= 2**31 - 1 else float(value)

@@ -1,0 +1,169 @@
+"""judge_timings: per-rank, per-step timing arrays in, straggler verdict records out."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from rankscribe.lineage import (
+    LineageParamTypeError,
+    LineageParamValueError,
+    VerdictSettings,
+    judge_timings,
+)
+from rankscribe.lineage.jobview import StragglerEvidence, straggler_records, timings_evidence
+
+RANKS, STEPS, STEP = 16, 300, 0.010
+
+
+def _timings(
+    seed: int = 0, slow: dict[int, float] | None = None, onset: int = 0
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Forward ~6 ms (CV 7 %), data wait ~0.5 ms (heavy-tailed), a 10 ms synchronous step."""
+    rng = np.random.default_rng(seed)
+    forward = 0.006 * rng.lognormal(0.0, 0.07, (RANKS, STEPS))
+    wait = 0.0005 * rng.lognormal(0.0, 0.5, (RANKS, STEPS))
+    for rank, factor in (slow or {}).items():
+        forward[rank, onset:] *= factor
+    # Every rank waits for the slowest in the step's collective.
+    step = np.broadcast_to((forward + wait).max(axis=0) + 0.003, (RANKS, STEPS))
+    return {"forward": forward, "data_wait": wait}, np.array(step)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_clean_run_gives_no_verdict(seed: int) -> None:
+    timings, step = _timings(seed)
+    assert judge_timings(timings, step_time=step) == []
+
+
+def test_a_rank_1_5x_slower_is_named_with_its_cost() -> None:
+    timings, step = _timings(slow={5: 1.5}, onset=100)
+    [record] = judge_timings(timings, step_time=step, steps=np.arange(1000, 1000 + STEPS))
+    injected = 0.5 * 0.006 * np.exp(0.07**2 / 2)  # the mean of the log-normal forward
+    assert record["kind"] == "straggler"
+    assert record["ranks"] == [5]
+    assert record["timing"] == "forward"
+    assert record["cost_seconds_per_step"] == pytest.approx(injected, rel=0.1)
+    median_step = float(np.median(step[:, 100:]))
+    assert record["cost_share"] == pytest.approx(injected / median_step, rel=0.1)
+    assert abs(record["since_step"] - 1100) <= 16  # within a block (16 steps) of the onset
+    assert record["persistent"] is True
+    assert record["share_of_steps"] > 0.9
+    assert record["top"][0]["rank"] == 5
+    assert record["message"].startswith(
+        f"rank 5 costs {record['cost_seconds_per_step'] * 1e3:.1f} ms a step "
+        f"({record['cost_share']:.0%} of the step): forward 1.4"
+    )
+    assert json.loads(json.dumps(record)) == record  # plain, JSON-ready
+
+
+def test_a_node_of_ranks_is_one_verdict_costliest_first() -> None:
+    timings, step = _timings(slow={8: 1.3, 9: 1.4, 10: 1.3})
+    [record] = judge_timings(timings, step_time=step)
+    assert record["ranks"][0] == 9
+    assert sorted(record["ranks"]) == [8, 9, 10]
+    assert [item["rank"] for item in record["top"][:3]] == record["ranks"]
+
+
+def test_a_difference_of_1_percent_of_the_step_is_never_a_verdict() -> None:
+    """40 us of forward in a 3 ms step, at every step: clear, but not material."""
+    forward = np.full((4, 200), 0.0008)
+    forward[1] += 4e-5
+    assert judge_timings({"forward": forward}, step_time=np.full(200, 0.003)) == []
+    low = VerdictSettings(cost_floor_share=0.01, cost_floor_seconds=1e-5)
+    [record] = judge_timings({"forward": forward}, step_time=np.full(200, 0.003), settings=low)
+    assert record["ranks"] == [1]
+
+
+def test_an_intermittent_rank_is_a_burst() -> None:
+    """Every 4th step 3x slower: its cost is the mean, and it is not persistent."""
+    timings, step = _timings()
+    timings["forward"][3, ::4] *= 3.0
+    [record] = judge_timings(timings, step_time=step)
+    assert record["ranks"] == [3]
+    assert record["persistent"] is False
+    assert record["message"].endswith("(a burst)")
+
+
+def test_the_evidence_of_windows_merges_into_the_whole() -> None:
+    timings, step = _timings(slow={2: 1.4})
+    whole = timings_evidence(timings, step_time=step)
+    merged = StragglerEvidence()
+    for window in (slice(0, 120), slice(120, STEPS)):
+        part = {name: table[:, window] for name, table in timings.items()}
+        merged.merge(
+            timings_evidence(part, step_time=step[:, window], steps=np.arange(STEPS)[window])
+        )
+    [together] = straggler_records(merged)
+    [alone] = straggler_records(whole)
+    assert together.keys() == alone.keys()
+    for key, value in alone.items():
+        if isinstance(value, float):
+            assert together[key] == pytest.approx(value, rel=1e-9), key
+        elif key != "top":
+            assert together[key] == value, key
+
+
+def test_without_a_step_time_the_timings_sum_stands_in() -> None:
+    timings, _ = _timings(slow={1: 1.5})
+    [record] = judge_timings(timings)
+    assert record["ranks"] == [1]
+    assert record["cost_share"] == pytest.approx(0.5 * 0.006 / 0.0065, rel=0.15)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "match"),
+    [
+        ({"timings": {}}, LineageParamTypeError, "timings must be a non-empty mapping"),
+        ({"timings": {"forward": np.ones(3)}}, LineageParamValueError, r"\(ranks, steps\)"),
+        (
+            {"timings": {"forward": np.ones((2, 3)), "data_wait": np.ones((3, 3))}},
+            LineageParamValueError,
+            r"timings\['data_wait'\] must be a \(2, 3\) array",
+        ),
+        ({"timings": {"forward": -np.ones((2, 3))}}, LineageParamValueError, "finite seconds"),
+        (
+            {"timings": {"forward": np.ones((2, 3))}, "step_time": np.ones(4)},
+            LineageParamValueError,
+            r"step_time must be a \(2, 3\) or \(3,\) array",
+        ),
+        (
+            {"timings": {"forward": np.ones((2, 3))}, "steps": [3, 2, 1]},
+            LineageParamValueError,
+            "steps must be 3 increasing ints",
+        ),
+        (
+            {"timings": {"forward": np.ones((2, 3))}, "ranks": [1, 1]},
+            LineageParamValueError,
+            "ranks must be 2 distinct ints",
+        ),
+        (
+            {"timings": {"forward": np.ones((2, 3))}, "settings": {"top_k": 3}},
+            LineageParamTypeError,
+            "settings must be a VerdictSettings",
+        ),
+    ],
+)
+def test_bad_arguments_are_named(arguments: dict, error: type[Exception], match: str) -> None:
+    timings = arguments.pop("timings")
+    with pytest.raises(error, match=match):
+        judge_timings(timings, **arguments)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("cost_floor_share", -0.1),
+        ("cost_floor_share", float("nan")),
+        ("cost_floor_seconds", "1"),
+        ("confidence", float("inf")),
+        ("min_steps", 0),
+        ("top_k", True),
+        ("persistent_share", 1.5),
+    ],
+)
+def test_settings_refuse_a_bad_threshold(field: str, value: object) -> None:
+    with pytest.raises(ValueError, match=f"{field} must be"):
+        VerdictSettings(**{field: value})  # type: ignore[arg-type]

@@ -1,0 +1,60 @@
+"""tools/bench/detection.py: its simulator through the public door, on a small job."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+from rankscribe.lineage import VerdictSettings, judge_timings
+
+BENCH = Path(__file__).resolve().parents[2] / "tools" / "bench" / "detection.py"
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("detection_bench", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_clean_simulated_job_gives_no_verdict(bench: ModuleType, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    timings, step_time, faulty, _ = bench.simulate(rng, 64, 300, bench.CLEAN)
+    assert len(faulty) == 0
+    assert judge_timings(timings, step_time=step_time) == []
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_rank_1_5x_slower_is_named_with_its_injected_cost(bench: ModuleType, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    fault = bench.Fault("1 rank forward +50 %", 0.5)
+    timings, step_time, faulty, injected = bench.simulate(rng, 64, 300, fault)
+    [record] = judge_timings(timings, step_time=step_time)
+    assert record["ranks"] == faulty.tolist()
+    assert record["timing"] == "forward"
+    assert bench.ONSET - 16 <= record["since_step"] <= bench.ONSET
+    truth = float(injected[0, record["since_step"] :].mean())
+    assert record["cost_seconds_per_step"] == pytest.approx(truth, rel=0.1)
+
+
+def test_a_trial_tallies_latency_recall_and_cost(bench: ModuleType) -> None:
+    tally = bench.Tally()
+    rng = np.random.default_rng(0)
+    fault = bench.Fault("1 rank forward +20 %", 0.2)
+    bench.run_trial(rng, 64, fault, tally, 100, 10, VerdictSettings())
+    assert (tally.trials, tally.faulty, tally.found_end) == (1, 1, 1)
+    assert tally.false_names == 0
+    assert tally.clean_rank_steps == 63 * bench.STEPS_JUDGED
+    [latency] = tally.latencies
+    assert 0 < latency <= 50
+    [error] = tally.cost_errors
+    assert error < 0.1
