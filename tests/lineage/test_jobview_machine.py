@@ -20,7 +20,9 @@ from rankscribe.lineage.jobview import (
     SYSTEM_TAG_PREFIX,
     SYSTEM_TAGS,
     RankSeries,
+    judge_timings,
     system_evidence,
+    system_evidence_records,
     verdict_lines,
     write_job_view,
 )
@@ -114,3 +116,27 @@ def test_merge_and_show_print_the_evidence_from_the_rank_dirs(
     assert main(["show", str(job), "--json"]) == 0
     keys: dict[str, Any] = json.loads(capsys.readouterr().out)["user_defined"]
     assert "SM clock 1.41 GHz against a median of 1.98 GHz" in keys["job/straggler_evidence/2"]
+
+
+def test_straggler_records_get_their_ranks_evidence() -> None:
+    rng = np.random.default_rng(0)
+    forward = 0.01 * (1 + 0.02 * rng.random((4, 200)))
+    forward[SLOW] *= 1.6
+    records = judge_timings({"forward": forward}, step_time=np.full((4, 200), 0.03))
+    assert [record["ranks"] for record in records] == [[SLOW]]
+    readings = {
+        rank: {
+            tag: (np.asarray([s for s, _ in points]), np.asarray([v for _, v in points]))
+            for tag, points in one.scalars.items()
+            if tag.startswith(SYSTEM_TAG_PREFIX)
+        }
+        for rank, one in series().items()
+    }
+    [record] = system_evidence_records(records, readings)
+    assert [(item["rank"], item["tag"]) for item in record["evidence"]] == [
+        (SLOW, THERMAL),
+        (SLOW, CLOCK),
+    ]
+    assert record["evidence"][1]["value"] == 1410.0
+    assert record["evidence"][1]["median"] == pytest.approx(1981.0)
+    assert "evidence" not in records[0]  # the records given stay as they were

@@ -61,6 +61,7 @@ from rankscribe.lineage.job._judge import judge_timings, timing_tag, timings_evi
 from rankscribe.lineage.job._live import LIVE_STATE_NAME, LiveJobView, read_live_state
 from rankscribe.lineage.job._machine import SYSTEM_TAG_PREFIX, SYSTEM_TAGS, evidence_keys
 from rankscribe.lineage.job._machine import evidence_keys as system_evidence
+from rankscribe.lineage.job._machine import evidence_records as system_evidence_records
 from rankscribe.lineage.job._partials import Partial as JobPartial
 from rankscribe.lineage.job._partials import PartialFormatError
 from rankscribe.lineage.job._ranges import last_steps_text, ranges_text
@@ -130,6 +131,7 @@ __all__ = [
     "straggler_records",
     "straggler_verdicts",
     "system_evidence",
+    "system_evidence_records",
     "timing_evidence",
     "timing_label",
     "timing_name",

@@ -45,6 +45,7 @@ __all__ = [
     "Evidence",
     "evidence_keys",
     "evidence_lines",
+    "evidence_records",
     "machine_evidence",
     "read_readings",
     "series_readings",
@@ -288,13 +289,54 @@ def _named_ranks(verdicts: Mapping[str, Any]) -> list[int]:
     return [int(item) for item in text.split(",") if item.strip().isdigit()]
 
 
+def _readings(
+    source: Mapping[int, Any] | str | os.PathLike[str], ranks: Sequence[int]
+) -> Mapping[int, Mapping[str, Any]]:
+    """Readings from ranks' series, from ``rank -> tag -> (steps, values)``, or from a job dir."""
+    if not isinstance(source, Mapping):
+        return read_readings(source, ranks)
+    if all(hasattr(one, "scalars") for one in source.values()):
+        return series_readings(source)
+    return source
+
+
+def evidence_records(
+    records: Iterable[Mapping[str, Any]], source: Mapping[int, Any] | str | os.PathLike[str]
+) -> list[dict[str, Any]]:
+    """Straggler verdict records with their ``evidence``: the named ranks' readings.
+
+    ``records``: verdict records (``docs/job-view.md``, "Verdict records"); a
+    ``straggler`` record gets ``evidence``, a list of ``{"rank", "tag", "value",
+    "median", "text"}`` for its ranks (strongest first per rank; empty when no
+    reading differs). ``source``: as :func:`evidence_keys`, or ``rank -> tag ->
+    (steps, values)`` arrays. The records given are not changed: copies come back.
+    """
+    copies = [dict(record) for record in records]
+    named = sorted(
+        {
+            int(rank)
+            for record in copies
+            if record.get("kind") == "straggler"
+            for rank in record.get("ranks", ())
+        }
+    )
+    found = machine_evidence(_readings(source, named), named) if named else {}
+    for record in copies:
+        if record.get("kind") == "straggler":
+            record["evidence"] = [
+                item.as_dict() for rank in record.get("ranks", ()) for item in found.get(rank, [])
+            ]
+    return copies
+
+
 def evidence_keys(
     verdicts: Mapping[str, Any], source: Mapping[int, Any] | str | os.PathLike[str]
 ) -> dict[str, str]:
     """The ``user_defined`` keys of the evidence for the ranks a straggler verdict names.
 
-    ``source``: the ranks' series (``rank -> RankSeries``-like) or the job
-    directory (its rank dirs are read, :func:`read_readings`). Keys:
+    ``source``: the ranks' series (``rank -> RankSeries``-like), their
+    readings (``rank -> tag -> (steps, values)``) or the job directory (its
+    rank dirs are read, :func:`read_readings`). Keys:
     ``job/straggler_evidence/<rank>`` for every named rank with evidence, and
     ``job/straggler_evidence`` for the worst (``job/straggler_rank``); the items
     joined by ``"; "``. Empty when no rank is named or no reading differs.
@@ -302,11 +344,7 @@ def evidence_keys(
     ranks = _named_ranks(verdicts)
     if not ranks:
         return {}
-    if isinstance(source, Mapping):
-        readings = series_readings(source)
-    else:
-        readings = read_readings(source, ranks)
-    found = machine_evidence(readings, ranks)
+    found = machine_evidence(_readings(source, ranks), ranks)
     keys = {
         f"job/straggler_evidence/{rank}": "; ".join(item.text for item in items)
         for rank, items in found.items()
