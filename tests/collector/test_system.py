@@ -152,3 +152,62 @@ def test_zero_or_off_samples_nothing(
     tags = rank_dir_arrays(tmp_path)
     assert "rankscribe/step_time" in tags
     assert not any(tag.startswith("rankscribe/system/") for tag in tags)
+
+
+def test_the_rank_samples_the_device_cuda_visible_devices_names(
+    nvml: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # NVML numbers every device; CUDA_VISIBLE_DEVICES (here one UUID) says which is this rank's.
+    nvml.set_device(1, sm_clock_mhz=1005)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-00000001")
+    train(tmp_path / "uuid", nvml.devices[1], steps=3)
+    assert set(rank_dir_arrays(tmp_path / "uuid")[GPU + "sm_clock_mhz"][1]) == {1005.0}
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,0")
+    train(tmp_path / "index", nvml.devices[1], steps=3)
+    assert set(rank_dir_arrays(tmp_path / "index")[GPU + "sm_clock_mhz"][1]) == {1005.0}
+
+
+@pytest.mark.parametrize("visible", ["", "-1"])
+def test_no_visible_device_no_gpu_tags(
+    nvml: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, visible: str
+) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    rng = np.random.default_rng(0)
+    network = ArrayNetwork({"w": rng.normal(size=(4, 2)).astype(np.float32)}, name="Linear")
+    data = ArrayDataset(rng.random((3, 4)).astype(np.float32), rng.integers(0, 2, 3), batch_size=1)
+    collector = SummaryCollector(tmp_path, system_interval=0.01)
+    TrainLoop(lambda batch: 0.5, network=network).train(1, data, callbacks=[collector])
+    collector.close()
+    assert not any(tag.startswith(GPU) for tag in rank_dir_arrays(tmp_path))
+    assert nvml.devices[0].reads == 0
+
+
+def test_a_gpu_lost_during_the_run_stops_gpu_sampling_with_one_warning(
+    nvml: ModuleType, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    device = nvml.devices[0]
+    rng = np.random.default_rng(0)
+    network = ArrayNetwork({"w": rng.normal(size=(4, 2)).astype(np.float32)}, name="Linear")
+    data = ArrayDataset(rng.random((6, 4)).astype(np.float32), rng.integers(0, 2, 6), batch_size=1)
+    collector = SummaryCollector(tmp_path, system_interval=0.01)
+    process_tag = "rankscribe/system/threads"
+
+    def step(batch: Any) -> float:
+        deadline = time.monotonic() + DEADLINE
+        if device.reads >= 2:
+            nvml.fail()  # the GPU is lost: the next read raises NVMLError
+            while not any("stops" in record.getMessage() for record in caplog.records):
+                assert time.monotonic() < deadline, "the sampler never met the error"
+                time.sleep(0.001)
+        while device.reads < 2:
+            assert time.monotonic() < deadline, "the sampler never read the device"
+            time.sleep(0.001)
+        return 0.5
+
+    TrainLoop(step, network=network).train(1, data, callbacks=[collector])
+    collector.close()
+    stops = [record for record in caplog.records if "GPU sampling stops" in record.getMessage()]
+    assert len(stops) == 1
+    columns = rank_dir_arrays(tmp_path)
+    assert len(columns[GPU + "sm_clock_mhz"][0]) >= 1  # the samples before the loss stay
+    assert process_tag in columns  # the process is still sampled
