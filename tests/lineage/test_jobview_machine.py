@@ -20,6 +20,7 @@ from rankscribe.lineage.jobview import (
     SYSTEM_TAG_PREFIX,
     SYSTEM_TAGS,
     RankSeries,
+    is_timing_tag,
     judge_timings,
     system_evidence,
     system_evidence_records,
@@ -85,8 +86,9 @@ def test_a_reading_no_other_rank_has_is_no_evidence() -> None:
     assert system_evidence(verdicts, ranks) == {}
 
 
-def test_every_tag_is_under_the_prefix() -> None:
+def test_every_tag_is_under_the_prefix_and_none_is_a_timing() -> None:
     assert all(tag.startswith(SYSTEM_TAG_PREFIX) for tag in SYSTEM_TAGS)
+    assert not any(is_timing_tag(tag) for tag in SYSTEM_TAGS)
     assert {CLOCK, THERMAL, RSS, CPU} <= set(SYSTEM_TAGS)
 
 
