@@ -142,3 +142,14 @@ def test_straggler_records_get_their_ranks_evidence() -> None:
     assert record["evidence"][1]["value"] == 1410.0
     assert record["evidence"][1]["median"] == pytest.approx(1981.0)
     assert "evidence" not in records[0]  # the records given stay as they were
+
+
+def test_the_report_prints_the_evidence(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    for rank, one in series(3).items():
+        write_rank(job / f"rank_{rank}", rank, one.scalars)
+    assert main(["merge", str(job)]) == 0
+    out = tmp_path / "report.html"
+    assert main(["report", str(job), "-o", str(out)]) == 0
+    page = out.read_text(encoding="utf-8")
+    assert "evidence: rank 2: thermal throttling in 75 % of the samples (others: 0 %)" in page
