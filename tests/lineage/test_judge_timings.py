@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,7 +14,15 @@ from rankscribe.lineage import (
     VerdictSettings,
     judge_timings,
 )
-from rankscribe.lineage.jobview import StragglerEvidence, straggler_records, timings_evidence
+from rankscribe.lineage.jobview import (
+    FORWARD_TIME_TAG,
+    STEP_TIME_TAG,
+    RankSeries,
+    StragglerEvidence,
+    straggler_records,
+    timings_evidence,
+    write_job_view,
+)
 
 RANKS, STEPS, STEP = 16, 300, 0.010
 
@@ -150,6 +159,28 @@ def test_bad_arguments_are_named(arguments: dict, error: type[Exception], match:
     timings = arguments.pop("timings")
     with pytest.raises(error, match=match):
         judge_timings(timings, **arguments)
+
+
+def test_the_job_view_takes_the_thresholds(tmp_path: Path) -> None:
+    """A rank 1.5 % of the step slower: no verdict at the default floor, one at 1 %."""
+    steps = range(1, 201)
+    series = {
+        rank: RankSeries(
+            rank,
+            {
+                STEP_TIME_TAG: [(step, 0.010) for step in steps],
+                FORWARD_TIME_TAG: [(step, 0.004 + 0.00015 * (rank == 1)) for step in steps],
+            },
+        )
+        for rank in range(3)
+    }
+    assert write_job_view(tmp_path, series, world_size=3).verdicts["job/straggler_rank"] == -1
+    lower = VerdictSettings(cost_floor_share=0.01)
+    view = write_job_view(tmp_path, series, world_size=3, verdict_settings=lower)
+    assert view.verdicts["job/straggler_rank"] == 1
+    assert view.verdicts["job/straggler_cost_share"] == pytest.approx(0.015)
+    with pytest.raises(LineageParamTypeError, match="verdict_settings must be a VerdictSettings"):
+        write_job_view(tmp_path, series, world_size=3, verdict_settings=0.01)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

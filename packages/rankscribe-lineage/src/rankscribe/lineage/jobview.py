@@ -384,6 +384,7 @@ def write_job_view(
     host: str | None = None,
     failed: Sequence[int] = (),
     straggler_evidence: StragglerEvidence | None = None,
+    verdict_settings: VerdictSettings | None = None,
 ) -> JobView:
     """Write the job's own summary file into ``job_dir`` and return the verdicts.
 
@@ -408,6 +409,8 @@ def write_job_view(
         straggler_evidence: the straggler rule's evidence, when it was reduced
             elsewhere (blocks of steps, a tree of ranks); by default it comes
             from ``series`` (:func:`timing_evidence`).
+        verdict_settings: the straggler thresholds (default ``VerdictSettings()``;
+            ``docs/job-view.md``, "Straggler").
 
     Raises:
         LineageDirNotExistError: ``job_dir`` is not a directory.
@@ -425,6 +428,11 @@ def write_job_view(
             f"straggler_evidence must be a StragglerEvidence or None, "
             f"got {type(straggler_evidence).__name__}"
         )
+    if verdict_settings is not None and not isinstance(verdict_settings, VerdictSettings):
+        raise LineageParamTypeError(
+            f"verdict_settings must be a VerdictSettings or None, "
+            f"got {type(verdict_settings).__name__}"
+        )
     if isinstance(series, JobStatistics):
         statistics = series
     else:
@@ -437,6 +445,7 @@ def write_job_view(
         missing=missing,
         failed=failed,
         evidence=straggler_evidence,
+        settings=verdict_settings,
     )
     if verdicts["job/missing_ranks"]:
         logger.warning("job view of %s without ranks %s", directory, verdicts["job/missing_ranks"])
