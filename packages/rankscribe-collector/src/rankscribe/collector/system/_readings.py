@@ -60,9 +60,11 @@ class ProcessReadings:
         self._process = psutil.Process()
         self._clock = clock
         self._missing: set[str] = set()
-        # The first cpu_percent calls prime psutil's counters (they return 0.0).
+        # The first cpu_percent call primes the process's counters (it returns 0.0). The
+        # cores' busy share comes from cpu_times deltas of our own, not psutil.cpu_percent,
+        # whose module-wide baseline the training script may be using itself.
         self._process.cpu_percent(None)
-        psutil.cpu_percent(None, percpu=True)
+        self._cores = self._core_times()
         self._switches = self._involuntary()
         self._switches_at = clock()
 
@@ -92,15 +94,26 @@ class ProcessReadings:
             self._try("open_files", process.num_fds, found)
             self._try("io_read_bytes", lambda: process.io_counters().read_bytes, found)
             self._try("io_write_bytes", lambda: process.io_counters().write_bytes, found)
-            self._try(
-                "core_percent",
-                lambda: psutil.cpu_percent(None, percpu=True)[process.cpu_num()],
-                found,
-            )
+            self._try("core_percent", lambda: self._core_percent(process.cpu_num()), found)
             self._switch_rate(found)
         self._try("load_1m", lambda: psutil.getloadavg()[0], found)
         self._try("memory_available_bytes", lambda: psutil.virtual_memory().available, found)
         return found
+
+    def _core_times(self) -> list[tuple[float, float]]:
+        """Per core: (total, idle) CPU seconds so far (idle counts I/O wait too)."""
+        try:
+            times = self._psutil.cpu_times(percpu=True)
+        except (self._psutil.Error, AttributeError, NotImplementedError, OSError):
+            return []
+        return [(sum(one), one.idle + getattr(one, "iowait", 0.0)) for one in times]
+
+    def _core_percent(self, core: int) -> float:
+        """How busy ``core`` was since the last sample, in percent."""
+        before, self._cores = self._cores, self._core_times()
+        (total, idle), (total_before, idle_before) = self._cores[core], before[core]
+        elapsed = total - total_before
+        return 0.0 if elapsed <= 0 else 100.0 * (1.0 - (idle - idle_before) / elapsed)
 
     def _switch_rate(self, found: list[Reading]) -> None:
         """Involuntary context switches a second since the last sample (the CPU taken away)."""
