@@ -77,3 +77,25 @@ _._failed  # whether the live sender gave up; kept with the live view's protocol
 # -- zipfile.ZipInfo fields the tests' own container writer sets (zipfile reads them) ------
 _.create_system  # zipfile writes it into the member's directory entry
 _.external_attr  # zipfile writes it into the member's directory entry (the mode)
+
+# -- tools/fake_nvml.py mirrors NVML's real API, names and arguments included --------------
+nvmlClocksEventReasonNone  # a constant of the real module, kept so the fake has its names
+nvmlClocksThrottleReasonNone  # a constant of the real module, kept so the fake has its names
+sensor  # nvmlDeviceGetTemperature's argument in the real API (the fake has one sensor)
+NVML_CLOCK_GRAPHICS  # a name of the real NVML module, kept so the fake mirrors it
+NVML_CLOCK_MEM  # a name of the real NVML module, kept so the fake mirrors it
+nvmlClocksEventReasonApplicationsClocksSetting  # a name of the real NVML module, kept so the fake mirrors it
+nvmlClocksEventReasonDisplayClockSetting  # a name of the real NVML module, kept so the fake mirrors it
+nvmlClocksEventReasonGpuIdle  # a name of the real NVML module, kept so the fake mirrors it
+nvmlClocksEventReasonSwPowerCap  # a name of the real NVML module, kept so the fake mirrors it
+nvmlClocksEventReasonSwThermalSlowdown  # a name of the real NVML module, kept so the fake mirrors it
+nvmlClocksEventReasonSyncBoost  # a name of the real NVML module, kept so the fake mirrors it
+nvmlClocksThrottleReasonApplicationsClocksSetting  # a name of the real NVML module, kept so the fake mirrors it
+nvmlClocksThrottleReasonDisplayClockSetting  # a name of the real NVML module, kept so the fake mirrors it
+nvmlClocksThrottleReasonGpuIdle  # a name of the real NVML module, kept so the fake mirrors it
+nvmlClocksThrottleReasonHwPowerBrakeSlowdown  # a name of the real NVML module, kept so the fake mirrors it
+nvmlClocksThrottleReasonHwSlowdown  # a name of the real NVML module, kept so the fake mirrors it
+nvmlClocksThrottleReasonHwThermalSlowdown  # a name of the real NVML module, kept so the fake mirrors it
+nvmlClocksThrottleReasonSwPowerCap  # a name of the real NVML module, kept so the fake mirrors it
+nvmlClocksThrottleReasonSwThermalSlowdown  # a name of the real NVML module, kept so the fake mirrors it
+nvmlClocksThrottleReasonSyncBoost  # a name of the real NVML module, kept so the fake mirrors it

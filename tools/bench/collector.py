@@ -86,6 +86,8 @@ from rankscribe.collector._fingerprint import parameter_fingerprint
 STEP_MS = 10.0
 #: ``--job-view-interval``: the collectors' job_view_interval (None: the default).
 JOB_VIEW_INTERVAL: float | None = None
+#: The collectors' system_interval (None: their default; tools/bench/system.py sets it).
+SYSTEM_INTERVAL: float | None = None
 FAST_STEP_MS = 1.0
 BATCH = 32
 #: Steps that save landscape parameter files by default (intervals 1-9, 10-19).
@@ -320,7 +322,12 @@ def run_once(
     network, optimizer, dataset = make_model(steps_per_epoch)
     loop = TrainLoop(make_step(network, step_ms, starts), network=network, optimizer=optimizer)
     collector = (
-        SummaryCollector(directory, collect_freq=collect_freq, job_view_interval=JOB_VIEW_INTERVAL)
+        SummaryCollector(
+            directory,
+            collect_freq=collect_freq,
+            job_view_interval=JOB_VIEW_INTERVAL,
+            system_interval=SYSTEM_INTERVAL,
+        )
         if collect_freq is not None
         else None
     )

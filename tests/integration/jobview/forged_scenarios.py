@@ -37,7 +37,7 @@ def nested_message() -> bytes:
     from rankscribe.lineage import _npz
 
     nested = "[" * NESTING + "]" * NESTING
-    with mock.patch.object(_npz.json, "dumps", lambda *_args, **_kwargs: nested):
+    with mock.patch("json.dumps", lambda *_args, **_kwargs: nested):
         return _npz.pack(None, [("<i8", b""), ("<f8", b"")])
 
 

@@ -14,6 +14,7 @@ _lineage.py                this rank's lineage values; the job lineage on rank 0
 _live.py                   the live job view through the tree of ranks
 landscape/_saver.py        parameter files and ``train_metadata.json``
 _series.py, _timings.py    timings, fingerprints, the series of the job view
+system/                    the rank's machine, sampled off the training thread
 =========================  =====================================================
 
 Writing is :class:`rankscribe.writer.SummaryRecord`'s. On several ranks the
@@ -51,6 +52,7 @@ from rankscribe.collector.collection._extractor import GRAPH_TAG, Extractor
 from rankscribe.collector.collection._options import check_one_of_a_kind, collector_arguments
 from rankscribe.collector.collection._schedule import Collect, CollectionSchedule, total_units
 from rankscribe.collector.errors import CollectorValueError
+from rankscribe.collector.system._sampler import SystemSampler, check_system_interval
 from rankscribe.lineage.jobview import VerdictCallback
 from rankscribe.ranks import Coordinator, OnExists, RankInfo
 from rankscribe.writer import SummaryRecord
@@ -111,6 +113,9 @@ class SummaryCollector(Callback):
             :class:`rankscribe.ranks.JobDirClaimedError`; ``"append"`` writes into
             it anyway. A directory this job claimed already is used as it is; a
             single process writes into ``summary_dir`` as MindSpore does.
+        system_interval: seconds between samples of this rank's process, host and
+            accelerator (``rankscribe/system/*``, docs/system-metrics.md); None:
+            ``RANKSCRIBE_SYSTEM_INTERVAL``, else 10; 0: none.
 
     Timings for the job view (docs/job-view.md, "Timings"): step time, data
     wait, forward time (torch module hooks) and :meth:`section`.
@@ -137,6 +142,7 @@ class SummaryCollector(Callback):
         job_view_interval: float | None = None,
         on_exists: OnExists = "new",
         on_verdict: VerdictCallback | None = None,
+        system_interval: float | None = None,
     ) -> None:
         arguments = collector_arguments(
             summary_dir,
@@ -186,6 +192,8 @@ class SummaryCollector(Callback):
         self._live = LiveRankView(
             check_job_view_interval(job_view_interval), on_verdict=check_on_verdict(on_verdict)
         )
+        self._system = SystemSampler(check_system_interval(system_interval))
+        self._series.samples = self._system
         self._run = CollectorRun(
             arguments, adapters=self._adapters, lineage=self._lineage, live=self._live
         )
@@ -242,6 +250,7 @@ class SummaryCollector(Callback):
 
     def _close(self) -> None:
         self._quiet_until = 0
+        self._system.stop()
         self._timings.close()
         self._run.close()
 
@@ -276,6 +285,9 @@ class SummaryCollector(Callback):
             # The job view is of the last training run; an evaluation after it keeps it.
             self._series.start_run()
             self._live.start(run.directory)
+            assert run.info is not None
+            # The sampler's thread reads the step running from the loop's own state.
+            self._system.start(lambda: params.cur_step_num, run.info.local_rank)
             self._series.add_start_fingerprint(record, self._landscape_network(params))
             if run.landscape is not None:
                 self._start_landscape(params)
@@ -385,6 +397,7 @@ class SummaryCollector(Callback):
             return
         try:
             if params.mode == "train":
+                self._system.stop()
                 self._timings.finish()
                 self._series.write_kept_step_times(record)
                 self._lineage.add_train_lineage(record, params)

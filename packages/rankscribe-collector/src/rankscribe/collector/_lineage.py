@@ -62,7 +62,7 @@ from rankscribe.lineage import (
     train_lineage_from_args,
     write_merged_lineage,
 )
-from rankscribe.lineage.jobview import RankSeries, session_values, write_job_view
+from rankscribe.lineage.jobview import RankSeries, session_values, system_evidence, write_job_view
 from rankscribe.ranks import Coordinator, RankInfo, RanksError, create_coordinator
 from rankscribe.ranks.files import file_mode
 
@@ -339,11 +339,11 @@ class JobLineageMerger:
                 timeout=self.timeout,
                 mode=file_mode(final=False),
             ):
-                verdicts = (
-                    dict(verdicts)
-                    if verdicts is not None
-                    else self._write_job_view(job_series, not_arrived, merged)
-                )
+                if verdicts is not None:  # the live view's: evidence from the rank dirs
+                    verdicts = dict(verdicts)
+                    verdicts.update(system_evidence(verdicts, self.summary_dir))
+                else:
+                    verdicts = self._write_job_view(job_series, not_arrived, merged)
                 if merged is None:
                     logger.error(
                         "No rank reported a lineage; no merged lineage is written in %s.",

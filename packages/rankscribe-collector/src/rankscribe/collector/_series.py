@@ -19,7 +19,7 @@ import logging
 from array import array
 from collections.abc import Callable, Sequence
 from time import perf_counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rankscribe.collector._fingerprint import (
     DEFAULT_FINGERPRINT_BUDGET,
@@ -111,6 +111,15 @@ class ScalarSeries:
         return RankSeries(rank=rank, scalars=scalars)
 
 
+class SampleSource(Protocol):
+    """Samples taken off the training thread (``system/_sampler.py``), to be recorded."""
+
+    @property
+    def pending(self) -> bool: ...
+
+    def take(self) -> list[tuple[int, list[tuple[str, float]]]]: ...
+
+
 class _TimingColumn:
     """One timing tag's kept points, and how many of them are written."""
 
@@ -177,6 +186,9 @@ class SeriesRecorder:
             DATA_WAIT_TAG: wait_column,
         }
         self.last_write = 0.0
+        #: The system sampler, whose samples join the timings' writes (None: none).
+        self.samples: SampleSource | None = None
+        self._last_written_step = -1
 
     def start_run(self) -> None:
         """A new training run: the series starts empty (the job view is of one run)."""
@@ -184,10 +196,33 @@ class SeriesRecorder:
         for column in self._columns.values():
             column.written = 0
         self._fingerprint_failed = False
+        self._last_written_step = -1
 
     @property
     def has_unwritten_step_times(self) -> bool:
-        return any(column.written < len(column.steps) for column in self._columns.values())
+        samples = self.samples
+        return (samples is not None and samples.pending) or any(
+            column.written < len(column.steps) for column in self._columns.values()
+        )
+
+    def _keep_samples(self) -> None:
+        """Keep the system samples taken since the last write, each at its step.
+
+        A sample's step is the one running when it was taken. One that raced the
+        write of its step goes in at the step after the last one written (the
+        step running by then): a step written is never written to again, so the
+        live view, which cuts the job's steps at each rank's last, loses nothing.
+        """
+        samples = self.samples
+        if samples is None or not samples.pending:
+            return
+        # Two samples in one step (a step longer than the interval): the later one.
+        by_step: dict[int, list[tuple[str, float]]] = {}
+        for step, readings in samples.take():
+            by_step[max(step, self._last_written_step + 1)] = readings
+        for step, readings in by_step.items():
+            for tag, value in readings:
+                self.keep_timing(tag, step, value)
 
     def step_time_appenders(self) -> tuple[Callable[[int], None], Callable[[float], None]]:
         """Appends that keep a step time, for a step the caller knows writes nothing now.
@@ -257,6 +292,7 @@ class SeriesRecorder:
 
     def _unwritten(self) -> dict[int, list[tuple[str, float]]]:
         """The kept timings not written yet, by step; they count as written from now."""
+        self._keep_samples()
         by_step: dict[int, list[tuple[str, float]]] = {}
         for column in self._columns.values():
             steps, values = column.steps, column.values
@@ -271,6 +307,7 @@ class SeriesRecorder:
             for tag, seconds in values:
                 record.add_value("scalar", tag, seconds)
             record.record(step)
+            self._last_written_step = max(self._last_written_step, step)
         self.last_write = perf_counter()
 
     def write_kept_step_times(self, record: SummaryRecord) -> None:
@@ -363,6 +400,7 @@ class SeriesRecorder:
         ``extras``: the step's other timings (data wait, forward time, sections),
         recorded in the same event as its step time.
         """
+        self._last_written_step = max(self._last_written_step, step)
         timings = [(STEP_TIME_TAG, seconds)] if seconds is not None else []
         timings.extend(extras)
         if timings and (plugin_filter is None or plugin_filter("scalar")):

@@ -60,6 +60,9 @@ from rankscribe.lineage.job._files import (
 from rankscribe.lineage.job._files import now as _now
 from rankscribe.lineage.job._judge import judge_timings, timing_tag, timings_evidence
 from rankscribe.lineage.job._live import LIVE_STATE_NAME, LiveJobView, read_live_state
+from rankscribe.lineage.job._machine import SYSTEM_TAG_PREFIX, SYSTEM_TAGS, evidence_keys
+from rankscribe.lineage.job._machine import evidence_keys as system_evidence
+from rankscribe.lineage.job._machine import evidence_records as system_evidence_records
 from rankscribe.lineage.job._partials import Partial as JobPartial
 from rankscribe.lineage.job._partials import PartialFormatError
 from rankscribe.lineage.job._protocol import (
@@ -131,6 +134,8 @@ __all__ = [
     "SECTION_TAG_PREFIX",
     "STEP_TIME_TAG",
     "STRAGGLER_SHARE",
+    "SYSTEM_TAGS",
+    "SYSTEM_TAG_PREFIX",
     "TIMING_TAGS",
     "ControlFile",
     "JobPartial",
@@ -164,6 +169,8 @@ __all__ = [
     "session_values",
     "straggler_records",
     "straggler_verdicts",
+    "system_evidence",
+    "system_evidence_records",
     "timing_evidence",
     "timing_label",
     "timing_name",
@@ -476,6 +483,10 @@ def write_job_view(
     )
     if verdicts["job/missing_ranks"]:
         logger.warning("job view of %s without ranks %s", directory, verdicts["job/missing_ranks"])
+    # The named ranks' system readings (docs/system-metrics.md): from the series, else on disk.
+    verdicts.update(
+        evidence_keys(verdicts, directory if isinstance(series, JobStatistics) else series)
+    )
     curves = _job_curves(statistics, times)
     wall_time = _now()
     table = step_table(curves)

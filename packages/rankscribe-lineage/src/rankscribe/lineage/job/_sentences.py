@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rankscribe.lineage._checks import check_mapping
+from rankscribe.lineage.job._machine import evidence_lines
 from rankscribe.lineage.job._statistics import SECTION_TAG_PREFIX
 
 __all__ = ["timing_name", "verdict_lines"]
@@ -94,7 +95,7 @@ def verdict_lines(user_defined: Mapping[str, Any]) -> list[str]:
     check_mapping("user_defined", user_defined)
     if not any(str(key).startswith("job/") for key in user_defined):
         return []
-    lines = _straggler_lines(user_defined)
+    lines = _straggler_lines(user_defined) + evidence_lines(user_defined)
     check = user_defined.get("job/divergence_check", "no_fingerprints")
     diverged = user_defined.get("job/diverged_ranks", "")
     if diverged:

@@ -48,6 +48,7 @@ _LONG_CELL = 30
 _FLAGGED = (
     "straggler: rank",
     "stragglers:",
+    "evidence:",
     "divergence: rank",
     "non-finite loss",
     "stopped first",

@@ -1,0 +1,213 @@
+"""Every rank's machine: the sampler's tags in a rank's files, its argument, and the evidence.
+
+The accelerator is NVIDIA's NVML through ``pynvml``; here a stand-in with the
+real API (``tools/fake_nvml.py``) is installed as ``pynvml``, which the sampler
+imports when a run starts. A step waits (with a deadline) until the fake
+device was read, so no test sleeps for the sampler's sake.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rankscribe.collector import ArrayDataset, ArrayNetwork, SummaryCollector, TrainLoop
+from rankscribe.collector.errors import CollectorValueError
+from rankscribe.lineage import merge_run_dir
+from rankscribe.lineage.jobview import rank_dir_arrays, verdict_lines
+
+FAKE_NVML = Path(__file__).resolve().parents[2] / "tools" / "fake_nvml.py"
+GPU = "rankscribe/system/gpu_"
+THERMAL = 0x20 | 0x40  # SwThermalSlowdown | HwThermalSlowdown (nvml.h)
+DEADLINE = 30.0
+
+
+@pytest.fixture
+def nvml(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
+    spec = importlib.util.spec_from_file_location("fake_pynvml", FAKE_NVML)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["fake_pynvml"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    monkeypatch.setitem(sys.modules, "pynvml", module)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    yield module
+    sys.modules.pop("fake_pynvml", None)
+
+
+def train(summary_dir: Path, device: Any, *, steps: int = 12, work: float = 0.0) -> None:
+    """A single-process run whose every step waits until the sampler read the device again."""
+    rng = np.random.default_rng(0)
+    network = ArrayNetwork({"w": rng.normal(size=(4, 2)).astype(np.float32)}, name="Linear")
+    data = ArrayDataset(
+        rng.random((steps, 4)).astype(np.float32), rng.integers(0, 2, steps), batch_size=1
+    )
+    collector = SummaryCollector(
+        summary_dir,
+        collect_freq=4,
+        collect_specified_data={"collect_landscape": None},
+        system_interval=0.01,
+    )
+
+    def step(batch: Any) -> float:
+        with collector.section("compute"):
+            reads = device.reads
+            deadline = time.monotonic() + DEADLINE
+            while device.reads == reads:  # a new sample: at most one interval away
+                assert time.monotonic() < deadline, "the sampler never read the device"
+                time.sleep(0.001)
+            time.sleep(work)  # the work of this "rank" (a slow one works longer)
+        return 0.5
+
+    TrainLoop(step, network=network).train(1, data, callbacks=[collector])
+    collector.close()
+
+
+def test_the_gpu_readings_are_recorded_at_the_steps_they_were_taken(
+    nvml: ModuleType, tmp_path: Path
+) -> None:
+    nvml.set_device(0, sm_clock_mhz=1410, reasons=THERMAL, power_mw=412_500, temperature=88)
+    train(tmp_path, nvml.devices[0])
+    columns = rank_dir_arrays(tmp_path)
+    steps, clock = columns[GPU + "sm_clock_mhz"]
+    assert len(steps) >= 10 and set(clock) == {1410.0}
+    assert set(steps) <= set(range(13))  # the training's steps (0: before its first)
+    assert set(columns[GPU + "power_watts"][1]) == {412.5}  # NVML's milliwatts, as watts
+    assert set(columns[GPU + "temperature_c"][1]) == {88.0}
+    assert set(columns[GPU + "throttle_thermal"][1]) == {1.0}
+    assert set(columns[GPU + "throttle_power"][1]) == {0.0}
+    assert set(columns[GPU + "throttle_reasons"][1]) == {float(THERMAL)}
+    assert set(columns[GPU + "utilization"][1]) == {80.0}
+    # The process too, from psutil.
+    assert min(columns["rankscribe/system/rss_bytes"][1]) > 10e6
+
+
+def test_a_throttled_rank_is_named_with_its_clock_and_throttling(
+    nvml: ModuleType, tmp_path: Path
+) -> None:
+    job = tmp_path / "job"
+    # Rank 0 runs at full clock; rank 1 (the same device index on its own host) is hot.
+    train(job / "rank_0", nvml.devices[0], work=0.001)
+    nvml.set_device(0, sm_clock_mhz=1410, reasons=THERMAL, temperature=91)
+    train(job / "rank_1", nvml.devices[0], work=0.02)
+    outcome = merge_run_dir(job)
+    assert outcome.job_view is not None
+    verdicts = outcome.job_view.verdicts
+    assert verdicts["job/straggler_rank"] == 1
+    evidence = str(verdicts["job/straggler_evidence/1"])
+    assert "thermal throttling in 100 % of the samples (others: 0 %)" in evidence
+    assert "SM clock 1.41 GHz against a median of 1.98 GHz" in evidence
+    assert f"evidence: rank 1: {evidence}" in verdict_lines(outcome.lineage.section("user_defined"))
+
+
+def test_an_nvml_error_turns_gpu_sampling_off_with_one_warning(
+    nvml: ModuleType, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    nvml.fail()
+    rng = np.random.default_rng(0)
+    network = ArrayNetwork({"w": rng.normal(size=(4, 2)).astype(np.float32)}, name="Linear")
+    data = ArrayDataset(rng.random((3, 4)).astype(np.float32), rng.integers(0, 2, 3), batch_size=1)
+    collector = SummaryCollector(tmp_path, system_interval=0.01)
+    TrainLoop(lambda batch: 0.5, network=network).train(1, data, callbacks=[collector])
+    collector.close()
+    warnings = [record for record in caplog.records if "NVML" in record.getMessage()]
+    assert len(warnings) == 1 and "not sampled" in warnings[0].getMessage()
+    assert not any(tag.startswith(GPU) for tag in rank_dir_arrays(tmp_path))
+
+
+@pytest.mark.parametrize("value", [-1, float("nan"), float("inf"), "10", True])
+def test_a_bad_system_interval_is_an_error_naming_it(value: object, tmp_path: Path) -> None:
+    with pytest.raises(CollectorValueError, match=r"'system_interval'.*seconds >= 0"):
+        SummaryCollector(tmp_path, system_interval=value)  # type: ignore[arg-type]
+
+
+def test_a_bad_environment_variable_is_an_error_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RANKSCRIBE_SYSTEM_INTERVAL", "often")
+    with pytest.raises(CollectorValueError, match=r"RANKSCRIBE_SYSTEM_INTERVAL.*'often'"):
+        SummaryCollector(tmp_path)
+
+
+@pytest.mark.parametrize(("argument", "variable"), [(0, None), (None, "0"), (None, "off")])
+def test_zero_or_off_samples_nothing(
+    argument: float | None, variable: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if variable is not None:
+        monkeypatch.setenv("RANKSCRIBE_SYSTEM_INTERVAL", variable)
+    rng = np.random.default_rng(0)
+    network = ArrayNetwork({"w": rng.normal(size=(4, 2)).astype(np.float32)}, name="Linear")
+    data = ArrayDataset(rng.random((3, 4)).astype(np.float32), rng.integers(0, 2, 3), batch_size=1)
+    collector = SummaryCollector(tmp_path, system_interval=argument)
+    TrainLoop(lambda batch: 0.5, network=network).train(1, data, callbacks=[collector])
+    collector.close()
+    tags = rank_dir_arrays(tmp_path)
+    assert "rankscribe/step_time" in tags
+    assert not any(tag.startswith("rankscribe/system/") for tag in tags)
+
+
+def test_the_rank_samples_the_device_cuda_visible_devices_names(
+    nvml: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # NVML numbers every device; CUDA_VISIBLE_DEVICES (here one UUID) says which is this rank's.
+    nvml.set_device(1, sm_clock_mhz=1005)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-00000001")
+    train(tmp_path / "uuid", nvml.devices[1], steps=3)
+    assert set(rank_dir_arrays(tmp_path / "uuid")[GPU + "sm_clock_mhz"][1]) == {1005.0}
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,0")
+    train(tmp_path / "index", nvml.devices[1], steps=3)
+    assert set(rank_dir_arrays(tmp_path / "index")[GPU + "sm_clock_mhz"][1]) == {1005.0}
+
+
+@pytest.mark.parametrize("visible", ["", "-1"])
+def test_no_visible_device_no_gpu_tags(
+    nvml: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, visible: str
+) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    rng = np.random.default_rng(0)
+    network = ArrayNetwork({"w": rng.normal(size=(4, 2)).astype(np.float32)}, name="Linear")
+    data = ArrayDataset(rng.random((3, 4)).astype(np.float32), rng.integers(0, 2, 3), batch_size=1)
+    collector = SummaryCollector(tmp_path, system_interval=0.01)
+    TrainLoop(lambda batch: 0.5, network=network).train(1, data, callbacks=[collector])
+    collector.close()
+    assert not any(tag.startswith(GPU) for tag in rank_dir_arrays(tmp_path))
+    assert nvml.devices[0].reads == 0
+
+
+def test_a_gpu_lost_during_the_run_stops_gpu_sampling_with_one_warning(
+    nvml: ModuleType, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    device = nvml.devices[0]
+    rng = np.random.default_rng(0)
+    network = ArrayNetwork({"w": rng.normal(size=(4, 2)).astype(np.float32)}, name="Linear")
+    data = ArrayDataset(rng.random((6, 4)).astype(np.float32), rng.integers(0, 2, 6), batch_size=1)
+    collector = SummaryCollector(tmp_path, system_interval=0.01)
+    process_tag = "rankscribe/system/threads"
+
+    def step(batch: Any) -> float:
+        deadline = time.monotonic() + DEADLINE
+        if device.reads >= 2:
+            nvml.fail()  # the GPU is lost: the next read raises NVMLError
+            while not any("stops" in record.getMessage() for record in caplog.records):
+                assert time.monotonic() < deadline, "the sampler never met the error"
+                time.sleep(0.001)
+        while device.reads < 2:
+            assert time.monotonic() < deadline, "the sampler never read the device"
+            time.sleep(0.001)
+        return 0.5
+
+    TrainLoop(step, network=network).train(1, data, callbacks=[collector])
+    collector.close()
+    stops = [record for record in caplog.records if "GPU sampling stops" in record.getMessage()]
+    assert len(stops) == 1
+    columns = rank_dir_arrays(tmp_path)
+    assert len(columns[GPU + "sm_clock_mhz"][0]) >= 1  # the samples before the loss stay
+    assert process_tag in columns  # the process is still sampled

@@ -1,0 +1,35 @@
+"""tools/device_check.py --dry-run: one table of every check, from a stand-in NVML and CPU."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+TOOL = Path(__file__).resolve().parents[2] / "tools" / "device_check.py"
+
+
+def test_the_dry_run_prints_one_table_of_every_check() -> None:
+    done = subprocess.run(
+        [sys.executable, str(TOOL), "--dry-run", "--parameters", "200000", "--steps", "5"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split() == ["check", "reading", "value", "note"]
+    rows = {}
+    for line in lines[2:]:
+        check, reading, value, *_ = [*re.split(r"\s{2,}", line), ""]
+        rows[(check, reading)] = value
+    # The stand-in device is thermally throttled at 1.41 GHz (SwThermalSlowdown, 0x20).
+    assert rows[("nvml", "gpu_sm_clock_mhz")].startswith("1410 / 1410 / 1410")
+    assert rows[("nvml", "gpu_throttle_thermal")].startswith("1 / 1 / 1")
+    assert rows[("nvml", "gpu_throttle_reasons")].startswith("32 / 32 / 32")
+    assert rows[("forward", "path")].startswith("device events")
+    assert rows[("forward", "steps timed")].startswith("5 of 5")
+    assert rows[("fingerprint", "parameters")].startswith("200,000 float32")
+    assert {check for check, _ in rows} == {"nvml", "forward", "fingerprint", "total"}
