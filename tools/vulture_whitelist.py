@@ -82,20 +82,20 @@ _.external_attr  # zipfile writes it into the member's directory entry (the mode
 nvmlClocksEventReasonNone  # a constant of the real module, kept so the fake has its names
 nvmlClocksThrottleReasonNone  # a constant of the real module, kept so the fake has its names
 sensor  # nvmlDeviceGetTemperature's argument in the real API (the fake has one sensor)
-NVML_CLOCK_GRAPHICS  # a name of the real NVML module, kept so the fake mirrors it
-NVML_CLOCK_MEM  # a name of the real NVML module, kept so the fake mirrors it
-nvmlClocksEventReasonApplicationsClocksSetting  # a name of the real NVML module, kept so the fake mirrors it
-nvmlClocksEventReasonDisplayClockSetting  # a name of the real NVML module, kept so the fake mirrors it
-nvmlClocksEventReasonGpuIdle  # a name of the real NVML module, kept so the fake mirrors it
-nvmlClocksEventReasonSwPowerCap  # a name of the real NVML module, kept so the fake mirrors it
-nvmlClocksEventReasonSwThermalSlowdown  # a name of the real NVML module, kept so the fake mirrors it
-nvmlClocksEventReasonSyncBoost  # a name of the real NVML module, kept so the fake mirrors it
-nvmlClocksThrottleReasonApplicationsClocksSetting  # a name of the real NVML module, kept so the fake mirrors it
-nvmlClocksThrottleReasonDisplayClockSetting  # a name of the real NVML module, kept so the fake mirrors it
-nvmlClocksThrottleReasonGpuIdle  # a name of the real NVML module, kept so the fake mirrors it
-nvmlClocksThrottleReasonHwPowerBrakeSlowdown  # a name of the real NVML module, kept so the fake mirrors it
-nvmlClocksThrottleReasonHwSlowdown  # a name of the real NVML module, kept so the fake mirrors it
-nvmlClocksThrottleReasonHwThermalSlowdown  # a name of the real NVML module, kept so the fake mirrors it
-nvmlClocksThrottleReasonSwPowerCap  # a name of the real NVML module, kept so the fake mirrors it
-nvmlClocksThrottleReasonSwThermalSlowdown  # a name of the real NVML module, kept so the fake mirrors it
-nvmlClocksThrottleReasonSyncBoost  # a name of the real NVML module, kept so the fake mirrors it
+NVML_CLOCK_GRAPHICS  # real NVML name
+NVML_CLOCK_MEM  # real NVML name
+nvmlClocksEventReasonApplicationsClocksSetting  # real NVML name
+nvmlClocksEventReasonDisplayClockSetting  # real NVML name
+nvmlClocksEventReasonGpuIdle  # real NVML name
+nvmlClocksEventReasonSwPowerCap  # real NVML name
+nvmlClocksEventReasonSwThermalSlowdown  # real NVML name
+nvmlClocksEventReasonSyncBoost  # real NVML name
+nvmlClocksThrottleReasonApplicationsClocksSetting  # real NVML name
+nvmlClocksThrottleReasonDisplayClockSetting  # real NVML name
+nvmlClocksThrottleReasonGpuIdle  # real NVML name
+nvmlClocksThrottleReasonHwPowerBrakeSlowdown  # real NVML name
+nvmlClocksThrottleReasonHwSlowdown  # real NVML name
+nvmlClocksThrottleReasonHwThermalSlowdown  # real NVML name
+nvmlClocksThrottleReasonSwPowerCap  # real NVML name
+nvmlClocksThrottleReasonSwThermalSlowdown  # real NVML name
+nvmlClocksThrottleReasonSyncBoost  # real NVML name
