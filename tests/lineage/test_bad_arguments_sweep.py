@@ -97,6 +97,7 @@ VALID: ValidCalls = {
     "timing_label": lambda t: (("rankscribe/forward_time",), {}),
     "timing_evidence": lambda t: ((JobStatistics(),), {}),
     "verdict_lines": lambda t: (({},), {}),
+    "group_runs": lambda t: ((_base(t), "learning_rate"), {"write": False}),
 }
 # Public callables without a row above, and why the sweep leaves them out.
 LEFT_OUT = {
@@ -137,6 +138,27 @@ LEFT_OUT = {
     "LineageFile",
     "ScalarMessage",
     "SummaryRecordLike",
+    # Groups' result types: data (test_groups.py reads them).
+    "GroupSpread",
+    "GroupedRuns",
+    "RunGroup",
+    # The live view's protocol, used by both halves with values they made themselves
+    # (test_jobview_watch.py and the live tests check them); its callback's type.
+    "ControlFile",
+    "TimingWatch",
+    "WatchSettings",
+    "VerdictCallback",
+    "decode_message",
+    "encode_message",
+    "judge_window",
+    "records_from_verdicts",
+    "round_name",
+    "round_number",
+    "round_period",
+    "rounds_per_interval",
+    # The machine's evidence from readings the job view decoded (test_jobview_machine.py).
+    "system_evidence",
+    "system_evidence_records",
     # Text helpers of `show` (test_jobview_live.py, test_cli_output.py).
     "live_lines",
     "ranges_text",

@@ -14,7 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rankscribe.lineage._checks import check_bool, check_host, check_optional_int, shown
+from rankscribe.lineage._checks import (
+    check_bool,
+    check_host,
+    check_optional_int,
+    check_path,
+    shown,
+)
 from rankscribe.lineage.errors import LineageParamTypeError, LineageParamValueError
 from rankscribe.lineage.group._curves import default_workers, group_statistics
 from rankscribe.lineage.group._folder import replace_groups
@@ -213,6 +219,12 @@ def group_runs(
         LineageFileNotFoundError: no lineage file under ``base``.
         OSError: the files could not be written (the earlier ones are kept).
     """
+    check_path("base", base, owner="group_runs")
+    if where is not None and not isinstance(where, str):
+        raise LineageParamTypeError(
+            f"For 'group_runs', the argument 'where' must be a str (a filter) or None, "
+            f"but got {shown(where)} ({type(where).__name__})."
+        )
     keys = _checked_keys(by)
     check_bool("write", write)
     check_optional_int("workers", workers, minimum=1)

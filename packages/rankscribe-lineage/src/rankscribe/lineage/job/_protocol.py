@@ -1,7 +1,7 @@
 """The live job view's protocol, in one place (``docs/job-view.md``, "Live" and "Tree").
 
 Both halves use this module: each rank's thread
-(``rankscribe.collector._live``) and rank 0's view
+(the collector's ``_live.py``) and rank 0's view
 (:mod:`rankscribe.lineage.job._live`). It lives in ``rankscribe.lineage``
 because its messages are job-view partials (NumPy statistics of this
 package); ``rankscribe.ranks``, the ground floor, moves their bytes up the

@@ -1,4 +1,5 @@
-"""tools/device_check.py --dry-run: one table of every check, from a stand-in NVML and CPU."""
+"""tools/device_check.py --dry-run: one table of every check, from a stand-in NVML and CPU
+tensors (here, beside the other torch tests: the dry run times torch tensors on the CPU)."""
 
 from __future__ import annotations
 
