@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from rankscribe.collector import ArrayDataset, ArrayNetwork, ArrayOptimizer
-from rankscribe.writer import load_dir
+from rankscribe.writer.reader import load_dir
 from tests._support.launchers import drop_launcher_variables
 
 GRAPH = {

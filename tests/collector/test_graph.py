@@ -10,8 +10,9 @@ import pytest
 from rankscribe.collector import GraphDescription, GraphNode, GraphParameter
 from rankscribe.collector.adapters._graph import build_graph_proto
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
-from rankscribe.writer import SummaryRecord, load_dir
+from rankscribe.writer import SummaryRecord
 from rankscribe.writer.pb import anf_ir_pb2
+from rankscribe.writer.reader import load_dir
 
 DESCRIPTION = {
     "name": "mlp",

@@ -13,22 +13,27 @@ import crc32c
 import numpy as np
 import pytest
 
-from rankscribe.collector._callback import Callback, CallbackParams, RunContext
-from rankscribe.collector._collector import SummaryCollector
+from rankscribe.collector import (
+    Callback,
+    CallbackParams,
+    CollectionSchedule,
+    RunContext,
+    SummaryCollector,
+    TrainLoop,
+)
 from rankscribe.collector._fingerprint import parameter_fingerprint
 from rankscribe.collector._lineage import JobLineageMerger
-from rankscribe.collector._loop import TrainLoop
 from rankscribe.collector._series import (
     STEP_TIME_WRITE_AT_ONCE,
     STEP_TIME_WRITE_COUNT,
     ScalarSeries,
 )
-from rankscribe.collector.collection._schedule import CollectionSchedule
-from rankscribe.lineage import parse_run
-from rankscribe.lineage.jobview import DATA_WAIT_TAG, FINGERPRINT_TAG, STEP_TIME_TAG, RankSeries
+from rankscribe.lineage.jobparts import FINGERPRINT_TAG
+from rankscribe.lineage.jobview import DATA_WAIT_TAG, STEP_TIME_TAG, RankSeries
+from rankscribe.lineage.recording import parse_run
 from rankscribe.ranks import GatherResult, RankInfo
-from rankscribe.writer import load_dir, scalar_summary, tensor_summary
-from rankscribe.writer.reader import scalars
+from rankscribe.writer import scalar_summary, tensor_summary
+from rankscribe.writer.reader import load_dir, scalars
 
 NO_LANDSCAPE = {"collect_landscape": None}
 STEP_SECONDS = 0.002

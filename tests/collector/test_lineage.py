@@ -13,9 +13,12 @@ import pytest
 
 from rankscribe.collector import CallbackParams, SummaryCollector, TrainLoop
 from rankscribe.collector._lineage import JobLineageMerger, LineageRecorder
-from rankscribe.lineage import get_summary_lineage, parse_run
-from rankscribe.ranks import GatherResult, RankInfo, RanksValueError
-from rankscribe.writer import SummaryRecord, load_lineage_dir
+from rankscribe.lineage import get_summary_lineage
+from rankscribe.lineage.recording import parse_run
+from rankscribe.ranks import GatherResult, RankInfo
+from rankscribe.ranks.errors import RanksValueError
+from rankscribe.writer import SummaryRecord
+from rankscribe.writer.reader import load_lineage_dir
 
 NO_LANDSCAPE = {"collect_landscape": None}
 

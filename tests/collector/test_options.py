@@ -30,7 +30,7 @@ from rankscribe.collector.collection._options import (
     process_specified_data,
 )
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
-from rankscribe.writer import load_dir
+from rankscribe.writer.reader import load_dir
 
 TYPE = CollectorTypeError
 VALUE = CollectorValueError

@@ -18,12 +18,8 @@ import pytest
 from rankscribe.collector import ArrayDataset, SummaryCollector, TrainLoop, TrainSession
 from rankscribe.collector._fingerprint import DEFAULT_FINGERPRINT_BUDGET
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
-from rankscribe.lineage.jobview import (
-    DATA_WAIT_TAG,
-    FINGERPRINT_TAG,
-    SECTION_TAG_PREFIX,
-    STEP_TIME_TAG,
-)
+from rankscribe.lineage.jobparts import FINGERPRINT_TAG
+from rankscribe.lineage.jobview import DATA_WAIT_TAG, SECTION_TAG_PREFIX, STEP_TIME_TAG
 from rankscribe.writer.reader import scalars
 
 NO_LANDSCAPE = {"collect_landscape": None}

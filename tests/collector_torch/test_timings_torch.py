@@ -22,7 +22,8 @@ import rankscribe.collector.adapters._torch as torch_adapter
 from rankscribe.collector import SummaryCollector, TrainLoop
 from rankscribe.collector._fingerprint import slice_fingerprint
 from rankscribe.collector.adapters._torch import ForwardTimer, TorchDevicePart, TorchNetwork
-from rankscribe.lineage.jobview import FINGERPRINT_TAG, FORWARD_TIME_TAG, STEP_TIME_TAG
+from rankscribe.lineage.jobparts import FINGERPRINT_TAG
+from rankscribe.lineage.jobview import FORWARD_TIME_TAG, STEP_TIME_TAG
 from rankscribe.writer.reader import scalars
 
 NO_LANDSCAPE = {"collect_landscape": None}

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from rankscribe.lineage import LineageParamTypeError, LineageParamValueError
 from rankscribe.lineage._checks import (
     check_int,
     check_optional_int,
@@ -18,6 +17,7 @@ from rankscribe.lineage._checks import (
     is_int,
     is_number,
 )
+from rankscribe.lineage.errors import LineageParamTypeError, LineageParamValueError
 from rankscribe.lineage.jobview import RankSeries, write_job_view
 
 

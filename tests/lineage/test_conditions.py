@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from rankscribe.lineage import (
+from rankscribe.lineage import LineageError, filter_summary_lineage, get_summary_lineage
+from rankscribe.lineage.errors import (
     LineageDirNotExistError,
-    LineageError,
     LineageFileNotFoundError,
     LineageMergeError,
     LineageParamSummaryPathError,
@@ -23,8 +23,6 @@ from rankscribe.lineage import (
     LineageSearchConditionParamError,
     LineageSummaryAnalyzeException,
     LineageSummaryParseException,
-    filter_summary_lineage,
-    get_summary_lineage,
 )
 
 GRAPH_1 = {"op_type": "Batch", "batch_size": 32, "children": [{"op_type": "MnistDataset"}]}

@@ -27,16 +27,13 @@ from hypothesis import strategies as st
 
 from rankscribe.lineage.errors import LineageParamValueError
 from rankscribe.lineage.job._live import PATIENCE
+from rankscribe.lineage.jobparts import LIVE_STATE_NAME, JobPartial, PartialFormatError, ranges_text
 from rankscribe.lineage.jobview import (
-    LIVE_STATE_NAME,
     STEP_TIME_TAG,
-    JobPartial,
     JobStatistics,
     LiveJobView,
-    PartialFormatError,
     RankSeries,
     live_lines,
-    ranges_text,
 )
 from rankscribe.writer.reader import scalars
 

@@ -27,13 +27,8 @@ from hypothesis import strategies as st
 
 from rankscribe.lineage.job._batch_merge import merge_all
 from rankscribe.lineage.job._statistics import TagStatistics
-from rankscribe.lineage.jobview import (
-    STEP_TIME_TAG,
-    JobPartial,
-    JobStatistics,
-    PartialFormatError,
-    RankSeries,
-)
+from rankscribe.lineage.jobparts import JobPartial, PartialFormatError
+from rankscribe.lineage.jobview import STEP_TIME_TAG, JobStatistics, RankSeries
 
 _COLUMNS = (
     "steps",

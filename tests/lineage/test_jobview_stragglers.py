@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankscribe.lineage.job._stragglers import row_medians
+from rankscribe.lineage.jobparts import paired_ratios, straggler_verdicts
 from rankscribe.lineage.jobview import (
     DATA_WAIT_TAG,
     FORWARD_TIME_TAG,
@@ -18,8 +19,6 @@ from rankscribe.lineage.jobview import (
     STEP_TIME_TAG,
     RankSeries,
     StragglerEvidence,
-    paired_ratios,
-    straggler_verdicts,
     verdict_lines,
     write_job_view,
 )

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from rankscribe.ranks import MessageError, RanksTypeError
 from rankscribe.ranks._codec import decode, encode  # the codec has no public door
+from rankscribe.ranks.errors import MessageError, RanksTypeError
 
 np = pytest.importorskip("numpy", reason="numpy is not installed: ranks alone needs none")
 

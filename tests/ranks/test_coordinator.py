@@ -12,21 +12,23 @@ import pytest
 
 from rankscribe.ranks import (
     DEFAULT_TIMEOUT,
-    JOB_RENDEZVOUS_DIRNAME,
-    BackendUnavailableError,
     Coordinator,
-    CoordinatorClosedError,
     FileCoordinator,
     GatherResult,
     RankInfo,
-    RanksTypeError,
-    RanksValueError,
     SingleCoordinator,
     StoreCoordinator,
     choose_backend,
     create_coordinator,
     detect,
 )
+from rankscribe.ranks.errors import (
+    BackendUnavailableError,
+    CoordinatorClosedError,
+    RanksTypeError,
+    RanksValueError,
+)
+from rankscribe.ranks.files import JOB_RENDEZVOUS_DIRNAME
 
 ALONE = RankInfo(0, 1, 0, 1, "h", "single")
 

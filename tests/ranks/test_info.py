@@ -8,16 +8,14 @@ import types
 
 import pytest
 
-from rankscribe.ranks import (
+from rankscribe.ranks import RankInfo, RanksError, detect
+from rankscribe.ranks import _info as info_module
+from rankscribe.ranks.errors import (
+    BackendUnavailableError,
     RankEnvironmentError,
-    RankInfo,
-    RanksError,
     RanksTypeError,
     RanksValueError,
-    detect,
 )
-from rankscribe.ranks import _info as info_module
-from rankscribe.ranks.errors import BackendUnavailableError
 
 HOST = socket.gethostname()
 

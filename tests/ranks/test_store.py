@@ -15,17 +15,15 @@ from typing import Any
 
 import pytest
 
-from rankscribe.ranks import (
+from rankscribe.ranks import RankInfo, StoreCoordinator, create_coordinator
+from rankscribe.ranks.errors import (
     BackendUnavailableError,
     BarrierTimeoutError,
     CollectiveMismatchError,
     CollectiveTimeoutError,
-    RankInfo,
     RanksTypeError,
     RanksValueError,
-    StoreCoordinator,
     StoreError,
-    create_coordinator,
 )
 
 #: Seconds a collective that misses a rank may take past its timeout (polling, a busy machine).

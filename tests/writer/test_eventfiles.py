@@ -19,8 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rankscribe.writer import WriterTypeError, WriterValueError, reader
-from rankscribe.writer.errors import RecordTooLargeError
+from rankscribe.writer import reader
+from rankscribe.writer.errors import RecordTooLargeError, WriterTypeError, WriterValueError
 from rankscribe.writer.eventfiles import (
     EventFileAppender,
     EventRecords,

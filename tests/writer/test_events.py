@@ -15,7 +15,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from rankscribe.writer import WriterTypeError, WriterValueError
+from rankscribe.writer.errors import WriterTypeError, WriterValueError
 from rankscribe.writer.files import SUMMARY_FILE_VERSION
 from rankscribe.writer.format import _events as events  # the hand-written encoders: no public door
 from rankscribe.writer.format._wire import field_key, varint  # the one varint encoder

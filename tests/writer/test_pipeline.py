@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from rankscribe.writer import WriterFailedError
+from rankscribe.writer.errors import WriterFailedError
 from rankscribe.writer.record._pipeline import Pipeline
 
 

@@ -17,9 +17,14 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from rankscribe.writer import WriterError, WriterFailedError, WriterStateError
+from rankscribe.writer import WriterError
 from rankscribe.writer.encoding._tensor import decode_tensor
-from rankscribe.writer.errors import StepTooLargeError, WriterValueError
+from rankscribe.writer.errors import (
+    StepTooLargeError,
+    WriterFailedError,
+    WriterStateError,
+    WriterValueError,
+)
 from rankscribe.writer.format import _names
 from rankscribe.writer.format._eventfile import EventFile
 from rankscribe.writer.pb import anf_ir_pb2, lineage_pb2, summary_pb2

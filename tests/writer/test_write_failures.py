@@ -9,9 +9,10 @@ import os
 import numpy as np
 import pytest
 
-from rankscribe.writer import SummaryRecord, load_dir
+from rankscribe.writer import SummaryRecord
 from rankscribe.writer.files import read_records
 from rankscribe.writer.format._eventfile import EventFile
+from rankscribe.writer.reader import load_dir
 
 
 def test_a_failed_write_at_rotation_keeps_the_buffered_records(tmp_path, monkeypatch):

@@ -40,11 +40,8 @@ from rankscribe.collector._lineage import JobLineageMerger
 from rankscribe.collector._series import ScalarSeries
 from rankscribe.collector.errors import CollectorValueError
 from rankscribe.lineage import LineageError, merge_run_dir
-from rankscribe.lineage.jobview import (
-    JobPartial,
-    LiveJobView,
-    session_values,
-)
+from rankscribe.lineage.jobparts import JobPartial, session_values
+from rankscribe.lineage.jobview import LiveJobView
 from rankscribe.ranks import RankInfo, RanksError, TreeChannel, tree_channel
 from rankscribe.ranks.files import open_regular, rank_dir_name
 from rankscribe.writer import files, reader
@@ -540,6 +537,6 @@ def _round_name(number: int) -> str:
 
 
 def _short(ranks: list[int]) -> str:
-    from rankscribe.lineage.jobview import ranges_text  # noqa: PLC0415
+    from rankscribe.lineage.jobparts import ranges_text  # noqa: PLC0415
 
     return ranges_text(ranks, limit=200)

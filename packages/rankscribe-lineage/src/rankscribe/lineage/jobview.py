@@ -57,34 +57,21 @@ from rankscribe.lineage.job._files import (
     write_job_files,
 )
 from rankscribe.lineage.job._files import now as _now
-from rankscribe.lineage.job._live import LIVE_STATE_NAME, LiveJobView, read_live_state
-from rankscribe.lineage.job._partials import Partial as JobPartial
-from rankscribe.lineage.job._partials import PartialFormatError
-from rankscribe.lineage.job._ranges import last_steps_text, ranges_text
-from rankscribe.lineage.job._sentences import timing_name, verdict_lines
+from rankscribe.lineage.job._live import LiveJobView, read_live_state
+from rankscribe.lineage.job._ranges import last_steps_text
+from rankscribe.lineage.job._sentences import verdict_lines
 from rankscribe.lineage.job._statistics import (
     DATA_WAIT_TAG,
     FINGERPRINT_TAG,
     FORWARD_TIME_TAG,
-    LOSS_TAGS,
     SECTION_TAG_PREFIX,
     STEP_TIME_TAG,
-    TIMING_TAGS,
     JobStatistics,
-    SeriesLike,
-    TagStatistics,
-    is_timing_tag,
 )
 from rankscribe.lineage.job._stragglers import (
-    STEP_FLOOR_SECONDS,
-    STEP_FLOOR_SHARE,
-    STRAGGLER_MARGIN,
     StragglerEvidence,
-    TimingEvidence,
-    paired_ratios,
-    straggler_verdicts,
 )
-from rankscribe.lineage.job._verdicts import STRAGGLER_SHARE, StepTimes, timing_evidence
+from rankscribe.lineage.job._verdicts import StepTimes
 from rankscribe.lineage.job._verdicts import dense_series as _dense_series
 from rankscribe.lineage.job._verdicts import job_verdicts as _job_verdicts
 from rankscribe.lineage.query._conditions import FIELD_MAPPING
@@ -98,37 +85,17 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "DATA_WAIT_TAG",
-    "FINGERPRINT_TAG",
     "FORWARD_TIME_TAG",
-    "LIVE_STATE_NAME",
-    "LOSS_TAGS",
     "SECTION_TAG_PREFIX",
-    "STEP_FLOOR_SECONDS",
-    "STEP_FLOOR_SHARE",
     "STEP_TIME_TAG",
-    "STRAGGLER_MARGIN",
-    "STRAGGLER_SHARE",
-    "TIMING_TAGS",
-    "JobPartial",
     "JobStatistics",
     "JobView",
     "LiveJobView",
-    "PartialFormatError",
     "RankSeries",
-    "SeriesLike",
     "StragglerEvidence",
-    "TagStatistics",
-    "TimingEvidence",
-    "is_timing_tag",
     "live_lines",
-    "paired_ratios",
-    "ranges_text",
     "rank_dir_arrays",
     "series_from_dir",
-    "session_values",
-    "straggler_verdicts",
-    "timing_evidence",
-    "timing_name",
     "verdict_lines",
     "write_job_view",
 ]

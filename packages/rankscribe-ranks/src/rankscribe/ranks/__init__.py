@@ -15,10 +15,9 @@ imported it and initialised its default process group.
 
 from __future__ import annotations
 
-from rankscribe.ranks._claim import CLAIM_FILE_NAME, JobClaim, OnExists, claim_job_dir
+from rankscribe.ranks._claim import JobClaim, OnExists, claim_job_dir
 from rankscribe.ranks._coordinator import (
     DEFAULT_TIMEOUT,
-    JOB_RENDEZVOUS_DIRNAME,
     BackendName,
     Coordinator,
     GatherResult,
@@ -27,38 +26,20 @@ from rankscribe.ranks._creation import choose_backend, create_coordinator
 from rankscribe.ranks._info import Launcher, RankInfo, detect
 from rankscribe.ranks._layout import rank_dir
 from rankscribe.ranks._split import split_evenly
-from rankscribe.ranks._tree import MemoryTreeChannel, MemoryTreeHub, TreeChannel, tree_channel
+from rankscribe.ranks._tree import TreeChannel, tree_channel
 from rankscribe.ranks.backends._mpi import MpiCoordinator
 from rankscribe.ranks.backends._rendezvous import FileCoordinator
 from rankscribe.ranks.backends._single import SingleCoordinator
 from rankscribe.ranks.backends._store import Store, StoreCoordinator
-from rankscribe.ranks.errors import BackendUnavailableError as BackendUnavailableError
-from rankscribe.ranks.errors import BarrierTimeoutError as BarrierTimeoutError
-from rankscribe.ranks.errors import CollectiveMismatchError as CollectiveMismatchError
-from rankscribe.ranks.errors import CollectiveTimeoutError as CollectiveTimeoutError
-from rankscribe.ranks.errors import CoordinatorClosedError as CoordinatorClosedError
 from rankscribe.ranks.errors import JobDirClaimedError, RanksError
-from rankscribe.ranks.errors import JobDirError as JobDirError
-from rankscribe.ranks.errors import JSONDataError as JSONDataError
-from rankscribe.ranks.errors import MessageError as MessageError
-from rankscribe.ranks.errors import RankEnvironmentError as RankEnvironmentError
-from rankscribe.ranks.errors import RanksTypeError as RanksTypeError
-from rankscribe.ranks.errors import RanksValueError as RanksValueError
-from rankscribe.ranks.errors import RendezvousError as RendezvousError
-from rankscribe.ranks.errors import StoreError as StoreError
-from rankscribe.ranks.errors import UnsafeFileError as UnsafeFileError
-from rankscribe.ranks.launchers import JOB_ID_ENV
 
 __version__ = "0.1.0"
 
-# The `name as name` imports above stay importable for code written against earlier
-# versions; they are not listed here: their one home is rankscribe.ranks.errors, where
-# the docs and the other packages spell them (docs/contributing.md).
+# The user's API (docs/contributing.md): every error but these two lives in
+# rankscribe.ranks.errors; the job's file names and modes in the sibling-facing
+# rankscribe.ranks.files, the in-memory tree for tests in rankscribe.ranks.testing.
 __all__ = [
-    "CLAIM_FILE_NAME",
     "DEFAULT_TIMEOUT",
-    "JOB_ID_ENV",
-    "JOB_RENDEZVOUS_DIRNAME",
     "BackendName",
     "Coordinator",
     "FileCoordinator",
@@ -66,8 +47,6 @@ __all__ = [
     "JobClaim",
     "JobDirClaimedError",
     "Launcher",
-    "MemoryTreeChannel",
-    "MemoryTreeHub",
     "MpiCoordinator",
     "OnExists",
     "RankInfo",
