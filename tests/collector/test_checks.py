@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 from rankscribe.collector import CheckpointConfig, CheckpointManager, SummaryCollector
+
+# private: the argument-check rules themselves (one family, no public door)
 from rankscribe.collector._checks import (
     check_int,
     check_number,

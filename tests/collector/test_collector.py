@@ -395,6 +395,7 @@ def test_lineage_names_the_checkpoint_path_and_size(model: Any, tmp_path: Path) 
 
 
 def test_lineage_names_the_model_checkpoints_file(model: Any, tmp_path: Path) -> None:
+    # private: patches the writer thread's hook to inject a failure
     from rankscribe.collector.checkpoint import _callback as checkpoint
 
     summary = tmp_path / "summary"
@@ -477,6 +478,7 @@ def test_rank_writes_into_its_directory_and_keeps_its_tensor_share(
 def test_a_rank_whose_lineage_fails_still_takes_part_in_the_merge(
     model: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # private: the job's lineage merge rule on rank 0, no public door
     from rankscribe.collector import _lineage as lineage_module
 
     def broken(arguments: Any) -> Any:

@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 from rankscribe.collector import GraphDescription, GraphNode, GraphParameter
+
+# private: the graph proto builder's encoding, no public door
 from rankscribe.collector.adapters._graph import build_graph_proto
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 from rankscribe.writer import SummaryRecord

@@ -14,8 +14,14 @@ import pytest
 from safetensors.numpy import load_file
 
 from rankscribe.collector import ArrayNetwork, SummaryCollector, TrainLoop
+
+# private: the collect_specified_data normalisation rule, no public door
 from rankscribe.collector.collection._options import process_specified_data
+
+# private: the landscape saver's file rule, no public door
 from rankscribe.collector.landscape import _saver as _landscape
+
+# private: the landscape saver's file rule, no public door
 from rankscribe.collector.landscape._saver import LandscapeSaver
 
 

@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 from rankscribe.collector import CallbackParams, SummaryCollector, TrainLoop
+
+# private: the job's lineage merge rule on rank 0, no public door
 from rankscribe.collector._lineage import JobLineageMerger, LineageRecorder
 from rankscribe.lineage import get_summary_lineage
 from rankscribe.lineage.recording import parse_run

@@ -23,6 +23,8 @@ from rankscribe.collector import (
     SummaryCollector,
     TrainLoop,
 )
+
+# private: the collect_specified_data normalisation rule, no public door
 from rankscribe.collector.collection._options import (
     DEFAULT_SPECIFIED_DATA,
     HYPER_CONFIG_LEN_LIMIT,

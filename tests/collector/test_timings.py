@@ -16,6 +16,8 @@ import numpy as np
 import pytest
 
 from rankscribe.collector import ArrayDataset, SummaryCollector, TrainLoop, TrainSession
+
+# private: the fingerprint algorithm and its budget, no public door
 from rankscribe.collector._fingerprint import DEFAULT_FINGERPRINT_BUDGET
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 from rankscribe.lineage.jobparts import FINGERPRINT_TAG

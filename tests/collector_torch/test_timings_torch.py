@@ -18,9 +18,14 @@ import pytest
 import torch
 from torch import nn
 
+# private: the torch adapter's forward timer and device split, no public door
 import rankscribe.collector.adapters._torch as torch_adapter
 from rankscribe.collector import SummaryCollector, TrainLoop
+
+# private: the fingerprint algorithm and its budget, no public door
 from rankscribe.collector._fingerprint import slice_fingerprint
+
+# private: the torch adapter's forward timer and device split, no public door
 from rankscribe.collector.adapters._torch import ForwardTimer, TorchDevicePart, TorchNetwork
 from rankscribe.lineage.jobparts import FINGERPRINT_TAG
 from rankscribe.lineage.jobview import FORWARD_TIME_TAG, STEP_TIME_TAG

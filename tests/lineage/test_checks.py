@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+# private: the argument-check rules themselves (one family, no public door)
 from rankscribe.lineage._checks import (
     check_int,
     check_optional_int,

@@ -600,6 +600,7 @@ def test_get_summary_lineage_key_errors(
 
 
 def test_unreadable_directory_is_a_query_error(base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # private: the run-discovery rule (which dirs hold runs)
     from rankscribe.lineage.record import _discovery as discovery
 
     def refuse(path: str) -> Any:

@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 
 from rankscribe.lineage import filter_runs, filter_summary_lineage
 from rankscribe.lineage.errors import LineageExpressionError, LineageParamValueError
+
+# private: the --where/--sort expression grammar, no public door
 from rankscribe.lineage.query._expressions import parse_expression, parse_sort_key
 
 

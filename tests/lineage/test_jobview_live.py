@@ -26,6 +26,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankscribe.lineage.errors import LineageParamValueError
+
+# private: the live view's patience constant, no public door
 from rankscribe.lineage.job._live import PATIENCE
 from rankscribe.lineage.jobparts import LIVE_STATE_NAME, JobPartial, PartialFormatError, ranges_text
 from rankscribe.lineage.jobview import (

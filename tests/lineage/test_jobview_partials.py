@@ -25,9 +25,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+# private: the batch merge of many partials, an algorithm
 from rankscribe.lineage.job._batch_merge import merge_all
-from rankscribe.lineage.job._statistics import TagStatistics
-from rankscribe.lineage.jobparts import JobPartial, PartialFormatError
+from rankscribe.lineage.jobparts import JobPartial, PartialFormatError, TagStatistics
 from rankscribe.lineage.jobview import STEP_TIME_TAG, JobStatistics, RankSeries
 
 _COLUMNS = (

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+# private: the straggler rule's row medians, an algorithm
 from rankscribe.lineage.job._stragglers import row_medians
 from rankscribe.lineage.jobparts import paired_ratios, straggler_verdicts
 from rankscribe.lineage.jobview import (

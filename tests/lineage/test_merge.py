@@ -26,6 +26,8 @@ from rankscribe.lineage import (
     merge_run_dir,
 )
 from rankscribe.lineage.errors import LineageMergeError
+
+# private: the offline merge's internals (patched lock/steps)
 from rankscribe.lineage.merge import _merge
 from tests._support.launchers import run_bounded
 

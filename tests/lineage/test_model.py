@@ -25,6 +25,8 @@ from rankscribe.lineage import (
     ValidDataset,
 )
 from rankscribe.lineage.errors import LineageParamTypeError, LineageParamValueError
+
+# private: the float32 repr rule of the record model
 from rankscribe.lineage.record._floats import float32_repr
 from rankscribe.writer.pb import lineage_pb2
 

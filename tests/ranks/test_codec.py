@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+# private: the data-only message codec
 from rankscribe.ranks._codec import MAX_DEPTH, decode, encode
 from rankscribe.ranks.errors import MessageError, RanksTypeError
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+# private: the data-only message codec
 from rankscribe.ranks._codec import decode, encode  # the codec has no public door
 from rankscribe.ranks.errors import MessageError, RanksTypeError
 

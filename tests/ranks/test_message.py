@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+# private: the MPI message header and chunking, a codec
 from rankscribe.ranks.backends._message import (
     DEFAULT_CHUNK_BYTES,
     HEADER_SIZE,

@@ -261,6 +261,7 @@ def test_coordinators_made_in_the_same_order_share_keys_and_no_other(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # As in a fresh process per rank: no coordinator made before (other tests made some).
+    # private: resets the per-process store table between tests
     monkeypatch.setattr("rankscribe.ranks.backends._store._instances", {})
     monkeypatch.setenv("TORCHELASTIC_RUN_ID", "abc/1")
     monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "2")

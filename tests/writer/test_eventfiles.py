@@ -28,6 +28,8 @@ from rankscribe.writer.eventfiles import (
     write_event_file,
 )
 from rankscribe.writer.files import read_records, summary_file_name
+
+# private: the event file's open/rotate rule (patched to inject faults)
 from rankscribe.writer.format import _eventfile  # the write calls: a full disk has no public door
 from rankscribe.writer.pb import (
     lineage_pb2,

@@ -40,6 +40,7 @@ def test_a_label_that_is_no_plain_word_is_refused(label: object) -> None:
 
 
 def test_the_writers_int_rule_refuses_bool_everywhere() -> None:
+    # private: the argument-check rules themselves (one family, no public door)
     from rankscribe.writer._arguments import check_bool, check_int, is_int, is_integral, is_real
 
     assert [is_int(value) for value in (3, -1, True, False, 3.0, "3")] == [

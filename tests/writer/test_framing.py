@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 
 from rankscribe.writer.errors import CorruptRecordError
 from rankscribe.writer.files import RECORD_OVERHEAD, RecordReader, frame, read_records
+
+# private: CRC-32C and its mask, to forge or check records
 from rankscribe.writer.format._crc import crc32c, mask, masked_crc32c
 
 

@@ -20,6 +20,8 @@ import pytest
 
 from rankscribe.writer import SummaryRecord
 from rankscribe.writer.errors import WriterOSError
+
+# private: the event file's open/rotate rule (patched to inject faults)
 from rankscribe.writer.format import _eventfile as eventfile
 from tests._support.launchers import run_bounded
 

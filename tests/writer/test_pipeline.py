@@ -14,6 +14,8 @@ import time
 import pytest
 
 from rankscribe.writer.errors import WriterFailedError
+
+# private: the writer pipeline's queue/thread rule, no public door
 from rankscribe.writer.record._pipeline import Pipeline
 
 

@@ -18,6 +18,8 @@ import numpy as np
 import pytest
 
 from rankscribe.writer import WriterError
+
+# private: the tensor codec
 from rankscribe.writer.encoding._tensor import decode_tensor
 from rankscribe.writer.errors import (
     StepTooLargeError,
@@ -25,7 +27,11 @@ from rankscribe.writer.errors import (
     WriterStateError,
     WriterValueError,
 )
+
+# private: patches the file-name clock and claim lock
 from rankscribe.writer.format import _names
+
+# private: the event file's open/rotate rule (patched to inject faults)
 from rankscribe.writer.format._eventfile import EventFile
 from rankscribe.writer.pb import anf_ir_pb2, lineage_pb2, summary_pb2
 

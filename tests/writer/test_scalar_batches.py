@@ -10,6 +10,8 @@ import pytest
 
 from rankscribe.writer import SummaryRecord
 from rankscribe.writer.reader import load_dir, read_events
+
+# private: the scalar batching rule, no public door
 from rankscribe.writer.record._scalar_batches import ScalarBatches
 
 

@@ -30,6 +30,8 @@ from rankscribe.ranks import (
     rank_dir,
     split_evenly,
 )
+
+# private: the MPI message header and chunking, a codec
 from rankscribe.ranks.backends._message import MPI_COUNT_LIMIT
 from rankscribe.ranks.errors import BarrierTimeoutError
 
