@@ -18,9 +18,9 @@ from __future__ import annotations
 import logging
 from array import array
 from collections.abc import Callable, Sequence
-from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
+from rankscribe.collector import _clock
 from rankscribe.collector._fingerprint import (
     DEFAULT_FINGERPRINT_BUDGET,
     FingerprintPart,
@@ -247,7 +247,7 @@ class SeriesRecorder:
             return
         self._time_steps.append(step)
         self._time_values.append(seconds)
-        now = perf_counter()
+        now = _clock.now()
         if (
             write_now
             or seconds >= STEP_TIME_WRITE_AT_ONCE
@@ -272,7 +272,7 @@ class SeriesRecorder:
             for tag, seconds in values:
                 record.add_value("scalar", tag, seconds)
             record.record(step)
-        self.last_write = perf_counter()
+        self.last_write = _clock.now()
 
     def write_kept_step_times(self, record: SummaryRecord) -> None:
         """Write timings still kept, leaving summary operators' values alone.
