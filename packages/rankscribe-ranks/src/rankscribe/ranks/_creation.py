@@ -47,8 +47,9 @@ def create_coordinator(
        process group (torchrun, ``mp.spawn``): its c10d store;
     5. ``file`` in ``job_dir``'s hidden folder
        (:data:`rankscribe.ranks.files.JOB_RENDEZVOUS_DIRNAME`) for any other launcher
-       (torchrun without a process group, Slurm, processes started by hand), when ``job_dir`` is given: a directory every
-       rank writes under, such as the collector's ``summary_dir``.
+       (torchrun without a process group, Slurm, processes started by hand), when
+       ``job_dir`` is given: a directory every rank writes under, such as the
+       collector's ``summary_dir``.
 
     Otherwise it raises :class:`RanksValueError` asking for a ``rendezvous_dir``.
     A rendezvous folder must be one every rank sees, owned by this user and
