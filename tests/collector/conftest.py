@@ -12,7 +12,7 @@ import pytest
 
 from rankscribe.collector import ArrayDataset, ArrayNetwork, ArrayOptimizer
 from rankscribe.writer.reader import load_dir
-from tests._support.clocks import collector_clock  # noqa: F401 - the fixture, for every test here
+from tests._support.clocks import collector_clock, ranks_clock  # noqa: F401 - fixtures
 from tests._support.launchers import drop_launcher_variables
 
 GRAPH = {
