@@ -67,6 +67,7 @@ SIBLING_MODULES: tuple[str, ...] = (
     f"{NAMESPACE}.ranks.testing",
     f"{NAMESPACE}.writer.eventfiles",
     f"{NAMESPACE}.writer.files",
+    f"{NAMESPACE}.writer.operators",
     f"{NAMESPACE}.lineage.jobparts",
     f"{NAMESPACE}.lineage.recording",
 )

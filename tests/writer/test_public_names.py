@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rankscribe import writer
-from rankscribe.writer import errors, eventfiles, files, reader
+from rankscribe.writer import errors, eventfiles, files, operators, reader
 
 # Names the package top does not list: each has one home, where the docs spell it.
 HOMES = {
@@ -44,11 +44,17 @@ def test_file_name_helpers_are_listed_in_files_not_reader(name: str) -> None:
     assert getattr(reader, name) is getattr(files, name)
 
 
-@pytest.mark.parametrize("module", [files, eventfiles], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [files, eventfiles, operators], ids=lambda m: m.__name__)
 def test_a_sibling_modules_names_are_not_the_packages(module: object) -> None:
     exported = set(module.__all__)
     assert exported
     assert not exported & set(writer.__all__)
+
+
+def test_the_operators_are_spelled_at_the_package_only() -> None:
+    for name in ("histogram_summary", "image_summary", "scalar_summary", "tensor_summary"):
+        assert name in writer.__all__ and name not in operators.__all__
+        assert getattr(writer, name) is getattr(operators, name)
 
 
 def test_the_package_lists_the_record_the_operators_and_the_base_error() -> None:
