@@ -17,9 +17,13 @@ repository by default) and fails, listing each offender, when:
   give it (collector -> lineage -> writer -> ranks: ranks is the ground floor
   and imports no sibling, each floor may use any floor below it; nothing
   points back);
-- a module imports from another rankscribe package anything but public names:
-  no ``_``-prefixed component in the module path, and each imported name in the
-  target module's ``__all__`` or a public submodule of it;
+- a module imports from another rankscribe package anything but its public API
+  or its sibling-facing modules: the target is the package itself, a module
+  named in ``SIBLING_MODULES`` (documented in docs/contributing.md), or a public
+  module with an ``__all__`` (no ``_``-prefixed component in its path), and each
+  imported name is in the target's ``__all__`` or is one of those modules;
+- a sibling-facing module is missing, is not named in docs/contributing.md, or has
+  a name listed in its package's top-level ``__all__`` (the user's API);
 - a module outside ``rankscribe.writer`` frames events: it uses one of the writer's
   framing or wire primitives (``frame``, ``varint``, ``field_key``, ... : imported by
   name, or as an attribute of a writer module it imported), or masks a CRC the way
@@ -47,6 +51,23 @@ ALLOWED_PACKAGES: dict[str, frozenset[str]] = {
     "lineage": frozenset({"writer", "ranks"}),
     "collector": frozenset({"lineage", "writer", "ranks"}),
 }
+
+# Modules public to the sibling packages and not part of the user's API: what one
+# package needs of another and a user does not (docs/contributing.md, "Sibling-facing
+# modules"). Their names stay out of the top-level ``__all__``; tools/public_api.py
+# counts them apart from the user's API.
+SIBLING_MODULES: tuple[str, ...] = (
+    f"{NAMESPACE}.ranks.files",
+    f"{NAMESPACE}.ranks.jsondata",
+    f"{NAMESPACE}.ranks.launchers",
+    f"{NAMESPACE}.ranks.testing",
+    f"{NAMESPACE}.writer.eventfiles",
+    f"{NAMESPACE}.writer.files",
+    f"{NAMESPACE}.writer.operators",
+    f"{NAMESPACE}.lineage.jobparts",
+    f"{NAMESPACE}.lineage.recording",
+)
+CONTRIBUTING = Path("docs") / "contributing.md"
 
 
 @dataclass(frozen=True)
@@ -84,6 +105,7 @@ class Report:
     folder_cycles: list[str] = field(default_factory=list)
     package_imports: list[str] = field(default_factory=list)
     private_imports: list[str] = field(default_factory=list)
+    sibling_modules: list[str] = field(default_factory=list)
     event_framing: list[str] = field(default_factory=list)
 
     @property
@@ -93,6 +115,7 @@ class Report:
             or self.folder_cycles
             or self.package_imports
             or self.private_imports
+            or self.sibling_modules
             or self.event_framing
         )
 
@@ -102,6 +125,7 @@ class Report:
             ("import cycles between folders (sub-packages)", self.folder_cycles),
             ("imports against the package graph", self.package_imports),
             ("imports of non-public names from another package", self.private_imports),
+            ("sibling-facing modules (SIBLING_MODULES)", self.sibling_modules),
             (
                 "event framing outside the writer (use rankscribe.writer.eventfiles)",
                 self.event_framing,
@@ -352,12 +376,60 @@ def _check(
     if target is None:
         yield f"imports from {source}, which is not a module of any package"
         return
+    if not _importable(source, modules):
+        yield (
+            f"imports from {source}, which is neither a public module with an __all__ "
+            "nor a sibling-facing module (SIBLING_MODULES)"
+        )
+        return
     public = declared_all(target) or set()
     for alias in node.names:
         submodule = f"{source}.{alias.name}"
-        if alias.name in public or (submodule in modules and not alias.name.startswith("_")):
+        if alias.name in public or (
+            submodule in modules
+            and not alias.name.startswith("_")
+            and _importable(submodule, modules)
+        ):
             continue
         yield f"imports {alias.name} from {source}, which is not in its __all__"
+
+
+def _importable(name: str, modules: dict[str, Module]) -> bool:
+    """Whether another package may import from module ``name``: the package itself, a
+    sibling-facing module, or a public module that declares an ``__all__``."""
+    module = modules.get(name)
+    if module is None or any(part.startswith("_") for part in name.split(".")):
+        return False
+    if name == module.package or name in SIBLING_MODULES:
+        return True
+    return declared_all(module) is not None
+
+
+def find_sibling_module_problems(root: Path, modules: dict[str, Module]) -> list[str]:
+    """Each sibling-facing module exists, is documented, and stays out of the user's API."""
+    contributing = root / CONTRIBUTING
+    documented = contributing.read_text(encoding="utf-8") if contributing.is_file() else None
+    packages = {module.package for module in modules.values()}
+    found: list[str] = []
+    for name in SIBLING_MODULES:
+        module = modules.get(name)
+        if module is None:
+            # A tree without the repository's docs (a test's) need not hold every one.
+            if documented is not None and _package_of(name) in packages:
+                found.append(f"{name} is not a module of its package")
+            continue
+        if documented is not None and f"`{name}`" not in documented:
+            found.append(f"{name} is not named in {CONTRIBUTING.as_posix()}")
+        package = modules.get(module.package)
+        top_level = (declared_all(package) or set()) if package is not None else set()
+        if name.rsplit(".", 1)[1] in top_level:
+            found.append(f"{module.package}.__all__ lists the sibling module {name}")
+        exported = (declared_all(module) or set()) & top_level
+        found.extend(
+            f"{module.package}.__all__ lists {entry}, which {name} exports to the siblings"
+            for entry in sorted(exported)
+        )
+    return found
 
 
 def _foreign(name: str, module: Module, packages: set[str]) -> bool:
@@ -468,6 +540,7 @@ def check(root: Path) -> Report:
         folder_cycles=find_cycles(folder_graph(modules, graph)),
         package_imports=find_package_imports(modules, graph),
         private_imports=find_private_imports(modules),
+        sibling_modules=find_sibling_module_problems(root, modules),
         event_framing=find_event_framing(modules),
     )
 
@@ -487,8 +560,9 @@ def main(argv: list[str] | None = None) -> int:
     report = check(args.root)
     if report.ok:
         print(
-            "package boundaries hold: no import cycle, the package graph kept, "
-            "public imports only, events framed by the writer alone"
+            "package boundaries hold: no import cycle, "
+            "the package graph kept, public or sibling-facing imports only, "
+            "events framed by the writer alone"
         )
         return 0
     print(report.render())

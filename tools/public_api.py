@@ -2,6 +2,9 @@
 
     python tools/public_api.py [--check]   compare with tools/public_api/<distribution>.txt
     python tools/public_api.py --write     rewrite the snapshots
+    python tools/public_api.py --count [--snapshots DIR]
+                                           public names per package and module (of this
+                                           checkout, or of the snapshot files in DIR)
 
 A public signature should name public types only: a parameter, return or
 field annotation naming a class, alias or protocol that no package exports,
@@ -20,6 +23,12 @@ its return annotation, an attribute or dataclass field by its annotation. Genera
 (the ``public-api`` tox env installs them); a public module that needs an
 optional dependency which is missing is listed from its source instead, with
 a note saying so.
+
+``--count`` counts the names a package exports (each class, function, constant
+or module listed in an ``__all__``; a class's members do not count), split into
+the user's API and the sibling-facing modules (``SIBLING_MODULES`` in
+tools/check_boundaries.py, docs/contributing.md), which the other rankscribe
+packages use and the user's API does not include.
 """
 
 from __future__ import annotations
@@ -40,6 +49,8 @@ import typing
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from check_boundaries import SIBLING_MODULES  # type: ignore[import-not-found]  # tools/ at run time
 
 ROOT = Path(__file__).resolve().parent.parent
 NAMESPACE = "rankscribe"
@@ -383,11 +394,68 @@ def _private_in(text: str, namespace: dict[str, Any], public: dict[int, str]) ->
             yield dotted
 
 
-def main(argv: list[str] | None = None) -> int:
+def count_names(text: str) -> dict[str, int]:
+    """Public names per module in a snapshot's text: its lines less class members and
+    ``!`` notes (a class's members are the lines under a path that is itself a class)."""
+    entries = [
+        line.split(": ", 1) for line in text.splitlines() if line and not line.startswith("#")
+    ]
+    classes = {path for path, what in entries if what.startswith("class(")}
+    counts: dict[str, int] = {}
+    for path, what in entries:
+        module = path.rsplit(".", 1)[0]
+        if what.startswith("! ") or module in classes:
+            continue
+        counts[module] = counts.get(module, 0) + 1
+    return counts
+
+
+def is_sibling_module(module: str) -> bool:
+    return any(module == name or module.startswith(f"{name}.") for name in SIBLING_MODULES)
+
+
+def count_table(texts: dict[str, str]) -> str:
+    """The ``--count`` table of ``distribution -> snapshot text``."""
+    rows = ["package                 user  sibling  (names per module)"]
+    user_total = sibling_total = 0
+    for distribution, text in texts.items():
+        counts = count_names(text)
+        user = sum(n for module, n in counts.items() if not is_sibling_module(module))
+        sibling = sum(counts.values()) - user
+        user_total, sibling_total = user_total + user, sibling_total + sibling
+        rows.append(f"{distribution:<22} {user:>5} {sibling:>8}")
+        rows.extend(
+            f"    {module}: {n}{' (sibling-facing)' if is_sibling_module(module) else ''}"
+            for module, n in sorted(counts.items())
+        )
+    rows.append(f"{'all packages':<22} {user_total:>5} {sibling_total:>8}")
+    return "\n".join(rows)
+
+
+def _count_recorded(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """``--count --snapshots DIR``: the table of snapshot files (another commit's, say)."""
+    if not args.count:
+        parser.error("--snapshots goes with --count")
+    files = sorted(args.snapshots.glob("*.txt"))
+    if not files:
+        parser.error(f"--snapshots must be a folder of snapshot .txt files; got {args.snapshots}")
+    print(count_table({path.stem: path.read_text(encoding="utf-8") for path in files}))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:  # noqa: PLR0912, PLR0915 - one mode per branch
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="compare with the snapshots (default)")
     mode.add_argument("--write", action="store_true", help="rewrite the snapshots")
+    mode.add_argument(
+        "--count", action="store_true", help="print the public names per package and module"
+    )
+    parser.add_argument(
+        "--snapshots",
+        type=Path,
+        help="with --count: count the snapshot files in this folder instead of the checkout",
+    )
     parser.add_argument(
         "--root", type=Path, default=ROOT, help="the repository root (default: this checkout)"
     )
@@ -397,6 +465,8 @@ def main(argv: list[str] | None = None) -> int:
         help="also fail while a public signature names a type that is not public",
     )
     args = parser.parse_args(argv)
+    if args.snapshots is not None:
+        return _count_recorded(parser, args)
     # The packages' own sources come first, so the snapshot describes this checkout.
     sys.path[:0] = [str(src) for src in sorted(args.root.glob("packages/*/src"))]
     snapshots = args.root / "tools" / "public_api"
@@ -404,6 +474,7 @@ def main(argv: list[str] | None = None) -> int:
     changed: list[str] = []
     broken: list[str] = []
     leaks: list[str] = []
+    counted: dict[str, str] = {}
     found = distributions(args.root)
     try:
         public: dict[int, str] | None = public_objects(list(found.values()))
@@ -418,6 +489,9 @@ def main(argv: list[str] | None = None) -> int:
             broken.append(distribution)
             continue
         leaks.extend(line for line in current.splitlines() if ": ! " in line)
+        if args.count:
+            counted[distribution] = current
+            continue
         if args.write:
             path.write_text(current, encoding="utf-8")
             print(f"wrote tools/public_api/{path.name}")
@@ -439,6 +513,9 @@ def main(argv: list[str] | None = None) -> int:
             "above, or install the packages (the public-api tox env installs all four)"
         )
         return 2
+    if args.count:
+        print(count_table(counted))
+        return 0
     if leaks:
         print(f"{len(leaks)} public signatures name a type that is not public (lines with ': ! ')")
         if args.strict_types:

@@ -12,7 +12,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rankscribe.collector import ArrayDataset, ArrayNetwork, ArrayOptimizer, adapters
+from rankscribe.collector import (
+    ArrayDataset,
+    ArrayNetwork,
+    ArrayOptimizer,
+    adapters,
+    register_adapter,
+)
 from rankscribe.collector.adapters import AdapterRegistry, DatasetView
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 from tests._support.launchers import clean_environment, run_bounded
@@ -58,7 +64,7 @@ def fake_framework(monkeypatch: pytest.MonkeyPatch) -> tuple[type, list[str]]:
             return 7
 
     Module.__module__ = "fakefw.nn.modules"
-    adapters.register_adapter("fakefw", "fake_adapter")
+    register_adapter("fakefw", "fake_adapter")
     return Module, calls
 
 
@@ -91,7 +97,7 @@ def test_a_missing_adapter_warns_once_and_reads_plainly(
     adapter_modules: None, caplog: pytest.LogCaptureFixture
 ) -> None:
     views = AdapterRegistry()
-    adapters.register_adapter("ghostfw", "rankscribe.collector.adapters.ghost_does_not_exist")
+    register_adapter("ghostfw", "rankscribe.collector.adapters.ghost_does_not_exist")
     kind = type(
         "Loader", (), {"__module__": "ghostfw.data", "batch_size": 4, "__len__": lambda self: 3}
     )

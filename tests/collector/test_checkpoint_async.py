@@ -24,6 +24,8 @@ from rankscribe.collector import (
     RunContext,
     load_checkpoint,
 )
+
+# private: the checkpoint container's byte layout, which has no public door
 from rankscribe.collector.checkpoint import _format as checkpoint_format
 from rankscribe.collector.errors import CheckpointTimeoutError, CheckpointWriteError
 from rankscribe.ranks.files import atomic_write

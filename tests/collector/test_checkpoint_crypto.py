@@ -18,6 +18,8 @@ from rankscribe.collector import (
     load_checkpoint,
     save_checkpoint,
 )
+
+# private: the checkpoint cipher's framing and MAGIC, no public door
 from rankscribe.collector.checkpoint._crypto import MAGIC, decrypt, encrypt_chunks
 from rankscribe.collector.errors import (
     CheckpointAuthenticationError,

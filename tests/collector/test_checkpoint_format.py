@@ -15,6 +15,8 @@ import safetensors
 import safetensors.numpy
 
 from rankscribe.collector import LoadedCheckpoint, load_checkpoint, save_checkpoint
+
+# private: the checkpoint container's byte layout, which has no public door
 from rankscribe.collector.checkpoint import _format as checkpoint_format
 from rankscribe.collector.errors import (
     CheckpointError,

@@ -14,7 +14,7 @@ import pytest
 from rankscribe.collector import Callback, CallbackParams, RunContext, SummaryCollector, TrainLoop
 from rankscribe.lineage import get_summary_lineage
 from rankscribe.ranks import Coordinator, RankInfo
-from rankscribe.writer import load_dir, load_lineage_dir
+from rankscribe.writer.reader import load_dir, load_lineage_dir
 
 NO_LANDSCAPE: dict[str, Any] = {"collect_landscape": None}
 
@@ -346,7 +346,7 @@ def test_custom_lineage_is_in_every_training_runs_lineage(model: Any, tmp_path: 
     loop = TrainLoop(loss_step, network=data.network, optimizer=data.optimizer)
     loop.train(1, data.dataset, callbacks=[instance])
     loop.train(1, data.dataset, callbacks=[instance])
-    from rankscribe.lineage import parse_run
+    from rankscribe.lineage.recording import parse_run
 
     lineage = parse_run(str(tmp_path)).lineage
     assert lineage is not None and lineage.section("user_defined") == {"trial": 7}
@@ -395,6 +395,7 @@ def test_lineage_names_the_checkpoint_path_and_size(model: Any, tmp_path: Path) 
 
 
 def test_lineage_names_the_model_checkpoints_file(model: Any, tmp_path: Path) -> None:
+    # private: patches the writer thread's hook to inject a failure
     from rankscribe.collector.checkpoint import _callback as checkpoint
 
     summary = tmp_path / "summary"
@@ -477,6 +478,7 @@ def test_rank_writes_into_its_directory_and_keeps_its_tensor_share(
 def test_a_rank_whose_lineage_fails_still_takes_part_in_the_merge(
     model: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # private: the job's lineage merge rule on rank 0, no public door
     from rankscribe.collector import _lineage as lineage_module
 
     def broken(arguments: Any) -> Any:
@@ -510,7 +512,7 @@ def test_rank_zero_names_a_missing_rank_in_the_merged_lineage(model: Any, tmp_pa
 
 
 def test_the_tensorboard_target_on_request(model: Any, tmp_path: Path) -> None:
-    from rankscribe.writer import read_tensorboard_events
+    from rankscribe.writer.reader import read_tensorboard_events
 
     summary = tmp_path / "summary"
     run(model, summary, batches=3, formats=["mindinsight", "tensorboard"])

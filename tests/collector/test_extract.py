@@ -9,12 +9,16 @@ import numpy as np
 import pytest
 
 from rankscribe.collector import CallbackParams
+
+# private: the loss/histogram extraction rules, no public door
 from rankscribe.collector.collection._extractor import (
     Extractor,
     UnreadableLossError,
     histogram_parameters,
     mean_loss,
 )
+
+# private: the collect_specified_data normalisation rule, no public door
 from rankscribe.collector.collection._options import process_specified_data
 
 

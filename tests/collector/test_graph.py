@@ -8,10 +8,13 @@ from typing import Any
 import pytest
 
 from rankscribe.collector import GraphDescription, GraphNode, GraphParameter
+
+# private: the graph proto builder's encoding, no public door
 from rankscribe.collector.adapters._graph import build_graph_proto
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
-from rankscribe.writer import SummaryRecord, load_dir
+from rankscribe.writer import SummaryRecord
 from rankscribe.writer.pb import anf_ir_pb2
+from rankscribe.writer.reader import load_dir
 
 DESCRIPTION = {
     "name": "mlp",

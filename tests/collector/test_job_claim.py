@@ -24,14 +24,9 @@ import pytest
 from rankscribe.collector import ArrayDataset, ArrayNetwork, SummaryCollector, TrainLoop
 from rankscribe.collector.errors import CollectorValueError
 from rankscribe.lineage import get_summary_lineage
-from rankscribe.ranks import (
-    CLAIM_FILE_NAME,
-    FileCoordinator,
-    JobDirClaimedError,
-    RankInfo,
-    claim_job_dir,
-)
-from rankscribe.writer import scalars
+from rankscribe.ranks import FileCoordinator, JobDirClaimedError, RankInfo, claim_job_dir
+from rankscribe.ranks.files import CLAIM_FILE_NAME
+from rankscribe.writer.reader import scalars
 from tests._support.launchers import clean_environment, run_bounded
 from tests.collector.coordinators import RankZeroAlone
 

@@ -14,9 +14,12 @@ import pytest
 from safetensors.numpy import load_file
 
 from rankscribe.collector import ArrayNetwork, SummaryCollector, TrainLoop
+
+# private: the collect_specified_data normalisation rule, no public door
 from rankscribe.collector.collection._options import process_specified_data
+
+# private: the landscape saver's file rule, no public door
 from rankscribe.collector.landscape import _saver as _landscape
-from rankscribe.collector.landscape._saver import LandscapeSaver
 
 
 def test_default_collection_saves_steps_1_to_19(model: Any, tmp_path: Path) -> None:
@@ -78,11 +81,11 @@ def test_no_landscape_without_collect_landscape(model: Any, tmp_path: Path) -> N
     assert not (tmp_path / "ckpt_dir").exists()
 
 
-def saver(directory: Path, **landscape: Any) -> LandscapeSaver:
+def saver(directory: Path, **landscape: Any) -> _landscape.LandscapeSaver:
     specified = {"collect_landscape": landscape} if landscape else None
     options = process_specified_data(specified, True).landscape
     assert options is not None
-    return LandscapeSaver(directory, options)
+    return _landscape.LandscapeSaver(directory, options)
 
 
 def test_metadata_is_written_once_by_concurrent_writers(tmp_path: Path) -> None:
@@ -92,7 +95,7 @@ def test_metadata_is_written_once_by_concurrent_writers(tmp_path: Path) -> None:
     barrier = threading.Barrier(len(savers))
     results: list[bool] = []
 
-    def write(item: LandscapeSaver) -> None:
+    def write(item: _landscape.LandscapeSaver) -> None:
         barrier.wait(timeout=10)
         results.append(item.write_metadata(5))
 

@@ -20,7 +20,7 @@ from safetensors.numpy import load_file
 
 from rankscribe.collector import SummaryCollector, TrainLoop
 from rankscribe.ranks import Coordinator, GatherResult, RankInfo
-from rankscribe.writer import scalars
+from rankscribe.writer.reader import scalars
 
 TURN_OFF = "collect_specified_data={'collect_landscape': None}"
 

@@ -23,6 +23,8 @@ from rankscribe.collector import (
     SummaryCollector,
     TrainLoop,
 )
+
+# private: the collect_specified_data normalisation rule, no public door
 from rankscribe.collector.collection._options import (
     DEFAULT_SPECIFIED_DATA,
     HYPER_CONFIG_LEN_LIMIT,
@@ -30,7 +32,7 @@ from rankscribe.collector.collection._options import (
     process_specified_data,
 )
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
-from rankscribe.writer import load_dir
+from rankscribe.writer.reader import load_dir
 
 TYPE = CollectorTypeError
 VALUE = CollectorValueError

@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 from rankscribe.collector import ArrayNetwork
-from rankscribe.writer import SummaryRecord, load_dir
+from rankscribe.writer import SummaryRecord
 from rankscribe.writer.errors import WriterTypeError
+from rankscribe.writer.reader import load_dir
 
 DESCRIPTION = {
     "name": "mlp",

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+# private: the schedule's unit arithmetic (tensor_collect_range), no public door
 from rankscribe.collector.collection._schedule import (
     Collect,
     CollectionSchedule,

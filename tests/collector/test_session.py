@@ -26,7 +26,7 @@ from rankscribe.collector.errors import (
 )
 from rankscribe.lineage import get_summary_lineage
 from rankscribe.ranks import FileCoordinator, RankInfo
-from rankscribe.writer import scalars
+from rankscribe.writer.reader import scalars
 
 NO_LANDSCAPE = {"collect_landscape": None}
 

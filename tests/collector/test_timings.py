@@ -6,7 +6,6 @@ begins and the rotating slices of the fingerprint budget (docs/job-view.md).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,15 +15,14 @@ import numpy as np
 import pytest
 
 from rankscribe.collector import ArrayDataset, SummaryCollector, TrainLoop, TrainSession
+
+# private: the fingerprint algorithm and its budget, no public door
 from rankscribe.collector._fingerprint import DEFAULT_FINGERPRINT_BUDGET
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
-from rankscribe.lineage.jobview import (
-    DATA_WAIT_TAG,
-    FINGERPRINT_TAG,
-    SECTION_TAG_PREFIX,
-    STEP_TIME_TAG,
-)
+from rankscribe.lineage.jobparts import FINGERPRINT_TAG
+from rankscribe.lineage.jobview import DATA_WAIT_TAG, SECTION_TAG_PREFIX, STEP_TIME_TAG
 from rankscribe.writer.reader import scalars
+from tests._support.clocks import ManualClock
 
 NO_LANDSCAPE = {"collect_landscape": None}
 SLEEP = 0.004
@@ -36,38 +34,43 @@ def rank_scalars(directory: Path) -> dict[str, dict[int, float]]:
 
 
 class SlowData(ArrayDataset):
-    """Sleeps SLEEP before handing out each batch: a data loader the steps wait for."""
+    """Takes SLEEP of the clock before handing out each batch: a loader the steps wait for."""
+
+    clock: ManualClock
 
     def __iter__(self) -> Iterator[Any]:
         for batch in super().__iter__():
-            time.sleep(SLEEP)
+            self.clock.advance(SLEEP)
             yield batch
 
 
 def test_the_data_wait_is_the_time_between_steps_within_an_epoch(
-    model: Any, tmp_path: Path
+    model: Any, tmp_path: Path, collector_clock: ManualClock
 ) -> None:
     data = model(6)
     slow = SlowData(*data.dataset.columns, batch_size=2)
+    slow.clock = collector_clock
     collector = SummaryCollector(tmp_path, collect_freq=3, collect_specified_data=NO_LANDSCAPE)
     TrainLoop(lambda batch: 0.5, network=data.network).train(2, slow, callbacks=[collector])
     waits = rank_scalars(tmp_path)[DATA_WAIT_TAG]
     # the first step of each epoch has none: between epochs is no data wait
     assert sorted(waits) == [2, 3, 4, 5, 6, 8, 9, 10, 11, 12]
-    assert all(SLEEP * 0.9 <= seconds < 1.0 for seconds in waits.values())
-    # the steps themselves do nothing: their step time is far below the wait
+    assert waits == {step: pytest.approx(SLEEP) for step in waits}
+    # the steps themselves take no time: the wait is not counted in the step time
     times = rank_scalars(tmp_path)[STEP_TIME_TAG]
-    assert np.median(list(times.values())) < SLEEP / 2
+    assert times == {step: 0.0 for step in range(1, 13)}
 
 
-def test_sections_add_up_within_a_step_and_become_rank_tags(model: Any, tmp_path: Path) -> None:
+def test_sections_add_up_within_a_step_and_become_rank_tags(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
     data = model(4)
     collector = SummaryCollector(tmp_path, collect_freq=2, collect_specified_data=NO_LANDSCAPE)
 
     def step(batch: Any) -> float:
         for _ in range(2):
             with collector.section("compute"):
-                time.sleep(SLEEP)
+                collector_clock.advance(SLEEP)
         with collector.section("io.read-1"):
             pass
         return 0.5
@@ -76,9 +79,9 @@ def test_sections_add_up_within_a_step_and_become_rank_tags(model: Any, tmp_path
     found = rank_scalars(tmp_path)
     compute = found[f"{SECTION_TAG_PREFIX}compute"]
     assert sorted(compute) == [1, 2, 3, 4]  # collected (1, 2, 4) and quiet (3) steps alike
-    assert all(2 * SLEEP * 0.9 <= seconds < 1.0 for seconds in compute.values())
-    assert sorted(found[f"{SECTION_TAG_PREFIX}io.read-1"]) == [1, 2, 3, 4]
-    assert all(found[STEP_TIME_TAG][step] >= compute[step] for step in compute)
+    assert compute == {step: pytest.approx(2 * SLEEP) for step in compute}
+    assert found[f"{SECTION_TAG_PREFIX}io.read-1"] == {1: 0.0, 2: 0.0, 3: 0.0, 4: 0.0}
+    assert found[STEP_TIME_TAG] == {step: pytest.approx(2 * SLEEP) for step in compute}
 
 
 @pytest.mark.parametrize(
@@ -101,7 +104,9 @@ def test_a_bad_section_name_is_refused_naming_the_argument(
     assert issubclass(error, (TypeError, ValueError))
 
 
-def test_a_train_session_records_the_time_between_step_calls(model: Any, tmp_path: Path) -> None:
+def test_a_train_session_records_the_time_between_step_calls(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
     data = model(5)
     collector = SummaryCollector(tmp_path, collect_freq=2, collect_specified_data=NO_LANDSCAPE)
     with TrainSession(
@@ -109,19 +114,17 @@ def test_a_train_session_records_the_time_between_step_calls(model: Any, tmp_pat
     ) as session:
         for _ in session.epochs():
             for batch in data.dataset:
-                time.sleep(SLEEP)  # the script's own step
+                collector_clock.advance(SLEEP)  # the script's own step
                 with collector.section("compute"):
-                    time.sleep(SLEEP / 2)
+                    collector_clock.advance(SLEEP / 2)
                 session.step(batch, 0.5)
     found = rank_scalars(tmp_path)
     times = found[STEP_TIME_TAG]
     assert sorted(times) == list(range(1, 11))
-    assert all(1.5 * SLEEP * 0.9 <= seconds < 1.0 for seconds in times.values()), times
+    assert times == {step: pytest.approx(1.5 * SLEEP) for step in times}, times
     assert DATA_WAIT_TAG not in found  # inside the step in a session: nothing to tell apart
-    assert all(
-        SLEEP / 2 * 0.9 <= seconds < 1.0
-        for seconds in found[f"{SECTION_TAG_PREFIX}compute"].values()
-    )
+    compute = found[f"{SECTION_TAG_PREFIX}compute"]
+    assert compute == {step: pytest.approx(SLEEP / 2) for step in range(1, 11)}
 
 
 def _expected(network: Any, start: int, stop: int) -> float:

@@ -8,6 +8,7 @@ import pytest
 import torch
 from torch import nn
 
+from tests._support.clocks import collector_clock  # noqa: F401 - the fixture, for every test here
 from tests._support.launchers import drop_launcher_variables
 
 torch.set_num_threads(1)  # CI has 2 shared cores; these models are tiny

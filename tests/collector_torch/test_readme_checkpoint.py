@@ -20,7 +20,7 @@ from types import ModuleType
 import pytest
 
 from rankscribe.lineage import get_run_lineage, get_summary_lineage
-from rankscribe.writer import scalars
+from rankscribe.writer.reader import scalars
 from tests._support.readme import README, readme_block
 from tests._support.snapshots import snapshot
 

@@ -16,7 +16,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from rankscribe.lineage import get_summary_lineage
-from rankscribe.writer import scalars
+from rankscribe.writer.reader import scalars
 from tests._support.readme import README, readme_block
 
 MARKER = "<!-- tested by tests/collector_torch/test_readme_session.py -->"

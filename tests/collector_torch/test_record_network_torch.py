@@ -8,7 +8,8 @@ import torch
 from torch import nn
 
 from rankscribe.collector.adapters import AdapterRegistry
-from rankscribe.writer import SummaryRecord, load_dir
+from rankscribe.writer import SummaryRecord
+from rankscribe.writer.reader import load_dir
 
 
 def test_a_module_graph_is_written_once(tmp_path: Path, net: nn.Module) -> None:

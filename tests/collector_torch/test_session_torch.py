@@ -24,7 +24,7 @@ from rankscribe.collector import (
     load_checkpoint,
 )
 from rankscribe.lineage import get_summary_lineage
-from rankscribe.writer import load_dir, scalars
+from rankscribe.writer.reader import load_dir, scalars
 
 
 class SmallCNN(nn.Module):

@@ -9,7 +9,6 @@ tensors (``FINGERPRINT_CPU_ON_DEVICE``).
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,28 +17,33 @@ import pytest
 import torch
 from torch import nn
 
+# private: the torch adapter's forward timer and device split, no public door
 import rankscribe.collector.adapters._torch as torch_adapter
 from rankscribe.collector import SummaryCollector, TrainLoop
+
+# private: the fingerprint algorithm and its budget, no public door
 from rankscribe.collector._fingerprint import slice_fingerprint
-from rankscribe.collector.adapters._torch import ForwardTimer, TorchDevicePart, TorchNetwork
-from rankscribe.lineage.jobview import FINGERPRINT_TAG, FORWARD_TIME_TAG, STEP_TIME_TAG
+from rankscribe.lineage.jobparts import FINGERPRINT_TAG
+from rankscribe.lineage.jobview import FORWARD_TIME_TAG, STEP_TIME_TAG
 from rankscribe.writer.reader import scalars
+from tests._support.clocks import ManualClock
 
 NO_LANDSCAPE = {"collect_landscape": None}
 SLEEP = 0.005
 STEPS = 6
 
 
-class SleepyNet(nn.Module):
-    """A linear layer whose forward also sleeps: the work a straggler does longer."""
+class SlowNet(nn.Module):
+    """A linear layer whose forward takes ``seconds`` of the collector's clock."""
 
-    def __init__(self, sleep: float = SLEEP) -> None:
+    def __init__(self, clock: ManualClock, seconds: float = SLEEP) -> None:
         super().__init__()
         self.fc = nn.Linear(4, 2)
-        self.sleep = sleep
+        self.clock = clock
+        self.seconds = seconds
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        time.sleep(self.sleep)
+        self.clock.advance(self.seconds)
         return self.fc(x)
 
 
@@ -67,15 +71,17 @@ def train(directory: Path, network: nn.Module, *, forwards: int = 1, collect_fre
     TrainLoop(step, network=network, optimizer=optimizer).train(1, batches, callbacks=[collector])
 
 
-def test_the_forward_time_of_every_step_comes_from_module_hooks(tmp_path: Path) -> None:
-    network = SleepyNet()
+def test_the_forward_time_of_every_step_comes_from_module_hooks(
+    tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    network = SlowNet(collector_clock)
     train(tmp_path, network, forwards=2)
     found = rank_scalars(tmp_path)
     forward = found[FORWARD_TIME_TAG]
     assert sorted(forward) == list(range(1, STEPS + 1))
     # two forward calls per step add up; the step holds them
-    assert all(2 * SLEEP * 0.9 <= seconds < 1.0 for seconds in forward.values())
-    assert all(found[STEP_TIME_TAG][step] >= forward[step] for step in forward)
+    assert forward == {step: pytest.approx(2 * SLEEP) for step in forward}
+    assert found[STEP_TIME_TAG] == {step: pytest.approx(2 * SLEEP) for step in forward}
     # the hooks are gone once training ends: the user's module is left as it was
     assert not network._forward_pre_hooks and not network._forward_hooks
 
@@ -83,7 +89,8 @@ def test_the_forward_time_of_every_step_comes_from_module_hooks(tmp_path: Path) 
 class FakeDevice:
     """Timing events a device passes one query after they were recorded."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: ManualClock) -> None:
+        self.clock = clock
         self.synchronized = 0
         self.made = 0
 
@@ -99,7 +106,7 @@ class FakeEvent:
         self.queried = 0
 
     def record(self) -> None:
-        self.at = time.perf_counter()
+        self.at = self.device.clock()
 
     def query(self) -> bool:
         self.queried += 1
@@ -114,34 +121,36 @@ class FakeEvent:
         self.queried = 2
 
 
-def test_device_events_are_read_a_step_later_without_a_synchronise() -> None:
-    device = FakeDevice()
-    module = SleepyNet()
-    timer = ForwardTimer(module, event_factory=device.event)
+def test_device_events_are_read_a_step_later_without_a_synchronise(
+    collector_clock: ManualClock,
+) -> None:
+    device = FakeDevice(collector_clock)
+    module = SlowNet(collector_clock)
+    timer = torch_adapter.ForwardTimer(module, event_factory=device.event)
     assert timer.on_device
     module(torch.rand(1, 4))
     assert timer.take(1) == []  # the device has not passed step 1's events yet
     module(torch.rand(1, 4))
     module(torch.rand(1, 4))
     [(step, seconds)] = timer.take(2)
-    assert step == 1 and SLEEP * 0.9 <= seconds < 1.0
+    assert step == 1 and seconds == pytest.approx(SLEEP)
     assert device.synchronized == 0
     [(step, seconds)] = timer.finish()  # the end of training: one wait, for the last step
-    assert step == 2 and 2 * SLEEP * 0.9 <= seconds < 1.0
+    assert step == 2 and seconds == pytest.approx(2 * SLEEP)
     assert device.synchronized == 1
     timer.remove()
     assert not module._forward_pre_hooks and not module._forward_hooks
 
 
 def test_the_collector_files_late_device_forward_times_under_their_own_step(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, collector_clock: ManualClock
 ) -> None:
-    device = FakeDevice()
+    device = FakeDevice(collector_clock)
     monkeypatch.setattr(torch_adapter, "_device_events", lambda module: device.event)
-    train(tmp_path, SleepyNet())
+    train(tmp_path, SlowNet(collector_clock))
     forward = rank_scalars(tmp_path)[FORWARD_TIME_TAG]
     assert sorted(forward) == list(range(1, STEPS + 1))
-    assert all(SLEEP * 0.9 <= seconds < 1.0 for seconds in forward.values())
+    assert forward == {step: pytest.approx(SLEEP) for step in forward}
     assert device.made == 2 * STEPS
     assert device.synchronized == 1  # at the end of training only, never per step
 
@@ -162,7 +171,7 @@ def test_the_device_fingerprint_is_the_documented_weighted_sum(
 ) -> None:
     monkeypatch.setattr(torch_adapter, "_DEVICE_CHUNK", 64)  # several chunks per tensor
     tensor = torch.arange(100, dtype=torch.float32)
-    part = TorchDevicePart(tensor)
+    part = torch_adapter.TorchDevicePart(tensor)
     assert part.nbytes == 400
     raw = tensor.numpy().tobytes()
     [digest] = type(part.digest(10, 390)).resolve([part.digest(10, 390)])
@@ -178,8 +187,10 @@ def test_the_device_fingerprint_tells_one_changed_byte_apart(
     second = nn.Sequential(nn.Linear(8, 8), nn.Linear(8, 2))
     second.load_state_dict(first.state_dict())
     adapter = torch_adapter.create_adapter()
-    parts = [TorchNetwork(model, adapter).fingerprint_parts() for model in (first, second)]
-    assert all(isinstance(part, TorchDevicePart) for part in parts[0])
+    parts = [
+        torch_adapter.TorchNetwork(model, adapter).fingerprint_parts() for model in (first, second)
+    ]
+    assert all(isinstance(part, torch_adapter.TorchDevicePart) for part in parts[0])
     total = sum(part.nbytes for part in parts[0])
     assert slice_fingerprint(parts[0], 0, total) == slice_fingerprint(parts[1], 0, total)
     with torch.no_grad():
@@ -191,17 +202,17 @@ def test_the_device_fingerprint_tells_one_changed_byte_apart(
 
 
 def test_the_collector_records_device_fingerprints(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, collector_clock: ManualClock
 ) -> None:
     monkeypatch.setattr(torch_adapter, "FINGERPRINT_CPU_ON_DEVICE", True)
     torch.manual_seed(0)
-    network = SleepyNet(sleep=0.0)
+    network = SlowNet(collector_clock, seconds=0.0)
     train(tmp_path, network)
     prints = rank_scalars(tmp_path)[FINGERPRINT_TAG]
     assert sorted(prints) == [0, 1, 3, 6]
     assert len(set(prints.values())) == 4  # the parameters changed at every step
     assert all(0 <= value < 2**24 and float(value).is_integer() for value in prints.values())
-    parts = TorchNetwork(network, torch_adapter.create_adapter()).fingerprint_parts()
+    parts = torch_adapter.TorchNetwork(network, torch_adapter.create_adapter()).fingerprint_parts()
     total = sum(part.nbytes for part in parts)
     assert prints[6] == slice_fingerprint(parts, 0, total)  # the last step: as it is now
 
@@ -210,7 +221,7 @@ def test_cpu_tensors_are_hashed_in_place_by_crc() -> None:
     import crc32c
 
     network = nn.Linear(3, 2)
-    parts = TorchNetwork(network, torch_adapter.create_adapter()).fingerprint_parts()
+    parts = torch_adapter.TorchNetwork(network, torch_adapter.create_adapter()).fingerprint_parts()
     raw = b"".join(value.detach().numpy().tobytes() for _, value in network.named_parameters())
     assert slice_fingerprint(parts, 0, len(raw)) == crc32c.crc32c(raw) & 0xFFFFFF
     assert slice_fingerprint(parts, 5, 21) == crc32c.crc32c(raw[5:21]) & 0xFFFFFF

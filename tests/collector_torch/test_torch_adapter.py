@@ -22,6 +22,8 @@ from torch.utils.data import (
 )
 
 from rankscribe.collector.adapters import AdapterRegistry
+
+# private: the torch adapter's forward timer and device split, no public door
 from rankscribe.collector.adapters import _torch as torch_adapter
 from rankscribe.collector.errors import CollectorTypeError
 from rankscribe.lineage import DatasetGraphInfo

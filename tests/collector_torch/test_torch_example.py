@@ -17,7 +17,7 @@ import torch
 
 from rankscribe.collector import load_checkpoint
 from rankscribe.lineage import get_summary_lineage
-from rankscribe.writer import scalars
+from rankscribe.writer.reader import scalars
 from tests._support.launchers import clean_environment, run_bounded
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "torch" / "train.py"

@@ -28,8 +28,7 @@ from torch import nn
 from torch.nn import functional
 from torch.utils.data import DataLoader, TensorDataset
 
-from rankscribe.collector._collector import SummaryCollector
-from rankscribe.collector._loop import TrainLoop
+from rankscribe.collector import SummaryCollector, TrainLoop
 from rankscribe.ranks import detect
 
 EPOCHS, ROWS, BATCH, COLLECT_FREQ = 2, 16, 2, 2  # 4 batches per rank and epoch: 8 steps

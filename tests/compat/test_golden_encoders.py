@@ -20,8 +20,14 @@ import numpy as np
 import pytest
 
 from rankscribe.writer import SummaryRecord
+
+# private: the histogram bucket rule (MindInsight's buckets), a codec
 from rankscribe.writer.encoding._histogram import compute_histogram, histogram_proto
+
+# private: the PNG/image codec
 from rankscribe.writer.encoding._image import decode_png, image_proto
+
+# private: the tensor codec
 from rankscribe.writer.encoding._tensor import decode_tensor, tensor_proto
 from rankscribe.writer.files import RecordReader
 from rankscribe.writer.pb import summary_pb2

@@ -10,7 +10,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+# private: the index file's name and scan rule (the index container)
 from rankscribe.lineage.index._cache import INDEX_NAME
+
+# private: the index container's codec
 from rankscribe.lineage.index._index_encoding import decode_document, encode_document
 
 OLD = 1_600_000_000  # an mtime well before any scan

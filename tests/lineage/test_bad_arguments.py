@@ -15,17 +15,13 @@ from typing import Any
 
 import pytest
 
-from rankscribe.lineage import (
-    LineageError,
+from rankscribe.lineage import LineageError, merge_run_dir
+from rankscribe.lineage.errors import (
     LineageMergeError,
     LineageParamTypeError,
     LineageParamValueError,
-    RankSeries,
-    merge_run_dir,
-    series_from_dir,
-    write_job_view,
 )
-from rankscribe.lineage.jobview import JobStatistics
+from rankscribe.lineage.jobview import JobStatistics, RankSeries, series_from_dir, write_job_view
 from rankscribe.writer import SummaryRecord
 
 SERIES = {0: RankSeries(0, {"loss": [(1, 0.5), (2, 0.25)]})}

@@ -1,11 +1,11 @@
 """Every public function of the lineage package, every argument in an obvious wrong form.
 
-For each function of ``rankscribe.lineage.__all__`` and ``rankscribe.lineage.jobview``'s
-``__all__`` that takes arguments, a call that works is given below; the sweep
-replaces one argument at a time with wrong values chosen from its annotation
-(None or an int where a path belongs, a str or a bool or a float where an int
-belongs, a str where a flag belongs, an infinite or NaN timeout, an int where
-a str or a mapping belongs). Each must be refused with the package's error
+For each function of ``rankscribe.lineage.__all__``, ``rankscribe.lineage.jobview``'s
+``__all__`` and the sibling modules' (``jobparts``, ``recording``) that takes arguments,
+a call that works is given below; the sweep replaces one argument at a time with
+wrong values chosen from its annotation (None or an int where a path belongs, a str
+or a bool or a float where an int belongs, a str where a flag belongs, an infinite or
+NaN timeout, an int where a str or a mapping belongs). Each must be refused with the package's error
 (:class:`LineageError`) naming the argument, not with a raw ``TypeError`` or
 ``AttributeError`` from deep inside, and not accepted.
 """
@@ -21,15 +21,10 @@ import numpy as np
 import pytest
 
 from rankscribe import lineage
-from rankscribe.lineage import (
-    LineageError,
-    LineageExpressionError,
-    LineageParamSummaryPathError,
-    RankSeries,
-    RunLineage,
-)
+from rankscribe.lineage import LineageError, RunLineage, jobparts, recording
 from rankscribe.lineage import jobview as jobview_module
-from rankscribe.lineage.jobview import JobStatistics, StragglerEvidence
+from rankscribe.lineage.errors import LineageExpressionError, LineageParamSummaryPathError
+from rankscribe.lineage.jobview import JobStatistics, RankSeries, StragglerEvidence
 from rankscribe.writer import SummaryRecord
 from tests._support.sweeps import (
     ValidCalls,
@@ -184,7 +179,7 @@ OWN_MESSAGES: dict[tuple[str, str], tuple[type[LineageError], str]] = {
 }
 
 
-PUBLIC = public_callables(lineage, jobview_module)
+PUBLIC = public_callables(lineage, jobview_module, jobparts, recording)
 
 
 def _wrong_values(name: str, annotation: str) -> list[Any]:  # noqa: PLR0911 - one per form

@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 
 from rankscribe.lineage import __version__, filter_summary_lineage
+
+# private: the index file's name and scan rule (the index container)
 from rankscribe.lineage.index._cache import INDEX_NAME, forget_scans, scan_base_dir
 from tests._support.launchers import run_bounded
 from tests.lineage._index_bases import graph_base, index_bytes, read_index

@@ -17,13 +17,13 @@ import pytest
 
 from rankscribe.lineage import (
     EvalLineage,
-    LineageParamTypeError,
     TrainLineage,
     filter_summary_lineage,
     get_run_lineage,
     get_summary_lineage,
-    train_lineage_from_args,
 )
+from rankscribe.lineage.errors import LineageParamTypeError
+from rankscribe.lineage.recording import train_lineage_from_args
 from rankscribe.writer.files import frame
 from rankscribe.writer.pb import lineage_pb2
 

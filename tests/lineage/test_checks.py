@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from rankscribe.lineage import LineageParamValueError
-
-# The argparse type of the CLI's int options: its own wording, pinned here (the CLI tests
-# see it only inside argparse's usage message).
+# The CLI tests see this wording only inside argparse's usage message.
+# private: the argparse type of the CLI's int options, its own wording
 from rankscribe.lineage._checks import int_argument
+from rankscribe.lineage.errors import LineageParamValueError
 from rankscribe.lineage.jobview import RankSeries, write_job_view
 
 

@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 
 from rankscribe.lineage.cli import main
+
+# private: the search field table (FIELD_MAPPING), no public door
 from rankscribe.lineage.query._conditions import FIELD_MAPPING
 
 ERROR = "rankscribe-lineage: error: "

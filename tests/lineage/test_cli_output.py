@@ -19,8 +19,11 @@ from typing import Any
 
 import pytest
 
-from rankscribe.lineage import LineageExpressionError, filter_runs
+from rankscribe.lineage import filter_runs
 from rankscribe.lineage.cli import main
+from rankscribe.lineage.errors import LineageExpressionError
+
+# private: the search field table (FIELD_MAPPING), no public door
 from rankscribe.lineage.query._conditions import FIELD_MAPPING
 from rankscribe.writer.files import frame
 

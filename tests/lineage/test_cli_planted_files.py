@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from rankscribe.lineage.jobview import LIVE_STATE_NAME
+from rankscribe.lineage.jobparts import LIVE_STATE_NAME
 from tests._support.launchers import Finished, run_bounded
 
 GOLDEN = Path(__file__).resolve().parents[1] / "compat" / "data" / "mindspore-2.10"

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+# private: the terminal column-width rule, no public door
 from rankscribe.lineage.cli._table import column_texts, column_width
 
 

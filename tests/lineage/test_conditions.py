@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from rankscribe.lineage import (
+from rankscribe.lineage import LineageError, filter_summary_lineage, get_summary_lineage
+from rankscribe.lineage.errors import (
     LineageDirNotExistError,
-    LineageError,
     LineageFileNotFoundError,
     LineageMergeError,
     LineageParamSummaryPathError,
@@ -23,8 +23,6 @@ from rankscribe.lineage import (
     LineageSearchConditionParamError,
     LineageSummaryAnalyzeException,
     LineageSummaryParseException,
-    filter_summary_lineage,
-    get_summary_lineage,
 )
 
 GRAPH_1 = {"op_type": "Batch", "batch_size": 32, "children": [{"op_type": "MnistDataset"}]}
@@ -602,6 +600,7 @@ def test_get_summary_lineage_key_errors(
 
 
 def test_unreadable_directory_is_a_query_error(base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # private: the run-discovery rule (which dirs hold runs)
     from rankscribe.lineage.record import _discovery as discovery
 
     def refuse(path: str) -> Any:

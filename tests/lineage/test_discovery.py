@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from rankscribe.lineage import filter_summary_lineage, get_run_lineage, get_summary_lineage
+
+# private: the run-discovery rule (which dirs hold runs)
 from rankscribe.lineage.record._discovery import list_lineage_files, list_summary_dirs
 
 

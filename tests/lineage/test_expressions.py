@@ -11,12 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rankscribe.lineage import (
-    LineageExpressionError,
-    LineageParamValueError,
-    filter_runs,
-    filter_summary_lineage,
-)
+from rankscribe.lineage import filter_runs, filter_summary_lineage
+from rankscribe.lineage.errors import LineageExpressionError, LineageParamValueError
+
+# private: the --where/--sort expression grammar, no public door
 from rankscribe.lineage.query._expressions import parse_expression, parse_sort_key
 
 
@@ -362,7 +360,7 @@ def test_a_5000_digit_number_is_an_expression_error(base: Path) -> None:
 
 @pytest.mark.parametrize("order_by", [5, 1.5, b"loss", ["loss", 5], {"loss": 1}])
 def test_an_order_by_of_the_wrong_type_is_a_type_error_naming_it(base: Path, order_by) -> None:
-    from rankscribe.lineage import LineageParamTypeError
+    from rankscribe.lineage.errors import LineageParamTypeError
 
     with pytest.raises(LineageParamTypeError, match="'order_by' must be None, a sort key"):
         filter_runs(str(base), order_by=order_by)

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from rankscribe.lineage import LineageSearchConditionParamError, filter_summary_lineage
+from rankscribe.lineage import filter_summary_lineage
+from rankscribe.lineage.errors import LineageSearchConditionParamError
 
 
 @pytest.fixture(scope="module")

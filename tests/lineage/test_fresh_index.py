@@ -14,9 +14,17 @@ from typing import Any
 import pytest
 
 from rankscribe.lineage import filter_runs, filter_summary_lineage
+
+# private: the index file's name and scan rule (the index container)
 from rankscribe.lineage.index import _cache
+
+# private: the index file's name and scan rule (the index container)
 from rankscribe.lineage.index._cache import INDEX_NAME, scan_base_dir
+
+# private: the index container's codec
 from rankscribe.lineage.index._index_encoding import decode_document
+
+# private: the index container's version and loader
 from rankscribe.lineage.index._index_file import load_index
 from tests._support.launchers import run_bounded
 from tests.lineage._index_bases import OLD, finish, index_bytes

@@ -384,8 +384,10 @@ def test_a_warm_query_stays_warm_beside_the_groups(
     tmp_path: Path, lw: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The index's one-pass warm path is taken with ``_groups`` in the base dir."""
-    # Private: whether the warm path answered has no public door (the answer is the same).
+    # private: whether the warm path answered has no public door (the answer is the same)
     from rankscribe.lineage.index import _cache
+
+    # private: the warm path's freshness check, for the same reason
     from rankscribe.lineage.index._fresh_index import unchanged_table
 
     base = tmp_path / "base"
@@ -416,9 +418,9 @@ def test_a_warm_query_stays_warm_beside_the_groups(
 @pytest.mark.parametrize("special", [False, True], ids=["finite", "nan-and-inf"])
 def test_a_block_of_runs_reduces_as_merging_each_run(special: bool) -> None:
     """Runs with the same steps are reduced as one block; the result is the pairwise merge's."""
-    # Private: how a group's runs are folded has no public door (the files show the mean only).
+    # private: how a group's runs are folded has no public door (the files show the mean only).
     from rankscribe.lineage.group._curves import _Folder
-    from rankscribe.lineage.jobview import TagStatistics
+    from rankscribe.lineage.jobparts import TagStatistics
 
     rng = np.random.default_rng(5)
     steps = np.arange(1, 41, dtype=np.int64)

@@ -20,8 +20,14 @@ from typing import Any
 import pytest
 
 from rankscribe.lineage import filter_runs, filter_summary_lineage
+
+# private: the index file's name and scan rule (the index container)
 from rankscribe.lineage.index._cache import INDEX_NAME, forget_scans, scan_base_dir
+
+# private: the index container's codec
 from rankscribe.lineage.index._index_encoding import decode_document, encode_document
+
+# private: the index container's version and loader
 from rankscribe.lineage.index._index_file import INDEX_VERSION, load_index
 from tests.lineage._index_bases import graph_base, read_index
 from tests.lineage._npz_files import read_archive, write_archive

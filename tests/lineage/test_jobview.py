@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rankscribe.lineage import (
+from rankscribe.lineage.errors import (
     LineageDirNotExistError,
     LineageParamTypeError,
     LineageParamValueError,
 )
+from rankscribe.lineage.jobparts import FINGERPRINT_TAG
 from rankscribe.lineage.jobview import (
-    FINGERPRINT_TAG,
     STEP_TIME_TAG,
     JobView,
     RankSeries,

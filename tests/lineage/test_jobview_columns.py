@@ -27,6 +27,8 @@ from rankscribe.lineage.jobview import (
     rank_dir_arrays,
     series_from_dir,
 )
+
+# private: the report's data reduction, no public door
 from rankscribe.lineage.report._data import read_report_data
 from rankscribe.writer import SummaryRecord, reader
 from rankscribe.writer.files import frame

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from rankscribe.lineage.jobview import JobPartial, PartialFormatError
-from rankscribe.ranks import MemoryTreeChannel, MemoryTreeHub
+from rankscribe.lineage.jobparts import JobPartial, PartialFormatError
+from rankscribe.ranks.testing import MemoryTreeChannel, MemoryTreeHub
 
 
 def points(rank: int) -> dict[str, list[tuple[int, float]]]:

@@ -27,17 +27,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankscribe.lineage.errors import LineageParamValueError
+
+# private: the live view's patience constant, no public door
 from rankscribe.lineage.job._live import PATIENCE
+from rankscribe.lineage.jobparts import LIVE_STATE_NAME, JobPartial, PartialFormatError, ranges_text
 from rankscribe.lineage.jobview import (
-    LIVE_STATE_NAME,
     STEP_TIME_TAG,
-    JobPartial,
     JobStatistics,
     LiveJobView,
-    PartialFormatError,
     RankSeries,
     live_lines,
-    ranges_text,
 )
 from rankscribe.writer.reader import scalars
 from tests.lineage._npz_files import read_archive, write_archive

@@ -24,6 +24,8 @@ import pytest
 
 from rankscribe.lineage import get_run_lineage, merge_run_dir
 from rankscribe.lineage.cli import main
+
+# private: the per-rank sort/merge rule of the statistics
 from rankscribe.lineage.job._statistics import rank_arrays, sorted_arrays
 from rankscribe.lineage.jobview import (
     STEP_TIME_TAG,

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from rankscribe.lineage import cli
-from rankscribe.lineage.jobview import LIVE_STATE_NAME, live_lines
+from rankscribe.lineage.jobparts import LIVE_STATE_NAME
+from rankscribe.lineage.jobview import live_lines
 
 
 def good_state() -> dict[str, Any]:

@@ -15,15 +15,17 @@ import numpy as np
 import pytest
 
 from rankscribe.lineage.cli import main
-from rankscribe.lineage.jobview import (
-    STEP_TIME_TAG,
+from rankscribe.lineage.jobparts import (
     SYSTEM_TAG_PREFIX,
     SYSTEM_TAGS,
-    RankSeries,
     is_timing_tag,
-    judge_timings,
     system_evidence,
     system_evidence_records,
+)
+from rankscribe.lineage.jobview import (
+    STEP_TIME_TAG,
+    RankSeries,
+    judge_timings,
     verdict_lines,
     write_job_view,
 )

@@ -11,21 +11,17 @@ import numpy as np
 import pytest
 
 from rankscribe.lineage import (
-    LineageMergeError,
-    LineageParamTypeError,
+    RunLineage,
     filter_runs,
     get_run_lineage,
     merge_rank_lineages,
     merge_run_dir,
-    write_merged_lineage,
 )
 from rankscribe.lineage.cli import main
-from rankscribe.lineage.jobview import (
-    FINGERPRINT_TAG,
-    STEP_TIME_TAG,
-    series_from_dir,
-)
-from rankscribe.lineage.record._parser import RunLineage
+from rankscribe.lineage.errors import LineageMergeError, LineageParamTypeError
+from rankscribe.lineage.jobparts import FINGERPRINT_TAG
+from rankscribe.lineage.jobview import STEP_TIME_TAG, series_from_dir
+from rankscribe.lineage.recording import write_merged_lineage
 from rankscribe.writer import SummaryRecord, reader
 
 STEPS = 30

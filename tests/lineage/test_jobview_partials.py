@@ -26,15 +26,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankscribe.lineage.errors import LineageMergeError
+
+# private: the batch merge of many partials, an algorithm
 from rankscribe.lineage.job._batch_merge import merge_all
-from rankscribe.lineage.job._statistics import TagStatistics
-from rankscribe.lineage.jobview import (
-    STEP_TIME_TAG,
-    JobPartial,
-    JobStatistics,
-    PartialFormatError,
-    RankSeries,
-)
+from rankscribe.lineage.jobparts import JobPartial, PartialFormatError, TagStatistics
+from rankscribe.lineage.jobview import STEP_TIME_TAG, JobStatistics, RankSeries
 from tests.lineage._npz_files import read_archive, write_archive
 
 _COLUMNS = (
@@ -310,7 +306,7 @@ def _damaged_in_transit(batch: list[tuple[int, str]]) -> bytes:
 def test_a_damaged_partial_from_a_merge_worker_is_refused_naming_its_ranks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Private: the offline merge's worker pool, whose messages have no public door.
+    # private: the offline merge's worker pool, whose messages have no public door.
     from rankscribe.lineage.merge import _stream
 
     monkeypatch.setattr(_stream, "ranks_partial", _damaged_in_transit)

@@ -6,8 +6,13 @@ from typing import Any
 
 import numpy as np
 
+# private: the report's data reduction, no public door
 from rankscribe.lineage.report._data import DrawnCurve, RunInfo
+
+# private: the report page's HTML pieces, no public door
 from rankscribe.lineage.report._page import _step_time_html
+
+# private: the report's comparison table rule, no public door
 from rankscribe.lineage.report._table import verdict_summary
 
 

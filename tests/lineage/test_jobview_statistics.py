@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rankscribe.lineage.jobview import FINGERPRINT_TAG, JobStatistics, RankSeries
+from rankscribe.lineage.jobparts import FINGERPRINT_TAG
+from rankscribe.lineage.jobview import JobStatistics, RankSeries
 
 
 def _synthetic(ranks: int, steps: int, seed: int) -> dict[int, RankSeries]:

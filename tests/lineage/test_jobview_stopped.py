@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rankscribe.lineage import LineageParamValueError
+from rankscribe.lineage.errors import LineageParamValueError
 from rankscribe.lineage.jobview import STEP_TIME_TAG, RankSeries, verdict_lines, write_job_view
 
 

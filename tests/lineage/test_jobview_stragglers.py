@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-# row_medians and others_medians have no public door: the median rules are pinned here.
+# private: the straggler rule's medians (row_medians, others_medians), an algorithm
 from rankscribe.lineage.job._stragglers import others_medians, row_medians
+from rankscribe.lineage.jobparts import paired_ratios, straggler_verdicts
 from rankscribe.lineage.jobview import (
     DATA_WAIT_TAG,
     FORWARD_TIME_TAG,
@@ -20,8 +21,6 @@ from rankscribe.lineage.jobview import (
     STEP_TIME_TAG,
     RankSeries,
     StragglerEvidence,
-    paired_ratios,
-    straggler_verdicts,
     verdict_lines,
     write_job_view,
 )

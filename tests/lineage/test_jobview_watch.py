@@ -24,18 +24,16 @@ import numpy as np
 import pytest
 
 from rankscribe.lineage.cli import main
-from rankscribe.lineage.jobview import (
+from rankscribe.lineage.jobparts import (
     CONTROL_NAME,
     LIVE_STATE_NAME,
-    STEP_TIME_TAG,
     ControlFile,
     JobPartial,
-    LiveJobView,
-    VerdictSettings,
     WatchSettings,
     judge_window,
     records_from_verdicts,
 )
+from rankscribe.lineage.jobview import STEP_TIME_TAG, LiveJobView, VerdictSettings
 
 COMPUTE = "rankscribe/section/compute"
 BASE = 0.008

@@ -8,19 +8,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rankscribe.lineage import (
-    LineageParamTypeError,
-    LineageParamValueError,
-    VerdictSettings,
-    judge_timings,
-)
+from rankscribe.lineage import VerdictSettings, judge_timings
+from rankscribe.lineage.errors import LineageParamTypeError, LineageParamValueError
+from rankscribe.lineage.jobparts import straggler_records, timings_evidence
 from rankscribe.lineage.jobview import (
     FORWARD_TIME_TAG,
     STEP_TIME_TAG,
     RankSeries,
     StragglerEvidence,
-    straggler_records,
-    timings_evidence,
     write_job_view,
 )
 

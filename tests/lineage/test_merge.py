@@ -16,7 +16,6 @@ import pytest
 from rankscribe.lineage import (
     Algorithm,
     EvalLineageInfo,
-    LineageMergeError,
     RunLineage,
     TrainLineageInfo,
     filter_runs,
@@ -26,6 +25,9 @@ from rankscribe.lineage import (
     merge_rank_lineages,
     merge_run_dir,
 )
+from rankscribe.lineage.errors import LineageMergeError
+
+# private: the offline merge's internals (patched lock/steps)
 from rankscribe.lineage.merge import _merge
 from tests._support.launchers import run_bounded
 
@@ -391,8 +393,8 @@ def test_rank_0_online_merge_from_gathered_messages(tmp_path: Path) -> None:
         HyperParameters,
         TrainLineageInfo,
         UserDefinedInfo,
-        write_merged_lineage,
     )
+    from rankscribe.lineage.recording import write_merged_lineage
 
     gathered = {}
     for rank in range(2):

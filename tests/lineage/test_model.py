@@ -16,8 +16,6 @@ from rankscribe.lineage import (
     DatasetGraphInfo,
     EvalLineageInfo,
     HyperParameters,
-    LineageParamTypeError,
-    LineageParamValueError,
     ModelFile,
     OperationInfo,
     OperationParameterInfo,
@@ -26,6 +24,9 @@ from rankscribe.lineage import (
     UserDefinedInfo,
     ValidDataset,
 )
+from rankscribe.lineage.errors import LineageParamTypeError, LineageParamValueError
+
+# private: the float32 repr rule of the record model
 from rankscribe.lineage.record._floats import float32_repr
 from rankscribe.writer.pb import lineage_pb2
 

@@ -12,7 +12,11 @@ from typing import Any
 import pytest
 
 from rankscribe.lineage import filter_summary_lineage
+
+# private: the index file's name and scan rule (the index container)
 from rankscribe.lineage.index import _cache, _parallel
+
+# private: the index file's name and scan rule (the index container)
 from rankscribe.lineage.index._cache import INDEX_NAME, scan_base_dir
 
 
@@ -128,7 +132,10 @@ def test_a_helper_answers_in_parts_that_one_unpickler_reads(
     import io
     import pickle
 
+    # private: the parse worker's protocol, no public door
     from rankscribe.lineage.index import _parse_worker
+
+    # private: the run-discovery rule (which dirs hold runs)
     from rankscribe.lineage.record._discovery import UNSTATED
 
     jobs = [

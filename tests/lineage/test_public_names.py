@@ -1,30 +1,43 @@
-"""The lineage's second spellings: out of ``rankscribe.lineage.__all__``, still importable."""
+"""The lineage's names: one spelling each; the sibling modules stay out of the package's list."""
 
 from __future__ import annotations
+
+import types
 
 import pytest
 
 import rankscribe.lineage
-from rankscribe.lineage import errors, jobview
+from rankscribe.lineage import errors, jobparts, jobview, recording
 
-MOVED_TO_JOBVIEW = ["JobView", "RankSeries", "series_from_dir", "write_job_view"]
+JOBVIEW_NAMES = ["JobView", "RankSeries", "series_from_dir", "write_job_view"]
 
 
 @pytest.mark.parametrize("name", errors.__all__)
 def test_every_error_is_listed_in_errors_and_only_the_base_in_the_package(name: str) -> None:
-    if name == "ReportUnavailableError":  # never was a package-level name
-        assert name not in rankscribe.lineage.__all__
+    if name == "LineageError":
+        assert name in rankscribe.lineage.__all__
+        assert rankscribe.lineage.LineageError is errors.LineageError
         return
-    assert getattr(rankscribe.lineage, name) is getattr(errors, name)
-    assert (name in rankscribe.lineage.__all__) == (name == "LineageError")
+    assert name not in rankscribe.lineage.__all__
+    with pytest.raises(AttributeError, match=name):
+        getattr(rankscribe.lineage, name)  # no second spelling
 
 
-@pytest.mark.parametrize("name", MOVED_TO_JOBVIEW)
-def test_job_view_names_are_listed_in_jobview_and_still_import_from_the_package(
-    name: str,
-) -> None:
+@pytest.mark.parametrize("name", JOBVIEW_NAMES)
+def test_job_view_names_are_spelled_in_jobview_only(name: str) -> None:
     assert name in jobview.__all__ and name not in rankscribe.lineage.__all__
-    assert getattr(rankscribe.lineage, name) is getattr(jobview, name)
+    with pytest.raises(AttributeError, match=name):
+        getattr(rankscribe.lineage, name)
+
+
+@pytest.mark.parametrize("module", [jobparts, recording], ids=lambda m: m.__name__)
+def test_a_sibling_modules_names_are_neither_the_packages_nor_the_job_views(
+    module: types.ModuleType,
+) -> None:
+    exported = set(module.__all__)
+    assert exported
+    assert not exported & set(rankscribe.lineage.__all__)
+    assert not exported & set(jobview.__all__)
 
 
 def test_the_bases_and_protocol_of_public_classes_are_public() -> None:
@@ -39,5 +52,6 @@ def test_the_bases_and_protocol_of_public_classes_are_public() -> None:
         lineage.ValidDataset,
     ):
         assert section.__bases__ == (lineage.ScalarMessage,)
-    for name in ("LineageCallback", "ScalarMessage", "SummaryRecordLike", "LineageFile"):
+    for name in ("LineageCallback", "ScalarMessage", "SummaryRecordLike"):
         assert name in lineage.__all__
+    assert "LineageFile" in recording.__all__  # parse_run's argument, beside it

@@ -13,12 +13,8 @@ from typing import Any
 
 import pytest
 
-from rankscribe.lineage import (
-    LineageSearchConditionParamError,
-    filter_runs,
-    filter_summary_lineage,
-)
-from rankscribe.lineage.errors import LineageExpressionError
+from rankscribe.lineage import filter_runs, filter_summary_lineage
+from rankscribe.lineage.errors import LineageExpressionError, LineageSearchConditionParamError
 
 
 @pytest.fixture

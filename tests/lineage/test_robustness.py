@@ -176,6 +176,7 @@ def test_nothing_parseable(tmp_path: Path, lw: Any) -> None:
 def test_file_removed_between_listing_and_reading(
     base: Path, lw: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
+    # private: the run-discovery rule (which dirs hold runs)
     from rankscribe.lineage.record import _discovery as discovery
 
     path = lw.write(base / "vanishing", [lw.train(network="Gone")], mtime=10)
@@ -186,6 +187,7 @@ def test_file_removed_between_listing_and_reading(
         path.unlink()
         return found
 
+    # private: the index file's name and scan rule (the index container)
     monkeypatch.setattr("rankscribe.lineage.index._cache.list_summary_dirs", list_then_remove)
     with caplog.at_level(logging.WARNING):
         assert networks(base) == ["Good1", "Good2"]
@@ -206,6 +208,7 @@ def _not_utf8(event: Any) -> bytes:
 def _huge_length(length: int) -> bytes:
     import struct
 
+    # private: CRC-32C and its mask, to forge or check records
     from rankscribe.writer.format._crc import masked_crc32c
 
     length_bytes = struct.pack("<Q", length)

@@ -18,15 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rankscribe.ranks import (
-    BarrierTimeoutError,
-    CollectiveMismatchError,
-    Coordinator,
-    RankInfo,
-    claim_job_dir,
-    create_coordinator,
-    detect,
-)
+from rankscribe.ranks import Coordinator, RankInfo, claim_job_dir, create_coordinator, detect
+from rankscribe.ranks.errors import BarrierTimeoutError, CollectiveMismatchError
 
 
 def collectives(coordinator: Coordinator, info: RankInfo, timeout: float) -> dict[str, Any]:

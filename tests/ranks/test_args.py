@@ -12,8 +12,6 @@ import pytest
 from rankscribe.ranks import (
     FileCoordinator,
     RankInfo,
-    RanksTypeError,
-    RanksValueError,
     SingleCoordinator,
     StoreCoordinator,
     choose_backend,
@@ -22,6 +20,7 @@ from rankscribe.ranks import (
     rank_dir,
     split_evenly,
 )
+from rankscribe.ranks.errors import RanksTypeError, RanksValueError
 
 ALONE = RankInfo(0, 1, 0, 1, socket.gethostname(), "single")
 TWO = RankInfo(0, 2, 0, 2, socket.gethostname(), "torchrun")

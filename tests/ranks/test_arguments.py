@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from rankscribe.ranks import RanksTypeError, RanksValueError, split_evenly
+from rankscribe.ranks import split_evenly
 from rankscribe.ranks.arguments import (
     ArgumentChecks,
     is_int,
@@ -24,6 +24,7 @@ from rankscribe.ranks.arguments import (
     is_real,
     shown,
 )
+from rankscribe.ranks.errors import RanksTypeError, RanksValueError
 
 
 class SiblingError(Exception):

@@ -17,18 +17,9 @@ from typing import Any
 
 import pytest
 
-from rankscribe.ranks import (
-    CLAIM_FILE_NAME,
-    JOB_RENDEZVOUS_DIRNAME,
-    FileCoordinator,
-    JobClaim,
-    JobDirClaimedError,
-    RankInfo,
-    RanksTypeError,
-    RanksValueError,
-    claim_job_dir,
-)
-from rankscribe.ranks.errors import JobDirError
+from rankscribe.ranks import FileCoordinator, JobClaim, JobDirClaimedError, RankInfo, claim_job_dir
+from rankscribe.ranks.errors import JobDirError, RanksTypeError, RanksValueError
+from rankscribe.ranks.files import CLAIM_FILE_NAME, JOB_RENDEZVOUS_DIRNAME
 from tests._support.launchers import Launches, drop_launcher_variables, rank_environment
 
 WORKER = Path(__file__).resolve().parent / "file_worker.py"

@@ -14,8 +14,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rankscribe.ranks import MessageError, RanksTypeError
+# private: the data-only message codec
 from rankscribe.ranks._codec import MAX_DEPTH, decode, encode
+from rankscribe.ranks.errors import MessageError, RanksTypeError
 
 scalars = st.one_of(
     st.none(),

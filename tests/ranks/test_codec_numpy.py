@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from rankscribe.ranks import MessageError, RanksTypeError
+# private: the data-only message codec
 from rankscribe.ranks._codec import decode, encode  # the codec has no public door
+from rankscribe.ranks.errors import MessageError, RanksTypeError
 
 np = pytest.importorskip("numpy", reason="numpy is not installed: ranks alone needs none")
 

@@ -12,21 +12,23 @@ import pytest
 
 from rankscribe.ranks import (
     DEFAULT_TIMEOUT,
-    JOB_RENDEZVOUS_DIRNAME,
-    BackendUnavailableError,
     Coordinator,
-    CoordinatorClosedError,
     FileCoordinator,
     GatherResult,
     RankInfo,
-    RanksTypeError,
-    RanksValueError,
     SingleCoordinator,
     StoreCoordinator,
     choose_backend,
     create_coordinator,
     detect,
 )
+from rankscribe.ranks.errors import (
+    BackendUnavailableError,
+    CoordinatorClosedError,
+    RanksTypeError,
+    RanksValueError,
+)
+from rankscribe.ranks.files import JOB_RENDEZVOUS_DIRNAME
 
 ALONE = RankInfo(0, 1, 0, 1, "h", "single")
 
@@ -161,6 +163,7 @@ def test_create_under_an_mpi_launcher_without_mpi(monkeypatch: pytest.MonkeyPatc
     def unavailable() -> None:
         raise BackendUnavailableError("the MPI backend needs mpi4py and an MPI library")
 
+    # private: patches the mpi4py loader to play a machine without MPI
     monkeypatch.setattr("rankscribe.ranks.backends._mpi_loader.load_mpi", unavailable)
     with pytest.raises(BackendUnavailableError, match="needs mpi4py"):
         create_coordinator(RankInfo(0, 4, 0, 4, "h", "openmpi"))

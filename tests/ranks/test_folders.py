@@ -15,13 +15,9 @@ from typing import Any
 
 import pytest
 
-from rankscribe.ranks import (
-    JOB_RENDEZVOUS_DIRNAME,
-    FileCoordinator,
-    RankInfo,
-    RendezvousError,
-    create_coordinator,
-)
+from rankscribe.ranks import FileCoordinator, RankInfo, create_coordinator
+from rankscribe.ranks.errors import RendezvousError
+from rankscribe.ranks.files import JOB_RENDEZVOUS_DIRNAME
 from tests._support.launchers import drop_launcher_variables
 
 OTHER_UID = 65534

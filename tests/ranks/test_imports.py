@@ -41,11 +41,12 @@ def test_without_mpi_the_mpi_backend_says_what_to_install() -> None:
         import sys
         sys.modules["mpi4py"] = None
         import rankscribe.ranks as ranks
+        import rankscribe.ranks.errors
         info = ranks.RankInfo(0, 2, 0, 2, "h", "pmi")
         try:
             ranks.create_coordinator(info)
         except ImportError as error:
-            assert isinstance(error, ranks.BackendUnavailableError)
+            assert isinstance(error, ranks.errors.BackendUnavailableError)
             print(error)
     """)
     assert result.returncode == 0, result.stderr

@@ -8,16 +8,16 @@ import types
 
 import pytest
 
-from rankscribe.ranks import (
+from rankscribe.ranks import RankInfo, RanksError, detect
+
+# private: the launcher detection rule's internals (patched environment probes)
+from rankscribe.ranks import _info as info_module
+from rankscribe.ranks.errors import (
+    BackendUnavailableError,
     RankEnvironmentError,
-    RankInfo,
-    RanksError,
     RanksTypeError,
     RanksValueError,
-    detect,
 )
-from rankscribe.ranks import _info as info_module
-from rankscribe.ranks.errors import BackendUnavailableError
 
 HOST = socket.gethostname()
 
@@ -239,6 +239,7 @@ def test_pmix_without_size_or_mpi_library_says_what_is_missing(
     def unavailable() -> None:
         raise BackendUnavailableError("no MPI library")
 
+    # private: patches the mpi4py loader to play a machine without MPI
     monkeypatch.setattr("rankscribe.ranks.backends._mpi_loader.load_mpi", unavailable)
     with pytest.raises(RankEnvironmentError, match=r"SLURM_NTASKS.*MPI library"):
         detect({"PMIX_RANK": "2"})

@@ -13,13 +13,9 @@ from typing import Any
 
 import pytest
 
-from rankscribe.ranks import (
-    JOB_RENDEZVOUS_DIRNAME,
-    FileCoordinator,
-    RankInfo,
-    RendezvousError,
-    create_coordinator,
-)
+from rankscribe.ranks import FileCoordinator, RankInfo, create_coordinator
+from rankscribe.ranks.errors import RendezvousError
+from rankscribe.ranks.files import JOB_RENDEZVOUS_DIRNAME
 from tests._support.launchers import Launches, drop_launcher_variables, rank_environment
 
 WORKER = Path(__file__).resolve().parent / "file_worker.py"

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from rankscribe.ranks import RankInfo, RanksTypeError, rank_dir
+from rankscribe.ranks import RankInfo, rank_dir
+from rankscribe.ranks.errors import RanksTypeError
 
 
 def info(rank: int, world_size: int) -> RankInfo:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rankscribe.ranks import CollectiveMismatchError, RanksValueError
+# private: the MPI message header and chunking, a codec
 from rankscribe.ranks.backends._message import (
     DEFAULT_CHUNK_BYTES,
     HEADER_SIZE,
@@ -17,6 +17,7 @@ from rankscribe.ranks.backends._message import (
     Operation,
     chunk_spans,
 )
+from rankscribe.ranks.errors import CollectiveMismatchError, RanksValueError
 
 GiB = 1 << 30
 

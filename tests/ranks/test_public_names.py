@@ -1,18 +1,38 @@
-"""The ranks' errors: the package lists the base and the claim's, errors lists them all."""
+"""The ranks' names: one spelling each; the sibling modules stay out of the package's list."""
 
 from __future__ import annotations
+
+import types
 
 import pytest
 
 import rankscribe.ranks
-from rankscribe.ranks import errors
+from rankscribe.ranks import errors, files, launchers, testing
+
+# Listed at the package top, where the docs spell them; every other error only in errors.
+PACKAGE_ERRORS = {"RanksError", "JobDirClaimedError"}
 
 
 @pytest.mark.parametrize("name", errors.__all__)
-def test_every_error_still_imports_from_the_package(name: str) -> None:
-    assert getattr(rankscribe.ranks, name) is getattr(errors, name)
-    listed = name in rankscribe.ranks.__all__
-    assert listed == (name in {"RanksError", "JobDirClaimedError"})
+def test_every_error_is_in_errors_and_only_the_base_and_the_claims_at_the_top(name: str) -> None:
+    if name in PACKAGE_ERRORS:
+        assert name in rankscribe.ranks.__all__
+        assert getattr(rankscribe.ranks, name) is getattr(errors, name)
+    else:
+        assert name not in rankscribe.ranks.__all__
+        assert not hasattr(rankscribe.ranks, name)  # no second spelling
+
+
+@pytest.mark.parametrize("module", [files, launchers, testing], ids=lambda m: m.__name__)
+def test_a_sibling_modules_names_are_not_the_packages(module: types.ModuleType) -> None:
+    exported = set(module.__all__)
+    assert exported
+    assert not exported & set(rankscribe.ranks.__all__)
+
+
+def test_the_tree_test_doubles_live_in_testing() -> None:
+    assert {"MemoryTreeHub", "MemoryTreeChannel"} <= set(testing.__all__)
+    assert not hasattr(rankscribe.ranks, "MemoryTreeHub")
 
 
 def test_the_store_a_store_coordinator_takes_is_public() -> None:

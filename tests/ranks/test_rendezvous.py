@@ -10,12 +10,8 @@ from typing import Any
 
 import pytest
 
-from rankscribe.ranks import (
-    CollectiveTimeoutError,
-    FileCoordinator,
-    RankInfo,
-    RendezvousError,
-)
+from rankscribe.ranks import FileCoordinator, RankInfo
+from rankscribe.ranks.errors import CollectiveTimeoutError, RendezvousError
 from tests._support.launchers import Launches, rank_environment
 
 WORKER = Path(__file__).resolve().parent / "file_worker.py"

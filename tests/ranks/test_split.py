@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rankscribe.ranks import RanksTypeError, RanksValueError, split_evenly
+from rankscribe.ranks import split_evenly
+from rankscribe.ranks.errors import RanksTypeError, RanksValueError
 
 items_lists = st.lists(st.integers(), max_size=300)
 world_sizes = st.integers(min_value=1, max_value=64)

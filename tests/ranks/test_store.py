@@ -15,18 +15,17 @@ from typing import Any
 
 import pytest
 
-from rankscribe.ranks import (
+from rankscribe.ranks import RankInfo, StoreCoordinator, create_coordinator
+from rankscribe.ranks.errors import (
     BackendUnavailableError,
     BarrierTimeoutError,
     CollectiveMismatchError,
     CollectiveTimeoutError,
-    RankInfo,
     RanksTypeError,
     RanksValueError,
-    StoreCoordinator,
     StoreError,
-    create_coordinator,
 )
+from tests._support.clocks import SleepingClock
 
 #: Seconds a collective that misses a rank may take past its timeout (polling, a busy machine).
 SLACK = 1.5
@@ -125,17 +124,17 @@ def test_gather_bcast_and_barrier_over_three_ranks_leave_no_key() -> None:
 
 
 def test_a_rank_that_skips_the_gather_is_named_within_the_timeout(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, ranks_clock: SleepingClock
 ) -> None:
     store = MemoryStore()
     root, present, absent = coordinators(store, 3, timeout=10)
     present.gather("from 1", timeout=1)
-    started = time.monotonic()
+    started = ranks_clock()
     with caplog.at_level(logging.WARNING, logger="rankscribe.ranks.backends._store"):
         result = root.gather("from 0", timeout=1.0)
-    elapsed = time.monotonic() - started
     assert result.values == {0: "from 0", 1: "from 1"} and result.missing == (2,)
-    assert 1.0 <= elapsed < 1.0 + SLACK
+    # it waited the whole timeout for rank 2, and not a poll longer
+    assert ranks_clock() - started == pytest.approx(1.0)
     assert (
         "gather #1: no object from rank(s) 2 within 1 s in the store under "
         "rankscribe/test/1/" in caplog.text
@@ -146,16 +145,17 @@ def test_a_rank_that_skips_the_gather_is_named_within_the_timeout(
     assert late.values == {} and late.missing == ()
     assert store.data == {}
     # The next gather is whole again: the late object did not leak into it.
+    ranks_clock.release()  # three ranks in threads meet in real time
     results = on_ranks([root, present, absent], lambda c: c.gather(f"second {c.rank}"))
     assert results[0].values == {r: f"second {r}" for r in range(3)} and results[0].complete
 
 
-def test_a_root_that_never_gathers_leaves_other_ranks_free() -> None:
+def test_a_root_that_never_gathers_leaves_other_ranks_free(ranks_clock: SleepingClock) -> None:
     store = MemoryStore()
     _, other = coordinators(store, 2, timeout=10)
-    started = time.monotonic()
+    started = ranks_clock()
     result = other.gather("mine", timeout=5)
-    assert time.monotonic() - started < 1.0  # a non-root rank never waits on a gather
+    assert ranks_clock() == started  # a non-root rank never waits on a gather
     assert result.values == {} and not result.is_root
 
 
@@ -263,6 +263,7 @@ def test_coordinators_made_in_the_same_order_share_keys_and_no_other(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # As in a fresh process per rank: no coordinator made before (other tests made some).
+    # private: resets the per-process store table between tests
     monkeypatch.setattr("rankscribe.ranks.backends._store._instances", {})
     monkeypatch.setenv("TORCHELASTIC_RUN_ID", "abc/1")
     monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "2")

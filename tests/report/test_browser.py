@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
+# private: the report writer behind the CLI, without plotly's browser
 from rankscribe.lineage.report._command import write_report
 
 from .conftest import SINGLE_RUNS, Base

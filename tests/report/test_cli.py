@@ -90,6 +90,8 @@ def test_without_plotly_the_error_is_the_public_report_unavailable_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from rankscribe.lineage.errors import LineageError, ReportUnavailableError
+
+    # private: the report writer behind the CLI, without plotly's browser
     from rankscribe.lineage.report._command import require_plotly
 
     for name in [name for name in sys.modules if name.split(".")[0] == "plotly"]:

@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+# private: the curve downsampling rule, no public door
 from rankscribe.lineage.report._downsample import downsample
 
 

@@ -13,7 +13,11 @@ import pytest
 
 from rankscribe.lineage import group_runs
 from rankscribe.lineage.cli import main
+
+# private: the page's figures, which the written HTML only holds as plotly JSON
 from rankscribe.lineage.report import _page as _report_page
+
+# private: the report's writer with a group-by, before the command parses arguments
 from rankscribe.lineage.report._command import write_report
 from rankscribe.writer import reader
 

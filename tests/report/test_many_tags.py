@@ -11,8 +11,14 @@ import time
 from pathlib import Path
 
 from rankscribe.lineage import merge_run_dir
+
+# private: the report writer behind the CLI, without plotly's browser
 from rankscribe.lineage.report._command import write_report
+
+# private: the report's data reduction, no public door
 from rankscribe.lineage.report._data import MAX_TAGS
+
+# private: the report page's HTML pieces, no public door
 from rankscribe.lineage.report._page import LISTED_TAGS
 from rankscribe.writer import SummaryRecord
 

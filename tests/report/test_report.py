@@ -14,8 +14,14 @@ import plotly.graph_objects as go
 import pytest
 
 from rankscribe.lineage import merge_run_dir
+
+# private: the report page's HTML pieces, no public door
 from rankscribe.lineage.report import _page as _report_page
+
+# private: the report writer behind the CLI, without plotly's browser
 from rankscribe.lineage.report._command import write_report
+
+# private: the report's data reduction, no public door
 from rankscribe.lineage.report._data import read_report_data
 from rankscribe.writer import SummaryRecord, reader
 
@@ -235,6 +241,7 @@ def test_a_job_not_merged_yet_is_shown_and_says_how_to_merge(tmp_path: Path) -> 
 def test_a_caller_with_threads_gets_workers_that_do_not_fork(base: Base) -> None:
     import threading
 
+    # private: the report's data reduction, no public door
     from rankscribe.lineage.report import _data as _report_data
 
     release = threading.Event()

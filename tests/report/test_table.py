@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+# private: the report's data reduction, no public door
 from rankscribe.lineage.report._data import RunInfo, collect_runs
+
+# private: the report's comparison table rule, no public door
 from rankscribe.lineage.report._table import build_table, comparison_axes
 
 from .conftest import Base
@@ -177,6 +180,7 @@ def test_a_merges_notes_are_no_hyper_parameter_axes() -> None:
 
 
 def test_a_run_is_left_out_only_for_an_axis_that_is_drawn_and_the_note_names_it() -> None:
+    # private: the report page's HTML pieces, no public door
     from rankscribe.lineage.report._page import _comparison_html
 
     runs = [

@@ -33,7 +33,7 @@ def clean_tree(tmp_path: Path) -> Path:
         {
             "__init__.py": """
             from rankscribe.writer._record import Record
-            __all__ = ["Record", "files"]
+            __all__ = ["Record"]
         """,
             "_record.py": "from rankscribe.writer import _framing\nclass Record: ...\n",
             "_framing.py": "import struct\n",
@@ -298,7 +298,7 @@ def test_the_allowed_package_graph_passes(clean_tree: Path) -> None:
         {
             "__init__.py": """
             from rankscribe.writer._record import Record
-            __all__ = ["Record", "files"]
+            __all__ = ["Record"]
         """,
             "_export.py": "from rankscribe.ranks.files import atomic_write\n",
         },
@@ -358,6 +358,61 @@ def test_a_name_missing_from_the_targets_all_is_listed(clean_tree: Path) -> None
     )
     assert "imports unlisted from rankscribe.writer.files" in result.stdout
     assert "imports frame" not in result.stdout
+
+
+def test_a_public_module_without_all_is_no_door_for_another_package(clean_tree: Path) -> None:
+    write_package(
+        clean_tree,
+        "writer",
+        {
+            "__init__.py": "from rankscribe.writer._record import Record\n__all__ = ['Record']\n",
+            "format/__init__.py": "from rankscribe.writer.format.framing import frame_it\n",
+            "format/framing.py": "__all__ = ['frame_it']\ndef frame_it() -> None: ...\n",
+        },
+    )
+    write_package(
+        clean_tree, "lineage", {"__init__.py": "from rankscribe.writer.format import frame_it\n"}
+    )
+    result = run(clean_tree)
+    assert result.returncode == 1
+    assert (
+        "rankscribe.lineage (line 1): imports from rankscribe.writer.format, which is neither "
+        "a public module with an __all__ nor a sibling-facing module (SIBLING_MODULES)"
+    ) in result.stdout
+
+
+def test_a_sibling_module_stays_out_of_the_top_level_all(clean_tree: Path) -> None:
+    write_package(
+        clean_tree,
+        "writer",
+        {
+            "__init__.py": """
+            from rankscribe.writer._record import Record
+            from rankscribe.writer.files import frame
+            __all__ = ["Record", "files", "frame"]
+        """,
+        },
+    )
+    result = run(clean_tree)
+    assert result.returncode == 1
+    assert "rankscribe.writer.__all__ lists the sibling module rankscribe.writer.files" in (
+        result.stdout
+    )
+    assert (
+        "rankscribe.writer.__all__ lists frame, which rankscribe.writer.files exports to the "
+        "siblings"
+    ) in result.stdout
+
+
+def test_a_sibling_module_must_be_documented_in_contributing(clean_tree: Path) -> None:
+    (clean_tree / "docs").mkdir()
+    (clean_tree / "docs" / "contributing.md").write_text(
+        "Sibling modules: `rankscribe.writer.eventfiles`.\n", encoding="utf-8"
+    )
+    result = run(clean_tree)
+    assert result.returncode == 1
+    assert "rankscribe.writer.files is not named in docs/contributing.md" in result.stdout
+    assert "rankscribe.writer.eventfiles is not a module of its package" in result.stdout
 
 
 def test_the_own_packages_private_modules_are_fine(clean_tree: Path) -> None:

@@ -196,3 +196,34 @@ def test_a_signature_naming_a_type_that_is_not_public_is_marked(fields_tree: Pat
     assert strict.returncode == 1
     assert "rankscribe.apisample.Reader: ! base class _Base is not public" in strict.stdout
     assert "export each type (in an __all__) or annotate with a public one" in strict.stdout
+
+
+def test_count_lists_names_per_package_and_module_without_class_members(tmp_path: Path) -> None:
+    snapshots = tmp_path / "snaps"
+    snapshots.mkdir()
+    (snapshots / "rankscribe-writer.txt").write_text(
+        "# public API of rankscribe.writer\n"
+        "rankscribe.writer.LIMIT: int = 3\n"
+        "rankscribe.writer.Widget: class(object) ()\n"
+        "rankscribe.writer.Widget.size: property -> int\n"
+        "rankscribe.writer.Widget.grow: method (self) -> None\n"
+        "rankscribe.writer.make: () -> Widget\n"
+        "rankscribe.writer.make: ! Widget in 'Widget' is not public\n"
+        "rankscribe.writer.files.frame: (data: bytes) -> bytes\n"
+        "rankscribe.writer.files.RECORD_OVERHEAD: int = 16\n",
+        encoding="utf-8",
+    )
+    result = run(tmp_path, "--count", "--snapshots", str(snapshots))
+    assert result.returncode == 0, result.stdout
+    lines = result.stdout.splitlines()
+    # Widget counts once (its members do not), the "!" note not at all; files is a sibling module.
+    assert "rankscribe-writer          3        2" in lines
+    assert "    rankscribe.writer: 3" in lines
+    assert "    rankscribe.writer.files: 2 (sibling-facing)" in lines
+    assert "all packages               3        2" in lines
+
+
+def test_snapshots_without_count_is_refused(tmp_path: Path) -> None:
+    result = run(tmp_path, "--snapshots", str(tmp_path))
+    assert result.returncode == 2
+    assert "--snapshots goes with --count" in result.stderr

@@ -37,7 +37,7 @@ def _run(tmp_path: Path) -> Path:
 
 
 def _file(tmp_path: Path, kind: str = "summary") -> Path:
-    return writer.list_summary_files(_run(tmp_path), kind)[0]
+    return reader.list_summary_files(_run(tmp_path), kind)[0]
 
 
 def _lineage_file(tmp_path: Path) -> Path:

@@ -19,8 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rankscribe.writer import WriterTypeError, WriterValueError, reader
-from rankscribe.writer.errors import RecordTooLargeError
+from rankscribe.writer import reader
+from rankscribe.writer.errors import RecordTooLargeError, WriterTypeError, WriterValueError
 from rankscribe.writer.eventfiles import (
     EventFileAppender,
     EventRecords,
@@ -28,6 +28,8 @@ from rankscribe.writer.eventfiles import (
     write_event_file,
 )
 from rankscribe.writer.files import read_records, summary_file_name
+
+# private: the event file's open/rotate rule (patched to inject faults)
 from rankscribe.writer.format import _eventfile  # the write calls: a full disk has no public door
 from rankscribe.writer.pb import (
     lineage_pb2,

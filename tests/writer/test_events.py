@@ -15,9 +15,13 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from rankscribe.writer import WriterTypeError, WriterValueError
+from rankscribe.writer.errors import WriterTypeError, WriterValueError
 from rankscribe.writer.files import SUMMARY_FILE_VERSION
+
+# private: the hand-written event wire bytes, a codec
 from rankscribe.writer.format import _events as events  # the hand-written encoders: no public door
+
+# private: the varint and field-key encoder, a codec
 from rankscribe.writer.format._wire import field_key, varint  # the one varint encoder
 from rankscribe.writer.pb import anf_ir_pb2, lineage_pb2, summary_pb2
 

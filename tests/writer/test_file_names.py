@@ -13,6 +13,8 @@ import time
 import pytest
 
 from rankscribe.writer import SummaryRecord, reader
+
+# private: patches the file-name clock and claim lock
 from rankscribe.writer.format import _names
 from rankscribe.writer.pb import lineage_pb2
 from tests._support.launchers import run_bounded

@@ -19,7 +19,10 @@ from rankscribe.ranks.files import (
     file_mode,
     make_private_dir,
 )
-from rankscribe.writer import SummaryRecord, WriterTypeError, reader
+from rankscribe.writer import SummaryRecord, reader
+from rankscribe.writer.errors import WriterTypeError
+
+# private: patches the file-name clock and claim lock
 from rankscribe.writer.format import _names as names
 from tests._support.modes import umask_022  # noqa: F401 - autouse: every test here runs under it
 

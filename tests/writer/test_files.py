@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from rankscribe.writer import SummaryRecord, WriterTypeError, WriterValueError, files, reader
+from rankscribe.writer import SummaryRecord, files, reader
+from rankscribe.writer.errors import WriterTypeError, WriterValueError
 from rankscribe.writer.files import FileKind, file_kind, parse_file_name, tensorboard_file_name
 
 

@@ -9,8 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rankscribe.writer import CorruptRecordError, RecordReader, read_records
-from rankscribe.writer.files import RECORD_OVERHEAD, frame
+from rankscribe.writer.errors import CorruptRecordError
+from rankscribe.writer.files import RECORD_OVERHEAD, RecordReader, frame, read_records
+
+# private: CRC-32C and its mask, to forge or check records
 from rankscribe.writer.format._crc import crc32c, mask, masked_crc32c
 
 

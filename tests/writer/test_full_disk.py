@@ -18,7 +18,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rankscribe.writer import SummaryRecord, WriterOSError
+from rankscribe.writer import SummaryRecord
+from rankscribe.writer.errors import WriterOSError
+
+# private: the event file's open/rotate rule (patched to inject faults)
 from rankscribe.writer.format import _eventfile as eventfile
 from tests._support.launchers import run_bounded
 

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+# private: the histogram bucket rule (MindInsight's buckets), a codec
 from rankscribe.writer.encoding._histogram import (
     MAX_BUCKETS,
     HistogramData,

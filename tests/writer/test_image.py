@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from PIL import Image
 
+# private: the PNG/image codec
 from rankscribe.writer.encoding._image import (
     COLORSPACE_RGB,
     decode_png,

@@ -13,7 +13,9 @@ import time
 
 import pytest
 
-from rankscribe.writer import WriterFailedError
+from rankscribe.writer.errors import WriterFailedError
+
+# private: the writer pipeline's queue/thread rule, no public door
 from rankscribe.writer.record._pipeline import Pipeline
 
 

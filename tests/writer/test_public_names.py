@@ -1,16 +1,16 @@
-"""The writer's second spellings: out of ``rankscribe.writer.__all__``, still importable."""
+"""The writer's names: one spelling each, in its home module; the top lists what users need."""
 
 from __future__ import annotations
 
-import importlib
+import types
 
 import pytest
 
 from rankscribe import writer
-from rankscribe.writer import errors, files, reader
+from rankscribe.writer import errors, eventfiles, files, operators, reader
 
-# Names the package top no longer lists: each has one home, where the docs spell it.
-UNLISTED = {
+# Names the package top does not list: each has one home, where the docs spell it.
+HOMES = {
     **{name: errors for name in errors.__all__ if name != "WriterError"},
     "RecordReader": files,
     "read_records": files,
@@ -32,19 +32,31 @@ UNLISTED = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(UNLISTED))
-def test_an_unlisted_name_still_imports_as_its_home_object(name: str) -> None:
+@pytest.mark.parametrize("name", sorted(HOMES))
+def test_a_name_has_one_spelling_in_its_home_module(name: str) -> None:
     assert name not in writer.__all__
-    assert getattr(importlib.import_module("rankscribe.writer"), name) is getattr(
-        UNLISTED[name], name
-    )
-    assert name in UNLISTED[name].__all__
+    assert name in HOMES[name].__all__
+    with pytest.raises(AttributeError, match=name):
+        getattr(writer, name)
 
 
 @pytest.mark.parametrize("name", ["EventFileName", "FileKind", "file_kind", "parse_file_name"])
 def test_file_name_helpers_are_listed_in_files_not_reader(name: str) -> None:
     assert name in files.__all__ and name not in reader.__all__
     assert getattr(reader, name) is getattr(files, name)
+
+
+@pytest.mark.parametrize("module", [files, eventfiles, operators], ids=lambda m: m.__name__)
+def test_a_sibling_modules_names_are_not_the_packages(module: types.ModuleType) -> None:
+    exported = set(module.__all__)
+    assert exported
+    assert not exported & set(writer.__all__)
+
+
+def test_the_operators_are_spelled_at_the_package_only() -> None:
+    for name in ("histogram_summary", "image_summary", "scalar_summary", "tensor_summary"):
+        assert name in writer.__all__ and name not in operators.__all__
+        assert getattr(writer, name) is getattr(operators, name)
 
 
 def test_the_package_lists_the_record_the_operators_and_the_base_error() -> None:

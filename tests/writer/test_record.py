@@ -17,10 +17,21 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from rankscribe.writer import WriterError, WriterFailedError, WriterStateError
+from rankscribe.writer import WriterError
+
+# private: the tensor codec
 from rankscribe.writer.encoding._tensor import decode_tensor
-from rankscribe.writer.errors import StepTooLargeError, WriterValueError
+from rankscribe.writer.errors import (
+    StepTooLargeError,
+    WriterFailedError,
+    WriterStateError,
+    WriterValueError,
+)
+
+# private: patches the file-name clock and claim lock
 from rankscribe.writer.format import _names
+
+# private: the event file's open/rotate rule (patched to inject faults)
 from rankscribe.writer.format._eventfile import EventFile
 from rankscribe.writer.pb import anf_ir_pb2, lineage_pb2, summary_pb2
 

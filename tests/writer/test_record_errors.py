@@ -13,7 +13,8 @@ import os
 import numpy as np
 import pytest
 
-from rankscribe.writer import WriterError, WriterTypeError, WriterValueError
+from rankscribe.writer import WriterError
+from rankscribe.writer.errors import WriterTypeError, WriterValueError
 from rankscribe.writer.pb import anf_ir_pb2, lineage_pb2, summary_pb2
 
 

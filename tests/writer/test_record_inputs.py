@@ -7,7 +7,9 @@ import logging
 import numpy as np
 import pytest
 
-from rankscribe.writer import SummaryRecord, WriterTypeError, WriterValueError, load_dir, reader
+from rankscribe.writer import SummaryRecord, reader
+from rankscribe.writer.errors import WriterTypeError, WriterValueError
+from rankscribe.writer.reader import load_dir
 
 
 def test_numpy_integer_steps_are_steps(tmp_path):

@@ -14,7 +14,8 @@ import time
 import numpy as np
 import pytest
 
-from rankscribe.writer import RecordTooLargeError, WriterError
+from rankscribe.writer import WriterError
+from rankscribe.writer.errors import RecordTooLargeError
 from rankscribe.writer.pb import lineage_pb2
 
 VERSION_RECORD = 28 + 16  # docs/file-format.md: the version event is 28 bytes, plus framing

@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from rankscribe.writer import SummaryRecord, reader
+
+# private: the tensor codec
 from rankscribe.writer.encoding._tensor import (
     decode_tensor,
     tensor_data_type,

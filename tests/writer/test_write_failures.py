@@ -9,9 +9,12 @@ import os
 import numpy as np
 import pytest
 
-from rankscribe.writer import SummaryRecord, load_dir
+from rankscribe.writer import SummaryRecord
 from rankscribe.writer.files import read_records
+
+# private: the event file's open/rotate rule (patched to inject faults)
 from rankscribe.writer.format._eventfile import EventFile
+from rankscribe.writer.reader import load_dir
 
 
 def test_a_failed_write_at_rotation_keeps_the_buffered_records(tmp_path, monkeypatch):
@@ -72,6 +75,7 @@ def test_a_step_over_the_limit_after_encoding_is_dropped_and_writing_goes_on(
 ):
     # record() refuses over-limit steps from an upper-bound estimate, so the
     # encoder's own check is a last guard: make it the one that fires.
+    # private: patches the step encoder to inject a failure mid-write
     from rankscribe.writer.encoding import _steps as steps
 
     monkeypatch.setattr(steps, "MAX_STEP_BYTES", 1_000)

@@ -303,7 +303,8 @@ def job_view(data: bytes) -> None:
     ``merge_run_dir`` and ``write_job_view`` (with each rank's ``series_from_dir``)
     either succeed, with verdicts of plain types, or refuse with the project's errors.
     """
-    from rankscribe.lineage import merge_run_dir, series_from_dir, write_job_view
+    from rankscribe.lineage import merge_run_dir
+    from rankscribe.lineage.jobview import series_from_dir, write_job_view
 
     errors = _lineage_errors()
     ranks, world_size, files = job_files(data)
@@ -351,7 +352,8 @@ def live_state_file(data: bytes) -> None:
     it cannot use is no live view), and every line it returns is a str.
     """
     from rankscribe.lineage import cli as lineage_cli
-    from rankscribe.lineage.jobview import LIVE_STATE_NAME, live_lines
+    from rankscribe.lineage.jobparts import LIVE_STATE_NAME
+    from rankscribe.lineage.jobview import live_lines
 
     job = _scratch.root / "livejob"
     job.mkdir(exist_ok=True)
@@ -372,8 +374,9 @@ def claim_file(data: bytes) -> None:
     ``JobDirClaimedError``; "append" joins with the claim's job id or refuses with
     ``JobDirError``; nothing else escapes, and no claim is waited for.
     """
-    from rankscribe.ranks import CLAIM_FILE_NAME, JobClaim, claim_job_dir
+    from rankscribe.ranks import JobClaim, claim_job_dir
     from rankscribe.ranks.errors import JobDirClaimedError, JobDirError
+    from rankscribe.ranks.files import CLAIM_FILE_NAME
 
     base = _scratch.root / f"claims-{next(_scratch._count)}"
     try:
@@ -423,8 +426,8 @@ def tree_message(data: bytes) -> None:
     ``PartialFormatError`` only; a partial that is taken names only ranks of the
     subtree, and its statistics read.
     """
-    from rankscribe.lineage.jobview import JobPartial, PartialFormatError
-    from rankscribe.ranks import MemoryTreeChannel, MemoryTreeHub
+    from rankscribe.lineage.jobparts import JobPartial, PartialFormatError
+    from rankscribe.ranks.testing import MemoryTreeChannel, MemoryTreeHub
 
     hub = MemoryTreeHub()
     root = MemoryTreeChannel(hub, 0, TREE_WORLD, TREE_FAN_IN)
@@ -502,7 +505,7 @@ def _query_with_index(data: bytes) -> None:
 def _container_as_partial(data: bytes) -> None:
     """``data`` as a job-view partial: refused with PartialFormatError, or a partial that
     merges with another and travels again."""
-    from rankscribe.lineage.jobview import JobPartial, PartialFormatError
+    from rankscribe.lineage.jobparts import JobPartial, PartialFormatError
 
     partial = _expect(
         "JobPartial.from_bytes", (PartialFormatError,), lambda: JobPartial.from_bytes(data)

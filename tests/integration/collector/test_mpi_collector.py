@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rankscribe.lineage import get_summary_lineage, parse_run
-from rankscribe.writer import load_dir
+from rankscribe.lineage import get_summary_lineage
+from rankscribe.lineage.recording import parse_run
+from rankscribe.writer.reader import load_dir
 
 HERE = Path(__file__).resolve().parent
 SCENARIOS = HERE / "collector_scenarios.py"

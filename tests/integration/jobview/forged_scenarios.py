@@ -19,10 +19,14 @@ from unittest import mock
 
 import numpy as np
 
-from rankscribe.collector import ArrayDataset, ArrayNetwork, ArrayOptimizer
-from rankscribe.collector._collector import SummaryCollector
-from rankscribe.collector._loop import TrainLoop
-from rankscribe.lineage.jobview import JobPartial
+from rankscribe.collector import (
+    ArrayDataset,
+    ArrayNetwork,
+    ArrayOptimizer,
+    SummaryCollector,
+    TrainLoop,
+)
+from rankscribe.lineage.jobparts import JobPartial
 from rankscribe.ranks import detect
 
 STEP_SECONDS = 0.02

@@ -28,9 +28,13 @@ from typing import Any
 
 import numpy as np
 
-from rankscribe.collector import ArrayDataset, ArrayNetwork, ArrayOptimizer
-from rankscribe.collector._collector import SummaryCollector
-from rankscribe.collector._loop import TrainLoop
+from rankscribe.collector import (
+    ArrayDataset,
+    ArrayNetwork,
+    ArrayOptimizer,
+    SummaryCollector,
+    TrainLoop,
+)
 from rankscribe.ranks import detect
 
 STEPS = 30

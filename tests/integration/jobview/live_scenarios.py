@@ -25,9 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from rankscribe.collector import ArrayDataset, ArrayNetwork, ArrayOptimizer
-from rankscribe.collector._collector import SummaryCollector
-from rankscribe.collector._loop import TrainLoop
+from rankscribe.collector import (
+    ArrayDataset,
+    ArrayNetwork,
+    ArrayOptimizer,
+    SummaryCollector,
+    TrainLoop,
+)
 from rankscribe.ranks import detect
 
 STEP_SECONDS = 0.02

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rankscribe.lineage import parse_run
+from rankscribe.lineage.recording import parse_run
 
 HERE = Path(__file__).resolve().parent
 SCENARIO = HERE / "forged_scenarios.py"

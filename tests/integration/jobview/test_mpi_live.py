@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from rankscribe.lineage import parse_run
+from rankscribe.lineage.recording import parse_run
 from rankscribe.writer.reader import scalars
 from tests._support.launchers import Finished, Launches, run_bounded
 

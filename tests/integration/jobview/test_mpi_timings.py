@@ -16,13 +16,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rankscribe.lineage import parse_run
-from rankscribe.lineage.jobview import (
-    FINGERPRINT_TAG,
-    SECTION_TAG_PREFIX,
-    STEP_TIME_TAG,
-    verdict_lines,
-)
+from rankscribe.lineage.jobparts import FINGERPRINT_TAG
+from rankscribe.lineage.jobview import SECTION_TAG_PREFIX, STEP_TIME_TAG, verdict_lines
+from rankscribe.lineage.recording import parse_run
 from rankscribe.writer.reader import scalars
 
 HERE = Path(__file__).resolve().parent

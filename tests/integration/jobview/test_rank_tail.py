@@ -14,7 +14,10 @@ from pathlib import Path
 
 import pytest
 
+# private: the rank side of the live protocol (file tail), no public door
 from rankscribe.collector import _live
+
+# private: the rank side of the live protocol (file tail), no public door
 from rankscribe.collector._live import LiveRankView, RankFileTail
 from rankscribe.writer import SummaryRecord, reader, scalar_summary
 

@@ -18,18 +18,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rankscribe.collector._collector import SummaryCollector
+from rankscribe.collector import SummaryCollector
 from rankscribe.collector.errors import CollectorValueError
-from rankscribe.lineage.jobview import JobPartial, JobStatistics, RankSeries
-from rankscribe.ranks import (
-    FileCoordinator,
-    MemoryTreeChannel,
-    MemoryTreeHub,
-    RankInfo,
-    RanksValueError,
-    StoreCoordinator,
-    tree_channel,
-)
+from rankscribe.lineage.jobparts import JobPartial
+from rankscribe.lineage.jobview import JobStatistics, RankSeries
+from rankscribe.ranks import FileCoordinator, RankInfo, StoreCoordinator, tree_channel
+from rankscribe.ranks.errors import RanksValueError
+from rankscribe.ranks.testing import MemoryTreeChannel, MemoryTreeHub
 
 WORLD = 20
 

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from rankscribe.ranks import (
-    BarrierTimeoutError,
     MpiCoordinator,
     RankInfo,
     create_coordinator,
@@ -31,7 +30,10 @@ from rankscribe.ranks import (
     rank_dir,
     split_evenly,
 )
+
+# private: the MPI message header and chunking, a codec
 from rankscribe.ranks.backends._message import MPI_COUNT_LIMIT
+from rankscribe.ranks.errors import BarrierTimeoutError
 
 #: The timeout of the collective that a rank misses, in seconds.
 MISSED_TIMEOUT = 3.0

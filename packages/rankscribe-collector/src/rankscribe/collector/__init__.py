@@ -30,9 +30,9 @@ from rankscribe.collector._collector import SummaryCollector
 from rankscribe.collector._loop import TrainLoop
 from rankscribe.collector._progress import Progress
 from rankscribe.collector._session import TrainSession
-from rankscribe.collector.adapters import register_adapter
 from rankscribe.collector.adapters._arrays import ArrayDataset, ArrayNetwork, ArrayOptimizer
 from rankscribe.collector.adapters._graph import GraphDescription, GraphNode, GraphParameter
+from rankscribe.collector.adapters._registry import register_adapter
 from rankscribe.collector.checkpoint._callback import CheckpointManager, ModelCheckpoint
 from rankscribe.collector.checkpoint._config import CheckpointConfig
 from rankscribe.collector.checkpoint._format import (

@@ -32,10 +32,10 @@ import os
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from time import perf_counter
 from types import TracebackType
 from typing import Any
 
+from rankscribe.collector import _clock
 from rankscribe.collector._callback import MODES, Callback, CallbackParams, RunContext
 from rankscribe.collector._fingerprint import DEFAULT_FINGERPRINT_BUDGET
 from rankscribe.collector._lineage import DEFAULT_MERGE_TIMEOUT, LineageRecorder
@@ -305,7 +305,7 @@ class SummaryCollector(Callback):
         return self._timings.section(name)
 
     def step_begin(self, run_context: RunContext) -> None:
-        now = perf_counter()
+        now = _clock.now()
         # Set by a loop that calls step_begin after the step (TrainSession): no data wait.
         started = run_context.original_args().step_started_at
         timings = self._timings
@@ -318,7 +318,7 @@ class SummaryCollector(Callback):
             self._step_started = started
 
     def step_end(self, run_context: RunContext) -> None:
-        ended = perf_counter()
+        ended = _clock.now()
         params = run_context.original_args()
         started, self._step_started = self._step_started, None
         step = params.cur_step_num
@@ -345,7 +345,7 @@ class SummaryCollector(Callback):
             timings.last_end = ended
             return
         self._step_end(params, started, ended)
-        self._timings.last_end = perf_counter()
+        self._timings.last_end = _clock.now()
 
     def _step_end(self, params: CallbackParams, started: float | None, ended: float) -> None:
         """A step that collects, writes, saves landscape parameters, or is not in training."""

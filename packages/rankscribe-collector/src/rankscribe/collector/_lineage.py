@@ -49,20 +49,23 @@ from rankscribe.collector._series import ScalarSeries
 from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.collection._extractor import ValueSink
 from rankscribe.lineage import (
-    MERGE_LOCK_NAME,
     DatasetGraphInfo,
     EvalLineageInfo,
     LineageError,
     RunLineage,
     UserDefinedInfo,
-    eval_lineage_from_args,
     get_run_lineage,
     merge_rank_lineages,
+)
+from rankscribe.lineage.jobparts import session_values, system_evidence
+from rankscribe.lineage.jobview import RankSeries, write_job_view
+from rankscribe.lineage.recording import (
+    MERGE_LOCK_NAME,
+    eval_lineage_from_args,
     parse_run,
     train_lineage_from_args,
     write_merged_lineage,
 )
-from rankscribe.lineage.jobview import RankSeries, session_values, system_evidence, write_job_view
 from rankscribe.ranks import Coordinator, RankInfo, RanksError, create_coordinator
 from rankscribe.ranks.files import file_mode
 

@@ -39,13 +39,11 @@ from rankscribe.collector._rank_tail import RankFileTail
 from rankscribe.collector._series import ScalarSeries
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 from rankscribe.lineage import LineageError, merge_run_dir
-from rankscribe.lineage.jobview import (
+from rankscribe.lineage.jobparts import (
     DEFAULT_JOB_VIEW_INTERVAL,
     FINAL_ROUND,
     ControlFile,
     JobPartial,
-    LiveJobView,
-    VerdictCallback,
     decode_message,
     encode_message,
     round_name,
@@ -54,6 +52,7 @@ from rankscribe.lineage.jobview import (
     rounds_per_interval,
     session_values,
 )
+from rankscribe.lineage.jobview import LiveJobView, VerdictCallback
 from rankscribe.ranks import RankInfo, RanksError, TreeChannel, tree_channel
 from rankscribe.ranks.files import rank_dir_name
 
@@ -513,6 +512,6 @@ class LiveRankView:
 
 
 def _short(ranks: list[int]) -> str:
-    from rankscribe.lineage.jobview import ranges_text  # noqa: PLC0415
+    from rankscribe.lineage.jobparts import ranges_text  # noqa: PLC0415
 
     return ranges_text(ranks, limit=200)

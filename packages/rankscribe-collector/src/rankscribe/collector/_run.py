@@ -35,7 +35,6 @@ from rankscribe.collector.collection._options import CollectorArguments
 from rankscribe.collector.collection._schedule import CollectionSchedule
 from rankscribe.collector.landscape._saver import LandscapeSaver
 from rankscribe.ranks import (
-    CLAIM_FILE_NAME,
     Coordinator,
     JobDirClaimedError,
     OnExists,
@@ -46,7 +45,7 @@ from rankscribe.ranks import (
     rank_dir,
 )
 from rankscribe.ranks.errors import JSONDataError
-from rankscribe.ranks.files import make_private_dir, rank_dir_name, read_regular
+from rankscribe.ranks.files import CLAIM_FILE_NAME, make_private_dir, rank_dir_name, read_regular
 from rankscribe.ranks.jsondata import parse_json
 from rankscribe.writer import SummaryRecord
 

@@ -18,16 +18,17 @@ from __future__ import annotations
 import logging
 from array import array
 from collections.abc import Callable, Sequence
-from time import perf_counter
 from typing import TYPE_CHECKING, Any, Protocol
 
+from rankscribe.collector import _clock
 from rankscribe.collector._fingerprint import (
     DEFAULT_FINGERPRINT_BUDGET,
     FingerprintPart,
     slice_bounds,
     slice_fingerprint,
 )
-from rankscribe.lineage.jobview import DATA_WAIT_TAG, FINGERPRINT_TAG, STEP_TIME_TAG, RankSeries
+from rankscribe.lineage.jobparts import FINGERPRINT_TAG
+from rankscribe.lineage.jobview import DATA_WAIT_TAG, STEP_TIME_TAG, RankSeries
 
 if TYPE_CHECKING:
     from rankscribe.collector.collection._extractor import ValueSink
@@ -281,7 +282,7 @@ class SeriesRecorder:
             return
         self._time_steps.append(step)
         self._time_values.append(seconds)
-        now = perf_counter()
+        now = _clock.now()
         if (
             write_now
             or seconds >= STEP_TIME_WRITE_AT_ONCE
@@ -308,7 +309,7 @@ class SeriesRecorder:
                 record.add_value("scalar", tag, seconds)
             record.record(step)
             self._last_written_step = max(self._last_written_step, step)
-        self.last_write = perf_counter()
+        self.last_write = _clock.now()
 
     def write_kept_step_times(self, record: SummaryRecord) -> None:
         """Write timings still kept, leaving summary operators' values alone.

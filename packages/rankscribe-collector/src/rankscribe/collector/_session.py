@@ -36,10 +36,10 @@ is inside that interval): mark the parts of your step with
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from time import perf_counter
 from types import TracebackType
 from typing import Any
 
+from rankscribe.collector import _clock
 from rankscribe.collector._callback import Callback, CallbackList, CallbackParams, RunContext
 from rankscribe.collector._checks import check_iterable, check_optional_text
 from rankscribe.collector._loop import TrainLoop
@@ -201,7 +201,7 @@ class TrainSession:
         for number in range(self._params.cur_epoch_num + 1, self._epochs + 1):
             self._params.cur_epoch_num = number
             self._callbacks.epoch_begin(self._context)
-            self._previous_step = perf_counter()
+            self._previous_step = _clock.now()
             yield number
             self._callbacks.epoch_end(self._context)
             if self.stop_requested:
@@ -218,7 +218,7 @@ class TrainSession:
             raise CollectorStateError(
                 f"{_OWNER}.step() is called inside `for epoch in session.epochs():`."
             )
-        now = perf_counter()
+        now = _clock.now()
         params = self._params
         params.step_started_at = self._previous_step if self._previous_step is not None else now
         self._previous_step = now

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import logging
 import re
-from time import perf_counter
 from types import TracebackType
 from typing import Any
 
+from rankscribe.collector import _clock
 from rankscribe.collector._callback import CallbackParams
 from rankscribe.collector._series import SeriesRecorder
 from rankscribe.collector.adapters import AdapterRegistry
@@ -61,7 +61,7 @@ class Section:
         self._started = 0.0
 
     def __enter__(self) -> Section:
-        self._started = perf_counter()
+        self._started = _clock.now()
         return self
 
     def __exit__(
@@ -71,7 +71,7 @@ class Section:
         traceback: TracebackType | None,
     ) -> None:
         totals = self._totals
-        totals[self._tag] = totals.get(self._tag, 0.0) + (perf_counter() - self._started)
+        totals[self._tag] = totals.get(self._tag, 0.0) + (_clock.now() - self._started)
 
 
 class StepTimings:

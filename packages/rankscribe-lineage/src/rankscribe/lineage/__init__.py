@@ -7,8 +7,6 @@
   :func:`merge_run_dir` (offline, from the ``rank_<n>`` directories).
 - Recording: the :class:`TrainLineage` and :class:`EvalLineage` callbacks (their
   base :class:`LineageCallback`; the record they write to: :class:`SummaryRecordLike`).
-- One run's lineage files, folded: :func:`parse_run` (the files, when already
-  listed: :class:`LineageFile`).
 - TensorBoard's HParams tab: :func:`write_hparams`.
 - Runs side by side across seeds: :func:`group_runs` (groups of runs that agree
   on lineage keys, their final values as mean +- std and their curves' bands).
@@ -30,39 +28,12 @@ from rankscribe.ranks.imports import lazy_attributes
 
 if TYPE_CHECKING:
     from rankscribe.lineage._hparams import write_hparams
-    from rankscribe.lineage.errors import LineageDirNotExistError as LineageDirNotExistError
     from rankscribe.lineage.errors import LineageError
-    from rankscribe.lineage.errors import LineageExpressionError as LineageExpressionError
-    from rankscribe.lineage.errors import LineageFileNotFoundError as LineageFileNotFoundError
-    from rankscribe.lineage.errors import LineageLogError as LineageLogError
-    from rankscribe.lineage.errors import LineageMergeError as LineageMergeError
-    from rankscribe.lineage.errors import (
-        LineageParamSummaryPathError as LineageParamSummaryPathError,
-    )
-    from rankscribe.lineage.errors import LineageParamTypeError as LineageParamTypeError
-    from rankscribe.lineage.errors import LineageParamValueError as LineageParamValueError
-    from rankscribe.lineage.errors import (
-        LineageQuerySummaryDataError as LineageQuerySummaryDataError,
-    )
-    from rankscribe.lineage.errors import (
-        LineageSearchConditionParamError as LineageSearchConditionParamError,
-    )
-    from rankscribe.lineage.errors import (
-        LineageSummaryAnalyzeException as LineageSummaryAnalyzeException,
-    )
-    from rankscribe.lineage.errors import (
-        LineageSummaryParseException as LineageSummaryParseException,
-    )
-    from rankscribe.lineage.errors import MindInsightException as MindInsightException
     from rankscribe.lineage.group._forming import GroupSpread
     from rankscribe.lineage.group._grouping import GroupedRuns, RunGroup, group_runs
-    from rankscribe.lineage.jobview import JobView as JobView
-    from rankscribe.lineage.jobview import RankSeries as RankSeries
     from rankscribe.lineage.jobview import VerdictSettings, judge_timings
-    from rankscribe.lineage.jobview import series_from_dir as series_from_dir
-    from rankscribe.lineage.jobview import write_job_view as write_job_view
     from rankscribe.lineage.merge._lineages import merge_rank_lineages
-    from rankscribe.lineage.merge._merge import MERGE_LOCK_NAME, MergeOutcome, merge_run_dir
+    from rankscribe.lineage.merge._merge import MergeOutcome, merge_run_dir
     from rankscribe.lineage.query._querier import (
         filter_runs,
         filter_summary_lineage,
@@ -74,16 +45,12 @@ if TYPE_CHECKING:
         LineageCallback,
         SummaryRecordLike,
         TrainLineage,
-        eval_lineage_from_args,
-        train_lineage_from_args,
     )
     from rankscribe.lineage.record._dataset_graph import (
         DatasetGraphInfo,
         OperationInfo,
         OperationParameterInfo,
     )
-    from rankscribe.lineage.record._discovery import LineageFile
-    from rankscribe.lineage.record._lineage_file import write_merged_lineage
     from rankscribe.lineage.record._model import (
         Algorithm,
         EvalLineageInfo,
@@ -95,39 +62,21 @@ if TYPE_CHECKING:
         UserDefinedInfo,
         ValidDataset,
     )
-    from rankscribe.lineage.record._parser import ParsedRun, RunLineage, parse_run
+    from rankscribe.lineage.record._parser import RunLineage
 
 # Where each name lives. Imported on first use (PEP 562): a command that reads an
 # index and prints a table never loads the writer, numpy or protobuf
 # (docs/lineage-queries.md, "The command line").
 _HOMES = {
     "write_hparams": "rankscribe.lineage._hparams",
-    "LineageDirNotExistError": "rankscribe.lineage.errors",
     "LineageError": "rankscribe.lineage.errors",
-    "LineageExpressionError": "rankscribe.lineage.errors",
-    "LineageFileNotFoundError": "rankscribe.lineage.errors",
-    "LineageLogError": "rankscribe.lineage.errors",
-    "LineageMergeError": "rankscribe.lineage.errors",
-    "LineageParamSummaryPathError": "rankscribe.lineage.errors",
-    "LineageParamTypeError": "rankscribe.lineage.errors",
-    "LineageParamValueError": "rankscribe.lineage.errors",
-    "LineageQuerySummaryDataError": "rankscribe.lineage.errors",
-    "LineageSearchConditionParamError": "rankscribe.lineage.errors",
-    "LineageSummaryAnalyzeException": "rankscribe.lineage.errors",
-    "LineageSummaryParseException": "rankscribe.lineage.errors",
-    "MindInsightException": "rankscribe.lineage.errors",
     "GroupSpread": "rankscribe.lineage.group._forming",
     "GroupedRuns": "rankscribe.lineage.group._grouping",
     "RunGroup": "rankscribe.lineage.group._grouping",
     "group_runs": "rankscribe.lineage.group._grouping",
-    "JobView": "rankscribe.lineage.jobview",
-    "RankSeries": "rankscribe.lineage.jobview",
     "VerdictSettings": "rankscribe.lineage.jobview",
     "judge_timings": "rankscribe.lineage.jobview",
-    "series_from_dir": "rankscribe.lineage.jobview",
-    "write_job_view": "rankscribe.lineage.jobview",
     "merge_rank_lineages": "rankscribe.lineage.merge._lineages",
-    "MERGE_LOCK_NAME": "rankscribe.lineage.merge._merge",
     "MergeOutcome": "rankscribe.lineage.merge._merge",
     "merge_run_dir": "rankscribe.lineage.merge._merge",
     "filter_runs": "rankscribe.lineage.query._querier",
@@ -138,13 +87,9 @@ _HOMES = {
     "LineageCallback": "rankscribe.lineage.record._callbacks",
     "SummaryRecordLike": "rankscribe.lineage.record._callbacks",
     "TrainLineage": "rankscribe.lineage.record._callbacks",
-    "eval_lineage_from_args": "rankscribe.lineage.record._callbacks",
-    "train_lineage_from_args": "rankscribe.lineage.record._callbacks",
     "DatasetGraphInfo": "rankscribe.lineage.record._dataset_graph",
     "OperationInfo": "rankscribe.lineage.record._dataset_graph",
     "OperationParameterInfo": "rankscribe.lineage.record._dataset_graph",
-    "LineageFile": "rankscribe.lineage.record._discovery",
-    "write_merged_lineage": "rankscribe.lineage.record._lineage_file",
     "Algorithm": "rankscribe.lineage.record._model",
     "EvalLineageInfo": "rankscribe.lineage.record._model",
     "HyperParameters": "rankscribe.lineage.record._model",
@@ -154,9 +99,7 @@ _HOMES = {
     "TrainLineageInfo": "rankscribe.lineage.record._model",
     "UserDefinedInfo": "rankscribe.lineage.record._model",
     "ValidDataset": "rankscribe.lineage.record._model",
-    "ParsedRun": "rankscribe.lineage.record._parser",
     "RunLineage": "rankscribe.lineage.record._parser",
-    "parse_run": "rankscribe.lineage.record._parser",
 }
 
 __getattr__, __dir__ = lazy_attributes(__name__, _HOMES, globals())
@@ -164,11 +107,10 @@ __getattr__, __dir__ = lazy_attributes(__name__, _HOMES, globals())
 
 __version__ = "0.1.0"
 
-# The `name as name` imports above stay importable for code written against earlier
-# versions; they are not listed here: each has one home (errors, jobview) where the
-# docs, the examples and the other packages spell it (docs/contributing.md).
+# The user's API (docs/contributing.md): the errors other than LineageError live in
+# rankscribe.lineage.errors, the job view in rankscribe.lineage.jobview, and what the
+# collector needs to record lineage in rankscribe.lineage.recording.
 __all__ = [
-    "MERGE_LOCK_NAME",
     "Algorithm",
     "DatasetGraphInfo",
     "EvalLineage",
@@ -178,12 +120,10 @@ __all__ = [
     "HyperParameters",
     "LineageCallback",
     "LineageError",
-    "LineageFile",
     "MergeOutcome",
     "ModelFile",
     "OperationInfo",
     "OperationParameterInfo",
-    "ParsedRun",
     "RunGroup",
     "RunLineage",
     "ScalarMessage",
@@ -195,7 +135,6 @@ __all__ = [
     "ValidDataset",
     "VerdictSettings",
     "__version__",
-    "eval_lineage_from_args",
     "filter_runs",
     "filter_summary_lineage",
     "get_run_lineage",
@@ -204,8 +143,5 @@ __all__ = [
     "judge_timings",
     "merge_rank_lineages",
     "merge_run_dir",
-    "parse_run",
-    "train_lineage_from_args",
     "write_hparams",
-    "write_merged_lineage",
 ]

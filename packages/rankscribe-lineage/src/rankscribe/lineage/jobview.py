@@ -48,7 +48,6 @@ from rankscribe.lineage.errors import (
     LineageParamTypeError,
     LineageParamValueError,
 )
-from rankscribe.lineage.job._control import ControlFile
 from rankscribe.lineage.job._files import (
     Curve,
     step_table,
@@ -58,57 +57,28 @@ from rankscribe.lineage.job._files import (
     write_job_files,
 )
 from rankscribe.lineage.job._files import now as _now
-from rankscribe.lineage.job._judge import judge_timings, timing_tag, timings_evidence
-from rankscribe.lineage.job._live import LIVE_STATE_NAME, LiveJobView, read_live_state
-from rankscribe.lineage.job._machine import SYSTEM_TAG_PREFIX, SYSTEM_TAGS, evidence_keys
-from rankscribe.lineage.job._machine import evidence_keys as system_evidence
-from rankscribe.lineage.job._machine import evidence_records as system_evidence_records
-from rankscribe.lineage.job._partials import Partial as JobPartial
-from rankscribe.lineage.job._partials import PartialFormatError
-from rankscribe.lineage.job._protocol import (
-    CONTROL_NAME,
-    DEFAULT_JOB_VIEW_INTERVAL,
-    DEFAULT_TIMING_INTERVAL,
-    FINAL_ROUND,
-    round_name,
-    round_number,
-    round_period,
-    rounds_per_interval,
-)
-from rankscribe.lineage.job._protocol import decode as decode_message
-from rankscribe.lineage.job._protocol import encode as encode_message
-from rankscribe.lineage.job._ranges import last_steps_text, ranges_text
-from rankscribe.lineage.job._records import ACTIONABLE_KINDS, records_from_verdicts
-from rankscribe.lineage.job._sentences import timing_name, verdict_lines
+from rankscribe.lineage.job._judge import judge_timings
+from rankscribe.lineage.job._live import LiveJobView, read_live_state
+from rankscribe.lineage.job._machine import evidence_keys
+from rankscribe.lineage.job._ranges import last_steps_text
+from rankscribe.lineage.job._sentences import verdict_lines
 from rankscribe.lineage.job._statistics import (
     DATA_WAIT_TAG,
     FINGERPRINT_TAG,
     FORWARD_TIME_TAG,
-    LOSS_TAGS,
     SECTION_TAG_PREFIX,
     STEP_TIME_TAG,
-    TIMING_TAGS,
     JobStatistics,
-    SeriesLike,
-    TagStatistics,
-    is_timing_tag,
 )
 from rankscribe.lineage.job._straggler_verdicts import (
     VerdictSettings,
-    straggler_records,
-    straggler_verdicts,
-    timing_label,
 )
-from rankscribe.lineage.job._stragglers import StragglerEvidence, paired_ratios
-from rankscribe.lineage.job._verdicts import STRAGGLER_SHARE, StepTimes, timing_evidence
+from rankscribe.lineage.job._stragglers import StragglerEvidence
+from rankscribe.lineage.job._verdicts import StepTimes
 from rankscribe.lineage.job._verdicts import dense_series as _dense_series
 from rankscribe.lineage.job._verdicts import job_verdicts as _job_verdicts
 from rankscribe.lineage.job._watch import (
-    DEFAULT_WINDOW_STEPS,
-    TimingWatch,
     VerdictCallback,
-    WatchSettings,
-    judge_window,
 )
 from rankscribe.lineage.query._conditions import FIELD_MAPPING
 from rankscribe.lineage.record._parser import RunLineage
@@ -120,62 +90,21 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "ACTIONABLE_KINDS",
-    "CONTROL_NAME",
     "DATA_WAIT_TAG",
-    "DEFAULT_JOB_VIEW_INTERVAL",
-    "DEFAULT_TIMING_INTERVAL",
-    "DEFAULT_WINDOW_STEPS",
-    "FINAL_ROUND",
-    "FINGERPRINT_TAG",
     "FORWARD_TIME_TAG",
-    "LIVE_STATE_NAME",
-    "LOSS_TAGS",
     "SECTION_TAG_PREFIX",
     "STEP_TIME_TAG",
-    "STRAGGLER_SHARE",
-    "SYSTEM_TAGS",
-    "SYSTEM_TAG_PREFIX",
-    "TIMING_TAGS",
-    "ControlFile",
-    "JobPartial",
     "JobStatistics",
     "JobView",
     "LiveJobView",
-    "PartialFormatError",
     "RankSeries",
-    "SeriesLike",
     "StragglerEvidence",
-    "TagStatistics",
-    "TimingWatch",
     "VerdictCallback",
     "VerdictSettings",
-    "WatchSettings",
-    "decode_message",
-    "encode_message",
-    "is_timing_tag",
     "judge_timings",
-    "judge_window",
     "live_lines",
-    "paired_ratios",
-    "ranges_text",
     "rank_dir_arrays",
-    "records_from_verdicts",
-    "round_name",
-    "round_number",
-    "round_period",
-    "rounds_per_interval",
     "series_from_dir",
-    "session_values",
-    "straggler_records",
-    "straggler_verdicts",
-    "system_evidence",
-    "system_evidence_records",
-    "timing_evidence",
-    "timing_label",
-    "timing_name",
-    "timing_tag",
-    "timings_evidence",
     "verdict_lines",
     "write_job_view",
 ]

@@ -40,6 +40,7 @@ from rankscribe.ranks.errors import (
     RanksValueError,
 )
 from rankscribe.ranks.files import (
+    CLAIM_FILE_NAME,
     event_file_kind,
     fsync_directory,
     make_private_dir,
@@ -47,10 +48,7 @@ from rankscribe.ranks.files import (
 )
 from rankscribe.ranks.jsondata import parse_json
 
-__all__ = ["CLAIM_FILE_NAME", "JobClaim", "OnExists", "claim_job_dir"]
-
-#: The claim file in a job's directory: who claimed it, when, under which job id.
-CLAIM_FILE_NAME = ".rankscribe-job"
+__all__ = ["JobClaim", "OnExists", "claim_job_dir"]
 
 OnExists = Literal["new", "error", "append"]
 _ON_EXISTS = ("new", "error", "append")

@@ -40,17 +40,12 @@ from rankscribe.ranks.errors import (
 
 __all__ = [
     "DEFAULT_TIMEOUT",
-    "JOB_RENDEZVOUS_DIRNAME",
     "BackendName",
     "Coordinator",
     "GatherResult",
 ]
 
 T = TypeVar("T")
-
-#: The hidden folder, inside a job's directory, where the file backend's ranks meet
-#: when ``create_coordinator`` is given ``job_dir`` and nothing better connects them.
-JOB_RENDEZVOUS_DIRNAME = ".rankscribe-rendezvous"
 
 #: Seconds a collective waits when no ``timeout`` is given (torch.distributed's default).
 DEFAULT_TIMEOUT = 600.0

@@ -45,10 +45,11 @@ def create_coordinator(
     3. ``file`` in ``rendezvous_dir`` when it is given;
     4. ``store`` when the program initialised ``torch.distributed``'s default
        process group (torchrun, ``mp.spawn``): its c10d store;
-    5. ``file`` in ``job_dir``'s hidden folder (:data:`JOB_RENDEZVOUS_DIRNAME`)
-       for any other launcher (torchrun without a process group, Slurm,
-       processes started by hand), when ``job_dir`` is given: a directory every
-       rank writes under, such as the collector's ``summary_dir``.
+    5. ``file`` in ``job_dir``'s hidden folder
+       (:data:`rankscribe.ranks.files.JOB_RENDEZVOUS_DIRNAME`) for any other launcher
+       (torchrun without a process group, Slurm, processes started by hand), when
+       ``job_dir`` is given: a directory every rank writes under, such as the
+       collector's ``summary_dir``.
 
     Otherwise it raises :class:`RanksValueError` asking for a ``rendezvous_dir``.
     A rendezvous folder must be one every rank sees, owned by this user and

@@ -10,27 +10,34 @@ burn a core per waiting rank.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 __all__ = ["Backoff", "Deadline"]
 
+# The clock and the sleep every wait in this package uses, read at each call: a test
+# replaces both with a clock that a sleep moves, and the waits run in no real time
+# (docs/contributing.md, "Tests").
+monotonic: Callable[[], float] = time.monotonic
+sleep: Callable[[float], None] = time.sleep
+
 
 class Deadline:
-    """A point in ``time.monotonic()`` time, ``seconds`` from now."""
+    """A point in :data:`monotonic` time, ``seconds`` from now."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
-        self.started = time.monotonic()
+        self.started = monotonic()
         self.end = self.started + seconds
 
     def remaining(self) -> float:
         """Seconds left, never negative."""
-        return max(0.0, self.end - time.monotonic())
+        return max(0.0, self.end - monotonic())
 
     def expired(self) -> bool:
-        return time.monotonic() >= self.end
+        return monotonic() >= self.end
 
     def elapsed(self) -> float:
-        return time.monotonic() - self.started
+        return monotonic() - self.started
 
     def extended(self, seconds: float) -> Deadline:
         """A new deadline ``seconds`` after this one."""
@@ -53,5 +60,5 @@ class Backoff:
 
     def sleep(self, deadline: Deadline) -> None:
         """Sleep for the current interval (not past ``deadline``) and lengthen the next one."""
-        time.sleep(min(self._next, deadline.remaining()))
+        sleep(min(self._next, deadline.remaining()))
         self._next = min(self._next * 2, self.longest)

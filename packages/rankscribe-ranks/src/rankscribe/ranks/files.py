@@ -13,7 +13,8 @@ API (``docs/contributing.md``, "Sibling modules"). Each rule has one home here:
   descriptor) and :func:`read_regular`, the one way to read a
   file from a directory others may write (regular files only, no link followed, never
   blocking on a FIFO);
-- the job's layout (``docs/layout.md``): :func:`rank_dir_name` and
+- the job's layout (``docs/layout.md``): :data:`CLAIM_FILE_NAME`,
+  :data:`JOB_RENDEZVOUS_DIRNAME`, :func:`rank_dir_name` and
   :func:`parse_rank_dir_name`, and :func:`event_file_kind`, which tells the event
   files a viewer would load from every other name in a directory.
 """
@@ -33,7 +34,9 @@ from rankscribe.ranks._args import check_int
 from rankscribe.ranks.errors import RanksTypeError, UnsafeFileError
 
 __all__ = [
+    "CLAIM_FILE_NAME",
     "GROUP_READABLE_ENV",
+    "JOB_RENDEZVOUS_DIRNAME",
     "PRIVATE_FILE_MODE",
     "EventFileKind",
     "atomic_write",
@@ -49,6 +52,12 @@ __all__ = [
     "rank_dir_name",
     "read_regular",
 ]
+
+#: The claim file in a job's directory: who claimed it, when, under which job id.
+CLAIM_FILE_NAME = ".rankscribe-job"
+#: The hidden folder, inside a job's directory, where the file backend's ranks meet
+#: when ``create_coordinator`` is given ``job_dir`` and nothing better connects them.
+JOB_RENDEZVOUS_DIRNAME = ".rankscribe-rendezvous"
 
 #: Mode of a finished file: read-only, for its owner alone.
 PRIVATE_FILE_MODE = 0o400

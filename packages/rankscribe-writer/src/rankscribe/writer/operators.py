@@ -14,6 +14,9 @@ them into its step (so a collector's plugin filter applies to them as to
 everything else). While no SummaryRecord is open, a call returns at once and
 keeps nothing. Within one step a name recorded twice keeps its last value,
 with one warning.
+
+A sibling-facing module (docs/contributing.md, "Sibling modules"): users import the
+operators from :mod:`rankscribe.writer`.
 """
 
 from __future__ import annotations
@@ -71,13 +74,10 @@ def _buffer_value(kind: str, name: str, value: Any) -> None:
         _buffer[key] = snap
 
 
-__all__ = [
-    "discard_pending",
-    "histogram_summary",
-    "image_summary",
-    "scalar_summary",
-    "tensor_summary",
-]
+# The operators' one spelling is the package's (``from rankscribe.writer import
+# scalar_summary``); what this module gives the sibling packages is the collector's
+# discard of values buffered outside a recorded step (docs/contributing.md).
+__all__ = ["discard_pending"]
 
 
 def has_buffered() -> bool:

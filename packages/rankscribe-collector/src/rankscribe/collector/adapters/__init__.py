@@ -24,7 +24,7 @@ The adapter is chosen by the *top-level module of the object's type* (or of a
 base class, for user subclasses of ``torch.nn.Module``): an object whose class
 comes from ``torch`` is handed to the PyTorch adapter,
 imported only then, so the collector never imports a framework a script does
-not use. :func:`register_adapter` adds another framework. Whatever no adapter
+not use. :func:`rankscribe.collector.register_adapter` adds another framework. Whatever no adapter
 claims goes to the built-in adapter, which reads the NumPy containers and
 duck-typed objects (``named_parameters()``, ``get_dataset_size()``, ...).
 
@@ -54,7 +54,6 @@ from rankscribe.collector.adapters._registry import (
     ADAPTER_MODULES,  # noqa: F401 - the table behind register_adapter; not public
     Adapter,
     AdapterRegistry,
-    register_adapter,
 )
 from rankscribe.collector.adapters._views import DatasetView, NetworkView, OptimizerView
 
@@ -66,5 +65,4 @@ __all__ = [
     "OptimizerView",
     "graph_builder",
     "network_parameters",
-    "register_adapter",
 ]

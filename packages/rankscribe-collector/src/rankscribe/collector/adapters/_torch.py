@@ -36,13 +36,13 @@ import logging
 import struct
 from collections import deque
 from collections.abc import Callable
-from time import perf_counter
 from typing import Any
 
 import numpy.typing as npt
 import torch
 from torch.utils.weak import WeakIdKeyDictionary
 
+from rankscribe.collector import _clock
 from rankscribe.collector._checks import is_number
 from rankscribe.collector._fingerprint import HostPart
 from rankscribe.collector.adapters._torch_data import dataset_view
@@ -235,10 +235,10 @@ class ForwardTimer:
         return self._factory is not None
 
     def _host_before(self, module: Any, inputs: Any) -> None:
-        self._started = perf_counter()
+        self._started = _clock.now()
 
     def _host_after(self, module: Any, inputs: Any, outputs: Any) -> None:
-        self._total += perf_counter() - self._started
+        self._total += _clock.now() - self._started
         self._calls += 1
 
     def _device_before(self, module: Any, inputs: Any) -> None:

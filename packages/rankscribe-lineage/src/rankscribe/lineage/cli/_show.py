@@ -172,7 +172,7 @@ def job_records(
     The live view judges the recent steps and gives stragglers their cost; the
     merged lineage (at the end) adds the whole run's verdicts.
     """
-    from rankscribe.lineage.jobview import records_from_verdicts  # noqa: PLC0415 - numpy
+    from rankscribe.lineage.jobparts import records_from_verdicts  # noqa: PLC0415 - numpy
 
     records = _live_records(state)
     if user_defined is not None:
@@ -184,7 +184,7 @@ def job_records(
 
 
 def _check(directory: str, state: Mapping[str, Any] | None, lineage: Any) -> int:
-    from rankscribe.lineage.jobview import ACTIONABLE_KINDS  # noqa: PLC0415 - numpy
+    from rankscribe.lineage.jobparts import ACTIONABLE_KINDS  # noqa: PLC0415 - numpy
 
     if state is None and lineage is None:
         print(

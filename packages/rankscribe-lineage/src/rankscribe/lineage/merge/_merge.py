@@ -32,12 +32,8 @@ from rankscribe.lineage._checks import (
 )
 from rankscribe.lineage.errors import LineageMergeError, LineageParamTypeError
 from rankscribe.lineage.job._ranges import missing_ranges, ranges_text
-from rankscribe.lineage.jobview import (
-    JobView,
-    holds_tensorboard_files,
-    session_values,
-    write_job_view,
-)
+from rankscribe.lineage.jobparts import session_values
+from rankscribe.lineage.jobview import JobView, holds_tensorboard_files, write_job_view
 from rankscribe.lineage.merge._lineages import checked_user_defined, merge_rank_lineages
 from rankscribe.lineage.merge._stream import job_statistics_of_dirs
 from rankscribe.lineage.record._lineage_file import write_merged_lineage

@@ -40,12 +40,12 @@ from typing import Any
 import filelock
 
 from rankscribe.ranks._args import check_path, check_timeout
-from rankscribe.ranks._coordinator import JOB_RENDEZVOUS_DIRNAME
 from rankscribe.ranks._info import RankInfo, check_info
 from rankscribe.ranks._layout import DIRECTORY_MODE
 from rankscribe.ranks.backends._folders import check_folder, lock
 from rankscribe.ranks.backends._rendezvous import FileCoordinator, read_members
 from rankscribe.ranks.errors import RendezvousError
+from rankscribe.ranks.files import JOB_RENDEZVOUS_DIRNAME
 from rankscribe.ranks.launchers import launch_name
 
 __all__ = ["JobFolderCoordinator", "job_folder_coordinator"]

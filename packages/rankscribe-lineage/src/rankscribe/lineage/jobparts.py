@@ -1,0 +1,106 @@
+"""The job view's parts that the sibling packages use (sibling-facing, not the user's API).
+
+The collector package builds the job view on the ranks: it
+records the timing and fingerprint tags, sends each subtree's partial statistics
+up the tree of ranks (:class:`JobPartial`), and writes the HParams session
+(:func:`session_values`), and runs the live view's one protocol (rounds, the
+message kind: :func:`encode_message`, :func:`decode_message`; the timing watch and
+its control file). The straggler rule's pieces (:func:`paired_ratios`,
+:func:`timing_evidence`, :func:`straggler_verdicts`, :func:`straggler_records` and
+their constants) are the rule ``docs/job-view.md`` states ("Verdicts"); the
+machine's evidence (:func:`system_evidence`) is ``docs/system-metrics.md``'s. The user's API is
+:mod:`rankscribe.lineage.jobview`; docs/contributing.md lists the sibling-facing
+modules.
+"""
+
+from __future__ import annotations
+
+from rankscribe.lineage.job._control import ControlFile
+from rankscribe.lineage.job._judge import timing_tag, timings_evidence
+from rankscribe.lineage.job._live import LIVE_STATE_NAME
+from rankscribe.lineage.job._machine import SYSTEM_TAG_PREFIX, SYSTEM_TAGS
+from rankscribe.lineage.job._machine import evidence_keys as system_evidence
+from rankscribe.lineage.job._machine import evidence_records as system_evidence_records
+from rankscribe.lineage.job._partials import Partial as JobPartial
+from rankscribe.lineage.job._partials import PartialFormatError
+from rankscribe.lineage.job._protocol import (
+    CONTROL_NAME,
+    DEFAULT_JOB_VIEW_INTERVAL,
+    DEFAULT_TIMING_INTERVAL,
+    FINAL_ROUND,
+    round_name,
+    round_number,
+    round_period,
+    rounds_per_interval,
+)
+from rankscribe.lineage.job._protocol import decode as decode_message
+from rankscribe.lineage.job._protocol import encode as encode_message
+from rankscribe.lineage.job._ranges import ranges_text
+from rankscribe.lineage.job._records import ACTIONABLE_KINDS, records_from_verdicts
+from rankscribe.lineage.job._sentences import timing_name
+from rankscribe.lineage.job._statistics import (
+    FINGERPRINT_TAG,
+    LOSS_TAGS,
+    TIMING_TAGS,
+    SeriesLike,
+    TagStatistics,
+    is_timing_tag,
+)
+from rankscribe.lineage.job._straggler_verdicts import (
+    straggler_records,
+    straggler_verdicts,
+    timing_label,
+)
+from rankscribe.lineage.job._stragglers import paired_ratios
+from rankscribe.lineage.job._verdicts import STRAGGLER_SHARE, timing_evidence
+from rankscribe.lineage.job._watch import (
+    DEFAULT_WINDOW_STEPS,
+    TimingWatch,
+    WatchSettings,
+    judge_window,
+)
+from rankscribe.lineage.jobview import session_values
+
+__all__ = [
+    "ACTIONABLE_KINDS",
+    "CONTROL_NAME",
+    "DEFAULT_JOB_VIEW_INTERVAL",
+    "DEFAULT_TIMING_INTERVAL",
+    "DEFAULT_WINDOW_STEPS",
+    "FINAL_ROUND",
+    "FINGERPRINT_TAG",
+    "LIVE_STATE_NAME",
+    "LOSS_TAGS",
+    "STRAGGLER_SHARE",
+    "SYSTEM_TAGS",
+    "SYSTEM_TAG_PREFIX",
+    "TIMING_TAGS",
+    "ControlFile",
+    "JobPartial",
+    "PartialFormatError",
+    "SeriesLike",
+    "TagStatistics",
+    "TimingWatch",
+    "WatchSettings",
+    "decode_message",
+    "encode_message",
+    "is_timing_tag",
+    "judge_window",
+    "paired_ratios",
+    "ranges_text",
+    "records_from_verdicts",
+    "round_name",
+    "round_number",
+    "round_period",
+    "rounds_per_interval",
+    "session_values",
+    "straggler_records",
+    "straggler_verdicts",
+    "system_evidence",
+    "system_evidence_records",
+    "timing_evidence",
+    "timing_label",
+    "timing_name",
+    "timing_tag",
+    "timings_evidence",
+]

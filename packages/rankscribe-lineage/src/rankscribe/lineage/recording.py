@@ -1,0 +1,28 @@
+"""What the collector needs to record and merge lineage (sibling-facing, not the user's API).
+
+The collector's callbacks build the lineage callbacks from its own arguments
+(:func:`train_lineage_from_args`, :func:`eval_lineage_from_args`), read one run's
+lineage files back (:func:`parse_run`, :class:`ParsedRun`; the files when already
+listed: :class:`LineageFile`), write the job's merged lineage
+(:func:`write_merged_lineage`) and take the merge's lock (:data:`MERGE_LOCK_NAME`).
+The user's API is :mod:`rankscribe.lineage`; docs/contributing.md lists the
+sibling-facing modules.
+"""
+
+from __future__ import annotations
+
+from rankscribe.lineage.merge._merge import MERGE_LOCK_NAME
+from rankscribe.lineage.record._callbacks import eval_lineage_from_args, train_lineage_from_args
+from rankscribe.lineage.record._discovery import LineageFile
+from rankscribe.lineage.record._lineage_file import write_merged_lineage
+from rankscribe.lineage.record._parser import ParsedRun, parse_run
+
+__all__ = [
+    "MERGE_LOCK_NAME",
+    "LineageFile",
+    "ParsedRun",
+    "eval_lineage_from_args",
+    "parse_run",
+    "train_lineage_from_args",
+    "write_merged_lineage",
+]

@@ -1,0 +1,66 @@
+"""A clock a test moves by hand, in place of sleeping and reading wall-clock time.
+
+``collector_clock`` replaces the clock the collector's timings read (step times, data
+waits, sections, the CPU forward timer): a test advances it where the training would
+spend time, and asserts the exact seconds recorded. Imports only the standard library
+and pytest.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+
+import pytest
+
+
+class ManualClock:
+    """Seconds that move only when :meth:`advance` is called."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self.seconds = start
+
+    def __call__(self) -> float:
+        return self.seconds
+
+    def advance(self, seconds: float) -> None:
+        self.seconds += seconds
+
+
+@pytest.fixture
+def collector_clock(monkeypatch: pytest.MonkeyPatch) -> ManualClock:
+    clock = ManualClock()
+    # private: the one clock the collector's timings read; no public seam to inject it
+    monkeypatch.setattr("rankscribe.collector._clock.now", clock)
+    return clock
+
+
+class SleepingClock(ManualClock):
+    """A manual clock that a sleep moves: a wait of ``seconds`` takes no real time.
+
+    Only for waits in one thread: ranks in several threads need real time to meet, so
+    a test calls :meth:`release` before it starts them.
+    """
+
+    def __init__(self, patches: pytest.MonkeyPatch) -> None:
+        super().__init__()
+        self._patches = patches
+
+    def sleep(self, seconds: float) -> None:
+        self.advance(max(0.0, seconds))
+
+    def release(self) -> None:
+        """Give the ranks back the real clock and sleep."""
+        self._patches.undo()
+
+
+@pytest.fixture
+def ranks_clock() -> Iterator[SleepingClock]:
+    """The clock and sleep every wait of rankscribe.ranks uses, for waits in one thread."""
+    with pytest.MonkeyPatch.context() as patches:
+        clock = SleepingClock(patches)
+        # private: the one clock and sleep the ranks' waits use; no public seam to inject them
+        waits = importlib.import_module("rankscribe.ranks._deadline")
+        patches.setattr(waits, "monotonic", clock)
+        patches.setattr(waits, "sleep", clock.sleep)
+        yield clock
