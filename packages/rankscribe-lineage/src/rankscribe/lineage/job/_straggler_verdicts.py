@@ -77,7 +77,8 @@ class VerdictSettings:
 
     Attributes:
         cost_floor_share: a rank is named only when it costs at least this
-            share of the job's step (0.02: 2 %).
+            share of the job's step (0.02: 2 %), and its excess reaches it in
+            most of its steps (or its cost reaches 5 times it).
         cost_floor_seconds: ... and at least this many seconds a step.
         confidence: ... and its mean excess is this many standard errors
             above zero (the evidence is clear), for a job of up to 64 ranks;
