@@ -91,6 +91,55 @@ def test_an_intermittent_rank_is_a_burst() -> None:
     assert record["message"].endswith("(a burst)")
 
 
+def _stalled(rng: np.random.Generator, steps: int, share: float = 0.2) -> np.ndarray:
+    """Descheduled now and then on a busy core: 1-4 ms more in ``share`` of the steps."""
+    return np.where(rng.random(steps) < share, rng.uniform(0.001, 0.004, steps), 0.0)
+
+
+@pytest.mark.parametrize("ranks", [2, 16])
+def test_a_tiny_difference_with_stalls_on_a_busy_core_is_never_a_verdict(ranks: int) -> None:
+    """100 us (1 % of the step) more at every step, and stalled for a few ms in a fifth
+    of the steps: the mean excess is ~5 % of the step, the usual one 1 %."""
+    rng = np.random.default_rng(7)
+    forward = 0.008 + 2e-5 * rng.standard_normal((ranks, 400))
+    forward[1] += 1e-4 + _stalled(rng, 400)
+    step = forward.max(axis=0) + 0.002
+    assert judge_timings({"section/compute": forward}, step_time=step) == []
+
+
+def test_a_slow_rank_beside_a_stalled_one_is_named_alone_with_its_cost() -> None:
+    rng = np.random.default_rng(8)
+    forward = 0.008 + 2e-5 * rng.standard_normal((16, 400))
+    forward[1] += _stalled(rng, 400)
+    forward[4] += 0.0008  # 10 % more compute at every step
+    step = forward.max(axis=0) + 0.002
+    [record] = judge_timings({"section/compute": forward}, step_time=step)
+    assert record["ranks"] == [4]
+    assert record["cost_seconds_per_step"] == pytest.approx(0.0008, rel=0.1)
+    assert record["persistent"] is True
+
+
+def _shifted(ranks: int, strength: float) -> np.ndarray:
+    """Rank 1 is ``strength`` standard errors slower over 200 steps, half of them faster."""
+    steps, noise = 200, 0.0005
+    sign = np.where(np.arange(steps) % 2 == 0, 1.0, -1.0)
+    forward = np.tile(0.006 - noise * sign, (ranks, 1))
+    excess = strength * 2 * noise / np.sqrt(steps - 1)
+    forward[1] = 0.006 + excess + noise * sign
+    return forward
+
+
+def test_the_bar_rises_with_the_ranks_judged_at_once() -> None:
+    """Each rank is a comparison: at 1,024 ranks the evidence must be clearer than at 64."""
+    low = VerdictSettings(cost_floor_share=1e-4, cost_floor_seconds=1e-7)
+    step = np.full(200, 0.010)
+    [record] = judge_timings({"forward": _shifted(64, 6.2)}, step_time=step, settings=low)
+    assert record["ranks"] == [1]
+    assert judge_timings({"forward": _shifted(1024, 6.2)}, step_time=step, settings=low) == []
+    [record] = judge_timings({"forward": _shifted(1024, 6.6)}, step_time=step, settings=low)
+    assert record["ranks"] == [1]
+
+
 def test_the_evidence_of_windows_merges_into_the_whole() -> None:
     timings, step = _timings(slow={2: 1.4})
     whole = timings_evidence(timings, step_time=step)

@@ -21,7 +21,12 @@ as a live view would call it: every ``--stride`` steps on the last
   each timing, x(1 + 3 Pareto(1.5)): at 16,384 ranks a spike every ~10 steps
   somewhere in the job; ten times that made every step of a 16,384-rank job
   twice as long, which no one runs), and data-loader hiccups (as often, 5-30
-  ms more data wait for 1-5 steps).
+  ms more data wait for 1-5 steps);
+- descheduling on a busy machine: one rank in 512 (at least one a run)
+  shares its core with another process for 100-400 steps, and in that while
+  is stalled in a fifth of its steps by 1-6 ms of forward (log-normal,
+  median 2.5 ms). A real cost of ~5 % of the step, but in few steps: not the
+  material, persistent slowness a verdict is for.
 
 The step time of every rank is the slowest rank's arrival at the all-reduce
 plus the all-reduce, less its own data wait: the straggler hides in it.
@@ -29,7 +34,9 @@ plus the all-reduce, less its own data wait: the straggler hides in it.
 Faults start mid-run (step 200 of 500): one rank's forward 5/10/20/50 %
 slower, a node of 8 ranks 20 % slower, one rank 50 % slower every 4th step
 (intermittent), one rank degrading to 30 % slower over 100 steps (gradual),
-one rank's data loader 3 ms slower. Each run is judged live (the last
+one rank's data loader 3 ms slower; and one that must *not* be named, a
+rank computing 100 us (1 % of the step) more on a busy core (the stalls
+above, from the start, always on that rank). Each run is judged live (the last
 ``--window`` steps every ``--stride`` steps, up to 100 steps after the onset)
 and whole at its end (what the end of training judges). Printed per scenario:
 trials; latency (steps from the onset to the first live window naming the
@@ -61,6 +68,8 @@ JITTER = {"forward": 0.07, "section/optimizer": 0.05, "data_wait": 0.5}
 BACKWARD, BACKWARD_JITTER, ALLREDUCE = 0.003, 0.07, 0.001
 STATIC_SPREAD, SHARED_JITTER = 0.005, 0.03
 SPIKE_RATE, HICCUP_RATE = 2e-6, 2e-6
+BUSY_EVERY, BUSY_STEPS, STALL_RATE = 512, (100, 400), 0.2
+STALL_MEDIAN, STALL_RANGE = 2.5e-3, (1e-3, 6e-3)
 COLLECT_EVERY, CHECKPOINT_EVERY, CHECKPOINT_WAIT = 10, 500, 2.0
 ONSET, AFTER, LIVE = 200, 300, 100
 #: Each run's steps, every one judged by the live windows, the whole run, or both.
@@ -78,6 +87,8 @@ class Fault:
     timing: str = "forward"
     every: int = 1
     ramp: int = 0
+    #: Seconds more a step from the start, on a busy core: a difference not to be named.
+    tiny: float = 0.0
 
     def factor(self, steps: np.ndarray) -> np.ndarray:
         since = steps - ONSET
@@ -99,6 +110,7 @@ FAULTS = [
     Fault("1 rank data wait +3 ms", 6.0, timing="data_wait"),
     Fault("1 rank +50 % every 4th step", 0.50, every=4),
     Fault("1 rank gradual to +30 %", 0.30, ramp=100),
+    Fault("1 rank +1 % on a busy core", tiny=1e-4),
 ]
 SWEEP = [0.03, 0.04, 0.05, 0.07, 0.10]
 
@@ -120,6 +132,8 @@ def simulate(
     timings["forward"][:, numbers % COLLECT_EVERY == 0] *= 1.05
     _hiccups(rng, timings["data_wait"])
     timings["data_wait"][:, numbers % CHECKPOINT_EVERY == CHECKPOINT_EVERY // 2] += CHECKPOINT_WAIT
+    if fault.tiny:  # a busy rank computes a little more: faulty, but not to be named
+        return finish(rng, timings, np.zeros(0, np.int64), np.zeros((0, steps)), fault.tiny)
     faulty = rng.choice(ranks, size=0 if fault is CLEAN else fault.ranks, replace=False)
     injected = np.zeros((len(faulty), steps))
     if len(faulty):
@@ -134,10 +148,40 @@ def simulate(
         else:
             injected = before * (fault.factor(numbers) - 1.0)
         timings[fault.timing][faulty] = before + injected
+    return finish(rng, timings, faulty, injected)
+
+
+def finish(
+    rng: np.random.Generator,
+    timings: dict[str, np.ndarray],
+    faulty: np.ndarray,
+    injected: np.ndarray,
+    tiny: float = 0.0,
+) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
+    """The busy cores' stalls (``tiny`` more a step on the first busy rank, from the start),
+    and the step time: the slowest arrival at the all-reduce, the all-reduce, less the wait."""
+    ranks, steps = timings["forward"].shape
     backward = BACKWARD * rng.lognormal(-(BACKWARD_JITTER**2) / 2, BACKWARD_JITTER, (ranks, steps))
+    busy = _stalls(rng, timings["forward"], whole=tiny > 0)
+    timings["forward"][busy] += tiny
     arrival = sum(timings.values()) + backward
     step_time = arrival.max(axis=0) + ALLREDUCE - np.median(timings["data_wait"], axis=0)
     return timings, step_time, faulty, injected
+
+
+def _stalls(rng: np.random.Generator, forward: np.ndarray, whole: bool) -> np.ndarray:
+    """Busy cores: ranks stalled in a share of the steps of a while; the first busy rank.
+
+    With ``whole``, the first busy rank is busy from the start to the end."""
+    ranks, steps = forward.shape
+    busy = rng.choice(ranks, size=max(1, ranks // BUSY_EVERY), replace=False)
+    for index, rank in enumerate(busy):
+        length = steps if whole and index == 0 else min(int(rng.integers(*BUSY_STEPS)), steps)
+        start = int(rng.integers(0, steps - length + 1))
+        stalled = np.flatnonzero(rng.random(length) < STALL_RATE) + start
+        stall = rng.lognormal(math.log(STALL_MEDIAN), 0.5, len(stalled))
+        forward[rank, stalled] += np.clip(stall, *STALL_RANGE)
+    return busy[:1]
 
 
 def _hiccups(rng: np.random.Generator, wait: np.ndarray) -> None:

@@ -4,8 +4,12 @@
 timing and rank, over the evidence's blocks (:mod:`._stragglers`): the onset
 is the block from which its excess to the end is clearest (the sum over the
 square root of the steps: a change point); over the steps since then the rank is named when
-its cost (mean excess, seconds and share of the step) reaches the floor and
-its mean excess is ``confidence`` standard errors above zero. A node of
+its cost (mean excess, seconds and share of the step) reaches the floor, its
+excess reaches the floor in more than half the steps (the median excess: stalls
+of a few ms in some steps raise the mean, not this) or, for a rank slow in
+fewer steps, its mean cost clears ``BURST_FLOORS`` floors; and its mean excess
+is ``confidence`` standard errors above zero (more with many ranks:
+:func:`confidence_for`). A node of
 several ranks named on one timing is one verdict; its cost is its costliest
 rank's (the job waits for the slowest of them each step).
 """
@@ -21,8 +25,10 @@ import numpy as np
 from rankscribe.lineage.errors import LineageParamTypeError, LineageParamValueError
 from rankscribe.lineage.job._stragglers import (
     ABOVE,
+    ABOVE_EDGES,
     BELOW,
     COUNT,
+    EDGES,
     REFERENCE,
     SECONDS,
     SHARE,
@@ -44,6 +50,25 @@ __all__ = ["VerdictSettings", "straggler_records", "straggler_verdicts", "timing
 _NONE = -1
 #: A cost judged by its mean must clear the floor by this many standard errors.
 FLOOR_ERRORS = 2.0
+#: ... and the rank's excess must reach the floor in more than half of the steps, by
+#: this many standard errors of a sign test (its median excess clears the floor):
+#: material in most steps, not a mean raised by stalls in some.
+MATERIAL_ERRORS = 2.0
+#: A rank slow in fewer than half of its steps (every k-th step, stalls) is named only
+#: when its mean cost clears this many floors (by ``FLOOR_ERRORS`` standard errors): a
+#: rank descheduled now and then on a busy machine costs a few percent, not this.
+BURST_FLOORS = 5.0
+#: ``confidence`` holds for up to this many ranks judged at once; with more, the bar rises
+#: so that the chance of naming some clean rank stays what it is at this many.
+CONFIDENCE_RANKS = 64
+
+
+def confidence_for(confidence: float, ranks: int) -> float:
+    """The bar for ``ranks`` ranks judged at once: ``confidence`` up to ``CONFIDENCE_RANKS``,
+    then ``sqrt(confidence**2 + 2 ln(ranks / CONFIDENCE_RANKS))`` (a normal tail's chance
+    divided by ``ranks / CONFIDENCE_RANKS``: the many comparisons of a large job)."""
+    extra = 2.0 * math.log(max(ranks / CONFIDENCE_RANKS, 1.0))
+    return math.sqrt(confidence * confidence + extra)
 
 
 @dataclass(frozen=True)
@@ -52,10 +77,15 @@ class VerdictSettings:
 
     Attributes:
         cost_floor_share: a rank is named only when it costs at least this
-            share of the job's step (0.02: 2 %).
+            share of the job's step (0.02: 2 %), and its excess reaches it in
+            most of its steps (or its cost reaches 5 times it).
         cost_floor_seconds: ... and at least this many seconds a step.
         confidence: ... and its mean excess is this many standard errors
-            above zero (the evidence is clear).
+            above zero (the evidence is clear), for a job of up to 64 ranks;
+            with more ranks judged at once the bar is
+            ``sqrt(confidence**2 + 2 ln(ranks / 64))`` (6.9 at 16,384 ranks at
+            the default), so a large job's many ranks do not raise its false
+            alarms.
         min_steps: ... over at least this many steps since its onset.
         persistent_share: a verdict is persistent (chronic) when the rank was
             slow in at least this share of the steps since its onset; else a
@@ -139,6 +169,39 @@ def _duty(mean: FloatArray, square: FloatArray, noise: float) -> FloatArray:
     return clipped
 
 
+def _steps_above(segment: FloatArray, floor: float) -> FloatArray:
+    """Per rank, the steps whose excess share was above ``floor``: the counts at the
+    evidence's edges (0 and ``EDGES``), linear between them, the last edge's beyond."""
+    edges = np.array((0.0, *EDGES))
+    counts = segment[:, [ABOVE, *range(ABOVE_EDGES, ABOVE_EDGES + len(EDGES))]]
+    above = np.empty(len(segment))
+    for row, row_counts in enumerate(counts):
+        above[row] = np.interp(floor, edges, row_counts)
+    return above
+
+
+def _steady(segment: FloatArray, floor: float) -> npt.NDArray[np.bool_]:
+    """Per rank: its excess is above ``floor`` in more than half of its steps, by
+    ``MATERIAL_ERRORS`` standard errors of a sign test (its median excess clears the floor).
+
+    Steps whose excess is above the last of ``EDGES`` (10 % of the step) are set aside
+    when the floor is below half of it: a stall of several ms, or a slowness far above
+    the floor that the mean (``BURST_FLOORS``) judges; a run of stalls that the onset
+    happens to start at must not make the usual steps look slow.
+    """
+    above = _steps_above(segment, floor)
+    count = segment[:, COUNT]
+    cap = EDGES[-1]
+    if floor < cap / 2:
+        beyond = segment[:, ABOVE_EDGES + len(EDGES) - 1]
+        above, count = above - beyond, count - beyond
+    with np.errstate(invalid="ignore"):
+        steady: npt.NDArray[np.bool_] = (count > 0) & (
+            2 * above - count >= MATERIAL_ERRORS * np.sqrt(np.maximum(count, 0.0))
+        )
+    return steady
+
+
 def _judge_tag(part: TagEvidence, settings: VerdictSettings) -> _Judged:
     blocks = part.blocks  # (ranks, blocks, fields)
     # The onset: the block from which the excess to the end is the clearest (its sum
@@ -170,13 +233,20 @@ def _judge_tag(part: TagEvidence, settings: VerdictSettings) -> _Judged:
         share_of_steps = _duty(mean, segment[:, SQUARE] / count, noise)
         slowest_share = segment[:, SLOWEST] / count
     floor = settings.cost_floor_share
+    bar = confidence_for(settings.confidence, len(part.ranks))
     # Clear by the mean: its cost clears the floor by FLOOR_ERRORS standard errors too,
     # so a difference that sits near the floor is not named half the time.
-    by_mean = (strength >= settings.confidence) & (mean - FLOOR_ERRORS * error >= floor)
-    by_sign = (sign_strength >= settings.confidence) & (mean >= floor)
+    by_mean = (strength >= bar) & (mean - FLOOR_ERRORS * error >= floor)
+    by_sign = (sign_strength >= bar) & (mean >= floor)
+    # Material in most steps: on a busy machine a rank descheduled for a few ms in some
+    # steps has a mean excess of several times its usual one; its median is unmoved.
+    steady = _steady(segment, floor)
+    large = mean - FLOOR_ERRORS * error >= BURST_FLOORS * floor
+    material = steady | large
     named = (
         (count >= settings.min_steps)
         & (seconds >= settings.cost_floor_seconds)
+        & material
         & (by_mean | by_sign)
     )
     since = np.maximum((part.first_block + onset) * part.block_size, part.first_step)

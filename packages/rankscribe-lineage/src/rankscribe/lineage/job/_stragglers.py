@@ -12,7 +12,8 @@
    at once (warm-up, checkpoints, a loaded machine).
 2. :class:`StragglerEvidence`: per (timing, rank), sums over blocks of steps
    (count, excess share and its square, excess seconds, the others' median as
-   a share, and how often the rank was the one slowest). At most
+   a share, how often the rank was the one slowest, and how often its excess
+   was above a few fixed shares of the step, ``EDGES``: a coarse histogram). At most
    ``MAX_BLOCKS`` blocks per timing (the block size doubles when a run grows),
    so it is bounded whatever the length of the run, and mergeable (sums add
    up) across blocks of steps, intervals and groups of ranks: it travels up a
@@ -21,9 +22,12 @@
    from which its excess to the end is clearest (a change point); over the
    steps since then a rank is named when its cost reaches the floor
    (``VerdictSettings.cost_floor_share`` of the step and
-   ``cost_floor_seconds``) *and* the evidence is clear. A tiny but consistent
-   difference (40 us in a 3 ms step) is therefore never a verdict, and noise
-   that happens to lean one way for a while is not either.
+   ``cost_floor_seconds``), its excess reaches the floor in at least half of
+   those steps (its median excess: descheduling stalls of a few ms in some
+   steps raise the mean, not the median) *and* the evidence is clear. A tiny
+   but consistent difference (40 us in a 3 ms step, or 100 us with stalls on
+   a busy machine) is therefore never a verdict, and noise that happens to
+   lean one way for a while is not either.
 """
 
 from __future__ import annotations
@@ -41,8 +45,10 @@ if TYPE_CHECKING:
     IntArray = npt.NDArray[np.int64]
 
 __all__ = [
+    "ABOVE_EDGES",
     "CLIPSHARE",
     "COUNT",
+    "EDGES",
     "FIELDS",
     "MAX_BLOCKS",
     "REFERENCE",
@@ -63,11 +69,17 @@ CLIPSHARE = 1.0
 #: Blocks of steps kept per (timing, rank); the block size doubles beyond.
 MAX_BLOCKS = 32
 
+#: The excess shares of the step at which steps are counted (``ABOVE_EDGES``): how often a
+#: rank's excess reaches a cost floor, whatever the floor a verdict is asked with.
+EDGES = (0.01, 0.02, 0.05, 0.10)
+
 #: The sums kept per (timing, rank, block), in this order along the last axis: steps,
 #: excess share, its square, excess seconds, the others' median as a share, steps as the
-#: one slowest rank, steps above the others' median, steps below it.
+#: one slowest rank, steps above the others' median, steps below it, then steps whose
+#: excess share is above each of ``EDGES`` (from ``ABOVE_EDGES`` on).
 COUNT, SHARE, SQUARE, SECONDS, REFERENCE, SLOWEST, ABOVE, BELOW = range(8)
-FIELDS = 8
+ABOVE_EDGES = 8
+FIELDS = ABOVE_EDGES + len(EDGES)
 
 
 def row_medians(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -359,6 +371,8 @@ def _step_sums(table: FloatArray, scale: FloatArray) -> FloatArray:
     sums[..., SLOWEST] = at_top & alone
     sums[..., ABOVE] = usable & (seconds > 0)
     sums[..., BELOW] = usable & (seconds < 0)
+    for offset, edge in enumerate(EDGES):
+        sums[..., ABOVE_EDGES + offset] = usable & (share > edge)
     return sums
 
 
