@@ -181,7 +181,7 @@ def _stalls(rng: np.random.Generator, forward: np.ndarray, whole: bool) -> np.nd
         stalled = np.flatnonzero(rng.random(length) < STALL_RATE) + start
         stall = rng.lognormal(math.log(STALL_MEDIAN), 0.5, len(stalled))
         forward[rank, stalled] += np.clip(stall, *STALL_RANGE)
-    return busy[:1]
+    return np.asarray(busy[:1])
 
 
 def _hiccups(rng: np.random.Generator, wait: np.ndarray) -> None:
