@@ -15,6 +15,9 @@ The arguments of ``SummaryCollector`` keep the original's own wording
 
 from __future__ import annotations
 
+import math
+import os
+
 from rankscribe.collector.errors import (
     CheckpointTypeError,
     CheckpointValueError,
@@ -33,6 +36,7 @@ __all__ = [
     "check_optional_int",
     "check_optional_path",
     "check_optional_text",
+    "check_seconds_setting",
     "is_int",
     "is_integral",
     "is_number",
@@ -51,3 +55,46 @@ check_number = _CHECKS.check_number
 check_optional_int = _CHECKS.check_optional_int
 check_optional_path = _CHECKS.check_optional_path
 check_optional_text = _CHECKS.check_optional_text
+
+
+def check_seconds_setting(
+    value: object,
+    *,
+    argument: str,
+    variable: str,
+    default: float,
+    off: str,
+    off_words: tuple[str, ...] = (),
+) -> float:
+    """An interval in seconds (0: ``off``): ``value``, else the environment ``variable``, else
+    ``default``. A variable set to one of ``off_words`` (any case) is 0.
+
+    Raises:
+        CollectorValueError: ``value`` (or the variable) is no finite number of seconds >= 0.
+    """
+    source = argument
+    if value is None:
+        text = os.environ.get(variable)
+        if text is None or not text.strip():
+            return default
+        source = f"the environment variable {variable}"
+        if text.strip().lower() in off_words:
+            return 0.0
+        zero = "0 or 'off'" if off_words else "0"
+        try:
+            value = float(text)
+        except ValueError:
+            raise CollectorValueError(
+                f"For {source}, the value should be a number of seconds >= 0 ({zero} turns "
+                f"{off}), but got {text!r}."
+            ) from None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not (math.isfinite(value) and value >= 0)
+    ):
+        raise CollectorValueError(
+            f"For '{source}', the value should be a finite number of seconds >= 0 (0 turns "
+            f"{off}), but got {value!r}."
+        )
+    return float(value)

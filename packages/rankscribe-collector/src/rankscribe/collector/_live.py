@@ -28,16 +28,16 @@ directories at the end (:meth:`LiveRankView.complete`).
 from __future__ import annotations
 
 import logging
-import math
 import os
 import threading
 import time
 from typing import Any
 
+from rankscribe.collector._checks import check_seconds_setting
 from rankscribe.collector._lineage import JobLineageMerger
 from rankscribe.collector._rank_tail import RankFileTail
 from rankscribe.collector._series import ScalarSeries
-from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
+from rankscribe.collector.errors import CollectorTypeError
 from rankscribe.lineage import LineageError, merge_run_dir
 from rankscribe.lineage.jobparts import (
     DEFAULT_JOB_VIEW_INTERVAL,
@@ -82,29 +82,13 @@ STALL_FLOOR = 5.0
 
 def check_job_view_interval(value: object) -> float:
     """The interval in seconds: the argument, else the environment variable, else the default."""
-    source = "job_view_interval"
-    if value is None:
-        text = os.environ.get(JOB_VIEW_INTERVAL_ENV)
-        if text is None or not text.strip():
-            return DEFAULT_JOB_VIEW_INTERVAL
-        source = f"the environment variable {JOB_VIEW_INTERVAL_ENV}"
-        try:
-            value = float(text)
-        except ValueError:
-            raise CollectorValueError(
-                f"For {source}, the value should be a number of seconds >= 0 (0 turns the live "
-                f"job view off), but got {text!r}."
-            ) from None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not (math.isfinite(value) and value >= 0)
-    ):
-        raise CollectorValueError(
-            f"For '{source}', the value should be a finite number of seconds >= 0 (0 turns the "
-            f"live job view off), but got {value!r}."
-        )
-    return float(value)
+    return check_seconds_setting(
+        value,
+        argument="job_view_interval",
+        variable=JOB_VIEW_INTERVAL_ENV,
+        default=DEFAULT_JOB_VIEW_INTERVAL,
+        off="the live job view off",
+    )
 
 
 def check_on_verdict(value: object) -> VerdictCallback | None:

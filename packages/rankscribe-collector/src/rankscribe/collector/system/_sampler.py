@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import collections
 import logging
-import math
-import os
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from rankscribe.collector.errors import CollectorValueError
+from rankscribe.collector._checks import check_seconds_setting
 from rankscribe.collector.system._readings import (
     GpuReadings,
     ProcessReadings,
@@ -52,31 +50,14 @@ _OFF_WORDS = ("off", "none")
 
 def check_system_interval(value: object) -> float:
     """The interval in seconds (0: off): the argument, else the variable, else the default."""
-    source = "system_interval"
-    if value is None:
-        text = os.environ.get(SYSTEM_INTERVAL_ENV)
-        if text is None or not text.strip():
-            return DEFAULT_SYSTEM_INTERVAL
-        source = f"the environment variable {SYSTEM_INTERVAL_ENV}"
-        if text.strip().lower() in _OFF_WORDS:
-            return 0.0
-        try:
-            value = float(text)
-        except ValueError:
-            raise CollectorValueError(
-                f"For {source}, the value should be a number of seconds >= 0 (0 or 'off' "
-                f"turns the system sampling off), but got {text!r}."
-            ) from None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not (math.isfinite(value) and value >= 0)
-    ):
-        raise CollectorValueError(
-            f"For '{source}', the value should be a finite number of seconds >= 0 (0 turns "
-            f"the system sampling off), but got {value!r}."
-        )
-    return float(value)
+    return check_seconds_setting(
+        value,
+        argument="system_interval",
+        variable=SYSTEM_INTERVAL_ENV,
+        default=DEFAULT_SYSTEM_INTERVAL,
+        off="the system sampling off",
+        off_words=_OFF_WORDS,
+    )
 
 
 Sample = tuple[int, list[Reading]]
