@@ -413,7 +413,7 @@ def test_append_info_epoch_and_step_and_values(tmp_path: Path) -> None:
         append_info=[
             "epoch_num",
             "step_num",
-            {"lr": 0.01, "name": "resnet", "frozen": False, "seed": 7, "mask": mask},
+            {"lr": 0.01, "frozen": False, "seed": 7, "mask": mask},
         ],
     )
     callback = ModelCheckpoint(directory=tmp_path, config=config)
@@ -422,7 +422,6 @@ def test_append_info_epoch_and_step_and_values(tmp_path: Path) -> None:
     assert info["epoch_num"] == 2
     assert info["step_num"] == 6
     assert info["lr"] == 0.01
-    assert info["name"] == "resnet"
     assert info["frozen"] is False
     assert info["seed"] == 7
     assert type(info["seed"]) is int
