@@ -112,3 +112,5 @@ def test_the_rerun_writes_its_checkpoints_into_its_own_job(
     path = json.loads(model["path"])["ckpt"] if isinstance(model["path"], str) else model["path"]
     assert Path(path) == (second / "ckpt" / "rank_0" / "CKP-3_4.ckpt").resolve()
     assert model["size"] == (second / "ckpt" / "rank_0" / "CKP-3_4.ckpt").stat().st_size
+    # no lock file left in either job (the merge's, the landscape metadata's)
+    assert sorted(base.rglob("*.lock")) == []
