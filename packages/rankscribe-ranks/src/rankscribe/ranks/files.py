@@ -32,8 +32,6 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from typing import IO, BinaryIO, Literal
 
-import filelock
-
 from rankscribe.ranks._args import check_int
 from rankscribe.ranks._deadline import Backoff, Deadline
 from rankscribe.ranks.errors import RanksTypeError, UnsafeFileError
@@ -408,6 +406,8 @@ def exclusive_lock(path: str | os.PathLike[str], *, timeout: float) -> Iterator[
         UnsafeFileError: something other than a regular file is at ``path``.
     """
     import fcntl  # noqa: PLC0415 - POSIX only; importing this module needs no fcntl
+
+    import filelock  # noqa: PLC0415 - its Timeout only; the writer imports this module
 
     target = os.fspath(path)
     deadline = Deadline(timeout)
