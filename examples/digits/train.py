@@ -50,6 +50,7 @@ from rankscribe.collector import (
 from rankscribe.lineage import get_run_lineage, get_summary_lineage
 from rankscribe.lineage.jobview import verdict_lines
 from rankscribe.ranks import RankInfo, claim_job_dir, create_coordinator, detect, rank_dir
+from rankscribe.ranks.errors import BackendUnavailableError
 from rankscribe.writer import tensor_summary
 
 
@@ -80,10 +81,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 class Ranks:
     """This process's rank and, on several ranks, the MPI communicator for the gradients."""
 
-    def __init__(self) -> None:
-        self.info: RankInfo = detect()
+    def __init__(self, info: RankInfo) -> None:
+        self.info = info
         self.comm: Any = None
         if self.info.world_size > 1:
+            # The job's coordinator loaded MPI already (or said what to install).
             from mpi4py import MPI  # noqa: PLC0415 - only multi-rank runs need MPI
 
             self.comm = MPI.COMM_WORLD
@@ -181,10 +183,11 @@ MLP_GRAPH = {
 
 
 def train(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]] | None:
-    ranks = Ranks()
-    info = ranks.info
+    info = detect()
     # How the ranks reach rank 0 (every rank makes it); the collector merges through it too.
+    # Under mpiexec it loads MPI, and says in one line what to install when it cannot.
     coordinator = create_coordinator(info, timeout=60.0)
+    ranks = Ranks(info)
     summary_dir = claim_job_dir(args.summary_dir, coordinator=coordinator).directory
     if info.rank == 0 and summary_dir.name != Path(args.summary_dir).name:
         moved = Path(args.summary_dir).parent / summary_dir.name
@@ -313,7 +316,13 @@ def print_lineage(lineage: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    result = train(args)
+    try:
+        result = train(args)
+    except BackendUnavailableError as error:
+        # mpiexec without an MPI library mpi4py can load: one line (from rank 0), no traceback.
+        if detect().rank == 0:
+            print(f"train.py: {error}", file=sys.stderr)
+        return 1
     if result is not None:
         lineage, verdicts = result
         print_lineage(lineage)

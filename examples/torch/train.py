@@ -48,7 +48,8 @@ from rankscribe.collector import (
     TrainLoop,
 )
 from rankscribe.lineage import get_summary_lineage
-from rankscribe.ranks import claim_job_dir, create_coordinator, detect, rank_dir
+from rankscribe.ranks import Coordinator, claim_job_dir, create_coordinator, detect, rank_dir
+from rankscribe.ranks.errors import BackendUnavailableError
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -97,26 +98,26 @@ class Digits(TensorDataset):
         super().__init__(images[rows], labels[rows])
 
 
-def start_distributed() -> tuple[int, int]:
-    """Join the job's process group (gloo) however it was launched; return (rank, world size).
+def start_distributed() -> tuple[int, int, Coordinator]:
+    """Join the job's process group (gloo) however it was launched.
 
-    torchrun exports ``MASTER_ADDR``/``MASTER_PORT``/``RANK``/``WORLD_SIZE``; under
-    ``mpiexec`` rank 0 picks a free port and tells the others over MPI. A single
-    process starts no group at all.
+    Returns (rank, world size, the job's coordinator). torchrun exports
+    ``MASTER_ADDR``/``MASTER_PORT``/``RANK``/``WORLD_SIZE``, and the coordinator then uses
+    the process group's store; under ``mpiexec`` the coordinator uses MPI, and rank 0
+    tells the others a free port through it. A single process starts no group at all.
     """
     if "MASTER_ADDR" in os.environ and "RANK" in os.environ:
         dist.init_process_group("gloo")
-        return dist.get_rank(), dist.get_world_size()
+        return dist.get_rank(), dist.get_world_size(), create_coordinator(timeout=60.0)
     info = detect()
+    # Under mpiexec this loads MPI, and says in one line what to install when it cannot.
+    coordinator = create_coordinator(info, timeout=60.0)
     if info.world_size == 1:
-        return 0, 1
-    from mpi4py import MPI  # noqa: PLC0415 - only an mpiexec launch needs it
-
-    comm = MPI.COMM_WORLD
-    address = comm.bcast(_free_address() if info.rank == 0 else None, root=0)
+        return 0, 1, coordinator
+    address = coordinator.bcast(_free_address() if info.rank == 0 else None, root=0)
     os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = address[0], str(address[1])
     dist.init_process_group("gloo", rank=info.rank, world_size=info.world_size)
-    return info.rank, info.world_size
+    return info.rank, info.world_size, coordinator
 
 
 def _free_address() -> tuple[str, int]:
@@ -137,7 +138,7 @@ class ShuffleEachEpoch(Callback):
 
 
 def train(args: argparse.Namespace) -> dict[str, Any] | None:
-    rank, world_size = start_distributed()
+    rank, world_size, coordinator = start_distributed()
     torch.manual_seed(args.seed)  # the same initial weights on every rank
     model = DigitsCNN()
     parallel = DistributedDataParallel(model) if world_size > 1 else model
@@ -177,9 +178,7 @@ def train(args: argparse.Namespace) -> dict[str, Any] | None:
         images, labels = batch
         return {"accuracy": float((model(images).argmax(1) == labels).float().mean())}
 
-    # Every rank: the job's coordinator (the process group's store under torchrun, MPI under
-    # mpiexec), then rank 0 claims the summary dir for this job (or the next free <dir>-N).
-    coordinator = create_coordinator(timeout=60.0)
+    # Every rank: rank 0 claims the summary dir for this job (or the next free <dir>-N).
     summary_dir = claim_job_dir(args.summary_dir, coordinator=coordinator).directory
     if coordinator.rank == 0 and summary_dir.name != Path(args.summary_dir).name:
         moved = Path(args.summary_dir).parent / summary_dir.name
@@ -220,7 +219,13 @@ def train(args: argparse.Namespace) -> dict[str, Any] | None:
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     torch.set_num_threads(1)
-    lineage = train(parse_args(argv))
+    try:
+        lineage = train(parse_args(argv))
+    except BackendUnavailableError as error:
+        # mpiexec without an MPI library mpi4py can load: one line (from rank 0), no traceback.
+        if detect().rank == 0:
+            print(f"train.py: {error}", file=sys.stderr)
+        return 1
     if lineage is not None:
         hyper, metric = lineage["hyper_parameters"], lineage.get("metric") or {}
         print(

@@ -13,6 +13,7 @@ import re
 import signal
 import stat
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -412,7 +413,7 @@ def test_append_info_epoch_and_step_and_values(tmp_path: Path) -> None:
         append_info=[
             "epoch_num",
             "step_num",
-            {"lr": 0.01, "name": "resnet", "frozen": False, "seed": 7, "mask": mask},
+            {"lr": 0.01, "frozen": False, "seed": 7, "mask": mask},
         ],
     )
     callback = ModelCheckpoint(directory=tmp_path, config=config)
@@ -421,7 +422,6 @@ def test_append_info_epoch_and_step_and_values(tmp_path: Path) -> None:
     assert info["epoch_num"] == 2
     assert info["step_num"] == 6
     assert info["lr"] == 0.01
-    assert info["name"] == "resnet"
     assert info["frozen"] is False
     assert info["seed"] == 7
     assert type(info["seed"]) is int
@@ -842,10 +842,13 @@ def test_checkpoint_manager_without_arguments_starts_empty() -> None:
 def test_update_ckpoint_filelist_lists_the_prefixs_checkpoints(tmp_path: Path) -> None:
     second = touch_at(tmp_path / "CKP-1_2.ckpt", 2000.0)
     first = touch_at(tmp_path / "CKP-1_1.ckpt", 1000.0)
+    # The original's rule: the prefix, then no letter, then .ckpt.
+    renamed_run = touch_at(tmp_path / "CKP_1-1_1.ckpt", 500.0)
+    no_dash = touch_at(tmp_path / "CKP1_1.ckpt", 400.0)
     for name in (
         "CKP-graph.meta",
-        "CKP_1-1_1.ckpt",
         "CKP-a_1.ckpt",
+        "CKPa-1_1.ckpt",
         "OTHER-1_1.ckpt",
         "CKP-1_3.ckpt.tmp",
     ):
@@ -853,8 +856,56 @@ def test_update_ckpoint_filelist_lists_the_prefixs_checkpoints(tmp_path: Path) -
     (tmp_path / "CKP-1_4.ckpt").symlink_to(tmp_path / "OTHER-1_1.ckpt")
     manager = CheckpointManager()
     manager.update_ckpoint_filelist(tmp_path, "CKP")
-    assert manager.ckpoint_filelist == [first, second]
-    assert manager.ckpoint_num == 2
+    assert manager.ckpoint_filelist == [no_dash, renamed_run, first, second]
+    assert manager.ckpoint_num == 4
+
+
+def test_the_originals_checkpoint_manager_example(tmp_path: Path) -> None:
+    """MindSpore's own test of its CheckpointManager (test_checkpoint_manager), as written
+    there with its working directory ``_cur_dir`` a fresh one."""
+    _cur_dir = str(tmp_path)
+    ckp_mgr = CheckpointManager()
+
+    ckpoint_file_name = os.path.join(_cur_dir, "./test1.ckpt")
+    with open(ckpoint_file_name, "w"):
+        os.chmod(ckpoint_file_name, stat.S_IWUSR | stat.S_IRUSR)
+
+    ckp_mgr.update_ckpoint_filelist(_cur_dir, "test")
+    assert ckp_mgr.ckpoint_num == 1
+
+    ckp_mgr.remove_ckpoint_file(ckpoint_file_name)
+    ckp_mgr.update_ckpoint_filelist(_cur_dir, "test")
+    assert ckp_mgr.ckpoint_num == 0
+    assert not os.path.exists(ckpoint_file_name)
+
+    another_file_name = os.path.join(_cur_dir, "./test2.ckpt")
+    another_file_name = os.path.realpath(another_file_name)
+    with open(another_file_name, "w"):
+        os.chmod(another_file_name, stat.S_IWUSR | stat.S_IRUSR)
+
+    ckp_mgr.update_ckpoint_filelist(_cur_dir, "test")
+    assert ckp_mgr.ckpoint_num == 1
+    ckp_mgr.remove_oldest_ckpoint_file()
+    ckp_mgr.update_ckpoint_filelist(_cur_dir, "test")
+    assert ckp_mgr.ckpoint_num == 0
+    assert not os.path.exists(another_file_name)
+
+    # test keep_one_ckpoint_per_minutes
+    file1 = os.path.realpath(os.path.join(_cur_dir, "./time_file1.ckpt"))
+    file2 = os.path.realpath(os.path.join(_cur_dir, "./time_file2.ckpt"))
+    file3 = os.path.realpath(os.path.join(_cur_dir, "./time_file3.ckpt"))
+    with open(file1, "w"):
+        os.chmod(file1, stat.S_IWUSR | stat.S_IRUSR)
+    with open(file2, "w"):
+        os.chmod(file2, stat.S_IWUSR | stat.S_IRUSR)
+    with open(file3, "w"):
+        os.chmod(file3, stat.S_IWUSR | stat.S_IRUSR)
+    time1 = time.time()
+    ckp_mgr.update_ckpoint_filelist(_cur_dir, "time_file")
+    assert ckp_mgr.ckpoint_num == 3
+    ckp_mgr.keep_one_ckpoint_per_minutes(1, time1)
+    ckp_mgr.update_ckpoint_filelist(_cur_dir, "time_file")
+    assert ckp_mgr.ckpoint_num == 1
 
 
 def test_remove_oldest_and_named_files(tmp_path: Path) -> None:

@@ -168,13 +168,13 @@ def test_append_info_keywords_and_dict() -> None:
     config = CheckpointConfig(
         append_info=[
             "epoch_num",
-            {"lr": 0.1, "name": "resnet", "flag": False, "mask": mask},
+            {"lr": 0.1, "seed": 7, "flag": False, "mask": mask},
             "step_num",
         ]
     )
     appended = config.append_dict
     assert appended is not None
-    assert list(appended) == ["epoch_num", "step_num", "lr", "name", "flag", "mask"]
+    assert list(appended) == ["epoch_num", "step_num", "lr", "seed", "flag", "mask"]
     assert appended["epoch_num"] == 0
     assert appended["step_num"] == 0
     assert appended["mask"] is mask
@@ -208,12 +208,33 @@ def test_append_info_must_be_a_list(append_info: Any) -> None:
     )
 
 
-def test_append_info_unknown_string() -> None:
-    with pytest.raises(CheckpointValueError) as caught:
+def test_the_originals_append_info_example() -> None:
+    # MindSpore's documented use, as written there.
+    append_info = ["epoch_num", "step_num", {"lr": 0.01, "momentum": 0.9}]
+    config_ck = CheckpointConfig(append_info=append_info)
+    assert config_ck.append_dict == {"epoch_num": 0, "step_num": 0, "lr": 0.01, "momentum": 0.9}
+
+
+def test_append_info_unknown_string_is_a_type_error_as_in_the_original() -> None:
+    # The original's _handle_append_info raises TypeError for a string that is
+    # neither "epoch_num" nor "step_num".
+    with pytest.raises(TypeError) as caught:
         CheckpointConfig(append_info=["epoch_num", "loss"])
-    assert isinstance(caught.value, ValueError)
+    assert isinstance(caught.value, CheckpointTypeError)
+    assert not isinstance(caught.value, ValueError)
     assert str(caught.value) == (
         "append_info[1] must be 'epoch_num', 'step_num' or a dict, got 'loss'"
+    )
+
+
+def test_append_info_refuses_a_str_value_as_the_original() -> None:
+    # The original's dict values are int, float or bool (its TypeError otherwise).
+    with pytest.raises(TypeError) as caught:
+        CheckpointConfig(append_info=["epoch_num", {"name": "resnet"}])
+    assert isinstance(caught.value, CheckpointTypeError)
+    assert str(caught.value) == (
+        "append_info['name'] must be an int, float, bool, NumPy array or framework tensor, "
+        "got 'resnet' (str)"
     )
 
 
@@ -250,7 +271,7 @@ def test_append_info_values_must_be_storable(value: Any) -> None:
     with pytest.raises(CheckpointTypeError) as caught:
         CheckpointConfig(append_info=[{"extra": value}])
     assert str(caught.value) == (
-        "append_info['extra'] must be an int, float, bool, str, NumPy array or framework "
+        "append_info['extra'] must be an int, float, bool, NumPy array or framework "
         f"tensor, got {type(value).__name__}"
     )
 

@@ -86,7 +86,7 @@ def test_landscape_directory_lock_and_files(model: Any, tmp_path: Path, shared: 
     )
     landscape = tmp_path / "summary" / "ckpt_dir"
     assert mode(landscape) == expected(shared, "dir")
-    assert mode(landscape / "train_metadata.json.lock") == expected(shared, "lock")
+    assert not (landscape / "train_metadata.json.lock").exists()  # removed when released
     assert mode(landscape / "train_metadata.json") == expected(shared, "file")
     assert mode(landscape / "TinyNet_1_step.ckpt") == expected(shared, "file")
 
@@ -102,4 +102,5 @@ def test_the_merge_lock(model: Any, tmp_path: Path, shared: bool) -> None:
         collect_specified_data={"collect_landscape": None},
     )
     TrainLoop(lambda batch: 0.5, network=data.network).train(1, data.dataset, callbacks=[collector])
-    assert mode(tmp_path / "summary" / ".rankscribe-merge.lock") == expected(shared, "lock")
+    assert not (tmp_path / "summary" / ".rankscribe-merge.lock").exists()  # removed when released
+    assert os.listdir(tmp_path / "summary")  # the merge ran

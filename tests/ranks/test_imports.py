@@ -50,7 +50,9 @@ def test_without_mpi_the_mpi_backend_says_what_to_install() -> None:
             print(error)
     """)
     assert result.returncode == 0, result.stderr
-    assert "pip install mpi4py mpich" in result.stdout
+    assert result.stdout.startswith("the MPI backend needs mpi4py, which is not installed: ")
+    assert 'pip install "rankscribe-ranks[mpi]" mpich' in result.stdout
+    assert len(result.stdout.strip().splitlines()) == 1
 
 
 def test_the_ground_floor_loads_no_other_package_nor_numpy_protobuf_or_pillow() -> None:

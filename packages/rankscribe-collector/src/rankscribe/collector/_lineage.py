@@ -67,7 +67,7 @@ from rankscribe.lineage.recording import (
     write_merged_lineage,
 )
 from rankscribe.ranks import Coordinator, RankInfo, RanksError, create_coordinator
-from rankscribe.ranks.files import file_mode
+from rankscribe.ranks.files import exclusive_lock
 
 logger = logging.getLogger(__name__)
 
@@ -337,11 +337,7 @@ class JobLineageMerger:
             else None
         )
         try:
-            with filelock.FileLock(
-                str(self.summary_dir / MERGE_LOCK_NAME),
-                timeout=self.timeout,
-                mode=file_mode(final=False),
-            ):
+            with exclusive_lock(str(self.summary_dir / MERGE_LOCK_NAME), timeout=self.timeout):
                 if verdicts is not None:  # the live view's: evidence from the rank dirs
                     verdicts = dict(verdicts)
                     verdicts.update(system_evidence(verdicts, self.summary_dir))

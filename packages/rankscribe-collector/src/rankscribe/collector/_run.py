@@ -51,10 +51,11 @@ from rankscribe.writer import SummaryRecord
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CollectorRun"]
+__all__ = ["CollectorRun", "moved_by_claim"]
 
-# Directories this process claimed through a collector: the requested one -> the one used,
-# so a later collector of the job given the same directory writes where the first did.
+# Directories this process's job claimed through a collector (on every rank): the requested
+# one -> the one used, so a later collector of the job given the same directory writes where
+# the first did (rank 0 decides that), and a ModelCheckpoint inside it follows.
 _CLAIMED: dict[str, str] = {}
 _CLAIM_LIMIT = 64 * 1024
 
@@ -207,17 +208,33 @@ def _claim(summary_dir: str, on_exists: OnExists, coordinator: Coordinator) -> s
         )
         return None
     used = os.fspath(claim.directory)
-    if coordinator.rank == 0:
-        _CLAIMED[summary_dir] = used
-        if used != summary_dir:
-            logger.warning(
-                "%s belongs to another job: this job (%d ranks) writes into %s instead "
-                "(SummaryCollector(on_exists=...), docs/layout.md).",
-                summary_dir,
-                coordinator.world_size,
-                used,
-            )
+    _CLAIMED[summary_dir] = used
+    if coordinator.rank == 0 and used != summary_dir:
+        logger.warning(
+            "%s belongs to another job: this job (%d ranks) writes into %s instead "
+            "(SummaryCollector(on_exists=...), docs/layout.md).",
+            summary_dir,
+            coordinator.world_size,
+            used,
+        )
     return used
+
+
+def moved_by_claim(path: str | os.PathLike[str]) -> Path | None:
+    """Where ``path`` goes because its job claimed another directory; None if it stays.
+
+    ``path`` (absolute) inside, or equal to, a ``summary_dir`` whose job in this process
+    claimed ``<summary_dir>-N`` instead moves to the same place in ``<summary_dir>-N``
+    (``docs/layout.md``, "Checkpoints inside the job directory").
+    """
+    target = os.path.normpath(os.fspath(path))
+    for asked, used in _CLAIMED.items():
+        requested = os.path.normpath(asked)
+        if used == requested:
+            continue
+        if target == requested or target.startswith(requested + os.sep):
+            return Path(used) / os.path.relpath(target, requested)
+    return None
 
 
 def _claimed_by_this_process(directory: str) -> bool:

@@ -13,6 +13,8 @@ API (``docs/contributing.md``, "Sibling modules"). Each rule has one home here:
   descriptor) and :func:`read_regular`, the one way to read a
   file from a directory others may write (regular files only, no link followed, never
   blocking on a FIFO);
+- :func:`exclusive_lock`, a lock between processes whose lock file is gone once
+  nobody holds it;
 - the job's layout (``docs/layout.md``): :data:`CLAIM_FILE_NAME`,
   :data:`JOB_RENDEZVOUS_DIRNAME`, :func:`rank_dir_name` and
   :func:`parse_rank_dir_name`, and :func:`event_file_kind`, which tells the event
@@ -26,11 +28,12 @@ import os
 import re
 import secrets
 import stat
-from collections.abc import Callable, Iterable
-from contextlib import suppress
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, suppress
 from typing import IO, BinaryIO, Literal
 
 from rankscribe.ranks._args import check_int
+from rankscribe.ranks._deadline import Backoff, Deadline
 from rankscribe.ranks.errors import RanksTypeError, UnsafeFileError
 
 __all__ = [
@@ -42,6 +45,7 @@ __all__ = [
     "atomic_write",
     "dir_mode",
     "event_file_kind",
+    "exclusive_lock",
     "file_mode",
     "fsync_directory",
     "group_readable",
@@ -370,6 +374,94 @@ def read_regular(
 
 _RANK_DIR_PREFIX = "rank_"
 _RANK_DIR = re.compile(rf"{_RANK_DIR_PREFIX}(0|[1-9][0-9]*)", re.ASCII)
+
+
+_LOCK_FLAGS = (
+    os.O_RDWR
+    | os.O_CREAT
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+
+
+@contextmanager
+def exclusive_lock(path: str | os.PathLike[str], *, timeout: float) -> Iterator[None]:
+    """Hold an exclusive lock between processes on the lock file ``path``; remove the file
+    when done, so a finished run leaves no ``*.lock`` behind (``docs/layout.md``, "Lock
+    files").
+
+    The lock is ``flock`` on the file, opened read-write (so it holds on NFS too, where
+    ``flock`` is a byte-range lock) with ``O_NOFOLLOW | O_NONBLOCK`` (a link or a FIFO
+    planted at the name is refused, as :func:`open_regular` refuses them). The holder
+    removes the file *before* it unlocks, and a process that gets the lock checks that
+    the file it locked is still the one at ``path``: a waiter that had opened the file
+    the holder removed finds it gone (or another one there) and tries again on the
+    current one. So two processes never hold the lock at once, and only the holder of
+    a lock file removes it. Every user of a lock file must take it this way.
+
+    Raises:
+        filelock.Timeout: (a ``TimeoutError``) the lock was not free within ``timeout``
+            seconds (polled, never a blocking wait).
+        UnsafeFileError: something other than a regular file is at ``path``.
+    """
+    import fcntl  # noqa: PLC0415 - POSIX only; importing this module needs no fcntl
+
+    import filelock  # noqa: PLC0415 - its Timeout only; the writer imports this module
+
+    target = os.fspath(path)
+    deadline = Deadline(timeout)
+    backoff = Backoff(0.001, 0.05)
+    while True:
+        descriptor = _open_lock_file(target)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(descriptor)
+            if deadline.expired():
+                raise filelock.Timeout(target) from None
+            backoff.sleep(deadline)
+            continue
+        except BaseException:
+            os.close(descriptor)
+            raise
+        if _still_at(target, descriptor):
+            break
+        os.close(descriptor)  # the holder before removed it: lock the current file
+    try:
+        yield
+    finally:
+        try:
+            with suppress(FileNotFoundError):
+                os.unlink(target)  # before the unlock: see the docstring
+        finally:
+            os.close(descriptor)  # closing unlocks
+
+
+def _open_lock_file(path: str) -> int:
+    try:
+        descriptor = os.open(path, _LOCK_FLAGS, file_mode(final=False))
+    except OSError as error:
+        if error.errno in _REFUSED_AT_OPEN:
+            raise _refused_at_open(path, error, follow_link=False) from error
+        raise
+    try:
+        found = os.fstat(descriptor)
+        if not stat.S_ISREG(found.st_mode):
+            raise _not_regular(path, found.st_mode)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor
+
+
+def _still_at(path: str, descriptor: int) -> bool:
+    """True when the file open at ``descriptor`` is the one at ``path``."""
+    try:
+        named = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return os.path.samestat(named, os.fstat(descriptor))
 
 
 def rank_dir_name(rank: int) -> str:

@@ -41,6 +41,14 @@ example scripts pass ``rankscribe.ranks.rank_dir(...)``). When ``directory`` is
 not already ``rank_<r>`` and the job has more than one rank (as
 ``rankscribe.ranks.detect()`` sees it), ``rank_<r>`` is appended, so ranks never
 write over each other's files.
+
+A ``directory`` inside a SummaryCollector's ``summary_dir`` (or equal to it)
+follows the job's claim: when the job writes into ``<summary_dir>-2`` because
+``summary_dir`` holds another job, the checkpoints go to the same place in
+``<summary_dir>-2``. The callback may be made before the collector claims, so
+where it writes is settled at the first step of each run; directories it made
+in the other job's directory and left empty are removed (``docs/layout.md``,
+"Checkpoints inside the job directory").
 """
 
 from __future__ import annotations
@@ -133,7 +141,9 @@ class ModelCheckpoint(Callback):
         self._save_timeout = _check_timeout(save_timeout)
         self._config = config
         self._clock = clock
-        self._directory = _checkpoint_directory(directory)
+        self._base = _checkpoint_base(directory)  # before this rank's rank_<r>
+        self._directory, self._made = _rank_directory(self._base)
+        self._placed = False  # the job's claim is followed (at the first step of a run)
         self._requested_prefix = prefix
         self._prefix = unique_prefix(self._directory, prefix)
         self._manager = CheckpointManager(
@@ -166,7 +176,7 @@ class ModelCheckpoint(Callback):
 
     @property
     def directory(self) -> str:
-        """The absolute directory files are written into."""
+        """The absolute directory files are written into (moved by a job's claim, see above)."""
         return str(self._directory)
 
     @property
@@ -183,6 +193,7 @@ class ModelCheckpoint(Callback):
         if self._trained:
             self._start_another_run()
         self._trained = True
+        self._placed = False
         # The seconds trigger counts from the start of training, not from
         # construction (nor from an evaluation run in between).
         self._last_save_time = self._clock()
@@ -205,10 +216,35 @@ class ModelCheckpoint(Callback):
         self._swept = False
         self._graph_saved = False
 
+    def _follow_the_jobs_claim(self) -> None:
+        """Move into ``<summary_dir>-N`` when this directory lies in a job's ``summary_dir``
+        that the job (a SummaryCollector of this process) left for ``<summary_dir>-N``."""
+        self._placed = True
+        # Imported here: the collector's run module is the one that records claims.
+        from rankscribe.collector._run import moved_by_claim  # noqa: PLC0415
+
+        moved = moved_by_claim(self._base)
+        if moved is None or moved == self._base:
+            return
+        self._saver.wait(self._save_timeout)
+        left, made = self._directory, self._made
+        self._base = moved
+        self._directory, self._made = _rank_directory(moved)
+        self._prefix = unique_prefix(self._directory, self._requested_prefix)
+        _remove_empty(left, made)
+        logger.info(
+            "ModelCheckpoint writes into %s: its job writes into %s instead of the directory "
+            "it was given",
+            self._directory,
+            moved,
+        )
+
     def step_end(self, run_context: RunContext) -> None:
         self._saver.raise_failure()
         params = run_context.original_args()
         if params.mode != "eval":
+            if not self._placed:
+                self._follow_the_jobs_claim()
             if not self._graph_saved:
                 self._save_graph(params)
             self._save_if_due(params, force=False)
@@ -243,6 +279,8 @@ class ModelCheckpoint(Callback):
     def end(self, run_context: RunContext) -> None:
         params = run_context.original_args()
         if params.mode != "eval":
+            if not self._placed:
+                self._follow_the_jobs_claim()
             self._save_if_due(params, force=True)
         self._saver.wait(self._save_timeout)
 
@@ -416,7 +454,8 @@ def _check_timeout(timeout: object) -> float:
     )
 
 
-def _checkpoint_directory(directory: str | os.PathLike[str] | None) -> Path:
+def _checkpoint_base(directory: str | os.PathLike[str] | None) -> Path:
+    """The absolute directory asked for, without this rank's ``rank_<r>``."""
     if directory is not None and not isinstance(directory, (str, os.PathLike)):
         raise CheckpointTypeError(
             f"directory must be a str, os.PathLike or None, got {type(directory).__name__}"
@@ -426,16 +465,43 @@ def _checkpoint_directory(directory: str | os.PathLike[str] | None) -> Path:
         raise CheckpointValueError(
             f"directory must be a path without NUL characters ('\\0'), got {directory!r}"
         )
-    base = Path(os.getcwd() if directory is None else directory).absolute()
+    base = Path(os.path.abspath(os.getcwd() if directory is None else directory))
     info = detect()
     if not info.is_single and base.name == rank_dir_name(info.rank):
         base = base.parent  # already this rank's directory: rank_dir gives it back
+    return base
+
+
+def _rank_directory(base: Path) -> tuple[Path, Path | None]:
+    """This rank's directory under ``base``, created; and the first directory made for it
+    (None when every one existed)."""
+    info = detect()
+    leaf = base if info.is_single else base / rank_dir_name(info.rank)
+    made = leaf if not os.path.lexists(leaf) else None
+    while made is not None and not os.path.lexists(made.parent):
+        made = made.parent
     try:
         # Every directory made on the way is private (or group-readable when
         # asked), not only the last; rank_dir then finds them all there.
-        make_private_dir(base if info.is_single else base / rank_dir_name(info.rank))
-        return rank_dir(base, info)
+        make_private_dir(leaf)
+        return rank_dir(base, info), made
     except OSError as error:
         raise CheckpointWriteError(
             f"cannot create checkpoint directory {str(base)!r}: {error}"
         ) from error
+
+
+def _remove_empty(directory: Path, made: Path | None) -> None:
+    """Remove ``directory`` and its parents up to ``made``, the first one this callback made,
+    while they are empty (``rmdir`` removes nothing else)."""
+    if made is None or not (directory == made or made in directory.parents):
+        return
+    current = directory
+    while True:
+        try:
+            os.rmdir(current)
+        except OSError:
+            return
+        if current in (made, current.parent):
+            return
+        current = current.parent

@@ -13,7 +13,10 @@ Validation and precedence follow MindSpore's ``CheckpointConfig``:
 - ``keep_checkpoint_max > 0`` wins over ``keep_checkpoint_per_n_minutes``, which
   then reads ``None``; with both 0, ``keep_checkpoint_max`` becomes 1;
 - ``append_info`` is a list of the strings ``"epoch_num"`` / ``"step_num"`` and
-  at most one dict of str keys to int, float, bool, str or array values.
+  at most one dict of str keys to int, float, bool or array values; every other
+  element, an unknown string included, and a str value in the dict are a
+  ``TypeError``, as the original's (MindSpore 1.x) ``_handle_append_info``
+  raises. ``save_checkpoint``'s ``append_dict`` also takes str values.
 
 The validators for ``enc_key``, ``enc_mode`` and append values are shared with
 ``save_checkpoint`` (:mod:`rankscribe.collector.checkpoint._format`).
@@ -43,6 +46,8 @@ __all__ = [
 APPEND_INFO_KEYWORDS = ("epoch_num", "step_num")
 
 _APPEND_VALUE_FORM = "an int, float, bool, str, NumPy array or framework tensor"
+# CheckpointConfig's append_info refuses a str value, as the original's did.
+_APPEND_INFO_VALUE_FORM = "an int, float, bool, NumPy array or framework tensor"
 
 
 class CheckpointConfig:
@@ -61,7 +66,8 @@ class CheckpointConfig:
             parameters.
         saved_network: a network to save instead of the one being trained.
         append_info: ``"epoch_num"``, ``"step_num"`` and/or one dict of extra values
-            stored with the tensors. In the dict, ``epoch_num`` / ``step_num`` ints
+            (int, float, bool, arrays; not str, as in the original) stored with
+            the tensors. In the dict, ``epoch_num`` / ``step_num`` ints
             are offsets added to the current epoch / step (for resumed runs).
         enc_key: encrypt the files with this 16-, 24- or 32-byte AES key.
         enc_mode: ``"AES-GCM"`` or ``"AES-CBC"`` (the latter with HMAC-SHA256).
@@ -203,8 +209,11 @@ def check_enc_mode(enc_mode: object) -> str:
     return enc_mode
 
 
-def check_append_value(key: object, value: object, argument: str = "append_info") -> None:
-    """Raise unless ``key`` is a str and ``value`` a storable append value."""
+def check_append_value(
+    key: object, value: object, argument: str = "append_info", *, strings: bool = True
+) -> None:
+    """Raise unless ``key`` is a str and ``value`` a storable append value (a str one only
+    with ``strings``)."""
     if not isinstance(key, str) or not key:
         raise CheckpointTypeError(
             f"the keys of the {argument} dict must be non-empty str, got {key!r} "
@@ -215,9 +224,12 @@ def check_append_value(key: object, value: object, argument: str = "append_info"
             f"{argument}[{key!r}] is an offset added to the current {key.split('_')[0]} and "
             f"must be an int, got {value!r} ({type(value).__name__})"
         )
-    if not _is_append_value(value):
+    if not _is_append_value(value) or (isinstance(value, str) and not strings):
+        form = _APPEND_VALUE_FORM if strings else _APPEND_INFO_VALUE_FORM
         raise CheckpointTypeError(
-            f"{argument}[{key!r}] must be {_APPEND_VALUE_FORM}, got {type(value).__name__}"
+            f"{argument}[{key!r}] must be {form}, got {value!r} ({type(value).__name__})"
+            if isinstance(value, str)
+            else f"{argument}[{key!r}] must be {form}, got {type(value).__name__}"
         )
 
 
@@ -263,7 +275,9 @@ def _check_append_info(append_info: object) -> dict[str, Any] | None:
     for index, element in enumerate(append_info):
         if isinstance(element, str):
             if element not in APPEND_INFO_KEYWORDS:
-                raise CheckpointValueError(
+                # A TypeError, as the original's (the value names no type, but
+                # code written for it catches TypeError).
+                raise CheckpointTypeError(
                     f"append_info[{index}] must be 'epoch_num', 'step_num' or a dict, "
                     f"got {element!r}"
                 )
@@ -274,7 +288,7 @@ def _check_append_info(append_info: object) -> dict[str, Any] | None:
                     f"append_info may hold only one dict, but append_info[{index}] is a second one"
                 )
             for key, value in element.items():
-                check_append_value(key, value)
+                check_append_value(key, value, strings=False)
                 appended[key] = value
         else:
             raise CheckpointTypeError(

@@ -61,10 +61,13 @@ class CheckpointManager:
         return len(self._files)
 
     def update_ckpoint_filelist(self, directory: str | os.PathLike[str], prefix: str) -> None:
-        """List ``directory``'s ``<prefix>-<digits and _>.ckpt`` files, as the original.
+        """List ``directory``'s checkpoints of ``prefix`` by the original's rule.
 
-        A name whose part after ``prefix`` holds a letter (``<prefix>-graph.meta``,
-        another prefix's ``<prefix>-a-1_1.ckpt``) is not this prefix's checkpoint.
+        MindSpore's rule (its ``CheckpointManager`` through version 1.1, whose unit
+        test this one follows): a name that starts with ``prefix``, ends with
+        ``.ckpt`` and holds no letter in between. So for ``CKP`` it lists
+        ``CKP-1_1.ckpt``, the renamed runs' ``CKP_1-1_1.ckpt`` and ``CKP1_1.ckpt``,
+        but not ``CKP-graph.meta``, ``CKPa-1_1.ckpt`` nor ``CKP-a_1.ckpt``.
         Links are not listed.
         """
         if not isinstance(directory, (str, os.PathLike)):
@@ -77,7 +80,7 @@ class CheckpointManager:
         for entry in os.scandir(directory):
             middle = entry.name[len(prefix) : -len(CHECKPOINT_SUFFIX)]
             if (
-                entry.name.startswith(f"{prefix}-")
+                entry.name.startswith(prefix)
                 and entry.name.endswith(CHECKPOINT_SUFFIX)
                 and not any(character.isalpha() for character in middle)
                 and entry.is_file(follow_symlinks=False)

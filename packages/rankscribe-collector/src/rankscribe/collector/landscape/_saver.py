@@ -24,7 +24,8 @@ is any entry that is not a regular file or a link. Files of other names are
 left alone. While a run goes on, ``train_metadata.json`` is written once:
 under a file lock, a second writer in the same directory at the same time
 finds it there and leaves it as it is, as the original's read-only file did.
-See docs/collector-schedule.md.
+The lock file (``train_metadata.json.lock``) is removed when released
+(``rankscribe.ranks.files.exclusive_lock``). See docs/collector-schedule.md.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from safetensors.numpy import save as safetensors_bytes
 
 from rankscribe.collector.adapters import AdapterRegistry, network_parameters
 from rankscribe.collector.collection._options import LandscapeOptions
-from rankscribe.ranks.files import atomic_write, file_mode, make_private_dir
+from rankscribe.ranks.files import atomic_write, exclusive_lock, file_mode, make_private_dir
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +86,8 @@ class LandscapeSaver:
         # default run (tools/bench/collector.py). number -> (path, its write).
         self._writing: dict[str, tuple[str, concurrent.futures.Future[str]]] = {}
         self._writer: concurrent.futures.ThreadPoolExecutor | None = None
+        # What rank 0 says at the first save: (the numbers this run saves, world size).
+        self._announcement: tuple[list[int], int] | None = None
 
     @property
     def unit(self) -> str:
@@ -114,25 +117,43 @@ class LandscapeSaver:
         return [number for number in self._ordered if not total or number <= total]
 
     def announce(self, *, epoch_num: int, batch_num: int, rank: int, world_size: int) -> None:
-        """Say on rank 0 what this run saves, and where.
+        """Say on rank 0, once, at WARNING, what this run saves, where and how many bytes.
 
-        The default (MindSpore's) saves many full copies of the network's
-        parameters, which a user who never asked for a landscape should hear of.
+        The default (MindSpore's) saves 19 full copies of the network's parameters
+        per rank, which a user who never asked for a landscape should hear of: the
+        line gives the bytes (those of the first file, times the sets the run
+        reaches, per rank and for the job) and how to turn it off or save fewer.
+        The bytes are known once the first set is copied, so the line is logged
+        then (at the first step of the intervals: step 1 by default).
         """
+        self._announcement = None
         if rank != 0 or self.disabled:
             return
         total = epoch_num * (1 if self.unit == "epoch" else batch_num)
         planned = self.planned(total)
+        if planned:
+            self._announcement = (planned, world_size)
+
+    def _say_what_is_saved(self, set_bytes: int) -> None:
+        announcement, self._announcement = self._announcement, None
+        if announcement is None:
+            return
+        planned, world_size = announcement
+        per_rank = set_bytes * len(planned)
         where = str(self.directory)
         if world_size > 1:
-            where += " (every rank into its own rank_<r>/ckpt_dir)"
-        logger.info(
+            where += f" ({_size(per_rank * world_size)} for the job's {world_size} ranks, every "
+            where += "rank into its own rank_<r>/ckpt_dir)"
+        logger.warning(
             "Loss landscape (on by default, as in MindSpore): saving %d full parameter sets "
-            "of the network (%ss %s) into %s; turn it off with "
-            "collect_specified_data={'collect_landscape': None}.",
+            "of the network (%ss %s), %s each, %s per rank, into %s; turn it off with "
+            "collect_specified_data={'collect_landscape': None}, or save fewer sets with "
+            "{'collect_landscape': {'intervals': [[1, 2, 3]]}}.",
             len(planned),
             self.unit,
             _numbers(planned),
+            _size(set_bytes),
+            _size(per_rank),
             where,
         )
 
@@ -163,10 +184,8 @@ class LandscapeSaver:
         except FileNotFoundError:
             return
         try:
-            with filelock.FileLock(
-                str(self.directory / METADATA_NAME) + ".lock",
-                timeout=LOCK_TIMEOUT,
-                mode=file_mode(final=False),
+            with exclusive_lock(
+                str(self.directory / METADATA_NAME) + ".lock", timeout=LOCK_TIMEOUT
             ):
                 removed = _unlink_entry(descriptor, METADATA_NAME)
                 with os.scandir(descriptor) as entries:
@@ -208,6 +227,7 @@ class LandscapeSaver:
         except (OSError, TypeError, ValueError) as error:
             self._save_failed(number, error)
             return None
+        self._say_what_is_saved(len(payload))
         if self._writer is None:
             self._writer = concurrent.futures.ThreadPoolExecutor(
                 max_workers=1, thread_name_prefix="rankscribe-landscape"
@@ -270,9 +290,7 @@ class LandscapeSaver:
             return False
         try:
             self._directory_ready()
-            with filelock.FileLock(
-                str(path) + ".lock", timeout=LOCK_TIMEOUT, mode=file_mode(final=False)
-            ):
+            with exclusive_lock(str(path) + ".lock", timeout=LOCK_TIMEOUT):
                 if path.exists():
                     logger.warning("%s already exists; it is kept as it is.", path)
                     return False
@@ -302,6 +320,18 @@ def _unlink_entry(directory: int, name: str) -> int:
         return 0
     os.unlink(name, dir_fd=directory)  # a link goes, its target stays
     return 1
+
+
+def _size(count: int) -> str:
+    """``count`` bytes in decimal units: ``512 B``, ``10.4 kB``, ``1.9 GB``."""
+    if count < 1000:
+        return f"{count} B"
+    value, unit = count / 1000, "kB"
+    for larger in ("MB", "GB"):
+        if value < 1000:
+            break
+        value, unit = value / 1000, larger
+    return f"{value:.1f} {unit}"
 
 
 def _numbers(numbers: list[int]) -> str:

@@ -39,7 +39,7 @@ from rankscribe.lineage.merge._stream import job_statistics_of_dirs
 from rankscribe.lineage.record._lineage_file import write_merged_lineage
 from rankscribe.lineage.record._names import rank_of_dir_name
 from rankscribe.lineage.record._parser import RunLineage, parse_run
-from rankscribe.ranks.files import file_mode
+from rankscribe.ranks.files import exclusive_lock
 
 logger = logging.getLogger(__name__)
 
@@ -225,7 +225,7 @@ def merge_run_dir(
     lock_path = os.path.join(directory, MERGE_LOCK_NAME)
     try:
         # Private like every file RankScribe creates; a bounded wait like every wait.
-        with filelock.FileLock(lock_path, timeout=_LOCK_SECONDS, mode=file_mode(False)):
+        with exclusive_lock(lock_path, timeout=_LOCK_SECONDS):
             if has_scalars:
                 hparams, metrics = session_values(merged)
                 assert statistics is not None

@@ -49,7 +49,9 @@ from rankscribe.ranks.backends._message import (
     Operation,
     chunk_spans,
 )
+from rankscribe.ranks.backends._mpi_loader import INSTALL_MPI
 from rankscribe.ranks.errors import (
+    BackendUnavailableError,
     BarrierTimeoutError,
     CollectiveTimeoutError,
     MessageError,
@@ -164,12 +166,23 @@ class MpiCoordinator(Coordinator):
 
     def _check_agrees(self, comm: Any) -> None:
         rank, size = comm.Get_rank(), comm.Get_size()
-        if (rank, size) != (self.rank, self.world_size):
-            raise RanksValueError(
-                f"the MPI communicator says rank {rank} of {size} but info says rank "
-                f"{self.rank} of {self.world_size} (launcher {self.info.launcher}); start the "
-                "job with mpiexec, or use backend='file' for launchers without MPI"
+        if (rank, size) == (self.rank, self.world_size):
+            return
+        if size == 1 and self.world_size > 1:
+            # Every rank started MPI alone: the launcher is not one this MPI library
+            # understands (a distribution's mpiexec beside MPICH from PyPI, or the
+            # reverse), so each process is a world of one.
+            raise BackendUnavailableError(
+                f"this process is rank {self.rank} of {self.world_size} for the launcher "
+                f"({self.info.launcher}) but a world of 1 for the MPI library mpi4py loaded "
+                f"({_library(self._mpi)}): that mpiexec belongs to another MPI installation. "
+                f"{INSTALL_MPI}"
             )
+        raise RanksValueError(
+            f"the MPI communicator says rank {rank} of {size} but info says rank "
+            f"{self.rank} of {self.world_size} (launcher {self.info.launcher}); start the "
+            "job with mpiexec, or use backend='file' for launchers without MPI"
+        )
 
     def _duplicate(self, comm: Any) -> Any:
         duplicate, request = comm.Idup()
@@ -361,3 +374,13 @@ class MpiCoordinator(Coordinator):
         if cancelled:
             logger.debug("abandoning %d receive(s) already under way", len(cancelled))
         self._abandoned += cancelled
+
+
+def _library(mpi: Any) -> str:
+    """The first line of the MPI library's version string (``MPICH Version: 5.0.2``)."""
+    try:
+        version = str(mpi.Get_library_version())
+    except Exception:  # only words for a message; MPI may not offer the call
+        return "version unknown"
+    lines = [line.strip() for line in version.splitlines() if line.strip()]
+    return " ".join(lines[0].split()) if lines else "version unknown"
