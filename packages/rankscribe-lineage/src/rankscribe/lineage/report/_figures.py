@@ -54,6 +54,7 @@ PALETTE = (
 MEAN_COLOR = "#1f77b4"
 BAND_FILL = "rgba(31, 119, 180, 0.18)"
 STRAGGLER_COLOR = "#d62728"
+UNCOSTED_COLOR = "#ff7f0e"
 OTHER_RANK_COLOR = "rgba(120, 120, 120, 0.55)"
 _INT32 = np.iinfo(np.int32)
 
@@ -182,15 +183,20 @@ def band_figure(
     return {"data": traces, "layout": _layout(tag, tag, **_markers(markers))}
 
 
-def step_time_figure(ranks: Mapping[int, DrawnCurve], straggler: int | None, title: str) -> Figure:
-    """Each rank's step time; the straggler drawn on top in red, the others grey."""
+def step_time_figure(
+    ranks: Mapping[int, DrawnCurve], straggler: int | None, title: str, *, alarm: bool = True
+) -> Figure:
+    """Each rank's step time; the straggler drawn on top, the others grey.
+
+    The straggler is red when its verdict is an alarm (it has a cost), orange when
+    the lineage records no cost for it.
+    """
     traces: list[dict[str, Any]] = []
     for rank, curve in sorted(ranks.items(), key=lambda item: item[0] == straggler):
         if rank == straggler:
+            color = STRAGGLER_COLOR if alarm else UNCOSTED_COLOR
             traces.append(
-                _line(
-                    curve, f"rank {rank} (straggler)", line={"width": 1.5, "color": STRAGGLER_COLOR}
-                )
+                _line(curve, f"rank {rank} (straggler)", line={"width": 1.5, "color": color})
             )
         else:
             color = OTHER_RANK_COLOR if straggler is not None else PALETTE[rank % len(PALETTE)]
