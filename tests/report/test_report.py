@@ -347,3 +347,69 @@ def test_a_straggler_without_a_cost_is_no_alarm() -> None:
     for cost in (0.0, "n/a", float("nan")):
         zero = {**older, "job/straggler_cost_seconds": cost, "job/straggler_cost_share": 0.0}
         assert 'class="flag"' not in _verdict_list(zero)
+
+
+def test_a_job_without_a_loss_tag_leads_with_the_users_loss_like_tag(tmp_path: Path) -> None:
+    job = tmp_path / "base" / "job"
+    for rank in range(2):
+        with SummaryRecord(job / f"rank_{rank}", rank=rank) as record:
+            for step in range(1, 21):
+                record.add_value("scalar", "val_loss", 2.0 / step)
+                record.add_value("scalar", "train_loss", 1.0 / step)
+                record.add_value("scalar", "accuracy", 1.0 - 1.0 / step)
+                record.add_value("scalar", "rankscribe/data_wait", 0.001)
+                record.add_value("scalar", "rankscribe/step_time", 0.01)
+                record.record(step)
+    merge_run_dir(job, world_size=2)
+    with SummaryRecord(tmp_path / "base" / "timings-only") as record:
+        for step in range(1, 11):
+            record.add_value("scalar", "rankscribe/data_wait", 0.001)
+            record.record(step)
+    page = Path(write_report(tmp_path / "base", tmp_path / "r.html").path).read_text("utf-8")
+    job_section = page.split('<section id="jobs">')[1].split('<section id="single-runs">')[0]
+    # The lead chart is open, the others collapsed, in the documented order.
+    assert "<summary>train_loss</summary>" not in job_section
+    collapsed = re.findall(r"<summary>([^<]+)</summary>", job_section)
+    assert collapsed == ["val_loss", "accuracy", "rankscribe/data_wait", "rankscribe/step_time"]
+    assert job_section.index("The line is the mean over the ranks") < job_section.index(
+        "step time per rank"
+    )
+    # RankScribe's own tags never lead: a run of timings alone has every chart collapsed.
+    singles = page.split('<section id="single-runs">')[1]
+    assert "<summary>rankscribe/data_wait (1 runs)</summary>" in singles
+    assert singles.count("Plotly.newPlot(") == 1
+
+
+def test_a_very_long_category_is_shortened_in_its_middle_and_the_margin_holds_it(
+    tmp_path: Path,
+) -> None:
+    from rankscribe.lineage import Algorithm, HyperParameters, TrainLineageInfo
+
+    names = ["Net" + "Block" * 12 + "Alpha", "Net" + "Block" * 12 + "Omega"]  # 68 characters
+    for index, network in enumerate(names):
+        with SummaryRecord(tmp_path / "base" / f"run{index}") as record:
+            record.add_value("scalar", "loss", 1.0)
+            record.record(1)
+            train = TrainLineageInfo(
+                hyper_parameters=HyperParameters(learning_rate=0.1 * (index + 1)),
+                algorithm=Algorithm(network=network, loss=0.5 + index),
+            )
+            record.add_value("train_lineage", "train", train.to_proto())
+            record.record(1)
+    drawn: list[dict[str, Any]] = []
+    original = _report_page._chart
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(
+            _report_page, "_chart", lambda figure: drawn.append(figure) or original(figure)
+        )
+        write_report(tmp_path / "base", tmp_path / "r.html")
+    parcoords = next(figure for figure in drawn if figure["data"][0]["type"] == "parcoords")
+    go.Figure(parcoords)
+    network = parcoords["data"][0]["dimensions"][0]
+    assert network["label"] == "network"
+    assert network["ticktext"] == [
+        "NetBlockBlockBlockB…BlockBlockBlockAlpha",
+        "NetBlockBlockBlockB…BlockBlockBlockOmega",
+    ]
+    assert all(len(text) == 40 for text in network["ticktext"])
+    assert parcoords["layout"]["margin"]["l"] >= 40 * 5.1  # the widest label, as Chromium draws it

@@ -17,9 +17,16 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rankscribe.lineage.jobparts import LOSS_TAGS, timing_name
+from rankscribe.lineage.jobparts import timing_name
 from rankscribe.lineage.jobview import STEP_TIME_TAG, verdict_lines
-from rankscribe.lineage.report._data import MAX_TAGS, DrawnCurve, JobData, ReportData, tag_order
+from rankscribe.lineage.report._data import (
+    MAX_TAGS,
+    DrawnCurve,
+    JobData,
+    ReportData,
+    lead_tag,
+    tag_order,
+)
 from rankscribe.lineage.report._figures import (
     Figure,
     Marker,
@@ -312,7 +319,7 @@ def _job_html(job: JobData, anchor: str, max_points: int) -> Iterator[str]:
     yield from _verdicts_html(job)
     tags = [tag for tag in tag_order(list(job.bands)) if tag != STEP_TIME_TAG]
     markers = _markers(run.verdicts)
-    main = next((tag for tag in tags if tag in LOSS_TAGS), tags[0] if tags else None)
+    main = lead_tag(tags)
     if main is not None:
         yield _tag_chart(job, main, markers, max_points)
     yield from _step_time_html(job, max_points)
@@ -352,13 +359,14 @@ def _single_runs_html(data: ReportData) -> Iterator[str]:
     for curves in runs.values():
         seen.update(dict.fromkeys(curves))
     tags = tag_order(list(seen))
+    lead = lead_tag(tags)
     yield f'<p class="note">{len(runs)} runs, one line per run'
     yield "; hover a line for its run.</p>" if len(runs) > LEGEND_RUNS else ".</p>"
-    for index, tag in enumerate(tags):
+    for tag in tags:
         curves = {name: run[tag] for name, run in runs.items() if tag in run}
         chart = _chart(runs_figure(tag, curves, legend=len(curves) <= LEGEND_RUNS))
         note = _thinning_note(list(curves.values()), data.max_points)
-        if index == 0:
+        if tag == lead:
             yield chart + note
         else:
             yield f"<details><summary>{_escape(tag)} ({len(curves)} runs)</summary>"
