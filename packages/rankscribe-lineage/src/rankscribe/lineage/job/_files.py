@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rankscribe.lineage._hparams import HParamsRun, add_session
+from rankscribe.lineage._hparams import FINAL_PREFIX, HParamsRun, add_session
 from rankscribe.lineage.job._sentences import verdict_lines
 from rankscribe.ranks.files import fsync_directory, make_private_dir
 from rankscribe.writer import files
@@ -75,8 +75,6 @@ RANK_NUMBER_SUFFIXES = ("/min_rank", "/max_rank", "/slowest_rank")
 VERDICT_PREFIX = "job/"
 #: TensorBoard's text tab lists the job's verdicts under this tag.
 VERDICTS_TEXT_TAG = "verdicts"
-#: The HParams session's results, as scalars under names no curve has.
-FINAL_PREFIX = "final/"
 
 _JOB_SUMMARY_NAME = re.compile(r"\.out\.events\.summary\.\d+\.job\..*_MS$")
 _JOB_TENSORBOARD_NAME = re.compile(r"^events\.out\.tfevents\.\d+\..*\.job$")
