@@ -364,8 +364,11 @@ class AppendedJobFiles:
         *,
         layout: tuple[Sequence[str], Sequence[str]] | None = None,
         session: HParamsRun | None = None,
+        verdicts: Mapping[str, Any] | None = None,
     ) -> None:
-        """Append one event per step of ``curves`` (and, to TensorBoard, a new layout/session)."""
+        """Append one event per step of ``curves``; to TensorBoard, the curves it draws
+        (:func:`board_curves`), the verdicts among them as a text table, and a new
+        layout, the session and the verdicts as sentences (``verdicts``) when given."""
         table = step_table(curves)
         summary = EventRecords("mindinsight")
         if table is not None:
@@ -382,7 +385,7 @@ class AppendedJobFiles:
             board_table = step_table(board_curves(curves))
             if board_table is not None:
                 board.add_scalars(board_table, wall_time)
-            text = _verdicts_so_far_markdown(curves)
+            text = verdicts_markdown(verdicts) if verdicts else _verdicts_so_far_markdown(curves)
             if text:
                 board.add_event(_text_event(wall_time, self._last_step, text))
             self._append("tensorboard", board)
