@@ -343,6 +343,9 @@ def test_a_straggler_without_a_cost_is_no_alarm() -> None:
     assert "(no cost recorded: not judged as an alarm)</li>" in page
     assert '<li class="notice">divergence: rank 2 at step 40</li>' in page
     assert '<li class="notice">missing: rank 5</li>' in page
+    # On the loss chart too, the divergence is marked, not in the alarm's red.
+    [marker] = _report_page._markers({**older, "job/diverged_first_step": 40})
+    assert marker.label == "diverged: rank 2" and marker.color != "#d62728"
     # A cost of nothing, or a damaged one, is no cost either.
     for cost in (0.0, "n/a", float("nan")):
         zero = {**older, "job/straggler_cost_seconds": cost, "job/straggler_cost_share": 0.0}

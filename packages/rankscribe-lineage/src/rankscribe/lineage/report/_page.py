@@ -189,7 +189,8 @@ def _markers(verdicts: Mapping[str, Any]) -> list[Marker]:
     diverged = verdicts.get("job/diverged_ranks")
     first = verdicts.get("job/diverged_first_step", -1)
     if diverged and isinstance(first, (int, float)) and first >= 0:
-        markers.append(Marker(first, f"diverged: {ranks_text(diverged)}"))
+        # A fact without a cost: brown as in the verdicts list; red is kept for a cost.
+        markers.append(Marker(first, f"diverged: {ranks_text(diverged)}", "#8a4b00"))
     nonfinite = verdicts.get("job/nonfinite_loss_ranks")
     first = verdicts.get("job/nonfinite_loss_first_step", -1)
     if nonfinite and isinstance(first, (int, float)) and first >= 0:
