@@ -196,7 +196,11 @@ def test_hparams(base: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ]
     assert infos["epoch"].type == tensorboard_hparams_pb2.DATA_TYPE_FLOAT64
     assert "user_defined/seed" in infos
-    assert [m.name.tag for m in experiment.metric_infos] == ["loss", "metric/acc", "metric/loss"]
+    assert [m.name.tag for m in experiment.metric_infos] == [
+        "final/loss",
+        "final/metric/acc",
+        "final/metric/loss",
+    ]
 
     (session_file,) = (out_dir / "adam").iterdir()
     events = _events(session_file)
@@ -206,7 +210,7 @@ def test_hparams(base: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert start.hparams["epoch"].number_value == 3
     assert start.group_name == "adam"
     scalars = {value.tag: value.simple_value for value in events[2].summary.value}
-    assert scalars == {"loss": 0.25, "metric/acc": pytest.approx(0.9)}
+    assert scalars == {"final/loss": 0.25, "final/metric/acc": pytest.approx(0.9)}
     end = _plugin_data(events[3].summary.value[0]).session_end_info
     assert end.status == tensorboard_hparams_pb2.STATUS_SUCCESS
     # the export is not a run of the base dir, and writing again replaces it
@@ -225,7 +229,7 @@ def test_hparams_read_by_tensorboard(base: Path, capsys: pytest.CaptureFixture[s
     reader = accumulator.EventAccumulator(str(out / "adam"))
     reader.Reload()
     assert "_hparams_/session_start_info" in reader.PluginTagToContent("hparams")
-    assert reader.Scalars("loss")[0].value == 0.25
+    assert reader.Scalars("final/loss")[0].value == 0.25
 
 
 def test_query_shows_the_columns_asked_for(base: Path, capsys: pytest.CaptureFixture[str]) -> None:

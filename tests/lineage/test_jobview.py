@@ -277,8 +277,15 @@ def test_a_rerun_replaces_the_job_files_and_never_duplicates_a_point(tmp_path: P
     first = _view(tmp_path, series, tensorboard=True)
     series[0].scalars["loss/auto"] = [(step, 9.0) for step in range(1, 11)]
     second = _view(tmp_path, series, tensorboard=True)
-    job_files = sorted(name for name in os.listdir(tmp_path) if not name.startswith("."))
-    assert job_files == sorted(os.path.basename(path) for path in second.paths)
+    job_files = sorted(
+        os.path.relpath(os.path.join(folder, name), tmp_path)
+        for folder, _, names in os.walk(tmp_path)
+        for name in names
+        if not name.startswith(".")
+    )
+    # the TensorBoard file in the job's own folder (TensorBoard's run "job")
+    assert job_files == sorted(os.path.relpath(path, tmp_path) for path in second.paths)
+    assert os.path.dirname(second.paths[1]) == str(tmp_path / "job")
     assert set(first.paths).isdisjoint(second.paths)
     curves = reader.scalars(tmp_path)
     assert [step for step, _ in curves["loss/auto/max"]] == list(range(1, 11))
@@ -303,6 +310,21 @@ def test_a_planted_link_at_a_job_file_name_is_replaced_not_followed(tmp_path: Pa
     for path in view.paths:
         assert not os.path.islink(path)
         assert os.stat(path).st_mode & 0o777 == 0o400
+
+
+def test_a_planted_link_at_the_tensorboard_folder_is_replaced_not_followed(
+    tmp_path: Path,
+) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    job = tmp_path / "run"
+    job.mkdir()
+    (job / "job").symlink_to(outside)
+    view = _view(job, _job(2, steps=10), tensorboard=True)
+    assert os.listdir(outside) == []
+    assert not (job / "job").is_symlink() and (job / "job").is_dir()
+    assert os.stat(job / "job").st_mode & 0o777 == 0o700
+    assert os.path.dirname(view.paths[1]) == str(job / "job")
 
 
 def test_bad_arguments_are_refused_by_name(tmp_path: Path) -> None:

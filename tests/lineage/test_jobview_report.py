@@ -27,9 +27,11 @@ def test_a_slow_node_is_summed_up_whole() -> None:
         "job/straggler_ranks": "2,3",
         "job/straggler_timing": "rankscribe/section/compute",
     }
-    assert verdict_summary(_job(verdicts)) == "stragglers: ranks 2,3"
+    assert verdict_summary(_job(verdicts)) == "stragglers: ranks 2,3 (no cost recorded)"
     one = {"job/straggler_rank": 1, "job/straggler_ranks": "1"}
-    assert verdict_summary(_job(one)) == "straggler: rank 1"
+    assert verdict_summary(_job(one)) == "straggler: rank 1 (no cost recorded)"
+    costed = {**verdicts, "job/straggler_cost_seconds": 0.002, "job/straggler_cost_share": 0.1}
+    assert verdict_summary(_job(costed)) == "2.0 ms a step (10%): stragglers ranks 2,3"
 
 
 def test_the_summary_and_the_chart_lead_with_the_cost() -> None:
@@ -41,11 +43,14 @@ def test_the_summary_and_the_chart_lead_with_the_cost() -> None:
         "job/straggler_excess": 0.5,
         "job/straggler_timing": "rankscribe/forward_time",
     }
-    assert verdict_summary(_job(verdicts)) == "straggler: rank 1 costing 4.1 ms a step (33%)"
+    assert verdict_summary(_job(verdicts)) == "4.1 ms a step (33%): straggler rank 1"
     html = "".join(_step_time_html(_JobData(verdicts), 1000))  # type: ignore[arg-type]
-    assert "straggler rank 1 costing 4.1 ms a step (33%) (named by its forward time)" in html
+    assert "4.1 ms a step (33%) lost to straggler rank 1 (named by its forward time)" in html
+    assert "#d62728" in html  # an alarm: drawn red
     damaged = {**verdicts, "job/straggler_cost_share": "n/a"}
-    assert verdict_summary(_job(damaged)) == "straggler: rank 1"
+    assert verdict_summary(_job(damaged)) == "straggler: rank 1 (no cost recorded)"
+    html = "".join(_step_time_html(_JobData(damaged), 1000))  # type: ignore[arg-type]
+    assert "no cost recorded" in html and "#d62728" not in html
 
 
 class _JobData:

@@ -235,3 +235,52 @@ def test_the_screenshot_shows_the_table_and_a_chart(loaded: Loaded, tmp_path: Pa
     )
     assert coloured > 2000, coloured
     assert loaded.errors == []
+
+
+def _long_names_base(base: Path) -> Path:
+    """Three runs whose networks are long names, the first axis of the comparison."""
+    from rankscribe.lineage import Algorithm, HyperParameters, TrainLineageInfo
+    from rankscribe.writer import SummaryRecord
+
+    networks = [
+        "BertForSequenceClassification",
+        "DistilBertForSequenceClassification",
+        "RobertaForSequenceClassification",
+    ]
+    for index, network in enumerate(networks):
+        with SummaryRecord(base / f"run{index}") as record:
+            record.add_value("scalar", "loss", 0.5 + index)
+            record.record(1)
+            train = TrainLineageInfo(
+                hyper_parameters=HyperParameters(learning_rate=0.1 / (index + 1)),
+                algorithm=Algorithm(network=network, loss=0.5 + index),
+            )
+            record.add_value("train_lineage", "train", train.to_proto())
+            record.record(1)
+    return base
+
+
+def test_the_parallel_coordinates_labels_are_not_cut(loaded: Loaded, tmp_path: Path) -> None:
+    """Each axis's tick labels lie to its left: the first axis's must fit in the page."""
+    report = Path(write_report(_long_names_base(tmp_path / "base"), tmp_path / "r.html").path)
+    page = loaded.page.context.new_page()
+    try:
+        page.goto(report.as_uri(), wait_until="load", timeout=LOAD_TIMEOUT_MS)
+        page.wait_for_selector("#compare .js-plotly-plot .main-svg", timeout=LOAD_TIMEOUT_MS)
+        svg, texts = page.evaluate(
+            """() => {
+              const plot = document.querySelector('#compare .js-plotly-plot');
+              const box = plot.querySelector('.main-svg').getBoundingClientRect();
+              const texts = Array.from(plot.querySelectorAll('.parcoords text')).map(text => {
+                const r = text.getBoundingClientRect();
+                return [text.textContent, r.left, r.right];
+              });
+              return [[box.left, box.right], texts];
+            }"""
+        )
+    finally:
+        page.close()
+    labels = {text for text, _, _ in texts}
+    assert {"network", "DistilBertForSequenceClassification", "learning_rate"} <= labels
+    cut = [(text, left, right) for text, left, right in texts if left < svg[0] or right > svg[1]]
+    assert cut == [], (svg, cut)

@@ -22,7 +22,7 @@ from rankscribe.lineage.report import _page as _report_page
 from rankscribe.lineage.report._command import write_report
 
 # private: the report's data reduction, no public door
-from rankscribe.lineage.report._data import read_report_data
+from rankscribe.lineage.report._data import RunInfo, read_report_data
 from rankscribe.writer import SummaryRecord, reader
 
 from .conftest import JOB_STEPS, SINGLE_RUNS, Base
@@ -107,7 +107,8 @@ def test_the_job_loss_is_a_band_with_hidden_rank_curves(figures: list[dict[str, 
 
 def test_step_time_marks_the_straggler(figures: list[dict[str, Any]]) -> None:
     chart = next(f for f in figures if title(f).startswith("step time per rank"))
-    assert title(chart).startswith("step time per rank: straggler rank 1")
+    lead = r"step time per rank: [0-9.]+ [mu]?s a step \([0-9]+%\) lost to straggler rank 1"
+    assert re.match(lead, title(chart))
     assert [trace["name"] for trace in chart["data"]] == ["rank 0", "rank 1 (straggler)"]
     assert chart["data"][1]["line"]["color"] == "#d62728"
 
@@ -164,7 +165,8 @@ def test_worker_processes_read_the_same_as_one_process(base: Base) -> None:
 def test_the_page_shows_verdicts_table_rows_and_the_thinning(base: Base, tmp_path: Path) -> None:
     page = (Path(write_report(base.path, tmp_path / "r.html").path)).read_text(encoding="utf-8")
     assert re.search(
-        r'<li class="flag">straggler: rank 1 costs [0-9.]+ [mu]?s a step \([0-9]+% of the step\)',
+        r'<li class="flag">[0-9.]+ [mu]?s a step \([0-9]+% of the step\): straggler rank 1, '
+        r"its step time \+[0-9]+% over the others&#x27; median",
         page,
     )
     assert "divergence: none (the ranks&#x27; parameters agree)" in page
@@ -218,8 +220,10 @@ def test_a_stopped_rank_and_a_nan_loss_are_marked_on_the_loss_chart(tmp_path: Pa
         for note, shape in zip(loss["layout"]["annotations"], loss["layout"]["shapes"], strict=True)
     }
     assert marks == {"non-finite loss: rank 0": 250, "rank 1 stopped": 200}
-    assert '<li class="flag">non-finite loss: rank 0 at step 250</li>' in page
-    assert '<li class="flag">stopped first: rank 1 at step 200' in page
+    # Facts without a cost: marked, but not as alarms in bold red.
+    assert '<li class="notice">non-finite loss: rank 0 at step 250</li>' in page
+    assert '<li class="notice">stopped first: rank 1 at step 200' in page
+    assert 'class="flag"' not in page
     # A NaN makes that step's mean NaN: plotly leaves a gap there.
     mean = next(trace for trace in loss["data"] if trace["name"] == "mean over ranks")
     steps, values = decoded(mean["x"]), decoded(mean["y"])
@@ -285,3 +289,130 @@ def test_verdict_values_of_unexpected_types_do_not_take_the_page_down(tmp_path: 
     assert written.runs == 1 and "odd" in page
     # The odd values are shown as recorded in the run's table row.
     assert "n/a" in page
+
+
+class _Job:
+    """What the verdicts list reads of a job: its run (the merged lineage's keys)."""
+
+    def __init__(self, verdicts: dict[str, Any]) -> None:
+        self.run = RunInfo("job", "/base/job", {"user_defined": verdicts}, {0: "/r0", 1: "/r1"})
+
+
+def _verdict_list(verdicts: dict[str, Any]) -> str:
+    return "".join(_report_page._verdicts_html(_Job(verdicts)))  # type: ignore[arg-type]
+
+
+def test_only_a_verdict_with_its_cost_is_an_alarm_and_it_leads_with_the_cost() -> None:
+    costed = {
+        "job/straggler_cost_seconds": 0.0041,
+        "job/straggler_cost_share": 0.33,
+        "job/straggler_rank": 1,
+        "job/straggler_ranks": "1",
+        "job/straggler_timing": "rankscribe/forward_time",
+        "job/straggler_excess": 0.5,
+        "job/straggler_since_step": 120,
+        "job/straggler_persistent": 1,
+        "job/straggler_message": "rank 1 costs 4.1 ms a step (33% of the step): forward 1.50x",
+        "job/straggler_evidence/1": "SM clock 1.2 GHz (others 1.9 GHz)",
+        "job/divergence_check": "checked",
+    }
+    page = _verdict_list(costed)
+    assert (
+        '<li class="flag">4.1 ms a step (33% of the step): straggler rank 1, its forward time '
+        "+50% over the others&#x27; median since step 120, chronic</li>"
+    ) in page
+    assert page.count('class="flag"') == 1  # the evidence is no alarm of its own
+    assert "<li>evidence: rank 1: SM clock 1.2 GHz" in page
+
+
+def test_a_straggler_without_a_cost_is_no_alarm() -> None:
+    """A lineage merged before costs were recorded: its verdict is listed plainly."""
+    older = {
+        "job/straggler_rank": 3,
+        "job/straggler_ranks": "3",
+        "job/straggler_slowest_share": 0.8,
+        "job/straggler_excess": 0.25,
+        "job/step_time_skew": 1.2,
+        "job/diverged_ranks": "2",
+        "job/diverged_step/2": 40,
+        "job/missing_ranks": "5",
+    }
+    page = _verdict_list(older)
+    assert 'class="flag"' not in page
+    assert "<li>straggler: rank 3 (slowest in 80% of the steps" in page
+    assert "(no cost recorded: not judged as an alarm)</li>" in page
+    assert '<li class="notice">divergence: rank 2 at step 40</li>' in page
+    assert '<li class="notice">missing: rank 5</li>' in page
+    # On the loss chart too, the divergence is marked, not in the alarm's red.
+    [marker] = _report_page._markers({**older, "job/diverged_first_step": 40})
+    assert marker.label == "diverged: rank 2" and marker.color != "#d62728"
+    # A cost of nothing, or a damaged one, is no cost either.
+    for cost in (0.0, "n/a", float("nan")):
+        zero = {**older, "job/straggler_cost_seconds": cost, "job/straggler_cost_share": 0.0}
+        assert 'class="flag"' not in _verdict_list(zero)
+
+
+def test_a_job_without_a_loss_tag_leads_with_the_users_loss_like_tag(tmp_path: Path) -> None:
+    job = tmp_path / "base" / "job"
+    for rank in range(2):
+        with SummaryRecord(job / f"rank_{rank}", rank=rank) as record:
+            for step in range(1, 21):
+                record.add_value("scalar", "val_loss", 2.0 / step)
+                record.add_value("scalar", "train_loss", 1.0 / step)
+                record.add_value("scalar", "accuracy", 1.0 - 1.0 / step)
+                record.add_value("scalar", "rankscribe/data_wait", 0.001)
+                record.add_value("scalar", "rankscribe/step_time", 0.01)
+                record.record(step)
+    merge_run_dir(job, world_size=2)
+    with SummaryRecord(tmp_path / "base" / "timings-only") as record:
+        for step in range(1, 11):
+            record.add_value("scalar", "rankscribe/data_wait", 0.001)
+            record.record(step)
+    page = Path(write_report(tmp_path / "base", tmp_path / "r.html").path).read_text("utf-8")
+    job_section = page.split('<section id="jobs">')[1].split('<section id="single-runs">')[0]
+    # The lead chart is open, the others collapsed, in the documented order.
+    assert "<summary>train_loss</summary>" not in job_section
+    collapsed = re.findall(r"<summary>([^<]+)</summary>", job_section)
+    assert collapsed == ["val_loss", "accuracy", "rankscribe/data_wait", "rankscribe/step_time"]
+    assert job_section.index("The line is the mean over the ranks") < job_section.index(
+        "step time per rank"
+    )
+    # RankScribe's own tags never lead: a run of timings alone has every chart collapsed.
+    singles = page.split('<section id="single-runs">')[1]
+    assert "<summary>rankscribe/data_wait (1 runs)</summary>" in singles
+    assert singles.count("Plotly.newPlot(") == 1
+
+
+def test_a_very_long_category_is_shortened_in_its_middle_and_the_margin_holds_it(
+    tmp_path: Path,
+) -> None:
+    from rankscribe.lineage import Algorithm, HyperParameters, TrainLineageInfo
+
+    names = ["Net" + "Block" * 12 + "Alpha", "Net" + "Block" * 12 + "Omega"]  # 68 characters
+    for index, network in enumerate(names):
+        with SummaryRecord(tmp_path / "base" / f"run{index}") as record:
+            record.add_value("scalar", "loss", 1.0)
+            record.record(1)
+            train = TrainLineageInfo(
+                hyper_parameters=HyperParameters(learning_rate=0.1 * (index + 1)),
+                algorithm=Algorithm(network=network, loss=0.5 + index),
+            )
+            record.add_value("train_lineage", "train", train.to_proto())
+            record.record(1)
+    drawn: list[dict[str, Any]] = []
+    original = _report_page._chart
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(
+            _report_page, "_chart", lambda figure: drawn.append(figure) or original(figure)
+        )
+        write_report(tmp_path / "base", tmp_path / "r.html")
+    parcoords = next(figure for figure in drawn if figure["data"][0]["type"] == "parcoords")
+    go.Figure(parcoords)
+    network = parcoords["data"][0]["dimensions"][0]
+    assert network["label"] == "network"
+    assert network["ticktext"] == [
+        "NetBlockBlockBlockB…BlockBlockBlockAlpha",
+        "NetBlockBlockBlockB…BlockBlockBlockOmega",
+    ]
+    assert all(len(text) == 40 for text in network["ticktext"])
+    assert parcoords["layout"]["margin"]["l"] >= 40 * 5.1  # the widest label, as Chromium draws it

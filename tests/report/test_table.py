@@ -95,7 +95,7 @@ def test_jobs_get_a_verdicts_column_and_job_keys_no_columns_of_their_own() -> No
     assert not any(name.startswith("user_defined/job/") for name in names)
     assert "user_defined/note" in names
     assert table.rows[0][1].text == "job, 4 ranks"
-    assert table.rows[0][2].text == "straggler: rank 1; diverged: ranks 2,3"
+    assert table.rows[0][2].text == "straggler: rank 1 (no cost recorded); diverged: ranks 2,3"
     assert table.rows[1][2].text == ""
 
 

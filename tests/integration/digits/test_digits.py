@@ -288,5 +288,5 @@ def test_the_tensorboard_target_on_request(mpi: Any, tmp_path: Path) -> None:
         }
         assert times == set(range(1, STEPS + 1))
     # and the job gets a TensorBoard file of its own
-    [job_board] = summary_dir.glob("events.out.tfevents.*")
+    [job_board] = (summary_dir / "job").glob("events.out.tfevents.*")  # its own run, "job"
     assert job_board.name.endswith(".job")

@@ -7,9 +7,12 @@
 
 holding the version record, the session start (``_hparams_/session_start_info``:
 the run's hyper-parameters: the search fields that describe a setup and the
-user's own ``user_defined/<k>``), its metrics as scalars at step 0 (``loss``,
-``metric/<k>``, and a job's numeric merge notes and verdicts such as
-``user_defined/loss_min``, see :func:`split_user_defined`) and the session end.
+user's own ``user_defined/<k>``), its metrics as scalars at step 0 (``final/loss``,
+``final/metric/<k>``, and a job's numeric merge notes and verdicts such as
+``final/user_defined/loss_min``, see :func:`split_user_defined`) and the session end.
+The metrics are named ``final/<field>``: TensorBoard's Scalars tab shows them too,
+and under a name no curve has, a final value never lands on the runs' curves of
+the same tag (``tensorboard --logdir BASE`` shows both).
 ``<out>`` itself gets the experiment summary (``_hparams_/experiment``) listing
 every hyper-parameter, the values seen for text ones, and every metric.
 ``tensorboard --logdir <out>`` then compares the runs in its HParams tab.
@@ -41,6 +44,7 @@ from rankscribe.ranks.files import make_private_dir
 from rankscribe.writer.eventfiles import EventRecords, write_event_file
 
 __all__ = [
+    "FINAL_PREFIX",
     "HPARAM_FIELDS",
     "METRIC_FIELDS",
     "HParamsRun",
@@ -52,6 +56,8 @@ __all__ = [
 ]
 
 DEFAULT_OUT_NAME = "tensorboard-hparams"
+#: What a run's metric scalars are named under: ``final/loss``, ``final/metric/acc``.
+FINAL_PREFIX = "final/"
 # Hyper-parameters: what a run was set up with. Metrics: what it achieved.
 HPARAM_FIELDS = (
     "network",
@@ -167,7 +173,7 @@ def collect_runs(base_dir: str, *, use_index: bool | None = None) -> list[HParam
             HParamsRun(
                 name=_run_name(summary_dir, directory),
                 hparams=hparams,
-                metrics=metrics,
+                metrics={f"{FINAL_PREFIX}{name}": value for name, value in metrics.items()},
                 start_time=os.path.getmtime(summary_dir),
             )
         )

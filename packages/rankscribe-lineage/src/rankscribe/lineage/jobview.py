@@ -428,7 +428,7 @@ def write_job_view(
             margin_tags=margin_tags,
             line_tags=[SKEW_TAG] if len(times.steps) else [],
             session=_session(hparams, metrics, wall_time),
-            table=table,
+            verdicts=verdicts,
         )
     paths = write_job_files(directory, contents, host=host)
     return JobView(paths, verdicts)

@@ -85,7 +85,7 @@ def _write_group(directory: str, tags: Mapping[str, TagStatistics], host: str | 
             table=table,
         ),
     }
-    write_job_files(directory, contents, host=host)
+    write_job_files(directory, contents, host=host, board_folder=False)
 
 
 def _remove(path: str) -> None:

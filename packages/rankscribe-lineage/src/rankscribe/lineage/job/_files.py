@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rankscribe.lineage._hparams import HParamsRun, add_session
-from rankscribe.ranks.files import fsync_directory
+from rankscribe.lineage._hparams import FINAL_PREFIX, HParamsRun, add_session
+from rankscribe.lineage.job._sentences import verdict_lines
+from rankscribe.ranks.files import fsync_directory, make_private_dir
 from rankscribe.writer import files
 from rankscribe.writer.eventfiles import (
     EventFileAppender,
@@ -32,6 +33,7 @@ from rankscribe.writer.eventfiles import (
     ScalarSteps,
     write_event_file,
 )
+from rankscribe.writer.pb import tensorboard_pb2
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -39,9 +41,12 @@ if TYPE_CHECKING:
     from rankscribe.lineage.job._statistics import TagStatistics
 
 __all__ = [
+    "BOARD_FOLDER",
     "STATISTIC_SUFFIXES",
     "AppendedJobFiles",
     "Curve",
+    "board_curves",
+    "board_session",
     "job_file_names",
     "step_table",
     "summary_file_records",
@@ -56,6 +61,20 @@ SUMMARY_PREFIX = "events"
 JOB_MARK = "job"
 SUMMARY_SUFFIX = files.SUMMARY_SUFFIX
 LAYOUT_TITLE = "job: mean of the ranks, band from min to max"
+
+#: The job's TensorBoard file lies in this folder of the job dir. TensorBoard names a run
+#: by the folder holding its event files, relative to ``--logdir``: a file in the job dir
+#: itself is the run ``.`` when the job dir is the logdir; here it is ``job`` (and
+#: ``<job>/job`` from the base dir), beside the ranks' ``rank_<n>``.
+BOARD_FOLDER = "job"
+#: Job tags holding a rank's number: TensorBoard's smoothing (0.6 by default) would draw
+#: them as fractions of a rank. They stay in the summary file; TensorBoard compares the
+#: ranks as runs of their own.
+RANK_NUMBER_SUFFIXES = ("/min_rank", "/max_rank", "/slowest_rank")
+#: The live view's verdicts so far: job scalars in the summary file, text in TensorBoard.
+VERDICT_PREFIX = "job/"
+#: TensorBoard's text tab lists the job's verdicts under this tag.
+VERDICTS_TEXT_TAG = "verdicts"
 
 _JOB_SUMMARY_NAME = re.compile(r"\.out\.events\.summary\.\d+\.job\..*_MS$")
 _JOB_TENSORBOARD_NAME = re.compile(r"^events\.out\.tfevents\.\d+\..*\.job$")
@@ -119,6 +138,69 @@ def add_layout(
     )
 
 
+def board_curves(curves: Sequence[Curve]) -> list[Curve]:
+    """The curves TensorBoard's Scalars tab draws: no rank numbers, no verdicts.
+
+    A rank number smoothed is no rank, and a verdict is a sentence, not a curve: the
+    summary file keeps both (``docs/job-view.md``, "In the viewers").
+    """
+    return [
+        curve
+        for curve in curves
+        if not curve.tag.startswith(VERDICT_PREFIX) and not curve.tag.endswith(RANK_NUMBER_SUFFIXES)
+    ]
+
+
+def board_session(session: HParamsRun) -> HParamsRun:
+    """The job's HParams session with its results as ``final/loss``, ``final/metric/<k>``.
+
+    The results are scalars (HParams reads a metric's value from the Scalars data),
+    one point each at the job's last step: under their own names they never join a
+    curve's chart (a ``loss`` point would sit on the ranks' ``loss`` curves). The
+    merge's notes and the verdicts are no results: ``rankscribe-lineage show``, the
+    report, the text tab and the ``hparams`` export carry them.
+    """
+    finals = {
+        f"{FINAL_PREFIX}{name}": value
+        for name, value in session.metrics.items()
+        if name == "loss" or name.startswith("metric/")
+    }
+    return HParamsRun(session.name, dict(session.hparams), finals, session.start_time)
+
+
+def _text_event(wall_time: float, step: int, text: str) -> tensorboard_pb2.Event:
+    """A string under TensorBoard's ``text`` plugin (markdown), at ``step``."""
+    metadata = tensorboard_pb2.SummaryMetadata(
+        plugin_data=tensorboard_pb2.SummaryMetadata.PluginData(plugin_name="text")
+    )
+    tensor = tensorboard_pb2.TensorProto(
+        dtype=tensorboard_pb2.DT_STRING,
+        tensor_shape=tensorboard_pb2.TensorShapeProto(),
+        string_val=[text.encode("utf-8")],
+    )
+    value = tensorboard_pb2.Summary.Value(tag=VERDICTS_TEXT_TAG, metadata=metadata, tensor=tensor)
+    return tensorboard_pb2.Event(
+        wall_time=wall_time, step=step, summary=tensorboard_pb2.Summary(value=[value])
+    )
+
+
+def verdicts_markdown(verdicts: Mapping[str, Any]) -> str:
+    """The merged verdicts as a markdown list of sentences (``verdict_lines``)."""
+    return "\n".join(f"- {line}" for line in verdict_lines(verdicts))
+
+
+def _verdicts_so_far_markdown(curves: Sequence[Curve]) -> str:
+    """The live view's numeric verdicts at one step, as a markdown table."""
+    rows = [
+        f"| `{curve.tag}` | {float(curve.values[-1]):.6g} |"
+        for curve in curves
+        if curve.tag.startswith(VERDICT_PREFIX) and len(curve.values)
+    ]
+    if not rows:
+        return ""
+    return "\n".join(["Verdicts so far", "", "| verdict | value |", "| --- | --- |", *rows])
+
+
 def tensorboard_file_records(
     curves: Sequence[Curve],
     wall_time: float,
@@ -127,23 +209,29 @@ def tensorboard_file_records(
     line_tags: Sequence[str],
     session: HParamsRun | None,
     table: ScalarSteps | None = None,
+    verdicts: Mapping[str, Any] | None = None,
 ) -> EventRecords:
     """The records of the job's TensorBoard file.
 
-    Version, the Custom Scalars layout, the HParams session (when given), then
-    the same scalars as the summary file.
+    Version, the Custom Scalars layout, the HParams session (when given; its
+    results as ``final/...`` at the job's last step), the curves TensorBoard draws
+    (:func:`board_curves`; ``table``, when given, holds those), then the verdicts
+    as text at the last step (when given).
     """
     records = EventRecords("tensorboard")
     records.add_version(wall_time)
     add_layout(records, wall_time, margin_tags, line_tags)
     if table is None:
-        table = step_table(curves)
+        table = step_table(board_curves(curves))
+    last_step = int(table.steps[-1]) if table is not None and len(table) else 0
     if session is not None:
         # The final values at the job's last step, not lone points at step 0.
-        last_step = int(table.steps[-1]) if table is not None and len(table) else 0
-        add_session(records, session, wall_time, last_step)
+        add_session(records, board_session(session), wall_time, last_step)
     if table is not None:
         records.add_scalars(table, wall_time)
+    text = verdicts_markdown(verdicts) if verdicts else ""
+    if text:
+        records.add_event(_text_event(wall_time, last_step, text))
     return records
 
 
@@ -160,30 +248,56 @@ def job_file_names(directory: str) -> list[str]:
     )
 
 
+def _board_directory(directory: str) -> str:
+    """The job's TensorBoard folder, made private; a link at its name is replaced, never
+    followed (``docs/job-view.md``, "Files")."""
+    board = os.path.join(directory, BOARD_FOLDER)
+    if os.path.islink(board):
+        os.unlink(board)
+    return make_private_dir(board)
+
+
+def _earlier_files(directory: str, board: str | None) -> list[str]:
+    """The job files in ``directory`` (and in its TensorBoard folder), as paths."""
+    paths = [os.path.join(directory, name) for name in job_file_names(directory)]
+    if board is not None and not os.path.islink(board):
+        paths += [os.path.join(board, name) for name in job_file_names(board)]
+    return paths
+
+
 def write_job_files(
     directory: str,
     contents: Mapping[str, EventRecords],
     *,
     host: str | None = None,
+    board_folder: bool = True,
 ) -> list[str]:
     """Write the job files (``"summary"``/``"tensorboard"`` -> records); return their paths.
 
-    New names get a creation time no file of ``directory`` uses yet, so they
-    sort after the files they replace; those are removed once the new files
-    are in place.
+    The TensorBoard file goes in the job dir's :data:`BOARD_FOLDER` (with
+    ``board_folder=False``, in ``directory`` itself: a folder already named for
+    its run, such as a group's). New names get a creation time no file of
+    ``directory`` uses yet, so they sort after the files they replace; those are
+    removed once the new files are in place.
     """
-    earlier = job_file_names(directory)
+    board = os.path.join(directory, BOARD_FOLDER) if board_folder else None
+    earlier = _earlier_files(directory, board)
     machine = host or files.host_name()
     timestamp = files.claim_timestamp(directory)
     written = []
     for kind, records in contents.items():
         name = _job_file_name(kind, timestamp, machine)
-        written.append(write_event_file(os.path.join(directory, name), records))
-    kept = {os.path.basename(path) for path in written}
-    for name in earlier:
-        if name not in kept:
+        folder = directory
+        if kind == "tensorboard" and board_folder:
+            folder = _board_directory(directory)
+        written.append(write_event_file(os.path.join(folder, name), records))
+    kept = set(written)
+    for path in earlier:
+        if path not in kept:
             with suppress(FileNotFoundError):
-                os.unlink(os.path.join(directory, name))
+                os.unlink(path)
+    if board is not None and os.path.isdir(board) and not os.path.islink(board):
+        fsync_directory(board)
     fsync_directory(directory)
     return written
 
@@ -209,17 +323,19 @@ class AppendedJobFiles:
 
     def __init__(self, directory: str, *, tensorboard: bool, host: str | None = None) -> None:
         self.directory = directory
-        earlier = job_file_names(directory)
+        earlier = _earlier_files(directory, os.path.join(directory, BOARD_FOLDER))
         machine = host or files.host_name()
         timestamp = files.claim_timestamp(directory)
         self._appenders: dict[str, EventFileAppender] = {}
+        self._last_step = 0
         formats = {"summary": "mindinsight"}
         if tensorboard:
             formats["tensorboard"] = "tensorboard"
         try:
             for kind, file_format in formats.items():
+                folder = _board_directory(directory) if kind == "tensorboard" else directory
                 self._appenders[kind] = EventFileAppender(
-                    directory,
+                    folder,
                     partial(_job_file_name, kind, machine=machine),
                     format=file_format,
                     timestamp=timestamp,
@@ -227,9 +343,9 @@ class AppendedJobFiles:
         except BaseException:
             self.close()
             raise
-        for name in earlier:
+        for path in earlier:
             with suppress(FileNotFoundError):
-                os.unlink(os.path.join(directory, name))
+                os.unlink(path)
         fsync_directory(directory)
 
     @property
@@ -248,21 +364,30 @@ class AppendedJobFiles:
         *,
         layout: tuple[Sequence[str], Sequence[str]] | None = None,
         session: HParamsRun | None = None,
+        verdicts: Mapping[str, Any] | None = None,
     ) -> None:
-        """Append one event per step of ``curves`` (and, to TensorBoard, a new layout/session)."""
+        """Append one event per step of ``curves``; to TensorBoard, the curves it draws
+        (:func:`board_curves`), the verdicts among them as a text table, and a new
+        layout, the session and the verdicts as sentences (``verdicts``) when given."""
         table = step_table(curves)
         summary = EventRecords("mindinsight")
         if table is not None:
             summary.add_scalars(table, wall_time)
+            self._last_step = max(self._last_step, int(table.steps[-1]))
         self._append("summary", summary)
         if self.tensorboard:
             board = EventRecords("tensorboard")
             if layout is not None:
                 add_layout(board, wall_time, layout[0], layout[1])
             if session is not None:
-                add_session(board, session, wall_time)
-            if table is not None:
-                board.add_scalars(table, wall_time)
+                # The final values at the last step written, not lone points at step 0.
+                add_session(board, board_session(session), wall_time, self._last_step)
+            board_table = step_table(board_curves(curves))
+            if board_table is not None:
+                board.add_scalars(board_table, wall_time)
+            text = verdicts_markdown(verdicts) if verdicts else _verdicts_so_far_markdown(curves)
+            if text:
+                board.add_event(_text_event(wall_time, self._last_step, text))
             self._append("tensorboard", board)
 
     def _append(self, kind: str, records: EventRecords) -> None:

@@ -264,7 +264,12 @@ class LiveJobView:
             self._line_tags.append(SKEW_TAG)
         return curves
 
-    def _append(self, curves: list[Curve], session: HParamsRun | None = None) -> None:
+    def _append(
+        self,
+        curves: list[Curve],
+        session: HParamsRun | None = None,
+        verdicts: Mapping[str, Any] | None = None,
+    ) -> None:
         if not curves and session is None:
             return
         layout_grew = False
@@ -276,7 +281,7 @@ class LiveJobView:
         layout_grew = layout_grew or len(self._margin_tags) != self._laid_out
         self._laid_out = len(self._margin_tags)
         layout = (sorted(self._margin_tags), list(self._line_tags)) if layout_grew else None
-        self._files.append(curves, now(), layout=layout, session=session)
+        self._files.append(curves, now(), layout=layout, session=session, verdicts=verdicts)
 
     def _write_state(self, verdicts: Mapping[str, Any], *, final: bool) -> None:
         with self._state_lock:
@@ -322,7 +327,8 @@ class LiveJobView:
                 and self._files.tensorboard
                 and (hparams is not None or metrics is not None)
             ):
-                self._append([], _session(hparams, metrics, now()))
+                # with the end-of-training verdicts as sentences, for the text tab
+                self._append([], _session(hparams, metrics, now()), self.state.verdicts())
             if self._files is not None:
                 self._files.close()
         return self.state.verdicts()

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import re
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -53,6 +54,7 @@ __all__ = [
     "collect_runs",
     "default_workers",
     "drawn_tags",
+    "lead_tag",
     "read_report_data",
     "tag_order",
 ]
@@ -194,10 +196,45 @@ def collect_runs(base: str | os.PathLike[str]) -> list[RunInfo]:
     return runs
 
 
+#: RankScribe's own tags (timings, fingerprints, system readings): never the lead curve.
+INTERNAL_PREFIX = "rankscribe/"
+#: A tag component naming held-out data: its loss is not the training loss.
+_HELD_OUT = re.compile(r"(^|[/_.\-])(val|valid|validation|eval|test)([/_.\-]|$)", re.IGNORECASE)
+
+
+def _is_loss_like(tag: str) -> bool:
+    return "loss" in tag.lower() and not tag.startswith(INTERNAL_PREFIX)
+
+
 def tag_order(tags: Sequence[str]) -> list[str]:
-    """The loss first (``loss/auto``, then ``loss``), then the other tags by name."""
-    losses = [tag for tag in LOSS_TAGS if tag in tags]
-    return losses + sorted(tag for tag in tags if tag not in losses)
+    """The tags in the page's order: the loss first, then the user's tags, then RankScribe's.
+
+    1. the loss the collector records (``loss/auto``), then ``loss``;
+    2. the user's other loss-like tags (a name with ``loss`` in it: ``train_loss``,
+       ``loss/train``), training ones before those of held-out data (a component
+       ``val``, ``valid``, ``validation``, ``eval`` or ``test``), each by name;
+    3. the user's other tags by name;
+    4. RankScribe's own ``rankscribe/...`` tags by name.
+
+    The first, when it is the user's (1 to 3), is the lead curve (:func:`lead_tag`).
+    """
+    present = set(tags)
+    losses = [tag for tag in LOSS_TAGS if tag in present]
+    rest = sorted(present - set(losses))
+    loss_like = sorted(
+        (tag for tag in rest if _is_loss_like(tag)),
+        key=lambda tag: (_HELD_OUT.search(tag) is not None, tag),
+    )
+    users = [tag for tag in rest if not _is_loss_like(tag) and not tag.startswith(INTERNAL_PREFIX)]
+    internal = [tag for tag in rest if tag.startswith(INTERNAL_PREFIX)]
+    return losses + loss_like + users + internal
+
+
+def lead_tag(ordered: Sequence[str]) -> str | None:
+    """The chart drawn open, of tags in :func:`tag_order`: the first, unless it is RankScribe's."""
+    if ordered and not ordered[0].startswith(INTERNAL_PREFIX):
+        return ordered[0]
+    return None
 
 
 def drawn_tags(tags: Sequence[str] | set[str]) -> tuple[list[str], list[str]]:

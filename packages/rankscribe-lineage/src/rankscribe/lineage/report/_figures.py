@@ -31,7 +31,9 @@ __all__ = [
     "Marker",
     "band_figure",
     "parcoords_figure",
+    "parcoords_margins",
     "runs_figure",
+    "short_label",
     "step_time_figure",
     "typed_array",
 ]
@@ -54,6 +56,7 @@ PALETTE = (
 MEAN_COLOR = "#1f77b4"
 BAND_FILL = "rgba(31, 119, 180, 0.18)"
 STRAGGLER_COLOR = "#d62728"
+UNCOSTED_COLOR = "#ff7f0e"
 OTHER_RANK_COLOR = "rgba(120, 120, 120, 0.55)"
 _INT32 = np.iinfo(np.int32)
 
@@ -182,15 +185,20 @@ def band_figure(
     return {"data": traces, "layout": _layout(tag, tag, **_markers(markers))}
 
 
-def step_time_figure(ranks: Mapping[int, DrawnCurve], straggler: int | None, title: str) -> Figure:
-    """Each rank's step time; the straggler drawn on top in red, the others grey."""
+def step_time_figure(
+    ranks: Mapping[int, DrawnCurve], straggler: int | None, title: str, *, alarm: bool = True
+) -> Figure:
+    """Each rank's step time; the straggler drawn on top, the others grey.
+
+    The straggler is red when its verdict is an alarm (it has a cost), orange when
+    the lineage records no cost for it.
+    """
     traces: list[dict[str, Any]] = []
     for rank, curve in sorted(ranks.items(), key=lambda item: item[0] == straggler):
         if rank == straggler:
+            color = STRAGGLER_COLOR if alarm else UNCOSTED_COLOR
             traces.append(
-                _line(
-                    curve, f"rank {rank} (straggler)", line={"width": 1.5, "color": STRAGGLER_COLOR}
-                )
+                _line(curve, f"rank {rank} (straggler)", line={"width": 1.5, "color": color})
             )
         else:
             color = OTHER_RANK_COLOR if straggler is not None else PALETTE[rank % len(PALETTE)]
@@ -225,6 +233,49 @@ class Axis:
     categories: list[str] | None = None
 
 
+#: Parallel coordinates' text, measured in Chromium: tick labels ~5.1 px a character
+#: (plotly's 10 px font), axis titles ~5.2 px; a little more, so nothing is cut.
+_TICK_CHARACTER_PX = 5.6
+_TITLE_CHARACTER_PX = 5.8
+#: A category longer than this is shortened in its middle ("DistilBertFor…Classification").
+MAX_TICK_CHARACTERS = 40
+_PARCOORDS_MARGIN = 80
+
+
+def short_label(text: str, limit: int = MAX_TICK_CHARACTERS) -> str:
+    """``text`` cut to ``limit`` characters in its middle, where names differ least."""
+    if len(text) <= limit:
+        return text
+    head = (limit - 1) // 2
+    return f"{text[:head]}…{text[len(text) - (limit - 1 - head) :]}"
+
+
+def _tick_texts(axis: Axis) -> list[str]:
+    if axis.categories is not None:
+        return [short_label(text) for text in axis.categories]
+    # Numbers: plotly's ticks are at most a handful of characters; the extremes say how many.
+    return [f"{value:.6g}" for value in (min(axis.values, default=0), max(axis.values, default=0))]
+
+
+def parcoords_margins(axes: Sequence[Axis], color_axis: Axis | None) -> dict[str, int]:
+    """Margins that hold the first axis's tick labels and the outer axes' titles.
+
+    Each axis draws its tick labels to its left and its title centred above it: the
+    first axis's labels and half of each outer title reach into the margins, which
+    plotly does not grow by itself (a long category was cut at the page's edge).
+    """
+    left = _PARCOORDS_MARGIN
+    right = _PARCOORDS_MARGIN
+    if axes:
+        widest = max((len(text) for text in _tick_texts(axes[0])), default=0)
+        left = max(left, round(widest * _TICK_CHARACTER_PX) + 16)
+        left = max(left, round(len(axes[0].label) * _TITLE_CHARACTER_PX / 2) + 8)
+        half_title = round(len(axes[-1].label) * _TITLE_CHARACTER_PX / 2) + 8
+        # The colour bar sits in the right margin, beside the last axis's title.
+        right = max(right, half_title + (70 if color_axis is not None else 0))
+    return {"l": left, "r": right, "t": 60, "b": 30}
+
+
 def parcoords_figure(axes: Sequence[Axis], color_axis: Axis | None) -> Figure:
     """Parallel coordinates, one line per run; drag along an axis to select a range."""
     dimensions = []
@@ -232,7 +283,7 @@ def parcoords_figure(axes: Sequence[Axis], color_axis: Axis | None) -> Figure:
         dimension: dict[str, Any] = {"label": axis.label, "values": axis.values}
         if axis.categories is not None:
             dimension["tickvals"] = list(range(len(axis.categories)))
-            dimension["ticktext"] = axis.categories
+            dimension["ticktext"] = [short_label(text) for text in axis.categories]
         dimensions.append(dimension)
     line: dict[str, Any] = {"color": "#1f77b4"}
     if color_axis is not None:
@@ -244,5 +295,5 @@ def parcoords_figure(axes: Sequence[Axis], color_axis: Axis | None) -> Figure:
             "colorbar": {"title": {"text": color_axis.label}},
         }
     trace = {"type": "parcoords", "dimensions": dimensions, "line": line}
-    layout = {"height": 420, "margin": {"l": 80, "r": 80, "t": 60, "b": 30}}
+    layout = {"height": 420, "margin": parcoords_margins(axes, color_axis)}
     return {"data": [trace], "layout": layout}

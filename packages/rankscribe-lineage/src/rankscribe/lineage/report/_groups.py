@@ -19,7 +19,13 @@ from typing import Any
 
 from rankscribe.lineage.group._curves import group_statistics
 from rankscribe.lineage.group._grouping import GroupedRuns, RunGroup, form_groups
-from rankscribe.lineage.report._data import MAX_TAGS, DrawnCurve, default_workers, tag_order
+from rankscribe.lineage.report._data import (
+    MAX_TAGS,
+    DrawnCurve,
+    default_workers,
+    lead_tag,
+    tag_order,
+)
 from rankscribe.lineage.report._downsample import downsample
 from rankscribe.lineage.report._figures import PALETTE, Figure, typed_array
 
@@ -174,12 +180,13 @@ def groups_html(data: GroupsData, chart: Any) -> Iterator[str]:
     for bands in data.groups:
         seen.update(dict.fromkeys(bands.bands))
     tags = tag_order(list(seen))[:MAX_TAGS]
-    for index, tag in enumerate(tags):
+    lead = lead_tag(tags)
+    for tag in tags:
         drawn = [
             (_label(bands.group), bands.bands[tag]) for bands in data.groups if tag in bands.bands
         ]
         figure = chart(groups_figure(tag, drawn))
-        if index == 0:
+        if tag == lead:
             yield figure
         else:
             yield f"<details><summary>{_escape(tag)} ({len(drawn)} groups)</summary>"

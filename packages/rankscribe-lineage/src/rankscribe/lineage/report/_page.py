@@ -13,12 +13,20 @@ from __future__ import annotations
 import datetime
 import html
 import importlib
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rankscribe.lineage.jobparts import LOSS_TAGS, timing_name
+from rankscribe.lineage.jobparts import timing_name
 from rankscribe.lineage.jobview import STEP_TIME_TAG, verdict_lines
-from rankscribe.lineage.report._data import MAX_TAGS, DrawnCurve, JobData, ReportData, tag_order
+from rankscribe.lineage.report._data import (
+    MAX_TAGS,
+    DrawnCurve,
+    JobData,
+    ReportData,
+    lead_tag,
+    tag_order,
+)
 from rankscribe.lineage.report._figures import (
     Figure,
     Marker,
@@ -46,15 +54,8 @@ LEGEND_RUNS = 20
 LISTED_TAGS = 1000
 #: Cells longer than this are cut by the style; their title holds the whole text.
 _LONG_CELL = 30
-_FLAGGED = (
-    "straggler: rank",
-    "stragglers:",
-    "evidence:",
-    "divergence: rank",
-    "non-finite loss",
-    "stopped first",
-    "missing",
-)
+#: Verdicts that are facts without a cost: marked, never as an alarm (docs/report.md).
+_NOTICED = ("divergence: rank", "non-finite loss", "stopped first", "missing")
 
 STYLE = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
@@ -76,6 +77,7 @@ table.runs td.num { text-align: right; font-variant-numeric: tabular-nums; }
 table.runs tr:hover td { background: #fafbe6; }
 ul.verdicts { margin: 4px 0 8px; padding-left: 20px; }
 ul.verdicts li.flag { color: #b00020; font-weight: 600; }
+ul.verdicts li.notice { color: #8a4b00; }
 details { margin: 6px 0; } summary { cursor: pointer; color: #1f4e8c; }
 .job { border-top: 1px solid #ddd; padding-top: 4px; }
 """
@@ -187,7 +189,8 @@ def _markers(verdicts: Mapping[str, Any]) -> list[Marker]:
     diverged = verdicts.get("job/diverged_ranks")
     first = verdicts.get("job/diverged_first_step", -1)
     if diverged and isinstance(first, (int, float)) and first >= 0:
-        markers.append(Marker(first, f"diverged: {ranks_text(diverged)}"))
+        # A fact without a cost: brown as in the verdicts list; red is kept for a cost.
+        markers.append(Marker(first, f"diverged: {ranks_text(diverged)}", "#8a4b00"))
     nonfinite = verdicts.get("job/nonfinite_loss_ranks")
     first = verdicts.get("job/nonfinite_loss_first_step", -1)
     if nonfinite and isinstance(first, (int, float)) and first >= 0:
@@ -199,9 +202,55 @@ def _markers(verdicts: Mapping[str, Any]) -> list[Marker]:
     return markers
 
 
+def _straggler_line(verdicts: Mapping[str, Any]) -> str | None:
+    """The straggler verdict led by its cost, or None when the lineage records no cost."""
+    cost = cost_text(verdicts)
+    straggler = verdicts.get("job/straggler_rank", -1)
+    if not cost or not isinstance(straggler, int) or straggler < 0:
+        return None
+    ranks = str(verdicts.get("job/straggler_ranks", ""))
+    named = f"stragglers {ranks_text(ranks)}" if "," in ranks else f"straggler rank {straggler}"
+    timing = verdicts.get("job/straggler_timing")
+    what = timing_name(timing) if isinstance(timing, str) and timing else "step time"
+    excess = verdicts.get("job/straggler_excess")
+    detail = f"its {what}"
+    if isinstance(excess, float) and math.isfinite(excess):
+        detail += f" {excess:+.0%} over the others' median"
+    since = verdicts.get("job/straggler_since_step")
+    if isinstance(since, (int, float)) and not isinstance(since, bool) and since >= 0:
+        detail += f" since step {since:g}"
+    persistent = verdicts.get("job/straggler_persistent")
+    if persistent in (0, 1):
+        detail += ", chronic" if persistent else ", in bursts"
+    return f"{cost.replace(')', ' of the step)')}: {named}, {detail}"
+
+
+def _verdict_items(verdicts: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The verdicts as ``(css class, sentence)``: bold red only for one that costs time.
+
+    A straggler is led by its cost; one whose cost the lineage does not record
+    (merged before costs were, or a damaged value) is listed plainly and says so.
+    The verdicts without a cost (divergence, a non-finite loss, a rank that stopped
+    first or is missing) are marked as facts, not as alarms.
+    """
+    items: list[tuple[str, str]] = []
+    costed = _straggler_line(verdicts)
+    for line in verdict_lines(verdicts):
+        if line.startswith("straggler: ") and not line.startswith("straggler: none"):
+            if costed is not None:
+                items.append(("flag", costed))
+            else:
+                items.append(("", f"{line} (no cost recorded: not judged as an alarm)"))
+        elif line.startswith(_NOTICED):
+            items.append(("notice", line))
+        else:
+            items.append(("", line))
+    return items
+
+
 def _verdicts_html(job: JobData) -> Iterator[str]:
-    lines = verdict_lines(job.run.verdicts)
-    if not lines:
+    items = _verdict_items(job.run.verdicts)
+    if not items:
         command = f"rankscribe-lineage merge {job.run.shown_path}"
         yield (
             '<p class="note">No job verdicts: this job has no merged lineage yet '
@@ -209,9 +258,9 @@ def _verdicts_html(job: JobData) -> Iterator[str]:
         )
         return
     yield '<ul class="verdicts">'
-    for line in lines:
-        css = ' class="flag"' if line.startswith(_FLAGGED) else ""
-        yield f"<li{css}>{_escape(line)}</li>"
+    for css, line in items:
+        attribute = f' class="{css}"' if css else ""
+        yield f"<li{attribute}>{_escape(line)}</li>"
     yield "</ul>"
 
 
@@ -235,6 +284,7 @@ def _step_time_html(job: JobData, max_points: int) -> Iterator[str]:
     verdicts = job.run.verdicts
     straggler = verdicts.get("job/straggler_rank", -1)
     marked = straggler if isinstance(straggler, int) and straggler >= 0 else None
+    cost = cost_text(verdicts)
     if marked is not None:
         excess = verdicts.get("job/straggler_excess")
         timing = verdicts.get("job/straggler_timing", STEP_TIME_TAG)
@@ -243,10 +293,13 @@ def _step_time_html(job: JobData, max_points: int) -> Iterator[str]:
             by = f" (named by its {timing_name(timing)})"
         else:
             by = f", median {excess:+.0%} over the others" if isinstance(excess, float) else ""
-        title = f"step time per rank: straggler rank {marked}{cost_text(verdicts)}{by}"
+        if cost:
+            title = f"step time per rank: {cost} lost to straggler rank {marked}{by}"
+        else:
+            title = f"step time per rank: straggler rank {marked}{by}, no cost recorded"
     else:
         title = "step time per rank: no straggler" if verdicts else "step time per rank"
-    yield _chart(step_time_figure(ranks, marked, title))
+    yield _chart(step_time_figure(ranks, marked, title, alarm=bool(cost)))
     yield _thinning_note(list(ranks.values()), max_points)
 
 
@@ -267,7 +320,7 @@ def _job_html(job: JobData, anchor: str, max_points: int) -> Iterator[str]:
     yield from _verdicts_html(job)
     tags = [tag for tag in tag_order(list(job.bands)) if tag != STEP_TIME_TAG]
     markers = _markers(run.verdicts)
-    main = next((tag for tag in tags if tag in LOSS_TAGS), tags[0] if tags else None)
+    main = lead_tag(tags)
     if main is not None:
         yield _tag_chart(job, main, markers, max_points)
     yield from _step_time_html(job, max_points)
@@ -307,13 +360,14 @@ def _single_runs_html(data: ReportData) -> Iterator[str]:
     for curves in runs.values():
         seen.update(dict.fromkeys(curves))
     tags = tag_order(list(seen))
+    lead = lead_tag(tags)
     yield f'<p class="note">{len(runs)} runs, one line per run'
     yield "; hover a line for its run.</p>" if len(runs) > LEGEND_RUNS else ".</p>"
-    for index, tag in enumerate(tags):
+    for tag in tags:
         curves = {name: run[tag] for name, run in runs.items() if tag in run}
         chart = _chart(runs_figure(tag, curves, legend=len(curves) <= LEGEND_RUNS))
         note = _thinning_note(list(curves.values()), data.max_points)
-        if index == 0:
+        if tag == lead:
             yield chart + note
         else:
             yield f"<details><summary>{_escape(tag)} ({len(curves)} runs)</summary>"

@@ -28,6 +28,7 @@ __all__ = [
     "comparison_axes",
     "cost_text",
     "ranks_text",
+    "straggler_cost",
     "verdict_summary",
 ]
 
@@ -114,21 +115,43 @@ def ranks_text(text: Any) -> str:
     return f"ranks {text}" if "," in str(text) else f"rank {text}"
 
 
-def cost_text(verdicts: Mapping[str, Any]) -> str:
-    """`` costing 4.1 ms a step (33 %)``: the costliest straggler's cost ("" when unknown)."""
+def straggler_cost(verdicts: Mapping[str, Any]) -> tuple[float, float] | None:
+    """The costliest straggler's cost: (seconds per step, share of the step), or None.
+
+    None when the lineage records no cost (merged before costs were recorded, or a
+    damaged value), or a cost of nothing: such a verdict is no alarm.
+    """
     seconds = verdicts.get("job/straggler_cost_seconds")
     share = verdicts.get("job/straggler_cost_share")
     if not (is_number(seconds) and is_number(share)):
-        return ""
+        return None
     seconds, share = float(seconds), float(share)
-    if not (math.isfinite(seconds) and math.isfinite(share)):
+    if not (math.isfinite(seconds) and math.isfinite(share)) or seconds <= 0.0:
+        return None
+    return seconds, share
+
+
+def cost_text(verdicts: Mapping[str, Any]) -> str:
+    """``4.1 ms a step (33%)``: the costliest straggler's cost ("" when unknown)."""
+    cost = straggler_cost(verdicts)
+    if cost is None:
         return ""
-    amount = f"{seconds * 1e3:.1f} ms" if seconds < 1.0 else f"{seconds:.2f} s"
-    return f" costing {amount} a step ({share:.0%})"
+    seconds, share = cost
+    if seconds >= 1.0:
+        amount = f"{seconds:.2f} s"
+    elif seconds >= 1e-3:
+        amount = f"{seconds * 1e3:.1f} ms"
+    else:
+        amount = f"{seconds * 1e6:.0f} us"
+    return f"{amount} a step ({share:.0%})"
 
 
 def verdict_summary(run: RunInfo) -> str | None:
-    """A job's verdicts in a few words; None for a single-process run."""
+    """A job's verdicts in a few words; None for a single-process run.
+
+    A straggler is led by its cost (``4.1 ms a step (33%): straggler rank 1``);
+    one whose cost the lineage does not record says so.
+    """
     if not run.is_job:
         return None
     verdicts = run.verdicts
@@ -138,10 +161,15 @@ def verdict_summary(run: RunInfo) -> str | None:
     straggler = verdicts.get("job/straggler_rank", -1)
     stragglers = str(verdicts.get("job/straggler_ranks", ""))
     cost = cost_text(verdicts)
+    named = ""
     if "," in stragglers:
-        parts.append(f"stragglers: {ranks_text(stragglers)}{cost}")
+        named = f"stragglers {ranks_text(stragglers)}"
     elif isinstance(straggler, int) and straggler >= 0:
-        parts.append(f"straggler: rank {straggler}{cost}")
+        named = f"straggler rank {straggler}"
+    if named and cost:
+        parts.append(f"{cost}: {named}")
+    elif named:
+        parts.append(f"{named.replace(' ', ': ', 1)} (no cost recorded)")
     if verdicts.get("job/diverged_ranks"):
         parts.append(f"diverged: {ranks_text(verdicts['job/diverged_ranks'])}")
     if verdicts.get("job/nonfinite_loss_ranks"):
