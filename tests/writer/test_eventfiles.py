@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rankscribe.writer import reader
+from rankscribe.writer import events
 from rankscribe.writer.errors import RecordTooLargeError, WriterTypeError, WriterValueError
 from rankscribe.writer.eventfiles import (
     EventFileAppender,
@@ -47,11 +47,11 @@ def mode_of(path: str | os.PathLike[str]) -> int:
 
 
 def summary_events(path: str | os.PathLike[str]) -> list[summary_pb2.Event]:
-    return list(reader.read_events(path, strict=True))
+    return list(events.read_events(path, strict=True))
 
 
 def board_events(path: str | os.PathLike[str]) -> list[tensorboard_pb2.Event]:
-    return list(reader.read_tensorboard_events(path, strict=True))
+    return list(events.read_tensorboard_events(path, strict=True))
 
 
 def job_name(timestamp: int) -> str:
@@ -174,7 +174,7 @@ def test_protobuf_events_of_the_files_format_are_framed_as_given(tmp_path: Path)
     event.evaluation_lineage.metric = '{"acc": 0.5}'
     lineage.add_event(event)
     path = write_event_file(tmp_path / "x_lineage", lineage)
-    assert list(reader.read_lineage_events(path, strict=True)) == [event]
+    assert list(events.read_lineage_events(path, strict=True)) == [event]
     with pytest.raises(
         WriterTypeError, match=r"must be a tensorboard_pb2.Event in a 'tensorboard'"
     ):

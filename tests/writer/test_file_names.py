@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from rankscribe.writer import SummaryRecord, reader
+from rankscribe.writer import SummaryRecord, events, reader
 
 # private: patches the file-name clock and claim lock
 from rankscribe.writer.format import _names
@@ -70,7 +70,7 @@ def test_lineage_and_tensorboard_files_also_move_to_a_free_name(tmp_path):
     record.close()
 
     assert _scalars_of(tmp_path) == {"loss": [(1, 0.5)]}
-    assert len(reader.load_lineage_dir(tmp_path, strict=True)) == 1
+    assert len(events.load_lineage_dir(tmp_path, strict=True)) == 1
     assert all(os.path.getsize(path) > 0 for path in record.files)
     assert len(record.files) == 3
 

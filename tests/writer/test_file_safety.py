@@ -11,15 +11,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rankscribe.ranks.errors import UnsafeFileError
 from rankscribe.ranks.files import (
     GROUP_READABLE_ENV,
+    UnsafeFileError,
     atomic_write,
     dir_mode,
     file_mode,
     make_private_dir,
 )
-from rankscribe.writer import SummaryRecord, reader
+from rankscribe.writer import SummaryRecord, events, reader
 from rankscribe.writer.errors import WriterTypeError
 
 # private: patches the file-name clock and claim lock
@@ -200,7 +200,7 @@ def test_a_fifo_named_like_an_event_file_is_refused_never_waited_on(tmp_path: Pa
     signal.alarm(10)
     try:
         assert reader.scalars(tmp_path / "run") == {"loss": [(1, 0.5)]}
-        for read in (reader.scalars, reader.scalar_arrays, lambda p: list(reader.read_events(p))):
+        for read in (reader.scalars, reader.scalar_arrays, lambda p: list(events.read_events(p))):
             with pytest.raises(UnsafeFileError, match="it is a FIFO, not a regular file"):
                 read(fifo)
     finally:
