@@ -7,6 +7,7 @@ CRCs checked (strict), then the protobuf messages of docs/file-format.md.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import platform
 import re
@@ -173,3 +174,53 @@ def make_record(log_dir: Path):
         # A test that provoked a write failure has checked it already.
         with contextlib.suppress(Exception):
             record.close()
+
+
+# ---------------------------------------------------------------- a disk of a chosen size
+
+
+class SmallDisk:
+    """The writer's write calls, with room for ``room`` bytes in each file (None: no limit).
+
+    ``failure``, when set, is raised by every write instead (a disk that fails otherwise
+    than by filling up); ``failed_writes`` counts the writes refused either way.
+    """
+
+    def __init__(self, room: int | None) -> None:
+        self.room = room
+        self.failure: BaseException | None = None
+        self.refusals = 0
+        self.failed_writes = 0
+
+    def _allowed(self, fd: int, wanted: int) -> int:
+        if self.failure is not None:
+            self.failed_writes += 1
+            raise self.failure
+        if self.room is None:
+            return wanted
+        position = os.lseek(fd, 0, os.SEEK_CUR)
+        allowed = max(0, min(wanted, self.room - position))
+        if allowed == 0 and wanted:
+            self.refusals += 1
+            self.failed_writes += 1
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return allowed
+
+    def writev(self, fd: int, parts: list[bytes | bytearray | memoryview]) -> int:
+        data = b"".join(bytes(part) for part in parts)
+        return os.write(fd, data[: self._allowed(fd, len(data))])
+
+    def write(self, fd: int, data: bytes | memoryview) -> int:
+        return os.write(fd, bytes(data)[: self._allowed(fd, len(data))])
+
+
+@pytest.fixture
+def small_disk(monkeypatch: pytest.MonkeyPatch) -> SmallDisk:
+    """Every write of an event file goes through a :class:`SmallDisk` (no limit at first)."""
+    # private: the event file's write calls, the one place a disk failure can be injected
+    from rankscribe.writer.format import _eventfile as eventfile
+
+    disk = SmallDisk(None)
+    monkeypatch.setattr(eventfile, "_writev", disk.writev)
+    monkeypatch.setattr(eventfile, "_write", disk.write)
+    return disk

@@ -12,15 +12,11 @@ import os
 import re
 import threading
 import time
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from rankscribe.writer import WriterError
-
-# private: the tensor codec
-from rankscribe.writer.encoding._tensor import decode_tensor
 from rankscribe.writer.errors import (
     StepTooLargeError,
     WriterFailedError,
@@ -28,12 +24,10 @@ from rankscribe.writer.errors import (
     WriterValueError,
 )
 
-# private: patches the file-name clock and claim lock
-from rankscribe.writer.format import _names
-
 # private: the event file's open/rotate rule (patched to inject faults)
 from rankscribe.writer.format._eventfile import EventFile
 from rankscribe.writer.pb import anf_ir_pb2, lineage_pb2, summary_pb2
+from rankscribe.writer.reader import decode_value
 
 F32 = np.float32
 
@@ -222,7 +216,7 @@ def test_value_is_copied_when_added(make_record, log_dir, disk):
     record.close()
     [event] = disk.summary_steps(log_dir)
     expected = np.arange(6, dtype=np.float32).reshape(2, 3)
-    np.testing.assert_array_equal(decode_tensor(disk.value_of(event, "w").tensor), expected)
+    np.testing.assert_array_equal(decode_value(disk.value_of(event, "w")).value, expected)
     assert disk.scalars_of(event) == {"loss": 1.0}
 
 
@@ -323,7 +317,7 @@ def test_duplicate_tag_warns_and_keeps_only_the_newest(
     if plugin == "scalar":
         assert value.scalar_value == 2.0
     else:
-        np.testing.assert_array_equal(decode_tensor(value.tensor), second)
+        np.testing.assert_array_equal(decode_value(value).value, second)
 
 
 def test_same_tag_in_two_plugins_is_not_a_duplicate(make_record, log_dir, disk, caplog):
@@ -439,7 +433,7 @@ def test_tensor_round_trips_with_exact_dtype_and_values(make_record, log_dir, di
     record.record(1)
     record.close()
     [event] = disk.summary_steps(log_dir)
-    decoded = decode_tensor(disk.value_of(event, "t").tensor)
+    decoded = decode_value(disk.value_of(event, "t")).value
     assert decoded.dtype == array.dtype
     assert decoded.shape == array.shape
     np.testing.assert_array_equal(decoded, array)
@@ -619,8 +613,8 @@ def test_existing_log_dir_is_used(make_record, tmp_path, disk):
 
 
 def test_records_created_in_the_same_second_never_collide(make_record, log_dir, disk, monkeypatch):
-    frozen = SimpleNamespace(time=lambda: 1_700_000_000.25)
-    monkeypatch.setattr(_names, "time", frozen)  # every record is made in the same second
+    # Every record is made in the same second (the clock names a file by its creation time).
+    monkeypatch.setattr(time, "time", lambda: 1_700_000_000.25)
     records = [make_record() for _ in range(4)]
     for index, record in enumerate(records):
         record.add_value("scalar", f"r{index}", float(index))
@@ -709,7 +703,7 @@ def test_a_small_pending_bound_still_writes_everything(make_record, log_dir, dis
     events = disk.summary_steps(log_dir)
     assert [e.step for e in events] == list(range(20))
     for event in events:
-        assert decode_tensor(disk.value_of(event, "w").tensor)[0] == event.step
+        assert decode_value(disk.value_of(event, "w")).value[0] == event.step
 
 
 def test_tensor_values_from_array_likes(make_record, log_dir, disk):
@@ -738,14 +732,14 @@ def test_tensor_values_from_array_likes(make_record, log_dir, disk):
     record.record(1)
     record.close()
     [event] = disk.summary_steps(log_dir)
-    torch_value = decode_tensor(disk.value_of(event, "torch").tensor)
+    torch_value = decode_value(disk.value_of(event, "torch")).value
     assert torch_value.dtype == np.int64
     np.testing.assert_array_equal(torch_value, np.arange(4))
     np.testing.assert_array_equal(
-        decode_tensor(disk.value_of(event, "array_like").tensor),
+        decode_value(disk.value_of(event, "array_like")).value,
         np.array([[1, 2], [3, 4]], dtype=np.int16),
     )
-    np.testing.assert_array_equal(decode_tensor(disk.value_of(event, "list").tensor), [1.5, 2.5])
+    np.testing.assert_array_equal(decode_value(disk.value_of(event, "list")).value, [1.5, 2.5])
     assert disk.value_of(event, "torch_hist").histogram.count == 10
 
 
@@ -1054,7 +1048,7 @@ def test_step_over_2gib_is_refused_and_neighbours_are_recorded(
     assert [e.step for e in events] == [4, 6]
     assert [disk.scalars_of(e) for e in events] == [{"loss": 1.0}, {"loss": 3.0}]
     np.testing.assert_array_equal(
-        decode_tensor(disk.value_of(events[1], "small").tensor), np.arange(3)
+        decode_value(disk.value_of(events[1], "small")).value, np.arange(3)
     )
     if not raise_exception:
         # record()'s docstring: False "when ... the step is too large to be written".
