@@ -63,6 +63,7 @@ SIBLING_MODULES: tuple[str, ...] = (
     f"{NAMESPACE}.ranks.jsondata",
     f"{NAMESPACE}.ranks.launchers",
     f"{NAMESPACE}.ranks.testing",
+    f"{NAMESPACE}.ranks.tree",
     f"{NAMESPACE}.writer.eventfiles",
     f"{NAMESPACE}.writer.events",
     f"{NAMESPACE}.writer.files",

@@ -180,29 +180,19 @@ def make_record(log_dir: Path):
 
 
 class SmallDisk:
-    """The writer's write calls, with room for ``room`` bytes in each file (None: no limit).
-
-    ``failure``, when set, is raised by every write instead (a disk that fails otherwise
-    than by filling up); ``failed_writes`` counts the writes refused either way.
-    """
+    """The writer's write calls, with room for ``room`` bytes in each file (None: no limit)."""
 
     def __init__(self, room: int | None) -> None:
         self.room = room
-        self.failure: BaseException | None = None
         self.refusals = 0
-        self.failed_writes = 0
 
     def _allowed(self, fd: int, wanted: int) -> int:
-        if self.failure is not None:
-            self.failed_writes += 1
-            raise self.failure
         if self.room is None:
             return wanted
         position = os.lseek(fd, 0, os.SEEK_CUR)
         allowed = max(0, min(wanted, self.room - position))
         if allowed == 0 and wanted:
             self.refusals += 1
-            self.failed_writes += 1
             raise OSError(errno.ENOSPC, "No space left on device")
         return allowed
 

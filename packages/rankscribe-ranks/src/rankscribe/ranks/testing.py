@@ -1,7 +1,7 @@
 """Test doubles and seams for the ranks (sibling-facing, not the user's API).
 
 :class:`MemoryTreeHub` and its :class:`MemoryTreeChannel` carry the tree's messages
-between threads of one process, with the behaviour of :func:`rankscribe.ranks.tree_channel`'s
+between threads of one process, with the behaviour of :func:`rankscribe.ranks.tree.tree_channel`'s
 channels (a timeout when a child is silent, a closed channel refusing more). The sibling
 packages' tests build a job's tree with them without starting processes.
 
@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from rankscribe.ranks import _deadline
-from rankscribe.ranks._tree import MemoryTreeChannel, MemoryTreeHub
+from rankscribe.ranks.tree._channels import MemoryTreeChannel, MemoryTreeHub
 
 __all__ = ["MemoryTreeChannel", "MemoryTreeHub", "wait_clock"]
 
