@@ -103,7 +103,8 @@ def decode_png(data: bytes) -> np.ndarray:
 
 
 def decode_tensor(value: summary_pb2.Summary.Value) -> np.ndarray:
-    decoded: np.ndarray = decode_value(value).value
+    decoded = decode_value(value).value
+    assert isinstance(decoded, np.ndarray)
     return decoded
 
 

@@ -40,6 +40,13 @@ def model_proto(name: str = "net") -> anf_ir_pb2.ModelProto:
     return model
 
 
+def decoded_tensor(value: summary_pb2.Summary.Value) -> np.ndarray:
+    """A tensor value read back as the reader decodes it."""
+    decoded = decode_value(value).value
+    assert isinstance(decoded, np.ndarray)
+    return decoded
+
+
 class Network:
     """Anything with graph_proto() is a network for SummaryRecord."""
 
@@ -216,7 +223,7 @@ def test_value_is_copied_when_added(make_record, log_dir, disk):
     record.close()
     [event] = disk.summary_steps(log_dir)
     expected = np.arange(6, dtype=np.float32).reshape(2, 3)
-    np.testing.assert_array_equal(decode_value(disk.value_of(event, "w")).value, expected)
+    np.testing.assert_array_equal(decoded_tensor(disk.value_of(event, "w")), expected)
     assert disk.scalars_of(event) == {"loss": 1.0}
 
 
@@ -317,7 +324,7 @@ def test_duplicate_tag_warns_and_keeps_only_the_newest(
     if plugin == "scalar":
         assert value.scalar_value == 2.0
     else:
-        np.testing.assert_array_equal(decode_value(value).value, second)
+        np.testing.assert_array_equal(decoded_tensor(value), second)
 
 
 def test_same_tag_in_two_plugins_is_not_a_duplicate(make_record, log_dir, disk, caplog):
@@ -433,7 +440,7 @@ def test_tensor_round_trips_with_exact_dtype_and_values(make_record, log_dir, di
     record.record(1)
     record.close()
     [event] = disk.summary_steps(log_dir)
-    decoded = decode_value(disk.value_of(event, "t")).value
+    decoded = decoded_tensor(disk.value_of(event, "t"))
     assert decoded.dtype == array.dtype
     assert decoded.shape == array.shape
     np.testing.assert_array_equal(decoded, array)
@@ -703,7 +710,7 @@ def test_a_small_pending_bound_still_writes_everything(make_record, log_dir, dis
     events = disk.summary_steps(log_dir)
     assert [e.step for e in events] == list(range(20))
     for event in events:
-        assert decode_value(disk.value_of(event, "w")).value[0] == event.step
+        assert decoded_tensor(disk.value_of(event, "w"))[0] == event.step
 
 
 def test_tensor_values_from_array_likes(make_record, log_dir, disk):
@@ -732,14 +739,14 @@ def test_tensor_values_from_array_likes(make_record, log_dir, disk):
     record.record(1)
     record.close()
     [event] = disk.summary_steps(log_dir)
-    torch_value = decode_value(disk.value_of(event, "torch")).value
+    torch_value = decoded_tensor(disk.value_of(event, "torch"))
     assert torch_value.dtype == np.int64
     np.testing.assert_array_equal(torch_value, np.arange(4))
     np.testing.assert_array_equal(
-        decode_value(disk.value_of(event, "array_like")).value,
+        decoded_tensor(disk.value_of(event, "array_like")),
         np.array([[1, 2], [3, 4]], dtype=np.int16),
     )
-    np.testing.assert_array_equal(decode_value(disk.value_of(event, "list")).value, [1.5, 2.5])
+    np.testing.assert_array_equal(decoded_tensor(disk.value_of(event, "list")), [1.5, 2.5])
     assert disk.value_of(event, "torch_hist").histogram.count == 10
 
 
@@ -1047,9 +1054,7 @@ def test_step_over_2gib_is_refused_and_neighbours_are_recorded(
     events = disk.summary_steps(log_dir)
     assert [e.step for e in events] == [4, 6]
     assert [disk.scalars_of(e) for e in events] == [{"loss": 1.0}, {"loss": 3.0}]
-    np.testing.assert_array_equal(
-        decode_value(disk.value_of(events[1], "small")).value, np.arange(3)
-    )
+    np.testing.assert_array_equal(decoded_tensor(disk.value_of(events[1], "small")), np.arange(3))
     if not raise_exception:
         # record()'s docstring: False "when ... the step is too large to be written".
         assert returned is False
