@@ -13,9 +13,6 @@ import time
 import pytest
 
 from rankscribe.writer import SummaryRecord, events, reader
-
-# private: patches the file-name clock and claim lock
-from rankscribe.writer.format import _names
 from rankscribe.writer.pb import lineage_pb2
 from tests._support.launchers import run_bounded
 
@@ -84,11 +81,11 @@ def _timestamp(path: str) -> int:
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
-def test_a_child_forked_during_a_name_claim_can_record(tmp_path):
+def test_a_child_forked_during_a_name_claim_can_record(tmp_path, name_claims):
     holding, release = threading.Event(), threading.Event()
 
     def rotating_writer():  # stands for the writer thread inside claim_timestamp
-        with _names._claim_lock:
+        with name_claims.lock():
             holding.set()
             release.wait(30)
 

@@ -23,9 +23,6 @@ from rankscribe.writer.errors import (
     WriterStateError,
     WriterValueError,
 )
-
-# private: the event file's open/rotate rule (patched to inject faults)
-from rankscribe.writer.format._eventfile import EventFile
 from rankscribe.writer.pb import anf_ir_pb2, lineage_pb2, summary_pb2
 from rankscribe.writer.reader import decode_value
 
@@ -957,11 +954,8 @@ def test_tensorboard_only_writes_no_summary_file(make_record, log_dir, disk):
 # -------------------------------------------------------- background failure
 
 
-def test_background_failure_surfaces_on_the_next_call(make_record, log_dir, monkeypatch, disk):
-    def broken_append(self, payload):
-        raise RuntimeError("disk controller on fire")
-
-    monkeypatch.setattr(EventFile, "append", broken_append)
+def test_background_failure_surfaces_on_the_next_call(make_record, log_dir, broken_appends, disk):
+    broken_appends.fail_with(RuntimeError("disk controller on fire"))
     record = make_record()
     record.add_value("scalar", "x", 1.0)
     record.record(1)
@@ -981,14 +975,8 @@ def test_background_failure_surfaces_on_the_next_call(make_record, log_dir, monk
     disk.run_with_timeout(record.close, timeout=10)  # the second close is quiet
 
 
-def test_background_failure_of_a_heavy_step_surfaces_on_record(make_record, monkeypatch, disk):
-    calls = []
-
-    def broken_append(self, payload):
-        calls.append(len(payload))
-        raise RuntimeError("broken")
-
-    monkeypatch.setattr(EventFile, "append", broken_append)
+def test_background_failure_of_a_heavy_step_surfaces_on_record(make_record, broken_appends, disk):
+    broken_appends.fail_with(RuntimeError("broken"))
     record = make_record()
 
     def train():
@@ -1000,7 +988,7 @@ def test_background_failure_of_a_heavy_step_surfaces_on_record(make_record, monk
     with pytest.raises(WriterFailedError) as raised:
         disk.run_with_timeout(train, timeout=20)
     assert isinstance(raised.value.__cause__, RuntimeError)
-    assert len(calls) == 1  # the writer stopped at the first failure
+    assert len(broken_appends.calls) == 1  # the writer stopped at the first failure
 
 
 # -------------------------------------------------------- step size limit
