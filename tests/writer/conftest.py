@@ -229,7 +229,7 @@ class BrokenAppends:
         self.calls: list[int] = []  # the size of each record refused
 
     def fail_with(self, error: BaseException) -> None:
-        def broken_append(event_file: object, payload: bytes) -> None:
+        def broken_append(_event_file: object, payload: bytes) -> None:
             self.calls.append(len(payload))
             raise error
 
