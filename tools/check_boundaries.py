@@ -57,11 +57,15 @@ ALLOWED_PACKAGES: dict[str, frozenset[str]] = {
 # modules"). Their names stay out of the top-level ``__all__``; tools/public_api.py
 # counts them apart from the user's API.
 SIBLING_MODULES: tuple[str, ...] = (
+    f"{NAMESPACE}.ranks.arguments",
     f"{NAMESPACE}.ranks.files",
+    f"{NAMESPACE}.ranks.imports",
     f"{NAMESPACE}.ranks.jsondata",
     f"{NAMESPACE}.ranks.launchers",
     f"{NAMESPACE}.ranks.testing",
+    f"{NAMESPACE}.ranks.tree",
     f"{NAMESPACE}.writer.eventfiles",
+    f"{NAMESPACE}.writer.events",
     f"{NAMESPACE}.writer.files",
     f"{NAMESPACE}.writer.operators",
     f"{NAMESPACE}.lineage.jobparts",

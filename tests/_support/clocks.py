@@ -2,13 +2,14 @@
 
 ``collector_clock`` replaces the clock the collector's timings read (step times, data
 waits, sections, the CPU forward timer): a test advances it where the training would
-spend time, and asserts the exact seconds recorded. Imports only the standard library
-and pytest.
+spend time, and asserts the exact seconds recorded. ``ranks_clock`` gives the waits of
+rankscribe.ranks a clock that their sleeps move (``rankscribe.ranks.testing.wait_clock``).
+Imports only the standard library and pytest at import time.
 """
 
 from __future__ import annotations
 
-import importlib
+import contextlib
 from collections.abc import Iterator
 
 import pytest
@@ -42,25 +43,24 @@ class SleepingClock(ManualClock):
     a test calls :meth:`release` before it starts them.
     """
 
-    def __init__(self, patches: pytest.MonkeyPatch) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self._patches = patches
+        self.installed = contextlib.ExitStack()
 
     def sleep(self, seconds: float) -> None:
         self.advance(max(0.0, seconds))
 
     def release(self) -> None:
         """Give the ranks back the real clock and sleep."""
-        self._patches.undo()
+        self.installed.close()
 
 
 @pytest.fixture
 def ranks_clock() -> Iterator[SleepingClock]:
     """The clock and sleep every wait of rankscribe.ranks uses, for waits in one thread."""
-    with pytest.MonkeyPatch.context() as patches:
-        clock = SleepingClock(patches)
-        # private: the one clock and sleep the ranks' waits use; no public seam to inject them
-        waits = importlib.import_module("rankscribe.ranks._deadline")
-        patches.setattr(waits, "monotonic", clock)
-        patches.setattr(waits, "sleep", clock.sleep)
+    from rankscribe.ranks.testing import wait_clock
+
+    clock = SleepingClock()
+    with clock.installed:
+        clock.installed.enter_context(wait_clock(clock, clock.sleep))
         yield clock

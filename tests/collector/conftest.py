@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from rankscribe.collector import ArrayDataset, ArrayNetwork, ArrayOptimizer
-from rankscribe.writer.reader import load_dir
+from rankscribe.writer.events import load_dir
 from tests._support.clocks import collector_clock, ranks_clock  # noqa: F401 - fixtures
 from tests._support.launchers import drop_launcher_variables
 

@@ -225,7 +225,7 @@ def test_no_duplicate_warning_between_collected_steps(
 
 
 def test_epoch_end_does_not_record_the_last_step_twice(model: Any, tmp_path: Path) -> None:
-    from rankscribe.writer.reader import load_dir
+    from rankscribe.writer.events import load_dir
 
     train(model, tmp_path, epochs=2, batches=30, sink=False, collect_freq=3)
     steps = [event.step for event in load_dir(tmp_path) if event.what == "summary"]

@@ -14,7 +14,7 @@ import pytest
 from rankscribe.collector import Callback, CallbackParams, RunContext, SummaryCollector, TrainLoop
 from rankscribe.lineage import get_summary_lineage
 from rankscribe.ranks import Coordinator, RankInfo
-from rankscribe.writer.reader import load_dir, load_lineage_dir
+from rankscribe.writer.events import load_dir, load_lineage_dir
 
 NO_LANDSCAPE: dict[str, Any] = {"collect_landscape": None}
 
@@ -524,7 +524,7 @@ def test_rank_zero_names_a_missing_rank_in_the_merged_lineage(model: Any, tmp_pa
 
 
 def test_the_tensorboard_target_on_request(model: Any, tmp_path: Path) -> None:
-    from rankscribe.writer.reader import read_tensorboard_events
+    from rankscribe.writer.events import read_tensorboard_events
 
     summary = tmp_path / "summary"
     run(model, summary, batches=3, formats=["mindinsight", "tensorboard"])

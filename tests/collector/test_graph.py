@@ -13,8 +13,8 @@ from rankscribe.collector import GraphDescription, GraphNode, GraphParameter
 from rankscribe.collector.adapters._graph import build_graph_proto
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 from rankscribe.writer import SummaryRecord
+from rankscribe.writer.events import load_dir
 from rankscribe.writer.pb import anf_ir_pb2
-from rankscribe.writer.reader import load_dir
 
 DESCRIPTION = {
     "name": "mlp",

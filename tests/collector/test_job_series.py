@@ -38,7 +38,8 @@ from rankscribe.lineage.jobview import DATA_WAIT_TAG, STEP_TIME_TAG, RankSeries
 from rankscribe.lineage.recording import parse_run
 from rankscribe.ranks import GatherResult, RankInfo
 from rankscribe.writer import scalar_summary, tensor_summary
-from rankscribe.writer.reader import load_dir, scalars
+from rankscribe.writer.events import load_dir
+from rankscribe.writer.reader import scalars
 from tests._support.clocks import ManualClock
 
 NO_LANDSCAPE = {"collect_landscape": None}

@@ -19,7 +19,7 @@ from rankscribe.lineage.recording import parse_run
 from rankscribe.ranks import GatherResult, RankInfo
 from rankscribe.ranks.errors import RanksValueError
 from rankscribe.writer import SummaryRecord
-from rankscribe.writer.reader import load_lineage_dir
+from rankscribe.writer.events import load_lineage_dir
 from tests._support.clocks import SleepingClock
 
 NO_LANDSCAPE = {"collect_landscape": None}

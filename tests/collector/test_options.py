@@ -32,7 +32,7 @@ from rankscribe.collector.collection._options import (
     process_specified_data,
 )
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
-from rankscribe.writer.reader import load_dir
+from rankscribe.writer.events import load_dir
 
 TYPE = CollectorTypeError
 VALUE = CollectorValueError

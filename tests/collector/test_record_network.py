@@ -16,7 +16,7 @@ import pytest
 from rankscribe.collector import ArrayNetwork
 from rankscribe.writer import SummaryRecord
 from rankscribe.writer.errors import WriterTypeError
-from rankscribe.writer.reader import load_dir
+from rankscribe.writer.events import load_dir
 
 DESCRIPTION = {
     "name": "mlp",

@@ -14,7 +14,6 @@ import datetime
 import json
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -54,13 +53,8 @@ def skip(coordinator: Coordinator, info: RankInfo, timeout: float) -> dict[str, 
     """The last rank skips the gather; the root must return at its timeout naming it."""
     if info.rank == info.world_size - 1:
         return {}  # and never touches the store again
-    started = time.monotonic()
     result = coordinator.gather(f"object of {info.rank}", timeout=timeout)
-    return {
-        "values": result.values,
-        "missing": result.missing,
-        "elapsed": time.monotonic() - started,
-    }
+    return {"values": result.values, "missing": result.missing}
 
 
 def main() -> None:

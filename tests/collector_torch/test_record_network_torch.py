@@ -9,7 +9,7 @@ from torch import nn
 
 from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.writer import SummaryRecord
-from rankscribe.writer.reader import load_dir
+from rankscribe.writer.events import load_dir
 
 
 def test_a_module_graph_is_written_once(tmp_path: Path, net: nn.Module) -> None:

@@ -24,7 +24,8 @@ from rankscribe.collector import (
     load_checkpoint,
 )
 from rankscribe.lineage import get_summary_lineage
-from rankscribe.writer.reader import load_dir, scalars
+from rankscribe.writer.events import load_dir
+from rankscribe.writer.reader import scalars
 
 
 class SmallCNN(nn.Module):

@@ -19,8 +19,6 @@ from tests._support.launchers import Launches, clean_environment, run_bounded
 WORKER = Path(__file__).resolve().parent / "store_worker.py"
 #: No process may outlive this, whatever happens inside it (importing torch is slow here).
 PROCESS_TIMEOUT = 120
-#: Seconds a gather that misses a rank may take past its timeout (polling, a busy machine).
-SLACK = 2.0
 
 
 def free_port() -> int:
@@ -64,8 +62,9 @@ def test_gather_bcast_and_barrier_through_the_process_group_store(tmp_path: Path
 def test_a_rank_that_skips_the_gather_is_named_within_the_timeout(tmp_path: Path) -> None:
     records = run_ranks(tmp_path, "skip", timeout=2.0)
     root = records[0]
+    # That it waited the whole timeout and no longer is pinned with an injected clock
+    # (tests/ranks/test_store.py); here, that a real c10d store gives the same answer.
     assert root["values"] == {"0": "object of 0"} and root["missing"] == [1]
-    assert 2.0 <= root["elapsed"] < 2.0 + SLACK
 
 
 def test_rankscribe_ranks_never_imports_torch() -> None:

@@ -24,7 +24,7 @@ from rankscribe.collector import (
     load_checkpoint,
 )
 from rankscribe.lineage import get_summary_lineage
-from rankscribe.writer.reader import Histogram, Image, load_dir
+from rankscribe.writer.events import Histogram, Image, load_dir
 
 EPOCHS, ROWS, BATCH = 2, 24, 4  # 6 batches a epoch, 12 steps
 COLLECTED = [1, 3, 6, 9, 12]  # the first step, then every collect_freq=3

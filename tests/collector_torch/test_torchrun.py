@@ -18,7 +18,7 @@ import pytest
 from rankscribe.lineage import get_summary_lineage
 from rankscribe.lineage.recording import parse_run
 from rankscribe.ranks.files import JOB_RENDEZVOUS_DIRNAME
-from rankscribe.writer.reader import load_dir
+from rankscribe.writer.events import load_dir
 from tests._support.launchers import clean_environment, run_bounded, torchrun
 
 SCRIPT = Path(__file__).resolve().parent / "torchrun_train.py"

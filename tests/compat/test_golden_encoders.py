@@ -1,36 +1,33 @@
 """Golden files written by MindSpore 2.10: our encoders replayed on the same inputs.
 
 The ``histogram_image_tensor`` case of MANIFEST.json lists every array the generator passed
-to ``add_value``; each is encoded again with rankscribe.writer.encoding._histogram / image / tensor
-and compared with what MindSpore wrote, both with the manifest's decoded values and with
-the message bytes in the golden file itself. Where our rules intentionally differ (integer
-histogram edges, uint8 images, raw_data for int64), the test asserts the exact difference.
+to ``add_value``; each is written again by a SummaryRecord, read back from its file, and
+compared with what MindSpore wrote, both with the manifest's decoded values and with the
+message bytes in the golden file itself (PNGs decoded by Pillow, tensors by the reader).
+Where our rules intentionally differ (integer histogram edges, uint8 images, raw_data for
+int64), the test asserts the exact difference.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import math
 import struct
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from rankscribe.writer import SummaryRecord
-
-# private: the histogram bucket rule (MindInsight's buckets), a codec
-from rankscribe.writer.encoding._histogram import compute_histogram, histogram_proto
-
-# private: the PNG/image codec
-from rankscribe.writer.encoding._image import decode_png, image_proto
-
-# private: the tensor codec
-from rankscribe.writer.encoding._tensor import decode_tensor, tensor_proto
+from rankscribe.writer.events import read_events
 from rankscribe.writer.files import RecordReader
 from rankscribe.writer.pb import summary_pb2
+from rankscribe.writer.reader import decode_value
 
 GOLDEN = Path(__file__).parent / "data" / "mindspore-2.10"
 MANIFEST = json.loads((GOLDEN / "MANIFEST.json").read_text())
@@ -83,6 +80,34 @@ def _file_values() -> dict[tuple[int, str], summary_pb2.Summary.Value]:
 FILE_VALUES = _file_values()
 
 
+def written(folder: Path, plugin: str, array: np.ndarray) -> summary_pb2.Summary.Value:
+    """The value a SummaryRecord writes for ``add_value(plugin, ..., array)``, read back."""
+    directory = Path(tempfile.mkdtemp(dir=folder))
+    with SummaryRecord(directory) as record:
+        record.add_value(plugin, "value", array)
+        record.record(1)
+    [summary] = directory.glob("*_MS")
+    [value] = [
+        value
+        for event in read_events(summary, strict=True)
+        if event.WhichOneof("what") == "summary"
+        for value in event.summary.value
+    ]
+    return value
+
+
+def decode_png(data: bytes) -> np.ndarray:
+    """Height x width x channels, as any PNG reader decodes it."""
+    with Image.open(io.BytesIO(data)) as image:
+        return np.asarray(image)
+
+
+def decode_tensor(value: summary_pb2.Summary.Value) -> np.ndarray:
+    decoded = decode_value(value).value
+    assert isinstance(decoded, np.ndarray)
+    return decoded
+
+
 def calls_of(plugin: str, *, having_values: bool = True) -> list[Any]:
     selected = [
         pytest.param(step, spec, id=f"step{step}-{tag}")
@@ -129,17 +154,17 @@ FLOAT_HISTOGRAMS = [
 
 
 @pytest.mark.parametrize(("step", "spec"), FLOAT_HISTOGRAMS)
-def test_float_histograms_equal_mindspores_field_by_field_and_byte_by_byte(step, spec):
-    ours = histogram_proto(golden_array(spec))
+def test_float_histograms_equal_mindspores_field_by_field_and_byte_by_byte(tmp_path, step, spec):
+    ours = written(tmp_path, "histogram", golden_array(spec)).histogram
     tag = tag_of(spec)
     assert manifest_histogram(ours) == MANIFEST_VALUES[(step, tag)]["histogram"]
     assert ours.SerializeToString() == FILE_VALUES[(step, tag)].histogram.SerializeToString()
 
 
-def test_int32_histogram_differs_only_by_the_integer_edge_fix():
+def test_int32_histogram_differs_only_by_the_integer_edge_fix(tmp_path):
     ((step, spec),) = [p.values for p in calls_of("histogram") if p.values[1]["dtype"] == "int32"]
     values = golden_array(spec)
-    ours = manifest_histogram(histogram_proto(values))
+    ours = manifest_histogram(written(tmp_path, "histogram", values).histogram)
     theirs = MANIFEST_VALUES[(step, tag_of(spec))]["histogram"]
 
     # Ours: float64 edges -3, 4.5, 12 split the 16 values -3..12 evenly.
@@ -148,7 +173,8 @@ def test_int32_histogram_differs_only_by_the_integer_edge_fix():
         {"left": 4.5, "width": 7.5, "count": 8},
     ]
     # MindSpore: the same edges truncated to int32 (4.5 -> 4), so 4 moved up a bucket.
-    edges = np.trunc(compute_histogram(values).edges)
+    lefts = [bucket["left"] for bucket in ours["buckets"]]
+    edges = np.trunc([*lefts, lefts[-1] + ours["buckets"][-1]["width"]])
     counts = np.histogram(values, edges)[0]
     assert theirs["buckets"] == [
         {"left": edges[i], "width": edges[i + 1] - edges[i], "count": int(counts[i])}
@@ -165,7 +191,7 @@ def test_int32_histogram_differs_only_by_the_integer_edge_fix():
     assert ours == theirs
 
 
-def test_the_1000_value_histogram_has_mindspores_90_edges():
+def test_the_1000_value_histogram_has_mindspores_90_edges(tmp_path):
     # The manifest gives only the sha256 of this input, not its values. The edges depend
     # on nothing but the number of finite values, min and max, so 1000 values with the
     # recorded min and max must give MindSpore's lefts and widths.
@@ -174,7 +200,7 @@ def test_the_1000_value_histogram_has_mindspores_90_edges():
     assert (theirs["count"], theirs["bucket_count"]) == (1000, 90)
     stand_in = np.zeros(1000, np.float32)
     stand_in[0], stand_in[1] = theirs["min"], theirs["max"]
-    ours = manifest_histogram(histogram_proto(stand_in))
+    ours = manifest_histogram(written(tmp_path, "histogram", stand_in).histogram)
     assert [(b["left"], b["width"]) for b in ours["buckets"]] == [
         (b["left"], b["width"]) for b in theirs["buckets"]
     ]
@@ -198,8 +224,8 @@ FLOAT_IMAGES = [p for p in calls_of("image") if p.values[1]["dtype"].startswith(
 
 
 @pytest.mark.parametrize(("step", "spec"), FLOAT_IMAGES)
-def test_float_images_decode_to_mindspores_pixels(step, spec):
-    ours = image_proto(golden_array(spec))
+def test_float_images_decode_to_mindspores_pixels(tmp_path, step, spec):
+    ours = written(tmp_path, "image", golden_array(spec)).image
     theirs = MANIFEST_VALUES[(step, tag_of(spec))]["image"]
     assert (ours.height, ours.width, ours.colorspace) == (
         theirs["height"],
@@ -215,10 +241,10 @@ def test_float_images_decode_to_mindspores_pixels(step, spec):
     assert np.array_equal(decode_png(FILE_VALUES[(step, tag_of(spec))].image.encoded_image), pixels)
 
 
-def test_uint8_image_is_kept_as_is_where_mindspore_contrast_stretched_it():
+def test_uint8_image_is_kept_as_is_where_mindspore_contrast_stretched_it(tmp_path):
     ((step, spec),) = [p.values for p in calls_of("image") if p.values[1]["dtype"] == "uint8"]
     images = golden_array(spec)
-    ours = image_proto(images)
+    ours = written(tmp_path, "image", images).image
     theirs = MANIFEST_VALUES[(step, tag_of(spec))]["image"]
     assert (ours.height, ours.width, ours.colorspace) == (3, 6, 3)
     assert (theirs["height"], theirs["width"], theirs["colorspace"]) == (3, 6, 3)
@@ -241,9 +267,9 @@ EXPORTS = {
 
 
 @pytest.mark.parametrize(("step", "spec"), calls_of("tensor"))
-def test_tensor_float_data_equals_mindspores(step, spec):
+def test_tensor_float_data_equals_mindspores(tmp_path, step, spec):
     values = golden_array(spec)
-    ours = tensor_proto(values)
+    ours = written(tmp_path, "tensor", values).tensor
     tag = tag_of(spec)
     theirs = MANIFEST_VALUES[(step, tag)]["tensor"]
     assert list(ours.dims) == theirs["dims"]
@@ -262,23 +288,22 @@ def test_tensor_float_data_equals_mindspores(step, spec):
 
 
 @pytest.mark.parametrize(("step", "spec"), calls_of("tensor"))
-def test_our_tensor_reads_back_what_mindspore_exported_to_npy(step, spec):
+def test_our_tensor_reads_back_what_mindspore_exported_to_npy(tmp_path, step, spec):
     exported = EXPORTS[f"{tag_of(spec).replace('/', '%2F')}_{step}.npy"]
-    decoded = decode_tensor(tensor_proto(golden_array(spec)))
+    decoded = decode_tensor(written(tmp_path, "tensor", golden_array(spec)))
     assert str(decoded.dtype) == exported["dtype"]
     assert hashlib.sha256(decoded.tobytes()).hexdigest() == exported["sha256_of_bytes"]
 
 
 def test_mindsporess_int64_tensor_decodes_to_the_float32_values_it_holds():
-    message = FILE_VALUES[(1, "t/i64")].tensor
-    decoded = decode_tensor(message)
+    decoded = decode_tensor(FILE_VALUES[(1, "t/i64")])
     assert decoded.dtype == np.dtype(np.int64)
     assert decoded.tolist() == [0, -7, 2**40, 2**53]  # inputs were 2**40 + 1 and 2**53 + 1
 
 
 @pytest.mark.parametrize("tag", ["t/f32", "t/f16", "t/bool"])
 def test_mindsporess_other_tensors_decode_exactly(tag):
-    decoded = decode_tensor(FILE_VALUES[(1, tag)].tensor)
+    decoded = decode_tensor(FILE_VALUES[(1, tag)])
     exported = EXPORTS[f"{tag.replace('/', '%2F')}_1.npy"]
     assert str(decoded.dtype) == exported["dtype"]
     assert hashlib.sha256(decoded.tobytes()).hexdigest() == exported["sha256_of_bytes"]

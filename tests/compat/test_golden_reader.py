@@ -19,19 +19,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rankscribe.writer.reader import (
+from rankscribe.writer.events import (
     EventRecord,
-    FileKind,
     Graph,
     Histogram,
     Image,
     decode_event,
     decode_lineage_event,
-    list_summary_files,
     open_events,
-    parse_file_name,
-    scalars,
 )
+from rankscribe.writer.files import FileKind, parse_file_name
+from rankscribe.writer.reader import list_summary_files, scalars
 
 DATA = Path(__file__).parent / "data"
 GOLDEN = DATA / "mindspore-2.10"

@@ -23,8 +23,8 @@ from rankscribe.lineage import (
     filter_summary_lineage,
 )
 from rankscribe.writer import SummaryRecord
+from rankscribe.writer.events import load_dir
 from rankscribe.writer.pb import anf_ir_pb2
-from rankscribe.writer.reader import load_dir
 
 STEPS = (1, 2, 3)
 LOSSES = {1: 2.302585, 2: 0.5, 3: -0.0}

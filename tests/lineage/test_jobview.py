@@ -22,7 +22,8 @@ from rankscribe.lineage.jobview import (
     verdict_lines,
     write_job_view,
 )
-from rankscribe.writer import reader
+from rankscribe.writer import files, reader
+from rankscribe.writer.events import read_events, read_tensorboard_events
 
 STEPS = 200
 
@@ -231,7 +232,7 @@ def test_the_job_file_holds_every_statistic_of_every_tag(tmp_path: Path) -> None
     name = os.path.basename(view.paths[0])
     assert name.startswith("events.out.events.summary.") and ".job." in name
     assert name.endswith("_MS")
-    assert reader.parse_file_name(view.paths[0]) is not None
+    assert files.parse_file_name(view.paths[0]) is not None
     curves = reader.scalars(view.paths[0])
     suffixes = ["mean", "min", "max", "std", "ranks", "min_rank", "max_rank"]
     for tag in ("loss/auto", STEP_TIME_TAG, "only/rank0"):
@@ -258,7 +259,7 @@ def test_the_job_file_holds_every_statistic_of_every_tag(tmp_path: Path) -> None
         # the file holds float32, as every summary scalar
         np.testing.assert_allclose(got, expected.astype(np.float32), rtol=1e-6)
     # the summary file opens with MindSpore's version record, one event per step after it
-    events = list(reader.read_events(view.paths[0]))
+    events = list(read_events(view.paths[0]))
     assert events[0].version == "MindSpore.Event:1"
     assert [event.step for event in events[1:]] == list(range(1, 21))
 
@@ -290,7 +291,7 @@ def test_a_rerun_replaces_the_job_files_and_never_duplicates_a_point(tmp_path: P
     curves = reader.scalars(tmp_path)
     assert [step for step, _ in curves["loss/auto/max"]] == list(range(1, 11))
     assert [value for _, value in curves["loss/auto/max"]] == [9.0] * 10
-    steps = [event.step for event in reader.read_tensorboard_events(second.paths[1])]
+    steps = [event.step for event in read_tensorboard_events(second.paths[1])]
     assert steps.count(5) == 1
 
 

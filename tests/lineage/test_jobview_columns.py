@@ -30,7 +30,7 @@ from rankscribe.lineage.jobview import (
 
 # private: the report's data reduction, no public door
 from rankscribe.lineage.report._data import read_report_data
-from rankscribe.writer import SummaryRecord, reader
+from rankscribe.writer import SummaryRecord, events, reader
 from rankscribe.writer.files import frame
 from rankscribe.writer.pb import summary_pb2
 
@@ -59,7 +59,7 @@ def protobuf_points(directory: Path) -> dict[str, list[tuple[int, float]]]:
     """Every scalar of the rank's summary files by protobuf, file by file, sorted stably by step."""
     points: dict[str, list[tuple[int, float]]] = {}
     for path in reader.list_summary_files(directory, "summary"):
-        for event in reader.read_events(path):
+        for event in events.read_events(path):
             if event.WhichOneof("what") != "summary":
                 continue
             for value in event.summary.value:

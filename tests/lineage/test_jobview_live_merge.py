@@ -33,7 +33,7 @@ from rankscribe.lineage.jobview import (
     series_from_dir,
     write_job_view,
 )
-from rankscribe.writer import SummaryRecord, reader
+from rankscribe.writer import SummaryRecord, events, reader
 
 STEPS = 40
 
@@ -63,7 +63,7 @@ def write_rank(directory: Path, rank: int, *, extras: bool = False) -> None:
 def read_by_protobuf(directory: Path) -> dict[str, tuple[Any, Any]]:
     """Every scalar of the summary files, decoded by protobuf event by event (the reference)."""
     points: dict[str, list[tuple[int, float]]] = {}
-    for event in reader.load_dir(directory):
+    for event in events.load_dir(directory):
         for value in event.values:
             if value.plugin == "scalar":
                 assert isinstance(value.value, float), value.value  # a scalar reads as a float

@@ -44,13 +44,10 @@ def missing(coordinator: Coordinator, info: RankInfo, timeout: float) -> dict[st
         barrier: dict[str, Any] = {"raised": False}
     except BarrierTimeoutError as error:
         barrier = {"raised": True, "missing": error.missing, "message": str(error)}
-    started = time.monotonic()
     result = coordinator.gather(f"object of {info.rank}", timeout=timeout)
-    gathered = time.monotonic() - started
     return {
         "values": result.values,
         "missing": result.missing,
-        "elapsed": gathered,
         "barrier": barrier,
     }
 

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from rankscribe.ranks import files
-from rankscribe.ranks.errors import RanksTypeError, RanksValueError, UnsafeFileError
+from rankscribe.ranks.errors import RanksTypeError, RanksValueError
+from rankscribe.ranks.files import UnsafeFileError
 
 
 @pytest.mark.parametrize(

@@ -11,9 +11,7 @@ import pytest
 from rankscribe.ranks import RankInfo, RanksError, detect
 
 # private: the launcher detection rule's internals (patched environment probes)
-from rankscribe.ranks import _info as info_module
 from rankscribe.ranks.errors import (
-    BackendUnavailableError,
     RankEnvironmentError,
     RanksTypeError,
     RanksValueError,
@@ -229,18 +227,18 @@ def test_malformed_or_contradictory_variables(
 
 
 def test_pmix_without_size_asks_mpi(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(info_module, "_mpi_world_size", lambda: 6)
+    # mpi4py as the program would find it: a world of 6 in COMM_WORLD.
+    world = types.SimpleNamespace(COMM_WORLD=types.SimpleNamespace(Get_size=lambda: 6))
+    monkeypatch.setitem(sys.modules, "mpi4py", types.SimpleNamespace(MPI=world))
     assert detect({"PMIX_RANK": "2"}) == RankInfo(2, 6, 2, 6, HOST, "pmix")
 
 
 def test_pmix_without_size_or_mpi_library_says_what_is_missing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    def unavailable() -> None:
-        raise BackendUnavailableError("no MPI library")
-
-    # private: patches the mpi4py loader to play a machine without MPI
-    monkeypatch.setattr("rankscribe.ranks.backends._mpi_loader.load_mpi", unavailable)
+    # A machine without mpi4py: importing it fails.
+    monkeypatch.setitem(sys.modules, "mpi4py", None)
+    monkeypatch.setitem(sys.modules, "mpi4py.MPI", None)
     with pytest.raises(RankEnvironmentError, match=r"SLURM_NTASKS.*MPI library"):
         detect({"PMIX_RANK": "2"})
 

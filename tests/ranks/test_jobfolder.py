@@ -65,7 +65,6 @@ def test_ranks_that_do_not_share_the_folder_are_told_so(tmp_path: Path) -> None:
     records = run_ranks([first, second], tmp_path / "out", "missing", timeout=1.0)
     root = records[0]
     assert root["values"] == {"0": "object of 0"} and root["missing"] == [1]
-    assert 1.0 <= root["elapsed"] < 3.0
     for rank, job in ((0, first), (1, second)):
         barrier = records[rank]["barrier"]
         folder = job / JOB_RENDEZVOUS_DIRNAME / "torchrun.none.0" / "000000"

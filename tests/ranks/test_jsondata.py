@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from rankscribe.ranks.errors import JSONDataError, RanksError
-from rankscribe.ranks.jsondata import DEFAULT_MAX_DEPTH, parse_json
+from rankscribe.ranks import RanksError
+from rankscribe.ranks.jsondata import DEFAULT_MAX_DEPTH, JSONDataError, parse_json
 
 
 def test_plain_json_reads_as_json_loads_does() -> None:

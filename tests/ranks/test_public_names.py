@@ -7,7 +7,7 @@ import types
 import pytest
 
 import rankscribe.ranks
-from rankscribe.ranks import errors, files, launchers, testing
+from rankscribe.ranks import errors, files, jsondata, launchers, testing, tree
 
 # Listed at the package top, where the docs spell them; every other error only in errors.
 PACKAGE_ERRORS = {"RanksError", "JobDirClaimedError"}
@@ -23,7 +23,9 @@ def test_every_error_is_in_errors_and_only_the_base_and_the_claims_at_the_top(na
         assert not hasattr(rankscribe.ranks, name)  # no second spelling
 
 
-@pytest.mark.parametrize("module", [files, launchers, testing], ids=lambda m: m.__name__)
+@pytest.mark.parametrize(
+    "module", [files, jsondata, launchers, testing, tree], ids=lambda m: m.__name__
+)
 def test_a_sibling_modules_names_are_not_the_packages(module: types.ModuleType) -> None:
     exported = set(module.__all__)
     assert exported
@@ -33,6 +35,23 @@ def test_a_sibling_modules_names_are_not_the_packages(module: types.ModuleType) 
 def test_the_tree_test_doubles_live_in_testing() -> None:
     assert {"MemoryTreeHub", "MemoryTreeChannel"} <= set(testing.__all__)
     assert not hasattr(rankscribe.ranks, "MemoryTreeHub")
+
+
+@pytest.mark.parametrize(
+    ("name", "home"),
+    [
+        ("tree_channel", tree),
+        ("TreeChannel", tree),
+        ("JSONDataError", jsondata),
+        ("UnsafeFileError", files),
+    ],
+)
+def test_a_name_siblings_need_has_one_spelling_in_its_sibling_module(
+    name: str, home: types.ModuleType
+) -> None:
+    assert name in home.__all__
+    assert not hasattr(rankscribe.ranks, name)
+    assert name not in errors.__all__
 
 
 def test_the_store_a_store_coordinator_takes_is_public() -> None:

@@ -12,6 +12,7 @@ import pytest
 
 from rankscribe.ranks import FileCoordinator, RankInfo
 from rankscribe.ranks.errors import CollectiveTimeoutError, RendezvousError
+from tests._support.clocks import SleepingClock
 from tests._support.launchers import Launches, rank_environment
 
 WORKER = Path(__file__).resolve().parent / "file_worker.py"
@@ -57,11 +58,26 @@ def test_rank_that_never_starts_is_named_missing_by_gather_and_barrier(tmp_path:
     root = records[0]
     assert root["values"] == {str(r): f"object of {r}" for r in range(3)}
     assert root["missing"] == [3]
-    assert 1.0 <= root["elapsed"] < 3.0
     for rank in range(3):
         barrier = records[rank]["barrier"]
         assert barrier["raised"] and barrier["missing"] == [3]
         assert "barrier #1 timed out after 1 s: no marker in" in barrier["message"]
+
+
+def test_a_gather_waits_its_whole_timeout_for_an_absent_rank_and_no_longer(
+    tmp_path: Path, ranks_clock: SleepingClock
+) -> None:
+    root = FileCoordinator(RankInfo(0, 3, 0, 3, "host", "torchrun"), tmp_path / "rendezvous")
+    present = FileCoordinator(RankInfo(1, 3, 1, 3, "host", "torchrun"), tmp_path / "rendezvous")
+    present.gather("from 1", timeout=1.0)
+    started = ranks_clock()
+    result = root.gather("from 0", timeout=1.0)
+    assert result.values == {0: "from 0", 1: "from 1"} and result.missing == (2,)
+    assert ranks_clock() - started == pytest.approx(1.0)  # the whole timeout, not a poll more
+    with pytest.raises(CollectiveTimeoutError) as caught:
+        root.barrier(timeout=2.0)
+    assert caught.value.missing == (1, 2)
+    assert ranks_clock() - started == pytest.approx(3.0)
 
 
 def test_late_rank_file_is_kept_and_next_gather_is_complete(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ CRCs checked (strict), then the protobuf messages of docs/file-format.md.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import platform
 import re
@@ -173,3 +174,95 @@ def make_record(log_dir: Path):
         # A test that provoked a write failure has checked it already.
         with contextlib.suppress(Exception):
             record.close()
+
+
+# ---------------------------------------------------------------- a disk of a chosen size
+
+
+class SmallDisk:
+    """The writer's write calls, with room for ``room`` bytes in each file (None: no limit)."""
+
+    def __init__(self, room: int | None) -> None:
+        self.room = room
+        self.refusals = 0
+
+    def _allowed(self, fd: int, wanted: int) -> int:
+        if self.room is None:
+            return wanted
+        position = os.lseek(fd, 0, os.SEEK_CUR)
+        allowed = max(0, min(wanted, self.room - position))
+        if allowed == 0 and wanted:
+            self.refusals += 1
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return allowed
+
+    def writev(self, fd: int, parts: list[bytes | bytearray | memoryview]) -> int:
+        data = b"".join(bytes(part) for part in parts)
+        return os.write(fd, data[: self._allowed(fd, len(data))])
+
+    def write(self, fd: int, data: bytes | memoryview) -> int:
+        return os.write(fd, bytes(data)[: self._allowed(fd, len(data))])
+
+
+def _event_file_module() -> Any:
+    # private: the event file's writes, the one place a failing disk can be injected
+    from rankscribe.writer.format import _eventfile
+
+    return _eventfile
+
+
+@pytest.fixture
+def small_disk(monkeypatch: pytest.MonkeyPatch) -> SmallDisk:
+    """Every write of an event file goes through a :class:`SmallDisk` (no limit at first)."""
+    eventfile = _event_file_module()
+    disk = SmallDisk(None)
+    monkeypatch.setattr(eventfile, "_writev", disk.writev)
+    monkeypatch.setattr(eventfile, "_write", disk.write)
+    return disk
+
+
+class BrokenAppends:
+    """Every record handed to an event file raises ``error``: a failure no disk error covers."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self._monkeypatch = monkeypatch
+        self.calls: list[int] = []  # the size of each record refused
+
+    def fail_with(self, error: BaseException) -> None:
+        def broken_append(_event_file: object, payload: bytes) -> None:
+            self.calls.append(len(payload))
+            raise error
+
+        eventfile = _event_file_module()
+        self._monkeypatch.setattr(eventfile.EventFile, "append", broken_append)
+
+
+@pytest.fixture
+def broken_appends(monkeypatch: pytest.MonkeyPatch) -> BrokenAppends:
+    return BrokenAppends(monkeypatch)
+
+
+class NameClaims:
+    """This process's claims on file-name timestamps: their lock and their table."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        # A test plays a rotating writer or another process with them: no public door.
+        # private: the file-name claims (their lock, their table) of this process
+        from rankscribe.writer.format import _names
+
+        self._names = _names
+        self._monkeypatch = monkeypatch
+
+    def lock(self) -> Any:
+        """The lock a writer holds while it claims a timestamp (read at each call: a fork
+        makes a new one in the child)."""
+        return self._names._claim_lock
+
+    def forget(self) -> None:
+        """Claims of this process forgotten, as a second process would know none of them."""
+        self._monkeypatch.setattr(self._names, "_claimed", {})
+
+
+@pytest.fixture
+def name_claims(monkeypatch: pytest.MonkeyPatch) -> NameClaims:
+    return NameClaims(monkeypatch)

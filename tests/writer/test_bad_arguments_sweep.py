@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from rankscribe import writer
-from rankscribe.writer import SummaryRecord, WriterError, files, reader
+from rankscribe.writer import SummaryRecord, WriterError, events, files, reader
 from tests._support.sweeps import (
     ValidCalls,
     assert_swept_or_left_out,
@@ -79,14 +79,14 @@ MOVED_HOME = {
     "RecordReader": files,
     "read_records": files,
     "parse_file_name": files,
-    "decode_event": reader,
-    "decode_lineage_event": reader,
+    "decode_event": events,
+    "decode_lineage_event": events,
     "list_summary_files": reader,
-    "load_dir": reader,
-    "load_lineage_dir": reader,
-    "read_events": reader,
-    "read_lineage_events": reader,
-    "read_tensorboard_events": reader,
+    "load_dir": events,
+    "load_lineage_dir": events,
+    "read_events": events,
+    "read_lineage_events": events,
+    "read_tensorboard_events": events,
     "scalars": reader,
 }
 

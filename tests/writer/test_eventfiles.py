@@ -8,7 +8,6 @@ appended file follows SummaryRecord's rules (created exclusively, 0600 while wri
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 import tempfile
@@ -19,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rankscribe.writer import reader
+from rankscribe.writer import events
 from rankscribe.writer.errors import RecordTooLargeError, WriterTypeError, WriterValueError
 from rankscribe.writer.eventfiles import (
     EventFileAppender,
@@ -30,7 +29,6 @@ from rankscribe.writer.eventfiles import (
 from rankscribe.writer.files import read_records, summary_file_name
 
 # private: the event file's open/rotate rule (patched to inject faults)
-from rankscribe.writer.format import _eventfile  # the write calls: a full disk has no public door
 from rankscribe.writer.pb import (
     lineage_pb2,
     summary_pb2,
@@ -38,6 +36,8 @@ from rankscribe.writer.pb import (
     tensorboard_hparams_pb2,
     tensorboard_pb2,
 )
+
+from .conftest import SmallDisk
 
 WALL_TIME = 1_750_000_000.25
 
@@ -47,11 +47,11 @@ def mode_of(path: str | os.PathLike[str]) -> int:
 
 
 def summary_events(path: str | os.PathLike[str]) -> list[summary_pb2.Event]:
-    return list(reader.read_events(path, strict=True))
+    return list(events.read_events(path, strict=True))
 
 
 def board_events(path: str | os.PathLike[str]) -> list[tensorboard_pb2.Event]:
-    return list(reader.read_tensorboard_events(path, strict=True))
+    return list(events.read_tensorboard_events(path, strict=True))
 
 
 def job_name(timestamp: int) -> str:
@@ -174,7 +174,7 @@ def test_protobuf_events_of_the_files_format_are_framed_as_given(tmp_path: Path)
     event.evaluation_lineage.metric = '{"acc": 0.5}'
     lineage.add_event(event)
     path = write_event_file(tmp_path / "x_lineage", lineage)
-    assert list(reader.read_lineage_events(path, strict=True)) == [event]
+    assert list(events.read_lineage_events(path, strict=True)) == [event]
     with pytest.raises(
         WriterTypeError, match=r"must be a tensorboard_pb2.Event in a 'tensorboard'"
     ):
@@ -365,20 +365,17 @@ def test_records_of_another_format_are_refused(tmp_path: Path) -> None:
 
 
 def test_records_a_full_disk_refused_are_written_by_the_next_append(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, small_disk: SmallDisk
 ) -> None:
     appender = EventFileAppender(tmp_path, job_name, format="mindinsight", timestamp=1000)
     [path] = appender.paths
     first = EventRecords("mindinsight")
     first.add_scalars(ScalarSteps([("loss", np.array([1, 2]), np.array([1.0, 2.0]))]), WALL_TIME)
 
-    def full(fd: int, parts: list[bytes]) -> int:
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(_eventfile, "_writev", full)
+    small_disk.room = 0  # the disk is full
     with pytest.raises(OSError, match="No space left"):
         appender.append(first)
-    monkeypatch.undo()
+    small_disk.room = None
     second = EventRecords("mindinsight")
     second.add_scalars(ScalarSteps([("loss", np.array([3]), np.array([3.0]))]), WALL_TIME)
     appender.append(second)

@@ -12,10 +12,7 @@ import time
 
 import pytest
 
-from rankscribe.writer import SummaryRecord, reader
-
-# private: patches the file-name clock and claim lock
-from rankscribe.writer.format import _names
+from rankscribe.writer import SummaryRecord, events, reader
 from rankscribe.writer.pb import lineage_pb2
 from tests._support.launchers import run_bounded
 
@@ -70,7 +67,7 @@ def test_lineage_and_tensorboard_files_also_move_to_a_free_name(tmp_path):
     record.close()
 
     assert _scalars_of(tmp_path) == {"loss": [(1, 0.5)]}
-    assert len(reader.load_lineage_dir(tmp_path, strict=True)) == 1
+    assert len(events.load_lineage_dir(tmp_path, strict=True)) == 1
     assert all(os.path.getsize(path) > 0 for path in record.files)
     assert len(record.files) == 3
 
@@ -84,11 +81,11 @@ def _timestamp(path: str) -> int:
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
-def test_a_child_forked_during_a_name_claim_can_record(tmp_path):
+def test_a_child_forked_during_a_name_claim_can_record(tmp_path, name_claims):
     holding, release = threading.Event(), threading.Event()
 
     def rotating_writer():  # stands for the writer thread inside claim_timestamp
-        with _names._claim_lock:
+        with name_claims.lock():
             holding.set()
             release.wait(30)
 

@@ -6,27 +6,25 @@ from __future__ import annotations
 import os
 import signal
 import stat
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from rankscribe.ranks.errors import UnsafeFileError
 from rankscribe.ranks.files import (
     GROUP_READABLE_ENV,
+    UnsafeFileError,
     atomic_write,
     dir_mode,
     file_mode,
     make_private_dir,
 )
-from rankscribe.writer import SummaryRecord, reader
+from rankscribe.writer import SummaryRecord, events, reader
 from rankscribe.writer.errors import WriterTypeError
-
-# private: patches the file-name clock and claim lock
-from rankscribe.writer.format import _names as names
 from tests._support.modes import umask_022  # noqa: F401 - autouse: every test here runs under it
 
-from .conftest import mode_of, summary_files, timestamp_of
+from .conftest import NameClaims, mode_of, summary_files, timestamp_of
 
 
 def test_the_umask_fixture_unsets_the_writer_s_group_readable_variable() -> None:
@@ -51,7 +49,7 @@ def test_a_planted_export_link_is_never_followed(tmp_path: Path) -> None:
     log_dir.mkdir()
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    now = names.time.time()
+    now = time.time()
     for second in range(int(now) - 1, int(now) + 5):  # every T the record could take
         (log_dir / f"export_{second}").symlink_to(elsewhere, target_is_directory=True)
     with SummaryRecord(log_dir, export_options={"tensor_format": "npy"}) as record:
@@ -68,13 +66,12 @@ def test_a_planted_export_link_is_never_followed(tmp_path: Path) -> None:
 
 
 def test_two_writers_of_two_processes_in_one_second_get_their_own_export_dir(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name_claims: NameClaims
 ) -> None:
-    monkeypatch.setattr(names.time, "time", lambda: 1_800_000_000.5)  # the same second
+    monkeypatch.setattr(time, "time", lambda: 1_800_000_000.5)  # the same second
     records = []
     for _ in range(2):
-        # A second process knows nothing of the first one's claims.
-        monkeypatch.setattr(names, "_claimed", {})
+        name_claims.forget()  # a second process knows nothing of the first one's claims
         records.append(SummaryRecord(tmp_path, export_options={"tensor_format": "npy"}))
     for record in records:
         export_tensors(record)
@@ -200,7 +197,7 @@ def test_a_fifo_named_like_an_event_file_is_refused_never_waited_on(tmp_path: Pa
     signal.alarm(10)
     try:
         assert reader.scalars(tmp_path / "run") == {"loss": [(1, 0.5)]}
-        for read in (reader.scalars, reader.scalar_arrays, lambda p: list(reader.read_events(p))):
+        for read in (reader.scalars, reader.scalar_arrays, lambda p: list(events.read_events(p))):
             with pytest.raises(UnsafeFileError, match="it is a FIFO, not a regular file"):
                 read(fifo)
     finally:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rankscribe.writer import SummaryRecord, files, reader
+from rankscribe.writer import SummaryRecord, events, files, reader
 from rankscribe.writer.errors import WriterTypeError, WriterValueError
 from rankscribe.writer.files import FileKind, file_kind, parse_file_name, tensorboard_file_name
 
@@ -54,7 +54,7 @@ def test_the_writers_argument_errors_are_its_own_and_name_the_argument(tmp_path:
     )
     assert not (tmp_path / "never").exists()
     with pytest.raises(WriterTypeError) as flag:
-        reader.read_events(tmp_path / "events", strict=1)  # type: ignore[arg-type]
+        events.read_events(tmp_path / "events", strict=1)  # type: ignore[arg-type]
     assert str(flag.value) == (
         "For 'read_events', the argument 'strict' must be a bool, but got 1 (int)."
     )
@@ -64,9 +64,9 @@ def test_every_file_opens_with_the_version_stated_in_files(tmp_path) -> None:
     with SummaryRecord(tmp_path, formats=("mindinsight", "tensorboard")) as record:
         record.add_value("scalar", "loss", 0.5)
         record.record(1)
-    summary = next(iter(reader.read_events(reader.list_summary_files(tmp_path, "summary")[0])))
+    summary = next(iter(events.read_events(reader.list_summary_files(tmp_path, "summary")[0])))
     board = next(
-        iter(reader.read_tensorboard_events(reader.list_summary_files(tmp_path, "tensorboard")[0]))
+        iter(events.read_tensorboard_events(reader.list_summary_files(tmp_path, "tensorboard")[0]))
     )
     assert summary.version == files.SUMMARY_FILE_VERSION == "MindSpore.Event:1"
     assert board.file_version == files.TENSORBOARD_FILE_VERSION == "brain.Event:2"

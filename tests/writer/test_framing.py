@@ -11,19 +11,20 @@ from hypothesis import strategies as st
 
 from rankscribe.writer.errors import CorruptRecordError
 from rankscribe.writer.files import RECORD_OVERHEAD, RecordReader, frame, read_records
-
-# private: CRC-32C and its mask, to forge or check records
-from rankscribe.writer.format._crc import crc32c, mask, masked_crc32c
+from tests._support.crc import crc32c, masked_crc32c
 
 
-def test_crc32c_check_value():
+def test_the_oracle_has_crc32cs_check_value():
     assert crc32c(b"123456789") == 0xE3069283
 
 
-def test_mask_is_rotate_right_15_plus_delta():
-    crc = 0x12345678
-    rotated = ((crc >> 15) | (crc << 17)) & 0xFFFFFFFF
-    assert mask(crc) == (rotated + 0xA282EAD8) & 0xFFFFFFFF
+@given(st.binary(max_size=64))
+def test_both_crcs_are_the_masked_crc32c_of_what_they_cover(payload):
+    # The mask: rotate right by 15 bits, add 0xA282EAD8 (docs/file-format.md).
+    record = frame(payload)
+    length, length_crc = struct.unpack("<QI", record[:12])
+    assert length == len(payload) and length_crc == masked_crc32c(record[:8])
+    assert struct.unpack("<I", record[-4:])[0] == masked_crc32c(payload)
 
 
 def test_version_event_header_matches_the_original_bytes():

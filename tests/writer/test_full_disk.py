@@ -20,47 +20,9 @@ import pytest
 
 from rankscribe.writer import SummaryRecord
 from rankscribe.writer.errors import WriterOSError
-
-# private: the event file's open/rotate rule (patched to inject faults)
-from rankscribe.writer.format import _eventfile as eventfile
 from tests._support.launchers import run_bounded
 
-from .conftest import read_events, summary_files
-
-# ---------------------------------------------------------------- a disk of a chosen size
-
-
-class SmallDisk:
-    """The writer's write calls, with room for ``room`` bytes in each file (None: no limit)."""
-
-    def __init__(self, room: int | None) -> None:
-        self.room = room
-        self.refusals = 0
-
-    def _allowed(self, fd: int, wanted: int) -> int:
-        if self.room is None:
-            return wanted
-        position = os.lseek(fd, 0, os.SEEK_CUR)
-        allowed = max(0, min(wanted, self.room - position))
-        if allowed == 0 and wanted:
-            self.refusals += 1
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return allowed
-
-    def writev(self, fd: int, parts: list[bytes | bytearray | memoryview]) -> int:
-        data = b"".join(bytes(part) for part in parts)
-        return os.write(fd, data[: self._allowed(fd, len(data))])
-
-    def write(self, fd: int, data: bytes | memoryview) -> int:
-        return os.write(fd, bytes(data)[: self._allowed(fd, len(data))])
-
-
-@pytest.fixture
-def small_disk(monkeypatch: pytest.MonkeyPatch) -> SmallDisk:
-    disk = SmallDisk(None)
-    monkeypatch.setattr(eventfile, "_writev", disk.writev)
-    monkeypatch.setattr(eventfile, "_write", disk.write)
-    return disk
+from .conftest import SmallDisk, read_events, summary_files
 
 
 def steps_on_disk(directory: Path) -> list[int]:

@@ -249,7 +249,7 @@ _BROKEN_CHUNK = bytes.fromhex(
     "data", [_TRUNCATED_IHDR, _BROKEN_CHUNK], ids=["truncated-IHDR", "broken-chunk"]
 )
 def test_a_damaged_png_raises_the_writers_error(data):
-    from rankscribe.writer.reader import Image as DecodedImage
+    from rankscribe.writer.events import Image as DecodedImage
 
     with pytest.raises(WriterValueError, match="not a readable PNG"):
         decode_png(data)

@@ -9,10 +9,10 @@ import pytest
 
 from rankscribe.writer import (
     SummaryRecord,
+    events,
     histogram_summary,
     image_summary,
     operators,
-    reader,
     scalar_summary,
     tensor_summary,
 )
@@ -21,7 +21,7 @@ from rankscribe.writer import (
 def _values_by_step(directory):
     return {
         event.step: {(value.plugin, value.tag): value for value in event.values}
-        for event in reader.load_dir(directory)
+        for event in events.load_dir(directory)
         if event.values
     }
 

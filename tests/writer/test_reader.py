@@ -13,29 +13,24 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rankscribe.writer.errors import CorruptRecordError, WriterValueError
-from rankscribe.writer.files import RECORD_OVERHEAD, frame
-from rankscribe.writer.pb import anf_ir_pb2, lineage_pb2, summary_pb2, tensorboard_pb2
-from rankscribe.writer.reader import (
-    FileKind,
+from rankscribe.writer.events import (
     Histogram,
     HistogramBucket,
     Image,
     Landscape,
     decode_event,
     decode_lineage_event,
-    decode_value,
-    file_kind,
-    list_summary_files,
     load_dir,
     load_lineage_dir,
     message_to_dict,
     open_events,
-    parse_file_name,
     read_events,
     read_lineage_events,
     read_tensorboard_events,
-    scalars,
 )
+from rankscribe.writer.files import RECORD_OVERHEAD, FileKind, file_kind, frame, parse_file_name
+from rankscribe.writer.pb import anf_ir_pb2, lineage_pb2, summary_pb2, tensorboard_pb2
+from rankscribe.writer.reader import decode_value, list_summary_files, scalars
 
 SUMMARY_NAME = "events.out.events.summary.1795244534.0.vm_MS"
 LINEAGE_NAME = "events.out.events.summary.1795244534.0.vm_lineage"

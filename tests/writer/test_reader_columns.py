@@ -22,14 +22,13 @@ from hypothesis import strategies as st
 
 from rankscribe.writer import SummaryRecord, reader
 from rankscribe.writer.errors import CorruptRecordError, WriterTypeError, WriterValueError
+from rankscribe.writer.events import read_events, read_tensorboard_events
 from rankscribe.writer.files import RECORD_OVERHEAD, frame
-
-# private: CRC-32C and its mask, to forge or check records
-from rankscribe.writer.format._crc import masked_crc32c
 from rankscribe.writer.pb import summary_pb2, tensorboard_pb2
 
 # private: the columnar scalar reader's internals, an algorithm
-from rankscribe.writer.reader import _columns, _record_groups, read_events, read_tensorboard_events
+from rankscribe.writer.reader import _columns, _record_groups
+from tests._support.crc import masked_crc32c
 
 SUMMARY_NAME = "events.out.events.summary.1795244534.0.vm_MS"
 TENSORBOARD_NAME = "events.out.tfevents.1795244534.vm.1.0"

@@ -24,11 +24,11 @@ def test_the_custom_loop_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert step == 50 and loss == pytest.approx(0.006737947, rel=1e-6)
     assert "(50, 0.0067" in printed.getvalue()  # what the README's comment says
 
-    from rankscribe.writer import reader
+    from rankscribe.writer import events
 
     histogram_steps = [
         event.step
-        for event in reader.load_dir("runs/own-loop")
+        for event in events.load_dir("runs/own-loop")
         if event.what == "summary"
         for value in event.values
         if value.tag == "weights"

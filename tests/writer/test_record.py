@@ -12,28 +12,19 @@ import os
 import re
 import threading
 import time
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from rankscribe.writer import WriterError
-
-# private: the tensor codec
-from rankscribe.writer.encoding._tensor import decode_tensor
 from rankscribe.writer.errors import (
     StepTooLargeError,
     WriterFailedError,
     WriterStateError,
     WriterValueError,
 )
-
-# private: patches the file-name clock and claim lock
-from rankscribe.writer.format import _names
-
-# private: the event file's open/rotate rule (patched to inject faults)
-from rankscribe.writer.format._eventfile import EventFile
 from rankscribe.writer.pb import anf_ir_pb2, lineage_pb2, summary_pb2
+from rankscribe.writer.reader import decode_value
 
 F32 = np.float32
 
@@ -44,6 +35,13 @@ def model_proto(name: str = "net") -> anf_ir_pb2.ModelProto:
     model.graph.node.add(name="conv1", op_type="Conv2D", input=[])
     model.graph.node.add(name="relu1", op_type="ReLU")
     return model
+
+
+def decoded_tensor(value: summary_pb2.Summary.Value) -> np.ndarray:
+    """A tensor value read back as the reader decodes it."""
+    decoded = decode_value(value).value
+    assert isinstance(decoded, np.ndarray)
+    return decoded
 
 
 class Network:
@@ -222,7 +220,7 @@ def test_value_is_copied_when_added(make_record, log_dir, disk):
     record.close()
     [event] = disk.summary_steps(log_dir)
     expected = np.arange(6, dtype=np.float32).reshape(2, 3)
-    np.testing.assert_array_equal(decode_tensor(disk.value_of(event, "w").tensor), expected)
+    np.testing.assert_array_equal(decoded_tensor(disk.value_of(event, "w")), expected)
     assert disk.scalars_of(event) == {"loss": 1.0}
 
 
@@ -323,7 +321,7 @@ def test_duplicate_tag_warns_and_keeps_only_the_newest(
     if plugin == "scalar":
         assert value.scalar_value == 2.0
     else:
-        np.testing.assert_array_equal(decode_tensor(value.tensor), second)
+        np.testing.assert_array_equal(decoded_tensor(value), second)
 
 
 def test_same_tag_in_two_plugins_is_not_a_duplicate(make_record, log_dir, disk, caplog):
@@ -439,7 +437,7 @@ def test_tensor_round_trips_with_exact_dtype_and_values(make_record, log_dir, di
     record.record(1)
     record.close()
     [event] = disk.summary_steps(log_dir)
-    decoded = decode_tensor(disk.value_of(event, "t").tensor)
+    decoded = decoded_tensor(disk.value_of(event, "t"))
     assert decoded.dtype == array.dtype
     assert decoded.shape == array.shape
     np.testing.assert_array_equal(decoded, array)
@@ -619,8 +617,8 @@ def test_existing_log_dir_is_used(make_record, tmp_path, disk):
 
 
 def test_records_created_in_the_same_second_never_collide(make_record, log_dir, disk, monkeypatch):
-    frozen = SimpleNamespace(time=lambda: 1_700_000_000.25)
-    monkeypatch.setattr(_names, "time", frozen)  # every record is made in the same second
+    # Every record is made in the same second (the clock names a file by its creation time).
+    monkeypatch.setattr(time, "time", lambda: 1_700_000_000.25)
     records = [make_record() for _ in range(4)]
     for index, record in enumerate(records):
         record.add_value("scalar", f"r{index}", float(index))
@@ -709,7 +707,7 @@ def test_a_small_pending_bound_still_writes_everything(make_record, log_dir, dis
     events = disk.summary_steps(log_dir)
     assert [e.step for e in events] == list(range(20))
     for event in events:
-        assert decode_tensor(disk.value_of(event, "w").tensor)[0] == event.step
+        assert decoded_tensor(disk.value_of(event, "w"))[0] == event.step
 
 
 def test_tensor_values_from_array_likes(make_record, log_dir, disk):
@@ -738,14 +736,14 @@ def test_tensor_values_from_array_likes(make_record, log_dir, disk):
     record.record(1)
     record.close()
     [event] = disk.summary_steps(log_dir)
-    torch_value = decode_tensor(disk.value_of(event, "torch").tensor)
+    torch_value = decoded_tensor(disk.value_of(event, "torch"))
     assert torch_value.dtype == np.int64
     np.testing.assert_array_equal(torch_value, np.arange(4))
     np.testing.assert_array_equal(
-        decode_tensor(disk.value_of(event, "array_like").tensor),
+        decoded_tensor(disk.value_of(event, "array_like")),
         np.array([[1, 2], [3, 4]], dtype=np.int16),
     )
-    np.testing.assert_array_equal(decode_tensor(disk.value_of(event, "list").tensor), [1.5, 2.5])
+    np.testing.assert_array_equal(decoded_tensor(disk.value_of(event, "list")), [1.5, 2.5])
     assert disk.value_of(event, "torch_hist").histogram.count == 10
 
 
@@ -956,11 +954,8 @@ def test_tensorboard_only_writes_no_summary_file(make_record, log_dir, disk):
 # -------------------------------------------------------- background failure
 
 
-def test_background_failure_surfaces_on_the_next_call(make_record, log_dir, monkeypatch, disk):
-    def broken_append(self, payload):
-        raise RuntimeError("disk controller on fire")
-
-    monkeypatch.setattr(EventFile, "append", broken_append)
+def test_background_failure_surfaces_on_the_next_call(make_record, log_dir, broken_appends, disk):
+    broken_appends.fail_with(RuntimeError("disk controller on fire"))
     record = make_record()
     record.add_value("scalar", "x", 1.0)
     record.record(1)
@@ -980,14 +975,8 @@ def test_background_failure_surfaces_on_the_next_call(make_record, log_dir, monk
     disk.run_with_timeout(record.close, timeout=10)  # the second close is quiet
 
 
-def test_background_failure_of_a_heavy_step_surfaces_on_record(make_record, monkeypatch, disk):
-    calls = []
-
-    def broken_append(self, payload):
-        calls.append(len(payload))
-        raise RuntimeError("broken")
-
-    monkeypatch.setattr(EventFile, "append", broken_append)
+def test_background_failure_of_a_heavy_step_surfaces_on_record(make_record, broken_appends, disk):
+    broken_appends.fail_with(RuntimeError("broken"))
     record = make_record()
 
     def train():
@@ -999,7 +988,7 @@ def test_background_failure_of_a_heavy_step_surfaces_on_record(make_record, monk
     with pytest.raises(WriterFailedError) as raised:
         disk.run_with_timeout(train, timeout=20)
     assert isinstance(raised.value.__cause__, RuntimeError)
-    assert len(calls) == 1  # the writer stopped at the first failure
+    assert len(broken_appends.calls) == 1  # the writer stopped at the first failure
 
 
 # -------------------------------------------------------- step size limit
@@ -1053,9 +1042,7 @@ def test_step_over_2gib_is_refused_and_neighbours_are_recorded(
     events = disk.summary_steps(log_dir)
     assert [e.step for e in events] == [4, 6]
     assert [disk.scalars_of(e) for e in events] == [{"loss": 1.0}, {"loss": 3.0}]
-    np.testing.assert_array_equal(
-        decode_tensor(disk.value_of(events[1], "small").tensor), np.arange(3)
-    )
+    np.testing.assert_array_equal(decoded_tensor(disk.value_of(events[1], "small")), np.arange(3))
     if not raise_exception:
         # record()'s docstring: False "when ... the step is too large to be written".
         assert returned is False

@@ -9,7 +9,7 @@ import pytest
 
 from rankscribe.writer import SummaryRecord, reader
 from rankscribe.writer.errors import WriterTypeError, WriterValueError
-from rankscribe.writer.reader import load_dir
+from rankscribe.writer.events import load_dir
 
 
 def test_numpy_integer_steps_are_steps(tmp_path):
@@ -95,7 +95,7 @@ def test_non_ascii_tags_are_written_as_given(tmp_path):
         record.add_value("scalar", "损失", 0.75)
         record.record(8)
 
-    events = [event for event in reader.load_dir(tmp_path, strict=True) if event.what == "summary"]
+    events = [event for event in load_dir(tmp_path, strict=True) if event.what == "summary"]
     assert [[(value.tag, value.plugin) for value in event.values] for event in events] == [
         [("损失", "scalar"), ("loss", "scalar"), ("权重", "histogram")],
         [("损失", "scalar")],

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rankscribe.writer import SummaryRecord
-from rankscribe.writer.reader import load_dir, read_events
+from rankscribe.writer.events import load_dir, read_events
 
 # private: the scalar batching rule, no public door
 from rankscribe.writer.record._scalar_batches import ScalarBatches

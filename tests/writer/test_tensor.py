@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from rankscribe.writer import SummaryRecord, reader
+from rankscribe.writer import SummaryRecord, events
 
 # private: the tensor codec
 from rankscribe.writer.encoding._tensor import (
@@ -303,7 +303,7 @@ def test_a_big_endian_tensor_reads_back_with_its_values(tmp_path, dtype):
         record.add_value("tensor", "weights", values)
         record.record(3)
 
-    [event] = [event for event in reader.load_dir(tmp_path, strict=True) if event.what == "summary"]
+    [event] = [event for event in events.load_dir(tmp_path, strict=True) if event.what == "summary"]
     [value] = event.values
     assert value.value.dtype == np.dtype(dtype).newbyteorder("=")
     np.testing.assert_array_equal(value.value, values)

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from rankscribe.writer import SummaryRecord
+from rankscribe.writer.events import load_dir
 from rankscribe.writer.files import read_records
 
 # private: the event file's open/rotate rule (patched to inject faults)
 from rankscribe.writer.format._eventfile import EventFile
-from rankscribe.writer.reader import load_dir
 
 
 def test_a_failed_write_at_rotation_keeps_the_buffered_records(tmp_path, monkeypatch):

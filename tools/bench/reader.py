@@ -35,6 +35,7 @@ from collections.abc import Callable, Mapping, Sized
 from pathlib import Path
 
 from rankscribe.writer import SummaryRecord, reader
+from rankscribe.writer.events import read_events, read_tensorboard_events
 
 TARGET_POINTS_PER_SECOND = 5e6
 TARGET_TBPARSE_RATIO = 40.0
@@ -62,7 +63,7 @@ def _best(action: Callable[[], object], repeat: int) -> float:
 def _protobuf(path: Path) -> int:
     count = 0
     tensorboard = "tfevents" in path.name
-    events = reader.read_tensorboard_events(path) if tensorboard else reader.read_events(path)
+    events = read_tensorboard_events(path) if tensorboard else read_events(path)
     for event in events:
         for value in event.summary.value:
             if value.WhichOneof("value") in ("scalar_value", "simple_value"):

@@ -139,7 +139,8 @@ def _check_plain_json(call: str, value: Any) -> None:
 
 
 def _read_summary_values(directory: Path) -> None:
-    from rankscribe.writer.reader import Image, load_dir, scalars
+    from rankscribe.writer.events import Image, load_dir
+    from rankscribe.writer.reader import scalars
 
     errors = _writer_errors()
     events = _expect("load_dir", errors, lambda: load_dir(directory)) or []
@@ -155,7 +156,8 @@ def _check_scalar_columns(path: Path, *, tensorboard: bool) -> None:
     as the protobuf messages hold (its fast path reads bytes protobuf never sees)."""
     import numpy as np
 
-    from rankscribe.writer.reader import read_events, scalar_arrays
+    from rankscribe.writer.events import read_events
+    from rankscribe.writer.reader import scalar_arrays
 
     errors = _writer_errors()
     got = _expect("scalar_arrays", errors, lambda: scalar_arrays(path))
@@ -191,7 +193,7 @@ def summary_file(data: bytes) -> None:
     """A summary (``_MS``) file: event readers, loaders, decoded values, scalar columns (checked
     against protobuf), rankscribe-dump."""
     from rankscribe.writer import dump
-    from rankscribe.writer.reader import read_events
+    from rankscribe.writer.events import read_events
 
     errors = _writer_errors()
     path = _scratch.place("summary", _summary_name, data)
@@ -208,7 +210,7 @@ def summary_file(data: bytes) -> None:
 def tensorboard_file(data: bytes) -> None:
     """A TensorBoard events file: the TensorBoard reader, scalar columns and rankscribe-dump."""
     from rankscribe.writer import dump
-    from rankscribe.writer.reader import read_tensorboard_events
+    from rankscribe.writer.events import read_tensorboard_events
 
     errors = _writer_errors()
     path = _scratch.place("tensorboard", _tensorboard_name, data)
@@ -227,7 +229,7 @@ def lineage_file(data: bytes) -> None:
     """A lineage file in one run of a base dir beside a good run: every query answers."""
     from rankscribe.lineage import cli as lineage_cli
     from rankscribe.lineage import filter_runs, filter_summary_lineage, get_summary_lineage
-    from rankscribe.writer.reader import load_lineage_dir
+    from rankscribe.writer.events import load_lineage_dir
 
     errors = _lineage_errors()
     run = _scratch.place("base/hostile", _lineage_name, data)

@@ -16,7 +16,7 @@ from typing import Any
 
 from rankscribe.lineage import get_summary_lineage
 from rankscribe.lineage.recording import parse_run
-from rankscribe.writer.reader import load_dir
+from rankscribe.writer.events import load_dir
 
 HERE = Path(__file__).resolve().parent
 SCENARIOS = HERE / "collector_scenarios.py"

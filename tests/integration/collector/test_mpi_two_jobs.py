@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rankscribe.writer.reader import load_dir
+from rankscribe.writer.events import load_dir
 from tests._support.launchers import Launches
 
 HERE = Path(__file__).resolve().parent

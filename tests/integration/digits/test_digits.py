@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 
 from rankscribe.lineage import get_run_lineage, get_summary_lineage
+from rankscribe.writer.events import load_dir, read_events, read_tensorboard_events
 from rankscribe.writer.files import RecordReader
-from rankscribe.writer.reader import load_dir, read_events, read_tensorboard_events, scalars
+from rankscribe.writer.reader import scalars
 from tests._support.launchers import Launches
 
 ROOT = Path(__file__).resolve().parents[3]

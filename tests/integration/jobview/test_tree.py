@@ -22,9 +22,10 @@ from rankscribe.collector import SummaryCollector
 from rankscribe.collector.errors import CollectorValueError
 from rankscribe.lineage.jobparts import JobPartial
 from rankscribe.lineage.jobview import JobStatistics, RankSeries
-from rankscribe.ranks import FileCoordinator, RankInfo, StoreCoordinator, tree_channel
+from rankscribe.ranks import FileCoordinator, RankInfo, StoreCoordinator
 from rankscribe.ranks.errors import RanksValueError
 from rankscribe.ranks.testing import MemoryTreeChannel, MemoryTreeHub
+from rankscribe.ranks.tree import tree_channel
 
 WORLD = 20
 

@@ -14,7 +14,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from rankscribe.writer.reader import parse_file_name, scalars
+from rankscribe.writer.files import parse_file_name
+from rankscribe.writer.reader import scalars
 
 SCRIPT = Path(__file__).with_name("plain_record.py")
 

@@ -6,7 +6,7 @@ scalar the rank records — the collector's, ``SummaryRecord.add_value``'s and
 the summary operators' — exactly as written, so the live view equals the
 offline merge of the same files), merges its children's partial statistics
 into them and sends the result to its parent
-(:func:`rankscribe.ranks.tree_channel`: MPI on a communicator of its own,
+(:func:`rankscribe.ranks.tree.tree_channel`: MPI on a communicator of its own,
 the c10d store's keys per tree level, or files). Rank 0 hands each
 interval to :class:`rankscribe.lineage.jobview.LiveJobView`, whose own
 writer thread appends to the job's files, so a slow filesystem delays the
@@ -53,8 +53,9 @@ from rankscribe.lineage.jobparts import (
     session_values,
 )
 from rankscribe.lineage.jobview import LiveJobView, VerdictCallback
-from rankscribe.ranks import RankInfo, RanksError, TreeChannel, tree_channel
+from rankscribe.ranks import RankInfo, RanksError
 from rankscribe.ranks.files import rank_dir_name
+from rankscribe.ranks.tree import TreeChannel, tree_channel
 
 logger = logging.getLogger(__name__)
 

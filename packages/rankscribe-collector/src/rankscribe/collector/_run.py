@@ -44,9 +44,8 @@ from rankscribe.ranks import (
     detect,
     rank_dir,
 )
-from rankscribe.ranks.errors import JSONDataError
 from rankscribe.ranks.files import CLAIM_FILE_NAME, make_private_dir, rank_dir_name, read_regular
-from rankscribe.ranks.jsondata import parse_json
+from rankscribe.ranks.jsondata import JSONDataError, parse_json
 from rankscribe.writer import SummaryRecord
 
 logger = logging.getLogger(__name__)

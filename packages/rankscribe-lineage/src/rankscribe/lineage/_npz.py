@@ -42,8 +42,7 @@ import zlib
 from collections.abc import Sequence
 from typing import Any
 
-from rankscribe.ranks.errors import JSONDataError
-from rankscribe.ranks.jsondata import parse_json
+from rankscribe.ranks.jsondata import JSONDataError, parse_json
 
 __all__ = ["KINDS", "MAX_ARRAYS", "ArchiveError", "pack", "unpack"]
 

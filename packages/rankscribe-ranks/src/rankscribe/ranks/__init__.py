@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 from rankscribe.ranks.imports import lazy_attributes
 
 if TYPE_CHECKING:
-    from rankscribe.ranks._claim import JobClaim, OnExists, claim_job_dir
     from rankscribe.ranks._coordinator import (
         DEFAULT_TIMEOUT,
         BackendName,
@@ -29,21 +28,21 @@ if TYPE_CHECKING:
     )
     from rankscribe.ranks._creation import choose_backend, create_coordinator
     from rankscribe.ranks._info import Launcher, RankInfo, detect
-    from rankscribe.ranks._layout import rank_dir
     from rankscribe.ranks._split import split_evenly
-    from rankscribe.ranks._tree import TreeChannel, tree_channel
     from rankscribe.ranks.backends._mpi import MpiCoordinator
     from rankscribe.ranks.backends._rendezvous import FileCoordinator
     from rankscribe.ranks.backends._single import SingleCoordinator
     from rankscribe.ranks.backends._store import Store, StoreCoordinator
     from rankscribe.ranks.errors import JobDirClaimedError, RanksError
+    from rankscribe.ranks.layout._claim import JobClaim, OnExists, claim_job_dir
+    from rankscribe.ranks.layout._rank_dir import rank_dir
 
 # Where each name lives, imported on first use (PEP 562): a sibling that needs only
 # rankscribe.ranks.arguments or .imports does not load the coordinator and its backends.
 _HOMES = {
-    "JobClaim": "rankscribe.ranks._claim",
-    "OnExists": "rankscribe.ranks._claim",
-    "claim_job_dir": "rankscribe.ranks._claim",
+    "JobClaim": "rankscribe.ranks.layout._claim",
+    "OnExists": "rankscribe.ranks.layout._claim",
+    "claim_job_dir": "rankscribe.ranks.layout._claim",
     "DEFAULT_TIMEOUT": "rankscribe.ranks._coordinator",
     "BackendName": "rankscribe.ranks._coordinator",
     "Coordinator": "rankscribe.ranks._coordinator",
@@ -53,10 +52,8 @@ _HOMES = {
     "Launcher": "rankscribe.ranks._info",
     "RankInfo": "rankscribe.ranks._info",
     "detect": "rankscribe.ranks._info",
-    "rank_dir": "rankscribe.ranks._layout",
+    "rank_dir": "rankscribe.ranks.layout._rank_dir",
     "split_evenly": "rankscribe.ranks._split",
-    "TreeChannel": "rankscribe.ranks._tree",
-    "tree_channel": "rankscribe.ranks._tree",
     "MpiCoordinator": "rankscribe.ranks.backends._mpi",
     "FileCoordinator": "rankscribe.ranks.backends._rendezvous",
     "SingleCoordinator": "rankscribe.ranks.backends._single",
@@ -72,7 +69,8 @@ __version__ = "0.1.0"
 
 # The user's API (docs/contributing.md): every error but these two lives in
 # rankscribe.ranks.errors; the job's file names and modes in the sibling-facing
-# rankscribe.ranks.files, the in-memory tree for tests in rankscribe.ranks.testing.
+# rankscribe.ranks.files, the tree of ranks in rankscribe.ranks.tree and its in-memory
+# double for tests in rankscribe.ranks.testing.
 __all__ = [
     "DEFAULT_TIMEOUT",
     "BackendName",
@@ -89,7 +87,6 @@ __all__ = [
     "SingleCoordinator",
     "Store",
     "StoreCoordinator",
-    "TreeChannel",
     "__version__",
     "choose_backend",
     "claim_job_dir",
@@ -97,5 +94,4 @@ __all__ = [
     "detect",
     "rank_dir",
     "split_evenly",
-    "tree_channel",
 ]

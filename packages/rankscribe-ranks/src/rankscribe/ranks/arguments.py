@@ -1,6 +1,6 @@
 """The argument checks of every RankScribe package: one rule and one wording per form.
 
-A sibling-facing module (``docs/contributing.md``, "What siblings share"): the writer,
+A sibling-facing module (``docs/contributing.md``, "Sibling modules"): the writer,
 lineage and the collector check their public functions' arguments through it, each
 raising its own errors. Not part of ``rankscribe.ranks.__all__``.
 

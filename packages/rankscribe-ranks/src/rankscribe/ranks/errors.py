@@ -2,7 +2,10 @@
 
 Every error derives from :class:`RanksError` and from the built-in exception it
 refines, so callers that catch ``ValueError``, ``TypeError``, ``TimeoutError``,
-``ImportError``, ``OSError`` or ``RuntimeError`` keep working.
+``ImportError``, ``OSError`` or ``RuntimeError`` keep working. The two raised only by
+the sibling-facing modules are exported there, beside the functions that raise them:
+:class:`JSONDataError` by :mod:`rankscribe.ranks.jsondata`, :class:`UnsafeFileError`
+by :mod:`rankscribe.ranks.files` (``docs/contributing.md``, "Errors").
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ __all__ = [
     "CollectiveMismatchError",
     "CollectiveTimeoutError",
     "CoordinatorClosedError",
-    "JSONDataError",
     "JobDirClaimedError",
     "JobDirError",
     "MessageError",
@@ -25,7 +27,6 @@ __all__ = [
     "RanksValueError",
     "RendezvousError",
     "StoreError",
-    "UnsafeFileError",
 ]
 
 

@@ -42,6 +42,7 @@ __all__ = [
     "JOB_RENDEZVOUS_DIRNAME",
     "PRIVATE_FILE_MODE",
     "EventFileKind",
+    "UnsafeFileError",
     "atomic_write",
     "dir_mode",
     "event_file_kind",
@@ -360,7 +361,7 @@ def read_regular(
     """The bytes of ``path``, opened with :func:`open_regular` (same rules, same errors).
 
     ``limit``: the most bytes the caller expects; a longer file is refused with
-    :class:`~rankscribe.ranks.errors.UnsafeFileError` after reading ``limit + 1`` bytes
+    :class:`UnsafeFileError` after reading ``limit + 1`` bytes
     at most.
     """
     if limit is not None:

@@ -1,6 +1,6 @@
 """Lazy package attributes (PEP 562): a package's names imported on first use.
 
-A sibling-facing module (``docs/contributing.md``, "What siblings share"), not part of
+A sibling-facing module (``docs/contributing.md``, "Sibling modules"), not part of
 ``rankscribe.ranks.__all__``. A package whose ``__init__`` would otherwise import every
 module for its public names (numpy, protobuf and Pillow with them) lists where each
 name lives and lets this module import it when it is first read::

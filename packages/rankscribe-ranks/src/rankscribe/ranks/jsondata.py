@@ -32,7 +32,7 @@ from typing import Any
 
 from rankscribe.ranks.errors import JSONDataError
 
-__all__ = ["DEFAULT_MAX_DEPTH", "parse_json"]
+__all__ = ["DEFAULT_MAX_DEPTH", "JSONDataError", "parse_json"]
 
 #: Levels of arrays and objects accepted by default (the files the packages write use 4).
 DEFAULT_MAX_DEPTH = 16

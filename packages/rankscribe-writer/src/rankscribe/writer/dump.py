@@ -51,10 +51,7 @@ from typing import Any
 from google.protobuf.message import Message
 
 from rankscribe.writer.errors import CorruptRecordError, WriterValueError
-from rankscribe.writer.files import FileKind
-from rankscribe.writer.pb import lineage_pb2, summary_pb2, tensorboard_pb2
-from rankscribe.writer.reader import (
-    EventReader,
+from rankscribe.writer.events import (
     Graph,
     Histogram,
     Image,
@@ -62,11 +59,12 @@ from rankscribe.writer.reader import (
     LandscapePoint,
     decode_event,
     decode_lineage_event,
-    decode_value,
-    list_summary_files,
     message_to_dict,
     open_events,
 )
+from rankscribe.writer.files import FileKind
+from rankscribe.writer.pb import lineage_pb2, summary_pb2, tensorboard_pb2
+from rankscribe.writer.reader import EventReader, decode_value, list_summary_files
 from rankscribe.writer.reader._decoded import tag_text
 
 __all__ = ["main"]

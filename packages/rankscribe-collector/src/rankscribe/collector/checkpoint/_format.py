@@ -66,9 +66,8 @@ from rankscribe.collector.errors import (
     CheckpointValueError,
     CheckpointWriteError,
 )
-from rankscribe.ranks.errors import JSONDataError, UnsafeFileError
-from rankscribe.ranks.files import atomic_write, file_mode, read_regular
-from rankscribe.ranks.jsondata import parse_json
+from rankscribe.ranks.files import UnsafeFileError, atomic_write, file_mode, read_regular
+from rankscribe.ranks.jsondata import JSONDataError, parse_json
 
 __all__ = [
     "APPEND_TENSOR_PREFIX",

@@ -45,9 +45,8 @@ from rankscribe.lineage.job._partials import Partial
 from rankscribe.lineage.job._ranges import ranges_text
 from rankscribe.lineage.job._records import records_from_verdicts
 from rankscribe.lineage.job._watch import TimingWatch, VerdictCallback, WatchSettings
-from rankscribe.ranks.errors import JSONDataError
 from rankscribe.ranks.files import atomic_write, file_mode, read_regular
-from rankscribe.ranks.jsondata import parse_json
+from rankscribe.ranks.jsondata import JSONDataError, parse_json
 
 logger = logging.getLogger(__name__)
 

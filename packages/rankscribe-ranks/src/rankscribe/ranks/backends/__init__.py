@@ -10,8 +10,8 @@ and a single process (``_single``). ``rankscribe.ranks.create_coordinator``, abo
 them, picks one; see ``docs/layout.md``.
 
 May import: ``rankscribe.ranks._coordinator``, ``_codec``, ``_args``, ``_deadline``,
-``_info``, ``_layout``, ``errors``, ``files`` and ``launchers``. Nothing here imports
-``_creation`` or ``_claim``, which sit above the backends.
+``_info``, ``layout._rank_dir``, ``errors``, ``files`` and ``launchers``. Nothing here
+imports ``_creation`` or ``layout._claim``, which sit above the backends.
 """
 
 __all__: list[str] = []  # the modules inside are private; public names are re-exported above

@@ -42,7 +42,6 @@ from rankscribe.ranks._args import check_path
 from rankscribe.ranks._coordinator import DEFAULT_TIMEOUT, Coordinator, GatherResult
 from rankscribe.ranks._deadline import Backoff, Deadline
 from rankscribe.ranks._info import RankInfo
-from rankscribe.ranks._layout import DIRECTORY_MODE
 from rankscribe.ranks.backends._folders import (
     MESSAGE_LIMIT,
     check_folder,
@@ -60,6 +59,7 @@ from rankscribe.ranks.errors import (
 )
 from rankscribe.ranks.jsondata import parse_json
 from rankscribe.ranks.launchers import launch_name
+from rankscribe.ranks.layout._rank_dir import DIRECTORY_MODE
 
 __all__ = ["FileCoordinator", "read_members"]
 
