@@ -38,7 +38,8 @@ from rankscribe.lineage.merge._lineages import checked_user_defined, merge_rank_
 from rankscribe.lineage.merge._stream import job_statistics_of_dirs
 from rankscribe.lineage.record._lineage_file import write_merged_lineage
 from rankscribe.lineage.record._names import rank_of_dir_name
-from rankscribe.lineage.record._parser import RunLineage, parse_run
+from rankscribe.lineage.record._parser import RunLineage
+from rankscribe.lineage.record._train_start import parse_rank_run
 from rankscribe.ranks.files import file_mode
 
 logger = logging.getLogger(__name__)
@@ -88,7 +89,7 @@ class MergeOutcome:
 def _read_ranks(run_dir: str) -> dict[int, RunLineage]:
     found: dict[int, RunLineage] = {}
     for rank, directory in sorted(rank_dirs(run_dir).items()):
-        parsed = parse_run(directory)
+        parsed = parse_rank_run(directory)  # an interrupted rank: its start record
         for warning in parsed.warnings:
             logger.warning("%s", warning)
         if parsed.lineage is not None:
