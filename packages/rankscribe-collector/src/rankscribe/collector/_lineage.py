@@ -170,7 +170,7 @@ class LineageRecorder:
             return
         try:
             write_train_start(directory, self._train_lineage(params))
-        except (OSError, LineageError, TypeError, ValueError) as error:
+        except Exception as error:  # a best effort: nothing here may stop the training
             logger.warning(
                 "The train lineage known at the start of training is not kept in %s: %s "
                 "(an interrupted run's merged lineage will lack its hyper-parameters).",
