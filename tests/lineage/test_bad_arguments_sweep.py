@@ -73,6 +73,7 @@ VALID: ValidCalls = {
     "merge_run_dir": lambda t: ((_job(t),), {}),
     "parse_run": lambda t: ((_run(t),), {}),
     "parse_rank_run": lambda t: ((_run(t),), {}),
+    "rank_dirs_note": lambda t: ((_job(t),), {}),
     "remove_train_start": lambda t: ((_run(t),), {}),
     "write_train_start": lambda t: ((_run(t), TrainLineageInfo()), {}),
     "rank_dir_arrays": lambda t: ((_job(t) / "rank_0",), {}),

@@ -67,6 +67,7 @@ from rankscribe.lineage.recording import (
     MERGE_LOCK_NAME,
     eval_lineage_from_args,
     parse_rank_run,
+    rank_dirs_note,
     remove_train_start,
     train_lineage_from_args,
     write_merged_lineage,
@@ -386,6 +387,8 @@ class JobLineageMerger:
                     verdicts.update(system_evidence(verdicts, self.summary_dir))
                 else:
                     verdicts = self._write_job_view(job_series, not_arrived, merged)
+                # Ranks that wrote into directories of their own: named in the job's record.
+                verdicts = {**verdicts, **rank_dirs_note(self.summary_dir)}
                 if merged is None:
                     logger.error(
                         "No rank reported a lineage; no merged lineage is written in %s.",

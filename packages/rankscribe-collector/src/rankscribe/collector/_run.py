@@ -45,7 +45,13 @@ from rankscribe.ranks import (
     rank_dir,
 )
 from rankscribe.ranks.errors import JSONDataError
-from rankscribe.ranks.files import CLAIM_FILE_NAME, make_private_dir, rank_dir_name, read_regular
+from rankscribe.ranks.files import (
+    CLAIM_FILE_NAME,
+    make_private_dir,
+    rank_dir_name,
+    read_regular,
+    write_rank_dirs,
+)
 from rankscribe.ranks.jsondata import parse_json
 from rankscribe.writer import SummaryRecord
 
@@ -92,6 +98,8 @@ class CollectorRun:
         #: The landscape saver when it saves per step (step_end asks it at every step).
         self.step_landscape: LandscapeSaver | None = None
         self.merger: JobLineageMerger | None = None
+        #: Where this rank's ``rank_<r>`` goes when it named a directory other than rank 0's.
+        self._rank_base: str | None = None
 
     def open(self) -> bool:
         """Open a run: True when a new record was opened, False when one is open already."""
@@ -104,12 +112,9 @@ class CollectorRun:
             self._join_job(info)
         # Every directory made on the way is private (group-readable on request),
         # not only the last one, which is all rank_dir sets the mode of.
-        make_private_dir(
-            self.summary_dir
-            if info.is_single
-            else os.path.join(self.summary_dir, rank_dir_name(info.rank))
-        )
-        self.directory = rank_dir(self.summary_dir, info)
+        base = self._rank_base if self._rank_base is not None else self.summary_dir
+        make_private_dir(base if info.is_single else os.path.join(base, rank_dir_name(info.rank)))
+        self.directory = rank_dir(base, info)
         self.record = SummaryRecord(
             self.directory,
             num_process=arguments.num_process,
@@ -163,6 +168,8 @@ class CollectorRun:
                 self.summary_dir = claimed
                 merger.summary_dir = Path(claimed)  # where rank 0 writes the merged lineage
         self.merger = merger
+        if coordinator is not None:
+            self._rank_base = _own_directory(arguments.summary_dir, self.summary_dir, coordinator)
         self.live.open(self.summary_dir, info, merger)
 
     def close(self) -> None:
@@ -218,6 +225,62 @@ def _claim(summary_dir: str, on_exists: OnExists, coordinator: Coordinator) -> s
                 used,
             )
     return used
+
+
+def _own_directory(requested: str, job_dir: str, coordinator: Coordinator) -> str:
+    """The directory this rank's ``rank_<r>`` goes into (every rank calls this, together).
+
+    The job's directory when this rank named the same ``summary_dir`` as rank 0
+    (the usual case); the directory it named when it named another one (each rank
+    its own, ``summary_dir + str(rank)``), moved to ``<dir>-N`` as rank 0's was
+    when the job's claim moved it. Rank 0 records the others' directories in the
+    job's directory (:func:`rankscribe.ranks.files.write_rank_dirs`), so that
+    ``rankscribe-lineage merge`` finds them (``docs/layout.md``, "Ranks that name
+    directories of their own").
+    """
+    mine = os.path.abspath(requested)
+    try:
+        gathered = coordinator.gather(mine, root=0)
+        first = coordinator.bcast(mine if coordinator.rank == 0 else None, root=0)
+    except RanksError as error:
+        logger.error(
+            "The ranks of this job could not compare their summary directories (%s): rank %d "
+            "writes into %s.",
+            error,
+            coordinator.rank,
+            job_dir,
+        )
+        return job_dir
+    if not isinstance(first, str):
+        return job_dir
+    # "<dir>-2" when rank 0's directory belonged to another job: the same move for each rank.
+    claimed = os.path.basename(os.path.abspath(job_dir))
+    named = os.path.basename(first)
+    suffix = claimed[len(named) :] if claimed.startswith(named) else ""
+    if gathered.is_root:
+        others = {
+            rank: os.path.join(directory + suffix, rank_dir_name(rank))
+            for rank, directory in gathered.values.items()
+            if isinstance(directory, str) and directory != first
+        }
+        if others:
+            try:
+                write_rank_dirs(job_dir, others)
+            except OSError as error:
+                logger.error(
+                    "The directories of ranks %s are not recorded in %s (%s): "
+                    "`rankscribe-lineage merge` will not find them.",
+                    ", ".join(map(str, sorted(others))),
+                    job_dir,
+                    error,
+                )
+            logger.info(
+                "The ranks named different summary directories: each writes where it "
+                "asked (%s); the job's merged lineage and job view go to %s.",
+                ", ".join(f"rank {rank}: {path}" for rank, path in sorted(others.items())),
+                job_dir,
+            )
+    return job_dir if mine == first else mine + suffix
 
 
 def _claimed_by_this_process(directory: str) -> bool:

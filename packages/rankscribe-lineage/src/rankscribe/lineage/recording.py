@@ -9,13 +9,15 @@ A rank keeps the train lineage known at the start of training
 (:func:`write_train_start`, removed by :func:`remove_train_start` once the run's own
 train lineage is on disk), and the merge reads a rank with it
 (:func:`parse_rank_run`), so an interrupted job's merge keeps its hyper-parameters.
+The merged lineage names the ranks that wrote outside the job's directory
+(:func:`rank_dirs_note`).
 The user's API is :mod:`rankscribe.lineage`; docs/contributing.md lists the
 sibling-facing modules.
 """
 
 from __future__ import annotations
 
-from rankscribe.lineage.merge._merge import MERGE_LOCK_NAME
+from rankscribe.lineage.merge._merge import MERGE_LOCK_NAME, rank_dirs_note
 from rankscribe.lineage.record._callbacks import eval_lineage_from_args, train_lineage_from_args
 from rankscribe.lineage.record._discovery import LineageFile
 from rankscribe.lineage.record._lineage_file import write_merged_lineage
@@ -35,6 +37,7 @@ __all__ = [
     "eval_lineage_from_args",
     "parse_rank_run",
     "parse_run",
+    "rank_dirs_note",
     "remove_train_start",
     "train_lineage_from_args",
     "write_merged_lineage",
