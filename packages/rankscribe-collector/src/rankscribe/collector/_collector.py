@@ -72,7 +72,10 @@ class SummaryCollector(Callback):
     Args:
         summary_dir: where the summary files go (created if missing). On
             several ranks, rank ``r`` writes into ``summary_dir/rank_<r>`` and
-            rank 0 writes the merged job lineage into ``summary_dir``.
+            rank 0 writes the merged job lineage into ``summary_dir``. Ranks
+            given different directories (``"summary_dir" + str(rank)``) each
+            write into their own ``<dir>/rank_<r>``, and the job's files go to
+            rank 0's (docs/layout.md, "Ranks that name directories of their own").
         collect_freq: collect every ``collect_freq`` steps (epochs in dataset
             sink mode); the first step is always collected.
         num_process: threads encoding heavy values (histograms, images) in the
