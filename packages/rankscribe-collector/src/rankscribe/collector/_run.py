@@ -8,8 +8,10 @@ runs; the callback hooks (:mod:`rankscribe.collector._collector`) only read it.
   (``docs/layout.md``, "Two jobs, one directory"), the lineage merger and the
   live job view (``docs/job-view.md``, "Live").
 - At every run: this rank's :class:`~rankscribe.writer.SummaryRecord` in its
-  ``rank_<r>`` directory (``docs/layout.md``), a fresh collection schedule
-  (``docs/collector-schedule.md``) and the landscape saver.
+  ``rank_<r>`` directory (``docs/layout.md``; of the directory it was given when
+  the ranks were given different ones, "Ranks that name directories of their
+  own"), a fresh collection schedule (``docs/collector-schedule.md``) and the
+  landscape saver.
 
 The claim: every rank calls :func:`rankscribe.ranks.claim_job_dir` with the job's
 coordinator; rank 0 decides and every rank gets rank 0's outcome, so only rank
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import socket
 import time
 import weakref
@@ -63,6 +66,8 @@ __all__ = ["CollectorRun"]
 # so a later collector of the job given the same directory writes where the first did.
 _CLAIMED: dict[str, str] = {}
 _CLAIM_LIMIT = 64 * 1024
+# What the claim appends to a directory that belonged to another job.
+_MOVED = re.compile(r"-[0-9]+", re.ASCII)
 
 
 class CollectorRun:
@@ -239,9 +244,16 @@ def _own_directory(requested: str, job_dir: str, coordinator: Coordinator) -> st
     directories of their own").
     """
     mine = os.path.abspath(requested)
+    suffix = ""
+    if coordinator.rank == 0:
+        # "<dir>-2" when rank 0's directory belonged to another job: each rank moves alike.
+        claimed = os.path.basename(os.path.abspath(job_dir))
+        named = os.path.basename(mine)
+        moved = claimed[len(named) :]
+        suffix = moved if claimed.startswith(named) and _MOVED.fullmatch(moved) else ""
     try:
         gathered = coordinator.gather(mine, root=0)
-        first = coordinator.bcast(mine if coordinator.rank == 0 else None, root=0)
+        decided = coordinator.bcast([mine, suffix] if coordinator.rank == 0 else None, root=0)
     except RanksError as error:
         logger.error(
             "The ranks of this job could not compare their summary directories (%s): rank %d "
@@ -251,12 +263,13 @@ def _own_directory(requested: str, job_dir: str, coordinator: Coordinator) -> st
             job_dir,
         )
         return job_dir
-    if not isinstance(first, str):
+    if not (
+        isinstance(decided, list)
+        and len(decided) == 2
+        and all(isinstance(part, str) for part in decided)
+    ):
         return job_dir
-    # "<dir>-2" when rank 0's directory belonged to another job: the same move for each rank.
-    claimed = os.path.basename(os.path.abspath(job_dir))
-    named = os.path.basename(first)
-    suffix = claimed[len(named) :] if claimed.startswith(named) else ""
+    first, suffix = decided
     if gathered.is_root:
         others = {
             rank: os.path.join(directory + suffix, rank_dir_name(rank))
