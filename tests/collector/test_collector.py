@@ -451,6 +451,10 @@ class FakeCoordinator:
             return GatherResult(root=root, rank=self.rank, world_size=2)
         return GatherResult(root=0, rank=0, world_size=2, values={0: obj}, missing=(1,))
 
+    def merge_payloads(self) -> list[Any]:
+        """What this rank handed to the merge (the start's gather carries its directory)."""
+        return [payload for payload in self.payloads if isinstance(payload, dict)]
+
 
 # The collector accepts coordinators only; this double has the two collectives it calls.
 Coordinator.register(FakeCoordinator)
@@ -484,7 +488,7 @@ def test_rank_writes_into_its_directory_and_keeps_its_tensor_share(
     # rank 1 of 2 takes the second half
     assert steps[("tensor", "t")] == list(range(11, 21))
     assert steps[("scalar", "loss/auto")] == list(range(1, 31))
-    assert len(coordinator.payloads) == 1  # rank 1 handed its lineage over
+    assert len(coordinator.merge_payloads()) == 1  # rank 1 handed its lineage over
 
 
 def test_a_rank_whose_lineage_fails_still_takes_part_in_the_merge(
@@ -501,7 +505,7 @@ def test_a_rank_whose_lineage_fails_still_takes_part_in_the_merge(
     coordinator = FakeCoordinator(rank=1)
     with pytest.raises(RuntimeError, match="lineage bug"):
         run(model, tmp_path, batches=2, rank_info=info, coordinator=coordinator)
-    assert len(coordinator.payloads) == 1  # rank 0 is not left waiting for this rank
+    assert len(coordinator.merge_payloads()) == 1  # rank 0 is not left waiting for this rank
 
 
 def test_rank_zero_names_a_missing_rank_in_the_merged_lineage(model: Any, tmp_path: Path) -> None:

@@ -10,17 +10,18 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rankscribe.collector import CallbackParams, SummaryCollector, TrainLoop
+from rankscribe.collector import ArrayOptimizer, CallbackParams, SummaryCollector, TrainLoop
 
 # private: the job's lineage merge rule on rank 0, no public door
 from rankscribe.collector._lineage import JobLineageMerger, LineageRecorder
-from rankscribe.lineage import get_summary_lineage
-from rankscribe.lineage.recording import parse_run
+from rankscribe.lineage import get_summary_lineage, merge_run_dir
+from rankscribe.lineage.recording import TRAIN_START_FILE_NAME, parse_rank_run, parse_run
 from rankscribe.ranks import GatherResult, RankInfo
 from rankscribe.ranks.errors import RanksValueError
 from rankscribe.writer import SummaryRecord
 from rankscribe.writer.events import load_lineage_dir
 from tests._support.clocks import SleepingClock
+from tests.collector.coordinators import RankZeroAlone
 
 NO_LANDSCAPE = {"collect_landscape": None}
 
@@ -273,3 +274,109 @@ def test_each_rank_notes_whether_it_read_a_shard(tmp_path: Path) -> None:
     # the same rows give the same digest; another share of the same size does not
     assert whole.content_digest == ArrayDataset(np.arange(10.0), np.zeros(10)).content_digest
     assert rows.shard(2, 0).content_digest != rows.shard(2, 1).content_digest
+
+
+class SquaredError:
+    """A loss function: its class name goes into the lineage."""
+
+
+class InterruptError(Exception):
+    """Stands in for a Ctrl-C (KeyboardInterrupt) in the middle of training."""
+
+
+def interrupted_rank(model: Any, directory: Path, *, at_step: int) -> None:
+    """One rank's training stopped by an exception at ``at_step``: no end, no train lineage."""
+    data = model(6)
+    steps = iter(range(1, 100))
+
+    def step(batch: Any) -> np.float32:
+        if next(steps) == at_step:
+            raise InterruptError
+        return np.float32(0.5)
+
+    collector = SummaryCollector(directory, collect_freq=1, collect_specified_data=NO_LANDSCAPE)
+    with pytest.raises(InterruptError):
+        loop = TrainLoop(
+            step, network=data.network, optimizer=data.optimizer, loss_fn=SquaredError()
+        )
+        loop.train(3, data.dataset, callbacks=[collector])
+
+
+def test_an_interrupted_job_merges_with_what_was_known_at_the_start(
+    model: Any, tmp_path: Path
+) -> None:
+    # Both ranks stop in their first epoch: their lineage files hold the dataset graph only.
+    interrupted_rank(model, tmp_path / "rank_0", at_step=3)
+    interrupted_rank(model, tmp_path / "rank_1", at_step=4)
+    assert parse_run(str(tmp_path / "rank_0")).lineage.section("hyper_parameters") == {}  # type: ignore[union-attr]
+    merge_run_dir(tmp_path)
+    merged = get_summary_lineage(str(tmp_path))
+    hyper = merged["hyper_parameters"]
+    assert hyper["optimizer"] == "Momentum"
+    assert hyper["learning_rate"] == pytest.approx(0.01)
+    assert hyper["epoch"] == 3
+    assert hyper["batch_size"] == 2
+    assert hyper["loss_function"] == "SquaredError"
+    assert merged["algorithm"]["network"] == "TinyNet"
+    assert merged["train_dataset"]["train_dataset_path"] == "/data/tiny"
+    assert "loss" not in merged["algorithm"]  # never reached: no final loss
+    assert merged["dataset_graph"]["op_type"] == "ArrayDataset"  # the files' own part is kept
+
+
+def test_a_finished_run_keeps_one_train_lineage_and_no_start_record(
+    model: Any, tmp_path: Path
+) -> None:
+    train_rank(model, tmp_path, batches=4, loss=1.0)
+    assert not (tmp_path / TRAIN_START_FILE_NAME).exists()
+    kinds = [event.what for event in load_lineage_dir(tmp_path)]
+    assert kinds.count("train_lineage") == 1
+    # A start record left beside a finished run (the run's removal failed) changes nothing.
+    lineage = parse_run(str(tmp_path)).lineage
+    assert lineage is not None
+    data = model(1)
+    other = CallbackParams(
+        mode="train", train_dataset=data.dataset, optimizer=ArrayOptimizer(data.network, 0.5)
+    )
+    recorder().start_training(tmp_path, other)
+    assert (tmp_path / TRAIN_START_FILE_NAME).exists()
+    assert parse_rank_run(str(tmp_path)).lineage == lineage
+
+
+def test_a_start_record_that_cannot_be_read_is_a_warning(model: Any, tmp_path: Path) -> None:
+    interrupted_rank(model, tmp_path, at_step=2)
+    start = tmp_path / TRAIN_START_FILE_NAME
+    os.chmod(start, 0o600)
+    start.write_bytes(b"not a record")
+    parsed = parse_rank_run(str(tmp_path))
+    assert parsed.lineage is not None and parsed.lineage.section("hyper_parameters") == {}
+    assert any(TRAIN_START_FILE_NAME in warning for warning in parsed.warnings)
+
+
+def test_rank_zero_of_an_interrupted_job_says_how_to_merge(
+    model: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    data = model(4)
+
+    def step(batch: Any) -> np.float32:
+        raise KeyboardInterrupt
+
+    messages = {}
+    for world_size in (2, 1):  # rank 0 of a job of two; a single process has nothing to merge
+        collector = SummaryCollector(
+            tmp_path / f"job{world_size}",
+            collect_specified_data=NO_LANDSCAPE,
+            rank_info=info(0, world_size),
+            coordinator=RankZeroAlone(info(0, world_size)),
+        )
+        caplog.clear()
+        with pytest.raises(KeyboardInterrupt):
+            TrainLoop(step, network=data.network, optimizer=data.optimizer).train(
+                1, data.dataset, callbacks=[collector]
+            )
+        collector.close()
+        messages[world_size] = [r.getMessage() for r in caplog.records if "merge" in r.getMessage()]
+    assert messages[2] == [
+        "Training stopped (KeyboardInterrupt) before the job's lineage was merged: run "
+        f"`rankscribe-lineage merge {tmp_path / 'job2'}` once every rank has stopped."
+    ]
+    assert messages[1] == []

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from rankscribe import lineage
-from rankscribe.lineage import LineageError, RunLineage, jobparts, recording
+from rankscribe.lineage import LineageError, RunLineage, TrainLineageInfo, jobparts, recording
 from rankscribe.lineage import jobview as jobview_module
 from rankscribe.lineage.errors import LineageExpressionError, LineageParamSummaryPathError
 from rankscribe.lineage.jobview import JobStatistics, RankSeries, StragglerEvidence
@@ -72,6 +72,10 @@ VALID: ValidCalls = {
     "merge_rank_lineages": lambda t: (({0: RunLineage("x")},), {}),
     "merge_run_dir": lambda t: ((_job(t),), {}),
     "parse_run": lambda t: ((_run(t),), {}),
+    "parse_rank_run": lambda t: ((_run(t),), {}),
+    "rank_dirs_note": lambda t: ((_job(t),), {}),
+    "remove_train_start": lambda t: ((_run(t),), {}),
+    "write_train_start": lambda t: ((_run(t), TrainLineageInfo()), {}),
     "rank_dir_arrays": lambda t: ((_job(t) / "rank_0",), {}),
     "series_from_dir": lambda t: ((_job(t) / "rank_0", 0), {}),
     "write_hparams": lambda t: ((_base(t),), {}),

@@ -29,6 +29,7 @@ from rankscribe.lineage.errors import LineageMergeError
 
 # private: the offline merge's internals (patched lock/steps)
 from rankscribe.lineage.merge import _merge
+from rankscribe.ranks.files import write_rank_dirs
 from tests._support.launchers import run_bounded
 
 
@@ -285,6 +286,23 @@ def test_offline_merge_and_queries(job: Path) -> None:
         "rank_1",
         "rank_2",
     ]
+
+
+def test_offline_merge_finds_the_ranks_that_wrote_elsewhere(job: Path, lw: Any) -> None:
+    # Rank 3 named a directory of its own; the job recorded it (docs/layout.md).
+    elsewhere = job.parent / "exp1-rank3" / "rank_3"
+    lw.write(elsewhere, [lw.train(network="Net", loss=5.0, device_num=4)])
+    write_rank_dirs(job, {3: str(elsewhere)})
+    outcome = merge_run_dir(job)
+    assert outcome.ranks_reported == [0, 1, 2, 3] and outcome.ranks_missing == []
+    lineage = get_run_lineage(str(job))
+    assert lineage is not None
+    assert json.loads(lineage.section("user_defined")["rank_dirs"]) == {"3": str(elsewhere)}
+    # A recorded directory that is gone, or a link, is a missing rank.
+    link = job.parent / "link"
+    link.symlink_to(elsewhere, target_is_directory=True)
+    write_rank_dirs(job, {3: str(link)})
+    assert merge_run_dir(job).ranks_missing == [3]
 
 
 def test_offline_merge_is_idempotent(job: Path, lw: Any) -> None:

@@ -16,7 +16,12 @@ import pytest
 
 from rankscribe.ranks import files
 from rankscribe.ranks.errors import RanksTypeError, RanksValueError
-from rankscribe.ranks.files import UnsafeFileError
+from rankscribe.ranks.files import (
+    RANK_DIRS_FILE_NAME,
+    UnsafeFileError,
+    read_rank_dirs,
+    write_rank_dirs,
+)
 
 
 @pytest.mark.parametrize(
@@ -245,3 +250,44 @@ def test_fsync_directory_never_waits_on_a_fifo_at_the_name(tmp_path: Path) -> No
     os.mkfifo(tmp_path / "pipe")
     files.fsync_directory(tmp_path / "pipe")  # best effort: returns, having synced nothing
     files.fsync_directory(tmp_path)
+
+
+def test_the_directories_of_ranks_that_write_elsewhere_are_recorded(tmp_path: Path) -> None:
+    path = write_rank_dirs(tmp_path, {2: "/runs/b/rank_2", 1: "/runs/a/rank_1"})
+    assert path == str(tmp_path / RANK_DIRS_FILE_NAME)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o400
+    assert read_rank_dirs(tmp_path) == {1: "/runs/a/rank_1", 2: "/runs/b/rank_2"}
+    write_rank_dirs(tmp_path, {1: "/runs/c/rank_1"})  # replaced whole
+    assert read_rank_dirs(tmp_path) == {1: "/runs/c/rank_1"}
+
+
+def test_a_rank_directory_must_be_absolute(tmp_path: Path) -> None:
+    with pytest.raises(RanksValueError, match=r"rank 1 must be an absolute path, got 'runs/a'"):
+        write_rank_dirs(tmp_path, {1: "runs/a"})
+    with pytest.raises(RanksTypeError, match=r"rank 1 must be a str \(an absolute path\), got int"):
+        write_rank_dirs(tmp_path, {1: 5})  # type: ignore[dict-item]
+    assert not (tmp_path / RANK_DIRS_FILE_NAME).exists()
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"not json", b"[1]", b'{"rank_dirs": 3}', b'{"rank_dirs": {"x": "/a", "1": "rel"}}'],
+)
+def test_a_record_that_is_not_one_reads_as_none(tmp_path: Path, content: bytes) -> None:
+    (tmp_path / RANK_DIRS_FILE_NAME).write_bytes(content)
+    assert read_rank_dirs(tmp_path) == {}
+
+
+def test_a_planted_link_or_fifo_is_not_read(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    write_rank_dirs(elsewhere, {1: "/runs/a/rank_1"})
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / RANK_DIRS_FILE_NAME).symlink_to(elsewhere / RANK_DIRS_FILE_NAME)
+    assert read_rank_dirs(job) == {}
+    fifo_job = tmp_path / "fifo"
+    fifo_job.mkdir()
+    os.mkfifo(fifo_job / RANK_DIRS_FILE_NAME)
+    assert read_rank_dirs(fifo_job) == {}  # returns at once: never blocks on the FIFO
+    assert read_rank_dirs(tmp_path / "missing") == {}

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from rankscribe.lineage import get_summary_lineage
-from rankscribe.lineage.recording import parse_run
+from rankscribe.lineage.recording import TRAIN_START_FILE_NAME, parse_run
+from rankscribe.ranks.files import RANK_DIRS_FILE_NAME
 from rankscribe.writer.events import load_dir
 
 HERE = Path(__file__).resolve().parent
@@ -116,6 +117,11 @@ def test_ranks_write_their_own_dirs_and_rank_zero_merges(mpi: Any, tmp_path: Pat
     notes = user_defined(summary)
     assert (notes["ranks_reported"], notes["ranks_expected"], notes["ranks_missing"]) == (2, 2, "")
     assert (notes["loss_min"], notes["loss_max"]) == (1.0, 2.0)
+    # every rank named the same directory: nobody writes elsewhere, nothing says so
+    assert "rank_dirs" not in notes
+    assert not (summary / RANK_DIRS_FILE_NAME).exists()
+    # training ended: no rank keeps its training start record (docs/layout.md)
+    assert not [path for path in summary.rglob(TRAIN_START_FILE_NAME)]
 
 
 def test_a_late_rank_is_named_and_nobody_hangs(mpi: Any, tmp_path: Path) -> None:

@@ -72,7 +72,10 @@ class SummaryCollector(Callback):
     Args:
         summary_dir: where the summary files go (created if missing). On
             several ranks, rank ``r`` writes into ``summary_dir/rank_<r>`` and
-            rank 0 writes the merged job lineage into ``summary_dir``.
+            rank 0 writes the merged job lineage into ``summary_dir``. Ranks
+            given different directories (``"summary_dir" + str(rank)``) each
+            write into their own ``<dir>/rank_<r>``, and the job's files go to
+            rank 0's (docs/layout.md, "Ranks that name directories of their own").
         collect_freq: collect every ``collect_freq`` steps (epochs in dataset
             sink mode); the first step is always collected.
         num_process: threads encoding heavy values (histograms, images) in the
@@ -200,6 +203,8 @@ class SummaryCollector(Callback):
         self._entered = False
         self._first_step_done = False
         self._sink_mode = False
+        #: Between a training run's begin and its end (an exception then: interrupted).
+        self._training = False
 
     # ------------------------------------------------------------------- lifecycle
 
@@ -234,7 +239,27 @@ class SummaryCollector(Callback):
         traceback: TracebackType | None,
     ) -> None:
         self._entered = False
+        if exc_type is not None and self._training:
+            self._say_interrupted(exc_type)
         self._close()
+
+    def _say_interrupted(self, exc_type: type[BaseException]) -> None:
+        """On rank 0 of several, training stopped by an exception: say how to merge.
+
+        The job's lineage is merged at the end of training, which never came; the
+        ranks' files and their training start records are on disk, and
+        ``rankscribe-lineage merge`` makes the job's lineage from them.
+        """
+        self._training = False
+        info = self._run.info
+        if info is None or info.world_size <= 1 or info.rank != 0:
+            return
+        logger.warning(
+            "Training stopped (%s) before the job's lineage was merged: run "
+            "`rankscribe-lineage merge %s` once every rank has stopped.",
+            exc_type.__name__,
+            self._run.summary_dir,
+        )
 
     def _open(self) -> None:
         """A new SummaryRecord in this rank's directory, and a fresh schedule (_run.py)."""
@@ -289,6 +314,9 @@ class SummaryCollector(Callback):
             # The sampler's thread reads the step running from the loop's own state.
             self._system.start(lambda: params.cur_step_num, run.info.local_rank)
             self._series.add_start_fingerprint(record, self._landscape_network(params))
+            assert run.directory is not None
+            self._lineage.start_training(run.directory, params)
+            self._training = True
             if run.landscape is not None:
                 self._start_landscape(params)
 
@@ -395,6 +423,7 @@ class SummaryCollector(Callback):
         record = run.record
         if record is None:
             return
+        self._training = False  # the end came: the merge below runs, whatever fails
         try:
             if params.mode == "train":
                 self._system.stop()
@@ -408,7 +437,8 @@ class SummaryCollector(Callback):
             record.record(0)
             if params.mode == "train" and run.landscape is not None:
                 run.landscape.write_metadata(params.batch_num or 0)
-            self._flush()
+            if self._flush() and params.mode == "train" and run.directory is not None:
+                self._lineage.finish_training(run.directory)  # the train lineage is on disk
         finally:
             # Every rank takes part in the merge, whatever went wrong here before.
             self._merge_job_lineage()
@@ -480,14 +510,17 @@ class SummaryCollector(Callback):
     def _landscape_network(self, params: CallbackParams) -> Any:
         return params.network if params.network is not None else params.train_network
 
-    def _flush(self, *, wait: bool = True) -> None:
+    def _flush(self, *, wait: bool = True) -> bool:
+        """Flush the record; False when it failed (logged: the run goes on)."""
         record = self._run.record
         if record is None:
-            return
+            return False
         try:
             record.flush(timeout=None if wait else 0)  # 0: queue the sync, return
         except Exception as error:  # raise_exception=False: the run goes on
             logger.error("Flushing the summary record failed: %s", error)
+            return False
+        return True
 
     def _merge_job_lineage(self) -> None:
         merger, directory = self._run.merger, self._run.directory

@@ -4,6 +4,9 @@ One rank (:class:`LineageRecorder`), as MindSpore's SummaryCollector:
 
 - at the first training step: the training dataset's graph (``dataset_graph``)
   and the custom lineage data (``custom_lineage_data``);
+- when training starts: the train lineage known then, into a start record of
+  its own (:meth:`LineageRecorder.start_training`, fsynced: a killed job keeps
+  it), removed once the end of training wrote the whole train lineage;
 - at the end of training: the train lineage; at the end of an evaluation: the
   evaluation lineage.
 
@@ -53,6 +56,7 @@ from rankscribe.lineage import (
     EvalLineageInfo,
     LineageError,
     RunLineage,
+    TrainLineageInfo,
     UserDefinedInfo,
     get_run_lineage,
     merge_rank_lineages,
@@ -62,9 +66,12 @@ from rankscribe.lineage.jobview import RankSeries, write_job_view
 from rankscribe.lineage.recording import (
     MERGE_LOCK_NAME,
     eval_lineage_from_args,
-    parse_run,
+    parse_rank_run,
+    rank_dirs_note,
+    remove_train_start,
     train_lineage_from_args,
     write_merged_lineage,
+    write_train_start,
 )
 from rankscribe.ranks import Coordinator, RankInfo, RanksError, create_coordinator
 from rankscribe.ranks.files import exclusive_lock
@@ -139,9 +146,7 @@ class LineageRecorder:
             record.add_value("custom_lineage_data", "custom_lineage_data", info.to_proto())
             self.custom_written = True
 
-    def add_train_lineage(self, record: ValueSink, params: CallbackParams) -> None:
-        if not self.collect_train_lineage:
-            return
+    def _train_lineage(self, params: CallbackParams) -> TrainLineageInfo:
         lineage = train_lineage_from_args(lineage_arguments(params, adapters=self._adapters))
         hyper = lineage.hyper_parameters
         if hyper is not None and hyper.learning_rate is None:
@@ -151,6 +156,40 @@ class LineageRecorder:
             rate = optimizer.learning_rate() if optimizer is not None else None
             if rate is not None:
                 hyper.learning_rate = rate
+        return lineage
+
+    def start_training(self, directory: str | os.PathLike[str], params: CallbackParams) -> None:
+        """Keep on disk what is known as training starts (its train lineage so far).
+
+        Network, optimizer, learning rate, loss function, batch size, epochs
+        and dataset, written whole and fsynced into ``directory``'s start
+        record, so a job killed before :meth:`add_train_lineage` can still be
+        merged with them (``docs/layout.md``, "An interrupted job"). A failure
+        to write it is logged; training goes on.
+        """
+        if not self.collect_train_lineage:
+            return
+        try:
+            write_train_start(directory, self._train_lineage(params))
+        except Exception as error:  # a best effort: nothing here may stop the training
+            logger.warning(
+                "The train lineage known at the start of training is not kept in %s: %s "
+                "(an interrupted run's merged lineage will lack its hyper-parameters).",
+                directory,
+                error,
+            )
+
+    def finish_training(self, directory: str | os.PathLike[str]) -> None:
+        """The run's train lineage is on disk: its start record goes."""
+        try:
+            remove_train_start(directory)
+        except OSError as error:
+            logger.warning("The training start record in %s stays: %s", directory, error)
+
+    def add_train_lineage(self, record: ValueSink, params: CallbackParams) -> None:
+        if not self.collect_train_lineage:
+            return
+        lineage = self._train_lineage(params)
         record.add_value("train_lineage", "train_lineage", lineage.to_proto())
         self._add_sharding(record, params, "train_dataset", params.train_dataset)
 
@@ -312,7 +351,8 @@ class JobLineageMerger:
 
     def _own_lineage(self, rank_directory: str | os.PathLike[str]) -> dict[str, Any] | None:
         try:
-            parsed = parse_run(os.fspath(rank_directory))
+            # An interrupted training run: the train lineage known at its start.
+            parsed = parse_rank_run(os.fspath(rank_directory))
         except (OSError, LineageError) as error:
             logger.error("Reading back this rank's lineage in %s failed: %s", rank_directory, error)
             return None
@@ -343,6 +383,8 @@ class JobLineageMerger:
                     verdicts.update(system_evidence(verdicts, self.summary_dir))
                 else:
                     verdicts = self._write_job_view(job_series, not_arrived, merged)
+                # Ranks that wrote into directories of their own: named in the job's record.
+                verdicts = {**verdicts, **rank_dirs_note(self.summary_dir)}
                 if merged is None:
                     logger.error(
                         "No rank reported a lineage; no merged lineage is written in %s.",

@@ -8,8 +8,10 @@ runs; the callback hooks (:mod:`rankscribe.collector._collector`) only read it.
   (``docs/layout.md``, "Two jobs, one directory"), the lineage merger and the
   live job view (``docs/job-view.md``, "Live").
 - At every run: this rank's :class:`~rankscribe.writer.SummaryRecord` in its
-  ``rank_<r>`` directory (``docs/layout.md``), a fresh collection schedule
-  (``docs/collector-schedule.md``) and the landscape saver.
+  ``rank_<r>`` directory (``docs/layout.md``; of the directory it was given when
+  the ranks were given different ones, "Ranks that name directories of their
+  own"), a fresh collection schedule (``docs/collector-schedule.md``) and the
+  landscape saver.
 
 The claim: every rank calls :func:`rankscribe.ranks.claim_job_dir` with the job's
 coordinator; rank 0 decides and every rank gets rank 0's outcome, so only rank
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import socket
 import time
 import weakref
@@ -44,7 +47,13 @@ from rankscribe.ranks import (
     detect,
     rank_dir,
 )
-from rankscribe.ranks.files import CLAIM_FILE_NAME, make_private_dir, rank_dir_name, read_regular
+from rankscribe.ranks.files import (
+    CLAIM_FILE_NAME,
+    make_private_dir,
+    rank_dir_name,
+    read_regular,
+    write_rank_dirs,
+)
 from rankscribe.ranks.jsondata import JSONDataError, parse_json
 from rankscribe.writer import SummaryRecord
 
@@ -57,6 +66,8 @@ __all__ = ["CollectorRun", "moved_by_claim"]
 # the first did (rank 0 decides that), and a ModelCheckpoint inside it follows.
 _CLAIMED: dict[str, str] = {}
 _CLAIM_LIMIT = 64 * 1024
+# What the claim appends to a directory that belonged to another job.
+_MOVED = re.compile(r"-[0-9]+", re.ASCII)
 
 
 class CollectorRun:
@@ -92,6 +103,8 @@ class CollectorRun:
         #: The landscape saver when it saves per step (step_end asks it at every step).
         self.step_landscape: LandscapeSaver | None = None
         self.merger: JobLineageMerger | None = None
+        #: Where this rank's ``rank_<r>`` goes when it named a directory other than rank 0's.
+        self._rank_base: str | None = None
 
     def open(self) -> bool:
         """Open a run: True when a new record was opened, False when one is open already."""
@@ -104,12 +117,9 @@ class CollectorRun:
             self._join_job(info)
         # Every directory made on the way is private (group-readable on request),
         # not only the last one, which is all rank_dir sets the mode of.
-        make_private_dir(
-            self.summary_dir
-            if info.is_single
-            else os.path.join(self.summary_dir, rank_dir_name(info.rank))
-        )
-        self.directory = rank_dir(self.summary_dir, info)
+        base = self._rank_base if self._rank_base is not None else self.summary_dir
+        make_private_dir(base if info.is_single else os.path.join(base, rank_dir_name(info.rank)))
+        self.directory = rank_dir(base, info)
         self.record = SummaryRecord(
             self.directory,
             num_process=arguments.num_process,
@@ -163,6 +173,8 @@ class CollectorRun:
                 self.summary_dir = claimed
                 merger.summary_dir = Path(claimed)  # where rank 0 writes the merged lineage
         self.merger = merger
+        if coordinator is not None:
+            self._rank_base = _own_directory(arguments.summary_dir, self.summary_dir, coordinator)
         self.live.open(self.summary_dir, info, merger)
 
     def close(self) -> None:
@@ -234,6 +246,70 @@ def moved_by_claim(path: str | os.PathLike[str]) -> Path | None:
         if target == requested or target.startswith(requested + os.sep):
             return Path(used) / os.path.relpath(target, requested)
     return None
+
+
+def _own_directory(requested: str, job_dir: str, coordinator: Coordinator) -> str:
+    """The directory this rank's ``rank_<r>`` goes into (every rank calls this, together).
+
+    The job's directory when this rank named the same ``summary_dir`` as rank 0
+    (the usual case); the directory it named when it named another one (each rank
+    its own, ``summary_dir + str(rank)``), moved to ``<dir>-N`` as rank 0's was
+    when the job's claim moved it. Rank 0 records the others' directories in the
+    job's directory (:func:`rankscribe.ranks.files.write_rank_dirs`), so that
+    ``rankscribe-lineage merge`` finds them (``docs/layout.md``, "Ranks that name
+    directories of their own").
+    """
+    mine = os.path.abspath(requested)
+    suffix = ""
+    if coordinator.rank == 0:
+        # "<dir>-2" when rank 0's directory belonged to another job: each rank moves alike.
+        claimed = os.path.basename(os.path.abspath(job_dir))
+        named = os.path.basename(mine)
+        moved = claimed[len(named) :]
+        suffix = moved if claimed.startswith(named) and _MOVED.fullmatch(moved) else ""
+    try:
+        gathered = coordinator.gather(mine, root=0)
+        decided = coordinator.bcast([mine, suffix] if coordinator.rank == 0 else None, root=0)
+    except RanksError as error:
+        logger.error(
+            "The ranks of this job could not compare their summary directories (%s): rank %d "
+            "writes into %s.",
+            error,
+            coordinator.rank,
+            job_dir,
+        )
+        return job_dir
+    if not (
+        isinstance(decided, list)
+        and len(decided) == 2
+        and all(isinstance(part, str) for part in decided)
+    ):
+        return job_dir
+    first, suffix = decided
+    if gathered.is_root:
+        others = {
+            rank: os.path.join(directory + suffix, rank_dir_name(rank))
+            for rank, directory in gathered.values.items()
+            if isinstance(directory, str) and directory != first
+        }
+        if others:
+            try:
+                write_rank_dirs(job_dir, others)
+            except OSError as error:
+                logger.error(
+                    "The directories of ranks %s are not recorded in %s (%s): "
+                    "`rankscribe-lineage merge` will not find them.",
+                    ", ".join(map(str, sorted(others))),
+                    job_dir,
+                    error,
+                )
+            logger.info(
+                "The ranks named different summary directories: each writes where it "
+                "asked (%s); the job's merged lineage and job view go to %s.",
+                ", ".join(f"rank {rank}: {path}" for rank, path in sorted(others.items())),
+                job_dir,
+            )
+    return job_dir if mine == first else mine + suffix
 
 
 def _claimed_by_this_process(directory: str) -> bool:

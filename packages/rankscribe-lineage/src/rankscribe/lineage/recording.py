@@ -5,24 +5,41 @@ The collector's callbacks build the lineage callbacks from its own arguments
 lineage files back (:func:`parse_run`, :class:`ParsedRun`; the files when already
 listed: :class:`LineageFile`), write the job's merged lineage
 (:func:`write_merged_lineage`) and take the merge's lock (:data:`MERGE_LOCK_NAME`).
+A rank keeps the train lineage known at the start of training
+(:func:`write_train_start`, removed by :func:`remove_train_start` once the run's own
+train lineage is on disk), and the merge reads a rank with it
+(:func:`parse_rank_run`), so an interrupted job's merge keeps its hyper-parameters.
+The merged lineage names the ranks that wrote outside the job's directory
+(:func:`rank_dirs_note`).
 The user's API is :mod:`rankscribe.lineage`; docs/contributing.md lists the
 sibling-facing modules.
 """
 
 from __future__ import annotations
 
-from rankscribe.lineage.merge._merge import MERGE_LOCK_NAME
+from rankscribe.lineage.merge._merge import MERGE_LOCK_NAME, rank_dirs_note
 from rankscribe.lineage.record._callbacks import eval_lineage_from_args, train_lineage_from_args
 from rankscribe.lineage.record._discovery import LineageFile
 from rankscribe.lineage.record._lineage_file import write_merged_lineage
 from rankscribe.lineage.record._parser import ParsedRun, parse_run
+from rankscribe.lineage.record._train_start import (
+    TRAIN_START_FILE_NAME,
+    parse_rank_run,
+    remove_train_start,
+    write_train_start,
+)
 
 __all__ = [
     "MERGE_LOCK_NAME",
+    "TRAIN_START_FILE_NAME",
     "LineageFile",
     "ParsedRun",
     "eval_lineage_from_args",
+    "parse_rank_run",
     "parse_run",
+    "rank_dirs_note",
+    "remove_train_start",
     "train_lineage_from_args",
     "write_merged_lineage",
+    "write_train_start",
 ]

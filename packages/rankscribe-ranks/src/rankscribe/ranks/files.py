@@ -18,12 +18,16 @@ API (``docs/contributing.md``, "Sibling modules"). Each rule has one home here:
 - the job's layout (``docs/layout.md``): :data:`CLAIM_FILE_NAME`,
   :data:`JOB_RENDEZVOUS_DIRNAME`, :func:`rank_dir_name` and
   :func:`parse_rank_dir_name`, and :func:`event_file_kind`, which tells the event
-  files a viewer would load from every other name in a directory.
+  files a viewer would load from every other name in a directory;
+- the ranks that write outside the job's directory (each rank named a directory of
+  its own): :data:`RANK_DIRS_FILE_NAME`, :func:`write_rank_dirs` and
+  :func:`read_rank_dirs`.
 """
 
 from __future__ import annotations
 
 import errno
+import json
 import os
 import re
 import secrets
@@ -34,13 +38,15 @@ from typing import IO, BinaryIO, Literal
 
 from rankscribe.ranks._args import check_int
 from rankscribe.ranks._deadline import Backoff, Deadline
-from rankscribe.ranks.errors import RanksTypeError, UnsafeFileError
+from rankscribe.ranks.errors import JSONDataError, RanksTypeError, RanksValueError, UnsafeFileError
+from rankscribe.ranks.jsondata import parse_json
 
 __all__ = [
     "CLAIM_FILE_NAME",
     "GROUP_READABLE_ENV",
     "JOB_RENDEZVOUS_DIRNAME",
     "PRIVATE_FILE_MODE",
+    "RANK_DIRS_FILE_NAME",
     "EventFileKind",
     "UnsafeFileError",
     "atomic_write",
@@ -55,7 +61,9 @@ __all__ = [
     "open_regular_descriptor",
     "parse_rank_dir_name",
     "rank_dir_name",
+    "read_rank_dirs",
     "read_regular",
+    "write_rank_dirs",
 ]
 
 #: The claim file in a job's directory: who claimed it, when, under which job id.
@@ -63,6 +71,10 @@ CLAIM_FILE_NAME = ".rankscribe-job"
 #: The hidden folder, inside a job's directory, where the file backend's ranks meet
 #: when ``create_coordinator`` is given ``job_dir`` and nothing better connects them.
 JOB_RENDEZVOUS_DIRNAME = ".rankscribe-rendezvous"
+#: In a job's directory: where the ranks that named directories of their own write
+#: (``docs/layout.md``, "Ranks that name directories of their own").
+RANK_DIRS_FILE_NAME = ".rankscribe-rank-dirs"
+_RANK_DIRS_LIMIT = 16 * 1024 * 1024
 
 #: Mode of a finished file: read-only, for its owner alone.
 PRIVATE_FILE_MODE = 0o400
@@ -523,3 +535,56 @@ def event_file_kind(name: str) -> EventFileKind | None:
     if "tfevents" in name:
         return "tensorboard"
     return None
+
+
+def write_rank_dirs(job_dir: str | os.PathLike[str], directories: dict[int, str]) -> str:
+    """Record in ``job_dir`` the directory of each rank that writes outside it.
+
+    ``directories`` maps a rank to the absolute path of the directory it writes
+    into; the file (:data:`RANK_DIRS_FILE_NAME`, JSON, private) is written with
+    :func:`atomic_write`. Returns its path.
+    """
+    entries = {}
+    for rank, directory in sorted(directories.items()):
+        check_int("rank", rank, minimum=0)
+        if not isinstance(directory, str):
+            raise RanksTypeError(
+                f"the directory of rank {rank} must be a str (an absolute path), got "
+                f"{type(directory).__name__}"
+            )
+        if not os.path.isabs(directory):
+            raise RanksValueError(
+                f"the directory of rank {rank} must be an absolute path, got {directory!r}"
+            )
+        entries[str(rank)] = directory
+    data = json.dumps({"rank_dirs": entries}, sort_keys=True).encode("utf-8")
+    return atomic_write(os.path.join(os.fspath(job_dir), RANK_DIRS_FILE_NAME), [data])
+
+
+def read_rank_dirs(job_dir: str | os.PathLike[str]) -> dict[int, str]:
+    """The ranks' directories :func:`write_rank_dirs` recorded in ``job_dir`` (``{}``: none).
+
+    Read with :func:`read_regular` (a link or a FIFO at the name is refused); a file
+    that is not such a record, or entries that are not a rank and an absolute path,
+    count as none.
+    """
+    path = os.path.join(os.fspath(job_dir), RANK_DIRS_FILE_NAME)
+    try:
+        data = read_regular(path, limit=_RANK_DIRS_LIMIT)
+    except OSError:  # none there, or not a regular file of ours
+        return {}
+    try:
+        recorded = parse_json(
+            data, what=f"the rank directories file {path}", max_bytes=_RANK_DIRS_LIMIT
+        )
+    except JSONDataError:
+        return {}
+    entries = recorded.get("rank_dirs") if isinstance(recorded, dict) else None
+    if not isinstance(entries, dict):
+        return {}
+    found: dict[int, str] = {}
+    for name, directory in entries.items():
+        rank = int(name) if isinstance(name, str) and name.isascii() and name.isdigit() else None
+        if rank is not None and isinstance(directory, str) and os.path.isabs(directory):
+            found[rank] = directory
+    return found

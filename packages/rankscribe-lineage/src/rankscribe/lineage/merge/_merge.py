@@ -12,6 +12,7 @@ the rank dirs that exist, the lock, and the job view from the rank files.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -38,8 +39,9 @@ from rankscribe.lineage.merge._lineages import checked_user_defined, merge_rank_
 from rankscribe.lineage.merge._stream import job_statistics_of_dirs
 from rankscribe.lineage.record._lineage_file import write_merged_lineage
 from rankscribe.lineage.record._names import rank_of_dir_name
-from rankscribe.lineage.record._parser import RunLineage, parse_run
-from rankscribe.ranks.files import exclusive_lock
+from rankscribe.lineage.record._parser import RunLineage
+from rankscribe.lineage.record._train_start import parse_rank_run
+from rankscribe.ranks.files import exclusive_lock, read_rank_dirs
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +51,7 @@ __all__ = [
     "MergeOutcome",
     "merge_run_dir",
     "rank_dirs",
+    "rank_dirs_note",
 ]
 
 MERGE_LOCK_NAME = ".rankscribe-merge.lock"
@@ -60,14 +63,35 @@ MAX_LISTED_MISSING = 1000
 
 
 def rank_dirs(run_dir: str) -> dict[int, str]:
-    """The ``rank_<n>`` subdirectories of ``run_dir`` (symbolic links skipped)."""
+    """The ``rank_<n>`` directories of the job in ``run_dir`` (symbolic links skipped).
+
+    Its ``rank_<n>`` subdirectories, and the directories of the ranks that named a
+    directory of their own, as the job recorded them in ``run_dir``
+    (:func:`rankscribe.ranks.files.read_rank_dirs`; ``docs/layout.md``, "Ranks that
+    name directories of their own") when they are there.
+    """
     found: dict[int, str] = {}
     with os.scandir(run_dir) as entries:
         for entry in entries:
             rank = rank_of_dir_name(entry.name)
             if rank is not None and entry.is_dir(follow_symlinks=False):
                 found[rank] = entry.path
+    for rank, directory in read_rank_dirs(run_dir).items():
+        if rank not in found and os.path.isdir(directory) and not os.path.islink(directory):
+            found[rank] = directory
     return found
+
+
+def rank_dirs_note(run_dir: str | os.PathLike[str]) -> dict[str, str]:
+    """``{"rank_dirs": <JSON>}`` naming the ranks that wrote outside ``run_dir``; ``{}`` if none.
+
+    The merged lineage's ``user_defined/rank_dirs`` (a JSON object of rank to
+    directory), so the job's record names where its other ranks' files are.
+    """
+    recorded = read_rank_dirs(check_path("run_dir", run_dir))
+    if not recorded:
+        return {}
+    return {"rank_dirs": json.dumps({str(rank): path for rank, path in sorted(recorded.items())})}
 
 
 @dataclass
@@ -88,7 +112,7 @@ class MergeOutcome:
 def _read_ranks(run_dir: str) -> dict[int, RunLineage]:
     found: dict[int, RunLineage] = {}
     for rank, directory in sorted(rank_dirs(run_dir).items()):
-        parsed = parse_run(directory)
+        parsed = parse_rank_run(directory)  # an interrupted rank: its start record
         for warning in parsed.warnings:
             logger.warning("%s", warning)
         if parsed.lineage is not None:
@@ -194,7 +218,7 @@ def merge_run_dir(
     directory = os.path.realpath(given)
     if not os.path.isdir(directory):
         raise LineageMergeError(f"run_dir {given!r} is not a directory")
-    extra = checked_user_defined(user_defined)
+    extra = {**rank_dirs_note(directory), **checked_user_defined(user_defined)}
     found = sorted(rank_dirs(directory))
     if not found:
         raise LineageMergeError(
