@@ -11,7 +11,14 @@ from typing import Any, cast
 import numpy as np
 import pytest
 
-from rankscribe.collector import Callback, CallbackParams, RunContext, SummaryCollector, TrainLoop
+from rankscribe.collector import (
+    Callback,
+    CallbackParams,
+    ModelCheckpoint,
+    RunContext,
+    SummaryCollector,
+    TrainLoop,
+)
 from rankscribe.lineage import get_summary_lineage
 from rankscribe.ranks import Coordinator, RankInfo
 from rankscribe.writer.reader import load_dir, load_lineage_dir
@@ -395,11 +402,8 @@ def test_lineage_names_the_checkpoint_path_and_size(model: Any, tmp_path: Path) 
 
 
 def test_lineage_names_the_model_checkpoints_file(model: Any, tmp_path: Path) -> None:
-    # private: patches the writer thread's hook to inject a failure
-    from rankscribe.collector.checkpoint import _callback as checkpoint
-
     summary = tmp_path / "summary"
-    saver = checkpoint.ModelCheckpoint(prefix="tiny", directory=tmp_path / "ckpt")
+    saver = ModelCheckpoint(prefix="tiny", directory=tmp_path / "ckpt")
     run(model, summary, callbacks=[saver], batches=3)
     latest = saver.latest_ckpt_file_name
     assert latest is not None and Path(latest).name == "tiny-1_3.ckpt"

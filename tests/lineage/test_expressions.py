@@ -242,7 +242,7 @@ def to_text(name: str, operator: str, value: Any) -> str:
 
 
 def write_runs(root: Path, runs: list[dict[str, Any]]) -> None:
-    from rankscribe.lineage import EvalLineageInfo, UserDefinedInfo
+    from rankscribe.lineage.recording import EvalLineageInfo, UserDefinedInfo
     from rankscribe.writer.files import frame
     from rankscribe.writer.pb import lineage_pb2
 

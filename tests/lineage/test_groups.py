@@ -17,19 +17,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rankscribe.lineage import (
+from rankscribe.lineage import LineageError, RunGroup, filter_runs, group_runs, merge_run_dir
+from rankscribe.lineage.cli import main
+from rankscribe.lineage.recording import (
     Algorithm,
     EvalLineageInfo,
     HyperParameters,
-    LineageError,
-    RunGroup,
     TrainLineageInfo,
     UserDefinedInfo,
-    filter_runs,
-    group_runs,
-    merge_run_dir,
 )
-from rankscribe.lineage.cli import main
 from rankscribe.writer import SummaryRecord, reader
 from tests.lineage._index_bases import OLD, finish
 

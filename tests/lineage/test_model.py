@@ -11,7 +11,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rankscribe.lineage import (
+from rankscribe.lineage.errors import LineageParamTypeError, LineageParamValueError
+
+# private: the float32 repr rule of the record model
+from rankscribe.lineage.record._floats import float32_repr
+from rankscribe.lineage.recording import (
     Algorithm,
     DatasetGraphInfo,
     EvalLineageInfo,
@@ -24,10 +28,6 @@ from rankscribe.lineage import (
     UserDefinedInfo,
     ValidDataset,
 )
-from rankscribe.lineage.errors import LineageParamTypeError, LineageParamValueError
-
-# private: the float32 repr rule of the record model
-from rankscribe.lineage.record._floats import float32_repr
 from rankscribe.writer.pb import lineage_pb2
 
 

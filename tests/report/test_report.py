@@ -258,7 +258,7 @@ def test_a_caller_with_threads_gets_workers_that_do_not_fork(base: Base) -> None
 
 
 def test_verdict_values_of_unexpected_types_do_not_take_the_page_down(tmp_path: Path) -> None:
-    from rankscribe.lineage import UserDefinedInfo
+    from rankscribe.lineage.recording import UserDefinedInfo
 
     from .conftest import add_lineage
 

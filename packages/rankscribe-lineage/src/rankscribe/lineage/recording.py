@@ -5,6 +5,12 @@ The collector's callbacks build the lineage callbacks from its own arguments
 lineage files back (:func:`parse_run`, :class:`ParsedRun`; the files when already
 listed: :class:`LineageFile`), write the job's merged lineage
 (:func:`write_merged_lineage`) and take the merge's lock (:data:`MERGE_LOCK_NAME`).
+
+The record model is here too: the dataclasses that convert exactly to and from the
+writer's lineage protobuf messages (:class:`TrainLineageInfo`, :class:`EvalLineageInfo`,
+:class:`DatasetGraphInfo`, :class:`UserDefinedInfo` and their parts;
+:class:`ScalarMessage` is the base of those made of scalar fields only), which the
+callbacks above return and ``RunLineage.from_records`` takes.
 The user's API is :mod:`rankscribe.lineage`; docs/contributing.md lists the
 sibling-facing modules.
 """
@@ -13,14 +19,42 @@ from __future__ import annotations
 
 from rankscribe.lineage.merge._merge import MERGE_LOCK_NAME
 from rankscribe.lineage.record._callbacks import eval_lineage_from_args, train_lineage_from_args
+from rankscribe.lineage.record._dataset_graph import (
+    DatasetGraphInfo,
+    OperationInfo,
+    OperationParameterInfo,
+)
 from rankscribe.lineage.record._discovery import LineageFile
 from rankscribe.lineage.record._lineage_file import write_merged_lineage
+from rankscribe.lineage.record._model import (
+    Algorithm,
+    EvalLineageInfo,
+    HyperParameters,
+    ModelFile,
+    ScalarMessage,
+    TrainDataset,
+    TrainLineageInfo,
+    UserDefinedInfo,
+    ValidDataset,
+)
 from rankscribe.lineage.record._parser import ParsedRun, parse_run
 
 __all__ = [
     "MERGE_LOCK_NAME",
+    "Algorithm",
+    "DatasetGraphInfo",
+    "EvalLineageInfo",
+    "HyperParameters",
     "LineageFile",
+    "ModelFile",
+    "OperationInfo",
+    "OperationParameterInfo",
     "ParsedRun",
+    "ScalarMessage",
+    "TrainDataset",
+    "TrainLineageInfo",
+    "UserDefinedInfo",
+    "ValidDataset",
     "eval_lineage_from_args",
     "parse_run",
     "train_lineage_from_args",

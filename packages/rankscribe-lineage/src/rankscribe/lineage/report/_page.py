@@ -16,8 +16,8 @@ import importlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rankscribe.lineage.jobparts import LOSS_TAGS, timing_name
-from rankscribe.lineage.jobview import STEP_TIME_TAG, verdict_lines
+from rankscribe.lineage.jobparts import LOSS_TAGS, STEP_TIME_TAG, timing_name
+from rankscribe.lineage.jobview import verdict_lines
 from rankscribe.lineage.report._data import MAX_TAGS, DrawnCurve, JobData, ReportData, tag_order
 from rankscribe.lineage.report._figures import (
     Figure,
