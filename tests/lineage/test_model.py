@@ -12,9 +12,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rankscribe.lineage.errors import LineageParamTypeError, LineageParamValueError
-
-# private: the float32 repr rule of the record model
-from rankscribe.lineage.record._floats import float32_repr
 from rankscribe.lineage.recording import (
     Algorithm,
     DatasetGraphInfo,
@@ -29,6 +26,13 @@ from rankscribe.lineage.recording import (
     ValidDataset,
 )
 from rankscribe.writer.pb import lineage_pb2
+
+
+def float32_repr(value: float) -> float | str:
+    """How a query shows a float32 field: an Algorithm's loss, as its query dict holds it."""
+    shown = Algorithm(loss=value).to_query_dict()["loss"]
+    assert isinstance(shown, float | str)
+    return shown
 
 
 def f32(value: float) -> float:

@@ -18,8 +18,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-# private: the report writer behind the CLI, without plotly's browser
-from rankscribe.lineage.report._command import write_report
+from tests._support.report_page import write_page
 
 from .conftest import SINGLE_RUNS, Base
 
@@ -67,7 +66,7 @@ def loaded(base: Base, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Loa
 
     # Grouped by optimizer: the groups section is drawn too (test_groups_are_drawn_as_bands).
     output = tmp_path_factory.mktemp("page") / "report.html"
-    report = Path(write_report(base.path, output, group_by=["optimizer"]).path)
+    report = write_page(base.path, output, "--group-by", "optimizer").path
     profile = tmp_path_factory.mktemp("chromium-profile")
     with sync_playwright() as playwright:
         # A persistent context is how playwright passes --user-data-dir to the browser.
