@@ -479,20 +479,30 @@ def test_rank_writes_into_its_directory_and_keeps_its_tensor_share(
     assert len(coordinator.payloads) == 1  # rank 1 handed its lineage over
 
 
+class UnreadableRate:
+    """An optimizer whose learning rate cannot be read: recording the lineage fails."""
+
+    def __init__(self, optimizer: Any) -> None:
+        self._optimizer = optimizer
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "learning_rate":
+            raise RuntimeError("lineage bug")
+        return getattr(self._optimizer, name)
+
+
 def test_a_rank_whose_lineage_fails_still_takes_part_in_the_merge(
-    model: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    model: Any, tmp_path: Path
 ) -> None:
-    # private: the job's lineage merge rule on rank 0, no public door
-    from rankscribe.collector import _lineage as lineage_module
+    def unreadable_rate(batches: int) -> Any:
+        data = model(batches)
+        data.optimizer = UnreadableRate(data.optimizer)
+        return data
 
-    def broken(arguments: Any) -> Any:
-        raise RuntimeError("lineage bug")
-
-    monkeypatch.setattr(lineage_module, "train_lineage_from_args", broken)
     info = RankInfo(rank=1, world_size=2, local_rank=1, local_size=2, host="h", launcher="pmi")
     coordinator = FakeCoordinator(rank=1)
     with pytest.raises(RuntimeError, match="lineage bug"):
-        run(model, tmp_path, batches=2, rank_info=info, coordinator=coordinator)
+        run(unreadable_rate, tmp_path, batches=2, rank_info=info, coordinator=coordinator)
     assert len(coordinator.payloads) == 1  # rank 0 is not left waiting for this rank
 
 
