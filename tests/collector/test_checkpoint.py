@@ -28,9 +28,9 @@ from rankscribe.collector import (
     ModelCheckpoint,
     RunContext,
     load_checkpoint,
+    save_checkpoint,
 )
-from rankscribe.collector.adapters import network_parameters
-from rankscribe.collector.errors import CheckpointTypeError, CheckpointValueError
+from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 from tests._support.launchers import clean_environment, drop_launcher_variables, run_bounded
 
 
@@ -511,14 +511,20 @@ def test_no_network_is_a_clear_error(tmp_path: Path) -> None:
     callback = ModelCheckpoint(directory=tmp_path)
     params = CallbackParams(cur_epoch_num=1, cur_step_num=1, batch_num=1)
     with pytest.raises(
-        CheckpointValueError,
+        CollectorValueError,
         match="ModelCheckpoint has no network to save: set "
         r"CheckpointConfig\(saved_network=...\) or train_network",
     ):
         callback.step_end(RunContext(params))
 
 
-def test_network_parameters_sources() -> None:
+def saved_parameters(network: object, directory: Path) -> dict[str, np.ndarray]:
+    """The parameters a checkpoint of ``network`` holds, read back: which parameters a
+    network gives is the rule save_checkpoint and ModelCheckpoint share."""
+    return load_checkpoint(save_checkpoint(network, directory / "network")).parameters
+
+
+def test_network_parameters_sources(tmp_path: Path) -> None:
     class Cell:  # MindSpore style
         def parameters_and_names(self) -> Iterator[tuple[str, np.ndarray]]:
             yield "conv.weight", np.ones(2)
@@ -535,45 +541,46 @@ def test_network_parameters_sources() -> None:
         def asnumpy(self) -> np.ndarray:
             return np.full(2, 4.0)
 
-    assert [name for name, _ in network_parameters(Cell())] == ["conv.weight"]
-    assert [name for name, _ in network_parameters(StateDict())] == ["fc.bias"]
-    assert [name for name, _ in network_parameters(ParametersMethod())] == ["p"]
-    assert [name for name, _ in network_parameters(DictNetwork())] == ["dense.weight", "dense.bias"]
-    ((name, value),) = network_parameters({"x": AsNumpy()})
+    assert list(saved_parameters(Cell(), tmp_path)) == ["conv.weight"]
+    assert list(saved_parameters(StateDict(), tmp_path)) == ["fc.bias"]
+    assert list(saved_parameters(ParametersMethod(), tmp_path)) == ["p"]
+    # A checkpoint lists its parameters by name, whatever order the network gave them in.
+    assert list(saved_parameters(DictNetwork(), tmp_path)) == ["dense.bias", "dense.weight"]
+    ((name, value),) = saved_parameters({"x": AsNumpy()}, tmp_path).items()
     assert name == "x"
     np.testing.assert_array_equal(value, [4.0, 4.0])
-    ((_, listed),) = network_parameters({"y": [1, 2, 3]})
+    ((_, listed),) = saved_parameters({"y": [1, 2, 3]}, tmp_path).items()
     np.testing.assert_array_equal(listed, [1, 2, 3])
 
 
-def test_tensor_that_numpy_cannot_hold() -> None:
+def test_tensor_that_numpy_cannot_hold(tmp_path: Path) -> None:
     class BFloat16Tensor(FakeTensor):
         def numpy(self) -> np.ndarray:
             raise TypeError("Got unsupported ScalarType BFloat16")
 
-    with pytest.raises(CheckpointTypeError) as caught:
-        network_parameters({"w": BFloat16Tensor(np.zeros(1))})
+    with pytest.raises(CollectorTypeError) as caught:
+        saved_parameters({"w": BFloat16Tensor(np.zeros(1))}, tmp_path)
     assert str(caught.value) == (
         "parameter 'w' (BFloat16Tensor) cannot be converted to a NumPy array: Got unsupported "
         "ScalarType BFloat16; convert it to a NumPy-supported dtype such as float32 first"
     )
 
 
-def test_network_parameters_of_an_unknown_object() -> None:
-    with pytest.raises(CheckpointTypeError) as caught:
-        network_parameters(object())
+def test_network_parameters_of_an_unknown_object(tmp_path: Path) -> None:
+    with pytest.raises(CollectorTypeError) as caught:
+        saved_parameters(object(), tmp_path)
     assert isinstance(caught.value, TypeError)
     assert str(caught.value).startswith(
         "cannot read parameters from a object: expected a network with named_parameters()"
     )
 
 
-def test_network_parameters_refuses_non_numeric_values() -> None:
+def test_network_parameters_refuses_non_numeric_values(tmp_path: Path) -> None:
     with pytest.raises(
-        CheckpointTypeError,
+        CollectorTypeError,
         match="parameter 'w' must be an array or tensor of numbers or booleans, got dict",
     ):
-        network_parameters({"w": {"nested": 1}})
+        saved_parameters({"w": {"nested": 1}}, tmp_path)
 
 
 # --- directories and ranks -----------------------------------------------------------
@@ -632,7 +639,7 @@ def test_single_process_writes_straight_into_directory(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("prefix", ["a/b", "", 3, None, "x\0y"])
 def test_bad_prefix(tmp_path: Path, prefix: Any) -> None:
-    with pytest.raises(CheckpointValueError) as caught:
+    with pytest.raises(CollectorValueError) as caught:
         ModelCheckpoint(prefix, tmp_path)
     assert isinstance(caught.value, ValueError)
     assert str(caught.value) == (
@@ -643,21 +650,21 @@ def test_bad_prefix(tmp_path: Path, prefix: Any) -> None:
 
 def test_bad_config(tmp_path: Path) -> None:
     with pytest.raises(
-        CheckpointTypeError, match=r"^config must be a CheckpointConfig or None, got dict$"
+        CollectorTypeError, match=r"^config must be a CheckpointConfig or None, got dict$"
     ):
         ModelCheckpoint(directory=tmp_path, config={"save_checkpoint_steps": 1})  # type: ignore[arg-type]
 
 
 def test_bad_directory_type() -> None:
     with pytest.raises(
-        CheckpointTypeError, match=r"^directory must be a str, os.PathLike or None, got int$"
+        CollectorTypeError, match=r"^directory must be a str, os.PathLike or None, got int$"
     ):
         ModelCheckpoint(directory=3)  # type: ignore[arg-type]
 
 
 def test_directory_with_a_nul_character(tmp_path: Path) -> None:
     directory = f"{tmp_path}/ck\0pt"
-    with pytest.raises(CheckpointValueError) as caught:
+    with pytest.raises(CollectorValueError) as caught:
         ModelCheckpoint(directory=directory)
     assert str(caught.value) == (
         f"directory must be a path without NUL characters ('\\0'), got {directory!r}"
@@ -690,7 +697,7 @@ def test_a_non_finite_save_timeout_is_refused(tmp_path: Path, timeout: float) ->
 
 
 def test_bad_clock(tmp_path: Path) -> None:
-    with pytest.raises(CheckpointTypeError, match=r"^clock must be callable, got float$"):
+    with pytest.raises(CollectorTypeError, match=r"^clock must be callable, got float$"):
         ModelCheckpoint(directory=tmp_path, clock=3.0)  # type: ignore[arg-type]
 
 
@@ -950,7 +957,7 @@ def test_keep_one_ckpoint_per_minutes_keeps_the_oldest_recent_file(tmp_path: Pat
 def test_keep_one_ckpoint_per_minutes_checks_its_arguments(
     arguments: tuple[Any, Any], message: str
 ) -> None:
-    with pytest.raises(CheckpointTypeError, match=f"^{re.escape(message)}$"):
+    with pytest.raises(CollectorTypeError, match=f"^{re.escape(message)}$"):
         CheckpointManager().keep_one_ckpoint_per_minutes(*arguments)
 
 

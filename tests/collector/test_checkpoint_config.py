@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rankscribe.collector import CheckpointConfig
-from rankscribe.collector.errors import CheckpointError, CheckpointTypeError, CheckpointValueError
+from rankscribe.collector.errors import CheckpointError, CollectorTypeError, CollectorValueError
 
 COUNTS = (
     "save_checkpoint_steps",
@@ -40,7 +40,7 @@ def test_defaults_are_the_originals() -> None:
 @pytest.mark.parametrize("value", [1.5, "3", True, [1]])
 def test_counts_must_be_ints(name: str, value: Any) -> None:
     arguments = {"save_checkpoint_steps": 1, name: value}
-    with pytest.raises(CheckpointTypeError) as caught:
+    with pytest.raises(CollectorTypeError) as caught:
         CheckpointConfig(**arguments)
     assert isinstance(caught.value, TypeError)
     assert str(caught.value) == (
@@ -51,7 +51,7 @@ def test_counts_must_be_ints(name: str, value: Any) -> None:
 @pytest.mark.parametrize("name", COUNTS)
 def test_counts_must_not_be_negative(name: str) -> None:
     arguments: dict[str, Any] = {"save_checkpoint_steps": 1, name: -2}
-    with pytest.raises(CheckpointValueError, match=f"^{name} must be an int >= 0 or None, got -2$"):
+    with pytest.raises(CollectorValueError, match=f"^{name} must be an int >= 0 or None, got -2$"):
         CheckpointConfig(**arguments)
 
 
@@ -82,7 +82,7 @@ def test_steps_and_seconds_off_are_accepted_with_a_keep_rule(
 
 @pytest.mark.parametrize("counts", [(0, 0, 0, 0), (None, None, None, None), (0, None, 0, None)])
 def test_all_four_zero_is_refused_as_in_the_original(counts: tuple[Any, ...]) -> None:
-    with pytest.raises(CheckpointValueError) as caught:
+    with pytest.raises(CollectorValueError) as caught:
         CheckpointConfig(*counts)
     assert isinstance(caught.value, ValueError)
     assert str(caught.value) == (
@@ -134,13 +134,13 @@ def test_no_keep_rule_keeps_one_file(keep_max: int | None, per_minutes: int | No
 @pytest.mark.parametrize("name", ["integrated_save", "async_save"])
 @pytest.mark.parametrize("value", [1, "yes", None])
 def test_flags_must_be_bools(name: str, value: Any) -> None:
-    with pytest.raises(CheckpointTypeError) as caught:
+    with pytest.raises(CollectorTypeError) as caught:
         CheckpointConfig(**{name: value})
     assert str(caught.value) == f"{name} must be a bool, got {value!r} ({type(value).__name__})"
 
 
 def test_saved_network_must_offer_parameters() -> None:
-    with pytest.raises(CheckpointTypeError) as caught:
+    with pytest.raises(CollectorTypeError) as caught:
         CheckpointConfig(saved_network="net")
     assert isinstance(caught.value, TypeError)
     message = str(caught.value)
@@ -200,7 +200,7 @@ def test_append_info_dict_offsets_for_epoch_and_step() -> None:
 
 @pytest.mark.parametrize("append_info", ["epoch_num", {"lr": 1}, 3])
 def test_append_info_must_be_a_list(append_info: Any) -> None:
-    with pytest.raises(CheckpointTypeError) as caught:
+    with pytest.raises(CollectorTypeError) as caught:
         CheckpointConfig(append_info=append_info)
     assert str(caught.value) == (
         "append_info must be a list of 'epoch_num', 'step_num' and at most one dict, "
@@ -210,7 +210,11 @@ def test_append_info_must_be_a_list(append_info: Any) -> None:
 
 def test_the_originals_append_info_example() -> None:
     # MindSpore's documented use, as written there.
-    append_info = ["epoch_num", "step_num", {"lr": 0.01, "momentum": 0.9}]
+    append_info: list[str | dict[str, Any]] = [
+        "epoch_num",
+        "step_num",
+        {"lr": 0.01, "momentum": 0.9},
+    ]
     config_ck = CheckpointConfig(append_info=append_info)
     assert config_ck.append_dict == {"epoch_num": 0, "step_num": 0, "lr": 0.01, "momentum": 0.9}
 
@@ -220,7 +224,9 @@ def test_append_info_unknown_string_is_a_type_error_as_in_the_original() -> None
     # neither "epoch_num" nor "step_num".
     with pytest.raises(TypeError) as caught:
         CheckpointConfig(append_info=["epoch_num", "loss"])
-    assert isinstance(caught.value, CheckpointTypeError)
+    assert isinstance(caught.value, CheckpointError) and isinstance(
+        caught.value, CollectorTypeError
+    )
     assert not isinstance(caught.value, ValueError)
     assert str(caught.value) == (
         "append_info[1] must be 'epoch_num', 'step_num' or a dict, got 'loss'"
@@ -231,7 +237,9 @@ def test_append_info_refuses_a_str_value_as_the_original() -> None:
     # The original's dict values are int, float or bool (its TypeError otherwise).
     with pytest.raises(TypeError) as caught:
         CheckpointConfig(append_info=["epoch_num", {"name": "resnet"}])
-    assert isinstance(caught.value, CheckpointTypeError)
+    assert isinstance(caught.value, CheckpointError) and isinstance(
+        caught.value, CollectorTypeError
+    )
     assert str(caught.value) == (
         "append_info['name'] must be an int, float, bool, NumPy array or framework tensor, "
         "got 'resnet' (str)"
@@ -240,7 +248,7 @@ def test_append_info_refuses_a_str_value_as_the_original() -> None:
 
 def test_append_info_element_of_wrong_type() -> None:
     with pytest.raises(
-        CheckpointTypeError,
+        CollectorTypeError,
         match=r"^append_info\[0\] must be 'epoch_num', 'step_num' or a dict, "
         r"got int$",
     ):
@@ -249,7 +257,7 @@ def test_append_info_element_of_wrong_type() -> None:
 
 def test_append_info_holds_one_dict_only() -> None:
     with pytest.raises(
-        CheckpointTypeError,
+        CollectorTypeError,
         match=r"^append_info may hold only one dict, but append_info\[2\] is a "
         r"second one$",
     ):
@@ -258,7 +266,7 @@ def test_append_info_holds_one_dict_only() -> None:
 
 @pytest.mark.parametrize("key", [1, b"lr", ""])
 def test_append_info_keys_must_be_strings(key: Any) -> None:
-    with pytest.raises(CheckpointTypeError) as caught:
+    with pytest.raises(CollectorTypeError) as caught:
         CheckpointConfig(append_info=[{key: 1}])
     assert str(caught.value) == (
         f"the keys of the append_info dict must be non-empty str, got {key!r} "
@@ -268,7 +276,7 @@ def test_append_info_keys_must_be_strings(key: Any) -> None:
 
 @pytest.mark.parametrize("value", [None, [1, 2], {"a": 1}, object(), np.array([object()])])
 def test_append_info_values_must_be_storable(value: Any) -> None:
-    with pytest.raises(CheckpointTypeError) as caught:
+    with pytest.raises(CollectorTypeError) as caught:
         CheckpointConfig(append_info=[{"extra": value}])
     assert str(caught.value) == (
         "append_info['extra'] must be an int, float, bool, NumPy array or framework "
@@ -278,7 +286,7 @@ def test_append_info_values_must_be_storable(value: Any) -> None:
 
 @pytest.mark.parametrize("value", [1.5, "10", True])
 def test_append_info_offsets_must_be_ints(value: Any) -> None:
-    with pytest.raises(CheckpointTypeError) as caught:
+    with pytest.raises(CollectorTypeError) as caught:
         CheckpointConfig(append_info=[{"step_num": value}])
     assert str(caught.value) == (
         "append_info['step_num'] is an offset added to the current step and must be an int, "
@@ -299,7 +307,7 @@ def test_valid_keys_and_modes(length: int, mode: str) -> None:
 
 @pytest.mark.parametrize("key", ["0123456789abcdef", bytearray(16), 16])
 def test_enc_key_must_be_bytes(key: Any) -> None:
-    with pytest.raises(CheckpointTypeError) as caught:
+    with pytest.raises(CollectorTypeError) as caught:
         CheckpointConfig(enc_key=key)
     assert str(caught.value) == (
         f"enc_key must be None or bytes of length 16, 24 or 32, got {type(key).__name__}"
@@ -308,7 +316,7 @@ def test_enc_key_must_be_bytes(key: Any) -> None:
 
 @pytest.mark.parametrize("length", [0, 8, 15, 17, 31, 33, 64])
 def test_enc_key_length(length: int) -> None:
-    with pytest.raises(CheckpointValueError) as caught:
+    with pytest.raises(CollectorValueError) as caught:
         CheckpointConfig(enc_key=b"k" * length)
     assert str(caught.value) == (
         f"enc_key must be 16, 24 or 32 bytes long (AES-128/192/256), got {length} bytes"
@@ -317,14 +325,14 @@ def test_enc_key_length(length: int) -> None:
 
 @pytest.mark.parametrize("mode", ["aes-gcm", "AES-ECB", "SM4-CBC", ""])
 def test_enc_mode_value(mode: str) -> None:
-    with pytest.raises(CheckpointValueError) as caught:
+    with pytest.raises(CollectorValueError) as caught:
         CheckpointConfig(enc_key=b"k" * 16, enc_mode=mode)
     assert str(caught.value) == f"enc_mode must be one of 'AES-GCM', 'AES-CBC', got {mode!r}"
 
 
 def test_enc_mode_type() -> None:
     with pytest.raises(
-        CheckpointTypeError,
+        CollectorTypeError,
         match=re.escape("enc_mode must be a str, one of 'AES-GCM', 'AES-CBC', got None (NoneType)"),
     ):
         CheckpointConfig(enc_mode=None)  # type: ignore[arg-type]

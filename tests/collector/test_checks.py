@@ -13,10 +13,7 @@ import numpy as np
 import pytest
 
 from rankscribe.collector import CheckpointConfig, CheckpointManager, SummaryCollector
-from rankscribe.collector.errors import (
-    CheckpointTypeError,
-    CheckpointValueError,
-)
+from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 
 # -- through the public classes that use them --------------------------------------------
 
@@ -30,12 +27,12 @@ def test_checkpoint_config_takes_a_numpy_count_and_refuses_a_bool() -> None:
     count: Any = np.int64(3)  # what a script computing the count with numpy passes
     assert CheckpointConfig(keep_checkpoint_max=count).keep_checkpoint_max == 3
     with pytest.raises(
-        CheckpointTypeError,
+        CollectorTypeError,
         match=re.escape("keep_checkpoint_max must be an int >= 0 or None, got True (bool)"),
     ):
         CheckpointConfig(keep_checkpoint_max=True)
 
 
 def test_a_nan_time_is_a_value_error_for_the_manager() -> None:
-    with pytest.raises(CheckpointValueError, match=r"^cur_time must be a number, got nan$"):
+    with pytest.raises(CollectorValueError, match=r"^cur_time must be a number, got nan$"):
         CheckpointManager().keep_one_ckpoint_per_minutes(5, math.nan)

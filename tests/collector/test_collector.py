@@ -11,7 +11,14 @@ from typing import Any, cast
 import numpy as np
 import pytest
 
-from rankscribe.collector import Callback, CallbackParams, RunContext, SummaryCollector, TrainLoop
+from rankscribe.collector import (
+    Callback,
+    CallbackParams,
+    ModelCheckpoint,
+    RunContext,
+    SummaryCollector,
+    TrainLoop,
+)
 from rankscribe.lineage import get_summary_lineage
 from rankscribe.ranks import Coordinator, RankInfo
 from rankscribe.writer.events import load_dir, load_lineage_dir
@@ -407,11 +414,8 @@ def test_lineage_names_the_checkpoint_path_and_size(model: Any, tmp_path: Path) 
 
 
 def test_lineage_names_the_model_checkpoints_file(model: Any, tmp_path: Path) -> None:
-    # private: patches the writer thread's hook to inject a failure
-    from rankscribe.collector.checkpoint import _callback as checkpoint
-
     summary = tmp_path / "summary"
-    saver = checkpoint.ModelCheckpoint(prefix="tiny", directory=tmp_path / "ckpt")
+    saver = ModelCheckpoint(prefix="tiny", directory=tmp_path / "ckpt")
     run(model, summary, callbacks=[saver], batches=3)
     latest = saver.latest_ckpt_file_name
     assert latest is not None and Path(latest).name == "tiny-1_3.ckpt"
@@ -491,20 +495,30 @@ def test_rank_writes_into_its_directory_and_keeps_its_tensor_share(
     assert len(coordinator.merge_payloads()) == 1  # rank 1 handed its lineage over
 
 
+class UnreadableRate:
+    """An optimizer whose learning rate cannot be read: recording the lineage fails."""
+
+    def __init__(self, optimizer: Any) -> None:
+        self._optimizer = optimizer
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "learning_rate":
+            raise RuntimeError("lineage bug")
+        return getattr(self._optimizer, name)
+
+
 def test_a_rank_whose_lineage_fails_still_takes_part_in_the_merge(
-    model: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    model: Any, tmp_path: Path
 ) -> None:
-    # private: the job's lineage merge rule on rank 0, no public door
-    from rankscribe.collector import _lineage as lineage_module
+    def unreadable_rate(batches: int) -> Any:
+        data = model(batches)
+        data.optimizer = UnreadableRate(data.optimizer)
+        return data
 
-    def broken(arguments: Any) -> Any:
-        raise RuntimeError("lineage bug")
-
-    monkeypatch.setattr(lineage_module, "train_lineage_from_args", broken)
     info = RankInfo(rank=1, world_size=2, local_rank=1, local_size=2, host="h", launcher="pmi")
     coordinator = FakeCoordinator(rank=1)
     with pytest.raises(RuntimeError, match="lineage bug"):
-        run(model, tmp_path, batches=2, rank_info=info, coordinator=coordinator)
+        run(unreadable_rate, tmp_path, batches=2, rank_info=info, coordinator=coordinator)
     assert len(coordinator.merge_payloads()) == 1  # rank 0 is not left waiting for this rank
 
 

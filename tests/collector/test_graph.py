@@ -7,14 +7,23 @@ from typing import Any
 
 import pytest
 
-from rankscribe.collector import GraphDescription, GraphNode, GraphParameter
-
-# private: the graph proto builder's encoding, no public door
-from rankscribe.collector.adapters._graph import build_graph_proto
+from rankscribe.collector import ArrayNetwork, GraphDescription, GraphNode, GraphParameter
+from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 from rankscribe.writer import SummaryRecord
 from rankscribe.writer.events import load_dir
 from rankscribe.writer.pb import anf_ir_pb2
+
+
+def build_graph_proto(description: Any) -> anf_ir_pb2.GraphProto:
+    """The GraphProto the collector draws for a network that describes its graph this way
+    (the description is checked when the network is made)."""
+    view = AdapterRegistry().network_view(ArrayNetwork({}, graph=description))
+    assert view is not None and view.graph is not None
+    graph = view.graph()
+    assert graph is not None
+    return graph
+
 
 DESCRIPTION = {
     "name": "mlp",

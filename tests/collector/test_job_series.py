@@ -33,8 +33,8 @@ from rankscribe.collector._series import (
     STEP_TIME_WRITE_COUNT,
     ScalarSeries,
 )
-from rankscribe.lineage.jobparts import FINGERPRINT_TAG
-from rankscribe.lineage.jobview import DATA_WAIT_TAG, STEP_TIME_TAG, RankSeries
+from rankscribe.lineage.jobparts import DATA_WAIT_TAG, FINGERPRINT_TAG, STEP_TIME_TAG
+from rankscribe.lineage.jobview import RankSeries
 from rankscribe.lineage.recording import parse_run
 from rankscribe.ranks import GatherResult, RankInfo
 from rankscribe.writer import scalar_summary, tensor_summary

@@ -11,13 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from rankscribe.lineage import (
-    Algorithm,
-    HyperParameters,
-    TrainLineageInfo,
-    filter_summary_lineage,
-    merge_run_dir,
-)
+from rankscribe.lineage import filter_summary_lineage, merge_run_dir
+from rankscribe.lineage.recording import Algorithm, HyperParameters, TrainLineageInfo
 from rankscribe.ranks import RankInfo, rank_dir
 from rankscribe.ranks.files import atomic_write
 from rankscribe.writer.files import LINEAGE_SUFFIX, frame, summary_file_name

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-# private: the schedule's unit arithmetic (tensor_collect_range), no public door
-from rankscribe.collector.collection._schedule import (
-    Collect,
-    CollectionSchedule,
-    tensor_collect_range,
-    total_units,
-)
+from rankscribe.collector import Collect, CollectionSchedule, SummaryCollector, TrainLoop
+
+
+def tensor_collect_range(total: int, collect_freq: int, tensor_freq: int | None) -> list[int]:
+    """The units at which a run of ``total`` units collects tensors (MindSpore's rule), as
+    a schedule started at unit 0 lists them."""
+    schedule = CollectionSchedule(collect_freq, tensor_freq)
+    schedule.first(0, total)
+    return schedule.job_tensor_units
 
 
 @pytest.mark.parametrize(
@@ -39,9 +45,23 @@ def test_tensor_range_has_at_most_twenty_units_by_default() -> None:
     assert len(tensor_collect_range(600, 10, None)) == 20
 
 
-def test_total_units() -> None:
-    assert total_units(2, 30, sink_mode=False) == 60
-    assert total_units(2, 30, sink_mode=True) == 2
+@pytest.mark.parametrize(("sink_mode", "tensor_units"), [(False, [1, 60]), (True, [1, 2])])
+def test_a_run_counts_steps_or_in_sink_mode_epochs(
+    model: Any, tmp_path: Path, sink_mode: bool, tensor_units: list[int]
+) -> None:
+    # 2 epochs of 30 batches: 60 units, or 2 in sink mode (one callback step per epoch).
+    data = model(30)
+    last = tensor_units[-1]
+    collector = SummaryCollector(
+        tmp_path,
+        collect_freq=1,
+        collect_tensor_freq=last,
+        collect_specified_data={"collect_landscape": None},
+    )
+    loop = TrainLoop(lambda batch: np.float32(0.5), network=data.network)
+    loop.train(2, data.dataset, callbacks=[collector], dataset_sink_mode=sink_mode)
+    assert collector.schedule is not None
+    assert collector.schedule.job_tensor_units == tensor_units
 
 
 def decisions(schedule: CollectionSchedule, units: range, total: int) -> dict[int, Collect]:

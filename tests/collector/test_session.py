@@ -18,9 +18,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rankscribe.collector import Callback, RunContext, SummaryCollector, TrainSession
+from rankscribe.collector import (
+    Callback,
+    CollectorError,
+    RunContext,
+    SummaryCollector,
+    TrainSession,
+)
 from rankscribe.collector.errors import (
-    CollectorStateError,
     CollectorTypeError,
     CollectorValueError,
 )
@@ -286,9 +291,9 @@ def test_callbacks_must_be_callbacks() -> None:
 
 def test_calls_out_of_place_say_where_they_belong(model: Any) -> None:
     session = TrainSession([], epochs=1)
-    with pytest.raises(CollectorStateError, match="inside `with TrainSession"):
+    with pytest.raises(CollectorError, match="inside `with TrainSession"):
         session.step(None, 1.0)
-    with session, pytest.raises(CollectorStateError, match=r"inside `for epoch in session\.epochs"):
+    with session, pytest.raises(CollectorError, match=r"inside `for epoch in session\.epochs"):
         session.step(None, 1.0)
-    with pytest.raises(CollectorStateError, match="runs once"):
+    with pytest.raises(CollectorError, match="runs once"):
         session.__enter__()

@@ -6,6 +6,7 @@ begins and the rotating slices of the fingerprint budget (docs/job-view.md).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,12 +16,13 @@ import numpy as np
 import pytest
 
 from rankscribe.collector import ArrayDataset, SummaryCollector, TrainLoop, TrainSession
-
-# private: the fingerprint algorithm and its budget, no public door
-from rankscribe.collector._fingerprint import DEFAULT_FINGERPRINT_BUDGET
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
-from rankscribe.lineage.jobparts import FINGERPRINT_TAG
-from rankscribe.lineage.jobview import DATA_WAIT_TAG, SECTION_TAG_PREFIX, STEP_TIME_TAG
+from rankscribe.lineage.jobparts import (
+    DATA_WAIT_TAG,
+    FINGERPRINT_TAG,
+    SECTION_TAG_PREFIX,
+    STEP_TIME_TAG,
+)
 from rankscribe.writer.reader import scalars
 from tests._support.clocks import ManualClock
 
@@ -209,4 +211,5 @@ def test_a_bad_fingerprint_budget_is_refused_naming_the_argument(
 
 
 def test_the_default_budget_is_4_mib() -> None:
-    assert DEFAULT_FINGERPRINT_BUDGET == 4 * 1024 * 1024
+    default = inspect.signature(SummaryCollector).parameters["fingerprint_budget"].default
+    assert default == 4 * 1024 * 1024

@@ -23,8 +23,7 @@ from rankscribe.collector import SummaryCollector, TrainLoop
 
 # private: the fingerprint algorithm and its budget, no public door
 from rankscribe.collector._fingerprint import slice_fingerprint
-from rankscribe.lineage.jobparts import FINGERPRINT_TAG
-from rankscribe.lineage.jobview import FORWARD_TIME_TAG, STEP_TIME_TAG
+from rankscribe.lineage.jobparts import FINGERPRINT_TAG, FORWARD_TIME_TAG, STEP_TIME_TAG
 from rankscribe.writer.reader import scalars
 from tests._support.clocks import ManualClock
 

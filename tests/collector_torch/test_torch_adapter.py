@@ -26,7 +26,7 @@ from rankscribe.collector.adapters import AdapterRegistry
 # private: the torch adapter's forward timer and device split, no public door
 from rankscribe.collector.adapters import _torch as torch_adapter
 from rankscribe.collector.errors import CollectorTypeError
-from rankscribe.lineage import DatasetGraphInfo
+from rankscribe.lineage.recording import DatasetGraphInfo
 from rankscribe.writer.pb import anf_ir_pb2
 
 ADAPTER_LOGGER = "rankscribe.collector.adapters.torch"

@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rankscribe.lineage import (
+from rankscribe.lineage import filter_summary_lineage
+from rankscribe.lineage.recording import (
     Algorithm,
     DatasetGraphInfo,
     EvalLineageInfo,
@@ -20,7 +21,6 @@ from rankscribe.lineage import (
     TrainLineageInfo,
     UserDefinedInfo,
     ValidDataset,
-    filter_summary_lineage,
 )
 from rankscribe.writer import SummaryRecord
 from rankscribe.writer.events import load_dir

@@ -17,13 +17,8 @@ from typing import Any
 
 import pytest
 
-from rankscribe.lineage import (
-    DatasetGraphInfo,
-    EvalLineageInfo,
-    LineageError,
-    UserDefinedInfo,
-    filter_summary_lineage,
-)
+from rankscribe.lineage import LineageError, filter_summary_lineage
+from rankscribe.lineage.recording import DatasetGraphInfo, EvalLineageInfo, UserDefinedInfo
 from rankscribe.writer.files import frame
 from rankscribe.writer.pb import lineage_pb2
 

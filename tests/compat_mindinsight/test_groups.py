@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rankscribe.lineage import Algorithm, HyperParameters, TrainLineageInfo, group_runs
+from rankscribe.lineage import group_runs
+from rankscribe.lineage.recording import Algorithm, HyperParameters, TrainLineageInfo
 from rankscribe.writer import SummaryRecord, reader
 
 STEPS = 12

@@ -21,7 +21,8 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from tensorboard.plugins import base_plugin
 from tensorboard.plugins.custom_scalar import custom_scalars_plugin
 
-from rankscribe.lineage import Algorithm, HyperParameters, TrainLineageInfo, group_runs
+from rankscribe.lineage import group_runs
+from rankscribe.lineage.recording import Algorithm, HyperParameters, TrainLineageInfo
 from rankscribe.writer import SummaryRecord, reader
 
 pytestmark = pytest.mark.tensorboard  # the tensorboard env runs it, where tensorboard is installed

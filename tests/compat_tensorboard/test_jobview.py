@@ -22,15 +22,15 @@ from tensorboard.plugins import base_plugin
 from tensorboard.plugins.custom_scalar import custom_scalars_plugin
 from tensorboard.plugins.hparams import api_pb2, get_experiment, hparams_plugin, list_session_groups
 
-from rankscribe.lineage import (
+from rankscribe.lineage import merge_run_dir
+from rankscribe.lineage.jobparts import STEP_TIME_TAG, JobPartial
+from rankscribe.lineage.jobview import LiveJobView
+from rankscribe.lineage.recording import (
     Algorithm,
     EvalLineageInfo,
     HyperParameters,
     TrainLineageInfo,
-    merge_run_dir,
 )
-from rankscribe.lineage.jobparts import JobPartial
-from rankscribe.lineage.jobview import STEP_TIME_TAG, LiveJobView
 from rankscribe.writer import SummaryRecord, reader
 from rankscribe.writer.files import frame
 from rankscribe.writer.pb import lineage_pb2

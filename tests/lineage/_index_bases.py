@@ -10,11 +10,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-# private: the index file's name and scan rule (the index container)
-from rankscribe.lineage.index._cache import INDEX_NAME
-
-# private: the index container's codec
-from rankscribe.lineage.index._index_encoding import decode_document, encode_document
+from tests.lineage._documented import INDEX_NAME
+from tests.lineage._npz_files import index_file, read_index_document
 
 OLD = 1_600_000_000  # an mtime well before any scan
 
@@ -41,10 +38,10 @@ def graph_base(root: Path, lw: Any, count: int = 3) -> Path:
 
 
 def read_index(base: Path) -> dict[str, Any]:
-    """The index document of ``base``, decoded."""
-    return decode_document((base / INDEX_NAME).read_bytes())
+    """The index document of ``base``, read as docs/lineage-queries.md describes it."""
+    return read_index_document((base / INDEX_NAME).read_bytes())
 
 
 def index_bytes(document: dict[str, Any]) -> bytes:
     """The bytes of an index file holding ``document`` (a forged or foreign index)."""
-    return encode_document(document)
+    return index_file(document)

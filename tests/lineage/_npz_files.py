@@ -44,3 +44,62 @@ def _entry(name: str) -> zipfile.ZipInfo:
     info.create_system = 3
     info.external_attr = 0o600 << 16
     return info
+
+
+# The lineage index's layout (docs/lineage-queries.md, "The index"): the lists that may
+# be stored as arrays, each replaced in the document by its column's number.
+_COLUMN_LISTS = ("path", "dir_mtime", "final", "create_time", "update_time", "files", "graph")
+_SPARSE = ("metric", "user_defined")
+_TWO_ARRAYS = ("words", "files")  # the column kinds stored as two arrays
+
+
+def _text(array: Any) -> list[str]:
+    return bytes(array.tobytes()).decode("utf-8", "surrogatepass").split("\0")
+
+
+def _column(kind: str, parts: list[Any]) -> list[Any]:
+    """One stored column's values, read as the page describes each kind."""
+    if kind in ("i64", "f64", "bool"):
+        return parts[0].tolist()
+    if kind == "text":
+        return _text(parts[0])
+    if kind == "words":
+        distinct = _text(parts[0])
+        return [distinct[code] for code in parts[1].tolist()]
+    assert kind == "files", kind
+    numbers = parts[1].reshape(-1, 4).tolist()  # size, mtime, inode, ctime per run
+    return [[name, *row] for name, row in zip(_text(parts[0]), numbers, strict=True)]
+
+
+def _slots(document: dict[str, Any]) -> list[tuple[Any, Any]]:
+    """Each (container, key) where a stored column's number may stand."""
+    slots: list[tuple[Any, Any]] = [(document, name) for name in _COLUMN_LISTS if name in document]
+    slots += [(document["fields"], name) for name in document.get("fields", {})]
+    for section in _SPARSE:
+        for column in document.get(section, {}).values():
+            slots += [(column, 0), (column, 1)]
+    return slots
+
+
+def read_index_document(data: bytes) -> dict[str, Any]:
+    """An index file's document, every stored column put back in its place as a list."""
+    document, arrays = read_archive(data)
+    columns: list[list[Any]] = []
+    taken = 0
+    for kind, count in document.pop("columns"):
+        size = 2 if kind in _TWO_ARRAYS else 1
+        values = _column(kind, arrays[taken : taken + size])
+        taken += size
+        assert len(values) == count, (kind, len(values), count)
+        columns.append(values)
+    assert taken == len(arrays), "arrays left after the index's columns"
+    for container, key in _slots(document):
+        if type(container[key]) is int:
+            container[key] = columns[container[key]]
+    return document
+
+
+def index_file(document: dict[str, Any]) -> bytes:
+    """An index file holding ``document`` with every column in its JSON document (a
+    valid index too, the page says): a forged or foreign index."""
+    return write_archive({**document, "columns": []}, [])

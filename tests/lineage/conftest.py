@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from rankscribe.lineage import (
+from rankscribe.lineage.recording import (
     Algorithm,
     DatasetGraphInfo,
     EvalLineageInfo,

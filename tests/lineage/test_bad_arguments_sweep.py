@@ -21,10 +21,11 @@ import numpy as np
 import pytest
 
 from rankscribe import lineage
-from rankscribe.lineage import LineageError, RunLineage, TrainLineageInfo, jobparts, recording
+from rankscribe.lineage import LineageError, RunLineage, jobparts, recording
 from rankscribe.lineage import jobview as jobview_module
 from rankscribe.lineage.errors import LineageExpressionError, LineageParamSummaryPathError
 from rankscribe.lineage.jobview import JobStatistics, RankSeries, StragglerEvidence
+from rankscribe.lineage.recording import TrainLineageInfo
 from rankscribe.writer import SummaryRecord
 from tests._support.sweeps import (
     ValidCalls,

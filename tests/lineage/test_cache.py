@@ -18,9 +18,10 @@ import pytest
 
 from rankscribe.lineage import __version__, filter_summary_lineage
 
-# private: the index file's name and scan rule (the index container)
-from rankscribe.lineage.index._cache import INDEX_NAME, forget_scans, scan_base_dir
+# private: the scan's counts (which path a query took) and forget_scans (a new process)
+from rankscribe.lineage.index._cache import forget_scans, scan_base_dir
 from tests._support.launchers import run_bounded
+from tests.lineage._documented import INDEX_NAME
 from tests.lineage._index_bases import graph_base, index_bytes, read_index
 
 

@@ -5,27 +5,39 @@ The checks themselves are rankscribe.ranks.arguments' (tests/ranks/test_argument
 
 from __future__ import annotations
 
-import argparse
-import re
 from pathlib import Path
 
 import pytest
 
-# The CLI tests see this wording only inside argparse's usage message.
-# private: the argparse type of the CLI's int options, its own wording
-from rankscribe.lineage._checks import int_argument
+from rankscribe.lineage.cli import main
 from rankscribe.lineage.errors import LineageParamValueError
 from rankscribe.lineage.jobview import RankSeries, write_job_view
 
 
-def test_int_argument_for_argparse() -> None:
-    parser = argparse.ArgumentParser(exit_on_error=False)
-    parser.add_argument("--n", type=int_argument(4))
-    assert parser.parse_args(["--n", "9"]).n == 9
-    with pytest.raises(argparse.ArgumentError, match=re.escape("expected an int >= 4, got 3")):
-        parser.parse_args(["--n", "3"])
-    with pytest.raises(argparse.ArgumentError, match=re.escape("expected an int >= 4, got 'x'")):
-        parser.parse_args(["--n", "x"])
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [("3", "expected an int >= 4, got 3"), ("x", "expected an int >= 4, got 'x'")],
+)
+def test_an_int_option_names_the_form_and_the_value(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str, said: str
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["report", str(tmp_path), "--max-points", value])
+    assert stopped.value.code == 2
+    assert f"argument --max-points: {said}" in capsys.readouterr().err
+
+
+def test_an_int_option_takes_an_int_in_its_range(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 0 is taken (the base, which holds no run, is what the command then refuses) ...
+    assert main(["query", str(tmp_path), "--limit", "0"]) == 1
+    assert "no summary or lineage file" in capsys.readouterr().err
+    # ... and -1, below the limit's floor, is not.
+    with pytest.raises(SystemExit) as stopped:
+        main(["query", str(tmp_path), "--limit", "-1"])
+    assert stopped.value.code == 2
+    assert "argument --limit: expected an int >= 0, got -1" in capsys.readouterr().err
 
 
 def test_write_job_view_refuses_a_bool_world_size(tmp_path: Path) -> None:

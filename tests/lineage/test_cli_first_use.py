@@ -9,9 +9,7 @@ from typing import Any
 import pytest
 
 from rankscribe.lineage.cli import main
-
-# private: the search field table (FIELD_MAPPING), no public door
-from rankscribe.lineage.query._conditions import FIELD_MAPPING
+from tests.lineage._documented import documented_fields
 
 ERROR = "rankscribe-lineage: error: "
 
@@ -115,7 +113,7 @@ def test_help_lists_the_fields(capsys: pytest.CaptureFixture[str]) -> None:
     assert raised.value.code == 0
     out = capsys.readouterr().out
     listed = out[out.index("fields --where, --sort and --columns take:") :]
-    for name in FIELD_MAPPING:
+    for name in documented_fields():
         assert re.search(rf"\b{name}\b", listed), name
     assert "metric/<name>" in listed and "user_defined/<name>" in listed
     assert "train_dataset_size" in listed and "train_dataset_count" in listed

@@ -22,10 +22,8 @@ import pytest
 from rankscribe.lineage import filter_runs
 from rankscribe.lineage.cli import main
 from rankscribe.lineage.errors import LineageExpressionError
-
-# private: the search field table (FIELD_MAPPING), no public door
-from rankscribe.lineage.query._conditions import FIELD_MAPPING
 from rankscribe.writer.files import frame
+from tests.lineage._documented import documented_fields
 
 ERROR = "rankscribe-lineage: error: "
 CONTROL_BYTES = [chr(code) for code in (*range(0x20), 0x7F)]
@@ -56,7 +54,7 @@ def command(*argv: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
 def test_every_field_the_help_lists_is_a_column(
     three_runs: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for name in FIELD_MAPPING:
+    for name in documented_fields():
         code, out, err = run(capsys, "query", str(three_runs), "--columns", name)
         assert (code, err) == (0, ""), name
         assert out.splitlines()[0].split() == ["run", name]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from rankscribe.lineage import EvalLineageInfo, UserDefinedInfo
+from rankscribe.lineage.recording import EvalLineageInfo, UserDefinedInfo
 from rankscribe.writer.files import frame
 from rankscribe.writer.pb import lineage_pb2
 

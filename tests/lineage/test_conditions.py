@@ -600,13 +600,11 @@ def test_get_summary_lineage_key_errors(
 
 
 def test_unreadable_directory_is_a_query_error(base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # private: the run-discovery rule (which dirs hold runs)
-    from rankscribe.lineage.record import _discovery as discovery
-
     def refuse(path: str) -> Any:
         raise PermissionError(13, "Permission denied", path)
 
-    monkeypatch.setattr(discovery.os, "scandir", refuse)
+    # Every directory refuses to be listed (as root, a mode would not make it refuse).
+    monkeypatch.setattr(os, "scandir", refuse)
     with pytest.raises(LineageQuerySummaryDataError) as caught:
         filter_summary_lineage(str(base))
     assert caught.value.error_code == "50542215"

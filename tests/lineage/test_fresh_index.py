@@ -15,19 +15,11 @@ import pytest
 
 from rankscribe.lineage import filter_runs, filter_summary_lineage
 
-# private: the index file's name and scan rule (the index container)
+# private: the scan's counts (which path a query took) and forget_scans (a new process)
 from rankscribe.lineage.index import _cache
-
-# private: the index file's name and scan rule (the index container)
-from rankscribe.lineage.index._cache import INDEX_NAME, scan_base_dir
-
-# private: the index container's codec
-from rankscribe.lineage.index._index_encoding import decode_document
-
-# private: the index container's version and loader
-from rankscribe.lineage.index._index_file import load_index
 from tests._support.launchers import run_bounded
-from tests.lineage._index_bases import OLD, finish, index_bytes
+from tests.lineage._documented import INDEX_NAME
+from tests.lineage._index_bases import OLD, finish, index_bytes, read_index
 
 
 def make_base(tmp_path: Path, lw: Any, count: int = 6) -> Path:
@@ -51,7 +43,7 @@ def forget_earlier_scans() -> None:
 
 def warm(base: Path) -> _cache.ScanResult:
     _cache.forget_scans()  # as a new process: the index is read from disk
-    return scan_base_dir(str(base))
+    return _cache.scan_base_dir(str(base))
 
 
 QUERIES: list[dict[str, Any]] = [
@@ -70,7 +62,7 @@ def test_a_warm_query_answers_what_reading_every_file_answers(
 ) -> None:
     base = make_base(tmp_path, lw)
     expected = filter_runs(base, use_index=False, **query)
-    scan_base_dir(str(base))  # writes the index
+    _cache.scan_base_dir(str(base))  # writes the index
     scan = warm(base)
     assert (scan.parsed_runs, scan.reused_runs) == (0, 6)
     assert filter_runs(base, **query) == expected
@@ -80,7 +72,7 @@ def test_the_dict_conditions_answer_alike_from_the_index(tmp_path: Path, lw: Any
     base = make_base(tmp_path, lw)
     condition = {"loss": {"lt": 0.45}, "sorted_name": "metric/acc", "sorted_type": "descending"}
     expected = filter_summary_lineage(str(base), condition, use_index=False)
-    scan_base_dir(str(base))
+    _cache.scan_base_dir(str(base))
     warm(base)
     assert filter_summary_lineage(str(base), condition) == expected
     assert filter_summary_lineage(str(base)) == filter_summary_lineage(str(base), use_index=False)
@@ -88,7 +80,7 @@ def test_the_dict_conditions_answer_alike_from_the_index(tmp_path: Path, lw: Any
 
 def test_a_run_file_in_the_base_dir_itself_is_seen(tmp_path: Path, lw: Any) -> None:
     base = make_base(tmp_path, lw)
-    scan_base_dir(str(base))
+    _cache.scan_base_dir(str(base))
     lw.write(base, [lw.train(network="BaseNet", loss=0.05)])
     _cache.forget_scans()
     result = filter_runs(base, "network = 'BaseNet'")
@@ -99,8 +91,8 @@ def test_an_index_out_of_base_order_still_answers_in_base_order(tmp_path: Path, 
     """A hand-made index (runs in another order) is not trusted to be in base order."""
     base = make_base(tmp_path, lw)
     expected = filter_runs(base, use_index=False)
-    scan_base_dir(str(base))
-    index = decode_document((base / INDEX_NAME).read_bytes())
+    _cache.scan_base_dir(str(base))
+    index = read_index(base)
     count = len(index["path"])
     order = list(reversed(range(count)))
     for name in ("path", "dir_mtime", "final", "create_time", "update_time", "files", "graph"):
@@ -114,17 +106,15 @@ def test_an_index_out_of_base_order_still_answers_in_base_order(tmp_path: Path, 
             for key, (positions, values) in index[section].items()
         }
     (base / INDEX_NAME).write_bytes(index_bytes(index))
-    loaded = load_index(str(base))
-    assert loaded is not None and loaded.dropped == 0  # a valid index, in another order
     scan = warm(base)
-    assert scan.parsed_runs == 0
+    assert scan.parsed_runs == 0  # a valid index, in another order: every run read from it
     assert filter_runs(base) == expected
 
 
 def test_a_directory_that_is_not_a_run_does_not_stop_the_warm_path(tmp_path: Path, lw: Any) -> None:
     base = make_base(tmp_path, lw)
     expected = filter_runs(base, use_index=False)
-    scan_base_dir(str(base))
+    _cache.scan_base_dir(str(base))
     (base / "notes").mkdir()  # no summary file: not a run
     assert filter_runs(base) == expected
     warm(base)
@@ -134,7 +124,7 @@ def test_a_directory_that_is_not_a_run_does_not_stop_the_warm_path(tmp_path: Pat
 def test_a_warm_query_loads_neither_numpy_nor_protobuf(tmp_path: Path, lw: Any) -> None:
     """What makes a warm query from a new process start fast: nothing it does not need."""
     base = make_base(tmp_path, lw)
-    scan_base_dir(str(base))
+    _cache.scan_base_dir(str(base))
     code = (
         "import io, sys, contextlib; from rankscribe.lineage.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
@@ -152,7 +142,7 @@ def test_runs_sharing_a_dataset_graph_each_get_a_copy_of_their_own(tmp_path: Pat
     for name in ("a", "b"):
         lw.write(base / name, [lw.train(network="Net", loss=0.5), lw.graph(graph)], mtime=OLD)
         finish(base / name)
-    scan_base_dir(str(base))  # writes the index, where the two runs share one graph
+    _cache.scan_base_dir(str(base))  # writes the index, where the two runs share one graph
     warm(base)
     first = filter_runs(base, lineage_type="dataset")["object"]
     assert first[0]["dataset_graph"] == first[1]["dataset_graph"]

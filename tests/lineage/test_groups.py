@@ -17,19 +17,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rankscribe.lineage import (
+from rankscribe.lineage import LineageError, RunGroup, filter_runs, group_runs, merge_run_dir
+from rankscribe.lineage.cli import main
+from rankscribe.lineage.recording import (
     Algorithm,
     EvalLineageInfo,
     HyperParameters,
-    LineageError,
-    RunGroup,
     TrainLineageInfo,
     UserDefinedInfo,
-    filter_runs,
-    group_runs,
-    merge_run_dir,
 )
-from rankscribe.lineage.cli import main
 from rankscribe.writer import SummaryRecord, reader
 from tests.lineage._index_bases import OLD, finish
 
@@ -387,9 +383,6 @@ def test_a_warm_query_stays_warm_beside_the_groups(
     # private: whether the warm path answered has no public door (the answer is the same)
     from rankscribe.lineage.index import _cache
 
-    # private: the warm path's freshness check, for the same reason
-    from rankscribe.lineage.index._fresh_index import unchanged_table
-
     base = tmp_path / "base"
     for index in range(4):
         lw.write(
@@ -403,7 +396,7 @@ def test_a_warm_query_stays_warm_beside_the_groups(
     os.mkdir(base / "_groups", 0o700)  # as group leaves it (its folders hold no run)
     os.utime(base, (OLD, OLD))
     answers: list[object] = []
-    original = unchanged_table
+    original = _cache.unchanged_table  # type: ignore[attr-defined]  # the freshness check
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         answers.append(original(*args, **kwargs))

@@ -21,14 +21,12 @@ import pytest
 
 from rankscribe.lineage import filter_runs, filter_summary_lineage
 
-# private: the index file's name and scan rule (the index container)
-from rankscribe.lineage.index._cache import INDEX_NAME, forget_scans, scan_base_dir
+# private: the scan's counts (which path a query took) and forget_scans (a new process)
+from rankscribe.lineage.index._cache import forget_scans, scan_base_dir
 
-# private: the index container's codec
+# private: the index container's codec, the algorithm under test
 from rankscribe.lineage.index._index_encoding import decode_document, encode_document
-
-# private: the index container's version and loader
-from rankscribe.lineage.index._index_file import INDEX_VERSION, load_index
+from tests.lineage._documented import INDEX_NAME, INDEX_VERSION
 from tests.lineage._index_bases import graph_base, read_index
 from tests.lineage._npz_files import read_archive, write_archive
 
@@ -144,8 +142,8 @@ def test_a_damaged_binary_index_is_rebuilt_with_one_warning(
     warnings = [record.getMessage() for record in caplog.records]
     assert len(warnings) == 1 and INDEX_NAME in warnings[0] and said in warnings[0], warnings
     assert scan.parsed_runs == 3  # read again from the runs
-    loaded = load_index(str(base))  # and written again, whole
-    assert loaded is not None and loaded.dropped == 0
+    forget_scans()
+    assert scan_base_dir(str(base)).reused_runs == 3  # and written again, whole
 
 
 def test_a_wrong_typed_entry_in_a_binary_index_is_read_again(

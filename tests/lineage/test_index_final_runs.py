@@ -18,19 +18,10 @@ import pytest
 
 from rankscribe.lineage import filter_runs, filter_summary_lineage
 
-# private: the index file's name and scan rule (the index container)
+# private: the scan's counts (which path a query took) and forget_scans (a new process)
 from rankscribe.lineage.index import _cache
-
-# private: the index file's name and scan rule (the index container)
-from rankscribe.lineage.index._cache import INDEX_NAME, scan_base_dir
-
-# private: the index container's codec
-from rankscribe.lineage.index._index_encoding import decode_document
-
-# private: the run-discovery rule (which dirs hold runs)
-from rankscribe.lineage.record import _discovery
 from tests._support.launchers import run_bounded
-from tests.lineage._index_bases import OLD, finish
+from tests.lineage._index_bases import OLD, finish, read_index
 
 
 def make_base(tmp_path: Path, lw: Any, count: int = 3) -> Path:
@@ -52,7 +43,7 @@ def forget_earlier_scans() -> None:
 
 def final(base: Path, run: str) -> bool:
     """Whether the index on disk holds ``run`` as final."""
-    index = decode_document((base / INDEX_NAME).read_bytes())
+    index = read_index(base)
     return index["final"][index["path"].index(run)]
 
 
@@ -64,17 +55,17 @@ def networks(base: Path) -> list[str]:
 def count_listings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every directory a scan lists, whether by entries (``scandir``) or by names only."""
     listed: list[str] = []
-    real, real_names = _discovery._list, os.listdir
+    real, real_names = os.scandir, os.listdir
 
-    def listing(path: str) -> Any:
-        listed.append(path)
+    def listing(path: Any = ".") -> Any:
+        listed.append(os.fspath(path))
         return real(path)
 
     def names(path: Any = ".") -> list[str]:
         listed.append(os.fspath(path))
         return real_names(path)
 
-    monkeypatch.setattr(_discovery, "_list", listing)
+    monkeypatch.setattr(os, "scandir", listing)
     monkeypatch.setattr(os, "listdir", names)
     return listed
 
@@ -83,15 +74,15 @@ def test_a_final_run_is_not_listed_again(
     tmp_path: Path, lw: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     base = make_base(tmp_path, lw)
-    assert scan_base_dir(str(base)).parsed_runs == 3
-    assert all(decode_document((base / INDEX_NAME).read_bytes())["final"])
+    assert _cache.scan_base_dir(str(base)).parsed_runs == 3
+    assert all(read_index(base)["final"])
     listed = count_listings(monkeypatch)
-    warm = scan_base_dir(str(base))
+    warm = _cache.scan_base_dir(str(base))
     assert (warm.parsed_runs, warm.reused_runs) == (0, 3)
     assert listed == [str(base)]  # the base dir only; each run took two stats
     _cache.forget_scans()  # as another process: from the index on disk
     listed.clear()
-    assert scan_base_dir(str(base)).reused_runs == 3
+    assert _cache.scan_base_dir(str(base)).reused_runs == 3
     assert listed == [str(base)]
 
 

@@ -14,14 +14,8 @@ from rankscribe.lineage.errors import (
     LineageParamTypeError,
     LineageParamValueError,
 )
-from rankscribe.lineage.jobparts import FINGERPRINT_TAG
-from rankscribe.lineage.jobview import (
-    STEP_TIME_TAG,
-    JobView,
-    RankSeries,
-    verdict_lines,
-    write_job_view,
-)
+from rankscribe.lineage.jobparts import FINGERPRINT_TAG, STEP_TIME_TAG
+from rankscribe.lineage.jobview import JobView, RankSeries, verdict_lines, write_job_view
 from rankscribe.writer import files, reader
 from rankscribe.writer.events import read_events, read_tensorboard_events
 

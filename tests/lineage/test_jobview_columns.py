@@ -27,12 +27,10 @@ from rankscribe.lineage.jobview import (
     rank_dir_arrays,
     series_from_dir,
 )
-
-# private: the report's data reduction, no public door
-from rankscribe.lineage.report._data import read_report_data
 from rankscribe.writer import SummaryRecord, events, reader
 from rankscribe.writer.files import frame
 from rankscribe.writer.pb import summary_pb2
+from tests._support.report_page import decoded, page_figures, write_page
 
 RANKS = 3
 
@@ -113,21 +111,29 @@ def test_the_offline_merge_gives_the_statistics_of_the_last_value_of_each_step(
 
 def test_the_report_draws_the_same_bands_and_rank_curves(tmp_path: Path) -> None:
     write_job(tmp_path / "base" / "job")
-    data = read_report_data(tmp_path / "base", max_points=1000, workers=1)
-    (job,) = data.jobs
+    written = write_page(tmp_path / "base", tmp_path / "report.html", "--workers", "1")
+    charts = {
+        str(figure["layout"].get("title", {}).get("text", "")): figure["data"]
+        for figure in page_figures(written.path.read_text(encoding="utf-8"))
+        if any(trace.get("name") == "mean over ranks" for trace in figure["data"])
+    }
+
+    def points(trace: dict[str, Any]) -> tuple[list[Any], list[Any]]:
+        return decoded(trace["x"]).tolist(), decoded(trace["y"]).tolist()
+
     for tag, by_step in expected_statistics(tmp_path / "base" / "job").items():
         steps = sorted(by_step)
-        band = job.bands[tag]
-        assert band["mean"].steps.tolist() == steps
-        np.testing.assert_allclose(band["mean"].values, [np.mean(by_step[s]) for s in steps])
-        assert band["min"].values.tolist() == [min(by_step[s]) for s in steps]
-        assert band["max"].values.tolist() == [max(by_step[s]) for s in steps]
+        lower, upper, mean = (points(trace) for trace in charts[tag][:3])  # the band, its mean
+        assert mean[0] == lower[0] == upper[0] == steps
+        np.testing.assert_allclose(mean[1], [np.mean(by_step[s]) for s in steps])
+        assert lower[1] == [min(by_step[s]) for s in steps]
+        assert upper[1] == [max(by_step[s]) for s in steps]
     for rank in range(RANKS):
         last = last_of_each_step(
             protobuf_points(tmp_path / "base" / "job" / f"rank_{rank}")["loss"]
         )
-        curve = job.ranks[rank]["loss"]
-        assert dict(zip(curve.steps.tolist(), curve.values.tolist(), strict=True)) == last
+        (trace,) = [trace for trace in charts["loss"] if trace["name"] == f"rank {rank}"]
+        assert dict(zip(*points(trace), strict=True)) == last
 
 
 def test_a_torn_tail_counts_the_records_before_it_and_names_the_file(

@@ -27,21 +27,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankscribe.lineage.errors import LineageParamValueError
-
-# private: the live view's patience constant, no public door
-from rankscribe.lineage.job._live import PATIENCE
-from rankscribe.lineage.jobparts import LIVE_STATE_NAME, JobPartial, PartialFormatError, ranges_text
-from rankscribe.lineage.jobview import (
+from rankscribe.lineage.jobparts import (
+    LIVE_STATE_NAME,
     STEP_TIME_TAG,
-    JobStatistics,
-    LiveJobView,
-    RankSeries,
-    live_lines,
+    JobPartial,
+    PartialFormatError,
+    ranges_text,
 )
+from rankscribe.lineage.jobview import JobStatistics, LiveJobView, RankSeries, live_lines
 from rankscribe.writer.reader import scalars
 from tests.lineage._npz_files import read_archive, write_archive
 
 TAGS = ("loss/auto", "metric/acc", STEP_TIME_TAG)
+# docs/job-view.md, "Live": rank 0 waits for every rank heard from in the last 3 intervals.
+PATIENCE = 3
 
 
 def rank_points(

@@ -27,12 +27,8 @@ from rankscribe.lineage.cli import main
 
 # private: the per-rank sort/merge rule of the statistics
 from rankscribe.lineage.job._statistics import rank_arrays, sorted_arrays
-from rankscribe.lineage.jobview import (
-    STEP_TIME_TAG,
-    rank_dir_arrays,
-    series_from_dir,
-    write_job_view,
-)
+from rankscribe.lineage.jobparts import STEP_TIME_TAG
+from rankscribe.lineage.jobview import rank_dir_arrays, series_from_dir, write_job_view
 from rankscribe.writer import SummaryRecord, events, reader
 
 STEPS = 40

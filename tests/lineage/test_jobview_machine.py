@@ -14,21 +14,17 @@ from typing import Any
 import numpy as np
 import pytest
 
+from rankscribe.lineage import judge_timings
 from rankscribe.lineage.cli import main
 from rankscribe.lineage.jobparts import (
+    STEP_TIME_TAG,
     SYSTEM_TAG_PREFIX,
     SYSTEM_TAGS,
     is_timing_tag,
     system_evidence,
     system_evidence_records,
 )
-from rankscribe.lineage.jobview import (
-    STEP_TIME_TAG,
-    RankSeries,
-    judge_timings,
-    verdict_lines,
-    write_job_view,
-)
+from rankscribe.lineage.jobview import RankSeries, verdict_lines, write_job_view
 from rankscribe.writer import SummaryRecord
 
 STEPS, SLOW = 40, 2

@@ -19,8 +19,8 @@ from rankscribe.lineage import (
 )
 from rankscribe.lineage.cli import main
 from rankscribe.lineage.errors import LineageMergeError, LineageParamTypeError
-from rankscribe.lineage.jobparts import FINGERPRINT_TAG
-from rankscribe.lineage.jobview import STEP_TIME_TAG, series_from_dir
+from rankscribe.lineage.jobparts import FINGERPRINT_TAG, STEP_TIME_TAG
+from rankscribe.lineage.jobview import series_from_dir
 from rankscribe.lineage.recording import write_merged_lineage
 from rankscribe.writer import SummaryRecord, reader
 

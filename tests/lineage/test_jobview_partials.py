@@ -29,8 +29,8 @@ from rankscribe.lineage.errors import LineageMergeError
 
 # private: the batch merge of many partials, an algorithm
 from rankscribe.lineage.job._batch_merge import merge_all
-from rankscribe.lineage.jobparts import JobPartial, PartialFormatError, TagStatistics
-from rankscribe.lineage.jobview import STEP_TIME_TAG, JobStatistics, RankSeries
+from rankscribe.lineage.jobparts import STEP_TIME_TAG, JobPartial, PartialFormatError, TagStatistics
+from rankscribe.lineage.jobview import JobStatistics, RankSeries
 from tests.lineage._npz_files import read_archive, write_archive
 
 _COLUMNS = (

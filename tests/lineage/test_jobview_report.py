@@ -1,40 +1,82 @@
-"""The report's words for the new straggler keys: a slow node, and a timing other than the step."""
+"""The report's words for the new straggler keys: a slow node, and a timing other than the step.
+
+Each case is a job the report reads as a user's would be: its ranks' step times, and a
+merged lineage whose ``user_defined`` holds the verdicts under test.
+"""
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
 from typing import Any
 
-import numpy as np
+from rankscribe.lineage import RunLineage
+from rankscribe.lineage.recording import HyperParameters, TrainLineageInfo, write_merged_lineage
+from rankscribe.writer import SummaryRecord
+from tests._support.report_page import page_figures, write_page
 
-# private: the report's data reduction, no public door
-from rankscribe.lineage.report._data import DrawnCurve, RunInfo
-
-# private: the report page's HTML pieces, no public door
-from rankscribe.lineage.report._page import _step_time_html
-
-# private: the report's comparison table rule, no public door
-from rankscribe.lineage.report._table import verdict_summary
+#: The colour the report draws an alarm in (a straggler with its cost).
+ALARM_RED = "#d62728"
+_CELL = re.compile(r'<td data-text="[^"]*"(?: title="[^"]*")?>([^<]*)</td>')
 
 
-def _job(verdicts: dict[str, Any], ranks: int = 4) -> RunInfo:
-    rank_dirs = {rank: f"/base/job/rank_{rank}" for rank in range(ranks)}
-    return RunInfo("job", "/base/job", {"user_defined": verdicts}, rank_dirs)
+def job_page(directory: Path, verdicts: dict[str, Any], ranks: int = 4) -> str:
+    """The report page of one job of ``ranks`` ranks whose merged lineage holds ``verdicts``;
+    a collective evened the step times out: they are the same on every rank."""
+    job = directory / "base" / "job"
+    for rank in range(ranks):
+        with SummaryRecord(job / f"rank_{rank}", rank=rank) as record:
+            for step in (1, 2, 3):
+                record.add_value("scalar", "rankscribe/step_time", 0.05)
+                record.record(step)
+    train = TrainLineageInfo(hyper_parameters=HyperParameters(optimizer="SGD"))
+    lineage = RunLineage.from_records(str(job), train=train)
+    write_merged_lineage(job, lineage, user_defined=verdicts)
+    return write_page(directory / "base", directory / "report.html").path.read_text("utf-8")
 
 
-def test_a_slow_node_is_summed_up_whole() -> None:
+def verdict_summary(page: str) -> str:
+    """The job's cell in the runs table's verdicts column."""
+    (cell,) = [cell for cell in _CELL.findall(page) if "straggler" in cell]
+    return cell
+
+
+def figure_title(figure: dict[str, Any]) -> str:
+    return str(figure["layout"].get("title", {}).get("text", ""))
+
+
+def step_time_figure(page: str) -> dict[str, Any]:
+    (figure,) = [
+        figure for figure in page_figures(page) if "step time per rank" in figure_title(figure)
+    ]
+    return figure
+
+
+def step_time_title(page: str) -> str:
+    return figure_title(step_time_figure(page))
+
+
+def test_a_slow_node_is_summed_up_whole(tmp_path: Path) -> None:
     verdicts = {
         "job/straggler_rank": 3,
         "job/straggler_ranks": "2,3",
         "job/straggler_timing": "rankscribe/section/compute",
     }
-    assert verdict_summary(_job(verdicts)) == "stragglers: ranks 2,3 (no cost recorded)"
+    assert verdict_summary(job_page(tmp_path / "node", verdicts)) == (
+        "stragglers: ranks 2,3 (no cost recorded)"
+    )
     one = {"job/straggler_rank": 1, "job/straggler_ranks": "1"}
-    assert verdict_summary(_job(one)) == "straggler: rank 1 (no cost recorded)"
+    assert (
+        verdict_summary(job_page(tmp_path / "one", one)) == "straggler: rank 1 (no cost recorded)"
+    )
     costed = {**verdicts, "job/straggler_cost_seconds": 0.002, "job/straggler_cost_share": 0.1}
-    assert verdict_summary(_job(costed)) == "2.0 ms a step (10%): stragglers ranks 2,3"
+    assert verdict_summary(job_page(tmp_path / "costed", costed)) == (
+        "2.0 ms a step (10%): stragglers ranks 2,3"
+    )
 
 
-def test_the_summary_and_the_chart_lead_with_the_cost() -> None:
+def test_the_summary_and_the_chart_lead_with_the_cost(tmp_path: Path) -> None:
     verdicts = {
         "job/straggler_cost_seconds": 0.0041,
         "job/straggler_cost_share": 0.33,
@@ -43,27 +85,21 @@ def test_the_summary_and_the_chart_lead_with_the_cost() -> None:
         "job/straggler_excess": 0.5,
         "job/straggler_timing": "rankscribe/forward_time",
     }
-    assert verdict_summary(_job(verdicts)) == "4.1 ms a step (33%): straggler rank 1"
-    html = "".join(_step_time_html(_JobData(verdicts), 1000))  # type: ignore[arg-type]
-    assert "4.1 ms a step (33%) lost to straggler rank 1 (named by its forward time)" in html
-    assert "#d62728" in html  # an alarm: drawn red
+    page = job_page(tmp_path / "cost", verdicts, ranks=2)
+    assert verdict_summary(page) == "4.1 ms a step (33%): straggler rank 1"
+    figure = step_time_figure(page)
+    assert "4.1 ms a step (33%) lost to straggler rank 1 (named by its forward time)" in (
+        figure_title(figure)
+    )
+    assert ALARM_RED in json.dumps(figure)  # an alarm: drawn red
     damaged = {**verdicts, "job/straggler_cost_share": "n/a"}
-    assert verdict_summary(_job(damaged)) == "straggler: rank 1 (no cost recorded)"
-    html = "".join(_step_time_html(_JobData(damaged), 1000))  # type: ignore[arg-type]
-    assert "no cost recorded" in html and "#d62728" not in html
+    page = job_page(tmp_path / "damaged", damaged, ranks=2)
+    assert verdict_summary(page) == "straggler: rank 1 (no cost recorded)"
+    figure = step_time_figure(page)
+    assert "no cost recorded" in figure_title(figure) and ALARM_RED not in json.dumps(figure)
 
 
-class _JobData:
-    def __init__(self, verdicts: dict[str, Any]) -> None:
-        self.run = _job(verdicts, ranks=2)
-        # a collective evened the step times out: the same on both ranks
-        self.ranks = {
-            rank: {"rankscribe/step_time": DrawnCurve(np.arange(1, 4), np.full(3, 0.05), 3)}
-            for rank in range(2)
-        }
-
-
-def test_the_step_time_chart_says_which_timing_named_the_straggler() -> None:
+def test_the_step_time_chart_says_which_timing_named_the_straggler(tmp_path: Path) -> None:
     """Equal step times under a collective: the title must not claim they differ."""
     verdicts = {
         "job/straggler_rank": 1,
@@ -71,13 +107,13 @@ def test_the_step_time_chart_says_which_timing_named_the_straggler() -> None:
         "job/straggler_excess": 14.3,
         "job/straggler_timing": "rankscribe/forward_time",
     }
-    html = "".join(_step_time_html(_JobData(verdicts), 1000))  # type: ignore[arg-type]
-    assert "straggler rank 1 (named by its forward time)" in html
-    assert "+1430%" not in html
+    title = step_time_title(job_page(tmp_path / "forward", verdicts, ranks=2))
+    assert "straggler rank 1 (named by its forward time)" in title
+    assert "+1430%" not in title
     by_step = {
         **verdicts,
         "job/straggler_timing": "rankscribe/step_time",
         "job/straggler_excess": 0.5,
     }
-    html = "".join(_step_time_html(_JobData(by_step), 1000))  # type: ignore[arg-type]
-    assert "straggler rank 1, median +50% over the others" in html
+    title = step_time_title(job_page(tmp_path / "step", by_step, ranks=2))
+    assert "straggler rank 1, median +50% over the others" in title

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from rankscribe.lineage.errors import LineageParamValueError
-from rankscribe.lineage.jobview import STEP_TIME_TAG, RankSeries, verdict_lines, write_job_view
+from rankscribe.lineage.jobparts import STEP_TIME_TAG
+from rankscribe.lineage.jobview import RankSeries, verdict_lines, write_job_view
 
 
 def _job(last_steps: dict[int, int]) -> dict[int, RankSeries]:

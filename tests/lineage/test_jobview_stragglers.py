@@ -13,17 +13,15 @@ from hypothesis import strategies as st
 
 # private: the straggler rule's medians (row_medians, others_medians), an algorithm
 from rankscribe.lineage.job._stragglers import others_medians, row_medians
-from rankscribe.lineage.jobparts import paired_ratios, straggler_verdicts
-from rankscribe.lineage.jobview import (
+from rankscribe.lineage.jobparts import (
     DATA_WAIT_TAG,
     FORWARD_TIME_TAG,
     SECTION_TAG_PREFIX,
     STEP_TIME_TAG,
-    RankSeries,
-    StragglerEvidence,
-    verdict_lines,
-    write_job_view,
+    paired_ratios,
+    straggler_verdicts,
 )
+from rankscribe.lineage.jobview import RankSeries, StragglerEvidence, verdict_lines, write_job_view
 
 STEPS = 120
 

@@ -23,17 +23,19 @@ from typing import Any
 import numpy as np
 import pytest
 
+from rankscribe.lineage import VerdictSettings
 from rankscribe.lineage.cli import main
 from rankscribe.lineage.jobparts import (
     CONTROL_NAME,
     LIVE_STATE_NAME,
+    STEP_TIME_TAG,
     ControlFile,
     JobPartial,
     WatchSettings,
     judge_window,
     records_from_verdicts,
 )
-from rankscribe.lineage.jobview import STEP_TIME_TAG, LiveJobView, VerdictSettings
+from rankscribe.lineage.jobview import LiveJobView
 
 COMPUTE = "rankscribe/section/compute"
 BASE = 0.008

@@ -10,14 +10,13 @@ import pytest
 
 from rankscribe.lineage import VerdictSettings, judge_timings
 from rankscribe.lineage.errors import LineageParamTypeError, LineageParamValueError
-from rankscribe.lineage.jobparts import straggler_records, timings_evidence
-from rankscribe.lineage.jobview import (
+from rankscribe.lineage.jobparts import (
     FORWARD_TIME_TAG,
     STEP_TIME_TAG,
-    RankSeries,
-    StragglerEvidence,
-    write_job_view,
+    straggler_records,
+    timings_evidence,
 )
+from rankscribe.lineage.jobview import RankSeries, StragglerEvidence, write_job_view
 
 RANKS, STEPS, STEP = 16, 300, 0.010
 

@@ -14,10 +14,7 @@ from typing import Any
 import pytest
 
 from rankscribe.lineage import (
-    Algorithm,
-    EvalLineageInfo,
     RunLineage,
-    TrainLineageInfo,
     filter_runs,
     filter_summary_lineage,
     get_run_lineage,
@@ -29,6 +26,7 @@ from rankscribe.lineage.errors import LineageMergeError
 
 # private: the offline merge's internals (patched lock/steps)
 from rankscribe.lineage.merge import _merge
+from rankscribe.lineage.recording import Algorithm, EvalLineageInfo, TrainLineageInfo
 from rankscribe.ranks.files import write_rank_dirs
 from tests._support.launchers import run_bounded
 
@@ -404,15 +402,15 @@ def test_merged_file_reads_in_a_fresh_process(job: Path) -> None:
 
 def test_rank_0_online_merge_from_gathered_messages(tmp_path: Path) -> None:
     """What the collector does at rank 0: messages gathered from ranks -> merged file."""
-    from rankscribe.lineage import (
+    from rankscribe.lineage.recording import (
         Algorithm,
         DatasetGraphInfo,
         EvalLineageInfo,
         HyperParameters,
         TrainLineageInfo,
         UserDefinedInfo,
+        write_merged_lineage,
     )
-    from rankscribe.lineage.recording import write_merged_lineage
 
     gathered = {}
     for rank in range(2):

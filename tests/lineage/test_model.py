@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rankscribe.lineage import (
+from rankscribe.lineage.errors import LineageParamTypeError, LineageParamValueError
+from rankscribe.lineage.recording import (
     Algorithm,
     DatasetGraphInfo,
     EvalLineageInfo,
@@ -24,11 +25,14 @@ from rankscribe.lineage import (
     UserDefinedInfo,
     ValidDataset,
 )
-from rankscribe.lineage.errors import LineageParamTypeError, LineageParamValueError
-
-# private: the float32 repr rule of the record model
-from rankscribe.lineage.record._floats import float32_repr
 from rankscribe.writer.pb import lineage_pb2
+
+
+def float32_repr(value: float) -> float | str:
+    """How a query shows a float32 field: an Algorithm's loss, as its query dict holds it."""
+    shown = Algorithm(loss=value).to_query_dict()["loss"]
+    assert isinstance(shown, float | str)
+    return shown
 
 
 def f32(value: float) -> float:

@@ -13,11 +13,9 @@ import pytest
 
 from rankscribe.lineage import filter_summary_lineage
 
-# private: the index file's name and scan rule (the index container)
+# private: the scan's counts and forget_scans; the parse pool's processes (no public door)
 from rankscribe.lineage.index import _cache, _parallel
-
-# private: the index file's name and scan rule (the index container)
-from rankscribe.lineage.index._cache import INDEX_NAME, scan_base_dir
+from tests.lineage._documented import INDEX_NAME
 
 
 @pytest.fixture
@@ -68,7 +66,7 @@ def test_helpers_give_the_same_answer(
 
     monkeypatch.setattr(_parallel.subprocess, "Popen", popen)
     with caplog.at_level(logging.WARNING):
-        scan = scan_base_dir(str(base))
+        scan = _cache.scan_base_dir(str(base))
     assert started == [[sys.executable, "-m", "rankscribe.lineage.index._parse_worker"]] * 2
     assert scan.parsed_runs == 41
     assert any("broken" in record.getMessage() for record in caplog.records)
@@ -86,7 +84,7 @@ def test_a_failing_helper_costs_only_time(base: Path, monkeypatch: pytest.Monkey
     monkeypatch.setenv(_parallel.WORKERS_VARIABLE, "2")
     monkeypatch.setattr(_parallel, "WORKER_MODULE", "rankscribe.lineage.no_such_module")
     assert filter_summary_lineage(str(base), condition) == expected
-    assert scan_base_dir(str(base)).reused_runs == 41  # indexed all the same
+    assert _cache.scan_base_dir(str(base)).reused_runs == 41  # indexed all the same
 
 
 def test_few_runs_use_no_helper(base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -94,13 +92,13 @@ def test_few_runs_use_no_helper(base: Path, monkeypatch: pytest.MonkeyPatch) -> 
         raise AssertionError("no helper for a small scan")
 
     monkeypatch.setattr(_parallel.subprocess, "Popen", refuse)
-    assert scan_base_dir(str(base)).parsed_runs == 41
+    assert _cache.scan_base_dir(str(base)).parsed_runs == 41
 
 
 def test_many_changed_runs_are_parsed_again_with_helpers(
     base: Path, lw: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    scan_base_dir(str(base))
+    _cache.scan_base_dir(str(base))
     for index in range(0, 40, 2):  # rewritten after the index: same names, new content
         lw.write(
             base / f"run{index:02d}", [lw.train(network=f"New{index}")], mtime=2_000_000 + index
@@ -116,7 +114,7 @@ def test_many_changed_runs_are_parsed_again_with_helpers(
         "Popen",
         lambda argv, **kwargs: started.append(argv) or real_popen(argv, **kwargs),
     )
-    scan = scan_base_dir(str(base))
+    scan = _cache.scan_base_dir(str(base))
     assert (scan.parsed_runs, len(started)) == (20, 1)
     assert answers(base) == expected
     networks = {

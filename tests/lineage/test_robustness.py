@@ -176,19 +176,18 @@ def test_nothing_parseable(tmp_path: Path, lw: Any) -> None:
 def test_file_removed_between_listing_and_reading(
     base: Path, lw: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # private: the run-discovery rule (which dirs hold runs)
-    from rankscribe.lineage.record import _discovery as discovery
+    # private: a file removed between the scan's listing and its reading needs the listing
+    from rankscribe.lineage.index import _cache
 
     path = lw.write(base / "vanishing", [lw.train(network="Gone")], mtime=10)
-    real = discovery.list_summary_dirs
+    real = _cache.list_summary_dirs  # type: ignore[attr-defined]  # imported there
 
     def list_then_remove(directory: str, *args: Any) -> Any:
         found = real(directory, *args)
         path.unlink()
         return found
 
-    # private: the index file's name and scan rule (the index container)
-    monkeypatch.setattr("rankscribe.lineage.index._cache.list_summary_dirs", list_then_remove)
+    monkeypatch.setattr(_cache, "list_summary_dirs", list_then_remove)
     with caplog.at_level(logging.WARNING):
         assert networks(base) == ["Good1", "Good2"]
     assert warnings_about(caplog, path)
@@ -208,11 +207,10 @@ def _not_utf8(event: Any) -> bytes:
 def _huge_length(length: int) -> bytes:
     import struct
 
-    # private: CRC-32C and its mask, to forge or check records
-    from rankscribe.writer.format._crc import masked_crc32c
-
+    # A record header claiming ``length`` bytes, its CRC right: a framed record ends with
+    # its payload's masked CRC-32C, so framing the 8 length bytes gives theirs.
     length_bytes = struct.pack("<Q", length)
-    return length_bytes + struct.pack("<I", masked_crc32c(length_bytes)) + b"\0" * 16
+    return length_bytes + frame(length_bytes)[-4:] + b"\0" * 16
 
 
 HOSTILE_FILES = [

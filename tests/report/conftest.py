@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from rankscribe.lineage import (
+from rankscribe.lineage import merge_run_dir
+from rankscribe.lineage.recording import (
     Algorithm,
     EvalLineageInfo,
     HyperParameters,
     TrainDataset,
     TrainLineageInfo,
     UserDefinedInfo,
-    merge_run_dir,
 )
 from rankscribe.writer import SummaryRecord
 

@@ -18,8 +18,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-# private: the report writer behind the CLI, without plotly's browser
-from rankscribe.lineage.report._command import write_report
+from tests._support.report_page import write_page
 
 from .conftest import SINGLE_RUNS, Base
 
@@ -67,7 +66,7 @@ def loaded(base: Base, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Loa
 
     # Grouped by optimizer: the groups section is drawn too (test_groups_are_drawn_as_bands).
     output = tmp_path_factory.mktemp("page") / "report.html"
-    report = Path(write_report(base.path, output, group_by=["optimizer"]).path)
+    report = write_page(base.path, output, "--group-by", "optimizer").path
     profile = tmp_path_factory.mktemp("chromium-profile")
     with sync_playwright() as playwright:
         # A persistent context is how playwright passes --user-data-dir to the browser.
@@ -239,7 +238,7 @@ def test_the_screenshot_shows_the_table_and_a_chart(loaded: Loaded, tmp_path: Pa
 
 def _long_names_base(base: Path) -> Path:
     """Three runs whose networks are long names, the first axis of the comparison."""
-    from rankscribe.lineage import Algorithm, HyperParameters, TrainLineageInfo
+    from rankscribe.lineage.recording import Algorithm, HyperParameters, TrainLineageInfo
     from rankscribe.writer import SummaryRecord
 
     networks = [
@@ -262,7 +261,7 @@ def _long_names_base(base: Path) -> Path:
 
 def test_the_parallel_coordinates_labels_are_not_cut(loaded: Loaded, tmp_path: Path) -> None:
     """Each axis's tick labels lie to its left: the first axis's must fit in the page."""
-    report = Path(write_report(_long_names_base(tmp_path / "base"), tmp_path / "r.html").path)
+    report = write_page(_long_names_base(tmp_path / "base"), tmp_path / "r.html").path
     page = loaded.page.context.new_page()
     try:
         page.goto(report.as_uri(), wait_until="load", timeout=LOAD_TIMEOUT_MS)

@@ -86,26 +86,6 @@ def test_without_plotly_it_says_what_to_install(
     assert not out.exists()
 
 
-def test_without_plotly_the_error_is_the_public_report_unavailable_error(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from rankscribe.lineage.errors import LineageError, ReportUnavailableError
-
-    # private: the report writer behind the CLI, without plotly's browser
-    from rankscribe.lineage.report._command import require_plotly
-
-    for name in [name for name in sys.modules if name.split(".")[0] == "plotly"]:
-        monkeypatch.delitem(sys.modules, name)
-    monkeypatch.setitem(sys.modules, "plotly", None)
-    with pytest.raises(
-        ReportUnavailableError, match=r"pip install 'rankscribe-lineage\[report\]'"
-    ) as raised:
-        require_plotly()
-    # Catchable as the package's error and as the built-in it refines.
-    assert isinstance(raised.value, LineageError)
-    assert isinstance(raised.value, ImportError)
-
-
 def test_the_base_package_and_its_cli_do_not_import_plotly() -> None:
     code = (
         "import sys, rankscribe.lineage, rankscribe.lineage.cli, rankscribe.lineage.jobview\n"

@@ -13,13 +13,8 @@ import pytest
 
 from rankscribe.lineage import group_runs
 from rankscribe.lineage.cli import main
-
-# private: the page's figures, which the written HTML only holds as plotly JSON
-from rankscribe.lineage.report import _page as _report_page
-
-# private: the report's writer with a group-by, before the command parses arguments
-from rankscribe.lineage.report._command import write_report
 from rankscribe.writer import reader
+from tests._support.report_page import page_figures, write_page
 
 from .conftest import JOB, Base
 
@@ -30,22 +25,11 @@ def decoded(array: Any) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def drawn(base: Base, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[dict[str, Any]]]:
-    """The page grouped by optimizer, and every figure it draws (captured on the way to plotly)."""
-    figures: list[dict[str, Any]] = []
-    original = _report_page._chart
-    monkeypatch = pytest.MonkeyPatch()
-
-    def capture(figure: dict[str, Any]) -> str:
-        figures.append(figure)
-        return original(figure)
-
-    monkeypatch.setattr(_report_page, "_chart", capture)
-    try:
-        output = tmp_path_factory.mktemp("out") / "report.html"
-        write_report(base.path, output, group_by=["optimizer"], workers=1)
-    finally:
-        monkeypatch.undo()
-    return output.read_text(encoding="utf-8"), figures
+    """The page grouped by optimizer, and every figure it draws (as the page holds them)."""
+    output = tmp_path_factory.mktemp("out") / "report.html"
+    write_page(base.path, output, "--group-by", "optimizer", "--workers", "1")
+    page = output.read_text(encoding="utf-8")
+    return page, page_figures(page)
 
 
 def _groups_figure(figures: list[dict[str, Any]], tag: str) -> dict[str, Any]:
@@ -128,8 +112,8 @@ def test_the_report_lists_the_same_runs_beside_the_groups_folder(
 ) -> None:
     copy = tmp_path / "base"
     shutil.copytree(base.path, copy, symlinks=True)
-    before = write_report(copy, tmp_path / "before.html")
+    before = write_page(copy, tmp_path / "before.html")
     group_runs(copy, by="optimizer")
     assert (copy / "_groups").is_dir()
-    after = write_report(copy, tmp_path / "after.html")
+    after = write_page(copy, tmp_path / "after.html")
     assert (after.runs, after.jobs, after.single_runs) == (before.runs, before.jobs, 3)

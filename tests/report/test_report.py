@@ -13,17 +13,15 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from rankscribe.lineage import merge_run_dir
-
-# private: the report page's HTML pieces, no public door
-from rankscribe.lineage.report import _page as _report_page
-
-# private: the report writer behind the CLI, without plotly's browser
-from rankscribe.lineage.report._command import write_report
-
-# private: the report's data reduction, no public door
-from rankscribe.lineage.report._data import RunInfo, read_report_data
+from rankscribe.lineage import RunLineage, merge_run_dir
+from rankscribe.lineage.recording import (
+    Algorithm,
+    HyperParameters,
+    TrainLineageInfo,
+    write_merged_lineage,
+)
 from rankscribe.writer import SummaryRecord, reader
+from tests._support.report_page import page_figures, write_page
 
 from .conftest import JOB_STEPS, SINGLE_RUNS, Base
 
@@ -41,27 +39,15 @@ def title(figure: dict[str, Any]) -> str:
 
 @pytest.fixture(scope="module")
 def figures(base: Base, tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    """Every figure the page draws for the base, captured on its way to plotly."""
-    drawn: list[dict[str, Any]] = []
-    original = _report_page._chart
-    monkeypatch = pytest.MonkeyPatch()
-
-    def capture(figure: dict[str, Any]) -> str:
-        drawn.append(figure)
-        return original(figure)
-
-    monkeypatch.setattr(_report_page, "_chart", capture)
-    try:
-        write_report(base.path, tmp_path_factory.mktemp("out") / "report.html")
-    finally:
-        monkeypatch.undo()
-    return drawn
+    """Every figure the page draws for the base, as the page holds it."""
+    written = write_page(base.path, tmp_path_factory.mktemp("out") / "report.html")
+    return page_figures(written.path.read_text(encoding="utf-8"))
 
 
 def test_the_page_is_one_private_file_with_plotly_inlined_once(base: Base, tmp_path: Path) -> None:
-    written = write_report(base.path, tmp_path / "report.html")
+    written = write_page(base.path, tmp_path / "report.html")
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
-    assert written.path == str(tmp_path / "report.html") and written.size == len(page.encode())
+    assert written.path == tmp_path / "report.html"
     assert (written.runs, written.jobs, written.single_runs) == (4, 1, 3)
     assert stat.S_IMODE(os.stat(written.path).st_mode) == 0o600
     assert len(re.findall(r"plotly\.js v\d", page)) == 1
@@ -72,9 +58,9 @@ def test_the_page_is_one_private_file_with_plotly_inlined_once(base: Base, tmp_p
 
 
 def test_the_default_output_is_report_html_in_the_base(base: Base) -> None:
-    written = write_report(base.path)
+    written = write_page(base.path)
     try:
-        assert written.path == os.path.join(base.path, "report.html")
+        assert written.path == base.path / "report.html"
         assert os.path.isfile(written.path)
     finally:
         os.unlink(written.path)
@@ -125,45 +111,45 @@ def test_single_runs_share_one_chart_per_tag(figures: list[dict[str, Any]]) -> N
     assert runs_loss[0]["layout"]["showlegend"] is True  # few runs: a legend names them
 
 
-def test_the_curves_are_the_recorded_values(base: Base) -> None:
-    data = read_report_data(base.path, max_points=1000, workers=1)
-    job = data.jobs[0]
+def test_the_curves_are_the_recorded_values(base: Base, figures: list[dict[str, Any]]) -> None:
     recorded = {
         rank: dict(reader.scalars(base.path / base.job / f"rank_{rank}")["loss"]) for rank in (0, 1)
     }
-    band = job.bands["loss"]
-    assert band["mean"].recorded == JOB_STEPS and len(band["mean"].steps) <= 1000
-    for step, value in zip(band["mean"].steps.tolist(), band["mean"].values.tolist(), strict=True):
+    job_loss = next(
+        f
+        for f in figures
+        if title(f) == "loss" and any(trace["name"] == "mean over ranks" for trace in f["data"])
+    )
+    curves = {
+        (index, trace["name"]): (decoded(trace["x"]).tolist(), decoded(trace["y"]).tolist())
+        for index, trace in enumerate(job_loss["data"])
+    }
+    steps, means = curves[2, "mean over ranks"]
+    assert len(recorded[0]) == JOB_STEPS and len(steps) <= 1000
+    for step, value in zip(steps, means, strict=True):
         assert value == pytest.approx((recorded[0][step] + recorded[1][step]) / 2)
-    for step, value in zip(band["max"].steps.tolist(), band["max"].values.tolist(), strict=True):
+    for step, value in zip(*curves[1, "min..max"], strict=True):  # the band's upper edge
         assert value == max(recorded[0][step], recorded[1][step])
-    rank_one = job.ranks[1]["loss"]
-    assert all(
-        recorded[1][s] == v
-        for s, v in zip(rank_one.steps.tolist(), rank_one.values.tolist(), strict=True)
+    assert all(recorded[1][s] == v for s, v in zip(*curves[4, "rank 1"], strict=True))
+    runs_loss = next(
+        f
+        for f in figures
+        if title(f) == "loss" and {trace["name"] for trace in f["data"]} == set(SINGLE_RUNS)
     )
-    sgd = data.single_runs["run-sgd"]["loss"]
-    assert (
-        list(zip(sgd.steps.tolist(), sgd.values.tolist(), strict=True))
-        == reader.scalars(base.path / "run-sgd")["loss"]
-    )
+    sgd = next(trace for trace in runs_loss["data"] if trace["name"] == "run-sgd")
+    drawn = list(zip(decoded(sgd["x"]).tolist(), decoded(sgd["y"]).tolist(), strict=True))
+    assert drawn == reader.scalars(base.path / "run-sgd")["loss"]
 
 
-def test_worker_processes_read_the_same_as_one_process(base: Base) -> None:
-    alone = read_report_data(base.path, max_points=200, workers=1)
-    pooled = read_report_data(base.path, max_points=200, workers=2)
-    for mine, theirs in zip(alone.jobs, pooled.jobs, strict=True):
-        for tag, band in mine.bands.items():
-            for name, curve in band.items():
-                assert np.array_equal(curve.values, theirs.bands[tag][name].values)
-    assert alone.single_runs.keys() == pooled.single_runs.keys()
-    for name, curves in alone.single_runs.items():
-        for tag, curve in curves.items():
-            assert np.array_equal(curve.steps, pooled.single_runs[name][tag].steps)
+def test_worker_processes_read_the_same_as_one_process(base: Base, tmp_path: Path) -> None:
+    alone = write_page(base.path, tmp_path / "alone.html", "--max-points", "200", "--workers", "1")
+    pooled = write_page(base.path, tmp_path / "pool.html", "--max-points", "200", "--workers", "2")
+    drawn_alone = page_figures(alone.path.read_text(encoding="utf-8"))
+    assert drawn_alone and drawn_alone == page_figures(pooled.path.read_text(encoding="utf-8"))
 
 
 def test_the_page_shows_verdicts_table_rows_and_the_thinning(base: Base, tmp_path: Path) -> None:
-    page = (Path(write_report(base.path, tmp_path / "r.html").path)).read_text(encoding="utf-8")
+    page = write_page(base.path, tmp_path / "r.html").path.read_text(encoding="utf-8")
     assert re.search(
         r'<li class="flag">[0-9.]+ [mu]?s a step \([0-9]+% of the step\): straggler rank 1, '
         r"its step time \+[0-9]+% over the others&#x27; median",
@@ -178,7 +164,7 @@ def test_the_page_shows_verdicts_table_rows_and_the_thinning(base: Base, tmp_pat
 
 
 def test_a_job_dir_as_base_is_one_job_not_its_ranks(base: Base, tmp_path: Path) -> None:
-    written = write_report(base.path / base.job, tmp_path / "job.html")
+    written = write_page(base.path / base.job, tmp_path / "job.html")
     assert (written.runs, written.jobs) == (1, 1)
 
 
@@ -187,7 +173,7 @@ def test_a_planted_link_at_the_output_is_replaced_not_followed(base: Base, tmp_p
     victim.write_text("keep me")
     link = tmp_path / "report.html"
     link.symlink_to(victim)
-    write_report(base.path, link)
+    write_page(base.path, link)
     assert victim.read_text() == "keep me"
     assert not link.is_symlink() and "<html" in link.read_text(encoding="utf-8")
 
@@ -206,14 +192,8 @@ def test_a_stopped_rank_and_a_nan_loss_are_marked_on_the_loss_chart(tmp_path: Pa
     write_rank(job, 0, 300, nan_at=250)
     write_rank(job, 1, 200)
     merge_run_dir(job, world_size=2)
-    drawn: list[dict[str, Any]] = []
-    original = _report_page._chart
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(
-            _report_page, "_chart", lambda figure: drawn.append(figure) or original(figure)
-        )
-        page = Path(write_report(tmp_path / "base", tmp_path / "r.html").path).read_text("utf-8")
-    loss = next(figure for figure in drawn if title(figure) == "loss")
+    page = write_page(tmp_path / "base", tmp_path / "r.html").path.read_text("utf-8")
+    loss = next(figure for figure in page_figures(page) if title(figure) == "loss")
     go.Figure(loss)
     marks = {
         note["text"]: shape["x0"]
@@ -234,18 +214,18 @@ def test_a_job_not_merged_yet_is_shown_and_says_how_to_merge(tmp_path: Path) -> 
     job = tmp_path / "base" / "fresh"
     write_rank(job, 0, 50)
     write_rank(job, 1, 50)
-    written = write_report(tmp_path / "base", tmp_path / "r.html")
-    page = Path(written.path).read_text("utf-8")
+    written = write_page(tmp_path / "base", tmp_path / "r.html")
+    page = written.path.read_text("utf-8")
     assert (written.runs, written.jobs) == (1, 1)
     assert "this job has no merged lineage yet" in page
     assert f"<code>rankscribe-lineage merge {tmp_path / 'base' / 'fresh'}</code>" in page
     assert ">not merged<" in page
 
 
-def test_a_caller_with_threads_gets_workers_that_do_not_fork(base: Base) -> None:
+def test_a_caller_with_threads_gets_workers_that_do_not_fork(base: Base, tmp_path: Path) -> None:
     import threading
 
-    # private: the report's data reduction, no public door
+    # private: the start method of the reading workers' pool, no public door
     from rankscribe.lineage.report import _data as _report_data
 
     release = threading.Event()
@@ -253,16 +233,20 @@ def test_a_caller_with_threads_gets_workers_that_do_not_fork(base: Base) -> None
     other.start()
     try:
         assert _report_data._start_method() == "forkserver"
-        data = read_report_data(base.path, max_points=200, workers=2)
-        assert sorted(run.name for run in data.runs) == base.runs
-        assert len(data.jobs[0].ranks) == 2
+        written = write_page(
+            base.path, tmp_path / "r.html", "--max-points", "200", "--workers", "2"
+        )
+        assert (written.runs, written.jobs) == (4, 1)
+        page = written.path.read_text(encoding="utf-8")
+        assert all(f">{name}<" in page for name in base.runs)
+        assert "rank 1 (straggler)" in page  # both ranks of the job were read
     finally:
         release.set()
         other.join(timeout=10)
 
 
 def test_verdict_values_of_unexpected_types_do_not_take_the_page_down(tmp_path: Path) -> None:
-    from rankscribe.lineage import UserDefinedInfo
+    from rankscribe.lineage.recording import UserDefinedInfo
 
     from .conftest import add_lineage
 
@@ -284,25 +268,37 @@ def test_verdict_values_of_unexpected_types_do_not_take_the_page_down(tmp_path: 
             ).to_proto(),
         )
         record.record(1)
-    written = write_report(base, tmp_path / "report.html")
-    page = Path(written.path).read_text(encoding="utf-8")
+    written = write_page(base, tmp_path / "report.html")
+    page = written.path.read_text(encoding="utf-8")
     assert written.runs == 1 and "odd" in page
     # The odd values are shown as recorded in the run's table row.
     assert "n/a" in page
 
 
-class _Job:
-    """What the verdicts list reads of a job: its run (the merged lineage's keys)."""
+def _job_page(directory: Path, verdicts: dict[str, Any]) -> str:
+    """The report page of a 2-rank job whose merged lineage holds ``verdicts``."""
+    job = directory / "base" / "job"
+    for rank in range(2):
+        with SummaryRecord(job / f"rank_{rank}", rank=rank) as record:
+            for step in range(1, 61):
+                record.add_value("scalar", "loss", 1.0 / step)
+                record.add_value("scalar", "rankscribe/step_time", 0.05)
+                record.record(step)
+    train = TrainLineageInfo(hyper_parameters=HyperParameters(optimizer="SGD"))
+    lineage = RunLineage.from_records(str(job), train=train)
+    write_merged_lineage(job, lineage, user_defined=verdicts)
+    return write_page(directory / "base", directory / "report.html").path.read_text("utf-8")
 
-    def __init__(self, verdicts: dict[str, Any]) -> None:
-        self.run = RunInfo("job", "/base/job", {"user_defined": verdicts}, {0: "/r0", 1: "/r1"})
+
+def _loss_markers(page: str) -> list[tuple[str, str]]:
+    """The loss chart's marked steps: (label, colour) of each annotation."""
+    (figure,) = [f for f in page_figures(page) if f["layout"]["title"]["text"].startswith("loss")]
+    return [(note["text"], note["font"]["color"]) for note in figure["layout"]["annotations"]]
 
 
-def _verdict_list(verdicts: dict[str, Any]) -> str:
-    return "".join(_report_page._verdicts_html(_Job(verdicts)))  # type: ignore[arg-type]
-
-
-def test_only_a_verdict_with_its_cost_is_an_alarm_and_it_leads_with_the_cost() -> None:
+def test_only_a_verdict_with_its_cost_is_an_alarm_and_it_leads_with_the_cost(
+    tmp_path: Path,
+) -> None:
     costed = {
         "job/straggler_cost_seconds": 0.0041,
         "job/straggler_cost_share": 0.33,
@@ -316,7 +312,7 @@ def test_only_a_verdict_with_its_cost_is_an_alarm_and_it_leads_with_the_cost() -
         "job/straggler_evidence/1": "SM clock 1.2 GHz (others 1.9 GHz)",
         "job/divergence_check": "checked",
     }
-    page = _verdict_list(costed)
+    page = _job_page(tmp_path, costed)
     assert (
         '<li class="flag">4.1 ms a step (33% of the step): straggler rank 1, its forward time '
         "+50% over the others&#x27; median since step 120, chronic</li>"
@@ -325,7 +321,7 @@ def test_only_a_verdict_with_its_cost_is_an_alarm_and_it_leads_with_the_cost() -
     assert "<li>evidence: rank 1: SM clock 1.2 GHz" in page
 
 
-def test_a_straggler_without_a_cost_is_no_alarm() -> None:
+def test_a_straggler_without_a_cost_is_no_alarm(tmp_path: Path) -> None:
     """A lineage merged before costs were recorded: its verdict is listed plainly."""
     older = {
         "job/straggler_rank": 3,
@@ -337,19 +333,19 @@ def test_a_straggler_without_a_cost_is_no_alarm() -> None:
         "job/diverged_step/2": 40,
         "job/missing_ranks": "5",
     }
-    page = _verdict_list(older)
+    page = _job_page(tmp_path / "older", {**older, "job/diverged_first_step": 40})
     assert 'class="flag"' not in page
     assert "<li>straggler: rank 3 (slowest in 80% of the steps" in page
     assert "(no cost recorded: not judged as an alarm)</li>" in page
     assert '<li class="notice">divergence: rank 2 at step 40</li>' in page
     assert '<li class="notice">missing: rank 5</li>' in page
     # On the loss chart too, the divergence is marked, not in the alarm's red.
-    [marker] = _report_page._markers({**older, "job/diverged_first_step": 40})
-    assert marker.label == "diverged: rank 2" and marker.color != "#d62728"
+    [(label, color)] = _loss_markers(page)
+    assert label == "diverged: rank 2" and color != "#d62728"
     # A cost of nothing, or a damaged one, is no cost either.
-    for cost in (0.0, "n/a", float("nan")):
+    for index, cost in enumerate((0.0, "n/a", float("nan"))):
         zero = {**older, "job/straggler_cost_seconds": cost, "job/straggler_cost_share": 0.0}
-        assert 'class="flag"' not in _verdict_list(zero)
+        assert 'class="flag"' not in _job_page(tmp_path / f"cost{index}", zero)
 
 
 def test_a_job_without_a_loss_tag_leads_with_the_users_loss_like_tag(tmp_path: Path) -> None:
@@ -368,7 +364,7 @@ def test_a_job_without_a_loss_tag_leads_with_the_users_loss_like_tag(tmp_path: P
         for step in range(1, 11):
             record.add_value("scalar", "rankscribe/data_wait", 0.001)
             record.record(step)
-    page = Path(write_report(tmp_path / "base", tmp_path / "r.html").path).read_text("utf-8")
+    page = write_page(tmp_path / "base", tmp_path / "r.html").path.read_text("utf-8")
     job_section = page.split('<section id="jobs">')[1].split('<section id="single-runs">')[0]
     # The lead chart is open, the others collapsed, in the documented order.
     assert "<summary>train_loss</summary>" not in job_section
@@ -386,8 +382,6 @@ def test_a_job_without_a_loss_tag_leads_with_the_users_loss_like_tag(tmp_path: P
 def test_a_very_long_category_is_shortened_in_its_middle_and_the_margin_holds_it(
     tmp_path: Path,
 ) -> None:
-    from rankscribe.lineage import Algorithm, HyperParameters, TrainLineageInfo
-
     names = ["Net" + "Block" * 12 + "Alpha", "Net" + "Block" * 12 + "Omega"]  # 68 characters
     for index, network in enumerate(names):
         with SummaryRecord(tmp_path / "base" / f"run{index}") as record:
@@ -399,13 +393,8 @@ def test_a_very_long_category_is_shortened_in_its_middle_and_the_margin_holds_it
             )
             record.add_value("train_lineage", "train", train.to_proto())
             record.record(1)
-    drawn: list[dict[str, Any]] = []
-    original = _report_page._chart
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(
-            _report_page, "_chart", lambda figure: drawn.append(figure) or original(figure)
-        )
-        write_report(tmp_path / "base", tmp_path / "r.html")
+    page = write_page(tmp_path / "base", tmp_path / "r.html").path.read_text("utf-8")
+    drawn = page_figures(page)
     parcoords = next(figure for figure in drawn if figure["data"][0]["type"] == "parcoords")
     go.Figure(parcoords)
     network = parcoords["data"][0]["dimensions"][0]

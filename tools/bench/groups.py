@@ -36,8 +36,13 @@ from pathlib import Path
 
 import numpy as np
 
-from rankscribe.lineage import Algorithm, HyperParameters, TrainLineageInfo, UserDefinedInfo
 from rankscribe.lineage.job._files import Curve, summary_file_records
+from rankscribe.lineage.recording import (
+    Algorithm,
+    HyperParameters,
+    TrainLineageInfo,
+    UserDefinedInfo,
+)
 from rankscribe.ranks.files import atomic_write
 from rankscribe.writer.eventfiles import write_event_file
 from rankscribe.writer.files import frame

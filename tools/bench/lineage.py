@@ -45,14 +45,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rankscribe.lineage import (
-    DatasetGraphInfo,
-    EvalLineageInfo,
-    UserDefinedInfo,
-    filter_runs,
-    filter_summary_lineage,
-)
+from rankscribe.lineage import filter_runs, filter_summary_lineage
 from rankscribe.lineage.index._cache import INDEX_NAME, forget_scans
+from rankscribe.lineage.recording import DatasetGraphInfo, EvalLineageInfo, UserDefinedInfo
 from rankscribe.writer.files import frame
 from rankscribe.writer.pb import lineage_pb2
 

@@ -33,16 +33,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from rankscribe.lineage import (
+from rankscribe.lineage import merge_run_dir
+from rankscribe.lineage.cli import main as lineage_cli
+from rankscribe.lineage.recording import (
     Algorithm,
     EvalLineageInfo,
     HyperParameters,
     TrainDataset,
     TrainLineageInfo,
     UserDefinedInfo,
-    merge_run_dir,
 )
-from rankscribe.lineage.cli import main as lineage_cli
 from rankscribe.writer import SummaryRecord
 
 TARGET_SECONDS = 5.0

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from rankscribe.lineage import get_run_lineage
-from rankscribe.writer.reader import load_dir
+from rankscribe.writer.events import load_dir
 from tests._support.launchers import run_bounded
 
 HERE = Path(__file__).resolve().parent

@@ -11,11 +11,12 @@ must refuse both with a warning naming rank 1 and carry on (test_mpi_forged.py).
 
 from __future__ import annotations
 
+import io
 import sys
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import numpy as np
 
@@ -35,14 +36,27 @@ NESTING = 100_000
 
 
 def nested_message() -> bytes:
-    """A partial in the one container, whose header is nested NESTING levels: packed by the
-    container itself (its CRCs right), its JSON text put in where json.dumps would recurse."""
-    # private: the container module has no public door; a forged partial must be its bytes.
-    from rankscribe.lineage import _npz
-
+    """A partial in the one container (docs/job-view.md, "Tree": an ``.npz`` of a
+    ``document.json`` and ``.npy`` arrays), whose header is nested NESTING levels; written
+    with zipfile and numpy as the container writes its entries, so that its CRCs and its
+    directory are right and only the nesting is wrong."""
     nested = "[" * NESTING + "]" * NESTING
-    with mock.patch("json.dumps", lambda *_args, **_kwargs: nested):
-        return _npz.pack(None, [("<i8", b""), ("<f8", b"")])
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr(_entry("document.json"), nested.encode())
+        for number, dtype in enumerate(("<i8", "<f8")):
+            member = io.BytesIO()
+            np.lib.format.write_array(member, np.zeros(0, dtype=dtype), allow_pickle=False)
+            archive.writestr(_entry(f"{number}.npy"), member.getvalue())
+    return buffer.getvalue()
+
+
+def _entry(name: str) -> zipfile.ZipInfo:
+    """A member's entry as RankScribe writes it: a fixed date, made on Unix, mode 0600."""
+    info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+    info.create_system = 3
+    info.external_attr = 0o600 << 16
+    return info
 
 
 def send_hostile_messages() -> None:

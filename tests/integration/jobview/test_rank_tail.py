@@ -16,9 +16,6 @@ import pytest
 
 # private: the rank side of the live protocol (file tail), no public door
 from rankscribe.collector import _live
-
-# private: the rank side of the live protocol (file tail), no public door
-from rankscribe.collector._live import LiveRankView, RankFileTail
 from rankscribe.writer import SummaryRecord, reader, scalar_summary
 
 
@@ -26,7 +23,7 @@ def test_the_tail_reads_each_new_point_once_and_leaves_earlier_runs_out(tmp_path
     with SummaryRecord(tmp_path, rank=0) as record:
         record.add_value("scalar", "old", 1.0)
         record.record(1)
-    tail = RankFileTail(tmp_path)
+    tail = _live.RankFileTail(tmp_path)
     assert tail.read_new() == {}
     with SummaryRecord(tmp_path, rank=0) as record:
         record.add_value("scalar", "loss", 0.5)
@@ -47,7 +44,7 @@ def test_the_tail_reads_each_new_point_once_and_leaves_earlier_runs_out(tmp_path
 
 
 def test_a_record_being_written_is_read_next_time(tmp_path: Path) -> None:
-    tail = RankFileTail(tmp_path)
+    tail = _live.RankFileTail(tmp_path)
     with SummaryRecord(tmp_path, rank=0) as record:
         for step in (1, 2):
             record.add_value("scalar", "loss", float(step))
@@ -66,9 +63,9 @@ def test_a_rank_whose_files_stop_growing_leaves_itself_out_until_it_writes_again
 ) -> None:
     """docs/job-view.md, "Live": a stalled rank's thread answers rounds without itself."""
     monkeypatch.setattr(_live, "STALL_FLOOR", 0.3)  # the rule, on a test's time scale
-    live = LiveRankView(interval=0.05)
+    live = _live.LiveRankView(interval=0.05)
     assert live.stall_after() == 0.3
-    tail = RankFileTail(tmp_path)
+    tail = _live.RankFileTail(tmp_path)
     with SummaryRecord(tmp_path, rank=0) as record:
         record.add_value("scalar", "loss", 1.0)
         record.record(1)

@@ -43,7 +43,7 @@ from rankscribe.collector.checkpoint._format import (
 from rankscribe.collector.collection._schedule import Collect, CollectionSchedule
 from rankscribe.collector.errors import CollectorError
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the distribution's version (metadata, not an API name)
 
 __all__ = [
     "ArrayDataset",
@@ -66,7 +66,6 @@ __all__ = [
     "SummaryCollector",
     "TrainLoop",
     "TrainSession",
-    "__version__",
     "load_checkpoint",
     "register_adapter",
     "save_checkpoint",

@@ -53,7 +53,7 @@ from rankscribe.collector.collection._options import check_one_of_a_kind, collec
 from rankscribe.collector.collection._schedule import Collect, CollectionSchedule, total_units
 from rankscribe.collector.errors import CollectorValueError
 from rankscribe.collector.system._sampler import SystemSampler, check_system_interval
-from rankscribe.lineage.jobview import VerdictCallback
+from rankscribe.lineage.jobparts import VerdictCallback
 from rankscribe.ranks import Coordinator, OnExists, RankInfo
 from rankscribe.writer import SummaryRecord
 from rankscribe.writer.operators import discard_pending

@@ -51,20 +51,15 @@ from rankscribe.collector._callback import CallbackParams
 from rankscribe.collector._series import ScalarSeries
 from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.collection._extractor import ValueSink
-from rankscribe.lineage import (
-    DatasetGraphInfo,
-    EvalLineageInfo,
-    LineageError,
-    RunLineage,
-    TrainLineageInfo,
-    UserDefinedInfo,
-    get_run_lineage,
-    merge_rank_lineages,
-)
+from rankscribe.lineage import LineageError, RunLineage, get_run_lineage, merge_rank_lineages
 from rankscribe.lineage.jobparts import session_values, system_evidence
 from rankscribe.lineage.jobview import RankSeries, write_job_view
 from rankscribe.lineage.recording import (
     MERGE_LOCK_NAME,
+    DatasetGraphInfo,
+    EvalLineageInfo,
+    TrainLineageInfo,
+    UserDefinedInfo,
     eval_lineage_from_args,
     parse_rank_run,
     rank_dirs_note,

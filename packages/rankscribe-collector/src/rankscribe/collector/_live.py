@@ -44,6 +44,7 @@ from rankscribe.lineage.jobparts import (
     FINAL_ROUND,
     ControlFile,
     JobPartial,
+    VerdictCallback,
     decode_message,
     encode_message,
     round_name,
@@ -52,7 +53,7 @@ from rankscribe.lineage.jobparts import (
     rounds_per_interval,
     session_values,
 )
-from rankscribe.lineage.jobview import LiveJobView, VerdictCallback
+from rankscribe.lineage.jobview import LiveJobView
 from rankscribe.ranks import RankInfo, RanksError
 from rankscribe.ranks.files import rank_dir_name
 from rankscribe.ranks.tree import TreeChannel, tree_channel

@@ -27,8 +27,8 @@ from rankscribe.collector._fingerprint import (
     slice_bounds,
     slice_fingerprint,
 )
-from rankscribe.lineage.jobparts import FINGERPRINT_TAG
-from rankscribe.lineage.jobview import DATA_WAIT_TAG, STEP_TIME_TAG, RankSeries
+from rankscribe.lineage.jobparts import DATA_WAIT_TAG, FINGERPRINT_TAG, STEP_TIME_TAG
+from rankscribe.lineage.jobview import RankSeries
 
 if TYPE_CHECKING:
     from rankscribe.collector.collection._extractor import ValueSink

@@ -5,22 +5,24 @@ refines, so code written for MindSpore's ``SummaryCollector``,
 ``CheckpointConfig``, ``ModelCheckpoint`` and ``load_checkpoint`` (which raised
 plain ``TypeError``, ``ValueError`` and ``OSError``) still catches what it
 expects. The checkpoint errors share the base :class:`CheckpointError`.
+
+The classes below the public ones refine them for one case each (a checkpoint's
+bad argument, a missing file, a key that does not fit, a call at the wrong time);
+they are raised with their own names, and a caller catches them by their public
+bases (``CollectorTypeError``, ``CheckpointError``, ``FileNotFoundError``,
+``RuntimeError``, ...), which is why they are not in ``__all__``.
 """
 
 from __future__ import annotations
 
+# The user's API: the bases a caller catches and the checkpoint errors the README names
+# (CollectorError is also listed at the package top, as docs/contributing.md says).
 __all__ = [
-    "CheckpointAuthenticationError",
-    "CheckpointEncryptionError",
     "CheckpointError",
     "CheckpointFormatError",
-    "CheckpointNotFoundError",
     "CheckpointTimeoutError",
-    "CheckpointTypeError",
-    "CheckpointValueError",
     "CheckpointWriteError",
     "CollectorError",
-    "CollectorStateError",
     "CollectorTypeError",
     "CollectorValueError",
 ]
@@ -28,10 +30,6 @@ __all__ = [
 
 class CollectorError(Exception):
     """Base class of every collector error."""
-
-
-class CollectorStateError(CollectorError, RuntimeError):
-    """A call made at the wrong time (a TrainSession step outside its epochs, say)."""
 
 
 class CollectorTypeError(CollectorError, TypeError):
@@ -46,16 +44,37 @@ class CheckpointError(CollectorError):
     """Base class of every checkpoint error."""
 
 
-class CheckpointTypeError(CheckpointError, TypeError):
+class CheckpointFormatError(CheckpointError, ValueError):
+    """A file is not a readable checkpoint: truncated, corrupted, or not a checkpoint at all."""
+
+
+class CheckpointWriteError(CheckpointError, OSError):
+    """Writing a checkpoint failed (in the background, for ``async_save``).
+
+    The original error is the ``__cause__``; no file was left under the
+    checkpoint's name.
+    """
+
+
+class CheckpointTimeoutError(CheckpointError, TimeoutError):
+    """A background save did not finish within the time allowed to wait for it.
+
+    The save keeps running; waiting again (``end``, leaving the ``with`` block)
+    may still see it complete.
+    """
+
+
+# Refinements raised for one case each, caught by their public bases (not in __all__).
+class CollectorStateError(CollectorError, RuntimeError):
+    """A call made at the wrong time (a TrainSession step outside its epochs, say)."""
+
+
+class CheckpointTypeError(CheckpointError, CollectorTypeError):
     """An argument has the wrong type."""
 
 
-class CheckpointValueError(CheckpointError, ValueError):
+class CheckpointValueError(CheckpointError, CollectorValueError):
     """An argument has the right type but an unusable value."""
-
-
-class CheckpointFormatError(CheckpointError, ValueError):
-    """A file is not a readable checkpoint: truncated, corrupted, or not a checkpoint at all."""
 
 
 class CheckpointNotFoundError(CheckpointError, FileNotFoundError, ValueError):
@@ -77,19 +96,3 @@ class CheckpointEncryptionError(CheckpointError, ValueError):
 class CheckpointAuthenticationError(CheckpointEncryptionError):
     """An encrypted file failed authentication: wrong ``enc_key``, or the file was
     truncated or modified. Nothing of its content is returned."""
-
-
-class CheckpointWriteError(CheckpointError, OSError):
-    """Writing a checkpoint failed (in the background, for ``async_save``).
-
-    The original error is the ``__cause__``; no file was left under the
-    checkpoint's name.
-    """
-
-
-class CheckpointTimeoutError(CheckpointError, TimeoutError):
-    """A background save did not finish within the time allowed to wait for it.
-
-    The save keeps running; waiting again (``end``, leaving the ``with`` block)
-    may still see it complete.
-    """

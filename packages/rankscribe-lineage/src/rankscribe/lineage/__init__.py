@@ -1,23 +1,25 @@
 """rankscribe.lineage: the lineage of training runs, and queries over it.
 
-- What a run was: :func:`get_summary_lineage` (MindInsight's API, kept).
+- What a run was: :func:`get_summary_lineage` (MindInsight's API, kept) and
+  :func:`get_run_lineage` (a :class:`RunLineage`).
 - Which runs match: :func:`filter_summary_lineage` (MindInsight's dict
   conditions) and :func:`filter_runs` (a string filter for terminals).
 - How the ranks of one job merge: :func:`merge_rank_lineages` (pure) and
   :func:`merge_run_dir` (offline, from the ``rank_<n>`` directories).
 - Recording: the :class:`TrainLineage` and :class:`EvalLineage` callbacks (their
   base :class:`LineageCallback`; the record they write to: :class:`SummaryRecordLike`).
-- TensorBoard's HParams tab: :func:`write_hparams`.
 - Runs side by side across seeds: :func:`group_runs` (groups of runs that agree
   on lineage keys, their final values as mean +- std and their curves' bands).
 - The job view (cross-rank curves and verdicts): :mod:`rankscribe.lineage.jobview`;
   per-rank timings from anywhere judged as the job view judges them:
   :func:`judge_timings` (thresholds: :class:`VerdictSettings`).
-- The model: dataclasses that convert exactly to and from the writer's
-  lineage protobuf messages (:class:`ScalarMessage` is the base of those made of
-  scalar fields only).
+- TensorBoard's HParams tab: :func:`write_hparams` (the command ``rankscribe-lineage
+  hparams``).
 - The errors: :class:`LineageError` here, the whole hierarchy in
   :mod:`rankscribe.lineage.errors`.
+
+The record model (the dataclasses that convert to and from the writer's lineage
+messages) is sibling-facing, in :mod:`rankscribe.lineage.recording`.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ if TYPE_CHECKING:
     from rankscribe.lineage.errors import LineageError
     from rankscribe.lineage.group._forming import GroupSpread
     from rankscribe.lineage.group._grouping import GroupedRuns, RunGroup, group_runs
-    from rankscribe.lineage.jobview import VerdictSettings, judge_timings
+    from rankscribe.lineage.job._judge import judge_timings
+    from rankscribe.lineage.job._straggler_verdicts import VerdictSettings
     from rankscribe.lineage.merge._lineages import merge_rank_lineages
     from rankscribe.lineage.merge._merge import MergeOutcome, merge_run_dir
     from rankscribe.lineage.query._querier import (
@@ -46,22 +49,6 @@ if TYPE_CHECKING:
         SummaryRecordLike,
         TrainLineage,
     )
-    from rankscribe.lineage.record._dataset_graph import (
-        DatasetGraphInfo,
-        OperationInfo,
-        OperationParameterInfo,
-    )
-    from rankscribe.lineage.record._model import (
-        Algorithm,
-        EvalLineageInfo,
-        HyperParameters,
-        ModelFile,
-        ScalarMessage,
-        TrainDataset,
-        TrainLineageInfo,
-        UserDefinedInfo,
-        ValidDataset,
-    )
     from rankscribe.lineage.record._parser import RunLineage
 
 # Where each name lives. Imported on first use (PEP 562): a command that reads an
@@ -74,8 +61,8 @@ _HOMES = {
     "GroupedRuns": "rankscribe.lineage.group._grouping",
     "RunGroup": "rankscribe.lineage.group._grouping",
     "group_runs": "rankscribe.lineage.group._grouping",
-    "VerdictSettings": "rankscribe.lineage.jobview",
-    "judge_timings": "rankscribe.lineage.jobview",
+    "VerdictSettings": "rankscribe.lineage.job._straggler_verdicts",
+    "judge_timings": "rankscribe.lineage.job._judge",
     "merge_rank_lineages": "rankscribe.lineage.merge._lineages",
     "MergeOutcome": "rankscribe.lineage.merge._merge",
     "merge_run_dir": "rankscribe.lineage.merge._merge",
@@ -87,54 +74,30 @@ _HOMES = {
     "LineageCallback": "rankscribe.lineage.record._callbacks",
     "SummaryRecordLike": "rankscribe.lineage.record._callbacks",
     "TrainLineage": "rankscribe.lineage.record._callbacks",
-    "DatasetGraphInfo": "rankscribe.lineage.record._dataset_graph",
-    "OperationInfo": "rankscribe.lineage.record._dataset_graph",
-    "OperationParameterInfo": "rankscribe.lineage.record._dataset_graph",
-    "Algorithm": "rankscribe.lineage.record._model",
-    "EvalLineageInfo": "rankscribe.lineage.record._model",
-    "HyperParameters": "rankscribe.lineage.record._model",
-    "ModelFile": "rankscribe.lineage.record._model",
-    "ScalarMessage": "rankscribe.lineage.record._model",
-    "TrainDataset": "rankscribe.lineage.record._model",
-    "TrainLineageInfo": "rankscribe.lineage.record._model",
-    "UserDefinedInfo": "rankscribe.lineage.record._model",
-    "ValidDataset": "rankscribe.lineage.record._model",
     "RunLineage": "rankscribe.lineage.record._parser",
 }
 
 __getattr__, __dir__ = lazy_attributes(__name__, _HOMES, globals())
 
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the distribution's version (metadata, not an API name)
 
 # The user's API (docs/contributing.md): the errors other than LineageError live in
 # rankscribe.lineage.errors, the job view in rankscribe.lineage.jobview, and what the
-# collector needs to record lineage in rankscribe.lineage.recording.
+# collector needs to record lineage (the record model among it) in
+# rankscribe.lineage.recording.
 __all__ = [
-    "Algorithm",
-    "DatasetGraphInfo",
     "EvalLineage",
-    "EvalLineageInfo",
     "GroupSpread",
     "GroupedRuns",
-    "HyperParameters",
     "LineageCallback",
     "LineageError",
     "MergeOutcome",
-    "ModelFile",
-    "OperationInfo",
-    "OperationParameterInfo",
     "RunGroup",
     "RunLineage",
-    "ScalarMessage",
     "SummaryRecordLike",
-    "TrainDataset",
     "TrainLineage",
-    "TrainLineageInfo",
-    "UserDefinedInfo",
-    "ValidDataset",
     "VerdictSettings",
-    "__version__",
     "filter_runs",
     "filter_summary_lineage",
     "get_run_lineage",

@@ -26,7 +26,6 @@ __all__ = [
     "LineageSummaryAnalyzeException",
     "LineageSummaryParseException",
     "MindInsightException",
-    "ReportUnavailableError",
 ]
 
 # MindInsight's code layout: runtime(2) type(2) level(3) system(8) module(5) value(12).
@@ -189,6 +188,8 @@ class LineageSummaryParseException(LineageError, ValueError):  # noqa: N818 - Mi
         super().__init__(f" {msg}" if msg else "", http_code)
 
 
+# Not in __all__: only the report command raises it, and the command turns it into its
+# message and exit status; no function of the user's API lets it out.
 class ReportUnavailableError(LineageError, ImportError):
     """The report's charting library (plotly) is not installed (``rankscribe-lineage report``)."""
 

@@ -1,11 +1,14 @@
 """The job view's parts that the sibling packages use (sibling-facing, not the user's API).
 
 The collector package builds the job view on the ranks: it
-records the timing and fingerprint tags, sends each subtree's partial statistics
+records the timing and fingerprint tags (:data:`STEP_TIME_TAG`, :data:`DATA_WAIT_TAG`,
+:data:`FORWARD_TIME_TAG`, :data:`SECTION_TAG_PREFIX`, :data:`FINGERPRINT_TAG`; the tags
+themselves are ``docs/job-view.md``'s "Timings"), sends each subtree's partial statistics
 up the tree of ranks (:class:`JobPartial`), and writes the HParams session
 (:func:`session_values`), and runs the live view's one protocol (rounds, the
 message kind: :func:`encode_message`, :func:`decode_message`; the timing watch and
-its control file). The straggler rule's pieces (:func:`paired_ratios`,
+its control file; :data:`VerdictCallback`, the type of the ``on_verdict`` function
+the collector hands to the live view). The straggler rule's pieces (:func:`paired_ratios`,
 :func:`timing_evidence`, :func:`straggler_verdicts`, :func:`straggler_records` and
 their constants) are the rule ``docs/job-view.md`` states ("Verdicts"); the
 machine's evidence (:func:`system_evidence`) is ``docs/system-metrics.md``'s. The user's API is
@@ -39,8 +42,12 @@ from rankscribe.lineage.job._ranges import ranges_text
 from rankscribe.lineage.job._records import ACTIONABLE_KINDS, records_from_verdicts
 from rankscribe.lineage.job._sentences import timing_name
 from rankscribe.lineage.job._statistics import (
+    DATA_WAIT_TAG,
     FINGERPRINT_TAG,
+    FORWARD_TIME_TAG,
     LOSS_TAGS,
+    SECTION_TAG_PREFIX,
+    STEP_TIME_TAG,
     TIMING_TAGS,
     SeriesLike,
     TagStatistics,
@@ -56,6 +63,7 @@ from rankscribe.lineage.job._verdicts import STRAGGLER_SHARE, timing_evidence
 from rankscribe.lineage.job._watch import (
     DEFAULT_WINDOW_STEPS,
     TimingWatch,
+    VerdictCallback,
     WatchSettings,
     judge_window,
 )
@@ -64,13 +72,17 @@ from rankscribe.lineage.jobview import session_values
 __all__ = [
     "ACTIONABLE_KINDS",
     "CONTROL_NAME",
+    "DATA_WAIT_TAG",
     "DEFAULT_JOB_VIEW_INTERVAL",
     "DEFAULT_TIMING_INTERVAL",
     "DEFAULT_WINDOW_STEPS",
     "FINAL_ROUND",
     "FINGERPRINT_TAG",
+    "FORWARD_TIME_TAG",
     "LIVE_STATE_NAME",
     "LOSS_TAGS",
+    "SECTION_TAG_PREFIX",
+    "STEP_TIME_TAG",
     "STRAGGLER_SHARE",
     "SYSTEM_TAGS",
     "SYSTEM_TAG_PREFIX",
@@ -81,6 +93,7 @@ __all__ = [
     "SeriesLike",
     "TagStatistics",
     "TimingWatch",
+    "VerdictCallback",
     "WatchSettings",
     "decode_message",
     "encode_message",

@@ -57,16 +57,12 @@ from rankscribe.lineage.job._files import (
     write_job_files,
 )
 from rankscribe.lineage.job._files import now as _now
-from rankscribe.lineage.job._judge import judge_timings
 from rankscribe.lineage.job._live import LiveJobView, read_live_state
 from rankscribe.lineage.job._machine import evidence_keys
 from rankscribe.lineage.job._ranges import last_steps_text
 from rankscribe.lineage.job._sentences import verdict_lines
 from rankscribe.lineage.job._statistics import (
-    DATA_WAIT_TAG,
     FINGERPRINT_TAG,
-    FORWARD_TIME_TAG,
-    SECTION_TAG_PREFIX,
     STEP_TIME_TAG,
     JobStatistics,
 )
@@ -77,9 +73,6 @@ from rankscribe.lineage.job._stragglers import StragglerEvidence
 from rankscribe.lineage.job._verdicts import StepTimes
 from rankscribe.lineage.job._verdicts import dense_series as _dense_series
 from rankscribe.lineage.job._verdicts import job_verdicts as _job_verdicts
-from rankscribe.lineage.job._watch import (
-    VerdictCallback,
-)
 from rankscribe.lineage.query._conditions import FIELD_MAPPING
 from rankscribe.lineage.record._parser import RunLineage
 from rankscribe.writer import WriterError, reader
@@ -90,18 +83,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "DATA_WAIT_TAG",
-    "FORWARD_TIME_TAG",
-    "SECTION_TAG_PREFIX",
-    "STEP_TIME_TAG",
     "JobStatistics",
     "JobView",
     "LiveJobView",
     "RankSeries",
     "StragglerEvidence",
-    "VerdictCallback",
-    "VerdictSettings",
-    "judge_timings",
     "live_lines",
     "rank_dir_arrays",
     "series_from_dir",

@@ -11,6 +11,12 @@ train lineage is on disk), and the merge reads a rank with it
 (:func:`parse_rank_run`), so an interrupted job's merge keeps its hyper-parameters.
 The merged lineage names the ranks that wrote outside the job's directory
 (:func:`rank_dirs_note`).
+
+The record model is here too: the dataclasses that convert exactly to and from the
+writer's lineage protobuf messages (:class:`TrainLineageInfo`, :class:`EvalLineageInfo`,
+:class:`DatasetGraphInfo`, :class:`UserDefinedInfo` and their parts;
+:class:`ScalarMessage` is the base of those made of scalar fields only), which the
+callbacks above return and ``RunLineage.from_records`` takes.
 The user's API is :mod:`rankscribe.lineage`; docs/contributing.md lists the
 sibling-facing modules.
 """
@@ -19,8 +25,24 @@ from __future__ import annotations
 
 from rankscribe.lineage.merge._merge import MERGE_LOCK_NAME, rank_dirs_note
 from rankscribe.lineage.record._callbacks import eval_lineage_from_args, train_lineage_from_args
+from rankscribe.lineage.record._dataset_graph import (
+    DatasetGraphInfo,
+    OperationInfo,
+    OperationParameterInfo,
+)
 from rankscribe.lineage.record._discovery import LineageFile
 from rankscribe.lineage.record._lineage_file import write_merged_lineage
+from rankscribe.lineage.record._model import (
+    Algorithm,
+    EvalLineageInfo,
+    HyperParameters,
+    ModelFile,
+    ScalarMessage,
+    TrainDataset,
+    TrainLineageInfo,
+    UserDefinedInfo,
+    ValidDataset,
+)
 from rankscribe.lineage.record._parser import ParsedRun, parse_run
 from rankscribe.lineage.record._train_start import (
     TRAIN_START_FILE_NAME,
@@ -32,8 +54,20 @@ from rankscribe.lineage.record._train_start import (
 __all__ = [
     "MERGE_LOCK_NAME",
     "TRAIN_START_FILE_NAME",
+    "Algorithm",
+    "DatasetGraphInfo",
+    "EvalLineageInfo",
+    "HyperParameters",
     "LineageFile",
+    "ModelFile",
+    "OperationInfo",
+    "OperationParameterInfo",
     "ParsedRun",
+    "ScalarMessage",
+    "TrainDataset",
+    "TrainLineageInfo",
+    "UserDefinedInfo",
+    "ValidDataset",
     "eval_lineage_from_args",
     "parse_rank_run",
     "parse_run",

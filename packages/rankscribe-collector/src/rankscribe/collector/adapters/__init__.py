@@ -32,14 +32,15 @@ A network that describes its own graph gives a ``GraphDescription``
 (``_graph``, re-exported by :mod:`rankscribe.collector`), which the adapters
 turn into the ``GraphProto`` MindInsight draws.
 
-:func:`graph_builder` gives ``SummaryRecord(network=...)`` the graph of a
-network the collector knows (the writer finds it through the
-``rankscribe.graph_builders`` entry point).
+``graph_builder`` (in ``_graph_builder``) gives ``SummaryRecord(network=...)`` the graph
+of a network the collector knows (the writer finds it through the
+``rankscribe.graph_builders`` entry point, which names it here).
 
 An :class:`AdapterRegistry` does the choosing and holds what the adapters
-remember; each ``SummaryCollector`` and ``TrainLoop`` owns one.
-:func:`network_parameters` reads the parameters a checkpoint or a landscape
-file stores, with their dtypes exact.
+remember; each ``SummaryCollector`` and ``TrainLoop`` owns one, and an adapter's
+author can ask one for the views of an object. ``network_parameters`` (in
+``_parameters``) reads the parameters a checkpoint or a landscape file stores, with
+their dtypes exact.
 
 May import: ``rankscribe.collector.errors``, ``rankscribe.collector._checks``,
 the ranks and writer packages, and a framework only inside its own adapter
@@ -48,8 +49,9 @@ module. Nothing else of the collector (the rest of it imports this package).
 
 from __future__ import annotations
 
-from rankscribe.collector.adapters._graph_builder import graph_builder
-from rankscribe.collector.adapters._parameters import network_parameters
+# The target of the rankscribe.graph_builders entry point (pyproject.toml): the writer
+# loads it by that name; not part of the API.
+from rankscribe.collector.adapters._graph_builder import graph_builder  # noqa: F401
 from rankscribe.collector.adapters._registry import (
     ADAPTER_MODULES,  # noqa: F401 - the table behind register_adapter; not public
     Adapter,
@@ -63,6 +65,4 @@ __all__ = [
     "DatasetView",
     "NetworkView",
     "OptimizerView",
-    "graph_builder",
-    "network_parameters",
 ]

@@ -44,7 +44,8 @@ import filelock
 import numpy as np
 from safetensors.numpy import save as safetensors_bytes
 
-from rankscribe.collector.adapters import AdapterRegistry, network_parameters
+from rankscribe.collector.adapters import AdapterRegistry
+from rankscribe.collector.adapters._parameters import network_parameters
 from rankscribe.collector.collection._options import LandscapeOptions
 from rankscribe.ranks.files import atomic_write, exclusive_lock, file_mode, make_private_dir
 

@@ -34,8 +34,8 @@ import numpy as np
 
 from rankscribe.lineage import filter_runs
 from rankscribe.lineage.errors import LineageError, LineageFileNotFoundError
-from rankscribe.lineage.jobparts import LOSS_TAGS
-from rankscribe.lineage.jobview import STEP_TIME_TAG, JobStatistics, rank_dir_arrays
+from rankscribe.lineage.jobparts import LOSS_TAGS, STEP_TIME_TAG
+from rankscribe.lineage.jobview import JobStatistics, rank_dir_arrays
 from rankscribe.lineage.report._downsample import downsample
 from rankscribe.ranks.files import parse_rank_dir_name
 from rankscribe.writer import WriterError, reader

@@ -17,8 +17,8 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rankscribe.lineage.jobparts import timing_name
-from rankscribe.lineage.jobview import STEP_TIME_TAG, verdict_lines
+from rankscribe.lineage.jobparts import STEP_TIME_TAG, timing_name
+from rankscribe.lineage.jobview import verdict_lines
 from rankscribe.lineage.report._data import (
     MAX_TAGS,
     DrawnCurve,
