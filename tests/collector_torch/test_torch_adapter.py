@@ -150,13 +150,13 @@ def test_graph_is_traced_once_per_module_instance(
 ) -> None:
     views = AdapterRegistry()
     traced: list[type] = []
-    real_trace = torch.fx.symbolic_trace
+    real_trace = torch.fx.Tracer.trace
 
-    def counting_trace(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
+    def counting_trace(tracer: Any, module: nn.Module, *args: Any, **kwargs: Any) -> Any:
         traced.append(type(module))
-        return real_trace(module, *args, **kwargs)
+        return real_trace(tracer, module, *args, **kwargs)
 
-    monkeypatch.setattr(torch.fx, "symbolic_trace", counting_trace)
+    monkeypatch.setattr(torch.fx.Tracer, "trace", counting_trace)
     first = graph_of(views, net)
     first.node[0].name = "edited by a caller"
     again = [graph_of(views, net) for _ in range(3)]  # new views of the same module: no new trace

@@ -339,6 +339,11 @@ class TorchNetwork:
         """The fx graph, or None (with one warning per class) when fx cannot trace it."""
         return self._adapter.tracer.graph(self.module)
 
+    @property
+    def graph_failure_reported(self) -> bool:
+        """True when tracing failed and the tracer's one warning already said why."""
+        return self._adapter.tracer.failed(self.module)
+
 
 class TorchOptimizer:
     """The :class:`~rankscribe.collector.adapters.OptimizerView` of a ``torch.optim.Optimizer``.
