@@ -178,6 +178,7 @@ class RankScribeTracker(GeneralTracker):
             train_dataset=self._objects["train_dataset"],
             epochs=int(epochs) if epochs is not None and epochs >= 1 else 1,
             extra={"batch_size": int(batch_size)} if batch_size is not None else None,
+            device_number=self._info.world_size if self._info is not None else None,
         )
         run.step_begin(None)
         self._run = run

@@ -327,11 +327,22 @@ class FrameworkRun:
         epochs: int = 1,
         steps_per_epoch: int | None = None,
         extra: Mapping[str, Any] | None = None,
+        device_number: int | None = None,
     ) -> None:
-        """Training begins: the collector opens the rank's files (``begin``)."""
+        """Training begins: the collector opens the rank's files (``begin``).
+
+        ``device_number``: the processes training together, when the framework
+        says otherwise than the launcher (default: the launcher's world size).
+        """
         if self._state != "new":
             raise CollectorStateError(f"{self._owner}: a run begins once.")
-        loop = TrainLoop(_no_step, network=network, optimizer=optimizer, loss_fn=loss_fn)
+        loop = TrainLoop(
+            _no_step,
+            network=network,
+            optimizer=optimizer,
+            loss_fn=loss_fn,
+            device_number=device_number,
+        )
         if steps_per_epoch is None and train_dataset is not None:
             view = loop._adapters.dataset_view(train_dataset)
             steps_per_epoch = view.batches if view is not None else None
