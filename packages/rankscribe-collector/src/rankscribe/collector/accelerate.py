@@ -3,7 +3,7 @@
     from accelerate import Accelerator
     from rankscribe.collector.accelerate import RankScribeTracker
 
-    accelerator = Accelerator(log_with=[RankScribeTracker("runs/exp1")])
+    accelerator = Accelerator(cpu=True, log_with=[RankScribeTracker("runs/exp1")])
     accelerator.init_trackers("exp1", config={"learning_rate": 1e-3, "batch_size": 32})
     for step, batch in enumerate(loader, start=1):
         ...
@@ -20,9 +20,13 @@ their main-process rule). Each process writes ``runs/exp1/rank_<r>/``, and at
 to ``runs/exp1-2``, ...). ``store_init_configuration`` goes to the lineage:
 ``learning_rate``/``lr``, ``epochs``/``num_epochs`` and ``batch_size`` as the
 hyper-parameters they are, everything as ``user_defined`` values. Each ``log``
-with a step ends that step (the step time is the time between two steps).
-Details: ``docs/integrations.md``. Needs the ``rankscribe-collector[accelerate]``
-extra; ``import rankscribe.collector`` alone never imports Accelerate.
+with a step ends that step (the step time is the time between two steps); its
+value under ``loss_key`` (``"loss"``) is the step's loss. ``cpu=True`` is what
+makes Accelerate train the launcher's processes together on a machine without
+GPUs; without it each process trains alone, and the tracker warns once and
+records each as a run of its own. Details: ``docs/integrations.md``. Needs the
+``rankscribe-collector[accelerate]`` extra; ``import rankscribe.collector`` alone
+never imports Accelerate.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ _untraceable_classes: weakref.WeakSet[type] = weakref.WeakSet()
 
 
 #: The summary operators a ``forward`` may call (``docs/collector-schedule.md``, "Summary
-#: operators in a network"), by the name MindSpore's graphs give their operators. The
+#: operators in a network"), by the names MindSpore's graphs give those operators. The
 #: tracer steps over them: each becomes one node of that type, never run on the tracer's
 #: proxies (running one would read a proxy's values, which tracing cannot give).
 _SUMMARY_OPERATORS = {
@@ -143,12 +143,13 @@ def _node_names(nodes: Sequence[Any], tensor_names: set[str]) -> dict[Any, str]:
 
 
 def fx_graph_description(module: Any) -> GraphDescription:
-    """The graph of ``module`` as ``torch.fx.symbolic_trace`` records one call of ``forward``.
+    """The graph of ``module`` as ``torch.fx`` records one call of ``forward``.
 
     One node per fx node except ``output`` (whose inputs become the graph's
     outputs): placeholders are ``Input`` nodes, ``get_attr`` nodes are ``Load``
     nodes, calls are named after the module class (``Linear``) or the function
-    or method (``relu``, ``flatten``). A node's scope is ``Default/`` and the
+    or method (``relu``, ``flatten``), a summary operator after MindSpore's
+    operator (``ScalarSummary``). A node's scope is ``Default/`` and the
     path of the module it belongs to; a module call's inputs include the
     module's own parameters and buffers. Raises what tracing raises.
     """

@@ -207,8 +207,9 @@ class ConfiguredOptimizer:
 def optimizer_for_lineage(optimizer: Any, name: object, learning_rate: float | None) -> Any:
     """What the lineage is given as the optimizer, from what the run knows of it.
 
-    ``optimizer``: the object (None when the script handed none over); ``name``:
-    a name the configuration gives (a non-empty str, else ignored). Without an
+    ``optimizer``: the object (None when the script handed none over), named by
+    its class; ``name``: a name the configuration gives (a non-empty str, else
+    ignored), used when there is no object. Without an
     object and without a name the lineage names no optimizer: a
     ``SimpleNamespace`` holding the learning rate has no name by the lineage's
     rule (``docs/collector-schedule.md``, "Names in the train lineage": a
@@ -220,7 +221,10 @@ def optimizer_for_lineage(optimizer: Any, name: object, learning_rate: float | N
         return optimizer if optimizer is not None else given
     if optimizer is None and given is None:
         return SimpleNamespace(learning_rate=float(learning_rate))
-    return ConfiguredOptimizer(optimizer, learning_rate, name=given)
+    # The object, when there is one, is what trained: its class names it.
+    return ConfiguredOptimizer(
+        optimizer, learning_rate, name=None if optimizer is not None else given
+    )
 
 
 def numeric_scalars(values: Mapping[str, Any]) -> dict[str, float]:
