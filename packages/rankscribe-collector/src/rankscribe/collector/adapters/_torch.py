@@ -13,8 +13,9 @@ from the objects it read (parameter names, traced graphs). What it reads:
   operators in a network"). A module fx cannot trace (data-dependent control
   flow, a decorated ``forward``, ...) has no graph: the first module of each
   class to fail says why in one warning (on rank 0; the other ranks log it at
-  DEBUG), and the rest of the run is collected as usual. ``DataParallel``, ``DistributedDataParallel``
-  and ``torch.compile``'s wrapper are read through to the module they wrap.
+  DEBUG), and the rest of the run is collected as usual. ``DataParallel``,
+  ``DistributedDataParallel`` and ``torch.compile``'s wrapper are read through to
+  the module they wrap.
 - :meth:`~TorchAdapter.optimizer_view`, for a ``torch.optim.Optimizer``: the class name, the
   parameters of every group with their names (see :class:`TorchOptimizer`),
   and ``param_groups[0]['lr']``.
