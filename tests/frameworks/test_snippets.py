@@ -18,14 +18,16 @@ from pathlib import Path
 import pytest
 
 from tests._support.launchers import Finished
-from tests._support.readme import INTEGRATIONS, README, python_blocks, readme_block
+from tests._support.readme import readme_block
 
 from .checks import assert_every_rank_recorded, merged_lineage
 from .conftest import run_job, torchrun
 
 pytestmark = pytest.mark.slow
 
-MARK = "<!-- tested by tests/frameworks/test_snippets.py: {} -->"
+LIGHTNING = "<!-- tested by tests/frameworks/test_snippets.py: lightning -->"
+TRANSFORMERS = "<!-- tested by tests/frameworks/test_snippets.py: transformers -->"
+ACCELERATE = "<!-- tested by tests/frameworks/test_snippets.py: accelerate -->"
 
 LIGHTNING_NAMES = """
 import torch
@@ -104,23 +106,8 @@ def lines_with(finished: Finished, text: str) -> list[str]:
     return [line for line in finished.stdout.splitlines() if text in line]
 
 
-def test_every_example_of_the_integration_pages_is_marked_as_tested() -> None:
-    section = python_blocks(
-        README, "## Lightning, the Hugging Face Trainer, Accelerate", "## Your own training loop"
-    )
-    assert section == [
-        f"tests/frameworks/test_snippets.py: {name}"
-        for name in ("lightning", "transformers", "accelerate")
-    ]
-    marks = python_blocks(INTEGRATIONS)
-    assert marks and all(marks), marks
-    for mark in marks:  # the test named runs that block
-        test = Path(__file__).parents[2] / mark.split(":")[0]
-        assert f"<!-- tested by {mark} -->" in test.read_text(), mark
-
-
 def test_the_lightning_example(tmp_path: Path) -> None:
-    block = readme_block(MARK.format("lightning"))
+    block = readme_block(LIGHTNING)
     run_job([sys.executable, write_script(tmp_path, LIGHTNING_NAMES, block)], tmp_path)
     job = tmp_path / "runs" / "digits" / "version_0"
     assert_every_rank_recorded(job)
@@ -133,7 +120,7 @@ def test_the_lightning_example(tmp_path: Path) -> None:
 
 
 def test_the_hugging_face_example(tmp_path: Path) -> None:
-    block = readme_block(MARK.format("transformers"))
+    block = readme_block(TRANSFORMERS)
     finished = run_job(torchrun(write_script(tmp_path, TRANSFORMERS_NAMES, block)), tmp_path)
     job = tmp_path / "runs" / "hf"
     assert_every_rank_recorded(job)
@@ -156,7 +143,7 @@ def test_the_hugging_face_example(tmp_path: Path) -> None:
 
 
 def test_the_accelerate_example(tmp_path: Path) -> None:
-    block = readme_block(MARK.format("accelerate"))
+    block = readme_block(ACCELERATE)
     finished = run_job(torchrun(write_script(tmp_path, ACCELERATE_NAMES, block)), tmp_path)
     job = tmp_path / "runs" / "acc"
     assert_every_rank_recorded(job)
@@ -172,7 +159,7 @@ def test_the_accelerate_example(tmp_path: Path) -> None:
 def test_the_accelerate_example_without_cpu_true_warns_and_records_each_process_alone(
     tmp_path: Path,
 ) -> None:
-    block = readme_block(MARK.format("accelerate"))
+    block = readme_block(ACCELERATE)
     assert "Accelerator(cpu=True, " in block
     script = write_script(tmp_path, ACCELERATE_NAMES, block.replace("cpu=True, ", ""))
     finished = run_job(torchrun(script), tmp_path)
