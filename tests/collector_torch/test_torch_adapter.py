@@ -201,6 +201,29 @@ def test_untraceable_network_warns_once_per_class_and_has_no_graph(
     assert len(adapter_warnings(caplog)) == 2  # one per class
 
 
+def test_an_untraceable_network_is_reported_by_rank_0_only(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Rank 1 of a torchrun job: the same script runs on rank 0, which says it.
+    for name, value in {
+        "RANK": "1",
+        "WORLD_SIZE": "2",
+        "LOCAL_RANK": "1",
+        "LOCAL_WORLD_SIZE": "2",
+    }.items():
+        monkeypatch.setenv(name, value)
+
+    class Counting(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x * len(x)
+
+    caplog.set_level(logging.DEBUG, logger=ADAPTER_LOGGER)
+    view = AdapterRegistry().network_view(Counting())
+    assert view is not None and view.graph() is None
+    said = [record for record in caplog.records if "cannot be recorded" in record.getMessage()]
+    assert [record.levelno for record in said] == [logging.DEBUG]
+
+
 def test_a_top_level_parameter_named_like_its_node() -> None:
     views = AdapterRegistry()
 
