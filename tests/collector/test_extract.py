@@ -101,9 +101,16 @@ def test_values_come_in_the_originals_order() -> None:
 @pytest.mark.parametrize(
     ("element", "reason"),
     [
-        (None, "is not Tensor/list/tuple"),
+        (None, "handed the collector no batch"),
         ((), "is empty"),
         ((np.zeros((2, 8)),), "are not image"),
+        # The batch's structure is named: a dict of arrays, a list of arrays.
+        (
+            {"input_ids": np.zeros((16, 12)), "labels": np.zeros(16)},
+            "not Tensor/list/tuple: the batch is dict(input_ids: ndarray(16, 12), "
+            "labels: ndarray(16))",
+        ),
+        ([np.zeros((2, 8)), np.zeros(2)], "the batch is list[ndarray(2, 8), ndarray(2)]"),
         (np.zeros((2, 4, 3, 3)), "are not image"),  # 4 channels: refused by the writer
     ],
 )

@@ -99,7 +99,10 @@ def test_collect_freq_none_is_a_type_error(tmp_path: Path) -> None:
 
 
 def test_summary_dir_must_be_a_path(tmp_path: Path) -> None:
-    with raises(TYPE, "For 'summary_dir', the argument input path must be string, but got int 5."):
+    with raises(
+        TYPE,
+        "For 'summary_dir', the argument input path must be a str or os.PathLike, but got int 5.",
+    ):
         SummaryCollector(5)  # type: ignore[arg-type]
 
 

@@ -150,13 +150,13 @@ def test_graph_is_traced_once_per_module_instance(
 ) -> None:
     views = AdapterRegistry()
     traced: list[type] = []
-    real_trace = torch.fx.symbolic_trace
+    real_trace = torch.fx.Tracer.trace
 
-    def counting_trace(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
+    def counting_trace(tracer: Any, module: nn.Module, *args: Any, **kwargs: Any) -> Any:
         traced.append(type(module))
-        return real_trace(module, *args, **kwargs)
+        return real_trace(tracer, module, *args, **kwargs)
 
-    monkeypatch.setattr(torch.fx, "symbolic_trace", counting_trace)
+    monkeypatch.setattr(torch.fx.Tracer, "trace", counting_trace)
     first = graph_of(views, net)
     first.node[0].name = "edited by a caller"
     again = [graph_of(views, net) for _ in range(3)]  # new views of the same module: no new trace
@@ -199,6 +199,29 @@ def test_untraceable_network_warns_once_per_class_and_has_no_graph(
     view = views.network_view(AlsoBranchy())
     assert view is not None and view.graph() is None
     assert len(adapter_warnings(caplog)) == 2  # one per class
+
+
+def test_an_untraceable_network_is_reported_by_rank_0_only(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Rank 1 of a torchrun job: the same script runs on rank 0, which says it.
+    for name, value in {
+        "RANK": "1",
+        "WORLD_SIZE": "2",
+        "LOCAL_RANK": "1",
+        "LOCAL_WORLD_SIZE": "2",
+    }.items():
+        monkeypatch.setenv(name, value)
+
+    class Counting(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x * len(x)
+
+    caplog.set_level(logging.DEBUG, logger=ADAPTER_LOGGER)
+    view = AdapterRegistry().network_view(Counting())
+    assert view is not None and view.graph() is None
+    said = [record for record in caplog.records if "cannot be recorded" in record.getMessage()]
+    assert [record.levelno for record in said] == [logging.DEBUG]
 
 
 def test_a_top_level_parameter_named_like_its_node() -> None:

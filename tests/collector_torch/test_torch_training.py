@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -228,6 +229,51 @@ def test_an_untraceable_network_warns_once_and_the_run_goes_on(
     assert sorted(values["loss/auto"]) == COLLECTED
     assert sorted(values["fc.weight/auto"]) == COLLECTED
     assert get_summary_lineage(str(run.summary_dir))["algorithm"]["network"] == "BranchyNet"
+
+
+def _returns_tuple_on_request(forward: Any) -> Any:
+    """A decorator as Hugging Face models wrap their forward: ``(self, *args, **kwargs)``."""
+
+    @functools.wraps(forward)
+    def wrapper(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
+        return forward(self, *args, **kwargs)
+
+    return wrapper
+
+
+class DecoratedNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(16, 3)
+
+    @_returns_tuple_on_request
+    def forward(
+        self, x: torch.Tensor, mask: Any = None, scale: Any = None, **kwargs: Any
+    ) -> torch.Tensor:
+        return self.fc(x.flatten(1))
+
+
+class SizedNet(DecoratedNet):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        return self.fc(x.flatten(1)) / len(x)  # fx refuses len() on a traced tensor
+
+
+@pytest.mark.parametrize(
+    ("network", "cause"),
+    [
+        (DecoratedNet, "the forward of DecoratedNet is wrapped by a decorator, which "),
+        (SizedNet, "torch.fx.symbolic_trace cannot trace its forward (RuntimeError: 'len'"),
+    ],
+)
+def test_a_network_without_a_graph_is_reported_in_one_warning_with_its_cause(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, network: type[nn.Module], cause: str
+) -> None:
+    caplog.set_level(logging.WARNING)
+    train(tmp_path, network(), collect_specified_data={"collect_landscape": None})
+    said = [record.getMessage() for record in caplog.records if "graph" in record.getMessage()]
+    assert len(said) == 1, said  # the tracer's line only: no second one about the same graph
+    assert said[0].startswith(f"The graph of {network.__name__} cannot be recorded: {cause}")
+    assert "control flow" not in said[0]
 
 
 def test_optimizer_from_named_parameters_without_a_graph(tmp_path: Path) -> None:

@@ -407,3 +407,35 @@ def test_a_data_parallel_wrapper_is_named_by_the_model_it_runs() -> None:
         lineage = train_lineage_from_args({key: wrapped})
         assert lineage.algorithm is not None
         assert lineage.algorithm.network == "Classifier"
+
+
+def test_a_checkpoint_folder_counts_the_model_weights_it_holds(tmp_path: Path) -> None:
+    # The Hugging Face Trainer's checkpoint-<step>/: the model's weights beside the
+    # optimizer's, scheduler's and generators' state; the size is the weights'.
+    folder = tmp_path / "checkpoint-12"
+    folder.mkdir()
+    sizes = {
+        "model-00001-of-00002.safetensors": 1000,
+        "model-00002-of-00002.safetensors": 24,
+        "optimizer.pt": 2000,
+        "scheduler.pt": 100,
+        "rng_state.pth": 300,
+        "training_args.bin": 50,
+        "config.json": 70,
+    }
+    for name, size in sizes.items():
+        (folder / name).write_bytes(b"x" * size)
+    (tmp_path / "big").write_bytes(b"x" * 4096)
+    (folder / "linked.safetensors").symlink_to(tmp_path / "big")  # not followed
+    lineage = train_lineage_from_args({"list_callback": [ModelCheckpoint(folder)]})
+    assert lineage.model.size == 1024
+    assert json.loads(lineage.model.path) == {"ckpt": os.path.realpath(folder)}
+
+    # No weights file known by its name: every regular file at the top level counts.
+    other = tmp_path / "exported"
+    (other / "inner").mkdir(parents=True)
+    (other / "weights.npz").write_bytes(b"x" * 600)
+    (other / "notes.txt").write_bytes(b"x" * 11)
+    (other / "inner" / "deeper.safetensors").write_bytes(b"x" * 5000)  # not the top level
+    lineage = train_lineage_from_args({"list_callback": [ModelCheckpoint(other)]})
+    assert lineage.model.size == 611

@@ -3,7 +3,7 @@
     from accelerate import Accelerator
     from rankscribe.collector.accelerate import RankScribeTracker
 
-    accelerator = Accelerator(log_with=[RankScribeTracker("runs/exp1")])
+    accelerator = Accelerator(cpu=True, log_with=[RankScribeTracker("runs/exp1")])
     accelerator.init_trackers("exp1", config={"learning_rate": 1e-3, "batch_size": 32})
     for step, batch in enumerate(loader, start=1):
         ...
@@ -20,34 +20,43 @@ their main-process rule). Each process writes ``runs/exp1/rank_<r>/``, and at
 to ``runs/exp1-2``, ...). ``store_init_configuration`` goes to the lineage:
 ``learning_rate``/``lr``, ``epochs``/``num_epochs`` and ``batch_size`` as the
 hyper-parameters they are, everything as ``user_defined`` values. Each ``log``
-with a step ends that step (the step time is the time between two steps).
-Details: ``docs/integrations.md``. Needs the ``rankscribe-collector[accelerate]``
-extra; ``import rankscribe.collector`` alone never imports Accelerate.
+with a step ends that step (the step time is the time between two steps); its
+value under ``loss_key`` (``"loss"``) is the step's loss. ``cpu=True`` is what
+makes Accelerate train the launcher's processes together on a machine without
+GPUs; without it each process trains alone, and the tracker warns once and
+records each as a run of its own. Details: ``docs/integrations.md``. Needs the
+``rankscribe-collector[accelerate]`` extra; ``import rankscribe.collector`` alone
+never imports Accelerate.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import os
 from collections.abc import Mapping
 from typing import Any
 
 import accelerate
+from accelerate import PartialState
 from accelerate.tracking import GeneralTracker
 
 from rankscribe.collector._collector import SummaryCollector
 from rankscribe.collector._lineage import DEFAULT_MERGE_TIMEOUT
 from rankscribe.collector.errors import CollectorStateError, CollectorTypeError
 from rankscribe.collector.frameworks._driver import (
-    ConfiguredOptimizer,
     FrameworkRun,
+    check_run_dir,
     claim_summary_dir,
     job_coordinator,
     lineage_values,
     numeric_scalars,
+    optimizer_for_lineage,
     unwrapped_optimizer,
 )
-from rankscribe.ranks import detect
+from rankscribe.ranks import RankInfo, detect
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["RankScribeTracker"]
 
@@ -61,6 +70,10 @@ class RankScribeTracker(GeneralTracker):
         summary_dir: the job's directory (a second run goes to ``<summary_dir>-2``).
         network, optimizer, train_dataset: optional, for the lineage and the
             collector's parameter data (what ``accelerator.prepare`` returned works).
+        loss_key: the key of ``accelerator.log`` values that holds the step's loss
+            (``"loss"``): the collector's ``loss/auto`` and the lineage's loss come
+            from it. A step logged without it records no loss, and one warning names
+            the keys it got.
         merge_timeout: seconds rank 0 waits for the other ranks at the end.
         **collector_options: passed to :class:`SummaryCollector` (``collect_freq``,
             ``on_verdict`` — called on rank 0 with each verdict record —, ...).
@@ -77,16 +90,18 @@ class RankScribeTracker(GeneralTracker):
         network: Any = None,
         optimizer: Any = None,
         train_dataset: Any = None,
+        loss_key: str = "loss",
         merge_timeout: float = DEFAULT_MERGE_TIMEOUT,
         **collector_options: Any,
     ) -> None:
         super().__init__()
-        if not isinstance(summary_dir, (str, os.PathLike)):
+        if not isinstance(loss_key, str) or not loss_key:
             raise CollectorTypeError(
-                f"For '{_OWNER}', the argument 'summary_dir' must be a path, but got "
-                f"{type(summary_dir).__name__}."
+                f"For '{_OWNER}', the argument 'loss_key' must be a non-empty str (the key of "
+                f"the loss in accelerator.log's values), but got {loss_key!r}."
             )
-        self._requested = os.path.normpath(os.fspath(summary_dir))
+        self._loss_key = loss_key
+        self._requested = os.path.normpath(check_run_dir(_OWNER, "summary_dir", summary_dir))
         self._objects = {"network": network, "optimizer": optimizer, "train_dataset": train_dataset}
         self._merge_timeout = merge_timeout
         self._options = dict(collector_options)
@@ -94,6 +109,7 @@ class RankScribeTracker(GeneralTracker):
         self._config: dict[str, Any] = {}
         self._run: FrameworkRun | None = None
         self._started = False
+        self._info: RankInfo | None = None
         self.summary_dir: str | None = None
         _reach_every_process()
 
@@ -126,9 +142,9 @@ class RankScribeTracker(GeneralTracker):
         if self._started:
             return
         self._started = True
-        info = detect()
+        self._info = _process_info(detect(), PartialState().num_processes)
         parent = os.path.dirname(self._requested)
-        self._coordinator = job_coordinator(info, parent or ".", self._merge_timeout, _OWNER)
+        self._coordinator = job_coordinator(self._info, parent or ".", self._merge_timeout, _OWNER)
         self.summary_dir = claim_summary_dir(self._coordinator, self._requested)
 
     def store_init_configuration(self, values: Mapping[str, Any]) -> None:
@@ -149,15 +165,15 @@ class RankScribeTracker(GeneralTracker):
             custom_lineage_data=custom or None,
             merge_timeout=self._merge_timeout,
             coordinator=self._coordinator,
+            rank_info=self._info,
             **options,
         )
         run = FrameworkRun(collector, owner=_OWNER)
-        optimizer = unwrapped_optimizer(self._objects["optimizer"])
-        rate = _number(config, "learning_rate", "lr")
-        if rate is not None:
-            optimizer = ConfiguredOptimizer(
-                optimizer if optimizer is not None else _Named(config.get("optimizer")), rate
-            )
+        optimizer = optimizer_for_lineage(
+            unwrapped_optimizer(self._objects["optimizer"]),
+            config.get("optimizer"),
+            _number(config, "learning_rate", "lr"),
+        )
         epochs = _number(config, "epochs", "num_epochs", "num_train_epochs")
         batch_size = _number(config, "batch_size", "per_device_train_batch_size")
         run.begin(
@@ -166,6 +182,7 @@ class RankScribeTracker(GeneralTracker):
             train_dataset=self._objects["train_dataset"],
             epochs=int(epochs) if epochs is not None and epochs >= 1 else 1,
             extra={"batch_size": int(batch_size)} if batch_size is not None else None,
+            device_number=self._info.world_size if self._info is not None else None,
         )
         run.step_begin(None)
         self._run = run
@@ -175,7 +192,12 @@ class RankScribeTracker(GeneralTracker):
         run = self._open()
         scalars = numeric_scalars(values)
         if step is not None:
-            run.step_end(scalars.get("loss"), step=int(step))
+            loss = scalars.get(self._loss_key)
+            run.step_end(
+                loss,
+                step=int(step),
+                no_loss_reason=None if loss is not None else self._no_loss_reason(values),
+            )
             run.scalars(scalars, int(step))
             run.step_begin(None)
         else:
@@ -191,12 +213,34 @@ class RankScribeTracker(GeneralTracker):
         finally:
             run.close()
 
+    def _no_loss_reason(self, values: Mapping[str, Any]) -> str:
+        seen = ", ".join(repr(key) for key in values) or "none"
+        return (
+            f"accelerator.log(..., step=...) logged no number under the loss key "
+            f"{self._loss_key!r} (its keys: {seen}); name the key of your loss with "
+            f"RankScribeTracker(..., loss_key=...)"
+        )
 
-class _Named:
-    """An optimizer known only by the name the configuration gives it."""
 
-    def __init__(self, name: object) -> None:
-        self.name = str(name) if name is not None else "unknown"
+def _process_info(info: RankInfo, framework_processes: int) -> RankInfo:
+    """This process as Accelerate runs it: alone when Accelerate says one process.
+
+    Without ``Accelerator(cpu=True)`` on a machine with no GPU, Accelerate ignores
+    the launcher's processes: each trains alone, on the whole dataset. Recording
+    them as one data-parallel job would double its size; each process is then its
+    own run (``<dir>``, ``<dir>-2``, ...), and the launcher's rank 0 warns once.
+    """
+    if info.world_size <= 1 or framework_processes != 1:
+        return info
+    logger.log(
+        logging.WARNING if info.rank == 0 else logging.DEBUG,
+        "For '%s', the launcher started %d processes but Accelerate runs each one alone "
+        "(num_processes=1): on a machine without GPUs, pass Accelerator(cpu=True, ...) to "
+        "train them as one data-parallel job. Each process is recorded as a run of its own.",
+        _OWNER,
+        info.world_size,
+    )
+    return RankInfo(0, 1, 0, 1, info.host, "single")
 
 
 def _number(config: Mapping[str, Any], *keys: str) -> float | None:

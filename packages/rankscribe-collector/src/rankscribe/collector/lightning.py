@@ -33,6 +33,7 @@ from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 from rankscribe.collector.frameworks._driver import (
     FrameworkRun,
     check_name,
+    check_run_dir,
     claim_version_dir,
     job_coordinator,
     lineage_values,
@@ -69,12 +70,7 @@ class RankScribeLogger(Logger):
         **collector_options: Any,
     ) -> None:
         super().__init__()
-        if not isinstance(save_dir, (str, os.PathLike)):
-            raise CollectorTypeError(
-                f"For '{_OWNER}', the argument 'save_dir' must be a path, but got "
-                f"{type(save_dir).__name__}."
-            )
-        self._save_dir = os.fspath(save_dir)
+        self._save_dir = check_run_dir(_OWNER, "save_dir", save_dir)
         self._name = check_name(_OWNER, "name", name)
         if (version is not None and not isinstance(version, (int, str))) or isinstance(
             version, bool

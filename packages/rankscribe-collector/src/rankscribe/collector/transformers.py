@@ -29,10 +29,10 @@ from transformers import TrainerCallback, TrainerControl, TrainerState, Training
 
 from rankscribe.collector._collector import SummaryCollector
 from rankscribe.collector._lineage import DEFAULT_MERGE_TIMEOUT
-from rankscribe.collector.errors import CollectorTypeError
 from rankscribe.collector.frameworks._driver import (
     ConfiguredOptimizer,
     FrameworkRun,
+    check_run_dir,
     claim_summary_dir,
     job_coordinator,
     lineage_values,
@@ -83,12 +83,7 @@ class RankScribeCallback(TrainerCallback):
         merge_timeout: float = DEFAULT_MERGE_TIMEOUT,
         **collector_options: Any,
     ) -> None:
-        if not isinstance(summary_dir, (str, os.PathLike)):
-            raise CollectorTypeError(
-                f"For '{_OWNER}', the argument 'summary_dir' must be a path, but got "
-                f"{type(summary_dir).__name__}."
-            )
-        self._requested = os.path.normpath(os.fspath(summary_dir))
+        self._requested = os.path.normpath(check_run_dir(_OWNER, "summary_dir", summary_dir))
         self._merge_timeout = merge_timeout
         self._options = dict(collector_options)
         SummaryCollector(self._requested, **self._options)  # checks the options now
@@ -96,6 +91,7 @@ class RankScribeCallback(TrainerCallback):
         self._eval_metrics: dict[str, float] = {}
         self._eval_dataset: Any = None
         self._last_loss: Any = None
+        self._last_batch: Any = None
         self._loss_hook: Any = None
         self.summary_dir: str | None = None
 
@@ -133,8 +129,9 @@ class RankScribeCallback(TrainerCallback):
         )
         register = getattr(model, "register_forward_hook", None)
         if callable(register):
-            # The Trainer's callbacks never see a step's loss; the model's output holds it.
-            self._loss_hook = register(self._keep_loss)
+            # The Trainer's callbacks never see a step's batch or loss; the model's inputs
+            # and output hold them.
+            self._loss_hook = register(self._keep_step, with_kwargs=True)
         run.begin(
             network=model,
             optimizer=ConfiguredOptimizer(optimizer, args.learning_rate)
@@ -145,11 +142,15 @@ class RankScribeCallback(TrainerCallback):
         )
         self._run = run
 
-    def _keep_loss(self, module: Any, inputs: Any, outputs: Any) -> None:
+    def _keep_step(self, module: Any, args: Any, kwargs: Any, outputs: Any) -> None:
+        if not getattr(module, "training", True):
+            return  # an evaluation's forward is not a training step
+        # The Trainer calls model(**inputs): the batch is the keyword arguments.
+        self._last_batch = dict(kwargs) if kwargs else (args if args else None)
         loss = (
             outputs.get("loss") if isinstance(outputs, Mapping) else getattr(outputs, "loss", None)
         )
-        if loss is not None and getattr(module, "training", True):
+        if loss is not None:
             detach = getattr(loss, "detach", None)
             self._last_loss = detach() if callable(detach) else loss
 
@@ -169,7 +170,8 @@ class RankScribeCallback(TrainerCallback):
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
     ) -> None:
         if self._run is not None and self._run.training:
-            self._run.step_end(self._last_loss)
+            batch, self._last_batch = self._last_batch, None
+            self._run.step_end(self._last_loss, batch=batch)
 
     def on_epoch_end(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any

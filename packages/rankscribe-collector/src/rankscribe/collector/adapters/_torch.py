@@ -8,11 +8,14 @@ from the objects it read (parameter names, traced graphs). What it reads:
 
 - :meth:`~TorchAdapter.network_view`, for an ``nn.Module``: the class name, the
   ``named_parameters()`` as detached CPU arrays, and the graph that
-  ``torch.fx.symbolic_trace`` finds, traced once per module instance. A module
-  fx cannot trace (data-dependent control flow, ...) has no graph: the first
-  module of each class to fail says why in one warning, and the rest of the
-  run is collected as usual. ``DataParallel``, ``DistributedDataParallel``
-  and ``torch.compile``'s wrapper are read through to the module they wrap.
+  ``torch.fx`` traces, once per module instance, stepping over the summary
+  operators a ``forward`` calls (``docs/collector-schedule.md``, "Summary
+  operators in a network"). A module fx cannot trace (data-dependent control
+  flow, a decorated ``forward``, ...) has no graph: the first module of each
+  class to fail says why in one warning (on rank 0; the other ranks log it at
+  DEBUG), and the rest of the run is collected as usual. ``DataParallel``,
+  ``DistributedDataParallel`` and ``torch.compile``'s wrapper are read through to
+  the module they wrap.
 - :meth:`~TorchAdapter.optimizer_view`, for a ``torch.optim.Optimizer``: the class name, the
   parameters of every group with their names (see :class:`TorchOptimizer`),
   and ``param_groups[0]['lr']``.
@@ -338,6 +341,11 @@ class TorchNetwork:
     def graph(self) -> anf_ir_pb2.GraphProto | None:
         """The fx graph, or None (with one warning per class) when fx cannot trace it."""
         return self._adapter.tracer.graph(self.module)
+
+    @property
+    def graph_failure_reported(self) -> bool:
+        """True when tracing failed and the tracer's one warning already said why."""
+        return self._adapter.tracer.failed(self.module)
 
 
 class TorchOptimizer:

@@ -17,18 +17,40 @@ from rankscribe.collector.adapters._graph import (
     GraphParameter,
     build_graph_proto,
 )
+from rankscribe.ranks import RanksError, detect
+from rankscribe.writer import histogram_summary, image_summary, scalar_summary, tensor_summary
 from rankscribe.writer.pb import anf_ir_pb2
 
 # One logger name for the whole PyTorch adapter, whichever private module speaks.
 logger = logging.getLogger("rankscribe.collector.adapters.torch")
 
-__all__ = ["ROOT_SCOPE", "GraphTracer", "fx_graph_description"]
+__all__ = ["ROOT_SCOPE", "GraphTracer", "fx_graph_description", "untraceable_cause"]
 
 # Root scope of every node, as MindSpore names the scope of a network's top cell.
 ROOT_SCOPE = "Default"
 # Classes already warned about, once per process as the warnings module does: this only
 # keeps the log short and changes nothing any run records.
 _untraceable_classes: weakref.WeakSet[type] = weakref.WeakSet()
+
+
+#: The summary operators a ``forward`` may call (``docs/collector-schedule.md``, "Summary
+#: operators in a network"), by the names MindSpore's graphs give those operators. The
+#: tracer steps over them: each becomes one node of that type, never run on the tracer's
+#: proxies (running one would read a proxy's values, which tracing cannot give).
+_SUMMARY_OPERATORS = {
+    scalar_summary: "ScalarSummary",
+    tensor_summary: "TensorSummary",
+    image_summary: "ImageSummary",
+    histogram_summary: "HistogramSummary",
+}
+
+
+def _trace(module: Any) -> Any:
+    """``torch.fx.symbolic_trace(module)``, with the summary operators as leaf calls."""
+    tracer = torch.fx.Tracer(autowrap_functions=tuple(_SUMMARY_OPERATORS))
+    graph = tracer.trace(module)
+    name = module.__class__.__name__ if isinstance(module, torch.nn.Module) else "traced"
+    return torch.fx.GraphModule(tracer.root, graph, name)
 
 
 def _named_tensors(module: Any) -> dict[str, Any]:
@@ -58,6 +80,9 @@ def _op_type(module: Any, node: Any) -> str:
         return type(module.get_submodule(node.target)).__name__
     if node.op == "call_method":
         return str(node.target)
+    operator = _SUMMARY_OPERATORS.get(node.target) if node.op == "call_function" else None
+    if operator is not None:
+        return operator
     name = getattr(node.target, "__name__", None)
     return name if isinstance(name, str) and name else str(node.target)
 
@@ -118,16 +143,17 @@ def _node_names(nodes: Sequence[Any], tensor_names: set[str]) -> dict[Any, str]:
 
 
 def fx_graph_description(module: Any) -> GraphDescription:
-    """The graph of ``module`` as ``torch.fx.symbolic_trace`` records one call of ``forward``.
+    """The graph of ``module`` as ``torch.fx`` records one call of ``forward``.
 
     One node per fx node except ``output`` (whose inputs become the graph's
     outputs): placeholders are ``Input`` nodes, ``get_attr`` nodes are ``Load``
     nodes, calls are named after the module class (``Linear``) or the function
-    or method (``relu``, ``flatten``). A node's scope is ``Default/`` and the
+    or method (``relu``, ``flatten``), a summary operator after MindSpore's
+    operator (``ScalarSummary``). A node's scope is ``Default/`` and the
     path of the module it belongs to; a module call's inputs include the
     module's own parameters and buffers. Raises what tracing raises.
     """
-    traced = torch.fx.symbolic_trace(module)
+    traced = _trace(module)
     tensors = _named_tensors(module)
     names_by_id = {id(tensor): name for name, tensor in tensors.items()}
     fx_nodes = list(traced.graph.nodes)
@@ -167,16 +193,22 @@ class GraphTracer:
             kind = type(module)
             if kind not in _untraceable_classes:
                 _untraceable_classes.add(kind)
-                logger.warning(
-                    "The graph of %s cannot be recorded: torch.fx cannot trace its forward "
-                    "(%s: %s). Data-dependent control flow is the usual cause; the rest of the "
-                    "run is collected as usual.",
+                # The same script runs on every rank: rank 0 says it, the others at DEBUG.
+                logger.log(
+                    logging.WARNING if _launcher_rank() == 0 else logging.DEBUG,
+                    "The graph of %s cannot be recorded: %s (%s: %s); the rest of the run is "
+                    "collected as usual.",
                     kind.__name__,
+                    untraceable_cause(module, error),
                     type(error).__name__,
                     error,
                 )
             return None
         return build_graph_proto(description)
+
+    def failed(self, module: Any) -> bool:
+        """Whether ``module`` was traced and has no graph (its class's warning said why)."""
+        return module in self._traced and self._traced[module] is None
 
     def graph(self, module: Any) -> anf_ir_pb2.GraphProto | None:
         """``module``'s graph, traced on the first call for this instance and kept."""
@@ -190,3 +222,28 @@ class GraphTracer:
         copy = anf_ir_pb2.GraphProto()
         copy.CopyFrom(graph)  # callers may edit theirs; the kept one stays as traced
         return copy
+
+
+def untraceable_cause(module: Any, error: BaseException) -> str:
+    """Why ``torch.fx`` could not trace ``module``, in the words a user can act on."""
+    if isinstance(error, torch.fx.proxy.TraceError) and "control flow" in str(error):
+        return (
+            "its forward branches on the value of a tensor (data-dependent control flow), "
+            "which torch.fx.symbolic_trace cannot follow"
+        )
+    forward = getattr(type(module), "forward", None)
+    wrapped = getattr(forward, "__wrapped__", None)
+    if wrapped is not None:
+        return (
+            f"the forward of {type(module).__name__} is wrapped by a decorator, which "
+            "torch.fx.symbolic_trace cannot trace through (a Hugging Face model's forward "
+            "is one)"
+        )
+    return "torch.fx.symbolic_trace cannot trace its forward"
+
+
+def _launcher_rank() -> int:
+    try:
+        return detect().rank
+    except (RanksError, ValueError):
+        return 0

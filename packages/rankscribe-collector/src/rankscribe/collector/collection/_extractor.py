@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -34,6 +34,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "DEFAULT_HISTOGRAM_COUNT",
     "Extractor",
+    "describe_batch",
     "histogram_parameters",
     "mean_loss",
 ]
@@ -93,6 +94,29 @@ def histogram_parameters(
     return [(name, value) for name, value in parameters if pattern.match(name)]
 
 
+def describe_batch(value: object, depth: int = 0) -> str:
+    """A batch's structure in a few words: ``dict(input_ids: Tensor(16, 12), ...)``."""
+    shape = getattr(value, "shape", None)
+    if shape is not None and not isinstance(value, (str, bytes)):
+        try:
+            dimensions = ", ".join(str(int(size)) for size in shape)
+        except (TypeError, ValueError):
+            dimensions = "?"
+        return f"{type(value).__name__}({dimensions})"
+    if depth < 2 and isinstance(value, Mapping):
+        items = [f"{key}: {describe_batch(item, depth + 1)}" for key, item in value.items()]
+        return f"{type(value).__name__}({_shortened(items)})"
+    if depth < 2 and isinstance(value, (list, tuple)):
+        parts = [describe_batch(item, depth + 1) for item in value]
+        return f"{type(value).__name__}[{_shortened(parts)}]"
+    return type(value).__name__
+
+
+def _shortened(parts: list[str], keep: int = 4) -> str:
+    shown = ", ".join(parts[:keep])
+    return f"{shown}, ... {len(parts) - keep} more" if len(parts) > keep else shown
+
+
 def _is_image_batch(value: object) -> bool:
     dimensions = getattr(value, "ndim", None)
     if dimensions is None:
@@ -137,9 +161,15 @@ class Extractor:
 
     def _add_input_data(self, record: ValueSink, params: CallbackParams) -> None:
         element = params.train_dataset_element
-        if element is None or isinstance(element, (str, bytes, dict)):
+        if element is None:
             self._disable_input_data(
-                f"The type of input data is not Tensor/list/tuple ({type(element).__name__})"
+                "The training loop handed the collector no batch (train_dataset_element is None)"
+            )
+            return
+        if isinstance(element, (str, bytes, Mapping)):
+            self._disable_input_data(
+                f"The type of input data is not Tensor/list/tuple: the batch is "
+                f"{describe_batch(element)}"
             )
             return
         if isinstance(element, (list, tuple)):
@@ -152,7 +182,7 @@ class Extractor:
         if not _is_image_batch(element):
             self._disable_input_data(
                 "The input data of network are not image (the first column must be a 4-D "
-                f"NCHW batch, got {getattr(element, 'shape', type(element).__name__)})"
+                f"NCHW batch; the batch is {describe_batch(params.train_dataset_element)})"
             )
             return
         try:
@@ -169,7 +199,13 @@ class Extractor:
             loss = mean_loss(params.net_outputs, adapters=self._adapters)
         except UnreadableLossError as error:
             self.collect_metric = False
-            logger.warning("%s, so no loss was recorded in SummaryCollector.", error)
+            # A framework integration that saw the step's values says which (and how to
+            # name the loss) in ``no_loss_reason``; the original's words otherwise.
+            reason = params.no_loss_reason if params.net_outputs is None else None
+            logger.warning(
+                "%s, so no loss was recorded in SummaryCollector.",
+                reason if isinstance(reason, str) and reason else error,
+            )
             return
         record.add_value("scalar", LOSS_TAG, loss)
 
@@ -216,8 +252,14 @@ class Extractor:
                 error,
             )
             return None
-        if graph is None and type(network) not in _GRAPHLESS_WARNED:
+        if (
+            graph is None
+            and type(network) not in _GRAPHLESS_WARNED
+            and not getattr(view, "graph_failure_reported", False)
+        ):
             # Once per network class: a second run of the same network says nothing new.
+            # A view whose adapter already said why it has no graph (the torch tracer's
+            # one warning) is not reported a second time.
             _GRAPHLESS_WARNED.add(type(network))
             self._warn_once_per_job(
                 "Can not get graph proto: the network (%s) does not "

@@ -179,7 +179,7 @@ def check_summary_dir(summary_dir: object) -> str:
     """The absolute ``summary_dir``: a non-empty path that is not a file."""
     if not isinstance(summary_dir, (str, os.PathLike)):
         raise CollectorTypeError(
-            f"For 'summary_dir', the argument input path must be string, but got "
+            f"For 'summary_dir', the argument input path must be a str or os.PathLike, but got "
             f"{type(summary_dir).__name__} {_shown(summary_dir)}."
         )
     path = os.fspath(summary_dir)

@@ -28,6 +28,7 @@ import numbers
 import os
 import re
 from collections.abc import Iterable, Mapping
+from types import SimpleNamespace
 from typing import Any
 
 from rankscribe.collector._callback import Callback, CallbackList, CallbackParams, RunContext
@@ -50,11 +51,13 @@ __all__ = [
     "CheckpointNote",
     "ConfiguredOptimizer",
     "FrameworkRun",
+    "check_run_dir",
     "claim_summary_dir",
     "claim_version_dir",
     "job_coordinator",
     "lineage_values",
     "numeric_scalars",
+    "optimizer_for_lineage",
     "parameter_count",
     "unwrapped_optimizer",
 ]
@@ -75,6 +78,31 @@ def check_name(owner: str, argument: str, value: object) -> str:
             f"'_', '.' and '-' (at most 128, not starting with '.' or '-'), but got {value!r}."
         )
     return value
+
+
+def check_run_dir(owner: str, argument: str, value: object) -> str:
+    """A directory argument of an integration (a path, not a file), as it was given.
+
+    Checked here with the integration's own names, before the collector checks it
+    again as its ``summary_dir``: an error names the argument the user wrote.
+    """
+    if not isinstance(value, (str, os.PathLike)):
+        raise CollectorTypeError(
+            f"For '{owner}', the argument '{argument}' must be a str or os.PathLike, but got "
+            f"{type(value).__name__}."
+        )
+    path = os.fspath(value)
+    if not isinstance(path, str) or not path.strip() or "\0" in path:
+        raise CollectorValueError(
+            f"For '{owner}', the argument '{argument}' must be a non-empty directory path "
+            f"without NUL characters, but got {value!r}."
+        )
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise CollectorValueError(
+            f"For '{owner}', the argument '{argument}' must be a directory, but "
+            f"{os.path.realpath(path)!r} is a file."
+        )
+    return path
 
 
 def claim_version_dir(
@@ -162,16 +190,41 @@ def unwrapped_optimizer(optimizer: Any) -> Any:
 
 
 class ConfiguredOptimizer:
-    """An optimizer as configured: its class name and the learning rate the run was given.
+    """An optimizer as configured: its name and the learning rate the run was given.
 
     A framework's scheduler moves the optimizer's own learning rate (a linear
-    decay ends near 0); the lineage shows the configured one.
+    decay ends near 0); the lineage shows the configured one. The name is
+    ``name`` when given (a configuration's ``"optimizer": "SGD"``), else the
+    optimizer's class name.
     """
 
-    def __init__(self, optimizer: Any, learning_rate: float) -> None:
+    def __init__(self, optimizer: Any, learning_rate: float, *, name: str | None = None) -> None:
         self.optimizer = optimizer
-        self.name = type(unwrapped_optimizer(optimizer)).__name__
+        self.name = name if name else type(unwrapped_optimizer(optimizer)).__name__
         self.learning_rate = float(learning_rate)
+
+
+def optimizer_for_lineage(optimizer: Any, name: object, learning_rate: float | None) -> Any:
+    """What the lineage is given as the optimizer, from what the run knows of it.
+
+    ``optimizer``: the object (None when the script handed none over), named by
+    its class; ``name``: a name the configuration gives (a non-empty str, else
+    ignored), used when there is no object. Without an
+    object and without a name the lineage names no optimizer: a
+    ``SimpleNamespace`` holding the learning rate has no name by the lineage's
+    rule (``docs/collector-schedule.md``, "Names in the train lineage": a
+    standard-library container names nothing), so the rate is kept and no
+    optimizer is made up.
+    """
+    given = name.strip() if isinstance(name, str) and name.strip() else None
+    if learning_rate is None:
+        return optimizer if optimizer is not None else given
+    if optimizer is None and given is None:
+        return SimpleNamespace(learning_rate=float(learning_rate))
+    # The object, when there is one, is what trained: its class names it.
+    return ConfiguredOptimizer(
+        optimizer, learning_rate, name=None if optimizer is not None else given
+    )
 
 
 def numeric_scalars(values: Mapping[str, Any]) -> dict[str, float]:
@@ -278,11 +331,22 @@ class FrameworkRun:
         epochs: int = 1,
         steps_per_epoch: int | None = None,
         extra: Mapping[str, Any] | None = None,
+        device_number: int | None = None,
     ) -> None:
-        """Training begins: the collector opens the rank's files (``begin``)."""
+        """Training begins: the collector opens the rank's files (``begin``).
+
+        ``device_number``: the processes training together, when the framework
+        says otherwise than the launcher (default: the launcher's world size).
+        """
         if self._state != "new":
             raise CollectorStateError(f"{self._owner}: a run begins once.")
-        loop = TrainLoop(_no_step, network=network, optimizer=optimizer, loss_fn=loss_fn)
+        loop = TrainLoop(
+            _no_step,
+            network=network,
+            optimizer=optimizer,
+            loss_fn=loss_fn,
+            device_number=device_number,
+        )
         if steps_per_epoch is None and train_dataset is not None:
             view = loop._adapters.dataset_view(train_dataset)
             steps_per_epoch = view.batches if view is not None else None
@@ -323,12 +387,30 @@ class FrameworkRun:
         params.train_dataset_element = batch
         self._callbacks.step_begin(context)
 
-    def step_end(self, outputs: Any = None, *, step: int | None = None) -> None:
-        """The step is done; ``step`` renumbers it (the framework's own count, if later)."""
+    def step_end(
+        self,
+        outputs: Any = None,
+        *,
+        step: int | None = None,
+        batch: Any = None,
+        no_loss_reason: str | None = None,
+    ) -> None:
+        """The step is done; ``step`` renumbers it (the framework's own count, if later).
+
+        ``batch``: the step's batch when the framework shows it only now (the
+        Hugging Face Trainer's model inputs). ``no_loss_reason``: with ``outputs``
+        None, why the step has no loss, in the integration's words (which values
+        it saw, how to name the loss); the collector's warning says it.
+        """
         params, context = self._training()
         if step is not None and step > params.cur_step_num:
             params.cur_step_num = step
         params.net_outputs = outputs
+        # One of the "other attributes" CallbackParams allows; the collector's loss warning
+        # reads it (collection/_extractor.py).
+        setattr(params, "no_loss_reason", no_loss_reason if outputs is None else None)  # noqa: B010
+        if batch is not None:
+            params.train_dataset_element = batch
         self._callbacks.step_end(context)
 
     def epoch_end(self) -> None:

@@ -262,10 +262,36 @@ def _model_file(args: Mapping[str, Any]) -> ModelFile:
     size = 0
     if checkpoint is not None:
         try:
-            size = os.path.getsize(checkpoint)
+            size = (
+                _checkpoint_folder_size(checkpoint)
+                if os.path.isdir(checkpoint)
+                else os.path.getsize(checkpoint)
+            )
         except OSError:
             size = 0
     return ModelFile(path=json.dumps({"ckpt": checkpoint}), size=size)
+
+
+def _is_weights_file(name: str) -> bool:
+    return name.endswith((".safetensors", ".ckpt")) or (name.endswith(".bin") and "model" in name)
+
+
+def _checkpoint_folder_size(folder: str) -> int:
+    """The bytes of the model a checkpoint *folder* holds (``docs/lineage-queries.md``, "Fields").
+
+    A folder such as the Hugging Face Trainer's ``checkpoint-<step>/`` holds the
+    model's weights beside the optimizer's state, the scheduler's and the random
+    generators': the size is that of its weights files at the top level
+    (``*.safetensors``, ``*.ckpt``, ``*model*.bin``, shards included), else, with
+    none of those, of every regular file at its top level. Links are not followed.
+    """
+    files: list[tuple[str, int]] = []
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_file(follow_symlinks=False):
+                files.append((entry.name, entry.stat(follow_symlinks=False).st_size))
+    weights = [size for name, size in files if _is_weights_file(name)]
+    return sum(weights) if weights else sum(size for _, size in files)
 
 
 def _step(args: Mapping[str, Any]) -> int:
