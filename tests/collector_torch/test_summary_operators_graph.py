@@ -20,8 +20,8 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from rankscribe.collector import CheckpointConfig, ModelCheckpoint, SummaryCollector, TrainLoop
 from rankscribe.writer import SummaryRecord, image_summary, reader, scalar_summary
+from rankscribe.writer.events import load_dir
 from rankscribe.writer.pb import anf_ir_pb2
-from rankscribe.writer.reader import load_dir
 
 
 class Reporting(nn.Module):
