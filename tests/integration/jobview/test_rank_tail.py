@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 # private: the rank side of the live protocol (file tail), no public door
-from rankscribe.collector import _live
+from rankscribe.collector.jobview import _live
 from rankscribe.writer import SummaryRecord, reader, scalar_summary
 
 

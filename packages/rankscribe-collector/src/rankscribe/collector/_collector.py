@@ -37,21 +37,25 @@ from typing import Any
 
 from rankscribe.collector import _clock
 from rankscribe.collector._callback import MODES, Callback, CallbackParams, RunContext
-from rankscribe.collector._fingerprint import DEFAULT_FINGERPRINT_BUDGET
 from rankscribe.collector._lineage import DEFAULT_MERGE_TIMEOUT, LineageRecorder
-from rankscribe.collector._live import LiveRankView, check_job_view_interval, check_on_verdict
 from rankscribe.collector._run import CollectorRun
-from rankscribe.collector._series import (
-    STEP_TIME_WRITE_AT_ONCE,
-    STEP_TIME_WRITE_INTERVAL,
-    SeriesRecorder,
-)
-from rankscribe.collector._timings import StepTimings
 from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.collection._extractor import GRAPH_TAG, Extractor
 from rankscribe.collector.collection._options import check_one_of_a_kind, collector_arguments
 from rankscribe.collector.collection._schedule import Collect, CollectionSchedule, total_units
 from rankscribe.collector.errors import CollectorValueError
+from rankscribe.collector.jobview._fingerprint import DEFAULT_FINGERPRINT_BUDGET
+from rankscribe.collector.jobview._live import (
+    LiveRankView,
+    check_job_view_interval,
+    check_on_verdict,
+)
+from rankscribe.collector.jobview._series import (
+    STEP_TIME_WRITE_AT_ONCE,
+    STEP_TIME_WRITE_INTERVAL,
+    SeriesRecorder,
+)
+from rankscribe.collector.jobview._timings import StepTimings
 from rankscribe.collector.system._sampler import SystemSampler, check_system_interval
 from rankscribe.lineage.jobparts import VerdictCallback
 from rankscribe.ranks import Coordinator, OnExists, RankInfo
@@ -328,7 +332,7 @@ class SummaryCollector(Callback):
 
         Recorded as ``rankscribe/section/<name>`` (entries of a step add up) and
         judged across ranks; ``name``: letters, digits, ``_.-``
-        (:func:`rankscribe.collector._timings.section_tag`). docs/job-view.md.
+        (:func:`rankscribe.collector.jobview._timings.section_tag`). docs/job-view.md.
         """
         return self._timings.section(name)
 

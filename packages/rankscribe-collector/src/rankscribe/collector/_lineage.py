@@ -30,7 +30,7 @@ not arrive in time is named in the merged record (``user_defined/ranks_missing``
 and nobody waits past it. Every rank calls the gather, whatever happened before.
 
 The same gather carries each rank's series of the collector's scalars
-(:class:`rankscribe.collector._series.ScalarSeries`: step times, fingerprints,
+(:class:`rankscribe.collector.jobview._series.ScalarSeries`: step times, fingerprints,
 loss; no shared filesystem needed). Rank 0 writes the job view from them
 (:func:`rankscribe.lineage.jobview.write_job_view`: the job's cross-rank curves
 in ``summary_dir``, a rank that never arrived named as missing) and puts its
@@ -48,9 +48,9 @@ from typing import Any
 import filelock
 
 from rankscribe.collector._callback import CallbackParams
-from rankscribe.collector._series import ScalarSeries
 from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.collection._extractor import ValueSink
+from rankscribe.collector.jobview._series import ScalarSeries
 from rankscribe.lineage import LineageError, RunLineage, get_run_lineage, merge_rank_lineages
 from rankscribe.lineage.jobparts import session_values, system_evidence
 from rankscribe.lineage.jobview import RankSeries, write_job_view

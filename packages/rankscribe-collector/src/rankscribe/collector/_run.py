@@ -32,10 +32,10 @@ import weakref
 from pathlib import Path
 
 from rankscribe.collector._lineage import JobLineageMerger, LineageRecorder
-from rankscribe.collector._live import LiveRankView
 from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.collection._options import CollectorArguments
 from rankscribe.collector.collection._schedule import CollectionSchedule
+from rankscribe.collector.jobview._live import LiveRankView
 from rankscribe.collector.landscape._saver import LandscapeSaver
 from rankscribe.ranks import (
     Coordinator,

@@ -11,7 +11,7 @@ What each measures is in ``docs/job-view.md`` ("Timings"); in short:
 - ``rankscribe/section/<name>``: ``with collector.section(name):``.
 
 :class:`StepTimings` holds that state for one collector; the collector's
-``step_end`` keeps the values in its :class:`~rankscribe.collector._series.SeriesRecorder`.
+``step_end`` keeps the values in its :class:`~rankscribe.collector.jobview._series.SeriesRecorder`.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from typing import Any
 
 from rankscribe.collector import _clock
 from rankscribe.collector._callback import CallbackParams
-from rankscribe.collector._series import SeriesRecorder
 from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
+from rankscribe.collector.jobview._series import SeriesRecorder
 from rankscribe.lineage.jobparts import DATA_WAIT_TAG, FORWARD_TIME_TAG, SECTION_TAG_PREFIX
 
 logger = logging.getLogger(__name__)

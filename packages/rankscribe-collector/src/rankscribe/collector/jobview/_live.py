@@ -35,9 +35,9 @@ from typing import Any
 
 from rankscribe.collector._checks import check_seconds_setting
 from rankscribe.collector._lineage import JobLineageMerger
-from rankscribe.collector._rank_tail import RankFileTail
-from rankscribe.collector._series import ScalarSeries
 from rankscribe.collector.errors import CollectorTypeError
+from rankscribe.collector.jobview._rank_tail import RankFileTail
+from rankscribe.collector.jobview._series import ScalarSeries
 from rankscribe.lineage import LineageError, merge_run_dir
 from rankscribe.lineage.jobparts import (
     DEFAULT_JOB_VIEW_INTERVAL,
