@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -20,6 +21,7 @@ from rankscribe.lineage.cli._terminal import (
     existing_directory,
     plain_table,
     printable,
+    runs_below_text,
     value_text,
 )
 from rankscribe.lineage.errors import LineageFileNotFoundError
@@ -214,10 +216,46 @@ def _without_lineage(
     if live and not args.json:
         print("\n".join(printable(line) for line in live))
         return 0
-    raise CommandLineError(
-        f"no lineage file in {printable(args.dir)} (lineage files are named "
-        f"*summary.<n>*_lineage; a run writes one when it records its lineage)"
-    ) from None
+    raise CommandLineError(_no_lineage_problem(directory, args.dir)) from None
+
+
+def _no_lineage_problem(directory: str, shown_dir: str) -> str:
+    """Why ``show`` has nothing to show, and where to look instead.
+
+    A job directory whose ranks wrote files but that has no merged lineage
+    (the job was interrupted, or killed before its end) names the merge; a
+    directory with runs below it (Lightning's ``save_dir/name``, above its
+    ``version_<n>``) names them.
+    """
+    from rankscribe.lineage.record._discovery import runs_below  # noqa: PLC0415
+    from rankscribe.ranks.files import parse_rank_dir_name  # noqa: PLC0415
+
+    shown = printable(shown_dir)
+    ranks = sorted(
+        rank
+        for rank in (parse_rank_dir_name(name) for name in runs_below(directory) if "/" not in name)
+        if rank is not None
+    )
+    if ranks:
+        listed = ", ".join(f"rank_{rank}" for rank in ranks[:5])
+        listed += " ..." if len(ranks) > 5 else ""
+        return (
+            f"no merged lineage in {shown}: it holds the rank directories of a job ({listed}) "
+            f"but not the job's lineage, which rank 0 writes when training ends (was the job "
+            f"interrupted?); run `{PROGRAM} merge {shlex.quote(shown)}` to write it from the "
+            f"rank directories"
+        )
+    problem = (
+        f"no lineage file in {shown} (lineage files are named *summary.<n>*_lineage; a run "
+        f"writes one when it records its lineage)"
+    )
+    below = runs_below_text(directory, shown_dir, with_lineage=True)
+    if below:
+        problem += (
+            f"; the runs below it: {below} (show one of them; "
+            f"`{PROGRAM} query {shlex.quote(shown)}` lists them all)"
+        )
+    return problem
 
 
 def _show(args: argparse.Namespace) -> int:
