@@ -9,6 +9,7 @@ naming `merge`.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -115,3 +116,62 @@ def test_a_directory_with_nothing_below_says_so_without_a_list(
         f"{ERROR}no summary or lineage file in {empty} or its subdirectories (a run is BASE "
         f"itself or a directory up to 4 levels below it)\n"
     )
+
+
+def test_show_leaves_out_empty_job_keys_says_each_thing_once_and_prints_floats_alike(
+    tmp_path: Path, lw: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: nine empty rows, ranks_missing beside job/missing_ranks, 0.9893671274185181."""
+    job = tmp_path / "job"
+    verdicts = {
+        "job/ranks_reported": 1,
+        "job/missing_ranks": "1",
+        "job/straggler_rank": -1,
+        "job/straggler_ranks": "",
+        "job/diverged_ranks": "",
+        "job/nonfinite_loss_ranks": "",
+        "job/step_time_skew": 0.9893671274185181,
+        "job/divergence_check": "checked",
+        "ranks_reported": 1,
+        "ranks_missing": "1",
+        "disagreements": "",
+        "note": "kept",
+    }
+    lw.write(job, [lw.custom(verdicts), lw.train(network="Net", loss=1.0007367134094238)])
+    code, out, err = run(capsys, "show", str(job))
+    assert (code, err) == (0, "")
+    rows = {
+        tuple(line.split()[:3])
+        for line in out.splitlines()
+        if line.startswith(("user_defined", "algorithm"))
+    }
+    assert ("algorithm", "loss", "1.000737") in rows
+    assert ("user_defined", "job/step_time_skew", "0.9893671") in rows
+    assert ("user_defined", "ranks_missing", "1") in rows
+    assert ("user_defined", "ranks_reported", "1") in rows
+    assert ("user_defined", "note", "kept") in rows
+    keys = [row[1] for row in rows]
+    assert "job/missing_ranks" not in keys and "job/ranks_reported" not in keys
+    assert not {"job/straggler_ranks", "job/diverged_ranks", "disagreements"} & set(keys)
+    assert all(len(line.split()) >= 3 for line in out.splitlines() if line.startswith("user_"))
+    assert "4 empty user_defined values not shown (--json shows every key)" in out
+    # JSON keeps every key and every digit.
+    code, out, _ = run(capsys, "show", str(job), "--json")
+    shown = json.loads(out)["user_defined"]
+    assert shown["job/missing_ranks"] == "1" and shown["job/straggler_ranks"] == ""
+    assert shown["job/step_time_skew"] == 0.9893671274185181
+
+
+def test_show_says_which_loss_a_merged_job_holds(
+    tmp_path: Path, lw: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A job's loss is the ranks' mean, not rank 0's (the Progress line's): show says so."""
+    job, single = tmp_path / "job", tmp_path / "single"
+    lw.write(job, [lw.custom({"ranks_reported": 2, "loss_min": 0.5}), lw.train(loss=0.75)])
+    lw.write(single, [lw.train(loss=0.75)])
+    note = (
+        "loss: the mean of the ranks' final losses (user_defined loss_min and loss_max: "
+        "their extremes; one rank's own: show its rank_<r> directory)"
+    )
+    assert note in run(capsys, "show", str(job))[1].splitlines()
+    assert "loss: " not in run(capsys, "show", str(single))[1]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shlex
 import sys
 from collections.abc import Mapping
@@ -150,6 +151,54 @@ def _verdict_lines(user_defined: Mapping[str, Any]) -> list[str]:
     return [*verdict_lines(usable), *notes]
 
 
+# A job verdict key that says what the merge's own key says (shown once, as the merge's).
+_SAME_AS_MERGE = {"job/missing_ranks": "ranks_missing", "job/ranks_reported": "ranks_reported"}
+
+
+def _shown_value(value: Any) -> str:
+    """A value as the table shows it: floats to 7 significant digits, like a float32.
+
+    The lineage holds float32 values (a loss) beside doubles (a skew computed
+    by the merge): every float is printed alike, the JSON keeps them whole.
+    """
+    if isinstance(value, float) and math.isfinite(value):
+        return f"{value:.7g}"
+    return value_text(value)
+
+
+def _table_rows(result: Mapping[str, Any]) -> tuple[list[list[str]], int]:
+    """The rows of ``show``'s table, and how many empty ``user_defined`` values were left out.
+
+    An empty text in ``user_defined`` (the merge writes "" for "no rank") makes
+    no row, nor does a ``job/`` key saying what the merge's own key says.
+    """
+    from rankscribe.lineage.record._parser import SECTION_KEYS  # noqa: PLC0415 - protobuf
+
+    rows: list[list[str]] = []
+    left_out = 0
+    user_defined = result.get("user_defined", {})
+    for section in (*SECTION_KEYS, "user_defined"):
+        if section == "dataset_graph":
+            continue
+        for key, value in result.get(section, {}).items():
+            if section == "user_defined":
+                if value == "":
+                    left_out += 1
+                    continue
+                same = _SAME_AS_MERGE.get(str(key))
+                if same is not None and same in user_defined and user_defined[same] == value:
+                    continue
+            rows.append(
+                [
+                    section,
+                    printable(str(key)),
+                    _shown_value(value),
+                    printable(_query_name(section, str(key))),
+                ]
+            )
+    return rows, left_out
+
+
 def _live_records(state: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     """The live view's verdict records of the shape it writes (others left out: files are data)."""
     found = state.get("verdict_records") if state is not None else None
@@ -285,25 +334,22 @@ def _show(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(result, indent=2) + "\n")  # JSON escapes control bytes
         return 0
-    rows: list[list[str]] = []
-    from rankscribe.lineage.record._parser import SECTION_KEYS  # noqa: PLC0415 - protobuf
-
-    for section in (*SECTION_KEYS, "user_defined"):
-        if section == "dataset_graph":
-            continue
-        for key, value in result.get(section, {}).items():
-            rows.append(
-                [
-                    section,
-                    printable(str(key)),
-                    value_text(value),
-                    printable(_query_name(section, str(key))),
-                ]
-            )
+    rows, left_out = _table_rows(result)
     out = [
         f"run {printable(result['summary_dir'])}",
         plain_table(["section", "key", "value", "query name"], rows),
     ]
+    if left_out:
+        out.append(
+            f"{left_out} empty user_defined value{'s' if left_out != 1 else ''} not shown "
+            f"(--json shows every key)"
+        )
+    if "loss" in result.get("algorithm", {}) and "ranks_reported" in result["user_defined"]:
+        # A merged job's loss is not any one rank's (docs/integrations.md, "Which loss is which").
+        out.append(
+            "loss: the mean of the ranks' final losses (user_defined loss_min and loss_max: "
+            "their extremes; one rank's own: show its rank_<r> directory)"
+        )
     graph = result.get("dataset_graph") or {}
     if graph:
         out.append(f"dataset_graph: {printable(_graph_line(graph))}")
