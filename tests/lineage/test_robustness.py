@@ -180,7 +180,7 @@ def test_file_removed_between_listing_and_reading(
     from rankscribe.lineage.record import _discovery as discovery
 
     path = lw.write(base / "vanishing", [lw.train(network="Gone")], mtime=10)
-    real = discovery.list_summary_dirs
+    real = discovery.find_runs
 
     def list_then_remove(directory: str, *args: Any) -> Any:
         found = real(directory, *args)
@@ -188,7 +188,7 @@ def test_file_removed_between_listing_and_reading(
         return found
 
     # private: the index file's name and scan rule (the index container)
-    monkeypatch.setattr("rankscribe.lineage.index._cache.list_summary_dirs", list_then_remove)
+    monkeypatch.setattr("rankscribe.lineage.index._cache.find_runs", list_then_remove)
     with caplog.at_level(logging.WARNING):
         assert networks(base) == ["Good1", "Good2"]
     assert warnings_about(caplog, path)

@@ -162,7 +162,8 @@ def _shown_value(value: Any) -> str:
     by the merge): every float is printed alike, the JSON keeps them whole.
     """
     if isinstance(value, float) and math.isfinite(value):
-        return f"{value:.7g}"
+        text = f"{value:.7g}"
+        return text if "." in text or "e" in text else text + ".0"  # still reads as a float
     return value_text(value)
 
 
