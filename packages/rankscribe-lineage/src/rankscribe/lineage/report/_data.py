@@ -1,9 +1,10 @@
 """What the report shows, read from a base dir through the lineage and writer APIs.
 
-- The runs: the base dir and its direct subdirectories (as ``rankscribe-lineage
-  query`` sees them) that hold a lineage, summary files or ``rank_<n>``
-  directories. A directory with ``rank_<n>`` subdirectories is a job; its
-  ``rank_<n>`` directories are its ranks, not runs of their own.
+- The runs: the base dir, its direct subdirectories and the deeper runs
+  ``rankscribe-lineage query`` finds (docs/lineage-queries.md) that hold a
+  lineage, summary files or ``rank_<n>`` directories. A directory with
+  ``rank_<n>`` subdirectories is a job; its ``rank_<n>`` directories are its
+  ranks, not runs of their own.
 - Each run's lineage fields: :func:`rankscribe.lineage.filter_runs`.
 - A job's curves: each rank's scalars (:func:`rankscribe.lineage.jobview.rank_dir_arrays`:
   NumPy columns from ``rankscribe.writer.reader.scalar_arrays``),
