@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from rankscribe.lineage import filter_summary_lineage, get_run_lineage, get_summary_lineage
+from rankscribe.lineage.cli import main
 
 # private: the run-discovery rule (which dirs hold runs)
 from rankscribe.lineage.record._discovery import (
@@ -231,3 +232,18 @@ def test_a_job_below_the_base_without_its_merged_lineage_shows_its_ranks(
     job(base / "digits" / "version_0", lw, "Stopped", merged=False)
     assert rows(base) == ["digits/version_0/rank_0", "digits/version_0/rank_1"]
     assert runs_below(str(base / "digits")) == ["version_0/rank_0", "version_0/rank_1"]
+
+
+def test_what_the_commands_write_into_a_base_is_neither_a_run_nor_entered(
+    tmp_path: Path, lw: Any
+) -> None:
+    """`hparams` writes one folder per run under BASE/tensorboard-hparams: a walk into
+    it would keep every folder as a directory to check at each query."""
+    base = tmp_path / "runs"
+    job(base / "digits" / "version_0", lw, "V0")
+    lw.write(base / "plain", [lw.train(network="Plain")])
+    assert main(["hparams", str(base)]) == 0
+    assert (base / "tensorboard-hparams" / "plain").is_dir()
+    found = find_runs(str(base))
+    assert sorted(run.relative_path for run in found.runs) == ["./digits/version_0", "./plain"]
+    assert list(found.containers) == ["./digits"]

@@ -36,7 +36,7 @@ from typing import Any
 from rankscribe.lineage.index._index_encoding import FileColumns
 from rankscribe.lineage.index._index_file import LoadedIndex
 from rankscribe.lineage.index._run_table import CUSTOM_SECTIONS, RunTable, Sparse
-from rankscribe.lineage.record._discovery import GROUPS_DIR
+from rankscribe.lineage.record._discovery import NOT_RUN_DIRS
 
 __all__ = ["unchanged_table"]
 
@@ -113,7 +113,7 @@ def _base_unchanged(
     the run-by-run path).
     """
     listed = set(os.listdir(base_dir))
-    listed.discard(GROUPS_DIR)  # never a run (docs/groups.md)
+    listed.difference_update(NOT_RUN_DIRS)  # never runs (docs/lineage-queries.md)
     lstat = _lstat(base, base_dir)
     # Deeper runs sit in containers, which the mtimes of the containers vouch for.
     top = [name for name in names if "/" not in name]

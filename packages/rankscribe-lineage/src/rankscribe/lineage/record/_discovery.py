@@ -20,7 +20,9 @@ runs may sit, bounded:
   to its last file).
 - Symbolic links are skipped, both directories and files.
 - ``_groups`` (:data:`GROUPS_DIR`: the curves of groups of runs, written by
-  ``rankscribe-lineage group``) is no run, and its folders are not either.
+  ``rankscribe-lineage group``) and ``tensorboard-hparams`` (what
+  ``rankscribe-lineage hparams`` writes by default) are no runs, and their
+  folders are not either (:data:`NOT_RUN_DIRS`).
 - A directory is a run when it holds a regular summary or lineage file, as
   :func:`rankscribe.writer.files.file_kind` tells them (MindInsight's rule: a
   name containing ``summary.<digits>``; the digits are the file's creation
@@ -68,12 +70,17 @@ _RUN_FILE_KINDS = (FileKind.SUMMARY, FileKind.LINEAGE)
 _WRITE_BITS = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
 #: The folder of a base dir that holds the groups' curves (docs/groups.md): never a run.
 GROUPS_DIR = "_groups"
+#: The folders ``rankscribe-lineage`` itself writes into a base dir, never runs nor
+#: entered: the groups' curves and ``hparams``' default output (one folder per run,
+#: which a walk would otherwise enter and keep, run by run, each query).
+NOT_RUN_DIRS = frozenset((GROUPS_DIR, "tensorboard-hparams"))
 #: How many levels below a base dir a run may be (``./a/b/c/d``; docs/lineage-queries.md).
 MAX_DEPTH = 4
 
 __all__ = [
     "GROUPS_DIR",
     "MAX_DEPTH",
+    "NOT_RUN_DIRS",
     "UNSTATED",
     "FoundRuns",
     "LineageFile",
@@ -266,7 +273,7 @@ def _subdirectories(entries: list[os.DirEntry[str]], prefix: str) -> list[tuple[
         # entry.path: the parent joined with the name, made once by scandir
         (entry.path, prefix + entry.name)
         for entry in entries
-        if entry.name != GROUPS_DIR and entry.is_dir(follow_symlinks=False)
+        if entry.name not in NOT_RUN_DIRS and entry.is_dir(follow_symlinks=False)
     ]
 
 
