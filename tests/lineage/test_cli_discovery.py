@@ -98,6 +98,12 @@ def test_show_on_an_interrupted_job_names_the_merge(
         f"(was the job interrupted?); run `rankscribe-lineage merge {version}` to write it "
         f"from the rank directories\n"
     )
+    code, out, err = run(capsys, "show", str(version), "--check")
+    assert (code, out) == (2, "")
+    assert err == (
+        f"rankscribe-lineage: no job in {version} (no lineage file, no live view); its rank "
+        f"directories hold files: `rankscribe-lineage merge {version}` writes the job's lineage\n"
+    )
     # The fix it names works: the merge writes the job's lineage, and show shows it.
     assert run(capsys, "merge", str(version))[0] == 0
     code, out, err = run(capsys, "show", str(version))

@@ -239,8 +239,14 @@ def _check(directory: str, state: Mapping[str, Any] | None, lineage: Any) -> int
     from rankscribe.lineage.jobparts import ACTIONABLE_KINDS  # noqa: PLC0415 - numpy
 
     if state is None and lineage is None:
+        fix = ""
+        if _unmerged_ranks(directory):  # an interrupted job: its ranks wrote, nobody merged
+            fix = (
+                f"; its rank directories hold files: `{PROGRAM} merge "
+                f"{shlex.quote(printable(directory))}` writes the job's lineage"
+            )
         print(
-            f"{PROGRAM}: no job in {printable(directory)} (no lineage file, no live view)",
+            f"{PROGRAM}: no job in {printable(directory)} (no lineage file, no live view){fix}",
             file=sys.stderr,
         )
         return CHECK_NO_JOB
@@ -269,6 +275,18 @@ def _without_lineage(
     raise CommandLineError(_no_lineage_problem(directory, args.dir)) from None
 
 
+def _unmerged_ranks(directory: str) -> list[int]:
+    """The ranks whose ``rank_<n>`` directories under ``directory`` hold run files."""
+    from rankscribe.lineage.record._discovery import runs_below  # noqa: PLC0415
+    from rankscribe.ranks.files import parse_rank_dir_name  # noqa: PLC0415
+
+    return sorted(
+        rank
+        for rank in (parse_rank_dir_name(name) for name in runs_below(directory) if "/" not in name)
+        if rank is not None
+    )
+
+
 def _no_lineage_problem(directory: str, shown_dir: str) -> str:
     """Why ``show`` has nothing to show, and where to look instead.
 
@@ -277,15 +295,8 @@ def _no_lineage_problem(directory: str, shown_dir: str) -> str:
     directory with runs below it (Lightning's ``save_dir/name``, above its
     ``version_<n>``) names them.
     """
-    from rankscribe.lineage.record._discovery import runs_below  # noqa: PLC0415
-    from rankscribe.ranks.files import parse_rank_dir_name  # noqa: PLC0415
-
     shown = printable(shown_dir)
-    ranks = sorted(
-        rank
-        for rank in (parse_rank_dir_name(name) for name in runs_below(directory) if "/" not in name)
-        if rank is not None
-    )
+    ranks = _unmerged_ranks(directory)
     if ranks:
         listed = ", ".join(f"rank_{rank}" for rank in ranks[:5])
         listed += " ..." if len(ranks) > 5 else ""
