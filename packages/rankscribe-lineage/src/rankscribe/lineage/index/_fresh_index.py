@@ -116,9 +116,11 @@ def _base_unchanged(
     listed.difference_update(NOT_RUN_DIRS)  # never runs (docs/lineage-queries.md)
     lstat = _lstat(base, base_dir)
     # Deeper runs sit in containers, which the mtimes of the containers vouch for.
-    top = [name for name in names if "/" not in name]
+    # Without containers every run is in the base dir itself (no pass over the names).
+    top = names
     if containers:
         inner = [path[2:] for path in containers]
+        top = [name for name in names if "/" not in name]
         top += [name for name in inner if "/" not in name]
         for name, mtime_ns in zip(inner, containers.values(), strict=True):
             state = lstat(name)
