@@ -37,12 +37,12 @@ from typing import Any
 
 import torch
 
-from rankscribe.collector.adapters._torch import ForwardTimer, TorchDevicePart
-from rankscribe.collector.jobview._fingerprint import (
+from rankscribe.collector._fingerprint import (
     DEFAULT_FINGERPRINT_BUDGET,
     slice_bounds,
     slice_fingerprint,
 )
+from rankscribe.collector.adapters._torch import ForwardTimer, TorchDevicePart
 from rankscribe.collector.system._readings import GpuReadings, gpu_device, load_nvml
 
 HERE = Path(__file__).resolve().parent

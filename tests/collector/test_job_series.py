@@ -21,11 +21,11 @@ from rankscribe.collector import (
     TrainLoop,
 )
 
+# private: the fingerprint algorithm and its budget, no public door
+from rankscribe.collector._fingerprint import parameter_fingerprint
+
 # private: the job's lineage merge rule on rank 0, no public door
 from rankscribe.collector._lineage import JobLineageMerger
-
-# private: the fingerprint algorithm and its budget, no public door
-from rankscribe.collector.jobview._fingerprint import parameter_fingerprint
 
 # private: the step-time batching rule (write at once / count), no public door
 from rankscribe.collector.jobview._series import (

@@ -58,9 +58,9 @@ def test_lines_every_n_steps_with_epoch_step_loss_and_rate() -> None:
         clock,
     )
     assert stream.getvalue().splitlines() == [
-        "epoch 1/2  step 4/10  loss 0.2500  2.0 steps/s",
-        "epoch 2/2  step 8/10  loss 0.1250  2.0 steps/s",
-        "epoch 2/2  step 10/10  loss 0.1000  2.0 steps/s",
+        "epoch 1/2  step 4/10  rank 0 loss 0.2500  2.0 steps/s",
+        "epoch 2/2  step 8/10  rank 0 loss 0.1250  2.0 steps/s",
+        "epoch 2/2  step 10/10  rank 0 loss 0.1000  2.0 steps/s",
         "trained 10 steps in 5.0 s (2.0 steps/s)",
     ]
 
@@ -77,8 +77,8 @@ def test_lines_every_n_seconds() -> None:
     lines = stream.getvalue().splitlines()
     # 0.75 s a step: 2 s have passed at step 3 (2.25 s) and at step 6 (2.25 s later)
     assert lines == [
-        "epoch 1/1  step 3/6  loss 0.3333  1.3 steps/s",
-        "epoch 1/1  step 6/6  loss 0.1667  1.3 steps/s",
+        "epoch 1/1  step 3/6  rank 0 loss 0.3333  1.3 steps/s",
+        "epoch 1/1  step 6/6  rank 0 loss 0.1667  1.3 steps/s",
         "trained 6 steps in 4.5 s (1.3 steps/s)",
     ]
 
@@ -89,7 +89,7 @@ def test_a_terminal_gets_a_tqdm_bar() -> None:
     output = stream.getvalue()
     assert "\r" in output  # a bar redrawn in place, not lines
     assert "10/10" in output
-    assert "epoch=2/2" in output and "loss=0.1000" in output
+    assert "epoch=2/2" in output and "rank 0 loss=0.1000" in output
     assert "step/s" in output  # tqdm's rate, in steps
     assert "trained 10 steps" not in output
 
@@ -103,6 +103,17 @@ def test_write_goes_above_the_bar_and_a_subclass_adds_its_line() -> None:
         _train(WithAccuracy(every_seconds=None, stream=stream, rank_info=_rank(0)))
         assert "epoch 1 accuracy 0.9\n" in stream.getvalue()
         assert "epoch 2 accuracy 0.9\n" in stream.getvalue()
+
+
+def test_the_loss_is_labelled_rank_0_only_on_a_job_of_several_ranks() -> None:
+    """Rank 0's own loss, not the ranks' mean that the lineage records (docs/integrations.md)."""
+    alone = RankInfo(rank=0, world_size=1, local_rank=0, local_size=1, host="h", launcher="single")
+    stream, clock = io.StringIO(), Clock()
+    progress = Progress(
+        every_steps=10, every_seconds=None, stream=stream, rank_info=alone, clock=clock
+    )
+    _train(progress, clock)
+    assert stream.getvalue().splitlines()[0] == "epoch 2/2  step 10/10  loss 0.1000  2.0 steps/s"
 
 
 @pytest.mark.parametrize("stream_type", [io.StringIO, Terminal])
@@ -122,7 +133,7 @@ def test_an_unreadable_loss_is_a_dash(tmp_path: Path) -> None:
     ) as session:
         for _ in session.epochs():
             session.step(None, "not a number")
-    assert stream.getvalue().splitlines()[0].startswith("epoch 1/1  step 1/1  loss -  ")
+    assert stream.getvalue().splitlines()[0].startswith("epoch 1/1  step 1/1  rank 0 loss -  ")
 
 
 def test_with_train_loop_and_the_collector(model: Any, tmp_path: Path) -> None:
@@ -136,7 +147,7 @@ def test_with_train_loop_and_the_collector(model: Any, tmp_path: Path) -> None:
             Progress(every_steps=3, stream=stream, rank_info=_rank(0)),
         ],
     )
-    assert stream.getvalue().splitlines()[0].startswith("epoch 1/1  step 3/3  loss 0.5000  ")
+    assert stream.getvalue().splitlines()[0].startswith("epoch 1/1  step 3/3  rank 0 loss 0.5000  ")
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ from torch.nn import functional
 from torch.utils.data import DataLoader, TensorDataset
 
 from rankscribe.collector import CheckpointConfig, ModelCheckpoint, SummaryCollector, TrainLoop
-from rankscribe.writer import SummaryRecord, image_summary, reader, scalar_summary
+from rankscribe.writer import SummaryRecord, events, image_summary, reader, scalar_summary
 from rankscribe.writer.events import load_dir
 from rankscribe.writer.pb import anf_ir_pb2
 
@@ -39,7 +39,7 @@ class Reporting(nn.Module):
         return self.head(hidden)
 
 
-def _op_types(graph: reader.Graph | None) -> list[str]:
+def _op_types(graph: events.Graph | None) -> list[str]:
     assert graph is not None
     return [node.op_type for node in graph.nodes]
 

@@ -22,7 +22,7 @@ import rankscribe.collector.adapters._torch as torch_adapter
 from rankscribe.collector import SummaryCollector, TrainLoop
 
 # private: the fingerprint algorithm and its budget, no public door
-from rankscribe.collector.jobview._fingerprint import slice_fingerprint
+from rankscribe.collector._fingerprint import slice_fingerprint
 from rankscribe.lineage.jobparts import FINGERPRINT_TAG, FORWARD_TIME_TAG, STEP_TIME_TAG
 from rankscribe.writer.reader import scalars
 from tests._support.clocks import ManualClock

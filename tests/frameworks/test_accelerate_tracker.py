@@ -108,9 +108,9 @@ def test_integration_arguments_are_named_in_their_errors(tmp_path: Path) -> None
         f"For 'RankScribeLogger', the argument 'save_dir' must be a directory, but "
         f"{str(a_file)!r} is a file."
     )
-    with pytest.raises(CollectorTypeError) as error:
+    with pytest.raises(CollectorTypeError) as type_error:
         RankScribeCallback(123)  # type: ignore[arg-type]
-    assert str(error.value) == (
+    assert str(type_error.value) == (
         "For 'RankScribeCallback', the argument 'summary_dir' must be a str or os.PathLike, "
         "but got int."
     )

@@ -15,6 +15,7 @@ from .conftest import EXAMPLES, run_job
 
 pytestmark = pytest.mark.slow
 SCRIPT = EXAMPLES / "lightning" / "train.py"
+BIN = Path(sys.executable).parent
 
 
 def test_a_ddp_job_records_every_rank_merges_the_job_and_a_rerun_takes_a_new_version(
@@ -53,3 +54,19 @@ def test_a_ddp_job_records_every_rank_merges_the_job_and_a_rerun_takes_a_new_ver
     second = tmp_path / "runs" / "digits" / "version_1"
     assert_every_rank_recorded(second)
     assert merged_lineage(second)["hyper_parameters"]["epoch"] == 1
+
+    # save_dir/name/version_<n> is found by query and report over save_dir, each the
+    # console script in a new process (docs/lineage-queries.md, "Which directories are runs").
+    query = run_job([BIN / "rankscribe-lineage", "query", "runs", "--sort", "epoch"], tmp_path)
+    table = [line.split() for line in query.stdout.splitlines()]
+    assert table[0][0] == "run" and "epoch" in table[0]
+    epoch = table[0].index("epoch")
+    assert [(line[0], line[epoch]) for line in table[1:3]] == [
+        ("digits/version_1", "1"),
+        ("digits/version_0", "2"),
+    ]
+    assert "2 matching runs" in query.stdout
+    report = run_job([BIN / "rankscribe-lineage", "report", "runs", "-o", "report.html"], tmp_path)
+    assert "2 jobs" in report.stdout
+    page = (tmp_path / "report.html").read_text()
+    assert "digits/version_0" in page and "digits/version_1" in page

@@ -427,9 +427,9 @@ def test_a_checkpoint_folder_counts_the_model_weights_it_holds(tmp_path: Path) -
         (folder / name).write_bytes(b"x" * size)
     (tmp_path / "big").write_bytes(b"x" * 4096)
     (folder / "linked.safetensors").symlink_to(tmp_path / "big")  # not followed
-    lineage = train_lineage_from_args({"list_callback": [ModelCheckpoint(folder)]})
-    assert lineage.model.size == 1024
-    assert json.loads(lineage.model.path) == {"ckpt": os.path.realpath(folder)}
+    model = train_lineage_from_args({"list_callback": [ModelCheckpoint(folder)]}).model
+    assert model is not None and model.size == 1024 and model.path is not None
+    assert json.loads(model.path) == {"ckpt": os.path.realpath(folder)}
 
     # No weights file known by its name: every regular file at the top level counts.
     other = tmp_path / "exported"
@@ -437,5 +437,5 @@ def test_a_checkpoint_folder_counts_the_model_weights_it_holds(tmp_path: Path) -
     (other / "weights.npz").write_bytes(b"x" * 600)
     (other / "notes.txt").write_bytes(b"x" * 11)
     (other / "inner" / "deeper.safetensors").write_bytes(b"x" * 5000)  # not the top level
-    lineage = train_lineage_from_args({"list_callback": [ModelCheckpoint(other)]})
-    assert lineage.model.size == 611
+    model = train_lineage_from_args({"list_callback": [ModelCheckpoint(other)]}).model
+    assert model is not None and model.size == 611

@@ -110,7 +110,7 @@ def test_query_json_and_csv(base: Path, capsys: pytest.CaptureFixture[str]) -> N
         ),
         (
             ["query", "BASE", "--where", "speed > 1"],
-            "rankscribe-lineage: error: unknown field 'speed';",
+            "rankscribe-lineage: error: unknown field 'speed' at column 1; the fields are ",
         ),
         (["query", "BASE", "--sort", "speed"], "rankscribe-lineage: error:"),
         (["merge", "BASE"], "rankscribe-lineage: error: Merge rank lineage error: no rank_<n>"),

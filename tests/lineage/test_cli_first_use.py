@@ -66,19 +66,17 @@ def test_an_unquoted_text_value_gets_a_hint_unlike_the_input(
         (
             "--sort",
             "metric/acuracy desc",
-            "no run has 'metric/acuracy' (--sort); the metric/ keys are: metric/acc, metric/loss",
+            "no run has 'metric/acuracy' (--sort); did you mean 'metric/acc'?",
         ),
         (
             "--columns",
             "optimizer,metric/acuracy",
-            "no run has 'metric/acuracy' (--columns); the metric/ keys are: metric/acc, "
-            "metric/loss",
+            "no run has 'metric/acuracy' (--columns); did you mean 'metric/acc'?",
         ),
         (
             "--where",
             "user_defined/sed > 1",
-            "no run has 'user_defined/sed' (--where); the user_defined/ keys are: "
-            "user_defined/seed, user_defined/note, user_defined/dropout",
+            "no run has 'user_defined/sed' (--where); did you mean 'user_defined/seed'?",
         ),
         ("--sort", "metric/loss", None),
     ],
@@ -224,15 +222,20 @@ def test_the_default_columns_fit_100_and_differing_ones_come_first(
     assert header[0] == "run"
     varying = {"optimizer", "loss", "metric/acc", "user_defined/seed"}
     assert set(header[1:5]) == varying
-    note_start = next(index for index, line in enumerate(lines) if "not shown: " in line)
-    note = " ".join(lines[note_start:-1])
-    assert note.endswith("(--columns all shows them)")
-    hidden = note.split(": ", 1)[1].split(" (")[0].split(", ")
+    # The columns left out: one line, before the count (it was one line per 100 characters).
+    [note] = [line for line in lines if "not shown" in line]
+    assert lines[-2] == note
+    assert note.endswith("; --columns all shows them)")
+    count = int(note.split()[0])
+    listed, _, more = note.split(" (", 1)[1].rsplit("; ", 1)[0].partition(" and ")
+    hidden = listed.split(", ")
+    assert count == len(hidden) + (int(more.split()[0]) if more else 0)
     assert hidden and not set(hidden) & varying
     assert len(set(header[1:]) | set(hidden)) == len(header) - 1 + len(hidden)
     code, out, _ = run(capsys, "query", str(runs), "--columns", "all")
     assert code == 0
     everything = out.splitlines()[0].split()
     assert set(hidden) < set(everything) and set(header) < set(everything)
+    assert len(everything) == len(header) + count
     assert out.splitlines()[-1] == "3 matching runs"
     assert "not shown" not in out

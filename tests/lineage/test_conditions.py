@@ -11,7 +11,12 @@ from typing import Any
 
 import pytest
 
-from rankscribe.lineage import LineageError, filter_summary_lineage, get_summary_lineage
+from rankscribe.lineage import (
+    LineageError,
+    filter_runs,
+    filter_summary_lineage,
+    get_summary_lineage,
+)
 from rankscribe.lineage.errors import (
     LineageDirNotExistError,
     LineageFileNotFoundError,
@@ -306,6 +311,21 @@ LINEAGE_TYPE_CASES = [
 def test_lineage_type(base: Path, lineage_type: dict[str, Any], keys: list[str]) -> None:
     result = filter_summary_lineage(str(base), {"lineage_type": lineage_type})
     assert [list(item) for item in result["object"]] == [keys] * 4
+
+
+def test_lineage_type_none_returns_all_lineage_as_the_original_api_says(base: Path) -> None:
+    """The original API's text: without a lineage_type the result is all lineage information.
+
+    ``{"lineage_type": None}`` was refused ("The parameter lineage_type is invalid");
+    MindInsight 2.3.1 refuses it too (docs/mindinsight-differences.md, lineage_type-none).
+    """
+    result = filter_summary_lineage(str(base), {"lineage_type": None})
+    assert [list(item) for item in result["object"]] == [
+        ["summary_dir", "model_lineage", "dataset_graph"]
+    ] * 4
+    assert result == filter_summary_lineage(str(base))
+    paged = filter_summary_lineage(str(base), {"lineage_type": None, "limit": 2, "offset": 1})
+    assert paged == filter_summary_lineage(str(base), {"limit": 2, "offset": 1})
 
 
 def test_object_shape(base: Path) -> None:
@@ -643,3 +663,20 @@ def test_unreadable_directory_is_a_query_error(base: Path, monkeypatch: pytest.M
 def test_error_classes(error: LineageError, text: str) -> None:
     assert str(error) == text
     assert error.http_code == 500
+
+
+def test_not_in_and_a_missing_value_behave_as_the_docs_say(base: Path) -> None:
+    """docs/lineage-queries.md, "Operators": it said a run lacking the value never matched
+    `not_in`, while the code (and docs/mindinsight-differences.md) kept it, as MindInsight
+    2.3.1 does. The docs now state what this pins."""
+    # c and d have no loss_function: they pass not_in, fail the ordering operators.
+    result = filter_summary_lineage(str(base), {"loss_function": {"not_in": ["CE"]}})
+    assert names(result) == ["b", "c", "d"]
+    assert names(filter_summary_lineage(str(base), {"loss": {"not_in": [0.3]}})) == ["b", "c", "d"]
+    assert names(filter_summary_lineage(str(base), {"loss": {"lt": 10.0}})) == ["a", "b", "c"]
+    # The string filter is stricter: `not in` and `!=` never match a missing value.
+    assert names(filter_runs(str(base), "loss_function not in ('CE')")) == ["b"]
+    assert names(filter_runs(str(base), "loss_function != 'CE'")) == ["b"]
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "lineage-queries.md").read_text()
+    assert "A run without the value (None) fails `lt`, `gt`, `le` and `ge`, and passes " in docs
+    assert "value never matches `not_in`" not in docs

@@ -7,9 +7,18 @@ from pathlib import Path
 from typing import Any
 
 from rankscribe.lineage import filter_summary_lineage, get_run_lineage, get_summary_lineage
+from rankscribe.lineage.cli import main
 
 # private: the run-discovery rule (which dirs hold runs)
-from rankscribe.lineage.record._discovery import list_lineage_files, list_summary_dirs
+from rankscribe.lineage.record._discovery import (
+    MAX_DEPTH,
+    FoundRuns,
+    SummaryDir,
+    find_runs,
+    list_lineage_files,
+    list_summary_dirs,
+    runs_below,
+)
 
 
 def rows(base: Path, **condition: Any) -> list[str]:
@@ -156,3 +165,87 @@ def test_a_run_without_graph_gets_an_ordinary_mark(tmp_path: Path, lw: Any) -> N
     lw.write(tmp_path / "none2", [lw.train(network="M")], mtime=5)
     result = filter_summary_lineage(str(tmp_path), use_index=False)
     assert [o["model_lineage"]["dataset_mark"] for o in result["object"]] == ["2", "3", "3"]
+
+
+def job(directory: Path, lw: Any, network: str, *, merged: bool = True, mtime: int = 100) -> None:
+    """A distributed job as the collector leaves it: rank dirs, then rank 0's merged lineage."""
+    for rank in (0, 1):
+        lw.write(
+            directory / f"rank_{rank}",
+            [lw.train(network=network, loss=0.5 + rank)],
+            name=f"events.out.events.summary.10.{rank}.vm_lineage",
+            mtime=mtime,
+        )
+    if merged:
+        lw.write(
+            directory,
+            [lw.train(network=network, loss=0.75)],
+            name="events.out.events.summary.10.merged.vm_lineage",
+            mtime=mtime,
+        )
+
+
+def test_runs_deeper_than_one_level_are_found_down_to_the_depth_limit(
+    tmp_path: Path, lw: Any
+) -> None:
+    """Lightning's save_dir/name/version_<n>, and anything up to four levels down.
+
+    Before: only the base and its direct subdirectories were looked at, so a
+    query over save_dir found none of these.
+    """
+    base = tmp_path / "runs"
+    job(base / "digits" / "version_0", lw, "V0", mtime=500)
+    job(base / "digits" / "version_1", lw, "V1", mtime=400)
+    lw.write(base / "plain", [lw.train(network="Plain")], mtime=300)
+    lw.write(base / "plain" / "inside", [lw.train(network="Inside")], mtime=900)
+    lw.write(base / "a" / "b" / "c" / "d", [lw.train(network="Four")], mtime=200)
+    lw.write(base / "a" / "b" / "c" / "d2" / "e", [lw.train(network="Five")], mtime=200)
+    lw.write(base / "a" / "_groups" / "g", [lw.train(network="Groups")], mtime=200)
+    os.symlink(base / "digits", base / "a" / "linked")
+    assert MAX_DEPTH == 4
+    # One row per job (its ranks are inside it), nothing inside a run, nothing past depth 4.
+    assert rows(base) == ["digits/version_0", "digits/version_1", "plain", "a/b/c/d"]
+    found: FoundRuns[SummaryDir] = find_runs(str(base))
+    assert [run.relative_path for run in found.runs] == [
+        "./digits/version_0",
+        "./digits/version_1",
+        "./plain",
+        "./a/b/c/d",
+    ]
+    assert found.runs[0].path == str(base / "digits" / "version_0")
+    # The directories entered that are no run, with their mtimes.
+    assert sorted(found.containers) == [
+        "./a",
+        "./a/b",
+        "./a/b/c",
+        "./a/b/c/d2",
+        "./digits",
+    ]
+    assert found.containers["./digits"] == os.stat(base / "digits").st_mtime_ns
+    # The job directory as the base: the job and its ranks side by side, as before.
+    assert rows(base / "digits" / "version_0") == [".", "rank_0", "rank_1"]
+
+
+def test_a_job_below_the_base_without_its_merged_lineage_shows_its_ranks(
+    tmp_path: Path, lw: Any
+) -> None:
+    """An interrupted job is not a run itself: its ranks are, as TensorBoard shows them."""
+    base = tmp_path / "runs"
+    job(base / "digits" / "version_0", lw, "Stopped", merged=False)
+    assert rows(base) == ["digits/version_0/rank_0", "digits/version_0/rank_1"]
+    assert runs_below(str(base / "digits")) == ["version_0/rank_0", "version_0/rank_1"]
+
+
+def test_what_the_commands_write_into_a_base_is_neither_a_run_nor_entered(
+    tmp_path: Path, lw: Any
+) -> None:
+    """`hparams` writes one folder per run under BASE/tensorboard-hparams: a walk into
+    it would keep every folder as a directory to check at each query."""
+    base = tmp_path / "runs"
+    job(base / "digits" / "version_0", lw, "V0")
+    lw.write(base / "plain", [lw.train(network="Plain")])
+    assert main(["hparams", str(base)]) == 0
+    assert (base / "tensorboard-hparams" / "plain").is_dir()
+    found: FoundRuns[SummaryDir] = find_runs(str(base))
+    assert sorted(run.relative_path for run in found.runs) == ["./digits/version_0", "./plain"]
+    assert list(found.containers) == ["./digits"]

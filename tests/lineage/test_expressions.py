@@ -85,8 +85,8 @@ def test_a_custom_key_no_run_has_is_an_error_as_on_the_command_line(
     # A typo would otherwise match nothing, quietly (the command line refused it already).
     with pytest.raises(
         LineageExpressionError,
-        match=r"no run has '(user_defined/absent|"
-        r"metric/ac)'; the (user_defined|metric)/ keys are: ",
+        match=r"no run has '(user_defined/absent|metric/ac)'; "
+        r"(the user_defined/ keys are: |did you mean 'metric/acc'\?)",
     ) as raised:
         filter_runs(base, where)
     assert raised.value.column == column

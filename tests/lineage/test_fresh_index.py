@@ -7,6 +7,7 @@ a new one) answers exactly what a query that reads every file answers.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -151,3 +152,43 @@ def test_runs_sharing_a_dataset_graph_each_get_a_copy_of_their_own(tmp_path: Pat
     assert first[1]["dataset_graph"] != first[0]["dataset_graph"]
     again = filter_runs(base, lineage_type="dataset")["object"]
     assert again[0]["dataset_graph"] == again[1]["dataset_graph"] == first[1]["dataset_graph"]
+
+
+def test_runs_below_directories_that_are_no_run_keep_the_warm_path_and_its_answers(
+    tmp_path: Path, lw: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lightning's save_dir/name/version_<n>: the warm path checks ``name`` by its mtime.
+
+    A version added, or a run removed, below ``name`` moves its mtime: the
+    next query lists again and finds it. Before, such runs were not found.
+    """
+    base = tmp_path / "base"
+    for version in range(3):
+        run = base / "digits" / f"version_{version}"
+        lw.write(run, [lw.train(network=f"V{version}", loss=version / 10)], mtime=OLD + version)
+        finish(run)
+    os.utime(base / "digits", (OLD, OLD))
+    expected = filter_runs(base, use_index=False)
+    assert [item["summary_dir"] for item in expected["object"]] == [
+        str(base / "digits" / f"version_{version}") for version in (2, 1, 0)
+    ]
+    _cache.scan_base_dir(str(base))
+    walks: list[str] = []
+    real_find_runs = _cache.find_runs  # type: ignore[attr-defined]  # imported there
+
+    def counting(base_dir: str, *args: Any) -> Any:
+        walks.append(base_dir)
+        return real_find_runs(base_dir, *args)
+
+    monkeypatch.setattr(_cache, "find_runs", counting)
+    scan = warm(base)
+    assert (scan.parsed_runs, scan.reused_runs, walks) == (0, 3, [])  # the column check alone
+    assert filter_runs(base) == expected
+    # A new version below `digits` is found by the next query.
+    added = base / "digits" / "version_3"
+    lw.write(added, [lw.train(network="V3", loss=0.3)], mtime=OLD + 3)
+    finish(added)
+    scan = warm(base)
+    assert scan.parsed_runs == 1 and len(walks) == 1
+    assert filter_runs(base) == filter_runs(base, use_index=False)
+    assert len(filter_runs(base)["object"]) == 4

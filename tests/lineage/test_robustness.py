@@ -180,14 +180,14 @@ def test_file_removed_between_listing_and_reading(
     from rankscribe.lineage.index import _cache
 
     path = lw.write(base / "vanishing", [lw.train(network="Gone")], mtime=10)
-    real = _cache.list_summary_dirs  # type: ignore[attr-defined]  # imported there
+    real = _cache.find_runs  # type: ignore[attr-defined]  # imported there
 
     def list_then_remove(directory: str, *args: Any) -> Any:
         found = real(directory, *args)
         path.unlink()
         return found
 
-    monkeypatch.setattr(_cache, "list_summary_dirs", list_then_remove)
+    monkeypatch.setattr(_cache, "find_runs", list_then_remove)
     with caplog.at_level(logging.WARNING):
         assert networks(base) == ["Good1", "Good2"]
     assert warnings_about(caplog, path)

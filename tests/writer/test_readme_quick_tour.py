@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rankscribe.writer import reader
+from rankscribe.writer import events
 from tests._support.readme import README, readme_block
 
 MARKER = "<!-- tested by tests/writer/test_readme_quick_tour.py -->"
@@ -25,7 +25,7 @@ def test_the_quick_tour(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     assert "(100, 0.0099999" in printed.getvalue()  # the README's comment
     kinds = {
         (value.tag, type(value.value).__name__)
-        for event in reader.load_dir("runs/exp1")
+        for event in events.load_dir("runs/exp1")
         if event.what == "summary"
         for value in event.values
     }

@@ -81,7 +81,7 @@ from rankscribe.collector import (
     SummaryCollector,
     TrainLoop,
 )
-from rankscribe.collector.jobview._fingerprint import parameter_fingerprint
+from rankscribe.collector._fingerprint import parameter_fingerprint
 
 STEP_MS = 10.0
 #: ``--job-view-interval``: the collectors' job_view_interval (None: the default).

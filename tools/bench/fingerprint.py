@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from rankscribe.collector.jobview._fingerprint import (
+from rankscribe.collector._fingerprint import (
     DEFAULT_FINGERPRINT_BUDGET,
     HostPart,
     slice_bounds,

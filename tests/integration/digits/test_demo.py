@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 from tests._support.launchers import run_bounded
 
 ROOT = Path(__file__).resolve().parents[3]
+BIN = Path(sys.executable).parent
 pytestmark = pytest.mark.slow
 
 
@@ -26,14 +28,25 @@ def test_the_demo_lists_the_jobs_best_first_with_their_verdicts(mpi: Any, tmp_pa
     assert process.returncode == 0, process.output
     lines = process.stdout.splitlines()
     start = lines.index("$ rankscribe-lineage query runs --sort 'metric/accuracy desc'")
-    header = lines[start + 1].split()
-    assert header[0] == "run" and header[-1] == "metric/accuracy"
-    rows = [line.split() for line in lines[start + 2 : start + 5]]
-    accuracies = [float(row[-1]) for row in rows]
+    end = lines.index("$ rankscribe-lineage report runs -o runs/report.html")
+    printed = lines[start + 1 : end]
+    while printed and not printed[-1]:
+        printed.pop()
+    header = printed[0].split()
+    assert header[0] == "run" and "metric/accuracy" in header
+    rows = [line.split() for line in printed[1:4]]
+    accuracy = header.index("metric/accuracy")
+    accuracies = [float(row[accuracy]) for row in rows]
     assert accuracies == sorted(accuracies, reverse=True)
-    assert lines[start + 5] == "3 matching runs"
-    # One verdict line per job, truthful for a clean run (docs/job-view.md).
-    verdicts = [line for line in lines if ": straggler: " in line]
-    assert len(verdicts) == 3
+    assert printed[-1] == "3 matching runs"
+    # One verdict line per job, in the table's order, truthful for a clean run
+    # (docs/job-view.md); printed by the query itself.
+    verdicts = [line for line in printed if ": straggler: " in line]
+    assert [line.split(":")[0] for line in verdicts] == [row[0] for row in rows]
     assert all("straggler: none" in line and "divergence: none" in line for line in verdicts)
+    # The command it printed is the command it ran: typed by hand, it prints the same.
+    by_hand = run_bounded(
+        [BIN / "rankscribe-lineage", *shlex.split(lines[start])[2:]], cwd=tmp_path, timeout=120
+    )
+    assert by_hand.stdout.splitlines() == printed
     assert (tmp_path / "runs" / "report.html").is_file()

@@ -37,6 +37,7 @@ from typing import Any
 
 from rankscribe.collector import _clock
 from rankscribe.collector._callback import MODES, Callback, CallbackParams, RunContext
+from rankscribe.collector._fingerprint import DEFAULT_FINGERPRINT_BUDGET
 from rankscribe.collector._lineage import DEFAULT_MERGE_TIMEOUT, LineageRecorder
 from rankscribe.collector._run import CollectorRun
 from rankscribe.collector.adapters import AdapterRegistry
@@ -44,7 +45,6 @@ from rankscribe.collector.collection._extractor import GRAPH_TAG, Extractor
 from rankscribe.collector.collection._options import check_one_of_a_kind, collector_arguments
 from rankscribe.collector.collection._schedule import Collect, CollectionSchedule, total_units
 from rankscribe.collector.errors import CollectorValueError
-from rankscribe.collector.jobview._fingerprint import DEFAULT_FINGERPRINT_BUDGET
 from rankscribe.collector.jobview._live import (
     LiveRankView,
     check_job_view_interval,

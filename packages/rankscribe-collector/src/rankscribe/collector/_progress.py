@@ -9,7 +9,10 @@ whichever comes first, and one at the end of training::
     epoch 1/3  step 20/66  loss 0.4312  41.7 steps/s
 
 Other ranks show nothing: on a job of several ranks, their output would
-repeat rank 0's. Evaluation runs are not shown.
+repeat rank 0's. Evaluation runs are not shown. The loss shown is the one
+this process computed at that step: on a job of several ranks it is rank
+0's alone, labelled ``rank 0 loss`` (the lineage's ``loss`` is the mean of
+the ranks' final losses; docs/integrations.md).
 """
 
 from __future__ import annotations
@@ -98,6 +101,8 @@ class Progress(Callback):
         self._clock = clock
         self._adapters = AdapterRegistry()
         self._enabled: bool | None = None
+        # "rank 0 loss" on a job of several ranks: the loss shown is rank 0's alone.
+        self._loss_label = "loss"
         self._bar: Any = None
         self._last = (0, 0.0)  # (step, time) of the last line
         self._started = 0.0
@@ -108,6 +113,7 @@ class Progress(Callback):
         if self._enabled is None:
             info = self._rank_info if self._rank_info is not None else detect()
             self._enabled = info.rank == 0
+            self._loss_label = "loss" if info.world_size == 1 else "rank 0 loss"
         return self._enabled
 
     @property
@@ -147,7 +153,7 @@ class Progress(Callback):
             postfix = {"epoch": f"{params.cur_epoch_num}/{params.epoch_num}"}
             loss = self._read_loss(params)
             if loss is not None:
-                postfix["loss"] = f"{loss:.4f}"
+                postfix[self._loss_label] = f"{loss:.4f}"
             self._bar.set_postfix(postfix, refresh=False)
             return
         step, now = params.cur_step_num, self._clock()
@@ -206,7 +212,7 @@ class Progress(Callback):
         loss = f"{value:.4f}" if value is not None else "-"
         self.write(
             f"epoch {params.cur_epoch_num}/{params.epoch_num}  step {step}  "
-            f"loss {loss}  {_rate(rate)} steps/s"
+            f"{self._loss_label} {loss}  {_rate(rate)} steps/s"
         )
 
 

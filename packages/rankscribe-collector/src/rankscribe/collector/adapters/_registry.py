@@ -19,8 +19,8 @@ import numpy.typing as npt
 
 import rankscribe.collector.adapters._duck as duck_typing
 from rankscribe.collector._checks import is_number
+from rankscribe.collector._fingerprint import host_parts
 from rankscribe.collector.adapters._views import DatasetView, NetworkView, OptimizerView
-from rankscribe.collector.jobview._fingerprint import host_parts
 
 logger = logging.getLogger("rankscribe.collector.adapters")
 

@@ -47,11 +47,11 @@ from torch.utils.weak import WeakIdKeyDictionary
 
 from rankscribe.collector import _clock
 from rankscribe.collector._checks import is_number
+from rankscribe.collector._fingerprint import HostPart
 from rankscribe.collector.adapters._torch_data import dataset_view
 from rankscribe.collector.adapters._torch_graph import GraphTracer
 from rankscribe.collector.adapters._views import DatasetView
 from rankscribe.collector.errors import CollectorTypeError
-from rankscribe.collector.jobview._fingerprint import HostPart
 from rankscribe.writer.pb import anf_ir_pb2
 
 # One logger name for the whole PyTorch adapter, whichever private module speaks.

@@ -33,8 +33,8 @@ from typing import Any, TypeVar, cast
 
 from rankscribe.collector._checks import is_int
 from rankscribe.collector._checks import shown as _shown
+from rankscribe.collector._fingerprint import check_budget
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
-from rankscribe.collector.jobview._fingerprint import check_budget
 from rankscribe.ranks import Coordinator, OnExists, RankInfo
 
 logger = logging.getLogger(__name__)

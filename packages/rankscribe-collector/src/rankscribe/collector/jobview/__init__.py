@@ -1,14 +1,14 @@
 """The collector's side of the job view: what each rank measures and sends for it.
 
 - ``_timings``: the timings besides the step time (data wait, forward time, sections);
-- ``_fingerprint``: the parameter fingerprint each rank records (a check that the
-  ranks train the same parameters);
 - ``_series``: the scalars a rank recorded, kept for the job view at the end of a run;
 - ``_rank_tail`` and ``_live``: the live view, each rank's new points every interval,
   up the tree to rank 0.
 
-What each records and how rank 0 judges it is in ``docs/job-view.md``. Nothing here is
-public: the collector's callbacks use these modules.
+The parameter fingerprint (``collector/_fingerprint.py``) stays beside the adapters
+that compute it. What each records and how rank 0 judges it is in
+``docs/job-view.md``. Nothing here is public: the collector's callbacks use these
+modules.
 """
 
 __all__: list[str] = []

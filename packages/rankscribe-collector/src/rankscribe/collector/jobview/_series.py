@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rankscribe.collector import _clock
-from rankscribe.collector.jobview._fingerprint import (
+from rankscribe.collector._fingerprint import (
     DEFAULT_FINGERPRINT_BUDGET,
     FingerprintPart,
     slice_bounds,

@@ -134,7 +134,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CommandLineError as problem:
         _error(str(problem))
     except LineageExpressionError as error:
-        _error(f"{printable(error.detail)} at column {error.column + 1}")
+        # The place follows the problem, the advice follows the place ("unknown field 'los'
+        # at column 1; did you mean 'loss'?"), never a list of every field.
+        detail, separator, advice = printable(error.detail).partition("; ")
+        _error(f"{detail} at column {error.column + 1}{separator}{advice}")
         print(f"  {printable(error.expression)}\n  {' ' * error.column}^", file=sys.stderr)
     except LineageFileNotFoundError as error:
         _error(printable(error.message))

@@ -6,7 +6,13 @@ import argparse
 import os
 
 from rankscribe.lineage._checks import int_argument, ranks_text, seconds_argument
-from rankscribe.lineage.cli._terminal import CommandLineError, existing_directory, printable
+from rankscribe.lineage.cli._terminal import (
+    CommandLineError,
+    existing_directory,
+    printable,
+    runs_below_text,
+)
+from rankscribe.lineage.errors import LineageError
 
 # The merge, the job view and the hparams writer (the writer, numpy, protobuf) are
 # imported by the commands that use them: every other command starts without them.
@@ -27,7 +33,17 @@ def _merge(args: argparse.Namespace) -> int:
             f"{printable(args.run_dir)}: rank dirs of ranks {ranks_text(found)}; pass "
             f"--world-size {found[-1] + 1} or more"
         )
-    outcome = merge_run_dir(args.run_dir, timeout=args.timeout, world_size=args.world_size)
+    try:
+        outcome = merge_run_dir(args.run_dir, timeout=args.timeout, world_size=args.world_size)
+    except LineageError as error:
+        below = "" if found else runs_below_text(directory, args.run_dir)
+        if not below:
+            raise
+        # Lightning's save_dir/name: the jobs are its version_<n> dirs.
+        raise CommandLineError(
+            f"{printable(error.message)}; the runs below it: {below} (merge one of them) "
+            f"[{type(error).__name__} {error.error_code}]"
+        ) from None
     reported = ",".join(str(rank) for rank in outcome.ranks_reported)
     line = f"wrote {printable(str(outcome.path))} (ranks {reported}"
     if outcome.ranks_missing:

@@ -15,10 +15,10 @@ import json
 import math
 import os
 import sys
-import textwrap
 from typing import Any
 
 from rankscribe.lineage._checks import int_argument
+from rankscribe.lineage.cli._show import usable_verdicts
 from rankscribe.lineage.cli._table import SEPARATOR, column_texts, column_width
 from rankscribe.lineage.cli._terminal import (
     CommandLineError,
@@ -36,7 +36,7 @@ from rankscribe.lineage.query._selection import (
     missing_key_problem,
     select_rows,
 )
-from rankscribe.lineage.record._discovery import list_summary_dirs
+from rankscribe.lineage.record._discovery import MAX_DEPTH, list_summary_dirs
 
 __all__ = ["ALL_COLUMNS", "add_query_command", "column_list"]
 
@@ -203,7 +203,7 @@ def _no_lineage_message(base: str, shown_base: str) -> str:
     if not runs:
         return (
             f"no summary or lineage file in {shown_base} or its subdirectories "
-            f"(a run is BASE itself or a directory directly in it)"
+            f"(a run is BASE itself or a directory up to {MAX_DEPTH} levels below it)"
         )
     names = sorted(os.path.relpath(run.path, base) for run in runs)
     listed = ", ".join(printable(name) for name in names[:5])
@@ -253,12 +253,9 @@ def _query(args: argparse.Namespace) -> int:
     if positions:
         cells = [shown_names, *(texts.of(name) for name in columns)]
         out += _table_lines(["run", *map(printable, columns)], cells)
+    out += _verdict_lines(table, positions, shown_names)
     if hidden:
-        note = (
-            f"{len(hidden)} more column{'s' if len(hidden) != 1 else ''} not shown: "
-            f"{', '.join(map(printable, hidden))} (--columns all shows them)"
-        )
-        out.append(textwrap.fill(note, terminal_width(), break_on_hyphens=False))
+        out.append(_hidden_note(hidden, terminal_width()))
     count = selection.count
     if len(positions) < count:
         out.append(f"{len(positions)} of {count} matching runs shown (--limit {args.limit})")
@@ -266,6 +263,56 @@ def _query(args: argparse.Namespace) -> int:
         out.append(f"{count} matching run{'s' if count != 1 else ''}")
     _write_lines(out)
     return 0
+
+
+def _hidden_note(hidden: list[str], width: int) -> str:
+    """One line: how many columns are not shown, the first names that fit, how to see them."""
+    head = f"{len(hidden)} more column{'s' if len(hidden) != 1 else ''} not shown ("
+    tail = "--columns all shows them)"
+    names = list(map(printable, hidden))
+    for count in range(len(names), 0, -1):
+        rest = len(names) - count
+        listed = ", ".join(names[:count]) + (f" and {rest} more" if rest else "")
+        line = f"{head}{listed}; {tail}"
+        if len(line) <= width:
+            return line
+    return head + tail
+
+
+# The verdicts `query` prints under the table (the job's others: `show`).
+_VERDICT_KINDS = ("straggler:", "divergence:")
+
+
+def _verdict_lines(table: RunTable, positions: list[int], names: list[str]) -> list[str]:
+    """One line per job shown, in the table's order: its straggler and divergence verdicts.
+
+    A job is a run whose merged lineage holds ``job/`` keys (docs/job-view.md);
+    single-process runs get no line. The sentences are ``show``'s; numpy is
+    loaded only when some job is shown.
+    """
+    user_defined = table.custom["user_defined"]
+    job_keys = {
+        key: dict(zip(*user_defined[key], strict=True))
+        for key in user_defined
+        if key.startswith("job/")
+    }
+    if not job_keys:
+        return []
+    from rankscribe.lineage.jobview import verdict_lines  # noqa: PLC0415 - numpy
+
+    lines: list[str] = []
+    for position, name in zip(positions, names, strict=True):
+        values = {key: held[position] for key, held in job_keys.items() if position in held}
+        if not values:
+            continue
+        wanted = [
+            line
+            for line in verdict_lines(usable_verdicts(values)[0])
+            if line.startswith(_VERDICT_KINDS)
+        ]
+        said = "; ".join(map(printable, wanted)) if wanted else "no job verdicts recorded"
+        lines.append(f"{name}: {said}")
+    return lines
 
 
 def _check_custom_keys(table: RunTable, args: argparse.Namespace) -> None:
@@ -325,7 +372,11 @@ def add_query_command(
         epilog=epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    query.add_argument("base", help="the base directory (runs are it and its subdirectories)")
+    query.add_argument(
+        "base",
+        help=f"the base directory (runs are it and the directories up to {MAX_DEPTH} levels "
+        "below it; a run's own subdirectories are part of it)",
+    )
     query.add_argument(
         "--where", help="a filter, e.g. \"loss < 0.5 and optimizer in ('Adam', 'Momentum')\""
     )

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import shlex
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -20,6 +22,7 @@ from rankscribe.lineage.cli._terminal import (
     existing_directory,
     plain_table,
     printable,
+    runs_below_text,
     value_text,
 )
 from rankscribe.lineage.errors import LineageFileNotFoundError
@@ -148,6 +151,55 @@ def _verdict_lines(user_defined: Mapping[str, Any]) -> list[str]:
     return [*verdict_lines(usable), *notes]
 
 
+# A job verdict key that says what the merge's own key says (shown once, as the merge's).
+_SAME_AS_MERGE = {"job/missing_ranks": "ranks_missing", "job/ranks_reported": "ranks_reported"}
+
+
+def _shown_value(value: Any) -> str:
+    """A value as the table shows it: floats to 7 significant digits, like a float32.
+
+    The lineage holds float32 values (a loss) beside doubles (a skew computed
+    by the merge): every float is printed alike, the JSON keeps them whole.
+    """
+    if isinstance(value, float) and math.isfinite(value):
+        text = f"{value:.7g}"
+        return text if "." in text or "e" in text else text + ".0"  # still reads as a float
+    return value_text(value)
+
+
+def _table_rows(result: Mapping[str, Any]) -> tuple[list[list[str]], int]:
+    """The rows of ``show``'s table, and how many empty ``user_defined`` values were left out.
+
+    An empty text in ``user_defined`` (the merge writes "" for "no rank") makes
+    no row, nor does a ``job/`` key saying what the merge's own key says.
+    """
+    from rankscribe.lineage.record._parser import SECTION_KEYS  # noqa: PLC0415 - protobuf
+
+    rows: list[list[str]] = []
+    left_out = 0
+    user_defined = result.get("user_defined", {})
+    for section in (*SECTION_KEYS, "user_defined"):
+        if section == "dataset_graph":
+            continue
+        for key, value in result.get(section, {}).items():
+            if section == "user_defined":
+                if value == "":
+                    left_out += 1
+                    continue
+                same = _SAME_AS_MERGE.get(str(key))
+                if same is not None and same in user_defined and user_defined[same] == value:
+                    continue
+            rows.append(
+                [
+                    section,
+                    printable(str(key)),
+                    _shown_value(value),
+                    printable(_query_name(section, str(key))),
+                ]
+            )
+    return rows, left_out
+
+
 def _live_records(state: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     """The live view's verdict records of the shape it writes (others left out: files are data)."""
     found = state.get("verdict_records") if state is not None else None
@@ -187,8 +239,14 @@ def _check(directory: str, state: Mapping[str, Any] | None, lineage: Any) -> int
     from rankscribe.lineage.jobparts import ACTIONABLE_KINDS  # noqa: PLC0415 - numpy
 
     if state is None and lineage is None:
+        fix = ""
+        if _unmerged_ranks(directory):  # an interrupted job: its ranks wrote, nobody merged
+            fix = (
+                f"; its rank directories hold files: `{PROGRAM} merge "
+                f"{shlex.quote(printable(directory))}` writes the job's lineage"
+            )
         print(
-            f"{PROGRAM}: no job in {printable(directory)} (no lineage file, no live view)",
+            f"{PROGRAM}: no job in {printable(directory)} (no lineage file, no live view){fix}",
             file=sys.stderr,
         )
         return CHECK_NO_JOB
@@ -214,10 +272,51 @@ def _without_lineage(
     if live and not args.json:
         print("\n".join(printable(line) for line in live))
         return 0
-    raise CommandLineError(
-        f"no lineage file in {printable(args.dir)} (lineage files are named "
-        f"*summary.<n>*_lineage; a run writes one when it records its lineage)"
-    ) from None
+    raise CommandLineError(_no_lineage_problem(directory, args.dir)) from None
+
+
+def _unmerged_ranks(directory: str) -> list[int]:
+    """The ranks whose ``rank_<n>`` directories under ``directory`` hold run files."""
+    from rankscribe.lineage.record._discovery import runs_below  # noqa: PLC0415
+    from rankscribe.ranks.files import parse_rank_dir_name  # noqa: PLC0415
+
+    return sorted(
+        rank
+        for rank in (parse_rank_dir_name(name) for name in runs_below(directory) if "/" not in name)
+        if rank is not None
+    )
+
+
+def _no_lineage_problem(directory: str, shown_dir: str) -> str:
+    """Why ``show`` has nothing to show, and where to look instead.
+
+    A job directory whose ranks wrote files but that has no merged lineage
+    (the job was interrupted, or killed before its end) names the merge; a
+    directory with runs below it (Lightning's ``save_dir/name``, above its
+    ``version_<n>``) names them.
+    """
+    shown = printable(shown_dir)
+    ranks = _unmerged_ranks(directory)
+    if ranks:
+        listed = ", ".join(f"rank_{rank}" for rank in ranks[:5])
+        listed += " ..." if len(ranks) > 5 else ""
+        return (
+            f"no merged lineage in {shown}: it holds the rank directories of a job ({listed}) "
+            f"but not the job's lineage, which rank 0 writes when training ends (was the job "
+            f"interrupted?); run `{PROGRAM} merge {shlex.quote(shown)}` to write it from the "
+            f"rank directories"
+        )
+    problem = (
+        f"no lineage file in {shown} (lineage files are named *summary.<n>*_lineage; a run "
+        f"writes one when it records its lineage)"
+    )
+    below = runs_below_text(directory, shown_dir, with_lineage=True)
+    if below:
+        problem += (
+            f"; the runs below it: {below} (show one of them; "
+            f"`{PROGRAM} query {shlex.quote(shown)}` lists them all)"
+        )
+    return problem
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -247,25 +346,22 @@ def _show(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(result, indent=2) + "\n")  # JSON escapes control bytes
         return 0
-    rows: list[list[str]] = []
-    from rankscribe.lineage.record._parser import SECTION_KEYS  # noqa: PLC0415 - protobuf
-
-    for section in (*SECTION_KEYS, "user_defined"):
-        if section == "dataset_graph":
-            continue
-        for key, value in result.get(section, {}).items():
-            rows.append(
-                [
-                    section,
-                    printable(str(key)),
-                    value_text(value),
-                    printable(_query_name(section, str(key))),
-                ]
-            )
+    rows, left_out = _table_rows(result)
     out = [
         f"run {printable(result['summary_dir'])}",
         plain_table(["section", "key", "value", "query name"], rows),
     ]
+    if left_out:
+        out.append(
+            f"{left_out} empty user_defined value{'s' if left_out != 1 else ''} not shown "
+            f"(--json shows every key)"
+        )
+    if "loss" in result.get("algorithm", {}) and "ranks_reported" in result["user_defined"]:
+        # A merged job's loss is not any one rank's (docs/integrations.md, "Which loss is which").
+        out.append(
+            "loss: the mean of the ranks' final losses (user_defined loss_min and loss_max: "
+            "their extremes; one rank's own: show its rank_<r> directory)"
+        )
     graph = result.get("dataset_graph") or {}
     if graph:
         out.append(f"dataset_graph: {printable(_graph_line(graph))}")

@@ -27,6 +27,7 @@ __all__ = [
     "existing_directory",
     "plain_table",
     "printable",
+    "runs_below_text",
     "terminal_width",
 ]
 
@@ -100,3 +101,17 @@ def value_text(value: Any) -> str:
     if isinstance(value, (dict, list)):
         return json.dumps(value, sort_keys=True)  # JSON escapes control characters itself
     return printable(str(value))
+
+
+def runs_below_text(directory: str, shown: str, *, with_lineage: bool = False) -> str:
+    """The runs below ``directory`` named as ``shown/<path>`` (five at most), or ''.
+
+    What a command given a directory that holds no run says, when runs sit
+    deeper (``show runs/digits`` names ``runs/digits/version_0``).
+    """
+    from rankscribe.lineage.record._discovery import runs_below  # noqa: PLC0415
+
+    names = runs_below(directory, with_lineage=with_lineage)
+    listed = ", ".join(printable(os.path.join(shown, name)) for name in names[:5])
+    more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+    return f"{listed}{more}"

@@ -197,8 +197,8 @@ def group_runs(
     """Group the runs under ``base`` by the lineage values of ``by``; write the groups' curves.
 
     Args:
-        base: the base directory (runs are it and its direct subdirectories,
-            as for :func:`rankscribe.lineage.filter_runs`; a job is one run).
+        base: the base directory (its runs as :func:`rankscribe.lineage.filter_runs`
+            finds them; a job is one run).
         by: a key or a list of keys: the query's names (``learning_rate``,
             ``optimizer``, ``metric/<k>``, ``user_defined/<k>``, ...).
         where: a filter, as ``filter_runs``'s (only matching runs are grouped).

@@ -23,6 +23,9 @@ with this machine's clock (NFS clients' clocks drift).
   lineage file parsed again.
 - Any other run is listed, and parsed again when a lineage file's name,
   size, mtime or inode differs from the index's.
+- The directories entered that are no run (``runs/digits`` above
+  ``runs/digits/version_0``) are kept with their mtimes: the warm path
+  checks them with one ``stat`` each.
 
 ``tools/bench/cli.py`` measures a warm query against one ``stat`` per run
 and a bare import; ``docs/lineage-queries.md`` has the numbers.
@@ -61,7 +64,7 @@ from rankscribe.lineage.index._run_summary import (
     value_getter,
 )
 from rankscribe.lineage.index._run_table import RunTable
-from rankscribe.lineage.record._discovery import Pending, SummaryDir, list_summary_dirs
+from rankscribe.lineage.record._discovery import Pending, SummaryDir, find_runs
 
 logger = logging.getLogger(__name__)
 
@@ -386,9 +389,8 @@ def _scan(base_dir: str, enabled: bool) -> ScanResult:
     scan = _Scan(
         base_dir, index, settled_before=index.mtime_ns - _SETTLED_NS if index is not None else 0
     )
-    runs = list_summary_dirs(
-        base_dir, scan.reuse if index is not None else None, scan.summarize_many
-    )
+    walked = find_runs(base_dir, scan.reuse if index is not None else None, scan.summarize_many)
+    runs = walked.runs
     listed = [run for run in runs if not isinstance(run, IndexEntry)]
     kept, outcomes = _listed_outcomes(scan, listed)
     collected = _Collected(base_dir, dict(index.graphs) if index is not None else {})
@@ -410,16 +412,22 @@ def _scan(base_dir: str, enabled: bool) -> ScanResult:
     if enabled:
         changed = collected.changed or (
             index is not None
-            and (index.dropped > 0 or len(collected.entries) != len(index.entries))
+            and (
+                index.dropped > 0
+                or len(collected.entries) != len(index.entries)
+                or walked.containers != index.containers
+            )
         )
         if changed or (index is None and base_dir not in _UNWRITABLE):
-            _keep(base_dir, collected.entries, collected.graphs)
+            _keep(base_dir, collected.entries, collected.graphs, walked.containers)
     return result
 
 
-def _keep(base_dir: str, entries: list[IndexEntry], graphs: dict[str, Any]) -> None:
+def _keep(
+    base_dir: str, entries: list[IndexEntry], graphs: dict[str, Any], containers: dict[str, int]
+) -> None:
     """Write the index; remember a base dir where that fails (not tried again unchanged)."""
-    written = write_index(base_dir, entries, graphs)
+    written = write_index(base_dir, entries, graphs, containers)
     if written is None:
         _UNWRITABLE.add(base_dir)
     else:

@@ -6,8 +6,11 @@ index"), without a Python object per run beyond one ``lstat`` of its
 directory and one of each lineage file — the same checks, by the same rules,
 as the run-by-run path of :mod:`rankscribe.lineage.index._cache`:
 
-- the base dir lists exactly the indexed runs' directories, and no summary
-  or lineage file of its own (the base dir as a run is listed every time);
+- the base dir lists exactly the indexed runs' directories and the
+  directories entered that are no run (the containers), and no summary or
+  lineage file of its own (the base dir as a run is listed every time);
+- every container has its indexed mtime, settled before the index's own
+  (the same entries: a run added below it, or removed, would move it);
 - every indexed run is final, with no warning and no dropped entry;
 - every directory has its indexed mtime, and every lineage file its indexed
   size, mtime, inode and ctime, each mtime settled before the index's own;
@@ -33,7 +36,7 @@ from typing import Any
 from rankscribe.lineage.index._index_encoding import FileColumns
 from rankscribe.lineage.index._index_file import LoadedIndex
 from rankscribe.lineage.index._run_table import CUSTOM_SECTIONS, RunTable, Sparse
-from rankscribe.lineage.record._discovery import GROUPS_DIR
+from rankscribe.lineage.record._discovery import NOT_RUN_DIRS
 
 __all__ = ["unchanged_table"]
 
@@ -58,7 +61,9 @@ def unchanged_table(
         with _opened(base_dir) as base:
             names = [path[2:] for path in paths]
             dir_mtimes = document["dir_mtime"]
-            unchanged = _base_unchanged(base, base_dir, names, dir_mtimes, settled_before)
+            unchanged = _base_unchanged(
+                base, base_dir, names, dir_mtimes, index.containers, settled_before
+            )
             if unchanged:
                 unchanged = _files_unchanged(base, base_dir, names, files, settled_before)
     except OSError:  # removed while we looked
@@ -93,20 +98,41 @@ def _lstat(base: int | None, base_dir: str) -> Callable[[str], os.stat_result]:
 
 
 def _base_unchanged(
-    base: int | None, base_dir: str, names: list[str], indexed: list[int], settled_before: int
+    base: int | None,
+    base_dir: str,
+    names: list[str],
+    indexed: list[int],
+    containers: dict[str, int],
+    settled_before: int,
 ) -> bool:
-    """The base dir lists exactly the indexed runs, each a directory of its indexed mtime.
+    """The base dir lists exactly the indexed runs and containers, each of its indexed mtime.
 
-    One listing of names (no entry objects) and one ``lstat`` per run: an
-    entry that is not indexed is looked at alone (a directory, or a run file
-    in the base dir itself, sends the query down the run-by-run path).
+    One listing of names (no entry objects) and one ``lstat`` per run and
+    per container: an entry that is not indexed is looked at alone (a
+    directory, or a run file in the base dir itself, sends the query down
+    the run-by-run path).
     """
     listed = set(os.listdir(base_dir))
-    listed.discard(GROUPS_DIR)  # never a run (docs/groups.md)
-    extras = listed.difference(names)
-    if len(listed) - len(extras) != len(names):  # a run not listed, or indexed twice
-        return False
+    listed.difference_update(NOT_RUN_DIRS)  # never runs (docs/lineage-queries.md)
     lstat = _lstat(base, base_dir)
+    # Deeper runs sit in containers, which the mtimes of the containers vouch for.
+    # Without containers every run is in the base dir itself (no pass over the names).
+    top = names
+    if containers:
+        inner = [path[2:] for path in containers]
+        top = [name for name in names if "/" not in name]
+        top += [name for name in inner if "/" not in name]
+        for name, mtime_ns in zip(inner, containers.values(), strict=True):
+            state = lstat(name)
+            if (
+                state.st_mtime_ns != mtime_ns
+                or mtime_ns >= settled_before
+                or not stat.S_ISDIR(state.st_mode)
+            ):
+                return False
+    extras = listed.difference(top)
+    if len(listed) - len(extras) != len(top):  # a run not listed, or indexed twice
+        return False
     for extra in extras:
         if stat.S_ISDIR(lstat(extra).st_mode) or "summary." in extra:
             return False  # maybe a run (the run-by-run path decides)

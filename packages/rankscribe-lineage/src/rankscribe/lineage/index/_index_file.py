@@ -6,7 +6,7 @@ property, position ``i`` of every list describing run ``i``); its long
 columns of one type are stored as ``.npy`` arrays beside the JSON document
 in one ``.npz`` archive (:mod:`rankscribe.lineage.index._index_encoding`)::
 
-    {"format": "rankscribe-lineage-index", "version": 5,
+    {"format": "rankscribe-lineage-index", "version": 6,
      "package": "<rankscribe-lineage version>", "parser": "<digest of the parser's code>",
      "path": ["./run1", ...], "dir_mtime": [...], "final": [...],
      "create_time": [...], "update_time": [...],
@@ -15,7 +15,8 @@ in one ``.npz`` archive (:mod:`rankscribe.lineage.index._index_encoding`)::
      "fields": {"loss": [value or null, ...], ...},   one dense column per field
      "metric": {"acc": [[run positions], [values]], ...},   sparse columns
      "user_defined": {...},  "warnings": {"<position>": [...]},
-     "graphs": {"<graph id>": {...}}}
+     "graphs": {"<graph id>": {...}},
+     "containers": [["./name", ...], [mtime_ns, ...]]}   directories entered that are no run
 
 Chosen by measurement (``docs/lineage-queries.md``). A warm query reads the
 checked columns (:mod:`rankscribe.lineage.index._fresh_index`); per-run
@@ -70,7 +71,7 @@ __all__ = [
 
 INDEX_NAME = ".rankscribe-lineage-index.npz"
 INDEX_FORMAT = "rankscribe-lineage-index"
-INDEX_VERSION = 5
+INDEX_VERSION = 6
 # The modules whose code decides what the index stores for a run, and how.
 _PARSER_MODULES = (
     __name__,
@@ -95,7 +96,7 @@ _FILE_WIDTH = 5
 class IndexEntry(NamedTuple):
     """One run as the index keeps it."""
 
-    path: str  # relative to the base dir: "./" or "./<name>"
+    path: str  # relative to the base dir: "./", "./<name>" or "./<name>/<name>"...
     dir_mtime: int
     final: bool
     create_time: int
@@ -135,6 +136,8 @@ class LoadedIndex:
         self.bad = bad or set()
         self.dropped = len(self.bad)  # malformed entries left out
         self.graphs: dict[str, Any] = document["graphs"]
+        #: The directories entered that are no run, and their mtimes (ns).
+        self.containers: dict[str, int] = dict(zip(*document["containers"], strict=True))
         self._entries: list[IndexEntry] | None = None
         self._positions: dict[str, int] | None = None
 
@@ -290,11 +293,9 @@ def _decoded(document: dict[str, Any], found: os.stat_result) -> LoadedIndex:
         raise ValueError("graphs, fields, metric, user_defined or warnings is not an object")
     # Whole columns first (one pass each, in C); only a column that fails is looked at
     # value by value, to find the runs to drop.
-    relative = _types_of(paths) == {str} and sum(map(str.startswith, paths, _DOT_SLASH)) == count
-    if not relative:
+    if not (_types_of(paths) == {str} and _plain_relative_paths(paths)):
         bad |= _bad_positions(
-            paths,
-            lambda path: isinstance(path, str) and path.startswith("./") and "/" not in path[2:],
+            paths, lambda path: isinstance(path, str) and _plain_relative_paths([path])
         )
     for name in ("dir_mtime", "create_time", "update_time"):
         if not _types_of(columns[name]) <= {int}:
@@ -333,6 +334,7 @@ def _decoded(document: dict[str, Any], found: os.stat_result) -> LoadedIndex:
         raise ValueError(f"{duplicates} runs are listed twice")
     checked = {
         **columns,
+        "containers": _containers(document.get("containers", [[], []])),
         "files": files,
         "path": paths,
         "fields": field_columns,
@@ -341,6 +343,39 @@ def _decoded(document: dict[str, Any], found: os.stat_result) -> LoadedIndex:
         "graphs": graphs,
     }
     return LoadedIndex(checked, found.st_mtime_ns, _file_signature(found), bad)
+
+
+def _plain_relative_paths(paths: list[str]) -> bool:
+    """Each path is ``./`` or ``./`` then names joined by ``/`` (none empty, ``.`` or ``..``).
+
+    A few passes over the text joined by NUL (which no name holds), in C: a
+    warm query checks 100,000 paths.
+    """
+    if not paths:
+        return True
+    text = "\0" + "\0".join(paths) + "\0"
+    return (
+        sum(map(str.startswith, paths, _DOT_SLASH)) == len(paths)
+        and text.count("\0") == len(paths) + 1
+        and text.count("/\0") == paths.count("./")
+        and not any(part in text for part in ("//", "/./", "/../", "/.\0", "/..\0"))
+    )
+
+
+def _containers(column: Any) -> list[list[Any]]:
+    """The ``containers`` column, checked: ``[[relative paths], [mtimes]]``."""
+    if not (
+        isinstance(column, list)
+        and len(column) == 2
+        and all(isinstance(part, list) for part in column)
+        and len(column[0]) == len(column[1])
+        and _types_of(column[0]) <= {str}
+        and _types_of(column[1]) <= {int}
+        and _plain_relative_paths(column[0])
+        and "./" not in column[0]
+    ):
+        raise ValueError("column 'containers' is not [[relative paths], [mtimes]]")
+    return column
 
 
 # What a user-defined value can be (map_dict values nest).
@@ -470,7 +505,9 @@ def _entries(document: dict[str, Any]) -> list[IndexEntry]:
     )
 
 
-def _document(entries: list[IndexEntry], graphs: dict[str, Any]) -> dict[str, Any]:
+def _document(
+    entries: list[IndexEntry], graphs: dict[str, Any], containers: dict[str, int]
+) -> dict[str, Any]:
     count = len(entries)
     fields: dict[str, list[Any]] = {}
     custom: dict[str, dict[str, tuple[list[int], list[Any]]]] = {"metric": {}, "user_defined": {}}
@@ -510,18 +547,22 @@ def _document(entries: list[IndexEntry], graphs: dict[str, Any]) -> dict[str, An
             if entry.warnings
         },
         "graphs": {graph: graphs[graph] for graph in used},
+        "containers": [list(containers), list(containers.values())],
     }
 
 
 def write_index(
-    base_dir: str, entries: list[IndexEntry], graphs: dict[str, Any]
+    base_dir: str,
+    entries: list[IndexEntry],
+    graphs: dict[str, Any],
+    containers: dict[str, int] | None = None,
 ) -> LoadedIndex | None:
     """Write the index whole, renamed into place; what it holds, or None if not written.
 
     The returned index carries the written file's own mtime and signature,
     taken from the file itself before the rename (so never another writer's).
     """
-    document = _document(entries, graphs)
+    document = _document(entries, graphs, containers or {})
     data = encoding.encode_document(document)
     target = os.path.join(base_dir, INDEX_NAME)
     try:

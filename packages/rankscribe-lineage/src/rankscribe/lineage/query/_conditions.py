@@ -233,7 +233,15 @@ def _check_control_values(condition: dict[str, Any]) -> None:
 
 
 def _check_lineage_type(value: object) -> None:
-    """``{'eq': t}`` and/or ``{'in': [t, ...]}`` with t 'dataset' or 'model' ('in' wins)."""
+    """``{'eq': t}`` and/or ``{'in': [t, ...]}`` with t 'dataset' or 'model' ('in' wins).
+
+    ``None`` is every lineage, as if the key were absent: the original API's
+    text says so ("If it is not defined ... the query result is all lineage
+    information"), although MindInsight 2.3.1 refuses it
+    (docs/mindinsight-differences.md, ``lineage_type-none``).
+    """
+    if value is None:
+        return
     message = _FIELD_MESSAGES["lineage_type"]
     if not isinstance(value, dict) or not set(value).issubset(("eq", "in")):
         raise LineageSearchConditionParamError(message)

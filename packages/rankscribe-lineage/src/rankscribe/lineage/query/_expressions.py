@@ -27,6 +27,7 @@ expression with a caret under the offending column.
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import operator
 import re
@@ -50,6 +51,8 @@ from rankscribe.lineage.query._conditions import (
 __all__ = [
     "Comparison",
     "Expression",
+    "close_names",
+    "did_you_mean",
     "parse_expression",
     "parse_sort_key",
     "parse_sort_keys",
@@ -366,17 +369,34 @@ _KIND_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
 }
 
 
+def close_names(name: str, candidates: Sequence[str]) -> list[str]:
+    """The candidates close to ``name`` (a typo's likely meaning), closest first, three at most."""
+    return difflib.get_close_matches(name, candidates, n=3, cutoff=0.6)
+
+
+def did_you_mean(names: Sequence[str]) -> str:
+    """``did you mean 'a'?``, ``did you mean 'a' or 'b'?``, ... (names already escaped)."""
+    quoted = [f"'{name}'" for name in names]
+    listed = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+    return f"did you mean {listed}?"
+
+
+def _field_advice(name: str) -> str:
+    """What to write instead of an unknown field: the close ones, else every field."""
+    close = close_names(name, list(FIELD_MAPPING))
+    if close:
+        return did_you_mean(close)
+    fields = ", ".join(FIELD_MAPPING)
+    return f"the fields are {fields}, metric/<name> and user_defined/<name>"
+
+
 def _validate(comparison: Comparison, expression: str) -> None:
     """Check one comparison: the same rules as the dict condition, said for a terminal."""
     name = comparison.name
     kind = field_kind(name)
     if kind is None:
-        fields = ", ".join(field for field in FIELD_MAPPING)
         raise LineageExpressionError(
-            f"unknown field {name!r}; the fields are {fields}, metric/<name> and "
-            f"user_defined/<name>",
-            expression,
-            comparison.column,
+            f"unknown field {name!r}; {_field_advice(name)}", expression, comparison.column
         )
     if kind == "text" and comparison.operator in ("lt", "le", "gt", "ge"):
         raise LineageExpressionError(
@@ -452,6 +472,11 @@ def parse_sort_key(text: str) -> tuple[str, bool]:
     try:
         stripped = validate_search_condition({"sorted_name": stripped})["sorted_name"]
     except LineageSearchConditionParamError:
+        close = close_names(stripped, list(FIELD_MAPPING))
+        if close:
+            raise LineageParamValueError(
+                f"unknown sort key {stripped!r} in {text!r}; {did_you_mean(close)}"
+            ) from None
         fields = ", ".join(field for field in FIELD_MAPPING)
         raise LineageParamValueError(
             f"unknown sort key {stripped!r} in {text!r}; sort on one of {fields}, "

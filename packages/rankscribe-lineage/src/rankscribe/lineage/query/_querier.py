@@ -288,7 +288,8 @@ def filter_summary_lineage(
 
     Args:
         summary_base_dir: absolute path of the base directory; its runs are
-            itself and its direct subdirectories.
+            itself, its direct subdirectories and the runs further down in
+            directories that are no run (docs/lineage-queries.md).
         search_condition: ``{<field>: {<op>: value, ...}, ...}`` with fields
             from ``FIELD_MAPPING`` or ``metric/<k>`` / ``user_defined/<k>``
             and ops ``eq lt gt le ge in not_in`` (all combined with AND;

@@ -10,7 +10,6 @@ Semantics in ``docs/lineage-queries.md``.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import itertools
 import logging
 import os
@@ -30,6 +29,8 @@ from rankscribe.lineage.query._conditions import resolve_summary_path, sort_by
 from rankscribe.lineage.query._expressions import (
     Comparison,
     Expression,
+    close_names,
+    did_you_mean,
     parse_expression,
     parse_sort_keys,
 )
@@ -121,22 +122,33 @@ def custom_keys(rows: Iterable[LineageRow]) -> list[str]:
     return [f"metric/{key}" for key in metric] + [f"user_defined/{key}" for key in user]
 
 
+# How many keys a refused key's message lists when none is close to it.
+_KEYS_LISTED = 10
+
+
 def missing_key_problem(existing: Iterable[str], name: str) -> str | None:
     """Why ``name`` (a ``metric/`` or ``user_defined/`` key no run has) is refused, or None.
 
     A key that no run of the base dir has is a typo until shown otherwise:
-    the text names the keys of that kind that exist, closest first.
+    the text names the keys of that kind close to it, or, when none is, the
+    first keys of that kind in order (a base dir may hold hundreds).
     """
     prefix = next((kind + "/" for kind in CUSTOM_PREFIXES if name.startswith(kind + "/")), None)
     existing = set(existing)
     if prefix is None or name in existing:
         return None
-    same_kind = [key for key in existing if key.startswith(prefix)]
+    same_kind = sorted(key for key in existing if key.startswith(prefix))
     if not same_kind:
         return f"no run has a {prefix} key"
-    likeness = {key: difflib.SequenceMatcher(None, name, key).ratio() for key in same_kind}
-    listed = sorted(sorted(same_kind), key=likeness.__getitem__, reverse=True)
-    return f"the {prefix} keys are: {', '.join(listed)}"
+    # Compared without the prefix they share, which would make every key look close.
+    close = close_names(name[len(prefix) :], [key[len(prefix) :] for key in same_kind])
+    if close:
+        return did_you_mean([prefix + key for key in close])
+    listed = ", ".join(same_kind[:_KEYS_LISTED])
+    more = len(same_kind) - _KEYS_LISTED
+    if more > 0:
+        listed += f" and {more} more (--columns all shows them)"
+    return f"the {prefix} keys are: {listed}"
 
 
 def _check_custom_keys(

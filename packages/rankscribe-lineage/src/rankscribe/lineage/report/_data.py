@@ -1,9 +1,10 @@
 """What the report shows, read from a base dir through the lineage and writer APIs.
 
-- The runs: the base dir and its direct subdirectories (as ``rankscribe-lineage
-  query`` sees them) that hold a lineage, summary files or ``rank_<n>``
-  directories. A directory with ``rank_<n>`` subdirectories is a job; its
-  ``rank_<n>`` directories are its ranks, not runs of their own.
+- The runs: the base dir, its direct subdirectories and the deeper runs
+  ``rankscribe-lineage query`` finds (docs/lineage-queries.md) that hold a
+  lineage, summary files or ``rank_<n>`` directories. A directory with
+  ``rank_<n>`` subdirectories is a job; its ``rank_<n>`` directories are its
+  ranks, not runs of their own.
 - Each run's lineage fields: :func:`rankscribe.lineage.filter_runs`.
 - A job's curves: each rank's scalars (:func:`rankscribe.lineage.jobview.rank_dir_arrays`:
   NumPy columns from ``rankscribe.writer.reader.scalar_arrays``),
@@ -36,6 +37,7 @@ from rankscribe.lineage import filter_runs
 from rankscribe.lineage.errors import LineageError, LineageFileNotFoundError
 from rankscribe.lineage.jobparts import LOSS_TAGS, STEP_TIME_TAG
 from rankscribe.lineage.jobview import JobStatistics, rank_dir_arrays
+from rankscribe.lineage.record._discovery import find_runs
 from rankscribe.lineage.report._downsample import downsample
 from rankscribe.ranks.files import parse_rank_dir_name
 from rankscribe.writer import WriterError, reader
@@ -163,8 +165,32 @@ def _lineages(base: str) -> dict[str, dict[str, Any]]:
     }
 
 
+def _deeper_runs(root: str, known: set[str]) -> list[str]:
+    """The runs the query finds deeper than ``root``'s direct subdirectories, jobs for ranks.
+
+    Lightning's ``save_dir/name/version_<n>`` (docs/lineage-queries.md, "Which
+    directories are runs"); the ranks of a job without its merged lineage
+    stand for their job.
+    """
+    found: list[str] = []
+    try:
+        runs = find_runs(root).runs
+    except OSError:
+        return found
+    for run in sorted(runs, key=lambda item: item.relative_path):
+        if run.relative_path.count("/") < 2:
+            continue
+        directory = run.path
+        if parse_rank_dir_name(os.path.basename(directory)) is not None:
+            directory = os.path.dirname(directory)
+        if directory not in known:
+            known.add(directory)
+            found.append(directory)
+    return found
+
+
 def collect_runs(base: str | os.PathLike[str]) -> list[RunInfo]:
-    """The runs and jobs of ``base`` (itself and its direct subdirectories), by name.
+    """The runs and jobs of ``base`` (itself, its direct subdirectories, the query's deeper runs).
 
     Symbolic links among the subdirectories are skipped, as the lineage
     query skips them.
@@ -180,6 +206,7 @@ def collect_runs(base: str | os.PathLike[str]) -> list[RunInfo]:
             if root_ranks and parse_rank_dir_name(entry.name) is not None:
                 continue  # the base dir is a job: these are its ranks
             candidates.append(entry.path)
+    candidates += _deeper_runs(root, set(candidates))
     runs: list[RunInfo] = []
     for directory in candidates:
         rank_dirs = root_ranks if directory == root else _rank_dirs(directory)
