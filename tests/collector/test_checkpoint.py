@@ -707,18 +707,35 @@ def test_bad_clock(tmp_path: Path) -> None:
 
 KILLED_SAVE = """
 import os, signal, sys
-from functools import partial
 import numpy as np
 from rankscribe.collector import CallbackParams, ModelCheckpoint, RunContext
-from rankscribe.collector.checkpoint import _format as _checkpoint_format
-from rankscribe.ranks.files import atomic_write
 
-def die_halfway(handle, chunk):
-    handle.write(chunk[: len(chunk) // 2])
-    handle.flush()
-    os.kill(os.getpid(), signal.SIGKILL)
+class DiesHalfway:
+    # The checkpoint's temporary file: half of its first chunk is written, then the
+    # process is killed.
+    def __init__(self, handle):
+        self.handle = handle
 
-_checkpoint_format.atomic_write = partial(atomic_write, write=die_halfway)
+    def write(self, chunk):
+        self.handle.write(chunk[: len(chunk) // 2])
+        self.handle.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exception):
+        self.handle.close()
+
+real_fdopen = os.fdopen
+
+def fdopen(descriptor, *args, **options):
+    handle = real_fdopen(descriptor, *args, **options)
+    if ".ckpt." in os.readlink(f"/proc/self/fd/{descriptor}"):
+        return DiesHalfway(handle)
+    return handle
+
+os.fdopen = fdopen  # the call the checkpoint's atomic write opens its file with
 callback = ModelCheckpoint(directory=sys.argv[1])
 params = CallbackParams(train_network={"w": np.zeros(1000)}, cur_epoch_num=1, cur_step_num=1,
                         batch_num=1)

@@ -10,9 +10,9 @@ import sys
 import textwrap
 import threading
 from collections.abc import Callable, Iterator
-from functools import partial
 from pathlib import Path
-from typing import IO
+from types import TracebackType
+from typing import IO, Any
 
 import numpy as np
 import pytest
@@ -24,11 +24,7 @@ from rankscribe.collector import (
     RunContext,
     load_checkpoint,
 )
-
-# private: the checkpoint container's byte layout, which has no public door
-from rankscribe.collector.checkpoint import _format as checkpoint_format
 from rankscribe.collector.errors import CheckpointTimeoutError, CheckpointWriteError
-from rankscribe.ranks.files import atomic_write
 from tests._support.launchers import Launches, clean_environment, drop_launcher_variables
 
 
@@ -58,11 +54,56 @@ def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
     held.release.set()  # never leave a writer thread behind
 
 
+class HookedFile:
+    """A binary file whose writes go through ``write(handle, chunk)``."""
+
+    def __init__(self, handle: IO[bytes], write: Callable[[IO[bytes], bytes], None]) -> None:
+        self._handle = handle
+        self._write = write
+
+    def write(self, chunk: bytes) -> int:
+        self._write(self._handle, chunk)
+        return len(chunk)
+
+    def flush(self) -> None:
+        self._handle.flush()
+
+    def fileno(self) -> int:
+        return self._handle.fileno()
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self) -> HookedFile:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self._handle.__exit__(kind, error, trace)
+
+
 def stop_writes_with(
     monkeypatch: pytest.MonkeyPatch, write: Callable[[IO[bytes], bytes], None]
 ) -> None:
-    """Checkpoint files are written chunk by chunk through ``write`` (which may stop part-way)."""
-    monkeypatch.setattr(checkpoint_format, "atomic_write", partial(atomic_write, write=write))
+    """Checkpoint files are written chunk by chunk through ``write`` (which may stop part-way).
+
+    A checkpoint is written to a hidden ``.<name>.ckpt.<random>.tmp`` opened with
+    ``os.fdopen`` (``rankscribe.ranks.files.atomic_write``): the handle of such a file
+    hands each chunk to ``write``; every other file is left alone.
+    """
+    real_fdopen = os.fdopen
+
+    def fdopen(descriptor: int, *args: Any, **options: Any) -> Any:
+        handle = real_fdopen(descriptor, *args, **options)
+        if ".ckpt." in os.readlink(f"/proc/self/fd/{descriptor}"):
+            return HookedFile(handle, write)
+        return handle
+
+    monkeypatch.setattr(os, "fdopen", fdopen)
 
 
 def written_file(handle: IO[bytes]) -> str:
@@ -226,22 +267,38 @@ def test_retention_runs_after_background_writes(tmp_path: Path) -> None:
 
 
 CRASHING_SCRIPT = textwrap.dedent("""
-    import functools, os, sys, time
+    import os, sys, time
     import numpy as np
     from rankscribe.collector import CallbackParams, CheckpointConfig, ModelCheckpoint, RunContext
-    from rankscribe.collector.checkpoint import _format as checkpoint_format
-    from rankscribe.ranks import files
 
-    def write(handle, chunk):
-        if "CKP-1_3.ckpt" in os.readlink(f"/proc/self/fd/{handle.fileno()}"):
-            handle.write(chunk[: len(chunk) // 2])
-            handle.flush()
-            os.fsync(handle.fileno())
+    class HalfWritten:
+        # The file of step 3's checkpoint: half of its first chunk reaches the disk, then
+        # the process is killed.
+        def __init__(self, handle):
+            self.handle = handle
+
+        def write(self, chunk):
+            self.handle.write(chunk[: len(chunk) // 2])
+            self.handle.flush()
+            os.fsync(self.handle.fileno())
             print("HALF", flush=True)
             time.sleep(60)  # killed here
-        handle.write(chunk)
 
-    checkpoint_format.atomic_write = functools.partial(files.atomic_write, write=write)
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exception):
+            self.handle.close()
+
+    real_fdopen = os.fdopen
+
+    def fdopen(descriptor, *args, **options):
+        handle = real_fdopen(descriptor, *args, **options)
+        if "CKP-1_3.ckpt" in os.readlink(f"/proc/self/fd/{descriptor}"):
+            return HalfWritten(handle)
+        return handle
+
+    os.fdopen = fdopen  # the call the checkpoint's atomic write opens its file with
     config = CheckpointConfig(save_checkpoint_steps=1, keep_checkpoint_max=10, async_save=True)
     callback = ModelCheckpoint(directory=sys.argv[1], config=config)
     network = {"w": np.zeros(200_000, np.float32)}

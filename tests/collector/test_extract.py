@@ -1,25 +1,65 @@
-"""Extraction rules: loss, histogram parameters, input images, graph."""
+"""Extraction rules: loss, histogram parameters, input images, graph.
+
+Each test runs a ``SummaryCollector`` over training steps (``begin``, ``step_end``,
+``end``) and looks at what it hands its ``SummaryRecord`` (``add_value``, in order) and
+at what the files then hold.
+"""
 
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from rankscribe.collector import CallbackParams
+from rankscribe.collector import ArrayOptimizer, CallbackParams, RunContext, SummaryCollector
+from rankscribe.writer.events import load_dir
 
-# private: the loss/histogram extraction rules, no public door
-from rankscribe.collector.collection._extractor import (
-    Extractor,
-    UnreadableLossError,
-    histogram_parameters,
-    mean_loss,
-)
+NO_LANDSCAPE = {"collect_landscape": None}
 
-# private: the collect_specified_data normalisation rule, no public door
-from rankscribe.collector.collection._options import process_specified_data
+
+def step_params(step: int, **values: Any) -> CallbackParams:
+    return CallbackParams(
+        mode="train", epoch_num=1, batch_num=10, cur_step_num=step, cur_epoch_num=1, **values
+    )
+
+
+def collect(
+    directory: Path, monkeypatch: pytest.MonkeyPatch, steps: int = 1, **values: Any
+) -> list[tuple[str, str, Any]]:
+    """Train ``steps`` steps of ``values`` (the specified data under ``specified``), every
+    step collected; the ``(plugin, tag, value)`` the collector added to its record (those
+    the record accepted, in order)."""
+    specified = {**NO_LANDSCAPE, **values.pop("specified", {})}
+    collector = SummaryCollector(directory, collect_freq=1, collect_specified_data=specified)
+    added: list[tuple[str, str, Any]] = []
+    collector.begin(RunContext(step_params(1, **values)))
+    record = collector.record
+    assert record is not None
+    add_value = record.add_value
+
+    def spy(plugin: str, name: str, value: Any) -> Any:
+        result = add_value(plugin, name, value)  # a value the record refuses is not added
+        added.append((plugin, name, value))
+        return result
+
+    monkeypatch.setattr(record, "add_value", spy)
+    for step in range(1, steps + 1):
+        collector.step_end(RunContext(step_params(step, **values)))
+    collector.end(RunContext(step_params(steps, **values)))
+    return added
+
+
+def loss_values(directory: Path) -> list[Any]:
+    return [
+        value.value
+        for event in load_dir(directory)
+        if event.what == "summary"
+        for value in event.values
+        if value.tag == "loss/auto"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -33,69 +73,99 @@ from rankscribe.collector.collection._options import process_specified_data
         ([np.array(7.0), "ignored"], 7.0),
     ],
 )
-def test_mean_loss(outputs: Any, expected: float) -> None:
-    assert mean_loss(outputs) == pytest.approx(expected)
+def test_mean_loss(
+    outputs: Any, expected: float, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    collect(tmp_path, monkeypatch, net_outputs=outputs)
+    assert loss_values(tmp_path) == [pytest.approx(expected)]
 
 
-@pytest.mark.parametrize("outputs", [None, (), [], "loss", {"loss": 1.0}, np.array([])])
-def test_unreadable_loss(outputs: Any) -> None:
-    with pytest.raises(UnreadableLossError):
-        mean_loss(outputs)
+@pytest.mark.parametrize("outputs", [(), [], "loss", {"loss": 1.0}, np.array([])])
+def test_unreadable_loss(
+    outputs: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        collect(tmp_path, monkeypatch, steps=2, net_outputs=outputs)
+    assert loss_values(tmp_path) == []
+    # Said once: the loss is not looked for again.
+    assert caplog.text.count("so no loss was recorded in SummaryCollector") == 1
 
 
-def test_mean_loss_reads_tensors_through_their_numpy_method() -> None:
+def test_no_output_at_all_is_an_unreadable_loss(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        collect(tmp_path, monkeypatch, net_outputs=None)
+    assert loss_values(tmp_path) == []
+    assert "Can not find any output by this network" in caplog.text
+
+
+def test_mean_loss_reads_tensors_through_their_numpy_method(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     class Tensor:
         def numpy(self) -> np.ndarray:
             return np.array([1.0, 3.0])
 
-    assert mean_loss(Tensor()) == 2.0
+    collect(tmp_path, monkeypatch, net_outputs=Tensor())
+    assert loss_values(tmp_path) == [2.0]
 
 
-PARAMETERS = [(f"layer{i}.weight", np.zeros(1)) for i in range(7)] + [("conv1.bias", np.zeros(1))]
+PARAMETERS = {f"layer{i}.weight": np.zeros(1) for i in range(7)} | {"conv1.bias": np.zeros(1)}
 
 
-def test_histograms_default_to_the_first_five() -> None:
-    chosen = [name for name, _ in histogram_parameters(PARAMETERS, None)]
-    assert chosen == [f"layer{i}.weight" for i in range(5)]
+def histograms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, regular: str | None) -> list[str]:
+    added = collect(
+        tmp_path,
+        monkeypatch,
+        optimizer=ArrayOptimizer(PARAMETERS),
+        specified={"histogram_regular": regular},
+    )
+    return [name.removesuffix("/auto") for plugin, name, _ in added if plugin == "histogram"]
 
 
-def test_histograms_match_names_from_the_start() -> None:
-    assert [name for name, _ in histogram_parameters(PARAMETERS, "conv")] == ["conv1.bias"]
-    assert [name for name, _ in histogram_parameters(PARAMETERS, "bias")] == []  # re.match
-    assert len(histogram_parameters(PARAMETERS, "layer")) == 7  # no cap of five
+def test_histograms_default_to_the_first_five(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert histograms(tmp_path, monkeypatch, None) == [f"layer{i}.weight" for i in range(5)]
 
 
-class Sink:
-    def __init__(self) -> None:
-        self.values: list[tuple[str, str, Any]] = []
+@pytest.mark.parametrize(
+    ("regular", "chosen"),
+    [
+        ("conv", ["conv1.bias"]),
+        ("bias", []),  # re.match: from the start of the name
+        ("layer", [f"layer{i}.weight" for i in range(7)]),  # no cap of five
+    ],
+)
+def test_histograms_match_names_from_the_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, regular: str, chosen: list[str]
+) -> None:
+    assert histograms(tmp_path, monkeypatch, regular) == chosen
 
-    def add_value(self, plugin: str, name: str, value: Any) -> None:
-        if plugin == "image" and np.asarray(value).shape[1] not in (1, 3):
-            raise ValueError("C must be 1 or 3")
-        self.values.append((plugin, name, value))
 
-
-def extractor(**specified: Any) -> Extractor:
-    return Extractor(process_specified_data({"collect_landscape": None, **specified}, True))
-
-
-def test_values_come_in_the_originals_order() -> None:
-    from rankscribe.collector import ArrayOptimizer
-
-    sink = Sink()
+def test_values_come_in_the_originals_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     images = np.zeros((2, 3, 4, 4))
-    params = CallbackParams(
+    added = collect(
+        tmp_path,
+        monkeypatch,
         net_outputs=1.0,
         train_dataset_element=(images, np.zeros(2)),
         optimizer=ArrayOptimizer({"w": np.ones(2)}),
+        specified={"collect_graph": False},
     )
-    extractor().add_step_values(sink, params)
-    assert [(plugin, name) for plugin, name, _ in sink.values] == [
+    step_values = [(plugin, name) for plugin, name, _ in added if plugin != "custom_lineage_data"]
+    assert step_values[:3] == [
         ("image", "input_data/auto"),
         ("scalar", "loss/auto"),
         ("histogram", "w/auto"),
     ]
-    assert sink.values[0][2] is images
+    assert added[0][2] is images  # handed over as it is, not copied
 
 
 @pytest.mark.parametrize(
@@ -115,21 +185,33 @@ def test_values_come_in_the_originals_order() -> None:
     ],
 )
 def test_input_data_is_disabled_once(
-    element: Any, reason: str, caplog: pytest.LogCaptureFixture
+    element: Any,
+    reason: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    sink = Sink()
-    instance = extractor(collect_metric=False, histogram_regular=None)
-    params = CallbackParams(train_dataset_element=element)
     with caplog.at_level(logging.WARNING):
-        instance.add_step_values(sink, params)
-        instance.add_step_values(sink, params)
-    assert sink.values == []
+        added = collect(
+            tmp_path,
+            monkeypatch,
+            steps=2,
+            train_dataset_element=element,
+            specified={"collect_metric": False, "histogram_regular": None},
+        )
+    assert [name for plugin, name, _ in added if plugin == "image"] == []
+    assert not any(
+        value.plugin == "image" for event in load_dir(tmp_path) for value in event.values
+    )
     assert caplog.text.count("will not collect input data") == 1
     assert reason in caplog.text
-    assert not instance.collect_input_data
 
 
-def test_graph_is_asked_once() -> None:
+def graphs(directory: Path) -> list[Any]:
+    return [event.graph for event in load_dir(directory) if event.graph is not None]
+
+
+def test_graph_is_asked_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
 
     class Network:
@@ -137,26 +219,28 @@ def test_graph_is_asked_once() -> None:
             calls.append(1)
             return {"nodes": [{"name": "a", "op_type": "Relu"}]}
 
-    instance = extractor()
-    params = CallbackParams(train_network=Network())
-    graph = instance.graph(params)
-    assert graph is not None and [node.op_type for node in graph.node] == ["Relu"]
-    assert instance.graph(params) is None
+    collect(tmp_path, monkeypatch, steps=3, train_network=Network())
+    [graph] = graphs(tmp_path)
+    assert [node.op_type for node in graph.nodes] == ["Relu"]
     assert calls == [1]
 
 
-def test_a_graph_that_cannot_be_built_is_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_graph_that_cannot_be_built_is_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     class Network:
         def describe_graph(self) -> dict[str, Any]:
             return {"nodes": [{"name": "a", "op_type": "Relu", "inputs": ["missing"]}]}
 
-    assert extractor().graph(CallbackParams(network=Network())) is None
+    collect(tmp_path, monkeypatch, network=Network())
+    assert graphs(tmp_path) == []
     assert "cannot be built" in caplog.text and "'missing'" in caplog.text
 
 
-def test_collect_graph_false_asks_nothing() -> None:
+def test_collect_graph_false_asks_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     class Network:
         def describe_graph(self) -> None:
             raise AssertionError("not asked")
 
-    assert extractor(collect_graph=False).graph(CallbackParams(network=Network())) is None
+    collect(tmp_path, monkeypatch, network=Network(), specified={"collect_graph": False})
+    assert graphs(tmp_path) == []

@@ -22,9 +22,6 @@ from torch.utils.data import (
 )
 
 from rankscribe.collector.adapters import AdapterRegistry
-
-# private: the torch adapter's forward timer and device split, no public door
-from rankscribe.collector.adapters import _torch as torch_adapter
 from rankscribe.collector.errors import CollectorTypeError
 from rankscribe.lineage.recording import DatasetGraphInfo
 from rankscribe.writer.pb import anf_ir_pb2
@@ -63,10 +60,15 @@ def test_torch_objects_go_to_the_torch_adapter(net: nn.Module) -> None:
     views = AdapterRegistry()
     optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
     loader = DataLoader(TensorDataset(torch.zeros(4, 4)), batch_size=2)
-    for obj in (net, optimizer, loader, torch.zeros(2), nn.Parameter(torch.zeros(2))):
-        assert isinstance(views.adapter_for(obj), torch_adapter.TorchAdapter)
-    assert isinstance(views.network_view(net), torch_adapter.TorchNetwork)
-    assert isinstance(views.optimizer_view(optimizer), torch_adapter.TorchOptimizer)
+    adapter = views.adapter_for(torch.zeros(2))
+    assert adapter is not None  # not left to the built-in reader (None)
+    assert views.adapter_for(np.zeros(2)) is None
+    for obj in (net, optimizer, loader, nn.Parameter(torch.zeros(2))):
+        assert views.adapter_for(obj) is adapter  # one torch adapter for every torch object
+    # The torch adapter's own views: the module traced into a graph, torch's param_groups.
+    assert graph_of(views, net).node
+    optimizer_view = views.optimizer_view(optimizer)
+    assert optimizer_view is not None and optimizer_view.learning_rate() == pytest.approx(0.1)
 
 
 # ---------------------------------------------------------------------- network
@@ -486,7 +488,8 @@ def test_tensors_to_numpy() -> None:
 
 def test_other_torch_objects_are_left_to_the_builtin_reader() -> None:
     views = AdapterRegistry()
-    adapter = torch_adapter.create_adapter()
+    adapter = views.adapter_for(torch.zeros(2))  # the torch adapter
+    assert adapter is not None
     assert adapter.to_numpy(torch.Size([2, 3])) is None
     np.testing.assert_array_equal(views.to_numpy(torch.Size([2, 3])), [2, 3])
     assert adapter.network_view(torch.zeros(2)) is None
@@ -499,7 +502,7 @@ def test_a_tensor_numpy_cannot_hold_is_a_clear_error(dtype: torch.dtype) -> None
     with pytest.raises(
         CollectorTypeError, match=rf"a {dtype} tensor cannot be read as a NumPy array"
     ):
-        torch_adapter.create_adapter().to_numpy(torch.empty(2, dtype=dtype))
+        AdapterRegistry().to_numpy(torch.empty(2, dtype=dtype))
 
 
 class _ProcessShards(torch.utils.data.Sampler[list[int]]):

@@ -17,12 +17,10 @@ from typing import Any
 import pytest
 
 from rankscribe.lineage import __version__, filter_summary_lineage
-
-# private: the scan's counts (which path a query took) and forget_scans (a new process)
-from rankscribe.lineage.index._cache import forget_scans, scan_base_dir
 from tests._support.launchers import run_bounded
 from tests.lineage._documented import INDEX_NAME
 from tests.lineage._index_bases import graph_base, index_bytes, read_index
+from tests.lineage._index_reads import as_a_new_process, query
 
 
 def entry(index: dict[str, Any], path: str) -> int:
@@ -32,10 +30,10 @@ def entry(index: dict[str, Any], path: str) -> int:
 
 def test_index_is_written_then_reused(tmp_path: Path, lw: Any) -> None:
     base = graph_base(tmp_path, lw)
-    cold = scan_base_dir(str(base))
+    cold = query(base)
     assert (cold.parsed_runs, cold.reused_runs) == (3, 0)
     assert (base / INDEX_NAME).is_file()
-    warm = scan_base_dir(str(base))
+    warm = query(base)
     assert (warm.parsed_runs, warm.reused_runs) == (0, 3)
     assert filter_summary_lineage(str(base), use_index=True) == filter_summary_lineage(
         str(base), use_index=False
@@ -44,9 +42,9 @@ def test_index_is_written_then_reused(tmp_path: Path, lw: Any) -> None:
 
 def test_a_changed_run_is_parsed_again(tmp_path: Path, lw: Any) -> None:
     base = graph_base(tmp_path, lw)
-    scan_base_dir(str(base))
+    query(base)
     lw.write(base / "run1", [lw.eval({"acc": 0.5})], timestamp=1800000000)  # a new file
-    scan = scan_base_dir(str(base))
+    scan = query(base)
     assert (scan.parsed_runs, scan.reused_runs) == (1, 2)
     result = filter_summary_lineage(str(base), {"metric/acc": {"eq": 0.5}})
     assert [o["model_lineage"]["network"] for o in result["object"]] == ["Net1"]
@@ -54,19 +52,19 @@ def test_a_changed_run_is_parsed_again(tmp_path: Path, lw: Any) -> None:
 
 def test_same_size_new_mtime_is_parsed_again(tmp_path: Path, lw: Any) -> None:
     base = graph_base(tmp_path, lw)
-    scan_base_dir(str(base))
+    query(base)
     path = lw.write(
         base / "run0", [lw.graph({"op_type": "G0"}), lw.train(network="Net9", loss=0.0)]
     )
     os.utime(path, (2_000_000, 2_000_000))
-    assert scan_base_dir(str(base)).parsed_runs == 1
+    assert query(base).parsed_runs == 1
     result = filter_summary_lineage(str(base), {"network": {"eq": "Net9"}})
     assert result["count"] == 1
 
 
 def test_removed_run_leaves_the_index(tmp_path: Path, lw: Any) -> None:
     base = graph_base(tmp_path, lw)
-    scan_base_dir(str(base))
+    query(base)
     for file in (base / "run2").iterdir():
         file.unlink()
     assert filter_summary_lineage(str(base))["count"] == 2
@@ -138,28 +136,28 @@ def test_damaged_or_foreign_index_is_rebuilt(
 ) -> None:
     base = graph_base(tmp_path, lw)
     expected = filter_summary_lineage(str(base), use_index=False)
-    scan_base_dir(str(base))
+    query(base)
     content = damage(base)
     (base / INDEX_NAME).write_bytes(content)
-    forget_scans()  # as a new process
+    as_a_new_process(base)
     with caplog.at_level(logging.WARNING):
         assert filter_summary_lineage(str(base)) == expected
     warnings = [record.getMessage() for record in caplog.records]
     assert len(warnings) == 1 and INDEX_NAME in warnings[0] and said in warnings[0], warnings
     assert read_index(base)["package"] == __version__  # rebuilt by this version
-    assert scan_base_dir(str(base)).parsed_runs == 0
+    assert query(base).parsed_runs == 0
 
 
 def test_an_index_others_may_write_is_not_trusted(
     tmp_path: Path, lw: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     base = graph_base(tmp_path, lw)
-    scan_base_dir(str(base))
+    query(base)
     index = read_index(base)
     index["fields"]["network"][entry(index, "./run0")] = "Planted"
     (base / INDEX_NAME).write_bytes(index_bytes(index))
     (base / INDEX_NAME).chmod(0o666)  # as a shared scratch dir lets anyone write it
-    forget_scans()
+    as_a_new_process(base)
     with caplog.at_level(logging.WARNING):
         result = filter_summary_lineage(str(base), {"network": {"eq": "Planted"}})
     assert result["count"] == 0
@@ -208,25 +206,25 @@ def test_a_wrong_typed_entry_is_read_again_with_one_warning(
 ) -> None:
     base = graph_base(tmp_path, lw)
     expected = filter_summary_lineage(str(base), use_index=False)
-    scan_base_dir(str(base))
+    query(base)
     index = read_index(base)
     damage(index)
     (base / INDEX_NAME).write_bytes(index_bytes(index))
-    forget_scans()
+    as_a_new_process(base)
     with caplog.at_level(logging.WARNING):
-        scan = scan_base_dir(str(base))
+        scan = query(base)
     assert (scan.parsed_runs, scan.reused_runs) == (1, 2)  # only the bad entry
     warnings = [record.getMessage() for record in caplog.records]
     assert warnings == [
         f"lineage index {base / INDEX_NAME}: 1 malformed entry is read again from the runs"
     ]
     assert filter_summary_lineage(str(base)) == expected
-    assert scan_base_dir(str(base)).parsed_runs == 0  # the index was written again
+    assert query(base).parsed_runs == 0  # the index was written again
 
 
 def test_a_wrong_typed_entry_never_fails_the_command_line(tmp_path: Path, lw: Any) -> None:
     base = graph_base(tmp_path, lw)
-    scan_base_dir(str(base))
+    query(base)
     index = read_index(base)
     _wrong_update_time(index)
     _graph_not_an_id(index)
@@ -338,7 +336,7 @@ def test_concurrent_writers_and_readers(tmp_path: Path, lw: Any) -> None:
     index = read_index(base)  # whole, its CRCs valid
     assert index["format"] == "rankscribe-lineage-index"
     assert filter_summary_lineage(str(base))["count"] == 30
-    assert scan_base_dir(str(base)).parsed_runs == 0
+    assert query(base).parsed_runs == 0
 
 
 def test_a_thousand_runs_no_cap(tmp_path: Path, lw: Any) -> None:
@@ -359,6 +357,6 @@ def test_a_thousand_runs_no_cap(tmp_path: Path, lw: Any) -> None:
         os.utime(directory / "events.out.events.summary.1.0.vm_lineage", (1000, 1000))
     cold = filter_summary_lineage(str(tmp_path), {"limit": 10})
     assert cold["count"] == 1000
-    warm_scan = scan_base_dir(str(tmp_path))
+    warm_scan = query(tmp_path)
     assert (warm_scan.parsed_runs, warm_scan.reused_runs) == (0, 1000)
     assert filter_summary_lineage(str(tmp_path), {"limit": 10}) == cold

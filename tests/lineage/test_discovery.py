@@ -8,22 +8,19 @@ from typing import Any
 
 from rankscribe.lineage import filter_summary_lineage, get_run_lineage, get_summary_lineage
 from rankscribe.lineage.cli import main
-
-# private: the run-discovery rule (which dirs hold runs)
-from rankscribe.lineage.record._discovery import (
-    MAX_DEPTH,
-    FoundRuns,
-    SummaryDir,
-    find_runs,
-    list_lineage_files,
-    list_summary_dirs,
-    runs_below,
-)
+from tests.lineage._index_bases import read_index
 
 
 def rows(base: Path, **condition: Any) -> list[str]:
     result = filter_summary_lineage(str(base), condition or None, use_index=False)
     return [os.path.relpath(item["summary_dir"], base) for item in result["object"]]
+
+
+def indexed(base: Path) -> dict[str, Any]:
+    """What a query found in ``base``, as the index it writes there holds it
+    (docs/lineage-queries.md, "The index"): the runs and the directories it entered."""
+    filter_summary_lineage(str(base))
+    return read_index(base)
 
 
 def test_base_and_direct_subdirectories_only(tmp_path: Path, lw: Any) -> None:
@@ -32,21 +29,24 @@ def test_base_and_direct_subdirectories_only(tmp_path: Path, lw: Any) -> None:
     lw.write(tmp_path / "run1" / "deeper", [lw.train(network="Deep")], mtime=400)
     lw.write(tmp_path / "run2", [lw.train(network="Two")], mtime=200)
     assert rows(tmp_path) == ["run1", "run2", "."]
-    found = list_summary_dirs(str(tmp_path))
-    assert [run.relative_path for run in found] == ["./run1", "./run2", "./"]
-    assert found[0].update_time == 300
+    found = indexed(tmp_path)
+    assert sorted(found["path"]) == ["./", "./run1", "./run2"]
+    assert found["update_time"][found["path"].index("./run1")] == 300 * 10**9  # its file's mtime
 
 
 def test_symlinks_are_skipped(tmp_path: Path, lw: Any) -> None:
-    real = lw.write(tmp_path / "elsewhere" / "real", [lw.train(network="Real")]).parent
+    real = lw.write(tmp_path / "elsewhere" / "real", [lw.eval({"planted": 1.0})]).parent
     base = tmp_path / "base"
     lw.write(base / "run", [lw.train(network="Run")])
     os.symlink(real, base / "linked_dir")
-    os.symlink(next(real.iterdir()), base / "run" / "events.out.events.summary.9.0.vm_lineage")
+    # Newer than the run's own file: read after it, its metric would be the run's.
+    os.symlink(
+        next(real.iterdir()), base / "run" / "events.out.events.summary.1800000000.0.vm_lineage"
+    )
     assert rows(base) == ["run"]
-    assert [f.name for f in list_lineage_files(str(base / "run"))] == [
-        "events.out.events.summary.1700000000.0.vm_lineage"
-    ]
+    assert get_summary_lineage(str(base / "run"))["metric"] == {}
+    [files] = indexed(base)["files"]  # [name, size, mtime, inode, ctime] of each file read
+    assert files[::5] == ["events.out.events.summary.1700000000.0.vm_lineage"]
 
 
 def test_file_names(tmp_path: Path, lw: Any) -> None:
@@ -135,10 +135,7 @@ def test_last_event_of_each_kind_wins_within_a_file(tmp_path: Path, lw: Any) -> 
 def test_same_timestamp_files_are_read_by_name_descending(tmp_path: Path, lw: Any) -> None:
     lw.write(tmp_path, [lw.train(network="FromA")], name="events.out.events.summary.5.0.a_lineage")
     lw.write(tmp_path, [lw.train(network="FromB")], name="events.out.events.summary.5.0.b_lineage")
-    assert [f.name for f in list_lineage_files(str(tmp_path))] == [
-        "events.out.events.summary.5.0.b_lineage",
-        "events.out.events.summary.5.0.a_lineage",
-    ]
+    # b is read first, a last: a's train lineage is the run's.
     assert get_summary_lineage(str(tmp_path), ["algorithm"])["algorithm"] == {"network": "FromA"}
 
 
@@ -202,26 +199,25 @@ def test_runs_deeper_than_one_level_are_found_down_to_the_depth_limit(
     lw.write(base / "a" / "b" / "c" / "d2" / "e", [lw.train(network="Five")], mtime=200)
     lw.write(base / "a" / "_groups" / "g", [lw.train(network="Groups")], mtime=200)
     os.symlink(base / "digits", base / "a" / "linked")
-    assert MAX_DEPTH == 4
     # One row per job (its ranks are inside it), nothing inside a run, nothing past depth 4.
     assert rows(base) == ["digits/version_0", "digits/version_1", "plain", "a/b/c/d"]
-    found: FoundRuns[SummaryDir] = find_runs(str(base))
-    assert [run.relative_path for run in found.runs] == [
+    found = indexed(base)
+    assert sorted(found["path"]) == [
+        "./a/b/c/d",
         "./digits/version_0",
         "./digits/version_1",
         "./plain",
-        "./a/b/c/d",
     ]
-    assert found.runs[0].path == str(base / "digits" / "version_0")
     # The directories entered that are no run, with their mtimes.
-    assert sorted(found.containers) == [
+    containers = dict(zip(*found["containers"], strict=True))
+    assert sorted(containers) == [
         "./a",
         "./a/b",
         "./a/b/c",
         "./a/b/c/d2",
         "./digits",
     ]
-    assert found.containers["./digits"] == os.stat(base / "digits").st_mtime_ns
+    assert containers["./digits"] == os.stat(base / "digits").st_mtime_ns
     # The job directory as the base: the job and its ranks side by side, as before.
     assert rows(base / "digits" / "version_0") == [".", "rank_0", "rank_1"]
 
@@ -233,7 +229,7 @@ def test_a_job_below_the_base_without_its_merged_lineage_shows_its_ranks(
     base = tmp_path / "runs"
     job(base / "digits" / "version_0", lw, "Stopped", merged=False)
     assert rows(base) == ["digits/version_0/rank_0", "digits/version_0/rank_1"]
-    assert runs_below(str(base / "digits")) == ["version_0/rank_0", "version_0/rank_1"]
+    assert rows(base / "digits") == ["version_0/rank_0", "version_0/rank_1"]
 
 
 def test_what_the_commands_write_into_a_base_is_neither_a_run_nor_entered(
@@ -246,6 +242,6 @@ def test_what_the_commands_write_into_a_base_is_neither_a_run_nor_entered(
     lw.write(base / "plain", [lw.train(network="Plain")])
     assert main(["hparams", str(base)]) == 0
     assert (base / "tensorboard-hparams" / "plain").is_dir()
-    found: FoundRuns[SummaryDir] = find_runs(str(base))
-    assert sorted(run.relative_path for run in found.runs) == ["./digits/version_0", "./plain"]
-    assert list(found.containers) == ["./digits"]
+    found = indexed(base)
+    assert sorted(found["path"]) == ["./digits/version_0", "./plain"]
+    assert found["containers"][0] == ["./digits"]

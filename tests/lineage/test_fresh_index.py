@@ -15,12 +15,11 @@ from typing import Any
 import pytest
 
 from rankscribe.lineage import filter_runs, filter_summary_lineage
-
-# private: the scan's counts (which path a query took) and forget_scans (a new process)
-from rankscribe.lineage.index import _cache
 from tests._support.launchers import run_bounded
 from tests.lineage._documented import INDEX_NAME
 from tests.lineage._index_bases import OLD, finish, index_bytes, read_index
+from tests.lineage._index_reads import Query, as_a_new_process, listings
+from tests.lineage._index_reads import query as query_of
 
 
 def make_base(tmp_path: Path, lw: Any, count: int = 6) -> Path:
@@ -37,14 +36,9 @@ def make_base(tmp_path: Path, lw: Any, count: int = 6) -> Path:
     return base
 
 
-@pytest.fixture(autouse=True)
-def forget_earlier_scans() -> None:
-    _cache.forget_scans()
-
-
-def warm(base: Path) -> _cache.ScanResult:
-    _cache.forget_scans()  # as a new process: the index is read from disk
-    return _cache.scan_base_dir(str(base))
+def warm(base: Path) -> Query:
+    as_a_new_process(base)  # the index is read from disk
+    return query_of(base)
 
 
 QUERIES: list[dict[str, Any]] = [
@@ -63,7 +57,7 @@ def test_a_warm_query_answers_what_reading_every_file_answers(
 ) -> None:
     base = make_base(tmp_path, lw)
     expected = filter_runs(base, use_index=False, **query)
-    _cache.scan_base_dir(str(base))  # writes the index
+    query_of(base)  # writes the index
     scan = warm(base)
     assert (scan.parsed_runs, scan.reused_runs) == (0, 6)
     assert filter_runs(base, **query) == expected
@@ -73,7 +67,7 @@ def test_the_dict_conditions_answer_alike_from_the_index(tmp_path: Path, lw: Any
     base = make_base(tmp_path, lw)
     condition = {"loss": {"lt": 0.45}, "sorted_name": "metric/acc", "sorted_type": "descending"}
     expected = filter_summary_lineage(str(base), condition, use_index=False)
-    _cache.scan_base_dir(str(base))
+    query_of(base)
     warm(base)
     assert filter_summary_lineage(str(base), condition) == expected
     assert filter_summary_lineage(str(base)) == filter_summary_lineage(str(base), use_index=False)
@@ -81,9 +75,9 @@ def test_the_dict_conditions_answer_alike_from_the_index(tmp_path: Path, lw: Any
 
 def test_a_run_file_in_the_base_dir_itself_is_seen(tmp_path: Path, lw: Any) -> None:
     base = make_base(tmp_path, lw)
-    _cache.scan_base_dir(str(base))
+    query_of(base)
     lw.write(base, [lw.train(network="BaseNet", loss=0.05)])
-    _cache.forget_scans()
+    as_a_new_process(base)
     result = filter_runs(base, "network = 'BaseNet'")
     assert [item["summary_dir"] for item in result["object"]] == [str(base)]
 
@@ -92,7 +86,7 @@ def test_an_index_out_of_base_order_still_answers_in_base_order(tmp_path: Path, 
     """A hand-made index (runs in another order) is not trusted to be in base order."""
     base = make_base(tmp_path, lw)
     expected = filter_runs(base, use_index=False)
-    _cache.scan_base_dir(str(base))
+    query_of(base)
     index = read_index(base)
     count = len(index["path"])
     order = list(reversed(range(count)))
@@ -115,7 +109,7 @@ def test_an_index_out_of_base_order_still_answers_in_base_order(tmp_path: Path, 
 def test_a_directory_that_is_not_a_run_does_not_stop_the_warm_path(tmp_path: Path, lw: Any) -> None:
     base = make_base(tmp_path, lw)
     expected = filter_runs(base, use_index=False)
-    _cache.scan_base_dir(str(base))
+    query_of(base)
     (base / "notes").mkdir()  # no summary file: not a run
     assert filter_runs(base) == expected
     warm(base)
@@ -125,7 +119,7 @@ def test_a_directory_that_is_not_a_run_does_not_stop_the_warm_path(tmp_path: Pat
 def test_a_warm_query_loads_neither_numpy_nor_protobuf(tmp_path: Path, lw: Any) -> None:
     """What makes a warm query from a new process start fast: nothing it does not need."""
     base = make_base(tmp_path, lw)
-    _cache.scan_base_dir(str(base))
+    query_of(base)
     code = (
         "import io, sys, contextlib; from rankscribe.lineage.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
@@ -143,7 +137,7 @@ def test_runs_sharing_a_dataset_graph_each_get_a_copy_of_their_own(tmp_path: Pat
     for name in ("a", "b"):
         lw.write(base / name, [lw.train(network="Net", loss=0.5), lw.graph(graph)], mtime=OLD)
         finish(base / name)
-    _cache.scan_base_dir(str(base))  # writes the index, where the two runs share one graph
+    query_of(base)  # writes the index, where the two runs share one graph
     warm(base)
     first = filter_runs(base, lineage_type="dataset")["object"]
     assert first[0]["dataset_graph"] == first[1]["dataset_graph"]
@@ -155,7 +149,7 @@ def test_runs_sharing_a_dataset_graph_each_get_a_copy_of_their_own(tmp_path: Pat
 
 
 def test_runs_below_directories_that_are_no_run_keep_the_warm_path_and_its_answers(
-    tmp_path: Path, lw: Any, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, lw: Any
 ) -> None:
     """Lightning's save_dir/name/version_<n>: the warm path checks ``name`` by its mtime.
 
@@ -172,23 +166,18 @@ def test_runs_below_directories_that_are_no_run_keep_the_warm_path_and_its_answe
     assert [item["summary_dir"] for item in expected["object"]] == [
         str(base / "digits" / f"version_{version}") for version in (2, 1, 0)
     ]
-    _cache.scan_base_dir(str(base))
-    walks: list[str] = []
-    real_find_runs = _cache.find_runs  # type: ignore[attr-defined]  # imported there
-
-    def counting(base_dir: str, *args: Any) -> Any:
-        walks.append(base_dir)
-        return real_find_runs(base_dir, *args)
-
-    monkeypatch.setattr(_cache, "find_runs", counting)
-    scan = warm(base)
-    assert (scan.parsed_runs, scan.reused_runs, walks) == (0, 3, [])  # the column check alone
+    query_of(base)  # writes the index
+    with listings() as listed:
+        scan = warm(base)
+    # The column check alone: the base dir's names, `digits` taken on its mtime.
+    assert (scan.parsed_runs, scan.reused_runs, listed) == (0, 3, [("names", str(base))])
     assert filter_runs(base) == expected
-    # A new version below `digits` is found by the next query.
+    # A new version below `digits` is found by the next query, which walks the runs.
     added = base / "digits" / "version_3"
     lw.write(added, [lw.train(network="V3", loss=0.3)], mtime=OLD + 3)
     finish(added)
-    scan = warm(base)
-    assert scan.parsed_runs == 1 and len(walks) == 1
+    with listings() as listed:
+        scan = warm(base)
+    assert scan.parsed_runs == 1 and ("entries", str(base / "digits")) in listed
     assert filter_runs(base) == filter_runs(base, use_index=False)
     assert len(filter_runs(base)["object"]) == 4

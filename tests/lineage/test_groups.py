@@ -28,6 +28,7 @@ from rankscribe.lineage.recording import (
 )
 from rankscribe.writer import SummaryRecord, reader
 from tests.lineage._index_bases import OLD, finish
+from tests.lineage._index_reads import as_a_new_process, lineage_reads, listings
 
 STEPS = 20
 RATES = (0.1, 0.2)
@@ -376,13 +377,8 @@ def test_a_failed_write_keeps_the_earlier_groups(
     assert [name for name in os.listdir(base) if name.startswith(".rankscribe-groups")] == []
 
 
-def test_a_warm_query_stays_warm_beside_the_groups(
-    tmp_path: Path, lw: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_warm_query_stays_warm_beside_the_groups(tmp_path: Path, lw: Any) -> None:
     """The index's one-pass warm path is taken with ``_groups`` in the base dir."""
-    # private: whether the warm path answered has no public door (the answer is the same)
-    from rankscribe.lineage.index import _cache
-
     base = tmp_path / "base"
     for index in range(4):
         lw.write(
@@ -395,17 +391,12 @@ def test_a_warm_query_stays_warm_beside_the_groups(
     group_runs(base, by="learning_rate", write=False)  # the first query: writes the index
     os.mkdir(base / "_groups", 0o700)  # as group leaves it (its folders hold no run)
     os.utime(base, (OLD, OLD))
-    answers: list[object] = []
-    original = _cache.unchanged_table  # type: ignore[attr-defined]  # the freshness check
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        answers.append(original(*args, **kwargs))
-        return answers[-1]
-
-    monkeypatch.setattr(_cache, "unchanged_table", spy)
-    _cache.forget_scans()
-    assert filter_runs(base) == expected
-    assert answers and answers[-1] is not None
+    as_a_new_process(base)
+    with lineage_reads() as read, listings() as listed:
+        assert filter_runs(base) == expected
+    # The one-pass path: the base dir's names only; no run and not `_groups` walked, no
+    # lineage file read.
+    assert (listed, read) == ([("names", str(base))], set())
 
 
 @pytest.mark.parametrize("special", [False, True], ids=["finite", "nan-and-inf"])

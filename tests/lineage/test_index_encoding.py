@@ -21,13 +21,11 @@ import pytest
 
 from rankscribe.lineage import filter_runs, filter_summary_lineage
 
-# private: the scan's counts (which path a query took) and forget_scans (a new process)
-from rankscribe.lineage.index._cache import forget_scans, scan_base_dir
-
 # private: the index container's codec, the algorithm under test
 from rankscribe.lineage.index._index_encoding import decode_document, encode_document
 from tests.lineage._documented import INDEX_NAME, INDEX_VERSION
 from tests.lineage._index_bases import graph_base, read_index
+from tests.lineage._index_reads import as_a_new_process, query
 from tests.lineage._npz_files import read_archive, write_archive
 
 
@@ -131,19 +129,19 @@ def test_a_damaged_binary_index_is_rebuilt_with_one_warning(
 ) -> None:
     base = graph_base(tmp_path, lw)
     expected = filter_summary_lineage(str(base), use_index=False)
-    scan_base_dir(str(base))
+    query(base)
     written = (base / INDEX_NAME).read_bytes()
     assert read_archive(written)[0]["columns"]
     (base / INDEX_NAME).write_bytes(damage(written))
-    forget_scans()  # as a new process
+    as_a_new_process(base)
     with caplog.at_level(logging.WARNING):
-        scan = scan_base_dir(str(base))
+        scan = query(base)
         assert filter_summary_lineage(str(base)) == expected
     warnings = [record.getMessage() for record in caplog.records]
     assert len(warnings) == 1 and INDEX_NAME in warnings[0] and said in warnings[0], warnings
     assert scan.parsed_runs == 3  # read again from the runs
-    forget_scans()
-    assert scan_base_dir(str(base)).reused_runs == 3  # and written again, whole
+    as_a_new_process(base)
+    assert query(base).reused_runs == 3  # and written again, whole
 
 
 def test_a_wrong_typed_entry_in_a_binary_index_is_read_again(
@@ -151,13 +149,13 @@ def test_a_wrong_typed_entry_in_a_binary_index_is_read_again(
 ) -> None:
     base = graph_base(tmp_path, lw)
     expected = filter_summary_lineage(str(base), use_index=False)
-    scan_base_dir(str(base))
+    query(base)
     index = read_index(base)
     index["fields"]["network"][index["path"].index("./run1")] = 5
     (base / INDEX_NAME).write_bytes(encode_document(index))  # the other columns stay binary
-    forget_scans()
+    as_a_new_process(base)
     with caplog.at_level(logging.WARNING):
-        scan = scan_base_dir(str(base))
+        scan = query(base)
     assert (scan.parsed_runs, scan.reused_runs) == (1, 2)
     assert [record.getMessage() for record in caplog.records] == [
         f"lineage index {base / INDEX_NAME}: 1 malformed entry is read again from the runs"
@@ -194,7 +192,7 @@ def test_a_changed_value_is_neither_served_nor_matched(
     assert filter_runs(str(base), "loss > 5")["count"] == 0
     index = base / INDEX_NAME
     index.write_bytes(_a_value_changed(index.read_bytes()))
-    forget_scans()  # as a new process
+    as_a_new_process(base)
     with caplog.at_level(logging.WARNING):
         matched = filter_runs(str(base), "loss > 5")
         shown = filter_runs(str(base), "loss = 0.2")
@@ -208,7 +206,7 @@ def test_a_changed_value_is_neither_served_nor_matched(
 def test_every_changed_byte_is_refused(tmp_path: Path, lw: Any) -> None:
     """Each byte of a small index changed in turn: never read as an index."""
     base = graph_base(tmp_path, lw, count=2)
-    scan_base_dir(str(base))
+    query(base)
     written = (base / INDEX_NAME).read_bytes()
     read = []
     for at in range(len(written)):

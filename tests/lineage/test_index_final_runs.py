@@ -17,11 +17,9 @@ from typing import Any
 import pytest
 
 from rankscribe.lineage import filter_runs, filter_summary_lineage
-
-# private: the scan's counts (which path a query took) and forget_scans (a new process)
-from rankscribe.lineage.index import _cache
 from tests._support.launchers import run_bounded
 from tests.lineage._index_bases import OLD, finish, read_index
+from tests.lineage._index_reads import as_a_new_process, query
 
 
 def make_base(tmp_path: Path, lw: Any, count: int = 3) -> Path:
@@ -34,11 +32,6 @@ def make_base(tmp_path: Path, lw: Any, count: int = 3) -> Path:
         )
         finish(base / f"run{index}")
     return base
-
-
-@pytest.fixture(autouse=True)
-def forget_earlier_scans() -> None:
-    _cache.forget_scans()
 
 
 def final(base: Path, run: str) -> bool:
@@ -74,15 +67,16 @@ def test_a_final_run_is_not_listed_again(
     tmp_path: Path, lw: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     base = make_base(tmp_path, lw)
-    assert _cache.scan_base_dir(str(base)).parsed_runs == 3
+    assert query(base).parsed_runs == 3
     assert all(read_index(base)["final"])
     listed = count_listings(monkeypatch)
-    warm = _cache.scan_base_dir(str(base))
+    warm = query(base)
     assert (warm.parsed_runs, warm.reused_runs) == (0, 3)
     assert listed == [str(base)]  # the base dir only; each run took two stats
-    _cache.forget_scans()  # as another process: from the index on disk
+    as_a_new_process(base)  # from the index on disk
     listed.clear()
-    assert _cache.scan_base_dir(str(base)).reused_runs == 3
+    again = query(base)
+    assert (again.parsed_runs, again.reused_runs) == (0, 3)
     assert listed == [str(base)]
 
 
@@ -91,7 +85,7 @@ def test_a_new_file_in_a_final_run_is_seen(tmp_path: Path, lw: Any) -> None:
     assert networks(base) == ["Net0", "Net1", "Net2"]
     lw.write(base / "run1", [lw.train(network="Net1b")], timestamp=1800000000)
     assert networks(base) == ["Net0", "Net1b", "Net2"]
-    _cache.forget_scans()
+    as_a_new_process(base)
     assert networks(base) == ["Net0", "Net1b", "Net2"]
 
 
@@ -243,12 +237,20 @@ def test_one_process_writes_runs_while_another_queries(tmp_path: Path, lw: Any) 
     base = make_base(tmp_path, lw)
     networks(base)  # indexed
     writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(base), "30"])
-    query = [sys.executable, "-m", "rankscribe.lineage.cli", "query", str(base), "--format", "json"]
+    command = [
+        sys.executable,
+        "-m",
+        "rankscribe.lineage.cli",
+        "query",
+        str(base),
+        "--format",
+        "json",
+    ]
     counts = []
     try:
         while writer.poll() is None:
             process = subprocess.run(
-                query, capture_output=True, text=True, timeout=120, check=False
+                command, capture_output=True, text=True, timeout=120, check=False
             )
             assert process.returncode == 0, process.stderr
             assert "Traceback" not in process.stderr
@@ -260,9 +262,8 @@ def test_one_process_writes_runs_while_another_queries(tmp_path: Path, lw: Any) 
     # Once the writer is done, a query from a new process shows every change, in-place
     # rewrites included, exactly as reading every file would.
     final_answer = json.loads(
-        subprocess.run(query, capture_output=True, text=True, timeout=120, check=True).stdout
+        subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
     )
-    _cache.forget_scans()
     assert final_answer == filter_runs(base, lineage_type="model", use_index=False)
     shown = {item["model_lineage"]["network"] for item in final_answer["object"]}
     assert {"Rewritten27", "Rewritten28", "Rewritten29"} <= shown

@@ -13,7 +13,8 @@ import pytest
 
 from rankscribe.lineage import filter_summary_lineage
 
-# private: the scan's counts and forget_scans; the parse pool's processes (no public door)
+# The parse in helper processes hides the scan's counts from the file system.
+# private: the parse pool (its threshold, worker module and processes) and the scan's counts
 from rankscribe.lineage.index import _cache, _parallel
 from tests.lineage._documented import INDEX_NAME
 

@@ -176,18 +176,16 @@ def test_nothing_parseable(tmp_path: Path, lw: Any) -> None:
 def test_file_removed_between_listing_and_reading(
     base: Path, lw: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # private: a file removed between the scan's listing and its reading needs the listing
-    from rankscribe.lineage.index import _cache
-
     path = lw.write(base / "vanishing", [lw.train(network="Gone")], mtime=10)
-    real = _cache.find_runs  # type: ignore[attr-defined]  # imported there
+    real_open = os.open
 
-    def list_then_remove(directory: str, *args: Any) -> Any:
-        found = real(directory, *args)
-        path.unlink()
-        return found
+    def removed_when_opened(file: Any, *args: Any, **options: Any) -> int:
+        # The scan listed the file; it is gone by the time the scan opens it to read.
+        if os.fspath(file) == str(path):
+            path.unlink()
+        return real_open(file, *args, **options)
 
-    monkeypatch.setattr(_cache, "find_runs", list_then_remove)
+    monkeypatch.setattr(os, "open", removed_when_opened)
     with caplog.at_level(logging.WARNING):
         assert networks(base) == ["Good1", "Good2"]
     assert warnings_about(caplog, path)

@@ -222,20 +222,30 @@ def test_a_job_not_merged_yet_is_shown_and_says_how_to_merge(tmp_path: Path) -> 
     assert ">not merged<" in page
 
 
-def test_a_caller_with_threads_gets_workers_that_do_not_fork(base: Base, tmp_path: Path) -> None:
+def test_a_caller_with_threads_gets_workers_that_do_not_fork(
+    base: Base, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import multiprocessing
     import threading
 
-    # private: the start method of the reading workers' pool, no public door
-    from rankscribe.lineage.report import _data as _report_data
+    # The reading workers' pool is made from multiprocessing.get_context(method): which
+    # start methods the report asked for.
+    asked: list[str | None] = []
+    real_get_context = multiprocessing.get_context
 
+    def get_context(method: str | None = None) -> Any:
+        asked.append(method)
+        return real_get_context(method)
+
+    monkeypatch.setattr(multiprocessing, "get_context", get_context)
     release = threading.Event()
     other = threading.Thread(target=release.wait, daemon=True)
     other.start()
     try:
-        assert _report_data._start_method() == "forkserver"
         written = write_page(
             base.path, tmp_path / "r.html", "--max-points", "200", "--workers", "2"
         )
+        assert asked and set(asked) == {"forkserver"}  # never a fork beside another thread
         assert (written.runs, written.jobs) == (4, 1)
         page = written.path.read_text(encoding="utf-8")
         assert all(f">{name}<" in page for name in base.runs)

@@ -30,11 +30,11 @@ from rankscribe.ranks import (
     rank_dir,
     split_evenly,
 )
-
-# private: the MPI message header and chunking, a codec
-from rankscribe.ranks.backends._message import MPI_COUNT_LIMIT
 from rankscribe.ranks.errors import BarrierTimeoutError
 
+#: The most elements one MPI message may count: MPI counts are C ints (INT_MAX), the
+#: limit every chunk must stay under whatever this project's own constant says.
+MPI_COUNT_LIMIT = 2**31 - 1
 #: The timeout of the collective that a rank misses, in seconds.
 MISSED_TIMEOUT = 3.0
 #: A generous timeout for collectives that every rank reaches.
