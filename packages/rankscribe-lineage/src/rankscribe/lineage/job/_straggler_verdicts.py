@@ -7,9 +7,10 @@ square root of the steps: a change point); over the steps since then the rank is
 its cost (mean excess, seconds and share of the step) reaches the floor, its
 excess reaches the floor in more than half the steps (the median excess: stalls
 of a few ms in some steps raise the mean, not this) or, for a rank slow in
-fewer steps, its mean cost clears ``BURST_FLOORS`` floors; and its mean excess
-is ``confidence`` standard errors above zero (more with many ranks:
-:func:`confidence_for`). A node of
+fewer steps, its mean cost clears ``BURST_FLOORS`` floors or it is slow every
+k-th step (the Fourier component of its excess at that period: :func:`_periods`);
+and its mean excess is ``confidence`` standard errors above zero (more with many
+ranks: :func:`confidence_for`). A node of
 several ranks named on one timing is one verdict; its cost is its costliest
 rank's (the job waits for the slowest of them each step).
 """
@@ -90,8 +91,8 @@ class VerdictSettings:
             alarms.
         min_steps: ... over at least this many steps since its onset.
         persistent_share: a verdict is persistent (chronic) when the rank was
-            slow in at least this share of the steps since its onset; else a
-            burst.
+            slow in at least this share of the steps since its onset and has no
+            period; else a burst (or intermittent, slow every k-th step).
         top_k: how many of the costliest ranks each verdict lists.
 
     Raises:

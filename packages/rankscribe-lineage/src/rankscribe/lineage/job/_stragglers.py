@@ -12,8 +12,9 @@
    at once (warm-up, checkpoints, a loaded machine).
 2. :class:`StragglerEvidence`: per (timing, rank), sums over blocks of steps
    (count, excess share and its square, excess seconds, the others' median as
-   a share, how often the rank was the one slowest, and how often its excess
-   was above a few fixed shares of the step, ``EDGES``: a coarse histogram). At most
+   a share, how often the rank was the one slowest, how often its excess
+   was above a few fixed shares of the step, ``EDGES``: a coarse histogram, and
+   the excess's Fourier components at periods of 2 to 8 steps, ``PERIODS``). At most
    ``MAX_BLOCKS`` blocks per timing (the block size doubles when a run grows),
    so it is bounded whatever the length of the run, and mergeable (sums add
    up) across blocks of steps, intervals and groups of ranks: it travels up a
