@@ -83,6 +83,27 @@ def test_others_medians_leave_each_rank_out() -> None:
     np.testing.assert_array_equal(others_medians(values), expected)
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(min_value=2, max_value=9).flatmap(
+        lambda columns: st.lists(
+            st.lists(
+                st.sampled_from([0.0, 1.0, 2.5, 3.0, 7.0]), min_size=columns, max_size=columns
+            ),
+            min_size=1,
+            max_size=5,
+        )
+    )
+)
+def test_others_medians_of_full_rows_equal_the_median_of_the_rest(rows: list[list[float]]) -> None:
+    """Rows without a gap take a partition, not a sort: ties included, the same medians."""
+    table = np.array(rows, dtype=np.float64)
+    expected = np.array(
+        [[np.median(np.delete(row, rank)) for rank in range(len(row))] for row in table]
+    )
+    np.testing.assert_array_equal(others_medians(table), expected)
+
+
 @pytest.mark.parametrize(
     ("ranks", "slow"), [(8, [3, 6]), (16, list(range(8, 16))), (4, [1, 2]), (2, [1])]
 )

@@ -80,14 +80,37 @@ def test_a_difference_of_1_percent_of_the_step_is_never_a_verdict() -> None:
     assert record["ranks"] == [1]
 
 
-def test_an_intermittent_rank_is_a_burst() -> None:
+def test_an_intermittent_rank_is_named_with_its_period_and_share_of_steps() -> None:
     """Every 4th step 3x slower: its cost is the mean, and it is not persistent."""
     timings, step = _timings()
     timings["forward"][3, ::4] *= 3.0
     [record] = judge_timings(timings, step_time=step)
     assert record["ranks"] == [3]
     assert record["persistent"] is False
-    assert record["message"].endswith("(a burst)")
+    assert record["period_steps"] == 4
+    assert record["share_of_steps"] == pytest.approx(0.25, abs=0.05)
+    assert record["message"].endswith("in 25% of steps (intermittent: every 4th step)")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_50_percent_more_every_4th_step_is_named_intermittent(seed: int) -> None:
+    """A periodic slowness of ~5 % of the step on average, in a quarter of the steps: not
+    material in most steps, but its period sets it apart from stalls at random."""
+    timings, step = _timings(seed)
+    timings["forward"][6, 1::4] *= 1.5
+    [record] = judge_timings(timings, step_time=step)
+    assert record["ranks"] == [6]
+    assert (record["persistent"], record["period_steps"]) == (False, 4)
+    assert record["cost_seconds_per_step"] == pytest.approx(0.006 * 0.5 / 4, rel=0.15)
+
+
+def test_a_rank_slowing_gradually_is_not_called_periodic() -> None:
+    """A slowness that grows correlates with itself at every lag alike: persistent."""
+    timings, step = _timings()
+    timings["forward"][2, 100:] *= np.linspace(1.0, 1.6, STEPS - 100)
+    [record] = judge_timings(timings, step_time=step)
+    assert record["ranks"] == [2]
+    assert (record["persistent"], record["period_steps"]) == (True, 0)
 
 
 def _stalled(rng: np.random.Generator, steps: int, share: float = 0.2) -> np.ndarray:

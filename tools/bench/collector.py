@@ -82,6 +82,10 @@ from rankscribe.collector import (
     TrainLoop,
 )
 from rankscribe.collector._fingerprint import parameter_fingerprint
+from rankscribe.ranks.launchers import launcher_rank
+
+#: The launchers whose ranks run under mpiexec (they meet through MPI).
+MPI_LAUNCHERS = ("openmpi", "pmi", "pmix")
 
 STEP_MS = 10.0
 #: ``--job-view-interval``: the collectors' job_view_interval (None: the default).
@@ -348,7 +352,8 @@ def align_ranks() -> None:
     no cost of the collector. A non-blocking barrier polled with sleeps: MPICH's
     blocking one busy-polls a core the other rank's run may need.
     """
-    if "PMI_RANK" not in os.environ and "OMPI_COMM_WORLD_RANK" not in os.environ:
+    launched = launcher_rank(os.environ)
+    if launched is None or launched.launcher not in MPI_LAUNCHERS:
         return
     from mpi4py import MPI  # only under mpiexec
 

@@ -7,9 +7,10 @@ square root of the steps: a change point); over the steps since then the rank is
 its cost (mean excess, seconds and share of the step) reaches the floor, its
 excess reaches the floor in more than half the steps (the median excess: stalls
 of a few ms in some steps raise the mean, not this) or, for a rank slow in
-fewer steps, its mean cost clears ``BURST_FLOORS`` floors; and its mean excess
-is ``confidence`` standard errors above zero (more with many ranks:
-:func:`confidence_for`). A node of
+fewer steps, its mean cost clears ``BURST_FLOORS`` floors or it is slow every
+k-th step (the Fourier component of its excess at that period: :func:`_periods`);
+and its mean excess is ``confidence`` standard errors above zero (more with many
+ranks: :func:`confidence_for`). A node of
 several ranks named on one timing is one verdict; its cost is its costliest
 rank's (the job waits for the slowest of them each step).
 """
@@ -29,6 +30,8 @@ from rankscribe.lineage.job._stragglers import (
     BELOW,
     COUNT,
     EDGES,
+    PERIODIC,
+    PERIODS,
     REFERENCE,
     SECONDS,
     SHARE,
@@ -53,7 +56,7 @@ FLOOR_ERRORS = 2.0
 #: ... and the rank's excess must reach the floor in more than half of the steps, by
 #: this many standard errors of a sign test (its median excess clears the floor):
 #: material in most steps, not a mean raised by stalls in some.
-MATERIAL_ERRORS = 2.0
+MATERIAL_ERRORS = 1.0
 #: A rank slow in fewer than half of its steps (every k-th step, stalls) is named only
 #: when its mean cost clears this many floors (by ``FLOOR_ERRORS`` standard errors): a
 #: rank descheduled now and then on a busy machine costs a few percent, not this.
@@ -88,8 +91,8 @@ class VerdictSettings:
             alarms.
         min_steps: ... over at least this many steps since its onset.
         persistent_share: a verdict is persistent (chronic) when the rank was
-            slow in at least this share of the steps since its onset; else a
-            burst.
+            slow in at least this share of the steps since its onset and has no
+            period; else a burst (or intermittent, slow every k-th step).
         top_k: how many of the costliest ranks each verdict lists.
 
     Raises:
@@ -141,6 +144,7 @@ class _Judged:
     slowest_share: FloatArray
     steps: FloatArray
     persistent: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    period: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
 def _typical_variance(blocks: FloatArray) -> float:
@@ -174,9 +178,9 @@ def _steps_above(segment: FloatArray, floor: float) -> FloatArray:
     evidence's edges (0 and ``EDGES``), linear between them, the last edge's beyond."""
     edges = np.array((0.0, *EDGES))
     counts = segment[:, [ABOVE, *range(ABOVE_EDGES, ABOVE_EDGES + len(EDGES))]]
-    above = np.empty(len(segment))
-    for row, row_counts in enumerate(counts):
-        above[row] = np.interp(floor, edges, row_counts)
+    # The same weights for every rank: np.interp of each row at ``floor``.
+    weights = np.array([np.interp(floor, edges, np.eye(len(edges))[i]) for i in range(len(edges))])
+    above: FloatArray = counts @ weights
     return above
 
 
@@ -200,6 +204,30 @@ def _steady(segment: FloatArray, floor: float) -> npt.NDArray[np.bool_]:
             2 * above - count >= MATERIAL_ERRORS * np.sqrt(np.maximum(count, 0.0))
         )
     return steady
+
+
+def _periods(segment: FloatArray, bar: float) -> IntArray:
+    """Per rank, the k of ``PERIODS`` at which it is slow every k-th step (0: none).
+
+    The excess's Fourier component at period k (``C``: the mean of the excess
+    share weighted by ``exp(2 pi i step / k)``) against what independent steps
+    give: ``n |C|^2`` over the second moment of the excess is exponential with
+    mean 1 for a rank without a period, so it must reach the tail of a normal
+    at ``bar`` (``bar^2 / 2 + ln(bar) + 1``). A rank slow every k-th step has
+    the components of every multiple of ``1/k`` (every 8th: the 8th, the 4th
+    and the 2nd); the largest such k is its period.
+    """
+    count = segment[:, COUNT]
+    threshold = bar * bar / 2 + math.log(max(bar, 1.0)) + 1.0
+    periods = np.zeros(len(segment), dtype=np.int64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        second = segment[:, SQUARE] / count
+        for offset, period in enumerate(PERIODS):  # the largest k last: it wins
+            cosine = segment[:, PERIODIC + 2 * offset] / count
+            sine = segment[:, PERIODIC + 2 * offset + 1] / count
+            power = count * (cosine * cosine + sine * sine) / second
+            periods[np.nan_to_num(power) >= threshold] = period
+    return periods
 
 
 def _judge_tag(part: TagEvidence, settings: VerdictSettings) -> _Judged:
@@ -242,7 +270,11 @@ def _judge_tag(part: TagEvidence, settings: VerdictSettings) -> _Judged:
     # steps has a mean excess of several times its usual one; its median is unmoved.
     steady = _steady(segment, floor)
     large = mean - FLOOR_ERRORS * error >= BURST_FLOORS * floor
-    material = steady | large
+    # Or slow every k-th step (a periodic extra work, not stalls at random): the period
+    # is clear and the cost clears the floor by FLOOR_ERRORS standard errors.
+    period = _periods(segment, confidence_for(settings.confidence, len(part.ranks) * len(PERIODS)))
+    periodic = (period > 0) & (mean - FLOOR_ERRORS * error >= floor)
+    material = steady | large | periodic
     named = (
         (count >= settings.min_steps)
         & (seconds >= settings.cost_floor_seconds)
@@ -261,7 +293,8 @@ def _judge_tag(part: TagEvidence, settings: VerdictSettings) -> _Judged:
         share_of_steps=clean(share_of_steps),
         slowest_share=clean(slowest_share),
         steps=count,
-        persistent=clean(share_of_steps) >= settings.persistent_share,
+        persistent=(clean(share_of_steps) >= settings.persistent_share) & ~periodic,
+        period=np.where(periodic, period, 0),
     )
 
 
@@ -287,6 +320,11 @@ def _seconds_text(seconds: float) -> str:
     return f"{seconds * 1e6:.0f} us"
 
 
+def _ordinal(number: int) -> str:
+    suffix = {2: "nd", 3: "rd"}.get(number, "th")
+    return f"{number}{suffix}"
+
+
 def _message(record: dict[str, Any]) -> str:
     ranks = record["ranks"]
     who = (
@@ -296,6 +334,8 @@ def _message(record: dict[str, Any]) -> str:
     if record["timing"].startswith("section/"):
         words = f"section {record['timing'].removeprefix('section/')!r}"
     kind = "" if record["persistent"] else " (a burst)"
+    if record["period_steps"]:
+        kind = f" (intermittent: every {_ordinal(record['period_steps'])} step)"
     return (
         f"{who} {_seconds_text(record['cost_seconds_per_step'])} a step "
         f"({record['cost_share']:.0%} of the step): {words} {record['factor']:.2f}x the others' "
@@ -347,8 +387,10 @@ def _judgements(
             # A node of several ranks: the job waits for the slowest of them each step.
             "cost_seconds_per_step": float(judged.cost_seconds[worst]),
             "cost_share": float(judged.cost_share[worst]),
-            "since_step": int(min(judged.since_step[i] for i in named)),
+            # The costliest rank's onset: its cost is the mean over the steps since.
+            "since_step": int(judged.since_step[worst]),
             "persistent": bool(judged.persistent[worst]),
+            "period_steps": int(judged.period[worst]),
             "share_of_steps": float(judged.share_of_steps[worst]),
             "factor": float(judged.factor[worst]),
             "slowest_share": float(judged.slowest_share[worst]),

@@ -12,8 +12,9 @@
    at once (warm-up, checkpoints, a loaded machine).
 2. :class:`StragglerEvidence`: per (timing, rank), sums over blocks of steps
    (count, excess share and its square, excess seconds, the others' median as
-   a share, how often the rank was the one slowest, and how often its excess
-   was above a few fixed shares of the step, ``EDGES``: a coarse histogram). At most
+   a share, how often the rank was the one slowest, how often its excess
+   was above a few fixed shares of the step, ``EDGES``: a coarse histogram, and
+   the excess's Fourier components at periods of 2 to 8 steps, ``PERIODS``). At most
    ``MAX_BLOCKS`` blocks per timing (the block size doubles when a run grows),
    so it is bounded whatever the length of the run, and mergeable (sums add
    up) across blocks of steps, intervals and groups of ranks: it travels up a
@@ -32,7 +33,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -51,6 +52,8 @@ __all__ = [
     "EDGES",
     "FIELDS",
     "MAX_BLOCKS",
+    "PERIODIC",
+    "PERIODS",
     "REFERENCE",
     "SECONDS",
     "SHARE",
@@ -76,10 +79,17 @@ EDGES = (0.01, 0.02, 0.05, 0.10)
 #: The sums kept per (timing, rank, block), in this order along the last axis: steps,
 #: excess share, its square, excess seconds, the others' median as a share, steps as the
 #: one slowest rank, steps above the others' median, steps below it, then steps whose
-#: excess share is above each of ``EDGES`` (from ``ABOVE_EDGES`` on).
+#: excess share is above each of ``EDGES`` (from ``ABOVE_EDGES`` on), then for each
+#: period ``k`` of ``PERIODS`` (from ``PERIODIC`` on, two fields each) the excess share
+#: weighted by the cosine and the sine of ``2 pi step / k``: its Fourier component at
+#: that period, which a rank slow every k-th step has and stalls at random do not. The
+#: weights depend on the step number alone, so these sums add up exactly too.
 COUNT, SHARE, SQUARE, SECONDS, REFERENCE, SLOWEST, ABOVE, BELOW = range(8)
 ABOVE_EDGES = 8
-FIELDS = ABOVE_EDGES + len(EDGES)
+#: The periods (steps) whose Fourier components are kept: every 2nd to 8th step.
+PERIODS = (2, 3, 4, 5, 6, 7, 8)
+PERIODIC = ABOVE_EDGES + len(EDGES)
+FIELDS = PERIODIC + 2 * len(PERIODS)
 
 
 def row_medians(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -117,6 +127,8 @@ def others_medians(values: npt.ArrayLike) -> FloatArray:
     result = np.full(table.shape, np.nan)
     if table.size == 0:
         return result
+    if table.shape[1] >= 3 and not bool(np.isnan(table).any()):
+        return _full_others_medians(table)
     order = np.argsort(table, axis=1, kind="stable")  # NaN last
     ordered = np.take_along_axis(table, order, axis=1)
     position = np.empty_like(order)
@@ -134,6 +146,35 @@ def others_medians(values: npt.ArrayLike) -> FloatArray:
     ) / 2
     usable = ~np.isnan(table) & (others >= 1)
     result[usable] = median[usable]
+    return result
+
+
+def _full_others_medians(table: FloatArray) -> FloatArray:
+    """:func:`others_medians` of a table without NaN and of 3 ranks or more, from the few
+    order statistics around the middle (a partition, not a sort: linear in the ranks).
+
+    With ``n - 1`` others, their median is the mean of their ``low`` and ``high``
+    order statistics; a point at or below the full row's ``low`` one shifts both up
+    by one, a point at or above its ``high + 1`` one shifts neither, a point between
+    (an even count of others) shifts the high one only. Tied values give the same
+    medians whichever way the tie falls.
+    """
+    others = table.shape[1] - 1
+    low, high = (others - 1) // 2, others // 2
+    # One partition at low + 1; the order statistics next to it are the largest of the
+    # part before it and the smallest of the part after it.
+    middle = np.partition(table, low + 1, axis=1)
+    above_low = middle[:, low + 1 : low + 2]
+    at_low = middle[:, : low + 1].max(axis=1, keepdims=True)
+    if high == low:
+        at_high, above_high = at_low, above_low
+    else:  # high == low + 1
+        at_high, above_high = above_low, middle[:, low + 2 :].min(axis=1, keepdims=True)
+    below = table <= at_low
+    above = table >= above_high
+    first = np.where(below, above_low, at_low)
+    second = np.where(above, at_high, above_high)
+    result: FloatArray = (first + second) / 2
     return result
 
 
@@ -251,8 +292,7 @@ class StragglerEvidence:
         scale = np.broadcast_to(np.asarray(step_time, dtype=np.float64), (len(step_numbers),))
         if len(step_numbers) == 0 or len(columns) == 0:
             return
-        per_step = _step_sums(table, scale)
-        part = _blocks_of(step_numbers, columns, per_step)
+        part = _blocks_of(step_numbers, columns, table, scale)
         if part is not None:
             self._merge_tag(tag, part)
 
@@ -347,8 +387,11 @@ class StragglerEvidence:
         return evidence
 
 
-def _step_sums(table: FloatArray, scale: FloatArray) -> FloatArray:
-    """Per (step, rank) the fields of one step (zeros where a rank has no comparable point)."""
+def _step_fields(
+    steps: IntArray, table: FloatArray, scale: FloatArray
+) -> Iterator[tuple[int, npt.NDArray[np.float64] | npt.NDArray[np.bool_]]]:
+    """Per field, its ``(steps, ranks)`` values of one step each (zeros or False where a
+    rank has no comparable point); one field at a time, so 16,384 ranks stay small."""
     reference = others_medians(table)
     usable = ~np.isnan(reference)
     step = np.where(np.isfinite(scale) & (scale > 0), scale, np.nan)[:, None]
@@ -358,44 +401,50 @@ def _step_sums(table: FloatArray, scale: FloatArray) -> FloatArray:
         reference_share = reference / step
     # A step without a step time (or one of 0) has no scale: its excess is not judged.
     usable &= ~np.isnan(share) & np.isfinite(reference_share)
-    filled = np.where(usable, table, -np.inf)
+    everywhere = bool(usable.all())
+    filled = table if everywhere else np.where(usable, table, -np.inf)
     top = filled.max(axis=1, keepdims=True, initial=-np.inf)
     at_top = (filled == top) & usable
     alone = at_top.sum(axis=1, keepdims=True) == 1
-    sums = np.zeros((*table.shape, FIELDS))
-    sums[..., COUNT] = usable
-    sums[..., SHARE] = np.where(usable, share, 0.0)
-    sums[..., SQUARE] = np.where(usable, share * share, 0.0)
-    sums[..., SECONDS] = np.where(usable, seconds, 0.0)
-    sums[..., REFERENCE] = np.where(usable, reference_share, 0.0)
-    sums[..., SLOWEST] = at_top & alone
-    sums[..., ABOVE] = usable & (seconds > 0)
-    sums[..., BELOW] = usable & (seconds < 0)
+    if not everywhere:
+        share = np.where(usable, share, 0.0)
+        seconds = np.where(usable, seconds, 0.0)
+        reference_share = np.where(usable, reference_share, 0.0)
+    yield COUNT, usable
+    yield SHARE, share
+    yield SQUARE, share * share
+    yield SECONDS, seconds
+    yield REFERENCE, reference_share
+    yield SLOWEST, at_top & alone
+    # ``share`` is 0 where not usable: above and below need no mask.
+    yield ABOVE, share > 0
+    yield BELOW, share < 0
     for offset, edge in enumerate(EDGES):
-        sums[..., ABOVE_EDGES + offset] = usable & (share > edge)
-    return sums
+        yield ABOVE_EDGES + offset, share > edge
+    for offset, period in enumerate(PERIODS):
+        angle = (2 * np.pi / period) * (steps % period)
+        yield PERIODIC + 2 * offset, share * np.cos(angle)[:, None]
+        yield PERIODIC + 2 * offset + 1, share * np.sin(angle)[:, None]
 
 
-def _blocks_of(steps: IntArray, ranks: IntArray, per_step: FloatArray) -> TagEvidence | None:
-    """One block's per-step sums folded into the evidence's blocks (ranks sorted)."""
-    size, first, count = _block_layout(int(steps[0]), int(steps[-1]), 1)
-    index = steps // size - first
-    starts = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
-    summed = np.add.reduceat(per_step, starts, axis=0)  # (blocks present, ranks, fields)
-    blocks = np.zeros((count, len(ranks), FIELDS))
-    blocks[index[starts]] = summed
+def _blocks_of(
+    steps: IntArray, ranks: IntArray, table: FloatArray, scale: FloatArray
+) -> TagEvidence | None:
+    """One block of steps' sums folded into the evidence's blocks (ranks sorted)."""
     order = np.argsort(ranks, kind="stable")
     ordered_ranks = ranks[order]
     if len(np.unique(ordered_ranks)) != len(ordered_ranks):
         raise ValueError(f"ranks must be distinct, got {ranks.tolist()}")
-    return TagEvidence(
-        ordered_ranks,
-        size,
-        first,
-        np.ascontiguousarray(blocks.transpose(1, 0, 2)[order]),
-        int(steps[0]),
-        int(steps[-1]),
-    )
+    if not bool(np.all(order == np.arange(len(order)))):
+        table = table[:, order]
+    size, first, count = _block_layout(int(steps[0]), int(steps[-1]), 1)
+    index = steps // size - first
+    fields = np.zeros((FIELDS, count, len(ranks)))
+    starts = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
+    for position, values in _step_fields(steps, table, scale):
+        fields[position, index[starts]] = np.add.reduceat(values, starts, axis=0, dtype=np.float64)
+    blocks = np.ascontiguousarray(fields.transpose(2, 1, 0))  # (ranks, blocks, fields)
+    return TagEvidence(ordered_ranks, size, first, blocks, int(steps[0]), int(steps[-1]))
 
 
 def tag_sums(evidence: StragglerEvidence, tag: str) -> TagEvidence:
