@@ -99,3 +99,6 @@ nvmlClocksThrottleReasonHwThermalSlowdown  # real NVML name
 nvmlClocksThrottleReasonSwPowerCap  # real NVML name
 nvmlClocksThrottleReasonSwThermalSlowdown  # real NVML name
 nvmlClocksThrottleReasonSyncBoost  # real NVML name
+_.handle_starttag  # html.parser.HTMLParser callback (tests/report/test_table.py)
+_.handle_data  # html.parser.HTMLParser callback (tests/report/test_table.py)
+_.handle_endtag  # html.parser.HTMLParser callback (tests/report/test_table.py)

@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 
 from rankscribe.collector import SummaryCollector
-from rankscribe.lineage.jobparts import JobPartial
-from rankscribe.lineage.jobview import STEP_TIME_TAG, LiveJobView
+from rankscribe.lineage.jobparts import STEP_TIME_TAG, JobPartial
+from rankscribe.lineage.jobview import LiveJobView
 
 pytestmark = pytest.mark.slow
 torch = pytest.importorskip("torch")
@@ -93,7 +93,7 @@ def test_lightning_hands_on_verdict_to_its_collector(
     made = _record_collectors(monkeypatch, integration)
     called: list[dict[str, Any]] = []
 
-    class Tiny(lightning.LightningModule):  # type: ignore[misc]
+    class Tiny(lightning.LightningModule):  # type: ignore[misc,name-defined]
         def __init__(self) -> None:
             super().__init__()
             self.layer = torch.nn.Linear(4, 1)
