@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 # private: the straggler rule's medians (row_medians, others_medians), an algorithm
-from rankscribe.lineage.job._stragglers import others_medians, row_medians
+from rankscribe.lineage.job.verdicts._stragglers import others_medians, row_medians
 from rankscribe.lineage.jobparts import (
     DATA_WAIT_TAG,
     FORWARD_TIME_TAG,

@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from rankscribe.lineage.errors import LineageError
     from rankscribe.lineage.group._forming import GroupSpread
     from rankscribe.lineage.group._grouping import GroupedRuns, RunGroup, group_runs
-    from rankscribe.lineage.job._judge import judge_timings
-    from rankscribe.lineage.job._straggler_verdicts import VerdictSettings
+    from rankscribe.lineage.job.verdicts._judge import judge_timings
+    from rankscribe.lineage.job.verdicts._straggler_verdicts import VerdictSettings
     from rankscribe.lineage.merge._lineages import merge_rank_lineages
     from rankscribe.lineage.merge._merge import MergeOutcome, merge_run_dir
     from rankscribe.lineage.query._querier import (
@@ -61,8 +61,8 @@ _HOMES = {
     "GroupedRuns": "rankscribe.lineage.group._grouping",
     "RunGroup": "rankscribe.lineage.group._grouping",
     "group_runs": "rankscribe.lineage.group._grouping",
-    "VerdictSettings": "rankscribe.lineage.job._straggler_verdicts",
-    "judge_timings": "rankscribe.lineage.job._judge",
+    "VerdictSettings": "rankscribe.lineage.job.verdicts._straggler_verdicts",
+    "judge_timings": "rankscribe.lineage.job.verdicts._judge",
     "merge_rank_lineages": "rankscribe.lineage.merge._lineages",
     "MergeOutcome": "rankscribe.lineage.merge._merge",
     "merge_run_dir": "rankscribe.lineage.merge._merge",

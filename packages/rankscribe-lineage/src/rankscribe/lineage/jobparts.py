@@ -19,11 +19,7 @@ modules.
 from __future__ import annotations
 
 from rankscribe.lineage.job._control import ControlFile
-from rankscribe.lineage.job._judge import timing_tag, timings_evidence
 from rankscribe.lineage.job._live import LIVE_STATE_NAME
-from rankscribe.lineage.job._machine import SYSTEM_TAG_PREFIX, SYSTEM_TAGS
-from rankscribe.lineage.job._machine import evidence_keys as system_evidence
-from rankscribe.lineage.job._machine import evidence_records as system_evidence_records
 from rankscribe.lineage.job._partials import Partial as JobPartial
 from rankscribe.lineage.job._partials import PartialFormatError
 from rankscribe.lineage.job._protocol import (
@@ -39,8 +35,6 @@ from rankscribe.lineage.job._protocol import (
 from rankscribe.lineage.job._protocol import decode as decode_message
 from rankscribe.lineage.job._protocol import encode as encode_message
 from rankscribe.lineage.job._ranges import ranges_text
-from rankscribe.lineage.job._records import ACTIONABLE_KINDS, records_from_verdicts
-from rankscribe.lineage.job._sentences import timing_name
 from rankscribe.lineage.job._statistics import (
     DATA_WAIT_TAG,
     FINGERPRINT_TAG,
@@ -53,13 +47,6 @@ from rankscribe.lineage.job._statistics import (
     TagStatistics,
     is_timing_tag,
 )
-from rankscribe.lineage.job._straggler_verdicts import (
-    straggler_records,
-    straggler_verdicts,
-    timing_label,
-)
-from rankscribe.lineage.job._stragglers import paired_ratios
-from rankscribe.lineage.job._verdicts import STRAGGLER_SHARE, timing_evidence
 from rankscribe.lineage.job._watch import (
     DEFAULT_WINDOW_STEPS,
     TimingWatch,
@@ -67,6 +54,19 @@ from rankscribe.lineage.job._watch import (
     WatchSettings,
     judge_window,
 )
+from rankscribe.lineage.job.verdicts._judge import timing_tag, timings_evidence
+from rankscribe.lineage.job.verdicts._machine import SYSTEM_TAG_PREFIX, SYSTEM_TAGS
+from rankscribe.lineage.job.verdicts._machine import evidence_keys as system_evidence
+from rankscribe.lineage.job.verdicts._machine import evidence_records as system_evidence_records
+from rankscribe.lineage.job.verdicts._records import ACTIONABLE_KINDS, records_from_verdicts
+from rankscribe.lineage.job.verdicts._sentences import timing_name
+from rankscribe.lineage.job.verdicts._straggler_verdicts import (
+    straggler_records,
+    straggler_verdicts,
+    timing_label,
+)
+from rankscribe.lineage.job.verdicts._stragglers import paired_ratios
+from rankscribe.lineage.job.verdicts._verdicts import STRAGGLER_SHARE, timing_evidence
 from rankscribe.lineage.jobview import session_values
 
 __all__ = [

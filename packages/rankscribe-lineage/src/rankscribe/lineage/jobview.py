@@ -58,21 +58,21 @@ from rankscribe.lineage.job._files import (
 )
 from rankscribe.lineage.job._files import now as _now
 from rankscribe.lineage.job._live import LiveJobView, read_live_state
-from rankscribe.lineage.job._machine import evidence_keys
 from rankscribe.lineage.job._ranges import last_steps_text
-from rankscribe.lineage.job._sentences import verdict_lines
 from rankscribe.lineage.job._statistics import (
     FINGERPRINT_TAG,
     STEP_TIME_TAG,
     JobStatistics,
 )
-from rankscribe.lineage.job._straggler_verdicts import (
+from rankscribe.lineage.job.verdicts._machine import evidence_keys
+from rankscribe.lineage.job.verdicts._sentences import verdict_lines
+from rankscribe.lineage.job.verdicts._straggler_verdicts import (
     VerdictSettings,
 )
-from rankscribe.lineage.job._stragglers import StragglerEvidence
-from rankscribe.lineage.job._verdicts import StepTimes
-from rankscribe.lineage.job._verdicts import dense_series as _dense_series
-from rankscribe.lineage.job._verdicts import job_verdicts as _job_verdicts
+from rankscribe.lineage.job.verdicts._stragglers import StragglerEvidence
+from rankscribe.lineage.job.verdicts._verdicts import StepTimes
+from rankscribe.lineage.job.verdicts._verdicts import dense_series as _dense_series
+from rankscribe.lineage.job.verdicts._verdicts import job_verdicts as _job_verdicts
 from rankscribe.lineage.query._conditions import FIELD_MAPPING
 from rankscribe.lineage.record._parser import RunLineage
 from rankscribe.writer import WriterError, reader

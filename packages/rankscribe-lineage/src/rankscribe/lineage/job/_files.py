@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rankscribe.lineage._hparams import FINAL_PREFIX, HParamsRun, add_session
-from rankscribe.lineage.job._sentences import verdict_lines
+from rankscribe.lineage.job.verdicts._sentences import verdict_lines
 from rankscribe.ranks.files import fsync_directory, make_private_dir
 from rankscribe.writer import files
 from rankscribe.writer.eventfiles import (

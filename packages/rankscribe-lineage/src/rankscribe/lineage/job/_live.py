@@ -34,7 +34,6 @@ import numpy as np
 
 from rankscribe.lineage._checks import check_seconds
 from rankscribe.lineage._hparams import HParamsRun, hparam_value, metric_value
-from rankscribe.lineage.job._evidence import SKEW_TAG, LiveVerdicts
 from rankscribe.lineage.job._files import (
     AppendedJobFiles,
     Curve,
@@ -43,8 +42,9 @@ from rankscribe.lineage.job._files import (
 )
 from rankscribe.lineage.job._partials import Partial
 from rankscribe.lineage.job._ranges import ranges_text
-from rankscribe.lineage.job._records import records_from_verdicts
 from rankscribe.lineage.job._watch import TimingWatch, VerdictCallback, WatchSettings
+from rankscribe.lineage.job.verdicts._evidence import SKEW_TAG, LiveVerdicts
+from rankscribe.lineage.job.verdicts._records import records_from_verdicts
 from rankscribe.ranks.files import atomic_write, file_mode, read_regular
 from rankscribe.ranks.jsondata import JSONDataError, parse_json
 

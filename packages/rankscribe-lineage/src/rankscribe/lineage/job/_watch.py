@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rankscribe.lineage.job._judge import judge_timings
 from rankscribe.lineage.job._statistics import STEP_TIME_TAG, is_timing_tag
-from rankscribe.lineage.job._straggler_verdicts import VerdictSettings
+from rankscribe.lineage.job.verdicts._judge import judge_timings
+from rankscribe.lineage.job.verdicts._straggler_verdicts import VerdictSettings
 
 logger = logging.getLogger(__name__)
 

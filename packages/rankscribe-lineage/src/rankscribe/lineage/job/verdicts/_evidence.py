@@ -1,6 +1,6 @@
 """The live view's verdicts so far, from bounded state kept per rank.
 
-Rank 0 of a live job view (:mod:`._live`) never holds a rank's whole series:
+Rank 0 of a live job view (:mod:`rankscribe.lineage.job._live`) never holds a rank's whole series:
 each interval's per-rank timings and fingerprints are folded into a few
 counters and a fixed-bin histogram per (timing tag, rank), the fingerprint
 check's start and each rank's first step out of the majority, and each
@@ -25,13 +25,13 @@ from rankscribe.lineage.job._statistics import (
     JobStatistics,
     is_timing_tag,
 )
-from rankscribe.lineage.job._straggler_verdicts import (
+from rankscribe.lineage.job.verdicts._straggler_verdicts import (
     VerdictSettings,
     straggler_records,
     straggler_verdicts,
 )
-from rankscribe.lineage.job._stragglers import StragglerEvidence, row_medians
-from rankscribe.lineage.job._verdicts import (
+from rankscribe.lineage.job.verdicts._stragglers import StragglerEvidence, row_medians
+from rankscribe.lineage.job.verdicts._verdicts import (
     DenseSeries,
     _stops,
     dense_series,
@@ -116,7 +116,7 @@ class LiveVerdicts:
     last_steps: dict[int, int] = field(default_factory=dict)
     nonfinite_loss: dict[int, int] = field(default_factory=dict)
     timings: dict[str, _TimingEvidence] = field(default_factory=dict)
-    #: The straggler rule's own evidence (job/_stragglers.py), merged interval by interval.
+    #: The straggler rule's own evidence (job/verdicts/_stragglers.py), merged interval by interval.
     stragglers: StragglerEvidence = field(default_factory=StragglerEvidence)
     divergence: str = "no_fingerprints"
     fingerprint_ranks: set[int] = field(default_factory=set)

@@ -15,8 +15,8 @@ import numpy as np
 
 from rankscribe.lineage.job._ranges import missing_ranges, ranges_text
 from rankscribe.lineage.job._statistics import JobStatistics, RankArrays
-from rankscribe.lineage.job._straggler_verdicts import VerdictSettings, straggler_verdicts
-from rankscribe.lineage.job._stragglers import StragglerEvidence, row_medians
+from rankscribe.lineage.job.verdicts._straggler_verdicts import VerdictSettings, straggler_verdicts
+from rankscribe.lineage.job.verdicts._stragglers import StragglerEvidence, row_medians
 
 if TYPE_CHECKING:
     import numpy.typing as npt

@@ -21,8 +21,8 @@ from rankscribe.lineage.job._statistics import (
     SECTION_TAG_PREFIX,
     STEP_TIME_TAG,
 )
-from rankscribe.lineage.job._straggler_verdicts import VerdictSettings, straggler_records
-from rankscribe.lineage.job._stragglers import StragglerEvidence, row_medians
+from rankscribe.lineage.job.verdicts._straggler_verdicts import VerdictSettings, straggler_records
+from rankscribe.lineage.job.verdicts._stragglers import StragglerEvidence, row_medians
 
 if TYPE_CHECKING:
     import numpy.typing as npt

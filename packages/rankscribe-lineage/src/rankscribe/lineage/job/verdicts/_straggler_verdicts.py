@@ -1,7 +1,8 @@
 """The straggler verdict: thresholds, the judgement of the evidence, records and lineage keys.
 
 ``docs/job-view.md`` ("Straggler", "Verdict records") describes the rule. Per
-timing and rank, over the evidence's blocks (:mod:`._stragglers`): the onset
+timing and rank, over the evidence's blocks
+(:mod:`rankscribe.lineage.job.verdicts._stragglers`): the onset
 is the block from which its excess to the end is clearest (the sum over the
 square root of the steps: a change point); over the steps since then the rank is named when
 its cost (mean excess, seconds and share of the step) reaches the floor, its
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rankscribe.lineage.errors import LineageParamTypeError, LineageParamValueError
-from rankscribe.lineage.job._stragglers import (
+from rankscribe.lineage.job.verdicts._stragglers import (
     ABOVE,
     ABOVE_EDGES,
     BELOW,

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from rankscribe.lineage._checks import check_mapping
-from rankscribe.lineage.job._machine import evidence_lines
 from rankscribe.lineage.job._statistics import SECTION_TAG_PREFIX
+from rankscribe.lineage.job.verdicts._machine import evidence_lines
 
 __all__ = ["timing_name", "verdict_lines"]
 
