@@ -3,7 +3,8 @@
 
     python tools/bench/detection.py [--ranks 1024 16384] [--seeds 3] [--trials N]
                                     [--jobs 2] [--scenarios TEXT ...] [--floor SHARE]
-                                    [--window 100] [--stride 10] [--seed 0] [--quick]
+                                    [--confidence SE] [--window 100] [--stride 10]
+                                    [--seed 0] [--quick]
 
 Simulated per-rank, per-step timings of a synchronous data-parallel job (10 ms
 steps) go through the rule's public door, ``rankscribe.lineage.judge_timings``,
@@ -412,6 +413,7 @@ def main() -> None:
     parser.add_argument("--ranks", type=int, nargs="+", default=[1024, 16384])
     parser.add_argument("--quick", action="store_true", help="64 ranks, few trials")
     parser.add_argument("--floor", type=float, default=None, help="cost_floor_share")
+    parser.add_argument("--confidence", type=float, default=None, help="confidence")
     parser.add_argument("--window", type=int, default=100)
     parser.add_argument("--stride", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0, help="the first seed")
@@ -431,11 +433,15 @@ def main() -> None:
     for name in ("seeds", "jobs"):
         if getattr(arguments, name) < 1:
             parser.error(f"--{name} must be >= 1, got {getattr(arguments, name)}")
-    settings = (
-        VerdictSettings()
-        if arguments.floor is None
-        else VerdictSettings(cost_floor_share=arguments.floor)
-    )
+    chosen = {
+        name: value
+        for name, value in (
+            ("cost_floor_share", arguments.floor),
+            ("confidence", arguments.confidence),
+        )
+        if value is not None
+    }
+    settings = VerdictSettings(**chosen)
     ranks_list = [64] if arguments.quick else arguments.ranks
     seeds = list(range(arguments.seed, arguments.seed + arguments.seeds))
     print(
