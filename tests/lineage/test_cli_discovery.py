@@ -15,20 +15,12 @@ from typing import Any
 
 import pytest
 
-from rankscribe.lineage.cli import main
-
-ERROR = "rankscribe-lineage: error: "
+from tests.lineage._cli_run import ERROR, run
 
 
 @pytest.fixture(autouse=True)
 def no_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("COLUMNS", raising=False)
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def lightning_job(version: Path, lw: Any, learning_rate: float, *, merged: bool = True) -> None:

@@ -9,9 +9,8 @@ from typing import Any
 import pytest
 
 from rankscribe.lineage.cli import main
+from tests.lineage._cli_run import ERROR, run
 from tests.lineage._documented import documented_fields
-
-ERROR = "rankscribe-lineage: error: "
 
 
 @pytest.fixture
@@ -22,12 +21,6 @@ def base(three_runs: Path) -> Path:
 @pytest.fixture(autouse=True)
 def no_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("COLUMNS", raising=False)
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.mark.parametrize("command", ["show", "query", "hparams"])

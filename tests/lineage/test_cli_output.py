@@ -20,24 +20,17 @@ from typing import Any
 import pytest
 
 from rankscribe.lineage import filter_runs
-from rankscribe.lineage.cli import main
 from rankscribe.lineage.errors import LineageExpressionError
 from rankscribe.writer.files import frame
+from tests.lineage._cli_run import ERROR, run
 from tests.lineage._documented import documented_fields
 
-ERROR = "rankscribe-lineage: error: "
 CONTROL_BYTES = [chr(code) for code in (*range(0x20), 0x7F)]
 
 
 @pytest.fixture(autouse=True)
 def no_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("COLUMNS", raising=False)
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def command(*argv: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:

@@ -14,21 +14,13 @@ from typing import Any
 import pytest
 
 from rankscribe.lineage import filter_runs
-from rankscribe.lineage.cli import main
 from rankscribe.lineage.errors import LineageExpressionError
-
-ERROR = "rankscribe-lineage: error: "
+from tests.lineage._cli_run import ERROR, run
 
 
 @pytest.fixture(autouse=True)
 def no_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("COLUMNS", raising=False)
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def verdicts(straggler: int) -> dict[str, Any]:
