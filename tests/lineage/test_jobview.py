@@ -346,3 +346,24 @@ def test_rank_series_last_step_and_pickling() -> None:
     assert series.last_step == 9
     assert RankSeries(0).last_step is None
     assert pickle.loads(pickle.dumps(series)) == series
+
+
+def test_a_lineage_missing_a_stragglers_measures_reads_without_nan_or_question_marks() -> None:
+    """A damaged or hand-edited lineage: what is missing is left out of the sentence."""
+    bare = {
+        "job/straggler_rank": 2,
+        "job/straggler_ranks": "2,3",
+        "job/straggler_timing/3": "rankscribe/forward_time",
+        "job/straggler_excess/3": 0.25,
+    }
+    lines = verdict_lines(bare)
+    text = "\n".join(lines)
+    assert "nan" not in text and "?" not in text, lines
+    assert (
+        "stragglers: ranks 2,3 (rank 2 (no measure recorded); rank 3 25% slower by forward time)"
+        in (lines)
+    )
+    assert lines[0] == "straggler: rank 2 (no measure recorded)"
+    costed = {**bare, "job/straggler_cost_seconds/2": 0.004}  # a cost without its share
+    assert "rank 2 costs 4.0 ms a step" in "\n".join(verdict_lines(costed))
+    assert "nan" not in "\n".join(verdict_lines(costed))

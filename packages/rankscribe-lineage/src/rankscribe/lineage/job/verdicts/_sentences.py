@@ -59,15 +59,19 @@ def _straggler_lines(user_defined: Mapping[str, Any]) -> list[str]:
     if isinstance(message, str) and message:
         lines = [f"straggler: {message}{skew_text}"]
     else:
-        # A lineage from before the cost was recorded: its excess and share.
+        # A lineage from before the cost was recorded: its excess and share (each left
+        # out when missing or damaged, never printed as nan).
         share = _number(user_defined.get("job/straggler_slowest_share"))
         excess = _number(user_defined.get("job/straggler_excess"))
         timing = user_defined.get("job/straggler_timing")
         by = f", by {timing_name(timing)}" if isinstance(timing, str) and timing else ""
-        lines = [
-            f"straggler: rank {straggler} (slowest in {share:.0%} of the steps, "
-            f"{excess:.0%} slower than the faster ranks step by step{by}){skew_text}"
-        ]
+        measures = []
+        if not math.isnan(share):
+            measures.append(f"slowest in {share:.0%} of the steps")
+        if not math.isnan(excess):
+            measures.append(f"{excess:.0%} slower than the faster ranks step by step")
+        told = ", ".join(measures) if measures else "no measure recorded"
+        lines = [f"straggler: rank {straggler} ({told}{by}){skew_text}"]
     ranks = [item for item in str(user_defined.get("job/straggler_ranks", "")).split(",") if item]
     if len(ranks) > 1:
         details = "; ".join(_rank_detail(user_defined, rank) for rank in ranks)
@@ -76,13 +80,19 @@ def _straggler_lines(user_defined: Mapping[str, Any]) -> list[str]:
 
 
 def _rank_detail(user_defined: Mapping[str, Any], rank: str) -> str:
-    timing = timing_name(user_defined.get(f"job/straggler_timing/{rank}", "?"))
+    """One rank of a slow group: its cost, else its excess, by its timing; what a
+    damaged lineage lacks is left out."""
+    timing = user_defined.get(f"job/straggler_timing/{rank}")
+    by = f" by {timing_name(timing)}" if isinstance(timing, str) and timing else ""
     cost = _number(user_defined.get(f"job/straggler_cost_seconds/{rank}"))
-    if math.isnan(cost):
-        excess = _number(user_defined.get(f"job/straggler_excess/{rank}"))
-        return f"rank {rank} {excess:.0%} slower by {timing}"
-    share = _number(user_defined.get(f"job/straggler_cost_share/{rank}"))
-    return f"rank {rank} costs {_seconds(cost)} a step ({share:.0%}) by {timing}"
+    if not math.isnan(cost):
+        share = _number(user_defined.get(f"job/straggler_cost_share/{rank}"))
+        of_step = f" ({share:.0%})" if not math.isnan(share) else ""
+        return f"rank {rank} costs {_seconds(cost)} a step{of_step}{by}"
+    excess = _number(user_defined.get(f"job/straggler_excess/{rank}"))
+    if not math.isnan(excess):
+        return f"rank {rank} {excess:.0%} slower{by}"
+    return f"rank {rank}{by} (no measure recorded)"
 
 
 def verdict_lines(user_defined: Mapping[str, Any]) -> list[str]:
