@@ -385,7 +385,7 @@ def test_a_job_without_a_loss_tag_leads_with_the_users_loss_like_tag(tmp_path: P
     )
     # RankScribe's own tags never lead: a run of timings alone has every chart collapsed.
     singles = page.split('<section id="single-runs">')[1]
-    assert "<summary>rankscribe/data_wait (1 runs)</summary>" in singles
+    assert "<summary>rankscribe/data_wait (1 run)</summary>" in singles
     assert singles.count("Plotly.newPlot(") == 1
 
 

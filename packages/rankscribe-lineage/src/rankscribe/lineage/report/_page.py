@@ -370,7 +370,8 @@ def _single_runs_html(data: ReportData) -> Iterator[str]:
         if tag == lead:
             yield chart + note
         else:
-            yield f"<details><summary>{_escape(tag)} ({len(curves)} runs)</summary>"
+            counted = f"{len(curves)} run" + ("" if len(curves) == 1 else "s")
+            yield f"<details><summary>{_escape(tag)} ({counted})</summary>"
             yield chart + note + "</details>"
     yield from _left_out_html(data.single_tags_left_out, "of these runs")
 
