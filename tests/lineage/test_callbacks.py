@@ -9,6 +9,7 @@ import logging
 import operator
 import os
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -262,6 +263,19 @@ def test_framework_agnostic_values(tmp_path: Path) -> None:
     }
     assert result["algorithm"] == {"network": "LeNet", "loss": 2.0}
     assert result["model"] == {"path": '{"ckpt": null}', "size": 0}
+
+
+def test_an_empty_output_array_is_no_loss(tmp_path: Path) -> None:
+    """No loss recorded, and no numpy warning about the mean of an empty slice."""
+    record = FakeSummaryRecord(tmp_path / "run")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        TrainLineage(record).end(
+            RunContext(net_outputs=np.array([], dtype=np.float32), network=LeNet(), epoch_num=1)
+        )
+    result = get_summary_lineage(str(tmp_path / "run"))
+    assert "loss" not in result["algorithm"]
+    assert result["algorithm"]["network"] == "LeNet"
 
 
 def test_failures_are_logged_unless_raise_exception(

@@ -140,6 +140,8 @@ def _mean_loss(outputs: Any) -> float | None:
         outputs = outputs[0] if outputs else None
     outputs = _to_host(outputs)
     if hasattr(outputs, "mean") and hasattr(outputs, "tolist"):
+        if getattr(outputs, "size", 1) == 0:
+            return None  # an empty array holds no loss (its mean would be nan, with a warning)
         return float(outputs.mean())
     return _first_number(outputs)
 
