@@ -20,9 +20,6 @@ from rankscribe.collector import (
     SummaryCollector,
     TrainLoop,
 )
-
-# private: the step-time batching rule (write at once / count), no public door
-from rankscribe.collector.jobview._series import STEP_TIME_WRITE_AT_ONCE, STEP_TIME_WRITE_COUNT
 from rankscribe.lineage.jobparts import DATA_WAIT_TAG, FINGERPRINT_TAG, STEP_TIME_TAG
 from rankscribe.lineage.recording import parse_run
 from rankscribe.ranks import Coordinator, RankInfo
@@ -34,6 +31,10 @@ from tests.collector.coordinators import Handing
 
 NO_LANDSCAPE = {"collect_landscape": None}
 STEP_SECONDS = 0.002
+# When a rank's step times reach its file (docs/job-view.md, "When they reach the file"):
+# at least every 256 steps, and at once for a step of 0.02 s or more.
+STEP_TIME_WRITE_COUNT = 256
+STEP_TIME_WRITE_AT_ONCE = 0.02
 
 
 def summary_steps(directory: Path) -> list[int]:
