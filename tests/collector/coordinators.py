@@ -24,3 +24,50 @@ class RankZeroAlone(Coordinator):
 
     def _barrier(self, deadline: Any, sequence: int) -> None:
         return None
+
+
+class Handing:
+    """One rank's collectives in a job whose other ranks ran before it in this process.
+
+    A rank other than the root hands its objects over (kept in ``handed``, in order)
+    and never hears the root's claim of the job's directory (``bcast`` times out, as
+    when rank 0 is late). The root's ``n``-th gather returns its own object beside
+    ``others[n]``: what the other ranks handed in their ``n``-th gather (replayed from
+    their ``handed``); a rank absent there is missing.
+    """
+
+    def __init__(
+        self, rank: int, world_size: int = 2, others: list[dict[int, Any]] | None = None
+    ) -> None:
+        self.rank, self.world_size = rank, world_size
+        self.others = list(others or [])
+        self.handed: list[Any] = []
+
+    def bcast(self, obj: Any, root: int = 0, timeout: float | None = None) -> Any:
+        from rankscribe.ranks.errors import CollectiveTimeoutError
+
+        if self.rank != root:
+            raise CollectiveTimeoutError("bcast", 1.0, [root], "rank 0 never sent its claim")
+        return obj
+
+    def gather(self, obj: Any, root: int = 0, timeout: float | None = None) -> GatherResult[Any]:
+        self.handed.append(obj)
+        if self.rank != root:
+            return GatherResult(root=root, rank=self.rank, world_size=self.world_size)
+        values = {root: obj, **(self.others.pop(0) if self.others else {})}
+        missing = tuple(rank for rank in range(self.world_size) if rank not in values)
+        return GatherResult(
+            root=root, rank=root, world_size=self.world_size, values=values, missing=missing
+        )
+
+    def merge_payloads(self) -> list[dict[str, Any]]:
+        """What this rank handed to the lineage merge (the start's gather hands a path)."""
+        return [payload for payload in self.handed if isinstance(payload, dict)]
+
+    def replayed(self, rank: int) -> list[dict[int, Any]]:
+        """This rank's objects as the root's gathers receive them from ``rank``."""
+        return [{rank: payload} for payload in self.handed]
+
+
+# The collector accepts coordinators only; this double has the two collectives it calls.
+Coordinator.register(Handing)

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import os
-import pickle
 from array import array
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import crc32c
 import numpy as np
 import pytest
 
 from rankscribe.collector import (
+    ArrayNetwork,
     Callback,
     CallbackParams,
     CollectionSchedule,
@@ -20,30 +20,21 @@ from rankscribe.collector import (
     SummaryCollector,
     TrainLoop,
 )
-
-# private: the fingerprint algorithm and its budget, no public door
-from rankscribe.collector._fingerprint import parameter_fingerprint
-
-# private: the job's lineage merge rule on rank 0, no public door
-from rankscribe.collector._lineage import JobLineageMerger
-
-# private: the step-time batching rule (write at once / count), no public door
-from rankscribe.collector.jobview._series import (
-    STEP_TIME_WRITE_AT_ONCE,
-    STEP_TIME_WRITE_COUNT,
-    ScalarSeries,
-)
 from rankscribe.lineage.jobparts import DATA_WAIT_TAG, FINGERPRINT_TAG, STEP_TIME_TAG
-from rankscribe.lineage.jobview import RankSeries
 from rankscribe.lineage.recording import parse_run
-from rankscribe.ranks import GatherResult, RankInfo
+from rankscribe.ranks import Coordinator, RankInfo
 from rankscribe.writer import scalar_summary, tensor_summary
 from rankscribe.writer.events import load_dir
 from rankscribe.writer.reader import scalars
 from tests._support.clocks import ManualClock
+from tests.collector.coordinators import Handing
 
 NO_LANDSCAPE = {"collect_landscape": None}
 STEP_SECONDS = 0.002
+# When a rank's step times reach its file (docs/job-view.md, "When they reach the file"):
+# at least every 256 steps, and at once for a step of 0.02 s or more.
+STEP_TIME_WRITE_COUNT = 256
+STEP_TIME_WRITE_AT_ONCE = 0.02
 
 
 def summary_steps(directory: Path) -> list[int]:
@@ -53,6 +44,11 @@ def summary_steps(directory: Path) -> list[int]:
         for event in load_dir(directory)
         if event.what == "summary" and event.step is not None
     ]
+
+
+def rank_scalars(directory: Path) -> dict[str, list[tuple[int, float]]]:
+    [path] = [path for path in directory.iterdir() if path.name.endswith("_MS")]
+    return scalars(path)
 
 
 def job_scalars(directory: Path) -> dict[str, list[tuple[int, float]]]:
@@ -269,43 +265,68 @@ def test_step_times_written_at_the_end_take_no_operator_value(model: Any, tmp_pa
 # ------------------------------------------------------------------- the series
 
 
-def test_the_series_keeps_what_the_collector_recorded(model: Any, tmp_path: Path) -> None:
-    data = model(8)
-    collector = SummaryCollector(tmp_path, collect_freq=4, collect_specified_data=NO_LANDSCAPE)
+def as_rank(rank: int, coordinator: Handing, world_size: int = 2) -> dict[str, Any]:
+    """The arguments of rank ``rank``'s collector; the root's goes on in the directory its
+    other ranks (run before it, in this process) wrote into already."""
+    return {
+        "rank_info": RankInfo(rank, world_size, rank, world_size, "host", "pmi"),
+        "coordinator": cast(Coordinator, coordinator),  # registered as a Coordinator
+        "on_exists": "append",
+    }
 
+
+def test_the_series_travels_to_rank_zero_as_the_collector_recorded_it(
+    model: Any, tmp_path: Path
+) -> None:
     def step(batch: Any) -> float:
         scalar_summary("operator_loss", 0.5)  # the files have it; the series does not
-        return 0.25
+        return 0.75
 
-    TrainLoop(step, network=data.network, optimizer=data.optimizer).train(
-        1, data.dataset, callbacks=[collector]
-    )
-    payload = collector._series.series.payload()
-    series = ScalarSeries.rank_series(3, pickle.loads(pickle.dumps(payload)))
-    assert series is not None and series.rank == 3
-    [path] = [path for path in tmp_path.iterdir() if path.name.endswith("_MS")]
-    on_disk = scalars(path)
-    assert set(series.scalars) == {"loss/auto", STEP_TIME_TAG, DATA_WAIT_TAG, FINGERPRINT_TAG}
-    for tag, points in series.scalars.items():
-        assert points == on_disk[tag]
-    assert series.last_step == 8
+    rank_1 = Handing(1)
+    train(model, tmp_path, batches=8, collect_freq=4, step=step, **as_rank(1, rank_1))
+    rank_0 = Handing(0, others=rank_1.replayed(1))
+    train(model, tmp_path, batches=8, collect_freq=4, **as_rank(0, rank_0))
+    on_disk = rank_scalars(tmp_path / "rank_1")
+    assert "operator_loss" in on_disk
+    job = job_scalars(tmp_path)
+    # every point of rank 1's files reached rank 0, which counts two ranks at each
+    for tag in ("loss/auto", STEP_TIME_TAG, DATA_WAIT_TAG, FINGERPRINT_TAG):
+        assert dict(job[f"{tag}/ranks"]) == {step: 2.0 for step, _ in on_disk[tag]}, tag
+    assert job["loss/auto/mean"] == [(step, 0.5) for step, _ in on_disk["loss/auto"]]
+    assert dict(job["loss/auto/max_rank"]) == {step: 1.0 for step, _ in on_disk["loss/auto"]}
+    assert not [tag for tag in job if tag.startswith("operator_loss")]
+    assert user_defined(tmp_path)["job/last_step/1"] == 8
 
 
-def test_a_new_training_run_starts_a_new_series(model: Any, tmp_path: Path) -> None:
+def test_a_new_training_run_starts_a_new_series(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
     data = model(5)
-    collector = SummaryCollector(tmp_path, collect_freq=2, collect_specified_data=NO_LANDSCAPE)
-    loop = TrainLoop(
-        lambda batch: 0.5,
-        network=data.network,
-        optimizer=data.optimizer,
-        eval_fn=lambda batch: {"acc": 1.0},
+    rank_1 = Handing(1)
+    collector = SummaryCollector(
+        tmp_path, collect_freq=2, collect_specified_data=NO_LANDSCAPE, **as_rank(1, rank_1)
     )
-    loop.train(1, data.dataset, callbacks=[collector])
+    seconds = [0.5]  # the first run's steps are slow, the second's quick; it is shorter
+
+    def step(batch: Any) -> float:
+        collector_clock.advance(seconds[0])
+        return 0.5
+
+    loop = TrainLoop(
+        step, network=data.network, optimizer=data.optimizer, eval_fn=lambda batch: {"acc": 1.0}
+    )
+    loop.train(2, data.dataset, callbacks=[collector])
+    seconds[0] = STEP_SECONDS
     loop.train(1, data.dataset, callbacks=[collector])
     loop.eval(data.dataset, callbacks=[collector])  # keeps the training run's series
-    series = ScalarSeries.rank_series(0, collector._series.series.payload())
-    assert series is not None
-    assert [step for step, _ in series.scalars[STEP_TIME_TAG]] == [1, 2, 3, 4, 5]
+    collector.close()
+    rank_0 = Handing(0, others=[{1: payload} for payload in rank_1.handed[-2:]])
+    train(model, tmp_path, batches=5, collect_freq=2, clock=collector_clock, **as_rank(0, rank_0))
+    # the second run's steps only, from rank 1's last hand-over (the evaluation's)
+    job = job_scalars(tmp_path)
+    assert dict(job[f"{STEP_TIME_TAG}/ranks"]) == {step: 2.0 for step in range(1, 6)}
+    assert [step for step, _ in job[f"{STEP_TIME_TAG}/max"]] == [1, 2, 3, 4, 5]
+    assert [value for _, value in job[f"{STEP_TIME_TAG}/max"]] == [pytest.approx(STEP_SECONDS)] * 5
 
 
 @pytest.mark.parametrize(
@@ -318,27 +339,44 @@ def test_a_new_training_run_starts_a_new_series(model: Any, tmp_path: Path) -> N
         {"loss": (array("q", [1]), array("f"))},
     ],
 )
-def test_a_malformed_series_is_refused(payload: Any) -> None:
-    assert ScalarSeries.rank_series(1, payload) is None
+def test_a_malformed_series_is_refused(model: Any, tmp_path: Path, payload: Any) -> None:
+    # rank 1's lineage and series, as rank 0's merge receives them
+    arrived = {1: {"lineage": None, "series": payload}}
+    rank_0 = Handing(0, others=[{}, arrived])  # the start's gather, then the merge's
+    train(model, tmp_path, batches=4, collect_freq=2, **as_rank(0, rank_0))
+    job = job_scalars(tmp_path)
+    assert dict(job[f"{STEP_TIME_TAG}/ranks"]) == {step: 1.0 for step in range(1, 5)}
+    assert not [tag for tag in job if tag.startswith("loss/") and not tag.startswith("loss/auto")]
 
 
-def test_the_fingerprint_chains_crc32c_over_the_raw_bytes() -> None:
-    parameters = [
-        ("a", np.arange(6, dtype=np.float32).reshape(2, 3)),
-        ("b", np.array(7.0)),
-        ("c", np.arange(4, dtype=np.int64)[::2]),
-    ]
-    raw = b"".join(np.ascontiguousarray(value).tobytes() for _, value in parameters)
-    assert parameter_fingerprint(parameters) == crc32c.crc32c(raw) & 0xFFFFFF
-    assert parameter_fingerprint([(name.upper(), v) for name, v in parameters]) == (
-        parameter_fingerprint(parameters)
-    )  # names do not count
-    assert parameter_fingerprint([]) == 0
+def fingerprints_of(directory: Path, parameters: dict[str, Any]) -> dict[int, float] | None:
+    """The fingerprints a run of a network of ``parameters`` (left as they are) records."""
+    network = ArrayNetwork(parameters, name="Net")
+    collector = SummaryCollector(directory, collect_freq=1, collect_specified_data=NO_LANDSCAPE)
+    TrainLoop(lambda batch: 0.5, network=network).train(1, [np.zeros(2)] * 2, callbacks=[collector])
+    found = rank_scalars(directory).get(FINGERPRINT_TAG)
+    return None if found is None else dict(found)
 
 
-def test_a_parameter_without_raw_bytes_is_refused() -> None:
-    with pytest.raises(TypeError):
-        parameter_fingerprint([("a", np.array([object()], dtype=object))])
+def test_the_fingerprint_chains_crc32c_over_the_raw_bytes(tmp_path: Path) -> None:
+    parameters = {
+        "a": np.arange(6, dtype=np.float32).reshape(2, 3),
+        "b": np.array(7.0),
+        "c": np.arange(4, dtype=np.int64)[::2],
+    }
+    raw = b"".join(np.ascontiguousarray(value).tobytes() for value in parameters.values())
+    expected = float(crc32c.crc32c(raw) & 0xFFFFFF)
+    assert fingerprints_of(tmp_path / "net", parameters) == {0: expected, 1: expected, 2: expected}
+    upper = {name.upper(): value for name, value in parameters.items()}
+    assert fingerprints_of(tmp_path / "upper", upper) == {0: expected, 1: expected, 2: expected}
+    assert fingerprints_of(tmp_path / "empty", {}) == {0: 0.0, 1: 0.0, 2: 0.0}
+
+
+def test_a_parameter_without_raw_bytes_is_refused(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert fingerprints_of(tmp_path, {"a": np.array([object()], dtype=object)}) is None
+    assert "parameter of dtype object has no raw bytes" in caplog.text
 
 
 # ------------------------------------------------------------- the fast path
@@ -391,74 +429,64 @@ def user_defined(directory: Path) -> dict[str, Any]:
     return lineage.section("user_defined")
 
 
-def info(rank: int, world_size: int = 2) -> RankInfo:
-    return RankInfo(rank, world_size, rank, world_size, "host", "pmi")
+def test_rank_zero_writes_the_job_view_from_the_gathered_series(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    # rank 1: slow at every step, and its parameters leave the others' at step 5;
+    # rank 2: its loss 2.0 where rank 0's is 1.0 and rank 1's 3.0
+    def rank_step(rank: int, data: Any) -> Any:
+        steps = iter(range(1, 100))
 
+        def step(batch: Any) -> float:
+            number = next(steps)
+            data.network["fc.bias"][:] += 99.0 if rank == 1 and number >= 5 else 0.5
+            collector_clock.advance(0.05 if rank == 1 else 0.01)
+            return [1.0, 3.0, 2.0][rank]
 
-class Gather:
-    """Rank 0's side of a gather in which ``others`` already delivered."""
+        return step
 
-    def __init__(self, others: dict[int, Any], world_size: int = 2) -> None:
-        self.others, self.world_size = others, world_size
-
-    def gather(self, obj: Any, root: int = 0, timeout: float | None = None) -> GatherResult[Any]:
-        values = {0: obj, **self.others}
-        missing = tuple(r for r in range(self.world_size) if r not in values)
-        return GatherResult(
-            root=0, rank=0, world_size=self.world_size, values=values, missing=missing
+    handed: dict[int, Handing] = {}
+    for rank in (1, 2):
+        data = model(8)
+        handed[rank] = Handing(rank, 3)
+        collector = SummaryCollector(
+            tmp_path,
+            collect_freq=2,
+            collect_specified_data=NO_LANDSCAPE,
+            **as_rank(rank, handed[rank], 3),
         )
-
-
-def rank_payload(
-    lineage: Any, times: list[float], fingerprints: list[float], loss: float
-) -> dict[str, Any]:
-    series = ScalarSeries()
-    for step, seconds in enumerate(times, start=1):
-        series.add(STEP_TIME_TAG, step, seconds)
-    for step, value in zip(range(1, len(times) + 1, 2), fingerprints, strict=False):
-        series.add(FINGERPRINT_TAG, step, value)
-        series.add("loss/auto", step, loss)
-    return {"lineage": lineage, "series": series.payload()}
-
-
-def test_rank_zero_writes_the_job_view_from_the_gathered_series(model: Any, tmp_path: Path) -> None:
-    train(model, tmp_path / "rank_0", batches=4, collect_freq=2)
-    lineage = parse_run(str(tmp_path / "rank_0")).lineage
-    assert lineage is not None
-    own = ScalarSeries()
-    for step in range(1, 9):
-        own.add(STEP_TIME_TAG, step, 0.01)
-    for step in (1, 3, 5, 7):
-        own.add(FINGERPRINT_TAG, step, 11.0)
-        own.add("loss/auto", step, 1.0)
-    # rank 1: slow at every step, and its parameters left the others' at step 5
-    others = {
-        1: rank_payload(lineage.to_json_dict(), [0.05] * 8, [11.0, 11.0, 99.0, 99.0], 3.0),
-        2: rank_payload(lineage.to_json_dict(), [0.01] * 8, [11.0] * 4, 2.0),
-    }
-    merger = JobLineageMerger(tmp_path, info(0, 3), coordinator=Gather(others, 3))  # type: ignore[arg-type]
-    assert merger.merge(tmp_path / "rank_0", own) is not None
+        TrainLoop(rank_step(rank, data), network=data.network).train(
+            1, data.dataset, callbacks=[collector]
+        )
+    others = [{1: one, 2: two} for one, two in zip(handed[1].handed, handed[2].handed, strict=True)]
+    data = model(8)
+    collector = SummaryCollector(
+        tmp_path,
+        collect_freq=2,
+        collect_specified_data=NO_LANDSCAPE,
+        **as_rank(0, Handing(0, 3, others), 3),
+    )
+    TrainLoop(rank_step(0, data), network=data.network).train(
+        1, data.dataset, callbacks=[collector]
+    )
     [job_file] = [name for name in os.listdir(tmp_path) if name.endswith("_MS")]
     assert ".job." in job_file
     curves = job_scalars(tmp_path)
-    assert curves["loss/auto/mean"] == [(1, 2.0), (3, 2.0), (5, 2.0), (7, 2.0)]
-    assert dict(curves["loss/auto/max_rank"]) == {1: 1.0, 3: 1.0, 5: 1.0, 7: 1.0}
+    loss_steps = [step for step, _ in curves["loss/auto/mean"]]
+    assert loss_steps == [1, 2, 4, 6, 8]
+    assert curves["loss/auto/mean"] == [(step, 2.0) for step in loss_steps]
+    assert dict(curves["loss/auto/max_rank"]) == {step: 1.0 for step in loss_steps}
     assert dict(curves[f"{STEP_TIME_TAG}/ranks"]) == {step: 3.0 for step in range(1, 9)}
     assert dict(curves[f"{STEP_TIME_TAG}/slowest_rank"]) == {step: 1.0 for step in range(1, 9)}
     user = user_defined(tmp_path)
     assert user["job/straggler_rank"] == 1
-    assert (user["job/diverged_ranks"], user["job/diverged_first_step"]) == ("1", 5)
+    # the first fingerprint taken after rank 1's parameters left: step 6
+    assert (user["job/diverged_ranks"], user["job/diverged_first_step"]) == ("1", 6)
     assert user["job/missing_ranks"] == ""
-    assert merger.last_verdicts["job/straggler_rank"] == 1
 
 
 def test_a_rank_that_never_arrives_is_missing_from_the_job_view(model: Any, tmp_path: Path) -> None:
-    train(model, tmp_path / "rank_0", batches=4, collect_freq=2)
-    own = ScalarSeries()
-    for step in range(1, 5):
-        own.add(STEP_TIME_TAG, step, 0.01)
-    merger = JobLineageMerger(tmp_path, info(0, 2), coordinator=Gather({}, 2))  # type: ignore[arg-type]
-    assert merger.merge(tmp_path / "rank_0", own) is not None
+    train(model, tmp_path, batches=4, collect_freq=2, **as_rank(0, Handing(0)))
     curves = job_scalars(tmp_path)
     assert dict(curves[f"{STEP_TIME_TAG}/ranks"]) == {step: 1.0 for step in range(1, 5)}
     user = user_defined(tmp_path)
@@ -467,37 +495,40 @@ def test_a_rank_that_never_arrives_is_missing_from_the_job_view(model: Any, tmp_
 
 
 def test_an_evaluation_alone_keeps_the_job_files_and_verdicts(model: Any, tmp_path: Path) -> None:
-    train(model, tmp_path / "rank_0", batches=4, collect_freq=2)
-    own = ScalarSeries()
-    own.add(STEP_TIME_TAG, 1, 0.01)
-    JobLineageMerger(tmp_path, info(0, 1), coordinator=Gather({}, 1)).merge(  # type: ignore[arg-type]
-        tmp_path / "rank_0", own
-    )
-    before = {
-        name: (tmp_path / name).read_bytes()
-        for name in os.listdir(tmp_path)
-        if name.endswith("_MS")
-    }
-    verdicts = {
-        key: value for key, value in user_defined(tmp_path).items() if key.startswith("job/")
-    }
-    assert verdicts["job/last_step/0"] == 1
-    JobLineageMerger(tmp_path, info(0, 1), coordinator=Gather({}, 1)).merge(  # type: ignore[arg-type]
-        tmp_path / "rank_0", ScalarSeries()
-    )
-    after = {
-        name: (tmp_path / name).read_bytes()
-        for name in os.listdir(tmp_path)
-        if name.endswith("_MS")
-    }
-    assert after == before and len(before) == 1
-    assert {
-        key: value for key, value in user_defined(tmp_path).items() if key.startswith("job/")
-    } == verdicts
+    data = model(4)
 
+    def loop_and_collector() -> tuple[TrainLoop, SummaryCollector]:
+        collector = SummaryCollector(
+            tmp_path, collect_freq=2, collect_specified_data=NO_LANDSCAPE, **as_rank(0, Handing(0))
+        )
+        loop = TrainLoop(
+            lambda batch: 0.5,
+            network=data.network,
+            optimizer=data.optimizer,
+            eval_fn=lambda batch: {"acc": 1.0},
+        )
+        return loop, collector
 
-def test_rank_series_of_the_lineage_package_is_what_travels() -> None:
-    series = ScalarSeries()
-    series.add("x", 2, 0.5)
-    rank_series = ScalarSeries.rank_series(4, series.payload())
-    assert rank_series == RankSeries(rank=4, scalars={"x": [(2, 0.5)]})
+    loop, collector = loop_and_collector()
+    loop.train(1, data.dataset, callbacks=[collector])
+    collector.close()
+
+    def job_files() -> dict[str, bytes]:
+        return {
+            name: (tmp_path / name).read_bytes()
+            for name in os.listdir(tmp_path)
+            if name.endswith("_MS")
+        }
+
+    def verdicts() -> dict[str, Any]:
+        user = user_defined(tmp_path)
+        return {key: value for key, value in user.items() if key.startswith("job/")}
+
+    before, judged = job_files(), verdicts()
+    assert judged["job/last_step/0"] == 4
+    # Later, a collector of the job that only evaluates: a merge without steps of its own.
+    loop, collector = loop_and_collector()
+    loop.eval(data.dataset, callbacks=[collector])
+    collector.close()
+    assert job_files() == before and len(before) == 1
+    assert verdicts() == judged

@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
-from rankscribe.collector import ArrayNetwork, SummaryCollector, TrainLoop
-
-# private: the collect_specified_data normalisation rule, no public door
-from rankscribe.collector.collection._options import process_specified_data
-
-# private: the landscape saver's file rule, no public door
-from rankscribe.collector.landscape import _saver as _landscape
+from rankscribe.collector import (
+    ArrayNetwork,
+    CallbackParams,
+    RunContext,
+    SummaryCollector,
+    TrainLoop,
+)
 
 
 def test_default_collection_saves_steps_1_to_19(model: Any, tmp_path: Path) -> None:
@@ -80,81 +80,140 @@ def test_no_landscape_without_collect_landscape(model: Any, tmp_path: Path) -> N
     assert not (tmp_path / "ckpt_dir").exists()
 
 
-def saver(directory: Path, **landscape: Any) -> _landscape.LandscapeSaver:
-    specified = {"collect_landscape": landscape} if landscape else None
-    options = process_specified_data(specified, True).landscape
-    assert options is not None
-    return _landscape.LandscapeSaver(directory, options)
+def run_steps(
+    collectors: list[SummaryCollector],
+    network: Any,
+    steps: list[int],
+    before: Any = None,
+    begin: bool = True,
+) -> None:
+    """Drive ``collectors`` through ``steps`` of one epoch, as a training loop would.
+
+    ``before(step)`` runs ahead of each step's callbacks (to change the parameters);
+    ``begin=False`` goes on with a training already begun.
+    """
+
+    def context(step: int) -> RunContext:
+        params = CallbackParams(
+            mode="train",
+            epoch_num=1,
+            batch_num=10,
+            cur_step_num=step,
+            cur_epoch_num=1,
+            train_network=network,
+            net_outputs=0.5,
+        )
+        return RunContext(params)
+
+    for item in collectors if begin else ():
+        item.begin(context(steps[0]))
+    for step in steps:
+        if before is not None:
+            before(step)
+        for item in collectors:
+            item.step_end(context(step))
 
 
-def test_metadata_is_written_once_by_concurrent_writers(tmp_path: Path) -> None:
-    savers = [saver(tmp_path) for _ in range(6)]
-    for index, item in enumerate(savers):
-        item.files["1"] = f"from-{index}"
-    barrier = threading.Barrier(len(savers))
-    results: list[bool] = []
+def landscape_collector(directory: Path, intervals: list[list[int]]) -> SummaryCollector:
+    specified = {"collect_landscape": {"intervals": intervals}}
+    return SummaryCollector(directory, collect_specified_data=specified)
 
-    def write(item: _landscape.LandscapeSaver) -> None:
-        barrier.wait(timeout=10)
-        results.append(item.write_metadata(5))
 
-    threads = [threading.Thread(target=write, args=(item,)) for item in savers]
+def file_map(directory: Path) -> dict[str, str]:
+    metadata = json.loads((directory / "ckpt_dir" / "train_metadata.json").read_text())
+    files: dict[str, str] = metadata["model_params_file_map"]
+    return files
+
+
+def test_metadata_is_written_once_by_concurrent_writers(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Six collectors of one directory end their training at once: one metadata file.
+    networks = [ArrayNetwork({"w": np.zeros(2, np.float32)}, name=f"Net{i}") for i in range(6)]
+    collectors = [landscape_collector(tmp_path, [[1, 2, 3]]) for _ in networks]
+    for item, network in zip(collectors, networks, strict=True):
+        run_steps([item], network, [1])
+    barrier = threading.Barrier(len(collectors))
+    failures: list[BaseException] = []
+
+    def end(item: SummaryCollector, network: Any) -> None:
+        try:
+            barrier.wait(timeout=10)
+            item.end(RunContext(CallbackParams(mode="train", train_network=network)))
+        except BaseException as error:  # reported below, not lost in the thread
+            failures.append(error)
+
+    threads = [
+        threading.Thread(target=end, args=(item, network))
+        for item, network in zip(collectors, networks, strict=True)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(timeout=30)
-    assert sorted(results) == [False] * 5 + [True]
-    metadata = json.loads((tmp_path / "ckpt_dir" / "train_metadata.json").read_text())
-    assert metadata["model_params_file_map"]["1"] in {f"from-{i}" for i in range(6)}
+    assert failures == []
+    assert caplog.text.count("train_metadata.json already exists; it is kept as it is") == 5
+    [written] = file_map(tmp_path).values()
+    assert written in {str(tmp_path / "ckpt_dir" / f"Net{i}_1_step.ckpt") for i in range(6)}
 
 
 def test_a_concurrent_writer_keeps_the_first_metadata(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # Two savers of one run's directory (no start_training between them): the first wins.
-    # A second *run* clears the first run's files first (test_landscape_runs.py).
-    first, second = saver(tmp_path), saver(tmp_path)
-    first.files["1"], second.files["1"] = "first", "second"
-    assert first.write_metadata(3) and not second.write_metadata(3)
-    metadata = json.loads((tmp_path / "ckpt_dir" / "train_metadata.json").read_text())
-    assert metadata["model_params_file_map"] == {"1": "first"}
+    # Two collectors of one run's directory (no start of training between their ends):
+    # the first to end wins. A second *run* clears the first run's files first
+    # (test_landscape_runs.py).
+    first, second = (
+        ArrayNetwork({"w": np.zeros(2, np.float32)}, name=name) for name in ("First", "Second")
+    )
+    collectors = [landscape_collector(tmp_path, [[1, 2, 3]]) for _ in range(2)]
+    run_steps(collectors[:1], first, [1])
+    run_steps(collectors[1:], second, [1])
+    collectors[0].end(RunContext(CallbackParams(mode="train", train_network=first)))
+    collectors[1].end(RunContext(CallbackParams(mode="train", train_network=second)))
+    assert file_map(tmp_path) == {"1": str(tmp_path / "ckpt_dir" / "First_1_step.ckpt")}
     assert "already exists; it is kept as it is" in caplog.text
 
 
+@pytest.mark.parametrize("network", [object(), None], ids=["no-parameters", "none"])
 def test_a_network_without_parameters_is_logged_not_raised(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, network: Any
 ) -> None:
-    item = saver(tmp_path)
-    assert item.save(1, object()) is None
-    assert item.save(1, None) is None
-    assert "Saving the landscape parameters of step 1 failed" in caplog.text
-    assert item.files == {}
+    item = landscape_collector(tmp_path, [[1, 2, 3]])
+    run_steps([item], network, [1, 2, 3])
+    item.end(RunContext(CallbackParams(mode="train", train_network=network)))
+    assert file_map(tmp_path) == {}
+    assert [name for name in os.listdir(tmp_path / "ckpt_dir") if name.endswith(".ckpt")] == []
+    if network is not None:  # a network that cannot be read is named; no network, nothing
+        assert "Saving the landscape parameters of step 1 failed" in caplog.text
 
 
 def test_files_hold_their_step_and_one_that_failed_is_left_out_of_the_metadata(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_write = _landscape.atomic_write
+    real_open = os.open
 
-    def full_disk_at_step_2(path: Any, chunks: Any, **options: Any) -> str:
-        if str(path).endswith("_2_step.ckpt"):
+    def full_disk_at_step_2(path: Any, flags: int, *args: Any, **options: Any) -> int:
+        # The landscape file's temporary (.Net_2_step.ckpt.<random>.tmp) cannot be created.
+        if "Net_2_step.ckpt" in os.fspath(path):
             raise OSError(28, "No space left on device")
-        return real_write(path, chunks, **options)
+        return real_open(path, flags, *args, **options)
 
-    monkeypatch.setattr(_landscape, "atomic_write", full_disk_at_step_2)
-    item = saver(tmp_path, intervals=[[1, 2, 3]])
+    monkeypatch.setattr(os, "open", full_disk_at_step_2)
+    item = landscape_collector(tmp_path, [[1, 2, 3]])
     network = ArrayNetwork({"w": np.zeros(3, np.float32)}, name="Net")
-    for step in (1, 2, 3):
+
+    def set_parameters(step: int) -> None:
         network["w"][:] = step
-        assert item.wants(step)
-        assert item.save(step, network) == str(tmp_path / "ckpt_dir" / f"Net_{step}_step.ckpt")
-        assert not item.wants(step)  # being written: not saved a second time
+
+    run_steps([item], network, [1, 2, 3], before=set_parameters)
     network["w"][:] = 9  # after the last save: no file holds it
-    assert item.write_metadata(3)
-    metadata = json.loads((tmp_path / "ckpt_dir" / "train_metadata.json").read_text())
-    files = metadata["model_params_file_map"]
+    run_steps([item], network, [3], begin=False)  # step 3 again: saved already, not a second time
+    item.end(RunContext(CallbackParams(mode="train", train_network=network)))
+    files = file_map(tmp_path)
     assert sorted(files) == ["1", "3"]
     for step in ("1", "3"):
+        assert files[step] == str(tmp_path / "ckpt_dir" / f"Net_{step}_step.ckpt")
         np.testing.assert_array_equal(load_file(files[step])["w"], np.full(3, int(step)))
     assert not (tmp_path / "ckpt_dir" / "Net_2_step.ckpt").exists()
     assert (
@@ -162,8 +221,15 @@ def test_files_hold_their_step_and_one_that_failed_is_left_out_of_the_metadata(
     ) in caplog.text
 
 
-def test_wants_only_unsaved_numbers_in_an_interval(tmp_path: Path) -> None:
-    item = saver(tmp_path, intervals=[[2, 4, 6]])
-    assert [number for number in range(1, 8) if item.wants(number)] == [2, 4, 6]
-    item.files["4"] = "x"
-    assert not item.wants(4)
+def test_only_the_numbers_of_an_interval_are_saved(tmp_path: Path) -> None:
+    item = landscape_collector(tmp_path, [[2, 4, 6]])
+    network = ArrayNetwork({"w": np.zeros(3, np.float32)}, name="Net")
+    run_steps([item], network, list(range(1, 8)))
+    item.end(RunContext(CallbackParams(mode="train", train_network=network)))
+    assert sorted(file_map(tmp_path), key=int) == ["2", "4", "6"]
+    assert sorted(os.listdir(tmp_path / "ckpt_dir")) == [
+        "Net_2_step.ckpt",
+        "Net_4_step.ckpt",
+        "Net_6_step.ckpt",
+        "train_metadata.json",
+    ]

@@ -3,25 +3,22 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
 
-from rankscribe.collector import ArrayOptimizer, CallbackParams, SummaryCollector, TrainLoop
-
-# private: the job's lineage merge rule on rank 0, no public door
-from rankscribe.collector._lineage import JobLineageMerger, LineageRecorder
+from rankscribe.collector import CallbackParams, RunContext, SummaryCollector, TrainLoop
 from rankscribe.lineage import get_summary_lineage, merge_run_dir
 from rankscribe.lineage.recording import TRAIN_START_FILE_NAME, parse_rank_run, parse_run
-from rankscribe.ranks import GatherResult, RankInfo
+from rankscribe.ranks import Coordinator, RankInfo
 from rankscribe.ranks.errors import RanksValueError
-from rankscribe.writer import SummaryRecord
-from rankscribe.writer.events import load_lineage_dir
+from rankscribe.writer.events import load_dir, load_lineage_dir
 from tests._support.clocks import SleepingClock
-from tests.collector.coordinators import RankZeroAlone
+from tests.collector.coordinators import Handing, RankZeroAlone
 
 NO_LANDSCAPE = {"collect_landscape": None}
 
@@ -30,139 +27,149 @@ def info(rank: int, world_size: int = 2) -> RankInfo:
     return RankInfo(rank, world_size, rank, world_size, "host", "pmi")
 
 
-def train_rank(model: Any, directory: Path, batches: int, loss: float) -> None:
-    """A single-process run that leaves one rank's files in ``directory``."""
+def train_rank(
+    model: Any, directory: Path, batches: int, loss: float, **arguments: Any
+) -> SummaryCollector:
+    """A run with ``arguments`` (a rank's, for one): its files in ``directory``."""
     data = model(batches)
-    collector = SummaryCollector(directory, collect_specified_data=NO_LANDSCAPE)
+    collector = SummaryCollector(directory, collect_specified_data=NO_LANDSCAPE, **arguments)
     TrainLoop(
         lambda batch: np.float32(loss),
         network=data.network,
         optimizer=data.optimizer,
         eval_fn=lambda batch: {"acc": loss},
     ).train(2, data.dataset, callbacks=[collector])
+    return collector
 
 
-class Gather:
-    """Rank 0's side of a gather in which ``others`` already delivered."""
+def as_rank(rank: int, coordinator: Any, world_size: int = 2) -> dict[str, Any]:
+    """The arguments of rank ``rank``'s collector; the root's goes on in the directory its
+    other ranks (run before it, in this process) wrote into already."""
+    return {
+        "rank_info": info(rank, world_size),
+        "coordinator": cast(Coordinator, coordinator),  # registered as a Coordinator
+        "on_exists": "append",
+    }
 
-    def __init__(self, others: dict[int, Any], world_size: int = 2) -> None:
-        self.others = others
-        self.world_size = world_size
-        self.calls = 0
 
-    def gather(self, obj: Any, root: int = 0, timeout: float | None = None) -> GatherResult[Any]:
-        self.calls += 1
-        values = {0: obj, **self.others}
-        missing = tuple(r for r in range(self.world_size) if r not in values)
-        return GatherResult(
-            root=0, rank=0, world_size=self.world_size, values=values, missing=missing
-        )
+def merged_files(directory: Path) -> list[str]:
+    return [name for name in os.listdir(directory) if ".merged." in name]
 
 
 def test_rank_zero_merges_the_ranks(model: Any, tmp_path: Path) -> None:
-    train_rank(model, tmp_path / "rank_0", batches=4, loss=1.0)
-    train_rank(model, tmp_path / "rank_1", batches=6, loss=3.0)
-    rank_1 = parse_run(str(tmp_path / "rank_1")).lineage
-    assert rank_1 is not None
-    coordinator = Gather({1: {"lineage": rank_1.to_json_dict(), "series": None}})
-    merger = JobLineageMerger(tmp_path, info(0), coordinator=coordinator)  # type: ignore[arg-type]
-    path = merger.merge(tmp_path / "rank_0")
-    assert path is not None and os.path.dirname(path) == str(tmp_path)
-    assert ".merged." in os.path.basename(path)
+    rank_1 = Handing(1)
+    train_rank(model, tmp_path, batches=6, loss=3.0, **as_rank(1, rank_1))
+    assert (tmp_path / "rank_1").is_dir() and merged_files(tmp_path) == []
+    rank_0 = Handing(0, others=rank_1.replayed(1))
+    train_rank(model, tmp_path, batches=4, loss=1.0, **as_rank(0, rank_0))
+    [name] = merged_files(tmp_path)  # rank 0 writes it, into the job's directory
+    assert name.endswith("_lineage")
     lineage = get_summary_lineage(str(tmp_path))
     assert lineage["hyper_parameters"]["device_num"] == 2
     assert lineage["train_dataset"]["train_dataset_size"] == 8 + 12  # summed over shards
     assert lineage["algorithm"]["loss"] == pytest.approx(2.0)  # averaged
-    assert merger.last_missing == ()
+    merged = parse_run(str(tmp_path)).lineage
+    assert merged is not None
+    user = merged.section("user_defined")
+    assert (user["ranks_missing"], user["ranks_reported"], user["ranks_expected"]) == ("", 2, 2)
 
 
 def test_a_rank_that_does_not_report_is_named(model: Any, tmp_path: Path) -> None:
-    train_rank(model, tmp_path / "rank_0", batches=4, loss=1.0)
-    merger = JobLineageMerger(tmp_path, info(0, 3), coordinator=Gather({2: None}, 3))  # type: ignore[arg-type]
-    assert merger.merge(tmp_path / "rank_0") is not None
-    assert merger.last_missing == (1, 2)
-    assert merger.last_merged is not None
-    user = merger.last_merged.section("user_defined")
+    # Of a job of 3: rank 2 hands over nothing (None), rank 1 never arrives.
+    rank_0 = Handing(0, 3, others=[{}, {2: None}])  # the start's gather, the merge's
+    train_rank(model, tmp_path, batches=4, loss=1.0, **as_rank(0, rank_0, 3))
+    assert len(merged_files(tmp_path)) == 1
+    merged = parse_run(str(tmp_path)).lineage
+    assert merged is not None
+    user = merged.section("user_defined")
     assert (user["ranks_missing"], user["ranks_reported"], user["ranks_expected"]) == ("1,2", 1, 3)
 
 
 def test_other_ranks_only_hand_over(model: Any, tmp_path: Path) -> None:
-    train_rank(model, tmp_path / "rank_1", batches=4, loss=1.0)
-    handed: list[Any] = []
-
-    class Sender:
-        def gather(self, obj: Any, root: int = 0, timeout: float | None = None) -> Any:
-            handed.append(obj)
-            return GatherResult(root=0, rank=1, world_size=2)
-
-    merger = JobLineageMerger(tmp_path, info(1), coordinator=Sender())  # type: ignore[arg-type]
-    assert merger.merge(tmp_path / "rank_1") is None
-    assert handed[0]["lineage"]["algorithm"] == {"network": "TinyNet", "loss": 1.0}
-    assert not [name for name in os.listdir(tmp_path) if ".merged." in name]
+    rank_1 = Handing(1)
+    train_rank(model, tmp_path, batches=4, loss=1.0, **as_rank(1, rank_1))
+    [handed] = rank_1.merge_payloads()
+    assert handed["lineage"]["algorithm"] == {"network": "TinyNet", "loss": 1.0}
+    assert merged_files(tmp_path) == []
 
 
-def test_a_rank_without_lineage_still_calls_the_gather(tmp_path: Path) -> None:
-    (tmp_path / "rank_0").mkdir()
-    coordinator = Gather({})
-    merger = JobLineageMerger(tmp_path, info(0), coordinator=coordinator)  # type: ignore[arg-type]
-    assert merger.merge(tmp_path / "rank_0") is None
-    assert coordinator.calls == 1
-    assert merger.last_missing == (0, 1)
+def test_a_rank_without_lineage_still_calls_the_gather(model: Any, tmp_path: Path) -> None:
+    rank_0 = Handing(0)
+    no_lineage = {"collect_train_lineage": False, "collect_eval_lineage": False}
+    data = model(2)
+    collector = SummaryCollector(
+        tmp_path,
+        collect_specified_data={**NO_LANDSCAPE, **no_lineage, "collect_dataset_graph": False},
+        **as_rank(0, rank_0),
+    )
+    TrainLoop(lambda batch: 0.5, network=data.network).train(1, data.dataset, callbacks=[collector])
+    [handed] = rank_0.merge_payloads()  # the merge's gather: called, with no lineage
+    assert handed["lineage"] is None
+    assert merged_files(tmp_path) == []  # neither rank reported a lineage
 
 
 def test_a_job_without_mpi_launcher_meets_in_the_summary_dir_and_never_hangs(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture, ranks_clock: SleepingClock
+    model: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture, ranks_clock: SleepingClock
 ) -> None:
     """torchrun-like ranks, no process group: they meet in a hidden folder of summary_dir.
 
     Rank 1 never comes: rank 0 gives up at the merge timeout, naming the folder.
     """
     job = RankInfo(0, 2, 0, 2, "host", "torchrun")
-    (tmp_path / "rank_0").mkdir()
-    merger = JobLineageMerger(tmp_path, job, timeout=1.0)
-    merger.open()
+    data = model(2)
+    params = CallbackParams(
+        mode="train", train_network=data.network, train_dataset=data.dataset, net_outputs=0.5
+    )
+    collector = SummaryCollector(
+        tmp_path, collect_specified_data=NO_LANDSCAPE, rank_info=job, merge_timeout=1.0
+    )
+    collector.begin(RunContext(params))
+    caplog.clear()
     started = ranks_clock()
-    assert merger.merge(tmp_path / "rank_0") is None
-    # rank 0 waited its merge timeout for rank 1, then gave up (in no real time)
-    assert ranks_clock() - started == pytest.approx(1.0)
-    merger.close()
-    assert "no object from rank(s) 1 within 1 s" in caplog.text
+    collector.end(RunContext(params))  # the end of training: the job view's last round, the merge
+    # rank 0 waited for rank 1 up to its merge timeout, then gave up (in no real time):
+    # the job view's last round and the merge, each within the merge timeout
+    assert 1.0 <= ranks_clock() - started <= 2.0 + 1e-6
+    collector.close()
+    assert "no object from rank(s) 1 within" in caplog.text
+    assert "lacks rank(s) 1, which did not report within 1 s" in caplog.text
     assert str(tmp_path / ".rankscribe-rendezvous") in caplog.text
+    merged = parse_run(str(tmp_path)).lineage  # rank 0's alone, naming rank 1
+    assert merged is not None and merged.section("user_defined")["ranks_missing"] == "1"
 
 
-def test_coordinator_errors_are_logged(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    class Broken:
+def test_coordinator_errors_are_logged(
+    model: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    class Broken(Handing):
         def gather(self, obj: Any, root: int = 0, timeout: float | None = None) -> Any:
             raise RanksValueError("no rendezvous")
 
-    (tmp_path / "rank_0").mkdir()
-    merger = JobLineageMerger(tmp_path, info(0), coordinator=Broken())  # type: ignore[arg-type]
-    assert merger.merge(tmp_path / "rank_0") is None
+    train_rank(model, tmp_path, batches=2, loss=1.0, **as_rank(0, Broken(0)))
     assert "no rendezvous" in caplog.text
+    assert merged_files(tmp_path) == []
+    assert parse_run(str(tmp_path / "rank_0")).lineage is not None  # the rank's own is kept
 
 
 # -------------------------------------------------------------- one rank's values
 
 
-def recorder(**overrides: Any) -> LineageRecorder:
-    settings: dict[str, Any] = {
-        "collect_dataset_graph": True,
-        "collect_train_lineage": True,
-        "collect_eval_lineage": True,
-        "custom_lineage_data": {},
-    }
-    return LineageRecorder(**{**settings, **overrides})
+def through_callbacks(directory: Path, params: CallbackParams, **arguments: Any) -> None:
+    """One collector's begin and end (a training loop's first and last callbacks)."""
+    arguments.setdefault("collect_specified_data", NO_LANDSCAPE)
+    collector = SummaryCollector(directory, **arguments)
+    collector.begin(RunContext(params))
+    collector.end(RunContext(params))
+    collector.close()
 
 
 def test_eval_lineage_with_metrics_that_are_not_a_dict(
     model: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     data = model(3)
-    with SummaryRecord(tmp_path) as record:
-        recorder().add_eval_lineage(
-            record, CallbackParams(mode="eval", metrics=[0.5], valid_dataset=data.dataset)
-        )
-        record.record(0)
+    through_callbacks(
+        tmp_path, CallbackParams(mode="eval", metrics=[0.5], valid_dataset=data.dataset)
+    )
     records = load_lineage_dir(tmp_path)
     assert [r.data for r in records] == [
         {"valid_dataset": {"valid_dataset_path": "/data/tiny", "valid_dataset_size": 6}}
@@ -176,31 +183,39 @@ def test_a_dataset_graph_that_cannot_be_packed_is_a_warning(
     from rankscribe.collector import ArrayDataset
 
     dataset = ArrayDataset(np.zeros(4), description={"op_type": "X", "weird": object()})
-    with SummaryRecord(tmp_path) as record:
-        recorder().add_first_step_values(record, CallbackParams(train_dataset=dataset))
-        record.record(1)
+    TrainLoop(lambda batch: 0.5).train(
+        1,
+        dataset,
+        callbacks=[
+            SummaryCollector(
+                tmp_path,
+                collect_specified_data={**NO_LANDSCAPE, "collect_train_lineage": False},
+            )
+        ],
+    )
     assert load_lineage_dir(tmp_path) == []
     assert "The dataset graph of the training dataset is not recorded" in caplog.text
 
 
 def test_lineage_switches(model: Any, tmp_path: Path) -> None:
     data = model(2)
-    params = CallbackParams(
-        mode="train",
-        train_dataset=data.dataset,
-        net_outputs=1.0,
-        optimizer=data.optimizer,
+    quiet = {
+        **NO_LANDSCAPE,
+        "collect_dataset_graph": False,
+        "collect_train_lineage": False,
+        "collect_eval_lineage": False,
+    }
+    collector = SummaryCollector(tmp_path, collect_specified_data=quiet)
+    loop = TrainLoop(
+        lambda batch: 1.0,
         network=data.network,
+        optimizer=data.optimizer,
+        eval_fn=lambda batch: {"acc": 1.0},
     )
-    with SummaryRecord(tmp_path) as record:
-        quiet = recorder(
-            collect_dataset_graph=False, collect_train_lineage=False, collect_eval_lineage=False
-        )
-        quiet.add_first_step_values(record, params)
-        quiet.add_train_lineage(record, params)
-        quiet.add_eval_lineage(record, params)
-        record.record(0)
+    loop.train(1, data.dataset, callbacks=[collector])
+    loop.eval(data.dataset, callbacks=[collector])
     assert load_lineage_dir(tmp_path) == []
+    assert any(load_dir(tmp_path))  # the run itself was recorded
 
 
 def test_the_dataset_size_of_a_numpy_run_counts_samples_not_batches(tmp_path: Path) -> None:
@@ -237,20 +252,14 @@ def test_each_rank_notes_whether_it_read_a_shard(tmp_path: Path) -> None:
     """On two ranks, an ArrayDataset.shard is noted as shards; one process notes nothing."""
     from rankscribe.collector import ArrayDataset
 
+    eval_only = {"collect_dataset_graph": False, "collect_train_lineage": False}
     rows = ArrayDataset(np.arange(10.0), np.zeros(10), batch_size=2)
     for world_size in (1, 2):
         params = CallbackParams(
             mode="eval", device_number=world_size, valid_dataset=rows.shard(2, 0)
         )
         record_dir = tmp_path / f"world{world_size}"
-        with SummaryRecord(record_dir, rank=0) as record:
-            LineageRecorder(
-                collect_dataset_graph=False,
-                collect_train_lineage=False,
-                collect_eval_lineage=True,
-                custom_lineage_data={},
-            ).add_eval_lineage(record, params)
-            record.record(0)
+        through_callbacks(record_dir, params, collect_specified_data={**NO_LANDSCAPE, **eval_only})
         lineage = parse_run(str(record_dir)).lineage  # what the job's merge reads
         assert lineage is not None
         user = lineage.section("user_defined")
@@ -259,14 +268,9 @@ def test_each_rank_notes_whether_it_read_a_shard(tmp_path: Path) -> None:
     # Columns given directly are read whole: noted with their content's digest.
     whole = ArrayDataset(np.arange(10.0), np.zeros(10), batch_size=2)
     params = CallbackParams(mode="eval", device_number=2, valid_dataset=whole)
-    with SummaryRecord(tmp_path / "whole", rank=0) as record:
-        LineageRecorder(
-            collect_dataset_graph=False,
-            collect_train_lineage=False,
-            collect_eval_lineage=True,
-            custom_lineage_data={},
-        ).add_eval_lineage(record, params)
-        record.record(0)
+    through_callbacks(
+        tmp_path / "whole", params, collect_specified_data={**NO_LANDSCAPE, **eval_only}
+    )
     lineage = parse_run(str(tmp_path / "whole")).lineage
     assert lineage is not None
     note = lineage.section("user_defined")["valid_dataset_sharding"]
@@ -330,15 +334,13 @@ def test_a_finished_run_keeps_one_train_lineage_and_no_start_record(
     assert not (tmp_path / TRAIN_START_FILE_NAME).exists()
     kinds = [event.what for event in load_lineage_dir(tmp_path)]
     assert kinds.count("train_lineage") == 1
-    # A start record left beside a finished run (the run's removal failed) changes nothing.
+    # A start record left beside a finished run (the run's removal failed) changes nothing:
+    # one of another run's training (interrupted, so its start record stays).
     lineage = parse_run(str(tmp_path)).lineage
     assert lineage is not None
-    data = model(1)
-    other = CallbackParams(
-        mode="train", train_dataset=data.dataset, optimizer=ArrayOptimizer(data.network, 0.5)
-    )
-    recorder().start_training(tmp_path, other)
-    assert (tmp_path / TRAIN_START_FILE_NAME).exists()
+    interrupted_rank(model, tmp_path / "other", at_step=2)
+    shutil.copyfile(tmp_path / "other" / TRAIN_START_FILE_NAME, tmp_path / TRAIN_START_FILE_NAME)
+    assert parse_rank_run(str(tmp_path / "other")).lineage.section("hyper_parameters")  # type: ignore[union-attr]
     assert parse_rank_run(str(tmp_path)).lineage == lineage
 
 

@@ -23,18 +23,24 @@ from rankscribe.collector import (
     SummaryCollector,
     TrainLoop,
 )
-
-# private: the collect_specified_data normalisation rule, no public door
-from rankscribe.collector.collection._options import (
-    DEFAULT_SPECIFIED_DATA,
-    HYPER_CONFIG_LEN_LIMIT,
-    custom_lineage_data,
-    process_specified_data,
-)
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
-from rankscribe.writer.events import load_dir
+from rankscribe.lineage.recording import parse_run
+from rankscribe.writer.events import load_dir, load_lineage_dir
 
 TYPE = CollectorTypeError
+#: The keys of collect_specified_data (docs/collector-schedule.md), in their documented order.
+SPECIFIED_DATA_KEYS = [
+    "collect_metric",
+    "collect_graph",
+    "collect_train_lineage",
+    "collect_eval_lineage",
+    "collect_input_data",
+    "collect_dataset_graph",
+    "histogram_regular",
+    "collect_landscape",
+]
+#: The longest MINDINSIGHT_HYPER_CONFIG read (docs/collector-schedule.md: 100,000 characters).
+HYPER_CONFIG_LEN_LIMIT = 100_000
 VALUE = CollectorValueError
 
 
@@ -183,7 +189,7 @@ def test_collect_specified_data_unknown_keys(tmp_path: Path) -> None:
         VALUE,
         "For \"SummaryCollector\", the keys ['collect_loss', 'z'] of "
         "`collect_specified_data` are unsupported, expect the follow keys: "
-        f"{list(DEFAULT_SPECIFIED_DATA)}.",
+        f"{SPECIFIED_DATA_KEYS}.",
     ):
         collector(tmp_path, collect_specified_data={"z": 1, "collect_loss": True})
 
@@ -483,7 +489,7 @@ def test_only_one_collector_per_callback_list(tmp_path: Path) -> None:
         first.begin(RunContext(params))
 
 
-def test_errors_share_one_hierarchy(tmp_path: Path) -> None:
+def test_errors_share_one_hierarchy(model: Any, tmp_path: Path) -> None:
     for arguments in ({"collect_freq": 0}, {"collect_freq": "1"}):
         with pytest.raises(CollectorError):
             collector(tmp_path, **arguments)
@@ -494,99 +500,169 @@ def test_errors_share_one_hierarchy(tmp_path: Path) -> None:
 # -------------------------------------------------------------- defaults, merge
 
 
-def test_defaults() -> None:
-    options = process_specified_data(None, True)
-    assert options.merged == DEFAULT_SPECIFIED_DATA
-    assert (
-        options.collect_metric,
-        options.collect_graph,
-        options.collect_train_lineage,
-        options.collect_eval_lineage,
-        options.collect_input_data,
-        options.collect_dataset_graph,
-    ) == (True,) * 6
-    assert options.collect_histogram and options.histogram_regular is None
-    assert options.landscape is not None
-    assert options.landscape.landscape_size == 40 and options.landscape.unit == "step"
-    assert options.landscape.num_samples == 2048
-    assert options.landscape.create_landscape == {"train": True, "result": True}
-    assert options.landscape.intervals == (tuple(range(1, 10)), tuple(range(10, 20)))
+def collected(
+    directory: Path, model: Any, specified: dict[str, Any] | None = None, **arguments: Any
+) -> dict[str, Any]:
+    """Train an epoch and evaluate with a collector; what its files then hold.
 
-
-def test_user_dict_is_merged_over_the_defaults() -> None:
-    options = process_specified_data({"collect_metric": False, "histogram_regular": "^fc"}, True)
-    assert not options.collect_metric
-    assert options.collect_graph and options.collect_input_data
-    assert options.histogram_regular == "^fc"
-
-
-def test_without_default_action_only_the_user_dict_counts() -> None:
-    options = process_specified_data({"collect_metric": True}, False)
-    assert options.collect_metric
-    assert not (
-        options.collect_graph
-        or options.collect_input_data
-        or options.collect_histogram
-        or options.collect_train_lineage
-        or options.collect_dataset_graph
+    ``{"scalars"|"histograms"|"images": tags, "graphs": count, "lineage": record kinds,
+    "landscape": train_metadata.json or None}``.
+    """
+    data = model(2)
+    instance = SummaryCollector(directory, collect_specified_data=specified, **arguments)
+    loop = TrainLoop(
+        lambda batch: 0.5,
+        eval_fn=lambda batch: {"acc": 0.5},
+        network=data.network,
+        optimizer=data.optimizer,
     )
-    assert options.landscape is None
-    assert process_specified_data(None, False).merged == {}
+    loop.train(1, data.dataset, callbacks=[instance])
+    loop.eval(data.dataset, callbacks=[instance])
+    found: dict[str, Any] = {"scalars": set(), "histograms": set(), "images": set(), "graphs": 0}
+    for event in load_dir(directory):
+        found["graphs"] += event.graph is not None
+        for value in event.values if event.what == "summary" else ():
+            found[f"{value.plugin}s"].add(value.tag)
+    found["lineage"] = sorted(record.what for record in load_lineage_dir(directory))
+    metadata = directory / "ckpt_dir" / "train_metadata.json"
+    found["landscape"] = json.loads(metadata.read_text()) if metadata.exists() else None
+    return found
 
 
-def test_landscape_keys_left_out_take_their_defaults() -> None:
-    options = process_specified_data({"collect_landscape": {"unit": "epoch"}}, True)
-    assert options.landscape is not None
-    assert options.landscape.unit == "epoch" and options.landscape.landscape_size == 40
+PARAMETERS = {"fc.weight", "fc.bias", "head.weight", "head.bias", "norm.gamma"}
+LINEAGE = ["dataset_graph", "evaluation_lineage", "train_lineage"]
+DEFAULT_INTERVALS = {"0": list(range(1, 10)), "1": list(range(10, 20))}
 
 
-def test_defaults_are_not_shared_between_collectors() -> None:
-    options = process_specified_data(None, True)
-    options.merged["collect_landscape"]["intervals"].append([99, 100, 101])
-    assert len(DEFAULT_SPECIFIED_DATA["collect_landscape"]["intervals"]) == 2
+def test_defaults(model: Any, tmp_path: Path) -> None:
+    found = collected(tmp_path, model)
+    assert "loss/auto" in found["scalars"]  # collect_metric
+    assert found["graphs"] == 1  # collect_graph
+    assert found["lineage"] == LINEAGE  # the train, eval and dataset-graph lineage
+    assert found["images"] == {"input_data/auto"}  # collect_input_data
+    # collect_histogram, every parameter (histogram_regular None; norm.beta stays zero)
+    assert found["histograms"] == {f"{name}/auto" for name in PARAMETERS}
+    landscape = found["landscape"]
+    assert landscape is not None
+    assert (landscape["landscape_size"], landscape["unit"]) == (40, "step")
+    assert landscape["num_samples"] == 2048
+    assert landscape["create_landscape"] == {"train": True, "result": True}
+    assert landscape["epoch_group"] == DEFAULT_INTERVALS
+
+
+def test_user_dict_is_merged_over_the_defaults(model: Any, tmp_path: Path) -> None:
+    specified = {"collect_metric": False, "histogram_regular": "^fc", "collect_landscape": None}
+    found = collected(tmp_path, model, specified)
+    assert "loss/auto" not in found["scalars"]
+    assert found["graphs"] == 1 and found["images"] == {"input_data/auto"}
+    assert found["lineage"] == LINEAGE
+    assert found["histograms"] == {"fc.weight/auto", "fc.bias/auto"}
+
+
+def test_without_default_action_only_the_user_dict_counts(model: Any, tmp_path: Path) -> None:
+    found = collected(tmp_path, model, {"collect_metric": True}, keep_default_action=False)
+    assert "loss/auto" in found["scalars"]
+    assert (found["graphs"], found["images"], found["histograms"]) == (0, set(), set())
+    assert found["lineage"] == [] and found["landscape"] is None
+    nothing = collected(tmp_path / "nothing", model, keep_default_action=False)
+    assert "loss/auto" not in nothing["scalars"]
+    assert nothing["lineage"] == [] and nothing["landscape"] is None
+
+
+def test_landscape_keys_left_out_take_their_defaults(model: Any, tmp_path: Path) -> None:
+    found = collected(tmp_path, model, {"collect_landscape": {"unit": "epoch"}})
+    assert found["landscape"] is not None
+    assert found["landscape"]["unit"] == "epoch" and found["landscape"]["landscape_size"] == 40
+
+
+def test_defaults_are_not_shared_between_collectors(model: Any, tmp_path: Path) -> None:
+    # A first collector's settings (and a run of it) leave the next one's defaults alone,
+    # and the user's dict as it was.
+    specified = {"collect_landscape": {"intervals": [[1, 2, 3]], "unit": "epoch"}}
+    collected(tmp_path / "first", model, specified)
+    assert specified == {"collect_landscape": {"intervals": [[1, 2, 3]], "unit": "epoch"}}
+    second = collected(tmp_path / "second", model)["landscape"]
+    assert second is not None and second["unit"] == "step"
+    assert second["epoch_group"] == DEFAULT_INTERVALS
 
 
 # ----------------------------------------------------- MINDINSIGHT_HYPER_CONFIG
 
 
-def config(data: Any) -> dict[str, str]:
-    return {"MINDINSIGHT_HYPER_CONFIG": json.dumps({"custom_lineage_data": data})}
+def config(data: Any) -> str:
+    return json.dumps({"custom_lineage_data": data})
 
 
-def test_hyper_config_is_merged_under_the_user_values() -> None:
+def custom_lineage(
+    directory: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    model: Any,
+    hyper_config: str,
+    user: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The custom lineage a run records with ``hyper_config`` in the environment."""
+    monkeypatch.setenv("MINDINSIGHT_HYPER_CONFIG", hyper_config)
+    data = model(2)
+    instance = SummaryCollector(
+        directory, collect_specified_data={"collect_landscape": None}, custom_lineage_data=user
+    )
+    TrainLoop(lambda batch: 0.5, network=data.network).train(1, data.dataset, callbacks=[instance])
+    lineage = parse_run(str(directory)).lineage
+    assert lineage is not None
+    return dict(lineage.section("user_defined"))
+
+
+def test_hyper_config_is_merged_under_the_user_values(
+    model: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     environ = config({"lr": 0.1, "tag": "env", "batch": 32})
-    assert custom_lineage_data({"tag": "user"}, environ) == {"lr": 0.1, "tag": "user", "batch": 32}
+    found = custom_lineage(tmp_path, monkeypatch, model, environ, {"tag": "user"})
+    assert found == {"lr": pytest.approx(0.1), "tag": "user", "batch": 32}
 
 
-def test_hyper_config_at_the_limit_is_read() -> None:
-    padding = "x" * (HYPER_CONFIG_LEN_LIMIT - len(json.dumps({"custom_lineage_data": {"k": ""}})))
+def test_hyper_config_at_the_limit_is_read(
+    model: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    padding = "x" * (HYPER_CONFIG_LEN_LIMIT - len(config({"k": ""})))
     environ = config({"k": padding})
-    assert len(environ["MINDINSIGHT_HYPER_CONFIG"]) == HYPER_CONFIG_LEN_LIMIT
-    assert custom_lineage_data(None, environ) == {"k": padding}
+    assert len(environ) == HYPER_CONFIG_LEN_LIMIT
+    assert custom_lineage(tmp_path, monkeypatch, model, environ) == {"k": padding}
 
 
-def test_hyper_config_over_the_limit_is_ignored(caplog: pytest.LogCaptureFixture) -> None:
+def test_hyper_config_over_the_limit_is_ignored(
+    model: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     padding = "x" * HYPER_CONFIG_LEN_LIMIT
-    assert custom_lineage_data({"a": 1}, config({"k": padding})) == {"a": 1}
+    assert custom_lineage(tmp_path, monkeypatch, model, config({"k": padding}), {"a": 1}) == {
+        "a": 1
+    }
     assert "is too long. The length limit is 100000" in caplog.text
 
 
-def test_hyper_config_that_is_not_json_is_ignored(caplog: pytest.LogCaptureFixture) -> None:
-    assert custom_lineage_data(None, {"MINDINSIGHT_HYPER_CONFIG": "{oops"}) == {}
+def test_hyper_config_that_is_not_json_is_ignored(
+    model: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert custom_lineage(tmp_path, monkeypatch, model, "{oops", {"a": 1}) == {"a": 1}
     assert "decode error" in caplog.text
 
 
-def test_hyper_config_without_custom_data() -> None:
-    assert custom_lineage_data(None, {"MINDINSIGHT_HYPER_CONFIG": json.dumps({"x": 1})}) == {}
+def test_hyper_config_without_custom_data(
+    model: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    found = custom_lineage(tmp_path, monkeypatch, model, json.dumps({"x": 1}), {"a": 1})
+    assert found == {"a": 1}
 
 
-def test_hyper_config_with_bad_values_is_a_type_error() -> None:
+def test_hyper_config_with_bad_values_is_a_type_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MINDINSIGHT_HYPER_CONFIG", config({"flag": True}))
     with raises(
         TYPE,
         "For `the value of MINDINSIGHT_HYPER_CONFIG custom_lineage_data -> flag` "
         "the type should be a valid type of ['int', 'str', 'float'], but got bool",
     ):
-        custom_lineage_data(None, config({"flag": True}))
+        collector(tmp_path)
 
 
 def test_hyper_config_is_read_from_the_environment(

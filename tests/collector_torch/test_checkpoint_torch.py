@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 import torch
+from safetensors.numpy import load_file
 
 from rankscribe.collector import (
     CallbackParams,
     CheckpointConfig,
     ModelCheckpoint,
     RunContext,
+    SummaryCollector,
     TrainLoop,
     load_checkpoint,
     save_checkpoint,
@@ -46,15 +49,27 @@ def test_parameters_round_trip(tmp_path: Path, async_save: bool) -> None:
     np.testing.assert_array_equal(network[0].bias.detach().numpy(), expected["0.bias"].numpy())
 
 
-def test_buffers_are_not_parameters() -> None:
+def test_buffers_are_not_parameters(tmp_path: Path) -> None:
     # A checkpoint stores a module's whole state_dict; the landscape files its parameters.
-    # private: which tensors of a module the landscape files store, no door but a landscape run
-    from rankscribe.collector.adapters._parameters import network_parameters
-
     network = torch.nn.BatchNorm1d(3)
-    names = [name for name, _ in network_parameters(network)]
+    optimizer = torch.optim.SGD(network.parameters(), lr=0.1)
+
+    def step(batch: Any) -> torch.Tensor:
+        optimizer.zero_grad()
+        loss = network(batch).pow(2).mean()
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    specified = {"collect_landscape": {"intervals": [[1, 2, 3]]}}
+    collector = SummaryCollector(tmp_path, collect_specified_data=specified)
+    batches = [torch.randn(4, 3)]
+    TrainLoop(step, network=network, optimizer=optimizer).train(1, batches, callbacks=[collector])
+    metadata = json.loads((tmp_path / "ckpt_dir" / "train_metadata.json").read_text())
+    saved = load_file(metadata["model_params_file_map"]["1"])
     # Parameters only: running statistics are buffers, not parameters.
-    assert names == ["weight", "bias"]
+    assert sorted(saved) == ["bias", "weight"]
+    assert "running_mean" in network.state_dict()  # the buffers the file leaves out
 
 
 def test_bfloat16_is_a_clear_error(tmp_path: Path) -> None:

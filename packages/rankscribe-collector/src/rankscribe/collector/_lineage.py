@@ -257,9 +257,6 @@ class JobLineageMerger:
         self.coordinator = coordinator
         self._owned: Coordinator | None = None
         self.last_merged: RunLineage | None = None
-        self.last_missing: tuple[int, ...] = ()
-        #: The verdicts of the last job view rank 0 wrote (its ``user_defined`` keys).
-        self.last_verdicts: dict[str, float | int | str] = {}
 
     def open(self) -> None:
         """Make a coordinator for the job unless one was given (every rank calls this).
@@ -340,8 +337,6 @@ class JobLineageMerger:
             rank_series = ScalarSeries.rank_series(rank, value.get("series"))
             if rank_series is not None and rank_series.scalars:
                 job_series[rank] = rank_series
-        if verdicts is not None:
-            self.last_verdicts = dict(verdicts)
         return self._write(records, job_series, tuple(result.missing), verdicts)
 
     def _own_lineage(self, rank_directory: str | os.PathLike[str]) -> dict[str, Any] | None:
@@ -363,7 +358,6 @@ class JobLineageMerger:
         verdicts: Mapping[str, float | int | str] | None = None,
     ) -> str | None:
         missing = tuple(rank for rank in range(self.info.world_size) if rank not in records)
-        self.last_missing = missing
         merged = (
             merge_rank_lineages(
                 records, world_size=self.info.world_size, summary_dir=str(self.summary_dir)
@@ -439,7 +433,6 @@ class JobLineageMerger:
                 self.summary_dir,
             )
             return {}
-        self.last_verdicts = dict(view.verdicts)
         return dict(view.verdicts)
 
     def _earlier_verdicts(self) -> dict[str, float | int | str]:

@@ -297,8 +297,6 @@ class LiveRankView:
             )
             return
         merger.last_merged = outcome.lineage
-        if outcome.job_view is not None:
-            merger.last_verdicts = dict(outcome.job_view.verdicts)
         logger.info("The job view of %s is complete: %d late points merged", self._job_dir, dropped)
 
     def close(self, merged: Any = None) -> None:
