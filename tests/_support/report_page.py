@@ -14,7 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from rankscribe.lineage import RunLineage
 from rankscribe.lineage.cli import main
+from rankscribe.lineage.recording import HyperParameters, TrainLineageInfo, write_merged_lineage
+from rankscribe.writer import SummaryRecord
 
 
 @dataclass(frozen=True)
@@ -60,3 +63,23 @@ def decoded(array: Any) -> np.ndarray:
     if isinstance(array, dict):
         return np.frombuffer(base64.b64decode(array["bdata"]), dtype=np.dtype(array["dtype"]))
     return np.asarray(array)
+
+
+def job_page(
+    directory: Path, verdicts: dict[str, Any], *, ranks: int = 4, steps: int = 3, loss: bool = False
+) -> str:
+    """The report page of one job of ``ranks`` ranks whose merged lineage holds ``verdicts``
+    (under ``directory/base/job``); a collective evened the step times out, so they are the
+    same on every rank; with ``loss``, each rank records a falling ``loss`` too."""
+    job = directory / "base" / "job"
+    for rank in range(ranks):
+        with SummaryRecord(job / f"rank_{rank}", rank=rank) as record:
+            for step in range(1, steps + 1):
+                if loss:
+                    record.add_value("scalar", "loss", 1.0 / step)
+                record.add_value("scalar", "rankscribe/step_time", 0.05)
+                record.record(step)
+    train = TrainLineageInfo(hyper_parameters=HyperParameters(optimizer="SGD"))
+    lineage = RunLineage.from_records(str(job), train=train)
+    write_merged_lineage(job, lineage, user_defined=verdicts)
+    return write_page(directory / "base", directory / "report.html").path.read_text("utf-8")

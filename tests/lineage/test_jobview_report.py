@@ -11,29 +11,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-from rankscribe.lineage import RunLineage
-from rankscribe.lineage.recording import HyperParameters, TrainLineageInfo, write_merged_lineage
-from rankscribe.writer import SummaryRecord
-from tests._support.report_page import page_figures, write_page
+from tests._support.report_page import job_page, page_figures
 
 #: The colour the report draws an alarm in (a straggler with its cost).
 ALARM_RED = "#d62728"
 _CELL = re.compile(r'<td data-text="[^"]*"(?: title="[^"]*")?>([^<]*)</td>')
-
-
-def job_page(directory: Path, verdicts: dict[str, Any], ranks: int = 4) -> str:
-    """The report page of one job of ``ranks`` ranks whose merged lineage holds ``verdicts``;
-    a collective evened the step times out: they are the same on every rank."""
-    job = directory / "base" / "job"
-    for rank in range(ranks):
-        with SummaryRecord(job / f"rank_{rank}", rank=rank) as record:
-            for step in (1, 2, 3):
-                record.add_value("scalar", "rankscribe/step_time", 0.05)
-                record.record(step)
-    train = TrainLineageInfo(hyper_parameters=HyperParameters(optimizer="SGD"))
-    lineage = RunLineage.from_records(str(job), train=train)
-    write_merged_lineage(job, lineage, user_defined=verdicts)
-    return write_page(directory / "base", directory / "report.html").path.read_text("utf-8")
 
 
 def verdict_summary(page: str) -> str:

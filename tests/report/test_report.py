@@ -13,15 +13,14 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from rankscribe.lineage import RunLineage, merge_run_dir
+from rankscribe.lineage import merge_run_dir
 from rankscribe.lineage.recording import (
     Algorithm,
     HyperParameters,
     TrainLineageInfo,
-    write_merged_lineage,
 )
 from rankscribe.writer import SummaryRecord, reader
-from tests._support.report_page import page_figures, write_page
+from tests._support.report_page import job_page, page_figures, write_page
 
 from .conftest import JOB_STEPS, SINGLE_RUNS, Base
 
@@ -285,21 +284,6 @@ def test_verdict_values_of_unexpected_types_do_not_take_the_page_down(tmp_path: 
     assert "n/a" in page
 
 
-def _job_page(directory: Path, verdicts: dict[str, Any]) -> str:
-    """The report page of a 2-rank job whose merged lineage holds ``verdicts``."""
-    job = directory / "base" / "job"
-    for rank in range(2):
-        with SummaryRecord(job / f"rank_{rank}", rank=rank) as record:
-            for step in range(1, 61):
-                record.add_value("scalar", "loss", 1.0 / step)
-                record.add_value("scalar", "rankscribe/step_time", 0.05)
-                record.record(step)
-    train = TrainLineageInfo(hyper_parameters=HyperParameters(optimizer="SGD"))
-    lineage = RunLineage.from_records(str(job), train=train)
-    write_merged_lineage(job, lineage, user_defined=verdicts)
-    return write_page(directory / "base", directory / "report.html").path.read_text("utf-8")
-
-
 def _loss_markers(page: str) -> list[tuple[str, str]]:
     """The loss chart's marked steps: (label, colour) of each annotation."""
     (figure,) = [f for f in page_figures(page) if f["layout"]["title"]["text"].startswith("loss")]
@@ -322,7 +306,7 @@ def test_only_a_verdict_with_its_cost_is_an_alarm_and_it_leads_with_the_cost(
         "job/straggler_evidence/1": "SM clock 1.2 GHz (others 1.9 GHz)",
         "job/divergence_check": "checked",
     }
-    page = _job_page(tmp_path, costed)
+    page = job_page(tmp_path, costed, ranks=2, steps=60, loss=True)
     assert (
         '<li class="flag">4.1 ms a step (33% of the step): straggler rank 1, its forward time '
         "+50% over the others&#x27; median since step 120, chronic</li>"
@@ -343,7 +327,9 @@ def test_a_straggler_without_a_cost_is_no_alarm(tmp_path: Path) -> None:
         "job/diverged_step/2": 40,
         "job/missing_ranks": "5",
     }
-    page = _job_page(tmp_path / "older", {**older, "job/diverged_first_step": 40})
+    page = job_page(
+        tmp_path / "older", {**older, "job/diverged_first_step": 40}, ranks=2, steps=60, loss=True
+    )
     assert 'class="flag"' not in page
     assert "<li>straggler: rank 3 (slowest in 80% of the steps" in page
     assert "(no cost recorded: not judged as an alarm)</li>" in page
@@ -355,7 +341,9 @@ def test_a_straggler_without_a_cost_is_no_alarm(tmp_path: Path) -> None:
     # A cost of nothing, or a damaged one, is no cost either.
     for index, cost in enumerate((0.0, "n/a", float("nan"))):
         zero = {**older, "job/straggler_cost_seconds": cost, "job/straggler_cost_share": 0.0}
-        assert 'class="flag"' not in _job_page(tmp_path / f"cost{index}", zero)
+        assert 'class="flag"' not in job_page(
+            tmp_path / f"cost{index}", zero, ranks=2, steps=60, loss=True
+        )
 
 
 def test_a_job_without_a_loss_tag_leads_with_the_users_loss_like_tag(tmp_path: Path) -> None:
