@@ -8,43 +8,21 @@ runs' loss at that step.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from rankscribe.lineage import group_runs
-from rankscribe.lineage.recording import Algorithm, HyperParameters, TrainLineageInfo
-from rankscribe.writer import SummaryRecord, reader
+from rankscribe.writer import reader
+from tests._support.seed_groups import RATES, SEEDS, loss_at, write_grouped_runs
 
 STEPS = 12
-RATES = (0.1, 0.2)
-SEEDS = (1, 2, 3)
-
-
-def loss_at(rate: float, seed: int, step: int) -> float:
-    return 2.0 * math.exp(-rate * step) + 0.01 * seed * math.sin(step + seed)
 
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("runs")
-    for rate in RATES:
-        for seed in SEEDS:
-            with SummaryRecord(root / f"lr{rate}-seed{seed}") as record:
-                for step in range(1, STEPS + 1):
-                    record.add_value("scalar", "loss/auto", loss_at(rate, seed, step))
-                    record.record(step)
-                train = TrainLineageInfo(
-                    hyper_parameters=HyperParameters(learning_rate=rate),
-                    algorithm=Algorithm(loss=loss_at(rate, seed, STEPS)),
-                )
-                record.add_value("train_lineage", "train", train.to_proto())
-                record.record(STEPS)
-    group_runs(root, by="learning_rate", workers=1)
-    return root
+    return write_grouped_runs(tmp_path_factory.mktemp("runs"), STEPS)
 
 
 def test_mindinsight_loads_each_group_mean_as_the_mean_of_its_runs(
