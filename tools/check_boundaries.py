@@ -67,6 +67,7 @@ SIBLING_MODULES: tuple[str, ...] = (
     f"{NAMESPACE}.writer.eventfiles",
     f"{NAMESPACE}.writer.events",
     f"{NAMESPACE}.writer.files",
+    f"{NAMESPACE}.writer.histograms",
     f"{NAMESPACE}.writer.operators",
     f"{NAMESPACE}.lineage.jobparts",
     f"{NAMESPACE}.lineage.recording",

@@ -4,7 +4,7 @@
     python tools/device_check.py [--parameters 1_000_000_000] [--steps 200]
     python tools/device_check.py --dry-run      # here: a stand-in NVML, CPU tensors, small sizes
 
-Three checks, each printed as rows of one table (check, reading, value, note):
+Five checks, each printed as rows of one table (check, reading, value, note):
 
 1. **NVML**: the sampler's readings of device 0 (``rankscribe/system/gpu_*``:
    utilisation, memory used, SM clock, power, temperature, throttle reasons and
@@ -16,8 +16,18 @@ Three checks, each printed as rows of one table (check, reading, value, note):
    read a little less, as they leave out the launch).
 3. **Fingerprint on the device** of ``--parameters`` float32 parameters (1 B:
    4 GB, 100 tensors): per collected step (the default 4 MiB budget's slice),
-   the median time against a device copy of the same bytes, and the whole
-   model once (what step 0 pays).
+   the median time against a device copy of the same bytes, the whole
+   model once (what step 0 pays), and whether the device's sum equals the
+   same sum of a host copy (the fingerprint must not depend on where the
+   tensors live).
+4. **Histograms on the device**: the buckets of five tensors counted on
+   the device (what a collected step does for a model's first five
+   parameters) against the host's count of a copy: equal, and how long each
+   takes.
+5. **A training run** on the device through ``TrainSession`` and
+   ``SummaryCollector`` (0.1 s system interval), against the same loop
+   without the collector: the share of the run the collector added, and
+   what the run's files hold (forward times, the ``gpu_*`` readings).
 
 ``--dry-run`` runs the same code with ``tools/fake_nvml.py`` as ``pynvml``, a
 host-clock stand-in for the device's timing events and CPU tensors (the device
@@ -31,6 +41,7 @@ import argparse
 import importlib.util
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -43,6 +54,7 @@ from rankscribe.collector._fingerprint import (
     slice_fingerprint,
 )
 from rankscribe.collector.adapters._torch import ForwardTimer, TorchDevicePart
+from rankscribe.collector.adapters._torch_histogram import device_histograms
 from rankscribe.collector.system._readings import GpuReadings, gpu_device, load_nvml
 
 HERE = Path(__file__).resolve().parent
@@ -76,6 +88,7 @@ def fake_nvml() -> Any:
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
+    sys.modules["pynvml"] = module  # the collector's sampler (session check) loads it by name
     module.set_device(0, sm_clock_mhz=1410, reasons=0x20, temperature=87)
     return module
 
@@ -174,7 +187,134 @@ def fingerprint_rows(device: torch.device, parameters: int, budget: int, steps: 
         ("fingerprint", "copy of the same bytes", f"{copy * 1e3:.3f} ms", "baseline"),
         ("fingerprint", "fingerprint / copy", f"{fingerprint / copy:.1f}", ""),
         ("fingerprint", "whole model (step 0)", f"{whole:.3f} s", "once"),
+        parity_row(parts[0], min(budget, parts[0].nbytes)),
     ]
+
+
+def parity_row(part: TorchDevicePart, length: int) -> Row:
+    """The device's sum of a slice against the same sum over a host copy of those bytes."""
+    on_device = slice_fingerprint([part], 0, length)
+    host = TorchDevicePart(part._bytes[:length].cpu())
+    same = on_device == slice_fingerprint([host], 0, length)
+    return ("fingerprint", "device sum == host sum", "yes" if same else "NO", f"{length} B")
+
+
+def histogram_rows(device: torch.device, dry_run: bool) -> list[Row]:
+    """Five tensors' histograms counted on the device against the host's count of a copy."""
+    from rankscribe.writer.histograms import compute_histogram
+
+    size = 1 << (14 if dry_run else 24)
+    generator = torch.Generator(device=device).manual_seed(1)
+    tensors = [torch.randn(size, device=device, generator=generator) for _ in range(5)]
+    tensors[1][::1000] = float("nan")  # one with non-finite values: the second pass
+    tensors[2] = tensors[2].half()
+    device_times, host_times = [], []
+    for _ in range(5):
+        synchronize(device)
+        began = time.perf_counter()
+        counted = device_histograms(tensors)
+        device_times.append(time.perf_counter() - began)
+        began = time.perf_counter()
+        expected = [compute_histogram(tensor.cpu().numpy()) for tensor in tensors]
+        host_times.append(time.perf_counter() - began)
+    same = all(
+        got.counts.tolist() == want.counts.tolist()
+        and got.edges.tolist() == want.edges.tolist()
+        and got.widths.tolist() == want.widths.tolist()
+        and (got.count, got.nan_count, got.min, got.max)
+        == (want.count, want.nan_count, want.min, want.max)
+        for got, want in zip(counted, expected, strict=True)
+    )
+    on_device, on_host = statistics.median(device_times), statistics.median(host_times)
+    return [
+        ("histogram", "tensors", f"5 x {size:,}", "float32, one with NaN, one float16"),
+        ("histogram", "device == host", "yes" if same else "NO", "edges, widths, counts"),
+        ("histogram", "on the device", f"{on_device * 1e3:.2f} ms", "two waits"),
+        ("histogram", "copy + host count", f"{on_host * 1e3:.2f} ms", "what it replaces"),
+    ]
+
+
+def session_rows(device: torch.device, dry_run: bool, steps: int) -> list[Row]:
+    """A short training run with and without the collector; what its files hold."""
+    from rankscribe.collector import SummaryCollector, TrainSession
+    from rankscribe.writer.reader import scalar_arrays
+
+    # On the device: about 0.4 TFLOP a step in float32 (a step of a few ms to 10 ms).
+    width, batch = (256, 256) if dry_run else (4096, 2048)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(width, width),
+        torch.nn.ReLU(),
+        torch.nn.Linear(width, width),
+        torch.nn.ReLU(),
+        torch.nn.Linear(width, 10),
+    ).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    inputs = torch.randn(batch, width, device=device)
+    labels = torch.randint(0, 10, (batch,), device=device)
+
+    def one_step() -> torch.Tensor:
+        optimizer.zero_grad()
+        loss: torch.Tensor = loss_fn(model(inputs), labels)
+        loss.backward()  # type: ignore[no-untyped-call]
+        optimizer.step()
+        return loss.detach()
+
+    def bare_loop(count: int) -> float:
+        synchronize(device)
+        began = time.perf_counter()
+        for _ in range(count):
+            one_step()
+        synchronize(device)
+        return time.perf_counter() - began
+
+    bare_loop(5)  # warm-up
+    bare = bare_loop(steps)
+    if bare < 2.0:  # long enough for the sampler's readings (every 0.1 s) to reach the files
+        steps = max(steps, int(steps * 2.0 / max(bare, 1e-6)))
+        bare = bare_loop(steps)
+    with tempfile.TemporaryDirectory() as folder:
+        collector = SummaryCollector(
+            folder,
+            collect_freq=COLLECT_FREQ,
+            system_interval=0.1,
+            collect_specified_data={"collect_landscape": None},  # 19 copies of the model
+        )
+        began = time.perf_counter()
+        with TrainSession(
+            [collector], network=model, optimizer=optimizer, loss_fn=loss_fn, epochs=1
+        ) as session:
+            for _ in session.epochs():
+                for _ in range(steps):
+                    session.step((inputs, labels), one_step())
+        synchronize(device)
+        recorded = time.perf_counter() - began
+        curves = scalar_arrays(folder)
+    forward = curves.get("rankscribe/forward_time")
+    gpu = sorted(tag.removeprefix("rankscribe/system/") for tag in curves if "/gpu_" in tag)
+    rows = [
+        (
+            "session",
+            "steps",
+            f"{steps}",
+            f"collect_freq {COLLECT_FREQ}, system 0.1 s, no landscape",
+        ),
+        (
+            "session",
+            "bare loop",
+            f"{bare:.3f} s",
+            f"{bare / steps * 1e3:.2f} ms a step, no collector",
+        ),
+        ("session", "with the collector", f"{recorded:.3f} s", "once costs included"),
+        ("session", "added", f"{(recorded / bare - 1) * 100:+.1f} %", ""),
+        ("session", "forward_time points", str(0 if forward is None else len(forward[0])), ""),
+    ]
+    if forward is not None and len(forward[1]):
+        median = float(statistics.median(forward[1].tolist())) * 1e3
+        rows.append(("session", "forward_time median", f"{median:.3f} ms", "from the files"))
+    rows.append(("session", "gpu tags", str(len(gpu)), ", ".join(gpu)))
+    return rows
 
 
 def copy_slice(flat: list[torch.Tensor], target: torch.Tensor, start: int, stop: int) -> None:
@@ -221,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = nvml_rows(nvml)
     rows += forward_rows(device, arguments.dry_run, steps)
     rows += fingerprint_rows(device, parameters, budget, steps)
+    rows += histogram_rows(device, arguments.dry_run)
+    rows += session_rows(device, arguments.dry_run, steps)
     rows.append(("total", "wall time", f"{time.perf_counter() - began:.1f} s", "limit 300 s"))
     print(table(rows))
     return 0

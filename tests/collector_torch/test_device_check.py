@@ -33,4 +33,20 @@ def test_the_dry_run_prints_one_table_of_every_check() -> None:
     assert rows[("forward", "path")].startswith("device events")
     assert rows[("forward", "steps timed")].startswith("5 of 5")
     assert rows[("fingerprint", "parameters")].startswith("200,000 float32")
-    assert {check for check, _ in rows} == {"nvml", "forward", "fingerprint", "total"}
+    # The device's sum of a slice is the same sum over a host copy of those bytes.
+    assert rows[("fingerprint", "device sum == host sum")] == "yes"
+    # Histograms counted through the device path equal the host's count.
+    assert rows[("histogram", "device == host")] == "yes"
+    # The training run's files hold a forward time per step and the stand-in's readings.
+    steps = int(rows[("session", "steps")])
+    assert steps >= 5
+    assert int(rows[("session", "forward_time points")]) == steps
+    assert int(rows[("session", "gpu tags")]) >= 9
+    assert {check for check, _ in rows} == {
+        "nvml",
+        "forward",
+        "fingerprint",
+        "histogram",
+        "session",
+        "total",
+    }

@@ -1,10 +1,11 @@
-"""The forward time of a torch network, and the device fingerprint, on CPU tensors.
+"""The forward time of a torch network, the device fingerprint and the device histograms,
+on CPU tensors.
 
 The accelerator paths run here through the same torch code: timing events
 are a fake device-event class (what ``torch.Event`` offers: ``record``,
 ``query``, ``elapsed_time``, ``synchronize``) whose events the "device"
-passes only one query later, and the device fingerprint is forced on CPU
-tensors (``FINGERPRINT_CPU_ON_DEVICE``).
+passes only one query later, and the device fingerprint and histograms are
+forced on CPU tensors (``FINGERPRINT_CPU_ON_DEVICE``, ``HISTOGRAM_CPU_ON_DEVICE``).
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ import pytest
 import torch
 from torch import nn
 
-# private: the torch adapter's forward timer and device split, no public door
+# private: the torch adapter's forward timer and device paths, no public door
 import rankscribe.collector.adapters._torch as torch_adapter
 from rankscribe.collector import SummaryCollector, TrainLoop
 
 # private: the fingerprint algorithm and its budget, no public door
 from rankscribe.collector._fingerprint import slice_fingerprint
 from rankscribe.lineage.jobparts import FINGERPRINT_TAG, FORWARD_TIME_TAG, STEP_TIME_TAG
+from rankscribe.writer.events import Histogram, load_dir
 from rankscribe.writer.reader import scalars
 from tests._support.clocks import ManualClock
 
@@ -228,3 +230,119 @@ def test_cpu_tensors_are_hashed_in_place_by_crc() -> None:
         np.frombuffer(parts[0].digest(0, 4), np.uint8),
         network.weight.detach().numpy().view(np.uint8),
     )
+
+
+class Weights(nn.Module):
+    """Parameters of chosen contents, for histograms (the loss touches every one)."""
+
+    def __init__(self, values: dict[str, torch.Tensor]) -> None:
+        super().__init__()
+        self.names = list(values)
+        for name, value in values.items():
+            self.register_parameter(name, nn.Parameter(value))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        total = x.sum()
+        for name in self.names:
+            total = total + getattr(self, name).float().nan_to_num().sum() * 0.0
+        return total
+
+
+def recorded_histograms(directory: Path) -> dict[tuple[str, int | None], Histogram]:
+    found: dict[tuple[str, int | None], Histogram] = {}
+    for event in load_dir(directory):
+        for value in getattr(event, "values", ()):
+            if isinstance(value.value, Histogram):
+                found[(value.tag, event.step)] = value.value
+    return found
+
+
+def histograms_of(
+    directory: Path, values: dict[str, torch.Tensor]
+) -> dict[tuple[str, int | None], Histogram]:
+    network = Weights({name: value.clone() for name, value in values.items()})
+    optimizer = torch.optim.SGD(network.parameters(), lr=0.0)  # the values stay as given
+
+    def step(batch: torch.Tensor) -> torch.Tensor:
+        optimizer.zero_grad()
+        loss = network(batch)
+        loss.backward()
+        optimizer.step()
+        return loss.detach()
+
+    collector = SummaryCollector(
+        directory,
+        collect_freq=1,
+        collect_specified_data={"collect_landscape": None, "histogram_regular": ".*"},
+    )
+    batches = [torch.ones(2) for _ in range(2)]
+    TrainLoop(step, network=network, optimizer=optimizer).train(1, batches, callbacks=[collector])
+    return recorded_histograms(directory)
+
+
+def test_histograms_counted_on_the_device_are_the_hosts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    generator = torch.Generator().manual_seed(3)
+    normal = torch.randn(1 << 20, generator=generator)
+    with_specials = torch.randn(5000, generator=generator)
+    with_specials[::97] = float("nan")
+    with_specials[5::301] = float("inf")
+    with_specials[7::401] = float("-inf")
+    narrow = 1.0 + torch.arange(40, dtype=torch.float32) * 2**-23  # 40 float32 steps wide
+    values = {
+        "normal": normal,  # 90 buckets, float32 edges
+        "halves": torch.randn(3000, generator=generator).half(),
+        "brain": torch.randn(3000, generator=generator).bfloat16(),  # bucketed as float32
+        "doubles": torch.randn(3000, generator=generator, dtype=torch.float64),
+        "specials": with_specials,
+        "only_nan": torch.full((7,), float("nan")),
+        "constant": torch.full((12,), 2.5),
+        "few": torch.tensor([0.1, 0.2, 0.3, 0.1]),
+        "narrow": narrow,  # float32 rounding would merge edges: float64 edges
+        "edges": torch.linspace(-1.0, 1.0, 91),  # values on the edges themselves
+    }
+    host = histograms_of(tmp_path / "host", values)
+    monkeypatch.setattr(torch_adapter, "HISTOGRAM_CPU_ON_DEVICE", True)
+    device = histograms_of(tmp_path / "device", values)
+    assert sorted(device) == sorted(host)
+    assert {tag for tag, _ in host} == {f"{name}/auto" for name in values}
+    for key, expected in host.items():
+        got = device[key]
+        assert got.buckets == expected.buckets, key  # edges, widths and counts, exactly
+        assert (got.count, got.nan_count, got.pos_inf_count, got.neg_inf_count) == (
+            expected.count,
+            expected.nan_count,
+            expected.pos_inf_count,
+            expected.neg_inf_count,
+        ), key
+        assert (got.min, got.max) == (expected.min, expected.max), key
+        if expected.sum is None:
+            assert got.sum is None
+        else:  # added in another order: the last bits may differ
+            assert got.sum == pytest.approx(expected.sum, rel=1e-9, abs=1e-9), key
+    assert host[("specials/auto", 1)].nan_count == 52
+    assert len(host[("normal/auto", 1)].buckets) == 90
+    assert host[("only_nan/auto", 1)].buckets == ()
+
+
+def test_a_device_that_cannot_count_hands_its_tensors_to_the_host(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    values = {"weight": torch.randn(500, generator=torch.Generator().manual_seed(4))}
+    host = histograms_of(tmp_path / "host", values)
+    monkeypatch.setattr(torch_adapter, "HISTOGRAM_CPU_ON_DEVICE", True)
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("bincount has no deterministic implementation\nmore")
+
+    monkeypatch.setattr(torch, "bincount", refuse)
+    device = histograms_of(tmp_path / "device", values)
+    assert device == host
+    warnings = [
+        record.getMessage() for record in caplog.records if "host instead" in record.getMessage()
+    ]
+    assert warnings == [
+        "Histograms of device tensors are read on the host instead: the device could not "
+        "count them (bincount has no deterministic implementation)."
+    ]

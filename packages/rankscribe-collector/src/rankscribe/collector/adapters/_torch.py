@@ -18,7 +18,9 @@ from the objects it read (parameter names, traced graphs). What it reads:
   the module they wrap.
 - :meth:`~TorchAdapter.optimizer_view`, for a ``torch.optim.Optimizer``: the class name, the
   parameters of every group with their names (see :class:`TorchOptimizer`),
-  and ``param_groups[0]['lr']``.
+  and ``param_groups[0]['lr']``; the histograms of those on an accelerator are
+  counted on the device (``_torch_histogram.py``: a few numbers per tensor
+  come back, not the tensor).
 - :meth:`~TorchAdapter.dataset_view`, for a ``DataLoader`` (or a bare ``Dataset`` iterated
   directly): batches per epoch, batch size, the dataset's ``root`` or ``path``,
   and a description of the pipeline for the lineage's dataset graph.
@@ -50,6 +52,7 @@ from rankscribe.collector._checks import is_number
 from rankscribe.collector._fingerprint import HostPart
 from rankscribe.collector.adapters._torch_data import dataset_view
 from rankscribe.collector.adapters._torch_graph import GraphTracer
+from rankscribe.collector.adapters._torch_histogram import device_histogram_dtype, device_histograms
 from rankscribe.collector.adapters._views import DatasetView
 from rankscribe.collector.errors import CollectorTypeError
 from rankscribe.writer.pb import anf_ir_pb2
@@ -69,6 +72,8 @@ __all__ = [
 
 #: Tests set this to fingerprint CPU tensors through the device path (the same torch code).
 FINGERPRINT_CPU_ON_DEVICE = False
+#: Tests set this to count CPU tensors' histograms through the device path (the same code).
+HISTOGRAM_CPU_ON_DEVICE = False
 #: Steps whose forward events may wait to be read; older ones are dropped (with a warning).
 FORWARD_EVENTS_KEPT = 64
 #: Bytes reduced per torch call by the device fingerprint (bounds its temporaries: 8x this).
@@ -392,8 +397,8 @@ class TorchOptimizer:
             )
         return f"param_groups.{group}.params.{index}"
 
-    def parameters(self) -> list[tuple[str, Any]]:
-        """``(name, host array)`` of every parameter the optimizer updates."""
+    def named_tensors(self) -> list[tuple[str, Any]]:
+        """``(name, tensor)`` of every parameter the optimizer updates, where it lives."""
         pairs: list[tuple[str, Any]] = []
         for group_index, group in enumerate(self.optimizer.param_groups):
             given = group.get("param_names")
@@ -403,8 +408,48 @@ class TorchOptimizer:
                 else:
                     name = self._name(parameter, group_index, index, given)
                     self._names[parameter] = name
-                pairs.append((name, self._adapter.host_array(parameter)))
+                pairs.append((name, parameter))
         return pairs
+
+    def parameters(self) -> list[tuple[str, Any]]:
+        """``(name, host array)`` of every parameter the optimizer updates."""
+        return [(name, self._adapter.host_array(value)) for name, value in self.named_tensors()]
+
+    def histogram_values(self, tensors: list[Any]) -> list[Any]:
+        """What the record takes for each tensor's histogram (chosen from ``named_tensors``).
+
+        An accelerator's floating tensor is counted on its device (all of them with
+        two waits, ``_torch_histogram.py``); the others are read on the host and
+        bucketed by the writer. When the device cannot count (an operation refused,
+        e.g. under a deterministic-algorithms setting), every tensor is read on the
+        host, with one warning.
+        """
+        on_device = [
+            index
+            for index, tensor in enumerate(tensors)
+            if not self._adapter.device_histograms_failed
+            and (tensor.device.type != "cpu" or HISTOGRAM_CPU_ON_DEVICE)
+            and device_histogram_dtype(tensor) is not None
+        ]
+        values: list[Any] = [None] * len(tensors)
+        if on_device:
+            try:
+                counted = device_histograms([tensors[index] for index in on_device])
+            except RuntimeError as error:
+                self._adapter.device_histograms_failed = True
+                logger.warning(
+                    "Histograms of device tensors are read on the host instead: the device "
+                    "could not count them (%s).",
+                    str(error).splitlines()[0] if str(error) else type(error).__name__,
+                )
+                on_device = []
+            else:
+                for index, histogram in zip(on_device, counted, strict=True):
+                    values[index] = histogram
+        for index, tensor in enumerate(tensors):
+            if values[index] is None:
+                values[index] = self._adapter.host_array(tensor)
+        return values
 
     def learning_rate(self) -> float | None:
         """``param_groups[0]['lr']`` (a float or a tensor), or None."""
@@ -431,6 +476,7 @@ class TorchAdapter:
         # run's model must not be kept alive by the collector.
         self._parameter_names: Any = WeakIdKeyDictionary()  # parameter -> name
         self.tracer = GraphTracer()
+        self.device_histograms_failed = False  # then histograms are read on the host
 
     def remember_parameter_names(self, module: Any) -> None:
         for name, parameter in module.named_parameters():

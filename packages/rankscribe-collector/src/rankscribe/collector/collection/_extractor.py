@@ -228,7 +228,17 @@ class Extractor:
                     "SummaryCollector."
                 )
             return
-        for name, value in histogram_parameters(view.parameters(), self.histogram_regular):
+        # A view that can name its parameters without reading them (the torch one) is
+        # read only for those chosen, and may count their buckets where they live.
+        named = getattr(view, "named_tensors", None)
+        pairs = histogram_parameters(
+            named() if callable(named) else view.parameters(), self.histogram_regular
+        )
+        convert = getattr(view, "histogram_values", None)
+        values = [value for _, value in pairs]
+        if callable(convert):
+            values = convert(values)
+        for (name, _), value in zip(pairs, values, strict=True):
             try:
                 record.add_value("histogram", f"{name}/auto", value)
             except (TypeError, ValueError) as error:

@@ -42,8 +42,10 @@ __all__ = [
     "HistogramData",
     "bucket_count",
     "compute_histogram",
+    "histogram_edges",
     "histogram_proto",
     "histogram_to_tensorboard",
+    "no_finite_histogram",
 ]
 
 #: MindInsight rejects histograms with more than 90 buckets; MindSpore caps at 90.
@@ -191,8 +193,41 @@ def compute_histogram(array: npt.ArrayLike, *, sum_squares: bool = False) -> His
     )
 
 
-def histogram_proto(array: npt.ArrayLike) -> summary_pb2.Summary.Histogram:
-    """Return the ``Summary.Histogram`` message of *array* (what SummaryRecord writes)."""
+def histogram_edges(
+    finite_count: int, low: float, high: float, dtype: npt.DTypeLike
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """The bucket edges and widths for *finite_count* finite values in [*low*, *high*].
+
+    The same edges :func:`compute_histogram` uses for values of *dtype* (the tensor's:
+    float16/float32 edges are rounded to it where that is safe, see the module
+    docstring), for code that counts the values elsewhere (the collector counts an
+    accelerator's tensors on the device, docs/file-format.md, "Histograms of
+    accelerator tensors"). Bucket *i* holds ``edges[i] <= v < edges[i + 1]``, the last
+    bucket also ``v == edges[-1]``; every edge is exactly representable in float64 and,
+    when it was rounded, in *dtype*.
+    """
+    if finite_count <= 0:
+        raise ValueError(f"a histogram's edges need at least one finite value, got {finite_count}")
+    edges, widths, _ = _bucket_edges(
+        float(low), float(high), bucket_count(finite_count), np.dtype(dtype)
+    )
+    return edges, widths
+
+
+def no_finite_histogram(
+    count: int, nan_count: int, pos_inf_count: int, neg_inf_count: int
+) -> HistogramData:
+    """The histogram of *count* values none of which is finite (no bucket, no min/max/sum)."""
+    return _no_finite_values(count, nan_count, pos_inf_count, neg_inf_count)
+
+
+def histogram_proto(array: npt.ArrayLike | HistogramData) -> summary_pb2.Summary.Histogram:
+    """Return the ``Summary.Histogram`` message of *array* (what SummaryRecord writes).
+
+    A :class:`HistogramData` (buckets counted elsewhere) is written as it is.
+    """
+    if isinstance(array, HistogramData):
+        return array.to_proto()
     return compute_histogram(array).to_proto()
 
 

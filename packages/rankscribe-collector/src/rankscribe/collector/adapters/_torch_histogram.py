@@ -1,0 +1,200 @@
+"""Histograms of accelerator tensors, counted on the device.
+
+A weight histogram needs every value of the tensor. Copying a GPU's parameters to the
+host at each collected step and bucketing them there costs the training thread the copy
+(and the wait for the device) and the writer a pass over every value: measured on an
+H100, a 7.1 ms step of a 33.5 M-parameter model went to 51 ms with histograms every 10
+steps. Here the device does the passes and only a few numbers per tensor travel:
+
+1. One pass per tensor for min, max and the float64 sum (NaN propagates through min and
+   max, so two finite extremes prove there is no NaN or infinity; only a tensor that
+   holds one pays a second pass for the NaN, +inf, -inf and finite counts). The numbers
+   of every tensor come to the host together: one wait.
+2. The writer's edges for that finite count, range and dtype
+   (:func:`rankscribe.writer.histograms.histogram_edges`, MindSpore's rule), then one
+   pass per tensor that finds each value's bucket by comparing it with the edges
+   (``torch.bucketize``: exact comparisons, in the tensor's own float32 when the edges
+   are float32 values, else in float64) and counts the buckets. The counts of every
+   tensor come to the host together: the second wait.
+
+The counts are those the host would count: the same edges, the same comparisons
+(``edges[i] <= v < edges[i + 1]``, the last bucket closed). The float64 sum may differ
+from the host's in its last bits (the device adds in another order). docs/file-format.md,
+"Histograms of accelerator tensors".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from rankscribe.writer.histograms import (
+    MAX_BUCKETS,
+    HistogramData,
+    histogram_edges,
+    no_finite_histogram,
+)
+
+__all__ = ["device_histogram_dtype", "device_histograms"]
+
+# Values bucketed per pass: bounds the int64 bucket indices a pass holds (128 MB).
+_CHUNK = 1 << 24
+
+_EXACT_DTYPES: dict[torch.dtype, np.dtype[Any]] = {
+    torch.float16: np.dtype(np.float16),
+    torch.float32: np.dtype(np.float32),
+    torch.float64: np.dtype(np.float64),
+}
+
+
+def device_histogram_dtype(tensor: Any) -> np.dtype[Any] | None:
+    """The dtype whose edges a device histogram of ``tensor`` uses, or None (not countable).
+
+    Dense floating tensors; bfloat16 and the float8 formats are bucketed as float32, as
+    the host path reads them. (Which tensors take this path is the adapter's choice:
+    those on an accelerator.)
+    """
+    if not isinstance(tensor, torch.Tensor) or not tensor.dtype.is_floating_point:
+        return None
+    if tensor.layout != torch.strided or tensor.is_quantized:
+        return None
+    exact = _EXACT_DTYPES.get(tensor.dtype)
+    return exact if exact is not None else np.dtype(np.float32)
+
+
+def device_histograms(tensors: Sequence[Any]) -> list[HistogramData]:
+    """The histograms of floating ``tensors`` (each on its device), two waits in all."""
+    flats = [_flat(tensor) for tensor in tensors]
+    first = _gather([_extremes(flat) for flat in flats])
+    stats: list[tuple[int, int, int, int, float, float, float]] = []
+    for flat, (low, high, total) in zip(flats, first, strict=True):
+        count = flat.numel()
+        if count and math.isfinite(low) and math.isfinite(high):
+            stats.append((count, 0, 0, 0, low, high, total))
+        else:
+            stats.append(_with_non_finite(flat))
+    pending: list[torch.Tensor] = []
+    plans: list[tuple[np.ndarray, np.ndarray] | None] = []
+    for tensor, flat, (count, nan, pos_inf, neg_inf, low, high, _) in zip(
+        tensors, flats, stats, strict=True
+    ):
+        finite = count - nan - pos_inf - neg_inf
+        if finite == 0:
+            plans.append(None)
+            continue
+        dtype = device_histogram_dtype(tensor) or np.dtype(np.float32)
+        edges, widths = histogram_edges(finite, low, high, dtype)
+        plans.append((edges, widths))
+        pending.append(_bucket_counts(flat, edges, non_finite=count - finite))
+    counted = iter([row.astype(np.int64) for row in _to_host(pending)])
+    histograms = []
+    for plan, (count, nan, pos_inf, neg_inf, low, high, total) in zip(plans, stats, strict=True):
+        if plan is None:
+            histograms.append(no_finite_histogram(count, nan, pos_inf, neg_inf))
+            continue
+        edges, widths = plan
+        counts = next(counted)[: edges.size - 1]
+        histograms.append(
+            HistogramData(
+                count=count,
+                nan_count=nan,
+                pos_inf_count=pos_inf,
+                neg_inf_count=neg_inf,
+                min=low,
+                max=high,
+                sum=total,
+                edges=edges,
+                widths=widths,
+                counts=counts,
+            )
+        )
+    return histograms
+
+
+def _flat(tensor: Any) -> torch.Tensor:
+    flat: torch.Tensor = tensor.detach().reshape(-1)
+    if flat.dtype not in _EXACT_DTYPES:
+        flat = flat.to(torch.float32)  # exact for bfloat16 and the float8 formats
+    return flat
+
+
+def _to_host(parts: list[torch.Tensor]) -> list[np.ndarray]:
+    """Each of the equal-shaped ``parts`` on the host: one copy per device they are on."""
+    rows: list[np.ndarray | None] = [None] * len(parts)
+    by_device: dict[torch.device, list[int]] = {}
+    for index, part in enumerate(parts):
+        by_device.setdefault(part.device, []).append(index)
+    for indices in by_device.values():
+        host = torch.stack([parts[index] for index in indices]).cpu().numpy()
+        for index, row in zip(indices, host, strict=True):
+            rows[index] = row
+    return [row for row in rows if row is not None]
+
+
+def _extremes(flat: torch.Tensor) -> torch.Tensor:
+    """min, max (NaN if any value is NaN) and the float64 sum, as one float64 tensor."""
+    if flat.numel() == 0:
+        return torch.full((3,), math.nan, dtype=torch.float64, device=flat.device)
+    return torch.stack(
+        [
+            flat.amin().to(torch.float64),
+            flat.amax().to(torch.float64),
+            flat.sum(dtype=torch.float64),
+        ]
+    )
+
+
+def _gather(parts: list[torch.Tensor]) -> list[tuple[float, float, float]]:
+    """Bring the tensors' numbers to the host, one copy per device."""
+    return [(float(low), float(high), float(total)) for low, high, total in _to_host(parts)]
+
+
+def _with_non_finite(flat: torch.Tensor) -> tuple[int, int, int, int, float, float, float]:
+    """A tensor holding NaN or infinities (rare): the second pass with masks."""
+    count = flat.numel()
+    if count == 0:
+        return (0, 0, 0, 0, math.nan, math.nan, math.nan)
+    finite = torch.isfinite(flat)
+    numbers = torch.stack(
+        [
+            torch.isnan(flat).sum().to(torch.float64),
+            (flat == math.inf).sum().to(torch.float64),
+            finite.sum().to(torch.float64),
+            torch.where(finite, flat, math.inf).amin().to(torch.float64),
+            torch.where(finite, flat, -math.inf).amax().to(torch.float64),
+            # The host sums the array with the non-finite values set to 0 (MindSpore's way).
+            torch.where(finite, flat, 0).sum(dtype=torch.float64),
+        ]
+    ).tolist()
+    nan, pos_inf, finite_count = (int(value) for value in numbers[:3])
+    neg_inf = count - nan - pos_inf - finite_count
+    return (count, nan, pos_inf, neg_inf, numbers[3], numbers[4], numbers[5])
+
+
+def _bucket_counts(flat: torch.Tensor, edges: np.ndarray, non_finite: int) -> torch.Tensor:
+    """Per-bucket counts (MAX_BUCKETS long, zero-padded) of the finite values, on the device.
+
+    Non-finite values are replaced by the first edge and taken back out of bucket 0.
+    """
+    bins = edges.size - 1
+    as_float32 = edges.astype(np.float32)
+    exact_in_float32 = flat.dtype != torch.float64 and bool(
+        np.array_equal(as_float32.astype(np.float64), edges)
+    )
+    work = torch.float32 if exact_in_float32 else torch.float64
+    boundaries = torch.from_numpy(as_float32 if exact_in_float32 else edges).to(flat.device)
+    counts = torch.zeros(MAX_BUCKETS, dtype=torch.int64, device=flat.device)
+    for start in range(0, flat.numel(), _CHUNK):
+        chunk = flat[start : start + _CHUNK].to(work)
+        if non_finite:
+            chunk = torch.where(torch.isfinite(chunk), chunk, boundaries[0])
+        found = torch.bucketize(chunk, boundaries, right=True) - 1
+        found.clamp_(0, bins - 1)
+        counts[:bins] += torch.bincount(found, minlength=bins)
+    if non_finite:
+        counts[0] -= non_finite
+    return counts
