@@ -64,6 +64,7 @@ SIBLING_MODULES: tuple[str, ...] = (
     f"{NAMESPACE}.ranks.launchers",
     f"{NAMESPACE}.ranks.testing",
     f"{NAMESPACE}.ranks.tree",
+    f"{NAMESPACE}.ranks.waits",
     f"{NAMESPACE}.writer.eventfiles",
     f"{NAMESPACE}.writer.events",
     f"{NAMESPACE}.writer.files",
@@ -71,6 +72,7 @@ SIBLING_MODULES: tuple[str, ...] = (
     f"{NAMESPACE}.writer.operators",
     f"{NAMESPACE}.lineage.jobparts",
     f"{NAMESPACE}.lineage.recording",
+    f"{NAMESPACE}.collector.testing",
 )
 CONTRIBUTING = Path("docs") / "contributing.md"
 

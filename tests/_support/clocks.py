@@ -1,8 +1,9 @@
 """A clock a test moves by hand, in place of sleeping and reading wall-clock time.
 
 ``collector_clock`` replaces the clock the collector's timings read (step times, data
-waits, sections, the CPU forward timer): a test advances it where the training would
-spend time, and asserts the exact seconds recorded. ``ranks_clock`` gives the waits of
+waits, sections, the CPU forward timer; ``rankscribe.collector.testing.timing_clock``): a
+test advances it where the training would spend time, and asserts the exact seconds
+recorded. ``ranks_clock`` gives the waits of
 rankscribe.ranks a clock that their sleeps move (``rankscribe.ranks.testing.wait_clock``).
 Imports only the standard library and pytest at import time.
 """
@@ -29,11 +30,13 @@ class ManualClock:
 
 
 @pytest.fixture
-def collector_clock(monkeypatch: pytest.MonkeyPatch) -> ManualClock:
+def collector_clock() -> Iterator[ManualClock]:
+    """The clock the collector's timings read (``rankscribe.collector.testing.timing_clock``)."""
+    from rankscribe.collector.testing import timing_clock
+
     clock = ManualClock()
-    # private: the one clock the collector's timings read; no public seam to inject it
-    monkeypatch.setattr("rankscribe.collector._clock.now", clock)
-    return clock
+    with timing_clock(clock):
+        yield clock
 
 
 class SleepingClock(ManualClock):

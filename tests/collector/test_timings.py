@@ -213,3 +213,14 @@ def test_a_bad_fingerprint_budget_is_refused_naming_the_argument(
 def test_the_default_budget_is_4_mib() -> None:
     default = inspect.signature(SummaryCollector).parameters["fingerprint_budget"].default
     assert default == 4 * 1024 * 1024
+
+
+def test_the_timing_clock_must_be_a_function() -> None:
+    # (Every test with the collector_clock fixture uses timing_clock's clock.)
+    from rankscribe.collector.testing import timing_clock
+
+    with (
+        pytest.raises(CollectorTypeError, match="argument 'clock' must be a function"),
+        timing_clock(5.0),  # type: ignore[arg-type]
+    ):
+        pass

@@ -4,8 +4,8 @@
   result equals one pass over every rank (JobStatistics) whatever the
   grouping, the order, the steps each rank has and the non-finite values,
   through the wire at every hop;
-- merge_all of many single-rank parts at once gives numpy's mean and std and
-  its nanmin/nanmax, NaN and inf included;
+- many single-rank partials merged into one, combined in one pass when read, give
+  numpy's mean and std and its nanmin/nanmax, NaN and inf included;
 - a rank's own partial travels as its points only, and decodes to the very
   statistics it was built with; merged ones travel whole;
 - the wire refuses steps out of order in any run, naming the tag.
@@ -26,9 +26,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankscribe.lineage.errors import LineageMergeError
-
-# private: the batch merge of many partials, an algorithm
-from rankscribe.lineage.job._batch_merge import merge_all
 from rankscribe.lineage.jobparts import STEP_TIME_TAG, JobPartial, PartialFormatError, TagStatistics
 from rankscribe.lineage.jobview import JobStatistics, RankSeries
 from tests.lineage._npz_files import read_archive, write_archive
@@ -145,13 +142,18 @@ _any_values = st.lists(
 )
 
 
+def merged_at_once(values: list[float]) -> TagStatistics:
+    """One rank per value, merged into rank 0's partial one by one and combined when read
+    (one vectorized pass over every part: merge_groups of job/_batch_merge.py)."""
+    partial = JobPartial.of_rank(0, {"x": [(7, values[0])]})
+    for rank, value in enumerate(values[1:], start=1):
+        partial.merge(JobPartial.of_rank(rank, {"x": [(7, value)]}))
+    return partial.tags["x"]
+
+
 @given(_any_values)
 def test_merge_all_at_once_matches_numpy(values: list[float]) -> None:
-    parts = [
-        TagStatistics.of_rank(rank, np.array([7]), np.array([value]))
-        for rank, value in enumerate(values)
-    ]
-    merged = merge_all(parts)
+    merged = merged_at_once(values)
     array = np.array(values)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -179,9 +181,7 @@ def test_merge_all_at_once_matches_numpy(values: list[float]) -> None:
     ],
 )
 def test_merge_all_decides_numpys_cases(values: list[float], mean: float, std: float) -> None:
-    merged = merge_all(
-        [TagStatistics.of_rank(rank, np.array([1]), np.array([v])) for rank, v in enumerate(values)]
-    )
+    merged = merged_at_once(values)
     assert _same_float(float(merged.mean[0]), mean, 0.0)
     assert _same_float(float(merged.std[0]), std, 0.0)
 

@@ -23,11 +23,9 @@ from rankscribe.lineage import (
     merge_run_dir,
 )
 from rankscribe.lineage.errors import LineageMergeError
-
-# private: the offline merge's internals (patched lock/steps)
-from rankscribe.lineage.merge import _merge
 from rankscribe.lineage.recording import Algorithm, EvalLineageInfo, TrainLineageInfo
 from rankscribe.ranks.files import write_rank_dirs
+from rankscribe.ranks.testing import wait_clock
 from tests._support.launchers import run_bounded
 
 
@@ -316,7 +314,7 @@ def test_offline_merge_is_idempotent(job: Path, lw: Any) -> None:
 
 
 class FakeClock:
-    """The offline merge's clock: time moves only when the merge sleeps."""
+    """The waits' clock (``wait_clock``): time moves only when the merge sleeps."""
 
     def __init__(self, on_sleep: Callable[[], None] | None = None) -> None:
         self.now = 1000.0
@@ -333,40 +331,34 @@ class FakeClock:
             self.on_sleep()
 
 
-def test_offline_merge_waits_for_late_ranks(
-    job: Path, lw: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_offline_merge_waits_for_late_ranks(job: Path, lw: Any) -> None:
     def late_rank() -> None:
         if not (job / "rank_3").exists():
             lw.write(job / "rank_3", [lw.train(network="Net", loss=1.0, device_num=4)])
 
     clock = FakeClock(on_sleep=late_rank)
-    monkeypatch.setattr(_merge, "_CLOCK", clock)
-    outcome = merge_run_dir(job, timeout=10)
+    with wait_clock(clock.monotonic, clock.sleep):
+        outcome = merge_run_dir(job, timeout=10)
     assert outcome.ranks_reported == [0, 1, 2, 3]
     assert outcome.ranks_missing == []
     # rank 3 was not there at first: the merge waited once, then found it
     assert len(clock.sleeps) == 1
 
 
-def test_offline_merge_gives_up_after_the_timeout(
-    job: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_offline_merge_gives_up_after_the_timeout(job: Path) -> None:
     clock = FakeClock()
-    monkeypatch.setattr(_merge, "_CLOCK", clock)
-    outcome = merge_run_dir(job, timeout=1.2)
+    with wait_clock(clock.monotonic, clock.sleep):
+        outcome = merge_run_dir(job, timeout=1.2)
     assert outcome.ranks_missing == [3]
     # polled every half second, never past the deadline
     assert clock.sleeps == [0.5, 0.5, pytest.approx(0.2)]
     assert clock.now == pytest.approx(1001.2)
 
 
-def test_offline_merge_with_no_timeout_does_not_wait(
-    job: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_offline_merge_with_no_timeout_does_not_wait(job: Path) -> None:
     clock = FakeClock()
-    monkeypatch.setattr(_merge, "_CLOCK", clock)
-    assert merge_run_dir(job).ranks_missing == [3]
+    with wait_clock(clock.monotonic, clock.sleep):
+        assert merge_run_dir(job).ranks_missing == [3]
     assert clock.sleeps == []
 
 

@@ -134,11 +134,10 @@ def test_a_helper_answers_in_parts_that_one_unpickler_reads(
     # private: the parse worker's protocol, no public door
     from rankscribe.lineage.index import _parse_worker
 
-    # private: the run-discovery rule (which dirs hold runs)
-    from rankscribe.lineage.record._discovery import UNSTATED
-
+    # Each job: the run's path, its relative path, and its directory's mtime taken before
+    # the listing (as the scan hands them to a helper).
     jobs = [
-        (str(base / name), f"./{name}", UNSTATED)
+        (str(base / name), f"./{name}", os.stat(base / name).st_mtime_ns)
         for name in sorted(os.listdir(base))
         if name.startswith("run")
     ]

@@ -1,4 +1,8 @@
-"""The data-only message format: what round-trips, what is refused, and that nothing runs."""
+"""The data-only message format: what round-trips, what is refused, and that nothing runs.
+
+numpy is no requirement of rankscribe.ranks (the ``ranks`` tox env installs none): the
+numpy values' tests skip there, and every env that installs the writer runs them.
+"""
 
 from __future__ import annotations
 
@@ -157,3 +161,60 @@ def test_a_pickle_is_never_executed(tmp_path: Path) -> None:
             continue
         assert value == planted  # carried as bytes, never loaded
     assert not marker.exists()
+
+
+def numpy_or_skip() -> Any:
+    return pytest.importorskip("numpy", reason="numpy is not installed: ranks alone needs none")
+
+
+NUMPY_VALUES: dict[str, Any] = {
+    "float32 matrix": lambda np: np.arange(12, dtype=np.float32).reshape(3, 4),
+    "big-endian": lambda np: np.arange(3, dtype=">i4"),  # arrives with the same values
+    "not contiguous": lambda np: np.arange(10)[::3],
+    "empty": lambda np: np.zeros((0, 5)),
+    "0-d": lambda np: np.array(3.0),
+    "bool": lambda np: np.array([True, False]),
+    "complex": lambda np: np.array([1 + 2j]),
+}
+
+
+@pytest.mark.parametrize("make", NUMPY_VALUES.values(), ids=list(NUMPY_VALUES))
+def test_numpy_arrays_round_trip_writable(make: Any) -> None:
+    np = numpy_or_skip()
+    value = make(np)
+    back = decode(encode(value))
+    assert isinstance(back, np.ndarray) and back.shape == value.shape
+    assert back.dtype.kind == value.dtype.kind and back.dtype.itemsize == value.dtype.itemsize
+    np.testing.assert_array_equal(back, value)
+    assert back.flags.writeable
+
+
+def test_numpy_scalars_keep_their_dtype() -> None:
+    np = numpy_or_skip()
+    back = decode(encode([np.float64(2.5), np.int8(-3)]))
+    assert repr(back) == "[np.float64(2.5), np.int8(-3)]"
+
+
+@pytest.mark.parametrize(
+    ("make", "where"),
+    [
+        (
+            lambda np: np.array(["text"]),
+            "a numpy ndarray of dtype <U4 (numeric and boolean dtypes are data)",
+        ),
+        (lambda np: np.array([None], dtype=object), "a numpy ndarray of dtype object"),
+    ],
+    ids=["text", "object"],
+)
+def test_numpy_arrays_that_are_not_data_are_refused(make: Any, where: str) -> None:
+    value = make(numpy_or_skip())
+    with pytest.raises(RanksTypeError) as caught:
+        encode(value)
+    assert where in str(caught.value)
+
+
+def test_an_array_claiming_more_items_than_it_holds_is_a_message_error() -> None:
+    numpy_or_skip()
+    message = b"RSM1n\x03<f8\x01" + (2**40).to_bytes(8, "little") + bytes(8)
+    with pytest.raises(MessageError, match="does not take 0 bytes"):
+        decode(message)

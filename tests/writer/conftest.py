@@ -205,10 +205,17 @@ class SmallDisk:
 
 
 def _event_file_module() -> Any:
-    # private: the event file's writes, the one place a failing disk can be injected
+    # The one place a failing disk can be injected, and the rotation rule tested under it.
+    # private: the event file's writes and its rotation, under a failing disk
     from rankscribe.writer.format import _eventfile
 
     return _eventfile
+
+
+@pytest.fixture
+def event_files() -> Any:
+    """The event file module itself, for the tests of its open/rotate rule under faults."""
+    return _event_file_module()
 
 
 @pytest.fixture

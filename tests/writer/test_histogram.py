@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-# private: the histogram bucket rule (MindInsight's buckets), a codec
-from rankscribe.writer.encoding._histogram import (
+from rankscribe.writer.errors import WriterTypeError
+from rankscribe.writer.histograms import (
     MAX_BUCKETS,
     HistogramData,
     bucket_count,
@@ -20,7 +20,6 @@ from rankscribe.writer.encoding._histogram import (
     histogram_proto,
     histogram_to_tensorboard,
 )
-from rankscribe.writer.errors import WriterTypeError
 from rankscribe.writer.pb import summary_pb2
 
 FLOAT_DTYPES = [np.float16, np.float32, np.float64]

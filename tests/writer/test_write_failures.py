@@ -13,26 +13,20 @@ from rankscribe.writer import SummaryRecord
 from rankscribe.writer.events import load_dir
 from rankscribe.writer.files import read_records
 
-# private: the event file's open/rotate rule (patched to inject faults)
-from rankscribe.writer.format._eventfile import EventFile
 
-
-def test_a_failed_write_at_rotation_keeps_the_buffered_records(tmp_path, monkeypatch):
+def test_a_failed_write_at_rotation_keeps_the_buffered_records(tmp_path, small_disk, event_files):
     names = iter(range(100))
-    stream = EventFile(lambda: str(tmp_path / f"part-{next(names):02d}"), max_file_size=400)
+    stream = event_files.EventFile(
+        lambda: str(tmp_path / f"part-{next(names):02d}"), max_file_size=400
+    )
     payloads = [bytes([index]) * 40 for index in range(30)]
     for payload in payloads[:7]:
         stream.append(payload)  # buffered: 7 records of 56 bytes, 392 of the 400
-    real_write = EventFile._write_all
-
-    def disk_full(self, parts):
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(EventFile, "_write_all", disk_full)
+    small_disk.room = 0  # the disk is full: every write refused
     with pytest.raises(OSError) as raised:
         stream.append(payloads[7])  # does not fit: rotation, whose write fails
     assert raised.value.errno == errno.ENOSPC
-    monkeypatch.setattr(EventFile, "_write_all", real_write)
+    small_disk.room = None
     for payload in payloads[7:]:  # the refused record is the caller's to retry
         stream.append(payload)
     stream.close()

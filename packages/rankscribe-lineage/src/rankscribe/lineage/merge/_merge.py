@@ -16,10 +16,8 @@ import json
 import logging
 import math
 import os
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
 
 import filelock
 
@@ -42,6 +40,7 @@ from rankscribe.lineage.record._names import rank_of_dir_name
 from rankscribe.lineage.record._parser import RunLineage
 from rankscribe.lineage.record._train_start import parse_rank_run
 from rankscribe.ranks.files import exclusive_lock, read_rank_dirs
+from rankscribe.ranks.waits import Deadline, pause
 
 logger = logging.getLogger(__name__)
 
@@ -131,37 +130,20 @@ def _expected_ranks(run_dir: str, lineages: Mapping[int, RunLineage]) -> int:
     return max(candidates)
 
 
-class Clock(Protocol):
-    """What the offline merge's wait for late ranks reads time with."""
-
-    def monotonic(self) -> float: ...
-
-    def sleep(self, seconds: float) -> None: ...
-
-
-class _SystemClock:
-    def monotonic(self) -> float:
-        return time.monotonic()
-
-    def sleep(self, seconds: float) -> None:
-        time.sleep(seconds)
-
-
-# Replaced by tests, so that a wait for a late rank needs no wall-clock time.
-_CLOCK: Clock = _SystemClock()
-
-
 def _wait_for_ranks(
-    directory: str, timeout: float, world_size: int | None, clock: Clock
+    directory: str, timeout: float, world_size: int | None
 ) -> tuple[dict[int, RunLineage], int]:
-    """Poll ``directory``'s ranks until all reported or ``timeout`` passed."""
-    deadline = clock.monotonic() + timeout
+    """Poll ``directory``'s ranks until all reported or ``timeout`` passed.
+
+    On the ranks' one clock and sleep (``rankscribe.ranks.waits``), which a test replaces.
+    """
+    deadline = Deadline(timeout)
     while True:
         lineages = _read_ranks(directory)
         expected = world_size or _expected_ranks(directory, lineages)
-        if len(lineages) >= expected or clock.monotonic() >= deadline:
+        if len(lineages) >= expected or deadline.expired():
             return lineages, expected
-        clock.sleep(min(_POLL_SECONDS, max(0.0, deadline - clock.monotonic())))
+        pause(min(_POLL_SECONDS, deadline.remaining()))
 
 
 def _lineage_without_ranks(directory: str, expected: int) -> RunLineage:
@@ -231,7 +213,7 @@ def merge_run_dir(
             f"the rank dirs of ranks {ranks_text(found)} (world_size must "
             f"be at least {found[-1] + 1})"
         )
-    lineages, expected = _wait_for_ranks(directory, timeout, world_size, _CLOCK)
+    lineages, expected = _wait_for_ranks(directory, timeout, world_size)
     on_disk = rank_dirs(directory)
     statistics = job_statistics_of_dirs(on_disk) if job_view else None
     has_scalars = statistics is not None and any(
