@@ -53,7 +53,7 @@ __all__ = ["VerdictSettings", "straggler_records", "straggler_verdicts", "timing
 
 _NONE = -1
 #: A cost judged by its mean must clear the floor by this many standard errors.
-FLOOR_ERRORS = 2.0
+FLOOR_ERRORS = 1.5
 #: ... and the rank's excess must reach the floor in more than half of the steps, by
 #: this many standard errors of a sign test (its median excess clears the floor):
 #: material in most steps, not a mean raised by stalls in some.
