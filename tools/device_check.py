@@ -257,7 +257,7 @@ def session_rows(device: torch.device, dry_run: bool, steps: int) -> list[Row]:
     def one_step() -> torch.Tensor:
         optimizer.zero_grad()
         loss: torch.Tensor = loss_fn(model(inputs), labels)
-        loss.backward()  # type: ignore[no-untyped-call]
+        loss.backward()  # type: ignore[no-untyped-call, unused-ignore]  # typed torch only
         optimizer.step()
         return loss.detach()
 
