@@ -339,23 +339,44 @@ def test_histograms_counted_on_the_device_are_the_hosts(
     assert host[("only_nan/auto", 1)].buckets == ()
 
 
+@pytest.mark.parametrize(
+    ("operation", "error", "said"),
+    [
+        (
+            "bincount",
+            RuntimeError("bincount has no deterministic implementation\nmore"),
+            "bincount has no deterministic implementation",
+        ),
+        (  # Apple's MPS has no float64
+            "bucketize",
+            TypeError("Cannot convert a MPS Tensor to float64 dtype"),
+            "Cannot convert a MPS Tensor to float64 dtype",
+        ),
+    ],
+    ids=["deterministic", "no-float64"],
+)
 def test_a_device_that_cannot_count_hands_its_tensors_to_the_host(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    operation: str,
+    error: Exception,
+    said: str,
 ) -> None:
     values = {"weight": torch.randn(500, generator=torch.Generator().manual_seed(4))}
     host = histograms_of(tmp_path / "host", values)
     monkeypatch.setattr(torch_adapter, "HISTOGRAM_CPU_ON_DEVICE", True)
 
     def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError("bincount has no deterministic implementation\nmore")
+        raise error
 
-    monkeypatch.setattr(torch, "bincount", refuse)
+    monkeypatch.setattr(torch, operation, refuse)
     device = histograms_of(tmp_path / "device", values)
     assert device == host
     warnings = [
         record.getMessage() for record in caplog.records if "host instead" in record.getMessage()
     ]
     assert warnings == [
-        "Histograms of device tensors are read on the host instead: the device could not "
-        "count them (bincount has no deterministic implementation)."
+        f"Histograms of device tensors are read on the host instead: the device could not "
+        f"count them ({said})."
     ]

@@ -421,8 +421,9 @@ class TorchOptimizer:
         An accelerator's floating tensor is counted on its device (all of them with
         two waits, ``_torch_histogram.py``); the others are read on the host and
         bucketed by the writer. When the device cannot count (an operation refused,
-        e.g. under a deterministic-algorithms setting), every tensor is read on the
-        host, with one warning.
+        e.g. under a deterministic-algorithms setting, or float64 on a device without
+        it, such as Apple's MPS), every tensor is read on the host from then on, with
+        one warning.
         """
         on_device = [
             index
@@ -435,7 +436,7 @@ class TorchOptimizer:
         if on_device:
             try:
                 counted = device_histograms([tensors[index] for index in on_device])
-            except RuntimeError as error:
+            except (RuntimeError, TypeError) as error:
                 self._adapter.device_histograms_failed = True
                 logger.warning(
                     "Histograms of device tensors are read on the host instead: the device "
