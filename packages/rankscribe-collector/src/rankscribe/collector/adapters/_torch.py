@@ -52,7 +52,11 @@ from rankscribe.collector._checks import is_number
 from rankscribe.collector._fingerprint import HostPart
 from rankscribe.collector.adapters._torch_data import dataset_view
 from rankscribe.collector.adapters._torch_graph import GraphTracer
-from rankscribe.collector.adapters._torch_histogram import device_histogram_dtype, device_histograms
+from rankscribe.collector.adapters._torch_histogram import (
+    device_histogram_dtype,
+    device_histograms,
+    to_host,
+)
 from rankscribe.collector.adapters._views import DatasetView
 from rankscribe.collector.errors import CollectorTypeError
 from rankscribe.writer.pb import anf_ir_pb2
@@ -153,15 +157,8 @@ class _DeviceDigest:
     @staticmethod
     def resolve(digests: list[_DeviceDigest]) -> list[bytes]:
         """Every digest as 8 bytes, in one transfer per device."""
-        by_device: dict[Any, list[int]] = {}
-        for index, digest in enumerate(digests):
-            by_device.setdefault(digest.value.device, []).append(index)
-        values: list[int] = [0] * len(digests)
-        for indices in by_device.values():
-            stacked = torch.stack([digests[index].value for index in indices]).cpu().tolist()
-            for index, number in zip(indices, stacked, strict=True):
-                values[index] = int(number)
-        return [struct.pack("<q", number) for number in values]
+        sums = to_host([digest.value for digest in digests])
+        return [struct.pack("<q", int(number)) for number in sums]
 
 
 class TorchDevicePart:

@@ -39,7 +39,7 @@ from rankscribe.writer.histograms import (
     no_finite_histogram,
 )
 
-__all__ = ["device_histogram_dtype", "device_histograms"]
+__all__ = ["device_histogram_dtype", "device_histograms", "to_host"]
 
 # Values bucketed per pass: bounds the int64 bucket indices a pass holds (128 MB).
 _CHUNK = 1 << 24
@@ -90,7 +90,7 @@ def device_histograms(tensors: Sequence[Any]) -> list[HistogramData]:
         edges, widths = histogram_edges(finite, low, high, dtype)
         plans.append((edges, widths))
         pending.append(_bucket_counts(flat, edges, non_finite=count - finite))
-    counted = iter([row.astype(np.int64) for row in _to_host(pending)])
+    counted = iter([row.astype(np.int64) for row in to_host(pending)])
     histograms = []
     for plan, (count, nan, pos_inf, neg_inf, low, high, total) in zip(plans, stats, strict=True):
         if plan is None:
@@ -122,8 +122,9 @@ def _flat(tensor: Any) -> torch.Tensor:
     return flat
 
 
-def _to_host(parts: list[torch.Tensor]) -> list[np.ndarray]:
-    """Each of the equal-shaped ``parts`` on the host: one copy per device they are on."""
+def to_host(parts: list[torch.Tensor]) -> list[np.ndarray]:
+    """Each of the equal-shaped ``parts`` on the host: one copy per device they are on
+    (the histograms' numbers here, the device fingerprints' sums in ``_torch.py``)."""
     rows: list[np.ndarray | None] = [None] * len(parts)
     by_device: dict[torch.device, list[int]] = {}
     for index, part in enumerate(parts):
@@ -150,7 +151,7 @@ def _extremes(flat: torch.Tensor) -> torch.Tensor:
 
 def _gather(parts: list[torch.Tensor]) -> list[tuple[float, float, float]]:
     """Bring the tensors' numbers to the host, one copy per device."""
-    return [(float(low), float(high), float(total)) for low, high, total in _to_host(parts)]
+    return [(float(low), float(high), float(total)) for low, high, total in to_host(parts)]
 
 
 def _with_non_finite(flat: torch.Tensor) -> tuple[int, int, int, int, float, float, float]:
