@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rankscribe.writer.errors import WriterTypeError
+from rankscribe.writer.errors import WriterTypeError, WriterValueError
 from rankscribe.writer.pb import summary_pb2, tensorboard_pb2
 
 __all__ = [
@@ -207,7 +207,9 @@ def histogram_edges(
     when it was rounded, in *dtype*.
     """
     if finite_count <= 0:
-        raise ValueError(f"a histogram's edges need at least one finite value, got {finite_count}")
+        raise WriterValueError(
+            f"a histogram's edges need at least one finite value, got {finite_count}"
+        )
     edges, widths, _ = _bucket_edges(
         float(low), float(high), bucket_count(finite_count), np.dtype(dtype)
     )

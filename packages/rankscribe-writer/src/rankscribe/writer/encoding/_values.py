@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from google.protobuf.message import Message
 
-from rankscribe.writer.encoding._histogram import HistogramData
+from rankscribe.writer.encoding._histogram import MAX_BUCKETS, HistogramData
 from rankscribe.writer.encoding._image import validate_image_shape
 from rankscribe.writer.errors import WriterTypeError, WriterValueError
 from rankscribe.writer.pb import anf_ir_pb2, lineage_pb2, summary_pb2
@@ -176,11 +176,17 @@ def _not_numeric(plugin: str, name: str, got: str) -> WriterTypeError:
     )
 
 
+# An encoded histogram's upper bound: at most MAX_BUCKETS buckets of three numbers each.
+_HISTOGRAM_SIZE = MAX_BUCKETS * 30 + 128
+
+
 def _array_snapshot(plugin: str, name: str, value: object) -> Snapshot:
     if plugin == "histogram" and isinstance(value, HistogramData):
         # Buckets counted elsewhere (an accelerator's tensor, counted on its device,
         # rankscribe.writer.histograms): written as they are.
-        return Snapshot(plugin, name, value, 90 * 30 + 128 + len(name) + 16, 90 * 24 + 128)
+        return Snapshot(
+            plugin, name, value, _HISTOGRAM_SIZE + len(name) + 16, MAX_BUCKETS * 24 + 128
+        )
     array = to_numpy(value, plugin, name)
     if not array.dtype.isnative:  # a big-endian int32 is an int32 (rare: one more copy)
         array = array.astype(array.dtype.newbyteorder("="))
@@ -201,7 +207,7 @@ def _array_snapshot(plugin: str, name: str, value: object) -> Snapshot:
             )
         encoded = tensor_size(array)
     else:
-        encoded = 90 * 30 + 128
+        encoded = _HISTOGRAM_SIZE
     encoded += len(name) + 16
     if encoded > MAX_STEP_BYTES:
         raise WriterValueError(
