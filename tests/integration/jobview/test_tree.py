@@ -24,7 +24,7 @@ from rankscribe.lineage.jobparts import JobPartial
 from rankscribe.lineage.jobview import JobStatistics, RankSeries
 from rankscribe.ranks import FileCoordinator, RankInfo, StoreCoordinator
 from rankscribe.ranks.errors import RanksValueError
-from rankscribe.ranks.testing import MemoryTreeChannel, MemoryTreeHub
+from rankscribe.ranks.testing import MemoryTreeChannel, MemoryTreeHub, wait_clock
 from rankscribe.ranks.tree import tree_channel
 
 WORLD = 20
@@ -153,6 +153,29 @@ def test_the_file_tree_writes_private_files_that_the_parent_removes(tmp_path: Pa
     assert channels[0] is not None
     assert channels[0].receive(1, 0.2) == {2: [(1, b"\x00payload")]}
     assert not message.exists()
+
+
+@pytest.mark.parametrize(("prompt", "latest"), [(True, 0.002), (False, 0.02)])
+def test_a_prompt_round_takes_a_late_message_within_2_ms(prompt: bool, latest: float) -> None:
+    """The last round (the training thread waits) polls at most 2 ms apart; the background
+    rounds up to 20 ms apart. The child's message arrives 37 ms into the wait (an injected
+    clock: no real time passes)."""
+    hub = MemoryTreeHub()
+    parent, child = (MemoryTreeChannel(hub, rank, 2) for rank in range(2))
+    now = [0.0]
+    arrival = 0.037
+
+    def sleep(seconds: float) -> None:
+        before = now[0]
+        now[0] += seconds
+        if before < arrival <= now[0]:
+            assert child.send(1, b"last", 1.0)
+
+    with wait_clock(lambda: now[0], sleep):
+        assert parent.receive(1, 5.0, prompt=prompt) == {1: [(1, b"last")]}
+    assert arrival <= now[0] <= arrival + latest
+    if not prompt:
+        assert now[0] > arrival + 0.002  # the background poll had backed off past 2 ms
 
 
 def test_a_foreign_message_is_ignored() -> None:

@@ -412,7 +412,8 @@ class LiveRankView:
             tree_height = max(1, channel.tree_height)
             base = self._timeout if final else self._round_wait()
             wait = base * channel.height / tree_height
-            messages = channel.receive(number, wait) if channel.children else {}
+            # The last round is on the training thread: prompt polls (docs/job-view.md, "Tree").
+            messages = channel.receive(number, wait, prompt=final) if channel.children else {}
             merged = own
             arrived: set[int] = set()
             for child, items in messages.items():
@@ -439,7 +440,7 @@ class LiveRankView:
                     "job view, %s: rank(s) %s did not deliver in time", round_name(number), late
                 )
             if channel.parent is not None:
-                if not channel.send(number, encode_message(merged), base):
+                if not channel.send(number, encode_message(merged), base, prompt=final):
                     logger.warning(
                         "job view, %s: rank %d's message did not reach rank %d in time",
                         round_name(number),

@@ -71,6 +71,10 @@ _TAG_SPAN = 32767
 # Cancelling a receive that has not matched completes at once; one that is
 # already receiving cannot be cancelled and is abandoned after this long.
 _CANCEL_GRACE = 0.5
+# A collective's caller waits for it (the open and the end of training, on the training
+# thread): polls from 0.1 ms, doubling to at most 2 ms, so a rank that arrived is seen
+# within 2 ms; a long wait for a late rank costs a few hundred polls a second.
+_COLLECTIVE_POLL = (0.0001, 0.002)
 
 
 class _Inbound:
@@ -335,7 +339,7 @@ class MpiCoordinator(Coordinator):
     def _exchange(self, channels: Iterable[_Channel], deadline: Deadline) -> None:
         """Poll ``channels`` until all are done or ``deadline`` passes; then drop the rest."""
         pending = list(channels)
-        backoff = Backoff()
+        backoff = Backoff(*_COLLECTIVE_POLL)
         try:
             while pending:
                 progressed = [channel.poll() for channel in pending]
