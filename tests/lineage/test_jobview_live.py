@@ -327,6 +327,35 @@ def test_a_job_file_reads_whole_after_each_interval(tmp_path: Path) -> None:
     view.finish()
 
 
+def test_finish_after_the_last_write_writes_only_what_is_new(tmp_path: Path) -> None:
+    """The end of training writes the last interval (final), then finish() adds the HParams
+    session: the state file is not written a second time when nothing arrived between
+    them (two fsyncs less at the end), and is when something did."""
+    view = LiveJobView(tmp_path, world_size=1, tensorboard=True)
+    view.add(JobPartial.of_rank(0, rank_points(0, range(1, 6)), finished=True))
+    assert view.write(final=True)
+    state = tmp_path / LIVE_STATE_NAME
+    written = state.stat()
+    assert json.loads(state.read_text())["final"] is True
+    assert not view.write(final=True)  # nothing new: the files stand as they are
+    view.finish(hparams={"lr": 0.1}, metrics={"loss": 0.5})
+    assert (state.stat().st_ino, state.stat().st_mtime_ns) == (
+        written.st_ino,
+        written.st_mtime_ns,
+    )
+    assert sorted(
+        dict(scalars(next(p for p in view.paths if p.endswith("_MS")))["loss/auto/mean"])
+    ) == [1, 2, 3, 4, 5]
+
+    (tmp_path / "again").mkdir()
+    again = LiveJobView(tmp_path / "again", world_size=1)
+    again.add(JobPartial.of_rank(0, rank_points(0, range(1, 6))))
+    assert again.write(final=True)
+    again.add(JobPartial.of_rank(0, rank_points(0, range(6, 9)), last_step=5, finished=True))
+    again.finish()  # a round arrived after the final write: the state file says so
+    assert json.loads((tmp_path / "again" / LIVE_STATE_NAME).read_text())["interval"] == 2
+
+
 def test_ranks_text_stays_short_for_huge_worlds() -> None:
     assert ranges_text([0, 1, 3, 4, 5, 9]) == "0,1,3-5,9"
     assert ranges_text([(2, 99_999)]) == "2-99999"

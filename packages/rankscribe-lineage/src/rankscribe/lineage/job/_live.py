@@ -116,6 +116,7 @@ class LiveJobView:
         self._round_missing: list[int] = []
         self._received = 0
         self._written_round = 0
+        self._final_round = -1  # the interval a final write wrote through (-1: none yet)
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._files: AppendedJobFiles | None = None
@@ -176,6 +177,10 @@ class LiveJobView:
         with self._lock:
             if self._received == self._written_round and not final:
                 return False
+            if final and self._final_round == self._received:
+                # Nothing arrived since the last final write (finish() after the last
+                # round's write): its files and state file are on disk as they stand.
+                return False
             if self._received - self._written_round > self.rounds_per_write:
                 logger.warning(
                     "live job view of %s fell behind (a slow filesystem?): intervals %d-%d "
@@ -211,6 +216,8 @@ class LiveJobView:
             if record["kind"] in ("divergence", "nonfinite")
         ]
         self._write_state(verdicts, final=final)
+        if final:
+            self._final_round = self._received
         return bool(curves) or final
 
     def judge(self, *, final: bool = False) -> list[dict[str, Any]]:
