@@ -11,7 +11,9 @@ steps. Here the device does the passes and only a few numbers per tensor travel:
    holds one pays a second pass for the NaN, +inf, -inf and finite counts). The numbers
    of every tensor come to the host together: one wait.
 2. The writer's edges for that finite count, range and dtype
-   (:func:`rankscribe.writer.histograms.histogram_edges`, MindSpore's rule), then one
+   (:func:`rankscribe.writer.histograms.histogram_edges`, MindSpore's rule), every
+   tensor's before any pass and sent to the device in one copy (a copy from the host
+   waits for the device's queue: one per tensor would idle the device), then one
    pass per tensor that finds each value's bucket by comparing it with the edges
    (``torch.bucketize``: exact comparisons, in the tensor's own float32 when the edges
    are float32 values, else in float64) and counts the buckets. The counts of every
@@ -78,19 +80,32 @@ def device_histograms(tensors: Sequence[Any]) -> list[HistogramData]:
             stats.append((count, 0, 0, 0, low, high, total))
         else:
             stats.append(_with_non_finite(flat))
-    pending: list[torch.Tensor] = []
     plans: list[tuple[np.ndarray, np.ndarray] | None] = []
-    for tensor, flat, (count, nan, pos_inf, neg_inf, low, high, _) in zip(
-        tensors, flats, stats, strict=True
-    ):
+    for tensor, (count, nan, pos_inf, neg_inf, low, high, _) in zip(tensors, stats, strict=True):
         finite = count - nan - pos_inf - neg_inf
         if finite == 0:
             plans.append(None)
             continue
         dtype = device_histogram_dtype(tensor) or np.dtype(np.float32)
-        edges, widths = histogram_edges(finite, low, high, dtype)
-        plans.append((edges, widths))
-        pending.append(_bucket_counts(flat, edges, non_finite=count - finite))
+        plans.append(histogram_edges(finite, low, high, dtype))
+    # Every tensor's edges first, then its passes: the edges go to the device in one copy
+    # (a copy from the host waits for the device's queue; one per tensor would make the
+    # device wait for the host's Python between the tensors' passes).
+    to_count = [
+        (flat, plan, stat)
+        for flat, plan, stat in zip(flats, plans, stats, strict=True)
+        if plan is not None
+    ]
+    exact = [_exact_in_float32(flat, plan[0]) for flat, plan, _ in to_count]
+    boundaries = _on_devices(
+        [plan[0] for _, plan, _ in to_count],
+        [flat.device for flat, _, _ in to_count],
+        exact,
+    )
+    pending = [
+        _bucket_counts(flat, bounds, in_float32, non_finite=stat[1] + stat[2] + stat[3])
+        for (flat, _, stat), bounds, in_float32 in zip(to_count, boundaries, exact, strict=True)
+    ]
     counted = iter([row.astype(np.int64) for row in to_host(pending)])
     histograms = []
     for plan, (count, nan, pos_inf, neg_inf, low, high, total) in zip(plans, stats, strict=True):
@@ -174,18 +189,44 @@ def _with_non_finite(flat: torch.Tensor) -> tuple[int, int, int, int, float, flo
     return (count, nan, pos_inf, neg_inf, numbers[3], numbers[4], numbers[5])
 
 
-def _bucket_counts(flat: torch.Tensor, edges: np.ndarray, non_finite: int) -> torch.Tensor:
+def _exact_in_float32(flat: torch.Tensor, edges: np.ndarray) -> bool:
+    """Whether ``flat`` is bucketed in float32: it is not float64 and every edge is a
+    float32 value (so the comparisons in float32 are the exact ones)."""
+    return flat.dtype != torch.float64 and bool(
+        np.array_equal(edges.astype(np.float32).astype(np.float64), edges)
+    )
+
+
+def _on_devices(
+    edges: list[np.ndarray], devices: list[torch.device], in_float32: list[bool]
+) -> list[torch.Tensor]:
+    """Each tensor's edges on its device (in float32 where ``in_float32``, else float64):
+    one copy per device, as float32 when every edge on it is one (a device without
+    float64, Apple's MPS, takes those), else float64, converted there (exactly)."""
+    result: list[torch.Tensor | None] = [None] * len(edges)
+    by_device: dict[torch.device, list[int]] = {}
+    for index, device in enumerate(devices):
+        by_device.setdefault(device, []).append(index)
+    for device, indices in by_device.items():
+        narrow = all(in_float32[index] for index in indices)
+        joined = np.concatenate([edges[index] for index in indices])
+        copied = torch.from_numpy(joined.astype(np.float32) if narrow else joined).to(device)
+        parts = torch.split(copied, [edges[index].size for index in indices])
+        for index, part in zip(indices, parts, strict=True):
+            result[index] = part.to(torch.float32 if in_float32[index] else torch.float64)
+    return [part for part in result if part is not None]
+
+
+def _bucket_counts(
+    flat: torch.Tensor, boundaries: torch.Tensor, in_float32: bool, non_finite: int
+) -> torch.Tensor:
     """Per-bucket counts (MAX_BUCKETS long, zero-padded) of the finite values, on the device.
 
+    ``boundaries``: the edges on the device, in the dtype the values are compared in.
     Non-finite values are replaced by the first edge and taken back out of bucket 0.
     """
-    bins = edges.size - 1
-    as_float32 = edges.astype(np.float32)
-    exact_in_float32 = flat.dtype != torch.float64 and bool(
-        np.array_equal(as_float32.astype(np.float64), edges)
-    )
-    work = torch.float32 if exact_in_float32 else torch.float64
-    boundaries = torch.from_numpy(as_float32 if exact_in_float32 else edges).to(flat.device)
+    bins = boundaries.numel() - 1
+    work = torch.float32 if in_float32 else torch.float64
     counts = torch.zeros(MAX_BUCKETS, dtype=torch.int64, device=flat.device)
     for start in range(0, flat.numel(), _CHUNK):
         chunk = flat[start : start + _CHUNK].to(work)
