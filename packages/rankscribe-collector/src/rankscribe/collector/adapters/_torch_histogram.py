@@ -16,7 +16,8 @@ steps. Here the device does the passes and only a few numbers per tensor travel:
    waits for the device's queue: one per tensor would idle the device), then one
    pass per tensor that finds each value's bucket by comparing it with the edges
    (``torch.bucketize``: exact comparisons, in the tensor's own float32 when the edges
-   are float32 values, else in float64) and counts the buckets. The counts of every
+   are float32 values, else in float64) and counts the buckets (``histc``; under
+   ``torch.use_deterministic_algorithms(True)``, by sorting). The counts of every
    tensor come to the host together: the second wait.
 
 The counts are those the host would count: the same edges, the same comparisons
@@ -238,9 +239,22 @@ def _bucket_counts(
         # half a bucket), exact while a chunk holds at most 2**24 values, and without the
         # waits ``bincount`` has on a GPU (it reads the largest index on the host).
         found = torch.bucketize(chunk, boundaries, right=True, out_int32=True)
-        per_k = torch.histc(found.to(torch.float32), bins=bins + 1, min=0.5, max=bins + 1.5)
+        if torch.are_deterministic_algorithms_enabled():
+            per_k = _sorted_counts(found, bins + 1)  # histc's atomic adds are refused there
+        else:
+            per_k = torch.histc(found.to(torch.float32), bins=bins + 1, min=0.5, max=bins + 1.5)
         counts[:bins] += per_k[:bins].to(torch.int64)
         counts[bins - 1] += per_k[bins].to(torch.int64)
     if non_finite:
         counts[0] -= non_finite
     return counts
+
+
+def _sorted_counts(found: torch.Tensor, largest: int) -> torch.Tensor:
+    """How many of ``found`` are 1, 2, ... ``largest`` (whole numbers in that range), by
+    sorting them and finding where each number starts: no atomic adds, so it runs under
+    ``torch.use_deterministic_algorithms(True)``, which refuses ``histc`` on a GPU."""
+    ordered = torch.sort(found).values
+    numbers = torch.arange(1, largest + 2, dtype=found.dtype, device=found.device)
+    starts = torch.searchsorted(ordered, numbers)  # the first place of each number
+    return starts[1:] - starts[:-1]
