@@ -162,6 +162,67 @@ def test_the_bar_rises_with_the_ranks_judged_at_once() -> None:
     assert record["ranks"] == [1]
 
 
+#: The steps of evidence the median rank's noise counts for in a steady rank's variance.
+NOISE_STEPS = 50
+
+
+def _noisier(strength: float, spread: float = 1.3) -> np.ndarray:
+    """1,024 ranks over 50 steps: a third steady, a third alternating +-``noise`` and a
+    third -+``noise``, so the others' median is the steady value and the median rank's
+    variance ``noise^2``. Rank 1 is slower by ``strength`` standard errors of its
+    variance moderated by the others' (``spread^2 noise^2`` pooled with ``noise^2``
+    counted as ``NOISE_STEPS`` steps), and its spread is ``spread noise``: every 10th step
+    an outlying one (above 10 % of the step: set aside by the test of usual steps), the
+    others up and down around a little less, so that it is above the floor in 5 of 9
+    usual steps and above the others' median in 3 of 5 (the sign test stays unclear)."""
+    steps, ranks, noise = 50, 1024, 0.0005
+    sign = np.where(np.arange(steps) % 2 == 0, 1.0, -1.0)
+    phase = np.array([0.0, 1.0, -1.0])[np.arange(ranks) % 3][:, None]
+    forward = 0.006 + noise * phase * sign
+    period = np.array(
+        [-1 + 2.8, -1 - 2.8, -1 + 2.8, -1 - 2.8, -1, 9, -1 + 2.8, -1 - 2.8, -1 + 2.8, -1 - 2.8]
+    )
+    pattern = np.tile(period, steps // 10)
+    pattern *= spread * noise / pattern.std()
+    moderated = (steps * spread**2 + NOISE_STEPS) / (steps + NOISE_STEPS) * noise**2
+    forward[1] = 0.006 + strength * np.sqrt(moderated / (steps - 1)) + pattern
+    return forward
+
+
+def test_a_steady_rank_a_little_noisier_than_the_others_is_judged_by_the_noise_of_all() -> None:
+    """Fifty steps estimate a rank's variance to about 20 %: a rank slower in most of its
+    usual steps whose spread reads 1.3 times the others' is judged on that pooled with
+    theirs, so a clear slowdown is named; on its own spread it would be 5.9 standard
+    errors, under the bar of 6.45 at 1,024 ranks."""
+    low = VerdictSettings(cost_floor_share=1e-4, cost_floor_seconds=1e-7)
+    step = np.full(50, 0.010)
+    [record] = judge_timings({"forward": _noisier(6.6)}, step_time=step, settings=low)
+    assert record["ranks"] == [1]
+    assert judge_timings({"forward": _noisier(6.2)}, step_time=step, settings=low) == []
+
+
+def test_a_rank_far_noisier_than_the_others_is_judged_on_its_own_spread() -> None:
+    """A spread 2.5 times the others' is the rank's own (stalls on a busy core), not
+    chance: pooled with theirs it would read 6.6 standard errors, on its own 5.0. (A
+    20 ms step, so that its usual steps stay under 10 % of it.)"""
+    low = VerdictSettings(cost_floor_share=1e-4, cost_floor_seconds=1e-7)
+    step = np.full(50, 0.020)
+    assert judge_timings({"forward": _noisier(6.6, 2.5)}, step_time=step, settings=low) == []
+    [record] = judge_timings({"forward": _noisier(6.6 * 1.31, 2.5)}, step_time=step, settings=low)
+    assert record["ranks"] == [1]
+
+
+def test_a_skewed_wait_a_little_noisier_is_judged_on_its_own_spread() -> None:
+    """The same excesses in a wait of 1.5 ms that varies by a third of itself: the
+    variances of a few dozen steps of such a timing are no guide to each other (short
+    waits are skewed), so the rank's own spread stays and it is not named."""
+    low = VerdictSettings(cost_floor_share=1e-4, cost_floor_seconds=1e-7)
+    step = np.full(50, 0.010)
+    wait = _noisier(6.6) - 0.0045
+    assert wait.min() > 0
+    assert judge_timings({"data_wait": wait}, step_time=step, settings=low) == []
+
+
 def test_the_evidence_of_windows_merges_into_the_whole() -> None:
     timings, step = _timings(slow={2: 1.4})
     whole = timings_evidence(timings, step_time=step)

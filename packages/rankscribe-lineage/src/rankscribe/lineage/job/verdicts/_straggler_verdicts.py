@@ -11,7 +11,8 @@ of a few ms in some steps raise the mean, not this) or, for a rank slow in
 fewer steps, its mean cost clears ``BURST_FLOORS`` floors or it is slow every
 k-th step (the Fourier component of its excess at that period: :func:`_periods`);
 and its mean excess is ``confidence`` standard errors above zero (more with many
-ranks: :func:`confidence_for`). A node of
+ranks: :func:`confidence_for`; for a rank slow in most steps, its variance moderated
+by the others': :func:`_moderated`). A node of
 several ranks named on one timing is one verdict; its cost is its costliest
 rank's (the job waits for the slowest of them each step).
 """
@@ -53,11 +54,18 @@ __all__ = ["VerdictSettings", "straggler_records", "straggler_verdicts", "timing
 
 _NONE = -1
 #: A cost judged by its mean must clear the floor by this many standard errors.
-FLOOR_ERRORS = 1.5
+FLOOR_ERRORS = 1.0
+#: A steady rank's own variance is pooled with the median rank's as if that were this
+#: many more steps of evidence (:func:`_moderated`).
+NOISE_STEPS = 50.0
+#: ... for a timing whose noise is at most this share of its size (near normal).
+NORMAL_SPREAD = 0.25
+#: ... and for a rank whose spread is at most this many times the median rank's.
+LIKE_NOISE = 2.0
 #: ... and the rank's excess must reach the floor in more than half of the steps, by
 #: this many standard errors of a sign test (its median excess clears the floor):
 #: material in most steps, not a mean raised by stalls in some.
-MATERIAL_ERRORS = 1.0
+MATERIAL_ERRORS = 0.5
 #: A rank slow in fewer than half of its steps (every k-th step, stalls) is named only
 #: when its mean cost clears this many floors (by ``FLOOR_ERRORS`` standard errors): a
 #: rank descheduled now and then on a busy machine costs a few percent, not this.
@@ -158,6 +166,52 @@ def _typical_variance(blocks: FloatArray) -> float:
     return float(np.median(known)) if len(known) else 0.0
 
 
+def _spread(blocks: FloatArray, noise: float) -> float:
+    """The timing's noise as a share of its size: the median rank's standard deviation
+    of its excess over the median rank's reference (the others' median; both as shares
+    of the step). About 0.07 for a forward, 0.5 for a short data wait."""
+    whole = blocks.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        reference = whole[:, REFERENCE] / whole[:, COUNT]
+    known = reference[np.isfinite(reference)]
+    size = float(np.median(known)) if len(known) else 0.0
+    return math.sqrt(noise) / size if size > 0 else math.inf
+
+
+def _moderated(variance: FloatArray, count: FloatArray, noise: float, spread: float) -> FloatArray:
+    """Each rank's variance of its excess, moderated by the median rank's ``noise``.
+
+    A few dozen steps estimate a rank's variance to 20 % or so, and the
+    largest of such estimates among many ranks are well above their truth: a
+    rank slow in most of its steps whose few outlying steps widen its spread
+    would not look clear. So, for such a rank (:func:`_steady`), its own
+    variance over ``count`` steps is pooled with the noise as if that were
+    ``NOISE_STEPS`` more steps of evidence (the moderated t-statistic of tests
+    over many units at once), never below the noise (a few steps since a
+    chosen onset can look steadier than the rank is). A burst, or a rank
+    stalled in some steps, is judged on its own spread: its spread is the
+    evidence that it is not steady.
+
+    Only for a timing whose noise is at most ``NORMAL_SPREAD`` of its size
+    (``spread``, :func:`_spread`): a compute section or a forward is near
+    normal, while a wait of a few hundred us that varies by half of itself is
+    skewed, and there the variances of a few dozen steps are no guide to each
+    other (its own spread stays). And only for a rank whose spread is at most
+    ``LIKE_NOISE`` times the others': a rank stalled now and then on a busy
+    core, slow in just over half of its steps, has a spread several times
+    theirs, and that is its own.
+    """
+    own = np.maximum(variance, noise)
+    if spread > NORMAL_SPREAD:
+        return own
+    with np.errstate(invalid="ignore"):
+        pooled = (count * variance + NOISE_STEPS * noise) / (count + NOISE_STEPS)
+    # A spread more than LIKE_NOISE times the others' is the rank's own, not chance.
+    alike = variance <= LIKE_NOISE * LIKE_NOISE * noise
+    moderated: FloatArray = np.where(alike, np.maximum(pooled, noise), own)
+    return moderated
+
+
 def _duty(mean: FloatArray, square: FloatArray, noise: float) -> FloatArray:
     """The share of its steps in which each rank was slow, from the moments of its excess.
 
@@ -252,6 +306,13 @@ def _judge_tag(part: TagEvidence, settings: VerdictSettings) -> _Judged:
         # can look steadier than the rank is.
         error = np.sqrt(np.maximum(variance, noise) / np.maximum(count - 1, 1))
         strength = np.where(error > 0, mean / error, np.where(mean > 0, np.inf, 0.0))
+        # For a rank slow in most of its steps: its spread moderated by the noise.
+        steady_error = np.sqrt(
+            _moderated(variance, count, noise, _spread(blocks, noise)) / np.maximum(count - 1, 1)
+        )
+        steady_strength = np.where(
+            steady_error > 0, mean / steady_error, np.where(mean > 0, np.inf, 0.0)
+        )
         # A sign test beside the mean's: one spike (clipped at a step) inflates the
         # standard error of a few dozen steps, never the count of steps above the others.
         signs = segment[:, ABOVE] + segment[:, BELOW]
@@ -270,6 +331,11 @@ def _judge_tag(part: TagEvidence, settings: VerdictSettings) -> _Judged:
     # Material in most steps: on a busy machine a rank descheduled for a few ms in some
     # steps has a mean excess of several times its usual one; its median is unmoved.
     steady = _steady(segment, floor)
+    # A rank slow in most of its steps is as noisy as the others but for chance: its
+    # variance moderated by theirs (a burst's, or a stalled rank's, spread is its own).
+    by_steady_mean = (
+        steady & (steady_strength >= bar) & (mean - FLOOR_ERRORS * steady_error >= floor)
+    )
     large = mean - FLOOR_ERRORS * error >= BURST_FLOORS * floor
     # Or slow every k-th step (a periodic extra work, not stalls at random): the period
     # is clear and the cost clears the floor by FLOOR_ERRORS standard errors.
@@ -280,7 +346,7 @@ def _judge_tag(part: TagEvidence, settings: VerdictSettings) -> _Judged:
         (count >= settings.min_steps)
         & (seconds >= settings.cost_floor_seconds)
         & material
-        & (by_mean | by_sign)
+        & (by_mean | by_sign | by_steady_mean)
     )
     since = np.maximum((part.first_block + onset) * part.block_size, part.first_step)
     clean = np.nan_to_num
