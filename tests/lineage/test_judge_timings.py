@@ -223,6 +223,18 @@ def test_a_skewed_wait_a_little_noisier_is_judged_on_its_own_spread() -> None:
     assert judge_timings({"data_wait": wait}, step_time=step, settings=low) == []
 
 
+def test_ranks_with_steady_times_and_no_noise_are_judged_without_error() -> None:
+    """Each rank's time the same at every step: the variances are sums' differences that
+    rounding can leave just below 0 (a real job's steady sleeps did); the rank 0.9 ms
+    slower is named, nothing raises."""
+    steps = 50
+    forward = np.array(
+        [[0.006] * steps, [0.0069183673] * steps, [0.0071] * steps, [0.0063] * steps]
+    )
+    records = judge_timings({"forward": forward}, step_time=np.full(steps, 0.0123))
+    assert [record["ranks"] for record in records] == [[2, 1]]
+
+
 def test_the_evidence_of_windows_merges_into_the_whole() -> None:
     timings, step = _timings(slow={2: 1.4})
     whole = timings_evidence(timings, step_time=step)

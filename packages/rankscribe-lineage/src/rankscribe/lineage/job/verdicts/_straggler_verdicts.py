@@ -175,7 +175,8 @@ def _spread(blocks: FloatArray, noise: float) -> float:
         reference = whole[:, REFERENCE] / whole[:, COUNT]
     known = reference[np.isfinite(reference)]
     size = float(np.median(known)) if len(known) else 0.0
-    return math.sqrt(noise) / size if size > 0 else math.inf
+    # ``noise`` is a difference of sums: a timing without noise can leave it just below 0.
+    return math.sqrt(max(noise, 0.0)) / size if size > 0 else math.inf
 
 
 def _moderated(variance: FloatArray, count: FloatArray, noise: float, spread: float) -> FloatArray:
