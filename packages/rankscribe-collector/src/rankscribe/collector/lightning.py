@@ -100,6 +100,8 @@ class RankScribeLogger(Logger):
         self._run: FrameworkRun | None = None
         self._hooks: _Hooks | None = None
         self._eval_metrics: dict[str, float] = {}
+        #: What stopped the fit (Lightning's ``on_exception``, before ``finalize("failed")``).
+        self._stopped_by: BaseException | None = None
 
     # ------------------------------------------------------------- Logger's surface
 
@@ -166,8 +168,14 @@ class RankScribeLogger(Logger):
             self._run.checkpoint.latest_ckpt_file_name = best
 
     def finalize(self, status: str) -> None:
-        """The job's lineage and view (every rank), then this rank's files are closed."""
+        """The job's lineage and view (every rank), then this rank's files are closed.
+
+        A fit stopped by an exception (``status`` "failed") closes the files with it,
+        as a training loop would: rank 0 of several says how to merge the job's
+        lineage, which the end of training did not.
+        """
         run, self._run = self._run, None
+        stopped_by, self._stopped_by = self._stopped_by, None
         if run is None:
             return
         try:
@@ -180,7 +188,7 @@ class RankScribeLogger(Logger):
                         self._hooks.valid_dataset if self._hooks is not None else None,
                     )
         finally:
-            run.close()
+            run.close(stopped_by if status != "success" else None)
 
     # ------------------------------------------------------------------ internals
 
@@ -271,3 +279,8 @@ class _Hooks(pl.Callback):
         run = self._logger._run
         if run is not None and run.training:
             run.end_training()
+
+    def on_exception(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, exception: BaseException
+    ) -> None:
+        self._logger._stopped_by = exception
