@@ -23,6 +23,7 @@ batch_idx  # lightning Callback hooks' parameter, part of their signature
 _.on_train_batch_end  # lightning Callback hook
 _.on_train_epoch_end  # lightning Callback hook
 _.on_validation_end  # lightning Callback hook
+_.on_exception  # lightning Callback hook (a fit that raises)
 _.on_train_end  # lightning and transformers Callback hook; MindSpore's (lineage callbacks)
 _.validation_step  # lightning LightningModule hook (examples/lightning/train.py)
 _.configure_optimizers  # lightning LightningModule hook (examples/lightning/train.py)
