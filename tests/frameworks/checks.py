@@ -28,3 +28,17 @@ def assert_every_rank_recorded(job: Path, world_size: int = 2) -> None:
     counts = job_view["rankscribe/step_time/ranks"]
     assert counts, "the job view has no step-time points"
     assert {value for _, value in counts} == {float(world_size)}
+
+
+def quiet_trainer(lightning: Any, logger: Any, max_steps: int) -> Any:
+    """A Lightning ``Trainer`` on one CPU for a few steps, logging to ``logger`` only: no
+    checkpoint, progress bar or model summary."""
+    return lightning.Trainer(
+        accelerator="cpu",
+        devices=1,
+        max_steps=max_steps,
+        logger=logger,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )

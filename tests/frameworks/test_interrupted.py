@@ -19,6 +19,7 @@ import pytest
 from rankscribe.collector import SummaryCollector
 from rankscribe.ranks import RankInfo
 from tests.collector.coordinators import RankZeroAlone
+from tests.frameworks.checks import quiet_trainer
 
 pytestmark = pytest.mark.slow
 torch = pytest.importorskip("torch")
@@ -45,15 +46,7 @@ def _fit(lightning: Any, integration: Any, directory: Path, fail_at: int | None)
     logger = integration.RankScribeLogger(
         directory, collect_specified_data={"collect_landscape": None}
     )
-    trainer = lightning.Trainer(
-        accelerator="cpu",
-        devices=1,
-        max_steps=4,
-        logger=logger,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-    )
+    trainer = quiet_trainer(lightning, logger, max_steps=4)
     loader = torch.utils.data.DataLoader(data, batch_size=4)
     if fail_at is None:
         trainer.fit(Tiny(), loader)

@@ -24,6 +24,7 @@ import pytest
 from rankscribe.collector import SummaryCollector
 from rankscribe.lineage.jobparts import STEP_TIME_TAG, JobPartial
 from rankscribe.lineage.jobview import LiveJobView
+from tests.frameworks.checks import quiet_trainer
 
 pytestmark = pytest.mark.slow
 torch = pytest.importorskip("torch")
@@ -107,15 +108,7 @@ def test_lightning_hands_on_verdict_to_its_collector(
 
     data = torch.utils.data.TensorDataset(torch.randn(16, 4), torch.randn(16, 1))
     logger = integration.RankScribeLogger(tmp_path / "runs", on_verdict=called.append)
-    trainer = lightning.Trainer(
-        accelerator="cpu",
-        devices=1,
-        max_steps=3,
-        logger=logger,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-    )
+    trainer = quiet_trainer(lightning, logger, max_steps=3)
     trainer.fit(Tiny(), torch.utils.data.DataLoader(data, batch_size=4))
     _check_the_run_and_the_record(made, Path(logger.log_dir), called, tmp_path)
 
