@@ -64,6 +64,7 @@ dataset_dir  # a dataset's attribute the lineage callbacks read with getattr (te
 
 # -- called by a name vulture cannot follow --------------------------------------------------
 _close_live_records  # registered with @atexit.register (writer/record/_lifetime.py)
+_say_unended_runs  # registered with @atexit.register (collector/frameworks/_driver.py)
 _.__getattr__  # PEP 562 module hook, set on a module object (tests/ranks/test_lazy_attributes.py)
 _.__dir__  # PEP 562 module hook, the same
 mismatch  # a worker function chosen by its name on the command line (tests/ranks/file_worker.py)

@@ -1,16 +1,19 @@
-"""A Lightning fit stopped by an exception: rank 0 of several says how to merge.
+"""Training stopped before its end: rank 0 of several says how to merge.
 
 The end of training, which merges the job's lineage, never comes when the
 fit raises; Lightning tells its callbacks (``on_exception``) and then its
 loggers (``finalize("failed")``). The logger closes the run with the
 exception, as a training loop would, and rank 0 of a job of several warns
-with the command that makes the job's lineage. The rank is rank 0 of 2
-(injected into the collector the integration makes, with a coordinator whose
-rank 1 never reports), so this runs in one process.
+with the command that makes the job's lineage. Transformers' callbacks and
+Accelerate's trackers hear of no exception: rank 0 says it when the process
+exits (a script of its own here, so that its exit is seen). The rank is rank 0
+of 2 (injected into the collector the integration makes, with a coordinator
+whose rank 1 never reports), so each runs in one process.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +21,10 @@ import pytest
 
 from rankscribe.collector import SummaryCollector
 from rankscribe.ranks import RankInfo
+from tests._support.launchers import clean_environment, run_bounded
 from tests.collector.coordinators import RankZeroAlone
 from tests.frameworks.checks import quiet_trainer
+from tests.frameworks.conftest import JOB_TIMEOUT, ROOT
 
 pytestmark = pytest.mark.slow
 torch = pytest.importorskip("torch")
@@ -79,3 +84,137 @@ def test_rank_zero_of_a_failed_fit_says_how_to_merge(
     caplog.clear()
     _fit(lightning, integration, tmp_path / "finished", fail_at=None)
     assert [r for r in caplog.records if "rankscribe-lineage merge" in r.getMessage()] == []
+
+
+#: Rank 0 of 2 in a script's process: the integration's collectors are made so.
+RANK_ZERO_OF_TWO = """
+import sys
+from rankscribe.collector import SummaryCollector
+from rankscribe.ranks import RankInfo
+from tests.collector.coordinators import RankZeroAlone
+
+RANK = RankInfo(0, 2, 0, 2, "host", "pmi")
+
+
+class RankZeroOfTwo(SummaryCollector):
+    def __init__(self, summary_dir, **options):
+        options.update(rank_info=RANK, coordinator=RankZeroAlone(RANK))
+        super().__init__(summary_dir, **options)
+"""
+
+ACCELERATE = """
+import accelerate
+from rankscribe.collector import accelerate as integration
+
+integration.SummaryCollector = RankZeroOfTwo
+tracker = integration.RankScribeTracker(sys.argv[1])
+accelerator = accelerate.Accelerator(cpu=True, log_with=[tracker])
+accelerator.init_trackers("tiny", config={"learning_rate": 0.1})
+for step in range(1, 4):
+    accelerator.log({"loss": 1.0 / step}, step=step)
+if sys.argv[2] == "raise":
+    raise RuntimeError("the data ran out")
+if sys.argv[2] == "end":
+    accelerator.end_training()
+"""
+
+TRANSFORMERS = """
+import torch
+import transformers
+from rankscribe.collector import transformers as integration
+
+integration.SummaryCollector = RankZeroOfTwo
+
+
+class Samples(torch.utils.data.Dataset):
+    def __len__(self):
+        return 16
+
+    def __getitem__(self, index):
+        if index >= 8:
+            raise RuntimeError("the data ran out")
+        return {"input_ids": torch.tensor([1, 2, 3, index % 5 + 4]), "labels": torch.tensor(0)}
+
+
+config = transformers.BertConfig(
+    vocab_size=16, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+    intermediate_size=16, max_position_embeddings=8, num_labels=2,
+)
+arguments = transformers.TrainingArguments(
+    output_dir=sys.argv[2], max_steps=4, per_device_train_batch_size=4, report_to=[],
+    save_strategy="no", use_cpu=True, disable_tqdm=True, dataloader_drop_last=True,
+)
+transformers.Trainer(
+    model=transformers.BertForSequenceClassification(config), args=arguments,
+    train_dataset=Samples(), callbacks=[integration.RankScribeCallback(sys.argv[1])],
+).train()
+"""
+
+
+def _run_script(tmp_path: Path, body: str, *arguments: str | Path) -> tuple[int, str]:
+    """The script's exit code and what it printed (stderr apart)."""
+    script = tmp_path / "train.py"
+    script.write_text(RANK_ZERO_OF_TWO + body)
+    env = clean_environment(
+        PYTHONPATH=str(ROOT),
+        PYTHONUNBUFFERED="1",
+        OMP_NUM_THREADS="1",
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+    )
+    finished = run_bounded(
+        [sys.executable, script, *arguments],
+        timeout=JOB_TIMEOUT,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+        stderr_apart=True,
+    )
+    return finished.returncode, finished.stderr
+
+
+def _merge_lines(printed: str) -> list[str]:
+    return [line for line in printed.splitlines() if "rankscribe-lineage merge" in line]
+
+
+@pytest.mark.parametrize(
+    ("ending", "why"), [("raise", "RuntimeError"), ("leave", "the process exited")]
+)
+def test_rank_zero_of_an_accelerate_job_that_never_ended_says_how_to_merge(
+    tmp_path: Path, ending: str, why: str
+) -> None:
+    """An exception out of the loop, or a script that stops without ``end_training``: the
+    process's exit says it, naming the exception Python printed, if any."""
+    pytest.importorskip("accelerate")
+    job = tmp_path / "runs" / "acc"
+    code, printed = _run_script(tmp_path, ACCELERATE, job, ending)
+    assert code == (1 if ending == "raise" else 0), printed
+    [line] = _merge_lines(printed)
+    assert line.endswith(
+        f"Training stopped ({why}) before the job's lineage was merged: run "
+        f"`rankscribe-lineage merge {job}` once every rank has stopped."
+    ), printed
+    assert (job / "rank_0").is_dir()
+
+
+def test_an_accelerate_job_that_ends_training_says_nothing_at_exit(tmp_path: Path) -> None:
+    pytest.importorskip("accelerate")
+    code, printed = _run_script(tmp_path, ACCELERATE, tmp_path / "runs" / "acc", "end")
+    assert code == 0, printed
+    assert _merge_lines(printed) == []
+
+
+def test_rank_zero_of_a_transformers_job_whose_training_raised_says_how_to_merge(
+    tmp_path: Path,
+) -> None:
+    """``Trainer.train`` raising at its third step (the data loader's error)."""
+    pytest.importorskip("transformers")
+    job = tmp_path / "runs" / "hf"
+    code, printed = _run_script(tmp_path, TRANSFORMERS, job, tmp_path / "out")
+    assert code == 1, printed
+    assert "RuntimeError: the data ran out" in printed
+    [line] = _merge_lines(printed)
+    assert line.endswith(
+        "Training stopped (RuntimeError) before the job's lineage was merged: run "
+        f"`rankscribe-lineage merge {job}` once every rank has stopped."
+    ), printed

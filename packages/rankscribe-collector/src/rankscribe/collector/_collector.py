@@ -247,8 +247,9 @@ class SummaryCollector(Callback):
             self._say_interrupted(exc_type)
         self._close()
 
-    def _say_interrupted(self, exc_type: type[BaseException]) -> None:
-        """On rank 0 of several, training stopped by an exception: say how to merge.
+    def _say_interrupted(self, exc_type: type[BaseException] | None) -> None:
+        """On rank 0 of several, training stopped by an exception (``exc_type``; None: the
+        process exits and training never ended): say how to merge.
 
         The job's lineage is merged at the end of training, which never came; the
         ranks' files and their training start records are on disk, and
@@ -258,10 +259,11 @@ class SummaryCollector(Callback):
         info = self._run.info
         if info is None or info.world_size <= 1 or info.rank != 0:
             return
+        why = "the process exited" if exc_type is None else exc_type.__name__
         logger.warning(
             "Training stopped (%s) before the job's lineage was merged: run "
             "`rankscribe-lineage merge %s` once every rank has stopped.",
-            exc_type.__name__,
+            why,
             self._run.summary_dir,
         )
 

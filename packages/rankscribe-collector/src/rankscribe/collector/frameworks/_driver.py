@@ -22,11 +22,14 @@ directory").
 
 from __future__ import annotations
 
+import atexit
 import logging
 import math
 import numbers
 import os
 import re
+import sys
+import weakref
 from collections.abc import Iterable, Mapping
 from types import SimpleNamespace
 from typing import Any
@@ -291,6 +294,29 @@ class CheckpointNote(Callback):
         self.latest_ckpt_file_name: str | None = None
 
 
+#: The runs that began training and have not ended or closed: :func:`_say_unended_runs`.
+_training_runs: weakref.WeakSet[FrameworkRun] = weakref.WeakSet()
+
+
+@atexit.register
+def _say_unended_runs() -> None:
+    """At interpreter exit, training that never ended: rank 0 of several says how to merge.
+
+    Lightning tells its logger of an exception out of a fit; Transformers'
+    callbacks and Accelerate's trackers hear of none (an exception out of
+    ``Trainer.train``, a script that stops before ``end_training``), so the
+    collector's end, which merges the job's lineage, never comes. The
+    exception Python printed, when there was one, is named. Only a warning:
+    the rank's files are closed by the writer's own exit handler (registered
+    before this one, so it runs after), and no collective runs at exit.
+    """
+    error = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
+    exc_type = type(error) if isinstance(error, BaseException) else None
+    for run in list(_training_runs):
+        if run.training:
+            run.collector._say_interrupted(exc_type)
+
+
 class FrameworkRun:
     """One training run of a framework, told to the collector as a :class:`TrainLoop` would.
 
@@ -364,6 +390,7 @@ class FrameworkRun:
         self._context = RunContext(params)
         self._callbacks.__enter__()
         self._state = "training"
+        _training_runs.add(self)
         try:
             self._callbacks.begin(self._context)
         except BaseException as error:
@@ -437,6 +464,7 @@ class FrameworkRun:
         """Training ended: the train lineage, and the job's merge (every rank)."""
         _, context = self._training()
         self._state = "trained"
+        _training_runs.discard(self)
         try:
             self._callbacks.end(context)
         except BaseException as error:
@@ -464,6 +492,7 @@ class FrameworkRun:
 
     def close(self, error: BaseException | None = None) -> None:
         """Close the rank's files (flushed: what was recorded is on disk)."""
+        _training_runs.discard(self)
         if self._state in {"new", "closed"}:
             self._state = "closed"
             return
