@@ -223,6 +223,41 @@ def test_a_skewed_wait_a_little_noisier_is_judged_on_its_own_spread() -> None:
     assert judge_timings({"data_wait": wait}, step_time=step, settings=low) == []
 
 
+def _above_the_floor_in_half(spread: float) -> np.ndarray:
+    """64 ranks over 400 steps of 10 ms, the others as in :func:`_noisier` (noise 0.4 ms);
+    rank 1 costs 0.25 ms (2.5 % of the step) more, plus or minus ``spread`` times the
+    noise in a shuffled order: above the 0.2 ms floor in exactly half of the steps of
+    every block of 16 (the evidence's block), under 10 % of the step in all."""
+    steps, ranks, noise = 400, 64, 0.0004
+    sign = np.where(np.arange(steps) % 2 == 0, 1.0, -1.0)
+    phase = np.array([0.0, 1.0, -1.0])[np.arange(ranks) % 3][:, None]
+    forward = 0.005 + noise * phase * sign
+    rng = np.random.default_rng(7)
+    half = np.repeat([1.0, -1.0], 8)
+    order = np.concatenate([rng.permutation(half) for _ in range(steps // 16)])
+    forward[1] = 0.005 + 0.00025 + spread * noise * order
+    return forward
+
+
+def test_a_rank_as_noisy_as_the_others_above_the_floor_in_half_its_steps_is_named() -> None:
+    """The sign test's margin is for a rank stalled in some steps, whose stalls widen its
+    spread: a rank shifted as a whole (spread 1.2 times the others') whose excess is
+    above the floor in exactly half of its steps is named at its cost; with a spread 1.8
+    times theirs (over ``SHIFTED_SPREAD``) the same mean and count are not material."""
+    step = np.full(400, 0.010)
+    [record] = judge_timings({"forward": _above_the_floor_in_half(1.2)}, step_time=step)
+    assert record["ranks"] == [1]
+    assert record["cost_share"] == pytest.approx(0.025, rel=0.02)
+    assert judge_timings({"forward": _above_the_floor_in_half(1.8)}, step_time=step) == []
+
+
+def test_of_two_ranks_above_the_floor_in_half_the_steps_neither_is_named() -> None:
+    """With two ranks each one's excess is the other's negated: their spreads are one, and
+    say nothing of whose the noise is, so the sign test keeps its margin."""
+    two = _above_the_floor_in_half(1.2)[:2]
+    assert judge_timings({"forward": two}, step_time=np.full(400, 0.010)) == []
+
+
 def test_ranks_with_steady_times_and_no_noise_are_judged_without_error() -> None:
     """Each rank's time the same at every step: the variances are sums' differences that
     rounding can leave just below 0 (a real job's steady sleeps did); the rank 0.9 ms

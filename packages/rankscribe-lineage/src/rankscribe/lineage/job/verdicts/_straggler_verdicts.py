@@ -7,7 +7,8 @@ is the block from which its excess to the end is clearest (the sum over the
 square root of the steps: a change point); over the steps since then the rank is named when
 its cost (mean excess, seconds and share of the step) reaches the floor, its
 excess reaches the floor in more than half the steps (the median excess: stalls
-of a few ms in some steps raise the mean, not this) or, for a rank slow in
+of a few ms in some steps raise the mean, not this; in at least half for a rank
+as noisy as the others, ``SHIFTED_SPREAD``) or, for a rank slow in
 fewer steps, its mean cost clears ``BURST_FLOORS`` floors or it is slow every
 k-th step (the Fourier component of its excess at that period: :func:`_periods`);
 and its mean excess is ``confidence`` standard errors above zero (more with many
@@ -66,6 +67,10 @@ LIKE_NOISE = 2.0
 #: this many standard errors of a sign test (its median excess clears the floor):
 #: material in most steps, not a mean raised by stalls in some.
 MATERIAL_ERRORS = 0.5
+#: ... or in at least half of its steps (no margin) for a rank whose spread is at most this
+#: many times the median rank's: a rank shifted as a whole, not stalled in some steps (a
+#: stalled rank's stalls widen its spread several times the others').
+SHIFTED_SPREAD = 1.5
 #: A rank slow in fewer than half of its steps (every k-th step, stalls) is named only
 #: when its mean cost clears this many floors (by ``FLOOR_ERRORS`` standard errors): a
 #: rank descheduled now and then on a busy machine costs a few percent, not this.
@@ -240,9 +245,22 @@ def _steps_above(segment: FloatArray, floor: float) -> FloatArray:
     return above
 
 
-def _steady(segment: FloatArray, floor: float) -> npt.NDArray[np.bool_]:
+def _steady(
+    segment: FloatArray, floor: float, shifted: npt.NDArray[np.bool_]
+) -> npt.NDArray[np.bool_]:
     """Per rank: its excess is above ``floor`` in more than half of its steps, by
-    ``MATERIAL_ERRORS`` standard errors of a sign test (its median excess clears the floor).
+    ``MATERIAL_ERRORS`` standard errors of a sign test (its median excess clears the floor);
+    or, for a rank whose spread is like the others' (``shifted``: at most
+    ``SHIFTED_SPREAD`` times the median rank's, in a job of three ranks or more), in at
+    least half of them.
+
+    The margin guards against a rank stalled now and then on a busy core, whose stalls
+    lift it above the floor in nearly half of its steps; its stalls also widen its spread
+    several times the others', so a rank as noisy as they are is not that rank. At 16,384
+    ranks a rank 10 % slower in its forward costs 2.5-3.5 % of the step, its excess is
+    above a 2 % floor in 55-65 % of its steps, and over 50 steps the margin alone held
+    back about one run in 50. Two ranks cannot be told apart so: each one's excess is the
+    other's negated, and their spreads are one.
 
     Steps whose excess is above the last of ``EDGES`` (10 % of the step) are set aside
     when the floor is below half of it: a stall of several ms, or a slowness far above
@@ -255,9 +273,10 @@ def _steady(segment: FloatArray, floor: float) -> npt.NDArray[np.bool_]:
     if floor < cap / 2:
         beyond = segment[:, ABOVE_EDGES + len(EDGES) - 1]
         above, count = above - beyond, count - beyond
+    margin = np.where(shifted, 0.0, MATERIAL_ERRORS)
     with np.errstate(invalid="ignore"):
         steady: npt.NDArray[np.bool_] = (count > 0) & (
-            2 * above - count >= MATERIAL_ERRORS * np.sqrt(np.maximum(count, 0.0))
+            2 * above - count >= margin * np.sqrt(np.maximum(count, 0.0))
         )
     return steady
 
@@ -331,7 +350,10 @@ def _judge_tag(part: TagEvidence, settings: VerdictSettings) -> _Judged:
     by_sign = (sign_strength >= bar) & (mean >= floor)
     # Material in most steps: on a busy machine a rank descheduled for a few ms in some
     # steps has a mean excess of several times its usual one; its median is unmoved.
-    steady = _steady(segment, floor)
+    # No margin for a rank as noisy as the others: shifted as a whole, not stalled. Not
+    # with two ranks: each one's excess is the other's negated, their spreads are one.
+    shifted = (len(part.ranks) > 2) & (variance <= SHIFTED_SPREAD * SHIFTED_SPREAD * noise)
+    steady = _steady(segment, floor, shifted)
     # A rank slow in most of its steps is as noisy as the others but for chance: its
     # variance moderated by theirs (a burst's, or a stalled rank's, spread is its own).
     by_steady_mean = (
