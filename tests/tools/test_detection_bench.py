@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -58,3 +59,19 @@ def test_a_trial_tallies_latency_recall_and_cost(bench: ModuleType) -> None:
     assert 0 < latency <= 50
     [error] = tally.cost_errors
     assert error < 0.05
+
+
+def test_a_trial_lists_each_false_name_with_its_run_and_window(bench: ModuleType) -> None:
+    """Thresholds loose enough to name clean ranks: each name is listed where it was made."""
+    tally = bench.Tally()
+    loose = VerdictSettings(cost_floor_share=0.001, confidence=3.0)
+    rng = np.random.default_rng(0)
+    bench.run_trial(rng, 64, bench.CLEAN, tally, 100, 10, loose, label="clean, seed 0 run 1")
+    assert tally.false_names > 0
+    assert len(tally.false_named) == tally.false_names
+    pattern = (
+        r"clean, seed 0 run 1, (steps \d+-\d+|the whole run): rank \d+ on [a-z_/]+ "
+        r"\(its record: \d+\.\d\d% of the step since step \d+, in \d+% of steps(, a burst)?\)"
+    )
+    for said in tally.false_named:
+        assert re.fullmatch(pattern, said), said

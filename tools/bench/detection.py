@@ -57,7 +57,8 @@ static spread and any stall it had, minus the others' median); false alarms
 per 10^6 rank-steps: every name of a rank without a fault, live or at the end,
 over the non-faulty ranks' steps of every run, clean and faulty; and the CPU
 seconds the scenario took. Last, per job size, the smallest forward slowdown
-of one rank found at the end with recall >= 0.97 (``--sweep``).
+of one rank found at the end with recall >= 0.97 (``--sweep``), and each false
+name (the first 20): its scenario, seed, run and window, and what the record said.
 """
 
 from __future__ import annotations
@@ -86,6 +87,8 @@ ONSET, AFTER, LIVE = 200, 300, 50
 #: Each run's steps, every one judged by the live windows, the whole run, or both.
 STEPS_JUDGED = ONSET + AFTER
 NODE = 8
+#: False names listed after the table, each with its run, window and record.
+FALSE_NAMES_SHOWN = 20
 
 
 @dataclass(frozen=True)
@@ -230,6 +233,8 @@ class Tally:
     faulty: int = 0
     cost_errors: list[float] = field(default_factory=list)
     step_times: list[float] = field(default_factory=list)
+    #: Each name of a rank without a fault: where and what (printed after the table).
+    false_named: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
     def add(self, other: Tally) -> None:
@@ -261,6 +266,20 @@ def _names(records: list[dict[str, Any]]) -> set[int]:
     return {rank for record in records for rank in record["ranks"]}
 
 
+def _false_named(records: list[dict[str, Any]], bad: set[int], where: str) -> list[str]:
+    """What the records say of each rank they name without a fault (its costliest record)."""
+    said = []
+    for rank in sorted(_names(records) - bad):
+        record = next(record for record in records if rank in record["ranks"])
+        said.append(
+            f"{where}: rank {rank} on {record['timing']} (its record: "
+            f"{record['cost_share']:.2%} of the step since step {record['since_step']}, "
+            f"in {record['share_of_steps']:.0%} of steps"
+            f"{'' if record['persistent'] else ', a burst'})"
+        )
+    return said
+
+
 def run_trial(
     rng: np.random.Generator,
     ranks: int,
@@ -270,9 +289,11 @@ def run_trial(
     stride: int,
     settings: VerdictSettings,
     sliding: bool = True,
+    label: str = "",
 ) -> None:
     """One simulated run: the live windows up to ``LIVE`` steps after the onset, then the
-    whole run judged at once (the end of training)."""
+    whole run judged at once (the end of training). ``label`` names the run in
+    ``tally.false_named``."""
     steps = ONSET + AFTER
     timings, step_time, faulty, cost = simulate(rng, ranks, steps, fault)
     bad = set(faulty.tolist())
@@ -283,15 +304,15 @@ def run_trial(
     ends = list(range(first_end, ONSET + LIVE + 1, stride)) if sliding else []
     for end in ends:
         part = {name: values[:, end - window : end] for name, values in timings.items()}
-        named = _names(
-            judge_timings(
-                part,
-                step_time=step_time[end - window : end],
-                steps=np.arange(end - window, end),
-                settings=settings,
-            )
+        records = judge_timings(
+            part,
+            step_time=step_time[end - window : end],
+            steps=np.arange(end - window, end),
+            settings=settings,
         )
+        named = _names(records)
         tally.false_names += len(named - bad)
+        tally.false_named += _false_named(records, bad, f"{label}, steps {end - window}-{end}")
         if end > ONSET:
             tally.true_names += len(named & bad)
             tally.wrong_names += len(named - bad)
@@ -299,6 +320,7 @@ def run_trial(
             first_named.setdefault(rank, end)
     whole = judge_timings(timings, step_time=step_time, settings=settings)
     tally.false_names += len(_names(whole) - bad)
+    tally.false_named += _false_named(whole, bad, f"{label}, the whole run")
     tally.trials += 1
     tally.clean_rank_steps += (ranks - len(bad)) * STEPS_JUDGED
     tally.faulty += len(bad)
@@ -393,7 +415,7 @@ def run_task(task: Task) -> Tally:
         [task.seed, task.ranks, scenario, round(task.fault.slowdown * 1000)]
     )
     tally = Tally()
-    for _ in range(task.trials):
+    for trial in range(task.trials):
         run_trial(
             rng,
             task.ranks,
@@ -403,6 +425,7 @@ def run_task(task: Task) -> Tally:
             task.stride,
             task.settings,
             sliding=task.sliding,
+            label=f"{task.fault.name}, seed {task.seed} run {trial + 1}",
         )
     tally.seconds = time.process_time() - started
     return tally
@@ -470,6 +493,7 @@ def main() -> None:
                 for total, tally in zip(every_run, tallies, strict=True):
                     total.false_names += tally.false_names
                     total.clean_rank_steps += tally.clean_rank_steps
+                    total.false_named += tally.false_named
                 print(_row(fault.name, ranks, tallies), flush=True)
             pooled = Tally()
             for total in every_run:
@@ -487,6 +511,10 @@ def main() -> None:
                 f"slowdown found with recall >= 0.97: {smallest}",
                 flush=True,
             )
+            for said in pooled.false_named[:FALSE_NAMES_SHOWN]:
+                print(f"{ranks:>6}   false name: {said}", flush=True)
+            if len(pooled.false_named) > FALSE_NAMES_SHOWN:
+                print(f"{ranks:>6}   ... and {len(pooled.false_named) - FALSE_NAMES_SHOWN} more")
     print(f"wall {time.perf_counter() - started:.0f} s", flush=True)
 
 
