@@ -294,7 +294,7 @@ class CheckpointNote(Callback):
         self.latest_ckpt_file_name: str | None = None
 
 
-#: The runs that began training and have not ended or closed: :func:`_say_unended_runs`.
+#: Every run that began training (weakly held; :func:`_say_unended_runs` asks which still is).
 _training_runs: weakref.WeakSet[FrameworkRun] = weakref.WeakSet()
 
 
@@ -464,7 +464,6 @@ class FrameworkRun:
         """Training ended: the train lineage, and the job's merge (every rank)."""
         _, context = self._training()
         self._state = "trained"
-        _training_runs.discard(self)
         try:
             self._callbacks.end(context)
         except BaseException as error:
@@ -492,7 +491,6 @@ class FrameworkRun:
 
     def close(self, error: BaseException | None = None) -> None:
         """Close the rank's files (flushed: what was recorded is on disk)."""
-        _training_runs.discard(self)
         if self._state in {"new", "closed"}:
             self._state = "closed"
             return
