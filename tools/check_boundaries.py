@@ -6,8 +6,10 @@ Looks at every ``packages/*/src/rankscribe/<package>/`` under the root (the
 repository by default) and fails, listing each offender, when:
 
 - modules import each other in a cycle, within a package or across packages;
-  or the folders (sub-packages) of a package do: ``index/`` importing ``query/``
-  while ``query/`` imports ``index/`` is a cycle even when no two modules are in one.
+  or the units of a package do, its folders (sub-packages) and top-level modules:
+  ``index/`` importing ``query/`` while ``query/`` imports ``index/`` is a cycle even
+  when no two modules are in one, and so is ``_info.py`` importing ``backends/`` while
+  ``backends/`` imports ``_info.py``.
   Every import statement counts, wherever it stands: at module level, inside a
   function or method, and under ``if TYPE_CHECKING:``. An import inside a
   function still makes the module depend on the other at run time; one under
@@ -129,7 +131,10 @@ class Report:
     def render(self) -> str:
         sections = [
             ("import cycles (every import counts, in functions too)", self.cycles),
-            ("import cycles between folders (sub-packages)", self.folder_cycles),
+            (
+                "import cycles between units (sub-packages and top-level modules)",
+                self.folder_cycles,
+            ),
             ("imports against the package graph", self.package_imports),
             ("imports of non-public names from another package", self.private_imports),
             ("sibling-facing modules (SIBLING_MODULES)", self.sibling_modules),
@@ -212,20 +217,24 @@ def import_graph(modules: dict[str, Module]) -> dict[str, set[str]]:
 
 
 def folder_of(module: Module) -> str | None:
-    """The sub-package (first folder below the package) a module lives in, if any.
+    """The unit one level below the package that a module belongs to, if any.
 
-    ``rankscribe.lineage.index._cache`` is in ``rankscribe.lineage.index``; a module
-    directly in the package (``rankscribe.lineage._checks``) and the package's
-    ``__init__`` are in none.
+    ``rankscribe.lineage.index._cache`` is in the sub-package ``rankscribe.lineage.index``;
+    a module directly in the package (``rankscribe.lineage._checks``) is a unit of its
+    own, so a top-level module and a sub-package that import each other (``_info.py``
+    importing ``backends/`` while ``backends/`` imports ``_info.py``) are a cycle even when
+    no two modules are in one. The package's ``__init__`` is in none: it gathers the
+    package's API from every unit.
     """
     depth = len(module.package.split(".")) + 1
     parts = module.name.split(".")
-    in_folder = len(parts) > depth or (len(parts) == depth and module.is_package)
-    return ".".join(parts[:depth]) if in_folder else None
+    if len(parts) < depth or (len(parts) == depth - 1):
+        return None
+    return ".".join(parts[:depth])
 
 
 def folder_graph(modules: dict[str, Module], graph: dict[str, set[str]]) -> dict[str, set[str]]:
-    """Sub-package -> the other sub-packages its modules import (top-level modules aside)."""
+    """Unit -> the other units its modules import (sub-packages and top-level modules)."""
     folders: dict[str, set[str]] = {}
     for name, edges in graph.items():
         source = folder_of(modules[name])

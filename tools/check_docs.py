@@ -328,11 +328,12 @@ def _normalised(requirement: str) -> str:
 
 
 def _stated(cell: str) -> set[str]:
-    """The distributions a ``depends on`` cell names: the first word of each item."""
+    """The distributions a ``depends on`` cell names: the first word of each item
+    (``nothing`` names none: a package on the standard library alone)."""
     names = set()
     for item in re.split(r"[,;]", cell):
         name = _normalised(item)
-        if not name:
+        if not name or name == "nothing":
             continue
         names.add(f"rankscribe-{name}" if name in PACKAGE_NAMES else name)
     return names

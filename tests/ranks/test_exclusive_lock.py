@@ -12,11 +12,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import filelock
 import pytest
 
 from rankscribe.ranks.errors import UnsafeFileError
-from rankscribe.ranks.files import GROUP_READABLE_ENV, exclusive_lock
+from rankscribe.ranks.files import GROUP_READABLE_ENV, LockTimeoutError, exclusive_lock
 from tests._support.launchers import Launches, clean_environment
 
 
@@ -35,7 +34,7 @@ def test_the_lock_file_is_private_while_held_and_gone_after(
 def test_a_held_lock_is_refused_after_the_timeout(tmp_path: Path) -> None:
     path = tmp_path / "x.lock"
     with exclusive_lock(path, timeout=1.0):
-        with pytest.raises(filelock.Timeout) as caught, exclusive_lock(path, timeout=0):
+        with pytest.raises(LockTimeoutError) as caught, exclusive_lock(path, timeout=0):
             pass
         assert isinstance(caught.value, TimeoutError)
         assert str(path) in str(caught.value)
@@ -95,7 +94,7 @@ def test_a_file_removed_between_open_and_lock_is_not_taken_for_the_lock(
         return descriptor
 
     monkeypatch.setattr(os, "open", open_then_let_the_others_run)
-    with pytest.raises(filelock.Timeout), exclusive_lock(path, timeout=0):
+    with pytest.raises(LockTimeoutError), exclusive_lock(path, timeout=0):
         pytest.fail("B holds the lock while C holds it")
     monkeypatch.undo()
     assert interleaved == ["B opened"]

@@ -5,6 +5,7 @@ The tests run as root; a second user is uid 65534 (nobody), set with os.chown.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pickle
@@ -129,14 +130,25 @@ def test_a_message_file_of_another_user_is_not_read(
     assert f"belongs to uid {OTHER_UID}, not to this user" in caplog.text
 
 
-def test_lock_files_are_private(tmp_path: Path) -> None:
+def test_lock_files_are_private_and_gone_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: dict[str, int] = {}
+    real_flock = fcntl.flock
+
+    def flock(descriptor: int, operation: int) -> None:  # the mode of each file as it is locked
+        real_flock(descriptor, operation)
+        name = os.readlink(f"/proc/self/fd/{descriptor}")
+        seen[os.path.basename(name)] = stat.S_IMODE(os.fstat(descriptor).st_mode)
+
+    monkeypatch.setattr(fcntl, "flock", flock)
     old = os.umask(0o022)
     try:
         create_coordinator(info(0), job_dir=tmp_path, timeout=5)
     finally:
         os.umask(old)
+    assert seen == {"generations.lock": 0o600, "members.json.lock": 0o600}
     launch = tmp_path / JOB_RENDEZVOUS_DIRNAME / "job"
-    for lock in (launch / "generations.lock", launch / "000000" / "members.json.lock"):
-        assert stat.S_IMODE(lock.stat().st_mode) == 0o600, lock
+    assert not list(launch.rglob("*.lock"))
     members = json.loads((launch / "000000" / "members.json").read_text())
     assert members["0"]["launch"] == "job"

@@ -53,7 +53,7 @@ def test_ranks_meet_in_the_job_folder_and_a_later_run_in_a_new_one(tmp_path: Pat
         assert {(r["backend"], r["folder"]) for r in records.values()} == {
             ("file", str(launch / folder))
         }
-    assert sorted(p.name for p in launch.iterdir()) == ["000000", "000001", "generations.lock"]
+    assert sorted(p.name for p in launch.iterdir()) == ["000000", "000001"]  # no lock left
     hidden = job / JOB_RENDEZVOUS_DIRNAME
     assert stat.S_IMODE(hidden.stat().st_mode) == 0o700
     assert stat.S_IMODE((launch / "000001").stat().st_mode) == 0o700

@@ -113,12 +113,9 @@ def test_files_on_disk(tmp_path: Path) -> None:
         "000004.gather",
         "000004.gather/rank_0.msg",
         "members.json",
-        "members.json.lock",
     ]
     assert stat.S_IMODE(rendezvous.stat().st_mode) == 0o700
     assert stat.S_IMODE((rendezvous / "000001.gather" / "rank_1.msg").stat().st_mode) == 0o600
-    # The lock other users could otherwise read (and, were it 0666, hold) is private too.
-    assert stat.S_IMODE((rendezvous / "members.json.lock").stat().st_mode) == 0o600
     assert stat.S_IMODE((rendezvous / "members.json").stat().st_mode) == 0o600
     members = json.loads((rendezvous / "members.json").read_text())
     assert sorted(members) == ["0", "1"]

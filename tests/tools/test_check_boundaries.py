@@ -193,7 +193,7 @@ def test_folders_that_import_each_other_are_a_cycle(clean_tree: Path) -> None:
     )
     result = run(clean_tree)
     assert result.returncode == 1
-    assert "import cycles between folders (sub-packages) (1):" in result.stdout
+    assert "import cycles between units (sub-packages and top-level modules) (1):" in result.stdout
     assert (
         "rankscribe.lineage.index -> rankscribe.lineage.query -> rankscribe.lineage.index"
     ) in result.stdout
@@ -213,6 +213,49 @@ def test_folders_below_a_shared_folder_are_no_cycle(clean_tree: Path) -> None:
             "query/_select.py": "from rankscribe.lineage.record._fields import NAMES\n"
             "from rankscribe.lineage.index._cache import NAMES as CACHED\n",
             "_top.py": "from rankscribe.lineage.query import _select\n",
+        },
+    )
+    result = run(clean_tree)
+    assert result.returncode == 0, result.stdout
+
+
+def test_a_top_level_module_and_a_folder_that_import_each_other_are_a_cycle(
+    clean_tree: Path,
+) -> None:
+    # Rank detection importing a backend's helper while the backends import detection:
+    # no two modules form a cycle, the module _info and the folder backends/ do.
+    write_package(
+        clean_tree,
+        "lineage",
+        {
+            "_info.py": "from rankscribe.lineage.backends._loader import load\n",
+            "backends/__init__.py": "",
+            "backends/_loader.py": "def load() -> None: ...\n",
+            "backends/_mpi.py": "from rankscribe.lineage._info import load\n",
+        },
+    )
+    result = run(clean_tree)
+    assert result.returncode == 1
+    assert "import cycles between units (sub-packages and top-level modules) (1):" in (
+        result.stdout
+    )
+    assert (
+        "rankscribe.lineage._info -> rankscribe.lineage.backends -> rankscribe.lineage._info"
+    ) in result.stdout
+    assert "import cycles (every import counts" not in result.stdout
+
+
+def test_a_helper_module_below_both_is_no_cycle(clean_tree: Path) -> None:
+    # The same modules with the loader moved up beside _info: every arrow points one way.
+    write_package(
+        clean_tree,
+        "lineage",
+        {
+            "_info.py": "from rankscribe.lineage._loader import load\n",
+            "_loader.py": "def load() -> None: ...\n",
+            "backends/__init__.py": "",
+            "backends/_mpi.py": "from rankscribe.lineage._info import load\n"
+            "from rankscribe.lineage._loader import load as again\n",
         },
     )
     result = run(clean_tree)

@@ -259,6 +259,18 @@ def test_a_dependency_list_that_matches_pyproject_passes(repo: Path) -> None:
     assert result.returncode == 0, result.stdout
 
 
+def test_a_package_on_the_standard_library_alone_states_nothing(repo: Path) -> None:
+    alone = '[project]\nname = "rankscribe-docsample"\ndependencies = []\n'
+    write(repo, {"packages/rankscribe-docsample/pyproject.toml": alone})
+    write(repo, {"docs/guide.md": TABLE.format(stated="nothing (the standard library)")})
+    assert run(repo).returncode == 0
+    # "nothing" beside a real name still has that name checked.
+    write(repo, {"docs/guide.md": TABLE.format(stated="nothing; numpy")})
+    result = run(repo)
+    assert result.returncode == 1
+    assert "rankscribe-docsample does not declare numpy (pyproject.toml)" in result.stdout
+
+
 def test_a_wrong_dependency_list_is_listed(repo: Path) -> None:
     write(repo, {"packages/rankscribe-docsample/pyproject.toml": PYPROJECT})
     write(repo, {"docs/guide.md": TABLE.format(stated="writer, numpy, Pillow")})

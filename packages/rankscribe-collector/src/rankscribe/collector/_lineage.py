@@ -45,8 +45,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import filelock
-
 from rankscribe.collector._callback import CallbackParams
 from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.collection._extractor import ValueSink
@@ -69,7 +67,7 @@ from rankscribe.lineage.recording import (
     write_train_start,
 )
 from rankscribe.ranks import Coordinator, RankInfo, RanksError, create_coordinator
-from rankscribe.ranks.files import exclusive_lock
+from rankscribe.ranks.files import LockTimeoutError, exclusive_lock
 
 logger = logging.getLogger(__name__)
 
@@ -388,7 +386,7 @@ class JobLineageMerger:
                         user_defined=verdicts,
                     )
                 path = write_merged_lineage(self.summary_dir, merged)
-        except (OSError, filelock.Timeout) as error:
+        except (OSError, LockTimeoutError) as error:
             logger.error("Writing the merged lineage into %s failed: %s", self.summary_dir, error)
             return None
         self.last_merged = merged

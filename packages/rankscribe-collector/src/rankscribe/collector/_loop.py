@@ -47,7 +47,7 @@ from rankscribe.writer.operators import discard_pending
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["TrainLoop"]
+__all__ = ["TrainLoop", "train_params"]
 
 
 def _check_callable(name: str, value: object, required: bool) -> None:
@@ -271,3 +271,47 @@ def _accumulate(
             logger.warning("Metric %r is NaN for an evaluation batch.", name)
         totals[name] = totals.get(name, 0.0) + number
         counts[name] = counts.get(name, 0) + 1
+
+
+def _no_step(batch: Any) -> None:
+    """The loop is someone else's: a loop built for its run state never runs a step."""
+
+
+def train_params(
+    callbacks: CallbackList,
+    *,
+    network: Any = None,
+    optimizer: Any = None,
+    loss_fn: Any = None,
+    device_number: int | None = None,
+    parallel_mode: str | None = None,
+    epochs: int,
+    steps: int | None = None,
+    train_dataset: Iterable[Any] | None = None,
+) -> CallbackParams:
+    """The run state :meth:`TrainLoop.train` gives its callbacks, for a loop it does not run.
+
+    For a script's own loop (``TrainSession``) and a framework's (the integrations'
+    ``FrameworkRun``): the same fields, defaults and checks as ``TrainLoop``'s, made by
+    its code. ``steps``: batches per epoch; when None, counted from ``train_dataset``
+    where its length is known (else 0, as ``TrainLoop`` records an unsized dataset).
+    """
+    loop = TrainLoop(
+        _no_step,
+        network=network,
+        optimizer=optimizer,
+        loss_fn=loss_fn,
+        device_number=device_number,
+        parallel_mode=parallel_mode,
+    )
+    if steps is None and train_dataset is not None:
+        view = loop._adapters.dataset_view(train_dataset)
+        steps = view.batches if view is not None else None
+    return loop._params(
+        "train",
+        callbacks,
+        epoch_num=epochs,
+        batch_num=steps or 0,
+        train_dataset=train_dataset,
+        dataset_sink_mode=False,
+    )

@@ -42,7 +42,7 @@ from typing import Any
 from rankscribe.collector import _clock
 from rankscribe.collector._callback import Callback, CallbackList, CallbackParams, RunContext
 from rankscribe.collector._checks import check_iterable, check_optional_text
-from rankscribe.collector._loop import TrainLoop
+from rankscribe.collector._loop import train_params
 from rankscribe.collector.errors import CollectorStateError, CollectorTypeError, CollectorValueError
 
 __all__ = ["TrainSession"]
@@ -59,10 +59,6 @@ def _positive_int(name: str, value: object, optional: bool = False) -> int | Non
             f"{' or None' if optional else ''}, but got {value!r}."
         )
     return value
-
-
-def _no_step(batch: Any) -> None:
-    """The loop is the script's own: the session never runs a step."""
 
 
 class TrainSession:
@@ -113,24 +109,16 @@ class TrainSession:
                 f"them: {error}"
             ) from error
         # The same state TrainLoop gives callbacks, made by TrainLoop's own code.
-        loop = TrainLoop(
-            _no_step,
+        self._params: CallbackParams = train_params(
+            self._callbacks,
             network=network,
             optimizer=optimizer,
             loss_fn=loss_fn,
             device_number=device_number,
             parallel_mode=parallel_mode,
-        )
-        if steps is None and train_dataset is not None:
-            view = loop._adapters.dataset_view(train_dataset)
-            steps = view.batches if view is not None else None
-        self._params: CallbackParams = loop._params(
-            "train",
-            self._callbacks,
-            epoch_num=self._epochs,
-            batch_num=steps or 0,
+            epochs=self._epochs,
+            steps=steps,
             train_dataset=train_dataset,
-            dataset_sink_mode=False,
         )
         self._context = RunContext(self._params)
         self._state = "new"  # -> "open" -> "closed"

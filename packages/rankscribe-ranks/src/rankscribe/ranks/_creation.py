@@ -13,12 +13,12 @@ import os
 from rankscribe.ranks._args import check_choice, check_path, check_timeout
 from rankscribe.ranks._coordinator import DEFAULT_TIMEOUT, BackendName, Coordinator
 from rankscribe.ranks._info import MPI_LAUNCHERS, RankInfo, check_info, detect
+from rankscribe.ranks._torch_group import initialised_distributed
 from rankscribe.ranks.backends._jobfolder import job_folder_coordinator
 from rankscribe.ranks.backends._mpi import MpiCoordinator
 from rankscribe.ranks.backends._rendezvous import FileCoordinator
 from rankscribe.ranks.backends._single import SingleCoordinator
 from rankscribe.ranks.backends._store import StoreCoordinator
-from rankscribe.ranks.backends._torch import initialised_distributed
 from rankscribe.ranks.errors import RanksValueError
 
 __all__ = ["choose_backend", "create_coordinator"]

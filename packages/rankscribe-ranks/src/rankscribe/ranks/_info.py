@@ -33,9 +33,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from rankscribe.ranks import _mpi_loader
 from rankscribe.ranks._args import check_int, check_world_size
-from rankscribe.ranks.backends import _mpi_loader
-from rankscribe.ranks.backends._torch import default_group_rank, initialised_distributed
+from rankscribe.ranks._torch_group import default_group_rank, initialised_distributed
 from rankscribe.ranks.errors import (
     BackendUnavailableError,
     RankEnvironmentError,

@@ -5,7 +5,8 @@ refines, so callers that catch ``ValueError``, ``TypeError``, ``TimeoutError``,
 ``ImportError``, ``OSError`` or ``RuntimeError`` keep working. The two raised only by
 the sibling-facing modules are exported there, beside the functions that raise them:
 :class:`JSONDataError` by :mod:`rankscribe.ranks.jsondata`, :class:`UnsafeFileError`
-by :mod:`rankscribe.ranks.files` (``docs/contributing.md``, "Errors").
+and :class:`LockTimeoutError` by :mod:`rankscribe.ranks.files` (``docs/contributing.md``,
+"Errors").
 """
 
 from __future__ import annotations
@@ -70,6 +71,11 @@ class MessageError(RanksError, ValueError):
 
     Messages carry data only (see ``docs/layout.md``); nothing in one is ever executed.
     """
+
+
+class LockTimeoutError(RanksError, TimeoutError):
+    """A lock file stayed held by another process past the timeout
+    (:func:`rankscribe.ranks.files.exclusive_lock`)."""
 
 
 class JSONDataError(RanksError, ValueError):

@@ -38,7 +38,13 @@ from typing import IO, BinaryIO, Literal
 
 from rankscribe.ranks._args import check_int
 from rankscribe.ranks._deadline import Backoff, Deadline
-from rankscribe.ranks.errors import JSONDataError, RanksTypeError, RanksValueError, UnsafeFileError
+from rankscribe.ranks.errors import (
+    JSONDataError,
+    LockTimeoutError,
+    RanksTypeError,
+    RanksValueError,
+    UnsafeFileError,
+)
 from rankscribe.ranks.jsondata import parse_json
 
 __all__ = [
@@ -48,6 +54,7 @@ __all__ = [
     "PRIVATE_FILE_MODE",
     "RANK_DIRS_FILE_NAME",
     "EventFileKind",
+    "LockTimeoutError",
     "UnsafeFileError",
     "atomic_write",
     "dir_mode",
@@ -414,13 +421,11 @@ def exclusive_lock(path: str | os.PathLike[str], *, timeout: float) -> Iterator[
     a lock file removes it. Every user of a lock file must take it this way.
 
     Raises:
-        filelock.Timeout: (a ``TimeoutError``) the lock was not free within ``timeout``
+        LockTimeoutError: (a ``TimeoutError``) the lock was not free within ``timeout``
             seconds (polled, never a blocking wait).
         UnsafeFileError: something other than a regular file is at ``path``.
     """
     import fcntl  # noqa: PLC0415 - POSIX only; importing this module needs no fcntl
-
-    import filelock  # noqa: PLC0415 - its Timeout only; the writer imports this module
 
     target = os.fspath(path)
     deadline = Deadline(timeout)
@@ -432,7 +437,9 @@ def exclusive_lock(path: str | os.PathLike[str], *, timeout: float) -> Iterator[
         except BlockingIOError:
             os.close(descriptor)
             if deadline.expired():
-                raise filelock.Timeout(target) from None
+                raise LockTimeoutError(
+                    f"the lock file {target} was held by another process for {timeout:g} s"
+                ) from None
             backoff.sleep(deadline)
             continue
         except BaseException:

@@ -36,7 +36,7 @@ from typing import Any
 
 from rankscribe.collector._callback import Callback, CallbackList, CallbackParams, RunContext
 from rankscribe.collector._collector import SummaryCollector
-from rankscribe.collector._loop import TrainLoop
+from rankscribe.collector._loop import train_params
 from rankscribe.collector.errors import CollectorStateError, CollectorTypeError, CollectorValueError
 from rankscribe.ranks import (
     Coordinator,
@@ -67,10 +67,6 @@ __all__ = [
 
 #: Characters a version or run name may hold (it becomes a directory name).
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
-
-
-def _no_step(batch: Any) -> None:
-    """The framework runs the steps; the run never does."""
 
 
 def check_name(owner: str, argument: str, value: object) -> str:
@@ -366,23 +362,15 @@ class FrameworkRun:
         """
         if self._state != "new":
             raise CollectorStateError(f"{self._owner}: a run begins once.")
-        loop = TrainLoop(
-            _no_step,
+        params = train_params(
+            self._callbacks,
             network=network,
             optimizer=optimizer,
             loss_fn=loss_fn,
             device_number=device_number,
-        )
-        if steps_per_epoch is None and train_dataset is not None:
-            view = loop._adapters.dataset_view(train_dataset)
-            steps_per_epoch = view.batches if view is not None else None
-        params = loop._params(
-            "train",
-            self._callbacks,
-            epoch_num=max(int(epochs), 1),
-            batch_num=steps_per_epoch or 0,
+            epochs=max(int(epochs), 1),
+            steps=steps_per_epoch,
             train_dataset=train_dataset,
-            dataset_sink_mode=False,
         )
         for key, value in (extra or {}).items():
             setattr(params, key, value)

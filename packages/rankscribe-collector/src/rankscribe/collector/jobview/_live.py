@@ -31,14 +31,14 @@ import logging
 import os
 import threading
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from rankscribe.collector._checks import check_seconds_setting
-from rankscribe.collector._lineage import JobLineageMerger
 from rankscribe.collector.errors import CollectorTypeError
 from rankscribe.collector.jobview._rank_tail import RankFileTail
 from rankscribe.collector.jobview._series import ScalarSeries
-from rankscribe.lineage import LineageError, merge_run_dir
+from rankscribe.lineage import LineageError, RunLineage, merge_run_dir
 from rankscribe.lineage.jobparts import (
     DEFAULT_JOB_VIEW_INTERVAL,
     FINAL_ROUND,
@@ -54,7 +54,7 @@ from rankscribe.lineage.jobparts import (
     session_values,
 )
 from rankscribe.lineage.jobview import LiveJobView
-from rankscribe.ranks import RankInfo, RanksError
+from rankscribe.ranks import Coordinator, RankInfo, RanksError
 from rankscribe.ranks.files import rank_dir_name
 from rankscribe.ranks.tree import TreeChannel, tree_channel
 
@@ -73,6 +73,33 @@ __all__ = [
 JOB_VIEW_INTERVAL_ENV = "RANKSCRIBE_JOB_VIEW_INTERVAL"
 #: Share of an interval the ranks of a round may wait for their children, over all levels.
 _ROUND_SHARE = 0.5
+
+
+class JobMerge(Protocol):
+    """What the live view uses of the job's lineage merge.
+
+    The collector's ``JobLineageMerger`` (``collector/_lineage.py``) is the one
+    implementation; the live view names only this shape of it, so the lineage module
+    can hand this folder its series without the two importing each other.
+    """
+
+    tensorboard: bool
+    timeout: float
+    last_merged: RunLineage | None
+
+    @property
+    def active_coordinator(self) -> Coordinator | None: ...
+
+    def merge(
+        self,
+        rank_directory: str | os.PathLike[str],
+        series: ScalarSeries | None = None,
+        *,
+        verdicts: Mapping[str, float | int | str] | None = None,
+        timeout: float | None = None,
+    ) -> str | None: ...
+
+
 #: ... but never more than this (seconds): a live round is not the end of training.
 _ROUND_WAIT_LIMIT = 30.0
 #: A rank whose files gained no point for this many intervals stalls (see STALL_FLOOR)...
@@ -143,9 +170,7 @@ class LiveRankView:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def open(
-        self, job_dir: str | os.PathLike[str], info: RankInfo, merger: JobLineageMerger
-    ) -> None:
+    def open(self, job_dir: str | os.PathLike[str], info: RankInfo, merger: JobMerge) -> None:
         """Make the tree channel over the merger's coordinator (every rank, together; once)."""
         self.info, self._job_dir = info, os.fspath(job_dir)
         self._tensorboard, self._timeout = merger.tensorboard, merger.timeout
@@ -241,7 +266,7 @@ class LiveRankView:
         return view.state.verdicts()
 
     def merge(
-        self, merger: JobLineageMerger, rank_directory: str | os.PathLike[str], series: ScalarSeries
+        self, merger: JobMerge, rank_directory: str | os.PathLike[str], series: ScalarSeries
     ) -> None:
         """The end of a run: the tree's last round, then the lineage merge (every rank).
 
@@ -259,7 +284,7 @@ class LiveRankView:
         if view is not None and view.dropped_points:
             self.complete(merger, view.dropped_points)
 
-    def complete(self, merger: JobLineageMerger, dropped: int) -> None:
+    def complete(self, merger: JobMerge, dropped: int) -> None:
         """Rank 0, at the end: rewrite the job files from the rank dirs (``dropped`` came late).
 
         A rank that stalled and came back sent points for steps the live view had

@@ -40,14 +40,19 @@ import stat
 from pathlib import Path
 from typing import Any
 
-import filelock
 import numpy as np
 from safetensors.numpy import save as safetensors_bytes
 
 from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.adapters._parameters import network_parameters
 from rankscribe.collector.collection._options import LandscapeOptions
-from rankscribe.ranks.files import atomic_write, exclusive_lock, file_mode, make_private_dir
+from rankscribe.ranks.files import (
+    LockTimeoutError,
+    atomic_write,
+    exclusive_lock,
+    file_mode,
+    make_private_dir,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -165,7 +170,7 @@ class LandscapeSaver:
         self.disabled = False
         try:
             self._clear_previous_run()
-        except filelock.Timeout:
+        except LockTimeoutError:
             self._disable(f"its lock was held for more than {LOCK_TIMEOUT:g} s")
         except OSError as error:
             self._disable(str(error))
@@ -297,7 +302,7 @@ class LandscapeSaver:
                     return False
                 payload = json.dumps(self.metadata(step_per_epoch), indent=1).encode()
                 atomic_write(path, [payload], mode=file_mode(final=True))
-        except filelock.Timeout:
+        except LockTimeoutError:
             logger.error(
                 "Write meta data %s failed: its lock was held for more than %g s.",
                 path,

@@ -19,8 +19,6 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-import filelock
-
 from rankscribe.lineage._checks import (
     check_bool,
     check_host,
@@ -39,7 +37,7 @@ from rankscribe.lineage.record._lineage_file import write_merged_lineage
 from rankscribe.lineage.record._names import rank_of_dir_name
 from rankscribe.lineage.record._parser import RunLineage
 from rankscribe.lineage.record._train_start import parse_rank_run
-from rankscribe.ranks.files import exclusive_lock, read_rank_dirs
+from rankscribe.ranks.files import LockTimeoutError, exclusive_lock, read_rank_dirs
 from rankscribe.ranks.waits import Deadline, pause
 
 logger = logging.getLogger(__name__)
@@ -247,7 +245,7 @@ def merge_run_dir(
                 merged.sections["user_defined"].update(view.verdicts)
             merged.sections["user_defined"].update(extra)
             path = write_merged_lineage(directory, merged, host=host)
-    except filelock.Timeout as error:
+    except LockTimeoutError as error:
         raise LineageMergeError(
             f"another merge of {directory} has held {lock_path} for over {_LOCK_SECONDS} s"
         ) from error

@@ -15,10 +15,8 @@ import os
 import stat
 from pathlib import Path
 
-import filelock
-
 from rankscribe.ranks.errors import MessageError, RendezvousError, UnsafeFileError
-from rankscribe.ranks.files import atomic_write, make_private_dir, open_regular
+from rankscribe.ranks.files import atomic_write, exclusive_lock, make_private_dir, open_regular
 
 __all__ = [
     "FILE_MODE",
@@ -101,6 +99,7 @@ def write_private_file(path: Path, data: bytes | bytearray) -> None:
     atomic_write(path, [memoryview(data)], mode=FILE_MODE)
 
 
-def lock(path: Path, timeout: float) -> filelock.FileLock:
-    """A lock file of this user's alone (0600, never following a planted link)."""
-    return filelock.FileLock(str(path), timeout=timeout, mode=FILE_MODE)
+def lock(path: Path, timeout: float) -> contextlib.AbstractContextManager[None]:
+    """A lock file of this user's alone (0600, never following a planted link), removed
+    when released (:func:`rankscribe.ranks.files.exclusive_lock`)."""
+    return exclusive_lock(path, timeout=timeout)

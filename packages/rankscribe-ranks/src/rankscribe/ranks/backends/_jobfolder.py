@@ -37,13 +37,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import filelock
-
 from rankscribe.ranks._args import check_path, check_timeout
 from rankscribe.ranks._info import RankInfo, check_info
 from rankscribe.ranks.backends._folders import check_folder, lock
 from rankscribe.ranks.backends._rendezvous import FileCoordinator, read_members
-from rankscribe.ranks.errors import RendezvousError
+from rankscribe.ranks.errors import LockTimeoutError, RendezvousError
 from rankscribe.ranks.files import JOB_RENDEZVOUS_DIRNAME
 from rankscribe.ranks.launchers import launch_name
 from rankscribe.ranks.layout._rank_dir import DIRECTORY_MODE
@@ -80,15 +78,13 @@ def job_folder_coordinator(
     base = hidden / launch
     for folder in (hidden, base):
         _private_folder(folder)
-    generations = lock(base / "generations.lock", seconds)
+    generations = base / "generations.lock"
     try:
-        with generations:
+        with lock(generations, seconds):
             folder = _free_folder(base, info)
             return JobFolderCoordinator(info, folder, timeout=seconds)
-    except filelock.Timeout as error:
-        raise RendezvousError(
-            f"could not lock {generations.lock_file} within {seconds:g} s"
-        ) from error
+    except LockTimeoutError as error:
+        raise RendezvousError(f"could not lock {generations} within {seconds:g} s") from error
 
 
 def _free_folder(base: Path, info: RankInfo) -> Path:

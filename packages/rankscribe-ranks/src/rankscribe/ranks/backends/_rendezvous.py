@@ -36,8 +36,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
-import filelock
-
 from rankscribe.ranks._args import check_path
 from rankscribe.ranks._coordinator import DEFAULT_TIMEOUT, Coordinator, GatherResult
 from rankscribe.ranks._deadline import Backoff, Deadline
@@ -54,6 +52,7 @@ from rankscribe.ranks.errors import (
     BarrierTimeoutError,
     CollectiveMismatchError,
     CollectiveTimeoutError,
+    LockTimeoutError,
     MessageError,
     RendezvousError,
 )
@@ -230,17 +229,17 @@ class FileCoordinator(Coordinator):
             "world_size": self.world_size,
             "launch": self.launch,
         }
-        members_lock = lock(self.directory / "members.json.lock", self.timeout)
+        members_lock = self.directory / "members.json.lock"
         try:
-            with members_lock:
+            with lock(members_lock, self.timeout):
                 members = read_members(members_path)
                 self._check_members(members, me)
                 members[str(self.rank)] = me
                 text = json.dumps(members, indent=1, sort_keys=True)
                 write_private_file(members_path, text.encode())
-        except filelock.Timeout as error:
+        except LockTimeoutError as error:
             raise RendezvousError(
-                f"could not lock {members_lock.lock_file} within {self.timeout:g} s"
+                f"could not lock {members_lock} within {self.timeout:g} s"
             ) from error
 
     def _check_members(self, members: dict[str, Any], me: dict[str, Any]) -> None:

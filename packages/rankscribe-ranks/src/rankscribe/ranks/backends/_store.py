@@ -52,7 +52,7 @@ from typing import Any, Protocol, TypeVar
 from rankscribe.ranks._coordinator import DEFAULT_TIMEOUT, Coordinator, GatherResult
 from rankscribe.ranks._deadline import Backoff, Deadline
 from rankscribe.ranks._info import RankInfo, detect
-from rankscribe.ranks.backends._torch import (
+from rankscribe.ranks._torch_group import (
     default_group_rank,
     default_store,
     initialised_distributed,

@@ -283,7 +283,7 @@ class MpiTreeChannel(TreeChannel):
         self, rank: int, world_size: int, fan_in: int = DEFAULT_FAN_IN, *, timeout: float
     ) -> None:
         super().__init__(rank, world_size, fan_in)
-        from rankscribe.ranks.backends._mpi_loader import load_mpi  # noqa: PLC0415 - mpi4py on demand
+        from rankscribe.ranks._mpi_loader import load_mpi  # noqa: PLC0415 - mpi4py on demand
 
         self._mpi = mpi = load_mpi()
         world = mpi.COMM_WORLD
