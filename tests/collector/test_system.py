@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -135,6 +136,52 @@ def test_a_bad_environment_variable_is_an_error_naming_it(
     monkeypatch.setenv("RANKSCRIBE_SYSTEM_INTERVAL", "often")
     with pytest.raises(CollectorValueError, match=r"RANKSCRIBE_SYSTEM_INTERVAL.*'often'"):
         SummaryCollector(tmp_path)
+
+
+@pytest.mark.parametrize("value", [1e13, 86_400.5, 1e-9, 0.009, -0.0001, 10**400])
+def test_a_system_interval_out_of_range_is_an_error_naming_the_range(
+    value: object, tmp_path: Path
+) -> None:
+    with pytest.raises(CollectorValueError, match=r"'system_interval'.*from 0\.01 to 86400"):
+        SummaryCollector(tmp_path, system_interval=value)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("text", ["1e13", "86401", "1e-9", "0.001", "-1", "inf"])
+def test_an_environment_variable_out_of_range_is_an_error_naming_it_and_the_range(
+    text: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RANKSCRIBE_SYSTEM_INTERVAL", text)
+    with pytest.raises(CollectorValueError) as raised:
+        SummaryCollector(tmp_path)
+    assert str(raised.value) == (
+        "For the environment variable RANKSCRIBE_SYSTEM_INTERVAL, the value should be a finite "
+        "number of seconds >= 0 (0 or 'off' turns the system sampling off; else from 0.01 to "
+        f"86400), but got {text!r}."
+    )
+
+
+@pytest.mark.parametrize("text", ["0.01", "86400"])
+def test_the_sampler_thread_lives_at_either_end_of_the_range(
+    text: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At a day the thread waits up to a day: a wait it cannot make would kill it at once."""
+    monkeypatch.setenv("RANKSCRIBE_SYSTEM_INTERVAL", text)
+    failures: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda hook: failures.append(hook.exc_value))
+    rng = np.random.default_rng(0)
+    network = ArrayNetwork({"w": rng.normal(size=(4, 2)).astype(np.float32)}, name="Linear")
+    data = ArrayDataset(rng.random((3, 4)).astype(np.float32), rng.integers(0, 2, 3), batch_size=1)
+    collector = SummaryCollector(tmp_path)
+    sampling: list[bool] = []
+
+    def step(batch: Any) -> float:
+        sampling.append(any(t.name == "rankscribe-system" for t in threading.enumerate()))
+        return 0.5
+
+    TrainLoop(step, network=network).train(1, data, callbacks=[collector])
+    collector.close()
+    assert failures == []
+    assert sampling == [True, True, True]
 
 
 @pytest.mark.parametrize(("argument", "variable"), [(0, None), (None, "0"), (None, "off")])

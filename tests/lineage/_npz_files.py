@@ -28,13 +28,26 @@ def read_archive(data: bytes) -> tuple[Any, list[Any]]:
 
 def write_archive(document: Any, arrays: list[Any]) -> bytes:
     """An archive of ``document`` and numpy ``arrays``, written with zipfile and numpy."""
+    members = {"document.json": json.dumps(document).encode()}
+    for number, array in enumerate(arrays):
+        member = io.BytesIO()
+        np.lib.format.write_array(member, np.ascontiguousarray(array), allow_pickle=False)
+        members[f"{number}.npy"] = member.getvalue()
+    return write_members(members)
+
+
+def read_members(data: bytes) -> dict[str, bytes]:
+    """Each member's bytes by name, in the archive's order, as ``zipfile`` reads them."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        return {name: archive.read(name) for name in archive.namelist()}
+
+
+def write_members(members: dict[str, bytes]) -> bytes:
+    """An archive of these members' bytes, in order, written with zipfile."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr(_entry("document.json"), json.dumps(document).encode())
-        for number, array in enumerate(arrays):
-            member = io.BytesIO()
-            np.lib.format.write_array(member, np.ascontiguousarray(array), allow_pickle=False)
-            archive.writestr(_entry(f"{number}.npy"), member.getvalue())
+        for name, body in members.items():
+            archive.writestr(_entry(name), body)
     return buffer.getvalue()
 
 

@@ -106,6 +106,18 @@ def _column_missing(base: Path) -> bytes:
     return index_bytes(index)
 
 
+def _warned(key: str, texts: Any) -> Any:
+    """An index whose ``warnings`` hold ``{key: texts}`` (the writer keys them by run
+    position, in decimal digits, each with a list of texts)."""
+
+    def damage(base: Path) -> bytes:
+        index = read_index(base)
+        index["warnings"] = {key: texts}
+        return index_bytes(index)
+
+    return damage
+
+
 @pytest.mark.parametrize(
     ("damage", "said"),
     [
@@ -118,6 +130,11 @@ def _column_missing(base: Path) -> bytes:
         (_other_parser, "another version"),
         (_truncated, "unreadable"),
         (_column_missing, "malformed"),
+        (_warned("\u00b2", ["a warning"]), "malformed"),  # a digit to str.isdigit, not to int
+        (_warned("01", ["a warning"]), "malformed"),
+        (_warned("3", ["a warning"]), "malformed"),  # three runs: positions 0 to 2
+        (_warned("0", [5]), "malformed"),
+        (_warned("0", "a warning"), "malformed"),
     ],
     ids=[
         "not-json",
@@ -129,6 +146,11 @@ def _column_missing(base: Path) -> bytes:
         "other-parser",
         "truncated",
         "column-missing",
+        "warnings-of-a-superscript-two",
+        "warnings-of-a-leading-zero",
+        "warnings-of-no-run",
+        "warnings-not-texts",
+        "warnings-not-a-list",
     ],
 )
 def test_damaged_or_foreign_index_is_rebuilt(

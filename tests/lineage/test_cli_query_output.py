@@ -104,6 +104,31 @@ def test_the_columns_left_out_are_one_line(
     )
 
 
+def test_a_field_no_run_records_is_named_under_the_count(
+    jobs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, "query", str(jobs), "--where", "batch_size >= 64")
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        "0 matching runs",
+        "none of the 4 runs records batch_size (named in --where)",
+    ]
+    where = "batch_size >= 64 or epoch = 3 or optimizer = 'SGD' or batch_size < 8"
+    code, out, err = run(capsys, "query", str(jobs), "--where", where)
+    assert out.splitlines()[-2:] == [
+        "4 matching runs",
+        "none of the 4 runs records batch_size or epoch (named in --where)",
+    ]
+    # A field some run records, and the JSON for programs, get no such line.
+    assert run(capsys, "query", str(jobs), "--where", "optimizer = 'Adam'")[1] == (
+        "0 matching runs\n"
+    )
+    for data in ("json", "csv"):
+        assert (
+            "--where" not in run(capsys, "query", str(jobs), "--where", where, "--format", data)[1]
+        )
+
+
 def test_a_misspelt_field_gets_did_you_mean_before_the_column_not_after_a_list(
     jobs: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -26,7 +26,7 @@ from rankscribe.lineage.index._index_encoding import decode_document, encode_doc
 from tests.lineage._documented import INDEX_NAME, INDEX_VERSION
 from tests.lineage._index_bases import graph_base, read_index
 from tests.lineage._index_reads import as_a_new_process, query
-from tests.lineage._npz_files import read_archive, write_archive
+from tests.lineage._npz_files import read_archive, read_members, write_archive, write_members
 
 
 def _document() -> dict[str, Any]:
@@ -182,6 +182,29 @@ def test_repeated_texts_are_stored_once_each() -> None:
     arrays[1][-1] = 5
     with pytest.raises(ValueError, match="names a word it does not hold"):
         decode_document(write_archive(header, arrays[:2]))
+
+
+def _respelled_headers(header: bytes) -> list[bytes]:
+    """Headers numpy would read as the same array, each spelled otherwise than ours."""
+    shape = b"'shape': (8,), }"
+    assert shape in header and header.endswith(b" \n")
+    return [
+        header.replace(shape + b" ", b"'shape': (08,), }"),  # a leading zero
+        header[:8] + struct.pack("<H", len(header) + 54) + header[10:-1] + b" " * 64 + b"\n",
+    ]
+
+
+@pytest.mark.parametrize("spelling", [0, 1], ids=["shape-(08,)", "64-more-spaces"])
+def test_an_array_header_spelled_otherwise_is_refused(spelling: int) -> None:
+    """An archive is read only as written: an array's header too, byte for byte."""
+    document = {"format": "rankscribe-lineage-index", "dir_mtime": list(range(8))}
+    members = read_members(encode_document(document))
+    assert decode_document(write_members(members)) == document  # zipfile writes it as we do
+    header_size = 10 + struct.unpack_from("<H", members["0.npy"], 8)[0]
+    header, body = members["0.npy"][:header_size], members["0.npy"][header_size:]
+    members["0.npy"] = _respelled_headers(header)[spelling] + body
+    with pytest.raises(ValueError, match=r"member 0\.npy's \.npy header is not as written"):
+        decode_document(write_members(members))
 
 
 def test_a_changed_value_is_neither_served_nor_matched(

@@ -95,6 +95,18 @@ def test_other_numbers_that_do_not_fit_are_unknown(
     assert key in caplog.text
 
 
+def test_show_reads_the_state_once_and_warns_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    plant(tmp_path / "job", json.dumps(good_state()).replace(": 60,", ": NaN,", 1))
+    with caplog.at_level(logging.WARNING, logger="rankscribe"):
+        printed = show(tmp_path / "job", capsys)
+    assert "steps written through ?," in printed
+    assert [record.getMessage().split(" holds ")[1] for record in caplog.records] == [
+        "written_through_step nan, which is no count or step: shown as unknown"
+    ]
+
+
 @pytest.mark.parametrize(
     "verdicts",
     [

@@ -171,6 +171,23 @@ def test_show_json_and_check_on_a_running_job(
     assert "no job in" in capsys.readouterr().err
 
 
+def test_show_before_the_first_interval_is_written_warns_of_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    # A verdict judged before any step was written: the state file said the steps were
+    # written through -2**63, which show's reader refused with a warning, twice.
+    live_round(LiveJobView(tmp_path, world_size=3), window(3, 200, slow=1, factor=1.5), 3)
+    caplog.clear()  # the live view's own warning of the straggler
+    with caplog.at_level(logging.WARNING):
+        assert main(["show", str(tmp_path)]) == 0
+        assert main(["show", "--json", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert caplog.records == []
+    assert "job view (live): interval 1 at " in printed
+    assert ", no steps written yet, 3 of 3 ranks in it" in printed
+    assert "straggler (recent steps): rank 1 costs" in printed
+
+
 def test_records_from_a_merged_lineages_verdict_keys() -> None:
     records = records_from_verdicts(
         {

@@ -701,6 +701,24 @@ def test_a_signalling_nan_tensor_reads_as_nan_on_both_paths(tmp_path, form):
     assert listed[0][0] == 1 and np.isnan(listed[0][1])
 
 
+@pytest.mark.parametrize("form", ["float-val", "half-val", "bfloat16-val"])
+def test_a_signalling_nan_tensor_beside_an_image_reads_as_nan(tmp_path, form):
+    # An image in the same record: the walk refuses the record, protobuf parses it, and the
+    # tensor's numbers are read from its listed values.
+    dtype, field, data = _SIGNALLING_NAN_TENSORS[form]
+    image = delimited(1, b"picture") + delimited(4, b"")
+    path = tmp_path / TENSORBOARD_NAME
+    write_payloads(
+        path, [event_bytes(1, [tensorboard_scalar_tensor(b"x", dtype, field, data), image])]
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        steps, values = reader.scalar_arrays(path)["x"]
+        listed = reader.scalars(path)["x"]
+    assert steps.tolist() == [1] and np.isnan(values).all()
+    assert listed[0][0] == 1 and np.isnan(listed[0][1])
+
+
 @pytest.mark.parametrize("content", [b"\x81", b"\x81\x7f\x00", b"\x00\x00\x80\x3f\x00"])
 def test_a_bfloat16_tensor_of_an_odd_byte_count_is_skipped_with_a_warning(
     tmp_path, caplog, content

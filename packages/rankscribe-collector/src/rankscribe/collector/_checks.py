@@ -65,36 +65,42 @@ def check_seconds_setting(
     default: float,
     off: str,
     off_words: tuple[str, ...] = (),
+    shortest: float = 0.0,
+    longest: float = math.inf,
 ) -> float:
     """An interval in seconds (0: ``off``): ``value``, else the environment ``variable``, else
-    ``default``. A variable set to one of ``off_words`` (any case) is 0.
+    ``default``. A variable set to one of ``off_words`` (any case) is 0. Another value is
+    from ``shortest`` to ``longest`` seconds.
 
     Raises:
-        CollectorValueError: ``value`` (or the variable) is no finite number of seconds >= 0.
+        CollectorValueError: ``value`` (or the variable) is no finite number of seconds >= 0,
+            or one other than 0 outside that range.
     """
-    source = argument
+    zero = "0 or 'off'" if off_words and value is None else "0"
+    expected = f"a finite number of seconds >= 0 ({zero} turns {off}"
+    if shortest > 0 or longest < math.inf:
+        expected += f"; else from {shortest:g} to {longest:g}"
+    expected += ")"
+    source, shown_value = f"'{argument}'", repr(value)
     if value is None:
         text = os.environ.get(variable)
         if text is None or not text.strip():
             return default
-        source = f"the environment variable {variable}"
+        source, shown_value = f"the environment variable {variable}", repr(text)
         if text.strip().lower() in off_words:
             return 0.0
-        zero = "0 or 'off'" if off_words else "0"
         try:
             value = float(text)
         except ValueError:
-            raise CollectorValueError(
-                f"For {source}, the value should be a number of seconds >= 0 ({zero} turns "
-                f"{off}), but got {text!r}."
-            ) from None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not (math.isfinite(value) and value >= 0)
-    ):
+            value = None
+    seconds = math.nan
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            seconds = float(value)
+        except OverflowError:  # an int beyond a float
+            seconds = math.inf
+    if not (seconds == 0 or shortest <= seconds <= longest) or not math.isfinite(seconds):
         raise CollectorValueError(
-            f"For '{source}', the value should be a finite number of seconds >= 0 (0 turns "
-            f"{off}), but got {value!r}."
+            f"For {source}, the value should be {expected}, but got {shown_value}."
         )
-    return float(value)
+    return seconds

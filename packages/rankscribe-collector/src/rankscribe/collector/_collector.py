@@ -122,7 +122,7 @@ class SummaryCollector(Callback):
             single process writes into ``summary_dir`` as MindSpore does.
         system_interval: seconds between samples of this rank's process, host and
             accelerator (``rankscribe/system/*``, docs/system-metrics.md); None:
-            ``RANKSCRIBE_SYSTEM_INTERVAL``, else 10; 0: none.
+            ``RANKSCRIBE_SYSTEM_INTERVAL``, else 10; 0: none; else from 0.01 to 86400.
 
     Timings for the job view (docs/job-view.md, "Timings"): step time, data
     wait, forward time (torch module hooks) and :meth:`section`.

@@ -56,7 +56,8 @@ _MAGIC = b"\x93NUMPY\x01\x00"
 _HEADER_LENGTH = struct.Struct("<H")
 _PREFIX = len(_MAGIC) + _HEADER_LENGTH.size
 # What numpy writes for a one-dimensional C-order array (format 1.0), padded with spaces
-# to a multiple of 64 bytes and ended by a newline; nothing else is read.
+# to a multiple of 64 bytes and ended by a newline. The kind and the count are found
+# here; the header is then compared with the one :func:`_npy_header` writes for them.
 _HEADER = re.compile(
     rb"\{'descr': '(<i8|<f8|\|b1|\|u1)', 'fortran_order': False, 'shape': \(([0-9]{1,19}),\), \}"
     rb" *\n",
@@ -83,9 +84,12 @@ class ArchiveError(ValueError):
     """Bytes that are not an archive :func:`pack` wrote, or one whose bytes changed."""
 
 
-def _npy(kind: str, data: bytes | memoryview) -> bytes:
-    """A ``.npy`` file of the one-dimensional array ``data`` (raw little-endian items)."""
-    count = len(data) // KINDS[kind]
+def _npy_header(kind: str, count: int) -> bytes:
+    """The ``.npy`` header of a one-dimensional array of ``count`` items of ``kind``.
+
+    numpy writes the same bytes for the arrays an archive holds: it pads the
+    shape to room for 21 digits, and both pad the whole to 128 bytes.
+    """
     header = f"{{'descr': '{kind}', 'fortran_order': False, 'shape': ({count},), }}"
     # numpy pads the header so that the data starts at a multiple of 64 bytes.
     padding = -(_PREFIX + len(header) + 1) % 64
@@ -115,7 +119,7 @@ def pack(document: Any, arrays: Sequence[tuple[str, bytes | memoryview]]) -> byt
         data = memoryview(items).cast("B")  # bytes, whatever the buffer's item type
         if kind not in KINDS or len(data) % KINDS[kind]:
             raise ValueError(f"array {number}: {len(data)} bytes of kind {kind!r}")
-        members.append([_npy(kind, data), data])
+        members.append([_npy_header(kind, len(data) // KINDS[kind]), data])
     parts: list[bytes | memoryview] = []
     entries: list[bytes] = []
     offset = 0
@@ -220,10 +224,13 @@ def _array(name: str, data: memoryview) -> tuple[str, memoryview]:
     if data[: len(_MAGIC)] != _MAGIC or len(data) < _PREFIX:
         raise ArchiveError(f"member {name} is not a .npy file of version 1.0")
     (size,) = _HEADER_LENGTH.unpack_from(data, len(_MAGIC))
-    found = _HEADER.fullmatch(bytes(data[_PREFIX : _PREFIX + size]))
+    header = bytes(data[: _PREFIX + size])
+    found = _HEADER.fullmatch(header, _PREFIX)
     if found is None:
         raise ArchiveError(f"member {name} is not a one-dimensional array of a plain kind")
     kind, count = found[1].decode("ascii"), int(found[2])
+    if header != _npy_header(kind, count):  # another spelling: a shape of (01,), more padding
+        raise ArchiveError(f"member {name}'s .npy header is not as written")
     body = data[_PREFIX + size :]
     if len(body) != count * KINDS[kind]:
         raise ArchiveError(f"member {name} holds {len(body)} bytes, not {count} items of {kind}")

@@ -427,7 +427,11 @@ def live_lines(job_dir: str | os.PathLike[str]) -> list[str]:
     each interval): how far the job view is written, the verdicts so far and
     each rank's last step (``docs/job-view.md``, "Live").
     """
-    state = read_live_state(job_dir)
+    return live_state_lines(read_live_state(job_dir))
+
+
+def live_state_lines(state: dict[str, Any] | None) -> list[str]:
+    """:func:`live_lines` of a state file already read (``show`` reads it once)."""
     if state is None or not isinstance(state.get("verdicts"), dict):
         return []
     verdicts = state["verdicts"]
@@ -438,9 +442,10 @@ def live_lines(job_dir: str | os.PathLike[str]) -> list[str]:
         else "? (unknown time)"
     )
     done = "final" if state.get("final") else "live"
+    through = state.get("written_through_step", "?")
+    written = "no steps written yet" if through == -1 else f"steps written through {through}"
     lines = [
-        f"job view ({done}): interval {state.get('interval', '?')} at {stamp}, steps written "
-        f"through {state.get('written_through_step', '?')}, "
+        f"job view ({done}): interval {state.get('interval', '?')} at {stamp}, {written}, "
         f"{state.get('ranks_in_interval', '?')} of {state.get('world_size', '?')} ranks in it"
         + (
             f" (missing: {state['missing_in_interval']})"

@@ -33,7 +33,9 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_SYSTEM_INTERVAL",
+    "LONGEST_SYSTEM_INTERVAL",
     "MAX_QUEUED",
+    "SHORTEST_SYSTEM_INTERVAL",
     "SYSTEM_INTERVAL_ENV",
     "SystemSampler",
     "check_system_interval",
@@ -41,6 +43,12 @@ __all__ = [
 
 #: Seconds between two samples (docs/system-metrics.md, "Cost").
 DEFAULT_SYSTEM_INTERVAL = 10.0
+#: The shortest interval other than 0: about twenty times what the thread spends on a
+#: sample (0.6 ms of CPU, docs/system-metrics.md "Cost"), so it never samples back to back.
+SHORTEST_SYSTEM_INTERVAL = 0.01
+#: The longest: a day. The thread waits up to an interval, and a wait of 1e13 seconds
+#: overflows the platform's timeout (threading.TIMEOUT_MAX).
+LONGEST_SYSTEM_INTERVAL = 86_400.0
 #: The environment variable that sets ``system_interval`` when the argument is not given.
 SYSTEM_INTERVAL_ENV = "RANKSCRIBE_SYSTEM_INTERVAL"
 #: Samples waiting for the training thread, at most (the oldest go first).
@@ -57,6 +65,8 @@ def check_system_interval(value: object) -> float:
         default=DEFAULT_SYSTEM_INTERVAL,
         off="the system sampling off",
         off_words=_OFF_WORDS,
+        shortest=SHORTEST_SYSTEM_INTERVAL,
+        longest=LONGEST_SYSTEM_INTERVAL,
     )
 
 

@@ -29,7 +29,12 @@ from rankscribe.lineage.cli._terminal import (
 from rankscribe.lineage.errors import LineageFileNotFoundError
 from rankscribe.lineage.index._run_table import RunTable
 from rankscribe.lineage.query._conditions import FIELD_MAPPING
-from rankscribe.lineage.query._expressions import Comparison, parse_expression, parse_sort_key
+from rankscribe.lineage.query._expressions import (
+    Comparison,
+    Expression,
+    parse_expression,
+    parse_sort_key,
+)
 from rankscribe.lineage.query._querier import selection_result
 from rankscribe.lineage.query._selection import (
     CUSTOM_PREFIXES,
@@ -261,8 +266,33 @@ def _query(args: argparse.Namespace) -> int:
         out.append(f"{len(positions)} of {count} matching runs shown (--limit {args.limit})")
     else:
         out.append(f"{count} matching run{'s' if count != 1 else ''}")
+    unrecorded = _unrecorded_fields(selection.table, selection.expression)
+    if unrecorded:
+        runs = len(selection.table)
+        out.append(
+            f"{'no run' if runs == 1 else f'none of the {runs} runs'} records "
+            f"{' or '.join(unrecorded)} (named in --where)"
+        )
     _write_lines(out)
     return 0
+
+
+def _unrecorded_fields(table: RunTable, expression: Expression | Comparison | None) -> list[str]:
+    """The search fields ``--where`` names that no run of the base dir has a value for.
+
+    Such a condition matches no run; without this line ``0 matching runs`` would not say why.
+    """
+    if expression is None:
+        return []
+    comparisons = [expression] if isinstance(expression, Comparison) else expression.comparisons()
+    named = dict.fromkeys(comparison.name for comparison in comparisons)  # once, in order
+    return [
+        name
+        for name in named
+        if name in _FIELD_COLUMNS
+        and name != "dataset_mark"  # made per query: every run has one
+        and all(value is None for value in table.column(name))
+    ]
 
 
 def _hidden_note(hidden: list[str], width: int) -> str:

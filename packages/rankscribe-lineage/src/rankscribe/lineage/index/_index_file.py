@@ -288,9 +288,9 @@ def _decoded(document: dict[str, Any], found: os.stat_result) -> LoadedIndex:
     files, bad = _files_column(document, count)
     graphs = document["graphs"]
     fields, metric, user_defined = (document[name] for name in ("fields", "metric", "user_defined"))
-    warnings = document.get("warnings", {})
-    if not all(isinstance(part, dict) for part in (graphs, fields, metric, user_defined, warnings)):
-        raise ValueError("graphs, fields, metric, user_defined or warnings is not an object")
+    warnings = _warnings(document.get("warnings", {}), count)
+    if not all(isinstance(part, dict) for part in (graphs, fields, metric, user_defined)):
+        raise ValueError("graphs, fields, metric or user_defined is not an object")
     # Whole columns first (one pass each, in C); only a column that fails is looked at
     # value by value, to find the runs to drop.
     if not (_types_of(paths) == {str} and _plain_relative_paths(paths)):
@@ -375,6 +375,25 @@ def _containers(column: Any) -> list[list[Any]]:
         and "./" not in column[0]
     ):
         raise ValueError("column 'containers' is not [[relative paths], [mtimes]]")
+    return column
+
+
+def _warnings(column: Any, count: int) -> dict[str, list[str]]:
+    """The ``warnings`` column, checked: ``{"<run position>": [texts]}``, as written.
+
+    A position is written in ASCII digits, without a leading zero; ``str.isdigit``
+    also takes "²", which ``int`` refuses.
+    """
+    if not isinstance(column, dict) or not all(
+        at.isascii()
+        and at.isdigit()
+        and str(int(at)) == at
+        and int(at) < count
+        and isinstance(texts, list)
+        and _types_of(texts) <= {str}
+        for at, texts in column.items()
+    ):
+        raise ValueError("column 'warnings' is not {\"<run position>\": [texts]}")
     return column
 
 
@@ -487,9 +506,8 @@ def _entries(document: dict[str, Any]) -> list[IndexEntry]:
         )
     ]
     warned: list[tuple[str, ...]] = [()] * count
-    for at, texts in document["warnings"].items():
-        if at.isdigit() and int(at) < count and isinstance(texts, list):
-            warned[int(at)] = tuple(map(str, texts))
+    for at, texts in document["warnings"].items():  # checked by _warnings
+        warned[int(at)] = tuple(texts)
     return list(
         map(
             IndexEntry,

@@ -303,7 +303,9 @@ class LiveJobView:
             "interval": self._received,
             "wall_time": now(),
             "final": final,
-            "written_through_step": self.written_through,
+            # -1 until a step is written (the reader's "a step before the first"): the
+            # internal floor of -2**63 is no step the state file may hold.
+            "written_through_step": max(self.written_through, -1),
             "ranks_in_interval": len(self._round_ranks),
             "missing_in_interval": ranges_text(self.state.missing_now),
             "dropped_points": self.dropped_points,

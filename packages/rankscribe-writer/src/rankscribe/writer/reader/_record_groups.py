@@ -347,7 +347,10 @@ _LISTED_FIELDS = {
 def _listed_numbers(tensor: tensorboard_pb2.TensorProto) -> npt.NDArray[np.float64] | None:
     dtype = tensor.dtype
     if dtype in _LISTED_FIELDS:
-        return np.array(getattr(tensor, _LISTED_FIELDS[dtype]), dtype=np.float64)
+        # protobuf widens a listed float to a Python float in C, which marks a signalling
+        # NaN as an invalid operation; NumPy reports that mark on its next cast.
+        with np.errstate(invalid="ignore"):
+            return np.array(getattr(tensor, _LISTED_FIELDS[dtype]), dtype=np.float64)
     if dtype == 19:  # half: the 16 bits of each number, in int32 slots
         with np.errstate(invalid="ignore"):  # a signalling NaN: quiet, as above
             return np.array(tensor.half_val, dtype=np.uint16).view(np.float16).astype(np.float64)
