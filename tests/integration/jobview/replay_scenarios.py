@@ -8,8 +8,11 @@ message waits in rank 0's view until the end of training writes it. With
 ``faulted``, rank 1's channel puts on the wire (below the envelope: what a
 transport that repeats or reorders would deliver) its 2nd message twice (a
 duplicate), its 4th before its 3rd (two rounds swapped) and, after its 5th, its
-1st again (a replay of an earlier round). The job's files must be those of a
-``clean`` run (test_mpi_replay.py).
+1st again (a replay of an earlier round), and rank 0 finds hostile control files
+in the job directory while it trains (:data:`CONTROL_FILES`: 2,000 nested brackets,
+a number of 4,000 digits, bytes that are not text), each of which must be one
+warning, the live view going on. The job's files must be those of a ``clean`` run
+(test_mpi_replay.py).
 """
 
 from __future__ import annotations
@@ -34,6 +37,13 @@ from rankscribe.ranks.tree import TreeChannel
 
 STEP_SECONDS = 0.02
 SCRIPT_TAG = "script/rank_value"
+CONTROL_NAME = ".rankscribe-control.json"  # rankscribe.lineage.jobparts.CONTROL_NAME
+#: step -> what rank 0 of a faulted job puts in the control file at that step.
+CONTROL_FILES = {
+    100: b"[" * 2000 + b"]" * 2000,
+    300: b'{"confidence": 1' + b"0" * 4000 + b"}",
+    500: bytes(range(256)) * 8,
+}
 
 
 class RepeatingWire:
@@ -109,6 +119,12 @@ def main() -> None:
 
     def step(batch: Any) -> np.float32:
         done[0] += 1
+        hostile = CONTROL_FILES.get(done[0]) if faulted and info.rank == 0 else None
+        if hostile is not None:
+            staged = out / f"{CONTROL_NAME}.{done[0]}"
+            staged.write_bytes(hostile)
+            staged.replace(out / CONTROL_NAME)  # whole, never read half-written
+            print(f"rank 0: a hostile control file at step {done[0]}", flush=True)
         record = collector.record
         assert record is not None
         record.add_value("scalar", SCRIPT_TAG, float(info.rank + done[0] / 1000))

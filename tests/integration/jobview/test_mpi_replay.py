@@ -2,12 +2,15 @@
 
 Two runs of replay_scenarios.py at once: a clean one, and one whose rank 1's
 channel delivers its 2nd message twice, its 3rd after its 4th and its 1st again
-after its 5th. Every message waits in rank 0's view until the end of training
-writes the job files (``job_view_interval`` is longer than the training), so a
-message merged twice would show there as a count of 3 ranks at its steps, as it
-did before each message carried its sender's sequence number. The faulted job's
-files count each step's ranks as the clean job's do, and hold the statistics the
-offline merge computes from its own rank files.
+after its 5th, and whose rank 0 finds three hostile control files in turn
+(nested brackets, a 4,000-digit number, binary junk). Every message waits in
+rank 0's view until the end of training writes the job files (``job_view_interval``
+is longer than the training), so a message merged twice would show there as a count
+of 3 ranks at its steps, as it did before each message carried its sender's sequence
+number. The faulted job's files count each step's ranks as the clean job's do, and
+hold the statistics the offline merge computes from its own rank files. Each control
+file is one warning naming its problem, the settings kept and the live view running
+on (before, the nested brackets' RecursionError ended the live view's thread).
 """
 
 from __future__ import annotations
@@ -98,6 +101,16 @@ def test_a_duplicated_replayed_or_reordered_message_changes_nothing(
     assert faulted.output.count("is ignored: it arrived before") == 2, faulted.output
     assert "message 2 of rank 1 (round" in faulted.output
     assert "message 1 of rank 1 (round" in faulted.output
+
+    # Each hostile control file: one warning naming its problem; the live view goes on.
+    assert faulted.output.count("a hostile control file at step") == 3, faulted.output
+    ignored = [line for line in faulted.output.splitlines() if "control.json is ignored" in line]
+    assert len(ignored) == 3, ignored
+    for problem, line in zip(
+        ("nested deeper than", "confidence should be", "UTF-8"), ignored, strict=True
+    ):
+        assert problem in line and "the settings stay as they were" in line, line
+    assert "the live view stops" not in faulted.output
 
     # The offline merge of the faulted job's own rank files gives what its live files hold.
     merged = run_bounded(
