@@ -250,6 +250,58 @@ def test_the_control_file_changes_settings_and_refuses_what_it_should(
     assert control.read() is None  # a planted FIFO never blocks
 
 
+HUGE = "1" + "0" * 4000  # 4,001 digits: under the file's cap and Python's int limit
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ("[" * 2000 + "]" * 2000, "nested deeper than"),
+        ('{"cost_floor": ' + "[" * 1500 + "]" * 1500 + "}", "nested deeper than"),
+        ("{" * 2000, "nested deeper than"),
+        (bytes(range(256)) * 8, "UTF-8"),
+        (b"\x00" * 4096, "JSON"),
+        ("\ufeff" + '{"cost_floor": 0.5}', "JSON"),
+        ('{"job_view_interval": ' + HUGE + "}", "job_view_interval should be a number"),
+        ('{"confidence": -' + HUGE + "}", "confidence should be a number"),
+        ('{"cost_floor": ' + HUGE + "}", "cost_floor should be a share"),
+        ('{"window_steps": ' + HUGE + "}", "window_steps should be an int"),
+        ('{"job_view_interval": 1' + "0" * 4070 + ".5}", "job_view_interval should be"),
+        ('{"confidence": 1e999}', "confidence should be a number"),
+        ('{"confidence": NaN}', "confidence should be a number"),
+        ('{"cost_floor": -Infinity}', "cost_floor should be a share"),
+        ('{"' + "k" * 4000 + '": 1}', "is not a setting"),
+        ('{"window_steps": 400.0}', "window_steps should be an int"),
+        ('{"window_steps": true}', "window_steps should be an int"),
+        ("null", "not a JSON object"),
+        ('"' + "\\" * 2000 + '"', "not a JSON object"),
+        ("", "JSON"),
+    ],
+    ids=lambda value: f"{value[:24]!r}" if isinstance(value, (str, bytes)) else None,
+)
+def test_any_control_file_content_is_one_warning_and_the_settings_stay(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, content: str | bytes, problem: str
+) -> None:
+    # Before: 2,000 nested brackets raised RecursionError out of read() (which ended the
+    # live view), and so did a number past float's range (OverflowError).
+    control = ControlFile(tmp_path)
+    path = write_control(tmp_path, '{"cost_floor": 0.25}')
+    assert control.read() == {"cost_floor": 0.25}
+    path.unlink()
+    write_control(tmp_path, content)
+    with caplog.at_level(logging.WARNING):
+        assert control.read() is None  # no new settings: the old ones stay
+        assert control.read() is None  # the same content: not said again
+    refusals = [r.getMessage() for r in caplog.records if CONTROL_NAME in r.getMessage()]
+    assert len(refusals) == 1, refusals
+    assert problem in refusals[0], refusals[0]
+    assert "the settings stay as they were" in refusals[0]
+    assert len(refusals[0]) < 600  # the problem named, not the file's content repeated
+    path.unlink()
+    write_control(tmp_path, '{"confidence": 7}')
+    assert control.read() == {"confidence": 7.0}  # a good file is taken again
+
+
 def test_a_merged_lineages_straggler_record_carries_its_cost_keys() -> None:
     [record] = records_from_verdicts(
         {

@@ -9,6 +9,7 @@ RANKSCRIBE_JOB_VIEW_INTERVAL) is checked with an error naming it.
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -25,7 +26,7 @@ from rankscribe.lineage.jobview import JobStatistics, RankSeries
 from rankscribe.ranks import FileCoordinator, RankInfo, StoreCoordinator
 from rankscribe.ranks.errors import RanksValueError
 from rankscribe.ranks.testing import MemoryTreeChannel, MemoryTreeHub, wait_clock
-from rankscribe.ranks.tree import tree_channel
+from rankscribe.ranks.tree import REORDER_WINDOW, tree_channel
 
 WORLD = 20
 
@@ -184,6 +185,54 @@ def test_a_foreign_message_is_ignored() -> None:
     hub.boxes[1].append(b"not a tree message at all")
     assert child.send(1, b"real", 1.0)
     assert parent.receive(1, 1.0) == {1: [(1, b"real")]}
+
+
+def test_a_duplicated_replayed_or_reordered_message_is_taken_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The transport delivers rank 1's messages 1, 1 again, 3, 2, 1 again, 4: the parent takes
+    1, 3, 2, 4 (each once, in the order they came) and warns of each repeat; a replay in a
+    later round is ignored too. Before, every copy was taken (and merged: counts doubled)."""
+    hub = MemoryTreeHub()
+    parent, child = (MemoryTreeChannel(hub, rank, 2) for rank in range(2))
+    for number in range(1, 5):
+        assert child.send(number, f"round {number}".encode(), 1.0)
+    sent = list(hub.boxes[1])
+    hub.boxes[1].clear()
+    hub.boxes[1].extend([sent[0], sent[0], sent[2], sent[1], sent[0], sent[3]])
+    with caplog.at_level(logging.WARNING):
+        got = parent.receive(4, 1.0)
+        assert got == {1: [(1, b"round 1"), (3, b"round 3"), (2, b"round 2"), (4, b"round 4")]}
+        hub.boxes[1].extend([sent[2], sent[3]])
+        assert child.send(5, b"round 5", 1.0)
+        assert parent.receive(5, 1.0) == {1: [(5, b"round 5")]}
+    repeats = [
+        r.getMessage() for r in caplog.records if "is ignored: it arrived before" in r.getMessage()
+    ]
+    said = "tree: message {} of rank 1 (round {}) is ignored: it arrived before (or after 1024 "
+    assert repeats == [f"{said.format(n, n)}later ones)" for n in (1, 1, 3, 4)]
+
+
+def test_a_lost_message_holds_no_memory_and_a_forged_number_blocks_nothing() -> None:
+    """A message that never comes counts as lost once REORDER_WINDOW later ones came (the
+    parent's memory per child stays bounded); a far-off number does not make the next real
+    messages look old."""
+    hub = MemoryTreeHub()
+    parent, child = (MemoryTreeChannel(hub, rank, 2) for rank in range(2))
+    assert child.send(1, b"lost", 1.0)
+    lost = hub.boxes[1].popleft()
+    for number in range(2, REORDER_WINDOW + 3):
+        assert child.send(number, b"x", 1.0)
+    got = parent.receive(REORDER_WINDOW + 2, 1.0)
+    assert [number for number, _ in got[1]] == list(range(2, REORDER_WINDOW + 3))
+    hub.boxes[1].append(lost)  # too late: counted lost, not taken now
+    assert parent.receive(0, 0.05) == {}
+    forged = bytearray(lost)
+    forged[4:12] = (2**64 - 1).to_bytes(8, "little")  # the sequence number: the largest
+    hub.boxes[1].append(bytes(forged))
+    assert child.send(REORDER_WINDOW + 3, b"next", 1.0)
+    got = parent.receive(REORDER_WINDOW + 3, 1.0)
+    assert got == {1: [(1, b"lost"), (REORDER_WINDOW + 3, b"next")]}
 
 
 def test_bad_tree_arguments_are_named() -> None:

@@ -15,7 +15,6 @@ object of known keys with values in range. Anything else is one warning
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -23,6 +22,7 @@ import stat
 from typing import Any
 
 from rankscribe.lineage.job._protocol import CONTROL_NAME
+from rankscribe.ranks.jsondata import JSONDataError, parse_json
 
 logger = logging.getLogger(__name__)
 
@@ -32,14 +32,25 @@ __all__ = ["MAX_CONTROL_BYTES", "ControlFile"]
 MAX_CONTROL_BYTES = 4096
 
 
+def _number(value: Any) -> float | None:
+    """``value`` as a finite float; None for anything else (an int past float's range too)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def _seconds(value: Any) -> float | None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    return float(value) if ok and math.isfinite(value) and value > 0 else None
+    number = _number(value)
+    return number if number is not None and number > 0 else None
 
 
 def _share(value: Any) -> float | None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    return float(value) if ok and math.isfinite(value) and 0 <= value <= 1 else None
+    number = _number(value)
+    return number if number is not None and 0 <= number <= 1 else None
 
 
 def _window(value: Any) -> int | None:
@@ -65,7 +76,10 @@ class ControlFile:
         self._warned = ""  # the last problem warned about (said once)
 
     def read(self) -> dict[str, Any] | None:  # noqa: PLR0911 - one return per refusal
-        """The new settings (a dict of known keys), or None: no file, no change, or bad content."""
+        """The new settings (a dict of known keys), or None: no file, no change, or bad content.
+
+        Never raises: whatever the file holds, the live view goes on.
+        """
         flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
         try:
             descriptor = os.open(self.path, flags)
@@ -74,34 +88,26 @@ class ControlFile:
             return None
         except OSError as error:
             return self._refuse(None, f"it cannot be opened ({error})")
-        with os.fdopen(descriptor, "rb") as handle:
-            info = os.fstat(handle.fileno())
-            seen = (info.st_ino, info.st_size, info.st_mtime_ns)
-            if seen == self._seen:
-                return None
-            self._seen = seen
-            if not stat.S_ISREG(info.st_mode):
-                return self._refuse(seen, "it is not a regular file")
-            if hasattr(os, "getuid") and info.st_uid != os.getuid():
-                return self._refuse(seen, "another user owns it")
-            data = handle.read(MAX_CONTROL_BYTES + 1)
-        if len(data) > MAX_CONTROL_BYTES:
-            return self._refuse(seen, f"it is larger than {MAX_CONTROL_BYTES} bytes")
         try:
-            content = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as error:
-            return self._refuse(seen, f"it is not JSON ({error})")
-        if not isinstance(content, dict):
-            return self._refuse(seen, "it is not a JSON object")
-        settings: dict[str, Any] = {}
-        for key, value in content.items():
-            rule = _KEYS.get(key)
-            if rule is None:
-                return self._refuse(seen, f"{key!r} is not a setting (known: {', '.join(_KEYS)})")
-            checked = rule[0](value)
-            if checked is None:
-                return self._refuse(seen, f"{key} should be {rule[1]}, but got {value!r}")
-            settings[key] = checked
+            with os.fdopen(descriptor, "rb") as handle:
+                info = os.fstat(handle.fileno())
+                seen = (info.st_ino, info.st_size, info.st_mtime_ns)
+                if seen == self._seen:
+                    return None
+                self._seen = seen
+                if not stat.S_ISREG(info.st_mode):
+                    return self._refuse(seen, "it is not a regular file")
+                if hasattr(os, "getuid") and info.st_uid != os.getuid():
+                    return self._refuse(seen, "another user owns it")
+                data = handle.read(MAX_CONTROL_BYTES + 1)
+        except OSError as error:
+            return self._refuse(self._seen, f"it cannot be read ({error})")
+        try:
+            settings = _settings(data)
+        except _RefusedError as refusal:
+            return self._refuse(seen, str(refusal))
+        except Exception as error:  # whatever the content, the live view goes on
+            return self._refuse(seen, f"it cannot be read as settings ({error!r:.200})")
         self._warned = ""
         logger.info("job view: settings from %s: %s", self.path, settings)
         return settings
@@ -115,3 +121,37 @@ class ControlFile:
             "job view: %s is ignored (%s); the settings stay as they were", self.path, why
         )
         return None
+
+
+class _RefusedError(Exception):
+    """Content that is no settings; the message says why."""
+
+
+def _settings(data: bytes) -> dict[str, Any]:
+    """The settings ``data`` holds; :class:`_RefusedError` saying why it holds none."""
+    if len(data) > MAX_CONTROL_BYTES:
+        raise _RefusedError(f"it is larger than {MAX_CONTROL_BYTES} bytes")
+    try:
+        # A flat object: one level; deeper nesting is refused before it is parsed.
+        content = parse_json(data, what="it", max_bytes=MAX_CONTROL_BYTES, max_depth=1)
+    except JSONDataError as error:
+        raise _RefusedError(str(error)) from None
+    if not isinstance(content, dict):
+        raise _RefusedError("it is not a JSON object")
+    settings: dict[str, Any] = {}
+    for key, value in content.items():
+        rule = _KEYS.get(key)
+        if rule is None:
+            raise _RefusedError(f"{key!r:.80} is not a setting (known: {', '.join(_KEYS)})")
+        checked = rule[0](value)
+        if checked is None:
+            raise _RefusedError(f"{key} should be {rule[1]}, but got {_shown(value)}")
+        settings[key] = checked
+    return settings
+
+
+def _shown(value: Any) -> str:
+    """``value`` for a message: a number of thousands of digits is named by its size."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 256:
+        return f"an int of {value.bit_length()} bits"
+    return f"{value!r:.80}"

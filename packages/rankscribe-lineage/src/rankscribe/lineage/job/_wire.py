@@ -60,8 +60,10 @@ _MAX_HEADER = 64 << 20
 _MAX_HEADER_DEPTH = 8
 
 
+#: A group's key: its length, first and last steps (and its steps' bytes: group_by_steps).
+StepKey = tuple[int, ...] | tuple[int, int, int, bytes]
 #: Tags of one rank grouped by their steps: key -> (steps, tags, value rows).
-StepGroups = dict[tuple[int, ...], tuple["npt.NDArray[np.int64]", list[str], list[Any]]]
+StepGroups = dict[StepKey, tuple["npt.NDArray[np.int64]", list[str], list[Any]]]
 
 
 class PartialFormatError(ValueError):
@@ -353,13 +355,27 @@ def group_by_steps(
     steps: npt.NDArray[np.int64],
     values: npt.NDArray[np.float64],
 ) -> None:
-    """File ``tag``'s values under the group of its steps (a new group if none has them)."""
-    key: tuple[int, ...] = (len(steps), int(steps[0]), int(steps[-1]))
-    while key in groups:
-        shared, tags, rows = groups[key]
+    """File ``tag``'s values under the group of its steps (a new group if none has them).
+
+    A group's key is its length and first and last steps, and its steps' bytes when
+    another group has that length and those ends already: each tag costs one look-up
+    and at most two comparisons of its steps, however many tags share their ends.
+    """
+    ends = (len(steps), int(steps[0]), int(steps[-1]))
+    key: StepKey = ends
+    known = groups.get(key)
+    if known is not None:
+        shared, tags, rows = known
         if shared is steps or bool((shared == steps).all()):  # the key holds the length
             tags.append(tag)
             rows.append(values)
             return
-        key = (*key, len(key))  # same length and ends, other steps: a key of its own
+        # Same length and ends, other steps: keyed by the steps themselves (int64 arrays
+        # of one length are equal exactly when their bytes are).
+        key = (*ends, np.ascontiguousarray(steps, dtype=np.int64).tobytes())
+        known = groups.get(key)
+        if known is not None:
+            known[1].append(tag)
+            known[2].append(values)
+            return
     groups[key] = (steps, [tag], [values])

@@ -11,6 +11,6 @@ sibling-facing modules.
 
 from __future__ import annotations
 
-from rankscribe.ranks.tree._channels import TreeChannel, tree_channel
+from rankscribe.ranks.tree._channels import REORDER_WINDOW, TreeChannel, tree_channel
 
-__all__ = ["TreeChannel", "tree_channel"]
+__all__ = ["REORDER_WINDOW", "TreeChannel", "tree_channel"]

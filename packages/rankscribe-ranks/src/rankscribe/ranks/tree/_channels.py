@@ -15,6 +15,13 @@ in order, tagged with their round). A round the training thread waits on (the
 last, at the end of training) is ``prompt``: it polls at most 2 ms apart, the
 background rounds up to 20 ms apart. Messages are bytes, never pickles.
 
+Each message carries its sender's sequence number (1, 2, ... over the
+channel's life) beside its round, and a parent takes each (child, number)
+once: a message that arrives again (a duplicate, a replay of an earlier one,
+whatever the transport) is ignored with a warning, and messages that arrive
+out of order are each taken once. A number more than :data:`REORDER_WINDOW`
+messages behind the newest of that child counts as taken (it was lost).
+
 Backends, each on a channel of its own, never the program's:
 
 - MPI: point-to-point messages on a duplicate of ``COMM_WORLD`` made with the
@@ -52,6 +59,7 @@ from rankscribe.ranks.files import open_regular
 
 __all__ = [
     "DEFAULT_FAN_IN",
+    "REORDER_WINDOW",
     "MemoryTreeChannel",
     "MemoryTreeHub",
     "TreeChannel",
@@ -64,8 +72,12 @@ logger = logging.getLogger(__name__)
 DEFAULT_FAN_IN = 8
 #: The largest message a parent accepts (a header claiming more is a foreign message).
 MAX_MESSAGE_BYTES = 1 << 30
-_ENVELOPE = struct.Struct("<4sQQ")
-_MAGIC = b"RSJT"
+#: How many of a child's messages may be outstanding (a gap waiting for a late one) before
+#: the oldest gap counts as lost: the memory a parent keeps per child.
+REORDER_WINDOW = 1024
+# magic, the sender's sequence number, the round, the payload's size.
+_ENVELOPE = struct.Struct("<4sQQQ")
+_MAGIC = b"RSJ2"
 _TAG = 7717
 #: Polls of a round on a background thread: from 0.5 ms, doubling to 20 ms (a message
 #: is seen up to 20 ms late; the thread costs nothing while it waits).
@@ -75,6 +87,28 @@ _POLL = (0.0005, 0.02)
 _PROMPT_POLL = (0.0001, 0.002)
 
 Message = tuple[int, bytes]
+
+
+class _Taken:
+    """The sequence numbers taken from one sender: all up to ``through``, and ``above`` it."""
+
+    def __init__(self) -> None:
+        self.through = 0
+        self.above: set[int] = set()
+
+    def take(self, number: int) -> bool:
+        """Whether ``number`` is new (it is taken now); False for one taken before."""
+        if number <= self.through or number in self.above:
+            return False
+        self.above.add(number)
+        while len(self.above) > REORDER_WINDOW:
+            # The oldest gap waited long enough: the message is lost, never taken later.
+            self.through = min(self.above)
+            self.above.discard(self.through)
+        while self.through + 1 in self.above:
+            self.through += 1
+            self.above.discard(self.through)
+        return True
 
 
 def _check_fan_in(fan_in: object) -> int:
@@ -108,6 +142,8 @@ class TreeChannel(abc.ABC):
         self.children = list(range(first, min(first + fan_in, world_size)))
         self.level = self.level_of(rank)
         self._received: dict[int, int] = {child: 0 for child in self.children}
+        self._taken = {child: _Taken() for child in self.children}
+        self._sequence = 0  # messages this rank sent
         self._closed = False
 
     def level_of(self, rank: int) -> int:
@@ -151,7 +187,9 @@ class TreeChannel(abc.ABC):
         if self.parent is None:
             raise RanksValueError("rank 0 is the root of the tree: it has no parent to send to")
         deadline = Deadline(check_timeout("timeout", timeout))
-        envelope = _ENVELOPE.pack(_MAGIC, round_number, len(payload)) + bytes(payload)
+        self._sequence += 1
+        head = _ENVELOPE.pack(_MAGIC, self._sequence, round_number, len(payload))
+        envelope = head + bytes(payload)
         return self._send(envelope, deadline, Backoff(*(_PROMPT_POLL if prompt else _POLL)))
 
     def receive(
@@ -160,7 +198,8 @@ class TreeChannel(abc.ABC):
         """The children's messages, waiting until each sent round ``round_number`` or the timeout.
 
         Returns ``child -> [(round, payload), ...]`` in order: every message
-        that arrived (a late child's earlier rounds too); a child absent from
+        that arrived (a late child's earlier rounds too), each once (one that
+        arrives again is ignored, see the module docstring); a child absent from
         the result, or whose last round is below ``round_number``, was late.
         ``prompt``: the caller (the training thread) waits; a message is taken
         within 2 ms of its arrival (else up to 20 ms later).
@@ -173,7 +212,7 @@ class TreeChannel(abc.ABC):
             for child in self.children:
                 for envelope in self._poll(child):
                     message = self._open(child, envelope)
-                    if message is not None:
+                    if message is not None and self._new(child, envelope):
                         found.setdefault(child, []).append(message)
                         self._received[child] = max(self._received[child], message[0])
                         progressed = True
@@ -185,13 +224,28 @@ class TreeChannel(abc.ABC):
                 backoff.reset()
             backoff.sleep(deadline)
 
+    def _new(self, child: int, envelope: bytes) -> bool:
+        """Whether the (opened) ``envelope`` is one ``child`` had not sent before."""
+        _, sequence, round_number, _ = _ENVELOPE.unpack_from(envelope)
+        if self._taken[child].take(sequence):
+            return True
+        logger.warning(
+            "tree: message %d of rank %d (round %d) is ignored: it arrived before "
+            "(or after %d later ones)",
+            sequence,
+            child,
+            round_number,
+            REORDER_WINDOW,
+        )
+        return False
+
     def _open(self, child: int, envelope: bytes) -> Message | None:
         if len(envelope) < _ENVELOPE.size:
             logger.warning(
                 "tree: a message of %d bytes from rank %d is ignored", len(envelope), child
             )
             return None
-        magic, round_number, size = _ENVELOPE.unpack_from(envelope)
+        magic, _, round_number, size = _ENVELOPE.unpack_from(envelope)
         if magic != _MAGIC or size != len(envelope) - _ENVELOPE.size:
             logger.warning("tree: a message from rank %d is not a tree message; ignored", child)
             return None
@@ -254,7 +308,7 @@ class _MpiInbound:
         if not self.request.Test():
             return None
         if self.payload is None:
-            magic, _, size = _ENVELOPE.unpack(bytes(self.head))
+            magic, _, _, size = _ENVELOPE.unpack(bytes(self.head))
             if magic != _MAGIC or size > MAX_MESSAGE_BYTES:
                 logger.warning("tree: rank %d sent a head that is not a tree message", self.source)
                 self.request = self.comm.Irecv(
