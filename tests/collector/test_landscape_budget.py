@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,10 +41,13 @@ def train(
     *,
     unit: str = "step",
     intervals: list[list[int]] | None = None,
+    before: Callable[[int], None] | None = None,
     **collector: Any,
 ) -> SummaryCollector:
     """Drive a collector through ``steps`` steps of one epoch (``unit="epoch"``: ``steps``
-    epochs of one step), the parameters holding the step number, and end the training."""
+    epochs of one step), the parameters holding the step number, and end the training.
+
+    ``before(step)`` runs ahead of each step's callbacks."""
     landscape: dict[str, Any] = {"unit": unit}
     if intervals is not None:
         landscape["intervals"] = intervals
@@ -68,6 +72,8 @@ def train(
     item.begin(context(1))
     for step in range(1, steps + 1):
         net["w"][:] = step
+        if before is not None:
+            before(step)
         item.step_end(context(step))
         if epochs:
             item.epoch_end(context(step))
@@ -272,6 +278,27 @@ def test_a_short_run_budgets_the_sets_it_reaches(tmp_path: Path) -> None:
     metadata = read_metadata(tmp_path / "run" / "ckpt_dir")
     assert metadata["epoch_group"] == {"0": [1, 3, 5, 7, 9], "1": [10, 11, 12]}
     assert_drawable(metadata)
+
+
+def test_sets_that_grow_past_the_budget_are_not_saved(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    net = network(250)
+    set_bytes = one_set_bytes(tmp_path, net)
+    budget = 19 * set_bytes  # all 19 fit, at the first set's size
+
+    def grow(step: int) -> None:
+        if step == 15:  # from step 15 on a set is about 5 times larger
+            net.parameters["extra"] = np.zeros(1000, np.float32)
+
+    train(tmp_path / "run", net, landscape_budget=budget, before=grow)
+    files = saved(tmp_path / "run" / "ckpt_dir")
+    assert sum(files.values()) <= budget
+    assert sorted(files) == list(range(1, 16))  # 14 small sets and one large fit
+    assert (
+        "The landscape parameters of step 16 (5.1 kB) would take this rank over its "
+        f"landscape budget of {budget / 1000:.1f} kB; they are not saved."
+    ) in caplog.text
 
 
 @settings(max_examples=25, deadline=None)
