@@ -218,6 +218,22 @@ def test_the_default_budget_is_64_mb_per_rank(
     assert "over the landscape budget of 64.0 MB per rank; saving 11 of them" in line
 
 
+def test_a_network_too_large_for_three_sets_saves_nothing_and_makes_no_directory(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(ENV, raising=False)
+    caplog.set_level(logging.INFO, logger="rankscribe.collector")
+    # 22 MB a set: 3 of them are over the default 64 MB. Decided from the parameters'
+    # bytes before any file is made: no copy, no ckpt_dir.
+    train(tmp_path / "run", network(5_500_000))
+    assert not (tmp_path / "run" / "ckpt_dir").exists()
+    (line,) = landscape_lines(caplog)
+    assert (
+        "the 19 full parameter sets of the network (steps 1-19), 22.0 MB each, would take "
+        "418.0 MB per rank, over the landscape budget of 64.0 MB per rank; saving none of them"
+    ) in line
+
+
 def test_all_saves_every_set_whatever_the_variable_says(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

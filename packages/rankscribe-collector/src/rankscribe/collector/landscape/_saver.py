@@ -171,6 +171,21 @@ class LandscapeSaver:
         self._ordered = sorted(self._covered)
         self._say_what_fits(set_bytes, reached)
 
+    def _none_fit(self, data_bytes: int) -> bool:
+        """Decide now, from the parameters' bytes, when not even the fewest sets an interval
+        is drawn from fit (and not all do): nothing is saved. A file holds those bytes and a
+        short header, so the file would not fit either, and the set is never copied: for a
+        large network, a copy of every parameter on the training thread spared.
+        """
+        reached = self._reached if self._reached is not None else self.planned(None)
+        if self.budget is None or data_bytes == 0:
+            return False
+        fit = self.budget // data_bytes
+        if fit >= MIN_GROUP or fit >= len(reached):
+            return False
+        self._decide(data_bytes)
+        return True
+
     def _where(self, per_rank: int, world_size: int) -> str:
         where = str(self.directory)
         if world_size > 1:
@@ -311,6 +326,8 @@ class LandscapeSaver:
             tensors = {
                 name: np.ascontiguousarray(array) for name, array in network_parameters(network)
             }
+            if not self._decided and self._none_fit(sum(a.nbytes for a in tensors.values())):
+                return None  # no copy of a network too large for the budget
             payload = safetensors_bytes(tensors)  # the copy of this step's parameters
             self._directory_ready()
         except (OSError, TypeError, ValueError) as error:
