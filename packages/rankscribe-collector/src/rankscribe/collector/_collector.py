@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 from rankscribe.collector import _clock
 from rankscribe.collector._callback import MODES, Callback, CallbackParams, RunContext
@@ -123,6 +123,11 @@ class SummaryCollector(Callback):
         system_interval: seconds between samples of this rank's process, host and
             accelerator (``rankscribe/system/*``, docs/system-metrics.md); None:
             ``RANKSCRIBE_SYSTEM_INTERVAL``, else 10; 0: none; else from 0.01 to 86400.
+        landscape_budget: bytes of loss-landscape parameter files each rank writes at
+            most (``collect_landscape``, docs/collector-schedule.md, "Loss landscape"): an
+            int >= 1, or ``"all"`` to save every set of the intervals; None:
+            ``RANKSCRIBE_LANDSCAPE_BUDGET``, else 64,000,000. When the sets do not all fit,
+            an evenly spread part of the later intervals is saved, and rank 0 says which.
 
     Timings for the job view (docs/job-view.md, "Timings"): step time, data
     wait, forward time (torch module hooks) and :meth:`section`.
@@ -150,6 +155,7 @@ class SummaryCollector(Callback):
         on_exists: OnExists = "new",
         on_verdict: VerdictCallback | None = None,
         system_interval: float | None = None,
+        landscape_budget: int | Literal["all"] | None = None,
     ) -> None:
         arguments = collector_arguments(
             summary_dir,
@@ -168,6 +174,7 @@ class SummaryCollector(Callback):
             fingerprints=fingerprints,
             fingerprint_budget=fingerprint_budget,
             on_exists=on_exists,
+            landscape_budget=landscape_budget,
         )
         options = arguments.collect
         # What the adapters learn while reading this collector's objects stays with it.

@@ -137,7 +137,14 @@ class CollectorRun:
         )
         options = arguments.collect.landscape
         self.landscape = (
-            LandscapeSaver(self.directory, options, adapters=self._adapters) if options else None
+            LandscapeSaver(
+                self.directory,
+                options,
+                budget=arguments.landscape_budget,
+                adapters=self._adapters,
+            )
+            if options
+            else None
         )
         self.step_landscape = (
             self.landscape if self.landscape is not None and self.landscape.unit == "step" else None

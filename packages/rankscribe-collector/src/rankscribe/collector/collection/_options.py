@@ -15,6 +15,8 @@ that also name the value received.
   ``MINDINSIGHT_HYPER_CONFIG`` environment variable's.
 - :func:`check_export_options`, :func:`check_summary_dir`, :func:`check_coordinator`,
   :func:`check_on_exists`.
+- :func:`check_landscape_budget`: ``landscape_budget``, else ``RANKSCRIBE_LANDSCAPE_BUDGET``,
+  else :data:`DEFAULT_LANDSCAPE_BUDGET` (docs/collector-schedule.md, "Loss landscape").
 - :func:`collector_arguments`: all of them into the :class:`CollectorArguments` a
   collector and its runs read (``on_exists``: docs/layout.md, "Two jobs, one directory").
 """
@@ -40,15 +42,18 @@ from rankscribe.ranks import Coordinator, OnExists, RankInfo
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "DEFAULT_LANDSCAPE_BUDGET",
     "DEFAULT_SPECIFIED_DATA",
     "HYPER_CONFIG_ENV_NAME",
     "HYPER_CONFIG_LEN_LIMIT",
+    "LANDSCAPE_BUDGET_ENV",
     "CollectOptions",
     "CollectorArguments",
     "LandscapeOptions",
     "check_coordinator",
     "check_export_options",
     "check_formats",
+    "check_landscape_budget",
     "check_merge_timeout",
     "check_on_exists",
     "check_one_of_a_kind",
@@ -94,6 +99,16 @@ _LANDSCAPE_UNITS = ("step", "epoch")
 _MIN_INTERVAL_LENGTH = 3
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _EXPORT_FORMATS = ("npy", None)
+
+#: Bytes of landscape parameter files a rank writes at most, by default. It keeps
+#: MindSpore's 19 sets for a network of up to 3.3 MB (about 840,000 float32
+#: parameters: LeNet-5, the MLPs and small CNNs the landscape is usually drawn for), and
+#: bounds a larger network's to what a few summary files take, whatever its size.
+DEFAULT_LANDSCAPE_BUDGET = 64_000_000
+#: The environment variable read when ``landscape_budget`` is not given.
+LANDSCAPE_BUDGET_ENV = "RANKSCRIBE_LANDSCAPE_BUDGET"
+#: The budget's word for no budget: every set of the intervals is saved.
+_LANDSCAPE_ALL = "all"
 
 
 @dataclass(frozen=True)
@@ -475,6 +490,38 @@ def check_merge_timeout(merge_timeout: object) -> float:
     return float(merge_timeout)  # type: ignore[arg-type]
 
 
+def check_landscape_budget(budget: object, environ: Mapping[str, str] | None = None) -> int | None:
+    """Bytes of landscape files per rank (None: no budget): ``budget``, else the variable
+    ``RANKSCRIBE_LANDSCAPE_BUDGET``, else :data:`DEFAULT_LANDSCAPE_BUDGET`.
+
+    Either takes an int number of bytes >= 1 or ``"all"``; anything else is refused,
+    naming the argument (or the variable), the value and the form expected.
+    """
+    source, value = "'landscape_budget'", budget
+    if budget is None:
+        text = (os.environ if environ is None else environ).get(LANDSCAPE_BUDGET_ENV, "").strip()
+        if not text:
+            return DEFAULT_LANDSCAPE_BUDGET
+        source = f"the environment variable {LANDSCAPE_BUDGET_ENV}"
+        value = int(text) if text.isascii() and text.isdigit() else text.lower()
+    expected = (
+        f"an int number of bytes >= 1 (e.g. {DEFAULT_LANDSCAPE_BUDGET} for 64 MB, the "
+        f"default) or {_LANDSCAPE_ALL!r} (save every parameter set)"
+    )
+    if value == _LANDSCAPE_ALL:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise CollectorTypeError(
+            f"For {source}, the value should be {expected}, but got {type(value).__name__} "
+            f"{_shown(value)}."
+        )
+    if isinstance(value, str) or value < 1:
+        raise CollectorValueError(
+            f"For {source}, the value should be {expected}, but got {_shown(value)}."
+        )
+    return value
+
+
 _ON_EXISTS = ("new", "error", "append")
 
 
@@ -510,6 +557,8 @@ class CollectorArguments:
     fingerprints: bool
     fingerprint_budget: int
     on_exists: OnExists
+    #: Bytes of landscape parameter files per rank; None: every set (``"all"``).
+    landscape_budget: int | None
 
 
 def collector_arguments(
@@ -530,6 +579,7 @@ def collector_arguments(
     fingerprints: object,
     fingerprint_budget: object,
     on_exists: object,
+    landscape_budget: object,
 ) -> CollectorArguments:
     """Check every argument; the first wrong one raises, naming itself (keywords run in order)."""
     return CollectorArguments(
@@ -548,6 +598,7 @@ def collector_arguments(
         custom_lineage_data=_custom_lineage(custom_lineage_data),
         coordinator=check_coordinator(coordinator),
         on_exists=check_on_exists(on_exists),
+        landscape_budget=check_landscape_budget(landscape_budget),
     )
 
 

@@ -14,6 +14,15 @@ Parameter files use the safetensors format (tensors and names only, no
 pickle). Each file is written under a temporary name and renamed into place,
 then made read-only.
 
+A rank writes at most ``budget`` bytes of parameter files (``landscape_budget``,
+default 64 MB; None: no budget). The bytes of one set are known when the first
+is copied: when every set the run reaches fits, all are saved (MindSpore's
+default); otherwise :func:`budgeted_groups` keeps an evenly spread part of the
+later intervals, each with its first and last number and at least three, and
+``epoch_group`` lists only those, so that every number it names has its file,
+as MindSpore's ``SummaryLandscape`` requires (docs/mindinsight-differences.md).
+Rank 0 says which sets were left out and how to save them all, once.
+
 A training run starts by clearing what an earlier run left in ``ckpt_dir``:
 first ``train_metadata.json`` (one atomic unlink: from then on no metadata
 names files of another run), then the parameter files (names
@@ -37,6 +46,7 @@ import logging
 import os
 import re
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +55,11 @@ from safetensors.numpy import save as safetensors_bytes
 
 from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.adapters._parameters import network_parameters
-from rankscribe.collector.collection._options import LandscapeOptions
+from rankscribe.collector.collection._options import (
+    DEFAULT_LANDSCAPE_BUDGET,
+    LANDSCAPE_BUDGET_ENV,
+    LandscapeOptions,
+)
 from rankscribe.ranks.files import (
     LockTimeoutError,
     atomic_write,
@@ -56,7 +70,7 @@ from rankscribe.ranks.files import (
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["LANDSCAPE_DIR", "METADATA_NAME", "LandscapeSaver"]
+__all__ = ["LANDSCAPE_DIR", "METADATA_NAME", "LandscapeSaver", "budgeted_groups"]
 
 LANDSCAPE_DIR = "ckpt_dir"
 METADATA_NAME = "train_metadata.json"
@@ -66,6 +80,8 @@ LOCK_TIMEOUT = 30.0
 WRITE_TIMEOUT = 60.0
 # What save() names its files: an earlier run's files of this form are cleared.
 _PARAMETER_FILE = re.compile(r".+_[0-9]+_(step|epoch)\.ckpt\Z")
+#: The fewest sets an interval is drawn from (MindSpore's SummaryLandscape refuses fewer).
+MIN_GROUP = 3
 
 
 class LandscapeSaver:
@@ -76,24 +92,34 @@ class LandscapeSaver:
         directory: str | os.PathLike[str],
         options: LandscapeOptions,
         *,
+        budget: int | None = DEFAULT_LANDSCAPE_BUDGET,
         adapters: AdapterRegistry | None = None,
     ) -> None:
         self._adapters = adapters if adapters is not None else AdapterRegistry()
         self.options = options
+        #: Bytes of parameter files this rank writes at most in a run; None: no budget.
+        self.budget = budget
         self.directory = Path(directory) / LANDSCAPE_DIR
         self.files: dict[str, str] = {}
         # Set when ckpt_dir cannot be used safely: nothing more is written for this run.
         self.disabled = False
+        # The intervals the metadata lists: the options', or the part the budget keeps.
+        self._groups: tuple[tuple[int, ...], ...] = options.intervals
         # The collector asks wants() at every step: a set lookup, not a scan of the intervals.
         self._covered = frozenset(number for interval in options.intervals for number in interval)
         self._ordered = sorted(self._covered)
+        # The numbers the run reaches (announce()); None: every number of the intervals.
+        self._reached: list[int] | None = None
+        # Whether the first set's bytes have decided what this run saves.
+        self._decided = False
+        self._queued_bytes = 0
         # Parameter files are written (and fsynced, twice) by one background thread: on
         # the training thread the fsyncs cost a step milliseconds each, 19 times in a
         # default run (tools/bench/collector.py). number -> (path, its write).
         self._writing: dict[str, tuple[str, concurrent.futures.Future[str]]] = {}
         self._writer: concurrent.futures.ThreadPoolExecutor | None = None
-        # What rank 0 says at the first save: (the numbers this run saves, world size).
-        self._announcement: tuple[list[int], int] | None = None
+        # Set on rank 0 until it said, at the first save, what this run saves: the world size.
+        self._announce_to: int | None = None
 
     @property
     def unit(self) -> str:
@@ -123,33 +149,60 @@ class LandscapeSaver:
         return [number for number in self._ordered if not total or number <= total]
 
     def announce(self, *, epoch_num: int, batch_num: int, rank: int, world_size: int) -> None:
-        """Say on rank 0, once, at WARNING, what this run saves, where and how many bytes.
+        """Note the numbers this run reaches (every rank), and on rank 0 say once, at
+        WARNING, what the run saves, where and how many bytes.
 
         The default (MindSpore's) saves 19 full copies of the network's parameters
         per rank, which a user who never asked for a landscape should hear of: the
         line gives the bytes (those of the first file, times the sets the run
-        reaches, per rank and for the job) and how to turn it off or save fewer.
-        The bytes are known once the first set is copied, so the line is logged
-        then (at the first step of the intervals: step 1 by default).
+        saves, per rank and for the job), what the budget left out, and how to turn
+        it off, save fewer or save all. The bytes are known once the first set is
+        copied, so what is saved is decided and the line logged then (at the first
+        number of the intervals: step 1 by default).
         """
-        self._announcement = None
-        if rank != 0 or self.disabled:
-            return
         total = epoch_num * (1 if self.unit == "epoch" else batch_num)
-        planned = self.planned(total)
-        if planned:
-            self._announcement = (planned, world_size)
+        self._reached = self.planned(total)
+        self._announce_to = world_size if rank == 0 and not self.disabled else None
 
-    def _say_what_is_saved(self, set_bytes: int) -> None:
-        announcement, self._announcement = self._announcement, None
-        if announcement is None:
+    def _decide(self, set_bytes: int) -> None:
+        """What this run saves, now that a set's bytes are known: all it reaches, or what fits."""
+        self._decided = True
+        reached = self._reached if self._reached is not None else self.planned(None)
+        if self.budget is None or set_bytes * len(reached) <= self.budget:
+            self._say_what_is_saved(set_bytes, reached)
             return
-        planned, world_size = announcement
-        per_rank = set_bytes * len(planned)
+        self._groups = budgeted_groups(self.options.intervals, reached, self.budget // set_bytes)
+        self._covered = frozenset(number for group in self._groups for number in group)
+        self._ordered = sorted(self._covered)
+        self._say_what_fits(set_bytes, reached)
+
+    def _none_fit(self, data_bytes: int) -> bool:
+        """Decide now, from the parameters' bytes, when not even the fewest sets an interval
+        is drawn from fit (and not all do): nothing is saved. A file holds those bytes and a
+        short header, so the file would not fit either, and the set is never copied: for a
+        large network, a copy of every parameter on the training thread spared.
+        """
+        reached = self._reached if self._reached is not None else self.planned(None)
+        if self.budget is None or data_bytes == 0:
+            return False
+        fit = self.budget // data_bytes
+        if fit >= MIN_GROUP or fit >= len(reached):
+            return False
+        self._decide(data_bytes)
+        return True
+
+    def _where(self, per_rank: int, world_size: int) -> str:
         where = str(self.directory)
         if world_size > 1:
             where += f" ({_size(per_rank * world_size)} for the job's {world_size} ranks, every "
             where += "rank into its own rank_<r>/ckpt_dir)"
+        return where
+
+    def _say_what_is_saved(self, set_bytes: int, planned: list[int]) -> None:
+        world_size, self._announce_to = self._announce_to, None
+        if world_size is None or not planned:
+            return
+        per_rank = set_bytes * len(planned)
         logger.warning(
             "Loss landscape (on by default, as in MindSpore): saving %d full parameter sets "
             "of the network (%ss %s), %s each, %s per rank, into %s; turn it off with "
@@ -160,7 +213,53 @@ class LandscapeSaver:
             _numbers(planned),
             _size(set_bytes),
             _size(per_rank),
-            where,
+            self._where(per_rank, world_size),
+        )
+
+    def _say_what_fits(self, set_bytes: int, reached: list[int]) -> None:
+        """Rank 0's line when the budget keeps only part of the sets: what, and how to get all."""
+        world_size, self._announce_to = self._announce_to, None
+        if world_size is None:
+            return
+        budget = self.budget
+        assert budget is not None
+        kept = self._ordered
+        left_out = [number for number in reached if number not in self._covered]
+        if kept:
+            count = len(self._groups)
+            which = (
+                "each interval"
+                if count == len(self.options.intervals)
+                else "the last interval"
+                if count == 1
+                else f"the last {count} intervals"
+            )
+            saved = (
+                f"saving {len(kept)} of them ({self.unit}s {_numbers(kept)}: the first, the last "
+                f"and evenly spread sets of {which}), {_size(set_bytes * len(kept))} per rank, "
+                f"into {self._where(set_bytes * len(kept), world_size)}"
+            )
+        else:
+            saved = (
+                f"saving none of them and no {METADATA_NAME}: an interval is drawn from "
+                f"{MIN_GROUP} sets at least"
+            )
+        logger.warning(
+            "Loss landscape (on by default, as in MindSpore): the %d full parameter sets of "
+            "the network (%ss %s), %s each, would take %s per rank, over the landscape budget "
+            "of %s per rank; %s. Left out: %ss %s. Save them all with "
+            "SummaryCollector(..., landscape_budget='all') or %s=all, or turn the landscape "
+            "off with collect_specified_data={'collect_landscape': None}.",
+            len(reached),
+            self.unit,
+            _numbers(reached),
+            _size(set_bytes),
+            _size(set_bytes * len(reached)),
+            _size(budget),
+            saved,
+            self.unit,
+            _numbers(left_out),
+            LANDSCAPE_BUDGET_ENV,
         )
 
     def start_training(self) -> None:
@@ -168,6 +267,10 @@ class LandscapeSaver:
         self.finish_writes()  # an earlier run's last files are not written after the clearing
         self.files = {}
         self.disabled = False
+        self._groups = self.options.intervals
+        self._covered = frozenset(number for group in self._groups for number in group)
+        self._ordered = sorted(self._covered)
+        self._reached, self._decided, self._queued_bytes = None, False, 0
         try:
             self._clear_previous_run()
         except LockTimeoutError:
@@ -228,12 +331,29 @@ class LandscapeSaver:
             tensors = {
                 name: np.ascontiguousarray(array) for name, array in network_parameters(network)
             }
+            if not self._decided and self._none_fit(sum(a.nbytes for a in tensors.values())):
+                return None  # no copy of a network too large for the budget
             payload = safetensors_bytes(tensors)  # the copy of this step's parameters
             self._directory_ready()
         except (OSError, TypeError, ValueError) as error:
             self._save_failed(number, error)
             return None
-        self._say_what_is_saved(len(payload))
+        if not self._decided:
+            self._decide(len(payload))
+        if number not in self._covered:
+            return None  # left out by the budget: said at the decision
+        if self.budget is not None and self._queued_bytes + len(payload) > self.budget:
+            # The network's sets grew after the first: the budget still holds.
+            logger.warning(
+                "The landscape parameters of %s %d (%s) would take this rank over its landscape "
+                "budget of %s; they are not saved.",
+                self.unit,
+                number,
+                _size(len(payload)),
+                _size(self.budget),
+            )
+            return None
+        self._queued_bytes += len(payload)
         if self._writer is None:
             self._writer = concurrent.futures.ThreadPoolExecutor(
                 max_workers=1, thread_name_prefix="rankscribe-landscape"
@@ -277,7 +397,7 @@ class LandscapeSaver:
     def metadata(self, step_per_epoch: int) -> dict[str, Any]:
         return {
             "epoch_group": {
-                str(index): list(interval) for index, interval in enumerate(self.options.intervals)
+                str(index): list(interval) for index, interval in enumerate(self._groups)
             },
             "model_params_file_map": dict(self.files),
             "step_per_epoch": step_per_epoch,
@@ -292,8 +412,8 @@ class LandscapeSaver:
         path = self.directory / METADATA_NAME
         # Only files that are on disk are named in it.
         self.finish_writes()
-        if self.disabled:
-            return False
+        if self.disabled or not self._groups:
+            return False  # not self._groups: the budget kept no interval; said at the decision
         try:
             self._directory_ready()
             with exclusive_lock(str(path) + ".lock", timeout=LOCK_TIMEOUT):
@@ -313,6 +433,52 @@ class LandscapeSaver:
             logger.error("Write meta data %s failed, detail: %s", path, error)
             return False
         return True
+
+
+def budgeted_groups(
+    intervals: Sequence[Sequence[int]], reached: Sequence[int], fit: int
+) -> tuple[tuple[int, ...], ...]:
+    """The intervals cut to at most ``fit`` distinct numbers, in ``reached`` only.
+
+    An interval is drawn from its sets: the landscape is centred on its last,
+    the training path runs from its first, and MindSpore's SummaryLandscape
+    refuses fewer than :data:`MIN_GROUP`. So each interval kept keeps its first
+    and last number and numbers evenly spread between them, at least
+    ``MIN_GROUP``; when not every interval can have that many, the later ones
+    are kept (the last interval's last set is the one the training's result
+    landscape is drawn around). The numbers that fit are shared evenly among
+    the intervals kept, one more to a later one first. An interval with fewer
+    than ``MIN_GROUP`` numbers reached is not kept; nor, with ``fit`` under
+    ``MIN_GROUP``, is any.
+    """
+    seen = set(reached)
+    viable = [
+        group
+        for group in (
+            tuple(dict.fromkeys(n for n in interval if n in seen)) for interval in intervals
+        )
+        if len(group) >= MIN_GROUP
+    ]
+    count = min(len(viable), fit // MIN_GROUP)
+    if count == 0:
+        return ()
+    kept = viable[len(viable) - count :]
+    shares = [MIN_GROUP] * count
+    spare = fit - MIN_GROUP * count
+    while spare:
+        growing = [index for index in reversed(range(count)) if shares[index] < len(kept[index])]
+        for index in growing[:spare]:
+            shares[index] += 1
+        spare -= min(spare, len(growing))
+        if not growing:
+            break
+    return tuple(_spread(group, share) for group, share in zip(kept, shares, strict=True))
+
+
+def _spread(group: tuple[int, ...], count: int) -> tuple[int, ...]:
+    """``count`` (>= 2) entries of ``group``: its first, its last and evenly between."""
+    last, gaps = len(group) - 1, count - 1
+    return tuple(group[(index * last + gaps // 2) // gaps] for index in range(count))
 
 
 def _unlink_entry(directory: int, name: str) -> int:
