@@ -646,10 +646,12 @@ def recorded_rank_dirs(job_dir: str | os.PathLike[str]) -> RecordedRankDirs:
     entries = recorded.get("rank_dirs") if isinstance(recorded, dict) else None
     if not isinstance(entries, dict):
         return RecordedRankDirs(refused=1, problems=(f"{path} holds no rank_dirs object",))
-    parents = {
-        os.path.dirname(os.path.abspath(given)),
-        os.path.dirname(os.path.realpath(given)),
-    }
+    parents = tuple(
+        {
+            os.path.dirname(os.path.abspath(given)).rstrip(os.sep) + os.sep,
+            os.path.dirname(os.path.realpath(given)).rstrip(os.sep) + os.sep,
+        }
+    )
     found: dict[int, str] = {}
     problems: list[str] = []
     refused = 0
@@ -668,7 +670,9 @@ def _problem_of(path: str, error: OSError) -> str:
     return str(error) if isinstance(error, UnsafeFileError) else f"cannot read {path}: {error}"
 
 
-def _recorded_entry(name: object, directory: object, parents: set[str]) -> tuple[int | None, str]:
+def _recorded_entry(
+    name: object, directory: object, parents: tuple[str, ...]
+) -> tuple[int | None, str]:
     """The rank of one entry of the file, or None and why it is left out."""
     # At most 10 digits: int() of thousands of digits is slow, then refused (ValueError).
     if not (isinstance(name, str) and name.isascii() and name.isdigit() and len(name) <= 10):
@@ -680,7 +684,9 @@ def _recorded_entry(name: object, directory: object, parents: set[str]) -> tuple
     return (None, problem) if problem is not None else (rank, "")
 
 
-def _recorded_directory_problem(rank: int, directory: object, parents: set[str]) -> str | None:
+def _recorded_directory_problem(
+    rank: int, directory: object, parents: tuple[str, ...]
+) -> str | None:
     if not isinstance(directory, str) or not directory or len(directory) > _MOST_PATH:
         return f"rank {rank}'s directory is no path"
     where = f"rank {rank}'s directory {directory[:200]!r}"
@@ -688,15 +694,12 @@ def _recorded_directory_problem(rank: int, directory: object, parents: set[str])
         return f"{where} is not an absolute path"
     if os.path.normpath(directory) != directory:
         return f"{where} is not written as the job writes it (normalised, no '..')"
-    if os.path.basename(directory) != rank_dir_name(rank):
-        return f"{where} is not named {rank_dir_name(rank)}"
-    if not any(_inside(directory, parent) for parent in parents):
+    name = f"{_RANK_DIR_PREFIX}{rank}"  # rank_dir_name(rank), for a rank known good
+    if os.path.basename(directory) != name:
+        return f"{where} is not named {name}"
+    if not directory.startswith(parents):  # each parent ends in a separator
         return f"{where} is outside the job's parent directory {min(parents)}"
     return None
-
-
-def _inside(path: str, directory: str) -> bool:
-    return path.startswith(directory.rstrip(os.sep) + os.sep)
 
 
 def read_rank_dirs(job_dir: str | os.PathLike[str]) -> dict[int, str]:

@@ -43,6 +43,7 @@ from rankscribe.lineage.record._train_start import parse_rank_run
 from rankscribe.ranks.files import (
     MAX_RANK_DIR_PROBLEMS,
     RANK_DIRS_FILE_NAME,
+    RecordedRankDirs,
     exclusive_lock,
     foreign_owner,
     read_rank_dirs,
@@ -159,7 +160,11 @@ def rank_dirs_note(run_dir: str | os.PathLike[str]) -> dict[str, str | int]:
     warned about here, once: the first few entries by name, then a count.
     """
     directory = check_path("run_dir", run_dir)
-    note = recorded_rank_dirs(directory)
+    return _note_of(directory, recorded_rank_dirs(directory))
+
+
+def _note_of(directory: str, note: RecordedRankDirs) -> dict[str, str | int]:
+    """:func:`rank_dirs_note` of the note read already (its warnings logged here)."""
     taken_out = _checked_rank_dirs(directory, note.directories)[1] if note.directories else {}
     problems = [
         *note.problems,
@@ -214,9 +219,9 @@ class MergeOutcome:
     missing_ranges: list[tuple[int, int]] = field(default_factory=list)
 
 
-def _read_ranks(run_dir: str, recorded: Mapping[int, str]) -> dict[int, RunLineage]:
+def _read_ranks(directories: Mapping[int, str]) -> dict[int, RunLineage]:
     found: dict[int, RunLineage] = {}
-    for rank, directory in sorted(rank_dirs(run_dir, recorded).items()):
+    for rank, directory in sorted(directories.items()):
         parsed = parse_rank_run(directory)  # an interrupted rank: its start record
         for warning in parsed.warnings:
             logger.warning("%s", warning)
@@ -234,13 +239,13 @@ def _device_num(lineage: RunLineage) -> int | None:
 
 
 def _expected_ranks(
-    run_dir: str, lineages: Mapping[int, RunLineage], recorded: Mapping[int, str]
+    directories: Mapping[int, str], lineages: Mapping[int, RunLineage], recorded: Mapping[int, str]
 ) -> int:
     """The world size: rank dirs seen or recorded, highest rank, the ranks' own device_num.
 
     A recorded directory that is gone still names a rank of the job: it counts as missing.
     """
-    candidates = [max(rank_dirs(run_dir, recorded), default=-1) + 1]
+    candidates = [max(directories, default=-1) + 1]
     candidates.append(max(recorded, default=-1) + 1)
     candidates.extend(rank + 1 for rank in lineages)
     candidates.extend(filter(None, map(_device_num, lineages.values())))
@@ -269,8 +274,9 @@ def _wait_for_ranks(
     """
     deadline = Deadline(timeout)
     while True:
-        lineages = _read_ranks(directory, recorded)
-        expected = world_size or _expected_ranks(directory, lineages, recorded)
+        directories = rank_dirs(directory, recorded)
+        lineages = _read_ranks(directories)
+        expected = world_size or _expected_ranks(directories, lineages, recorded)
         if len(lineages) >= expected or deadline.expired():
             return lineages, expected
         pause(min(_POLL_SECONDS, deadline.remaining()))
@@ -330,8 +336,9 @@ def merge_run_dir(
     directory = os.path.realpath(given)
     if not os.path.isdir(directory):
         raise LineageMergeError(f"run_dir {given!r} is not a directory")
-    extra = {**rank_dirs_note(directory), **checked_user_defined(user_defined)}
-    recorded = read_rank_dirs(directory)  # read once: the waits below poll the directories
+    note = recorded_rank_dirs(directory)  # read once: the waits below poll the directories
+    extra = {**_note_of(directory, note), **checked_user_defined(user_defined)}
+    recorded = note.directories
     found = sorted(rank_dirs(directory, recorded))
     if not found:
         raise LineageMergeError(
