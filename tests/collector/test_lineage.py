@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Iterable
@@ -12,10 +13,11 @@ import numpy as np
 import pytest
 
 from rankscribe.collector import CallbackParams, RunContext, SummaryCollector, TrainLoop
-from rankscribe.lineage import get_summary_lineage, merge_run_dir
+from rankscribe.lineage import get_run_lineage, get_summary_lineage, merge_run_dir
 from rankscribe.lineage.recording import TRAIN_START_FILE_NAME, parse_rank_run, parse_run
 from rankscribe.ranks import Coordinator, RankInfo
 from rankscribe.ranks.errors import RanksValueError
+from rankscribe.ranks.files import RANK_DIRS_FILE_NAME
 from rankscribe.writer.events import load_dir, load_lineage_dir
 from tests._support.clocks import SleepingClock
 from tests.collector.coordinators import Handing, RankZeroAlone
@@ -382,3 +384,21 @@ def test_rank_zero_of_an_interrupted_job_says_how_to_merge(
         f"`rankscribe-lineage merge {tmp_path / 'job2'}` once every rank has stopped."
     ]
     assert messages[1] == []
+
+
+def test_rank_zero_ends_training_whatever_the_rank_dirs_note_says(
+    model: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A rank of over 4,300 digits in the note raised ValueError out of rank 0's end.
+    job = tmp_path / "job"
+    job.mkdir()
+    note = job / RANK_DIRS_FILE_NAME
+    note.write_text(json.dumps({"rank_dirs": {"9" * 4301: str(tmp_path / "x" / "rank_1")}}))
+    note.chmod(0o400)
+    train_rank(model, job, batches=4, loss=1.0, **as_rank(0, RankZeroAlone(info(0))))
+    merged = get_run_lineage(str(job))
+    assert merged is not None
+    notes = merged.section("user_defined")
+    assert notes["rank_dirs_refused"] == 1 and "rank_dirs" not in notes
+    assert notes["ranks_missing"] == "1"
+    assert any("is not a rank number" in record.getMessage() for record in caplog.records)

@@ -159,9 +159,10 @@ LEFT_OUT = {
     # The machine's evidence from readings the job view decoded (test_jobview_machine.py).
     "system_evidence",
     "system_evidence_records",
-    # Text helpers of `show` (test_jobview_live.py, test_cli_output.py).
+    # Text helpers of `show` (test_jobview_live.py, test_cli_output.py, test_foreign_files.py).
     "live_lines",
     "ranges_text",
+    "state_lines",
 }
 
 

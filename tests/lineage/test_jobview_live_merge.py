@@ -3,10 +3,10 @@
 docs/job-view.md, "Offline merge": ``rankscribe-lineage merge`` reads the rank
 dirs in worker processes as NumPy columns (``reader.scalar_arrays``), and gives
 exactly the statistics of the rank files. A world size or a rank number read from a file
-is data: a ``rank_99999999999`` directory, ``--world-size 99999999999`` or a
-lineage whose ``device_num`` is ``2**31 - 1`` give missing ranks as ranges
-("2-99999"), never one entry (or one loop turn) per missing rank, and
-messages stay short.
+is data: a ``rank_99999999999`` directory or ``--world-size 99999999999`` give
+missing ranks as ranges ("2-99999"), never one entry (or one loop turn) per
+missing rank, and messages stay short; a lineage whose ``device_num`` is
+``2**31 - 1`` is not believed (above 2**20 ranks).
 """
 
 from __future__ import annotations
@@ -179,15 +179,20 @@ def test_a_huge_world_size_argument_is_described_as_ranges(
     assert len(capsys.readouterr().out) < 5000
 
 
-def test_a_lineage_claiming_2_31_ranks_allocates_nothing_per_rank(tmp_path: Path, lw: Any) -> None:
+def test_a_world_of_2_31_ranks_allocates_nothing_per_rank(tmp_path: Path, lw: Any) -> None:
     job = tmp_path / "job"
     small_job(job, lw, [0, 1], device_num=2**31 - 1)
-    result = limited(
+    merged = (
         "from rankscribe.lineage import merge_run_dir;"
-        f"o = merge_run_dir({str(job)!r});"
+        "o = merge_run_dir({job!r}{world_size});"
         "u = o.lineage.section('user_defined');"
-        "print(u['ranks_missing'], u['ranks_expected'], len(o.ranks_missing))",
-        tmp_path,
+        "print(u['ranks_missing'] or '-', u['ranks_expected'], len(o.ranks_missing))"
     )
+    # Given by the user (--world-size): believed, and its missing ranks kept as ranges.
+    result = limited(merged.format(job=str(job), world_size=", world_size=2**31 - 1"), tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["2-2147483646", "2147483647", "1000"]
+    # Read from the ranks' lineage: more ranks than any machine runs, not believed.
+    result = limited(merged.format(job=str(job), world_size=""), tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["-", "2", "0"]

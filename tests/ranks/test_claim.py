@@ -6,10 +6,12 @@ import contextlib
 import errno
 import json
 import os
+import shutil
 import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -20,7 +22,12 @@ import pytest
 from rankscribe.ranks import FileCoordinator, JobClaim, JobDirClaimedError, RankInfo, claim_job_dir
 from rankscribe.ranks.errors import JobDirError, RanksTypeError, RanksValueError
 from rankscribe.ranks.files import CLAIM_FILE_NAME, JOB_RENDEZVOUS_DIRNAME
-from tests._support.launchers import Launches, drop_launcher_variables, rank_environment
+from tests._support.launchers import (
+    Launches,
+    drop_launcher_variables,
+    rank_environment,
+    run_bounded,
+)
 
 WORKER = Path(__file__).resolve().parent / "file_worker.py"
 PROCESS_TIMEOUT = 60
@@ -406,3 +413,96 @@ def test_without_hard_links_the_claim_is_made_in_place(
     assert claim_job_dir(tmp_path / "exp1").directory == tmp_path / "exp1-2"
     assert claim_job_dir(tmp_path / "exp1", on_exists="append").job_id == first.job_id
     assert sorted(path.name for path in (tmp_path / "exp1").iterdir()) == [CLAIM_FILE_NAME]
+
+
+# A claim another user planted (docs/layout.md, "Files of another user"): as root (CI),
+# another user's is one given to uid 65534 (nobody).
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to uid 65534 needs root")
+THEIRS = "it belongs to uid 65534 (nobody), not to this user, uid 0 (root)"
+
+
+def plant_claim(directory: Path, uid: int, **claim: Any) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / CLAIM_FILE_NAME
+    path.write_text(json.dumps({"job_id": "forged", "host": "forged", "pid": 1, **claim}))
+    path.chmod(0o644)
+    os.chown(path, uid, uid)
+    return path
+
+
+@needs_root
+def test_another_users_claim_is_passed_by_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    planted = plant_claim(tmp_path / "exp1", 65534)
+    claim = claim_job_dir(tmp_path / "exp1")
+    assert claim.directory == tmp_path / "exp1-2" and claim.job_id != "forged"
+    assert [record.getMessage() for record in caplog.records] == [
+        f"{planted}: {THEIRS}; the job goes to the next free directory"
+    ]
+
+
+@needs_root
+def test_another_users_claim_is_neither_believed_nor_joined(tmp_path: Path) -> None:
+    planted = plant_claim(tmp_path / "exp1", 65534)
+    with pytest.raises(JobDirClaimedError) as caught:
+        claim_job_dir(tmp_path / "exp1", on_exists="error")
+    assert str(caught.value).startswith(
+        f"{tmp_path / 'exp1'} belongs to another user's job (its claim file: {THEIRS}): "
+    )
+    assert caught.value.claim == {}  # nothing of what it says
+    with pytest.raises(JobDirError) as refused:
+        claim_job_dir(tmp_path / "exp1", on_exists="append")  # joined the job "forged"
+    assert str(refused.value) == (
+        f"the job directory {tmp_path / 'exp1'} cannot be claimed: its claim file {planted} "
+        f"is not this user's ({THEIRS}): a job of another user, which this one does not join"
+    )
+
+
+# Drops to the second user, then runs the code given with this Python (or, where this
+# Python lies in a directory private to root, the system's of the same version, in this
+# virtual environment).
+AS_NOBODY = """
+import os, sys
+os.setgroups([]); os.setgid(65534); os.setuid(65534)
+arguments = [sys.executable, *sys.argv[1:]]
+try:
+    os.execv(sys.executable, arguments)
+except PermissionError:
+    os.execv("/usr/bin/python%d.%d" % sys.version_info[:2], arguments)
+"""
+APPEND = """
+import sys
+from rankscribe.ranks import claim_job_dir
+from rankscribe.ranks.errors import JobDirError
+try:
+    claim_job_dir(sys.argv[1], on_exists="append")
+except JobDirError as error:
+    print(error)
+"""
+
+
+@needs_root
+def test_as_a_second_user_roots_claim_is_not_joined() -> None:
+    shared = Path(tempfile.mkdtemp(prefix="rankscribe-shared-"))
+    try:
+        shared.chmod(0o755)
+        job = shared / "exp1"
+        job.mkdir()
+        os.chown(job, 65534, 65534)  # the second user's directory, where root planted a claim
+        planted = plant_claim(job, 0)
+        result = run_bounded(
+            [sys.executable, "-c", AS_NOBODY, "-c", APPEND, job],
+            timeout=PROCESS_TIMEOUT,
+            env={**os.environ, "HOME": "/nonexistent"},
+            cwd=Path("/"),
+        )
+        roots = "it belongs to uid 0 (root), not to this user, uid 65534 (nobody)"
+        assert result.stdout.strip() == (
+            f"the job directory {job} cannot be claimed: its claim file {planted} is not this "
+            f"user's ({roots}): a job of another user, which this one does not join"
+        )
+        # Root's own claim, when root runs it: joined.
+        assert claim_job_dir(job, on_exists="append").job_id == "forged"
+    finally:
+        shutil.rmtree(shared)

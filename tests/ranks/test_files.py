@@ -240,8 +240,11 @@ def test_a_file_of_another_user_is_refused_when_ownership_is_asked(tmp_path: Pat
     path.write_bytes(b"theirs")
     path.chmod(0o644)
     os.chown(path, 65534, 65534)
-    with pytest.raises(UnsafeFileError, match="it belongs to uid 65534, not to this user"):
+    with pytest.raises(UnsafeFileError) as refused:
         files.read_regular(path, owned=True)
+    assert refused.value.reason == (
+        "it belongs to uid 65534 (nobody), not to this user, uid 0 (root)"
+    )
     assert files.read_regular(path) == b"theirs"
 
 
@@ -253,12 +256,15 @@ def test_fsync_directory_never_waits_on_a_fifo_at_the_name(tmp_path: Path) -> No
 
 
 def test_the_directories_of_ranks_that_write_elsewhere_are_recorded(tmp_path: Path) -> None:
-    path = write_rank_dirs(tmp_path, {2: "/runs/b/rank_2", 1: "/runs/a/rank_1"})
-    assert path == str(tmp_path / RANK_DIRS_FILE_NAME)
+    job = tmp_path / "job"
+    job.mkdir()
+    one, two, three = (str(tmp_path / name) for name in ("a/rank_1", "b/rank_2", "c/rank_1"))
+    path = write_rank_dirs(job, {2: two, 1: one})
+    assert path == str(job / RANK_DIRS_FILE_NAME)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o400
-    assert read_rank_dirs(tmp_path) == {1: "/runs/a/rank_1", 2: "/runs/b/rank_2"}
-    write_rank_dirs(tmp_path, {1: "/runs/c/rank_1"})  # replaced whole
-    assert read_rank_dirs(tmp_path) == {1: "/runs/c/rank_1"}
+    assert read_rank_dirs(job) == {1: one, 2: two}
+    write_rank_dirs(job, {1: three})  # replaced whole
+    assert read_rank_dirs(job) == {1: three}
 
 
 def test_a_rank_directory_must_be_absolute(tmp_path: Path) -> None:

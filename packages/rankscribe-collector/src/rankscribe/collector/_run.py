@@ -327,8 +327,8 @@ def _claimed_by_this_process(directory: str) -> bool:
     """
     path = os.path.join(directory, CLAIM_FILE_NAME)
     try:
-        data = read_regular(path, limit=_CLAIM_LIMIT)
-    except OSError:  # none, or a link, a FIFO, ... (UnsafeFileError): not ours
+        data = read_regular(path, limit=_CLAIM_LIMIT, owned=True)
+    except OSError:  # none, or a link, a FIFO, another user's (UnsafeFileError): not ours
         return False
     try:
         claim = parse_json(data, what=f"the claim file {path}", max_bytes=_CLAIM_LIMIT)

@@ -91,6 +91,7 @@ __all__ = [
     "live_lines",
     "rank_dir_arrays",
     "series_from_dir",
+    "state_lines",
     "verdict_lines",
     "write_job_view",
 ]
@@ -427,11 +428,11 @@ def live_lines(job_dir: str | os.PathLike[str]) -> list[str]:
     each interval): how far the job view is written, the verdicts so far and
     each rank's last step (``docs/job-view.md``, "Live").
     """
-    return live_state_lines(read_live_state(job_dir))
+    return state_lines(read_live_state(job_dir))
 
 
-def live_state_lines(state: dict[str, Any] | None) -> list[str]:
-    """:func:`live_lines` of a state file already read (``show`` reads it once)."""
+def state_lines(state: Mapping[str, Any] | None) -> list[str]:
+    """:func:`live_lines` of a state read already (``show`` reads it once, warns once)."""
     if state is None or not isinstance(state.get("verdicts"), dict):
         return []
     verdicts = state["verdicts"]

@@ -20,8 +20,11 @@ API (``docs/contributing.md``, "Sibling modules"). Each rule has one home here:
   :func:`parse_rank_dir_name`, and :func:`event_file_kind`, which tells the event
   files a viewer would load from every other name in a directory;
 - the ranks that write outside the job's directory (each rank named a directory of
-  its own): :data:`RANK_DIRS_FILE_NAME`, :func:`write_rank_dirs` and
-  :func:`read_rank_dirs`.
+  its own): :data:`RANK_DIRS_FILE_NAME`, :func:`write_rank_dirs`,
+  :func:`recorded_rank_dirs` and :func:`read_rank_dirs`;
+- whose a file is: :func:`foreign_owner`, the one rule for a file at a job's or a
+  base's well-known name (only the user running the process is believed), and
+  :func:`user_text`, a user as a warning names it.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import secrets
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
 from typing import IO, BinaryIO, Literal
 
 from rankscribe.ranks._args import check_int
@@ -51,16 +55,19 @@ __all__ = [
     "CLAIM_FILE_NAME",
     "GROUP_READABLE_ENV",
     "JOB_RENDEZVOUS_DIRNAME",
+    "MAX_RANK_DIR_PROBLEMS",
     "PRIVATE_FILE_MODE",
     "RANK_DIRS_FILE_NAME",
     "EventFileKind",
     "LockTimeoutError",
+    "RecordedRankDirs",
     "UnsafeFileError",
     "atomic_write",
     "dir_mode",
     "event_file_kind",
     "exclusive_lock",
     "file_mode",
+    "foreign_owner",
     "fsync_directory",
     "group_readable",
     "make_private_dir",
@@ -70,6 +77,8 @@ __all__ = [
     "rank_dir_name",
     "read_rank_dirs",
     "read_regular",
+    "recorded_rank_dirs",
+    "user_text",
     "write_rank_dirs",
 ]
 
@@ -361,10 +370,35 @@ def open_regular_descriptor(
     return descriptor
 
 
-def _check_owned(path: str, found: os.stat_result) -> None:
+def user_text(uid: int) -> str:
+    """``uid 65534 (nobody)``: a user as a warning names it (the name when the system knows it)."""
+    try:
+        import pwd  # noqa: PLC0415 - POSIX only; importing this module needs no pwd
+
+        return f"uid {uid} ({pwd.getpwuid(uid).pw_name})"
+    except (ImportError, KeyError, OverflowError):  # no pwd, or no such user
+        return f"uid {uid}"
+
+
+def foreign_owner(found: os.stat_result) -> str | None:
+    """Why a file or directory ``found`` (its ``stat``) is not this user's to trust, or ``None``.
+
+    Accepted is only what belongs to the user running this process (its effective uid;
+    so a file of root's when root runs it, and no other). Anything else at one of a job's
+    or a base's well-known names (``docs/layout.md``, "Files of another user") may say
+    what another user wants it to: the answer names its owner and this user, as
+    ``"it belongs to uid 65534 (nobody), not to this user, uid 0 (root)"``.
+    """
     owner = getattr(os, "geteuid", None)
-    if owner is not None and found.st_uid != owner():
-        raise UnsafeFileError(path, f"it belongs to uid {found.st_uid}, not to this user")
+    if owner is None or found.st_uid == owner():
+        return None
+    return f"it belongs to {user_text(found.st_uid)}, not to this user, {user_text(owner())}"
+
+
+def _check_owned(path: str, found: os.stat_result) -> None:
+    foreign = foreign_owner(found)
+    if foreign is not None:
+        raise UnsafeFileError(path, foreign)
     if found.st_mode & 0o022:
         mode = stat.S_IMODE(found.st_mode)
         raise UnsafeFileError(path, f"others may write it (mode {mode:04o})")
@@ -568,30 +602,119 @@ def write_rank_dirs(job_dir: str | os.PathLike[str], directories: dict[int, str]
     return atomic_write(os.path.join(os.fspath(job_dir), RANK_DIRS_FILE_NAME), [data])
 
 
-def read_rank_dirs(job_dir: str | os.PathLike[str]) -> dict[int, str]:
-    """The ranks' directories :func:`write_rank_dirs` recorded in ``job_dir`` (``{}``: none).
+@dataclass(frozen=True)
+class RecordedRankDirs:
+    """What a job's :data:`RANK_DIRS_FILE_NAME` says, once checked (:func:`recorded_rank_dirs`).
 
-    Read with :func:`read_regular` (a link or a FIFO at the name is refused); a file
-    that is not such a record, or entries that are not a rank and an absolute path,
-    count as none.
+    ``directories``: rank to directory, each entry one the job may have written (a rank
+    below ``2**31``; an absolute, normalised path named ``rank_<rank>`` inside the job's
+    parent directory). ``refused``: how many entries were left out (the whole file
+    counts one when it was refused: another user's, a link, malformed). ``problems``:
+    why, one line each, at most :data:`MAX_RANK_DIR_PROBLEMS` of them, for a warning.
     """
-    path = os.path.join(os.fspath(job_dir), RANK_DIRS_FILE_NAME)
+
+    directories: dict[int, str] = field(default_factory=dict)
+    refused: int = 0
+    problems: tuple[str, ...] = ()
+
+
+#: :attr:`RecordedRankDirs.problems` names at most this many of the entries left out.
+MAX_RANK_DIR_PROBLEMS = 5
+_MOST_RANK = 2**31 - 1  # an MPI rank is an int
+_MOST_PATH = 4096  # PATH_MAX on Linux
+
+
+def recorded_rank_dirs(job_dir: str | os.PathLike[str]) -> RecordedRankDirs:
+    """The ranks' directories :func:`write_rank_dirs` recorded in ``job_dir``, checked.
+
+    The file is read with :func:`read_regular` (a link or a FIFO at the name is refused)
+    and only when it belongs to the user running this process (:func:`foreign_owner`):
+    another user's says nothing. An entry counts when its rank is ASCII digits naming
+    a rank below ``2**31`` and its directory is an absolute path written as
+    :func:`write_rank_dirs` writes one: normalised (no ``..``), named
+    ``rank_<rank>`` (:func:`rank_dir_name`), inside the job's parent directory (as
+    ``job_dir`` names it or as it resolves). Everything else is left out and counted.
+    Whether the directory is there, and whose it is, the reader checks when it reads it.
+    """
+    given = os.fspath(job_dir)
+    path = os.path.join(given, RANK_DIRS_FILE_NAME)
     try:
-        data = read_regular(path, limit=_RANK_DIRS_LIMIT)
-    except OSError:  # none there, or not a regular file of ours
-        return {}
+        data = read_regular(path, limit=_RANK_DIRS_LIMIT, owned=True)
+    except FileNotFoundError:
+        return RecordedRankDirs()
+    except OSError as error:  # not a regular file of ours: another user's, a link, a FIFO
+        return RecordedRankDirs(refused=1, problems=(_problem_of(path, error),))
     try:
         recorded = parse_json(
             data, what=f"the rank directories file {path}", max_bytes=_RANK_DIRS_LIMIT
         )
-    except JSONDataError:
-        return {}
+    except JSONDataError as error:
+        return RecordedRankDirs(refused=1, problems=(str(error),))
     entries = recorded.get("rank_dirs") if isinstance(recorded, dict) else None
     if not isinstance(entries, dict):
-        return {}
+        return RecordedRankDirs(refused=1, problems=(f"{path} holds no rank_dirs object",))
+    parents = tuple(
+        {
+            os.path.dirname(os.path.abspath(given)).rstrip(os.sep) + os.sep,
+            os.path.dirname(os.path.realpath(given)).rstrip(os.sep) + os.sep,
+        }
+    )
     found: dict[int, str] = {}
+    problems: list[str] = []
+    refused = 0
     for name, directory in entries.items():
-        rank = int(name) if isinstance(name, str) and name.isascii() and name.isdigit() else None
-        if rank is not None and isinstance(directory, str) and os.path.isabs(directory):
+        rank, problem = _recorded_entry(name, directory, parents)
+        if rank is None:
+            refused += 1
+            if len(problems) < MAX_RANK_DIR_PROBLEMS:
+                problems.append(f"{path}: {problem}")
+        else:
             found[rank] = directory
-    return found
+    return RecordedRankDirs(found, refused, tuple(problems))
+
+
+def _problem_of(path: str, error: OSError) -> str:
+    return str(error) if isinstance(error, UnsafeFileError) else f"cannot read {path}: {error}"
+
+
+def _recorded_entry(
+    name: object, directory: object, parents: tuple[str, ...]
+) -> tuple[int | None, str]:
+    """The rank of one entry of the file, or None and why it is left out."""
+    # At most 10 digits: int() of thousands of digits is slow, then refused (ValueError).
+    if not (isinstance(name, str) and name.isascii() and name.isdigit() and len(name) <= 10):
+        return None, f"the rank {str(name)[:40]!r} is not a rank number"
+    rank = int(name)
+    if rank > _MOST_RANK:
+        return None, f"the rank {name} is beyond 2**31 - 1"
+    problem = _recorded_directory_problem(rank, directory, parents)
+    return (None, problem) if problem is not None else (rank, "")
+
+
+def _recorded_directory_problem(
+    rank: int, directory: object, parents: tuple[str, ...]
+) -> str | None:
+    if not isinstance(directory, str) or not directory or len(directory) > _MOST_PATH:
+        return f"rank {rank}'s directory is no path"
+    where = f"rank {rank}'s directory {directory[:200]!r}"
+    if "\0" in directory or not os.path.isabs(directory):
+        return f"{where} is not an absolute path"
+    if os.path.normpath(directory) != directory:
+        return f"{where} is not written as the job writes it (normalised, no '..')"
+    name = f"{_RANK_DIR_PREFIX}{rank}"  # rank_dir_name(rank), for a rank known good
+    if os.path.basename(directory) != name:
+        return f"{where} is not named {name}"
+    if not directory.startswith(parents):  # each parent ends in a separator
+        return f"{where} is outside the job's parent directory {min(parents)}"
+    return None
+
+
+def read_rank_dirs(job_dir: str | os.PathLike[str]) -> dict[int, str]:
+    """The ranks' directories :func:`write_rank_dirs` recorded in ``job_dir`` (``{}``: none).
+
+    :attr:`RecordedRankDirs.directories` of :func:`recorded_rank_dirs` (same checks):
+    a file of another user, a link, a FIFO, a file that is not such a record count as
+    none, and entries that are not a rank and its ``rank_<n>`` directory in the job's
+    parent directory are left out.
+    """
+    return recorded_rank_dirs(job_dir).directories

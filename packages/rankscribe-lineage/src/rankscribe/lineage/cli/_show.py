@@ -322,10 +322,10 @@ def _no_lineage_problem(directory: str, shown_dir: str) -> str:
 def _show(args: argparse.Namespace) -> int:
     directory = existing_directory(args.dir)
     from rankscribe.lineage.job._live import read_live_state  # noqa: PLC0415 - numpy, for show
-    from rankscribe.lineage.jobview import live_state_lines  # noqa: PLC0415 - numpy, for show
+    from rankscribe.lineage.jobview import state_lines  # noqa: PLC0415 - numpy, for show
 
     state = read_live_state(directory)
-    live = live_state_lines(state)  # a job still training: its live view (docs/job-view.md)
+    live = state_lines(state)  # a job still training: its live view (docs/job-view.md)
     try:
         lineage = get_run_lineage(directory)
     except LineageFileNotFoundError:

@@ -10,6 +10,8 @@ Everything is written into a new private folder in BASE (``.rankscribe-groups-*`
 hidden from the query and the report), then renamed into place: the old
 ``_groups`` is first renamed aside and removed after, so a reader finds the
 old folder, for an instant none, or the new one — never a half-written one.
+A ``_groups`` of another user (planted in a shared base) is not this user's to
+replace: :func:`foreign_groups` says why, and nothing is written.
 """
 
 from __future__ import annotations
@@ -36,12 +38,12 @@ from rankscribe.lineage.job._files import (
     write_job_files,
 )
 from rankscribe.lineage.record._discovery import GROUPS_DIR
-from rankscribe.ranks.files import dir_mode, fsync_directory
+from rankscribe.ranks.files import UnsafeFileError, dir_mode, foreign_owner, fsync_directory
 
 if TYPE_CHECKING:
     from rankscribe.lineage.job._statistics import TagStatistics
 
-__all__ = ["GROUP_SUFFIXES", "group_curves", "replace_groups"]
+__all__ = ["GROUP_SUFFIXES", "foreign_groups", "group_curves", "replace_groups"]
 
 #: What each group tag adds to the runs' tag, in file order.
 GROUP_SUFFIXES = ("mean", "min", "max", "std", "runs")
@@ -101,6 +103,21 @@ def _remove(path: str) -> None:
             os.unlink(path)
 
 
+def foreign_groups(base: str) -> UnsafeFileError | None:
+    """Why ``base/_groups`` is not this user's to replace (another user's), or None.
+
+    In a shared base with the sticky bit (``/tmp``-like) it could not be moved aside
+    anyway; elsewhere it is still another user's folder, whose curves are not ours.
+    """
+    target = os.path.join(base, GROUPS_DIR)
+    try:
+        found = os.lstat(target)
+    except FileNotFoundError:
+        return None
+    foreign = foreign_owner(found)
+    return None if foreign is None else UnsafeFileError(target, foreign, action="replace")
+
+
 def replace_groups(
     base: str,
     groups: Sequence[tuple[str, Mapping[str, TagStatistics]]],
@@ -112,7 +129,14 @@ def replace_groups(
 
     The groups' files are encoded and written in up to ``workers`` processes.
     On an error nothing of the new folder stays and the old one is kept.
+
+    Raises:
+        UnsafeFileError: ``base/_groups`` is another user's (:func:`foreign_groups`).
+        OSError: the files could not be written.
     """
+    refused = foreign_groups(base)
+    if refused is not None:
+        raise refused
     target = os.path.join(base, GROUPS_DIR)
     staging = tempfile.mkdtemp(prefix=_TEMPORARY_PREFIX, dir=base)  # 0700, a new name
     aside: str | None = None

@@ -9,6 +9,7 @@ event files under ``BASE/_groups/<group>/``.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from rankscribe.lineage._checks import (
 )
 from rankscribe.lineage.errors import LineageParamTypeError, LineageParamValueError
 from rankscribe.lineage.group._curves import default_workers, group_statistics
-from rankscribe.lineage.group._folder import replace_groups
+from rankscribe.lineage.group._folder import foreign_groups, replace_groups
 from rankscribe.lineage.group._forming import (
     GroupSpread,
     folder_names,
@@ -35,6 +36,9 @@ from rankscribe.lineage.query._conditions import is_searchable, sort_by
 from rankscribe.lineage.query._expressions import parse_sort_keys
 from rankscribe.lineage.query._selection import missing_key_problem, select_rows
 from rankscribe.lineage.record._discovery import GROUPS_DIR
+from rankscribe.ranks.files import UnsafeFileError
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["GROUPS_DIR", "GroupSpread", "GroupedRuns", "RunGroup", "form_groups", "group_runs"]
 
@@ -184,6 +188,15 @@ def form_groups(
     return grouped, directories
 
 
+def _warn_not_written(refused: UnsafeFileError) -> None:
+    logger.warning(
+        "the groups' curves are not written: %s, %s; what a viewer shows under it is not "
+        "these groups' (its owner, or the base's, can remove it)",
+        refused.path,
+        refused.reason,
+    )
+
+
 def group_runs(
     base: str | os.PathLike[str],
     by: str | Sequence[str],
@@ -207,7 +220,9 @@ def group_runs(
             the group's runs' values; groups without one go last. Default: the
             mean ``loss``, lowest first.
         write: write each group's curves under ``base/_groups/<group>/``
-            (replacing the folder whole).
+            (replacing the folder whole). A ``_groups`` of another user is left
+            as it is, with a warning naming its owner, and nothing is written
+            (``directory`` stays None).
         workers: processes reading the runs' files (default one per CPU, at most 8).
         host: the host part of the files' names (default this machine's name).
 
@@ -231,12 +246,20 @@ def group_runs(
     check_host("host", host)
     grouped, directories = form_groups(base, keys, where, sort)
     if write:
+        refused = foreign_groups(grouped.base)
+        if refused is not None:
+            _warn_not_written(refused)
+            return grouped
         statistics = group_statistics(directories, workers)
         written = [
             (group.name, statistics.get(index, {})) for index, group in enumerate(grouped.groups)
         ]
         count = default_workers() if workers is None else workers
-        folder = replace_groups(grouped.base, written, host=host, workers=count)
+        try:
+            folder = replace_groups(grouped.base, written, host=host, workers=count)
+        except UnsafeFileError as error:  # planted meanwhile
+            _warn_not_written(error)
+            return grouped
         for group, (_, tags) in zip(grouped.groups, written, strict=True):
             group.tags = sorted(tags)
             group.directory = os.path.join(folder, group.name)

@@ -47,6 +47,7 @@ import importlib.util
 import itertools
 import logging
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -54,7 +55,7 @@ from typing import Any, NamedTuple
 
 from rankscribe.lineage.index import _index_encoding as encoding
 from rankscribe.lineage.record._fields import FIELD_MAPPING, field_kind
-from rankscribe.ranks.files import file_mode, fsync_directory, open_regular
+from rankscribe.ranks.files import file_mode, foreign_owner, fsync_directory, open_regular
 
 logger = logging.getLogger(__name__)
 
@@ -190,10 +191,12 @@ def index_signature(base_dir: str) -> Signature | None:
         return None
 
 
-def _trusted(found: os.stat_result) -> bool:
-    """Ours and writable by nobody else: another user could make it lie."""
-    owner = getattr(os, "geteuid", None)
-    return (owner is None or found.st_uid == owner()) and not found.st_mode & 0o022
+def _distrusted(found: os.stat_result) -> str | None:
+    """Why an index file could lie (another user's, or one others may write), or None."""
+    foreign = foreign_owner(found)
+    if foreign is None and found.st_mode & 0o022:
+        return f"others may write it (mode {stat.S_IMODE(found.st_mode):04o})"
+    return foreign
 
 
 def load_index(base_dir: str) -> LoadedIndex | None:
@@ -201,13 +204,13 @@ def load_index(base_dir: str) -> LoadedIndex | None:
     path = os.path.join(base_dir, INDEX_NAME)
     try:
         # A link or a FIFO planted in a shared base dir is refused (UnsafeFileError, an
-        # OSError: rebuilt below), never followed nor waited on.
+        # OSError: rebuilt below), never followed nor waited on; so is an index another
+        # user owns or may write, which could make it lie.
         with open_regular(path) as stream:
             found = os.fstat(stream.fileno())
-            if not _trusted(found):
-                logger.warning(
-                    "ignoring lineage index %s: another user owns it or may write it", path
-                )
+            distrusted = _distrusted(found)
+            if distrusted is not None:
+                logger.warning("ignoring lineage index %s (%s); reading the runs", path, distrusted)
                 return None
             line, arrays = encoding.split_document(stream.read())
     except FileNotFoundError:

@@ -45,7 +45,7 @@ from rankscribe.lineage.job._ranges import ranges_text
 from rankscribe.lineage.job._watch import TimingWatch, VerdictCallback, WatchSettings
 from rankscribe.lineage.job.verdicts._evidence import SKEW_TAG, LiveVerdicts
 from rankscribe.lineage.job.verdicts._records import records_from_verdicts
-from rankscribe.ranks.files import atomic_write, file_mode, read_regular
+from rankscribe.ranks.files import UnsafeFileError, atomic_write, file_mode, read_regular
 from rankscribe.ranks.jsondata import JSONDataError, parse_json
 
 logger = logging.getLogger(__name__)
@@ -375,14 +375,19 @@ def _verdict_curves(verdicts: Mapping[str, Any], step: int, ranks: int) -> list[
 def read_live_state(job_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The live view's state file of ``job_dir`` (None when there is none or it is unreadable).
 
-    The file may be another user's or damaged: JSON nested too deep or too large is
+    The file may be planted or damaged: one of another user's (or one others may
+    write) is refused with a warning naming its owner, JSON nested too deep or too large is
     refused, and a number that is no count, step or time (NaN, 1e400, 10**20 seconds)
     is left out, with a warning, so that whoever shows it shows it as unknown.
     """
     path = os.path.join(os.fspath(job_dir), LIVE_STATE_NAME)
     try:
-        # A link, a FIFO (which would block show for good) or an oversized file is refused.
-        data = read_regular(path, limit=_MAX_STATE_BYTES)
+        # A link, a FIFO (which would block show for good), an oversized file and a file
+        # of another user (which could say anything of this job) are refused.
+        data = read_regular(path, limit=_MAX_STATE_BYTES, owned=True)
+    except UnsafeFileError as error:
+        logger.warning("%s: shown as no live view", error)
+        return None
     except OSError:
         return None
     try:

@@ -16,6 +16,7 @@ import json
 import logging
 import math
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -37,13 +38,25 @@ from rankscribe.lineage.record._lineage_file import write_merged_lineage
 from rankscribe.lineage.record._names import rank_of_dir_name
 from rankscribe.lineage.record._parser import RunLineage
 from rankscribe.lineage.record._train_start import parse_rank_run
-from rankscribe.ranks.files import LockTimeoutError, exclusive_lock, read_rank_dirs
+from rankscribe.ranks.files import (
+    MAX_RANK_DIR_PROBLEMS,
+    RANK_DIRS_FILE_NAME,
+    LockTimeoutError,
+    RecordedRankDirs,
+    exclusive_lock,
+    foreign_owner,
+    read_rank_dirs,
+    recorded_rank_dirs,
+)
 from rankscribe.ranks.waits import Deadline, pause
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "MAX_DEVICE_NUM",
     "MAX_LISTED_MISSING",
+    "MAX_NOTED_RANK_DIRS",
+    "MAX_NOTED_TEXT",
     "MERGE_LOCK_NAME",
     "MergeOutcome",
     "merge_run_dir",
@@ -57,38 +70,137 @@ _POLL_SECONDS = 0.5
 _LOCK_SECONDS = 120
 #: MergeOutcome.ranks_missing lists at most this many ranks (missing_ranges has them all).
 MAX_LISTED_MISSING = 1000
+#: ``user_defined/rank_dirs`` names at most this many ranks, in at most MAX_NOTED_TEXT
+#: characters (``rank_dirs_count`` counts them all).
+MAX_NOTED_RANK_DIRS = 64
+MAX_NOTED_TEXT = 8192
+#: A rank's ``device_num`` above this is not believed as the world size (a warning says
+#: so): a job of more ranks than any machine runs is a damaged or forged record.
+MAX_DEVICE_NUM = 2**20
 
 
-def rank_dirs(run_dir: str) -> dict[int, str]:
+def rank_dirs(run_dir: str, recorded: Mapping[int, str] | None = None) -> dict[int, str]:
     """The ``rank_<n>`` directories of the job in ``run_dir`` (symbolic links skipped).
 
     Its ``rank_<n>`` subdirectories, and the directories of the ranks that named a
-    directory of their own, as the job recorded them in ``run_dir``
-    (:func:`rankscribe.ranks.files.read_rank_dirs`; ``docs/layout.md``, "Ranks that
-    name directories of their own") when they are there.
+    directory of their own, as the job recorded them in ``run_dir`` (``recorded``,
+    else read here with :func:`rankscribe.ranks.files.read_rank_dirs`; ``docs/layout.md``,
+    "Ranks that name directories of their own") when they are there and may be read:
+    a real directory (no link) of this user's, inside the job's parent directory
+    once resolved, and no other rank's.
     """
+    if recorded is None:
+        recorded = read_rank_dirs(run_dir)
+    found, _ = _checked_rank_dirs(run_dir, recorded)
+    return found
+
+
+def _checked_rank_dirs(
+    run_dir: str, recorded: Mapping[int, str]
+) -> tuple[dict[int, str], dict[int, str]]:
+    """:func:`rank_dirs`, and why each recorded directory that is there was not taken."""
     found: dict[int, str] = {}
+    seen: set[tuple[int, int]] = set()
     with os.scandir(run_dir) as entries:
         for entry in entries:
             rank = rank_of_dir_name(entry.name)
             if rank is not None and entry.is_dir(follow_symlinks=False):
                 found[rank] = entry.path
-    for rank, directory in read_rank_dirs(run_dir).items():
-        if rank not in found and os.path.isdir(directory) and not os.path.islink(directory):
+                seen.add(_identity(entry.stat(follow_symlinks=False)))
+    parent = os.path.dirname(os.path.realpath(run_dir))
+    refused: dict[int, str] = {}
+    for rank, directory in sorted(recorded.items()):
+        if rank in found:
+            continue
+        try:
+            status = os.lstat(directory)
+        except OSError:  # gone (or never on this host): a missing rank
+            continue
+        problem = _recorded_dir_problem(directory, status, parent, seen)
+        if problem is None:
             found[rank] = directory
-    return found
+            seen.add(_identity(status))
+        else:
+            refused[rank] = problem
+    return found, refused
 
 
-def rank_dirs_note(run_dir: str | os.PathLike[str]) -> dict[str, str]:
-    """``{"rank_dirs": <JSON>}`` naming the ranks that wrote outside ``run_dir``; ``{}`` if none.
+def _identity(status: os.stat_result) -> tuple[int, int]:
+    return status.st_dev, status.st_ino
 
-    The merged lineage's ``user_defined/rank_dirs`` (a JSON object of rank to
-    directory), so the job's record names where its other ranks' files are.
+
+def _recorded_dir_problem(
+    directory: str, status: os.stat_result, parent: str, seen: set[tuple[int, int]]
+) -> str | None:
+    """Why a recorded directory that exists is no rank's to read (it counts as missing)."""
+    if stat.S_ISLNK(status.st_mode):
+        return "it is a symbolic link"
+    if not stat.S_ISDIR(status.st_mode):
+        return "it is not a directory"
+    foreign = foreign_owner(status)
+    if foreign is not None:
+        return foreign
+    if not os.path.realpath(directory).startswith(parent.rstrip(os.sep) + os.sep):
+        return f"it resolves outside the job's parent directory {parent}"
+    if _identity(status) in seen:
+        return "it is another rank's directory"
+    return None
+
+
+def rank_dirs_note(run_dir: str | os.PathLike[str]) -> dict[str, str | int]:
+    """What the job's record says of the ranks that wrote outside ``run_dir``; ``{}`` if none.
+
+    The merged lineage's ``user_defined`` keys (``docs/layout.md``, "Ranks that name
+    directories of their own"): ``rank_dirs``, a JSON object of rank to directory
+    naming at most :data:`MAX_NOTED_RANK_DIRS` of the recorded ranks in at most
+    :data:`MAX_NOTED_TEXT` characters, ``rank_dirs_count`` (how many ranks the job
+    recorded) and, when entries were left out, ``rank_dirs_refused`` (how many). What
+    is left out (the file itself when it is another user's, naming its owner) is
+    warned about here, once: the first few entries by name, then a count.
     """
-    recorded = read_rank_dirs(check_path("run_dir", run_dir))
-    if not recorded:
-        return {}
-    return {"rank_dirs": json.dumps({str(rank): path for rank, path in sorted(recorded.items())})}
+    directory = check_path("run_dir", run_dir)
+    return _note_of(directory, recorded_rank_dirs(directory))
+
+
+def _note_of(directory: str, note: RecordedRankDirs) -> dict[str, str | int]:
+    """:func:`rank_dirs_note` of the note read already (its warnings logged here)."""
+    taken_out = _checked_rank_dirs(directory, note.directories)[1] if note.directories else {}
+    problems = [
+        *note.problems,
+        *(
+            f"rank {rank}'s directory {note.directories[rank]}: {why}"
+            for rank, why in sorted(taken_out.items())
+        ),
+    ][: max(MAX_RANK_DIR_PROBLEMS, len(note.problems))]
+    note_path = os.path.join(directory, RANK_DIRS_FILE_NAME)
+    for problem in problems:
+        logger.warning("not read as a rank's directory (%s): %s", note_path, problem)
+    refused = note.refused + len(taken_out)
+    if refused > len(problems):
+        logger.warning("%s: %d entries left out in all", note_path, refused)
+    listed = {
+        rank: path for rank, path in sorted(note.directories.items()) if rank not in taken_out
+    }
+    result: dict[str, str | int] = {}
+    if listed:
+        result["rank_dirs"] = _listed_dirs(listed)
+        result["rank_dirs_count"] = len(listed)
+    if refused:
+        result["rank_dirs_refused"] = refused
+    return result
+
+
+def _listed_dirs(directories: Mapping[int, str]) -> str:
+    """At most :data:`MAX_NOTED_RANK_DIRS` entries as JSON, in at most :data:`MAX_NOTED_TEXT`."""
+    shown: dict[str, str] = {}
+    size = 2
+    for rank, path in directories.items():
+        entry = len(json.dumps({str(rank): path})) - 1
+        if len(shown) >= MAX_NOTED_RANK_DIRS or size + entry > MAX_NOTED_TEXT:
+            break
+        shown[str(rank)] = path
+        size += entry
+    return json.dumps(shown)
 
 
 @dataclass
@@ -106,9 +218,9 @@ class MergeOutcome:
     missing_ranges: list[tuple[int, int]] = field(default_factory=list)
 
 
-def _read_ranks(run_dir: str) -> dict[int, RunLineage]:
+def _read_ranks(directories: Mapping[int, str]) -> dict[int, RunLineage]:
     found: dict[int, RunLineage] = {}
-    for rank, directory in sorted(rank_dirs(run_dir).items()):
+    for rank, directory in sorted(directories.items()):
         parsed = parse_rank_run(directory)  # an interrupted rank: its start record
         for warning in parsed.warnings:
             logger.warning("%s", warning)
@@ -117,19 +229,43 @@ def _read_ranks(run_dir: str) -> dict[int, RunLineage]:
     return found
 
 
-def _expected_ranks(run_dir: str, lineages: Mapping[int, RunLineage]) -> int:
-    """The world size: rank dirs seen, highest rank, and the ranks' own device_num."""
-    candidates = [max(rank_dirs(run_dir), default=-1) + 1]
+def _device_num(lineage: RunLineage) -> int | None:
+    """The world size ``lineage`` reports, when it is one to believe (1..MAX_DEVICE_NUM)."""
+    device_num = lineage.section("hyper_parameters").get("device_num")
+    if isinstance(device_num, int) and not isinstance(device_num, bool):
+        return device_num if 0 < device_num <= MAX_DEVICE_NUM else None
+    return None
+
+
+def _expected_ranks(
+    directories: Mapping[int, str], lineages: Mapping[int, RunLineage], recorded: Mapping[int, str]
+) -> int:
+    """The world size: rank dirs seen or recorded, highest rank, the ranks' own device_num.
+
+    A recorded directory that is gone still names a rank of the job: it counts as missing.
+    """
+    candidates = [max(directories, default=-1) + 1]
+    candidates.append(max(recorded, default=-1) + 1)
     candidates.extend(rank + 1 for rank in lineages)
-    for lineage in lineages.values():
-        device_num = lineage.section("hyper_parameters").get("device_num")
-        if isinstance(device_num, int) and not isinstance(device_num, bool):
-            candidates.append(device_num)
+    candidates.extend(filter(None, map(_device_num, lineages.values())))
     return max(candidates)
 
 
+def _warn_of_device_nums(lineages: Mapping[int, RunLineage]) -> None:
+    for rank, lineage in sorted(lineages.items()):
+        device_num = lineage.section("hyper_parameters").get("device_num")
+        if type(device_num) is int and device_num > MAX_DEVICE_NUM:
+            logger.warning(
+                "rank %d's lineage gives device_num %d, more ranks than %d: not believed "
+                "as the world size",
+                rank,
+                device_num,
+                MAX_DEVICE_NUM,
+            )
+
+
 def _wait_for_ranks(
-    directory: str, timeout: float, world_size: int | None
+    directory: str, timeout: float, world_size: int | None, recorded: Mapping[int, str]
 ) -> tuple[dict[int, RunLineage], int]:
     """Poll ``directory``'s ranks until all reported or ``timeout`` passed.
 
@@ -137,8 +273,9 @@ def _wait_for_ranks(
     """
     deadline = Deadline(timeout)
     while True:
-        lineages = _read_ranks(directory)
-        expected = world_size or _expected_ranks(directory, lineages)
+        directories = rank_dirs(directory, recorded)
+        lineages = _read_ranks(directories)
+        expected = world_size or _expected_ranks(directories, lineages, recorded)
         if len(lineages) >= expected or deadline.expired():
             return lineages, expected
         pause(min(_POLL_SECONDS, deadline.remaining()))
@@ -198,8 +335,10 @@ def merge_run_dir(
     directory = os.path.realpath(given)
     if not os.path.isdir(directory):
         raise LineageMergeError(f"run_dir {given!r} is not a directory")
-    extra = {**rank_dirs_note(directory), **checked_user_defined(user_defined)}
-    found = sorted(rank_dirs(directory))
+    note = recorded_rank_dirs(directory)  # read once: the waits below poll the directories
+    extra = {**_note_of(directory, note), **checked_user_defined(user_defined)}
+    recorded = note.directories
+    found = sorted(rank_dirs(directory, recorded))
     if not found:
         raise LineageMergeError(
             f"no rank_<n> directory in {directory}: the offline merge reads the rank_0, "
@@ -211,8 +350,9 @@ def merge_run_dir(
             f"the rank dirs of ranks {ranks_text(found)} (world_size must "
             f"be at least {found[-1] + 1})"
         )
-    lineages, expected = _wait_for_ranks(directory, timeout, world_size)
-    on_disk = rank_dirs(directory)
+    lineages, expected = _wait_for_ranks(directory, timeout, world_size, recorded)
+    _warn_of_device_nums(lineages)
+    on_disk = rank_dirs(directory, recorded)
     statistics = job_statistics_of_dirs(on_disk) if job_view else None
     has_scalars = statistics is not None and any(
         step is not None for step in statistics.last_steps.values()

@@ -95,12 +95,14 @@ class LineageFileContent:
 
 
 def read_lineage_file(
-    path: str, graph_memo: dict[bytes, dict[str, Any]] | None = None
+    path: str, graph_memo: dict[bytes, dict[str, Any]] | None = None, *, owned: bool = False
 ) -> LineageFileContent:
     """Read one ``_lineage`` file.
 
     ``graph_memo`` maps serialized dataset graphs to their dict form; runs of
     one base dir mostly share a few graphs, so a scan converts each once.
+    ``owned``: the file must be this user's (``rankscribe.ranks.files.open_regular``'s
+    rule), as a file at one of the job's own names must.
 
     Raises :class:`LineageSummaryAnalyzeException` when the file cannot be
     read, fails a checksum, or holds something that is not a LineageEvent.
@@ -109,7 +111,7 @@ def read_lineage_file(
     """
     content = LineageFileContent(path)
     try:
-        reader = RecordReader(_file_source(path), strict=False)
+        reader = RecordReader(_file_source(path, owned), strict=False)
         for record in reader:
             if reader.corruptions:
                 break
@@ -185,10 +187,10 @@ _READ_AT_ONCE_LIMIT = 16 * 1024 * 1024
 _READ_CHUNK = 64 * 1024
 
 
-def _file_source(path: str) -> str | io.BytesIO:
+def _file_source(path: str, owned: bool = False) -> str | io.BytesIO:
     # A regular file only, never through a link, never waiting on a FIFO: the run dirs
     # of a shared base dir are other users' (rankscribe.ranks.files.open_regular).
-    descriptor = open_regular_descriptor(path)
+    descriptor = open_regular_descriptor(path, owned=owned)
     try:
         chunks: list[bytes] = []
         total = 0

@@ -12,7 +12,9 @@ it. When training ends the train lineage goes into the lineage file as it
 always did and the start file is removed.
 
 Only the merge reads the start file (:func:`parse_rank_run`): a rank whose
-lineage files hold no train lineage gets the start file's. Its name does not
+lineage files hold no train lineage gets the start file's, when the file is
+the user's own (a file of another user is skipped with a warning naming its
+owner: ``docs/layout.md``, "Files of another user"). Its name does not
 end in ``_lineage``, so MindInsight and the lineage queries never read it as a
 run's file; a finished run's files are what they were without it
 (``docs/layout.md``, "An interrupted job").
@@ -29,6 +31,7 @@ from rankscribe.lineage._checks import check_path
 from rankscribe.lineage.errors import LineageParamTypeError, LineageSummaryAnalyzeException
 from rankscribe.lineage.record._model import TrainLineageInfo
 from rankscribe.lineage.record._parser import ParsedRun, RunLineage, parse_run, read_lineage_file
+from rankscribe.ranks.files import UnsafeFileError
 from rankscribe.writer.eventfiles import EventRecords, write_event_file
 from rankscribe.writer.pb import lineage_pb2
 
@@ -72,10 +75,13 @@ def _train_start(directory: str, parsed: ParsedRun) -> TrainLineageInfo | None:
     if not os.path.lexists(path):
         return None
     try:
-        # Regular files only, never through a link, never blocking on a FIFO.
-        content = read_lineage_file(path)
+        # Regular files only, never through a link, never blocking on a FIFO; and this
+        # user's only: another user's would put its lineage into the job's.
+        content = read_lineage_file(path, owned=True)
     except LineageSummaryAnalyzeException as error:
-        parsed.warnings.append(f"skipping the training start record {path}: {error.message}")
+        cause = error.__cause__
+        why = cause.reason if isinstance(cause, UnsafeFileError) else error.message
+        parsed.warnings.append(f"skipping the training start record {path}: {why}")
         return None
     return content.train
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import errno
 import json
+import logging
 import os
 import secrets
 import socket
@@ -42,11 +43,14 @@ from rankscribe.ranks.errors import (
 from rankscribe.ranks.files import (
     CLAIM_FILE_NAME,
     event_file_kind,
+    foreign_owner,
     fsync_directory,
     make_private_dir,
     parse_rank_dir_name,
 )
 from rankscribe.ranks.jsondata import parse_json
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["JobClaim", "OnExists", "claim_job_dir"]
 
@@ -140,6 +144,7 @@ def _claim_here(base: Path, on_exists: str, world_size: int) -> dict[str, Any]:
                 return {"error": "claimed", "directory": str(candidate), "claim": holder}
             if on_exists == "append":
                 return _join(candidate, world_size)
+            _warn_if_another_users(candidate)
         return {
             "error": "os",
             "directory": str(base),
@@ -168,6 +173,13 @@ def _join(directory: Path, world_size: int) -> dict[str, Any]:
                     "directory": str(directory),
                     "message": "its claim file appears and disappears (another process removes it)",
                 }
+        elif "refused" in holder:
+            return {
+                "error": "os",
+                "directory": str(directory),
+                "message": f"its claim file {directory / CLAIM_FILE_NAME} is not this user's "
+                f"({holder['refused']}): a job of another user, which this one does not join",
+            }
         elif isinstance(holder.get("job_id"), str):
             job_id = holder["job_id"]
         else:
@@ -186,12 +198,14 @@ def _outcome_claim(outcome: Any) -> JobClaim:
         raise JobDirError(f"rank 0 sent {type(outcome).__name__}, not a job claim")
     error = outcome.get("error")
     if error == "claimed":
-        holder = outcome.get("claim") or {}
-        by = (
-            f"job {holder.get('job_id')} (pid {holder.get('pid')} on {holder.get('host')})"
-            if holder.get("job_id")
-            else "a run recorded without a claim"
-        )
+        holder = dict(outcome.get("claim") or {})
+        refused = holder.pop("refused", None)
+        if refused is not None:
+            by = f"another user's job (its claim file: {refused})"
+        elif holder.get("job_id"):
+            by = f"job {holder.get('job_id')} (pid {holder.get('pid')} on {holder.get('host')})"
+        else:
+            by = "a run recorded without a claim"
         raise JobDirClaimedError(
             f"{outcome['directory']} belongs to {by}: pass another summary_dir, remove that "
             f"run, or on_exists='new' to write into the next free '<dir>-N'",
@@ -214,6 +228,17 @@ def _try_claim(directory: Path, world_size: int) -> str | None:
     if os.path.lexists(directory / CLAIM_FILE_NAME) or _holds_a_run(directory):
         return None
     return _publish_claim(directory, world_size)
+
+
+def _warn_if_another_users(directory: Path) -> None:
+    """A claim of another user's, passed by for the next directory, is named with its owner."""
+    claim_path = directory / CLAIM_FILE_NAME
+    try:
+        foreign = foreign_owner(os.lstat(claim_path))
+    except OSError:
+        return
+    if foreign is not None:
+        logger.warning("%s: %s; the job goes to the next free directory", claim_path, foreign)
 
 
 def _publish_claim(directory: Path, world_size: int) -> str | None:
@@ -278,19 +303,13 @@ def _read_claim(directory: Path, deadline: Deadline) -> dict[str, Any] | None:
 
 
 def _claim_content(path: Path) -> tuple[dict[str, Any] | None, bool]:
-    """The claim at ``path`` (None: nothing there; ``{}``: something that is not a claim),
-    and whether the file was whole (False: it may still be being written)."""
-    try:
-        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK)
-    except FileNotFoundError:
-        return None, True
-    except OSError:
-        return {}, True
-    with os.fdopen(descriptor, "rb") as handle:
-        found = os.fstat(handle.fileno())
-        if not stat.S_ISREG(found.st_mode):
-            return {}, True
-        data = handle.read(_CLAIM_LIMIT + 1)
+    """The claim at ``path`` (None: nothing there; ``{}``: something that is not a claim;
+    ``{"refused": why}``: another user's, naming its owner), and whether the file was
+    whole (False: it may still be being written)."""
+    opened = _claim_file(path)
+    if not isinstance(opened, tuple):
+        return opened, True
+    data, found = opened
     # What _publish_claim writes, cut short, and written moments ago, is a claim being
     # written; an old one is a torn claim, for good.
     cut_short = not data or (data.startswith(b'{"job_id": ') and not data.endswith(b"}"))
@@ -306,6 +325,24 @@ def _claim_content(path: Path) -> tuple[dict[str, Any] | None, bool]:
         for key in ("job_id", "host", "pid", "world_size")
         if isinstance(claim.get(key), (str, int)) and not isinstance(claim.get(key), bool)
     }, True
+
+
+def _claim_file(path: Path) -> tuple[bytes, os.stat_result] | dict[str, Any] | None:
+    """The claim file's bytes and status, or at once what :func:`_claim_content` says of it."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return {}
+    with os.fdopen(descriptor, "rb") as handle:
+        found = os.fstat(handle.fileno())
+        if not stat.S_ISREG(found.st_mode):
+            return {}
+        foreign = foreign_owner(found)
+        if foreign is not None:  # another user's: what it says is not believed
+            return {"refused": foreign}
+        return handle.read(_CLAIM_LIMIT + 1), found
 
 
 def _holds_a_run(directory: Path) -> bool:
