@@ -12,6 +12,7 @@ their step.
 
 from __future__ import annotations
 
+import io
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -20,10 +21,11 @@ import pytest
 import torch
 from torch import nn
 
-from rankscribe.collector import SummaryCollector, TrainSession
+from rankscribe.collector import Progress, SummaryCollector, TrainSession
 from rankscribe.collector.errors import CollectorTypeError
 from rankscribe.collector.testing import device_backend
 from rankscribe.lineage.jobparts import FINGERPRINT_TAG
+from rankscribe.ranks import RankInfo
 from rankscribe.writer.events import Histogram, load_dir
 from rankscribe.writer.reader import scalars
 from tests._support.fake_device import FakeDevice
@@ -31,6 +33,7 @@ from tests._support.fake_device import FakeDevice
 STEPS = 23
 COLLECT_FREQ = 5
 LOSS_TAG = "loss/auto"
+ALONE = RankInfo(rank=0, world_size=1, local_rank=0, local_size=1, host="h", launcher="single")
 
 
 def weighted_sum(data: bytes) -> int:
@@ -170,3 +173,21 @@ def test_a_backend_without_the_methods_is_refused() -> None:
     refused = pytest.raises(CollectorTypeError, match=r"'backend' must have the methods .* lacks")
     with refused, device_backend(object()):
         pass
+
+
+def test_progress_shows_a_device_loss_without_waiting_and_the_last_one_at_the_end() -> None:
+    device = FakeDevice(lag=2)
+    stream = io.StringIO()
+    progress = Progress(every_steps=1, every_seconds=None, stream=stream, rank_info=ALONE)
+    training = TrainSession([progress], epochs=1, steps_per_epoch=6)
+    with device.installed(), device_backend(device), training as session:
+        for _ in session.epochs():
+            for step in range(1, 7):
+                device.tick()
+                session.step(None, device.tensor(torch.tensor(1.0 / step)))
+            device.counting = False  # the end of training may wait: no step
+    assert device.waits == []
+    shown = [line.split("loss ")[1].split()[0] for line in stream.getvalue().splitlines()[:-1]]
+    # Each step's line shows the latest loss the device has passed (two steps behind,
+    # one copy under way at a time), and the end of training shows the last step's own.
+    assert shown == ["-", "-", "1.0000", "1.0000", "0.3333", "0.3333", "0.1667"]

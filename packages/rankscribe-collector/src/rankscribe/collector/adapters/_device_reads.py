@@ -132,7 +132,10 @@ class HostCopy:
         self._host, self._event = backend.start_copy(tensor)
 
     def ready(self) -> bool:
-        return self._event is None or bool(self._event.query())
+        event = self._event
+        if event is not None and event.query():
+            self._event = None  # passed: reading the host tensor now waits for nothing
+        return self._event is None
 
     def wait(self) -> Any:
         """The host tensor, once the copy is done (waits: not on the training thread)."""
