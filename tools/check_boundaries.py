@@ -67,6 +67,7 @@ SIBLING_MODULES: tuple[str, ...] = (
     f"{NAMESPACE}.ranks.testing",
     f"{NAMESPACE}.ranks.tree",
     f"{NAMESPACE}.ranks.waits",
+    f"{NAMESPACE}.writer.deferred",
     f"{NAMESPACE}.writer.eventfiles",
     f"{NAMESPACE}.writer.events",
     f"{NAMESPACE}.writer.files",

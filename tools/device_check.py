@@ -26,13 +26,19 @@ Five checks, each printed as rows of one table (check, reading, value, note):
    takes.
 5. **A training run** on the device through ``TrainSession`` and
    ``SummaryCollector`` (0.1 s system interval), against the same loop
-   without the collector: the share of the run the collector added, and
-   what the run's files hold (forward times, the ``gpu_*`` readings).
+   without the collector: the share of the run the collector added, what
+   the run's files hold (forward times, the ``gpu_*`` readings), and the
+   synchronising calls made on the training thread during its steps (torch's
+   ``set_sync_debug_mode("warn")``, counted on that thread: expect 0; the
+   device values are read by the writer's thread, docs/collector-schedule.md,
+   "Values read from a device").
 
 ``--dry-run`` runs the same code with ``tools/fake_nvml.py`` as ``pynvml``, a
 host-clock stand-in for the device's timing events and CPU tensors (the device
-fingerprint's torch operations, run on the CPU), at small sizes: it checks the
-tool, not the device.
+fingerprint's torch operations, run on the CPU), at small sizes, and the training
+run's model on the tests' fake device (``tests/_support/fake_device.py``, which
+counts the waits on the training thread as the sync debug mode does on a GPU): it
+checks the tool, not the device.
 """
 
 from __future__ import annotations
@@ -42,7 +48,10 @@ import importlib.util
 import statistics
 import sys
 import tempfile
+import threading
 import time
+import warnings
+from contextlib import AbstractContextManager, ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +89,46 @@ class HostEvent:
 
     def elapsed_time(self, end: HostEvent) -> float:
         return (end.at - self.at) * 1000.0  # milliseconds, as torch's events
+
+
+class SyncCounter:
+    """Synchronising CUDA calls made on the training thread (torch's sync debug mode)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._thread = threading.get_ident()
+        self._saved: Any = None
+        self._caught = warnings.catch_warnings()  # restores the filters and showwarning
+
+    def __enter__(self) -> SyncCounter:
+        self._caught.__enter__()
+        warnings.simplefilter("always")  # every call, not the first of each place
+        self._saved = warnings.showwarning
+        warnings.showwarning = self._show
+        torch.cuda.set_sync_debug_mode("warn")
+        return self
+
+    def _show(self, message: Any, *args: Any, **kwargs: Any) -> None:
+        if "synchroniz" in str(message).lower():
+            if threading.get_ident() == self._thread:
+                self.count += 1
+            return
+        self._saved(message, *args, **kwargs)
+
+    def __exit__(self, *exc: object) -> None:
+        torch.cuda.set_sync_debug_mode(0)
+        self._caught.__exit__(None, None, None)
+
+
+def fake_device() -> Any:
+    """The tests' fake device (``--dry-run``): it counts the waits on the training thread."""
+    path = HERE.parent / "tests" / "_support" / "fake_device.py"
+    spec = importlib.util.spec_from_file_location("fake_device", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module.FakeDevice()
 
 
 def fake_nvml() -> Any:
@@ -249,6 +298,12 @@ def session_rows(device: torch.device, dry_run: bool, steps: int) -> list[Row]:
         torch.nn.ReLU(),
         torch.nn.Linear(width, 10),
     ).to(device)
+    fake = fake_device() if dry_run else None
+    if fake is not None:
+        for layer in model:
+            if isinstance(layer, torch.nn.Linear):
+                layer.weight = torch.nn.Parameter(fake.tensor(layer.weight.detach()))
+                layer.bias = torch.nn.Parameter(fake.tensor(layer.bias.detach()))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = torch.nn.CrossEntropyLoss()
     inputs = torch.randn(batch, width, device=device)
@@ -282,12 +337,18 @@ def session_rows(device: torch.device, dry_run: bool, steps: int) -> list[Row]:
             collect_specified_data={"collect_landscape": None},  # 19 copies of the model
         )
         began = time.perf_counter()
-        with TrainSession(
-            [collector], network=model, optimizer=optimizer, loss_fn=loss_fn, epochs=1
-        ) as session:
-            for _ in session.epochs():
-                for _ in range(steps):
-                    session.step((inputs, labels), one_step())
+        with ExitStack() as stack:
+            waits = watch_waits(stack, fake)
+            with TrainSession(
+                [collector], network=model, optimizer=optimizer, loss_fn=loss_fn, epochs=1
+            ) as session:
+                for _ in session.epochs():
+                    for _ in range(steps):
+                        if fake is not None:
+                            fake.tick()
+                        session.step((inputs, labels), one_step())
+                    # Counted over the steps; the end of training may wait (not a step).
+                    synchronising = waits()
         synchronize(device)
         recorded = time.perf_counter() - began
         curves = scalar_arrays(folder)
@@ -309,12 +370,33 @@ def session_rows(device: torch.device, dry_run: bool, steps: int) -> list[Row]:
         ("session", "with the collector", f"{recorded:.3f} s", "once costs included"),
         ("session", "added", f"{(recorded / bare - 1) * 100:+.1f} %", ""),
         ("session", "forward_time points", str(0 if forward is None else len(forward[0])), ""),
+        (
+            "session",
+            "training-thread syncs",
+            str(synchronising),
+            "in the steps; fake device" if fake is not None else "in the steps; expect 0",
+        ),
     ]
     if forward is not None and len(forward[1]):
         median = float(statistics.median(forward[1].tolist())) * 1e3
         rows.append(("session", "forward_time median", f"{median:.3f} ms", "from the files"))
     rows.append(("session", "gpu tags", str(len(gpu)), ", ".join(gpu)))
     return rows
+
+
+def watch_waits(stack: ExitStack, fake: Any) -> Any:
+    """A function counting the waits for the device made so far on the training thread."""
+    if fake is not None:
+        from rankscribe.collector.testing import device_backend
+
+        stack.enter_context(fake.installed())
+        backend: AbstractContextManager[None] = device_backend(fake)
+        stack.enter_context(backend)
+        return lambda: len(fake.waits)
+    if not torch.cuda.is_available():
+        return lambda: 0
+    counter = stack.enter_context(SyncCounter())
+    return lambda: counter.count
 
 
 def copy_slice(flat: list[torch.Tensor], target: torch.Tensor, start: int, stop: int) -> None:

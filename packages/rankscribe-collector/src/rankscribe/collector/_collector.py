@@ -441,6 +441,7 @@ class SummaryCollector(Callback):
             if params.mode == "train":
                 self._system.stop()
                 self._timings.finish()
+                self._series.keep_arrived(wait=True)  # the device values still on their way
                 self._series.write_kept_step_times(record)
                 self._lineage.add_train_lineage(record, params)
             else:
@@ -500,13 +501,17 @@ class SummaryCollector(Callback):
             )
             return
         self._series.write_kept_step_times(record)
+        if self._series.has_late:
+            self._series.keep_arrived()  # earlier steps' device values that arrived (no wait)
         if decision.extracts:
             sink = self._series.collected_step_sink(record, step)
             self._extractor.add_step_values(sink, params)
             self._series.add_fingerprint(sink, self._landscape_network(params), step)
         self._series.record_collected_step(record, step, step_time, decision.plugin_filter, extras)
         if first:
-            self._flush()  # the first collection reaches the disk at once
+            # The first collection reaches the disk at once; with values read from a
+            # device, without waiting for them here (the writer's thread does).
+            self._flush(wait=not self._series.has_late)
 
     def _start_landscape(self, params: CallbackParams) -> None:
         """Clear an earlier run's landscape files; say on rank 0 what this run saves."""

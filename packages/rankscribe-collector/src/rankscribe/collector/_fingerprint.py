@@ -22,13 +22,15 @@ Host bytes (NumPy arrays, PyTorch CPU tensors) go through CRC-32C on the
 CPU's CRC instruction (the ``crc32c`` package the writer also uses), read in
 place; a part on an accelerator is reduced on the device by the framework's
 adapter (:class:`rankscribe.collector.adapters._torch.TorchDevicePart`) to a
-64-bit value, and only those 8 bytes join the CRC. The fingerprint is the CRC
+64-bit value, and only those 8 bytes join the CRC (they reach the host without a wait on
+the training thread: :class:`LateFingerprint`). The fingerprint is the CRC
 cut to its low 24 bits: the summary scalar type is a float32, which holds every
 integer below 2**24 exactly.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
@@ -37,14 +39,17 @@ import numpy as np
 import numpy.typing as npt
 
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
+from rankscribe.writer.deferred import DeferredValue
 
 __all__ = [
     "DEFAULT_FINGERPRINT_BUDGET",
     "FINGERPRINT_BITS",
     "FingerprintPart",
     "HostPart",
+    "LateFingerprint",
     "check_budget",
     "host_parts",
+    "late_slice_fingerprint",
     "parameter_fingerprint",
     "slice_bounds",
     "slice_fingerprint",
@@ -63,7 +68,9 @@ class FingerprintPart(Protocol):
 
     ``digest`` returns the bytes themselves (a buffer, hashed by CRC-32C) or a
     deferred device value whose class has a ``resolve(values) -> list[bytes]``
-    static method turning many of them into bytes at once (one transfer).
+    static method turning many of them into bytes at once (one transfer, waited
+    for), and a ``start(values)`` one that starts that transfer without a wait
+    (its result has ``ready()`` and ``resolve()``: :func:`late_slice_fingerprint`).
     """
 
     nbytes: int
@@ -124,6 +131,25 @@ def slice_bounds(total: int, budget: int, step: int, collect_freq: int) -> tuple
 
 def slice_fingerprint(parts: Sequence[FingerprintPart], start: int, stop: int) -> int:
     """CRC-32C of bytes ``[start, stop)`` of the parts laid end to end, ``& 0xFFFFFF``."""
+    digests = _digests(parts, start, stop)
+    deferred = [item for item in digests if not isinstance(item, (bytes, memoryview))]
+    if deferred:
+        resolved = iter(type(deferred[0]).resolve(deferred))
+        digests = [
+            item if isinstance(item, (bytes, memoryview)) else next(resolved) for item in digests
+        ]
+    return _crc(digests)
+
+
+def _crc(digests: list[Any]) -> int:
+    crc = 0
+    for item in digests:
+        crc = crc32c.crc32c(item, value=crc)
+    return crc & _MASK
+
+
+def _digests(parts: Sequence[FingerprintPart], start: int, stop: int) -> list[Any]:
+    """Each part's digest of its share of bytes ``[start, stop)``, in order."""
     digests: list[Any] = []
     offset = 0
     for part in parts:
@@ -134,16 +160,51 @@ def slice_fingerprint(parts: Sequence[FingerprintPart], start: int, stop: int) -
         offset += size
         if offset >= stop:
             break
+    return digests
+
+
+class LateFingerprint(DeferredValue):
+    """A fingerprint whose device sums are on their way to the host.
+
+    ``ready()`` never waits; ``resolve()`` (the writer's thread, or the end of
+    training) waits for the sums and returns the fingerprint as the float recorded.
+    The host parts' bytes of the slice were copied when it was made (at most the
+    budget), so a later update of the parameters does not change it.
+    """
+
+    def __init__(self, items: list[bytes | None], sums: Any) -> None:
+        self._items, self._sums = items, sums
+        self._lock = threading.Lock()
+        self._value: float | None = None
+
+    def ready(self) -> bool:
+        return bool(self._sums.ready())
+
+    def resolve(self) -> float:
+        with self._lock:
+            if self._value is None:
+                arrived = iter(self._sums.resolve())
+                crc = 0
+                for item in self._items:
+                    crc = crc32c.crc32c(item if item is not None else next(arrived), value=crc)
+                self._value = float(crc & _MASK)
+            return self._value
+
+
+def late_slice_fingerprint(
+    parts: Sequence[FingerprintPart], start: int, stop: int
+) -> int | LateFingerprint:
+    """:func:`slice_fingerprint`, without a wait for a device: parts on an accelerator
+    start their sums' copy to the host (their class's ``start(values)``, whose result
+    has ``ready()`` and ``resolve()``) and the fingerprint comes as a
+    :class:`LateFingerprint`. Host parts alone give the int at once."""
+    digests = _digests(parts, start, stop)
     deferred = [item for item in digests if not isinstance(item, (bytes, memoryview))]
-    if deferred:
-        resolved = iter(type(deferred[0]).resolve(deferred))
-        digests = [
-            item if isinstance(item, (bytes, memoryview)) else next(resolved) for item in digests
-        ]
-    crc = 0
-    for item in digests:
-        crc = crc32c.crc32c(item, value=crc)
-    return crc & _MASK
+    if not deferred:
+        return _crc(digests)
+    sums = type(deferred[0]).start(deferred)
+    items = [bytes(item) if isinstance(item, (bytes, memoryview)) else None for item in digests]
+    return LateFingerprint(items, sums)
 
 
 def parameter_fingerprint(

@@ -9,10 +9,13 @@ whichever comes first, and one at the end of training::
     epoch 1/3  step 20/66  loss 0.4312  41.7 steps/s
 
 Other ranks show nothing: on a job of several ranks, their output would
-repeat rank 0's. Evaluation runs are not shown. The loss shown is the one
-this process computed at that step: on a job of several ranks it is rank
-0's alone, labelled ``rank 0 loss`` (the lineage's ``loss`` is the mean of
-the ranks' final losses; docs/integrations.md).
+repeat rank 0's. A loss on an accelerator is never waited for during training:
+the one shown is the latest the device has passed (a step or two old, "-" until
+the first arrives; docs/collector-schedule.md, "Values read from a device"); the
+line at the end of training shows the last step's own. Evaluation runs are not
+shown. The loss shown is the one this process computed at that step: on a job
+of several ranks it is rank 0's alone, labelled ``rank 0 loss`` (the lineage's
+``loss`` is the mean of the ranks' final losses; docs/integrations.md).
 """
 
 from __future__ import annotations
@@ -106,6 +109,10 @@ class Progress(Callback):
         self._bar: Any = None
         self._last = (0, 0.0)  # (step, time) of the last line
         self._started = 0.0
+        # A loss on an accelerator: the copy under way, and the last one that arrived.
+        self._pending: Any = None
+        self._arrived: float | None = None
+        self._lagging = False  # a line showed an earlier step's loss
 
     @property
     def enabled(self) -> bool:
@@ -138,6 +145,7 @@ class Progress(Callback):
             return
         self._started = self._clock()
         self._last = (params.cur_step_num, self._started)
+        self._pending, self._arrived, self._lagging = None, None, False
         if _is_terminal(self.stream):
             total = (params.epoch_num or 0) * (params.batch_num or 0)
             self._bar = tqdm(
@@ -150,11 +158,7 @@ class Progress(Callback):
             return
         if self._bar is not None:
             self._bar.update(params.cur_step_num - self._bar.n)
-            postfix = {"epoch": f"{params.cur_epoch_num}/{params.epoch_num}"}
-            loss = self._read_loss(params)
-            if loss is not None:
-                postfix[self._loss_label] = f"{loss:.4f}"
-            self._bar.set_postfix(postfix, refresh=False)
+            self._show_loss(self._read_loss(params), params)
             return
         step, now = params.cur_step_num, self._clock()
         last_step, last_time = self._last
@@ -168,11 +172,13 @@ class Progress(Callback):
         if params.mode != "train" or not self.enabled:
             return
         if self._bar is not None:
+            if self._lagging:  # the last step's own loss (waiting is fine: not a step)
+                self._show_loss(self._read_loss(params, wait=True), params)
             self._close_bar()
             return
         now = self._clock()
-        if params.cur_step_num != self._last[0]:
-            self._line(params, now)
+        if params.cur_step_num != self._last[0] or self._lagging:
+            self._line(params, now, final=True)
         elapsed = now - self._started
         rate = params.cur_step_num / elapsed if elapsed > 0 else math.nan
         self.write(
@@ -189,26 +195,47 @@ class Progress(Callback):
 
     # ------------------------------------------------------------------- helpers
 
+    def _show_loss(self, loss: float | None, params: CallbackParams) -> None:
+        postfix = {"epoch": f"{params.cur_epoch_num}/{params.epoch_num}"}
+        if loss is not None:
+            postfix[self._loss_label] = f"{loss:.4f}"
+        self._bar.set_postfix(postfix, refresh=False)
+
     def _close_bar(self) -> None:
         bar, self._bar = self._bar, None
         if bar is not None:
             bar.close()
 
-    def _read_loss(self, params: CallbackParams) -> float | None:
+    def _read_loss(self, params: CallbackParams, *, wait: bool = False) -> float | None:
+        """The step's loss; on an accelerator (unless ``wait``), the latest one the device
+        has passed, without a wait: a copy of this step's starts when none is under way."""
+        outputs = params.net_outputs
+        if isinstance(outputs, (list, tuple)) and outputs:
+            outputs = outputs[0]
+        if not wait and outputs is not None:
+            pending = self._pending
+            if pending is not None and pending.ready():
+                self._arrived, self._pending = float(pending.resolve()), None
+            if self._pending is None:
+                self._pending = self._adapters.late_loss(outputs)
+            if self._pending is not None:
+                self._lagging = True
+                return self._arrived
         try:
             return mean_loss(params.net_outputs, adapters=self._adapters)
         except UnreadableLossError:
             return None
 
-    def _line(self, params: CallbackParams, now: float) -> None:
+    def _line(self, params: CallbackParams, now: float, *, final: bool = False) -> None:
         last_step, last_time = self._last
         steps, seconds = params.cur_step_num - last_step, now - last_time
         rate = steps / seconds if seconds > 0 else math.nan
         self._last = (params.cur_step_num, now)
         total = (params.epoch_num or 0) * (params.batch_num or 0)
         step = f"{params.cur_step_num}/{total}" if total else str(params.cur_step_num)
-        # Read only when shown: reading a framework's loss may wait for its device.
-        value = self._read_loss(params)
+        # Read only when shown; on a device, the latest loss it has passed (no wait),
+        # and the exact one at the end of training (which may wait: no step).
+        value = self._read_loss(params, wait=final)
         loss = f"{value:.4f}" if value is not None else "-"
         self.write(
             f"epoch {params.cur_epoch_num}/{params.epoch_num}  step {step}  "

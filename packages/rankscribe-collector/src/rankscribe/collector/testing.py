@@ -1,4 +1,5 @@
-"""A seam for tests of training code: the clock the collector's timings read.
+"""Seams for tests of training code: the clock the collector's timings read, and the
+device its values are read from.
 
     from rankscribe.collector.testing import timing_clock
 
@@ -12,18 +13,34 @@ instead, so a test moves time by hand rather than sleeping, and asserts the exac
 seconds recorded (docs/contributing.md, "Tests"). The project's tests use it; so can a
 script's own tests (for example of an ``on_verdict`` callback, with a rank made slow by a
 known number of seconds). Not thread-safe with other collectors of the process timed on
-the real clock meanwhile. Sibling-facing (docs/contributing.md, "Sibling modules").
+the real clock meanwhile.
+
+    from rankscribe.collector.testing import device_backend
+
+    with device_backend(fake):
+        ...  # a training loop whose tensors ``fake`` calls an accelerator's
+
+Values the collector reads from an accelerator (the loss, histograms, fingerprints:
+docs/collector-schedule.md, "Values read from a device") leave it through a backend:
+``on_device(tensor)``, ``start_copy(tensor) -> (host tensor, event)``, ``event(device)``
+(recorded on the current stream; None: nothing to wait for) and ``side_stream(device)``
+(a context manager); events have ``query()`` and ``synchronize()``. Inside the block
+the torch adapter uses ``fake`` instead of torch's devices, so a test on a machine
+without one can count the waits on the training thread (the project's fake:
+``tests/_support/fake_device.py``). Sibling-facing (docs/contributing.md, "Sibling
+modules").
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from rankscribe.collector import _clock
 from rankscribe.collector.errors import CollectorTypeError
 
-__all__ = ["timing_clock"]
+__all__ = ["device_backend", "timing_clock"]
 
 
 @contextmanager
@@ -40,3 +57,26 @@ def timing_clock(clock: Callable[[], float]) -> Iterator[None]:
         yield
     finally:
         _clock.now = saved
+
+
+_BACKEND_METHODS = ("on_device", "start_copy", "event", "side_stream")
+
+
+@contextmanager
+def device_backend(backend: Any) -> Iterator[None]:
+    """Inside the block, the torch adapter reads device values through ``backend``."""
+    missing = [name for name in _BACKEND_METHODS if not callable(getattr(backend, name, None))]
+    if missing:
+        raise CollectorTypeError(
+            f"For 'device_backend', the argument 'backend' must have the methods "
+            f"{', '.join(_BACKEND_METHODS)}, but {type(backend).__name__} lacks "
+            f"{', '.join(missing)}."
+        )
+    from rankscribe.collector.adapters import _device_reads  # noqa: PLC0415 - torch on demand
+
+    saved = _device_reads.backend
+    _device_reads.backend = backend
+    try:
+        yield
+    finally:
+        _device_reads.backend = saved

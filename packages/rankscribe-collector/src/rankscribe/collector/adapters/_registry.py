@@ -169,6 +169,17 @@ class AdapterRegistry:
             return parts
         return host_parts(view.parameters(), self.to_numpy)
 
+    def late_loss(self, value: object) -> Any:
+        """A loss read from an accelerator without a wait, or None (read it on the host).
+
+        An adapter offers it with a ``late_loss(value)`` method returning a
+        :class:`~rankscribe.writer.deferred.DeferredValue` (with a non-blocking
+        ``ready()``) whose copy to the host is under way, or None.
+        """
+        adapter = self.adapter_for(value) if not isinstance(value, np.ndarray) else None
+        late = getattr(adapter, "late_loss", None) if adapter is not None else None
+        return late(value) if callable(late) else None
+
     def to_numpy(self, value: object) -> npt.NDArray[Any]:
         """``value`` as a NumPy array (framework tensors are moved to the host).
 

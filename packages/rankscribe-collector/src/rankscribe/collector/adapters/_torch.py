@@ -20,7 +20,10 @@ from the objects it read (parameter names, traced graphs). What it reads:
   parameters of every group with their names (see :class:`TorchOptimizer`),
   and ``param_groups[0]['lr']``; the histograms of those on an accelerator are
   counted on the device (``_torch_histogram.py``: a few numbers per tensor
-  come back, not the tensor).
+  come back, not the tensor), off the training thread (``_device_reads.py``).
+- :meth:`~TorchAdapter.late_loss`, for a loss on an accelerator: its copy to
+  pinned host memory started, read later (``_device_reads.py``: nothing on the
+  training thread waits for the device at a collected step).
 - :meth:`~TorchAdapter.dataset_view`, for a ``DataLoader`` (or a bare ``Dataset`` iterated
   directly): batches per epoch, batch size, the dataset's ``root`` or ``path``,
   and a description of the pipeline for the lineage's dataset graph.
@@ -28,7 +31,8 @@ from the objects it read (parameter names, traced graphs). What it reads:
 - :meth:`TorchNetwork.fingerprint_parts`: the parameters as raw bytes for the
   parameter fingerprint: a CPU tensor's bytes in place, a tensor on an
   accelerator as a :class:`TorchDevicePart`, reduced on its device by torch's
-  own operations (only 8 bytes per tensor come back, in one transfer).
+  own operations (only 8 bytes per tensor come back, in one transfer, which
+  the collector starts without a wait: ``_DeviceDigest.start``).
 - :meth:`~TorchAdapter.forward_timer`, for an ``nn.Module``: a
   :class:`ForwardTimer` timing its ``forward`` with a forward pre-hook and a
   forward hook (on an accelerator with the device's events, read a step or
@@ -39,6 +43,7 @@ from __future__ import annotations
 
 import logging
 import struct
+import threading
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -50,13 +55,11 @@ from torch.utils.weak import WeakIdKeyDictionary
 from rankscribe.collector import _clock
 from rankscribe.collector._checks import is_number
 from rankscribe.collector._fingerprint import HostPart
+from rankscribe.collector.adapters import _device_reads
+from rankscribe.collector.adapters._device_reads import DeviceHistograms, LateSums, late_loss
 from rankscribe.collector.adapters._torch_data import dataset_view
 from rankscribe.collector.adapters._torch_graph import GraphTracer
-from rankscribe.collector.adapters._torch_histogram import (
-    device_histogram_dtype,
-    device_histograms,
-    to_host,
-)
+from rankscribe.collector.adapters._torch_histogram import device_histogram_dtype, to_host
 from rankscribe.collector.adapters._views import DatasetView
 from rankscribe.collector.errors import CollectorTypeError
 from rankscribe.writer.pb import anf_ir_pb2
@@ -160,6 +163,12 @@ class _DeviceDigest:
         sums = to_host([digest.value for digest in digests])
         return [struct.pack("<q", int(number)) for number in sums]
 
+    @staticmethod
+    def start(digests: list[_DeviceDigest]) -> LateSums:
+        """Every digest on its way to the host (one copy per device, nothing waits):
+        ``ready()`` says when it arrived, ``resolve()`` gives the bytes (waiting)."""
+        return LateSums([digest.value for digest in digests])
+
 
 class TorchDevicePart:
     """A tensor's raw bytes, fingerprinted where the tensor lives.
@@ -194,7 +203,7 @@ class TorchDevicePart:
 
 def _fingerprint_part(tensor: Any) -> Any:
     """A CPU tensor's bytes in place, or a :class:`TorchDevicePart` (the device does the work)."""
-    if tensor.device.type != "cpu" or FINGERPRINT_CPU_ON_DEVICE:
+    if FINGERPRINT_CPU_ON_DEVICE or _device_reads.backend.on_device(tensor):
         return TorchDevicePart(tensor)
     try:
         flat = tensor.detach().reshape(-1).view(torch.uint8)
@@ -415,35 +424,30 @@ class TorchOptimizer:
     def histogram_values(self, tensors: list[Any]) -> list[Any]:
         """What the record takes for each tensor's histogram (chosen from ``named_tensors``).
 
-        An accelerator's floating tensor is counted on its device (all of them with
-        two waits, ``_torch_histogram.py``); the others are read on the host and
-        bucketed by the writer. When the device cannot count (an operation refused,
-        e.g. under a deterministic-algorithms setting, or float64 on a device without
-        it, such as Apple's MPS), every tensor is read on the host from then on, with
-        one warning.
+        An accelerator's floating tensors are copied on their device and counted there
+        later, off the training thread (``_device_reads.DeviceHistograms``: the record
+        gets a deferred value per tensor, which the writer resolves); the others are
+        read on the host and bucketed by the writer. When the device cannot count (an
+        operation refused, e.g. under a deterministic-algorithms setting, or float64
+        on a device without it, such as Apple's MPS), the device copies are read on
+        the host instead from then on, with one warning.
         """
         on_device = [
             index
             for index, tensor in enumerate(tensors)
-            if not self._adapter.device_histograms_failed
-            and (tensor.device.type != "cpu" or HISTOGRAM_CPU_ON_DEVICE)
+            if (HISTOGRAM_CPU_ON_DEVICE or _device_reads.backend.on_device(tensor))
             and device_histogram_dtype(tensor) is not None
         ]
         values: list[Any] = [None] * len(tensors)
         if on_device:
-            try:
-                counted = device_histograms([tensors[index] for index in on_device])
-            except (RuntimeError, TypeError) as error:
-                self._adapter.device_histograms_failed = True
-                logger.warning(
-                    "Histograms of device tensors are read on the host instead: the device "
-                    "could not count them (%s).",
-                    str(error).splitlines()[0] if str(error) else type(error).__name__,
-                )
-                on_device = []
-            else:
-                for index, histogram in zip(on_device, counted, strict=True):
-                    values[index] = histogram
+            batch = DeviceHistograms(
+                [tensors[index] for index in on_device],
+                counting=lambda: not self._adapter.device_histograms_failed,
+                on_failure=self._adapter.device_histograms_refused,
+                to_host=self._adapter.host_array,
+            )
+            for index, histogram in zip(on_device, batch.values(), strict=True):
+                values[index] = histogram
         for index, tensor in enumerate(tensors):
             if values[index] is None:
                 values[index] = self._adapter.host_array(tensor)
@@ -475,6 +479,19 @@ class TorchAdapter:
         self._parameter_names: Any = WeakIdKeyDictionary()  # parameter -> name
         self.tracer = GraphTracer()
         self.device_histograms_failed = False  # then histograms are read on the host
+        self._lock = threading.Lock()  # the writer's threads count the histograms
+
+    def device_histograms_refused(self, error: BaseException) -> None:
+        """The device could not count a histogram: the device copies go to the host from now."""
+        with self._lock:
+            if self.device_histograms_failed:
+                return
+            self.device_histograms_failed = True
+        logger.warning(
+            "Histograms of device tensors are read on the host instead: the device "
+            "could not count them (%s).",
+            str(error).splitlines()[0] if str(error) else type(error).__name__,
+        )
 
     def remember_parameter_names(self, module: Any) -> None:
         for name, parameter in module.named_parameters():
@@ -502,6 +519,13 @@ class TorchAdapter:
 
     def dataset_view(self, obj: object) -> DatasetView | None:
         return dataset_view(obj)
+
+    def late_loss(self, value: object) -> Any:
+        """A deferred loss for a tensor on an accelerator (``_device_reads.py``), or None:
+        its copy to pinned host memory is started, and nothing waits for it here."""
+        if not isinstance(value, torch.Tensor):
+            return None
+        return late_loss(value, _numpy_substitute)
 
     def to_numpy(self, value: object) -> npt.NDArray[Any] | None:
         """A tensor (or ``nn.Parameter``) as a host NumPy array; None for other torch objects.

@@ -3,7 +3,8 @@
 MindSpore's rules (docs/collector-schedule.md, "What is collected"):
 
 - loss, scalar ``loss/auto``: the network's output, its first element if it
-  is a tuple or list, averaged with ``np.mean``;
+  is a tuple or list, averaged with ``np.mean`` (on an accelerator: read later,
+  without a wait on the training thread);
 - histograms ``<name>/auto``: the optimizer's parameters, the first five, or
   those whose names ``re.match`` ``histogram_regular``;
 - input images, image ``input_data/auto``: the first column of the step's
@@ -195,6 +196,15 @@ class Extractor:
     # -------------------------------------------------------------------- loss
 
     def _add_loss(self, record: ValueSink, params: CallbackParams) -> None:
+        outputs = params.net_outputs
+        if isinstance(outputs, (list, tuple)) and outputs:
+            outputs = outputs[0]
+        # A loss on an accelerator: its copy to the host starts here, and the record
+        # gets it later (docs/collector-schedule.md, "Values read from a device").
+        late = self._adapters.late_loss(outputs) if outputs is not None else None
+        if late is not None:
+            record.add_value("scalar", LOSS_TAG, late)
+            return
         try:
             loss = mean_loss(params.net_outputs, adapters=self._adapters)
         except UnreadableLossError as error:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from array import array
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -24,11 +25,13 @@ from rankscribe.collector import _clock
 from rankscribe.collector._fingerprint import (
     DEFAULT_FINGERPRINT_BUDGET,
     FingerprintPart,
+    LateFingerprint,
+    late_slice_fingerprint,
     slice_bounds,
-    slice_fingerprint,
 )
 from rankscribe.lineage.jobparts import DATA_WAIT_TAG, FINGERPRINT_TAG, STEP_TIME_TAG
 from rankscribe.lineage.jobview import RankSeries
+from rankscribe.writer.deferred import DeferredValue
 
 if TYPE_CHECKING:
     from rankscribe.collector.collection._extractor import ValueSink
@@ -190,10 +193,13 @@ class SeriesRecorder:
         #: The system sampler, whose samples join the timings' writes (None: none).
         self.samples: SampleSource | None = None
         self._last_written_step = -1
+        # Scalars read from a device, still on their way: (tag, step, value), in step order.
+        self._late: deque[tuple[str, int, Any]] = deque()
 
     def start_run(self) -> None:
         """A new training run: the series starts empty (the job view is of one run)."""
         self.series.clear()
+        self._late.clear()
         for column in self._columns.values():
             column.written = 0
         self._fingerprint_failed = False
@@ -327,7 +333,7 @@ class SeriesRecorder:
 
     def collected_step_sink(self, record: ValueSink, step: int) -> ValueSink:
         """A sink for a collected step's values that also keeps their scalars."""
-        return _KeepingSink(record, self.series, step)
+        return _KeepingSink(record, self.series, step, self.keep_late)
 
     def _parts(self, network: object) -> list[FingerprintPart] | None:
         if not self.fingerprints or self._fingerprint_failed or network is None:
@@ -347,9 +353,33 @@ class SeriesRecorder:
             "The parameter fingerprint (%s) is not recorded in this run: %s", FINGERPRINT_TAG, error
         )
 
-    def _fingerprint(self, parts: list[FingerprintPart], bounds: tuple[int, int]) -> int | None:
+    @property
+    def has_late(self) -> bool:
+        """Whether scalars read from a device are still on their way."""
+        return bool(self._late)
+
+    def keep_late(self, tag: str, step: int, value: Any) -> None:
+        """Keep ``value`` (a deferred value with ``ready()``) in the series once it arrives."""
+        self._late.append((tag, step, value))
+
+    def keep_arrived(self, *, wait: bool = False) -> None:
+        """Keep the scalars read from a device that have arrived (``ready()``: no wait),
+        in step order; ``wait``: all of them (the end of training, not a step)."""
+        late = self._late
+        while late and (wait or late[0][2].ready()):
+            tag, step, value = late.popleft()
+            try:
+                number = float(value.resolve())
+            except (RuntimeError, TypeError, ValueError) as error:
+                logger.warning("%s of step %d was not read from its device: %s", tag, step, error)
+                continue
+            self.series.add(tag, step, number)
+
+    def _fingerprint(
+        self, parts: list[FingerprintPart], bounds: tuple[int, int]
+    ) -> int | LateFingerprint | None:
         try:
-            return slice_fingerprint(parts, *bounds)
+            return late_slice_fingerprint(parts, *bounds)
         except (TypeError, ValueError, RuntimeError) as error:
             self._fail(error)
             return None
@@ -368,10 +398,14 @@ class SeriesRecorder:
             return
         # Eval mode: summary operators' values (none yet, normally) stay where they are.
         record.set_mode("eval")
-        record.add_value("scalar", FINGERPRINT_TAG, float(fingerprint))
+        if isinstance(fingerprint, LateFingerprint):  # its device sums arrive later
+            record.add_value("scalar", FINGERPRINT_TAG, fingerprint)
+            self.keep_late(FINGERPRINT_TAG, 0, fingerprint)
+        else:
+            record.add_value("scalar", FINGERPRINT_TAG, float(fingerprint))
+            self.series.add(FINGERPRINT_TAG, 0, float(fingerprint))
         record.record(0)
         record.set_mode("train")
-        self.series.add(FINGERPRINT_TAG, 0, float(fingerprint))
 
     def add_fingerprint(self, sink: ValueSink, network: object, step: int) -> None:
         """The fingerprint of this step's slice of ``network``'s parameters (at most the budget).
@@ -385,7 +419,9 @@ class SeriesRecorder:
         fingerprint = self._fingerprint(
             parts, slice_bounds(total, self.budget, step, self.collect_freq)
         )
-        if fingerprint is not None:
+        if isinstance(fingerprint, LateFingerprint):
+            sink.add_value("scalar", FINGERPRINT_TAG, fingerprint)
+        elif fingerprint is not None:
             sink.add_value("scalar", FINGERPRINT_TAG, float(fingerprint))
 
     def record_collected_step(
@@ -428,12 +464,20 @@ class SeriesRecorder:
 class _KeepingSink:
     """Passes values on to the record and keeps the scalars in the series."""
 
-    def __init__(self, record: ValueSink, series: ScalarSeries, step: int) -> None:
-        self._record, self._series, self._step = record, series, step
+    def __init__(
+        self,
+        record: ValueSink,
+        series: ScalarSeries,
+        step: int,
+        late: Callable[[str, int, Any], None],
+    ) -> None:
+        self._record, self._series, self._step, self._late = record, series, step, late
 
     def add_value(self, plugin: str, name: str, value: Any) -> None:
         self._record.add_value(plugin, name, value)
-        if plugin == "scalar":
+        if plugin == "scalar" and isinstance(value, DeferredValue):
+            self._late(name, self._step, value)  # read from a device: kept when it arrives
+        elif plugin == "scalar":
             try:
                 number = float(value)
             except (TypeError, ValueError):

@@ -19,7 +19,7 @@ from rankscribe.writer.encoding import _histogram as histogram
 from rankscribe.writer.encoding import _image as image
 from rankscribe.writer.encoding import _tensor as tensor
 from rankscribe.writer.encoding import _tensorboard as tensorboard
-from rankscribe.writer.encoding._values import MAX_STEP_BYTES, Snapshot
+from rankscribe.writer.encoding._values import MAX_STEP_BYTES, Snapshot, resolved
 from rankscribe.writer.format import _events as events
 from rankscribe.writer.format._framing import chunk_size
 
@@ -90,6 +90,7 @@ def _encode_value(
     board_values: list[Any],
     out: EncodedStep,
 ) -> None:
+    snap = resolved(snap)  # a value read from a device arrives here (it may wait for it)
     tag = snap.tag.encode()
     plugin = snap.plugin
     if plugin == "scalar":

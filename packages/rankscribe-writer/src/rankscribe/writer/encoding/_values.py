@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from google.protobuf.message import Message
 
+from rankscribe.writer.deferred import DeferredValue
 from rankscribe.writer.encoding._histogram import MAX_BUCKETS, HistogramData
 from rankscribe.writer.encoding._image import validate_image_shape
 from rankscribe.writer.errors import WriterTypeError, WriterValueError
@@ -97,7 +98,12 @@ def check_name(name: object) -> str:
 
 
 def snapshot(plugin: str, name: str, value: object) -> Snapshot:
-    """Validate ``value`` for ``plugin`` and return a copy that is safe to encode later."""
+    """Validate ``value`` for ``plugin`` and return a copy that is safe to encode later.
+
+    A :class:`~rankscribe.writer.deferred.DeferredValue` histogram is kept as it is:
+    its own copy is under way, and it is checked once resolved (a deferred scalar:
+    ``SummaryRecord.add_value``).
+    """
     if plugin == "scalar":
         number = scalar(name, value)
         return Snapshot(plugin, name, number, len(name) + 16, 64)
@@ -125,6 +131,21 @@ def snapshot(plugin: str, name: str, value: object) -> Snapshot:
             f"UTF-8 ({error.reason} at position {error.start})."
         ) from None
     return Snapshot(plugin, name, value, size + len(name) + 64, len(value) + 64)
+
+
+def deferred_snapshot(plugin: str, name: str, value: DeferredValue) -> Snapshot:
+    """The snapshot of a value resolved when its step is encoded (its size: the largest)."""
+    if plugin == "scalar":
+        return Snapshot(plugin, name, value, len(name) + 16, 64)
+    return Snapshot(plugin, name, value, _HISTOGRAM_SIZE + len(name) + 16, MAX_BUCKETS * 24 + 128)
+
+
+def resolved(snap: Snapshot) -> Snapshot:
+    """``snap`` with a deferred value replaced by what it resolves to, checked as
+    ``add_value`` checks it (off the training thread: it may wait for a device)."""
+    if not isinstance(snap.data, DeferredValue):
+        return snap
+    return snapshot(snap.plugin, snap.tag, snap.data.resolve())
 
 
 def scalar(name: str, value: object) -> float:
@@ -181,6 +202,8 @@ _HISTOGRAM_SIZE = MAX_BUCKETS * 30 + 128
 
 
 def _array_snapshot(plugin: str, name: str, value: object) -> Snapshot:
+    if plugin == "histogram" and isinstance(value, DeferredValue):
+        return deferred_snapshot(plugin, name, value)
     if plugin == "histogram" and isinstance(value, HistogramData):
         # Buckets counted elsewhere (an accelerator's tensor, counted on its device,
         # rankscribe.writer.histograms): written as they are.

@@ -22,6 +22,7 @@ from rankscribe.ranks import files
 from rankscribe.ranks.launchers import launcher_rank
 from rankscribe.writer import operators
 from rankscribe.writer._arguments import check_bool, check_int
+from rankscribe.writer.deferred import DeferredValue
 from rankscribe.writer.encoding._graph_builders import RecordGraph
 from rankscribe.writer.encoding._steps import StepJob, encode_step, is_heavy
 from rankscribe.writer.encoding._values import (
@@ -30,6 +31,7 @@ from rankscribe.writer.encoding._values import (
     Snapshot,
     check_name,
     check_plugin,
+    deferred_snapshot,
     graph_bytes,
     scalar,
     snapshot,
@@ -247,6 +249,9 @@ class SummaryRecord:
         train_lineage, eval_lineage, dataset_graph, custom_lineage_data
         (protobuf messages) or text (TensorBoard target only). The value is
         copied now: changing it afterwards does not change what is recorded.
+        A scalar or histogram may also be a
+        :class:`~rankscribe.writer.deferred.DeferredValue`, resolved off this thread
+        when its step is encoded (the collector's values read from a device).
         """
         if (
             plugin != "scalar"
@@ -263,7 +268,13 @@ class SummaryRecord:
                 return
         # Scalars: the hot path, checked just as fully, inline (no call for a float) as
         # each call layer is a measurable share of what a step costs the training thread.
-        number = value if type(value) is float else scalar(name, value)
+        if type(value) is float:
+            number = value
+        elif isinstance(value, DeferredValue):  # read from a device: resolved when encoded
+            self._add_snapshot("scalar", name, deferred_snapshot("scalar", name, value))
+            return
+        else:
+            number = scalar(name, value)
         scalars = self._scalars
         if not scalars:
             # Values are grouped by plugin in the order each plugin first appeared.
@@ -466,9 +477,12 @@ class SummaryRecord:
                 name: Snapshot("scalar", name, value, len(name) + 16, 64)
                 for name, value in scalars.items()
             }
-            ordered = list(pending.items())
-            ordered.insert(self._scalar_group, ("scalar", group))
-            pending = dict(ordered)
+            if "scalar" in pending:  # deferred scalars came first: one group with them
+                pending["scalar"].update(group)
+            else:
+                ordered = list(pending.items())
+                ordered.insert(self._scalar_group, ("scalar", group))
+                pending = dict(ordered)
         pending.pop("graph", None)
         if graph is not None:
             self._graph_written = True
