@@ -9,9 +9,12 @@ import os
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from tests._support.needs import absent, skip_reason
 
 # CI has 2 shared cores: property tests run fewer, deadline-free examples there.
 settings.register_profile(
@@ -96,3 +99,38 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                 cases,
                 ids=[f"{path.parent.name}/{path.name}" for _, path in cases],
             )
+
+
+# Folders whose every test (and conftest) needs what a venv with the packages alone lacks,
+# and the tox envs that install it. Without it the folder is one skip naming those envs;
+# its conftest is not imported.
+_FOLDER_NEEDS = {
+    "collector_torch": (("torch",), "collector-torch and coverage"),
+    "compat_tensorboard": (("tensorboard",), "tensorboard"),
+    "frameworks": (("torch", "lightning", "transformers", "accelerate"), "integrations"),
+    "report": (("plotly",), "report and coverage"),
+}
+_TESTS = Path(__file__).resolve().parent
+
+
+class _SkippedFolder(pytest.Collector):
+    """A test folder whose needs are not installed: collecting it is one skip."""
+
+    def __init__(self, *, reason: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.reason = reason
+
+    def collect(self) -> list[pytest.Item | pytest.Collector]:
+        pytest.skip(self.reason)
+
+
+def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if path.parent != _TESTS or path.name not in _FOLDER_NEEDS:
+        return None
+    modules, envs = _FOLDER_NEEDS[path.name]
+    missing = absent(*modules)
+    if not missing:
+        return None
+    return _SkippedFolder.from_parent(
+        parent, name=path.name, path=path, reason=f"tests/{path.name}: {skip_reason(missing, envs)}"
+    )

@@ -18,6 +18,7 @@ import pytest
 
 from rankscribe.lineage import __version__, filter_summary_lineage
 from tests._support.launchers import run_bounded
+from tests._support.needs import needs
 from tests.lineage._documented import INDEX_NAME
 from tests.lineage._index_bases import graph_base, index_bytes, read_index
 from tests.lineage._index_reads import as_a_new_process, query
@@ -245,6 +246,7 @@ def test_a_wrong_typed_entry_is_read_again_with_one_warning(
     assert query(base).parsed_runs == 0  # the index was written again
 
 
+@needs("plotly", envs="lineage")  # the report draws with it
 def test_a_wrong_typed_entry_never_fails_the_command_line(tmp_path: Path, lw: Any) -> None:
     base = graph_base(tmp_path, lw)
     query(base)

@@ -18,6 +18,7 @@ import pytest
 
 from rankscribe.lineage.jobparts import LIVE_STATE_NAME
 from tests._support.launchers import Finished, run_bounded
+from tests._support.needs import needs
 
 GOLDEN = Path(__file__).resolve().parents[1] / "compat" / "data" / "mindspore-2.10"
 BIN = Path(sys.executable).parent
@@ -100,6 +101,7 @@ def test_show_of_a_run_whose_only_lineage_file_is_a_fifo_says_so(base: Path) -> 
     assert "error: no lineage file in" in result.stderr
 
 
+@needs("plotly", envs="lineage")  # the report draws with it
 def test_report_and_dump_return_with_a_fifo_named_like_an_event_file(base: Path) -> None:
     plant(base / "golden" / EVENTS, "fifo")
     report = command("rankscribe-lineage", "report", base, "-o", base / "report.html")

@@ -370,9 +370,11 @@ def test_a_failed_write_keeps_the_earlier_groups(
         raise OSError(28, "No space left on device")
 
     # The atomic file write is where a full disk shows; the writer's event files call it.
+    # One worker: the groups are written in this process, where the patch is (a worker
+    # started by forkserver, as when another thread runs, would not have it).
     monkeypatch.setattr("rankscribe.writer.eventfiles.atomic_write", disk_full)
     with pytest.raises(OSError, match="No space left"):
-        group_runs(base, by="user_defined/seed")
+        group_runs(base, by="user_defined/seed", workers=1)
     assert sorted(os.listdir(base / "_groups")) == before
     assert [name for name in os.listdir(base) if name.startswith(".rankscribe-groups")] == []
 

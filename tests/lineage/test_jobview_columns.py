@@ -30,6 +30,7 @@ from rankscribe.lineage.jobview import (
 from rankscribe.writer import SummaryRecord, events, reader
 from rankscribe.writer.files import frame
 from rankscribe.writer.pb import summary_pb2
+from tests._support.needs import needs
 from tests._support.report_page import decoded, page_figures, write_page
 
 RANKS = 3
@@ -109,6 +110,7 @@ def test_the_offline_merge_gives_the_statistics_of_the_last_value_of_each_step(
     assert dict(written["loss/mean"])[9] == pytest.approx(10.0 + 9.5)  # ranks 0-2, restarted
 
 
+@needs("plotly", envs="lineage")  # the report draws with it
 def test_the_report_draws_the_same_bands_and_rank_curves(tmp_path: Path) -> None:
     write_job(tmp_path / "base" / "job")
     written = write_page(tmp_path / "base", tmp_path / "report.html", "--workers", "1")

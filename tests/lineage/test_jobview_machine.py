@@ -26,6 +26,7 @@ from rankscribe.lineage.jobparts import (
 )
 from rankscribe.lineage.jobview import RankSeries, verdict_lines, write_job_view
 from rankscribe.writer import SummaryRecord
+from tests._support.needs import needs
 
 STEPS, SLOW = 40, 2
 CLOCK, THERMAL = SYSTEM_TAG_PREFIX + "gpu_sm_clock_mhz", SYSTEM_TAG_PREFIX + "gpu_throttle_thermal"
@@ -142,6 +143,7 @@ def test_straggler_records_get_their_ranks_evidence() -> None:
     assert "evidence" not in records[0]  # the records given stay as they were
 
 
+@needs("plotly", envs="lineage")  # the report draws with it
 def test_the_report_prints_the_evidence(tmp_path: Path) -> None:
     job = tmp_path / "job"
     for rank, one in series(3).items():

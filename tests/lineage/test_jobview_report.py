@@ -11,7 +11,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from tests._support.needs import needs
 from tests._support.report_page import job_page, page_figures
+
+# Each test reads the report's page, drawn with plotly.
+pytestmark = needs("plotly", envs="lineage")
 
 #: The colour the report draws an alarm in (a straggler with its cost).
 ALARM_RED = "#d62728"

@@ -10,8 +10,12 @@ from pathlib import Path
 import pytest
 
 from tests._support.launchers import Finished, run_bounded, run_tool
+from tests._support.needs import needs
 
 TOOL = Path(__file__).resolve().parents[2] / "tools" / "coverage_floor.py"
+
+# Each test measures with coverage; the public-api env installs it.
+pytestmark = needs("coverage", envs="public-api")
 
 MODULE = """
 def sign(x):

@@ -24,6 +24,7 @@ from rankscribe.writer.events import load_dir, read_events, read_tensorboard_eve
 from rankscribe.writer.files import RecordReader
 from rankscribe.writer.reader import scalars
 from tests._support.launchers import Launches
+from tests._support.needs import needs
 
 ROOT = Path(__file__).resolve().parents[3]
 TRAIN = ROOT / "examples" / "digits" / "train.py"
@@ -224,6 +225,7 @@ def test_two_jobs_started_at_once_into_one_dir_each_get_their_own(mpi: Any, tmp_
     assert not (tmp_path / "job-3").exists()
 
 
+@needs("sklearn", envs="mpi and coverage")  # the example's digits
 def test_ctrl_c_mid_run_leaves_readable_files(tmp_path: Path) -> None:
     summary_dir = tmp_path / "job"
     # One rank (no MPI in the way of the signal), many epochs: the run is interrupted.

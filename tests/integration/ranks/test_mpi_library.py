@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests._support.launchers import clean_environment, run_bounded
+from tests._support.needs import needs
 
 ROOT = Path(__file__).resolve().parents[3]
 DIGITS = ROOT / "examples" / "digits" / "train.py"
@@ -61,6 +62,7 @@ except Exception as error:
 """
 
 
+@needs("mpi4py", envs="mpi and coverage")
 def test_a_launcher_of_another_mpi_installation_is_named() -> None:
     # A launcher of two ranks, and MPI (here MPICH from PyPI) starting this rank alone.
     run = run_bounded(
@@ -81,6 +83,7 @@ def test_a_launcher_of_another_mpi_installation_is_named() -> None:
     )
 
 
+@needs("mpi4py", envs="mpi and coverage")
 def test_mpi4py_missing_its_library_is_one_line_too() -> None:
     run = run_bounded(
         [sys.executable, "-c", _MAKE_COORDINATOR],
