@@ -1,0 +1,102 @@
+"""Whether a parser's time grows linearly with the size of a hostile input.
+
+A parser of what a file or a message holds must not be made slow by what another user
+writes there: its time on inputs of 1, 4 and 16 times a base size of a hostile shape
+grows by at most ``GROWTH_LIMIT`` for each fourfold step (16 for a quadratic parser).
+The times are the process's CPU seconds (what other processes of a shared machine do
+counts little), the least of a few repeats, measured twice before a failure is reported.
+A parser slower than ``BUDGET_SECONDS`` in all is interrupted and fails, so that a
+quadratic one fails in seconds rather than running for an hour.
+Imports only the standard library and pytest at import time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import itertools
+import signal
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import pytest
+
+Input = TypeVar("Input")
+
+SCALES = (1, 4, 16)
+# Tries at each scale: a larger input's time is less noisy, and costs the most.
+REPEATS = (3, 2, 1)
+GROWTH_LIMIT = 6.0
+BUDGET_SECONDS = 30.0
+# Below this a time is mostly the clock's and the interpreter's noise: ratios start here.
+FLOOR_SECONDS = 0.002
+MEGABYTE = 1 << 20
+
+
+class _OverBudgetError(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def _budget(seconds: float) -> Iterator[None]:
+    def interrupt(*_: Any) -> None:
+        raise _OverBudgetError
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _least_seconds(parse: Callable[[Input], object], given: Input, repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        gc.collect()
+        started = time.process_time()
+        parse(given)
+        best = min(best, time.process_time() - started)
+    return best
+
+
+def growth(parse: Callable[[Input], object], inputs: list[Input]) -> list[float]:
+    """The least CPU seconds ``parse`` takes on each of ``inputs`` (fewer tries when larger)."""
+    pairs = zip(inputs, REPEATS, strict=True)
+    return [_least_seconds(parse, given, repeats) for given, repeats in pairs]
+
+
+def assert_linear(
+    parse: Callable[[Input], object],
+    build: Callable[[int], Input],
+    *,
+    base: int = MEGABYTE,
+) -> list[float]:
+    """Fail unless ``parse`` of ``build(base * scale)`` grows linearly over ``SCALES``.
+
+    ``build(size)`` makes an input of about ``size`` bytes; ``parse`` reads it (raising
+    a package error is as good as returning: refusing is parsing). Returns the times.
+    """
+    inputs = [build(base * scale) for scale in SCALES]
+    seconds: list[float] = []
+    for _ in range(2):
+        try:
+            with _budget(BUDGET_SECONDS):
+                seconds = growth(parse, inputs)
+        except _OverBudgetError:
+            pytest.fail(
+                f"parsing inputs of {base} to {base * SCALES[-1]} bytes took "
+                f"more than {BUDGET_SECONDS:.0f} s"
+            )
+        ratios = [
+            max(later, FLOOR_SECONDS) / max(earlier, FLOOR_SECONDS)
+            for earlier, later in itertools.pairwise(seconds)
+        ]
+        if all(ratio <= GROWTH_LIMIT for ratio in ratios):
+            return seconds
+    pytest.fail(
+        f"time grows faster than linearly: {', '.join(f'{s:.4f}' for s in seconds)} s "
+        f"for {', '.join(str(base * scale) for scale in SCALES)} bytes"
+    )
