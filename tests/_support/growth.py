@@ -2,11 +2,12 @@
 
 A parser of what a file or a message holds must not be made slow by what another user
 writes there: its time on inputs of 1, 4 and 16 times a base size of a hostile shape
-grows by at most ``GROWTH_LIMIT`` for each fourfold step (16 for a quadratic parser).
+grows by at most ``GROWTH_LIMIT`` for each fourfold step (16 for a quadratic parser):
+from 4 to 16 times, and on average over both steps (:func:`_linear` says why).
 The times are the process's CPU seconds (what other processes of a shared machine do
 counts little), the least of a few repeats and of up to three measurements.
-A parser that spends more than ``BUDGET_SECONDS`` of CPU in all is interrupted and fails, so that a
-quadratic one fails in seconds rather than running for an hour.
+A parser that spends more than ``BUDGET_SECONDS`` of CPU in all is interrupted and
+fails, so that a quadratic one fails in seconds rather than running for an hour.
 Imports only the standard library and pytest at import time.
 """
 
@@ -93,13 +94,25 @@ def assert_linear(
                 f"more than {BUDGET_SECONDS:.0f} CPU seconds"
             )
         seconds = [min(pair) for pair in zip(seconds, measured, strict=True)]
-        ratios = [
-            max(later, FLOOR_SECONDS) / max(earlier, FLOOR_SECONDS)
-            for earlier, later in itertools.pairwise(seconds)
-        ]
-        if all(ratio <= GROWTH_LIMIT for ratio in ratios):
+        if _linear(seconds):
             return seconds
     pytest.fail(
         f"time grows faster than linearly: {', '.join(f'{s:.4f}' for s in seconds)} s "
         f"for {', '.join(str(base * scale) for scale in SCALES)} bytes"
+    )
+
+
+def _linear(seconds: list[float]) -> bool:
+    """Whether ``seconds`` grow within ``GROWTH_LIMIT`` a step over the last steps, and
+    within its power over all of them.
+
+    The first step alone may grow faster: an input of 1 MB and what is made of it may
+    still fit in the processor's cache, one of 4 MB does not (json.loads alone grows 8x
+    there, and 4x from 4 to 16 MB). A quadratic parser grows 16x at every step.
+    """
+    floored = [max(value, FLOOR_SECONDS) for value in seconds]
+    ratios = [later / earlier for earlier, later in itertools.pairwise(floored)]
+    overall = floored[-1] / floored[0]
+    return all(ratio <= GROWTH_LIMIT for ratio in ratios[1:]) and overall <= GROWTH_LIMIT ** (
+        len(ratios)
     )
