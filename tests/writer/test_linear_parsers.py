@@ -99,7 +99,6 @@ def dump(path: Path) -> object:
         (reader.scalars, many_tags_at_one_step),
         (reader.scalars, one_event_of_many_values),
         (reader.scalar_arrays, damaged_records),
-        (reader.scalar_arrays, many_tags_at_one_step),
         (dump, one_event_of_many_values),
         (dump, damaged_records),
     ],
