@@ -7,9 +7,11 @@ numpy values' tests skip there, and every env that installs the writer runs them
 from __future__ import annotations
 
 import array
+import itertools
 import math
 import os
 import pickle
+import struct
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from hypothesis import strategies as st
 # private: the data-only message codec
 from rankscribe.ranks._codec import MAX_DEPTH, decode, encode
 from rankscribe.ranks.errors import MessageError, RanksTypeError
+from tests._support.growth import assert_linear
 
 scalars = st.one_of(
     st.none(),
@@ -218,3 +221,72 @@ def test_an_array_claiming_more_items_than_it_holds_is_a_message_error() -> None
     message = b"RSM1n\x03<f8\x01" + (2**40).to_bytes(8, "little") + bytes(8)
     with pytest.raises(MessageError, match="does not take 0 bytes"):
         decode(message)
+
+
+# -- time linear in the message ------------------------------------------------------
+# An int's hash is its value modulo this prime: its multiples all share the hash 0.
+HASH_MODULUS = 2**61 - 1
+
+
+def big_int(value: int) -> bytes:
+    return b"I" + struct.pack("<I", 16) + value.to_bytes(16, "little", signed=True)
+
+
+def colliding_dict(size: int) -> bytes:
+    """A dict of ints that share one hash, written by hand (building it here is quadratic)."""
+    count = size // 22
+    keys = (big_int(HASH_MODULUS * index) + b"N" for index in range(1, count + 1))
+    return b"RSM1m" + struct.pack("<Q", count) + b"".join(keys)
+
+
+def colliding_tuple_set(size: int) -> bytes:
+    """A set of tuples of int64s that share one hash, through their items' hashes."""
+    same_hash = [index * HASH_MODULUS + 5 for index in range(4)]  # 4 ints, within int64
+    items = [b"q" + struct.pack("<q", item) for item in same_hash]
+    count = size // 99
+    members = itertools.islice(itertools.product(items, repeat=10), count)
+    body = b"".join(b"t" + struct.pack("<Q", 10) + b"".join(member) for member in members)
+    return b"RSM1S" + struct.pack("<Q", count) + body
+
+
+def many_floats(size: int) -> bytes | bytearray:
+    return encode([[0.5] * 8] * (size // 90))
+
+
+def deep_lists(size: int) -> bytes:
+    one = encode([[[[[[[[[["deep" * 100]]]]]]]]]])[4:]
+    count = size // len(one)
+    return b"RSM1l" + struct.pack("<Q", count) + one * count
+
+
+def many_keys(size: int) -> bytes | bytearray:
+    return encode({f"{index:064d}": index for index in range(size // 90)})
+
+
+def largest_ints(size: int) -> bytes | bytearray:
+    return encode([-(2**8190)] * (size // 1029))
+
+
+def decoded(message: bytes | bytearray) -> object:
+    try:
+        return decode(message)
+    except MessageError:
+        return None
+
+
+@pytest.mark.parametrize(
+    "build",
+    [colliding_dict, colliding_tuple_set, many_floats, deep_lists, many_keys, largest_ints],
+)
+def test_decoding_takes_time_linear_in_a_hostile_message(build: Any) -> None:
+    assert_linear(decoded, build)
+
+
+def test_keys_or_members_sharing_one_hash_are_refused_past_32() -> None:
+    thirty_two = [HASH_MODULUS * index for index in range(1, 33)]
+    assert decode(encode(dict.fromkeys(thirty_two))) == dict.fromkeys(thirty_two)
+    assert decode(encode(set(thirty_two))) == set(thirty_two)
+    with pytest.raises(MessageError, match="more than 32 of a dict's keys share one hash"):
+        decode(colliding_dict(33 * 22))
+    with pytest.raises(MessageError, match="more than 32 of a set's members share one hash"):
+        decode(colliding_tuple_set(33 * 99))

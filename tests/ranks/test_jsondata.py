@@ -58,3 +58,55 @@ def test_an_unclosed_deep_opening_is_refused_without_recursion() -> None:
 def test_what_json_refuses_is_a_package_error(data: bytes, message: str) -> None:
     with pytest.raises(JSONDataError, match=message):
         parse_json(data, what="t", max_bytes=max(100, len(data) if len(data) != 101 else 100))
+
+
+def test_a_number_of_more_digits_than_python_converts_inside_a_document_is_a_package_error() -> (
+    None
+):
+    limit = sys.int_info.default_max_str_digits
+    for text in (
+        '{"metric": [1, ' + "7" * (limit + 700) + "]}",
+        '{"metric": -' + "7" * (limit + 1) + "}",
+        "[" * 20 + "9" * 5000 + "]" * 20,
+    ):
+        with pytest.raises(JSONDataError) as caught:
+            parse_json(text, what="t", max_bytes=len(text))
+        assert isinstance(caught.value, RanksError)
+        assert str(caught.value).startswith("t ")
+
+
+@pytest.mark.parametrize(
+    ("text", "read"),
+    [
+        ('[{"k":' * 8 + '"a"' + "}]" * 8, True),  # 16 levels, the kinds alternating
+        ('[{"k":' * 8 + "[1]" + "}]" * 8, False),  # 17 levels
+        ("[" * 17 + "1" + "]" * 16 + "}", False),  # a closing of the other kind
+        ("[1}" + ",[]" * 20, False),
+        ("[" + "[]," * 20 + "{}]", True),
+        ("[" * 16 + '"' + "[" * 20, False),  # a string left open
+    ],
+)
+def test_the_depth_bound_counts_both_kinds_and_refuses_unpaired_brackets(
+    text: str, read: bool
+) -> None:
+    if read:
+        assert parse_json(text, what="t", max_bytes=len(text)) == json.loads(text)
+    else:
+        with pytest.raises(JSONDataError, match="nested deeper than 16 levels"):
+            parse_json(text, what="t", max_bytes=len(text))
+
+
+@pytest.mark.parametrize("bound", [0, 100_000_000])
+def test_integers_beyond_the_default_bound_are_refused_where_the_interpreter_allows_them(
+    bound: int,
+) -> None:
+    previous = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(bound)
+    try:
+        value = parse_json("[" + "7" * 4300 + ", -1]", what="t", max_bytes=10_000)
+        assert value == [int("7" * 4300), -1]
+        text = '{"a": [-' + "7" * 4301 + "]}"
+        with pytest.raises(JSONDataError, match="t is not valid JSON: an integer of 4301 digits"):
+            parse_json(text, what="t", max_bytes=len(text))
+    finally:
+        sys.set_int_max_str_digits(previous)

@@ -26,7 +26,10 @@ numpy arrays and scalars are those of numeric and boolean dtypes (kinds
 
 Decoding is bounded by the message: every length is checked against the bytes
 that are left before anything is allocated, nesting is at most
-:data:`MAX_DEPTH` levels and an integer at most :data:`MAX_INT_BYTES` bytes.
+:data:`MAX_DEPTH` levels and an integer at most :data:`MAX_INT_BYTES` bytes, and
+at most 32 keys of a dict or members of a set share a hash (more would make
+decoding take time quadratic in the message). Decoding takes time linear in the
+message.
 """
 
 from __future__ import annotations
@@ -55,6 +58,11 @@ _F64 = struct.Struct("<d")
 _INT64_RANGE = range(-(2**63), 2**63)
 _ARRAY_TYPECODES = frozenset("bBhHiIlLqQfd")
 _MAX_NDIM = 64
+# Keys of one dict or members of one set that may share a hash. Inserting keys of one hash
+# takes time quadratic in their count, and a sender makes any number of them share one
+# (an int's hash is its value modulo 2**61 - 1; a tuple's follows from its items' hashes);
+# values that differ share a hash by chance almost never.
+_MOST_SHARING_A_HASH = 32
 # The only numpy dtypes sent: byte order, a numeric or boolean kind, an item size.
 _NUMPY_DTYPE = re.compile(r"[<>|][biufc][0-9]{1,2}", re.ASCII)
 _SUPPORTED = (
@@ -270,11 +278,12 @@ class _Reader:
         return [value(inner) for _ in range(count)]
 
     def members(self, depth: int) -> list[Any]:
-        """The items of a set: each must be hashable."""
+        """The items of a set: each must be hashable, and few may share a hash."""
         items = self.items(depth)
+        hashes: dict[int, int] = {}
         for item in items:
             try:
-                hash(item)
+                _count_hash(hashes, item, "a set's members")
             except TypeError:
                 raise MessageError(
                     f"a set holds a {type(item).__name__}, which cannot be in a set"
@@ -283,10 +292,11 @@ class _Reader:
 
     def mapping(self, depth: int) -> dict[Any, Any]:
         result: dict[Any, Any] = {}
+        hashes: dict[int, int] = {}
         for _ in range(self.length("a dict's length")):
             key = self.value(depth + 1)
             try:
-                hash(key)
+                _count_hash(hashes, key, "a dict's keys")
             except TypeError:
                 raise MessageError(
                     f"a dict key is a {type(key).__name__}, which cannot be a key"
@@ -353,6 +363,19 @@ class _Reader:
             )
         items = numpy.frombuffer(data, dtype=dtype).copy()
         return items[0] if scalar else items.reshape(shape)
+
+
+def _count_hash(hashes: dict[int, int], value: Any, what: str) -> None:
+    """Count ``value``'s hash in ``hashes``; :class:`MessageError` past ``_MOST_SHARING_A_HASH``.
+
+    ``TypeError`` when ``value`` has no hash. A hash is an int below 2**61 in size, whose
+    own hash is itself: ``hashes`` never holds two keys of one hash.
+    """
+    value_hash = hash(value)
+    shared = hashes.get(value_hash, 0) + 1
+    if shared > _MOST_SHARING_A_HASH:
+        raise MessageError(f"more than {_MOST_SHARING_A_HASH} of {what} share one hash")
+    hashes[value_hash] = shared
 
 
 _DECODERS: dict[bytes, Any] = {

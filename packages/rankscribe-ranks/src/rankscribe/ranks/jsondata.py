@@ -11,11 +11,14 @@ everything else it cannot parse:
 - more than ``max_bytes`` bytes;
 - text that is not UTF-8;
 - arrays and objects nested deeper than ``max_depth`` levels, measured before
-  the text is parsed and without recursion: the strings are removed, then each
-  pass removes the innermost brackets, ``max_depth`` passes at most (each a
-  regular expression over the text, in C);
-- anything ``json.loads`` refuses (an integer of more digits than Python
-  converts included).
+  the text is parsed and without recursion: the strings are removed (one match
+  each, a string left open running to the end of the text), then all but the
+  brackets, then each pass removes the innermost pairs, ``max_depth`` passes at
+  most (each in C, reading each character once: the check takes time linear in
+  the text, whatever it holds);
+- anything ``json.loads`` refuses, and an integer of more than 4,300 digits
+  (Python's default bound, beyond which converting digits takes time quadratic in
+  their count) even where the interpreter's bound was raised or removed.
 
 ``NaN`` and ``Infinity`` are accepted, as ``json.dumps`` writes them: whoever
 uses a number checks that it is finite and in range. See
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from typing import Any
 
 from rankscribe.ranks.errors import JSONDataError
@@ -37,11 +41,17 @@ __all__ = ["DEFAULT_MAX_DEPTH", "JSONDataError", "parse_json"]
 #: Levels of arrays and objects accepted by default (the files the packages write use 4).
 DEFAULT_MAX_DEPTH = 16
 
-# A JSON string, escapes included (the unrolled form: no backtracking between alternatives).
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-# An array or object holding no other one: the innermost level.
-_INNERMOST = re.compile(r"\[[^\[\]{}]*\]|\{[^\[\]{}]*\}")
-_BRACKETS = frozenset("[]{}")
+# A JSON string, escapes included (the unrolled form: no backtracking between alternatives),
+# or one left open, which runs to the end of the text. Every opening quote matches, so each
+# character is read by one match only: a text of many ``\"`` after an opening quote that is
+# never closed, tried again from each quote, took time quadratic in its length.
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
+# Python's default bound on the digits int() converts: converting more takes quadratic time.
+_MOST_DIGITS = 4300
+# What is not a bracket, once the strings are removed.
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+# Arrays and objects as one kind, for their depth.
+_ONE_KIND = str.maketrans("{}", "[]")
 
 
 def parse_json(
@@ -70,8 +80,9 @@ def parse_json(
             f"{what} holds arrays or objects nested deeper than {max_depth} levels "
             "(or brackets that do not pair)"
         )
+    bound = sys.get_int_max_str_digits()
     try:
-        return json.loads(text)
+        return json.loads(text, parse_int=None if 0 < bound <= _MOST_DIGITS else _bounded_int)
     except (ValueError, RecursionError) as error:
         raise JSONDataError(f"{what} is not valid JSON: {str(error)[:200]}") from None
 
@@ -81,8 +92,33 @@ def _nesting_beyond(text: str, max_depth: int) -> bool:
     if sum(text.count(bracket) for bracket in "[{") <= max_depth:
         return False  # too few openings to nest deeper: nothing to measure
     structure = _STRING.sub("", text) if '"' in text else text
-    for _ in range(max_depth):
-        structure, removed = _INNERMOST.subn("", structure)
-        if not removed:
+    brackets = _NOT_BRACKET.sub("", structure)
+    if _without_pairs(brackets.translate(_ONE_KIND), ("[]",), max_depth):
+        return True  # deeper than the bound, or an opening or closing without its pair
+    # Nested no deeper than the bound: each pass removes at least the innermost level, so
+    # what remains after that many passes is a closing of the other kind than its opening.
+    return bool(_without_pairs(brackets, ("[]", "{}"), max_depth))
+
+
+def _without_pairs(brackets: str, pairs: tuple[str, ...], passes: int) -> str:
+    """``brackets`` less its innermost pairs, ``passes`` times (one level each, at least).
+
+    ``str.replace`` reads left to right and never looks back at the brackets a removal
+    joins: one pass of a single kind removes exactly the innermost level, in time linear
+    in the text.
+    """
+    for _ in range(passes):
+        before = len(brackets)
+        for pair in pairs:
+            brackets = brackets.replace(pair, "")
+        if len(brackets) == before:
             break
-    return any(character in _BRACKETS for character in structure)
+    return brackets
+
+
+def _bounded_int(digits: str) -> int:
+    """The integer ``digits`` spell, if there are at most ``_MOST_DIGITS`` of them."""
+    count = len(digits.lstrip("-"))
+    if count > _MOST_DIGITS:
+        raise ValueError(f"an integer of {count} digits, more than {_MOST_DIGITS}")
+    return int(digits)

@@ -1,0 +1,118 @@
+"""Whether a parser's time grows linearly with the size of a hostile input.
+
+A parser of what a file or a message holds must not be made slow by what another user
+writes there: its time on inputs of 1, 4 and 16 times a base size of a hostile shape
+grows by at most ``GROWTH_LIMIT`` for each fourfold step (16 for a quadratic parser):
+from 4 to 16 times, and on average over both steps (:func:`_linear` says why).
+The times are the process's CPU seconds (what other processes of a shared machine do
+counts little), the least of a few repeats and of up to three measurements.
+A parser that spends more than ``BUDGET_SECONDS`` of CPU in all is interrupted and
+fails, so that a quadratic one fails in seconds rather than running for an hour.
+Imports only the standard library and pytest at import time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import itertools
+import signal
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import pytest
+
+Input = TypeVar("Input")
+
+SCALES = (1, 4, 16)
+# Tries at each scale: a larger input's time is less noisy, and costs the most.
+REPEATS = (3, 2, 1)
+# Measurements before a failure is reported, each size's least time kept across them.
+ATTEMPTS = 3
+GROWTH_LIMIT = 6.0
+BUDGET_SECONDS = 30.0
+# Below this a time is mostly the clock's and the interpreter's noise: ratios start here.
+FLOOR_SECONDS = 0.002
+MEGABYTE = 1 << 20
+
+
+class _OverBudgetError(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def _budget(seconds: float) -> Iterator[None]:
+    def interrupt(*_: Any) -> None:
+        raise _OverBudgetError
+
+    previous = signal.signal(signal.SIGPROF, interrupt)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
+
+
+def _least_seconds(parse: Callable[[Input], object], given: Input, repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        gc.collect()
+        started = time.process_time()
+        parse(given)
+        best = min(best, time.process_time() - started)
+    return best
+
+
+def growth(parse: Callable[[Input], object], inputs: list[Input]) -> list[float]:
+    """The least CPU seconds ``parse`` takes on each of ``inputs`` (fewer tries when larger)."""
+    pairs = zip(inputs, REPEATS, strict=True)
+    return [_least_seconds(parse, given, repeats) for given, repeats in pairs]
+
+
+def assert_linear(
+    parse: Callable[[Input], object],
+    build: Callable[[int], Input],
+    *,
+    base: int = MEGABYTE,
+) -> list[float]:
+    """Fail unless ``parse`` of ``build(base * scale)`` grows linearly over ``SCALES``.
+
+    ``build(size)`` makes an input of about ``size`` bytes; ``parse`` reads it (raising
+    a package error is as good as returning: refusing is parsing). Returns the times.
+    """
+    inputs = [build(base * scale) for scale in SCALES]
+    seconds = [float("inf")] * len(SCALES)
+    for _ in range(ATTEMPTS):
+        try:
+            with _budget(BUDGET_SECONDS):
+                measured = growth(parse, inputs)
+        except _OverBudgetError:
+            pytest.fail(
+                f"parsing inputs of {base} to {base * SCALES[-1]} bytes took "
+                f"more than {BUDGET_SECONDS:.0f} CPU seconds"
+            )
+        seconds = [min(pair) for pair in zip(seconds, measured, strict=True)]
+        if _linear(seconds):
+            return seconds
+    pytest.fail(
+        f"time grows faster than linearly: {', '.join(f'{s:.4f}' for s in seconds)} s "
+        f"for {', '.join(str(base * scale) for scale in SCALES)} bytes"
+    )
+
+
+def _linear(seconds: list[float]) -> bool:
+    """Whether ``seconds`` grow within ``GROWTH_LIMIT`` a step over the last steps, and
+    within its power over all of them.
+
+    The first step alone may grow faster: an input of 1 MB and what is made of it may
+    still fit in the processor's cache, one of 4 MB does not (json.loads alone grows 8x
+    there, and 4x from 4 to 16 MB). A quadratic parser grows 16x at every step.
+    """
+    floored = [max(value, FLOOR_SECONDS) for value in seconds]
+    ratios = [later / earlier for earlier, later in itertools.pairwise(floored)]
+    overall = floored[-1] / floored[0]
+    return all(ratio <= GROWTH_LIMIT for ratio in ratios[1:]) and overall <= GROWTH_LIMIT ** (
+        len(ratios)
+    )
