@@ -37,8 +37,11 @@ def deep_then_open_escaped_string(folder: Path) -> Callable[[int], Path]:
 
 
 def many_ranks(folder: Path) -> Callable[[int], Path]:
+    """Ranks whose directories are in the job's parent (``folder``), as the merge takes them."""
+
     def build(size: int) -> Path:
-        entries = {str(rank): f"/runs/rank_{rank:09d}" for rank in range(size // 40)}
+        per_entry = len(json.dumps({"999999999": str(folder / "rank_999999999")})) - 1
+        entries = {str(rank): str(folder / f"rank_{rank}") for rank in range(size // per_entry)}
         return note(folder, json.dumps({"rank_dirs": entries}))
 
     return build
@@ -53,7 +56,7 @@ def test_the_rank_dirs_note_is_read_in_linear_time(
 
 def test_the_hostile_notes_read_as_none_or_as_written(tmp_path: Path) -> None:
     assert read_rank_dirs(deep_then_open_escaped_string(tmp_path)(1000)) == {}
-    assert read_rank_dirs(many_ranks(tmp_path)(100)) == {
-        0: "/runs/rank_000000000",
-        1: "/runs/rank_000000001",
-    }
+    job = many_ranks(tmp_path)(1000)
+    written = json.loads((job / RANK_DIRS_FILE_NAME).read_text(encoding="utf-8"))["rank_dirs"]
+    assert len(written) >= 5
+    assert read_rank_dirs(job) == {int(rank): path for rank, path in written.items()}
