@@ -554,6 +554,9 @@ def build_lightning(arm: Arm) -> Callable[[], object]:
     """The ~10 ms MLP as a LightningModule; RankScribeLogger (bare: logger=False)."""
     import lightning.pytorch as pl
 
+    # Lightning sets its loggers' levels when imported: its lines about devices and tips
+    # would go between the table's lines.
+    logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
     per_epoch = mlp_steps_per_epoch(arm.steps)
     model, _, loss_fn, loader = mlp_parts(WIDTH_10MS, per_epoch, "cpu")
     tick = arm.clock.tick
@@ -609,6 +612,7 @@ def build_hf(arm: Arm) -> Callable[[], object]:
     from transformers import (
         BertConfig,
         BertForSequenceClassification,
+        PrinterCallback,
         Trainer,
         TrainerCallback,
         TrainingArguments,
@@ -654,6 +658,7 @@ def build_hf(arm: Arm) -> Callable[[], object]:
         seed=0,
     )
     trainer = Trainer(model=model, args=arguments, train_dataset=train, callbacks=callbacks)
+    trainer.remove_callback(PrinterCallback)  # it prints the run's final logs
     return trainer.train
 
 
