@@ -132,6 +132,8 @@ WIDTH_10MS = 1408
 MLP_BATCH = 64
 #: Steps per epoch of the torch rows' data (the run's steps span whole epochs).
 MLP_STEPS_PER_EPOCH = 250
+#: Steps a run may take beyond those asked for (its last epoch made whole).
+EXTRA_STEPS = 64
 
 #: Where a collector's record of its own cost would be: scalar tags under this prefix,
 #: seconds of the collector's time per step. None are recorded yet; when they are, the
@@ -171,10 +173,11 @@ class StepClock:
         if device == "cuda":
             import torch
 
-            # Made before the run: recording one is all a step pays.
+            # Made before the run: recording one is all a step pays. A run of whole epochs
+            # may take a few steps more than asked.
             self._events = [
                 torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
-                for _ in range(steps + 1)
+                for _ in range(steps + EXTRA_STEPS)
             ]
 
     def tick(self) -> None:
