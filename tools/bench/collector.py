@@ -1,73 +1,99 @@
 #!/usr/bin/env python3
-"""What the SummaryCollector costs a training step, against the same loop without it.
+"""What the SummaryCollector costs real training steps, against the same training without it.
 
-    python tools/bench/collector.py [--quick] [--steps N] [--collect-freq 10] [--fast-steps N]
-                                    [--torch]
+    python tools/bench/collector.py [--rows mlp-1ms,mlp-10ms,...] [--steps N] [--reps 3]
+                                    [--warmup 20] [--device cpu|cuda] [--quick]
+                                    [--json FILE] [--collect-freq 10]
+    mpiexec -n 2 python tools/bench/collector.py ...     # rank 0 against rank 1
 
-The training step stands for a step whose compute runs elsewhere (an
-accelerator, or BLAS threads): it does a little NumPy work on the host, then
-waits until STEP_MS milliseconds have passed since it started. So whatever the
-collector does on the training thread between steps lengthens the run, and its
-background writing (encoding histograms and PNGs, file I/O) overlaps the wait,
-as it would in a real job.
+Each row trains a real model twice per repetition, alternately: bare (the same
+training with no RankScribe object in it) and collected (the collector at its
+defaults, attached the way the README shows for that kind of loop). The rows:
 
-Each repetition runs TrainLoop twice over the same data, alternately: bare (no
-callback) and with ``SummaryCollector(collect_freq=10)`` collecting its
-defaults (loss, five parameter histograms, input images, graph, dataset graph,
-landscape parameter files at steps 1-19, train lineage). The run with the
-collector is timed from ``__enter__`` to the end of ``__exit__``, so opening
-the record and writing everything to disk are included. Printed: the best
-wall time of each, the difference per step and as a share of the step (target
-< 2%), and the time spent inside the collector's own hooks, split into
-collected and other steps. The job view's timings (step time and data wait,
-every step; with ``--torch`` the forward time too) and parameter fingerprints
-(at step 0 and every collected step, within the default budget) are on, as
-they are by default.
+==========  =================================================================
+mlp-1ms     a 3-layer torch MLP (batch 64, from a DataLoader) whose step takes
+            about 1 ms on the 2-core machine, in a ``TrainSession`` loop with
+            ``SummaryCollector(dir, collect_freq=10)``; torch on every core
+mlp-10ms    the same, wider: a step of about 10 ms
+trainloop   the ~10 ms MLP trained by ``TrainLoop`` (bare: ``TrainLoop`` with
+            no callback)
+digits      examples/digits/train.py's NumPy MLP and step, one process, its
+            collector as the example sets it (``collect_freq=5``, no landscape,
+            ``collector.section`` around the work)
+lightning   the ~10 ms MLP as a ``LightningModule``, a ``Trainer`` with
+            ``RankScribeLogger`` (bare: ``logger=False``)
+hf          a small BERT built from a config, Hugging Face ``Trainer`` with
+            ``RankScribeCallback`` (bare: no callback)
+waiting     the waiting step (10 ms sleep): a little NumPy work, then a sleep until
+            10 ms have passed; the collector's threads run in that sleep and no
+            device is waited for, so it reads lower than any real step
+==========  =================================================================
 
-``--torch``: the network is a small torch MLP (the same shapes) whose
-``forward`` every step calls, in the bare loop too, so the collector's forward
-hooks (``rankscribe/forward_time``) are part of what is measured.
+What is measured, per run: the start of every step (``time.perf_counter`` and
+the process's CPU time, ``time.process_time``: every thread, the collector's
+included; with ``--device cuda`` also a CUDA event recorded on the stream at
+each step's start, read after the run), and the whole run from before the loop
+to after its end (the collector's end of training, merge and close included).
+With ``--device cuda`` the device is synchronised at the whole run's two
+boundaries only; the steps are timed by the events, so a collected step that
+makes the device wait shows as the gap between two events.
 
-A second part measures a step that collects nothing, where a fast step (a
-small model trains in about 1 ms) feels the collector most: FAST_STEP_MS
-steps, bare and with the collector, alternately; in each run the wall time
-from the start of one step to the start of the next, median over the steps
-that collect nothing (target: the collector adds <= 40 us, <= 4 % of the
-step), and the median time inside the collector's hooks on those steps.
+Printed per row (the best of the repetitions of each arm, bare and collected):
 
-With ``--job-view-interval S`` the collectors get ``job_view_interval=S``. The
-live job view runs only in a job of several ranks, so measure it under MPI,
-e.g. ``mpiexec -n 2 python tools/bench/collector.py --quick
---job-view-interval 1`` against the same with ``--job-view-interval 0`` (every
-rank runs the same loops; rank 0's numbers include its live writer thread).
-Under mpiexec the ranks start each run together (a non-blocking barrier,
-not timed): without it they drift apart over the runs, and the collector's
-collective open and end-of-training round time one rank waiting for the other.
+- bare ms/step: the bare run's mean step after warm-up;
+- mean/step: the mean step after warm-up, collected steps included, as +% wall
+  and +% CPU over bare (steps 1 to ``--warmup`` are left out: torch's first
+  steps, and the collector's graph, dataset graph and landscape saves at steps
+  1-19, which are once costs);
+- quiet: the median of the steps that collect nothing (not step 1, not a
+  multiple of the collect frequency, not an epoch's last step), +% over bare;
+- whole run: the whole run's wall time, +% over bare, with the once costs and
+  without them (the collected run's wall time less the time inside the once
+  costs listed under the row);
+- the once costs, each the time the training thread spent inside it (exclusive
+  of the others; the median over the collected runs): opening the record,
+  ``begin`` (the step-0 fingerprint, the lineage's start, the threads), the
+  graph, the dataset graph and custom lineage, the landscape's saves and
+  metadata, the end of training (train lineage, flush), the lineage merge and
+  job view, and closing;
+- the collector's own record of its cost (a ``rankscribe/*`` tag), when it
+  records one (see ``OWN_COST_TAG_PREFIX``);
+- the targets beside each number (``MISS`` where a number is over its target).
 
-Wall times on a machine other programs load mix in their CPU, so each run
-also reports CPU time (:class:`ThreadCpu`): the whole process's, the
-training thread's (``time.thread_time``) and every other thread's by name
-(``/proc/self/task``, 10 ms ticks), and the live job view's threads as they
-measure themselves (``time.thread_time``, exact). A background thread costs
-the training thread wall time only through the GIL and busy cores, so its
-CPU bounds what it can add to a step.
+Before the timed repetitions each row runs both arms once for a few steps,
+untimed, so that what a process pays once (imports, torch's first calls) is not
+counted as a cost of either. Under ``mpiexec`` every rank runs the same rows in
+one job directory (the collectors make one job of them; the live job view runs
+on rank 0), the ranks start each run together (not timed) and rank 0 prints
+each rank's table and rank 0 against rank 1. ``--json FILE`` writes every
+repetition's numbers.
 
-A third part times the fingerprint of 10 MB of parameters (target: well
-under 1 ms) against a plain copy of the same bytes, in the same run.
+``tools/bench/system.py`` uses :func:`run_once` and :func:`collects` (the
+waiting step) for its quiet-step measurement of the system sampler.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
+import importlib.util
+import itertools
+import json
+import logging
+import math
 import os
 import re
 import shutil
 import statistics
+import sys
 import tempfile
 import threading
 import time
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import numpy as np
@@ -76,26 +102,43 @@ from rankscribe.collector import (
     ArrayDataset,
     ArrayNetwork,
     ArrayOptimizer,
-    Callback,
-    RunContext,
     SummaryCollector,
     TrainLoop,
+    TrainSession,
 )
-from rankscribe.collector._fingerprint import parameter_fingerprint
 from rankscribe.ranks.launchers import launcher_rank
 
+ROOT = Path(__file__).resolve().parents[2]
 #: The launchers whose ranks run under mpiexec (they meet through MPI).
 MPI_LAUNCHERS = ("openmpi", "pmi", "pmix")
+#: Seconds a rank waits for the others at a run's start or for their results.
+RANK_TIMEOUT = 600.0
 
+#: The waiting step's length, and its fast variant for tools/bench/system.py.
 STEP_MS = 10.0
+FAST_STEP_MS = 1.0
 #: ``--job-view-interval``: the collectors' job_view_interval (None: the default).
 JOB_VIEW_INTERVAL: float | None = None
 #: The collectors' system_interval (None: their default; tools/bench/system.py sets it).
 SYSTEM_INTERVAL: float | None = None
-FAST_STEP_MS = 1.0
 BATCH = 32
 #: Steps that save landscape parameter files by default (intervals 1-9, 10-19).
 LANDSCAPE_STEPS = range(1, 20)
+
+#: The torch MLPs' hidden widths: with the DataLoader's batch of 64, a step of about
+#: 1 ms and 10 ms on the project's 2-core machine with torch on both cores.
+WIDTH_1MS = 384
+WIDTH_10MS = 1408
+MLP_BATCH = 64
+#: Steps per epoch of the torch rows' data (the run's steps span whole epochs).
+MLP_STEPS_PER_EPOCH = 250
+#: Steps a run may take beyond those asked for (its last epoch made whole).
+EXTRA_STEPS = 64
+
+#: Where a collector's record of its own cost would be: scalar tags under this prefix,
+#: seconds of the collector's time per step. None are recorded yet; when they are, the
+#: table shows their mean beside the measured overhead.
+OWN_COST_TAG_PREFIX = "rankscribe/collector_cost"
 
 GRAPH = {
     "name": "mlp",
@@ -117,69 +160,116 @@ GRAPH = {
 }
 
 
-class TimedCollector(Callback):
-    """Runs a SummaryCollector and adds up the time spent inside it, per step."""
+# ------------------------------------------------------------------------ the clocks
 
-    def __init__(self, collector: SummaryCollector) -> None:
-        self.collector = collector
-        self.outside_steps = 0.0  # enter, begin, end, exit
-        self.outside_cpu = 0.0  # the same, CPU seconds of the training thread
-        self.end_seconds = 0.0  # end(): the last round, the lineage gather, rank 0's writing
-        self.live_cpu: dict[str, float] = {}  # the live job view's threads, CPU seconds
-        self.per_step: list[float] = []
-        self._current = 0.0
 
-    def _timed(self, method: Any, *args: Any) -> float:
-        start = time.perf_counter()
-        method(*args)
-        return time.perf_counter() - start
+class StepClock:
+    """The start of every step: wall, process CPU, and on a GPU an event on its stream."""
 
-    def _once(self, method: Any, *args: Any) -> float:
-        cpu = time.thread_time()
-        seconds = self._timed(method, *args)
-        self.outside_cpu += time.thread_time() - cpu
-        return seconds
+    def __init__(self, steps: int, device: str) -> None:
+        self.walls: list[float] = []
+        self.cpus: list[float] = []
+        self._events: list[Any] = []
+        if device == "cuda":
+            import torch
 
-    def __enter__(self) -> TimedCollector:
-        self.outside_steps += self._once(self.collector.__enter__)
-        return self
+            # Made before the run: recording one is all a step pays. A run of whole epochs
+            # may take a few steps more than asked.
+            self._events = [
+                torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+                for _ in range(steps + EXTRA_STEPS)
+            ]
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.outside_steps += self._once(self.collector.__exit__, exc_type, exc, traceback)
+    def tick(self) -> None:
+        if len(self.walls) < len(self._events):
+            self._events[len(self.walls)].record()
+        self.walls.append(time.perf_counter())
+        self.cpus.append(time.process_time())
 
-    def begin(self, run_context: RunContext) -> None:
-        self.outside_steps += self._once(self.collector.begin, run_context)
+    def step_walls(self) -> list[float]:
+        """Seconds from each step's start to the next's: on the device when events were kept
+        (read after the run's closing synchronisation), else on the host."""
+        ticks = len(self.walls)
+        if self._events and ticks > 1:
+            events = self._events[: min(ticks, len(self._events))]
+            return [a.elapsed_time(b) / 1000 for a, b in itertools.pairwise(events)]
+        return [b - a for a, b in itertools.pairwise(self.walls)]
 
-    def step_begin(self, run_context: RunContext) -> None:
-        self._current = self._timed(self.collector.step_begin, run_context)
+    def step_cpus(self) -> list[float]:
+        return [b - a for a, b in itertools.pairwise(self.cpus)]
 
-    def step_end(self, run_context: RunContext) -> None:
-        self._current += self._timed(self.collector.step_end, run_context)
-        self.per_step.append(self._current)
 
-    def epoch_begin(self, run_context: RunContext) -> None:
-        self.outside_steps += self._timed(self.collector.epoch_begin, run_context)
+#: The collector's once costs: (module, class, method, the label they add up under).
+ONCE_COSTS = (
+    ("rankscribe.collector._run", "CollectorRun", "open", "open the record"),
+    ("rankscribe.collector._collector", "SummaryCollector", "begin", "begin"),
+    ("rankscribe.collector.collection._extractor", "Extractor", "graph", "graph"),
+    (
+        "rankscribe.collector._lineage",
+        "LineageRecorder",
+        "add_first_step_values",
+        "dataset graph",
+    ),
+    ("rankscribe.collector.landscape._saver", "LandscapeSaver", "save", "landscape"),
+    ("rankscribe.collector.landscape._saver", "LandscapeSaver", "finish_writes", "landscape"),
+    ("rankscribe.collector.landscape._saver", "LandscapeSaver", "write_metadata", "landscape"),
+    ("rankscribe.collector._collector", "SummaryCollector", "end", "end of training"),
+    ("rankscribe.collector.jobview._live", "LiveRankView", "merge", "lineage merge"),
+    ("rankscribe.collector._collector", "SummaryCollector", "_close", "close"),
+)
+ONCE_LABELS = tuple(dict.fromkeys(label for *_, label in ONCE_COSTS))
 
-    def epoch_end(self, run_context: RunContext) -> None:
-        # The epoch's last step pays for it, as in a real loop.
-        self.per_step[-1] += self._timed(self.collector.epoch_end, run_context)
 
-    def end(self, run_context: RunContext) -> None:
-        self.end_seconds = self._once(self.collector.end, run_context)
-        # The live view's threads have stopped: their CPU, each by time.thread_time.
-        self.live_cpu = dict(self.collector._live.thread_cpu)
-        self.outside_steps += self.end_seconds
+class OnceCosts:
+    """Wall and training-thread CPU seconds inside each once cost, exclusive of the others.
+
+    The methods of :data:`ONCE_COSTS` are wrapped on their classes for the whole process
+    (a bare run never calls them). A method a newer collector lacks is left out and named
+    in :attr:`missing`.
+    """
+
+    def __init__(self) -> None:
+        self.totals: dict[str, list[float]] = {}  # label -> [wall, cpu, calls]
+        self.missing: list[str] = []
+        self._stack: list[list[float]] = []  # [nested wall, nested cpu] of the open calls
+        self._thread = threading.main_thread()
+        for module_name, class_name, method, label in ONCE_COSTS:
+            owner = getattr(importlib.import_module(module_name), class_name, None)
+            original = None if owner is None else owner.__dict__.get(method)
+            if original is None:
+                self.missing.append(f"{class_name}.{method}")
+                continue
+            setattr(owner, method, self._wrapped(original, label))
+
+    def reset(self) -> None:
+        self.totals = {}
+
+    def _wrapped(self, original: Callable[..., Any], label: str) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if threading.current_thread() is not self._thread:
+                return original(*args, **kwargs)  # a background thread's: not the training's
+            self._stack.append([0.0, 0.0])
+            began, began_cpu = time.perf_counter(), time.thread_time()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                wall = time.perf_counter() - began
+                cpu = time.thread_time() - began_cpu
+                nested = self._stack.pop()
+                total = self.totals.setdefault(label, [0.0, 0.0, 0])
+                total[0] += wall - nested[0]
+                total[1] += cpu - nested[1]
+                total[2] += 1
+                if self._stack:
+                    self._stack[-1][0] += wall
+                    self._stack[-1][1] += cpu
+
+        return timed
 
 
 class ThreadCpu:
     """CPU seconds per thread of this process during a run (the machine may be loaded).
 
-    Wall time on a shared machine mixes in the other processes; CPU time does not.
     The training thread is read with ``time.thread_time``; every other thread from
     ``/proc/self/task/<id>/stat`` (clock ticks), sampled every SAMPLE seconds until it
     ends, so a thread that ends loses at most one sample's worth. Threads of one name
@@ -194,7 +284,6 @@ class ThreadCpu:
         self._stop = threading.Event()
         self._sampler = threading.Thread(target=self._sample_loop, name="bench-cpu-sampler")
         self.main = 0.0
-        self.process = 0.0
 
     def _cpu(self, native_id: int) -> float | None:
         try:
@@ -220,7 +309,7 @@ class ThreadCpu:
     def __enter__(self) -> ThreadCpu:
         self._sample()
         self._before = {native: seconds for native, (_, seconds) in self._seen.items()}
-        self._main, self._process = time.thread_time(), time.process_time()
+        self._main = time.thread_time()
         self._sampler.start()
         return self
 
@@ -229,7 +318,6 @@ class ThreadCpu:
         self._sample()
         self._stop.set()
         self._sampler.join()
-        self.process = time.process_time() - self._process
 
     def by_name(self) -> dict[str, float]:
         """CPU seconds of each thread name (the training thread as "training")."""
@@ -241,27 +329,344 @@ class ThreadCpu:
         return totals
 
 
-TORCH = [False]  # --torch: the network is a torch module whose forward each step calls
+# --------------------------------------------------------------------------- the rows
 
 
-def make_torch_model(steps_per_epoch: int) -> tuple[Any, Any, ArrayDataset]:
-    import torch  # only with --torch
+@dataclass
+class Arm:
+    """One run of a row: bare or collected, its directory, steps, device and clock."""
 
-    torch.set_num_threads(1)
+    collect: bool
+    directory: Path
+    steps: int
+    device: str
+    collect_freq: int
+    clock: StepClock
+
+
+@dataclass(frozen=True)
+class Targets:
+    """The issue's bounds for a row, in percent (None: no target)."""
+
+    mean: float | None = None
+    cpu: float | None = None
+    quiet: float | None = None
+    whole: float | None = None
+
+
+@dataclass(frozen=True)
+class Row:
+    key: str
+    title: str
+    steps: int  # default steps of a run
+    build: Callable[[Arm], Callable[[], object]]  # the run's training, made untimed
+    steps_per_epoch: Callable[[int], int]  # of a run of that many steps
+    collect_freq: Callable[[int], int]  # the collector's, from --collect-freq
+    targets: Targets
+    on_device: bool = False  # --device cuda moves it to the GPU
+
+
+def collector_options() -> dict[str, Any]:
+    """The bench's settings of the collector (None: the collector's own default)."""
+    return {"job_view_interval": JOB_VIEW_INTERVAL, "system_interval": SYSTEM_INTERVAL}
+
+
+def torch_threads() -> int:
+    """Every core, shared among this host's ranks under a launcher."""
+    launched = launcher_rank(os.environ)  # (the ranks of one mpiexec share this machine)
+    ranks = 1 if launched is None else launched.world_size or 1
+    return max((os.cpu_count() or 1) // ranks, 1)
+
+
+def mlp_parts(width: int, steps_per_epoch: int, device: str) -> tuple[Any, Any, Any, Any]:
+    """A 3-layer MLP, its SGD optimizer, loss function and DataLoader of random data."""
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
     torch.manual_seed(0)
-    network = torch.nn.Sequential(
-        torch.nn.Flatten(), torch.nn.Linear(784, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(784, width),
+        torch.nn.ReLU(),
+        torch.nn.Linear(width, width),
+        torch.nn.ReLU(),
+        torch.nn.Linear(width, 10),
+    ).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    rows = steps_per_epoch * MLP_BATCH
+    data = TensorDataset(torch.rand(rows, 784), torch.randint(0, 10, (rows,)))
+    return model, optimizer, torch.nn.CrossEntropyLoss(), DataLoader(data, batch_size=MLP_BATCH)
+
+
+def mlp_epochs(steps: int) -> int:
+    return max(math.ceil(steps / MLP_STEPS_PER_EPOCH), 1)
+
+
+def mlp_steps_per_epoch(steps: int) -> int:
+    return math.ceil(steps / mlp_epochs(steps))
+
+
+def session_training(width: int) -> Callable[[Arm], Callable[[], object]]:
+    """The README's TrainSession loop (bare: the same loop, no session)."""
+
+    def build(arm: Arm) -> Callable[[], object]:
+        per_epoch = mlp_steps_per_epoch(arm.steps)
+        model, optimizer, loss_fn, loader = mlp_parts(width, per_epoch, arm.device)
+        epochs, tick, device = mlp_epochs(arm.steps), arm.clock.tick, arm.device
+
+        def train_step(images: Any, labels: Any) -> Any:
+            optimizer.zero_grad()
+            loss = loss_fn(model(images.to(device)), labels.to(device))
+            loss.backward()
+            optimizer.step()
+            return loss
+
+        def bare() -> None:
+            for _ in range(epochs):
+                for images, labels in loader:
+                    tick()
+                    train_step(images, labels)
+
+        def collected() -> None:
+            collector = SummaryCollector(
+                arm.directory, collect_freq=arm.collect_freq, **collector_options()
+            )
+            with TrainSession(
+                [collector],
+                network=model,
+                optimizer=optimizer,
+                loss_fn=loss_fn,
+                train_dataset=loader,
+                epochs=epochs,
+            ) as session:
+                for _ in session.epochs():
+                    for images, labels in loader:
+                        tick()
+                        loss = train_step(images, labels)
+                        session.step((images, labels), loss.detach())
+
+        return collected if arm.collect else bare
+
+    return build
+
+
+def build_trainloop(arm: Arm) -> Callable[[], object]:
+    """The ~10 ms MLP trained by TrainLoop (bare: TrainLoop with no callback)."""
+    per_epoch = mlp_steps_per_epoch(arm.steps)
+    model, optimizer, loss_fn, loader = mlp_parts(WIDTH_10MS, per_epoch, arm.device)
+    tick, device = arm.clock.tick, arm.device
+
+    def step(batch: tuple[Any, Any]) -> Any:
+        tick()
+        images, labels = batch
+        optimizer.zero_grad()
+        loss = loss_fn(model(images.to(device)), labels.to(device))
+        loss.backward()
+        optimizer.step()
+        return loss.detach()
+
+    loop = TrainLoop(step, network=model, optimizer=optimizer, loss_fn=loss_fn)
+    callbacks = (
+        [SummaryCollector(arm.directory, collect_freq=arm.collect_freq, **collector_options())]
+        if arm.collect
+        else None
     )
-    optimizer = torch.optim.SGD(network.parameters(), lr=0.01)
-    _, _, dataset = make_array_model(steps_per_epoch)
-    return network, optimizer, dataset
+    return lambda: loop.train(mlp_epochs(arm.steps), loader, callbacks=callbacks)
 
 
-def make_model(steps_per_epoch: int) -> tuple[Any, Any, ArrayDataset]:
-    return make_torch_model(steps_per_epoch) if TORCH[0] else make_array_model(steps_per_epoch)
+DIGITS_STEPS_PER_EPOCH = 1437 // 32  # the example's 80 % of 1,797 digits, batch 32
+
+
+def _digits_example() -> Any:
+    """examples/digits/train.py as a module (its mlp.py beside it)."""
+    name = "rankscribe_bench_digits"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            name, ROOT / "examples" / "digits" / "train.py"
+        )
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def build_digits(arm: Arm) -> Callable[[], object]:
+    """The digits example's model and step in this process, its collector as it sets it."""
+    from rankscribe.writer import tensor_summary
+
+    example = _digits_example()
+    mlp = sys.modules["mlp"]
+    data = mlp.Digits.load(0)
+    full = ArrayDataset(
+        data.train_images,
+        data.train_labels,
+        batch_size=32,
+        path="sklearn.datasets.load_digits",
+        description={"op_type": "DigitsShard", "shuffle": True, "batch_size": 32},
+    )
+    per_epoch = len(data.train_labels) // 32
+    train_set = example.ShuffledShard(full, per_epoch, seed=0)
+    model = mlp.MLP.create(64, 0)
+    optimizer = mlp.Optimizer(model, "momentum", 0.05)
+    network = ArrayNetwork(model.weights, graph=example.MLP_GRAPH, name="DigitsMLP")
+    optimizer_view = ArrayOptimizer(network, learning_rate=0.05, name="Momentum")
+    collector = (
+        SummaryCollector(
+            arm.directory,
+            collect_freq=arm.collect_freq,
+            collect_specified_data={"collect_landscape": None},
+            custom_lineage_data={"hidden": 64, "seed": 0},
+            **collector_options(),
+        )
+        if arm.collect
+        else None
+    )
+    tick = arm.clock.tick
+
+    def section(name: str) -> contextlib.AbstractContextManager[object]:
+        return collector.section(name) if collector is not None else contextlib.nullcontext()
+
+    def step(batch: tuple[np.ndarray, np.ndarray]) -> float:
+        tick()
+        images, labels = batch
+        with section("compute"):
+            loss, gradients = model.loss_and_gradients(images, labels)
+            names = sorted(gradients)
+            flat = np.concatenate([gradients[name].ravel() for name in names])
+        # (one process: the example's allreduce of ``flat`` averages over one rank)
+        with section("compute"):
+            offset = 0
+            for name in names:
+                size = gradients[name].size
+                gradients[name] = flat[offset : offset + size].reshape(gradients[name].shape)
+                offset += size
+            optimizer.apply(gradients)
+        tensor_summary("fc2.weight", model.weights["fc2.weight"])
+        return float(loss)
+
+    loop = TrainLoop(
+        step, network=network, optimizer=optimizer_view, loss_fn=example.SoftmaxCrossEntropy()
+    )
+    epochs = max(math.ceil(arm.steps / per_epoch), 1)
+    return lambda: loop.train(
+        epochs, train_set, callbacks=[collector] if collector is not None else None
+    )
+
+
+def build_lightning(arm: Arm) -> Callable[[], object]:
+    """The ~10 ms MLP as a LightningModule; RankScribeLogger (bare: logger=False)."""
+    import lightning.pytorch as pl
+
+    # Lightning sets its loggers' levels when imported: its lines about devices and tips
+    # would go between the table's lines.
+    logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
+    per_epoch = mlp_steps_per_epoch(arm.steps)
+    model, _, loss_fn, loader = mlp_parts(WIDTH_10MS, per_epoch, "cpu")
+    tick = arm.clock.tick
+
+    class Module(pl.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.net = model
+
+        def training_step(self, batch: Any, batch_idx: int) -> Any:
+            images, labels = batch
+            return loss_fn(self.net(images), labels)
+
+        def configure_optimizers(self) -> Any:
+            import torch
+
+            return torch.optim.SGD(self.parameters(), lr=0.01)
+
+    class Ticker(pl.Callback):
+        def on_train_batch_start(self, *args: Any) -> None:
+            tick()
+
+    logger: Any = False
+    if arm.collect:
+        from rankscribe.collector.lightning import RankScribeLogger
+
+        logger = RankScribeLogger(
+            arm.directory, collect_freq=arm.collect_freq, **collector_options()
+        )
+    trainer = pl.Trainer(
+        accelerator="gpu" if arm.device == "cuda" else "cpu",
+        devices=1,
+        max_steps=arm.steps,
+        max_epochs=mlp_epochs(arm.steps),
+        logger=logger,
+        callbacks=[Ticker()],
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+    )
+    module = Module()
+    return lambda: trainer.fit(module, loader)
+
+
+HF_BATCH = 16
+HF_SEQUENCE = 32
+
+
+def build_hf(arm: Arm) -> Callable[[], object]:
+    """A small BERT from a config (nothing downloaded); RankScribeCallback (bare: none)."""
+    import torch
+    from transformers import (
+        BertConfig,
+        BertForSequenceClassification,
+        PrinterCallback,
+        Trainer,
+        TrainerCallback,
+        TrainingArguments,
+    )
+
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=1000,
+        hidden_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=256,
+        max_position_embeddings=HF_SEQUENCE,
+        num_labels=2,  # type: ignore[call-arg]
+    )
+    model = BertForSequenceClassification(config)
+    samples = arm.steps * HF_BATCH
+    ids = torch.randint(1, 1000, (samples, HF_SEQUENCE))
+    labels = (ids == 7).any(dim=1).long()
+    train = [{"input_ids": ids[i], "labels": labels[i]} for i in range(samples)]
+    tick = arm.clock.tick
+
+    class Ticker(TrainerCallback):
+        def on_step_begin(self, *args: Any, **kwargs: Any) -> None:
+            tick()
+
+    callbacks: list[Any] = [Ticker()]
+    if arm.collect:
+        from rankscribe.collector.transformers import RankScribeCallback
+
+        callbacks.append(
+            RankScribeCallback(arm.directory, collect_freq=arm.collect_freq, **collector_options())
+        )
+    arguments = TrainingArguments(
+        output_dir=str(arm.directory.parent / f"{arm.directory.name}-hf-output"),
+        max_steps=arm.steps,
+        per_device_train_batch_size=HF_BATCH,
+        learning_rate=5e-4,
+        save_strategy="no",
+        report_to=[],
+        use_cpu=arm.device != "cuda",
+        disable_tqdm=True,
+        seed=0,
+    )
+    trainer = Trainer(model=model, args=arguments, train_dataset=train, callbacks=callbacks)
+    trainer.remove_callback(PrinterCallback)  # it prints the run's final logs
+    return trainer.train
 
 
 def make_array_model(steps_per_epoch: int) -> tuple[ArrayNetwork, ArrayOptimizer, ArrayDataset]:
+    """The waiting step's network (a NumPy MLP's parameters), optimizer and data."""
     rng = np.random.default_rng(0)
     network = ArrayNetwork(
         {
@@ -285,24 +690,14 @@ def make_array_model(steps_per_epoch: int) -> tuple[ArrayNetwork, ArrayOptimizer
     return network, optimizer, dataset
 
 
-def make_step(network: Any, step_ms: float = STEP_MS, starts: list[float] | None = None) -> Any:
-    if TORCH[0]:
-        import torch  # only with --torch
-
-        bias = network[3].bias.data.numpy()
-        forward: Any = network
-        as_tensor: Any = torch.from_numpy
-    else:
-        bias, forward, as_tensor = network["fc2.bias"], None, None
+def waiting_step(network: ArrayNetwork, step_ms: float, tick: Callable[[], None]) -> Any:
+    """A step that changes the weights a little, then sleeps until ``step_ms`` have passed."""
+    bias = network["fc2.bias"]
 
     def step(batch: tuple[np.ndarray, np.ndarray]) -> np.floating[Any]:
-        started = time.perf_counter()
-        if starts is not None:
-            starts.append(started)
-        deadline = started + step_ms / 1000
+        tick()
+        deadline = time.perf_counter() + step_ms / 1000
         bias[:] -= 1e-4  # the weights change between steps, as in training
-        if forward is not None:
-            forward(as_tensor(batch[0][:1]))  # the hooks time it (the bare loop runs it too)
         loss = np.float32(batch[0][0, 0, 0, 0])
         remaining = deadline - time.perf_counter()
         if remaining > 0:
@@ -312,6 +707,27 @@ def make_step(network: Any, step_ms: float = STEP_MS, starts: list[float] | None
     return step
 
 
+WAITING_STEPS_PER_EPOCH = 200
+
+
+def waiting_epochs(steps: int) -> int:
+    return max(math.ceil(steps / WAITING_STEPS_PER_EPOCH), 1)
+
+
+def build_waiting(arm: Arm) -> Callable[[], object]:
+    epochs = waiting_epochs(arm.steps)
+    network, optimizer, dataset = make_array_model(math.ceil(arm.steps / epochs))
+    loop = TrainLoop(
+        waiting_step(network, STEP_MS, arm.clock.tick), network=network, optimizer=optimizer
+    )
+    callbacks = (
+        [SummaryCollector(arm.directory, collect_freq=arm.collect_freq, **collector_options())]
+        if arm.collect
+        else None
+    )
+    return lambda: loop.train(epochs, dataset, callbacks=callbacks)
+
+
 def run_once(
     epochs: int,
     steps_per_epoch: int,
@@ -319,29 +735,424 @@ def run_once(
     directory: Path,
     step_ms: float = STEP_MS,
     starts: list[float] | None = None,
-    timed: bool = True,
-) -> tuple[float, TimedCollector | None, ThreadCpu]:
-    """One training run: bare (``collect_freq`` None) or with a collector, timed or not."""
+) -> float:
+    """One waiting-step run, bare (``collect_freq`` None) or collected: its wall seconds.
+
+    ``starts`` receives each step's start (``time.perf_counter``).
+    """
     align_ranks()
-    network, optimizer, dataset = make_model(steps_per_epoch)
-    loop = TrainLoop(make_step(network, step_ms, starts), network=network, optimizer=optimizer)
+    network, optimizer, dataset = make_array_model(steps_per_epoch)
+    kept = starts if starts is not None else []
+    loop = TrainLoop(
+        waiting_step(network, step_ms, lambda: kept.append(time.perf_counter())),
+        network=network,
+        optimizer=optimizer,
+    )
     collector = (
-        SummaryCollector(
-            directory,
-            collect_freq=collect_freq,
-            job_view_interval=JOB_VIEW_INTERVAL,
-            system_interval=SYSTEM_INTERVAL,
-        )
+        SummaryCollector(directory, collect_freq=collect_freq, **collector_options())
         if collect_freq is not None
         else None
     )
-    wrapper = TimedCollector(collector) if collector is not None and timed else None
-    callback: Callback | None = wrapper if wrapper is not None else collector
-    with ThreadCpu() as cpu:
-        start = time.perf_counter()
-        loop.train(epochs, dataset, callbacks=[callback] if callback is not None else None)
-        seconds = time.perf_counter() - start
-    return seconds, wrapper, cpu
+    start = time.perf_counter()
+    loop.train(epochs, dataset, callbacks=[collector] if collector is not None else None)
+    return time.perf_counter() - start
+
+
+def collects(step: int, collect_freq: int) -> bool:
+    """Whether the collector collects at ``step`` (1-based) or saves landscape files there."""
+    return step == 1 or step % collect_freq == 0 or step in LANDSCAPE_STEPS
+
+
+def _same(value: int) -> int:
+    return value
+
+
+def _digits_freq(value: int) -> int:
+    return 5  # the example's collect_freq, whatever --collect-freq says
+
+
+MEAN_3 = Targets(mean=3.0)
+ROWS = {
+    row.key: row
+    for row in (
+        Row(
+            "mlp-1ms",
+            f"torch MLP ~1 ms step (width {WIDTH_1MS}), TrainSession",
+            1000,
+            session_training(WIDTH_1MS),
+            mlp_steps_per_epoch,
+            _same,
+            Targets(mean=2.0, cpu=3.0, quiet=2.0),
+            on_device=True,
+        ),
+        Row(
+            "mlp-10ms",
+            f"torch MLP ~10 ms step (width {WIDTH_10MS}), TrainSession",
+            1000,
+            session_training(WIDTH_10MS),
+            mlp_steps_per_epoch,
+            _same,
+            Targets(mean=2.0, cpu=3.0, quiet=1.0, whole=5.0),
+            on_device=True,
+        ),
+        Row(
+            "trainloop",
+            f"torch MLP ~10 ms step (width {WIDTH_10MS}), TrainLoop",
+            500,
+            build_trainloop,
+            mlp_steps_per_epoch,
+            _same,
+            MEAN_3,
+            on_device=True,
+        ),
+        Row(
+            "digits",
+            "digits NumPy example (collect_freq=5, no landscape)",
+            1000,
+            build_digits,
+            lambda steps: DIGITS_STEPS_PER_EPOCH,
+            _digits_freq,
+            MEAN_3,
+        ),
+        Row(
+            "lightning",
+            f"Lightning Trainer, MLP width {WIDTH_10MS}",
+            500,
+            build_lightning,
+            mlp_steps_per_epoch,
+            _same,
+            MEAN_3,
+        ),
+        Row(
+            "hf",
+            f"HF Trainer, BERT 2x128 from a config, batch {HF_BATCH}",
+            300,
+            build_hf,
+            lambda steps: steps,
+            _same,
+            MEAN_3,
+            on_device=True,
+        ),
+        Row(
+            "waiting",
+            f"waiting step ({STEP_MS:g} ms sleep), TrainLoop",
+            1000,
+            build_waiting,
+            lambda steps: math.ceil(steps / waiting_epochs(steps)),
+            _same,
+            Targets(),
+        ),
+    )
+}
+DEFAULT_ROWS = ("mlp-1ms", "mlp-10ms", "trainloop", "digits", "lightning", "hf", "waiting")
+#: Rows whose frameworks start their own ranks: not run under mpiexec.
+FRAMEWORK_ROWS = ("lightning", "hf")
+
+
+# ---------------------------------------------------------------------- measurement
+
+
+@dataclass
+class RunNumbers:
+    """What one run measured (seconds)."""
+
+    wall: float
+    cpu: float
+    step_walls: list[float]
+    step_cpus: list[float]
+    once: dict[str, list[float]] = field(default_factory=dict)  # label -> [wall, cpu, calls]
+    threads: dict[str, float] = field(default_factory=dict)  # CPU seconds by thread name
+    own_cost: float | None = None  # the collector's own record, seconds per step
+
+
+def timed_run(row: Row, arm: Arm, once: OnceCosts) -> RunNumbers:
+    """One run of ``row``: built untimed, then trained and timed from start to end."""
+    train = row.build(arm)
+    synchronize = _synchronizer(arm.device)
+    align_ranks()
+    once.reset()
+    with warnings.catch_warnings(), ThreadCpu() as threads:
+        warnings.simplefilter("ignore")
+        synchronize()
+        start, start_cpu = time.perf_counter(), time.process_time()
+        train()
+        synchronize()
+        wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+    return RunNumbers(
+        wall=wall,
+        cpu=cpu,
+        step_walls=arm.clock.step_walls(),
+        step_cpus=arm.clock.step_cpus(),
+        once={label: list(value) for label, value in once.totals.items()},
+        threads=threads.by_name(),
+        own_cost=recorded_cost(arm.directory) if arm.collect else None,
+    )
+
+
+def _synchronizer(device: str) -> Callable[[], object]:
+    if device != "cuda":
+        return lambda: None
+    import torch
+
+    return torch.cuda.synchronize
+
+
+def recorded_cost(directory: Path) -> float | None:
+    """The mean of the collector's own cost tags (seconds per step) in the run, if any."""
+    from rankscribe.writer.reader import scalars
+
+    values: list[float] = []
+    for summary in directory.rglob("*.summary.*"):
+        if summary.name.endswith("_lineage") or not summary.is_file():
+            continue
+        for tag, points in scalars(summary.parent).items():
+            if tag.startswith(OWN_COST_TAG_PREFIX):
+                values.extend(value for _, value in points)
+        break  # one rank directory's files: scalars() reads them all
+    return statistics.fmean(values) if values else None
+
+
+@dataclass
+class RowResult:
+    """A row's runs and what the table shows of them (percentages over bare)."""
+
+    key: str
+    title: str
+    steps: int
+    warmup: int
+    bare: list[RunNumbers]
+    collected: list[RunNumbers]
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+def measure_row(
+    row: Row, steps: int, reps: int, warmup: int, settings: Settings, once: OnceCosts
+) -> RowResult:
+    device = settings.device if row.on_device else "cpu"
+    freq = row.collect_freq(settings.collect_freq)
+    result = RowResult(row.key, row.title, steps, warmup, [], [])
+    if not settings.quick:  # both arms once, untimed: what a process pays once
+        for collect in (False, True):
+            arm = Arm(
+                collect,
+                settings.work / f"{row.key}-untimed-{int(collect)}",
+                min(steps, warmup + 20),
+                device,
+                freq,
+                StepClock(0, "cpu"),
+            )
+            timed_run(row, arm, once)
+    for index in range(reps):
+        for collect in (False, True):
+            arm = Arm(
+                collect,
+                settings.work / f"{row.key}-{index}-{'collected' if collect else 'bare'}",
+                steps,
+                device,
+                freq,
+                StepClock(steps, device),
+            )
+            numbers = timed_run(row, arm, once)
+            (result.collected if collect else result.bare).append(numbers)
+    result.summary = summarize(row, result, freq)
+    return result
+
+
+def steady(values: list[float], warmup: int) -> float:
+    """The mean of the step intervals after ``warmup`` steps (collected steps included)."""
+    kept = values[warmup:]
+    return statistics.fmean(kept) if kept else float("nan")
+
+
+def quiet_median(values: list[float], warmup: int, per_epoch: int, freq: int) -> float:
+    """The median step (interval ``k`` is step ``k + 1``) that collects nothing."""
+    quiet = [
+        value
+        for index, value in enumerate(values)
+        if index >= warmup and (index + 1) % per_epoch != 0 and not collects(index + 1, freq)
+    ]
+    return statistics.median(quiet) if quiet else float("nan")
+
+
+def percent(collected: float, bare: float) -> float:
+    return (collected / bare - 1) * 100 if bare > 0 else float("nan")
+
+
+def summarize(row: Row, result: RowResult, freq: int) -> dict[str, Any]:
+    """Best of each arm, then collected over bare in percent; the once costs' medians."""
+    warmup, per_epoch = result.warmup, row.steps_per_epoch(result.steps)
+
+    def best(runs: list[RunNumbers], measure: Callable[[RunNumbers], float]) -> float:
+        return min(measure(run) for run in runs)
+
+    def mean_wall(run: RunNumbers) -> float:
+        return steady(run.step_walls, warmup)
+
+    def mean_cpu(run: RunNumbers) -> float:
+        return steady(run.step_cpus, warmup)
+
+    def quiet(run: RunNumbers) -> float:
+        return quiet_median(run.step_walls, warmup, per_epoch, freq)
+
+    def without_once(run: RunNumbers) -> float:
+        return run.wall - sum(value[0] for value in run.once.values())
+
+    bare, collected = result.bare, result.collected
+    once = {
+        label: {
+            "ms": statistics.median(run.once.get(label, [0.0])[0] for run in collected) * 1000,
+            "calls": int(statistics.median(run.once.get(label, [0, 0, 0])[2] for run in collected)),
+        }
+        for label in ONCE_LABELS
+    }
+    own = [run.own_cost for run in collected if run.own_cost is not None]
+    bare_step = best(bare, mean_wall)
+    return {
+        "bare_step_ms": bare_step * 1000,
+        "mean_wall_pct": percent(best(collected, mean_wall), bare_step),
+        "mean_cpu_pct": percent(best(collected, mean_cpu), best(bare, mean_cpu)),
+        "quiet_pct": percent(best(collected, quiet), best(bare, quiet)),
+        "whole_pct": percent(
+            best(collected, lambda run: run.wall), best(bare, lambda run: run.wall)
+        ),
+        "whole_cpu_pct": percent(
+            best(collected, lambda run: run.cpu), best(bare, lambda run: run.cpu)
+        ),
+        "whole_without_once_pct": percent(
+            best(collected, without_once), best(bare, lambda run: run.wall)
+        ),
+        "once_ms": once,
+        "own_cost_pct": (statistics.median(own) / bare_step * 100) if own else None,
+        "threads_ms_per_step": thread_cpu_per_step(bare, collected, result.steps),
+        "targets": asdict(row.targets),
+    }
+
+
+def thread_cpu_per_step(
+    bare: list[RunNumbers], collected: list[RunNumbers], steps: int
+) -> dict[str, float]:
+    """CPU ms per step by thread in the least-CPU collected run (training: over bare's)."""
+    quietest = min(collected, key=lambda run: run.cpu)
+    threads = dict(quietest.threads)
+    threads["training"] = threads.get("training", 0.0) - min(
+        run.threads.get("training", 0.0) for run in bare
+    )
+    return {name: seconds / steps * 1000 for name, seconds in threads.items()}
+
+
+# --------------------------------------------------------------------------- output
+
+
+def judged(value: float, target: float | None) -> str:
+    """``+1.23 %`` and, with a target, ``(<= 2) ok`` or ``(<= 2) MISS``."""
+    if math.isnan(value):
+        return "n/a"
+    text = f"{value:+.2f}%"
+    if target is None:
+        return text
+    return f"{text} (<={target:g} {'ok' if value <= target else 'MISS'})"
+
+
+COLUMNS = (
+    ("row", 10),
+    ("bare ms/step", 12),
+    ("mean/step wall", 20),
+    ("mean/step CPU", 20),
+    ("quiet step", 20),
+    ("whole run", 20),
+    ("w/o once", 9),
+    ("own cost", 8),
+)
+
+
+def table(results: list[RowResult]) -> list[str]:
+    """The table's lines: a header, one line per row, each row's once costs below it."""
+    lines = ["  ".join(f"{name:<{width}}" for name, width in COLUMNS)]
+    for result in results:
+        summary, targets = result.summary, result.summary["targets"]
+        own = summary["own_cost_pct"]
+        cells = (
+            result.key,
+            f"{summary['bare_step_ms']:.3f}",
+            judged(summary["mean_wall_pct"], targets["mean"]),
+            judged(summary["mean_cpu_pct"], targets["cpu"]),
+            judged(summary["quiet_pct"], targets["quiet"]),
+            judged(summary["whole_pct"], targets["whole"]),
+            judged(summary["whole_without_once_pct"], None),
+            "not recorded" if own is None else f"{own:+.2f}%",
+        )
+        lines.append(
+            "  ".join(f"{cell:<{width}}" for cell, (_, width) in zip(cells, COLUMNS, strict=True))
+        )
+        once = summary["once_ms"]
+        lines.append(
+            "    once (ms): "
+            + ", ".join(
+                f"{label} {value['ms']:.1f}" + (f" x{value['calls']}" if value["calls"] > 1 else "")
+                for label, value in once.items()
+            )
+            + f"; whole run CPU {summary['whole_cpu_pct']:+.2f}%"
+        )
+        threads = summary["threads_ms_per_step"]
+        lines.append(
+            "    CPU ms/step by thread (training: over bare): "
+            + ", ".join(
+                f"{name} {value:.3f}"
+                for name, value in sorted(threads.items(), key=lambda item: -item[1])
+                if abs(value) >= 0.0005
+            )
+        )
+    return lines
+
+
+def header(settings: Settings, rank: int | None) -> str:
+    where = "" if rank is None else f" - rank {rank}"
+    return (
+        f"SummaryCollector cost{where}: {settings.reps} reps, bare and collected alternately, "
+        f"best of each; steady state after {settings.warmup} warm-up steps; device "
+        f"{settings.device}; torch threads {torch_threads()}"
+    )
+
+
+def rank_comparison(results: list[list[dict[str, Any]]]) -> list[str]:
+    """Rank 0 against rank 1, row by row: rank 0 must stay within rank 1's numbers + 1 %."""
+    lines = ["rank 0 against rank 1 (bound: rank 1's number + 1 %):"]
+    for zero, one in zip(results[0], results[1], strict=True):
+        cells = []
+        for key, name in (
+            ("mean_wall_pct", "mean/step"),
+            ("quiet_pct", "quiet"),
+            ("whole_pct", "whole"),
+        ):
+            a, b = zero["summary"][key], one["summary"][key]
+            verdict = "ok" if a <= b + 1 else "MISS"
+            cells.append(f"{name} {a:+.2f}% vs {b:+.2f}% {verdict}")
+        lines.append(f"  {zero['key']:<10}  " + ", ".join(cells))
+    return lines
+
+
+# ------------------------------------------------------------------------ the ranks
+
+
+def _mpi_world() -> Any:
+    """MPI.COMM_WORLD under mpiexec with several ranks, else None."""
+    launched = launcher_rank(os.environ)
+    if launched is None or launched.launcher not in MPI_LAUNCHERS:
+        return None
+    from mpi4py import MPI
+
+    return MPI.COMM_WORLD if MPI.COMM_WORLD.Get_size() > 1 else None
+
+
+def _poll(request: Any, what: str) -> Any:
+    deadline = time.monotonic() + RANK_TIMEOUT
+    while True:
+        done, value = request.test()
+        if done:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the other ranks did not {what} within {RANK_TIMEOUT:g} s")
+        time.sleep(0.001)
 
 
 def align_ranks() -> None:
@@ -352,234 +1163,233 @@ def align_ranks() -> None:
     no cost of the collector. A non-blocking barrier polled with sleeps: MPICH's
     blocking one busy-polls a core the other rank's run may need.
     """
-    launched = launcher_rank(os.environ)
-    if launched is None or launched.launcher not in MPI_LAUNCHERS:
-        return
-    from mpi4py import MPI  # only under mpiexec
-
-    if MPI.COMM_WORLD.Get_size() < 2:
-        return
-    request = MPI.COMM_WORLD.Ibarrier()
-    while not request.Test():
-        time.sleep(0.001)
+    world = _mpi_world()
+    if world is not None:
+        _poll(world.Ibarrier(), "start the run")
 
 
-def collects(step: int, collect_freq: int) -> bool:
-    """Whether the collector collects at ``step`` (1-based) or saves landscape files there."""
-    return step == 1 or step % collect_freq == 0 or step in LANDSCAPE_STEPS
+def share_text(world: Any, text: str) -> str:
+    """Rank 0's ``text`` on every rank."""
+    if world.Get_rank() == 0:
+        requests = [world.isend(text, dest=rank, tag=44) for rank in range(1, world.Get_size())]
+        for request in requests:
+            _poll(request, "take rank 0's directory")
+        return text
+    return str(_poll(world.irecv(source=0, tag=44), "send rank 0's directory"))
 
 
-def quiet_step_medians(
-    steps: int, collect_freq: int, repeat: int, work: Path
-) -> tuple[float, float, float]:
-    """Best medians (s) of a quiet step: bare loop, with the collector, inside its hooks."""
-    bare: list[float] = []
-    with_collector: list[float] = []
-    inside: list[float] = []
-    quiet = [step for step in range(1, steps) if not collects(step, collect_freq)]
-    for index in range(repeat):
-        # The loop-level runs have no timing wrapper around the collector: its own
-        # calls would count as the collector's. A third run times the hooks alone.
-        for collect, timed in ((None, False), (collect_freq, False), (collect_freq, True)):
-            starts: list[float] = []
-            _, wrapper, _ = run_once(
-                1, steps, collect, work / f"fast{index}-{timed}", FAST_STEP_MS, starts, timed
-            )
-            # starts[s] - starts[s - 1]: step s, the hooks after it and before step s + 1
-            median = statistics.median(starts[step] - starts[step - 1] for step in quiet)
-            if wrapper is not None:
-                inside.append(statistics.median(wrapper.per_step[step - 1] for step in quiet))
-            elif collect is None:
-                bare.append(median)
-            else:
-                with_collector.append(median)
-    return min(bare), min(with_collector), min(inside)
+def gather_texts(world: Any, text: str) -> list[str]:
+    """Every rank's ``text`` on rank 0 (an empty list elsewhere)."""
+    if world.Get_rank() != 0:
+        _poll(world.isend(text, dest=0, tag=45), "take this rank's results")
+        return []
+    texts = [text]
+    for rank in range(1, world.Get_size()):
+        deadline = time.monotonic() + RANK_TIMEOUT
+        while not world.iprobe(source=rank, tag=45):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"rank {rank} sent no results within {RANK_TIMEOUT:g} s")
+            time.sleep(0.01)
+        texts.append(world.recv(source=rank, tag=45))
+    return texts
 
 
-def fingerprint_seconds(megabytes: int = 10, repeat: int = 20) -> tuple[float, float]:
-    """Best seconds of the fingerprint of ``megabytes`` MB of parameters, and of copying them."""
-    rng = np.random.default_rng(0)
-    count = megabytes * (1 << 20) // 4 // 4
-    parameters = [
-        (f"layer{index}.weight", rng.random(count, dtype=np.float32)) for index in range(4)
-    ]
-    target = [np.empty_like(value) for _, value in parameters]
-    fingerprints: list[float] = []
-    copies: list[float] = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        parameter_fingerprint(parameters)
-        fingerprints.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        for destination, (_, value) in zip(target, parameters, strict=True):
-            np.copyto(destination, value)
-        copies.append(time.perf_counter() - start)
-    return min(fingerprints), min(copies)
+# ------------------------------------------------------------------------ arguments
 
 
-def _arguments() -> argparse.Namespace:
+@dataclass
+class Settings:
+    rows: list[str]
+    steps: int | None
+    reps: int
+    warmup: int
+    device: str
+    collect_freq: int
+    quick: bool
+    json: Path | None
+    work: Path = Path()
+
+
+def _row_list(text: str) -> list[str]:
+    rows = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in rows if name not in ROWS]
+    if not rows or unknown:
+        raise argparse.ArgumentTypeError(
+            f"--rows must be a comma-separated list of {', '.join(ROWS)}; got {text!r}"
+        )
+    return rows
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+    return value
+
+
+def arguments(argv: list[str] | None = None) -> Settings:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="1 epoch of 150 steps, 2 repeats")
-    parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=200, help="steps per epoch")
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--collect-freq", type=int, default=10)
     parser.add_argument(
-        "--fast-steps",
-        type=int,
-        default=1000,
-        help=f"steps of {FAST_STEP_MS:g} ms for the quiet-step measurement",
+        "--rows",
+        type=_row_list,
+        default=list(DEFAULT_ROWS),
+        help=f"comma-separated, of {', '.join(ROWS)} (default: all)",
     )
+    parser.add_argument("--steps", type=_positive, help="steps of every run (default: the row's)")
+    parser.add_argument("--reps", type=_positive, default=3, help="bare/collected pairs per row")
     parser.add_argument(
-        "--torch",
-        action="store_true",
-        help="a torch network whose forward the collector times with hooks",
+        "--warmup", type=int, default=20, help="first steps left out of the steady state"
     )
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--collect-freq", type=_positive, default=10)
+    parser.add_argument(
+        "--quick", action="store_true", help="50 steps, 1 rep, no untimed warm-up run (tests)"
+    )
+    parser.add_argument("--json", type=Path, help="write every run's numbers to this file")
     parser.add_argument(
         "--job-view-interval",
         type=float,
         default=None,
         help="the collectors' job_view_interval (seconds; run under mpiexec)",
     )
-    arguments = parser.parse_args()
-    if arguments.quick:
-        arguments.epochs, arguments.steps, arguments.repeat = 1, 150, 2
-        arguments.fast_steps = 400
-    return arguments
+    parsed = parser.parse_args(argv)
+    if parsed.warmup < 0:
+        parser.error(f"--warmup must be an integer >= 0, got {parsed.warmup}")
+    if parsed.device == "cuda":
+        import torch
 
-
-def main() -> None:
-    arguments = _arguments()
-    TORCH[0] = arguments.torch
+        if not torch.cuda.is_available():
+            parser.error("--device cuda: torch finds no CUDA device (torch.cuda.is_available())")
     global JOB_VIEW_INTERVAL  # noqa: PLW0603 - one setting for every run of this process
-    JOB_VIEW_INTERVAL = arguments.job_view_interval
-    total = arguments.epochs * arguments.steps
-    bare: list[float] = []
-    collected: list[float] = []
-    bare_cpu: list[ThreadCpu] = []
-    collected_cpu: list[ThreadCpu] = []
-    last: TimedCollector | None = None
-    work = Path(tempfile.mkdtemp(prefix="rankscribe-bench-collector-"))
+    JOB_VIEW_INTERVAL = parsed.job_view_interval
+    settings = Settings(
+        rows=parsed.rows,
+        steps=parsed.steps,
+        reps=parsed.reps,
+        warmup=parsed.warmup,
+        device=parsed.device,
+        collect_freq=parsed.collect_freq,
+        quick=parsed.quick,
+        json=parsed.json,
+    )
+    if settings.quick:
+        settings.steps = settings.steps or 50
+        settings.reps = 1
+    if settings.steps is not None and settings.steps <= settings.warmup + 1:
+        parser.error(f"--steps must exceed --warmup + 1 ({settings.warmup + 1})")
+    return settings
+
+
+@contextlib.contextmanager
+def quiet_frameworks() -> Iterator[None]:
+    """The frameworks' and the collector's log lines off while the runs go (the table stays
+    readable); errors still show."""
+    names = ("rankscribe", "lightning", "lightning.pytorch", "transformers", "accelerate")
+    levels = {name: logging.getLogger(name).level for name in names}
+    for name in names:
+        logging.getLogger(name).setLevel(logging.ERROR)
     try:
-        for index in range(arguments.repeat):
-            seconds, _, cpu = run_once(arguments.epochs, arguments.steps, None, work)
-            bare.append(seconds)
-            bare_cpu.append(cpu)
-            directory = work / f"run{index}"
-            seconds, last, cpu = run_once(
-                arguments.epochs, arguments.steps, arguments.collect_freq, directory
-            )
-            collected.append(seconds)
-            collected_cpu.append(cpu)
-        files = sorted(path.name for path in directory.rglob("*") if path.is_file())
-        quiet_bare, quiet_collector, quiet_inside = quiet_step_medians(
-            arguments.fast_steps, arguments.collect_freq, arguments.repeat, work
-        )
+        yield
     finally:
-        shutil.rmtree(work, ignore_errors=True)
-    assert last is not None
-    best_bare, best_collected = min(bare), min(collected)
-    per_step = (best_collected - best_bare) / total * 1000
-    print(
-        f"SummaryCollector cost, {arguments.epochs} x {arguments.steps} steps of {STEP_MS:g} ms, "
-        f"collect_freq={arguments.collect_freq}, default collection, best of "
-        f"{arguments.repeat}{', torch network (forward hooks on)' if arguments.torch else ''}"
-    )
-    print(f"  bare loop        {best_bare:8.3f} s  {best_bare / total * 1000:7.3f} ms/step")
-    print(
-        f"  with collector   {best_collected:8.3f} s  {best_collected / total * 1000:7.3f} ms/step"
-    )
-    print(
-        f"  difference       {per_step:+8.3f} ms/step = {per_step / STEP_MS:+.2%} of a "
-        f"{STEP_MS:g} ms step (target < 2%); with / bare = "
-        f"{best_collected / best_bare:.4f}"
-    )
-    # The once costs (open, end of training, close) do not grow with the steps; under
-    # mpiexec the end also waits for the other ranks to end training (their skew).
-    steady = per_step - last.outside_steps / total * 1000
-    print(
-        f"  difference per step, the once costs ({last.outside_steps * 1000:.1f} ms of the "
-        f"last run) left out: {steady:+.3f} ms/step = {steady / STEP_MS:+.2%} of a step"
-    )
-    hooks = last.per_step
-    freq = arguments.collect_freq
-    collected_steps = [hooks[i] for i in range(total) if i == 0 or (i + 1) % freq == 0]
-    other_steps = [hooks[i] for i in range(total) if not (i == 0 or (i + 1) % freq == 0)]
-    inside = sum(hooks) + last.outside_steps
-    print(
-        f"  inside the collector: {inside * 1000 / total:.3f} ms/step on average "
-        f"({inside / total * 1000 / STEP_MS:.2%} of a step), of which "
-        f"{last.outside_steps * 1000:.1f} ms once (open, lineage, close; "
-        f"{last.outside_cpu * 1000:.1f} ms of CPU; end() {last.end_seconds * 1000:.1f} ms)"
-    )
-    print(
-        f"    collected steps: median {statistics.median(collected_steps) * 1000:.3f} ms, "
-        f"max {max(collected_steps) * 1000:.3f} ms ({len(collected_steps)} steps, "
-        f"landscape files at steps 1-19 included)"
-    )
-    print(f"    other steps:     median {statistics.median(other_steps) * 1000:.4f} ms")
-    print(
-        f"  files of the last run: {len(files)} "
-        f"({sum(1 for name in files if name.endswith('.ckpt'))} landscape parameter files)"
-    )
-    print_thread_cpu(total, bare_cpu, collected_cpu)
-    if last.live_cpu:
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+
+
+def main(argv: list[str] | None = None) -> None:
+    for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        os.environ.setdefault(name, "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    settings = arguments(argv)
+    world = _mpi_world()
+    rank = None if world is None else world.Get_rank()
+    rows = settings.rows
+    if world is not None:
+        rows = [name for name in rows if name not in FRAMEWORK_ROWS]
+    if any(name in ("mlp-1ms", "mlp-10ms", "trainloop", "lightning", "hf") for name in rows):
+        import torch
+
+        torch.set_num_threads(torch_threads())
+    once = OnceCosts()
+    work = tempfile.mkdtemp(prefix="rankscribe-bench-collector-") if rank in (None, 0) else ""
+    settings.work = Path(work if world is None else share_text(world, work))
+    load_before = os.getloadavg()
+    results: list[RowResult] = []
+    try:
+        with quiet_frameworks():
+            for name in rows:
+                row = ROWS[name]
+                steps = settings.steps or row.steps
+                results.append(
+                    measure_row(row, steps, settings.reps, settings.warmup, settings, once)
+                )
+    finally:
+        if world is None:
+            shutil.rmtree(settings.work, ignore_errors=True)
+    load_after = os.getloadavg()
+    document = {
+        "rank": rank,
+        "device": settings.device,
+        "reps": settings.reps,
+        "warmup": settings.warmup,
+        "torch_threads": torch_threads(),
+        "load_average_before": load_before,
+        "load_average_after": load_after,
+        "once_costs_not_found": once.missing,
+        "rows": [
+            {
+                "key": result.key,
+                "title": result.title,
+                "steps": result.steps,
+                "summary": result.summary,
+                "bare": [asdict(run) for run in result.bare],
+                "collected": [asdict(run) for run in result.collected],
+            }
+            for result in results
+        ],
+    }
+    documents: list[dict[str, Any]] = [document]
+    if world is not None:
+        texts = gather_texts(world, json.dumps(document))
+        if rank != 0:
+            return
+        documents = [json.loads(text) for text in texts]
+        shutil.rmtree(settings.work, ignore_errors=True)
+    report(settings, documents, [name for name in settings.rows if name not in rows])
+
+
+def report(settings: Settings, documents: list[dict[str, Any]], skipped: list[str]) -> None:
+    for document in documents:
+        results = [
+            RowResult(
+                row["key"], row["title"], row["steps"], settings.warmup, [], [], row["summary"]
+            )
+            for row in document["rows"]
+        ]
+        print(header(settings, document["rank"]))
         print(
-            "    live job view threads (time.thread_time, ms/step): "
-            + ", ".join(f"{name} {cpu / total * 1000:.4f}" for name, cpu in last.live_cpu.items())
+            "  load average (1, 5, 15 min) before "
+            + "/".join(f"{value:.2f}" for value in document["load_average_before"])
+            + ", after "
+            + "/".join(f"{value:.2f}" for value in document["load_average_after"])
         )
-    print_quiet_step(
-        arguments.fast_steps, arguments.repeat, quiet_bare, quiet_collector, quiet_inside
-    )
-    fingerprint, copy = fingerprint_seconds()
-    print(
-        f"Parameter fingerprint of 10 MB: {fingerprint * 1000:.3f} ms (target well under 1 ms); "
-        f"a copy of the same bytes {copy * 1000:.3f} ms; fingerprint / copy = "
-        f"{fingerprint / copy:.2f}"
-    )
-
-
-def print_thread_cpu(total: int, bare: list[ThreadCpu], collected: list[ThreadCpu]) -> None:
-    """CPU per step by thread: the collector's runs against the bare ones (least of each)."""
-    best_bare = min(bare, key=lambda cpu: cpu.process)
-    best = min(collected, key=lambda cpu: cpu.process)
-    added = (best.process - best_bare.process) / total * 1000
-    print(
-        f"  CPU (not wall) per step, least of {len(collected)}: process "
-        f"{best.process / total * 1000:.3f} ms with the collector, "
-        f"{best_bare.process / total * 1000:.3f} ms bare: "
-        f"{added:+.3f} ms = {added / STEP_MS:+.2%} of a {STEP_MS:g} ms step of a core"
-    )
-    threads = best.by_name()
-    threads["training"] -= best_bare.main
-    print(
-        "    by thread (ms/step; training: over the bare loop's): "
-        + ", ".join(
-            f"{name} {seconds / total * 1000:.3f}"
-            for name, seconds in sorted(threads.items(), key=lambda item: -item[1])
-            if abs(seconds) / total * 1000 >= 0.0005
+        for result in results:
+            print(f"  {result.key:<10} {result.title}, {result.steps} steps")
+        for line in table(results):
+            print(line)
+        if document["once_costs_not_found"]:
+            print(
+                "  once costs not measured (no such method): "
+                + ", ".join(document["once_costs_not_found"])
+            )
+    if skipped:
+        print(
+            "not run under mpiexec (their frameworks start their own ranks): " + ", ".join(skipped)
         )
-    )
-
-
-def print_quiet_step(
-    steps: int, repeat: int, bare: float, with_collector: float, inside: float
-) -> None:
-    added = (with_collector - bare) * 1e6
-    print(
-        f"A step that collects nothing, {steps} steps of {FAST_STEP_MS:g} ms, "
-        f"median over those steps, best of {repeat}"
-    )
-    print(f"  bare loop        {bare * 1e6:8.1f} us/step")
-    print(
-        f"  with collector   {with_collector * 1e6:8.1f} us/step  (with / bare = "
-        f"{with_collector / bare:.4f})"
-    )
-    print(
-        f"  difference       {added:+8.1f} us/step = {added / (FAST_STEP_MS * 1000):+.2%} of a "
-        f"{FAST_STEP_MS:g} ms step (target <= 40 us, <= 4%)"
-    )
-    print(f"  inside the collector's hooks: median {inside * 1e6:.1f} us")
+    if len(documents) > 1 and documents[0]["rows"]:
+        for line in rank_comparison([document["rows"] for document in documents]):
+            print(line)
+    if settings.json is not None:
+        settings.json.write_text(json.dumps(documents, indent=1))
 
 
 if __name__ == "__main__":

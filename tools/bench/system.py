@@ -74,7 +74,6 @@ def quiet_steps(steps: int, repeat: int) -> dict[str, float]:
                     Path(work) / f"{index}-{name.replace(' ', '')}",
                     bench.FAST_STEP_MS,
                     starts,
-                    False,
                 )
                 quiet = [step for step in range(1, steps) if not bench.collects(step, 10)]
                 medians[name].append(
