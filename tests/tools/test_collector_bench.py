@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests._support.needs import needs
+
 pytestmark = pytest.mark.slow
 
 BENCH = Path(__file__).resolve().parents[2] / "tools" / "bench" / "collector.py"
@@ -44,6 +46,10 @@ def run_bench(*arguments: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+# The digits row reads scikit-learn's digits, as the example does.
+needs_digits = needs("sklearn", envs="public-api")
+
+
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[dict[str, object]]]:
     work = tmp_path_factory.mktemp("bench")
@@ -52,6 +58,7 @@ def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[dict[str,
     return finished.stdout, json.loads((work / "runs.json").read_text())
 
 
+@needs_digits
 def test_the_table_has_a_line_per_row_with_its_targets(
     quick: tuple[str, list[dict[str, object]]],
 ) -> None:
@@ -78,6 +85,7 @@ def test_the_table_has_a_line_per_row_with_its_targets(
     ), digits
 
 
+@needs_digits
 def test_each_once_cost_is_listed_under_each_row(
     quick: tuple[str, list[dict[str, object]]],
 ) -> None:
@@ -90,6 +98,7 @@ def test_each_once_cost_is_listed_under_each_row(
         assert re.search(rf"; whole run CPU {PERCENT}$", line), line
 
 
+@needs_digits
 def test_the_json_keeps_every_step_of_both_arms(
     quick: tuple[str, list[dict[str, object]]],
 ) -> None:
