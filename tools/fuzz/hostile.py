@@ -32,6 +32,7 @@ import json
 import math
 import random
 import re
+import signal
 import struct
 import sys
 import time
@@ -834,6 +835,8 @@ class Campaign:
     slowest_number: int = -1
     slowest_size: int = 0
     slowest_wall: float = 0.0
+    #: Whether the run was stopped (SIGTERM, Ctrl-C) before its count: the counts so far.
+    stopped: bool = False
 
 
 def run(
@@ -857,6 +860,9 @@ def run(
     kinds: dict[str, int] = {}
     started = time.monotonic()
     for number in range(first, first + count):
+        if _stop_requested:
+            campaign.stopped = True
+            break
         data = make_input(name, seed, number)
         cpu, wall = time.process_time(), time.monotonic()
         message = None
@@ -886,6 +892,15 @@ def run(
     return campaign, kinds
 
 
+_stop_requested = False
+
+
+def _request_stop(_signum: int, _frame: object) -> None:
+    """SIGTERM: finish the input under way, then stop and report (a campaign cut short)."""
+    global _stop_requested  # noqa: PLW0603 - set by the signal, read by the loop
+    _stop_requested = True
+
+
 def _save(folder: Path, data: bytes, note: str) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     name = "fail-" + hashlib.sha1(data).hexdigest()
@@ -913,6 +928,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{name:12} -> target {generator.target:12} (inputs up to {generator.max_bytes} B)"
             )
         return 0 if options.list else 2
+    signal.signal(signal.SIGTERM, _request_stop)
     started = time.monotonic()
     campaign, kinds = run(
         options.generator, options.count, seed=options.seed, first=options.first, out=options.out
@@ -925,6 +941,7 @@ def main(argv: list[str] | None = None) -> int:
                 "target": GENERATORS[options.generator].target,
                 "seed": options.seed,
                 "inputs": campaign.inputs,
+                "stopped_early": campaign.stopped,
                 "failures": campaign.failures,
                 "failure_kinds": kinds,
                 "wall_s": round(elapsed, 1),
