@@ -673,15 +673,33 @@ def lineage_index(rng: random.Random, max_bytes: int) -> bytes:
 
 
 def tree_message(rng: random.Random, max_bytes: int) -> bytes:
-    """Rank 1's message: an envelope (magic, round, size) around a partial, or the partial
-    for the target to wrap."""
+    """Rank 1's message: a partial for the target to wrap, or the envelope rank 1's channel
+    puts around it (whatever this code's envelope is), its numbers (sequence, round, size)
+    or magic now and then replaced."""
     partial = job_partial_bytes(rng, max_bytes)
     if rng.random() < 0.5:
         return b"\x01" + partial
-    magic = b"RSJT" if rng.random() < 0.95 else b"RSJX"
-    round_number = rng.choice((1, 2, 2**62, 2**64 - 1, 0))
-    size = len(partial) if rng.random() < 0.9 else rng.choice((0, len(partial) + 1, 2**64 - 1))
-    return b"\x00" + struct.pack("<4sQQ", magic, round_number, size) + partial
+    envelope = bytearray(_envelope(partial, rng.choice((1, 2, 2**62))))
+    header = len(envelope) - len(partial)
+    if rng.random() < 0.05:
+        envelope[:4] = rng.choice((b"RSJT", b"RSJ2", b"RSJX", b"\x00\x00\x00\x00"))
+    numbers = (header - 4) // 8
+    if numbers > 0 and rng.random() < 0.2:
+        at = 4 + 8 * rng.randrange(numbers)
+        (old,) = struct.unpack_from("<Q", envelope, at)
+        new = rng.choice((0, 1, old + 1, 2**62, 2**63, 2**64 - 1))
+        struct.pack_into("<Q", envelope, at, new & (2**64 - 1))
+    return b"\x00" + bytes(envelope)
+
+
+def _envelope(payload: bytes, round_number: int) -> bytes:
+    from rankscribe.ranks.testing import MemoryTreeChannel, MemoryTreeHub
+
+    hub = MemoryTreeHub()
+    sender = MemoryTreeChannel(hub, targets.TREE_SENDER, targets.TREE_WORLD, targets.TREE_FAN_IN)
+    sender.send(round_number, payload, timeout=1)
+    made: bytes = hub.boxes[targets.TREE_SENDER][-1]
+    return made
 
 
 # ------------------------------------------------------------------------ JSON documents

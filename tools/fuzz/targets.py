@@ -493,10 +493,10 @@ def tree_message(data: bytes) -> None:
     """A message from rank 1 to rank 0 of a 7-rank tree, as rank 0's live view takes it.
 
     The first byte says what follows: 0, what rank 1 put on the channel (an envelope:
-    the tree's header, then a job-view partial); anything else, a partial, which the
-    target wraps in a valid envelope (so that mutations reach the partial's decoder,
-    not only the envelope's length check). Rank 0 receives it, decodes each message
-    with rank 1's subtree and merges it. A message is refused with
+    the tree's header, then a job-view partial), delivered twice (a replay: taken once
+    at most); anything else, a partial, which the target wraps in a valid envelope (so
+    that mutations reach the partial's decoder, not only the envelope's checks). Rank 0
+    receives it, decodes each message with rank 1's subtree and merges it. A message is refused with
     ``PartialFormatError`` only; a partial that is taken names only ranks of the
     subtree, and its statistics read.
     """
@@ -506,13 +506,16 @@ def tree_message(data: bytes) -> None:
     hub = MemoryTreeHub()
     root = MemoryTreeChannel(hub, 0, TREE_WORLD, TREE_FAN_IN)
     if data[:1] == b"\x00":
-        hub.boxes[TREE_SENDER].append(data[1:])
+        hub.boxes[TREE_SENDER].extend([data[1:], data[1:]])  # sent, then replayed
     else:
         sender = MemoryTreeChannel(hub, TREE_SENDER, TREE_WORLD, TREE_FAN_IN)
         sender.send(1, data[1:], timeout=1)
     subtree = list(root.subtree(TREE_SENDER))
     merged = JobPartial.of_rank(0, {"loss/auto": [(1, 0.5), (2, 0.25)]})
-    for _, payload in root.receive(0, timeout=0).get(TREE_SENDER, []):
+    received = root.receive(0, timeout=0).get(TREE_SENDER, [])
+    if len(received) > 1:
+        raise FuzzFailureError(f"a message sent once and replayed was taken {len(received)} times")
+    for _, payload in received:
         partial = _expect(
             "JobPartial.from_bytes",
             (PartialFormatError,),
