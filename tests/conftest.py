@@ -52,15 +52,21 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-# The fuzzer's regression corpus (tools/fuzz/): the writer and lineage envs each replay
-# their own targets. A test asks for `<group>_fuzz_target` (every target of the group)
-# or `<group>_fuzz_input` (every saved input of it), group "writer" or "lineage".
-_FUZZ_TARGETS = Path(__file__).resolve().parents[1] / "tools" / "fuzz" / "targets.py"
+# The fuzzer's regression corpus (tools/fuzz/): the writer, lineage and collector envs each
+# replay their own targets. A test asks for `<group>_fuzz_target` (every target of the group),
+# `<group>_fuzz_input` (every saved input of it) or `<group>_hostile_generator` (every
+# generator of tools/fuzz/hostile.py whose target is of the group), group "writer",
+# "lineage" or "collector".
+_FUZZ = Path(__file__).resolve().parents[1] / "tools" / "fuzz"
+_FUZZ_GROUPS = {
+    "writer": "WRITER_TARGETS",
+    "lineage": "LINEAGE_TARGETS",
+    "collector": "COLLECTOR_TARGETS",
+}
 
 
-@functools.cache
-def fuzz_targets() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("rankscribe_fuzz_targets", _FUZZ_TARGETS)
+def _load_fuzz_module(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
@@ -74,14 +80,43 @@ def fuzz_targets() -> ModuleType:
     return module
 
 
+@functools.cache
+def fuzz_targets() -> ModuleType:
+    return _load_fuzz_module("rankscribe_fuzz_targets", _FUZZ / "targets.py")
+
+
+@functools.cache
+def fuzz_hostile() -> ModuleType:
+    # hostile.py (and seeds.py) import the targets as ``targets``: the same module as here.
+    sys.modules.setdefault("targets", fuzz_targets())
+    return _load_fuzz_module("rankscribe_fuzz_hostile", _FUZZ / "hostile.py")
+
+
+@pytest.fixture
+def fuzz_targets_module() -> ModuleType:
+    """``tools/fuzz/targets.py``: its time limit and failure type."""
+    return fuzz_targets()
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    for group in ("writer", "lineage"):
+    for group, table_name in _FUZZ_GROUPS.items():
         wants_targets = f"{group}_fuzz_target" in metafunc.fixturenames
         wants_inputs = f"{group}_fuzz_input" in metafunc.fixturenames
+        if f"{group}_hostile_generator" in metafunc.fixturenames:
+            table = getattr(fuzz_targets(), table_name)
+            hostile = fuzz_hostile()
+            names = sorted(
+                name for name, made in hostile.GENERATORS.items() if made.target in table
+            )
+            metafunc.parametrize(
+                f"{group}_hostile_generator",
+                [(name, functools.partial(hostile.run, name)) for name in names],
+                ids=names,
+            )
         if not (wants_targets or wants_inputs):
             continue
         targets = fuzz_targets()
-        table = targets.WRITER_TARGETS if group == "writer" else targets.LINEAGE_TARGETS
+        table = getattr(targets, table_name)
         if wants_targets:
             metafunc.parametrize(
                 f"{group}_fuzz_target",

@@ -455,6 +455,21 @@ def test_extremes_do_not_depend_on_which_rank_is_nan(order: tuple[float, float])
     assert (notes["metric_acc_min"], notes["metric_acc_max"]) == (0.9, 0.9)
 
 
+def test_a_metric_of_more_digits_than_a_float_holds_is_infinite_not_a_crash() -> None:
+    # A metric is JSON text in the rank's lineage file: an int of 400 digits parses.
+    huge = 10**400
+    merged = merge_rank_lineages(
+        {
+            0: rank_lineage(0, metric={"acc": huge, "top5": -huge}),
+            1: rank_lineage(1, metric={"acc": 0.5, "top5": 0.5}),
+        }
+    )
+    assert merged.section("metric") == {"acc": math.inf, "top5": -math.inf}
+    notes = merged.section("user_defined")
+    assert (notes["metric_acc_min"], notes["metric_acc_max"]) == (0.5, math.inf)
+    assert (notes["metric_top5_min"], notes["metric_top5_max"]) == (-math.inf, 0.5)
+
+
 def _job_missing_rank_1(lw: Any, tmp_path: Path) -> Path:
     job = tmp_path / "job"
     lw.write(job / "rank_0", [lw.train(optimizer="Adam", loss=0.5, device_num=2)])

@@ -75,3 +75,19 @@ def test_filter_summary_lineage_sorts_the_numbers(nan_runs: Path, sorted_type: s
     shown = _accuracies(filter_summary_lineage(str(nan_runs), condition, use_index=False))
     assert _numbers(shown) == sorted(_numbers(ACCURACIES), reverse=sorted_type == "descending")
     assert len(shown) == len(ACCURACIES)
+
+
+@pytest.mark.parametrize("sorted_type", ["ascending", "descending"])
+def test_metrics_of_more_digits_than_a_float_holds_sort_as_numbers(
+    lw: Any, tmp_path: Path, sorted_type: str
+) -> None:
+    # A metric is JSON text in the lineage file: an int of 400 digits parses, and no float
+    # holds it (math.isnan raised OverflowError out of the query).
+    accuracies = [0.3, 10**400, -(10**400), 0.1]
+    for index, accuracy in enumerate(accuracies):
+        lw.write(
+            tmp_path / "base" / f"run{index}", [lw.train(loss=0.5), lw.eval({"acc": accuracy})]
+        )
+    condition = {"sorted_name": "metric/acc", "sorted_type": sorted_type}
+    shown = _accuracies(filter_summary_lineage(str(tmp_path / "base"), condition, use_index=False))
+    assert shown == sorted(accuracies, reverse=sorted_type == "descending")

@@ -247,6 +247,17 @@ def test_decode_rejects_a_value_count_that_does_not_match_dims():
         decode_tensor(short)
 
 
+@pytest.mark.parametrize("dims", [[-1, -1, 3], [-1, -3], [3, -1, -1]])
+def test_decode_rejects_negative_dims_whose_product_matches_the_values(dims):
+    # A hostile file: the product of the dims is the count of values (3), but no array
+    # has such a shape (numpy's reshape raised a bare ValueError out of every reader).
+    raw = anf_ir_pb2.TensorProto(dims=dims, data_type=DataType.DT_FLOAT32, raw_data=b"\0" * 12)
+    listed = mindspore_proto(dims, DataType.DT_FLOAT32, [1.0, 2.0, 3.0])
+    for proto in (raw, listed):
+        with pytest.raises(WriterValueError, match=r"tensor dims \[.*\] hold a negative size"):
+            decode_tensor(proto)
+
+
 @pytest.mark.parametrize(("number", "name"), [(13, "DT_STRING"), (0, "DT_UNDEFINED")])
 def test_decode_rejects_non_numeric_data_types(number, name):
     proto = anf_ir_pb2.TensorProto(dims=[1], data_type=number, float_data=[1.0])

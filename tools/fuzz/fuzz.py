@@ -5,7 +5,9 @@
     python tools/fuzz/fuzz.py lineage -max_total_time=600
 
 The first argument names a target of ``tools/fuzz/targets.py`` (``summary``,
-``tensorboard``, ``lineage``); the rest go to libFuzzer. The run starts from
+``tensorboard``, ``lineage``, ...); the rest go to libFuzzer. Each target fails an
+input that takes more than ``targets.TIME_LIMIT`` (1 s) of CPU time; libFuzzer's
+own ``-timeout`` (wall time, 10 s unless given) catches an input that blocks. The run starts from
 seed files made by RankScribe's own writer (a run with every kind of value and
 a lineage), plus the golden MindSpore files of ``tests/compat/data``, and
 keeps its growing corpus in ``.cache/fuzz/<target>/``. An input that makes a
@@ -16,6 +18,7 @@ the writer and lineage test envs replay it on every run.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
 from pathlib import Path
@@ -34,12 +37,21 @@ INSTRUMENTED = (
     "rankscribe.lineage",
     "rankscribe.lineage.cli",
     "rankscribe.lineage.jobview",
+    "rankscribe.lineage.jobparts",
+    "rankscribe.lineage.recording",
     "rankscribe.ranks",
+    "rankscribe.ranks.files",
     "rankscribe.ranks.jsondata",
+    "rankscribe.ranks.backends._rendezvous",
 )
+# Where the target needs it (the checkpoint reader is the collector's).
+OPTIONAL_INSTRUMENTED = ("rankscribe.collector",)
 with atheris.instrument_imports(include=["rankscribe"]):
     for module in INSTRUMENTED:
         importlib.import_module(module)
+    for module in OPTIONAL_INSTRUMENTED:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(module)
     import seeds
     import targets
 
@@ -59,7 +71,10 @@ def main() -> int:
     def one_input(data: bytes) -> None:
         target(data)
 
-    argv = [sys.argv[0], *sys.argv[2:], str(work), str(seed_dir)]
+    options = sys.argv[2:]
+    if not any(option.startswith("-timeout=") for option in options):
+        options.append("-timeout=10")
+    argv = [sys.argv[0], *options, str(work), str(seed_dir)]
     regression = targets.CORPUS / name
     if regression.is_dir():
         argv.append(str(regression))

@@ -156,12 +156,68 @@ def tree_seeds() -> dict[str, bytes]:
     }
 
 
+def control_seeds() -> dict[str, bytes]:
+    """Inputs of ``control``: a control file setting every key."""
+    control = {"job_view_interval": 30, "cost_floor": 0.01, "confidence": 7, "window_steps": 400}
+    return {"seed-control": json.dumps(control).encode()}
+
+
+def rank_dirs_seeds() -> dict[str, bytes]:
+    """Inputs of ``rankdirs``: the note of a job whose ranks 1 and 2 wrote elsewhere."""
+    entries = {"1": "/tmp/rankscribe-fuzz-elsewhere/rank_1", "2": "/tmp/rankscribe-fuzz-rank_2"}
+    return {"seed-rank-dirs": json.dumps({"rank_dirs": entries}, sort_keys=True).encode()}
+
+
+def train_start_seeds() -> dict[str, bytes]:
+    """Inputs of ``trainstart``: a start record as the collector writes it."""
+    from rankscribe.lineage.recording import TrainLineageInfo, write_train_start
+    from rankscribe.writer.pb import lineage_pb2
+
+    message = lineage_pb2.TrainLineage()
+    message.hyper_parameters.optimizer = "Momentum"
+    message.hyper_parameters.learning_rate = 0.01
+    message.hyper_parameters.epoch = 2
+    message.hyper_parameters.device_num = 2
+    message.hyper_parameters.batch_size = 32
+    message.train_dataset.train_dataset_path = "/data/mnist"
+    message.train_dataset.train_dataset_size = 60000
+    message.algorithm.network = "LeNet5"
+    lineage = TrainLineageInfo.from_proto(message)
+    with tempfile.TemporaryDirectory() as scratch:
+        return {"seed-train-start": Path(write_train_start(scratch, lineage)).read_bytes()}
+
+
+def members_seeds() -> dict[str, bytes]:
+    """Inputs of ``members``: the rendezvous members of two ranks."""
+    member = {"host": "fuzzhost", "pid": 4242, "world_size": 2, "launch": "mpiexec:1"}
+    members = {"0": member, "1": {**member, "pid": 4243}}
+    return {"seed-members": json.dumps(members, indent=1, sort_keys=True).encode()}
+
+
+def checkpoint_seeds() -> dict[str, bytes]:
+    """Inputs of ``checkpoint``: a checkpoint with scalar and array append info."""
+    from rankscribe.collector import save_checkpoint
+
+    with tempfile.TemporaryDirectory() as scratch:
+        path = save_checkpoint(
+            [("fc.weight", np.arange(6, dtype=np.float32).reshape(2, 3))],
+            str(Path(scratch) / "net"),
+            append_dict={"epoch_num": 3, "lr": 0.5, "mask": np.array([1, 0], dtype=np.int8)},
+        )
+        return {"seed-checkpoint": Path(path).read_bytes()}
+
+
 _MADE_SEEDS = {
     "jobview": job_seeds,
     "livestate": live_state_seeds,
     "claim": claim_seeds,
     "treemessage": tree_seeds,
     "container": container_seeds,
+    "control": control_seeds,
+    "rankdirs": rank_dirs_seeds,
+    "trainstart": train_start_seeds,
+    "members": members_seeds,
+    "checkpoint": checkpoint_seeds,
 }
 
 

@@ -9,7 +9,12 @@ project's own errors; anything else escaping (``MemoryError``,
 ``UnicodeDecodeError``, PIL's errors, a ``TypeError`` from ``json``) is a bug,
 and so is a lineage answer holding a value that is not a plain JSON type.
 
-``tools/fuzz/fuzz.py`` runs them under atheris; ``tests/*/test_fuzz_corpus.py``
+An input that takes more than :data:`TIME_LIMIT` seconds of CPU time is a
+failure too (a reader that is slow on some input lets a planted file stall a
+command): every target in :data:`TARGETS` is wrapped by :func:`time_limited`.
+
+``tools/fuzz/fuzz.py`` runs them under atheris, ``tools/fuzz/hostile.py`` runs
+them on structure-aware hostile inputs, and ``tests/*/test_fuzz_corpus.py``
 replay every input in ``tools/fuzz/corpus/<target>/`` through them.
 """
 
@@ -17,14 +22,18 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import io
 import itertools
 import json
 import logging
 import os
 import shutil
+import signal
 import tempfile
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +66,69 @@ logging.getLogger("rankscribe").setLevel(logging.CRITICAL + 1)
 
 class FuzzFailureError(AssertionError):
     """A reader misbehaved on an input: the message says which and how."""
+
+
+#: The most CPU time (seconds) one input may take. Process time, not wall time: on a
+#: loaded machine the wall clock counts other programs' work, CPU time only the input's.
+TIME_LIMIT = 1.0
+
+
+class _TimeUp(BaseException):
+    """Raised in the target by the CPU-time alarm. A BaseException, so that no reader's
+    ``except Exception`` can swallow it and keep a runaway input going."""
+
+
+@contextlib.contextmanager
+def _cpu_alarm(limit: float) -> Iterator[None]:
+    """Interrupt the code inside with :class:`_TimeUp` once the process has used ``limit``
+    seconds of CPU time (``ITIMER_PROF``; the regular expression engine and ``json``
+    check for signals, so a quadratic C loop is cut short too). Where no timer can be
+    set (not the main thread, no ``setitimer``), nothing: the time is checked after."""
+    if (
+        not hasattr(signal, "setitimer")
+        or threading.current_thread() is not threading.main_thread()
+    ):
+        yield
+        return
+
+    def time_up(_signum: int, _frame: object) -> None:
+        raise _TimeUp
+
+    previous = signal.signal(signal.SIGPROF, time_up)
+    signal.setitimer(signal.ITIMER_PROF, limit)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
+
+
+def time_limited(
+    target: Callable[[bytes], None], limit: float = TIME_LIMIT
+) -> Callable[[bytes], None]:
+    """``target``, failing with :class:`FuzzFailureError` when one input takes more than
+    ``limit`` seconds of CPU time (stopped by an alarm at the limit where one can be set,
+    measured after the input otherwise)."""
+
+    @functools.wraps(target)
+    def run(data: bytes) -> None:
+        start = time.process_time()
+        try:
+            with _cpu_alarm(limit):
+                target(data)
+        except _TimeUp:
+            raise FuzzFailureError(
+                f"{target.__name__}: the input took more than {limit:g} s of CPU time "
+                "(stopped there)"
+            ) from None
+        spent = time.process_time() - start
+        if spent > limit:
+            raise FuzzFailureError(
+                f"{target.__name__}: the input took {spent:.2f} s of CPU time, more than "
+                f"the limit of {limit:g} s"
+            )
+
+    return run
 
 
 class _Scratch:
@@ -421,10 +493,10 @@ def tree_message(data: bytes) -> None:
     """A message from rank 1 to rank 0 of a 7-rank tree, as rank 0's live view takes it.
 
     The first byte says what follows: 0, what rank 1 put on the channel (an envelope:
-    the tree's header, then a job-view partial); anything else, a partial, which the
-    target wraps in a valid envelope (so that mutations reach the partial's decoder,
-    not only the envelope's length check). Rank 0 receives it, decodes each message
-    with rank 1's subtree and merges it. A message is refused with
+    the tree's header, then a job-view partial), delivered twice (a replay: taken once
+    at most); anything else, a partial, which the target wraps in a valid envelope (so
+    that mutations reach the partial's decoder, not only the envelope's checks). Rank 0
+    receives it, decodes each message with rank 1's subtree and merges it. A message is refused with
     ``PartialFormatError`` only; a partial that is taken names only ranks of the
     subtree, and its statistics read.
     """
@@ -434,13 +506,16 @@ def tree_message(data: bytes) -> None:
     hub = MemoryTreeHub()
     root = MemoryTreeChannel(hub, 0, TREE_WORLD, TREE_FAN_IN)
     if data[:1] == b"\x00":
-        hub.boxes[TREE_SENDER].append(data[1:])
+        hub.boxes[TREE_SENDER].extend([data[1:], data[1:]])  # sent, then replayed
     else:
         sender = MemoryTreeChannel(hub, TREE_SENDER, TREE_WORLD, TREE_FAN_IN)
         sender.send(1, data[1:], timeout=1)
     subtree = list(root.subtree(TREE_SENDER))
     merged = JobPartial.of_rank(0, {"loss/auto": [(1, 0.5), (2, 0.25)]})
-    for _, payload in root.receive(0, timeout=0).get(TREE_SENDER, []):
+    received = root.receive(0, timeout=0).get(TREE_SENDER, [])
+    if len(received) > 1:
+        raise FuzzFailureError(f"a message sent once and replayed was taken {len(received)} times")
+    for _, payload in received:
         partial = _expect(
             "JobPartial.from_bytes",
             (PartialFormatError,),
@@ -530,19 +605,150 @@ def container(data: bytes) -> None:
     _container_as_partial(data)
 
 
+def control_file(data: bytes) -> None:
+    """The live view's control file of a job dir, read as rank 0 reads it each round: the
+    settings (a dict of known keys, each of its type) or None; nothing raises."""
+    from rankscribe.lineage.jobparts import CONTROL_NAME, ControlFile
+
+    job = _scratch.root / "controljob"
+    job.mkdir(exist_ok=True)
+    path = job / CONTROL_NAME
+    path.unlink(missing_ok=True)
+    path.write_bytes(data)
+    settings = _expect("ControlFile.read", (), ControlFile(job).read)
+    if settings is None:
+        return
+    kinds = {
+        "job_view_interval": float,
+        "cost_floor": float,
+        "confidence": float,
+        "window_steps": int,
+    }
+    for key, value in settings.items():
+        if type(value) is not kinds.get(key):
+            raise FuzzFailureError(f"ControlFile.read returned {key!r}: {value!r:.80}")
+
+
+def _job_with_golden_rank(name: str) -> Path:
+    """A new job dir whose ``rank_0`` holds the golden MindSpore lineage."""
+    job = _scratch.root / f"{name}-{next(_scratch._count)}"
+    (job / "rank_0").mkdir(parents=True)
+    for source in GOOD_RUN.glob("*_lineage"):
+        shutil.copyfile(source, job / "rank_0" / source.name)
+    return job
+
+
+def _merge_job(job: Path) -> None:
+    from rankscribe.lineage import merge_run_dir
+
+    outcome = _expect(
+        "merge_run_dir", _lineage_errors(), lambda: merge_run_dir(job, host="fuzzhost")
+    )
+    if outcome is not None:
+        _check_plain_json("merge_run_dir's lineage", outcome.lineage.sections)
+        if not all(isinstance(rank, int) for rank in outcome.ranks_missing):
+            raise FuzzFailureError(f"merge_run_dir's missing ranks: {outcome.ranks_missing!r:.80}")
+
+
+def rank_dirs_file(data: bytes) -> None:
+    """A job dir's ``.rankscribe-rank-dirs`` beside a good ``rank_0``: ``read_rank_dirs``
+    answers with ranks and absolute paths (never raises), and the merge of the job
+    succeeds or refuses with the project's errors."""
+    from rankscribe.ranks.files import RANK_DIRS_FILE_NAME, read_rank_dirs
+
+    job = _job_with_golden_rank("rankdirs")
+    try:
+        (job / RANK_DIRS_FILE_NAME).write_bytes(data)
+        found = _expect("read_rank_dirs", (), lambda: read_rank_dirs(job))
+        if not all(
+            isinstance(rank, int) and rank >= 0 and isinstance(path, str) and os.path.isabs(path)
+            for rank, path in found.items()
+        ):
+            raise FuzzFailureError(f"read_rank_dirs returned {found!r:.200}")
+        _merge_job(job)
+    finally:
+        shutil.rmtree(job, ignore_errors=True)
+
+
+def train_start_file(data: bytes) -> None:
+    """A rank's ``.rankscribe-train-start`` (a lineage event file) in a job whose rank has
+    no train lineage of its own: the merge reads it, succeeding with plain values or
+    refusing with the project's errors."""
+    from rankscribe.lineage.recording import TRAIN_START_FILE_NAME
+
+    job = _scratch.root / f"trainstart-{next(_scratch._count)}"
+    rank = job / "rank_0"
+    rank.mkdir(parents=True)
+    try:
+        (rank / TRAIN_START_FILE_NAME).write_bytes(data)
+        _merge_job(job)
+    finally:
+        shutil.rmtree(job, ignore_errors=True)
+
+
+def members_file(data: bytes) -> None:
+    """The file rendezvous' ``members.json``, as each joining rank reads it: an object of
+    objects, or ``RendezvousError``."""
+    from rankscribe.ranks.backends._rendezvous import read_members
+    from rankscribe.ranks.errors import RendezvousError
+
+    folder = _scratch.root / "rendezvous"
+    folder.mkdir(exist_ok=True)
+    path = folder / "members.json"
+    path.unlink(missing_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "wb") as stream:
+        stream.write(data)
+    members = _expect("read_members", (RendezvousError,), lambda: read_members(path))
+    if members is not None and not all(isinstance(key, str) for key in members):
+        raise FuzzFailureError(f"read_members returned {members!r:.200}")
+
+
+def checkpoint_file(data: bytes) -> None:
+    """A checkpoint file (safetensors: a JSON header, its metadata holding JSON texts):
+    ``load_checkpoint`` answers with arrays and a dict of append info, or refuses with
+    ``CheckpointError``."""
+    import numpy as np
+
+    from rankscribe.collector import load_checkpoint
+    from rankscribe.collector.errors import CheckpointError
+
+    folder = _scratch.root / "checkpoints"
+    folder.mkdir(exist_ok=True)
+    path = folder / f"net-{next(_scratch._count)}.ckpt"
+    path.write_bytes(data)
+    try:
+        loaded = _expect("load_checkpoint", (CheckpointError,), lambda: load_checkpoint(path))
+    finally:
+        path.unlink()
+    if loaded is None:
+        return
+    if not all(isinstance(value, np.ndarray) for value in loaded.parameters.values()):
+        raise FuzzFailureError("load_checkpoint returned a parameter that is not an array")
+    if not isinstance(loaded.append_info, dict):
+        raise FuzzFailureError(f"load_checkpoint's append info: {loaded.append_info!r:.80}")
+
+
 WRITER_TARGETS: dict[str, Callable[[bytes], None]] = {
-    "summary": summary_file,
-    "tensorboard": tensorboard_file,
+    "summary": time_limited(summary_file),
+    "tensorboard": time_limited(tensorboard_file),
 }
 LINEAGE_TARGETS: dict[str, Callable[[bytes], None]] = {
-    "lineage": lineage_file,
-    "jobview": job_view,
-    "livestate": live_state_file,
-    "claim": claim_file,
-    "treemessage": tree_message,
-    "container": container,
+    "lineage": time_limited(lineage_file),
+    "jobview": time_limited(job_view),
+    "livestate": time_limited(live_state_file),
+    "claim": time_limited(claim_file),
+    "treemessage": time_limited(tree_message),
+    "container": time_limited(container),
+    "control": time_limited(control_file),
+    "rankdirs": time_limited(rank_dirs_file),
+    "trainstart": time_limited(train_start_file),
+    "members": time_limited(members_file),
 }
-TARGETS = {**WRITER_TARGETS, **LINEAGE_TARGETS}
+COLLECTOR_TARGETS: dict[str, Callable[[bytes], None]] = {
+    "checkpoint": time_limited(checkpoint_file),
+}
+TARGETS = {**WRITER_TARGETS, **LINEAGE_TARGETS, **COLLECTOR_TARGETS}
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 
@@ -554,14 +760,17 @@ def corpus_inputs(target: str) -> list[Path]:
 
 
 __all__ = [
+    "COLLECTOR_TARGETS",
     "CORPUS",
     "LINEAGE_TARGETS",
     "TARGETS",
+    "TIME_LIMIT",
     "WRITER_TARGETS",
     "FuzzFailureError",
     "corpus_inputs",
     "job_files",
     "pack_job_files",
+    "time_limited",
 ]
 
 if os.environ.get("RANKSCRIBE_FUZZ_DEBUG"):  # pragma: no cover - for reproducing by hand

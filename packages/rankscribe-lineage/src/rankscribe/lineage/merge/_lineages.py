@@ -76,7 +76,7 @@ class _Merger:
     def averaged(self, note: str, getter: Callable[[RunLineage], Any]) -> float | None:
         """The mean (NaN when a rank's value is NaN), the extremes of the numbers noted."""
         present = [
-            float(value)
+            _as_float(value)
             for value in self.values(getter).values()
             if isinstance(value, (int, float)) and not isinstance(value, bool)
         ]
@@ -148,6 +148,14 @@ def _merge_train(merger: _Merger, world_size: int) -> dict[str, dict[str, Any]]:
         "algorithm": algorithm,
         "model": model,
     }
+
+
+def _as_float(value: float) -> float:
+    """``value`` as a float; an int beyond the floats (a metric of 400 digits) is infinite."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 def _merge_evaluation(merger: _Merger) -> dict[str, dict[str, Any]]:

@@ -379,7 +379,7 @@ def sort_by(
     else:
         present, missing = list(rows), []
     values = list(map(value_of, present))
-    if set(map(type, values)) <= {int, float} and not any(map(math.isnan, values)):
+    if set(map(type, values)) <= {int, float} and not any(map(_is_nan, values)):
         # Plain numbers (the usual case, e.g. a metric): sorted by C comparisons alone.
         order = sorted(range(len(values)), key=values.__getitem__, reverse=descending)
         return [present[index] for index in order] + missing

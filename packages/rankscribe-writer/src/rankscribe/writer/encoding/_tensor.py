@@ -143,8 +143,8 @@ def decode_tensor(proto: anf_ir_pb2.TensorProto) -> npt.NDArray[Any]:
 
     Reads ``raw_data`` when present (RankScribe files: exact), else ``float_data``
     (MindSpore files: float32-rounded, see the module docstring). Raises
-    :class:`WriterValueError` for a data_type that is not a numeric tensor type, or when
-    the number of values does not match ``dims``.
+    :class:`WriterValueError` for a data_type that is not a numeric tensor type, for a
+    negative size in ``dims``, or when the number of values does not match ``dims``.
     """
     dtype = _NUMPY_DTYPES.get(proto.data_type)
     if dtype is None:
@@ -153,6 +153,8 @@ def decode_tensor(proto: anf_ir_pb2.TensorProto) -> npt.NDArray[Any]:
             f"a numeric tensor type; expected one of {_ACCEPTED}"
         )
     shape = tuple(proto.dims)
+    if any(size < 0 for size in shape):
+        raise WriterValueError(f"tensor dims {list(shape)} hold a negative size")
     expected = math.prod(shape)
     if proto.HasField("raw_data"):
         raw = proto.raw_data
