@@ -662,7 +662,8 @@ def build_hf(arm: Arm) -> Callable[[], object]:
     )
     trainer = Trainer(model=model, args=arguments, train_dataset=train, callbacks=callbacks)
     trainer.remove_callback(PrinterCallback)  # it prints the run's final logs
-    return trainer.train
+    run: Callable[[], object] = trainer.train  # typed: without transformers its names are Any
+    return run
 
 
 def make_array_model(steps_per_epoch: int) -> tuple[ArrayNetwork, ArrayOptimizer, ArrayDataset]:
@@ -894,7 +895,8 @@ def _synchronizer(device: str) -> Callable[[], object]:
         return lambda: None
     import torch
 
-    return torch.cuda.synchronize
+    synchronize: Callable[[], object] = torch.cuda.synchronize  # typed: Any without torch
+    return synchronize
 
 
 def recorded_cost(directory: Path) -> float | None:

@@ -107,7 +107,9 @@ class TorchDevices:
             return None
         event = torch.Event(device=device)
         event.record()
-        return event
+        # Annotated: where torch is not installed (the type env) its names are Any.
+        recorded: DeviceEvent = event
+        return recorded
 
     def side_stream(self, device: Any) -> AbstractContextManager[Any]:
         if device.type != "cuda":
@@ -116,7 +118,8 @@ class TorchDevices:
             stream = self._streams.get(device)
             if stream is None:
                 stream = self._streams[device] = torch.cuda.Stream(device)  # type: ignore[no-untyped-call, unused-ignore]
-        return torch.cuda.stream(stream)
+        context: AbstractContextManager[Any] = torch.cuda.stream(stream)
+        return context
 
 
 #: How values leave a device (tests put a fake device here: testing.device_backend).
