@@ -35,7 +35,8 @@ from rankscribe.lineage.recording import (
     write_train_start,
 )
 from rankscribe.ranks.files import RANK_DIRS_FILE_NAME, write_rank_dirs
-from tests._support.launchers import Finished, run_bounded
+from tests._support.launchers import Finished
+from tests._support.second_user import as_second_user, why_not
 from tests.lineage.test_groups import six_runs
 
 NOBODY = 65534
@@ -271,47 +272,13 @@ def test_another_users_live_state_is_not_shown(
 # ---------------------------------------------------------------- as a second user
 
 
-# Drops to the second user, then runs the console script given with this Python. Where
-# this Python lies in a directory private to root (pyenv's, under /root), the system's
-# Python of the same version runs it, in this virtual environment (named as argv[0]).
-AS_NOBODY = """
-import os, sys
-os.setgroups([]); os.setgid(65534); os.setuid(65534)
-arguments = [sys.executable, *sys.argv[1:]]
-try:
-    os.execv(sys.executable, arguments)
-except PermissionError:
-    os.execv("/usr/bin/python%d.%d" % sys.version_info[:2], arguments)
-"""
-
-
 def command_as_nobody(*arguments: str | Path) -> Finished:
-    return run_bounded(
-        [sys.executable, "-c", AS_NOBODY, BIN / "rankscribe-lineage", *arguments],
-        timeout=60,
-        check=False,
-        stderr_apart=True,
-        env={**os.environ, "HOME": "/nonexistent"},
-        cwd=Path("/"),
-    )
+    return as_second_user(BIN / "rankscribe-lineage", *arguments)
 
 
 @functools.cache
 def _second_user_cannot_run() -> str | None:
-    """Why the second user cannot run this environment's command line, if it cannot.
-
-    tox makes its work directory private to the user running it (``.tox`` is 0700), so
-    uid 65534 cannot read the env's interpreter or packages there; the lineage env opens
-    it for these tests (tox.ini), the envs that reuse this suite do not.
-    """
-    if not IS_ROOT:
-        return "running a command as uid 65534 needs root"
-    probe = command_as_nobody("--help")
-    if probe.returncode == 0:
-        return None
-    last = (probe.stderr.strip().splitlines() or ["no output"])[-1]
-    command = BIN / "rankscribe-lineage"
-    return f"uid 65534 cannot run {command} here ({last}); the lineage env runs this"
+    return why_not(BIN / "rankscribe-lineage", "--help", env="lineage")
 
 
 def as_a_second_user(test: Callable[..., None]) -> Callable[..., None]:

@@ -26,8 +26,8 @@ from tests._support.launchers import (
     Launches,
     drop_launcher_variables,
     rank_environment,
-    run_bounded,
 )
+from tests._support.second_user import as_second_user, why_not
 
 WORKER = Path(__file__).resolve().parent / "file_worker.py"
 PROCESS_TIMEOUT = 60
@@ -459,18 +459,6 @@ def test_another_users_claim_is_neither_believed_nor_joined(tmp_path: Path) -> N
     )
 
 
-# Drops to the second user, then runs the code given with this Python (or, where this
-# Python lies in a directory private to root, the system's of the same version, in this
-# virtual environment).
-AS_NOBODY = """
-import os, sys
-os.setgroups([]); os.setgid(65534); os.setuid(65534)
-arguments = [sys.executable, *sys.argv[1:]]
-try:
-    os.execv(sys.executable, arguments)
-except PermissionError:
-    os.execv("/usr/bin/python%d.%d" % sys.version_info[:2], arguments)
-"""
 APPEND = """
 import sys
 from rankscribe.ranks import claim_job_dir
@@ -482,26 +470,9 @@ except JobDirError as error:
 """
 
 
-def _second_user_cannot_import() -> str | None:
-    """Why uid 65534 cannot import this environment's rankscribe.ranks, if it cannot
-    (tox's work directory is 0700; the ranks env opens it for this test, tox.ini)."""
-    probe = run_bounded(
-        [sys.executable, "-c", AS_NOBODY, "-c", "import rankscribe.ranks"],
-        timeout=PROCESS_TIMEOUT,
-        check=False,
-        stderr_apart=True,
-        env={**os.environ, "HOME": "/nonexistent"},
-        cwd=Path("/"),
-    )
-    if probe.returncode == 0:
-        return None
-    last = (probe.stderr.strip().splitlines() or ["no output"])[-1]
-    return f"uid 65534 cannot import rankscribe.ranks here ({last}); the ranks env runs this"
-
-
 @needs_root
 def test_as_a_second_user_roots_claim_is_not_joined() -> None:
-    reason = _second_user_cannot_import()
+    reason = why_not("-c", "import rankscribe.ranks", env="ranks")
     if reason is not None:
         pytest.skip(reason)
     shared = Path(tempfile.mkdtemp(prefix="rankscribe-shared-"))
@@ -511,12 +482,8 @@ def test_as_a_second_user_roots_claim_is_not_joined() -> None:
         job.mkdir()
         os.chown(job, 65534, 65534)  # the second user's directory, where root planted a claim
         planted = plant_claim(job, 0)
-        result = run_bounded(
-            [sys.executable, "-c", AS_NOBODY, "-c", APPEND, job],
-            timeout=PROCESS_TIMEOUT,
-            env={**os.environ, "HOME": "/nonexistent"},
-            cwd=Path("/"),
-        )
+        result = as_second_user("-c", APPEND, job, timeout=PROCESS_TIMEOUT)
+        assert result.returncode == 0, result.stderr
         roots = "it belongs to uid 0 (root), not to this user, uid 65534 (nobody)"
         assert result.stdout.strip() == (
             f"the job directory {job} cannot be claimed: its claim file {planted} is not this "
