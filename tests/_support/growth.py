@@ -78,6 +78,7 @@ def assert_linear(
     build: Callable[[int], Input],
     *,
     base: int = MEGABYTE,
+    budget: float = BUDGET_SECONDS,
 ) -> list[float]:
     """Fail unless ``parse`` of ``build(base * scale)`` grows linearly over ``SCALES``.
 
@@ -93,12 +94,12 @@ def assert_linear(
     seconds = [float("inf")] * len(SCALES)
     for _ in range(ATTEMPTS):
         try:
-            with _budget(BUDGET_SECONDS):
+            with _budget(budget):
                 measured = growth(parse, inputs)
         except _OverBudgetError:
             pytest.fail(
                 f"parsing inputs of {base} to {base * SCALES[-1]} bytes took "
-                f"more than {BUDGET_SECONDS:.0f} CPU seconds"
+                f"more than {budget:.0f} CPU seconds"
             )
         seconds = [min(pair) for pair in zip(seconds, measured, strict=True)]
         if _linear(seconds):
