@@ -11,6 +11,7 @@ The cases come from ``tests/conftest.py``.
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -18,6 +19,12 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+
+# Under a tracer (the coverage env) the targets take no time limit (tools/fuzz/targets.py):
+# the writer env runs the tests of the limit itself.
+untraced = pytest.mark.skipif(
+    sys.gettrace() is not None, reason="no time limit under a tracer; the writer env runs this"
+)
 
 
 def _spin(seconds: float) -> None:
@@ -27,6 +34,7 @@ def _spin(seconds: float) -> None:
         pass
 
 
+@untraced
 def test_an_input_past_the_time_limit_fails_and_is_stopped_there(
     fuzz_targets_module: ModuleType,
 ) -> None:
@@ -45,6 +53,7 @@ def test_an_input_past_the_time_limit_fails_and_is_stopped_there(
     assert spent and spent[0] < 30.0  # stopped by the alarm, not run to its end
 
 
+@untraced
 def test_a_reader_catching_every_exception_does_not_hide_a_slow_input(
     fuzz_targets_module: ModuleType,
 ) -> None:
@@ -58,6 +67,7 @@ def test_a_reader_catching_every_exception_does_not_hide_a_slow_input(
         limited(b"x")
 
 
+@untraced
 def test_without_an_alarm_the_time_is_checked_after_the_input(
     fuzz_targets_module: ModuleType,
 ) -> None:
