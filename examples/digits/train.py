@@ -94,7 +94,13 @@ class Ranks:
         if self.comm is None:
             return values
         total = np.empty_like(values)
-        self.comm.Allreduce(values, total)
+        # Waited for in Python rather than inside MPI: a rank blocked in MPI_Allreduce
+        # cannot raise KeyboardInterrupt, so on Ctrl-C (which mpiexec hands to every
+        # rank) another rank's exit would abort it silently. Polling, every rank stops
+        # at once and rank 0 gets to say how to merge the job.
+        request = self.comm.Iallreduce(values, total)
+        while not request.Test():
+            time.sleep(0)  # lets this rank's recorder threads take the GIL meanwhile
         return total / self.info.world_size
 
 
