@@ -32,24 +32,28 @@ class MpiLauncher:
         """``python -m mpi4py script arguments``: a rank's uncaught error aborts the whole job."""
         return [sys.executable, "-m", "mpi4py", str(script), *map(str, arguments)]
 
-    def run(self, ranks: int, *argv: str, cwd: Path, timeout: float) -> MpiRun:
+    def run(
+        self, ranks: int, *argv: str, cwd: Path, timeout: float, measured: bool = True
+    ) -> MpiRun:
+        """The job run to its end. ``measured=False``: its ranks are not traced by the
+        coverage env's tracer (for a test of timings, which tracing the recorder's own
+        threads changes)."""
         # On a timeout the whole job (launcher and ranks) is killed and the test fails.
         with Launches(timeout) as launches:
-            self.start(launches, ranks, *argv, cwd=cwd)
+            self.start(launches, ranks, *argv, cwd=cwd, measured=measured)
             [run] = launches.wait(check=False)
         print(run.output, flush=True)
         return run
 
     def start(
-        self, launches: Launches, ranks: int, *argv: str, cwd: Path
+        self, launches: Launches, ranks: int, *argv: str, cwd: Path, measured: bool = True
     ) -> subprocess.Popen[bytes]:
         """The job started among ``launches``, for a test that watches it while it runs."""
         print("running: mpiexec -n", ranks, *argv[1:3], flush=True)
-        return launches.start(
-            [self.path, "-n", str(ranks), *argv],
-            cwd=cwd,
-            env=dict(os.environ, OMP_NUM_THREADS="1"),
-        )
+        env = dict(os.environ, OMP_NUM_THREADS="1")
+        if not measured:
+            env = {name: value for name, value in env.items() if not name.startswith("COVERAGE_")}
+        return launches.start([self.path, "-n", str(ranks), *argv], cwd=cwd, env=env)
 
 
 def _find_mpiexec() -> str | None:
