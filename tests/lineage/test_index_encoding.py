@@ -24,7 +24,13 @@ from rankscribe.lineage import filter_runs, filter_summary_lineage
 # private: the index container's codec, the algorithm under test
 from rankscribe.lineage.index._index_encoding import decode_document, encode_document
 from tests.lineage._documented import INDEX_NAME, INDEX_VERSION
-from tests.lineage._index_bases import graph_base, read_index
+from tests.lineage._index_bases import (
+    a_metric_per_run,
+    assert_index_read_linearly,
+    graph_base,
+    many_runs,
+    read_index,
+)
 from tests.lineage._index_reads import as_a_new_process, query
 from tests.lineage._npz_files import read_archive, read_members, write_archive, write_members
 
@@ -262,3 +268,12 @@ def test_a_base_of_more_keys_than_an_archive_holds_arrays_keeps_the_rest_in_json
     header, arrays = read_archive(data)
     assert len(arrays) == 65_534 and header["user_defined"]["k32999"] == [[0], [32999]]
     assert decode_document(data) == document
+
+
+@pytest.mark.parametrize("shape", [many_runs, a_metric_per_run])
+def test_a_hostile_index_of_array_columns_is_read_in_linear_time(
+    tmp_path: Path, lw: Any, shape: Any
+) -> None:
+    # Its columns stored as .npy arrays, read by their own decoders (the JSON-document
+    # form of each shape: test_index_growth.py).
+    assert_index_read_linearly(graph_base(tmp_path, lw, count=1), shape, encode_document)
