@@ -26,6 +26,7 @@ from rankscribe.collector.errors import (
     CollectorValueError,
 )
 from rankscribe.ranks.files import atomic_write
+from tests._support.growth import assert_linear
 
 DTYPES = [
     "bool",
@@ -457,3 +458,81 @@ def test_errors_belong_to_the_collectors_hierarchy() -> None:
 
     assert issubclass(CheckpointError, CollectorError)
     assert issubclass(CheckpointWriteError, CollectorError)
+
+
+# ------------------------------------------------------------------ linear reading
+# A checkpoint may come from anyone (a shared folder, a download): ``load_checkpoint`` takes
+# time linear in the file whatever its header holds (tests/_support/growth.py: 1, 4 and 16
+# MB of each shape). safetensors itself parses the header again after our check; both count.
+
+
+def _many_tensors(folder: Path) -> Callable[[int], Path]:
+    """A checkpoint of one-float tensors: a header of many entries (about 100 bytes each)."""
+
+    def build(size: int) -> Path:
+        pairs = [(f"layer{index:08d}.w", np.zeros(1, np.float32)) for index in range(size // 100)]
+        return Path(save_checkpoint(pairs, folder / f"tensors{size}"))
+
+    return build
+
+
+def _much_append_info(folder: Path) -> Callable[[int], Path]:
+    """A checkpoint whose append info holds many keys: a long JSON text inside the header."""
+
+    def build(size: int) -> Path:
+        append = {f"key{index:08d}": index for index in range(size // 26)}
+        pairs = [("w", np.zeros(1, np.float32))]
+        return Path(save_checkpoint(pairs, folder / f"append{size}", append_dict=append))
+
+    return build
+
+
+def _forged_append_info(folder: Path) -> Callable[[int], Path]:
+    """A checkpoint whose append info is 200 brackets then an unterminated string of escaped
+    quotes, its digest made again (the digest finds corruption, not tampering): refused."""
+
+    def build(size: int) -> Path:
+        tensors = {"w": np.zeros(1, np.float32)}
+        metadata = {
+            "format": "np",
+            "rankscribe.checkpoint": "2",
+            "rankscribe.append_info": "[" * 200 + '"' + '\\"' * (size // 4),
+            "rankscribe.append_tensors": "[]",
+        }
+        metadata["rankscribe.sha256"] = checkpoint_format._digest(metadata, tensors)
+        path = folder / f"forged{size}.ckpt"
+        safetensors.numpy.save_file(tensors, str(path), metadata=metadata)
+        return path
+
+    return build
+
+
+def _loaded(path: Path) -> object:
+    try:
+        return load_checkpoint(path)
+    except CheckpointError:
+        return None
+
+
+@pytest.mark.parametrize("shape", [_many_tensors, _much_append_info, _forged_append_info])
+def test_a_checkpoint_is_read_in_linear_time(
+    tmp_path: Path, shape: Callable[[Path], Callable[[int], Path]]
+) -> None:
+    build = shape(tmp_path)
+
+    def sized(size: int) -> Path:
+        path = build(size)
+        assert size // 2 <= path.stat().st_size <= 2 * size, (size, path.stat().st_size)
+        return path
+
+    assert_linear(_loaded, sized)
+
+
+def test_the_hostile_checkpoints_read_back_or_are_refused(tmp_path: Path) -> None:
+    loaded = load_checkpoint(_many_tensors(tmp_path)(1000))
+    assert sorted(loaded.parameters) == [f"layer{index:08d}.w" for index in range(10)]
+    assert load_checkpoint(_much_append_info(tmp_path)(260)).append_info == {
+        f"key{index:08d}": index for index in range(10)
+    }
+    with pytest.raises(CheckpointFormatError, match="has unreadable append info metadata"):
+        load_checkpoint(_forged_append_info(tmp_path)(1000))
