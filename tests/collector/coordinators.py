@@ -29,7 +29,8 @@ class RankZeroAlone(Coordinator):
 class Handing:
     """One rank's collectives in a job whose other ranks ran before it in this process.
 
-    A rank other than the root hands its objects over (kept in ``handed``, in order)
+    A rank other than the root hands its objects over (kept in ``handed``, in order;
+    not the run length it gives when training begins, which the root never hears)
     and never hears the root's claim of the job's directory (``bcast`` times out, as
     when rank 0 is late). The root's ``n``-th gather returns its own object beside
     ``others[n]``: what the other ranks handed in their ``n``-th gather (replayed from
@@ -51,6 +52,18 @@ class Handing:
         return obj
 
     def gather(self, obj: Any, root: int = 0, timeout: float | None = None) -> GatherResult[Any]:
+        if isinstance(obj, int):
+            # The run lengths exchanged as training begins: not handed over nor replayed,
+            # so the root hears no other rank's (it says so, and shares as before).
+            values = {root: obj} if self.rank == root else {}
+            missing = tuple(rank for rank in range(self.world_size) if rank != root)
+            return GatherResult(
+                root=root,
+                rank=self.rank,
+                world_size=self.world_size,
+                values=values,
+                missing=missing if self.rank == root else (),
+            )
         self.handed.append(obj)
         if self.rank != root:
             return GatherResult(root=root, rank=self.rank, world_size=self.world_size)

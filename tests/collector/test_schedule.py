@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rankscribe.collector import Collect, CollectionSchedule, SummaryCollector, TrainLoop
+from rankscribe.collector import (
+    ArrayDataset,
+    ArrayNetwork,
+    Callback,
+    Collect,
+    CollectionSchedule,
+    RunContext,
+    SummaryCollector,
+    TrainLoop,
+)
+from rankscribe.ranks import RankInfo
+from rankscribe.writer import tensor_summary
+from tests.collector.conftest import steps_by_tag
+from tests.collector.coordinators import RankZeroAlone
 
 
 def tensor_collect_range(total: int, collect_freq: int, tensor_freq: int | None) -> list[int]:
@@ -144,3 +158,140 @@ def test_rank_tensor_steps_partition_the_single_process_steps(
     per_rank = [tensor_steps(rank, world_size) for rank in range(world_size)]
     assert [unit for share in per_rank for unit in share] == single
     assert max(map(len, per_rank)) - min(map(len, per_rank)) <= 1
+
+
+def tensor_units_of_ranks(
+    lengths: list[int], freq: int, tensor_freq: int | None = None, agreed: bool = True
+) -> list[list[int]]:
+    """The units at which each rank records tensors when rank r runs ``lengths[r]`` units
+    (from unit 1) and the ranks agreed on ``lengths`` (or did not: each uses its own)."""
+    per_rank = []
+    for rank, total in enumerate(lengths):
+        schedule = CollectionSchedule(freq, tensor_freq, world_size=len(lengths), rank=rank)
+        schedule.agree_run_lengths(lengths if agreed else None)
+        found = decisions(schedule, range(1, max(total, 1) + 1), total)
+        tensors = (Collect.EVERYTHING, Collect.TENSOR_ONLY)
+        per_rank.append([unit for unit, decision in found.items() if decision in tensors])
+    return per_rank
+
+
+def test_shards_of_38_and_37_steps_record_each_tensor_step_once() -> None:
+    # 75 rows over 2 ranks, one row a step: the job's tensor steps are those of 38 steps,
+    # range(0, 39, 38 // 19)[:20]; step 38 goes to rank 0, the only rank that runs it.
+    job = [1, *range(2, 39, 2)]
+    assert tensor_units_of_ranks([38, 37], 1) == [[1, *range(2, 19, 2), 38], list(range(20, 37, 2))]
+    # each rank on its own steps: steps 12-18 twice, steps 3-9 and 20-38 of the job never
+    # (what the ranks did before they agreed on the run lengths)
+    alone = tensor_units_of_ranks([38, 37], 1, agreed=False)
+    assert sorted(set(alone[0]) & set(alone[1])) == [12, 14, 16, 18]
+    assert not set(job) <= set(alone[0]) | set(alone[1])
+
+
+@given(
+    lengths=st.lists(st.integers(0, 200), min_size=1, max_size=5),
+    freq=st.integers(1, 40),
+    tensor_freq=st.none() | st.integers(1, 40),
+)
+def test_agreed_shares_cover_the_longest_run_once(
+    lengths: list[int], freq: int, tensor_freq: int | None
+) -> None:
+    per_rank = tensor_units_of_ranks(lengths, freq, tensor_freq)
+    recorded = sorted(unit for share in per_rank for unit in share)
+    # the steps one process running the longest shard records tensors at, each once
+    assert recorded == tensor_units_of_ranks([max(lengths)], freq, tensor_freq)[0]
+    for share, total in zip(per_rank, lengths, strict=True):
+        assert all(unit <= max(total, 1) for unit in share)  # a rank records what it runs
+
+
+def test_equal_lengths_share_as_before() -> None:
+    assert tensor_units_of_ranks([60, 60], 3) == tensor_units_of_ranks([60, 60], 3, agreed=False)
+
+
+def test_missed_tensor_units_are_those_after_the_last_unit_run() -> None:
+    schedule = CollectionSchedule(1, world_size=2, rank=1)
+    schedule.agree_run_lengths([38, 37])
+    schedule.first(1, 37)
+    assert schedule.missed_tensor_units(25) == list(range(26, 37, 2))
+    assert schedule.missed_tensor_units(37) == []
+
+
+@pytest.mark.parametrize(
+    ("lengths", "error"),
+    [
+        ([38], ValueError),  # one per rank: 2 ranks
+        ([38, -1], ValueError),
+        ([38, True], ValueError),
+        ([38, 37.0], ValueError),
+        ("38, 37", TypeError),
+        (38, TypeError),
+    ],
+)
+def test_run_lengths_must_be_one_count_per_rank(lengths: Any, error: type[Exception]) -> None:
+    schedule = CollectionSchedule(1, world_size=2, rank=0)
+    with pytest.raises(error, match="run_lengths must be a list of one int >= 0 per rank"):
+        schedule.agree_run_lengths(lengths)
+
+
+class StopAfter(Callback):
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+    def step_end(self, run_context: RunContext) -> None:
+        if run_context.original_args().cur_step_num == self.step:
+            run_context.request_stop()
+
+
+def train_stopping(directory: Path, world_size: int, stop_after: int) -> SummaryCollector:
+    """Rank 0 of ``world_size`` (its rank 1 never answers) trains 20 steps, stops after one."""
+    network = ArrayNetwork({"w": np.ones(3, np.float32)})
+    info = RankInfo(0, world_size, 0, world_size, "h", "pmi" if world_size > 1 else "single")
+    collector = SummaryCollector(
+        directory,
+        collect_freq=1,
+        collect_specified_data={"collect_landscape": None},
+        rank_info=info,
+        coordinator=RankZeroAlone(info) if world_size > 1 else None,
+        merge_timeout=30,
+    )
+
+    def step(batch: Any) -> float:
+        tensor_summary("weights", network["w"])
+        return 1.0
+
+    TrainLoop(step, network=network).train(
+        1,
+        ArrayDataset(np.zeros((20, 2), np.float32), batch_size=1),
+        callbacks=[StopAfter(stop_after), collector],
+    )
+    collector.close()
+    return collector
+
+
+def test_a_rank_that_cannot_agree_or_stops_early_says_so_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        train_stopping(tmp_path, 2, stop_after=3)
+    warnings = [record.getMessage() for record in caplog.records]
+    # rank 1 never said its run length: rank 0 shares as if both ran its 20 steps
+    [unagreed] = [line for line in warnings if "run lengths" in line]
+    assert unagreed.startswith(
+        "Rank 0 could not learn the other ranks' run lengths (ranks 1 did not say theirs in "
+        "time): it shares the job's tensor steps as if every rank ran its 20 units"
+    )
+    # its share of 1..20 is 1..10; it stopped after step 3, so no rank records 4..10
+    [stopped] = [line for line in warnings if "stopped at step" in line]
+    assert stopped.startswith(
+        "Rank 0 stopped at step 3, before the tensor steps 4, 5, 6, 7, 8, 9, 10 of its share: "
+        "no rank records tensor data there"
+    )
+    assert steps_by_tag(tmp_path / "rank_0")[("tensor", "weights")] == [1, 2, 3]
+
+
+def test_a_single_process_that_stops_early_says_nothing_of_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        train_stopping(tmp_path, 1, stop_after=3)
+    assert not [record for record in caplog.records if "stopped at step" in record.getMessage()]
+    assert steps_by_tag(tmp_path)[("tensor", "weights")] == [1, 2, 3]

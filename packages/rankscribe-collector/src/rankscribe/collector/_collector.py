@@ -320,6 +320,11 @@ class SummaryCollector(Callback):
         self._sink_mode = bool(params.dataset_sink_mode)
         self._timings.start_run(params)
         if params.mode == "train":
+            # Every rank, together: the run lengths that share the tensor units alike.
+            total = total_units(params.epoch_num or 0, params.batch_num or 0, self._sink_mode)
+            lengths = run.agree_run_lengths(total)
+            assert run.schedule is not None
+            run.schedule.agree_run_lengths(lengths)
             # The job view is of the last training run; an evaluation after it keeps it.
             self._series.start_run()
             self._live.start(run.directory)
@@ -439,6 +444,7 @@ class SummaryCollector(Callback):
         self._training = False  # the end came: the merge below runs, whatever fails
         try:
             if params.mode == "train":
+                self._say_missed_tensor_units(params)
                 self._system.stop()
                 self._timings.finish()
                 self._series.keep_arrived(wait=True)  # the device values still on their way
@@ -460,6 +466,29 @@ class SummaryCollector(Callback):
                 self._close()
 
     # ------------------------------------------------------------------- helpers
+
+    def _say_missed_tensor_units(self, params: CallbackParams) -> None:
+        """Training ended before this rank's last tensor units: no rank records them.
+
+        Only on a job of several ranks: a single process that stops early just
+        has a shorter run, as in the original.
+        """
+        schedule, info = self._run.schedule, self._run.info
+        if schedule is None or not schedule.started or info is None or info.world_size <= 1:
+            return
+        reached = params.cur_epoch_num if self._sink_mode else params.cur_step_num
+        missed = schedule.missed_tensor_units(reached)
+        if missed:
+            logger.warning(
+                "Rank %d stopped at %s %d, before the tensor %ss %s of its share: no rank "
+                'records tensor data there (docs/collector-schedule.md, "Tensor steps on '
+                'several ranks").',
+                info.rank,
+                "epoch" if self._sink_mode else "step",
+                reached,
+                "epoch" if self._sink_mode else "step",
+                ", ".join(map(str, missed)),
+            )
 
     def _add_first_step_values(self, params: CallbackParams) -> None:
         """The graph, dataset graph and custom lineage, written with the first collection."""

@@ -31,6 +31,7 @@ import time
 import weakref
 from pathlib import Path
 
+from rankscribe.collector._checks import is_int
 from rankscribe.collector._lineage import JobLineageMerger, LineageRecorder
 from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.collection._options import CollectorArguments
@@ -184,6 +185,56 @@ class CollectorRun:
             self._rank_base = _own_directory(arguments.summary_dir, self.summary_dir, coordinator)
         self.live.open(self.summary_dir, info, merger)
 
+    def agree_run_lengths(self, total: int) -> list[int] | None:
+        """Every rank's run length in units (this rank's: ``total``), in rank order.
+
+        Every rank of a job of several calls this when training begins (a gather
+        at rank 0, then a broadcast of what it gathered, each bounded by the
+        coordinator's timeout), so that every rank shares the job's tensor units
+        alike (docs/collector-schedule.md, "Tensor steps on several ranks").
+        None for a single process, and when the ranks could not agree: then this
+        rank says once that the job's tensor steps may be recorded twice or not
+        at all, should the ranks run different numbers of units.
+        """
+        info = self.info
+        if info is None or info.world_size <= 1:
+            return None
+        coordinator = self.merger.active_coordinator if self.merger is not None else None
+        if coordinator is None:
+            _say_not_agreed(info, total, "the job has no coordinator")
+            return None
+        try:
+            gathered = coordinator.gather(total, root=0)
+            lengths: list[int] | str | None = None
+            if gathered.is_root and gathered.complete:
+                lengths = gathered.in_rank_order()
+            elif gathered.is_root:
+                missing = ", ".join(map(str, gathered.missing))
+                lengths = f"ranks {missing} did not say theirs in time"
+            decided = coordinator.bcast(lengths, root=0)
+        except RanksError as error:
+            _say_not_agreed(info, total, str(error))
+            return None
+        if isinstance(decided, str):
+            _say_not_agreed(info, total, decided)
+            return None
+        if not (
+            isinstance(decided, list)
+            and len(decided) == info.world_size
+            and all(is_int(length) and length >= 0 for length in decided)
+            and decided[info.rank] == total
+        ):
+            _say_not_agreed(info, total, f"rank 0 sent {decided!r}")
+            return None
+        if info.rank == 0 and len(set(decided)) > 1:
+            logger.info(
+                "The ranks run different numbers of units (from %d to %d): the tensor units "
+                "past a rank's last one go to the ranks that run them.",
+                min(decided),
+                max(decided),
+            )
+        return decided
+
     def close(self) -> None:
         """Close this run's record (flushed: what was recorded is on disk)."""
         record, self.record = self.record, None
@@ -197,6 +248,19 @@ class CollectorRun:
         self.live.shutdown()
         if merger is not None:
             merger.close()
+
+
+def _say_not_agreed(info: RankInfo, total: int, why: str) -> None:
+    """This rank could not learn the others' run lengths: say once what that may cost."""
+    logger.warning(
+        "Rank %d could not learn the other ranks' run lengths (%s): it shares the job's "
+        "tensor steps as if every rank ran its %d units; where the ranks run different "
+        "numbers, some tensor steps are recorded twice or not at all "
+        '(docs/collector-schedule.md, "Tensor steps on several ranks").',
+        info.rank,
+        why,
+        total,
+    )
 
 
 def _claim(summary_dir: str, on_exists: OnExists, coordinator: Coordinator) -> str | None:

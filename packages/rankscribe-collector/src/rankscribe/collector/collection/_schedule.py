@@ -11,11 +11,15 @@ The unit is the step, or the epoch in dataset sink mode (docs/collector-schedule
   in both schedules, only ``tensor`` when it is only in the tensor range,
   everything but ``tensor`` when it is only on the frequency.
 
-Across ranks: the steps at which a single process would have recorded tensor
-data (the first unit, then the reachable units of the tensor range) are the
-*job's* tensor units; :func:`rankscribe.ranks.split_evenly` gives each rank a
-contiguous share, and a rank records tensor data only at the units of its own
-share. The shares are disjoint and together are the single-process list. With
+Across ranks: the steps at which a single process running the job's longest
+run would have recorded tensor data (the first unit, then the reachable units of
+the tensor range) are the *job's* tensor units. Every rank computes them from
+the same run lengths, agreed at the start (:meth:`CollectionSchedule.agree_run_lengths`),
+and :func:`share_tensor_units` gives each rank its share: a unit goes only to a
+rank whose run reaches it, and the units every rank reaches are shared as
+:func:`rankscribe.ranks.split_evenly` shares them. A rank records tensor data only
+at the units of its own share. The shares are disjoint and together are the
+job's list (docs/collector-schedule.md, "Tensor steps on several ranks"). With
 one rank, the share is the whole list and the schedule is exactly the original's.
 
 Decision of this package where the original differs: a unit is collected at
@@ -27,14 +31,17 @@ from __future__ import annotations
 
 import bisect
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
+from rankscribe.collector._checks import is_int
+from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 from rankscribe.ranks import split_evenly
 
 __all__ = [
     "DEFAULT_TENSOR_SUMMARY_LIMIT",
     "Collect",
     "CollectionSchedule",
+    "share_tensor_units",
     "tensor_collect_range",
     "total_units",
 ]
@@ -97,6 +104,31 @@ def tensor_collect_range(total: int, collect_freq: int, collect_tensor_freq: int
     return range(0, total + 1, collect_freq)
 
 
+def share_tensor_units(units: Sequence[int], run_lengths: Sequence[int], rank: int) -> list[int]:
+    """Rank ``rank``'s share of the job's tensor ``units``, given every rank's run length.
+
+    ``run_lengths[r]`` is the last unit rank ``r`` runs. A unit goes only to a
+    rank that reaches it: going up through the distinct run lengths, the units
+    past the previous length and up to this one are shared by
+    :func:`rankscribe.ranks.split_evenly` among the ranks whose runs are at least
+    this long, in rank order. Every rank computes the same shares from the same
+    lengths; they are disjoint, and cover every unit that some rank reaches. With
+    equal lengths this is ``split_evenly(units, len(run_lengths), rank)``.
+
+    >>> [share_tensor_units([1, 2, 4, 6, 8], [8, 5], rank) for rank in (0, 1)]
+    [[1, 2, 6, 8], [4]]
+    """
+    own: list[int] = []
+    below = None
+    for length in sorted(set(run_lengths)):
+        segment = [unit for unit in units if (below is None or unit > below) and unit <= length]
+        reaching = [other for other, reach in enumerate(run_lengths) if reach >= length]
+        if rank in reaching:
+            own.extend(split_evenly(segment, len(reaching), reaching.index(rank)))
+        below = length
+    return own
+
+
 class CollectionSchedule:
     """Decides, unit by unit, what this rank collects.
 
@@ -117,6 +149,8 @@ class CollectionSchedule:
         self.collect_tensor_freq = collect_tensor_freq
         self.world_size = world_size
         self.rank = rank
+        #: Every rank's run length in units, as the ranks agreed (None: not agreed).
+        self.run_lengths: list[int] | None = None
         self.job_tensor_units: list[int] = []
         self.own_tensor_units: list[int] = []
         self._own: frozenset[int] = frozenset()
@@ -127,19 +161,58 @@ class CollectionSchedule:
         return self._last is not None
 
     def reset(self) -> None:
+        self.run_lengths = None
         self.job_tensor_units, self.own_tensor_units = [], []
         self._own = frozenset()
         self._last = None
 
+    def agree_run_lengths(self, run_lengths: Sequence[int] | None) -> None:
+        """Every rank's run length in units, in rank order, as the ranks agreed at the start.
+
+        Call it before :meth:`first` with the same list on every rank (the
+        collector exchanges the lengths when training begins): the job's tensor
+        units are then those of the longest run, and each unit goes to a rank
+        whose run reaches it (:func:`share_tensor_units`). None (the default):
+        every rank is taken to run as long as this one.
+        """
+        if run_lengths is None:
+            self.run_lengths = None
+            return
+        if isinstance(run_lengths, (str, bytes)) or not isinstance(run_lengths, Sequence):
+            raise CollectorTypeError(
+                f"run_lengths must be a list of one int >= 0 per rank, or None, but got "
+                f"{type(run_lengths).__name__}."
+            )
+        lengths = list(run_lengths)
+        if len(lengths) != self.world_size or not all(
+            is_int(length) and length >= 0 for length in lengths
+        ):
+            raise CollectorValueError(
+                f"run_lengths must be a list of one int >= 0 per rank ({self.world_size} "
+                f"ranks), but got {lengths!r}."
+            )
+        self.run_lengths = lengths
+
     def first(self, unit: int, total: int) -> Collect:
-        """The first unit of the run: always collected, tensors only if in this rank's share."""
-        tensor_range = tensor_collect_range(total, self.collect_freq, self.collect_tensor_freq)
-        later = [number for number in tensor_range if unit < number <= total]
+        """The first unit of the run: always collected, tensors only if in this rank's share.
+
+        ``total``: this rank's run length in units (it replaces this rank's
+        agreed length, should they differ).
+        """
+        lengths = [total] * self.world_size if self.run_lengths is None else list(self.run_lengths)
+        lengths[self.rank] = total
+        job_total = max(lengths)
+        tensor_range = tensor_collect_range(job_total, self.collect_freq, self.collect_tensor_freq)
+        later = [number for number in tensor_range if unit < number <= job_total]
         self.job_tensor_units = [unit, *later]
-        self.own_tensor_units = split_evenly(self.job_tensor_units, self.world_size, self.rank)
+        self.own_tensor_units = share_tensor_units(self.job_tensor_units, lengths, self.rank)
         self._own = frozenset(self.own_tensor_units)
         self._last = unit
         return Collect.EVERYTHING if unit in self._own else Collect.ALL_BUT_TENSOR
+
+    def missed_tensor_units(self, reached: int) -> list[int]:
+        """This rank's tensor units after ``reached``, the last unit it ran: not recorded."""
+        return [unit for unit in self.own_tensor_units if unit > reached]
 
     def would_collect(self, unit: int) -> bool:
         """Whether :meth:`next` would collect ``unit`` (the schedule does not move)."""
