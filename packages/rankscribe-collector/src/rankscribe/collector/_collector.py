@@ -443,7 +443,9 @@ class SummaryCollector(Callback):
                 self._timings.finish()
                 self._series.keep_arrived(wait=True)  # the device values still on their way
                 self._series.write_kept_step_times(record)
-                self._lineage.add_train_lineage(record, params)
+                self._lineage.add_train_lineage(
+                    record, params, loss_unreadable=self._extractor.loss_unreadable
+                )
             else:
                 self._lineage.add_eval_lineage(record, params)
             # As the original: eval mode keeps summary operators' leftovers out of this record.

@@ -131,6 +131,9 @@ class Extractor:
     def __init__(self, options: CollectOptions, *, adapters: AdapterRegistry | None = None) -> None:
         self._adapters = adapters if adapters is not None else AdapterRegistry()
         self.collect_metric = options.collect_metric
+        #: The loss could not be read at a collected step: as the original, the
+        #: collector reads none again, and the train lineage leaves its loss empty.
+        self.loss_unreadable = False
         self.collect_input_data = options.collect_input_data
         self.collect_histogram = options.collect_histogram
         self.collect_graph = options.collect_graph
@@ -209,6 +212,7 @@ class Extractor:
             loss = mean_loss(params.net_outputs, adapters=self._adapters)
         except UnreadableLossError as error:
             self.collect_metric = False
+            self.loss_unreadable = True
             # A framework integration that saw the step's values says which (and how to
             # name the loss) in ``no_loss_reason``; the original's words otherwise.
             reason = params.no_loss_reason if params.net_outputs is None else None
