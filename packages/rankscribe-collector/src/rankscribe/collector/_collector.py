@@ -64,6 +64,9 @@ from rankscribe.writer.operators import discard_pending
 
 logger = logging.getLogger(__name__)
 
+#: How many wrappers deep the landscape's backbone is looked for.
+_WRAPPER_DEPTH = 8
+
 __all__ = ["SummaryCollector"]
 
 
@@ -406,7 +409,7 @@ class SummaryCollector(Callback):
             self._series.keep_timings(params.cur_step_num, extras)
         landscape = run.step_landscape
         if landscape is not None and landscape.wants(params.cur_step_num):
-            landscape.save(params.cur_step_num, self._landscape_network(params))
+            landscape.save(params.cur_step_num, self._landscape_backbone(params))
         if not self._sink_mode and run.schedule is not None:
             self._quiet_until = self._series.next_busy_step(
                 params.cur_step_num, run.schedule, landscape
@@ -427,7 +430,7 @@ class SummaryCollector(Callback):
             and landscape.unit == "epoch"
             and landscape.wants(params.cur_epoch_num)
         ):
-            landscape.save(params.cur_epoch_num, self._landscape_network(params))
+            landscape.save(params.cur_epoch_num, self._landscape_backbone(params))
         self._flush(wait=False)  # why not wait: docs/collector-schedule.md, "Epoch ends"
 
     def end(self, run_context: RunContext) -> None:
@@ -529,6 +532,34 @@ class SummaryCollector(Callback):
 
     def _landscape_network(self, params: CallbackParams) -> Any:
         return params.network if params.network is not None else params.train_network
+
+    def _landscape_backbone(self, params: CallbackParams) -> Any:
+        """The network whose parameters a landscape file holds (and which names it).
+
+        ``network`` when the run gives one; else, as MindSpore's SummaryCollector, the
+        ``_backbone`` that ``train_network`` (or a network it wraps as ``network``)
+        holds, followed down its own ``network`` attributes: ``TrainOneStepCell(
+        WithLossCell(net))`` saves ``net``'s parameters in ``Net_<n>_step.ckpt``.
+        """
+        if params.network is not None:
+            return params.network
+        wrapper = params.train_network
+        backbone = None
+        for _ in range(_WRAPPER_DEPTH):
+            if wrapper is None:
+                break
+            backbone = getattr(wrapper, "_backbone", None)
+            if backbone is not None:
+                break
+            wrapper = getattr(wrapper, "network", None)
+        if backbone is None:
+            return params.train_network
+        for _ in range(_WRAPPER_DEPTH):
+            inner = getattr(backbone, "network", None)
+            if inner is None:
+                break
+            backbone = inner
+        return backbone
 
     def _flush(self, *, wait: bool = True) -> bool:
         """Flush the record; False when it failed (logged: the run goes on)."""
