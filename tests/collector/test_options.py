@@ -489,6 +489,28 @@ def test_only_one_collector_per_callback_list(tmp_path: Path) -> None:
         first.begin(RunContext(params))
 
 
+class TimedCollector(SummaryCollector):
+    """A user's subclass: another class name than SummaryCollector's."""
+
+
+def test_a_collector_subclass_beside_a_collector_is_refused(tmp_path: Path) -> None:
+    # MindSpore compares class names, so a subclass passes its check and both record the
+    # run; here it counts as a second collector (docs/mindinsight-differences.md,
+    # "collector-subclass").
+    first = collector(tmp_path)
+    second = TimedCollector(tmp_path / "other", collect_specified_data={"collect_landscape": None})
+    params = CallbackParams(mode="train", list_callback=[first, second])
+    with (
+        second,
+        raises(
+            VALUE,
+            "There are more than one SummaryCollector instance in callback "
+            "list, but expected only one SummaryCollector instance (found 2).",
+        ),
+    ):
+        second.begin(RunContext(params))
+
+
 def test_errors_share_one_hierarchy(model: Any, tmp_path: Path) -> None:
     for arguments in ({"collect_freq": 0}, {"collect_freq": "1"}):
         with pytest.raises(CollectorError):
