@@ -668,6 +668,20 @@ def test_hyper_config_that_is_not_json_is_ignored(
     assert "decode error" in caplog.text
 
 
+def test_hyper_config_holding_a_json_list_is_ignored_with_a_warning(
+    model: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # MindSpore's SummaryCollector fails with AttributeError ('list' object has no
+    # attribute 'get') when it is made; here the run goes on without the environment's
+    # data (docs/mindinsight-differences.md, "hyper-config-not-object").
+    environ = json.dumps([{"custom_lineage_data": {"lr": 0.1}}])
+    assert custom_lineage(tmp_path, monkeypatch, model, environ, {"a": 1}) == {"a": 1}
+    assert (
+        "The 'MINDINSIGHT_HYPER_CONFIG' of environment variable must be a JSON object, got list."
+        in caplog.text
+    )
+
+
 def test_hyper_config_without_custom_data(
     model: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
