@@ -224,8 +224,14 @@ class SummaryCollector(Callback):
 
     @property
     def summary_dir(self) -> str:
-        """The job's directory: ``summary_dir``, or the ``<dir>-N`` the job claimed instead."""
-        return self._run.summary_dir
+        """This rank's ``summary_dir``, or the ``<dir>-N`` the job claimed instead.
+
+        The job's directory when this rank named the same one as rank 0; the one it
+        named when the ranks named directories of their own (``"summary_dir" +
+        str(rank)``), where its ``rank_<r>`` is; rank 0's is the job's
+        (``docs/layout.md``, "Ranks that name directories of their own").
+        """
+        return self._run.own_dir
 
     @property
     def directory(self) -> Path | None:
