@@ -240,7 +240,6 @@ class WithLossCell:
 
     def __init__(self, backbone: Any) -> None:
         self._backbone = backbone
-        self.loss_scale = ArrayNetwork({"scale": np.ones(1, np.float32)}, name="Scale")
 
 
 class TrainOneStepCell:
