@@ -111,6 +111,10 @@ class SummaryCollector(Callback):
         fingerprints: record ``rankscribe/param_fingerprint`` at step 0 (every
             byte) and at collected steps (a slice of at most ``fingerprint_budget``
             bytes, an int >= 1024, default 4 MiB); docs/job-view.md.
+        step_times: record ``rankscribe/step_time`` and ``rankscribe/data_wait`` at
+            every step (True, the default); False: neither is measured nor written,
+            and the job view names this rank in ``job/untimed_ranks`` (it judges no
+            straggler from its step times; docs/job-view.md, "Timings").
         job_view_interval: seconds between live updates of the job view (docs/job-view.md,
             "Live"); None: ``RANKSCRIBE_JOB_VIEW_INTERVAL``, else 60; 0: at the end only.
         on_verdict: a callable rank 0 calls, from the job view's own thread, with each
@@ -154,6 +158,7 @@ class SummaryCollector(Callback):
         formats: Sequence[str] = ("mindinsight",),
         fingerprints: bool = True,
         fingerprint_budget: int = DEFAULT_FINGERPRINT_BUDGET,
+        step_times: bool = True,
         job_view_interval: float | None = None,
         on_exists: OnExists = "new",
         on_verdict: VerdictCallback | None = None,
@@ -176,6 +181,7 @@ class SummaryCollector(Callback):
             formats=formats,
             fingerprints=fingerprints,
             fingerprint_budget=fingerprint_budget,
+            step_times=step_times,
             on_exists=on_exists,
             landscape_budget=landscape_budget,
         )
@@ -187,6 +193,7 @@ class SummaryCollector(Callback):
             fingerprint_parts=self._adapters.fingerprint_parts,
             budget=arguments.fingerprint_budget,
             collect_freq=arguments.collect_freq,
+            step_times=arguments.step_times,
         )
         # Bound once: the short path of step_end appends with no call of its own.
         self._keep_step, self._keep_step_time = self._series.step_time_appenders()

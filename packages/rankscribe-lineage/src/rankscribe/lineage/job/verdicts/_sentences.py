@@ -141,6 +141,11 @@ def verdict_lines(user_defined: Mapping[str, Any]) -> list[str]:
             f"stopped at step {user_defined.get('job/stopped_first_step')}; nothing tells "
             f"them apart)"
         )
+    untimed = user_defined.get("job/untimed_ranks", "")
+    if untimed:
+        lines.append(
+            f"no timing: {_ranks_phrase(untimed)} (step times off: not judged as stragglers)"
+        )
     missing = user_defined.get("job/missing_ranks", "")
     if missing:
         lines.append(f"missing: {_ranks_phrase(missing)}")
