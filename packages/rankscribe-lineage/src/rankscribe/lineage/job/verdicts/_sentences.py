@@ -19,7 +19,8 @@ __all__ = ["timing_name", "verdict_lines"]
 
 
 def _ranks_phrase(text: Any) -> str:
-    return f"ranks {text}" if "," in str(text) else f"rank {text}"
+    """``rank 3``, ``ranks 1,3`` or ``ranks 1-3`` (a range is several ranks)."""
+    return f"ranks {text}" if "," in str(text) or "-" in str(text) else f"rank {text}"
 
 
 def _number(value: Any) -> float:
