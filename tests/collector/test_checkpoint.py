@@ -644,15 +644,26 @@ def test_bad_prefix(tmp_path: Path, prefix: Any) -> None:
     with pytest.raises(CollectorValueError) as caught:
         ModelCheckpoint(prefix, tmp_path)
     assert isinstance(caught.value, ValueError)
+    # The original's words (MindSpore's ModelCheckpoint), the value shown as a repr.
     assert str(caught.value) == (
-        "prefix must be a non-empty str without '/' (it starts every checkpoint's file name), "
-        f"got {prefix!r}"
+        "For 'ModelCheckpoint', the argument 'prefix' for checkpoint file name is invalid, "
+        f"it must be a non-empty string and does not contain '/', but got {prefix!r}."
     )
+
+
+def test_an_empty_prefix_is_refused(tmp_path: Path) -> None:
+    # MindSpore accepts prefix='' (files '-1_1.ckpt'); refused here
+    # (docs/mindinsight-differences.md, "empty-prefix"), and nothing is written.
+    with pytest.raises(CollectorValueError, match=r"non-empty string .* but got ''\.$"):
+        ModelCheckpoint("", tmp_path / "run")
+    assert not (tmp_path / "run").exists()
 
 
 def test_bad_config(tmp_path: Path) -> None:
     with pytest.raises(
-        CollectorTypeError, match=r"^config must be a CheckpointConfig or None, got dict$"
+        CollectorTypeError,
+        match=r"^For 'ModelCheckpoint', the type of argument 'config' should be "
+        r"'CheckpointConfig' or None, but got dict\.$",
     ):
         ModelCheckpoint(directory=tmp_path, config={"save_checkpoint_steps": 1})  # type: ignore[arg-type]
 

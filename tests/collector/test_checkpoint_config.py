@@ -185,6 +185,18 @@ def test_empty_append_info_is_none() -> None:
     assert CheckpointConfig(append_info=None).append_dict is None
 
 
+def test_a_tuple_append_info_is_read_as_the_list() -> None:
+    # MindSpore refuses a tuple ("the type of 'append_info' must be list"); read here as
+    # the list of the same items (docs/mindinsight-differences.md, "tuple-append_info").
+    items = ("epoch_num", {"seed": 7}, "step_num")
+    assert CheckpointConfig(append_info=items).append_dict == {
+        "epoch_num": 0,
+        "step_num": 0,
+        "seed": 7,
+    }
+    assert CheckpointConfig(append_info=()).append_dict is None
+
+
 def test_append_dict_is_a_copy() -> None:
     config = CheckpointConfig(append_info=["epoch_num"])
     appended = config.append_dict

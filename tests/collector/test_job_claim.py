@@ -178,6 +178,34 @@ def test_both_ranks_write_where_rank_0_claimed(tmp_path: Path) -> None:
     assert os.listdir(summary) == [CLAIM_FILE_NAME]
 
 
+def test_each_rank_reports_the_directory_it_named_under_per_rank_dirs(tmp_path: Path) -> None:
+    # The summary guide's layout, "summary_dir" + str(rank), its first directory another
+    # job's: each rank's summary_dir is the one holding its rank_<r> (moved as the job's
+    # was), not rank 0's (docs/layout.md, "Ranks that name directories of their own").
+    another_job_claims(tmp_path / "summary_dir0")
+    rendezvous = tmp_path / "rendezvous"
+    used: dict[int, str] = {}
+    failed: dict[int, BaseException] = {}
+
+    def rank_run(rank: int) -> None:
+        try:
+            coordinator = FileCoordinator(info(rank), rendezvous, timeout=30)
+            directory = tmp_path / f"summary_dir{rank}"
+            used[rank] = train(directory, rank=rank, coordinator=coordinator).summary_dir
+        except BaseException as error:
+            failed[rank] = error
+
+    threads = [threading.Thread(target=rank_run, args=(rank,)) for rank in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(PROCESS_TIMEOUT)
+    assert not failed
+    assert used == {rank: str(tmp_path / f"summary_dir{rank}-2") for rank in (0, 1)}
+    for rank in (0, 1):
+        assert loss_points(Path(used[rank]) / f"rank_{rank}")
+
+
 def test_a_single_process_writes_into_the_directory_as_mindspore_does(tmp_path: Path) -> None:
     summary = tmp_path / "exp"
     another_job_claims(summary)

@@ -20,7 +20,9 @@ from rankscribe.collector import (
     SummaryCollector,
     TrainLoop,
 )
+from rankscribe.collector.errors import CollectorTypeError
 from rankscribe.lineage.jobparts import DATA_WAIT_TAG, FINGERPRINT_TAG, STEP_TIME_TAG
+from rankscribe.lineage.jobview import verdict_lines
 from rankscribe.lineage.recording import parse_run
 from rankscribe.ranks import Coordinator, RankInfo
 from rankscribe.writer import scalar_summary, tensor_summary
@@ -532,3 +534,41 @@ def test_an_evaluation_alone_keeps_the_job_files_and_verdicts(model: Any, tmp_pa
     collector.close()
     assert job_files() == before and len(before) == 1
     assert verdicts() == judged
+
+
+# ------------------------------------------------------------- step times off
+
+
+def test_step_times_off_writes_neither_step_time_nor_data_wait(model: Any, tmp_path: Path) -> None:
+    train(model, tmp_path, batches=12, epochs=2, step_times=False)
+    on_disk = rank_scalars(tmp_path)
+    assert STEP_TIME_TAG not in on_disk and DATA_WAIT_TAG not in on_disk
+    assert [step for step, _ in on_disk["loss/auto"]] == [1, 4, 8, 12, 16, 20, 24]
+
+
+@pytest.mark.parametrize("value", ["off", 0, None])
+def test_a_bad_step_times_is_refused_naming_the_argument(tmp_path: Path, value: Any) -> None:
+    with pytest.raises(
+        CollectorTypeError,
+        match=r"^For `step_times` the type should be a valid type of \['bool'\], but got ",
+    ):
+        SummaryCollector(tmp_path, step_times=value)
+
+
+@pytest.mark.parametrize("interval", [None, 0])  # the live view's verdicts; the end's only
+def test_a_rank_without_step_times_is_named_untimed_not_judged(
+    model: Any, tmp_path: Path, interval: float | None
+) -> None:
+    # Rank 1 turned its step times off: the job view says it has no timing for it and
+    # still judges the rest (docs/job-view.md, "Verdicts").
+    rank_1 = Handing(1)
+    train(model, tmp_path, batches=8, step_times=False, **as_rank(1, rank_1))
+    rank_0 = Handing(0, others=rank_1.replayed(1))
+    train(model, tmp_path, batches=8, job_view_interval=interval, **as_rank(0, rank_0))
+    job = job_scalars(tmp_path)
+    assert dict(job[f"{STEP_TIME_TAG}/ranks"]) == {step: 1.0 for step in range(1, 9)}
+    verdicts = user_defined(tmp_path)
+    assert verdicts["job/untimed_ranks"] == "1"
+    assert verdicts["job/straggler_rank"] == -1
+    assert verdicts["job/last_step/1"] == 8
+    assert "no timing: rank 1 (step times off: not judged as stragglers)" in verdict_lines(verdicts)

@@ -233,3 +233,29 @@ def test_only_the_numbers_of_an_interval_are_saved(tmp_path: Path) -> None:
         "Net_6_step.ckpt",
         "train_metadata.json",
     ]
+
+
+class WithLossCell:
+    """MindSpore's loss wrapper: the network it wraps is its ``_backbone``."""
+
+    def __init__(self, backbone: Any) -> None:
+        self._backbone = backbone
+
+
+class TrainOneStepCell:
+    def __init__(self, network: Any) -> None:
+        self.network = network
+
+
+def test_files_are_named_after_the_backbone_the_train_network_wraps(tmp_path: Path) -> None:
+    # As MindSpore's SummaryCollector: a run that gives only its train network saves
+    # the backbone's parameters, in files named after the backbone.
+    backbone = ArrayNetwork({"fc.weight": np.ones((2, 2), np.float32)}, name="LeNet5")
+    collector = landscape_collector(tmp_path, [[1, 2, 3]])
+    run_steps([collector], TrainOneStepCell(WithLossCell(backbone)), [1, 2, 3])
+    collector.end(RunContext(CallbackParams(mode="train", train_network=backbone)))
+    files = file_map(tmp_path)
+    assert files == {
+        str(step): str(tmp_path / "ckpt_dir" / f"LeNet5_{step}_step.ckpt") for step in (1, 2, 3)
+    }
+    assert sorted(load_file(files["2"])) == ["fc.weight"]

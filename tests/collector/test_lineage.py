@@ -402,3 +402,18 @@ def test_rank_zero_ends_training_whatever_the_rank_dirs_note_says(
     assert notes["rank_dirs_refused"] == 1 and "rank_dirs" not in notes
     assert notes["ranks_missing"] == "1"
     assert any("is not a rank number" in record.getMessage() for record in caplog.records)
+
+
+def test_a_loss_that_could_not_be_read_leaves_the_lineage_loss_empty(
+    model: Any, tmp_path: Path
+) -> None:
+    # As MindSpore's SummaryCollector: once a collected step's loss cannot be read, no
+    # loss is read again, and the train lineage has none, though the last step's
+    # output is a number.
+    data = model(4)
+    outputs = iter([None, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5])
+    TrainLoop(lambda batch: next(outputs), network=data.network, optimizer=data.optimizer).train(
+        2, data.dataset, callbacks=[SummaryCollector(tmp_path, collect_specified_data=NO_LANDSCAPE)]
+    )
+    lineage = get_summary_lineage(str(tmp_path))
+    assert lineage["algorithm"] == {"network": "TinyNet"}

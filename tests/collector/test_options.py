@@ -489,6 +489,28 @@ def test_only_one_collector_per_callback_list(tmp_path: Path) -> None:
         first.begin(RunContext(params))
 
 
+class TimedCollector(SummaryCollector):
+    """A user's subclass: another class name than SummaryCollector's."""
+
+
+def test_a_collector_subclass_beside_a_collector_is_refused(tmp_path: Path) -> None:
+    # MindSpore compares class names, so a subclass passes its check and both record the
+    # run; here it counts as a second collector (docs/mindinsight-differences.md,
+    # "collector-subclass").
+    first = collector(tmp_path)
+    second = TimedCollector(tmp_path / "other", collect_specified_data={"collect_landscape": None})
+    params = CallbackParams(mode="train", list_callback=[first, second])
+    with (
+        second,
+        raises(
+            VALUE,
+            "There are more than one SummaryCollector instance in callback "
+            "list, but expected only one SummaryCollector instance (found 2).",
+        ),
+    ):
+        second.begin(RunContext(params))
+
+
 def test_errors_share_one_hierarchy(model: Any, tmp_path: Path) -> None:
     for arguments in ({"collect_freq": 0}, {"collect_freq": "1"}):
         with pytest.raises(CollectorError):
@@ -644,6 +666,20 @@ def test_hyper_config_that_is_not_json_is_ignored(
 ) -> None:
     assert custom_lineage(tmp_path, monkeypatch, model, "{oops", {"a": 1}) == {"a": 1}
     assert "decode error" in caplog.text
+
+
+def test_hyper_config_holding_a_json_list_is_ignored_with_a_warning(
+    model: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # MindSpore's SummaryCollector fails with AttributeError ('list' object has no
+    # attribute 'get') when it is made; here the run goes on without the environment's
+    # data (docs/mindinsight-differences.md, "hyper-config-not-object").
+    environ = json.dumps([{"custom_lineage_data": {"lr": 0.1}}])
+    assert custom_lineage(tmp_path, monkeypatch, model, environ, {"a": 1}) == {"a": 1}
+    assert (
+        "The 'MINDINSIGHT_HYPER_CONFIG' of environment variable must be a JSON object, got list."
+        in caplog.text
+    )
 
 
 def test_hyper_config_without_custom_data(

@@ -122,6 +122,16 @@ def test_query_says_what_a_dir_without_lineage_holds(
     assert code == 1 and err.startswith(f"{ERROR}no summary or lineage file in {empty} ")
 
 
+def test_one_run_directory_without_lineage_is_counted_in_the_singular(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "events.out.events.summary.1.0.vm_MS").write_bytes(b"")
+    code, _, err = run(capsys, "query", str(tmp_path))
+    assert code == 1
+    assert f"no lineage file under {tmp_path}: 1 run directory (a) holds summary files" in err
+
+
 def test_the_columns_where_and_sort_name_are_shown_even_when_alike(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],

@@ -442,3 +442,12 @@ def test_worker_processes_give_what_one_process_gives(tmp_path: Path) -> None:
         assert again.keys() == curves[group.name].keys()
         for tag, points in again.items():
             np.testing.assert_allclose(points, curves[group.name][tag], rtol=1e-6, err_msg=tag)
+
+
+def test_one_group_of_one_run_is_counted_in_the_singular(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_run(tmp_path / "only", 0.1, 0)
+    code, out, err = run_cli(capsys, "group", str(tmp_path), "--by", "learning_rate")
+    assert code == 0, err
+    assert "1 group of 1 run; values are mean" in out

@@ -367,3 +367,9 @@ def test_a_lineage_missing_a_stragglers_measures_reads_without_nan_or_question_m
     costed = {**bare, "job/straggler_cost_seconds/2": 0.004}  # a cost without its share
     assert "rank 2 costs 4.0 ms a step" in "\n".join(verdict_lines(costed))
     assert "nan" not in "\n".join(verdict_lines(costed))
+
+
+def test_a_range_of_ranks_is_counted_in_the_plural() -> None:
+    lines = verdict_lines({"job/missing_ranks": "1-3", "job/untimed_ranks": "5"})
+    assert "missing: ranks 1-3" in lines
+    assert "no timing: rank 5 (step times off: not judged as stragglers)" in lines

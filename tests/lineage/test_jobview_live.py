@@ -164,6 +164,21 @@ def test_rank0_writes_only_steps_every_rank_of_the_interval_passed(tmp_path: Pat
     assert all(os.stat(path).st_mode & 0o777 == 0o400 for path in view.paths)
 
 
+def test_a_rank_without_timings_is_named_untimed(tmp_path: Path) -> None:
+    # A collector with step_times=False: rank 1 sends a loss but no timing at all.
+    view = LiveJobView(tmp_path, world_size=2)
+    partial = JobPartial.of_rank(0, rank_points(0, range(1, 11)))
+    untimed = rank_points(1, range(1, 11))
+    del untimed[STEP_TIME_TAG]
+    partial.merge(JobPartial.of_rank(1, untimed))
+    view.add(partial)
+    assert view.write()
+    verdicts = view.finish()
+    assert verdicts["job/untimed_ranks"] == "1"
+    assert verdicts["job/straggler_rank"] == -1
+    assert verdicts["job/last_step/1"] == 10
+
+
 def test_the_last_write_gives_up_on_a_write_stuck_in_the_filesystem(tmp_path: Path) -> None:
     view = LiveJobView(tmp_path, world_size=1)
     view.add(JobPartial.of_rank(0, rank_points(0, range(1, 6))))

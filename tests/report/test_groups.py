@@ -117,3 +117,14 @@ def test_the_report_lists_the_same_runs_beside_the_groups_folder(
     assert (copy / "_groups").is_dir()
     after = write_page(copy, tmp_path / "after.html")
     assert (after.runs, after.jobs, after.single_runs) == (before.runs, before.jobs, 3)
+
+
+def test_one_group_is_counted_in_the_singular(
+    base: Base, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # Every run has network MLP: one group, "1 group of 5 runs", never "1 groups".
+    output = tmp_path_factory.mktemp("one") / "report.html"
+    write_page(base.path, output, "--group-by", "network", "--workers", "1")
+    page = output.read_text(encoding="utf-8")
+    assert f'<p class="note">1 group of {len(base.runs)} runs by <code>network</code>;' in page
+    assert "1 groups" not in page and "(1 groups)" not in page

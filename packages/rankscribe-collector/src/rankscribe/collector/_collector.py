@@ -64,6 +64,9 @@ from rankscribe.writer.operators import discard_pending
 
 logger = logging.getLogger(__name__)
 
+#: How many wrappers deep the landscape's backbone is looked for.
+_WRAPPER_DEPTH = 8
+
 __all__ = ["SummaryCollector"]
 
 
@@ -108,6 +111,10 @@ class SummaryCollector(Callback):
         fingerprints: record ``rankscribe/param_fingerprint`` at step 0 (every
             byte) and at collected steps (a slice of at most ``fingerprint_budget``
             bytes, an int >= 1024, default 4 MiB); docs/job-view.md.
+        step_times: record ``rankscribe/step_time`` and ``rankscribe/data_wait`` at
+            every step (True, the default); False: neither is measured nor written,
+            and the job view names this rank in ``job/untimed_ranks`` (it judges no
+            straggler from its step times; docs/job-view.md, "Timings").
         job_view_interval: seconds between live updates of the job view (docs/job-view.md,
             "Live"); None: ``RANKSCRIBE_JOB_VIEW_INTERVAL``, else 60; 0: at the end only.
         on_verdict: a callable rank 0 calls, from the job view's own thread, with each
@@ -151,6 +158,7 @@ class SummaryCollector(Callback):
         formats: Sequence[str] = ("mindinsight",),
         fingerprints: bool = True,
         fingerprint_budget: int = DEFAULT_FINGERPRINT_BUDGET,
+        step_times: bool = True,
         job_view_interval: float | None = None,
         on_exists: OnExists = "new",
         on_verdict: VerdictCallback | None = None,
@@ -173,6 +181,7 @@ class SummaryCollector(Callback):
             formats=formats,
             fingerprints=fingerprints,
             fingerprint_budget=fingerprint_budget,
+            step_times=step_times,
             on_exists=on_exists,
             landscape_budget=landscape_budget,
         )
@@ -184,6 +193,7 @@ class SummaryCollector(Callback):
             fingerprint_parts=self._adapters.fingerprint_parts,
             budget=arguments.fingerprint_budget,
             collect_freq=arguments.collect_freq,
+            step_times=arguments.step_times,
         )
         # Bound once: the short path of step_end appends with no call of its own.
         self._keep_step, self._keep_step_time = self._series.step_time_appenders()
@@ -221,8 +231,14 @@ class SummaryCollector(Callback):
 
     @property
     def summary_dir(self) -> str:
-        """The job's directory: ``summary_dir``, or the ``<dir>-N`` the job claimed instead."""
-        return self._run.summary_dir
+        """This rank's ``summary_dir``, or the ``<dir>-N`` the job claimed instead.
+
+        The job's directory when this rank named the same one as rank 0; the one it
+        named when the ranks named directories of their own (``"summary_dir" +
+        str(rank)``), where its ``rank_<r>`` is; rank 0's is the job's
+        (``docs/layout.md``, "Ranks that name directories of their own").
+        """
+        return self._run.own_dir
 
     @property
     def directory(self) -> Path | None:
@@ -411,7 +427,7 @@ class SummaryCollector(Callback):
             self._series.keep_timings(params.cur_step_num, extras)
         landscape = run.step_landscape
         if landscape is not None and landscape.wants(params.cur_step_num):
-            landscape.save(params.cur_step_num, self._landscape_network(params))
+            landscape.save(params.cur_step_num, self._landscape_backbone(params))
         if not self._sink_mode and run.schedule is not None:
             self._quiet_until = self._series.next_busy_step(
                 params.cur_step_num, run.schedule, landscape
@@ -432,7 +448,7 @@ class SummaryCollector(Callback):
             and landscape.unit == "epoch"
             and landscape.wants(params.cur_epoch_num)
         ):
-            landscape.save(params.cur_epoch_num, self._landscape_network(params))
+            landscape.save(params.cur_epoch_num, self._landscape_backbone(params))
         self._flush(wait=False)  # why not wait: docs/collector-schedule.md, "Epoch ends"
 
     def end(self, run_context: RunContext) -> None:
@@ -449,7 +465,9 @@ class SummaryCollector(Callback):
                 self._timings.finish()
                 self._series.keep_arrived(wait=True)  # the device values still on their way
                 self._series.write_kept_step_times(record)
-                self._lineage.add_train_lineage(record, params)
+                self._lineage.add_train_lineage(
+                    record, params, loss_unreadable=self._extractor.loss_unreadable
+                )
             else:
                 self._lineage.add_eval_lineage(record, params)
             # As the original: eval mode keeps summary operators' leftovers out of this record.
@@ -556,6 +574,34 @@ class SummaryCollector(Callback):
 
     def _landscape_network(self, params: CallbackParams) -> Any:
         return params.network if params.network is not None else params.train_network
+
+    def _landscape_backbone(self, params: CallbackParams) -> Any:
+        """The network whose parameters a landscape file holds (and which names it).
+
+        ``network`` when the run gives one; else, as MindSpore's SummaryCollector, the
+        ``_backbone`` that ``train_network`` (or a network it wraps as ``network``)
+        holds, followed down its own ``network`` attributes: ``TrainOneStepCell(
+        WithLossCell(net))`` saves ``net``'s parameters in ``Net_<n>_step.ckpt``.
+        """
+        if params.network is not None:
+            return params.network
+        wrapper = params.train_network
+        backbone = None
+        for _ in range(_WRAPPER_DEPTH):
+            if wrapper is None:
+                break
+            backbone = getattr(wrapper, "_backbone", None)
+            if backbone is not None:
+                break
+            wrapper = getattr(wrapper, "network", None)
+        if backbone is None:
+            return params.train_network
+        for _ in range(_WRAPPER_DEPTH):
+            inner = getattr(backbone, "network", None)
+            if inner is None:
+                break
+            backbone = inner
+        return backbone
 
     def _flush(self, *, wait: bool = True) -> bool:
         """Flush the record; False when it failed (logged: the run goes on)."""

@@ -179,10 +179,20 @@ class LineageRecorder:
         except OSError as error:
             logger.warning("The training start record in %s stays: %s", directory, error)
 
-    def add_train_lineage(self, record: ValueSink, params: CallbackParams) -> None:
+    def add_train_lineage(
+        self, record: ValueSink, params: CallbackParams, *, loss_unreadable: bool = False
+    ) -> None:
+        """The train lineage at the end of training.
+
+        ``loss_unreadable``: a collected step's loss could not be read; the lineage's
+        loss is then left empty, as MindSpore's SummaryCollector leaves it once its
+        loss parse failed, even when the last step's output holds a number.
+        """
         if not self.collect_train_lineage:
             return
         lineage = self._train_lineage(params)
+        if loss_unreadable and lineage.algorithm is not None:
+            lineage.algorithm.loss = None
         record.add_value("train_lineage", "train_lineage", lineage.to_proto())
         self._add_sharding(record, params, "train_dataset", params.train_dataset)
 

@@ -107,6 +107,11 @@ class CollectorRun:
         #: Where this rank's ``rank_<r>`` goes when it named a directory other than rank 0's.
         self._rank_base: str | None = None
 
+    @property
+    def own_dir(self) -> str:
+        """The directory holding this rank's ``rank_<r>``: the job's, or the one it named."""
+        return self._rank_base if self._rank_base is not None else self.summary_dir
+
     def open(self) -> bool:
         """Open a run: True when a new record was opened, False when one is open already."""
         if self.record is not None:
@@ -118,7 +123,7 @@ class CollectorRun:
             self._join_job(info)
         # Every directory made on the way is private (group-readable on request),
         # not only the last one, which is all rank_dir sets the mode of.
-        base = self._rank_base if self._rank_base is not None else self.summary_dir
+        base = self.own_dir
         make_private_dir(base if info.is_single else os.path.join(base, rank_dir_name(info.rank)))
         self.directory = rank_dir(base, info)
         self.record = SummaryRecord(

@@ -134,7 +134,8 @@ class ModelCheckpoint(Callback):
             config = CheckpointConfig()
         elif not isinstance(config, CheckpointConfig):
             raise CheckpointTypeError(
-                f"config must be a CheckpointConfig or None, got {type(config).__name__}"
+                "For 'ModelCheckpoint', the type of argument 'config' should be "
+                f"'CheckpointConfig' or None, but got {type(config).__name__}."
             )
         if not callable(clock):
             raise CheckpointTypeError(f"clock must be callable, got {type(clock).__name__}")
@@ -428,7 +429,9 @@ class _BackgroundSaver:
 
 
 def _check_prefix(prefix: object) -> None:
-    # The original raises ValueError for any bad prefix, including a non-str.
+    # The original raises ValueError for any bad prefix, including a non-str, in these
+    # words. It accepts '', which is refused here: its files would be named
+    # '-1_1.ckpt', which shell tools read as an option (docs/mindinsight-differences.md).
     if (
         not isinstance(prefix, str)
         or not prefix
@@ -438,8 +441,9 @@ def _check_prefix(prefix: object) -> None:
         or "\0" in prefix
     ):
         raise CheckpointValueError(
-            f"prefix must be a non-empty str without '/' (it starts every checkpoint's "
-            f"file name), got {prefix!r}"
+            "For 'ModelCheckpoint', the argument 'prefix' for checkpoint file name is "
+            "invalid, it must be a non-empty string and does not contain '/', but got "
+            f"{prefix!r}."
         )
 
 

@@ -131,6 +131,9 @@ class Extractor:
     def __init__(self, options: CollectOptions, *, adapters: AdapterRegistry | None = None) -> None:
         self._adapters = adapters if adapters is not None else AdapterRegistry()
         self.collect_metric = options.collect_metric
+        #: The loss could not be read at a collected step: as the original, the
+        #: collector reads none again, and the train lineage leaves its loss empty.
+        self.loss_unreadable = False
         self.collect_input_data = options.collect_input_data
         self.collect_histogram = options.collect_histogram
         self.collect_graph = options.collect_graph
@@ -142,8 +145,8 @@ class Extractor:
         #: rank 0 warns, the others log it at DEBUG, so a job says it once.
         self.rank = 0
 
-    def _warn_once_per_job(self, message: str, *args: object) -> None:
-        logger.log(logging.WARNING if self.rank == 0 else logging.DEBUG, message, *args)
+    def _warn_once_per_job(self, message: str, *args: object, level: int = logging.WARNING) -> None:
+        logger.log(level if self.rank == 0 else logging.DEBUG, message, *args)
 
     def add_step_values(self, record: ValueSink, params: CallbackParams) -> None:
         """Input images, loss, histograms, in the original's order."""
@@ -156,9 +159,11 @@ class Extractor:
 
     # ------------------------------------------------------------------ images
 
-    def _disable_input_data(self, reason: str) -> None:
+    def _disable_input_data(self, reason: str, *, level: int = logging.WARNING) -> None:
         self.collect_input_data = False
-        self._warn_once_per_job("%s, so SummaryCollector will not collect input data.", reason)
+        self._warn_once_per_job(
+            "%s, so SummaryCollector will not collect input data.", reason, level=level
+        )
 
     def _add_input_data(self, record: ValueSink, params: CallbackParams) -> None:
         element = params.train_dataset_element
@@ -181,9 +186,12 @@ class Extractor:
                 return
             element = element[0]
         if not _is_image_batch(element):
+            # At INFO (MindSpore warns): tabular and text jobs, whose data never were
+            # images, would see this warning in every run (docs/mindinsight-differences.md).
             self._disable_input_data(
                 "The input data of network are not image (the first column must be a 4-D "
-                f"NCHW batch; the batch is {describe_batch(params.train_dataset_element)})"
+                f"NCHW batch; the batch is {describe_batch(params.train_dataset_element)})",
+                level=logging.INFO,
             )
             return
         try:
@@ -209,6 +217,7 @@ class Extractor:
             loss = mean_loss(params.net_outputs, adapters=self._adapters)
         except UnreadableLossError as error:
             self.collect_metric = False
+            self.loss_unreadable = True
             # A framework integration that saw the step's values says which (and how to
             # name the loss) in ``no_loss_reason``; the original's words otherwise.
             reason = params.no_loss_reason if params.net_outputs is None else None

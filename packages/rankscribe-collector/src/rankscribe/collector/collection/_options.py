@@ -555,6 +555,8 @@ class CollectorArguments:
     rank_info: RankInfo | None
     formats: tuple[str, ...]
     fingerprints: bool
+    #: Record the step time and data wait of every step.
+    step_times: bool
     fingerprint_budget: int
     on_exists: OnExists
     #: Bytes of landscape parameter files per rank; None: every set (``"all"``).
@@ -577,6 +579,7 @@ def collector_arguments(
     rank_info: object,
     formats: object,
     fingerprints: object,
+    step_times: object,
     fingerprint_budget: object,
     on_exists: object,
     landscape_budget: object,
@@ -594,6 +597,7 @@ def collector_arguments(
         rank_info=None if rank_info is None else _checked("rank_info", rank_info, RankInfo),
         formats=check_formats(formats),
         fingerprints=_checked("fingerprints", fingerprints, bool),
+        step_times=_checked("step_times", step_times, bool),
         fingerprint_budget=check_budget(fingerprint_budget),
         custom_lineage_data=_custom_lineage(custom_lineage_data),
         coordinator=check_coordinator(coordinator),

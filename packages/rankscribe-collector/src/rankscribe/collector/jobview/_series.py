@@ -165,6 +165,8 @@ class SeriesRecorder:
             parameters as raw bytes (``_fingerprint.py``).
         budget: bytes hashed at most per collected step.
         collect_freq: the collector's, for the rotation of the slices.
+        step_times: keep and write the step time and data wait of every step;
+            False: neither (the collector's ``step_times=False``), other timings stay.
     """
 
     def __init__(
@@ -174,8 +176,13 @@ class SeriesRecorder:
         fingerprint_parts: Callable[[object], list[FingerprintPart] | None],
         budget: int = DEFAULT_FINGERPRINT_BUDGET,
         collect_freq: int = 1,
+        step_times: bool = True,
     ) -> None:
         self.series = ScalarSeries()
+        #: Timing tags neither kept nor written (the step time and data wait when off).
+        self._dropped: frozenset[str] = (
+            frozenset() if step_times else frozenset({STEP_TIME_TAG, DATA_WAIT_TAG})
+        )
         self.fingerprints = fingerprints
         self._fingerprint_parts = fingerprint_parts
         self.budget = budget
@@ -235,11 +242,16 @@ class SeriesRecorder:
         """Appends that keep a step time, for a step the caller knows writes nothing now.
 
         They stay valid across runs (:meth:`start_run` empties the arrays in place).
+        With step times off they keep nothing.
         """
+        if STEP_TIME_TAG in self._dropped:
+            return _discard, _discard
         return self._time_steps.append, self._time_values.append
 
     def data_wait_appenders(self) -> tuple[Callable[[int], None], Callable[[float], None]]:
         """Appends that keep a data wait (as :meth:`step_time_appenders`)."""
+        if DATA_WAIT_TAG in self._dropped:
+            return _discard, _discard
         return self._wait_steps.append, self._wait_values.append
 
     def timing_appenders(self, tag: str) -> tuple[Callable[[int], None], Callable[[float], None]]:
@@ -251,6 +263,8 @@ class SeriesRecorder:
 
     def keep_timing(self, tag: str, step: int, seconds: float) -> None:
         """Keep a timing other than the step time (written with the step times)."""
+        if tag in self._dropped:
+            return
         column = self._columns.get(tag)
         if column is None:
             column = self._columns[tag] = _TimingColumn(tag, self.series)
@@ -286,8 +300,9 @@ class SeriesRecorder:
         """
         if seconds is None:
             return
-        self._time_steps.append(step)
-        self._time_values.append(seconds)
+        if STEP_TIME_TAG not in self._dropped:
+            self._time_steps.append(step)
+            self._time_values.append(seconds)
         now = _clock.now()
         if (
             write_now
@@ -440,6 +455,7 @@ class SeriesRecorder:
         self._last_written_step = max(self._last_written_step, step)
         timings = [(STEP_TIME_TAG, seconds)] if seconds is not None else []
         timings.extend(extras)
+        timings = [(tag, value) for tag, value in timings if tag not in self._dropped]
         if timings and (plugin_filter is None or plugin_filter("scalar")):
             self._add_timings(record, step, timings)
             timings = []
@@ -459,6 +475,10 @@ class SeriesRecorder:
             self.keep_timing(tag, step, seconds)
             column = self._columns[tag]
             column.written = len(column.steps)
+
+
+def _discard(value: object) -> None:
+    """An append that keeps nothing (a timing that is off)."""
 
 
 class _KeepingSink:

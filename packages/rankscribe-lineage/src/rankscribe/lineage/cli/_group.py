@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 from rankscribe.lineage._checks import int_argument
+from rankscribe.lineage._words import counted
 from rankscribe.lineage.cli._terminal import (
     CommandLineError,
     existing_directory,
@@ -101,13 +102,13 @@ def _table(grouped: Any, finals: list[str], shown_base: str) -> list[str]:
         if lacking:
             count = sum(len(group.runs) for group in lacking)
             lines.append(
-                f"{count} run{'s' if count != 1 else ''} without {printable(key)}: grouped "
+                f"{counted(count, 'run')} without {printable(key)}: grouped "
                 f"apart, shown as (missing)"
             )
     runs = grouped.run_count
     lines.append(
-        f"{len(grouped.groups)} group{'s' if len(grouped.groups) != 1 else ''} of "
-        f"{runs} run{'s' if runs != 1 else ''}; values are mean ± std (min–max) over a group's runs"
+        f"{counted(len(grouped.groups), 'group')} of "
+        f"{counted(runs, 'run')}; values are mean ± std (min–max) over a group's runs"
     )
     if grouped.directory is not None:
         where = printable(os.path.join(shown_base, os.path.basename(grouped.directory)))

@@ -6,6 +6,7 @@ import argparse
 import os
 
 from rankscribe.lineage._checks import int_argument, ranks_text, seconds_argument
+from rankscribe.lineage._words import counted
 from rankscribe.lineage.cli._terminal import (
     CommandLineError,
     existing_directory,
@@ -63,7 +64,7 @@ def _hparams(args: argparse.Namespace) -> int:
     existing_directory(args.base)
     written = write_hparams(args.base, args.out)
     out = printable(os.path.dirname(written[0]))
-    print(f"wrote HParams for {len(written) - 1} runs under {out}")
+    print(f"wrote HParams for {counted(len(written) - 1, 'run')} under {out}")
     print(f"view them with: tensorboard --logdir {out}")
     return 0
 

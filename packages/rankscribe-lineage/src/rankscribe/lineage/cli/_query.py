@@ -18,6 +18,7 @@ import sys
 from typing import Any
 
 from rankscribe.lineage._checks import int_argument
+from rankscribe.lineage._words import counted
 from rankscribe.lineage.cli._show import usable_verdicts
 from rankscribe.lineage.cli._table import SEPARATOR, column_texts, column_width
 from rankscribe.lineage.cli._terminal import (
@@ -214,8 +215,9 @@ def _no_lineage_message(base: str, shown_base: str) -> str:
     listed = ", ".join(printable(name) for name in names[:5])
     more = f" and {len(names) - 5} more" if len(names) > 5 else ""
     return (
-        f"no lineage file under {shown_base}: {len(runs)} run "
-        f"director{'ies' if len(runs) != 1 else 'y'} ({listed}{more}) hold summary files "
+        f"no lineage file under {shown_base}: "
+        f"{counted(len(runs), 'run directory', 'run directories')} ({listed}{more}) "
+        f"{'holds' if len(runs) == 1 else 'hold'} summary files "
         f"but none has a lineage file (named *summary.<n>*_lineage; a run writes one "
         f"when it records its lineage)"
     )

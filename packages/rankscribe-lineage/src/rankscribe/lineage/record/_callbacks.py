@@ -477,8 +477,18 @@ def eval_lineage_from_args(args: Mapping[str, Any]) -> EvalLineageInfo:
         )
     dataset = args.get("valid_dataset")
     batch_size = _batch_size(dataset, args)
+    plain = {key: _plain(value) for key, value in (metrics or {}).items()}
+    left_out = [key for key, value in plain.items() if value is _NOT_JSON]
+    if left_out:
+        # MindSpore's SummaryCollector warns and leaves out every metric when one is not
+        # JSON; here only those are left out (docs/mindinsight-differences.md).
+        logger.warning(
+            "Evaluation metric values that are neither numbers nor JSON (str, bool, None, "
+            "list, dict) are left out of the lineage: %s.",
+            ", ".join(map(repr, left_out)),
+        )
     return EvalLineageInfo.from_metrics(
-        {key: _plain(value) for key, value in (metrics or {}).items()},
+        {key: value for key, value in plain.items() if value is not _NOT_JSON},
         ValidDataset(
             valid_dataset_path=_dataset_path(dataset),
             valid_dataset_size=_dataset_size(dataset, batch_size),
@@ -486,9 +496,20 @@ def eval_lineage_from_args(args: Mapping[str, Any]) -> EvalLineageInfo:
     )
 
 
+#: What :func:`_plain` returns for a metric value that is neither a number nor JSON.
+_NOT_JSON = object()
+
+
 def _plain(value: Any) -> Any:
-    """A metric value json.dumps can write (numpy scalars and 0-d tensors become floats)."""
+    """A metric value json.dumps can write (numpy scalars and 0-d tensors become floats),
+    or ``_NOT_JSON``."""
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
     number = _first_number(value)
-    return number if number is not None else str(value)
+    if number is not None:
+        return number
+    try:
+        json.dumps(value, allow_nan=True)
+    except (TypeError, ValueError):
+        return _NOT_JSON
+    return value

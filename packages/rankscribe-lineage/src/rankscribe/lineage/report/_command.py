@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rankscribe.lineage._checks import check_int, check_optional_int, int_argument
+from rankscribe.lineage._words import counted
 from rankscribe.lineage.errors import (
     LineageDirNotExistError,
     LineageFileNotFoundError,
@@ -125,10 +126,6 @@ def write_report(
     )
 
 
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"
-
-
 def _report(args: argparse.Namespace) -> int:
     try:
         written = write_report(
@@ -142,7 +139,7 @@ def _report(args: argparse.Namespace) -> int:
         print(f"{_PROGRAM}: error: {error.message}", file=sys.stderr)
         return 1
     print(
-        f"wrote {written.path} ({_count(written.runs, 'run')}: {_count(written.jobs, 'job')}, "
+        f"wrote {written.path} ({counted(written.runs, 'run')}: {counted(written.jobs, 'job')}, "
         f"{written.single_runs} single-process; {written.size / 1e6:.1f} MB "
         f"in {written.seconds:.1f} s)"
     )

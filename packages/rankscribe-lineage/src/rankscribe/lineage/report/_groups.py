@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rankscribe.lineage._words import counted
 from rankscribe.lineage.group._curves import group_statistics
 from rankscribe.lineage.group._grouping import GroupedRuns, RunGroup, form_groups
 from rankscribe.lineage.report._data import (
@@ -163,7 +164,8 @@ def groups_html(data: GroupsData, chart: Any) -> Iterator[str]:
     """
     by = ", ".join(data.grouped.by)
     yield (
-        f'<p class="note">{len(data.groups)} groups of {data.grouped.run_count} runs by '
+        f'<p class="note">{counted(len(data.groups), "group")} of '
+        f"{counted(data.grouped.run_count, 'run')} by "
         f"<code>{_escape(by)}</code>; a job counts as one run (its mean over its ranks). "
         "Values are mean ± std (min–max) over a group's runs; each curve is the group's "
         "mean per step within the min..max band of its runs.</p>"
@@ -173,8 +175,8 @@ def groups_html(data: GroupsData, chart: Any) -> Iterator[str]:
     for group in lacking:
         keys = ", ".join(group.missing)
         yield (
-            f'<p class="note">{len(group.runs)} run(s) without {_escape(keys)}: grouped apart, '
-            "shown as (missing).</p>"
+            f'<p class="note">{counted(len(group.runs), "run")} without {_escape(keys)}: '
+            "grouped apart, shown as (missing).</p>"
         )
     seen: dict[str, None] = {}
     for bands in data.groups:
@@ -189,7 +191,9 @@ def groups_html(data: GroupsData, chart: Any) -> Iterator[str]:
         if tag == lead:
             yield figure
         else:
-            yield f"<details><summary>{_escape(tag)} ({len(drawn)} groups)</summary>"
+            yield f"<details><summary>{_escape(tag)} ({counted(len(drawn), 'group')})</summary>"
             yield figure + "</details>"
     if len(seen) > len(tags):
-        yield f'<p class="note">{len(seen) - len(tags)} more tags are not drawn.</p>'
+        more = len(seen) - len(tags)
+        verb = "is" if more == 1 else "are"
+        yield f'<p class="note">{counted(more, "more tag")} {verb} not drawn.</p>'

@@ -17,6 +17,7 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from rankscribe.lineage._words import counted
 from rankscribe.lineage.jobparts import STEP_TIME_TAG, timing_name
 from rankscribe.lineage.jobview import verdict_lines
 from rankscribe.lineage.report._data import (
@@ -120,10 +121,6 @@ SCRIPT = """
 _CONFIG = {"responsive": True, "displaylogo": False}
 
 
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"
-
-
 def _escape(text: str) -> str:
     return html.escape(text, quote=True)
 
@@ -178,7 +175,8 @@ def _thinning_note(curves: Sequence[DrawnCurve], max_points: int) -> str:
         return ""
     most = max(curve.recorded for curve in thinned)
     return (
-        f'<p class="note">Drawn downsampled: {len(thinned)} of these curves have more '
+        f'<p class="note">Drawn downsampled: {len(thinned)} of these curves '
+        f"{'has' if len(thinned) == 1 else 'have'} more "
         f"than {max_points:,} points (up to {most:,}); each bucket of steps keeps its "
         "lowest and highest point.</p>"
     )
@@ -316,7 +314,7 @@ def _job_html(job: JobData, anchor: str, max_points: int) -> Iterator[str]:
     reach = f", last step {last_steps[-1]}" if last_steps else ""
     yield f'<article class="job" id="{anchor}"><h3>{_escape(run.name)}</h3>'
     where = _escape(run.shown_path)
-    yield f'<p class="note">{len(run.rank_dirs)} ranks{reach}; <code>{where}</code></p>'
+    yield f'<p class="note">{counted(len(run.rank_dirs), "rank")}{reach}; <code>{where}</code></p>'
     yield from _verdicts_html(job)
     tags = [tag for tag in tag_order(list(job.bands)) if tag != STEP_TIME_TAG]
     markers = _markers(run.verdicts)
@@ -342,14 +340,14 @@ def _left_out_html(names: Sequence[str], where: str) -> Iterator[str]:
     if not names:
         return
     yield (
-        f'<p class="note">{_count(len(names), "more scalar tag")} {where} '
+        f'<p class="note">{counted(len(names), "more scalar tag")} {where} '
         f"{'is' if len(names) == 1 else 'are'} not drawn: the page draws {MAX_TAGS} tags "
         "at most. <code>rankscribe-dump</code> or TensorBoard shows every tag.</p>"
     )
     listed = names[:LISTED_TAGS]
     more = f", and {len(names) - len(listed)} more" if len(names) > len(listed) else ""
     yield (
-        f"<details><summary>{_count(len(names), 'tag')} not drawn</summary>"
+        f"<details><summary>{counted(len(names), 'tag')} not drawn</summary>"
         f'<p class="note">{", ".join(_escape(name) for name in listed)}{more}</p></details>'
     )
 
@@ -361,7 +359,7 @@ def _single_runs_html(data: ReportData) -> Iterator[str]:
         seen.update(dict.fromkeys(curves))
     tags = tag_order(list(seen))
     lead = lead_tag(tags)
-    yield f'<p class="note">{len(runs)} runs, one line per run'
+    yield f'<p class="note">{counted(len(runs), "run")}, one line per run'
     yield "; hover a line for its run.</p>" if len(runs) > LEGEND_RUNS else ".</p>"
     for tag in tags:
         curves = {name: run[tag] for name, run in runs.items() if tag in run}
@@ -370,8 +368,7 @@ def _single_runs_html(data: ReportData) -> Iterator[str]:
         if tag == lead:
             yield chart + note
         else:
-            counted = f"{len(curves)} run" + ("" if len(curves) == 1 else "s")
-            yield f"<details><summary>{_escape(tag)} ({counted})</summary>"
+            yield f"<details><summary>{_escape(tag)} ({counted(len(curves), 'run')})</summary>"
             yield chart + note + "</details>"
     yield from _left_out_html(data.single_tags_left_out, "of these runs")
 
@@ -391,7 +388,7 @@ def _comparison_html(table_runs: Sequence[Any]) -> Iterator[str]:
     yield _chart(parcoords_figure(comparison.axes, comparison.color))
     if comparison.runs_left_out:
         lacking = ", ".join(
-            f"{_escape(name)} ({count} {'run' if count == 1 else 'runs'})"
+            f"{_escape(name)} ({counted(count, 'run')})"
             for name, count in comparison.missing.items()
         )
         runs = (
@@ -420,8 +417,8 @@ def render_page(
     yield f"<h1>{_escape(heading)}</h1>"
     singles = len(data.runs) - len(data.jobs)
     yield (
-        f'<p class="note">{_count(len(data.runs), "run")}: '
-        f"{_count(len(data.jobs), 'distributed job')}, {_count(singles, 'single-process run')}. "
+        f'<p class="note">{counted(len(data.runs), "run")}: '
+        f"{counted(len(data.jobs), 'distributed job')}, {counted(singles, 'single-process run')}. "
         f"Written {stamp}. "
         f"Curves longer than {data.max_points:,} points are drawn downsampled, keeping "
         "the lowest and the highest point of each bucket of steps.</p>"

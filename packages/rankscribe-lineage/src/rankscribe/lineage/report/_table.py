@@ -17,6 +17,7 @@ from typing import Any
 
 from rankscribe.lineage._checks import is_number
 from rankscribe.lineage._hparams import HPARAM_FIELDS, METRIC_FIELDS, is_merge_note
+from rankscribe.lineage._words import counted
 from rankscribe.lineage.report._data import RunInfo
 from rankscribe.lineage.report._figures import Axis
 
@@ -186,7 +187,9 @@ def build_table(runs: Sequence[RunInfo]) -> Table:
     """The table: ``run``, ``kind``, ``verdicts`` (with jobs), then differing columns first."""
     values: dict[str, list[Any]] = {
         "run": [run.name for run in runs],
-        "kind": [f"job, {len(run.rank_dirs)} ranks" if run.is_job else "run" for run in runs],
+        "kind": [
+            f"job, {counted(len(run.rank_dirs), 'rank')}" if run.is_job else "run" for run in runs
+        ],
     }
     if any(run.is_job for run in runs):
         values["verdicts"] = [verdict_summary(run) for run in runs]

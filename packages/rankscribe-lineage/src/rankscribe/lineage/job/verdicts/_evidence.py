@@ -36,6 +36,7 @@ from rankscribe.lineage.job.verdicts._verdicts import (
     _stops,
     dense_series,
     timing_evidence,
+    untimed_ranks,
 )
 
 if TYPE_CHECKING:
@@ -120,6 +121,8 @@ class LiveVerdicts:
     stragglers: StragglerEvidence = field(default_factory=StragglerEvidence)
     divergence: str = "no_fingerprints"
     fingerprint_ranks: set[int] = field(default_factory=set)
+    #: Ranks with at least one timing point (the others: ``job/untimed_ranks``).
+    timed_ranks: set[int] = field(default_factory=set)
     diverged: dict[int, int] = field(default_factory=dict)
     missing_now: list[int] = field(default_factory=list)
     #: The straggler thresholds (may be replaced while the job runs).
@@ -139,6 +142,7 @@ class LiveVerdicts:
             if tag == FINGERPRINT_TAG:
                 curves.extend(self._add_fingerprints(dense_series(ranks)))
             elif is_timing_tag(tag):
+                self.timed_ranks.update(rank for rank, (steps, _) in ranks.items() if len(steps))
                 evidence = self.timings.setdefault(tag, _TimingEvidence())
                 steps, skew, slowest = evidence.add(dense_series(ranks))
                 if tag == STEP_TIME_TAG and len(steps):
@@ -213,6 +217,7 @@ class LiveVerdicts:
             if skew is not None:
                 verdicts["job/step_time_skew"] = skew
         verdicts.update(straggler_verdicts(self.stragglers, self.settings))
+        verdicts.update(untimed_ranks(reported, self.timed_ranks))
         verdicts["job/divergence_check"] = self.divergence
         verdicts["job/diverged_ranks"] = ranges_text(sorted(self.diverged))
         verdicts["job/diverged_first_step"] = min(self.diverged.values(), default=NONE)

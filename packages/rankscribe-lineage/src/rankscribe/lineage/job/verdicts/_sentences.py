@@ -19,7 +19,8 @@ __all__ = ["timing_name", "verdict_lines"]
 
 
 def _ranks_phrase(text: Any) -> str:
-    return f"ranks {text}" if "," in str(text) else f"rank {text}"
+    """``rank 3``, ``ranks 1,3`` or ``ranks 1-3`` (a range is several ranks)."""
+    return f"ranks {text}" if "," in str(text) or "-" in str(text) else f"rank {text}"
 
 
 def _number(value: Any) -> float:
@@ -140,6 +141,11 @@ def verdict_lines(user_defined: Mapping[str, Any]) -> list[str]:
             f"{_ranks_phrase(user_defined.get('job/stopped_first_tied_ranks', '?'))} "
             f"stopped at step {user_defined.get('job/stopped_first_step')}; nothing tells "
             f"them apart)"
+        )
+    untimed = user_defined.get("job/untimed_ranks", "")
+    if untimed:
+        lines.append(
+            f"no timing: {_ranks_phrase(untimed)} (step times off: not judged as stragglers)"
         )
     missing = user_defined.get("job/missing_ranks", "")
     if missing:

@@ -30,6 +30,7 @@ __all__ = [
     "job_verdicts",
     "step_times",
     "timing_evidence",
+    "untimed_ranks",
 ]
 
 #: Kept for the readers of earlier verdicts: the old rule's "slowest in more than half".
@@ -252,6 +253,17 @@ def _stops(statistics: JobStatistics, failed: Sequence[int] = ()) -> Verdicts:
     return verdicts
 
 
+def untimed_ranks(reported: Iterable[int], timed: Iterable[int]) -> Verdicts:
+    """``job/untimed_ranks`` when a rank that reported recorded no timing at all.
+
+    A rank whose collector has ``step_times=False`` (and no forward time or section):
+    the straggler rule cannot judge it, and the job view says so (docs/job-view.md,
+    "Verdicts"). Absent when every rank that reported has a timing.
+    """
+    untimed = sorted(set(reported) - set(timed))
+    return {"job/untimed_ranks": ranges_text(untimed)} if untimed else {}
+
+
 def job_verdicts(
     statistics: JobStatistics,
     *,
@@ -281,6 +293,10 @@ def job_verdicts(
         )
     )
     verdicts.update(_skew(times))
+    timed = {
+        rank for by_rank in statistics.timings.values() for rank, (steps, _) in by_rank.items()
+    }
+    verdicts.update(untimed_ranks(reported, timed))
     verdicts.update(_divergence(statistics.fingerprints))
     verdicts.update(_nonfinite_loss(statistics))
     verdicts.update(_stops(statistics, failed))
