@@ -470,6 +470,27 @@ def test_a_metric_of_more_digits_than_a_float_holds_is_infinite_not_a_crash() ->
     assert (notes["metric_top5_min"], notes["metric_top5_max"]) == (-math.inf, 0.5)
 
 
+@pytest.mark.parametrize(
+    ("first", "second", "mean"),
+    [
+        (math.inf, -math.inf, math.nan),  # fsum raised ValueError: -inf + inf
+        (10**400, -(10**400), math.nan),
+        (1.5e308, 1.5e308, 1.5e308),  # fsum raised OverflowError: intermediate overflow
+        (-1.5e308, -1.7e308, -1.6e308),
+        (math.inf, 0.5, math.inf),
+    ],
+)
+def test_a_metric_averaged_over_the_ranks_is_a_float_whatever_their_values(
+    first: float, second: float, mean: float
+) -> None:
+    # Found by the hostile job-view generator (seed 39, input 28864): merge_run_dir raised
+    # ValueError for a metric of +inf on one rank and -inf on another.
+    merged = merge_rank_lineages(
+        {0: rank_lineage(0, metric={"acc": first}), 1: rank_lineage(1, metric={"acc": second})}
+    )
+    assert merged.section("metric")["acc"] == pytest.approx(mean, nan_ok=True)
+
+
 def _job_missing_rank_1(lw: Any, tmp_path: Path) -> Path:
     job = tmp_path / "job"
     lw.write(job / "rank_0", [lw.train(optimizer="Adam", loss=0.5, device_num=2)])

@@ -86,7 +86,7 @@ class _Merger:
         numbers = [value for value in present if not math.isnan(value)] or present
         self.notes[f"{note}_min"] = min(numbers)
         self.notes[f"{note}_max"] = max(numbers)
-        return math.fsum(present) / len(present)
+        return _mean(present)
 
     def summed(self, label: str, getter: Callable[[RunLineage], Any]) -> int | None:
         present = [value for value in self.values(getter).values() if isinstance(value, int)]
@@ -98,6 +98,21 @@ class _Merger:
             self.notes[f"{label}_total"] = str(total)
             return None
         return total
+
+
+def _mean(values: list[float]) -> float:
+    """The mean of ``values``, whatever they hold: NaN when one is NaN or both infinities
+    are among them (inf - inf), the infinity when one kind is; otherwise summed exactly
+    (fsum), each value scaled first when the sum alone would overflow a float."""
+    if any(map(math.isnan, values)) or (math.inf in values and -math.inf in values):
+        return math.nan
+    for infinity in (math.inf, -math.inf):
+        if infinity in values:
+            return infinity
+    try:
+        return math.fsum(values) / len(values)
+    except OverflowError:  # 1e308 + 1e308: the mean is still a float
+        return math.fsum(value / len(values) for value in values)
 
 
 def _section_getter(section: str, key: str) -> Callable[[RunLineage], Any]:
