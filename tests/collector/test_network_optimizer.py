@@ -11,7 +11,13 @@ from typing import Any
 
 import numpy as np
 
-from rankscribe.collector import ArrayNetwork, ArrayOptimizer, SummaryCollector, TrainLoop
+from rankscribe.collector import (
+    ArrayDataset,
+    ArrayNetwork,
+    ArrayOptimizer,
+    SummaryCollector,
+    TrainLoop,
+)
 from rankscribe.lineage import TrainLineage, get_summary_lineage
 from rankscribe.writer import SummaryRecord
 from rankscribe.writer.events import load_dir
@@ -115,4 +121,56 @@ def test_a_network_without_an_optimizer_still_records_none(model: Any, tmp_path:
     train(model, tmp_path / "none", "plain", optimizer=False)
     assert histograms(tmp_path / "none") == {}
     hyper = lineage(tmp_path / "none")["hyper_parameters"]
+    assert "optimizer" not in hyper and "learning_rate" not in hyper
+
+
+class Optimizer:
+    """Stands for a framework's optimizer base class (MindSpore's ``nn.Optimizer``)."""
+
+    def __init__(self, learning_rate: float) -> None:
+        self.learning_rate = learning_rate
+
+
+class Momentum(Optimizer):
+    pass
+
+
+class Cell:
+    """A MindSpore-like cell: its sub-cells through ``cells_and_names()``."""
+
+    def __init__(self, *cells: object) -> None:
+        self.cells = cells
+
+    def cells_and_names(self) -> list[tuple[str, object]]:
+        return [("", self), *((f"cell{index}", cell) for index, cell in enumerate(self.cells))]
+
+
+def lineage_of(directory: Path, network: object) -> dict[str, Any]:
+    dataset = ArrayDataset(np.zeros((4, 2), np.float32), batch_size=2)
+    with SummaryRecord(str(directory)) as record:
+        lineage_callback: Any = TrainLineage(record, raise_exception=True)
+        TrainLoop(lambda batch: 0.5, network=network).train(
+            1, dataset, callbacks=[lineage_callback]
+        )
+    return lineage(directory)
+
+
+def test_an_optimizer_among_the_cells_is_found(tmp_path: Path) -> None:
+    network = Cell(Cell(), Momentum(0.125))
+    hyper = lineage_of(tmp_path / "run", network)["hyper_parameters"]
+    assert (hyper["optimizer"], hyper["learning_rate"]) == ("Momentum", 0.125)
+
+
+def test_a_network_that_holds_itself_or_fails_to_answer_has_no_optimizer(
+    tmp_path: Path,
+) -> None:
+    class Failing:
+        @property
+        def optimizer(self) -> object:
+            raise RuntimeError("not built yet")
+
+    first, second = Failing(), Failing()
+    first.network = second  # type: ignore[attr-defined]
+    second.network = first  # type: ignore[attr-defined]
+    hyper = lineage_of(tmp_path / "run", first)["hyper_parameters"]
     assert "optimizer" not in hyper and "learning_rate" not in hyper
