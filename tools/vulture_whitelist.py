@@ -40,6 +40,7 @@ _.on_eval_end  # MindSpore Callback hook (lineage/record/_callbacks.py)
 requires_logging_directory  # accelerate GeneralTracker class attribute, read by accelerate
 main_process_only  # accelerate GeneralTracker class attribute, read by accelerate
 _.parameters_and_names  # MindSpore Cell API, duck-typed by the collector (tests' networks)
+_.cells_and_names  # MindSpore Cell API: where the optimizer search looks (tests' cells)
 exc_info  # the parameter of a context manager's __exit__, part of its signature
 exitstatus  # pytest_sessionfinish's parameter, part of pytest's hook signature (tests)
 _.exitstatus  # pytest's Session.exitstatus, set to fail the run (tests/conftest.py)

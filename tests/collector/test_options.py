@@ -158,9 +158,12 @@ def test_a_coordinator_is_accepted(tmp_path: Path) -> None:
         assert isinstance(collector(tmp_path, coordinator=coordinator), SummaryCollector)
 
 
-def test_constructor_does_not_create_the_directory(tmp_path: Path) -> None:
+def test_constructor_creates_the_directory_as_the_original(tmp_path: Path) -> None:
+    # MindSpore's constructor makes summary_dir (docs/mindinsight-differences.md,
+    # "Directories"); its files come with training.
     collector(tmp_path)
-    assert not (tmp_path / "summary").exists()
+    assert (tmp_path / "summary").is_dir()
+    assert list((tmp_path / "summary").iterdir()) == []
 
 
 # ------------------------------------------------------ collect_specified_data

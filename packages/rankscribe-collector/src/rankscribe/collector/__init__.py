@@ -15,6 +15,8 @@
 - :class:`CollectionSchedule` (a collector's ``schedule``) and :class:`Collect`: what
   each unit of this rank collects (``docs/collector-schedule.md``).
 - :class:`Progress`: training progress on rank 0 (a bar on a terminal, lines otherwise).
+- :class:`SummaryStep`: records a summary record of your own every ``flush_step``
+  steps (MindSpore's callback that the lineage callbacks' examples use).
 - :class:`Callback`, :class:`RunContext`, :class:`CallbackParams`: the protocol.
 - :class:`CollectorError`: the base of every error raised here; the specific
   ones are in :mod:`rankscribe.collector.errors`.
@@ -30,6 +32,7 @@ from rankscribe.collector._collector import SummaryCollector
 from rankscribe.collector._loop import TrainLoop
 from rankscribe.collector._progress import Progress
 from rankscribe.collector._session import TrainSession
+from rankscribe.collector._summary_step import SummaryStep
 from rankscribe.collector.adapters._arrays import ArrayDataset, ArrayNetwork, ArrayOptimizer
 from rankscribe.collector.adapters._graph import GraphDescription, GraphNode, GraphParameter
 from rankscribe.collector.adapters._registry import register_adapter
@@ -64,6 +67,7 @@ __all__ = [
     "Progress",
     "RunContext",
     "SummaryCollector",
+    "SummaryStep",
     "TrainLoop",
     "TrainSession",
     "load_checkpoint",

@@ -59,6 +59,7 @@ from rankscribe.lineage.recording import (
     TrainLineageInfo,
     UserDefinedInfo,
     eval_lineage_from_args,
+    optimizer_of,
     parse_rank_run,
     rank_dirs_note,
     remove_train_start,
@@ -145,7 +146,7 @@ class LineageRecorder:
         if hyper is not None and hyper.learning_rate is None:
             # Only what the builder cannot read: a registered adapter may know where
             # another framework keeps its learning rate. Names are the builder's alone.
-            optimizer = self._adapters.optimizer_view(params.optimizer)
+            optimizer = self._adapters.optimizer_view(optimizer_of(vars(params)))
             rate = optimizer.learning_rate() if optimizer is not None else None
             if rate is not None:
                 hyper.learning_rate = rate

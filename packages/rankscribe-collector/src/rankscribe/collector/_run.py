@@ -106,6 +106,25 @@ class CollectorRun:
         self.merger: JobLineageMerger | None = None
         #: Where this rank's ``rank_<r>`` goes when it named a directory other than rank 0's.
         self._rank_base: str | None = None
+        self._make_known_directories()
+
+    def _make_known_directories(self) -> None:
+        """``summary_dir``, made when the collector is made, as the original does.
+
+        An empty directory is no other job's (the claim still takes it), so making it
+        early never moves a job. ``rank_<r>`` waits for the start of training and the
+        landscape's ``ckpt_dir`` for its first file (docs/mindinsight-differences.md,
+        "Directories").
+        """
+        try:
+            make_private_dir(self.summary_dir)
+        except OSError as error:
+            raise type(error)(
+                error.errno,
+                f"For 'SummaryCollector', the argument 'summary_dir' must name a directory "
+                f"it can create or use, but {error.strerror}",
+                error.filename,
+            ) from error
 
     @property
     def own_dir(self) -> str:

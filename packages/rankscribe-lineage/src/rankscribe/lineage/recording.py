@@ -10,7 +10,8 @@ A rank keeps the train lineage known at the start of training
 train lineage is on disk), and the merge reads a rank with it
 (:func:`parse_rank_run`), so an interrupted job's merge keeps its hyper-parameters.
 The merged lineage names the ranks that wrote outside the job's directory
-(:func:`rank_dirs_note`).
+(:func:`rank_dirs_note`). A run given no optimizer has the one its network holds
+(:func:`optimizer_of`, the rule the lineage callbacks follow too).
 
 The record model is here too: the dataclasses that convert exactly to and from the
 writer's lineage protobuf messages (:class:`TrainLineageInfo`, :class:`EvalLineageInfo`,
@@ -43,6 +44,7 @@ from rankscribe.lineage.record._model import (
     UserDefinedInfo,
     ValidDataset,
 )
+from rankscribe.lineage.record._optimizer_search import optimizer_of
 from rankscribe.lineage.record._parser import ParsedRun, parse_run
 from rankscribe.lineage.record._train_start import (
     TRAIN_START_FILE_NAME,
@@ -69,6 +71,7 @@ __all__ = [
     "UserDefinedInfo",
     "ValidDataset",
     "eval_lineage_from_args",
+    "optimizer_of",
     "parse_rank_run",
     "parse_run",
     "rank_dirs_note",

@@ -8,7 +8,8 @@ the training state at a collected unit (``_extractor``). Semantics in
 
 May import: ``rankscribe.collector._callback`` (``CallbackParams``),
 ``rankscribe.collector.adapters``, ``rankscribe.collector.errors``,
-``rankscribe.collector._checks`` (argument checks), the ranks and writer packages.
+``rankscribe.collector._checks`` (argument checks), the ranks and writer packages,
+and ``rankscribe.lineage.recording`` (where a network keeps its optimizer).
 Not the collector's training-loop modules.
 """
 

@@ -6,7 +6,8 @@ MindSpore's rules (docs/collector-schedule.md, "What is collected"):
   is a tuple or list, averaged with ``np.mean`` (on an accelerator: read later,
   without a wait on the training thread);
 - histograms ``<name>/auto``: the optimizer's parameters, the first five, or
-  those whose names ``re.match`` ``histogram_regular``;
+  those whose names ``re.match`` ``histogram_regular``; a run given no optimizer
+  has the one its network holds (``rankscribe.lineage.recording.optimizer_of``);
 - input images, image ``input_data/auto``: the first column of the step's
   dataset element, when it is a 4-D NCHW batch;
 - the graph, once: what the network describes (see :mod:`rankscribe.collector.adapters._graph`).
@@ -28,6 +29,7 @@ import numpy as np
 from rankscribe.collector._callback import CallbackParams
 from rankscribe.collector.adapters import AdapterRegistry, NetworkView, OptimizerView
 from rankscribe.collector.collection._options import CollectOptions
+from rankscribe.lineage.recording import optimizer_of
 from rankscribe.writer.pb import anf_ir_pb2
 
 logger = logging.getLogger(__name__)
@@ -231,9 +233,15 @@ class Extractor:
     # -------------------------------------------------------------- histograms
 
     def optimizer_view(self, params: CallbackParams) -> OptimizerView | None:
-        optimizer = params.optimizer
-        if self._optimizer is None or self._optimizer[0] is not optimizer:
-            self._optimizer = (optimizer, self._adapters.optimizer_view(optimizer))
+        """The view of the run's optimizer: the one given, else the one the network holds."""
+        # Searched once per network (or optimizer) given, not at every collected step.
+        source = params.optimizer
+        if source is None:
+            source = params.eval_network if params.mode == "eval" else params.train_network
+            source = source if source is not None else params.network
+        if self._optimizer is None or self._optimizer[0] is not source:
+            optimizer = optimizer_of(vars(params))
+            self._optimizer = (source, self._adapters.optimizer_view(optimizer))
         return self._optimizer[1]
 
     def _add_histograms(self, record: ValueSink, params: CallbackParams) -> None:

@@ -11,7 +11,9 @@ key                  used for
 ===================  ==========================================================
 optimizer            ``optimizer`` (its name, below) and ``learning_rate``:
                      the first element of ``optimizer.learning_rate``, or
-                     of ``optimizer.param_groups[0]['lr']``, as float32
+                     of ``optimizer.param_groups[0]['lr']``, as float32;
+                     without one, the optimizer the network holds
+                     (:mod:`rankscribe.lineage.record._optimizer_search`)
 loss_fn              ``loss_function`` (its name, below)
 network /            ``network``: the name of ``network``, else of the
 train_network        backbone found through ``train_network``'s ``network`` /
@@ -79,6 +81,7 @@ from rankscribe.lineage.record._model import (
     ValidDataset,
 )
 from rankscribe.lineage.record._object_names import object_name
+from rankscribe.lineage.record._optimizer_search import optimizer_of
 
 logger = logging.getLogger(__name__)
 
@@ -444,7 +447,7 @@ def train_lineage_from_args(args: Mapping[str, Any]) -> TrainLineageInfo:
     epoch = args.get("epoch_num")
     device_num = args.get("device_number")
     parallel_mode = args.get("parallel_mode")
-    optimizer = args.get("optimizer")
+    optimizer = optimizer_of(args)
     return TrainLineageInfo(
         hyper_parameters=HyperParameters(
             optimizer=object_name(optimizer),
