@@ -82,7 +82,7 @@ class CheckpointConfig:
         integrated_save: bool = True,
         async_save: bool = False,
         saved_network: Any = None,
-        append_info: list[str | dict[str, Any]] | None = None,
+        append_info: list[str | dict[str, Any]] | tuple[str | dict[str, Any], ...] | None = None,
         enc_key: bytes | None = None,
         enc_mode: str = "AES-GCM",
     ) -> None:
