@@ -180,8 +180,9 @@ def test_values_come_in_the_originals_order(
             {"input_ids": np.zeros((16, 12)), "labels": np.zeros(16)},
             "not Tensor/list/tuple: the batch is dict(input_ids: ndarray(16, 12), "
             "labels: ndarray(16))",
-            logging.WARNING,
+            logging.INFO,  # a text job's batch (Hugging Face's): no images there either
         ),
+        ("some text", "not Tensor/list/tuple: the batch is str", logging.WARNING),
         (
             [np.zeros((2, 8)), np.zeros(2)],
             "the batch is list[ndarray(2, 8), ndarray(2)]",

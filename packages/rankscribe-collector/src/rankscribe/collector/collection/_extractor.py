@@ -175,9 +175,12 @@ class Extractor:
             )
             return
         if isinstance(element, (str, bytes, Mapping)):
+            # A dict of columns is how text jobs (Hugging Face's) hand their batches: no
+            # images there either, so said at INFO, as a tabular batch is.
             self._disable_input_data(
                 f"The type of input data is not Tensor/list/tuple: the batch is "
-                f"{describe_batch(element)}"
+                f"{describe_batch(element)}",
+                level=logging.INFO if isinstance(element, Mapping) else logging.WARNING,
             )
             return
         if isinstance(element, (list, tuple)):
