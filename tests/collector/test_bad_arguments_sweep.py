@@ -36,6 +36,16 @@ def _step(batch: Any) -> float:
     return 0.0
 
 
+class _Summary:
+    """What SummaryStep records through: a SummaryRecord's record and flush."""
+
+    def record(self, step: int, train_network: Any = None) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+
 def _saved(tmp_path: Path) -> str:
     return collector.save_checkpoint(ArrayNetwork(PARAMETERS), tmp_path / "net.ckpt")
 
@@ -50,6 +60,7 @@ VALID: ValidCalls = {
     "ModelCheckpoint": lambda t: ((), {"directory": t}),
     "Progress": lambda t: ((), {}),
     "SummaryCollector": lambda t: ((t / "summary",), {}),
+    "SummaryStep": lambda t: ((_Summary(),), {"flush_step": 2}),
     "TrainLoop": lambda t: ((_step,), {}),
     "TrainSession": lambda t: (([],), {}),
     "load_checkpoint": lambda t: ((_saved(t),), {}),
