@@ -120,7 +120,8 @@ def test_every_num_process_records_the_same_values_in_order(
 
 
 def test_used_without_with_the_record_lives_from_begin_to_end(tmp_path: Path) -> None:
-    instance = SummaryCollector(tmp_path, collect_specified_data=NO_LANDSCAPE)
+    # No machine samples (taken as training starts and ends): the loss alone is recorded.
+    instance = SummaryCollector(tmp_path, collect_specified_data=NO_LANDSCAPE, system_interval=0)
     params = CallbackParams(
         mode="train",
         list_callback=[instance],
@@ -227,7 +228,13 @@ def test_collect_metric_false_keeps_loss_out(model: Any, tmp_path: Path, read_st
 def test_keep_default_action_false_collects_only_what_is_named(
     model: Any, tmp_path: Path, read_steps: Any
 ) -> None:
-    run(model, tmp_path, collect_specified_data={"collect_metric": True}, keep_default_action=False)
+    run(
+        model,
+        tmp_path,
+        collect_specified_data={"collect_metric": True},
+        keep_default_action=False,
+        system_interval=0,  # the machine's samples are the sampler's, not collect_specified_data's
+    )
     # The job view's own tags come whatever collect_specified_data says.
     assert set(read_steps(tmp_path)) == {
         ("scalar", "loss/auto"),
@@ -548,7 +555,7 @@ def test_the_tensorboard_target_on_request(model: Any, tmp_path: Path) -> None:
     from rankscribe.writer.events import read_tensorboard_events
 
     summary = tmp_path / "summary"
-    run(model, summary, batches=3, formats=["mindinsight", "tensorboard"])
+    run(model, summary, batches=3, formats=["mindinsight", "tensorboard"], system_interval=0)
     [board] = summary.glob("events.out.tfevents.*")
     steps = [
         event.step

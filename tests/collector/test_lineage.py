@@ -417,3 +417,28 @@ def test_a_loss_that_could_not_be_read_leaves_the_lineage_loss_empty(
     )
     lineage = get_summary_lineage(str(tmp_path))
     assert lineage["algorithm"] == {"network": "TinyNet"}
+
+
+@pytest.mark.parametrize(("same", "size"), [(True, 20), (False, 40)])
+def test_a_list_of_batches_is_counted_once_when_every_rank_evaluates_it(
+    same: bool, size: int, tmp_path: Path
+) -> None:
+    """Ranks given the same list of batches evaluated the same 20 samples, not 40.
+
+    A list says nothing of its sharding: the merge tells the same list on every
+    rank (kept once) from each rank's own share (summed) by the content's digest.
+    """
+    eval_only = {"collect_dataset_graph": False, "collect_train_lineage": False}
+    job = tmp_path / "job"
+    for rank in range(2):
+        first = 0.0 if same else 100.0 * rank
+        batches = [(np.full((4, 3), first + index), np.zeros(4)) for index in range(5)]
+        params = CallbackParams(mode="eval", device_number=2, valid_dataset=batches)
+        through_callbacks(
+            job / f"rank_{rank}", params, collect_specified_data={**NO_LANDSCAPE, **eval_only}
+        )
+    lineage = merge_run_dir(job).lineage
+    assert lineage.section("valid_dataset")["valid_dataset_size"] == size
+    assert lineage.section("user_defined")["valid_dataset_sharding"] == (
+        "whole" if same else "shards"
+    )

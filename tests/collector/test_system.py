@@ -80,7 +80,7 @@ def test_the_gpu_readings_are_recorded_at_the_steps_they_were_taken(
     columns = rank_dir_arrays(tmp_path)
     steps, clock = columns[GPU + "sm_clock_mhz"]
     assert len(steps) >= 10 and set(clock) == {1410.0}
-    assert set(steps) <= set(range(13))  # the training's steps (0: before its first)
+    assert set(steps) <= set(range(14))  # the training's steps (0: before its first, 13: after)
     assert set(columns[GPU + "power_watts"][1]) == {412.5}  # NVML's milliwatts, as watts
     assert set(columns[GPU + "temperature_c"][1]) == {88.0}
     assert set(columns[GPU + "throttle_thermal"][1]) == {1.0}
@@ -258,3 +258,17 @@ def test_a_gpu_lost_during_the_run_stops_gpu_sampling_with_one_warning(
     columns = rank_dir_arrays(tmp_path)
     assert len(columns[GPU + "sm_clock_mhz"][0]) >= 1  # the samples before the loss stay
     assert process_tag in columns  # the process is still sampled
+
+
+def test_a_run_shorter_than_the_interval_is_sampled_as_it_starts_and_ends(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    network = ArrayNetwork({"w": rng.normal(size=(4, 2)).astype(np.float32)}, name="Linear")
+    data = ArrayDataset(rng.random((3, 4)).astype(np.float32), rng.integers(0, 2, 3), batch_size=1)
+    collector = SummaryCollector(tmp_path, system_interval=3600)  # no tick of the grid falls in
+    TrainLoop(lambda batch: 0.5, network=network).train(1, data, callbacks=[collector])
+    collector.close()
+    tags = rank_dir_arrays(tmp_path)
+    steps, rss = tags["rankscribe/system/rss_bytes"]
+    assert list(steps) == [0, 4] and min(rss) > 10e6  # before the first step, after the last
+    # A share "since the last sample" needs one before it: the last sample only.
+    assert list(tags["rankscribe/system/cpu_percent"][0]) == [4]

@@ -256,12 +256,13 @@ def test_a_live_job_keeps_verdicts_out_of_the_scalars_tab(tmp_path: Path) -> Non
     assert len(board["loss/mean"]) == 12
     assert "loss" not in board
     assert board["final/loss"] == [(12, 1.0)] and board["final/metric/acc"] == [(12, 0.75)]
-    # the verdicts so far are in the Text tab, one table per interval written, then the
-    # end of training's as sentences
+    # the verdicts so far are in the Text tab as the sentences `show` prints, once per
+    # interval written, then the end of training's
     verdicts = _texts(tb)["job"]["verdicts"]
     assert [step for step, _ in verdicts] == [6, 12, 12]
-    assert "| `job/ranks_in_interval` | 2 |" in verdicts[1][1]
-    assert "| `job/straggler_rank` | 1 |" in verdicts[1][1]  # rank 1 steps twice as long
+    assert verdicts[1][1].startswith("- straggler: rank 1")  # rank 1 steps twice as long
+    assert "- last step: ranks 0,1: 12" in verdicts[1][1]
+    assert "|" not in verdicts[1][1]  # no key/value table
     assert verdicts[2][1].startswith("- straggler: rank 1")
     # and in the job's summary file, as before, for the readers of the live view
     assert "job/straggler_rank" in reader.scalars(job)

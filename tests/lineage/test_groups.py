@@ -304,17 +304,23 @@ def test_where_and_sort_and_two_keys(base: Path, capsys: pytest.CaptureFixture[s
 def test_rerunning_replaces_the_folder_whole(base: Path) -> None:
     group_runs(base, by="learning_rate")
     first = sorted(os.listdir(base / "_groups"))
-    assert first == ["learning_rate=0.1", "learning_rate=0.2"]
+    assert first == ["grouping.json", "learning_rate=0.1", "learning_rate=0.2"]
     group_runs(base, by="user_defined/seed")
     assert sorted(os.listdir(base / "_groups")) == [
+        "grouping.json",
         "user_defined.seed=1",
         "user_defined.seed=2",
         "user_defined.seed=3",
     ]
     leftovers = [name for name in os.listdir(base) if name.startswith(".rankscribe-groups")]
     assert leftovers == []
+    grouping = base / "_groups" / "grouping.json"  # the keys, for the query
+    assert json.loads(grouping.read_text()) == {"by": ["user_defined/seed"]}
+    assert stat.S_IMODE(grouping.stat().st_mode) == 0o400
     for name in os.listdir(base / "_groups"):
         folder = base / "_groups" / name
+        if folder == grouping:
+            continue
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700
         for file in folder.iterdir():
             assert stat.S_IMODE(file.stat().st_mode) == 0o400
@@ -451,3 +457,30 @@ def test_one_group_of_one_run_is_counted_in_the_singular(
     code, out, err = run_cli(capsys, "group", str(tmp_path), "--by", "learning_rate")
     assert code == 0, err
     assert "1 group of 1 run; values are mean" in out
+
+
+def test_a_query_over_a_grouped_base_shows_the_keys_it_was_grouped_by(
+    base: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "40")  # room for the run and one column or two
+    code, before, _ = run_cli(capsys, "query", str(base), "--sort", "loss")
+    assert code == 0 and "user_defined/seed" not in before.splitlines()[0]
+    group_runs(base, by="user_defined/seed")
+    code, after, _ = run_cli(capsys, "query", str(base), "--sort", "loss")
+    assert code == 0
+    header = after.splitlines()[0].split()
+    assert {"loss", "user_defined/seed"} <= set(header)  # claims its room as --sort's does
+    assert (
+        "grouped by user_defined/seed (`rankscribe-lineage group`; the groups' curves in "
+        f"{base / '_groups'})"
+    ) in after
+
+
+def test_a_planted_grouping_file_is_no_error(
+    base: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    (base / "_groups").mkdir()
+    (base / "_groups" / "grouping.json").write_text('{"by": 3}')
+    code, out, _ = run_cli(capsys, "query", str(base))
+    assert code == 0 and "grouped by" not in out
+    assert "holds no list of keys" in caplog.text

@@ -407,3 +407,26 @@ def test_a_mutated_message_decodes_or_is_refused_never_anything_else(
             continue
         decoded.merge(JobPartial.of_rank(6, {"loss": [(1, 1.0)]}))  # usable as it came
         JobPartial.from_bytes(decoded.to_bytes())  # combined (merges wait till read) and sent
+
+
+def test_tensorboard_text_holds_the_live_verdicts_as_show_prints_them(tmp_path: Path) -> None:
+    from rankscribe.writer.events import read_tensorboard_events
+
+    view = LiveJobView(tmp_path, world_size=2, tensorboard=True)
+    for rank in range(2):
+        view.add(JobPartial.of_rank(rank, rank_points(rank, range(1, 41), slow=0.1 * rank)))
+    view.judge(final=True)
+    view.write()
+    [board] = (path for path in view.paths if "tfevents" in path)
+    texts = [
+        value.tensor.string_val[0].decode("utf-8")
+        for event in read_tensorboard_events(board)
+        if event.WhichOneof("what") == "summary"
+        for value in event.summary.value
+        if value.tag == "verdicts"
+    ]
+    shown = live_lines(tmp_path)[1:]  # what `show` prints of the running job, below its header
+    assert any(line.startswith("straggler (recent steps): rank 1") for line in shown)
+    assert texts[-1] == "\n".join(f"- {line}" for line in shown)
+    assert "| verdict | value |" not in texts[-1]
+    view.finish()

@@ -153,3 +153,36 @@ def test_the_report_prints_the_evidence(tmp_path: Path) -> None:
     assert main(["report", str(job), "-o", str(out)]) == 0
     page = out.read_text(encoding="utf-8")
     assert "evidence: rank 2: thermal throttling in 75 % of the samples (others: 0 %)" in page
+
+
+def test_show_summarises_each_ranks_machine(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = tmp_path / "job"
+    for rank, one in series(3).items():
+        write_rank(job / f"rank_{rank}", rank, one.scalars)
+    assert main(["merge", str(job)]) == 0
+    capsys.readouterr()
+    assert main(["show", str(job)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    start = lines.index("machine (the median of each rank's samples, docs/system-metrics.md):")
+    assert lines[start + 1 : start + 4] == [
+        "  rank 0: 8 samples; CPU 95 %; memory (RSS) 9.0 GB",
+        "  rank 1: 8 samples; CPU 96 %; memory (RSS) 2.0 GB",
+        "  rank 2: 8 samples; CPU 97 %; memory (RSS) 2.0 GB",
+    ]
+    assert main(["show", str(job), "--json"]) == 0
+    machine = json.loads(capsys.readouterr().out)["machine"]
+    assert machine[2] == {"rank": 2, "samples": 8, "cpu_percent": 97.0, "rss_bytes": 2e9}
+
+
+def test_show_summarises_a_single_runs_machine_with_its_gpu(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], lw: Any
+) -> None:
+    run = tmp_path / "run"
+    gpu = SYSTEM_TAG_PREFIX + "gpu_utilization"
+    write_rank(run, 0, {CPU: [(1, 50.0), (2, 70.0), (3, 60.0)], gpu: [(1, 80.0), (3, 90.0)]})
+    lw.write(run, [lw.train(optimizer="SGD", network="Net", loss=0.5, epoch=1)])
+    assert main(["show", str(run)]) == 0
+    shown = capsys.readouterr().out
+    assert "  rank 0: 3 samples; CPU 60 %; GPU utilisation 85 %\n" in shown

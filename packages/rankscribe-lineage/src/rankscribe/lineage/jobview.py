@@ -58,14 +58,13 @@ from rankscribe.lineage.job._files import (
 )
 from rankscribe.lineage.job._files import now as _now
 from rankscribe.lineage.job._live import LiveJobView, read_live_state
-from rankscribe.lineage.job._ranges import last_steps_text
 from rankscribe.lineage.job._statistics import (
     FINGERPRINT_TAG,
     STEP_TIME_TAG,
     JobStatistics,
 )
 from rankscribe.lineage.job.verdicts._machine import evidence_keys
-from rankscribe.lineage.job.verdicts._sentences import verdict_lines
+from rankscribe.lineage.job.verdicts._sentences import live_verdict_lines, verdict_lines
 from rankscribe.lineage.job.verdicts._straggler_verdicts import (
     VerdictSettings,
 )
@@ -455,11 +454,4 @@ def state_lines(state: Mapping[str, Any] | None) -> list[str]:
         )
     ]
     records = state.get("verdict_records")
-    for record in records if isinstance(records, list) else []:
-        if isinstance(record, dict) and isinstance(record.get("message"), str):
-            lines.append(f"{record.get('kind', 'verdict')} (recent steps): {record['message']}")
-    lines.extend(verdict_lines(verdicts))
-    last = last_steps_text(verdicts)
-    if last:
-        lines.append(f"last step: {last}")
-    return lines
+    return lines + live_verdict_lines(records if isinstance(records, list) else [], verdicts)

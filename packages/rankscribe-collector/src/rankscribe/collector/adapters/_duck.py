@@ -22,7 +22,7 @@ import numpy.typing as npt
 from rankscribe.collector._checks import is_int
 from rankscribe.collector.adapters._arrays import ArrayNetwork, ArrayOptimizer
 from rankscribe.collector.adapters._graph import build_graph_proto
-from rankscribe.collector.adapters._views import DatasetView
+from rankscribe.collector.adapters._views import DatasetView, content_digest
 from rankscribe.collector.errors import CollectorTypeError
 from rankscribe.writer.pb import anf_ir_pb2
 
@@ -194,6 +194,12 @@ def dataset_view(obj: object) -> DatasetView:
     sharding = getattr(obj, "sharding", None)
     sharding = sharding if sharding in ("shards", "whole") else None
     digest = getattr(obj, "content_digest", None) if sharding == "whole" else None
+    if sharding is None and samples is not None and isinstance(obj, (list, tuple)):
+        # A list of batches says nothing of how it was split: each rank reads all of its
+        # own list, and the digest tells the merge the same list on every rank (counted
+        # once) from a share per rank (summed). docs/layout.md, "Merge at rank 0".
+        digest = _batches_digest(obj, samples)
+        sharding = "whole" if digest is not None else None
     return DatasetView(
         batches,
         batch_size,
@@ -203,6 +209,26 @@ def dataset_view(obj: object) -> DatasetView:
         sharding,
         digest if isinstance(digest, str) else None,
     )
+
+
+def _batches_digest(batches: Sequence[Any], samples: int) -> str | None:
+    """The digest of a list of batches: its sample count, the first and last batch's ends.
+
+    Their first array's first and last rows (a few bytes however large the batches);
+    None when one cannot be read as an array.
+    """
+    ends = []
+    for batch in (batches[0], batches[-1]) if batches else ():
+        first = batch[0] if isinstance(batch, (list, tuple)) and batch else batch
+        try:
+            rows = to_numpy(first)
+            ends += [
+                np.ascontiguousarray(rows[0]).tobytes(),
+                np.ascontiguousarray(rows[-1]).tobytes(),
+            ]
+        except Exception:  # a batch of the user's own type: no digest, the sizes are summed
+            return None
+    return content_digest(samples, ends)
 
 
 def _samples_in_batches(obj: object) -> int | None:

@@ -82,11 +82,18 @@ class ProcessReadings:
         except (self._psutil.Error, AttributeError, NotImplementedError, OSError, IndexError):
             self._missing.add(name)  # not on this platform (or not allowed): left out
 
-    def read(self) -> list[Reading]:
+    def read(self, *, rates: bool = True) -> list[Reading]:
+        """One sample; ``rates=False`` leaves out the shares and rates "since the last sample".
+
+        The sample taken as training starts has no span behind it (the counters
+        were primed a moment before): its CPU shares and switch rate would say
+        nothing, and leaving them out keeps their span for the next sample.
+        """
         found: list[Reading] = []
         process, psutil = self._process, self._psutil
         with process.oneshot():
-            self._try("cpu_percent", lambda: process.cpu_percent(None), found)
+            if rates:
+                self._try("cpu_percent", lambda: process.cpu_percent(None), found)
             self._try("rss_bytes", lambda: process.memory_info().rss, found)
             self._try("threads", process.num_threads, found)
             # Descriptors (every open file, socket and pipe): psutil's open_files() lists
@@ -94,8 +101,9 @@ class ProcessReadings:
             self._try("open_files", process.num_fds, found)
             self._try("io_read_bytes", lambda: process.io_counters().read_bytes, found)
             self._try("io_write_bytes", lambda: process.io_counters().write_bytes, found)
-            self._try("core_percent", lambda: self._core_percent(process.cpu_num()), found)
-            self._switch_rate(found)
+            if rates:
+                self._try("core_percent", lambda: self._core_percent(process.cpu_num()), found)
+                self._switch_rate(found)
         self._try("load_1m", lambda: psutil.getloadavg()[0], found)
         self._try("memory_available_bytes", lambda: psutil.virtual_memory().available, found)
         return found

@@ -1,8 +1,10 @@
 """The sampler: a background thread that reads the rank's machine every ``system_interval``.
 
-The training thread never waits for it. Each sample is taken at a multiple of
-the interval on the wall clock (so the ranks of a job, on synchronised clocks,
-sample together and their samples mostly share a step), labelled with the step
+The training thread never waits for it. A sample is taken as training starts
+(by the thread, at step 0), one as it ends (by :meth:`SystemSampler.stop`, at
+the step after the last), so that a job shorter than the interval has two, and
+one at each multiple of the interval on the wall clock between them (so the
+ranks of a job, on synchronised clocks, sample together), labelled with the step
 running then (the training loop's ``cur_step_num``), and queued; the
 collector's training thread takes the queue when it writes its timings (at
 least once a second while steps end) and records the samples as ordinary
@@ -98,6 +100,7 @@ class SystemSampler:
         self._process: ProcessReadings | None = None
         self._gpu: GpuReadings | None = None
         self._step: Callable[[], int] = lambda: 0
+        self._failed = False  # the thread stopped on an error: no last sample
         #: Samples taken, and the sampler thread's CPU seconds (tools/bench/collector.py).
         self.samples = 0
         self.thread_cpu = 0.0
@@ -131,6 +134,7 @@ class SystemSampler:
             self._process = None
         self._gpu = self._open_gpu(local_rank)
         self._stop.clear()
+        self._failed = False
         self._thread = threading.Thread(target=self._run, name="rankscribe-system", daemon=True)
         self._thread.start()
 
@@ -147,12 +151,17 @@ class SystemSampler:
             logger.warning("The GPU is not sampled in this run (NVML: %s)", error)
             return None
 
-    def sample(self) -> None:
-        """Take one sample now (the thread's work; also callable directly)."""
-        step = self._step()
+    def sample(self, *, rates: bool = True, after: bool = False) -> None:
+        """Take one sample now (the thread's work; also callable directly).
+
+        ``rates=False``: the sample as training starts, without the readings
+        "since the last sample" (there is none). ``after``: the sample as
+        training ends, labelled with the step after the last.
+        """
+        step = self._step() + after
         readings: list[Reading] = []
         if self._process is not None:
-            readings.extend(self._process.read())
+            readings.extend(self._process.read(rates=rates))
         gpu = self._gpu
         if gpu is not None:
             try:
@@ -167,22 +176,38 @@ class SystemSampler:
 
     def _run(self) -> None:
         interval = self.interval
-        while not self._stop.wait(interval - self._wall_clock() % interval):
+        first = True  # the sample as training starts, then one at each tick of the grid
+        while first or not self._stop.wait(interval - self._wall_clock() % interval):
             try:
-                self.sample()
+                self.sample(rates=not first)
             except Exception:
                 logger.exception("System sampling failed; it stops for this run")
+                self._failed = True
                 return
+            first = False
             self.thread_cpu = time.thread_time()
 
     def stop(self) -> None:
-        """Stop the thread (a sample under way finishes first); queued samples stay."""
+        """Stop the thread (a sample under way finishes first), then take the last sample.
+
+        The last sample, as training ends, is taken here on the caller's thread,
+        so a job shorter than the interval still has a sample at either end. It
+        is labelled with the step after the last on every rank (the last step's
+        timings may be written already on one rank and not on another, and a
+        sample never goes to a step written: docs/system-metrics.md). Queued
+        samples stay.
+        """
         self._stop.set()
         thread, self._thread = self._thread, None
         if thread is not None:
             thread.join(timeout=10.0)
             if thread.is_alive():
                 logger.warning("The system sampler's thread did not stop in time")
+            elif not self._failed:
+                try:
+                    self.sample(after=True)
+                except Exception:
+                    logger.exception("The system's last sample failed")
         gpu, self._gpu = self._gpu, None
         if gpu is not None:
             gpu.close()

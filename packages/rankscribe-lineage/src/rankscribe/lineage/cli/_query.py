@@ -28,6 +28,7 @@ from rankscribe.lineage.cli._terminal import (
     terminal_width,
 )
 from rankscribe.lineage.errors import LineageFileNotFoundError
+from rankscribe.lineage.group._folder import grouped_by
 from rankscribe.lineage.index._run_table import RunTable
 from rankscribe.lineage.query._conditions import FIELD_MAPPING
 from rankscribe.lineage.query._expressions import (
@@ -42,7 +43,7 @@ from rankscribe.lineage.query._selection import (
     missing_key_problem,
     select_rows,
 )
-from rankscribe.lineage.record._discovery import MAX_DEPTH, list_summary_dirs
+from rankscribe.lineage.record._discovery import GROUPS_DIR, MAX_DEPTH, list_summary_dirs
 
 __all__ = ["ALL_COLUMNS", "add_query_command", "column_list"]
 
@@ -246,13 +247,16 @@ def _query(args: argparse.Namespace) -> int:
     )
     hidden: list[str] = []
     texts = _Columns(table, positions)
+    by = grouped_by(base)  # the keys `group` formed BASE/_groups by: shown, and said
     if args.columns == [ALL_COLUMNS] or (args.columns is None and args.format == "csv"):
         columns = _present_columns(table, positions)
     elif args.columns:
         columns = args.columns
     else:
         run_width = max([len("run"), *map(len, shown_names)])
-        columns, hidden = _default_columns(run_width, _named(args), texts)
+        present = set(_present_columns(table, positions))
+        named = _named(args) + [key for key in by if key in present]
+        columns, hidden = _default_columns(run_width, list(dict.fromkeys(named)), texts)
     if args.format == "csv":
         _write_csv(run_names, texts, columns)
         return 0
@@ -261,6 +265,11 @@ def _query(args: argparse.Namespace) -> int:
         cells = [shown_names, *(texts.of(name) for name in columns)]
         out += _table_lines(["run", *map(printable, columns)], cells)
     out += _verdict_lines(table, positions, shown_names)
+    if by:
+        out.append(
+            f"grouped by {printable(', '.join(by))} (`rankscribe-lineage group`; the groups' "
+            f"curves in {printable(os.path.join(args.base, GROUPS_DIR))})"
+        )
     if hidden:
         out.append(_hidden_note(hidden, terminal_width()))
     count = selection.count

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import shlex
 import sys
 from collections.abc import Mapping
@@ -319,6 +320,45 @@ def _no_lineage_problem(directory: str, shown_dir: str) -> str:
     return problem
 
 
+def _machine(directory: str, user_defined: Mapping[str, Any]) -> tuple[list[dict[str, Any]], int]:
+    """Each rank's machine summary (docs/system-metrics.md), and how many ranks the job has.
+
+    A job's rank directories (at most 16 and the ranks a straggler verdict
+    names, as the evidence reads them), else the run directory itself.
+    """
+    from rankscribe.lineage.job.verdicts._machine import (  # noqa: PLC0415 - numpy, for show
+        SYSTEM_TAGS,
+        machine_summary,
+        read_readings,
+    )
+    from rankscribe.ranks.files import parse_rank_dir_name  # noqa: PLC0415
+    from rankscribe.writer import WriterError, reader  # noqa: PLC0415
+
+    ranks = _unmerged_ranks(directory)
+    if ranks:
+        named = str(user_defined.get("job/straggler_ranks", "")).split(",")
+        readings = read_readings(directory, [int(rank) for rank in named if rank.isdigit()])
+        return machine_summary(readings), len(ranks)
+    try:
+        columns = reader.scalar_arrays(directory, SYSTEM_TAGS)
+    except (OSError, WriterError):
+        return [], 0  # the lineage is shown; a summary file that cannot be read is left out
+    rank = parse_rank_dir_name(os.path.basename(os.path.normpath(directory)))
+    return machine_summary({rank or 0: dict(columns)} if columns else {}), 1
+
+
+def _machine_lines(rows: list[dict[str, Any]], ranks: int) -> list[str]:
+    from rankscribe.lineage.job.verdicts._machine import machine_lines  # noqa: PLC0415
+
+    if not rows:
+        return []
+    out = ["machine (the median of each rank's samples, docs/system-metrics.md):"]
+    out += [f"  {line}" for line in machine_lines(rows)]
+    if ranks > len(rows):
+        out.append(f"  ({ranks - len(rows)} other ranks not read: their rank_<n> directories)")
+    return out
+
+
 def _show(args: argparse.Namespace) -> int:
     directory = existing_directory(args.dir)
     from rankscribe.lineage.job._live import read_live_state  # noqa: PLC0415 - numpy, for show
@@ -343,6 +383,8 @@ def _show(args: argparse.Namespace) -> int:
     result["verdicts"] = job_records(state, result["user_defined"])
     if state is not None:
         result["live"] = state
+    machine, ranks = _machine(directory, result["user_defined"])
+    result["machine"] = machine
     if args.json:
         sys.stdout.write(json.dumps(result, indent=2) + "\n")  # JSON escapes control bytes
         return 0
@@ -369,6 +411,7 @@ def _show(args: argparse.Namespace) -> int:
     if verdicts:
         out.append("job verdicts:")
         out += [f"  {printable(line)}" for line in verdicts]
+    out += _machine_lines(machine, ranks)
     sys.stdout.write("\n".join(out) + "\n")
     return 0
 

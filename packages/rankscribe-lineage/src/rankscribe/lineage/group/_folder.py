@@ -17,6 +17,8 @@ replace: :func:`foreign_groups` says why, and nothing is written.
 from __future__ import annotations
 
 import contextlib
+import json
+import logging
 import multiprocessing
 import os
 import shutil
@@ -38,16 +40,36 @@ from rankscribe.lineage.job._files import (
     write_job_files,
 )
 from rankscribe.lineage.record._discovery import GROUPS_DIR
-from rankscribe.ranks.files import UnsafeFileError, dir_mode, foreign_owner, fsync_directory
+from rankscribe.ranks.files import (
+    UnsafeFileError,
+    dir_mode,
+    file_mode,
+    foreign_owner,
+    fsync_directory,
+    read_regular,
+)
+from rankscribe.ranks.jsondata import JSONDataError, parse_json
 
 if TYPE_CHECKING:
     from rankscribe.lineage.job._statistics import TagStatistics
 
-__all__ = ["GROUP_SUFFIXES", "foreign_groups", "group_curves", "replace_groups"]
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "GROUPING_FILE",
+    "GROUP_SUFFIXES",
+    "foreign_groups",
+    "group_curves",
+    "grouped_by",
+    "replace_groups",
+]
 
 #: What each group tag adds to the runs' tag, in file order.
 GROUP_SUFFIXES = ("mean", "min", "max", "std", "runs")
 _TEMPORARY_PREFIX = ".rankscribe-groups-"
+#: In ``_groups``: the keys the groups were formed by (``{"by": [...]}``), for the query.
+GROUPING_FILE = "grouping.json"
+_GROUPING_LIMIT = 64 * 1024
 
 
 def group_curves(tags: Mapping[str, TagStatistics]) -> list[Curve]:
@@ -118,14 +140,51 @@ def foreign_groups(base: str) -> UnsafeFileError | None:
     return None if foreign is None else UnsafeFileError(target, foreign, action="replace")
 
 
+def grouped_by(base: str) -> list[str]:
+    """The keys ``base/_groups`` was formed by, from its :data:`GROUPING_FILE`; [] if none.
+
+    The file is data from a folder others may write: read as a regular file
+    only (never through a link), bounded, and anything but a list of names is
+    ignored with a warning.
+    """
+    path = os.path.join(base, GROUPS_DIR, GROUPING_FILE)
+    try:
+        found = parse_json(
+            read_regular(path, limit=_GROUPING_LIMIT), what=path, max_bytes=_GROUPING_LIMIT
+        )
+    except FileNotFoundError:
+        return []
+    except (OSError, JSONDataError) as error:
+        logger.warning("the grouping of %s is not shown: %s", base, error)
+        return []
+    keys = found.get("by") if isinstance(found, dict) else None
+    if not isinstance(keys, list) or not all(isinstance(key, str) for key in keys):
+        logger.warning("the grouping of %s is not shown: %s holds no list of keys", base, path)
+        return []
+    return list(keys)
+
+
+def _write_grouping(folder: str, by: Sequence[str]) -> None:
+    path = os.path.join(folder, GROUPING_FILE)
+    with open(path, "x", encoding="utf-8") as stream:
+        json.dump({"by": list(by)}, stream)
+        stream.flush()
+        os.fsync(stream.fileno())
+    os.chmod(path, file_mode(True))
+
+
 def replace_groups(
     base: str,
     groups: Sequence[tuple[str, Mapping[str, TagStatistics]]],
     *,
     host: str | None = None,
     workers: int = 1,
+    by: Sequence[str] = (),
 ) -> str:
     """Write ``(folder name, tag statistics)`` of each group as ``base/_groups``; return its path.
+
+    ``by``: the keys the groups were formed by, written beside them
+    (:data:`GROUPING_FILE`) for the query (:func:`grouped_by`).
 
     The groups' files are encoded and written in up to ``workers`` processes.
     On an error nothing of the new folder stays and the old one is kept.
@@ -152,6 +211,7 @@ def replace_groups(
                 list(pool.map(_write_group, folders, statistics, hosts))
         else:
             list(map(_write_group, folders, statistics, hosts))
+        _write_grouping(staging, by)
         fsync_directory(staging)
         if os.path.lexists(target):
             aside = tempfile.mkdtemp(prefix=_TEMPORARY_PREFIX, dir=base)

@@ -256,7 +256,7 @@ def group_runs(
         ]
         count = default_workers() if workers is None else workers
         try:
-            folder = replace_groups(grouped.base, written, host=host, workers=count)
+            folder = replace_groups(grouped.base, written, host=host, workers=count, by=grouped.by)
         except UnsafeFileError as error:  # planted meanwhile
             _warn_not_written(error)
             return grouped

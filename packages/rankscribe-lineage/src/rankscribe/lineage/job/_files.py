@@ -189,18 +189,6 @@ def verdicts_markdown(verdicts: Mapping[str, Any]) -> str:
     return "\n".join(f"- {line}" for line in verdict_lines(verdicts))
 
 
-def _verdicts_so_far_markdown(curves: Sequence[Curve]) -> str:
-    """The live view's numeric verdicts at one step, as a markdown table."""
-    rows = [
-        f"| `{curve.tag}` | {float(curve.values[-1]):.6g} |"
-        for curve in curves
-        if curve.tag.startswith(VERDICT_PREFIX) and len(curve.values)
-    ]
-    if not rows:
-        return ""
-    return "\n".join(["Verdicts so far", "", "| verdict | value |", "| --- | --- |", *rows])
-
-
 def tensorboard_file_records(
     curves: Sequence[Curve],
     wall_time: float,
@@ -365,10 +353,12 @@ class AppendedJobFiles:
         layout: tuple[Sequence[str], Sequence[str]] | None = None,
         session: HParamsRun | None = None,
         verdicts: Mapping[str, Any] | None = None,
+        verdict_text: Sequence[str] = (),
     ) -> None:
         """Append one event per step of ``curves``; to TensorBoard, the curves it draws
-        (:func:`board_curves`), the verdicts among them as a text table, and a new
-        layout, the session and the verdicts as sentences (``verdicts``) when given."""
+        (:func:`board_curves`), and a new layout, the session and the verdicts as
+        sentences when given: ``verdicts`` (a merged lineage's keys, :func:`verdicts_markdown`)
+        or ``verdict_text`` (the live view's sentences, as ``show`` prints them)."""
         table = step_table(curves)
         summary = EventRecords("mindinsight")
         if table is not None:
@@ -385,7 +375,11 @@ class AppendedJobFiles:
             board_table = step_table(board_curves(curves))
             if board_table is not None:
                 board.add_scalars(board_table, wall_time)
-            text = verdicts_markdown(verdicts) if verdicts else _verdicts_so_far_markdown(curves)
+            text = (
+                verdicts_markdown(verdicts)
+                if verdicts
+                else "\n".join(f"- {line}" for line in verdict_text)
+            )
             if text:
                 board.add_event(_text_event(wall_time, self._last_step, text))
             self._append("tensorboard", board)

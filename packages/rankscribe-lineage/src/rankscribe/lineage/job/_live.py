@@ -45,6 +45,7 @@ from rankscribe.lineage.job._ranges import ranges_text
 from rankscribe.lineage.job._watch import TimingWatch, VerdictCallback, WatchSettings
 from rankscribe.lineage.job.verdicts._evidence import SKEW_TAG, LiveVerdicts
 from rankscribe.lineage.job.verdicts._records import records_from_verdicts
+from rankscribe.lineage.job.verdicts._sentences import live_verdict_lines
 from rankscribe.ranks.files import UnsafeFileError, atomic_write, file_mode, read_regular
 from rankscribe.ranks.jsondata import JSONDataError, parse_json
 
@@ -207,7 +208,8 @@ class LiveJobView:
         if verdict_step is not None:
             curves.extend(_verdict_curves(verdicts, verdict_step, len(self._round_ranks)))
         self.intervals += 1
-        self._append(curves)
+        # TensorBoard's text gets the sentences `show` prints of the live job.
+        self._append(curves, text=live_verdict_lines(self.watch.records, verdicts))
         # Divergence and non-finite losses come from the written steps; stragglers from the
         # watch's window (judged each round: judge()).
         self._other_records = [
@@ -275,6 +277,7 @@ class LiveJobView:
         curves: list[Curve],
         session: HParamsRun | None = None,
         verdicts: Mapping[str, Any] | None = None,
+        text: Sequence[str] = (),
     ) -> None:
         if not curves and session is None:
             return
@@ -287,7 +290,9 @@ class LiveJobView:
         layout_grew = layout_grew or len(self._margin_tags) != self._laid_out
         self._laid_out = len(self._margin_tags)
         layout = (sorted(self._margin_tags), list(self._line_tags)) if layout_grew else None
-        self._files.append(curves, now(), layout=layout, session=session, verdicts=verdicts)
+        self._files.append(
+            curves, now(), layout=layout, session=session, verdicts=verdicts, verdict_text=text
+        )
 
     def _write_state(self, verdicts: Mapping[str, Any], *, final: bool) -> None:
         with self._state_lock:

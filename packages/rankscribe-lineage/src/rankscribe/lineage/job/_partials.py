@@ -50,6 +50,7 @@ from rankscribe.lineage.job._wire import (
     encode,
     group_by_steps,
 )
+from rankscribe.lineage.job.verdicts._machine import SYSTEM_TAG_PREFIX
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -140,7 +141,8 @@ class Partial:
         for tag, (steps, values) in _rank_columns(scalars):
             if len(steps) == 0:
                 continue
-            last = max(last, int(steps[-1]))
+            if not tag.startswith(SYSTEM_TAG_PREFIX):  # sampled after the last step too
+                last = max(last, int(steps[-1]))
             if is_per_rank_tag(tag):
                 partial.per_rank.setdefault(tag, {})[rank] = (steps, values)
             if tag in LOSS_TAGS:

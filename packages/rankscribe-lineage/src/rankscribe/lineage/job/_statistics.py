@@ -31,6 +31,7 @@ import numpy as np
 
 from rankscribe.lineage._checks import check_series, is_int
 from rankscribe.lineage.errors import LineageParamTypeError, LineageParamValueError
+from rankscribe.lineage.job.verdicts._machine import SYSTEM_TAG_PREFIX
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -412,7 +413,9 @@ class JobStatistics:
         for tag, (steps, values) in scalars.items():
             if len(steps) == 0:
                 continue
-            last_step = int(steps[-1]) if last_step is None else max(last_step, int(steps[-1]))
+            if not tag.startswith(SYSTEM_TAG_PREFIX):  # sampled after the last step too
+                last = int(steps[-1])
+                last_step = last if last_step is None else max(last_step, last)
             if tag == self.fingerprint_tag:
                 self.fingerprints[rank] = (steps, values)
                 continue

@@ -47,6 +47,8 @@ __all__ = [
     "evidence_lines",
     "evidence_records",
     "machine_evidence",
+    "machine_lines",
+    "machine_summary",
     "read_readings",
     "series_readings",
 ]
@@ -282,6 +284,56 @@ def read_readings(
         if columns:
             found[rank] = dict(columns)
     return found
+
+
+#: The readings ``show`` summarises for each rank, in its column order.
+SUMMARY_READINGS = (
+    "cpu_percent",
+    "rss_bytes",
+    "load_1m",
+    "gpu_utilization",
+    "gpu_memory_used_bytes",
+)
+
+
+def machine_summary(readings: Readings) -> list[dict[str, Any]]:
+    """Each rank's machine in a few numbers: the median of its samples of each reading.
+
+    ``readings``: ``rank -> tag -> (steps, values)``. One dict per rank, in rank
+    order: ``rank``, ``samples`` (the most samples of any of its readings) and
+    the tag name without the prefix of each of :data:`SUMMARY_READINGS` the
+    rank has (a GPU reading only where the GPU was sampled).
+    """
+    rows = []
+    for rank in sorted(readings):
+        tags = readings[rank]
+        row: dict[str, Any] = {
+            "rank": rank,
+            "samples": max((len(values) for _, values in tags.values()), default=0),
+        }
+        for name in SUMMARY_READINGS:
+            found = tags.get(SYSTEM_TAG_PREFIX + name)
+            if found is None:
+                continue
+            value = _summary(_BY_TAG[SYSTEM_TAG_PREFIX + name], np.asarray(found[1], np.float64))
+            if not math.isnan(value):
+                row[name] = value
+        rows.append(row)
+    return rows
+
+
+def machine_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``rank 0: 12 samples; CPU 95 %; memory (RSS) 2.0 GB; ...``, a line per rank of ``rows``."""
+    lines = []
+    for row in rows:
+        count = row.get("samples", 0)
+        items = [f"{count} sample{'s' if count != 1 else ''}"]
+        for name in SUMMARY_READINGS:
+            if name in row:
+                reading = _BY_TAG[SYSTEM_TAG_PREFIX + name]
+                items.append(f"{reading.label} {_format(reading.unit, row[name])}")
+        lines.append(f"rank {row['rank']}: " + "; ".join(items))
+    return lines
 
 
 def _named_ranks(verdicts: Mapping[str, Any]) -> list[int]:

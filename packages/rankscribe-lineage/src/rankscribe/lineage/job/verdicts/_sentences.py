@@ -8,14 +8,15 @@ or hand-edited lineage) reads as unknown, never as an error.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rankscribe.lineage._checks import check_mapping
+from rankscribe.lineage.job._ranges import last_steps_text
 from rankscribe.lineage.job._statistics import SECTION_TAG_PREFIX
 from rankscribe.lineage.job.verdicts._machine import evidence_lines
 
-__all__ = ["timing_name", "verdict_lines"]
+__all__ = ["live_verdict_lines", "timing_name", "verdict_lines"]
 
 
 def _ranks_phrase(text: Any) -> str:
@@ -150,4 +151,23 @@ def verdict_lines(user_defined: Mapping[str, Any]) -> list[str]:
     missing = user_defined.get("job/missing_ranks", "")
     if missing:
         lines.append(f"missing: {_ranks_phrase(missing)}")
+    return lines
+
+
+def live_verdict_lines(records: Sequence[Any], verdicts: Mapping[str, Any]) -> list[str]:
+    """A live job's verdicts as sentences: ``show`` prints them, TensorBoard's text holds them.
+
+    ``records``: the live view's verdict records (the straggler rule's on the
+    recent steps; one without a text ``message`` is left out); ``verdicts``: its
+    ``job/`` keys so far (:func:`verdict_lines`), then each rank's last step.
+    """
+    lines = [
+        f"{record.get('kind', 'verdict')} (recent steps): {record['message']}"
+        for record in records
+        if isinstance(record, Mapping) and isinstance(record.get("message"), str)
+    ]
+    lines.extend(verdict_lines(verdicts))
+    last = last_steps_text(verdicts)
+    if last:
+        lines.append(f"last step: {last}")
     return lines
