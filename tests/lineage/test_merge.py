@@ -208,6 +208,20 @@ def test_dataset_size_beyond_int32_is_kept_as_text() -> None:
     assert merged.section("user_defined")["train_dataset_size_total"] == str(2**32)
 
 
+def test_dataset_sizes_adding_up_below_int32_are_kept_as_text(lw: Any, tmp_path: Path) -> None:
+    # Found by the hostile job-view generator (seed 39, input 43237): two ranks' sizes of
+    # -2**31 (as planted files may hold) summed to -2**32, and writing the merged lineage
+    # raised ValueError from protobuf's int32 field.
+    job = tmp_path / "job"
+    for rank in range(2):
+        lw.write(job / f"rank_{rank}", [lw.train(loss=0.5, train_dataset_size=-(2**31))])
+    outcome = merge_run_dir(job)
+    merged = get_run_lineage(str(Path(outcome.path).parent))
+    assert merged is not None
+    assert "train_dataset_size" not in merged.section("train_dataset")
+    assert merged.section("user_defined")["train_dataset_size_total"] == str(-(2**32))
+
+
 @pytest.mark.parametrize(
     ("records", "kwargs", "words"),
     [

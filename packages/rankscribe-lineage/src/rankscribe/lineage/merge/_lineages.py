@@ -93,8 +93,9 @@ class _Merger:
         if not present:
             return None
         total = sum(present)
-        if total > _INT32_MAX:
-            # The wire field is int32: keep the exact total as text beside it.
+        if not -_INT32_MAX - 1 <= total <= _INT32_MAX:
+            # The wire field is int32: keep the exact total as text beside it (ranks'
+            # negative sizes, as a planted file may hold, add up below it too).
             self.notes[f"{label}_total"] = str(total)
             return None
         return total
