@@ -87,6 +87,7 @@ VALID: ValidCalls = {
     "write_merged_lineage": lambda t: ((_run(t), RunLineage(str(t))), {}),
     "eval_lineage_from_args": lambda t: (({},), {}),
     "train_lineage_from_args": lambda t: (({},), {}),
+    "optimizer_of": lambda t: (({},), {}),
     "is_timing_tag": lambda t: (("rankscribe/step_time",), {}),
     "session_values": lambda t: ((RunLineage("x"),), {}),
     "straggler_verdicts": lambda t: ((StragglerEvidence(),), {}),

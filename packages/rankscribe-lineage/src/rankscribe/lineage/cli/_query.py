@@ -28,7 +28,7 @@ from rankscribe.lineage.cli._terminal import (
     terminal_width,
 )
 from rankscribe.lineage.errors import LineageFileNotFoundError
-from rankscribe.lineage.group._folder import grouped_by
+from rankscribe.lineage.group._keys import grouped_by
 from rankscribe.lineage.index._run_table import RunTable
 from rankscribe.lineage.query._conditions import FIELD_MAPPING
 from rankscribe.lineage.query._expressions import (

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rankscribe.lineage.group._curves import start_method
+from rankscribe.lineage.group._keys import GROUPING_FILE
 from rankscribe.lineage.job._files import (
     Curve,
     now,
@@ -46,9 +47,7 @@ from rankscribe.ranks.files import (
     file_mode,
     foreign_owner,
     fsync_directory,
-    read_regular,
 )
-from rankscribe.ranks.jsondata import JSONDataError, parse_json
 
 if TYPE_CHECKING:
     from rankscribe.lineage.job._statistics import TagStatistics
@@ -56,20 +55,15 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "GROUPING_FILE",
     "GROUP_SUFFIXES",
     "foreign_groups",
     "group_curves",
-    "grouped_by",
     "replace_groups",
 ]
 
 #: What each group tag adds to the runs' tag, in file order.
 GROUP_SUFFIXES = ("mean", "min", "max", "std", "runs")
 _TEMPORARY_PREFIX = ".rankscribe-groups-"
-#: In ``_groups``: the keys the groups were formed by (``{"by": [...]}``), for the query.
-GROUPING_FILE = "grouping.json"
-_GROUPING_LIMIT = 64 * 1024
 
 
 def group_curves(tags: Mapping[str, TagStatistics]) -> list[Curve]:
@@ -138,30 +132,6 @@ def foreign_groups(base: str) -> UnsafeFileError | None:
         return None
     foreign = foreign_owner(found)
     return None if foreign is None else UnsafeFileError(target, foreign, action="replace")
-
-
-def grouped_by(base: str) -> list[str]:
-    """The keys ``base/_groups`` was formed by, from its :data:`GROUPING_FILE`; [] if none.
-
-    The file is data from a folder others may write: read as a regular file
-    only (never through a link), bounded, and anything but a list of names is
-    ignored with a warning.
-    """
-    path = os.path.join(base, GROUPS_DIR, GROUPING_FILE)
-    try:
-        found = parse_json(
-            read_regular(path, limit=_GROUPING_LIMIT), what=path, max_bytes=_GROUPING_LIMIT
-        )
-    except FileNotFoundError:
-        return []
-    except (OSError, JSONDataError) as error:
-        logger.warning("the grouping of %s is not shown: %s", base, error)
-        return []
-    keys = found.get("by") if isinstance(found, dict) else None
-    if not isinstance(keys, list) or not all(isinstance(key, str) for key in keys):
-        logger.warning("the grouping of %s is not shown: %s holds no list of keys", base, path)
-        return []
-    return list(keys)
 
 
 def _write_grouping(folder: str, by: Sequence[str]) -> None:

@@ -24,6 +24,8 @@ from collections import deque
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from rankscribe.lineage._checks import check_mapping
+
 __all__ = ["is_optimizer", "network_optimizer", "optimizer_of"]
 
 #: Attributes where a wrapper keeps the network it runs.
@@ -105,6 +107,7 @@ def optimizer_of(args: Mapping[str, Any]) -> Any:
     The network searched is the train network in a training run and the
     evaluation network in an evaluation, as the original does, then ``network``.
     """
+    check_mapping("args", args)
     optimizer = args.get("optimizer")
     if optimizer is not None:
         return optimizer
