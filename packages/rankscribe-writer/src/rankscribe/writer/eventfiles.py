@@ -117,35 +117,43 @@ class ScalarSteps:
 def _check_column(
     index: int, column: object
 ) -> tuple[str, npt.NDArray[np.int64], npt.NDArray[np.float64]]:
-    where = f"For 'ScalarSteps', column {index}"
+    # Called once per tag (a job view writes thousands): the checks cost a few
+    # attribute reads, and the messages are made only for a column that fails one.
     if not isinstance(column, tuple) or len(column) != 3:
-        raise WriterTypeError(f"{where} must be a (tag, steps, values) tuple, but got {column!r}.")
+        raise WriterTypeError(
+            f"{_where(index)} must be a (tag, steps, values) tuple, but got {column!r}."
+        )
     tag, raw_steps, raw_values = column
     if not isinstance(tag, str) or not tag:
-        raise WriterTypeError(f"{where}: the tag must be a non-empty str, but got {tag!r}.")
+        raise WriterTypeError(f"{_where(index)}: the tag must be a non-empty str, but got {tag!r}.")
     steps = np.asarray(raw_steps)
     values = np.asarray(raw_values)
     if steps.ndim != 1 or not (steps.dtype.kind in "iu" or steps.size == 0):
         raise WriterTypeError(
-            f"{where} ({tag!r}): steps must be a 1-D array of integers, but got "
+            f"{_where(index)} ({tag!r}): steps must be a 1-D array of integers, but got "
             f"{steps.ndim}-D {steps.dtype}."
         )
     if values.ndim != 1 or not (values.dtype.kind in "iuf" or values.size == 0):
         raise WriterTypeError(
-            f"{where} ({tag!r}): values must be a 1-D array of numbers, but got "
+            f"{_where(index)} ({tag!r}): values must be a 1-D array of numbers, but got "
             f"{values.ndim}-D {values.dtype}."
         )
     if len(steps) != len(values):
         raise WriterValueError(
-            f"{where} ({tag!r}): steps and values must have the same length, but got "
+            f"{_where(index)} ({tag!r}): steps and values must have the same length, but got "
             f"{len(steps)} steps and {len(values)} values."
         )
-    if steps.size and (int(steps.min()) < _INT64[0] or int(steps.max()) > _INT64[1]):
+    # Every signed integer and every unsigned one narrower than 64 bits fits an int64.
+    if steps.dtype == np.uint64 and steps.size and int(steps.max()) > _INT64[1]:
         raise WriterValueError(
-            f"{where} ({tag!r}): steps must fit an int64, but got "
+            f"{_where(index)} ({tag!r}): steps must fit an int64, but got "
             f"{int(steps.min())}..{int(steps.max())}."
         )
     return tag, steps.astype(np.int64), values.astype(np.float64)
+
+
+def _where(index: int) -> str:
+    return f"For 'ScalarSteps', column {index}"
 
 
 class EventRecords:
