@@ -136,10 +136,10 @@ def test_the_hugging_face_example(tmp_path: Path) -> None:
     assert len(graph_lines) == 1, graph_lines
     assert "The graph of BertForSequenceClassification cannot be recorded" in graph_lines[0]
     assert "wrapped by a decorator" in graph_lines[0]
-    # The input-data warning names the batch the Trainer handed the model.
-    (input_line,) = lines_with(finished, "will not collect input data")
-    assert "dict(input_ids: Tensor(8, 12)" in input_line
-    assert "NoneType" not in input_line
+    # The Trainer hands dicts of columns: no images, said once at INFO, so not among a
+    # default run's warnings (docs/mindinsight-differences.md, input-not-image; the
+    # message naming the dict batch: tests/collector/test_extract.py).
+    assert lines_with(finished, "will not collect input data") == []
 
 
 def test_the_accelerate_example(tmp_path: Path) -> None:
