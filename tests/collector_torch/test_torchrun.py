@@ -126,9 +126,10 @@ def test_a_rank_that_skips_the_merge_is_named_and_rank_0_finishes(tmp_path: Path
     # The job view's last round and the lineage gather share merge_timeout: rank 0 waited
     # for rank 1 in the tree's last round, so the gather had none of it left.
     assert "job view, the last round: no points from rank(s) 1" in job.output
-    # (collectives #1 to #3 came when training began: the claim of the job's directory,
-    # then the gather and broadcast of the ranks' summary directories)
-    assert "gather #4: no object from rank(s) 1 within 0 s in the store" in job.output
+    # (collectives #1 to #5 came when training began: the claim of the job's directory,
+    # the gather and broadcast of the ranks' summary directories, then those of their run
+    # lengths, which share the tensor steps)
+    assert "gather #6: no object from rank(s) 1 within 0 s in the store" in job.output
     assert len(merged_lineage_files(job.summary)) == 1
     notes = user_defined(job.summary)
     assert (notes["ranks_reported"], notes["ranks_expected"], notes["ranks_missing"]) == (1, 2, "1")

@@ -107,8 +107,18 @@ def test_loss_histograms_and_images_at_the_scheduled_steps(job: tuple[Path, str]
         assert steps_with(rank_dir, "scalar", "loss/auto") == scheduled
         # and step 0: the fingerprint taken when training begins, before any update
         assert steps_with(rank_dir, "scalar", "rankscribe/param_fingerprint") == [0, *scheduled]
-        # the timings are the scalars of every step (step 0: the start fingerprint)
-        assert steps_with(rank_dir, "scalar") == list(range(STEPS + 1))
+        # the timings are the scalars of every step (step 0: the start fingerprint), and
+        # the machine's last sample is at the step after the last (docs/system-metrics.md)
+        assert steps_with(rank_dir, "scalar") == list(range(STEPS + 2))
+        after_the_last = {
+            value.tag
+            for event in load_dir(rank_dir)
+            if event.step == STEPS + 1
+            for value in event.values
+        }
+        assert after_the_last and all(
+            tag.startswith("rankscribe/system/") for tag in after_the_last
+        )
         assert steps_with(rank_dir, "scalar", "rankscribe/step_time") == list(range(1, STEPS + 1))
         assert steps_with(rank_dir, "histogram") == scheduled
         assert steps_with(rank_dir, "image") == scheduled

@@ -348,6 +348,9 @@ class SummaryCollector(Callback):
             # The sampler's thread reads the step running from the loop's own state.
             self._system.start(lambda: params.cur_step_num, run.info.local_rank)
             self._series.add_start_fingerprint(record, self._landscape_network(params))
+            # The start sample, at step 0 now: written later, its record would take the
+            # first step's values the user added (every record takes what is pending).
+            self._series.write_kept_step_times(record)
             assert run.directory is not None
             self._lineage.start_training(run.directory, params)
             self._training = True

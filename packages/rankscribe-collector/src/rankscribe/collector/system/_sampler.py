@@ -1,7 +1,7 @@
 """The sampler: a background thread that reads the rank's machine every ``system_interval``.
 
-The training thread never waits for it. A sample is taken as training starts
-(by the thread, at step 0), one as it ends (by :meth:`SystemSampler.stop`, at
+The training thread never waits for it but twice a run: a sample is taken as training
+starts (at step 0, on the caller's thread), one as it ends (by :meth:`SystemSampler.stop`, at
 the step after the last), so that a job shorter than the interval has two, and
 one at each multiple of the interval on the wall clock between them (so the
 ranks of a job, on synchronised clocks, sample together), labelled with the step
@@ -135,6 +135,14 @@ class SystemSampler:
         self._gpu = self._open_gpu(local_rank)
         self._stop.clear()
         self._failed = False
+        try:
+            # On the caller's thread, as training starts: the collector writes it at step
+            # 0 with the start fingerprint, before any value of the first step is added.
+            self.sample(rates=False)
+        except Exception:
+            logger.exception("System sampling failed; it stops for this run")
+            self._failed = True
+            return
         self._thread = threading.Thread(target=self._run, name="rankscribe-system", daemon=True)
         self._thread.start()
 
@@ -176,15 +184,14 @@ class SystemSampler:
 
     def _run(self) -> None:
         interval = self.interval
-        first = True  # the sample as training starts, then one at each tick of the grid
-        while first or not self._stop.wait(interval - self._wall_clock() % interval):
+        # One sample at each tick of the grid (the first was taken as training started).
+        while not self._stop.wait(interval - self._wall_clock() % interval):
             try:
-                self.sample(rates=not first)
+                self.sample()
             except Exception:
                 logger.exception("System sampling failed; it stops for this run")
                 self._failed = True
                 return
-            first = False
             self.thread_cpu = time.thread_time()
 
     def stop(self) -> None:
