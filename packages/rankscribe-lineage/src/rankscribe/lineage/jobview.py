@@ -58,6 +58,7 @@ from rankscribe.lineage.job._files import (
 )
 from rankscribe.lineage.job._files import now as _now
 from rankscribe.lineage.job._live import LiveJobView, read_live_state
+from rankscribe.lineage.job._samples import job_bands
 from rankscribe.lineage.job._statistics import (
     FINGERPRINT_TAG,
     STEP_TIME_TAG,
@@ -258,8 +259,9 @@ def _fingerprint_curves(statistics: JobStatistics) -> list[Curve]:
 
 def _job_curves(statistics: JobStatistics, times: StepTimes) -> list[Curve]:
     curves: list[Curve] = []
-    for tag in sorted(statistics.tags):
-        curves.extend(tag_curves(tag, statistics.tags[tag]))
+    bands = job_bands(statistics)
+    for tag in sorted(bands):
+        curves.extend(tag_curves(tag, bands[tag]))
         if tag == STEP_TIME_TAG and len(times.steps):
             curves.append(Curve(SLOWEST_RANK_TAG, times.steps, times.slowest_rank.astype(float)))
             curves.append(Curve(SKEW_TAG, times.steps, times.skew))
@@ -407,7 +409,7 @@ def write_job_view(
     table = step_table(curves)
     contents = {"summary": summary_file_records(curves, wall_time, table)}
     if tensorboard:
-        margin_tags = [tag for tag in sorted(statistics.tags)]
+        margin_tags = sorted({*statistics.tags, *statistics.samples})
         contents["tensorboard"] = tensorboard_file_records(
             curves,
             wall_time,

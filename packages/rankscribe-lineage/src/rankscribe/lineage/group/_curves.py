@@ -30,6 +30,7 @@ from rankscribe.lineage.errors import LineageError
 from rankscribe.lineage.job._batch_merge import merge_all
 from rankscribe.lineage.job._batch_merge import reduced_rows as _reduced_rows
 from rankscribe.lineage.job._files import job_file_names
+from rankscribe.lineage.job._samples import job_bands
 from rankscribe.lineage.job._statistics import (
     FINGERPRINT_TAG,
     JobStatistics,
@@ -94,7 +95,7 @@ def _rank_means(rank_dirs: dict[int, str]) -> Columns:
     statistics = JobStatistics()
     for rank, path in rank_dirs.items():
         statistics.add_arrays(rank, rank_dir_arrays(path))
-    return {tag: (tagged.steps, tagged.mean) for tag, tagged in statistics.tags.items()}
+    return {tag: (tagged.steps, tagged.mean) for tag, tagged in job_bands(statistics).items()}
 
 
 def run_curves(directory: str) -> Columns:

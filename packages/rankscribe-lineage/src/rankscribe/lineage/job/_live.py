@@ -42,6 +42,7 @@ from rankscribe.lineage.job._files import (
 )
 from rankscribe.lineage.job._partials import Partial
 from rankscribe.lineage.job._ranges import ranges_text
+from rankscribe.lineage.job._samples import HeldSamples
 from rankscribe.lineage.job._watch import TimingWatch, VerdictCallback, WatchSettings
 from rankscribe.lineage.job.verdicts._evidence import SKEW_TAG, LiveVerdicts
 from rankscribe.lineage.job.verdicts._records import records_from_verdicts
@@ -111,6 +112,7 @@ class LiveJobView:
         self.intervals = 0
         self.dropped_points = 0
         self._pending = Partial()
+        self._samples = HeldSamples()
         self._round_ranks: list[int] = []
         self._heard: dict[int, int] = {}  # rank -> the last interval it was heard in
         self._finished: set[int] = set()
@@ -263,8 +265,10 @@ class LiveJobView:
 
     def _curves(self, written: Partial) -> list[Curve]:
         curves: list[Curve] = []
-        for tag in sorted(written.tags):
-            curves.extend(tag_curves(tag, written.tags[tag]))
+        # The machine samples' bands hold each rank's latest one, earlier intervals' too.
+        bands = {**written.tags, **self._samples.bands(written.samples(), written.last_steps)}
+        for tag in sorted(bands):
+            curves.extend(tag_curves(tag, bands[tag]))
             if tag not in self._margin_tags:
                 self._margin_tags.append(tag)
         curves.extend(self.state.add(written))

@@ -8,7 +8,9 @@ the live job view (``docs/job-view.md``, "Live" and "Tree"):
   of the interval, never with the ranks;
 - ``per_rank``: each rank's own points of the tags whose rules need every
   rank's value at a step (the timing tags: a median; the parameter
-  fingerprint: a majority), for this interval only;
+  fingerprint: a majority; the machine samples: each rank's latest one is
+  held to the steps the others sampled at, job/_samples.py), for this
+  interval only;
 - ``last_steps``: every rank whose points arrived, with its last step so far
   (-1 before its first point): the ranks of the interval;
 - ``nonfinite_loss``: the first step of each rank whose loss was NaN/inf;
@@ -70,8 +72,8 @@ _COMBINE_STEPS = 1 << 17
 
 
 def is_per_rank_tag(tag: str) -> bool:
-    """Whether ``tag`` travels as each rank's own points (timings and the fingerprint)."""
-    return tag == FINGERPRINT_TAG or is_timing_tag(tag)
+    """Whether ``tag`` travels as each rank's own points (timings, fingerprint, samples)."""
+    return tag == FINGERPRINT_TAG or is_timing_tag(tag) or tag.startswith(SYSTEM_TAG_PREFIX)
 
 
 class Partial:
@@ -141,7 +143,8 @@ class Partial:
         for tag, (steps, values) in _rank_columns(scalars):
             if len(steps) == 0:
                 continue
-            if not tag.startswith(SYSTEM_TAG_PREFIX):  # sampled after the last step too
+            sample = tag.startswith(SYSTEM_TAG_PREFIX)
+            if not sample:  # sampled after the last step too
                 last = max(last, int(steps[-1]))
             if is_per_rank_tag(tag):
                 partial.per_rank.setdefault(tag, {})[rank] = (steps, values)
@@ -152,7 +155,7 @@ class Partial:
                     partial.nonfinite_loss[rank] = min(
                         first, partial.nonfinite_loss.get(rank, first)
                     )
-            if tag != FINGERPRINT_TAG:
+            if tag != FINGERPRINT_TAG and not sample:  # samples: bands when written
                 group_by_steps(groups, tag, steps, values)
         partial._add_one_rank(rank, groups)
         partial.last_steps[rank] = last
@@ -255,12 +258,23 @@ class Partial:
                 tag: dict(ranks) for tag, ranks in self.per_rank.items() if is_timing_tag(tag)
             },
             fingerprints=dict(self.per_rank.get(FINGERPRINT_TAG, {})),
+            samples=self.samples(),
             nonfinite_loss=dict(self.nonfinite_loss),
             last_steps={
                 rank: (step if step >= 0 else None)
                 for rank, step in sorted(self.last_steps.items())
             },
         )
+
+    def samples(
+        self,
+    ) -> dict[str, dict[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]]:
+        """Each rank's own machine samples (``rankscribe/system/*``): tag -> rank -> points."""
+        return {
+            tag: dict(ranks)
+            for tag, ranks in self.per_rank.items()
+            if tag.startswith(SYSTEM_TAG_PREFIX)
+        }
 
     def drop_through(self, last: int) -> int:
         """Remove the points at steps <= ``last`` (already written); return how many there were."""

@@ -348,6 +348,9 @@ class JobStatistics:
       data wait, forward time, sections) and of the fingerprint (the straggler
       and divergence rules need every rank's value at a step, not only a
       summary: a median and a majority are not mergeable);
+    - ``samples``: each rank's own machine samples (``rankscribe/system/*``,
+      tag -> rank -> points): their bands hold every rank's latest sample
+      (``job_bands`` of job/_samples.py), so they are kept apart from ``tags``;
     - ``nonfinite_loss``: the first step of each rank whose loss was NaN/inf;
     - ``last_steps``: each rank's last recorded step (None when it had none).
 
@@ -362,6 +365,9 @@ class JobStatistics:
         default_factory=dict
     )
     fingerprints: dict[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = field(
+        default_factory=dict
+    )
+    samples: dict[str, dict[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]] = field(
         default_factory=dict
     )
     nonfinite_loss: dict[int, int] = field(default_factory=dict)
@@ -413,9 +419,11 @@ class JobStatistics:
         for tag, (steps, values) in scalars.items():
             if len(steps) == 0:
                 continue
-            if not tag.startswith(SYSTEM_TAG_PREFIX):  # sampled after the last step too
-                last = int(steps[-1])
-                last_step = last if last_step is None else max(last_step, last)
+            if tag.startswith(SYSTEM_TAG_PREFIX):  # sampled after the last step too
+                self.samples.setdefault(tag, {})[rank] = (steps, values)
+                continue
+            last = int(steps[-1])
+            last_step = last if last_step is None else max(last_step, last)
             if tag == self.fingerprint_tag:
                 self.fingerprints[rank] = (steps, values)
                 continue
@@ -444,6 +452,8 @@ class JobStatistics:
             self.tags[tag] = statistics if known is None else known.merge(statistics)
         for tag, by_rank in other.timings.items():
             self.timings.setdefault(tag, {}).update(by_rank)
+        for tag, by_rank in other.samples.items():
+            self.samples.setdefault(tag, {}).update(by_rank)
         self.fingerprints.update(other.fingerprints)
         self.nonfinite_loss.update(other.nonfinite_loss)
         self.last_steps.update(other.last_steps)

@@ -35,6 +35,7 @@ import numpy as np
 
 from rankscribe.lineage import filter_runs
 from rankscribe.lineage.errors import LineageError, LineageFileNotFoundError
+from rankscribe.lineage.job._samples import job_bands
 from rankscribe.lineage.jobparts import LOSS_TAGS, STEP_TIME_TAG
 from rankscribe.lineage.jobview import JobStatistics, rank_dir_arrays
 from rankscribe.lineage.record._discovery import find_runs
@@ -306,7 +307,7 @@ def _read_rank(
     curves = {
         # A single rank's statistics are its own points, sorted, one per step.
         tag: _thin(tagged.steps, tagged.mean, max_points)
-        for tag, tagged in statistics.tags.items()
+        for tag, tagged in job_bands(statistics).items()
     }
     # The job needs only the bands of the statistics; the rest stays here.
     statistics.step_times.clear()
@@ -359,7 +360,7 @@ def default_workers() -> int:
 
 def _job_bands(statistics: JobStatistics, max_points: int) -> dict[str, dict[str, DrawnCurve]]:
     bands: dict[str, dict[str, DrawnCurve]] = {}
-    for tag, tagged in statistics.tags.items():
+    for tag, tagged in job_bands(statistics).items():
         bands[tag] = {
             "mean": _thin(tagged.steps, tagged.mean, max_points),
             "min": _thin(tagged.steps, tagged.minimum, max_points),
