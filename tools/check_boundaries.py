@@ -8,8 +8,8 @@ repository by default) and fails, listing each offender, when:
 - modules import each other in a cycle, within a package or across packages;
   or the units of a package do, its folders (sub-packages) and top-level modules:
   ``index/`` importing ``query/`` while ``query/`` imports ``index/`` is a cycle even
-  when no two modules are in one, and so is ``_info.py`` importing ``backends/`` while
-  ``backends/`` imports ``_info.py``.
+  when no two modules are in one, and so is ``files.py`` importing ``layout/`` while
+  ``layout/`` imports ``files.py``.
   Every import statement counts, wherever it stands: at module level, inside a
   function or method, and under ``if TYPE_CHECKING:``. An import inside a
   function still makes the module depend on the other at run time; one under
@@ -222,8 +222,8 @@ def folder_of(module: Module) -> str | None:
 
     ``rankscribe.lineage.index._cache`` is in the sub-package ``rankscribe.lineage.index``;
     a module directly in the package (``rankscribe.lineage._checks``) is a unit of its
-    own, so a top-level module and a sub-package that import each other (``_info.py``
-    importing ``backends/`` while ``backends/`` imports ``_info.py``) are a cycle even when
+    own, so a top-level module and a sub-package that import each other (``files.py``
+    importing ``layout/`` while ``layout/`` imports ``files.py``) are a cycle even when
     no two modules are in one. The package's ``__init__`` is in none: it gathers the
     package's API from every unit.
     """

@@ -20,9 +20,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-# private: the data-only message codec
-from rankscribe.ranks._codec import MAX_DEPTH, decode, encode
 from rankscribe.ranks.errors import MessageError, RanksTypeError
+
+# private: the data-only message codec
+from rankscribe.ranks.messages._codec import MAX_DEPTH, decode, encode
 from tests._support.growth import assert_linear
 
 scalars = st.one_of(

@@ -5,7 +5,7 @@
 
 What a rank hands rank 0 at the end of a run (its lineage record and its job-view
 series as flat arrays), a lineage record alone, and a worst case of many small nested
-values, each encoded and decoded by ``rankscribe.ranks._codec`` and by pickle
+values, each encoded and decoded by ``rankscribe.ranks.messages._codec`` and by pickle
 (protocol 5, the peer the format replaced), best of --repeat runs each, alternately.
 Printed per payload: both times and the ratio ours/pickle, and both sizes.
 """
@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from rankscribe.ranks._codec import decode, encode
+from rankscribe.ranks.messages._codec import decode, encode
 
 
 def payloads() -> dict[str, Any]:

@@ -20,19 +20,19 @@ from typing import TYPE_CHECKING
 from rankscribe.ranks.imports import lazy_attributes
 
 if TYPE_CHECKING:
-    from rankscribe.ranks._coordinator import (
+    from rankscribe.ranks.backends._creation import choose_backend, create_coordinator
+    from rankscribe.ranks.backends._mpi import MpiCoordinator
+    from rankscribe.ranks.backends._rendezvous import FileCoordinator
+    from rankscribe.ranks.backends._single import SingleCoordinator
+    from rankscribe.ranks.backends._store import Store, StoreCoordinator
+    from rankscribe.ranks.coordination._coordinator import (
         DEFAULT_TIMEOUT,
         BackendName,
         Coordinator,
         GatherResult,
     )
-    from rankscribe.ranks._creation import choose_backend, create_coordinator
-    from rankscribe.ranks._info import Launcher, RankInfo, detect
-    from rankscribe.ranks._split import split_evenly
-    from rankscribe.ranks.backends._mpi import MpiCoordinator
-    from rankscribe.ranks.backends._rendezvous import FileCoordinator
-    from rankscribe.ranks.backends._single import SingleCoordinator
-    from rankscribe.ranks.backends._store import Store, StoreCoordinator
+    from rankscribe.ranks.coordination._split import split_evenly
+    from rankscribe.ranks.detection._info import Launcher, RankInfo, detect
     from rankscribe.ranks.errors import JobDirClaimedError, RanksError
     from rankscribe.ranks.layout._claim import JobClaim, OnExists, claim_job_dir
     from rankscribe.ranks.layout._rank_dir import rank_dir
@@ -43,17 +43,17 @@ _HOMES = {
     "JobClaim": "rankscribe.ranks.layout._claim",
     "OnExists": "rankscribe.ranks.layout._claim",
     "claim_job_dir": "rankscribe.ranks.layout._claim",
-    "DEFAULT_TIMEOUT": "rankscribe.ranks._coordinator",
-    "BackendName": "rankscribe.ranks._coordinator",
-    "Coordinator": "rankscribe.ranks._coordinator",
-    "GatherResult": "rankscribe.ranks._coordinator",
-    "choose_backend": "rankscribe.ranks._creation",
-    "create_coordinator": "rankscribe.ranks._creation",
-    "Launcher": "rankscribe.ranks._info",
-    "RankInfo": "rankscribe.ranks._info",
-    "detect": "rankscribe.ranks._info",
+    "DEFAULT_TIMEOUT": "rankscribe.ranks.coordination._coordinator",
+    "BackendName": "rankscribe.ranks.coordination._coordinator",
+    "Coordinator": "rankscribe.ranks.coordination._coordinator",
+    "GatherResult": "rankscribe.ranks.coordination._coordinator",
+    "choose_backend": "rankscribe.ranks.backends._creation",
+    "create_coordinator": "rankscribe.ranks.backends._creation",
+    "Launcher": "rankscribe.ranks.detection._info",
+    "RankInfo": "rankscribe.ranks.detection._info",
+    "detect": "rankscribe.ranks.detection._info",
     "rank_dir": "rankscribe.ranks.layout._rank_dir",
-    "split_evenly": "rankscribe.ranks._split",
+    "split_evenly": "rankscribe.ranks.coordination._split",
     "MpiCoordinator": "rankscribe.ranks.backends._mpi",
     "FileCoordinator": "rankscribe.ranks.backends._rendezvous",
     "SingleCoordinator": "rankscribe.ranks.backends._single",

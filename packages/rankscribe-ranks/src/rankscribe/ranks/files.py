@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import IO, BinaryIO, Literal
 
 from rankscribe.ranks._args import check_int
-from rankscribe.ranks._deadline import Backoff, Deadline
+from rankscribe.ranks.coordination._deadline import Backoff, Deadline
 from rankscribe.ranks.errors import (
     JSONDataError,
     LockTimeoutError,
@@ -49,7 +49,7 @@ from rankscribe.ranks.errors import (
     RanksValueError,
     UnsafeFileError,
 )
-from rankscribe.ranks.jsondata import parse_json
+from rankscribe.ranks.messages._jsondata import parse_json
 
 __all__ = [
     "CLAIM_FILE_NAME",

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from rankscribe.ranks import _deadline
+from rankscribe.ranks.coordination import _deadline
 from rankscribe.ranks.tree._channels import MemoryTreeChannel, MemoryTreeHub
 
 __all__ = ["MemoryTreeChannel", "MemoryTreeHub", "wait_clock"]

@@ -15,8 +15,8 @@ Sibling-facing (docs/contributing.md, "Sibling modules").
 
 from __future__ import annotations
 
-from rankscribe.ranks import _deadline
-from rankscribe.ranks._deadline import Backoff, Deadline
+from rankscribe.ranks.coordination import _deadline
+from rankscribe.ranks.coordination._deadline import Backoff, Deadline
 
 __all__ = ["Backoff", "Deadline", "pause"]
 

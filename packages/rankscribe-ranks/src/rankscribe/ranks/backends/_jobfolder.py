@@ -38,12 +38,12 @@ from pathlib import Path
 from typing import Any
 
 from rankscribe.ranks._args import check_path, check_timeout
-from rankscribe.ranks._info import RankInfo, check_info
 from rankscribe.ranks.backends._folders import check_folder, lock
 from rankscribe.ranks.backends._rendezvous import FileCoordinator, read_members
+from rankscribe.ranks.detection._info import RankInfo, check_info
+from rankscribe.ranks.detection._launchers import launch_name
 from rankscribe.ranks.errors import LockTimeoutError, RendezvousError
 from rankscribe.ranks.files import JOB_RENDEZVOUS_DIRNAME
-from rankscribe.ranks.launchers import launch_name
 from rankscribe.ranks.layout._rank_dir import DIRECTORY_MODE
 
 __all__ = ["JobFolderCoordinator", "job_folder_coordinator"]

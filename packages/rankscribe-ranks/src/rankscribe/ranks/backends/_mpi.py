@@ -29,7 +29,7 @@ unmatched messages are abandoned (MPI cannot cancel a send that is under way)
 and MPICH may report them at finalisation.
 
 mpi4py is imported only when this backend is created
-(:func:`rankscribe.ranks._mpi_loader.load_mpi`).
+(:func:`rankscribe.ranks.detection._mpi_loader.load_mpi`).
 """
 
 from __future__ import annotations
@@ -38,11 +38,6 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
-from rankscribe.ranks import _mpi_loader
-from rankscribe.ranks._coordinator import DEFAULT_TIMEOUT, Coordinator, GatherResult
-from rankscribe.ranks._deadline import Backoff, Deadline
-from rankscribe.ranks._info import RankInfo, detect
-from rankscribe.ranks._mpi_loader import INSTALL_MPI
 from rankscribe.ranks.backends._message import (
     DEFAULT_CHUNK_BYTES,
     HEADER_SIZE,
@@ -50,6 +45,11 @@ from rankscribe.ranks.backends._message import (
     Operation,
     chunk_spans,
 )
+from rankscribe.ranks.coordination._coordinator import DEFAULT_TIMEOUT, Coordinator, GatherResult
+from rankscribe.ranks.coordination._deadline import Backoff, Deadline
+from rankscribe.ranks.detection import _mpi_loader
+from rankscribe.ranks.detection._info import RankInfo, detect
+from rankscribe.ranks.detection._mpi_loader import INSTALL_MPI
 from rankscribe.ranks.errors import (
     BackendUnavailableError,
     BarrierTimeoutError,

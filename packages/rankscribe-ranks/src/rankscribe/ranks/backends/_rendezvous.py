@@ -21,7 +21,7 @@ a merge after the fact (e.g. after rank 0 crashed).
 
 Who may write here (``docs/layout.md``): the folder must belong to this user and
 be writable by nobody else, or it is refused (:mod:`._folders`); messages are
-data (:mod:`rankscribe.ranks._codec`), never pickles, and a file that is not a
+data (:mod:`rankscribe.ranks.messages._codec`), never pickles, and a file that is not a
 regular file of this user's, or not a valid message, is not read. The folder
 must belong to one job: a rank that finds its rank already registered in
 ``members.json``, or a member of another launch, raises :class:`RendezvousError`.
@@ -37,9 +37,6 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from rankscribe.ranks._args import check_path
-from rankscribe.ranks._coordinator import DEFAULT_TIMEOUT, Coordinator, GatherResult
-from rankscribe.ranks._deadline import Backoff, Deadline
-from rankscribe.ranks._info import RankInfo
 from rankscribe.ranks.backends._folders import (
     MESSAGE_LIMIT,
     check_folder,
@@ -48,6 +45,10 @@ from rankscribe.ranks.backends._folders import (
     read_private_file,
     write_private_file,
 )
+from rankscribe.ranks.coordination._coordinator import DEFAULT_TIMEOUT, Coordinator, GatherResult
+from rankscribe.ranks.coordination._deadline import Backoff, Deadline
+from rankscribe.ranks.detection._info import RankInfo
+from rankscribe.ranks.detection._launchers import launch_name
 from rankscribe.ranks.errors import (
     BarrierTimeoutError,
     CollectiveMismatchError,
@@ -56,9 +57,8 @@ from rankscribe.ranks.errors import (
     MessageError,
     RendezvousError,
 )
-from rankscribe.ranks.jsondata import parse_json
-from rankscribe.ranks.launchers import launch_name
 from rankscribe.ranks.layout._rank_dir import DIRECTORY_MODE
+from rankscribe.ranks.messages._jsondata import parse_json
 
 __all__ = ["FileCoordinator", "read_members"]
 

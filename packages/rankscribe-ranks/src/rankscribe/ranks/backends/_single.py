@@ -5,9 +5,9 @@ from __future__ import annotations
 import socket
 from typing import TypeVar
 
-from rankscribe.ranks._coordinator import DEFAULT_TIMEOUT, Coordinator, GatherResult
-from rankscribe.ranks._deadline import Deadline
-from rankscribe.ranks._info import RankInfo
+from rankscribe.ranks.coordination._coordinator import DEFAULT_TIMEOUT, Coordinator, GatherResult
+from rankscribe.ranks.coordination._deadline import Deadline
+from rankscribe.ranks.detection._info import RankInfo
 from rankscribe.ranks.errors import RanksValueError
 
 __all__ = ["SingleCoordinator"]

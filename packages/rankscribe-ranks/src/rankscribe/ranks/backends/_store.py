@@ -33,7 +33,7 @@ collective. Values start with the collective's kind, so ranks that called
 different collectives at the same position are told
 (:class:`CollectiveMismatchError`).
 
-Values are data (:mod:`rankscribe.ranks._codec`), never pickles: any client that
+Values are data (:mod:`rankscribe.ranks.messages._codec`), never pickles: any client that
 reaches the store's port could set a key. After a timeout, the keys that a
 missing rank would have consumed stay in the store, which lives as long as the
 job. A store whose ``delete_key`` fails (a custom store without it) keeps every
@@ -49,10 +49,11 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, TypeVar
 
-from rankscribe.ranks._coordinator import DEFAULT_TIMEOUT, Coordinator, GatherResult
-from rankscribe.ranks._deadline import Backoff, Deadline
-from rankscribe.ranks._info import RankInfo, detect
-from rankscribe.ranks._torch_group import (
+from rankscribe.ranks.coordination._coordinator import DEFAULT_TIMEOUT, Coordinator, GatherResult
+from rankscribe.ranks.coordination._deadline import Backoff, Deadline
+from rankscribe.ranks.detection._info import RankInfo, detect
+from rankscribe.ranks.detection._launchers import launch_name
+from rankscribe.ranks.detection._torch_group import (
     default_group_rank,
     default_store,
     initialised_distributed,
@@ -67,7 +68,6 @@ from rankscribe.ranks.errors import (
     RanksValueError,
     StoreError,
 )
-from rankscribe.ranks.launchers import launch_name
 
 __all__ = ["KEY_PREFIX", "Store", "StoreCoordinator"]
 

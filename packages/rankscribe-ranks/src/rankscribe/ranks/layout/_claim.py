@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rankscribe.ranks._args import check_choice, check_path, check_timeout
-from rankscribe.ranks._coordinator import Coordinator
-from rankscribe.ranks._deadline import Backoff, Deadline
-from rankscribe.ranks._info import detect
+from rankscribe.ranks.coordination._coordinator import Coordinator
+from rankscribe.ranks.coordination._deadline import Backoff, Deadline
+from rankscribe.ranks.detection._info import detect
 from rankscribe.ranks.errors import (
     JobDirClaimedError,
     JobDirError,
@@ -48,7 +48,7 @@ from rankscribe.ranks.files import (
     make_private_dir,
     parse_rank_dir_name,
 )
-from rankscribe.ranks.jsondata import parse_json
+from rankscribe.ranks.messages._jsondata import parse_json
 
 logger = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from rankscribe.ranks._args import check_path
-from rankscribe.ranks._info import RankInfo, check_info
+from rankscribe.ranks.detection._info import RankInfo, check_info
 from rankscribe.ranks.files import make_private_dir, rank_dir_name
 
 __all__ = ["DIRECTORY_MODE", "rank_dir"]

@@ -49,11 +49,11 @@ from pathlib import Path
 from typing import Any
 
 from rankscribe.ranks._args import check_timeout
-from rankscribe.ranks._coordinator import Coordinator
-from rankscribe.ranks._deadline import Backoff, Deadline
-from rankscribe.ranks._info import RankInfo
 from rankscribe.ranks.backends._rendezvous import FileCoordinator
 from rankscribe.ranks.backends._store import StoreCoordinator
+from rankscribe.ranks.coordination._coordinator import Coordinator
+from rankscribe.ranks.coordination._deadline import Backoff, Deadline
+from rankscribe.ranks.detection._info import RankInfo
 from rankscribe.ranks.errors import CollectiveTimeoutError, RanksTypeError, RanksValueError
 from rankscribe.ranks.files import open_regular
 
@@ -337,7 +337,7 @@ class MpiTreeChannel(TreeChannel):
         self, rank: int, world_size: int, fan_in: int = DEFAULT_FAN_IN, *, timeout: float
     ) -> None:
         super().__init__(rank, world_size, fan_in)
-        from rankscribe.ranks._mpi_loader import load_mpi  # noqa: PLC0415 - mpi4py on demand
+        from rankscribe.ranks.detection._mpi_loader import load_mpi  # noqa: PLC0415 - mpi4py on demand
 
         self._mpi = mpi = load_mpi()
         world = mpi.COMM_WORLD

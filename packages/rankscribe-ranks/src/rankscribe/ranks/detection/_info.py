@@ -33,20 +33,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from rankscribe.ranks import _mpi_loader
 from rankscribe.ranks._args import check_int, check_world_size
-from rankscribe.ranks._torch_group import default_group_rank, initialised_distributed
+from rankscribe.ranks.detection import _mpi_loader
+from rankscribe.ranks.detection._launchers import (
+    JOB_ID_ENV,
+    LAUNCHERS,
+    SLURM_TASKS_PER_NODE_VARIABLES,
+    LauncherVariables,
+)
+from rankscribe.ranks.detection._torch_group import default_group_rank, initialised_distributed
 from rankscribe.ranks.errors import (
     BackendUnavailableError,
     RankEnvironmentError,
     RanksTypeError,
     RanksValueError,
-)
-from rankscribe.ranks.launchers import (
-    JOB_ID_ENV,
-    LAUNCHERS,
-    SLURM_TASKS_PER_NODE_VARIABLES,
-    LauncherVariables,
 )
 
 __all__ = [

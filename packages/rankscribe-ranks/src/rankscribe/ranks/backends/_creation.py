@@ -1,7 +1,7 @@
 """Choosing and creating a coordinator backend for a job.
 
 This module sits above the backends (each subclasses
-:class:`~rankscribe.ranks._coordinator.Coordinator`): creation is a function
+:class:`~rankscribe.ranks.coordination._coordinator.Coordinator`): creation is a function
 here, so the base class never imports its own subclasses. Rules in
 ``docs/layout.md`` ("Collectives and their timeouts").
 """
@@ -11,14 +11,14 @@ from __future__ import annotations
 import os
 
 from rankscribe.ranks._args import check_choice, check_path, check_timeout
-from rankscribe.ranks._coordinator import DEFAULT_TIMEOUT, BackendName, Coordinator
-from rankscribe.ranks._info import MPI_LAUNCHERS, RankInfo, check_info, detect
-from rankscribe.ranks._torch_group import initialised_distributed
 from rankscribe.ranks.backends._jobfolder import job_folder_coordinator
 from rankscribe.ranks.backends._mpi import MpiCoordinator
 from rankscribe.ranks.backends._rendezvous import FileCoordinator
 from rankscribe.ranks.backends._single import SingleCoordinator
 from rankscribe.ranks.backends._store import StoreCoordinator
+from rankscribe.ranks.coordination._coordinator import DEFAULT_TIMEOUT, BackendName, Coordinator
+from rankscribe.ranks.detection._info import MPI_LAUNCHERS, RankInfo, check_info, detect
+from rankscribe.ranks.detection._torch_group import initialised_distributed
 from rankscribe.ranks.errors import RanksValueError
 
 __all__ = ["choose_backend", "create_coordinator"]

@@ -16,7 +16,7 @@ store of torch.distributed's process group (:mod:`rankscribe.ranks.backends._sto
 rendezvous folder on a shared filesystem (:mod:`rankscribe.ranks.backends._rendezvous`) and
 a single process (:mod:`rankscribe.ranks.backends._single`);
 :func:`rankscribe.ranks.create_coordinator` picks one (the choice itself,
-:func:`choose_backend`, lives in :mod:`rankscribe.ranks._creation`).
+:func:`choose_backend`, lives in :mod:`rankscribe.ranks.backends._creation`).
 """
 
 from __future__ import annotations
@@ -27,16 +27,16 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
-from rankscribe.ranks import _codec
 from rankscribe.ranks._args import check_int, check_timeout
-from rankscribe.ranks._deadline import Deadline
-from rankscribe.ranks._info import RankInfo, check_info
+from rankscribe.ranks.coordination._deadline import Deadline
+from rankscribe.ranks.detection._info import RankInfo, check_info
 from rankscribe.ranks.errors import (
     CoordinatorClosedError,
     MessageError,
     RanksTypeError,
     RanksValueError,
 )
+from rankscribe.ranks.messages import _codec
 
 __all__ = [
     "DEFAULT_TIMEOUT",
