@@ -57,7 +57,7 @@ from rankscribe.collector.jobview._series import (
 )
 from rankscribe.collector.jobview._timings import StepTimings
 from rankscribe.collector.system._sampler import SystemSampler, check_system_interval
-from rankscribe.lineage.jobparts import VerdictCallback
+from rankscribe.jobview.feed import VerdictCallback
 from rankscribe.ranks import Coordinator, OnExists, RankInfo
 from rankscribe.writer import SummaryRecord
 from rankscribe.writer.operators import discard_pending

@@ -8,7 +8,7 @@ offline merge of the same files), merges its children's partial statistics
 into them and sends the result to its parent
 (:func:`rankscribe.ranks.tree.tree_channel`: MPI on a communicator of its own,
 the c10d store's keys per tree level, or files). Rank 0 hands each
-interval to :class:`rankscribe.lineage.jobview.LiveJobView`, whose own
+interval to :class:`rankscribe.jobview.LiveJobView`, whose own
 writer thread appends to the job's files, so a slow filesystem delays the
 live files, never the tree nor training. ``docs/job-view.md``, "Live" and
 "Tree".
@@ -38,8 +38,8 @@ from rankscribe.collector._checks import check_seconds_setting
 from rankscribe.collector.errors import CollectorTypeError
 from rankscribe.collector.jobview._rank_tail import RankFileTail
 from rankscribe.collector.jobview._series import ScalarSeries
-from rankscribe.lineage import LineageError, RunLineage, merge_run_dir
-from rankscribe.lineage.jobparts import (
+from rankscribe.jobview import LiveJobView
+from rankscribe.jobview.feed import (
     DEFAULT_JOB_VIEW_INTERVAL,
     FINAL_ROUND,
     ControlFile,
@@ -51,9 +51,9 @@ from rankscribe.lineage.jobparts import (
     round_number,
     round_period,
     rounds_per_interval,
-    session_values,
 )
-from rankscribe.lineage.jobview import LiveJobView
+from rankscribe.lineage import LineageError, RunLineage, merge_run_dir
+from rankscribe.lineage.recording import session_values
 from rankscribe.ranks import Coordinator, RankInfo, RanksError
 from rankscribe.ranks.files import rank_dir_name
 from rankscribe.ranks.tree import TreeChannel, tree_channel
@@ -522,6 +522,6 @@ class LiveRankView:
 
 
 def _short(ranks: list[int]) -> str:
-    from rankscribe.lineage.jobparts import ranges_text  # noqa: PLC0415
+    from rankscribe.jobview.feed import ranges_text  # noqa: PLC0415
 
     return ranges_text(ranks, limit=200)
