@@ -72,6 +72,10 @@ LEFT_OUT = {
     # this version wrote, the live view takes a job dir and a world size); their state.
     "JobPartial",
     "LiveJobView",
+    # Each rank's end of the tree and the merge it asks: the collector makes them from
+    # arguments it checked (tests/collector and tests/integration/jobview run them).
+    "JobMerge",
+    "LiveRankView",
     "TagStatistics",
     # The live view's protocol, used by both halves with values they made themselves
     # (test_jobview_watch.py and the live tests check them); its callback's type.

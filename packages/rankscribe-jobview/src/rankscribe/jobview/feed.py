@@ -4,7 +4,9 @@ The collector package builds the job view on the ranks: it
 records the timing and fingerprint tags (:data:`STEP_TIME_TAG`, :data:`DATA_WAIT_TAG`,
 :data:`FORWARD_TIME_TAG`, :data:`SECTION_TAG_PREFIX`, :data:`FINGERPRINT_TAG`; the tags
 themselves are ``docs/job-view.md``'s "Timings"), sends each subtree's partial statistics
-up the tree of ranks (:class:`JobPartial`), and runs the live view's one protocol (rounds, the
+up the tree of ranks (:class:`JobPartial`; each rank's end of the live view is
+:class:`LiveRankView`, which merges the job's lineage through the collector's
+:class:`JobMerge`), and runs the live view's one protocol (rounds, the
 message kind: :func:`encode_message`, :func:`decode_message`; the timing watch and
 its control file; :data:`VerdictCallback`, the type of the ``on_verdict`` function
 the collector hands to the live view). The straggler rule's pieces (:func:`paired_ratios`,
@@ -34,6 +36,7 @@ from rankscribe.jobview.job._protocol import (
 from rankscribe.jobview.job._protocol import decode as decode_message
 from rankscribe.jobview.job._protocol import encode as encode_message
 from rankscribe.jobview.job._ranges import ranges_text
+from rankscribe.jobview.job._rank_view import JobMerge, LiveRankView
 from rankscribe.jobview.job._statistics import (
     DATA_WAIT_TAG,
     FINGERPRINT_TAG,
@@ -86,7 +89,9 @@ __all__ = [
     "SYSTEM_TAG_PREFIX",
     "TIMING_TAGS",
     "ControlFile",
+    "JobMerge",
     "JobPartial",
+    "LiveRankView",
     "PartialFormatError",
     "SeriesLike",
     "TagStatistics",

@@ -8,7 +8,7 @@ offline merge of the same files), merges its children's partial statistics
 into them and sends the result to its parent
 (:func:`rankscribe.ranks.tree.tree_channel`: MPI on a communicator of its own,
 the c10d store's keys per tree level, or files). Rank 0 hands each
-interval to :class:`rankscribe.jobview.LiveJobView`, whose own
+interval to :class:`rankscribe.jobview.LiveJobView` (``_live.py``), whose own
 writer thread appends to the job's files, so a slow filesystem delays the
 live files, never the tree nor training. ``docs/job-view.md``, "Live" and
 "Tree".
@@ -34,58 +34,43 @@ import time
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from rankscribe.collector._checks import check_seconds_setting
-from rankscribe.collector.errors import CollectorTypeError
-from rankscribe.collector.jobview._rank_tail import RankFileTail
-from rankscribe.collector.jobview._series import ScalarSeries
-from rankscribe.jobview import LiveJobView
-from rankscribe.jobview.feed import (
-    DEFAULT_JOB_VIEW_INTERVAL,
+from rankscribe.jobview.job._control import ControlFile
+from rankscribe.jobview.job._live import LiveJobView
+from rankscribe.jobview.job._partials import Partial as JobPartial
+from rankscribe.jobview.job._protocol import (
     FINAL_ROUND,
-    ControlFile,
-    JobPartial,
-    VerdictCallback,
-    decode_message,
-    encode_message,
     round_name,
     round_number,
     round_period,
     rounds_per_interval,
 )
-from rankscribe.lineage import LineageError, RunLineage, merge_run_dir
-from rankscribe.lineage.recording import session_values
+from rankscribe.jobview.job._protocol import decode as decode_message
+from rankscribe.jobview.job._protocol import encode as encode_message
+from rankscribe.jobview.job._ranges import ranges_text
+from rankscribe.jobview.job._rank_tail import RankFileTail
+from rankscribe.jobview.job._watch import VerdictCallback
 from rankscribe.ranks import Coordinator, RankInfo, RanksError
 from rankscribe.ranks.files import rank_dir_name
 from rankscribe.ranks.tree import TreeChannel, tree_channel
 
 logger = logging.getLogger(__name__)
 
-__all__ = [
-    "DEFAULT_JOB_VIEW_INTERVAL",
-    "JOB_VIEW_INTERVAL_ENV",
-    "LiveRankView",
-    "RankFileTail",
-    "check_job_view_interval",
-    "check_on_verdict",
-]
+__all__ = ["JobMerge", "LiveRankView"]
 
-#: The environment variable that sets ``job_view_interval`` when the argument is not given.
-JOB_VIEW_INTERVAL_ENV = "RANKSCRIBE_JOB_VIEW_INTERVAL"
 #: Share of an interval the ranks of a round may wait for their children, over all levels.
 _ROUND_SHARE = 0.5
 
 
 class JobMerge(Protocol):
-    """What the live view uses of the job's lineage merge.
+    """What the rank side of the live view uses of the job's lineage merge.
 
     The collector's ``JobLineageMerger`` (``collector/_lineage.py``) is the one
-    implementation; the live view names only this shape of it, so the lineage module
-    can hand this folder its series without the two importing each other.
+    implementation; the job view names only this shape of it, so it merges the job's
+    lineage without importing the lineage manager (a floor above it).
     """
 
     tensorboard: bool
     timeout: float
-    last_merged: RunLineage | None
 
     @property
     def active_coordinator(self) -> Coordinator | None: ...
@@ -93,11 +78,20 @@ class JobMerge(Protocol):
     def merge(
         self,
         rank_directory: str | os.PathLike[str],
-        series: ScalarSeries | None = None,
+        series: Any = None,
         *,
         verdicts: Mapping[str, float | int | str] | None = None,
         timeout: float | None = None,
     ) -> str | None: ...
+
+    def merge_offline(self, job_dir: str, world_size: int) -> bool:
+        """Rank 0: the offline merge of ``job_dir`` (its job files rewritten); False
+        when it failed (the merger says why and how to run it after the job)."""
+        ...
+
+    def session(self) -> tuple[dict[str, Any] | None, dict[str, float] | None]:
+        """The HParams session of the merged lineage: (hyper-parameters, metrics)."""
+        ...
 
 
 #: ... but never more than this (seconds): a live round is not the end of training.
@@ -107,27 +101,6 @@ STALL_INTERVALS = 3
 #: ... and never for less than this (seconds): the collector writes each rank's step
 #: times at least once a second while steps end (``_series.STEP_TIME_WRITE_INTERVAL``).
 STALL_FLOOR = 5.0
-
-
-def check_job_view_interval(value: object) -> float:
-    """The interval in seconds: the argument, else the environment variable, else the default."""
-    return check_seconds_setting(
-        value,
-        argument="job_view_interval",
-        variable=JOB_VIEW_INTERVAL_ENV,
-        default=DEFAULT_JOB_VIEW_INTERVAL,
-        off="the live job view off",
-    )
-
-
-def check_on_verdict(value: object) -> VerdictCallback | None:
-    """``on_verdict`` as given: a callable or None (else a clear error naming it)."""
-    if value is None or callable(value):
-        return value
-    raise CollectorTypeError(
-        f"For 'on_verdict', the value should be a callable taking one verdict record (a dict) "
-        f"or None, but got {type(value).__name__} {value!r:.80}."
-    )
 
 
 class LiveRankView:
@@ -265,9 +238,7 @@ class LiveRankView:
             return None
         return view.state.verdicts()
 
-    def merge(
-        self, merger: JobMerge, rank_directory: str | os.PathLike[str], series: ScalarSeries
-    ) -> None:
+    def merge(self, merger: JobMerge, rank_directory: str | os.PathLike[str], series: Any) -> None:
         """The end of a run: the tree's last round, then the lineage merge (every rank).
 
         With the tree, rank 0 gets statistics, not every rank's ``series`` (sent only
@@ -280,7 +251,7 @@ class LiveRankView:
         merger.merge(
             rank_directory, None if self.active else series, verdicts=verdicts, timeout=left
         )
-        self.close(merger.last_merged)
+        self.close(*merger.session())
         if view is not None and view.dropped_points:
             self.complete(merger, view.dropped_points)
 
@@ -310,26 +281,17 @@ class LiveRankView:
                 self._job_dir,
             )
             return
-        try:
-            outcome = merge_run_dir(self._job_dir, world_size=self.info.world_size)
-        except (LineageError, OSError) as error:
-            logger.error(
-                "Completing the job view of %s from the rank files failed: %s. Run "
-                "`rankscribe-lineage merge %s` after the job.",
-                self._job_dir,
-                error,
-                self._job_dir,
-            )
+        if not merger.merge_offline(self._job_dir, self.info.world_size):
             return
-        merger.last_merged = outcome.lineage
         logger.info("The job view of %s is complete: %d late points merged", self._job_dir, dropped)
 
-    def close(self, merged: Any = None) -> None:
+    def close(
+        self, hparams: dict[str, Any] | None = None, metrics: dict[str, float] | None = None
+    ) -> None:
         """Rank 0: add the HParams session of the merged lineage and close the job files."""
         view, self.view = self.view, None
         if view is None:
             return
-        hparams, metrics = session_values(merged) if merged is not None else (None, None)
         try:
             view.finish(hparams=hparams, metrics=metrics)
         except OSError as error:
@@ -522,6 +484,4 @@ class LiveRankView:
 
 
 def _short(ranks: list[int]) -> str:
-    from rankscribe.jobview.feed import ranges_text  # noqa: PLC0415
-
     return ranges_text(ranks, limit=200)

@@ -1,6 +1,6 @@
 """The scalars a rank's summary files gained since the last read (the live view's input).
 
-Each round of the live job view (``collector/jobview/_live.py``; ``docs/job-view.md``,
+Each round of the live job view (``_rank_view.py``; ``docs/job-view.md``,
 "Live") reads what the rank's own summary files gained: whole records only,
 so the live view holds exactly what the offline merge of the same files
 computes.
