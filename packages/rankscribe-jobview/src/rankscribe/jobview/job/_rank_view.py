@@ -55,7 +55,7 @@ from rankscribe.ranks.tree import TreeChannel, tree_channel
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["JobMerge", "LiveRankView"]
+__all__ = ["JobMerge", "LiveRankView", "RankFileTail"]
 
 #: Share of an interval the ranks of a round may wait for their children, over all levels.
 _ROUND_SHARE = 0.5
