@@ -8,13 +8,21 @@ holds the job's session; ``rankscribe-lineage hparams`` writes one per run.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from rankscribe.ranks.arguments import is_number
 from rankscribe.writer.eventfiles import EventRecords
 
-__all__ = ["FINAL_PREFIX", "HParamsRun", "add_session", "hparam_value", "metric_value"]
+__all__ = [
+    "FINAL_PREFIX",
+    "HParamsRun",
+    "add_session",
+    "hparam_value",
+    "job_session",
+    "metric_value",
+]
 
 #: What a run's metric scalars are named under: ``final/loss``, ``final/metric/acc``.
 FINAL_PREFIX = "final/"
@@ -61,3 +69,22 @@ def add_session(records: EventRecords, run: HParamsRun, wall_time: float, step: 
         metrics=run.metrics,
         step=step,
     )
+
+
+def job_session(
+    hparams: Mapping[str, Any] | None, metrics: Mapping[str, float] | None, wall_time: float
+) -> HParamsRun:
+    """A job's HParams session: its hyper-parameters and final metrics, as TensorBoard
+    takes them (values it cannot show are left out), grouped by the job's directory."""
+    values = {
+        str(name): converted
+        for name, raw in (hparams or {}).items()
+        if (converted := hparam_value(raw)) is not None
+    }
+    finals = {
+        str(name): number
+        for name, raw in (metrics or {}).items()
+        if (number := metric_value(raw)) is not None
+    }
+    # An empty group name makes TensorBoard group the session by its run: the job dir.
+    return HParamsRun(name="", hparams=values, metrics=finals, start_time=wall_time)

@@ -36,7 +36,7 @@ from rankscribe.jobview._checks import (
     check_ranks,
     is_int,
 )
-from rankscribe.jobview._session import HParamsRun, hparam_value, metric_value
+from rankscribe.jobview._session import job_session
 from rankscribe.jobview.errors import (
     JobViewDirNotExistError,
     JobViewParamTypeError,
@@ -263,25 +263,6 @@ def _check_arguments(
     return directory
 
 
-def _session(
-    hparams: Mapping[str, Any] | None, metrics: Mapping[str, float] | None, wall_time: float
-) -> HParamsRun | None:
-    if hparams is None and metrics is None:
-        return None
-    values = {
-        str(name): converted
-        for name, raw in (hparams or {}).items()
-        if (converted := hparam_value(raw)) is not None
-    }
-    finals = {
-        str(name): number
-        for name, raw in (metrics or {}).items()
-        if (number := metric_value(raw)) is not None
-    }
-    # An empty group name makes TensorBoard group the session by its run: the job dir.
-    return HParamsRun(name="", hparams=values, metrics=finals, start_time=wall_time)
-
-
 def write_job_view(
     job_dir: str | os.PathLike[str],
     series: Mapping[int, RankSeries] | JobStatistics,
@@ -374,7 +355,11 @@ def write_job_view(
             wall_time,
             margin_tags=margin_tags,
             line_tags=[SKEW_TAG] if len(times.steps) else [],
-            session=_session(hparams, metrics, wall_time),
+            session=(
+                None
+                if hparams is None and metrics is None
+                else job_session(hparams, metrics, wall_time)
+            ),
             verdicts=verdicts,
         )
     paths = write_job_files(directory, contents, host=host)

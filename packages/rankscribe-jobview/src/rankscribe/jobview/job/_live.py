@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from rankscribe.jobview._checks import check_seconds
-from rankscribe.jobview._session import HParamsRun, hparam_value, metric_value
+from rankscribe.jobview._session import HParamsRun, job_session
 from rankscribe.jobview.job._files import (
     AppendedJobFiles,
     Curve,
@@ -341,27 +341,10 @@ class LiveJobView:
                 and (hparams is not None or metrics is not None)
             ):
                 # with the end-of-training verdicts as sentences, for the text tab
-                self._append([], _session(hparams, metrics, now()), self.state.verdicts())
+                self._append([], job_session(hparams, metrics, now()), self.state.verdicts())
             if self._files is not None:
                 self._files.close()
         return self.state.verdicts()
-
-
-def _session(
-    hparams: Mapping[str, Any] | None, metrics: Mapping[str, float] | None, wall_time: float
-) -> HParamsRun:
-    values = {
-        str(name): converted
-        for name, raw in (hparams or {}).items()
-        if (converted := hparam_value(raw)) is not None
-    }
-    finals = {
-        str(name): number
-        for name, raw in (metrics or {}).items()
-        if (number := metric_value(raw)) is not None
-    }
-    # An empty group name makes TensorBoard group the session by its run: the job dir.
-    return HParamsRun(name="", hparams=values, metrics=finals, start_time=wall_time)
 
 
 def _verdict_curves(verdicts: Mapping[str, Any], step: int, ranks: int) -> list[Curve]:
