@@ -16,9 +16,12 @@ repository by default) and fails, listing each offender, when:
   ``TYPE_CHECKING`` makes the type checker read the other module first. Both
   hide a layering problem, so neither is let off (see docs/contributing.md);
 - a package imports a rankscribe package the allowed package graph does not
-  give it (collector -> lineage -> writer -> ranks: ranks is the ground floor
+  give it (collector -> lineage -> jobview -> writer -> ranks: ranks is the ground floor
   and imports no sibling, each floor may use any floor below it; nothing
   points back);
+- a package imports a sibling-facing module that is another package's door
+  (``SIBLING_READERS``: the job view's ``feed`` is the collector's, its ``parts`` the
+  lineage manager's);
 - a module imports from another rankscribe package anything but its public API
   or its sibling-facing modules: the target is the package itself, a module
   named in ``SIBLING_MODULES`` (documented in docs/contributing.md), or a public
@@ -50,8 +53,9 @@ NAMESPACE = "rankscribe"
 ALLOWED_PACKAGES: dict[str, frozenset[str]] = {
     "ranks": frozenset(),
     "writer": frozenset({"ranks"}),
-    "lineage": frozenset({"writer", "ranks"}),
-    "collector": frozenset({"lineage", "writer", "ranks"}),
+    "jobview": frozenset({"writer", "ranks"}),
+    "lineage": frozenset({"jobview", "writer", "ranks"}),
+    "collector": frozenset({"lineage", "jobview", "writer", "ranks"}),
 }
 
 # Modules public to the sibling packages and not part of the user's API: what one
@@ -73,10 +77,17 @@ SIBLING_MODULES: tuple[str, ...] = (
     f"{NAMESPACE}.writer.files",
     f"{NAMESPACE}.writer.histograms",
     f"{NAMESPACE}.writer.operators",
-    f"{NAMESPACE}.lineage.jobparts",
+    f"{NAMESPACE}.jobview.feed",
+    f"{NAMESPACE}.jobview.parts",
     f"{NAMESPACE}.lineage.recording",
     f"{NAMESPACE}.collector.testing",
 )
+# A sibling module that one package is the door for: the collector hands its numbers to
+# the job view through ``feed`` only, and ``parts`` is the lineage manager's alone.
+SIBLING_READERS: dict[str, frozenset[str]] = {
+    f"{NAMESPACE}.jobview.feed": frozenset({f"{NAMESPACE}.collector"}),
+    f"{NAMESPACE}.jobview.parts": frozenset({f"{NAMESPACE}.lineage"}),
+}
 CONTRIBUTING = Path("docs") / "contributing.md"
 
 
@@ -381,9 +392,19 @@ def _check(
         for alias in node.names:
             if _foreign(alias.name, module, packages):
                 yield from _private_path(alias.name)
+                readers = SIBLING_READERS.get(alias.name)
+                if readers is not None and module.package not in readers:
+                    yield (
+                        f"imports {alias.name}, the sibling module of "
+                        f"{', '.join(sorted(readers))} only"
+                    )
         return
     source = imported_from(module, node)
     if not _foreign(source, module, packages):
+        return
+    readers = SIBLING_READERS.get(source)
+    if readers is not None and module.package not in readers:
+        yield f"imports from {source}, the sibling module of {', '.join(sorted(readers))} only"
         return
     private = list(_private_path(source))
     if private:

@@ -18,7 +18,7 @@ and fails, listing each problem with its page and line, when:
   as public). Dotted names under ``rankscribe.`` that are not one of the packages
   (an entry-point group such as ``rankscribe.graph_builders``) and logger globs
   (``rankscribe.ranks.*``) are not Python names and are left alone;
-- a cited package folder (``rankscribe/lineage/job/``, ``lineage/job/``) does not
+- a cited package folder (``rankscribe/jobview/job/``, ``jobview/job/``) does not
   exist; a module map (the paragraph after ``<!-- module map: <folder> -->``) leaves
   out a module or sub-folder of its folder, or names one that is not there;
 - a table with a ``depends on`` column (docs/contributing.md, the READMEs) states
@@ -241,7 +241,7 @@ def _submodule(owner: str, attribute: str) -> str | None:
 
 # -- what the docs say about the structure: folders, module maps, dependencies --
 
-PACKAGE_NAMES = ("writer", "ranks", "lineage", "collector")
+PACKAGE_NAMES = ("writer", "ranks", "jobview", "lineage", "collector")
 _FOLDER = re.compile(
     rf"^(?:packages/[\w.-]+/|{NAMESPACE}/|(?:{'|'.join(PACKAGE_NAMES)})/)(?:[\w.-]+/)*$"
 )

@@ -19,7 +19,7 @@ the type (and value, for plain constants) of anything else. Annotations are
 recorded as written in the source (``loss: float | None = None``, not the type
 of the default), so a changed annotation changes the snapshot: a property by
 its return annotation, an attribute or dataclass field by its annotation. Generated protobuf modules
-(``*_pb2``) are listed by name only. All four packages must be importable
+(``*_pb2``) are listed by name only. All five packages must be importable
 (the ``public-api`` tox env installs them); a public module that needs an
 optional dependency which is missing is listed from its source instead, with
 a note saying so.

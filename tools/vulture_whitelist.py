@@ -73,7 +73,7 @@ adapter_modules  # a fixture requested by parameter name (tests/collector/test_a
 permissive_umask  # a fixture requested by parameter name (tests/ranks/test_layout.py)
 FileSignature  # the type alias the index file's column of file signatures is documented with
 
-# -- state of the live job view, written for its protocol (collector/jobview/_live.py) -------------
+# -- state of the live job view, written for its protocol (jobview/job/_rank_view.py) -------------
 _._round  # the round a rank's live sender is in; kept with the live view's protocol
 _._failed  # whether the live sender gave up; kept with the live view's protocol
 

@@ -47,8 +47,8 @@ from rankscribe.collector import (
     SummaryCollector,
     TrainLoop,
 )
+from rankscribe.jobview import verdict_lines
 from rankscribe.lineage import get_run_lineage, get_summary_lineage
-from rankscribe.lineage.jobview import verdict_lines
 from rankscribe.ranks import RankInfo, claim_job_dir, create_coordinator, detect, rank_dir
 from rankscribe.ranks.errors import BackendUnavailableError
 from rankscribe.writer import tensor_summary

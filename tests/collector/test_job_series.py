@@ -21,8 +21,8 @@ from rankscribe.collector import (
     TrainLoop,
 )
 from rankscribe.collector.errors import CollectorTypeError
-from rankscribe.lineage.jobparts import DATA_WAIT_TAG, FINGERPRINT_TAG, STEP_TIME_TAG
-from rankscribe.lineage.jobview import verdict_lines
+from rankscribe.jobview import verdict_lines
+from rankscribe.jobview.feed import DATA_WAIT_TAG, FINGERPRINT_TAG, STEP_TIME_TAG
 from rankscribe.lineage.recording import parse_run
 from rankscribe.ranks import Coordinator, RankInfo
 from rankscribe.writer import scalar_summary, tensor_summary

@@ -22,8 +22,8 @@ import pytest
 
 from rankscribe.collector import ArrayDataset, ArrayNetwork, SummaryCollector, TrainLoop
 from rankscribe.collector.errors import CollectorValueError
+from rankscribe.jobview import rank_dir_arrays, verdict_lines
 from rankscribe.lineage import merge_run_dir
-from rankscribe.lineage.jobview import rank_dir_arrays, verdict_lines
 
 FAKE_NVML = Path(__file__).resolve().parents[2] / "tools" / "fake_nvml.py"
 GPU = "rankscribe/system/gpu_"

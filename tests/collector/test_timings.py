@@ -17,7 +17,7 @@ import pytest
 
 from rankscribe.collector import ArrayDataset, SummaryCollector, TrainLoop, TrainSession
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
-from rankscribe.lineage.jobparts import (
+from rankscribe.jobview.feed import (
     DATA_WAIT_TAG,
     FINGERPRINT_TAG,
     SECTION_TAG_PREFIX,

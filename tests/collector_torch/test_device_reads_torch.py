@@ -24,7 +24,7 @@ from torch import nn
 from rankscribe.collector import Progress, SummaryCollector, TrainSession
 from rankscribe.collector.errors import CollectorTypeError
 from rankscribe.collector.testing import device_backend
-from rankscribe.lineage.jobparts import FINGERPRINT_TAG
+from rankscribe.jobview.feed import FINGERPRINT_TAG
 from rankscribe.ranks import RankInfo
 from rankscribe.writer.events import Histogram, load_dir
 from rankscribe.writer.reader import scalars

@@ -22,7 +22,7 @@ from torch import nn
 # private: the torch adapter's forward timer and device paths, no public door
 import rankscribe.collector.adapters._torch as torch_adapter
 from rankscribe.collector import SummaryCollector, TrainLoop
-from rankscribe.lineage.jobparts import FINGERPRINT_TAG, FORWARD_TIME_TAG, STEP_TIME_TAG
+from rankscribe.jobview.feed import FINGERPRINT_TAG, FORWARD_TIME_TAG, STEP_TIME_TAG
 from rankscribe.writer.events import Histogram, load_dir
 from rankscribe.writer.reader import scalars
 from tests._support.clocks import ManualClock

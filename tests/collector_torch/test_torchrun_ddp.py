@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rankscribe.lineage.jobparts import FORWARD_TIME_TAG, STEP_TIME_TAG
-from rankscribe.lineage.jobview import verdict_lines
+from rankscribe.jobview import verdict_lines
+from rankscribe.jobview.feed import FORWARD_TIME_TAG, STEP_TIME_TAG
 from rankscribe.lineage.recording import parse_run
 from rankscribe.writer.reader import scalars
 from tests._support.launchers import clean_environment, run_bounded, torchrun

@@ -22,9 +22,9 @@ from tensorboard.plugins import base_plugin
 from tensorboard.plugins.custom_scalar import custom_scalars_plugin
 from tensorboard.plugins.hparams import api_pb2, get_experiment, hparams_plugin, list_session_groups
 
+from rankscribe.jobview import LiveJobView
+from rankscribe.jobview.feed import STEP_TIME_TAG, JobPartial
 from rankscribe.lineage import merge_run_dir
-from rankscribe.lineage.jobparts import STEP_TIME_TAG, JobPartial
-from rankscribe.lineage.jobview import LiveJobView
 from rankscribe.lineage.recording import (
     Algorithm,
     EvalLineageInfo,

@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 
 from rankscribe.collector import SummaryCollector
-from rankscribe.lineage.jobparts import STEP_TIME_TAG, JobPartial
-from rankscribe.lineage.jobview import LiveJobView
+from rankscribe.jobview import LiveJobView
+from rankscribe.jobview.feed import STEP_TIME_TAG, JobPartial
 from tests.frameworks.checks import quiet_trainer
 
 pytestmark = pytest.mark.slow

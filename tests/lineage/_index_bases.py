@@ -14,8 +14,8 @@ from typing import Any
 
 from rankscribe.lineage import filter_summary_lineage
 from tests._support.growth import assert_linear
+from tests._support.npz_files import index_file, read_index_document
 from tests.lineage._documented import INDEX_NAME
-from tests.lineage._npz_files import index_file, read_index_document
 
 OLD = 1_600_000_000  # an mtime well before any scan
 

@@ -1,4 +1,5 @@
-"""Malformed arguments of the job view and the offline merge: refused up front, named.
+"""Malformed arguments of the offline merge: refused up front, named (the job view's:
+tests/jobview/test_bad_arguments.py).
 
 Each case is an argument of a public function given in a wrong form. The error
 is the package's (:class:`LineageError`, also the built-in it refines), its
@@ -21,129 +22,10 @@ from rankscribe.lineage.errors import (
     LineageParamTypeError,
     LineageParamValueError,
 )
-from rankscribe.lineage.jobview import JobStatistics, RankSeries, series_from_dir, write_job_view
 from rankscribe.writer import SummaryRecord
-
-SERIES = {0: RankSeries(0, {"loss": [(1, 0.5), (2, 0.25)]})}
-
-
-def _view(directory: Path, **overrides: Any) -> Any:
-    arguments: dict[str, Any] = {"world_size": 1, **overrides}
-    return write_job_view(directory, SERIES, **arguments)
-
-
-class _Points:
-    """A series whose rank is fine and whose scalars are given per case."""
-
-    def __init__(self, scalars: Any, rank: Any = 0) -> None:
-        self.rank = rank
-        self.scalars = scalars
-
 
 # (case, call on an empty dir, error class, words the message holds)
 CASES: list[tuple[str, Callable[[Path], Any], type[Exception], str]] = [
-    (
-        "write_job_view missing=None",
-        lambda d: _view(d, missing=None),
-        LineageParamTypeError,
-        "missing must be a sequence of ranks",
-    ),
-    (
-        "write_job_view missing=5",
-        lambda d: _view(d, missing=5),
-        LineageParamTypeError,
-        "missing must be a sequence of ranks",
-    ),
-    (
-        "write_job_view missing='1'",
-        lambda d: _view(d, missing="1"),
-        LineageParamTypeError,
-        "missing must be a sequence of ranks",
-    ),
-    (
-        "write_job_view failed=None",
-        lambda d: _view(d, failed=None),
-        LineageParamTypeError,
-        "failed must be a sequence of ranks",
-    ),
-    (
-        "write_job_view failed=[True]",
-        lambda d: _view(d, failed=[True]),
-        LineageParamValueError,
-        "failed must hold ranks",
-    ),
-    (
-        "write_job_view host='../x'",
-        lambda d: _view(d, host="../x"),
-        LineageParamValueError,
-        "host must be a non-empty file-name part",
-    ),
-    (
-        "write_job_view host with NUL",
-        lambda d: _view(d, host="node\0x"),
-        LineageParamValueError,
-        "host must be a non-empty file-name part",
-    ),
-    (
-        "write_job_view host=''",
-        lambda d: _view(d, host=""),
-        LineageParamValueError,
-        "host must be a non-empty file-name part",
-    ),
-    (
-        "write_job_view host=5",
-        lambda d: _view(d, host=5),
-        LineageParamTypeError,
-        "host must be a str or None",
-    ),
-    (
-        "write_job_view world_size=0",
-        lambda d: write_job_view(d, {}, world_size=0),
-        LineageParamValueError,
-        "world_size must be an int >= 1, got 0",
-    ),
-    (
-        "write_job_view world_size='2'",
-        lambda d: _view(d, world_size="2"),
-        LineageParamValueError,
-        "world_size must be an int >= 1",
-    ),
-    (
-        "write_job_view tensorboard='yes'",
-        lambda d: _view(d, tensorboard="yes"),
-        LineageParamTypeError,
-        "tensorboard must be a bool",
-    ),
-    (
-        "write_job_view hparams=5",
-        lambda d: _view(d, hparams=5),
-        LineageParamTypeError,
-        "hparams must be a mapping or None",
-    ),
-    (
-        "write_job_view metrics=[1]",
-        lambda d: _view(d, metrics=[1]),
-        LineageParamTypeError,
-        "metrics must be a mapping or None",
-    ),
-    (
-        "write_job_view straggler_evidence=5",
-        lambda d: _view(d, straggler_evidence=5),
-        LineageParamTypeError,
-        "straggler_evidence must be a StragglerEvidence or None",
-    ),
-    (
-        "write_job_view job_dir=None",
-        lambda d: write_job_view(None, SERIES, world_size=1),
-        LineageParamTypeError,
-        "job_dir must be a path",
-    ),
-    (
-        "write_job_view job_dir with NUL",
-        lambda d: write_job_view(f"{d}\0x", SERIES, world_size=1),
-        LineageParamValueError,
-        "job_dir must be a non-empty path without NUL",
-    ),
     (
         "merge_run_dir world_size=1.5",
         lambda d: merge_run_dir(d, world_size=1.5),
@@ -204,84 +86,6 @@ CASES: list[tuple[str, Callable[[Path], Any], type[Exception], str]] = [
         LineageParamTypeError,
         "job_view must be a bool",
     ),
-    (
-        "series_from_dir rank='x'",
-        lambda d: series_from_dir(d, "x"),
-        LineageParamTypeError,
-        "rank must be an int >= 0, got 'x'",
-    ),
-    (
-        "series_from_dir rank=-1",
-        lambda d: series_from_dir(d, -1),
-        LineageParamValueError,
-        "rank must be an int >= 0, got -1",
-    ),
-    (
-        "series_from_dir rank=True",
-        lambda d: series_from_dir(d, True),
-        LineageParamTypeError,
-        "rank must be an int >= 0, got True",
-    ),
-    (
-        "series_from_dir rank_dir=None",
-        lambda d: series_from_dir(None, 0),
-        LineageParamTypeError,
-        "rank_dir must be a path",
-    ),
-    (
-        "JobStatistics.add not a series",
-        lambda d: JobStatistics().add(5),
-        LineageParamTypeError,
-        "series must have a rank and scalars",
-    ),
-    (
-        "JobStatistics.add scalars a list",
-        lambda d: JobStatistics().add(_Points([(1, 1.0)])),
-        LineageParamTypeError,
-        "series.scalars must be a mapping",
-    ),
-    (
-        "JobStatistics.add points not iterable",
-        lambda d: JobStatistics().add(_Points({"a": 5})),
-        LineageParamTypeError,
-        "series.scalars['a'] must be a list of (step, value) pairs",
-    ),
-    (
-        "JobStatistics.add a tag not a str",
-        lambda d: JobStatistics().add(_Points({5: []})),
-        LineageParamTypeError,
-        "series.scalars keys must be str tags",
-    ),
-    (
-        "JobStatistics.add a point of one item",
-        lambda d: JobStatistics().add(_Points({"a": [(1,)]})),
-        LineageParamValueError,
-        "series.scalars['a'] must hold (step, value) pairs",
-    ),
-    (
-        "JobStatistics.add str step and value",
-        lambda d: JobStatistics().add(_Points({"a": [("1", "2.0")]})),
-        LineageParamValueError,
-        "series.scalars['a'] must hold (step, value) pairs",
-    ),
-    (
-        "JobStatistics.add a float step",
-        lambda d: JobStatistics().add(_Points({"a": [(1.5, 2.0)]})),
-        LineageParamValueError,
-        "series.scalars['a'] must hold (step, value) pairs",
-    ),
-    (
-        "JobStatistics.add a bool value",
-        lambda d: JobStatistics().add(_Points({"a": [(1, True)]})),
-        LineageParamValueError,
-        "series.scalars['a'] must hold (step, value) pairs",
-    ),
-    (
-        "JobStatistics.add a str rank",
-        lambda d: JobStatistics().add(_Points({}, rank="0")),
-        LineageParamValueError,
-        "a series' rank must be an int >= 0",
-    ),
 ]
 
 
@@ -296,24 +100,6 @@ def test_a_malformed_argument_is_refused_by_name(
     assert isinstance(caught.value, LineageError)
     assert words in str(caught.value)
     assert os.listdir(tmp_path) == []
-
-
-def test_job_statistics_keep_nothing_of_a_refused_series() -> None:
-    statistics = JobStatistics()
-    with pytest.raises(LineageParamValueError, match=r"scalars\['b'\]"):
-        statistics.add(_Points({"a": [(1, 1.0)], "b": [(2, "x")]}))
-    assert statistics.tags == {} and statistics.ranks == []
-    statistics.add(RankSeries(0, {"a": [(1, 1.0)]}))  # the rank can still be added, once
-    assert statistics.ranks == [0] and list(statistics.tags) == ["a"]
-
-
-def test_job_statistics_take_numpy_numbers_and_list_pairs() -> None:
-    import numpy as np
-
-    statistics = JobStatistics()
-    statistics.add(_Points({"a": [[np.int64(1), np.float32(0.5)], (2, 1)]}))
-    assert statistics.tags["a"].steps.tolist() == [1, 2]
-    assert statistics.tags["a"].mean.tolist() == [0.5, 1.0]
 
 
 def _rank_with_loss(directory: Path, rank: int) -> None:

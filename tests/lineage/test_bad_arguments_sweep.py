@@ -1,7 +1,7 @@
 """Every public function of the lineage package, every argument in an obvious wrong form.
 
-For each function of ``rankscribe.lineage.__all__``, ``rankscribe.lineage.jobview``'s
-``__all__`` and the sibling modules' (``jobparts``, ``recording``) that takes arguments,
+For each function of ``rankscribe.lineage.__all__`` and the sibling module's
+(``recording``) that takes arguments (the job view's: tests/jobview/test_bad_arguments_sweep.py),
 a call that works is given below; the sweep replaces one argument at a time with
 wrong values chosen from its annotation (None or an int where a path belongs, a str
 or a bool or a float where an int belongs, a str where a flag belongs, an infinite or
@@ -17,14 +17,11 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from rankscribe import lineage
-from rankscribe.lineage import LineageError, RunLineage, jobparts, recording
-from rankscribe.lineage import jobview as jobview_module
+from rankscribe.lineage import LineageError, RunLineage, recording
 from rankscribe.lineage.errors import LineageExpressionError, LineageParamSummaryPathError
-from rankscribe.lineage.jobview import JobStatistics, RankSeries, StragglerEvidence
 from rankscribe.lineage.recording import TrainLineageInfo
 from rankscribe.writer import SummaryRecord
 from tests._support.sweeps import (
@@ -77,27 +74,12 @@ VALID: ValidCalls = {
     "rank_dirs_note": lambda t: ((_job(t),), {}),
     "remove_train_start": lambda t: ((_run(t),), {}),
     "write_train_start": lambda t: ((_run(t), TrainLineageInfo()), {}),
-    "rank_dir_arrays": lambda t: ((_job(t) / "rank_0",), {}),
-    "series_from_dir": lambda t: ((_job(t) / "rank_0", 0), {}),
     "write_hparams": lambda t: ((_base(t),), {}),
-    "write_job_view": lambda t: (
-        (_base(t), {0: RankSeries(0, {"a": [(1, 1.0)]})}),
-        {"world_size": 1},
-    ),
     "write_merged_lineage": lambda t: ((_run(t), RunLineage(str(t))), {}),
     "eval_lineage_from_args": lambda t: (({},), {}),
     "train_lineage_from_args": lambda t: (({},), {}),
     "optimizer_of": lambda t: (({},), {}),
-    "is_timing_tag": lambda t: (("rankscribe/step_time",), {}),
     "session_values": lambda t: ((RunLineage("x"),), {}),
-    "straggler_verdicts": lambda t: ((StragglerEvidence(),), {}),
-    "straggler_records": lambda t: ((StragglerEvidence(),), {}),
-    "judge_timings": lambda t: (({"forward": np.ones((2, 3))},), {}),
-    "timings_evidence": lambda t: (({"forward": np.ones((2, 3))},), {}),
-    "timing_tag": lambda t: (("forward",), {}),
-    "timing_label": lambda t: (("rankscribe/forward_time",), {}),
-    "timing_evidence": lambda t: ((JobStatistics(),), {}),
-    "verdict_lines": lambda t: (({},), {}),
     "group_runs": lambda t: ((_base(t), "learning_rate"), {"write": False}),
 }
 # Public callables without a row above, and why the sweep leaves them out.
@@ -107,33 +89,19 @@ LEFT_OUT = {
     "DatasetGraphInfo",
     "EvalLineageInfo",
     "HyperParameters",
-    "JobView",
     "MergeOutcome",
     "ModelFile",
     "OperationInfo",
     "OperationParameterInfo",
     "ParsedRun",
-    "RankSeries",
     "RunLineage",
     "TrainDataset",
     "TrainLineageInfo",
     "UserDefinedInfo",
     "ValidDataset",
-    "JobStatistics",
-    "SeriesLike",
-    "StragglerEvidence",
-    "VerdictSettings",  # test_judge_timings.py checks each threshold
     # Callbacks: test_callbacks.py checks their arguments (a SummaryRecord is needed).
     "EvalLineage",
     "TrainLineage",
-    # Take anything: a tag of any type is named, values of any array-like are ratios.
-    "timing_name",
-    "paired_ratios",
-    # The live view's parts (test_jobview_live.py checks them: partials decode only what
-    # this version wrote, the live view takes a job dir and a world size); their state.
-    "JobPartial",
-    "LiveJobView",
-    "TagStatistics",
     # Protocols and base classes: nothing to call with a wrong argument.
     "LineageCallback",
     "LineageFile",
@@ -143,27 +111,6 @@ LEFT_OUT = {
     "GroupSpread",
     "GroupedRuns",
     "RunGroup",
-    # The live view's protocol, used by both halves with values they made themselves
-    # (test_jobview_watch.py and the live tests check them); its callback's type.
-    "ControlFile",
-    "TimingWatch",
-    "WatchSettings",
-    "VerdictCallback",
-    "decode_message",
-    "encode_message",
-    "judge_window",
-    "records_from_verdicts",
-    "round_name",
-    "round_number",
-    "round_period",
-    "rounds_per_interval",
-    # The machine's evidence from readings the job view decoded (test_jobview_machine.py).
-    "system_evidence",
-    "system_evidence_records",
-    # Text helpers of `show` (test_jobview_live.py, test_cli_output.py, test_foreign_files.py).
-    "live_lines",
-    "ranges_text",
-    "state_lines",
 }
 
 
@@ -186,7 +133,7 @@ OWN_MESSAGES: dict[tuple[str, str], tuple[type[LineageError], str]] = {
 }
 
 
-PUBLIC = public_callables(lineage, jobview_module, jobparts, recording)
+PUBLIC = public_callables(lineage, recording)
 
 
 def _wrong_values(name: str, annotation: str) -> list[Any]:  # noqa: PLR0911 - one per form

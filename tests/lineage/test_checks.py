@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from rankscribe.jobview import RankSeries, write_job_view
+from rankscribe.jobview.errors import JobViewParamValueError
 from rankscribe.lineage.cli import main
-from rankscribe.lineage.errors import LineageParamValueError
-from rankscribe.lineage.jobview import RankSeries, write_job_view
 
 
 @pytest.mark.parametrize(
@@ -41,6 +41,6 @@ def test_an_int_option_takes_an_int_in_its_range(
 
 
 def test_write_job_view_refuses_a_bool_world_size(tmp_path: Path) -> None:
-    with pytest.raises(LineageParamValueError, match="world_size must be an int >= 1, got True"):
+    with pytest.raises(JobViewParamValueError, match="world_size must be an int >= 1, got True"):
         write_job_view(tmp_path, {0: RankSeries(0)}, world_size=True)
     assert list(tmp_path.iterdir()) == []

@@ -23,6 +23,7 @@ from rankscribe.lineage import filter_runs, filter_summary_lineage
 
 # private: the index container's codec, the algorithm under test
 from rankscribe.lineage.index._index_encoding import decode_document, encode_document
+from tests._support.npz_files import read_archive, read_members, write_archive, write_members
 from tests.lineage._documented import INDEX_NAME, INDEX_VERSION
 from tests.lineage._index_bases import (
     a_metric_per_run,
@@ -32,7 +33,6 @@ from tests.lineage._index_bases import (
     read_index,
 )
 from tests.lineage._index_reads import as_a_new_process, query
-from tests.lineage._npz_files import read_archive, read_members, write_archive, write_members
 
 
 def _document() -> dict[str, Any]:

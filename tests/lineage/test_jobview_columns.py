@@ -19,14 +19,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rankscribe.lineage import merge_run_dir
-from rankscribe.lineage.errors import LineageParamTypeError, LineageParamValueError
-from rankscribe.lineage.jobview import (
+from rankscribe.jobview import (
     JobStatistics,
     RankSeries,
     rank_dir_arrays,
     series_from_dir,
 )
+from rankscribe.jobview.errors import JobViewParamTypeError, JobViewParamValueError
+from rankscribe.lineage import merge_run_dir
 from rankscribe.writer import SummaryRecord, events, reader
 from rankscribe.writer.files import frame
 from rankscribe.writer.pb import summary_pb2
@@ -244,14 +244,14 @@ def test_statistics_from_columns_equal_statistics_from_points() -> None:
 @pytest.mark.parametrize(
     ("rank", "scalars", "error", "message"),
     [
-        (-1, {}, LineageParamValueError, "rank must be an int >= 0, got -1"),
-        (True, {}, LineageParamValueError, "rank must be an int >= 0, got True"),
-        (0, [("a", ([1], [1.0]))], LineageParamTypeError, "scalars must be a mapping"),
-        (0, {1: ([1], [1.0])}, LineageParamTypeError, "scalars keys must be str tags, got 1"),
-        (0, {"a": [(1, 1.0)]}, LineageParamTypeError, r"scalars\[.a.\] must be a \(steps"),
-        (0, {"a": ([1, 2], [1.0])}, LineageParamValueError, "1-D columns of one length"),
-        (0, {"a": ([1.5], [1.0])}, LineageParamTypeError, r"scalars\['a'\] steps must be integ"),
-        (0, {"a": ([1], ["x"])}, LineageParamTypeError, r"scalars\['a'\] values must be numbers"),
+        (-1, {}, JobViewParamValueError, "rank must be an int >= 0, got -1"),
+        (True, {}, JobViewParamValueError, "rank must be an int >= 0, got True"),
+        (0, [("a", ([1], [1.0]))], JobViewParamTypeError, "scalars must be a mapping"),
+        (0, {1: ([1], [1.0])}, JobViewParamTypeError, "scalars keys must be str tags, got 1"),
+        (0, {"a": [(1, 1.0)]}, JobViewParamTypeError, r"scalars\[.a.\] must be a \(steps"),
+        (0, {"a": ([1, 2], [1.0])}, JobViewParamValueError, "1-D columns of one length"),
+        (0, {"a": ([1.5], [1.0])}, JobViewParamTypeError, r"scalars\['a'\] steps must be integ"),
+        (0, {"a": ([1], ["x"])}, JobViewParamTypeError, r"scalars\['a'\] values must be numbers"),
     ],
 )
 def test_add_arrays_names_what_is_wrong(rank: Any, scalars: Any, error: Any, message: str) -> None:

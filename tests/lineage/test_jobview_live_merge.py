@@ -22,13 +22,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rankscribe.lineage import get_run_lineage, merge_run_dir
-from rankscribe.lineage.cli import main
+from rankscribe.jobview import rank_dir_arrays, series_from_dir, write_job_view
+from rankscribe.jobview.feed import STEP_TIME_TAG
 
 # private: the per-rank sort/merge rule of the statistics
-from rankscribe.lineage.job._statistics import rank_arrays, sorted_arrays
-from rankscribe.lineage.jobparts import STEP_TIME_TAG
-from rankscribe.lineage.jobview import rank_dir_arrays, series_from_dir, write_job_view
+from rankscribe.jobview.job._statistics import rank_arrays, sorted_arrays
+from rankscribe.lineage import get_run_lineage, merge_run_dir
+from rankscribe.lineage.cli import main
 from rankscribe.writer import SummaryRecord, events, reader
 
 STEPS = 40

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from rankscribe.jobview import live_lines
+from rankscribe.jobview.feed import LIVE_STATE_NAME
 from rankscribe.lineage import cli
-from rankscribe.lineage.jobparts import LIVE_STATE_NAME
-from rankscribe.lineage.jobview import live_lines
 
 
 def good_state() -> dict[str, Any]:

@@ -14,9 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rankscribe.lineage import judge_timings
-from rankscribe.lineage.cli import main
-from rankscribe.lineage.jobparts import (
+from rankscribe.jobview import RankSeries, judge_timings, verdict_lines, write_job_view
+from rankscribe.jobview.feed import (
     STEP_TIME_TAG,
     SYSTEM_TAG_PREFIX,
     SYSTEM_TAGS,
@@ -24,7 +23,7 @@ from rankscribe.lineage.jobparts import (
     system_evidence,
     system_evidence_records,
 )
-from rankscribe.lineage.jobview import RankSeries, verdict_lines, write_job_view
+from rankscribe.lineage.cli import main
 from rankscribe.writer import SummaryRecord
 from tests._support.needs import needs
 

@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from rankscribe.jobview import series_from_dir
+from rankscribe.jobview.feed import FINGERPRINT_TAG, STEP_TIME_TAG
 from rankscribe.lineage import (
     RunLineage,
     filter_runs,
@@ -19,8 +21,6 @@ from rankscribe.lineage import (
 )
 from rankscribe.lineage.cli import main
 from rankscribe.lineage.errors import LineageMergeError, LineageParamTypeError
-from rankscribe.lineage.jobparts import FINGERPRINT_TAG, STEP_TIME_TAG
-from rankscribe.lineage.jobview import series_from_dir
 from rankscribe.lineage.recording import write_merged_lineage
 from rankscribe.writer import SummaryRecord, reader
 

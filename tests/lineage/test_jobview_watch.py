@@ -23,9 +23,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rankscribe.lineage import VerdictSettings
-from rankscribe.lineage.cli import main
-from rankscribe.lineage.jobparts import (
+from rankscribe.jobview import LiveJobView, VerdictSettings
+from rankscribe.jobview.feed import (
     CONTROL_NAME,
     LIVE_STATE_NAME,
     STEP_TIME_TAG,
@@ -35,7 +34,7 @@ from rankscribe.lineage.jobparts import (
     judge_window,
     records_from_verdicts,
 )
-from rankscribe.lineage.jobview import LiveJobView
+from rankscribe.lineage.cli import main
 
 COMPUTE = "rankscribe/section/compute"
 BASE = 0.008

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from rankscribe.lineage import LineageError, filter_runs
-from rankscribe.lineage.jobparts import (
+from rankscribe.jobview.feed import (
     JobPartial,
     PartialFormatError,
     decode_message,
     encode_message,
 )
+from rankscribe.lineage import LineageError, filter_runs
 from rankscribe.lineage.recording import EvalLineageInfo, parse_run
 from rankscribe.writer.files import frame
 from rankscribe.writer.pb import lineage_pb2

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import struct
 import sys
 import time
 from collections.abc import Callable
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from rankscribe.jobview.feed import JobPartial
 from rankscribe.lineage import (
     RunLineage,
     filter_runs,
@@ -517,3 +519,23 @@ def test_nan_timeout_is_refused_instead_of_waiting_forever(lw: Any, tmp_path: Pa
     assert done, "merge_run_dir(timeout=nan) never returned while rank 1 was missing"
     assert len(errors) == 1 and isinstance(errors[0], LineageMergeError)
     assert "timeout" in str(errors[0])
+
+
+def _damaged_in_transit(batch: list[tuple[int, str]]) -> bytes:
+    """A merge worker's answer with one value changed on its way (0.2 turned 9.0)."""
+    data = JobPartial.of_rank(batch[0][0], {"loss": [(1, 0.2)]}).to_bytes()
+    return data.replace(struct.pack("<d", 0.2), struct.pack("<d", 9.0))
+
+
+def test_a_damaged_partial_from_a_merge_worker_is_refused_naming_its_ranks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # private: the offline merge's worker pool, whose messages have no public door.
+    from rankscribe.lineage.merge import _stream
+
+    monkeypatch.setattr(_stream, "ranks_partial", _damaged_in_transit)
+    rank_dirs = {rank: str(tmp_path / f"rank_{rank}") for rank in range(4)}
+    damaged = r"the merge worker of ranks [0-3] sent a damaged"
+    with pytest.raises(LineageMergeError, match=damaged) as caught:
+        _stream.job_statistics_of_dirs(rank_dirs, workers=2)
+    assert "CRC-32" in str(caught.value)

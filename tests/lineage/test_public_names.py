@@ -6,10 +6,10 @@ import types
 
 import pytest
 
+import rankscribe.jobview
 import rankscribe.lineage
-from rankscribe.lineage import errors, jobparts, jobview, recording
-
-JOBVIEW_NAMES = ["JobView", "RankSeries", "series_from_dir", "write_job_view"]
+from rankscribe.jobview import feed, parts
+from rankscribe.lineage import errors, recording
 
 
 @pytest.mark.parametrize("name", errors.__all__)
@@ -23,21 +23,28 @@ def test_every_error_is_listed_in_errors_and_only_the_base_in_the_package(name: 
         getattr(rankscribe.lineage, name)  # no second spelling
 
 
-@pytest.mark.parametrize("name", JOBVIEW_NAMES)
-def test_job_view_names_are_spelled_in_jobview_only(name: str) -> None:
-    assert name in jobview.__all__ and name not in rankscribe.lineage.__all__
+@pytest.mark.parametrize("name", rankscribe.jobview.__all__)
+def test_job_view_names_are_spelled_in_the_job_view_only(name: str) -> None:
+    # The job view is a package of its own: the lineage manager keeps no second spelling.
+    assert name not in rankscribe.lineage.__all__
     with pytest.raises(AttributeError, match=name):
         getattr(rankscribe.lineage, name)
 
 
-@pytest.mark.parametrize("module", [jobparts, recording], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("old", ["jobview", "jobparts", "job"])
+def test_the_lineage_package_holds_no_job_view_module(old: str) -> None:
+    with pytest.raises(ModuleNotFoundError):
+        __import__(f"rankscribe.lineage.{old}")
+
+
+@pytest.mark.parametrize("module", [feed, parts, recording], ids=lambda m: m.__name__)
 def test_a_sibling_modules_names_are_neither_the_packages_nor_the_job_views(
     module: types.ModuleType,
 ) -> None:
     exported = set(module.__all__)
     assert exported
     assert not exported & set(rankscribe.lineage.__all__)
-    assert not exported & set(jobview.__all__)
+    assert not exported & set(rankscribe.jobview.__all__)
 
 
 def test_the_bases_and_protocol_of_public_classes_are_public() -> None:

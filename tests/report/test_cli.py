@@ -88,7 +88,7 @@ def test_without_plotly_it_says_what_to_install(
 
 def test_the_base_package_and_its_cli_do_not_import_plotly() -> None:
     code = (
-        "import sys, rankscribe.lineage, rankscribe.lineage.cli, rankscribe.lineage.jobview\n"
+        "import sys, rankscribe.lineage, rankscribe.lineage.cli, rankscribe.jobview\n"
         "rankscribe.lineage.cli.build_parser()\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'plotly'))\n"
     )

@@ -560,3 +560,75 @@ def test_a_root_without_packages_is_refused(tmp_path: Path) -> None:
     result = run(tmp_path)
     assert result.returncode == 2
     assert "--root must be a repository with a packages/ folder" in result.stdout
+
+
+def test_the_job_view_is_a_floor_between_the_writer_and_the_lineage_manager(
+    clean_tree: Path,
+) -> None:
+    # collector -> lineage -> jobview -> writer -> ranks: the job view may not look up.
+    write_package(
+        clean_tree,
+        "jobview",
+        {
+            "__init__.py": "__all__ = ['judge']\ndef judge() -> None: ...\n",
+            "_view.py": "from rankscribe.writer import Record\n",
+            "_up.py": "def later():\n    import rankscribe.lineage\n",
+            "_top.py": "import rankscribe.collector\n",
+        },
+    )
+    write_package(clean_tree, "lineage", {"_merge.py": "from rankscribe.jobview import judge\n"})
+    write_package(clean_tree, "collector", {"_end.py": "from rankscribe.jobview import judge\n"})
+    result = run(clean_tree)
+    assert result.returncode == 1
+    assert "imports against the package graph (2):" in result.stdout
+    assert "rankscribe.jobview._up imports rankscribe.lineage: jobview may not import lineage" in (
+        result.stdout
+    )
+    assert "jobview may not import collector" in result.stdout
+    assert "lineage may not import jobview" not in result.stdout
+
+
+def test_a_sibling_module_that_is_another_packages_door_is_listed(clean_tree: Path) -> None:
+    # The collector reaches the job view through feed only; parts is the lineage manager's.
+    write_package(
+        clean_tree,
+        "jobview",
+        {
+            "feed.py": "__all__ = ['TAG']\nTAG = 'x'\n",
+            "parts.py": "__all__ = ['files']\ndef files() -> None: ...\n",
+        },
+    )
+    write_package(
+        clean_tree,
+        "lineage",
+        {
+            "_merge.py": "from rankscribe.jobview.parts import files\n",
+            "_show.py": "from rankscribe.jobview.feed import TAG\n",
+        },
+    )
+    write_package(
+        clean_tree,
+        "collector",
+        {
+            "_live.py": "from rankscribe.jobview.feed import TAG\n",
+            "_end.py": "import rankscribe.jobview.parts\n",
+        },
+    )
+    result = run(clean_tree)
+    assert result.returncode == 1
+    assert (
+        "rankscribe.lineage._show (line 1): imports from rankscribe.jobview.feed, "
+        "the sibling module of rankscribe.collector only"
+    ) in result.stdout
+    assert (
+        "rankscribe.collector._end (line 1): imports rankscribe.jobview.parts, "
+        "the sibling module of rankscribe.lineage only"
+    ) in result.stdout
+    assert "rankscribe.lineage._merge" not in result.stdout
+    assert "rankscribe.collector._live" not in result.stdout
+
+
+def test_the_repository_holds_no_cycle_and_keeps_the_five_floors() -> None:
+    result = run(TOOL.parents[1])
+    assert result.returncode == 0, result.stdout
+    assert "package boundaries hold: no import cycle, the package graph kept" in result.stdout

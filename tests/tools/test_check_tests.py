@@ -27,7 +27,7 @@ def test_public_imports_pass(tmp_path: Path) -> None:
         """
         from rankscribe.writer import SummaryRecord
         from rankscribe.ranks.files import atomic_write
-        import rankscribe.lineage.jobview
+        import rankscribe.jobview.feed
         """,
     )
     result = run(tmp_path)

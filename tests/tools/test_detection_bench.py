@@ -11,7 +11,7 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from rankscribe.lineage import VerdictSettings, judge_timings
+from rankscribe.jobview import VerdictSettings, judge_timings
 
 BENCH = Path(__file__).resolve().parents[2] / "tools" / "bench" / "detection.py"
 

@@ -214,7 +214,7 @@ ONCE_COSTS = (
     ("rankscribe.collector.landscape._saver", "LandscapeSaver", "finish_writes", "landscape"),
     ("rankscribe.collector.landscape._saver", "LandscapeSaver", "write_metadata", "landscape"),
     ("rankscribe.collector._collector", "SummaryCollector", "end", "end of training"),
-    ("rankscribe.collector.jobview._live", "LiveRankView", "merge", "lineage merge"),
+    ("rankscribe.jobview.job._rank_view", "LiveRankView", "merge", "lineage merge"),
     ("rankscribe.collector._collector", "SummaryCollector", "_close", "close"),
 )
 ONCE_LABELS = tuple(dict.fromkeys(label for *_, label in ONCE_COSTS))

@@ -7,7 +7,7 @@
                                     [--seed 0] [--quick]
 
 Simulated per-rank, per-step timings of a synchronous data-parallel job (10 ms
-steps) go through the rule's public door, ``rankscribe.lineage.judge_timings``,
+steps) go through the rule's public door, ``rankscribe.jobview.judge_timings``,
 as a live view would call it: every ``--stride`` steps on the last
 ``--window`` steps. The noise is meant to be realistic, not easy:
 
@@ -72,7 +72,7 @@ from typing import Any
 
 import numpy as np
 
-from rankscribe.lineage import VerdictSettings, judge_timings
+from rankscribe.jobview import VerdictSettings, judge_timings
 
 STEP = 0.010
 BASE = {"forward": 0.005, "section/optimizer": 0.001, "data_wait": 0.0005}

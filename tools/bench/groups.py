@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rankscribe.lineage.job._files import Curve, summary_file_records
+from rankscribe.jobview.job._files import Curve, summary_file_records
 from rankscribe.lineage.recording import (
     Algorithm,
     HyperParameters,

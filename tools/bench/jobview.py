@@ -64,10 +64,10 @@ from typing import Any
 
 import numpy as np
 
+from rankscribe.jobview import LiveJobView, RankSeries, write_job_view
+from rankscribe.jobview.feed import FINGERPRINT_TAG, STEP_TIME_TAG, JobPartial
+from rankscribe.jobview.job._statistics import TagStatistics
 from rankscribe.lineage import merge_run_dir
-from rankscribe.lineage.job._statistics import TagStatistics
-from rankscribe.lineage.jobparts import FINGERPRINT_TAG, STEP_TIME_TAG, JobPartial
-from rankscribe.lineage.jobview import LiveJobView, RankSeries, write_job_view
 from rankscribe.writer import SummaryRecord, files, reader
 from rankscribe.writer.eventfiles import EventRecords, ScalarSteps, write_event_file
 from rankscribe.writer.pb import summary_pb2, tensorboard_pb2

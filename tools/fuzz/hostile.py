@@ -629,9 +629,9 @@ def job_partial(rng: random.Random, max_bytes: int) -> bytes:
 def _index_seed() -> tuple[dict[str, Any], list[tuple[str, bytes]]]:
     import seeds
 
-    from rankscribe.lineage import _npz
+    from rankscribe.jobview import _npz
 
-    document, arrays = _npz.unpack(seeds.container_seeds()["seed-index-golden-run"])
+    document, arrays = _npz.unpack_arrays(seeds.container_seeds()["seed-index-golden-run"])
     return document, [(kind, bytes(data)) for kind, data in arrays]
 
 

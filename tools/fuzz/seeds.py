@@ -33,7 +33,7 @@ def _writer_run(directory: Path) -> None:
 
 def _job_rank(directory: Path, rank: int, steps: int) -> bytes:
     """One rank's summary file: a loss, step times and a parameter fingerprint."""
-    from rankscribe.lineage.jobparts import FINGERPRINT_TAG, STEP_TIME_TAG
+    from rankscribe.jobview.feed import FINGERPRINT_TAG, STEP_TIME_TAG
     from rankscribe.writer import SummaryRecord
 
     with SummaryRecord(str(directory), rank=rank) as record:
@@ -66,9 +66,9 @@ def job_seeds() -> dict[str, bytes]:
 
 def container_seeds() -> dict[str, bytes]:
     """Inputs of the ``container`` target: a lineage index and job-view partials."""
+    from rankscribe.jobview.feed import FINGERPRINT_TAG, STEP_TIME_TAG, JobPartial
     from rankscribe.lineage import filter_runs
     from rankscribe.lineage.index._cache import INDEX_NAME
-    from rankscribe.lineage.jobparts import FINGERPRINT_TAG, STEP_TIME_TAG, JobPartial
 
     with tempfile.TemporaryDirectory() as scratch:
         base = Path(scratch)
@@ -130,7 +130,7 @@ def tree_seeds() -> dict[str, bytes]:
     """Inputs of ``treemessage``: rank 1's envelopes of a 7-rank tree (ranks 1, 3 and 4)."""
     import targets
 
-    from rankscribe.lineage.jobparts import FINGERPRINT_TAG, STEP_TIME_TAG, JobPartial
+    from rankscribe.jobview.feed import FINGERPRINT_TAG, STEP_TIME_TAG, JobPartial
     from rankscribe.ranks.testing import MemoryTreeChannel, MemoryTreeHub
 
     def points(rank: int) -> dict[str, list[tuple[int, float]]]:

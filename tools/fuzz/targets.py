@@ -383,8 +383,8 @@ def job_view(data: bytes) -> None:
     ``merge_run_dir`` and ``write_job_view`` (with each rank's ``series_from_dir``)
     either succeed, with verdicts of plain types, or refuse with the project's errors.
     """
+    from rankscribe.jobview import series_from_dir, write_job_view
     from rankscribe.lineage import merge_run_dir
-    from rankscribe.lineage.jobview import series_from_dir, write_job_view
 
     errors = _lineage_errors()
     ranks, world_size, files = job_files(data)
@@ -431,9 +431,9 @@ def live_state_file(data: bytes) -> None:
     ``show`` never fails on it: ``live_lines`` raises nothing at all (a state file
     it cannot use is no live view), and every line it returns is a str.
     """
+    from rankscribe.jobview import live_lines
+    from rankscribe.jobview.feed import LIVE_STATE_NAME
     from rankscribe.lineage import cli as lineage_cli
-    from rankscribe.lineage.jobparts import LIVE_STATE_NAME
-    from rankscribe.lineage.jobview import live_lines
 
     job = _scratch.root / "livejob"
     job.mkdir(exist_ok=True)
@@ -506,7 +506,7 @@ def tree_message(data: bytes) -> None:
     ``PartialFormatError`` only; a partial that is taken names only ranks of the
     subtree, and its statistics read.
     """
-    from rankscribe.lineage.jobparts import JobPartial, PartialFormatError
+    from rankscribe.jobview.feed import JobPartial, PartialFormatError
     from rankscribe.ranks.testing import MemoryTreeChannel, MemoryTreeHub
 
     hub = MemoryTreeHub()
@@ -549,17 +549,17 @@ def _container_as_index(data: bytes) -> None:
     put in (its CRCs made again): its columns then meet every check behind the header,
     whichever version of the code wrote the input.
     """
-    from rankscribe.lineage import _npz
+    from rankscribe.jobview import _npz
     from rankscribe.lineage.index._index_file import index_header
 
     _query_with_index(data)
     try:
-        document, arrays = _npz.unpack(data)
+        document, arrays = _npz.unpack_arrays(data)
     except _npz.ArchiveError:
         return
     if isinstance(document, dict) and document.get("format") == index_header()["format"]:
         document.update(index_header())
-        _query_with_index(_npz.pack(document, arrays))
+        _query_with_index(_npz.pack_arrays(document, arrays))
 
 
 def _query_with_index(data: bytes) -> None:
@@ -588,7 +588,7 @@ def _query_with_index(data: bytes) -> None:
 def _container_as_partial(data: bytes) -> None:
     """``data`` as a job-view partial: refused with PartialFormatError, or a partial that
     merges with another and travels again."""
-    from rankscribe.lineage.jobparts import JobPartial, PartialFormatError
+    from rankscribe.jobview.feed import JobPartial, PartialFormatError
 
     partial = _expect(
         "JobPartial.from_bytes", (PartialFormatError,), lambda: JobPartial.from_bytes(data)
@@ -614,7 +614,7 @@ def container(data: bytes) -> None:
 def control_file(data: bytes) -> None:
     """The live view's control file of a job dir, read as rank 0 reads it each round: the
     settings (a dict of known keys, each of its type) or None; nothing raises."""
-    from rankscribe.lineage.jobparts import CONTROL_NAME, ControlFile
+    from rankscribe.jobview.feed import CONTROL_NAME, ControlFile
 
     job = _scratch.root / "controljob"
     job.mkdir(exist_ok=True)

@@ -27,7 +27,7 @@ from rankscribe.collector import (
     SummaryCollector,
     TrainLoop,
 )
-from rankscribe.lineage.jobparts import JobPartial
+from rankscribe.jobview.feed import JobPartial
 from rankscribe.ranks import detect
 
 STEP_SECONDS = 0.02

@@ -37,7 +37,7 @@ from rankscribe.ranks.tree import TreeChannel
 
 STEP_SECONDS = 0.02
 SCRIPT_TAG = "script/rank_value"
-CONTROL_NAME = ".rankscribe-control.json"  # rankscribe.lineage.jobparts.CONTROL_NAME
+CONTROL_NAME = ".rankscribe-control.json"  # rankscribe.jobview.feed.CONTROL_NAME
 #: step -> what rank 0 of a faulted job puts in the control file at that step.
 CONTROL_FILES = {
     100: b"[" * 2000 + b"]" * 2000,

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rankscribe.lineage.jobparts import FINGERPRINT_TAG, STEP_TIME_TAG
+from rankscribe.jobview.feed import FINGERPRINT_TAG, STEP_TIME_TAG
 from rankscribe.lineage.recording import parse_run
 from rankscribe.writer.reader import scalars
 from tests._support.launchers import run_bounded

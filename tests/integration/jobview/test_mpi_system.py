@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rankscribe.lineage.jobview import rank_dir_arrays, verdict_lines
+from rankscribe.jobview import rank_dir_arrays, verdict_lines
 from rankscribe.lineage.recording import parse_run
 from rankscribe.writer.reader import list_summary_files, scalar_arrays
 

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rankscribe.lineage.jobparts import FINGERPRINT_TAG, SECTION_TAG_PREFIX, STEP_TIME_TAG
-from rankscribe.lineage.jobview import verdict_lines
+from rankscribe.jobview import verdict_lines
+from rankscribe.jobview.feed import FINGERPRINT_TAG, SECTION_TAG_PREFIX, STEP_TIME_TAG
 from rankscribe.lineage.recording import parse_run
 from rankscribe.writer.reader import scalars
 

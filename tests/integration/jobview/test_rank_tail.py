@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-# private: the rank side of the live protocol (file tail), no public door
-from rankscribe.collector.jobview import _live
+# private: the rank side of the live protocol (file tail, stall rule), no public door
+from rankscribe.jobview.job import _rank_view as _live
 from rankscribe.writer import SummaryRecord, reader, scalar_summary
 
 

@@ -21,8 +21,8 @@ import pytest
 
 from rankscribe.collector import SummaryCollector
 from rankscribe.collector.errors import CollectorValueError
-from rankscribe.lineage.jobparts import JobPartial
-from rankscribe.lineage.jobview import JobStatistics, RankSeries
+from rankscribe.jobview import JobStatistics, RankSeries
+from rankscribe.jobview.feed import JobPartial
 from rankscribe.ranks import FileCoordinator, RankInfo, StoreCoordinator
 from rankscribe.ranks.errors import RanksValueError
 from rankscribe.ranks.testing import MemoryTreeChannel, MemoryTreeHub, wait_clock

@@ -11,7 +11,7 @@ _run.py                    what a run opens and closes: the record, the schedule
 collection/_schedule.py    which steps (epochs) are collected, the plugin filter
 collection/_extractor.py   loss, histograms, input images, graph from the run state
 _lineage.py                this rank's lineage values; the job lineage on rank 0
-_live.py                   the live job view through the tree of ranks
+_settings.py               the live job view's interval and verdict callback
 landscape/_saver.py        parameter files and ``train_metadata.json``
 _series.py, _timings.py    timings, fingerprints, the series of the job view
 system/                    the rank's machine, sampled off the training thread
@@ -45,19 +45,15 @@ from rankscribe.collector.collection._extractor import GRAPH_TAG, Extractor
 from rankscribe.collector.collection._options import check_one_of_a_kind, collector_arguments
 from rankscribe.collector.collection._schedule import Collect, CollectionSchedule, total_units
 from rankscribe.collector.errors import CollectorValueError
-from rankscribe.collector.jobview._live import (
-    LiveRankView,
-    check_job_view_interval,
-    check_on_verdict,
-)
 from rankscribe.collector.jobview._series import (
     STEP_TIME_WRITE_AT_ONCE,
     STEP_TIME_WRITE_INTERVAL,
     SeriesRecorder,
 )
+from rankscribe.collector.jobview._settings import check_job_view_interval, check_on_verdict
 from rankscribe.collector.jobview._timings import StepTimings
 from rankscribe.collector.system._sampler import SystemSampler, check_system_interval
-from rankscribe.lineage.jobparts import VerdictCallback
+from rankscribe.jobview.feed import LiveRankView, VerdictCallback
 from rankscribe.ranks import Coordinator, OnExists, RankInfo
 from rankscribe.writer import SummaryRecord
 from rankscribe.writer.operators import discard_pending

@@ -2,7 +2,7 @@
 
 In data-parallel training every rank holds the same parameters after each step,
 so their fingerprints agree; a rank whose fingerprint leaves the majority has
-diverged (the job view names it, see :mod:`rankscribe.lineage.jobview` and
+diverged (the job view names it, see :mod:`rankscribe.jobview` and
 ``docs/job-view.md``).
 
 What is hashed (``docs/job-view.md``, "Fingerprints within a budget"):

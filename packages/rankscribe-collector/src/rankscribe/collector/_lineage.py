@@ -32,7 +32,7 @@ and nobody waits past it. Every rank calls the gather, whatever happened before.
 The same gather carries each rank's series of the collector's scalars
 (:class:`rankscribe.collector.jobview._series.ScalarSeries`: step times, fingerprints,
 loss; no shared filesystem needed). Rank 0 writes the job view from them
-(:func:`rankscribe.lineage.jobview.write_job_view`: the job's cross-rank curves
+(:func:`rankscribe.jobview.write_job_view`: the job's cross-rank curves
 in ``summary_dir``, a rank that never arrived named as missing) and puts its
 verdicts into the merged lineage's ``user_defined`` keys.
 """
@@ -49,9 +49,15 @@ from rankscribe.collector._callback import CallbackParams
 from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.collection._extractor import ValueSink
 from rankscribe.collector.jobview._series import ScalarSeries
-from rankscribe.lineage import LineageError, RunLineage, get_run_lineage, merge_rank_lineages
-from rankscribe.lineage.jobparts import session_values, system_evidence
-from rankscribe.lineage.jobview import RankSeries, write_job_view
+from rankscribe.jobview import RankSeries, write_job_view
+from rankscribe.jobview.feed import system_evidence
+from rankscribe.lineage import (
+    LineageError,
+    RunLineage,
+    get_run_lineage,
+    merge_rank_lineages,
+    merge_run_dir,
+)
 from rankscribe.lineage.recording import (
     MERGE_LOCK_NAME,
     DatasetGraphInfo,
@@ -63,6 +69,7 @@ from rankscribe.lineage.recording import (
     parse_rank_run,
     rank_dirs_note,
     remove_train_start,
+    session_values,
     train_lineage_from_args,
     write_merged_lineage,
     write_train_start,
@@ -293,6 +300,29 @@ class JobLineageMerger:
         owned, self._owned = self._owned, None
         if owned is not None:
             owned.close()
+
+    def merge_offline(self, job_dir: str, world_size: int) -> bool:
+        """Rank 0: the offline merge of ``job_dir``, its job files rewritten from the rank
+        dirs (the live view's late points among them); False, logged, when it failed."""
+        try:
+            outcome = merge_run_dir(job_dir, world_size=world_size)
+        except (LineageError, OSError) as error:
+            logger.error(
+                "Completing the job view of %s from the rank files failed: %s. Run "
+                "`rankscribe-lineage merge %s` after the job.",
+                job_dir,
+                error,
+                job_dir,
+            )
+            return False
+        self.last_merged = outcome.lineage
+        return True
+
+    def session(self) -> tuple[dict[str, Any] | None, dict[str, float] | None]:
+        """The HParams session of the merged lineage (none before a merge)."""
+        if self.last_merged is None:
+            return None, None
+        return session_values(self.last_merged)
 
     def _report(self, error: Exception) -> None:
         logger.error(

@@ -36,8 +36,8 @@ from rankscribe.collector._lineage import JobLineageMerger, LineageRecorder
 from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.collection._options import CollectorArguments
 from rankscribe.collector.collection._schedule import CollectionSchedule
-from rankscribe.collector.jobview._live import LiveRankView
 from rankscribe.collector.landscape._saver import LandscapeSaver
+from rankscribe.jobview.feed import LiveRankView
 from rankscribe.ranks import (
     Coordinator,
     JobDirClaimedError,

@@ -10,9 +10,8 @@
   base :class:`LineageCallback`; the record they write to: :class:`SummaryRecordLike`).
 - Runs side by side across seeds: :func:`group_runs` (groups of runs that agree
   on lineage keys, their final values as mean +- std and their curves' bands).
-- The job view (cross-rank curves and verdicts): :mod:`rankscribe.lineage.jobview`;
-  per-rank timings from anywhere judged as the job view judges them:
-  :func:`judge_timings` (thresholds: :class:`VerdictSettings`).
+- The job view (cross-rank curves and verdicts, judged timings) is a package of its own,
+  :mod:`rankscribe.jobview`; the merge writes its files and verdicts.
 - TensorBoard's HParams tab: :func:`write_hparams` (the command ``rankscribe-lineage
   hparams``).
 - The errors: :class:`LineageError` here, the whole hierarchy in
@@ -33,8 +32,6 @@ if TYPE_CHECKING:
     from rankscribe.lineage.errors import LineageError
     from rankscribe.lineage.group._forming import GroupSpread
     from rankscribe.lineage.group._grouping import GroupedRuns, RunGroup, group_runs
-    from rankscribe.lineage.job.verdicts._judge import judge_timings
-    from rankscribe.lineage.job.verdicts._straggler_verdicts import VerdictSettings
     from rankscribe.lineage.merge._lineages import merge_rank_lineages
     from rankscribe.lineage.merge._merge import MergeOutcome, merge_run_dir
     from rankscribe.lineage.query._querier import (
@@ -61,8 +58,6 @@ _HOMES = {
     "GroupedRuns": "rankscribe.lineage.group._grouping",
     "RunGroup": "rankscribe.lineage.group._grouping",
     "group_runs": "rankscribe.lineage.group._grouping",
-    "VerdictSettings": "rankscribe.lineage.job.verdicts._straggler_verdicts",
-    "judge_timings": "rankscribe.lineage.job.verdicts._judge",
     "merge_rank_lineages": "rankscribe.lineage.merge._lineages",
     "MergeOutcome": "rankscribe.lineage.merge._merge",
     "merge_run_dir": "rankscribe.lineage.merge._merge",
@@ -83,9 +78,8 @@ __getattr__, __dir__ = lazy_attributes(__name__, _HOMES, globals())
 __version__ = "0.1.0"  # the distribution's version (metadata, not an API name)
 
 # The user's API (docs/contributing.md): the errors other than LineageError live in
-# rankscribe.lineage.errors, the job view in rankscribe.lineage.jobview, and what the
-# collector needs to record lineage (the record model among it) in
-# rankscribe.lineage.recording.
+# rankscribe.lineage.errors, and what the collector needs to record lineage (the record
+# model among it) in rankscribe.lineage.recording.
 __all__ = [
     "EvalLineage",
     "GroupSpread",
@@ -97,13 +91,11 @@ __all__ = [
     "RunLineage",
     "SummaryRecordLike",
     "TrainLineage",
-    "VerdictSettings",
     "filter_runs",
     "filter_summary_lineage",
     "get_run_lineage",
     "get_summary_lineage",
     "group_runs",
-    "judge_timings",
     "merge_rank_lineages",
     "merge_run_dir",
     "write_hparams",

@@ -8,8 +8,6 @@ package checks is here too:
 
 - :func:`int_argument`, :func:`seconds_argument`: the same rules for a command-line
   option (an ``argparse`` ``type=``), worded ``"expected an int >= 4, got 2"``;
-- :func:`check_series`: a rank's series (``rank`` and ``scalars``:
-  ``tag -> [(step, value)]``), checked whole before any of it is used;
 - :func:`ranks_text`: a list of ranks for a message.
 
 May import: ``rankscribe.lineage.errors`` and ``rankscribe.ranks.arguments`` (every
@@ -20,8 +18,7 @@ from __future__ import annotations
 
 import argparse
 import math
-import numbers
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 from rankscribe.lineage.errors import LineageParamTypeError, LineageParamValueError
 from rankscribe.ranks.arguments import ArgumentChecks, is_int, is_number, shown
@@ -37,7 +34,6 @@ __all__ = [
     "check_path",
     "check_ranks",
     "check_seconds",
-    "check_series",
     "int_argument",
     "is_int",
     "is_number",
@@ -98,67 +94,3 @@ def seconds_argument(text: str) -> float:
             + (" (a wait must end)" if value == math.inf else "")
         )
     return value
-
-
-def _is_step(value: object) -> bool:
-    return type(value) is int or (
-        isinstance(value, numbers.Integral) and not isinstance(value, bool)
-    )
-
-
-def _is_value(value: object) -> bool:
-    return type(value) is float or (isinstance(value, numbers.Real) and not isinstance(value, bool))
-
-
-def check_series(name: str, series: object) -> tuple[int, dict[str, list[tuple[int, float]]]]:
-    """A rank's series as ``(rank, {tag: [(step, value)]})``, every part checked first.
-
-    ``series`` has a ``rank`` (an int >= 0) and ``scalars``: a mapping of str
-    tags to iterables of ``(step, value)`` pairs, the step an int and the
-    value a real number (NumPy's included; bools are neither).
-
-    Raises:
-        LineageParamTypeError: ``series`` lacks ``rank`` or ``scalars``, or a
-            part has the wrong type.
-        LineageParamValueError: a negative rank, or a point that is not a pair.
-    """
-    try:
-        rank, scalars = series.rank, series.scalars  # type: ignore[attr-defined]
-    except AttributeError:
-        raise LineageParamTypeError(
-            f"{name} must have a rank and scalars (a RankSeries), got {shown(series)} "
-            f"({type(series).__name__})"
-        ) from None
-    if not is_int(rank) or rank < 0:
-        raise LineageParamValueError(f"a series' rank must be an int >= 0, got {shown(rank)}")
-    if not isinstance(scalars, Mapping):
-        raise LineageParamTypeError(
-            f"{name}.scalars must be a mapping of tag to [(step, value)], got "
-            f"{shown(scalars)} ({type(scalars).__name__})"
-        )
-    checked: dict[str, list[tuple[int, float]]] = {}
-    for tag, points in scalars.items():
-        if not isinstance(tag, str):
-            raise LineageParamTypeError(
-                f"{name}.scalars keys must be str tags, got {shown(tag)} ({type(tag).__name__})"
-            )
-        try:
-            listed = points if isinstance(points, list) else list(points)
-        except TypeError:
-            raise LineageParamTypeError(
-                f"{name}.scalars[{tag!r}] must be a list of (step, value) pairs, got "
-                f"{shown(points)} ({type(points).__name__})"
-            ) from None
-        for point in listed:
-            if not (
-                isinstance(point, (tuple, list))
-                and len(point) == 2
-                and _is_step(point[0])
-                and _is_value(point[1])
-            ):
-                raise LineageParamValueError(
-                    f"{name}.scalars[{tag!r}] must hold (step, value) pairs of an int and a "
-                    f"real number, got {shown(point)}"
-                )
-        checked[tag] = listed
-    return rank, checked

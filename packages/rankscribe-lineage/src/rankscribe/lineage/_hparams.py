@@ -29,35 +29,37 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import dataclass
 from typing import Any
 
+from rankscribe.jobview.parts import (
+    FINAL_PREFIX,
+    HParamsRun,
+    add_session,
+    hparam_value,
+    metric_value,
+)
 from rankscribe.lineage._checks import (
     check_host,
     check_optional_bool,
     check_path,
-    is_number,
 )
+from rankscribe.lineage.query._conditions import FIELD_MAPPING
 from rankscribe.lineage.query._querier import filter_runs
 from rankscribe.lineage.record._names import HPARAMS_SUFFIX, hparams_file_name
+from rankscribe.lineage.record._parser import RunLineage
 from rankscribe.ranks.files import make_private_dir
 from rankscribe.writer.eventfiles import EventRecords, write_event_file
 
 __all__ = [
-    "FINAL_PREFIX",
     "HPARAM_FIELDS",
     "METRIC_FIELDS",
-    "HParamsRun",
-    "add_session",
-    "hparam_value",
     "is_merge_note",
-    "metric_value",
+    "session_values",
+    "split_user_defined",
     "write_hparams",
 ]
 
 DEFAULT_OUT_NAME = "tensorboard-hparams"
-#: What a run's metric scalars are named under: ``final/loss``, ``final/metric/acc``.
-FINAL_PREFIX = "final/"
 # Hyper-parameters: what a run was set up with. Metrics: what it achieved.
 HPARAM_FIELDS = (
     "network",
@@ -113,30 +115,32 @@ def split_user_defined(
     return hparams, metrics
 
 
-@dataclass
-class HParamsRun:
-    """One run as TensorBoard will show it."""
+def session_values(lineage: RunLineage) -> tuple[dict[str, Any], dict[str, float]]:
+    """The HParams session of a merged lineage: hyper-parameters and final metrics.
 
-    name: str
-    hparams: dict[str, bool | float | str]
-    metrics: dict[str, float]
-    start_time: float
-
-
-def hparam_value(value: Any) -> bool | float | str | None:
-    if value is None or isinstance(value, (dict, list)):
-        return None
-    if isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, (int, float)):
-        return float(value)
-    return str(value)
-
-
-def metric_value(value: Any) -> float | None:
-    if not is_number(value):
-        return None
-    return float(value)
+    The same names as ``rankscribe-lineage hparams`` uses: the search fields
+    that describe a setup and the user's ``user_defined/<k>`` as hyper-parameters;
+    ``loss``, ``metric/<k>`` and the merge's numeric notes (``user_defined/loss_min``,
+    ...) as metrics; the merge's text notes and the verdicts are neither.
+    """
+    hparams: dict[str, Any] = {}
+    for name in HPARAM_FIELDS:
+        section, key = FIELD_MAPPING.get(name, (name, None))
+        value = lineage.section(section).get(key) if key is not None else None
+        if value is not None:
+            hparams[name] = value
+    user_hparams, notes = split_user_defined(lineage.section("user_defined"))
+    hparams.update(user_hparams)
+    metrics: dict[str, float] = {}
+    loss = metric_value(lineage.section("algorithm").get("loss"))
+    if loss is not None:
+        metrics["loss"] = loss
+    for key, value in lineage.section("metric").items():
+        number = metric_value(value)
+        if number is not None:
+            metrics[f"metric/{key}"] = number
+    metrics.update(notes)
+    return hparams, metrics
 
 
 def _run_name(summary_dir: str, base_dir: str) -> str:
@@ -178,23 +182,6 @@ def collect_runs(base_dir: str, *, use_index: bool | None = None) -> list[HParam
             )
         )
     return runs
-
-
-def add_session(records: EventRecords, run: HParamsRun, wall_time: float, step: int = 0) -> None:
-    """Add the session start, metric scalars (at ``step``) and session end of one run.
-
-    A job's session puts its metrics at the job's last step, where the final values
-    belong, rather than as lone points at step 0 before its curves.
-    """
-    records.add_hparams_session(
-        wall_time,
-        group=run.name,
-        start_time=run.start_time,
-        end_time=run.start_time,
-        hparams=run.hparams,
-        metrics=run.metrics,
-        step=step,
-    )
 
 
 def _add_experiment(records: EventRecords, runs: list[HParamsRun], wall_time: float) -> None:

@@ -10,7 +10,9 @@ A rank keeps the train lineage known at the start of training
 train lineage is on disk), and the merge reads a rank with it
 (:func:`parse_rank_run`), so an interrupted job's merge keeps its hyper-parameters.
 The merged lineage names the ranks that wrote outside the job's directory
-(:func:`rank_dirs_note`). A run given no optimizer has the one its network holds
+(:func:`rank_dirs_note`). The HParams session of a merged lineage (its
+hyper-parameters and final metrics, :func:`session_values`) goes into the job's
+TensorBoard file. A run given no optimizer has the one its network holds
 (:func:`optimizer_of`, the rule the lineage callbacks follow too).
 
 The record model is here too: the dataclasses that convert exactly to and from the
@@ -24,6 +26,7 @@ sibling-facing modules.
 
 from __future__ import annotations
 
+from rankscribe.lineage._hparams import session_values
 from rankscribe.lineage.merge._merge import MERGE_LOCK_NAME, rank_dirs_note
 from rankscribe.lineage.record._callbacks import eval_lineage_from_args, train_lineage_from_args
 from rankscribe.lineage.record._dataset_graph import (
@@ -76,6 +79,7 @@ __all__ = [
     "parse_run",
     "rank_dirs_note",
     "remove_train_start",
+    "session_values",
     "train_lineage_from_args",
     "write_merged_lineage",
     "write_train_start",

@@ -2,8 +2,10 @@
 
 - ``_timings``: the timings besides the step time (data wait, forward time, sections);
 - ``_series``: the scalars a rank recorded, kept for the job view at the end of a run;
-- ``_rank_tail`` and ``_live``: the live view, each rank's new points every interval,
-  up the tree to rank 0.
+- ``_settings``: the live view's interval and verdict callback, as the user gives them.
+
+The live view itself (each rank's new points every interval, up the tree to rank 0)
+is the job view's: ``rankscribe.jobview.feed.LiveRankView``.
 
 The parameter fingerprint (``collector/_fingerprint.py``) stays beside the adapters
 that compute it. What each records and how rank 0 judges it is in

@@ -1,7 +1,7 @@
 """The scalars this rank's collector recorded, kept for the job view at the end of a run.
 
 At the end of training (and of evaluation) every rank hands its series to rank 0,
-which writes the job's cross-rank curves (:func:`rankscribe.lineage.jobview.write_job_view`).
+which writes the job's cross-rank curves (:func:`rankscribe.jobview.write_job_view`).
 Only what the collector itself records is kept, as it records it: its scalars
 (``loss/auto``), its timings (step time and data wait of every step, forward
 time, sections: ``docs/job-view.md``, "Timings") and the parameter fingerprint
@@ -29,8 +29,8 @@ from rankscribe.collector._fingerprint import (
     late_slice_fingerprint,
     slice_bounds,
 )
-from rankscribe.lineage.jobparts import DATA_WAIT_TAG, FINGERPRINT_TAG, STEP_TIME_TAG
-from rankscribe.lineage.jobview import RankSeries
+from rankscribe.jobview import RankSeries
+from rankscribe.jobview.feed import DATA_WAIT_TAG, FINGERPRINT_TAG, STEP_TIME_TAG
 from rankscribe.writer.deferred import DeferredValue
 
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ from rankscribe.collector._callback import CallbackParams
 from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 from rankscribe.collector.jobview._series import SeriesRecorder
-from rankscribe.lineage.jobparts import DATA_WAIT_TAG, FORWARD_TIME_TAG, SECTION_TAG_PREFIX
+from rankscribe.jobview.feed import DATA_WAIT_TAG, FORWARD_TIME_TAG, SECTION_TAG_PREFIX
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rankscribe.lineage.jobparts import SYSTEM_TAG_PREFIX
+from rankscribe.jobview.feed import SYSTEM_TAG_PREFIX
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@
                              [--columns NAMES] [--format table|json|csv]
     rankscribe-lineage merge RUN_DIR [--timeout SECONDS] [--world-size N]
                              (the merged lineage and the job view: cross-rank
-                             curves and verdicts, see rankscribe.lineage.jobview)
+                             curves and verdicts, see rankscribe.jobview._view)
     rankscribe-lineage hparams BASE [--out DIR]
     rankscribe-lineage group BASE --by KEY[,KEY...] [--where EXPR] [--sort KEY]...
                              (groups of runs: mean ± std, curves under BASE/_groups)
@@ -33,6 +33,7 @@ import textwrap
 import threading
 from collections.abc import Sequence
 
+from rankscribe.jobview.errors import JobViewError
 from rankscribe.lineage.cli._group import add_group_command
 from rankscribe.lineage.cli._merge import add_hparams_command, add_merge_command
 from rankscribe.lineage.cli._query import add_query_command
@@ -143,6 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _error(printable(error.message))
     except LineageError as error:
         _error(f"{printable(error.message)} [{type(error).__name__} {error.error_code}]")
+    except JobViewError as error:  # the job view's own, as the merge or show met it
+        _error(f"{printable(str(error))} [{type(error).__name__}]")
     except OSError as error:
         _error(printable(str(error)))
     return 1

@@ -22,8 +22,8 @@ __all__ = ["add_hparams_command", "add_merge_command"]
 
 
 def _merge(args: argparse.Namespace) -> int:
-    from rankscribe.lineage.jobparts import ranges_text  # noqa: PLC0415
-    from rankscribe.lineage.jobview import verdict_lines  # noqa: PLC0415
+    from rankscribe.jobview import verdict_lines  # noqa: PLC0415
+    from rankscribe.jobview.parts import ranges_text  # noqa: PLC0415
     from rankscribe.lineage.merge._merge import merge_run_dir, rank_dirs  # noqa: PLC0415
 
     directory = existing_directory(args.run_dir)

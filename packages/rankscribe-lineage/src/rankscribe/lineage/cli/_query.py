@@ -339,7 +339,7 @@ def _verdict_lines(table: RunTable, positions: list[int], names: list[str]) -> l
     }
     if not job_keys:
         return []
-    from rankscribe.lineage.jobview import verdict_lines  # noqa: PLC0415 - numpy
+    from rankscribe.jobview import verdict_lines  # noqa: PLC0415 - numpy
 
     lines: list[str] = []
     for position, name in zip(positions, names, strict=True):

@@ -147,7 +147,7 @@ def _graph_line(graph: dict[str, Any]) -> str:
 
 def _verdict_lines(user_defined: Mapping[str, Any]) -> list[str]:
     usable, notes = usable_verdicts(user_defined)
-    from rankscribe.lineage.jobview import verdict_lines  # noqa: PLC0415 - numpy, for show
+    from rankscribe.jobview import verdict_lines  # noqa: PLC0415 - numpy, for show
 
     return [*verdict_lines(usable), *notes]
 
@@ -225,7 +225,7 @@ def job_records(
     The live view judges the recent steps and gives stragglers their cost; the
     merged lineage (at the end) adds the whole run's verdicts.
     """
-    from rankscribe.lineage.jobparts import records_from_verdicts  # noqa: PLC0415 - numpy
+    from rankscribe.jobview.parts import records_from_verdicts  # noqa: PLC0415 - numpy
 
     records = _live_records(state)
     if user_defined is not None:
@@ -237,7 +237,7 @@ def job_records(
 
 
 def _check(directory: str, state: Mapping[str, Any] | None, lineage: Any) -> int:
-    from rankscribe.lineage.jobparts import ACTIONABLE_KINDS  # noqa: PLC0415 - numpy
+    from rankscribe.jobview.parts import ACTIONABLE_KINDS  # noqa: PLC0415 - numpy
 
     if state is None and lineage is None:
         fix = ""
@@ -326,7 +326,7 @@ def _machine(directory: str, user_defined: Mapping[str, Any]) -> tuple[list[dict
     A job's rank directories (at most 16 and the ranks a straggler verdict
     names, as the evidence reads them), else the run directory itself.
     """
-    from rankscribe.lineage.job.verdicts._machine import (  # noqa: PLC0415 - numpy, for show
+    from rankscribe.jobview.parts import (  # noqa: PLC0415 - numpy, for show
         SYSTEM_TAGS,
         machine_summary,
         read_readings,
@@ -348,7 +348,7 @@ def _machine(directory: str, user_defined: Mapping[str, Any]) -> tuple[list[dict
 
 
 def _machine_lines(rows: list[dict[str, Any]], ranks: int) -> list[str]:
-    from rankscribe.lineage.job.verdicts._machine import machine_lines  # noqa: PLC0415
+    from rankscribe.jobview.parts import machine_lines  # noqa: PLC0415
 
     if not rows:
         return []
@@ -361,8 +361,8 @@ def _machine_lines(rows: list[dict[str, Any]], ranks: int) -> list[str]:
 
 def _show(args: argparse.Namespace) -> int:
     directory = existing_directory(args.dir)
-    from rankscribe.lineage.job._live import read_live_state  # noqa: PLC0415 - numpy, for show
-    from rankscribe.lineage.jobview import state_lines  # noqa: PLC0415 - numpy, for show
+    from rankscribe.jobview import state_lines  # noqa: PLC0415 - numpy, for show
+    from rankscribe.jobview.parts import read_live_state  # noqa: PLC0415 - numpy, for show
 
     state = read_live_state(directory)
     live = state_lines(state)  # a job still training: its live view (docs/job-view.md)

@@ -26,18 +26,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rankscribe.lineage.errors import LineageError
-from rankscribe.lineage.job._batch_merge import merge_all
-from rankscribe.lineage.job._batch_merge import reduced_rows as _reduced_rows
-from rankscribe.lineage.job._files import job_file_names
-from rankscribe.lineage.job._samples import job_bands
-from rankscribe.lineage.job._statistics import (
+from rankscribe.jobview import JobStatistics, rank_dir_arrays
+from rankscribe.jobview.parts import (
     FINGERPRINT_TAG,
-    JobStatistics,
     TagStatistics,
+    job_bands,
+    job_file_names,
+    merge_all,
     sorted_arrays,
 )
-from rankscribe.lineage.jobview import rank_dir_arrays
+from rankscribe.jobview.parts import reduced_rows as _reduced_rows
+from rankscribe.lineage.errors import LineageError
 from rankscribe.ranks.files import parse_rank_dir_name
 from rankscribe.writer import WriterError, reader
 from rankscribe.writer.files import SUMMARY_SUFFIX

@@ -30,9 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rankscribe.lineage.group._curves import start_method
-from rankscribe.lineage.group._keys import GROUPING_FILE
-from rankscribe.lineage.job._files import (
+from rankscribe.jobview.parts import (
     Curve,
     now,
     step_table,
@@ -40,6 +38,8 @@ from rankscribe.lineage.job._files import (
     tensorboard_file_records,
     write_job_files,
 )
+from rankscribe.lineage.group._curves import start_method
+from rankscribe.lineage.group._keys import GROUPING_FILE
 from rankscribe.lineage.record._discovery import GROUPS_DIR
 from rankscribe.ranks.files import (
     UnsafeFileError,
@@ -50,7 +50,7 @@ from rankscribe.ranks.files import (
 )
 
 if TYPE_CHECKING:
-    from rankscribe.lineage.job._statistics import TagStatistics
+    from rankscribe.jobview.parts import TagStatistics
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """How the lineage index file stores its document: a JSON document and arrays, in one ``.npz``.
 
 The document (its layout: :mod:`rankscribe.lineage.index._index_file`) is
-stored in the lineage package's one container (:mod:`rankscribe.lineage._npz`:
+stored in the lineage package's one container (:func:`rankscribe.jobview.parts.pack_arrays`:
 numpy's ``.npz``, a CRC-32 per member) as its JSON document and its long
 columns as ``.npy`` arrays (``docs/lineage-queries.md``, "The index"). A
 column of one plain type is not in the JSON: in its place the document holds
@@ -46,7 +46,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
-from rankscribe.lineage import _npz
+from rankscribe.jobview.parts import MAX_ARRAYS, pack_arrays, unpack_arrays
 
 __all__ = [
     "ColumnsError",
@@ -221,22 +221,22 @@ def encode_document(document: dict[str, Any]) -> bytes:
         if encoded is None:
             continue
         kind, pieces = encoded
-        if len(arrays) + len(pieces) > _npz.MAX_ARRAYS:
+        if len(arrays) + len(pieces) > MAX_ARRAYS:
             continue  # a base of tens of thousands of keys: the rest stay JSON
         container[key] = len(described)
         described.append([kind, len(values)])
         arrays += zip(_PART_KINDS[kind], pieces, strict=True)
     line["columns"] = described
-    return _npz.pack(line, arrays)
+    return pack_arrays(line, arrays)
 
 
 def split_document(data: bytes) -> tuple[Any, list[tuple[str, memoryview]]]:
     """The document (its columns not yet resolved) and the archive's arrays.
 
-    :class:`rankscribe.lineage._npz.ArchiveError` (a ValueError) for a file
+    :class:`rankscribe.jobview.parts.ArchiveError` (a ValueError) for a file
     that is not an archive, or whose bytes changed.
     """
-    document, arrays = _npz.unpack(data)
+    document, arrays = unpack_arrays(data)
     return document, arrays
 
 

@@ -77,7 +77,7 @@ INDEX_VERSION = 6
 _PARSER_MODULES = (
     __name__,
     "rankscribe.lineage.index._index_encoding",
-    "rankscribe.lineage._npz",
+    "rankscribe.jobview._npz",
     "rankscribe.lineage.record._discovery",
     "rankscribe.lineage.record._parser",
     "rankscribe.lineage.record._model",

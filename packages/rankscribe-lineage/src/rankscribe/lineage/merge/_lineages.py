@@ -32,9 +32,9 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from rankscribe.jobview.parts import missing_ranges, ranges_text
 from rankscribe.lineage._checks import check_mapping
 from rankscribe.lineage.errors import LineageMergeError, LineageParamTypeError
-from rankscribe.lineage.job._ranges import missing_ranges, ranges_text
 from rankscribe.lineage.record._parser import RunLineage
 
 logger = logging.getLogger(__name__)

@@ -20,6 +20,8 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from rankscribe.jobview import JobView, write_job_view
+from rankscribe.jobview.parts import holds_tensorboard_files, missing_ranges, ranges_text
 from rankscribe.lineage._checks import (
     check_bool,
     check_host,
@@ -28,10 +30,8 @@ from rankscribe.lineage._checks import (
     is_number,
     ranks_text,
 )
+from rankscribe.lineage._hparams import session_values
 from rankscribe.lineage.errors import LineageMergeError, LineageParamTypeError
-from rankscribe.lineage.job._ranges import missing_ranges, ranges_text
-from rankscribe.lineage.jobparts import session_values
-from rankscribe.lineage.jobview import JobView, holds_tensorboard_files, write_job_view
 from rankscribe.lineage.merge._lineages import checked_user_defined, merge_rank_lineages
 from rankscribe.lineage.merge._stream import job_statistics_of_dirs
 from rankscribe.lineage.record._lineage_file import write_merged_lineage
@@ -313,7 +313,7 @@ def merge_run_dir(
     what there is. With ``job_view`` (the default), the ranks' scalars also
     give the job's own summary file (and a TensorBoard file when a rank dir
     holds TensorBoard files) and the verdicts, which join the merged
-    lineage's ``user_defined`` (see :mod:`rankscribe.lineage.jobview`) with
+    lineage's ``user_defined`` (see :mod:`rankscribe.jobview`) with
     any ``user_defined`` given here. Running it again replaces the merged
     lineage and the job files (idempotent: no point is ever duplicated).
 

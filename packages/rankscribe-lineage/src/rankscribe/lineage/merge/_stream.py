@@ -1,9 +1,9 @@
 """The offline merge's job statistics: rank dirs read in worker processes, merged as they come.
 
 Each worker reads a batch of rank directories
-(:func:`rankscribe.lineage.jobview.rank_dir_arrays`: NumPy columns from
+(:func:`rankscribe.jobview.rank_dir_arrays`: NumPy columns from
 ``rankscribe.writer.reader.scalar_arrays``), merges their statistics into one
-data-only :class:`~rankscribe.lineage.job._partials.Partial` and sends it
+data-only :class:`~rankscribe.jobview.job._partials.Partial` and sends it
 back; the main process merges each one as it arrives (Chan's update) and lets
 it go. Memory: the merged per-step statistics of the job, plus each rank's
 own points of the tags the straggler and divergence rules need (timings,
@@ -20,10 +20,9 @@ import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
 
+from rankscribe.jobview import JobStatistics, rank_dir_arrays
+from rankscribe.jobview.parts import Partial, PartialFormatError
 from rankscribe.lineage.errors import LineageMergeError
-from rankscribe.lineage.job._partials import Partial, PartialFormatError
-from rankscribe.lineage.job._statistics import JobStatistics
-from rankscribe.lineage.jobview import rank_dir_arrays
 
 __all__ = ["DEFAULT_WORKERS", "job_statistics_of_dirs"]
 

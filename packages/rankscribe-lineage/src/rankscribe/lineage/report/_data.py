@@ -6,9 +6,9 @@
   ``rank_<n>`` subdirectories is a job; its ``rank_<n>`` directories are its
   ranks, not runs of their own.
 - Each run's lineage fields: :func:`rankscribe.lineage.filter_runs`.
-- A job's curves: each rank's scalars (:func:`rankscribe.lineage.jobview.rank_dir_arrays`:
+- A job's curves: each rank's scalars (:func:`rankscribe.jobview.rank_dir_arrays`:
   NumPy columns from ``rankscribe.writer.reader.scalar_arrays``),
-  reduced across ranks with :class:`rankscribe.lineage.jobview.JobStatistics`
+  reduced across ranks with :class:`rankscribe.jobview.JobStatistics`
   (the statistics the job view writes into the job's own summary file), and
   its verdicts: the ``job/...`` keys of its merged lineage's ``user_defined``.
 - A single-process run's curves: its scalars, read as a rank's.
@@ -33,11 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rankscribe.jobview import JobStatistics, rank_dir_arrays
+from rankscribe.jobview.parts import LOSS_TAGS, STEP_TIME_TAG, job_bands
 from rankscribe.lineage import filter_runs
 from rankscribe.lineage.errors import LineageError, LineageFileNotFoundError
-from rankscribe.lineage.job._samples import job_bands
-from rankscribe.lineage.jobparts import LOSS_TAGS, STEP_TIME_TAG
-from rankscribe.lineage.jobview import JobStatistics, rank_dir_arrays
 from rankscribe.lineage.record._discovery import find_runs
 from rankscribe.lineage.report._downsample import downsample
 from rankscribe.ranks.files import parse_rank_dir_name

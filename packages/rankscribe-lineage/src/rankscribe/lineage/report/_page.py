@@ -17,9 +17,9 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from rankscribe.jobview import verdict_lines
+from rankscribe.jobview.parts import STEP_TIME_TAG, timing_name
 from rankscribe.lineage._words import counted
-from rankscribe.lineage.jobparts import STEP_TIME_TAG, timing_name
-from rankscribe.lineage.jobview import verdict_lines
 from rankscribe.lineage.report._data import (
     MAX_TAGS,
     DrawnCurve,

@@ -1,0 +1,220 @@
+"""Rank 0's watch over the ranks' recent timings: verdict records within seconds.
+
+Every round of the live view (``docs/job-view.md``, "Live": every 2 s by
+default) brings each rank's new timing points. :class:`TimingWatch` keeps
+the last :attr:`WatchSettings.window_steps` steps of them per timing tag and
+rank (bounded: ranks x window x timing tags floats, whatever the length of
+the run), judges that window with the one door to the straggler rule,
+:func:`~rankscribe.jobview.judge_timings` (:func:`judge_window`),
+and keeps the verdict records that stand. A record is a plain JSON-ready
+dict (``docs/job-view.md``, "Verdict records"); a new one, or one whose
+ranks, timing or cost changed, is handed to the caller's ``on_verdict``
+callable, and its first appearance is logged once as a warning.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from rankscribe.jobview.job._statistics import STEP_TIME_TAG, is_timing_tag
+from rankscribe.jobview.job.verdicts._judge import judge_timings
+from rankscribe.jobview.job.verdicts._straggler_verdicts import VerdictSettings
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "DEFAULT_WINDOW_STEPS",
+    "TimingWatch",
+    "VerdictCallback",
+    "WatchSettings",
+    "judge_window",
+]
+
+#: Steps of each rank's timings the watch keeps (per timing tag).
+DEFAULT_WINDOW_STEPS = 200
+#: A standing verdict whose cost moves by more than this share is a changed verdict.
+_COST_CHANGE = 0.25
+
+#: What ``on_verdict`` receives: one verdict record.
+VerdictCallback = Callable[[dict[str, Any]], object]
+RankArrays = tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]
+
+
+@dataclass(frozen=True)
+class WatchSettings:
+    """The watch's window and the rule's thresholds; rank 0 may change them while the job runs."""
+
+    window_steps: int = DEFAULT_WINDOW_STEPS
+    verdict: VerdictSettings = field(default_factory=VerdictSettings)
+
+
+def judge_window(
+    timings: Mapping[str, Mapping[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]],
+    settings: WatchSettings | None = None,
+) -> list[dict[str, Any]]:
+    """Straggler records of a window of per-rank timings (``tag -> rank -> (steps, values)``).
+
+    The last ``window_steps`` steps any rank reported, every timing tag as a
+    ``(ranks, steps)`` table (NaN where a rank has no point yet), judged by
+    :func:`~rankscribe.jobview.judge_timings` with the step time as
+    the scale of the cost. A rank named on several timings is kept in the
+    costliest one.
+    """
+    settings = settings or WatchSettings()
+    tags = sorted(tag for tag, ranks in timings.items() if ranks)
+    if not tags:
+        return []
+    ranks = sorted({rank for tag in tags for rank in timings[tag]})
+    columns = [timings[tag][rank][0] for tag in tags for rank in timings[tag]]
+    steps = np.unique(np.concatenate(columns))
+    steps = steps[-settings.window_steps :]
+    if len(ranks) < 2 or len(steps) == 0:
+        return []
+    row = {rank: index for index, rank in enumerate(ranks)}
+    tables: dict[str, npt.NDArray[np.float64]] = {}
+    for tag in tags:
+        table = np.full((len(ranks), len(steps)), np.nan)
+        for rank, (rank_steps, values) in timings[tag].items():
+            keep = np.isin(rank_steps, steps)
+            table[row[rank], np.searchsorted(steps, rank_steps[keep])] = values[keep]
+        tables[tag] = np.where(np.isfinite(table) & (table >= 0), table, np.nan)
+    records = judge_timings(
+        tables,
+        step_time=tables.get(STEP_TIME_TAG),
+        steps=steps,
+        ranks=np.asarray(ranks, dtype=np.int64),
+        settings=settings.verdict,
+    )
+    return _one_timing_per_rank(records)
+
+
+def _one_timing_per_rank(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A rank named on several timings stays in the costliest one only (records come costliest
+    first); in a synchronous job its slowness shows in its step time too."""
+    seen: set[int] = set()
+    kept: list[dict[str, Any]] = []
+    for record in records:
+        if seen.issuperset(record["ranks"]):
+            continue
+        seen.update(record["ranks"])
+        kept.append(record)
+    return kept
+
+
+def _key(record: Mapping[str, Any]) -> tuple[str, tuple[int, ...], str | None]:
+    timing = record.get("tag") or record.get("timing")
+    return (str(record["kind"]), tuple(sorted(record["ranks"])), timing)
+
+
+class TimingWatch:
+    """The last steps of every rank's timings, judged each round (see the module docstring).
+
+    ``on_verdict``: called with each record that appears or changes (an
+    exception in it is logged, never raised); ``job_dir``: named in the
+    warning a new verdict logs.
+    """
+
+    def __init__(
+        self,
+        *,
+        on_verdict: VerdictCallback | None = None,
+        job_dir: str = "",
+        settings: WatchSettings | None = None,
+    ) -> None:
+        self.settings = settings or WatchSettings()
+        self.on_verdict = on_verdict
+        self.job_dir = job_dir
+        self._series: dict[str, dict[int, RankArrays]] = {}
+        self._standing: dict[tuple[str, tuple[int, ...], str | None], dict[str, Any]] = {}
+        self._announced: set[tuple[str, tuple[int, ...], str | None]] = set()
+        self._other: list[dict[str, Any]] = []
+        self.calls = 0
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        """The verdict records that stand now: stragglers, then the other kinds."""
+        return [dict(record) for record in self._standing.values()] + [
+            dict(record) for record in self._other
+        ]
+
+    def change(self, **settings: Any) -> None:
+        """New settings from the control file (``window_steps``, ``cost_floor``, ``confidence``).
+
+        ``cost_floor`` and ``confidence`` are :class:`VerdictSettings`'
+        ``cost_floor_share`` and ``confidence``.
+        """
+        verdict = self.settings.verdict
+        if "cost_floor" in settings:
+            verdict = replace(verdict, cost_floor_share=settings.pop("cost_floor"))
+        if "confidence" in settings:
+            verdict = replace(verdict, confidence=settings.pop("confidence"))
+        self.settings = replace(self.settings, verdict=verdict, **settings)
+
+    def add(
+        self,
+        per_rank: Mapping[str, Mapping[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]],
+    ) -> None:
+        """A round's per-rank points; only the timing tags are kept, the last steps of each."""
+        keep = self.settings.window_steps
+        for tag, ranks in per_rank.items():
+            if not is_timing_tag(tag):
+                continue
+            held = self._series.setdefault(tag, {})
+            for rank, (new_steps, new_values) in ranks.items():
+                if len(new_steps) == 0:
+                    continue
+                old = held.get(rank)
+                steps, values = new_steps, new_values
+                if old is not None:
+                    steps = np.concatenate([old[0], new_steps])
+                    values = np.concatenate([old[1], new_values])
+                held[rank] = (steps[-keep:].copy(), values[-keep:].copy())
+
+    def judge(self, others: Iterable[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+        """Judge the window; call ``on_verdict`` for each new or changed record; return them."""
+        changed: list[dict[str, Any]] = []
+        found = {_key(record): record for record in judge_window(self._series, self.settings)}
+        for key, record in found.items():
+            old = self._standing.get(key)
+            if old is not None and old.get("since_step") is not None:
+                record["since_step"] = old["since_step"]  # the window slides; the onset stays
+            if old is None or _cost_moved(old, record):
+                changed.append(record)
+        self._standing = found
+        others = [dict(record) for record in others]
+        before = {_key(record) for record in self._other}
+        changed.extend(record for record in others if _key(record) not in before)
+        self._other = others
+        for record in changed:
+            self._announce(record)
+        return changed
+
+    def _announce(self, record: dict[str, Any]) -> None:
+        key = _key(record)
+        if key not in self._announced:
+            self._announced.add(key)
+            logger.warning(
+                "rankscribe job view: %s. See `rankscribe-lineage show %s`.",
+                record["message"],
+                self.job_dir or "<job dir>",
+            )
+        if self.on_verdict is None:
+            return
+        self.calls += 1
+        try:
+            self.on_verdict(dict(record))
+        except Exception:  # the caller's code: logged, never the end of training
+            logger.exception("on_verdict raised on a %s verdict; training goes on", record["kind"])
+
+
+def _cost_moved(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    before, after = old.get("cost_seconds_per_step"), new.get("cost_seconds_per_step")
+    if not isinstance(before, float) or not isinstance(after, float):
+        return False
+    return abs(after - before) > _COST_CHANGE * max(abs(before), 1e-12)

@@ -1,0 +1,383 @@
+"""The wire format of a job-view partial (docs/job-view.md, "Tree").
+
+A message is the lineage package's one container
+(:mod:`rankscribe.jobview._npz`: numpy's ``.npz``, a CRC-32 per member)
+holding a JSON header and two arrays, one of little-endian int64 and one of
+float64:
+
+- ``tags``: ``[[tag, n], ...]``, whole statistics: their columns as rows of
+  ``n`` in the int block (:data:`INT_FIELDS`) and in the float block
+  (:data:`FLOAT_FIELDS`), every tag's row side by side;
+- ``one_rank``: ``[[tag, rank, n], ...]``, statistics that are one rank's
+  points as they came (a rank's own partial): ``n`` steps in the int block,
+  ``n`` values in the float block; the reader rebuilds the statistics;
+- ``per_rank``: ``[[tag, [rank, ...], [n, ...]], ...]``: each rank's points
+  of the tags whose rules need every rank's value, steps then values;
+- ``last_steps``, ``nonfinite_loss`` (``[[rank, step], ...]``), ``finished``.
+
+Data only, never a pickle (a message from a store or a folder another user
+could write must not run code); everything the merge relies on (a message
+whose bytes are the ones sent, lengths that add up to the arrays, steps
+ascending, counts in range) is checked before a partial is made, else
+:class:`PartialFormatError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rankscribe.jobview import _npz
+from rankscribe.jobview.job._statistics import TagStatistics
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+__all__ = [
+    "FLOAT_FIELDS",
+    "INT_FIELDS",
+    "Decoded",
+    "PartialFormatError",
+    "StepGroups",
+    "decode",
+    "encode",
+    "group_by_steps",
+]
+
+_FORMAT = "rankscribe-job-partial"
+_VERSION = 4
+# TagStatistics' columns, in this order, as rows of one int64 and one float64 block (the
+# finite moments and the non-finite counts apart, so a merge matches numpy for inf and NaN:
+# job/_statistics.py).
+INT_FIELDS = ("steps", "count", "min_rank", "max_rank", "nan", "posinf", "neginf")
+FLOAT_FIELDS = ("finite_mean", "m2", "minimum", "maximum")
+#: A header larger than this is refused before it is parsed.
+_MAX_HEADER = 64 << 20
+# The header nests 4 levels (object, per_rank, a tag's entry, its ranks).
+_MAX_HEADER_DEPTH = 8
+
+
+#: A group's key: its length, first and last steps (and its steps' bytes: group_by_steps).
+StepKey = tuple[int, ...] | tuple[int, int, int, bytes]
+#: Tags of one rank grouped by their steps: key -> (steps, tags, value rows).
+StepGroups = dict[StepKey, tuple["npt.NDArray[np.int64]", list[str], list[Any]]]
+
+
+class PartialFormatError(ValueError):
+    """Bytes that are not a partial this version wrote (a foreign or damaged message)."""
+
+
+@dataclass
+class Decoded:
+    """What a message holds; ``one_rank``: (rank, its tags grouped by steps) to rebuild."""
+
+    tags: dict[str, TagStatistics] = field(default_factory=dict)
+    one_rank: list[tuple[int, StepGroups]] = field(default_factory=list)
+    per_rank: dict[str, dict[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]] = field(
+        default_factory=dict
+    )
+    last_steps: dict[int, int] = field(default_factory=dict)
+    nonfinite_loss: dict[int, int] = field(default_factory=dict)
+    finished: set[int] = field(default_factory=set)
+
+
+def encode(
+    tags: Mapping[str, TagStatistics],
+    one_rank: Iterable[tuple[str, int, TagStatistics]],
+    per_rank: Mapping[str, Mapping[int, tuple[npt.NDArray[Any], npt.NDArray[Any]]]],
+    *,
+    last_steps: Mapping[int, int],
+    nonfinite_loss: Mapping[int, int],
+    finished: Iterable[int],
+) -> bytes:
+    """The message of a partial (see the module docstring)."""
+    ints = [getattr(statistics, name) for name in INT_FIELDS for statistics in tags.values()]
+    floats = [getattr(statistics, name) for name in FLOAT_FIELDS for statistics in tags.values()]
+    singles = []
+    for tag, rank, statistics in one_rank:
+        singles.append([tag, rank, len(statistics.steps)])
+        ints.append(statistics.steps)
+        floats.append(statistics.minimum)  # one rank's value is its own minimum
+    runs = []
+    for tag, ranks in per_rank.items():
+        runs.append([tag, list(ranks), [len(steps) for steps, _ in ranks.values()]])
+        ints.extend(steps for steps, _ in ranks.values())
+        floats.extend(values for _, values in ranks.values())
+    header = {
+        "format": _FORMAT,
+        "version": _VERSION,
+        "tags": [[tag, len(statistics.steps)] for tag, statistics in tags.items()],
+        "one_rank": singles,
+        "per_rank": runs,
+        "last_steps": [[rank, step] for rank, step in last_steps.items()],
+        "nonfinite_loss": [[rank, step] for rank, step in nonfinite_loss.items()],
+        "finished": sorted(finished),
+    }
+    # The arrays' own buffers go into the archive: no copy made by tobytes() first.
+    return _npz.pack_arrays(
+        header, [("<i8", _joined(ints, "<i8").data), ("<f8", _joined(floats, "<f8").data)]
+    )
+
+
+def decode(
+    data: bytes | bytearray | memoryview, ranks: Sequence[tuple[int, int]] | None = None
+) -> Decoded:
+    """What :func:`encode` wrote; :class:`PartialFormatError` for anything else.
+
+    ``ranks``: the ranks the sender may speak for, as inclusive (first, last) runs
+    (its subtree); a message naming any other rank is refused. None: any rank.
+    """
+    try:
+        header, arrays = _npz.unpack_arrays(
+            data, max_document=_MAX_HEADER, max_depth=_MAX_HEADER_DEPTH
+        )
+    except _npz.ArchiveError as error:
+        raise PartialFormatError(f"not a job-view partial, or a damaged one ({error})") from error
+    if not isinstance(header, dict) or (header.get("format"), header.get("version")) != (
+        _FORMAT,
+        _VERSION,
+    ):
+        raise PartialFormatError("not a job-view partial of this version")
+    if [kind for kind, _ in arrays] != ["<i8", "<f8"]:
+        raise PartialFormatError("a job-view partial holds one int64 and one float64 array")
+    try:
+        return _decoded(header, arrays[0][1], arrays[1][1], ranks)
+    except (ValueError, TypeError, KeyError, IndexError) as error:
+        if isinstance(error, PartialFormatError):
+            raise
+        raise PartialFormatError(f"a malformed job-view partial: {error}") from error
+
+
+def _joined(arrays: list[npt.NDArray[Any]], dtype: str) -> npt.NDArray[Any]:
+    """The arrays end to end as ``dtype`` (numpy arrays travel as their raw bytes)."""
+    if not arrays:
+        return np.empty(0, dtype=dtype)
+    return np.concatenate(arrays, dtype=dtype, casting="same_kind")
+
+
+def _length(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise PartialFormatError(f"an array length must be an int >= 0, got {value!r}")
+    return value
+
+
+def _tag_name(value: Any) -> str:
+    if not isinstance(value, str):
+        raise PartialFormatError(f"a tag must be a str, got {value!r}")
+    return value
+
+
+def _rank_number(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not -1 <= value < 2**62:
+        raise PartialFormatError(f"{what} must be an int, got {value!r}")
+    return value
+
+
+def _decoded(
+    header: dict[str, Any],
+    int_bytes: memoryview,
+    float_bytes: memoryview,
+    allowed: Sequence[tuple[int, int]] | None,
+) -> Decoded:
+    tags = [(_tag_name(tag), _length(count)) for tag, count in header["tags"]]
+    one_rank = [
+        (_tag_name(tag), _rank_number(rank, "a rank"), _length(count))
+        for tag, rank, count in header["one_rank"]
+    ]
+    per_rank = []
+    for tag, ranks, counts in header["per_rank"]:
+        if not isinstance(ranks, list) or not isinstance(counts, list) or len(ranks) != len(counts):
+            raise PartialFormatError(f"the per-rank points of {tag!r} name ranks and lengths apart")
+        per_rank.append(
+            (
+                _tag_name(tag),
+                [_rank_number(rank, "a rank") for rank in ranks],
+                [_length(count) for count in counts],
+            )
+        )
+    lengths = [count for _, count in tags]
+    # The runs after the columns: one-rank tags' points, then the per-rank points.
+    runs = [tag for tag, _, _ in one_rank] + [tag for tag, _, counts in per_rank for _ in counts]
+    rank_lengths = [count for _, _, count in one_rank] + [
+        count for _, _, counts in per_rank for count in counts
+    ]
+    points, rank_points = sum(lengths), sum(rank_lengths)
+    int_count = len(INT_FIELDS) * points + rank_points
+    float_count = len(FLOAT_FIELDS) * points + rank_points
+    if (len(int_bytes), len(float_bytes)) != (8 * int_count, 8 * float_count):
+        raise PartialFormatError(
+            f"the header names arrays of {int_count} and {float_count} items, "
+            f"the message holds {len(int_bytes) // 8} and {len(float_bytes) // 8}"
+        )
+    # One copy each (aligned, writable, native order); every column is a view into them.
+    ints = np.frombuffer(int_bytes, dtype="<i8").astype(np.int64)
+    floats = np.frombuffer(float_bytes, dtype="<f8").astype(np.float64)
+    columns = ints[: len(INT_FIELDS) * points].reshape(len(INT_FIELDS), points)
+    moments = floats[: len(FLOAT_FIELDS) * points].reshape(len(FLOAT_FIELDS), points)
+    _check_columns(columns, [tag for tag, _ in tags], lengths)
+    if allowed is not None:
+        _check_column_ranks(columns, allowed)
+    rank_steps = ints[len(INT_FIELDS) * points :]
+    rank_values = floats[len(FLOAT_FIELDS) * points :]
+    _check_ascending(rank_steps, runs, rank_lengths)
+    partial = Decoded()
+    start = 0
+    for tag, count in tags:
+        stop = start + count
+        fields: dict[str, Any] = {
+            name: columns[row, start:stop] for row, name in enumerate(INT_FIELDS)
+        }
+        fields.update({name: moments[row, start:stop] for row, name in enumerate(FLOAT_FIELDS)})
+        partial.tags[tag] = TagStatistics(**fields)
+        start = stop
+    start = _decoded_one_rank(partial, one_rank, rank_steps, rank_values)
+    for tag, ranks, counts in per_rank:
+        held = partial.per_rank.setdefault(tag, {})
+        for rank, count in zip(ranks, counts, strict=True):
+            stop = start + count
+            held[rank] = (rank_steps[start:stop], rank_values[start:stop])
+            start = stop
+    for rank, step in header["last_steps"]:
+        partial.last_steps[_rank_number(rank, "a rank")] = _rank_number(step, "a step")
+    for rank, step in header["nonfinite_loss"]:
+        partial.nonfinite_loss[_rank_number(rank, "a rank")] = _rank_number(step, "a step")
+    partial.finished = {_rank_number(rank, "a rank") for rank in header["finished"]}
+    if allowed is not None:
+        _check_ranks(partial, allowed)
+    return partial
+
+
+def _check_ranks(partial: Decoded, allowed: Sequence[tuple[int, int]]) -> None:
+    """Every rank the partial names is one of ``allowed``'s (the sender's subtree)."""
+    named = [
+        *(rank for rank, _ in partial.one_rank),
+        *(rank for ranks in partial.per_rank.values() for rank in ranks),
+        *partial.last_steps,
+        *partial.nonfinite_loss,
+        *partial.finished,
+    ]
+    for rank in named:
+        if not any(first <= rank <= last for first, last in allowed):
+            raise PartialFormatError(
+                f"it names rank {rank}, which is not in the sender's subtree "
+                f"({_runs_text(allowed)})"
+            )
+
+
+def _check_column_ranks(columns: npt.NDArray[np.int64], allowed: Sequence[tuple[int, int]]) -> None:
+    """The ranks that hold each step's minimum and maximum are in ``allowed`` too (or -1)."""
+    held = columns[INT_FIELDS.index("min_rank") : INT_FIELDS.index("max_rank") + 1].ravel()
+    inside = held == -1
+    for first, last in allowed:
+        inside |= (held >= first) & (held <= last)
+    if not bool(inside.all()):
+        rank = int(held[np.flatnonzero(~inside)[0]])
+        raise PartialFormatError(
+            f"it names rank {rank} (a minimum's or maximum's), which is not in the sender's "
+            f"subtree ({_runs_text(allowed)})"
+        )
+
+
+def _runs_text(runs: Sequence[tuple[int, int]]) -> str:
+    return "ranks " + ", ".join(
+        str(first) if first == last else f"{first}-{last}" for first, last in runs
+    )
+
+
+def _decoded_one_rank(
+    partial: Decoded,
+    one_rank: list[tuple[str, int, int]],
+    steps: npt.NDArray[np.int64],
+    values: npt.NDArray[np.float64],
+) -> int:
+    """The one-rank tags' statistics, rebuilt from their points; returns where they end."""
+    if len({(rank, count) for _, rank, count in one_rank}) == 1 and one_rank[0][2]:
+        # A rank's own message: every tag at the same steps, checked at once.
+        rank, count, size = one_rank[0][1], one_rank[0][2], len(one_rank)
+        block = steps[: size * count].reshape(size, count)
+        if bool((block == block[0]).all()):
+            rows = list(values[: size * count].reshape(size, count))
+            group = (block[0], [tag for tag, _, _ in one_rank], rows)
+            partial.one_rank.append((rank, {(count,): group}))
+            return size * count
+    by_rank: dict[int, StepGroups] = {}
+    start = 0
+    for tag, rank, count in one_rank:
+        stop = start + count
+        if count:
+            groups = by_rank.setdefault(rank, {})
+            group_by_steps(groups, tag, steps[start:stop], values[start:stop])
+        start = stop
+    partial.one_rank.extend(by_rank.items())
+    return start
+
+
+def _check_columns(columns: npt.NDArray[np.int64], tags: list[str], lengths: list[int]) -> None:
+    """What merging relies on, for every tag at once: counts >= 1, non-finite counts in range."""
+    _check_ascending(columns[0], tags, lengths)
+    rows = dict(zip(INT_FIELDS, columns, strict=True))
+    below = np.flatnonzero(rows["count"] < 1)
+    if len(below):
+        raise PartialFormatError(f"tag {_tag_at(tags, lengths, below[0])!r} has a count below 1")
+    nan, posinf, neginf = rows["nan"], rows["posinf"], rows["neginf"]
+    wrong = np.flatnonzero(
+        (nan < 0) | (posinf < 0) | (neginf < 0) | (nan + posinf + neginf > rows["count"])
+    )
+    if len(wrong):
+        raise PartialFormatError(
+            f"tag {_tag_at(tags, lengths, wrong[0])!r} counts more non-finite points than points"
+        )
+
+
+def _check_ascending(steps: npt.NDArray[np.int64], tags: list[str], lengths: list[int]) -> None:
+    """Each run of ``lengths`` steps (one per tag) ascending and unique: what merging relies on."""
+    if len(steps) < 2:
+        return
+    descending = steps[1:] <= steps[:-1]
+    starts = np.cumsum(lengths)[:-1]
+    starts = starts[(starts > 0) & (starts < len(steps))]
+    descending[starts - 1] = False  # the first step of a run follows another run's last
+    found = np.flatnonzero(descending)
+    if len(found):
+        tag = _tag_at(tags, lengths, found[0] + 1)
+        raise PartialFormatError(f"the steps of tag {tag!r} are not ascending")
+
+
+def _tag_at(tags: list[str], lengths: list[int], index: int) -> str:
+    """The tag of the run that holds position ``index``."""
+    return tags[int(np.searchsorted(np.cumsum(lengths), index, side="right"))]
+
+
+def group_by_steps(
+    groups: StepGroups,
+    tag: str,
+    steps: npt.NDArray[np.int64],
+    values: npt.NDArray[np.float64],
+) -> None:
+    """File ``tag``'s values under the group of its steps (a new group if none has them).
+
+    A group's key is its length and first and last steps, and its steps' bytes when
+    another group has that length and those ends already: each tag costs one look-up
+    and at most two comparisons of its steps, however many tags share their ends.
+    """
+    ends = (len(steps), int(steps[0]), int(steps[-1]))
+    key: StepKey = ends
+    known = groups.get(key)
+    if known is not None:
+        shared, tags, rows = known
+        if shared is steps or bool((shared == steps).all()):  # the key holds the length
+            tags.append(tag)
+            rows.append(values)
+            return
+        # Same length and ends, other steps: keyed by the steps themselves (int64 arrays
+        # of one length are equal exactly when their bytes are).
+        key = (*ends, np.ascontiguousarray(steps, dtype=np.int64).tobytes())
+        known = groups.get(key)
+        if known is not None:
+            known[1].append(tag)
+            known[2].append(values)
+            return
+    groups[key] = (steps, [tag], [values])

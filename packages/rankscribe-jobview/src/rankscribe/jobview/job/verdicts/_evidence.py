@@ -1,0 +1,252 @@
+"""The live view's verdicts so far, from bounded state kept per rank.
+
+Rank 0 of a live job view (:mod:`rankscribe.jobview.job._live`) never holds a rank's whole series:
+each interval's per-rank timings and fingerprints are folded into a few
+counters and a fixed-bin histogram per (timing tag, rank), the fingerprint
+check's start and each rank's first step out of the majority, and each
+rank's last step. ``docs/job-view.md``, "Live", says what each verdict is
+judged on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from rankscribe.jobview.job._files import Curve
+from rankscribe.jobview.job._partials import Partial
+from rankscribe.jobview.job._ranges import missing_ranges, ranges_text
+from rankscribe.jobview.job._statistics import (
+    FINGERPRINT_TAG,
+    STEP_TIME_TAG,
+    JobStatistics,
+    is_timing_tag,
+)
+from rankscribe.jobview.job.verdicts._straggler_verdicts import (
+    VerdictSettings,
+    straggler_records,
+    straggler_verdicts,
+)
+from rankscribe.jobview.job.verdicts._stragglers import StragglerEvidence, row_medians
+from rankscribe.jobview.job.verdicts._verdicts import (
+    DenseSeries,
+    _stops,
+    dense_series,
+    timing_evidence,
+    untimed_ranks,
+)
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+__all__ = ["SKEW_TAG", "SLOWEST_RANK_TAG", "LiveVerdicts"]
+
+# log2(ratio) histogram: 0.02 wide bins (1.4 % of a ratio) from 1/16x to 16x.
+_BIN_WIDTH = 0.02
+_BIN_LIMIT = 4.0
+_BINS = int(2 * _BIN_LIMIT / _BIN_WIDTH) + 1
+SLOWEST_RANK_TAG = f"{STEP_TIME_TAG}/slowest_rank"
+SKEW_TAG = f"{STEP_TIME_TAG}/skew"
+NONE = -1
+
+
+def _bin_of(log_ratio: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+    clipped = np.clip(
+        np.nan_to_num(log_ratio, nan=0.0, posinf=_BIN_LIMIT, neginf=-_BIN_LIMIT),
+        -_BIN_LIMIT,
+        _BIN_LIMIT,
+    )
+    return np.rint((clipped + _BIN_LIMIT) / _BIN_WIDTH).astype(np.int64)
+
+
+def _histogram_median(histogram: npt.NDArray[np.int64]) -> float | None:
+    total = int(histogram.sum())
+    if total == 0:
+        return None
+    index = int(np.searchsorted(np.cumsum(histogram), (total + 1) / 2))
+    return float(2.0 ** (index * _BIN_WIDTH - _BIN_LIMIT))
+
+
+def _ratio(
+    values: npt.NDArray[np.float64], reference: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    """values / reference, where 0/0 is a ratio of 1 and x/0 is infinite."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(reference > 0, values / reference, np.where(values > 0, np.inf, 1.0))
+
+
+@dataclass
+class _TimingEvidence:
+    """One timing tag's per-step skew and slowest rank, for the job's curves (bounded)."""
+
+    contested: int = 0
+    slowest: dict[int, int] = field(default_factory=dict)
+    skews: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(_BINS, np.int64))
+
+    def add(
+        self, dense: DenseSeries
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+        """Fold in these steps; return (steps, skew, slowest rank) of the contested ones."""
+        values = dense.values
+        present = ~np.isnan(values)
+        contested = present.sum(axis=1) >= 2
+        values, steps = values[contested], dense.steps[contested]
+        if len(values) == 0:
+            empty = np.empty(0, dtype=np.int64)
+            return empty, np.empty(0), empty
+        self.contested += len(values)
+        column = np.argmax(np.where(np.isnan(values), -np.inf, values), axis=1)
+        slowest = dense.ranks[column]
+        for rank, wins in zip(*np.unique(slowest, return_counts=True), strict=True):
+            self.slowest[int(rank)] = self.slowest.get(int(rank), 0) + int(wins)
+        top = values[np.arange(len(values)), column]
+        skew = _ratio(top, row_medians(values))
+        with np.errstate(divide="ignore"):
+            np.add.at(self.skews, _bin_of(np.log2(skew)), 1)
+        return steps, skew, slowest
+
+
+@dataclass
+class LiveVerdicts:
+    """The verdicts so far, from bounded state (``docs/job-view.md``, "Live")."""
+
+    world_size: int
+    last_steps: dict[int, int] = field(default_factory=dict)
+    nonfinite_loss: dict[int, int] = field(default_factory=dict)
+    timings: dict[str, _TimingEvidence] = field(default_factory=dict)
+    #: The straggler rule's own evidence (job/verdicts/_stragglers.py), merged interval by interval.
+    stragglers: StragglerEvidence = field(default_factory=StragglerEvidence)
+    divergence: str = "no_fingerprints"
+    fingerprint_ranks: set[int] = field(default_factory=set)
+    #: Ranks with at least one timing point (the others: ``job/untimed_ranks``).
+    timed_ranks: set[int] = field(default_factory=set)
+    diverged: dict[int, int] = field(default_factory=dict)
+    missing_now: list[int] = field(default_factory=list)
+    #: The straggler thresholds (may be replaced while the job runs).
+    settings: VerdictSettings = field(default_factory=VerdictSettings)
+
+    def add(self, written: Partial) -> list[Curve]:
+        """Fold in the written part of an interval; return its per-step derived curves."""
+        for rank, step in written.last_steps.items():
+            self.last_steps[rank] = max(step, self.last_steps.get(rank, -1))
+        for rank, step in written.nonfinite_loss.items():
+            self.nonfinite_loss[rank] = min(step, self.nonfinite_loss.get(rank, step))
+        curves: list[Curve] = []
+        # An interval is a block of steps with every rank's timings: the same rule as at
+        # the end of a run without a live view (docs/job-view.md, "Stragglers").
+        self.stragglers.merge(timing_evidence(written.job_statistics()))
+        for tag, ranks in written.per_rank.items():
+            if tag == FINGERPRINT_TAG:
+                curves.extend(self._add_fingerprints(dense_series(ranks)))
+            elif is_timing_tag(tag):
+                self.timed_ranks.update(rank for rank, (steps, _) in ranks.items() if len(steps))
+                evidence = self.timings.setdefault(tag, _TimingEvidence())
+                steps, skew, slowest = evidence.add(dense_series(ranks))
+                if tag == STEP_TIME_TAG and len(steps):
+                    curves.append(Curve(SLOWEST_RANK_TAG, steps, slowest.astype(np.float64)))
+                    curves.append(Curve(SKEW_TAG, steps, skew))
+        return curves
+
+    def _add_fingerprints(self, dense: DenseSeries) -> list[Curve]:
+        if len(dense.steps) == 0:
+            return []
+        self.fingerprint_ranks.update(dense.ranks.tolist())
+        values = dense.values
+        present = ~np.isnan(values)
+        ordered = np.sort(values, axis=1)
+        changes = (ordered[:, 1:] != ordered[:, :-1]) & ~np.isnan(ordered[:, 1:])
+        distinct = (present.any(axis=1) + changes.sum(axis=1)).astype(np.float64)
+        curves = [
+            Curve(f"{FINGERPRINT_TAG}/ranks", dense.steps, present.sum(axis=1).astype(float)),
+            Curve(f"{FINGERPRINT_TAG}/distinct", dense.steps, distinct),
+        ]
+        rows = np.arange(len(values))
+        if self.divergence in ("no_fingerprints", "one_rank", "no_common_step"):
+            if len(self.fingerprint_ranks) < 2:
+                self.divergence = "one_rank"
+                return curves
+            complete = np.flatnonzero(present.all(axis=1))
+            if values.shape[1] < 2 or len(complete) == 0:
+                self.divergence = "no_common_step"
+                return curves
+            start = int(complete[0])
+            first = values[start]
+            if not bool(np.all(first == first[0])):
+                self.divergence = "ranks_differ_at_start"
+                return curves
+            self.divergence = "checked"
+            rows = rows[start + 1 :]
+        if self.divergence == "checked" and len(rows):
+            self._majority(dense, rows)
+        return curves
+
+    def _majority(self, dense: DenseSeries, rows: npt.NDArray[np.int64]) -> None:
+        values = dense.values[rows]
+        present = ~np.isnan(values)
+        counts = present.sum(axis=1)
+        ordered = np.sort(values, axis=1)
+        middle = ordered[np.arange(len(ordered)), np.maximum(counts - 1, 0) // 2]
+        agree = values == middle[:, None]
+        has_majority = 2 * agree.sum(axis=1) > counts
+        left = present & ~(agree & has_majority[:, None])
+        for column in np.flatnonzero(left.any(axis=0)).tolist():
+            rank = int(dense.ranks[column])
+            if rank not in self.diverged:
+                self.diverged[rank] = int(dense.steps[rows[int(np.argmax(left[:, column]))]])
+
+    def straggler_records(self) -> list[dict[str, object]]:
+        """The straggler verdict records so far (``docs/job-view.md``, "Verdict records")."""
+        return straggler_records(self.stragglers, self.settings)
+
+    def verdicts(self) -> dict[str, float | int | str]:
+        """The ``user_defined`` keys of the job so far (as in ``docs/job-view.md``)."""
+        reported = sorted(rank for rank, step in self.last_steps.items() if step >= 0)
+        absent = missing_ranges(reported, self.world_size)
+        absent_text = ranges_text(_merge_runs(absent, self.missing_now))
+        verdicts: dict[str, float | int | str] = {
+            "job/ranks_reported": len(reported),
+            "job/missing_ranks": absent_text,
+            "job/straggler_rank": NONE,
+        }
+        step_times = self.timings.get(STEP_TIME_TAG)
+        if step_times is not None:
+            skew = _histogram_median(step_times.skews)
+            if skew is not None:
+                verdicts["job/step_time_skew"] = skew
+        verdicts.update(straggler_verdicts(self.stragglers, self.settings))
+        verdicts.update(untimed_ranks(reported, self.timed_ranks))
+        verdicts["job/divergence_check"] = self.divergence
+        verdicts["job/diverged_ranks"] = ranges_text(sorted(self.diverged))
+        verdicts["job/diverged_first_step"] = min(self.diverged.values(), default=NONE)
+        for rank, step in sorted(self.diverged.items()):
+            verdicts[f"job/diverged_step/{rank}"] = step
+        verdicts["job/nonfinite_loss_ranks"] = ranges_text(sorted(self.nonfinite_loss))
+        verdicts["job/nonfinite_loss_first_step"] = min(self.nonfinite_loss.values(), default=NONE)
+        for rank, step in sorted(self.nonfinite_loss.items()):
+            verdicts[f"job/nonfinite_loss_step/{rank}"] = step
+        last = {rank: self.last_steps[rank] for rank in reported}
+        for rank, step in last.items():
+            verdicts[f"job/last_step/{rank}"] = step
+        verdicts.update(_stops(JobStatistics(last_steps=dict(last))))
+        return {key: _int32(value) for key, value in verdicts.items()}
+
+
+def _int32(value: float | int | str) -> float | int | str:
+    """A user_defined int is int32 on the wire: a larger step is kept as a float."""
+    if isinstance(value, int) and not -(2**31) <= value <= 2**31 - 1:
+        return float(value)
+    return value
+
+
+def _merge_runs(runs: list[tuple[int, int]], extra: Sequence[int]) -> list[tuple[int, int]]:
+    merged = sorted(runs + [(rank, rank) for rank in extra])
+    result: list[tuple[int, int]] = []
+    for first, last in merged:
+        if result and first <= result[-1][1] + 1:
+            result[-1] = (result[-1][0], max(result[-1][1], last))
+        else:
+            result.append((first, last))
+    return result

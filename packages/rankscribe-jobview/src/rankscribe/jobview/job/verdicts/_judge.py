@@ -1,0 +1,206 @@
+"""The one door to the straggler rule for timing arrays: :func:`judge_timings`.
+
+The benchmark (``tools/bench/detection.py``), the live view, the offline
+merge and people with timings from other tools judge the same way: per-rank,
+per-step arrays in, verdict records out (``docs/job-view.md``, "Judging
+timings from anywhere"). The arrays become :class:`StragglerEvidence` (bounded
+and mergeable), which :func:`straggler_records` judges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rankscribe.jobview.errors import JobViewParamTypeError, JobViewParamValueError
+from rankscribe.jobview.job._statistics import (
+    DATA_WAIT_TAG,
+    FORWARD_TIME_TAG,
+    SECTION_TAG_PREFIX,
+    STEP_TIME_TAG,
+)
+from rankscribe.jobview.job.verdicts._straggler_verdicts import VerdictSettings, straggler_records
+from rankscribe.jobview.job.verdicts._stragglers import StragglerEvidence, row_medians
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+__all__ = ["judge_timings", "timing_tag", "timings_evidence"]
+
+_SHORT_NAMES = {
+    "forward": FORWARD_TIME_TAG,
+    "data_wait": DATA_WAIT_TAG,
+    "step_time": STEP_TIME_TAG,
+}
+
+
+def timing_tag(name: str) -> str:
+    """The recorded tag of a timing name: ``forward`` -> ``rankscribe/forward_time``,
+    ``section/<n>`` -> ``rankscribe/section/<n>``; any other name is kept as it is."""
+    if not isinstance(name, str):
+        raise JobViewParamTypeError(f"name must be a str, got {type(name).__name__}")
+    if name in _SHORT_NAMES:
+        return _SHORT_NAMES[name]
+    if name.startswith("section/"):
+        return SECTION_TAG_PREFIX + name.removeprefix("section/")
+    return name
+
+
+def _table(name: str, value: Any, shape: tuple[int, int] | None) -> npt.NDArray[np.float64]:
+    try:
+        table = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise JobViewParamTypeError(
+            f"{name} must be a (ranks, steps) array of seconds, got {type(value).__name__}"
+        ) from None
+    if table.ndim != 2 or (shape is not None and table.shape != shape):
+        expected = f"{shape}" if shape is not None else "(ranks, steps)"
+        raise JobViewParamValueError(
+            f"{name} must be a {expected} array of seconds (NaN: no point), got shape {table.shape}"
+        )
+    if bool(np.any(np.isinf(table))) or bool(np.any(table < 0)):
+        raise JobViewParamValueError(
+            f"{name} must hold finite seconds >= 0 (NaN: no point); it holds a negative "
+            f"or infinite value"
+        )
+    return table
+
+
+def _step_scale(
+    step_time: Any, tables: Mapping[str, npt.NDArray[np.float64]], shape: tuple[int, int]
+) -> npt.NDArray[np.float64]:
+    """The job's step time at each step: the median over the ranks."""
+    if step_time is None:
+        # Without a step time: the ranks' median of the timings' sum at each step.
+        total = np.zeros(shape)
+        for table in tables.values():
+            total += np.nan_to_num(table)
+        return row_medians(total.T)
+    try:
+        scale = np.asarray(step_time, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise JobViewParamTypeError(
+            f"step_time must be a (ranks, steps) or (steps,) array of seconds, "
+            f"got {type(step_time).__name__}"
+        ) from None
+    if scale.shape == shape:
+        return row_medians(scale.T)
+    if scale.shape == (shape[1],):
+        return scale
+    raise JobViewParamValueError(
+        f"step_time must be a {shape} or ({shape[1]},) array of seconds, got shape {scale.shape}"
+    )
+
+
+def timings_evidence(
+    timings: Mapping[str, npt.ArrayLike],
+    *,
+    step_time: npt.ArrayLike | None = None,
+    steps: npt.ArrayLike | None = None,
+    ranks: npt.ArrayLike | None = None,
+) -> StragglerEvidence:
+    """The bounded, mergeable evidence of timing arrays (what :func:`judge_timings` judges).
+
+    Evidence of consecutive windows, or of groups of ranks, merges
+    (``StragglerEvidence.merge``) into the evidence of the whole.
+    Arguments as for :func:`judge_timings`.
+    """
+    if not isinstance(timings, Mapping) or not timings:
+        raise JobViewParamTypeError(
+            f"timings must be a non-empty mapping of timing name to a (ranks, steps) array, "
+            f"got {timings!r:.80}"
+        )
+    shape: tuple[int, int] | None = None
+    tables: dict[str, npt.NDArray[np.float64]] = {}
+    for name, value in timings.items():
+        if not isinstance(name, str) or not name:
+            raise JobViewParamTypeError(f"timings keys must be non-empty str, got {name!r}")
+        tables[name] = _table(f"timings[{name!r}]", value, shape)
+        shape = tables[name].shape
+    assert shape is not None
+    step_numbers = _steps(steps, shape[1])
+    rank_numbers = _ranks(ranks, shape[0])
+    scale = _step_scale(step_time, tables, shape)
+    evidence = StragglerEvidence()
+    if shape[1] == 0:
+        return evidence
+    for name, table in tables.items():
+        evidence.add_timings(timing_tag(name), step_numbers, rank_numbers, table.T, scale)
+    return evidence
+
+
+def _steps(steps: Any, count: int) -> npt.NDArray[np.int64]:
+    if steps is None:
+        return np.arange(count, dtype=np.int64)
+    numbers = np.asarray(steps)
+    if (
+        numbers.shape != (count,)
+        or not np.issubdtype(numbers.dtype, np.integer)
+        or (count > 1 and not bool(np.all(np.diff(numbers) > 0)))
+    ):
+        raise JobViewParamValueError(
+            f"steps must be {count} increasing ints (one per column of the timings), "
+            f"got {steps!r:.80}"
+        )
+    return numbers.astype(np.int64)
+
+
+def _ranks(ranks: Any, count: int) -> list[int]:
+    if ranks is None:
+        return list(range(count))
+    numbers = np.asarray(ranks)
+    if (
+        numbers.shape != (count,)
+        or not np.issubdtype(numbers.dtype, np.integer)
+        or len(np.unique(numbers)) != count
+        or (count and int(numbers.min()) < 0)
+    ):
+        raise JobViewParamValueError(
+            f"ranks must be {count} distinct ints >= 0 (one per row of the timings), "
+            f"got {ranks!r:.80}"
+        )
+    return [int(rank) for rank in numbers]
+
+
+def judge_timings(
+    timings: Mapping[str, npt.ArrayLike],
+    *,
+    step_time: npt.ArrayLike | None = None,
+    steps: npt.ArrayLike | None = None,
+    ranks: npt.ArrayLike | None = None,
+    settings: VerdictSettings | None = None,
+) -> list[dict[str, Any]]:
+    """Judge per-rank, per-step timings: the straggler verdict records, costliest first.
+
+    Args:
+        timings: timing name -> a ``(ranks, steps)`` array of seconds (NaN:
+            no point). Names: ``forward``, ``data_wait``, ``step_time``,
+            ``section/<name>`` (the collector's timings), or any other name
+            (kept as it is).
+        step_time: the wall step time, ``(ranks, steps)`` or ``(steps,)``:
+            the cost is a share of the job's step time (the median over the
+            ranks at each step). Without it, the ranks' median of the
+            timings' sum at each step stands in.
+        steps: the step number of each column (increasing ints; default
+            ``0, 1, ...``): a verdict's ``since_step`` is one of them.
+        ranks: the rank of each row (distinct ints; default ``0, 1, ...``).
+        settings: the thresholds (default ``VerdictSettings()``).
+
+    Returns:
+        One record per timing that names a rank, as plain JSON-ready dicts
+        (``docs/job-view.md``, "Verdict records"): ``kind``, ``ranks``,
+        ``timing``, ``cost_seconds_per_step``, ``cost_share``, ``since_step``,
+        ``persistent``, ``share_of_steps``, ``top``, ``message``, ...
+
+    Raises:
+        JobViewParamTypeError, JobViewParamValueError: a malformed argument
+            (named in the message).
+    """
+    if settings is not None and not isinstance(settings, VerdictSettings):
+        raise JobViewParamTypeError(
+            f"settings must be a VerdictSettings or None, got {type(settings).__name__}"
+        )
+    evidence = timings_evidence(timings, step_time=step_time, steps=steps, ranks=ranks)
+    return straggler_records(evidence, settings)

@@ -1,0 +1,173 @@
+"""The job's verdicts as sentences (``rankscribe-lineage show``, the report, the examples).
+
+Re-exported by :mod:`rankscribe.jobview`; the keys are described in
+``docs/job-view.md`` ("Verdicts"). A key holding an unexpected type (a damaged
+or hand-edited lineage) reads as unknown, never as an error.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rankscribe.jobview._checks import check_mapping
+from rankscribe.jobview.job._ranges import last_steps_text
+from rankscribe.jobview.job._statistics import SECTION_TAG_PREFIX
+from rankscribe.jobview.job.verdicts._machine import evidence_lines
+
+__all__ = ["live_verdict_lines", "timing_name", "verdict_lines"]
+
+
+def _ranks_phrase(text: Any) -> str:
+    """``rank 3``, ``ranks 1,3`` or ``ranks 1-3`` (a range is several ranks)."""
+    return f"ranks {text}" if "," in str(text) or "-" in str(text) else f"rank {text}"
+
+
+def _number(value: Any) -> float:
+    """A verdict's number, NaN when the key holds something else (a damaged lineage)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return float("nan")
+    return float(value)
+
+
+def _rank_number(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else -1
+
+
+def timing_name(tag: Any) -> str:
+    """A timing tag in words: ``rankscribe/data_wait`` -> "data wait"."""
+    text = str(tag)
+    if text.startswith(SECTION_TAG_PREFIX):
+        return f"section {text[len(SECTION_TAG_PREFIX) :]!r}"
+    return text.removeprefix("rankscribe/").replace("_", " ")
+
+
+def _seconds(value: float) -> str:
+    if abs(value) >= 1.0:
+        return f"{value:.2f} s"
+    if abs(value) >= 1e-3:
+        return f"{value * 1e3:.1f} ms"
+    return f"{value * 1e6:.0f} us"
+
+
+def _straggler_lines(user_defined: Mapping[str, Any]) -> list[str]:
+    straggler = _rank_number(user_defined.get("job/straggler_rank", -1))
+    skew = _number(user_defined.get("job/step_time_skew"))
+    skew_text = f"; step-time skew {skew:.2f}" if not math.isnan(skew) else ""
+    if straggler < 0:
+        return [f"straggler: none{skew_text}"]
+    message = user_defined.get("job/straggler_message")
+    if isinstance(message, str) and message:
+        lines = [f"straggler: {message}{skew_text}"]
+    else:
+        # A lineage from before the cost was recorded: its excess and share (each left
+        # out when missing or damaged, never printed as nan).
+        share = _number(user_defined.get("job/straggler_slowest_share"))
+        excess = _number(user_defined.get("job/straggler_excess"))
+        timing = user_defined.get("job/straggler_timing")
+        by = f", by {timing_name(timing)}" if isinstance(timing, str) and timing else ""
+        measures = []
+        if not math.isnan(share):
+            measures.append(f"slowest in {share:.0%} of the steps")
+        if not math.isnan(excess):
+            measures.append(f"{excess:.0%} slower than the faster ranks step by step")
+        told = ", ".join(measures) if measures else "no measure recorded"
+        lines = [f"straggler: rank {straggler} ({told}{by}){skew_text}"]
+    ranks = [item for item in str(user_defined.get("job/straggler_ranks", "")).split(",") if item]
+    if len(ranks) > 1:
+        details = "; ".join(_rank_detail(user_defined, rank) for rank in ranks)
+        lines.append(f"stragglers: ranks {','.join(ranks)} ({details})")
+    return lines
+
+
+def _rank_detail(user_defined: Mapping[str, Any], rank: str) -> str:
+    """One rank of a slow group: its cost, else its excess, by its timing; what a
+    damaged lineage lacks is left out."""
+    timing = user_defined.get(f"job/straggler_timing/{rank}")
+    by = f" by {timing_name(timing)}" if isinstance(timing, str) and timing else ""
+    cost = _number(user_defined.get(f"job/straggler_cost_seconds/{rank}"))
+    if not math.isnan(cost):
+        share = _number(user_defined.get(f"job/straggler_cost_share/{rank}"))
+        of_step = f" ({share:.0%})" if not math.isnan(share) else ""
+        return f"rank {rank} costs {_seconds(cost)} a step{of_step}{by}"
+    excess = _number(user_defined.get(f"job/straggler_excess/{rank}"))
+    if not math.isnan(excess):
+        return f"rank {rank} {excess:.0%} slower{by}"
+    return f"rank {rank}{by} (no measure recorded)"
+
+
+def verdict_lines(user_defined: Mapping[str, Any]) -> list[str]:
+    """The verdicts among a merged lineage's ``user_defined`` keys, as sentences.
+
+    Empty when the lineage holds no job verdict (a single-process run). A key
+    holding an unexpected type (a damaged or hand-edited lineage) reads as
+    unknown, never as an error.
+    """
+    check_mapping("user_defined", user_defined)
+    if not any(str(key).startswith("job/") for key in user_defined):
+        return []
+    lines = _straggler_lines(user_defined) + evidence_lines(user_defined)
+    check = user_defined.get("job/divergence_check", "no_fingerprints")
+    diverged = user_defined.get("job/diverged_ranks", "")
+    if diverged:
+        firsts = ", ".join(
+            f"rank {rank} at step {user_defined.get(f'job/diverged_step/{rank}', '?')}"
+            for rank in str(diverged).split(",")
+        )
+        lines.append(f"divergence: {firsts}")
+    elif check == "checked":
+        lines.append("divergence: none (the ranks' parameters agree)")
+    else:
+        lines.append(f"divergence: not checked ({str(check).replace('_', ' ')})")
+    nonfinite = user_defined.get("job/nonfinite_loss_ranks", "")
+    if nonfinite:
+        firsts = ", ".join(
+            f"rank {rank} at step {user_defined.get(f'job/nonfinite_loss_step/{rank}', '?')}"
+            for rank in str(nonfinite).split(",")
+        )
+        lines.append(f"non-finite loss: {firsts}")
+    stopped = _rank_number(user_defined.get("job/stopped_first_rank", -1))
+    evidence = user_defined.get("job/stopped_first_evidence", "")
+    if stopped >= 0:
+        how = " (reported by the launcher)" if evidence == "launcher" else ""
+        lines.append(
+            f"stopped first: rank {stopped} at step "
+            f"{user_defined.get('job/stopped_first_step')}{how} "
+            f"(stopped early: {_ranks_phrase(user_defined.get('job/stopped_early_ranks'))})"
+        )
+    elif evidence == "undetermined":
+        lines.append(
+            f"stopped first: undetermined ("
+            f"{_ranks_phrase(user_defined.get('job/stopped_first_tied_ranks', '?'))} "
+            f"stopped at step {user_defined.get('job/stopped_first_step')}; nothing tells "
+            f"them apart)"
+        )
+    untimed = user_defined.get("job/untimed_ranks", "")
+    if untimed:
+        lines.append(
+            f"no timing: {_ranks_phrase(untimed)} (step times off: not judged as stragglers)"
+        )
+    missing = user_defined.get("job/missing_ranks", "")
+    if missing:
+        lines.append(f"missing: {_ranks_phrase(missing)}")
+    return lines
+
+
+def live_verdict_lines(records: Sequence[Any], verdicts: Mapping[str, Any]) -> list[str]:
+    """A live job's verdicts as sentences: ``show`` prints them, TensorBoard's text holds them.
+
+    ``records``: the live view's verdict records (the straggler rule's on the
+    recent steps; one without a text ``message`` is left out); ``verdicts``: its
+    ``job/`` keys so far (:func:`verdict_lines`), then each rank's last step.
+    """
+    lines = [
+        f"{record.get('kind', 'verdict')} (recent steps): {record['message']}"
+        for record in records
+        if isinstance(record, Mapping) and isinstance(record.get("message"), str)
+    ]
+    lines.extend(verdict_lines(verdicts))
+    last = last_steps_text(verdicts)
+    if last:
+        lines.append(f"last step: {last}")
+    return lines

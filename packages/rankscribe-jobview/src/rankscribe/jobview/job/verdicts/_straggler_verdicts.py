@@ -1,0 +1,558 @@
+"""The straggler verdict: thresholds, the judgement of the evidence, records and lineage keys.
+
+``docs/job-view.md`` ("Straggler", "Verdict records") describes the rule. Per
+timing and rank, over the evidence's blocks
+(:mod:`rankscribe.jobview.job.verdicts._stragglers`): the onset
+is the block from which its excess to the end is clearest (the sum over the
+square root of the steps: a change point); over the steps since then the rank is named when
+its cost (mean excess, seconds and share of the step) reaches the floor, its
+excess reaches the floor in more than half the steps (the median excess: stalls
+of a few ms in some steps raise the mean, not this; in at least half for a rank
+as noisy as the others, ``SHIFTED_SPREAD``) or, for a rank slow in
+fewer steps, its mean cost clears ``BURST_FLOORS`` floors or it is slow every
+k-th step (the Fourier component of its excess at that period: :func:`_periods`);
+and its mean excess is ``confidence`` standard errors above zero (more with many
+ranks: :func:`confidence_for`; for a rank slow in most steps, its variance moderated
+by the others': :func:`_moderated`). A node of
+several ranks named on one timing is one verdict; its cost is its costliest
+rank's (the job waits for the slowest of them each step).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rankscribe.jobview.errors import JobViewParamTypeError, JobViewParamValueError
+from rankscribe.jobview.job.verdicts._stragglers import (
+    ABOVE,
+    ABOVE_EDGES,
+    BELOW,
+    COUNT,
+    EDGES,
+    PERIODIC,
+    PERIODS,
+    REFERENCE,
+    SECONDS,
+    SHARE,
+    SLOWEST,
+    SQUARE,
+    StragglerEvidence,
+    TagEvidence,
+    tag_sums,
+)
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    FloatArray = npt.NDArray[np.float64]
+    IntArray = npt.NDArray[np.int64]
+
+__all__ = ["VerdictSettings", "straggler_records", "straggler_verdicts", "timing_label"]
+
+_NONE = -1
+#: A cost judged by its mean must clear the floor by this many standard errors.
+FLOOR_ERRORS = 1.0
+#: A steady rank's own variance is pooled with the median rank's as if that were this
+#: many more steps of evidence (:func:`_moderated`).
+NOISE_STEPS = 50.0
+#: ... for a timing whose noise is at most this share of its size (near normal).
+NORMAL_SPREAD = 0.25
+#: ... and for a rank whose spread is at most this many times the median rank's.
+LIKE_NOISE = 2.0
+#: ... and the rank's excess must reach the floor in more than half of the steps, by
+#: this many standard errors of a sign test (its median excess clears the floor):
+#: material in most steps, not a mean raised by stalls in some.
+MATERIAL_ERRORS = 0.5
+#: ... or in at least half of its steps (no margin) for a rank whose spread is at most this
+#: many times the median rank's: a rank shifted as a whole, not stalled in some steps (a
+#: stalled rank's stalls widen its spread several times the others').
+SHIFTED_SPREAD = 1.5
+#: A rank slow in fewer than half of its steps (every k-th step, stalls) is named only
+#: when its mean cost clears this many floors (by ``FLOOR_ERRORS`` standard errors): a
+#: rank descheduled now and then on a busy machine costs a few percent, not this.
+BURST_FLOORS = 5.0
+#: ``confidence`` holds for up to this many ranks judged at once; with more, the bar rises
+#: so that the chance of naming some clean rank stays what it is at this many.
+CONFIDENCE_RANKS = 64
+
+
+def confidence_for(confidence: float, ranks: int) -> float:
+    """The bar for ``ranks`` ranks judged at once: ``confidence`` up to ``CONFIDENCE_RANKS``,
+    then ``sqrt(confidence**2 + 2 ln(ranks / CONFIDENCE_RANKS))`` (a normal tail's chance
+    divided by ``ranks / CONFIDENCE_RANKS``: the many comparisons of a large job)."""
+    extra = 2.0 * math.log(max(ranks / CONFIDENCE_RANKS, 1.0))
+    return math.sqrt(confidence * confidence + extra)
+
+
+@dataclass(frozen=True)
+class VerdictSettings:
+    """The thresholds of the straggler verdict (``docs/job-view.md``, "Straggler").
+
+    Attributes:
+        cost_floor_share: a rank is named only when it costs at least this
+            share of the job's step (0.02: 2 %), and its excess reaches it in
+            most of its steps (or its cost reaches 5 times it).
+        cost_floor_seconds: ... and at least this many seconds a step.
+        confidence: ... and its mean excess is this many standard errors
+            above zero (the evidence is clear), for a job of up to 64 ranks;
+            with more ranks judged at once the bar is
+            ``sqrt(confidence**2 + 2 ln(ranks / 64))`` (6.9 at 16,384 ranks at
+            the default), so a large job's many ranks do not raise its false
+            alarms.
+        min_steps: ... over at least this many steps since its onset.
+        persistent_share: a verdict is persistent (chronic) when the rank was
+            slow in at least this share of the steps since its onset and has no
+            period; else a burst (or intermittent, slow every k-th step).
+        top_k: how many of the costliest ranks each verdict lists.
+
+    Raises:
+        JobViewParamValueError: a threshold out of its range (named in the message).
+    """
+
+    cost_floor_share: float = 0.02
+    cost_floor_seconds: float = 5e-5
+    confidence: float = 6.0
+    min_steps: int = 8
+    persistent_share: float = 0.5
+    top_k: int = 5
+
+    def __post_init__(self) -> None:
+        _check_number("cost_floor_share", self.cost_floor_share, 0.0, 1.0)
+        _check_number("cost_floor_seconds", self.cost_floor_seconds, 0.0, math.inf)
+        _check_number("confidence", self.confidence, 0.0, math.inf)
+        _check_number("persistent_share", self.persistent_share, 0.0, 1.0)
+        for name in ("min_steps", "top_k"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise JobViewParamValueError(f"{name} must be an int >= 1, got {value!r}")
+
+
+def _check_number(name: str, value: Any, low: float, high: float) -> None:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or not low <= value <= high
+    ):
+        bound = "" if math.isinf(high) else f" and <= {high:g}"
+        raise JobViewParamValueError(
+            f"{name} must be a finite number >= {low:g}{bound}, got {value!r}"
+        )
+
+
+@dataclass
+class _Judged:
+    """Per rank of one timing, judged over the steps since its onset."""
+
+    ranks: IntArray
+    named: npt.NDArray[np.bool_]
+    cost_seconds: FloatArray
+    cost_share: FloatArray
+    factor: FloatArray
+    since_step: IntArray
+    share_of_steps: FloatArray
+    slowest_share: FloatArray
+    steps: FloatArray
+    persistent: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    period: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+
+def _typical_variance(blocks: FloatArray) -> float:
+    """The median rank's variance of the excess share over the whole evidence (its noise)."""
+    whole = blocks.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        whole_mean = whole[:, SHARE] / whole[:, COUNT]
+        variance = whole[:, SQUARE] / whole[:, COUNT] - whole_mean * whole_mean
+    known = variance[~np.isnan(variance)]
+    return float(np.median(known)) if len(known) else 0.0
+
+
+def _spread(blocks: FloatArray, noise: float) -> float:
+    """The timing's noise as a share of its size: the median rank's standard deviation
+    of its excess over the median rank's reference (the others' median; both as shares
+    of the step). About 0.07 for a forward, 0.5 for a short data wait."""
+    whole = blocks.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        reference = whole[:, REFERENCE] / whole[:, COUNT]
+    known = reference[np.isfinite(reference)]
+    size = float(np.median(known)) if len(known) else 0.0
+    # ``noise`` is a difference of sums: a timing without noise can leave it just below 0.
+    return math.sqrt(max(noise, 0.0)) / size if size > 0 else math.inf
+
+
+def _moderated(variance: FloatArray, count: FloatArray, noise: float, spread: float) -> FloatArray:
+    """Each rank's variance of its excess, moderated by the median rank's ``noise``.
+
+    A few dozen steps estimate a rank's variance to 20 % or so, and the
+    largest of such estimates among many ranks are well above their truth: a
+    rank slow in most of its steps whose few outlying steps widen its spread
+    would not look clear. So, for such a rank (:func:`_steady`), its own
+    variance over ``count`` steps is pooled with the noise as if that were
+    ``NOISE_STEPS`` more steps of evidence (the moderated t-statistic of tests
+    over many units at once), never below the noise (a few steps since a
+    chosen onset can look steadier than the rank is). A burst, or a rank
+    stalled in some steps, is judged on its own spread: its spread is the
+    evidence that it is not steady.
+
+    Only for a timing whose noise is at most ``NORMAL_SPREAD`` of its size
+    (``spread``, :func:`_spread`): a compute section or a forward is near
+    normal, while a wait of a few hundred us that varies by half of itself is
+    skewed, and there the variances of a few dozen steps are no guide to each
+    other (its own spread stays). And only for a rank whose spread is at most
+    ``LIKE_NOISE`` times the others': a rank stalled now and then on a busy
+    core, slow in just over half of its steps, has a spread several times
+    theirs, and that is its own.
+    """
+    own = np.maximum(variance, noise)
+    if spread > NORMAL_SPREAD:
+        return own
+    with np.errstate(invalid="ignore"):
+        pooled = (count * variance + NOISE_STEPS * noise) / (count + NOISE_STEPS)
+    # A spread more than LIKE_NOISE times the others' is the rank's own, not chance.
+    alike = variance <= LIKE_NOISE * LIKE_NOISE * noise
+    moderated: FloatArray = np.where(alike, np.maximum(pooled, noise), own)
+    return moderated
+
+
+def _duty(mean: FloatArray, square: FloatArray, noise: float) -> FloatArray:
+    """The share of its steps in which each rank was slow, from the moments of its excess.
+
+    A rank slow by ``J`` in a share ``p`` of the steps has a mean excess
+    ``p J`` and, beyond the noise every rank has (``noise``: the median rank's
+    variance), a second moment ``p J**2``: ``p = mean**2 / (second moment -
+    noise)``. 1 for a chronic straggler, ``1/k`` for one slow every k-th step,
+    the burst's share for a burst.
+    """
+    with np.errstate(invalid="ignore", divide="ignore"):
+        beyond = np.maximum(square - noise, mean * mean)
+        duty = np.where(beyond > 0, mean * mean / beyond, 0.0)
+    clipped: FloatArray = np.clip(np.nan_to_num(duty), 0.0, 1.0)
+    return clipped
+
+
+def _steps_above(segment: FloatArray, floor: float) -> FloatArray:
+    """Per rank, the steps whose excess share was above ``floor``: the counts at the
+    evidence's edges (0 and ``EDGES``), linear between them, the last edge's beyond."""
+    edges = np.array((0.0, *EDGES))
+    counts = segment[:, [ABOVE, *range(ABOVE_EDGES, ABOVE_EDGES + len(EDGES))]]
+    # The same weights for every rank: np.interp of each row at ``floor``.
+    weights = np.array([np.interp(floor, edges, np.eye(len(edges))[i]) for i in range(len(edges))])
+    above: FloatArray = counts @ weights
+    return above
+
+
+def _steady(
+    segment: FloatArray, floor: float, shifted: npt.NDArray[np.bool_]
+) -> npt.NDArray[np.bool_]:
+    """Per rank: its excess is above ``floor`` in more than half of its steps, by
+    ``MATERIAL_ERRORS`` standard errors of a sign test (its median excess clears the floor);
+    or, for a rank whose spread is like the others' (``shifted``: at most
+    ``SHIFTED_SPREAD`` times the median rank's, in a job of three ranks or more), in at
+    least half of them.
+
+    The margin guards against a rank stalled now and then on a busy core, whose stalls
+    lift it above the floor in nearly half of its steps; its stalls also widen its spread
+    several times the others', so a rank as noisy as they are is not that rank. At 16,384
+    ranks a rank 10 % slower in its forward costs 2.5-3.5 % of the step, its excess is
+    above a 2 % floor in 55-65 % of its steps, and over 50 steps the margin alone held
+    back about one run in 50. Two ranks cannot be told apart so: each one's excess is the
+    other's negated, and their spreads are one.
+
+    Steps whose excess is above the last of ``EDGES`` (10 % of the step) are set aside
+    when the floor is below half of it: a stall of several ms, or a slowness far above
+    the floor that the mean (``BURST_FLOORS``) judges; a run of stalls that the onset
+    happens to start at must not make the usual steps look slow.
+    """
+    above = _steps_above(segment, floor)
+    count = segment[:, COUNT]
+    cap = EDGES[-1]
+    if floor < cap / 2:
+        beyond = segment[:, ABOVE_EDGES + len(EDGES) - 1]
+        above, count = above - beyond, count - beyond
+    margin = np.where(shifted, 0.0, MATERIAL_ERRORS)
+    with np.errstate(invalid="ignore"):
+        steady: npt.NDArray[np.bool_] = (count > 0) & (
+            2 * above - count >= margin * np.sqrt(np.maximum(count, 0.0))
+        )
+    return steady
+
+
+def _periods(segment: FloatArray, bar: float) -> IntArray:
+    """Per rank, the k of ``PERIODS`` at which it is slow every k-th step (0: none).
+
+    The excess's Fourier component at period k (``C``: the mean of the excess
+    share weighted by ``exp(2 pi i step / k)``) against what independent steps
+    give: ``n |C|^2`` over the second moment of the excess is exponential with
+    mean 1 for a rank without a period, so it must reach the tail of a normal
+    at ``bar`` (``bar^2 / 2 + ln(bar) + 1``). A rank slow every k-th step has
+    the components of every multiple of ``1/k`` (every 8th: the 8th, the 4th
+    and the 2nd); the largest such k is its period.
+    """
+    count = segment[:, COUNT]
+    threshold = bar * bar / 2 + math.log(max(bar, 1.0)) + 1.0
+    periods = np.zeros(len(segment), dtype=np.int64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        second = segment[:, SQUARE] / count
+        for offset, period in enumerate(PERIODS):  # the largest k last: it wins
+            cosine = segment[:, PERIODIC + 2 * offset] / count
+            sine = segment[:, PERIODIC + 2 * offset + 1] / count
+            power = count * (cosine * cosine + sine * sine) / second
+            periods[np.nan_to_num(power) >= threshold] = period
+    return periods
+
+
+def _judge_tag(part: TagEvidence, settings: VerdictSettings) -> _Judged:
+    blocks = part.blocks  # (ranks, blocks, fields)
+    # The onset: the block from which the excess to the end is the clearest (its sum
+    # over the square root of its steps: the change-in-mean statistic).
+    suffix = np.cumsum(blocks[:, ::-1, SHARE], axis=1)[:, ::-1]
+    steps_after = np.cumsum(blocks[:, ::-1, COUNT], axis=1)[:, ::-1]
+    clarity = np.where(steps_after > 0, suffix / np.sqrt(np.maximum(steps_after, 1.0)), -np.inf)
+    onset = np.argmax(clarity, axis=1)
+    width = blocks.shape[1]
+    after = np.arange(width)[None, :] >= onset[:, None]
+    segment = np.where(after[..., None], blocks, 0.0).sum(axis=1)  # (ranks, fields)
+    count = segment[:, COUNT]
+    noise = _typical_variance(blocks)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = segment[:, SHARE] / count
+        seconds = segment[:, SECONDS] / count
+        variance = np.maximum(segment[:, SQUARE] / count - mean * mean, 0.0)
+        # Never less than the median rank's noise: a few steps since a chosen onset
+        # can look steadier than the rank is.
+        error = np.sqrt(np.maximum(variance, noise) / np.maximum(count - 1, 1))
+        strength = np.where(error > 0, mean / error, np.where(mean > 0, np.inf, 0.0))
+        # For a rank slow in most of its steps: its spread moderated by the noise.
+        steady_error = np.sqrt(
+            _moderated(variance, count, noise, _spread(blocks, noise)) / np.maximum(count - 1, 1)
+        )
+        steady_strength = np.where(
+            steady_error > 0, mean / steady_error, np.where(mean > 0, np.inf, 0.0)
+        )
+        # A sign test beside the mean's: one spike (clipped at a step) inflates the
+        # standard error of a few dozen steps, never the count of steps above the others.
+        signs = segment[:, ABOVE] + segment[:, BELOW]
+        sign_strength = np.where(
+            signs > 0, (segment[:, ABOVE] - segment[:, BELOW]) / np.sqrt(signs), 0.0
+        )
+        factor = 1.0 + segment[:, SHARE] / segment[:, REFERENCE]
+        share_of_steps = _duty(mean, segment[:, SQUARE] / count, noise)
+        slowest_share = segment[:, SLOWEST] / count
+    floor = settings.cost_floor_share
+    bar = confidence_for(settings.confidence, len(part.ranks))
+    # Clear by the mean: its cost clears the floor by FLOOR_ERRORS standard errors too,
+    # so a difference that sits near the floor is not named half the time.
+    by_mean = (strength >= bar) & (mean - FLOOR_ERRORS * error >= floor)
+    by_sign = (sign_strength >= bar) & (mean >= floor)
+    # Material in most steps: on a busy machine a rank descheduled for a few ms in some
+    # steps has a mean excess of several times its usual one; its median is unmoved.
+    # No margin for a rank as noisy as the others: shifted as a whole, not stalled. Not
+    # with two ranks: each one's excess is the other's negated, their spreads are one.
+    shifted = (len(part.ranks) > 2) & (variance <= SHIFTED_SPREAD * SHIFTED_SPREAD * noise)
+    steady = _steady(segment, floor, shifted)
+    # A rank slow in most of its steps is as noisy as the others but for chance: its
+    # variance moderated by theirs (a burst's, or a stalled rank's, spread is its own).
+    by_steady_mean = (
+        steady & (steady_strength >= bar) & (mean - FLOOR_ERRORS * steady_error >= floor)
+    )
+    large = mean - FLOOR_ERRORS * error >= BURST_FLOORS * floor
+    # Or slow every k-th step (a periodic extra work, not stalls at random): the period
+    # is clear and the cost clears the floor by FLOOR_ERRORS standard errors.
+    period = _periods(segment, confidence_for(settings.confidence, len(part.ranks) * len(PERIODS)))
+    periodic = (period > 0) & (mean - FLOOR_ERRORS * error >= floor)
+    material = steady | large | periodic
+    named = (
+        (count >= settings.min_steps)
+        & (seconds >= settings.cost_floor_seconds)
+        & material
+        & (by_mean | by_sign | by_steady_mean)
+    )
+    since = np.maximum((part.first_block + onset) * part.block_size, part.first_step)
+    clean = np.nan_to_num
+    return _Judged(
+        ranks=part.ranks,
+        named=named,
+        cost_seconds=clean(seconds),
+        cost_share=clean(mean),
+        factor=clean(factor, nan=1.0, posinf=np.inf),
+        since_step=since.astype(np.int64),
+        share_of_steps=clean(share_of_steps),
+        slowest_share=clean(slowest_share),
+        steps=count,
+        persistent=(clean(share_of_steps) >= settings.persistent_share) & ~periodic,
+        period=np.where(periodic, period, 0),
+    )
+
+
+def timing_label(tag: str) -> str:
+    """A timing tag as a verdict names it: ``rankscribe/forward_time`` -> ``forward``."""
+    if not isinstance(tag, str):
+        raise JobViewParamTypeError(f"tag must be a str, got {type(tag).__name__}")
+    known = {
+        "rankscribe/forward_time": "forward",
+        "rankscribe/data_wait": "data_wait",
+        "rankscribe/step_time": "step_time",
+    }
+    if tag in known:
+        return known[tag]
+    return tag.removeprefix("rankscribe/")
+
+
+def _seconds_text(seconds: float) -> str:
+    if abs(seconds) >= 1.0:
+        return f"{seconds:.2f} s"
+    if abs(seconds) >= 1e-3:
+        return f"{seconds * 1e3:.1f} ms"
+    return f"{seconds * 1e6:.0f} us"
+
+
+def _ordinal(number: int) -> str:
+    suffix = {2: "nd", 3: "rd"}.get(number, "th")
+    return f"{number}{suffix}"
+
+
+def _message(record: dict[str, Any]) -> str:
+    ranks = record["ranks"]
+    who = (
+        f"rank {ranks[0]} costs" if len(ranks) == 1 else (f"ranks {','.join(map(str, ranks))} cost")
+    )
+    words = record["timing"].replace("_", " ")
+    if record["timing"].startswith("section/"):
+        words = f"section {record['timing'].removeprefix('section/')!r}"
+    kind = "" if record["persistent"] else " (a burst)"
+    if record["period_steps"]:
+        kind = f" (intermittent: every {_ordinal(record['period_steps'])} step)"
+    return (
+        f"{who} {_seconds_text(record['cost_seconds_per_step'])} a step "
+        f"({record['cost_share']:.0%} of the step): {words} {record['factor']:.2f}x the others' "
+        f"median since step {record['since_step']}, in {record['share_of_steps']:.0%} of "
+        f"steps{kind}"
+    )
+
+
+def straggler_records(
+    evidence: StragglerEvidence, settings: VerdictSettings | None = None
+) -> list[dict[str, Any]]:
+    """The straggler verdicts of ``evidence``: one record per timing that names a rank.
+
+    Each record is a plain dict, ready for JSON (``docs/job-view.md``,
+    "Verdict records"): ``kind`` ("straggler"), ``ranks`` (most costly first),
+    ``timing``, ``tag``, ``cost_seconds_per_step``, ``cost_share``,
+    ``since_step``, ``persistent``, ``share_of_steps``, ``factor``,
+    ``slowest_share``, ``steps``, ``top`` (the costliest ranks of that timing,
+    named or not, with their costs) and ``message``. The costliest first.
+    """
+    return [record for record, _ in _judgements(evidence, settings)]
+
+
+_PerRank = dict[int, tuple[float, float, float]]
+
+
+def _judgements(
+    evidence: StragglerEvidence, settings: VerdictSettings | None
+) -> list[tuple[dict[str, Any], _PerRank]]:
+    """(record, rank -> (cost seconds, cost share, factor) of each named rank) per timing."""
+    settings = VerdictSettings() if settings is None else settings
+    records: list[tuple[dict[str, Any], _PerRank]] = []
+    for tag in evidence.tags:
+        part = tag_sums(evidence, tag)
+        if len(part.ranks) < 2:
+            continue
+        judged = _judge_tag(part, settings)
+        if not bool(judged.named.any()):
+            continue
+        order = np.lexsort((judged.ranks, -judged.cost_seconds))
+        named = [int(i) for i in order if judged.named[i]]
+        worst = named[0]
+        costly = [int(i) for i in order if judged.cost_seconds[i] > 0][: settings.top_k]
+        record: dict[str, Any] = {
+            "kind": "straggler",
+            "ranks": [int(judged.ranks[i]) for i in named],
+            "timing": timing_label(tag),
+            "tag": tag,
+            # A node of several ranks: the job waits for the slowest of them each step.
+            "cost_seconds_per_step": float(judged.cost_seconds[worst]),
+            "cost_share": float(judged.cost_share[worst]),
+            # The costliest rank's onset: its cost is the mean over the steps since.
+            "since_step": int(judged.since_step[worst]),
+            "persistent": bool(judged.persistent[worst]),
+            "period_steps": int(judged.period[worst]),
+            "share_of_steps": float(judged.share_of_steps[worst]),
+            "factor": float(judged.factor[worst]),
+            "slowest_share": float(judged.slowest_share[worst]),
+            "steps": int(judged.steps[worst]),
+            "top": [
+                {
+                    "rank": int(judged.ranks[i]),
+                    "cost_seconds_per_step": float(judged.cost_seconds[i]),
+                    "cost_share": float(judged.cost_share[i]),
+                }
+                for i in costly
+            ],
+        }
+        record["message"] = _message(record)
+        per_rank = {
+            int(judged.ranks[i]): (
+                float(judged.cost_seconds[i]),
+                float(judged.cost_share[i]),
+                float(judged.factor[i]),
+            )
+            for i in named
+        }
+        records.append((record, per_rank))
+    records.sort(key=lambda item: (-item[0]["cost_seconds_per_step"], item[0]["tag"]))
+    return records
+
+
+def straggler_verdicts(
+    evidence: StragglerEvidence, settings: VerdictSettings | None = None
+) -> dict[str, float | int | str]:
+    """The straggler keys of the merged lineage (``docs/job-view.md``, "Verdicts").
+
+    Led by the cost: ``job/straggler_cost_seconds`` and ``job/straggler_cost_share``
+    of the costliest named rank, then ``job/straggler_rank``, ``job/straggler_ranks``
+    (every named rank, a slow node whole), ``job/straggler_timing``, the onset,
+    persistence, the message, and per named rank its timing, cost and excess.
+    """
+    judgements = _judgements(evidence, settings)
+    verdicts: dict[str, float | int | str] = {}
+    if not judgements:
+        # The cost first, 0 when nobody is named: a live curve and a query see it always.
+        verdicts["job/straggler_cost_seconds"] = 0.0
+        verdicts["job/straggler_cost_share"] = 0.0
+        verdicts["job/straggler_rank"] = _NONE
+        verdicts["job/straggler_ranks"] = ""
+        verdicts["job/straggler_timing"] = ""
+        return verdicts
+    worst = judgements[0][0]
+    verdicts["job/straggler_cost_seconds"] = worst["cost_seconds_per_step"]
+    verdicts["job/straggler_cost_share"] = worst["cost_share"]
+    verdicts["job/straggler_rank"] = worst["ranks"][0]
+    # Each rank under its costliest timing.
+    by_rank: dict[int, tuple[float, float, float, str]] = {}
+    for record, per_rank in judgements:
+        for rank, (cost, share, factor) in per_rank.items():
+            if rank not in by_rank or cost > by_rank[rank][0]:
+                by_rank[rank] = (cost, share, factor, record["tag"])
+    verdicts["job/straggler_ranks"] = ",".join(str(rank) for rank in sorted(by_rank))
+    verdicts["job/straggler_timing"] = worst["tag"]
+    verdicts["job/straggler_since_step"] = _int32(worst["since_step"])
+    verdicts["job/straggler_persistent"] = int(worst["persistent"])
+    verdicts["job/straggler_share_of_steps"] = worst["share_of_steps"]
+    verdicts["job/straggler_excess"] = worst["factor"] - 1.0
+    verdicts["job/straggler_slowest_share"] = worst["slowest_share"]
+    verdicts["job/straggler_message"] = worst["message"]
+    for rank, (cost, share, factor, tag) in sorted(by_rank.items()):
+        verdicts[f"job/straggler_cost_seconds/{rank}"] = cost
+        verdicts[f"job/straggler_cost_share/{rank}"] = share
+        verdicts[f"job/straggler_timing/{rank}"] = tag
+        verdicts[f"job/straggler_excess/{rank}"] = factor - 1.0
+    return verdicts
+
+
+def _int32(value: int) -> int | float:
+    return value if -(2**31) <= value <= 2**31 - 1 else float(value)

@@ -1,0 +1,303 @@
+"""The job's verdicts: straggler, step-time skew, divergence, non-finite loss, stops.
+
+Each rule is documented in :mod:`rankscribe.jobview` and in
+``docs/job-view.md``; the values become ``user_defined`` keys of the merged
+lineage, so they are int, float or str (lists are comma-separated text).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from rankscribe.jobview.job._ranges import missing_ranges, ranges_text
+from rankscribe.jobview.job._statistics import JobStatistics, RankArrays
+from rankscribe.jobview.job.verdicts._straggler_verdicts import VerdictSettings, straggler_verdicts
+from rankscribe.jobview.job.verdicts._stragglers import StragglerEvidence, row_medians
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+__all__ = [
+    "STRAGGLER_SHARE",
+    "DenseSeries",
+    "StepTimes",
+    "Verdicts",
+    "dense_series",
+    "job_verdicts",
+    "step_times",
+    "timing_evidence",
+    "untimed_ranks",
+]
+
+#: Kept for the readers of earlier verdicts: the old rule's "slowest in more than half".
+STRAGGLER_SHARE = 0.5
+
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+NONE = -1
+
+Verdicts = dict[str, "float | int | str"]
+
+
+def _ranks_text(ranks: Iterable[int]) -> str:
+    return ",".join(str(rank) for rank in sorted(ranks))
+
+
+def _int_value(value: int) -> int | float:
+    """A user_defined int is int32 on the wire: a larger step is kept as a float."""
+    return value if _INT32_MIN <= value <= _INT32_MAX else float(value)
+
+
+@dataclass
+class DenseSeries:
+    """Series of several ranks aligned on the union of their steps (NaN where absent)."""
+
+    steps: npt.NDArray[np.int64]
+    ranks: npt.NDArray[np.int64]
+    values: npt.NDArray[np.float64]  # shape (steps, ranks)
+
+
+def dense_series(series: Mapping[int, RankArrays]) -> DenseSeries:
+    ranks = sorted(series)
+    if not ranks:
+        empty = np.empty(0, dtype=np.int64)
+        return DenseSeries(empty, empty.copy(), np.empty((0, 0), dtype=np.float64))
+    steps = np.unique(np.concatenate([series[rank][0] for rank in ranks]))
+    values = np.full((len(steps), len(ranks)), np.nan)
+    for column, rank in enumerate(ranks):
+        rank_steps, rank_values = series[rank]
+        values[np.searchsorted(steps, rank_steps), column] = rank_values
+    return DenseSeries(steps, np.asarray(ranks, dtype=np.int64), values)
+
+
+@dataclass
+class StepTimes:
+    """Per step (where any rank reported a step time): the slowest rank and the skew."""
+
+    steps: npt.NDArray[np.int64]
+    slowest_rank: npt.NDArray[np.int64]
+    skew: npt.NDArray[np.float64]
+    reporting: npt.NDArray[np.int64]
+    dense: DenseSeries
+
+
+def step_times(statistics: JobStatistics) -> StepTimes:
+    """The slowest rank of each step and its skew (slowest / median over the ranks)."""
+    dense = dense_series(statistics.step_times)
+    present = ~np.isnan(dense.values)
+    reporting = present.sum(axis=1)
+    keep = reporting > 0
+    values = dense.values[keep]
+    if len(values) == 0:
+        empty_int = np.empty(0, dtype=np.int64)
+        return StepTimes(empty_int, empty_int, np.empty(0), empty_int, dense)
+    # argmax over a row with NaN -> -inf picks the first (lowest) rank of a tie.
+    slowest_column = np.argmax(np.where(np.isnan(values), -np.inf, values), axis=1)
+    slowest = values[np.arange(len(values)), slowest_column]
+    median = row_medians(values)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        skew = np.where(median > 0, slowest / median, np.where(slowest > 0, np.inf, 1.0))
+    return StepTimes(
+        steps=dense.steps[keep],
+        slowest_rank=dense.ranks[slowest_column],
+        skew=skew,
+        reporting=reporting[keep].astype(np.int64),
+        dense=dense,
+    )
+
+
+def _skew(times: StepTimes) -> Verdicts:
+    contested = times.reporting >= 2
+    if not bool(np.any(contested)):
+        return {}
+    return {"job/step_time_skew": float(np.median(times.skew[contested]))}
+
+
+def timing_evidence(statistics: JobStatistics) -> StragglerEvidence:
+    """The straggler evidence of every timing tag of ``statistics`` (one block: all its steps).
+
+    Each step's excess is a share of that step's median step time over the
+    ranks; a step no rank timed is not judged (``docs/job-view.md``, "Straggler").
+    """
+    evidence = StragglerEvidence()
+    step_dense = dense_series(statistics.step_times)
+    step_median = row_medians(step_dense.values) if len(step_dense.steps) else np.empty(0)
+    for tag in sorted(statistics.timings):
+        dense = dense_series(statistics.timings[tag])
+        if len(dense.ranks) < 2 or len(dense.steps) == 0:
+            continue
+        scale = np.full(len(dense.steps), np.nan)
+        if len(step_dense.steps):
+            where = np.searchsorted(step_dense.steps, dense.steps)
+            inside = where < len(step_dense.steps)
+            matched = np.zeros(len(dense.steps), dtype=bool)
+            matched[inside] = step_dense.steps[where[inside]] == dense.steps[inside]
+            scale[matched] = step_median[where[matched]]
+        evidence.add_timings(tag, dense.steps, dense.ranks.tolist(), dense.values, scale)
+    return evidence
+
+
+def _divergence(fingerprints: Mapping[int, RankArrays]) -> Verdicts:
+    verdicts: Verdicts = {
+        "job/diverged_ranks": "",
+        "job/diverged_first_step": NONE,
+    }
+    dense = dense_series(fingerprints)
+    if len(dense.ranks) == 0:
+        verdicts["job/divergence_check"] = "no_fingerprints"
+        return verdicts
+    if len(dense.ranks) == 1:
+        verdicts["job/divergence_check"] = "one_rank"
+        return verdicts
+    present = ~np.isnan(dense.values)
+    complete = np.flatnonzero(present.all(axis=1))
+    if len(complete) == 0:
+        verdicts["job/divergence_check"] = "no_common_step"
+        return verdicts
+    start = int(complete[0])
+    first_row = dense.values[start]
+    if not bool(np.all(first_row == first_row[0])):
+        # Shards of a model-parallel job differ by design: nothing to compare.
+        verdicts["job/divergence_check"] = "ranks_differ_at_start"
+        return verdicts
+    verdicts["job/divergence_check"] = "checked"
+    diverged = _diverged_ranks(dense, start)
+    if diverged:
+        verdicts["job/diverged_ranks"] = _ranks_text(diverged)
+        verdicts["job/diverged_first_step"] = _int_value(min(diverged.values()))
+        for rank, step in sorted(diverged.items()):
+            verdicts[f"job/diverged_step/{rank}"] = _int_value(step)
+    return verdicts
+
+
+def _diverged_ranks(dense: DenseSeries, start: int) -> dict[int, int]:
+    """rank -> first step at which its fingerprint left the majority (steps after ``start``)."""
+    values = dense.values[start + 1 :]
+    steps = dense.steps[start + 1 :]
+    present = ~np.isnan(values)
+    counts = present.sum(axis=1)
+    keep = counts > 0
+    values, steps, present, counts = values[keep], steps[keep], present[keep], counts[keep]
+    if len(values) == 0:
+        return {}
+    # A value held by more than half of a row is its middle value once sorted (NaN last).
+    ordered = np.sort(values, axis=1)
+    middle = ordered[np.arange(len(ordered)), (counts - 1) // 2]
+    votes = (values == middle[:, None]).sum(axis=1)
+    has_majority = 2 * votes > counts
+    # Without a strict majority no rank can be singled out: all of them left it.
+    left = present & ~((values == middle[:, None]) & has_majority[:, None])
+    diverged: dict[int, int] = {}
+    for column in np.flatnonzero(left.any(axis=0)).tolist():
+        first_row = int(np.argmax(left[:, column]))
+        diverged[int(dense.ranks[column])] = int(steps[first_row])
+    return diverged
+
+
+def _nonfinite_loss(statistics: JobStatistics) -> Verdicts:
+    first = statistics.nonfinite_loss
+    verdicts: Verdicts = {
+        "job/nonfinite_loss_ranks": _ranks_text(first),
+        "job/nonfinite_loss_first_step": _int_value(min(first.values())) if first else NONE,
+    }
+    for rank, step in sorted(first.items()):
+        verdicts[f"job/nonfinite_loss_step/{rank}"] = _int_value(step)
+    return verdicts
+
+
+def _stops(statistics: JobStatistics, failed: Sequence[int] = ()) -> Verdicts:
+    """Each rank's last step, and the rank that stopped first when the evidence decides.
+
+    The smallest last step names a rank only when one rank alone has it. A tie
+    is broken only by the launcher's report (``failed``: ranks it saw fail),
+    when exactly one of the tied ranks is in it; otherwise the verdict is
+    "undetermined" (rank -1), never a guess toward the lowest rank. The last
+    write time of the files does not decide a tie: in lock-step training the
+    innocent ranks wait, without writing, for the one that dies.
+    """
+    last = {rank: step for rank, step in statistics.last_steps.items() if step is not None}
+    verdicts: Verdicts = {
+        f"job/last_step/{rank}": _int_value(step) for rank, step in sorted(last.items())
+    }
+    verdicts["job/stopped_first_rank"] = NONE
+    verdicts["job/stopped_first_step"] = NONE
+    verdicts["job/stopped_early_ranks"] = ""
+    verdicts["job/stopped_first_evidence"] = ""
+    if len(set(last.values())) > 1:
+        earliest = min(last.values())
+        latest = max(last.values())
+        tied = sorted(rank for rank, step in last.items() if step == earliest)
+        reported = [rank for rank in tied if rank in set(failed)]
+        verdicts["job/stopped_first_step"] = _int_value(earliest)
+        verdicts["job/stopped_early_ranks"] = _ranks_text(r for r, s in last.items() if s < latest)
+        if len(tied) == 1:
+            verdicts["job/stopped_first_rank"] = tied[0]
+            verdicts["job/stopped_first_evidence"] = "last_step"
+        elif len(reported) == 1:
+            verdicts["job/stopped_first_rank"] = reported[0]
+            verdicts["job/stopped_first_evidence"] = "launcher"
+        else:
+            verdicts["job/stopped_first_evidence"] = "undetermined"
+            verdicts["job/stopped_first_tied_ranks"] = _ranks_text(tied)
+    elif last:
+        # Every rank reached the same step (lock-step launchers kill everyone within
+        # a step, and a clean run looks the same): only the launcher can tell.
+        reported = sorted(set(failed) & set(last))
+        if len(reported) == 1:
+            verdicts["job/stopped_first_rank"] = reported[0]
+            verdicts["job/stopped_first_step"] = _int_value(last[reported[0]])
+            verdicts["job/stopped_first_evidence"] = "launcher"
+    return verdicts
+
+
+def untimed_ranks(reported: Iterable[int], timed: Iterable[int]) -> Verdicts:
+    """``job/untimed_ranks`` when a rank that reported recorded no timing at all.
+
+    A rank whose collector has ``step_times=False`` (and no forward time or section):
+    the straggler rule cannot judge it, and the job view says so (docs/job-view.md,
+    "Verdicts"). Absent when every rank that reported has a timing.
+    """
+    untimed = sorted(set(reported) - set(timed))
+    return {"job/untimed_ranks": ranges_text(untimed)} if untimed else {}
+
+
+def job_verdicts(
+    statistics: JobStatistics,
+    *,
+    world_size: int,
+    missing: Sequence[int] = (),
+    failed: Sequence[int] = (),
+    evidence: StragglerEvidence | None = None,
+    settings: VerdictSettings | None = None,
+) -> tuple[Verdicts, StepTimes]:
+    """Every verdict of the job, and the per-step step-time figures they came from.
+
+    ``evidence``: straggler evidence gathered elsewhere (blocks of steps reduced
+    as they came, e.g. by a live view); without it, it comes from ``statistics``.
+    """
+    times = step_times(statistics)
+    reported = [rank for rank, step in statistics.last_steps.items() if step is not None]
+    # Ranges from the ranks that exist: world_size may come from a file (2**31 - 1).
+    absent = missing_ranges([rank for rank in reported if rank not in set(missing)], world_size)
+    absent += [(rank, rank) for rank in missing if rank >= world_size]
+    verdicts: Verdicts = {
+        "job/ranks_reported": len(reported),
+        "job/missing_ranks": ranges_text(sorted(absent)),
+    }
+    verdicts.update(
+        straggler_verdicts(
+            evidence if evidence is not None else timing_evidence(statistics), settings
+        )
+    )
+    verdicts.update(_skew(times))
+    timed = {
+        rank for by_rank in statistics.timings.values() for rank, (steps, _) in by_rank.items()
+    }
+    verdicts.update(untimed_ranks(reported, timed))
+    verdicts.update(_divergence(statistics.fingerprints))
+    verdicts.update(_nonfinite_loss(statistics))
+    verdicts.update(_stops(statistics, failed))
+    return verdicts, times

@@ -1,0 +1,375 @@
+"""write_job_view: the job's files on disk and its verdicts."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rankscribe.jobview import JobView, RankSeries, verdict_lines, write_job_view
+from rankscribe.jobview.errors import (
+    JobViewDirNotExistError,
+    JobViewParamTypeError,
+    JobViewParamValueError,
+)
+from rankscribe.jobview.feed import FINGERPRINT_TAG, STEP_TIME_TAG
+from rankscribe.writer import files, reader
+from rankscribe.writer.events import read_events, read_tensorboard_events
+
+STEPS = 200
+
+
+def _job(
+    ranks: int,
+    *,
+    seed: int = 0,
+    slow: dict[int, float] | None = None,
+    steps: int = STEPS,
+    noise: float = 0.1,
+    fingerprints: dict[int, int] | None = None,
+    shards: bool = False,
+) -> dict[int, RankSeries]:
+    """Balanced ranks with noisy step times (~10 ms); ``slow`` scales a rank's times.
+
+    ``fingerprints`` maps a rank to the step from which its fingerprint leaves the others';
+    with ``shards`` every rank holds a different fingerprint from the start.
+    """
+    rng = np.random.default_rng(seed)
+    series = {}
+    for rank in range(ranks):
+        factor = (slow or {}).get(rank, 1.0)
+        times = 0.01 * factor * (1 + noise * rng.standard_normal(steps)).clip(0.5)
+        leave = (fingerprints or {}).get(rank)
+        prints = []
+        for step in range(1, steps + 1, 5):
+            value = float(step * 1000 + (rank if shards else 0))
+            if leave is not None and step >= leave:
+                value += 0.5 + rank
+            prints.append((step, value))
+        series[rank] = RankSeries(
+            rank,
+            {
+                STEP_TIME_TAG: [(step, float(times[step - 1])) for step in range(1, steps + 1)],
+                "loss/auto": [(step, 1.0 / step + rank * 1e-3) for step in range(1, steps + 1)],
+                FINGERPRINT_TAG: prints,
+            },
+        )
+    return series
+
+
+def _view(tmp_path: Path, series: dict[int, RankSeries], **options: object) -> JobView:
+    world_size = options.pop("world_size", max(series) + 1)
+    return write_job_view(tmp_path, series, world_size=world_size, **options)  # type: ignore[arg-type]
+
+
+def test_a_slow_rank_is_the_straggler(tmp_path: Path) -> None:
+    view = _view(tmp_path, _job(4, slow={2: 1.5}))
+    assert view.verdicts["job/straggler_rank"] == 2
+    assert view.verdicts["job/straggler_slowest_share"] > 0.9
+    assert view.verdicts["job/straggler_excess"] == pytest.approx(0.5, abs=0.1)
+    assert view.verdicts["job/step_time_skew"] == pytest.approx(1.5, abs=0.15)
+    assert verdict_lines(view.verdicts)[0].startswith("straggler: rank 2 costs ")
+
+
+@pytest.mark.parametrize("ranks", [2, 3, 8])
+@pytest.mark.parametrize("seed", range(5))
+def test_noisy_but_balanced_ranks_have_no_straggler(tmp_path: Path, ranks: int, seed: int) -> None:
+    view = _view(tmp_path, _job(ranks, seed=seed, noise=0.3))
+    assert view.verdicts["job/straggler_rank"] == -1
+    assert "job/straggler_excess" not in view.verdicts
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+@pytest.mark.parametrize("seed", range(8))
+def test_ranks_descheduled_at_random_have_no_straggler(
+    tmp_path: Path, ranks: int, seed: int
+) -> None:
+    """Sub-millisecond steps on a loaded machine: each rank is 25x slower on random steps.
+
+    Each rank's own median then swings with the mixture, so comparing the ranks'
+    medians would flag one by chance; the step-by-step comparison does not.
+    """
+    rng = np.random.default_rng(seed)
+    series = {}
+    for rank in range(ranks):
+        times = 0.0002 * (1 + 0.3 * rng.random(110)) * np.where(rng.random(110) < 0.45, 25, 1)
+        series[rank] = RankSeries(
+            rank, {STEP_TIME_TAG: [(step, float(times[step - 1])) for step in range(1, 111)]}
+        )
+    view = _view(tmp_path, series)
+    assert view.verdicts["job/straggler_rank"] == -1
+
+
+def test_a_rank_slower_by_a_hair_is_not_a_straggler(tmp_path: Path) -> None:
+    """Slowest at every step, but 1 % of the step only: below the cost floor (2 %)."""
+    view = _view(tmp_path, _job(2, slow={1: 1.01}, noise=0.001))
+    assert view.verdicts["job/straggler_rank"] == -1
+    assert view.verdicts["job/step_time_skew"] == pytest.approx(1.01 / 1.005, rel=0.01)
+
+
+def test_a_rank_5_percent_slower_is_named_with_its_cost(tmp_path: Path) -> None:
+    """5 % of a 10 ms step, at every step: clear and above the floor."""
+    view = _view(tmp_path, _job(2, slow={1: 1.05}, noise=0.001))
+    assert view.verdicts["job/straggler_rank"] == 1
+    assert view.verdicts["job/straggler_cost_seconds"] == pytest.approx(0.0005, rel=0.05)
+
+
+def test_a_clean_run_flags_nothing(tmp_path: Path) -> None:
+    view = _view(tmp_path, _job(3))
+    verdicts = view.verdicts
+    assert verdicts["job/straggler_rank"] == -1
+    assert verdicts["job/divergence_check"] == "checked"
+    assert (verdicts["job/diverged_ranks"], verdicts["job/diverged_first_step"]) == ("", -1)
+    assert (verdicts["job/nonfinite_loss_ranks"], verdicts["job/nonfinite_loss_first_step"]) == (
+        "",
+        -1,
+    )
+    assert (verdicts["job/stopped_first_rank"], verdicts["job/stopped_first_step"]) == (-1, -1)
+    assert verdicts["job/missing_ranks"] == "" and verdicts["job/ranks_reported"] == 3
+    assert [verdicts[f"job/last_step/{rank}"] for rank in range(3)] == [STEPS] * 3
+    assert verdict_lines(verdicts)[1:] == ["divergence: none (the ranks' parameters agree)"]
+
+
+def test_a_rank_leaving_the_majority_is_diverged_from_that_step(tmp_path: Path) -> None:
+    view = _view(tmp_path, _job(4, fingerprints={3: 46}))
+    verdicts = view.verdicts
+    assert verdicts["job/divergence_check"] == "checked"
+    assert verdicts["job/diverged_ranks"] == "3"
+    assert verdicts["job/diverged_first_step"] == 46
+    assert verdicts["job/diverged_step/3"] == 46
+    assert "job/diverged_step/0" not in verdicts
+    assert "divergence: rank 3 at step 46" in verdict_lines(verdicts)
+    distinct = reader.scalars(view.paths[0])[f"{FINGERPRINT_TAG}/distinct"]
+    assert {step: value for step, value in distinct if step in (41, 46)} == {41: 1.0, 46: 2.0}
+
+
+def test_two_ranks_leaving_at_different_steps(tmp_path: Path) -> None:
+    view = _view(tmp_path, _job(5, fingerprints={1: 21, 4: 101}))
+    assert view.verdicts["job/diverged_ranks"] == "1,4"
+    assert view.verdicts["job/diverged_first_step"] == 21
+    assert (view.verdicts["job/diverged_step/1"], view.verdicts["job/diverged_step/4"]) == (21, 101)
+
+
+def test_without_a_majority_every_rank_that_disagrees_is_named(tmp_path: Path) -> None:
+    """Two ranks that part ways: neither holds a majority, so both are reported."""
+    view = _view(tmp_path, _job(2, fingerprints={1: 31}))
+    assert view.verdicts["job/diverged_ranks"] == "0,1"
+    assert (view.verdicts["job/diverged_step/0"], view.verdicts["job/diverged_step/1"]) == (31, 31)
+    # a rank already diverged keeps its first step when the others split later
+    view = _view(tmp_path, _job(4, fingerprints={1: 21, 2: 41, 3: 41}))
+    assert view.verdicts["job/diverged_ranks"] == "0,1,2,3"
+    steps = [view.verdicts[f"job/diverged_step/{rank}"] for rank in range(4)]
+    assert steps == [41, 21, 41, 41]
+
+
+def test_model_parallel_shards_are_not_flagged(tmp_path: Path) -> None:
+    view = _view(tmp_path, _job(4, shards=True, fingerprints={2: 51}))
+    assert view.verdicts["job/divergence_check"] == "ranks_differ_at_start"
+    assert view.verdicts["job/diverged_ranks"] == ""
+    assert view.verdicts["job/diverged_first_step"] == -1
+    assert "divergence: not checked (ranks differ at start)" in verdict_lines(view.verdicts)
+
+
+def test_the_check_starts_at_the_first_step_every_rank_has_a_fingerprint(tmp_path: Path) -> None:
+    series = _job(3)
+    # rank 2 recorded its first fingerprints late; before that, ranks 0 and 1 differ
+    series[1].scalars[FINGERPRINT_TAG][0] = (1, -5.0)
+    series[2].scalars[FINGERPRINT_TAG] = series[2].scalars[FINGERPRINT_TAG][2:]
+    view = _view(tmp_path, series)
+    assert view.verdicts["job/divergence_check"] == "checked"
+    assert view.verdicts["job/diverged_ranks"] == ""
+
+
+def test_nan_loss_on_some_ranks_is_named_with_its_first_step(tmp_path: Path) -> None:
+    series = _job(3)
+    loss = series[1].scalars["loss/auto"]
+    series[1].scalars["loss/auto"] = [
+        (step, math.nan if step >= 17 else value) for step, value in loss
+    ]
+    series[2].scalars["loss/auto"][40] = (41, math.inf)
+    view = _view(tmp_path, series)
+    assert view.verdicts["job/nonfinite_loss_ranks"] == "1,2"
+    assert view.verdicts["job/nonfinite_loss_first_step"] == 17
+    assert view.verdicts["job/nonfinite_loss_step/1"] == 17
+    assert view.verdicts["job/nonfinite_loss_step/2"] == 41
+    curves = reader.scalars(view.paths[0])
+    mean = dict(curves["loss/auto/mean"])
+    assert not math.isnan(mean[16]) and math.isnan(mean[17])
+    assert dict(curves["loss/auto/max_rank"])[17] == 2.0  # the others' extremes
+
+
+def test_the_rank_that_stopped_first_and_the_missing_ranks(tmp_path: Path) -> None:
+    series = _job(4)
+    for tag, points in series[2].scalars.items():
+        series[2].scalars[tag] = [(step, value) for step, value in points if step <= 120]
+    for tag, points in series[3].scalars.items():
+        series[3].scalars[tag] = [(step, value) for step, value in points if step <= 150]
+    view = _view(tmp_path, series, world_size=6, missing=[5])
+    verdicts = view.verdicts
+    assert [verdicts[f"job/last_step/{rank}"] for rank in range(4)] == [200, 200, 120, 150]
+    assert (verdicts["job/stopped_first_rank"], verdicts["job/stopped_first_step"]) == (2, 120)
+    assert verdicts["job/stopped_early_ranks"] == "2,3"
+    assert verdicts["job/missing_ranks"] == "4,5"
+    assert "job/last_step/4" not in verdicts
+    counts = dict(reader.scalars(view.paths[0])[f"{STEP_TIME_TAG}/ranks"])
+    assert (counts[100], counts[130], counts[190]) == (4.0, 3.0, 2.0)
+
+
+def test_the_job_file_holds_every_statistic_of_every_tag(tmp_path: Path) -> None:
+    series = _job(3, steps=20)
+    series[0].scalars["only/rank0"] = [(5, 2.0)]
+    view = _view(tmp_path, series)
+    assert len(view.paths) == 1
+    name = os.path.basename(view.paths[0])
+    assert name.startswith("events.out.events.summary.") and ".job." in name
+    assert name.endswith("_MS")
+    assert files.parse_file_name(view.paths[0]) is not None
+    curves = reader.scalars(view.paths[0])
+    suffixes = ["mean", "min", "max", "std", "ranks", "min_rank", "max_rank"]
+    for tag in ("loss/auto", STEP_TIME_TAG, "only/rank0"):
+        for suffix in suffixes:
+            assert f"{tag}/{suffix}" in curves
+    assert f"{FINGERPRINT_TAG}/mean" not in curves
+    assert f"{FINGERPRINT_TAG}/ranks" in curves
+    assert curves["only/rank0/mean"] == [(5, 2.0)] and curves["only/rank0/ranks"] == [(5, 1.0)]
+    times = np.array(
+        [[value for _, value in series[rank].scalars[STEP_TIME_TAG]] for rank in range(3)]
+    )
+    assert [step for step, _ in curves[f"{STEP_TIME_TAG}/mean"]] == list(range(1, 21))
+    for suffix, expected in (
+        ("mean", times.mean(axis=0)),
+        ("min", times.min(axis=0)),
+        ("max", times.max(axis=0)),
+        ("std", times.std(axis=0)),
+        ("min_rank", times.argmin(axis=0)),
+        ("max_rank", times.argmax(axis=0)),
+        ("slowest_rank", times.argmax(axis=0)),
+        ("skew", times.max(axis=0) / np.median(times, axis=0)),
+    ):
+        got = [value for _, value in curves[f"{STEP_TIME_TAG}/{suffix}"]]
+        # the file holds float32, as every summary scalar
+        np.testing.assert_allclose(got, expected.astype(np.float32), rtol=1e-6)
+    # the summary file opens with MindSpore's version record, one event per step after it
+    events = list(read_events(view.paths[0]))
+    assert events[0].version == "MindSpore.Event:1"
+    assert [event.step for event in events[1:]] == list(range(1, 21))
+
+
+def test_job_files_are_owner_read_only(tmp_path: Path) -> None:
+    view = _view(tmp_path, _job(2, steps=10), tensorboard=True)
+    assert len(view.paths) == 2
+    for path in view.paths:
+        assert os.stat(path).st_mode & 0o777 == 0o400
+    assert os.path.basename(view.paths[1]).startswith("events.out.tfevents.")
+    assert view.paths[1].endswith(".job")
+
+
+def test_a_rerun_replaces_the_job_files_and_never_duplicates_a_point(tmp_path: Path) -> None:
+    series = _job(2, steps=10)
+    first = _view(tmp_path, series, tensorboard=True)
+    series[0].scalars["loss/auto"] = [(step, 9.0) for step in range(1, 11)]
+    second = _view(tmp_path, series, tensorboard=True)
+    job_files = sorted(
+        os.path.relpath(os.path.join(folder, name), tmp_path)
+        for folder, _, names in os.walk(tmp_path)
+        for name in names
+        if not name.startswith(".")
+    )
+    # the TensorBoard file in the job's own folder (TensorBoard's run "job")
+    assert job_files == sorted(os.path.relpath(path, tmp_path) for path in second.paths)
+    assert os.path.dirname(second.paths[1]) == str(tmp_path / "job")
+    assert set(first.paths).isdisjoint(second.paths)
+    curves = reader.scalars(tmp_path)
+    assert [step for step, _ in curves["loss/auto/max"]] == list(range(1, 11))
+    assert [value for _, value in curves["loss/auto/max"]] == [9.0] * 10
+    steps = [event.step for event in read_tensorboard_events(second.paths[1])]
+    assert steps.count(5) == 1
+
+
+def test_a_planted_link_at_a_job_file_name_is_replaced_not_followed(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    job.mkdir()
+    outside = tmp_path / "precious.txt"
+    outside.write_text("keep me")
+    planted = job / "events.out.events.summary.1700000000.job.attacker_MS"
+    planted.symlink_to(outside)
+    tb_planted = job / "events.out.tfevents.1700000000.attacker.job"
+    tb_planted.symlink_to(outside)
+    view = _view(job, _job(2, steps=10), tensorboard=True)
+    assert outside.read_text() == "keep me"
+    assert not planted.is_symlink() and not os.path.lexists(planted)
+    assert not os.path.lexists(tb_planted)
+    for path in view.paths:
+        assert not os.path.islink(path)
+        assert os.stat(path).st_mode & 0o777 == 0o400
+
+
+def test_a_planted_link_at_the_tensorboard_folder_is_replaced_not_followed(
+    tmp_path: Path,
+) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    job = tmp_path / "run"
+    job.mkdir()
+    (job / "job").symlink_to(outside)
+    view = _view(job, _job(2, steps=10), tensorboard=True)
+    assert os.listdir(outside) == []
+    assert not (job / "job").is_symlink() and (job / "job").is_dir()
+    assert os.stat(job / "job").st_mode & 0o777 == 0o700
+    assert os.path.dirname(view.paths[1]) == str(job / "job")
+
+
+def test_bad_arguments_are_refused_by_name(tmp_path: Path) -> None:
+    series = _job(2, steps=3)
+    with pytest.raises(JobViewDirNotExistError, match="job_dir"):
+        write_job_view(tmp_path / "nope", series, world_size=2)
+    with pytest.raises(JobViewParamValueError, match="world_size must be an int >= 1, got 0"):
+        write_job_view(tmp_path, series, world_size=0)
+    with pytest.raises(JobViewParamTypeError, match=r"series\[0\] must be a RankSeries"):
+        write_job_view(tmp_path, {0: {"loss": []}}, world_size=1)  # type: ignore[dict-item]
+    with pytest.raises(JobViewParamValueError, match="holds the series of rank 1"):
+        write_job_view(tmp_path, {0: series[1]}, world_size=2)
+    with pytest.raises(JobViewParamValueError, match=r"in range\(world_size=2\), got 5"):
+        write_job_view(tmp_path, {5: RankSeries(5)}, world_size=2)
+    with pytest.raises(JobViewParamValueError, match="missing must hold ranks"):
+        write_job_view(tmp_path, series, world_size=2, missing=["1"])  # type: ignore[list-item]
+    assert os.listdir(tmp_path) == []
+
+
+def test_rank_series_last_step_and_pickling() -> None:
+    import pickle
+
+    series = RankSeries(3, {"a": [(1, 1.0), (9, 2.0)], "b": [(4, 0.5)], "c": []})
+    assert series.last_step == 9
+    assert RankSeries(0).last_step is None
+    assert pickle.loads(pickle.dumps(series)) == series
+
+
+def test_a_lineage_missing_a_stragglers_measures_reads_without_nan_or_question_marks() -> None:
+    """A damaged or hand-edited lineage: what is missing is left out of the sentence."""
+    bare = {
+        "job/straggler_rank": 2,
+        "job/straggler_ranks": "2,3",
+        "job/straggler_timing/3": "rankscribe/forward_time",
+        "job/straggler_excess/3": 0.25,
+    }
+    lines = verdict_lines(bare)
+    text = "\n".join(lines)
+    assert "nan" not in text and "?" not in text, lines
+    assert (
+        "stragglers: ranks 2,3 (rank 2 (no measure recorded); rank 3 25% slower by forward time)"
+        in (lines)
+    )
+    assert lines[0] == "straggler: rank 2 (no measure recorded)"
+    costed = {**bare, "job/straggler_cost_seconds/2": 0.004}  # a cost without its share
+    assert "rank 2 costs 4.0 ms a step" in "\n".join(verdict_lines(costed))
+    assert "nan" not in "\n".join(verdict_lines(costed))
+
+
+def test_a_range_of_ranks_is_counted_in_the_plural() -> None:
+    lines = verdict_lines({"job/missing_ranks": "1-3", "job/untimed_ranks": "5"})
+    assert "missing: ranks 1-3" in lines
+    assert "no timing: rank 5 (step times off: not judged as stragglers)" in lines

@@ -1,0 +1,432 @@
+"""The live job view's pieces that live in rankscribe-lineage (docs/job-view.md, "Live", "Tree").
+
+- partials: one interval of a group of ranks, merged in any grouping, give the
+  statistics the whole job's JobStatistics gives; their wire format is data
+  only and refuses what it did not write;
+- LiveJobView (rank 0): appends only steps every rank of the interval passed,
+  names ranks missing from an interval and carries on, drops points that come
+  for steps already written (with a warning), writes intervals together when
+  it falls behind (nothing lost), and its files read at every moment;
+- live_lines: what ``rankscribe-lineage show`` prints of a running job.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import struct
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rankscribe.jobview import JobStatistics, LiveJobView, RankSeries, live_lines
+from rankscribe.jobview.errors import JobViewParamValueError
+from rankscribe.jobview.feed import (
+    LIVE_STATE_NAME,
+    STEP_TIME_TAG,
+    JobPartial,
+    PartialFormatError,
+    ranges_text,
+)
+from rankscribe.writer.reader import scalars
+from tests._support.npz_files import read_archive, write_archive
+
+TAGS = ("loss/auto", "metric/acc", STEP_TIME_TAG)
+# docs/job-view.md, "Live": rank 0 waits for every rank heard from in the last 3 intervals.
+PATIENCE = 3
+
+
+def rank_points(
+    rank: int, steps: range, *, slow: float = 0.0
+) -> dict[str, list[tuple[int, float]]]:
+    rng = np.random.default_rng(rank)
+    points: dict[str, list[tuple[int, float]]] = {}
+    for tag in TAGS:
+        values = rng.random(len(steps)).astype(np.float32).astype(float)
+        if tag == STEP_TIME_TAG:
+            values = 0.1 + 0.001 * values + slow
+        points[tag] = list(zip(steps, values.tolist(), strict=True))
+    return points
+
+
+def job_points(directory: Path) -> dict[str, dict[int, float]]:
+    found: dict[str, dict[int, float]] = {}
+    for path in directory.glob("*.job.*_MS"):
+        for tag, points in scalars(path).items():
+            found.setdefault(tag, {}).update(points)
+    return found
+
+
+def tree_merge(partials: list[JobPartial], fan_in: int) -> JobPartial:
+    """Merge as a tree of the given fan-in does, through the wire format at every hop."""
+    nodes = [JobPartial.from_bytes(partial.to_bytes()) for partial in partials]
+    for parent in reversed(range(len(nodes))):
+        for child in range(fan_in * parent + 1, min(fan_in * parent + fan_in + 1, len(nodes))):
+            nodes[parent].merge(JobPartial.from_bytes(nodes[child].to_bytes()))
+    return nodes[0]
+
+
+@pytest.mark.parametrize("fan_in", [2, 3, 8])
+def test_a_tree_of_partials_gives_the_statistics_of_the_whole_job(fan_in: int) -> None:
+    ranks = 11
+    steps = range(1, 41)
+    partials = [JobPartial.of_rank(rank, rank_points(rank, steps)) for rank in range(ranks)]
+    merged = tree_merge(partials, fan_in)
+    whole = JobStatistics()
+    for rank in range(ranks):
+        whole.add(RankSeries(rank, rank_points(rank, steps)))
+    assert merged.ranks == list(range(ranks))
+    assert sorted(merged.tags) == sorted(whole.tags)
+    for tag, expected in whole.tags.items():
+        got = merged.tags[tag]
+        np.testing.assert_array_equal(got.steps, expected.steps)
+        np.testing.assert_array_equal(got.count, expected.count)
+        np.testing.assert_array_equal(got.min_rank, expected.min_rank)
+        np.testing.assert_array_equal(got.max_rank, expected.max_rank)
+        np.testing.assert_allclose(got.mean, expected.mean, rtol=1e-12)
+        np.testing.assert_allclose(got.std, expected.std, rtol=1e-9, atol=1e-15)
+    # The step time travels per rank too (the straggler rule needs each rank's value).
+    assert sorted(merged.per_rank[STEP_TIME_TAG]) == list(range(ranks))
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda data: b"XXXXXX" + data[6:],
+        lambda data: data[:-3],
+        lambda data: data + b"\0",
+        lambda data: data[:20],
+        lambda data: data[:15] + b"}" + data[16:],
+        lambda data: data.replace(struct.pack("<d", 0.25), struct.pack("<d", 9.0)),
+        lambda data: write_archive({"format": "rankscribe-job-partial", "version": 3}, []),
+    ],
+    ids=[
+        "magic",
+        "short-by-three",
+        "one-byte-more",
+        "cut-short",
+        "a-byte-changed",
+        "a-value-changed",
+        "another-version",
+    ],
+)
+def test_a_damaged_or_foreign_message_is_refused(damage: object) -> None:
+    data = JobPartial.of_rank(3, {"loss": [(1, 0.5), (2, 0.25)]}).to_bytes()
+    damaged = damage(data)  # type: ignore[operator]
+    assert damaged != data
+    with pytest.raises(PartialFormatError) as caught:
+        JobPartial.from_bytes(damaged)
+    assert isinstance(caught.value, ValueError)
+
+
+def test_the_wire_format_is_data_only() -> None:
+    data = JobPartial.of_rank(0, {"a": [(1, 1.0)]}).to_bytes()
+    assert b"pickle" not in data and not data.startswith(b"\x80")  # not a pickle
+    header, arrays = read_archive(data)  # an .npz: numpy reads it
+    assert (header["format"], header["version"]) == ("rankscribe-job-partial", 4)
+    assert [array.dtype.str for array in arrays] == ["<i8", "<f8"]  # one int, one float block
+    assert arrays[0].tolist() == [1] and arrays[1].tolist() == [1.0]
+
+
+def test_rank0_writes_only_steps_every_rank_of_the_interval_passed(tmp_path: Path) -> None:
+    view = LiveJobView(tmp_path, world_size=2)
+    first = JobPartial.of_rank(0, rank_points(0, range(1, 11)))
+    first.merge(JobPartial.of_rank(1, rank_points(1, range(1, 6))))
+    view.add(first)
+    assert view.write()
+    written = job_points(tmp_path)
+    assert sorted(written["loss/auto/mean"]) == [1, 2, 3, 4, 5]
+    assert set(written["loss/auto/ranks"].values()) == {2.0}
+    second = JobPartial.of_rank(1, rank_points(1, range(6, 11)))
+    second.last_steps[0] = 10  # rank 0 reported again, with nothing new
+    view.add(second)
+    view.write()
+    written = job_points(tmp_path)
+    assert sorted(written["loss/auto/mean"]) == list(range(1, 11))
+    assert set(written["loss/auto/ranks"].values()) == {2.0}  # no step written twice, half
+    expected = np.mean(
+        [
+            dict(rank_points(0, range(1, 11))["loss/auto"])[8],
+            dict(rank_points(1, range(6, 11))["loss/auto"])[8],
+        ]
+    )
+    assert written["loss/auto/mean"][8] == pytest.approx(expected, rel=1e-6)
+    verdicts = view.finish()
+    assert verdicts["job/last_step/0"] == verdicts["job/last_step/1"] == 10
+    assert verdicts["job/missing_ranks"] == ""
+    assert all(os.stat(path).st_mode & 0o777 == 0o400 for path in view.paths)
+
+
+def test_a_rank_without_timings_is_named_untimed(tmp_path: Path) -> None:
+    # A collector with step_times=False: rank 1 sends a loss but no timing at all.
+    view = LiveJobView(tmp_path, world_size=2)
+    partial = JobPartial.of_rank(0, rank_points(0, range(1, 11)))
+    untimed = rank_points(1, range(1, 11))
+    del untimed[STEP_TIME_TAG]
+    partial.merge(JobPartial.of_rank(1, untimed))
+    view.add(partial)
+    assert view.write()
+    verdicts = view.finish()
+    assert verdicts["job/untimed_ranks"] == "1"
+    assert verdicts["job/straggler_rank"] == -1
+    assert verdicts["job/last_step/1"] == 10
+
+
+def test_the_last_write_gives_up_on_a_write_stuck_in_the_filesystem(tmp_path: Path) -> None:
+    view = LiveJobView(tmp_path, world_size=1)
+    view.add(JobPartial.of_rank(0, rank_points(0, range(1, 6))))
+    stuck, release = threading.Event(), threading.Event()
+    write_now = view._write
+
+    def hung_filesystem(final: bool) -> bool:  # the background writer's write never returns
+        stuck.set()
+        release.wait(30)
+        return write_now(final)
+
+    view._write = hung_filesystem  # type: ignore[method-assign]
+    background = threading.Thread(target=view.write)
+    background.start()
+    assert stuck.wait(10)
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match=re.escape(str(tmp_path))) as raised:
+        view.finish(timeout=0.3)
+    assert time.monotonic() - started < 5
+    assert isinstance(raised.value, OSError)
+    assert "rankscribe-lineage merge" in str(raised.value)
+    view._write = write_now  # type: ignore[method-assign]
+    release.set()
+    background.join(10)
+    view.finish()  # once the filesystem answers, nothing recorded is lost
+    assert sorted(job_points(tmp_path)["loss/auto/mean"]) == [1, 2, 3, 4, 5]
+
+
+def test_a_write_timeout_must_be_finite_seconds(tmp_path: Path) -> None:
+    view = LiveJobView(tmp_path, world_size=1)
+    with pytest.raises(JobViewParamValueError, match="timeout"):
+        view.write(timeout=float("inf"))
+
+
+def test_a_silent_rank_holds_the_file_back_a_few_intervals_then_is_left_behind(
+    tmp_path: Path,
+) -> None:
+    view = LiveJobView(tmp_path, world_size=4)
+    for index, first in enumerate((1, 21, 41)):
+        interval = JobPartial()
+        for rank in (0, 1, 3):  # rank 2 died
+            interval.merge(
+                JobPartial.of_rank(
+                    rank, rank_points(rank, range(first, first + 20)), last_step=first - 1
+                )
+            )
+        view.add(interval, missing=[2])
+        written = view.write()
+        if index < PATIENCE - 1:
+            # It may only be late: the steps wait for it (nothing written yet).
+            assert not written and job_points(tmp_path) == {}
+    points = job_points(tmp_path)
+    assert sorted(points["metric/acc/mean"]) == list(range(1, 61))
+    assert set(points["metric/acc/ranks"].values()) == {3.0}
+    state = json.loads((tmp_path / LIVE_STATE_NAME).read_text())
+    assert state["missing_in_interval"] == "2"
+    assert state["ranks_in_interval"] == 3
+    assert state["verdicts"]["job/missing_ranks"] == "2"
+    lines = live_lines(tmp_path)
+    assert "interval 3" in lines[0] and "3 of 4 ranks" in lines[0] and "missing: 2" in lines[0]
+    assert "last step: ranks 0,1,3: 60" in lines
+    assert "missing: rank 2" in lines
+
+
+def test_a_rank_late_for_one_interval_is_waited_for(tmp_path: Path) -> None:
+    view = LiveJobView(tmp_path, world_size=2)
+    view.add(JobPartial.of_rank(0, rank_points(0, range(1, 11))), missing=[1])
+    assert not view.write()  # rank 1 is late, not gone: its steps wait
+    late = JobPartial.of_rank(1, rank_points(1, range(1, 11)))
+    late.last_steps[0] = 10
+    view.add(late)
+    view.write()
+    assert set(job_points(tmp_path)["loss/auto/ranks"].values()) == {2.0}
+
+
+def test_points_for_steps_already_written_are_dropped_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    view = LiveJobView(tmp_path, world_size=2)
+    for first in range(1, 1 + 10 * PATIENCE, 10):  # rank 1 silent for PATIENCE intervals
+        view.add(
+            JobPartial.of_rank(0, rank_points(0, range(first, first + 10)), last_step=first - 1),
+            missing=[1],
+        )
+        view.write()
+    written_through = 10 * PATIENCE
+    back = JobPartial.of_rank(1, rank_points(1, range(1, written_through + 3)))
+    back.merge(
+        JobPartial.of_rank(
+            0,
+            rank_points(0, range(written_through + 1, written_through + 3)),
+            last_step=written_through,
+        )
+    )
+    with caplog.at_level(logging.WARNING):
+        view.add(back)
+    assert "already written" in caplog.text
+    view.finish()
+    written = job_points(tmp_path)
+    # The steps written while rank 1 was silent have rank 0 alone; the rest both.
+    assert [written["loss/auto/ranks"][step] for step in range(1, written_through + 3)] == (
+        [1.0] * written_through + [2.0] * 2
+    )
+    assert view.dropped_points == written_through * len(TAGS)
+
+
+def test_intervals_a_slow_filesystem_missed_are_written_together_and_complete(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    view = LiveJobView(tmp_path, world_size=2)
+    for start in (1, 11, 21):  # three intervals arrive while the writer is busy
+        interval = JobPartial.of_rank(
+            0, rank_points(0, range(start, start + 10)), last_step=start - 1
+        )
+        interval.merge(
+            JobPartial.of_rank(1, rank_points(1, range(start, start + 10)), last_step=start - 1)
+        )
+        view.add(interval)
+    with caplog.at_level(logging.WARNING):
+        view.write()
+    assert "fell behind" in caplog.text and "intervals 1-3" in caplog.text
+    written = job_points(tmp_path)
+    assert sorted(written["loss/auto/mean"]) == list(range(1, 31))
+    assert set(written["loss/auto/ranks"].values()) == {2.0}
+
+
+def test_a_straggler_and_a_diverged_rank_are_judged_interval_by_interval(tmp_path: Path) -> None:
+    view = LiveJobView(tmp_path, world_size=4)
+    for start in (1, 51):
+        interval = JobPartial()
+        for rank in range(4):
+            points = rank_points(rank, range(start, start + 50), slow=0.05 if rank == 2 else 0)
+            fingerprints = [
+                (step, 7.0 if rank != 1 or step < 60 else 8.0)
+                for step in range(start, start + 50, 5)
+            ]
+            points["rankscribe/param_fingerprint"] = fingerprints
+            interval.merge(JobPartial.of_rank(rank, points, last_step=start - 1))
+        view.add(interval)
+        view.write()
+    verdicts = view.finish()
+    assert verdicts["job/straggler_rank"] == 2
+    assert verdicts["job/straggler_excess"] == pytest.approx(0.5, abs=0.03)
+    assert verdicts["job/divergence_check"] == "checked"
+    assert verdicts["job/diverged_ranks"] == "1"
+    assert verdicts["job/diverged_step/1"] == 61
+    written = job_points(tmp_path)
+    assert written["job/straggler_rank"][100] == 2.0  # the verdicts so far, as job scalars
+    assert written["rankscribe/param_fingerprint/distinct"][61] == 2.0
+
+
+def test_a_job_file_reads_whole_after_each_interval(tmp_path: Path) -> None:
+    view = LiveJobView(tmp_path, world_size=1, tensorboard=True)
+    for start in (1, 6, 11):
+        view.add(
+            JobPartial.of_rank(0, rank_points(0, range(start, start + 5)), last_step=start - 1)
+        )
+        view.write()
+        summary = next(path for path in view.paths if path.endswith("_MS"))
+        assert sorted(dict(scalars(summary)["loss/auto/mean"])) == list(range(1, start + 5))
+    view.finish()
+
+
+def test_finish_after_the_last_write_writes_only_what_is_new(tmp_path: Path) -> None:
+    """The end of training writes the last interval (final), then finish() adds the HParams
+    session: the state file is not written a second time when nothing arrived between
+    them (two fsyncs less at the end), and is when something did."""
+    view = LiveJobView(tmp_path, world_size=1, tensorboard=True)
+    view.add(JobPartial.of_rank(0, rank_points(0, range(1, 6)), finished=True))
+    assert view.write(final=True)
+    state = tmp_path / LIVE_STATE_NAME
+    written = state.stat()
+    assert json.loads(state.read_text())["final"] is True
+    assert not view.write(final=True)  # nothing new: the files stand as they are
+    view.finish(hparams={"lr": 0.1}, metrics={"loss": 0.5})
+    assert (state.stat().st_ino, state.stat().st_mtime_ns) == (
+        written.st_ino,
+        written.st_mtime_ns,
+    )
+    assert sorted(
+        dict(scalars(next(p for p in view.paths if p.endswith("_MS")))["loss/auto/mean"])
+    ) == [1, 2, 3, 4, 5]
+
+    (tmp_path / "again").mkdir()
+    again = LiveJobView(tmp_path / "again", world_size=1)
+    again.add(JobPartial.of_rank(0, rank_points(0, range(1, 6))))
+    assert again.write(final=True)
+    again.add(JobPartial.of_rank(0, rank_points(0, range(6, 9)), last_step=5, finished=True))
+    again.finish()  # a round arrived after the final write: the state file says so
+    assert json.loads((tmp_path / "again" / LIVE_STATE_NAME).read_text())["interval"] == 2
+
+
+def test_ranks_text_stays_short_for_huge_worlds() -> None:
+    assert ranges_text([0, 1, 3, 4, 5, 9]) == "0,1,3-5,9"
+    assert ranges_text([(2, 99_999)]) == "2-99999"
+    text = ranges_text(list(range(0, 100_000, 2)), limit=200)
+    assert len(text) < 240 and text.endswith("more ranks)")
+
+
+_MESSAGE = JobPartial.of_rank(
+    5,
+    {
+        "loss": [(1, 0.5), (2, 0.25)],
+        STEP_TIME_TAG: [(1, 0.1), (2, 0.2)],
+        "rankscribe/param_fingerprint": [(2, 7.0)],
+    },
+    finished=True,
+).to_bytes()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    position=st.integers(0, len(_MESSAGE) - 1),
+    value=st.integers(0, 255),
+    cut=st.integers(0, len(_MESSAGE)),
+)
+def test_a_mutated_message_decodes_or_is_refused_never_anything_else(
+    position: int, value: int, cut: int
+) -> None:
+    mutated = bytearray(_MESSAGE)
+    mutated[position] = value
+    for data in (bytes(mutated), _MESSAGE[:cut]):
+        try:
+            decoded = JobPartial.from_bytes(data)
+        except PartialFormatError:
+            continue
+        decoded.merge(JobPartial.of_rank(6, {"loss": [(1, 1.0)]}))  # usable as it came
+        JobPartial.from_bytes(decoded.to_bytes())  # combined (merges wait till read) and sent
+
+
+def test_tensorboard_text_holds_the_live_verdicts_as_show_prints_them(tmp_path: Path) -> None:
+    from rankscribe.writer.events import read_tensorboard_events
+
+    view = LiveJobView(tmp_path, world_size=2, tensorboard=True)
+    for rank in range(2):
+        view.add(JobPartial.of_rank(rank, rank_points(rank, range(1, 41), slow=0.1 * rank)))
+    view.judge(final=True)
+    view.write()
+    [board] = (path for path in view.paths if "tfevents" in path)
+    texts = [
+        value.tensor.string_val[0].decode("utf-8")
+        for event in read_tensorboard_events(board)
+        if event.WhichOneof("what") == "summary"
+        for value in event.summary.value
+        if value.tag == "verdicts"
+    ]
+    shown = live_lines(tmp_path)[1:]  # what `show` prints of the running job, below its header
+    assert any(line.startswith("straggler (recent steps): rank 1") for line in shown)
+    assert texts[-1] == "\n".join(f"- {line}" for line in shown)
+    assert "| verdict | value |" not in texts[-1]
+    view.finish()

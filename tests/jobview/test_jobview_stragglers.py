@@ -1,0 +1,314 @@
+"""The straggler rule's layers: excess over the others' median, bounded evidence, verdicts."""
+
+from __future__ import annotations
+
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rankscribe.jobview import RankSeries, StragglerEvidence, verdict_lines, write_job_view
+from rankscribe.jobview.feed import (
+    DATA_WAIT_TAG,
+    FORWARD_TIME_TAG,
+    SECTION_TAG_PREFIX,
+    STEP_TIME_TAG,
+    paired_ratios,
+    straggler_verdicts,
+)
+
+# private: the straggler rule's medians (row_medians, others_medians), an algorithm
+from rankscribe.jobview.job.verdicts._stragglers import others_medians, row_medians
+
+STEPS = 120
+
+
+def test_paired_ratios_divide_by_the_step_median_and_make_0_over_0_one() -> None:
+    values = np.array(
+        [
+            [1.0, 2.0, 3.0],
+            [0.0, 0.0, 0.0],
+            [0.0, 0.0, 5.0],
+            [4.0, np.nan, np.nan],  # one rank: skipped
+            [2.0, np.nan, 6.0],
+        ]
+    )
+    ratios = paired_ratios(values)
+    np.testing.assert_allclose(ratios[0], [0.5, 1.0, 1.5])
+    np.testing.assert_array_equal(ratios[1], [1.0, 1.0, 1.0])
+    assert ratios[2].tolist() == [1.0, 1.0, np.inf]
+    assert np.isnan(ratios[3]).all()
+    np.testing.assert_allclose(ratios[4], [0.5, np.nan, 1.5])
+
+
+def test_the_floor_is_added_to_both_sides() -> None:
+    ratios = paired_ratios(np.array([[0.001, 0.003]]), floor=[0.05])
+    np.testing.assert_allclose(ratios[0], [0.051 / 0.052, 0.053 / 0.052])
+
+
+def test_paired_ratios_refuse_a_flat_array() -> None:
+    with pytest.raises(ValueError, match=r"\(steps, ranks\)"):
+        paired_ratios(np.ones(3))
+
+
+def _evidence(
+    levels: dict[int, float],
+    steps: int = STEPS,
+    seed: int = 0,
+    noise: float = 0.1,
+    tag: str = STEP_TIME_TAG,
+) -> StragglerEvidence:
+    """Each rank's timing around its level (seconds), judged against a step of 1 s."""
+    rng = np.random.default_rng(seed)
+    ranks = sorted(levels)
+    values = np.array(
+        [
+            [levels[rank] * (1 + noise * rng.standard_normal()) for rank in ranks]
+            for _ in range(steps)
+        ]
+    ).clip(1e-6)
+    evidence = StragglerEvidence()
+    evidence.add_timings(tag, np.arange(steps), ranks, values, np.ones(steps))
+    return evidence
+
+
+def test_others_medians_leave_each_rank_out() -> None:
+    values = np.array(
+        [[1.0, 2.0, 3.0, 4.0], [1.0, np.nan, 5.0, 2.0], [4.0, np.nan, np.nan, np.nan]]
+    )
+    expected = np.array([[3.0, 3.0, 2.0, 2.0], [3.5, np.nan, 1.5, 3.0], [np.nan] * 4])
+    np.testing.assert_array_equal(others_medians(values), expected)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(min_value=2, max_value=9).flatmap(
+        lambda columns: st.lists(
+            st.lists(
+                st.sampled_from([0.0, 1.0, 2.5, 3.0, 7.0]), min_size=columns, max_size=columns
+            ),
+            min_size=1,
+            max_size=5,
+        )
+    )
+)
+def test_others_medians_of_full_rows_equal_the_median_of_the_rest(rows: list[list[float]]) -> None:
+    """Rows without a gap take a partition, not a sort: ties included, the same medians."""
+    table = np.array(rows, dtype=np.float64)
+    expected = np.array(
+        [[np.median(np.delete(row, rank)) for rank in range(len(row))] for row in table]
+    )
+    np.testing.assert_array_equal(others_medians(table), expected)
+
+
+@pytest.mark.parametrize(
+    ("ranks", "slow"), [(8, [3, 6]), (16, list(range(8, 16))), (4, [1, 2]), (2, [1])]
+)
+def test_a_slow_node_is_named_whole(ranks: int, slow: list[int]) -> None:
+    """2 of 8 and 8 of 16 ranks 50 % slower: every one of them, and no other.
+
+    Where the node is half the job, the others' median of each of its ranks holds
+    the rest of the node, so its cost reads low (docs/job-view.md, "Straggler").
+    """
+    evidence = _evidence({rank: 1.5 if rank in slow else 1.0 for rank in range(ranks)})
+    verdicts = straggler_verdicts(evidence)
+    assert verdicts["job/straggler_ranks"] == ",".join(map(str, slow))
+    assert verdicts["job/straggler_rank"] in slow
+    assert verdicts["job/straggler_timing"] == STEP_TIME_TAG
+    low = 0.3 if 2 * len(slow) >= ranks > 2 else 0.42
+    assert low <= float(verdicts["job/straggler_excess"]) <= 0.58
+    assert low <= float(verdicts["job/straggler_cost_seconds"]) <= 0.58
+    for rank in slow:
+        assert verdicts[f"job/straggler_timing/{rank}"] == STEP_TIME_TAG
+
+
+@pytest.mark.parametrize("ranks", [2, 3, 4, 8, 16])
+@pytest.mark.parametrize("seed", range(4))
+def test_noisy_balanced_ranks_are_never_named(ranks: int, seed: int) -> None:
+    verdicts = straggler_verdicts(_evidence(dict.fromkeys(range(ranks), 1.0), seed=seed, noise=0.3))
+    assert (verdicts["job/straggler_rank"], verdicts["job/straggler_ranks"]) == (-1, "")
+    assert verdicts["job/straggler_timing"] == ""
+    assert "job/straggler_excess" not in verdicts
+
+
+def test_all_zero_timings_name_nobody() -> None:
+    evidence = StragglerEvidence()
+    evidence.add_timings(DATA_WAIT_TAG, np.arange(50), [0, 1, 2], np.zeros((50, 3)), 0.01)
+    assert straggler_verdicts(evidence)["job/straggler_rank"] == -1
+    assert evidence.ranks(DATA_WAIT_TAG) == [0, 1, 2]
+
+
+def test_evidence_merged_from_blocks_and_rank_groups_equals_the_whole() -> None:
+    """The sums need each step's whole row; merged in any order they equal the whole."""
+    rng = np.random.default_rng(3)
+    values = rng.random((90, 4)) + np.array([1.0, 1.0, 1.0, 2.0])
+    steps = np.arange(100, 190)
+    whole = StragglerEvidence()
+    whole.add_timings(FORWARD_TIME_TAG, steps, range(4), values, 4.0)
+    parts = []
+    for block in (slice(0, 30), slice(30, 90)):
+        part = StragglerEvidence()
+        part.add_timings(FORWARD_TIME_TAG, steps[block], range(4), values[block], 4.0)
+        parts.append(part)
+    merged = StragglerEvidence()
+    for part in reversed(parts):
+        merged.merge(part)
+    assert merged.to_arrays()["tags"] == [FORWARD_TIME_TAG]
+    np.testing.assert_allclose(
+        np.asarray(merged.to_arrays()["blocks"]), np.asarray(whole.to_arrays()["blocks"])
+    )
+    shipped = StragglerEvidence.from_arrays(merged.to_arrays())
+    shipped_verdicts, whole_verdicts = straggler_verdicts(shipped), straggler_verdicts(whole)
+    assert shipped_verdicts.keys() == whole_verdicts.keys()
+    # The numbers within rounding, the text ("3") exactly: approx takes numbers only.
+    numbers = [key for key, value in whole_verdicts.items() if isinstance(value, (int, float))]
+    assert [shipped_verdicts[key] for key in numbers] == pytest.approx(
+        [whole_verdicts[key] for key in numbers], rel=1e-12
+    )
+    assert {key: value for key, value in shipped_verdicts.items() if key not in numbers} == {
+        key: value for key, value in whole_verdicts.items() if key not in numbers
+    }
+    assert straggler_verdicts(merged)["job/straggler_ranks"] == "3"
+
+
+def test_malformed_evidence_arrays_are_refused() -> None:
+    arrays = _evidence({0: 1.0, 1: 1.0}).to_arrays()
+    arrays["tags"] = ["one", "two"]
+    with pytest.raises(ValueError, match="malformed"):
+        StragglerEvidence.from_arrays(arrays)
+
+
+def _synchronised_job(slow_rank: int, timing: str, ranks: int = 2) -> dict[int, RankSeries]:
+    """Every rank's step time equal (a collective ends each step); one rank's work longer."""
+    rng = np.random.default_rng(1)
+    series = {}
+    for rank in range(ranks):
+        work = [
+            (step, 0.010 * (2.5 if rank == slow_rank else 1.0) * (1 + 0.05 * rng.standard_normal()))
+            for step in range(1, STEPS + 1)
+        ]
+        step_time = [(step, 0.026 + 0.0005 * rng.standard_normal()) for step in range(1, STEPS + 1)]
+        series[rank] = RankSeries(
+            rank,
+            {
+                STEP_TIME_TAG: step_time,
+                timing: work,
+                DATA_WAIT_TAG: [(step, 1e-5 * (1 + rank)) for step in range(1, STEPS + 1)],
+            },
+        )
+    return series
+
+
+@pytest.mark.parametrize("timing", [FORWARD_TIME_TAG, f"{SECTION_TAG_PREFIX}compute"])
+def test_the_work_timing_names_the_rank_a_collective_hides(tmp_path: Path, timing: str) -> None:
+    view = write_job_view(tmp_path, _synchronised_job(1, timing), world_size=2)
+    verdicts = view.verdicts
+    skew = verdicts["job/step_time_skew"]
+    assert isinstance(skew, float) and skew < 1.1  # the wall step time is the same on both
+    assert (verdicts["job/straggler_rank"], verdicts["job/straggler_ranks"]) == (1, "1")
+    assert verdicts["job/straggler_timing"] == timing
+    [line] = [line for line in verdict_lines(verdicts) if line.startswith("straggler:")]
+    # 25 ms of work against 10 ms in a 26 ms step (5 % noise): 15 ms, 58 %.
+    assert re.match(
+        r"straggler: rank 1 costs 1[45]\.[0-9] ms a step \(5[6-9]% of the step\): "
+        r"(forward|section 'compute') 2\.[45][0-9]x the others' median since step 1, "
+        r"in 100% of steps; step-time skew 1\.0[0-9]$",
+        line,
+    ), line
+    named = "forward" if timing == FORWARD_TIME_TAG else "section 'compute'"
+    assert f"): {named} " in line
+
+
+def test_a_tiny_data_wait_difference_names_nobody(tmp_path: Path) -> None:
+    """Rank 1 waits twice as long for its data, but 10 us of a 26 ms step is noise."""
+    series = _synchronised_job(-1, FORWARD_TIME_TAG)
+    assert write_job_view(tmp_path, series, world_size=2).verdicts["job/straggler_rank"] == -1
+
+
+def test_two_stragglers_are_both_in_the_sentences(tmp_path: Path) -> None:
+    series = _synchronised_job(1, FORWARD_TIME_TAG, ranks=4)
+    series[2].scalars[FORWARD_TIME_TAG] = [
+        (step, value * 2.0) for step, value in series[2].scalars[FORWARD_TIME_TAG]
+    ]
+    verdicts = write_job_view(tmp_path, series, world_size=4).verdicts
+    assert verdicts["job/straggler_ranks"] == "1,2"
+    assert verdicts["job/straggler_rank"] == 1  # 2.5x beats 2x
+    lines = verdict_lines(verdicts)
+    assert any(line.startswith("stragglers: ranks 1,2 (rank 1 ") for line in lines), lines
+
+
+def test_evidence_reduced_elsewhere_decides_the_verdict(tmp_path: Path) -> None:
+    """A live view hands over evidence merged from blocks; the series' own is not used."""
+    series = _synchronised_job(-1, FORWARD_TIME_TAG)  # balanced: names nobody by itself
+    assert write_job_view(tmp_path, series, world_size=2).verdicts["job/straggler_rank"] == -1
+    evidence = StragglerEvidence()
+    start = 0
+    for block in range(3):
+        part = StragglerEvidence()
+        steps = np.arange(start, start + 40 + block)
+        start = int(steps[-1]) + 1
+        part.add_timings(
+            FORWARD_TIME_TAG, steps, [0, 1], np.tile([[0.01, 0.02]], (len(steps), 1)), 0.03
+        )
+        evidence.merge(part)
+    verdicts = write_job_view(tmp_path, series, world_size=2, straggler_evidence=evidence).verdicts
+    assert (verdicts["job/straggler_rank"], verdicts["job/straggler_timing"]) == (
+        1,
+        FORWARD_TIME_TAG,
+    )
+    assert verdicts["job/straggler_excess"] == pytest.approx(1.0, abs=0.03)
+    assert verdicts["job/straggler_cost_seconds"] == pytest.approx(0.01, rel=0.01)
+    assert verdicts["job/straggler_cost_share"] == pytest.approx(1 / 3, rel=0.01)
+
+
+def _fast_steps(extra_wait: dict[int, float]) -> dict[int, RankSeries]:
+    """Sub-millisecond steps (an Allreduce evens them out); ``extra_wait`` per rank."""
+    rng = np.random.default_rng(5)
+    return {
+        rank: RankSeries(
+            rank,
+            {
+                STEP_TIME_TAG: [
+                    (step, 0.0004 * (1 + 0.05 * rng.standard_normal()))
+                    for step in range(1, STEPS + 1)
+                ],
+                DATA_WAIT_TAG: [
+                    (step, 6e-5 + extra_wait.get(rank, 0.0) + 5e-6 * rng.random())
+                    for step in range(1, STEPS + 1)
+                ],
+            },
+        )
+        for rank in range(2)
+    }
+
+
+def test_a_callback_on_rank_0_between_short_steps_names_nobody(tmp_path: Path) -> None:
+    """+20 us of data wait on rank 0 (its progress callback): under the 100 us floor."""
+    verdicts = write_job_view(tmp_path, _fast_steps({0: 2e-5}), world_size=2).verdicts
+    assert verdicts["job/straggler_rank"] == -1
+
+
+def test_a_slow_data_loader_is_named_by_the_data_wait(tmp_path: Path) -> None:
+    verdicts = write_job_view(tmp_path, _fast_steps({1: 2e-3}), world_size=2).verdicts
+    assert (verdicts["job/straggler_rank"], verdicts["job/straggler_timing"]) == (1, DATA_WAIT_TAG)
+
+
+_POINTS = st.sampled_from([np.nan, np.inf, -np.inf, 0.0, 1.0, 2.5, -3.0, 7.0, 1e-300])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(min_value=0, max_value=6).flatmap(
+        lambda columns: st.lists(st.lists(_POINTS, min_size=columns, max_size=columns), max_size=6)
+    )
+)
+def test_row_medians_equal_numpys_nanmedian(rows: list[list[float]]) -> None:
+    table = np.array(rows, dtype=np.float64).reshape(len(rows), -1 if rows else 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # numpy warns on all-NaN rows
+        expected = np.nanmedian(table, axis=1) if table.shape[1] else np.full(len(table), np.nan)
+    assert np.array_equal(row_medians(table), expected, equal_nan=True)

@@ -1,0 +1,379 @@
+"""judge_timings: per-rank, per-step timing arrays in, straggler verdict records out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rankscribe.jobview import (
+    RankSeries,
+    StragglerEvidence,
+    VerdictSettings,
+    judge_timings,
+    write_job_view,
+)
+from rankscribe.jobview.errors import JobViewParamTypeError, JobViewParamValueError
+from rankscribe.jobview.feed import (
+    FORWARD_TIME_TAG,
+    STEP_TIME_TAG,
+    straggler_records,
+    timings_evidence,
+)
+
+RANKS, STEPS, STEP = 16, 300, 0.010
+
+
+def _timings(
+    seed: int = 0, slow: dict[int, float] | None = None, onset: int = 0
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Forward ~6 ms (CV 7 %), data wait ~0.5 ms (heavy-tailed), a 10 ms synchronous step."""
+    rng = np.random.default_rng(seed)
+    forward = 0.006 * rng.lognormal(0.0, 0.07, (RANKS, STEPS))
+    wait = 0.0005 * rng.lognormal(0.0, 0.5, (RANKS, STEPS))
+    for rank, factor in (slow or {}).items():
+        forward[rank, onset:] *= factor
+    # Every rank waits for the slowest in the step's collective.
+    step = np.broadcast_to((forward + wait).max(axis=0) + 0.003, (RANKS, STEPS))
+    return {"forward": forward, "data_wait": wait}, np.array(step)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_clean_run_gives_no_verdict(seed: int) -> None:
+    timings, step = _timings(seed)
+    assert judge_timings(timings, step_time=step) == []
+
+
+def test_a_rank_1_5x_slower_is_named_with_its_cost() -> None:
+    timings, step = _timings(slow={5: 1.5}, onset=100)
+    [record] = judge_timings(timings, step_time=step, steps=np.arange(1000, 1000 + STEPS))
+    injected = 0.5 * 0.006 * np.exp(0.07**2 / 2)  # the mean of the log-normal forward
+    assert record["kind"] == "straggler"
+    assert record["ranks"] == [5]
+    assert record["timing"] == "forward"
+    assert record["cost_seconds_per_step"] == pytest.approx(injected, rel=0.1)
+    median_step = float(np.median(step[:, 100:]))
+    assert record["cost_share"] == pytest.approx(injected / median_step, rel=0.1)
+    assert abs(record["since_step"] - 1100) <= 16  # within a block (16 steps) of the onset
+    assert record["persistent"] is True
+    assert record["share_of_steps"] > 0.9
+    assert record["top"][0]["rank"] == 5
+    assert record["message"].startswith(
+        f"rank 5 costs {record['cost_seconds_per_step'] * 1e3:.1f} ms a step "
+        f"({record['cost_share']:.0%} of the step): forward 1.4"
+    )
+    assert json.loads(json.dumps(record)) == record  # plain, JSON-ready
+
+
+def test_a_node_of_ranks_is_one_verdict_costliest_first() -> None:
+    timings, step = _timings(slow={8: 1.3, 9: 1.4, 10: 1.3})
+    [record] = judge_timings(timings, step_time=step)
+    assert record["ranks"][0] == 9
+    assert sorted(record["ranks"]) == [8, 9, 10]
+    assert [item["rank"] for item in record["top"][:3]] == record["ranks"]
+
+
+def test_a_difference_of_1_percent_of_the_step_is_never_a_verdict() -> None:
+    """40 us of forward in a 3 ms step, at every step: clear, but not material."""
+    forward = np.full((4, 200), 0.0008)
+    forward[1] += 4e-5
+    assert judge_timings({"forward": forward}, step_time=np.full(200, 0.003)) == []
+    low = VerdictSettings(cost_floor_share=0.01, cost_floor_seconds=1e-5)
+    [record] = judge_timings({"forward": forward}, step_time=np.full(200, 0.003), settings=low)
+    assert record["ranks"] == [1]
+
+
+def test_an_intermittent_rank_is_named_with_its_period_and_share_of_steps() -> None:
+    """Every 4th step 3x slower: its cost is the mean, and it is not persistent."""
+    timings, step = _timings()
+    timings["forward"][3, ::4] *= 3.0
+    [record] = judge_timings(timings, step_time=step)
+    assert record["ranks"] == [3]
+    assert record["persistent"] is False
+    assert record["period_steps"] == 4
+    assert record["share_of_steps"] == pytest.approx(0.25, abs=0.05)
+    assert record["message"].endswith("in 25% of steps (intermittent: every 4th step)")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_50_percent_more_every_4th_step_is_named_intermittent(seed: int) -> None:
+    """A periodic slowness of ~5 % of the step on average, in a quarter of the steps: not
+    material in most steps, but its period sets it apart from stalls at random."""
+    timings, step = _timings(seed)
+    timings["forward"][6, 1::4] *= 1.5
+    [record] = judge_timings(timings, step_time=step)
+    assert record["ranks"] == [6]
+    assert (record["persistent"], record["period_steps"]) == (False, 4)
+    assert record["cost_seconds_per_step"] == pytest.approx(0.006 * 0.5 / 4, rel=0.15)
+
+
+def test_a_rank_slowing_gradually_is_not_called_periodic() -> None:
+    """A slowness that grows correlates with itself at every lag alike: persistent."""
+    timings, step = _timings()
+    timings["forward"][2, 100:] *= np.linspace(1.0, 1.6, STEPS - 100)
+    [record] = judge_timings(timings, step_time=step)
+    assert record["ranks"] == [2]
+    assert (record["persistent"], record["period_steps"]) == (True, 0)
+
+
+def _stalled(rng: np.random.Generator, steps: int, share: float = 0.2) -> np.ndarray:
+    """Descheduled now and then on a busy core: 1-4 ms more in ``share`` of the steps."""
+    return np.where(rng.random(steps) < share, rng.uniform(0.001, 0.004, steps), 0.0)
+
+
+@pytest.mark.parametrize("ranks", [2, 16])
+def test_a_tiny_difference_with_stalls_on_a_busy_core_is_never_a_verdict(ranks: int) -> None:
+    """100 us (1 % of the step) more at every step, and stalled for a few ms in a fifth
+    of the steps: the mean excess is ~5 % of the step, the usual one 1 %."""
+    rng = np.random.default_rng(7)
+    forward = 0.008 + 2e-5 * rng.standard_normal((ranks, 400))
+    forward[1] += 1e-4 + _stalled(rng, 400)
+    step = forward.max(axis=0) + 0.002
+    assert judge_timings({"section/compute": forward}, step_time=step) == []
+
+
+def test_a_slow_rank_beside_a_stalled_one_is_named_alone_with_its_cost() -> None:
+    rng = np.random.default_rng(8)
+    forward = 0.008 + 2e-5 * rng.standard_normal((16, 400))
+    forward[1] += _stalled(rng, 400)
+    forward[4] += 0.0008  # 10 % more compute at every step
+    step = forward.max(axis=0) + 0.002
+    [record] = judge_timings({"section/compute": forward}, step_time=step)
+    assert record["ranks"] == [4]
+    assert record["cost_seconds_per_step"] == pytest.approx(0.0008, rel=0.1)
+    assert record["persistent"] is True
+
+
+def _shifted(ranks: int, strength: float) -> np.ndarray:
+    """Rank 1 is ``strength`` standard errors slower over 200 steps, half of them faster."""
+    steps, noise = 200, 0.0005
+    sign = np.where(np.arange(steps) % 2 == 0, 1.0, -1.0)
+    forward = np.tile(0.006 - noise * sign, (ranks, 1))
+    excess = strength * 2 * noise / np.sqrt(steps - 1)
+    forward[1] = 0.006 + excess + noise * sign
+    return forward
+
+
+def test_the_bar_rises_with_the_ranks_judged_at_once() -> None:
+    """Each rank is a comparison: at 1,024 ranks the evidence must be clearer than at 64."""
+    low = VerdictSettings(cost_floor_share=1e-4, cost_floor_seconds=1e-7)
+    step = np.full(200, 0.010)
+    [record] = judge_timings({"forward": _shifted(64, 6.2)}, step_time=step, settings=low)
+    assert record["ranks"] == [1]
+    assert judge_timings({"forward": _shifted(1024, 6.2)}, step_time=step, settings=low) == []
+    [record] = judge_timings({"forward": _shifted(1024, 6.6)}, step_time=step, settings=low)
+    assert record["ranks"] == [1]
+
+
+#: The steps of evidence the median rank's noise counts for in a steady rank's variance.
+NOISE_STEPS = 50
+
+
+def _noisier(strength: float, spread: float = 1.3) -> np.ndarray:
+    """1,024 ranks over 50 steps: a third steady, a third alternating +-``noise`` and a
+    third -+``noise``, so the others' median is the steady value and the median rank's
+    variance ``noise^2``. Rank 1 is slower by ``strength`` standard errors of its
+    variance moderated by the others' (``spread^2 noise^2`` pooled with ``noise^2``
+    counted as ``NOISE_STEPS`` steps), and its spread is ``spread noise``: every 10th step
+    an outlying one (above 10 % of the step: set aside by the test of usual steps), the
+    others up and down around a little less, so that it is above the floor in 5 of 9
+    usual steps and above the others' median in 3 of 5 (the sign test stays unclear)."""
+    steps, ranks, noise = 50, 1024, 0.0005
+    sign = np.where(np.arange(steps) % 2 == 0, 1.0, -1.0)
+    phase = np.array([0.0, 1.0, -1.0])[np.arange(ranks) % 3][:, None]
+    forward = 0.006 + noise * phase * sign
+    period = np.array(
+        [-1 + 2.8, -1 - 2.8, -1 + 2.8, -1 - 2.8, -1, 9, -1 + 2.8, -1 - 2.8, -1 + 2.8, -1 - 2.8]
+    )
+    pattern = np.tile(period, steps // 10)
+    pattern *= spread * noise / pattern.std()
+    moderated = (steps * spread**2 + NOISE_STEPS) / (steps + NOISE_STEPS) * noise**2
+    forward[1] = 0.006 + strength * np.sqrt(moderated / (steps - 1)) + pattern
+    return forward
+
+
+def test_a_steady_rank_a_little_noisier_than_the_others_is_judged_by_the_noise_of_all() -> None:
+    """Fifty steps estimate a rank's variance to about 20 %: a rank slower in most of its
+    usual steps whose spread reads 1.3 times the others' is judged on that pooled with
+    theirs, so a clear slowdown is named; on its own spread it would be 5.9 standard
+    errors, under the bar of 6.45 at 1,024 ranks."""
+    low = VerdictSettings(cost_floor_share=1e-4, cost_floor_seconds=1e-7)
+    step = np.full(50, 0.010)
+    [record] = judge_timings({"forward": _noisier(6.6)}, step_time=step, settings=low)
+    assert record["ranks"] == [1]
+    assert judge_timings({"forward": _noisier(6.2)}, step_time=step, settings=low) == []
+
+
+def test_a_rank_far_noisier_than_the_others_is_judged_on_its_own_spread() -> None:
+    """A spread 2.5 times the others' is the rank's own (stalls on a busy core), not
+    chance: pooled with theirs it would read 6.6 standard errors, on its own 5.0. (A
+    20 ms step, so that its usual steps stay under 10 % of it.)"""
+    low = VerdictSettings(cost_floor_share=1e-4, cost_floor_seconds=1e-7)
+    step = np.full(50, 0.020)
+    assert judge_timings({"forward": _noisier(6.6, 2.5)}, step_time=step, settings=low) == []
+    [record] = judge_timings({"forward": _noisier(6.6 * 1.31, 2.5)}, step_time=step, settings=low)
+    assert record["ranks"] == [1]
+
+
+def test_a_skewed_wait_a_little_noisier_is_judged_on_its_own_spread() -> None:
+    """The same excesses in a wait of 1.5 ms that varies by a third of itself: the
+    variances of a few dozen steps of such a timing are no guide to each other (short
+    waits are skewed), so the rank's own spread stays and it is not named."""
+    low = VerdictSettings(cost_floor_share=1e-4, cost_floor_seconds=1e-7)
+    step = np.full(50, 0.010)
+    wait = _noisier(6.6) - 0.0045
+    assert wait.min() > 0
+    assert judge_timings({"data_wait": wait}, step_time=step, settings=low) == []
+
+
+def _above_the_floor_in_half(spread: float) -> np.ndarray:
+    """64 ranks over 400 steps of 10 ms, the others as in :func:`_noisier` (noise 0.4 ms);
+    rank 1 costs 0.25 ms (2.5 % of the step) more, plus or minus ``spread`` times the
+    noise in a shuffled order: above the 0.2 ms floor in exactly half of the steps of
+    every block of 16 (the evidence's block), under 10 % of the step in all."""
+    steps, ranks, noise = 400, 64, 0.0004
+    sign = np.where(np.arange(steps) % 2 == 0, 1.0, -1.0)
+    phase = np.array([0.0, 1.0, -1.0])[np.arange(ranks) % 3][:, None]
+    forward = 0.005 + noise * phase * sign
+    rng = np.random.default_rng(7)
+    half = np.repeat([1.0, -1.0], 8)
+    order = np.concatenate([rng.permutation(half) for _ in range(steps // 16)])
+    forward[1] = 0.005 + 0.00025 + spread * noise * order
+    return forward
+
+
+def test_a_rank_as_noisy_as_the_others_above_the_floor_in_half_its_steps_is_named() -> None:
+    """The sign test's margin is for a rank stalled in some steps, whose stalls widen its
+    spread: a rank shifted as a whole (spread 1.2 times the others') whose excess is
+    above the floor in exactly half of its steps is named at its cost; with a spread 1.8
+    times theirs (over ``SHIFTED_SPREAD``) the same mean and count are not material."""
+    step = np.full(400, 0.010)
+    [record] = judge_timings({"forward": _above_the_floor_in_half(1.2)}, step_time=step)
+    assert record["ranks"] == [1]
+    assert record["cost_share"] == pytest.approx(0.025, rel=0.02)
+    assert judge_timings({"forward": _above_the_floor_in_half(1.8)}, step_time=step) == []
+
+
+def test_of_two_ranks_above_the_floor_in_half_the_steps_neither_is_named() -> None:
+    """With two ranks each one's excess is the other's negated: their spreads are one, and
+    say nothing of whose the noise is, so the sign test keeps its margin."""
+    two = _above_the_floor_in_half(1.2)[:2]
+    assert judge_timings({"forward": two}, step_time=np.full(400, 0.010)) == []
+
+
+def test_ranks_with_steady_times_and_no_noise_are_judged_without_error() -> None:
+    """Each rank's time the same at every step: the variances are sums' differences that
+    rounding can leave just below 0 (a real job's steady sleeps did); the rank 0.9 ms
+    slower is named, nothing raises."""
+    steps = 50
+    forward = np.array(
+        [[0.006] * steps, [0.0069183673] * steps, [0.0071] * steps, [0.0063] * steps]
+    )
+    records = judge_timings({"forward": forward}, step_time=np.full(steps, 0.0123))
+    assert [record["ranks"] for record in records] == [[2, 1]]
+
+
+def test_the_evidence_of_windows_merges_into_the_whole() -> None:
+    timings, step = _timings(slow={2: 1.4})
+    whole = timings_evidence(timings, step_time=step)
+    merged = StragglerEvidence()
+    for window in (slice(0, 120), slice(120, STEPS)):
+        part = {name: table[:, window] for name, table in timings.items()}
+        merged.merge(
+            timings_evidence(part, step_time=step[:, window], steps=np.arange(STEPS)[window])
+        )
+    [together] = straggler_records(merged)
+    [alone] = straggler_records(whole)
+    assert together.keys() == alone.keys()
+    for key, value in alone.items():
+        if isinstance(value, float):
+            assert together[key] == pytest.approx(value, rel=1e-9), key
+        elif key != "top":
+            assert together[key] == value, key
+
+
+def test_without_a_step_time_the_timings_sum_stands_in() -> None:
+    timings, _ = _timings(slow={1: 1.5})
+    [record] = judge_timings(timings)
+    assert record["ranks"] == [1]
+    assert record["cost_share"] == pytest.approx(0.5 * 0.006 / 0.0065, rel=0.15)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "match"),
+    [
+        ({"timings": {}}, JobViewParamTypeError, "timings must be a non-empty mapping"),
+        ({"timings": {"forward": np.ones(3)}}, JobViewParamValueError, r"\(ranks, steps\)"),
+        (
+            {"timings": {"forward": np.ones((2, 3)), "data_wait": np.ones((3, 3))}},
+            JobViewParamValueError,
+            r"timings\['data_wait'\] must be a \(2, 3\) array",
+        ),
+        ({"timings": {"forward": -np.ones((2, 3))}}, JobViewParamValueError, "finite seconds"),
+        (
+            {"timings": {"forward": np.ones((2, 3))}, "step_time": np.ones(4)},
+            JobViewParamValueError,
+            r"step_time must be a \(2, 3\) or \(3,\) array",
+        ),
+        (
+            {"timings": {"forward": np.ones((2, 3))}, "steps": [3, 2, 1]},
+            JobViewParamValueError,
+            "steps must be 3 increasing ints",
+        ),
+        (
+            {"timings": {"forward": np.ones((2, 3))}, "ranks": [1, 1]},
+            JobViewParamValueError,
+            "ranks must be 2 distinct ints",
+        ),
+        (
+            {"timings": {"forward": np.ones((2, 3))}, "settings": {"top_k": 3}},
+            JobViewParamTypeError,
+            "settings must be a VerdictSettings",
+        ),
+    ],
+)
+def test_bad_arguments_are_named(arguments: dict, error: type[Exception], match: str) -> None:
+    timings = arguments.pop("timings")
+    with pytest.raises(error, match=match):
+        judge_timings(timings, **arguments)
+
+
+def test_the_job_view_takes_the_thresholds(tmp_path: Path) -> None:
+    """A rank 1.5 % of the step slower: no verdict at the default floor, one at 1 %."""
+    steps = range(1, 201)
+    series = {
+        rank: RankSeries(
+            rank,
+            {
+                STEP_TIME_TAG: [(step, 0.010) for step in steps],
+                FORWARD_TIME_TAG: [(step, 0.004 + 0.00015 * (rank == 1)) for step in steps],
+            },
+        )
+        for rank in range(3)
+    }
+    assert write_job_view(tmp_path, series, world_size=3).verdicts["job/straggler_rank"] == -1
+    lower = VerdictSettings(cost_floor_share=0.01)
+    view = write_job_view(tmp_path, series, world_size=3, verdict_settings=lower)
+    assert view.verdicts["job/straggler_rank"] == 1
+    assert view.verdicts["job/straggler_cost_share"] == pytest.approx(0.015)
+    with pytest.raises(JobViewParamTypeError, match="verdict_settings must be a VerdictSettings"):
+        write_job_view(tmp_path, series, world_size=3, verdict_settings=0.01)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("cost_floor_share", -0.1),
+        ("cost_floor_share", float("nan")),
+        ("cost_floor_seconds", "1"),
+        ("confidence", float("inf")),
+        ("min_steps", 0),
+        ("top_k", True),
+        ("persistent_share", 1.5),
+    ],
+)
+def test_settings_refuse_a_bad_threshold(field: str, value: object) -> None:
+    with pytest.raises(ValueError, match=f"{field} must be"):
+        VerdictSettings(**{field: value})  # type: ignore[arg-type]
