@@ -8,6 +8,9 @@ records and how to act on it.
 
 - Judge timings from anywhere as the job view does: :func:`judge_timings` (its
   thresholds: :class:`VerdictSettings`).
+- The rank whose local gradient stands apart before the all-reduce:
+  :func:`judge_gradients`, step by step :class:`GradientWatch` (settings:
+  :class:`GradientSettings`; findings: :class:`GradientFinding`; docs/gradients.md).
 - The job's files from its ranks' scalars: :func:`write_job_view` (what it wrote and
   the verdicts: :class:`JobView`); a rank's scalars: :func:`rank_dir_arrays`,
   :func:`series_from_dir` (a :class:`RankSeries`); merged statistics:
@@ -42,6 +45,12 @@ if TYPE_CHECKING:
     )
     from rankscribe.jobview.job._live import LiveJobView
     from rankscribe.jobview.job._statistics import JobStatistics
+    from rankscribe.jobview.job.verdicts._gradients import (
+        GradientFinding,
+        GradientSettings,
+        GradientWatch,
+        judge_gradients,
+    )
     from rankscribe.jobview.job.verdicts._judge import judge_timings
     from rankscribe.jobview.job.verdicts._sentences import verdict_lines
     from rankscribe.jobview.job.verdicts._straggler_verdicts import VerdictSettings
@@ -50,12 +59,16 @@ if TYPE_CHECKING:
 # Where each name lives. Imported on first use (PEP 562): importing the package loads
 # neither NumPy nor the writer.
 _HOMES = {
+    "GradientFinding": "rankscribe.jobview.job.verdicts._gradients",
+    "GradientSettings": "rankscribe.jobview.job.verdicts._gradients",
+    "GradientWatch": "rankscribe.jobview.job.verdicts._gradients",
     "JobStatistics": "rankscribe.jobview.job._statistics",
     "JobView": "rankscribe.jobview._view",
     "LiveJobView": "rankscribe.jobview.job._live",
     "RankSeries": "rankscribe.jobview._view",
     "StragglerEvidence": "rankscribe.jobview.job.verdicts._stragglers",
     "VerdictSettings": "rankscribe.jobview.job.verdicts._straggler_verdicts",
+    "judge_gradients": "rankscribe.jobview.job.verdicts._gradients",
     "judge_timings": "rankscribe.jobview.job.verdicts._judge",
     "live_lines": "rankscribe.jobview._view",
     "rank_dir_arrays": "rankscribe.jobview._view",
@@ -70,12 +83,16 @@ __getattr__, __dir__ = lazy_attributes(__name__, _HOMES, globals())
 __version__ = "0.1.0"  # the distribution's version (metadata, not an API name)
 
 __all__ = [
+    "GradientFinding",
+    "GradientSettings",
+    "GradientWatch",
     "JobStatistics",
     "JobView",
     "LiveJobView",
     "RankSeries",
     "StragglerEvidence",
     "VerdictSettings",
+    "judge_gradients",
     "judge_timings",
     "live_lines",
     "rank_dir_arrays",

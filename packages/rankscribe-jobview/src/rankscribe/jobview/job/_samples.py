@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rankscribe.jobview.job._batch_merge import reduced_rows
 from rankscribe.jobview.errors import JobViewParamTypeError
+from rankscribe.jobview.job._batch_merge import reduced_rows
 from rankscribe.jobview.job._statistics import NO_RANK, JobStatistics, TagStatistics
 from rankscribe.jobview.job.verdicts._machine import SYSTEM_TAG_PREFIX
 

@@ -1,0 +1,424 @@
+"""The rank whose local gradient is wrong, found before the all-reduce hides it.
+
+Under data parallelism every rank computes its gradient on its own micro-batch and
+the all-reduce averages them: a rank whose gradient is corrupted (a flipped bit, a
+bad micro-batch) passes the error to every replica, and the replicas stay equal,
+so comparing parameters afterwards cannot say which rank it was. Before the reduce
+it can: each rank's local gradient norm, bucket by bucket, is a sample of one
+distribution (the ranks' micro-batches are drawn alike), so at each step a rank
+whose norm stands apart from the others' at that step is the origin.
+
+The rule (docs/job-view.md, "Gradients"), at each step:
+
+- per bucket, ``d = log(norm) - median of the ranks' log(norm)`` (with two
+  ranks, each rank against its own recent steps less the other rank's change, and
+  a name only for the rank that changed more: two samples have no "others");
+- with three buckets or more, a rank's change in every bucket at once (its median
+  ``d``: a harder micro-batch, or a bad one) is judged apart from one bucket's
+  change beyond it (a flipped bit, a scaled bucket): two tests per rank-step;
+- each test's null is learnt from the last :attr:`GradientSettings.window` steps'
+  clean values (those within the bar): a spread per bucket (1.4826 x the median
+  absolute deviation, pooled over buckets until a bucket has its own
+  :data:`_OWN_SCALE_AT` values), and the bar on ``|d| / spread`` that the
+  window's own upper tail gives when extrapolated to the false-name budget of one
+  test (:attr:`GradientSettings.false_alarms` per rank-step, shared by the
+  rank-step's tests; a generalised Pareto fit of the tail, never lighter than
+  exponential): heavy-tailed noise raises its own bar;
+- a rank is named when ``|d|`` passes the bar and is at least ``log(min_ratio)``
+  (``log(whole_ratio)`` for a whole gradient); until a test's bar is learnt
+  (:attr:`GradientSettings.warmup` steps and :data:`_FIT_FROM` clean values),
+  only ``warmup_ratio`` or more is named;
+- a non-finite local norm (NaN, +-inf) is named at once, whatever the others.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from rankscribe.jobview.errors import JobViewParamTypeError, JobViewParamValueError
+from rankscribe.ranks.arguments import is_int
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+__all__ = ["GradientFinding", "GradientSettings", "GradientWatch", "judge_gradients"]
+
+#: Values of its own a bucket needs before its spread is its own (until then, pooled).
+_OWN_SCALE_AT = 64
+#: The smallest spread of log norms believed (1 %): identical micro-batches give 0.
+_MIN_SPREAD = 0.01
+#: log of the smallest norm taken as a number (a zero bucket: frozen parameters).
+_TINY = 1e-300
+#: Once the spreads rest on this many steps they are learnt again every this many steps
+#: (a median over the window at every step would cost more than the step's tests).
+_RELEARN_EVERY = 16
+#: Buckets from which a change of a rank's every bucket is judged apart from one bucket's.
+_WHOLE_AT = 3
+#: The share of the window's scores that the tail is fitted on (at least :data:`_TAIL_MIN`
+#: of them), and the fewest scores a fit takes (then the top 5 %: a heavier, safer tail).
+_TAIL_SHARE = 0.01
+_TAIL_MIN = 20
+_FIT_FROM = 400
+
+
+@dataclass(frozen=True)
+class GradientSettings:
+    """The gradient rule's settings (module docstring; docs/job-view.md, "Gradients").
+
+    - ``false_alarms``: the false-name budget per rank and step (1e-7: one false
+      name in ten million rank-steps), shared by the buckets;
+    - ``min_ratio``: the smallest ratio to the others' median ever named in one
+      bucket (a spread learnt from near-identical micro-batches is tiny);
+    - ``whole_ratio``: the same for a change of all of a rank's buckets at once: a
+      harder micro-batch moves them all, and is not a fault;
+    - ``window``: the steps the spread is learnt over;
+    - ``warmup`` and ``warmup_ratio``: before ``warmup`` steps, only a ratio of
+      ``warmup_ratio`` (or its inverse) or more is named.
+    """
+
+    false_alarms: float = 1e-7
+    min_ratio: float = 1.5
+    whole_ratio: float = 4.0
+    window: int = 200
+    warmup: int = 8
+    warmup_ratio: float = 8.0
+
+    def __post_init__(self) -> None:
+        checks = (
+            ("false_alarms", 0.0 < self.false_alarms < 0.5, "a number in (0, 0.5)"),
+            ("min_ratio", self.min_ratio > 1.0, "a number > 1"),
+            ("whole_ratio", self.whole_ratio > 1.0, "a number > 1"),
+            ("warmup_ratio", self.warmup_ratio > 1.0, "a number > 1"),
+        )
+        for name, ok, expected in checks:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not ok:
+                raise JobViewParamValueError(
+                    f"GradientSettings {name} must be {expected}, got {value!r}"
+                )
+        for name in ("window", "warmup"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise JobViewParamValueError(
+                    f"GradientSettings {name} must be an int >= 1, got {value!r}"
+                )
+
+
+@dataclass(frozen=True)
+class GradientFinding:
+    """A rank whose local gradient stood apart at a step, in one bucket.
+
+    ``ratio``: its norm over the others' median (NaN for a non-finite norm);
+    ``score``: ``|log ratio|`` in learnt spreads (inf for a non-finite norm);
+    ``repeats``: at how many earlier steps this rank was named.
+    """
+
+    step: int
+    rank: int
+    bucket: int | None
+    ratio: float
+    score: float
+    nonfinite: bool
+    repeats: int
+
+    @property
+    def persistent(self) -> bool:
+        """Named at two or more earlier steps too: a fault that stays with the rank."""
+        return self.repeats >= 2
+
+
+class _LearntNoise:
+    """One test's noise, learnt from a window of its clean deviations (rows x columns).
+
+    Each column's spread (1.4826 x the median absolute deviation; pooled over
+    the columns until a column has :data:`_OWN_SCALE_AT` values), and the bar
+    the window's own tail gives (:func:`_extrapolated_bar`), learnt again every
+    :data:`_RELEARN_EVERY` steps.
+    """
+
+    def __init__(self, window: int) -> None:
+        self._seen: deque[npt.NDArray[np.float64]] = deque(maxlen=window)
+        self._spreads: npt.NDArray[np.float64] | None = None
+        self._tail_bar = 0.0
+        self._since = 0
+
+    @property
+    def fitted(self) -> bool:
+        """Whether the window held enough clean scores to fit its tail (the bar is learnt)."""
+        return self._tail_bar > 0.0
+
+    def scores(
+        self, deviations: npt.NDArray[np.float64], per_test: float
+    ) -> tuple[npt.NDArray[np.float64], float]:
+        """``|deviations|`` in learnt spreads (inf-spread: 0 before any), and the tail's bar."""
+        columns = deviations.shape[1]
+        spreads = self._spreads
+        if (
+            spreads is None
+            or len(spreads) != columns
+            or len(self._seen) < _RELEARN_EVERY
+            or self._since >= _RELEARN_EVERY
+        ):
+            spreads = self._learn(columns, per_test)
+        self._since += 1
+        with np.errstate(invalid="ignore"):
+            result: npt.NDArray[np.float64] = np.abs(deviations) / spreads[None, :]
+        return result, self._tail_bar
+
+    def remember(self, clean: npt.NDArray[np.float64]) -> None:
+        """A step's deviations, NaN where something was named (it teaches nothing)."""
+        self._seen.append(clean)
+
+    def _learn(self, columns: int, per_test: float) -> npt.NDArray[np.float64]:
+        self._since = 0
+        if not self._seen:
+            self._spreads, self._tail_bar = np.full(columns, math.inf), 0.0
+            return self._spreads
+        seen = np.concatenate(list(self._seen), axis=0)
+        finite = seen[np.isfinite(seen)]
+        pooled = _robust_spread(finite) if finite.size else math.inf
+        spreads = np.full(columns, pooled)
+        for column in range(columns):
+            own = seen[:, column]
+            own = own[np.isfinite(own)]
+            if own.size >= _OWN_SCALE_AT:
+                spreads[column] = _robust_spread(own)
+        learnt: npt.NDArray[np.float64] = np.maximum(spreads, _MIN_SPREAD)
+        self._spreads = learnt
+        self._tail_bar = _extrapolated_bar(np.abs(seen) / learnt[None, :], per_test)
+        return learnt
+
+
+class GradientWatch:
+    """The rule step by step, as a live view calls it (module docstring).
+
+    ``findings``: every finding so far, in step order.
+    """
+
+    def __init__(self, settings: GradientSettings | None = None) -> None:
+        if settings is not None and not isinstance(settings, GradientSettings):
+            raise JobViewParamTypeError(
+                f"settings must be a GradientSettings or None, got {type(settings).__name__}"
+            )
+        self.settings = settings or GradientSettings()
+        self.findings: list[GradientFinding] = []
+        self._steps = 0
+        self._named: dict[int, int] = {}
+        self._history: deque[npt.NDArray[np.float64]] = deque()
+        self._buckets = _LearntNoise(self.settings.window)
+        self._whole = _LearntNoise(self.settings.window)
+
+    def add(self, step: int, norms: npt.ArrayLike) -> list[GradientFinding]:
+        """One step's local norms, ``(ranks, buckets)`` (a vector: one bucket); its findings."""
+        if not is_int(step):
+            raise JobViewParamTypeError(f"step must be an int, got {type(step).__name__}")
+        values = _array("norms", norms)
+        if values.ndim == 1:
+            values = values[:, None]
+        if values.ndim != 2 or values.shape[0] < 2 or values.shape[1] < 1:
+            raise JobViewParamValueError(
+                f"norms must be (ranks, buckets) with 2 or more ranks, got shape {values.shape}"
+            )
+        if self._history and self._history[-1].shape[1] != values.shape[1]:
+            raise JobViewParamValueError(
+                f"norms must keep the number of buckets: "
+                f"{self._history[-1].shape[1]} before, {values.shape[1]} now"
+            )
+        found: list[GradientFinding] = []
+        bad = ~np.isfinite(values)
+        logs = np.log(np.maximum(np.where(bad, 1.0, values), _TINY))
+        deviations, eligible = self._deviations(logs)
+        deviations = np.where(bad, np.nan, deviations)
+        for rank, bucket in zip(*np.nonzero(bad), strict=True):
+            found.append(self._finding(step, int(rank), int(bucket), math.nan, math.inf, True))
+        self._remember_logs(logs, bad)
+        self._steps += 1
+        buckets = values.shape[1]
+        # The budget per rank-step, shared by its tests (each bucket, and the whole).
+        per_test = self.settings.false_alarms / (buckets + (1 if buckets >= _WHOLE_AT else 0))
+        if buckets >= _WHOLE_AT:
+            # A rank's change in every bucket at once (a harder micro-batch, or a bad one)
+            # is judged apart from one bucket's change (a flipped bit, a scaled bucket).
+            with np.errstate(invalid="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # a rank of NaN only
+                whole = np.nanmedian(deviations, axis=1, keepdims=True)
+            own = deviations - whole
+            named_whole, scores, apart = self._judge(
+                self._whole, whole, per_test, self.settings.whole_ratio
+            )
+            for rank in np.flatnonzero(named_whole[:, 0] & eligible):
+                ratio, score = math.exp(whole[rank, 0]), float(scores[rank, 0])
+                found.append(self._finding(step, int(rank), None, ratio, score, False))
+            self._whole.remember(np.where(apart, np.nan, whole))
+        else:
+            own = deviations
+        named, scores, apart = self._judge(self._buckets, own, per_test, self.settings.min_ratio)
+        for rank, bucket in zip(*np.nonzero(named & eligible[:, None]), strict=True):
+            ratio, score = math.exp(deviations[rank, bucket]), float(scores[rank, bucket])
+            found.append(self._finding(step, int(rank), int(bucket), ratio, score, False))
+        self._buckets.remember(np.where(apart, np.nan, own))
+        for rank in {finding.rank for finding in found}:
+            self._named[rank] = self._named.get(rank, 0) + 1
+        self.findings.extend(found)
+        return found
+
+    def _judge(
+        self,
+        noise: _LearntNoise,
+        deviations: npt.NDArray[np.float64],
+        per_test: float,
+        min_ratio: float,
+    ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+        """(named, scores, apart): apart also holds what passed the bar below the ratio."""
+        scores, tail_bar = noise.scores(deviations, per_test)
+        # Until the noise's tail is learnt, only a ratio no noise gives is named.
+        warm = self._steps > self.settings.warmup and noise.fitted
+        ratio = max(min_ratio, self.settings.warmup_ratio) if not warm else min_ratio
+        floor = math.log(ratio)
+        with np.errstate(invalid="ignore"):
+            named: npt.NDArray[np.bool_] = np.isfinite(deviations) & (np.abs(deviations) > floor)
+            apart = named.copy()
+            if warm:
+                beyond = scores > tail_bar
+                named &= beyond
+                apart = named | beyond  # not the noise, though too small a ratio to name
+        return named, scores, apart
+
+    def _finding(
+        self,
+        step: int,
+        rank: int,
+        bucket: int | None,
+        ratio: float,
+        score: float,
+        nonfinite: bool,
+    ) -> GradientFinding:
+        return GradientFinding(
+            step=step,
+            rank=rank,
+            bucket=bucket,
+            ratio=ratio,
+            score=score,
+            nonfinite=nonfinite,
+            repeats=self._named.get(rank, 0),
+        )
+
+    def _deviations(
+        self, logs: npt.NDArray[np.float64]
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+        """Each rank's deviation from the others, and which ranks a name may go to."""
+        everyone = np.ones(logs.shape[0], dtype=bool)
+        if logs.shape[0] >= 3:
+            # The median of every rank's, its own among them: one rank cannot move it,
+            # while the others' median of three ranks is the mean of the other two.
+            return logs - np.median(logs, axis=0), everyone
+        # Two ranks: each against its own recent steps, less the other's change; a name
+        # goes to the rank that changed more (in its largest bucket).
+        if not self._history:
+            return np.full(logs.shape, np.nan), everyone
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a bucket of NaN only
+            usual = np.nanmedian(np.stack(list(self._history)), axis=0)
+        change = logs - usual
+        larger = np.nanmax(np.abs(change), axis=1, initial=0.0)
+        eligible = larger >= larger[::-1]
+        deviations: npt.NDArray[np.float64] = change - change[::-1]
+        return deviations, eligible
+
+    def _remember_logs(self, logs: npt.NDArray[np.float64], bad: npt.NDArray[np.bool_]) -> None:
+        self._history.append(np.where(bad, np.nan, logs))
+        while len(self._history) > self.settings.window:
+            self._history.popleft()
+
+
+def judge_gradients(
+    norms: npt.ArrayLike,
+    *,
+    steps: Sequence[int] | None = None,
+    settings: GradientSettings | None = None,
+) -> list[GradientFinding]:
+    """The findings of a run's local gradient norms, ``(steps, ranks, buckets)``.
+
+    ``steps``: the step of each row (default 1, 2, ...). What :class:`GradientWatch`
+    finds when given the rows one by one.
+    """
+    values = _array("norms", norms)
+    if values.ndim == 2:
+        values = values[:, :, None]
+    if values.ndim != 3:
+        raise JobViewParamValueError(
+            f"norms must be (steps, ranks, buckets) or (steps, ranks), got shape {values.shape}"
+        )
+    numbers = list(range(1, len(values) + 1)) if steps is None else _steps(steps)
+    if len(numbers) != len(values):
+        raise JobViewParamValueError(
+            f"steps must give one step per row: {len(numbers)} for {len(values)}"
+        )
+    watch = GradientWatch(settings)
+    for step, row in zip(numbers, values, strict=True):
+        watch.add(step, row)
+    return watch.findings
+
+
+def _array(name: str, values: object) -> npt.NDArray[np.float64]:
+    try:
+        return np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise JobViewParamTypeError(
+            f"{name} must be an array of numbers, got {type(values).__name__}: {error}"
+        ) from None
+
+
+def _steps(steps: object) -> list[int]:
+    if isinstance(steps, (str, bytes)) or not isinstance(steps, Sequence | range):
+        raise JobViewParamTypeError(
+            f"steps must be a sequence of int steps or None, got {type(steps).__name__}"
+        )
+    if not all(is_int(step) for step in steps):
+        raise JobViewParamTypeError(f"steps must be a sequence of int steps, got {steps!r:.80}")
+    return [int(step) for step in steps]
+
+
+def _extrapolated_bar(scores: npt.NDArray[np.float64], per_test: float) -> float:
+    """The bar a window's own tail gives: its upper scores extrapolated to the budget.
+
+    Peaks over a threshold: the excesses of the top :data:`_TAIL_SHARE` of the
+    window's clean scores (at least :data:`_TAIL_MIN`) over the next one are fitted
+    with a generalised Pareto distribution (Hosking and Wallis's probability-weighted
+    moments), and the bar is its quantile at the per-test budget. The shape is never
+    taken below 0 (an exponential tail): a window never shows that its noise is
+    bounded, and assuming so would name its rare large values. Heavy-tailed noise
+    (shape > 0) raises the bar far above what a normal distribution would need.
+    0 while the window holds too few scores.
+    """
+    scores = scores[np.isfinite(scores)]
+    if scores.size < _FIT_FROM:
+        return 0.0
+    top = max(_TAIL_MIN, int(scores.size * _TAIL_SHARE))
+    upper = np.sort(np.partition(scores, scores.size - top - 1)[scores.size - top - 1 :])
+    threshold = float(upper[0])
+    excess = upper[1:] - threshold
+    count = len(excess)
+    # b0 = E[X], b1 = E[X F(X)] (unbiased, from the ascending excesses).
+    b0 = float(excess.mean())
+    b1 = float((excess * np.arange(count) / (count - 1)).mean())
+    if b0 <= 0.0 or 2.0 * b1 - b0 <= 0.0:  # no noise (identical micro-batches): a spread
+        return max(1.0, float(upper[-1]))
+    shape = max(0.0, 2.0 - b0 / (2.0 * b1 - b0))  # Hosking and Wallis's -k
+    scale = 2.0 * b0 * (b0 - b1) / (2.0 * b1 - b0) if shape > 0.0 else b0
+    ratio = (count / scores.size) / per_test  # how far beyond the threshold's exceedance
+    if shape == 0.0:
+        return threshold + scale * math.log(ratio)
+    return float(threshold + scale / shape * (ratio**shape - 1.0))
+
+
+def _robust_spread(values: npt.NDArray[np.float64]) -> float:
+    centre = float(np.median(values))
+    return 1.4826 * float(np.median(np.abs(values - centre)))

@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""How well the gradient rule names a corrupted local gradient, and how often it names a clean one.
+
+    python tools/bench/gradients.py [--ranks 64 1024] [--buckets 8] [--steps 2000]
+                                    [--injections 40] [--seed 0] [--quick]
+
+Simulated local gradient norms of a data-parallel job, per rank, step and bucket,
+go through the rule (``judge_gradients``'s step-by-step form, as a live view
+calls it). Bucket sizes are spread log-uniformly from 10^4 to 10^8 elements; a
+bucket's typical element is its norm / sqrt(size).
+
+Clean noise models (the ranks' micro-batches are drawn alike, so their norms are
+samples of one distribution at a step):
+
+- ``gaussian``: log-normal per rank and step, 5 %;
+- ``small-batch``: the same, 25 % (a local batch of a few samples);
+- ``loss-spikes``: 8 %, and in 1 % of steps every rank's norms x(1 + Pareto(1.5));
+- ``heterogeneous``: 5 %, and a fixed 5 % offset per rank (shards that differ);
+- ``heavy-tail``: Student's t (3 degrees of freedom) x 5 % in the log;
+- ``warmup``: 8 %, every rank's norms growing x20 over the first 300 steps;
+- ``hard-batches``: 8 %, and one rank-step in 1,000 a harder micro-batch,
+  x(1 + Exponential(0.3)).
+
+The rule's constants were chosen on the first four models with seeds 0 and 1
+(``TUNED``); the table marks them, and the others (``HELD_OUT``, and every seed
+from 2 on) are what the rule is judged on.
+
+Faults, one per injection, in one random rank and bucket at a random step after
+the warm-up, each in its own run of the same random stream (the clean run is
+the same stream without it): an exponent bit flip of one element (x2^4 to
+x2^64: the bucket's norm becomes sqrt(norm^2 + element^2 (4^k - 1))), a flip of
+the top mantissa bit (x1.5 of one element), a scaled bucket (x1.5 to x100), NaN
+and +inf. Printed per model and job size: each fault's detection rate (named at
+its step, with its rank and bucket), false names per 10^7 rank-steps (any name
+in the clean run), and the CPU seconds taken.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+for package in ("ranks", "jobview"):
+    sys.path.insert(0, str(ROOT / "packages" / f"rankscribe-{package}" / "src"))
+
+from rankscribe.jobview import GradientSettings, GradientWatch  # noqa: E402
+
+# The models the rule's constants were chosen on (with seeds 0 and 1); the rest are held out.
+TUNED = ("gaussian", "small-batch", "loss-spikes", "heterogeneous")
+FIRST_FAULT_STEP = 30
+
+Noise = Callable[[np.random.Generator, int, int, int], np.ndarray]
+
+
+def _lognormal(sigma: float) -> Noise:
+    def noise(rng: np.random.Generator, steps: int, ranks: int, buckets: int) -> np.ndarray:
+        return np.exp(rng.normal(0.0, sigma, size=(steps, ranks, buckets)))
+
+    return noise
+
+
+def _loss_spikes(rng: np.random.Generator, steps: int, ranks: int, buckets: int) -> np.ndarray:
+    factors = _lognormal(0.08)(rng, steps, ranks, buckets)
+    spiked = rng.random(steps) < 0.01
+    factors[spiked] *= (1.0 + rng.pareto(1.5, size=int(spiked.sum())))[:, None, None]
+    return factors
+
+
+def _heterogeneous(rng: np.random.Generator, steps: int, ranks: int, buckets: int) -> np.ndarray:
+    offsets = np.exp(rng.normal(0.0, 0.05, size=(1, ranks, 1)))
+    return _lognormal(0.05)(rng, steps, ranks, buckets) * offsets
+
+
+def _heavy_tail(rng: np.random.Generator, steps: int, ranks: int, buckets: int) -> np.ndarray:
+    return np.exp(0.05 * rng.standard_t(3, size=(steps, ranks, buckets)))
+
+
+def _warmup(rng: np.random.Generator, steps: int, ranks: int, buckets: int) -> np.ndarray:
+    growth = np.minimum(1.0, (np.arange(steps) + 1) / 300.0) * 20.0
+    return _lognormal(0.08)(rng, steps, ranks, buckets) * np.maximum(growth, 1.0)[:, None, None]
+
+
+def _hard_batches(rng: np.random.Generator, steps: int, ranks: int, buckets: int) -> np.ndarray:
+    factors = _lognormal(0.08)(rng, steps, ranks, buckets)
+    hard = rng.random((steps, ranks)) < 1e-3
+    factors[hard] *= (1.0 + rng.exponential(0.3, size=int(hard.sum())))[:, None]
+    return factors
+
+
+MODELS: dict[str, Noise] = {
+    "gaussian": _lognormal(0.05),
+    "small-batch": _lognormal(0.25),
+    "loss-spikes": _loss_spikes,
+    "heterogeneous": _heterogeneous,
+    "heavy-tail": _heavy_tail,
+    "warmup": _warmup,
+    "hard-batches": _hard_batches,
+}
+
+
+def _flip(power: int) -> Callable[[float, float], float]:
+    def fault(norm: float, size: float) -> float:
+        element = norm / math.sqrt(size)
+        return math.sqrt(norm * norm + element * element * (4.0**power - 1.0))
+
+    return fault
+
+
+def _scaled(factor: float) -> Callable[[float, float], float]:
+    return lambda norm, _size: norm * factor
+
+
+def _mantissa(norm: float, size: float) -> float:
+    element = norm / math.sqrt(size)
+    return math.sqrt(norm * norm + element * element * (1.5**2 - 1.0))
+
+
+FAULTS: dict[str, Callable[[float, float], float]] = {
+    **{f"flip x2^{power}": _flip(power) for power in (4, 8, 12, 16, 32, 64)},
+    "mantissa top bit": _mantissa,
+    **{f"bucket x{factor:g}": _scaled(factor) for factor in (1.5, 2, 5, 10, 100)},
+    "NaN": lambda _norm, _size: math.nan,
+    "+inf": lambda _norm, _size: math.inf,
+}
+
+
+def _run(norms: np.ndarray, settings: GradientSettings) -> GradientWatch:
+    watch = GradientWatch(settings)
+    for step, row in enumerate(norms, start=1):
+        watch.add(step, row)
+    return watch
+
+
+def bench(
+    model: str, ranks: int, buckets: int, steps: int, injections: int, seed: int
+) -> dict[str, Any]:
+    rng = np.random.default_rng([seed, ranks, list(MODELS).index(model)])
+    sizes = np.exp(rng.uniform(math.log(1e4), math.log(1e8), size=buckets))
+    base = np.exp(rng.uniform(-3.0, 1.0, size=buckets))
+    norms = MODELS[model](rng, steps, ranks, buckets) * base[None, None, :]
+    settings = GradientSettings()
+    started = time.process_time()
+    clean = _run(norms, settings)
+    false_names = len(clean.findings)
+    detected: dict[str, int] = {}
+    short = norms[: FIRST_FAULT_STEP + 40]
+    for name, fault in FAULTS.items():
+        hits = 0
+        for _ in range(injections):
+            step = int(rng.integers(FIRST_FAULT_STEP, len(short)))
+            rank, bucket = int(rng.integers(ranks)), int(rng.integers(buckets))
+            faulty = short.copy()
+            faulty[step, rank, bucket] = fault(float(faulty[step, rank, bucket]), sizes[bucket])
+            watch = GradientWatch(settings)
+            for at, row in enumerate(faulty[: step + 1]):
+                found = watch.add(at, row)
+            hits += any(f.rank == rank and f.bucket == bucket for f in found)
+        detected[name] = hits
+    return {
+        "false": false_names / (steps * ranks) * 1e7,
+        "detected": {name: hits / injections for name, hits in detected.items()},
+        "cpu": time.process_time() - started,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ranks", type=int, nargs="+", default=[64, 1024])
+    parser.add_argument("--buckets", type=int, default=8)
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--injections", type=int, default=40)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    parser.add_argument("--quick", action="store_true", help="64 ranks, 300 steps, 10 injections")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.ranks, args.steps, args.injections = [64], 300, 10
+    header = ["model", "set", "ranks", "false/1e7", *FAULTS, "cpu s"]
+    print(" | ".join(header))
+    print(" | ".join("---" for _ in header))
+    for ranks in args.ranks:
+        for model in args.models:
+            result = bench(model, ranks, args.buckets, args.steps, args.injections, args.seed)
+            tuned = model in TUNED and args.seed < 2
+            row = [
+                model,
+                "tuned" if tuned else "held out",
+                str(ranks),
+                f"{result['false']:.2f}",
+                *(f"{rate:.2f}" for rate in result["detected"].values()),
+                f"{result['cpu']:.1f}",
+            ]
+            print(" | ".join(row), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
