@@ -140,10 +140,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 # and the tox envs that install it. Without it the folder is one skip naming those envs;
 # its conftest is not imported.
 _FOLDER_NEEDS = {
-    "collector_torch": (("torch",), "collector-torch and coverage"),
+    "collector_torch": (("torch",), "collector-torch"),
     "compat_tensorboard": (("tensorboard",), "tensorboard"),
     "frameworks": (("torch", "lightning", "transformers", "accelerate"), "integrations"),
-    "report": (("plotly",), "report and coverage"),
+    "report": (("plotly",), "report"),
 }
 _TESTS = Path(__file__).resolve().parent
 

@@ -36,7 +36,7 @@ class MpiLauncher:
         self, ranks: int, *argv: str, cwd: Path, timeout: float, measured: bool = True
     ) -> MpiRun:
         """The job run to its end. ``measured=False``: its ranks are not traced by the
-        coverage env's tracer (for a test of timings, which tracing the recorder's own
+        mpi env's coverage tracer (for a test of timings, which tracing the recorder's own
         threads changes)."""
         # On a timeout the whole job (launcher and ranks) is killed and the test fails.
         with Launches(timeout) as launches:

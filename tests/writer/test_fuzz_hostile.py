@@ -11,20 +11,23 @@ The cases come from ``tests/conftest.py``.
 from __future__ import annotations
 
 import contextlib
-import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-# Under a tracer (the coverage env) the targets take no time limit (tools/fuzz/targets.py):
-# the writer env runs the tests of the limit itself.
-untraced = pytest.mark.skipif(
-    sys.gettrace() is not None, reason="no time limit under a tracer; the writer env runs this"
-)
+from tests._support.untraced import untraced
+
+
+@pytest.fixture
+def no_tracer() -> Iterator[None]:
+    """Under a tracer the targets take no time limit (tools/fuzz/targets.py): the tests of
+    the limit itself run with coverage's tracer paused (the writer env runs under it)."""
+    with untraced("the fuzz targets' time limit"):
+        yield
 
 
 def _spin(seconds: float) -> None:
@@ -34,7 +37,7 @@ def _spin(seconds: float) -> None:
         pass
 
 
-@untraced
+@pytest.mark.usefixtures("no_tracer")
 def test_an_input_past_the_time_limit_fails_and_is_stopped_there(
     fuzz_targets_module: ModuleType,
 ) -> None:
@@ -53,7 +56,7 @@ def test_an_input_past_the_time_limit_fails_and_is_stopped_there(
     assert spent and spent[0] < 30.0  # stopped by the alarm, not run to its end
 
 
-@untraced
+@pytest.mark.usefixtures("no_tracer")
 def test_a_reader_catching_every_exception_does_not_hide_a_slow_input(
     fuzz_targets_module: ModuleType,
 ) -> None:
@@ -67,7 +70,7 @@ def test_a_reader_catching_every_exception_does_not_hide_a_slow_input(
         limited(b"x")
 
 
-@untraced
+@pytest.mark.usefixtures("no_tracer")
 def test_without_an_alarm_the_time_is_checked_after_the_input(
     fuzz_targets_module: ModuleType,
 ) -> None:

@@ -114,8 +114,9 @@ def time_limited(
     @functools.wraps(target)
     def run(data: bytes) -> None:
         if sys.gettrace() is not None:
-            # Under a tracer (the coverage env) an input's time is the tracer's, and an alarm
-            # raised inside the tracer's own locked code would leave its lock held.
+            # Under a tracer (coverage's, in the measured envs) an input's time is the
+            # tracer's, and an alarm raised inside the tracer's own locked code would
+            # leave its lock held.
             target(data)
             return
         start = time.process_time()

@@ -70,9 +70,10 @@ def steps_with(directory: Path, plugin: str, tag: str | None = None) -> list[int
 @pytest.fixture(scope="module")
 def job(mpi: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     base = tmp_path_factory.mktemp("digits")
-    # Not traced by the coverage env: its tracer slows rank 0's recorder threads (the live
-    # view, the merge) about tenfold, and on 2 cores they then take enough of rank 0's
-    # time to make it the straggler this job's balanced ranks are checked not to have.
+    # Not traced by coverage (the mpi env measures): its tracer slows rank 0's recorder
+    # threads (the live view, the merge) about tenfold, and on 2 cores they then take
+    # enough of rank 0's time to make it the straggler this job's balanced ranks are
+    # checked not to have.
     argv = train_argv(base / "job", "--optimizer", "sgd", "--lr", "0.1")
     output = run_job(mpi, argv, base, measured=False)
     return base / "job", output
@@ -239,7 +240,7 @@ def test_two_jobs_started_at_once_into_one_dir_each_get_their_own(mpi: Any, tmp_
     assert not (tmp_path / "job-3").exists()
 
 
-@needs("sklearn", envs="mpi and coverage")  # the example's digits
+@needs("sklearn", envs="mpi")  # the example's digits
 def test_ctrl_c_mid_run_leaves_readable_files(tmp_path: Path) -> None:
     summary_dir = tmp_path / "job"
     # One rank (no MPI in the way of the signal), many epochs: the run is interrupted.
@@ -253,7 +254,7 @@ def test_ctrl_c_mid_run_leaves_readable_files(tmp_path: Path) -> None:
         "--collect-freq",
         "1",
     ]
-    # Not measured by coverage (the coverage env passes COVERAGE_PROCESS_CONFIG on):
+    # Not measured by coverage (the mpi env passes COVERAGE_PROCESS_CONFIG on):
     # coverage's tracer takes its data lock in Python code, and a SIGINT that lands
     # while it holds it leaves every thread of the child waiting on it forever.
     unmeasured = {

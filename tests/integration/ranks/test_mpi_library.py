@@ -62,7 +62,7 @@ except Exception as error:
 """
 
 
-@needs("mpi4py", envs="mpi and coverage")
+@needs("mpi4py", envs="mpi")
 def test_a_launcher_of_another_mpi_installation_is_named() -> None:
     # A launcher of two ranks, and MPI (here MPICH from PyPI) starting this rank alone.
     run = run_bounded(
@@ -83,7 +83,7 @@ def test_a_launcher_of_another_mpi_installation_is_named() -> None:
     )
 
 
-@needs("mpi4py", envs="mpi and coverage")
+@needs("mpi4py", envs="mpi")
 def test_mpi4py_missing_its_library_is_one_line_too() -> None:
     run = run_bounded(
         [sys.executable, "-c", _MAKE_COORDINATOR],
