@@ -276,6 +276,11 @@ class SeriesRecorder:
         for tag, seconds in timings:
             self.keep_timing(tag, step, seconds)
 
+    def keep_timings_unwritten(self, step: int, timings: Sequence[tuple[str, float]]) -> None:
+        """Keep timings at ``step``, or at the step after the last written when that is
+        later (a step written is never written to again, as for the system samples)."""
+        self.keep_timings(max(step, self._last_written_step + 1), timings)
+
     def next_busy_step(
         self, step: int, schedule: CollectionSchedule, landscape: LandscapeSaver | None
     ) -> int:
