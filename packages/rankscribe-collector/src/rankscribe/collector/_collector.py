@@ -215,6 +215,8 @@ class SummaryCollector(Callback):
         # and before this time (perf_counter) when step times are due.
         self._quiet_until = 0
         self._step_times_due = 0.0
+        #: The short path's time since the last longer step (the cost budget's).
+        self._quiet_cost = 0.0
         self._lineage = LineageRecorder(
             collect_dataset_graph=options.collect_dataset_graph,
             collect_train_lineage=options.collect_train_lineage,
@@ -357,6 +359,7 @@ class SummaryCollector(Callback):
             self._live.start(run.directory)
             assert run.info is not None
             self._cost.start_run(run.info.rank)
+            self._quiet_cost = 0.0
             # The sampler's thread reads the step running from the loop's own state.
             self._system.start(lambda: params.cur_step_num, run.info.local_rank)
             self._series.add_start_fingerprint(record, self._landscape_network(params))
@@ -420,10 +423,14 @@ class SummaryCollector(Callback):
             if timings.forward is not None or timings.section_totals:
                 timings.keep_extras(step)
             timings.last_end = ended
+            # One clock read: this path's own time, for the cost budget (cost/_budget.py).
+            self._quiet_cost += _clock.now() - ended
             return
         self._step_end(params, started, ended)
         finished = self._timings.last_end = _clock.now()
-        self._cost.add(finished - ended)  # measured in training only (start_run .. finish)
+        # Measured in training only (start_run .. finish), the quiet steps' since the last.
+        self._cost.add(finished - ended + self._quiet_cost)
+        self._quiet_cost = 0.0
 
     def _step_end(self, params: CallbackParams, started: float | None, ended: float) -> None:
         """A step that collects, writes, saves landscape parameters, or is not in training."""
@@ -435,6 +442,8 @@ class SummaryCollector(Callback):
         if started is not None:
             self._step_time = ended - started
         if self._cost.window_due(params.cur_step_num):
+            self._cost.add(self._quiet_cost)  # the window's last quiet steps (or warm-up's: none)
+            self._quiet_cost = 0.0
             # Before this step's writes: its cost point goes out with its timings.
             costs = self._cost.close_window(params.cur_step_num, ended, self._stop_landscape)
             self._series.keep_timings_unwritten(params.cur_step_num, costs)
@@ -488,6 +497,8 @@ class SummaryCollector(Callback):
                 self._system.stop()
                 self._timings.finish()
                 self._series.keep_arrived(wait=True)  # the device values still on their way
+                self._cost.add(self._quiet_cost)
+                self._quiet_cost = 0.0
                 last_costs = self._cost.finish(params.cur_step_num, _clock.now())
                 self._series.keep_timings_unwritten(params.cur_step_num, last_costs)
                 self._series.write_kept_step_times(record)

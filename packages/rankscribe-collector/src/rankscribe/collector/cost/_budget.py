@@ -1,8 +1,8 @@
 """The collector's cost budget: what it measures, when it sheds work, and what it says.
 
-The collector times its own work on the training thread at every step that does more
-than its shortest path (a collected step, a step that writes timings or saves landscape
-parameters): from the clock read that starts its ``step_end`` to the one that ends it,
+The collector times its own work on the training thread at every step (its ``step_end``;
+the shortest path of a step that collects nothing with one more clock read; a collected step,
+a step that writes timings or saves landscape parameters from its first clock read to its last),
 and within that the histograms, the fingerprint and the landscape save apart. Here
 those seconds are added up over a *window* of steps, with the CPU time its background
 threads spent meanwhile (``_threads``), and at each window's end:
