@@ -593,10 +593,11 @@ class SummaryCollector(Callback):
             histograms = self._extractor.add_step_values(
                 sink, params, histograms=cost.histograms_at(step)
             )
-            fingerprinting = _clock.now()
-            if cost.keeps_fingerprints:
+            cost.add(0.0, histograms=histograms)
+            if cost.keeps_fingerprints and self._series.fingerprints:
+                fingerprinting = _clock.now()
                 self._series.add_fingerprint(sink, self._landscape_network(params), step)
-            cost.add(0.0, histograms=histograms, fingerprints=_clock.now() - fingerprinting)
+                cost.add(0.0, fingerprints=_clock.now() - fingerprinting)
         self._series.record_collected_step(record, step, step_time, decision.plugin_filter, extras)
         if first:
             # The first collection reaches the disk at once; with values read from a

@@ -302,21 +302,27 @@ class CostBudget:
         first = not self._warned
         self._warned = True
         level = logging.WARNING if first and self.rank == 0 else logging.INFO
+        suggested = _suggested(share)
+        how = (
+            f"raise the budget above the cost measured (SummaryCollector(..., "
+            f"cost_budget={suggested}) or {COST_BUDGET_ENV}={suggested}), or turn shedding off "
+            f"with cost_budget='off'"
+            if suggested is not None
+            else f"turn shedding off with SummaryCollector(..., cost_budget='off') or "
+            f"{COST_BUDGET_ENV}=off (no budget under 1 holds the cost measured)"
+        )
         logger.log(
             level,
             "The collector cost %.1f %% of the training step over steps %d-%d (over its cost "
-            "budget of %g %%): it sheds %s. The loss, the timings and the lineage are "
-            "all still recorded. To keep everything, raise the budget above the cost "
-            "measured (SummaryCollector(..., cost_budget=%s) or %s=%s), or turn shedding off "
-            "with cost_budget='off' (docs/collector-cost.md, \"The cost budget\").",
+            "budget of %g %%): it sheds %s. The loss, the timings and the lineage are all "
+            'still recorded. To keep everything, %s (docs/collector-cost.md, "The cost '
+            'budget").',
             100 * share,
             window.step + 1,
             self._window.step if self._window is not None else window.step,
             100 * self.budget,
             "; ".join(dropped),
-            _suggested(share),
-            COST_BUDGET_ENV,
-            _suggested(share),
+            how,
         )
 
 
@@ -327,9 +333,11 @@ def _nth(number: int) -> str:
     return f"{number}{suffix}"
 
 
-def _suggested(share: float) -> str:
-    """A budget a little over ``share``, in two significant digits (at most 0.99)."""
-    above = min(0.99, share * 1.25)
+def _suggested(share: float) -> str | None:
+    """A budget a little over ``share``, in two significant digits; None: none under 1."""
+    above = share * 1.25
+    if above >= 1:
+        return None
     digits = max(2, 1 - math.floor(math.log10(above)))
     return f"{math.ceil(above * 10**digits) / 10**digits:g}"
 
