@@ -63,9 +63,12 @@ def test_a_large_layers_histograms_are_shed_and_the_rest_recorded(
         system_interval=0,
     )
     inputs, targets = torch.ones(4, 8), torch.zeros(4, 1)
-    with caplog.at_level(logging.INFO), TrainSession(
-        [collector], network=model, optimizer=optimizer, epochs=1, steps_per_epoch=STEPS
-    ) as session:
+    with (
+        caplog.at_level(logging.INFO),
+        TrainSession(
+            [collector], network=model, optimizer=optimizer, epochs=1, steps_per_epoch=STEPS
+        ) as session,
+    ):
         for _ in session.epochs():
             for _ in range(STEPS):
                 optimizer.zero_grad()
