@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -19,9 +19,11 @@ from rankscribe.collector import ArrayNetwork, ArrayOptimizer, SummaryCollector,
 from rankscribe.collector.errors import CollectorValueError
 from rankscribe.lineage import get_summary_lineage
 from rankscribe.lineage.jobparts import FINGERPRINT_TAG, STEP_TIME_TAG
+from rankscribe.ranks import Coordinator, RankInfo
 from rankscribe.writer.reader import scalars
 from tests._support.clocks import ManualClock
 from tests._support.landscape import assert_drawable, read_metadata
+from tests.collector.coordinators import Handing
 
 from .conftest import steps_by_tag
 
@@ -251,3 +253,23 @@ def test_the_landscape_is_shed_last_keeping_the_sets_saved(
         f"Net_{number}_step.ckpt" for number in (25, 26, 27, 30, 31, 32)
     )
     assert sorted(rank_scalars(tmp_path)["loss/auto"]) == [1, *range(10, 201, 10)]
+
+
+def test_another_rank_sheds_for_itself_and_says_so_at_info_only(
+    model: Any, tmp_path: Path, collector_clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    rank_1 = Handing(1)
+    with caplog.at_level(logging.INFO):
+        train(
+            model,
+            tmp_path,
+            collector_clock,
+            steps=200,
+            rank_info=RankInfo(1, 2, 1, 2, "host", "pmi"),
+            coordinator=cast(Coordinator, rank_1),
+            on_exists="append",
+        )
+    assert budget_warnings(caplog) == []
+    [said] = [record.getMessage() for record in caplog.records if record.name == BUDGET_LOGGER]
+    assert "parameter histograms but at every 20th collected step" in said
+    assert histogram_steps(tmp_path / "rank_1") == [1, *range(10, 121, 10), 200]
