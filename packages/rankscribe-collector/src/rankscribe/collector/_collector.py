@@ -358,7 +358,8 @@ class SummaryCollector(Callback):
             self._series.start_run()
             self._live.start(run.directory)
             assert run.info is not None
-            self._cost.start_run(run.info.rank)
+            # The run's last step closes its last cost window, before its timings' write.
+            self._cost.start_run(run.info.rank, last_step=0 if self._sink_mode else total)
             self._quiet_cost = 0.0
             # The sampler's thread reads the step running from the loop's own state.
             self._system.start(lambda: params.cur_step_num, run.info.local_rank)
@@ -471,6 +472,8 @@ class SummaryCollector(Callback):
         if params.mode != "train" or record is None:
             return
         started = _clock.now()
+        if params.cur_epoch_num == params.epoch_num:
+            self._close_last_cost_window(params.cur_step_num)  # before this step is written
         unit = params.cur_epoch_num if self._sink_mode else params.cur_step_num
         self._collect(params, unit)
         self._series.write_kept_step_times(record)
@@ -497,10 +500,7 @@ class SummaryCollector(Callback):
                 self._system.stop()
                 self._timings.finish()
                 self._series.keep_arrived(wait=True)  # the device values still on their way
-                self._cost.add(self._quiet_cost)
-                self._quiet_cost = 0.0
-                last_costs = self._cost.finish(params.cur_step_num, _clock.now())
-                self._series.keep_timings_unwritten(params.cur_step_num, last_costs)
+                self._close_last_cost_window(params.cur_step_num)
                 self._series.write_kept_step_times(record)
                 self._lineage.add_train_lineage(
                     record, params, loss_unreadable=self._extractor.loss_unreadable
@@ -615,6 +615,13 @@ class SummaryCollector(Callback):
             rank=info.rank,
             world_size=info.world_size,
         )
+
+    def _close_last_cost_window(self, step: int) -> None:
+        """The training's last cost window, recorded at ``step`` unless that step is written
+        already (a loop that does not say its length, whose last step wrote its timings)."""
+        self._cost.add(self._quiet_cost)
+        self._quiet_cost = 0.0
+        self._series.keep_timings_unwritten(step, self._cost.finish(step, _clock.now()))
 
     def _stop_landscape(self) -> list[int]:
         """The cost budget sheds the landscape: no more sets saved; the numbers left out."""

@@ -159,6 +159,7 @@ class CostBudget:
         self.collect_freq = collect_freq
         self.shedding = Shedding()
         self.rank = 0
+        self.last_step = 0
         self._window: _Window | None = None
         self._warned = False
 
@@ -178,9 +179,11 @@ class CostBudget:
 
     # ------------------------------------------------------------------ measuring
 
-    def start_run(self, rank: int) -> None:
-        """A new training run: measured afresh, with everything kept."""
+    def start_run(self, rank: int, *, last_step: int = 0) -> None:
+        """A new training run: measured afresh, with everything kept. ``last_step``: the
+        run's last step, which closes a window (0: not known)."""
         self.rank = rank
+        self.last_step = last_step
         self.shedding = Shedding()
         self._window = None
         self._warned = False
@@ -195,7 +198,7 @@ class CostBudget:
         window = self._window
         if window is None:
             return step > WARMUP_STEPS
-        return step - window.step >= self.window_steps()
+        return step - window.step >= self.window_steps() or step == self.last_step
 
     def add(
         self,
@@ -226,7 +229,8 @@ class CostBudget:
         spent = cpu_since(window.threads, self._window.threads)
         steps = step - window.step
         threads = sum(spent.values())
-        self._keep_within(window, spent, now, stop_landscape)
+        if steps >= self.window_steps():  # not a shorter one the run's last step closed
+            self._keep_within(window, spent, now, stop_landscape)
         return [(TRAINING_COST_TAG, window.training / steps), (THREADS_COST_TAG, threads / steps)]
 
     def finish(self, step: int, now: float) -> list[tuple[str, float]]:

@@ -276,10 +276,13 @@ class SeriesRecorder:
         for tag, seconds in timings:
             self.keep_timing(tag, step, seconds)
 
-    def keep_timings_unwritten(self, step: int, timings: Sequence[tuple[str, float]]) -> None:
-        """Keep timings at ``step``, or at the step after the last written when that is
-        later (a step written is never written to again, as for the system samples)."""
-        self.keep_timings(max(step, self._last_written_step + 1), timings)
+    def keep_timings_unwritten(self, step: int, timings: Sequence[tuple[str, float]]) -> bool:
+        """Keep timings of ``step`` unless that step is written already (a step written is
+        never written to again: the live view has cut it); True when kept."""
+        if step <= self._last_written_step:
+            return False
+        self.keep_timings(step, timings)
+        return True
 
     def next_busy_step(
         self, step: int, schedule: CollectionSchedule, landscape: LandscapeSaver | None
