@@ -442,13 +442,13 @@ class SummaryCollector(Callback):
             return
         if started is not None:
             self._step_time = ended - started
+        extras = self._timings.extras(params.cur_step_num, with_wait=True)
         if self._cost.window_due(params.cur_step_num):
             self._cost.add(self._quiet_cost)  # the window's last quiet steps (or warm-up's: none)
             self._quiet_cost = 0.0
-            # Before this step's writes: its cost point goes out with its timings.
+            # Before this step's work: its cost point is one of its timings, in its event.
             costs = self._cost.close_window(params.cur_step_num, ended, self._stop_landscape)
-            self._series.keep_timings_unwritten(params.cur_step_num, costs)
-        extras = self._timings.extras(params.cur_step_num, with_wait=True)
+            extras = [*extras, *costs]
         if not self._first_step_done:
             self._add_first_step_values(params)
         if not self._sink_mode:
