@@ -224,3 +224,29 @@ def test_the_timing_clock_must_be_a_function() -> None:
         timing_clock(5.0),  # type: ignore[arg-type]
     ):
         pass
+
+
+def test_timings_written_between_steps_leave_the_scripts_pending_values_alone(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    # Steps of 0.05 s have their timings written at once, at each step's end: a value the
+    # script added at step 3 must still land at the step of the script's own record (5).
+    data = model(6)
+    collector = SummaryCollector(tmp_path, collect_freq=100, collect_specified_data=NO_LANDSCAPE)
+    seen = {"step": 0}
+
+    def step(batch: Any) -> float:
+        seen["step"] += 1
+        collector_clock.advance(0.05)
+        record = collector.record
+        assert record is not None
+        if seen["step"] == 3:
+            record.add_value("scalar", "user/metric", 7.0)
+        if seen["step"] == 5:
+            record.record(5)
+        return 0.5
+
+    TrainLoop(step, network=data.network).train(1, data.dataset, callbacks=[collector])
+    found = rank_scalars(tmp_path)
+    assert found["user/metric"] == {5: 7.0}
+    assert found[STEP_TIME_TAG] == {step: pytest.approx(0.05) for step in range(1, 7)}

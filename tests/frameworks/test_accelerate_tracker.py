@@ -120,3 +120,17 @@ def test_integration_arguments_are_named_in_their_errors(tmp_path: Path) -> None
         RankScribeTracker("runs/x", loss_key="")
     # A Path is a path: accepted.
     assert RankScribeLogger(save_dir=tmp_path / "runs").save_dir == str(tmp_path / "runs")
+
+
+def test_the_integrations_pass_the_cost_budget_on(tmp_path: Path) -> None:
+    from rankscribe.collector.lightning import RankScribeLogger
+    from rankscribe.collector.transformers import RankScribeCallback
+
+    for make in (
+        lambda budget: RankScribeLogger(save_dir=tmp_path / "l", cost_budget=budget),
+        lambda budget: RankScribeCallback(tmp_path / "t", cost_budget=budget),
+    ):
+        with pytest.raises(CollectorValueError, match=r"'cost_budget'.*but got 2\.0\."):
+            make(2.0)
+        make("off")  # accepted, as 0.05 would be
+        make(0.05)

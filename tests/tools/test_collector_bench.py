@@ -31,6 +31,8 @@ ONCE_LABELS = (
     "close",
 )
 PERCENT = r"[+-]\d+\.\d\d%"
+#: The collector's recorded cost and its ratio to the overhead measured.
+OWN = rf"{PERCENT} \(x(-?\d+\.\d\d| n/a)\)"
 
 
 def run_bench(*arguments: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -75,14 +77,24 @@ def test_the_table_has_a_line_per_row_with_its_targets(
     # The waiting step has no target; the digits row's mean step has the issue's 3 %.
     assert re.fullmatch(
         rf"waiting\s+\d+\.\d{{3}}\s+{PERCENT}\s+{PERCENT}\s+{PERCENT}\s+{PERCENT}\s+{PERCENT}"
-        r"\s+not recorded",
+        rf"\s+{OWN}",
         waiting.rstrip(),
     ), waiting
     assert re.fullmatch(
         rf"digits\s+\d+\.\d{{3}}\s+{PERCENT} \(<=3 (ok|MISS)\)\s+{PERCENT}\s+{PERCENT}\s+"
-        rf"{PERCENT}\s+{PERCENT}\s+not recorded",
+        rf"{PERCENT}\s+{PERCENT}\s+{OWN}",
         digits.rstrip(),
     ), digits
+    # The collector's own record of its cost, against what was measured.
+    own_lines = [line for line in lines if line.startswith("    own cost recorded: ")]
+    assert len(own_lines) == 2
+    for line in own_lines:
+        assert re.fullmatch(
+            rf"    own cost recorded: training thread {OWN} of the bare step vs the mean "
+            rf"step's wall overhead; with its threads' CPU {OWN} of the bare step's CPU vs "
+            r"its CPU overhead",
+            line,
+        ), line
 
 
 @needs_digits

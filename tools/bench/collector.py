@@ -56,8 +56,10 @@ Printed per row (the best of the repetitions of each arm, bare and collected):
   graph, the dataset graph and custom lineage, the landscape's saves and
   metadata, the end of training (train lineage, flush), the lineage merge and
   job view, and closing;
-- the collector's own record of its cost (a ``rankscribe/*`` tag), when it
-  records one (see ``OWN_COST_TAG_PREFIX``);
+- the collector's own record of its cost (``rankscribe/collector_cost/*``, see
+  ``OWN_COST_TAG_PREFIX``) as a share of the bare step, with its ratio to the overhead
+  measured: the training thread's against the mean step's wall overhead, and with its
+  threads' CPU against the CPU overhead (within a factor of 1.5 is the aim);
 - the targets beside each number (``MISS`` where a number is over its target).
 
 Before the timed repetitions each row runs both arms once for a few steps,
@@ -135,10 +137,14 @@ MLP_STEPS_PER_EPOCH = 250
 #: Steps a run may take beyond those asked for (its last epoch made whole).
 EXTRA_STEPS = 64
 
-#: Where a collector's record of its own cost would be: scalar tags under this prefix,
-#: seconds of the collector's time per step. None are recorded yet; when they are, the
-#: table shows their mean beside the measured overhead.
+#: The collector's record of its own cost (docs/collector-cost.md, "The cost budget"):
+#: seconds per step on the training thread, and CPU seconds per step of its threads, each
+#: point a window's mean. The table shows them beside the measured overhead.
 OWN_COST_TAG_PREFIX = "rankscribe/collector_cost"
+OWN_TRAINING_TAG = f"{OWN_COST_TAG_PREFIX}/training"
+OWN_THREADS_TAG = f"{OWN_COST_TAG_PREFIX}/threads"
+#: The steps the collector leaves out of its first window (its WARMUP_STEPS).
+OWN_COST_WARMUP = 20
 
 GRAPH = {
     "name": "mlp",
@@ -864,6 +870,7 @@ class RunNumbers:
     once: dict[str, list[float]] = field(default_factory=dict)  # label -> [wall, cpu, calls]
     threads: dict[str, float] = field(default_factory=dict)  # CPU seconds by thread name
     own_cost: float | None = None  # the collector's own record, seconds per step
+    own_threads_cost: float | None = None  # the same, its threads' CPU
 
 
 def timed_run(row: Row, arm: Arm, once: OnceCosts) -> RunNumbers:
@@ -886,7 +893,8 @@ def timed_run(row: Row, arm: Arm, once: OnceCosts) -> RunNumbers:
         step_cpus=arm.clock.step_cpus(),
         once={label: list(value) for label, value in once.totals.items()},
         threads=threads.by_name(),
-        own_cost=recorded_cost(arm.directory) if arm.collect else None,
+        own_cost=recorded_cost(arm.directory, OWN_TRAINING_TAG) if arm.collect else None,
+        own_threads_cost=recorded_cost(arm.directory, OWN_THREADS_TAG) if arm.collect else None,
     )
 
 
@@ -899,19 +907,27 @@ def _synchronizer(device: str) -> Callable[[], object]:
     return synchronize
 
 
-def recorded_cost(directory: Path) -> float | None:
-    """The mean of the collector's own cost tags (seconds per step) in the run, if any."""
+def recorded_cost(directory: Path, tag: str) -> float | None:
+    """The collector's own cost ``tag`` over the run (seconds per step), if recorded.
+
+    Each point is a window's mean, at the window's last step; the windows are weighted by
+    their steps (the gaps between the points, the first from the collector's warm-up).
+    """
     from rankscribe.writer.reader import scalars
 
-    values: list[float] = []
     for summary in directory.rglob("*.summary.*"):
         if summary.name.endswith("_lineage") or not summary.is_file():
             continue
-        for tag, points in scalars(summary.parent).items():
-            if tag.startswith(OWN_COST_TAG_PREFIX):
-                values.extend(value for _, value in points)
-        break  # one rank directory's files: scalars() reads them all
-    return statistics.fmean(values) if values else None
+        points = sorted(scalars(summary.parent).get(tag, []))
+        if not points:
+            return None
+        total, steps, previous = 0.0, 0, OWN_COST_WARMUP
+        for step, value in points:
+            total += value * (step - previous)
+            steps += step - previous
+            previous = step
+        return total / steps if steps > 0 else None
+    return None
 
 
 @dataclass
@@ -1008,7 +1024,13 @@ def summarize(row: Row, result: RowResult, freq: int) -> dict[str, Any]:
         for label in ONCE_LABELS
     }
     own = [run.own_cost for run in collected if run.own_cost is not None]
+    own_all = [
+        run.own_cost + run.own_threads_cost
+        for run in collected
+        if run.own_cost is not None and run.own_threads_cost is not None
+    ]
     bare_step = best(bare, mean_wall)
+    bare_cpu = best(bare, mean_cpu)
     return {
         "bare_step_ms": bare_step * 1000,
         "mean_wall_pct": percent(best(collected, mean_wall), bare_step),
@@ -1025,6 +1047,7 @@ def summarize(row: Row, result: RowResult, freq: int) -> dict[str, Any]:
         ),
         "once_ms": once,
         "own_cost_pct": (statistics.median(own) / bare_step * 100) if own else None,
+        "own_cpu_pct": (statistics.median(own_all) / bare_cpu * 100) if own_all else None,
         "threads_ms_per_step": thread_cpu_per_step(bare, collected, result.steps),
         "targets": asdict(row.targets),
     }
@@ -1063,8 +1086,17 @@ COLUMNS = (
     ("quiet step", 20),
     ("whole run", 20),
     ("w/o once", 9),
-    ("own cost", 8),
+    ("own cost (x measured)", 22),
 )
+
+
+def own_against_measured(own: float | None, measured: float) -> str:
+    """The collector's recorded cost and its ratio to the overhead measured: ``+1.20% (x0.9)``."""
+    if own is None:
+        return "not recorded"
+    if math.isnan(measured) or measured <= 0:
+        return f"{own:+.2f}% (x n/a)"
+    return f"{own:+.2f}% (x{own / measured:.2f})"
 
 
 def table(results: list[RowResult]) -> list[str]:
@@ -1081,7 +1113,7 @@ def table(results: list[RowResult]) -> list[str]:
             judged(summary["quiet_pct"], targets["quiet"]),
             judged(summary["whole_pct"], targets["whole"]),
             judged(summary["whole_without_once_pct"], None),
-            "not recorded" if own is None else f"{own:+.2f}%",
+            own_against_measured(own, summary["mean_wall_pct"]),
         )
         lines.append(
             "  ".join(f"{cell:<{width}}" for cell, (_, width) in zip(cells, COLUMNS, strict=True))
@@ -1094,6 +1126,13 @@ def table(results: list[RowResult]) -> list[str]:
                 for label, value in once.items()
             )
             + f"; whole run CPU {summary['whole_cpu_pct']:+.2f}%"
+        )
+        lines.append(
+            "    own cost recorded: training thread "
+            + own_against_measured(own, summary["mean_wall_pct"])
+            + " of the bare step vs the mean step's wall overhead; with its threads' CPU "
+            + own_against_measured(summary["own_cpu_pct"], summary["mean_cpu_pct"])
+            + " of the bare step's CPU vs its CPU overhead"
         )
         threads = summary["threads_ms_per_step"]
         lines.append(

@@ -15,6 +15,7 @@ _settings.py               the live job view's interval and verdict callback
 landscape/_saver.py        parameter files and ``train_metadata.json``
 _series.py, _timings.py    timings, fingerprints, the series of the job view
 system/                    the rank's machine, sampled off the training thread
+cost/                      what the collector costs a step, and its budget
 =========================  =====================================================
 
 Writing is :class:`rankscribe.writer.SummaryRecord`'s. On several ranks the
@@ -44,6 +45,7 @@ from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.collection._extractor import GRAPH_TAG, Extractor
 from rankscribe.collector.collection._options import check_one_of_a_kind, collector_arguments
 from rankscribe.collector.collection._schedule import Collect, CollectionSchedule, total_units
+from rankscribe.collector.cost._budget import CostBudget, check_cost_budget
 from rankscribe.collector.errors import CollectorValueError
 from rankscribe.collector.jobview._series import (
     STEP_TIME_WRITE_AT_ONCE,
@@ -131,6 +133,13 @@ class SummaryCollector(Callback):
             int >= 1, or ``"all"`` to save every set of the intervals; None:
             ``RANKSCRIBE_LANDSCAPE_BUDGET``, else 64,000,000. When the sets do not all fit,
             an evenly spread part of the later intervals is saved, and rank 0 says which.
+        cost_budget: the share of the training step the collector may cost (its work on
+            the training thread and its threads' CPU), a number >= 0 and < 1; None:
+            ``RANKSCRIBE_COST_BUDGET``, else 0.02 (2 %); 0 or ``"off"``: measured and
+            recorded, never shed. Over it, optional work is shed: histograms at fewer
+            collected steps, then collected steps' fingerprints, then unsaved landscape
+            sets; never the loss, timings or lineage. The cost is recorded as
+            ``rankscribe/collector_cost/*`` (docs/collector-cost.md, "The cost budget").
 
     Timings for the job view (docs/job-view.md, "Timings"): step time, data
     wait, forward time (torch module hooks) and :meth:`section`.
@@ -160,6 +169,7 @@ class SummaryCollector(Callback):
         on_verdict: VerdictCallback | None = None,
         system_interval: float | None = None,
         landscape_budget: int | Literal["all"] | None = None,
+        cost_budget: float | Literal["off"] | None = None,
     ) -> None:
         arguments = collector_arguments(
             summary_dir,
@@ -201,6 +211,8 @@ class SummaryCollector(Callback):
         # and before this time (perf_counter) when step times are due.
         self._quiet_until = 0
         self._step_times_due = 0.0
+        #: The short path's time since the last longer step (the cost budget's).
+        self._quiet_cost = 0.0
         self._lineage = LineageRecorder(
             collect_dataset_graph=options.collect_dataset_graph,
             collect_train_lineage=options.collect_train_lineage,
@@ -214,6 +226,7 @@ class SummaryCollector(Callback):
         )
         self._system = SystemSampler(check_system_interval(system_interval))
         self._series.samples = self._system
+        self._cost = CostBudget(check_cost_budget(cost_budget), arguments.collect_freq)
         self._run = CollectorRun(
             arguments, adapters=self._adapters, lineage=self._lineage, live=self._live
         )
@@ -341,6 +354,9 @@ class SummaryCollector(Callback):
             self._series.start_run()
             self._live.start(run.directory)
             assert run.info is not None
+            # The run's last step closes its last cost window, before its timings' write.
+            self._cost.start_run(run.info.rank, last_step=0 if self._sink_mode else total)
+            self._quiet_cost = 0.0
             # The sampler's thread reads the step running from the loop's own state.
             self._system.start(lambda: params.cur_step_num, run.info.local_rank)
             self._series.add_start_fingerprint(record, self._landscape_network(params))
@@ -404,9 +420,14 @@ class SummaryCollector(Callback):
             if timings.forward is not None or timings.section_totals:
                 timings.keep_extras(step)
             timings.last_end = ended
+            # One clock read: this path's own time, for the cost budget (cost/_budget.py).
+            self._quiet_cost += _clock.now() - ended
             return
         self._step_end(params, started, ended)
-        self._timings.last_end = _clock.now()
+        finished = self._timings.last_end = _clock.now()
+        # Measured in training only (start_run .. finish), the quiet steps' since the last.
+        self._cost.add(finished - ended + self._quiet_cost)
+        self._quiet_cost = 0.0
 
     def _step_end(self, params: CallbackParams, started: float | None, ended: float) -> None:
         """A step that collects, writes, saves landscape parameters, or is not in training."""
@@ -418,6 +439,12 @@ class SummaryCollector(Callback):
         if started is not None:
             self._step_time = ended - started
         extras = self._timings.extras(params.cur_step_num, with_wait=True)
+        if self._cost.window_due(params.cur_step_num):
+            self._cost.add(self._quiet_cost)  # the window's last quiet steps (or warm-up's: none)
+            self._quiet_cost = 0.0
+            # Before this step's work: its cost point is one of its timings, in its event.
+            costs = self._cost.close_window(params.cur_step_num, ended, self._stop_landscape)
+            extras = [*extras, *costs]
         if not self._first_step_done:
             self._add_first_step_values(params)
         if not self._sink_mode:
@@ -426,7 +453,9 @@ class SummaryCollector(Callback):
             self._series.keep_timings(params.cur_step_num, extras)
         landscape = run.step_landscape
         if landscape is not None and landscape.wants(params.cur_step_num):
+            saving = _clock.now()
             landscape.save(params.cur_step_num, self._landscape_backbone(params))
+            self._cost.add(0.0, landscape=_clock.now() - saving)
         if not self._sink_mode and run.schedule is not None:
             self._quiet_until = self._series.next_busy_step(
                 params.cur_step_num, run.schedule, landscape
@@ -438,6 +467,9 @@ class SummaryCollector(Callback):
         record = self._run.record
         if params.mode != "train" or record is None:
             return
+        started = _clock.now()
+        if params.cur_epoch_num == params.epoch_num:
+            self._close_last_cost_window(params.cur_step_num)  # before this step is written
         unit = params.cur_epoch_num if self._sink_mode else params.cur_step_num
         self._collect(params, unit)
         self._series.write_kept_step_times(record)
@@ -449,6 +481,7 @@ class SummaryCollector(Callback):
         ):
             landscape.save(params.cur_epoch_num, self._landscape_backbone(params))
         self._flush(wait=False)  # why not wait: docs/collector-schedule.md, "Epoch ends"
+        self._cost.add(_clock.now() - started)
 
     def end(self, run_context: RunContext) -> None:
         params = run_context.original_args()
@@ -463,6 +496,7 @@ class SummaryCollector(Callback):
                 self._system.stop()
                 self._timings.finish()
                 self._series.keep_arrived(wait=True)  # the device values still on their way
+                self._close_last_cost_window(params.cur_step_num)
                 self._series.write_kept_step_times(record)
                 self._lineage.add_train_lineage(
                     record, params, loss_unreadable=self._extractor.loss_unreadable
@@ -551,8 +585,15 @@ class SummaryCollector(Callback):
             self._series.keep_arrived()  # earlier steps' device values that arrived (no wait)
         if decision.extracts:
             sink = self._series.collected_step_sink(record, step)
-            self._extractor.add_step_values(sink, params)
-            self._series.add_fingerprint(sink, self._landscape_network(params), step)
+            cost = self._cost
+            histograms = self._extractor.add_step_values(
+                sink, params, histograms=cost.histograms_at(step)
+            )
+            cost.add(0.0, histograms=histograms)
+            if cost.keeps_fingerprints and self._series.fingerprints:
+                fingerprinting = _clock.now()
+                self._series.add_fingerprint(sink, self._landscape_network(params), step)
+                cost.add(0.0, fingerprints=_clock.now() - fingerprinting)
         self._series.record_collected_step(record, step, step_time, decision.plugin_filter, extras)
         if first:
             # The first collection reaches the disk at once; with values read from a
@@ -570,6 +611,18 @@ class SummaryCollector(Callback):
             rank=info.rank,
             world_size=info.world_size,
         )
+
+    def _close_last_cost_window(self, step: int) -> None:
+        """The training's last cost window, recorded at ``step`` unless that step is written
+        already (a loop that does not say its length, whose last step wrote its timings)."""
+        self._cost.add(self._quiet_cost)
+        self._quiet_cost = 0.0
+        self._series.keep_timings_unwritten(step, self._cost.finish(step, _clock.now()))
+
+    def _stop_landscape(self) -> list[int]:
+        """The cost budget sheds the landscape: no more sets saved; the numbers left out."""
+        landscape = self._run.landscape
+        return landscape.stop_saving() if landscape is not None else []
 
     def _landscape_network(self, params: CallbackParams) -> Any:
         return params.network if params.network is not None else params.train_network

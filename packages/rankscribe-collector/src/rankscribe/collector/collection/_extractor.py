@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from rankscribe.collector import _clock
 from rankscribe.collector._callback import CallbackParams
 from rankscribe.collector.adapters import AdapterRegistry, NetworkView, OptimizerView
 from rankscribe.collector.collection._options import CollectOptions
@@ -150,14 +151,21 @@ class Extractor:
     def _warn_once_per_job(self, message: str, *args: object, level: int = logging.WARNING) -> None:
         logger.log(level if self.rank == 0 else logging.DEBUG, message, *args)
 
-    def add_step_values(self, record: ValueSink, params: CallbackParams) -> None:
-        """Input images, loss, histograms, in the original's order."""
+    def add_step_values(
+        self, record: ValueSink, params: CallbackParams, *, histograms: bool = True
+    ) -> float:
+        """Input images, loss, histograms, in the original's order; the seconds the
+        histograms took (the collector's cost budget sheds them first; ``histograms``:
+        False leaves them out at this step)."""
         if self.collect_input_data:
             self._add_input_data(record, params)
         if self.collect_metric:
             self._add_loss(record, params)
-        if self.collect_histogram:
-            self._add_histograms(record, params)
+        if not (self.collect_histogram and histograms):
+            return 0.0
+        started = _clock.now()
+        self._add_histograms(record, params)
+        return _clock.now() - started
 
     # ------------------------------------------------------------------ images
 

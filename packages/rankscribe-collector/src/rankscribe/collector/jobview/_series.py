@@ -276,6 +276,14 @@ class SeriesRecorder:
         for tag, seconds in timings:
             self.keep_timing(tag, step, seconds)
 
+    def keep_timings_unwritten(self, step: int, timings: Sequence[tuple[str, float]]) -> bool:
+        """Keep timings of ``step`` unless that step is written already (a step written is
+        never written to again: the live view has cut it); True when kept."""
+        if step <= self._last_written_step:
+            return False
+        self.keep_timings(step, timings)
+        return True
+
     def next_busy_step(
         self, step: int, schedule: CollectionSchedule, landscape: LandscapeSaver | None
     ) -> int:
@@ -324,27 +332,21 @@ class SeriesRecorder:
         return by_step
 
     def write_step_times(self, record: SummaryRecord) -> None:
-        """Write the kept timings, each step as its own step of ``record``."""
+        """Write the kept timings, each step as its own step of ``record``.
+
+        Written apart (``SummaryRecord.write_scalars``): the script's pending
+        ``add_value`` values and the summary operators' stay for its own ``record``.
+        """
         for step, values in sorted(self._unwritten().items()):
-            for tag, seconds in values:
-                record.add_value("scalar", tag, seconds)
-            record.record(step)
+            record.write_scalars(step, dict(values))
             self._last_written_step = max(self._last_written_step, step)
         self.last_write = _clock.now()
 
     def write_kept_step_times(self, record: SummaryRecord) -> None:
-        """Write timings still kept, leaving summary operators' values alone.
-
-        Before a collected step's values are added (only a step that came out
-        of order leaves any), at the end of an epoch and of training. In eval
-        mode the record leaves the summary operators' values where they are:
-        they belong to the step being collected, or to none. The collector
-        calls this in training only, so the record goes back to train mode.
-        """
+        """Write timings still kept: before a collected step's values are added (only
+        a step that came out of order leaves any), at the end of an epoch and of training."""
         if self.has_unwritten_step_times:
-            record.set_mode("eval")
             self.write_step_times(record)
-            record.set_mode("train")
 
     def collected_step_sink(self, record: ValueSink, step: int) -> ValueSink:
         """A sink for a collected step's values that also keeps their scalars."""

@@ -278,6 +278,24 @@ class LandscapeSaver:
         except OSError as error:
             self._disable(str(error))
 
+    def stop_saving(self) -> list[int]:
+        """Save no further set in this run (the collector's cost budget sheds the landscape:
+        docs/collector-cost.md, "The cost budget"); returns the numbers left out.
+
+        The sets saved (or being written) stay: the intervals keep those of their numbers,
+        and an interval left with fewer than ``MIN_GROUP`` is dropped from the metadata.
+        """
+        kept = {int(number) for number in (*self.files, *self._writing)}
+        left_out = [number for number in self._ordered if number not in kept]
+        self._groups = tuple(
+            group
+            for group in (tuple(n for n in interval if n in kept) for interval in self._groups)
+            if len(group) >= MIN_GROUP
+        )
+        self._covered = frozenset(number for number in self._covered if number in kept)
+        self._ordered = sorted(self._covered)
+        return left_out
+
     def _disable(self, reason: str) -> None:
         self.disabled = True
         logger.error(

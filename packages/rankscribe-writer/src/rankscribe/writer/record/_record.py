@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from types import TracebackType
 from typing import Any
@@ -363,6 +363,40 @@ class SummaryRecord:
                 raise refused
             logger.error("%s", refused)
             return False
+        return True
+
+    def write_scalars(self, step: int, scalars: Mapping[str, float]) -> bool:
+        """Write ``scalars`` (name -> number) as one event of step ``step``, now.
+
+        Unlike ``add_value`` and ``record``, this leaves alone whatever is pending for
+        the next ``record`` (values added with ``add_value``, the summary operators'):
+        they are still written at the step that call names. For a program's own
+        scalars written beside a training script's (the collector's timings,
+        docs/file-format.md, "Scalars written apart"). Names and values are checked as
+        ``add_value`` checks a scalar's. Returns False (and logs) when the record is
+        closed, True otherwise (nothing is written for no scalars).
+        """
+        if type(step) is not int:
+            step = integer_step(step)
+        if not INT64_MIN <= step <= INT64_MAX:
+            raise WriterValueError(
+                f"For 'SummaryRecord.write_scalars', the argument 'step' must fit in an int64 "
+                f"[-2**63, 2**63 - 1], but got {step}."
+            )
+        checked = {check_name(name): scalar(name, value) for name, value in scalars.items()}
+        if self._closed:
+            logger.error("The record writer is closed; step %d was not recorded.", step)
+            return False
+        if not checked:
+            return True
+        if self._scalars_alone:
+            self._add_scalar_step(step, checked)
+        else:  # a TensorBoard file too, or a graph still to write at the next record
+            values = [
+                Snapshot("scalar", name, value, len(name) + 16, 64)
+                for name, value in checked.items()
+            ]
+            self._queue_step(step, values, [], None)
         return True
 
     def _queue_step(

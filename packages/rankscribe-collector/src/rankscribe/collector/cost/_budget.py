@@ -1,0 +1,359 @@
+"""The collector's cost budget: what it measures, when it sheds work, and what it says.
+
+The collector times its own work on the training thread at every step (its ``step_end``;
+the shortest path of a step that collects nothing with one more clock read; a collected step,
+a step that writes timings or saves landscape parameters from its first clock read to its last),
+and within that the histograms, the fingerprint and the landscape save apart. Here
+those seconds are added up over a *window* of steps, with the CPU time its background
+threads spent meanwhile (``_threads``), and at each window's end:
+
+- recorded, per step of the window, as :data:`TRAINING_COST_TAG` and
+  :data:`THREADS_COST_TAG` (seconds per step, docs/job-view.md, "Timings");
+- compared with the budget, a share of the step: (training thread + threads' CPU) over
+  the window's wall time less the collector's own. Over it, optional work is shed, in
+  :data:`SHED_ORDER`: histograms at fewer collected steps (every k-th, k chosen to bring
+  the measured cost down to half the budget), then the parameter fingerprint of
+  collected steps, then the landscape sets not saved yet. Loss, timings and lineage are
+  never shed. The first decision is said once, on rank 0, as a warning; a later one in
+  the same run at INFO.
+
+The first :data:`WARMUP_STEPS` steps are not measured: they hold what a run pays once
+(the first collected step's graph and dataset graph, the default landscape's saves,
+torch's first steps). Nor are ``begin`` and the end of training.
+
+Each rank decides for itself. That is safe because nothing shed is compared across
+ranks step by step in a way a missing point breaks: histograms and landscape files are
+each rank's own; a fingerprint a rank no longer records leaves the ranks that still
+record one comparing the same slice (the slice is chosen by the step, not by the
+rank), so the divergence rule counts fewer ranks there and names no one falsely; the
+tensor-collection steps shared among the ranks are never touched.
+docs/collector-cost.md, "The cost budget".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from time import perf_counter
+
+from rankscribe.collector import _clock
+from rankscribe.collector.cost._threads import (
+    LANDSCAPE,
+    WRITER,
+    ThreadKind,
+    collector_threads_cpu,
+    cpu_since,
+)
+from rankscribe.collector.errors import CollectorValueError
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "COST_BUDGET_ENV",
+    "DEFAULT_COST_BUDGET",
+    "SHED_ORDER",
+    "THREADS_COST_TAG",
+    "TRAINING_COST_TAG",
+    "WARMUP_STEPS",
+    "CostBudget",
+    "check_cost_budget",
+]
+
+#: The budget when neither the argument nor the variable gives one: 2 % of the step.
+DEFAULT_COST_BUDGET = 0.02
+#: The environment variable read when ``cost_budget`` is not given.
+COST_BUDGET_ENV = "RANKSCRIBE_COST_BUDGET"
+#: Seconds per step of the collector's work on the training thread, over a window.
+TRAINING_COST_TAG = "rankscribe/collector_cost/training"
+#: CPU seconds per step of the collector's background threads, over a window.
+THREADS_COST_TAG = "rankscribe/collector_cost/threads"
+#: Steps of a run not measured (what a run pays once falls in them).
+WARMUP_STEPS = 20
+#: A window is at least this many steps, and holds this many collected steps at least.
+MIN_WINDOW_STEPS = 100
+COLLECTED_PER_WINDOW = 5
+#: Histograms are kept at every k-th collected step up to this k; beyond, none.
+MAX_HISTOGRAM_EVERY = 64
+#: A decision aims at this share of the budget, so that noise does not call for another.
+TARGET_SHARE = 0.5
+SHED_ORDER = ("histograms", "fingerprints", "landscape")
+_OFF = "off"
+
+#: Stops the landscape's saves; returns the numbers (steps or epochs) left out.
+StopLandscape = Callable[[], list[int]]
+
+
+def check_cost_budget(value: object, environ: Mapping[str, str] | None = None) -> float:
+    """The budget as a share of the step (0: measure, never shed): ``value``, else the
+    variable, else :data:`DEFAULT_COST_BUDGET`.
+
+    Raises:
+        CollectorValueError: not a finite number >= 0 and < 1, nor ``'off'``.
+    """
+    environ = os.environ if environ is None else environ
+    expected = (
+        "a share of the step: a finite number >= 0 and < 1 (0.02 is 2 %; 0 or 'off' "
+        "turns the shedding off)"
+    )
+    source, shown = "'cost_budget'", repr(value)
+    if value is None:
+        text = environ.get(COST_BUDGET_ENV)
+        if text is None or not text.strip():
+            return DEFAULT_COST_BUDGET
+        source, shown = f"the environment variable {COST_BUDGET_ENV}", repr(text)
+        value = text.strip()
+        with contextlib.suppress(ValueError):
+            value = float(value)
+    if isinstance(value, str) and value.strip().lower() == _OFF:
+        return 0.0
+    share = math.nan
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            share = float(value)
+        except OverflowError:
+            share = math.inf
+    if not (math.isfinite(share) and 0 <= share < 1):
+        raise CollectorValueError(f"For {source}, the value should be {expected}, but got {shown}.")
+    return share
+
+
+@dataclass
+class Shedding:
+    """What the budget has shed in this run (everything kept at the start of each)."""
+
+    #: Histograms at every k-th collected step (1: every one; 0: none).
+    histogram_every: int = 1
+    fingerprints: bool = True
+    landscape: bool = True
+    #: What was shed, in words, in the order it was shed.
+    said: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Window:
+    step: int
+    start: float
+    threads: dict[int, tuple[ThreadKind, float]]
+    training: float = 0.0
+    histograms: float = 0.0
+    fingerprints: float = 0.0
+    landscape: float = 0.0
+
+
+class CostBudget:
+    """One collector's cost: measured per window, recorded, and kept within ``budget``.
+
+    The collector calls :meth:`start_run` when training begins, :meth:`window_due` and
+    :meth:`close_window` at the start of a step's work, :meth:`add` with the step's
+    seconds at its end, the ``*_at``/``keeps_*`` questions before optional work, and
+    :meth:`finish` at the end of training. ``stop_landscape`` is how the landscape is
+    shed (it returns the numbers left out, for the message).
+    """
+
+    def __init__(self, budget: float, collect_freq: int) -> None:
+        self.budget = budget
+        self.collect_freq = collect_freq
+        self.shedding = Shedding()
+        self.rank = 0
+        self.last_step = 0
+        self._window: _Window | None = None
+        self._warned = False
+
+    # ------------------------------------------------------------------ questions
+
+    def histograms_at(self, step: int) -> bool:
+        """Whether the collected ``step`` records histograms (the same on every rank
+        that keeps the same k: chosen by the step's number)."""
+        every = self.shedding.histogram_every
+        if every == 1:
+            return True
+        return every > 0 and (step // self.collect_freq) % every == 0
+
+    @property
+    def keeps_fingerprints(self) -> bool:
+        return self.shedding.fingerprints
+
+    # ------------------------------------------------------------------ measuring
+
+    def start_run(self, rank: int, *, last_step: int = 0) -> None:
+        """A new training run: measured afresh, with everything kept. ``last_step``: the
+        run's last step, which closes a window (0: not known)."""
+        self.rank = rank
+        self.last_step = last_step
+        self.shedding = Shedding()
+        self._window = None
+        self._warned = False
+
+    def window_steps(self) -> int:
+        """Steps in a window: enough for a few of the steps that still record histograms."""
+        every = max(1, self.shedding.histogram_every)
+        return max(MIN_WINDOW_STEPS, COLLECTED_PER_WINDOW * self.collect_freq * every)
+
+    def window_due(self, step: int) -> bool:
+        """Whether a window opens or closes at ``step`` (cheap: a few comparisons)."""
+        window = self._window
+        if window is None:
+            return step > WARMUP_STEPS
+        return step - window.step >= self.window_steps() or step == self.last_step
+
+    def add(
+        self,
+        training: float,
+        *,
+        histograms: float = 0.0,
+        fingerprints: float = 0.0,
+        landscape: float = 0.0,
+    ) -> None:
+        """A step's seconds on the training thread (all of them; some of it the parts)."""
+        window = self._window
+        if window is None:
+            return
+        window.training += training
+        window.histograms += histograms
+        window.fingerprints += fingerprints
+        window.landscape += landscape
+
+    def close_window(
+        self, step: int, now: float, stop_landscape: StopLandscape | None = None
+    ) -> list[tuple[str, float]]:
+        """At a step where :meth:`window_due`: the window's cost tags (none for the first),
+        after shedding what the budget calls for; a new window opens."""
+        window = self._window
+        self._window = _Window(step, now, _threads_now())
+        if window is None or step <= window.step:
+            return []
+        spent = cpu_since(window.threads, self._window.threads)
+        steps = step - window.step
+        threads = sum(spent.values())
+        if steps >= self.window_steps():  # not a shorter one the run's last step closed
+            self._keep_within(window, spent, now, stop_landscape)
+        return [(TRAINING_COST_TAG, window.training / steps), (THREADS_COST_TAG, threads / steps)]
+
+    def finish(self, step: int, now: float) -> list[tuple[str, float]]:
+        """The end of training: the last window's cost tags, with no decision."""
+        window, self._window = self._window, None
+        if window is None or step <= window.step:
+            return []
+        spent = cpu_since(window.threads, _threads_now())
+        steps = step - window.step
+        return [
+            (TRAINING_COST_TAG, window.training / steps),
+            (THREADS_COST_TAG, sum(spent.values()) / steps),
+        ]
+
+    # ------------------------------------------------------------------- shedding
+
+    def _keep_within(
+        self,
+        window: _Window,
+        spent: dict[ThreadKind, float],
+        now: float,
+        stop_landscape: StopLandscape | None,
+    ) -> None:
+        user = (now - window.start) - window.training
+        if self.budget <= 0 or user <= 0:
+            return
+        share = (window.training + sum(spent.values())) / user
+        if share <= self.budget:
+            return
+        excess = share - self.budget * TARGET_SHARE
+        shedding, dropped = self.shedding, list[str]()
+        # The record's threads spend their CPU bucketing histograms above all: it counts
+        # as theirs (an over-estimate that sheds histograms rather than what comes after).
+        parts = {
+            "histograms": (window.histograms + spent.get(WRITER, 0.0)) / user,
+            "fingerprints": window.fingerprints / user,
+            "landscape": (window.landscape + spent.get(LANDSCAPE, 0.0)) / user,
+        }
+        if shedding.histogram_every and excess > 0 and parts["histograms"] > 0:
+            excess -= self._shed_histograms(parts["histograms"], excess, dropped)
+        if shedding.fingerprints and excess > 0 and parts["fingerprints"] > 0:
+            shedding.fingerprints = False
+            excess -= parts["fingerprints"]
+            dropped.append("the parameter fingerprint at collected steps (step 0's stays)")
+        if shedding.landscape and excess > 0 and stop_landscape is not None:
+            shedding.landscape = False
+            left_out = stop_landscape()
+            if left_out:
+                dropped.append(f"the loss landscape's unsaved sets ({_numbers(left_out)})")
+        if dropped:
+            shedding.said.extend(dropped)
+            self._say(share, window, dropped)
+
+    def _shed_histograms(self, part: float, excess: float, dropped: list[str]) -> float:
+        """Histograms at fewer collected steps; returns the share this saves (projected)."""
+        shedding = self.shedding
+        every = shedding.histogram_every
+        kept = part - excess
+        factor = math.ceil(part / kept) if kept > 0 else 0
+        if factor == 0 or every * factor > MAX_HISTOGRAM_EVERY:
+            shedding.histogram_every = 0
+            dropped.append("the parameter histograms (none from now on)")
+            return part
+        shedding.histogram_every = every * factor
+        steps = shedding.histogram_every * self.collect_freq
+        dropped.append(
+            f"the parameter histograms but at every {_nth(shedding.histogram_every)} collected "
+            f"step (every {steps} steps)"
+        )
+        return part - part / factor
+
+    def _say(self, share: float, window: _Window, dropped: list[str]) -> None:
+        first = not self._warned
+        self._warned = True
+        level = logging.WARNING if first and self.rank == 0 else logging.INFO
+        suggested = _suggested(share)
+        how = (
+            f"raise the budget above the cost measured (SummaryCollector(..., "
+            f"cost_budget={suggested}) or {COST_BUDGET_ENV}={suggested}), or turn shedding off "
+            f"with cost_budget='off'"
+            if suggested is not None
+            else f"turn shedding off with SummaryCollector(..., cost_budget='off') or "
+            f"{COST_BUDGET_ENV}=off (no budget under 1 holds the cost measured)"
+        )
+        logger.log(
+            level,
+            "The collector cost %.1f %% of the training step over steps %d-%d (over its cost "
+            "budget of %g %%): it sheds %s. The loss, the timings and the lineage are all "
+            'still recorded. To keep everything, %s (docs/collector-cost.md, "The cost '
+            'budget").',
+            100 * share,
+            window.step + 1,
+            self._window.step if self._window is not None else window.step,
+            100 * self.budget,
+            "; ".join(dropped),
+            how,
+        )
+
+
+def _nth(number: int) -> str:
+    suffix = (
+        "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
+    )
+    return f"{number}{suffix}"
+
+
+def _suggested(share: float) -> str | None:
+    """A budget a little over ``share``, in two significant digits; None: none under 1."""
+    above = share * 1.25
+    if above >= 1:
+        return None
+    digits = max(2, 1 - math.floor(math.log10(above)))
+    return f"{math.ceil(above * 10**digits) / 10**digits:g}"
+
+
+def _numbers(numbers: list[int]) -> str:
+    shown = ", ".join(map(str, numbers[:8]))
+    return shown + (f", ... {len(numbers) - 8} more" if len(numbers) > 8 else "")
+
+
+def _threads_now() -> dict[int, tuple[ThreadKind, float]]:
+    # The threads' CPU is in real seconds: under a test's clock (testing.timing_clock)
+    # it would not add up with that clock's, so it is not read.
+    if _clock.now is not perf_counter:
+        return {}
+    return collector_threads_cpu()

@@ -1,0 +1,86 @@
+"""CPU time of the collector's background threads, read from outside them.
+
+On Linux each thread's CPU time is in ``/proc/self/task/<tid>/schedstat`` (its first
+field, nanoseconds on the CPU); where that file is missing, ``stat``'s user and system
+ticks (10 ms steps). Reading them takes no call inside the threads, so the writer's,
+the sampler's and the job view's loops stay as they are. Elsewhere (no ``/proc``)
+nothing is read and the threads count as 0 (docs/collector-cost.md, "The cost budget").
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+__all__ = ["ThreadKind", "collector_threads_cpu", "cpu_since"]
+
+#: Which optional work a thread's CPU counts towards.
+ThreadKind = str
+WRITER, LANDSCAPE, OTHER = "writer", "landscape", "other"
+
+_PREFIX = "rankscribe-"
+#: ModelCheckpoint's save thread is another callback's cost, not the collector's.
+_NOT_THE_COLLECTORS = ("rankscribe-checkpoint",)
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+# stat's fields after the command name (which ends with ") "): utime and stime are 14, 15.
+_UTIME_AFTER_NAME = 11
+
+
+def _kind(name: str) -> ThreadKind:
+    if name.startswith("rankscribe-landscape"):
+        return LANDSCAPE
+    rest = name[len(_PREFIX) :]
+    # A SummaryRecord's threads: rankscribe-<timestamp>-writer, -encoder-<n>.
+    if rest[:1].isdigit():
+        return WRITER
+    return OTHER
+
+
+def _thread_cpu(native_id: int) -> float | None:
+    """CPU seconds of thread ``native_id`` of this process, or None when not readable."""
+    base = f"/proc/self/task/{native_id}/"
+    try:
+        with open(base + "schedstat", "rb") as file:
+            return int(file.read().split()[0]) / 1e9
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        with open(base + "stat", "rb") as file:
+            fields = file.read().rsplit(b") ", 1)[1].split()
+        return (int(fields[_UTIME_AFTER_NAME]) + int(fields[_UTIME_AFTER_NAME + 1])) / _TICKS
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def collector_threads_cpu() -> dict[int, tuple[ThreadKind, float]]:
+    """``native id -> (kind, CPU seconds)`` of the process's RankScribe threads now.
+
+    Every thread named ``rankscribe-*`` but ModelCheckpoint's: the summary record's
+    writer and encoders (kind ``writer``), the landscape's file writer (``landscape``),
+    the system sampler and the job view's threads (``other``). A record the script
+    opened itself has such threads too, and counts.
+    """
+    found: dict[int, tuple[ThreadKind, float]] = {}
+    for thread in threading.enumerate():
+        name, native_id = thread.name, thread.native_id
+        if (
+            native_id is None
+            or not name.startswith(_PREFIX)
+            or name.startswith(_NOT_THE_COLLECTORS)
+        ):
+            continue
+        seconds = _thread_cpu(native_id)
+        if seconds is not None:
+            found[native_id] = (_kind(name), seconds)
+    return found
+
+
+def cpu_since(
+    before: dict[int, tuple[ThreadKind, float]], now: dict[int, tuple[ThreadKind, float]]
+) -> dict[ThreadKind, float]:
+    """CPU seconds per kind between two readings (a thread started since: all of its own)."""
+    spent = {WRITER: 0.0, LANDSCAPE: 0.0, OTHER: 0.0}
+    for native_id, (kind, seconds) in now.items():
+        earlier = before.get(native_id)
+        spent[kind] += max(0.0, seconds - (earlier[1] if earlier is not None else 0.0))
+    return spent

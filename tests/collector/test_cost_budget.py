@@ -1,0 +1,276 @@
+"""The collector's cost budget: its cost recorded per rank, and optional work shed over it.
+
+A model whose histograms alone cost 20 % of its step, on a clock the test moves
+(docs/collector-cost.md, "The cost budget"): reading the optimizer's parameters for the
+histograms takes 2 s of the clock at every collected step (every 10 steps of 1 s).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+import pytest
+
+from rankscribe.collector import ArrayNetwork, ArrayOptimizer, SummaryCollector, TrainLoop
+from rankscribe.collector.errors import CollectorValueError
+from rankscribe.lineage import get_summary_lineage
+from rankscribe.lineage.jobparts import FINGERPRINT_TAG, STEP_TIME_TAG
+from rankscribe.ranks import Coordinator, RankInfo
+from rankscribe.writer.reader import scalars
+from tests._support.clocks import ManualClock
+from tests._support.landscape import assert_drawable, read_metadata
+from tests.collector.coordinators import Handing
+
+from .conftest import steps_by_tag
+
+NO_LANDSCAPE = {"collect_landscape": None}
+TRAINING_TAG = "rankscribe/collector_cost/training"
+THREADS_TAG = "rankscribe/collector_cost/threads"
+STEP_SECONDS = 1.0
+HISTOGRAM_SECONDS = 2.0  # per collected step of 10: 20 % of the step
+COLLECT_FREQ = 10
+BUDGET_LOGGER = "rankscribe.collector.cost._budget"
+
+
+class SlowHistograms(ArrayOptimizer):
+    """An optimizer whose parameters take HISTOGRAM_SECONDS of the clock to read."""
+
+    clock: ManualClock
+
+    @property
+    def parameters(self) -> list[tuple[str, Any]]:
+        self.clock.advance(HISTOGRAM_SECONDS)
+        return super().parameters
+
+
+def train(
+    model: Any, directory: Path, clock: ManualClock, steps: int = 400, **options: Any
+) -> SummaryCollector:
+    data = model(steps // 4)
+    optimizer = SlowHistograms(data.network, learning_rate=0.01, name="Momentum")
+    optimizer.clock = clock
+    collector = SummaryCollector(
+        directory,
+        collect_freq=COLLECT_FREQ,
+        collect_specified_data=NO_LANDSCAPE,
+        **options,
+    )
+
+    def step(batch: Any) -> float:
+        clock.advance(STEP_SECONDS)
+        return 0.5
+
+    TrainLoop(step, network=data.network, optimizer=optimizer).train(
+        4, data.dataset, callbacks=[collector]
+    )
+    return collector
+
+
+def rank_scalars(directory: Path) -> dict[str, dict[int, float]]:
+    return {tag: dict(points) for tag, points in scalars(directory).items()}
+
+
+def histogram_steps(directory: Path) -> list[int]:
+    found = steps_by_tag(directory)
+    steps = {
+        step for (plugin, _), where in found.items() if plugin == "histogram" for step in where
+    }
+    return sorted(steps)
+
+
+def budget_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        record.getMessage()
+        for record in caplog.records
+        if record.name == BUDGET_LOGGER and record.levelno >= logging.WARNING
+    ]
+
+
+def test_histograms_costing_a_fifth_of_the_step_are_shed_within_the_budget(
+    model: Any, tmp_path: Path, collector_clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO):
+        train(model, tmp_path, collector_clock)
+    [said] = budget_warnings(caplog)
+    assert "20.0 %" in said and "cost budget of 2 %" in said
+    assert "parameter histograms but at every 20th collected step (every 200 steps)" in said
+    assert "cost_budget='off'" in said and "RANKSCRIBE_COST_BUDGET" in said
+    assert "loss, the timings and the lineage are all still recorded" in said
+    # Steps of 1 s have their timings written at once: every step does more than the
+    # shortest path, so the first window runs from step 21 to step 121.
+    # Histograms at every collected step up to the window's end, then every 20th only.
+    assert histogram_steps(tmp_path) == [1, *range(10, 121, 10), 200, 400]
+    found = rank_scalars(tmp_path)
+    # The measured cost: 2 s of histograms per 10 steps of 1 s.
+    assert found[TRAINING_TAG][121] == pytest.approx(HISTOGRAM_SECONDS / COLLECT_FREQ)
+    assert found[THREADS_TAG][121] == 0.0  # the threads' CPU is not on the test's clock
+    # After it, the last window: closed by the run's last step before its own work, it
+    # holds one histogram step (200) in 279 steps, within the budget.
+    [(last_step, last_cost)] = [(s, v) for s, v in found[TRAINING_TAG].items() if s != 121]
+    assert last_step == 400
+    assert last_cost == pytest.approx(HISTOGRAM_SECONDS / 279)
+    assert last_cost / STEP_SECONDS <= 0.02
+    # Never shed: the loss at every collected step, every step time, the fingerprints, the
+    # train lineage.
+    assert sorted(found["loss/auto"]) == [1, *range(10, 401, 10)]
+    assert sorted(found[STEP_TIME_TAG]) == list(range(1, 401))
+    assert sorted(found[FINGERPRINT_TAG]) == [0, 1, *range(10, 401, 10)]
+    lineage = get_summary_lineage(str(tmp_path))
+    assert lineage["algorithm"]["loss"] == pytest.approx(0.5)
+    assert lineage["hyper_parameters"]["epoch"] == 4
+
+
+@pytest.mark.parametrize("budget", [0, 0.0, "off", "OFF"])
+def test_a_budget_of_0_or_off_measures_and_sheds_nothing(
+    model: Any,
+    tmp_path: Path,
+    collector_clock: ManualClock,
+    caplog: pytest.LogCaptureFixture,
+    budget: Any,
+) -> None:
+    with caplog.at_level(logging.INFO):
+        train(model, tmp_path, collector_clock, steps=200, cost_budget=budget)
+    assert not [record for record in caplog.records if record.name == BUDGET_LOGGER]
+    assert histogram_steps(tmp_path) == [1, *range(10, 201, 10)]
+    assert rank_scalars(tmp_path)[TRAINING_TAG][121] == pytest.approx(0.2)
+
+
+def test_the_variable_sets_the_budget_when_the_argument_is_not_given(
+    model: Any,
+    tmp_path: Path,
+    collector_clock: ManualClock,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("RANKSCRIBE_COST_BUDGET", "0.5")
+    with caplog.at_level(logging.INFO):
+        train(model, tmp_path / "env", collector_clock, steps=200)
+    assert histogram_steps(tmp_path / "env") == [1, *range(10, 201, 10)]
+    # The argument wins over the variable.
+    train(model, tmp_path / "arg", collector_clock, steps=200, cost_budget=0.1)
+    assert histogram_steps(tmp_path / "arg") != [1, *range(10, 201, 10)]
+
+
+@pytest.mark.parametrize(
+    "value", [-0.01, 1, 1.5, math.nan, math.inf, "2%", "fast", True, [0.02], 10**400]
+)
+def test_a_bad_budget_is_refused_naming_the_argument_and_the_form(
+    tmp_path: Path, value: Any
+) -> None:
+    with pytest.raises(CollectorValueError) as raised:
+        SummaryCollector(tmp_path, cost_budget=value)
+    message = str(raised.value)
+    assert "'cost_budget'" in message
+    assert "a finite number >= 0 and < 1" in message
+    assert repr(value)[:40] in message
+
+
+@pytest.mark.parametrize("text", ["-1", "1", "2%", "nan", "lots"])
+def test_a_bad_variable_is_refused_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    monkeypatch.setenv("RANKSCRIBE_COST_BUDGET", text)
+    with pytest.raises(CollectorValueError, match=r"RANKSCRIBE_COST_BUDGET.*< 1") as raised:
+        SummaryCollector(tmp_path)
+    assert repr(text) in str(raised.value)
+
+
+@pytest.mark.parametrize("text", ["off", " Off ", "0", "0.25", ""])
+def test_good_variables_are_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    monkeypatch.setenv("RANKSCRIBE_COST_BUDGET", text)
+    SummaryCollector(tmp_path)
+
+
+def test_the_cost_of_a_real_run_is_recorded_and_plausible(model: Any, tmp_path: Path) -> None:
+    # On the real clock: the tags hold small non-negative seconds per step (no timing assert).
+    data = model(75)
+    collector = SummaryCollector(
+        tmp_path, collect_freq=COLLECT_FREQ, collect_specified_data=NO_LANDSCAPE
+    )
+
+    def step(batch: Any) -> float:
+        return float(np.square(batch[0]).mean())
+
+    TrainLoop(step, network=data.network, optimizer=data.optimizer).train(
+        2, data.dataset, callbacks=[collector]
+    )
+    found = rank_scalars(tmp_path)
+    for tag in (TRAINING_TAG, THREADS_TAG):
+        assert found[tag], tag
+        assert all(0 <= value < 1.0 for value in found[tag].values())
+    assert max(found[TRAINING_TAG]) > 100  # a window closed, and the end's
+
+
+class SlowParameters(ArrayNetwork):
+    """A network whose parameters take SAVE_SECONDS of the clock to read (the landscape's)."""
+
+    clock: ManualClock
+
+    def named_parameters(self) -> list[tuple[str, Any]]:
+        self.clock.advance(SAVE_SECONDS)
+        return super().named_parameters()
+
+
+SAVE_SECONDS = 2.0
+
+
+def test_the_landscape_is_shed_last_keeping_the_sets_saved(
+    model: Any, tmp_path: Path, collector_clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # No histograms, no fingerprints: the landscape's six saves in steps 21-121 (12 s of
+    # 100 steps of 1 s) are what the budget can shed; the sets of step 150 on are left out.
+    data = model(50)
+    net = SlowParameters({"w": np.zeros(4, np.float32)}, name="Net")
+    net.clock = collector_clock
+    landscape = {"unit": "step", "intervals": [[25, 26, 27], [30, 31, 32], [150, 151, 152]]}
+    collector = SummaryCollector(
+        tmp_path,
+        collect_freq=COLLECT_FREQ,
+        collect_specified_data={"collect_landscape": landscape, "histogram_regular": "^none$"},
+        fingerprints=False,
+    )
+
+    def step(batch: Any) -> float:
+        collector_clock.advance(STEP_SECONDS)
+        return 0.5
+
+    with caplog.at_level(logging.INFO):
+        TrainLoop(step, network=net, optimizer=data.optimizer).train(
+            4, data.dataset, callbacks=[collector]
+        )
+    [said] = budget_warnings(caplog)
+    assert "it sheds the loss landscape's unsaved sets (150, 151, 152)." in said
+    assert "histograms" not in said
+    metadata = read_metadata(tmp_path / "ckpt_dir")
+    assert_drawable(metadata)
+    assert metadata["epoch_group"] == {"0": [25, 26, 27], "1": [30, 31, 32]}
+    assert sorted(path.name for path in (tmp_path / "ckpt_dir").glob("*.ckpt")) == sorted(
+        f"Net_{number}_step.ckpt" for number in (25, 26, 27, 30, 31, 32)
+    )
+    assert sorted(rank_scalars(tmp_path)["loss/auto"]) == [1, *range(10, 201, 10)]
+
+
+def test_another_rank_sheds_for_itself_and_says_so_at_info_only(
+    model: Any, tmp_path: Path, collector_clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    rank_1 = Handing(1)
+    with caplog.at_level(logging.INFO):
+        train(
+            model,
+            tmp_path,
+            collector_clock,
+            steps=200,
+            rank_info=RankInfo(1, 2, 1, 2, "host", "pmi"),
+            coordinator=cast(Coordinator, rank_1),
+            on_exists="append",
+        )
+    assert budget_warnings(caplog) == []
+    [said] = [record.getMessage() for record in caplog.records if record.name == BUDGET_LOGGER]
+    assert "parameter histograms but at every 20th collected step" in said
+    assert histogram_steps(tmp_path / "rank_1") == [1, *range(10, 121, 10), 200]

@@ -1,0 +1,99 @@
+"""``SummaryRecord.write_scalars``: a program's own scalars, written apart from the script's.
+
+What is pending for the script's next ``record`` (``add_value``, the summary operators)
+stays pending through a ``write_scalars`` and lands at the script's own step
+(docs/file-format.md, "Scalars written apart").
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rankscribe.writer import scalar_summary
+from rankscribe.writer.errors import WriterValueError
+from rankscribe.writer.reader import scalars
+
+from .conftest import read_tensorboard, scalars_of, summary_steps, tensorboard_files
+
+
+def steps_of(directory: Any) -> list[tuple[int, dict[str, float]]]:
+    return [(event.step, scalars_of(event)) for event in summary_steps(directory)]
+
+
+@pytest.mark.parametrize("options", [{}, {"formats": ("mindinsight", "tensorboard")}])
+def test_pending_values_stay_for_the_scripts_own_record(
+    make_record: Any, log_dir: Any, options: dict[str, Any]
+) -> None:
+    record = make_record(**options)
+    record.add_value("scalar", "user/loss", 0.5)
+    record.add_value("histogram", "user/weights", np.arange(10, dtype=np.float32))
+    assert record.write_scalars(7, {"ours/time": 0.25, "ours/wait": 1})
+    record.add_value("scalar", "user/accuracy", 0.75)
+    record.record(9)
+    record.flush()
+    found = steps_of(log_dir)
+    assert found[0] == (7, {"ours/time": 0.25, "ours/wait": 1.0})
+    assert found[1][0] == 9
+    assert found[1][1] == {"user/loss": 0.5, "user/accuracy": 0.75}
+    [step_9] = [event for event in summary_steps(log_dir) if event.step == 9]
+    assert [value.tag for value in step_9.summary.value if value.HasField("histogram")] == [
+        "user/weights"
+    ]
+    assert sorted(scalars(log_dir)) == ["ours/time", "ours/wait", "user/accuracy", "user/loss"]
+    if options:
+        [board] = tensorboard_files(log_dir)
+        tags = {
+            (event.step, value.tag)
+            for event in read_tensorboard(board)
+            if event.HasField("summary")
+            for value in event.summary.value
+        }
+        assert {(7, "ours/time"), (9, "user/loss"), (9, "user/weights")} <= tags
+        assert (7, "user/loss") not in tags
+
+
+def test_summary_operators_values_stay_pending_too(make_record: Any, log_dir: Any) -> None:
+    record = make_record()
+    scalar_summary("user/op", 3.0)
+    record.write_scalars(1, {"ours/time": 0.1})
+    record.record(2)
+    record.flush()
+    assert steps_of(log_dir) == [(1, {"ours/time": pytest.approx(0.1)}), (2, {"user/op": 3.0})]
+
+
+def test_no_scalars_write_nothing(make_record: Any, log_dir: Any) -> None:
+    record = make_record()
+    assert record.write_scalars(3, {})
+    record.flush()
+    assert steps_of(log_dir) == []
+
+
+@pytest.mark.parametrize(
+    ("step", "values", "message"),
+    [
+        (1, {"": 1.0}, r"'name' must be a non-empty str"),
+        (1, {"ours": "fast"}, r"scalar 'ours'"),
+        (1, {"ours": np.zeros(3)}, r"exactly one element"),
+        (2**63, {"ours": 1.0}, r"'step' must fit in an int64"),
+    ],
+)
+def test_bad_scalars_are_refused_naming_what_is_wrong(
+    make_record: Any, step: int, values: dict[str, Any], message: str
+) -> None:
+    record = make_record()
+    with pytest.raises((WriterValueError, TypeError), match=message):
+        record.write_scalars(step, values)
+
+
+def test_a_closed_record_logs_and_returns_false(
+    make_record: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    record = make_record()
+    record.close()
+    with caplog.at_level(logging.ERROR):
+        assert record.write_scalars(4, {"ours": 1.0}) is False
+    assert "step 4 was not recorded" in caplog.text
