@@ -207,11 +207,11 @@ class StepClock:
 
 #: The collector's once costs: (module, class, method, the label they add up under).
 ONCE_COSTS = (
-    ("rankscribe.collector._run", "CollectorRun", "open", "open the record"),
+    ("rankscribe.collector.run._run", "CollectorRun", "open", "open the record"),
     ("rankscribe.collector._collector", "SummaryCollector", "begin", "begin"),
     ("rankscribe.collector.collection._extractor", "Extractor", "graph", "graph"),
     (
-        "rankscribe.collector._lineage",
+        "rankscribe.collector.run._lineage",
         "LineageRecorder",
         "add_first_step_values",
         "dataset graph",

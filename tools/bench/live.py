@@ -51,7 +51,7 @@ import numpy as np
 
 from rankscribe.collector import ArrayDataset, ArrayNetwork, ArrayOptimizer
 from rankscribe.collector._collector import SummaryCollector
-from rankscribe.collector._loop import TrainLoop
+from rankscribe.collector.loop._loop import TrainLoop
 from rankscribe.jobview.job._live import read_live_state
 from rankscribe.lineage import merge_run_dir
 from rankscribe.ranks import detect

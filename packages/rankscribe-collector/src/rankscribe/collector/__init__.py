@@ -29,10 +29,6 @@ from __future__ import annotations
 
 from rankscribe.collector._callback import Callback, CallbackParams, RunContext
 from rankscribe.collector._collector import SummaryCollector
-from rankscribe.collector._loop import TrainLoop
-from rankscribe.collector._progress import Progress
-from rankscribe.collector._session import TrainSession
-from rankscribe.collector._summary_step import SummaryStep
 from rankscribe.collector.adapters._arrays import ArrayDataset, ArrayNetwork, ArrayOptimizer
 from rankscribe.collector.adapters._graph import GraphDescription, GraphNode, GraphParameter
 from rankscribe.collector.adapters._registry import register_adapter
@@ -45,6 +41,10 @@ from rankscribe.collector.checkpoint._format import (
 )
 from rankscribe.collector.collection._schedule import Collect, CollectionSchedule
 from rankscribe.collector.errors import CollectorError
+from rankscribe.collector.loop._loop import TrainLoop
+from rankscribe.collector.loop._progress import Progress
+from rankscribe.collector.loop._session import TrainSession
+from rankscribe.collector.loop._summary_step import SummaryStep
 
 __version__ = "0.1.0"  # the distribution's version (metadata, not an API name)
 

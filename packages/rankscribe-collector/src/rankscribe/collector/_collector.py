@@ -39,8 +39,6 @@ from typing import Any, Literal
 from rankscribe.collector import _clock
 from rankscribe.collector._callback import MODES, Callback, CallbackParams, RunContext
 from rankscribe.collector._fingerprint import DEFAULT_FINGERPRINT_BUDGET
-from rankscribe.collector._lineage import DEFAULT_MERGE_TIMEOUT, LineageRecorder
-from rankscribe.collector._run import CollectorRun
 from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.collection._extractor import GRAPH_TAG, Extractor
 from rankscribe.collector.collection._options import check_one_of_a_kind, collector_arguments
@@ -54,6 +52,8 @@ from rankscribe.collector.jobview._series import (
 )
 from rankscribe.collector.jobview._settings import check_job_view_interval, check_on_verdict
 from rankscribe.collector.jobview._timings import StepTimings
+from rankscribe.collector.run._lineage import DEFAULT_MERGE_TIMEOUT, LineageRecorder
+from rankscribe.collector.run._run import CollectorRun
 from rankscribe.collector.system._sampler import SystemSampler, check_system_interval
 from rankscribe.jobview.feed import LiveRankView, VerdictCallback
 from rankscribe.ranks import Coordinator, OnExists, RankInfo

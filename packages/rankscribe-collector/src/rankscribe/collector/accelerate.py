@@ -42,7 +42,6 @@ from accelerate import PartialState
 from accelerate.tracking import GeneralTracker
 
 from rankscribe.collector._collector import SummaryCollector
-from rankscribe.collector._lineage import DEFAULT_MERGE_TIMEOUT
 from rankscribe.collector.errors import CollectorStateError, CollectorTypeError
 from rankscribe.collector.frameworks._driver import (
     FrameworkRun,
@@ -54,6 +53,7 @@ from rankscribe.collector.frameworks._driver import (
     optimizer_for_lineage,
     unwrapped_optimizer,
 )
+from rankscribe.collector.run._lineage import DEFAULT_MERGE_TIMEOUT
 from rankscribe.ranks import RankInfo, detect
 
 logger = logging.getLogger(__name__)

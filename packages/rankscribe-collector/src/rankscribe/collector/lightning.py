@@ -28,7 +28,6 @@ import lightning.pytorch as pl
 from lightning.pytorch.loggers.logger import Logger
 
 from rankscribe.collector._collector import SummaryCollector
-from rankscribe.collector._lineage import DEFAULT_MERGE_TIMEOUT
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 from rankscribe.collector.frameworks._driver import (
     FrameworkRun,
@@ -39,6 +38,7 @@ from rankscribe.collector.frameworks._driver import (
     lineage_values,
     numeric_scalars,
 )
+from rankscribe.collector.run._lineage import DEFAULT_MERGE_TIMEOUT
 from rankscribe.ranks import Coordinator, detect
 
 __all__ = ["RankScribeLogger"]

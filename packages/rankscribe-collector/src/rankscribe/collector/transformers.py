@@ -28,7 +28,6 @@ from typing import Any
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from rankscribe.collector._collector import SummaryCollector
-from rankscribe.collector._lineage import DEFAULT_MERGE_TIMEOUT
 from rankscribe.collector.frameworks._driver import (
     ConfiguredOptimizer,
     FrameworkRun,
@@ -39,6 +38,7 @@ from rankscribe.collector.frameworks._driver import (
     numeric_scalars,
     parameter_count,
 )
+from rankscribe.collector.run._lineage import DEFAULT_MERGE_TIMEOUT
 from rankscribe.ranks import detect
 
 __all__ = ["RankScribeCallback"]

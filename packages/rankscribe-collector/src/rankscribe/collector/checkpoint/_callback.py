@@ -222,7 +222,7 @@ class ModelCheckpoint(Callback):
         that the job (a SummaryCollector of this process) left for ``<summary_dir>-N``."""
         self._placed = True
         # Imported here: the collector's run module is the one that records claims.
-        from rankscribe.collector._run import moved_by_claim  # noqa: PLC0415
+        from rankscribe.collector.run._run import moved_by_claim  # noqa: PLC0415
 
         moved = moved_by_claim(self._base)
         if moved is None or moved == self._base:

@@ -14,7 +14,7 @@ MindSpore's rules (docs/collector-schedule.md, "What is collected"):
 
 Each source that cannot be read is disabled for the rest of the run, with one
 warning, as in the original; training goes on. The learning rate is not
-collected here: it only goes into the train lineage (:mod:`rankscribe.collector._lineage`).
+collected here: it only goes into the train lineage (:mod:`rankscribe.collector.run._lineage`).
 """
 
 from __future__ import annotations

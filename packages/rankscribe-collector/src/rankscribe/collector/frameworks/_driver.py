@@ -36,8 +36,8 @@ from typing import Any
 
 from rankscribe.collector._callback import Callback, CallbackList, CallbackParams, RunContext
 from rankscribe.collector._collector import SummaryCollector
-from rankscribe.collector._loop import train_params
 from rankscribe.collector.errors import CollectorStateError, CollectorTypeError, CollectorValueError
+from rankscribe.collector.loop._loop import train_params
 from rankscribe.ranks import (
     Coordinator,
     JobDirClaimedError,

@@ -42,8 +42,8 @@ from typing import Any
 from rankscribe.collector import _clock
 from rankscribe.collector._callback import Callback, CallbackList, CallbackParams, RunContext
 from rankscribe.collector._checks import check_iterable, check_optional_text
-from rankscribe.collector._loop import train_params
 from rankscribe.collector.errors import CollectorStateError, CollectorTypeError, CollectorValueError
+from rankscribe.collector.loop._loop import train_params
 
 __all__ = ["TrainSession"]
 

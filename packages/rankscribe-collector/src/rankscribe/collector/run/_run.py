@@ -32,11 +32,11 @@ import weakref
 from pathlib import Path
 
 from rankscribe.collector._checks import is_int
-from rankscribe.collector._lineage import JobLineageMerger, LineageRecorder
 from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.collection._options import CollectorArguments
 from rankscribe.collector.collection._schedule import CollectionSchedule
 from rankscribe.collector.landscape._saver import LandscapeSaver
+from rankscribe.collector.run._lineage import JobLineageMerger, LineageRecorder
 from rankscribe.jobview.feed import LiveRankView
 from rankscribe.ranks import (
     Coordinator,
