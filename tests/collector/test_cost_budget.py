@@ -17,8 +17,8 @@ import pytest
 
 from rankscribe.collector import ArrayNetwork, ArrayOptimizer, SummaryCollector, TrainLoop
 from rankscribe.collector.errors import CollectorValueError
+from rankscribe.jobview.feed import FINGERPRINT_TAG, STEP_TIME_TAG
 from rankscribe.lineage import get_summary_lineage
-from rankscribe.lineage.jobparts import FINGERPRINT_TAG, STEP_TIME_TAG
 from rankscribe.ranks import Coordinator, RankInfo
 from rankscribe.writer.reader import scalars
 from tests._support.clocks import ManualClock

@@ -17,8 +17,8 @@ import torch
 from torch import nn
 
 from rankscribe.collector import SummaryCollector, TrainSession
+from rankscribe.jobview.feed import STEP_TIME_TAG
 from rankscribe.lineage import get_summary_lineage
-from rankscribe.lineage.jobparts import STEP_TIME_TAG
 from rankscribe.writer.events import load_dir
 from rankscribe.writer.reader import scalars
 
