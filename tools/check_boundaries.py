@@ -79,14 +79,17 @@ SIBLING_MODULES: tuple[str, ...] = (
     f"{NAMESPACE}.writer.operators",
     f"{NAMESPACE}.jobview.feed",
     f"{NAMESPACE}.jobview.parts",
+    f"{NAMESPACE}.jobview.protocol",
     f"{NAMESPACE}.lineage.recording",
     f"{NAMESPACE}.collector.testing",
 )
 # A sibling module that one package is the door for: the collector hands its numbers to
-# the job view through ``feed`` only, and ``parts`` is the lineage manager's alone.
+# the job view through ``feed`` only, and ``parts`` is the lineage manager's alone; the
+# live view's ``protocol`` is for tools and tests, no package's.
 SIBLING_READERS: dict[str, frozenset[str]] = {
     f"{NAMESPACE}.jobview.feed": frozenset({f"{NAMESPACE}.collector"}),
     f"{NAMESPACE}.jobview.parts": frozenset({f"{NAMESPACE}.lineage"}),
+    f"{NAMESPACE}.jobview.protocol": frozenset(),
 }
 CONTRIBUTING = Path("docs") / "contributing.md"
 

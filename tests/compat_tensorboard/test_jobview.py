@@ -23,7 +23,8 @@ from tensorboard.plugins.custom_scalar import custom_scalars_plugin
 from tensorboard.plugins.hparams import api_pb2, get_experiment, hparams_plugin, list_session_groups
 
 from rankscribe.jobview import LiveJobView
-from rankscribe.jobview.feed import STEP_TIME_TAG, JobPartial
+from rankscribe.jobview.feed import STEP_TIME_TAG
+from rankscribe.jobview.protocol import JobPartial
 from rankscribe.lineage import merge_run_dir
 from rankscribe.lineage.recording import (
     Algorithm,

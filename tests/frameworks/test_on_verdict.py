@@ -23,7 +23,8 @@ import pytest
 
 from rankscribe.collector import SummaryCollector
 from rankscribe.jobview import LiveJobView
-from rankscribe.jobview.feed import STEP_TIME_TAG, JobPartial
+from rankscribe.jobview.feed import STEP_TIME_TAG
+from rankscribe.jobview.protocol import JobPartial
 from tests.frameworks.checks import quiet_trainer
 
 pytestmark = pytest.mark.slow

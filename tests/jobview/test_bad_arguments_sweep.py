@@ -1,7 +1,7 @@
 """Every function of the job view, every argument in an obvious wrong form.
 
 For each function of ``rankscribe.jobview.__all__`` and its sibling modules' (``feed``,
-``parts``) that takes arguments, a call that works is given below; the sweep replaces
+``parts``, ``protocol``) that takes arguments, a call that works is given below; the sweep replaces
 one argument at a time with wrong values chosen from its annotation (None or an int
 where a path belongs, a str or a bool or a float where an int belongs, an int where a
 str or a mapping belongs). Each must be refused with the job view's error
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from rankscribe import jobview
-from rankscribe.jobview import JobStatistics, RankSeries, StragglerEvidence, feed, parts
+from rankscribe.jobview import JobStatistics, RankSeries, StragglerEvidence, feed, parts, protocol
 from rankscribe.jobview.errors import JobViewError
 from rankscribe.writer import SummaryRecord
 from tests._support.sweeps import (
@@ -133,7 +133,7 @@ LEFT_OUT = {
 }
 
 
-PUBLIC = public_callables(jobview, feed, parts)
+PUBLIC = public_callables(jobview, feed, parts, protocol)
 
 
 def _wrong_values(name: str, annotation: str) -> list[Any]:  # noqa: PLR0911 - one per form

@@ -17,10 +17,10 @@ def test_the_job_view_imports_and_works_without_lineage_or_collector(tmp_path: P
         import sys
         import numpy as np
         import rankscribe.jobview as jobview
-        from rankscribe.jobview import feed, parts
+        from rankscribe.jobview import feed, parts, protocol
         from rankscribe.writer import SummaryRecord
 
-        for module in (jobview, feed, parts):
+        for module in (jobview, feed, parts, protocol):
             for name in module.__all__:
                 getattr(module, name)
         records = jobview.judge_timings({{"forward": np.array([[0.1] * 40, [0.3] * 40])}})

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from rankscribe.jobview.feed import JobPartial, PartialFormatError
+from rankscribe.jobview.protocol import JobPartial, PartialFormatError
 from rankscribe.ranks.testing import MemoryTreeChannel, MemoryTreeHub
 
 

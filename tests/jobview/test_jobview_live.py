@@ -28,13 +28,8 @@ from hypothesis import strategies as st
 
 from rankscribe.jobview import JobStatistics, LiveJobView, RankSeries, live_lines
 from rankscribe.jobview.errors import JobViewParamValueError
-from rankscribe.jobview.feed import (
-    LIVE_STATE_NAME,
-    STEP_TIME_TAG,
-    JobPartial,
-    PartialFormatError,
-    ranges_text,
-)
+from rankscribe.jobview.feed import STEP_TIME_TAG
+from rankscribe.jobview.protocol import LIVE_STATE_NAME, JobPartial, PartialFormatError, ranges_text
 from rankscribe.writer.reader import scalars
 from tests._support.npz_files import read_archive, write_archive
 

@@ -24,7 +24,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankscribe.jobview import JobStatistics, RankSeries
-from rankscribe.jobview.feed import STEP_TIME_TAG, JobPartial, PartialFormatError, TagStatistics
+from rankscribe.jobview.feed import STEP_TIME_TAG
+from rankscribe.jobview.protocol import JobPartial, PartialFormatError, TagStatistics
 from tests._support.npz_files import read_archive, write_archive
 
 _COLUMNS = (

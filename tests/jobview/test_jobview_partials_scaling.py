@@ -19,7 +19,7 @@ import time
 import numpy as np
 import pytest
 
-from rankscribe.jobview.feed import JobPartial
+from rankscribe.jobview.protocol import JobPartial
 
 SIZES = (1_000, 4_000, 16_000)
 GROWTH = 6.0  # per 4x more tags; linear is 4x, the old grouping 64x

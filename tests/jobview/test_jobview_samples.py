@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from rankscribe.jobview import JobStatistics, LiveJobView, RankSeries, write_job_view
-from rankscribe.jobview.feed import STEP_TIME_TAG, JobPartial
+from rankscribe.jobview.feed import STEP_TIME_TAG
+from rankscribe.jobview.protocol import JobPartial
 from rankscribe.writer.reader import scalars
 
 CPU = "rankscribe/system/cpu_percent"

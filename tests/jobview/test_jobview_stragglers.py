@@ -17,12 +17,11 @@ from rankscribe.jobview.feed import (
     FORWARD_TIME_TAG,
     SECTION_TAG_PREFIX,
     STEP_TIME_TAG,
-    paired_ratios,
-    straggler_verdicts,
 )
 
 # private: the straggler rule's medians (row_medians, others_medians), an algorithm
 from rankscribe.jobview.job.verdicts._stragglers import others_medians, row_medians
+from rankscribe.jobview.protocol import paired_ratios, straggler_verdicts
 
 STEPS = 120
 

@@ -16,12 +16,8 @@ from rankscribe.jobview import (
     write_job_view,
 )
 from rankscribe.jobview.errors import JobViewParamTypeError, JobViewParamValueError
-from rankscribe.jobview.feed import (
-    FORWARD_TIME_TAG,
-    STEP_TIME_TAG,
-    straggler_records,
-    timings_evidence,
-)
+from rankscribe.jobview.feed import FORWARD_TIME_TAG, STEP_TIME_TAG
+from rankscribe.jobview.protocol import straggler_records, timings_evidence
 
 RANKS, STEPS, STEP = 16, 300, 0.010
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from rankscribe.jobview.feed import LIVE_STATE_NAME
+from rankscribe.jobview.protocol import LIVE_STATE_NAME
 from tests._support.launchers import Finished, run_bounded
 from tests._support.needs import needs
 

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from rankscribe.jobview import live_lines
-from rankscribe.jobview.feed import LIVE_STATE_NAME
+from rankscribe.jobview.protocol import LIVE_STATE_NAME
 from rankscribe.lineage import get_run_lineage, group_runs, merge_run_dir
 from rankscribe.lineage.cli import main
 from rankscribe.lineage.recording import (

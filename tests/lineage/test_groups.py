@@ -410,7 +410,7 @@ def test_a_warm_query_stays_warm_beside_the_groups(tmp_path: Path, lw: Any) -> N
 @pytest.mark.parametrize("special", [False, True], ids=["finite", "nan-and-inf"])
 def test_a_block_of_runs_reduces_as_merging_each_run(special: bool) -> None:
     """Runs with the same steps are reduced as one block; the result is the pairwise merge's."""
-    from rankscribe.jobview.feed import TagStatistics
+    from rankscribe.jobview.protocol import TagStatistics
 
     # private: how a group's runs are folded has no public door (the files show the mean only).
     from rankscribe.lineage.group._curves import _Folder

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from rankscribe.jobview import live_lines
-from rankscribe.jobview.feed import LIVE_STATE_NAME
+from rankscribe.jobview.protocol import LIVE_STATE_NAME
 from rankscribe.lineage import cli
 
 

@@ -15,14 +15,8 @@ import numpy as np
 import pytest
 
 from rankscribe.jobview import RankSeries, judge_timings, verdict_lines, write_job_view
-from rankscribe.jobview.feed import (
-    STEP_TIME_TAG,
-    SYSTEM_TAG_PREFIX,
-    SYSTEM_TAGS,
-    is_timing_tag,
-    system_evidence,
-    system_evidence_records,
-)
+from rankscribe.jobview.feed import STEP_TIME_TAG, SYSTEM_TAG_PREFIX, system_evidence
+from rankscribe.jobview.protocol import SYSTEM_TAGS, is_timing_tag, system_evidence_records
 from rankscribe.lineage.cli import main
 from rankscribe.writer import SummaryRecord
 from tests._support.needs import needs

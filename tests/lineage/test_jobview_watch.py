@@ -24,10 +24,10 @@ import numpy as np
 import pytest
 
 from rankscribe.jobview import LiveJobView, VerdictSettings
-from rankscribe.jobview.feed import (
+from rankscribe.jobview.feed import STEP_TIME_TAG
+from rankscribe.jobview.protocol import (
     CONTROL_NAME,
     LIVE_STATE_NAME,
-    STEP_TIME_TAG,
     ControlFile,
     JobPartial,
     WatchSettings,

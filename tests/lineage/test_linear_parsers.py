@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from rankscribe.jobview.feed import (
+from rankscribe.jobview.protocol import (
     JobPartial,
     PartialFormatError,
     decode_message,

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from rankscribe.jobview.feed import JobPartial
+from rankscribe.jobview.protocol import JobPartial
 from rankscribe.lineage import (
     RunLineage,
     filter_runs,

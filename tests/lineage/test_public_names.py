@@ -8,7 +8,7 @@ import pytest
 
 import rankscribe.jobview
 import rankscribe.lineage
-from rankscribe.jobview import feed, parts
+from rankscribe.jobview import feed, parts, protocol
 from rankscribe.lineage import errors, recording
 
 
@@ -37,7 +37,7 @@ def test_the_lineage_package_holds_no_job_view_module(old: str) -> None:
         __import__(f"rankscribe.lineage.{old}")
 
 
-@pytest.mark.parametrize("module", [feed, parts, recording], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [feed, parts, protocol, recording], ids=lambda m: m.__name__)
 def test_a_sibling_modules_names_are_neither_the_packages_nor_the_job_views(
     module: types.ModuleType,
 ) -> None:

@@ -65,8 +65,9 @@ from typing import Any
 import numpy as np
 
 from rankscribe.jobview import LiveJobView, RankSeries, write_job_view
-from rankscribe.jobview.feed import FINGERPRINT_TAG, STEP_TIME_TAG, JobPartial
+from rankscribe.jobview.feed import FINGERPRINT_TAG, STEP_TIME_TAG
 from rankscribe.jobview.job._statistics import TagStatistics
+from rankscribe.jobview.protocol import JobPartial
 from rankscribe.lineage import merge_run_dir
 from rankscribe.writer import SummaryRecord, files, reader
 from rankscribe.writer.eventfiles import EventRecords, ScalarSteps, write_event_file

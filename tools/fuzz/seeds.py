@@ -66,7 +66,8 @@ def job_seeds() -> dict[str, bytes]:
 
 def container_seeds() -> dict[str, bytes]:
     """Inputs of the ``container`` target: a lineage index and job-view partials."""
-    from rankscribe.jobview.feed import FINGERPRINT_TAG, STEP_TIME_TAG, JobPartial
+    from rankscribe.jobview.feed import FINGERPRINT_TAG, STEP_TIME_TAG
+    from rankscribe.jobview.protocol import JobPartial
     from rankscribe.lineage import filter_runs
     from rankscribe.lineage.index._cache import INDEX_NAME
 
@@ -130,7 +131,8 @@ def tree_seeds() -> dict[str, bytes]:
     """Inputs of ``treemessage``: rank 1's envelopes of a 7-rank tree (ranks 1, 3 and 4)."""
     import targets
 
-    from rankscribe.jobview.feed import FINGERPRINT_TAG, STEP_TIME_TAG, JobPartial
+    from rankscribe.jobview.feed import FINGERPRINT_TAG, STEP_TIME_TAG
+    from rankscribe.jobview.protocol import JobPartial
     from rankscribe.ranks.testing import MemoryTreeChannel, MemoryTreeHub
 
     def points(rank: int) -> dict[str, list[tuple[int, float]]]:

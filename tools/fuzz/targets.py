@@ -433,7 +433,7 @@ def live_state_file(data: bytes) -> None:
     it cannot use is no live view), and every line it returns is a str.
     """
     from rankscribe.jobview import live_lines
-    from rankscribe.jobview.feed import LIVE_STATE_NAME
+    from rankscribe.jobview.protocol import LIVE_STATE_NAME
     from rankscribe.lineage import cli as lineage_cli
 
     job = _scratch.root / "livejob"
@@ -507,7 +507,7 @@ def tree_message(data: bytes) -> None:
     ``PartialFormatError`` only; a partial that is taken names only ranks of the
     subtree, and its statistics read.
     """
-    from rankscribe.jobview.feed import JobPartial, PartialFormatError
+    from rankscribe.jobview.protocol import JobPartial, PartialFormatError
     from rankscribe.ranks.testing import MemoryTreeChannel, MemoryTreeHub
 
     hub = MemoryTreeHub()
@@ -589,7 +589,7 @@ def _query_with_index(data: bytes) -> None:
 def _container_as_partial(data: bytes) -> None:
     """``data`` as a job-view partial: refused with PartialFormatError, or a partial that
     merges with another and travels again."""
-    from rankscribe.jobview.feed import JobPartial, PartialFormatError
+    from rankscribe.jobview.protocol import JobPartial, PartialFormatError
 
     partial = _expect(
         "JobPartial.from_bytes", (PartialFormatError,), lambda: JobPartial.from_bytes(data)
@@ -615,7 +615,7 @@ def container(data: bytes) -> None:
 def control_file(data: bytes) -> None:
     """The live view's control file of a job dir, read as rank 0 reads it each round: the
     settings (a dict of known keys, each of its type) or None; nothing raises."""
-    from rankscribe.jobview.feed import CONTROL_NAME, ControlFile
+    from rankscribe.jobview.protocol import CONTROL_NAME, ControlFile
 
     job = _scratch.root / "controljob"
     job.mkdir(exist_ok=True)

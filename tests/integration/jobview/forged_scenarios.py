@@ -27,7 +27,7 @@ from rankscribe.collector import (
     SummaryCollector,
     TrainLoop,
 )
-from rankscribe.jobview.feed import JobPartial
+from rankscribe.jobview.protocol import JobPartial
 from rankscribe.ranks import detect
 
 STEP_SECONDS = 0.02

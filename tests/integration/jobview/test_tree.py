@@ -22,7 +22,7 @@ import pytest
 from rankscribe.collector import SummaryCollector
 from rankscribe.collector.errors import CollectorValueError
 from rankscribe.jobview import JobStatistics, RankSeries
-from rankscribe.jobview.feed import JobPartial
+from rankscribe.jobview.protocol import JobPartial
 from rankscribe.ranks import FileCoordinator, RankInfo, StoreCoordinator
 from rankscribe.ranks.errors import RanksValueError
 from rankscribe.ranks.testing import MemoryTreeChannel, MemoryTreeHub, wait_clock

@@ -22,7 +22,9 @@ records and how to act on it.
 
 The collector hands its per-step numbers to the job view through one sibling-facing
 module, :mod:`rankscribe.jobview.feed`; the lineage manager reads and writes the job's
-files through :mod:`rankscribe.jobview.parts` (docs/contributing.md).
+files through :mod:`rankscribe.jobview.parts`; tools and tests that speak the live
+view's protocol or take the straggler rule apart use :mod:`rankscribe.jobview.protocol`
+(docs/contributing.md).
 Package layout: ``verdicts/`` holds the rules; the modules beside it the statistics,
 the partials of the tree of ranks, the live view's protocol, wire format and files.
 """
