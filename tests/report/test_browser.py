@@ -62,7 +62,10 @@ def loaded(base: Base, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Loa
     reason = _why_no_browser()
     if reason is not None:
         pytest.skip(reason)
-    from playwright.sync_api import sync_playwright
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright is not installed (the report env installs it)"
+    )
+    sync_playwright = sync_api.sync_playwright
 
     # Grouped by optimizer: the groups section is drawn too (test_groups_are_drawn_as_bands).
     output = tmp_path_factory.mktemp("page") / "report.html"
