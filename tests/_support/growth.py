@@ -5,7 +5,8 @@ writes there: its time on inputs of 1, 4 and 16 times a base size of a hostile s
 grows by at most ``GROWTH_LIMIT`` for each fourfold step (16 for a quadratic parser):
 from 4 to 16 times, and on average over both steps (:func:`_linear` says why).
 The times are the process's CPU seconds (what other processes of a shared machine do
-counts little), the least of a few repeats and of up to three measurements.
+counts little), the least of a few repeats and of up to five measurements (a busy machine's caches
+slow the largest input most).
 A parser that spends more than ``BUDGET_SECONDS`` of CPU in all is interrupted and
 fails, so that a quadratic one fails in seconds rather than running for an hour.
 Imports only the standard library and pytest at import time.
@@ -32,7 +33,7 @@ SCALES = (1, 4, 16)
 # Tries at each scale: a larger input's time is less noisy, and costs the most.
 REPEATS = (3, 2, 1)
 # Measurements before a failure is reported, each size's least time kept across them.
-ATTEMPTS = 3
+ATTEMPTS = 5
 GROWTH_LIMIT = 6.0
 BUDGET_SECONDS = 30.0
 # Below this a time is mostly noise (the clock, the interpreter, a busy machine's caches):
