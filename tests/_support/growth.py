@@ -5,8 +5,8 @@ writes there: its time on inputs of 1, 4 and 16 times a base size of a hostile s
 grows by at most ``GROWTH_LIMIT`` for each fourfold step (16 for a quadratic parser):
 from 4 to 16 times, and on average over both steps (:func:`_linear` says why).
 The times are the process's CPU seconds (what other processes of a shared machine do
-counts little), the least of a few repeats and of up to five measurements (a busy machine's caches
-slow the largest input most).
+counts little), the least of a few repeats and of up to five measurements (a busy
+machine's caches slow the largest input most).
 A parser that spends more than ``BUDGET_SECONDS`` of CPU in all is interrupted and
 fails, so that a quadratic one fails in seconds rather than running for an hour.
 Imports only the standard library and pytest at import time.
