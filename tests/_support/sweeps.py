@@ -15,6 +15,7 @@ this module, each with its own package alone installed.
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import ModuleType
@@ -93,3 +94,28 @@ def refusal(
     assert expected in str(caught.value), str(caught.value)
     assert isinstance(caught.value, (TypeError, ValueError, OSError))
     return caught.value
+
+
+def obvious_wrong_values(name: str, annotation: str) -> list[Any]:  # noqa: PLR0911 - one per form
+    """Obvious wrong values for an argument annotated ``annotation``.
+
+    None where a path or mapping belongs, an int where a str belongs, a str or a bool or a
+    float where an int belongs; a timeout also gets infinity, NaN and a negative number
+    (the job view's and the lineage manager's sweeps; the writer and collector have theirs).
+    """
+    optional = "None" in annotation
+    if "PathLike" in annotation or name.endswith(("_dir", "directory")):
+        return [5, b"bytes/path"] + ([] if optional else [None])
+    if "Mapping" in annotation or annotation.startswith("dict"):
+        return [5, "text"] + ([] if optional else [None])
+    if "Sequence[int]" in annotation:
+        return [5, None, "01"]
+    if annotation.startswith("bool"):
+        return ["yes", 1] + ([] if optional else [None])
+    if annotation.startswith("int"):
+        return ["1", True, 1.5] + ([] if optional else [None])
+    if annotation == "float" and "timeout" in name:
+        return ["1", True, math.inf, math.nan, -1.0]
+    if annotation.startswith("str"):
+        return [5] + ([] if optional else [None])
+    return []

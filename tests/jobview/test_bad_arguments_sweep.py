@@ -11,7 +11,6 @@ str or a mapping belongs). Each must be refused with the job view's error
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from rankscribe.writer import SummaryRecord
 from tests._support.sweeps import (
     ValidCalls,
     assert_swept_or_left_out,
+    obvious_wrong_values,
     public_callables,
     refusal,
     sweep_cases,
@@ -136,32 +136,12 @@ LEFT_OUT = {
 PUBLIC = public_callables(jobview, feed, parts, protocol)
 
 
-def _wrong_values(name: str, annotation: str) -> list[Any]:  # noqa: PLR0911 - one per form
-    """Obvious wrong values for an argument annotated ``annotation``."""
-    optional = "None" in annotation
-    if "PathLike" in annotation or name.endswith(("_dir", "directory")):
-        return [5, b"bytes/path"] + ([] if optional else [None])
-    if "Mapping" in annotation or annotation.startswith("dict"):
-        return [5, "text"] + ([] if optional else [None])
-    if "Sequence[int]" in annotation:
-        return [5, None, "01"]
-    if annotation.startswith("bool"):
-        return ["yes", 1] + ([] if optional else [None])
-    if annotation.startswith("int"):
-        return ["1", True, 1.5] + ([] if optional else [None])
-    if annotation == "float" and "timeout" in name:
-        return ["1", True, math.inf, math.nan, -1.0]
-    if annotation.startswith("str"):
-        return [5] + ([] if optional else [None])
-    return []
-
-
 def test_every_public_function_is_swept_or_left_out_with_a_reason() -> None:
     assert_swept_or_left_out(PUBLIC, VALID, LEFT_OUT)
 
 
 @pytest.mark.parametrize(
-    ("function_name", "argument", "wrong"), sweep_cases(PUBLIC, VALID, _wrong_values)
+    ("function_name", "argument", "wrong"), sweep_cases(PUBLIC, VALID, obvious_wrong_values)
 )
 def test_a_wrong_argument_is_refused_by_name(
     tmp_path: Path, function_name: str, argument: str, wrong: Any
