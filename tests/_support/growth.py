@@ -40,8 +40,9 @@ BUDGET_SECONDS = 30.0
 # ratios start here. A quadratic parser takes seconds at 16 MB, far above it.
 FLOOR_SECONDS = 0.02
 MEGABYTE = 1 << 20
-# Set to 0 where the suites run for another purpose (tox's minimums env): the growth tests
-# take minutes of CPU and their numbers do not depend on the dependencies' versions.
+# Set to 0 in every tox env but `growth`, which runs them alone: beside another env the
+# caches they share slow the largest input most (and the minimums env's purpose is the
+# dependencies' versions, which the numbers do not depend on).
 GROWTH_ENV = "RANKSCRIBE_GROWTH_TESTS"
 
 
@@ -93,7 +94,7 @@ def assert_linear(
     """
     if os.environ.get(GROWTH_ENV) == "0":  # the minimums env: its job is the versions
         pytest.skip(
-            f"{GROWTH_ENV}=0: parsers' growth is timed by the ranks, writer and lineage envs"
+            f"{GROWTH_ENV}=0: parsers' growth is timed by the growth env, alone on the machine"
         )
     # The package envs run under coverage: timed under its tracer, a parser's growth
     # would be the tracer's. Paused, the inputs and times are what a plain run has.

@@ -31,9 +31,9 @@ from rankscribe.jobview.job._statistics import (
     FORWARD_TIME_TAG,
     SECTION_TAG_PREFIX,
     STEP_TIME_TAG,
+    SYSTEM_TAG_PREFIX,
 )
 from rankscribe.jobview.job._watch import VerdictCallback
-from rankscribe.jobview.job.verdicts._machine import SYSTEM_TAG_PREFIX
 from rankscribe.jobview.job.verdicts._machine import evidence_keys as system_evidence
 
 __all__ = [

@@ -34,6 +34,7 @@ import numpy as np
 
 from rankscribe.jobview._checks import check_seconds
 from rankscribe.jobview._session import HParamsRun, job_session
+from rankscribe.jobview.job._evidence import SKEW_TAG, LiveVerdicts
 from rankscribe.jobview.job._files import (
     AppendedJobFiles,
     Curve,
@@ -44,7 +45,6 @@ from rankscribe.jobview.job._partials import Partial
 from rankscribe.jobview.job._ranges import ranges_text
 from rankscribe.jobview.job._samples import HeldSamples
 from rankscribe.jobview.job._watch import TimingWatch, VerdictCallback, WatchSettings
-from rankscribe.jobview.job.verdicts._evidence import SKEW_TAG, LiveVerdicts
 from rankscribe.jobview.job.verdicts._records import records_from_verdicts
 from rankscribe.jobview.job.verdicts._sentences import live_verdict_lines
 from rankscribe.ranks.files import UnsafeFileError, atomic_write, file_mode, read_regular

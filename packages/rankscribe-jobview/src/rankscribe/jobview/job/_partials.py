@@ -37,6 +37,7 @@ from rankscribe.jobview.job._batch_merge import merge_groups, single_rank_rows
 from rankscribe.jobview.job._statistics import (
     FINGERPRINT_TAG,
     LOSS_TAGS,
+    SYSTEM_TAG_PREFIX,
     JobStatistics,
     RankArrays,
     TagStatistics,
@@ -52,7 +53,6 @@ from rankscribe.jobview.job._wire import (
     encode,
     group_by_steps,
 )
-from rankscribe.jobview.job.verdicts._machine import SYSTEM_TAG_PREFIX
 
 if TYPE_CHECKING:
     import numpy.typing as npt

@@ -28,8 +28,12 @@ import numpy as np
 
 from rankscribe.jobview.errors import JobViewParamTypeError
 from rankscribe.jobview.job._batch_merge import reduced_rows
-from rankscribe.jobview.job._statistics import NO_RANK, JobStatistics, TagStatistics
-from rankscribe.jobview.job.verdicts._machine import SYSTEM_TAG_PREFIX
+from rankscribe.jobview.job._statistics import (
+    NO_RANK,
+    SYSTEM_TAG_PREFIX,
+    JobStatistics,
+    TagStatistics,
+)
 
 if TYPE_CHECKING:
     import numpy.typing as npt

@@ -31,7 +31,6 @@ import numpy as np
 
 from rankscribe.jobview._checks import check_series, is_int
 from rankscribe.jobview.errors import JobViewParamTypeError, JobViewParamValueError
-from rankscribe.jobview.job.verdicts._machine import SYSTEM_TAG_PREFIX
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -47,6 +46,7 @@ __all__ = [
     "NO_RANK",
     "SECTION_TAG_PREFIX",
     "STEP_TIME_TAG",
+    "SYSTEM_TAG_PREFIX",
     "TIMING_TAGS",
     "JobStatistics",
     "RankArrays",
@@ -66,6 +66,8 @@ FORWARD_TIME_TAG = "rankscribe/forward_time"
 SECTION_TAG_PREFIX = "rankscribe/section/"
 #: The timings the collector records on every rank (sections are any tag under the prefix).
 TIMING_TAGS = (STEP_TIME_TAG, DATA_WAIT_TAG, FORWARD_TIME_TAG)
+#: Every tag of the machine's sampler starts with this (docs/system-metrics.md).
+SYSTEM_TAG_PREFIX = "rankscribe/system/"
 #: ``crc32c(raw bytes of all parameters, in order) & 0xFFFFFF`` at each collected step.
 FINGERPRINT_TAG = "rankscribe/param_fingerprint"
 #: The loss as SummaryCollector records it (``loss/auto``), or as a user names it.

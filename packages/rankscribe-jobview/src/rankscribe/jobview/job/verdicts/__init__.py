@@ -5,12 +5,15 @@
   verdict (cost, onset, persistent or intermittent);
 - ``_verdicts``: every verdict of a job (straggler, skew, divergence, non-finite loss,
   stops) from its statistics;
-- ``_evidence``: the live view's verdicts so far, from bounded state per rank;
+- ``_gradients``: the rank whose local gradient stands apart before the reduce;
 - ``_machine``: the system readings a straggler verdict cites as evidence;
 - ``_records`` and ``_sentences``: the verdicts as plain records and as sentences.
 
 The rules are documented in ``docs/job-view.md``; the public names are re-exported by
-:mod:`rankscribe.jobview` and :mod:`rankscribe.jobview.feed`.
+:mod:`rankscribe.jobview`, :mod:`rankscribe.jobview.feed` and
+:mod:`rankscribe.jobview.protocol`. May import the job's foundations below them
+(``_statistics``, ``_ranges``), never what builds on the verdicts (the files, the partials,
+the live view).
 """
 
 __all__: list[str] = []

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rankscribe.jobview.job._statistics import SYSTEM_TAG_PREFIX
 from rankscribe.writer import WriterError, reader
 
 if TYPE_CHECKING:
@@ -41,7 +42,6 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "REFERENCE_RANKS",
     "SYSTEM_TAGS",
-    "SYSTEM_TAG_PREFIX",
     "Evidence",
     "evidence_keys",
     "evidence_lines",
@@ -53,8 +53,6 @@ __all__ = [
     "series_readings",
 ]
 
-#: Every tag of the sampler starts with this.
-SYSTEM_TAG_PREFIX = "rankscribe/system/"
 #: Other ranks read from disk, at most, as the reference for the named ranks.
 REFERENCE_RANKS = 16
 #: Evidence items per rank, at most, the strongest first.
