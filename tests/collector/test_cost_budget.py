@@ -37,22 +37,28 @@ BUDGET_LOGGER = "rankscribe.collector.cost._budget"
 
 
 class SlowHistograms(ArrayOptimizer):
-    """An optimizer whose parameters take HISTOGRAM_SECONDS of the clock to read."""
+    """An optimizer whose parameters take ``seconds`` of the clock to read."""
 
     clock: ManualClock
+    seconds: float
 
     @property
     def parameters(self) -> list[tuple[str, Any]]:
-        self.clock.advance(HISTOGRAM_SECONDS)
+        self.clock.advance(self.seconds)
         return super().parameters
 
 
 def train(
-    model: Any, directory: Path, clock: ManualClock, steps: int = 400, **options: Any
+    model: Any,
+    directory: Path,
+    clock: ManualClock,
+    steps: int = 400,
+    histogram_seconds: float = HISTOGRAM_SECONDS,
+    **options: Any,
 ) -> SummaryCollector:
     data = model(steps // 4)
     optimizer = SlowHistograms(data.network, learning_rate=0.01, name="Momentum")
-    optimizer.clock = clock
+    optimizer.clock, optimizer.seconds = clock, histogram_seconds
     collector = SummaryCollector(
         directory,
         collect_freq=COLLECT_FREQ,
@@ -101,18 +107,20 @@ def test_histograms_costing_a_fifth_of_the_step_are_shed_within_the_budget(
     assert "cost_budget='off'" in said and "RANKSCRIBE_COST_BUDGET" in said
     assert "loss, the timings and the lineage are all still recorded" in said
     # Steps of 1 s have their timings written at once: every step does more than the
-    # shortest path, so the first window runs from step 21 to step 121.
+    # shortest path, so the first (short) window runs from step 21 to step 41, and a
+    # cost ten times the budget is decided there.
+    assert "over steps 22-41" in said
     # Histograms at every collected step up to the window's end, then every 20th only.
-    assert histogram_steps(tmp_path) == [1, *range(10, 121, 10), 200, 400]
+    assert histogram_steps(tmp_path) == [1, 10, 20, 30, 40, 200, 400]
     found = rank_scalars(tmp_path)
     # The measured cost: 2 s of histograms per 10 steps of 1 s.
-    assert found[TRAINING_TAG][121] == pytest.approx(HISTOGRAM_SECONDS / COLLECT_FREQ)
-    assert found[THREADS_TAG][121] == 0.0  # the threads' CPU is not on the test's clock
+    assert found[TRAINING_TAG][41] == pytest.approx(HISTOGRAM_SECONDS / COLLECT_FREQ)
+    assert found[THREADS_TAG][41] == 0.0  # the threads' CPU is not on the test's clock
     # After it, the last window: closed by the run's last step before its own work, it
-    # holds one histogram step (200) in 279 steps, within the budget.
-    [(last_step, last_cost)] = [(s, v) for s, v in found[TRAINING_TAG].items() if s != 121]
+    # holds one histogram step (200) in 359 steps, within the budget.
+    [(last_step, last_cost)] = [(s, v) for s, v in found[TRAINING_TAG].items() if s != 41]
     assert last_step == 400
-    assert last_cost == pytest.approx(HISTOGRAM_SECONDS / 279)
+    assert last_cost == pytest.approx(HISTOGRAM_SECONDS / 359)
     assert last_cost / STEP_SECONDS <= 0.02
     # Never shed: the loss at every collected step, every step time, the fingerprints, the
     # train lineage.
@@ -136,7 +144,36 @@ def test_a_budget_of_0_or_off_measures_and_sheds_nothing(
         train(model, tmp_path, collector_clock, steps=200, cost_budget=budget)
     assert not [record for record in caplog.records if record.name == BUDGET_LOGGER]
     assert histogram_steps(tmp_path) == [1, *range(10, 201, 10)]
-    assert rank_scalars(tmp_path)[TRAINING_TAG][121] == pytest.approx(0.2)
+    costs = rank_scalars(tmp_path)[TRAINING_TAG]
+    assert costs[41] == pytest.approx(0.2) and costs[141] == pytest.approx(0.2)
+
+
+@pytest.mark.parametrize(
+    ("histogram_seconds", "window", "every", "decided_at"),
+    # 3 % of the step: over the budget, but the short first window (steps 21-41) decides
+    # only a cost of twice the budget or more; the next window of 100 steps decides it.
+    # 5 %: decided in the first window. Each aims at half the budget.
+    [(0.3, "42-141", 3, 141), (0.5, "22-41", 5, 41)],
+)
+def test_a_cost_under_twice_the_budget_waits_for_a_full_window(
+    model: Any,
+    tmp_path: Path,
+    collector_clock: ManualClock,
+    caplog: pytest.LogCaptureFixture,
+    histogram_seconds: float,
+    window: str,
+    every: int,
+    decided_at: int,
+) -> None:
+    with caplog.at_level(logging.INFO):
+        train(model, tmp_path, collector_clock, histogram_seconds=histogram_seconds)
+    [said] = budget_warnings(caplog)
+    share = 100 * histogram_seconds / COLLECT_FREQ
+    assert f"{share:.1f} % of the training step over steps {window}" in said
+    nth = {3: "3rd", 5: "5th"}[every]
+    assert f"histograms but at every {nth} collected step (every {10 * every} steps)" in said
+    kept = [step for step in range(10, 401, 10) if step > decided_at and (step // 10) % every == 0]
+    assert histogram_steps(tmp_path) == [1, *range(10, decided_at, 10), *kept]
 
 
 def test_the_variable_sets_the_budget_when_the_argument_is_not_given(
@@ -223,8 +260,8 @@ SAVE_SECONDS = 2.0
 def test_the_landscape_is_shed_last_keeping_the_sets_saved(
     model: Any, tmp_path: Path, collector_clock: ManualClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # No histograms, no fingerprints: the landscape's six saves in steps 21-121 (12 s of
-    # 100 steps of 1 s) are what the budget can shed; the sets of step 150 on are left out.
+    # No histograms, no fingerprints: the landscape's six saves in steps 21-41 (12 s of
+    # 20 steps of 1 s) are what the budget can shed; the sets of step 150 on are left out.
     data = model(50)
     net = SlowParameters({"w": np.zeros(4, np.float32)}, name="Net")
     net.clock = collector_clock
@@ -273,4 +310,4 @@ def test_another_rank_sheds_for_itself_and_says_so_at_info_only(
     assert budget_warnings(caplog) == []
     [said] = [record.getMessage() for record in caplog.records if record.name == BUDGET_LOGGER]
     assert "parameter histograms but at every 20th collected step" in said
-    assert histogram_steps(tmp_path / "rank_1") == [1, *range(10, 121, 10), 200]
+    assert histogram_steps(tmp_path / "rank_1") == [1, 10, 20, 30, 40, 200]

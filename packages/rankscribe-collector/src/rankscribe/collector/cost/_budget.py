@@ -76,6 +76,13 @@ WARMUP_STEPS = 20
 #: A window is at least this many steps, and holds this many collected steps at least.
 MIN_WINDOW_STEPS = 100
 COLLECTED_PER_WINDOW = 5
+#: The first window is shorter, so that a model whose defaults cost far more than the
+#: budget is not paid for over 100 steps: at least this many steps and collected steps...
+FIRST_WINDOW_STEPS = 20
+FIRST_WINDOW_COLLECTED = 2
+#: ... and it decides only a cost at least this many times the budget (a short window is
+#: noisier; a cost nearer the budget waits for the next, full-length window).
+FIRST_WINDOW_MARGIN = 2.0
 #: Histograms are kept at every k-th collected step up to this k; beyond, none.
 MAX_HISTOGRAM_EVERY = 64
 #: A decision aims at this share of the budget, so that noise does not call for another.
@@ -138,6 +145,7 @@ class _Window:
     step: int
     start: float
     threads: dict[int, tuple[ThreadKind, float]]
+    first: bool = False
     training: float = 0.0
     histograms: float = 0.0
     fingerprints: float = 0.0
@@ -188,8 +196,11 @@ class CostBudget:
         self._window = None
         self._warned = False
 
-    def window_steps(self) -> int:
-        """Steps in a window: enough for a few of the steps that still record histograms."""
+    def window_steps(self, *, first: bool = False) -> int:
+        """Steps in a window: enough for a few of the steps that still record histograms
+        (``first``: the run's first window, shorter)."""
+        if first:
+            return max(FIRST_WINDOW_STEPS, FIRST_WINDOW_COLLECTED * self.collect_freq)
         every = max(1, self.shedding.histogram_every)
         return max(MIN_WINDOW_STEPS, COLLECTED_PER_WINDOW * self.collect_freq * every)
 
@@ -198,7 +209,8 @@ class CostBudget:
         window = self._window
         if window is None:
             return step > WARMUP_STEPS
-        return step - window.step >= self.window_steps() or step == self.last_step
+        length = self.window_steps(first=window.first)
+        return step - window.step >= length or step == self.last_step
 
     def add(
         self,
@@ -223,13 +235,14 @@ class CostBudget:
         """At a step where :meth:`window_due`: the window's cost tags (none for the first),
         after shedding what the budget calls for; a new window opens."""
         window = self._window
-        self._window = _Window(step, now, _threads_now())
+        self._window = _Window(step, now, _threads_now(), first=window is None)
         if window is None or step <= window.step:
             return []
         spent = cpu_since(window.threads, self._window.threads)
         steps = step - window.step
         threads = sum(spent.values())
-        if steps >= self.window_steps():  # not a shorter one the run's last step closed
+        # Not a shorter one the run's last step closed.
+        if steps >= self.window_steps(first=window.first):
             self._keep_within(window, spent, now, stop_landscape)
         return [(TRAINING_COST_TAG, window.training / steps), (THREADS_COST_TAG, threads / steps)]
 
@@ -258,7 +271,7 @@ class CostBudget:
         if self.budget <= 0 or user <= 0:
             return
         share = (window.training + sum(spent.values())) / user
-        if share <= self.budget:
+        if share <= self.budget * (FIRST_WINDOW_MARGIN if window.first else 1.0):
             return
         excess = share - self.budget * TARGET_SHARE
         shedding, dropped = self.shedding, list[str]()
