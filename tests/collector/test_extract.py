@@ -71,6 +71,11 @@ def loss_values(directory: Path) -> list[Any]:
         (np.array([[1.0, 2.0], [3.0, 6.0]]), 3.0),
         ((np.array([2.0, 4.0]), np.zeros(10)), 3.0),
         ([np.array(7.0), "ignored"], 7.0),
+        # One number on the host, read at once: the same float as the mean of it.
+        (np.array([[0.1]], np.float32), float(np.float32(0.1))),
+        (np.int64(4), 4.0),
+        (np.float16(0.1), float(np.float16(0.1))),
+        (np.array(1 + 2j), 1.0),  # complex: the general path (its real part, as MindSpore)
     ],
 )
 def test_mean_loss(

@@ -530,3 +530,39 @@ def test_a_loader_whose_batch_sampler_deals_to_processes_reads_a_share() -> None
     # 6 batches of 16 are this process's: its share, counted as such and summed by the merge.
     assert (view.batches, view.batch_size, view.sharding) == (6, 16, "shards")
     assert view.samples is None and view.get_dataset_size() == 6
+
+
+@pytest.mark.parametrize(
+    "tensor",
+    [
+        torch.tensor(0.1),
+        torch.tensor([0.1]),
+        torch.tensor([[0.1]], dtype=torch.float64),
+        torch.tensor(0.1, dtype=torch.bfloat16),
+        torch.tensor(0.1, dtype=torch.float16),
+        torch.tensor(7),
+        torch.tensor(True),
+        torch.tensor(float("nan")),
+        torch.tensor(0.1, requires_grad=True) * 3,
+    ],
+)
+def test_a_host_tensor_of_one_number_is_read_as_the_mean_reads_it(tensor: torch.Tensor) -> None:
+    # The collected step's loss: read directly (no NumPy mean), the same float as the
+    # mean of its one value, and no warning for a tensor that needs grad.
+    number = AdapterRegistry().host_number(tensor)
+    assert type(number) is float
+    mean = tensor.detach().to(torch.float64).mean().item()
+    assert number == mean or (np.isnan(number) and np.isnan(mean))
+
+
+@pytest.mark.parametrize(
+    "tensor",
+    [
+        torch.tensor([0.1, 0.2]),
+        torch.tensor([]),
+        torch.tensor(1 + 2j),
+        torch.tensor(0.1).to_sparse(),
+    ],
+)
+def test_other_tensors_are_left_to_the_general_path(tensor: torch.Tensor) -> None:
+    assert AdapterRegistry().host_number(tensor) is None

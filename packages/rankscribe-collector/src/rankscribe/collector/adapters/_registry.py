@@ -169,6 +169,25 @@ class AdapterRegistry:
             return parts
         return host_parts(view.parameters(), self.to_numpy)
 
+    def host_number(self, value: object) -> float | None:
+        """``value`` as a float when it is one number on the host, else None.
+
+        The usual loss (a Python number, a NumPy scalar or one-element array, a host
+        tensor of one element) read the cheapest way: the same float ``np.mean`` of
+        it gives. An adapter offers it for its tensors with a ``host_number(value)``
+        method; a value on an accelerator, an empty or a complex one is None here
+        (:meth:`late_loss` or ``to_numpy`` read those).
+        """
+        if type(value) is float:
+            return value
+        if isinstance(value, np.ndarray | np.generic):
+            if value.size != 1 or value.dtype.kind not in "biuf":
+                return None
+            return float(value.reshape(-1)[0])
+        adapter = self.adapter_for(value)
+        read = getattr(adapter, "host_number", None) if adapter is not None else None
+        return read(value) if callable(read) else None
+
     def late_loss(self, value: object) -> Any:
         """A loss read from an accelerator without a wait, or None (read it on the host).
 

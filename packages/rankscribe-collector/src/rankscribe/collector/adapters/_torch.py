@@ -520,6 +520,19 @@ class TorchAdapter:
     def dataset_view(self, obj: object) -> DatasetView | None:
         return dataset_view(obj)
 
+    def host_number(self, value: object) -> float | None:
+        """A CPU tensor of one real number as a float (the loss's usual form), else None."""
+        if (
+            isinstance(value, torch.Tensor)
+            and not _device_reads.backend.on_device(value)
+            and value.numel() == 1
+            and value.layout == torch.strided
+            and not value.is_quantized
+            and not value.dtype.is_complex
+        ):
+            return float(value.item())  # (item: no warning for a tensor that needs grad)
+        return None
+
     def late_loss(self, value: object) -> Any:
         """A deferred loss for a tensor on an accelerator (``_device_reads.py``), or None:
         its copy to pinned host memory is started, and nothing waits for it here."""
