@@ -85,6 +85,18 @@ def test_the_table_has_a_line_per_row_with_its_targets(
         rf"{PERCENT}\s+{PERCENT}\s+{OWN}",
         digits.rstrip(),
     ), digits
+    # Each row's paired comparison: with one rep, the one pair's number is the median.
+    paired = [line for line in lines if line.startswith("    paired: ")]
+    assert len(paired) == 2
+    for line in paired:
+        found = re.fullmatch(
+            rf"    paired: mean/step wall ({PERCENT}) \(the median of each collected run "
+            rf"against its pair's bare run: ({PERCENT})\); the bare runs' mean step spread "
+            r"0\.0%",
+            line,
+        )
+        assert found is not None, line
+        assert found.group(1) == found.group(2)
     # The collector's own record of its cost, against what was measured.
     own_lines = [line for line in lines if line.startswith("    own cost recorded: ")]
     assert len(own_lines) == 2

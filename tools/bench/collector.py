@@ -45,6 +45,11 @@ Printed per row (the best of the repetitions of each arm, bare and collected):
   and +% CPU over bare (steps 1 to ``--warmup`` are left out: torch's first
   steps, and the collector's graph, dataset graph and landscape saves at steps
   1-19, which are once costs);
+- paired (the line under the row): each collected run's mean step against the
+  bare run of its pair (the two run one after the other, bare first in even
+  pairs, collected first in odd ones), the median over the pairs, and how far
+  apart the bare runs' mean steps were: on a machine whose speed drifts from run
+  to run (a shared VM's), "best of each" compares two lucky runs, the pairs do not;
 - quiet: the median of the steps that collect nothing (not step 1, not a
   multiple of the collect frequency, not an epoch's last step), +% over bare;
 - whole run: the whole run's wall time, +% over bare, with the once costs and
@@ -961,7 +966,9 @@ def measure_row(
             )
             timed_run(row, arm, once)
     for index in range(reps):
-        for collect in (False, True):
+        # Bare first, then collected first: a machine that drifts over a pair favours
+        # neither arm in the paired numbers (summarize).
+        for collect in (False, True) if index % 2 == 0 else (True, False):
             arm = Arm(
                 collect,
                 settings.work / f"{row.key}-{index}-{'collected' if collect else 'bare'}",
@@ -1031,10 +1038,17 @@ def summarize(row: Row, result: RowResult, freq: int) -> dict[str, Any]:
     ]
     bare_step = best(bare, mean_wall)
     bare_cpu = best(bare, mean_cpu)
+    # Each collected run against the bare run of its pair (run next to it): robust to a
+    # machine whose speed drifts from run to run, which "best of each" is not.
+    paired = [percent(mean_wall(c), mean_wall(b)) for b, c in zip(bare, collected, strict=True)]
+    bare_means = [mean_wall(run) for run in bare]
     return {
         "bare_step_ms": bare_step * 1000,
         "mean_wall_pct": percent(best(collected, mean_wall), bare_step),
         "mean_cpu_pct": percent(best(collected, mean_cpu), best(bare, mean_cpu)),
+        "mean_wall_paired_pct": statistics.median(paired),
+        "mean_wall_pairs_pct": paired,
+        "bare_spread_pct": percent(max(bare_means), min(bare_means)),
         "quiet_pct": percent(best(collected, quiet), best(bare, quiet)),
         "whole_pct": percent(
             best(collected, lambda run: run.wall), best(bare, lambda run: run.wall)
@@ -1126,6 +1140,12 @@ def table(results: list[RowResult]) -> list[str]:
                 for label, value in once.items()
             )
             + f"; whole run CPU {summary['whole_cpu_pct']:+.2f}%"
+        )
+        pairs = ", ".join(f"{value:+.2f}%" for value in summary["mean_wall_pairs_pct"])
+        lines.append(
+            f"    paired: mean/step wall {summary['mean_wall_paired_pct']:+.2f}% (the median of "
+            f"each collected run against its pair's bare run: {pairs}); the bare runs' mean "
+            f"step spread {summary['bare_spread_pct']:.1f}%"
         )
         lines.append(
             "    own cost recorded: training thread "
