@@ -920,8 +920,12 @@ def recorded_cost(directory: Path, tag: str) -> float | None:
     """
     from rankscribe.writer.reader import scalars
 
-    for summary in directory.rglob("*.summary.*"):
-        if summary.name.endswith("_lineage") or not summary.is_file():
+    # Under a launcher the ranks share the job dir: this rank's own files are in its rank
+    # dir (the job dir's top holds rank 0's job view, whose cost tags are bands).
+    launched = launcher_rank(os.environ)
+    own = directory / f"rank_{launched.rank}" if launched is not None else directory
+    for summary in (own if own.is_dir() else directory).rglob("*.summary.*"):
+        if summary.name.endswith("_lineage") or ".job." in summary.name or not summary.is_file():
             continue
         points = sorted(scalars(summary.parent).get(tag, []))
         if not points:
