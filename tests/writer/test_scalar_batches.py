@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -98,3 +99,30 @@ def test_flush_covers_steps_still_in_an_open_batch(tmp_path):
     ]
     assert steps == list(range(10))
     record.close()
+
+
+def test_steps_join_the_batch_the_writer_waits_on_until_a_flush_ends_the_wait(
+    tmp_path, monkeypatch
+):
+    # The writer, woken by a batch, lets later steps join it (one wake-up for many
+    # steps); a flush seals the batch, so it never waits out the coalescing time.
+    monkeypatch.setattr(ScalarBatches, "coalesce_seconds", 5.0)
+    sizes = []
+    encode = ScalarBatches._encode
+
+    def encode_and_count(batches, batch):
+        encoded = encode(batches, batch)
+        sizes.append(len(encoded))
+        return encoded
+
+    monkeypatch.setattr(ScalarBatches, "_encode", encode_and_count)
+    with SummaryRecord(tmp_path) as record:
+        for step in range(3):
+            record.add_value("scalar", "x", float(step))
+            record.record(step)
+            time.sleep(0.05)  # the writer has taken the first batch, and waits on it
+        started = time.monotonic()
+        assert record.flush() is True
+        assert time.monotonic() - started < 2.5  # ended by the flush, not by the 5 s
+    assert sizes == [3]
+    assert [step for step, _ in recorded(tmp_path)] == [0, 1, 2]

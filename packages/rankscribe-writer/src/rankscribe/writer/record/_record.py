@@ -440,6 +440,7 @@ class SummaryRecord:
         timeout = check_timeout(timeout)
         if self._closed:
             return True
+        self._scalar_batches.seal()  # the writer takes the open batch now, not later
         if not self._pipeline.flush(sync=True, timeout=timeout):
             return False
         return self._write_errors.flush_succeeded(self._writer.disk_state)
@@ -450,6 +451,7 @@ class SummaryRecord:
             return
         self._closed = True
         _lifetime.untrack(self)
+        self._scalar_batches.seal()
         try:
             self._pipeline.close()
         finally:

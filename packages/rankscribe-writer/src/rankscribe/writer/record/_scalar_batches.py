@@ -16,6 +16,13 @@ SCALAR_BATCH_BYTES = 64 * MAX_SCALAR_BATCH
 
 ScalarEntry = tuple[float, int, dict[str, float]]
 
+#: The writer thread, woken by a new batch, lets more steps join it for this long before
+#: it takes it (unless the batch is sealed or full first): at steps of a few ms, one
+#: wake-up then writes a few dozen steps instead of one or two, and a wake-up costs the
+#: machine more than the steps it writes (tools/bench/collector.py, the writer thread's
+#: CPU). Steps reach the OS at most this much later; a flush or close does not wait.
+COALESCE_SECONDS = 0.05
+
 
 class ScalarBatches:
     """The open batch of scalar-only steps of one record, queued on its pipeline.
@@ -25,10 +32,15 @@ class ScalarBatches:
     step is queued (the caller seals it then, so that step is written after).
     """
 
+    #: How long the writer waits for more steps to join a batch (:data:`COALESCE_SECONDS`).
+    coalesce_seconds = COALESCE_SECONDS
+
     def __init__(self, pipeline: Pipeline) -> None:
         self._pipeline = pipeline
         self._lock = threading.Lock()
         self._open: list[ScalarEntry] | None = None
+        # Set when the open batch is sealed or replaced: the writer stops waiting for it.
+        self._closed = threading.Event()
 
     def add(self, step: int, scalars: dict[str, float]) -> None:
         """Add a scalar-only step to the open batch, or queue a new batch holding it."""
@@ -39,6 +51,8 @@ class ScalarBatches:
             if batch is not None and len(batch) < MAX_SCALAR_BATCH:
                 batch.append(entry)
             else:
+                if batch is not None:
+                    self._closed.set()  # full: the writer need not wait for it
                 batch = self._open = [entry]
                 batch_is_new = True
         if batch_is_new:
@@ -47,12 +61,21 @@ class ScalarBatches:
             self._pipeline.raise_pending()
 
     def seal(self) -> None:
-        """Close the open batch: what comes next is written after it."""
+        """Close the open batch: what comes next is written after it (and the writer
+        thread takes it now)."""
         with self._lock:
             self._open = None
+        self._closed.set()
 
     def _encode(self, batch: list[ScalarEntry]) -> list[tuple[int, bytes]]:
-        # Writer thread: seal the batch first, so no step joins it while it is encoded.
+        # Writer thread: let more steps join the batch while it is open, then seal it,
+        # so no step joins it while it is encoded.
+        with self._lock:
+            still_open = self._open is batch
+            if still_open:
+                self._closed.clear()
+        if still_open:
+            self._closed.wait(self.coalesce_seconds)
         with self._lock:
             if self._open is batch:
                 self._open = None
