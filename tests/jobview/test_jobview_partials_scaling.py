@@ -7,19 +7,24 @@ hostile shape: each used to be compared with every group of those ends under a k
 one longer per group, cubic in the tags (13.6 s for 1,000 tags, 133 s for 2,000).
 Here a rank's own partial of 1,000, 4,000 and 16,000 such tags is built (its own
 points), encoded and decoded (a child's message, as in the final round); each 4x more
-tags may cost at most 6x more time. No absolute time is asserted.
+tags may cost at most 6x more time. No absolute time is asserted. Timed in the growth
+env, alone on the machine and untraced, as the parsers' growth is (tests/_support/growth.py):
+beside another env it read 6.3x on CI (run 14).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import os
 import time
 
 import numpy as np
 import pytest
 
 from rankscribe.jobview.protocol import JobPartial
+from tests._support.growth import GROWTH_ENV
+from tests._support.untraced import untraced
 
 SIZES = (1_000, 4_000, 16_000)
 GROWTH = 6.0  # per 4x more tags; linear is 4x, the old grouping 64x
@@ -66,11 +71,14 @@ def test_tags_with_shared_ends_decode_each_to_its_own_steps() -> None:
 
 @pytest.mark.slow
 def test_grouping_tags_with_shared_ends_grows_linearly() -> None:
+    if os.environ.get(GROWTH_ENV) == "0":
+        pytest.skip(f"{GROWTH_ENV}=0: this growth is timed by the growth env, alone on the machine")
     inputs = {size: same_ends(size) for size in SIZES}
     best = dict.fromkeys(SIZES, math.inf)
-    for _ in range(3):  # interleaved, so that the machine's load moves all sizes alike
-        for size, points in inputs.items():
-            best[size] = min(best[size], seconds(points))
+    with untraced("the partials' grouping growth"):
+        for _ in range(3):  # interleaved, so that the machine's load moves all sizes alike
+            for size, points in inputs.items():
+                best[size] = min(best[size], seconds(points))
     for smaller, larger in itertools.pairwise(SIZES):
         growth = best[larger] / max(best[smaller], FLOOR)
         assert growth <= GROWTH, (
