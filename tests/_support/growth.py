@@ -5,8 +5,10 @@ writes there: its time on inputs of 1, 4 and 16 times a base size of a hostile s
 grows by at most ``GROWTH_LIMIT`` for each fourfold step (16 for a quadratic parser):
 from 4 to 16 times, and on average over both steps (:func:`_linear` says why).
 The times are the process's CPU seconds (what other processes of a shared machine do
-counts little), the least of a few repeats and of up to five measurements (a busy
-machine's caches slow the largest input most).
+counts little), each size's least over up to five measurements, one of each size in
+turn (a busy machine's caches slow the largest input most). Every size is measured as
+many times as the others: the least of more draws is lower, so a smaller input measured
+more often than the largest made the largest look slower than it is.
 A parser that spends more than ``BUDGET_SECONDS`` of CPU in all is interrupted and
 fails, so that a quadratic one fails in seconds rather than running for an hour.
 Imports only the standard library and pytest at import time.
@@ -30,9 +32,8 @@ from tests._support.untraced import untraced
 Input = TypeVar("Input")
 
 SCALES = (1, 4, 16)
-# Tries at each scale: a larger input's time is less noisy, and costs the most.
-REPEATS = (3, 2, 1)
-# Measurements before a failure is reported, each size's least time kept across them.
+# Measurements of every size before a failure is reported, each size's least time kept
+# across them (the same count for every size).
 ATTEMPTS = 5
 GROWTH_LIMIT = 6.0
 BUDGET_SECONDS = 30.0
@@ -64,20 +65,30 @@ def _budget(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGPROF, previous)
 
 
-def _least_seconds(parse: Callable[[Input], object], given: Input, repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        gc.collect()
+def _seconds(parse: Callable[[Input], object], given: Input) -> float:
+    """CPU seconds of one ``parse(given)``, the cyclic garbage collector paused.
+
+    Paused, because its full collections come when the objects made since the last one
+    reach a quarter of all the process holds: whether one lands inside a parse depends on
+    what earlier tests left alive, not on the parser, and one costs as much as the whole
+    heap. Its cost is linear in the objects made; with it the same 16 MB checkpoint took
+    4.3 to 5.1 s, without it 3.0 to 3.5 s.
+    """
+    gc.collect()
+    paused = gc.isenabled()
+    gc.disable()
+    try:
         started = time.process_time()
         parse(given)
-        best = min(best, time.process_time() - started)
-    return best
+        return time.process_time() - started
+    finally:
+        if paused:
+            gc.enable()
 
 
 def growth(parse: Callable[[Input], object], inputs: list[Input]) -> list[float]:
-    """The least CPU seconds ``parse`` takes on each of ``inputs`` (fewer tries when larger)."""
-    pairs = zip(inputs, REPEATS, strict=True)
-    return [_least_seconds(parse, given, repeats) for given, repeats in pairs]
+    """The CPU seconds ``parse`` takes on each of ``inputs``, once each."""
+    return [_seconds(parse, given) for given in inputs]
 
 
 def assert_linear(
