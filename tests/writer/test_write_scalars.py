@@ -8,6 +8,7 @@ stays pending through a ``write_scalars`` and lands at the script's own step
 from __future__ import annotations
 
 import logging
+from array import array
 from typing import Any
 
 import numpy as np
@@ -97,3 +98,92 @@ def test_a_closed_record_logs_and_returns_false(
     with caplog.at_level(logging.ERROR):
         assert record.write_scalars(4, {"ours": 1.0}) is False
     assert "step 4 was not recorded" in caplog.text
+
+
+# ------------------------------------------------------------------ columns
+# ``write_scalar_columns``: what ``write_scalars`` of each step does, the steps made on the
+# writer thread, every column checked first.
+
+
+@pytest.mark.parametrize("options", [{}, {"formats": ("mindinsight", "tensorboard")}])
+def test_columns_land_as_steps_in_order_and_pending_values_stay(
+    make_record: Any, log_dir: Any, options: dict[str, Any]
+) -> None:
+    record = make_record(**options)
+    record.add_value("scalar", "user/loss", 0.5)
+    columns = {
+        "ours/time": ([5, 3, 4], [1.25, 0.75, 1.0]),  # out of order: written in step order
+        "ours/wait": (array("q", [4, 6]), array("f", [0.5, 0.25])),  # the collector's arrays
+        "ours/none": ([], []),
+    }
+    assert record.write_scalar_columns(columns)
+    record.record(9)
+    record.flush()
+    assert steps_of(log_dir) == [
+        (3, {"ours/time": 0.75}),
+        (4, {"ours/time": 1.0, "ours/wait": 0.5}),
+        (5, {"ours/time": 1.25}),
+        (6, {"ours/wait": 0.25}),
+        (9, {"user/loss": 0.5}),
+    ]
+    if options:
+        [board] = tensorboard_files(log_dir)
+        tags = {
+            (event.step, value.tag)
+            for event in read_tensorboard(board)
+            if event.HasField("summary")
+            for value in event.summary.value
+        }
+        assert {(3, "ours/time"), (6, "ours/wait"), (9, "user/loss")} <= tags
+
+
+def test_columns_follow_the_steps_written_before_them(make_record: Any, log_dir: Any) -> None:
+    record = make_record()
+    record.write_scalars(0, {"ours/time": 0.0})  # a batch of steps still open
+    steps = list(range(1, 2500))
+    assert record.write_scalar_columns({"ours/time": (steps, [float(step) for step in steps])})
+    record.write_scalars(2500, {"ours/time": 2500.0})
+    record.flush()
+    assert scalars(log_dir)["ours/time"] == [(step, float(step)) for step in range(2501)]
+    assert [step for step, _ in steps_of(log_dir)] == list(range(2501))
+
+
+def test_a_name_twice_at_one_step_keeps_its_later_value(make_record: Any, log_dir: Any) -> None:
+    record = make_record()
+    record.write_scalar_columns({"ours": ([1, 2, 1], [0.5, 1.5, 2.5])})
+    record.flush()
+    assert steps_of(log_dir) == [(1, {"ours": 2.5}), (2, {"ours": 1.5})]
+
+
+@pytest.mark.parametrize(
+    ("columns", "message"),
+    [
+        ({"ok": ([1], [1.0]), "": ([2], [1.0])}, r"'name' must be a non-empty str"),
+        ({"ok": ([1], [1.0]), "bad": ([2], ["fast"])}, r"'bad' must have real numbers"),
+        ({"bad": ([1, 2], [1.0])}, r"'bad' has 2 steps and 1 values"),
+        ({"bad": ([2**63], [1.0])}, r"'bad' must have int steps that fit in an int64"),
+        ({"bad": ([1.5], [1.0])}, r"'bad' must have int steps"),
+        ({"bad": ([True], [1.0])}, r"'bad' must have int steps"),
+        ({"bad": ([[1, 2]], [[1.0, 2.0]])}, r"'bad' must be two flat sequences"),
+        ({"bad": ([1], [1 + 2j])}, r"'bad' must have real numbers"),
+    ],
+)
+def test_a_bad_column_refuses_them_all_and_what_was_written_stays(
+    make_record: Any, log_dir: Any, columns: dict[Any, Any], message: str
+) -> None:
+    record = make_record()
+    record.write_scalars(0, {"ours": 0.5})
+    with pytest.raises((WriterValueError, TypeError), match=message):
+        record.write_scalar_columns(columns)
+    record.flush()
+    assert steps_of(log_dir) == [(0, {"ours": 0.5})]
+
+
+def test_columns_to_a_closed_record_log_and_return_false(
+    make_record: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    record = make_record()
+    record.close()
+    with caplog.at_level(logging.ERROR):
+        assert record.write_scalar_columns({"a": ([4], [1.0]), "b": ([5], [2.0])}) is False
+    assert "the scalars of 2 names were not recorded" in caplog.text

@@ -320,26 +320,29 @@ class SeriesRecorder:
         ):
             self.write_step_times(record)
 
-    def _unwritten(self) -> dict[int, list[tuple[str, float]]]:
-        """The kept timings not written yet, by step; they count as written from now."""
+    def _unwritten(self) -> dict[str, tuple[Sequence[int], Sequence[float]]]:
+        """The kept timings not written yet, by tag; they count as written from now."""
         self._keep_samples()
-        by_step: dict[int, list[tuple[str, float]]] = {}
+        columns: dict[str, tuple[Sequence[int], Sequence[float]]] = {}
         for column in self._columns.values():
-            steps, values = column.steps, column.values
-            for index in range(column.written, len(steps)):
-                by_step.setdefault(steps[index], []).append((column.tag, values[index]))
-            column.written = len(steps)
-        return by_step
+            steps, written = column.steps, column.written
+            if written < len(steps):
+                columns[column.tag] = (steps[written:], column.values[written:])
+                column.written = len(steps)
+        return columns
 
     def write_step_times(self, record: SummaryRecord) -> None:
         """Write the kept timings, each step as its own step of ``record``.
 
-        Written apart (``SummaryRecord.write_scalars``): the script's pending
-        ``add_value`` values and the summary operators' stay for its own ``record``.
+        Written apart (``SummaryRecord.write_scalar_columns``: the steps are made on
+        the writer thread): the script's pending ``add_value`` values and the summary
+        operators' stay for its own ``record``.
         """
-        for step, values in sorted(self._unwritten().items()):
-            record.write_scalars(step, dict(values))
-            self._last_written_step = max(self._last_written_step, step)
+        columns = self._unwritten()
+        if columns:
+            record.write_scalar_columns(columns)
+            last = max(max(steps) for steps, _ in columns.values())
+            self._last_written_step = max(self._last_written_step, last)
         self.last_write = _clock.now()
 
     def write_kept_step_times(self, record: SummaryRecord) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from types import TracebackType
 from typing import Any
@@ -69,7 +69,12 @@ from rankscribe.writer.record._export import NpyExporter, claim_export_dir
 from rankscribe.writer.record._files import RecordFiles
 from rankscribe.writer.record._launcher import warn_shared_directory
 from rankscribe.writer.record._pipeline import Pipeline
-from rankscribe.writer.record._scalar_batches import ScalarBatches
+from rankscribe.writer.record._scalar_batches import (
+    ScalarBatches,
+    encode_scalar_columns,
+    scalar_column,
+    scalar_steps,
+)
 from rankscribe.writer.record._step_writer import StepWriter
 from rankscribe.writer.record._write_errors import WriteErrorPolicy
 
@@ -397,6 +402,48 @@ class SummaryRecord:
                 for name, value in checked.items()
             ]
             self._queue_step(step, values, [], None)
+        return True
+
+    def write_scalar_columns(
+        self, columns: Mapping[str, tuple[Sequence[int], Sequence[float]]]
+    ) -> bool:
+        """Write scalars given by tag, as columns: ``{name: (steps, values)}``.
+
+        What :meth:`write_scalars` of each step would write: one event per step,
+        holding every name with a point at that step, steps in ascending order (a
+        name twice at one step: its later value). The caller's thread only checks
+        the names and turns each column into two arrays; the events are made on the
+        writer thread, so handing over many steps of a few names costs the caller
+        about what one ``write_scalars`` call does (the collector's kept timings).
+        Everything is checked before anything is written: a bad name, a step that is
+        not an int64 integer, a value that is not a real number, or columns of
+        unequal lengths raise, and none of ``columns`` is recorded. Returns False
+        (and logs) when the record is closed, True otherwise.
+        """
+        checked = [
+            scalar_column(check_name(name), steps, values)
+            for name, (steps, values) in columns.items()
+        ]
+        if self._closed:
+            logger.error(
+                "The record writer is closed; the scalars of %d names were not recorded.",
+                len(checked),
+            )
+            return False
+        checked = [column for column in checked if len(column[1])]
+        if not checked:
+            return True
+        if self._scalars_alone:
+            self._scalar_batches.seal()
+            points = sum(len(steps) for _, steps, _ in checked)
+            self._pipeline.put(partial(encode_scalar_columns, time.time(), checked), 64 * points)
+        else:  # a TensorBoard file too: each step as write_scalars queues it
+            for step, scalars in scalar_steps(checked):
+                values = [
+                    Snapshot("scalar", name, value, len(name) + 16, 64)
+                    for name, value in scalars.items()
+                ]
+                self._queue_step(step, values, [], None)
         return True
 
     def _queue_step(

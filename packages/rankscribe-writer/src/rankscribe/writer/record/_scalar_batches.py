@@ -1,11 +1,18 @@
-"""Steps of scalars alone, batched so that recording one costs the caller a list append."""
+"""Steps of scalars alone, batched so that recording one costs the caller a list append;
+and scalars given as columns (``SummaryRecord.write_scalar_columns``), made into steps on
+the writer thread."""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from functools import partial
 
+import numpy as np
+import numpy.typing as npt
+
+from rankscribe.writer.errors import WriterTypeError, WriterValueError
 from rankscribe.writer.format import _events as events
 from rankscribe.writer.record._pipeline import Pipeline
 
@@ -83,3 +90,63 @@ class ScalarBatches:
             (step, events.scalar_event(wall_time, step, scalars.items()))
             for wall_time, step, scalars in batch
         ]
+
+
+#: One name's points, checked: (name, steps as int64, values as float64).
+ScalarColumn = tuple[str, "npt.NDArray[np.int64]", "npt.NDArray[np.float64]"]
+
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+def scalar_column(name: str, steps: Sequence[int], values: Sequence[float]) -> ScalarColumn:
+    """``name``'s column checked: integer steps in int64, real values, equal lengths."""
+    what = f"For 'SummaryRecord.write_scalar_columns', the column of '{name}'"
+    try:
+        step_array = np.asarray(steps)
+        value_array = np.asarray(values)
+    except (TypeError, ValueError) as error:
+        raise WriterTypeError(f"{what} must be two sequences of numbers: {error}") from None
+    if step_array.ndim != 1 or value_array.ndim != 1:
+        raise WriterValueError(
+            f"{what} must be two flat sequences (steps, values), but got shapes "
+            f"{step_array.shape} and {value_array.shape}."
+        )
+    if len(step_array) != len(value_array):
+        raise WriterValueError(
+            f"{what} has {len(step_array)} steps and {len(value_array)} values; they pair "
+            f"one to one."
+        )
+    if not len(step_array):
+        return name, np.zeros(0, np.int64), np.zeros(0, np.float64)
+    if step_array.dtype.kind not in "iu" or (
+        step_array.dtype.kind == "u" and int(step_array.max()) > _INT64_MAX
+    ):
+        raise WriterValueError(
+            f"{what} must have int steps that fit in an int64 [-2**63, 2**63 - 1], but got "
+            f"{step_array.dtype} steps."
+        )
+    if value_array.dtype.kind not in "biuf":
+        raise WriterValueError(
+            f"{what} must have real numbers as values, but got {value_array.dtype} values."
+        )
+    return name, step_array.astype(np.int64), value_array.astype(np.float64)
+
+
+def scalar_steps(columns: Sequence[ScalarColumn]) -> list[tuple[int, dict[str, float]]]:
+    """The steps ``columns`` hold, ascending, each with its names' values (a name twice
+    at one step: its later value)."""
+    by_step: dict[int, dict[str, float]] = {}
+    for name, steps, values in columns:
+        for step, value in zip(steps.tolist(), values.tolist(), strict=True):
+            by_step.setdefault(step, {})[name] = value
+    return sorted(by_step.items())
+
+
+def encode_scalar_columns(
+    wall_time: float, columns: Sequence[ScalarColumn]
+) -> list[tuple[int, bytes]]:
+    """Writer thread: the events of ``columns``' steps, all stamped ``wall_time``."""
+    return [
+        (step, events.scalar_event(wall_time, step, scalars.items()))
+        for step, scalars in scalar_steps(columns)
+    ]
