@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 
 from rankscribe.jobview import (
+    CostlyRank,
     RankSeries,
     StragglerEvidence,
+    StragglerRecord,
     VerdictSettings,
     judge_timings,
     write_job_view,
@@ -61,6 +63,10 @@ def test_a_rank_1_5x_slower_is_named_with_its_cost() -> None:
         f"({record['cost_share']:.0%} of the step): forward 1.4"
     )
     assert json.loads(json.dumps(record)) == record  # plain, JSON-ready
+    # The record is what its type says: every key it declares, no other.
+    assert set(record) == StragglerRecord.__required_keys__
+    assert StragglerRecord.__optional_keys__ == {"evidence"}
+    assert all(set(top) == CostlyRank.__required_keys__ for top in record["top"])
 
 
 def test_a_node_of_ranks_is_one_verdict_costliest_first() -> None:
@@ -280,8 +286,10 @@ def test_the_evidence_of_windows_merges_into_the_whole() -> None:
         merged.merge(
             timings_evidence(part, step_time=step[:, window], steps=np.arange(STEPS)[window])
         )
-    [together] = straggler_records(merged)
-    [alone] = straggler_records(whole)
+    [together_record] = straggler_records(merged)
+    [alone_record] = straggler_records(whole)
+    together: dict[str, object] = dict(together_record)
+    alone: dict[str, object] = dict(alone_record)
     assert together.keys() == alone.keys()
     for key, value in alone.items():
         if isinstance(value, float):

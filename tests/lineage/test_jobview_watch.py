@@ -17,13 +17,14 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from rankscribe.jobview import LiveJobView, VerdictSettings
+from rankscribe.jobview import LiveJobView, StragglerRecord, VerdictRecord, VerdictSettings
 from rankscribe.jobview.feed import STEP_TIME_TAG
 from rankscribe.jobview.protocol import (
     CONTROL_NAME,
@@ -104,7 +105,9 @@ def partial_of(
     return JobPartial.of_rank(rank, {tag: ranks[rank] for tag, ranks in timings.items()})
 
 
-def live_round(view: LiveJobView, timings: dict[str, Any], ranks: int) -> list[dict[str, Any]]:
+def live_round(
+    view: LiveJobView, timings: dict[str, Any], ranks: int
+) -> list[StragglerRecord | VerdictRecord]:
     merged = partial_of(timings, 0)
     for rank in range(1, ranks):
         merged.merge(partial_of(timings, rank))
@@ -115,9 +118,9 @@ def live_round(view: LiveJobView, timings: dict[str, Any], ranks: int) -> list[d
 def test_the_live_view_calls_on_verdict_once_warns_once_and_survives_its_errors(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    called: list[dict[str, Any]] = []
+    called: list[Mapping[str, Any]] = []
 
-    def on_verdict(record: dict[str, Any]) -> None:
+    def on_verdict(record: Mapping[str, Any]) -> None:
         called.append(record)
         raise RuntimeError("the caller's bug")
 
@@ -206,6 +209,8 @@ def test_records_from_a_merged_lineages_verdict_keys() -> None:
         ("divergence", [1], None),
     ]
     assert records[1]["since_step"] == 7
+    # Every kind has the keys its type declares, and no other.
+    assert all(set(record) == VerdictRecord.__required_keys__ for record in records)
     assert records_from_verdicts({"job/diverged_ranks": 5, "job/straggler_ranks": "x-y"}) == []
 
 

@@ -66,6 +66,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -262,11 +263,11 @@ class Tally:
         return self.false_names / self.clean_rank_steps * 1e6 if self.clean_rank_steps else 0.0
 
 
-def _names(records: list[dict[str, Any]]) -> set[int]:
+def _names(records: Sequence[Mapping[str, Any]]) -> set[int]:
     return {rank for record in records for rank in record["ranks"]}
 
 
-def _false_named(records: list[dict[str, Any]], bad: set[int], where: str) -> list[str]:
+def _false_named(records: Sequence[Mapping[str, Any]], bad: set[int], where: str) -> list[str]:
     """What the records say of each rank they name without a fault (its costliest record)."""
     said = []
     for rank in sorted(_names(records) - bad):

@@ -7,7 +7,9 @@ stopped, and the machine's readings a verdict cites. ``docs/job-view.md`` says w
 records and how to act on it.
 
 - Judge timings from anywhere as the job view does: :func:`judge_timings` (its
-  thresholds: :class:`VerdictSettings`).
+  thresholds: :class:`VerdictSettings`; its records: :class:`StragglerRecord`; a
+  verdict of any kind read back from a job, and what ``on_verdict`` may also receive:
+  :class:`VerdictRecord`; their parts: :class:`CostlyRank`, :class:`EvidenceReading`).
 - The rank whose local gradient stands apart before the all-reduce:
   :func:`judge_gradients`, step by step :class:`GradientWatch` (settings:
   :class:`GradientSettings`; findings: :class:`GradientFinding`; docs/gradients.md).
@@ -54,6 +56,12 @@ if TYPE_CHECKING:
         judge_gradients,
     )
     from rankscribe.jobview.job.verdicts._judge import judge_timings
+    from rankscribe.jobview.job.verdicts._record_types import (
+        CostlyRank,
+        EvidenceReading,
+        StragglerRecord,
+        VerdictRecord,
+    )
     from rankscribe.jobview.job.verdicts._sentences import verdict_lines
     from rankscribe.jobview.job.verdicts._straggler_verdicts import VerdictSettings
     from rankscribe.jobview.job.verdicts._stragglers import StragglerEvidence
@@ -61,6 +69,8 @@ if TYPE_CHECKING:
 # Where each name lives. Imported on first use (PEP 562): importing the package loads
 # neither NumPy nor the writer.
 _HOMES = {
+    "CostlyRank": "rankscribe.jobview.job.verdicts._record_types",
+    "EvidenceReading": "rankscribe.jobview.job.verdicts._record_types",
     "GradientFinding": "rankscribe.jobview.job.verdicts._gradients",
     "GradientSettings": "rankscribe.jobview.job.verdicts._gradients",
     "GradientWatch": "rankscribe.jobview.job.verdicts._gradients",
@@ -69,6 +79,8 @@ _HOMES = {
     "LiveJobView": "rankscribe.jobview.job._live",
     "RankSeries": "rankscribe.jobview._view",
     "StragglerEvidence": "rankscribe.jobview.job.verdicts._stragglers",
+    "StragglerRecord": "rankscribe.jobview.job.verdicts._record_types",
+    "VerdictRecord": "rankscribe.jobview.job.verdicts._record_types",
     "VerdictSettings": "rankscribe.jobview.job.verdicts._straggler_verdicts",
     "judge_gradients": "rankscribe.jobview.job.verdicts._gradients",
     "judge_timings": "rankscribe.jobview.job.verdicts._judge",
@@ -85,6 +97,8 @@ __getattr__, __dir__ = lazy_attributes(__name__, _HOMES, globals())
 __version__ = "0.1.0"  # the distribution's version (metadata, not an API name)
 
 __all__ = [
+    "CostlyRank",
+    "EvidenceReading",
     "GradientFinding",
     "GradientSettings",
     "GradientWatch",
@@ -93,6 +107,8 @@ __all__ = [
     "LiveJobView",
     "RankSeries",
     "StragglerEvidence",
+    "StragglerRecord",
+    "VerdictRecord",
     "VerdictSettings",
     "judge_gradients",
     "judge_timings",

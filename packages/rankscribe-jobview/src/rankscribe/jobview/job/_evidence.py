@@ -25,6 +25,7 @@ from rankscribe.jobview.job._statistics import (
     JobStatistics,
     is_timing_tag,
 )
+from rankscribe.jobview.job.verdicts._record_types import StragglerRecord
 from rankscribe.jobview.job.verdicts._straggler_verdicts import (
     VerdictSettings,
     straggler_records,
@@ -197,7 +198,7 @@ class LiveVerdicts:
             if rank not in self.diverged:
                 self.diverged[rank] = int(dense.steps[rows[int(np.argmax(left[:, column]))]])
 
-    def straggler_records(self) -> list[dict[str, object]]:
+    def straggler_records(self) -> list[StragglerRecord]:
         """The straggler verdict records so far (``docs/job-view.md``, "Verdict records")."""
         return straggler_records(self.stragglers, self.settings)
 

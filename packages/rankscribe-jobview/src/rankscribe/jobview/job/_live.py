@@ -45,6 +45,7 @@ from rankscribe.jobview.job._partials import Partial
 from rankscribe.jobview.job._ranges import ranges_text
 from rankscribe.jobview.job._samples import HeldSamples
 from rankscribe.jobview.job._watch import TimingWatch, VerdictCallback, WatchSettings
+from rankscribe.jobview.job.verdicts._record_types import StragglerRecord, VerdictRecord
 from rankscribe.jobview.job.verdicts._records import records_from_verdicts
 from rankscribe.jobview.job.verdicts._sentences import live_verdict_lines
 from rankscribe.ranks.files import UnsafeFileError, atomic_write, file_mode, read_regular
@@ -99,7 +100,7 @@ class LiveJobView:
         self.rounds_per_write = rounds_per_write
         #: The recent timings of every rank, judged each round (job/_watch.py).
         self.watch = TimingWatch(on_verdict=on_verdict, job_dir=self.directory, settings=settings)
-        self._other_records: list[dict[str, Any]] = []
+        self._other_records: list[VerdictRecord] = []
         self._judged_at = 0.0  # time.monotonic() at the end of the last judgement
         self._judge_seconds = 0.0  # how long it took
         self._state: dict[str, Any] = {}
@@ -224,7 +225,7 @@ class LiveJobView:
             self._final_round = self._received
         return bool(curves) or final
 
-    def judge(self, *, final: bool = False) -> list[dict[str, Any]]:
+    def judge(self, *, final: bool = False) -> list[StragglerRecord | VerdictRecord]:
         """Judge the recent timings (each round); the records that appeared or changed.
 
         Calls ``on_verdict`` with each of them and rewrites the state file's

@@ -24,6 +24,7 @@ import numpy.typing as npt
 
 from rankscribe.jobview.job._statistics import STEP_TIME_TAG, is_timing_tag
 from rankscribe.jobview.job.verdicts._judge import judge_timings
+from rankscribe.jobview.job.verdicts._record_types import StragglerRecord, VerdictRecord
 from rankscribe.jobview.job.verdicts._straggler_verdicts import VerdictSettings
 
 logger = logging.getLogger(__name__)
@@ -41,8 +42,9 @@ DEFAULT_WINDOW_STEPS = 200
 #: A standing verdict whose cost moves by more than this share is a changed verdict.
 _COST_CHANGE = 0.25
 
-#: What ``on_verdict`` receives: one verdict record.
-VerdictCallback = Callable[[dict[str, Any]], object]
+#: What ``on_verdict`` receives: one verdict record (a copy: the callback may keep it), a
+#: straggler's as judged, the other kinds' as read back.
+VerdictCallback = Callable[[StragglerRecord | VerdictRecord], object]
 RankArrays = tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]
 
 
@@ -57,7 +59,7 @@ class WatchSettings:
 def judge_window(
     timings: Mapping[str, Mapping[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]],
     settings: WatchSettings | None = None,
-) -> list[dict[str, Any]]:
+) -> list[StragglerRecord]:
     """Straggler records of a window of per-rank timings (``tag -> rank -> (steps, values)``).
 
     The last ``window_steps`` steps any rank reported, every timing tag as a
@@ -94,11 +96,11 @@ def judge_window(
     return _one_timing_per_rank(records)
 
 
-def _one_timing_per_rank(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _one_timing_per_rank(records: list[StragglerRecord]) -> list[StragglerRecord]:
     """A rank named on several timings stays in the costliest one only (records come costliest
     first); in a synchronous job its slowness shows in its step time too."""
     seen: set[int] = set()
-    kept: list[dict[str, Any]] = []
+    kept: list[StragglerRecord] = []
     for record in records:
         if seen.issuperset(record["ranks"]):
             continue
@@ -131,16 +133,16 @@ class TimingWatch:
         self.on_verdict = on_verdict
         self.job_dir = job_dir
         self._series: dict[str, dict[int, RankArrays]] = {}
-        self._standing: dict[tuple[str, tuple[int, ...], str | None], dict[str, Any]] = {}
+        self._standing: dict[tuple[str, tuple[int, ...], str | None], StragglerRecord] = {}
         self._announced: set[tuple[str, tuple[int, ...], str | None]] = set()
-        self._other: list[dict[str, Any]] = []
+        self._other: list[VerdictRecord] = []
         self.calls = 0
 
     @property
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[StragglerRecord | VerdictRecord]:
         """The verdict records that stand now: stragglers, then the other kinds."""
-        return [dict(record) for record in self._standing.values()] + [
-            dict(record) for record in self._other
+        return [record.copy() for record in self._standing.values()] + [
+            record.copy() for record in self._other
         ]
 
     def change(self, **settings: Any) -> None:
@@ -176,9 +178,9 @@ class TimingWatch:
                     values = np.concatenate([old[1], new_values])
                 held[rank] = (steps[-keep:].copy(), values[-keep:].copy())
 
-    def judge(self, others: Iterable[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+    def judge(self, others: Iterable[VerdictRecord] = ()) -> list[StragglerRecord | VerdictRecord]:
         """Judge the window; call ``on_verdict`` for each new or changed record; return them."""
-        changed: list[dict[str, Any]] = []
+        changed: list[StragglerRecord | VerdictRecord] = []
         found = {_key(record): record for record in judge_window(self._series, self.settings)}
         for key, record in found.items():
             old = self._standing.get(key)
@@ -187,15 +189,15 @@ class TimingWatch:
             if old is None or _cost_moved(old, record):
                 changed.append(record)
         self._standing = found
-        others = [dict(record) for record in others]
+        kept = [record.copy() for record in others]
         before = {_key(record) for record in self._other}
-        changed.extend(record for record in others if _key(record) not in before)
-        self._other = others
-        for record in changed:
-            self._announce(record)
+        changed.extend(record for record in kept if _key(record) not in before)
+        self._other = kept
+        for each in changed:
+            self._announce(each)
         return changed
 
-    def _announce(self, record: dict[str, Any]) -> None:
+    def _announce(self, record: StragglerRecord | VerdictRecord) -> None:
         key = _key(record)
         if key not in self._announced:
             self._announced.add(key)
@@ -208,7 +210,7 @@ class TimingWatch:
             return
         self.calls += 1
         try:
-            self.on_verdict(dict(record))
+            self.on_verdict(record.copy())
         except Exception:  # the caller's code: logged, never the end of training
             logger.exception("on_verdict raised on a %s verdict; training goes on", record["kind"])
 

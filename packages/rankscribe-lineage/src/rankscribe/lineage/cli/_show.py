@@ -201,7 +201,7 @@ def _table_rows(result: Mapping[str, Any]) -> tuple[list[list[str]], int]:
     return rows, left_out
 
 
-def _live_records(state: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+def _live_records(state: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
     """The live view's verdict records of the shape it writes (others left out: files are data)."""
     found = state.get("verdict_records") if state is not None else None
     if not isinstance(found, list):
@@ -219,7 +219,7 @@ def _live_records(state: Mapping[str, Any] | None) -> list[dict[str, Any]]:
 
 def job_records(
     state: Mapping[str, Any] | None, user_defined: Mapping[str, Any] | None
-) -> list[dict[str, Any]]:
+) -> list[Mapping[str, Any]]:
     """The verdict records of a job: its live view's, then its merged lineage's not among them.
 
     The live view judges the recent steps and gives stragglers their cost; the

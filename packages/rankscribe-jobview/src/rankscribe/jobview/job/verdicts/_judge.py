@@ -21,6 +21,7 @@ from rankscribe.jobview.job._statistics import (
     SECTION_TAG_PREFIX,
     STEP_TIME_TAG,
 )
+from rankscribe.jobview.job.verdicts._record_types import StragglerRecord
 from rankscribe.jobview.job.verdicts._straggler_verdicts import VerdictSettings, straggler_records
 from rankscribe.jobview.job.verdicts._stragglers import StragglerEvidence, row_medians
 
@@ -171,7 +172,7 @@ def judge_timings(
     steps: npt.ArrayLike | None = None,
     ranks: npt.ArrayLike | None = None,
     settings: VerdictSettings | None = None,
-) -> list[dict[str, Any]]:
+) -> list[StragglerRecord]:
     """Judge per-rank, per-step timings: the straggler verdict records, costliest first.
 
     Args:

@@ -18,13 +18,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from rankscribe.jobview.job.verdicts._record_types import VerdictRecord
+
 __all__ = ["ACTIONABLE_KINDS", "blank_record", "records_from_verdicts"]
 
 #: The kinds of verdict ``rankscribe-lineage show --check`` answers 3 for.
 ACTIONABLE_KINDS = ("straggler", "divergence")
 
 
-def blank_record(kind: str, ranks: list[int], message: str) -> dict[str, Any]:
+def blank_record(kind: str, ranks: list[int], message: str) -> VerdictRecord:
     """A record of ``kind`` naming ``ranks``, every other field None (or empty)."""
     return {
         "kind": kind,
@@ -76,9 +78,9 @@ def _number(value: Any) -> float | None:
     return None
 
 
-def records_from_verdicts(verdicts: Mapping[str, Any]) -> list[dict[str, Any]]:
+def records_from_verdicts(verdicts: Mapping[str, Any]) -> list[VerdictRecord]:
     """The records of a merged lineage's (or the live view's) ``job/`` verdict keys."""
-    records: list[dict[str, Any]] = []
+    records: list[VerdictRecord] = []
     stragglers = _rank_list(verdicts.get("job/straggler_ranks"))
     worst = _int(verdicts.get("job/straggler_rank"))
     if not stragglers and worst is not None and worst >= 0:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rankscribe.jobview.errors import JobViewParamTypeError, JobViewParamValueError
+from rankscribe.jobview.job.verdicts._record_types import StragglerRecord
 from rankscribe.jobview.job.verdicts._stragglers import (
     ABOVE,
     ABOVE_EDGES,
@@ -415,7 +416,7 @@ def _ordinal(number: int) -> str:
     return f"{number}{suffix}"
 
 
-def _message(record: dict[str, Any]) -> str:
+def _message(record: StragglerRecord) -> str:
     ranks = record["ranks"]
     who = (
         f"rank {ranks[0]} costs" if len(ranks) == 1 else (f"ranks {','.join(map(str, ranks))} cost")
@@ -436,7 +437,7 @@ def _message(record: dict[str, Any]) -> str:
 
 def straggler_records(
     evidence: StragglerEvidence, settings: VerdictSettings | None = None
-) -> list[dict[str, Any]]:
+) -> list[StragglerRecord]:
     """The straggler verdicts of ``evidence``: one record per timing that names a rank.
 
     Each record is a plain dict, ready for JSON (``docs/job-view.md``,
@@ -454,10 +455,10 @@ _PerRank = dict[int, tuple[float, float, float]]
 
 def _judgements(
     evidence: StragglerEvidence, settings: VerdictSettings | None
-) -> list[tuple[dict[str, Any], _PerRank]]:
+) -> list[tuple[StragglerRecord, _PerRank]]:
     """(record, rank -> (cost seconds, cost share, factor) of each named rank) per timing."""
     settings = VerdictSettings() if settings is None else settings
-    records: list[tuple[dict[str, Any], _PerRank]] = []
+    records: list[tuple[StragglerRecord, _PerRank]] = []
     for tag in evidence.tags:
         part = tag_sums(evidence, tag)
         if len(part.ranks) < 2:
@@ -469,7 +470,7 @@ def _judgements(
         named = [int(i) for i in order if judged.named[i]]
         worst = named[0]
         costly = [int(i) for i in order if judged.cost_seconds[i] > 0][: settings.top_k]
-        record: dict[str, Any] = {
+        record: StragglerRecord = {
             "kind": "straggler",
             "ranks": [int(judged.ranks[i]) for i in named],
             "timing": timing_label(tag),
@@ -493,6 +494,7 @@ def _judgements(
                 }
                 for i in costly
             ],
+            "message": "",
         }
         record["message"] = _message(record)
         per_rank = {

@@ -1,0 +1,73 @@
+"""The verdict records' types (``docs/job-view.md``, "Verdict records").
+
+Records are plain dicts, ready for JSON; these ``TypedDict`` s say which keys each kind
+holds, for a type checker and an editor:
+
+- :class:`StragglerRecord`: what :func:`~rankscribe.jobview.judge_timings` returns and
+  the live view hands ``on_verdict`` for a straggler, every key always present
+  (``evidence`` once the machine's readings were looked up).
+- :class:`VerdictRecord`: any kind (``straggler``, ``divergence``, ``nonfinite``,
+  ``stopped``) as read back from a merged lineage's ``job/`` keys or the live state, the
+  same keys for every kind; a key that does not apply to a kind, or that the files
+  did not hold, is None.
+"""
+
+
+from typing import NotRequired, TypedDict
+
+__all__ = ["CostlyRank", "EvidenceReading", "StragglerRecord", "VerdictRecord"]
+
+
+class CostlyRank(TypedDict):
+    """One of a timing's costliest ranks (a record's ``top``), named or not."""
+
+    rank: int
+    cost_seconds_per_step: float
+    cost_share: float
+
+
+class EvidenceReading(TypedDict):
+    """A named rank's system reading that differs most from the other ranks'."""
+
+    rank: int
+    tag: str
+    value: float
+    median: float
+    text: str
+
+
+class StragglerRecord(TypedDict):
+    """A straggler verdict of one timing: the ranks it names and what they cost."""
+
+    kind: str
+    ranks: list[int]
+    timing: str
+    tag: str
+    cost_seconds_per_step: float
+    cost_share: float
+    since_step: int
+    persistent: bool
+    period_steps: int
+    share_of_steps: float
+    factor: float
+    slowest_share: float
+    steps: int
+    top: list[CostlyRank]
+    message: str
+    evidence: NotRequired[list[EvidenceReading]]
+
+
+class VerdictRecord(TypedDict):
+    """A verdict of any kind, read back from a job's files (None: not applicable or not
+    recorded)."""
+
+    kind: str
+    ranks: list[int]
+    timing: str | None
+    cost_seconds_per_step: float | None
+    cost_share: float | None
+    since_step: int | None
+    persistent: bool | None
+    share_of_steps: float | None
+    top: list[CostlyRank]
+    message: str
