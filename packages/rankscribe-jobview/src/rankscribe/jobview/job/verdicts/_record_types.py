@@ -10,6 +10,9 @@ holds, for a type checker and an editor:
   ``stopped``) as read back from a merged lineage's ``job/`` keys or the live state, the
   same keys for every kind; a key that does not apply to a kind, or that the files
   did not hold, is None.
+
+Without ``from __future__ import annotations``: a ``TypedDict`` knows a key is
+``NotRequired`` only from an evaluated annotation (Python 3.11 reads a string as required).
 """
 
 
