@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,6 +26,7 @@ import numpy as np
 import pytest
 
 from rankscribe.jobview import LiveJobView, StragglerRecord, VerdictRecord, VerdictSettings
+from rankscribe.jobview.errors import JobViewParamTypeError, JobViewParamValueError
 from rankscribe.jobview.feed import STEP_TIME_TAG
 from rankscribe.jobview.protocol import (
     CONTROL_NAME,
@@ -171,6 +173,67 @@ def test_show_json_and_check_on_a_running_job(
     assert json.loads(capsys.readouterr().out)["verdicts"] == []
     assert main(["show", "--check", str(empty_dir)]) == 2
     assert "no job in" in capsys.readouterr().err
+
+
+def test_a_job_that_just_started_is_shown_running_and_not_sent_to_merge(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = tmp_path / "job"
+    (job / "rank_0").mkdir(parents=True)  # a rank's files, no lineage yet
+    (job / "rank_0" / "events.out.events.summary.1.0.vm_MS").write_bytes(b"")
+    view = LiveJobView(job, world_size=2, interval_seconds=30.0)
+    view.write_started()  # what rank 0 does when training starts
+    assert main(["show", str(job)]) == 0
+    printed = capsys.readouterr().out
+    assert "job view (live): interval 0 at " in printed
+    assert ", no steps written yet, 0 of 2 ranks in it" in printed
+    assert "merge" not in printed
+    assert main(["show", "--json", str(job)]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["running"] is True
+    assert document["live"]["interval"] == 0
+    assert document["live"]["interval_seconds"] == 30.0
+    assert document["live"]["started_at"] == pytest.approx(document["live"]["wall_time"])
+    assert document["verdicts"] == []
+    # A later write keeps the start time; a second start-state write changes nothing.
+    written = json.loads((job / ".rankscribe-live.json").read_text())
+    view.write_started()
+    assert json.loads((job / ".rankscribe-live.json").read_text()) == written
+
+
+def test_a_live_state_overdue_for_three_intervals_is_of_a_stopped_job_which_show_sends_to_merge(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    view = LiveJobView(tmp_path, world_size=2, interval_seconds=30.0)
+    view.write_started()
+    state_file = tmp_path / ".rankscribe-live.json"
+    state = json.loads(state_file.read_text())
+    state["wall_time"] -= 91  # 3 intervals of 30 s and one more second: overdue
+    state_file.write_text(json.dumps(state))
+    assert main(["show", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "its live view was last written 91 s ago and is rewritten every 30 s" in printed
+    assert f"rankscribe-lineage merge {tmp_path}" in printed
+    assert main(["show", "--json", str(tmp_path)]) == 0
+    assert json.loads(capsys.readouterr().out)["running"] is False
+    state["wall_time"] += 40  # 51 s ago: within the floor of 60 s, still running
+    state_file.write_text(json.dumps(state))
+    assert main(["show", str(tmp_path)]) == 0
+    assert "merge" not in capsys.readouterr().out
+    state["final"] = True  # the last interval was written: not running, but not overdue
+    state_file.write_text(json.dumps(state))
+    assert main(["show", "--json", str(tmp_path)]) == 0
+    assert json.loads(capsys.readouterr().out)["running"] is False
+
+
+def test_a_start_state_that_cannot_be_written_is_logged_and_training_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    view = LiveJobView(tmp_path / "gone", world_size=2, interval_seconds=30.0)
+    with caplog.at_level(logging.WARNING):
+        view.write_started()  # the job dir does not exist: an OSError inside
+    assert "was not written at the start" in caplog.text
+    assert not (tmp_path / "gone").exists()
 
 
 def test_show_before_the_first_interval_is_written_warns_of_nothing(
@@ -324,3 +387,16 @@ def test_a_merged_lineages_straggler_record_carries_its_cost_keys() -> None:
     assert record["since_step"] == 600 and record["persistent"] is True
     assert record["share_of_steps"] == 0.98
     assert record["message"] == "rank 1 costs 4 ms a step (33% of the step)"
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        ("30", JobViewParamTypeError),
+        (-1.0, JobViewParamValueError),
+        (math.inf, JobViewParamValueError),
+    ],
+)
+def test_a_bad_interval_is_refused_naming_it(tmp_path: Path, value: object, error: type) -> None:
+    with pytest.raises(error, match="interval_seconds"):
+        LiveJobView(tmp_path, world_size=2, interval_seconds=value)  # type: ignore[arg-type]

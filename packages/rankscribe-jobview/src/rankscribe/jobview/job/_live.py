@@ -93,8 +93,15 @@ class LiveJobView:
         on_verdict: VerdictCallback | None = None,
         rounds_per_write: int = 1,
         settings: WatchSettings | None = None,
+        interval_seconds: float | None = None,
     ) -> None:
+        if interval_seconds is not None:
+            interval_seconds = check_seconds("interval_seconds", interval_seconds)
         self.directory = os.fspath(job_dir)
+        #: Seconds between two writes of the job files and the state file (the job view's
+        #: interval; None: unknown): ``show`` tells a running job from one that stopped.
+        self.interval_seconds = interval_seconds
+        self.started_at = now()
         #: Rounds (``add`` calls) between two writes: the timing rounds of one job-view
         #: interval (docs/job-view.md, "Live"); a silent rank is waited for PATIENCE intervals.
         self.rounds_per_write = rounds_per_write
@@ -299,6 +306,24 @@ class LiveJobView:
             curves, now(), layout=layout, session=session, verdicts=verdicts, verdict_text=text
         )
 
+    def write_started(self) -> None:
+        """Write the state file of a job whose training just started (interval 0, no step
+        written), so that ``show`` says it runs from its first seconds; a failure is logged
+        (the job trains on, and the first interval writes the file again)."""
+        with self._state_lock:
+            if self._state:
+                return  # an interval or a verdict wrote it already
+            try:
+                self._state = self._state_of({}, final=False)
+                self._store_state()
+            except OSError as error:
+                self._state = {}
+                logger.warning(
+                    "The live state file of %s was not written at the start: %s",
+                    self.directory,
+                    error,
+                )
+
     def _write_state(self, verdicts: Mapping[str, Any], *, final: bool) -> None:
         with self._state_lock:
             self._state = self._state_of(verdicts, final=final)
@@ -309,9 +334,10 @@ class LiveJobView:
         atomic_write(os.path.join(self.directory, LIVE_STATE_NAME), [data], mode=file_mode(True))
 
     def _state_of(self, verdicts: Mapping[str, Any], *, final: bool) -> dict[str, Any]:
-        return {
+        state: dict[str, Any] = {
             "interval": self._received,
             "wall_time": now(),
+            "started_at": self.started_at,
             "final": final,
             # -1 until a step is written (the reader's "a step before the first"): the
             # internal floor of -2**63 is no step the state file may hold.
@@ -323,6 +349,9 @@ class LiveJobView:
             "verdicts": dict(verdicts),
             "verdict_records": self.watch.records,
         }
+        if self.interval_seconds is not None:
+            state["interval_seconds"] = self.interval_seconds
+        return state
 
     def finish(
         self,
@@ -397,7 +426,9 @@ def read_live_state(job_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
                 path,
                 key,
                 state[key],
-                "time" if key == "wall_time" else "count or step",
+                {"wall_time": "time", "started_at": "time", "interval_seconds": "duration"}.get(
+                    key, "count or step"
+                ),
             )
             del state[key]
     return state
@@ -419,8 +450,19 @@ def _is_count(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, int) and -1 <= value < 2**63
 
 
+def _is_seconds(value: Any) -> bool:
+    """A duration: a finite number of seconds >= 0, at most a year."""
+    return (
+        not isinstance(value, bool)
+        and isinstance(value, (int, float))
+        and 0 <= value <= 366 * 86400
+    )
+
+
 _STATE_NUMBERS = {
     "wall_time": _is_time,
+    "started_at": _is_time,
+    "interval_seconds": _is_seconds,
     "interval": _is_count,
     "written_through_step": _is_count,
     "ranks_in_interval": _is_count,

@@ -187,7 +187,10 @@ class LiveRankView:
                 tensorboard=self._tensorboard,
                 on_verdict=self.on_verdict,
                 rounds_per_write=rounds_per_interval(self.interval, self.period),
+                interval_seconds=self.interval if self.interval > 0 else None,
             )
+            if self.interval > 0:  # the job runs: `show` says so before the first interval
+                self.view.write_started()
             self._control = ControlFile(self._job_dir)
         if self.interval > 0 and self.channel.concurrent:
             self._thread = threading.Thread(
@@ -474,6 +477,7 @@ class LiveRankView:
                 if interval is not None:
                     self.interval = max(float(interval), self.period)
                     view.rounds_per_write = rounds_per_interval(self.interval, self.period)
+                    view.interval_seconds = self.interval
                 if settings:
                     view.watch.change(**settings)
         now = time.monotonic()

@@ -14,6 +14,7 @@ import math
 import os
 import shlex
 import sys
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -263,17 +264,56 @@ def _check(directory: str, state: Mapping[str, Any] | None, lineage: Any) -> int
 def _without_lineage(
     args: argparse.Namespace, directory: str, state: Mapping[str, Any] | None, live: list[str]
 ) -> int:
-    """A job still training (no lineage file yet): its live view, else an error."""
+    """A job still training (no lineage file yet): its live view, else an error.
+
+    The live view writes its state file when training starts and every interval; one
+    not rewritten for ``STOPPED_INTERVALS`` intervals is of a job that stopped without
+    its merge, and only then is the merge named.
+    """
     if args.check:
         return _check(directory, state, None)
+    silent = _silent_for(state) if state is not None else None
     if state is not None and args.json:
-        running = {"summary_dir": directory, "live": state, "verdicts": job_records(state, None)}
+        running = {
+            "summary_dir": directory,
+            "running": not state.get("final") and silent is None,
+            "live": state,
+            "verdicts": job_records(state, None),
+        }
         sys.stdout.write(json.dumps(running, indent=2) + "\n")
         return 0
     if live and not args.json:
         print("\n".join(printable(line) for line in live))
+        if silent is not None:
+            shown = printable(args.dir)
+            seconds, interval = silent
+            print(
+                f"its live view was last written {seconds:.0f} s ago and is rewritten every "
+                f"{interval:g} s while the job trains: the job stopped "
+                f"without its merge? `{PROGRAM} merge {shlex.quote(shown)}` writes the job's "
+                "view from its rank directories"
+            )
         return 0
     raise CommandLineError(_no_lineage_problem(directory, args.dir)) from None
+
+
+#: A live state file not rewritten for this many of its intervals (and at least
+#: STOPPED_FLOOR seconds) is of a job that stopped: ``show`` names the merge.
+STOPPED_INTERVALS = 3
+STOPPED_FLOOR = 60.0
+
+
+def _silent_for(state: Mapping[str, Any]) -> tuple[float, float] | None:
+    """(seconds since a running job's live state was last written, its interval) when it
+    is overdue (None: final, on time, or no interval known)."""
+    interval, written = state.get("interval_seconds"), state.get("wall_time")
+    if state.get("final") or not isinstance(interval, (int, float)):
+        return None
+    if not isinstance(written, (int, float)) or isinstance(written, bool):
+        return None
+    silent = time.time() - written
+    overdue = silent > max(STOPPED_INTERVALS * interval, STOPPED_FLOOR)
+    return (silent, float(interval)) if overdue else None
 
 
 def _unmerged_ranks(directory: str) -> list[int]:

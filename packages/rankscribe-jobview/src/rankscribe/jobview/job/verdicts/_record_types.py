@@ -15,7 +15,6 @@ Without ``from __future__ import annotations``: a ``TypedDict`` knows a key is
 ``NotRequired`` only from an evaluated annotation (Python 3.11 reads a string as required).
 """
 
-
 from typing import NotRequired, TypedDict
 
 __all__ = ["CostlyRank", "EvidenceReading", "StragglerRecord", "VerdictRecord"]
