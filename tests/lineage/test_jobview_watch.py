@@ -33,6 +33,7 @@ from rankscribe.jobview.protocol import (
     LIVE_STATE_NAME,
     ControlFile,
     JobPartial,
+    TimingWatch,
     WatchSettings,
     judge_window,
     records_from_verdicts,
@@ -92,6 +93,31 @@ def test_an_onset_mid_window_says_since_when_and_too_few_steps_judge_nothing() -
     [record] = judge_window(window(3, 200, slow=1, factor=1.5, onset=80))
     assert 70 <= record["since_step"] <= 90
     assert judge_window(window(3, 5, slow=1, factor=3.0)) == []
+
+
+def test_a_standing_verdict_keeps_its_onset_in_its_record_and_its_message() -> None:
+    # The window slides past the onset; the record keeps the first onset, and its message
+    # (what the warning, show and the TensorBoard text print) says the same step.
+    timings = window(3, 600, slow=1, factor=1.5, onset=80)
+
+    def steps(low: int, high: int) -> dict[str, dict[int, tuple[np.ndarray, np.ndarray]]]:
+        return {
+            tag: {
+                rank: (numbers[low:high], values[low:high])
+                for rank, (numbers, values) in ranks.items()
+            }
+            for tag, ranks in timings.items()
+        }
+
+    watch = TimingWatch()
+    watch.add(steps(0, 200))
+    [first] = watch.judge()
+    assert 70 <= first["since_step"] <= 90
+    watch.add(steps(200, 600))  # the window is now steps 400-599
+    watch.judge()
+    [record] = watch.records
+    assert record["since_step"] == first["since_step"]
+    assert f"since step {first['since_step']}," in record["message"]
 
 
 def test_the_cost_floor_is_the_users_to_change() -> None:

@@ -25,7 +25,7 @@ import numpy.typing as npt
 from rankscribe.jobview.job._statistics import STEP_TIME_TAG, is_timing_tag
 from rankscribe.jobview.job.verdicts._judge import judge_timings
 from rankscribe.jobview.job.verdicts._record_types import StragglerRecord, VerdictRecord
-from rankscribe.jobview.job.verdicts._straggler_verdicts import VerdictSettings
+from rankscribe.jobview.job.verdicts._straggler_verdicts import VerdictSettings, straggler_message
 
 logger = logging.getLogger(__name__)
 
@@ -184,8 +184,10 @@ class TimingWatch:
         found = {_key(record): record for record in judge_window(self._series, self.settings)}
         for key, record in found.items():
             old = self._standing.get(key)
-            if old is not None and old.get("since_step") is not None:
-                record["since_step"] = old["since_step"]  # the window slides; the onset stays
+            if old is not None and old["since_step"] != record["since_step"]:
+                # The window slides; the onset stays, in the record and in its message.
+                record["since_step"] = old["since_step"]
+                record["message"] = straggler_message(record)
             if old is None or _cost_moved(old, record):
                 changed.append(record)
         self._standing = found

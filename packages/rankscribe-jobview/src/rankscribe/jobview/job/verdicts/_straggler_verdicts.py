@@ -52,7 +52,13 @@ if TYPE_CHECKING:
     FloatArray = npt.NDArray[np.float64]
     IntArray = npt.NDArray[np.int64]
 
-__all__ = ["VerdictSettings", "straggler_records", "straggler_verdicts", "timing_label"]
+__all__ = [
+    "VerdictSettings",
+    "straggler_message",
+    "straggler_records",
+    "straggler_verdicts",
+    "timing_label",
+]
 
 _NONE = -1
 #: A cost judged by its mean must clear the floor by this many standard errors.
@@ -416,7 +422,8 @@ def _ordinal(number: int) -> str:
     return f"{number}{suffix}"
 
 
-def _message(record: StragglerRecord) -> str:
+def straggler_message(record: StragglerRecord) -> str:
+    """The record's one line, leading with the cost (its ``message``)."""
     ranks = record["ranks"]
     who = (
         f"rank {ranks[0]} costs" if len(ranks) == 1 else (f"ranks {','.join(map(str, ranks))} cost")
@@ -496,7 +503,7 @@ def _judgements(
             ],
             "message": "",
         }
-        record["message"] = _message(record)
+        record["message"] = straggler_message(record)
         per_rank = {
             int(judged.ranks[i]): (
                 float(judged.cost_seconds[i]),
