@@ -33,6 +33,14 @@ from rankscribe.ranks.launchers import environment_variables
 
 _T = TypeVar("_T")
 
+# Run as ``python -c`` ahead of a command: SIGINT back at its default, then the command in
+# this process's place (a disposition at its default stays so across exec; an ignored one
+# would stay ignored, and Python would not install its KeyboardInterrupt handler).
+_SIGINT_AT_DEFAULT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execvp(sys.argv[1], sys.argv[1:])"
+)
+
 #: What launchers (torchrun, mpiexec, Slurm) and a job claim leave in the environment, from
 #: the ranks package's one table of them: a job a test starts is its own, with none of the
 #: test runner's.
@@ -116,8 +124,15 @@ class Launches:
         env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
         stderr_apart: bool = False,
+        interruptible: bool = False,
     ) -> subprocess.Popen[bytes]:
+        """Start ``command``; ``interruptible``: with SIGINT at its default, what a
+        terminal's Ctrl-C meets, even where this process ignores it (a test run started
+        in the background of a shell ignores SIGINT, and every child inherits that)."""
         argv = [str(part) for part in command]
+        shown = shlex.join(argv)
+        if interruptible:
+            argv = [sys.executable, "-c", _SIGINT_AT_DEFAULT, *argv]
         # Files, not pipes: read after the end, they hold all a killed process printed.
         output = self._files.enter_context(tempfile.TemporaryFile())  # noqa: SIM115 - closed on exit
         stderr = None
@@ -132,7 +147,7 @@ class Launches:
             env=None if env is None else dict(env),
             start_new_session=True,
         )
-        self._started.append(_Started(shlex.join(argv), process, output, stderr, time.monotonic()))
+        self._started.append(_Started(shown, process, output, stderr, time.monotonic()))
         return process
 
     def printed(self, process: subprocess.Popen[bytes]) -> str:

@@ -41,7 +41,9 @@ def interrupted(mpi: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pat
     # data lock leaves the rank's threads waiting on it (see tests/integration/digits).
     env = {name: value for name, value in os.environ.items() if not name.startswith("COVERAGE_")}
     with Launches(TIMEOUT) as launches:
-        process = launches.start([mpi.path, "-n", "2", *command], cwd=base, env=env)
+        process = launches.start(
+            [mpi.path, "-n", "2", *command], cwd=base, env=env, interruptible=True
+        )
         launches.wait_until(
             process,
             lambda: "epoch 2/500" in launches.printed(process) or None,

@@ -261,7 +261,7 @@ def test_ctrl_c_mid_run_leaves_readable_files(tmp_path: Path) -> None:
         name: value for name, value in os.environ.items() if not name.startswith("COVERAGE_")
     }
     with Launches(2 * JOB_TIMEOUT) as launches:
-        process = launches.start(command, cwd=tmp_path, env=unmeasured)
+        process = launches.start(command, cwd=tmp_path, env=unmeasured, interruptible=True)
         deadline = time.monotonic() + JOB_TIMEOUT
         # wait until training is under way
         while process.poll() is None and time.monotonic() < deadline:
