@@ -20,7 +20,7 @@ import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -30,6 +30,7 @@ from rankscribe.jobview.errors import JobViewParamTypeError, JobViewParamValueEr
 from rankscribe.jobview.feed import STEP_TIME_TAG
 from rankscribe.jobview.protocol import (
     CONTROL_NAME,
+    END_JUDGEMENTS,
     LIVE_STATE_NAME,
     ControlFile,
     JobPartial,
@@ -95,6 +96,11 @@ def test_an_onset_mid_window_says_since_when_and_too_few_steps_judge_nothing() -
     assert judge_window(window(3, 5, slow=1, factor=3.0)) == []
 
 
+def plain(records: list[StragglerRecord | VerdictRecord]) -> list[dict[str, Any]]:
+    """The records as the plain dicts they are (a test reads any key of either kind)."""
+    return [cast("dict[str, Any]", record) for record in records]
+
+
 def test_a_standing_verdict_keeps_its_onset_in_its_record_and_its_message() -> None:
     # The window slides past the onset; the record keeps the first onset, and its message
     # (what the warning, show and the TensorBoard text print) says the same step.
@@ -111,11 +117,11 @@ def test_a_standing_verdict_keeps_its_onset_in_its_record_and_its_message() -> N
 
     watch = TimingWatch()
     watch.add(steps(0, 200))
-    [first] = watch.judge()
+    [first] = plain(watch.judge())
     assert 70 <= first["since_step"] <= 90
     watch.add(steps(200, 600))  # the window is now steps 400-599
     watch.judge()
-    [record] = watch.records
+    [record] = plain(watch.records)
     assert record["since_step"] == first["since_step"]
     assert f"since step {first['since_step']}," in record["message"]
 
@@ -426,3 +432,82 @@ def test_a_merged_lineages_straggler_record_carries_its_cost_keys() -> None:
 def test_a_bad_interval_is_refused_naming_it(tmp_path: Path, value: object, error: type) -> None:
     with pytest.raises(error, match="interval_seconds"):
         LiveJobView(tmp_path, world_size=2, interval_seconds=value)  # type: ignore[arg-type]
+
+
+def _rounds(
+    timings: dict[str, dict[int, tuple[np.ndarray, np.ndarray]]], low: int, high: int
+) -> dict[str, dict[int, tuple[np.ndarray, np.ndarray]]]:
+    return {
+        tag: {rank: (steps[low:high], values[low:high]) for rank, (steps, values) in ranks.items()}
+        for tag, ranks in timings.items()
+    }
+
+
+def test_a_verdict_whose_rank_recovers_ends_after_three_judgements_and_on_verdict_is_told(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Rank 1 is 1.5x slow for steps 0-199, like the others for 200-599, slow again from 600.
+    slow = window(3, 800, slow=1, factor=1.5)
+    even = window(3, 800, seed=1)
+    timings = {
+        tag: {
+            rank: (steps, np.where((steps < 200) | (steps >= 600), values, even[tag][rank][1]))
+            for rank, (steps, values) in ranks.items()
+        }
+        for tag, ranks in slow.items()
+    }
+    told: list[Mapping[str, Any]] = []
+    watch = TimingWatch(on_verdict=told.append)
+    watch.add(_rounds(timings, 0, 200))
+    with caplog.at_level(logging.INFO):
+        [named] = plain(watch.judge())
+    assert named["ranks"] == [1] and "status" not in named
+    watch.add(_rounds(timings, 200, 600))  # the window holds only even steps now
+    for _ in range(END_JUDGEMENTS - 1):
+        assert watch.judge() == []  # missing, not yet ended: it still stands
+        assert [record["ranks"] for record in watch.records] == [[1]]
+    with caplog.at_level(logging.INFO):
+        [ended] = plain(watch.judge())
+    assert ended["status"] == "ended"
+    assert ended["until_step"] == 599
+    assert ended["since_step"] == named["since_step"]
+    assert "3 judgements in a row" in ended["reason"]
+    assert ended["message"] == f"{named['message']} (ended by step 599)"
+    assert watch.records == []
+    assert plain(list(watch.ended)) == [ended]
+    assert [record.get("status") for record in told] == [None, "ended"]
+    assert "verdict ended: rank 1 costs" in caplog.text
+    # Slow again: a new verdict, told and warned of like the first.
+    watch.add(_rounds(timings, 600, 800))
+    with caplog.at_level(logging.INFO):
+        [again] = plain(watch.judge())
+    assert again["ranks"] == [1] and "status" not in again
+    assert len(told) == 3
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING and "costs" in r.message]
+    assert len(warnings) == 2
+
+
+def test_a_verdict_missing_once_then_back_neither_ends_nor_is_told_again() -> None:
+    # Blocks of 200 steps (the window): rank 1 slow, even, slow, even, slow.
+    slow = window(3, 1000, slow=1, factor=1.5)
+    even = window(3, 1000, seed=1)
+    timings = {
+        tag: {
+            rank: (steps, np.where((steps // 200) % 2 == 0, values, even[tag][rank][1]))
+            for rank, (steps, values) in ranks.items()
+        }
+        for tag, ranks in slow.items()
+    }
+    told: list[Mapping[str, Any]] = []
+    watch = TimingWatch(on_verdict=told.append)
+    watch.add(_rounds(timings, 0, 200))
+    watch.judge()
+    for block, missing in ((1, 1), (3, END_JUDGEMENTS - 1)):
+        watch.add(_rounds(timings, 200 * block, 200 * block + 200))  # an even window
+        for _ in range(missing):
+            watch.judge()
+        watch.add(_rounds(timings, 200 * block + 200, 200 * block + 400))  # slow again
+        watch.judge()
+        assert [record["ranks"] for record in watch.records] == [[1]]
+    assert watch.ended == []
+    assert [record["ranks"] for record in told] == [[1]]  # told once, when first named

@@ -51,6 +51,7 @@ from rankscribe.jobview.job._statistics import (
 )
 from rankscribe.jobview.job._watch import (
     DEFAULT_WINDOW_STEPS,
+    END_JUDGEMENTS,
     TimingWatch,
     WatchSettings,
     judge_window,
@@ -73,6 +74,7 @@ __all__ = [
     "CONTROL_NAME",
     "DEFAULT_TIMING_INTERVAL",
     "DEFAULT_WINDOW_STEPS",
+    "END_JUDGEMENTS",
     "FINAL_ROUND",
     "LIVE_STATE_NAME",
     "LOSS_TAGS",

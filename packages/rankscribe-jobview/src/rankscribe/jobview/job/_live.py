@@ -348,6 +348,7 @@ class LiveJobView:
             "world_size": self.world_size,
             "verdicts": dict(verdicts),
             "verdict_records": self.watch.records,
+            "ended_records": [record.copy() for record in self.watch.ended],
         }
         if self.interval_seconds is not None:
             state["interval_seconds"] = self.interval_seconds

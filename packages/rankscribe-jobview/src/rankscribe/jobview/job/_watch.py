@@ -9,7 +9,10 @@ the run), judges that window with the one door to the straggler rule,
 and keeps the verdict records that stand. A record is a plain JSON-ready
 dict (``docs/job-view.md``, "Verdict records"); a new one, or one whose
 ranks, timing or cost changed, is handed to the caller's ``on_verdict``
-callable, and its first appearance is logged once as a warning.
+callable, and its first appearance is logged once as a warning. A straggler
+verdict missing from :data:`END_JUDGEMENTS` judgements in a row ends: its
+record, with ``status`` "ended", the last step judged and the reason, goes
+to ``on_verdict`` too, and is kept in :attr:`TimingWatch.ended`.
 """
 
 from __future__ import annotations
@@ -31,12 +34,17 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_WINDOW_STEPS",
+    "END_JUDGEMENTS",
     "TimingWatch",
     "VerdictCallback",
     "WatchSettings",
     "judge_window",
 ]
 
+#: Judgements in a row a standing straggler verdict must be missing from before it ends: a
+#: cost that hovers at the floor neither ends nor comes back every round (with the default
+#: 2 s rounds, a verdict ends some 6 s after its rank stopped being slow).
+END_JUDGEMENTS = 3
 #: Steps of each rank's timings the watch keeps (per timing tag).
 DEFAULT_WINDOW_STEPS = 200
 #: A standing verdict whose cost moves by more than this share is a changed verdict.
@@ -135,7 +143,11 @@ class TimingWatch:
         self._series: dict[str, dict[int, RankArrays]] = {}
         self._standing: dict[tuple[str, tuple[int, ...], str | None], StragglerRecord] = {}
         self._announced: set[tuple[str, tuple[int, ...], str | None]] = set()
+        # Judgements in a row each standing verdict was missing from (none: found last time).
+        self._missed: dict[tuple[str, tuple[int, ...], str | None], int] = {}
         self._other: list[VerdictRecord] = []
+        #: The straggler verdicts that ended, in the order they ended (``status`` "ended").
+        self.ended: list[StragglerRecord] = []
         self.calls = 0
 
     @property
@@ -190,7 +202,22 @@ class TimingWatch:
                 record["message"] = straggler_message(record)
             if old is None or _cost_moved(old, record):
                 changed.append(record)
-        self._standing = found
+        standing = dict(found)
+        for key, old in self._standing.items():
+            if key in found:
+                self._missed.pop(key, None)
+                continue
+            missed = self._missed.get(key, 0) + 1
+            if missed < END_JUDGEMENTS:
+                self._missed[key] = missed
+                standing[key] = old  # missing once or twice: it still stands
+                continue
+            self._missed.pop(key, None)
+            self._announced.discard(key)  # if it comes back, it is warned of again
+            ended = self._end(old)
+            self.ended.append(ended)
+            changed.append(ended)
+        self._standing = standing
         kept = [record.copy() for record in others]
         before = {_key(record) for record in self._other}
         changed.extend(record for record in kept if _key(record) not in before)
@@ -199,9 +226,31 @@ class TimingWatch:
             self._announce(each)
         return changed
 
+    def _end(self, record: StragglerRecord) -> StragglerRecord:
+        """``record`` ended: the last step judged, and why."""
+        ended = record.copy()
+        until = self._last_step()
+        ended["status"] = "ended"
+        ended["until_step"] = until
+        ended["reason"] = (
+            f"not named in {END_JUDGEMENTS} judgements in a row: its cost fell below the "
+            "floor, or the ranks it names changed"
+        )
+        ended["message"] = f"{record['message']} (ended by step {until})"
+        return ended
+
+    def _last_step(self) -> int:
+        """The last step any rank reported a timing of (-1: none)."""
+        return max(
+            (int(steps[-1]) for ranks in self._series.values() for steps, _ in ranks.values()),
+            default=-1,
+        )
+
     def _announce(self, record: StragglerRecord | VerdictRecord) -> None:
         key = _key(record)
-        if key not in self._announced:
+        if record.get("status") == "ended":
+            logger.info("rankscribe job view: verdict ended: %s", record["message"])
+        elif key not in self._announced:
             self._announced.add(key)
             logger.warning(
                 "rankscribe job view: %s. See `rankscribe-lineage show %s`.",

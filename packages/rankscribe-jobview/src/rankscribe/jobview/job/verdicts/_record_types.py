@@ -57,6 +57,11 @@ class StragglerRecord(TypedDict):
     top: list[CostlyRank]
     message: str
     evidence: NotRequired[list[EvidenceReading]]
+    #: "ended" on the record the live view hands ``on_verdict`` when the verdict ends
+    #: (absent while it stands), with the last step judged and why.
+    status: NotRequired[str]
+    until_step: NotRequired[int]
+    reason: NotRequired[str]
 
 
 class VerdictRecord(TypedDict):
