@@ -189,7 +189,8 @@ class LiveRankView:
                 rounds_per_write=rounds_per_interval(self.interval, self.period),
                 interval_seconds=self.interval if self.interval > 0 else None,
             )
-            if self.interval > 0:  # the job runs: `show` says so before the first interval
+            if self.interval > 0 and self.channel.concurrent:
+                # Live: `show` says the job runs before the first interval is written.
                 self.view.write_started()
             self._control = ControlFile(self._job_dir)
         if self.interval > 0 and self.channel.concurrent:
