@@ -31,6 +31,7 @@ from rankscribe.jobview.feed import STEP_TIME_TAG
 from rankscribe.jobview.protocol import (
     CONTROL_NAME,
     END_JUDGEMENTS,
+    LIVE_SPANS_KEY,
     LIVE_STATE_NAME,
     ControlFile,
     JobPartial,
@@ -511,3 +512,46 @@ def test_a_verdict_missing_once_then_back_neither_ends_nor_is_told_again() -> No
         assert [record["ranks"] for record in watch.records] == [[1]]
     assert watch.ended == []
     assert [record["ranks"] for record in told] == [[1]]  # told once, when first named
+
+
+def test_the_verdicts_the_live_view_named_reach_the_end_with_their_spans(tmp_path: Path) -> None:
+    # Rank 1 slow for steps 0-199 (it ends), rank 2 slow from step 600 to the end.
+    base = window(3, 800, seed=1)
+    first = window(3, 800, slow=1, factor=1.5)
+    second = window(3, 800, slow=2, factor=1.5, onset=600)
+    timings = {
+        tag: {
+            rank: (
+                steps,
+                np.where(
+                    steps < 200,
+                    first[tag][rank][1],
+                    np.where(steps >= 600, second[tag][rank][1], values),
+                ),
+            )
+            for rank, (steps, values) in ranks.items()
+        }
+        for tag, ranks in base.items()
+    }
+    view = LiveJobView(tmp_path, world_size=3)
+
+    def rounds(low: int, high: int, judgements: int = 1) -> None:
+        merged = partial_of(_rounds(timings, low, high), 0)
+        for rank in (1, 2):
+            merged.merge(partial_of(_rounds(timings, low, high), rank))
+        view.add(merged)
+        for _ in range(judgements):
+            view.judge(final=True)  # a judgement each (rounds are seconds apart in a job)
+
+    rounds(0, 200)
+    rounds(200, 600, END_JUDGEMENTS)
+    rounds(600, 800)
+    [ended] = plain(list(view.watch.ended))
+    verdicts = view.finish()
+    [standing] = [r for r in plain(view.watch.records) if r["kind"] == "straggler"]
+    assert standing["ranks"] == [2]
+    assert verdicts[LIVE_SPANS_KEY] == (
+        f"rank 1 section/compute steps {ended['since_step']}-599; "
+        f"rank 2 section/compute steps {standing['since_step']}-end"
+    )
+    assert 590 <= standing["since_step"] <= 615

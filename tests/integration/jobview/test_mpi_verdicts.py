@@ -110,10 +110,14 @@ def test_a_rank_half_as_slow_again_costs_a_third_of_the_step(mpi: Any, tmp_path:
     assert run.returncode == 0
     result = show("--json", tmp_path / "slow")
     assert result.returncode == 0, result.stderr
-    [record] = stragglers(json.loads(result.stdout))
+    document = json.loads(result.stdout)
+    [record] = stragglers(document)
     assert record["ranks"] == [SLOW_RANK]
     assert record["tag"] == "rankscribe/section/compute"
     assert 0.003 <= record["cost_seconds_per_step"] <= 0.005  # 12 - 8 ms
+    # The merged lineage keeps what the live view named, with its span.
+    spans = document["user_defined"]["job/straggler_live_spans"]
+    assert f"rank {SLOW_RANK} section/compute steps " in spans, spans
     # 4 ms of a step of about 12.5 ms; on a loaded machine the steps (sleeps, the
     # Allreduce's polls) take longer, so the share is a little smaller.
     assert 0.18 <= record["cost_share"] <= 0.42

@@ -27,7 +27,7 @@ manager (:mod:`rankscribe.jobview.parts`) needs it:
 from __future__ import annotations
 
 from rankscribe.jobview.job._control import ControlFile
-from rankscribe.jobview.job._live import LIVE_STATE_NAME
+from rankscribe.jobview.job._live import LIVE_SPANS_KEY, LIVE_STATE_NAME
 from rankscribe.jobview.job._partials import Partial as JobPartial
 from rankscribe.jobview.job._partials import PartialFormatError
 from rankscribe.jobview.job._protocol import (
@@ -76,6 +76,7 @@ __all__ = [
     "DEFAULT_WINDOW_STEPS",
     "END_JUDGEMENTS",
     "FINAL_ROUND",
+    "LIVE_SPANS_KEY",
     "LIVE_STATE_NAME",
     "LOSS_TAGS",
     "STRAGGLER_SHARE",

@@ -54,11 +54,13 @@ from rankscribe.ranks.jsondata import JSONDataError, parse_json
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "LIVE_SPANS_KEY",
     "LIVE_STATE_NAME",
     "PATIENCE",
     "WRITE_WAIT",
     "LiveJobView",
     "LiveVerdicts",
+    "live_spans",
     "read_live_state",
 ]
 
@@ -379,7 +381,43 @@ class LiveJobView:
                 self._append([], job_session(hparams, metrics, now()), self.state.verdicts())
             if self._files is not None:
                 self._files.close()
-        return self.state.verdicts()
+        return self.verdicts()
+
+    def verdicts(self) -> dict[str, float | int | str]:
+        """The job's verdicts so far (its ``job/`` keys), with the straggler verdicts the
+        live view named and their spans (:data:`LIVE_SPANS_KEY`) once there is one."""
+        verdicts = self.state.verdicts()
+        spans = live_spans(self.watch)
+        if spans:
+            verdicts[LIVE_SPANS_KEY] = spans
+        return verdicts
+
+
+#: The merged lineage's key for the straggler verdicts the live view named, with their spans.
+LIVE_SPANS_KEY = "job/straggler_live_spans"
+#: Spans it lists at most (the latest; a long job's earlier ones are counted).
+_MOST_SPANS = 20
+
+
+def live_spans(watch: TimingWatch) -> str:
+    """The straggler verdicts ``watch`` named while the job ran, each with its span:
+    ``rank 1 forward steps 101-300`` (ended), ``... steps 400-end`` (standing at the end)."""
+    records = [
+        *watch.ended,
+        *(record for record in watch.records if record["kind"] == "straggler"),
+    ]
+    spans = []
+    for record in records:
+        until = record.get("until_step")
+        ranks = ",".join(str(rank) for rank in record["ranks"])
+        spans.append(
+            f"rank {ranks} {record['timing']} steps {record['since_step']}-"
+            f"{until if until is not None else 'end'}"
+        )
+    if len(spans) > _MOST_SPANS:
+        earlier = len(spans) - _MOST_SPANS
+        spans = [f"{earlier} earlier", *spans[-_MOST_SPANS:]]
+    return "; ".join(spans)
 
 
 def _verdict_curves(verdicts: Mapping[str, Any], step: int, ranks: int) -> list[Curve]:

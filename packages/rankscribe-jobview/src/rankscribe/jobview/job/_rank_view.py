@@ -240,7 +240,7 @@ class LiveRankView:
                 self._job_dir,
             )
             return None
-        return view.state.verdicts()
+        return view.verdicts()
 
     def merge(self, merger: JobMerge, rank_directory: str | os.PathLike[str], series: Any) -> None:
         """The end of a run: the tree's last round, then the lineage merge (every rank).

@@ -89,6 +89,7 @@ _VERDICT_TYPES = {
     "job/stopped_early_ranks": (_is_text, "text"),
     "job/missing_ranks": (_is_text, "text"),
     "job/ranks_reported": (_is_int, "a count (int)"),
+    "job/straggler_live_spans": (_is_text, "text"),
 }
 _VERDICT_PREFIX_TYPES = {
     "job/diverged_step/": (_is_int, "a step (int)"),
