@@ -18,10 +18,12 @@ import pytest
 from rankscribe.collector import ArrayDataset, SummaryCollector, TrainLoop, TrainSession
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 from rankscribe.jobview.feed import (
+    ARRIVAL_TIME_TAG,
     DATA_WAIT_TAG,
     FINGERPRINT_TAG,
     SECTION_TAG_PREFIX,
     STEP_TIME_TAG,
+    SYNC_SECTION,
 )
 from rankscribe.writer.reader import scalars
 from tests._support.clocks import ManualClock
@@ -84,6 +86,45 @@ def test_sections_add_up_within_a_step_and_become_rank_tags(
     assert compute == {step: pytest.approx(2 * SLEEP) for step in compute}
     assert found[f"{SECTION_TAG_PREFIX}io.read-1"] == {1: 0.0, 2: 0.0, 3: 0.0, 4: 0.0}
     assert found[STEP_TIME_TAG] == {step: pytest.approx(2 * SLEEP) for step in compute}
+
+
+def test_the_arrival_is_the_step_time_less_the_sync_section(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    data = model(6)
+    collector = SummaryCollector(tmp_path, collect_freq=3, collect_specified_data=NO_LANDSCAPE)
+
+    def step(batch: Any) -> float:
+        with collector.section("compute"):
+            collector_clock.advance(3 * SLEEP)
+        with collector.section(SYNC_SECTION):  # the collective: waits for the others
+            collector_clock.advance(SLEEP)
+        return 0.5
+
+    TrainLoop(step, network=data.network).train(1, data.dataset, callbacks=[collector])
+    found = rank_scalars(tmp_path)
+    arrival = found[ARRIVAL_TIME_TAG]
+    assert sorted(arrival) == list(range(1, 7))  # collected (1, 3, 6) and quiet steps alike
+    assert arrival == {step: pytest.approx(3 * SLEEP) for step in arrival}
+    assert found[STEP_TIME_TAG] == {step: pytest.approx(4 * SLEEP) for step in arrival}
+    assert found[f"{SECTION_TAG_PREFIX}{SYNC_SECTION}"] == {
+        step: pytest.approx(SLEEP) for step in arrival
+    }
+
+
+def test_steps_without_a_sync_section_have_no_arrival(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    data = model(4)
+    collector = SummaryCollector(tmp_path, collect_freq=2, collect_specified_data=NO_LANDSCAPE)
+
+    def step(batch: Any) -> float:
+        with collector.section("compute"):
+            collector_clock.advance(SLEEP)
+        return 0.5
+
+    TrainLoop(step, network=data.network).train(1, data.dataset, callbacks=[collector])
+    assert ARRIVAL_TIME_TAG not in rank_scalars(tmp_path)
 
 
 @pytest.mark.parametrize(

@@ -69,6 +69,14 @@ def test_a_rank_1_5x_slower_is_named_with_its_cost() -> None:
     assert all(set(top) == CostlyRank.__required_keys__ for top in record["top"])
 
 
+def test_arrivals_are_judged_as_the_timing_named_arrival() -> None:
+    timings, step = _timings(slow={5: 1.5}, onset=100)
+    [record] = judge_timings({"arrival": timings["forward"]}, step_time=step)
+    assert record["ranks"] == [5]
+    assert (record["timing"], record["tag"]) == ("arrival", "rankscribe/arrival_time")
+    assert ": arrival 1.4" in record["message"] or ": arrival 1.5" in record["message"]
+
+
 def test_a_node_of_ranks_is_one_verdict_costliest_first() -> None:
     timings, step = _timings(slow={8: 1.3, 9: 1.4, 10: 1.3})
     [record] = judge_timings(timings, step_time=step)

@@ -418,7 +418,7 @@ class SummaryCollector(Callback):
                 self._keep_wait_step(step)
                 self._keep_wait(wait)
             if timings.forward is not None or timings.section_totals:
-                timings.keep_extras(step)
+                timings.keep_extras(step, ended - started)
             timings.last_end = ended
             # One clock read: this path's own time, for the cost budget (cost/_budget.py).
             self._quiet_cost += _clock.now() - ended
@@ -438,7 +438,11 @@ class SummaryCollector(Callback):
             return
         if started is not None:
             self._step_time = ended - started
-        extras = self._timings.extras(params.cur_step_num, with_wait=True)
+        extras = self._timings.extras(
+            params.cur_step_num,
+            with_wait=True,
+            step_seconds=ended - started if started is not None else None,
+        )
         if self._cost.window_due(params.cur_step_num):
             self._cost.add(self._quiet_cost)  # the window's last quiet steps (or warm-up's: none)
             self._quiet_cost = 0.0

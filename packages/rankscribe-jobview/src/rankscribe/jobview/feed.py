@@ -5,7 +5,8 @@ through this module alone (``tools/check_boundaries.py`` holds it to that):
 
 - the tags it records on every rank: the timings (:data:`STEP_TIME_TAG`,
   :data:`DATA_WAIT_TAG`, :data:`FORWARD_TIME_TAG`, sections under
-  :data:`SECTION_TAG_PREFIX`), the parameter fingerprint (:data:`FINGERPRINT_TAG`)
+  :data:`SECTION_TAG_PREFIX`, :data:`ARRIVAL_TIME_TAG` from the section
+  :data:`SYNC_SECTION`), the parameter fingerprint (:data:`FINGERPRINT_TAG`)
   and the machine's samples (:data:`SYSTEM_TAG_PREFIX`); ``docs/job-view.md``'s
   "Timings" and ``docs/system-metrics.md`` say what each holds;
 - each rank's end of the live view (:class:`LiveRankView`, every
@@ -26,23 +27,27 @@ from __future__ import annotations
 from rankscribe.jobview.job._protocol import DEFAULT_JOB_VIEW_INTERVAL
 from rankscribe.jobview.job._rank_view import JobMerge, LiveRankView
 from rankscribe.jobview.job._statistics import (
+    ARRIVAL_TIME_TAG,
     DATA_WAIT_TAG,
     FINGERPRINT_TAG,
     FORWARD_TIME_TAG,
     SECTION_TAG_PREFIX,
     STEP_TIME_TAG,
+    SYNC_SECTION,
     SYSTEM_TAG_PREFIX,
 )
 from rankscribe.jobview.job._watch import VerdictCallback
 from rankscribe.jobview.job.verdicts._machine import evidence_keys as system_evidence
 
 __all__ = [
+    "ARRIVAL_TIME_TAG",
     "DATA_WAIT_TAG",
     "DEFAULT_JOB_VIEW_INTERVAL",
     "FINGERPRINT_TAG",
     "FORWARD_TIME_TAG",
     "SECTION_TAG_PREFIX",
     "STEP_TIME_TAG",
+    "SYNC_SECTION",
     "SYSTEM_TAG_PREFIX",
     "JobMerge",
     "LiveRankView",

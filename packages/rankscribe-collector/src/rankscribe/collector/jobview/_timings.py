@@ -26,7 +26,13 @@ from rankscribe.collector._callback import CallbackParams
 from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 from rankscribe.collector.jobview._series import SeriesRecorder
-from rankscribe.jobview.feed import DATA_WAIT_TAG, FORWARD_TIME_TAG, SECTION_TAG_PREFIX
+from rankscribe.jobview.feed import (
+    ARRIVAL_TIME_TAG,
+    DATA_WAIT_TAG,
+    FORWARD_TIME_TAG,
+    SECTION_TAG_PREFIX,
+    SYNC_SECTION,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -124,8 +130,11 @@ class StepTimings:
         if self.forward is not None:
             self.forward.reset()
 
-    def extras(self, step: int, *, with_wait: bool = False) -> list[tuple[str, float]]:
-        """The step's forward time and sections (and data wait, ``with_wait``).
+    def extras(
+        self, step: int, *, with_wait: bool = False, step_seconds: float | None = None
+    ) -> list[tuple[str, float]]:
+        """The step's forward time and sections (and data wait, ``with_wait``), and its
+        arrival when it has a ``sync`` section and ``step_seconds`` is known.
 
         Earlier steps' forward times (read from device events) are kept now.
         """
@@ -142,11 +151,15 @@ class StepTimings:
         totals = self.section_totals
         if totals:
             found.extend(totals.items())
+            arrival = _arrival(totals, step_seconds)
+            if arrival is not None:
+                found.append((ARRIVAL_TIME_TAG, arrival))
             totals.clear()
         return found
 
-    def keep_extras(self, step: int) -> None:
-        """Keep the step's forward time (and earlier ones) and sections: a quiet step's path."""
+    def keep_extras(self, step: int, step_seconds: float | None = None) -> None:
+        """Keep the step's forward time (and earlier ones), sections and arrival (as
+        :meth:`extras`): a quiet step's path."""
         timer = self.forward
         if timer is not None:
             for taken, seconds in timer.take(step):
@@ -156,6 +169,9 @@ class StepTimings:
         if totals:
             for tag, seconds in totals.items():
                 self._series.keep_timing(tag, step, seconds)
+            arrival = _arrival(totals, step_seconds)
+            if arrival is not None:
+                self._series.keep_timing(ARRIVAL_TIME_TAG, step, arrival)
             totals.clear()
 
     def finish(self) -> None:
@@ -169,3 +185,16 @@ class StepTimings:
         timer, self.forward = self.forward, None
         if timer is not None:
             timer.remove()
+
+
+#: The tag of the section a rank's collective runs in (``with collector.section("sync"):``).
+_SYNC_TAG = SECTION_TAG_PREFIX + SYNC_SECTION
+
+
+def _arrival(totals: dict[str, float], step_seconds: float | None) -> float | None:
+    """When the rank was ready to synchronise: the step time less its time in the ``sync``
+    section (None without one, or without the step time)."""
+    synced = totals.get(_SYNC_TAG)
+    if synced is None or step_seconds is None:
+        return None
+    return max(step_seconds - synced, 0.0)

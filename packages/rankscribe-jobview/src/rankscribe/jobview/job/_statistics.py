@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     IntArray = npt.NDArray[np.int64]
 
 __all__ = [
+    "ARRIVAL_TIME_TAG",
     "DATA_WAIT_TAG",
     "FINGERPRINT_TAG",
     "FORWARD_TIME_TAG",
@@ -46,6 +47,7 @@ __all__ = [
     "NO_RANK",
     "SECTION_TAG_PREFIX",
     "STEP_TIME_TAG",
+    "SYNC_SECTION",
     "SYSTEM_TAG_PREFIX",
     "TIMING_TAGS",
     "JobStatistics",
@@ -64,8 +66,14 @@ DATA_WAIT_TAG = "rankscribe/data_wait"
 FORWARD_TIME_TAG = "rankscribe/forward_time"
 #: ``rankscribe/section/<name>``: seconds inside ``with collector.section(name):`` in a step.
 SECTION_TAG_PREFIX = "rankscribe/section/"
+#: Seconds from a step's start until the rank was ready to synchronise: the step time less
+#: the time in its ``section("sync")`` (the collective it waits in), recorded at the steps
+#: that have such a section.
+ARRIVAL_TIME_TAG = "rankscribe/arrival_time"
+#: The section a rank's collective runs in: ``with collector.section(SYNC_SECTION):``.
+SYNC_SECTION = "sync"
 #: The timings the collector records on every rank (sections are any tag under the prefix).
-TIMING_TAGS = (STEP_TIME_TAG, DATA_WAIT_TAG, FORWARD_TIME_TAG)
+TIMING_TAGS = (STEP_TIME_TAG, DATA_WAIT_TAG, FORWARD_TIME_TAG, ARRIVAL_TIME_TAG)
 #: Every tag of the machine's sampler starts with this (docs/system-metrics.md).
 SYSTEM_TAG_PREFIX = "rankscribe/system/"
 #: ``crc32c(raw bytes of all parameters, in order) & 0xFFFFFF`` at each collected step.

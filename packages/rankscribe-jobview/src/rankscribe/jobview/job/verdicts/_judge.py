@@ -16,6 +16,7 @@ import numpy as np
 
 from rankscribe.jobview.errors import JobViewParamTypeError, JobViewParamValueError
 from rankscribe.jobview.job._statistics import (
+    ARRIVAL_TIME_TAG,
     DATA_WAIT_TAG,
     FORWARD_TIME_TAG,
     SECTION_TAG_PREFIX,
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["judge_timings", "timing_tag", "timings_evidence"]
 
 _SHORT_NAMES = {
+    "arrival": ARRIVAL_TIME_TAG,
     "forward": FORWARD_TIME_TAG,
     "data_wait": DATA_WAIT_TAG,
     "step_time": STEP_TIME_TAG,
@@ -39,6 +41,7 @@ _SHORT_NAMES = {
 
 def timing_tag(name: str) -> str:
     """The recorded tag of a timing name: ``forward`` -> ``rankscribe/forward_time``,
+    ``arrival`` -> ``rankscribe/arrival_time``,
     ``section/<n>`` -> ``rankscribe/section/<n>``; any other name is kept as it is."""
     if not isinstance(name, str):
         raise JobViewParamTypeError(f"name must be a str, got {type(name).__name__}")
@@ -178,8 +181,9 @@ def judge_timings(
     Args:
         timings: timing name -> a ``(ranks, steps)`` array of seconds (NaN:
             no point). Names: ``forward``, ``data_wait``, ``step_time``,
-            ``section/<name>`` (the collector's timings), or any other name
-            (kept as it is).
+            ``arrival`` (when the rank was ready to synchronise: the step time
+            less its collective's), ``section/<name>`` (the collector's
+            timings), or any other name (kept as it is).
         step_time: the wall step time, ``(ranks, steps)`` or ``(steps,)``:
             the cost is a share of the job's step time (the median over the
             ranks at each step). Without it, the ranks' median of the

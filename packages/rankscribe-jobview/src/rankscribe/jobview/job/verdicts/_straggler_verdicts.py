@@ -400,6 +400,7 @@ def timing_label(tag: str) -> str:
     if not isinstance(tag, str):
         raise JobViewParamTypeError(f"tag must be a str, got {type(tag).__name__}")
     known = {
+        "rankscribe/arrival_time": "arrival",
         "rankscribe/forward_time": "forward",
         "rankscribe/data_wait": "data_wait",
         "rankscribe/step_time": "step_time",
