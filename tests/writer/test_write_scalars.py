@@ -25,6 +25,17 @@ def steps_of(directory: Any) -> list[tuple[int, dict[str, float]]]:
     return [(event.step, scalars_of(event)) for event in summary_steps(directory)]
 
 
+def board_tags(directory: Any) -> set[tuple[int, str]]:
+    """(step, tag) of every value of the TensorBoard file in ``directory``."""
+    [board] = tensorboard_files(directory)
+    return {
+        (event.step, value.tag)
+        for event in read_tensorboard(board)
+        if event.HasField("summary")
+        for value in event.summary.value
+    }
+
+
 @pytest.mark.parametrize("options", [{}, {"formats": ("mindinsight", "tensorboard")}])
 def test_pending_values_stay_for_the_scripts_own_record(
     make_record: Any, log_dir: Any, options: dict[str, Any]
@@ -46,13 +57,7 @@ def test_pending_values_stay_for_the_scripts_own_record(
     ]
     assert sorted(scalars(log_dir)) == ["ours/time", "ours/wait", "user/accuracy", "user/loss"]
     if options:
-        [board] = tensorboard_files(log_dir)
-        tags = {
-            (event.step, value.tag)
-            for event in read_tensorboard(board)
-            if event.HasField("summary")
-            for value in event.summary.value
-        }
+        tags = board_tags(log_dir)
         assert {(7, "ours/time"), (9, "user/loss"), (9, "user/weights")} <= tags
         assert (7, "user/loss") not in tags
 
@@ -127,13 +132,7 @@ def test_columns_land_as_steps_in_order_and_pending_values_stay(
         (9, {"user/loss": 0.5}),
     ]
     if options:
-        [board] = tensorboard_files(log_dir)
-        tags = {
-            (event.step, value.tag)
-            for event in read_tensorboard(board)
-            if event.HasField("summary")
-            for value in event.summary.value
-        }
+        tags = board_tags(log_dir)
         assert {(3, "ours/time"), (6, "ours/wait"), (9, "user/loss")} <= tags
 
 
