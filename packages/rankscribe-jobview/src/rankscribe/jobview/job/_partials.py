@@ -39,10 +39,10 @@ from rankscribe.jobview.job._statistics import (
     LOSS_TAGS,
     SYSTEM_TAG_PREFIX,
     JobStatistics,
-    RankArrays,
     TagStatistics,
     is_timing_tag,
     rank_arrays,
+    sorted_arrays,
 )
 from rankscribe.jobview.job._wire import (
     FLOAT_FIELDS,
@@ -207,7 +207,7 @@ class Partial:
                 mine[rank] = (
                     (steps, values)
                     if held is None
-                    else _sorted_arrays(
+                    else sorted_arrays(
                         np.concatenate([held[0], steps]), np.concatenate([held[1], values])
                     )
                 )
@@ -356,23 +356,12 @@ def _rank_columns(
     return [
         (
             tag,
-            _sorted_arrays(points[0], points[1])
+            sorted_arrays(points[0], points[1])
             if isinstance(points, tuple) and len(points) == 2 and isinstance(points[0], np.ndarray)
             else rank_arrays(points),
         )
         for tag, points in scalars.items()
     ]
-
-
-def _sorted_arrays(steps: npt.NDArray[Any], values: npt.NDArray[Any]) -> RankArrays:
-    steps = np.asarray(steps, dtype=np.int64)
-    values = np.asarray(values, dtype=np.float64)
-    if len(steps) > 1 and not bool(np.all(steps[1:] > steps[:-1])):
-        order = np.argsort(steps, kind="stable")
-        steps, values = steps[order], values[order]
-        last_of_step = np.append(steps[1:] != steps[:-1], True)
-        steps, values = steps[last_of_step], values[last_of_step]
-    return steps, values
 
 
 def _cut(steps: npt.NDArray[np.int64], last: int) -> int:

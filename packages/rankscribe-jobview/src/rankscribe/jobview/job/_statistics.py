@@ -124,13 +124,7 @@ def rank_arrays(points: Iterable[tuple[int, float]]) -> tuple[IntArray, FloatArr
         steps = np.fromiter((int(step) for step, _ in listed), dtype=np.int64, count=len(listed))
     else:
         steps = pairs[:, 0].astype(np.int64)
-    values = np.ascontiguousarray(pairs[:, 1])
-    if len(steps) > 1 and not bool(np.all(steps[1:] > steps[:-1])):
-        order = np.argsort(steps, kind="stable")
-        steps, values = steps[order], values[order]
-        last_of_step = np.append(steps[1:] != steps[:-1], True)
-        steps, values = steps[last_of_step], values[last_of_step]
-    return steps, values
+    return sorted_arrays(steps, np.ascontiguousarray(pairs[:, 1]))
 
 
 def sorted_arrays(steps: npt.ArrayLike, values: npt.ArrayLike) -> tuple[IntArray, FloatArray]:

@@ -15,6 +15,7 @@ from rankscribe.jobview._checks import check_mapping
 from rankscribe.jobview.job._ranges import last_steps_text
 from rankscribe.jobview.job._statistics import SECTION_TAG_PREFIX
 from rankscribe.jobview.job.verdicts._machine import evidence_lines
+from rankscribe.jobview.job.verdicts._straggler_verdicts import seconds_text
 
 __all__ = ["live_verdict_lines", "timing_name", "verdict_lines"]
 
@@ -41,14 +42,6 @@ def timing_name(tag: Any) -> str:
     if text.startswith(SECTION_TAG_PREFIX):
         return f"section {text[len(SECTION_TAG_PREFIX) :]!r}"
     return text.removeprefix("rankscribe/").replace("_", " ")
-
-
-def _seconds(value: float) -> str:
-    if abs(value) >= 1.0:
-        return f"{value:.2f} s"
-    if abs(value) >= 1e-3:
-        return f"{value * 1e3:.1f} ms"
-    return f"{value * 1e6:.0f} us"
 
 
 def _straggler_lines(user_defined: Mapping[str, Any]) -> list[str]:
@@ -90,7 +83,7 @@ def _rank_detail(user_defined: Mapping[str, Any], rank: str) -> str:
     if not math.isnan(cost):
         share = _number(user_defined.get(f"job/straggler_cost_share/{rank}"))
         of_step = f" ({share:.0%})" if not math.isnan(share) else ""
-        return f"rank {rank} costs {_seconds(cost)} a step{of_step}{by}"
+        return f"rank {rank} costs {seconds_text(cost)} a step{of_step}{by}"
     excess = _number(user_defined.get(f"job/straggler_excess/{rank}"))
     if not math.isnan(excess):
         return f"rank {rank} {excess:.0%} slower{by}"

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "VerdictSettings",
+    "seconds_text",
     "straggler_message",
     "straggler_records",
     "straggler_verdicts",
@@ -410,7 +411,8 @@ def timing_label(tag: str) -> str:
     return tag.removeprefix("rankscribe/")
 
 
-def _seconds_text(seconds: float) -> str:
+def seconds_text(seconds: float) -> str:
+    """A duration as a verdict says it: ``2.31 s``, ``4.1 ms``, ``108 us``."""
     if abs(seconds) >= 1.0:
         return f"{seconds:.2f} s"
     if abs(seconds) >= 1e-3:
@@ -436,7 +438,7 @@ def straggler_message(record: StragglerRecord) -> str:
     if record["period_steps"]:
         kind = f" (intermittent: every {_ordinal(record['period_steps'])} step)"
     return (
-        f"{who} {_seconds_text(record['cost_seconds_per_step'])} a step "
+        f"{who} {seconds_text(record['cost_seconds_per_step'])} a step "
         f"({record['cost_share']:.0%} of the step): {words} {record['factor']:.2f}x the others' "
         f"median since step {record['since_step']}, in {record['share_of_steps']:.0%} of "
         f"steps{kind}"
