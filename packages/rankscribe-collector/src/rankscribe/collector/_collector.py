@@ -436,12 +436,11 @@ class SummaryCollector(Callback):
         if params.mode != "train" or run.record is None:
             discard_pending()
             return
-        if started is not None:
-            self._step_time = ended - started
+        step_seconds = ended - started if started is not None else None
+        if step_seconds is not None:
+            self._step_time = step_seconds
         extras = self._timings.extras(
-            params.cur_step_num,
-            with_wait=True,
-            step_seconds=ended - started if started is not None else None,
+            params.cur_step_num, with_wait=True, step_seconds=step_seconds
         )
         if self._cost.window_due(params.cur_step_num):
             self._cost.add(self._quiet_cost)  # the window's last quiet steps (or warm-up's: none)

@@ -397,11 +397,7 @@ class SummaryRecord:
         if self._scalars_alone:
             self._add_scalar_step(step, checked)
         else:  # a TensorBoard file too, or a graph still to write at the next record
-            values = [
-                Snapshot("scalar", name, value, len(name) + 16, 64)
-                for name, value in checked.items()
-            ]
-            self._queue_step(step, values, [], None)
+            self._queue_scalar_step(step, checked)
         return True
 
     def write_scalar_columns(
@@ -439,12 +435,15 @@ class SummaryRecord:
             self._pipeline.put(partial(encode_scalar_columns, time.time(), checked), 64 * points)
         else:  # a TensorBoard file too: each step as write_scalars queues it
             for step, scalars in scalar_steps(checked):
-                values = [
-                    Snapshot("scalar", name, value, len(name) + 16, 64)
-                    for name, value in scalars.items()
-                ]
-                self._queue_step(step, values, [], None)
+                self._queue_scalar_step(step, scalars)
         return True
+
+    def _queue_scalar_step(self, step: int, scalars: Mapping[str, float]) -> None:
+        """Queue checked scalars as one step of their own, for every file of the record."""
+        values = [
+            Snapshot("scalar", name, value, len(name) + 16, 64) for name, value in scalars.items()
+        ]
+        self._queue_step(step, values, [], None)
 
     def _queue_step(
         self, step: int, values: list[Snapshot], lineage: list[Snapshot], graph: bytes | None
