@@ -11,8 +11,10 @@ landscape settings::
      "create_landscape": {"train": true, "result": true}}
 
 Parameter files use the safetensors format (tensors and names only, no
-pickle). Each file is written under a temporary name and renamed into place,
-then made read-only.
+pickle). The training thread copies the parameters once and lays out the
+header (``_tensor_file``); a background thread writes the header and the
+copies' buffers under a temporary name, renames the file into place and makes
+it read-only.
 
 A rank writes at most ``budget`` bytes of parameter files (``landscape_budget``,
 default 64 MB; None: no budget). The bytes of one set are known when the first
@@ -50,9 +52,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from safetensors.numpy import save as safetensors_bytes
-
 from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.adapters._parameters import network_parameters
 from rankscribe.collector.collection._options import (
@@ -60,6 +59,7 @@ from rankscribe.collector.collection._options import (
     LANDSCAPE_BUDGET_ENV,
     LandscapeOptions,
 )
+from rankscribe.collector.landscape._tensor_file import tensor_file
 from rankscribe.ranks.files import (
     LockTimeoutError,
     atomic_write,
@@ -346,37 +346,36 @@ class LandscapeSaver:
         label = view.name if view is not None else type(network).__name__
         path = self.directory / f"{label}_{number}_{self.unit}.ckpt"
         try:
-            tensors = {
-                name: np.ascontiguousarray(array) for name, array in network_parameters(network)
-            }
-            if not self._decided and self._none_fit(sum(a.nbytes for a in tensors.values())):
+            named = network_parameters(network)  # views of the network's own memory
+            if not self._decided and self._none_fit(sum(array.nbytes for _, array in named)):
                 return None  # no copy of a network too large for the budget
-            payload = safetensors_bytes(tensors)  # the copy of this step's parameters
+            file = tensor_file(named)  # the one copy of this step's parameters
             self._directory_ready()
         except (OSError, TypeError, ValueError) as error:
             self._save_failed(number, error)
             return None
         if not self._decided:
-            self._decide(len(payload))
+            self._decide(file.size)
         if number not in self._covered:
             return None  # left out by the budget: said at the decision
-        if self.budget is not None and self._queued_bytes + len(payload) > self.budget:
+        if self.budget is not None and self._queued_bytes + file.size > self.budget:
             # The network's sets grew after the first: the budget still holds.
             logger.warning(
                 "The landscape parameters of %s %d (%s) would take this rank over its landscape "
                 "budget of %s; they are not saved.",
                 self.unit,
                 number,
-                _size(len(payload)),
+                _size(file.size),
                 _size(self.budget),
             )
             return None
-        self._queued_bytes += len(payload)
+        self._queued_bytes += file.size
         if self._writer is None:
             self._writer = concurrent.futures.ThreadPoolExecutor(
                 max_workers=1, thread_name_prefix="rankscribe-landscape"
             )
-        write = self._writer.submit(atomic_write, path, [payload], mode=file_mode(final=True))
+        # The writer thread joins nothing: it writes the header and the copies' buffers.
+        write = self._writer.submit(atomic_write, path, file.chunks(), mode=file_mode(final=True))
         self._writing[str(number)] = (str(path), write)
         return str(path)
 

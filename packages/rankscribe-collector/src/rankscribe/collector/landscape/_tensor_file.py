@@ -1,0 +1,100 @@
+"""A landscape parameter file's bytes, laid out on the training thread, joined on the writer's.
+
+A landscape file is a safetensors file: an 8-byte little-endian header length,
+a JSON header naming each tensor's dtype, shape and byte range, padded with
+spaces to a multiple of 8, then the tensors' bytes one after the other.
+``safetensors.numpy.save`` builds all of it as one ``bytes`` object: on the
+training thread that is two copies of every parameter (15 ms for the 12 MB of
+a 1,408-wide MLP, 19 times in a default run). Here the training thread makes
+one copy of each parameter (the set must be the one of that step) and the
+header; the writer thread writes the header and the copies' buffers as they
+are, with no serialisation in between.
+
+The layout is the library's own: tensors sorted by dtype (the library's order,
+widest first) then by name, the JSON compact, so a file is byte-for-byte what
+``safetensors.numpy.save`` would write for the same tensors
+(tests/collector/test_landscape_files.py).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["TensorFile", "tensor_file"]
+
+#: safetensors' dtype codes for NumPy's dtypes, in the library's order (it writes the
+#: later ones first).
+_DTYPES = (
+    ("bool", "BOOL"),
+    ("uint8", "U8"),
+    ("int8", "I8"),
+    ("int16", "I16"),
+    ("uint16", "U16"),
+    ("float16", "F16"),
+    ("int32", "I32"),
+    ("uint32", "U32"),
+    ("float32", "F32"),
+    ("complex64", "C64"),
+    ("float64", "F64"),
+    ("int64", "I64"),
+    ("uint64", "U64"),
+)
+_CODE = {name: code for name, code in _DTYPES}
+_ORDER = {name: index for index, (name, _) in enumerate(_DTYPES)}
+
+
+class TensorFile:
+    """The header and the tensors' own copies of one file; :meth:`chunks` gives what to write."""
+
+    def __init__(self, header: bytes, arrays: list[npt.NDArray[Any]]) -> None:
+        self.header = header
+        self._arrays = arrays
+        #: The file's size in bytes.
+        self.size = len(header) + sum(array.nbytes for array in arrays)
+
+    def chunks(self) -> list[bytes | memoryview]:
+        """The file's bytes in order: the header, then each tensor's buffer (no copy)."""
+        parts: list[bytes | memoryview] = [self.header]
+        parts.extend(memoryview(array.reshape(-1).view(np.uint8).data) for array in self._arrays)
+        return parts
+
+
+def tensor_file(named: Sequence[tuple[str, npt.NDArray[Any]]]) -> TensorFile:
+    """Copy ``named``'s arrays (little-endian, C order) and lay out their file.
+
+    Raises ``ValueError`` for a name given twice and ``TypeError`` for a dtype the
+    format cannot hold (naming the parameter).
+    """
+    tensors: dict[str, npt.NDArray[Any]] = {}
+    for name, array in named:
+        if name in tensors:
+            raise ValueError(f"the parameter name {name!r} is given twice")
+        dtype = np.dtype(array.dtype)
+        if dtype.name not in _CODE:
+            raise TypeError(
+                f"parameter {name!r} has dtype {dtype}, which a landscape file cannot hold; "
+                f"the dtypes it holds: {', '.join(name for name, _ in _DTYPES)}"
+            )
+        # One copy: the set must stay the one of this step while the network trains on.
+        tensors[name] = np.array(array, dtype=dtype.newbyteorder("<"), order="C", copy=True)
+    ordered = sorted(tensors, key=lambda name: (-_ORDER[tensors[name].dtype.name], name))
+    layout: dict[str, object] = {}
+    offset = 0
+    for name in ordered:
+        array = tensors[name]
+        layout[name] = {
+            "dtype": _CODE[array.dtype.name],
+            "shape": list(array.shape),
+            "data_offsets": [offset, offset + array.nbytes],
+        }
+        offset += array.nbytes
+    text = json.dumps(layout, separators=(",", ":"), ensure_ascii=False).encode()
+    text += b" " * (-(len(text) + 8) % 8)
+    header = struct.pack("<Q", len(text)) + text
+    return TensorFile(header, [tensors[name] for name in ordered])

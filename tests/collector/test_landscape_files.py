@@ -1,0 +1,137 @@
+"""The bytes of a landscape parameter file: what ``safetensors.numpy.save`` writes, laid out
+on the training thread and joined on the writer's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from safetensors.numpy import load_file
+from safetensors.numpy import save as safetensors_bytes
+
+from rankscribe.collector import ArrayNetwork, CallbackParams, RunContext
+from tests.collector.test_landscape import file_map, landscape_collector, run_steps
+
+#: Every dtype a landscape file holds, in the order safetensors writes them (widest last).
+DTYPES = [
+    "bool",
+    "uint8",
+    "int8",
+    "int16",
+    "uint16",
+    "float16",
+    "int32",
+    "uint32",
+    "float32",
+    "complex64",
+    "float64",
+    "int64",
+    "uint64",
+]
+
+
+def saved_files(directory: Path, parameters: dict[str, np.ndarray[Any, Any]]) -> dict[str, bytes]:
+    """Save ``parameters`` as the landscape of steps 1-3 (step ``s`` adds ``s`` to each)."""
+    network = ArrayNetwork({name: value.copy() for name, value in parameters.items()}, name="Net")
+    item = landscape_collector(directory, [[1, 2, 3]])
+
+    def set_parameters(step: int) -> None:
+        for name, value in parameters.items():
+            network[name][...] = value + np.asarray(step).astype(value.dtype)
+
+    run_steps([item], network, [1, 2, 3], before=set_parameters)
+    item.end(RunContext(CallbackParams(mode="train", train_network=network)))
+    return {step: Path(path).read_bytes() for step, path in file_map(directory).items()}
+
+
+def expected_bytes(parameters: dict[str, np.ndarray[Any, Any]], step: int) -> bytes:
+    return bytes(
+        safetensors_bytes(
+            {
+                name: np.asarray(value + np.asarray(step).astype(value.dtype), value.dtype)
+                for name, value in parameters.items()
+            }
+        )
+    )
+
+
+def test_every_dtype_and_shape_is_written_as_safetensors_writes_it(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    shapes = [(3,), (2, 5), (), (0,), (4, 1, 2), (7,), (3, 3), (1,), (6,), (2,), (5,), (2, 2)]
+    shapes.append((3,))
+    parameters = {
+        f"layer.{index}.{dtype}": (rng.standard_normal(shape) * 10).astype(dtype)
+        for index, (dtype, shape) in enumerate(zip(DTYPES, shapes, strict=True))
+    }
+    parameters['b.name with spaces, "quotes" and ü'] = np.arange(4, dtype=np.float32)
+    files = saved_files(tmp_path, parameters)
+    assert sorted(files, key=int) == ["1", "2", "3"]
+    for step, data in files.items():
+        assert data == expected_bytes(parameters, int(step)), step
+        loaded = load_file(tmp_path / "ckpt_dir" / f"Net_{step}_step.ckpt")
+        assert sorted(loaded) == sorted(parameters)
+        for name, value in parameters.items():
+            np.testing.assert_array_equal(
+                loaded[name], value + np.asarray(int(step)).astype(value.dtype)
+            )
+            assert loaded[name].dtype == value.dtype
+
+
+def test_a_big_endian_parameter_is_stored_little_endian(tmp_path: Path) -> None:
+    parameters = {"w": np.arange(6, dtype=">f4").reshape(2, 3), "n": np.arange(3, dtype=">i8")}
+    files = saved_files(tmp_path, parameters)
+    for step, data in files.items():
+        native = {
+            name: value.astype(value.dtype.newbyteorder("=")) for name, value in parameters.items()
+        }
+        assert data == expected_bytes(native, int(step))
+
+
+def test_a_dtype_the_format_cannot_hold_is_logged_naming_the_parameter(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    arrays: dict[str, np.ndarray[Any, Any]] = {
+        "w": np.zeros(2, np.float32),
+        "phase": np.zeros(2, np.complex128),
+    }
+    network = ArrayNetwork(arrays, name="Net")
+    item = landscape_collector(tmp_path, [[1, 2, 3]])
+    run_steps([item], network, [1, 2, 3])
+    item.end(RunContext(CallbackParams(mode="train", train_network=network)))
+    assert "Saving the landscape parameters of step 1 failed: parameter 'phase' has dtype " in (
+        caplog.text
+    )
+    assert "complex128, which a landscape file cannot hold" in caplog.text
+    assert not list((tmp_path / "ckpt_dir").glob("*.ckpt"))
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    layers=st.dictionaries(
+        st.text(min_size=1, max_size=12),
+        st.tuples(
+            st.sampled_from(DTYPES),
+            st.lists(st.integers(0, 4), max_size=3),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_any_set_of_parameters_is_written_as_safetensors_writes_it(
+    tmp_path_factory: pytest.TempPathFactory, layers: dict[str, tuple[str, list[int]]]
+) -> None:
+    parameters = {
+        name: np.arange(int(np.prod(shape)), dtype=dtype).reshape(shape)
+        if dtype != "bool"
+        else np.zeros(shape, dtype=bool)
+        for name, (dtype, shape) in layers.items()
+    }
+    directory = tmp_path_factory.mktemp("landscape")
+    for step, data in saved_files(directory, parameters).items():
+        assert data == expected_bytes(parameters, int(step))
