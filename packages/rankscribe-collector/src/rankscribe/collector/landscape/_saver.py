@@ -349,7 +349,7 @@ class LandscapeSaver:
             named = network_parameters(network)  # views of the network's own memory
             if not self._decided and self._none_fit(sum(array.nbytes for _, array in named)):
                 return None  # no copy of a network too large for the budget
-            file = tensor_file(named)  # the one copy of this step's parameters
+            file = tensor_file(named)  # the header: nothing copied yet
             self._directory_ready()
         except (OSError, TypeError, ValueError) as error:
             self._save_failed(number, error)
@@ -369,6 +369,7 @@ class LandscapeSaver:
                 _size(self.budget),
             )
             return None
+        file.copy()  # the one copy of this step's parameters
         self._queued_bytes += file.size
         if self._writer is None:
             self._writer = concurrent.futures.ThreadPoolExecutor(

@@ -4,11 +4,13 @@ A landscape file is a safetensors file: an 8-byte little-endian header length,
 a JSON header naming each tensor's dtype, shape and byte range, padded with
 spaces to a multiple of 8, then the tensors' bytes one after the other.
 ``safetensors.numpy.save`` builds all of it as one ``bytes`` object: on the
-training thread that is two copies of every parameter (15 ms for the 12 MB of
-a 1,408-wide MLP, 19 times in a default run). Here the training thread makes
-one copy of each parameter (the set must be the one of that step) and the
-header; the writer thread writes the header and the copies' buffers as they
-are, with no serialisation in between.
+training thread that is two copies of every parameter (12-15 ms for the
+12 MB of a 1,408-wide MLP, 19 times in a default run). Here the training
+thread lays out the header from the arrays' dtypes and shapes (the budget
+decides on the file's size before anything is copied), then makes one copy of
+each parameter it keeps (the set must be the one of that step); the writer
+thread writes the header and the copies' buffers as they are, with no
+serialisation in between.
 
 The layout is the library's own: tensors sorted by dtype (the library's order,
 widest first) then by name, the JSON compact, so a file is byte-for-byte what
@@ -50,7 +52,8 @@ _ORDER = {name: index for index, (name, _) in enumerate(_DTYPES)}
 
 
 class TensorFile:
-    """The header and the tensors' own copies of one file; :meth:`chunks` gives what to write."""
+    """One file's layout (its header and size, known before anything is copied); :meth:`copy`
+    takes the tensors' own copies and :meth:`chunks` gives what to write."""
 
     def __init__(self, header: bytes, arrays: list[npt.NDArray[Any]]) -> None:
         self.header = header
@@ -58,15 +61,24 @@ class TensorFile:
         #: The file's size in bytes.
         self.size = len(header) + sum(array.nbytes for array in arrays)
 
+    def copy(self) -> None:
+        """Copy the tensors (little-endian, C order): the set stays the one of this step
+        while the network trains on."""
+        self._arrays = [
+            np.array(array, dtype=array.dtype.newbyteorder("<"), order="C", copy=True)
+            for array in self._arrays
+        ]
+
     def chunks(self) -> list[bytes | memoryview]:
-        """The file's bytes in order: the header, then each tensor's buffer (no copy)."""
+        """The file's bytes in order: the header, then each tensor's buffer (no copy; before
+        :meth:`copy` the buffers are the network's own)."""
         parts: list[bytes | memoryview] = [self.header]
         parts.extend(memoryview(array.reshape(-1).view(np.uint8).data) for array in self._arrays)
         return parts
 
 
 def tensor_file(named: Sequence[tuple[str, npt.NDArray[Any]]]) -> TensorFile:
-    """Copy ``named``'s arrays (little-endian, C order) and lay out their file.
+    """Lay out the file of ``named``'s arrays (nothing copied yet: :meth:`TensorFile.copy`).
 
     Raises ``ValueError`` for a name given twice and ``TypeError`` for a dtype the
     format cannot hold (naming the parameter).
@@ -75,14 +87,12 @@ def tensor_file(named: Sequence[tuple[str, npt.NDArray[Any]]]) -> TensorFile:
     for name, array in named:
         if name in tensors:
             raise ValueError(f"the parameter name {name!r} is given twice")
-        dtype = np.dtype(array.dtype)
-        if dtype.name not in _CODE:
+        if array.dtype.name not in _CODE:
             raise TypeError(
-                f"parameter {name!r} has dtype {dtype}, which a landscape file cannot hold; "
-                f"the dtypes it holds: {', '.join(name for name, _ in _DTYPES)}"
+                f"parameter {name!r} has dtype {array.dtype}, which a landscape file cannot "
+                f"hold; the dtypes it holds: {', '.join(name for name, _ in _DTYPES)}"
             )
-        # One copy: the set must stay the one of this step while the network trains on.
-        tensors[name] = np.array(array, dtype=dtype.newbyteorder("<"), order="C", copy=True)
+        tensors[name] = array
     ordered = sorted(tensors, key=lambda name: (-_ORDER[tensors[name].dtype.name], name))
     layout: dict[str, object] = {}
     offset = 0
