@@ -50,7 +50,11 @@ from rankscribe.collector.jobview._series import (
     STEP_TIME_WRITE_INTERVAL,
     SeriesRecorder,
 )
-from rankscribe.collector.jobview._settings import check_job_view_interval, check_on_verdict
+from rankscribe.collector.jobview._settings import (
+    check_gradient_probe,
+    check_job_view_interval,
+    check_on_verdict,
+)
 from rankscribe.collector.jobview._timings import StepTimings
 from rankscribe.collector.run._lineage import DEFAULT_MERGE_TIMEOUT, LineageRecorder
 from rankscribe.collector.run._run import CollectorRun
@@ -140,6 +144,11 @@ class SummaryCollector(Callback):
             collected steps, then collected steps' fingerprints, then unsaved landscape
             sets; never the loss, timings or lineage. The cost is recorded as
             ``rankscribe/collector_cost/*`` (docs/collector-cost.md, "The cost budget").
+        gradient_probe: on a ``DistributedDataParallel`` network, record each rank's
+            local gradient norm per bucket before the reduce and when its last bucket
+            was ready (``rankscribe/gradient/*``, through a DDP communication hook that
+            chains a hook of the user's registered after it; docs/job-view.md,
+            "Gradients"). True by default; False: no hook is registered.
 
     Timings for the job view (docs/job-view.md, "Timings"): step time, data
     wait, forward time (torch module hooks) and :meth:`section`.
@@ -170,6 +179,7 @@ class SummaryCollector(Callback):
         system_interval: float | None = None,
         landscape_budget: int | Literal["all"] | None = None,
         cost_budget: float | Literal["off"] | None = None,
+        gradient_probe: bool = True,
     ) -> None:
         arguments = collector_arguments(
             summary_dir,
@@ -204,7 +214,9 @@ class SummaryCollector(Callback):
         # Bound once: the short path of step_end appends with no call of its own.
         self._keep_step, self._keep_step_time = self._series.step_time_appenders()
         self._keep_wait_step, self._keep_wait = self._series.data_wait_appenders()
-        self._timings = StepTimings(self._series, self._adapters)
+        self._timings = StepTimings(
+            self._series, self._adapters, gradients=check_gradient_probe(gradient_probe)
+        )
         self._step_started: float | None = None
         self._step_time: float | None = None
         # step_end's short path applies to the steps before this one (0: none),
@@ -393,6 +405,8 @@ class SummaryCollector(Callback):
         else:
             timings.data_wait = None
             self._step_started = started
+        if timings.gradient is not None:
+            timings.gradient.started = self._step_started
 
     def step_end(self, run_context: RunContext) -> None:
         ended = _clock.now()
@@ -417,7 +431,11 @@ class SummaryCollector(Callback):
             if wait is not None:
                 self._keep_wait_step(step)
                 self._keep_wait(wait)
-            if timings.forward is not None or timings.section_totals:
+            if (
+                timings.forward is not None
+                or timings.gradient is not None
+                or timings.section_totals
+            ):
                 timings.keep_extras(step, ended - started)
             timings.last_end = ended
             # One clock read: this path's own time, for the cost budget (cost/_budget.py).

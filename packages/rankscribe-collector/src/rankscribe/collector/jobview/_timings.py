@@ -8,7 +8,12 @@ What each measures is in ``docs/job-view.md`` ("Timings"); in short:
 - ``rankscribe/forward_time``: the network's ``forward``, timed by the
   adapter's hooks (:meth:`rankscribe.collector.adapters.AdapterRegistry.forward_timer`;
   on an accelerator read from device events a step or more later);
-- ``rankscribe/section/<name>``: ``with collector.section(name):``.
+- ``rankscribe/section/<name>``: ``with collector.section(name):``;
+- ``rankscribe/gradient/norm/<bucket>`` and ``rankscribe/gradient/ready_time``: each
+  bucket's local gradient norm before the reduce, and when the last bucket was ready,
+  from the adapter's gradient probe of a DDP network
+  (:meth:`rankscribe.collector.adapters.AdapterRegistry.gradient_probe`; on an
+  accelerator the norms are read a step or more later).
 
 :class:`StepTimings` holds that state for one collector; the collector's
 ``step_end`` keeps the values in its :class:`~rankscribe.collector.jobview._series.SeriesRecorder`.
@@ -30,13 +35,15 @@ from rankscribe.jobview.feed import (
     ARRIVAL_TIME_TAG,
     DATA_WAIT_TAG,
     FORWARD_TIME_TAG,
+    GRADIENT_NORM_TAG_PREFIX,
+    GRADIENT_READY_TAG,
     SECTION_TAG_PREFIX,
     SYNC_SECTION,
 )
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Section", "StepTimings", "section_tag"]
+__all__ = ["Section", "StepTimings", "gradient_values", "section_tag"]
 
 _SECTION_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
@@ -55,6 +62,14 @@ def section_tag(name: object) -> str:
             f"got {name!r:.60}."
         )
     return SECTION_TAG_PREFIX + name
+
+
+def gradient_values(norms: list[tuple[int, float]], ready: float | None) -> list[tuple[str, float]]:
+    """A step's bucket norms and ready time from the gradient probe, as ``(tag, value)``."""
+    found = [(GRADIENT_NORM_TAG_PREFIX + str(bucket), norm) for bucket, norm in norms]
+    if ready is not None:
+        found.append((GRADIENT_READY_TAG, ready))
+    return found
 
 
 class Section:
@@ -86,14 +101,19 @@ class StepTimings:
     Attributes read on the collector's shortest path: ``data_wait`` (this
     step's, or None), ``last_end`` (perf_counter at the end of the last step of
     the epoch, or None), ``forward`` (the forward timer, or None) and
-    ``section_totals`` (section tag -> seconds in this step so far).
+    ``section_totals`` (section tag -> seconds in this step so far) and ``gradient``
+    (the gradient probe, or None; ``gradients=False``: never one).
     """
 
-    def __init__(self, series: SeriesRecorder, adapters: AdapterRegistry) -> None:
+    def __init__(
+        self, series: SeriesRecorder, adapters: AdapterRegistry, *, gradients: bool = True
+    ) -> None:
         self._series, self._adapters = series, adapters
+        self._gradients = gradients
         self.data_wait: float | None = None
         self.last_end: float | None = None
         self.forward: Any = None
+        self.gradient: Any = None
         self.section_totals: dict[str, float] = {}
         self._tags: dict[str, str] = {}  # validated name -> tag
         # Bound once (the arrays stay across runs): a quiet step appends with no lookup.
@@ -112,6 +132,8 @@ class StepTimings:
         if params.mode != "train":
             if self.forward is not None:
                 self.forward.reset()
+            if self.gradient is not None:
+                self.gradient.reset()
             return
         self.close()
         network = params.train_network if params.train_network is not None else params.network
@@ -122,6 +144,12 @@ class StepTimings:
                 "The forward time (%s) is not recorded in this run: %s", FORWARD_TIME_TAG, error
             )
             self.forward = None
+        if self._gradients:
+            try:
+                self.gradient = self._adapters.gradient_probe(network)
+            except (TypeError, ValueError, RuntimeError) as error:
+                logger.warning("The gradient probe is off in this run: %s", error)
+                self.gradient = None
 
     def epoch_begin(self) -> None:
         """What happens between epochs (evaluation, checkpoints) is no data wait."""
@@ -129,6 +157,8 @@ class StepTimings:
         self.section_totals.clear()
         if self.forward is not None:
             self.forward.reset()
+        if self.gradient is not None:
+            self.gradient.reset()
 
     def extras(
         self, step: int, *, with_wait: bool = False, step_seconds: float | None = None
@@ -148,6 +178,13 @@ class StepTimings:
                     found.append((FORWARD_TIME_TAG, seconds))
                 else:  # read from device events a step or more later
                     self._series.keep_timing(FORWARD_TIME_TAG, taken, seconds)
+        probe = self.gradient
+        if probe is not None:
+            for taken, norms, ready in probe.take(step):
+                if taken == step:
+                    found.extend(gradient_values(norms, ready))
+                else:  # norms read from the device a step or more later
+                    self._series.keep_timings(taken, gradient_values(norms, ready))
         totals = self.section_totals
         if totals:
             found.extend(totals.items())
@@ -165,6 +202,10 @@ class StepTimings:
             for taken, seconds in timer.take(step):
                 self._forward_step(taken)
                 self._forward_seconds(seconds)
+        probe = self.gradient
+        if probe is not None:
+            for taken, norms, ready in probe.take(step):
+                self._series.keep_timings(taken, gradient_values(norms, ready))
         totals = self.section_totals
         if totals:
             for tag, seconds in totals.items():
@@ -175,16 +216,22 @@ class StepTimings:
             totals.clear()
 
     def finish(self) -> None:
-        """Training ends: forward times still waiting on device events are kept."""
+        """Training ends: forward times and gradient norms still on a device are kept."""
         if self.forward is not None:
             for taken, seconds in self.forward.finish():
                 self._series.keep_timing(FORWARD_TIME_TAG, taken, seconds)
+        if self.gradient is not None:
+            for taken, norms, ready in self.gradient.finish():
+                self._series.keep_timings(taken, gradient_values(norms, ready))
 
     def close(self) -> None:
-        """Remove the forward hooks: the user's module is left as it was."""
+        """Remove the forward hooks and quiet the gradient probe (DDP keeps its hook)."""
         timer, self.forward = self.forward, None
         if timer is not None:
             timer.remove()
+        probe, self.gradient = self.gradient, None
+        if probe is not None:
+            probe.remove()
 
 
 #: The tag of the section a rank's collective runs in (``with collector.section("sync"):``).

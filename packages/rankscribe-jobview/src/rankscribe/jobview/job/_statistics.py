@@ -43,6 +43,8 @@ __all__ = [
     "DATA_WAIT_TAG",
     "FINGERPRINT_TAG",
     "FORWARD_TIME_TAG",
+    "GRADIENT_NORM_TAG_PREFIX",
+    "GRADIENT_READY_TAG",
     "LOSS_TAGS",
     "NO_RANK",
     "SECTION_TAG_PREFIX",
@@ -72,6 +74,11 @@ SECTION_TAG_PREFIX = "rankscribe/section/"
 ARRIVAL_TIME_TAG = "rankscribe/arrival_time"
 #: The section a rank's collective runs in: ``with collector.section(SYNC_SECTION):``.
 SYNC_SECTION = "sync"
+#: ``rankscribe/gradient/norm/<bucket>``: the L2 norm of a rank's local gradient in bucket
+#: ``<bucket>`` (an int from 0), just before its reduce (the collector's DDP probe).
+GRADIENT_NORM_TAG_PREFIX = "rankscribe/gradient/norm/"
+#: Seconds from a step's start until the rank's last gradient bucket was ready to reduce.
+GRADIENT_READY_TAG = "rankscribe/gradient/ready_time"
 #: The timings the collector records on every rank (sections are any tag under the prefix).
 TIMING_TAGS = (STEP_TIME_TAG, DATA_WAIT_TAG, FORWARD_TIME_TAG, ARRIVAL_TIME_TAG)
 #: Every tag of the machine's sampler starts with this (docs/system-metrics.md).
