@@ -14,9 +14,12 @@ norms the user's own hook saw, when it has one):
   and then reduces as DDP does;
 - ``early``: the user's hook registered before training begins, where DDP has no
   place left for the probe's: the probe is off (one warning), training goes on;
-- ``clean`` / ``corrupt``: the chained hook, which in ``corrupt`` multiplies one
-  element of rank CORRUPT_RANK's local gradient by 2**16 at step CORRUPT_STEP,
-  before the reduce.
+- ``clean`` / ``corrupt``: the probe alone; in ``corrupt`` a gradient hook on one
+  parameter multiplies one element of rank CORRUPT_RANK's local gradient by 2**16
+  at step CORRUPT_STEP, in its backward (before the bucket is reduced).
+
+The live job view runs every LIVE_INTERVAL seconds; the records rank 0's
+``on_verdict`` received are in ``verdicts``.
 """
 
 # No `from __future__ import annotations`: DDP checks a hook's annotations as objects.
@@ -40,6 +43,8 @@ BATCH, COLLECT_FREQ = 8, 10
 CORRUPT_RANK, CORRUPT_STEP, CORRUPT_FACTOR = 2, 30, 2.0**16
 #: Small buckets: the network's three layers fill several (each has its own norm).
 BUCKET_MB = 0.001
+#: Seconds between the live job view's rounds: several in a job of a few seconds.
+LIVE_INTERVAL = 0.5
 
 torch.set_num_threads(1)
 
@@ -54,10 +59,9 @@ class Net(nn.Module):
 
 
 class UserHook:
-    """The user's own hook: its bucket norms per step, a corruption, DDP's reduction."""
+    """The user's own hook: its bucket norms per step, then DDP's reduction."""
 
-    def __init__(self, corrupt: bool) -> None:
-        self.corrupt = corrupt
+    def __init__(self) -> None:
         self.step = 0
         self.norms: dict[int, dict[int, float]] = {}
 
@@ -67,8 +71,6 @@ class UserHook:
         bucket: dist.GradBucket,  # type: ignore[name-defined]  # (not in its stubs)
     ) -> torch.futures.Future[torch.Tensor]:
         buffer = bucket.buffer()
-        if self.corrupt and self.step == CORRUPT_STEP and detect().rank == CORRUPT_RANK:
-            buffer[0] *= CORRUPT_FACTOR
         norm = float(torch.linalg.vector_norm(buffer, dtype=torch.float64))
         self.norms.setdefault(self.step, {})[bucket.index()] = norm
         return allreduce_hook(state, bucket)
@@ -87,12 +89,22 @@ def job(out: Path, scenario: str, steps: int) -> None:
     labels = torch.randint(0, 3, (rows,), generator=generator)
     share = slice(info.rank, None, info.world_size)
     loader = DataLoader(TensorDataset(images[share], labels[share]), batch_size=BATCH)
-    plain = scenario.startswith(("probe", "plain"))
-    hook = None if plain else UserHook(corrupt=scenario == "corrupt")
+    hook = UserHook() if scenario in ("chained", "early") else None
     if hook is not None and scenario == "early":
         model.register_comm_hook(dist.group.WORLD, hook.__call__)
+    steps_done = [0]
+
+    def corrupt(gradient: torch.Tensor) -> torch.Tensor:
+        if steps_done[0] == CORRUPT_STEP and info.rank == CORRUPT_RANK:
+            gradient = gradient.clone()
+            gradient.view(-1)[5] *= CORRUPT_FACTOR
+        return gradient
+
+    if scenario == "corrupt":
+        model.module.fc2.weight.register_hook(corrupt)
 
     def step(batch: list[torch.Tensor]) -> torch.Tensor:
+        steps_done[0] += 1
         if hook is not None:
             # Training has begun: the collector's probe is in place, and chains this hook.
             if hook.step == 0 and scenario != "early":
@@ -105,12 +117,15 @@ def job(out: Path, scenario: str, steps: int) -> None:
         return loss
 
     directory = out / scenario
+    verdicts: list[Any] = []  # what rank 0's live view hands on_verdict
     collector = SummaryCollector(
         directory,
         collect_freq=COLLECT_FREQ,
         collect_specified_data={"collect_landscape": None},
         merge_timeout=60.0,
         gradient_probe=not scenario.startswith("plain"),
+        job_view_interval=LIVE_INTERVAL,
+        on_verdict=verdicts.append,
     )
     TrainLoop(step, network=model, optimizer=optimizer).train(1, loader, callbacks=[collector])
     collector.close()
@@ -119,7 +134,7 @@ def job(out: Path, scenario: str, steps: int) -> None:
     }
     norms = {} if hook is None else hook.norms
     (directory / f"rank_{info.rank}.json").write_text(
-        json.dumps({"parameters": parameters, "norms": norms})
+        json.dumps({"parameters": parameters, "norms": norms, "verdicts": verdicts})
     )
 
 
