@@ -14,6 +14,7 @@ _lineage.py                this rank's lineage values; the job lineage on rank 0
 _settings.py               the live job view's interval and verdict callback
 landscape/_saver.py        parameter files and ``train_metadata.json``
 _series.py, _timings.py    timings, fingerprints, the series of the job view
+_reduced.py                ``allreduce_gradients``: a loop's own gradient reduce
 system/                    the rank's machine, sampled off the training thread
 cost/                      what the collector costs a step, and its budget
 =========================  =====================================================
@@ -45,6 +46,7 @@ from rankscribe.collector.collection._options import check_one_of_a_kind, collec
 from rankscribe.collector.collection._schedule import Collect, CollectionSchedule, total_units
 from rankscribe.collector.cost._budget import CostBudget, check_cost_budget
 from rankscribe.collector.errors import CollectorValueError
+from rankscribe.collector.jobview._reduced import ReducedGradients, allreduce_gradients
 from rankscribe.collector.jobview._series import (
     STEP_TIME_WRITE_AT_ONCE,
     STEP_TIME_WRITE_INTERVAL,
@@ -392,6 +394,31 @@ class SummaryCollector(Callback):
         (:func:`rankscribe.collector.jobview._timings.section_tag`). docs/job-view.md.
         """
         return self._timings.section(name)
+
+    def allreduce_gradients(self, comm: Any, gradients: Any, *, average: bool = True) -> None:
+        """Average (``average=False``: sum) local gradients across ``comm``'s ranks, in place.
+
+        For a loop of your own that reduces its gradients itself (NumPy arrays under
+        MPI): ``gradients`` is one float array or a list of them (each writeable and
+        C-contiguous); ``comm`` an mpi4py communicator (``Allreduce``, ``Get_size``).
+        Before the reduce, each array's local L2 norm (accumulated in float64) is recorded
+        as ``rankscribe/gradient/norm/<index>`` and the seconds since the step's start as
+        ``rankscribe/gradient/ready_time``, the tags the DDP probe records, so the job view
+        names a rank whose gradient stands apart (docs/gradients.md, "Your own loop").
+        Every rank calls it with arrays of the same shapes, at the same steps. With
+        ``gradient_probe=False`` it reduces and records nothing; on a DDP network, whose
+        probe records already, it only reduces.
+        """
+        timings = self._timings
+        recorder = timings.gradient
+        if recorder is None and timings.gradients_on and self._training:
+            recorder = timings.gradient = ReducedGradients(self._step_started)
+        allreduce_gradients(
+            comm,
+            gradients,
+            average=average,
+            recorder=recorder if isinstance(recorder, ReducedGradients) else None,
+        )
 
     def step_begin(self, run_context: RunContext) -> None:
         now = _clock.now()

@@ -13,7 +13,8 @@ What each measures is in ``docs/job-view.md`` ("Timings"); in short:
   bucket's local gradient norm before the reduce, and when the last bucket was ready,
   from the adapter's gradient probe of a DDP network
   (:meth:`rankscribe.collector.adapters.AdapterRegistry.gradient_probe`; on an
-  accelerator the norms are read a step or more later).
+  accelerator the norms are read a step or more later), or from the arrays a loop
+  of the user's own hands ``SummaryCollector.allreduce_gradients`` (``_reduced.py``).
 
 :class:`StepTimings` holds that state for one collector; the collector's
 ``step_end`` keeps the values in its :class:`~rankscribe.collector.jobview._series.SeriesRecorder`.
@@ -109,7 +110,8 @@ class StepTimings:
         self, series: SeriesRecorder, adapters: AdapterRegistry, *, gradients: bool = True
     ) -> None:
         self._series, self._adapters = series, adapters
-        self._gradients = gradients
+        #: Whether gradient norms are recorded (the collector's ``gradient_probe``).
+        self.gradients_on = gradients
         self.data_wait: float | None = None
         self.last_end: float | None = None
         self.forward: Any = None
@@ -144,7 +146,7 @@ class StepTimings:
                 "The forward time (%s) is not recorded in this run: %s", FORWARD_TIME_TAG, error
             )
             self.forward = None
-        if self._gradients:
+        if self.gradients_on:
             try:
                 self.gradient = self._adapters.gradient_probe(network)
             except (TypeError, ValueError, RuntimeError) as error:
