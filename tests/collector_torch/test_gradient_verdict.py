@@ -98,13 +98,16 @@ def test_the_corrupting_rank_is_named_at_its_step_and_bucket_in_the_merged_linea
     others = [norms[rank][bucket] for rank in range(RANKS) if rank != CORRUPT_RANK]
     assert norms[CORRUPT_RANK][bucket] > 100 * max(others)
     assert notes[f"job/gradient_ratio/{CORRUPT_RANK}"] > 100
+    # Rank 0's probe learnt the bucket's parameters; the corrupted fc2.weight is among them.
+    assert "fc2.weight" in notes[f"job/gradient_parameters/{CORRUPT_RANK}"].split(",")
     assert notes[f"job/gradient_nonfinite/{CORRUPT_RANK}"] == 0
     assert notes[f"job/gradient_persistent/{CORRUPT_RANK}"] == 0  # one step, one element
     assert notes["job/diverged_ranks"] == ""  # the all-reduce kept the replicas equal
     line = next(line for line in verdict_lines(notes) if line.startswith("gradient:"))
     assert line.startswith(
-        f"gradient: rank 2's local gradient at step 30, before the reduce: bucket {bucket}, "
+        f"gradient: rank 2's local gradient at step 30, before the reduce: bucket {bucket} ("
     ), line
+    assert "fc2.weight" in line
 
 
 def test_the_live_view_hands_on_verdict_a_gradient_record(jobs: Path) -> None:

@@ -718,4 +718,5 @@ class SummaryCollector(Callback):
     def _merge_job_lineage(self) -> None:
         merger, directory = self._run.merger, self._run.directory
         if merger is not None and directory is not None:
+            merger.verdict_notes = self._timings.gradient_parameters
             self._live.merge(merger, directory, self._series.series)

@@ -13,7 +13,11 @@ communication hook when the bucket is ready; the probe is such a hook
   overflows float32 there is taken again in float64), and
 - when the hook was called, in seconds since the step's start (the collector's
   ``step_begin``); the last bucket's is when the rank's backward had every
-  gradient ready.
+  gradient ready;
+
+and learns each bucket's parameter names (:attr:`GradientProbe.bucket_parameters`,
+the names in the wrapped module's ``named_parameters()``) for the verdict that names a
+bucket;
 
 and then runs the reduction DDP runs without a hook (each element multiplied by
 ``1 / size`` of the group, then summed by ``all_reduce``: the reduced gradients
@@ -56,6 +60,8 @@ __all__ = ["GRADIENT_STEPS_KEPT", "GradientPoint", "GradientProbe", "gradient_pr
 GradientPoint = tuple[int, list[tuple[int, float]], float | None]
 #: Steps whose device norms may wait to be read; older ones are dropped (with a warning).
 GRADIENT_STEPS_KEPT = 64
+#: Steps during which each bucket's parameter names are learnt again (DDP's rebuild).
+_LAYOUT_STEPS = 3
 #: Elements summed in float32 before the float64 sum of the rows (on the CPU).
 _ROW = 4096
 #: Buckets smaller than this are normed in float64 directly (the rows would cost more).
@@ -116,6 +122,14 @@ class GradientProbe:
         self._ready: float | None = None
         self._waiting: deque[tuple[int, list[int], HostCopy]] = deque()
         self._dropped = False
+        # Each bucket's parameter names, learnt from the buckets DDP hands the hook: DDP
+        # rebuilds its buckets once, after the first step, so they are learnt again until
+        # the probe has seen _LAYOUT_STEPS steps, then only for a bucket not seen yet.
+        self._parameter_names = {
+            id(value): name for name, value in network.module.named_parameters()
+        }
+        self.bucket_parameters: dict[int, list[str]] = {}
+        self._steps_taken = 0
         self._network_check = network._check_comm_hook
 
         # Unannotated: DDP checks a hook's annotations, and this module's are strings.
@@ -148,7 +162,13 @@ class GradientProbe:
                 norm: Any = _host_norm(buffer)
             else:  # stays on the device: read a step or more later (no synchronisation)
                 norm = torch.linalg.vector_norm(buffer.detach(), dtype=torch.float64)
-            self._norms.append((bucket.index(), norm))
+            index = bucket.index()
+            self._norms.append((index, norm))
+            if self._steps_taken < _LAYOUT_STEPS or index not in self.bucket_parameters:
+                names = self._parameter_names
+                self.bucket_parameters[index] = [
+                    names.get(id(parameter), "?") for parameter in bucket.parameters()
+                ]
             started = self.started
             if started is not None:
                 self._ready = _clock.now() - started
@@ -171,6 +191,7 @@ class GradientProbe:
         """
         norms, ready = self._norms, self._ready
         self._norms, self._ready = [], None
+        self._steps_taken += 1
         found: list[GradientPoint] = []
         while self._waiting and self._waiting[0][2].ready():
             found.append(self._read(*self._waiting.popleft()))

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
@@ -217,6 +218,24 @@ class StepTimings:
                 self._series.keep_timing(ARRIVAL_TIME_TAG, step, arrival)
             totals.clear()
 
+    def gradient_parameters(self, verdicts: Mapping[str, object]) -> dict[str, str]:
+        """``job/gradient_parameters/<rank>``: the parameters of the bucket each named rank
+        was named in (docs/job-view.md, "Gradient"), as far as the probe learnt them."""
+        learnt = getattr(self.gradient, "bucket_parameters", None)
+        if not isinstance(learnt, dict):
+            return {}
+        found: dict[str, str] = {}
+        for key, bucket in verdicts.items():
+            if not key.startswith(_BUCKET_KEY) or not isinstance(bucket, int):
+                continue
+            names = learnt.get(bucket)
+            if names:
+                shown = names[:_NAMES_SHOWN]
+                more = len(names) - len(shown)
+                text = ",".join(shown) + (f",... ({more} more)" if more else "")
+                found[_PARAMETERS_KEY + key[len(_BUCKET_KEY) :]] = text
+        return found
+
     def finish(self) -> None:
         """Training ends: forward times and gradient norms still on a device are kept."""
         if self.forward is not None:
@@ -235,6 +254,12 @@ class StepTimings:
         if probe is not None:
             probe.remove()
 
+
+#: The verdict keys of a gradient finding's bucket, and of its parameters (``<rank>`` after).
+_BUCKET_KEY = "job/gradient_bucket/"
+_PARAMETERS_KEY = "job/gradient_parameters/"
+#: Parameter names a verdict lists of a bucket at most (a 25 MB bucket holds hundreds).
+_NAMES_SHOWN = 8
 
 #: The tag of the section a rank's collective runs in (``with collector.section("sync"):``).
 _SYNC_TAG = SECTION_TAG_PREFIX + SYNC_SECTION

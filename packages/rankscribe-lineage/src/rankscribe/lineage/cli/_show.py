@@ -106,6 +106,7 @@ _VERDICT_PREFIX_TYPES = {
     "job/gradient_nonfinite/": (_is_int, "0 or 1"),
     "job/gradient_named_steps/": (_is_int, "a count (int)"),
     "job/gradient_persistent/": (_is_int, "0 or 1"),
+    "job/gradient_parameters/": (_is_text, "text"),
 }
 
 

@@ -158,6 +158,8 @@ def _gradient_records(verdicts: Mapping[str, Any]) -> list[VerdictRecord]:
         record["bucket"] = bucket if bucket is not None and bucket >= 0 else None
         record["ratio"] = None if nonfinite else ratio
         record["nonfinite"] = nonfinite
+        names = verdicts.get(f"job/gradient_parameters/{rank}")
+        record["parameters"] = names.split(",") if isinstance(names, str) and names else []
         records.append(record)
     return records
 
@@ -169,6 +171,9 @@ def gradient_text(rank: int | str, verdicts: Mapping[str, Any]) -> str:
     ratio = _number(verdicts.get(f"job/gradient_ratio/{rank}"))
     named = _int(verdicts.get(f"job/gradient_named_steps/{rank}"))
     where = f"bucket {bucket}" if bucket is not None and bucket >= 0 else "its whole gradient"
+    names = verdicts.get(f"job/gradient_parameters/{rank}")
+    if isinstance(names, str) and names and bucket is not None and bucket >= 0:
+        where += f" ({names.replace(',', ', ')})"
     if _number(verdicts.get(f"job/gradient_nonfinite/{rank}")) == 1.0:
         what = "a NaN or infinite local norm"
     elif ratio is not None:
