@@ -21,6 +21,8 @@ from rankscribe.jobview.feed import (
     ARRIVAL_TIME_TAG,
     DATA_WAIT_TAG,
     FINGERPRINT_TAG,
+    GRADIENT_NORM_TAG_PREFIX,
+    GRADIENT_READY_TAG,
     SECTION_TAG_PREFIX,
     STEP_TIME_TAG,
     SYNC_SECTION,
@@ -291,3 +293,63 @@ def test_timings_written_between_steps_leave_the_scripts_pending_values_alone(
     found = rank_scalars(tmp_path)
     assert found["user/metric"] == {5: 7.0}
     assert found[STEP_TIME_TAG] == {step: pytest.approx(0.05) for step in range(1, 7)}
+
+
+class TwoSameRanks:
+    """An MPI communicator's stand-in: two ranks that hold the same arrays (the sum: 2x)."""
+
+    def Allreduce(self, send: np.ndarray, receive: np.ndarray) -> None:
+        receive[...] = send * 2
+
+    def Get_size(self) -> int:
+        return 2
+
+
+def test_allreduce_gradients_records_each_arrays_local_norm_then_averages_in_place(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    data = model(4)
+    collector = SummaryCollector(tmp_path, collect_freq=2, collect_specified_data=NO_LANDSCAPE)
+    rng = np.random.default_rng(0)
+    sent: list[list[np.ndarray]] = []
+    averaged: list[list[np.ndarray]] = []
+
+    def step(batch: Any) -> float:
+        grads: list[np.ndarray] = [
+            rng.standard_normal(6000).astype(np.float32),
+            rng.standard_normal(3),
+        ]
+        sent.append([grad.copy() for grad in grads])
+        collector_clock.advance(SLEEP)
+        collector.allreduce_gradients(TwoSameRanks(), grads)
+        averaged.append(grads)
+        return 0.5
+
+    TrainLoop(step, network=data.network).train(1, data.dataset, callbacks=[collector])
+    found = rank_scalars(tmp_path)
+    for step_number, arrays in enumerate(sent, start=1):
+        for bucket, array in enumerate(arrays):
+            expected = float(np.linalg.norm(array.astype(np.float64)))
+            recorded = found[f"{GRADIENT_NORM_TAG_PREFIX}{bucket}"][step_number]
+            assert recorded == pytest.approx(expected, rel=1e-6)  # float32 in the file
+            # (2 x itself) / 2 ranks: the same values back, in the caller's arrays
+            assert np.array_equal(averaged[step_number - 1][bucket], array)
+    assert found[GRADIENT_READY_TAG] == {step: pytest.approx(SLEEP) for step in range(1, 5)}
+
+
+def test_allreduce_gradients_refuses_what_it_cannot_reduce(tmp_path: Path) -> None:
+    collector = SummaryCollector(tmp_path)
+    comm = TwoSameRanks()
+    with pytest.raises(CollectorTypeError, match="'comm' should be an MPI communicator"):
+        collector.allreduce_gradients(object(), [np.zeros(3)])
+    with pytest.raises(CollectorTypeError, match="'gradients' should be a NumPy array or a"):
+        collector.allreduce_gradients(comm, [])
+    with pytest.raises(CollectorTypeError, match=r"gradients\[1\] should be a NumPy array of"):
+        collector.allreduce_gradients(comm, [np.zeros(3), [1.0, 2.0]])
+    with pytest.raises(CollectorValueError, match=r"gradients\[0\] should be a writeable"):
+        collector.allreduce_gradients(comm, [np.zeros((4, 4))[:, 0]])
+    with pytest.raises(CollectorTypeError, match="'average' should be a bool"):
+        collector.allreduce_gradients(comm, np.zeros(3), average=1)  # type: ignore[arg-type]
+    single = np.ones(3)
+    collector.allreduce_gradients(comm, single, average=False)  # outside training: no record
+    assert single.tolist() == [2.0, 2.0, 2.0]

@@ -15,7 +15,8 @@ from rankscribe.jobview.errors import (
     JobViewParamTypeError,
     JobViewParamValueError,
 )
-from rankscribe.jobview.feed import FINGERPRINT_TAG, STEP_TIME_TAG
+from rankscribe.jobview.feed import FINGERPRINT_TAG, GRADIENT_NORM_TAG_PREFIX, STEP_TIME_TAG
+from rankscribe.jobview.parts import records_from_verdicts
 from rankscribe.writer import files, reader
 from rankscribe.writer.events import read_events, read_tensorboard_events
 
@@ -373,3 +374,79 @@ def test_a_range_of_ranks_is_counted_in_the_plural() -> None:
     lines = verdict_lines({"job/missing_ranks": "1-3", "job/untimed_ranks": "5"})
     assert "missing: ranks 1-3" in lines
     assert "no timing: rank 5 (step times off: not judged as stragglers)" in lines
+
+
+def _gradient_norms(
+    ranks: int, steps: int, *, faults: dict[tuple[int, int, int], float] | None = None
+) -> dict[int, RankSeries]:
+    """Each rank's bucket norms (3 buckets, noisy alike), ``faults``: (rank, step, bucket) ->
+    the factor of that norm; and a step time, so the ranks report steps."""
+    rng = np.random.default_rng(7)
+    series = {}
+    for rank in range(ranks):
+        scalars: dict[str, list[tuple[int, float]]] = {
+            STEP_TIME_TAG: [(step, 0.1) for step in range(1, steps + 1)]
+        }
+        for bucket in range(3):
+            norms = (2.0**bucket) * np.exp(0.1 * rng.standard_normal(steps))
+            for (fault_rank, step, fault_bucket), factor in (faults or {}).items():
+                if (fault_rank, fault_bucket) == (rank, bucket):
+                    norms[step - 1] *= factor
+            scalars[f"{GRADIENT_NORM_TAG_PREFIX}{bucket}"] = list(
+                zip(range(1, steps + 1), norms.tolist(), strict=True)
+            )
+        series[rank] = RankSeries(rank, scalars)
+    return series
+
+
+def test_a_rank_whose_local_gradient_stands_apart_is_named_by_step_and_bucket(
+    tmp_path: Path,
+) -> None:
+    faults = {(5, 40, 1): 50.0, (3, 12, 2): math.nan}
+    verdicts = _view(tmp_path, _gradient_norms(8, 60, faults=faults)).verdicts
+    assert verdicts["job/gradient_check"] == "checked"
+    assert (verdicts["job/gradient_ranks"], verdicts["job/gradient_first_step"]) == ("3,5", 12)
+    assert (verdicts["job/gradient_step/5"], verdicts["job/gradient_bucket/5"]) == (40, 1)
+    assert verdicts["job/gradient_ratio/5"] == pytest.approx(50.0, rel=0.5)
+    assert verdicts["job/gradient_nonfinite/5"] == 0
+    assert (verdicts["job/gradient_step/3"], verdicts["job/gradient_bucket/3"]) == (12, 2)
+    assert verdicts["job/gradient_nonfinite/3"] == 1 and "job/gradient_ratio/3" not in verdicts
+    assert verdicts["job/gradient_persistent/5"] == 0
+    lines = [line for line in verdict_lines(verdicts) if line.startswith("gradient:")]
+    assert lines == [
+        "gradient: rank 3's local gradient at step 12, before the reduce: bucket 2, a NaN or "
+        "infinite local norm; named once",
+        f"gradient: rank 5's local gradient at step 40, before the reduce: bucket 1, "
+        f"{verdicts['job/gradient_ratio/5']:.3g}x the other ranks' median norm; named once",
+    ]
+    records = [record for record in records_from_verdicts(verdicts) if record["kind"] == "gradient"]
+    assert [(r["ranks"], r["since_step"], r["bucket"], r["nonfinite"]) for r in records] == [
+        ([3], 12, 2, True),
+        ([5], 40, 1, False),
+    ]
+    assert records[0]["ratio"] is None and records[1]["ratio"] == verdicts["job/gradient_ratio/5"]
+
+
+def test_a_rank_named_at_many_steps_is_persistent_and_clean_norms_name_nobody(
+    tmp_path: Path,
+) -> None:
+    for name in ("faulty", "clean", "plain"):
+        (tmp_path / name).mkdir()
+    faults = {(2, step, 0): 20.0 for step in range(30, 36)}
+    verdicts = _view(tmp_path / "faulty", _gradient_norms(4, 60, faults=faults)).verdicts
+    assert verdicts["job/gradient_ranks"] == "2"
+    assert verdicts["job/gradient_named_steps/2"] == 6
+    assert verdicts["job/gradient_persistent/2"] == 1
+    [record] = [r for r in records_from_verdicts(verdicts) if r["kind"] == "gradient"]
+    assert record["persistent"] is True and record["message"].endswith(
+        "named at 6 steps, persistent"
+    )
+    clean = _view(tmp_path / "clean", _gradient_norms(4, 60)).verdicts
+    assert (clean["job/gradient_check"], clean["job/gradient_ranks"]) == ("checked", "")
+    assert "gradient: none (no rank's local gradient stood apart before the reduce)" in (
+        verdict_lines(clean)
+    )
+    # A job without the probe says nothing of gradients.
+    plain = _view(tmp_path / "plain", _job(3)).verdicts
+    assert "job/gradient_check" not in plain
+    assert not any(line.startswith("gradient") for line in verdict_lines(plain))

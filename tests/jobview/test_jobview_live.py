@@ -20,15 +20,16 @@ import struct
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rankscribe.jobview import JobStatistics, LiveJobView, RankSeries, live_lines
+from rankscribe.jobview import JobStatistics, LiveJobView, RankSeries, live_lines, write_job_view
 from rankscribe.jobview.errors import JobViewParamValueError
-from rankscribe.jobview.feed import STEP_TIME_TAG
+from rankscribe.jobview.feed import GRADIENT_NORM_TAG_PREFIX, STEP_TIME_TAG
 from rankscribe.jobview.protocol import LIVE_STATE_NAME, JobPartial, PartialFormatError, ranges_text
 from rankscribe.writer.reader import scalars
 from tests._support.npz_files import read_archive, write_archive
@@ -425,3 +426,44 @@ def test_tensorboard_text_holds_the_live_verdicts_as_show_prints_them(tmp_path: 
     assert texts[-1] == "\n".join(f"- {line}" for line in shown)
     assert "| verdict | value |" not in texts[-1]
     view.finish()
+
+
+def test_a_corrupted_local_gradient_is_named_interval_by_interval(tmp_path: Path) -> None:
+    """Bucket norms travel the wire like timings; the live view names the rank through
+    on_verdict, and its verdicts are those of the whole run judged at once."""
+    rng = np.random.default_rng(3)
+    norms = np.exp(0.1 * rng.standard_normal((90, 4, 2)))  # steps, ranks, buckets
+    norms[44, 1, 1] *= 300.0  # rank 1, step 45, bucket 1
+    announced: list[Any] = []
+    (tmp_path / "live").mkdir()
+    view = LiveJobView(tmp_path / "live", world_size=4, on_verdict=announced.append)
+    everything: dict[int, dict[str, list[tuple[int, float]]]] = {rank: {} for rank in range(4)}
+    for start in (1, 31, 61):
+        interval = JobPartial()
+        for rank in range(4):
+            points = {STEP_TIME_TAG: [(step, 0.1) for step in range(start, start + 30)]}
+            for bucket in range(2):
+                points[f"{GRADIENT_NORM_TAG_PREFIX}{bucket}"] = [
+                    (step, float(norms[step - 1, rank, bucket]))
+                    for step in range(start, start + 30)
+                ]
+            for tag, pairs in points.items():
+                everything[rank].setdefault(tag, []).extend(pairs)
+            message = JobPartial.of_rank(rank, points, last_step=start - 1).to_bytes()
+            interval.merge(JobPartial.from_bytes(message))
+        view.add(interval)
+        view.write()
+        view.judge()
+    verdicts = view.finish()
+    assert (verdicts["job/gradient_ranks"], verdicts["job/gradient_step/1"]) == ("1", 45)
+    assert verdicts["job/gradient_bucket/1"] == 1
+    [record] = announced
+    assert (record["kind"], record["ranks"], record["since_step"]) == ("gradient", [1], 45)
+    whole = JobStatistics()
+    for rank, points in everything.items():
+        whole.add(RankSeries(rank, points))
+    (tmp_path / "offline").mkdir()
+    offline = write_job_view(tmp_path / "offline", whole, world_size=4).verdicts
+    assert {key: value for key, value in offline.items() if "gradient" in key} == {
+        key: value for key, value in verdicts.items() if "gradient" in key
+    }

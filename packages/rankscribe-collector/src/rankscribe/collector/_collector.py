@@ -14,6 +14,7 @@ _lineage.py                this rank's lineage values; the job lineage on rank 0
 _settings.py               the live job view's interval and verdict callback
 landscape/_saver.py        parameter files and ``train_metadata.json``
 _series.py, _timings.py    timings, fingerprints, the series of the job view
+_reduced.py                ``allreduce_gradients``: a loop's own gradient reduce
 system/                    the rank's machine, sampled off the training thread
 cost/                      what the collector costs a step, and its budget
 =========================  =====================================================
@@ -45,12 +46,17 @@ from rankscribe.collector.collection._options import check_one_of_a_kind, collec
 from rankscribe.collector.collection._schedule import Collect, CollectionSchedule, total_units
 from rankscribe.collector.cost._budget import CostBudget, check_cost_budget
 from rankscribe.collector.errors import CollectorValueError
+from rankscribe.collector.jobview._reduced import ReducedGradients, allreduce_gradients
 from rankscribe.collector.jobview._series import (
     STEP_TIME_WRITE_AT_ONCE,
     STEP_TIME_WRITE_INTERVAL,
     SeriesRecorder,
 )
-from rankscribe.collector.jobview._settings import check_job_view_interval, check_on_verdict
+from rankscribe.collector.jobview._settings import (
+    check_gradient_probe,
+    check_job_view_interval,
+    check_on_verdict,
+)
 from rankscribe.collector.jobview._timings import StepTimings
 from rankscribe.collector.run._lineage import DEFAULT_MERGE_TIMEOUT, LineageRecorder
 from rankscribe.collector.run._run import CollectorRun
@@ -140,6 +146,11 @@ class SummaryCollector(Callback):
             collected steps, then collected steps' fingerprints, then unsaved landscape
             sets; never the loss, timings or lineage. The cost is recorded as
             ``rankscribe/collector_cost/*`` (docs/collector-cost.md, "The cost budget").
+        gradient_probe: on a ``DistributedDataParallel`` network, record each rank's
+            local gradient norm per bucket before the reduce and when its last bucket
+            was ready (``rankscribe/gradient/*``, through a DDP communication hook that
+            chains a hook of the user's registered after it; docs/job-view.md,
+            "Gradients"). True by default; False: no hook is registered.
 
     Timings for the job view (docs/job-view.md, "Timings"): step time, data
     wait, forward time (torch module hooks) and :meth:`section`.
@@ -170,6 +181,7 @@ class SummaryCollector(Callback):
         system_interval: float | None = None,
         landscape_budget: int | Literal["all"] | None = None,
         cost_budget: float | Literal["off"] | None = None,
+        gradient_probe: bool = True,
     ) -> None:
         arguments = collector_arguments(
             summary_dir,
@@ -204,7 +216,9 @@ class SummaryCollector(Callback):
         # Bound once: the short path of step_end appends with no call of its own.
         self._keep_step, self._keep_step_time = self._series.step_time_appenders()
         self._keep_wait_step, self._keep_wait = self._series.data_wait_appenders()
-        self._timings = StepTimings(self._series, self._adapters)
+        self._timings = StepTimings(
+            self._series, self._adapters, gradients=check_gradient_probe(gradient_probe)
+        )
         self._step_started: float | None = None
         self._step_time: float | None = None
         # step_end's short path applies to the steps before this one (0: none),
@@ -381,6 +395,31 @@ class SummaryCollector(Callback):
         """
         return self._timings.section(name)
 
+    def allreduce_gradients(self, comm: Any, gradients: Any, *, average: bool = True) -> None:
+        """Average (``average=False``: sum) local gradients across ``comm``'s ranks, in place.
+
+        For a loop of your own that reduces its gradients itself (NumPy arrays under
+        MPI): ``gradients`` is one float array or a list of them (each writeable and
+        C-contiguous); ``comm`` an mpi4py communicator (``Allreduce``, ``Get_size``).
+        Before the reduce, each array's local L2 norm (accumulated in float64) is recorded
+        as ``rankscribe/gradient/norm/<index>`` and the seconds since the step's start as
+        ``rankscribe/gradient/ready_time``, the tags the DDP probe records, so the job view
+        names a rank whose gradient stands apart (docs/gradients.md, "Your own loop").
+        Every rank calls it with arrays of the same shapes, at the same steps. With
+        ``gradient_probe=False`` it reduces and records nothing; on a DDP network, whose
+        probe records already, it only reduces.
+        """
+        timings = self._timings
+        recorder = timings.gradient
+        if recorder is None and timings.gradients_on and self._training:
+            recorder = timings.gradient = ReducedGradients(self._step_started)
+        allreduce_gradients(
+            comm,
+            gradients,
+            average=average,
+            recorder=recorder if isinstance(recorder, ReducedGradients) else None,
+        )
+
     def step_begin(self, run_context: RunContext) -> None:
         now = _clock.now()
         # Set by a loop that calls step_begin after the step (TrainSession): no data wait.
@@ -393,6 +432,8 @@ class SummaryCollector(Callback):
         else:
             timings.data_wait = None
             self._step_started = started
+        if timings.gradient is not None:
+            timings.gradient.started = self._step_started
 
     def step_end(self, run_context: RunContext) -> None:
         ended = _clock.now()
@@ -417,7 +458,11 @@ class SummaryCollector(Callback):
             if wait is not None:
                 self._keep_wait_step(step)
                 self._keep_wait(wait)
-            if timings.forward is not None or timings.section_totals:
+            if (
+                timings.forward is not None
+                or timings.gradient is not None
+                or timings.section_totals
+            ):
                 timings.keep_extras(step, ended - started)
             timings.last_end = ended
             # One clock read: this path's own time, for the cost budget (cost/_budget.py).
@@ -673,4 +718,5 @@ class SummaryCollector(Callback):
     def _merge_job_lineage(self) -> None:
         merger, directory = self._run.merger, self._run.directory
         if merger is not None and directory is not None:
+            merger.verdict_notes = self._timings.gradient_parameters
             self._live.merge(merger, directory, self._series.series)

@@ -6,7 +6,9 @@ through this module alone (``tools/check_boundaries.py`` holds it to that):
 - the tags it records on every rank: the timings (:data:`STEP_TIME_TAG`,
   :data:`DATA_WAIT_TAG`, :data:`FORWARD_TIME_TAG`, sections under
   :data:`SECTION_TAG_PREFIX`, :data:`ARRIVAL_TIME_TAG` from the section
-  :data:`SYNC_SECTION`), the parameter fingerprint (:data:`FINGERPRINT_TAG`)
+  :data:`SYNC_SECTION`), the gradient probe's bucket norms and ready time
+  (:data:`GRADIENT_NORM_TAG_PREFIX`, :data:`GRADIENT_READY_TAG`), the parameter
+  fingerprint (:data:`FINGERPRINT_TAG`)
   and the machine's samples (:data:`SYSTEM_TAG_PREFIX`); ``docs/job-view.md``'s
   "Timings" and ``docs/system-metrics.md`` say what each holds;
 - each rank's end of the live view (:class:`LiveRankView`, every
@@ -31,6 +33,8 @@ from rankscribe.jobview.job._statistics import (
     DATA_WAIT_TAG,
     FINGERPRINT_TAG,
     FORWARD_TIME_TAG,
+    GRADIENT_NORM_TAG_PREFIX,
+    GRADIENT_READY_TAG,
     SECTION_TAG_PREFIX,
     STEP_TIME_TAG,
     SYNC_SECTION,
@@ -45,6 +49,8 @@ __all__ = [
     "DEFAULT_JOB_VIEW_INTERVAL",
     "FINGERPRINT_TAG",
     "FORWARD_TIME_TAG",
+    "GRADIENT_NORM_TAG_PREFIX",
+    "GRADIENT_READY_TAG",
     "SECTION_TAG_PREFIX",
     "STEP_TIME_TAG",
     "SYNC_SECTION",

@@ -146,6 +146,20 @@ class AdapterRegistry:
         make = getattr(adapter, "forward_timer", None) if adapter is not None else None
         return make(obj) if callable(make) else None
 
+    def gradient_probe(self, obj: object) -> Any:
+        """A probe of ``obj``'s gradients before their reduce (a DDP network), or None.
+
+        An adapter offers it with a ``gradient_probe(obj)`` method returning an
+        object with a ``started`` attribute (the step's start, set at each step),
+        ``take(step)`` and ``finish()`` (``(step, [(tag, value)])`` lists),
+        ``reset()`` and ``remove()``.
+        """
+        if obj is None:
+            return None
+        adapter = self.adapter_for(obj)
+        make = getattr(adapter, "gradient_probe", None) if adapter is not None else None
+        return make(obj) if callable(make) else None
+
     def fingerprint_parts(self, obj: object) -> list[Any] | None:
         """``obj``'s parameters as raw-byte parts for the fingerprint, or None (no network).
 

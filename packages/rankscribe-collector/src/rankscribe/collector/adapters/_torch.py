@@ -37,6 +37,9 @@ from the objects it read (parameter names, traced graphs). What it reads:
   :class:`ForwardTimer` timing its ``forward`` with a forward pre-hook and a
   forward hook (on an accelerator with the device's events, read a step or
   more later, never a synchronise per step). ``docs/job-view.md``, "Timings".
+- :meth:`~TorchAdapter.gradient_probe`, for a ``DistributedDataParallel`` network: a
+  communication hook recording each bucket's local gradient norm and ready time
+  before the reduce (``_torch_gradients.py``; ``docs/job-view.md``, "Gradients").
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ from rankscribe.collector._fingerprint import HostPart
 from rankscribe.collector.adapters import _device_reads
 from rankscribe.collector.adapters._device_reads import DeviceHistograms, LateSums, late_loss
 from rankscribe.collector.adapters._torch_data import dataset_view
+from rankscribe.collector.adapters._torch_gradients import GradientProbe, gradient_probe
 from rankscribe.collector.adapters._torch_graph import GraphTracer
 from rankscribe.collector.adapters._torch_histogram import device_histogram_dtype, to_host
 from rankscribe.collector.adapters._views import DatasetView
@@ -513,6 +517,10 @@ class TorchAdapter:
         if not isinstance(obj, torch.nn.Module):
             return None
         return ForwardTimer(_unwrapped(obj))
+
+    def gradient_probe(self, obj: object) -> GradientProbe | None:
+        """The gradient probe of a ``DistributedDataParallel`` network (``_torch_gradients.py``)."""
+        return gradient_probe(obj)
 
     def optimizer_view(self, obj: object) -> TorchOptimizer | None:
         return TorchOptimizer(obj, self) if isinstance(obj, torch.optim.Optimizer) else None

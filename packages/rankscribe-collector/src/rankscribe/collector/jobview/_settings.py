@@ -1,4 +1,5 @@
-"""The collector's settings of the live job view: its interval and its verdict callback.
+"""The collector's settings of the job view: the live view's interval and verdict callback,
+and whether the gradient probe is on.
 
 The live view itself, each rank's end of the tree, is the job view's
 (:class:`rankscribe.jobview.feed.LiveRankView`); the collector checks the two arguments
@@ -12,7 +13,12 @@ from rankscribe.collector._checks import check_seconds_setting
 from rankscribe.collector.errors import CollectorTypeError
 from rankscribe.jobview.feed import DEFAULT_JOB_VIEW_INTERVAL, VerdictCallback
 
-__all__ = ["JOB_VIEW_INTERVAL_ENV", "check_job_view_interval", "check_on_verdict"]
+__all__ = [
+    "JOB_VIEW_INTERVAL_ENV",
+    "check_gradient_probe",
+    "check_job_view_interval",
+    "check_on_verdict",
+]
 
 #: The environment variable that sets ``job_view_interval`` when the argument is not given.
 JOB_VIEW_INTERVAL_ENV = "RANKSCRIBE_JOB_VIEW_INTERVAL"
@@ -36,4 +42,14 @@ def check_on_verdict(value: object) -> VerdictCallback | None:
     raise CollectorTypeError(
         f"For 'on_verdict', the value should be a callable taking one verdict record (a dict) "
         f"or None, but got {type(value).__name__} {value!r:.80}."
+    )
+
+
+def check_gradient_probe(value: object) -> bool:
+    """``gradient_probe`` as given: a bool (else a clear error naming it)."""
+    if isinstance(value, bool):
+        return value
+    raise CollectorTypeError(
+        f"For 'gradient_probe', the value should be a bool (True records each rank's gradient "
+        f"norms before the reduce of a DDP network), but got {type(value).__name__} {value!r:.80}."
     )

@@ -8,7 +8,13 @@ What each measures is in ``docs/job-view.md`` ("Timings"); in short:
 - ``rankscribe/forward_time``: the network's ``forward``, timed by the
   adapter's hooks (:meth:`rankscribe.collector.adapters.AdapterRegistry.forward_timer`;
   on an accelerator read from device events a step or more later);
-- ``rankscribe/section/<name>``: ``with collector.section(name):``.
+- ``rankscribe/section/<name>``: ``with collector.section(name):``;
+- ``rankscribe/gradient/norm/<bucket>`` and ``rankscribe/gradient/ready_time``: each
+  bucket's local gradient norm before the reduce, and when the last bucket was ready,
+  from the adapter's gradient probe of a DDP network
+  (:meth:`rankscribe.collector.adapters.AdapterRegistry.gradient_probe`; on an
+  accelerator the norms are read a step or more later), or from the arrays a loop
+  of the user's own hands ``SummaryCollector.allreduce_gradients`` (``_reduced.py``).
 
 :class:`StepTimings` holds that state for one collector; the collector's
 ``step_end`` keeps the values in its :class:`~rankscribe.collector.jobview._series.SeriesRecorder`.
@@ -18,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
@@ -30,13 +37,15 @@ from rankscribe.jobview.feed import (
     ARRIVAL_TIME_TAG,
     DATA_WAIT_TAG,
     FORWARD_TIME_TAG,
+    GRADIENT_NORM_TAG_PREFIX,
+    GRADIENT_READY_TAG,
     SECTION_TAG_PREFIX,
     SYNC_SECTION,
 )
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Section", "StepTimings", "section_tag"]
+__all__ = ["Section", "StepTimings", "gradient_values", "section_tag"]
 
 _SECTION_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
@@ -55,6 +64,14 @@ def section_tag(name: object) -> str:
             f"got {name!r:.60}."
         )
     return SECTION_TAG_PREFIX + name
+
+
+def gradient_values(norms: list[tuple[int, float]], ready: float | None) -> list[tuple[str, float]]:
+    """A step's bucket norms and ready time from the gradient probe, as ``(tag, value)``."""
+    found = [(GRADIENT_NORM_TAG_PREFIX + str(bucket), norm) for bucket, norm in norms]
+    if ready is not None:
+        found.append((GRADIENT_READY_TAG, ready))
+    return found
 
 
 class Section:
@@ -86,14 +103,20 @@ class StepTimings:
     Attributes read on the collector's shortest path: ``data_wait`` (this
     step's, or None), ``last_end`` (perf_counter at the end of the last step of
     the epoch, or None), ``forward`` (the forward timer, or None) and
-    ``section_totals`` (section tag -> seconds in this step so far).
+    ``section_totals`` (section tag -> seconds in this step so far) and ``gradient``
+    (the gradient probe, or None; ``gradients=False``: never one).
     """
 
-    def __init__(self, series: SeriesRecorder, adapters: AdapterRegistry) -> None:
+    def __init__(
+        self, series: SeriesRecorder, adapters: AdapterRegistry, *, gradients: bool = True
+    ) -> None:
         self._series, self._adapters = series, adapters
+        #: Whether gradient norms are recorded (the collector's ``gradient_probe``).
+        self.gradients_on = gradients
         self.data_wait: float | None = None
         self.last_end: float | None = None
         self.forward: Any = None
+        self.gradient: Any = None
         self.section_totals: dict[str, float] = {}
         self._tags: dict[str, str] = {}  # validated name -> tag
         # Bound once (the arrays stay across runs): a quiet step appends with no lookup.
@@ -112,6 +135,8 @@ class StepTimings:
         if params.mode != "train":
             if self.forward is not None:
                 self.forward.reset()
+            if self.gradient is not None:
+                self.gradient.reset()
             return
         self.close()
         network = params.train_network if params.train_network is not None else params.network
@@ -122,6 +147,12 @@ class StepTimings:
                 "The forward time (%s) is not recorded in this run: %s", FORWARD_TIME_TAG, error
             )
             self.forward = None
+        if self.gradients_on:
+            try:
+                self.gradient = self._adapters.gradient_probe(network)
+            except (TypeError, ValueError, RuntimeError) as error:
+                logger.warning("The gradient probe is off in this run: %s", error)
+                self.gradient = None
 
     def epoch_begin(self) -> None:
         """What happens between epochs (evaluation, checkpoints) is no data wait."""
@@ -129,6 +160,8 @@ class StepTimings:
         self.section_totals.clear()
         if self.forward is not None:
             self.forward.reset()
+        if self.gradient is not None:
+            self.gradient.reset()
 
     def extras(
         self, step: int, *, with_wait: bool = False, step_seconds: float | None = None
@@ -148,6 +181,13 @@ class StepTimings:
                     found.append((FORWARD_TIME_TAG, seconds))
                 else:  # read from device events a step or more later
                     self._series.keep_timing(FORWARD_TIME_TAG, taken, seconds)
+        probe = self.gradient
+        if probe is not None:
+            for taken, norms, ready in probe.take(step):
+                if taken == step:
+                    found.extend(gradient_values(norms, ready))
+                else:  # norms read from the device a step or more later
+                    self._series.keep_timings(taken, gradient_values(norms, ready))
         totals = self.section_totals
         if totals:
             found.extend(totals.items())
@@ -165,6 +205,10 @@ class StepTimings:
             for taken, seconds in timer.take(step):
                 self._forward_step(taken)
                 self._forward_seconds(seconds)
+        probe = self.gradient
+        if probe is not None:
+            for taken, norms, ready in probe.take(step):
+                self._series.keep_timings(taken, gradient_values(norms, ready))
         totals = self.section_totals
         if totals:
             for tag, seconds in totals.items():
@@ -174,18 +218,48 @@ class StepTimings:
                 self._series.keep_timing(ARRIVAL_TIME_TAG, step, arrival)
             totals.clear()
 
+    def gradient_parameters(self, verdicts: Mapping[str, object]) -> dict[str, str]:
+        """``job/gradient_parameters/<rank>``: the parameters of the bucket each named rank
+        was named in (docs/job-view.md, "Gradient"), as far as the probe learnt them."""
+        learnt = getattr(self.gradient, "bucket_parameters", None)
+        if not isinstance(learnt, dict):
+            return {}
+        found: dict[str, str] = {}
+        for key, bucket in verdicts.items():
+            if not key.startswith(_BUCKET_KEY) or not isinstance(bucket, int):
+                continue
+            names = learnt.get(bucket)
+            if names:
+                shown = names[:_NAMES_SHOWN]
+                more = len(names) - len(shown)
+                text = ",".join(shown) + (f",... ({more} more)" if more else "")
+                found[_PARAMETERS_KEY + key[len(_BUCKET_KEY) :]] = text
+        return found
+
     def finish(self) -> None:
-        """Training ends: forward times still waiting on device events are kept."""
+        """Training ends: forward times and gradient norms still on a device are kept."""
         if self.forward is not None:
             for taken, seconds in self.forward.finish():
                 self._series.keep_timing(FORWARD_TIME_TAG, taken, seconds)
+        if self.gradient is not None:
+            for taken, norms, ready in self.gradient.finish():
+                self._series.keep_timings(taken, gradient_values(norms, ready))
 
     def close(self) -> None:
-        """Remove the forward hooks: the user's module is left as it was."""
+        """Remove the forward hooks and quiet the gradient probe (DDP keeps its hook)."""
         timer, self.forward = self.forward, None
         if timer is not None:
             timer.remove()
+        probe, self.gradient = self.gradient, None
+        if probe is not None:
+            probe.remove()
 
+
+#: The verdict keys of a gradient finding's bucket, and of its parameters (``<rank>`` after).
+_BUCKET_KEY = "job/gradient_bucket/"
+_PARAMETERS_KEY = "job/gradient_parameters/"
+#: Parameter names a verdict lists of a bucket at most (a 25 MB bucket holds hundreds).
+_NAMES_SHOWN = 8
 
 #: The tag of the section a rank's collective runs in (``with collector.section("sync"):``).
 _SYNC_TAG = SECTION_TAG_PREFIX + SYNC_SECTION

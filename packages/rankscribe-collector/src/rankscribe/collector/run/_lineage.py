@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -273,6 +273,9 @@ class JobLineageMerger:
         self.coordinator = coordinator
         self._owned: Coordinator | None = None
         self.last_merged: RunLineage | None = None
+        #: Keys rank 0 adds to the job's verdicts from what only the collector knows (the
+        #: parameters of a gradient verdict's bucket): verdicts -> more keys; None: none.
+        self.verdict_notes: Callable[[Mapping[str, Any]], Mapping[str, str]] | None = None
 
     def open(self) -> None:
         """Make a coordinator for the job unless one was given (every rank calls this).
@@ -413,6 +416,8 @@ class JobLineageMerger:
                     verdicts = self._write_job_view(job_series, not_arrived, merged)
                 # Ranks that wrote into directories of their own: named in the job's record.
                 verdicts = {**verdicts, **rank_dirs_note(self.summary_dir)}
+                if self.verdict_notes is not None:  # what the collector adds (bucket names)
+                    verdicts.update(self.verdict_notes(verdicts))
                 if merged is None:
                     logger.error(
                         "No rank reported a lineage; no merged lineage is written in %s.",

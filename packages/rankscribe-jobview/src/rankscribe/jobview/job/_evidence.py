@@ -3,8 +3,9 @@
 Rank 0 of a live job view (:mod:`rankscribe.jobview.job._live`) never holds a rank's whole series:
 each interval's per-rank timings and fingerprints are folded into a few
 counters and a fixed-bin histogram per (timing tag, rank), the fingerprint
-check's start and each rank's first step out of the majority, and each
-rank's last step. ``docs/job-view.md``, "Live", says what each verdict is
+check's start and each rank's first step out of the majority, the gradient
+rule's learnt window (``_gradient_verdicts.py``) and the ranks it named, and
+each rank's last step. ``docs/job-view.md``, "Live", says what each verdict is
 judged on.
 """
 
@@ -25,6 +26,7 @@ from rankscribe.jobview.job._statistics import (
     JobStatistics,
     is_timing_tag,
 )
+from rankscribe.jobview.job.verdicts._gradient_verdicts import GradientVerdicts
 from rankscribe.jobview.job.verdicts._record_types import StragglerRecord
 from rankscribe.jobview.job.verdicts._straggler_verdicts import (
     VerdictSettings,
@@ -125,6 +127,8 @@ class LiveVerdicts:
     #: Ranks with at least one timing point (the others: ``job/untimed_ranks``).
     timed_ranks: set[int] = field(default_factory=set)
     diverged: dict[int, int] = field(default_factory=dict)
+    #: The gradient rule, fed each written interval's bucket norms (steps in order).
+    gradients: GradientVerdicts = field(default_factory=GradientVerdicts)
     missing_now: list[int] = field(default_factory=list)
     #: The straggler thresholds (may be replaced while the job runs).
     settings: VerdictSettings = field(default_factory=VerdictSettings)
@@ -139,6 +143,7 @@ class LiveVerdicts:
         # An interval is a block of steps with every rank's timings: the same rule as at
         # the end of a run without a live view (docs/job-view.md, "Stragglers").
         self.stragglers.merge(timing_evidence(written.job_statistics()))
+        self.gradients.add(written.per_rank)
         for tag, ranks in written.per_rank.items():
             if tag == FINGERPRINT_TAG:
                 curves.extend(self._add_fingerprints(dense_series(ranks)))
@@ -224,6 +229,7 @@ class LiveVerdicts:
         verdicts["job/diverged_first_step"] = min(self.diverged.values(), default=NONE)
         for rank, step in sorted(self.diverged.items()):
             verdicts[f"job/diverged_step/{rank}"] = step
+        verdicts.update(self.gradients.verdicts())
         verdicts["job/nonfinite_loss_ranks"] = ranges_text(sorted(self.nonfinite_loss))
         verdicts["job/nonfinite_loss_first_step"] = min(self.nonfinite_loss.values(), default=NONE)
         for rank, step in sorted(self.nonfinite_loss.items()):

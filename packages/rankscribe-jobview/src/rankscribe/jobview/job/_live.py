@@ -222,12 +222,12 @@ class LiveJobView:
         self.intervals += 1
         # TensorBoard's text gets the sentences `show` prints of the live job.
         self._append(curves, text=live_verdict_lines(self.watch.records, verdicts))
-        # Divergence and non-finite losses come from the written steps; stragglers from the
-        # watch's window (judged each round: judge()).
+        # Divergence, gradients and non-finite losses come from the written steps;
+        # stragglers from the watch's window (judged each round: judge()).
         self._other_records = [
             record
             for record in records_from_verdicts(verdicts)
-            if record["kind"] in ("divergence", "nonfinite")
+            if record["kind"] in ("divergence", "gradient", "nonfinite")
         ]
         self._write_state(verdicts, final=final)
         if final:

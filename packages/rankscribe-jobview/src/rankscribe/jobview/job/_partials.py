@@ -8,9 +8,9 @@ the live job view (``docs/job-view.md``, "Live" and "Tree"):
   of the interval, never with the ranks;
 - ``per_rank``: each rank's own points of the tags whose rules need every
   rank's value at a step (the timing tags: a median; the parameter
-  fingerprint: a majority; the machine samples: each rank's latest one is
-  held to the steps the others sampled at, job/_samples.py), for this
-  interval only;
+  fingerprint: a majority; the gradient norms: each rank against the
+  others; the machine samples: each rank's latest one is held to the steps
+  the others sampled at, job/_samples.py), for this interval only;
 - ``last_steps``: every rank whose points arrived, with its last step so far
   (-1 before its first point): the ranks of the interval;
 - ``nonfinite_loss``: the first step of each rank whose loss was NaN/inf;
@@ -36,6 +36,7 @@ import numpy as np
 from rankscribe.jobview.job._batch_merge import merge_groups, single_rank_rows
 from rankscribe.jobview.job._statistics import (
     FINGERPRINT_TAG,
+    GRADIENT_TAG_PREFIX,
     LOSS_TAGS,
     SYSTEM_TAG_PREFIX,
     JobStatistics,
@@ -72,8 +73,13 @@ _COMBINE_STEPS = 1 << 17
 
 
 def is_per_rank_tag(tag: str) -> bool:
-    """Whether ``tag`` travels as each rank's own points (timings, fingerprint, samples)."""
-    return tag == FINGERPRINT_TAG or is_timing_tag(tag) or tag.startswith(SYSTEM_TAG_PREFIX)
+    """Whether ``tag`` travels as each rank's own points (timings, fingerprint, samples,
+    gradient norms)."""
+    return (
+        tag == FINGERPRINT_TAG
+        or is_timing_tag(tag)
+        or tag.startswith((SYSTEM_TAG_PREFIX, GRADIENT_TAG_PREFIX))
+    )
 
 
 class Partial:
@@ -259,6 +265,11 @@ class Partial:
             },
             fingerprints=dict(self.per_rank.get(FINGERPRINT_TAG, {})),
             samples=self.samples(),
+            gradients={
+                tag: dict(ranks)
+                for tag, ranks in self.per_rank.items()
+                if tag.startswith(GRADIENT_TAG_PREFIX)
+            },
             nonfinite_loss=dict(self.nonfinite_loss),
             last_steps={
                 rank: (step if step >= 0 else None)

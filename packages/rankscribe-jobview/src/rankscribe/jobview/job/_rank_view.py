@@ -231,6 +231,9 @@ class LiveRankView:
             return None
         try:
             view.write(final=True)
+            # The verdicts of the steps this write judged (divergence, gradient, non-finite
+            # loss) reach on_verdict and the state file's records too.
+            view.judge(final=True)
         except OSError as error:
             logger.error(
                 "Writing the job view into %s failed: %s. Run `rankscribe-lineage "

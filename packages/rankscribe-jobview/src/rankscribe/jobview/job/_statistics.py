@@ -43,6 +43,9 @@ __all__ = [
     "DATA_WAIT_TAG",
     "FINGERPRINT_TAG",
     "FORWARD_TIME_TAG",
+    "GRADIENT_NORM_TAG_PREFIX",
+    "GRADIENT_READY_TAG",
+    "GRADIENT_TAG_PREFIX",
     "LOSS_TAGS",
     "NO_RANK",
     "SECTION_TAG_PREFIX",
@@ -72,6 +75,13 @@ SECTION_TAG_PREFIX = "rankscribe/section/"
 ARRIVAL_TIME_TAG = "rankscribe/arrival_time"
 #: The section a rank's collective runs in: ``with collector.section(SYNC_SECTION):``.
 SYNC_SECTION = "sync"
+#: Every tag of the gradient probe starts with this (each rank's own: never a job band only).
+GRADIENT_TAG_PREFIX = "rankscribe/gradient/"
+#: ``rankscribe/gradient/norm/<bucket>``: the L2 norm of a rank's local gradient in bucket
+#: ``<bucket>`` (an int from 0), just before its reduce (the collector's DDP probe).
+GRADIENT_NORM_TAG_PREFIX = GRADIENT_TAG_PREFIX + "norm/"
+#: Seconds from a step's start until the rank's last gradient bucket was ready to reduce.
+GRADIENT_READY_TAG = GRADIENT_TAG_PREFIX + "ready_time"
 #: The timings the collector records on every rank (sections are any tag under the prefix).
 TIMING_TAGS = (STEP_TIME_TAG, DATA_WAIT_TAG, FORWARD_TIME_TAG, ARRIVAL_TIME_TAG)
 #: Every tag of the machine's sampler starts with this (docs/system-metrics.md).
@@ -355,6 +365,8 @@ class JobStatistics:
     - ``samples``: each rank's own machine samples (``rankscribe/system/*``,
       tag -> rank -> points): their bands hold every rank's latest sample
       (``job_bands`` of job/_samples.py), so they are kept apart from ``tags``;
+    - ``gradients``: each rank's own points of the gradient probe's tags
+      (``rankscribe/gradient/*``: the gradient rule compares the ranks at each step);
     - ``nonfinite_loss``: the first step of each rank whose loss was NaN/inf;
     - ``last_steps``: each rank's last recorded step (None when it had none).
 
@@ -376,6 +388,9 @@ class JobStatistics:
     )
     nonfinite_loss: dict[int, int] = field(default_factory=dict)
     last_steps: dict[int, int | None] = field(default_factory=dict)
+    gradients: dict[str, dict[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]] = field(
+        default_factory=dict
+    )
 
     @property
     def ranks(self) -> list[int]:
@@ -433,6 +448,8 @@ class JobStatistics:
                 continue
             if tag == self.step_time_tag or is_timing_tag(tag):
                 self.timings.setdefault(tag, {})[rank] = (steps, values)
+            elif tag.startswith(GRADIENT_TAG_PREFIX):
+                self.gradients.setdefault(tag, {})[rank] = (steps, values)
             if tag in self.loss_tags:
                 self._note_nonfinite(rank, steps, values)
             single = TagStatistics.of_rank(rank, steps, values)
@@ -458,6 +475,8 @@ class JobStatistics:
             self.timings.setdefault(tag, {}).update(by_rank)
         for tag, by_rank in other.samples.items():
             self.samples.setdefault(tag, {}).update(by_rank)
+        for tag, by_rank in other.gradients.items():
+            self.gradients.setdefault(tag, {}).update(by_rank)
         self.fingerprints.update(other.fingerprints)
         self.nonfinite_loss.update(other.nonfinite_loss)
         self.last_steps.update(other.last_steps)

@@ -34,16 +34,18 @@ from rankscribe.lineage.query._selection import CUSTOM_PREFIXES
 
 __all__ = ["CHECK_NO_JOB", "CHECK_VERDICT", "NAMES_NOTE", "add_show_command", "usable_verdicts"]
 
-#: ``show --check``: the exit status when a straggler or divergence verdict stands ...
+#: ``show --check``: the exit status when a straggler, divergence or gradient verdict
+#: stands ...
 CHECK_VERDICT = 3
 #: ... and when the directory holds no job (no lineage file, no live view).
 CHECK_NO_JOB = 2
 EXIT_NOTE = """\
-exit status: 0 shown (with --check: no straggler or divergence verdict stands);
-1 an error (e.g. no lineage file and no live view, without --check); 2 with --check:
-no job in DIR (no lineage file and no live view) or a usage error; 3 with --check: a
-straggler or divergence verdict stands (each is printed). --check and --json work
-while the job runs (from its live view, docs/job-view.md) and after it ended."""
+exit status: 0 shown (with --check: no straggler, divergence or gradient verdict
+stands); 1 an error (e.g. no lineage file and no live view, without --check); 2 with
+--check: no job in DIR (no lineage file and no live view) or a usage error; 3 with
+--check: a straggler, divergence or gradient verdict stands (each is printed). --check
+and --json work while the job runs (from its live view, docs/job-view.md) and after it
+ended."""
 
 # Where a query field's name is not the key the lineage file (and `show`) uses.
 _QUERY_NAMES = {
@@ -90,11 +92,21 @@ _VERDICT_TYPES = {
     "job/missing_ranks": (_is_text, "text"),
     "job/ranks_reported": (_is_int, "a count (int)"),
     "job/straggler_live_spans": (_is_text, "text"),
+    "job/gradient_check": (_is_text, "text"),
+    "job/gradient_ranks": (_is_text, "text"),
+    "job/gradient_first_step": (_is_int, "a step (int)"),
 }
 _VERDICT_PREFIX_TYPES = {
     "job/diverged_step/": (_is_int, "a step (int)"),
     "job/nonfinite_loss_step/": (_is_int, "a step (int)"),
     "job/last_step/": (_is_int, "a step (int)"),
+    "job/gradient_step/": (_is_int, "a step (int)"),
+    "job/gradient_bucket/": (_is_int, "a bucket (int)"),
+    "job/gradient_ratio/": (_is_number, "a number"),
+    "job/gradient_nonfinite/": (_is_int, "0 or 1"),
+    "job/gradient_named_steps/": (_is_int, "a count (int)"),
+    "job/gradient_persistent/": (_is_int, "0 or 1"),
+    "job/gradient_parameters/": (_is_text, "text"),
 }
 
 
@@ -473,7 +485,8 @@ def add_show_command(commands: argparse._SubParsersAction[argparse.ArgumentParse
     show.add_argument(
         "--check",
         action="store_true",
-        help=f"print the standing straggler and divergence verdicts only; exit {CHECK_VERDICT} "
+        help=f"print the standing straggler, divergence and gradient verdicts only; exit "
+        f"{CHECK_VERDICT} "
         f"when one stands, 0 when none does, {CHECK_NO_JOB} when DIR holds no job",
     )
     show.set_defaults(handler=_show)

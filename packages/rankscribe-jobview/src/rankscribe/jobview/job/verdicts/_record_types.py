@@ -6,10 +6,11 @@ holds, for a type checker and an editor:
 - :class:`StragglerRecord`: what :func:`~rankscribe.jobview.judge_timings` returns and
   the live view hands ``on_verdict`` for a straggler, every key always present
   (``evidence`` once the machine's readings were looked up).
-- :class:`VerdictRecord`: any kind (``straggler``, ``divergence``, ``nonfinite``,
-  ``stopped``) as read back from a merged lineage's ``job/`` keys or the live state, the
-  same keys for every kind; a key that does not apply to a kind, or that the files
-  did not hold, is None.
+- :class:`VerdictRecord`: any kind (``straggler``, ``divergence``, ``gradient``,
+  ``nonfinite``, ``stopped``) as read back from a merged lineage's ``job/`` keys or the
+  live state, the same keys for every kind; a key that does not apply to a kind, or that
+  the files did not hold, is None. A ``gradient`` record (one per rank) has four keys
+  more: ``bucket``, ``parameters``, ``ratio`` and ``nonfinite``.
 
 Without ``from __future__ import annotations``: a ``TypedDict`` knows a key is
 ``NotRequired`` only from an evaluated annotation (Python 3.11 reads a string as required).
@@ -78,3 +79,12 @@ class VerdictRecord(TypedDict):
     share_of_steps: float | None
     top: list[CostlyRank]
     message: str
+    #: A ``gradient`` record's: the DDP bucket whose local norm stood apart at
+    #: ``since_step`` (None: the rank's whole gradient), its ratio to the other ranks'
+    #: median (None for a non-finite norm) and whether the norm was NaN or infinite.
+    bucket: NotRequired[int | None]
+    #: The bucket's parameter names, when the merged lineage holds them (rank 0's
+    #: collector adds them; the live view's records have none): at most 8, then "...".
+    parameters: NotRequired[list[str]]
+    ratio: NotRequired[float | None]
+    nonfinite: NotRequired[bool]

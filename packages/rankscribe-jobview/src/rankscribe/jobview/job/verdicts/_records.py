@@ -2,7 +2,7 @@
 
 A record is a JSON-ready dict with the same keys whatever its kind::
 
-    {"kind": "straggler" | "divergence" | "nonfinite" | "stopped",
+    {"kind": "straggler" | "divergence" | "gradient" | "nonfinite" | "stopped",
      "ranks": [int, ...], "timing": str | None,
      "cost_seconds_per_step": float | None, "cost_share": float | None,
      "since_step": int | None, "persistent": bool | None,
@@ -20,10 +20,10 @@ from typing import Any
 
 from rankscribe.jobview.job.verdicts._record_types import VerdictRecord
 
-__all__ = ["ACTIONABLE_KINDS", "blank_record", "records_from_verdicts"]
+__all__ = ["ACTIONABLE_KINDS", "blank_record", "gradient_text", "records_from_verdicts"]
 
 #: The kinds of verdict ``rankscribe-lineage show --check`` answers 3 for.
-ACTIONABLE_KINDS = ("straggler", "divergence")
+ACTIONABLE_KINDS = ("straggler", "divergence", "gradient")
 
 
 def blank_record(kind: str, ranks: list[int], message: str) -> VerdictRecord:
@@ -127,6 +127,7 @@ def records_from_verdicts(verdicts: Mapping[str, Any]) -> list[VerdictRecord]:
         )
         record["since_step"] = _int(verdicts.get("job/diverged_first_step"))
         records.append(record)
+    records.extend(_gradient_records(verdicts))
     nonfinite = _rank_list(verdicts.get("job/nonfinite_loss_ranks"))
     if nonfinite:
         record = blank_record(
@@ -140,3 +141,49 @@ def records_from_verdicts(verdicts: Mapping[str, Any]) -> list[VerdictRecord]:
         record["since_step"] = _int(verdicts.get("job/stopped_first_step"))
         records.append(record)
     return records
+
+
+def _gradient_records(verdicts: Mapping[str, Any]) -> list[VerdictRecord]:
+    """One ``gradient`` record per rank named (``docs/job-view.md``, "Gradient")."""
+    records: list[VerdictRecord] = []
+    for rank in _rank_list(verdicts.get("job/gradient_ranks")):
+        step = _int(verdicts.get(f"job/gradient_step/{rank}"))
+        bucket = _int(verdicts.get(f"job/gradient_bucket/{rank}"))
+        ratio = _number(verdicts.get(f"job/gradient_ratio/{rank}"))
+        nonfinite = _number(verdicts.get(f"job/gradient_nonfinite/{rank}")) == 1.0
+        persistent = _number(verdicts.get(f"job/gradient_persistent/{rank}"))
+        record = blank_record("gradient", [rank], gradient_text(rank, verdicts))
+        record["since_step"] = step
+        record["persistent"] = bool(persistent) if persistent is not None else None
+        record["bucket"] = bucket if bucket is not None and bucket >= 0 else None
+        record["ratio"] = None if nonfinite else ratio
+        record["nonfinite"] = nonfinite
+        names = verdicts.get(f"job/gradient_parameters/{rank}")
+        record["parameters"] = names.split(",") if isinstance(names, str) and names else []
+        records.append(record)
+    return records
+
+
+def gradient_text(rank: int | str, verdicts: Mapping[str, Any]) -> str:
+    """What a ``gradient`` verdict says of ``rank``: where its local gradient stood apart."""
+    step = _int(verdicts.get(f"job/gradient_step/{rank}"))
+    bucket = _int(verdicts.get(f"job/gradient_bucket/{rank}"))
+    ratio = _number(verdicts.get(f"job/gradient_ratio/{rank}"))
+    named = _int(verdicts.get(f"job/gradient_named_steps/{rank}"))
+    where = f"bucket {bucket}" if bucket is not None and bucket >= 0 else "its whole gradient"
+    names = verdicts.get(f"job/gradient_parameters/{rank}")
+    if isinstance(names, str) and names and bucket is not None and bucket >= 0:
+        where += f" ({names.replace(',', ', ')})"
+    if _number(verdicts.get(f"job/gradient_nonfinite/{rank}")) == 1.0:
+        what = "a NaN or infinite local norm"
+    elif ratio is not None:
+        what = f"{ratio:.3g}x the other ranks' median norm"
+    else:
+        what = "a norm apart from the other ranks'"
+    at = f" at step {step}" if step is not None else ""
+    how = ""
+    if named is not None:
+        how = "; named once" if named == 1 else f"; named at {named} steps"
+        if _number(verdicts.get(f"job/gradient_persistent/{rank}")) == 1.0:
+            how += ", persistent"
+    return f"rank {rank}'s local gradient{at}, before the reduce: {where}, {what}{how}"

@@ -15,6 +15,7 @@ from rankscribe.jobview._checks import check_mapping
 from rankscribe.jobview.job._ranges import last_steps_text
 from rankscribe.jobview.job._statistics import SECTION_TAG_PREFIX
 from rankscribe.jobview.job.verdicts._machine import evidence_lines
+from rankscribe.jobview.job.verdicts._records import gradient_text
 from rankscribe.jobview.job.verdicts._straggler_verdicts import seconds_text
 
 __all__ = ["live_verdict_lines", "timing_name", "verdict_lines"]
@@ -113,6 +114,7 @@ def verdict_lines(user_defined: Mapping[str, Any]) -> list[str]:
         lines.append("divergence: none (the ranks' parameters agree)")
     else:
         lines.append(f"divergence: not checked ({str(check).replace('_', ' ')})")
+    lines.extend(_gradient_lines(user_defined))
     nonfinite = user_defined.get("job/nonfinite_loss_ranks", "")
     if nonfinite:
         firsts = ", ".join(
@@ -145,6 +147,28 @@ def verdict_lines(user_defined: Mapping[str, Any]) -> list[str]:
     if missing:
         lines.append(f"missing: {_ranks_phrase(missing)}")
     return lines
+
+
+def _gradient_lines(user_defined: Mapping[str, Any]) -> list[str]:
+    """``gradient: ...`` per rank named; none when no rank recorded gradient norms."""
+    check = user_defined.get("job/gradient_check")
+    if check is None:
+        return []
+    named = [item for item in str(user_defined.get("job/gradient_ranks", "")).split(",") if item]
+    if named:
+        ranks = [rank for item in named for rank in _expanded(item)]
+        return [f"gradient: {gradient_text(rank, user_defined)}" for rank in ranks]
+    if check == "checked":
+        return ["gradient: none (no rank's local gradient stood apart before the reduce)"]
+    return [f"gradient: not checked ({str(check).replace('_', ' ')})"]
+
+
+def _expanded(item: str) -> list[str]:
+    """``"3-5"`` as ``["3", "4", "5"]`` (at most 1,000); ``"3"`` as ``["3"]``."""
+    first, _, last = item.partition("-")
+    if last and first.isdigit() and last.isdigit() and 0 <= int(last) - int(first) < 1000:
+        return [str(rank) for rank in range(int(first), int(last) + 1)]
+    return [item]
 
 
 def live_verdict_lines(records: Sequence[Any], verdicts: Mapping[str, Any]) -> list[str]:

@@ -1,4 +1,4 @@
-"""The job's verdicts: straggler, step-time skew, divergence, non-finite loss, stops.
+"""The job's verdicts: straggler, step-time skew, divergence, gradient, non-finite loss, stops.
 
 Each rule is documented in :mod:`rankscribe.jobview` and in
 ``docs/job-view.md``; the values become ``user_defined`` keys of the merged
@@ -15,6 +15,7 @@ import numpy as np
 
 from rankscribe.jobview.job._ranges import missing_ranges, ranges_text
 from rankscribe.jobview.job._statistics import JobStatistics, RankArrays
+from rankscribe.jobview.job.verdicts._gradient_verdicts import GradientVerdicts
 from rankscribe.jobview.job.verdicts._straggler_verdicts import VerdictSettings, straggler_verdicts
 from rankscribe.jobview.job.verdicts._stragglers import StragglerEvidence, row_medians
 
@@ -49,6 +50,10 @@ def _ranks_text(ranks: Iterable[int]) -> str:
 def _int_value(value: int) -> int | float:
     """A user_defined int is int32 on the wire: a larger step is kept as a float."""
     return value if _INT32_MIN <= value <= _INT32_MAX else float(value)
+
+
+def _int_or_number(value: float | int | str) -> float | int | str:
+    return _int_value(value) if isinstance(value, int) else value
 
 
 @dataclass
@@ -298,6 +303,9 @@ def job_verdicts(
     }
     verdicts.update(untimed_ranks(reported, timed))
     verdicts.update(_divergence(statistics.fingerprints))
+    gradients = GradientVerdicts()
+    gradients.add(statistics.gradients)
+    verdicts.update({key: _int_or_number(value) for key, value in gradients.verdicts().items()})
     verdicts.update(_nonfinite_loss(statistics))
     verdicts.update(_stops(statistics, failed))
     return verdicts, times

@@ -1,0 +1,266 @@
+"""The gradient probe of a DDP network: each rank's gradient, bucket by bucket, before the reduce.
+
+Under DDP the all-reduce averages every rank's gradient inside ``backward``, so
+afterwards every replica holds the same gradient and the same backward time: a
+rank whose gradient was wrong, or whose backward was slow, can no longer be
+told apart. Before the reduce it can. DDP hands each bucket of gradients to a
+communication hook when the bucket is ready; the probe is such a hook
+(``docs/job-view.md``, "Gradients"). For each bucket it records
+
+- the local gradient's L2 norm, accumulated in float64 (on the CPU the bucket's
+  rows of :data:`_ROW` elements are summed in float32 and the rows in float64:
+  a float64 copy of a 25 MB bucket would cost more than the reduce; a norm that
+  overflows float32 there is taken again in float64), and
+- when the hook was called, in seconds since the step's start (the collector's
+  ``step_begin``); the last bucket's is when the rank's backward had every
+  gradient ready;
+
+and learns each bucket's parameter names (:attr:`GradientProbe.bucket_parameters`,
+the names in the wrapped module's ``named_parameters()``) for the verdict that names a
+bucket;
+
+and then runs the reduction DDP runs without a hook (each element multiplied by
+``1 / size`` of the group, then summed by ``all_reduce``: the reduced gradients
+are bit-identical, :func:`_reduce`), or the user's own hook.
+
+DDP takes one hook per network and cannot remove it: the probe's hook is
+registered once per network and stays; when the collector's run ends it only
+passes the buckets on. A hook the user registers after the probe
+(``model.register_comm_hook(state, hook)``) is chained: the probe records,
+then calls it (the probe wraps the network's ``register_comm_hook``). A hook
+registered before the probe cannot be wrapped: the probe is then off for that
+network, with one warning.
+
+No device synchronisation on the training thread: on an accelerator a bucket's
+norm stays a device tensor; at the step's end the step's norms are stacked and
+copied to the host without a wait (``_device_reads.HostCopy``), and
+:meth:`GradientProbe.take` returns them a step or more later, once the copy is done.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import deque
+from typing import Any
+from weakref import WeakKeyDictionary, WeakSet
+
+import torch
+import torch.distributed as dist
+
+from rankscribe.collector import _clock
+from rankscribe.collector.adapters._device_reads import HostCopy
+
+logger = logging.getLogger("rankscribe.collector.adapters.torch")
+
+__all__ = ["GRADIENT_STEPS_KEPT", "GradientPoint", "GradientProbe", "gradient_probe"]
+
+#: What the probe hands on: ``(step, [(bucket index, local norm)], ready)``, ``ready`` the
+#: seconds from the step's start until its last bucket's hook ran (None: not known).
+GradientPoint = tuple[int, list[tuple[int, float]], float | None]
+#: Steps whose device norms may wait to be read; older ones are dropped (with a warning).
+GRADIENT_STEPS_KEPT = 64
+#: Steps during which each bucket's parameter names are learnt again (DDP's rebuild).
+_LAYOUT_STEPS = 3
+#: Elements summed in float32 before the float64 sum of the rows (on the CPU).
+_ROW = 4096
+#: Buckets smaller than this are normed in float64 directly (the rows would cost more).
+_ROWS_FROM = 1 << 16
+
+# One probe per DDP network, for the network's life: DDP cannot take a second hook; and the
+# networks whose hook place was taken already (said once).
+_probes: WeakKeyDictionary[Any, GradientProbe] = WeakKeyDictionary()
+_refused: WeakSet[Any] = WeakSet()
+
+
+def _reduce(group: Any, buffer: Any) -> torch.futures.Future[torch.Tensor]:
+    """DDP's own reduction of a bucket: a multiply by ``1 / size``, then a sum by all-reduce.
+
+    A multiply, as DDP does without a hook (whether the gradients are copied into
+    the bucket or are views of it), not a division as torch's ``allreduce_hook``:
+    ``x * (1 / 3)`` is not always ``x / 3`` in floating point.
+    """
+    group = group if group is not None else dist.group.WORLD
+    buffer.mul_(1.0 / group.size())
+    work = dist.all_reduce(buffer, group=group, async_op=True)
+    future: torch.futures.Future[torch.Tensor] = work.get_future().then(_first)
+    return future
+
+
+def _first(future: Any) -> Any:
+    return future.value()[0]
+
+
+def _host_norm(buffer: Any) -> float:
+    """The L2 norm of a CPU bucket, accumulated in float64 (module docstring)."""
+    flat = buffer.reshape(-1)
+    count = flat.numel()
+    if count < _ROWS_FROM:
+        return float(torch.linalg.vector_norm(flat, dtype=torch.float64))
+    whole = count // _ROW * _ROW
+    rows = torch.linalg.vector_norm(flat[:whole].view(-1, _ROW), dim=1, dtype=torch.float32)
+    parts = torch.cat((rows, flat[whole:].to(torch.float32)))
+    norm = float(torch.linalg.vector_norm(parts, dtype=torch.float64))
+    if math.isinf(norm):  # a row's float32 sum overflowed, or an element is infinite
+        norm = float(torch.linalg.vector_norm(flat, dtype=torch.float64))
+    return norm
+
+
+class GradientProbe:
+    """The communication hook of one DDP network, and the norms it recorded (module docstring).
+
+    ``started``: the step's start (``_clock.now()``), set by the collector at each
+    ``step_begin``; ``active``: whether the hook records (False between runs).
+    """
+
+    def __init__(self, network: Any) -> None:
+        self.started: float | None = None
+        self.active = False
+        self._group = network.process_group
+        self._user: tuple[Any, Any] | None = None  # (hook, state) registered after ours
+        self._norms: list[tuple[int, Any]] = []  # (bucket index, norm) of this step
+        self._ready: float | None = None
+        self._waiting: deque[tuple[int, list[int], HostCopy]] = deque()
+        self._dropped = False
+        # Each bucket's parameter names, learnt from the buckets DDP hands the hook: DDP
+        # rebuilds its buckets once, after the first step, so they are learnt again until
+        # the probe has seen _LAYOUT_STEPS steps, then only for a bucket not seen yet.
+        self._parameter_names = {
+            id(value): name for name, value in network.module.named_parameters()
+        }
+        self.bucket_parameters: dict[int, list[str]] = {}
+        self._steps_taken = 0
+        self._network_check = network._check_comm_hook
+
+        # Unannotated: DDP checks a hook's annotations, and this module's are strings.
+        def hook(state, bucket):  # type: ignore[no-untyped-def]
+            return self._hook(state, bucket)
+
+        if network._comm_hooks:  # a hook of the user's holds DDP's one place already
+            raise RuntimeError("a communication hook is registered already")
+        try:
+            network.register_comm_hook(None, hook)
+        except (RuntimeError, ValueError):
+            network._comm_hooks.clear()  # DDP lists a hook before its reducer refuses it
+            raise
+        # Later registrations are chained behind the probe (DDP takes one hook).
+        network.register_comm_hook = self._chain
+
+    def _chain(self, state: object, hook: Any) -> None:
+        self._network_check(hook)  # DDP's own checks of a hook (callable, annotations)
+        if self._user is not None:
+            raise RuntimeError(
+                "register_comm_hook can only be called once (the RankScribe gradient probe "
+                "chains the first hook registered after it)"
+            )
+        self._user = (hook, state)
+
+    def _hook(self, state: object, bucket: Any) -> torch.futures.Future[torch.Tensor]:
+        if self.active:
+            buffer = bucket.buffer()
+            if buffer.device.type == "cpu":
+                norm: Any = _host_norm(buffer)
+            else:  # stays on the device: read a step or more later (no synchronisation)
+                norm = torch.linalg.vector_norm(buffer.detach(), dtype=torch.float64)
+            index = bucket.index()
+            self._norms.append((index, norm))
+            if self._steps_taken < _LAYOUT_STEPS or index not in self.bucket_parameters:
+                names = self._parameter_names
+                self.bucket_parameters[index] = [
+                    names.get(id(parameter), "?") for parameter in bucket.parameters()
+                ]
+            started = self.started
+            if started is not None:
+                self._ready = _clock.now() - started
+        user = self._user
+        if user is not None:
+            future: torch.futures.Future[torch.Tensor] = user[0](user[1], bucket)
+            return future
+        return _reduce(self._group, bucket.buffer())
+
+    def reset(self) -> None:
+        """Forget what the hook recorded since the last :meth:`take` (an epoch's end)."""
+        self._norms, self._ready = [], None
+
+    def take(self, step: int) -> list[GradientPoint]:
+        """The :data:`GradientPoint` s known now; this step's norms are filed.
+
+        On the CPU, this step's norms and ready time at once; on an accelerator the
+        norms of the steps whose copies to the host are done (``ready()`` never waits),
+        and this step's ready time now.
+        """
+        norms, ready = self._norms, self._ready
+        self._norms, self._ready = [], None
+        self._steps_taken += 1
+        found: list[GradientPoint] = []
+        while self._waiting and self._waiting[0][2].ready():
+            found.append(self._read(*self._waiting.popleft()))
+        if norms and type(norms[0][1]) is not float:
+            self._file(step, norms)
+            norms = []
+        if norms or ready is not None:
+            found.append((step, norms, ready))
+        return found
+
+    def finish(self) -> list[GradientPoint]:
+        """At the end of training: the device norms still on their way (waits for them)."""
+        found = []
+        while self._waiting:
+            found.append(self._read(*self._waiting.popleft()))
+        return found
+
+    def _file(self, step: int, norms: list[tuple[int, Any]]) -> None:
+        # A DDP network's buckets live on its one device: one stack, one copy per step.
+        stacked = torch.stack([norm for _, norm in norms])
+        self._waiting.append((step, [index for index, _ in norms], HostCopy(stacked)))
+        if len(self._waiting) > GRADIENT_STEPS_KEPT:
+            self._waiting.popleft()
+            if not self._dropped:
+                self._dropped = True
+                logger.warning(
+                    "The device has not passed the gradient norms of %d steps; the oldest "
+                    "are not recorded.",
+                    GRADIENT_STEPS_KEPT,
+                )
+
+    @staticmethod
+    def _read(step: int, indices: list[int], copy: HostCopy) -> GradientPoint:
+        numbers = copy.wait().tolist()
+        return step, list(zip(indices, map(float, numbers), strict=True)), None
+
+    def remove(self) -> None:
+        """The run ends: the hook stays (DDP cannot remove it) and only passes buckets on."""
+        self.active = False
+        self.reset()
+        self._waiting.clear()
+        self.started = None
+
+
+def gradient_probe(network: object) -> GradientProbe | None:
+    """The probe of a ``DistributedDataParallel`` network, made active; None for other networks.
+
+    None too (with one warning) when the network has a communication hook
+    registered before the probe's, which DDP cannot take a second of.
+    """
+    if not isinstance(network, torch.nn.parallel.DistributedDataParallel):
+        return None
+    probe = _probes.get(network)
+    if probe is None:
+        if network in _refused or not dist.is_available() or not dist.is_initialized():
+            return None
+        try:
+            probe = GradientProbe(network)
+        except (RuntimeError, ValueError, AttributeError) as error:
+            _refused.add(network)
+            logger.warning(
+                "The gradient probe is off for this network: DDP refused its "
+                "communication hook (%s). A hook of your own registered before the "
+                "collector's training begins takes DDP's one place; registered once training "
+                "has begun (before the first backward), the probe chains it.",
+                str(error).splitlines()[0] if str(error) else type(error).__name__,
+            )
+            return None
+        _probes[network] = probe
+    probe.reset()
+    probe.active = True
+    return probe

@@ -1,0 +1,124 @@
+"""The gradient probe on a real ``torchrun --nproc_per_node 3`` DDP job (gloo, CPU).
+
+One launch trains the same network four times (torchrun_gradients.py): with the
+probe, without it, with a hook of the user's registered once training has begun
+(chained behind the probe), and with one registered before (the probe is off).
+Three ranks, not two: DDP multiplies each gradient by ``1 / 3``, which differs from
+a division by 3 in the last bit (with 2 ranks both are exact), so only an odd
+group shows that the probe's reduction is DDP's own.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rankscribe.collector import SummaryCollector
+from rankscribe.collector.errors import CollectorTypeError
+from rankscribe.jobview.feed import GRADIENT_NORM_TAG_PREFIX, GRADIENT_READY_TAG, STEP_TIME_TAG
+from rankscribe.writer.reader import scalars
+from tests._support.launchers import clean_environment, run_bounded, torchrun
+
+SCRIPT = Path(__file__).resolve().parent / "torchrun_gradients.py"
+JOB_TIMEOUT = 240
+STEPS = 20
+RANKS = (0, 1, 2)
+
+
+@pytest.fixture(scope="module")
+def jobs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    out = tmp_path_factory.mktemp("gradients")
+    result = run_bounded(
+        torchrun(
+            SCRIPT,
+            out,
+            "probe,plain,probe_view,plain_view,chained,early",
+            str(STEPS),
+            ranks=len(RANKS),
+        ),
+        env=clean_environment(OMP_NUM_THREADS="1"),
+        cwd=out,
+        timeout=JOB_TIMEOUT,
+        check=False,
+    )
+    assert result.returncode == 0, result.output
+    return out, result.output
+
+
+def rank_scalars(rank_dir: Path) -> dict[str, dict[int, float]]:
+    found: dict[str, dict[int, float]] = {}
+    for path in rank_dir.iterdir():
+        if path.name.endswith("_MS"):
+            for tag, points in scalars(path).items():
+                found.setdefault(tag, {}).update(points)
+    return found
+
+
+def rank_result(job_dir: Path, rank: int) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads((job_dir / f"rank_{rank}.json").read_text())
+    return result
+
+
+def gradient_tags(found: dict[str, dict[int, float]]) -> list[str]:
+    return sorted(tag for tag in found if tag.startswith("rankscribe/gradient/"))
+
+
+def test_the_probe_leaves_ddps_reduced_gradients_bit_identical(jobs: tuple[Path, str]) -> None:
+    out, _ = jobs
+    for rank in RANKS:
+        for suffix in ("", "_view"):  # gradients copied into DDP's buckets, or views of them
+            probed = rank_result(out / f"probe{suffix}", rank)["parameters"]
+            plain = rank_result(out / f"plain{suffix}", rank)["parameters"]
+            assert probed.keys() == plain.keys()
+            for name in probed:  # exact float equality, element by element, after every update
+                assert probed[name] == plain[name], (suffix, name)
+    assert gradient_tags(rank_scalars(out / "probe" / "rank_0"))  # it did run
+    assert gradient_tags(rank_scalars(out / "plain" / "rank_0")) == []  # gradient_probe=False
+
+
+def test_each_rank_records_its_local_bucket_norms_before_the_reduce(
+    jobs: tuple[Path, str],
+) -> None:
+    out, _ = jobs
+    for rank in RANKS:
+        found = rank_scalars(out / "chained" / f"rank_{rank}")
+        # The user's hook, chained behind the probe, saw each bucket's local gradient.
+        seen: dict[str, dict[str, float]] = rank_result(out / "chained", rank)["norms"]
+        assert sorted(map(int, seen)) == list(range(1, STEPS + 1))
+        buckets = {bucket for norms in seen.values() for bucket in norms}
+        assert len(buckets) >= 2
+        assert gradient_tags(found) == sorted(
+            [GRADIENT_READY_TAG] + [GRADIENT_NORM_TAG_PREFIX + bucket for bucket in buckets]
+        )
+        for step, norms in seen.items():
+            for bucket, norm in norms.items():
+                recorded = found[GRADIENT_NORM_TAG_PREFIX + bucket][int(step)]
+                assert recorded == pytest.approx(norm, rel=1e-6)  # float32 in the file
+        ready = found[GRADIENT_READY_TAG]
+        assert sorted(ready) == list(range(1, STEPS + 1))
+        for number, seconds in ready.items():
+            assert 0.0 < seconds <= found[STEP_TIME_TAG][number]
+    # Each rank's own micro-batch: the local norms differ between the ranks.
+    first = rank_result(out / "chained", 0)["norms"]
+    second = rank_result(out / "chained", 1)["norms"]
+    assert not np.allclose(first["5"]["0"], second["5"]["0"])
+
+
+def test_a_hook_registered_before_training_turns_the_probe_off_with_a_warning(
+    jobs: tuple[Path, str],
+) -> None:
+    out, output = jobs
+    assert "The gradient probe is off for this network" in output
+    for rank in RANKS:
+        assert gradient_tags(rank_scalars(out / "early" / f"rank_{rank}")) == []
+        # the user's hook ran, alone, at every step
+        assert len(rank_result(out / "early", rank)["norms"]) == STEPS
+
+
+def test_gradient_probe_must_be_a_bool(tmp_path: Path) -> None:
+    with pytest.raises(CollectorTypeError, match=r"'gradient_probe'.*bool.*got str 'yes'"):
+        SummaryCollector(tmp_path, gradient_probe="yes")  # type: ignore[arg-type]

@@ -1,0 +1,98 @@
+"""The rank that corrupted a gradient in a NumPy ``mpiexec -n 4`` job, named.
+
+gradient_scenarios.py's jobs average their two gradient arrays with
+``SummaryCollector.allreduce_gradients``; in ``corrupt`` rank 2 multiplies one
+element of its first array by 2**16 at step 30, before the call. The merged
+lineage names rank 2 at step 30 in bucket 0 (kind ``gradient``), ``show --check``
+exits 3 on it; the clean job of the same launch names nobody.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rankscribe.jobview.feed import GRADIENT_NORM_TAG_PREFIX, GRADIENT_READY_TAG, STEP_TIME_TAG
+from rankscribe.lineage.recording import parse_run
+from rankscribe.writer.reader import scalars
+from tests._support.launchers import Finished, run_bounded
+
+HERE = Path(__file__).resolve().parent
+SCENARIOS = HERE / "gradient_scenarios.py"
+JOB_TIMEOUT = 90.0
+STEPS, RANKS, CORRUPT_RANK, CORRUPT_STEP = 300, 4, 2, 30  # gradient_scenarios
+
+
+@pytest.fixture(scope="module")
+def jobs(mpi: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("gradients")
+    run = mpi.run(RANKS, *mpi.python(SCENARIOS, out, STEPS), cwd=out, timeout=JOB_TIMEOUT)
+    assert run.returncode == 0, run.output
+    return out
+
+
+def user_defined(job_dir: Path) -> dict[str, Any]:
+    lineage = parse_run(str(job_dir)).lineage
+    assert lineage is not None
+    return lineage.section("user_defined")
+
+
+def rank_scalars(rank_dir: Path) -> dict[str, dict[int, float]]:
+    found: dict[str, dict[int, float]] = {}
+    for path in rank_dir.iterdir():
+        if path.name.endswith("_MS"):
+            for tag, points in scalars(path).items():
+                found.setdefault(tag, {}).update(points)
+    return found
+
+
+def show(*arguments: str | Path) -> Finished:
+    return run_bounded(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from rankscribe.lineage.cli import main; sys.exit(main())",
+            "show",
+            *map(str, arguments),
+        ],
+        timeout=60.0,
+        check=False,
+        stderr_apart=True,
+    )
+
+
+def test_the_rank_that_corrupted_its_gradient_is_named_at_its_step_and_bucket(
+    jobs: Path,
+) -> None:
+    notes = user_defined(jobs / "corrupt")
+    assert notes["job/gradient_ranks"] == str(CORRUPT_RANK)
+    assert notes[f"job/gradient_step/{CORRUPT_RANK}"] == CORRUPT_STEP
+    assert notes[f"job/gradient_bucket/{CORRUPT_RANK}"] == 0
+    assert notes[f"job/gradient_ratio/{CORRUPT_RANK}"] > 100
+    found = {rank: rank_scalars(jobs / "corrupt" / f"rank_{rank}") for rank in range(RANKS)}
+    norm = GRADIENT_NORM_TAG_PREFIX + "0"
+    others = [found[rank][norm][CORRUPT_STEP] for rank in range(RANKS) if rank != CORRUPT_RANK]
+    assert found[CORRUPT_RANK][norm][CORRUPT_STEP] > 100 * max(others)
+    check = show("--check", jobs / "corrupt")
+    assert check.returncode == 3, check.output
+    assert "gradient: rank 2's local gradient at step 30, before the reduce: bucket 0" in (
+        check.output
+    )
+
+
+def test_the_clean_numpy_job_names_nobody_and_records_every_step(jobs: Path) -> None:
+    notes = user_defined(jobs / "clean")
+    assert (notes["job/gradient_check"], notes["job/gradient_ranks"]) == ("checked", "")
+    assert notes["job/diverged_ranks"] == ""
+    assert show("--check", jobs / "clean").returncode == 0
+    for rank in range(RANKS):
+        found = rank_scalars(jobs / "clean" / f"rank_{rank}")
+        for bucket in (0, 1):
+            assert sorted(found[f"{GRADIENT_NORM_TAG_PREFIX}{bucket}"]) == list(range(1, STEPS + 1))
+        ready, steps = found[GRADIENT_READY_TAG], found[STEP_TIME_TAG]
+        assert all(0.0 < ready[step] <= steps[step] for step in ready)
+        assert np.all(np.isfinite(list(ready.values())))

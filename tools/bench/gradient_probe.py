@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""What the collector's gradient probe costs a real DDP step (docs/gradients.md, "The probe").
+
+    torchrun --standalone --nproc_per_node 2 tools/bench/gradient_probe.py [--steps N]
+             [--reps R] [--width W] [--batch B] [--device cpu|cuda]
+
+Two DDP copies of one MLP (4 layers of ``width`` x ``width``, batch ``batch``) train in the
+same processes, in alternating blocks of ``steps`` steps: one bare (DDP's own
+reduction), one with the probe the collector installs (its communication hook:
+each bucket's float64 norm and ready time, then the same reduction; its
+``take`` at every step's end, as the collector's ``step_end`` calls it). Rank 0
+prints each copy's median step time over the blocks and the difference, in ms
+and in percent of the bare step. On CUDA the step's end waits for the device
+(``torch.cuda.synchronize``) in both copies alike, so the wall step is the device's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from rankscribe.collector.adapters._torch_gradients import gradient_probe
+
+
+def mlp(width: int) -> nn.Module:
+    layers: list[nn.Module] = []
+    for _ in range(4):
+        layers += [nn.Linear(width, width), nn.ReLU()]
+    return nn.Sequential(*layers)
+
+
+def block(model: Any, optimizer: Any, batch: Any, steps: int, probe: Any, device: str) -> float:
+    """The median seconds of ``steps`` steps."""
+    times = []
+    for step in range(steps):
+        started = time.perf_counter()
+        if probe is not None:
+            probe.started = started
+        optimizer.zero_grad()
+        model(batch).square().mean().backward()
+        optimizer.step()
+        if probe is not None:
+            probe.take(step)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--reps", type=int, default=10)
+    parser.add_argument("--width", type=int, default=1024)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    arguments = parser.parse_args()
+    dist.init_process_group("nccl" if arguments.device == "cuda" else "gloo")
+    rank = dist.get_rank()
+    device = torch.device(arguments.device, rank) if arguments.device == "cuda" else "cpu"
+    if arguments.device == "cpu":
+        torch.set_num_threads(1)
+    torch.manual_seed(0)
+    models = [DistributedDataParallel(mlp(arguments.width).to(device)) for _ in range(2)]
+    optimizers = [torch.optim.SGD(model.parameters(), lr=1e-4) for model in models]
+    probe = gradient_probe(models[1])
+    assert probe is not None
+    batch = torch.randn(arguments.batch, arguments.width, device=device)
+    medians: list[list[float]] = [[], []]
+    for _ in range(arguments.reps):
+        for which in (0, 1):
+            medians[which].append(
+                block(
+                    models[which],
+                    optimizers[which],
+                    batch,
+                    arguments.steps,
+                    probe if which else None,
+                    arguments.device,
+                )
+            )
+    probe.finish()
+    bare, probed = (statistics.median(values) for values in medians)
+    parameters = sum(parameter.numel() for parameter in models[0].parameters())
+    if rank == 0:
+        print(
+            f"{arguments.device}, {dist.get_world_size()} ranks, width {arguments.width}, "
+            f"batch {arguments.batch} ({parameters:,} parameters): bare {bare * 1e3:.3f} ms, "
+            f"probed {probed * 1e3:.3f} ms, probe {(probed - bare) * 1e3:+.3f} ms "
+            f"({(probed - bare) / bare:+.2%})"
+        )
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
