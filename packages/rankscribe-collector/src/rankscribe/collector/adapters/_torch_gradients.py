@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import logging
 import math
+import weakref
 from collections import deque
 from typing import Any
 from weakref import WeakKeyDictionary, WeakSet
@@ -130,7 +131,9 @@ class GradientProbe:
         }
         self.bucket_parameters: dict[int, list[str]] = {}
         self._steps_taken = 0
-        self._network_check = network._check_comm_hook
+        # Weakly: the probe is the value of a weak-keyed table of networks, and a value that
+        # held its key would keep every network alive.
+        self._network = weakref.ref(network)
 
         # Unannotated: DDP checks a hook's annotations, and this module's are strings.
         def hook(state, bucket):  # type: ignore[no-untyped-def]
@@ -147,7 +150,9 @@ class GradientProbe:
         network.register_comm_hook = self._chain
 
     def _chain(self, state: object, hook: Any) -> None:
-        self._network_check(hook)  # DDP's own checks of a hook (callable, annotations)
+        network = self._network()
+        if network is not None:
+            network._check_comm_hook(hook)  # DDP's own checks of a hook (callable, annotations)
         if self._user is not None:
             raise RuntimeError(
                 "register_comm_hook can only be called once (the RankScribe gradient probe "
