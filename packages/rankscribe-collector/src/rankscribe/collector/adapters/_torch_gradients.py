@@ -82,7 +82,9 @@ def _reduce(group: Any, buffer: Any) -> torch.futures.Future[torch.Tensor]:
     ``x * (1 / 3)`` is not always ``x / 3`` in floating point.
     """
     group = group if group is not None else dist.group.WORLD
-    buffer.mul_(1.0 / group.size())
+    size = group.size()
+    if size != 1:  # x * 1.0 is x: one pass over the bucket less
+        buffer.mul_(1.0 / size)
     work = dist.all_reduce(buffer, group=group, async_op=True)
     future: torch.futures.Future[torch.Tensor] = work.get_future().then(_first)
     return future
