@@ -129,6 +129,11 @@ def test_show_check_answers_3_for_the_gradient_verdict_and_0_for_the_clean_job(
     corrupt = show("--check", jobs / "corrupt")
     assert corrupt.returncode == 3, corrupt.output
     assert "gradient: rank 2's local gradient at step 30" in corrupt.output
+    # After the job, the record is the merged lineage's: it knows the bucket's parameters.
+    assert "fc2.weight" in corrupt.output
+    listed = json.loads(show("--json", jobs / "corrupt").stdout)["verdicts"]
+    [record] = [record for record in listed if record["kind"] == "gradient"]
+    assert "fc2.weight" in record["parameters"]
     clean = show("--check", jobs / "clean")
     assert clean.returncode == 0, clean.output
     shown = show(jobs / "corrupt")

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import logging
 import math
+import weakref
 from collections import deque
 from typing import Any
 from weakref import WeakKeyDictionary, WeakSet
@@ -81,7 +82,9 @@ def _reduce(group: Any, buffer: Any) -> torch.futures.Future[torch.Tensor]:
     ``x * (1 / 3)`` is not always ``x / 3`` in floating point.
     """
     group = group if group is not None else dist.group.WORLD
-    buffer.mul_(1.0 / group.size())
+    size = group.size()
+    if size != 1:  # x * 1.0 is x: one pass over the bucket less
+        buffer.mul_(1.0 / size)
     work = dist.all_reduce(buffer, group=group, async_op=True)
     future: torch.futures.Future[torch.Tensor] = work.get_future().then(_first)
     return future
@@ -130,7 +133,9 @@ class GradientProbe:
         }
         self.bucket_parameters: dict[int, list[str]] = {}
         self._steps_taken = 0
-        self._network_check = network._check_comm_hook
+        # Weakly: the probe is the value of a weak-keyed table of networks, and a value that
+        # held its key would keep every network alive.
+        self._network = weakref.ref(network)
 
         # Unannotated: DDP checks a hook's annotations, and this module's are strings.
         def hook(state, bucket):  # type: ignore[no-untyped-def]
@@ -147,7 +152,9 @@ class GradientProbe:
         network.register_comm_hook = self._chain
 
     def _chain(self, state: object, hook: Any) -> None:
-        self._network_check(hook)  # DDP's own checks of a hook (callable, annotations)
+        network = self._network()
+        if network is not None:
+            network._check_comm_hook(hook)  # DDP's own checks of a hook (callable, annotations)
         if self._user is not None:
             raise RuntimeError(
                 "register_comm_hook can only be called once (the RankScribe gradient probe "

@@ -237,14 +237,28 @@ def job_records(
     """The verdict records of a job: its live view's, then its merged lineage's not among them.
 
     The live view judges the recent steps and gives stragglers their cost; the
-    merged lineage (at the end) adds the whole run's verdicts.
+    merged lineage (at the end) adds the whole run's verdicts. A verdict of the
+    whole run (any kind but a straggler) that both hold is the merged lineage's,
+    which knows more (a gradient verdict's bucket parameters).
     """
     from rankscribe.jobview.parts import records_from_verdicts  # noqa: PLC0415 - numpy
 
     records = _live_records(state)
     if user_defined is not None:
+        merged = records_from_verdicts(usable_verdicts(user_defined)[0])
+        whole_run = {
+            (record["kind"], tuple(record["ranks"])): record
+            for record in merged
+            if record["kind"] != "straggler"
+        }
+        records = [
+            whole_run.get((record["kind"], tuple(record["ranks"])), record)
+            if record["kind"] != "straggler"
+            else record
+            for record in records
+        ]
         covered = {(record["kind"], rank) for record in records for rank in record["ranks"]}
-        for record in records_from_verdicts(usable_verdicts(user_defined)[0]):
+        for record in merged:
             if not all((record["kind"], rank) in covered for rank in record["ranks"]):
                 records.append(record)
     return records
