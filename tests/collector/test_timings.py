@@ -337,6 +337,49 @@ def test_allreduce_gradients_records_each_arrays_local_norm_then_averages_in_pla
     assert found[GRADIENT_READY_TAG] == {step: pytest.approx(SLEEP) for step in range(1, 5)}
 
 
+def test_in_a_train_session_the_ready_time_is_from_the_steps_own_start_and_is_its_arrival(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    # A TrainSession calls step_begin after the step: the ready time is taken from the
+    # step's own start (the previous step() call), never from the step before it.
+    data = model(5)
+    collector = SummaryCollector(tmp_path, collect_freq=2, collect_specified_data=NO_LANDSCAPE)
+    with TrainSession(
+        [collector], network=data.network, train_dataset=data.dataset, epochs=1
+    ) as session:
+        for _ in session.epochs():
+            for step, batch in enumerate(data.dataset, start=1):
+                collector_clock.advance(step * SLEEP)  # forward and backward: longer each step
+                collector.allreduce_gradients(TwoSameRanks(), [np.ones(4)])
+                collector_clock.advance(SLEEP)  # the optimizer's step
+                session.step(batch, 0.5)
+    found = rank_scalars(tmp_path)
+    expected = {step: pytest.approx(step * SLEEP) for step in range(1, 6)}
+    assert found[GRADIENT_READY_TAG] == expected
+    # The last bucket handed to the reduce is the rank's arrival at the collective.
+    assert found[ARRIVAL_TIME_TAG] == expected
+    assert found[STEP_TIME_TAG] == {step: pytest.approx((step + 1) * SLEEP) for step in expected}
+
+
+def test_a_sync_section_gives_no_second_arrival_where_the_gradients_give_one(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    data = model(4)
+    collector = SummaryCollector(tmp_path, collect_freq=2, collect_specified_data=NO_LANDSCAPE)
+
+    def step(batch: Any) -> float:
+        collector_clock.advance(2 * SLEEP)
+        with collector.section(SYNC_SECTION):
+            collector_clock.advance(SLEEP)  # a collective of the loop's own, before the reduce
+            collector.allreduce_gradients(TwoSameRanks(), [np.ones(4)])
+        return 0.5
+
+    TrainLoop(step, network=data.network).train(1, data.dataset, callbacks=[collector])
+    found = rank_scalars(tmp_path)
+    # From the gradients (3 x SLEEP), not the step time less the sync section (2 x SLEEP).
+    assert found[ARRIVAL_TIME_TAG] == {step: pytest.approx(3 * SLEEP) for step in range(1, 5)}
+
+
 def test_allreduce_gradients_refuses_what_it_cannot_reduce(tmp_path: Path) -> None:
     collector = SummaryCollector(tmp_path)
     comm = TwoSameRanks()

@@ -48,13 +48,11 @@ def block(model: Any, optimizer: Any, batch: Any, steps: int, probe: Any, device
     times = []
     for step in range(steps):
         started = time.perf_counter()
-        if probe is not None:
-            probe.started = started
         optimizer.zero_grad()
         model(batch).square().mean().backward()
         optimizer.step()
         if probe is not None:
-            probe.take(step)
+            probe.take(step, started)
         if device == "cuda":
             torch.cuda.synchronize()
         times.append(time.perf_counter() - started)
@@ -81,14 +79,14 @@ def verify(width: int, batch: Any, device: Any, cuda: bool) -> str:
     found: dict[tuple[int, int], float] = {}
     for step in range(1, 11):
         current[0] = step
-        probe.started = time.perf_counter()
+        started = time.perf_counter()
         optimizer.zero_grad()
         model(batch).square().mean().backward()
         optimizer.step()
         if cuda:
             torch.cuda.set_sync_debug_mode("error")
         try:
-            taken = probe.take(step)
+            taken = probe.take(step, started)
         finally:
             if cuda:
                 torch.cuda.set_sync_debug_mode("default")

@@ -412,7 +412,7 @@ class SummaryCollector(Callback):
         timings = self._timings
         recorder = timings.gradient
         if recorder is None and timings.gradients_on and self._training:
-            recorder = timings.gradient = ReducedGradients(self._step_started)
+            recorder = timings.gradient = ReducedGradients()
         allreduce_gradients(
             comm,
             gradients,
@@ -432,8 +432,6 @@ class SummaryCollector(Callback):
         else:
             timings.data_wait = None
             self._step_started = started
-        if timings.gradient is not None:
-            timings.gradient.started = self._step_started
 
     def step_end(self, run_context: RunContext) -> None:
         ended = _clock.now()
@@ -463,7 +461,7 @@ class SummaryCollector(Callback):
                 or timings.gradient is not None
                 or timings.section_totals
             ):
-                timings.keep_extras(step, ended - started)
+                timings.keep_extras(step, ended - started, started)
             timings.last_end = ended
             # One clock read: this path's own time, for the cost budget (cost/_budget.py).
             self._quiet_cost += _clock.now() - ended
@@ -485,7 +483,7 @@ class SummaryCollector(Callback):
         if step_seconds is not None:
             self._step_time = step_seconds
         extras = self._timings.extras(
-            params.cur_step_num, with_wait=True, step_seconds=step_seconds
+            params.cur_step_num, with_wait=True, step_seconds=step_seconds, started=started
         )
         if self._cost.window_due(params.cur_step_num):
             self._cost.add(self._quiet_cost)  # the window's last quiet steps (or warm-up's: none)

@@ -112,17 +112,18 @@ def _host_norm(buffer: Any) -> float:
 class GradientProbe:
     """The communication hook of one DDP network, and the norms it recorded (module docstring).
 
-    ``started``: the step's start (``_clock.now()``), set by the collector at each
-    ``step_begin``; ``active``: whether the hook records (False between runs).
+    ``active``: whether the hook records (False between runs). The hook notes when the
+    step's last bucket was ready (``_clock.now()``); :meth:`take` makes it a time since
+    the step's start, which the collector knows for certain only at the step's end (a
+    ``TrainSession`` calls ``step_begin`` after the step).
     """
 
     def __init__(self, network: Any) -> None:
-        self.started: float | None = None
         self.active = False
         self._group = network.process_group
         self._user: tuple[Any, Any] | None = None  # (hook, state) registered after ours
         self._norms: list[tuple[int, Any]] = []  # (bucket index, norm) of this step
-        self._ready: float | None = None
+        self._ready_at: float | None = None
         self._waiting: deque[tuple[int, list[int], HostCopy]] = deque()
         self._dropped = False
         # Each bucket's parameter names, learnt from the buckets DDP hands the hook: DDP
@@ -176,9 +177,7 @@ class GradientProbe:
                 self.bucket_parameters[index] = [
                     names.get(id(parameter), "?") for parameter in bucket.parameters()
                 ]
-            started = self.started
-            if started is not None:
-                self._ready = _clock.now() - started
+            self._ready_at = _clock.now()
         user = self._user
         if user is not None:
             future: torch.futures.Future[torch.Tensor] = user[0](user[1], bucket)
@@ -187,17 +186,19 @@ class GradientProbe:
 
     def reset(self) -> None:
         """Forget what the hook recorded since the last :meth:`take` (an epoch's end)."""
-        self._norms, self._ready = [], None
+        self._norms, self._ready_at = [], None
 
-    def take(self, step: int) -> list[GradientPoint]:
+    def take(self, step: int, started: float | None = None) -> list[GradientPoint]:
         """The :data:`GradientPoint` s known now; this step's norms are filed.
 
         On the CPU, this step's norms and ready time at once; on an accelerator the
         norms of the steps whose copies to the host are done (``ready()`` never waits),
-        and this step's ready time now.
+        and this step's ready time now: seconds from ``started`` (the step's start) to
+        the hook of its last bucket (None without ``started``).
         """
-        norms, ready = self._norms, self._ready
-        self._norms, self._ready = [], None
+        norms, ready_at = self._norms, self._ready_at
+        self._norms, self._ready_at = [], None
+        ready = _clock.since(ready_at, started)
         self._steps_taken += 1
         found: list[GradientPoint] = []
         while self._waiting and self._waiting[0][2].ready():
@@ -240,7 +241,6 @@ class GradientProbe:
         self.active = False
         self.reset()
         self._waiting.clear()
-        self.started = None
 
 
 def gradient_probe(network: object) -> GradientProbe | None:

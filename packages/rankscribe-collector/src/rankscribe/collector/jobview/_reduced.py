@@ -49,32 +49,33 @@ def local_norm(values: npt.NDArray[Any]) -> float:
 class ReducedGradients:
     """The norms :func:`allreduce_gradients` recorded in this step, until its end."""
 
-    def __init__(self, started: float | None = None) -> None:
-        self.started = started
+    def __init__(self) -> None:
         self._norms: list[tuple[int, float]] = []
-        self._ready: float | None = None
+        self._ready_at: float | None = None
 
     def record(self, norms: list[tuple[int, float]]) -> None:
         """A call's norms (a second call in a step adds its arrays after the first's)."""
         first = len(self._norms)
         self._norms.extend((first + index, norm) for index, norm in norms)
-        if self.started is not None:
-            self._ready = _clock.now() - self.started
+        self._ready_at = _clock.now()
 
-    def take(self, step: int) -> list[tuple[int, list[tuple[int, float]], float | None]]:
-        norms, ready = self._norms, self._ready
-        self._norms, self._ready = [], None
+    def take(
+        self, step: int, started: float | None = None
+    ) -> list[tuple[int, list[tuple[int, float]], float | None]]:
+        """This step's norms, and the seconds from ``started`` to its last call."""
+        norms, ready_at = self._norms, self._ready_at
+        self._norms, self._ready_at = [], None
+        ready = _clock.since(ready_at, started)
         return [(step, norms, ready)] if norms or ready is not None else []
 
     def finish(self) -> list[tuple[int, list[tuple[int, float]], float | None]]:
         return []
 
     def reset(self) -> None:
-        self._norms, self._ready = [], None
+        self._norms, self._ready_at = [], None
 
     def remove(self) -> None:
         self.reset()
-        self.started = None
 
 
 def _arrays(gradients: object) -> list[npt.NDArray[Any]]:

@@ -67,10 +67,16 @@ def section_tag(name: object) -> str:
 
 
 def gradient_values(norms: list[tuple[int, float]], ready: float | None) -> list[tuple[str, float]]:
-    """A step's bucket norms and ready time from the gradient probe, as ``(tag, value)``."""
+    """A step's bucket norms and ready time from the gradient probe, as ``(tag, value)``.
+
+    The ready time (the step's last bucket handed to the reduce) is the rank's arrival at
+    the collective too: ``rankscribe/arrival_time``, which the straggler rule judges (a
+    slow backward names its rank, although DDP makes every rank's step time equal).
+    """
     found = [(GRADIENT_NORM_TAG_PREFIX + str(bucket), norm) for bucket, norm in norms]
     if ready is not None:
         found.append((GRADIENT_READY_TAG, ready))
+        found.append((ARRIVAL_TIME_TAG, ready))
     return found
 
 
@@ -164,12 +170,19 @@ class StepTimings:
             self.gradient.reset()
 
     def extras(
-        self, step: int, *, with_wait: bool = False, step_seconds: float | None = None
+        self,
+        step: int,
+        *,
+        with_wait: bool = False,
+        step_seconds: float | None = None,
+        started: float | None = None,
     ) -> list[tuple[str, float]]:
-        """The step's forward time and sections (and data wait, ``with_wait``), and its
-        arrival when it has a ``sync`` section and ``step_seconds`` is known.
+        """The step's forward time, gradient norms and sections (and data wait,
+        ``with_wait``), and its arrival: when its last gradient bucket was ready (from
+        ``started``, the step's start), else, with a ``sync`` section and
+        ``step_seconds``, the step time less the time in it.
 
-        Earlier steps' forward times (read from device events) are kept now.
+        Earlier steps' forward times and norms (read from a device) are kept now.
         """
         found: list[tuple[str, float]] = []
         if with_wait and self.data_wait is not None:
@@ -182,38 +195,44 @@ class StepTimings:
                 else:  # read from device events a step or more later
                     self._series.keep_timing(FORWARD_TIME_TAG, taken, seconds)
         probe = self.gradient
+        arrived = False
         if probe is not None:
-            for taken, norms, ready in probe.take(step):
+            for taken, norms, ready in probe.take(step, started):
                 if taken == step:
                     found.extend(gradient_values(norms, ready))
+                    arrived = ready is not None
                 else:  # norms read from the device a step or more later
                     self._series.keep_timings(taken, gradient_values(norms, ready))
         totals = self.section_totals
         if totals:
             found.extend(totals.items())
-            arrival = _arrival(totals, step_seconds)
+            arrival = None if arrived else _arrival(totals, step_seconds)
             if arrival is not None:
                 found.append((ARRIVAL_TIME_TAG, arrival))
             totals.clear()
         return found
 
-    def keep_extras(self, step: int, step_seconds: float | None = None) -> None:
-        """Keep the step's forward time (and earlier ones), sections and arrival (as
-        :meth:`extras`): a quiet step's path."""
+    def keep_extras(
+        self, step: int, step_seconds: float | None = None, started: float | None = None
+    ) -> None:
+        """Keep the step's forward time (and earlier ones), norms, sections and arrival
+        (as :meth:`extras`): a quiet step's path."""
         timer = self.forward
         if timer is not None:
             for taken, seconds in timer.take(step):
                 self._forward_step(taken)
                 self._forward_seconds(seconds)
         probe = self.gradient
+        arrived = False
         if probe is not None:
-            for taken, norms, ready in probe.take(step):
+            for taken, norms, ready in probe.take(step, started):
                 self._series.keep_timings(taken, gradient_values(norms, ready))
+                arrived = arrived or (taken == step and ready is not None)
         totals = self.section_totals
         if totals:
             for tag, seconds in totals.items():
                 self._series.keep_timing(tag, step, seconds)
-            arrival = _arrival(totals, step_seconds)
+            arrival = None if arrived else _arrival(totals, step_seconds)
             if arrival is not None:
                 self._series.keep_timing(ARRIVAL_TIME_TAG, step, arrival)
             totals.clear()
