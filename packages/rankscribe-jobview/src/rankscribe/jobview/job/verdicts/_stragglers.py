@@ -387,29 +387,42 @@ class StragglerEvidence:
         return evidence
 
 
-def _step_fields(
-    steps: IntArray, table: FloatArray, scale: FloatArray
-) -> Iterator[tuple[int, npt.NDArray[np.float64] | npt.NDArray[np.bool_]]]:
-    """Per field, its ``(steps, ranks)`` values of one step each (zeros or False where a
-    rank has no comparable point); one field at a time, so 16,384 ranks stay small."""
-    reference = others_medians(table)
-    usable = ~np.isnan(reference)
-    step = np.where(np.isfinite(scale) & (scale > 0), scale, np.nan)[:, None]
+#: Ranks whose fields are made at once: a (steps, 1,024) block of each stays in the cache,
+#: and 16,384 ranks never hold a (steps, ranks) table per field.
+_CHUNK = 1024
+
+
+def _excess(
+    table: FloatArray, reference: FloatArray, step: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray, npt.NDArray[np.bool_]]:
+    """(excess seconds, excess share, the others' median as a share, usable) of a
+    ``(steps, ranks)`` block; NaN where not usable."""
     with np.errstate(invalid="ignore", divide="ignore"):
         seconds = np.clip(table - reference, -CLIPSHARE * step, CLIPSHARE * step)
         share = seconds / step
         reference_share = reference / step
     # A step without a step time (or one of 0) has no scale: its excess is not judged.
-    usable &= ~np.isnan(share) & np.isfinite(reference_share)
-    everywhere = bool(usable.all())
-    filled = table if everywhere else np.where(usable, table, -np.inf)
-    top = filled.max(axis=1, keepdims=True, initial=-np.inf)
+    usable = ~np.isnan(reference) & ~np.isnan(share) & np.isfinite(reference_share)
+    return seconds, share, reference_share, usable
+
+
+def _step_fields(
+    steps: IntArray,
+    table: FloatArray,
+    reference: FloatArray,
+    step: FloatArray,
+    top: FloatArray,
+    alone: npt.NDArray[np.bool_],
+) -> Iterator[tuple[int, npt.NDArray[np.float64] | npt.NDArray[np.bool_]]]:
+    """Per field, its ``(steps, ranks)`` values of one step each (zeros or False where a
+    rank has no comparable point), for a block of ranks (``top``: each step's slowest
+    usable time over every rank; ``alone``: whether one rank alone holds it)."""
+    seconds, share, reference_share, usable = _excess(table, reference, step)
+    filled = np.where(usable, table, -np.inf)
     at_top = (filled == top) & usable
-    alone = at_top.sum(axis=1, keepdims=True) == 1
-    if not everywhere:
-        share = np.where(usable, share, 0.0)
-        seconds = np.where(usable, seconds, 0.0)
-        reference_share = np.where(usable, reference_share, 0.0)
+    share = np.where(usable, share, 0.0)
+    seconds = np.where(usable, seconds, 0.0)
+    reference_share = np.where(usable, reference_share, 0.0)
     yield COUNT, usable
     yield SHARE, share
     yield SQUARE, share * share
@@ -430,7 +443,11 @@ def _step_fields(
 def _blocks_of(
     steps: IntArray, ranks: IntArray, table: FloatArray, scale: FloatArray
 ) -> TagEvidence | None:
-    """One block of steps' sums folded into the evidence's blocks (ranks sorted)."""
+    """One block of steps' sums folded into the evidence's blocks (ranks sorted).
+
+    The others' medians and each step's slowest rank need whole rows; the fields are
+    made and summed :data:`_CHUNK` ranks at a time.
+    """
     order = np.argsort(ranks, kind="stable")
     ordered_ranks = ranks[order]
     if len(np.unique(ordered_ranks)) != len(ordered_ranks):
@@ -441,8 +458,32 @@ def _blocks_of(
     index = steps // size - first
     fields = np.zeros((FIELDS, count, len(ranks)))
     starts = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
-    for position, values in _step_fields(steps, table, scale):
-        fields[position, index[starts]] = np.add.reduceat(values, starts, axis=0, dtype=np.float64)
+    # One sum of rows per block (at most MAX_BLOCKS): several times faster than reduceat
+    # down the steps of a (steps, ranks) table.
+    bounds = list(zip(starts.tolist(), [*starts[1:].tolist(), len(steps)], strict=True))
+    targets = index[starts].tolist()
+    reference = others_medians(table)
+    step = np.where(np.isfinite(scale) & (scale > 0), scale, np.nan)[:, None]
+    chunks = [slice(start, start + _CHUNK) for start in range(0, len(ranks), _CHUNK)]
+    # Each step's slowest usable time, then how many ranks hold it.
+    top = np.full((len(steps), 1), -np.inf)
+    usable = np.zeros(table.shape, dtype=bool)
+    for chunk in chunks:
+        usable[:, chunk] = _excess(table[:, chunk], reference[:, chunk], step)[3]
+        filled = np.where(usable[:, chunk], table[:, chunk], -np.inf)
+        np.maximum(top, filled.max(axis=1, keepdims=True, initial=-np.inf), out=top)
+    holders = np.zeros((len(steps), 1), dtype=np.int64)
+    for chunk in chunks:
+        at_top = (np.where(usable[:, chunk], table[:, chunk], -np.inf) == top) & usable[:, chunk]
+        holders += at_top.sum(axis=1, keepdims=True)
+    alone = holders == 1
+    for chunk in chunks:
+        made = _step_fields(steps, table[:, chunk], reference[:, chunk], step, top, alone)
+        for position, values in made:
+            for target, (start, stop) in zip(targets, bounds, strict=True):
+                values[start:stop].sum(
+                    axis=0, dtype=np.float64, out=fields[position, target, chunk]
+                )
     blocks = np.ascontiguousarray(fields.transpose(2, 1, 0))  # (ranks, blocks, fields)
     return TagEvidence(ordered_ranks, size, first, blocks, int(steps[0]), int(steps[-1]))
 

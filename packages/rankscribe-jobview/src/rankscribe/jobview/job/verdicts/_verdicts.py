@@ -65,12 +65,34 @@ def dense_series(series: Mapping[int, RankArrays]) -> DenseSeries:
     if not ranks:
         empty = np.empty(0, dtype=np.int64)
         return DenseSeries(empty, empty.copy(), np.empty((0, 0), dtype=np.float64))
-    steps = np.unique(np.concatenate([series[rank][0] for rank in ranks]))
+    columns = [series[rank] for rank in ranks]
+    shared = _shared_steps(columns)
+    if shared is not None:  # every rank at the same steps (the usual case): one stack
+        values = np.stack([rank_values for _, rank_values in columns], axis=1)
+        return DenseSeries(shared, np.asarray(ranks, dtype=np.int64), values.astype(np.float64))
+    steps = np.unique(np.concatenate([rank_steps for rank_steps, _ in columns]))
     values = np.full((len(steps), len(ranks)), np.nan)
     for column, rank in enumerate(ranks):
         rank_steps, rank_values = series[rank]
         values[np.searchsorted(steps, rank_steps), column] = rank_values
     return DenseSeries(steps, np.asarray(ranks, dtype=np.int64), values)
+
+
+def _shared_steps(columns: Sequence[RankArrays]) -> npt.NDArray[np.int64] | None:
+    """The steps every column holds when they all hold the same ones (ascending, unique:
+    a rank's arrays are); None when they differ. One comparison of a (ranks, steps) stack."""
+    first = columns[0][0]
+    size = len(first)
+    if size == 0 or any(len(rank_steps) != size for rank_steps, _ in columns):
+        return None
+    if not all(
+        rank_steps[0] == first[0] and rank_steps[-1] == first[-1] for rank_steps, _ in columns
+    ):
+        return None
+    stacked = np.stack([rank_steps for rank_steps, _ in columns])
+    if not bool((stacked == first).all()) or not bool((first[1:] > first[:-1]).all()):
+        return None
+    return np.asarray(first, dtype=np.int64).copy()
 
 
 @dataclass
