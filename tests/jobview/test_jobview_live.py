@@ -125,7 +125,7 @@ def test_the_wire_format_is_data_only() -> None:
     data = JobPartial.of_rank(0, {"a": [(1, 1.0)]}).to_bytes()
     assert b"pickle" not in data and not data.startswith(b"\x80")  # not a pickle
     header, arrays = read_archive(data)  # an .npz: numpy reads it
-    assert (header["format"], header["version"]) == ("rankscribe-job-partial", 4)
+    assert (header["format"], header["version"]) == ("rankscribe-job-partial", 5)
     assert [array.dtype.str for array in arrays] == ["<i8", "<f8"]  # one int, one float block
     assert arrays[0].tolist() == [1] and arrays[1].tolist() == [1.0]
 

@@ -35,8 +35,8 @@ from rankscribe.jobview.job.verdicts._stragglers import StragglerEvidence, row_m
 from rankscribe.jobview.job.verdicts._verdicts import (
     DenseSeries,
     _stops,
+    add_timing_evidence,
     dense_series,
-    timing_evidence,
     untimed_ranks,
 )
 
@@ -138,7 +138,7 @@ class LiveVerdicts:
         curves: list[Curve] = []
         # An interval is a block of steps with every rank's timings: the same rule as at
         # the end of a run without a live view (docs/job-view.md, "Stragglers").
-        self.stragglers.merge(timing_evidence(written.job_statistics()))
+        add_timing_evidence(self.stragglers, written.job_statistics())
         for tag, ranks in written.per_rank.items():
             if tag == FINGERPRINT_TAG:
                 curves.extend(self._add_fingerprints(dense_series(ranks)))

@@ -34,7 +34,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -221,16 +221,9 @@ class TagEvidence:
     blocks: FloatArray  # (ranks, blocks, FIELDS)
     first_step: int
     last_step: int
-
-    def coarsened(self, block_size: int, first_block: int, count: int) -> FloatArray:
-        """The sums re-binned to ``block_size`` blocks from ``first_block`` (``count`` of them)."""
-        width = self.blocks.shape[1]
-        starts = (self.first_block + np.arange(width)) * self.block_size
-        target = starts // block_size - first_block
-        result = np.zeros((len(self.ranks), count, FIELDS))
-        for column, index in enumerate(target.tolist()):  # at most MAX_BLOCKS
-            result[:, index] += self.blocks[:, column]
-        return result
+    #: The array ``blocks`` is the first blocks of, with room for ``MAX_BLOCKS`` (None:
+    #: none yet); merges widen and coarsen the evidence within it.
+    room: FloatArray | None = field(default=None, repr=False, compare=False)
 
 
 def _block_layout(first_step: int, last_step: int, block_size: int) -> tuple[int, int, int]:
@@ -292,7 +285,12 @@ class StragglerEvidence:
         scale = np.broadcast_to(np.asarray(step_time, dtype=np.float64), (len(step_numbers),))
         if len(step_numbers) == 0 or len(columns) == 0:
             return
-        part = _blocks_of(step_numbers, columns, table, scale)
+        # Born in the blocks the tag's evidence has already (a live view's interval: one or
+        # two blocks, not one per few steps), so merging it in needs no re-binning.
+        known = self._tags.get(tag)
+        part = _blocks_of(
+            step_numbers, columns, table, scale, 1 if known is None else known.block_size
+        )
         if part is not None:
             self._merge_tag(tag, part)
 
@@ -318,12 +316,21 @@ class StragglerEvidence:
         size, first, count = _block_layout(
             first_step, last_step, max(known.block_size, part.block_size)
         )
+        rows = np.searchsorted(known.ranks, part.ranks)
+        inside = rows < len(known.ranks)
+        if bool(inside.all()) and bool((known.ranks[rows] == part.ranks).all()):
+            merged = _in_place(known, size, first, count)
+            if merged is not None:  # a live view's usual interval: no copy of the evidence
+                _add_columns(merged, part, rows)
+                merged.first_step, merged.last_step = first_step, last_step
+                return
         ranks = np.union1d(known.ranks, part.ranks)
-        blocks = np.zeros((len(ranks), count, FIELDS))
+        merged = TagEvidence(
+            ranks, size, first, np.zeros((len(ranks), count, FIELDS)), first_step, last_step
+        )
         for piece in (known, part):
-            rows = np.searchsorted(ranks, piece.ranks)
-            blocks[rows] += piece.coarsened(size, first, count)
-        self._tags[tag] = TagEvidence(ranks, size, first, blocks, first_step, last_step)
+            _add_columns(merged, piece, np.searchsorted(ranks, piece.ranks))
+        self._tags[tag] = merged
 
     def to_arrays(self) -> dict[str, object]:
         """A data-only form: ``tags`` (list of str) and int64/float64 arrays."""
@@ -387,6 +394,50 @@ class StragglerEvidence:
         return evidence
 
 
+def _add_columns(target: TagEvidence, piece: TagEvidence, rows: IntArray) -> None:
+    """Add ``piece``'s blocks into ``target``'s rows ``rows`` (its blocks as large or
+    larger, from a block at or before ``piece``'s): one column at a time, no copy of the
+    whole."""
+    starts = (piece.first_block + np.arange(piece.blocks.shape[1])) * piece.block_size
+    columns = (starts // target.block_size - target.first_block).tolist()
+    every = len(rows) == len(target.ranks)  # rows is then 0 .. n - 1: a slice, not a gather
+    for column, index in enumerate(columns):
+        if every:
+            target.blocks[:, index] += piece.blocks[:, column]
+        else:
+            target.blocks[rows, index] += piece.blocks[:, column]
+
+
+def _room(known: TagEvidence) -> FloatArray:
+    """The array of ``MAX_BLOCKS`` blocks that ``known.blocks`` begins (made when missing)."""
+    room = known.room
+    if room is not None and id(known.blocks.base) == id(room):
+        return room
+    room = np.zeros((len(known.ranks), MAX_BLOCKS, FIELDS))
+    room[:, : known.blocks.shape[1]] = known.blocks
+    return room
+
+
+def _in_place(known: TagEvidence, size: int, first: int, count: int) -> TagEvidence | None:
+    """``known`` laid out as (``size``, ``first``, ``count``) blocks within an array of
+    ``MAX_BLOCKS`` blocks (made once, when it is first merged into): wider, or coarser
+    (each block's sums added into its coarser block, which is never a later one). None
+    when the first block is not the one that holds ``known``'s first (a copy is made)."""
+    if first != (known.first_block * known.block_size) // size:
+        return None
+    room = _room(known)
+    if size != known.block_size:
+        starts = (known.first_block + np.arange(known.blocks.shape[1])) * known.block_size
+        for column, index in enumerate((starts // size - first).tolist()):
+            if index != column:  # index < column: its own block was moved already
+                moved = room[:, column].copy()
+                room[:, column] = 0.0
+                room[:, index] += moved
+    known.block_size, known.first_block = size, first
+    known.blocks, known.room = room[:, :count], room
+    return known
+
+
 #: Ranks whose fields are made at once: a (steps, 1,024) block of each stays in the cache,
 #: and 16,384 ranks never hold a (steps, ranks) table per field.
 _CHUNK = 1024
@@ -441,7 +492,7 @@ def _step_fields(
 
 
 def _blocks_of(
-    steps: IntArray, ranks: IntArray, table: FloatArray, scale: FloatArray
+    steps: IntArray, ranks: IntArray, table: FloatArray, scale: FloatArray, block_size: int = 1
 ) -> TagEvidence | None:
     """One block of steps' sums folded into the evidence's blocks (ranks sorted).
 
@@ -454,7 +505,7 @@ def _blocks_of(
         raise ValueError(f"ranks must be distinct, got {ranks.tolist()}")
     if not bool(np.all(order == np.arange(len(order)))):
         table = table[:, order]
-    size, first, count = _block_layout(int(steps[0]), int(steps[-1]), 1)
+    size, first, count = _block_layout(int(steps[0]), int(steps[-1]), block_size)
     index = steps // size - first
     fields = np.zeros((FIELDS, count, len(ranks)))
     starts = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
@@ -462,7 +513,12 @@ def _blocks_of(
     # down the steps of a (steps, ranks) table.
     bounds = list(zip(starts.tolist(), [*starts[1:].tolist(), len(steps)], strict=True))
     targets = index[starts].tolist()
-    reference = others_medians(table)
+    # The others' medians a few steps at a time (each row is its own): their sort or
+    # partition holds a few MB, not several (steps, ranks) tables.
+    reference = np.empty_like(table)
+    rows = max(1, _CHUNK * 64 // max(len(ranks), 1))
+    for start in range(0, len(steps), rows):
+        reference[start : start + rows] = others_medians(table[start : start + rows])
     step = np.where(np.isfinite(scale) & (scale > 0), scale, np.nan)[:, None]
     chunks = [slice(start, start + _CHUNK) for start in range(0, len(ranks), _CHUNK)]
     # Each step's slowest usable time, then how many ranks hold it.

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rankscribe.jobview.job._ranges import missing_ranges, ranges_text
-from rankscribe.jobview.job._statistics import JobStatistics, RankArrays
+from rankscribe.jobview.job._statistics import JobStatistics, RankArrays, shared_steps
 from rankscribe.jobview.job.verdicts._straggler_verdicts import VerdictSettings, straggler_verdicts
 from rankscribe.jobview.job.verdicts._stragglers import StragglerEvidence, row_medians
 
@@ -26,6 +26,7 @@ __all__ = [
     "DenseSeries",
     "StepTimes",
     "Verdicts",
+    "add_timing_evidence",
     "dense_series",
     "job_verdicts",
     "step_times",
@@ -66,7 +67,7 @@ def dense_series(series: Mapping[int, RankArrays]) -> DenseSeries:
         empty = np.empty(0, dtype=np.int64)
         return DenseSeries(empty, empty.copy(), np.empty((0, 0), dtype=np.float64))
     columns = [series[rank] for rank in ranks]
-    shared = _shared_steps(columns)
+    shared = shared_steps(columns)
     if shared is not None:  # every rank at the same steps (the usual case): one stack
         values = np.stack([rank_values for _, rank_values in columns], axis=1)
         return DenseSeries(shared, np.asarray(ranks, dtype=np.int64), values.astype(np.float64))
@@ -76,23 +77,6 @@ def dense_series(series: Mapping[int, RankArrays]) -> DenseSeries:
         rank_steps, rank_values = series[rank]
         values[np.searchsorted(steps, rank_steps), column] = rank_values
     return DenseSeries(steps, np.asarray(ranks, dtype=np.int64), values)
-
-
-def _shared_steps(columns: Sequence[RankArrays]) -> npt.NDArray[np.int64] | None:
-    """The steps every column holds when they all hold the same ones (ascending, unique:
-    a rank's arrays are); None when they differ. One comparison of a (ranks, steps) stack."""
-    first = columns[0][0]
-    size = len(first)
-    if size == 0 or any(len(rank_steps) != size for rank_steps, _ in columns):
-        return None
-    if not all(
-        rank_steps[0] == first[0] and rank_steps[-1] == first[-1] for rank_steps, _ in columns
-    ):
-        return None
-    stacked = np.stack([rank_steps for rank_steps, _ in columns])
-    if not bool((stacked == first).all()) or not bool((first[1:] > first[:-1]).all()):
-        return None
-    return np.asarray(first, dtype=np.int64).copy()
 
 
 @dataclass
@@ -145,10 +129,18 @@ def timing_evidence(statistics: JobStatistics) -> StragglerEvidence:
     ranks; a step no rank timed is not judged (``docs/job-view.md``, "Straggler").
     """
     evidence = StragglerEvidence()
+    add_timing_evidence(evidence, statistics)
+    return evidence
+
+
+def add_timing_evidence(evidence: StragglerEvidence, statistics: JobStatistics) -> None:
+    """Add the straggler evidence of ``statistics`` to ``evidence`` (as :func:`timing_evidence`
+    makes it; a live view's interval goes straight into the blocks the run has so far)."""
     step_dense = dense_series(statistics.step_times)
     step_median = row_medians(step_dense.values) if len(step_dense.steps) else np.empty(0)
     for tag in sorted(statistics.timings):
-        dense = dense_series(statistics.timings[tag])
+        timings = statistics.timings[tag]
+        dense = step_dense if timings is statistics.step_times else dense_series(timings)
         if len(dense.ranks) < 2 or len(dense.steps) == 0:
             continue
         scale = np.full(len(dense.steps), np.nan)
@@ -159,7 +151,6 @@ def timing_evidence(statistics: JobStatistics) -> StragglerEvidence:
             matched[inside] = step_dense.steps[where[inside]] == dense.steps[inside]
             scale[matched] = step_median[where[matched]]
         evidence.add_timings(tag, dense.steps, dense.ranks.tolist(), dense.values, scale)
-    return evidence
 
 
 def _divergence(fingerprints: Mapping[int, RankArrays]) -> Verdicts:
