@@ -138,14 +138,19 @@ class LiveVerdicts:
         curves: list[Curve] = []
         # An interval is a block of steps with every rank's timings: the same rule as at
         # the end of a run without a live view (docs/job-view.md, "Stragglers").
-        add_timing_evidence(self.stragglers, written.job_statistics())
+        tables: dict[str, DenseSeries] = {}
+        add_timing_evidence(self.stragglers, written.job_statistics(), tables)
         for tag, ranks in written.per_rank.items():
             if tag == FINGERPRINT_TAG:
                 curves.extend(self._add_fingerprints(dense_series(ranks)))
             elif is_timing_tag(tag):
                 self.timed_ranks.update(rank for rank, (steps, _) in ranks.items() if len(steps))
                 evidence = self.timings.setdefault(tag, _TimingEvidence())
-                steps, skew, slowest = evidence.add(dense_series(ranks))
+                # the table the straggler evidence was made of, when it made one
+                dense = tables.pop(tag, None)
+                steps, skew, slowest = evidence.add(
+                    dense if dense is not None else dense_series(ranks)
+                )
                 if tag == STEP_TIME_TAG and len(steps):
                     curves.append(Curve(SLOWEST_RANK_TAG, steps, slowest.astype(np.float64)))
                     curves.append(Curve(SKEW_TAG, steps, skew))

@@ -42,6 +42,7 @@ import numpy as np
 if TYPE_CHECKING:
     import numpy.typing as npt
 
+    BoolArray = npt.NDArray[np.bool_]
     FloatArray = npt.NDArray[np.float64]
     IntArray = npt.NDArray[np.int64]
 
@@ -457,38 +458,30 @@ def _excess(
     return seconds, share, reference_share, usable
 
 
-def _step_fields(
-    steps: IntArray,
-    table: FloatArray,
-    reference: FloatArray,
-    step: FloatArray,
-    top: FloatArray,
-    alone: npt.NDArray[np.bool_],
-) -> Iterator[tuple[int, npt.NDArray[np.float64] | npt.NDArray[np.bool_]]]:
-    """Per field, its ``(steps, ranks)`` values of one step each (zeros or False where a
-    rank has no comparable point), for a block of ranks (``top``: each step's slowest
-    usable time over every rank; ``alone``: whether one rank alone holds it)."""
-    seconds, share, reference_share, usable = _excess(table, reference, step)
-    filled = np.where(usable, table, -np.inf)
-    at_top = (filled == top) & usable
-    share = np.where(usable, share, 0.0)
-    seconds = np.where(usable, seconds, 0.0)
-    reference_share = np.where(usable, reference_share, 0.0)
+def _plain_fields(
+    share: FloatArray, seconds: FloatArray, reference_share: FloatArray, usable: BoolArray
+) -> Iterator[tuple[int, FloatArray | BoolArray]]:
+    """The fields summed as they are, per ``(steps, ranks)`` point (0 or False where a rank
+    has no comparable point; ``share`` is 0 there: above and below need no mask)."""
     yield COUNT, usable
-    yield SHARE, share
     yield SQUARE, share * share
     yield SECONDS, seconds
     yield REFERENCE, reference_share
-    yield SLOWEST, at_top & alone
-    # ``share`` is 0 where not usable: above and below need no mask.
     yield ABOVE, share > 0
     yield BELOW, share < 0
     for offset, edge in enumerate(EDGES):
         yield ABOVE_EDGES + offset, share > edge
+
+
+def _weights(steps: IntArray) -> tuple[list[int], FloatArray]:
+    """The fields that are the excess share weighted per step (``SHARE``: by 1; ``PERIODIC``:
+    the cosine and sine of ``2 pi step / k``), and their ``(fields, steps)`` weights."""
+    fields, rows = [SHARE], [np.ones(len(steps))]
     for offset, period in enumerate(PERIODS):
         angle = (2 * np.pi / period) * (steps % period)
-        yield PERIODIC + 2 * offset, share * np.cos(angle)[:, None]
-        yield PERIODIC + 2 * offset + 1, share * np.sin(angle)[:, None]
+        fields += [PERIODIC + 2 * offset, PERIODIC + 2 * offset + 1]
+        rows += [np.cos(angle), np.sin(angle)]
+    return fields, np.stack(rows)
 
 
 def _blocks_of(
@@ -496,8 +489,10 @@ def _blocks_of(
 ) -> TagEvidence | None:
     """One block of steps' sums folded into the evidence's blocks (ranks sorted).
 
-    The others' medians and each step's slowest rank need whole rows; the fields are
-    made and summed :data:`_CHUNK` ranks at a time.
+    The others' medians need whole rows (a few steps at a time); the rest is made
+    :data:`_CHUNK` ranks at a time, in one pass: each chunk's fields summed per block
+    (the weighted ones as one product of the weights and the shares), and each step's
+    slowest usable point of the chunk, from which each step's one slowest rank follows.
     """
     order = np.argsort(ranks, kind="stable")
     ordered_ranks = ranks[order]
@@ -507,40 +502,43 @@ def _blocks_of(
         table = table[:, order]
     size, first, count = _block_layout(int(steps[0]), int(steps[-1]), block_size)
     index = steps // size - first
-    fields = np.zeros((FIELDS, count, len(ranks)))
+    blocks = np.empty((len(ranks), count, FIELDS))
     starts = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
-    # One sum of rows per block (at most MAX_BLOCKS): several times faster than reduceat
-    # down the steps of a (steps, ranks) table.
     bounds = list(zip(starts.tolist(), [*starts[1:].tolist(), len(steps)], strict=True))
     targets = index[starts].tolist()
-    # The others' medians a few steps at a time (each row is its own): their sort or
-    # partition holds a few MB, not several (steps, ranks) tables.
     reference = np.empty_like(table)
     rows = max(1, _CHUNK * 64 // max(len(ranks), 1))
     for start in range(0, len(steps), rows):
         reference[start : start + rows] = others_medians(table[start : start + rows])
     step = np.where(np.isfinite(scale) & (scale > 0), scale, np.nan)[:, None]
-    chunks = [slice(start, start + _CHUNK) for start in range(0, len(ranks), _CHUNK)]
-    # Each step's slowest usable time, then how many ranks hold it.
-    top = np.full((len(steps), 1), -np.inf)
-    usable = np.zeros(table.shape, dtype=bool)
-    for chunk in chunks:
-        usable[:, chunk] = _excess(table[:, chunk], reference[:, chunk], step)[3]
-        filled = np.where(usable[:, chunk], table[:, chunk], -np.inf)
-        np.maximum(top, filled.max(axis=1, keepdims=True, initial=-np.inf), out=top)
-    holders = np.zeros((len(steps), 1), dtype=np.int64)
-    for chunk in chunks:
-        at_top = (np.where(usable[:, chunk], table[:, chunk], -np.inf) == top) & usable[:, chunk]
-        holders += at_top.sum(axis=1, keepdims=True)
-    alone = holders == 1
-    for chunk in chunks:
-        made = _step_fields(steps, table[:, chunk], reference[:, chunk], step, top, alone)
-        for position, values in made:
+    weighted, weights = _weights(steps)
+    tops, holders, winners = [], [], []
+    for chunk_start in range(0, len(ranks), _CHUNK):
+        chunk = slice(chunk_start, chunk_start + _CHUNK)
+        fields = np.zeros((FIELDS, count, len(ranks[chunk])))
+        seconds, share, reference_share, usable = _excess(
+            table[:, chunk], reference[:, chunk], step
+        )
+        filled = np.where(usable, table[:, chunk], -np.inf)
+        top = filled.max(axis=1, initial=-np.inf)
+        tops.append(top)
+        holders.append(((filled == top[:, None]) & usable).sum(axis=1))
+        winners.append(chunk_start + filled.argmax(axis=1))
+        share = np.where(usable, share, 0.0)
+        seconds = np.where(usable, seconds, 0.0)
+        reference_share = np.where(usable, reference_share, 0.0)
+        for position, values in _plain_fields(share, seconds, reference_share, usable):
             for target, (start, stop) in zip(targets, bounds, strict=True):
-                values[start:stop].sum(
-                    axis=0, dtype=np.float64, out=fields[position, target, chunk]
-                )
-    blocks = np.ascontiguousarray(fields.transpose(2, 1, 0))  # (ranks, blocks, fields)
+                values[start:stop].sum(axis=0, dtype=np.float64, out=fields[position, target])
+        for target, (start, stop) in zip(targets, bounds, strict=True):
+            fields[weighted, target] = weights[:, start:stop] @ share[start:stop]
+        blocks[chunk] = fields.transpose(2, 1, 0)  # (ranks, blocks, fields)
+    # SLOWEST: the step's one rank at the top (two ranks tied at it: neither).
+    top = np.max(tops, axis=0)
+    at_top = np.asarray(tops) == top
+    alone = np.flatnonzero(np.where(at_top, np.asarray(holders), 0).sum(axis=0) == 1)
+    winner = np.asarray(winners)[at_top.argmax(axis=0), np.arange(len(steps))]
+    np.add.at(blocks[:, :, SLOWEST], (winner[alone], index[alone]), 1.0)
     return TagEvidence(ordered_ranks, size, first, blocks, int(steps[0]), int(steps[-1]))
 
 
