@@ -94,12 +94,17 @@ class _TimingEvidence:
         values = dense.values
         present = ~np.isnan(values)
         contested = present.sum(axis=1) >= 2
-        values, steps = values[contested], dense.steps[contested]
+        gaps = not bool(present.all())
+        del present
+        if not bool(contested.all()):
+            values, steps = values[contested], dense.steps[contested]
+        else:  # every step of every rank (the usual case): no copy
+            steps = dense.steps
         if len(values) == 0:
             empty = np.empty(0, dtype=np.int64)
             return empty, np.empty(0), empty
         self.contested += len(values)
-        column = np.argmax(np.where(np.isnan(values), -np.inf, values), axis=1)
+        column = np.argmax(np.where(np.isnan(values), -np.inf, values) if gaps else values, axis=1)
         slowest = dense.ranks[column]
         for rank, wins in zip(*np.unique(slowest, return_counts=True), strict=True):
             self.slowest[int(rank)] = self.slowest.get(int(rank), 0) + int(wins)
@@ -162,9 +167,11 @@ class LiveVerdicts:
         self.fingerprint_ranks.update(dense.ranks.tolist())
         values = dense.values
         present = ~np.isnan(values)
-        ordered = np.sort(values, axis=1)
-        changes = (ordered[:, 1:] != ordered[:, :-1]) & ~np.isnan(ordered[:, 1:])
-        distinct = (present.any(axis=1) + changes.sum(axis=1)).astype(np.float64)
+        distinct = np.empty(len(values))
+        for part in _row_slices(values.shape):  # each step's distinct values, sorted
+            ordered = np.sort(values[part], axis=1)
+            changes = (ordered[:, 1:] != ordered[:, :-1]) & ~np.isnan(ordered[:, 1:])
+            distinct[part] = present[part].any(axis=1) + changes.sum(axis=1)
         curves = [
             Curve(f"{FINGERPRINT_TAG}/ranks", dense.steps, present.sum(axis=1).astype(float)),
             Curve(f"{FINGERPRINT_TAG}/distinct", dense.steps, distinct),
@@ -190,18 +197,20 @@ class LiveVerdicts:
         return curves
 
     def _majority(self, dense: DenseSeries, rows: npt.NDArray[np.int64]) -> None:
-        values = dense.values[rows]
-        present = ~np.isnan(values)
-        counts = present.sum(axis=1)
-        ordered = np.sort(values, axis=1)
-        middle = ordered[np.arange(len(ordered)), np.maximum(counts - 1, 0) // 2]
-        agree = values == middle[:, None]
-        has_majority = 2 * agree.sum(axis=1) > counts
-        left = present & ~(agree & has_majority[:, None])
-        for column in np.flatnonzero(left.any(axis=0)).tolist():
-            rank = int(dense.ranks[column])
-            if rank not in self.diverged:
-                self.diverged[rank] = int(dense.steps[rows[int(np.argmax(left[:, column]))]])
+        for part in _row_slices((len(rows), dense.values.shape[1])):  # steps in order
+            values = dense.values[rows[part]]
+            present = ~np.isnan(values)
+            counts = present.sum(axis=1)
+            ordered = np.sort(values, axis=1)
+            middle = ordered[np.arange(len(ordered)), np.maximum(counts - 1, 0) // 2]
+            agree = values == middle[:, None]
+            has_majority = 2 * agree.sum(axis=1) > counts
+            left = present & ~(agree & has_majority[:, None])
+            for column in np.flatnonzero(left.any(axis=0)).tolist():
+                rank = int(dense.ranks[column])
+                if rank not in self.diverged:
+                    row = rows[part][int(np.argmax(left[:, column]))]
+                    self.diverged[rank] = int(dense.steps[row])
 
     def straggler_records(self) -> list[StragglerRecord]:
         """The straggler verdict records so far (``docs/job-view.md``, "Verdict records")."""
@@ -238,6 +247,13 @@ class LiveVerdicts:
             verdicts[f"job/last_step/{rank}"] = step
         verdicts.update(_stops(JobStatistics(last_steps=dict(last))))
         return {key: _int32(value) for key, value in verdicts.items()}
+
+
+def _row_slices(shape: tuple[int, ...]) -> list[slice]:
+    """Slices of the rows of a ``(steps, ranks)`` table, about 8 MB of it each: what is
+    sorted at once (each step is sorted on its own)."""
+    step = max(1, (1 << 20) // max(shape[1], 1))
+    return [slice(start, start + step) for start in range(0, shape[0], step)]
 
 
 def _int32(value: float | int | str) -> float | int | str:

@@ -105,14 +105,18 @@ def row_medians(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         raise ValueError(f"values must be a (steps, ranks) array, got shape {table.shape}")
     if table.shape[1] == 0:
         return np.full(len(table), np.nan)
-    ordered = np.sort(table, axis=1)  # NaN sorts last
-    counts = (~np.isnan(table)).sum(axis=1)
-    rows = np.arange(len(table))
-    low = ordered[rows, np.maximum(counts - 1, 0) // 2]
-    high = ordered[rows, counts // 2]
-    with np.errstate(invalid="ignore"):
-        medians = (low + high) / 2
-    return np.where(counts > 0, medians, np.nan)
+    medians = np.empty(len(table))
+    step = max(1, (1 << 20) // table.shape[1])  # rows sorted at once: a sort of ~8 MB
+    for start in range(0, len(table), step):
+        part = table[start : start + step]
+        ordered = np.sort(part, axis=1)  # NaN sorts last
+        counts = (~np.isnan(part)).sum(axis=1)
+        rows = np.arange(len(part))
+        low = ordered[rows, np.maximum(counts - 1, 0) // 2]
+        high = ordered[rows, counts // 2]
+        with np.errstate(invalid="ignore"):
+            medians[start : start + step] = np.where(counts > 0, (low + high) / 2, np.nan)
+    return medians
 
 
 def others_medians(values: npt.ArrayLike) -> FloatArray:

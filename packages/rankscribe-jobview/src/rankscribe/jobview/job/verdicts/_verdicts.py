@@ -70,7 +70,8 @@ def dense_series(series: Mapping[int, RankArrays]) -> DenseSeries:
     shared = shared_steps(columns)
     if shared is not None:  # every rank at the same steps (the usual case): one stack
         values = np.stack([rank_values for _, rank_values in columns], axis=1)
-        return DenseSeries(shared, np.asarray(ranks, dtype=np.int64), values.astype(np.float64))
+        values = values.astype(np.float64, copy=False)
+        return DenseSeries(shared, np.asarray(ranks, dtype=np.int64), values)
     steps = np.unique(np.concatenate([rank_steps for rank_steps, _ in columns]))
     values = np.full((len(steps), len(ranks)), np.nan)
     for column, rank in enumerate(ranks):
