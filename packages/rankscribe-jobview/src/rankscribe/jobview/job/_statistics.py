@@ -349,18 +349,20 @@ _STACKED = 1024
 
 def shared_steps(columns: Sequence[RankArrays]) -> npt.NDArray[np.int64] | None:
     """The steps every column holds when they all hold the same ones (ascending, unique:
-    a rank's arrays are); None when they differ. Compared 1,024 ranks at a time."""
+    a rank's arrays are); None when they differ.
+
+    Columns decoded from messages share one steps array per message: each distinct array
+    is compared once; else 1,024 ranks' steps at a time."""
     first = columns[0][0]
     size = len(first)
-    if size == 0 or any(len(rank_steps) != size for rank_steps, _ in columns):
+    if size == 0 or not bool((first[1:] > first[:-1]).all()):
         return None
-    if all(rank_steps is first for rank_steps, _ in columns):  # decoded: one array for all
-        return first.copy() if bool((first[1:] > first[:-1]).all()) else None
-    if not all(
-        rank_steps[0] == first[0] and rank_steps[-1] == first[-1] for rank_steps, _ in columns
-    ):
-        return None
-    if not bool((first[1:] > first[:-1]).all()):
+    arrays = {id(rank_steps): rank_steps for rank_steps, _ in columns}
+    if len(arrays) <= _STACKED:
+        if not all(np.array_equal(rank_steps, first) for rank_steps in arrays.values()):
+            return None
+        return np.asarray(first, dtype=np.int64).copy()
+    if any(len(rank_steps) != size for rank_steps, _ in columns):
         return None
     for start in range(0, len(columns), _STACKED):  # a few MB at a time
         stacked = np.stack([rank_steps for rank_steps, _ in columns[start : start + _STACKED]])
