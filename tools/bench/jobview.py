@@ -24,19 +24,28 @@
    and rank 0's LiveJobView appending each interval to the job files).
    a. One interval of --interval-steps steps, all ranks in this process:
       the total work, and the critical path a real job waits for (one leaf,
-      one merge per level, rank 0's write), against numpy's mean/min/max of
-      a dense (ranks, steps, tags) array. Target <= 1 s. Timed: building
-      each rank's partial from its (steps, values) arrays, encoding,
-      decoding and merging at every hop, rank 0's add and write; not timed:
-      making the synthetic values (a rank's tail reads them from its files).
+      the slowest merge of each level, rank 0's add and write; rank 0
+      encodes nothing, it sends nothing), in wall seconds and in CPU seconds
+      (the cores are often shared), against numpy's mean/min/max of a dense
+      (ranks, steps, tags) array. Also printed: the looser bound that counts
+      the largest merge (rank 0's) at every level. Target <= 1 s up to
+      16,384 ranks, <= 2 s beyond (65,536). Timed: building each rank's
+      partial from its (steps, values) arrays, encoding, decoding and
+      merging at every hop, rank 0's add and write; not timed: making the
+      synthetic values (a rank's tail reads them from its files).
    b. Rank 0's node for --tree-steps steps, in a process of its own: each
       interval it receives its 8 children's subtree partials (of 128 ranks
       each; computed with numpy from synthetic values, as the subtrees would
       send them), merges them with its own and appends to the job files.
       Its peak memory over the RSS it had before the first interval (after
-      its imports) is the job view's (target <= 256 MB; it includes the
-      synthetic subtrees being made), against the size of the job's points
-      held as float64 (ranks x steps x tags x 8 bytes) — what a funnel holds.
+      its imports) is the job view's (target <= 256 MB up to 16,384 ranks,
+      <= 384 MB beyond; it includes the synthetic subtrees being made),
+      against the size of the job's points held as float64 (ranks x steps x
+      tags x 8 bytes) — what a funnel holds.
+
+   The sizes of docs/job-view.md, "The tree at scale": --tree-ranks 1024,
+   16384 and 65536 (--tree-steps 20000; 3000 at 65,536, whose root node
+   holds the same past its second interval: docs/job-view.md gives the bound).
 
 4. The job files alone (``--parts files``): the two files of --ranks' worth of
    curves (--tags tags x 7 statistics x --steps steps) written through the

@@ -88,9 +88,12 @@ class _TimingEvidence:
     skews: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(_BINS, np.int64))
 
     def add(
-        self, dense: DenseSeries
+        self, dense: DenseSeries, medians: npt.NDArray[np.float64] | None = None
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.int64]]:
-        """Fold in these steps; return (steps, skew, slowest rank) of the contested ones."""
+        """Fold in these steps; return (steps, skew, slowest rank) of the contested ones.
+
+        ``medians``: each step's median over the ranks (``row_medians`` of
+        ``dense.values``), when it is known already."""
         values = dense.values
         present = ~np.isnan(values)
         contested = present.sum(axis=1) >= 2
@@ -98,6 +101,7 @@ class _TimingEvidence:
         del present
         if not bool(contested.all()):
             values, steps = values[contested], dense.steps[contested]
+            medians = medians[contested] if medians is not None else None
         else:  # every step of every rank (the usual case): no copy
             steps = dense.steps
         if len(values) == 0:
@@ -109,7 +113,7 @@ class _TimingEvidence:
         for rank, wins in zip(*np.unique(slowest, return_counts=True), strict=True):
             self.slowest[int(rank)] = self.slowest.get(int(rank), 0) + int(wins)
         top = values[np.arange(len(values)), column]
-        skew = _ratio(top, row_medians(values))
+        skew = _ratio(top, row_medians(values) if medians is None else medians)
         with np.errstate(divide="ignore"):
             np.add.at(self.skews, _bin_of(np.log2(skew)), 1)
         return steps, skew, slowest
@@ -144,7 +148,8 @@ class LiveVerdicts:
         # An interval is a block of steps with every rank's timings: the same rule as at
         # the end of a run without a live view (docs/job-view.md, "Stragglers").
         tables: dict[str, DenseSeries] = {}
-        add_timing_evidence(self.stragglers, written.job_statistics(), tables)
+        medians: dict[str, npt.NDArray[np.float64]] = {}
+        add_timing_evidence(self.stragglers, written.job_statistics(), tables, medians)
         for tag, ranks in written.per_rank.items():
             if tag == FINGERPRINT_TAG:
                 curves.extend(self._add_fingerprints(dense_series(ranks)))
@@ -154,7 +159,8 @@ class LiveVerdicts:
                 # the table the straggler evidence was made of, when it made one
                 dense = tables.pop(tag, None)
                 steps, skew, slowest = evidence.add(
-                    dense if dense is not None else dense_series(ranks)
+                    dense if dense is not None else dense_series(ranks),
+                    medians.get(tag) if dense is not None else None,
                 )
                 if tag == STEP_TIME_TAG and len(steps):
                     curves.append(Curve(SLOWEST_RANK_TAG, steps, slowest.astype(np.float64)))

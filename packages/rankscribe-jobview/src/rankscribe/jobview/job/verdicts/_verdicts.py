@@ -138,16 +138,20 @@ def add_timing_evidence(
     evidence: StragglerEvidence,
     statistics: JobStatistics,
     tables: dict[str, DenseSeries] | None = None,
+    medians: dict[str, npt.NDArray[np.float64]] | None = None,
 ) -> None:
     """Add the straggler evidence of ``statistics`` to ``evidence`` (as :func:`timing_evidence`
     makes it; a live view's interval goes straight into the blocks the run has so far).
 
     ``tables``: each timing tag's :func:`dense_series` is put there, for a caller that
-    needs them too (one table each, not two)."""
+    needs them too (one table each, not two); ``medians``: the step time's
+    :func:`row_medians` (each step's median over the ranks), likewise."""
     tables = {} if tables is None else tables
     step_dense = dense_series(statistics.step_times)
     tables[statistics.step_time_tag] = step_dense
     step_median = row_medians(step_dense.values) if len(step_dense.steps) else np.empty(0)
+    if medians is not None:
+        medians[statistics.step_time_tag] = step_median
     for tag in sorted(statistics.timings):
         timings = statistics.timings[tag]
         dense = step_dense if timings is statistics.step_times else dense_series(timings)
