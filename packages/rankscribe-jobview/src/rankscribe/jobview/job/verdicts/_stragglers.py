@@ -33,7 +33,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -164,17 +164,32 @@ def _full_others_medians(table: FloatArray) -> FloatArray:
     (an even count of others) shifts the high one only. Tied values give the same
     medians whichever way the tie falls.
     """
+    return _others_from(table, _middle_of(table))
+
+
+#: A row's order statistics around its middle (each ``(rows, 1)``): at and above the
+#: ``low`` one of the others, at and above their ``high`` one (_full_others_medians).
+Middle = tuple["FloatArray", "FloatArray", "FloatArray", "FloatArray"]
+
+
+def _middle_of(table: FloatArray) -> Middle:
+    """The order statistics :func:`_others_from` needs, of each row (one partition)."""
     others = table.shape[1] - 1
     low, high = (others - 1) // 2, others // 2
     # One partition at low + 1; the order statistics next to it are the largest of the
     # part before it and the smallest of the part after it.
     middle = np.partition(table, low + 1, axis=1)
-    above_low = middle[:, low + 1 : low + 2]
+    above_low = middle[:, low + 1 : low + 2].copy()
     at_low = middle[:, : low + 1].max(axis=1, keepdims=True)
     if high == low:
-        at_high, above_high = at_low, above_low
-    else:  # high == low + 1
-        at_high, above_high = above_low, middle[:, low + 2 :].min(axis=1, keepdims=True)
+        return at_low, above_low, at_low, above_low
+    # high == low + 1
+    return at_low, above_low, above_low, middle[:, low + 2 :].min(axis=1, keepdims=True)
+
+
+def _others_from(table: FloatArray, middle: Middle) -> FloatArray:
+    """Each point's others' median from its row's :func:`_middle_of` (any of its columns)."""
+    at_low, above_low, at_high, above_high = middle
     below = table <= at_low
     above = table >= above_high
     first = np.where(below, above_low, at_low)
@@ -488,6 +503,29 @@ def _weights(steps: IntArray) -> tuple[list[int], FloatArray]:
     return fields, np.stack(rows)
 
 
+def _references(table: FloatArray) -> Callable[[slice], FloatArray]:
+    """Each point's others' median, for a slice of the ranks (``(steps, ranks)`` columns).
+
+    A table without NaN of 3 ranks or more keeps each row's middle order statistics only
+    (a few numbers a step) and makes a chunk's medians from them; else the medians of
+    the whole table, a few steps at a time. The same numbers as :func:`others_medians`.
+    """
+    rows = max(1, _CHUNK * 64 // max(table.shape[1], 1))
+    if table.shape[1] >= 3 and not bool(np.isnan(table).any()):
+        parts = [_middle_of(table[start : start + rows]) for start in range(0, len(table), rows)]
+        middle: Middle = (
+            np.concatenate([part[0] for part in parts]),
+            np.concatenate([part[1] for part in parts]),
+            np.concatenate([part[2] for part in parts]),
+            np.concatenate([part[3] for part in parts]),
+        )
+        return lambda chunk: _others_from(table[:, chunk], middle)
+    reference = np.empty_like(table)
+    for start in range(0, len(table), rows):
+        reference[start : start + rows] = others_medians(table[start : start + rows])
+    return lambda chunk: reference[:, chunk]
+
+
 def _blocks_of(
     steps: IntArray, ranks: IntArray, table: FloatArray, scale: FloatArray, block_size: int = 1
 ) -> TagEvidence | None:
@@ -510,19 +548,14 @@ def _blocks_of(
     starts = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
     bounds = list(zip(starts.tolist(), [*starts[1:].tolist(), len(steps)], strict=True))
     targets = index[starts].tolist()
-    reference = np.empty_like(table)
-    rows = max(1, _CHUNK * 64 // max(len(ranks), 1))
-    for start in range(0, len(steps), rows):
-        reference[start : start + rows] = others_medians(table[start : start + rows])
+    others = _references(table)
     step = np.where(np.isfinite(scale) & (scale > 0), scale, np.nan)[:, None]
     weighted, weights = _weights(steps)
     tops, holders, winners = [], [], []
     for chunk_start in range(0, len(ranks), _CHUNK):
         chunk = slice(chunk_start, chunk_start + _CHUNK)
         fields = np.zeros((FIELDS, count, len(ranks[chunk])))
-        seconds, share, reference_share, usable = _excess(
-            table[:, chunk], reference[:, chunk], step
-        )
+        seconds, share, reference_share, usable = _excess(table[:, chunk], others(chunk), step)
         filled = np.where(usable, table[:, chunk], -np.inf)
         top = filled.max(axis=1, initial=-np.inf)
         tops.append(top)
