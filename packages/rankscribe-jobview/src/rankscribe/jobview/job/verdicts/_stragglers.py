@@ -308,11 +308,12 @@ class StragglerEvidence:
         # Born in the blocks the tag's evidence has already (a live view's interval: one or
         # two blocks, not one per few steps), so merging it in needs no re-binning.
         known = self._tags.get(tag)
-        part = _blocks_of(
-            step_numbers, columns, table, scale, 1 if known is None else known.block_size
+        if known is None:  # the tag's first steps: made in the array later ones are added to
+            self._tags[tag] = _blocks_of(step_numbers, columns, table, scale, 1, room=True)
+            return
+        self._merge_tag(
+            tag, _blocks_of(step_numbers, columns, table, scale, known.block_size, room=False)
         )
-        if part is not None:
-            self._merge_tag(tag, part)
 
     def merge(self, other: StragglerEvidence) -> None:
         """Fold ``other`` in (other steps, other ranks, or both)."""
@@ -527,8 +528,14 @@ def _references(table: FloatArray) -> Callable[[slice], FloatArray]:
 
 
 def _blocks_of(
-    steps: IntArray, ranks: IntArray, table: FloatArray, scale: FloatArray, block_size: int = 1
-) -> TagEvidence | None:
+    steps: IntArray,
+    ranks: IntArray,
+    table: FloatArray,
+    scale: FloatArray,
+    block_size: int = 1,
+    *,
+    room: bool = False,
+) -> TagEvidence:
     """One block of steps' sums folded into the evidence's blocks (ranks sorted).
 
     The others' medians need whole rows (a few steps at a time); the rest is made
@@ -544,7 +551,9 @@ def _blocks_of(
         table = table[:, order]
     size, first, count = _block_layout(int(steps[0]), int(steps[-1]), block_size)
     index = steps // size - first
-    blocks = np.empty((len(ranks), count, FIELDS))
+    # ``room``: within an array of MAX_BLOCKS blocks, which later steps grow into in place.
+    storage = np.zeros((len(ranks), MAX_BLOCKS if room else count, FIELDS))
+    blocks = storage[:, :count]
     starts = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
     bounds = list(zip(starts.tolist(), [*starts[1:].tolist(), len(steps)], strict=True))
     targets = index[starts].tolist()
@@ -576,7 +585,9 @@ def _blocks_of(
     alone = np.flatnonzero(np.where(at_top, np.asarray(holders), 0).sum(axis=0) == 1)
     winner = np.asarray(winners)[at_top.argmax(axis=0), np.arange(len(steps))]
     np.add.at(blocks[:, :, SLOWEST], (winner[alone], index[alone]), 1.0)
-    return TagEvidence(ordered_ranks, size, first, blocks, int(steps[0]), int(steps[-1]))
+    return TagEvidence(
+        ordered_ranks, size, first, blocks, int(steps[0]), int(steps[-1]), storage if room else None
+    )
 
 
 def tag_sums(evidence: StragglerEvidence, tag: str) -> TagEvidence:
