@@ -126,7 +126,7 @@ def test_the_wire_format_is_data_only() -> None:
     data = JobPartial.of_rank(0, {"a": [(1, 1.0)]}).to_bytes()
     assert b"pickle" not in data and not data.startswith(b"\x80")  # not a pickle
     header, arrays = read_archive(data)  # an .npz: numpy reads it
-    assert (header["format"], header["version"]) == ("rankscribe-job-partial", 4)
+    assert (header["format"], header["version"]) == ("rankscribe-job-partial", 5)
     assert [array.dtype.str for array in arrays] == ["<i8", "<f8"]  # one int, one float block
     assert arrays[0].tolist() == [1] and arrays[1].tolist() == [1.0]
 
@@ -324,6 +324,61 @@ def test_a_straggler_and_a_diverged_rank_are_judged_interval_by_interval(tmp_pat
     written = job_points(tmp_path)
     assert written["job/straggler_rank"][100] == 2.0  # the verdicts so far, as job scalars
     assert written["rankscribe/param_fingerprint/distinct"][61] == 2.0
+
+
+def test_thousands_of_ranks_are_judged_live_as_the_whole_job_view_judges_them(
+    tmp_path: Path,
+) -> None:
+    # 2,100 ranks: rank 0 makes the straggler sums 1,024 ranks at a time and sorts a few
+    # steps at a time; the verdicts are the in-memory job view's of the same points.
+    ranks, fingerprint = 2100, "rankscribe/param_fingerprint"
+    rng = np.random.default_rng(7)
+    times = 0.1 + 0.001 * rng.random((ranks, 120))
+    times[1500] += 0.03  # a straggler in the second block of ranks
+    times[2099, 70] = 0.5  # one rank alone the slowest at step 71
+    for name in ("live", "whole"):
+        (tmp_path / name).mkdir()
+    view = LiveJobView(tmp_path / "live", world_size=ranks)
+    series: dict[int, RankSeries] = {}
+
+    def left(rank: int, step: int) -> bool:  # rank 2050 leaves the others from step 100
+        return rank == 2050 and step >= 100
+
+    for start in (1, 61):
+        steps = range(start, start + 60)
+        interval = JobPartial()
+        for rank in range(ranks):
+            points = {
+                STEP_TIME_TAG: list(
+                    zip(steps, times[rank, start - 1 : start + 59].tolist(), strict=True)
+                ),
+                fingerprint: [
+                    (
+                        step,
+                        9.0 if (rank, step) in ((1800, 90), (30, 95)) or left(rank, step) else 7.0,
+                    )
+                    for step in steps
+                ],
+            }
+            interval.merge(JobPartial.of_rank(rank, points, last_step=start - 1))
+            held = series.setdefault(rank, RankSeries(rank, {}))
+            for tag, points_of_tag in points.items():
+                held.scalars.setdefault(tag, []).extend(points_of_tag)
+        view.add(JobPartial.from_bytes(interval.to_bytes()))
+        view.write()
+    live = view.finish()
+    whole = write_job_view(tmp_path / "whole", series, world_size=ranks).verdicts
+    assert live["job/straggler_rank"] == whole["job/straggler_rank"] == 1500
+    assert live["job/straggler_ranks"] == whole["job/straggler_ranks"]
+    assert live["job/straggler_cost_seconds"] == pytest.approx(whole["job/straggler_cost_seconds"])
+    assert live["job/divergence_check"] == whole["job/divergence_check"] == "checked"
+    assert live["job/diverged_ranks"] == whole["job/diverged_ranks"] == "30,1800,2050"
+    for rank, step in ((30, 95), (1800, 90), (2050, 100)):
+        assert live[f"job/diverged_step/{rank}"] == whole[f"job/diverged_step/{rank}"] == step
+    written = job_points(tmp_path / "live")
+    assert written["rankscribe/step_time/slowest_rank"][71] == 2099.0
+    assert written["rankscribe/param_fingerprint/distinct"][90] == 2.0
+    assert written["rankscribe/param_fingerprint/ranks"][90] == ranks
 
 
 def test_a_job_file_reads_whole_after_each_interval(tmp_path: Path) -> None:

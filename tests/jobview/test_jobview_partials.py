@@ -215,6 +215,32 @@ def test_a_ranks_own_partial_travels_as_its_points_and_decodes_to_the_same_stati
     assert len(data) < len(merged)
 
 
+def test_ranks_that_share_their_steps_send_them_once() -> None:
+    # A subtree's step times, every rank at steps 11-310: the steps travel once, the
+    # values once per rank (what rank 0 receives at 16,384 ranks is half as large).
+    steps = np.arange(11, 311, dtype=np.int64)
+    merged = JobPartial.of_rank(1, {STEP_TIME_TAG: (steps, np.full(300, 0.1))})
+    for rank in range(2, 9):
+        merged.merge(JobPartial.of_rank(rank, {STEP_TIME_TAG: (steps, np.full(300, 0.1 * rank))}))
+    data = merged.to_bytes()
+    header, (ints, floats) = read_archive(data)
+    assert [(tag, counts) for tag, _, counts in header["per_rank"]] == [(STEP_TIME_TAG, 300)]
+    whole = sum(count for _, count in header["tags"])  # the step time's statistics, 7 + 4 rows
+    assert (len(ints), len(floats)) == (7 * whole + 300, 4 * whole + 8 * 300)
+    decoded = JobPartial.from_bytes(data)
+    for rank in range(1, 9):
+        got_steps, got_values = decoded.per_rank[STEP_TIME_TAG][rank]
+        assert got_steps.tolist() == steps.tolist()
+        assert got_values.tolist() == [0.1 * rank] * 300
+    # A rank at other steps (rank 9 missed the last one): each rank sends its own.
+    decoded.merge(JobPartial.of_rank(9, {STEP_TIME_TAG: (steps[:-1], np.full(299, 0.9))}))
+    header, _ = read_archive(decoded.to_bytes())
+    assert [counts for _, _, counts in header["per_rank"]] == [[300] * 8 + [299]]
+    again = JobPartial.from_bytes(decoded.to_bytes())
+    assert again.per_rank[STEP_TIME_TAG][9][0].tolist() == steps[:-1].tolist()
+    assert again.per_rank[STEP_TIME_TAG][8][1].tolist() == [0.8] * 300
+
+
 def _message_with_steps_out_of_order(kind: str) -> bytes:
     own = JobPartial.of_rank(1, {"loss": [(1, 1.0), (2, 2.0)], STEP_TIME_TAG: [(1, 0.1), (2, 0.2)]})
     if kind == "tags":

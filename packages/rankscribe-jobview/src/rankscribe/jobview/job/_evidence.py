@@ -37,8 +37,8 @@ from rankscribe.jobview.job.verdicts._stragglers import StragglerEvidence, row_m
 from rankscribe.jobview.job.verdicts._verdicts import (
     DenseSeries,
     _stops,
+    add_timing_evidence,
     dense_series,
-    timing_evidence,
     untimed_ranks,
 )
 
@@ -90,23 +90,32 @@ class _TimingEvidence:
     skews: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(_BINS, np.int64))
 
     def add(
-        self, dense: DenseSeries
+        self, dense: DenseSeries, medians: npt.NDArray[np.float64] | None = None
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.int64]]:
-        """Fold in these steps; return (steps, skew, slowest rank) of the contested ones."""
+        """Fold in these steps; return (steps, skew, slowest rank) of the contested ones.
+
+        ``medians``: each step's median over the ranks (``row_medians`` of
+        ``dense.values``), when it is known already."""
         values = dense.values
         present = ~np.isnan(values)
         contested = present.sum(axis=1) >= 2
-        values, steps = values[contested], dense.steps[contested]
+        gaps = not bool(present.all())
+        del present
+        if not bool(contested.all()):
+            values, steps = values[contested], dense.steps[contested]
+            medians = medians[contested] if medians is not None else None
+        else:  # every step of every rank (the usual case): no copy
+            steps = dense.steps
         if len(values) == 0:
             empty = np.empty(0, dtype=np.int64)
             return empty, np.empty(0), empty
         self.contested += len(values)
-        column = np.argmax(np.where(np.isnan(values), -np.inf, values), axis=1)
+        column = np.argmax(np.where(np.isnan(values), -np.inf, values) if gaps else values, axis=1)
         slowest = dense.ranks[column]
         for rank, wins in zip(*np.unique(slowest, return_counts=True), strict=True):
             self.slowest[int(rank)] = self.slowest.get(int(rank), 0) + int(wins)
         top = values[np.arange(len(values)), column]
-        skew = _ratio(top, row_medians(values))
+        skew = _ratio(top, row_medians(values) if medians is None else medians)
         with np.errstate(divide="ignore"):
             np.add.at(self.skews, _bin_of(np.log2(skew)), 1)
         return steps, skew, slowest
@@ -142,7 +151,9 @@ class LiveVerdicts:
         curves: list[Curve] = []
         # An interval is a block of steps with every rank's timings: the same rule as at
         # the end of a run without a live view (docs/job-view.md, "Stragglers").
-        self.stragglers.merge(timing_evidence(written.job_statistics()))
+        tables: dict[str, DenseSeries] = {}
+        medians: dict[str, npt.NDArray[np.float64]] = {}
+        add_timing_evidence(self.stragglers, written.job_statistics(), tables, medians)
         self.gradients.add(written.per_rank)
         for tag, ranks in written.per_rank.items():
             if tag == FINGERPRINT_TAG:
@@ -150,7 +161,12 @@ class LiveVerdicts:
             elif is_timing_tag(tag):
                 self.timed_ranks.update(rank for rank, (steps, _) in ranks.items() if len(steps))
                 evidence = self.timings.setdefault(tag, _TimingEvidence())
-                steps, skew, slowest = evidence.add(dense_series(ranks))
+                # the table the straggler evidence was made of, when it made one
+                dense = tables.pop(tag, None)
+                steps, skew, slowest = evidence.add(
+                    dense if dense is not None else dense_series(ranks),
+                    medians.get(tag) if dense is not None else None,
+                )
                 if tag == STEP_TIME_TAG and len(steps):
                     curves.append(Curve(SLOWEST_RANK_TAG, steps, slowest.astype(np.float64)))
                     curves.append(Curve(SKEW_TAG, steps, skew))
@@ -162,9 +178,11 @@ class LiveVerdicts:
         self.fingerprint_ranks.update(dense.ranks.tolist())
         values = dense.values
         present = ~np.isnan(values)
-        ordered = np.sort(values, axis=1)
-        changes = (ordered[:, 1:] != ordered[:, :-1]) & ~np.isnan(ordered[:, 1:])
-        distinct = (present.any(axis=1) + changes.sum(axis=1)).astype(np.float64)
+        distinct = np.empty(len(values))
+        for part in _row_slices(values.shape):  # each step's distinct values, sorted
+            ordered = np.sort(values[part], axis=1)
+            changes = (ordered[:, 1:] != ordered[:, :-1]) & ~np.isnan(ordered[:, 1:])
+            distinct[part] = present[part].any(axis=1) + changes.sum(axis=1)
         curves = [
             Curve(f"{FINGERPRINT_TAG}/ranks", dense.steps, present.sum(axis=1).astype(float)),
             Curve(f"{FINGERPRINT_TAG}/distinct", dense.steps, distinct),
@@ -190,18 +208,20 @@ class LiveVerdicts:
         return curves
 
     def _majority(self, dense: DenseSeries, rows: npt.NDArray[np.int64]) -> None:
-        values = dense.values[rows]
-        present = ~np.isnan(values)
-        counts = present.sum(axis=1)
-        ordered = np.sort(values, axis=1)
-        middle = ordered[np.arange(len(ordered)), np.maximum(counts - 1, 0) // 2]
-        agree = values == middle[:, None]
-        has_majority = 2 * agree.sum(axis=1) > counts
-        left = present & ~(agree & has_majority[:, None])
-        for column in np.flatnonzero(left.any(axis=0)).tolist():
-            rank = int(dense.ranks[column])
-            if rank not in self.diverged:
-                self.diverged[rank] = int(dense.steps[rows[int(np.argmax(left[:, column]))]])
+        for part in _row_slices((len(rows), dense.values.shape[1])):  # steps in order
+            values = dense.values[rows[part]]
+            present = ~np.isnan(values)
+            counts = present.sum(axis=1)
+            ordered = np.sort(values, axis=1)
+            middle = ordered[np.arange(len(ordered)), np.maximum(counts - 1, 0) // 2]
+            agree = values == middle[:, None]
+            has_majority = 2 * agree.sum(axis=1) > counts
+            left = present & ~(agree & has_majority[:, None])
+            for column in np.flatnonzero(left.any(axis=0)).tolist():
+                rank = int(dense.ranks[column])
+                if rank not in self.diverged:
+                    row = rows[part][int(np.argmax(left[:, column]))]
+                    self.diverged[rank] = int(dense.steps[row])
 
     def straggler_records(self) -> list[StragglerRecord]:
         """The straggler verdict records so far (``docs/job-view.md``, "Verdict records")."""
@@ -239,6 +259,13 @@ class LiveVerdicts:
             verdicts[f"job/last_step/{rank}"] = step
         verdicts.update(_stops(JobStatistics(last_steps=dict(last))))
         return {key: _int32(value) for key, value in verdicts.items()}
+
+
+def _row_slices(shape: tuple[int, ...]) -> list[slice]:
+    """Slices of the rows of a ``(steps, ranks)`` table, about 8 MB of it each: what is
+    sorted at once (each step is sorted on its own)."""
+    step = max(1, (1 << 20) // max(shape[1], 1))
+    return [slice(start, start + step) for start in range(0, shape[0], step)]
 
 
 def _int32(value: float | int | str) -> float | int | str:

@@ -245,6 +245,10 @@ class Partial:
                 upto.tags[tag] = _slice(statistics, 0, cut)
             after.tags[tag] = _slice(statistics, cut, len(statistics.steps))
         for tag, ranks in self.per_rank.items():
+            side = _one_side(ranks, last)
+            if side is not None:  # every rank's points on one side (the usual case)
+                (upto if side else after).per_rank[tag] = dict(ranks)
+                continue
             for rank, (steps, values) in ranks.items():
                 cut = _cut(steps, last)
                 if cut:
@@ -373,6 +377,20 @@ def _rank_columns(
         )
         for tag, points in scalars.items()
     ]
+
+
+def _one_side(
+    ranks: Mapping[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]], last: int
+) -> bool | None:
+    """True when every rank's steps are <= ``last``, False when all are after it, else
+    None (some rank has points on both sides, or none)."""
+    if not ranks:
+        return None
+    if all(len(steps) and steps[-1] <= last for steps, _ in ranks.values()):
+        return True
+    if all(len(steps) and steps[0] > last for steps, _ in ranks.values()):
+        return False
+    return None
 
 
 def _cut(steps: npt.NDArray[np.int64], last: int) -> int:

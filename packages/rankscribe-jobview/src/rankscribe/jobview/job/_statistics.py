@@ -23,7 +23,7 @@ NaN whenever a point is not finite (numpy computes ``inf - inf`` there).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -58,6 +58,7 @@ __all__ = [
     "TagStatistics",
     "is_timing_tag",
     "rank_arrays",
+    "shared_steps",
     "sorted_arrays",
 ]
 
@@ -350,6 +351,34 @@ def _checked_pair(tag: str, pair: object) -> tuple[IntArray, FloatArray]:
 
 #: One rank's points of one series: sorted unique steps and their values.
 RankArrays = tuple["IntArray", "FloatArray"]
+
+
+#: Ranks whose steps are compared at once.
+_STACKED = 1024
+
+
+def shared_steps(columns: Sequence[RankArrays]) -> npt.NDArray[np.int64] | None:
+    """The steps every column holds when they all hold the same ones (ascending, unique:
+    a rank's arrays are); None when they differ.
+
+    Columns decoded from messages share one steps array per message: each distinct array
+    is compared once; else 1,024 ranks' steps at a time."""
+    first = columns[0][0]
+    size = len(first)
+    if size == 0 or not bool((first[1:] > first[:-1]).all()):
+        return None
+    arrays = {id(rank_steps): rank_steps for rank_steps, _ in columns}
+    if len(arrays) <= _STACKED:
+        if not all(np.array_equal(rank_steps, first) for rank_steps in arrays.values()):
+            return None
+        return np.asarray(first, dtype=np.int64).copy()
+    if any(len(rank_steps) != size for rank_steps, _ in columns):
+        return None
+    for start in range(0, len(columns), _STACKED):  # a few MB at a time
+        stacked = np.stack([rank_steps for rank_steps, _ in columns[start : start + _STACKED]])
+        if not bool((stacked == first).all()):
+            return None
+    return np.asarray(first, dtype=np.int64).copy()
 
 
 @dataclass

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rankscribe.jobview.job._statistics import STEP_TIME_TAG, is_timing_tag
+from rankscribe.jobview.job._statistics import STEP_TIME_TAG, is_timing_tag, shared_steps
 from rankscribe.jobview.job.verdicts._judge import judge_timings
 from rankscribe.jobview.job.verdicts._record_types import StragglerRecord, VerdictRecord
 from rankscribe.jobview.job.verdicts._straggler_verdicts import VerdictSettings, straggler_message
@@ -180,8 +180,17 @@ class TimingWatch:
             if not is_timing_tag(tag):
                 continue
             held = self._series.setdefault(tag, {})
+            # Ranks whose new points fill the window alone (a round of at least window_steps
+            # steps): their last steps, copied together (one array for thousands of ranks).
+            whole = [rank for rank, (steps, _) in ranks.items() if len(steps) >= keep]
+            if whole:
+                values = np.stack([ranks[rank][1][-keep:] for rank in whole])
+                shared = shared_steps([ranks[rank] for rank in whole])
+                for row, rank in enumerate(whole):
+                    steps = shared[-keep:] if shared is not None else ranks[rank][0][-keep:].copy()
+                    held[rank] = (steps, values[row])
             for rank, (new_steps, new_values) in ranks.items():
-                if len(new_steps) == 0:
+                if len(new_steps) == 0 or len(new_steps) >= keep:
                     continue
                 old = held.get(rank)
                 steps, values = new_steps, new_values

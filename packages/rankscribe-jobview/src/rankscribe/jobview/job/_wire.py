@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rankscribe.jobview import _npz
-from rankscribe.jobview.job._statistics import TagStatistics
+from rankscribe.jobview.job._statistics import TagStatistics, shared_steps
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 _FORMAT = "rankscribe-job-partial"
-_VERSION = 4
+_VERSION = 5
 # TagStatistics' columns, in this order, as rows of one int64 and one float64 block (the
 # finite moments and the non-finite counts apart, so a merge matches numpy for inf and NaN:
 # job/_statistics.py).
@@ -101,10 +101,15 @@ def encode(
         singles.append([tag, rank, len(statistics.steps)])
         ints.append(statistics.steps)
         floats.append(statistics.minimum)  # one rank's value is its own minimum
-    runs = []
+    runs: list[list[Any]] = []
     for tag, ranks in per_rank.items():
-        runs.append([tag, list(ranks), [len(steps) for steps, _ in ranks.values()]])
-        ints.extend(steps for steps, _ in ranks.values())
+        shared = shared_steps(list(ranks.values())) if len(ranks) > 1 else None
+        if shared is not None:  # every rank at the same steps: they travel once
+            runs.append([tag, list(ranks), len(shared)])
+            ints.append(shared)
+        else:
+            runs.append([tag, list(ranks), [len(steps) for steps, _ in ranks.values()]])
+            ints.extend(steps for steps, _ in ranks.values())
         floats.extend(values for _, values in ranks.values())
     header = {
         "format": _FORMAT,
@@ -187,26 +192,25 @@ def _decoded(
         (_tag_name(tag), _rank_number(rank, "a rank"), _length(count))
         for tag, rank, count in header["one_rank"]
     ]
-    per_rank = []
-    for tag, ranks, counts in header["per_rank"]:
-        if not isinstance(ranks, list) or not isinstance(counts, list) or len(ranks) != len(counts):
-            raise PartialFormatError(f"the per-rank points of {tag!r} name ranks and lengths apart")
-        per_rank.append(
-            (
-                _tag_name(tag),
-                [_rank_number(rank, "a rank") for rank in ranks],
-                [_length(count) for count in counts],
-            )
-        )
+    per_rank = _per_rank_header(header["per_rank"])
     lengths = [count for _, count in tags]
-    # The runs after the columns: one-rank tags' points, then the per-rank points.
-    runs = [tag for tag, _, _ in one_rank] + [tag for tag, _, counts in per_rank for _ in counts]
-    rank_lengths = [count for _, _, count in one_rank] + [
-        count for _, _, counts in per_rank for count in counts
-    ]
+    # The runs after the columns: one-rank tags' points, then the per-rank points (steps
+    # once for ranks that share them).
+    runs = [tag for tag, _, _ in one_rank]
+    rank_lengths = [count for _, _, count in one_rank]
+    value_count = sum(rank_lengths)
+    for tag, ranks, counts in per_rank:
+        if isinstance(counts, int):
+            runs.append(tag)
+            rank_lengths.append(counts)
+            value_count += counts * len(ranks)
+        else:
+            runs.extend(tag for _ in counts)
+            rank_lengths.extend(counts)
+            value_count += sum(counts)
     points, rank_points = sum(lengths), sum(rank_lengths)
     int_count = len(INT_FIELDS) * points + rank_points
-    float_count = len(FLOAT_FIELDS) * points + rank_points
+    float_count = len(FLOAT_FIELDS) * points + value_count
     if (len(int_bytes), len(float_bytes)) != (8 * int_count, 8 * float_count):
         raise PartialFormatError(
             f"the header names arrays of {int_count} and {float_count} items, "
@@ -234,12 +238,7 @@ def _decoded(
         partial.tags[tag] = TagStatistics(**fields)
         start = stop
     start = _decoded_one_rank(partial, one_rank, rank_steps, rank_values)
-    for tag, ranks, counts in per_rank:
-        held = partial.per_rank.setdefault(tag, {})
-        for rank, count in zip(ranks, counts, strict=True):
-            stop = start + count
-            held[rank] = (rank_steps[start:stop], rank_values[start:stop])
-            start = stop
+    _decoded_per_rank(partial, per_rank, rank_steps[start:], rank_values[start:])
     for rank, step in header["last_steps"]:
         partial.last_steps[_rank_number(rank, "a rank")] = _rank_number(step, "a step")
     for rank, step in header["nonfinite_loss"]:
@@ -248,6 +247,51 @@ def _decoded(
     if allowed is not None:
         _check_ranks(partial, allowed)
     return partial
+
+
+#: A per-rank tag's header entry: its ranks and each one's length, or one length they share.
+PerRankRun = tuple[str, list[int], "int | list[int]"]
+
+
+def _per_rank_header(entries: Any) -> list[PerRankRun]:
+    """The header's ``per_rank`` entries, checked: ``[tag, ranks, lengths or one length]``."""
+    per_rank: list[PerRankRun] = []
+    for tag, ranks, counts in entries:
+        # counts: each rank's length, or one length for ranks that share their steps
+        shared = not isinstance(counts, list)
+        if not isinstance(ranks, list) or (not shared and len(ranks) != len(counts)):
+            raise PartialFormatError(f"the per-rank points of {tag!r} name ranks and lengths apart")
+        per_rank.append(
+            (
+                _tag_name(tag),
+                [_rank_number(rank, "a rank") for rank in ranks],
+                _length(counts) if shared else [_length(count) for count in counts],
+            )
+        )
+    return per_rank
+
+
+def _decoded_per_rank(
+    partial: Decoded,
+    per_rank: list[PerRankRun],
+    steps: npt.NDArray[np.int64],
+    values: npt.NDArray[np.float64],
+) -> None:
+    """Each rank's (steps, values) views; ranks that share their steps share one array."""
+    start = value_start = 0
+    for tag, ranks, counts in per_rank:
+        held = partial.per_rank.setdefault(tag, {})
+        if isinstance(counts, int):  # one run of steps, every rank's values after another
+            shared = steps[start : start + counts]
+            for rank in ranks:
+                held[rank] = (shared, values[value_start : value_start + counts])
+                value_start += counts
+            start += counts
+            continue
+        for rank, count in zip(ranks, counts, strict=True):
+            held[rank] = (steps[start : start + count], values[value_start : value_start + count])
+            start += count
+            value_start += count
 
 
 def _check_ranks(partial: Decoded, allowed: Sequence[tuple[int, int]]) -> None:

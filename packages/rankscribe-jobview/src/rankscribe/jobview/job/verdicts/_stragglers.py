@@ -33,8 +33,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -42,6 +42,7 @@ import numpy as np
 if TYPE_CHECKING:
     import numpy.typing as npt
 
+    BoolArray = npt.NDArray[np.bool_]
     FloatArray = npt.NDArray[np.float64]
     IntArray = npt.NDArray[np.int64]
 
@@ -104,14 +105,18 @@ def row_medians(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         raise ValueError(f"values must be a (steps, ranks) array, got shape {table.shape}")
     if table.shape[1] == 0:
         return np.full(len(table), np.nan)
-    ordered = np.sort(table, axis=1)  # NaN sorts last
-    counts = (~np.isnan(table)).sum(axis=1)
-    rows = np.arange(len(table))
-    low = ordered[rows, np.maximum(counts - 1, 0) // 2]
-    high = ordered[rows, counts // 2]
-    with np.errstate(invalid="ignore"):
-        medians = (low + high) / 2
-    return np.where(counts > 0, medians, np.nan)
+    medians = np.empty(len(table))
+    step = max(1, (1 << 20) // table.shape[1])  # rows sorted at once: a sort of ~8 MB
+    for start in range(0, len(table), step):
+        part = table[start : start + step]
+        ordered = np.sort(part, axis=1)  # NaN sorts last
+        counts = (~np.isnan(part)).sum(axis=1)
+        rows = np.arange(len(part))
+        low = ordered[rows, np.maximum(counts - 1, 0) // 2]
+        high = ordered[rows, counts // 2]
+        with np.errstate(invalid="ignore"):
+            medians[start : start + step] = np.where(counts > 0, (low + high) / 2, np.nan)
+    return medians
 
 
 def others_medians(values: npt.ArrayLike) -> FloatArray:
@@ -159,17 +164,32 @@ def _full_others_medians(table: FloatArray) -> FloatArray:
     (an even count of others) shifts the high one only. Tied values give the same
     medians whichever way the tie falls.
     """
+    return _others_from(table, _middle_of(table))
+
+
+#: A row's order statistics around its middle (each ``(rows, 1)``): at and above the
+#: ``low`` one of the others, at and above their ``high`` one (_full_others_medians).
+Middle = tuple["FloatArray", "FloatArray", "FloatArray", "FloatArray"]
+
+
+def _middle_of(table: FloatArray) -> Middle:
+    """The order statistics :func:`_others_from` needs, of each row (one partition)."""
     others = table.shape[1] - 1
     low, high = (others - 1) // 2, others // 2
     # One partition at low + 1; the order statistics next to it are the largest of the
     # part before it and the smallest of the part after it.
     middle = np.partition(table, low + 1, axis=1)
-    above_low = middle[:, low + 1 : low + 2]
+    above_low = middle[:, low + 1 : low + 2].copy()
     at_low = middle[:, : low + 1].max(axis=1, keepdims=True)
     if high == low:
-        at_high, above_high = at_low, above_low
-    else:  # high == low + 1
-        at_high, above_high = above_low, middle[:, low + 2 :].min(axis=1, keepdims=True)
+        return at_low, above_low, at_low, above_low
+    # high == low + 1
+    return at_low, above_low, above_low, middle[:, low + 2 :].min(axis=1, keepdims=True)
+
+
+def _others_from(table: FloatArray, middle: Middle) -> FloatArray:
+    """Each point's others' median from its row's :func:`_middle_of` (any of its columns)."""
+    at_low, above_low, at_high, above_high = middle
     below = table <= at_low
     above = table >= above_high
     first = np.where(below, above_low, at_low)
@@ -221,16 +241,9 @@ class TagEvidence:
     blocks: FloatArray  # (ranks, blocks, FIELDS)
     first_step: int
     last_step: int
-
-    def coarsened(self, block_size: int, first_block: int, count: int) -> FloatArray:
-        """The sums re-binned to ``block_size`` blocks from ``first_block`` (``count`` of them)."""
-        width = self.blocks.shape[1]
-        starts = (self.first_block + np.arange(width)) * self.block_size
-        target = starts // block_size - first_block
-        result = np.zeros((len(self.ranks), count, FIELDS))
-        for column, index in enumerate(target.tolist()):  # at most MAX_BLOCKS
-            result[:, index] += self.blocks[:, column]
-        return result
+    #: The array ``blocks`` is the first blocks of, with room for ``MAX_BLOCKS`` (None:
+    #: none yet); merges widen and coarsen the evidence within it.
+    room: FloatArray | None = field(default=None, repr=False, compare=False)
 
 
 def _block_layout(first_step: int, last_step: int, block_size: int) -> tuple[int, int, int]:
@@ -292,9 +305,15 @@ class StragglerEvidence:
         scale = np.broadcast_to(np.asarray(step_time, dtype=np.float64), (len(step_numbers),))
         if len(step_numbers) == 0 or len(columns) == 0:
             return
-        part = _blocks_of(step_numbers, columns, table, scale)
-        if part is not None:
-            self._merge_tag(tag, part)
+        # Born in the blocks the tag's evidence has already (a live view's interval: one or
+        # two blocks, not one per few steps), so merging it in needs no re-binning.
+        known = self._tags.get(tag)
+        if known is None:  # the tag's first steps: made in the array later ones are added to
+            self._tags[tag] = _blocks_of(step_numbers, columns, table, scale, 1, room=True)
+            return
+        self._merge_tag(
+            tag, _blocks_of(step_numbers, columns, table, scale, known.block_size, room=False)
+        )
 
     def merge(self, other: StragglerEvidence) -> None:
         """Fold ``other`` in (other steps, other ranks, or both)."""
@@ -318,12 +337,21 @@ class StragglerEvidence:
         size, first, count = _block_layout(
             first_step, last_step, max(known.block_size, part.block_size)
         )
+        rows = np.searchsorted(known.ranks, part.ranks)
+        inside = rows < len(known.ranks)
+        if bool(inside.all()) and bool((known.ranks[rows] == part.ranks).all()):
+            merged = _in_place(known, size, first, count)
+            if merged is not None:  # a live view's usual interval: no copy of the evidence
+                _add_columns(merged, part, rows)
+                merged.first_step, merged.last_step = first_step, last_step
+                return
         ranks = np.union1d(known.ranks, part.ranks)
-        blocks = np.zeros((len(ranks), count, FIELDS))
+        merged = TagEvidence(
+            ranks, size, first, np.zeros((len(ranks), count, FIELDS)), first_step, last_step
+        )
         for piece in (known, part):
-            rows = np.searchsorted(ranks, piece.ranks)
-            blocks[rows] += piece.coarsened(size, first, count)
-        self._tags[tag] = TagEvidence(ranks, size, first, blocks, first_step, last_step)
+            _add_columns(merged, piece, np.searchsorted(ranks, piece.ranks))
+        self._tags[tag] = merged
 
     def to_arrays(self) -> dict[str, object]:
         """A data-only form: ``tags`` (list of str) and int64/float64 arrays."""
@@ -387,64 +415,179 @@ class StragglerEvidence:
         return evidence
 
 
-def _step_fields(
-    steps: IntArray, table: FloatArray, scale: FloatArray
-) -> Iterator[tuple[int, npt.NDArray[np.float64] | npt.NDArray[np.bool_]]]:
-    """Per field, its ``(steps, ranks)`` values of one step each (zeros or False where a
-    rank has no comparable point); one field at a time, so 16,384 ranks stay small."""
-    reference = others_medians(table)
-    usable = ~np.isnan(reference)
-    step = np.where(np.isfinite(scale) & (scale > 0), scale, np.nan)[:, None]
+def _add_columns(target: TagEvidence, piece: TagEvidence, rows: IntArray) -> None:
+    """Add ``piece``'s blocks into ``target``'s rows ``rows`` (its blocks as large or
+    larger, from a block at or before ``piece``'s): one column at a time, no copy of the
+    whole."""
+    starts = (piece.first_block + np.arange(piece.blocks.shape[1])) * piece.block_size
+    columns = (starts // target.block_size - target.first_block).tolist()
+    every = len(rows) == len(target.ranks)  # rows is then 0 .. n - 1: a slice, not a gather
+    for column, index in enumerate(columns):
+        if every:
+            target.blocks[:, index] += piece.blocks[:, column]
+        else:
+            target.blocks[rows, index] += piece.blocks[:, column]
+
+
+def _room(known: TagEvidence) -> FloatArray:
+    """The array of ``MAX_BLOCKS`` blocks that ``known.blocks`` begins (made when missing)."""
+    room = known.room
+    if room is not None and id(known.blocks.base) == id(room):
+        return room
+    room = np.zeros((len(known.ranks), MAX_BLOCKS, FIELDS))
+    room[:, : known.blocks.shape[1]] = known.blocks
+    return room
+
+
+def _in_place(known: TagEvidence, size: int, first: int, count: int) -> TagEvidence | None:
+    """``known`` laid out as (``size``, ``first``, ``count``) blocks within an array of
+    ``MAX_BLOCKS`` blocks (made once, when it is first merged into): wider, or coarser
+    (each block's sums added into its coarser block, which is never a later one). None
+    when the first block is not the one that holds ``known``'s first (a copy is made)."""
+    if first != (known.first_block * known.block_size) // size:
+        return None
+    room = _room(known)
+    if size != known.block_size:
+        starts = (known.first_block + np.arange(known.blocks.shape[1])) * known.block_size
+        for column, index in enumerate((starts // size - first).tolist()):
+            if index != column:  # index < column: its own block was moved already
+                moved = room[:, column].copy()
+                room[:, column] = 0.0
+                room[:, index] += moved
+    known.block_size, known.first_block = size, first
+    known.blocks, known.room = room[:, :count], room
+    return known
+
+
+#: Ranks whose fields are made at once: a (steps, 1,024) block of each stays in the cache,
+#: and 16,384 ranks never hold a (steps, ranks) table per field.
+_CHUNK = 1024
+
+
+def _excess(
+    table: FloatArray, reference: FloatArray, step: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray, npt.NDArray[np.bool_]]:
+    """(excess seconds, excess share, the others' median as a share, usable) of a
+    ``(steps, ranks)`` block; NaN where not usable."""
     with np.errstate(invalid="ignore", divide="ignore"):
         seconds = np.clip(table - reference, -CLIPSHARE * step, CLIPSHARE * step)
         share = seconds / step
         reference_share = reference / step
     # A step without a step time (or one of 0) has no scale: its excess is not judged.
-    usable &= ~np.isnan(share) & np.isfinite(reference_share)
-    everywhere = bool(usable.all())
-    filled = table if everywhere else np.where(usable, table, -np.inf)
-    top = filled.max(axis=1, keepdims=True, initial=-np.inf)
-    at_top = (filled == top) & usable
-    alone = at_top.sum(axis=1, keepdims=True) == 1
-    if not everywhere:
-        share = np.where(usable, share, 0.0)
-        seconds = np.where(usable, seconds, 0.0)
-        reference_share = np.where(usable, reference_share, 0.0)
+    usable = ~np.isnan(reference) & ~np.isnan(share) & np.isfinite(reference_share)
+    return seconds, share, reference_share, usable
+
+
+def _plain_fields(
+    share: FloatArray, seconds: FloatArray, reference_share: FloatArray, usable: BoolArray
+) -> Iterator[tuple[int, FloatArray | BoolArray]]:
+    """The fields summed as they are, per ``(steps, ranks)`` point (0 or False where a rank
+    has no comparable point; ``share`` is 0 there: above and below need no mask)."""
     yield COUNT, usable
-    yield SHARE, share
     yield SQUARE, share * share
     yield SECONDS, seconds
     yield REFERENCE, reference_share
-    yield SLOWEST, at_top & alone
-    # ``share`` is 0 where not usable: above and below need no mask.
     yield ABOVE, share > 0
     yield BELOW, share < 0
     for offset, edge in enumerate(EDGES):
         yield ABOVE_EDGES + offset, share > edge
+
+
+def _weights(steps: IntArray) -> tuple[list[int], FloatArray]:
+    """The fields that are the excess share weighted per step (``SHARE``: by 1; ``PERIODIC``:
+    the cosine and sine of ``2 pi step / k``), and their ``(fields, steps)`` weights."""
+    fields, rows = [SHARE], [np.ones(len(steps))]
     for offset, period in enumerate(PERIODS):
         angle = (2 * np.pi / period) * (steps % period)
-        yield PERIODIC + 2 * offset, share * np.cos(angle)[:, None]
-        yield PERIODIC + 2 * offset + 1, share * np.sin(angle)[:, None]
+        fields += [PERIODIC + 2 * offset, PERIODIC + 2 * offset + 1]
+        rows += [np.cos(angle), np.sin(angle)]
+    return fields, np.stack(rows)
+
+
+def _references(table: FloatArray) -> Callable[[slice], FloatArray]:
+    """Each point's others' median, for a slice of the ranks (``(steps, ranks)`` columns).
+
+    A table without NaN of 3 ranks or more keeps each row's middle order statistics only
+    (a few numbers a step) and makes a chunk's medians from them; else the medians of
+    the whole table, a few steps at a time. The same numbers as :func:`others_medians`.
+    """
+    rows = max(1, _CHUNK * 64 // max(table.shape[1], 1))
+    if table.shape[1] >= 3 and not bool(np.isnan(table).any()):
+        parts = [_middle_of(table[start : start + rows]) for start in range(0, len(table), rows)]
+        middle: Middle = (
+            np.concatenate([part[0] for part in parts]),
+            np.concatenate([part[1] for part in parts]),
+            np.concatenate([part[2] for part in parts]),
+            np.concatenate([part[3] for part in parts]),
+        )
+        return lambda chunk: _others_from(table[:, chunk], middle)
+    reference = np.empty_like(table)
+    for start in range(0, len(table), rows):
+        reference[start : start + rows] = others_medians(table[start : start + rows])
+    return lambda chunk: reference[:, chunk]
 
 
 def _blocks_of(
-    steps: IntArray, ranks: IntArray, table: FloatArray, scale: FloatArray
-) -> TagEvidence | None:
-    """One block of steps' sums folded into the evidence's blocks (ranks sorted)."""
+    steps: IntArray,
+    ranks: IntArray,
+    table: FloatArray,
+    scale: FloatArray,
+    block_size: int = 1,
+    *,
+    room: bool = False,
+) -> TagEvidence:
+    """One block of steps' sums folded into the evidence's blocks (ranks sorted).
+
+    The others' medians need whole rows (a few steps at a time); the rest is made
+    :data:`_CHUNK` ranks at a time, in one pass: each chunk's fields summed per block
+    (the weighted ones as one product of the weights and the shares), and each step's
+    slowest usable point of the chunk, from which each step's one slowest rank follows.
+    """
     order = np.argsort(ranks, kind="stable")
     ordered_ranks = ranks[order]
     if len(np.unique(ordered_ranks)) != len(ordered_ranks):
         raise ValueError(f"ranks must be distinct, got {ranks.tolist()}")
     if not bool(np.all(order == np.arange(len(order)))):
         table = table[:, order]
-    size, first, count = _block_layout(int(steps[0]), int(steps[-1]), 1)
+    size, first, count = _block_layout(int(steps[0]), int(steps[-1]), block_size)
     index = steps // size - first
-    fields = np.zeros((FIELDS, count, len(ranks)))
+    # ``room``: within an array of MAX_BLOCKS blocks, which later steps grow into in place.
+    storage = np.zeros((len(ranks), MAX_BLOCKS if room else count, FIELDS))
+    blocks = storage[:, :count]
     starts = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
-    for position, values in _step_fields(steps, table, scale):
-        fields[position, index[starts]] = np.add.reduceat(values, starts, axis=0, dtype=np.float64)
-    blocks = np.ascontiguousarray(fields.transpose(2, 1, 0))  # (ranks, blocks, fields)
-    return TagEvidence(ordered_ranks, size, first, blocks, int(steps[0]), int(steps[-1]))
+    bounds = list(zip(starts.tolist(), [*starts[1:].tolist(), len(steps)], strict=True))
+    targets = index[starts].tolist()
+    others = _references(table)
+    step = np.where(np.isfinite(scale) & (scale > 0), scale, np.nan)[:, None]
+    weighted, weights = _weights(steps)
+    tops, holders, winners = [], [], []
+    for chunk_start in range(0, len(ranks), _CHUNK):
+        chunk = slice(chunk_start, chunk_start + _CHUNK)
+        fields = np.zeros((FIELDS, count, len(ranks[chunk])))
+        seconds, share, reference_share, usable = _excess(table[:, chunk], others(chunk), step)
+        filled = np.where(usable, table[:, chunk], -np.inf)
+        top = filled.max(axis=1, initial=-np.inf)
+        tops.append(top)
+        holders.append(((filled == top[:, None]) & usable).sum(axis=1))
+        winners.append(chunk_start + filled.argmax(axis=1))
+        share = np.where(usable, share, 0.0)
+        seconds = np.where(usable, seconds, 0.0)
+        reference_share = np.where(usable, reference_share, 0.0)
+        for position, values in _plain_fields(share, seconds, reference_share, usable):
+            for target, (start, stop) in zip(targets, bounds, strict=True):
+                values[start:stop].sum(axis=0, dtype=np.float64, out=fields[position, target])
+        for target, (start, stop) in zip(targets, bounds, strict=True):
+            fields[weighted, target] = weights[:, start:stop] @ share[start:stop]
+        blocks[chunk] = fields.transpose(2, 1, 0)  # (ranks, blocks, fields)
+    # SLOWEST: the step's one rank at the top (two ranks tied at it: neither).
+    top = np.max(tops, axis=0)
+    at_top = np.asarray(tops) == top
+    alone = np.flatnonzero(np.where(at_top, np.asarray(holders), 0).sum(axis=0) == 1)
+    winner = np.asarray(winners)[at_top.argmax(axis=0), np.arange(len(steps))]
+    np.add.at(blocks[:, :, SLOWEST], (winner[alone], index[alone]), 1.0)
+    return TagEvidence(
+        ordered_ranks, size, first, blocks, int(steps[0]), int(steps[-1]), storage if room else None
+    )
 
 
 def tag_sums(evidence: StragglerEvidence, tag: str) -> TagEvidence:

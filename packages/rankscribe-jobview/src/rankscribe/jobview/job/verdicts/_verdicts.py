@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rankscribe.jobview.job._ranges import missing_ranges, ranges_text
-from rankscribe.jobview.job._statistics import JobStatistics, RankArrays
+from rankscribe.jobview.job._statistics import JobStatistics, RankArrays, shared_steps
 from rankscribe.jobview.job.verdicts._gradient_verdicts import GradientVerdicts
 from rankscribe.jobview.job.verdicts._straggler_verdicts import VerdictSettings, straggler_verdicts
 from rankscribe.jobview.job.verdicts._stragglers import StragglerEvidence, row_medians
@@ -27,6 +27,7 @@ __all__ = [
     "DenseSeries",
     "StepTimes",
     "Verdicts",
+    "add_timing_evidence",
     "dense_series",
     "job_verdicts",
     "step_times",
@@ -70,7 +71,13 @@ def dense_series(series: Mapping[int, RankArrays]) -> DenseSeries:
     if not ranks:
         empty = np.empty(0, dtype=np.int64)
         return DenseSeries(empty, empty.copy(), np.empty((0, 0), dtype=np.float64))
-    steps = np.unique(np.concatenate([series[rank][0] for rank in ranks]))
+    columns = [series[rank] for rank in ranks]
+    shared = shared_steps(columns)
+    if shared is not None:  # every rank at the same steps (the usual case): one stack
+        values = np.stack([rank_values for _, rank_values in columns], axis=1)
+        values = values.astype(np.float64, copy=False)
+        return DenseSeries(shared, np.asarray(ranks, dtype=np.int64), values)
+    steps = np.unique(np.concatenate([rank_steps for rank_steps, _ in columns]))
     values = np.full((len(steps), len(ranks)), np.nan)
     for column, rank in enumerate(ranks):
         rank_steps, rank_values = series[rank]
@@ -128,10 +135,32 @@ def timing_evidence(statistics: JobStatistics) -> StragglerEvidence:
     ranks; a step no rank timed is not judged (``docs/job-view.md``, "Straggler").
     """
     evidence = StragglerEvidence()
+    add_timing_evidence(evidence, statistics)
+    return evidence
+
+
+def add_timing_evidence(
+    evidence: StragglerEvidence,
+    statistics: JobStatistics,
+    tables: dict[str, DenseSeries] | None = None,
+    medians: dict[str, npt.NDArray[np.float64]] | None = None,
+) -> None:
+    """Add the straggler evidence of ``statistics`` to ``evidence`` (as :func:`timing_evidence`
+    makes it; a live view's interval goes straight into the blocks the run has so far).
+
+    ``tables``: each timing tag's :func:`dense_series` is put there, for a caller that
+    needs them too (one table each, not two); ``medians``: the step time's
+    :func:`row_medians` (each step's median over the ranks), likewise."""
+    tables = {} if tables is None else tables
     step_dense = dense_series(statistics.step_times)
+    tables[statistics.step_time_tag] = step_dense
     step_median = row_medians(step_dense.values) if len(step_dense.steps) else np.empty(0)
+    if medians is not None:
+        medians[statistics.step_time_tag] = step_median
     for tag in sorted(statistics.timings):
-        dense = dense_series(statistics.timings[tag])
+        timings = statistics.timings[tag]
+        dense = step_dense if timings is statistics.step_times else dense_series(timings)
+        tables[tag] = dense
         if len(dense.ranks) < 2 or len(dense.steps) == 0:
             continue
         scale = np.full(len(dense.steps), np.nan)
@@ -142,7 +171,6 @@ def timing_evidence(statistics: JobStatistics) -> StragglerEvidence:
             matched[inside] = step_dense.steps[where[inside]] == dense.steps[inside]
             scale[matched] = step_median[where[matched]]
         evidence.add_timings(tag, dense.steps, dense.ranks.tolist(), dense.values, scale)
-    return evidence
 
 
 def _divergence(fingerprints: Mapping[int, RankArrays]) -> Verdicts:
