@@ -6,13 +6,18 @@ Two jobs in one launch, each a ``TrainLoop`` of a two-layer NumPy network whose
 step hands its two gradient arrays (two buckets) to
 ``SummaryCollector.allreduce_gradients``: ``clean``, and ``corrupt``, where rank
 CORRUPT_RANK multiplies one element of its first gradient by 2**16 at step
-CORRUPT_STEP, before the call (a flipped exponent in its backward). The pytest
-side is test_mpi_gradients.py.
+CORRUPT_STEP, before the call (a flipped exponent in its backward). Each step's
+forward and backward work is stood for by a WORK_SECONDS sleep, as in
+verdict_scenarios.py: the network's own arithmetic takes microseconds, and a step
+that short is all collective and scheduling, where 4 ranks sharing 2 cores arrive
+tens of microseconds apart (a straggler verdict on the clean job under coverage's
+tracer), which is no job anyone runs. The pytest side is test_mpi_gradients.py.
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +34,7 @@ from rankscribe.collector import (
 from rankscribe.ranks import detect
 
 BATCH, COLLECT_FREQ = 8, 10
+WORK_SECONDS = 0.004
 CORRUPT_RANK, CORRUPT_STEP, CORRUPT_FACTOR = 2, 30, np.float32(2.0**16)
 
 
@@ -58,6 +64,7 @@ def job(out: Path, steps: int, corrupt: bool) -> None:
 
     def step(batch: Any) -> float:
         done[0] += 1
+        time.sleep(WORK_SECONDS)  # the forward and backward's work
         images, labels = batch
         w1, w2 = parameters["w1"], parameters["w2"]
         hidden = np.maximum(images @ w1, 0.0)

@@ -112,11 +112,15 @@ def _host_norm(buffer: Any) -> float:
 class GradientProbe:
     """The communication hook of one DDP network, and the norms it recorded (module docstring).
 
-    ``active``: whether the hook records (False between runs). The hook notes when the
+    ``active``: whether the hook records (False between runs); :attr:`arrival`: its ready
+    time is the rank's ``rankscribe/arrival_time`` too. The hook notes when the
     step's last bucket was ready (``_clock.now()``); :meth:`take` makes it a time since
     the step's start, which the collector knows for certain only at the step's end (a
     ``TrainSession`` calls ``step_begin`` after the step).
     """
+
+    #: The ready time is the rank's arrival at DDP's reduce (docs/gradients.md).
+    arrival = True
 
     def __init__(self, network: Any) -> None:
         self.active = False

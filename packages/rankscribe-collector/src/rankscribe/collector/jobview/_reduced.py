@@ -49,6 +49,10 @@ def local_norm(values: npt.NDArray[Any]) -> float:
 class ReducedGradients:
     """The norms :func:`allreduce_gradients` recorded in this step, until its end."""
 
+    #: The ready time is not taken as the rank's arrival: a loop's own reduce names its
+    #: arrival with ``section("sync")`` (docs/gradients.md, "A slow backward").
+    arrival = False
+
     def __init__(self) -> None:
         self._norms: list[tuple[int, float]] = []
         self._ready_at: float | None = None

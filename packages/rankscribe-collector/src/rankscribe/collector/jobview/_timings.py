@@ -66,17 +66,21 @@ def section_tag(name: object) -> str:
     return SECTION_TAG_PREFIX + name
 
 
-def gradient_values(norms: list[tuple[int, float]], ready: float | None) -> list[tuple[str, float]]:
+def gradient_values(
+    norms: list[tuple[int, float]], ready: float | None, *, arrival: bool = False
+) -> list[tuple[str, float]]:
     """A step's bucket norms and ready time from the gradient probe, as ``(tag, value)``.
 
-    The ready time (the step's last bucket handed to the reduce) is the rank's arrival at
-    the collective too: ``rankscribe/arrival_time``, which the straggler rule judges (a
-    slow backward names its rank, although DDP makes every rank's step time equal).
+    ``arrival``: the ready time (the step's last bucket handed to the reduce) is the
+    rank's arrival at the collective too, ``rankscribe/arrival_time``, which the straggler
+    rule judges (a slow backward names its rank, although DDP makes every rank's step time
+    equal): so for the DDP probe, whose ``arrival`` attribute says so.
     """
     found = [(GRADIENT_NORM_TAG_PREFIX + str(bucket), norm) for bucket, norm in norms]
     if ready is not None:
         found.append((GRADIENT_READY_TAG, ready))
-        found.append((ARRIVAL_TIME_TAG, ready))
+        if arrival:
+            found.append((ARRIVAL_TIME_TAG, ready))
     return found
 
 
@@ -197,12 +201,14 @@ class StepTimings:
         probe = self.gradient
         arrived = False
         if probe is not None:
+            arrives = bool(getattr(probe, "arrival", False))
             for taken, norms, ready in probe.take(step, started):
+                values = gradient_values(norms, ready, arrival=arrives)
                 if taken == step:
-                    found.extend(gradient_values(norms, ready))
-                    arrived = ready is not None
+                    found.extend(values)
+                    arrived = arrives and ready is not None
                 else:  # norms read from the device a step or more later
-                    self._series.keep_timings(taken, gradient_values(norms, ready))
+                    self._series.keep_timings(taken, values)
         totals = self.section_totals
         if totals:
             found.extend(totals.items())
@@ -225,9 +231,10 @@ class StepTimings:
         probe = self.gradient
         arrived = False
         if probe is not None:
+            arrives = bool(getattr(probe, "arrival", False))
             for taken, norms, ready in probe.take(step, started):
-                self._series.keep_timings(taken, gradient_values(norms, ready))
-                arrived = arrived or (taken == step and ready is not None)
+                self._series.keep_timings(taken, gradient_values(norms, ready, arrival=arrives))
+                arrived = arrived or (arrives and taken == step and ready is not None)
         totals = self.section_totals
         if totals:
             for tag, seconds in totals.items():
@@ -261,8 +268,9 @@ class StepTimings:
             for taken, seconds in self.forward.finish():
                 self._series.keep_timing(FORWARD_TIME_TAG, taken, seconds)
         if self.gradient is not None:
+            arrives = bool(getattr(self.gradient, "arrival", False))
             for taken, norms, ready in self.gradient.finish():
-                self._series.keep_timings(taken, gradient_values(norms, ready))
+                self._series.keep_timings(taken, gradient_values(norms, ready, arrival=arrives))
 
     def close(self) -> None:
         """Remove the forward hooks and quiet the gradient probe (DDP keeps its hook)."""
