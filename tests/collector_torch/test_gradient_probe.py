@@ -20,7 +20,7 @@ import pytest
 from rankscribe.collector import SummaryCollector
 from rankscribe.collector.errors import CollectorTypeError
 from rankscribe.jobview.feed import GRADIENT_NORM_TAG_PREFIX, GRADIENT_READY_TAG, STEP_TIME_TAG
-from rankscribe.writer.reader import scalars
+from tests._support.job_files import rank_scalars
 from tests._support.launchers import clean_environment, run_bounded, torchrun
 
 SCRIPT = Path(__file__).resolve().parent / "torchrun_gradients.py"
@@ -47,15 +47,6 @@ def jobs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     )
     assert result.returncode == 0, result.output
     return out, result.output
-
-
-def rank_scalars(rank_dir: Path) -> dict[str, dict[int, float]]:
-    found: dict[str, dict[int, float]] = {}
-    for path in rank_dir.iterdir():
-        if path.name.endswith("_MS"):
-            for tag, points in scalars(path).items():
-                found.setdefault(tag, {}).update(points)
-    return found
 
 
 def rank_result(job_dir: Path, rank: int) -> dict[str, Any]:

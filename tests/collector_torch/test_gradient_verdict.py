@@ -13,7 +13,6 @@ at step 30, in the bucket the element is in, in the merged lineage, through
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +21,9 @@ import pytest
 from rankscribe.jobview import verdict_lines
 from rankscribe.jobview.feed import GRADIENT_NORM_TAG_PREFIX
 from rankscribe.jobview.parts import read_live_state
-from rankscribe.lineage.recording import parse_run
 from rankscribe.writer.reader import scalars
-from tests._support.launchers import Finished, clean_environment, run_bounded, torchrun
+from tests._support.job_files import show, user_defined
+from tests._support.launchers import clean_environment, run_bounded, torchrun
 
 SCRIPT = Path(__file__).resolve().parent / "torchrun_gradients.py"
 JOB_TIMEOUT = 90
@@ -45,12 +44,6 @@ def jobs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def user_defined(job_dir: Path) -> dict[str, Any]:
-    lineage = parse_run(str(job_dir)).lineage
-    assert lineage is not None
-    return lineage.section("user_defined")
-
-
 def on_verdict_records(job_dir: Path) -> list[dict[str, Any]]:
     """What rank 0's ``on_verdict`` received (rank 0 runs the live view)."""
     records: list[dict[str, Any]] = json.loads((job_dir / "rank_0.json").read_text())["verdicts"]
@@ -67,21 +60,6 @@ def norms_at(job_dir: Path, rank: int, step: int) -> dict[int, float]:
                 if tag.startswith(GRADIENT_NORM_TAG_PREFIX) and step in values:
                     found[int(tag[len(GRADIENT_NORM_TAG_PREFIX) :])] = values[step]
     return found
-
-
-def show(*arguments: str | Path) -> Finished:
-    return run_bounded(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from rankscribe.lineage.cli import main; sys.exit(main())",
-            "show",
-            *map(str, arguments),
-        ],
-        timeout=60.0,
-        check=False,
-        stderr_apart=True,
-    )
 
 
 def test_the_corrupting_rank_is_named_at_its_step_and_bucket_in_the_merged_lineage(

@@ -12,15 +12,13 @@ launch, within 25 %.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
 from rankscribe.jobview import verdict_lines
 from rankscribe.jobview.feed import ARRIVAL_TIME_TAG, FORWARD_TIME_TAG, STEP_TIME_TAG
-from rankscribe.lineage.recording import parse_run
-from rankscribe.writer.reader import scalars
+from tests._support.job_files import rank_scalars, user_defined
 from tests._support.launchers import clean_environment, run_bounded, torchrun
 
 SCRIPT = Path(__file__).resolve().parent / "torchrun_backward.py"
@@ -42,21 +40,6 @@ def jobs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     assert result.returncode == 0, result.output
     return out
-
-
-def user_defined(job_dir: Path) -> dict[str, Any]:
-    lineage = parse_run(str(job_dir)).lineage
-    assert lineage is not None
-    return lineage.section("user_defined")
-
-
-def rank_scalars(rank_dir: Path) -> dict[str, dict[int, float]]:
-    found: dict[str, dict[int, float]] = {}
-    for path in rank_dir.iterdir():
-        if path.name.endswith("_MS"):
-            for tag, points in scalars(path).items():
-                found.setdefault(tag, {}).update(points)
-    return found
 
 
 def steady_mean(points: dict[int, float]) -> float:

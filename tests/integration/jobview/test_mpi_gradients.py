@@ -9,7 +9,6 @@ exits 3 on it; the clean job of the same launch names nobody.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +16,7 @@ import numpy as np
 import pytest
 
 from rankscribe.jobview.feed import GRADIENT_NORM_TAG_PREFIX, GRADIENT_READY_TAG, STEP_TIME_TAG
-from rankscribe.lineage.recording import parse_run
-from rankscribe.writer.reader import scalars
-from tests._support.launchers import Finished, run_bounded
+from tests._support.job_files import rank_scalars, show, user_defined
 
 HERE = Path(__file__).resolve().parent
 SCENARIOS = HERE / "gradient_scenarios.py"
@@ -33,36 +30,6 @@ def jobs(mpi: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     run = mpi.run(RANKS, *mpi.python(SCENARIOS, out, STEPS), cwd=out, timeout=JOB_TIMEOUT)
     assert run.returncode == 0, run.output
     return out
-
-
-def user_defined(job_dir: Path) -> dict[str, Any]:
-    lineage = parse_run(str(job_dir)).lineage
-    assert lineage is not None
-    return lineage.section("user_defined")
-
-
-def rank_scalars(rank_dir: Path) -> dict[str, dict[int, float]]:
-    found: dict[str, dict[int, float]] = {}
-    for path in rank_dir.iterdir():
-        if path.name.endswith("_MS"):
-            for tag, points in scalars(path).items():
-                found.setdefault(tag, {}).update(points)
-    return found
-
-
-def show(*arguments: str | Path) -> Finished:
-    return run_bounded(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from rankscribe.lineage.cli import main; sys.exit(main())",
-            "show",
-            *map(str, arguments),
-        ],
-        timeout=60.0,
-        check=False,
-        stderr_apart=True,
-    )
 
 
 def test_the_rank_that_corrupted_its_gradient_is_named_at_its_step_and_bucket(

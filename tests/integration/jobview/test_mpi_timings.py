@@ -18,8 +18,7 @@ import pytest
 
 from rankscribe.jobview import verdict_lines
 from rankscribe.jobview.feed import FINGERPRINT_TAG, SECTION_TAG_PREFIX, STEP_TIME_TAG
-from rankscribe.lineage.recording import parse_run
-from rankscribe.writer.reader import scalars
+from tests._support.job_files import rank_scalars, user_defined
 
 HERE = Path(__file__).resolve().parent
 SCENARIOS = HERE / "timing_scenarios.py"
@@ -32,21 +31,6 @@ def launch(mpi: Any, ranks: int, scenario: str, out: Path) -> None:
     out.mkdir(parents=True)
     run = mpi.run(ranks, *mpi.python(SCENARIOS, scenario, out), cwd=out, timeout=JOB_TIMEOUT)
     assert run.returncode == 0, run.output
-
-
-def user_defined(job_dir: Path) -> dict[str, Any]:
-    lineage = parse_run(str(job_dir)).lineage
-    assert lineage is not None
-    return lineage.section("user_defined")
-
-
-def rank_scalars(rank_dir: Path) -> dict[str, dict[int, float]]:
-    found: dict[str, dict[int, float]] = {}
-    for path in rank_dir.iterdir():
-        if path.name.endswith("_MS"):
-            for tag, points in scalars(path).items():
-                found.setdefault(tag, {}).update(points)
-    return found
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,8 @@ import pytest
 
 from rankscribe.collector import SummaryCollector
 from rankscribe.collector.errors import CollectorTypeError
-from tests._support.launchers import Finished, Launches, run_bounded
+from tests._support.job_files import show
+from tests._support.launchers import Launches
 
 HERE = Path(__file__).resolve().parent
 SCENARIO = HERE / "verdict_scenarios.py"
@@ -40,22 +41,6 @@ NAMED_WITHIN = 10.0
 JOB_TIMEOUT = 240.0
 POLL_SECONDS = 0.5
 CLEAN_JOBS = int(os.environ.get("RANKSCRIBE_CLEAN_JOBS", "4"))
-
-
-def show(*arguments: str | Path) -> Finished:
-    """``rankscribe-lineage show <arguments>`` in a new process (stderr kept apart)."""
-    return run_bounded(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from rankscribe.lineage.cli import main; sys.exit(main())",
-            "show",
-            *map(str, arguments),
-        ],
-        timeout=60.0,
-        check=False,
-        stderr_apart=True,
-    )
 
 
 def stragglers(document: dict[str, Any]) -> list[dict[str, Any]]:
