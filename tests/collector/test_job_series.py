@@ -36,7 +36,7 @@ STEP_SECONDS = 0.002
 # When a rank's step times reach its file (docs/job-view.md, "When they reach the file"):
 # at least every 256 steps, and at once for a step of 0.02 s or more.
 STEP_TIME_WRITE_COUNT = 256
-STEP_TIME_WRITE_AT_ONCE = 0.02
+STEP_TIME_WRITE_AT_ONCE = 0.25
 
 
 def summary_steps(directory: Path) -> list[int]:

@@ -432,6 +432,8 @@ class SummaryCollector(Callback):
         else:
             timings.data_wait = None
             self._step_started = started
+        # One clock read more: step_begin's own time, for the cost budget.
+        self._quiet_cost += _clock.now() - now
 
     def step_end(self, run_context: RunContext) -> None:
         ended = _clock.now()
@@ -618,13 +620,9 @@ class SummaryCollector(Callback):
         if decision is Collect.NOTHING:
             discard_pending()
             self._series.keep_timings(step, extras)
-            # Written before a collected step, so the file stays in step order.
-            self._series.after_quiet_step(
-                record,
-                step,
-                step_time,
-                write_now=self._sink_mode or schedule.would_collect(unit + 1),
-            )
+            # The next collected step writes them before its own values (the file stays
+            # in step order), in the same step: one step leaves its quiet path, not two.
+            self._series.after_quiet_step(record, step, step_time, write_now=self._sink_mode)
             return
         self._series.write_kept_step_times(record)
         if self._series.has_late:
