@@ -311,3 +311,60 @@ def test_another_rank_sheds_for_itself_and_says_so_at_info_only(
     [said] = [record.getMessage() for record in caplog.records if record.name == BUDGET_LOGGER]
     assert "parameter histograms but at every 20th collected step" in said
     assert histogram_steps(tmp_path / "rank_1") == [1, 10, 20, 30, 40, 200]
+
+
+class SlowToNorm(np.ndarray):
+    """A gradient whose norm takes NORM_SECONDS of the clock (its ``reshape``, the norm's
+    first look at it)."""
+
+    clock: ManualClock
+
+    def reshape(self, *shape: Any, **kwargs: Any) -> Any:
+        SlowToNorm.clock.advance(NORM_SECONDS)
+        return np.asarray(self).reshape(*shape, **kwargs)
+
+
+NORM_SECONDS = 0.001
+REDUCE_SECONDS = 0.5
+
+
+class SlowReduce:
+    """Two ranks holding the same arrays, whose reduce takes REDUCE_SECONDS of the clock."""
+
+    clock: ManualClock
+
+    def Allreduce(self, send: np.ndarray, receive: np.ndarray) -> None:
+        self.clock.advance(REDUCE_SECONDS)
+        receive[...] = send * 2
+
+    def Get_size(self) -> int:
+        return 2
+
+
+def test_the_gradient_norms_time_is_the_collectors_cost_and_the_reduce_is_not(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    # The norms run inside the user's step (as the DDP probe's run inside backward): the
+    # cost record counts them; the reduce is the job's own work and is not counted.
+    data = model(100)
+    collector = SummaryCollector(
+        tmp_path, collect_freq=COLLECT_FREQ, collect_specified_data=NO_LANDSCAPE, cost_budget=0
+    )
+    SlowToNorm.clock = collector_clock
+    comm = SlowReduce()
+    comm.clock = collector_clock
+
+    def step(batch: Any) -> float:
+        collector_clock.advance(STEP_SECONDS)
+        gradient = np.ones(8, np.float32).view(SlowToNorm)
+        collector.allreduce_gradients(comm, [gradient])
+        return 0.5
+
+    TrainLoop(step, network=data.network, optimizer=data.optimizer).train(
+        4, data.dataset, callbacks=[collector]
+    )
+    found = rank_scalars(tmp_path)
+    assert found[TRAINING_TAG], "no window closed"
+    # Every step's norm, and nothing of the reduce: the clock moves nowhere else.
+    costs = list(found[TRAINING_TAG].values())
+    assert costs == [pytest.approx(NORM_SECONDS)] * len(costs)

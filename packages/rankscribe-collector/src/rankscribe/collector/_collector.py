@@ -464,14 +464,16 @@ class SummaryCollector(Callback):
                 or timings.section_totals
             ):
                 timings.keep_extras(step, ended - started, started)
+                self._quiet_cost += timings.take_probe_seconds()
             timings.last_end = ended
             # One clock read: this path's own time, for the cost budget (cost/_budget.py).
             self._quiet_cost += _clock.now() - ended
             return
         self._step_end(params, started, ended)
         finished = self._timings.last_end = _clock.now()
-        # Measured in training only (start_run .. finish), the quiet steps' since the last.
-        self._cost.add(finished - ended + self._quiet_cost)
+        # Measured in training only (start_run .. finish), the quiet steps' since the last,
+        # and the gradient probe's inside the step's backward.
+        self._cost.add(finished - ended + self._quiet_cost + self._timings.take_probe_seconds())
         self._quiet_cost = 0.0
 
     def _step_end(self, params: CallbackParams, started: float | None, ended: float) -> None:

@@ -128,6 +128,7 @@ class GradientProbe:
         self._user: tuple[Any, Any] | None = None  # (hook, state) registered after ours
         self._norms: list[tuple[int, Any]] = []  # (bucket index, norm) of this step
         self._ready_at: float | None = None
+        self._spent = 0.0  # seconds in the hook's own work since the last take_spent
         self._waiting: deque[tuple[int, list[int], HostCopy]] = deque()
         self._dropped = False
         # Each bucket's parameter names, learnt from the buckets DDP hands the hook: DDP
@@ -169,6 +170,7 @@ class GradientProbe:
 
     def _hook(self, state: object, bucket: Any) -> torch.futures.Future[torch.Tensor]:
         if self.active:
+            entered = _clock.now()
             buffer = bucket.buffer()
             if buffer.device.type == "cpu":
                 norm: Any = _host_norm(buffer)
@@ -181,12 +183,20 @@ class GradientProbe:
                 self.bucket_parameters[index] = [
                     names.get(id(parameter), "?") for parameter in bucket.parameters()
                 ]
-            self._ready_at = _clock.now()
+            self._ready_at = ready = _clock.now()
+            self._spent += ready - entered
         user = self._user
         if user is not None:
             future: torch.futures.Future[torch.Tensor] = user[0](user[1], bucket)
             return future
         return _reduce(self._group, bucket.buffer())
+
+    def take_spent(self) -> float:
+        """Seconds the hook spent on its own work (the norms, the bucket's names) since the
+        last call: the training thread's, when backward runs there (the collector's cost
+        budget counts them; the reduce is DDP's)."""
+        spent, self._spent = self._spent, 0.0
+        return spent
 
     def reset(self) -> None:
         """Forget what the hook recorded since the last :meth:`take` (an epoch's end)."""

@@ -56,12 +56,20 @@ class ReducedGradients:
     def __init__(self) -> None:
         self._norms: list[tuple[int, float]] = []
         self._ready_at: float | None = None
+        self._spent = 0.0
 
-    def record(self, norms: list[tuple[int, float]]) -> None:
-        """A call's norms (a second call in a step adds its arrays after the first's)."""
+    def record(self, norms: list[tuple[int, float]], entered: float) -> None:
+        """A call's norms (a second call in a step adds its arrays after the first's),
+        computed from ``entered`` (a reading of the collector's clock) until now."""
         first = len(self._norms)
         self._norms.extend((first + index, norm) for index, norm in norms)
-        self._ready_at = _clock.now()
+        self._ready_at = ready = _clock.now()
+        self._spent += ready - entered
+
+    def take_spent(self) -> float:
+        """Seconds spent on the norms since the last call (the collector's cost budget's)."""
+        spent, self._spent = self._spent, 0.0
+        return spent
 
     def take(
         self, step: int, started: float | None = None
@@ -127,7 +135,8 @@ def allreduce_gradients(
         )
     arrays = _arrays(gradients)
     if recorder is not None:
-        recorder.record([(index, local_norm(array)) for index, array in enumerate(arrays)])
+        entered = _clock.now()
+        recorder.record([(index, local_norm(array)) for index, array in enumerate(arrays)], entered)
     ranks = size()
     for array in arrays:
         total = np.empty_like(array)

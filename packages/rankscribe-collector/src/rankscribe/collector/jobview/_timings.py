@@ -127,6 +127,9 @@ class StepTimings:
         self.last_end: float | None = None
         self.forward: Any = None
         self.gradient: Any = None
+        #: Seconds the gradient probe spent on the training thread, not yet in the
+        #: collector's cost (the collector takes them with :meth:`take_probe_seconds`).
+        self.probe_seconds = 0.0
         self.section_totals: dict[str, float] = {}
         self._tags: dict[str, str] = {}  # validated name -> tag
         # Bound once (the arrays stay across runs): a quiet step appends with no lookup.
@@ -163,6 +166,11 @@ class StepTimings:
             except (TypeError, ValueError, RuntimeError) as error:
                 logger.warning("The gradient probe is off in this run: %s", error)
                 self.gradient = None
+
+    def take_probe_seconds(self) -> float:
+        """The gradient probe's seconds since the last call (for the cost budget)."""
+        seconds, self.probe_seconds = self.probe_seconds, 0.0
+        return seconds
 
     def epoch_begin(self) -> None:
         """What happens between epochs (evaluation, checkpoints) is no data wait."""
@@ -201,6 +209,7 @@ class StepTimings:
         probe = self.gradient
         arrived = False
         if probe is not None:
+            self.probe_seconds += _spent(probe)
             arrives = bool(getattr(probe, "arrival", False))
             for taken, norms, ready in probe.take(step, started):
                 values = gradient_values(norms, ready, arrival=arrives)
@@ -231,6 +240,7 @@ class StepTimings:
         probe = self.gradient
         arrived = False
         if probe is not None:
+            self.probe_seconds += _spent(probe)
             arrives = bool(getattr(probe, "arrival", False))
             for taken, norms, ready in probe.take(step, started):
                 self._series.keep_timings(taken, gradient_values(norms, ready, arrival=arrives))
@@ -290,6 +300,12 @@ _NAMES_SHOWN = 8
 
 #: The tag of the section a rank's collective runs in (``with collector.section("sync"):``).
 _SYNC_TAG = SECTION_TAG_PREFIX + SYNC_SECTION
+
+
+def _spent(probe: Any) -> float:
+    """A gradient probe's own seconds since it was last asked (0 for one that keeps none)."""
+    take_spent = getattr(probe, "take_spent", None)
+    return float(take_spent()) if callable(take_spent) else 0.0
 
 
 def _arrival(totals: dict[str, float], step_seconds: float | None) -> float | None:
