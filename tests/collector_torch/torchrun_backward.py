@@ -7,9 +7,9 @@ SLOW_FROM, rank SLOW_RANK busy-waits SLOW_SECONDS in its backward, before any
 gradient of its parameters is computed (the forward is unchanged). ``<out_dir>/both``:
 the same, and at step CORRUPT_STEP a gradient hook multiplies the largest element of
 rank SLOW_RANK's local ``fc1.weight`` gradient by CORRUPT_FACTOR (before the reduce).
-DDP's all-reduce makes every rank's step wait for it, so the ranks' step times are equal and their
-forward times too: only when each rank's last gradient bucket was ready (the gradient
-probe's ready time, its arrival) tells the ranks apart. Each job is a ``TrainSession``
+DDP's all-reduce makes every rank's step wait for it, so the ranks' step times are
+equal and their forward times too: only when each rank's last gradient bucket was ready
+(the gradient probe's ready time, its arrival) tells the ranks apart. Each job is a ``TrainSession``
 loop, the README's own-loop form. The forward's work is a sleep, as in the other
 verdict jobs: two ranks busy on a 2-core machine (with gloo's threads and, in CI,
 coverage's tracer) arrive apart by what the scheduler gives them (0.6 ms of a 13.6 ms

@@ -3,10 +3,13 @@
     python gradient_jobs.py lightning <summary dir>            (Lightning launches rank 1)
     torchrun --nproc_per_node 2 gradient_jobs.py transformers <summary dir>
     torchrun --nproc_per_node 2 gradient_jobs.py accelerate <summary dir>
+    torchrun --nproc_per_node 2 gradient_jobs.py accelerate-own-hook <summary dir>
 
 Each trains a small classifier for :data:`STEPS` steps under DDP (gloo, CPU) with the
 framework's RankScribe integration and nothing else: the integration alone must find
 the framework's ``DistributedDataParallel`` wrapper for the collector's gradient probe.
+``accelerate-own-hook`` has Accelerate register a communication hook of its own
+(``DistributedDataParallelKwargs(comm_hook=FP16)``) when it wraps the model.
 """
 
 from __future__ import annotations
@@ -116,15 +119,21 @@ def transformers_job(summary_dir: str) -> None:
     trainer.train()
 
 
-def accelerate_job(summary_dir: str) -> None:
+def accelerate_job(summary_dir: str, own_hook: bool = False) -> None:
     from accelerate import Accelerator
+    from accelerate.utils import DDPCommunicationHookType, DistributedDataParallelKwargs
 
     from rankscribe.collector.accelerate import RankScribeTracker
 
     model = classifier()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     loader = DataLoader(synthetic(), batch_size=BATCH)
-    accelerator = Accelerator(cpu=True, log_with=[RankScribeTracker(summary_dir)])
+    handlers = (
+        [DistributedDataParallelKwargs(comm_hook=DDPCommunicationHookType.FP16)] if own_hook else []
+    )
+    accelerator = Accelerator(
+        cpu=True, log_with=[RankScribeTracker(summary_dir)], kwargs_handlers=handlers
+    )
     model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
     accelerator.init_trackers("job", config={"learning_rate": 0.05})
     for step, (inputs, labels) in enumerate(loader, start=1):
@@ -139,6 +148,9 @@ def accelerate_job(summary_dir: str) -> None:
 def main() -> None:
     framework, summary_dir = sys.argv[1], sys.argv[2]
     torch.manual_seed(int(os.environ.get("RANK", "0")))
+    if framework == "accelerate-own-hook":  # Accelerate registers a DDP hook of its own
+        accelerate_job(summary_dir, own_hook=True)
+        return
     {"lightning": lightning_job, "transformers": transformers_job, "accelerate": accelerate_job}[
         framework
     ](summary_dir)

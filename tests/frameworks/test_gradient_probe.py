@@ -70,3 +70,16 @@ def test_a_trainer_job_records_each_ranks_arrival_and_bucket_norms(tmp_path: Pat
 def test_an_accelerate_job_records_each_ranks_arrival_and_bucket_norms(tmp_path: Path) -> None:
     run_job(torchrun(SCRIPT, "accelerate", "runs/acc"), tmp_path)
     assert_each_rank_probed(tmp_path / "runs" / "acc")
+
+
+def test_a_hook_accelerate_registers_when_it_wraps_the_model_turns_the_probe_off_with_a_warning(
+    tmp_path: Path,
+) -> None:
+    finished = run_job(torchrun(SCRIPT, "accelerate-own-hook", "runs/acc"), tmp_path)
+    # One warning per rank; training goes on under Accelerate's hook, recorded as before.
+    assert finished.output.count("The gradient probe is off for this network") == 2
+    for rank in (0, 1):
+        found = rank_scalars(tmp_path / "runs" / "acc" / f"rank_{rank}")
+        assert not [tag for tag in found if tag.startswith("rankscribe/gradient/")]
+        assert ARRIVAL_TIME_TAG not in found
+        assert sorted(found["loss"]) == list(range(1, STEPS + 1))
