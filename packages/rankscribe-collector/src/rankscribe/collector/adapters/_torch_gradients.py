@@ -69,8 +69,9 @@ _ROW = 4096
 #: Buckets smaller than this are normed in float64 directly (the rows would cost more).
 _ROWS_FROM = 1 << 16
 #: Elements normed then scaled at a time (1 MB of float32: in a core's L2 cache between the
-#: two). Measured on a 16.8 MB bucket: the norm and scaling took 1.6-1.8 ms fused against
-#: 3.2-3.3 ms as two passes (docs/gradients.md, "What it costs").
+#: two). On a 16.8 MB bucket the two took 1.8 ms fused against 3.3 ms as two passes on a
+#: lightly loaded machine, and about the same either way on a crowded one, where the block
+#: leaves the cache between them (docs/gradients.md, "What it costs").
 _BLOCK = 1 << 18
 
 # One probe per DDP network, for the network's life: DDP cannot take a second hook; and the
