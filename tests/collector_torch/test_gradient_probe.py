@@ -36,7 +36,7 @@ def jobs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
         torchrun(
             SCRIPT,
             out,
-            "probe,plain,probe_view,plain_view,chained,early",
+            "probe,plain,probe_view,plain_view,chained,early,probe_large,plain_large,chained_large",
             str(STEPS),
             ranks=len(RANKS),
         ),
@@ -61,7 +61,9 @@ def gradient_tags(found: dict[str, dict[int, float]]) -> list[str]:
 def test_the_probe_leaves_ddps_reduced_gradients_bit_identical(jobs: tuple[Path, str]) -> None:
     out, _ = jobs
     for rank in RANKS:
-        for suffix in ("", "_view"):  # gradients copied into DDP's buckets, or views of them
+        # gradients copied into DDP's buckets, or views of them; and buckets of 10^6
+        # elements, which the probe norms and scales block by block
+        for suffix in ("", "_view", "_large"):
             probed = rank_result(out / f"probe{suffix}", rank)["parameters"]
             plain = rank_result(out / f"plain{suffix}", rank)["parameters"]
             assert probed.keys() == plain.keys()
@@ -71,14 +73,15 @@ def test_the_probe_leaves_ddps_reduced_gradients_bit_identical(jobs: tuple[Path,
     assert gradient_tags(rank_scalars(out / "plain" / "rank_0")) == []  # gradient_probe=False
 
 
+@pytest.mark.parametrize("scenario", ["chained", "chained_large"])
 def test_each_rank_records_its_local_bucket_norms_before_the_reduce(
-    jobs: tuple[Path, str],
+    jobs: tuple[Path, str], scenario: str
 ) -> None:
     out, _ = jobs
     for rank in RANKS:
-        found = rank_scalars(out / "chained" / f"rank_{rank}")
+        found = rank_scalars(out / scenario / f"rank_{rank}")
         # The user's hook, chained behind the probe, saw each bucket's local gradient.
-        seen: dict[str, dict[str, float]] = rank_result(out / "chained", rank)["norms"]
+        seen: dict[str, dict[str, float]] = rank_result(out / scenario, rank)["norms"]
         assert sorted(map(int, seen)) == list(range(1, STEPS + 1))
         buckets = {bucket for norms in seen.values() for bucket in norms}
         assert len(buckets) >= 2
@@ -94,9 +97,30 @@ def test_each_rank_records_its_local_bucket_norms_before_the_reduce(
         for number, seconds in ready.items():
             assert 0.0 < seconds <= found[STEP_TIME_TAG][number]
     # Each rank's own micro-batch: the local norms differ between the ranks.
-    first = rank_result(out / "chained", 0)["norms"]
-    second = rank_result(out / "chained", 1)["norms"]
+    first = rank_result(out / scenario, 0)["norms"]
+    second = rank_result(out / scenario, 1)["norms"]
     assert not np.allclose(first["5"]["0"], second["5"]["0"])
+
+
+def test_the_norms_the_probe_takes_while_it_reduces_are_the_local_gradients_float64_norms(
+    jobs: tuple[Path, str],
+) -> None:
+    """Where the probe reduces, it scales each block of a large bucket as it norms it: the
+    norms are still the local gradient's, before the scaling (a tensor hook on each
+    parameter summed the local gradient's squares in float64)."""
+    out, _ = jobs
+    for rank in RANKS:
+        found = rank_scalars(out / "probe_large" / f"rank_{rank}")
+        squares = {
+            int(step): total
+            for step, total in rank_result(out / "probe_large", rank)["squares"].items()
+        }
+        assert sorted(squares) == list(range(1, STEPS + 1))
+        norm_tags = [tag for tag in found if tag.startswith(GRADIENT_NORM_TAG_PREFIX)]
+        for step, total in squares.items():
+            recorded = sum(found[tag][step] ** 2 for tag in norm_tags if step in found[tag])
+            # float32 in the file: each bucket's norm within 2**-24, so the sum within 1e-6
+            assert np.sqrt(recorded) == pytest.approx(np.sqrt(total), rel=1e-6), (rank, step)
 
 
 def test_a_hook_registered_before_training_turns_the_probe_off_with_a_warning(

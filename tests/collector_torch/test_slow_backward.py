@@ -6,7 +6,8 @@ steps wait for it, so step and forward times cannot tell the ranks apart. The
 gradient probe's ready time (when a rank's last bucket was handed to the reduce) is
 each rank's arrival; the straggler rule names rank 1 by it, and the cost it gives is
 what the job lost per step: the step-time difference to the clean job of the same
-launch, within 25 %.
+launch, within 25 %. In a third job the slow rank also corrupts one element of its
+local gradient once: it is named under both kinds, each verdict with its own evidence.
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ import pytest
 
 from rankscribe.jobview import verdict_lines
 from rankscribe.jobview.feed import ARRIVAL_TIME_TAG, FORWARD_TIME_TAG, STEP_TIME_TAG
-from tests._support.job_files import rank_scalars, user_defined
+from tests._support.job_files import rank_scalars, show, user_defined
 from tests._support.launchers import clean_environment, run_bounded, torchrun
 
 SCRIPT = Path(__file__).resolve().parent / "torchrun_backward.py"
 JOB_TIMEOUT = 120
 STEPS, SLOW_RANK, SLOW_FROM, SLOW_SECONDS = 150, 1, 50, 0.040  # torchrun_backward
+CORRUPT_STEP = 100  # torchrun_backward
 #: Steps after the onset left out of the steady state (the rule's window may straddle it).
 SETTLE = 10
 
@@ -79,3 +81,23 @@ def test_step_and_forward_times_cannot_tell_the_ranks_apart(jobs: Path) -> None:
 def test_the_clean_job_names_nobody(jobs: Path) -> None:
     notes = user_defined(jobs / "clean")
     assert (notes["job/straggler_rank"], notes["job/straggler_ranks"]) == (-1, "")
+
+
+def test_a_rank_slow_and_corrupting_at_once_is_named_under_both_kinds(jobs: Path) -> None:
+    notes = user_defined(jobs / "both")
+    # Its arrival names it a straggler, from the slow backward's onset...
+    assert (notes["job/straggler_rank"], notes["job/straggler_ranks"]) == (SLOW_RANK, "1")
+    assert notes["job/straggler_timing"] == ARRIVAL_TIME_TAG
+    assert abs(notes["job/straggler_since_step"] - SLOW_FROM) <= SETTLE
+    # ...and its local gradient names it the origin of the corrupted step's update.
+    assert notes["job/gradient_ranks"] == str(SLOW_RANK)
+    assert notes["job/gradient_first_step"] == CORRUPT_STEP
+    assert notes[f"job/gradient_step/{SLOW_RANK}"] == CORRUPT_STEP
+    assert notes[f"job/gradient_ratio/{SLOW_RANK}"] > 100
+    assert "fc1.weight" in notes[f"job/gradient_parameters/{SLOW_RANK}"].split(",")
+    checked = show("--check", jobs / "both")
+    assert checked.returncode == 3, checked.output
+    assert "straggler: rank 1 costs " in checked.output
+    assert f"gradient: rank 1's local gradient at step {CORRUPT_STEP}, before the reduce" in (
+        checked.output
+    )

@@ -4,10 +4,12 @@
 
 ``<out_dir>/clean``: both ranks do the same work. ``<out_dir>/slow``: from step
 SLOW_FROM, rank SLOW_RANK busy-waits SLOW_SECONDS in its backward, before any
-gradient of its parameters is computed (the forward is unchanged). DDP's all-reduce
-makes every rank's step wait for it, so the ranks' step times are equal and their
-forward times too: only when each rank's last gradient bucket was ready (the gradient
-probe's ready time, its arrival) tells the ranks apart. Each job is a ``TrainSession``
+gradient of its parameters is computed (the forward is unchanged). ``<out_dir>/both``:
+the same, and at step CORRUPT_STEP a gradient hook multiplies the largest element of
+rank SLOW_RANK's local ``fc1.weight`` gradient by CORRUPT_FACTOR (before the reduce).
+DDP's all-reduce makes every rank's step wait for it, so the ranks' step times are
+equal and their forward times too: only when each rank's last gradient bucket was ready
+(the gradient probe's ready time, its arrival) tells the ranks apart. Each job is a ``TrainSession``
 loop, the README's own-loop form. The forward's work is a sleep, as in the other
 verdict jobs: two ranks busy on a 2-core machine (with gloo's threads and, in CI,
 coverage's tracer) arrive apart by what the scheduler gives them (0.6 ms of a 13.6 ms
@@ -35,6 +37,7 @@ from rankscribe.ranks import detect
 STEPS, BATCH, COLLECT_FREQ = 150, 4, 10
 BASE_SECONDS = 0.010
 SLOW_RANK, SLOW_FROM, SLOW_SECONDS = 1, 50, 0.040
+CORRUPT_STEP, CORRUPT_FACTOR = 100, 2.0**16
 
 torch.set_num_threads(1)
 
@@ -72,10 +75,20 @@ class Net(nn.Module):
         return SlowBackward.apply(out, self.backward_seconds)
 
 
-def job(summary: Path, slow: bool) -> None:
+def job(summary: Path, slow: bool, corrupt: bool = False) -> None:
     info = detect()
     torch.manual_seed(0)  # the same initial parameters on every rank (DDP checks it too)
     net = Net()
+    current = [0]
+
+    def corrupted(gradient: torch.Tensor) -> torch.Tensor:
+        if current[0] == CORRUPT_STEP and info.rank == SLOW_RANK:
+            gradient = gradient.clone()  # its largest element (a dead unit's are 0)
+            gradient.view(-1)[gradient.abs().argmax()] *= CORRUPT_FACTOR
+        return gradient
+
+    if corrupt:
+        net.fc1.weight.register_hook(corrupted)
     model = DistributedDataParallel(net)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     generator = torch.Generator().manual_seed(0)
@@ -95,6 +108,7 @@ def job(summary: Path, slow: bool) -> None:
     ) as session:
         for _ in session.epochs():
             for step, (x, y) in enumerate(loader, start=1):
+                current[0] = step
                 late = slow and info.rank == SLOW_RANK and step >= SLOW_FROM
                 net.backward_seconds = SLOW_SECONDS if late else 0.0
                 optimizer.zero_grad()
@@ -110,6 +124,7 @@ def main() -> None:
     dist.init_process_group("gloo")
     job(out / "clean", slow=False)
     job(out / "slow", slow=True)
+    job(out / "both", slow=True, corrupt=True)
     dist.destroy_process_group()
     print(f"rank {detect().rank} done", flush=True)
 

@@ -14,6 +14,10 @@ norms the user's own hook saw, when it has one):
   and then reduces as DDP does;
 - ``early``: the user's hook registered before training begins, where DDP has no
   place left for the probe's: the probe is off (one warning), training goes on;
+- ``probe_large`` / ``plain_large`` / ``chained_large``: the same on a wider network in
+  DDP's default buckets (one of about 10^6 elements: the probe's float32 rows, its
+  blocks and its tail), and in ``probe_large`` each parameter's local gradient's
+  float64 sum of squares per step, taken by a tensor hook before DDP sees it;
 - ``clean`` / ``corrupt``: the probe alone; in ``corrupt`` a gradient hook on one
   parameter multiplies one element of rank CORRUPT_RANK's local gradient by 2**16
   at step CORRUPT_STEP, in its backward (before the bucket is reduced).
@@ -58,6 +62,21 @@ class Net(nn.Module):
         return self.fc3(torch.relu(self.fc2(torch.relu(self.fc1(x)))))
 
 
+class WideNet(nn.Module):
+    """A layer of 10^6 weights (not a multiple of the probe's rows, nor of its blocks)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2, self.fc3 = (
+            nn.Linear(16, 1000),
+            nn.Linear(1000, 1000),
+            nn.Linear(1000, 3),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc3(torch.relu(self.fc2(torch.relu(self.fc1(x)))))
+
+
 class UserHook:
     """The user's own hook: its bucket norms per step, then DDP's reduction."""
 
@@ -79,8 +98,11 @@ class UserHook:
 def job(out: Path, scenario: str, steps: int) -> None:
     info = detect()
     torch.manual_seed(0)  # the same initial parameters on every rank (DDP checks it too)
+    large = scenario.endswith("_large")
     model = DistributedDataParallel(
-        Net(), bucket_cap_mb=BUCKET_MB, gradient_as_bucket_view=scenario.endswith("_view")
+        WideNet() if large else Net(),
+        bucket_cap_mb=None if large else BUCKET_MB,
+        gradient_as_bucket_view=scenario.endswith("_view"),
     )
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     generator = torch.Generator().manual_seed(1)
@@ -89,7 +111,7 @@ def job(out: Path, scenario: str, steps: int) -> None:
     labels = torch.randint(0, 3, (rows,), generator=generator)
     share = slice(info.rank, None, info.world_size)
     loader = DataLoader(TensorDataset(images[share], labels[share]), batch_size=BATCH)
-    hook = UserHook() if scenario in ("chained", "early") else None
+    hook = UserHook() if scenario in ("chained", "early", "chained_large") else None
     if hook is not None and scenario == "early":
         model.register_comm_hook(dist.group.WORLD, hook.__call__)
     steps_done = [0]
@@ -102,6 +124,15 @@ def job(out: Path, scenario: str, steps: int) -> None:
 
     if scenario == "corrupt":
         model.module.fc2.weight.register_hook(corrupt)
+    squares: dict[int, float] = {}  # step -> the local gradient's float64 sum of squares
+
+    def square(gradient: torch.Tensor) -> None:
+        total = float(gradient.double().square().sum())
+        squares[steps_done[0]] = squares.get(steps_done[0], 0.0) + total
+
+    if scenario == "probe_large":
+        for parameter in model.module.parameters():
+            parameter.register_hook(square)
 
     def step(batch: list[torch.Tensor]) -> torch.Tensor:
         steps_done[0] += 1
@@ -134,7 +165,9 @@ def job(out: Path, scenario: str, steps: int) -> None:
     }
     norms = {} if hook is None else hook.norms
     (directory / f"rank_{info.rank}.json").write_text(
-        json.dumps({"parameters": parameters, "norms": norms, "verdicts": verdicts})
+        json.dumps(
+            {"parameters": parameters, "norms": norms, "verdicts": verdicts, "squares": squares}
+        )
     )
 
 

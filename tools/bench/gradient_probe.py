@@ -13,6 +13,11 @@ prints each copy's median step time over the blocks and the difference, in ms
 and in percent of the bare step. On CUDA the step's end waits for the device
 (``torch.cuda.synchronize``) in both copies alike, so the wall step is the device's.
 
+Rank 0 then times the probe's own work on one bucket of the model's size, alternately:
+the norm with the scaling fused into its pass (what the probe does where it reduces)
+against the norm's pass followed by a scaling pass (as with a chained hook of the
+user's, and as the probe did before the two were fused); the median of each.
+
 ``--verify``: a third copy trains 10 steps with the probe and, chained behind it, a
 hook of its own that takes each bucket's float64 norm; rank 0 prints the largest
 relative difference between the two, how many norms the probe handed on (on a device,
@@ -33,7 +38,7 @@ from torch import nn
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
 from torch.nn.parallel import DistributedDataParallel
 
-from rankscribe.collector.adapters._torch_gradients import gradient_probe
+from rankscribe.collector.adapters._torch_gradients import _host_norm, gradient_probe
 
 
 def mlp(width: int) -> nn.Module:
@@ -57,6 +62,23 @@ def block(model: Any, optimizer: Any, batch: Any, steps: int, probe: Any, device
             torch.cuda.synchronize()
         times.append(time.perf_counter() - started)
     return statistics.median(times)
+
+
+def bucket_passes(elements: int, scale: float, rounds: int) -> tuple[float, float]:
+    """Median seconds of the norm and scaling of one bucket: fused, then in two passes."""
+    bucket = torch.randn(elements) * 1e-3
+    times: list[list[float]] = [[], []]
+    for _ in range(rounds):
+        started = time.perf_counter()
+        _host_norm(bucket, scale)
+        times[0].append(time.perf_counter() - started)
+        started = time.perf_counter()
+        _host_norm(bucket)
+        bucket.mul_(scale)
+        times[1].append(time.perf_counter() - started)
+        bucket.mul_(1.0 / scale / scale)  # back to the gradient's size (both scaled it)
+    fused, two = (statistics.median(values) for values in times)
+    return fused, two
 
 
 def verify(width: int, batch: Any, device: Any, cuda: bool) -> str:
@@ -142,6 +164,12 @@ def main() -> None:
             f"batch {arguments.batch} ({parameters:,} parameters): bare {bare * 1e3:.3f} ms, "
             f"probed {probed * 1e3:.3f} ms, probe {(probed - bare) * 1e3:+.3f} ms "
             f"({(probed - bare) / bare:+.2%})"
+        )
+    if rank == 0 and arguments.device == "cpu":
+        fused, two = bucket_passes(parameters, 1.0 / dist.get_world_size(), arguments.reps * 10)
+        print(
+            f"one bucket of {parameters:,} elements ({parameters * 4 / 1e6:.1f} MB): norm and "
+            f"scaling fused {fused * 1e3:.3f} ms, in two passes {two * 1e3:.3f} ms"
         )
     if arguments.verify:
         checked = verify(arguments.width, batch, device, arguments.device == "cuda")

@@ -35,6 +35,10 @@ class CallbackParams:
       first element is the loss).
     - ``train_network`` / ``eval_network`` / ``network``: the model; the
       collector reads its parameters and, if it can describe one, its graph.
+    - ``gradient_network``: the data-parallel wrapper (a ``DistributedDataParallel``
+      module) whose gradients the collector's gradient probe reads, when the
+      model given above is the module it wraps (a framework's, such as Lightning's
+      ``LightningModule``); without it the probe reads ``train_network``, else ``network``.
     - ``optimizer``: parameters and a learning rate; ``loss_fn``: the loss function.
     - ``train_dataset`` / ``valid_dataset``: size, batch size, optional path.
     - ``train_dataset_element``: the last batch (its first column, if 4-D, is
@@ -61,6 +65,7 @@ class CallbackParams:
     train_network: Any
     eval_network: Any
     network: Any
+    gradient_network: Any
     optimizer: Any
     loss_fn: Any
     train_dataset: Any

@@ -34,10 +34,12 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from collections.abc import Mapping
+import weakref
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import accelerate
+import torch
 from accelerate import PartialState
 from accelerate.tracking import GeneralTracker
 
@@ -110,6 +112,8 @@ class RankScribeTracker(GeneralTracker):
         self._run: FrameworkRun | None = None
         self._started = False
         self._info: RankInfo | None = None
+        #: The Accelerator calling this tracker (weakly: the accelerator holds the tracker).
+        self._accelerator: Callable[[], Any] = _nobody
         self.summary_dir: str | None = None
         _reach_every_process()
 
@@ -183,6 +187,7 @@ class RankScribeTracker(GeneralTracker):
             epochs=int(epochs) if epochs is not None and epochs >= 1 else 1,
             extra={"batch_size": int(batch_size)} if batch_size is not None else None,
             device_number=self._info.world_size if self._info is not None else None,
+            gradient_network=_prepared_ddp(self._accelerator()),
         )
         run.step_begin(None)
         self._run = run
@@ -243,6 +248,28 @@ def _process_info(info: RankInfo, framework_processes: int) -> RankInfo:
     return RankInfo(0, 1, 0, 1, info.host, "single")
 
 
+def _nobody() -> None:
+    return None
+
+
+#: Each Accelerator's ``DistributedDataParallel`` modules, as ``prepare`` returned them (weakly).
+#: Accelerate keeps no list of them (its ``_models`` holds the unwrapped model on CPUs).
+_prepared: weakref.WeakKeyDictionary[Any, list[weakref.ref[Any]]] = weakref.WeakKeyDictionary()
+
+
+def _prepared_ddp(accelerator: Any) -> Any:
+    """The first ``DistributedDataParallel`` module ``accelerator.prepare`` returned, or None.
+
+    The gradient probe reads its buckets; the network given to :meth:`RankScribeTracker.watch`
+    (wrapped or not) still names the model.
+    """
+    for reference in _prepared.get(accelerator, []) if accelerator is not None else []:
+        model = reference()
+        if model is not None:
+            return model
+    return None
+
+
 def _number(config: Mapping[str, Any], *keys: str) -> float | None:
     for key in keys:
         value = config.get(key)
@@ -252,28 +279,41 @@ def _number(config: Mapping[str, Any], *keys: str) -> float | None:
 
 
 def _ours(accelerator: Any) -> list[RankScribeTracker]:
-    return [
+    found = [
         tracker
         for tracker in getattr(accelerator, "log_with", None) or []
         if isinstance(tracker, RankScribeTracker)
     ]
+    for tracker in found:  # the tracker's run finds the accelerator's prepared network
+        tracker._accelerator = weakref.ref(accelerator)
+    return found
 
 
 def _reach_every_process() -> None:
-    """Make ``init_trackers`` and ``log`` reach our trackers on every process, once."""
+    """Make ``init_trackers`` and ``log`` reach our trackers on every process, and note the
+    ``DistributedDataParallel`` modules ``prepare_model`` returns (:func:`_prepared_ddp`), once."""
     accelerator_class: Any = accelerate.Accelerator
     if getattr(accelerator_class.init_trackers, "_rankscribe", False):
         return
     init_trackers = accelerator_class.init_trackers
     log = accelerator_class.log
+    prepare_model = accelerator_class.prepare_model
+
+    @functools.wraps(prepare_model)
+    def noting_prepare_model(self: Any, model: Any, *args: Any, **kwargs: Any) -> Any:
+        prepared = prepare_model(self, model, *args, **kwargs)
+        if isinstance(prepared, torch.nn.parallel.DistributedDataParallel):
+            _prepared.setdefault(self, []).append(weakref.ref(prepared))
+        return prepared
 
     @functools.wraps(init_trackers)
     def every_process_init_trackers(
         self: Any, project_name: str, config: Any = None, init_kwargs: Any = None
     ) -> Any:
+        ours = _ours(self)
         result = init_trackers(self, project_name, config=config, init_kwargs=init_kwargs)
         if not self.is_main_process:
-            for tracker in _ours(self):
+            for tracker in ours:
                 if tracker not in self.trackers:
                     self.trackers.append(tracker)  # end_training finishes it here too
                 tracker.start()
@@ -285,12 +325,14 @@ def _reach_every_process() -> None:
     def every_process_log(
         self: Any, values: dict[str, Any], step: int | None = None, log_kwargs: Any = None
     ) -> Any:
+        ours = _ours(self)
         result = log(self, values, step=step, log_kwargs=log_kwargs)
         if not self.is_main_process:
-            for tracker in _ours(self):
+            for tracker in ours:
                 tracker.log(values, step=step)
         return result
 
     every_process_init_trackers._rankscribe = True  # type: ignore[attr-defined]
     accelerator_class.init_trackers = every_process_init_trackers
     accelerator_class.log = every_process_log
+    accelerator_class.prepare_model = noting_prepare_model

@@ -213,6 +213,9 @@ class RankScribeLogger(Logger):
             train_dataset=trainer.train_dataloader,
             epochs=max_epochs,
             steps_per_epoch=int(batches) if isinstance(batches, int) else None,
+            # Lightning's hooks get the LightningModule; under the ddp strategy its
+            # DistributedDataParallel wrapper is the strategy's model.
+            gradient_network=getattr(trainer.strategy, "model", None),
         )
         self._run = run
 

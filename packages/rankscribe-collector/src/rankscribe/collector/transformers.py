@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Mapping
+from types import FrameType
 from typing import Any
 
+import transformers
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from rankscribe.collector._collector import SummaryCollector
@@ -63,6 +66,30 @@ _ARGUMENTS = (
     "optim",
     "max_grad_norm",
 )
+
+
+#: Frames above a callback searched for the Trainer calling it (3 in transformers 5).
+_CALLER_FRAMES = 8
+
+
+def _wrapped_model(model: Any) -> Any:
+    """The wrapper the Trainer trains ``model`` in (``Trainer.model_wrapped``: the
+    ``DistributedDataParallel`` module under ``torchrun``), or None.
+
+    The Trainer hands its callbacks the model it wraps, never the wrapper nor itself;
+    its training loop calls the callback handler from one of its own methods, so the
+    Trainer is the ``self`` of a frame a few calls above this callback's event.
+    """
+    frame: FrameType | None = sys._getframe(1)
+    for _ in range(_CALLER_FRAMES):
+        if frame is None:
+            break
+        owner = frame.f_locals.get("self")
+        if isinstance(owner, transformers.Trainer):
+            wrapped = getattr(owner, "model_wrapped", None)
+            return wrapped if getattr(wrapped, "module", None) is model else None
+        frame = frame.f_back
+    return None
 
 
 class RankScribeCallback(TrainerCallback):
@@ -139,6 +166,7 @@ class RankScribeCallback(TrainerCallback):
             else None,
             train_dataset=train_loader,
             epochs=int(epochs),
+            gradient_network=_wrapped_model(model),
         )
         self._run = run
 

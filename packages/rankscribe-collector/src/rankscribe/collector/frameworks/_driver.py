@@ -354,11 +354,15 @@ class FrameworkRun:
         steps_per_epoch: int | None = None,
         extra: Mapping[str, Any] | None = None,
         device_number: int | None = None,
+        gradient_network: Any = None,
     ) -> None:
         """Training begins: the collector opens the rank's files (``begin``).
 
         ``device_number``: the processes training together, when the framework
         says otherwise than the launcher (default: the launcher's world size).
+        ``gradient_network``: the ``DistributedDataParallel`` module the framework
+        wrapped ``network`` in (the collector's gradient probe reads its buckets;
+        ``network`` still names the model and gives its parameters), or None.
         """
         if self._state != "new":
             raise CollectorStateError(f"{self._owner}: a run begins once.")
@@ -374,6 +378,8 @@ class FrameworkRun:
         )
         for key, value in (extra or {}).items():
             setattr(params, key, value)
+        if gradient_network is not None:
+            params.gradient_network = gradient_network
         self._params = params
         self._context = RunContext(params)
         self._callbacks.__enter__()

@@ -142,7 +142,8 @@ class StepTimings:
         return Section(self.section_totals, tag)
 
     def start_run(self, params: CallbackParams) -> None:
-        """A run begins: nothing carries over; in training the forward hooks go on."""
+        """A run begins: nothing carries over; in training the forward hooks go on, and
+        the gradient probe on ``params.gradient_network`` (else the network trained)."""
         self.last_end = self.data_wait = None
         self.section_totals.clear()
         if params.mode != "train":
@@ -161,8 +162,11 @@ class StepTimings:
             )
             self.forward = None
         if self.gradients_on:
+            wrapper = params.gradient_network
             try:
-                self.gradient = self._adapters.gradient_probe(network)
+                self.gradient = self._adapters.gradient_probe(
+                    wrapper if wrapper is not None else network
+                )
             except (TypeError, ValueError, RuntimeError) as error:
                 logger.warning("The gradient probe is off in this run: %s", error)
                 self.gradient = None
