@@ -58,7 +58,7 @@ def main() -> None:
     collector = SummaryCollector(
         out,
         collect_freq=1,
-        merge_timeout=20.0,
+        merge_timeout=12.0,
         collect_specified_data={"collect_landscape": None},
         job_view_interval=interval,
     )

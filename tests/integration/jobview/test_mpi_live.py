@@ -48,7 +48,7 @@ POLL_SECONDS = 0.2
 #: The stall scenario: rank 2 sleeps STALL_SECONDS in step STALL_STEP of STALL_RUN_STEPS.
 STALLED, STALL_STEP, STALL_SECONDS, STALL_RUN_STEPS = 2, 60, 9.0, 600
 #: live_scenarios.py's merge_timeout: the end of training waits no longer for a rank.
-SCENARIO_MERGE_TIMEOUT = 20.0
+SCENARIO_MERGE_TIMEOUT = 12.0
 
 Points = dict[str, dict[int, float]]
 

@@ -25,6 +25,9 @@ AMPLE_TIMEOUT = 30.0  # mpi_scenarios.AMPLE_TIMEOUT
 
 
 RANK_COUNTS = [pytest.param(2, id="n=2"), pytest.param(4, id="n=4")]
+#: The cases that wait out a timeout (seconds each on CI's 2 cores) run once, at 4 ranks:
+#: rank 0 waits for one missing rank among several, which holds the 2-rank case too.
+TIMEOUT_RANK_COUNTS = [pytest.param(4, id="n=4")]
 
 
 @dataclass
@@ -97,7 +100,7 @@ def test_gather_bcast_barrier_of_python_objects(mpi: Any, ranks: int, tmp_path: 
     assert last == {str(r): r * 10 for r in range(ranks)}
 
 
-@pytest.mark.parametrize("ranks", RANK_COUNTS)
+@pytest.mark.parametrize("ranks", TIMEOUT_RANK_COUNTS)
 def test_gather_names_the_rank_that_never_arrives(mpi: Any, ranks: int, tmp_path: Path) -> None:
     """With n=4: rank 3 never reaches the gather; rank 0 returns 0-2's objects at its timeout."""
     job = run_job(mpi, "gather_missing", ranks, tmp_path)
@@ -114,7 +117,7 @@ def test_gather_names_the_rank_that_never_arrives(mpi: Any, ranks: int, tmp_path
     assert job.ranks[ranks - 1] == {"rank": ranks - 1, "world_size": ranks, "skipped": True}
 
 
-@pytest.mark.parametrize("ranks", RANK_COUNTS)
+@pytest.mark.parametrize("ranks", TIMEOUT_RANK_COUNTS)
 def test_barrier_times_out_on_every_rank_when_one_skips(
     mpi: Any, ranks: int, tmp_path: Path
 ) -> None:
@@ -131,7 +134,7 @@ def test_barrier_times_out_on_every_rank_when_one_skips(
     assert job.ranks[0]["elapsed"] >= MISSED_TIMEOUT
 
 
-@pytest.mark.parametrize("ranks", RANK_COUNTS)
+@pytest.mark.parametrize("ranks", TIMEOUT_RANK_COUNTS)
 def test_late_rank_does_not_disturb_the_next_collectives(
     mpi: Any, ranks: int, tmp_path: Path
 ) -> None:
