@@ -21,6 +21,12 @@ settings.register_profile(
     "ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.register_profile("dev", max_examples=200, deadline=None)
+# The minimums env runs the suites a second time, on the oldest dependencies: what it looks
+# for is a call those versions lack or answer otherwise, which a few examples reach; the
+# search for inputs that break a property is the other envs' (the "ci" profile).
+settings.register_profile(
+    "minimums", max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 # Golden files other programs made: tests read them, or copy them to tmp_path first.
