@@ -35,15 +35,21 @@ def test_a_clean_simulated_job_gives_no_verdict(bench: ModuleType, seed: int) ->
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_a_rank_1_5x_slower_is_named_with_its_injected_cost(bench: ModuleType, seed: int) -> None:
+def test_a_rank_1_5x_slower_is_named_with_what_it_costs_the_job(
+    bench: ModuleType, seed: int
+) -> None:
     rng = np.random.default_rng(seed)
     fault = bench.Fault("1 rank forward +50 %", 0.5)
-    timings, step_time, faulty, injected = bench.simulate(rng, 64, 300, fault)
-    [record] = judge_timings(timings, step_time=step_time)
-    assert record["ranks"] == faulty.tolist()
-    assert record["timing"] == "forward"
+    timings, step_time, faulty, saving = bench.simulate(rng, 64, 300, fault)
+    records = judge_timings(timings, step_time=step_time)
+    # Named on its forward and on its arrival, each with what the job waits for it.
+    assert sorted(record["timing"] for record in records) == ["arrival", "forward"]
+    assert all(record["ranks"] == faulty.tolist() for record in records)
+    [record] = [record for record in records if record["timing"] == "forward"]
+    assert record["cost_basis"] == "arrival"
     assert bench.ONSET - 16 <= record["since_step"] <= bench.ONSET
-    truth = float(injected[0, record["since_step"] :].mean())
+    # What the job saves without the fault: the same stream run again without it.
+    truth = float(saving[0, record["since_step"] :].mean())
     assert record["cost_seconds_per_step"] == pytest.approx(truth, rel=0.1)
 
 

@@ -64,6 +64,7 @@ name (the first 20): its scenario, seed, run and window, and what the record sai
 from __future__ import annotations
 
 import argparse
+import copy
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -133,13 +134,12 @@ SWEEP = [0.04, 0.05, 0.07, 0.10]
 def simulate(
     rng: np.random.Generator, ranks: int, steps: int, fault: Fault
 ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
-    """(timings, step time, faulty ranks, each faulty rank's true cost per step).
+    """(timings, step time, faulty ranks, the fault's true cost per step: ``(1, steps)``).
 
-    The true cost of a faulty rank at a step is what the job would save if it ran at the
-    others' median: its time in the faulty timing less its jitter (the log-normal noise
-    of mean 0 around its expected time, which averages out; its static spread, the fault,
-    and any stall or spike it had are real time the job waits for) minus the median of
-    the other ranks' timings at that step."""
+    The true cost is measured, not modelled: the same random stream is run again
+    without the fault (the same draws, the same stalls), and the cost at a step is the
+    step time with the fault less without it: what the job would save had the faulty
+    ranks arrived with the rest."""
     numbers = np.arange(steps)
     shared = rng.lognormal(-(SHARED_JITTER**2) / 2, SHARED_JITTER, (1, steps))
     timings: dict[str, np.ndarray] = {}
@@ -167,17 +167,16 @@ def simulate(
     if fault.ranks > 1:  # a node: consecutive ranks
         first = int(rng.integers(0, ranks // fault.ranks)) * fault.ranks
         faulty = np.arange(first, first + fault.ranks)
+    clean = {name: values.copy() for name, values in timings.items()}
+    twin = copy.deepcopy(rng)  # the rest of the stream, drawn again for the run without it
     before = timings[fault.timing][faulty]
-    noise = jitter[fault.timing][faulty]
     if fault.timing == "data_wait":  # a slower loader: +slowdown x its base wait
         timings[fault.timing][faulty] = before + (fault.factor(numbers) - 1.0) * BASE["data_wait"]
     else:
         timings[fault.timing][faulty] = before * fault.factor(numbers)
-        noise = noise * fault.factor(numbers)
-    timings, step_time, faulty, _ = finish(rng, timings, faulty, noise)
-    others = np.delete(timings[fault.timing], faulty, axis=0)
-    cost = timings[fault.timing][faulty] - noise - np.median(others, axis=0)
-    return timings, step_time, faulty, cost
+    timings, step_time, faulty, _ = finish(rng, timings, faulty, np.zeros((0, steps)))
+    _, clean_step, _, _ = finish(twin, clean, faulty, np.zeros((0, steps)))
+    return timings, step_time, faulty, (step_time - clean_step)[None, :]
 
 
 def finish(
@@ -195,6 +194,8 @@ def finish(
     timings["forward"][busy] += tiny
     arrival = sum(timings.values()) + backward
     step_time = arrival.max(axis=0) + ALLREDUCE - np.median(timings["data_wait"], axis=0)
+    # Each rank's arrival at the all-reduce, as the DDP gradient hook records it.
+    timings["arrival"] = arrival
     return timings, step_time, faulty, cost
 
 
@@ -334,8 +335,7 @@ def run_trial(
     if named_last:
         record = named_last[0]
         since = int(record["since_step"])
-        # The true cost since the onset found; a node's is its costliest rank's (what the
-        # record reports for a node).
+        # The true cost since the onset found: the step time it added (a node's as a whole).
         truth = float(cost[:, since:].mean(axis=1).max())
         estimate = float(record["cost_seconds_per_step"])
         tally.cost_errors.append(abs(estimate - truth) / truth)

@@ -27,13 +27,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rankscribe.jobview.errors import JobViewParamTypeError, JobViewParamValueError
-from rankscribe.jobview.job.verdicts._record_types import StragglerRecord
+from rankscribe.jobview.job._statistics import ARRIVAL_TIME_TAG
+from rankscribe.jobview.job.verdicts._record_types import CostlyRank, StragglerRecord
 from rankscribe.jobview.job.verdicts._stragglers import (
     ABOVE,
     ABOVE_EDGES,
     BELOW,
     COUNT,
     EDGES,
+    GROUP_SIZES,
+    LEADS,
     PERIODIC,
     PERIODS,
     REFERENCE,
@@ -41,6 +44,7 @@ from rankscribe.jobview.job.verdicts._stragglers import (
     SHARE,
     SLOWEST,
     SQUARE,
+    STEP_SECONDS,
     StragglerEvidence,
     TagEvidence,
     tag_sums,
@@ -465,10 +469,83 @@ def straggler_records(
 _PerRank = dict[int, tuple[float, float, float]]
 
 
+@dataclass
+class _WallClock:
+    """What the job waited for, per rank of one timing, since each rank's onset: from the
+    arrivals (``basis`` "arrival") or, in a job that records none, the timing's own
+    values (``basis`` "timing": the rest of the step taken as the same on every rank)."""
+
+    basis: str
+    part: TagEvidence
+    ranks: IntArray  # the judged timing's ranks
+    sums: FloatArray  # (ranks, fields) since each one's onset: 0 for a rank without arrivals
+
+    def rank_cost(self) -> tuple[FloatArray, FloatArray]:
+        """Per rank (seconds a step, share of the step): its lead over the next-latest."""
+        return _cost_of(self.sums[:, LEADS], self.sums)
+
+    def group_cost(self, rows: list[int], since: int) -> tuple[float, float]:
+        """What the job waited for the group ``rows`` as a whole: per step, the group's
+        latest against the rest's latest, since ``since``: the lead of the step's latest
+        over the ``g + 1``-th latest, summed where the latest is one of the group (exact
+        when the group holds the latest ``g``; ``g`` rounded down to ``GROUP_SIZES``)."""
+        size = max(index for index, known in enumerate(GROUP_SIZES) if known <= len(rows))
+        sums = _sums_since(self.part, self.ranks[rows], np.full(len(rows), since))
+        waited = sums[:, LEADS + size].sum()
+        count = sums[:, COUNT].max(initial=0.0)
+        step = sums[:, STEP_SECONDS].max(initial=0.0)
+        seconds = float(waited / count) if count > 0 else 0.0
+        return seconds, float(waited / step) if step > 0 else 0.0
+
+
+def _cost_of(waited: FloatArray, sums: FloatArray) -> tuple[FloatArray, FloatArray]:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        seconds = np.where(sums[:, COUNT] > 0, waited / sums[:, COUNT], 0.0)
+        share = np.where(sums[:, STEP_SECONDS] > 0, waited / sums[:, STEP_SECONDS], 0.0)
+    return seconds, share
+
+
+def _sums_since(part: TagEvidence, ranks: IntArray, since: IntArray) -> FloatArray:
+    """The sums of ``part`` per rank of ``ranks`` (0 for one it lacks) over its blocks
+    from the one holding step ``since`` of that rank on."""
+    rows = np.searchsorted(part.ranks, ranks)
+    found = rows < len(part.ranks)
+    found[found] = part.ranks[rows[found]] == ranks[found]
+    starts = (part.first_block + np.arange(part.blocks.shape[1])) * part.block_size
+    sums = np.zeros((len(ranks), part.blocks.shape[2]))
+    first = since[found] // part.block_size * part.block_size
+    for column, start in enumerate(starts.tolist()):
+        sums[found] += np.where((start >= first)[:, None], part.blocks[rows[found], column], 0.0)
+    return sums
+
+
+def _wall_clock(evidence: StragglerEvidence, tag: str, judged: _Judged) -> _WallClock:
+    """The wall clock of the ranks of ``judged`` (timing ``tag``), since each one's onset."""
+    basis, source = "timing", tag
+    if ARRIVAL_TIME_TAG in evidence.tags:
+        basis, source = "arrival", ARRIVAL_TIME_TAG
+    part = tag_sums(evidence, source)
+    return _WallClock(basis, part, judged.ranks, _sums_since(part, judged.ranks, judged.since_step))
+
+
+def _note(label: str, factor: float, share: float) -> str:
+    """What a slow rank is, said as it is: ``forward 1.50x the others', costs the job 0.1 %
+    today``."""
+    return f"{label} {factor:.2f}x the others', costs the job {share:.1%} today"
+
+
 def _judgements(
     evidence: StragglerEvidence, settings: VerdictSettings | None
 ) -> list[tuple[StragglerRecord, _PerRank]]:
-    """(record, rank -> (cost seconds, cost share, factor) of each named rank) per timing."""
+    """(record, rank -> (cost seconds, cost share, factor) of each named rank) per timing.
+
+    A timing's slow ranks (:func:`_judge_tag`'s) are named only when what the job
+    waited for them reaches the floor (``docs/job-view.md``, "What a straggler costs"):
+    each rank on its own (its lead over the next-latest arrival), or, when none does on
+    its own, all of them as one group (a slow node: the group's latest against the
+    rest's). Slowness that costs no wall clock is no verdict; its ranks are listed in
+    the ``top`` of a timing that has one, with what they cost.
+    """
     settings = VerdictSettings() if settings is None else settings
     records: list[tuple[StragglerRecord, _PerRank]] = []
     for tag in evidence.tags:
@@ -478,18 +555,36 @@ def _judgements(
         judged = _judge_tag(part, settings)
         if not bool(judged.named.any()):
             continue
-        order = np.lexsort((judged.ranks, -judged.cost_seconds))
-        named = [int(i) for i in order if judged.named[i]]
+        wall = _wall_clock(evidence, tag, judged)
+        seconds, share = wall.rank_cost()
+        chosen = _wall_named(judged, wall, seconds, share, settings)
+        if chosen is None:
+            continue
+        named, cost_seconds, cost_share = chosen
+        order = np.lexsort((judged.ranks, -judged.cost_seconds, -seconds))
+        named = sorted(named, key=lambda i: (-seconds[i], -judged.cost_seconds[i], i))
         worst = named[0]
-        costly = [int(i) for i in order if judged.cost_seconds[i] > 0][: settings.top_k]
+        costly = [int(i) for i in order if seconds[i] > 0 or judged.named[i]][: settings.top_k]
+        label = timing_label(tag)
+        top: list[CostlyRank] = [
+            {
+                "rank": int(judged.ranks[i]),
+                "cost_seconds_per_step": float(seconds[i]),
+                "cost_share": float(share[i]),
+                "factor": float(judged.factor[i]),
+                "note": _note(label, float(judged.factor[i]), float(share[i])),
+            }
+            for i in costly
+        ]
         record: StragglerRecord = {
             "kind": "straggler",
             "ranks": [int(judged.ranks[i]) for i in named],
-            "timing": timing_label(tag),
+            "timing": label,
             "tag": tag,
-            # A node of several ranks: the job waits for the slowest of them each step.
-            "cost_seconds_per_step": float(judged.cost_seconds[worst]),
-            "cost_share": float(judged.cost_share[worst]),
+            # What the job waited for: the rank alone, or a slow node as a whole.
+            "cost_seconds_per_step": cost_seconds,
+            "cost_share": cost_share,
+            "cost_basis": wall.basis,
             # The costliest rank's onset: its cost is the mean over the steps since.
             "since_step": int(judged.since_step[worst]),
             "persistent": bool(judged.persistent[worst]),
@@ -498,28 +593,44 @@ def _judgements(
             "factor": float(judged.factor[worst]),
             "slowest_share": float(judged.slowest_share[worst]),
             "steps": int(judged.steps[worst]),
-            "top": [
-                {
-                    "rank": int(judged.ranks[i]),
-                    "cost_seconds_per_step": float(judged.cost_seconds[i]),
-                    "cost_share": float(judged.cost_share[i]),
-                }
-                for i in costly
-            ],
+            "top": top,
             "message": "",
         }
         record["message"] = straggler_message(record)
+        # Each named rank's own wait (a node's ranks: each one's share of the group's).
         per_rank = {
-            int(judged.ranks[i]): (
-                float(judged.cost_seconds[i]),
-                float(judged.cost_share[i]),
-                float(judged.factor[i]),
-            )
+            int(judged.ranks[i]): (float(seconds[i]), float(share[i]), float(judged.factor[i]))
             for i in named
         }
         records.append((record, per_rank))
     records.sort(key=lambda item: (-item[0]["cost_seconds_per_step"], item[0]["tag"]))
     return records
+
+
+def _wall_named(
+    judged: _Judged,
+    wall: _WallClock,
+    seconds: FloatArray,
+    share: FloatArray,
+    settings: VerdictSettings,
+) -> tuple[list[int], float, float] | None:
+    """(the rows named, their cost in seconds and share) or None: the slow ranks whose
+    own wait reaches the floor (a rank the job waits for alone); when none does, all the
+    slow ranks as one group when the group's wait does (a slow node: its ranks arrive
+    together, so fixing any one alone would save little). A slow rank behind another
+    rank's lateness costs nothing today and is not named."""
+    slow = np.flatnonzero(judged.named).tolist()
+    floor, floor_seconds = settings.cost_floor_share, settings.cost_floor_seconds
+    alone = [row for row in slow if share[row] >= floor and seconds[row] >= floor_seconds]
+    if len(alone) == 1:
+        return alone, float(seconds[alone[0]]), float(share[alone[0]])
+    rows = alone or slow
+    if len(rows) < 2:
+        return None
+    group_seconds, group_share = wall.group_cost(rows, int(judged.since_step[rows].min()))
+    if group_share < floor or group_seconds < floor_seconds:
+        return None
+    return rows, group_seconds, group_share
 
 
 def straggler_verdicts(

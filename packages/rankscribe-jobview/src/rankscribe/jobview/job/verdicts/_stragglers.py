@@ -52,6 +52,8 @@ __all__ = [
     "COUNT",
     "EDGES",
     "FIELDS",
+    "GROUP_SIZES",
+    "LEADS",
     "MAX_BLOCKS",
     "PERIODIC",
     "PERIODS",
@@ -60,6 +62,7 @@ __all__ = [
     "SHARE",
     "SLOWEST",
     "SQUARE",
+    "STEP_SECONDS",
     "StragglerEvidence",
     "TagEvidence",
     "others_medians",
@@ -90,7 +93,20 @@ ABOVE_EDGES = 8
 #: The periods (steps) whose Fourier components are kept: every 2nd to 8th step.
 PERIODS = (2, 3, 4, 5, 6, 7, 8)
 PERIODIC = ABOVE_EDGES + len(EDGES)
-FIELDS = PERIODIC + 2 * len(PERIODS)
+#: After them, the wall clock (what the job waits for): ``STEP_SECONDS``, the job's step
+#: time summed over the rank's steps, then from ``LEADS`` on, for each size ``g`` of
+#: ``GROUP_SIZES``, the seconds by which the step's latest rank led the ``g + 1``-th
+#: latest (summed at the latest rank only; 0 elsewhere): for ``g = 1`` its lead over the
+#: next-latest, what everyone waited for it alone; for a group of ``g`` ranks that are the
+#: step's latest ``g``, what everyone waited for the group. Made from whole steps (every
+#: rank's value at the step: rank 0's evidence of the job), they add up over blocks and
+#: intervals like the rest.
+STEP_SECONDS = PERIODIC + 2 * len(PERIODS)
+#: The group sizes whose lead is kept (a node of up to 8 ranks, a quarter of 1,024 or of
+#: 16,384); a group between two is judged at the smaller (its cost reads low, never high).
+GROUP_SIZES = (1, 2, 3, 4, 6, 8, 16, 64, 256, 4096)
+LEADS = STEP_SECONDS + 1
+FIELDS = LEADS + len(GROUP_SIZES)
 
 
 def row_medians(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -479,7 +495,11 @@ def _excess(
 
 
 def _plain_fields(
-    share: FloatArray, seconds: FloatArray, reference_share: FloatArray, usable: BoolArray
+    share: FloatArray,
+    seconds: FloatArray,
+    reference_share: FloatArray,
+    usable: BoolArray,
+    step: FloatArray,
 ) -> Iterator[tuple[int, FloatArray | BoolArray]]:
     """The fields summed as they are, per ``(steps, ranks)`` point (0 or False where a rank
     has no comparable point; ``share`` is 0 there: above and below need no mask)."""
@@ -489,6 +509,7 @@ def _plain_fields(
     yield REFERENCE, reference_share
     yield ABOVE, share > 0
     yield BELOW, share < 0
+    yield STEP_SECONDS, np.where(usable, step, 0.0)
     for offset, edge in enumerate(EDGES):
         yield ABOVE_EDGES + offset, share > edge
 
@@ -573,7 +594,8 @@ def _blocks_of(
         share = np.where(usable, share, 0.0)
         seconds = np.where(usable, seconds, 0.0)
         reference_share = np.where(usable, reference_share, 0.0)
-        for position, values in _plain_fields(share, seconds, reference_share, usable):
+        fields_of = _plain_fields(share, seconds, reference_share, usable, step)
+        for position, values in fields_of:
             for target, (start, stop) in zip(targets, bounds, strict=True):
                 values[start:stop].sum(axis=0, dtype=np.float64, out=fields[position, target])
         for target, (start, stop) in zip(targets, bounds, strict=True):
@@ -585,9 +607,40 @@ def _blocks_of(
     alone = np.flatnonzero(np.where(at_top, np.asarray(holders), 0).sum(axis=0) == 1)
     winner = np.asarray(winners)[at_top.argmax(axis=0), np.arange(len(steps))]
     np.add.at(blocks[:, :, SLOWEST], (winner[alone], index[alone]), 1.0)
+    latest, leads = _leads(table, step[:, 0])
+    timed = np.flatnonzero(latest >= 0)
+    for offset in range(len(GROUP_SIZES)):
+        np.add.at(blocks[:, :, LEADS + offset], (latest[timed], index[timed]), leads[timed, offset])
     return TagEvidence(
         ordered_ranks, size, first, blocks, int(steps[0]), int(steps[-1]), storage if room else None
     )
+
+
+def _leads(table: FloatArray, step: FloatArray) -> tuple[IntArray, FloatArray]:
+    """Per step of a ``(steps, ranks)`` table: the column of its latest point (-1 for a step
+    without a point or a step time) and, per size ``g`` of ``GROUP_SIZES``, by how much it
+    led the ``g + 1``-th latest point (0 when the step has no more than ``g`` points: no
+    one else to wait for). A few steps at a time: one partition of each row, no sort."""
+    count, width = table.shape
+    latest = np.full(count, -1, dtype=np.int64)
+    leads = np.zeros((count, len(GROUP_SIZES)))
+    if width == 0:
+        return latest, leads
+    filled = np.where(np.isnan(table), -np.inf, table)
+    present = (~np.isnan(table)).sum(axis=1)
+    positions = sorted({width - 1 - min(size, width - 1) for size in (0, *GROUP_SIZES)})
+    rows = max(1, (1 << 20) // width)
+    for start in range(0, count, rows):
+        part = np.partition(filled[start : start + rows], positions, axis=1)
+        top = part[:, width - 1]
+        for offset, size in enumerate(GROUP_SIZES):
+            behind = part[:, width - 1 - min(size, width - 1)]
+            more = present[start : start + rows] > size
+            with np.errstate(invalid="ignore"):
+                leads[start : start + rows, offset] = np.where(more, top - behind, 0.0)
+    timed = (present > 0) & np.isfinite(step) & (step > 0)
+    latest[timed] = filled[timed].argmax(axis=1)
+    return latest, leads
 
 
 def tag_sums(evidence: StragglerEvidence, tag: str) -> TagEvidence:
