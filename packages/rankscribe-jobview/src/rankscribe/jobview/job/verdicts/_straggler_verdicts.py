@@ -33,9 +33,9 @@ from rankscribe.jobview.job.verdicts._stragglers import (
     ABOVE,
     ABOVE_EDGES,
     BELOW,
+    BLOCK_SIZES,
     COUNT,
     EDGES,
-    GROUP_SIZES,
     LEADS,
     PERIODIC,
     PERIODS,
@@ -45,6 +45,8 @@ from rankscribe.jobview.job.verdicts._stragglers import (
     SLOWEST,
     SQUARE,
     STEP_SECONDS,
+    TOP_LEADS,
+    TOP_SIZES,
     StragglerEvidence,
     TagEvidence,
     tag_sums,
@@ -481,21 +483,66 @@ class _WallClock:
     sums: FloatArray  # (ranks, fields) since each one's onset: 0 for a rank without arrivals
 
     def rank_cost(self) -> tuple[FloatArray, FloatArray]:
-        """Per rank (seconds a step, share of the step): its lead over the next-latest."""
-        return _cost_of(self.sums[:, LEADS], self.sums)
+        """Per rank (seconds a step, share of the step): its lead over the next-latest,
+        less the lead the other ranks have (:meth:`_usual`)."""
+        usual = self._usual(LEADS, self.ranks)
+        waited = self.sums[:, LEADS] - usual * self.sums[:, COUNT]
+        return _cost_of(np.maximum(waited, 0.0), self.sums)
 
     def group_cost(self, rows: list[int], since: int) -> tuple[float, float]:
-        """What the job waited for the group ``rows`` as a whole: per step, the group's
-        latest against the rest's latest, since ``since``: the lead of the step's latest
-        over the ``g + 1``-th latest, summed where the latest is one of the group (exact
-        when the group holds the latest ``g``; ``g`` rounded down to ``GROUP_SIZES``)."""
-        size = max(index for index, known in enumerate(GROUP_SIZES) if known <= len(rows))
-        sums = _sums_since(self.part, self.ranks[rows], np.full(len(rows), since))
-        waited = sums[:, LEADS + size].sum()
+        """What the job waited for the ranks ``rows`` as a whole, since ``since``: when they
+        lie in one block of ``BLOCK_SIZES`` consecutive ranks (the smallest; a node), per
+        step that block's latest against the other blocks' latest, less the lead another
+        block has (:meth:`_usual`); else the sum of each one's own wait (what fixing each
+        alone saves, a lower bound of fixing them all)."""
+        ranks = self.ranks[rows]
+        known = self.part.ranks
+        size = next(
+            (
+                index
+                for index, width in enumerate(BLOCK_SIZES)
+                if index > 0
+                and len(np.unique(ranks // width)) == 1
+                and bool((known // width != ranks[0] // width).any())
+            ),
+            None,
+        )
+        if size is not None:
+            block = known[known // BLOCK_SIZES[size] == ranks[0] // BLOCK_SIZES[size]]
+            field, group = LEADS + size, block
+        elif len(ranks) <= TOP_SIZES[-1]:  # a few ranks: when they are the step's latest
+            field, group = TOP_LEADS + TOP_SIZES.index(max(2, len(ranks))), ranks
+        else:
+            each_seconds, each_share = self.rank_cost()
+            return float(each_seconds[rows].sum()), float(each_share[rows].sum())
+        sums = _sums_since(self.part, group, np.full(len(group), since))
         count = sums[:, COUNT].max(initial=0.0)
+        usual = float(self._usual(field, group, together=True)[0]) * len(group)
+        waited = max(float(sums[:, field].sum()) - usual * count, 0.0)
         step = sums[:, STEP_SECONDS].max(initial=0.0)
         seconds = float(waited / count) if count > 0 else 0.0
         return seconds, float(waited / step) if step > 0 else 0.0
+
+    def _usual(self, field: int, ranks: IntArray, *, together: bool = False) -> FloatArray:
+        """The lead (evidence field ``field``) a step that each rank other than ``ranks``
+        has, over the whole evidence: what a rank leads the rest by through its noise
+        alone, so what the job would still wait for had the judged ranks arrived with the
+        rest (the saving is against a run without their slowness, not without their
+        noise). Per rank of ``ranks`` leaving that rank out, or (``together``) one number
+        leaving all of them out."""
+        whole = self.part.blocks.sum(axis=1)
+        lead, count = whole[:, field], whole[:, COUNT]
+        rows = np.searchsorted(self.part.ranks, ranks)
+        found = rows < len(self.part.ranks)
+        found[found] = self.part.ranks[rows[found]] == ranks[found]
+        own_lead = np.where(found, lead[np.minimum(rows, len(lead) - 1)], 0.0)
+        own_count = np.where(found, count[np.minimum(rows, len(count) - 1)], 0.0)
+        if together:
+            own_lead, own_count = own_lead.sum(keepdims=True), own_count.sum(keepdims=True)
+        steps = count.sum() - own_count
+        with np.errstate(invalid="ignore", divide="ignore"):
+            usual: FloatArray = np.where(steps > 0, (lead.sum() - own_lead) / steps, 0.0)
+        return usual
 
 
 def _cost_of(waited: FloatArray, sums: FloatArray) -> tuple[FloatArray, FloatArray]:

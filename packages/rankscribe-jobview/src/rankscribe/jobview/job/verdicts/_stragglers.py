@@ -48,11 +48,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ABOVE_EDGES",
+    "BLOCK_SIZES",
     "CLIPSHARE",
     "COUNT",
     "EDGES",
     "FIELDS",
-    "GROUP_SIZES",
     "LEADS",
     "MAX_BLOCKS",
     "PERIODIC",
@@ -63,6 +63,8 @@ __all__ = [
     "SLOWEST",
     "SQUARE",
     "STEP_SECONDS",
+    "TOP_LEADS",
+    "TOP_SIZES",
     "StragglerEvidence",
     "TagEvidence",
     "others_medians",
@@ -94,19 +96,24 @@ ABOVE_EDGES = 8
 PERIODS = (2, 3, 4, 5, 6, 7, 8)
 PERIODIC = ABOVE_EDGES + len(EDGES)
 #: After them, the wall clock (what the job waits for): ``STEP_SECONDS``, the job's step
-#: time summed over the rank's steps, then from ``LEADS`` on, for each size ``g`` of
-#: ``GROUP_SIZES``, the seconds by which the step's latest rank led the ``g + 1``-th
-#: latest (summed at the latest rank only; 0 elsewhere): for ``g = 1`` its lead over the
-#: next-latest, what everyone waited for it alone; for a group of ``g`` ranks that are the
-#: step's latest ``g``, what everyone waited for the group. Made from whole steps (every
-#: rank's value at the step: rank 0's evidence of the job), they add up over blocks and
-#: intervals like the rest.
+#: time summed over the rank's steps, then from ``LEADS`` on, for each size ``b`` of
+#: ``BLOCK_SIZES``, the seconds by which the step's latest block of ``b`` consecutive ranks
+#: (those of one ``rank // b``: a node's, when ranks are laid out node by node) led the
+#: latest of the other blocks, summed at the step's latest rank (0 elsewhere). For
+#: ``b = 1``: its lead over the next-latest rank, what everyone waited for it alone. Made
+#: from whole steps (every rank's value at the step: rank 0's evidence of the job), they
+#: add up over blocks of steps and intervals like the rest.
 STEP_SECONDS = PERIODIC + 2 * len(PERIODS)
-#: The group sizes whose lead is kept (a node of up to 8 ranks, a quarter of 1,024 or of
-#: 16,384); a group between two is judged at the smaller (its cost reads low, never high).
-GROUP_SIZES = (1, 2, 3, 4, 6, 8, 16, 64, 256, 4096)
+#: The block sizes whose lead is kept: a rank, nodes of 2 to 16, a quarter of 1,024 or of
+#: 16,384 ranks.
+BLOCK_SIZES = (1, 2, 4, 8, 16, 64, 256, 1024, 4096)
 LEADS = STEP_SECONDS + 1
-FIELDS = LEADS + len(GROUP_SIZES)
+#: Then, from ``TOP_LEADS`` on, for each ``g`` of ``TOP_SIZES``, by how much the step's
+#: latest rank led the ``g + 1``-th latest (at the latest rank): what the job waited for a
+#: few slow ranks that are not one block, when they are the step's latest ``g``.
+TOP_SIZES = (2, 3, 4)
+TOP_LEADS = LEADS + len(BLOCK_SIZES)
+FIELDS = TOP_LEADS + len(TOP_SIZES)
 
 
 def row_medians(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -607,38 +614,47 @@ def _blocks_of(
     alone = np.flatnonzero(np.where(at_top, np.asarray(holders), 0).sum(axis=0) == 1)
     winner = np.asarray(winners)[at_top.argmax(axis=0), np.arange(len(steps))]
     np.add.at(blocks[:, :, SLOWEST], (winner[alone], index[alone]), 1.0)
-    latest, leads = _leads(table, step[:, 0])
+    latest, leads = _leads(table, ordered_ranks, step[:, 0])
     timed = np.flatnonzero(latest >= 0)
-    for offset in range(len(GROUP_SIZES)):
+    for offset in range(len(BLOCK_SIZES) + len(TOP_SIZES)):
         np.add.at(blocks[:, :, LEADS + offset], (latest[timed], index[timed]), leads[timed, offset])
     return TagEvidence(
         ordered_ranks, size, first, blocks, int(steps[0]), int(steps[-1]), storage if room else None
     )
 
 
-def _leads(table: FloatArray, step: FloatArray) -> tuple[IntArray, FloatArray]:
-    """Per step of a ``(steps, ranks)`` table: the column of its latest point (-1 for a step
-    without a point or a step time) and, per size ``g`` of ``GROUP_SIZES``, by how much it
-    led the ``g + 1``-th latest point (0 when the step has no more than ``g`` points: no
-    one else to wait for). A few steps at a time: one partition of each row, no sort."""
+def _leads(table: FloatArray, ranks: IntArray, step: FloatArray) -> tuple[IntArray, FloatArray]:
+    """Per step of a ``(steps, ranks)`` table (columns: ``ranks``, sorted): the column of
+    its latest point (-1 for a step without a point or a step time) and, per size ``b``
+    of ``BLOCK_SIZES``, by how much the latest block of ``b`` consecutive ranks led the
+    latest other block (0 when no other block has a point: no one else to wait for);
+    then per ``g`` of ``TOP_SIZES``, by how much the latest point led the ``g + 1``-th."""
     count, width = table.shape
     latest = np.full(count, -1, dtype=np.int64)
-    leads = np.zeros((count, len(GROUP_SIZES)))
+    leads = np.zeros((count, len(BLOCK_SIZES) + len(TOP_SIZES)))
     if width == 0:
         return latest, leads
     filled = np.where(np.isnan(table), -np.inf, table)
-    present = (~np.isnan(table)).sum(axis=1)
-    positions = sorted({width - 1 - min(size, width - 1) for size in (0, *GROUP_SIZES)})
-    rows = max(1, (1 << 20) // width)
-    for start in range(0, count, rows):
-        part = np.partition(filled[start : start + rows], positions, axis=1)
-        top = part[:, width - 1]
-        for offset, size in enumerate(GROUP_SIZES):
-            behind = part[:, width - 1 - min(size, width - 1)]
-            more = present[start : start + rows] > size
+    for offset, size in enumerate(TOP_SIZES, start=len(BLOCK_SIZES)):
+        if size < width:
+            top = np.partition(filled, (width - 1 - size, width - 1), axis=1)
             with np.errstate(invalid="ignore"):
-                leads[start : start + rows, offset] = np.where(more, top - behind, 0.0)
-    timed = (present > 0) & np.isfinite(step) & (step > 0)
+                lead = top[:, width - 1] - top[:, width - 1 - size]
+            leads[:, offset] = np.where(np.isfinite(lead), lead, 0.0)
+    for offset, size in enumerate(BLOCK_SIZES):
+        blocks = ranks // size
+        starts = np.flatnonzero(np.r_[True, blocks[1:] != blocks[:-1]])
+        if len(starts) < 2:
+            continue
+        rows = max(1, (1 << 20) // width)
+        for start in range(0, count, rows):
+            part = filled[start : start + rows]
+            latest_of = np.maximum.reduceat(part, starts, axis=1) if size > 1 else part
+            two = np.partition(latest_of, latest_of.shape[1] - 2, axis=1)[:, -2:]
+            with np.errstate(invalid="ignore"):
+                lead = two[:, 1] - two[:, 0]
+            leads[start : start + rows, offset] = np.where(np.isfinite(lead), lead, 0.0)
+    timed = (~np.isnan(table)).any(axis=1) & np.isfinite(step) & (step > 0)
     latest[timed] = filled[timed].argmax(axis=1)
     return latest, leads
 
