@@ -58,7 +58,8 @@ over the non-faulty ranks' steps of every run, clean and faulty; and the CPU
 seconds the scenario took. Each rank's arrival at the all-reduce is judged too
 (``arrival``), as the DDP gradient hook records it. Last, per job size, the
 smallest forward slowdown of one rank found at the end with recall >= 0.97
-(``--sweep``), and each false name (the first 20): its scenario, seed, run and window, and what the record said.
+(``--sweep``), and each false name (the first 20): its scenario, seed, run and
+window, and what the record said.
 
 ``--families`` runs another table (``families_main``): arrivals per rank and step
 (data wait, forward and backward; the step is the latest arrival and a 1 ms
