@@ -102,3 +102,25 @@ def test_a_slow_node_costs_its_latest_against_the_rests_latest() -> None:
         assert sorted(record["ranks"]) == node
         assert record["cost_seconds_per_step"] == pytest.approx(saving, rel=1e-6)
         assert record["cost_share"] == pytest.approx(saving / step.mean(), rel=1e-6)
+
+
+def test_a_rank_stalled_150_ms_in_a_tenth_of_its_steps_is_named_by_its_arrival() -> None:
+    """Slow in few steps, its excess clipped at a step: its timing says little, but the job
+    waits for it in every stall. A rank descheduled 1-4 ms in a fifth of its steps (a busy
+    core, a few percent) is not named so."""
+    forward, arrival = _job()
+    rng = np.random.default_rng(2)
+    stalled = np.flatnonzero(rng.random(STEPS) < 0.10)
+    forward[5, stalled] += 0.150
+    arrival[5, stalled] += 0.150
+    busy = np.flatnonzero(rng.random(STEPS) < 0.20)
+    descheduled = rng.uniform(0.001, 0.004, len(busy))
+    forward[9, busy] += descheduled
+    arrival[9, busy] += descheduled
+    step = _step(arrival)
+    records = judge_timings({"forward": forward, "arrival": arrival}, step_time=step)
+    assert [(record["ranks"], record["timing"]) for record in records] == [([5], "arrival")]
+    [record] = records
+    saving = _waited(arrival[:, record["since_step"] :], [5])  # since its onset
+    assert saving > 0.01  # ~15 ms a step
+    assert record["cost_seconds_per_step"] == pytest.approx(saving, rel=0.05)

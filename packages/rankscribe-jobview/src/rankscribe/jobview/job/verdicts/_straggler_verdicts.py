@@ -575,6 +575,35 @@ def _wall_clock(evidence: StragglerEvidence, tag: str, judged: _Judged) -> _Wall
     return _WallClock(basis, part, judged.ranks, _sums_since(part, judged.ranks, judged.since_step))
 
 
+def _latest_often(
+    judged: _Judged,
+    wall: _WallClock,
+    seconds: FloatArray,
+    share: FloatArray,
+    settings: VerdictSettings,
+) -> npt.NDArray[np.bool_]:
+    """Per rank: the job clearly waits for it, however its timing looks (a rank stalled
+    150 ms in one step of ten is slow in few steps, and its clipped excess is no guide):
+    it was the step's one latest in more steps since its onset than the other ranks' rate
+    gives, by the bar (a Poisson count: ``(k - m) / sqrt(m)``), and its cost reaches
+    ``BURST_FLOORS`` floors, as a rank slow in few steps must (a rank descheduled now and
+    then on a busy machine costs a few percent, not this)."""
+    whole = wall.part.blocks.sum(axis=1)
+    latest, count = wall.sums[:, SLOWEST], wall.sums[:, COUNT]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        others = (whole[:, SLOWEST].sum() - latest) / np.maximum(whole[:, COUNT].sum() - count, 1)
+        expected = count * np.maximum(others, 1.0 / len(wall.part.ranks))
+        strength = (latest - expected) / np.sqrt(np.maximum(expected, 1.0))
+    bar = confidence_for(settings.confidence, len(judged.ranks))
+    clear: npt.NDArray[np.bool_] = (
+        (count >= settings.min_steps)
+        & (strength >= bar)
+        & (share >= BURST_FLOORS * settings.cost_floor_share)
+        & (seconds >= settings.cost_floor_seconds)
+    )
+    return clear
+
+
 def _note(label: str, factor: float, share: float) -> str:
     """What a slow rank is, said as it is: ``forward 1.50x the others', costs the job 0.1 %
     today``."""
@@ -600,10 +629,12 @@ def _judgements(
         if len(part.ranks) < 2:
             continue
         judged = _judge_tag(part, settings)
-        if not bool(judged.named.any()):
-            continue
         wall = _wall_clock(evidence, tag, judged)
         seconds, share = wall.rank_cost()
+        if wall.basis == "arrival" and wall.part is part:  # the arrivals: who the job waits for
+            judged.named |= _latest_often(judged, wall, seconds, share, settings)
+        if not bool(judged.named.any()):
+            continue
         chosen = _wall_named(judged, wall, seconds, share, settings)
         if chosen is None:
             continue
