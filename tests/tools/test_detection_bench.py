@@ -81,3 +81,27 @@ def test_a_trial_lists_each_false_name_with_its_run_and_window(bench: ModuleType
     )
     for said in tally.false_named:
         assert re.fullmatch(pattern, said), said
+
+
+def test_a_family_run_measures_the_saving_by_a_run_without_the_fault(bench: ModuleType) -> None:
+    """The same draws without the fault: equal steps before the onset, and the slow rank's
+    record costs what the steps lost (within the bound the benchmark checks)."""
+    _, step, clean, faulty = bench.family_run(0, 64, "node-shared", "none", 0.0)
+    assert len(faulty) == 0 and np.array_equal(step, clean)
+    timings, step, clean, faulty = bench.family_run(0, 64, "node-shared", "rank", 0.5)
+    onset = bench.FAMILY_ONSET
+    assert np.array_equal(step[:onset], clean[:onset])
+    records = judge_timings(timings, step_time=step)
+    [record] = [record for record in records if record["timing"] == "arrival"]
+    assert record["ranks"] == faulty.tolist()
+    saving = float((step - clean)[record["since_step"] :].mean())
+    assert saving > 0.04 * float(step.mean())
+    assert record["cost_seconds_per_step"] == pytest.approx(saving, rel=0.2)
+
+
+def test_a_family_trial_tallies_recall_cost_and_false_names(bench: ModuleType) -> None:
+    tally = bench.family_trial(0, 64, "gc pauses", "rank", 0.5, VerdictSettings())
+    assert (tally.runs, tally.faults, tally.material, tally.found_early) == (1, 1, 1, 1)
+    assert (tally.found_end, tally.costed, tally.within) == (1, 1, 1)
+    assert tally.false_names == 0
+    assert tally.clean_rank_steps == 63 * bench.FAMILY_STEPS
