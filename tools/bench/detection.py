@@ -617,7 +617,7 @@ FAMILY_FAULTS = (
     ("slow node +10 %", "node", 0.10),
     ("slow quarter +6 %", "quarter", 0.06),
 )
-CURVE_SIZES = (0.01, 0.02, 0.03, 0.04, 0.06, 0.08)
+CURVE_SIZES = (0.10, 0.15, 0.20, 0.25, 0.30, 0.40)
 
 
 def _family_noise(rng: np.random.Generator, noise: str, ranks: int) -> dict[str, np.ndarray]:
