@@ -52,21 +52,22 @@ def test_a_rank_alone_late_costs_its_lead_over_the_next_latest() -> None:
 
 
 def test_a_rank_hidden_behind_another_ranks_noise_costs_nothing_and_is_no_verdict() -> None:
-    """Rank 3's forward is 1.5x the others' at every step, but rank 7 pauses 1.5-3 ms in
-    every step: the job waits for rank 7 and would save nothing without rank 3's slowness."""
+    """Rank 3's forward is 1.5x the others' at every step, but rank 40 (another node: ranks
+    are numbered node by node) pauses 4-6 ms in every step: the job waits for rank 40 and
+    would save nothing without rank 3's slowness."""
     forward, arrival = _job()
     forward[3] *= 1.5
     arrival[3] += 0.5 * 0.006
     rng = np.random.default_rng(1)
-    arrival[7] += rng.uniform(0.004, 0.006, STEPS)
+    arrival[40] += rng.uniform(0.004, 0.006, STEPS)
     step = _step(arrival)
     assert _waited(arrival, [3]) == 0.0
     records = judge_timings({"forward": forward, "arrival": arrival}, step_time=step)
     assert all(3 not in record["ranks"] for record in records)
     # The pausing rank is what the job waits for: named on its arrival, at its lead.
     [record] = records
-    assert (record["ranks"], record["timing"]) == ([7], "arrival")
-    assert record["cost_seconds_per_step"] == pytest.approx(_waited(arrival, [7]), rel=1e-6)
+    assert (record["ranks"], record["timing"]) == ([40], "arrival")
+    assert record["cost_seconds_per_step"] == pytest.approx(_waited(arrival, [40]), rel=1e-6)
     # Rank 3 is listed as what it is: slow, and costing the job nothing today.
     [hidden] = [item for item in record["top"] if item["rank"] == 3]
     assert hidden["cost_seconds_per_step"] == 0.0
@@ -124,3 +125,22 @@ def test_a_rank_stalled_150_ms_in_a_tenth_of_its_steps_is_named_by_its_arrival()
     saving = _waited(arrival[:, record["since_step"] :], [5])  # since its onset
     assert saving > 0.01  # ~15 ms a step
     assert record["cost_seconds_per_step"] == pytest.approx(saving, rel=0.05)
+
+
+def test_a_node_whose_one_rank_leads_the_rest_of_it_is_named_whole() -> None:
+    """Ranks 8-15 arrive 1 ms later and rank 9 0.6 ms later still: fixing rank 9 alone
+    would save its lead over the rest of its node (a few percent); the node as a whole
+    saves far more, and is what is named."""
+    forward, arrival = _job()
+    node = list(range(8, 16))
+    for values in (forward, arrival):
+        values[node] += 0.001
+        values[9] += 0.0006
+    step = _step(arrival)
+    saving = _waited(arrival, node)
+    assert _waited(arrival, [9]) < 0.5 * saving
+    records = judge_timings({"forward": forward, "arrival": arrival}, step_time=step)
+    assert records
+    for record in records:
+        assert sorted(record["ranks"]) == node and record["ranks"][0] == 9
+        assert record["cost_seconds_per_step"] == pytest.approx(saving, rel=1e-6)

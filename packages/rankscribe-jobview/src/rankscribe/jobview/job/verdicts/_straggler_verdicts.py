@@ -489,15 +489,16 @@ class _WallClock:
         waited = self.sums[:, LEADS] - usual * self.sums[:, COUNT]
         return _cost_of(np.maximum(waited, 0.0), self.sums)
 
-    def group_cost(self, rows: list[int], since: int) -> tuple[float, float]:
-        """What the job waited for the ranks ``rows`` as a whole, since ``since``: when they
-        lie in one block of ``BLOCK_SIZES`` consecutive ranks (the smallest; a node), per
-        step that block's latest against the other blocks' latest, less the lead another
-        block has (:meth:`_usual`); else the sum of each one's own wait (what fixing each
-        alone saves, a lower bound of fixing them all)."""
-        ranks = self.ranks[rows]
+    def one_block(self, rows: list[int]) -> bool:
+        """Whether the ranks ``rows`` lie in one block of ``BLOCK_SIZES`` (not the job's
+        whole)."""
+        return self._block_size(self.ranks[rows]) is not None
+
+    def _block_size(self, ranks: IntArray) -> int | None:
+        """The index in ``BLOCK_SIZES`` of the smallest block holding ``ranks`` that is not
+        every rank of the evidence, or None."""
         known = self.part.ranks
-        size = next(
+        return next(
             (
                 index
                 for index, width in enumerate(BLOCK_SIZES)
@@ -507,6 +508,16 @@ class _WallClock:
             ),
             None,
         )
+
+    def group_cost(self, rows: list[int], since: int) -> tuple[float, float]:
+        """What the job waited for the ranks ``rows`` as a whole, since ``since``: when they
+        lie in one block of ``BLOCK_SIZES`` consecutive ranks (the smallest; a node), per
+        step that block's latest against the other blocks' latest, less the lead another
+        block has (:meth:`_usual`); else the sum of each one's own wait (what fixing each
+        alone saves, a lower bound of fixing them all)."""
+        ranks = self.ranks[rows]
+        known = self.part.ranks
+        size = self._block_size(ranks)
         if size is not None:
             block = known[known // BLOCK_SIZES[size] == ranks[0] // BLOCK_SIZES[size]]
             field, group = LEADS + size, block
@@ -692,14 +703,23 @@ def _wall_named(
     share: FloatArray,
     settings: VerdictSettings,
 ) -> tuple[list[int], float, float] | None:
-    """(the rows named, their cost in seconds and share) or None: the slow ranks whose
-    own wait reaches the floor (a rank the job waits for alone); when none does, all the
-    slow ranks as one group when the group's wait does (a slow node: its ranks arrive
-    together, so fixing any one alone would save little). A slow rank behind another
-    rank's lateness costs nothing today and is not named."""
+    """(the rows named, their cost in seconds and share) or None.
+
+    The slow ranks that lie in one block of consecutive ranks (a node) are named as one
+    group when the group's wait reaches the floor and, where one of them costs the floor
+    alone, exceeds that one's by the floor too (fixing it alone would leave the job
+    waiting for the rest of the node). Else the slow ranks whose own wait reaches the
+    floor; else, when none does, the slow ranks as one group when its wait does. A slow
+    rank behind another rank's lateness (not of its node) costs nothing today and is not
+    named."""
     slow = np.flatnonzero(judged.named).tolist()
     floor, floor_seconds = settings.cost_floor_share, settings.cost_floor_seconds
     alone = [row for row in slow if share[row] >= floor and seconds[row] >= floor_seconds]
+    if len(slow) > 1 and wall.one_block(slow):
+        group_seconds, group_share = wall.group_cost(slow, int(judged.since_step[slow].min()))
+        most = max((float(share[row]) for row in alone), default=0.0)
+        if group_share >= floor + most and group_seconds >= floor_seconds:
+            return slow, group_seconds, group_share
     if len(alone) == 1:
         return alone, float(seconds[alone[0]]), float(share[alone[0]])
     rows = alone or slow
