@@ -67,6 +67,7 @@ dataset_dir  # a dataset's attribute the lineage callbacks read with getattr (te
 # records are dicts written with these keys as strings, which vulture does not match ----------
 cost_seconds_per_step  # CostlyRank, StragglerRecord, VerdictRecord key
 period_steps  # StragglerRecord key
+cost_basis  # StragglerRecord key
 until_step  # StragglerRecord key (an ended verdict)
 
 # -- called by a name vulture cannot follow --------------------------------------------------

@@ -35,15 +35,21 @@ def test_a_clean_simulated_job_gives_no_verdict(bench: ModuleType, seed: int) ->
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_a_rank_1_5x_slower_is_named_with_its_injected_cost(bench: ModuleType, seed: int) -> None:
+def test_a_rank_1_5x_slower_is_named_with_what_it_costs_the_job(
+    bench: ModuleType, seed: int
+) -> None:
     rng = np.random.default_rng(seed)
     fault = bench.Fault("1 rank forward +50 %", 0.5)
-    timings, step_time, faulty, injected = bench.simulate(rng, 64, 300, fault)
-    [record] = judge_timings(timings, step_time=step_time)
-    assert record["ranks"] == faulty.tolist()
-    assert record["timing"] == "forward"
+    timings, step_time, faulty, saving = bench.simulate(rng, 64, 300, fault)
+    records = judge_timings(timings, step_time=step_time)
+    # Named on its forward and on its arrival, each with what the job waits for it.
+    assert sorted(record["timing"] for record in records) == ["arrival", "forward"]
+    assert all(record["ranks"] == faulty.tolist() for record in records)
+    [record] = [record for record in records if record["timing"] == "forward"]
+    assert record["cost_basis"] == "arrival"
     assert bench.ONSET - 16 <= record["since_step"] <= bench.ONSET
-    truth = float(injected[0, record["since_step"] :].mean())
+    # What the job saves without the fault: the same stream run again without it.
+    truth = float(saving[0, record["since_step"] :].mean())
     assert record["cost_seconds_per_step"] == pytest.approx(truth, rel=0.1)
 
 
@@ -75,3 +81,27 @@ def test_a_trial_lists_each_false_name_with_its_run_and_window(bench: ModuleType
     )
     for said in tally.false_named:
         assert re.fullmatch(pattern, said), said
+
+
+def test_a_family_run_measures_the_saving_by_a_run_without_the_fault(bench: ModuleType) -> None:
+    """The same draws without the fault: equal steps before the onset, and the slow rank's
+    record costs what the steps lost (within the bound the benchmark checks)."""
+    _, step, clean, faulty = bench.family_run(0, 64, "node-shared", "none", 0.0)
+    assert len(faulty) == 0 and np.array_equal(step, clean)
+    timings, step, clean, faulty = bench.family_run(0, 64, "node-shared", "rank", 0.5)
+    onset = bench.FAMILY_ONSET
+    assert np.array_equal(step[:onset], clean[:onset])
+    records = judge_timings(timings, step_time=step)
+    [record] = [record for record in records if record["timing"] == "arrival"]
+    assert record["ranks"] == faulty.tolist()
+    saving = float((step - clean)[record["since_step"] :].mean())
+    assert saving > 0.04 * float(step.mean())
+    assert record["cost_seconds_per_step"] == pytest.approx(saving, rel=0.2)
+
+
+def test_a_family_trial_tallies_recall_cost_and_false_names(bench: ModuleType) -> None:
+    tally = bench.family_trial(0, 64, "gc pauses", "rank", 0.5, VerdictSettings())
+    assert (tally.runs, tally.faults, tally.material, tally.found_early) == (1, 1, 1, 1)
+    assert (tally.found_end, tally.costed, tally.within) == (1, 1, 1)
+    assert tally.false_names == 0
+    assert tally.clean_rank_steps == 63 * bench.FAMILY_STEPS

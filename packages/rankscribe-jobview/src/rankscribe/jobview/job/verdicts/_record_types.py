@@ -27,6 +27,10 @@ class CostlyRank(TypedDict):
     rank: int
     cost_seconds_per_step: float
     cost_share: float
+    #: Its time in the timing over the others' median, and that said with its cost: "forward
+    #: 1.50x the others', costs the job 0.1 % today" (a straggler record's; not read back).
+    factor: NotRequired[float]
+    note: NotRequired[str]
 
 
 class EvidenceReading(TypedDict):
@@ -48,6 +52,7 @@ class StragglerRecord(TypedDict):
     tag: str
     cost_seconds_per_step: float
     cost_share: float
+    cost_basis: str
     since_step: int
     persistent: bool
     period_steps: int

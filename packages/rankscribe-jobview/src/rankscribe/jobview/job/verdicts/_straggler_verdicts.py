@@ -27,13 +27,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rankscribe.jobview.errors import JobViewParamTypeError, JobViewParamValueError
-from rankscribe.jobview.job.verdicts._record_types import StragglerRecord
+from rankscribe.jobview.job._statistics import ARRIVAL_TIME_TAG
+from rankscribe.jobview.job.verdicts._record_types import CostlyRank, StragglerRecord
 from rankscribe.jobview.job.verdicts._stragglers import (
     ABOVE,
     ABOVE_EDGES,
     BELOW,
+    BLOCK_SIZES,
     COUNT,
     EDGES,
+    LEADS,
     PERIODIC,
     PERIODS,
     REFERENCE,
@@ -41,6 +44,9 @@ from rankscribe.jobview.job.verdicts._stragglers import (
     SHARE,
     SLOWEST,
     SQUARE,
+    STEP_SECONDS,
+    TOP_LEADS,
+    TOP_SIZES,
     StragglerEvidence,
     TagEvidence,
     tag_sums,
@@ -465,10 +471,168 @@ def straggler_records(
 _PerRank = dict[int, tuple[float, float, float]]
 
 
+@dataclass
+class _WallClock:
+    """What the job waited for, per rank of one timing, since each rank's onset: from the
+    arrivals (``basis`` "arrival") or, in a job that records none, the timing's own
+    values (``basis`` "timing": the rest of the step taken as the same on every rank)."""
+
+    basis: str
+    part: TagEvidence
+    ranks: IntArray  # the judged timing's ranks
+    sums: FloatArray  # (ranks, fields) since each one's onset: 0 for a rank without arrivals
+
+    def rank_cost(self) -> tuple[FloatArray, FloatArray]:
+        """Per rank (seconds a step, share of the step): its lead over the next-latest,
+        less the lead the other ranks have (:meth:`_usual`)."""
+        usual = self._usual(LEADS, self.ranks)
+        waited = self.sums[:, LEADS] - usual * self.sums[:, COUNT]
+        return _cost_of(np.maximum(waited, 0.0), self.sums)
+
+    def one_block(self, rows: list[int]) -> bool:
+        """Whether the ranks ``rows`` lie in one block of ``BLOCK_SIZES`` (not the job's
+        whole)."""
+        return self._block_size(self.ranks[rows]) is not None
+
+    def _block_size(self, ranks: IntArray) -> int | None:
+        """The index in ``BLOCK_SIZES`` of the smallest block holding ``ranks`` that is not
+        every rank of the evidence, or None."""
+        known = self.part.ranks
+        return next(
+            (
+                index
+                for index, width in enumerate(BLOCK_SIZES)
+                if index > 0
+                and len(np.unique(ranks // width)) == 1
+                and bool((known // width != ranks[0] // width).any())
+            ),
+            None,
+        )
+
+    def group_cost(self, rows: list[int], since: int) -> tuple[float, float]:
+        """What the job waited for the ranks ``rows`` as a whole, since ``since``: when they
+        lie in one block of ``BLOCK_SIZES`` consecutive ranks (the smallest; a node), per
+        step that block's latest against the other blocks' latest, less the lead another
+        block has (:meth:`_usual`); else the sum of each one's own wait (what fixing each
+        alone saves, a lower bound of fixing them all)."""
+        ranks = self.ranks[rows]
+        known = self.part.ranks
+        size = self._block_size(ranks)
+        if size is not None:
+            block = known[known // BLOCK_SIZES[size] == ranks[0] // BLOCK_SIZES[size]]
+            field, group = LEADS + size, block
+        elif len(ranks) <= TOP_SIZES[-1]:  # a few ranks: when they are the step's latest
+            field, group = TOP_LEADS + TOP_SIZES.index(max(2, len(ranks))), ranks
+        else:
+            each_seconds, each_share = self.rank_cost()
+            return float(each_seconds[rows].sum()), float(each_share[rows].sum())
+        sums = _sums_since(self.part, group, np.full(len(group), since))
+        count = sums[:, COUNT].max(initial=0.0)
+        usual = float(self._usual(field, group, together=True)[0]) * len(group)
+        waited = max(float(sums[:, field].sum()) - usual * count, 0.0)
+        step = sums[:, STEP_SECONDS].max(initial=0.0)
+        seconds = float(waited / count) if count > 0 else 0.0
+        return seconds, float(waited / step) if step > 0 else 0.0
+
+    def _usual(self, field: int, ranks: IntArray, *, together: bool = False) -> FloatArray:
+        """The lead (evidence field ``field``) a step that each rank other than ``ranks``
+        has, over the whole evidence: what a rank leads the rest by through its noise
+        alone, so what the job would still wait for had the judged ranks arrived with the
+        rest (the saving is against a run without their slowness, not without their
+        noise). Per rank of ``ranks`` leaving that rank out, or (``together``) one number
+        leaving all of them out."""
+        whole = self.part.blocks.sum(axis=1)
+        lead, count = whole[:, field], whole[:, COUNT]
+        rows = np.searchsorted(self.part.ranks, ranks)
+        found = rows < len(self.part.ranks)
+        found[found] = self.part.ranks[rows[found]] == ranks[found]
+        own_lead = np.where(found, lead[np.minimum(rows, len(lead) - 1)], 0.0)
+        own_count = np.where(found, count[np.minimum(rows, len(count) - 1)], 0.0)
+        if together:
+            own_lead, own_count = own_lead.sum(keepdims=True), own_count.sum(keepdims=True)
+        steps = count.sum() - own_count
+        with np.errstate(invalid="ignore", divide="ignore"):
+            usual: FloatArray = np.where(steps > 0, (lead.sum() - own_lead) / steps, 0.0)
+        return usual
+
+
+def _cost_of(waited: FloatArray, sums: FloatArray) -> tuple[FloatArray, FloatArray]:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        seconds = np.where(sums[:, COUNT] > 0, waited / sums[:, COUNT], 0.0)
+        share = np.where(sums[:, STEP_SECONDS] > 0, waited / sums[:, STEP_SECONDS], 0.0)
+    return seconds, share
+
+
+def _sums_since(part: TagEvidence, ranks: IntArray, since: IntArray) -> FloatArray:
+    """The sums of ``part`` per rank of ``ranks`` (0 for one it lacks) over its blocks
+    from the one holding step ``since`` of that rank on."""
+    rows = np.searchsorted(part.ranks, ranks)
+    found = rows < len(part.ranks)
+    found[found] = part.ranks[rows[found]] == ranks[found]
+    starts = (part.first_block + np.arange(part.blocks.shape[1])) * part.block_size
+    sums = np.zeros((len(ranks), part.blocks.shape[2]))
+    first = since[found] // part.block_size * part.block_size
+    for column, start in enumerate(starts.tolist()):
+        sums[found] += np.where((start >= first)[:, None], part.blocks[rows[found], column], 0.0)
+    return sums
+
+
+def _wall_clock(evidence: StragglerEvidence, tag: str, judged: _Judged) -> _WallClock:
+    """The wall clock of the ranks of ``judged`` (timing ``tag``), since each one's onset."""
+    basis, source = "timing", tag
+    if ARRIVAL_TIME_TAG in evidence.tags:
+        basis, source = "arrival", ARRIVAL_TIME_TAG
+    part = tag_sums(evidence, source)
+    return _WallClock(basis, part, judged.ranks, _sums_since(part, judged.ranks, judged.since_step))
+
+
+def _latest_often(
+    judged: _Judged,
+    wall: _WallClock,
+    seconds: FloatArray,
+    share: FloatArray,
+    settings: VerdictSettings,
+) -> npt.NDArray[np.bool_]:
+    """Per rank: the job clearly waits for it, however its timing looks (a rank stalled
+    150 ms in one step of ten is slow in few steps, and its clipped excess is no guide):
+    it was the step's one latest in more steps since its onset than the other ranks' rate
+    gives, by the bar (a Poisson count: ``(k - m) / sqrt(m)``), and its cost reaches
+    ``BURST_FLOORS`` floors, as a rank slow in few steps must (a rank descheduled now and
+    then on a busy machine costs a few percent, not this)."""
+    whole = wall.part.blocks.sum(axis=1)
+    latest, count = wall.sums[:, SLOWEST], wall.sums[:, COUNT]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        others = (whole[:, SLOWEST].sum() - latest) / np.maximum(whole[:, COUNT].sum() - count, 1)
+        expected = count * np.maximum(others, 1.0 / len(wall.part.ranks))
+        strength = (latest - expected) / np.sqrt(np.maximum(expected, 1.0))
+    bar = confidence_for(settings.confidence, len(judged.ranks))
+    clear: npt.NDArray[np.bool_] = (
+        (count >= settings.min_steps)
+        & (strength >= bar)
+        & (share >= BURST_FLOORS * settings.cost_floor_share)
+        & (seconds >= settings.cost_floor_seconds)
+    )
+    return clear
+
+
+def _note(label: str, factor: float, share: float) -> str:
+    """What a slow rank is, said as it is: ``forward 1.50x the others', costs the job 0.1 %
+    today``."""
+    return f"{label} {factor:.2f}x the others', costs the job {share:.1%} today"
+
+
 def _judgements(
     evidence: StragglerEvidence, settings: VerdictSettings | None
 ) -> list[tuple[StragglerRecord, _PerRank]]:
-    """(record, rank -> (cost seconds, cost share, factor) of each named rank) per timing."""
+    """(record, rank -> (cost seconds, cost share, factor) of each named rank) per timing.
+
+    A timing's slow ranks (:func:`_judge_tag`'s) are named only when what the job
+    waited for them reaches the floor (``docs/job-view.md``, "What a straggler costs"):
+    each rank on its own (its lead over the next-latest arrival), or, when none does on
+    its own, all of them as one group (a slow node: the group's latest against the
+    rest's). Slowness that costs no wall clock is no verdict; its ranks are listed in
+    the ``top`` of a timing that has one, with what they cost.
+    """
     settings = VerdictSettings() if settings is None else settings
     records: list[tuple[StragglerRecord, _PerRank]] = []
     for tag in evidence.tags:
@@ -476,20 +640,40 @@ def _judgements(
         if len(part.ranks) < 2:
             continue
         judged = _judge_tag(part, settings)
+        wall = _wall_clock(evidence, tag, judged)
+        seconds, share = wall.rank_cost()
+        if wall.basis == "arrival" and wall.part is part:  # the arrivals: who the job waits for
+            judged.named |= _latest_often(judged, wall, seconds, share, settings)
         if not bool(judged.named.any()):
             continue
-        order = np.lexsort((judged.ranks, -judged.cost_seconds))
-        named = [int(i) for i in order if judged.named[i]]
+        chosen = _wall_named(judged, wall, seconds, share, settings)
+        if chosen is None:
+            continue
+        named, cost_seconds, cost_share = chosen
+        order = np.lexsort((judged.ranks, -judged.cost_seconds, -seconds))
+        named = sorted(named, key=lambda i: (-seconds[i], -judged.cost_seconds[i], i))
         worst = named[0]
-        costly = [int(i) for i in order if judged.cost_seconds[i] > 0][: settings.top_k]
+        costly = [int(i) for i in order if seconds[i] > 0 or judged.named[i]][: settings.top_k]
+        label = timing_label(tag)
+        top: list[CostlyRank] = [
+            {
+                "rank": int(judged.ranks[i]),
+                "cost_seconds_per_step": float(seconds[i]),
+                "cost_share": float(share[i]),
+                "factor": float(judged.factor[i]),
+                "note": _note(label, float(judged.factor[i]), float(share[i])),
+            }
+            for i in costly
+        ]
         record: StragglerRecord = {
             "kind": "straggler",
             "ranks": [int(judged.ranks[i]) for i in named],
-            "timing": timing_label(tag),
+            "timing": label,
             "tag": tag,
-            # A node of several ranks: the job waits for the slowest of them each step.
-            "cost_seconds_per_step": float(judged.cost_seconds[worst]),
-            "cost_share": float(judged.cost_share[worst]),
+            # What the job waited for: the rank alone, or a slow node as a whole.
+            "cost_seconds_per_step": cost_seconds,
+            "cost_share": cost_share,
+            "cost_basis": wall.basis,
             # The costliest rank's onset: its cost is the mean over the steps since.
             "since_step": int(judged.since_step[worst]),
             "persistent": bool(judged.persistent[worst]),
@@ -498,28 +682,53 @@ def _judgements(
             "factor": float(judged.factor[worst]),
             "slowest_share": float(judged.slowest_share[worst]),
             "steps": int(judged.steps[worst]),
-            "top": [
-                {
-                    "rank": int(judged.ranks[i]),
-                    "cost_seconds_per_step": float(judged.cost_seconds[i]),
-                    "cost_share": float(judged.cost_share[i]),
-                }
-                for i in costly
-            ],
+            "top": top,
             "message": "",
         }
         record["message"] = straggler_message(record)
+        # Each named rank's own wait (a node's ranks: each one's share of the group's).
         per_rank = {
-            int(judged.ranks[i]): (
-                float(judged.cost_seconds[i]),
-                float(judged.cost_share[i]),
-                float(judged.factor[i]),
-            )
+            int(judged.ranks[i]): (float(seconds[i]), float(share[i]), float(judged.factor[i]))
             for i in named
         }
         records.append((record, per_rank))
     records.sort(key=lambda item: (-item[0]["cost_seconds_per_step"], item[0]["tag"]))
     return records
+
+
+def _wall_named(
+    judged: _Judged,
+    wall: _WallClock,
+    seconds: FloatArray,
+    share: FloatArray,
+    settings: VerdictSettings,
+) -> tuple[list[int], float, float] | None:
+    """(the rows named, their cost in seconds and share) or None.
+
+    The slow ranks that lie in one block of consecutive ranks (a node) are named as one
+    group when the group's wait reaches the floor and, where one of them costs the floor
+    alone, exceeds that one's by the floor too (fixing it alone would leave the job
+    waiting for the rest of the node). Else the slow ranks whose own wait reaches the
+    floor; else, when none does, the slow ranks as one group when its wait does. A slow
+    rank behind another rank's lateness (not of its node) costs nothing today and is not
+    named."""
+    slow = np.flatnonzero(judged.named).tolist()
+    floor, floor_seconds = settings.cost_floor_share, settings.cost_floor_seconds
+    alone = [row for row in slow if share[row] >= floor and seconds[row] >= floor_seconds]
+    if len(slow) > 1 and wall.one_block(slow):
+        group_seconds, group_share = wall.group_cost(slow, int(judged.since_step[slow].min()))
+        most = max((float(share[row]) for row in alone), default=0.0)
+        if group_share >= floor + most and group_seconds >= floor_seconds:
+            return slow, group_seconds, group_share
+    if len(alone) == 1:
+        return alone, float(seconds[alone[0]]), float(share[alone[0]])
+    rows = alone or slow
+    if len(rows) < 2:
+        return None
+    group_seconds, group_share = wall.group_cost(rows, int(judged.since_step[rows].min()))
+    if group_share < floor or group_seconds < floor_seconds:
+        return None
+    return rows, group_seconds, group_share
 
 
 def straggler_verdicts(

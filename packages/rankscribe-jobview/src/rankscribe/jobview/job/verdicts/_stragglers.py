@@ -48,10 +48,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ABOVE_EDGES",
+    "BLOCK_SIZES",
     "CLIPSHARE",
     "COUNT",
     "EDGES",
     "FIELDS",
+    "LEADS",
     "MAX_BLOCKS",
     "PERIODIC",
     "PERIODS",
@@ -60,6 +62,9 @@ __all__ = [
     "SHARE",
     "SLOWEST",
     "SQUARE",
+    "STEP_SECONDS",
+    "TOP_LEADS",
+    "TOP_SIZES",
     "StragglerEvidence",
     "TagEvidence",
     "others_medians",
@@ -90,7 +95,25 @@ ABOVE_EDGES = 8
 #: The periods (steps) whose Fourier components are kept: every 2nd to 8th step.
 PERIODS = (2, 3, 4, 5, 6, 7, 8)
 PERIODIC = ABOVE_EDGES + len(EDGES)
-FIELDS = PERIODIC + 2 * len(PERIODS)
+#: After them, the wall clock (what the job waits for): ``STEP_SECONDS``, the job's step
+#: time summed over the rank's steps, then from ``LEADS`` on, for each size ``b`` of
+#: ``BLOCK_SIZES``, the seconds by which the step's latest block of ``b`` consecutive ranks
+#: (those of one ``rank // b``: a node's, when ranks are laid out node by node) led the
+#: latest of the other blocks, summed at the step's latest rank (0 elsewhere). For
+#: ``b = 1``: its lead over the next-latest rank, what everyone waited for it alone. Made
+#: from whole steps (every rank's value at the step: rank 0's evidence of the job), they
+#: add up over blocks of steps and intervals like the rest.
+STEP_SECONDS = PERIODIC + 2 * len(PERIODS)
+#: The block sizes whose lead is kept: a rank, nodes of 2 to 16, a quarter of 1,024 or of
+#: 16,384 ranks.
+BLOCK_SIZES = (1, 2, 4, 8, 16, 64, 256, 1024, 4096)
+LEADS = STEP_SECONDS + 1
+#: Then, from ``TOP_LEADS`` on, for each ``g`` of ``TOP_SIZES``, by how much the step's
+#: latest rank led the ``g + 1``-th latest (at the latest rank): what the job waited for a
+#: few slow ranks that are not one block, when they are the step's latest ``g``.
+TOP_SIZES = (2, 3, 4)
+TOP_LEADS = LEADS + len(BLOCK_SIZES)
+FIELDS = TOP_LEADS + len(TOP_SIZES)
 
 
 def row_medians(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -479,7 +502,11 @@ def _excess(
 
 
 def _plain_fields(
-    share: FloatArray, seconds: FloatArray, reference_share: FloatArray, usable: BoolArray
+    share: FloatArray,
+    seconds: FloatArray,
+    reference_share: FloatArray,
+    usable: BoolArray,
+    step: FloatArray,
 ) -> Iterator[tuple[int, FloatArray | BoolArray]]:
     """The fields summed as they are, per ``(steps, ranks)`` point (0 or False where a rank
     has no comparable point; ``share`` is 0 there: above and below need no mask)."""
@@ -489,6 +516,7 @@ def _plain_fields(
     yield REFERENCE, reference_share
     yield ABOVE, share > 0
     yield BELOW, share < 0
+    yield STEP_SECONDS, np.where(usable, step, 0.0)
     for offset, edge in enumerate(EDGES):
         yield ABOVE_EDGES + offset, share > edge
 
@@ -573,7 +601,8 @@ def _blocks_of(
         share = np.where(usable, share, 0.0)
         seconds = np.where(usable, seconds, 0.0)
         reference_share = np.where(usable, reference_share, 0.0)
-        for position, values in _plain_fields(share, seconds, reference_share, usable):
+        fields_of = _plain_fields(share, seconds, reference_share, usable, step)
+        for position, values in fields_of:
             for target, (start, stop) in zip(targets, bounds, strict=True):
                 values[start:stop].sum(axis=0, dtype=np.float64, out=fields[position, target])
         for target, (start, stop) in zip(targets, bounds, strict=True):
@@ -585,9 +614,49 @@ def _blocks_of(
     alone = np.flatnonzero(np.where(at_top, np.asarray(holders), 0).sum(axis=0) == 1)
     winner = np.asarray(winners)[at_top.argmax(axis=0), np.arange(len(steps))]
     np.add.at(blocks[:, :, SLOWEST], (winner[alone], index[alone]), 1.0)
+    latest, leads = _leads(table, ordered_ranks, step[:, 0])
+    timed = np.flatnonzero(latest >= 0)
+    for offset in range(len(BLOCK_SIZES) + len(TOP_SIZES)):
+        np.add.at(blocks[:, :, LEADS + offset], (latest[timed], index[timed]), leads[timed, offset])
     return TagEvidence(
         ordered_ranks, size, first, blocks, int(steps[0]), int(steps[-1]), storage if room else None
     )
+
+
+def _leads(table: FloatArray, ranks: IntArray, step: FloatArray) -> tuple[IntArray, FloatArray]:
+    """Per step of a ``(steps, ranks)`` table (columns: ``ranks``, sorted): the column of
+    its latest point (-1 for a step without a point or a step time) and, per size ``b``
+    of ``BLOCK_SIZES``, by how much the latest block of ``b`` consecutive ranks led the
+    latest other block (0 when no other block has a point: no one else to wait for);
+    then per ``g`` of ``TOP_SIZES``, by how much the latest point led the ``g + 1``-th."""
+    count, width = table.shape
+    latest = np.full(count, -1, dtype=np.int64)
+    leads = np.zeros((count, len(BLOCK_SIZES) + len(TOP_SIZES)))
+    if width == 0:
+        return latest, leads
+    filled = np.where(np.isnan(table), -np.inf, table)
+    for offset, size in enumerate(TOP_SIZES, start=len(BLOCK_SIZES)):
+        if size < width:
+            top = np.partition(filled, (width - 1 - size, width - 1), axis=1)
+            with np.errstate(invalid="ignore"):
+                lead = top[:, width - 1] - top[:, width - 1 - size]
+            leads[:, offset] = np.where(np.isfinite(lead), lead, 0.0)
+    for offset, size in enumerate(BLOCK_SIZES):
+        blocks = ranks // size
+        starts = np.flatnonzero(np.r_[True, blocks[1:] != blocks[:-1]])
+        if len(starts) < 2:
+            continue
+        rows = max(1, (1 << 20) // width)
+        for start in range(0, count, rows):
+            part = filled[start : start + rows]
+            latest_of = np.maximum.reduceat(part, starts, axis=1) if size > 1 else part
+            two = np.partition(latest_of, latest_of.shape[1] - 2, axis=1)[:, -2:]
+            with np.errstate(invalid="ignore"):
+                lead = two[:, 1] - two[:, 0]
+            leads[start : start + rows, offset] = np.where(np.isfinite(lead), lead, 0.0)
+    timed = (~np.isnan(table)).any(axis=1) & np.isfinite(step) & (step > 0)
+    latest[timed] = filled[timed].argmax(axis=1)
+    return latest, leads
 
 
 def tag_sums(evidence: StragglerEvidence, tag: str) -> TagEvidence:
