@@ -45,10 +45,12 @@ SLOW_EXTRA = 0.015
 SLOW_RANK = 2
 DIVERGED_RANK = 1
 PERTURB_STEP = 12
-#: The crash: the dying rank's steps are slow, so the others are far ahead when it dies.
+#: The crash: the dying rank's steps are slow, so the others are far ahead when it dies;
+#: each is longer than the collector's STEP_TIME_WRITE_AT_ONCE (0.25 s), so its step
+#: time is written at its end and the rank's last written step is the one before it died.
 DYING_RANK = 1
 DYING_STEP = 15
-DYING_STEP_SECONDS = 0.1
+DYING_STEP_SECONDS = 0.3
 CRASH_STEPS = 2000
 CRASH_STEP_SECONDS = 0.005
 
