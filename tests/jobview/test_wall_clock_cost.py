@@ -51,6 +51,22 @@ def test_a_rank_alone_late_costs_its_lead_over_the_next_latest() -> None:
         assert record["message"].startswith(f"rank 3 costs {saving * 1e6:.0f} us a step")
 
 
+def test_a_rank_named_by_its_forward_and_its_arrival_is_told_by_its_forward_first() -> None:
+    """The arrival says when the job waited; the forward says where the time went: a rank
+    whose forward is late leads with its forward, whatever the onsets make of the two
+    (equal) wall-clock costs; the arrival's record follows."""
+    forward, arrival = _job()
+    forward[3, 40:] += 0.001
+    arrival[3, 40:] += 0.001
+    arrival[3, :40] += 0.001  # late on arrival from the start: its arrival cost is higher
+    records = judge_timings({"forward": forward, "arrival": arrival}, step_time=_step(arrival))
+    assert [(record["ranks"], record["timing"]) for record in records] == [
+        ([3], "forward"),
+        ([3], "arrival"),
+    ]
+    assert records[1]["cost_seconds_per_step"] >= records[0]["cost_seconds_per_step"]
+
+
 def test_a_rank_hidden_behind_another_ranks_noise_costs_nothing_and_is_no_verdict() -> None:
     """Rank 3's forward is 1.5x the others' at every step, but rank 40 (another node: ranks
     are numbered node by node) pauses 4-6 ms in every step: the job waits for rank 40 and

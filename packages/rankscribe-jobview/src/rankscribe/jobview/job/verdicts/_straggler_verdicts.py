@@ -693,6 +693,13 @@ def _judgements(
         }
         records.append((record, per_rank))
     records.sort(key=lambda item: (-item[0]["cost_seconds_per_step"], item[0]["tag"]))
+    # The arrival says when the job waited for a rank; another timing that names the same
+    # rank says where its time went (a slow forward): that one leads. Both costs are the
+    # same wall clock, from the arrivals, over their own onsets.
+    explained = {record["ranks"][0] for record, _ in records if record["tag"] != ARRIVAL_TIME_TAG}
+    records.sort(
+        key=lambda item: item[0]["tag"] == ARRIVAL_TIME_TAG and item[0]["ranks"][0] in explained
+    )
     return records
 
 
@@ -755,11 +762,19 @@ def straggler_verdicts(
     verdicts["job/straggler_cost_seconds"] = worst["cost_seconds_per_step"]
     verdicts["job/straggler_cost_share"] = worst["cost_share"]
     verdicts["job/straggler_rank"] = worst["ranks"][0]
-    # Each rank under its costliest timing.
+    # Each rank under its costliest timing; under another than the arrival when one names it.
     by_rank: dict[int, tuple[float, float, float, str]] = {}
     for record, per_rank in judgements:
         for rank, (cost, share, factor) in per_rank.items():
-            if rank not in by_rank or cost > by_rank[rank][0]:
+            kept = by_rank.get(rank)
+            if (
+                kept is None
+                or (kept[3] == ARRIVAL_TIME_TAG and record["tag"] != ARRIVAL_TIME_TAG)
+                or (
+                    cost > kept[0]
+                    and (record["tag"] == ARRIVAL_TIME_TAG) == (kept[3] == ARRIVAL_TIME_TAG)
+                )
+            ):
                 by_rank[rank] = (cost, share, factor, record["tag"])
     verdicts["job/straggler_ranks"] = ",".join(str(rank) for rank in sorted(by_rank))
     verdicts["job/straggler_timing"] = worst["tag"]
