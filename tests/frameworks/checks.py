@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
+from rankscribe.jobview.feed import (
+    ARRIVAL_TIME_TAG,
+    GRADIENT_NORM_TAG_PREFIX,
+    GRADIENT_READY_TAG,
+    STEP_TIME_TAG,
+)
 from rankscribe.lineage import get_run_lineage
 from rankscribe.writer import reader
+from tests._support.job_files import rank_scalars
 
 
 def merged_lineage(job: Path) -> dict[str, Any]:
@@ -28,6 +36,36 @@ def assert_every_rank_recorded(job: Path, world_size: int = 2) -> None:
     counts = job_view["rankscribe/step_time/ranks"]
     assert counts, "the job view has no step-time points"
     assert {value for _, value in counts} == {float(world_size)}
+
+
+def assert_each_rank_probed(job: Path) -> None:
+    """The gradient probe found the framework's DDP wrapper with no code in the script: per
+    rank, an arrival and local bucket norms at (nearly) every step, and the norms are the
+    rank's own (the ranks' differ: taken before the reduce averaged them;
+    docs/gradients.md, "The probe")."""
+    norms_by_rank = []
+    for rank in (0, 1):
+        found = rank_scalars(job / f"rank_{rank}")
+        arrivals = found.get(ARRIVAL_TIME_TAG, {})
+        norm_tags = sorted(tag for tag in found if tag.startswith(GRADIENT_NORM_TAG_PREFIX))
+        assert norm_tags, f"rank {rank} recorded no gradient norm: {sorted(found)}"
+        step_times = found[STEP_TIME_TAG]
+        # Accelerate's run opens at the first log, after the first step's backward.
+        assert len(step_times) >= 6 and len(arrivals) >= len(step_times) - 2, (rank, arrivals)
+        assert arrivals == found[GRADIENT_READY_TAG]
+        for step, arrival in arrivals.items():
+            assert arrival > 0.0, (rank, step, arrival)
+            if step in step_times:
+                assert arrival <= step_times[step] + 1e-3, (rank, step)
+        norms = {
+            step: math.sqrt(sum(found[tag].get(step, 0.0) ** 2 for tag in norm_tags))
+            for step in arrivals
+        }
+        assert all(math.isfinite(norm) and norm > 0.0 for norm in norms.values()), norms
+        norms_by_rank.append(norms)
+    shared = sorted(norms_by_rank[0].keys() & norms_by_rank[1].keys())
+    assert len(shared) >= len(norms_by_rank[0]) - 2
+    assert any(norms_by_rank[0][step] != norms_by_rank[1][step] for step in shared)
 
 
 def quiet_trainer(lightning: Any, logger: Any, max_steps: int) -> Any:

@@ -1,15 +1,15 @@
-"""A short 2-process job of one framework, its script holding no gradient-probe code.
+"""A short 2-process Accelerate job, its script holding no gradient-probe code.
 
-    python gradient_jobs.py lightning <summary dir>            (Lightning launches rank 1)
-    torchrun --nproc_per_node 2 gradient_jobs.py transformers <summary dir>
     torchrun --nproc_per_node 2 gradient_jobs.py accelerate <summary dir>
     torchrun --nproc_per_node 2 gradient_jobs.py accelerate-own-hook <summary dir>
 
-Each trains a small classifier for :data:`STEPS` steps under DDP (gloo, CPU) with the
-framework's RankScribe integration and nothing else: the integration alone must find
-the framework's ``DistributedDataParallel`` wrapper for the collector's gradient probe.
-``accelerate-own-hook`` has Accelerate register a communication hook of its own
-(``DistributedDataParallelKwargs(comm_hook=FP16)``) when it wraps the model.
+It trains a small classifier for :data:`STEPS` steps under DDP (gloo, CPU) with the
+RankScribe tracker and nothing else — no ``watch``: the tracker alone must find the
+``DistributedDataParallel`` module ``prepare`` made, for the collector's gradient probe
+(the examples' jobs, which call ``watch`` with the prepared model, are checked in
+test_accelerate.py). ``accelerate-own-hook`` has Accelerate register a communication hook
+of its own (``DistributedDataParallelKwargs(comm_hook=FP16)``) when it wraps the model:
+DDP takes one hook, so the probe stays off.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import sys
 
 import torch
 from torch import nn
-from torch.utils.data import DataLoader, Dataset, TensorDataset
+from torch.utils.data import DataLoader, TensorDataset
 
 STEPS = 24
 BATCH = 8
@@ -36,90 +36,7 @@ def classifier() -> nn.Module:
     return nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 2))
 
 
-def lightning_job(summary_dir: str) -> None:
-    import lightning.pytorch as pl
-
-    from rankscribe.collector.lightning import RankScribeLogger
-
-    class Module(pl.LightningModule):
-        def __init__(self) -> None:
-            super().__init__()
-            self.net = classifier()
-
-        def training_step(
-            self, batch: tuple[torch.Tensor, torch.Tensor], index: int
-        ) -> torch.Tensor:
-            inputs, labels = batch
-            return nn.functional.cross_entropy(self.net(inputs), labels)
-
-        def configure_optimizers(self) -> torch.optim.Optimizer:
-            return torch.optim.SGD(self.parameters(), lr=0.05)
-
-    trainer = pl.Trainer(
-        accelerator="cpu",
-        devices=2,
-        strategy="ddp",
-        max_steps=STEPS,
-        logger=RankScribeLogger(summary_dir, name="job", version="run"),
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-    )
-    trainer.fit(Module(), DataLoader(synthetic(), batch_size=BATCH))
-
-
-class _Pairs(Dataset):  # type: ignore[type-arg]
-    """The synthetic rows as the Trainer's keyword inputs."""
-
-    def __init__(self) -> None:
-        self.rows = synthetic()
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
-        inputs, labels = self.rows[index]
-        return {"inputs": inputs, "labels": labels}
-
-
-class _Model(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.net = classifier()
-
-    def forward(self, inputs: torch.Tensor, labels: torch.Tensor) -> dict[str, torch.Tensor]:
-        logits = self.net(inputs)
-        return {"loss": nn.functional.cross_entropy(logits, labels), "logits": logits}
-
-
-def transformers_job(summary_dir: str) -> None:
-    from transformers import Trainer, TrainingArguments
-
-    from rankscribe.collector.transformers import RankScribeCallback
-
-    arguments = TrainingArguments(
-        output_dir=summary_dir + "-checkpoints",
-        max_steps=STEPS,
-        per_device_train_batch_size=BATCH,
-        learning_rate=0.05,
-        logging_steps=4,
-        save_strategy="no",
-        report_to=[],
-        use_cpu=True,
-        ddp_backend="gloo",
-        disable_tqdm=True,
-        seed=0,
-    )
-    trainer = Trainer(
-        model=_Model(),
-        args=arguments,
-        train_dataset=_Pairs(),
-        callbacks=[RankScribeCallback(summary_dir)],
-    )
-    trainer.train()
-
-
-def accelerate_job(summary_dir: str, own_hook: bool = False) -> None:
+def accelerate_job(summary_dir: str, own_hook: bool) -> None:
     from accelerate import Accelerator
     from accelerate.utils import DDPCommunicationHookType, DistributedDataParallelKwargs
 
@@ -148,12 +65,9 @@ def accelerate_job(summary_dir: str, own_hook: bool = False) -> None:
 def main() -> None:
     framework, summary_dir = sys.argv[1], sys.argv[2]
     torch.manual_seed(int(os.environ.get("RANK", "0")))
-    if framework == "accelerate-own-hook":  # Accelerate registers a DDP hook of its own
-        accelerate_job(summary_dir, own_hook=True)
-        return
-    {"lightning": lightning_job, "transformers": transformers_job, "accelerate": accelerate_job}[
-        framework
-    ](summary_dir)
+    if framework not in ("accelerate", "accelerate-own-hook"):
+        raise SystemExit(f"unknown job {framework!r}: accelerate or accelerate-own-hook")
+    accelerate_job(summary_dir, own_hook=framework == "accelerate-own-hook")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ import pytest
 from tests._support.launchers import run_bounded
 from tests._support.snapshots import snapshot
 
-from .checks import assert_every_rank_recorded, merged_lineage
+from .checks import assert_each_rank_probed, assert_every_rank_recorded, merged_lineage
 from .conftest import EXAMPLES, run_job, torchrun
 
 pytestmark = pytest.mark.slow
@@ -23,6 +23,7 @@ def test_every_process_records_the_config_goes_to_the_lineage_and_a_rerun_goes_e
     run_job(torchrun(SCRIPT, "--summary-dir", "runs/acc"), tmp_path)
     job = tmp_path / "runs" / "acc"
     assert_every_rank_recorded(job)
+    assert_each_rank_probed(job)  # the example holds no gradient-probe code
     lineage = merged_lineage(job)
     hyper = lineage["hyper_parameters"]
     assert hyper["optimizer"] == "SGD"

@@ -10,7 +10,7 @@ import pytest
 
 from tests._support.snapshots import snapshot
 
-from .checks import assert_every_rank_recorded, merged_lineage
+from .checks import assert_each_rank_probed, assert_every_rank_recorded, merged_lineage
 from .conftest import EXAMPLES, run_job
 
 pytestmark = pytest.mark.slow
@@ -24,6 +24,7 @@ def test_a_ddp_job_records_every_rank_merges_the_job_and_a_rerun_takes_a_new_ver
     run_job([sys.executable, SCRIPT, "--save-dir", "runs", "--devices", "2"], tmp_path)
     job = tmp_path / "runs" / "digits" / "version_0"
     assert_every_rank_recorded(job)
+    assert_each_rank_probed(job)  # the example holds no gradient-probe code
     lineage = merged_lineage(job)
     hyper = lineage["hyper_parameters"]
     assert hyper["optimizer"] == "SGD"

@@ -9,7 +9,7 @@ import pytest
 
 from tests._support.snapshots import snapshot
 
-from .checks import assert_every_rank_recorded, merged_lineage
+from .checks import assert_each_rank_probed, assert_every_rank_recorded, merged_lineage
 from .conftest import EXAMPLES, run_job, torchrun
 
 pytestmark = pytest.mark.slow
@@ -39,6 +39,7 @@ def test_a_trainer_job_records_every_rank_merges_the_job_and_a_rerun_goes_elsewh
     run_job(torchrun(SCRIPT, "--summary-dir", "runs/hf"), tmp_path)
     job = tmp_path / "runs" / "hf"
     assert_every_rank_recorded(job)
+    assert_each_rank_probed(job)  # the example holds no gradient-probe code
     lineage = merged_lineage(job)
     hyper = lineage["hyper_parameters"]
     assert hyper["optimizer"].startswith("AdamW")
