@@ -36,6 +36,9 @@ _T = TypeVar("_T")
 # Run as ``python -c`` ahead of a command: SIGINT back at its default, then the command in
 # this process's place (a disposition at its default stays so across exec; an ignored one
 # would stay ignored, and Python would not install its KeyboardInterrupt handler).
+# How long a timed-out process is given to print its stacks before it is killed.
+_DUMP_SECONDS = 3.0
+
 _SIGINT_AT_DEFAULT = (
     "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
     "os.execvp(sys.argv[1], sys.argv[1:])"
@@ -138,13 +141,17 @@ class Launches:
         stderr = None
         if stderr_apart:
             stderr = self._files.enter_context(tempfile.TemporaryFile())  # noqa: SIM115 - as above
+        # Every Python process of the launch dumps its threads' stacks on SIGABRT, which a
+        # timeout sends before it kills (_kill): a hang fails with where each thread waits.
+        environment = dict(os.environ if env is None else env)
+        environment.setdefault("PYTHONFAULTHANDLER", "1")
         process = subprocess.Popen(
             argv,
             stdout=output,
             stderr=subprocess.STDOUT if stderr is None else stderr,
             stdin=subprocess.DEVNULL,
             cwd=cwd,
-            env=None if env is None else dict(env),
+            env=environment,
             start_new_session=True,
         )
         self._started.append(_Started(shown, process, output, stderr, time.monotonic()))
@@ -179,7 +186,7 @@ class Launches:
                 self._kill()
                 pytest.fail(f"{what} did not happen before the process ended.\n{self._printed()}")
             if time.monotonic() >= deadline:
-                self._kill()
+                self._kill(dump=True)
                 pytest.fail(
                     f"{what} did not happen within {waited:g} s; every process group was "
                     f"killed.\n{self._printed()}"
@@ -196,7 +203,7 @@ class Launches:
             try:
                 started.process.wait(timeout=max(0.0, self._deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                self._kill()
+                self._kill(dump=True)
                 pytest.fail(
                     f"`{started.command}` did not end within {self.timeout:g} s; every process "
                     f"group was killed.\n{self._printed()}"
@@ -222,7 +229,17 @@ class Launches:
             for started in self._started
         )
 
-    def _kill(self) -> None:
+    def _kill(self, *, dump: bool = False) -> None:
+        """Kill every process group; ``dump``: a timeout, each Python process first prints
+        its threads' stacks (SIGABRT, PYTHONFAULTHANDLER) into what it printed."""
+        if dump:
+            alive = [started for started in self._started if started.process.poll() is None]
+            for started in alive:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(started.process.pid, signal.SIGABRT)
+            for started in alive:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    started.process.wait(timeout=_DUMP_SECONDS)
         for started in self._started:
             if started.killed:
                 continue

@@ -16,15 +16,17 @@ import pytest
 from rankscribe.writer.errors import WriterFailedError
 
 # private: the writer pipeline's queue/thread rule, no public door
-from rankscribe.writer.record._pipeline import Pipeline
+from rankscribe.writer.record import _pipeline as pipeline_module
 
 
 @pytest.fixture
 def pipelines():
-    made: list[Pipeline] = []
+    made: list[pipeline_module.Pipeline] = []
 
-    def make(consume, idle=None, *, workers=2, max_pending_bytes=1 << 20) -> Pipeline:
-        pipeline = Pipeline(
+    def make(
+        consume, idle=None, *, workers=2, max_pending_bytes=1 << 20
+    ) -> pipeline_module.Pipeline:
+        pipeline = pipeline_module.Pipeline(
             consume,
             idle or (lambda sync: None),
             workers=workers,
@@ -130,6 +132,29 @@ def test_close_consumes_everything_and_is_idempotent(pipelines, disk):
     assert syncs[-1] is True
     disk.run_with_timeout(pipeline.close)
     assert consumed == list(range(20))
+
+
+def test_close_waits_on_a_slow_writer_and_gives_up_on_one_that_consumes_nothing(
+    pipelines, disk, monkeypatch
+):
+    monkeypatch.setattr(pipeline_module, "CLOSE_STALL_SECONDS", 1.0)
+    consumed = []
+    # Slow but consuming: 30 items of 0.1 s, three times the stall limit in all, are written.
+    pipeline = pipelines(lambda value: (time.sleep(0.1), consumed.append(value)))
+    for index in range(30):
+        pipeline.put(work(index), 1)
+    disk.run_with_timeout(pipeline.close, timeout=30)
+    assert consumed == list(range(30))
+    # A write that never returns: close says so instead of holding the process forever.
+    gate = threading.Event()
+    stuck = pipelines(lambda value: gate.wait(30))
+    stuck.put(work(0), 1)
+    stuck.put(work(1), 7)
+    started = time.monotonic()
+    with pytest.raises(WriterFailedError, match=r"wrote nothing for 1 s while closing.*8 bytes"):
+        disk.run_with_timeout(stuck.close, timeout=10)
+    assert time.monotonic() - started < 5
+    gate.set()
 
 
 # ------------------------------------------------------------------ failures

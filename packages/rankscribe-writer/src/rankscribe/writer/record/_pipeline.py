@@ -28,6 +28,9 @@ Work = Callable[[], Any]
 
 # How often a waiting caller re-checks that the writer thread is still alive.
 _LIVENESS_INTERVAL = 0.2
+# close() gives up on a writer thread that consumed nothing for this long (a write that
+# blocks forever: a hung network filesystem), rather than hold the process forever.
+CLOSE_STALL_SECONDS = 120.0
 # Consumed records reach the OS at most this long after they were consumed:
 # one write per batch under load, without a record idling in memory for long.
 _WRITE_DELAY = 0.02
@@ -157,14 +160,36 @@ class Pipeline:
         return True
 
     def close(self) -> None:
-        """Write everything queued, then stop the threads. Idempotent."""
+        """Write everything queued, then stop the threads. Idempotent.
+
+        Raises :class:`WriterFailedError` when the writer thread consumes nothing for
+        :data:`CLOSE_STALL_SECONDS` (what it had not written is named; the thread is
+        left, a daemon, to the process's exit).
+        """
         if self._thread.is_alive():
             self._queue.put((_STOP, 0))
-            self._thread.join()
+            self._join()
         if self._pool is not None:
             self._pool.shutdown()
             self._pool = None
         self.raise_pending()
+
+    def _join(self) -> None:
+        """Wait for the writer thread to end, as long as it keeps consuming."""
+        written, since = self._written_bytes, time.monotonic()
+        while True:
+            self._thread.join(_LIVENESS_INTERVAL)
+            if not self._thread.is_alive():
+                return
+            now = time.monotonic()
+            if self._written_bytes != written:
+                written, since = self._written_bytes, now
+            elif now - since >= CLOSE_STALL_SECONDS:
+                raise WriterFailedError(
+                    f"the background summary writer wrote nothing for {now - since:.0f} s "
+                    f"while closing (a write that does not return?); "
+                    f"{self.pending_bytes} bytes recorded are not written"
+                )
 
     def report(self, error: BaseException) -> None:
         """From the writer thread: raise ``error`` on the caller's next call."""
