@@ -36,10 +36,48 @@ CLOSE_STALL_SECONDS = 120.0
 _WRITE_DELAY = 0.02
 
 
+class Wakeup:
+    """One thread wakes another, through calls into C only (a ``queue.SimpleQueue``).
+
+    The training thread must never take a lock in Python code: ``threading.Event.set``
+    does (its Condition's ``__enter__`` is a Python function), and a KeyboardInterrupt
+    that lands as that function returns leaves the lock held, the ``with`` block never
+    entered; the same thread's next ``set`` (closing the record on the way out of a
+    Ctrl-C) then waits on itself forever. A SimpleQueue's ``put`` and ``get`` hold no
+    lock that a Python frame could leave held.
+    """
+
+    __slots__ = ("_tokens",)
+
+    def __init__(self) -> None:
+        self._tokens: queue.SimpleQueue[None] = queue.SimpleQueue()
+
+    def wake(self) -> None:
+        """Wake the waiting thread, or the next ``wait`` (wake-ups do not pile up)."""
+        if self._tokens.empty():
+            self._tokens.put(None)
+
+    def drain(self) -> None:
+        """Forget the wake-ups so far (the waiting thread, before it waits anew)."""
+        while not self._tokens.empty():
+            try:
+                self._tokens.get_nowait()
+            except queue.Empty:
+                return
+
+    def wait(self, timeout: float) -> bool:
+        """Whether a wake-up came within ``timeout`` seconds (it is used up)."""
+        try:
+            self._tokens.get(timeout=timeout)
+        except queue.Empty:
+            return False
+        return True
+
+
 class _Flush:
     def __init__(self, sync: bool) -> None:
         self.sync = sync
-        self.done = threading.Event()
+        self.done = Wakeup()  # the caller waits on it: no lock of Python code (Wakeup)
 
 
 _STOP = object()
@@ -239,7 +277,7 @@ class Pipeline:
                 if isinstance(item, _Flush):
                     self._idle(item.sync)
                     dirty_since = None
-                    item.done.set()
+                    item.done.wake()
                     continue
                 result = item.result() if isinstance(item, Future) else item()  # type: ignore[operator]
                 self._consume(result)

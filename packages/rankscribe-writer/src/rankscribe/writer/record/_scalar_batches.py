@@ -14,7 +14,7 @@ import numpy.typing as npt
 
 from rankscribe.writer.errors import WriterTypeError, WriterValueError
 from rankscribe.writer.format import _events as events
-from rankscribe.writer.record._pipeline import Pipeline
+from rankscribe.writer.record._pipeline import Pipeline, Wakeup
 
 # A batch of scalar-only steps holds at most this many steps, and counts as
 # this many bytes against max_pending_bytes.
@@ -46,8 +46,10 @@ class ScalarBatches:
         self._pipeline = pipeline
         self._lock = threading.Lock()
         self._open: list[ScalarEntry] | None = None
-        # Set when the open batch is sealed or replaced: the writer stops waiting for it.
-        self._closed = threading.Event()
+        # Woken when the open batch is sealed or replaced: the writer stops waiting for it.
+        # Woken by the training thread at every step that is not scalars alone, so not a
+        # threading.Event, whose set() a Ctrl-C can leave holding its lock (Wakeup).
+        self._closed = Wakeup()
 
     def add(self, step: int, scalars: dict[str, float]) -> None:
         """Add a scalar-only step to the open batch, or queue a new batch holding it."""
@@ -59,7 +61,7 @@ class ScalarBatches:
                 batch.append(entry)
             else:
                 if batch is not None:
-                    self._closed.set()  # full: the writer need not wait for it
+                    self._closed.wake()  # full: the writer need not wait for it
                 batch = self._open = [entry]
                 batch_is_new = True
         if batch_is_new:
@@ -72,7 +74,7 @@ class ScalarBatches:
         thread takes it now)."""
         with self._lock:
             self._open = None
-        self._closed.set()
+        self._closed.wake()
 
     def _encode(self, batch: list[ScalarEntry]) -> list[tuple[int, bytes]]:
         # Writer thread: let more steps join the batch while it is open, then seal it,
@@ -80,7 +82,7 @@ class ScalarBatches:
         with self._lock:
             still_open = self._open is batch
             if still_open:
-                self._closed.clear()
+                self._closed.drain()
         if still_open:
             self._closed.wait(self.coalesce_seconds)
         with self._lock:
