@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -30,6 +31,8 @@ import pytest
 
 from rankscribe.collector import SummaryCollector
 from rankscribe.collector.errors import CollectorTypeError
+from rankscribe.lineage import get_run_lineage
+from rankscribe.writer.events import read_tensorboard_events
 from tests._support.job_files import show
 from tests._support.launchers import Launches
 
@@ -88,6 +91,48 @@ def test_a_rank_that_slows_mid_run_is_named_live_within_seconds(mpi: Any, tmp_pa
     assert 0.0015 <= record["cost_seconds_per_step"] <= 0.003  # 2 ms more compute a step
     assert check_code == 3  # show --check on the running job
     assert any(SLOW_RANK in r["ranks"] for r in recorded(tmp_path / "onset.verdicts.jsonl"))
+    # One onset on every surface of the job (ONSET_STEP, within a block of steps).
+    onsets = onsets_everywhere(job_dir, run.output, tmp_path / "onset.verdicts.jsonl")
+    assert len(set(onsets.values())) == 1, onsets
+    assert abs(onsets["merged lineage"] - 500) <= 32, onsets
+
+
+def onsets_everywhere(job_dir: Path, printed: str, called: Path) -> dict[str, int]:
+    """The slow rank's onset step as each surface of the finished job gives it."""
+    since = re.compile(r"since step (\d+)")
+    onsets: dict[str, int] = {}
+
+    def add(surface: str, steps: Any) -> None:
+        found = sorted({int(step) for step in steps})
+        assert found, f"no onset in {surface}"
+        for index, step in enumerate(found):
+            onsets[f"{surface} {index}" if index else surface] = step
+
+    add("on_verdict", [r["since_step"] for r in recorded(called) if SLOW_RANK in r["ranks"]])
+    add("rank 0's message", since.findall(printed))
+    add("show", since.findall(show(job_dir).stdout))
+    check = show("--check", job_dir)
+    assert check.returncode == 3, check.stdout
+    add("show --check", since.findall(check.stdout))
+    document = json.loads(show("--json", job_dir).stdout)
+    add("show --json", [r["since_step"] for r in stragglers(document)])
+    add("show --json message", since.findall(json.dumps(document)))
+    merged = get_run_lineage(str(job_dir.resolve()))
+    assert merged is not None
+    lineage = merged.section("user_defined")
+    add("merged lineage", [lineage["job/straggler_since_step"]])
+    add("merged lineage message", since.findall(lineage["job/straggler_message"]))
+    [board] = (job_dir / "job").glob("events.out.tfevents.*")
+    text = [
+        piece.decode()
+        for event in read_tensorboard_events(board)
+        if event.WhichOneof("what") == "summary"
+        for value in event.summary.value
+        if value.metadata.plugin_data.plugin_name == "text"
+        for piece in value.tensor.string_val
+    ]
+    add("TensorBoard text", since.findall("\n".join(text)))
+    return onsets
 
 
 def test_a_rank_half_as_slow_again_costs_a_third_of_the_step(mpi: Any, tmp_path: Path) -> None:

@@ -61,6 +61,7 @@ def job(out: Path, name: str, steps: int, compute_ms: Any) -> None:
         collect_specified_data={"collect_landscape": None},
         merge_timeout=60.0,
         on_verdict=_on_verdict(out / f"{name}.verdicts.jsonl"),
+        formats=("mindinsight", "tensorboard"),  # the verdicts' TensorBoard text too
     )
     gradient = np.ones(64, dtype=np.float32)
     total = np.empty_like(gradient)

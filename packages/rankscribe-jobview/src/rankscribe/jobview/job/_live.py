@@ -216,7 +216,7 @@ class LiveJobView:
         )
         # Later points at or below the cut are late (every rank waited for had passed it).
         self.written_through = max(self.written_through, cut)
-        verdicts = self.state.verdicts()
+        verdicts = self._job_verdicts()
         if verdict_step is not None:
             curves.extend(_verdict_curves(verdicts, verdict_step, len(self._round_ranks)))
         self.intervals += 1
@@ -378,7 +378,7 @@ class LiveJobView:
                 and (hparams is not None or metrics is not None)
             ):
                 # with the end-of-training verdicts as sentences, for the text tab
-                self._append([], job_session(hparams, metrics, now()), self.state.verdicts())
+                self._append([], job_session(hparams, metrics, now()), self._job_verdicts())
             if self._files is not None:
                 self._files.close()
         return self.verdicts()
@@ -386,11 +386,44 @@ class LiveJobView:
     def verdicts(self) -> dict[str, float | int | str]:
         """The job's verdicts so far (its ``job/`` keys), with the straggler verdicts the
         live view named and their spans (:data:`LIVE_SPANS_KEY`) once there is one."""
-        verdicts = self.state.verdicts()
+        verdicts = self._job_verdicts()
         spans = live_spans(self.watch)
         if spans:
             verdicts[LIVE_SPANS_KEY] = spans
         return verdicts
+
+    def _job_verdicts(self) -> dict[str, float | int | str]:
+        """The job's verdicts, the straggler's onset the one the live view named it with."""
+        return kept_onset(self.state.verdicts(), self.watch.records)
+
+
+def kept_onset(
+    verdicts: dict[str, float | int | str], records: Sequence[Mapping[str, Any]]
+) -> dict[str, float | int | str]:
+    """``verdicts`` with the straggler's onset (``job/straggler_since_step`` and the step
+    in ``job/straggler_message``) that of the standing live record naming the same rank
+    under the same timing, where there is one.
+
+    The judgement of the whole run places the onset anew, a block earlier or later
+    than the live view did when it named the rank; the onset a rank was named with
+    stays, so the record, the message, ``show``, the merged lineage and the TensorBoard
+    text all give one step (docs/job-view.md, "Verdict records").
+    """
+    rank, tag = verdicts.get("job/straggler_rank"), verdicts.get("job/straggler_timing")
+    final = verdicts.get("job/straggler_since_step")
+    for record in records:
+        if record["kind"] != "straggler" or record["tag"] != tag or rank not in record["ranks"]:
+            continue
+        live = record["since_step"]
+        if isinstance(final, int) and isinstance(live, int) and live != final:
+            verdicts["job/straggler_since_step"] = live
+            message = verdicts.get("job/straggler_message")
+            if isinstance(message, str):  # straggler_message's words: "... since step N, ..."
+                verdicts["job/straggler_message"] = message.replace(
+                    f" since step {final},", f" since step {live},", 1
+                )
+        break
+    return verdicts
 
 
 #: The merged lineage's key for the straggler verdicts the live view named, with their spans.
