@@ -12,6 +12,7 @@ run with a timeout, and dumps its threads' stacks when it runs out.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
@@ -54,47 +55,57 @@ def test_an_interrupt_at_any_call_of_recording_leaves_close_able_to_finish() -> 
     assert interrupts > 50, output  # the points of three steps, every one tried
 
 
-def _interrupt_at(point: int) -> Callable[[FrameType, str, Any], Any]:
-    """A trace function that raises KeyboardInterrupt at the ``point``-th call or return."""
-    count = 0
+def _interrupt_at(point: int) -> tuple[Callable[[FrameType, str, Any], Any], list[int]]:
+    """A trace function that raises KeyboardInterrupt at the ``point``-th call or return
+    (0: never), and the count of the calls and returns it saw."""
+    count = [0]
 
     def trace(frame: FrameType, event: str, argument: Any) -> Any:
-        nonlocal count
         if event in ("call", "return"):
-            count += 1
-            if count == point:
+            count[0] += 1
+            if count[0] == point:
                 sys.settrace(None)
                 raise KeyboardInterrupt
         return trace
 
-    return trace
+    return trace, count
+
+
+def _record_three_steps(point: int) -> int:
+    """Record three steps, interrupted at the ``point``-th call or return, and close; the
+    calls and returns seen. Every step recorded before the interrupt is in the file."""
+    with tempfile.TemporaryDirectory() as directory:
+        record = SummaryRecord(directory)
+        trace, count = _interrupt_at(point)
+        recorded = []
+        # No garbage collection while traced: a KeyboardInterrupt raised in one of its
+        # callbacks is printed and dropped, and the points would differ from run to run.
+        gc.disable()
+        try:
+            sys.settrace(trace)
+            for step in range(1, 4):
+                record.add_value("scalar", "loss", float(step))
+                if step == 2:  # a step of more than scalars: the scalar batch is sealed
+                    record.add_value("histogram", "weights", np.arange(4.0))
+                record.record(step)
+                recorded.append(step)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            sys.settrace(None)
+            gc.enable()
+        record.close()
+        written = {event.step for event in load_dir(directory) if event.values}
+        assert set(recorded) <= written, (point, recorded, written)
+        return count[0]
 
 
 def _interrupted_runs() -> int:
-    """Interrupt three steps' recording at each point in turn; the number of points."""
-    point = 0
-    while True:
-        point += 1
-        with tempfile.TemporaryDirectory() as directory:
-            record = SummaryRecord(directory)
-            recorded, interrupted = [], False
-            try:
-                sys.settrace(_interrupt_at(point))
-                for step in range(1, 4):
-                    record.add_value("scalar", "loss", float(step))
-                    if step == 2:  # a step of more than scalars: the scalar batch is sealed
-                        record.add_value("histogram", "weights", np.arange(4.0))
-                    record.record(step)
-                    recorded.append(step)
-            except KeyboardInterrupt:
-                interrupted = True
-            finally:
-                sys.settrace(None)
-            record.close()
-            written = {event.step for event in load_dir(directory) if event.values}
-            assert set(recorded) <= written, (point, recorded, written)
-        if not interrupted:  # past the last point of the three steps
-            return point - 1
+    """Interrupt three steps' recording at each of their points in turn; how many."""
+    points = _record_three_steps(0)
+    for point in range(1, points + 1):
+        _record_three_steps(point)
+    return points
 
 
 if __name__ == "__main__":
