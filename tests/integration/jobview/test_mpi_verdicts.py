@@ -10,6 +10,8 @@ whose compute is marked as a section. What a user observes is checked:
 - a rank 1.5x slower (8 -> 12 ms of compute) is named with a cost of about
   4 ms a step and about a third of the step; ``on_verdict`` got that record;
   ``show --check`` exits 3 after the job;
+- a rank that is slow from step 100 to 500 of 1,600 is named, then ended live:
+  ``on_verdict`` gets the ended record, and the merged lineage the span;
 - healthy 2-rank jobs beside a process that keeps a core busy name nobody:
   ``on_verdict`` is never called and ``show --check`` exits 0, as it does for
   a rank 1 % of the step slower. ``RANKSCRIBE_CLEAN_JOBS`` sets how many clean
@@ -133,6 +135,27 @@ def onsets_everywhere(job_dir: Path, printed: str, called: Path) -> dict[str, in
     ]
     add("TensorBoard text", since.findall("\n".join(text)))
     return onsets
+
+
+def test_a_slowdown_that_stops_is_ended_live_and_its_span_is_in_the_lineage(
+    mpi: Any, tmp_path: Path
+) -> None:
+    # rank 1 computes 1.25x over steps 100-499 of 1,600, then as the others
+    run = mpi.run(3, *mpi.python(SCENARIO, "ends", tmp_path), cwd=tmp_path, timeout=JOB_TIMEOUT)
+    assert run.returncode == 0, run.output
+    called = [r for r in recorded(tmp_path / "ends.verdicts.jsonl") if SLOW_RANK in r["ranks"]]
+    assert called and called[0].get("status") != "ended", called  # named first
+    [ended] = [r for r in called if r.get("status") == "ended"]
+    assert ended["ranks"] == [SLOW_RANK] and ended["tag"] == "rankscribe/section/compute"
+    assert 500 <= ended["until_step"] < 1600, ended
+    assert abs(ended["since_step"] - 101) <= 32, ended  # steps count from 1
+    assert "(ended by step" in ended["message"]
+    # The merged lineage keeps the span, with its end.
+    merged = get_run_lineage(str((tmp_path / "ends").resolve()))
+    assert merged is not None
+    spans = merged.section("user_defined")["job/straggler_live_spans"]
+    span = f"rank {SLOW_RANK} section/compute steps {ended['since_step']}-{ended['until_step']}"
+    assert span in spans, spans
 
 
 def test_a_rank_half_as_slow_again_costs_a_third_of_the_step(mpi: Any, tmp_path: Path) -> None:

@@ -13,6 +13,8 @@ pytest side is test_mpi_verdicts.py:
 - ``onset`` (3 ranks): rank 1 computes ONSET_FACTOR times longer from step
   ONSET_STEP of ONSET_STEPS on, and writes the wall time it got there to
   ``<out>/onset.time``;
+- ``ends`` (3 ranks): rank 1 computes ONSET_FACTOR times longer from step ENDS_FROM
+  to ENDS_UNTIL of ENDS_STEPS, then as the others;
 - ``slow`` (3 ranks): rank 1 computes SLOW_MS instead of BASE_MS a step;
 - ``clean`` (2 ranks): ``<jobs>`` jobs one after the other with the same work on
   every rank (``clean_<i>``), then ``tiny``, whose rank 1 computes TINY_MS more
@@ -39,6 +41,10 @@ SLOW_MS = 12.0
 TINY_MS = 0.1
 ONSET_FACTOR = 1.25
 ONSET_STEP, ONSET_STEPS = 500, 1500
+#: ``ends``: rank 1 computes ONSET_FACTOR times longer over [ENDS_FROM, ENDS_UNTIL), then
+#: as the others for long enough that the live view ends its verdict (the window's 200
+#: steps, then 3 judgements of 2 s without it).
+ENDS_FROM, ENDS_UNTIL, ENDS_STEPS = 100, 500, 1600
 SLOW_STEPS = 600
 CLEAN_STEPS = 400
 
@@ -85,6 +91,14 @@ def scenario_onset(out: Path) -> None:
         return BASE_MS * (ONSET_FACTOR if slow else 1.0)
 
     job(out, "onset", ONSET_STEPS, compute_ms)
+
+
+def scenario_ends(out: Path) -> None:
+    def compute_ms(rank: int, step: int) -> float:
+        slow = rank == 1 and ENDS_FROM <= step < ENDS_UNTIL
+        return BASE_MS * (ONSET_FACTOR if slow else 1.0)
+
+    job(out, "ends", ENDS_STEPS, compute_ms)
 
 
 def scenario_slow(out: Path) -> None:
