@@ -24,7 +24,11 @@ from rankscribe.jobview.job._statistics import (
 )
 from rankscribe.jobview.job.verdicts._record_types import StragglerRecord
 from rankscribe.jobview.job.verdicts._straggler_verdicts import VerdictSettings, straggler_records
-from rankscribe.jobview.job.verdicts._stragglers import StragglerEvidence, row_medians
+from rankscribe.jobview.job.verdicts._stragglers import (
+    StragglerEvidence,
+    row_medians,
+    window_evidence,
+)
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -127,7 +131,7 @@ def timings_evidence(
     step_numbers = _steps(steps, shape[1])
     rank_numbers = _ranks(ranks, shape[0])
     scale = _step_scale(step_time, tables, shape)
-    evidence = StragglerEvidence()
+    evidence = window_evidence()
     if shape[1] == 0:
         return evidence
     for name, table in tables.items():

@@ -175,9 +175,9 @@ class _Judged:
     period: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
-def _typical_variance(blocks: FloatArray) -> float:
-    """The median rank's variance of the excess share over the whole evidence (its noise)."""
-    whole = blocks.sum(axis=1)
+def _typical_variance(whole: FloatArray) -> float:
+    """The median rank's variance of the excess share over the whole evidence (its noise;
+    ``whole``: each rank's sums over every block)."""
     with np.errstate(invalid="ignore", divide="ignore"):
         whole_mean = whole[:, SHARE] / whole[:, COUNT]
         variance = whole[:, SQUARE] / whole[:, COUNT] - whole_mean * whole_mean
@@ -185,11 +185,10 @@ def _typical_variance(blocks: FloatArray) -> float:
     return float(np.median(known)) if len(known) else 0.0
 
 
-def _spread(blocks: FloatArray, noise: float) -> float:
+def _spread(whole: FloatArray, noise: float) -> float:
     """The timing's noise as a share of its size: the median rank's standard deviation
     of its excess over the median rank's reference (the others' median; both as shares
     of the step). About 0.07 for a forward, 0.5 for a short data wait."""
-    whole = blocks.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         reference = whole[:, REFERENCE] / whole[:, COUNT]
     known = reference[np.isfinite(reference)]
@@ -319,7 +318,8 @@ def _periods(segment: FloatArray, bar: float) -> IntArray:
     return periods
 
 
-def _judge_tag(part: TagEvidence, settings: VerdictSettings) -> _Judged:
+def _judge_tag(part: TagEvidence, whole: FloatArray, settings: VerdictSettings) -> _Judged:
+    """Each rank of ``part`` judged (``whole``: its sums over every block)."""
     blocks = part.blocks  # (ranks, blocks, fields)
     # The onset: the block from which the excess to the end is the clearest (its sum
     # over the square root of its steps: the change-in-mean statistic).
@@ -333,7 +333,7 @@ def _judge_tag(part: TagEvidence, settings: VerdictSettings) -> _Judged:
     for column in range(blocks.shape[1]):
         segment += np.where((column >= onset)[:, None], blocks[:, column], 0.0)
     count = segment[:, COUNT]
-    noise = _typical_variance(blocks)
+    noise = _typical_variance(whole)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = segment[:, SHARE] / count
         seconds = segment[:, SECONDS] / count
@@ -344,7 +344,7 @@ def _judge_tag(part: TagEvidence, settings: VerdictSettings) -> _Judged:
         strength = np.where(error > 0, mean / error, np.where(mean > 0, np.inf, 0.0))
         # For a rank slow in most of its steps: its spread moderated by the noise.
         steady_error = np.sqrt(
-            _moderated(variance, count, noise, _spread(blocks, noise)) / np.maximum(count - 1, 1)
+            _moderated(variance, count, noise, _spread(whole, noise)) / np.maximum(count - 1, 1)
         )
         steady_strength = np.where(
             steady_error > 0, mean / steady_error, np.where(mean > 0, np.inf, 0.0)
@@ -472,6 +472,18 @@ _PerRank = dict[int, tuple[float, float, float]]
 
 
 @dataclass
+class _Since:
+    """Per rank, the sums of the wall clock over its blocks since its onset (0 for a rank
+    without any): its steps, steps as the one slowest, the job's step time and its leads
+    (``(ranks, LEAD_FIELDS)``)."""
+
+    count: FloatArray
+    slowest: FloatArray
+    step_seconds: FloatArray
+    leads: FloatArray
+
+
+@dataclass
 class _WallClock:
     """What the job waited for, per rank of one timing, since each rank's onset: from the
     arrivals (``basis`` "arrival") or, in a job that records none, the timing's own
@@ -479,15 +491,21 @@ class _WallClock:
 
     basis: str
     part: TagEvidence
+    whole: FloatArray  # the part's sums per rank over every block
     ranks: IntArray  # the judged timing's ranks
-    sums: FloatArray  # (ranks, fields) since each one's onset: 0 for a rank without arrivals
+    since: _Since  # since each one's onset: 0 for a rank without arrivals
+    #: The part's leads per rank over every block.
+    whole_leads: FloatArray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.whole_leads = self.part.lead_sums(self.part.ranks)
 
     def rank_cost(self) -> tuple[FloatArray, FloatArray]:
         """Per rank (seconds a step, share of the step): its lead over the next-latest,
         less the lead the other ranks have (:meth:`_usual`)."""
         usual = self._usual(LEADS, self.ranks)
-        waited = self.sums[:, LEADS] - usual * self.sums[:, COUNT]
-        return _cost_of(np.maximum(waited, 0.0), self.sums)
+        waited = self.since.leads[:, LEADS] - usual * self.since.count
+        return _cost_of(np.maximum(waited, 0.0), self.since)
 
     def one_block(self, rows: list[int]) -> bool:
         """Whether the ranks ``rows`` lie in one block of ``BLOCK_SIZES`` (not the job's
@@ -527,22 +545,21 @@ class _WallClock:
             each_seconds, each_share = self.rank_cost()
             return float(each_seconds[rows].sum()), float(each_share[rows].sum())
         sums = _sums_since(self.part, group, np.full(len(group), since))
-        count = sums[:, COUNT].max(initial=0.0)
+        count = sums.count.max(initial=0.0)
         usual = float(self._usual(field, group, together=True)[0]) * len(group)
-        waited = max(float(sums[:, field].sum()) - usual * count, 0.0)
-        step = sums[:, STEP_SECONDS].max(initial=0.0)
+        waited = max(float(sums.leads[:, field].sum()) - usual * count, 0.0)
+        step = sums.step_seconds.max(initial=0.0)
         seconds = float(waited / count) if count > 0 else 0.0
         return seconds, float(waited / step) if step > 0 else 0.0
 
     def _usual(self, field: int, ranks: IntArray, *, together: bool = False) -> FloatArray:
-        """The lead (evidence field ``field``) a step that each rank other than ``ranks``
+        """The lead (``field`` of the leads) a step that each rank other than ``ranks``
         has, over the whole evidence: what a rank leads the rest by through its noise
         alone, so what the job would still wait for had the judged ranks arrived with the
         rest (the saving is against a run without their slowness, not without their
         noise). Per rank of ``ranks`` leaving that rank out, or (``together``) one number
         leaving all of them out."""
-        whole = self.part.blocks.sum(axis=1)
-        lead, count = whole[:, field], whole[:, COUNT]
+        lead, count = self.whole_leads[:, field], self.whole[:, COUNT]
         rows = np.searchsorted(self.part.ranks, ranks)
         found = rows < len(self.part.ranks)
         found[found] = self.part.ranks[rows[found]] == ranks[found]
@@ -556,34 +573,54 @@ class _WallClock:
         return usual
 
 
-def _cost_of(waited: FloatArray, sums: FloatArray) -> tuple[FloatArray, FloatArray]:
+def _cost_of(waited: FloatArray, since: _Since) -> tuple[FloatArray, FloatArray]:
     with np.errstate(invalid="ignore", divide="ignore"):
-        seconds = np.where(sums[:, COUNT] > 0, waited / sums[:, COUNT], 0.0)
-        share = np.where(sums[:, STEP_SECONDS] > 0, waited / sums[:, STEP_SECONDS], 0.0)
+        seconds = np.where(since.count > 0, waited / since.count, 0.0)
+        share = np.where(since.step_seconds > 0, waited / since.step_seconds, 0.0)
     return seconds, share
 
 
-def _sums_since(part: TagEvidence, ranks: IntArray, since: IntArray) -> FloatArray:
-    """The sums of ``part`` per rank of ``ranks`` (0 for one it lacks) over its blocks
-    from the one holding step ``since`` of that rank on."""
+#: The sums of the wall clock, in the order of :class:`_Since`'s first fields.
+_WALL_FIELDS = np.array([COUNT, SLOWEST, STEP_SECONDS])
+
+
+def _sums_since(part: TagEvidence, ranks: IntArray, since: IntArray) -> _Since:
+    """The wall clock's sums of ``part`` per rank of ``ranks`` (distinct; 0 for one it
+    lacks) over its blocks from the one holding step ``since`` of that rank on."""
     rows = np.searchsorted(part.ranks, ranks)
     found = rows < len(part.ranks)
     found[found] = part.ranks[rows[found]] == ranks[found]
     starts = (part.first_block + np.arange(part.blocks.shape[1])) * part.block_size
-    sums = np.zeros((len(ranks), part.blocks.shape[2]))
+    sums = np.zeros((len(ranks), len(_WALL_FIELDS)))
     first = since[found] // part.block_size * part.block_size
-    for column, start in enumerate(starts.tolist()):
-        sums[found] += np.where((start >= first)[:, None], part.blocks[rows[found], column], 0.0)
-    return sums
+    # Usually every rank of the evidence in its order: no gather of rows.
+    every = (
+        len(ranks) == len(part.ranks)
+        and bool(found.all())
+        and bool((rows == np.arange(len(rows))).all())
+    )
+    for column, start in enumerate(starts.tolist()):  # the blocks in order
+        values = part.blocks[:, column, _WALL_FIELDS]
+        if every:
+            sums += np.where((start >= first)[:, None], values, 0.0)
+        else:
+            sums[found] += np.where((start >= first)[:, None], values[rows[found]], 0.0)
+    return _Since(sums[:, 0], sums[:, 1], sums[:, 2], part.lead_sums(ranks, since))
 
 
-def _wall_clock(evidence: StragglerEvidence, tag: str, judged: _Judged) -> _WallClock:
-    """The wall clock of the ranks of ``judged`` (timing ``tag``), since each one's onset."""
+def _wall_clock(
+    evidence: StragglerEvidence, tag: str, judged: _Judged, wholes: dict[str, FloatArray]
+) -> _WallClock:
+    """The wall clock of the ranks of ``judged`` (timing ``tag``), since each one's onset
+    (``wholes``: each timing's sums over every block, made once)."""
     basis, source = "timing", tag
     if ARRIVAL_TIME_TAG in evidence.tags:
         basis, source = "arrival", ARRIVAL_TIME_TAG
     part = tag_sums(evidence, source)
-    return _WallClock(basis, part, judged.ranks, _sums_since(part, judged.ranks, judged.since_step))
+    if source not in wholes:
+        wholes[source] = part.blocks.sum(axis=1)
+    since = _sums_since(part, judged.ranks, judged.since_step)
+    return _WallClock(basis, part, wholes[source], judged.ranks, since)
 
 
 def _latest_often(
@@ -599,8 +636,8 @@ def _latest_often(
     gives, by the bar (a Poisson count: ``(k - m) / sqrt(m)``), and its cost reaches
     ``BURST_FLOORS`` floors, as a rank slow in few steps must (a rank descheduled now and
     then on a busy machine costs a few percent, not this)."""
-    whole = wall.part.blocks.sum(axis=1)
-    latest, count = wall.sums[:, SLOWEST], wall.sums[:, COUNT]
+    whole = wall.whole
+    latest, count = wall.since.slowest, wall.since.count
     with np.errstate(invalid="ignore", divide="ignore"):
         others = (whole[:, SLOWEST].sum() - latest) / np.maximum(whole[:, COUNT].sum() - count, 1)
         expected = count * np.maximum(others, 1.0 / len(wall.part.ranks))
@@ -635,12 +672,14 @@ def _judgements(
     """
     settings = VerdictSettings() if settings is None else settings
     records: list[tuple[StragglerRecord, _PerRank]] = []
+    wholes: dict[str, FloatArray] = {}
     for tag in evidence.tags:
         part = tag_sums(evidence, tag)
         if len(part.ranks) < 2:
             continue
-        judged = _judge_tag(part, settings)
-        wall = _wall_clock(evidence, tag, judged)
+        wholes[tag] = part.blocks.sum(axis=1)
+        judged = _judge_tag(part, wholes[tag], settings)
+        wall = _wall_clock(evidence, tag, judged, wholes)
         seconds, share = wall.rank_cost()
         if wall.basis == "arrival" and wall.part is part:  # the arrivals: who the job waits for
             judged.named |= _latest_often(judged, wall, seconds, share, settings)

@@ -14,7 +14,9 @@
    (count, excess share and its square, excess seconds, the others' median as
    a share, how often the rank was the one slowest, how often its excess
    was above a few fixed shares of the step, ``EDGES``: a coarse histogram, and
-   the excess's Fourier components at periods of 2 to 8 steps, ``PERIODS``). At most
+   the excess's Fourier components at periods of 2 to 8 steps, ``PERIODS``, and
+   the job's step time), and what the job waited for each step's latest rank
+   (its leads, ``LEADS``), kept at that rank alone. At most
    ``MAX_BLOCKS`` blocks per timing (the block size doubles when a run grows),
    so it is bounded whatever the length of the run, and mergeable (sums add
    up) across blocks of steps, intervals and groups of ranks: it travels up a
@@ -35,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -54,6 +56,7 @@ __all__ = [
     "EDGES",
     "FIELDS",
     "LEADS",
+    "LEAD_FIELDS",
     "MAX_BLOCKS",
     "PERIODIC",
     "PERIODS",
@@ -71,6 +74,7 @@ __all__ = [
     "paired_ratios",
     "row_medians",
     "tag_sums",
+    "window_evidence",
 ]
 
 #: A step's excess counts at most this many steps (one rank's pause, a one-off spike).
@@ -95,25 +99,30 @@ ABOVE_EDGES = 8
 #: The periods (steps) whose Fourier components are kept: every 2nd to 8th step.
 PERIODS = (2, 3, 4, 5, 6, 7, 8)
 PERIODIC = ABOVE_EDGES + len(EDGES)
-#: After them, the wall clock (what the job waits for): ``STEP_SECONDS``, the job's step
-#: time summed over the rank's steps, then from ``LEADS`` on, for each size ``b`` of
-#: ``BLOCK_SIZES``, the seconds by which the step's latest block of ``b`` consecutive ranks
-#: (those of one ``rank // b``: a node's, when ranks are laid out node by node) led the
-#: latest of the other blocks, summed at the step's latest rank (0 elsewhere). For
-#: ``b = 1``: its lead over the next-latest rank, what everyone waited for it alone. Made
-#: from whole steps (every rank's value at the step: rank 0's evidence of the job), they
-#: add up over blocks of steps and intervals like the rest.
+#: Last, the wall clock (what the job waits for): ``STEP_SECONDS``, the job's step time
+#: summed over the rank's steps.
 STEP_SECONDS = PERIODIC + 2 * len(PERIODS)
+FIELDS = STEP_SECONDS + 1
+
+#: The leads, kept apart from the sums above (``TagEvidence.leads``): what the job waited
+#: for the step's latest rank, summed at that rank. From ``LEADS`` on, for each size ``b``
+#: of ``BLOCK_SIZES``, the seconds by which the step's latest block of ``b`` consecutive
+#: ranks (those of one ``rank // b``: a node's, when ranks are laid out node by node) led
+#: the latest of the other blocks. For ``b = 1``: its lead over the next-latest rank, what
+#: everyone waited for it alone. Then, from ``TOP_LEADS`` on, for each ``g`` of
+#: ``TOP_SIZES``, by how much the step's latest rank led the ``g + 1``-th latest: what the
+#: job waited for a few slow ranks that are not one block, when they are the step's latest
+#: ``g``. Made from whole steps (every rank's value at the step: rank 0's evidence of the
+#: job), they add up over blocks of steps and intervals like the sums. Every rank but a
+#: step's latest has none at that step, so only the (rank, block) pairs with a latest step
+#: are kept: at most one per step, and never more than the ranks' blocks.
+LEADS = 0
 #: The block sizes whose lead is kept: a rank, nodes of 2 to 16, a quarter of 1,024 or of
 #: 16,384 ranks.
 BLOCK_SIZES = (1, 2, 4, 8, 16, 64, 256, 1024, 4096)
-LEADS = STEP_SECONDS + 1
-#: Then, from ``TOP_LEADS`` on, for each ``g`` of ``TOP_SIZES``, by how much the step's
-#: latest rank led the ``g + 1``-th latest (at the latest rank): what the job waited for a
-#: few slow ranks that are not one block, when they are the step's latest ``g``.
-TOP_SIZES = (2, 3, 4)
 TOP_LEADS = LEADS + len(BLOCK_SIZES)
-FIELDS = TOP_LEADS + len(TOP_SIZES)
+TOP_SIZES = (2, 3, 4)
+LEAD_FIELDS = TOP_LEADS + len(TOP_SIZES)
 
 
 def row_medians(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -253,10 +262,22 @@ def paired_ratios(values: npt.ArrayLike, floor: npt.ArrayLike | None = None) -> 
     return ratios
 
 
+def _no_ints() -> IntArray:
+    return np.zeros(0, dtype=np.int64)
+
+
+def _no_leads() -> FloatArray:
+    return np.zeros((0, LEAD_FIELDS))
+
+
 @dataclass
 class TagEvidence:
     """One timing's sums: ``blocks[rank index, block, field]`` (fields ``COUNT`` ...
-    ``SLOWEST``); block b covers steps ``[(first_block + b) * block_size, ... + block_size)``."""
+    ``STEP_SECONDS``); block b covers steps ``[(first_block + b) * block_size, ... + block_size)``.
+
+    Its leads (``LEADS`` ...) where a rank had a step's latest point: ``leads[entry]`` is
+    their sum over block ``lead_blocks[entry]`` at rank ``lead_ranks[entry]``, one entry
+    per such (rank, block), in the order of rank, then block."""
 
     ranks: IntArray
     block_size: int
@@ -264,9 +285,62 @@ class TagEvidence:
     blocks: FloatArray  # (ranks, blocks, FIELDS)
     first_step: int
     last_step: int
+    lead_ranks: IntArray = field(default_factory=_no_ints)
+    lead_blocks: IntArray = field(default_factory=_no_ints)
+    leads: FloatArray = field(default_factory=_no_leads)  # (entries, LEAD_FIELDS)
     #: The array ``blocks`` is the first blocks of, with room for ``MAX_BLOCKS`` (None:
     #: none yet); merges widen and coarsen the evidence within it.
     room: FloatArray | None = field(default=None, repr=False, compare=False)
+
+    def lead_sums(self, ranks: IntArray, since: IntArray | None = None) -> FloatArray:
+        """Per rank of ``ranks`` (distinct), its leads summed over the blocks in their
+        order (0 for a rank without any), or over the blocks from the one holding step
+        ``since`` of that rank on: ``(ranks, LEAD_FIELDS)``."""
+        sums = np.zeros((len(ranks), LEAD_FIELDS))
+        if len(ranks) == 0 or len(self.lead_ranks) == 0:
+            return sums
+        order = np.argsort(ranks, kind="stable")
+        ordered = ranks[order]
+        position = np.minimum(np.searchsorted(ordered, self.lead_ranks), len(ordered) - 1)
+        keep = ordered[position] == self.lead_ranks
+        rows = order[position]
+        if since is not None:
+            first = since[rows] // self.block_size * self.block_size
+            keep &= (self.first_block + self.lead_blocks) * self.block_size >= first
+        # One entry after another: each rank's in the order of its blocks, as they add up.
+        np.add.at(sums, rows[keep], self.leads[keep])
+        return sums
+
+
+def _summed_leads(
+    ranks: IntArray, blocks: IntArray, values: FloatArray
+) -> tuple[IntArray, IntArray, FloatArray]:
+    """One entry per (rank, block) of ``ranks`` and ``blocks``, in their order, each the
+    sum of its ``values`` taken in the order given (the order a block's sums are added in)."""
+    if len(ranks) == 0:
+        return _no_ints(), _no_ints(), _no_leads()
+    order = np.lexsort((blocks, ranks))
+    ordered_ranks, ordered_blocks = ranks[order], blocks[order]
+    first = np.r_[
+        True,
+        (ordered_ranks[1:] != ordered_ranks[:-1]) | (ordered_blocks[1:] != ordered_blocks[:-1]),
+    ]
+    entry = np.empty(len(order), dtype=np.int64)
+    entry[order] = np.cumsum(first) - 1
+    sums = np.zeros((int(first.sum()), LEAD_FIELDS))
+    np.add.at(sums, entry, values)
+    return ordered_ranks[first], ordered_blocks[first], sums
+
+
+def _lead_columns(piece: TagEvidence, size: int, first: int) -> IntArray:
+    """The blocks of ``piece``'s leads in a layout of blocks of ``size`` from block ``first``."""
+    columns: IntArray = (piece.first_block + piece.lead_blocks) * piece.block_size // size - first
+    return columns
+
+
+#: Per timing in ``to_arrays``' layout: block size, first block, first and last step,
+#: ranks, lead entries.
+_LAYOUT = 6
 
 
 def _block_layout(first_step: int, last_step: int, block_size: int) -> tuple[int, int, int]:
@@ -291,6 +365,10 @@ class StragglerEvidence:
 
     def __init__(self) -> None:
         self._tags: dict[str, TagEvidence] = {}
+        #: Whether a tag's first steps are made within an array of ``MAX_BLOCKS`` blocks
+        #: that later steps grow into (a live view's), or to their own size
+        #: (:func:`window_evidence`).
+        self._grows = True
 
     @property
     def tags(self) -> list[str]:
@@ -332,7 +410,7 @@ class StragglerEvidence:
         # two blocks, not one per few steps), so merging it in needs no re-binning.
         known = self._tags.get(tag)
         if known is None:  # the tag's first steps: made in the array later ones are added to
-            self._tags[tag] = _blocks_of(step_numbers, columns, table, scale, 1, room=True)
+            self._tags[tag] = _blocks_of(step_numbers, columns, table, scale, 1, room=self._grows)
             return
         self._merge_tag(
             tag, _blocks_of(step_numbers, columns, table, scale, known.block_size, room=False)
@@ -353,12 +431,21 @@ class StragglerEvidence:
                 part.blocks.copy(),
                 part.first_step,
                 part.last_step,
+                part.lead_ranks.copy(),
+                part.lead_blocks.copy(),
+                part.leads.copy(),
             )
             return
         first_step = min(known.first_step, part.first_step)
         last_step = max(known.last_step, part.last_step)
         size, first, count = _block_layout(
             first_step, last_step, max(known.block_size, part.block_size)
+        )
+        # Each block's leads: the known ones, then the part's (as the sums are added).
+        leads = _summed_leads(
+            np.concatenate([known.lead_ranks, part.lead_ranks]),
+            np.concatenate([_lead_columns(known, size, first), _lead_columns(part, size, first)]),
+            np.concatenate([known.leads, part.leads]),
         )
         rows = np.searchsorted(known.ranks, part.ranks)
         inside = rows < len(known.ranks)
@@ -367,30 +454,51 @@ class StragglerEvidence:
             if merged is not None:  # a live view's usual interval: no copy of the evidence
                 _add_columns(merged, part, rows)
                 merged.first_step, merged.last_step = first_step, last_step
+                merged.lead_ranks, merged.lead_blocks, merged.leads = leads
                 return
         ranks = np.union1d(known.ranks, part.ranks)
         merged = TagEvidence(
-            ranks, size, first, np.zeros((len(ranks), count, FIELDS)), first_step, last_step
+            ranks,
+            size,
+            first,
+            np.zeros((len(ranks), count, FIELDS)),
+            first_step,
+            last_step,
+            *leads,
         )
         for piece in (known, part):
             _add_columns(merged, piece, np.searchsorted(ranks, piece.ranks))
         self._tags[tag] = merged
 
     def to_arrays(self) -> dict[str, object]:
-        """A data-only form: ``tags`` (list of str) and int64/float64 arrays."""
+        """A data-only form: ``tags`` (list of str) and int64/float64 arrays.
+
+        Per tag, in ``tags``' order: a row of ``layout`` (block size, first block, first
+        and last step, ranks, lead entries); its ranks in ``ranks``; its
+        ``(ranks, blocks, FIELDS)`` sums flattened in ``blocks``; and its lead entries:
+        ``lead_ranks``, ``lead_blocks`` (from its first block) and ``leads``
+        (``LEAD_FIELDS`` each, flattened)."""
         tags = self.tags
         parts = [self._tags[tag] for tag in tags]
         layout = np.array(
-            [[p.block_size, p.first_block, p.first_step, p.last_step, len(p.ranks)] for p in parts],
+            [
+                [p.block_size, p.first_block, p.first_step, p.last_step, len(p.ranks), len(p.leads)]
+                for p in parts
+            ],
             dtype=np.int64,
-        ).reshape(-1, 5)
+        ).reshape(-1, _LAYOUT)
+
+        def joined(arrays: list[npt.NDArray[np.generic]], dtype: type) -> npt.NDArray[np.generic]:
+            return np.concatenate(arrays) if arrays else np.empty(0, dtype)
+
         return {
             "tags": tags,
             "layout": layout,
-            "ranks": np.concatenate([p.ranks for p in parts]) if parts else np.empty(0, np.int64),
-            "blocks": np.concatenate([p.blocks.reshape(-1) for p in parts])
-            if parts
-            else np.empty(0),
+            "ranks": joined([p.ranks for p in parts], np.int64),
+            "blocks": joined([p.blocks.reshape(-1) for p in parts], np.float64),
+            "lead_ranks": joined([p.lead_ranks for p in parts], np.int64),
+            "lead_blocks": joined([p.lead_blocks for p in parts], np.int64),
+            "leads": joined([p.leads.reshape(-1) for p in parts], np.float64),
         }
 
     @classmethod
@@ -398,25 +506,35 @@ class StragglerEvidence:
         """The evidence :meth:`to_arrays` gave; ValueError when malformed."""
         tags = arrays.get("tags")
         try:
-            layout = np.asarray(arrays.get("layout"), dtype=np.int64).reshape(-1, 5)
+            layout = np.asarray(arrays.get("layout"), dtype=np.int64).reshape(-1, _LAYOUT)
             ranks = np.asarray(arrays.get("ranks"), dtype=np.int64).reshape(-1)
             blocks = np.asarray(arrays.get("blocks"), dtype=np.float64).reshape(-1)
+            lead_ranks = np.asarray(arrays.get("lead_ranks"), dtype=np.int64).reshape(-1)
+            lead_blocks = np.asarray(arrays.get("lead_blocks"), dtype=np.int64).reshape(-1)
+            leads = np.asarray(arrays.get("leads"), dtype=np.float64).reshape(-1, LEAD_FIELDS)
         except (TypeError, ValueError) as error:
             raise ValueError(f"straggler evidence arrays are malformed ({error})") from None
         if (
             not isinstance(tags, list)
             or not all(isinstance(tag, str) for tag in tags)
             or len(tags) != len(layout)
+            or not len(lead_ranks) == len(lead_blocks) == len(leads)
         ):
             raise ValueError("straggler evidence arrays are malformed")
         evidence = cls()
-        rank_at = block_at = 0
-        for tag, (size, first, first_step, last_step, count) in zip(tags, layout, strict=True):
+        rank_at = block_at = lead_at = 0
+        for tag, (size, first, first_step, last_step, count, entries) in zip(
+            tags, layout, strict=True
+        ):
             width = int(last_step // size - first + 1) if size > 0 else -1
-            if size < 1 or count < 0 or not 1 <= width <= MAX_BLOCKS:
+            if size < 1 or count < 0 or entries < 0 or not 1 <= width <= MAX_BLOCKS:
                 raise ValueError("straggler evidence arrays are malformed")
             cells = int(count) * width * FIELDS
-            if rank_at + count > len(ranks) or block_at + cells > len(blocks):
+            if (
+                rank_at + count > len(ranks)
+                or block_at + cells > len(blocks)
+                or lead_at + entries > len(leads)
+            ):
                 raise ValueError("straggler evidence arrays are malformed")
             part = TagEvidence(
                 ranks[rank_at : rank_at + count].copy(),
@@ -430,12 +548,32 @@ class StragglerEvidence:
                 raise ValueError("straggler evidence arrays are malformed")
             order = np.argsort(part.ranks)
             part.ranks, part.blocks = part.ranks[order], part.blocks[order]
+            shipped = slice(lead_at, lead_at + int(entries))
+            part.lead_ranks, part.lead_blocks, part.leads = _summed_leads(
+                lead_ranks[shipped], lead_blocks[shipped], leads[shipped]
+            )
+            if (
+                len(part.leads) != entries  # a (rank, block) twice
+                or not bool(np.isin(part.lead_ranks, part.ranks).all())
+                or not bool(((part.lead_blocks >= 0) & (part.lead_blocks < width)).all())
+            ):
+                raise ValueError("straggler evidence arrays are malformed")
             rank_at += int(count)
             block_at += cells
+            lead_at += int(entries)
             evidence._merge_tag(tag, part)
-        if rank_at != len(ranks) or block_at != len(blocks):
+        if rank_at != len(ranks) or block_at != len(blocks) or lead_at != len(leads):
             raise ValueError("straggler evidence arrays are malformed")
         return evidence
+
+
+def window_evidence() -> StragglerEvidence:
+    """Empty evidence for a window judged once (``judge_timings``): each tag's blocks made
+    to the window's size, not within an array of ``MAX_BLOCKS`` blocks (16,384 ranks x 100
+    steps: 25 blocks, not 32; a later merge into it makes that array then)."""
+    evidence = StragglerEvidence()
+    evidence._grows = False
+    return evidence
 
 
 def _add_columns(target: TagEvidence, piece: TagEvidence, rows: IntArray) -> None:
@@ -482,9 +620,14 @@ def _in_place(known: TagEvidence, size: int, first: int, count: int) -> TagEvide
     return known
 
 
-#: Ranks whose fields are made at once: a (steps, 1,024) block of each stays in the cache,
-#: and 16,384 ranks never hold a (steps, ranks) table per field.
-_CHUNK = 1024
+#: Ranks whose fields are made at once: a (steps, 256) block of each stays in the cache
+#: (faster than 1,024 at a time, and a quarter of the memory), and 16,384 ranks never hold
+#: a (steps, ranks) table per field (:func:`_chunks`).
+_CHUNK = 256
+#: ... in pieces of each 1,024 ranks (:func:`_chunks`).
+_CHUNK_GROUP = 1024
+#: Cells of a ``(steps, ranks)`` table whose rows are ordered at once (512 KB of them).
+_ROW_CELLS = 1 << 16
 
 
 def _excess(
@@ -539,7 +682,7 @@ def _references(table: FloatArray) -> Callable[[slice], FloatArray]:
     (a few numbers a step) and makes a chunk's medians from them; else the medians of
     the whole table, a few steps at a time. The same numbers as :func:`others_medians`.
     """
-    rows = max(1, _CHUNK * 64 // max(table.shape[1], 1))
+    rows = max(1, _ROW_CELLS // max(table.shape[1], 1))
     if table.shape[1] >= 3 and not bool(np.isnan(table).any()):
         parts = [_middle_of(table[start : start + rows]) for start in range(0, len(table), rows)]
         middle: Middle = (
@@ -555,6 +698,39 @@ def _references(table: FloatArray) -> Callable[[slice], FloatArray]:
     return lambda chunk: reference[:, chunk]
 
 
+class _Spans(NamedTuple):
+    """Where a block of steps' rows go: each run of rows of one evidence block (its
+    ``targets`` and row ``bounds``), and the weighted fields with their weights
+    (:func:`_weights`)."""
+
+    targets: list[int]
+    bounds: list[tuple[int, int]]
+    weighted: list[int]
+    weights: FloatArray
+
+    def add_runs(self, values: FloatArray | BoolArray, out: FloatArray) -> None:
+        """Each run's rows of ``values`` (``(steps, ranks)``) summed into its block of
+        ``out`` (``(blocks, ranks)``) as ``sum(axis=0)`` of the run sums them: run by run
+        when the runs are few; else, where numpy adds the rows one after another from 0,
+        the k-th row of every run at once (a window of 100 steps in blocks of 4: 4
+        additions, not 25 sums). numpy adds them so for a table laid out step by step of
+        two ranks or more, and for runs of fewer than 8 rows in any layout; otherwise
+        pairwise along each rank's steps."""
+        lengths = [stop - start for start, stop in self.bounds]
+        in_order = max(lengths) < 8 or (values.flags.c_contiguous and values.shape[1] > 1)
+        if len(lengths) <= max(lengths) or not in_order:
+            for target, (start, stop) in zip(self.targets, self.bounds, strict=True):
+                values[start:stop].sum(axis=0, dtype=np.float64, out=out[target])
+            return
+        starts = np.array([start for start, _ in self.bounds])
+        sizes = np.array(lengths)
+        sums = np.zeros((len(starts), values.shape[1]))
+        for offset in range(max(lengths)):
+            alive = np.flatnonzero(sizes > offset)
+            sums[alive] += values[starts[alive] + offset]
+        out[self.targets] = sums
+
+
 def _blocks_of(
     steps: IntArray,
     ranks: IntArray,
@@ -567,9 +743,12 @@ def _blocks_of(
     """One block of steps' sums folded into the evidence's blocks (ranks sorted).
 
     The others' medians need whole rows (a few steps at a time); the rest is made
-    :data:`_CHUNK` ranks at a time, in one pass: each chunk's fields summed per block
-    (the weighted ones as one product of the weights and the shares), and each step's
-    slowest usable point of the chunk, from which each step's one slowest rank follows.
+    :data:`_CHUNK` ranks at a time, in one pass: each chunk's fields summed per block,
+    and each step's slowest usable point of the chunk, from which each step's one slowest
+    rank follows; the weighted fields as one product of the weights and the shares of
+    each :data:`_CHUNK_GROUP` ranks (a product's sums depend on its width: these are
+    the same whatever the chunks). The leads, a few steps at a time, go to each step's
+    latest rank (:func:`_leads`).
     """
     order = np.argsort(ranks, kind="stable")
     ordered_ranks = ranks[order]
@@ -583,31 +762,33 @@ def _blocks_of(
     storage = np.zeros((len(ranks), MAX_BLOCKS if room else count, FIELDS))
     blocks = storage[:, :count]
     starts = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
-    bounds = list(zip(starts.tolist(), [*starts[1:].tolist(), len(steps)], strict=True))
-    targets = index[starts].tolist()
+    spans = _Spans(
+        index[starts].tolist(),
+        list(zip(starts.tolist(), [*starts[1:].tolist(), len(steps)], strict=True)),
+        *_weights(steps),
+    )
     others = _references(table)
     step = np.where(np.isfinite(scale) & (scale > 0), scale, np.nan)[:, None]
-    weighted, weights = _weights(steps)
     tops, holders, winners = [], [], []
-    for chunk_start in range(0, len(ranks), _CHUNK):
-        chunk = slice(chunk_start, chunk_start + _CHUNK)
-        fields = np.zeros((FIELDS, count, len(ranks[chunk])))
-        seconds, share, reference_share, usable = _excess(table[:, chunk], others(chunk), step)
-        filled = np.where(usable, table[:, chunk], -np.inf)
-        top = filled.max(axis=1, initial=-np.inf)
-        tops.append(top)
-        holders.append(((filled == top[:, None]) & usable).sum(axis=1))
-        winners.append(chunk_start + filled.argmax(axis=1))
-        share = np.where(usable, share, 0.0)
-        seconds = np.where(usable, seconds, 0.0)
-        reference_share = np.where(usable, reference_share, 0.0)
-        fields_of = _plain_fields(share, seconds, reference_share, usable, step)
-        for position, values in fields_of:
-            for target, (start, stop) in zip(targets, bounds, strict=True):
-                values[start:stop].sum(axis=0, dtype=np.float64, out=fields[position, target])
-        for target, (start, stop) in zip(targets, bounds, strict=True):
-            fields[weighted, target] = weights[:, start:stop] @ share[start:stop]
-        blocks[chunk] = fields.transpose(2, 1, 0)  # (ranks, blocks, fields)
+    for group, chunks in _chunks(len(ranks)):
+        shares: FloatArray | None = None
+        for chunk in chunks:
+            top, holder, winner, share = _chunk_sums(
+                blocks[chunk], table[:, chunk], others(chunk), step, spans
+            )
+            tops.append(top)
+            holders.append(holder)
+            winners.append(chunk.start + winner)
+            if shares is None:  # laid out as the chunks' shares are: the product's order
+                by_rank = share.flags.f_contiguous and not share.flags.c_contiguous
+                shares = np.empty(
+                    (len(steps), group.stop - group.start), order="F" if by_rank else "C"
+                )
+            shares[:, chunk.start - group.start : chunk.stop - group.start] = share
+        assert shares is not None
+        for target, (start, stop) in zip(spans.targets, spans.bounds, strict=True):
+            product = spans.weights[:, start:stop] @ shares[start:stop]
+            blocks[group, target][:, spans.weighted] = product.T
     # SLOWEST: the step's one rank at the top (two ranks tied at it: neither).
     top = np.max(tops, axis=0)
     at_top = np.asarray(tops) == top
@@ -616,11 +797,57 @@ def _blocks_of(
     np.add.at(blocks[:, :, SLOWEST], (winner[alone], index[alone]), 1.0)
     latest, leads = _leads(table, ordered_ranks, step[:, 0])
     timed = np.flatnonzero(latest >= 0)
-    for offset in range(len(BLOCK_SIZES) + len(TOP_SIZES)):
-        np.add.at(blocks[:, :, LEADS + offset], (latest[timed], index[timed]), leads[timed, offset])
     return TagEvidence(
-        ordered_ranks, size, first, blocks, int(steps[0]), int(steps[-1]), storage if room else None
+        ordered_ranks,
+        size,
+        first,
+        blocks,
+        int(steps[0]),
+        int(steps[-1]),
+        *_summed_leads(ordered_ranks[latest[timed]], index[timed], leads[timed]),
+        room=storage if room else None,
     )
+
+
+def _chunks(count: int) -> list[tuple[slice, list[slice]]]:
+    """The ranks' groups of :data:`_CHUNK_GROUP`, each with its chunks of :data:`_CHUNK`
+    (a last chunk of one rank joined to the one before). A chunk's sums add each rank's
+    steps in the order numpy sums a ``(steps, ranks)`` table's columns, and numpy sums a
+    lone column's pairwise (:meth:`_Spans.add_runs`): a rank is alone in its chunk only
+    where it is alone in its group, so that the sums are those of whole groups."""
+    groups = []
+    for group in range(0, count, _CHUNK_GROUP):
+        end = min(group + _CHUNK_GROUP, count)
+        starts = list(range(group, end, _CHUNK))
+        if len(starts) > 1 and end - starts[-1] == 1:
+            starts.pop()
+        stops = [*starts[1:], end]
+        chunks = [slice(start, stop) for start, stop in zip(starts, stops, strict=True)]
+        groups.append((slice(group, end), chunks))
+    return groups
+
+
+def _chunk_sums(
+    out: FloatArray, table: FloatArray, reference: FloatArray, step: FloatArray, spans: _Spans
+) -> tuple[FloatArray, IntArray, IntArray, FloatArray]:
+    """Fill ``out`` (a chunk of ranks' ``(ranks, blocks, fields)``) with the sums of its
+    ``(steps, ranks)`` ``table`` but the weighted ones; return, per step, the chunk's top
+    usable point, how many of its ranks hold it and the column of the first that does,
+    and the excess shares (0 where not usable) the weighted ones are made of."""
+    fields = np.zeros((FIELDS, out.shape[1], out.shape[0]))
+    seconds, share, reference_share, usable = _excess(table, reference, step)
+    filled = np.where(usable, table, -np.inf)
+    top = filled.max(axis=1, initial=-np.inf)
+    holders = ((filled == top[:, None]) & usable).sum(axis=1)
+    winner = filled.argmax(axis=1)
+    del filled
+    share = np.where(usable, share, 0.0)
+    seconds = np.where(usable, seconds, 0.0)
+    reference_share = np.where(usable, reference_share, 0.0)
+    for position, values in _plain_fields(share, seconds, reference_share, usable, step):
+        spans.add_runs(values, fields[position])
+    out[...] = fields.transpose(2, 1, 0)
+    return top, holders, winner, share
 
 
 def _leads(table: FloatArray, ranks: IntArray, step: FloatArray) -> tuple[IntArray, FloatArray]:
@@ -628,35 +855,64 @@ def _leads(table: FloatArray, ranks: IntArray, step: FloatArray) -> tuple[IntArr
     its latest point (-1 for a step without a point or a step time) and, per size ``b``
     of ``BLOCK_SIZES``, by how much the latest block of ``b`` consecutive ranks led the
     latest other block (0 when no other block has a point: no one else to wait for);
-    then per ``g`` of ``TOP_SIZES``, by how much the latest point led the ``g + 1``-th."""
+    then per ``g`` of ``TOP_SIZES``, by how much the latest point led the ``g + 1``-th.
+
+    A few steps at a time: one partition of each row gives its latest points (the lead of
+    a rank and of the top few), and each block size's latest points are the maxima of the
+    size before it's (the sizes divide each other)."""
     count, width = table.shape
     latest = np.full(count, -1, dtype=np.int64)
-    leads = np.zeros((count, len(BLOCK_SIZES) + len(TOP_SIZES)))
+    leads = np.zeros((count, LEAD_FIELDS))
     if width == 0:
         return latest, leads
-    filled = np.where(np.isnan(table), -np.inf, table)
-    for offset, size in enumerate(TOP_SIZES, start=len(BLOCK_SIZES)):
-        if size < width:
-            top = np.partition(filled, (width - 1 - size, width - 1), axis=1)
-            with np.errstate(invalid="ignore"):
-                lead = top[:, width - 1] - top[:, width - 1 - size]
-            leads[:, offset] = np.where(np.isfinite(lead), lead, 0.0)
-    for offset, size in enumerate(BLOCK_SIZES):
-        blocks = ranks // size
-        starts = np.flatnonzero(np.r_[True, blocks[1:] != blocks[:-1]])
-        if len(starts) < 2:
-            continue
-        rows = max(1, (1 << 20) // width)
-        for start in range(0, count, rows):
-            part = filled[start : start + rows]
-            latest_of = np.maximum.reduceat(part, starts, axis=1) if size > 1 else part
+    nodes = _node_starts(ranks)
+    tops = [(TOP_LEADS + offset, size) for offset, size in enumerate(TOP_SIZES) if size < width]
+    kth = sorted({width - 1, max(width - 2, 0)} | {width - 1 - size for _, size in tops})
+    timed = np.isfinite(step) & (step > 0)
+    rows = max(1, _ROW_CELLS // width)
+    for start in range(0, count, rows):
+        part = table[start : start + rows]
+        present = ~np.isnan(part)
+        filled = np.where(present, part, -np.inf)
+        here = timed[start : start + rows] & present.any(axis=1)
+        latest[start : start + rows] = np.where(here, filled.argmax(axis=1), -1)
+        ordered = np.partition(filled, kth, axis=1)
+        lead_of = leads[start : start + rows]
+        for column, size in tops:
+            lead_of[:, column] = _lead(ordered[:, width - 1], ordered[:, width - 1 - size])
+        if width >= 2:
+            lead_of[:, LEADS] = _lead(ordered[:, width - 1], ordered[:, width - 2])
+        del ordered
+        latest_of = filled
+        for offset, starts in nodes:
+            latest_of = np.maximum.reduceat(latest_of, starts, axis=1)
             two = np.partition(latest_of, latest_of.shape[1] - 2, axis=1)[:, -2:]
-            with np.errstate(invalid="ignore"):
-                lead = two[:, 1] - two[:, 0]
-            leads[start : start + rows, offset] = np.where(np.isfinite(lead), lead, 0.0)
-    timed = (~np.isnan(table)).any(axis=1) & np.isfinite(step) & (step > 0)
-    latest[timed] = filled[timed].argmax(axis=1)
+            lead_of[:, LEADS + offset] = _lead(two[:, 1], two[:, 0])
     return latest, leads
+
+
+def _node_starts(ranks: IntArray) -> list[tuple[int, IntArray]]:
+    """For each size of ``BLOCK_SIZES`` after the first that splits ``ranks`` (sorted) in
+    two blocks or more, in order: its offset and where each of its blocks starts among the
+    blocks of the size before it."""
+    nodes = []
+    blocks = ranks
+    for offset in range(1, len(BLOCK_SIZES)):
+        parents = blocks // (BLOCK_SIZES[offset] // BLOCK_SIZES[offset - 1])
+        starts = np.flatnonzero(np.r_[True, parents[1:] != parents[:-1]])
+        if len(starts) < 2:
+            break  # one block of this size holds every rank, and of the larger ones
+        nodes.append((offset, starts))
+        blocks = parents[starts]
+    return nodes
+
+
+def _lead(latest: FloatArray, other: FloatArray) -> FloatArray:
+    """``latest - other``, 0 where that is not finite (no other point to lead)."""
+    with np.errstate(invalid="ignore"):
+        lead = latest - other
+    finite: FloatArray = np.where(np.isfinite(lead), lead, 0.0)
+    return finite
 
 
 def tag_sums(evidence: StragglerEvidence, tag: str) -> TagEvidence:
