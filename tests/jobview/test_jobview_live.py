@@ -522,3 +522,31 @@ def test_a_corrupted_local_gradient_is_named_interval_by_interval(tmp_path: Path
     assert {key: value for key, value in offline.items() if "gradient" in key} == {
         key: value for key, value in verdicts.items() if "gradient" in key
     }
+
+
+def test_the_step_time_skew_is_one_number_live_and_offline(tmp_path: Path) -> None:
+    """The live view keeps the skews in a histogram (bounded whatever the steps); the
+    offline merge of the same steps gives the same median, the histogram's, not the exact
+    median of the steps (which lies between two bins here)."""
+    rng = np.random.default_rng(5)
+    times = 0.1 * (1.0 + 0.4 * rng.random((66, 2)))  # steps, ranks
+    skews = times.max(axis=1) / times.mean(axis=1)  # two ranks: the median is the mean
+    (tmp_path / "live").mkdir()
+    view = LiveJobView(tmp_path / "live", world_size=2)
+    whole = JobStatistics()
+    for rank in range(2):
+        whole.add(RankSeries(rank, {STEP_TIME_TAG: list(enumerate(times[:, rank].tolist(), 1))}))
+    for start in (1, 34):
+        interval = JobPartial()
+        for rank in range(2):
+            pairs = [(step, float(times[step - 1, rank])) for step in range(start, start + 33)]
+            interval.merge(JobPartial.of_rank(rank, {STEP_TIME_TAG: pairs}, last_step=start - 1))
+        view.add(interval)
+        view.write()
+    live = view.finish()["job/step_time_skew"]
+    (tmp_path / "offline").mkdir()
+    offline = write_job_view(tmp_path / "offline", whole, world_size=2).verdicts
+    assert offline["job/step_time_skew"] == live
+    # the median to a bin: 0.02 of log2, 1.4 % of the ratio
+    assert abs(np.log2(live) - np.log2(np.median(skews))) <= 0.01 + 1e-12
+    assert live != pytest.approx(float(np.median(skews)), rel=1e-6)

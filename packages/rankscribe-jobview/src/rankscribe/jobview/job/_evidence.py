@@ -35,10 +35,13 @@ from rankscribe.jobview.job.verdicts._straggler_verdicts import (
 )
 from rankscribe.jobview.job.verdicts._stragglers import StragglerEvidence, row_medians
 from rankscribe.jobview.job.verdicts._verdicts import (
+    SKEW_BINS,
     DenseSeries,
     _stops,
     add_timing_evidence,
     dense_series,
+    skew_bins,
+    skew_median,
     untimed_ranks,
 )
 
@@ -47,30 +50,9 @@ if TYPE_CHECKING:
 
 __all__ = ["SKEW_TAG", "SLOWEST_RANK_TAG", "LiveVerdicts"]
 
-# log2(ratio) histogram: 0.02 wide bins (1.4 % of a ratio) from 1/16x to 16x.
-_BIN_WIDTH = 0.02
-_BIN_LIMIT = 4.0
-_BINS = int(2 * _BIN_LIMIT / _BIN_WIDTH) + 1
 SLOWEST_RANK_TAG = f"{STEP_TIME_TAG}/slowest_rank"
 SKEW_TAG = f"{STEP_TIME_TAG}/skew"
 NONE = -1
-
-
-def _bin_of(log_ratio: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
-    clipped = np.clip(
-        np.nan_to_num(log_ratio, nan=0.0, posinf=_BIN_LIMIT, neginf=-_BIN_LIMIT),
-        -_BIN_LIMIT,
-        _BIN_LIMIT,
-    )
-    return np.rint((clipped + _BIN_LIMIT) / _BIN_WIDTH).astype(np.int64)
-
-
-def _histogram_median(histogram: npt.NDArray[np.int64]) -> float | None:
-    total = int(histogram.sum())
-    if total == 0:
-        return None
-    index = int(np.searchsorted(np.cumsum(histogram), (total + 1) / 2))
-    return float(2.0 ** (index * _BIN_WIDTH - _BIN_LIMIT))
 
 
 def _ratio(
@@ -87,7 +69,7 @@ class _TimingEvidence:
 
     contested: int = 0
     slowest: dict[int, int] = field(default_factory=dict)
-    skews: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(_BINS, np.int64))
+    skews: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(SKEW_BINS, np.int64))
 
     def add(
         self, dense: DenseSeries, medians: npt.NDArray[np.float64] | None = None
@@ -117,7 +99,7 @@ class _TimingEvidence:
         top = values[np.arange(len(values)), column]
         skew = _ratio(top, row_medians(values) if medians is None else medians)
         with np.errstate(divide="ignore"):
-            np.add.at(self.skews, _bin_of(np.log2(skew)), 1)
+            np.add.at(self.skews, skew_bins(skew), 1)
         return steps, skew, slowest
 
 
@@ -239,7 +221,7 @@ class LiveVerdicts:
         }
         step_times = self.timings.get(STEP_TIME_TAG)
         if step_times is not None:
-            skew = _histogram_median(step_times.skews)
+            skew = skew_median(step_times.skews)
             if skew is not None:
                 verdicts["job/step_time_skew"] = skew
         verdicts.update(straggler_verdicts(self.stragglers, self.settings))
