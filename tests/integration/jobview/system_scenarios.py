@@ -112,7 +112,7 @@ def scenario_hog(out: Path) -> None:
         hog = subprocess.Popen([sys.executable, "-c", _HOG, str(core)])
     try:
         MPI.COMM_WORLD.Barrier()
-        train(out / "hog", HOG_STEPS, 400, 0.25)
+        train(out / "hog", HOG_STEPS, 600, 0.25)
     finally:
         if hog is not None:
             hog.kill()
