@@ -90,15 +90,22 @@ def test_the_corrupting_rank_is_named_at_its_step_and_bucket_in_the_merged_linea
 
 def test_the_live_view_hands_on_verdict_a_gradient_record(jobs: Path) -> None:
     notes = user_defined(jobs / "corrupt")
-    [record] = [record for record in on_verdict_records(jobs / "corrupt")]
-    assert record["kind"] == "gradient"
+    records = on_verdict_records(jobs / "corrupt")
+    # One gradient record, handed on once. Four ranks share two cores here and rank 0 runs
+    # the live view too: a straggler record for a rank the machine really slowed may stand
+    # beside it (the straggler rule is tested elsewhere); no other kind may.
+    assert {record["kind"] for record in records} <= {"gradient", "straggler"}, records
+    gradient = [record for record in records if record["kind"] == "gradient"]
+    assert len(gradient) == 1, records
+    [record] = gradient
     assert (record["ranks"], record["since_step"]) == ([CORRUPT_RANK], CORRUPT_STEP)
     assert record["bucket"] == notes[f"job/gradient_bucket/{CORRUPT_RANK}"]
     assert record["ratio"] > 100 and record["nonfinite"] is False
     assert record["persistent"] is False
     state = read_live_state(jobs / "corrupt")
     assert state is not None
-    assert [record["kind"] for record in state["verdict_records"]] == ["gradient"]
+    kinds = [record["kind"] for record in state["verdict_records"] if record["kind"] != "straggler"]
+    assert kinds == ["gradient"], state["verdict_records"]
 
 
 def test_show_check_answers_3_for_the_gradient_verdict_and_0_for_the_clean_job(
