@@ -343,6 +343,11 @@ FORK_CHILD = """
             record.record(step)
             step += 1
         time.sleep(0.005)  # the writer has taken the steps, not yet handed them to the OS
+        # Its thread creates the file with the first record it takes: on a busy machine
+        # that may come after the first 300 steps (bounded wait, 10 s).
+        deadline = time.monotonic() + 10.0
+        while not os.path.exists(record.log_dir) and time.monotonic() < deadline:
+            time.sleep(0.001)
         pid = os.fork()
         if pid == 0:
             sys.exit(0)  # a child of the training process ends normally (atexit runs)
