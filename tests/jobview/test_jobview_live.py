@@ -550,3 +550,56 @@ def test_the_step_time_skew_is_one_number_live_and_offline(tmp_path: Path) -> No
     # the median to a bin: 0.02 of log2, 1.4 % of the ratio
     assert abs(np.log2(live) - np.log2(np.median(skews))) <= 0.01 + 1e-12
     assert live != pytest.approx(float(np.median(skews)), rel=1e-6)
+
+
+def test_the_job_verdicts_keep_the_onset_the_live_view_named_the_rank_with(
+    tmp_path: Path,
+) -> None:
+    """Rank 1 of 3 computes 1.25x from step 333 of 1,000. The live view names it since a
+    step of its window's blocks; the judgement of the whole run would place the onset a
+    block away (320 here, offline); the job's verdicts and their message keep the live
+    one (docs/job-view.md, "The onset")."""
+    ranks, steps, every, onset = 3, 1000, 50, 333
+    tag = "rankscribe/section/compute"
+    rng = np.random.default_rng(0)
+    values = 0.008 * (1.0 + 0.05 * rng.standard_normal((steps, ranks)))
+    values[onset - 1 :, 1] *= 1.25
+    step_time = values.max(axis=1) + 0.001
+    whole = JobStatistics()
+    for rank in range(ranks):
+        whole.add(
+            RankSeries(
+                rank,
+                {
+                    tag: list(enumerate(values[:, rank].tolist(), 1)),
+                    STEP_TIME_TAG: list(enumerate(step_time.tolist(), 1)),
+                },
+            )
+        )
+    (tmp_path / "live").mkdir()
+    records: list[Any] = []  # what on_verdict receives
+    view = LiveJobView(tmp_path / "live", world_size=ranks, on_verdict=records.append)
+    for start in range(1, steps + 1, every):
+        interval = JobPartial()
+        for rank in range(ranks):
+            span = range(start, start + every)
+            points = {
+                tag: [(step, float(values[step - 1, rank])) for step in span],
+                STEP_TIME_TAG: [(step, float(step_time[step - 1])) for step in span],
+            }
+            interval.merge(JobPartial.of_rank(rank, points, last_step=start - 1))
+        view.add(interval)
+        view.write()
+        view.judge()
+    verdicts = view.finish()
+    [record] = [record for record in records if record["kind"] == "straggler"]
+    live = record["since_step"]
+    assert (record["ranks"], abs(live - onset) <= 32) == ([1], True), record
+    (tmp_path / "offline").mkdir()
+    offline = write_job_view(tmp_path / "offline", whole, world_size=ranks).verdicts
+    assert offline["job/straggler_rank"] == 1
+    assert offline["job/straggler_since_step"] != live  # the whole run's own placing
+    assert (verdicts["job/straggler_rank"], verdicts["job/straggler_since_step"]) == (1, live)
+    message = str(verdicts["job/straggler_message"])
+    assert f" since step {live}," in message
+    assert str(offline["job/straggler_since_step"]) not in message

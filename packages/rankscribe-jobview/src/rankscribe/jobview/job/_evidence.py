@@ -11,7 +11,7 @@ judged on.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -31,7 +31,7 @@ from rankscribe.jobview.job.verdicts._record_types import StragglerRecord
 from rankscribe.jobview.job.verdicts._straggler_verdicts import (
     VerdictSettings,
     straggler_records,
-    straggler_verdicts,
+    straggler_verdicts_since,
 )
 from rankscribe.jobview.job.verdicts._stragglers import StragglerEvidence, row_medians
 from rankscribe.jobview.job.verdicts._verdicts import (
@@ -209,8 +209,14 @@ class LiveVerdicts:
         """The straggler verdict records so far (``docs/job-view.md``, "Verdict records")."""
         return straggler_records(self.stragglers, self.settings)
 
-    def verdicts(self) -> dict[str, float | int | str]:
-        """The ``user_defined`` keys of the job so far (as in ``docs/job-view.md``)."""
+    def verdicts(
+        self, onsets: Mapping[tuple[str, int], int] | None = None
+    ) -> dict[str, float | int | str]:
+        """The ``user_defined`` keys of the job so far (as in ``docs/job-view.md``).
+
+        ``onsets``: (timing tag, rank) -> the step the live view named the rank at; a
+        straggler verdict naming it keeps that onset (``straggler_verdicts_since``).
+        """
         reported = sorted(rank for rank, step in self.last_steps.items() if step >= 0)
         absent = missing_ranges(reported, self.world_size)
         absent_text = ranges_text(_merge_runs(absent, self.missing_now))
@@ -224,7 +230,7 @@ class LiveVerdicts:
             skew = skew_median(step_times.skews)
             if skew is not None:
                 verdicts["job/step_time_skew"] = skew
-        verdicts.update(straggler_verdicts(self.stragglers, self.settings))
+        verdicts.update(straggler_verdicts_since(self.stragglers, self.settings, onsets or {}))
         verdicts.update(untimed_ranks(reported, self.timed_ranks))
         verdicts["job/divergence_check"] = self.divergence
         verdicts["job/diverged_ranks"] = ranges_text(sorted(self.diverged))

@@ -394,36 +394,24 @@ class LiveJobView:
 
     def _job_verdicts(self) -> dict[str, float | int | str]:
         """The job's verdicts, the straggler's onset the one the live view named it with."""
-        return kept_onset(self.state.verdicts(), self.watch.records)
+        return self.state.verdicts(live_onsets(self.watch.records))
 
 
-def kept_onset(
-    verdicts: dict[str, float | int | str], records: Sequence[Mapping[str, Any]]
-) -> dict[str, float | int | str]:
-    """``verdicts`` with the straggler's onset (``job/straggler_since_step`` and the step
-    in ``job/straggler_message``) that of the standing live record naming the same rank
-    under the same timing, where there is one.
+def live_onsets(records: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int], int]:
+    """(timing tag, rank) -> the onset of the standing live straggler record naming the
+    rank under that timing.
 
     The judgement of the whole run places the onset anew, a block earlier or later
-    than the live view did when it named the rank; the onset a rank was named with
-    stays, so the record, the message, ``show``, the merged lineage and the TensorBoard
-    text all give one step (docs/job-view.md, "Verdict records").
+    than the live view did when it named the rank; given these, the job's verdicts keep
+    the onset a rank was named with, so the record, the message, ``show``, the merged
+    lineage and the TensorBoard text all give one step (docs/job-view.md, "The onset").
     """
-    rank, tag = verdicts.get("job/straggler_rank"), verdicts.get("job/straggler_timing")
-    final = verdicts.get("job/straggler_since_step")
+    onsets: dict[tuple[str, int], int] = {}
     for record in records:
-        if record["kind"] != "straggler" or record["tag"] != tag or rank not in record["ranks"]:
-            continue
-        live = record["since_step"]
-        if isinstance(final, int) and isinstance(live, int) and live != final:
-            verdicts["job/straggler_since_step"] = live
-            message = verdicts.get("job/straggler_message")
-            if isinstance(message, str):  # straggler_message's words: "... since step N, ..."
-                verdicts["job/straggler_message"] = message.replace(
-                    f" since step {final},", f" since step {live},", 1
-                )
-        break
-    return verdicts
+        if record["kind"] == "straggler" and isinstance(record["since_step"], int):
+            for rank in record["ranks"]:
+                onsets.setdefault((record["tag"], rank), record["since_step"])
+    return onsets
 
 
 #: The merged lineage's key for the straggler verdicts the live view named, with their spans.

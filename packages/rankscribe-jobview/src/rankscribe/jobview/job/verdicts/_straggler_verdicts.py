@@ -21,6 +21,7 @@ rank's (the job waits for the slowest of them each step).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +65,7 @@ __all__ = [
     "straggler_message",
     "straggler_records",
     "straggler_verdicts",
+    "straggler_verdicts_since",
     "timing_label",
 ]
 
@@ -659,7 +661,9 @@ def _note(label: str, factor: float, share: float) -> str:
 
 
 def _judgements(
-    evidence: StragglerEvidence, settings: VerdictSettings | None
+    evidence: StragglerEvidence,
+    settings: VerdictSettings | None,
+    onsets: Mapping[tuple[str, int], int] | None = None,
 ) -> list[tuple[StragglerRecord, _PerRank]]:
     """(record, rank -> (cost seconds, cost share, factor) of each named rank) per timing.
 
@@ -668,7 +672,8 @@ def _judgements(
     each rank on its own (its lead over the next-latest arrival), or, when none does on
     its own, all of them as one group (a slow node: the group's latest against the
     rest's). Slowness that costs no wall clock is no verdict; its ranks are listed in
-    the ``top`` of a timing that has one, with what they cost.
+    the ``top`` of a timing that has one, with what they cost. ``onsets``: (timing tag,
+    rank) -> the step a verdict's onset is, where one was given (a live view's).
     """
     settings = VerdictSettings() if settings is None else settings
     records: list[tuple[StragglerRecord, _PerRank]] = []
@@ -692,6 +697,9 @@ def _judgements(
         order = np.lexsort((judged.ranks, -judged.cost_seconds, -seconds))
         named = sorted(named, key=lambda i: (-seconds[i], -judged.cost_seconds[i], i))
         worst = named[0]
+        since = int(judged.since_step[worst])
+        if onsets:
+            since = onsets.get((tag, int(judged.ranks[worst])), since)
         costly = [int(i) for i in order if seconds[i] > 0 or judged.named[i]][: settings.top_k]
         label = timing_label(tag)
         top: list[CostlyRank] = [
@@ -714,7 +722,7 @@ def _judgements(
             "cost_share": cost_share,
             "cost_basis": wall.basis,
             # The costliest rank's onset: its cost is the mean over the steps since.
-            "since_step": int(judged.since_step[worst]),
+            "since_step": since,
             "persistent": bool(judged.persistent[worst]),
             "period_steps": int(judged.period[worst]),
             "share_of_steps": float(judged.share_of_steps[worst]),
@@ -787,7 +795,24 @@ def straggler_verdicts(
     (every named rank, a slow node whole), ``job/straggler_timing``, the onset,
     persistence, the message, and per named rank its timing, cost and excess.
     """
-    judgements = _judgements(evidence, settings)
+    return _verdicts_of(_judgements(evidence, settings))
+
+
+def straggler_verdicts_since(
+    evidence: StragglerEvidence,
+    settings: VerdictSettings | None,
+    onsets: Mapping[tuple[str, int], int],
+) -> dict[str, float | int | str]:
+    """:func:`straggler_verdicts`, a verdict's onset the step ``onsets`` gives for its
+    timing tag and costliest rank where it gives one (the live view's: the step the rank
+    was named at, which a judgement of the whole run places a block earlier or later;
+    ``docs/job-view.md``, "The onset"), in ``job/straggler_since_step`` and the message."""
+    return _verdicts_of(_judgements(evidence, settings, onsets))
+
+
+def _verdicts_of(
+    judgements: list[tuple[StragglerRecord, _PerRank]],
+) -> dict[str, float | int | str]:
     verdicts: dict[str, float | int | str] = {}
     if not judgements:
         # The cost first, 0 when nobody is named: a live curve and a query see it always.
