@@ -40,7 +40,7 @@ from rankscribe.jobview.job.verdicts._verdicts import (
     _stops,
     add_timing_evidence,
     dense_series,
-    skew_bins,
+    skew_histogram,
     skew_median,
     untimed_ranks,
 )
@@ -99,7 +99,7 @@ class _TimingEvidence:
         top = values[np.arange(len(values)), column]
         skew = _ratio(top, row_medians(values) if medians is None else medians)
         with np.errstate(divide="ignore"):
-            np.add.at(self.skews, skew_bins(skew), 1)
+            self.skews += skew_histogram(skew)
         return steps, skew, slowest
 
 

@@ -31,7 +31,7 @@ __all__ = [
     "add_timing_evidence",
     "dense_series",
     "job_verdicts",
-    "skew_bins",
+    "skew_histogram",
     "skew_median",
     "step_times",
     "timing_evidence",
@@ -147,6 +147,12 @@ def skew_bins(skew: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
     return bins
 
 
+def skew_histogram(skew: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+    """The count of ``skew`` in each of the ``SKEW_BINS`` bins (:func:`skew_bins`)."""
+    counts: npt.NDArray[np.int64] = np.bincount(skew_bins(skew), minlength=SKEW_BINS)
+    return counts
+
+
 def skew_median(histogram: npt.NDArray[np.int64]) -> float | None:
     """The median of a histogram of :func:`skew_bins` (its bin's ratio; None: empty)."""
     total = int(histogram.sum())
@@ -157,12 +163,8 @@ def skew_median(histogram: npt.NDArray[np.int64]) -> float | None:
 
 
 def _skew(times: StepTimes) -> Verdicts:
-    contested = times.reporting >= 2
-    if not bool(np.any(contested)):
-        return {}
-    histogram = np.zeros(SKEW_BINS, np.int64)
-    np.add.at(histogram, skew_bins(times.skew[contested]), 1)
-    median = skew_median(histogram)
+    """The median skew of the steps two ranks or more reported (none: no key)."""
+    median = skew_median(skew_histogram(times.skew[times.reporting >= 2]))
     return {} if median is None else {"job/step_time_skew": median}
 
 
