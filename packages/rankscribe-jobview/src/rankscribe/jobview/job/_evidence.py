@@ -42,6 +42,7 @@ from rankscribe.jobview.job.verdicts._verdicts import (
     dense_series,
     skew_histogram,
     skew_median,
+    skew_ratio,
     untimed_ranks,
 )
 
@@ -53,14 +54,6 @@ __all__ = ["SKEW_TAG", "SLOWEST_RANK_TAG", "LiveVerdicts"]
 SLOWEST_RANK_TAG = f"{STEP_TIME_TAG}/slowest_rank"
 SKEW_TAG = f"{STEP_TIME_TAG}/skew"
 NONE = -1
-
-
-def _ratio(
-    values: npt.NDArray[np.float64], reference: npt.NDArray[np.float64]
-) -> npt.NDArray[np.float64]:
-    """values / reference, where 0/0 is a ratio of 1 and x/0 is infinite."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(reference > 0, values / reference, np.where(values > 0, np.inf, 1.0))
 
 
 @dataclass
@@ -97,7 +90,7 @@ class _TimingEvidence:
         for rank, wins in zip(*np.unique(slowest, return_counts=True), strict=True):
             self.slowest[int(rank)] = self.slowest.get(int(rank), 0) + int(wins)
         top = values[np.arange(len(values)), column]
-        skew = _ratio(top, row_medians(values) if medians is None else medians)
+        skew = skew_ratio(top, row_medians(values) if medians is None else medians)
         with np.errstate(divide="ignore"):
             self.skews += skew_histogram(skew)
         return steps, skew, slowest

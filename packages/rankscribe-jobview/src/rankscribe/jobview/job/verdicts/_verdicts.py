@@ -33,6 +33,7 @@ __all__ = [
     "job_verdicts",
     "skew_histogram",
     "skew_median",
+    "skew_ratio",
     "step_times",
     "timing_evidence",
     "untimed_ranks",
@@ -112,9 +113,7 @@ def step_times(statistics: JobStatistics) -> StepTimes:
     # argmax over a row with NaN -> -inf picks the first (lowest) rank of a tie.
     slowest_column = np.argmax(np.where(np.isnan(values), -np.inf, values), axis=1)
     slowest = values[np.arange(len(values)), slowest_column]
-    median = row_medians(values)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        skew = np.where(median > 0, slowest / median, np.where(slowest > 0, np.inf, 1.0))
+    skew = skew_ratio(slowest, row_medians(values))
     return StepTimes(
         steps=dense.steps[keep],
         slowest_rank=dense.ranks[slowest_column],
@@ -122,6 +121,17 @@ def step_times(statistics: JobStatistics) -> StepTimes:
         reporting=reporting[keep].astype(np.int64),
         dense=dense,
     )
+
+
+def skew_ratio(
+    slowest: npt.NDArray[np.float64], median: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    """Each step's skew, slowest / median, where 0/0 is 1 and x/0 is infinite."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio: npt.NDArray[np.float64] = np.where(
+            median > 0, slowest / median, np.where(slowest > 0, np.inf, 1.0)
+        )
+    return ratio
 
 
 # The step-time skew's median is taken from a histogram of log2(skew): bins 0.02 wide
