@@ -27,7 +27,7 @@ from tests._support.launchers import clean_environment, run_bounded, torchrun
 
 SCRIPT = Path(__file__).resolve().parent / "torchrun_gradients.py"
 JOB_TIMEOUT = 90
-STEPS, RANKS, CORRUPT_RANK, CORRUPT_STEP = 300, 4, 2, 30  # torchrun_gradients
+STEPS, RANKS, CORRUPT_RANK, CORRUPT_STEP = 500, 4, 2, 30  # torchrun_gradients
 
 
 @pytest.fixture(scope="module")
