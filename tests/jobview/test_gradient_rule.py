@@ -92,6 +92,25 @@ def test_a_nonfinite_local_norm_is_named_at_once_even_in_the_first_step(value: f
     assert math.isnan(finding.ratio)
 
 
+def test_a_bucket_nonfinite_on_every_rank_names_nobody_after_the_rank_that_began_it() -> None:
+    """Rank 1's bucket 3 is NaN at step 20; the reduce spreads it, and from step 21 every
+    rank's is NaN (then every bucket's): rank 1 at step 20 is the one finding."""
+    norms = clean_norms(3, ranks=4, steps=40)
+    norms[19, 1, 3] = math.nan
+    norms[20:, :, 3] = math.nan
+    norms[25:, :, :] = math.inf
+    findings = judge_gradients(norms)
+    assert [(f.step, f.rank, f.bucket, f.nonfinite) for f in findings] == [(20, 1, 3, True)]
+    # Non-finite on some ranks but not all: each of them is named, at any step.
+    partly = clean_norms(3, ranks=4, steps=40)
+    partly[30, :3, 2] = math.inf  # three of four ranks: each is named
+    assert [(f.step, f.rank, f.bucket) for f in judge_gradients(partly)] == [
+        (31, 0, 2),
+        (31, 1, 2),
+        (31, 2, 2),
+    ]
+
+
 @pytest.mark.parametrize(("step", "factor"), [(60, 10.0), (550, 6.0)])
 def test_a_rank_whose_every_bucket_changes_is_named_for_its_whole_gradient(
     step: int, factor: float

@@ -236,7 +236,10 @@ class GradientWatch:
         logs = np.log(np.maximum(np.where(bad, 1.0, values), _TINY))
         deviations, eligible = self._deviations(logs)
         deviations = np.where(bad, np.nan, deviations)
-        for rank, bucket in zip(*np.nonzero(bad), strict=True):
+        # A bucket non-finite on every rank has no rank apart: the reduce spread an earlier
+        # fault to every replica, or the job diverged (the non-finite loss says so).
+        alone = bad & ~bad.all(axis=0)
+        for rank, bucket in zip(*np.nonzero(alone), strict=True):
             found.append(self._finding(step, int(rank), int(bucket), math.nan, math.inf, True))
         self._remember_logs(logs, bad)
         self._steps += 1
