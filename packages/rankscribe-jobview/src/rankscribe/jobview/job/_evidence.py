@@ -27,10 +27,8 @@ from rankscribe.jobview.job._statistics import (
     is_timing_tag,
 )
 from rankscribe.jobview.job.verdicts._gradient_verdicts import GradientVerdicts
-from rankscribe.jobview.job.verdicts._record_types import StragglerRecord
 from rankscribe.jobview.job.verdicts._straggler_verdicts import (
     VerdictSettings,
-    straggler_records,
     straggler_verdicts_since,
 )
 from rankscribe.jobview.job.verdicts._stragglers import StragglerEvidence, row_medians
@@ -91,8 +89,7 @@ class _TimingEvidence:
             self.slowest[int(rank)] = self.slowest.get(int(rank), 0) + int(wins)
         top = values[np.arange(len(values)), column]
         skew = skew_ratio(top, row_medians(values) if medians is None else medians)
-        with np.errstate(divide="ignore"):
-            self.skews += skew_histogram(skew)
+        self.skews += skew_histogram(skew)
         return steps, skew, slowest
 
 
@@ -197,10 +194,6 @@ class LiveVerdicts:
                 if rank not in self.diverged:
                     row = rows[part][int(np.argmax(left[:, column]))]
                     self.diverged[rank] = int(dense.steps[row])
-
-    def straggler_records(self) -> list[StragglerRecord]:
-        """The straggler verdict records so far (``docs/job-view.md``, "Verdict records")."""
-        return straggler_records(self.stragglers, self.settings)
 
     def verdicts(
         self, onsets: Mapping[tuple[str, int], int] | None = None
