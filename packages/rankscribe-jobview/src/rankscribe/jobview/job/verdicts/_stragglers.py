@@ -421,6 +421,8 @@ class StragglerEvidence:
         if known is None:  # the tag's first steps: made in the array later ones are added to
             self._tags[tag] = _blocks_of(step_numbers, columns, table, scale, 1, room=self._grows)
             return
+        if _add_in_place(known, step_numbers, columns, table, scale):
+            return
         self._merge_tag(
             tag, _blocks_of(step_numbers, columns, table, scale, known.block_size, room=False)
         )
@@ -719,14 +721,29 @@ class _Spans(NamedTuple):
 
     def add_runs(self, values: FloatArray | BoolArray, out: FloatArray) -> None:
         """Each run's rows of ``values`` (``(steps, ranks)``) summed into its block of
-        ``out`` (``(blocks, ranks)``) as ``sum(axis=0)`` of the run sums them: run by run
-        when the runs are few; else, where numpy adds the rows one after another from 0,
-        the k-th row of every run at once (a window of 100 steps in blocks of 4: 4
-        additions, not 25 sums). numpy adds them so for a table laid out step by step of
-        two ranks or more, and for runs of fewer than 8 rows in any layout; otherwise
-        pairwise along each rank's steps."""
+        ``out`` (``(blocks, ranks)``) as ``sum(axis=0)`` of the run sums them.
+
+        numpy adds a run's rows one after another from 0 for a table laid out step by
+        step of two ranks or more, and for runs of fewer than 8 rows in any layout;
+        otherwise pairwise along each rank's steps. So, laid out step by step, the runs
+        of one length side by side (the blocks between an interval's first and last) are
+        one sum over the middle axis of a ``(runs, length, ranks)`` view, which adds the
+        same way. Else run by run when the runs are few; else, where the rows are added
+        in order, the k-th row of every run at once (a window of 100 steps in blocks of
+        4: 4 additions, not 25 sums)."""
         lengths = [stop - start for start, stop in self.bounds]
-        in_order = max(lengths) < 8 or (values.flags.c_contiguous and values.shape[1] > 1)
+        if values.flags.c_contiguous and values.shape[1] > 1:
+            first = 0
+            while first < len(lengths):
+                last = first + 1
+                while last < len(lengths) and lengths[last] == lengths[first]:
+                    last += 1
+                start, stop = self.bounds[first][0], self.bounds[last - 1][1]
+                runs = values[start:stop].reshape(last - first, lengths[first], -1)
+                out[self.targets[first:last]] = runs.sum(axis=1, dtype=np.float64)
+                first = last
+            return
+        in_order = max(lengths) < 8
         if len(lengths) <= max(lengths) or not in_order:
             for target, (start, stop) in zip(self.targets, self.bounds, strict=True):
                 values[start:stop].sum(axis=0, dtype=np.float64, out=out[target])
@@ -749,7 +766,87 @@ def _blocks_of(
     *,
     room: bool = False,
 ) -> TagEvidence:
-    """One block of steps' sums folded into the evidence's blocks (ranks sorted).
+    """One block of steps' sums folded into the evidence's blocks (ranks sorted;
+    :func:`_fill_blocks`)."""
+    ordered_ranks, table = _sorted_columns(ranks, table)
+    size, first, count = _block_layout(int(steps[0]), int(steps[-1]), block_size)
+    # ``room``: within an array of MAX_BLOCKS blocks, which later steps grow into in place.
+    storage = np.zeros((len(ranks), MAX_BLOCKS if room else count, FIELDS))
+    blocks = storage[:, :count]
+    leads = _fill_blocks(blocks, None, steps, ordered_ranks, table, scale, size, first)
+    return TagEvidence(
+        ordered_ranks,
+        size,
+        first,
+        blocks,
+        int(steps[0]),
+        int(steps[-1]),
+        *leads,
+        room=storage if room else None,
+    )
+
+
+def _sorted_columns(ranks: IntArray, table: FloatArray) -> tuple[IntArray, FloatArray]:
+    """``ranks`` sorted and ``table``'s columns in their order (ValueError: a rank twice)."""
+    order = np.argsort(ranks, kind="stable")
+    ordered_ranks = ranks[order]
+    if len(np.unique(ordered_ranks)) != len(ordered_ranks):
+        raise ValueError(f"ranks must be distinct, got {ranks.tolist()}")
+    if not bool(np.all(order == np.arange(len(order)))):
+        table = table[:, order]
+    return ordered_ranks, table
+
+
+def _add_in_place(
+    known: TagEvidence, steps: IntArray, ranks: IntArray, table: FloatArray, scale: FloatArray
+) -> bool:
+    """A block of steps of ``known``'s very ranks added straight into its blocks, as merging
+    the block's own evidence (:func:`_blocks_of` in ``known``'s block size) adds it: the
+    same sums, with no ``(ranks, blocks)`` array of the block made (70 MB at 16,384 ranks
+    and 20 blocks). False, with nothing added, for other ranks or blocks that need a copy
+    (the merge then makes the block's evidence)."""
+    ordered_ranks, table = _sorted_columns(ranks, table)
+    if not np.array_equal(ordered_ranks, known.ranks):
+        return False
+    own_size, own_first, own_count = _block_layout(int(steps[0]), int(steps[-1]), known.block_size)
+    first_step = min(known.first_step, int(steps[0]))
+    last_step = max(known.last_step, int(steps[-1]))
+    size, first, count = _block_layout(first_step, last_step, max(known.block_size, own_size))
+    if first != (known.first_block * known.block_size) // size:
+        return False  # as _in_place: the known blocks would move to a copy
+    known_leads = (known.lead_ranks, _lead_columns(known, size, first), known.leads)
+    merged = _in_place(known, size, first, count)
+    assert merged is not None
+    columns = ((own_first + np.arange(own_count)) * own_size // size - first).tolist()
+    lead_ranks, lead_blocks, leads = _fill_blocks(
+        merged.blocks, columns, steps, ordered_ranks, table, scale, own_size, own_first
+    )
+    # Each block's leads: the known ones, then the block's (as _merge_tag adds them).
+    own_columns = (own_first + lead_blocks) * own_size // size - first
+    merged.lead_ranks, merged.lead_blocks, merged.leads = _summed_leads(
+        np.concatenate([known_leads[0], lead_ranks]),
+        np.concatenate([known_leads[1], own_columns]),
+        np.concatenate([known_leads[2], leads]),
+    )
+    merged.first_step, merged.last_step = first_step, last_step
+    return True
+
+
+def _fill_blocks(
+    destination: FloatArray,
+    columns: list[int] | None,
+    steps: IntArray,
+    ranks: IntArray,
+    table: FloatArray,
+    scale: FloatArray,
+    size: int,
+    first: int,
+) -> tuple[IntArray, IntArray, FloatArray]:
+    """The sums of a block of steps in blocks of ``size`` steps from block ``first``, into
+    ``destination`` (``(ranks, blocks, FIELDS)``, rows: ``ranks``, sorted): as they are
+    (``columns`` None), or each of its blocks added into ``destination``'s column
+    ``columns[block]``, block after block, as merging adds them. Returns its leads
+    (:func:`_summed_leads`, in its own blocks).
 
     The others' medians need whole rows (a few steps at a time); the rest is made
     :data:`_CHUNK` ranks at a time, in one pass: each chunk's fields summed per block,
@@ -759,17 +856,7 @@ def _blocks_of(
     the same whatever the chunks). The leads, a few steps at a time, go to each step's
     latest rank (:func:`_leads`).
     """
-    order = np.argsort(ranks, kind="stable")
-    ordered_ranks = ranks[order]
-    if len(np.unique(ordered_ranks)) != len(ordered_ranks):
-        raise ValueError(f"ranks must be distinct, got {ranks.tolist()}")
-    if not bool(np.all(order == np.arange(len(order)))):
-        table = table[:, order]
-    size, first, count = _block_layout(int(steps[0]), int(steps[-1]), block_size)
     index = steps // size - first
-    # ``room``: within an array of MAX_BLOCKS blocks, which later steps grow into in place.
-    storage = np.zeros((len(ranks), MAX_BLOCKS if room else count, FIELDS))
-    blocks = storage[:, :count]
     starts = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
     spans = _Spans(
         index[starts].tolist(),
@@ -780,10 +867,17 @@ def _blocks_of(
     step = np.where(np.isfinite(scale) & (scale > 0), scale, np.nan)[:, None]
     tops, holders, winners = [], [], []
     for group, chunks in _chunks(len(ranks)):
+        # A group's own blocks (added into the destination's once made), or the destination's.
+        blocks = (
+            destination[group]
+            if columns is None
+            else np.zeros((group.stop - group.start, int(index[-1]) + 1, FIELDS))
+        )
         shares: FloatArray | None = None
         for chunk in chunks:
+            within = slice(chunk.start - group.start, chunk.stop - group.start)
             top, holder, winner, share = _chunk_sums(
-                blocks[chunk], table[:, chunk], others(chunk), step, spans
+                blocks[within], table[:, chunk], others(chunk), step, spans
             )
             tops.append(top)
             holders.append(holder)
@@ -793,29 +887,25 @@ def _blocks_of(
                 shares = np.empty(
                     (len(steps), group.stop - group.start), order="F" if by_rank else "C"
                 )
-            shares[:, chunk.start - group.start : chunk.stop - group.start] = share
+            shares[:, within] = share
         assert shares is not None
         for target, (start, stop) in zip(spans.targets, spans.bounds, strict=True):
             product = spans.weights[:, start:stop] @ shares[start:stop]
-            blocks[group, target][:, spans.weighted] = product.T
-    # SLOWEST: the step's one rank at the top (two ranks tied at it: neither).
+            blocks[:, target][:, spans.weighted] = product.T
+        if columns is not None:
+            for block, column in enumerate(columns):
+                destination[group, column] += blocks[:, block]
+    # SLOWEST: the step's one rank at the top (two ranks tied at it: neither). Counts: the
+    # same added before or after the rest of a block's sums.
     top = np.max(tops, axis=0)
     at_top = np.asarray(tops) == top
     alone = np.flatnonzero(np.where(at_top, np.asarray(holders), 0).sum(axis=0) == 1)
     winner = np.asarray(winners)[at_top.argmax(axis=0), np.arange(len(steps))]
-    np.add.at(blocks[:, :, SLOWEST], (winner[alone], index[alone]), 1.0)
-    latest, leads = _leads(table, ordered_ranks, step[:, 0])
+    target_of = index if columns is None else np.asarray(columns, dtype=np.int64)[index]
+    np.add.at(destination[:, :, SLOWEST], (winner[alone], target_of[alone]), 1.0)
+    latest, leads = _leads(table, ranks, step[:, 0])
     timed = np.flatnonzero(latest >= 0)
-    return TagEvidence(
-        ordered_ranks,
-        size,
-        first,
-        blocks,
-        int(steps[0]),
-        int(steps[-1]),
-        *_summed_leads(ordered_ranks[latest[timed]], index[timed], leads[timed]),
-        room=storage if room else None,
-    )
+    return _summed_leads(ranks[latest[timed]], index[timed], leads[timed])
 
 
 def _chunks(count: int) -> list[tuple[slice, list[slice]]]:
@@ -866,17 +956,21 @@ def _leads(table: FloatArray, ranks: IntArray, step: FloatArray) -> tuple[IntArr
     latest other block (0 when no other block has a point: no one else to wait for);
     then per ``g`` of ``TOP_SIZES``, by how much the latest point led the ``g + 1``-th.
 
-    A few steps at a time: one partition of each row gives its latest points (the lead of
-    a rank and of the top few), and each block size's latest points are the maxima of the
-    size before it's (the sizes divide each other)."""
+    A few steps at a time, without a sort or a partition of whole rows: each block size's
+    latest points are the maxima of the size before it's (the sizes divide each other);
+    the latest of the blocks other than the latest point's is the latest of its siblings
+    within their parent block and of the blocks outside that parent; and a row's latest
+    few points are among those of its blocks with the latest few maxima (:class:`_Nodes`).
+    """
     count, width = table.shape
     latest = np.full(count, -1, dtype=np.int64)
     leads = np.zeros((count, LEAD_FIELDS))
     if width == 0:
         return latest, leads
-    nodes = _node_starts(ranks)
     tops = [(TOP_LEADS + offset, size) for offset, size in enumerate(TOP_SIZES) if size < width]
-    kth = sorted({width - 1, max(width - 2, 0)} | {width - 1 - size for _, size in tops})
+    # The latest few points of each row, in order: the latest, the next, the g + 1-th.
+    few = min(width, 1 + max([1, *(size for _, size in tops)]))
+    nodes = _Nodes(ranks, few)
     timed = np.isfinite(step) & (step > 0)
     rows = max(1, _ROW_CELLS // width)
     for start in range(0, count, rows):
@@ -884,36 +978,139 @@ def _leads(table: FloatArray, ranks: IntArray, step: FloatArray) -> tuple[IntArr
         present = ~np.isnan(part)
         filled = np.where(present, part, -np.inf)
         here = timed[start : start + rows] & present.any(axis=1)
-        latest[start : start + rows] = np.where(here, filled.argmax(axis=1), -1)
-        ordered = np.partition(filled, kth, axis=1)
+        column = filled.argmax(axis=1)
+        latest[start : start + rows] = np.where(here, column, -1)
         lead_of = leads[start : start + rows]
-        for column, size in tops:
-            lead_of[:, column] = _lead(ordered[:, width - 1], ordered[:, width - 1 - size])
+        maxima = nodes.maxima(filled)
+        nodes.leads(filled, column, maxima, lead_of)
+        ordered = nodes.latest_few(filled, maxima)  # (rows, few), the latest last
+        top = ordered[:, -1]
+        for lead_field, size in tops:
+            lead_of[:, lead_field] = _lead(top, ordered[:, -1 - size])
         if width >= 2:
-            lead_of[:, LEADS] = _lead(ordered[:, width - 1], ordered[:, width - 2])
-        del ordered
-        latest_of = filled
-        for offset, starts in nodes:
-            latest_of = np.maximum.reduceat(latest_of, starts, axis=1)
-            two = np.partition(latest_of, latest_of.shape[1] - 2, axis=1)[:, -2:]
-            lead_of[:, LEADS + offset] = _lead(two[:, 1], two[:, 0])
+            lead_of[:, LEADS] = _lead(top, ordered[:, -2])
     return latest, leads
 
 
-def _node_starts(ranks: IntArray) -> list[tuple[int, IntArray]]:
-    """For each size of ``BLOCK_SIZES`` after the first that splits ``ranks`` (sorted) in
-    two blocks or more, in order: its offset and where each of its blocks starts among the
-    blocks of the size before it."""
-    nodes = []
-    blocks = ranks
-    for offset in range(1, len(BLOCK_SIZES)):
-        parents = blocks // (BLOCK_SIZES[offset] // BLOCK_SIZES[offset - 1])
-        starts = np.flatnonzero(np.r_[True, parents[1:] != parents[:-1]])
-        if len(starts) < 2:
-            break  # one block of this size holds every rank, and of the larger ones
-        nodes.append((offset, starts))
-        blocks = parents[starts]
-    return nodes
+class _Nodes:
+    """The blocks of each size of ``BLOCK_SIZES`` after the first that splits ``ranks``
+    (sorted) in two blocks or more, in order (a size whose one block holds every rank
+    has no lead, nor have the larger ones); ``few``: how many of a row's latest points
+    :meth:`latest_few` gives.
+
+    Per size: its offset in ``BLOCK_SIZES``; where each of its blocks starts among the
+    blocks of the size before it, and among the columns; whether they are every
+    ``ratio``-th block before them (a whole block of ranks each, the last one possibly
+    short: their maxima are those of strided slices, not of ``reduceat``); and each
+    column's block."""
+
+    def __init__(self, ranks: IntArray, few: int) -> None:
+        self.few = few
+        self.offsets: list[int] = []
+        self.starts: list[IntArray] = []
+        self.column_starts: list[IntArray] = []
+        self.ratios: list[int] = []
+        self.regular: list[bool] = []
+        self.block_of: list[IntArray] = []
+        blocks, block_of, columns = ranks, np.arange(len(ranks)), np.arange(len(ranks))
+        for offset in range(1, len(BLOCK_SIZES)):
+            ratio = BLOCK_SIZES[offset] // BLOCK_SIZES[offset - 1]
+            parents = blocks // ratio
+            first = np.r_[True, parents[1:] != parents[:-1]]
+            starts = np.flatnonzero(first)
+            if len(starts) < 2:
+                break  # one block of this size holds every rank, and of the larger ones
+            columns = columns[starts]
+            self.offsets.append(offset)
+            self.starts.append(starts)
+            self.column_starts.append(columns)
+            self.ratios.append(ratio)
+            self.regular.append(np.array_equal(starts, np.arange(0, len(blocks), ratio)))
+            block_of = (np.cumsum(first) - 1)[block_of]
+            self.block_of.append(block_of)
+            blocks = parents[starts]
+        # The size whose blocks with the latest few maxima are found and searched at the
+        # least cost (their count, and few blocks of its size), if any has enough blocks.
+        costs = [
+            (len(starts) + few * BLOCK_SIZES[offset], level)
+            for level, (offset, starts) in enumerate(zip(self.offsets, self.starts, strict=True))
+            if len(starts) > few
+        ]
+        self.search = min(costs)[1] if costs else None
+
+    def maxima(self, filled: FloatArray) -> list[FloatArray]:
+        """Each row's latest point of each block of each size (``filled``: NaN as -inf)."""
+        maxima = []
+        values = filled
+        for starts, ratio, regular in zip(self.starts, self.ratios, self.regular, strict=True):
+            values = _block_maxima(values, starts, ratio, regular)
+            maxima.append(values)
+        return maxima
+
+    def leads(
+        self, filled: FloatArray, column: IntArray, maxima: list[FloatArray], out: FloatArray
+    ) -> None:
+        """Per row of ``filled`` whose latest point is at ``column``: the lead of the
+        latest block of each size over the latest other block, into ``out``."""
+        if not self.offsets:
+            return
+        rows = np.arange(len(filled))
+        top = filled[rows, column]
+        # The largest size's other blocks are all of its blocks but the latest's.
+        others = maxima[-1].copy()
+        others[rows, self.block_of[-1][column]] = -np.inf
+        other = others.max(axis=1)
+        out[:, LEADS + self.offsets[-1]] = _lead(top, other)
+        # A smaller size's other blocks: the larger size's other blocks (their latest is
+        # ``other``), and the siblings of its latest block within the larger one's.
+        for level in range(len(self.offsets) - 2, -1, -1):
+            parent = self.block_of[level + 1][column]
+            mine = self.block_of[level][column]
+            width = maxima[level].shape[1]
+            starts = self.starts[level + 1]
+            ends = np.r_[starts[1:], width]
+            siblings = starts[parent][:, None] + np.arange(self.ratios[level + 1])
+            usable = (siblings < ends[parent][:, None]) & (siblings != mine[:, None])
+            within = maxima[level][rows[:, None], np.minimum(siblings, width - 1)]
+            other = np.maximum(other, np.where(usable, within, -np.inf).max(axis=1))
+            out[:, LEADS + self.offsets[level]] = _lead(top, other)
+
+    def latest_few(self, filled: FloatArray, maxima: list[FloatArray]) -> FloatArray:
+        """Each row's ``few`` latest points, the latest last (``filled``: NaN as -inf).
+
+        They are among the points of the ``few`` blocks (of any size) with the latest
+        maxima: a point of another block is at or below those maxima, ``few`` points."""
+        width = filled.shape[1]
+        if self.search is None:
+            lowest = width - self.few
+            ordered: FloatArray = np.sort(np.partition(filled, lowest, axis=1)[:, lowest:], axis=1)
+            return ordered
+        blocks = maxima[self.search]
+        chosen = np.argpartition(blocks, blocks.shape[1] - self.few, axis=1)[:, -self.few :]
+        starts = self.column_starts[self.search]
+        ends = np.r_[starts[1:], width]
+        size = BLOCK_SIZES[self.offsets[self.search]]
+        columns = starts[chosen][:, :, None] + np.arange(size)
+        inside = columns < ends[chosen][:, :, None]
+        rows = np.arange(len(filled))[:, None, None]
+        points = np.where(inside, filled[rows, np.minimum(columns, width - 1)], -np.inf)
+        points = points.reshape(len(filled), -1)
+        lowest = points.shape[1] - self.few
+        ordered = np.sort(np.partition(points, lowest, axis=1)[:, lowest:], axis=1)
+        return ordered
+
+
+def _block_maxima(values: FloatArray, starts: IntArray, ratio: int, regular: bool) -> FloatArray:
+    """Each row's maximum over each block of ``values``' columns that ``starts`` begin
+    (``regular``: every ``ratio``-th column, as strided slices)."""
+    if not regular:
+        maxima: FloatArray = np.maximum.reduceat(values, starts, axis=1)
+        return maxima
+    maxima = values[:, ::ratio].copy()
+    for offset in range(1, ratio):
+        part = values[:, offset::ratio]
+        np.maximum(maxima[:, : part.shape[1]], part, out=maxima[:, : part.shape[1]])
+    return maxima
 
 
 def _lead(latest: FloatArray, other: FloatArray) -> FloatArray:
