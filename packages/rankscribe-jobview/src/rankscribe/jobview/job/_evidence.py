@@ -24,6 +24,7 @@ from rankscribe.jobview.job._statistics import (
     FINGERPRINT_TAG,
     STEP_TIME_TAG,
     JobStatistics,
+    RankArrays,
     is_timing_tag,
 )
 from rankscribe.jobview.job.verdicts._gradient_verdicts import GradientVerdicts
@@ -120,29 +121,45 @@ class LiveVerdicts:
             self.last_steps[rank] = max(step, self.last_steps.get(rank, -1))
         for rank, step in written.nonfinite_loss.items():
             self.nonfinite_loss[rank] = min(step, self.nonfinite_loss.get(rank, step))
-        curves: list[Curve] = []
         # An interval is a block of steps with every rank's timings: the same rule as at
-        # the end of a run without a live view (docs/job-view.md, "Stragglers").
-        tables: dict[str, DenseSeries] = {}
-        medians: dict[str, npt.NDArray[np.float64]] = {}
-        add_timing_evidence(self.stragglers, written.job_statistics(), tables, medians)
+        # the end of a run without a live view (docs/job-view.md, "Stragglers"). Each timing's
+        # table, made for the straggler evidence, is used for its curves as soon as it is
+        # made (one table at a time).
+        timing_curves: dict[str, list[Curve]] = {}
+
+        def add_timing(
+            tag: str, dense: DenseSeries, medians: npt.NDArray[np.float64] | None
+        ) -> None:
+            timing_curves[tag] = self._add_timing(tag, written.per_rank[tag], dense, medians)
+
+        add_timing_evidence(self.stragglers, written.job_statistics(), add_timing)
         self.gradients.add(written.per_rank)
+        curves: list[Curve] = []
         for tag, ranks in written.per_rank.items():
             if tag == FINGERPRINT_TAG:
                 curves.extend(self._add_fingerprints(dense_series(ranks)))
             elif is_timing_tag(tag):
-                self.timed_ranks.update(rank for rank, (steps, _) in ranks.items() if len(steps))
-                evidence = self.timings.setdefault(tag, _TimingEvidence())
-                # the table the straggler evidence was made of, when it made one
-                dense = tables.pop(tag, None)
-                steps, skew, slowest = evidence.add(
-                    dense if dense is not None else dense_series(ranks),
-                    medians.get(tag) if dense is not None else None,
-                )
-                if tag == STEP_TIME_TAG and len(steps):
-                    curves.append(Curve(SLOWEST_RANK_TAG, steps, slowest.astype(np.float64)))
-                    curves.append(Curve(SKEW_TAG, steps, skew))
+                curves.extend(timing_curves.pop(tag))
         return curves
+
+    def _add_timing(
+        self,
+        tag: str,
+        ranks: Mapping[int, RankArrays],
+        dense: DenseSeries,
+        medians: npt.NDArray[np.float64] | None,
+    ) -> list[Curve]:
+        """Fold in one timing's table (``medians``: each step's median over the ranks, when
+        known); the step time's per-step derived curves."""
+        self.timed_ranks.update(rank for rank, (steps, _) in ranks.items() if len(steps))
+        evidence = self.timings.setdefault(tag, _TimingEvidence())
+        steps, skew, slowest = evidence.add(dense, medians)
+        if tag != STEP_TIME_TAG or not len(steps):
+            return []
+        return [
+            Curve(SLOWEST_RANK_TAG, steps, slowest.astype(np.float64)),
+            Curve(SKEW_TAG, steps, skew),
+        ]
 
     def _add_fingerprints(self, dense: DenseSeries) -> list[Curve]:
         if len(dense.steps) == 0:
@@ -236,9 +253,10 @@ class LiveVerdicts:
 
 
 def _row_slices(shape: tuple[int, ...]) -> list[slice]:
-    """Slices of the rows of a ``(steps, ranks)`` table, about 8 MB of it each: what is
-    sorted at once (each step is sorted on its own)."""
-    step = max(1, (1 << 20) // max(shape[1], 1))
+    """Slices of the rows of a ``(steps, ranks)`` table, about 1 MB of it each: what is
+    sorted at once (each step is sorted on its own; the few copies made of a slice stay
+    a few MB, not 40 MB at 16,384 ranks, and take as long)."""
+    step = max(1, (1 << 17) // max(shape[1], 1))
     return [slice(start, start + step) for start in range(0, shape[0], step)]
 
 
