@@ -331,9 +331,11 @@ def _judge_tag(part: TagEvidence, whole: FloatArray, settings: VerdictSettings) 
     onset = np.argmax(clarity, axis=1)
     # The sums from the onset on, (ranks, fields): one block at a time (no copy of the
     # whole evidence: 16,384 ranks hold 100 MB of it).
+    # Adding a block only where it is at or after the onset is adding 0 elsewhere: a sum
+    # that starts at +0 is never -0, so x + 0 is x, bit for bit.
     segment = np.zeros((blocks.shape[0], blocks.shape[2]))
-    for column in range(blocks.shape[1]):
-        segment += np.where((column >= onset)[:, None], blocks[:, column], 0.0)
+    for column in range(int(onset.min(initial=blocks.shape[1])), blocks.shape[1]):
+        np.add(segment, blocks[:, column], out=segment, where=(column >= onset)[:, None])
     count = segment[:, COUNT]
     noise = _typical_variance(whole)
     with np.errstate(invalid="ignore", divide="ignore"):

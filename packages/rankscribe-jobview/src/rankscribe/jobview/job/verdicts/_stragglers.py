@@ -231,6 +231,14 @@ def _middle_of(table: FloatArray) -> Middle:
 def _others_from(table: FloatArray, middle: Middle) -> FloatArray:
     """Each point's others' median from its row's :func:`_middle_of` (any of its columns)."""
     at_low, above_low, at_high, above_high = middle
+    if at_high is at_low and not bool(np.any((at_low == 0) & (above_low == 0))):
+        # An odd count of others: their one middle order statistic, the row's ``low`` or
+        # the one above it. The two terms below are then one (the same sum and division),
+        # unless the two are zeros of either sign.
+        one: FloatArray = np.where(table <= at_low, above_low, at_low)
+        np.add(one, one, out=one)
+        one /= 2
+        return one
     below = table <= at_low
     above = table >= above_high
     first = np.where(below, above_low, at_low)
@@ -696,11 +704,17 @@ def _references(table: FloatArray) -> Callable[[slice], FloatArray]:
     rows = max(1, _ROW_CELLS // max(table.shape[1], 1))
     if table.shape[1] >= 3 and not bool(np.isnan(table).any()):
         parts = [_middle_of(table[start : start + rows]) for start in range(0, len(table), rows)]
+        at_low = np.concatenate([part[0] for part in parts])
+        above_low = np.concatenate([part[1] for part in parts])
         middle: Middle = (
-            np.concatenate([part[0] for part in parts]),
-            np.concatenate([part[1] for part in parts]),
-            np.concatenate([part[2] for part in parts]),
-            np.concatenate([part[3] for part in parts]),
+            (at_low, above_low, at_low, above_low)  # one middle order statistic, as _middle_of
+            if parts[0][2] is parts[0][0]
+            else (
+                at_low,
+                above_low,
+                np.concatenate([part[2] for part in parts]),
+                np.concatenate([part[3] for part in parts]),
+            )
         )
         return lambda chunk: _others_from(table[:, chunk], middle)
     reference = np.empty_like(table)
