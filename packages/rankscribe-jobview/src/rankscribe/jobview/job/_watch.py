@@ -141,6 +141,8 @@ class TimingWatch:
         self.on_verdict = on_verdict
         self.job_dir = job_dir
         self._series: dict[str, dict[int, RankArrays]] = {}
+        # Per timing tag: the ranks whose windows are the rows of one array, and that array.
+        self._windows: dict[str, tuple[list[int], npt.NDArray[np.float64]]] = {}
         self._standing: dict[tuple[str, tuple[int, ...], str | None], StragglerRecord] = {}
         self._announced: set[tuple[str, tuple[int, ...], str | None]] = set()
         # Judgements in a row each standing verdict was missing from (none: found last time).
@@ -184,7 +186,7 @@ class TimingWatch:
             # steps): their last steps, copied together (one array for thousands of ranks).
             whole = [rank for rank, (steps, _) in ranks.items() if len(steps) >= keep]
             if whole:
-                values = np.stack([ranks[rank][1][-keep:] for rank in whole])
+                values = self._window_of(tag, whole, [ranks[rank][1][-keep:] for rank in whole])
                 shared = shared_steps([ranks[rank] for rank in whole])
                 for row, rank in enumerate(whole):
                     steps = shared[-keep:] if shared is not None else ranks[rank][0][-keep:].copy()
@@ -198,6 +200,25 @@ class TimingWatch:
                     steps = np.concatenate([old[0], new_steps])
                     values = np.concatenate([old[1], new_values])
                 held[rank] = (steps[-keep:].copy(), values[-keep:].copy())
+
+    def _window_of(
+        self, tag: str, ranks: list[int], rows: list[npt.NDArray[np.float64]]
+    ) -> npt.NDArray[np.float64]:
+        """``rows`` (the last steps of each of ``ranks``) as one ``(ranks, steps)`` array: the
+        one the same ranks' windows of ``tag`` were in the round before, rewritten in place
+        (the held windows are its rows, all of them replaced now), else a new one. A round
+        of 16,384 ranks makes and frees no 25 MB array, nor holds two of them at once."""
+        known = self._windows.get(tag)
+        if (
+            known is not None
+            and known[0] == ranks
+            and known[1].shape == (len(rows), len(rows[0]))
+            and all(row.dtype == known[1].dtype for row in rows)
+        ):
+            return np.stack(rows, out=known[1])
+        values = np.stack(rows)
+        self._windows[tag] = (ranks, values)
+        return values
 
     def judge(self, others: Iterable[VerdictRecord] = ()) -> list[StragglerRecord | VerdictRecord]:
         """Judge the window; call ``on_verdict`` for each new or changed record; return them."""
