@@ -281,3 +281,125 @@ def test_in_normal_noise_of_five_percent_a_bucket_twice_the_others_is_named(seed
     norms = clean_norms(seed, ranks=16, steps=600)
     norms[499, 7, 2] *= 1.9
     assert [(f.step, f.rank, f.bucket) for f in judge_gradients(norms)] == [(500, 7, 2)]
+
+
+def two_layer_norms(steps: int, ranks: int = 4, fault: tuple[int, int] | None = None) -> np.ndarray:
+    """The local gradient norms of a data-parallel two-layer NumPy network, per step, rank
+    and bucket (its two weight matrices), the gradients averaged as an all-reduce would.
+
+    ``fault``: (step, rank) at which that rank's element 5 of its first gradient is
+    multiplied by 2**16 before the average (gradient_scenarios.py's job, in one process).
+    """
+    rng = np.random.default_rng(0)
+    w1 = (0.3 * rng.standard_normal((16, 32))).astype(np.float32)
+    w2 = (0.3 * rng.standard_normal((32, 3))).astype(np.float32)
+    images = rng.standard_normal((steps, ranks, 8, 16)).astype(np.float32)
+    targets = np.eye(3, dtype=np.float32)[rng.integers(0, 3, (steps, ranks, 8))]
+    norms = np.empty((steps, ranks, 2))
+    with np.errstate(all="ignore"):  # the corrupted network overflows, as the real one does
+        for step in range(steps):
+            hidden = np.maximum(images[step] @ w1, 0.0)
+            error = hidden @ w2 - targets[step]
+            grad_w2 = np.transpose(hidden, (0, 2, 1)) @ error / 8
+            grad_w1 = np.transpose(images[step], (0, 2, 1)) @ (error @ w2.T * (hidden > 0)) / 8
+            if fault is not None and step + 1 == fault[0]:
+                grad_w1[fault[1]].reshape(-1)[5] *= np.float32(2.0**16)
+            for bucket, grads in enumerate((grad_w1, grad_w2)):
+                norms[step, :, bucket] = np.sqrt((grads.astype(np.float64) ** 2).sum(axis=(1, 2)))
+            w1 -= np.float32(0.05) * grad_w1.mean(axis=0)
+            w2 -= np.float32(0.05) * grad_w2.mean(axis=0)
+    return norms
+
+
+def test_the_ranks_apart_after_a_corrupted_update_are_its_fallout_not_origins() -> None:
+    """Rank 2's x2^16 element at step 30 reaches every replica; from step 31 every rank's
+    norms rise until the network overflows, and another rank's bucket stands ~8x apart a
+    few steps later by the corrupted parameters' doing (rank 1's at step 32 in the real
+    NumPy job): the fault's fallout, not a fault of that rank's (nor is rank 2's own bucket
+    apart again then a second fault of its own).
+    """
+    findings = judge_gradients(two_layer_norms(500, fault=(30, 2)))
+    origins = [(f.step, f.rank, f.bucket) for f in findings if f.fallout_of is None]
+    assert origins == [(30, 2, 0)]
+    fallout = [(f.step, f.rank, f.fallout_of) for f in findings if f.fallout_of is not None]
+    assert fallout and all(origin == (30, 2) for _, _, origin in fallout)
+    assert any(rank != 2 for _, rank, _ in fallout)  # another rank apart, ~8x
+    # Fallout is not counted against a rank: rank 2 was named once, the others never.
+    assert [f.repeats for f in findings] == [
+        int(f.rank == 2 and f is not findings[0]) for f in findings
+    ]
+    assert judge_gradients(two_layer_norms(500)) == []
+
+
+def test_a_fault_whose_update_moves_no_norm_leaves_a_later_one_an_origin() -> None:
+    norms = clean_norms(20)
+    norms[99, 2, 1] *= 50.0
+    norms[100, 1, 3] *= 50.0  # the next step, the job's norms where they were
+    findings = judge_gradients(norms)
+    assert [(f.step, f.rank, f.bucket, f.fallout_of) for f in findings] == [
+        (100, 2, 1, None),
+        (101, 1, 3, None),
+    ]
+
+
+def test_fallout_ends_when_the_norms_come_back_or_settle_and_a_new_fault_is_an_origin() -> None:
+    # Back: every rank's norms x4, x16, x4 after rank 2's fault at step 100; rank 1 apart
+    # at 102 is fallout; then rank 3's fault at step 300, the job steady, is an origin.
+    back = clean_norms(21)
+    back[99, 2, 1] *= 50.0
+    back[100:103] *= np.array([4.0, 16.0, 4.0])[:, None, None]
+    back[101, 1, 4] *= 10.0
+    back[299, 3, 0] *= 50.0
+    assert [(f.step, f.rank, f.bucket, f.fallout_of) for f in judge_gradients(back)] == [
+        (100, 2, 1, None),
+        (102, 1, 4, (100, 2)),
+        (300, 3, 0, None),
+    ]
+    # Settled: the norms stay x20 from step 101 (a new level after 8 steps); rank 0 apart
+    # at 103 is fallout, rank 3 at step 200 an origin.
+    settled = clean_norms(22)
+    settled[99, 2, 1] *= 50.0
+    settled[100:] *= 20.0
+    settled[102, 0, 2] *= 10.0
+    settled[199, 3, 5] *= 50.0
+    assert [(f.step, f.rank, f.bucket, f.fallout_of) for f in judge_gradients(settled)] == [
+        (100, 2, 1, None),
+        (103, 0, 2, (100, 2)),
+        (200, 3, 5, None),
+    ]
+    # Late: the norms leave their range three steps after the fault, not its doing.
+    late = clean_norms(23)
+    late[99, 2, 1] *= 50.0
+    late[103:] *= 20.0
+    late[104, 0, 2] *= 10.0
+    assert [(f.step, f.rank, f.fallout_of) for f in judge_gradients(late)] == [
+        (100, 2, None),
+        (105, 0, None),
+    ]
+
+
+def test_with_two_ranks_a_level_both_ranks_move_to_after_a_fault_names_nobody_more() -> None:
+    """The two ranks' usual gap is the median of their gaps: each rank's own median
+    crosses to a new level at its own step (rank 1's faulty step counts in its steps),
+    and the gap of the two medians would jump there (steps 159-161 here)."""
+    norms = clean_norms(0, ranks=2)
+    norms[79, 1, 2] *= 100.0
+    norms[80:] *= 10.0
+    assert [(f.step, f.rank, f.bucket) for f in judge_gradients(norms)] == [(80, 1, 2)]
+
+
+def test_the_steps_of_a_fallout_teach_the_rule_nothing_of_the_clean_noise() -> None:
+    # After rank 2's fault at step 100 every rank's norms scatter x10 apart for 30 steps;
+    # had those steps been learnt as noise, rank 1's bucket twice the others' at step 160
+    # (14 clean spreads) would sit below the bar.
+    norms = clean_norms(24)
+    rng = np.random.default_rng(24)
+    norms[99, 2, 1] *= 50.0
+    norms[100:130] *= 10.0 * np.exp(rng.normal(0, 1.0, size=(30, RANKS, BUCKETS)))
+    norms[159, 1, 2] *= 2.0
+    findings = judge_gradients(norms)
+    assert [(f.step, f.rank, f.bucket) for f in findings if f.fallout_of is None] == [
+        (100, 2, 1),
+        (160, 1, 2),
+    ]
+    assert {f.fallout_of for f in findings if f.fallout_of is not None} == {(100, 2)}

@@ -427,6 +427,35 @@ def test_a_rank_whose_local_gradient_stands_apart_is_named_by_step_and_bucket(
     assert records[0]["ratio"] is None and records[1]["ratio"] == verdicts["job/gradient_ratio/5"]
 
 
+def test_a_rank_apart_in_a_named_faults_fallout_is_kept_apart_from_the_ranks_named(
+    tmp_path: Path,
+) -> None:
+    """Rank 2's bucket x50 at step 40; then every rank's norms x10 for three steps (the
+    corrupted update in every replica), rank 1's bucket 0 30 times the others' at 42."""
+    faults = {
+        (rank, step, bucket): 10.0
+        for rank in range(4)
+        for step in (41, 42, 43)
+        for bucket in range(3)
+    }
+    faults.update({(2, 40, 1): 50.0, (1, 42, 0): 300.0})
+    verdicts = _view(tmp_path, _gradient_norms(4, 60, faults=faults)).verdicts
+    assert (verdicts["job/gradient_ranks"], verdicts["job/gradient_first_step"]) == ("2", 40)
+    assert verdicts["job/gradient_named_steps/2"] == 1
+    assert verdicts["job/gradient_fallout_ranks"] == "1"
+    assert (verdicts["job/gradient_fallout_step/1"], verdicts["job/gradient_fallout_of/1"]) == (
+        42,
+        2,
+    )
+    [line] = [line for line in verdict_lines(verdicts) if line.startswith("gradient:")]
+    assert line.endswith(
+        "; its update moved every replica's norms, and rank 1 at step 42 stood apart after "
+        "it (its fallout, not named)"
+    )
+    records = [record for record in records_from_verdicts(verdicts) if record["kind"] == "gradient"]
+    assert [(r["ranks"], r["since_step"]) for r in records] == [([2], 40)]
+
+
 def test_a_rank_named_at_many_steps_is_persistent_and_clean_norms_name_nobody(
     tmp_path: Path,
 ) -> None:

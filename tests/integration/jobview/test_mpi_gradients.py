@@ -3,8 +3,10 @@
 gradient_scenarios.py's jobs average their two gradient arrays with
 ``SummaryCollector.allreduce_gradients``; in ``corrupt`` rank 2 multiplies one
 element of its first array by 2**16 at step 30, before the call. The merged
-lineage names rank 2 at step 30 in bucket 0 (kind ``gradient``), ``show --check``
-exits 3 on it; the clean job of the same launch names nobody.
+lineage names rank 2 at step 30 in bucket 0 (kind ``gradient``), and the ranks apart
+in the steps after, while its update works through every replica, as its fallout;
+``show --check`` exits 3 on it; the clean job of the same launch names nobody in 500
+steps.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from tests._support.job_files import rank_scalars, show, user_defined
 HERE = Path(__file__).resolve().parent
 SCENARIOS = HERE / "gradient_scenarios.py"
 JOB_TIMEOUT = 90.0
-STEPS, RANKS, CORRUPT_RANK, CORRUPT_STEP = 300, 4, 2, 30  # gradient_scenarios
+STEPS, RANKS, CORRUPT_RANK, CORRUPT_STEP = 500, 4, 2, 30  # gradient_scenarios
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +42,10 @@ def test_the_rank_that_corrupted_its_gradient_is_named_at_its_step_and_bucket(
     assert notes[f"job/gradient_step/{CORRUPT_RANK}"] == CORRUPT_STEP
     assert notes[f"job/gradient_bucket/{CORRUPT_RANK}"] == 0
     assert notes[f"job/gradient_ratio/{CORRUPT_RANK}"] > 100
+    # The corrupted update then sends every replica's norms up until the network
+    # overflows; rank 1's second bucket stands 8.6x apart at step 32: fallout, not named.
+    assert notes["job/gradient_fallout_ranks"] == "1"
+    assert (notes["job/gradient_fallout_step/1"], notes["job/gradient_fallout_of/1"]) == (32, 2)
     found = {rank: rank_scalars(jobs / "corrupt" / f"rank_{rank}") for rank in range(RANKS)}
     norm = GRADIENT_NORM_TAG_PREFIX + "0"
     others = [found[rank][norm][CORRUPT_STEP] for rank in range(RANKS) if rank != CORRUPT_RANK]
@@ -49,6 +55,7 @@ def test_the_rank_that_corrupted_its_gradient_is_named_at_its_step_and_bucket(
     assert "gradient: rank 2's local gradient at step 30, before the reduce: bucket 0" in (
         check.output
     )
+    assert "and rank 1 at step 32 stood apart after it (its fallout, not named)" in check.output
 
 
 def test_the_clean_numpy_job_names_nobody_and_records_every_step(jobs: Path) -> None:

@@ -95,6 +95,7 @@ _VERDICT_TYPES = {
     "job/gradient_check": (_is_text, "text"),
     "job/gradient_ranks": (_is_text, "text"),
     "job/gradient_first_step": (_is_int, "a step (int)"),
+    "job/gradient_fallout_ranks": (_is_text, "text"),
 }
 _VERDICT_PREFIX_TYPES = {
     "job/diverged_step/": (_is_int, "a step (int)"),
@@ -107,6 +108,8 @@ _VERDICT_PREFIX_TYPES = {
     "job/gradient_named_steps/": (_is_int, "a count (int)"),
     "job/gradient_persistent/": (_is_int, "0 or 1"),
     "job/gradient_parameters/": (_is_text, "text"),
+    "job/gradient_fallout_step/": (_is_int, "a step (int)"),
+    "job/gradient_fallout_of/": (_is_int, "a rank (int)"),
 }
 
 

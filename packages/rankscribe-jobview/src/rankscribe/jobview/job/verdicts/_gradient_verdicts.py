@@ -4,6 +4,8 @@ Each rank records ``rankscribe/gradient/norm/<bucket>`` at every step (the
 collector's DDP probe); :class:`GradientVerdicts` lays each step's norms out as
 a ``(ranks, buckets)`` table and hands it to a :class:`GradientWatch`, steps in
 order, and keeps, per rank named, its first finding and how many steps named it.
+A rank apart only in a named fault's fallout (the corrupted update working
+through every replica) is kept apart from the ranks named, with its origin.
 A step where not every rank has every bucket (DDP rebuilds its buckets after
 the first step; a rank that did not report it) is skipped; a change of the
 ranks or buckets starts the rule's learning again. The live view folds in each
@@ -59,12 +61,18 @@ class _Named:
 
 
 class GradientVerdicts:
-    """The gradient rule fed with each rank's bucket norms, steps in order (module docstring)."""
+    """The gradient rule fed with each rank's bucket norms, steps in order (module docstring).
+
+    ``named``: each rank named as an origin; ``fallout``: each rank found apart
+    only in a named fault's fallout (:attr:`GradientFinding.fallout_of`), as
+    (its first such step, the origin's rank).
+    """
 
     def __init__(self, settings: GradientSettings | None = None) -> None:
         self.settings = settings
         self.ranks: set[int] = set()
         self.named: dict[int, _Named] = {}
+        self.fallout: dict[int, tuple[int, int]] = {}
         self._watch: GradientWatch | None = None
         self._layout: tuple[tuple[int, ...], tuple[int, ...]] | None = None
         self._last_step: int | None = None
@@ -122,6 +130,11 @@ class GradientVerdicts:
         self._last_step = step
         by_rank: dict[int, list[GradientFinding]] = {}
         for finding in self._watch.add(step, table):
+            if finding.fallout_of is not None:
+                origin = layout[0][finding.fallout_of[1]]
+                if finding.rank != finding.fallout_of[1]:  # the origin's own: named already
+                    self.fallout.setdefault(layout[0][finding.rank], (step, origin))
+                continue
             by_rank.setdefault(finding.rank, []).append(finding)
         for row, findings in by_rank.items():
             rank = layout[0][row]
@@ -145,7 +158,11 @@ class GradientVerdicts:
             "job/gradient_first_step": min(
                 (named.step for named in self.named.values()), default=NONE
             ),
+            "job/gradient_fallout_ranks": ranges_text(sorted(self.fallout)),
         }
+        for rank, (step, origin) in sorted(self.fallout.items()):
+            verdicts[f"job/gradient_fallout_step/{rank}"] = step
+            verdicts[f"job/gradient_fallout_of/{rank}"] = origin
         for rank, named in sorted(self.named.items()):
             verdicts[f"job/gradient_step/{rank}"] = named.step
             verdicts[f"job/gradient_bucket/{rank}"] = NONE if named.bucket is None else named.bucket

@@ -11,8 +11,8 @@ whose norm stands apart from the others' at that step is the origin.
 The rule (docs/job-view.md, "Gradients"), at each step:
 
 - per bucket, ``d = log(norm) - median of the ranks' log(norm)`` (with two
-  ranks, each rank against its own recent steps less the other rank's change, and
-  a name only for the rank that changed more: two samples have no "others");
+  ranks, the gap between them less its median over the recent steps, and a name
+  only for the rank that changed more: two samples have no "others");
 - with three buckets or more, a rank's change in every bucket at once (its median
   ``d``: a harder micro-batch, or a bad one) is judged apart from one bucket's
   change beyond it (a flipped bit, a scaled bucket): two tests per rank-step;
@@ -28,7 +28,12 @@ The rule (docs/job-view.md, "Gradients"), at each step:
   (``log(whole_ratio)`` for a whole gradient); until a test's bar is learnt
   (:attr:`GradientSettings.warmup` steps and :data:`_FIT_FROM` clean values),
   only ``warmup_ratio`` or more is named;
-- a non-finite local norm (NaN, +-inf) is named at once, whatever the others.
+- a non-finite local norm (NaN, +-inf) is named at once, whatever the others;
+- after a named fault, while the ranks' median norms have left the range they
+  held before it (within :data:`_FALLOUT_ONSET` steps of it, and until they
+  return or settle), the corrupted update is working through every replica: a
+  rank apart then is the fault's fallout (:attr:`GradientFinding.fallout_of`),
+  not an origin (:class:`_Aftermath`).
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ import math
 import warnings
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -66,6 +71,12 @@ _WHOLE_AT = 3
 _TAIL_SHARE = 0.01
 _TAIL_MIN = 20
 _FIT_FROM = 400
+#: Steps after a named fault within which the job's norms must leave their range for
+#: what follows to be its fallout: the reduce hands the fault to every replica at once,
+#: and the next step's gradients are taken on the corrupted parameters.
+_FALLOUT_ONSET = 2
+#: Steps whose median norms, within ``log(min_ratio)`` of theirs, make a new level.
+_SETTLE = 8
 
 
 @dataclass(frozen=True)
@@ -117,7 +128,11 @@ class GradientFinding:
 
     ``ratio``: its norm over the others' median (NaN for a non-finite norm);
     ``score``: ``|log ratio|`` in learnt spreads (inf for a non-finite norm);
-    ``repeats``: at how many earlier steps this rank was named.
+    ``repeats``: at how many earlier steps this rank was named (fallout not counted);
+    ``fallout_of``: ``(step, rank)`` of the named fault whose corrupted update this
+    step's gradients were taken after (every rank's norms had left their range
+    since): the rank stood apart by the fault's doing, not its own; None for an
+    origin.
     """
 
     step: int
@@ -127,6 +142,7 @@ class GradientFinding:
     score: float
     nonfinite: bool
     repeats: int
+    fallout_of: tuple[int, int] | None = None
 
     @property
     def persistent(self) -> bool:
@@ -196,6 +212,84 @@ class _LearntNoise:
         return learnt
 
 
+class _Aftermath:
+    """The steps after a named fault during which the ranks' norms are its fallout.
+
+    A corrupted local gradient reaches every replica with the reduce; the next
+    steps' gradients are taken on the corrupted parameters, so every rank's norms
+    move, and one rank's may stand apart from the others' without a fault of its
+    own (in a two-layer NumPy job, rank 2's x2^16 element at step 30 sent every
+    rank's norms up x5-x30 at step 31, and rank 1's second bucket 8.6x the
+    others' at step 32). Each step's level is the ranks' median log norm per
+    bucket (one rank cannot move it). A fault named at a steady step becomes the
+    origin; if within :data:`_FALLOUT_ONSET` steps a bucket's level leaves the
+    range the last ``window`` steady steps held, by more than ``margin``
+    (``log(min_ratio)``), or is not finite, the job is disturbed: each step of it
+    is the origin's fallout, until the levels come back within the range, or
+    settle (:data:`_SETTLE` steps within ``margin`` of their median: the job's
+    new level). A second fault during a disturbance is not told from the first's
+    fallout; one in a steady job is an origin of its own.
+    """
+
+    def __init__(self, window: int, margin: float) -> None:
+        self._levels: deque[npt.NDArray[np.float64]] = deque(maxlen=window)
+        self._margin = margin
+        self._origin: tuple[int, int] | None = None
+        self._range: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None = None
+        self._moving: deque[npt.NDArray[np.float64]] = deque(maxlen=_SETTLE)
+        self._disturbed = False
+
+    def fallout_of(self, step: int, levels: npt.NDArray[np.float64]) -> tuple[int, int] | None:
+        """The origin whose fallout ``step`` is (its ``levels``: per bucket), or None: steady."""
+        origin, bounds = self._origin, self._range
+        if origin is None or bounds is None:
+            return None
+        low, high = bounds
+        with np.errstate(invalid="ignore"):
+            away = ~np.isfinite(levels) | (levels < low - self._margin)
+            away |= levels > high + self._margin
+        waiting = not self._disturbed and step <= origin[0] + _FALLOUT_ONSET
+        if not away.any():
+            if not waiting:
+                self._end()  # back within the range, or the norms never left it
+            return None
+        if not (self._disturbed or waiting):
+            self._end()  # the norms left too late to be the origin's doing
+            return None
+        self._disturbed = True
+        self._moving.append(levels)
+        if len(self._moving) == _SETTLE:
+            recent = np.stack(self._moving)
+            with np.errstate(invalid="ignore"):
+                settled = np.isfinite(recent).all() and bool(
+                    (np.abs(recent - np.median(recent, axis=0)) <= self._margin).all()
+                )
+            if settled:  # the norms' new level: the job is steady there
+                self._levels.clear()
+                self._levels.extend(list(self._moving)[:-1])
+                self._end()
+                return None
+        return origin
+
+    def named(self, step: int, rank: int) -> None:
+        """A fault named at a steady step: the steps after it are watched for its fallout."""
+        if not self._levels:
+            return  # no steady step before it: no range to leave
+        seen = np.stack(self._levels)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a bucket of NaN only
+            self._range = (np.nanmin(seen, axis=0), np.nanmax(seen, axis=0))
+        self._origin = (step, rank)
+
+    def steady(self, levels: npt.NDArray[np.float64]) -> None:
+        """A steady step's levels, where nobody was named."""
+        self._levels.append(levels)
+
+    def _end(self) -> None:
+        self._origin, self._range, self._disturbed = None, None, False
+        self._moving.clear()
+
+
 class GradientWatch:
     """The rule step by step, as a live view calls it (module docstring).
 
@@ -214,26 +308,16 @@ class GradientWatch:
         self._history: deque[npt.NDArray[np.float64]] = deque()
         self._buckets = _LearntNoise(self.settings.window)
         self._whole = _LearntNoise(self.settings.window)
+        self._aftermath = _Aftermath(self.settings.window, math.log(self.settings.min_ratio))
 
     def add(self, step: int, norms: npt.ArrayLike) -> list[GradientFinding]:
         """One step's local norms, ``(ranks, buckets)`` (a vector: one bucket); its findings."""
-        if not is_int(step):
-            raise JobViewParamTypeError(f"step must be an int, got {type(step).__name__}")
-        values = _array("norms", norms)
-        if values.ndim == 1:
-            values = values[:, None]
-        if values.ndim != 2 or values.shape[0] < 2 or values.shape[1] < 1:
-            raise JobViewParamValueError(
-                f"norms must be (ranks, buckets) with 2 or more ranks, got shape {values.shape}"
-            )
-        if self._history and self._history[-1].shape[1] != values.shape[1]:
-            raise JobViewParamValueError(
-                f"norms must keep the number of buckets: "
-                f"{self._history[-1].shape[1]} before, {values.shape[1]} now"
-            )
+        values = self._table(step, norms)
         found: list[GradientFinding] = []
         bad = ~np.isfinite(values)
         logs = np.log(np.maximum(np.where(bad, 1.0, values), _TINY))
+        levels = _levels(logs, bad)
+        fallout = self._aftermath.fallout_of(step, levels)
         deviations, eligible = self._deviations(logs)
         deviations = np.where(bad, np.nan, deviations)
         # A bucket non-finite on every rank has no rank apart: the reduce spread an earlier
@@ -259,18 +343,47 @@ class GradientWatch:
             for rank in np.flatnonzero(named_whole[:, 0] & eligible):
                 ratio, score = math.exp(whole[rank, 0]), float(scores[rank, 0])
                 found.append(self._finding(step, int(rank), None, ratio, score, False))
-            self._whole.remember(np.where(apart, np.nan, whole))
+            if fallout is None:  # a disturbed step teaches nothing of the clean noise
+                self._whole.remember(np.where(apart, np.nan, whole))
         else:
             own = deviations
         named, scores, apart = self._judge(self._buckets, own, per_test, self.settings.min_ratio)
         for rank, bucket in zip(*np.nonzero(named & eligible[:, None]), strict=True):
             ratio, score = math.exp(deviations[rank, bucket]), float(scores[rank, bucket])
             found.append(self._finding(step, int(rank), int(bucket), ratio, score, False))
-        self._buckets.remember(np.where(apart, np.nan, own))
-        for rank in {finding.rank for finding in found}:
+        if fallout is None:
+            self._buckets.remember(np.where(apart, np.nan, own))
+        if fallout is not None:
+            # A rank apart while the origin's update works through every replica (the
+            # origin's own among them) is apart by the corrupted parameters' doing.
+            found = [replace(finding, fallout_of=fallout) for finding in found]
+        elif found:
+            top = max(found, key=lambda finding: (finding.nonfinite, finding.score))
+            self._aftermath.named(step, top.rank)
+        else:
+            self._aftermath.steady(levels)
+        for rank in {finding.rank for finding in found if finding.fallout_of is None}:
             self._named[rank] = self._named.get(rank, 0) + 1
         self.findings.extend(found)
         return found
+
+    def _table(self, step: int, norms: npt.ArrayLike) -> npt.NDArray[np.float64]:
+        """``norms`` as a ``(ranks, buckets)`` table of floats, checked with ``step``."""
+        if not is_int(step):
+            raise JobViewParamTypeError(f"step must be an int, got {type(step).__name__}")
+        values = _array("norms", norms)
+        if values.ndim == 1:
+            values = values[:, None]
+        if values.ndim != 2 or values.shape[0] < 2 or values.shape[1] < 1:
+            raise JobViewParamValueError(
+                f"norms must be (ranks, buckets) with 2 or more ranks, got shape {values.shape}"
+            )
+        if self._history and self._history[-1].shape[1] != values.shape[1]:
+            raise JobViewParamValueError(
+                f"norms must keep the number of buckets: "
+                f"{self._history[-1].shape[1]} before, {values.shape[1]} now"
+            )
+        return values
 
     def _judge(
         self,
@@ -322,17 +435,22 @@ class GradientWatch:
             # The median of every rank's, its own among them: one rank cannot move it,
             # while the others' median of three ranks is the mean of the other two.
             return logs - np.median(logs, axis=0), everyone
-        # Two ranks: each against its own recent steps, less the other's change; a name
-        # goes to the rank that changed more (in its largest bucket).
+        # Two ranks: the gap between them against its usual value over the recent steps
+        # (a change both ranks see leaves it as it was); a name goes to the rank that
+        # changed more against its own steps (in its largest bucket).
         if not self._history:
             return np.full(logs.shape, np.nan), everyone
+        history = np.stack(list(self._history))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # a bucket of NaN only
-            usual = np.nanmedian(np.stack(list(self._history)), axis=0)
-        change = logs - usual
-        larger = np.nanmax(np.abs(change), axis=1, initial=0.0)
+            usual = np.nanmedian(history, axis=0)
+            # The median of the gaps, not the gap of the medians: when both ranks move to
+            # a new level, each rank's median crosses to it at its own step.
+            usual_gap = np.nanmedian(history[:, 0] - history[:, 1], axis=0)
+        gap = logs[0] - logs[1] - usual_gap
+        larger = np.nanmax(np.abs(logs - usual), axis=1, initial=0.0)
         eligible = larger >= larger[::-1]
-        deviations: npt.NDArray[np.float64] = change - change[::-1]
+        deviations: npt.NDArray[np.float64] = np.stack([gap, -gap])
         return deviations, eligible
 
     def _remember_logs(self, logs: npt.NDArray[np.float64], bad: npt.NDArray[np.bool_]) -> None:
@@ -420,6 +538,17 @@ def _extrapolated_bar(scores: npt.NDArray[np.float64], per_test: float) -> float
     if shape == 0.0:
         return threshold + scale * math.log(ratio)
     return float(threshold + scale / shape * (ratio**shape - 1.0))
+
+
+def _levels(logs: npt.NDArray[np.float64], bad: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64]:
+    """Each bucket's median log norm over the ranks (NaN where no rank's is finite)."""
+    if not bad.any():
+        levels_of_finite: npt.NDArray[np.float64] = np.median(logs, axis=0)
+        return levels_of_finite
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a bucket of NaN only
+        levels: npt.NDArray[np.float64] = np.nanmedian(np.where(bad, np.nan, logs), axis=0)
+    return levels
 
 
 def _robust_spread(values: npt.NDArray[np.float64]) -> float:

@@ -186,4 +186,25 @@ def gradient_text(rank: int | str, verdicts: Mapping[str, Any]) -> str:
         how = "; named once" if named == 1 else f"; named at {named} steps"
         if _number(verdicts.get(f"job/gradient_persistent/{rank}")) == 1.0:
             how += ", persistent"
-    return f"rank {rank}'s local gradient{at}, before the reduce: {where}, {what}{how}"
+    return (
+        f"rank {rank}'s local gradient{at}, before the reduce: {where}, {what}{how}"
+        f"{_fallout_text(rank, verdicts)}"
+    )
+
+
+def _fallout_text(rank: int | str, verdicts: Mapping[str, Any]) -> str:
+    """The ranks apart only in ``rank``'s fault's fallout, as a clause of its verdict."""
+    after = [
+        (step, other)
+        for other in _rank_list(verdicts.get("job/gradient_fallout_ranks"))
+        if str(_int(verdicts.get(f"job/gradient_fallout_of/{other}"))) == str(rank)
+        and (step := _int(verdicts.get(f"job/gradient_fallout_step/{other}"))) is not None
+    ]
+    if not after:
+        return ""
+    ranks = ", ".join(f"rank {other} at step {step}" for step, other in sorted(after)[:8])
+    more = f" and {len(after) - 8} more" if len(after) > 8 else ""
+    return (
+        f"; its update moved every replica's norms, and {ranks}{more} stood apart after it "
+        f"(its fallout, not named)"
+    )
