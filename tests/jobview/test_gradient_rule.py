@@ -403,3 +403,14 @@ def test_the_steps_of_a_fallout_teach_the_rule_nothing_of_the_clean_noise() -> N
         (160, 1, 2),
     ]
     assert {f.fallout_of for f in findings if f.fallout_of is not None} == {(100, 2)}
+
+
+@pytest.mark.parametrize(("seed", "step", "rank", "bucket"), [(1001, 161, 0, 4), (1025, 261, 0, 5)])
+def test_with_two_ranks_a_bucket_ten_times_the_other_is_named_once_the_bar_is_learnt(
+    seed: int, step: int, rank: int, bucket: int
+) -> None:
+    # A window of two ranks' 6 buckets holds few scores; the tail fitted on 20 of them
+    # set bars of 100-350 spreads here (x10 is ~40), where 100 of them give ~10.
+    norms = clean_norms(seed, ranks=2)
+    norms[step - 1, rank, bucket] *= 10.0
+    assert [(f.step, f.rank, f.bucket) for f in judge_gradients(norms)] == [(step, rank, bucket)]
