@@ -353,17 +353,17 @@ class GradientWatch:
         for rank, bucket in zip(*np.nonzero(named & eligible[:, None]), strict=True):
             ratio, score = math.exp(deviations[rank, bucket]), float(scores[rank, bucket])
             found.append(self._finding(step, int(rank), int(bucket), ratio, score, False))
-        if fallout is None:
-            self._buckets.remember(np.where(apart, np.nan, own))
         if fallout is not None:
             # A rank apart while the origin's update works through every replica (the
             # origin's own among them) is apart by the corrupted parameters' doing.
             found = [replace(finding, fallout_of=fallout) for finding in found]
-        elif found:
-            top = max(found, key=lambda finding: (finding.nonfinite, finding.score))
-            self._aftermath.named(step, top.rank)
         else:
-            self._aftermath.steady(levels)
+            self._buckets.remember(np.where(apart, np.nan, own))
+            if found:  # the origin of what may follow: the finding that says most
+                top = max(found, key=lambda finding: (finding.nonfinite, finding.score))
+                self._aftermath.named(step, top.rank)
+            else:
+                self._aftermath.steady(levels)
         for rank in {finding.rank for finding in found if finding.fallout_of is None}:
             self._named[rank] = self._named.get(rank, 0) + 1
         self.findings.extend(found)
