@@ -342,39 +342,60 @@ def test_a_fault_whose_update_moves_no_norm_leaves_a_later_one_an_origin() -> No
     ]
 
 
-def test_fallout_ends_when_the_norms_come_back_or_settle_and_a_new_fault_is_an_origin() -> None:
-    # Back: every rank's norms x4, x16, x4 after rank 2's fault at step 100; rank 1 apart
-    # at 102 is fallout; then rank 3's fault at step 300, the job steady, is an origin.
-    back = clean_norms(21)
-    back[99, 2, 1] *= 50.0
-    back[100:103] *= np.array([4.0, 16.0, 4.0])[:, None, None]
-    back[101, 1, 4] *= 10.0
-    back[299, 3, 0] *= 50.0
-    assert [(f.step, f.rank, f.bucket, f.fallout_of) for f in judge_gradients(back)] == [
+@pytest.mark.parametrize(
+    ("seed", "moved", "factors", "apart", "later", "expected"),
+    [
+        # Back: every rank's norms x4, x16, x4 after the fault; rank 1 apart at 102 is
+        # fallout; then rank 3's fault at step 300, the job steady, is an origin.
+        (
+            21,
+            slice(100, 103),
+            [4.0, 16.0, 4.0],
+            (101, 1, 4),
+            (299, 3, 0),
+            [(100, 2, 1, None), (102, 1, 4, (100, 2)), (300, 3, 0, None)],
+        ),
+        # Settled: the norms stay x20 from step 101 (a new level after 8 steps); rank 0
+        # apart at 103 is fallout, rank 3 at step 200 an origin.
+        (
+            22,
+            slice(100, None),
+            [20.0],
+            (102, 0, 2),
+            (199, 3, 5),
+            [(100, 2, 1, None), (103, 0, 2, (100, 2)), (200, 3, 5, None)],
+        ),
+        # Late: the norms leave their range three steps after the fault, not its doing.
+        (23, slice(103, None), [20.0], (104, 0, 2), None, [(100, 2, 1, None), (105, 0, 2, None)]),
+    ],
+    ids=["back", "settled", "late"],
+)
+def test_fallout_ends_when_the_norms_come_back_or_settle_and_a_new_fault_is_an_origin(
+    seed: int,
+    moved: slice,
+    factors: list[float],
+    apart: tuple[int, int, int],
+    later: tuple[int, int, int] | None,
+    expected: list[tuple[int, int, int, tuple[int, int] | None]],
+) -> None:
+    norms = clean_norms(seed)
+    norms[99, 2, 1] *= 50.0  # rank 2's fault at step 100
+    norms[moved] *= np.array(factors)[:, None, None]
+    norms[apart] *= 10.0
+    if later is not None:
+        norms[later] *= 50.0
+    assert [(f.step, f.rank, f.bucket, f.fallout_of) for f in judge_gradients(norms)] == expected
+
+
+def test_once_the_norms_came_back_a_later_move_of_every_rank_is_no_faults_fallout() -> None:
+    norms = clean_norms(21)
+    norms[99, 2, 1] *= 50.0  # rank 2's fault at step 100; every rank's norms x4 after it
+    norms[100:103] *= 4.0
+    norms[200:203] *= 4.0  # a hundred steps later every rank's norms move again (a spike)
+    norms[201, 0, 3] *= 10.0
+    assert [(f.step, f.rank, f.bucket, f.fallout_of) for f in judge_gradients(norms)] == [
         (100, 2, 1, None),
-        (102, 1, 4, (100, 2)),
-        (300, 3, 0, None),
-    ]
-    # Settled: the norms stay x20 from step 101 (a new level after 8 steps); rank 0 apart
-    # at 103 is fallout, rank 3 at step 200 an origin.
-    settled = clean_norms(22)
-    settled[99, 2, 1] *= 50.0
-    settled[100:] *= 20.0
-    settled[102, 0, 2] *= 10.0
-    settled[199, 3, 5] *= 50.0
-    assert [(f.step, f.rank, f.bucket, f.fallout_of) for f in judge_gradients(settled)] == [
-        (100, 2, 1, None),
-        (103, 0, 2, (100, 2)),
-        (200, 3, 5, None),
-    ]
-    # Late: the norms leave their range three steps after the fault, not its doing.
-    late = clean_norms(23)
-    late[99, 2, 1] *= 50.0
-    late[103:] *= 20.0
-    late[104, 0, 2] *= 10.0
-    assert [(f.step, f.rank, f.fallout_of) for f in judge_gradients(late)] == [
-        (100, 2, None),
-        (105, 0, None),
+        (202, 0, 3, None),
     ]
 
 
