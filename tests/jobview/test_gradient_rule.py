@@ -10,6 +10,7 @@ non-finite norms named at once. Simulated norms here; the injection harness
 from __future__ import annotations
 
 import math
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -435,3 +436,24 @@ def test_with_two_ranks_a_bucket_ten_times_the_other_is_named_once_the_bar_is_le
     norms = clean_norms(seed, ranks=2)
     norms[step - 1, rank, bucket] *= 10.0
     assert [(f.step, f.rank, f.bucket) for f in judge_gradients(norms)] == [(step, rank, bucket)]
+
+
+def test_a_job_of_thousands_of_ranks_is_learnt_from_a_bounded_window() -> None:
+    """Of more than 1,024 ranks the noise is learnt from every k-th rank's deviations:
+    the watch holds what 1,024 ranks' window holds (at 16,384 ranks and 8 buckets the
+    whole window was 210 MB), and still names a bucket twice the others' and no clean one."""
+    ranks, steps = 4096, 240
+    norms = clean_norms(25, ranks=ranks, steps=steps)
+    norms[219, 3001, 4] *= 2.0
+    tracemalloc.start()
+    try:
+        watch = GradientWatch()
+        for step, row in enumerate(norms, start=1):
+            watch.add(step, row)
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert [(f.step, f.rank, f.bucket) for f in watch.findings] == [(220, 3001, 4)]
+    # 200 steps x 1,024 ranks x (6 buckets + the whole) x 8 bytes = 11.5 MB; all 4,096
+    # ranks' would be 46 MB.
+    assert held < 16 * 2**20, held
