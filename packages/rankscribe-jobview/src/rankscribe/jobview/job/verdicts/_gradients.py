@@ -207,14 +207,16 @@ class _LearntNoise:
             self._spreads, self._tail_bar = np.full(columns, math.inf), 0.0
             return self._spreads
         seen = np.concatenate(list(self._seen), axis=0)
-        finite = seen[np.isfinite(seen)]
-        pooled = _robust_spread(finite) if finite.size else math.inf
-        spreads = np.full(columns, pooled)
+        spreads = np.full(columns, math.nan)
         for column in range(columns):
             own = seen[:, column]
             own = own[np.isfinite(own)]
             if own.size >= _OWN_SCALE_AT:
                 spreads[column] = _robust_spread(own)
+        lacking = np.isnan(spreads)
+        if lacking.any():  # pooled over every column: the window's largest median, if needed
+            finite = seen[np.isfinite(seen)]
+            spreads[lacking] = _robust_spread(finite) if finite.size else math.inf
         learnt: npt.NDArray[np.float64] = np.maximum(spreads, _MIN_SPREAD)
         self._spreads = learnt
         self._tail_bar = _extrapolated_bar(np.abs(seen) / learnt[None, :], per_test)
