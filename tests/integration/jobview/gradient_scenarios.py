@@ -6,7 +6,9 @@ Two jobs in one launch, each a ``TrainLoop`` of a two-layer NumPy network whose
 step hands its two gradient arrays (two buckets) to
 ``SummaryCollector.allreduce_gradients``: ``clean``, and ``corrupt``, where rank
 CORRUPT_RANK multiplies one element of its first gradient by 2**16 at step
-CORRUPT_STEP, before the call (a flipped exponent in its backward). Each step's
+CORRUPT_STEP, before the call (a flipped exponent in its backward). Rank 0 runs
+the live view every LIVE_INTERVAL seconds; what its ``on_verdict`` received is
+in ``<job>/rank_0.json``. Each step's
 forward and backward work is stood for by a WORK_SECONDS sleep, as in
 verdict_scenarios.py: the network's own arithmetic takes microseconds, and a step
 that short is all collective and scheduling, where 4 ranks sharing 2 cores arrive
@@ -16,6 +18,7 @@ tracer), which is no job anyone runs. The pytest side is test_mpi_gradients.py.
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -34,6 +37,7 @@ from rankscribe.collector import (
 from rankscribe.ranks import detect
 
 BATCH, COLLECT_FREQ = 8, 10
+LIVE_INTERVAL = 0.5  # seconds between the live view's rounds
 WORK_SECONDS = 0.004
 CORRUPT_RANK, CORRUPT_STEP, CORRUPT_FACTOR = 2, 30, np.float32(2.0**16)
 
@@ -53,11 +57,14 @@ def job(out: Path, steps: int, corrupt: bool) -> None:
         rng.integers(0, 3, rows),
         batch_size=BATCH,
     ).shard(info.world_size, info.rank)
+    verdicts: list[Any] = []  # what rank 0's live view hands on_verdict
     collector = SummaryCollector(
         out,
         collect_freq=COLLECT_FREQ,
         collect_specified_data={"collect_landscape": None},
         merge_timeout=60.0,
+        job_view_interval=LIVE_INTERVAL,
+        on_verdict=verdicts.append,
     )
     comm = MPI.COMM_WORLD
     done = [0]
@@ -82,6 +89,7 @@ def job(out: Path, steps: int, corrupt: bool) -> None:
 
     TrainLoop(step, network=network, optimizer=optimizer).train(1, data, callbacks=[collector])
     collector.close()
+    (out / f"rank_{info.rank}.json").write_text(json.dumps({"verdicts": verdicts}))
 
 
 def main() -> None:

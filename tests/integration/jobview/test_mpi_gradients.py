@@ -11,6 +11,7 @@ steps.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -70,3 +71,22 @@ def test_the_clean_numpy_job_names_nobody_and_records_every_step(jobs: Path) -> 
         ready, steps = found[GRADIENT_READY_TAG], found[STEP_TIME_TAG]
         assert all(0.0 < ready[step] <= steps[step] for step in ready)
         assert np.all(np.isfinite(list(ready.values())))
+
+
+def test_the_live_view_hands_on_verdict_the_origin_and_nothing_for_its_fallout(
+    jobs: Path,
+) -> None:
+    def gradient_records(job: str) -> list[dict[str, Any]]:
+        records: list[dict[str, Any]] = json.loads((jobs / job / "rank_0.json").read_text())[
+            "verdicts"
+        ]
+        return [record for record in records if record["kind"] == "gradient"]
+
+    [record] = gradient_records("corrupt")  # rank 1's fallout at step 32: no record
+    assert (record["ranks"], record["since_step"], record["bucket"]) == (
+        [CORRUPT_RANK],
+        CORRUPT_STEP,
+        0,
+    )
+    assert record["ratio"] > 100 and record["nonfinite"] is False
+    assert gradient_records("clean") == []
