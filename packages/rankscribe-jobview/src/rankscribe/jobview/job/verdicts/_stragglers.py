@@ -943,11 +943,15 @@ def _chunks(count: int) -> list[tuple[slice, list[slice]]]:
 def _chunk_sums(
     out: FloatArray, table: FloatArray, reference: FloatArray, step: FloatArray, spans: _Spans
 ) -> tuple[FloatArray, IntArray, IntArray, FloatArray]:
-    """Fill ``out`` (a chunk of ranks' ``(ranks, blocks, fields)``) with the sums of its
-    ``(steps, ranks)`` ``table`` but the weighted ones; return, per step, the chunk's top
-    usable point, how many of its ranks hold it and the column of the first that does,
-    and the excess shares (0 where not usable) the weighted ones are made of."""
-    fields = np.zeros((FIELDS, out.shape[1], out.shape[0]))
+    """Fill ``out`` (a chunk of ranks' ``(ranks, blocks, fields)``, zeros) with the sums of
+    its ``(steps, ranks)`` ``table`` but the weighted ones; return, per step, the chunk's
+    top usable point, how many of its ranks hold it and the column of the first that does,
+    and the excess shares (0 where not usable) the weighted ones are made of.
+
+    Each field's sums go straight into ``out``'s ``(blocks, ranks)`` view of that field:
+    a few strided writes, not a transposed copy of every field (a quarter of the chunk's
+    time at 16,384 ranks)."""
+    by_field = out.transpose(2, 1, 0)
     seconds, share, reference_share, usable = _excess(table, reference, step)
     filled = np.where(usable, table, -np.inf)
     top = filled.max(axis=1, initial=-np.inf)
@@ -958,8 +962,7 @@ def _chunk_sums(
     seconds = np.where(usable, seconds, 0.0)
     reference_share = np.where(usable, reference_share, 0.0)
     for position, values in _plain_fields(share, seconds, reference_share, usable, step):
-        spans.add_runs(values, fields[position])
-    out[...] = fields.transpose(2, 1, 0)
+        spans.add_runs(values, by_field[position])
     return top, holders, winner, share
 
 
