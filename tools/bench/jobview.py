@@ -2,8 +2,9 @@
 """The job view's cost for 8 ranks x 10,000 steps x 10 scalar tags, with baselines.
 
     python tools/bench/jobview.py [--ranks 8] [--steps 10000] [--tags 10] [--repeat 3]
-                                  [--parts memory,offline,tree,files]
+                                  [--parts memory,offline,tree,files,judge]
                                   [--tree-ranks 1024] [--tree-steps 100000] [--interval-steps 300]
+                                  [--judge-ranks 16384] [--judge-steps 100]
 
 (in any env that has rankscribe-writer and rankscribe-lineage, e.g. .tox/lineage)
 
@@ -54,6 +55,16 @@
    atomically), against the plain protobuf way of the same files (one ``Event``
    object per step, serialized and framed, joined and written).
 
+5. The straggler rule on arrays (``--parts judge``): ``judge_timings`` of
+   --judge-ranks ranks x --judge-steps steps x 2 timings (a forward and the
+   arrival, log-normal, one rank's forward 60 % slower from the middle on), in CPU
+   seconds (every thread's) and its traced peak memory (targets at 16,384 x 100:
+   <= 0.15 s and <= 96 MB), against numpy's per-step median of both tables (the
+   least a rank-against-the-others rule reads); and the same steps judged from
+   evidence merged from ten windows of a tenth each (as a live view holds it:
+   ``straggler_records`` of the merged evidence) over judging the arrays at once
+   (target <= 1.5x).
+
 Each is the best of --repeat runs; the ratio is ours / baseline, measured in
 this same run.
 """
@@ -67,16 +78,24 @@ import resource
 import shutil
 import tempfile
 import time
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from rankscribe.jobview import LiveJobView, RankSeries, write_job_view
+from rankscribe.jobview import (
+    LiveJobView,
+    RankSeries,
+    StragglerEvidence,
+    StragglerRecord,
+    judge_timings,
+    write_job_view,
+)
 from rankscribe.jobview.feed import FINGERPRINT_TAG, STEP_TIME_TAG
 from rankscribe.jobview.job._statistics import TagStatistics
-from rankscribe.jobview.protocol import JobPartial
+from rankscribe.jobview.protocol import JobPartial, straggler_records, timings_evidence
 from rankscribe.lineage import merge_run_dir
 from rankscribe.writer import SummaryRecord, files, reader
 from rankscribe.writer.eventfiles import EventRecords, ScalarSteps, write_event_file
@@ -90,6 +109,11 @@ TARGET_ROOT_MB = 256
 LARGE_RANKS = 16_384
 TARGET_INTERVAL_LARGE = 2.0
 TARGET_ROOT_MB_LARGE = 384
+#: judge_timings at 16,384 ranks x 100 steps x 2 timings: CPU seconds and traced MB.
+TARGET_JUDGE_SECONDS = 0.15
+TARGET_JUDGE_MB = 96
+#: Judging evidence merged from windows over judging the arrays at once.
+TARGET_MERGED_RATIO = 1.5
 FAN_IN = 8
 # What the job view writes for each rank tag (docs/job-view.md, "Job tags").
 STATISTIC_NAMES = ("mean", "min", "max", "std", "ranks", "min_rank", "max_rank")
@@ -453,6 +477,66 @@ def bench_files(steps: int, tags: list[str], repeat: int) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def _cpu_best(run: Callable[[], object], repeat: int) -> float:
+    """The least CPU seconds (every thread's: BLAS's too) of ``repeat`` runs."""
+    best = float("inf")
+    for _ in range(repeat):
+        started = time.process_time()
+        run()
+        best = min(best, time.process_time() - started)
+    return best
+
+
+def bench_judge(ranks: int, steps: int, repeat: int) -> None:
+    """``judge_timings`` of (ranks, steps) forward and arrival tables: CPU and peak."""
+    rng = np.random.default_rng(0)
+    forward = 0.005 * rng.lognormal(0.0, 0.07, (ranks, steps))
+    arrival = forward + 0.003 * rng.lognormal(0.0, 0.07, (ranks, steps))
+    forward[1, steps // 2 :] *= 1.6
+    arrival[1, steps // 2 :] += 0.6 * 0.005
+    step_time = arrival.max(axis=0) + 0.001
+    timings = {"forward": forward, "arrival": arrival}
+
+    def judge() -> list[StragglerRecord]:
+        return judge_timings(timings, step_time=step_time)
+
+    ours = _cpu_best(judge, repeat)
+    tracemalloc.start()
+    records = judge()
+    peak = tracemalloc.get_traced_memory()[1] / 1e6
+    tracemalloc.stop()
+    baseline = _cpu_best(lambda: [np.median(table, axis=0) for table in timings.values()], repeat)
+    named = [(record["timing"], record["ranks"]) for record in records]
+    verdict = "meets" if ours <= TARGET_JUDGE_SECONDS and peak <= TARGET_JUDGE_MB else "MISSES"
+    print(
+        f"judge_timings, {ranks:,} ranks x {steps} steps x 2 timings: {ours:.3f} s CPU, "
+        f"{peak:.0f} MB traced peak ({verdict} the {TARGET_JUDGE_SECONDS} s / "
+        f"{TARGET_JUDGE_MB} MB target); numpy's per-step median of both: {baseline:.3f} s; "
+        f"ratio {ours / baseline:.1f}x; named {named}"
+    )
+    merged = StragglerEvidence()
+    width = max(1, steps // 10)
+    for start in range(0, steps, width):
+        window = slice(start, start + width)
+        merged.merge(
+            timings_evidence(
+                {name: table[:, window] for name, table in timings.items()},
+                step_time=step_time[window],
+                steps=np.arange(steps)[window],
+            )
+        )
+    direct = timings_evidence(timings, step_time=step_time)
+    from_merged = _cpu_best(lambda: straggler_records(merged), repeat)
+    at_once = _cpu_best(lambda: straggler_records(direct), repeat)
+    ratio = from_merged / at_once
+    verdict = "meets" if ratio <= TARGET_MERGED_RATIO else "MISSES"
+    print(
+        f"  judging evidence merged from {-(-steps // width)} windows: {from_merged:.3f} s CPU; "
+        f"the arrays' own evidence: {at_once:.3f} s; ratio {ratio:.2f}x ({verdict} the "
+        f"{TARGET_MERGED_RATIO}x target)"
+    )
+
+
 def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ranks", type=int, default=8)
@@ -462,11 +546,13 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument(
         "--parts",
         default="memory,offline,tree",
-        help="comma-separated: memory, offline, tree, files",
+        help="comma-separated: memory, offline, tree, files, judge",
     )
     parser.add_argument("--tree-ranks", type=int, default=1024)
     parser.add_argument("--tree-steps", type=int, default=100_000)
     parser.add_argument("--interval-steps", type=int, default=300)
+    parser.add_argument("--judge-ranks", type=int, default=16_384)
+    parser.add_argument("--judge-steps", type=int, default=100)
     args = parser.parse_args()
     if args.tree_ranks <= FAN_IN:
         # rank 0's node stands for FAN_IN non-empty subtrees of the other ranks
@@ -482,6 +568,8 @@ def main() -> None:
     tags = _tags(args.tags)
     if "files" in parts:
         bench_files(args.steps, tags, args.repeat)
+    if "judge" in parts:
+        bench_judge(args.judge_ranks, args.judge_steps, args.repeat)
     if "tree" in parts:
         bench_interval(args.tree_ranks, args.interval_steps, tags, args.repeat)
         bench_root_memory(args.tree_ranks, args.tree_steps, args.interval_steps, tags)
