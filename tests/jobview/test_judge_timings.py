@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -353,6 +354,35 @@ def test_the_evidence_of_windows_merges_into_the_whole() -> None:
             assert together[key] == value, key
 
 
+@pytest.mark.parametrize("case", range(6))
+def test_judging_a_window_gives_the_records_of_its_evidence_bit_for_bit(case: int) -> None:
+    # judge_timings judges each timing's totals made straight from the window, without
+    # the evidence's blocks: the same numbers as straggler_records of timings_evidence,
+    # with gaps, ranks out of order, a node, a rank slow every 4th step and one steady.
+    rng = np.random.default_rng(case)
+    ranks, steps = (5, 37) if case < 2 else (70, 300)
+    forward = 0.006 * rng.lognormal(0.0, 0.07, (ranks, steps))
+    arrival = forward + 0.002 * rng.lognormal(0.0, 0.07, (ranks, steps))
+    forward[1, steps // 3 :] *= 1.4
+    arrival[1, steps // 3 :] += 0.4 * 0.006
+    if ranks > 8:
+        arrival[8:16, steps // 2 :] += 0.002
+        forward[3, ::4] *= 1.8
+        arrival[3, ::4] += 0.8 * 0.006
+    if case % 2:
+        forward[rng.random((ranks, steps)) < 0.05] = np.nan
+        arrival[:, : steps // 5] = np.nan
+    timings = {"forward": forward, "arrival": arrival}
+    given: dict[str, Any] = {
+        "step_time": arrival.max(axis=0) + 0.001 if case % 3 else None,
+        "steps": np.cumsum(rng.integers(1, 4, steps)) + 50 if case % 2 else None,
+        "ranks": rng.permutation(3 * ranks)[:ranks] if case in (1, 4) else None,
+    }
+    records = judge_timings(timings, **given)
+    assert records == straggler_records(timings_evidence(timings, **given))
+    assert records  # a rank is named: the comparison is of verdicts, not of two empty lists
+
+
 def test_without_a_step_time_the_timings_sum_stands_in() -> None:
     timings, _ = _timings(slow={1: 1.5})
     [record] = judge_timings(timings)
@@ -390,6 +420,11 @@ def test_without_a_step_time_the_timings_sum_stands_in() -> None:
             {"timings": {"forward": np.ones((2, 3))}, "ranks": [1, 1]},
             JobViewParamValueError,
             "ranks must be 2 distinct ints",
+        ),
+        (
+            {"timings": {"forward": np.ones((2, 3)), "rankscribe/forward_time": np.ones((2, 3))}},
+            JobViewParamValueError,
+            r"timings 'forward' and 'rankscribe/forward_time' are one timing",
         ),
         (
             {"timings": {"forward": np.ones((2, 3))}, "settings": {"top_k": 3}},

@@ -3,8 +3,11 @@
 The benchmark (``tools/bench/detection.py``), the live view, the offline
 merge and people with timings from other tools judge the same way: per-rank,
 per-step arrays in, verdict records out (``docs/job-view.md``, "Judging
-timings from anywhere"). The arrays become :class:`StragglerEvidence` (bounded
-and mergeable), which :func:`straggler_records` judges.
+timings from anywhere"). :func:`timings_evidence` makes the arrays'
+:class:`StragglerEvidence` (bounded and mergeable), which :func:`straggler_records`
+judges; :func:`judge_timings` judges each timing's totals made straight from the
+window (:func:`window_totals`: the same records, without the evidence's blocks of
+every rank).
 """
 
 from __future__ import annotations
@@ -23,11 +26,13 @@ from rankscribe.jobview.job._statistics import (
     STEP_TIME_TAG,
 )
 from rankscribe.jobview.job.verdicts._record_types import StragglerRecord
-from rankscribe.jobview.job.verdicts._straggler_verdicts import VerdictSettings, straggler_records
+from rankscribe.jobview.job.verdicts._straggler_verdicts import VerdictSettings, totals_records
 from rankscribe.jobview.job.verdicts._stragglers import (
     StragglerEvidence,
+    TagTotals,
     row_medians,
     window_evidence,
+    window_totals,
 )
 
 if TYPE_CHECKING:
@@ -115,6 +120,24 @@ def timings_evidence(
     (``StragglerEvidence.merge``) into the evidence of the whole.
     Arguments as for :func:`judge_timings`.
     """
+    tables, step_numbers, rank_numbers, scale = _checked(timings, step_time, steps, ranks)
+    evidence = window_evidence()
+    if not len(step_numbers):
+        return evidence
+    for name in list(tables):
+        # Laid out step by step, as the live view's tables are: the same sums as its, and
+        # each chunk of ranks read in rows (half the time at 16,384 ranks of a transposed view).
+        by_step = np.ascontiguousarray(tables.pop(name).T)
+        evidence.add_timings(timing_tag(name), step_numbers, rank_numbers, by_step, scale)
+        del by_step
+    return evidence
+
+
+def _checked(
+    timings: Any, step_time: Any, steps: Any, ranks: Any
+) -> tuple[dict[str, npt.NDArray[np.float64]], npt.NDArray[np.int64], list[int], Any]:
+    """The arguments of :func:`timings_evidence` checked: the tables by name, the step
+    numbers, the ranks and the job's step time at each step."""
     if not isinstance(timings, Mapping) or not timings:
         raise JobViewParamTypeError(
             f"timings must be a non-empty mapping of timing name to a (ranks, steps) array, "
@@ -122,25 +145,23 @@ def timings_evidence(
         )
     shape: tuple[int, int] | None = None
     tables: dict[str, npt.NDArray[np.float64]] = {}
+    named: dict[str, str] = {}
     for name, value in timings.items():
         if not isinstance(name, str) or not name:
             raise JobViewParamTypeError(f"timings keys must be non-empty str, got {name!r}")
+        tag = timing_tag(name)
+        if tag in named:
+            raise JobViewParamValueError(
+                f"timings {named[tag]!r} and {name!r} are one timing ({tag}); give it once"
+            )
+        named[tag] = name
         tables[name] = _table(f"timings[{name!r}]", value, shape)
         shape = tables[name].shape
     assert shape is not None
     step_numbers = _steps(steps, shape[1])
     rank_numbers = _ranks(ranks, shape[0])
     scale = _step_scale(step_time, tables, shape)
-    evidence = window_evidence()
-    if shape[1] == 0:
-        return evidence
-    for name, table in tables.items():
-        # Laid out step by step, as the live view's tables are: the same sums as its, and
-        # each chunk of ranks read in rows (half the time at 16,384 ranks of a transposed view).
-        by_step = np.ascontiguousarray(table.T)
-        evidence.add_timings(timing_tag(name), step_numbers, rank_numbers, by_step, scale)
-        del by_step
-    return evidence
+    return tables, step_numbers, rank_numbers, scale
 
 
 def _steps(steps: Any, count: int) -> npt.NDArray[np.int64]:
@@ -215,5 +236,16 @@ def judge_timings(
         raise JobViewParamTypeError(
             f"settings must be a VerdictSettings or None, got {type(settings).__name__}"
         )
-    evidence = timings_evidence(timings, step_time=step_time, steps=steps, ranks=ranks)
-    return straggler_records(evidence, settings)
+    tables, step_numbers, rank_numbers, scale = _checked(timings, step_time, steps, ranks)
+    if not len(step_numbers):
+        return []
+    # Each timing's totals straight from its window (no evidence's blocks of every rank):
+    # the same records as judging timings_evidence(...).
+    totals: dict[str, TagTotals] = {}
+    for name in list(tables):
+        table = tables.pop(name)
+        by_step = np.ascontiguousarray(table.T)  # as timings_evidence lays it out
+        del table
+        totals[timing_tag(name)] = window_totals(step_numbers, rank_numbers, by_step, scale)
+        del by_step
+    return totals_records(totals, settings)

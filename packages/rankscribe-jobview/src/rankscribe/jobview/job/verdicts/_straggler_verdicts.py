@@ -21,7 +21,7 @@ rank's (the job waits for the slowest of them each step).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -45,12 +45,12 @@ from rankscribe.jobview.job.verdicts._stragglers import (
     SHARE,
     SLOWEST,
     SQUARE,
-    STEP_SECONDS,
     TOP_LEADS,
     TOP_SIZES,
     StragglerEvidence,
-    TagEvidence,
+    TagTotals,
     tag_sums,
+    tag_totals,
 )
 
 if TYPE_CHECKING:
@@ -67,6 +67,7 @@ __all__ = [
     "straggler_verdicts",
     "straggler_verdicts_since",
     "timing_label",
+    "totals_records",
 ]
 
 _NONE = -1
@@ -320,54 +321,9 @@ def _periods(segment: FloatArray, bar: float) -> IntArray:
     return periods
 
 
-#: Ranks whose blocks are walked at once (:func:`_walk`, :func:`_block_totals`): 2 MB of
-#: evidence at 32 blocks, which stays in the cache while it is read.
-_WALK_RANKS = 256
-
-
-def _walk(blocks: FloatArray) -> tuple[IntArray, FloatArray, FloatArray]:
-    """Per rank of ``blocks`` (``(ranks, blocks, fields)``): the onset (the block from
-    which the excess to the end is the clearest: its sum over the square root of its
-    steps, the change-in-mean statistic), the sums from the onset on and the sums over
-    every block (each ``(ranks, fields)``).
-
-    :data:`_WALK_RANKS` ranks at a time, read once (16,384 ranks hold 90 MB of blocks):
-    each rank's sums are added block after block whatever the grouping, the same numbers
-    as one ``blocks.sum(axis=1)``. Adding a block only where it is at or after the onset
-    is adding 0 elsewhere: a sum that starts at +0 is never -0, so x + 0 is x, bit for
-    bit.
-    """
-    onset = np.zeros(blocks.shape[0], dtype=np.int64)
-    segment = np.zeros((blocks.shape[0], blocks.shape[2]))
-    whole = np.empty((blocks.shape[0], blocks.shape[2]))
-    for start in range(0, blocks.shape[0], _WALK_RANKS):
-        rows = slice(start, start + _WALK_RANKS)
-        part = blocks[rows]
-        part.sum(axis=1, out=whole[rows])
-        suffix = np.cumsum(part[:, ::-1, SHARE], axis=1)[:, ::-1]
-        steps_after = np.cumsum(part[:, ::-1, COUNT], axis=1)[:, ::-1]
-        clarity = np.where(steps_after > 0, suffix / np.sqrt(np.maximum(steps_after, 1.0)), -np.inf)
-        first = onset[rows]
-        first[...] = np.argmax(clarity, axis=1)
-        sums = segment[rows]
-        for column in range(int(first.min(initial=part.shape[1])), part.shape[1]):
-            np.add(sums, part[:, column], out=sums, where=(column >= first)[:, None])
-    return onset, segment, whole
-
-
-def _block_totals(blocks: FloatArray) -> FloatArray:
-    """Each rank's sums over every block, ``(ranks, fields)``: ``blocks.sum(axis=1)``
-    (the same numbers), :data:`_WALK_RANKS` ranks at a time."""
-    totals = np.empty((blocks.shape[0], blocks.shape[2]))
-    for start in range(0, blocks.shape[0], _WALK_RANKS):
-        rows = slice(start, start + _WALK_RANKS)
-        blocks[rows].sum(axis=1, out=totals[rows])
-    return totals
-
-
-def _judge_tag(part: TagEvidence, settings: VerdictSettings) -> tuple[_Judged, FloatArray]:
-    """Each rank of ``part`` judged, and its sums over every block."""
-    onset, segment, whole = _walk(part.blocks)
+def _judge_tag(part: TagTotals, settings: VerdictSettings) -> _Judged:
+    """Each rank of ``part`` judged over the steps since its onset."""
+    onset, segment, whole = part.onset, part.since, part.whole
     count = segment[:, COUNT]
     noise = _typical_variance(whole)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -438,7 +394,7 @@ def _judge_tag(part: TagEvidence, settings: VerdictSettings) -> tuple[_Judged, F
         persistent=(clean(share_of_steps) >= settings.persistent_share) & ~periodic,
         period=np.where(periodic, period, 0),
     )
-    return judged, whole
+    return judged
 
 
 def timing_label(tag: str) -> str:
@@ -502,7 +458,7 @@ def straggler_records(
     ``slowest_share``, ``steps``, ``top`` (the costliest ranks of that timing,
     named or not, with their costs) and ``message``. The costliest first.
     """
-    return [record for record, _ in _judgements(evidence, settings)]
+    return [record for record, _ in _judgements(_Totals.of_evidence(evidence), settings)]
 
 
 _PerRank = dict[int, tuple[float, float, float]]
@@ -527,8 +483,7 @@ class _WallClock:
     values (``basis`` "timing": the rest of the step taken as the same on every rank)."""
 
     basis: str
-    part: TagEvidence
-    whole: FloatArray  # the part's sums per rank over every block
+    part: TagTotals
     ranks: IntArray  # the judged timing's ranks
     since: _Since  # since each one's onset: 0 for a rank without arrivals
     #: The part's leads per rank over every block.
@@ -536,6 +491,11 @@ class _WallClock:
 
     def __post_init__(self) -> None:
         self.whole_leads = self.part.lead_sums(self.part.ranks)
+
+    @property
+    def whole(self) -> FloatArray:
+        """The part's sums per rank over every block."""
+        return self.part.whole
 
     def rank_cost(self) -> tuple[FloatArray, FloatArray]:
         """Per rank (seconds a step, share of the step): its lead over the next-latest,
@@ -617,18 +577,15 @@ def _cost_of(waited: FloatArray, since: _Since) -> tuple[FloatArray, FloatArray]
     return seconds, share
 
 
-#: The sums of the wall clock, in the order of :class:`_Since`'s first fields.
-_WALL_FIELDS = np.array([COUNT, SLOWEST, STEP_SECONDS])
-
-
-def _sums_since(part: TagEvidence, ranks: IntArray, since: IntArray) -> _Since:
+def _sums_since(part: TagTotals, ranks: IntArray, since: IntArray) -> _Since:
     """The wall clock's sums of ``part`` per rank of ``ranks`` (distinct; 0 for one it
     lacks) over its blocks from the one holding step ``since`` of that rank on."""
     rows = np.searchsorted(part.ranks, ranks)
     found = rows < len(part.ranks)
     found[found] = part.ranks[rows[found]] == ranks[found]
-    starts = (part.first_block + np.arange(part.blocks.shape[1])) * part.block_size
-    sums = np.zeros((len(ranks), len(_WALL_FIELDS)))
+    starts = (part.first_block + np.arange(part.wall_blocks.shape[1])) * part.block_size
+    fields = list(part.wall_at)
+    sums = np.zeros((len(ranks), len(fields)))
     first = since[found] // part.block_size * part.block_size
     # Usually every rank of the evidence in its order: no gather of rows.
     every = (
@@ -637,7 +594,7 @@ def _sums_since(part: TagEvidence, ranks: IntArray, since: IntArray) -> _Since:
         and bool((rows == np.arange(len(rows))).all())
     )
     for column, start in enumerate(starts.tolist()):  # the blocks in order
-        values = part.blocks[:, column, _WALL_FIELDS]
+        values = part.wall_blocks[:, column, fields]
         if every:
             sums += np.where((start >= first)[:, None], values, 0.0)
         else:
@@ -645,19 +602,14 @@ def _sums_since(part: TagEvidence, ranks: IntArray, since: IntArray) -> _Since:
     return _Since(sums[:, 0], sums[:, 1], sums[:, 2], part.lead_sums(ranks, since))
 
 
-def _wall_clock(
-    evidence: StragglerEvidence, tag: str, judged: _Judged, wholes: dict[str, FloatArray]
-) -> _WallClock:
-    """The wall clock of the ranks of ``judged`` (timing ``tag``), since each one's onset
-    (``wholes``: each timing's sums over every block, made once)."""
+def _wall_clock(totals: _Totals, tag: str, judged: _Judged) -> _WallClock:
+    """The wall clock of the ranks of ``judged`` (timing ``tag``), since each one's onset."""
     basis, source = "timing", tag
-    if ARRIVAL_TIME_TAG in evidence.tags:
+    if ARRIVAL_TIME_TAG in totals.tags:
         basis, source = "arrival", ARRIVAL_TIME_TAG
-    part = tag_sums(evidence, source)
-    if source not in wholes:
-        wholes[source] = _block_totals(part.blocks)
+    part = totals.of(source)
     since = _sums_since(part, judged.ranks, judged.since_step)
-    return _WallClock(basis, part, wholes[source], judged.ranks, since)
+    return _WallClock(basis, part, judged.ranks, since)
 
 
 def _latest_often(
@@ -695,8 +647,38 @@ def _note(label: str, factor: float, share: float) -> str:
     return f"{label} {factor:.2f}x the others', costs the job {share:.1%} today"
 
 
+class _Totals:
+    """Each timing's :class:`TagTotals`, made when first asked for and kept (a timing's
+    are the arrivals' wall clock too): from evidence, or given."""
+
+    def __init__(self, tags: list[str], make: Callable[[str], TagTotals]) -> None:
+        self.tags = tags
+        self._make = make
+        self._made: dict[str, TagTotals] = {}
+
+    @classmethod
+    def of_evidence(cls, evidence: StragglerEvidence) -> _Totals:
+        return cls(evidence.tags, lambda tag: tag_totals(tag_sums(evidence, tag)))
+
+    def of(self, tag: str) -> TagTotals:
+        made = self._made.get(tag)
+        if made is None:
+            made = self._made[tag] = self._make(tag)
+        return made
+
+
+def totals_records(
+    totals: Mapping[str, TagTotals], settings: VerdictSettings | None = None
+) -> list[StragglerRecord]:
+    """:func:`straggler_records` of timings' totals (``window_totals``: a window judged
+    without its evidence's blocks); the same records as of that evidence."""
+    given = dict(totals)
+    judged = _judgements(_Totals(sorted(given), given.__getitem__), settings)
+    return [record for record, _ in judged]
+
+
 def _judgements(
-    evidence: StragglerEvidence,
+    totals: _Totals,
     settings: VerdictSettings | None,
     onsets: Mapping[tuple[str, int], int] | None = None,
 ) -> list[tuple[StragglerRecord, _PerRank]]:
@@ -712,13 +694,12 @@ def _judgements(
     """
     settings = VerdictSettings() if settings is None else settings
     records: list[tuple[StragglerRecord, _PerRank]] = []
-    wholes: dict[str, FloatArray] = {}
-    for tag in evidence.tags:
-        part = tag_sums(evidence, tag)
+    for tag in totals.tags:
+        part = totals.of(tag)
         if len(part.ranks) < 2:
             continue
-        judged, wholes[tag] = _judge_tag(part, settings)
-        wall = _wall_clock(evidence, tag, judged, wholes)
+        judged = _judge_tag(part, settings)
+        wall = _wall_clock(totals, tag, judged)
         seconds, share = wall.rank_cost()
         if wall.basis == "arrival" and wall.part is part:  # the arrivals: who the job waits for
             judged.named |= _latest_often(judged, wall, seconds, share, settings)
@@ -829,7 +810,7 @@ def straggler_verdicts(
     (every named rank, a slow node whole), ``job/straggler_timing``, the onset,
     persistence, the message, and per named rank its timing, cost and excess.
     """
-    return _verdicts_of(_judgements(evidence, settings))
+    return _verdicts_of(_judgements(_Totals.of_evidence(evidence), settings))
 
 
 def straggler_verdicts_since(
@@ -841,7 +822,7 @@ def straggler_verdicts_since(
     timing tag and costliest rank where it gives one (the live view's: the step the rank
     was named at, which a judgement of the whole run places a block earlier or later;
     ``docs/job-view.md``, "The onset"), in ``job/straggler_since_step`` and the message."""
-    return _verdicts_of(_judgements(evidence, settings, onsets))
+    return _verdicts_of(_judgements(_Totals.of_evidence(evidence), settings, onsets))
 
 
 def _verdicts_of(

@@ -21,8 +21,10 @@
    so it is bounded whatever the length of the run, and mergeable (sums add
    up) across blocks of steps, intervals and groups of ranks: it travels up a
    tree of ranks.
-3. The verdict (``_straggler_verdicts.py``): per rank, the onset is the block
-   from which its excess to the end is clearest (a change point); over the
+3. The verdict (``_straggler_verdicts.py``) reads each timing's
+   :class:`TagTotals` (its evidence walked once, or made straight from one window
+   of steps by :func:`window_totals`, without the blocks): per rank, the onset is
+   the block from which its excess to the end is clearest (a change point); over the
    steps since then a rank is named when its cost reaches the floor
    (``VerdictSettings.cost_floor_share`` of the step and
    ``cost_floor_seconds``), its excess reaches the floor in at least half of
@@ -37,7 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import numpy as np
 
@@ -68,13 +70,17 @@ __all__ = [
     "STEP_SECONDS",
     "TOP_LEADS",
     "TOP_SIZES",
+    "WALL_FIELDS",
     "StragglerEvidence",
     "TagEvidence",
+    "TagTotals",
     "others_medians",
     "paired_ratios",
     "row_medians",
     "tag_sums",
+    "tag_totals",
     "window_evidence",
+    "window_totals",
 ]
 
 #: A step's excess counts at most this many steps (one rank's pause, a one-off spike).
@@ -313,20 +319,187 @@ class TagEvidence:
         """Per rank of ``ranks`` (distinct), its leads summed over the blocks in their
         order (0 for a rank without any), or over the blocks from the one holding step
         ``since`` of that rank on: ``(ranks, LEAD_FIELDS)``."""
-        sums = np.zeros((len(ranks), LEAD_FIELDS))
-        if len(ranks) == 0 or len(self.lead_ranks) == 0:
-            return sums
-        order = np.argsort(ranks, kind="stable")
-        ordered = ranks[order]
-        position = np.minimum(np.searchsorted(ordered, self.lead_ranks), len(ordered) - 1)
-        keep = ordered[position] == self.lead_ranks
-        rows = order[position]
-        if since is not None:
-            first = since[rows] // self.block_size * self.block_size
-            keep &= (self.first_block + self.lead_blocks) * self.block_size >= first
-        # One entry after another: each rank's in the order of its blocks, as they add up.
-        np.add.at(sums, rows[keep], self.leads[keep])
+        return _lead_sums(self, ranks, since)
+
+
+class _Leads(Protocol):
+    """Where a timing's leads are (:class:`TagEvidence`, :class:`TagTotals`)."""
+
+    block_size: int
+    first_block: int
+    lead_ranks: IntArray
+    lead_blocks: IntArray
+    leads: FloatArray
+
+
+def _lead_sums(part: _Leads, ranks: IntArray, since: IntArray | None) -> FloatArray:
+    """:meth:`TagEvidence.lead_sums` of ``part``'s leads."""
+    sums = np.zeros((len(ranks), LEAD_FIELDS))
+    if len(ranks) == 0 or len(part.lead_ranks) == 0:
         return sums
+    order = np.argsort(ranks, kind="stable")
+    ordered = ranks[order]
+    position = np.minimum(np.searchsorted(ordered, part.lead_ranks), len(ordered) - 1)
+    keep = ordered[position] == part.lead_ranks
+    rows = order[position]
+    if since is not None:
+        first = since[rows] // part.block_size * part.block_size
+        keep &= (part.first_block + part.lead_blocks) * part.block_size >= first
+    # One entry after another: each rank's in the order of its blocks, as they add up.
+    np.add.at(sums, rows[keep], part.leads[keep])
+    return sums
+
+
+#: The sums the wall clock reads per block (``TagTotals.wall``), in this order.
+WALL_FIELDS = (COUNT, SLOWEST, STEP_SECONDS)
+
+
+@dataclass
+class TagTotals:
+    """One timing's evidence as its verdict reads it: per rank, its **onset** (the block
+    from which its excess to the end is the clearest: the sum of its excess share over
+    the square root of its steps, the change-in-mean statistic), its sums from the
+    onset's block on (``since``) and over every block (``whole``), each ``(ranks,
+    FIELDS)``; its blocks' sums of ``WALL_FIELDS`` (``wall_blocks[rank, block,
+    wall_at[i]]`` for the i-th: the evidence's own blocks, or only these); and the
+    leads, as in :class:`TagEvidence`.
+
+    Made from evidence (:func:`tag_totals`) or straight from one window of steps
+    (:func:`window_totals`: no array of every field of every block is made); the same
+    numbers either way."""
+
+    ranks: IntArray
+    block_size: int
+    first_block: int
+    first_step: int
+    onset: IntArray
+    since: FloatArray
+    whole: FloatArray
+    wall_blocks: FloatArray
+    wall_at: tuple[int, int, int]
+    lead_ranks: IntArray
+    lead_blocks: IntArray
+    leads: FloatArray
+
+    def lead_sums(self, ranks: IntArray, since: IntArray | None = None) -> FloatArray:
+        """As :meth:`TagEvidence.lead_sums`."""
+        return _lead_sums(self, ranks, since)
+
+
+#: Ranks whose blocks are walked at once (:func:`_walk`): 2 MB of evidence at 32 blocks,
+#: which stays in the cache while it is read.
+_WALK_RANKS = 256
+
+
+def _walk(blocks: FloatArray) -> tuple[IntArray, FloatArray, FloatArray]:
+    """Per rank of ``blocks`` (``(ranks, blocks, fields)``): the onset block, the sums
+    from it on and the sums over every block (:class:`TagTotals`).
+
+    :data:`_WALK_RANKS` ranks at a time, read once (16,384 ranks hold 90 MB of blocks):
+    each rank's sums are added block after block whatever the grouping, the same numbers
+    as one ``blocks.sum(axis=1)``. Adding a block only where it is at or after the onset
+    is adding 0 elsewhere: a sum that starts at +0 is never -0, so x + 0 is x, bit for
+    bit.
+    """
+    onset = np.zeros(blocks.shape[0], dtype=np.int64)
+    since = np.zeros((blocks.shape[0], blocks.shape[2]))
+    whole = np.empty((blocks.shape[0], blocks.shape[2]))
+    for start in range(0, blocks.shape[0], _WALK_RANKS):
+        rows = slice(start, start + _WALK_RANKS)
+        part = blocks[rows]
+        part.sum(axis=1, out=whole[rows])
+        suffix = np.cumsum(part[:, ::-1, SHARE], axis=1)[:, ::-1]
+        steps_after = np.cumsum(part[:, ::-1, COUNT], axis=1)[:, ::-1]
+        clarity = np.where(steps_after > 0, suffix / np.sqrt(np.maximum(steps_after, 1.0)), -np.inf)
+        first = onset[rows]
+        first[...] = np.argmax(clarity, axis=1)
+        sums = since[rows]
+        for column in range(int(first.min(initial=part.shape[1])), part.shape[1]):
+            np.add(sums, part[:, column], out=sums, where=(column >= first)[:, None])
+    return onset, since, whole
+
+
+def tag_totals(part: TagEvidence) -> TagTotals:
+    """The totals of a timing's evidence (its blocks read once; the wall clock's read
+    from them, not copied)."""
+    onset, since, whole = _walk(part.blocks)
+    return TagTotals(
+        part.ranks,
+        part.block_size,
+        part.first_block,
+        part.first_step,
+        onset,
+        since,
+        whole,
+        part.blocks,
+        WALL_FIELDS,
+        part.lead_ranks,
+        part.lead_blocks,
+        part.leads,
+    )
+
+
+def window_totals(
+    steps: npt.ArrayLike, ranks: Iterable[int], values: npt.ArrayLike, step_time: npt.ArrayLike
+) -> TagTotals:
+    """The totals of one window of one timing (arguments as for
+    :meth:`StragglerEvidence.add_timings`; ``values`` laid out step by step), made a
+    group of ranks at a time: the same numbers as :func:`tag_totals` of the window's
+    evidence, without its ``(ranks, blocks, FIELDS)`` array (88 MB at 16,384 ranks and
+    25 blocks)."""
+    table = np.asarray(values, dtype=np.float64)
+    columns = np.asarray([int(rank) for rank in ranks], dtype=np.int64)
+    step_numbers = np.asarray(steps, dtype=np.int64).reshape(-1)
+    if table.ndim != 2 or table.shape != (len(step_numbers), len(columns)) or not len(table):
+        raise ValueError(
+            f"values must be a non-empty ({len(step_numbers)}, {len(columns)}) array of "
+            f"(steps, ranks), got shape {table.shape}"
+        )
+    if len(step_numbers) > 1 and not bool(np.all(np.diff(step_numbers) > 0)):
+        raise ValueError("steps must be increasing")
+    scale = np.broadcast_to(np.asarray(step_time, dtype=np.float64), (len(step_numbers),))
+    ordered_ranks, table = _sorted_columns(columns, table)
+    size, first, count = _block_layout(int(step_numbers[0]), int(step_numbers[-1]), 1)
+    width = len(ordered_ranks)
+    onset = np.zeros(width, dtype=np.int64)
+    since = np.zeros((width, FIELDS))
+    whole = np.zeros((width, FIELDS))
+    wall = np.zeros((width, count, len(WALL_FIELDS)))
+    slowest = np.zeros((width, count))
+
+    def take(group: slice, blocks: FloatArray) -> None:
+        onset[group], since[group], whole[group] = _walk(blocks)
+        wall[group, :, 0] = blocks[:, :, COUNT]
+        wall[group, :, 2] = blocks[:, :, STEP_SECONDS]
+
+    leads = _fill_blocks(
+        None,
+        None,
+        step_numbers,
+        ordered_ranks,
+        table,
+        scale,
+        size,
+        first,
+        take=take,
+        slowest=slowest,
+    )
+    # The steps as the one slowest rank: whole counts, the same sums in any order.
+    wall[:, :, 1] = slowest
+    whole[:, SLOWEST] = slowest.sum(axis=1)
+    since[:, SLOWEST] = np.where(np.arange(count) >= onset[:, None], slowest, 0.0).sum(axis=1)
+    return TagTotals(
+        ordered_ranks,
+        size,
+        first,
+        int(step_numbers[0]),
+        onset,
+        since,
+        whole,
+        wall,
+        (0, 1, 2),
+        *leads,
+    )
 
 
 def _summed_leads(
@@ -847,7 +1020,7 @@ def _add_in_place(
 
 
 def _fill_blocks(
-    destination: FloatArray,
+    destination: FloatArray | None,
     columns: list[int] | None,
     steps: IntArray,
     ranks: IntArray,
@@ -855,12 +1028,19 @@ def _fill_blocks(
     scale: FloatArray,
     size: int,
     first: int,
+    *,
+    take: Callable[[slice, FloatArray], None] | None = None,
+    slowest: FloatArray | None = None,
 ) -> tuple[IntArray, IntArray, FloatArray]:
     """The sums of a block of steps in blocks of ``size`` steps from block ``first``, into
     ``destination`` (``(ranks, blocks, FIELDS)``, rows: ``ranks``, sorted): as they are
     (``columns`` None), or each of its blocks added into ``destination``'s column
     ``columns[block]``, block after block, as merging adds them. Returns its leads
     (:func:`_summed_leads`, in its own blocks).
+
+    Without a destination, each group of ranks' blocks go to ``take(group, blocks)``
+    once made (but ``SLOWEST``, which needs every rank's points: its counts go to
+    ``slowest``, ``(ranks, blocks)``), and no array of every rank's blocks is made.
 
     The others' medians need whole rows (a few steps at a time); the rest is made
     :data:`_CHUNK` ranks at a time, in one pass: each chunk's fields summed per block,
@@ -881,10 +1061,11 @@ def _fill_blocks(
     step = np.where(np.isfinite(scale) & (scale > 0), scale, np.nan)[:, None]
     tops, holders, winners = [], [], []
     for group, chunks in _chunks(len(ranks)):
-        # A group's own blocks (added into the destination's once made), or the destination's.
+        # A group's own blocks (added into the destination's once made, or taken), or the
+        # destination's.
         blocks = (
             destination[group]
-            if columns is None
+            if columns is None and destination is not None
             else np.zeros((group.stop - group.start, int(index[-1]) + 1, FIELDS))
         )
         shares: FloatArray | None = None
@@ -906,7 +1087,10 @@ def _fill_blocks(
         for target, (start, stop) in zip(spans.targets, spans.bounds, strict=True):
             product = spans.weights[:, start:stop] @ shares[start:stop]
             blocks[:, target][:, spans.weighted] = product.T
-        if columns is not None:
+        if destination is None:
+            assert take is not None
+            take(group, blocks)
+        elif columns is not None:
             for block, column in enumerate(columns):
                 destination[group, column] += blocks[:, block]
     # SLOWEST: the step's one rank at the top (two ranks tied at it: neither). Counts: the
@@ -916,7 +1100,9 @@ def _fill_blocks(
     alone = np.flatnonzero(np.where(at_top, np.asarray(holders), 0).sum(axis=0) == 1)
     winner = np.asarray(winners)[at_top.argmax(axis=0), np.arange(len(steps))]
     target_of = index if columns is None else np.asarray(columns, dtype=np.int64)[index]
-    np.add.at(destination[:, :, SLOWEST], (winner[alone], target_of[alone]), 1.0)
+    counts = destination[:, :, SLOWEST] if destination is not None else slowest
+    assert counts is not None
+    np.add.at(counts, (winner[alone], target_of[alone]), 1.0)
     latest, leads = _leads(table, ranks, step[:, 0])
     timed = np.flatnonzero(latest >= 0)
     return _summed_leads(ranks[latest[timed]], index[timed], leads[timed])
