@@ -43,6 +43,27 @@ def test_the_tail_reads_each_new_point_once_and_leaves_earlier_runs_out(tmp_path
     assert tail.read_new() == {}
 
 
+def test_the_end_sample_after_the_last_step_is_read_but_is_no_step_of_the_rank(
+    tmp_path: Path,
+) -> None:
+    # docs/system-metrics.md: the last machine sample is labelled the step after the last,
+    # which the rank did not run. Read in a round of its own (before: the next round's
+    # partial said the rank's last step was 201, a step that never ran).
+    live = _live.LiveRankView(interval=0.05)
+    tail = _live.RankFileTail(tmp_path)
+    with SummaryRecord(tmp_path, rank=0) as record:
+        record.add_value("scalar", "loss", 1.0)
+        record.record(200)
+        record.flush()
+        assert live._own_partial(tail, 0, final=False).last_steps == {0: 200}
+        record.add_value("scalar", "rankscribe/system/rss_bytes", 1e6)
+        record.record(201)
+        record.flush()
+        assert list(tail.read_new()["rankscribe/system/rss_bytes"][0]) == [201]
+        assert tail.last_step == 200
+    assert live._own_partial(tail, 0, final=True).last_steps == {0: 200}
+
+
 def test_a_record_being_written_is_read_next_time(tmp_path: Path) -> None:
     tail = _live.RankFileTail(tmp_path)
     with SummaryRecord(tmp_path, rank=0) as record:

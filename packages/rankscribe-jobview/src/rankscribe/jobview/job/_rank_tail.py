@@ -13,6 +13,7 @@ import os
 
 import numpy as np
 
+from rankscribe.jobview.job._samples import is_sample_tag
 from rankscribe.ranks.files import open_regular
 from rankscribe.writer import files, reader
 from rankscribe.writer.pb import summary_pb2
@@ -98,4 +99,5 @@ class RankFileTail:
                 steps, values = points.setdefault(value.tag, ([], []))
                 steps.append(event.step)
                 values.append(value.scalar_value)
-                self.last_step = max(self.last_step, event.step)
+                if not is_sample_tag(value.tag):  # the end sample is after the last step
+                    self.last_step = max(self.last_step, event.step)
