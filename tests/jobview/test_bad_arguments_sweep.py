@@ -57,6 +57,7 @@ VALID: ValidCalls = {
     "timing_evidence": lambda t: ((JobStatistics(),), {}),
     "job_bands": lambda t: ((JobStatistics(),), {}),
     "verdict_lines": lambda t: (({},), {}),
+    "state_onsets": lambda t: ((_job(t),), {}),
 }
 # Public callables without a row above, and why the sweep leaves them out.
 LEFT_OUT = {

@@ -30,7 +30,13 @@ from hypothesis import strategies as st
 from rankscribe.jobview import JobStatistics, LiveJobView, RankSeries, live_lines, write_job_view
 from rankscribe.jobview.errors import JobViewParamValueError
 from rankscribe.jobview.feed import GRADIENT_NORM_TAG_PREFIX, STEP_TIME_TAG
-from rankscribe.jobview.protocol import LIVE_STATE_NAME, JobPartial, PartialFormatError, ranges_text
+from rankscribe.jobview.protocol import (
+    LIVE_STATE_NAME,
+    JobPartial,
+    PartialFormatError,
+    ranges_text,
+    state_onsets,
+)
 from rankscribe.writer.reader import scalars
 from tests._support.npz_files import read_archive, write_archive
 
@@ -603,3 +609,39 @@ def test_the_job_verdicts_keep_the_onset_the_live_view_named_the_rank_with(
     message = str(verdicts["job/straggler_message"])
     assert f" since step {live}," in message
     assert str(offline["job/straggler_since_step"]) not in message
+    # A later merge of the same steps into the watched job's folder (``rankscribe-lineage
+    # merge``) reads the live state's records: the same onset, not the whole run's.
+    again = write_job_view(tmp_path / "live", whole, world_size=ranks).verdicts
+    assert (again["job/straggler_rank"], again["job/straggler_since_step"]) == (1, live)
+    assert f" since step {live}," in str(again["job/straggler_message"])
+
+
+@pytest.mark.parametrize(
+    "records",
+    [
+        [{"kind": "straggler", "tag": "rankscribe/section/compute", "ranks": [1]}],
+        [{"kind": "straggler", "tag": 7, "ranks": [1], "since_step": 5}],
+        [{"kind": "straggler", "tag": "t", "ranks": [True], "since_step": 5}],
+        [{"kind": "straggler", "tag": "t", "ranks": [1], "since_step": -3}],
+        [{"kind": "gradient", "tag": "t", "ranks": [1], "since_step": 5}],
+        ["a record"],
+        {"not": "a list"},
+    ],
+)
+def test_a_malformed_live_record_gives_no_onset_to_a_later_merge(
+    tmp_path: Path, records: Any
+) -> None:
+    (tmp_path / LIVE_STATE_NAME).write_text(json.dumps({"verdict_records": records}))
+    os.chmod(tmp_path / LIVE_STATE_NAME, 0o600)
+    assert state_onsets(tmp_path) == {}
+
+
+def test_a_live_record_gives_its_onset_to_each_of_its_ranks(tmp_path: Path) -> None:
+    record = {"kind": "straggler", "tag": "rankscribe/forward_time", "ranks": [3, 5]}
+    state = {"verdict_records": [{**record, "since_step": 120}]}
+    (tmp_path / LIVE_STATE_NAME).write_text(json.dumps(state))
+    os.chmod(tmp_path / LIVE_STATE_NAME, 0o600)
+    assert state_onsets(tmp_path) == {
+        ("rankscribe/forward_time", 3): 120,
+        ("rankscribe/forward_time", 5): 120,
+    }

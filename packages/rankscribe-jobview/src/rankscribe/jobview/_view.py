@@ -51,7 +51,7 @@ from rankscribe.jobview.job._files import (
     write_job_files,
 )
 from rankscribe.jobview.job._files import now as _now
-from rankscribe.jobview.job._live import read_live_state
+from rankscribe.jobview.job._live import read_live_state, state_onsets
 from rankscribe.jobview.job._samples import job_bands
 from rankscribe.jobview.job._statistics import (
     FINGERPRINT_TAG,
@@ -303,7 +303,9 @@ def write_job_view(
             elsewhere (blocks of steps, a tree of ranks); by default it comes
             from ``series`` (:func:`timing_evidence`).
         verdict_settings: the straggler thresholds (default ``VerdictSettings()``;
-            ``docs/job-view.md``, "Straggler").
+            ``docs/job-view.md``, "Straggler"). In a folder with the live view's
+            state file, a straggler the live view named keeps the onset it was named
+            with ("The onset").
 
     Raises:
         JobViewDirNotExistError: ``job_dir`` is not a directory.
@@ -339,6 +341,8 @@ def write_job_view(
         failed=failed,
         evidence=straggler_evidence,
         settings=verdict_settings,
+        # A job the live view watched: its straggler keeps the onset it was named with.
+        onsets=state_onsets(directory),
     )
     if verdicts["job/missing_ranks"]:
         logger.warning("job view of %s without ranks %s", directory, verdicts["job/missing_ranks"])

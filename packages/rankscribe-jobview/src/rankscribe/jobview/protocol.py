@@ -11,7 +11,8 @@ manager (:mod:`rankscribe.jobview.parts`) needs it:
   :func:`round_period`, :func:`rounds_per_interval`, :data:`FINAL_ROUND`,
   :func:`encode_message`, :func:`decode_message`, :data:`DEFAULT_TIMING_INTERVAL`),
   its control file (:class:`ControlFile`, :data:`CONTROL_NAME`) and its state file
-  (:data:`LIVE_STATE_NAME`);
+  (:data:`LIVE_STATE_NAME`; :func:`state_onsets`, the onsets its standing straggler
+  records give a later merge);
 - the timing watch rank 0 judges each round with (:class:`TimingWatch`,
   :class:`WatchSettings`, :func:`judge_window`, :data:`DEFAULT_WINDOW_STEPS`);
 - the tags and timings (:data:`TIMING_TAGS`, :data:`LOSS_TAGS`, :data:`SYSTEM_TAGS`,
@@ -27,7 +28,7 @@ manager (:mod:`rankscribe.jobview.parts`) needs it:
 from __future__ import annotations
 
 from rankscribe.jobview.job._control import ControlFile
-from rankscribe.jobview.job._live import LIVE_SPANS_KEY, LIVE_STATE_NAME
+from rankscribe.jobview.job._live import LIVE_SPANS_KEY, LIVE_STATE_NAME, state_onsets
 from rankscribe.jobview.job._partials import Partial as JobPartial
 from rankscribe.jobview.job._partials import PartialFormatError
 from rankscribe.jobview.job._protocol import (
@@ -100,6 +101,7 @@ __all__ = [
     "round_number",
     "round_period",
     "rounds_per_interval",
+    "state_onsets",
     "straggler_records",
     "straggler_verdicts",
     "system_evidence_records",

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from rankscribe.jobview._checks import check_seconds
+from rankscribe.jobview._checks import check_path, check_seconds
 from rankscribe.jobview._session import HParamsRun, job_session
 from rankscribe.jobview.job._evidence import SKEW_TAG, LiveVerdicts
 from rankscribe.jobview.job._files import (
@@ -62,6 +62,7 @@ __all__ = [
     "LiveVerdicts",
     "live_spans",
     "read_live_state",
+    "state_onsets",
 ]
 
 #: Intervals a silent rank holds the live file back before it is left behind.
@@ -412,6 +413,32 @@ def live_onsets(records: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int], i
             for rank in record["ranks"]:
                 onsets.setdefault((record["tag"], rank), record["since_step"])
     return onsets
+
+
+def state_onsets(job_dir: str | os.PathLike[str]) -> dict[tuple[str, int], int]:
+    """:func:`live_onsets` of the standing records in ``job_dir``'s live state file (none
+    without one): a later merge of the job's files keeps the onsets the live view named
+    its ranks with. The file is read as :func:`read_live_state` reads it, and a record
+    that is not a straggler record of a tag, int ranks and an int step is left out."""
+    state = read_live_state(check_path("job_dir", job_dir))
+    records = state.get("verdict_records") if state is not None else None
+    if not isinstance(records, list):
+        return {}
+
+    def is_step(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63
+
+    usable = [
+        record
+        for record in records
+        if isinstance(record, dict)
+        and record.get("kind") == "straggler"
+        and isinstance(record.get("tag"), str)
+        and is_step(record.get("since_step"))
+        and isinstance(record.get("ranks"), list)
+        and all(is_step(rank) for rank in record["ranks"])
+    ]
+    return live_onsets(usable)
 
 
 #: The merged lineage's key for the straggler verdicts the live view named, with their spans.

@@ -16,7 +16,10 @@ import numpy as np
 from rankscribe.jobview.job._ranges import missing_ranges, ranges_text
 from rankscribe.jobview.job._statistics import JobStatistics, RankArrays, shared_steps
 from rankscribe.jobview.job.verdicts._gradient_verdicts import GradientVerdicts
-from rankscribe.jobview.job.verdicts._straggler_verdicts import VerdictSettings, straggler_verdicts
+from rankscribe.jobview.job.verdicts._straggler_verdicts import (
+    VerdictSettings,
+    straggler_verdicts_since,
+)
 from rankscribe.jobview.job.verdicts._stragglers import StragglerEvidence, row_medians
 
 if TYPE_CHECKING:
@@ -364,11 +367,14 @@ def job_verdicts(
     failed: Sequence[int] = (),
     evidence: StragglerEvidence | None = None,
     settings: VerdictSettings | None = None,
+    onsets: Mapping[tuple[str, int], int] | None = None,
 ) -> tuple[Verdicts, StepTimes]:
     """Every verdict of the job, and the per-step step-time figures they came from.
 
     ``evidence``: straggler evidence gathered elsewhere (blocks of steps reduced
     as they came, e.g. by a live view); without it, it comes from ``statistics``.
+    ``onsets``: (timing tag, rank) -> the onset the live view named the rank with
+    (``straggler_verdicts_since``).
     """
     times = step_times(statistics)
     reported = [rank for rank, step in statistics.last_steps.items() if step is not None]
@@ -380,8 +386,10 @@ def job_verdicts(
         "job/missing_ranks": ranges_text(sorted(absent)),
     }
     verdicts.update(
-        straggler_verdicts(
-            evidence if evidence is not None else timing_evidence(statistics), settings
+        straggler_verdicts_since(
+            evidence if evidence is not None else timing_evidence(statistics),
+            settings,
+            onsets or {},
         )
     )
     verdicts.update(_skew(times))
