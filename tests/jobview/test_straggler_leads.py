@@ -57,15 +57,38 @@ def test_the_leads_are_kept_at_each_steps_latest_rank_only() -> None:
     block_size, first_block, _, _, _, entries = arrays["layout"][0]
     assert first_block == 0
     assert entries == len(arrays["lead_ranks"]) <= steps
-    assert arrays["leads"].size == entries * 12  # 9 block sizes, then the top 2, 3 and 4
+    # 9 block sizes, then the top 2, 3 and 4, then the long leads' 4 counts
+    assert arrays["leads"].size == entries * 16
     hand = _hand_leads(arrival, scale, int(block_size))
     keys = list(zip(arrays["lead_ranks"].tolist(), arrays["lead_blocks"].tolist(), strict=True))
     assert keys == sorted(hand)  # in the order of rank, then block
-    rank_leads = arrays["leads"].reshape(-1, 12)[:, 0]
+    rank_leads = arrays["leads"].reshape(-1, 16)[:, 0]
     assert rank_leads.tolist() == pytest.approx([hand[key] for key in keys], rel=1e-12)
     # Rank 7 leads the latest of the others by ~1.8 ms in each of its 22 steps.
     mine = [lead for (rank, _), lead in zip(keys, rank_leads, strict=True) if rank == 7]
     assert sum(mine) == pytest.approx(22 * 0.0018, rel=0.1)
+
+
+def test_the_steps_a_rank_led_by_more_than_a_share_of_the_step_are_counted_at_it() -> None:
+    """The long leads: per edge of 0.5, 1, 2 and 4 steps, the steps in which the latest rank
+    led the next-latest by more than that share of the step, counted at the latest rank."""
+    ranks, steps = 64, 40
+    rng = np.random.default_rng(3)
+    arrival = 0.008 + rng.uniform(0.0, 0.0004, (ranks, steps))
+    arrival[5, [3, 13, 23]] += 0.015  # 1.5 steps late, three times
+    arrival[9, 30] += 0.025  # 2.5 steps late once
+    arrival[11, 35] += 0.0045  # under half a step
+    evidence = timings_evidence({"arrival": arrival}, step_time=np.full(steps, 0.010))
+    arrays = _shipped(evidence)
+    counts: dict[int, np.ndarray] = {}
+    rows = arrays["leads"].reshape(-1, 16)
+    for rank, row in zip(arrays["lead_ranks"].tolist(), rows, strict=True):
+        counts[rank] = counts.get(rank, np.zeros(4)) + row[12:]
+    found = {rank: values.tolist() for rank, values in counts.items()}
+    assert found[5] == [3.0, 3.0, 0.0, 0.0]
+    assert found[9] == [1.0, 1.0, 1.0, 0.0]
+    assert found.get(11, [0.0] * 4) == [0.0] * 4
+    assert sum(sum(values) for rank, values in found.items() if rank not in (5, 9)) == 0
 
 
 def test_a_tie_for_latest_a_missing_point_and_an_untimed_step() -> None:
@@ -88,7 +111,7 @@ def test_a_tie_for_latest_a_missing_point_and_an_untimed_step() -> None:
     # step 0: rank 1 by 1.0; 1: all tie (rank 0, 0); 2: ranks 1 and 3 tie (rank 1, 0);
     # 3: rank 3 by 1.5; 4: rank 2 by 0.5; 5: all tie (rank 0); 6: no point; 7: no step time.
     assert keys == [(0, 1), (0, 5), (1, 0), (1, 2), (2, 4), (3, 3)]
-    rank_leads = arrays["leads"].reshape(-1, 12)[:, 0].tolist()
+    rank_leads = arrays["leads"].reshape(-1, 16)[:, 0].tolist()
     assert rank_leads == [0.0, 0.0, 1.0, 0.0, 0.5, 1.5]
     assert _hand_leads(table, scale, 1) == dict(zip(keys, rank_leads, strict=True))
 

@@ -37,7 +37,9 @@ from rankscribe.jobview.job.verdicts._stragglers import (
     BLOCK_SIZES,
     COUNT,
     EDGES,
+    LEAD_EDGES,
     LEADS,
+    LONG_LEADS,
     PERIODIC,
     PERIODS,
     REFERENCE,
@@ -622,7 +624,9 @@ def _latest_often(
     """Per rank: the job clearly waits for it, however its timing looks (a rank stalled
     150 ms in one step of ten is slow in few steps, and its clipped excess is no guide):
     it was the step's one latest in more steps since its onset than the other ranks' rate
-    gives, by the bar (a Poisson count: ``(k - m) / sqrt(m)``), and its cost reaches
+    gives, by the bar (a Poisson count: ``(k - m) / sqrt(m)``), or it led the next-latest
+    by more than a share of the step (``LEAD_EDGES``) in more steps than the others'
+    rate of such leads gives (:func:`_long_leads_often`); and its cost reaches
     ``BURST_FLOORS`` floors, as a rank slow in few steps must (a rank descheduled now and
     then on a busy machine costs a few percent, not this)."""
     whole = wall.whole
@@ -634,11 +638,55 @@ def _latest_often(
     bar = confidence_for(settings.confidence, len(judged.ranks))
     clear: npt.NDArray[np.bool_] = (
         (count >= settings.min_steps)
-        & (strength >= bar)
+        & ((strength >= bar) | _long_leads_often(wall, settings))
         & (share >= BURST_FLOORS * settings.cost_floor_share)
         & (seconds >= settings.cost_floor_seconds)
     )
     return clear
+
+
+def _long_leads_often(wall: _WallClock, settings: VerdictSettings) -> npt.NDArray[np.bool_]:
+    """Per rank: for some edge ``e`` of ``LEAD_EDGES``, the steps since its onset in which
+    it led the next-latest rank by more than ``e`` of the step are more than the other
+    ranks' rate of such steps makes likely: ``k`` such steps in ``n`` where the others had
+    a rate ``r`` (never below one in all of their steps: none seen is not none possible)
+    have a Poisson upper tail ``P(X >= k)``, ``X ~ Poisson(n r)``, at most a normal tail's
+    at the bar over the ranks and edges judged.
+
+    The count of long leads, not their size: a size can be any rank's pause, while a rank
+    stalled 150 ms in a tenth of its steps leads by many steps three times in some thirty,
+    and no other rank of a 1,024-rank job leads by one step in a thousand of its steps.
+    """
+    whole_count = wall.whole[:, COUNT]
+    count = wall.since.count
+    others_steps = np.maximum(whole_count.sum() - whole_count, 1.0)
+    bar = confidence_for(settings.confidence, len(wall.ranks) * len(LEAD_EDGES))
+    log_chance = math.log(0.5 * math.erfc(bar / math.sqrt(2.0)))
+    clear = np.zeros(len(count), dtype=bool)
+    for offset in range(len(LEAD_EDGES)):
+        field = LONG_LEADS + offset
+        own = wall.since.leads[:, field]
+        seen = np.maximum(wall.whole_leads[:, field].sum() - wall.whole_leads[:, field], 1.0)
+        expected = count * seen / others_steps
+        clear |= _poisson_tail_below(own, expected, log_chance)
+    return clear
+
+
+def _poisson_tail_below(
+    counts: FloatArray, expected: FloatArray, log_chance: float
+) -> npt.NDArray[np.bool_]:
+    """Per rank: ``P(X >= k) <= exp(log_chance)`` for ``X ~ Poisson(m)``, ``k`` its count
+    and ``m`` its expected count, by an upper bound of the tail (``k > m``: its first term
+    over ``1 - m / (k + 1)``, the terms after it shrinking at least that fast)."""
+    below = np.zeros(len(counts), dtype=bool)
+    for row in np.flatnonzero((counts >= 1) & (counts > expected + 1)).tolist():
+        k, m = float(counts[row]), float(expected[row])
+        if m <= 0:
+            below[row] = True
+            continue
+        log_tail = -m + k * math.log(m) - math.lgamma(k + 1) - math.log1p(-m / (k + 1))
+        below[row] = log_tail <= log_chance
+    return below
 
 
 def _note(label: str, factor: float, share: float) -> str:

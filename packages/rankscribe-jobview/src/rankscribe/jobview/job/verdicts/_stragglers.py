@@ -58,7 +58,9 @@ __all__ = [
     "EDGES",
     "FIELDS",
     "LEADS",
+    "LEAD_EDGES",
     "LEAD_FIELDS",
+    "LONG_LEADS",
     "MAX_BLOCKS",
     "PERIODIC",
     "PERIODS",
@@ -128,7 +130,14 @@ LEADS = 0
 BLOCK_SIZES = (1, 2, 4, 8, 16, 64, 256, 1024, 4096)
 TOP_LEADS = LEADS + len(BLOCK_SIZES)
 TOP_SIZES = (2, 3, 4)
-LEAD_FIELDS = TOP_LEADS + len(TOP_SIZES)
+#: Last, from ``LONG_LEADS`` on, for each ``e`` of ``LEAD_EDGES``: the episodes in which the
+#: latest rank led the next-latest by more than ``e`` of the step's step time (counts of
+#: runs of such steps of one rank, :func:`_long_leads`: a rank stalled 150 ms in some
+#: steps of 10 ms leads by 15 steps in each, which no rank's noise of the others does; the
+#: verdict compares a rank's counts with the others').
+LONG_LEADS = TOP_LEADS + len(TOP_SIZES)
+LEAD_EDGES = (0.5, 1.0, 2.0, 4.0)
+LEAD_FIELDS = LONG_LEADS + len(LEAD_EDGES)
 
 
 def row_medians(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -1192,7 +1201,25 @@ def _leads(table: FloatArray, ranks: IntArray, step: FloatArray) -> tuple[IntArr
             lead_of[:, lead_field] = _lead(top, ordered[:, -1 - size])
         if width >= 2:
             lead_of[:, LEADS] = _lead(top, ordered[:, -2])
+    if width >= 2:
+        _long_leads(latest, leads, step)
     return latest, leads
+
+
+def _long_leads(latest: IntArray, leads: FloatArray, step: FloatArray) -> None:
+    """The ``LONG_LEADS`` counts of each row of ``leads`` (its lead over the next-latest
+    in ``LEADS``; ``step``: each row's step time, NaN for none): 1 where the row's latest
+    rank led by more than the edge's share of the step and had not in the row before (a
+    run of such steps of one rank, a data loader's hiccup of a few steps, is one episode:
+    the counts are of episodes, which come one at a time, not steps)."""
+    same = np.zeros(len(latest), dtype=bool)
+    same[1:] = (latest[1:] == latest[:-1]) & (latest[1:] >= 0)
+    with np.errstate(invalid="ignore"):  # NaN: no step time, no step counted
+        for offset, edge in enumerate(LEAD_EDGES):
+            long = leads[:, LEADS] > edge * step
+            starts = long.copy()
+            starts[1:] &= ~(long[:-1] & same[1:])
+            leads[:, LONG_LEADS + offset] = starts
 
 
 class _Nodes:
