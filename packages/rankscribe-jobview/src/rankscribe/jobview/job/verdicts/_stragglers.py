@@ -456,17 +456,9 @@ def window_totals(
     group of ranks at a time: the same numbers as :func:`tag_totals` of the window's
     evidence, without its ``(ranks, blocks, FIELDS)`` array (88 MB at 16,384 ranks and
     25 blocks)."""
-    table = np.asarray(values, dtype=np.float64)
-    columns = np.asarray([int(rank) for rank in ranks], dtype=np.int64)
-    step_numbers = np.asarray(steps, dtype=np.int64).reshape(-1)
-    if table.ndim != 2 or table.shape != (len(step_numbers), len(columns)) or not len(table):
-        raise ValueError(
-            f"values must be a non-empty ({len(step_numbers)}, {len(columns)}) array of "
-            f"(steps, ranks), got shape {table.shape}"
-        )
-    if len(step_numbers) > 1 and not bool(np.all(np.diff(step_numbers) > 0)):
-        raise ValueError("steps must be increasing")
-    scale = np.broadcast_to(np.asarray(step_time, dtype=np.float64), (len(step_numbers),))
+    step_numbers, columns, table, scale = _block_arguments(steps, ranks, values, step_time)
+    if not len(step_numbers):
+        raise ValueError("values must hold at least one step")
     ordered_ranks, table = _sorted_columns(columns, table)
     size, first, count = _block_layout(int(step_numbers[0]), int(step_numbers[-1]), 1)
     width = len(ordered_ranks)
@@ -592,17 +584,7 @@ class StragglerEvidence:
         columns' ranks, ``step_time`` the job's step time at each step (the
         median over the ranks) that the excess is a share of.
         """
-        table = np.asarray(values, dtype=np.float64)
-        columns = np.asarray([int(rank) for rank in ranks], dtype=np.int64)
-        step_numbers = np.asarray(steps, dtype=np.int64).reshape(-1)
-        if table.ndim != 2 or table.shape != (len(step_numbers), len(columns)):
-            raise ValueError(
-                f"values must be a ({len(step_numbers)}, {len(columns)}) array of "
-                f"(steps, ranks), got shape {table.shape}"
-            )
-        if len(step_numbers) > 1 and not bool(np.all(np.diff(step_numbers) > 0)):
-            raise ValueError("steps must be increasing")
-        scale = np.broadcast_to(np.asarray(step_time, dtype=np.float64), (len(step_numbers),))
+        step_numbers, columns, table, scale = _block_arguments(steps, ranks, values, step_time)
         if len(step_numbers) == 0 or len(columns) == 0:
             return
         # Born in the blocks the tag's evidence has already (a live view's interval: one or
@@ -766,6 +748,25 @@ class StragglerEvidence:
         if rank_at != len(ranks) or block_at != len(blocks) or lead_at != len(leads):
             raise ValueError("straggler evidence arrays are malformed")
         return evidence
+
+
+def _block_arguments(
+    steps: npt.ArrayLike, ranks: Iterable[int], values: npt.ArrayLike, step_time: npt.ArrayLike
+) -> tuple[IntArray, IntArray, FloatArray, FloatArray]:
+    """A block of one timing's arguments checked (:meth:`StragglerEvidence.add_timings`):
+    its step numbers, ranks, ``(steps, ranks)`` values and step time at each step."""
+    table = np.asarray(values, dtype=np.float64)
+    columns = np.asarray([int(rank) for rank in ranks], dtype=np.int64)
+    step_numbers = np.asarray(steps, dtype=np.int64).reshape(-1)
+    if table.ndim != 2 or table.shape != (len(step_numbers), len(columns)):
+        raise ValueError(
+            f"values must be a ({len(step_numbers)}, {len(columns)}) array of "
+            f"(steps, ranks), got shape {table.shape}"
+        )
+    if len(step_numbers) > 1 and not bool(np.all(np.diff(step_numbers) > 0)):
+        raise ValueError("steps must be increasing")
+    scale = np.broadcast_to(np.asarray(step_time, dtype=np.float64), (len(step_numbers),))
+    return step_numbers, columns, table, scale
 
 
 def window_evidence() -> StragglerEvidence:
