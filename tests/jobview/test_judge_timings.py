@@ -432,6 +432,13 @@ def test_judging_a_window_gives_the_records_of_its_evidence_bit_for_bit(case: in
     assert records  # a rank is named: the comparison is of verdicts, not of two empty lists
 
 
+@pytest.mark.parametrize("shape", [(0, 5), (4, 0), (1, 5)])
+def test_timings_without_ranks_or_steps_or_with_one_rank_name_nobody(
+    shape: tuple[int, int],
+) -> None:
+    assert judge_timings({"forward": np.ones(shape), "arrival": np.ones(shape)}) == []
+
+
 def test_without_a_step_time_the_timings_sum_stands_in() -> None:
     timings, _ = _timings(slow={1: 1.5})
     [record] = judge_timings(timings)

@@ -237,7 +237,7 @@ def judge_timings(
             f"settings must be a VerdictSettings or None, got {type(settings).__name__}"
         )
     tables, step_numbers, rank_numbers, scale = _checked(timings, step_time, steps, ranks)
-    if not len(step_numbers):
+    if not len(step_numbers) or not rank_numbers:
         return []
     # Each timing's totals straight from its window (no evidence's blocks of every rank):
     # the same records as judging timings_evidence(...).
