@@ -646,16 +646,17 @@ def _latest_often(
 
 
 def _long_leads_often(wall: _WallClock, settings: VerdictSettings) -> npt.NDArray[np.bool_]:
-    """Per rank: for some edge ``e`` of ``LEAD_EDGES``, the steps since its onset in which
-    it led the next-latest rank by more than ``e`` of the step are more than the other
-    ranks' rate of such steps makes likely: ``k`` such steps in ``n`` where the others had
-    a rate ``r`` (never below one in all of their steps: none seen is not none possible)
-    have a Poisson upper tail ``P(X >= k)``, ``X ~ Poisson(n r)``, at most a normal tail's
-    at the bar over the ranks and edges judged.
+    """Per rank: for some edge ``e`` of ``LEAD_EDGES``, its episodes since its onset of
+    leading the next-latest rank by more than ``e`` of the step (runs of such steps count
+    once) are more than the other ranks' rate of such episodes makes likely: ``k`` of them
+    in ``n`` steps where the others had a rate ``r`` per step over the window (never below
+    one in all of their steps: none seen is not none possible) have a Poisson upper tail
+    ``P(X >= k)``, ``X ~ Poisson(n r)``, at most a normal tail's at the bar for the ranks
+    times the edges.
 
-    The count of long leads, not their size: a size can be any rank's pause, while a rank
-    stalled 150 ms in a tenth of its steps leads by many steps three times in some thirty,
-    and no other rank of a 1,024-rank job leads by one step in a thousand of its steps.
+    The count of long leads, not their size: one long lead can be any rank's pause, while a
+    rank stalled 150 ms in a tenth of its steps leads by 15 steps three or four times in
+    some forty, which the others' GC pauses and heavy tails, a fraction of a step, do not.
     """
     whole_count = wall.whole[:, COUNT]
     count = wall.since.count
@@ -679,11 +680,9 @@ def _poisson_tail_below(
     and ``m`` its expected count, by an upper bound of the tail (``k > m``: its first term
     over ``1 - m / (k + 1)``, the terms after it shrinking at least that fast)."""
     below = np.zeros(len(counts), dtype=bool)
+    # m > 0 here: a count of 1 or more has steps, and the others' rate is never 0.
     for row in np.flatnonzero((counts >= 1) & (counts > expected + 1)).tolist():
         k, m = float(counts[row]), float(expected[row])
-        if m <= 0:
-            below[row] = True
-            continue
         log_tail = -m + k * math.log(m) - math.lgamma(k + 1) - math.log1p(-m / (k + 1))
         below[row] = log_tail <= log_chance
     return below

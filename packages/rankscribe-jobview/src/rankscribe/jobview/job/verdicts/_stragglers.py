@@ -457,8 +457,8 @@ def window_totals(
     evidence, without its ``(ranks, blocks, FIELDS)`` array (88 MB at 16,384 ranks and
     25 blocks)."""
     step_numbers, columns, table, scale = _block_arguments(steps, ranks, values, step_time)
-    if not len(step_numbers):
-        raise ValueError("values must hold at least one step")
+    if not len(step_numbers) or not len(columns):
+        raise ValueError(f"values must hold a step and a rank, got shape {table.shape}")
     ordered_ranks, table = _sorted_columns(columns, table)
     size, first, count = _block_layout(int(step_numbers[0]), int(step_numbers[-1]), 1)
     width = len(ordered_ranks)
