@@ -105,3 +105,22 @@ def test_a_family_trial_tallies_recall_cost_and_false_names(bench: ModuleType) -
     assert (tally.found_end, tally.costed, tally.within) == (1, 1, 1)
     assert tally.false_names == 0
     assert tally.clean_rank_steps == 63 * bench.FAMILY_STEPS
+
+
+@pytest.mark.parametrize("seed", [3, 11])
+def test_ranks_whose_speed_wanders_beside_a_slow_one_are_not_named_by_the_dozen(
+    bench: ModuleType, seed: int
+) -> None:
+    # 1,024 ranks whose speeds drift (sd 3 %), one 20 % slower from step 150 (saving ~2 %
+    # of the step, under the floor alone). Before: the whole run named it with 51 drifting
+    # ranks on the forward and 191 on the arrival, each too small to act on, for the sum of
+    # their waits. Now more than four such ranks are no verdict: no record at the default
+    # floor, and at a floor of 1 % (under its own cost) the slow rank alone.
+    timings, step, _, faulty = bench.family_run(seed, 1024, "wandering speed", "rank", 0.2)
+    records = judge_timings(timings, step_time=step)
+    assert all(len(record["ranks"]) <= 4 for record in records), [
+        (record["timing"], len(record["ranks"])) for record in records
+    ]
+    lower = VerdictSettings(cost_floor_share=0.01)
+    records = judge_timings(timings, step_time=step, settings=lower)
+    assert [record["ranks"] for record in records] == [faulty.tolist()] * 2

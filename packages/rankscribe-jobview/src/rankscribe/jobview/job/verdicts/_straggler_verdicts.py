@@ -825,9 +825,9 @@ def _wall_named(
     group when the group's wait reaches the floor and, where one of them costs the floor
     alone, exceeds that one's by the floor too (fixing it alone would leave the job
     waiting for the rest of the node). Else the slow ranks whose own wait reaches the
-    floor; else, when none does, the slow ranks as one group when its wait does. A slow
-    rank behind another rank's lateness (not of its node) costs nothing today and is not
-    named."""
+    floor; else, when none does, two to four slow ranks as one group when its wait does
+    (more are no verdict). A slow rank behind another rank's lateness (not of its node)
+    costs nothing today and is not named."""
     slow = np.flatnonzero(judged.named).tolist()
     floor, floor_seconds = settings.cost_floor_share, settings.cost_floor_seconds
     alone = [row for row in slow if share[row] >= floor and seconds[row] >= floor_seconds]
@@ -839,7 +839,10 @@ def _wall_named(
     if len(alone) == 1:
         return alone, float(seconds[alone[0]]), float(share[alone[0]])
     rows = alone or slow
-    if len(rows) < 2:
+    # Many slow ranks of no one block, none costing the floor alone (ranks whose speeds
+    # wander, beside a slow one), are no verdict: named together they would be named for
+    # the sum of waits each too small to act on. They stay in the record's top.
+    if len(rows) < 2 or (not alone and len(rows) > TOP_SIZES[-1]):
         return None
     group_seconds, group_share = wall.group_cost(rows, int(judged.since_step[rows].min()))
     if group_share < floor or group_seconds < floor_seconds:
