@@ -79,16 +79,36 @@ def test_the_steps_a_rank_led_by_more_than_a_share_of_the_step_are_counted_at_it
     arrival[9, 30] += 0.025  # 2.5 steps late once
     arrival[11, 35] += 0.0045  # under half a step
     evidence = timings_evidence({"arrival": arrival}, step_time=np.full(steps, 0.010))
+    # Rank 11's lead under half a step counts nowhere; no other rank has a long lead.
+    assert _long_lead_counts(evidence) == {5: [3.0, 3.0, 0.0, 0.0], 9: [1.0, 1.0, 1.0, 0.0]}
+
+
+def _long_lead_counts(evidence: StragglerEvidence) -> dict[int, list[float]]:
     arrays = _shipped(evidence)
     counts: dict[int, np.ndarray] = {}
     rows = arrays["leads"].reshape(-1, 16)
     for rank, row in zip(arrays["lead_ranks"].tolist(), rows, strict=True):
         counts[rank] = counts.get(rank, np.zeros(4)) + row[12:]
-    found = {rank: values.tolist() for rank, values in counts.items()}
-    assert found[5] == [3.0, 3.0, 0.0, 0.0]
-    assert found[9] == [1.0, 1.0, 1.0, 0.0]
-    assert found.get(11, [0.0] * 4) == [0.0] * 4
-    assert sum(sum(values) for rank, values in found.items() if rank not in (5, 9)) == 0
+    return {rank: values.tolist() for rank, values in counts.items() if values.any()}
+
+
+def test_a_run_of_long_leads_across_two_intervals_is_one_episode_as_at_once() -> None:
+    """A live view adds interval after interval: a rank late at steps 14-17 (across the
+    border of 16) and again at 30 has two episodes, as when the steps come at once."""
+    ranks, steps = 32, 48
+    rng = np.random.default_rng(4)
+    arrival = 0.008 + rng.uniform(0.0, 0.0004, (ranks, steps))
+    arrival[6, [14, 15, 16, 17, 30]] += 0.015
+    scale = np.full(steps, 0.010)
+    live = StragglerEvidence()
+    for start in range(0, steps, 16):
+        window = slice(start, start + 16)
+        live.add_timings(
+            ARRIVAL, np.arange(steps)[window], range(ranks), arrival[:, window].T, scale[window]
+        )
+    whole = StragglerEvidence()
+    whole.add_timings(ARRIVAL, np.arange(steps), range(ranks), arrival.T, scale)
+    assert _long_lead_counts(live) == _long_lead_counts(whole) == {6: [2.0, 2.0, 0.0, 0.0]}
 
 
 def test_a_tie_for_latest_a_missing_point_and_an_untimed_step() -> None:

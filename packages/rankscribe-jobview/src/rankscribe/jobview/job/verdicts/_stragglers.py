@@ -140,6 +140,18 @@ LEAD_EDGES = (0.5, 1.0, 2.0, 4.0)
 LEAD_FIELDS = LONG_LEADS + len(LEAD_EDGES)
 
 
+@dataclass
+class _Runs:
+    """Where one timing's long leads stood at the last step added (:func:`_long_leads`):
+    that step, its latest rank (-1: none) and whether it led by each of ``LEAD_EDGES``;
+    so a run that goes on into the next block of steps added (a live view's next
+    interval) is still one episode, as it is when the steps come at once."""
+
+    step: int = -(2**63)
+    rank: int = -1
+    long: tuple[bool, ...] = (False,) * len(LEAD_EDGES)
+
+
 def row_medians(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """Each row's median over its non-NaN values (NaN for a row with none): numpy's
     ``nanmedian(values, axis=1)``, in one partition (rows without NaN: the usual case)
@@ -556,6 +568,8 @@ class StragglerEvidence:
 
     def __init__(self) -> None:
         self._tags: dict[str, TagEvidence] = {}
+        #: Per tag, where its long leads stood at the last step added in order.
+        self._runs: dict[str, _Runs] = {}
         #: Whether a tag's first steps are made within an array of ``MAX_BLOCKS`` blocks
         #: that later steps grow into (a live view's), or to their own size
         #: (:func:`window_evidence`).
@@ -589,14 +603,23 @@ class StragglerEvidence:
             return
         # Born in the blocks the tag's evidence has already (a live view's interval: one or
         # two blocks, not one per few steps), so merging it in needs no re-binning.
+        runs = self._runs.get(tag)
+        if runs is None or runs.step >= step_numbers[0]:  # steps out of order start anew
+            runs = self._runs[tag] = _Runs()
+        runs.step = int(step_numbers[-1])
         known = self._tags.get(tag)
         if known is None:  # the tag's first steps: made in the array later ones are added to
-            self._tags[tag] = _blocks_of(step_numbers, columns, table, scale, 1, room=self._grows)
+            self._tags[tag] = _blocks_of(
+                step_numbers, columns, table, scale, 1, room=self._grows, runs=runs
+            )
             return
-        if _add_in_place(known, step_numbers, columns, table, scale):
+        if _add_in_place(known, step_numbers, columns, table, scale, runs):
             return
         self._merge_tag(
-            tag, _blocks_of(step_numbers, columns, table, scale, known.block_size, room=False)
+            tag,
+            _blocks_of(
+                step_numbers, columns, table, scale, known.block_size, room=False, runs=runs
+            ),
         )
 
     def merge(self, other: StragglerEvidence) -> None:
@@ -962,6 +985,7 @@ def _blocks_of(
     block_size: int = 1,
     *,
     room: bool = False,
+    runs: _Runs | None = None,
 ) -> TagEvidence:
     """One block of steps' sums folded into the evidence's blocks (ranks sorted;
     :func:`_fill_blocks`)."""
@@ -970,7 +994,7 @@ def _blocks_of(
     # ``room``: within an array of MAX_BLOCKS blocks, which later steps grow into in place.
     storage = np.zeros((len(ranks), MAX_BLOCKS if room else count, FIELDS))
     blocks = storage[:, :count]
-    leads = _fill_blocks(blocks, None, steps, ordered_ranks, table, scale, size, first)
+    leads = _fill_blocks(blocks, None, steps, ordered_ranks, table, scale, size, first, runs=runs)
     return TagEvidence(
         ordered_ranks,
         size,
@@ -995,7 +1019,12 @@ def _sorted_columns(ranks: IntArray, table: FloatArray) -> tuple[IntArray, Float
 
 
 def _add_in_place(
-    known: TagEvidence, steps: IntArray, ranks: IntArray, table: FloatArray, scale: FloatArray
+    known: TagEvidence,
+    steps: IntArray,
+    ranks: IntArray,
+    table: FloatArray,
+    scale: FloatArray,
+    runs: _Runs | None = None,
 ) -> bool:
     """A block of steps of ``known``'s very ranks added straight into its blocks, as merging
     the block's own evidence (:func:`_blocks_of` in ``known``'s block size) adds it: the
@@ -1016,7 +1045,7 @@ def _add_in_place(
     assert merged is not None
     columns = ((own_first + np.arange(own_count)) * own_size // size - first).tolist()
     lead_ranks, lead_blocks, leads = _fill_blocks(
-        merged.blocks, columns, steps, ordered_ranks, table, scale, own_size, own_first
+        merged.blocks, columns, steps, ordered_ranks, table, scale, own_size, own_first, runs=runs
     )
     # Each block's leads: the known ones, then the block's (as _merge_tag adds them).
     own_columns = (own_first + lead_blocks) * own_size // size - first
@@ -1041,6 +1070,7 @@ def _fill_blocks(
     *,
     take: Callable[[slice, FloatArray], None] | None = None,
     slowest: FloatArray | None = None,
+    runs: _Runs | None = None,
 ) -> tuple[IntArray, IntArray, FloatArray]:
     """The sums of a block of steps in blocks of ``size`` steps from block ``first``, into
     ``destination`` (``(ranks, blocks, FIELDS)``, rows: ``ranks``, sorted): as they are
@@ -1051,6 +1081,8 @@ def _fill_blocks(
     Without a destination, each group of ranks' blocks go to ``take(group, blocks)``
     once made (but ``SLOWEST``, which needs every rank's points: its counts go to
     ``slowest``, ``(ranks, blocks)``), and no array of every rank's blocks is made.
+    ``runs``: where the long leads stood at the step before these (:class:`_Runs`),
+    updated to their last.
 
     The others' medians need whole rows (a few steps at a time); the rest is made
     :data:`_CHUNK` ranks at a time, in one pass: each chunk's fields summed per block,
@@ -1113,7 +1145,7 @@ def _fill_blocks(
     counts = destination[:, :, SLOWEST] if destination is not None else slowest
     assert counts is not None
     np.add.at(counts, (winner[alone], target_of[alone]), 1.0)
-    latest, leads = _leads(table, ranks, step[:, 0])
+    latest, leads = _leads(table, ranks, step[:, 0], runs)
     timed = np.flatnonzero(latest >= 0)
     return _summed_leads(ranks[latest[timed]], index[timed], leads[timed])
 
@@ -1162,7 +1194,9 @@ def _chunk_sums(
     return top, holders, winner, share
 
 
-def _leads(table: FloatArray, ranks: IntArray, step: FloatArray) -> tuple[IntArray, FloatArray]:
+def _leads(
+    table: FloatArray, ranks: IntArray, step: FloatArray, runs: _Runs | None = None
+) -> tuple[IntArray, FloatArray]:
     """Per step of a ``(steps, ranks)`` table (columns: ``ranks``, sorted): the column of
     its latest point (-1 for a step without a point or a step time) and, per size ``b``
     of ``BLOCK_SIZES``, by how much the latest block of ``b`` consecutive ranks led the
@@ -1203,24 +1237,36 @@ def _leads(table: FloatArray, ranks: IntArray, step: FloatArray) -> tuple[IntArr
         if width >= 2:
             lead_of[:, LEADS] = _lead(top, ordered[:, -2])
     if width >= 2:
-        _long_leads(latest, leads, step)
+        _long_leads(np.where(latest >= 0, ranks[np.maximum(latest, 0)], -1), leads, step, runs)
     return latest, leads
 
 
-def _long_leads(latest: IntArray, leads: FloatArray, step: FloatArray) -> None:
+def _long_leads(latest: IntArray, leads: FloatArray, step: FloatArray, runs: _Runs | None) -> None:
     """The ``LONG_LEADS`` counts of each row of ``leads`` (its lead over the next-latest
-    in ``LEADS``; ``step``: each row's step time, NaN for none): 1 where the row's latest
-    rank led by more than the edge's share of the step and had not in the row before (a
-    run of such steps of one rank, a data loader's hiccup of a few steps, is one episode:
-    the counts are of episodes, which come one at a time, not steps)."""
-    same = np.zeros(len(latest), dtype=bool)
-    same[1:] = (latest[1:] == latest[:-1]) & (latest[1:] >= 0)
+    in ``LEADS``; ``latest``: each row's latest rank, -1 for none; ``step``: each row's
+    step time, NaN for none): 1 where the row's latest rank led by more than the edge's
+    share of the step and had not in the row before (a run of such steps of one rank, a
+    data loader's hiccup of a few steps, is one episode: the counts are of episodes,
+    which come one at a time, not steps). ``runs``: the row before these (the last step
+    added before), updated to the last of these."""
+    if not len(latest):
+        return
+    before = runs if runs is not None else _Runs()
+    same = np.empty(len(latest), dtype=bool)
+    same[0] = latest[0] == before.rank
+    same[1:] = latest[1:] == latest[:-1]
+    same &= latest >= 0
+    last = []
     with np.errstate(invalid="ignore"):  # NaN: no step time, no step counted
         for offset, edge in enumerate(LEAD_EDGES):
             long = leads[:, LEADS] > edge * step
-            starts = long.copy()
-            starts[1:] &= ~(long[:-1] & same[1:])
-            leads[:, LONG_LEADS + offset] = starts
+            earlier = np.empty(len(long), dtype=bool)
+            earlier[0] = before.long[offset]
+            earlier[1:] = long[:-1]
+            leads[:, LONG_LEADS + offset] = long & ~(earlier & same)
+            last.append(bool(long[-1]))
+    if runs is not None:
+        runs.rank, runs.long = int(latest[-1]), tuple(last)
 
 
 class _Nodes:
