@@ -263,6 +263,11 @@ def test_the_bar_rises_with_the_ranks_judged_at_once() -> None:
     assert judge_timings({"forward": _shifted(1024, 6.2)}, step_time=step, settings=low) == []
     [record] = judge_timings({"forward": _shifted(1024, 6.6)}, step_time=step, settings=low)
     assert record["ranks"] == [1]
+    # The bar at 1,024 ranks is sqrt(36 + 2 ln(1024 / 64)) = 6.45 (``CONFIDENCE_RANKS``,
+    # 64): 6.42 standard errors are not enough, 6.50 are.
+    assert judge_timings({"forward": _shifted(1024, 6.42)}, step_time=step, settings=low) == []
+    [record] = judge_timings({"forward": _shifted(1024, 6.50)}, step_time=step, settings=low)
+    assert record["ranks"] == [1]
 
 
 #: The steps of evidence the median rank's noise counts for in a steady rank's variance.
@@ -302,6 +307,13 @@ def test_a_steady_rank_a_little_noisier_than_the_others_is_judged_by_the_noise_o
     [record] = judge_timings({"forward": _noisier(6.6)}, step_time=step, settings=low)
     assert record["ranks"] == [1]
     assert judge_timings({"forward": _noisier(6.2)}, step_time=step, settings=low) == []
+    # Pooled as more steps than NOISE_STEPS, its variance would read lower still: 6.35
+    # would then clear the bar.
+    assert judge_timings({"forward": _noisier(6.35)}, step_time=step, settings=low) == []
+    # A timing whose noise is a fifth of its size (a 2.5 ms section) is near normal too.
+    shorter = _noisier(6.6) - 0.0035
+    [record] = judge_timings({"section/short": shorter}, step_time=step, settings=low)
+    assert record["ranks"] == [1]
 
 
 def test_a_rank_far_noisier_than_the_others_is_judged_on_its_own_spread() -> None:

@@ -33,7 +33,6 @@ from rankscribe.jobview.job.verdicts._record_types import CostlyRank, StragglerR
 from rankscribe.jobview.job.verdicts._stragglers import (
     ABOVE,
     ABOVE_EDGES,
-    BELOW,
     BLOCK_SIZES,
     COUNT,
     EDGES,
@@ -343,12 +342,6 @@ def _judge_tag(part: TagTotals, settings: VerdictSettings) -> _Judged:
         steady_strength = np.where(
             steady_error > 0, mean / steady_error, np.where(mean > 0, np.inf, 0.0)
         )
-        # A sign test beside the mean's: one spike (clipped at a step) inflates the
-        # standard error of a few dozen steps, never the count of steps above the others.
-        signs = segment[:, ABOVE] + segment[:, BELOW]
-        sign_strength = np.where(
-            signs > 0, (segment[:, ABOVE] - segment[:, BELOW]) / np.sqrt(signs), 0.0
-        )
         factor = 1.0 + segment[:, SHARE] / segment[:, REFERENCE]
         share_of_steps = _duty(mean, segment[:, SQUARE] / count, noise)
         slowest_share = segment[:, SLOWEST] / count
@@ -357,7 +350,6 @@ def _judge_tag(part: TagTotals, settings: VerdictSettings) -> _Judged:
     # Clear by the mean: its cost clears the floor by FLOOR_ERRORS standard errors too,
     # so a difference that sits near the floor is not named half the time.
     by_mean = (strength >= bar) & (mean - FLOOR_ERRORS * error >= floor)
-    by_sign = (sign_strength >= bar) & (mean >= floor)
     # Material in most steps: on a busy machine a rank descheduled for a few ms in some
     # steps has a mean excess of several times its usual one; its median is unmoved.
     # No margin for a rank as noisy as the others: shifted as a whole, not stalled. Not
@@ -371,16 +363,11 @@ def _judge_tag(part: TagTotals, settings: VerdictSettings) -> _Judged:
     )
     large = mean - FLOOR_ERRORS * error >= BURST_FLOORS * floor
     # Or slow every k-th step (a periodic extra work, not stalls at random): the period
-    # is clear and the cost clears the floor by FLOOR_ERRORS standard errors.
+    # is clear (its cost is judged by the mean, as any rank's).
     period = _periods(segment, confidence_for(settings.confidence, len(part.ranks) * len(PERIODS)))
-    periodic = (period > 0) & (mean - FLOOR_ERRORS * error >= floor)
+    periodic = period > 0
     material = steady | large | periodic
-    named = (
-        (count >= settings.min_steps)
-        & (seconds >= settings.cost_floor_seconds)
-        & material
-        & (by_mean | by_sign | by_steady_mean)
-    )
+    named = material & (by_mean | by_steady_mean)
     since = np.maximum((part.first_block + onset) * part.block_size, part.first_step)
     clean = np.nan_to_num
     judged = _Judged(
@@ -519,8 +506,7 @@ class _WallClock:
             (
                 index
                 for index, width in enumerate(BLOCK_SIZES)
-                if index > 0
-                and len(np.unique(ranks // width)) == 1
+                if len(np.unique(ranks // width)) == 1
                 and bool((known // width != ranks[0] // width).any())
             ),
             None,
@@ -615,32 +601,16 @@ def _wall_clock(totals: _Totals, tag: str, judged: _Judged) -> _WallClock:
 
 
 def _latest_often(
-    judged: _Judged,
-    wall: _WallClock,
-    seconds: FloatArray,
-    share: FloatArray,
-    settings: VerdictSettings,
+    wall: _WallClock, share: FloatArray, settings: VerdictSettings
 ) -> npt.NDArray[np.bool_]:
     """Per rank: the job clearly waits for it, however its timing looks (a rank stalled
     150 ms in one step of ten is slow in few steps, and its clipped excess is no guide):
-    it was the step's one latest in more steps since its onset than the other ranks' rate
-    gives, by the bar (a Poisson count: ``(k - m) / sqrt(m)``), or it led the next-latest
-    by more than a share of the step (``LEAD_EDGES``) in more steps than the others'
-    rate of such leads gives (:func:`_long_leads_often`); and its cost reaches
-    ``BURST_FLOORS`` floors, as a rank slow in few steps must (a rank descheduled now and
-    then on a busy machine costs a few percent, not this)."""
-    whole = wall.whole
-    latest, count = wall.since.slowest, wall.since.count
-    with np.errstate(invalid="ignore", divide="ignore"):
-        others = (whole[:, SLOWEST].sum() - latest) / np.maximum(whole[:, COUNT].sum() - count, 1)
-        expected = count * np.maximum(others, 1.0 / len(wall.part.ranks))
-        strength = (latest - expected) / np.sqrt(np.maximum(expected, 1.0))
-    bar = confidence_for(settings.confidence, len(judged.ranks))
-    clear: npt.NDArray[np.bool_] = (
-        (count >= settings.min_steps)
-        & ((strength >= bar) | _long_leads_often(wall, settings))
-        & (share >= BURST_FLOORS * settings.cost_floor_share)
-        & (seconds >= settings.cost_floor_seconds)
+    it led the next-latest by more than a share of the step (``LEAD_EDGES``) in more
+    episodes than the others' rate of such leads gives (:func:`_long_leads_often`), and its
+    cost reaches ``BURST_FLOORS`` floors, as a rank slow in few steps must (a rank
+    descheduled now and then on a busy machine costs a few percent, not this)."""
+    clear: npt.NDArray[np.bool_] = _long_leads_often(wall, settings) & (
+        share >= BURST_FLOORS * settings.cost_floor_share
     )
     return clear
 
@@ -680,8 +650,8 @@ def _poisson_tail_below(
     and ``m`` its expected count, by an upper bound of the tail (``k > m``: its first term
     over ``1 - m / (k + 1)``, the terms after it shrinking at least that fast)."""
     below = np.zeros(len(counts), dtype=bool)
-    # m > 0 here: a count of 1 or more has steps, and the others' rate is never 0.
-    for row in np.flatnonzero((counts >= 1) & (counts > expected + 1)).tolist():
+    # m > 0 here: a count above m + 1 has steps, and the others' rate is never 0.
+    for row in np.flatnonzero(counts > expected + 1).tolist():
         k, m = float(counts[row]), float(expected[row])
         log_tail = -m + k * math.log(m) - math.lgamma(k + 1) - math.log1p(-m / (k + 1))
         below[row] = log_tail <= log_chance
@@ -749,7 +719,10 @@ def _judgements(
         wall = _wall_clock(totals, tag, judged)
         seconds, share = wall.rank_cost()
         if wall.basis == "arrival" and wall.part is part:  # the arrivals: who the job waits for
-            judged.named |= _latest_often(judged, wall, seconds, share, settings)
+            judged.named |= _latest_often(wall, share, settings)
+        # Over enough steps since its onset (the wall clock's floor in seconds is
+        # _wall_named's, on what the job waited for).
+        judged.named &= judged.steps >= settings.min_steps
         if not bool(judged.named.any()):
             continue
         chosen = _wall_named(judged, wall, seconds, share, settings)
