@@ -265,3 +265,25 @@ def test_a_rank_named_on_arrival_by_its_long_leads_must_cost_five_floors() -> No
     below = VerdictSettings(cost_floor_share=cost / 5 * 0.99)
     [again] = judge_timings({"arrival": arrival}, step_time=step, settings=below)
     assert again["ranks"] == [17]
+
+
+@pytest.mark.parametrize("period", [9, 10, 12, 16])
+def test_a_rank_slow_every_kth_step_is_named_with_its_period(period: int) -> None:
+    """3x slower every ``period``-th step: the components found are those of the divisors
+    of the period up to 8 (every 10th: the 5th's and the 2nd's), their least common
+    multiple (10, 12) taken to the multiple its share of slow steps gives (9: 3 found, a
+    ninth of the steps slow; 16: 8 found, a sixteenth)."""
+    forward = _job(steps=600)
+    forward[5, ::period] *= 3.0
+    [record] = _judged(forward)
+    assert record["ranks"] == [5]
+    assert (record["persistent"], record["period_steps"]) == (False, period)
+    assert record["message"].endswith(f"(intermittent: every {period}th step)")
+
+
+def test_a_period_of_21_steps_is_said_as_every_21st() -> None:
+    forward = _job(steps=840)
+    forward[5, ::21] *= 5.0
+    [record] = _judged(forward)
+    assert record["period_steps"] == 21
+    assert record["message"].endswith("(intermittent: every 21st step)")

@@ -93,6 +93,10 @@ SHIFTED_SPREAD = 1.5
 #: when its mean cost clears this many floors (by ``FLOOR_ERRORS`` standard errors): a
 #: rank descheduled now and then on a busy machine costs a few percent, not this.
 BURST_FLOORS = 5.0
+#: The longest period (steps) a rank slow every k-th step is reported with: its period
+#: found (:func:`_periods`) is taken to the multiple of it up to this that its share of
+#: slow steps gives.
+LONGEST_PERIOD = 64
 #: ``confidence`` holds for up to this many ranks judged at once; with more, the bar rises
 #: so that the chance of naming some clean rank stays what it is at this many.
 CONFIDENCE_RANKS = 64
@@ -299,27 +303,46 @@ def _steady(
 
 
 def _periods(segment: FloatArray, bar: float) -> IntArray:
-    """Per rank, the k of ``PERIODS`` at which it is slow every k-th step (0: none).
+    """Per rank, the period K (in steps) at which it is slow every K-th step (0: none).
 
-    The excess's Fourier component at period k (``C``: the mean of the excess
-    share weighted by ``exp(2 pi i step / k)``) against what independent steps
-    give: ``n |C|^2`` over the second moment of the excess is exponential with
-    mean 1 for a rank without a period, so it must reach the tail of a normal
-    at ``bar`` (``bar^2 / 2 + ln(bar) + 1``). A rank slow every k-th step has
-    the components of every multiple of ``1/k`` (every 8th: the 8th, the 4th
-    and the 2nd); the largest such k is its period.
+    The excess's Fourier component at period k of ``PERIODS`` (``C``: the mean of
+    the excess share weighted by ``exp(2 pi i step / k)``) against what
+    independent steps give: ``n |C|^2`` over the second moment of the excess is
+    exponential with mean 1 for a rank without a period, so it must reach the
+    tail of a normal at ``bar`` (``bar^2 / 2 + ln(bar) + 1``). A rank slow every
+    K-th step has the components at every multiple of ``1/K``: at ``1/k`` for
+    each k of ``PERIODS`` that divides K (every 8th: the 8th, the 4th and the
+    2nd; every 10th: the 5th and the 2nd; every 12th: the 2nd, 3rd, 4th and
+    6th). Its period is the least common multiple of the k found: K itself when
+    K is the least common multiple of its divisors up to 8 (2 to 8, 10, 12, 14,
+    15, 20, 21, 24, 28, 30, 40, 42, 56, 60, ...), else the largest such divisor
+    of it (every 9th: 3; every 16th: 8; every 11th: none found).
     """
     count = segment[:, COUNT]
     threshold = bar * bar / 2 + math.log(max(bar, 1.0)) + 1.0
-    periods = np.zeros(len(segment), dtype=np.int64)
+    periods = np.ones(len(segment), dtype=np.int64)
     with np.errstate(invalid="ignore", divide="ignore"):
         second = segment[:, SQUARE] / count
-        for offset, period in enumerate(PERIODS):  # the largest k last: it wins
+        for offset, period in enumerate(PERIODS):
             cosine = segment[:, PERIODIC + 2 * offset] / count
             sine = segment[:, PERIODIC + 2 * offset + 1] / count
             power = count * (cosine * cosine + sine * sine) / second
-            periods[np.nan_to_num(power) >= threshold] = period
-    return periods
+            found = np.nan_to_num(power) >= threshold
+            periods[found] = np.lcm(periods[found], period)
+    with_period: IntArray = np.where(periods > 1, periods, 0)
+    return with_period
+
+
+def _period_of_duty(period: IntArray, duty: FloatArray) -> IntArray:
+    """Per rank, of the multiples of its period found (:func:`_periods`) up to
+    ``LONGEST_PERIOD`` steps, the one nearest (as a ratio) to one over its share of slow
+    steps (:func:`_duty`): a rank slow every 16th step has the components of the 8th,
+    4th and 2nd only, and is slow in 1/16 of its steps."""
+    refined = period.copy()
+    for row in np.flatnonzero((period > 0) & (duty > 0)).tolist():
+        multiples = np.arange(period[row], max(LONGEST_PERIOD, period[row]) + 1, period[row])
+        refined[row] = multiples[np.argmin(np.abs(np.log(multiples * duty[row])))]
+    return refined
 
 
 def _judge_tag(part: TagTotals, settings: VerdictSettings) -> _Judged:
@@ -365,6 +388,7 @@ def _judge_tag(part: TagTotals, settings: VerdictSettings) -> _Judged:
     # Or slow every k-th step (a periodic extra work, not stalls at random): the period
     # is clear (its cost is judged by the mean, as any rank's).
     period = _periods(segment, confidence_for(settings.confidence, len(part.ranks) * len(PERIODS)))
+    period = _period_of_duty(period, share_of_steps)
     periodic = period > 0
     material = steady | large | periodic
     named = material & (by_mean | by_steady_mean)
@@ -411,7 +435,10 @@ def seconds_text(seconds: float) -> str:
 
 
 def _ordinal(number: int) -> str:
-    suffix = {2: "nd", 3: "rd"}.get(number, "th")
+    """``2nd``, ``3rd``, ``10th``, ``12th``, ``21st``, ``42nd``."""
+    suffix = (
+        "th" if number % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
+    )
     return f"{number}{suffix}"
 
 
