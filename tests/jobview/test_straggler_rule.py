@@ -287,3 +287,21 @@ def test_a_period_of_21_steps_is_said_as_every_21st() -> None:
     [record] = _judged(forward)
     assert record["period_steps"] == 21
     assert record["message"].endswith("(intermittent: every 21st step)")
+
+
+def test_a_rank_stalled_in_its_forward_is_named_in_a_job_without_arrivals() -> None:
+    """Without arrivals, each timing's own wall clock is the job's: a rank whose forward
+    stalls 150 ms four times in 40 steps leads the job by 15 steps in each, as no rank's
+    GC pause of a few ms does, and is named on its forward. Its clipped excess (one step
+    per stall) alone would not name it."""
+    rng = np.random.default_rng(3)
+    forward = 0.008 * rng.lognormal(0.0, 0.05, (512, 100))
+    pauses = rng.random((512, 100)) < 0.02
+    forward += np.where(pauses, rng.uniform(0.002, 0.008, (512, 100)), 0.0)
+    forward[17, [62, 72, 82, 92]] += 0.150
+    step = forward.max(axis=0) + 0.001
+    [record] = judge_timings({"forward": forward}, step_time=step)
+    assert (record["ranks"], record["timing"], record["cost_basis"]) == ([17], "forward", "timing")
+    without = np.delete(forward, 17, axis=0).max(axis=0) + 0.001
+    saving = float((step - without)[record["since_step"] :].mean())
+    assert record["cost_seconds_per_step"] == pytest.approx(saving, rel=0.05)

@@ -745,7 +745,9 @@ def _judgements(
         judged = _judge_tag(part, settings)
         wall = _wall_clock(totals, tag, judged)
         seconds, share = wall.rank_cost()
-        if wall.basis == "arrival" and wall.part is part:  # the arrivals: who the job waits for
+        # The timing whose wall clock is the job's (the arrivals, or in a job without them
+        # each timing its own): a rank the job clearly waits for, however its timing looks.
+        if wall.part is part:
             judged.named |= _latest_often(wall, share, settings)
         # Over enough steps since its onset (the wall clock's floor in seconds is
         # _wall_named's, on what the job waited for).
