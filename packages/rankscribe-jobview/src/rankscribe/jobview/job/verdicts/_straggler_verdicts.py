@@ -281,19 +281,11 @@ def _steady(
     ranks a rank 10 % slower in its forward costs 2.5-3.5 % of the step, its excess is
     above a 2 % floor in 55-65 % of its steps, and over 50 steps the margin alone held
     back about one run in 50. Two ranks cannot be told apart so: each one's excess is the
-    other's negated, and their spreads are one.
-
-    Steps whose excess is above the last of ``EDGES`` (10 % of the step) are set aside
-    when the floor is below half of it: a stall of several ms, or a slowness far above
-    the floor that the mean (``BURST_FLOORS``) judges; a run of stalls that the onset
-    happens to start at must not make the usual steps look slow.
+    other's negated, and their spreads are one. Every step counts, a stall too: a rank
+    stalled by 15 % of the step in most of its steps is slow in most of them.
     """
     above = _steps_above(segment, floor)
     count = segment[:, COUNT]
-    cap = EDGES[-1]
-    if floor < cap / 2:
-        beyond = segment[:, ABOVE_EDGES + len(EDGES) - 1]
-        above, count = above - beyond, count - beyond
     margin = np.where(shifted, 0.0, MATERIAL_ERRORS)
     with np.errstate(invalid="ignore"):
         steady: npt.NDArray[np.bool_] = (count > 0) & (
