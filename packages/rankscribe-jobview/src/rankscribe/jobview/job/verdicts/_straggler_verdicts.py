@@ -4,8 +4,8 @@
 timing and rank, over the evidence's blocks
 (:mod:`rankscribe.jobview.job.verdicts._stragglers`): the onset
 is the block from which its excess to the end is clearest (the sum over the
-square root of the steps: a change point); over the steps since then the rank is named when
-its cost (mean excess, seconds and share of the step) reaches the floor, its
+square root of the steps: a change point); over the steps since then the rank is slow when
+its mean excess (a share of the step) reaches the floor, its
 excess reaches the floor in more than half the steps (the median excess: stalls
 of a few ms in some steps raise the mean, not this; in at least half for a rank
 as noisy as the others, ``SHIFTED_SPREAD``) or, for a rank slow in
@@ -13,9 +13,11 @@ fewer steps, its mean cost clears ``BURST_FLOORS`` floors or it is slow every
 k-th step (the Fourier component of its excess at that period: :func:`_periods`);
 and its mean excess is ``confidence`` standard errors above zero (more with many
 ranks: :func:`confidence_for`; for a rank slow in most steps, its variance moderated
-by the others': :func:`_moderated`). A node of
-several ranks named on one timing is one verdict; its cost is its costliest
-rank's (the job waits for the slowest of them each step).
+by the others': :func:`_moderated`). A slow rank is named when what the job
+waited for it (its wall clock: :func:`_wall_named`) reaches the floor, in share
+and in seconds; a rank the job clearly waits for in few long leads is named
+too (:func:`_latest_often`). A node of several ranks named on one timing is one
+verdict; its cost is what the job waited for the node beyond the rest.
 """
 
 from __future__ import annotations
@@ -305,10 +307,11 @@ def _periods(segment: FloatArray, bar: float) -> IntArray:
     K-th step has the components at every multiple of ``1/K``: at ``1/k`` for
     each k of ``PERIODS`` that divides K (every 8th: the 8th, the 4th and the
     2nd; every 10th: the 5th and the 2nd; every 12th: the 2nd, 3rd, 4th and
-    6th). Its period is the least common multiple of the k found: K itself when
-    K is the least common multiple of its divisors up to 8 (2 to 8, 10, 12, 14,
-    15, 20, 21, 24, 28, 30, 40, 42, 56, 60, ...), else the largest such divisor
-    of it (every 9th: 3; every 16th: 8; every 11th: none found).
+    6th). Returned: the least common multiple of the k found, K itself when K is
+    the least common multiple of its divisors up to 8 (2 to 8, 10, 12, 14, 15,
+    20, 21, 24, 28, 30, 40, 42, 56, 60, ...), else a divisor of it (every 9th: 3;
+    every 16th: 8; every 11th: none found), which :func:`_period_of_duty` takes
+    to the multiple the rank's share of slow steps gives.
     """
     count = segment[:, COUNT]
     threshold = bar * bar / 2 + math.log(max(bar, 1.0)) + 1.0
