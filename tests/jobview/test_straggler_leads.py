@@ -38,6 +38,19 @@ def _hand_leads(table: np.ndarray, scale: np.ndarray, block: int) -> dict[tuple[
     return leads
 
 
+def _fed_by_intervals(arrival: np.ndarray, scale: np.ndarray) -> StragglerEvidence:
+    """The evidence of ``arrival`` (ranks x steps) added 16 steps at a time, as a live view
+    adds interval after interval."""
+    ranks, steps = arrival.shape
+    evidence = StragglerEvidence()
+    for start in range(0, steps, 16):
+        window = slice(start, start + 16)
+        evidence.add_timings(
+            ARRIVAL, np.arange(steps)[window], range(ranks), arrival[:, window].T, scale[window]
+        )
+    return evidence
+
+
 def test_the_leads_are_kept_at_each_steps_latest_rank_only() -> None:
     """4,096 ranks x 64 steps, fed interval by interval as a live view does: the leads are
     at most one entry a step (not 4,096 ranks' worth per block), each the sum of the
@@ -47,13 +60,7 @@ def test_the_leads_are_kept_at_each_steps_latest_rank_only() -> None:
     arrival = 0.008 + rng.uniform(0.0, 0.0004, (ranks, steps))
     arrival[7, ::3] += 0.002  # rank 7 the latest in every third step
     scale = np.full(steps, 0.010)
-    evidence = StragglerEvidence()
-    for start in range(0, steps, 16):
-        window = slice(start, start + 16)
-        evidence.add_timings(
-            ARRIVAL, np.arange(steps)[window], range(ranks), arrival[:, window].T, scale[window]
-        )
-    arrays = _shipped(evidence)
+    arrays = _shipped(_fed_by_intervals(arrival, scale))
     block_size, first_block, _, _, _, entries = arrays["layout"][0]
     assert first_block == 0
     assert entries == len(arrays["lead_ranks"]) <= steps
@@ -100,12 +107,7 @@ def test_a_run_of_long_leads_across_two_intervals_is_one_episode_as_at_once() ->
     arrival = 0.008 + rng.uniform(0.0, 0.0004, (ranks, steps))
     arrival[6, [14, 15, 16, 17, 30]] += 0.015
     scale = np.full(steps, 0.010)
-    live = StragglerEvidence()
-    for start in range(0, steps, 16):
-        window = slice(start, start + 16)
-        live.add_timings(
-            ARRIVAL, np.arange(steps)[window], range(ranks), arrival[:, window].T, scale[window]
-        )
+    live = _fed_by_intervals(arrival, scale)
     whole = StragglerEvidence()
     whole.add_timings(ARRIVAL, np.arange(steps), range(ranks), arrival.T, scale)
     assert _long_lead_counts(live) == _long_lead_counts(whole) == {6: [2.0, 2.0, 0.0, 0.0]}
