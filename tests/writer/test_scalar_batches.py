@@ -126,3 +126,46 @@ def test_steps_join_the_batch_the_writer_waits_on_until_a_flush_ends_the_wait(
         assert time.monotonic() - started < 2.5  # ended by the flush, not by the 5 s
     assert sizes == [3]
     assert [step for step, _ in recorded(tmp_path)] == [0, 1, 2]
+
+
+def test_columns_and_filtered_steps_join_one_batch_in_the_order_given(tmp_path, monkeypatch):
+    # A collected step writes the timings kept since the last (as columns), then its own
+    # values with a plugin filter: both join the open batch, so the writer thread is
+    # woken once for many such steps, and the file keeps the steps in order.
+    monkeypatch.setattr(ScalarBatches, "coalesce_seconds", 5.0)
+    sizes = []
+    encode = ScalarBatches._encode
+
+    def encode_and_count(batches, batch):
+        encoded = encode(batches, batch)
+        sizes.append(len(encoded))
+        return encoded
+
+    monkeypatch.setattr(ScalarBatches, "_encode", encode_and_count)
+    expected = []
+    with SummaryRecord(tmp_path) as record:
+        for collected in range(10, 60, 10):
+            kept = list(range(collected - 9, collected))
+            record.write_scalar_columns({"step_time": (kept, [step / 8 for step in kept])})
+            expected += [(step, {"step_time": step / 8}) for step in kept]  # exact in float32
+            record.add_value("scalar", "loss", float(collected))
+            record.record(collected, plugin_filter=lambda plugin: plugin != "tensor")
+            expected.append((collected, {"loss": float(collected)}))
+        record.add_value("scalar", "loss", 99.0)
+        record.record(60, plugin_filter=lambda plugin: plugin != "scalar")  # filtered out
+        assert record.flush() is True
+    assert sizes == [50]
+    assert recorded(tmp_path) == expected
+
+
+def test_columns_larger_than_a_batch_are_written_after_the_steps_before_them(tmp_path):
+    many = list(range(1, 3000))
+    with SummaryRecord(tmp_path) as record:
+        record.add_value("scalar", "loss", 0.0)
+        record.record(0)
+        record.write_scalar_columns({"x": (many, [float(step) for step in many])})
+        record.write_scalar_columns({"x": ([3000], [3000.0])})
+        record.add_value("scalar", "loss", 3001.0)
+        record.record(3001)
+    steps = [step for step, _ in recorded(tmp_path)]
+    assert steps == list(range(3002))

@@ -71,7 +71,6 @@ from rankscribe.writer.record._launcher import warn_shared_directory
 from rankscribe.writer.record._pipeline import Pipeline
 from rankscribe.writer.record._scalar_batches import (
     ScalarBatches,
-    encode_scalar_columns,
     scalar_column,
     scalar_steps,
 )
@@ -347,11 +346,15 @@ class SummaryRecord:
             and not operators.has_buffered()
             and not self._pending
             and not self._pending_lineage
-            and plugin_filter is None
             and (train_network is None or self._graph_written)
         ):  # the common case: only scalars, for the summary file alone
+            # (A filter that raises leaves them pending for a retry, as below.)
+            keep = plugin_filter is None or bool(plugin_filter("scalar"))
             scalars, self._scalars = self._scalars, {}
-            self._add_scalar_step(step, scalars)
+            if keep:
+                self._add_scalar_step(step, scalars)
+            else:
+                self._pipeline.raise_pending()
             return True
         values, lineage, graph = self._take_pending(plugin_filter, train_network)
         size = events.summary_event_size(sum(snap.encoded_size for snap in values))
@@ -429,10 +432,8 @@ class SummaryRecord:
         checked = [column for column in checked if len(column[1])]
         if not checked:
             return True
-        if self._scalars_alone:
-            self._scalar_batches.seal()
-            points = sum(len(steps) for _, steps, _ in checked)
-            self._pipeline.put(partial(encode_scalar_columns, time.time(), checked), 64 * points)
+        if self._scalars_alone:  # they join the open batch of scalar-only steps
+            self._scalar_batches.add_columns(checked)
         else:  # a TensorBoard file too: each step as write_scalars queues it
             for step, scalars in scalar_steps(checked):
                 self._queue_scalar_step(step, scalars)

@@ -1,6 +1,6 @@
 """Steps of scalars alone, batched so that recording one costs the caller a list append;
 and scalars given as columns (``SummaryRecord.write_scalar_columns``), made into steps on
-the writer thread."""
+the writer thread, joining the same batches."""
 
 from __future__ import annotations
 
@@ -16,12 +16,18 @@ from rankscribe.writer.errors import WriterTypeError, WriterValueError
 from rankscribe.writer.format import _events as events
 from rankscribe.writer.record._pipeline import Pipeline, Wakeup
 
-# A batch of scalar-only steps holds at most this many steps, and counts as
-# this many bytes against max_pending_bytes.
+# A batch of scalar-only steps holds at most this many points (a step given alone
+# counts one, a column one per step of it), and counts as this many bytes against
+# max_pending_bytes.
 MAX_SCALAR_BATCH = 1024
 SCALAR_BATCH_BYTES = 64 * MAX_SCALAR_BATCH
 
+#: One name's points, checked: (name, steps as int64, values as float64).
+ScalarColumn = tuple[str, "npt.NDArray[np.int64]", "npt.NDArray[np.float64]"]
+#: A step given alone: (wall time, step, name -> value).
 ScalarEntry = tuple[float, int, dict[str, float]]
+#: Steps given as columns (:func:`scalar_column`): (wall time, the columns).
+ColumnsEntry = tuple[float, list[ScalarColumn]]
 
 #: The writer thread, woken by a new batch, lets more steps join it for this long before
 #: it takes it (unless the batch is sealed or full first): at steps of a few ms, one
@@ -37,6 +43,9 @@ class ScalarBatches:
     The batch in the queue stays open, and grows, while the writer is busy,
     until the writer thread takes it (it seals it then) or another kind of
     step is queued (the caller seals it then, so that step is written after).
+    Steps given alone and steps given as columns join it in the order given: a
+    collected step's kept timings and its own values wake the writer once, not
+    twice (tools/bench/collector.py, the ~1 ms step).
     """
 
     #: How long the writer waits for more steps to join a batch (:data:`COALESCE_SECONDS`).
@@ -45,7 +54,8 @@ class ScalarBatches:
     def __init__(self, pipeline: Pipeline) -> None:
         self._pipeline = pipeline
         self._lock = threading.Lock()
-        self._open: list[ScalarEntry] | None = None
+        self._open: list[ScalarEntry | ColumnsEntry] | None = None
+        self._points = 0  # of the open batch, against MAX_SCALAR_BATCH
         # Woken when the open batch is sealed or replaced: the writer stops waiting for it.
         # Woken by the training thread at every step that is not scalars alone, so not a
         # threading.Event, whose set() a Ctrl-C can leave holding its lock (Wakeup).
@@ -53,16 +63,29 @@ class ScalarBatches:
 
     def add(self, step: int, scalars: dict[str, float]) -> None:
         """Add a scalar-only step to the open batch, or queue a new batch holding it."""
-        entry = (time.time(), step, scalars)
+        self._join((time.time(), step, scalars), 1)
+
+    def add_columns(self, columns: list[ScalarColumn]) -> None:
+        """Add steps given as checked, non-empty columns (made into steps by the writer)."""
+        points = sum(len(steps) for _, steps, _ in columns)
+        if points > MAX_SCALAR_BATCH:  # more than a batch holds: a batch of their own
+            self.seal()
+            self._pipeline.put(partial(encode_scalar_columns, time.time(), columns), 64 * points)
+            return
+        self._join((time.time(), columns), points)
+
+    def _join(self, entry: ScalarEntry | ColumnsEntry, points: int) -> None:
         batch_is_new = False
         with self._lock:
             batch = self._open
-            if batch is not None and len(batch) < MAX_SCALAR_BATCH:
+            if batch is not None and self._points + points <= MAX_SCALAR_BATCH:
                 batch.append(entry)
+                self._points += points
             else:
                 if batch is not None:
                     self._closed.wake()  # full: the writer need not wait for it
                 batch = self._open = [entry]
+                self._points = points
                 batch_is_new = True
         if batch_is_new:
             self._pipeline.put(partial(self._encode, batch), SCALAR_BATCH_BYTES)
@@ -76,7 +99,7 @@ class ScalarBatches:
             self._open = None
         self._closed.wake()
 
-    def _encode(self, batch: list[ScalarEntry]) -> list[tuple[int, bytes]]:
+    def _encode(self, batch: list[ScalarEntry | ColumnsEntry]) -> list[tuple[int, bytes]]:
         # Writer thread: let more steps join the batch while it is open, then seal it,
         # so no step joins it while it is encoded.
         with self._lock:
@@ -88,14 +111,15 @@ class ScalarBatches:
         with self._lock:
             if self._open is batch:
                 self._open = None
-        return [
-            (step, events.scalar_event(wall_time, step, scalars.items()))
-            for wall_time, step, scalars in batch
-        ]
+        encoded: list[tuple[int, bytes]] = []
+        for entry in batch:
+            if len(entry) == 3:
+                wall_time, step, scalars = entry
+                encoded.append((step, events.scalar_event(wall_time, step, scalars.items())))
+            else:
+                encoded.extend(encode_scalar_columns(*entry))
+        return encoded
 
-
-#: One name's points, checked: (name, steps as int64, values as float64).
-ScalarColumn = tuple[str, "npt.NDArray[np.int64]", "npt.NDArray[np.float64]"]
 
 _INT64_MAX = np.iinfo(np.int64).max
 
