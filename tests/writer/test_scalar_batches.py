@@ -169,3 +169,31 @@ def test_columns_larger_than_a_batch_are_written_after_the_steps_before_them(tmp
         record.record(3001)
     steps = [step for step, _ in recorded(tmp_path)]
     assert steps == list(range(3002))
+
+
+def test_a_step_whose_filter_leaves_only_scalars_joins_the_batch(tmp_path, monkeypatch):
+    # The summary operators' tensors are taken at every recorded step and dropped by the
+    # filter at most of them (the collector's tensor steps): what is left is scalars.
+    monkeypatch.setattr(ScalarBatches, "coalesce_seconds", 5.0)
+    sizes = []
+    encode = ScalarBatches._encode
+
+    def encode_and_count(batches, batch):
+        encoded = encode(batches, batch)
+        sizes.append(len(encoded))
+        return encoded
+
+    monkeypatch.setattr(ScalarBatches, "_encode", encode_and_count)
+    with SummaryRecord(tmp_path) as record:
+        for step in range(1, 6):
+            record.add_value("scalar", "loss", float(step))
+            record.add_value("tensor", "w", np.arange(4.0))
+            record.record(step, plugin_filter=lambda plugin: plugin != "tensor")
+        record.add_value("scalar", "loss", 6.0)
+        record.add_value("tensor", "w", np.arange(4.0))
+        record.record(6)  # kept whole: a step of its own, after the batch
+        assert record.flush() is True
+    assert sizes == [5]
+    found = {(event.step, value.tag) for event in load_dir(tmp_path) for value in event.values}
+    assert found == {*((step, "loss") for step in range(1, 7)), (6, "w")}
+    assert [step for step, _ in recorded(tmp_path)] == [1, 2, 3, 4, 5, 6]

@@ -348,15 +348,15 @@ class SummaryRecord:
             and not self._pending_lineage
             and (train_network is None or self._graph_written)
         ):  # the common case: only scalars, for the summary file alone
-            # (A filter that raises leaves them pending for a retry, as below.)
-            keep = plugin_filter is None or bool(plugin_filter("scalar"))
-            scalars, self._scalars = self._scalars, {}
-            if keep:
-                self._add_scalar_step(step, scalars)
-            else:
-                self._pipeline.raise_pending()
+            self._record_scalars(step, plugin_filter)
             return True
         values, lineage, graph = self._take_pending(plugin_filter, train_network)
+        # The filter may have left only scalars (the summary operators' tensors are
+        # dropped at most of the collector's steps): they join the scalar batch too.
+        left = _plain_scalars(values) if self._scalars_alone and not lineage else None
+        if left and graph is None:
+            self._add_scalar_step(step, left)
+            return True
         size = events.summary_event_size(sum(snap.encoded_size for snap in values))
         refused: StepTooLargeError | None = None
         if size > MAX_STEP_BYTES:
@@ -372,6 +372,17 @@ class SummaryRecord:
             logger.error("%s", refused)
             return False
         return True
+
+    def _record_scalars(self, step: int, plugin_filter: Callable[[str], bool] | None) -> None:
+        """``record`` of a step of pending scalars alone: into the open scalar batch, unless
+        ``plugin_filter`` drops them (a filter that raises leaves them pending for a
+        retry, as ``record``'s general path does)."""
+        keep = plugin_filter is None or bool(plugin_filter("scalar"))
+        scalars, self._scalars = self._scalars, {}
+        if keep:
+            self._add_scalar_step(step, scalars)
+        else:
+            self._pipeline.raise_pending()
 
     def write_scalars(self, step: int, scalars: Mapping[str, float]) -> bool:
         """Write ``scalars`` (name -> number) as one event of step ``step``, now.
@@ -595,3 +606,13 @@ class SummaryRecord:
         if self._scalars:
             plugins.append("scalar")
         return {plugin: bool(plugin_filter(plugin)) for plugin in dict.fromkeys(plugins)}
+
+
+def _plain_scalars(values: list[Snapshot]) -> dict[str, float] | None:
+    """``name -> number`` when every value is a scalar already read (None otherwise)."""
+    found: dict[str, float] = {}
+    for snap in values:
+        if snap.plugin != "scalar" or type(snap.data) is not float:
+            return None
+        found[snap.tag] = snap.data
+    return found
