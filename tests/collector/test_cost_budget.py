@@ -244,6 +244,85 @@ def test_the_cost_of_a_real_run_is_recorded_and_plausible(model: Any, tmp_path: 
     assert max(found[TRAINING_TAG]) > 100  # a window closed, and the end's
 
 
+class SlowImages:
+    """A 4-D batch of input images that takes IMAGE_SECONDS of the clock to read."""
+
+    ndim = 4
+    clock: ManualClock
+
+    def __init__(self, array: np.ndarray) -> None:
+        self._array = array
+
+    def asnumpy(self) -> np.ndarray:
+        SlowImages.clock.advance(IMAGE_SECONDS)
+        return self._array
+
+
+IMAGE_SECONDS = 2.0  # per collected step of 10: 20 % of the step
+
+
+def image_steps(directory: Path) -> list[int]:
+    return sorted(steps_by_tag(directory).get(("image", "input_data/auto"), []))
+
+
+def test_input_images_costing_a_fifth_of_the_step_are_shed_after_the_histograms(
+    model: Any, tmp_path: Path, collector_clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # No histograms: the input images are what costs, and they are recorded at fewer
+    # collected steps, as histograms are; the loss stays at every collected step.
+    data = model(100)
+    SlowImages.clock = collector_clock
+    batches = [(SlowImages(images), labels) for images, labels in data.dataset]
+    collector = SummaryCollector(
+        tmp_path,
+        collect_freq=COLLECT_FREQ,
+        collect_specified_data={**NO_LANDSCAPE, "histogram_regular": "^none$"},
+    )
+
+    def step(batch: Any) -> float:
+        collector_clock.advance(STEP_SECONDS)
+        return 0.5
+
+    with caplog.at_level(logging.INFO):
+        TrainLoop(step, network=data.network, optimizer=data.optimizer).train(
+            4, batches, callbacks=[collector]
+        )
+    [said] = budget_warnings(caplog)
+    assert "20.0 %" in said
+    assert "it sheds the input images but at every 20th collected step (every 200 steps)" in said
+    assert "histograms" not in said and "fingerprint" not in said
+    assert image_steps(tmp_path) == [1, 10, 20, 30, 40, 200, 400]
+    found = rank_scalars(tmp_path)
+    assert found[TRAINING_TAG][41] == pytest.approx(IMAGE_SECONDS / COLLECT_FREQ)
+    assert sorted(found["loss/auto"]) == [1, *range(10, 401, 10)]
+    assert sorted(found[FINGERPRINT_TAG]) == [0, 1, *range(10, 401, 10)]
+
+
+def test_images_cost_nothing_to_the_budget_when_they_are_not_collected(
+    model: Any, tmp_path: Path, collector_clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    data = model(100)
+    SlowImages.clock = collector_clock
+    batches = [(SlowImages(images), labels) for images, labels in data.dataset]
+    collector = SummaryCollector(
+        tmp_path,
+        collect_freq=COLLECT_FREQ,
+        collect_specified_data={
+            **NO_LANDSCAPE,
+            "histogram_regular": "^none$",
+            "collect_input_data": False,
+        },
+    )
+    with caplog.at_level(logging.INFO):
+        TrainLoop(
+            lambda batch: collector_clock.advance(STEP_SECONDS) or 0.5,
+            network=data.network,
+            optimizer=data.optimizer,
+        ).train(4, batches, callbacks=[collector])
+    assert budget_warnings(caplog) == []
+    assert image_steps(tmp_path) == []
+
+
 class SlowParameters(ArrayNetwork):
     """A network whose parameters take SAVE_SECONDS of the clock to read (the landscape's)."""
 

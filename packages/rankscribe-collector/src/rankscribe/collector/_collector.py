@@ -632,10 +632,10 @@ class SummaryCollector(Callback):
         if decision.extracts:
             sink = self._series.collected_step_sink(record, step)
             cost = self._cost
-            histograms = self._extractor.add_step_values(
-                sink, params, histograms=cost.histograms_at(step)
+            spent = self._extractor.add_step_values(
+                sink, params, histograms=cost.histograms_at(step), images=cost.images_at(step)
             )
-            cost.add(0.0, histograms=histograms)
+            cost.add(0.0, histograms=spent.histograms, images=spent.images)
             if cost.keeps_fingerprints and self._series.fingerprints:
                 fingerprinting = _clock.now()
                 self._series.add_fingerprint(sink, self._landscape_network(params), step)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -128,6 +128,13 @@ def _is_image_batch(value: object) -> bool:
     return bool(dimensions == _IMAGE_DIMENSIONS)
 
 
+class StepSeconds(NamedTuple):
+    """The training thread's seconds in a collected step's optional values."""
+
+    images: float
+    histograms: float
+
+
 class Extractor:
     """Adds the collector's own values of one collected step to a summary record."""
 
@@ -152,20 +159,28 @@ class Extractor:
         logger.log(level if self.rank == 0 else logging.DEBUG, message, *args)
 
     def add_step_values(
-        self, record: ValueSink, params: CallbackParams, *, histograms: bool = True
-    ) -> float:
-        """Input images, loss, histograms, in the original's order; the seconds the
-        histograms took (the collector's cost budget sheds them first; ``histograms``:
-        False leaves them out at this step)."""
-        if self.collect_input_data:
+        self,
+        record: ValueSink,
+        params: CallbackParams,
+        *,
+        histograms: bool = True,
+        images: bool = True,
+    ) -> StepSeconds:
+        """Input images, loss, histograms, in the original's order; the seconds the images
+        and the histograms took (the collector's cost budget sheds them first; False
+        leaves them out at this step)."""
+        image_seconds = histogram_seconds = 0.0
+        if self.collect_input_data and images:
+            started = _clock.now()
             self._add_input_data(record, params)
+            image_seconds = _clock.now() - started
         if self.collect_metric:
             self._add_loss(record, params)
-        if not (self.collect_histogram and histograms):
-            return 0.0
-        started = _clock.now()
-        self._add_histograms(record, params)
-        return _clock.now() - started
+        if self.collect_histogram and histograms:
+            started = _clock.now()
+            self._add_histograms(record, params)
+            histogram_seconds = _clock.now() - started
+        return StepSeconds(images=image_seconds, histograms=histogram_seconds)
 
     # ------------------------------------------------------------------ images
 

@@ -3,7 +3,8 @@
 The collector times its own work on the training thread at every step (its ``step_end``;
 the shortest path of a step that collects nothing with one more clock read; a collected step,
 a step that writes timings or saves landscape parameters from its first clock read to its last),
-and within that the histograms, the fingerprint and the landscape save apart. Here
+and within that the histograms, the input images, the fingerprint and the landscape save
+apart. Here
 those seconds are added up over a *window* of steps, with the CPU time its background
 threads spent meanwhile (``_threads``), and at each window's end:
 
@@ -12,8 +13,9 @@ threads spent meanwhile (``_threads``), and at each window's end:
 - compared with the budget, a share of the step: (training thread + threads' CPU) over
   the window's wall time less the collector's own. Over it, optional work is shed, in
   :data:`SHED_ORDER`: histograms at fewer collected steps (every k-th, k chosen to bring
-  the measured cost down to half the budget), then the parameter fingerprint of
-  collected steps, then the landscape sets not saved yet. Loss, timings and lineage are
+  the measured cost down to half the budget), then the input images the same way, then
+  the parameter fingerprint of collected steps, then the landscape sets not saved yet.
+  Loss, timings and lineage are
   never shed. The first decision is said once, on rank 0, as a warning; a later one in
   the same run at INFO.
 
@@ -22,7 +24,7 @@ The first :data:`WARMUP_STEPS` steps are not measured: they hold what a run pays
 torch's first steps). Nor are ``begin`` and the end of training.
 
 Each rank decides for itself. That is safe because nothing shed is compared across
-ranks step by step in a way a missing point breaks: histograms and landscape files are
+ranks step by step in a way a missing point breaks: histograms, images and landscape files are
 each rank's own; a fingerprint a rank no longer records leaves the ranks that still
 record one comparing the same slice (the slice is chosen by the step, not by the
 rank), so the divergence rule counts fewer ranks there and names no one falsely; the
@@ -83,11 +85,11 @@ FIRST_WINDOW_COLLECTED = 2
 #: ... and it decides only a cost at least this many times the budget (a short window is
 #: noisier; a cost nearer the budget waits for the next, full-length window).
 FIRST_WINDOW_MARGIN = 2.0
-#: Histograms are kept at every k-th collected step up to this k; beyond, none.
+#: Histograms (and images) are kept at every k-th collected step up to this k; beyond, none.
 MAX_HISTOGRAM_EVERY = 64
 #: A decision aims at this share of the budget, so that noise does not call for another.
 TARGET_SHARE = 0.5
-SHED_ORDER = ("histograms", "fingerprints", "landscape")
+SHED_ORDER = ("histograms", "images", "fingerprints", "landscape")
 _OFF = "off"
 
 #: Stops the landscape's saves; returns the numbers (steps or epochs) left out.
@@ -134,6 +136,8 @@ class Shedding:
 
     #: Histograms at every k-th collected step (1: every one; 0: none).
     histogram_every: int = 1
+    #: The input images at every k-th collected step (as histograms).
+    image_every: int = 1
     fingerprints: bool = True
     landscape: bool = True
     #: What was shed, in words, in the order it was shed.
@@ -148,6 +152,7 @@ class _Window:
     first: bool = False
     training: float = 0.0
     histograms: float = 0.0
+    images: float = 0.0
     fingerprints: float = 0.0
     landscape: float = 0.0
 
@@ -176,7 +181,13 @@ class CostBudget:
     def histograms_at(self, step: int) -> bool:
         """Whether the collected ``step`` records histograms (the same on every rank
         that keeps the same k: chosen by the step's number)."""
-        every = self.shedding.histogram_every
+        return self._kept_at(step, self.shedding.histogram_every)
+
+    def images_at(self, step: int) -> bool:
+        """Whether the collected ``step`` records the input images (as histograms)."""
+        return self._kept_at(step, self.shedding.image_every)
+
+    def _kept_at(self, step: int, every: int) -> bool:
         if every == 1:
             return True
         return every > 0 and (step // self.collect_freq) % every == 0
@@ -198,10 +209,10 @@ class CostBudget:
 
     def window_steps(self, *, first: bool = False) -> int:
         """Steps in a window: enough for a few of the steps that still record histograms
-        (``first``: the run's first window, shorter)."""
+        or images (``first``: the run's first window, shorter)."""
         if first:
             return max(FIRST_WINDOW_STEPS, FIRST_WINDOW_COLLECTED * self.collect_freq)
-        every = max(1, self.shedding.histogram_every)
+        every = max(1, self.shedding.histogram_every, self.shedding.image_every)
         return max(MIN_WINDOW_STEPS, COLLECTED_PER_WINDOW * self.collect_freq * every)
 
     def window_due(self, step: int) -> bool:
@@ -217,6 +228,7 @@ class CostBudget:
         training: float,
         *,
         histograms: float = 0.0,
+        images: float = 0.0,
         fingerprints: float = 0.0,
         landscape: float = 0.0,
     ) -> None:
@@ -226,6 +238,7 @@ class CostBudget:
             return
         window.training += training
         window.histograms += histograms
+        window.images += images
         window.fingerprints += fingerprints
         window.landscape += landscape
 
@@ -275,15 +288,31 @@ class CostBudget:
             return
         excess = share - self.budget * TARGET_SHARE
         shedding, dropped = self.shedding, list[str]()
-        # The record's threads spend their CPU bucketing histograms above all: it counts
-        # as theirs (an over-estimate that sheds histograms rather than what comes after).
+        # The record's threads spend their CPU bucketing histograms and encoding images
+        # above all: it counts as the histograms' while any are kept (an over-estimate that
+        # sheds them rather than what comes after), else as the images'.
+        writer = spent.get(WRITER, 0.0)
+        histograms_kept = shedding.histogram_every > 0
         parts = {
-            "histograms": (window.histograms + spent.get(WRITER, 0.0)) / user,
+            "histograms": (window.histograms + (writer if histograms_kept else 0.0)) / user,
+            "images": (window.images + (0.0 if histograms_kept else writer)) / user,
             "fingerprints": window.fingerprints / user,
             "landscape": (window.landscape + spent.get(LANDSCAPE, 0.0)) / user,
         }
         if shedding.histogram_every and excess > 0 and parts["histograms"] > 0:
-            excess -= self._shed_histograms(parts["histograms"], excess, dropped)
+            shedding.histogram_every, saved = self._shed_every(
+                "the parameter histograms",
+                shedding.histogram_every,
+                parts["histograms"],
+                excess,
+                dropped,
+            )
+            excess -= saved
+        if shedding.image_every and excess > 0 and parts["images"] > 0:
+            shedding.image_every, saved = self._shed_every(
+                "the input images", shedding.image_every, parts["images"], excess, dropped
+            )
+            excess -= saved
         if shedding.fingerprints and excess > 0 and parts["fingerprints"] > 0:
             shedding.fingerprints = False
             excess -= parts["fingerprints"]
@@ -297,23 +326,22 @@ class CostBudget:
             shedding.said.extend(dropped)
             self._say(share, window, dropped)
 
-    def _shed_histograms(self, part: float, excess: float, dropped: list[str]) -> float:
-        """Histograms at fewer collected steps; returns the share this saves (projected)."""
-        shedding = self.shedding
-        every = shedding.histogram_every
+    def _shed_every(
+        self, what: str, every: int, part: float, excess: float, dropped: list[str]
+    ) -> tuple[int, float]:
+        """``what`` (recorded at every ``every``-th collected step, costing ``part``) at
+        fewer collected steps: the new k (0: none) and the share this saves (projected)."""
         kept = part - excess
         factor = math.ceil(part / kept) if kept > 0 else 0
         if factor == 0 or every * factor > MAX_HISTOGRAM_EVERY:
-            shedding.histogram_every = 0
-            dropped.append("the parameter histograms (none from now on)")
-            return part
-        shedding.histogram_every = every * factor
-        steps = shedding.histogram_every * self.collect_freq
+            dropped.append(f"{what} (none from now on)")
+            return 0, part
+        every *= factor
         dropped.append(
-            f"the parameter histograms but at every {_nth(shedding.histogram_every)} collected "
-            f"step (every {steps} steps)"
+            f"{what} but at every {_nth(every)} collected step "
+            f"(every {every * self.collect_freq} steps)"
         )
-        return part - part / factor
+        return every, part - part / factor
 
     def _say(self, share: float, window: _Window, dropped: list[str]) -> None:
         first = not self._warned
