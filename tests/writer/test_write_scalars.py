@@ -165,6 +165,12 @@ def test_a_name_twice_at_one_step_keeps_its_later_value(make_record: Any, log_di
         ({"bad": ([True], [1.0])}, r"'bad' must have int steps"),
         ({"bad": ([[1, 2]], [[1.0, 2.0]])}, r"'bad' must be two flat sequences"),
         ({"bad": ([1], [1 + 2j])}, r"'bad' must have real numbers"),
+        # The collector's arrays are taken as they are only when their type codes say
+        # int64 steps and real values, of equal lengths; others are checked as lists are.
+        ({"bad": (array("q", [1, 2]), array("f", [1.0]))}, r"'bad' has 2 steps and 1 values"),
+        ({"bad": (array("Q", [2**64 - 1]), array("d", [1.0]))}, r"fit in an int64"),
+        ({"bad": (array("d", [1.0]), array("d", [1.0]))}, r"'bad' must have int steps"),
+        ({"bad": (array("q", [1]), array("u", "x"))}, r"'bad' must have real numbers"),
     ],
 )
 def test_a_bad_column_refuses_them_all_and_what_was_written_stays(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from array import array
 from collections.abc import Sequence
 from functools import partial
 
@@ -22,8 +23,11 @@ from rankscribe.writer.record._pipeline import Pipeline, Wakeup
 MAX_SCALAR_BATCH = 1024
 SCALAR_BATCH_BYTES = 64 * MAX_SCALAR_BATCH
 
-#: One name's points, checked: (name, steps as int64, values as float64).
-ScalarColumn = tuple[str, "npt.NDArray[np.int64]", "npt.NDArray[np.float64]"]
+#: One name's points, checked: (name, steps as int64, values as float64), or as the
+#: ``array.array`` they were given in when that already holds such numbers.
+ScalarColumn = tuple[
+    str, "npt.NDArray[np.int64] | array[int]", "npt.NDArray[np.float64] | array[float]"
+]
 #: A step given alone: (wall time, step, name -> value).
 ScalarEntry = tuple[float, int, dict[str, float]]
 #: Steps given as columns (:func:`scalar_column`): (wall time, the columns).
@@ -122,10 +126,23 @@ class ScalarBatches:
 
 
 _INT64_MAX = np.iinfo(np.int64).max
+# array.array type codes whose every value fits an int64 step, and real values.
+_ARRAY_STEPS = frozenset("bBhHiIlq")
+_ARRAY_VALUES = frozenset("fd")
 
 
 def scalar_column(name: str, steps: Sequence[int], values: Sequence[float]) -> ScalarColumn:
     """``name``'s column checked: integer steps in int64, real values, equal lengths."""
+    if (
+        type(steps) is array
+        and type(values) is array
+        and steps.typecode in _ARRAY_STEPS
+        and values.typecode in _ARRAY_VALUES
+        and len(steps) == len(values)
+    ):
+        # Checked by their type codes alone, and kept as they are (the collector's kept
+        # timings): NumPy is not called on the caller's thread.
+        return name, steps, values
     what = f"For 'SummaryRecord.write_scalar_columns', the column of '{name}'"
     try:
         step_array = np.asarray(steps)
