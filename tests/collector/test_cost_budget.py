@@ -265,28 +265,36 @@ def image_steps(directory: Path) -> list[int]:
     return sorted(steps_by_tag(directory).get(("image", "input_data/auto"), []))
 
 
+def train_on_slow_images(
+    model: Any, directory: Path, clock: ManualClock, **collect: Any
+) -> SummaryCollector:
+    """400 steps of 1 s whose batches' images take IMAGE_SECONDS to read; no histograms."""
+    data = model(100)
+    SlowImages.clock = clock
+    batches = [(SlowImages(images), labels) for images, labels in data.dataset]
+    collector = SummaryCollector(
+        directory,
+        collect_freq=COLLECT_FREQ,
+        collect_specified_data={**NO_LANDSCAPE, "histogram_regular": "^none$", **collect},
+    )
+
+    def step(batch: Any) -> float:
+        clock.advance(STEP_SECONDS)
+        return 0.5
+
+    TrainLoop(step, network=data.network, optimizer=data.optimizer).train(
+        4, batches, callbacks=[collector]
+    )
+    return collector
+
+
 def test_input_images_costing_a_fifth_of_the_step_are_shed_after_the_histograms(
     model: Any, tmp_path: Path, collector_clock: ManualClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     # No histograms: the input images are what costs, and they are recorded at fewer
     # collected steps, as histograms are; the loss stays at every collected step.
-    data = model(100)
-    SlowImages.clock = collector_clock
-    batches = [(SlowImages(images), labels) for images, labels in data.dataset]
-    collector = SummaryCollector(
-        tmp_path,
-        collect_freq=COLLECT_FREQ,
-        collect_specified_data={**NO_LANDSCAPE, "histogram_regular": "^none$"},
-    )
-
-    def step(batch: Any) -> float:
-        collector_clock.advance(STEP_SECONDS)
-        return 0.5
-
     with caplog.at_level(logging.INFO):
-        TrainLoop(step, network=data.network, optimizer=data.optimizer).train(
-            4, batches, callbacks=[collector]
-        )
+        train_on_slow_images(model, tmp_path, collector_clock)
     [said] = budget_warnings(caplog)
     assert "20.0 %" in said
     assert "it sheds the input images but at every 20th collected step (every 200 steps)" in said
@@ -301,24 +309,8 @@ def test_input_images_costing_a_fifth_of_the_step_are_shed_after_the_histograms(
 def test_images_cost_nothing_to_the_budget_when_they_are_not_collected(
     model: Any, tmp_path: Path, collector_clock: ManualClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    data = model(100)
-    SlowImages.clock = collector_clock
-    batches = [(SlowImages(images), labels) for images, labels in data.dataset]
-    collector = SummaryCollector(
-        tmp_path,
-        collect_freq=COLLECT_FREQ,
-        collect_specified_data={
-            **NO_LANDSCAPE,
-            "histogram_regular": "^none$",
-            "collect_input_data": False,
-        },
-    )
     with caplog.at_level(logging.INFO):
-        TrainLoop(
-            lambda batch: collector_clock.advance(STEP_SECONDS) or 0.5,
-            network=data.network,
-            optimizer=data.optimizer,
-        ).train(4, batches, callbacks=[collector])
+        train_on_slow_images(model, tmp_path, collector_clock, collect_input_data=False)
     assert budget_warnings(caplog) == []
     assert image_steps(tmp_path) == []
 

@@ -48,6 +48,20 @@ class BatchesTaken:
             )
 
 
+def batch_sizes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The steps of each scalar batch the writer thread encodes, in order (filled as it goes)."""
+    sizes: list[int] = []
+    encode = ScalarBatches._encode
+
+    def encode_and_count(batches, batch):
+        encoded = encode(batches, batch)
+        sizes.append(len(encoded))
+        return encoded
+
+    monkeypatch.setattr(ScalarBatches, "_encode", encode_and_count)
+    return sizes
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_mixed_steps_keep_their_order_whatever_the_writer_is_doing(tmp_path, seed, monkeypatch):
     taken = BatchesTaken(monkeypatch)
@@ -107,15 +121,7 @@ def test_steps_join_the_batch_the_writer_waits_on_until_a_flush_ends_the_wait(
     # The writer, woken by a batch, lets later steps join it (one wake-up for many
     # steps); a flush seals the batch, so it never waits out the coalescing time.
     monkeypatch.setattr(ScalarBatches, "coalesce_seconds", 5.0)
-    sizes = []
-    encode = ScalarBatches._encode
-
-    def encode_and_count(batches, batch):
-        encoded = encode(batches, batch)
-        sizes.append(len(encoded))
-        return encoded
-
-    monkeypatch.setattr(ScalarBatches, "_encode", encode_and_count)
+    sizes = batch_sizes(monkeypatch)
     with SummaryRecord(tmp_path) as record:
         for step in range(3):
             record.add_value("scalar", "x", float(step))
@@ -133,15 +139,7 @@ def test_columns_and_filtered_steps_join_one_batch_in_the_order_given(tmp_path, 
     # values with a plugin filter: both join the open batch, so the writer thread is
     # woken once for many such steps, and the file keeps the steps in order.
     monkeypatch.setattr(ScalarBatches, "coalesce_seconds", 5.0)
-    sizes = []
-    encode = ScalarBatches._encode
-
-    def encode_and_count(batches, batch):
-        encoded = encode(batches, batch)
-        sizes.append(len(encoded))
-        return encoded
-
-    monkeypatch.setattr(ScalarBatches, "_encode", encode_and_count)
+    sizes = batch_sizes(monkeypatch)
     expected = []
     with SummaryRecord(tmp_path) as record:
         for collected in range(10, 60, 10):
@@ -175,15 +173,7 @@ def test_a_step_whose_filter_leaves_only_scalars_joins_the_batch(tmp_path, monke
     # The summary operators' tensors are taken at every recorded step and dropped by the
     # filter at most of them (the collector's tensor steps): what is left is scalars.
     monkeypatch.setattr(ScalarBatches, "coalesce_seconds", 5.0)
-    sizes = []
-    encode = ScalarBatches._encode
-
-    def encode_and_count(batches, batch):
-        encoded = encode(batches, batch)
-        sizes.append(len(encoded))
-        return encoded
-
-    monkeypatch.setattr(ScalarBatches, "_encode", encode_and_count)
+    sizes = batch_sizes(monkeypatch)
     with SummaryRecord(tmp_path) as record:
         for step in range(1, 6):
             record.add_value("scalar", "loss", float(step))
