@@ -4,9 +4,8 @@ The collector times its own work on the training thread at every step (its ``ste
 the shortest path of a step that collects nothing with one more clock read; a collected step,
 a step that writes timings or saves landscape parameters from its first clock read to its last),
 and within that the histograms, the input images, the fingerprint and the landscape save
-apart. Here
-those seconds are added up over a *window* of steps, with the CPU time its background
-threads spent meanwhile (``_threads``), and at each window's end:
+apart. Here those seconds are added up over a *window* of steps, with the CPU time its
+background threads spent meanwhile (``_threads``), and at each window's end:
 
 - recorded, per step of the window, as :data:`TRAINING_COST_TAG` and
   :data:`THREADS_COST_TAG` (seconds per step, docs/job-view.md, "Timings");
@@ -15,18 +14,17 @@ threads spent meanwhile (``_threads``), and at each window's end:
   :data:`SHED_ORDER`: histograms at fewer collected steps (every k-th, k chosen to bring
   the measured cost down to half the budget), then the input images the same way, then
   the parameter fingerprint of collected steps, then the landscape sets not saved yet.
-  Loss, timings and lineage are
-  never shed. The first decision is said once, on rank 0, as a warning; a later one in
-  the same run at INFO.
+  Loss, timings and lineage are never shed. The first decision is said once, on rank 0,
+  as a warning; a later one in the same run at INFO.
 
 The first :data:`WARMUP_STEPS` steps are not measured: they hold what a run pays once
 (the first collected step's graph and dataset graph, the default landscape's saves,
 torch's first steps). Nor are ``begin`` and the end of training.
 
 Each rank decides for itself. That is safe because nothing shed is compared across
-ranks step by step in a way a missing point breaks: histograms, images and landscape files are
-each rank's own; a fingerprint a rank no longer records leaves the ranks that still
-record one comparing the same slice (the slice is chosen by the step, not by the
+ranks step by step in a way a missing point breaks: histograms, images and landscape
+files are each rank's own; a fingerprint a rank no longer records leaves the ranks that
+still record one comparing the same slice (the slice is chosen by the step, not by the
 rank), so the divergence rule counts fewer ranks there and names no one falsely; the
 tensor-collection steps shared among the ranks are never touched.
 docs/collector-cost.md, "The cost budget".
