@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from rankscribe.jobview import JobStatistics, LiveJobView, RankSeries, live_lines, write_job_view
 from rankscribe.jobview.errors import JobViewParamValueError
-from rankscribe.jobview.feed import GRADIENT_NORM_TAG_PREFIX, STEP_TIME_TAG
+from rankscribe.jobview.feed import FINGERPRINT_TAG, GRADIENT_NORM_TAG_PREFIX, STEP_TIME_TAG
 from rankscribe.jobview.protocol import (
     LIVE_STATE_NAME,
     JobPartial,
@@ -132,7 +132,7 @@ def test_the_wire_format_is_data_only() -> None:
     data = JobPartial.of_rank(0, {"a": [(1, 1.0)]}).to_bytes()
     assert b"pickle" not in data and not data.startswith(b"\x80")  # not a pickle
     header, arrays = read_archive(data)  # an .npz: numpy reads it
-    assert (header["format"], header["version"]) == ("rankscribe-job-partial", 5)
+    assert (header["format"], header["version"]) == ("rankscribe-job-partial", 6)
     assert [array.dtype.str for array in arrays] == ["<i8", "<f8"]  # one int, one float block
     assert arrays[0].tolist() == [1] and arrays[1].tolist() == [1.0]
 
@@ -645,3 +645,55 @@ def test_a_live_record_gives_its_onset_to_each_of_its_ranks(tmp_path: Path) -> N
         ("rankscribe/forward_time", 3): 120,
         ("rankscribe/forward_time", 5): 120,
     }
+
+
+@pytest.mark.parametrize("diverged_at", [None, 75])
+def test_fingerprints_shared_on_the_wire_give_the_verdicts_and_curves_of_the_offline_merge(
+    tmp_path: Path, diverged_at: int | None
+) -> None:
+    """Every rank's fingerprint the same (data parallel): the messages carry it once and
+    the live view judges it without a (steps, ranks) table; a rank that drifts later is
+    still named, at its step, as the whole run judged at once names it."""
+    ranks = 5
+    everything: dict[int, dict[str, list[tuple[int, float]]]] = {rank: {} for rank in range(ranks)}
+    (tmp_path / "live").mkdir()
+    view = LiveJobView(tmp_path / "live", world_size=ranks)
+    for start in (1, 41, 81):
+        # Two subtrees, as rank 0 receives them: ranks 1-2 and 3-4, then rank 0's own.
+        subtrees = [JobPartial(), JobPartial()]
+        interval = JobPartial()
+        for rank in range(ranks):
+            points = {
+                STEP_TIME_TAG: [(step, 0.1 + 0.001 * rank) for step in range(start, start + 40)],
+                FINGERPRINT_TAG: [
+                    (step, float(step % 11) + (0.5 if rank == 3 and step == diverged_at else 0))
+                    for step in range(start, start + 40)
+                ],
+            }
+            for tag, pairs in points.items():
+                everything[rank].setdefault(tag, []).extend(pairs)
+            own = JobPartial.of_rank(rank, points, last_step=start - 1)
+            target = interval if rank == 0 else subtrees[(rank - 1) // 2]
+            target.merge(JobPartial.from_bytes(own.to_bytes()))
+        for subtree in subtrees:
+            interval.merge(JobPartial.from_bytes(subtree.to_bytes()))
+        view.add(interval)
+        view.write()
+    verdicts = view.finish()
+    whole = JobStatistics()
+    for rank, points in everything.items():
+        whole.add(RankSeries(rank, points))
+    (tmp_path / "offline").mkdir()
+    offline = write_job_view(tmp_path / "offline", whole, world_size=ranks)
+    for key in ("job/divergence_check", "job/diverged_ranks", "job/diverged_first_step"):
+        assert verdicts[key] == offline.verdicts[key]
+    assert verdicts["job/divergence_check"] == "checked"
+    assert (verdicts["job/diverged_ranks"], verdicts["job/diverged_first_step"]) == (
+        ("", -1) if diverged_at is None else ("3", diverged_at)
+    )
+    live_curves, offline_curves = scalars(view.paths[0]), scalars(offline.paths[0])
+    for tag in (f"{FINGERPRINT_TAG}/ranks", f"{FINGERPRINT_TAG}/distinct"):
+        assert live_curves[tag] == offline_curves[tag]
+    distinct = dict(live_curves[f"{FINGERPRINT_TAG}/distinct"])
+    assert distinct[10] == 1.0
+    assert distinct.get(75) == (1.0 if diverged_at is None else 2.0)

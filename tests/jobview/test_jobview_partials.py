@@ -24,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankscribe.jobview import JobStatistics, RankSeries
-from rankscribe.jobview.feed import STEP_TIME_TAG
+from rankscribe.jobview.feed import FINGERPRINT_TAG, STEP_TIME_TAG
 from rankscribe.jobview.protocol import JobPartial, PartialFormatError, TagStatistics
 from tests._support.npz_files import read_archive, write_archive
 
@@ -239,6 +239,81 @@ def test_ranks_that_share_their_steps_send_them_once() -> None:
     again = JobPartial.from_bytes(decoded.to_bytes())
     assert again.per_rank[STEP_TIME_TAG][9][0].tolist() == steps[:-1].tolist()
     assert again.per_rank[STEP_TIME_TAG][8][1].tolist() == [0.8] * 300
+
+
+def _fingerprints(ranks: range, values: Any) -> JobPartial:
+    """A subtree's fingerprints at steps 11-310, each rank's own message merged in."""
+    steps = np.arange(11, 311, dtype=np.int64)
+    merged = JobPartial()
+    for rank in ranks:
+        own = JobPartial.of_rank(rank, {FINGERPRINT_TAG: (steps, np.array(values(rank)))})
+        merged.merge(JobPartial.from_bytes(own.to_bytes()))
+    return merged
+
+
+def test_ranks_that_share_their_fingerprint_send_it_once() -> None:
+    # Data parallel: every rank holds the same parameters, so the same fingerprint at every
+    # step; the steps and the values travel once (a 16,384-rank job's fingerprints are not
+    # 16,384 copies of one series at rank 0), and every rank decodes to them.
+    same = _fingerprints(range(1, 9), lambda rank: np.arange(300.0) % 7)
+    data = same.to_bytes()
+    header, (ints, floats) = read_archive(data)
+    assert [entry[2:] for entry in header["per_rank"]] == [[300, "same_values"]]
+    whole = sum(count for _, count in header["tags"])
+    assert (len(ints), len(floats)) == (7 * whole + 300, 4 * whole + 300)
+    decoded = JobPartial.from_bytes(data)
+    pairs = decoded.per_rank[FINGERPRINT_TAG]
+    assert sorted(pairs) == list(range(1, 9))
+    assert len({(id(steps), id(values)) for steps, values in pairs.values()}) == 1
+    assert pairs[5][0].tolist() == list(range(11, 311))
+    assert pairs[5][1].tolist() == (np.arange(300.0) % 7).tolist()
+    # One rank's fingerprint differs at one step: every rank's values travel.
+    one_off = _fingerprints(
+        range(1, 9), lambda rank: np.where(np.arange(300) == 40, rank == 4, 0.0) + 1.0
+    )
+    header, (_, floats) = read_archive(one_off.to_bytes())
+    assert [entry[2:] for entry in header["per_rank"]] == [[300]]
+    decoded = JobPartial.from_bytes(one_off.to_bytes())
+    assert decoded.per_rank[FINGERPRINT_TAG][4][1][40] == 2.0
+    assert decoded.per_rank[FINGERPRINT_TAG][3][1][40] == 1.0
+
+
+def test_shared_points_stay_shared_through_merges_and_cuts() -> None:
+    first = JobPartial.from_bytes(_fingerprints(range(1, 9), lambda rank: [1.0] * 300).to_bytes())
+    later = _fingerprints(range(1, 9), lambda rank: [2.0] * 300)
+    for rank in range(1, 9):  # the same ranks' next interval (steps 311-610)
+        steps, values = later.per_rank[FINGERPRINT_TAG][rank]
+        later.per_rank[FINGERPRINT_TAG][rank] = (steps + 300, values)
+    first.merge(JobPartial.from_bytes(later.to_bytes()))
+    pairs = first.per_rank[FINGERPRINT_TAG]
+    assert len({(id(steps), id(values)) for steps, values in pairs.values()}) == 1
+    assert pairs[3][0].tolist() == list(range(11, 611))
+    assert pairs[3][1].tolist() == [1.0] * 300 + [2.0] * 300
+    upto, after = first.split(400)
+    for part, want_steps, want_values in (
+        (upto, range(11, 401), [1.0] * 300 + [2.0] * 90),
+        (after, range(401, 611), [2.0] * 210),
+    ):
+        pairs = part.per_rank[FINGERPRINT_TAG]
+        assert sorted(pairs) == list(range(1, 9))
+        assert len({(id(s), id(v)) for s, v in pairs.values()}) == 1
+        assert (pairs[8][0].tolist(), pairs[8][1].tolist()) == (list(want_steps), want_values)
+
+
+@pytest.mark.parametrize(
+    ("entry", "match"),
+    [
+        (lambda tag, ranks: [tag, ranks, 300, "other"], "share their values with one length"),
+        (lambda tag, ranks: [tag, ranks, [300] * len(ranks), "same_values"], "one length only"),
+        (lambda tag, ranks: [tag, ranks], "must be \\[tag, ranks, lengths\\]"),
+    ],
+)
+def test_a_forged_shared_values_entry_is_refused(entry: Any, match: str) -> None:
+    header, arrays = read_archive(_fingerprints(range(1, 4), lambda rank: [1.0] * 300).to_bytes())
+    [(tag, ranks, _, _)] = header["per_rank"]
+    header["per_rank"] = [entry(tag, ranks)]
+    with pytest.raises(PartialFormatError, match=match):
+        JobPartial.from_bytes(write_archive(header, arrays))
 
 
 def _message_with_steps_out_of_order(kind: str) -> bytes:

@@ -35,12 +35,13 @@
       merging at every hop, rank 0's add and write; not timed: making the
       synthetic values (a rank's tail reads them from its files).
    b. Rank 0's node for --tree-steps steps, in a process of its own: each
-      interval it receives its 8 children's subtree partials (of 128 ranks
-      each; computed with numpy from synthetic values, as the subtrees would
-      send them), merges them with its own and appends to the job files.
-      Its peak memory over the RSS it had before the first interval (after
-      its imports) is the job view's (target <= 256 MB up to 16,384 ranks,
-      <= 384 MB beyond; it includes the synthetic subtrees being made),
+      interval it receives its 8 children's subtree partials as the bytes a
+      child sends (all 8 at once, as a round's receive returns them; computed
+      with numpy from synthetic values in another process, as the subtrees
+      would send them), decodes and merges them with its own and appends to
+      the job files. Its peak memory over the RSS it had before the first
+      interval (after its imports) is the job view's (target <= 256 MB up to
+      16,384 ranks, <= 384 MB beyond; it includes the 8 messages received),
       against the size of the job's points held as float64 (ranks x steps x
       tags x 8 bytes) — what a funnel holds.
 
@@ -379,25 +380,49 @@ def _reset_peak() -> None:
         pass
 
 
-def _root_node(
-    ranks: int, total_steps: int, steps: int, tags: list[str], directory: str, results: Any
-) -> None:
-    """Rank 0's node for a whole run (in a process of its own, for its peak memory)."""
-    # The 8 subtrees of rank 0's children cover ranks 1 .. ranks - 1.
+def _children(ranks: int, total_steps: int, steps: int, tags: list[str], messages: Any) -> None:
+    """Rank 0's 8 children (in a process of their own): each interval, the 8 messages of
+    their subtrees (the 8 subtrees cover ranks 1 .. ranks - 1), then None at the end."""
     sizes = [len(range(index, ranks - 1, FAN_IN)) for index in range(FAN_IN)]
     firsts = [1 + sum(sizes[:index]) for index in range(FAN_IN)]
+    for first in range(1, total_steps + 1, steps):
+        count = min(steps, total_steps - first + 1)
+        messages.put(
+            [
+                _subtree(firsts[index], sizes[index], first, count, tags).to_bytes()
+                for index in range(FAN_IN)
+            ]
+        )
+    messages.put(None)
+
+
+def _root_node(
+    ranks: int,
+    total_steps: int,
+    steps: int,
+    tags: list[str],
+    directory: str,
+    messages: Any,
+    results: Any,
+) -> None:
+    """Rank 0's node for a whole run (in a process of its own, for its peak memory): its
+    children's messages arrive as bytes, 8 an interval."""
     _reset_peak()
     before = _peak_mb()
     view = LiveJobView(directory, world_size=ranks, tensorboard=True)
     started = time.perf_counter()
+    waited = 0.0
     intervals = 0
     for first in range(1, total_steps + 1, steps):
         count = min(steps, total_steps - first + 1)
+        waiting = time.perf_counter()
+        received = messages.get(timeout=3600)
+        waited += time.perf_counter() - waiting
         merged = JobPartial.of_rank(0, _leaf_points(0, first, count, tags), last_step=first - 1)
         for index in range(FAN_IN):
-            message = _subtree(firsts[index], sizes[index], first, count, tags).to_bytes()
-            merged.merge(JobPartial.from_bytes(message))
-            del message
+            merged.merge(JobPartial.from_bytes(received[index]))
+            received[index] = b""  # decoded: its bytes go
+        del received
         view.add(merged)
         del merged
         view.write()
@@ -405,7 +430,13 @@ def _root_node(
     verdicts = view.finish()
     peak = _peak_mb()
     results.put(
-        (before, peak, intervals, time.perf_counter() - started, verdicts["job/ranks_reported"])
+        (
+            before,
+            peak,
+            intervals,
+            time.perf_counter() - started - waited,
+            verdicts["job/ranks_reported"],
+        )
     )
 
 
@@ -414,12 +445,19 @@ def bench_root_memory(ranks: int, total_steps: int, steps: int, tags: list[str])
     try:
         context = multiprocessing.get_context("spawn")
         results = context.Queue()
-        process = context.Process(
-            target=_root_node, args=(ranks, total_steps, steps, tags, str(scratch), results)
+        messages = context.Queue(maxsize=2)  # the children run at most two rounds ahead
+        children = context.Process(
+            target=_children, args=(ranks, total_steps, steps, tags, messages)
         )
+        process = context.Process(
+            target=_root_node,
+            args=(ranks, total_steps, steps, tags, str(scratch), messages, results),
+        )
+        children.start()
         process.start()
         before, peak, intervals, seconds, reported = results.get(timeout=3600)
         process.join()
+        children.join()
         funnel = ranks * total_steps * len(tags) * 8 / 2**20
         grown = peak - before
         target = _targets(ranks)[1]
@@ -427,7 +465,7 @@ def bench_root_memory(ranks: int, total_steps: int, steps: int, tags: list[str])
         print(
             f"tree, rank 0's node for {ranks} ranks x {total_steps} steps x {len(tags)} tags "
             f"({intervals} intervals of {steps} steps, {reported} ranks reported, "
-            f"{seconds:.1f} s):"
+            f"{seconds:.1f} s, waits for the children apart):"
         )
         print(
             f"  peak memory for the job view: {grown:.0f} MB over {before:.0f} MB at start "

@@ -208,15 +208,23 @@ class Partial:
             self._combine()
         for tag, ranks in other.per_rank.items():
             mine = self.per_rank.setdefault(tag, {})
+            # Ranks whose arrays are shared (decoded from one run: the same steps, or a
+            # data-parallel fingerprint's same values) are joined once and stay shared.
+            joined: dict[tuple[int, ...], tuple[Any, ...]] = {}
             for rank, (steps, values) in ranks.items():
                 held = mine.get(rank)
-                mine[rank] = (
-                    (steps, values)
-                    if held is None
-                    else sorted_arrays(
+                if held is None:
+                    mine[rank] = (steps, values)
+                    continue
+                key = (id(held[0]), id(held[1]), id(steps), id(values))
+                known = joined.get(key)
+                if known is None:
+                    both = sorted_arrays(
                         np.concatenate([held[0], steps]), np.concatenate([held[1], values])
                     )
-                )
+                    # (the arrays the key names are kept alive, so no id is reused meanwhile)
+                    known = joined[key] = (both, held, steps, values)
+                mine[rank] = known[0]
         for rank, step in other.last_steps.items():
             self.last_steps[rank] = max(step, self.last_steps.get(rank, -1))
         for rank, step in other.nonfinite_loss.items():
@@ -249,12 +257,24 @@ class Partial:
             if side is not None:  # every rank's points on one side (the usual case)
                 (upto if side else after).per_rank[tag] = dict(ranks)
                 continue
+            halves: dict[tuple[int, int], tuple[Any, ...]] = {}  # shared arrays cut once
             for rank, (steps, values) in ranks.items():
-                cut = _cut(steps, last)
+                key = (id(steps), id(values))
+                known = halves.get(key)
+                if known is None:
+                    cut = _cut(steps, last)
+                    known = halves[key] = (
+                        cut,
+                        (steps[:cut], values[:cut]),
+                        (steps[cut:], values[cut:]),
+                        steps,
+                        values,
+                    )
+                cut, first, second = known[:3]
                 if cut:
-                    upto.per_rank.setdefault(tag, {})[rank] = (steps[:cut], values[:cut])
+                    upto.per_rank.setdefault(tag, {})[rank] = first
                 if cut < len(steps):
-                    after.per_rank.setdefault(tag, {})[rank] = (steps[cut:], values[cut:])
+                    after.per_rank.setdefault(tag, {})[rank] = second
         upto.last_steps = dict(self.last_steps)
         upto.nonfinite_loss = dict(self.nonfinite_loss)
         upto.finished = set(self.finished)

@@ -59,6 +59,7 @@ __all__ = [
     "is_timing_tag",
     "rank_arrays",
     "shared_steps",
+    "shared_values",
     "sorted_arrays",
 ]
 
@@ -379,6 +380,24 @@ def shared_steps(columns: Sequence[RankArrays]) -> npt.NDArray[np.int64] | None:
         if not bool((stacked == first).all()):
             return None
     return np.asarray(first, dtype=np.int64).copy()
+
+
+def shared_values(columns: Sequence[RankArrays]) -> npt.NDArray[np.float64] | None:
+    """The values every column holds when they are all the same (NaN equal to NaN), else
+    None: the fingerprint of a data-parallel job, every rank's the same at every step.
+
+    Each distinct array is compared once (columns decoded from a message that carried
+    them once share one), and the first that differs ends the search: a timing, different
+    on every rank, costs one comparison."""
+    first = columns[0][1]
+    seen: set[int] = {id(first)}
+    for _, values in columns:
+        if id(values) in seen:
+            continue
+        if len(values) != len(first) or not np.array_equal(values, first, equal_nan=True):
+            return None
+        seen.add(id(values))
+    return first
 
 
 @dataclass

@@ -12,7 +12,10 @@ float64:
   points as they came (a rank's own partial): ``n`` steps in the int block,
   ``n`` values in the float block; the reader rebuilds the statistics;
 - ``per_rank``: ``[[tag, [rank, ...], [n, ...]], ...]``: each rank's points
-  of the tags whose rules need every rank's value, steps then values;
+  of the tags whose rules need every rank's value, steps then values; ranks that
+  share their steps as ``[tag, [rank, ...], n]`` (the steps once, then each rank's
+  ``n`` values), and ranks that share their values too (the fingerprint of a
+  data-parallel job) as ``[tag, [rank, ...], n, "same_values"]`` (steps and values once);
 - ``last_steps``, ``nonfinite_loss`` (``[[rank, step], ...]``), ``finished``.
 
 Data only, never a pickle (a message from a store or a folder another user
@@ -31,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rankscribe.jobview import _npz
-from rankscribe.jobview.job._statistics import TagStatistics, shared_steps
+from rankscribe.jobview.job._statistics import TagStatistics, shared_steps, shared_values
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -48,7 +51,9 @@ __all__ = [
 ]
 
 _FORMAT = "rankscribe-job-partial"
-_VERSION = 5
+_VERSION = 6
+#: The 4th item of a per-rank entry whose ranks share their steps and their values.
+_SAME_VALUES = "same_values"
 # TagStatistics' columns, in this order, as rows of one int64 and one float64 block (the
 # finite moments and the non-finite counts apart, so a merge matches numpy for inf and NaN:
 # job/_statistics.py).
@@ -103,14 +108,21 @@ def encode(
         floats.append(statistics.minimum)  # one rank's value is its own minimum
     runs: list[list[Any]] = []
     for tag, ranks in per_rank.items():
-        shared = shared_steps(list(ranks.values())) if len(ranks) > 1 else None
-        if shared is not None:  # every rank at the same steps: they travel once
-            runs.append([tag, list(ranks), len(shared)])
-            ints.append(shared)
+        columns = list(ranks.values())
+        shared = shared_steps(columns) if len(ranks) > 1 else None
+        if shared is None:
+            runs.append([tag, list(ranks), [len(steps) for steps, _ in columns]])
+            ints.extend(steps for steps, _ in columns)
+            floats.extend(values for _, values in columns)
+            continue
+        ints.append(shared)  # every rank at the same steps: they travel once
+        same = shared_values(columns)
+        if same is not None:  # and the same values (a data-parallel fingerprint): once too
+            runs.append([tag, list(ranks), len(shared), _SAME_VALUES])
+            floats.append(same)
         else:
-            runs.append([tag, list(ranks), [len(steps) for steps, _ in ranks.values()]])
-            ints.extend(steps for steps, _ in ranks.values())
-        floats.extend(values for _, values in ranks.values())
+            runs.append([tag, list(ranks), len(shared)])
+            floats.extend(values for _, values in columns)
     header = {
         "format": _FORMAT,
         "version": _VERSION,
@@ -199,11 +211,11 @@ def _decoded(
     runs = [tag for tag, _, _ in one_rank]
     rank_lengths = [count for _, _, count in one_rank]
     value_count = sum(rank_lengths)
-    for tag, ranks, counts in per_rank:
+    for tag, ranks, counts, same in per_rank:
         if isinstance(counts, int):
             runs.append(tag)
             rank_lengths.append(counts)
-            value_count += counts * len(ranks)
+            value_count += counts if same else counts * len(ranks)
         else:
             runs.extend(tag for _ in counts)
             rank_lengths.extend(counts)
@@ -249,16 +261,28 @@ def _decoded(
     return partial
 
 
-#: A per-rank tag's header entry: its ranks and each one's length, or one length they share.
-PerRankRun = tuple[str, list[int], "int | list[int]"]
+#: A per-rank tag's header entry: its ranks and each one's length, or one length they share,
+#: and whether they share their values too (one run of values for all of them).
+PerRankRun = tuple[str, list[int], "int | list[int]", bool]
 
 
 def _per_rank_header(entries: Any) -> list[PerRankRun]:
-    """The header's ``per_rank`` entries, checked: ``[tag, ranks, lengths or one length]``."""
+    """The header's ``per_rank`` entries, checked: ``[tag, ranks, lengths or one length]``,
+    or ``[tag, ranks, one length, "same_values"]``."""
     per_rank: list[PerRankRun] = []
-    for tag, ranks, counts in entries:
+    for entry in entries:
+        if not isinstance(entry, list) or len(entry) not in (3, 4):
+            raise PartialFormatError(
+                f"a per-rank entry must be [tag, ranks, lengths], got {entry!r:.80}"
+            )
+        tag, ranks, counts = entry[:3]
         # counts: each rank's length, or one length for ranks that share their steps
         shared = not isinstance(counts, list)
+        same = len(entry) == 4
+        if same and (entry[3] != _SAME_VALUES or not shared):
+            raise PartialFormatError(
+                f"the per-rank points of {tag!r} share their values with one length only"
+            )
         if not isinstance(ranks, list) or (not shared and len(ranks) != len(counts)):
             raise PartialFormatError(f"the per-rank points of {tag!r} name ranks and lengths apart")
         per_rank.append(
@@ -266,6 +290,7 @@ def _per_rank_header(entries: Any) -> list[PerRankRun]:
                 _tag_name(tag),
                 [_rank_number(rank, "a rank") for rank in ranks],
                 _length(counts) if shared else [_length(count) for count in counts],
+                same,
             )
         )
     return per_rank
@@ -277,10 +302,22 @@ def _decoded_per_rank(
     steps: npt.NDArray[np.int64],
     values: npt.NDArray[np.float64],
 ) -> None:
-    """Each rank's (steps, values) views; ranks that share their steps share one array."""
+    """Each rank's (steps, values) views; ranks that share their steps (and values) share
+    one array (two)."""
     start = value_start = 0
-    for tag, ranks, counts in per_rank:
+    for tag, ranks, counts, same in per_rank:
         held = partial.per_rank.setdefault(tag, {})
+        if same and isinstance(counts, int):  # one run of steps and one of values, for all
+            # Copies: a view would keep the message's whole block of values alive after
+            # the other ranks' points in it are let go (job/_evidence.py, LiveVerdicts.add).
+            pair = (
+                steps[start : start + counts].copy(),
+                values[value_start : value_start + counts].copy(),
+            )
+            held.update(dict.fromkeys(ranks, pair))
+            start += counts
+            value_start += counts
+            continue
         if isinstance(counts, int):  # one run of steps, every rank's values after another
             shared = steps[start : start + counts]
             for rank in ranks:

@@ -206,6 +206,8 @@ def add_timing_evidence(
     evidence: StragglerEvidence,
     statistics: JobStatistics,
     each: Callable[[str, DenseSeries, npt.NDArray[np.float64] | None], object] | None = None,
+    *,
+    release: bool = False,
 ) -> None:
     """Add the straggler evidence of ``statistics`` to ``evidence`` (as :func:`timing_evidence`
     makes it; a live view's interval goes straight into the blocks the run has so far).
@@ -214,13 +216,18 @@ def add_timing_evidence(
     time, its :func:`row_medians` (each step's median over the ranks; None for the
     others), once its evidence is added: for a caller that needs the tables too (one
     table each, not two; and one at a time, the step time's beside it, not one per
-    timing tag: 40 MB each at 16,384 ranks and 300 steps)."""
-    step_dense = dense_series(statistics.step_times)
+    timing tag: 40 MB each at 16,384 ranks and 300 steps).
+
+    ``release``: each timing's per-rank points are taken out of ``statistics.timings``
+    (its tag left with none) once its table is made: a caller that holds them nowhere
+    else (a live view's written interval) never has a timing's points and its table in
+    memory together."""
+    step_tag = statistics.step_time_tag
+    step_dense = dense_series(_taken(statistics, step_tag, release))
     step_median = row_medians(step_dense.values) if len(step_dense.steps) else np.empty(0)
     for tag in sorted(statistics.timings):
-        timings = statistics.timings[tag]
-        is_step_time = timings is statistics.step_times
-        dense = step_dense if is_step_time else dense_series(timings)
+        is_step_time = tag == step_tag
+        dense = step_dense if is_step_time else dense_series(_taken(statistics, tag, release))
         if len(dense.ranks) >= 2 and len(dense.steps):
             scale = np.full(len(dense.steps), np.nan)
             if len(step_dense.steps):
@@ -233,6 +240,14 @@ def add_timing_evidence(
         if each is not None:
             each(tag, dense, step_median if is_step_time else None)
         del dense  # before the next tag's table is made
+
+
+def _taken(statistics: JobStatistics, tag: str, release: bool) -> Mapping[int, RankArrays]:
+    """``tag``'s per-rank points in ``statistics.timings``; ``release``: left with none."""
+    series = statistics.timings.get(tag, {})
+    if release and tag in statistics.timings:
+        statistics.timings[tag] = {}
+    return series
 
 
 def _divergence(fingerprints: Mapping[int, RankArrays]) -> Verdicts:
