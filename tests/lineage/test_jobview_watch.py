@@ -555,3 +555,38 @@ def test_the_verdicts_the_live_view_named_reach_the_end_with_their_spans(tmp_pat
         f"rank 2 section/compute steps {standing['since_step']}-end"
     )
     assert 590 <= standing["since_step"] <= 615
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_the_watch_judges_float32_timings_as_they_came_in_half_the_memory(exact: bool) -> None:
+    """A rank's timings come from its summary files, float32: the watch holds its window
+    in float32 then (and the same records as judging the float64 arrays); a value float32
+    does not hold keeps the whole window in float64, with the same records too."""
+    timings = window(40, 260, slow=7, factor=1.4, onset=100, seed=3)
+    for ranks in timings.values():
+        for rank, (steps, values) in ranks.items():
+            stored = values.astype(np.float32).astype(np.float64)
+            if not exact and rank == 39:
+                stored[-1] += 1e-12  # not a float32
+            ranks[rank] = (steps, stored)
+    watch = TimingWatch(settings=WatchSettings(window_steps=200))
+    watch.add(timings)
+    found = watch.judge()
+    want = judge_window(
+        {
+            tag: {rank: (s[-200:], v[-200:]) for rank, (s, v) in ranks.items()}
+            for tag, ranks in timings.items()
+        },
+        WatchSettings(window_steps=200),
+    )
+    assert [record["ranks"] for record in found] == [[7]]
+    assert [(r["cost_seconds_per_step"], r["since_step"]) for r in found] == [
+        (r["cost_seconds_per_step"], r["since_step"]) for r in want
+    ]
+    held = [values for tag in timings for _, values in watch._series[tag].values()]
+    assert {values.dtype for values in held} == {np.dtype(np.float32 if exact else np.float64)}
+    assert all(
+        values.tolist() == timings[tag][rank][1][-200:].tolist()
+        for tag in timings
+        for rank, (_, values) in watch._series[tag].items()
+    )

@@ -53,7 +53,8 @@ _COST_CHANGE = 0.25
 #: What ``on_verdict`` receives: one verdict record (a copy: the callback may keep it), a
 #: straggler's as judged, the other kinds' as read back.
 VerdictCallback = Callable[[StragglerRecord | VerdictRecord], object]
-RankArrays = tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]
+#: A rank's window of one timing: its steps and values (a row of a float32 or float64 array).
+WindowArrays = tuple[npt.NDArray[np.int64], npt.NDArray[np.floating[Any]]]
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,9 @@ class WatchSettings:
 
 
 def judge_window(
-    timings: Mapping[str, Mapping[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]],
+    timings: Mapping[
+        str, Mapping[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.floating[Any]]]]
+    ],
     settings: WatchSettings | None = None,
 ) -> list[StragglerRecord]:
     """Straggler records of a window of per-rank timings (``tag -> rank -> (steps, values)``).
@@ -122,6 +125,10 @@ def _key(record: Mapping[str, Any]) -> tuple[str, tuple[int, ...], str | None]:
     return (str(record["kind"]), tuple(sorted(record["ranks"])), timing)
 
 
+#: Ranks whose window rows are stacked at once (:meth:`TimingWatch._window_of`).
+_WINDOW_CHUNK = 1024
+
+
 class TimingWatch:
     """The last steps of every rank's timings, judged each round (see the module docstring).
 
@@ -140,9 +147,12 @@ class TimingWatch:
         self.settings = settings or WatchSettings()
         self.on_verdict = on_verdict
         self.job_dir = job_dir
-        self._series: dict[str, dict[int, RankArrays]] = {}
+        # Each rank's window: its values a row of the tag's window array (float32 or float64).
+        self._series: dict[
+            str, dict[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.floating[Any]]]]
+        ] = {}
         # Per timing tag: the ranks whose windows are the rows of one array, and that array.
-        self._windows: dict[str, tuple[list[int], npt.NDArray[np.float64]]] = {}
+        self._windows: dict[str, tuple[list[int], npt.NDArray[np.floating[Any]]]] = {}
         self._standing: dict[tuple[str, tuple[int, ...], str | None], StragglerRecord] = {}
         self._announced: set[tuple[str, tuple[int, ...], str | None]] = set()
         # Judgements in a row each standing verdict was missing from (none: found last time).
@@ -203,22 +213,36 @@ class TimingWatch:
 
     def _window_of(
         self, tag: str, ranks: list[int], rows: list[npt.NDArray[np.float64]]
-    ) -> npt.NDArray[np.float64]:
+    ) -> npt.NDArray[np.floating[Any]]:
         """``rows`` (the last steps of each of ``ranks``) as one ``(ranks, steps)`` array: the
         one the same ranks' windows of ``tag`` were in the round before, rewritten in place
         (the held windows are its rows, all of them replaced now), else a new one. A round
-        of 16,384 ranks makes and frees no 25 MB array, nor holds two of them at once."""
+        of 16,384 ranks makes and frees no 25 MB array, nor holds two of them at once.
+
+        In float32 when every value is one (a rank's timings come from its summary files,
+        whose scalars are float32): half the memory, and :func:`judge_window` reads them
+        into float64 tables, so the verdicts are the same. Else in float64."""
+        shape = (len(rows), len(rows[0]))
         known = self._windows.get(tag)
-        if (
-            known is not None
-            and known[0] == ranks
-            and known[1].shape == (len(rows), len(rows[0]))
-            and all(row.dtype == known[1].dtype for row in rows)
-        ):
-            return np.stack(rows, out=known[1])
-        values = np.stack(rows)
-        self._windows[tag] = (ranks, values)
-        return values
+        window = known[1] if known is not None and known[0] == ranks else None
+        if window is None or window.shape != shape:
+            window = np.empty(shape, dtype=np.float32)
+        exact = window.dtype == np.float32
+        for start in range(0, len(rows), _WINDOW_CHUNK):  # a MB or two at a time
+            chunk = np.stack(rows[start : start + _WINDOW_CHUNK])
+            if exact:
+                narrow = chunk.astype(np.float32)
+                exact = bool(np.array_equal(narrow, chunk, equal_nan=True))
+                if exact:
+                    window[start : start + len(chunk)] = narrow
+                    continue
+                # A value float32 does not hold: this window (and the rounds after) in float64.
+                wide = np.empty(shape, dtype=np.float64)
+                wide[:start] = window[:start]
+                window = wide
+            window[start : start + len(chunk)] = chunk
+        self._windows[tag] = (ranks, window)
+        return window
 
     def judge(self, others: Iterable[VerdictRecord] = ()) -> list[StragglerRecord | VerdictRecord]:
         """Judge the window; call ``on_verdict`` for each new or changed record; return them."""
