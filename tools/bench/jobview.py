@@ -382,18 +382,14 @@ def _reset_peak() -> None:
 
 def _children(ranks: int, total_steps: int, steps: int, tags: list[str], messages: Any) -> None:
     """Rank 0's 8 children (in a process of their own): each interval, the 8 messages of
-    their subtrees (the 8 subtrees cover ranks 1 .. ranks - 1), then None at the end."""
+    their subtrees, one by one as each child sends its own (the 8 subtrees cover ranks
+    1 .. ranks - 1)."""
     sizes = [len(range(index, ranks - 1, FAN_IN)) for index in range(FAN_IN)]
     firsts = [1 + sum(sizes[:index]) for index in range(FAN_IN)]
     for first in range(1, total_steps + 1, steps):
         count = min(steps, total_steps - first + 1)
-        messages.put(
-            [
-                _subtree(firsts[index], sizes[index], first, count, tags).to_bytes()
-                for index in range(FAN_IN)
-            ]
-        )
-    messages.put(None)
+        for index in range(FAN_IN):
+            messages.put(_subtree(firsts[index], sizes[index], first, count, tags).to_bytes())
 
 
 def _root_node(
@@ -416,7 +412,7 @@ def _root_node(
     for first in range(1, total_steps + 1, steps):
         count = min(steps, total_steps - first + 1)
         waiting = time.perf_counter()
-        received = messages.get(timeout=3600)
+        received = [messages.get(timeout=3600) for _ in range(FAN_IN)]
         waited += time.perf_counter() - waiting
         merged = JobPartial.of_rank(0, _leaf_points(0, first, count, tags), last_step=first - 1)
         for index in range(FAN_IN):
@@ -445,7 +441,7 @@ def bench_root_memory(ranks: int, total_steps: int, steps: int, tags: list[str])
     try:
         context = multiprocessing.get_context("spawn")
         results = context.Queue()
-        messages = context.Queue(maxsize=2)  # the children run at most two rounds ahead
+        messages = context.Queue(maxsize=2 * FAN_IN)  # the children at most two rounds ahead
         children = context.Process(
             target=_children, args=(ranks, total_steps, steps, tags, messages)
         )
