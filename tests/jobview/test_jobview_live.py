@@ -133,7 +133,7 @@ def test_the_wire_format_is_data_only() -> None:
     assert b"pickle" not in data and not data.startswith(b"\x80")  # not a pickle
     header, arrays = read_archive(data)  # an .npz: numpy reads it
     assert (header["format"], header["version"]) == ("rankscribe-job-partial", 6)
-    assert [array.dtype.str for array in arrays] == ["<i8", "<f8"]  # one int, one float block
+    assert [array.dtype.str for array in arrays] == ["<i8", "<f8", "<f4"]  # int, float, float32
     assert arrays[0].tolist() == [1] and arrays[1].tolist() == [1.0]
 
 
@@ -697,3 +697,44 @@ def test_fingerprints_shared_on_the_wire_give_the_verdicts_and_curves_of_the_off
     distinct = dict(live_curves[f"{FINGERPRINT_TAG}/distinct"])
     assert distinct[10] == 1.0
     assert distinct.get(75) == (1.0 if diverged_at is None else 2.0)
+
+
+def test_float32_timings_through_the_tree_give_the_verdicts_of_the_whole_run(
+    tmp_path: Path,
+) -> None:
+    """Timings as a rank reads them from its files (float32) travel and are held as float32
+    up the tree; rank 0's verdicts are those of the whole run judged at once."""
+    ranks = 64
+    rng = np.random.default_rng(11)
+    times = 0.1 + 0.002 * rng.random((ranks, 160))
+    times[37, 40:] += 0.02  # a straggler from step 41
+    times = times.astype(np.float32).astype(np.float64)
+    for name in ("live", "whole"):
+        (tmp_path / name).mkdir()
+    view = LiveJobView(tmp_path / "live", world_size=ranks)
+    series: dict[int, RankSeries] = {}
+    for start in (1, 81):
+        steps = np.arange(start, start + 80, dtype=np.int64)
+        children = [JobPartial() for _ in range(8)]  # rank 0's children's subtrees
+        interval = JobPartial()
+        for rank in range(ranks):
+            points = {STEP_TIME_TAG: (steps, times[rank, start - 1 : start + 79])}
+            own = JobPartial.from_bytes(JobPartial.of_rank(rank, points).to_bytes())
+            (interval if rank == 0 else children[(rank - 1) % 8]).merge(own)
+            held = series.setdefault(rank, RankSeries(rank, {}))
+            held.scalars.setdefault(STEP_TIME_TAG, []).extend(
+                zip(steps.tolist(), points[STEP_TIME_TAG][1].tolist(), strict=True)
+            )
+        for child in children:
+            message = child.to_bytes()
+            assert b'"float32"' in message  # the timings went as float32
+            interval.merge(JobPartial.from_bytes(message))
+        view.add(interval)
+        view.write()
+    live = view.finish()
+    whole = write_job_view(tmp_path / "whole", series, world_size=ranks).verdicts
+    assert live["job/straggler_rank"] == whole["job/straggler_rank"] == 37
+    assert live["job/straggler_ranks"] == whole["job/straggler_ranks"]
+    assert live["job/straggler_cost_seconds"] == pytest.approx(whole["job/straggler_cost_seconds"])
+    written = job_points(tmp_path / "live")
+    assert written["rankscribe/step_time/slowest_rank"][100] == 37.0

@@ -223,7 +223,7 @@ def test_ranks_that_share_their_steps_send_them_once() -> None:
     for rank in range(2, 9):
         merged.merge(JobPartial.of_rank(rank, {STEP_TIME_TAG: (steps, np.full(300, 0.1 * rank))}))
     data = merged.to_bytes()
-    header, (ints, floats) = read_archive(data)
+    header, (ints, floats, _) = read_archive(data)
     assert [(tag, counts) for tag, _, counts in header["per_rank"]] == [(STEP_TIME_TAG, 300)]
     whole = sum(count for _, count in header["tags"])  # the step time's statistics, 7 + 4 rows
     assert (len(ints), len(floats)) == (7 * whole + 300, 4 * whole + 8 * 300)
@@ -257,7 +257,7 @@ def test_ranks_that_share_their_fingerprint_send_it_once() -> None:
     # 16,384 copies of one series at rank 0), and every rank decodes to them.
     same = _fingerprints(range(1, 9), lambda rank: np.arange(300.0) % 7)
     data = same.to_bytes()
-    header, (ints, floats) = read_archive(data)
+    header, (ints, floats, _) = read_archive(data)
     assert [entry[2:] for entry in header["per_rank"]] == [[300, "same_values"]]
     whole = sum(count for _, count in header["tags"])
     assert (len(ints), len(floats)) == (7 * whole + 300, 4 * whole + 300)
@@ -271,7 +271,7 @@ def test_ranks_that_share_their_fingerprint_send_it_once() -> None:
     one_off = _fingerprints(
         range(1, 9), lambda rank: np.where(np.arange(300) == 40, rank == 4, 0.0) + 1.0
     )
-    header, (_, floats) = read_archive(one_off.to_bytes())
+    header, _ = read_archive(one_off.to_bytes())
     assert [entry[2:] for entry in header["per_rank"]] == [[300]]
     decoded = JobPartial.from_bytes(one_off.to_bytes())
     assert decoded.per_rank[FINGERPRINT_TAG][4][1][40] == 2.0
@@ -303,7 +303,7 @@ def test_shared_points_stay_shared_through_merges_and_cuts() -> None:
 @pytest.mark.parametrize(
     ("entry", "match"),
     [
-        (lambda tag, ranks: [tag, ranks, 300, "other"], "share their values with one length"),
+        (lambda tag, ranks: [tag, ranks, 300, "other"], "marked 'other', not 'same_values'"),
         (lambda tag, ranks: [tag, ranks, [300] * len(ranks), "same_values"], "one length only"),
         (lambda tag, ranks: [tag, ranks], "must be \\[tag, ranks, lengths\\]"),
     ],
@@ -316,16 +316,55 @@ def test_a_forged_shared_values_entry_is_refused(entry: Any, match: str) -> None
         JobPartial.from_bytes(write_archive(header, arrays))
 
 
+def test_timings_that_are_float32_travel_and_are_held_as_float32() -> None:
+    # A rank reads its timings from its summary files, whose scalars are float32: they
+    # travel in the float32 block, half the bytes, and decode to the same numbers.
+    steps = np.arange(1, 301, dtype=np.int64)
+    rng = np.random.default_rng(5)
+    times = rng.lognormal(-4, 0.1, (8, 300)).astype(np.float32).astype(np.float64)
+    merged = JobPartial()
+    for rank in range(8):
+        points = {STEP_TIME_TAG: (steps, times[rank]), "loss": (steps, times[rank] * 2)}
+        merged.merge(JobPartial.from_bytes(JobPartial.of_rank(rank, points).to_bytes()))
+    data = merged.to_bytes()
+    header, (ints, floats, narrow) = read_archive(data)
+    assert [entry[2:] for entry in header["per_rank"]] == [[300, "float32"]]
+    whole = sum(count for _, count in header["tags"])  # the step time's and loss's statistics
+    assert (len(ints), len(floats), len(narrow)) == (7 * whole + 300, 4 * whole, 8 * 300)
+    decoded = JobPartial.from_bytes(data).per_rank[STEP_TIME_TAG]
+    for rank in range(8):
+        assert decoded[rank][1].dtype == np.float32
+        assert decoded[rank][1].tolist() == times[rank].tolist()
+    # One value a float32 does not hold: the timing goes as float64, exactly.
+    merged.per_rank[STEP_TIME_TAG][3] = (steps, times[3] + 1e-12)
+    header, (_, _, narrow) = read_archive(merged.to_bytes())
+    assert [entry[2:] for entry in header["per_rank"]] == [[300]] and len(narrow) == 0
+    again = JobPartial.from_bytes(merged.to_bytes()).per_rank[STEP_TIME_TAG]
+    assert again[3][1].dtype == np.float64 and again[3][1].tolist() == (times[3] + 1e-12).tolist()
+
+
+def test_only_a_timing_travels_as_float32() -> None:
+    own = JobPartial.of_rank(1, {FINGERPRINT_TAG: [(1, 1.0), (2, 2.0)]})
+    header, arrays = read_archive(own.to_bytes())
+    [entry] = header["per_rank"]
+    assert len(entry) == 3  # the fingerprint's values are read as float64
+    header["per_rank"] = [[*entry, "float32"]]
+    narrow = arrays[1][-2:].astype(np.float32)
+    forged = write_archive(header, [arrays[0], arrays[1][:-2], narrow])
+    with pytest.raises(PartialFormatError, match="only a timing's values travel as float32"):
+        JobPartial.from_bytes(forged)
+
+
 def _message_with_steps_out_of_order(kind: str) -> bytes:
     own = JobPartial.of_rank(1, {"loss": [(1, 1.0), (2, 2.0)], STEP_TIME_TAG: [(1, 0.1), (2, 0.2)]})
     if kind == "tags":
         own.merge(JobPartial.of_rank(2, {"loss": [(1, 3.0)]}))  # loss travels whole
-    header, (ints, floats) = read_archive(own.to_bytes())
+    header, (ints, floats, narrow) = read_archive(own.to_bytes())
     # The int array: the whole tags' columns (steps first), then the one-rank tags' steps
     # (loss, step time), then the per-rank steps (step time).
     first = {"tags": 0, "one_rank": 0, "per_rank": 4}[kind]
     ints[first + 1] = 1  # steps 1, 1
-    return write_archive(header, [ints, floats])
+    return write_archive(header, [ints, floats, narrow])
 
 
 @pytest.mark.parametrize(

@@ -47,7 +47,7 @@ from rankscribe.ranks.jsondata import JSONDataError, parse_json
 __all__ = ["KINDS", "MAX_ARRAYS", "ArchiveError", "pack_arrays", "unpack_arrays"]
 
 #: The ``.npy`` type descriptions an archive may hold, with each one's item size.
-KINDS = {"<i8": 8, "<f8": 8, "|b1": 1, "|u1": 1}
+KINDS = {"<i8": 8, "<f8": 8, "<f4": 4, "|b1": 1, "|u1": 1}
 #: The most arrays an archive holds (a zip without its 64-bit extension has 65,535 members).
 MAX_ARRAYS = 0xFFFF - 1
 _LIMIT = 0xFFFFFFFF  # the largest member size and offset of a zip without the extension
@@ -59,8 +59,8 @@ _PREFIX = len(_MAGIC) + _HEADER_LENGTH.size
 # to a multiple of 64 bytes and ended by a newline. The kind and the count are found
 # here; the header is then compared with the one :func:`_npy_header` writes for them.
 _HEADER = re.compile(
-    rb"\{'descr': '(<i8|<f8|\|b1|\|u1)', 'fortran_order': False, 'shape': \(([0-9]{1,19}),\), \}"
-    rb" *\n",
+    rb"\{'descr': '(<i8|<f8|<f4|\|b1|\|u1)', 'fortran_order': False, "
+    rb"'shape': \(([0-9]{1,19}),\), \} *\n",
     re.ASCII,
 )
 

@@ -2,8 +2,8 @@
 
 A message is the lineage package's one container
 (:mod:`rankscribe.jobview._npz`: numpy's ``.npz``, a CRC-32 per member)
-holding a JSON header and two arrays, one of little-endian int64 and one of
-float64:
+holding a JSON header and three arrays, one of little-endian int64, one of
+float64 and one of float32:
 
 - ``tags``: ``[[tag, n], ...]``, whole statistics: their columns as rows of
   ``n`` in the int block (:data:`INT_FIELDS`) and in the float block
@@ -16,6 +16,10 @@ float64:
   share their steps as ``[tag, [rank, ...], n]`` (the steps once, then each rank's
   ``n`` values), and ranks that share their values too (the fingerprint of a
   data-parallel job) as ``[tag, [rank, ...], n, "same_values"]`` (steps and values once);
+  a timing's values that are all float32 (a rank reads its timings from its summary
+  files, whose scalars are float32) travel in the float32 block, its entry marked
+  ``"float32"`` as 4th item, and decode to float32 arrays: half the bytes, the same
+  numbers;
 - ``last_steps``, ``nonfinite_loss`` (``[[rank, step], ...]``), ``finished``.
 
 Data only, never a pickle (a message from a store or a folder another user
@@ -34,7 +38,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rankscribe.jobview import _npz
-from rankscribe.jobview.job._statistics import TagStatistics, shared_steps, shared_values
+from rankscribe.jobview.job._statistics import (
+    TagStatistics,
+    is_timing_tag,
+    shared_steps,
+    shared_values,
+)
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -52,8 +61,12 @@ __all__ = [
 
 _FORMAT = "rankscribe-job-partial"
 _VERSION = 6
-#: The 4th item of a per-rank entry whose ranks share their steps and their values.
+#: The 4th item of a per-rank entry whose ranks share their steps and their values...
 _SAME_VALUES = "same_values"
+#: ... and of a timing's whose values travel (and are held) as float32.
+_FLOAT32 = "float32"
+#: The message's arrays, in this order.
+_KINDS = ["<i8", "<f8", "<f4"]
 # TagStatistics' columns, in this order, as rows of one int64 and one float64 block (the
 # finite moments and the non-finite counts apart, so a merge matches numpy for inf and NaN:
 # job/_statistics.py).
@@ -107,22 +120,28 @@ def encode(
         ints.append(statistics.steps)
         floats.append(statistics.minimum)  # one rank's value is its own minimum
     runs: list[list[Any]] = []
+    narrow: list[npt.NDArray[np.float32]] = []
     for tag, ranks in per_rank.items():
         columns = list(ranks.values())
         shared = shared_steps(columns) if len(ranks) > 1 else None
         if shared is None:
-            runs.append([tag, list(ranks), [len(steps) for steps, _ in columns]])
+            run: list[Any] = [tag, list(ranks), [len(steps) for steps, _ in columns]]
             ints.extend(steps for steps, _ in columns)
-            floats.extend(values for _, values in columns)
-            continue
-        ints.append(shared)  # every rank at the same steps: they travel once
-        same = shared_values(columns)
-        if same is not None:  # and the same values (a data-parallel fingerprint): once too
-            runs.append([tag, list(ranks), len(shared), _SAME_VALUES])
-            floats.append(same)
         else:
-            runs.append([tag, list(ranks), len(shared)])
+            ints.append(shared)  # every rank at the same steps: they travel once
+            same = shared_values(columns)
+            if same is not None:  # and the same values (a data-parallel fingerprint): once too
+                runs.append([tag, list(ranks), len(shared), _SAME_VALUES])
+                floats.append(same)
+                continue
+            run = [tag, list(ranks), len(shared)]
+        values = _as_float32(tag, columns)
+        if values is not None:
+            run.append(_FLOAT32)
+            narrow.append(values)
+        else:
             floats.extend(values for _, values in columns)
+        runs.append(run)
     header = {
         "format": _FORMAT,
         "version": _VERSION,
@@ -135,8 +154,28 @@ def encode(
     }
     # The arrays' own buffers go into the archive: no copy made by tobytes() first.
     return _npz.pack_arrays(
-        header, [("<i8", _joined(ints, "<i8").data), ("<f8", _joined(floats, "<f8").data)]
+        header,
+        [
+            ("<i8", _joined(ints, "<i8").data),
+            ("<f8", _joined(floats, "<f8").data),
+            ("<f4", _joined(narrow, "<f4").data),
+        ],
     )
+
+
+def _as_float32(
+    tag: str, columns: Sequence[tuple[npt.NDArray[Any], npt.NDArray[Any]]]
+) -> npt.NDArray[np.float32] | None:
+    """A timing's values of every rank, end to end, as float32 when each one is a float32
+    (NaN and inf included), else None (a value a float32 does not hold: they go as float64;
+    a tag not a timing: its rules read float64)."""
+    if not is_timing_tag(tag) or not columns:
+        return None
+    if all(values.dtype == np.float32 for _, values in columns):
+        return _joined([values for _, values in columns], "<f4")
+    wide = _joined([values for _, values in columns], "<f8")
+    narrow = wide.astype(np.float32)
+    return narrow if bool(np.array_equal(narrow, wide, equal_nan=True)) else None
 
 
 def decode(
@@ -158,17 +197,19 @@ def decode(
         _VERSION,
     ):
         raise PartialFormatError("not a job-view partial of this version")
-    if [kind for kind, _ in arrays] != ["<i8", "<f8"]:
-        raise PartialFormatError("a job-view partial holds one int64 and one float64 array")
+    if [kind for kind, _ in arrays] != _KINDS:
+        raise PartialFormatError(
+            "a job-view partial holds one int64, one float64 and one float32 array"
+        )
     try:
-        return _decoded(header, arrays[0][1], arrays[1][1], ranks)
+        return _decoded(header, arrays[0][1], arrays[1][1], arrays[2][1], ranks)
     except (ValueError, TypeError, KeyError, IndexError) as error:
         if isinstance(error, PartialFormatError):
             raise
         raise PartialFormatError(f"a malformed job-view partial: {error}") from error
 
 
-def _joined(arrays: list[npt.NDArray[Any]], dtype: str) -> npt.NDArray[Any]:
+def _joined(arrays: Sequence[npt.NDArray[Any]], dtype: str) -> npt.NDArray[Any]:
     """The arrays end to end as ``dtype`` (numpy arrays travel as their raw bytes)."""
     if not arrays:
         return np.empty(0, dtype=dtype)
@@ -197,6 +238,7 @@ def _decoded(
     header: dict[str, Any],
     int_bytes: memoryview,
     float_bytes: memoryview,
+    narrow_bytes: memoryview,
     allowed: Sequence[tuple[int, int]] | None,
 ) -> Decoded:
     tags = [(_tag_name(tag), _length(count)) for tag, count in header["tags"]]
@@ -211,22 +253,32 @@ def _decoded(
     runs = [tag for tag, _, _ in one_rank]
     rank_lengths = [count for _, _, count in one_rank]
     value_count = sum(rank_lengths)
-    for tag, ranks, counts, same in per_rank:
+    narrow_count = 0
+    for tag, ranks, counts, flag in per_rank:
         if isinstance(counts, int):
             runs.append(tag)
             rank_lengths.append(counts)
-            value_count += counts if same else counts * len(ranks)
+            values = counts if flag == _SAME_VALUES else counts * len(ranks)
         else:
             runs.extend(tag for _ in counts)
             rank_lengths.extend(counts)
-            value_count += sum(counts)
+            values = sum(counts)
+        if flag == _FLOAT32:
+            narrow_count += values
+        else:
+            value_count += values
     points, rank_points = sum(lengths), sum(rank_lengths)
     int_count = len(INT_FIELDS) * points + rank_points
     float_count = len(FLOAT_FIELDS) * points + value_count
-    if (len(int_bytes), len(float_bytes)) != (8 * int_count, 8 * float_count):
+    if (len(int_bytes), len(float_bytes), len(narrow_bytes)) != (
+        8 * int_count,
+        8 * float_count,
+        4 * narrow_count,
+    ):
         raise PartialFormatError(
-            f"the header names arrays of {int_count} and {float_count} items, "
-            f"the message holds {len(int_bytes) // 8} and {len(float_bytes) // 8}"
+            f"the header names arrays of {int_count}, {float_count} and {narrow_count} items, "
+            f"the message holds {len(int_bytes) // 8}, {len(float_bytes) // 8} and "
+            f"{len(narrow_bytes) // 4}"
         )
     # One copy each (aligned, writable, native order); every column is a view into them.
     ints = np.frombuffer(int_bytes, dtype="<i8").astype(np.int64)
@@ -250,7 +302,8 @@ def _decoded(
         partial.tags[tag] = TagStatistics(**fields)
         start = stop
     start = _decoded_one_rank(partial, one_rank, rank_steps, rank_values)
-    _decoded_per_rank(partial, per_rank, rank_steps[start:], rank_values[start:])
+    narrow = np.frombuffer(narrow_bytes, dtype="<f4").astype(np.float32)
+    _decoded_per_rank(partial, per_rank, rank_steps[start:], rank_values[start:], narrow)
     for rank, step in header["last_steps"]:
         partial.last_steps[_rank_number(rank, "a rank")] = _rank_number(step, "a step")
     for rank, step in header["nonfinite_loss"]:
@@ -262,13 +315,14 @@ def _decoded(
 
 
 #: A per-rank tag's header entry: its ranks and each one's length, or one length they share,
-#: and whether they share their values too (one run of values for all of them).
-PerRankRun = tuple[str, list[int], "int | list[int]", bool]
+#: and its flag: ``"same_values"`` (one run of values for all of them), ``"float32"`` (its
+#: values in the float32 block) or None.
+PerRankRun = tuple[str, list[int], "int | list[int]", "str | None"]
 
 
 def _per_rank_header(entries: Any) -> list[PerRankRun]:
     """The header's ``per_rank`` entries, checked: ``[tag, ranks, lengths or one length]``,
-    or ``[tag, ranks, one length, "same_values"]``."""
+    then ``"same_values"`` (one length only) or ``"float32"`` (a timing) as a 4th item."""
     per_rank: list[PerRankRun] = []
     for entry in entries:
         if not isinstance(entry, list) or len(entry) not in (3, 4):
@@ -278,11 +332,18 @@ def _per_rank_header(entries: Any) -> list[PerRankRun]:
         tag, ranks, counts = entry[:3]
         # counts: each rank's length, or one length for ranks that share their steps
         shared = not isinstance(counts, list)
-        same = len(entry) == 4
-        if same and (entry[3] != _SAME_VALUES or not shared):
+        flag = entry[3] if len(entry) == 4 else None
+        if flag not in (None, _SAME_VALUES, _FLOAT32):
+            raise PartialFormatError(
+                f"the per-rank points of {tag!r} are marked {flag!r}, not "
+                f"{_SAME_VALUES!r} or {_FLOAT32!r}"
+            )
+        if flag == _SAME_VALUES and not shared:
             raise PartialFormatError(
                 f"the per-rank points of {tag!r} share their values with one length only"
             )
+        if flag == _FLOAT32 and not (isinstance(tag, str) and is_timing_tag(tag)):
+            raise PartialFormatError(f"only a timing's values travel as float32, not {tag!r}'s")
         if not isinstance(ranks, list) or (not shared and len(ranks) != len(counts)):
             raise PartialFormatError(f"the per-rank points of {tag!r} name ranks and lengths apart")
         per_rank.append(
@@ -290,7 +351,7 @@ def _per_rank_header(entries: Any) -> list[PerRankRun]:
                 _tag_name(tag),
                 [_rank_number(rank, "a rank") for rank in ranks],
                 _length(counts) if shared else [_length(count) for count in counts],
-                same,
+                flag,
             )
         )
     return per_rank
@@ -300,35 +361,40 @@ def _decoded_per_rank(
     partial: Decoded,
     per_rank: list[PerRankRun],
     steps: npt.NDArray[np.int64],
-    values: npt.NDArray[np.float64],
+    wide: npt.NDArray[np.float64],
+    narrow: npt.NDArray[np.float32],
 ) -> None:
     """Each rank's (steps, values) views; ranks that share their steps (and values) share
     one array (two)."""
-    start = value_start = 0
-    for tag, ranks, counts, same in per_rank:
+    start, used = 0, {True: 0, False: 0}  # steps, and values of each block, taken so far
+    for tag, ranks, counts, flag in per_rank:
         held = partial.per_rank.setdefault(tag, {})
-        if same and isinstance(counts, int):  # one run of steps and one of values, for all
+        # The values come from the float64 block, or the float32 one (a timing's).
+        in_narrow = flag == _FLOAT32
+        values: npt.NDArray[Any] = (narrow if in_narrow else wide)[used[in_narrow] :]
+        value_start = 0
+        if flag == _SAME_VALUES and isinstance(counts, int):  # one run of steps, one of values
             # Copies: a view would keep the message's whole block of values alive after
             # the other ranks' points in it are let go (job/_evidence.py, LiveVerdicts.add).
-            pair = (
-                steps[start : start + counts].copy(),
-                values[value_start : value_start + counts].copy(),
-            )
+            pair = (steps[start : start + counts].copy(), values[:counts].copy())
             held.update(dict.fromkeys(ranks, pair))
             start += counts
-            value_start += counts
-            continue
-        if isinstance(counts, int):  # one run of steps, every rank's values after another
+            value_start = counts
+        elif isinstance(counts, int):  # one run of steps, every rank's values after another
             shared = steps[start : start + counts]
             for rank in ranks:
                 held[rank] = (shared, values[value_start : value_start + counts])
                 value_start += counts
             start += counts
-            continue
-        for rank, count in zip(ranks, counts, strict=True):
-            held[rank] = (steps[start : start + count], values[value_start : value_start + count])
-            start += count
-            value_start += count
+        else:
+            for rank, count in zip(ranks, counts, strict=True):
+                held[rank] = (
+                    steps[start : start + count],
+                    values[value_start : value_start + count],
+                )
+                start += count
+                value_start += count
+        used[in_narrow] += value_start
 
 
 def _check_ranks(partial: Decoded, allowed: Sequence[tuple[int, int]]) -> None:
