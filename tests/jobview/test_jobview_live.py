@@ -332,6 +332,13 @@ def test_a_straggler_and_a_diverged_rank_are_judged_interval_by_interval(tmp_pat
     assert written["rankscribe/param_fingerprint/distinct"][61] == 2.0
 
 
+def _assert_straggler_as_whole(live: Any, whole: Any, rank: int) -> None:
+    """The live view named ``rank`` as the whole run judged at once names it, at its cost."""
+    assert live["job/straggler_rank"] == whole["job/straggler_rank"] == rank
+    assert live["job/straggler_ranks"] == whole["job/straggler_ranks"]
+    assert live["job/straggler_cost_seconds"] == pytest.approx(whole["job/straggler_cost_seconds"])
+
+
 def test_thousands_of_ranks_are_judged_live_as_the_whole_job_view_judges_them(
     tmp_path: Path,
 ) -> None:
@@ -374,9 +381,7 @@ def test_thousands_of_ranks_are_judged_live_as_the_whole_job_view_judges_them(
         view.write()
     live = view.finish()
     whole = write_job_view(tmp_path / "whole", series, world_size=ranks).verdicts
-    assert live["job/straggler_rank"] == whole["job/straggler_rank"] == 1500
-    assert live["job/straggler_ranks"] == whole["job/straggler_ranks"]
-    assert live["job/straggler_cost_seconds"] == pytest.approx(whole["job/straggler_cost_seconds"])
+    _assert_straggler_as_whole(live, whole, 1500)
     assert live["job/divergence_check"] == whole["job/divergence_check"] == "checked"
     assert live["job/diverged_ranks"] == whole["job/diverged_ranks"] == "30,1800,2050"
     for rank, step in ((30, 95), (1800, 90), (2050, 100)):
@@ -733,8 +738,6 @@ def test_float32_timings_through_the_tree_give_the_verdicts_of_the_whole_run(
         view.write()
     live = view.finish()
     whole = write_job_view(tmp_path / "whole", series, world_size=ranks).verdicts
-    assert live["job/straggler_rank"] == whole["job/straggler_rank"] == 37
-    assert live["job/straggler_ranks"] == whole["job/straggler_ranks"]
-    assert live["job/straggler_cost_seconds"] == pytest.approx(whole["job/straggler_cost_seconds"])
+    _assert_straggler_as_whole(live, whole, 37)
     written = job_points(tmp_path / "live")
     assert written["rankscribe/step_time/slowest_rank"][100] == 37.0
