@@ -66,9 +66,7 @@ class WatchSettings:
 
 
 def judge_window(
-    timings: Mapping[
-        str, Mapping[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.floating[Any]]]]
-    ],
+    timings: Mapping[str, Mapping[int, WindowArrays]],
     settings: WatchSettings | None = None,
 ) -> list[StragglerRecord]:
     """Straggler records of a window of per-rank timings (``tag -> rank -> (steps, values)``).
@@ -147,10 +145,7 @@ class TimingWatch:
         self.settings = settings or WatchSettings()
         self.on_verdict = on_verdict
         self.job_dir = job_dir
-        # Each rank's window: its values a row of the tag's window array (float32 or float64).
-        self._series: dict[
-            str, dict[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.floating[Any]]]]
-        ] = {}
+        self._series: dict[str, dict[int, WindowArrays]] = {}
         # Per timing tag: the ranks whose windows are the rows of one array, and that array.
         self._windows: dict[str, tuple[list[int], npt.NDArray[np.floating[Any]]]] = {}
         self._standing: dict[tuple[str, tuple[int, ...], str | None], StragglerRecord] = {}

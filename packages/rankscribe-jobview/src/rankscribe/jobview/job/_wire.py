@@ -135,10 +135,10 @@ def encode(
                 floats.append(same)
                 continue
             run = [tag, list(ranks), len(shared)]
-        values = _as_float32(tag, columns)
-        if values is not None:
+        narrowed = _as_float32(tag, columns)
+        if narrowed is not None:
             run.append(_FLOAT32)
-            narrow.append(values)
+            narrow.append(narrowed)
         else:
             floats.extend(values for _, values in columns)
         runs.append(run)
@@ -258,15 +258,15 @@ def _decoded(
         if isinstance(counts, int):
             runs.append(tag)
             rank_lengths.append(counts)
-            values = counts if flag == _SAME_VALUES else counts * len(ranks)
+            items = counts if flag == _SAME_VALUES else counts * len(ranks)
         else:
             runs.extend(tag for _ in counts)
             rank_lengths.extend(counts)
-            values = sum(counts)
+            items = sum(counts)
         if flag == _FLOAT32:
-            narrow_count += values
+            narrow_count += items
         else:
-            value_count += values
+            value_count += items
     points, rank_points = sum(lengths), sum(rank_lengths)
     int_count = len(INT_FIELDS) * points + rank_points
     float_count = len(FLOAT_FIELDS) * points + value_count
