@@ -335,6 +335,17 @@ def test_timings_that_are_float32_travel_and_are_held_as_float32() -> None:
     for rank in range(8):
         assert decoded[rank][1].dtype == np.float32
         assert decoded[rank][1].tolist() == times[rank].tolist()
+    # The same ranks' next round merged in before a write (several rounds an interval):
+    # appended as they came, still float32.
+    held = JobPartial.from_bytes(data)
+    later = JobPartial.from_bytes(data)
+    for rank, (rank_steps, values) in later.per_rank[STEP_TIME_TAG].items():
+        later.per_rank[STEP_TIME_TAG][rank] = (rank_steps + 300, values)
+    held.merge(later)
+    both = held.per_rank[STEP_TIME_TAG][5]
+    assert both[1].dtype == np.float32
+    assert both[0].tolist() == list(range(1, 601))
+    assert both[1].tolist() == times[5].tolist() * 2
     # One value a float32 does not hold: the timing goes as float64, exactly.
     merged.per_rank[STEP_TIME_TAG][3] = (steps, times[3] + 1e-12)
     header, (_, _, narrow) = read_archive(merged.to_bytes())

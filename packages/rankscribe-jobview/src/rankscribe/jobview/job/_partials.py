@@ -219,9 +219,7 @@ class Partial:
                 key = (id(held[0]), id(held[1]), id(steps), id(values))
                 known = joined.get(key)
                 if known is None:
-                    both = sorted_arrays(
-                        np.concatenate([held[0], steps]), np.concatenate([held[1], values])
-                    )
+                    both = _joined_points(held, (steps, values))
                     # (the arrays the key names are kept alive, so no id is reused meanwhile)
                     known = joined[key] = (both, held, steps, values)
                 mine[rank] = known[0]
@@ -397,6 +395,15 @@ def _rank_columns(
         )
         for tag, points in scalars.items()
     ]
+
+
+def _joined_points(held: tuple[Any, Any], new: tuple[Any, Any]) -> tuple[Any, Any]:
+    """A rank's points held and its new ones, as sorted unique (steps, values). New points
+    after the held ones (a later round's: the usual case) are appended as they are, so
+    float32 timings (job/_wire.py) stay float32; else as :func:`sorted_arrays` sorts them."""
+    if len(held[0]) and len(new[0]) and held[0][-1] < new[0][0]:
+        return np.concatenate([held[0], new[0]]), np.concatenate([held[1], new[1]])
+    return sorted_arrays(np.concatenate([held[0], new[0]]), np.concatenate([held[1], new[1]]))
 
 
 def _one_side(
