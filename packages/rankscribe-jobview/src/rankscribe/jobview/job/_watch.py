@@ -66,7 +66,9 @@ class WatchSettings:
 
 
 def judge_window(
-    timings: Mapping[str, Mapping[int, WindowArrays]],
+    timings: Mapping[
+        str, Mapping[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.floating[Any]]]]
+    ],
     settings: WatchSettings | None = None,
 ) -> list[StragglerRecord]:
     """Straggler records of a window of per-rank timings (``tag -> rank -> (steps, values)``).
