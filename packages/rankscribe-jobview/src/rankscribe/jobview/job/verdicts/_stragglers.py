@@ -96,14 +96,14 @@ EDGES = (0.01, 0.02, 0.05, 0.10)
 
 #: The sums kept per (timing, rank, block), in this order along the last axis: steps,
 #: excess share, its square, excess seconds, the others' median as a share, steps as the
-#: one slowest rank, steps above the others' median, steps below it, then steps whose
+#: one slowest rank, steps above the others' median, then steps whose
 #: excess share is above each of ``EDGES`` (from ``ABOVE_EDGES`` on), then for each
 #: period ``k`` of ``PERIODS`` (from ``PERIODIC`` on, two fields each) the excess share
 #: weighted by the cosine and the sine of ``2 pi step / k``: its Fourier component at
 #: that period, which a rank slow every k-th step has and stalls at random do not. The
 #: weights depend on the step number alone, so these sums add up exactly too.
-COUNT, SHARE, SQUARE, SECONDS, REFERENCE, SLOWEST, ABOVE, BELOW = range(8)
-ABOVE_EDGES = 8
+COUNT, SHARE, SQUARE, SECONDS, REFERENCE, SLOWEST, ABOVE = range(7)
+ABOVE_EDGES = 7
 #: The periods (steps) whose Fourier components are kept: every 2nd to 8th step.
 PERIODS = (2, 3, 4, 5, 6, 7, 8)
 PERIODIC = ABOVE_EDGES + len(EDGES)
@@ -877,13 +877,12 @@ def _plain_fields(
     step: FloatArray,
 ) -> Iterator[tuple[int, FloatArray | BoolArray]]:
     """The fields summed as they are, per ``(steps, ranks)`` point (0 or False where a rank
-    has no comparable point; ``share`` is 0 there: above and below need no mask)."""
+    has no comparable point; ``share`` is 0 there: above needs no mask)."""
     yield COUNT, usable
     yield SQUARE, share * share
     yield SECONDS, seconds
     yield REFERENCE, reference_share
     yield ABOVE, share > 0
-    yield BELOW, share < 0
     yield STEP_SECONDS, np.where(usable, step, 0.0)
     for offset, edge in enumerate(EDGES):
         yield ABOVE_EDGES + offset, share > edge
