@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rankscribe.collector import SummaryCollector, TrainLoop
+from rankscribe.collector import SummaryCollector, TrainLoop, TrainSession
 from rankscribe.writer import histogram_summary, tensor_summary
 
 NO_LANDSCAPE = {"collect_landscape": None}
@@ -209,6 +209,54 @@ def test_summary_operators_in_the_step_hold_that_steps_value(
         np.testing.assert_array_equal(array, np.full(2, float(step)))
     losses = read_values(tmp_path, *LOSS)
     assert losses[6] == pytest.approx(1 / 6)
+
+
+class _CountedArray:
+    """An array-like that counts how often a summary operator reads (copies) it."""
+
+    def __init__(self) -> None:
+        self.step = 0
+        self.read_at: list[int] = []
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        self.read_at.append(self.step)
+        return np.full(3, float(self.step), dtype=dtype)
+
+
+@pytest.mark.parametrize("loop", ["TrainLoop", "TrainSession"])
+def test_summary_operators_copy_their_values_at_the_recorded_steps_only(
+    model: Any, read_values: Any, tmp_path: Path, loop: str
+) -> None:
+    """A network that calls an operator at every step: its value is read at the steps the
+    collector records (every 5th and the first, across an epoch's end), not at the 48
+    others, and each recorded step holds that step's value, as before."""
+    counted = _CountedArray()
+    parts = model(30)
+    collector = SummaryCollector(
+        tmp_path, collect_freq=5, collect_specified_data=NO_LANDSCAPE, cost_budget="off"
+    )
+
+    def step(batch: Any) -> np.floating[Any]:
+        counted.step += 1
+        histogram_summary("activations", counted)
+        return np.float32(1.0 / counted.step)
+
+    if loop == "TrainLoop":
+        TrainLoop(step, network=parts.network, optimizer=parts.optimizer).train(
+            2, parts.dataset, callbacks=[collector]
+        )
+    else:
+        with TrainSession(
+            [collector], network=parts.network, optimizer=parts.optimizer, epochs=2
+        ) as session:
+            for _ in session.epochs():
+                for batch in parts.dataset:
+                    session.step(batch, step(batch))
+    recorded = [1, *multiples(5, 60)]
+    assert counted.read_at == recorded
+    histograms = read_values(tmp_path, *OPERATOR_HISTOGRAM)
+    assert sorted(histograms) == recorded
+    assert all(h.min == h.max == step for step, h in histograms.items())
 
 
 def test_summary_operators_in_sink_mode_keep_the_epochs_last_batch(

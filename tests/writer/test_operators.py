@@ -96,3 +96,36 @@ def test_bad_operator_input_is_refused_where_it_is_called(tmp_path):
             image_summary("bad", np.zeros((3, 2, 2)))
         with pytest.raises(ValueError, match="non-empty str"):
             scalar_summary("", 1.0)
+
+
+def test_a_step_said_unrecorded_keeps_nothing_until_the_next_discard(tmp_path):
+    """discard_pending(skip_next_step=True): the operators return at once, keeping
+    nothing, until the next discard (or a record taking values) opens them again."""
+    with SummaryRecord(tmp_path) as record:
+        operators.discard_pending(skip_next_step=True)
+        scalar_summary("skipped", 1.0)
+        assert not operators.has_buffered()
+        operators.discard_pending()
+        scalar_summary("kept", 2.0)
+        record.record(1)
+    assert set(_values_by_step(tmp_path)[1]) == {("scalar", "kept")}
+
+
+def test_a_second_open_record_keeps_the_operators_values_at_every_step(tmp_path):
+    """With the user's own record open beside the caller's, the caller cannot know
+    that a step is unrecorded: nothing is skipped, and the user's record gets them."""
+    mine, theirs = tmp_path / "mine", tmp_path / "theirs"
+    with SummaryRecord(mine), SummaryRecord(theirs) as record:
+        operators.discard_pending(skip_next_step=True)
+        scalar_summary("grad_norm", 3.0)
+        record.record(1)
+    assert _values_by_step(theirs)[1][("scalar", "grad_norm")].value == 3.0
+
+
+def test_a_record_opened_after_the_skip_is_said_gets_the_operators_values(tmp_path):
+    with SummaryRecord(tmp_path / "first"):
+        operators.discard_pending(skip_next_step=True)
+        with SummaryRecord(tmp_path / "second") as record:
+            scalar_summary("grad_norm", 4.0)
+            record.record(1)
+    assert _values_by_step(tmp_path / "second")[1][("scalar", "grad_norm")].value == 4.0

@@ -52,6 +52,11 @@ class CallbackParams:
       began, set by a loop that calls ``step_begin`` after the step's work
       (:class:`~rankscribe.collector.TrainSession`: the time of the previous
       ``session.step`` call); None when ``step_begin`` marks the start.
+    - ``consecutive_steps``: True when the loop itself numbers the steps 1, 2, 3, ...
+      and ends each with ``step_end`` (``TrainLoop`` outside sink mode,
+      ``TrainSession``), so that a step's number is known before it runs: the
+      collector then lets the summary operators skip the steps it will not record.
+      False (the default) for a loop that may renumber a step when it ends.
 
     Any other attribute may be set too; reading an unset one gives ``None``.
     """
@@ -77,6 +82,7 @@ class CallbackParams:
     device_number: int
     metrics: dict[str, Any] | None
     step_started_at: float | None
+    consecutive_steps: bool
 
     def __init__(self, **attributes: Any) -> None:
         self.mode = "train"
@@ -90,6 +96,7 @@ class CallbackParams:
         self.device_number = 1
         # Set here, not left to __getattr__: the collector reads it at every step.
         self.step_started_at = None
+        self.consecutive_steps = False
         for name, value in attributes.items():
             setattr(self, name, value)
 

@@ -450,7 +450,10 @@ class SummaryCollector(Callback):
             # Most steps: nothing to collect, nothing to write. Every function called
             # here costs microseconds on a CPU whose caches the step itself evicted,
             # so this path is a few reads and two appends (tools/bench/collector.py).
-            discard_pending()
+            # The next step quiet too: the summary operators need not copy its values.
+            discard_pending(
+                skip_next_step=step + 1 < self._quiet_until and params.consecutive_steps
+            )
             self._keep_step(step)
             self._keep_step_time(ended - started)
             timings = self._timings
@@ -510,6 +513,8 @@ class SummaryCollector(Callback):
             self._quiet_until = self._series.next_busy_step(
                 params.cur_step_num, run.schedule, landscape
             )
+            if params.consecutive_steps and params.cur_step_num + 1 < self._quiet_until:
+                discard_pending(skip_next_step=True)  # as the quiet path does
         self._step_times_due = self._series.last_write + STEP_TIME_WRITE_INTERVAL
 
     def epoch_end(self, run_context: RunContext) -> None:
@@ -620,7 +625,11 @@ class SummaryCollector(Callback):
         step = params.cur_step_num
         step_time, self._step_time = self._step_time, None
         if decision is Collect.NOTHING:
-            discard_pending()
+            # At an epoch's end the next step's may be skipped still (in a step that
+            # leaves the quiet path, _quiet_until is 0 until the step has been seen to).
+            discard_pending(
+                skip_next_step=params.consecutive_steps and step + 1 < self._quiet_until
+            )
             self._series.keep_timings(step, extras)
             # The next collected step writes them before its own values (the file stays
             # in step order), in the same step: one step leaves its quiet path, not two.

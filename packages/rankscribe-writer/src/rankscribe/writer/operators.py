@@ -12,8 +12,11 @@ the original's names ``TAG[:Scalar]``, ``TAG[:Tensor]``, ``TAG[:Image]``,
 ``TAG[:Histogram]`` and the next ``SummaryRecord.record`` in train mode takes
 them into its step (so a collector's plugin filter applies to them as to
 everything else). While no SummaryRecord is open, a call returns at once and
-keeps nothing. Within one step a name recorded twice keeps its last value,
-with one warning.
+keeps nothing; so does a call in a step the SummaryCollector (the one record
+open) has said it will not record (:func:`discard_pending` with
+``skip_next_step``): a network that calls the operators every step copies their
+values at the collected steps only. Within one step a name recorded twice keeps
+its last value, with one warning.
 
 A sibling-facing module (docs/contributing.md, "Sibling modules"): users import the
 operators from :mod:`rankscribe.writer`.
@@ -33,6 +36,9 @@ _lock = threading.Lock()
 # How many SummaryRecords are open: a one-element list, so the hot check needs
 # no global statement and no call.
 _open_records = [0]
+# Whether the step under way will not be recorded (discard_pending's skip_next_step):
+# a one-element list for the same reason.
+_skipping = [False]
 _buffer: dict[str, Snapshot] = {}
 _warned: set[str] = set()
 
@@ -58,7 +64,7 @@ def histogram_summary(name: str, value: Any) -> None:
 
 
 def _buffer_value(kind: str, name: str, value: Any) -> None:
-    if not _open_records[0]:  # nobody records: cost no more than this check
+    if not _open_records[0] or _skipping[0]:  # nobody records: cost no more than this check
         return
     check_name(name)
     key = f"{name}[:{kind}]"
@@ -84,15 +90,22 @@ def has_buffered() -> bool:
     return bool(_buffer)
 
 
-def discard_pending() -> None:
+def discard_pending(*, skip_next_step: bool = False) -> None:
     """Forget the operators' values buffered for a step that will not be recorded.
 
     A training loop calls this when a step ends without ``SummaryRecord.record``
     (the original overwrote them at the next step); without it they would pile
     up until the next recorded step and warn about duplicates.
+
+    ``skip_next_step``: the next step will not be recorded either, so until the
+    next call of this function (or a record taking the operators' values, or
+    another SummaryRecord opening) the operators return at once, without copying
+    their values. Only while one SummaryRecord is open (the caller's): a second
+    one, the user's own, records at steps the caller does not know.
     """
     if _buffer:
         take_buffered()
+    _skipping[0] = skip_next_step and _open_records[0] == 1
 
 
 def take_buffered() -> list[Snapshot]:
@@ -101,12 +114,14 @@ def take_buffered() -> list[Snapshot]:
         taken = list(_buffer.values())
         _buffer.clear()
         _warned.clear()
+        _skipping[0] = False
     return taken
 
 
 def record_opened() -> None:
     with _lock:
         _open_records[0] += 1
+        _skipping[0] = False  # its steps are its own
 
 
 def reset_in_child() -> None:
@@ -114,6 +129,7 @@ def reset_in_child() -> None:
     global _lock  # noqa: PLW0603 - a lock held by a parent thread at fork stays held
     _lock = threading.Lock()
     _open_records[0] = 0
+    _skipping[0] = False
     _buffer.clear()
     _warned.clear()
 
@@ -121,6 +137,7 @@ def reset_in_child() -> None:
 def record_closed() -> None:
     with _lock:
         _open_records[0] = max(0, _open_records[0] - 1)
+        _skipping[0] = False
         if not _open_records[0]:
             _buffer.clear()
             _warned.clear()

@@ -162,6 +162,7 @@ class TrainLoop:
             batch_num=batch_num or 0,
             train_dataset=train_dataset,
             dataset_sink_mode=dataset_sink_mode,
+            consecutive_steps=not dataset_sink_mode,
         )
         context = RunContext(params)
         with callback_list:

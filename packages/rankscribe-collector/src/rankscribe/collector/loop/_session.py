@@ -120,6 +120,7 @@ class TrainSession:
             steps=steps,
             train_dataset=train_dataset,
         )
+        self._params.consecutive_steps = True  # step() numbers every step, one by one
         self._context = RunContext(self._params)
         self._state = "new"  # -> "open" -> "closed"
         self._previous_step: float | None = None  # perf_counter of the last step() call
