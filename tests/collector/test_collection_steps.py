@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rankscribe.collector import SummaryCollector, TrainLoop, TrainSession
+from rankscribe.collector import Callback, SummaryCollector, TrainLoop, TrainSession
 from rankscribe.writer import histogram_summary, tensor_summary
 
 NO_LANDSCAPE = {"collect_landscape": None}
@@ -282,3 +282,53 @@ def test_epoch_end_does_not_record_the_last_step_twice(model: Any, tmp_path: Pat
     train(model, tmp_path, epochs=2, batches=30, sink=False, collect_freq=3)
     steps = [event.step for event in load_dir(tmp_path) if event.what == "summary"]
     assert steps.count(30) == 1 and steps.count(60) == 1
+
+
+@pytest.mark.parametrize(
+    ("epoch_seconds", "flushed_after"),
+    [(0.3, [1, 5]), (2.0, [1, 2, 3, 4, 5, 6])],
+    ids=["epochs-of-0.3s", "epochs-of-2s"],
+)
+def test_an_epoch_end_flushes_at_most_once_a_second(
+    model: Any,
+    read_steps: Any,
+    tmp_path: Path,
+    collector_clock: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    epoch_seconds: float,
+    flushed_after: list[int],
+) -> None:
+    """Epochs of milliseconds do not each wake the writer to encode and fsync: the first
+    epoch's end flushes, then the first one a second or more after it (epoch 5 of 0.3 s
+    epochs); epochs of seconds flush at each end, as the original. The end of training
+    flushes and waits as always, and every step's time is in the file."""
+    from rankscribe.writer import SummaryRecord
+
+    flushes: list[int] = []
+    epoch = {"number": 0}
+    original = SummaryRecord.flush
+
+    def flush(self: SummaryRecord, *args: Any, **kwargs: Any) -> bool:
+        if kwargs.get("timeout") == 0:  # the collector's epoch end: no wait
+            flushes.append(epoch["number"])
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(SummaryRecord, "flush", flush)
+    parts = model(3)
+
+    def step(batch: Any) -> np.floating[Any]:
+        collector_clock.advance(epoch_seconds / 3)
+        return np.float32(0.5)
+
+    class EpochNumber(Callback):
+        def epoch_begin(self, run_context: Any) -> None:
+            epoch["number"] = run_context.original_args().cur_epoch_num
+
+    collector = SummaryCollector(tmp_path, collect_freq=4, collect_specified_data=NO_LANDSCAPE)
+    TrainLoop(step, network=parts.network, optimizer=parts.optimizer).train(
+        6, parts.dataset, callbacks=[EpochNumber(), collector]
+    )
+    assert flushes == flushed_after
+    steps = read_steps(tmp_path)
+    assert steps[LOSS] == [1, 4, 8, 12, 16]
+    assert steps[("scalar", "rankscribe/step_time")] == list(range(1, 19))

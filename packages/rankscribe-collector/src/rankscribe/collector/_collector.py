@@ -30,6 +30,7 @@ job's directory, with the job view from every rank's series (``docs/job-view.md`
 from __future__ import annotations
 
 import logging
+import math
 import os
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -70,6 +71,9 @@ logger = logging.getLogger(__name__)
 
 #: How many wrappers deep the landscape's backbone is looked for.
 _WRAPPER_DEPTH = 8
+#: Seconds at least between two epoch ends' flushes (docs/collector-schedule.md, "Epoch
+#: ends"): epochs of milliseconds do not each wake the writer to encode and fsync.
+EPOCH_FLUSH_INTERVAL = 1.0
 
 __all__ = ["SummaryCollector"]
 
@@ -225,6 +229,7 @@ class SummaryCollector(Callback):
         # and before this time (perf_counter) when step times are due.
         self._quiet_until = 0
         self._step_times_due = 0.0
+        self._last_epoch_flush = -math.inf  # perf_counter of the last epoch end's flush
         #: The short path's time since the last longer step (the cost budget's).
         self._quiet_cost = 0.0
         self._lineage = LineageRecorder(
@@ -322,6 +327,7 @@ class SummaryCollector(Callback):
         self._extractor.rank = run.info.rank
         self._step_started = self._step_time = None
         self._quiet_until = 0
+        self._last_epoch_flush = -math.inf
         self._first_step_done = False
         self._sink_mode = False
 
@@ -527,7 +533,6 @@ class SummaryCollector(Callback):
             self._close_last_cost_window(params.cur_step_num)  # before this step is written
         unit = params.cur_epoch_num if self._sink_mode else params.cur_step_num
         self._collect(params, unit)
-        self._series.write_kept_step_times(record)
         landscape = self._run.landscape
         if (
             landscape is not None
@@ -535,7 +540,11 @@ class SummaryCollector(Callback):
             and landscape.wants(params.cur_epoch_num)
         ):
             landscape.save(params.cur_epoch_num, self._landscape_backbone(params))
-        self._flush(wait=False)  # why not wait: docs/collector-schedule.md, "Epoch ends"
+        if started - self._last_epoch_flush >= EPOCH_FLUSH_INTERVAL:
+            # Why not wait, and why not at every epoch: docs/collector-schedule.md, "Epoch ends".
+            self._series.write_kept_step_times(record)
+            self._flush(wait=False)
+            self._last_epoch_flush = started
         self._cost.add(_clock.now() - started)
 
     def end(self, run_context: RunContext) -> None:
