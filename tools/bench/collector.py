@@ -27,6 +27,11 @@ hf          a small BERT built from a config, Hugging Face ``Trainer`` with
 waiting     the waiting step (10 ms sleep): a little NumPy work, then a sleep until
             10 ms have passed; the collector's threads run in that sleep and no
             device is waited for, so it reads lower than any real step
+budget      a wide torch MLP fed small batches, whose default histograms (its
+            parameters' at every collected step) would cost a fifth of its step or
+            more: the cost budget's case (the collector at its defaults, which shed
+            them); its own-cost column is the recorded cost where the cost is real
+budget-off  the same with ``cost_budget='off'``: what those defaults cost unshed
 ==========  =================================================================
 
 What is measured, per run: the start of every step (``time.perf_counter`` and
@@ -137,6 +142,11 @@ LANDSCAPE_STEPS = range(1, 20)
 WIDTH_1MS = 384
 WIDTH_10MS = 1408
 MLP_BATCH = 64
+#: The budget rows' MLP: wide, fed small batches, so that the histograms of its
+#: parameters (the collector's default: the first five, at every collected step) cost a
+#: fifth of its step or more on the 2-core machine when nothing is shed.
+WIDTH_BUDGET = 2048
+BUDGET_BATCH = 16
 #: Steps per epoch of the torch rows' data (the run's steps span whole epochs).
 MLP_STEPS_PER_EPOCH = 250
 #: Steps a run may take beyond those asked for (its last epoch made whole).
@@ -389,7 +399,9 @@ def torch_threads() -> int:
     return max((os.cpu_count() or 1) // ranks, 1)
 
 
-def mlp_parts(width: int, steps_per_epoch: int, device: str) -> tuple[Any, Any, Any, Any]:
+def mlp_parts(
+    width: int, steps_per_epoch: int, device: str, batch: int = MLP_BATCH
+) -> tuple[Any, Any, Any, Any]:
     """A 3-layer MLP, its SGD optimizer, loss function and DataLoader of random data."""
     import torch
     from torch.utils.data import DataLoader, TensorDataset
@@ -403,9 +415,9 @@ def mlp_parts(width: int, steps_per_epoch: int, device: str) -> tuple[Any, Any, 
         torch.nn.Linear(width, 10),
     ).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    rows = steps_per_epoch * MLP_BATCH
+    rows = steps_per_epoch * batch
     data = TensorDataset(torch.rand(rows, 784), torch.randint(0, 10, (rows,)))
-    return model, optimizer, torch.nn.CrossEntropyLoss(), DataLoader(data, batch_size=MLP_BATCH)
+    return model, optimizer, torch.nn.CrossEntropyLoss(), DataLoader(data, batch_size=batch)
 
 
 def mlp_epochs(steps: int) -> int:
@@ -416,12 +428,15 @@ def mlp_steps_per_epoch(steps: int) -> int:
     return math.ceil(steps / mlp_epochs(steps))
 
 
-def session_training(width: int) -> Callable[[Arm], Callable[[], object]]:
-    """The README's TrainSession loop (bare: the same loop, no session)."""
+def session_training(
+    width: int, batch: int = MLP_BATCH, **options: Any
+) -> Callable[[Arm], Callable[[], object]]:
+    """The README's TrainSession loop (bare: the same loop, no session); ``options`` go to
+    the collector beside the bench's own."""
 
     def build(arm: Arm) -> Callable[[], object]:
         per_epoch = mlp_steps_per_epoch(arm.steps)
-        model, optimizer, loss_fn, loader = mlp_parts(width, per_epoch, arm.device)
+        model, optimizer, loss_fn, loader = mlp_parts(width, per_epoch, arm.device, batch)
         epochs, tick, device = mlp_epochs(arm.steps), arm.clock.tick, arm.device
 
         def train_step(images: Any, labels: Any) -> Any:
@@ -439,7 +454,7 @@ def session_training(width: int) -> Callable[[Arm], Callable[[], object]]:
 
         def collected() -> None:
             collector = SummaryCollector(
-                arm.directory, collect_freq=arm.collect_freq, **collector_options()
+                arm.directory, collect_freq=arm.collect_freq, **collector_options(), **options
             )
             with TrainSession(
                 [collector],
@@ -854,9 +869,39 @@ ROWS = {
             _same,
             Targets(),
         ),
+        Row(
+            "budget",
+            f"torch MLP width {WIDTH_BUDGET}, batch {BUDGET_BATCH}: histograms >= 20 % unshed",
+            1000,
+            session_training(WIDTH_BUDGET, BUDGET_BATCH),
+            mlp_steps_per_epoch,
+            _same,
+            Targets(mean=2.0),
+            on_device=True,
+        ),
+        Row(
+            "budget-off",
+            "the budget row's MLP, cost_budget='off'",
+            1000,
+            session_training(WIDTH_BUDGET, BUDGET_BATCH, cost_budget="off"),
+            mlp_steps_per_epoch,
+            _same,
+            Targets(),
+            on_device=True,
+        ),
     )
 }
-DEFAULT_ROWS = ("mlp-1ms", "mlp-10ms", "trainloop", "digits", "lightning", "hf", "waiting")
+DEFAULT_ROWS = (
+    "mlp-1ms",
+    "mlp-10ms",
+    "trainloop",
+    "digits",
+    "lightning",
+    "hf",
+    "waiting",
+    "budget",
+    "budget-off",
+)
 #: Rows whose frameworks start their own ranks: not run under mpiexec.
 FRAMEWORK_ROWS = ("lightning", "hf")
 
