@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -30,6 +31,7 @@ from .conftest import steps_by_tag
 NO_LANDSCAPE = {"collect_landscape": None}
 TRAINING_TAG = "rankscribe/collector_cost/training"
 THREADS_TAG = "rankscribe/collector_cost/threads"
+WALL_TAG = "rankscribe/collector_cost/wall"
 STEP_SECONDS = 1.0
 HISTOGRAM_SECONDS = 2.0  # per collected step of 10: 20 % of the step
 COLLECT_FREQ = 10
@@ -37,14 +39,18 @@ BUDGET_LOGGER = "rankscribe.collector.cost._budget"
 
 
 class SlowHistograms(ArrayOptimizer):
-    """An optimizer whose parameters take ``seconds`` of the clock to read."""
+    """An optimizer whose parameters take ``seconds`` of the clock to read (and call
+    ``on_read`` when they are)."""
 
     clock: ManualClock
     seconds: float
+    on_read: Callable[[], None] | None = None
 
     @property
     def parameters(self) -> list[tuple[str, Any]]:
         self.clock.advance(self.seconds)
+        if self.on_read is not None:
+            self.on_read()
         return super().parameters
 
 
@@ -116,6 +122,10 @@ def test_histograms_costing_a_fifth_of_the_step_are_shed_within_the_budget(
     # The measured cost: 2 s of histograms per 10 steps of 1 s.
     assert found[TRAINING_TAG][41] == pytest.approx(HISTOGRAM_SECONDS / COLLECT_FREQ)
     assert found[THREADS_TAG][41] == 0.0  # the threads' CPU is not on the test's clock
+    # Every step of 1 s writes its time at once, so no step is quiet: the slowdown of the
+    # steps after the collector's cannot be told from the others', and no wall cost is
+    # recorded (the training thread's alone would read as the whole).
+    assert WALL_TAG not in found
     # After it, the last window: closed by the run's last step before its own work, it
     # holds one histogram step (200) in 359 steps, within the budget.
     [(last_step, last_cost)] = [(s, v) for s, v in found[TRAINING_TAG].items() if s != 41]
@@ -130,6 +140,95 @@ def test_histograms_costing_a_fifth_of_the_step_are_shed_within_the_budget(
     lineage = get_summary_lineage(str(tmp_path))
     assert lineage["algorithm"]["loss"] == pytest.approx(0.5)
     assert lineage["hyper_parameters"]["epoch"] == 4
+
+
+QUICK_STEP = 0.02  # seconds: quiet steps (their times are kept, not written at once)
+SLOWED = 0.03  # seconds more in each of the two steps after a step that records histograms
+
+
+def train_slowed(
+    model: Any,
+    directory: Path,
+    clock: ManualClock,
+    *,
+    steps: int = 400,
+    stall_at: int | None = None,
+    **options: Any,
+) -> None:
+    """Steps of ``QUICK_STEP``, the two after each that records histograms ``SLOWED``
+    longer (as the record's threads bucketing them slow a step on a busy machine); the
+    histograms themselves cost the training thread 1 ms; ``stall_at``: a step the
+    machine stalls in for 5 s, whatever the collector does."""
+    data = model(steps // 4)
+    optimizer = SlowHistograms(data.network, learning_rate=0.01, name="Momentum")
+    optimizer.clock, optimizer.seconds = clock, 0.001
+    after = {"slowed": 0, "step": 0}
+    optimizer.on_read = lambda: after.update(slowed=2)
+    # Tensor steps at the collected steps (by default 20 spread over the run, which
+    # would be busy steps of their own between the collected ones).
+    collector = SummaryCollector(
+        directory,
+        collect_freq=COLLECT_FREQ,
+        collect_tensor_freq=COLLECT_FREQ,
+        collect_specified_data=NO_LANDSCAPE,
+        **options,
+    )
+
+    def step(batch: Any) -> float:
+        after["step"] += 1
+        seconds = QUICK_STEP + (SLOWED if after["slowed"] > 0 else 0.0)
+        after["slowed"] = max(after["slowed"] - 1, 0)
+        clock.advance(seconds + (5.0 if after["step"] == stall_at else 0.0))
+        return 0.5
+
+    TrainLoop(step, network=data.network, optimizer=optimizer).train(
+        4, data.dataset, callbacks=[collector]
+    )
+
+
+def test_the_wall_cost_counts_the_steps_the_collectors_work_slowed(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    train_slowed(model, tmp_path, collector_clock, cost_budget="off")
+    found = rank_scalars(tmp_path)
+    # The first window opens at the first collected step after the warm-up (30) and
+    # closes 20 steps on (50); then windows of 100 steps. In each, every collected step
+    # (10 steps apart) slowed the two after it by SLOWED: 0.06 s per 10 steps.
+    # The run's last step (400) closes the last window before its own work.
+    assert sorted(found[WALL_TAG]) == [50, 150, 250, 350, 400]
+    for step in (50, 150, 250, 350, 400):
+        assert found[TRAINING_TAG][step] == pytest.approx(0.001 / COLLECT_FREQ)
+        assert found[WALL_TAG][step] == pytest.approx((0.001 + 2 * SLOWED) / COLLECT_FREQ)
+
+
+def test_a_stall_of_the_machine_is_not_counted_as_the_collectors(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    # A 5 s stall in step 73, among the steps right after a collected step (70): one such
+    # step of the window's ten reads as the machine's, not the collector's. (The stalled
+    # step writes its time at once, a busy step of its own: not counted as its own cause.)
+    train_slowed(model, tmp_path, collector_clock, cost_budget="off", stall_at=73)
+    found = rank_scalars(tmp_path)
+    assert found[WALL_TAG][150] == pytest.approx((0.001 + 2 * SLOWED) / COLLECT_FREQ)
+
+
+def test_a_slowdown_after_the_collected_steps_is_shed_like_their_own_cost(
+    model: Any, tmp_path: Path, collector_clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The histograms cost the training thread 1 ms per 10 steps of 20 ms (0.5 %, within
+    # the budget), but the two steps after each take 30 ms more: 30.5 % of the step's
+    # wall time, which the budget sheds as the histograms' own.
+    with caplog.at_level(logging.INFO):
+        train_slowed(model, tmp_path, collector_clock)
+    [said] = budget_warnings(caplog)
+    assert "cost 30.5 % of the training step over steps 31-50" in said
+    assert "it sheds the parameter histograms but at every 31st collected step" in said
+    found = rank_scalars(tmp_path)
+    # Histograms at 1, 10, ..., 40, then at every 31st collected step only (decided
+    # before step 50's work): 310. The last window (350-400) is slowed by nothing.
+    assert histogram_steps(tmp_path) == [1, 10, 20, 30, 40, 310]
+    assert found[WALL_TAG][400] == pytest.approx(found[TRAINING_TAG][400])
+    assert found[WALL_TAG][400] / QUICK_STEP <= 0.02
 
 
 @pytest.mark.parametrize("budget", [0, 0.0, "off", "OFF"])
@@ -238,10 +337,13 @@ def test_the_cost_of_a_real_run_is_recorded_and_plausible(model: Any, tmp_path: 
         2, data.dataset, callbacks=[collector]
     )
     found = rank_scalars(tmp_path)
-    for tag in (TRAINING_TAG, THREADS_TAG):
+    for tag in (TRAINING_TAG, THREADS_TAG, WALL_TAG):
         assert found[tag], tag
         assert all(0 <= value < 1.0 for value in found[tag].values())
     assert max(found[TRAINING_TAG]) > 100  # a window closed, and the end's
+    # The wall cost is the training thread's and the slowdown measured (never below 0).
+    assert found[WALL_TAG].keys() == found[TRAINING_TAG].keys()
+    assert all(found[WALL_TAG][step] >= found[TRAINING_TAG][step] for step in found[WALL_TAG])
 
 
 class SlowImages:

@@ -68,8 +68,11 @@ Printed per row (the best of the repetitions of each arm, bare and collected):
   job view, and closing;
 - the collector's own record of its cost (``rankscribe/collector_cost/*``, see
   ``OWN_COST_TAG_PREFIX``) as a share of the bare step, with its ratio to the overhead
-  measured: the training thread's against the mean step's wall overhead, and with its
-  threads' CPU against the CPU overhead (within a factor of 1.5 is the aim);
+  measured: its wall cost (the training thread's time plus the slowdown of the steps
+  after its work) against the mean step's wall overhead, best of each and paired (the
+  table's column; the training thread's alone where no wall cost is recorded), the
+  training thread's alone, and with its threads' CPU against the CPU overhead (within a
+  factor of 1.5 is the aim);
 - the targets beside each number (``MISS`` where a number is over its target).
 
 Before the timed repetitions each row runs both arms once for a few steps,
@@ -153,11 +156,13 @@ MLP_STEPS_PER_EPOCH = 250
 EXTRA_STEPS = 64
 
 #: The collector's record of its own cost (docs/collector-cost.md, "The cost budget"):
-#: seconds per step on the training thread, and CPU seconds per step of its threads, each
+#: seconds per step on the training thread, CPU seconds per step of its threads, and the
+#: wall cost (the training thread's plus the slowdown of the steps after its work), each
 #: point a window's mean. The table shows them beside the measured overhead.
 OWN_COST_TAG_PREFIX = "rankscribe/collector_cost"
 OWN_TRAINING_TAG = f"{OWN_COST_TAG_PREFIX}/training"
 OWN_THREADS_TAG = f"{OWN_COST_TAG_PREFIX}/threads"
+OWN_WALL_TAG = f"{OWN_COST_TAG_PREFIX}/wall"
 #: The steps the collector leaves out of its first window (its WARMUP_STEPS).
 OWN_COST_WARMUP = 20
 
@@ -921,6 +926,7 @@ class RunNumbers:
     threads: dict[str, float] = field(default_factory=dict)  # CPU seconds by thread name
     own_cost: float | None = None  # the collector's own record, seconds per step
     own_threads_cost: float | None = None  # the same, its threads' CPU
+    own_wall_cost: float | None = None  # the same, its wall cost (with the slowdown)
 
 
 def timed_run(row: Row, arm: Arm, once: OnceCosts) -> RunNumbers:
@@ -945,6 +951,7 @@ def timed_run(row: Row, arm: Arm, once: OnceCosts) -> RunNumbers:
         threads=threads.by_name(),
         own_cost=recorded_cost(arm.directory, OWN_TRAINING_TAG) if arm.collect else None,
         own_threads_cost=recorded_cost(arm.directory, OWN_THREADS_TAG) if arm.collect else None,
+        own_wall_cost=recorded_cost(arm.directory, OWN_WALL_TAG) if arm.collect else None,
     )
 
 
@@ -1080,6 +1087,7 @@ def summarize(row: Row, result: RowResult, freq: int) -> dict[str, Any]:
         for label in ONCE_LABELS
     }
     own = [run.own_cost for run in collected if run.own_cost is not None]
+    own_wall = [run.own_wall_cost for run in collected if run.own_wall_cost is not None]
     own_all = [
         run.own_cost + run.own_threads_cost
         for run in collected
@@ -1110,6 +1118,7 @@ def summarize(row: Row, result: RowResult, freq: int) -> dict[str, Any]:
         ),
         "once_ms": once,
         "own_cost_pct": (statistics.median(own) / bare_step * 100) if own else None,
+        "own_wall_pct": (statistics.median(own_wall) / bare_step * 100) if own_wall else None,
         "own_cpu_pct": (statistics.median(own_all) / bare_cpu * 100) if own_all else None,
         "threads_ms_per_step": thread_cpu_per_step(bare, collected, result.steps),
         "targets": asdict(row.targets),
@@ -1168,6 +1177,7 @@ def table(results: list[RowResult]) -> list[str]:
     for result in results:
         summary, targets = result.summary, result.summary["targets"]
         own = summary["own_cost_pct"]
+        wall = summary["own_wall_pct"]
         cells = (
             result.key,
             f"{summary['bare_step_ms']:.3f}",
@@ -1176,7 +1186,7 @@ def table(results: list[RowResult]) -> list[str]:
             judged(summary["quiet_pct"], targets["quiet"]),
             judged(summary["whole_pct"], targets["whole"]),
             judged(summary["whole_without_once_pct"], None),
-            own_against_measured(own, summary["mean_wall_pct"]),
+            own_against_measured(wall if wall is not None else own, summary["mean_wall_pct"]),
         )
         lines.append(
             "  ".join(f"{cell:<{width}}" for cell, (_, width) in zip(cells, COLUMNS, strict=True))
@@ -1197,9 +1207,17 @@ def table(results: list[RowResult]) -> list[str]:
             f"step spread {summary['bare_spread_pct']:.1f}%"
         )
         lines.append(
-            "    own cost recorded: training thread "
+            "    own cost recorded: wall (training thread + the steps it slowed) "
+            + own_against_measured(wall, summary["mean_wall_pct"])
+            + " of the bare step vs the mean step's wall overhead (x"
+            + (
+                f"{wall / summary['mean_wall_paired_pct']:.2f}"
+                if wall is not None and summary["mean_wall_paired_pct"] > 0
+                else " n/a"
+            )
+            + " vs the paired); training thread alone "
             + own_against_measured(own, summary["mean_wall_pct"])
-            + " of the bare step vs the mean step's wall overhead; with its threads' CPU "
+            + "; with its threads' CPU "
             + own_against_measured(summary["own_cpu_pct"], summary["mean_cpu_pct"])
             + " of the bare step's CPU vs its CPU overhead"
         )

@@ -46,6 +46,7 @@ from rankscribe.collector.collection._extractor import GRAPH_TAG, Extractor
 from rankscribe.collector.collection._options import check_one_of_a_kind, collector_arguments
 from rankscribe.collector.collection._schedule import Collect, CollectionSchedule, total_units
 from rankscribe.collector.cost._budget import CostBudget, check_cost_budget
+from rankscribe.collector.cost._slowdown import HEAVY, RECORDED, StepTimes
 from rankscribe.collector.errors import CollectorValueError
 from rankscribe.collector.jobview._reduced import ReducedGradients, allreduce_gradients
 from rankscribe.collector.jobview._series import (
@@ -502,8 +503,11 @@ class SummaryCollector(Callback):
             self._cost.add(self._quiet_cost)  # the window's last quiet steps (or warm-up's: none)
             self._quiet_cost = 0.0
             # Before this step's work: its cost point is one of its timings, in its event.
-            costs = self._cost.close_window(params.cur_step_num, ended, self._stop_landscape)
+            costs = self._cost.close_window(
+                params.cur_step_num, ended, self._stop_landscape, self._step_times()
+            )
             extras = [*extras, *costs]
+        self._cost.busy(params.cur_step_num)
         if not self._first_step_done:
             self._add_first_step_values(params)
         if not self._sink_mode:
@@ -644,6 +648,8 @@ class SummaryCollector(Callback):
             # in step order), in the same step: one step leaves its quiet path, not two.
             self._series.after_quiet_step(record, step, step_time, write_now=self._sink_mode)
             return
+        heavy = decision.extracts and (self._cost.histograms_at(step) or self._cost.images_at(step))
+        self._cost.busy(step, HEAVY if heavy else RECORDED)
         self._series.write_kept_step_times(record)
         if self._series.has_late:
             self._series.keep_arrived()  # earlier steps' device values that arrived (no wait)
@@ -681,7 +687,12 @@ class SummaryCollector(Callback):
         already (a loop that does not say its length, whose last step wrote its timings)."""
         self._cost.add(self._quiet_cost)
         self._quiet_cost = 0.0
-        self._series.keep_timings_unwritten(step, self._cost.finish(step, _clock.now()))
+        costs = self._cost.finish(step, _clock.now(), self._step_times())
+        self._series.keep_timings_unwritten(step, costs)
+
+    def _step_times(self) -> StepTimes:
+        """The run's kept step times and data waits, for the cost's slowdown."""
+        return StepTimes(*self._series.step_time_columns())
 
     def _stop_landscape(self) -> list[int]:
         """The cost budget sheds the landscape: no more sets saved; the numbers left out."""

@@ -5,12 +5,17 @@ the shortest path of a step that collects nothing with one more clock read; a co
 a step that writes timings or saves landscape parameters from its first clock read to its last),
 and within that the histograms, the input images, the fingerprint and the landscape save
 apart. Here those seconds are added up over a *window* of steps, with the CPU time its
-background threads spent meanwhile (``_threads``), and at each window's end:
+background threads spent meanwhile (``_threads``) and the time by which its work slowed
+the training's own steps (``_slowdown``, read from the window's step times), and at each
+window's end:
 
-- recorded, per step of the window, as :data:`TRAINING_COST_TAG` and
-  :data:`THREADS_COST_TAG` (seconds per step, docs/job-view.md, "Timings");
-- compared with the budget, a share of the step: (training thread + threads' CPU) over
-  the window's wall time less the collector's own. Over it, optional work is shed, in
+- recorded, per step of the window, as :data:`TRAINING_COST_TAG`,
+  :data:`THREADS_COST_TAG` and :data:`WALL_COST_TAG` (the training thread's time plus
+  the slowdown: what the step's wall clock pays; seconds per step, docs/job-view.md,
+  "Timings");
+- compared with the budget, a share of the step: the larger of (training thread +
+  threads' CPU) and the wall cost, over the window's wall time less the collector's
+  own and the slowdown. Over it, optional work is shed, in
   :data:`SHED_ORDER`: histograms at fewer collected steps (every k-th, k chosen to bring
   the measured cost down to half the budget), then the input images the same way, then
   the parameter fingerprint of collected steps, then the landscape sets not saved yet.
@@ -41,6 +46,7 @@ from dataclasses import dataclass, field
 from time import perf_counter
 
 from rankscribe.collector import _clock
+from rankscribe.collector.cost._slowdown import WROTE, Slowed, StepTimes, slowed_seconds
 from rankscribe.collector.cost._threads import (
     LANDSCAPE,
     WRITER,
@@ -58,6 +64,7 @@ __all__ = [
     "SHED_ORDER",
     "THREADS_COST_TAG",
     "TRAINING_COST_TAG",
+    "WALL_COST_TAG",
     "WARMUP_STEPS",
     "CostBudget",
     "check_cost_budget",
@@ -71,6 +78,9 @@ COST_BUDGET_ENV = "RANKSCRIBE_COST_BUDGET"
 TRAINING_COST_TAG = "rankscribe/collector_cost/training"
 #: CPU seconds per step of the collector's background threads, over a window.
 THREADS_COST_TAG = "rankscribe/collector_cost/threads"
+#: Seconds per step the collector costs the step's wall clock: its training thread's,
+#: plus the slowdown of the training's own steps after its busy steps (``_slowdown``).
+WALL_COST_TAG = "rankscribe/collector_cost/wall"
 #: Steps of a run not measured (what a run pays once falls in them).
 WARMUP_STEPS = 20
 #: A window is at least this many steps, and holds this many collected steps at least.
@@ -153,6 +163,9 @@ class _Window:
     images: float = 0.0
     fingerprints: float = 0.0
     landscape: float = 0.0
+    #: The steps that did more than the shortest path -> their kind (_slowdown's:
+    #: wrote timings, recorded values, recorded histograms or images).
+    busy: dict[int, int] = field(default_factory=dict)
 
 
 class CostBudget:
@@ -160,9 +173,10 @@ class CostBudget:
 
     The collector calls :meth:`start_run` when training begins, :meth:`window_due` and
     :meth:`close_window` at the start of a step's work, :meth:`add` with the step's
-    seconds at its end, the ``*_at``/``keeps_*`` questions before optional work, and
-    :meth:`finish` at the end of training. ``stop_landscape`` is how the landscape is
-    shed (it returns the numbers left out, for the message).
+    seconds at its end and :meth:`busy` with its number, the ``*_at``/``keeps_*``
+    questions before optional work, and :meth:`finish` at the end of training.
+    ``stop_landscape`` is how the landscape is shed (it returns the numbers left out,
+    for the message).
     """
 
     def __init__(self, budget: float, collect_freq: int) -> None:
@@ -240,34 +254,47 @@ class CostBudget:
         window.fingerprints += fingerprints
         window.landscape += landscape
 
+    def busy(self, step: int, kind: int = WROTE) -> None:
+        """``step`` did more than the shortest path (``kind``: ``_slowdown``'s; the
+        step's largest counts); the steps after it are compared with the window's others."""
+        window = self._window
+        if window is not None:
+            window.busy[step] = max(kind, window.busy.get(step, WROTE))
+
     def close_window(
-        self, step: int, now: float, stop_landscape: StopLandscape | None = None
+        self,
+        step: int,
+        now: float,
+        stop_landscape: StopLandscape | None = None,
+        times: StepTimes | None = None,
     ) -> list[tuple[str, float]]:
         """At a step where :meth:`window_due`: the window's cost tags (none for the first),
-        after shedding what the budget calls for; a new window opens."""
+        after shedding what the budget calls for; a new window opens. ``times``: the run's
+        kept step times (the window's steps before ``step`` are read; None: no slowdown)."""
         window = self._window
         self._window = _Window(step, now, _threads_now(), first=window is None)
         if window is None or step <= window.step:
             return []
         spent = cpu_since(window.threads, self._window.threads)
-        steps = step - window.step
-        threads = sum(spent.values())
+        slowed = None if times is None else slowed_seconds(window.busy, times, window.step, step)
         # Not a shorter one the run's last step closed.
-        if steps >= self.window_steps(first=window.first):
-            self._keep_within(window, spent, now, stop_landscape)
-        return [(TRAINING_COST_TAG, window.training / steps), (THREADS_COST_TAG, threads / steps)]
+        if step - window.step >= self.window_steps(first=window.first):
+            self._keep_within(window, spent, slowed, now, stop_landscape)
+        return _tags(window, step, spent, slowed)
 
-    def finish(self, step: int, now: float) -> list[tuple[str, float]]:
-        """The end of training: the last window's cost tags, with no decision."""
+    def finish(
+        self, step: int, now: float, times: StepTimes | None = None
+    ) -> list[tuple[str, float]]:
+        """The end of training: the last window's cost tags, with no decision (``times``:
+        as :meth:`close_window`'s, ``step``'s own included)."""
         window, self._window = self._window, None
         if window is None or step <= window.step:
             return []
         spent = cpu_since(window.threads, _threads_now())
-        steps = step - window.step
-        return [
-            (TRAINING_COST_TAG, window.training / steps),
-            (THREADS_COST_TAG, sum(spent.values()) / steps),
-        ]
+        slowed = (
+            None if times is None else slowed_seconds(window.busy, times, window.step, step + 1)
+        )
+        return _tags(window, step, spent, slowed)
 
     # ------------------------------------------------------------------- shedding
 
@@ -275,27 +302,35 @@ class CostBudget:
         self,
         window: _Window,
         spent: dict[ThreadKind, float],
+        slowed: Slowed | None,
         now: float,
         stop_landscape: StopLandscape | None,
     ) -> None:
-        user = (now - window.start) - window.training
+        user = (now - window.start) - window.training - (slowed.total if slowed else 0.0)
         if self.budget <= 0 or user <= 0:
             return
-        share = (window.training + sum(spent.values())) / user
+        # The threads' work as the step pays for it: their CPU, or the slowdown of the
+        # steps after the collector's where that is larger (cost/_slowdown.py). Either
+        # is mostly the record's threads bucketing histograms and encoding images: it
+        # counts as the histograms' while any are kept (an over-estimate that sheds them
+        # rather than what comes after), else as the images'.
+        on_threads = sum(spent.values())
+        if slowed is not None and slowed.total > on_threads:
+            share = (window.training + slowed.total) / user
+            recording, landscape_threads = slowed.heavy, 0.0
+        else:
+            share = (window.training + on_threads) / user
+            recording, landscape_threads = spent.get(WRITER, 0.0), spent.get(LANDSCAPE, 0.0)
         if share <= self.budget * (FIRST_WINDOW_MARGIN if window.first else 1.0):
             return
         excess = share - self.budget * TARGET_SHARE
         shedding, dropped = self.shedding, list[str]()
-        # The record's threads spend their CPU bucketing histograms and encoding images
-        # above all: it counts as the histograms' while any are kept (an over-estimate that
-        # sheds them rather than what comes after), else as the images'.
-        writer = spent.get(WRITER, 0.0)
         histograms_kept = shedding.histogram_every > 0
         parts = {
-            "histograms": (window.histograms + (writer if histograms_kept else 0.0)) / user,
-            "images": (window.images + (0.0 if histograms_kept else writer)) / user,
+            "histograms": (window.histograms + (recording if histograms_kept else 0.0)) / user,
+            "images": (window.images + (0.0 if histograms_kept else recording)) / user,
             "fingerprints": window.fingerprints / user,
-            "landscape": (window.landscape + spent.get(LANDSCAPE, 0.0)) / user,
+            "landscape": (window.landscape + landscape_threads) / user,
         }
         if shedding.histogram_every and excess > 0 and parts["histograms"] > 0:
             shedding.histogram_every, saved = self._shed_every(
@@ -367,6 +402,21 @@ class CostBudget:
             "; ".join(dropped),
             how,
         )
+
+
+def _tags(
+    window: _Window, step: int, spent: dict[ThreadKind, float], slowed: Slowed | None
+) -> list[tuple[str, float]]:
+    """The window's cost points, per step (the wall cost only where the slowdown was
+    measured: without it the training thread's alone would read as the whole)."""
+    steps = step - window.step
+    tags = [
+        (TRAINING_COST_TAG, window.training / steps),
+        (THREADS_COST_TAG, sum(spent.values()) / steps),
+    ]
+    if slowed is not None:
+        tags.append((WALL_COST_TAG, (window.training + slowed.total) / steps))
+    return tags
 
 
 def _nth(number: int) -> str:

@@ -250,6 +250,13 @@ class SeriesRecorder:
             return _discard, _discard
         return self._time_steps.append, self._time_values.append
 
+    def step_time_columns(
+        self,
+    ) -> tuple[Sequence[int], Sequence[float], Sequence[int], Sequence[float]]:
+        """The step times and data waits kept in this run (steps, seconds; steps, waits),
+        the arrays themselves: read them before the next step is kept."""
+        return self._time_steps, self._time_values, self._wait_steps, self._wait_values
+
     def data_wait_appenders(self) -> tuple[Callable[[int], None], Callable[[float], None]]:
         """Appends that keep a data wait (as :meth:`step_time_appenders`)."""
         if DATA_WAIT_TAG in self._dropped:
