@@ -79,8 +79,14 @@ Before the timed repetitions each row runs both arms once for a few steps,
 untimed, so that what a process pays once (imports, torch's first calls) is not
 counted as a cost of either. Under ``mpiexec`` every rank runs the same rows in
 one job directory (the collectors make one job of them; the live job view runs
-on rank 0), the ranks start each run together (not timed) and rank 0 prints
-each rank's table and rank 0 against rank 1. ``--json FILE`` writes every
+on rank 0), the ranks start each run together (not timed), the torch rows
+average their gradients over the ranks every step as a data-parallel job does
+(:func:`gradient_sync`; in the collected runs of the ``TrainSession`` rows inside
+``collector.section("sync")``, as docs/job-view.md asks of a loop's own
+collective; the digits example averages its own), so a rank's extra work slows
+the job as it would a real one's and the end of training waits for a step, not
+for the other rank's drift, and rank 0 prints each rank's table and rank 0
+against rank 1. ``--json FILE`` writes every
 repetition's numbers.
 
 ``tools/bench/system.py`` uses :func:`run_once` and :func:`collects` (the
@@ -443,11 +449,15 @@ def session_training(
         per_epoch = mlp_steps_per_epoch(arm.steps)
         model, optimizer, loss_fn, loader = mlp_parts(width, per_epoch, arm.device, batch)
         epochs, tick, device = mlp_epochs(arm.steps), arm.clock.tick, arm.device
+        sync = gradient_sync(model)
 
-        def train_step(images: Any, labels: Any) -> Any:
+        def train_step(images: Any, labels: Any, section: Any = None) -> Any:
             optimizer.zero_grad()
             loss = loss_fn(model(images.to(device)), labels.to(device))
             loss.backward()
+            if sync is not None:
+                with section or contextlib.nullcontext():
+                    sync()
             optimizer.step()
             return loss
 
@@ -461,6 +471,9 @@ def session_training(
             collector = SummaryCollector(
                 arm.directory, collect_freq=arm.collect_freq, **collector_options(), **options
             )
+            # Under mpiexec the gradients' average is marked as docs/job-view.md asks of
+            # a loop's own collective: each rank's arrival is recorded.
+            marked = sync is not None
             with TrainSession(
                 [collector],
                 network=model,
@@ -472,7 +485,8 @@ def session_training(
                 for _ in session.epochs():
                     for images, labels in loader:
                         tick()
-                        loss = train_step(images, labels)
+                        section = collector.section("sync") if marked else None
+                        loss = train_step(images, labels, section)
                         session.step((images, labels), loss.detach())
 
         return collected if arm.collect else bare
@@ -480,11 +494,42 @@ def session_training(
     return build
 
 
+def gradient_sync(model: Any) -> Callable[[], None] | None:
+    """Under mpiexec: a call that averages ``model``'s gradients over the ranks, as a
+    data-parallel job does every step (one flat buffer, an ``Iallreduce`` polled with
+    ``sleep(0)`` as examples/digits does: a rank waiting inside MPI would busy-poll the
+    core another rank needs); alone: None. The same in both arms of a row."""
+    world = _mpi_world()
+    if world is None:
+        return None
+    import torch
+
+    parameters = [parameter for parameter in model.parameters() if parameter.requires_grad]
+    size = world.Get_size()
+
+    def sync() -> None:
+        grads = [parameter.grad for parameter in parameters]
+        flat = torch.cat([grad.reshape(-1) for grad in grads]).cpu().numpy()
+        total = np.empty_like(flat)
+        request = world.Iallreduce(flat, total)
+        while not request.Test():
+            time.sleep(0)
+        total /= size
+        offset = 0
+        for grad in grads:
+            count = grad.numel()
+            grad.copy_(torch.from_numpy(total[offset : offset + count]).view_as(grad))
+            offset += count
+
+    return sync
+
+
 def build_trainloop(arm: Arm) -> Callable[[], object]:
     """The ~10 ms MLP trained by TrainLoop (bare: TrainLoop with no callback)."""
     per_epoch = mlp_steps_per_epoch(arm.steps)
     model, optimizer, loss_fn, loader = mlp_parts(WIDTH_10MS, per_epoch, arm.device)
     tick, device = arm.clock.tick, arm.device
+    sync = gradient_sync(model)
 
     def step(batch: tuple[Any, Any]) -> Any:
         tick()
@@ -492,6 +537,8 @@ def build_trainloop(arm: Arm) -> Callable[[], object]:
         optimizer.zero_grad()
         loss = loss_fn(model(images.to(device)), labels.to(device))
         loss.backward()
+        if sync is not None:
+            sync()
         optimizer.step()
         return loss.detach()
 
