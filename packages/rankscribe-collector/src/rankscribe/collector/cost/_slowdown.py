@@ -27,6 +27,8 @@ as noise, not as the collector's.
 What it cannot see: a slowdown that lasts beyond the near half (the far steps are then
 slower too, and the excess reads low), and what costs every step alike (a callback's
 dispatch by the loop, the shortest path's time, which the collector's own clock counts).
+What it cannot tell apart: the script's own work at the same steps (a log line every
+``collect_freq`` steps) counts as the collector's.
 A window with too few far steps, or no busy step, measures nothing (None): at
 ``collect_freq=1`` every step is busy. docs/collector-cost.md, "The cost budget".
 """
