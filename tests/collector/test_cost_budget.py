@@ -7,6 +7,7 @@ histograms takes 2 s of the clock at every collected step (every 10 steps of 1 s
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 from collections.abc import Callable
@@ -16,7 +17,13 @@ from typing import Any, cast
 import numpy as np
 import pytest
 
-from rankscribe.collector import ArrayNetwork, ArrayOptimizer, SummaryCollector, TrainLoop
+from rankscribe.collector import (
+    ArrayNetwork,
+    ArrayOptimizer,
+    SummaryCollector,
+    TrainLoop,
+    TrainSession,
+)
 from rankscribe.collector.errors import CollectorValueError
 from rankscribe.jobview.feed import FINGERPRINT_TAG, STEP_TIME_TAG
 from rankscribe.lineage import get_summary_lineage
@@ -225,10 +232,48 @@ def test_a_slowdown_after_the_collected_steps_is_shed_like_their_own_cost(
     assert "it sheds the parameter histograms but at every 31st collected step" in said
     found = rank_scalars(tmp_path)
     # Histograms at 1, 10, ..., 40, then at every 31st collected step only (decided
-    # before step 50's work): 310. The last window (350-400) is slowed by nothing.
+    # before step 50's work): 310. The last window (50-400, closed by the run's last
+    # step: a window now spans 31 x 5 collected steps) holds that one and the two steps
+    # it slowed, within the budget.
     assert histogram_steps(tmp_path) == [1, 10, 20, 30, 40, 310]
-    assert found[WALL_TAG][400] == pytest.approx(found[TRAINING_TAG][400])
+    assert sorted(found[WALL_TAG]) == [50, 400]
+    assert found[WALL_TAG][400] == pytest.approx((0.001 + 2 * SLOWED) / 350)
     assert found[WALL_TAG][400] / QUICK_STEP <= 0.02
+
+
+def test_a_sessions_step_time_holds_the_collectors_work_counted_once(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    # TrainSession times a step from one session.step call to the next, so the step
+    # after a collected one holds the collector's 1 ms of histograms: the training
+    # thread's cost counts it, the slowdown does not count it again.
+    data = model(100)
+    optimizer = SlowHistograms(data.network, learning_rate=0.01, name="Momentum")
+    optimizer.clock, optimizer.seconds = collector_clock, 0.001
+    collector = SummaryCollector(
+        tmp_path,
+        collect_freq=COLLECT_FREQ,
+        collect_tensor_freq=COLLECT_FREQ,
+        collect_specified_data=NO_LANDSCAPE,
+        cost_budget="off",
+    )
+    with TrainSession(
+        [collector],
+        network=data.network,
+        optimizer=optimizer,
+        epochs=1,
+        steps_per_epoch=200,
+    ) as session:
+        for _ in session.epochs():
+            for batch in itertools.islice(itertools.cycle(data.dataset), 200):
+                collector_clock.advance(QUICK_STEP)
+                session.step(batch, 0.5)
+    found = rank_scalars(tmp_path)
+    steps = found[STEP_TIME_TAG]
+    assert steps[41] == pytest.approx(QUICK_STEP + 0.001)  # the work of step 40 in it
+    for step in (50, 150):
+        assert found[TRAINING_TAG][step] == pytest.approx(0.001 / COLLECT_FREQ)
+        assert found[WALL_TAG][step] == pytest.approx(found[TRAINING_TAG][step])
 
 
 @pytest.mark.parametrize("budget", [0, 0.0, "off", "OFF"])

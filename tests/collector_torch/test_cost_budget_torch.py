@@ -85,6 +85,14 @@ def test_a_large_layers_histograms_are_shed_and_the_rest_recorded(
     assert "it sheds the parameter histograms" in said[0]
     assert "fingerprint" not in said[0]  # off in this run: nothing to shed
     assert "cost_budget='off'" in said[0]
+    # The run records no input images (its batches are not 4-D): no decision, at any
+    # level, says it sheds them.
+    logged = [
+        record.getMessage()
+        for record in caplog.records
+        if record.name == "rankscribe.collector.cost._budget"
+    ]
+    assert not any("input images" in message for message in logged), logged
     found = scalars(tmp_path)
     # Histograms at every collected step of the first window (steps 21 to 41: a cost this
     # far over the budget is decided there) at most, then fewer (or none).

@@ -481,6 +481,9 @@ class SummaryCollector(Callback):
             return
         self._step_end(params, started, ended)
         finished = self._timings.last_end = _clock.now()
+        if params.step_started_at is not None:
+            # TrainSession's next step is timed from before this step's callbacks.
+            self._cost.carry(step + 1, finished - ended)
         # Measured in training only (start_run .. finish), the quiet steps' since the last,
         # and the gradient probe's inside the step's backward.
         self._cost.add(finished - ended + self._quiet_cost + self._timings.take_probe_seconds())
@@ -648,8 +651,7 @@ class SummaryCollector(Callback):
             # in step order), in the same step: one step leaves its quiet path, not two.
             self._series.after_quiet_step(record, step, step_time, write_now=self._sink_mode)
             return
-        heavy = decision.extracts and (self._cost.histograms_at(step) or self._cost.images_at(step))
-        self._cost.busy(step, HEAVY if heavy else RECORDED)
+        self._cost.busy(step, RECORDED)
         self._series.write_kept_step_times(record)
         if self._series.has_late:
             self._series.keep_arrived()  # earlier steps' device values that arrived (no wait)
@@ -660,6 +662,8 @@ class SummaryCollector(Callback):
                 sink, params, histograms=cost.histograms_at(step), images=cost.images_at(step)
             )
             cost.add(0.0, histograms=spent.histograms, images=spent.images)
+            if spent.histograms > 0 or spent.images > 0:
+                cost.busy(step, HEAVY)
             if cost.keeps_fingerprints and self._series.fingerprints:
                 fingerprinting = _clock.now()
                 self._series.add_fingerprint(sink, self._landscape_network(params), step)

@@ -166,6 +166,8 @@ class _Window:
     #: The steps that did more than the shortest path -> their kind (_slowdown's:
     #: wrote timings, recorded values, recorded histograms or images).
     busy: dict[int, int] = field(default_factory=dict)
+    #: Step -> the collector's seconds the loop counted in that step's time.
+    carried: dict[int, float] = field(default_factory=dict)
 
 
 class CostBudget:
@@ -261,6 +263,14 @@ class CostBudget:
         if window is not None:
             window.busy[step] = max(kind, window.busy.get(step, WROTE))
 
+    def carry(self, step: int, seconds: float) -> None:
+        """The loop counts ``seconds`` of the collector's work in ``step``'s time
+        (``TrainSession``'s step is the time between two of its calls): the slowdown
+        leaves them out of it, as the training thread's time counts them already."""
+        window = self._window
+        if window is not None:
+            window.carried[step] = seconds
+
     def close_window(
         self,
         step: int,
@@ -276,7 +286,7 @@ class CostBudget:
         if window is None or step <= window.step:
             return []
         spent = cpu_since(window.threads, self._window.threads)
-        slowed = None if times is None else slowed_seconds(window.busy, times, window.step, step)
+        slowed = _slowed(window, times, step)
         # Not a shorter one the run's last step closed.
         if step - window.step >= self.window_steps(first=window.first):
             self._keep_within(window, spent, slowed, now, stop_landscape)
@@ -291,9 +301,7 @@ class CostBudget:
         if window is None or step <= window.step:
             return []
         spent = cpu_since(window.threads, _threads_now())
-        slowed = (
-            None if times is None else slowed_seconds(window.busy, times, window.step, step + 1)
-        )
+        slowed = _slowed(window, times, step + 1)
         return _tags(window, step, spent, slowed)
 
     # ------------------------------------------------------------------- shedding
@@ -312,8 +320,9 @@ class CostBudget:
         # The threads' work as the step pays for it: their CPU, or the slowdown of the
         # steps after the collector's where that is larger (cost/_slowdown.py). Either
         # is mostly the record's threads bucketing histograms and encoding images: it
-        # counts as the histograms' while any are kept (an over-estimate that sheds them
-        # rather than what comes after), else as the images'.
+        # counts as the histograms' while any are recorded (an over-estimate that sheds
+        # them rather than what comes after), else as the images' if any are (never as
+        # what the run does not record: nothing would be saved by shedding it).
         on_threads = sum(spent.values())
         if slowed is not None and slowed.total > on_threads:
             share = (window.training + slowed.total) / user
@@ -325,10 +334,12 @@ class CostBudget:
             return
         excess = share - self.budget * TARGET_SHARE
         shedding, dropped = self.shedding, list[str]()
-        histograms_kept = shedding.histogram_every > 0
+        histograms_kept = shedding.histogram_every > 0 and window.histograms > 0
+        images_kept = shedding.image_every > 0 and window.images > 0
         parts = {
             "histograms": (window.histograms + (recording if histograms_kept else 0.0)) / user,
-            "images": (window.images + (0.0 if histograms_kept else recording)) / user,
+            "images": (window.images + (recording if images_kept and not histograms_kept else 0.0))
+            / user,
             "fingerprints": window.fingerprints / user,
             "landscape": (window.landscape + landscape_threads) / user,
         }
@@ -402,6 +413,12 @@ class CostBudget:
             "; ".join(dropped),
             how,
         )
+
+
+def _slowed(window: _Window, times: StepTimes | None, end: int) -> Slowed | None:
+    if times is None:
+        return None
+    return slowed_seconds(window.busy, times, window.step, end, window.carried)
 
 
 def _tags(

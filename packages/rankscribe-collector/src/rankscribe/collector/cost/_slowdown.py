@@ -22,7 +22,10 @@ once). Per busy step, its near steps' excess over the far steps' median; per kin
 step (:data:`WROTE`, :data:`RECORDED`, :data:`HEAVY`: histograms or images recorded,
 whose threads' work costs far more), the median of those excesses over the window, times
 the kind's number of busy steps. Medians, so that a step the machine stalled in counts
-as noise, not as the collector's.
+as noise, not as the collector's. Where the loop counts the callbacks' time in the next
+step's time (``TrainSession``: a step is the time between two ``session.step`` calls),
+the collector's own seconds at a busy step (*carried*) are taken out of the next step's:
+they are on its own clock already.
 
 What it cannot see: a slowdown that lasts beyond the near half (the far steps are then
 slower too, and the excess reads low), and what costs every step alike (a callback's
@@ -68,17 +71,25 @@ class StepTimes:
 
 
 def slowed_seconds(
-    busy: Mapping[int, int], times: StepTimes, first: int, end: int
+    busy: Mapping[int, int],
+    times: StepTimes,
+    first: int,
+    end: int,
+    carried: Mapping[int, float] | None = None,
 ) -> Slowed | None:
     """Seconds by which the steps ``first`` to ``end - 1`` were slowed by the collector's
     busy steps among them (``busy``: step -> its kind); None where it cannot be measured.
     Neither part is below 0 (a window whose near steps happened to be the quicker: 0).
 
-    A step's time is its step time plus its data wait (the wait before it), where kept.
+    A step's time is its step time plus its data wait (the wait before it), where kept,
+    less the collector's own seconds the loop counted in it (``carried``: step -> them).
     """
     if not busy:
         return None
     took = _took(times, first, end)
+    for step, counted in (carried or {}).items():
+        if step in took:
+            took[step] -= counted
     marks = sorted(step for step in busy if first <= step < end)
     far: list[float] = []
     near: list[tuple[int, list[float]]] = []
