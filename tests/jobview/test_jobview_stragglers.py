@@ -20,7 +20,12 @@ from rankscribe.jobview.feed import (
 )
 
 # private: the straggler rule's medians (row_medians, others_medians), an algorithm
-from rankscribe.jobview.job.verdicts._stragglers import others_medians, row_medians
+from rankscribe.jobview.job.verdicts._stragglers import (
+    middle_medians,
+    others_medians,
+    row_medians,
+    row_middles,
+)
 from rankscribe.jobview.protocol import paired_ratios, straggler_verdicts
 
 STEPS = 120
@@ -314,3 +319,33 @@ def test_row_medians_equal_numpys_nanmedian(rows: list[list[float]]) -> None:
         warnings.simplefilter("ignore", RuntimeWarning)  # numpy warns on all-NaN rows
         expected = np.nanmedian(table, axis=1) if table.shape[1] else np.full(len(table), np.nan)
     assert np.array_equal(row_medians(table), expected, equal_nan=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(min_value=3, max_value=9).flatmap(
+        lambda columns: st.lists(
+            st.lists(
+                st.sampled_from([np.inf, -np.inf, 0.0, 1.0, 2.5, -3.0, 7.0, 1e-300]),
+                min_size=columns,
+                max_size=columns,
+            ),
+            min_size=1,
+            max_size=6,
+        )
+    )
+)
+def test_the_medians_from_the_middle_order_statistics_are_row_medians_bit_for_bit(
+    rows: list[list[float]],
+) -> None:
+    """The step time's medians come from the partition that makes its others' medians:
+    the same bits as row_medians (infinities and ties included; of two zeros of either
+    sign tied at the middle, a partition keeps either), odd and even rows alike."""
+    table = np.array(rows, dtype=np.float64)
+    middle = row_middles(table)
+    assert middle is not None
+    assert middle_medians(middle).tobytes() == row_medians(table).tobytes()
+    gap = table.copy()
+    gap[0, 0] = np.nan
+    assert row_middles(gap) is None  # a row with a gap is sorted, as row_medians does
+    assert row_middles(table[:, :2]) is None

@@ -20,7 +20,13 @@ from rankscribe.jobview.job.verdicts._straggler_verdicts import (
     VerdictSettings,
     straggler_verdicts_since,
 )
-from rankscribe.jobview.job.verdicts._stragglers import StragglerEvidence, row_medians
+from rankscribe.jobview.job.verdicts._stragglers import (
+    StragglerEvidence,
+    add_timings_with_middle,
+    middle_medians,
+    row_medians,
+    row_middles,
+)
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -224,7 +230,16 @@ def add_timing_evidence(
     memory together."""
     step_tag = statistics.step_time_tag
     step_dense = dense_series(_taken(statistics, step_tag, release))
-    step_median = row_medians(step_dense.values) if len(step_dense.steps) else np.empty(0)
+    # The step time's middle order statistics: its medians (every timing's scale) and its
+    # own others' medians, from one partition of its table.
+    step_middle = row_middles(step_dense.values)
+    step_median = (
+        middle_medians(step_middle)
+        if step_middle is not None
+        else row_medians(step_dense.values)
+        if len(step_dense.steps)
+        else np.empty(0)
+    )
     for tag in sorted(statistics.timings):
         is_step_time = tag == step_tag
         dense = step_dense if is_step_time else dense_series(_taken(statistics, tag, release))
@@ -236,7 +251,15 @@ def add_timing_evidence(
                 matched = np.zeros(len(dense.steps), dtype=bool)
                 matched[inside] = step_dense.steps[where[inside]] == dense.steps[inside]
                 scale[matched] = step_median[where[matched]]
-            evidence.add_timings(tag, dense.steps, dense.ranks.tolist(), dense.values, scale)
+            add_timings_with_middle(
+                evidence,
+                tag,
+                dense.steps,
+                dense.ranks.tolist(),
+                dense.values,
+                scale,
+                step_middle if is_step_time else None,
+            )
         if each is not None:
             each(tag, dense, step_median if is_step_time else None)
         del dense  # before the next tag's table is made
