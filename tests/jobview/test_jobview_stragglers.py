@@ -349,3 +349,33 @@ def test_the_medians_from_the_middle_order_statistics_are_row_medians_bit_for_bi
     gap[0, 0] = np.nan
     assert row_middles(gap) is None  # a row with a gap is sorted, as row_medians does
     assert row_middles(table[:, :2]) is None
+
+
+@pytest.mark.parametrize("gap", [False, True])
+@pytest.mark.parametrize("ranks", [2, 7, 40])
+def test_a_float32_table_gives_the_evidence_of_its_float64_values_bit_for_bit(
+    ranks: int, gap: bool
+) -> None:
+    """Timings read from summary files are float32: the live view keeps their tables so
+    (half the memory) and the rule widens what it computes with, so every sum is the one
+    the float64 table of the same numbers gives (ties, a slow rank with stalls whose
+    leads a float32 subtraction would round, a gap, two rounds)."""
+    rng = np.random.default_rng(ranks)
+    narrow = (0.01 * rng.lognormal(0.0, 0.6, (2, 60, ranks))).astype(np.float32)
+    narrow[:, :, 1] *= np.float32(1.4)
+    narrow[:, ::7, 1] *= np.float32(13.0)  # stalls: leads no float32 difference holds
+    narrow[:, ::3, 0] = narrow[:, ::3, -1]  # ties across ranks
+    if gap:
+        narrow[1, 5, 1] = np.nan
+    evidence = {np.float32: StragglerEvidence(), np.float64: StragglerEvidence()}
+    for dtype, held in evidence.items():
+        for round_index in range(2):
+            table = narrow[round_index].astype(dtype)
+            steps = np.arange(1 + 60 * round_index, 61 + 60 * round_index)
+            step_time = np.full(60, 0.012)
+            held.add_timings(STEP_TIME_TAG, steps, range(ranks), table, step_time)
+    wide, kept = evidence[np.float64].to_arrays(), evidence[np.float32].to_arrays()
+    assert wide.keys() == kept.keys()
+    for key, value in wide.items():
+        assert np.asarray(kept[key]).tobytes() == np.asarray(value).tobytes(), key
+    assert straggler_verdicts(evidence[np.float32]) == straggler_verdicts(evidence[np.float64])

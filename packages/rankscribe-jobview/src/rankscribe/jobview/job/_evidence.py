@@ -180,28 +180,28 @@ class LiveVerdicts:
         if len(dense.steps) == 0:
             return []
         self.fingerprint_ranks.update(dense.ranks.tolist())
-        values = dense.values
-        present = ~np.isnan(values)
-        distinct = np.empty(len(values))
-        for part in _row_slices(values.shape):  # each step's distinct values, sorted
-            ordered = np.sort(values[part], axis=1)
+        table = dense.values
+        present = ~np.isnan(table)
+        distinct = np.empty(len(table))
+        for part in _row_slices(table.shape):  # each step's distinct values, sorted
+            ordered = np.sort(table[part], axis=1)
             changes = (ordered[:, 1:] != ordered[:, :-1]) & ~np.isnan(ordered[:, 1:])
             distinct[part] = present[part].any(axis=1) + changes.sum(axis=1)
         curves = [
             Curve(f"{FINGERPRINT_TAG}/ranks", dense.steps, present.sum(axis=1).astype(float)),
             Curve(f"{FINGERPRINT_TAG}/distinct", dense.steps, distinct),
         ]
-        rows = np.arange(len(values))
+        rows = np.arange(len(table))
         if self.divergence in ("no_fingerprints", "one_rank", "no_common_step"):
             if len(self.fingerprint_ranks) < 2:
                 self.divergence = "one_rank"
                 return curves
             complete = np.flatnonzero(present.all(axis=1))
-            if values.shape[1] < 2 or len(complete) == 0:
+            if table.shape[1] < 2 or len(complete) == 0:
                 self.divergence = "no_common_step"
                 return curves
             start = int(complete[0])
-            first = values[start]
+            first = table[start]
             if not bool(np.all(first == first[0])):
                 self.divergence = "ranks_differ_at_start"
                 return curves

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -49,6 +49,8 @@ if TYPE_CHECKING:
     BoolArray = npt.NDArray[np.bool_]
     FloatArray = npt.NDArray[np.float64]
     IntArray = npt.NDArray[np.int64]
+    #: A ``(steps, ranks)`` table of timings: float64, or float32 as read from summary files.
+    TableArray = npt.NDArray[np.floating[Any]]
 
 __all__ = [
     "ABOVE_EDGES",
@@ -155,16 +157,17 @@ class _Runs:
     long: tuple[bool, ...] = (False,) * len(LEAD_EDGES)
 
 
-def row_medians(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+def row_medians(values: TableArray) -> FloatArray:
     """Each row's median over its non-NaN values (NaN for a row with none): numpy's
     ``nanmedian(values, axis=1)``, in one partition (rows without NaN: the usual case)
     or one sort.
 
     numpy's ``nanmedian`` handles small arrays row by row in Python; the job
     view calls this on (steps, ranks) blocks every interval and every merge (at 16,384
-    ranks x 300 steps: 0.15 s sorted, 0.06 s partitioned; the same values).
+    ranks x 300 steps: 0.15 s sorted, 0.06 s partitioned; the same values). A float32
+    table is read as it is, a few rows at a time (the medians are float64: the same).
     """
-    table = np.asarray(values, dtype=np.float64)
+    table = _float_table(values)
     if table.ndim != 2:
         raise ValueError(f"values must be a (steps, ranks) array, got shape {table.shape}")
     if table.shape[1] == 0:
@@ -177,17 +180,31 @@ def row_medians(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
             # The two middle order statistics in place, the rest unordered around them.
             low_at, high_at = (part.shape[1] - 1) // 2, part.shape[1] // 2
             middle = np.partition(part, (low_at, high_at), axis=1)
+            low, high = _wide(middle[:, low_at]), _wide(middle[:, high_at])
             with np.errstate(invalid="ignore"):  # -inf and inf: NaN, as nanmedian
-                medians[start : start + step] = (middle[:, low_at] + middle[:, high_at]) / 2
+                medians[start : start + step] = (low + high) / 2
             continue
         ordered = np.sort(part, axis=1)  # NaN sorts last
         counts = (~np.isnan(part)).sum(axis=1)
         rows = np.arange(len(part))
-        low = ordered[rows, np.maximum(counts - 1, 0) // 2]
-        high = ordered[rows, counts // 2]
+        low = _wide(ordered[rows, np.maximum(counts - 1, 0) // 2])
+        high = _wide(ordered[rows, counts // 2])
         with np.errstate(invalid="ignore"):
             medians[start : start + step] = np.where(counts > 0, (low + high) / 2, np.nan)
     return medians
+
+
+def _float_table(values: npt.ArrayLike) -> npt.NDArray[np.floating]:
+    """``values`` as a float32 array where it is one (every timing read from a summary
+    file is: half the memory of its table), else as float64."""
+    table = np.asarray(values)
+    return table if table.dtype == np.float32 else np.asarray(table, dtype=np.float64)
+
+
+def _wide(values: npt.NDArray[np.floating]) -> FloatArray:
+    """``values`` in float64 (float32 widened exactly): what every sum and difference of
+    the rule is computed in, whatever the table's type."""
+    return np.asarray(values, dtype=np.float64)
 
 
 def others_medians(values: npt.ArrayLike) -> FloatArray:
@@ -243,22 +260,23 @@ def _full_others_medians(table: FloatArray) -> FloatArray:
 Middle = tuple["FloatArray", "FloatArray", "FloatArray", "FloatArray"]
 
 
-def _middle_of(table: FloatArray) -> Middle:
-    """The order statistics :func:`_others_from` needs, of each row (one partition)."""
+def _middle_of(table: TableArray) -> Middle:
+    """The order statistics :func:`_others_from` needs, of each row (one partition of the
+    table as it is; the few order statistics in float64, float32 widened exactly)."""
     others = table.shape[1] - 1
     low, high = (others - 1) // 2, others // 2
     # One partition at low + 1; the order statistics next to it are the largest of the
     # part before it and the smallest of the part after it.
     middle = np.partition(table, low + 1, axis=1)
-    above_low = middle[:, low + 1 : low + 2].copy()
-    at_low = middle[:, : low + 1].max(axis=1, keepdims=True)
+    above_low = np.array(middle[:, low + 1 : low + 2], dtype=np.float64)
+    at_low = _wide(middle[:, : low + 1].max(axis=1, keepdims=True))
     if high == low:
         return at_low, above_low, at_low, above_low
     # high == low + 1
-    return at_low, above_low, above_low, middle[:, low + 2 :].min(axis=1, keepdims=True)
+    return at_low, above_low, above_low, _wide(middle[:, low + 2 :].min(axis=1, keepdims=True))
 
 
-def _others_from(table: FloatArray, middle: Middle) -> FloatArray:
+def _others_from(table: TableArray, middle: Middle) -> FloatArray:
     """Each point's others' median from its row's :func:`_middle_of` (any of its columns)."""
     at_low, above_low, at_high, above_high = middle
     if at_high is at_low and not bool(np.any((at_low == 0) & (above_low == 0))):
@@ -608,7 +626,7 @@ class StragglerEvidence:
         tag: str,
         step_numbers: IntArray,
         columns: IntArray,
-        table: FloatArray,
+        table: TableArray,
         scale: FloatArray,
         middle: Middle | None,
     ) -> None:
@@ -804,10 +822,11 @@ class StragglerEvidence:
 
 def _block_arguments(
     steps: npt.ArrayLike, ranks: Iterable[int], values: npt.ArrayLike, step_time: npt.ArrayLike
-) -> tuple[IntArray, IntArray, FloatArray, FloatArray]:
+) -> tuple[IntArray, IntArray, TableArray, FloatArray]:
     """A block of one timing's arguments checked (:meth:`StragglerEvidence.add_timings`):
-    its step numbers, ranks, ``(steps, ranks)`` values and step time at each step."""
-    table = np.asarray(values, dtype=np.float64)
+    its step numbers, ranks, ``(steps, ranks)`` values (float32 kept as they are, each
+    chunk read into float64) and step time at each step."""
+    table = _float_table(values)
     columns = np.asarray([int(rank) for rank in ranks], dtype=np.int64)
     step_numbers = np.asarray(steps, dtype=np.int64).reshape(-1)
     if table.ndim != 2 or table.shape != (len(step_numbers), len(columns)):
@@ -826,7 +845,7 @@ def add_timings_with_middle(
     tag: str,
     steps: npt.ArrayLike,
     ranks: Iterable[int],
-    values: FloatArray,
+    values: TableArray,
     step_time: npt.ArrayLike,
     middle: Middle | None,
 ) -> None:
@@ -901,7 +920,7 @@ _ROW_CELLS = 1 << 16
 
 
 def _excess(
-    table: FloatArray, reference: FloatArray, step: FloatArray
+    table: TableArray, reference: FloatArray, step: FloatArray
 ) -> tuple[FloatArray, FloatArray, FloatArray, npt.NDArray[np.bool_]]:
     """(excess seconds, excess share, the others' median as a share, usable) of a
     ``(steps, ranks)`` block; NaN where not usable."""
@@ -944,7 +963,7 @@ def _weights(steps: IntArray) -> tuple[list[int], FloatArray]:
     return fields, np.stack(rows)
 
 
-def row_middles(table: FloatArray) -> Middle | None:
+def row_middles(table: TableArray) -> Middle | None:
     """Each row's order statistics around its middle (:func:`_middle_of`, a few rows at a
     time), from which both its others' medians (:func:`_others_from`) and its own median
     (:func:`middle_medians`) follow; None for a table with a NaN or of fewer than 3
@@ -980,7 +999,7 @@ def middle_medians(middle: Middle) -> FloatArray:
     return medians
 
 
-def _references(table: FloatArray, middle: Middle | None = None) -> Callable[[slice], FloatArray]:
+def _references(table: TableArray, middle: Middle | None = None) -> Callable[[slice], FloatArray]:
     """Each point's others' median, for a slice of the ranks (``(steps, ranks)`` columns).
 
     A table without NaN of 3 ranks or more keeps each row's middle order statistics only
@@ -993,7 +1012,7 @@ def _references(table: FloatArray, middle: Middle | None = None) -> Callable[[sl
         kept = middle
         return lambda chunk: _others_from(table[:, chunk], kept)
     rows = max(1, _ROW_CELLS // max(table.shape[1], 1))
-    reference = np.empty_like(table)
+    reference = np.empty(table.shape)  # float64, whatever the table's type
     for start in range(0, len(table), rows):
         reference[start : start + rows] = others_medians(table[start : start + rows])
     return lambda chunk: reference[:, chunk]
@@ -1050,7 +1069,7 @@ class _Spans(NamedTuple):
 def _blocks_of(
     steps: IntArray,
     ranks: IntArray,
-    table: FloatArray,
+    table: TableArray,
     scale: FloatArray,
     block_size: int = 1,
     *,
@@ -1080,7 +1099,7 @@ def _blocks_of(
     )
 
 
-def _sorted_columns(ranks: IntArray, table: FloatArray) -> tuple[IntArray, FloatArray]:
+def _sorted_columns(ranks: IntArray, table: TableArray) -> tuple[IntArray, TableArray]:
     """``ranks`` sorted and ``table``'s columns in their order (ValueError: a rank twice)."""
     order = np.argsort(ranks, kind="stable")
     ordered_ranks = ranks[order]
@@ -1095,7 +1114,7 @@ def _add_in_place(
     known: TagEvidence,
     steps: IntArray,
     ranks: IntArray,
-    table: FloatArray,
+    table: TableArray,
     scale: FloatArray,
     runs: _Runs | None = None,
     *,
@@ -1147,7 +1166,7 @@ def _fill_blocks(
     columns: list[int] | None,
     steps: IntArray,
     ranks: IntArray,
-    table: FloatArray,
+    table: TableArray,
     scale: FloatArray,
     size: int,
     first: int,
@@ -1254,7 +1273,7 @@ def _chunks(count: int) -> list[tuple[slice, list[slice]]]:
 
 
 def _chunk_sums(
-    out: FloatArray, table: FloatArray, reference: FloatArray, step: FloatArray, spans: _Spans
+    out: FloatArray, table: TableArray, reference: FloatArray, step: FloatArray, spans: _Spans
 ) -> tuple[FloatArray, IntArray, IntArray, FloatArray]:
     """Fill ``out`` (a chunk of ranks' ``(ranks, blocks, fields)``, zeros) with the sums of
     its ``(steps, ranks)`` ``table`` but the weighted ones; return, per step, the chunk's
@@ -1265,6 +1284,8 @@ def _chunk_sums(
     a few strided writes, not a transposed copy of every field (a quarter of the chunk's
     time at 16,384 ranks)."""
     by_field = out.transpose(2, 1, 0)
+    # A float32 table is read as it is: what is summed is its difference with the float64
+    # references (numpy widens it), and its maxima are only compared.
     seconds, share, reference_share, usable = _excess(table, reference, step)
     filled = np.where(usable, table, -np.inf)
     top = filled.max(axis=1, initial=-np.inf)
@@ -1280,7 +1301,7 @@ def _chunk_sums(
 
 
 def _leads(
-    table: FloatArray, ranks: IntArray, step: FloatArray, runs: _Runs | None = None
+    table: TableArray, ranks: IntArray, step: FloatArray, runs: _Runs | None = None
 ) -> tuple[IntArray, FloatArray]:
     """Per step of a ``(steps, ranks)`` table (columns: ``ranks``, sorted): the column of
     its latest point (-1 for a step without a point or a step time) and, per size ``b``
@@ -1306,7 +1327,7 @@ def _leads(
     timed = np.isfinite(step) & (step > 0)
     rows = max(1, _ROW_CELLS // width)
     for start in range(0, count, rows):
-        part = table[start : start + rows]
+        part = _wide(table[start : start + rows])
         present = ~np.isnan(part)
         filled = np.where(present, part, -np.inf)
         here = timed[start : start + rows] & present.any(axis=1)
