@@ -241,6 +241,51 @@ def test_a_slowdown_after_the_collected_steps_is_shed_like_their_own_cost(
     assert found[WALL_TAG][400] / QUICK_STEP <= 0.02
 
 
+def test_a_slowdown_read_as_longer_than_its_window_is_not_recorded_as_a_cost(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    # Steps of 2 ms; the four after three of every five collected steps take 0.2 s more
+    # each (the machine's stalls or the threads' work: the slowdown cannot tell), after
+    # the other two none. The slowdown is the median of the collected steps' excess times
+    # their count: 0.8 s x 10 in each window of 100 steps, in which 4.8 s of stalls and
+    # 0.2 s of steps passed. A cost longer than the time that passed is no measure: those
+    # windows record no wall point (the training thread's cost, 0.05 s per collected step,
+    # is recorded), and their budget would decide on the training thread and the threads.
+    data = model(100)
+    optimizer = SlowHistograms(data.network, learning_rate=0.01, name="Momentum")
+    optimizer.clock, optimizer.seconds = collector_clock, 0.05
+    state = {"reads": 0, "stalled": 0}
+
+    def read() -> None:
+        state["reads"] += 1
+        state["stalled"] = 4 if state["reads"] % 5 in (1, 2, 3) else 0
+
+    optimizer.on_read = read
+    collector = SummaryCollector(
+        tmp_path,
+        collect_freq=COLLECT_FREQ,
+        collect_tensor_freq=COLLECT_FREQ,
+        collect_specified_data=NO_LANDSCAPE,
+        cost_budget="off",
+    )
+
+    def step(batch: Any) -> float:
+        stall = 0.2 if state["stalled"] > 0 else 0.0
+        state["stalled"] = max(state["stalled"] - 1, 0)
+        collector_clock.advance(0.002 + stall)
+        return 0.5
+
+    TrainLoop(step, network=data.network, optimizer=optimizer).train(
+        4, data.dataset, callbacks=[collector]
+    )
+    found = rank_scalars(tmp_path)
+    # The first window (steps 30-49: its collected steps 30 and 40 stalled nothing) is
+    # measured: no slowdown, its wall point the training thread's. The others are not.
+    assert sorted(found[TRAINING_TAG]) == [50, 150, 250, 350, 400]
+    assert all(value == pytest.approx(0.005) for value in found[TRAINING_TAG].values())
+    assert found[WALL_TAG] == {50: pytest.approx(0.005)}
+
+
 def test_a_sessions_step_time_holds_the_collectors_work_counted_once(
     model: Any, tmp_path: Path, collector_clock: ManualClock
 ) -> None:

@@ -286,7 +286,7 @@ class CostBudget:
         if window is None or step <= window.step:
             return []
         spent = cpu_since(window.threads, self._window.threads)
-        slowed = _slowed(window, times, step)
+        slowed = _slowed(window, times, step, now)
         # Not a shorter one the run's last step closed.
         if step - window.step >= self.window_steps(first=window.first):
             self._keep_within(window, spent, slowed, now, stop_landscape)
@@ -301,7 +301,7 @@ class CostBudget:
         if window is None or step <= window.step:
             return []
         spent = cpu_since(window.threads, _threads_now())
-        slowed = _slowed(window, times, step + 1)
+        slowed = _slowed(window, times, step + 1, now)
         return _tags(window, step, spent, slowed)
 
     # ------------------------------------------------------------------- shedding
@@ -415,10 +415,18 @@ class CostBudget:
         )
 
 
-def _slowed(window: _Window, times: StepTimes | None, end: int) -> Slowed | None:
+def _slowed(window: _Window, times: StepTimes | None, end: int, now: float) -> Slowed | None:
+    """The window's slowdown (cost/_slowdown.py); None where it cannot be measured, and
+    where it reads as long as the window's time beside the collector's own or longer: a
+    median over busy steps times their count, when most but not all of them were followed
+    by a stall, is no measure of what passed. The window then records no wall point and
+    its budget decides on the training thread and the threads' CPU, as without step times."""
     if times is None:
         return None
-    return slowed_seconds(window.busy, times, window.step, end, window.carried)
+    slowed = slowed_seconds(window.busy, times, window.step, end, window.carried)
+    if slowed is not None and slowed.total >= (now - window.start) - window.training:
+        return None
+    return slowed
 
 
 def _tags(
