@@ -241,6 +241,24 @@ def test_a_slowdown_after_the_collected_steps_is_shed_like_their_own_cost(
     assert found[WALL_TAG][400] / QUICK_STEP <= 0.02
 
 
+def unbudgeted(
+    model: Any, directory: Path, clock: ManualClock, histogram_seconds: float
+) -> tuple[Any, SlowHistograms, SummaryCollector]:
+    """100 rows of ``model``, its optimizer whose histograms cost ``histogram_seconds`` of
+    the clock, and a collector that measures its cost and sheds nothing."""
+    data = model(100)
+    optimizer = SlowHistograms(data.network, learning_rate=0.01, name="Momentum")
+    optimizer.clock, optimizer.seconds = clock, histogram_seconds
+    collector = SummaryCollector(
+        directory,
+        collect_freq=COLLECT_FREQ,
+        collect_tensor_freq=COLLECT_FREQ,
+        collect_specified_data=NO_LANDSCAPE,
+        cost_budget="off",
+    )
+    return data, optimizer, collector
+
+
 def test_a_slowdown_read_as_longer_than_its_window_is_not_recorded_as_a_cost(
     model: Any, tmp_path: Path, collector_clock: ManualClock
 ) -> None:
@@ -251,9 +269,7 @@ def test_a_slowdown_read_as_longer_than_its_window_is_not_recorded_as_a_cost(
     # 0.2 s of steps passed. A cost longer than the time that passed is no measure: those
     # windows record no wall point (the training thread's cost, 0.05 s per collected step,
     # is recorded), and their budget would decide on the training thread and the threads.
-    data = model(100)
-    optimizer = SlowHistograms(data.network, learning_rate=0.01, name="Momentum")
-    optimizer.clock, optimizer.seconds = collector_clock, 0.05
+    data, optimizer, collector = unbudgeted(model, tmp_path, collector_clock, 0.05)
     state = {"reads": 0, "stalled": 0}
 
     def read() -> None:
@@ -261,13 +277,6 @@ def test_a_slowdown_read_as_longer_than_its_window_is_not_recorded_as_a_cost(
         state["stalled"] = 4 if state["reads"] % 5 in (1, 2, 3) else 0
 
     optimizer.on_read = read
-    collector = SummaryCollector(
-        tmp_path,
-        collect_freq=COLLECT_FREQ,
-        collect_tensor_freq=COLLECT_FREQ,
-        collect_specified_data=NO_LANDSCAPE,
-        cost_budget="off",
-    )
 
     def step(batch: Any) -> float:
         stall = 0.2 if state["stalled"] > 0 else 0.0
@@ -292,16 +301,7 @@ def test_a_sessions_step_time_holds_the_collectors_work_counted_once(
     # TrainSession times a step from one session.step call to the next, so the step
     # after a collected one holds the collector's 1 ms of histograms: the training
     # thread's cost counts it, the slowdown does not count it again.
-    data = model(100)
-    optimizer = SlowHistograms(data.network, learning_rate=0.01, name="Momentum")
-    optimizer.clock, optimizer.seconds = collector_clock, 0.001
-    collector = SummaryCollector(
-        tmp_path,
-        collect_freq=COLLECT_FREQ,
-        collect_tensor_freq=COLLECT_FREQ,
-        collect_specified_data=NO_LANDSCAPE,
-        cost_budget="off",
-    )
+    data, optimizer, collector = unbudgeted(model, tmp_path, collector_clock, 0.001)
     with TrainSession(
         [collector],
         network=data.network,
