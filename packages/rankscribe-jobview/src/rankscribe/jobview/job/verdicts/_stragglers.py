@@ -194,14 +194,14 @@ def row_medians(values: TableArray) -> FloatArray:
     return medians
 
 
-def _float_table(values: npt.ArrayLike) -> npt.NDArray[np.floating]:
+def _float_table(values: npt.ArrayLike) -> TableArray:
     """``values`` as a float32 array where it is one (every timing read from a summary
     file is: half the memory of its table), else as float64."""
     table = np.asarray(values)
     return table if table.dtype == np.float32 else np.asarray(table, dtype=np.float64)
 
 
-def _wide(values: npt.NDArray[np.floating]) -> FloatArray:
+def _wide(values: TableArray) -> FloatArray:
     """``values`` in float64 (float32 widened exactly): what every sum and difference of
     the rule is computed in, whatever the table's type."""
     return np.asarray(values, dtype=np.float64)
@@ -849,8 +849,9 @@ def add_timings_with_middle(
     step_time: npt.ArrayLike,
     middle: Middle | None,
 ) -> None:
-    """:meth:`StragglerEvidence.add_timings` of a float64 ``values`` whose
-    :func:`row_middles` the caller made already: the step time's, whose medians
+    """:meth:`StragglerEvidence.add_timings` of a ``values`` table (float64, or float32 as
+    :func:`_float_table` keeps it) whose :func:`row_middles` the caller made already
+    (None: made here, or the table sorted): the step time's, whose medians
     (:func:`middle_medians`) are the scale of every timing, so its table is partitioned
     once for both (at 65,536 ranks x 300 steps, 0.2 s of a round's write)."""
     evidence._add(tag, *_block_arguments(steps, ranks, values, step_time), middle)
