@@ -26,3 +26,35 @@ def test_the_judge_part_times_judge_timings_and_names_the_slow_rank() -> None:
     assert re.search(r"\d+\.\d{3} s CPU, \d+ MB traced peak \((meets|MISSES) ", first)
     merged = re.search(r"merged from 10 windows: .* ratio (\d+\.\d\d)x", second)
     assert merged is not None and float(merged.group(1)) > 0
+
+
+def test_the_tree_part_times_intervals_in_a_row_and_judges_the_slowest() -> None:
+    small = ["--tree-ranks", "64", "--tree-steps", "600", "--interval-steps", "100"]
+    done = subprocess.run(
+        [sys.executable, str(BENCH), "--parts", "tree", *small, "--tree-intervals", "3"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    rounds = re.search(
+        r"3 intervals in a row into one view: critical paths ((?:\d+\.\d{3}(?:, )?){3}) s; "
+        r"the slowest (\d+\.\d{3}) s \((meets|MISSES) the 1 s target\)",
+        done.stdout,
+    )
+    assert rounds is not None, done.stdout
+    paths = [float(path) for path in rounds.group(1).split(", ")]
+    assert len(paths) == 3 and float(rounds.group(2)) == max(paths)
+    assert "rank 0's node for 64 ranks x 600 steps" in done.stdout
+
+
+def test_a_tree_of_no_intervals_is_refused_naming_the_option() -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH), "--parts", "tree", "--tree-intervals", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "--tree-intervals must be at least 1, got 0" in done.stderr

@@ -4,6 +4,7 @@
     python tools/bench/jobview.py [--ranks 8] [--steps 10000] [--tags 10] [--repeat 3]
                                   [--parts memory,offline,tree,files,judge]
                                   [--tree-ranks 1024] [--tree-steps 100000] [--interval-steps 300]
+                                  [--tree-intervals 1]
                                   [--judge-ranks 16384] [--judge-steps 100]
 
 (in any env that has rankscribe-writer and rankscribe-lineage, e.g. .tox/lineage)
@@ -34,6 +35,11 @@
       partial from its (steps, values) arrays, encoding, decoding and
       merging at every hop, rank 0's add and write; not timed: making the
       synthetic values (a rank's tail reads them from its files).
+      With --tree-intervals N > 1, N intervals in a row go into one more view
+      (the steps after each other, as a live view's rounds come): each one's
+      critical path is printed and the slowest is judged. The first of a
+      view is not the dearest: later rounds hold more blocks of evidence, and
+      some double their size (a pass over all of it).
    b. Rank 0's node for --tree-steps steps, in a process of its own: each
       interval it receives its 8 children's subtree partials as the bytes a
       child sends (all 8 at once, as a round's receive returns them; computed
@@ -436,6 +442,29 @@ def _root_node(
     )
 
 
+def bench_rounds(ranks: int, steps: int, tags: list[str], intervals: int) -> None:
+    """``intervals`` intervals in a row into one view: each one's critical path, the slowest
+    judged against the target."""
+    scratch = Path(tempfile.mkdtemp(prefix="rankscribe-bench-rounds-"))
+    try:
+        view = LiveJobView(scratch, world_size=ranks, tensorboard=True)
+        paths: list[float] = []
+        for index in range(intervals):
+            timings = _tree_interval(ranks, 1 + index * steps, steps, tags, view)
+            paths.append(timings["leaf"] + timings["merge_path"] + timings["write"])
+        view.finish()
+        target = _targets(ranks)[0]
+        worst = max(paths)
+        verdict = "meets" if worst <= target else "MISSES"
+        listed = ", ".join(f"{path:.3f}" for path in paths)
+        print(
+            f"  {intervals} intervals in a row into one view: critical paths {listed} s; the "
+            f"slowest {worst:.3f} s ({verdict} the {target:g} s target)"
+        )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def bench_root_memory(ranks: int, total_steps: int, steps: int, tags: list[str]) -> None:
     scratch = Path(tempfile.mkdtemp(prefix="rankscribe-bench-root-"))
     try:
@@ -583,12 +612,20 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--tree-ranks", type=int, default=1024)
     parser.add_argument("--tree-steps", type=int, default=100_000)
     parser.add_argument("--interval-steps", type=int, default=300)
+    parser.add_argument(
+        "--tree-intervals",
+        type=int,
+        default=1,
+        help="intervals in a row into one view, each timed (the tree part; 1: the first only)",
+    )
     parser.add_argument("--judge-ranks", type=int, default=16_384)
     parser.add_argument("--judge-steps", type=int, default=100)
     args = parser.parse_args()
     if args.tree_ranks <= FAN_IN:
         # rank 0's node stands for FAN_IN non-empty subtrees of the other ranks
         parser.error(f"--tree-ranks must be at least {FAN_IN + 1}, got {args.tree_ranks}")
+    if args.tree_intervals < 1:
+        parser.error(f"--tree-intervals must be at least 1, got {args.tree_intervals}")
     return args
 
 
@@ -604,6 +641,8 @@ def main() -> None:
         bench_judge(args.judge_ranks, args.judge_steps, args.repeat)
     if "tree" in parts:
         bench_interval(args.tree_ranks, args.interval_steps, tags, args.repeat)
+        if args.tree_intervals > 1:
+            bench_rounds(args.tree_ranks, args.interval_steps, tags, args.tree_intervals)
         bench_root_memory(args.tree_ranks, args.tree_steps, args.interval_steps, tags)
     if not parts & {"memory", "offline"}:
         return
