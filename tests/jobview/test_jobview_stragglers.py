@@ -21,6 +21,7 @@ from rankscribe.jobview.feed import (
 
 # private: the straggler rule's medians (row_medians, others_medians), an algorithm
 from rankscribe.jobview.job.verdicts._stragglers import (
+    FIELDS,
     middle_medians,
     others_medians,
     row_medians,
@@ -379,3 +380,76 @@ def test_a_float32_table_gives_the_evidence_of_its_float64_values_bit_for_bit(
     for key, value in wide.items():
         assert np.asarray(kept[key]).tobytes() == np.asarray(value).tobytes(), key
     assert straggler_verdicts(evidence[np.float32]) == straggler_verdicts(evidence[np.float64])
+
+
+def _shipped(ranks: int, size: int, first_step: int, blocks: np.ndarray) -> StragglerEvidence:
+    """Evidence of one tag whose ``(ranks, blocks, FIELDS)`` sums are ``blocks``, the
+    first of them ``first_step``'s block of ``size`` steps (what a merge receives)."""
+    first = first_step // size
+    last_step = (first + blocks.shape[1]) * size - 1
+    return StragglerEvidence.from_arrays(
+        {
+            "tags": [FORWARD_TIME_TAG],
+            "layout": np.array([[size, first, first_step, last_step, ranks, 0]]),
+            "ranks": np.arange(ranks),
+            "blocks": blocks.reshape(-1),
+            "lead_ranks": np.empty(0, np.int64),
+            "lead_blocks": np.empty(0, np.int64),
+            "leads": np.empty(0),
+        }
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    ranks=st.sampled_from([1, 3, 300, 700]),
+    sizes=st.sampled_from([(1, 1), (1, 2), (2, 2), (3, 4), (4, 3), (5, 8), (8, 5)]),
+    first_block=st.integers(0, 40),
+    widths=st.tuples(st.integers(1, 32), st.integers(1, 32)),
+    later=st.integers(0, 200),
+    seed=st.integers(0, 2**16),
+)
+def test_evidence_coarsened_in_place_holds_the_sums_of_its_blocks(
+    ranks: int,
+    sizes: tuple[int, int],
+    first_block: int,
+    widths: tuple[int, int],
+    later: int,
+    seed: int,
+) -> None:
+    """A live view merges each interval into the evidence it holds, coarsening its blocks
+    in place when the steps outgrow them: every coarser block is then the sum of the
+    blocks it covers, added in their order (block sizes that are multiples and ones that
+    are not, first blocks that do not begin a coarser one, zeros of either sign, more
+    ranks than are coarsened at once). The blocks after them are zeros, into which a
+    later interval's sums are added."""
+    rng = np.random.default_rng(seed)
+    pieces = []
+    for size, width in zip(sizes, widths, strict=True):
+        sums = rng.standard_normal((ranks, width, FIELDS))
+        sums[rng.random(sums.shape) < 0.3] = -0.0
+        sums[rng.random(sums.shape) < 0.1] = 0.0
+        pieces.append((size, sums))
+    (known_size, known), (part_size, part) = pieces
+    known_first_step = first_block * known_size
+    part_first_step = known_first_step + later
+    evidence = _shipped(ranks, known_size, known_first_step, known)
+    evidence.merge(_shipped(ranks, part_size, part_first_step, part))
+    shipped = evidence.to_arrays()
+    size, first = (int(value) for value in shipped["layout"][0, :2])
+    merged = np.asarray(shipped["blocks"]).reshape(ranks, -1, FIELDS)
+    expected = np.zeros_like(merged)
+    filled = np.zeros(merged.shape[1], dtype=bool)
+    for piece_size, piece_first_step, sums in (
+        (known_size, known_first_step, known),
+        (part_size, part_first_step, part),
+    ):
+        for column in range(sums.shape[1]):
+            start = (piece_first_step // piece_size + column) * piece_size
+            index = start // size - first
+            if filled[index] or sums is part:
+                expected[:, index] += sums[:, column]
+            else:  # a coarser block begins as the first of the held blocks it covers
+                expected[:, index], filled[index] = sums[:, column], True
+    assert merged.shape[1] <= 32
+    assert merged.tobytes() == expected.tobytes()  # the sums in their order, bit for bit
