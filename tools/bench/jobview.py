@@ -213,6 +213,12 @@ def _depth(rank: int) -> int:
     return depth
 
 
+def _critical_path(timings: dict[str, float]) -> float:
+    """An interval's critical path: a leaf, the slowest merge of each level and rank 0's
+    add and write (:func:`_tree_interval`'s timings)."""
+    return timings["leaf"] + timings["merge_path"] + timings["write"]
+
+
 def _tree_interval(
     ranks: int, first: int, steps: int, tags: list[str], root: LiveJobView
 ) -> dict[str, float]:
@@ -290,7 +296,7 @@ def bench_interval(ranks: int, steps: int, tags: list[str], repeat: int) -> None
             lambda: (np.mean(values, axis=0), np.min(values, axis=0), np.max(values, axis=0)),
             repeat,
         )
-        critical = best["leaf"] + best["merge_path"] + best["write"]
+        critical = _critical_path(best)
         bound = best["leaf"] + _levels(ranks) * best["merge_max"] + best["write"]
         print(
             f"tree, one interval of {ranks} ranks x {steps} steps x {len(tags)} tags "
@@ -451,7 +457,7 @@ def bench_rounds(ranks: int, steps: int, tags: list[str], intervals: int) -> Non
         paths: list[float] = []
         for index in range(intervals):
             timings = _tree_interval(ranks, 1 + index * steps, steps, tags, view)
-            paths.append(timings["leaf"] + timings["merge_path"] + timings["write"])
+            paths.append(_critical_path(timings))
         view.finish()
         target = _targets(ranks)[0]
         worst = max(paths)

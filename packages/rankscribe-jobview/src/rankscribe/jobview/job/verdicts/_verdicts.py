@@ -250,11 +250,7 @@ def add_timing_evidence(
     # own others' medians, from one partition of its table.
     step_middle = row_middles(step_dense.values)
     step_median = (
-        middle_medians(step_middle)
-        if step_middle is not None
-        else row_medians(step_dense.values)
-        if len(step_dense.steps)
-        else np.empty(0)
+        middle_medians(step_middle) if step_middle is not None else row_medians(step_dense.values)
     )
     for tag in sorted(statistics.timings):
         is_step_time = tag == step_tag
