@@ -436,7 +436,7 @@ def test_evidence_coarsened_in_place_holds_the_sums_of_its_blocks(
     evidence = _shipped(ranks, known_size, known_first_step, known)
     evidence.merge(_shipped(ranks, part_size, part_first_step, part))
     shipped = evidence.to_arrays()
-    size, first = (int(value) for value in shipped["layout"][0, :2])
+    size, first = (int(value) for value in np.asarray(shipped["layout"])[0, :2])
     merged = np.asarray(shipped["blocks"]).reshape(ranks, -1, FIELDS)
     expected = np.zeros_like(merged)
     filled = np.zeros(merged.shape[1], dtype=bool)
