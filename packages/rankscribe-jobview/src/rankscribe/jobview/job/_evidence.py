@@ -286,10 +286,8 @@ class LiveVerdicts:
         verdicts["job/nonfinite_loss_first_step"] = min(self.nonfinite_loss.values(), default=NONE)
         for rank, step in sorted(self.nonfinite_loss.items()):
             verdicts[f"job/nonfinite_loss_step/{rank}"] = step
-        last = {rank: self.last_steps[rank] for rank in reported}
-        for rank, step in last.items():
-            verdicts[f"job/last_step/{rank}"] = step
-        verdicts.update(_stops(JobStatistics(last_steps=dict(last))))
+        # Each rank's last step (``job/last_step/<rank>``, by rank) and who stopped first.
+        verdicts.update(_stops(JobStatistics(last_steps={r: self.last_steps[r] for r in reported})))
         return {key: _int32(value) for key, value in verdicts.items()}
 
 
