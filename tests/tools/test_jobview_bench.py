@@ -46,6 +46,14 @@ def test_the_tree_part_times_intervals_in_a_row_and_judges_the_slowest() -> None
     paths = [float(path) for path in rounds.group(1).split(", ")]
     assert len(paths) == 3 and float(rounds.group(2)) == max(paths)
     assert "rank 0's node for 64 ranks x 600 steps" in done.stdout
+    # Rank 0's part, and the kernel's share of it (a fresh view's first pages).
+    parts = re.search(
+        r"rank 0's add and write \d+\.\d{3} s wall, (\d+\.\d{3}) s CPU \((\d+\.\d{3}) s of it "
+        r"in the kernel",
+        done.stdout,
+    )
+    assert parts is not None, done.stdout
+    assert 0.0 <= float(parts.group(2)) <= float(parts.group(1)) + 0.01
 
 
 def test_a_tree_of_no_intervals_is_refused_naming_the_option() -> None:

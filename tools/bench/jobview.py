@@ -230,7 +230,7 @@ def _tree_interval(
     nothing, so its merge has no encoding (as in a job: job/_rank_view.py).
     """
     timings = {"leaves": 0.0, "leaf": 0.0, "merges": 0.0, "merge_max": 0.0, "write": 0.0}
-    timings.update(cpu_leaves=0.0, cpu_leaf=0.0, cpu_merges=0.0, cpu_write=0.0)
+    timings.update(cpu_leaves=0.0, cpu_leaf=0.0, cpu_merges=0.0, cpu_write=0.0, sys_write=0.0)
     merge_at: dict[int, float] = {}
     cpu_merge_at: dict[int, float] = {}
     nodes: list[bytes | None] = [None] * ranks
@@ -261,10 +261,14 @@ def _tree_interval(
         cpu_merge_at[depth] = max(cpu_merge_at.get(depth, 0.0), cpu_merge)
         if rank == 0:
             started, cpu = time.perf_counter(), time.process_time()
+            kernel = resource.getrusage(resource.RUSAGE_SELF).ru_stime
             root.add(partial)
             root.write()
             timings["write"] = time.perf_counter() - started
             timings["cpu_write"] = time.process_time() - cpu
+            # The kernel's part (the pages of arrays made new, a fresh view's evidence
+            # first): what varies most from run to run on a VM.
+            timings["sys_write"] = resource.getrusage(resource.RUSAGE_SELF).ru_stime - kernel
         else:
             nodes[rank] = encoded
     # The leaf at the deepest level, then the slowest node of each level above it.
@@ -317,7 +321,8 @@ def bench_interval(ranks: int, steps: int, tags: list[str], repeat: int) -> None
         print(
             f"    (the largest merge counted at every level, a looser bound: {bound:.3f} s; "
             f"merges on the path {best['merge_path']:.3f} s, rank 0's add and write "
-            f"{best['write']:.3f} s wall, {best['cpu_write']:.3f} s CPU)"
+            f"{best['write']:.3f} s wall, {best['cpu_write']:.3f} s CPU ({best['sys_write']:.3f} s "
+            "of it in the kernel: the pages of new arrays, a fresh view's evidence first))"
         )
         _report(
             "  all of the tree's work in one process",
