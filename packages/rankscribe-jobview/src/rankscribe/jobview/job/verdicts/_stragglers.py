@@ -268,6 +268,7 @@ def _middle_of(table: TableArray) -> Middle:
     # One partition at low + 1; the order statistics next to it are the largest of the
     # part before it and the smallest of the part after it.
     middle = np.partition(table, low + 1, axis=1)
+    # A copy (not a view that would keep the partitioned table alive), in float64.
     above_low = np.array(middle[:, low + 1 : low + 2], dtype=np.float64)
     at_low = _wide(middle[:, : low + 1].max(axis=1, keepdims=True))
     if high == low:
@@ -947,11 +948,12 @@ def _coarsened(room: FloatArray, index: IntArray) -> None:
 
 
 def _progression(indices: IntArray) -> slice | IntArray:
-    """``indices`` as a slice where they are evenly spaced (a view, not a gather)."""
+    """Increasing ``indices`` as a slice where they are evenly spaced (a view, not a
+    gather)."""
     if len(indices) == 0:
         return slice(0, 0)
     steps = np.diff(indices)
-    if len(steps) and (steps[0] < 1 or bool((steps != steps[0]).any())):
+    if len(steps) and bool((steps != steps[0]).any()):
         return indices
     return slice(int(indices[0]), int(indices[-1]) + 1, int(steps[0]) if len(steps) else 1)
 
