@@ -78,16 +78,25 @@ def test_the_leads_are_kept_at_each_steps_latest_rank_only() -> None:
 
 def test_the_steps_a_rank_led_by_more_than_a_share_of_the_step_are_counted_at_it() -> None:
     """The long leads: per edge of 0.5, 1, 2 and 4 steps, the steps in which the latest rank
-    led the next-latest by more than that share of the step, counted at the latest rank."""
+    led the next-latest by more than that many steps, counted at the latest rank. A step is
+    what the job would have taken without waiting for it: a synchronous job's step ends
+    after its latest arrival (here: and a 1 ms collective), so its step time holds the
+    lead, and a rank 2.6 steps late is late by 0.72 of its own step's time."""
     ranks, steps = 64, 40
     rng = np.random.default_rng(3)
     arrival = 0.008 + rng.uniform(0.0, 0.0004, (ranks, steps))
-    arrival[5, [3, 13, 23]] += 0.015  # 1.5 steps late, three times
-    arrival[9, 30] += 0.025  # 2.5 steps late once
-    arrival[11, 35] += 0.0045  # under half a step
-    evidence = timings_evidence({"arrival": arrival}, step_time=np.full(steps, 0.010))
+    arrival[5, [3, 13, 23]] += 0.015  # 1.6 steps of 9.4 ms late, three times
+    arrival[9, 30] += 0.025  # 2.6 steps late once
+    arrival[17, 38] += 0.150  # 16 steps late once (a stall)
+    arrival[11, 35] += 0.004  # under half a step
+    step = arrival.max(axis=0) + 0.001
+    evidence = timings_evidence({"arrival": arrival}, step_time=step)
     # Rank 11's lead under half a step counts nowhere; no other rank has a long lead.
-    assert _long_lead_counts(evidence) == {5: [3.0, 3.0, 0.0, 0.0], 9: [1.0, 1.0, 1.0, 0.0]}
+    assert _long_lead_counts(evidence) == {
+        5: [3.0, 3.0, 0.0, 0.0],
+        9: [1.0, 1.0, 1.0, 0.0],
+        17: [1.0, 1.0, 1.0, 1.0],
+    }
 
 
 def _long_lead_counts(evidence: StragglerEvidence) -> dict[int, list[float]]:
@@ -106,7 +115,7 @@ def test_a_run_of_long_leads_across_two_intervals_is_one_episode_as_at_once() ->
     rng = np.random.default_rng(4)
     arrival = 0.008 + rng.uniform(0.0, 0.0004, (ranks, steps))
     arrival[6, [14, 15, 16, 17, 30]] += 0.015
-    scale = np.full(steps, 0.010)
+    scale = arrival.max(axis=0) + 0.001  # a synchronous job's step: 1.6 steps late
     live = _fed_by_intervals(arrival, scale)
     whole = StragglerEvidence()
     whole.add_timings(ARRIVAL, np.arange(steps), range(ranks), arrival.T, scale)

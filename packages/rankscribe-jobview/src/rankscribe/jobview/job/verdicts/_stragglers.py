@@ -136,10 +136,12 @@ BLOCK_SIZES = (1, 2, 4, 8, 16, 64, 256, 1024, 4096)
 TOP_LEADS = LEADS + len(BLOCK_SIZES)
 TOP_SIZES = (2, 3, 4)
 #: Last, from ``LONG_LEADS`` on, for each ``e`` of ``LEAD_EDGES``: the episodes in which the
-#: latest rank led the next-latest by more than ``e`` of the step's step time (counts of
-#: runs of such steps of one rank, :func:`_long_leads`: a rank stalled 150 ms in some
-#: steps of 10 ms leads by 15 steps in each, which no rank's noise of the others does; the
-#: verdict compares a rank's counts with the others').
+#: latest rank led the next-latest by more than ``e`` steps, a step being what the step
+#: would have taken without waiting for it (its step time less the lead: in a synchronous
+#: job the step ends after its latest arrival, so its step time holds the lead). Counts of
+#: runs of such steps of one rank, :func:`_long_leads`: a rank stalled 150 ms in some steps
+#: of 10 ms leads by 15 steps in each, which no rank's noise of the others does; the
+#: verdict compares a rank's counts with the others'.
 LONG_LEADS = TOP_LEADS + len(TOP_SIZES)
 LEAD_EDGES = (0.5, 1.0, 2.0, 4.0)
 LEAD_FIELDS = LONG_LEADS + len(LEAD_EDGES)
@@ -1399,8 +1401,10 @@ def _leads(
 def _long_leads(latest: IntArray, leads: FloatArray, step: FloatArray, runs: _Runs | None) -> None:
     """The ``LONG_LEADS`` counts of each row of ``leads`` (its lead over the next-latest
     in ``LEADS``; ``latest``: each row's latest rank, -1 for none; ``step``: each row's
-    step time, NaN for none): 1 where the row's latest rank led by more than the edge's
-    share of the step and had not in the row before (a run of such steps of one rank, a
+    step time, NaN for none): 1 where the row's latest rank led by more than the edge
+    times the rest of the step (``lead > e (step - lead)``: the step without the wait; a
+    lead of a whole step time or more is long at every edge) and had not in the row
+    before (a run of such steps of one rank, a
     data loader's hiccup of a few steps, is one episode: the counts are of episodes,
     which come one at a time, not steps). ``runs``: the row before these (the last step
     added before), updated to the last of these."""
@@ -1414,7 +1418,8 @@ def _long_leads(latest: IntArray, leads: FloatArray, step: FloatArray, runs: _Ru
     last = []
     with np.errstate(invalid="ignore"):  # NaN: no step time, no step counted
         for offset, edge in enumerate(LEAD_EDGES):
-            long = leads[:, LEADS] > edge * step
+            # lead > edge * (step - lead), without a division (a lead of the whole step)
+            long = leads[:, LEADS] * (1.0 + edge) > edge * step
             earlier = np.empty(len(long), dtype=bool)
             earlier[0] = before.long[offset]
             earlier[1:] = long[:-1]
