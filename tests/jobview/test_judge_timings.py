@@ -480,6 +480,16 @@ def test_without_a_step_time_the_timings_sum_stands_in() -> None:
             r"step_time must be a \(2, 3\) or \(3,\) array",
         ),
         (
+            {"timings": {"forward": np.ones((2, 3))}, "step_time": [0.01, -0.01, 0.01]},
+            JobViewParamValueError,
+            r"step_time must hold finite seconds >= 0",
+        ),
+        (
+            {"timings": {"forward": np.ones((2, 3))}, "step_time": np.full((2, 3), np.inf)},
+            JobViewParamValueError,
+            r"step_time must hold finite seconds >= 0",
+        ),
+        (
             {"timings": {"forward": np.ones((2, 3))}, "steps": [3, 2, 1]},
             JobViewParamValueError,
             "steps must be 3 increasing ints",

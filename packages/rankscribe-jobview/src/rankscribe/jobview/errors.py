@@ -3,7 +3,7 @@
 Each is also the built-in error of its kind (a wrong type is a :class:`TypeError`, an
 unusable value a :class:`ValueError`, a job directory that is not there a
 :class:`FileNotFoundError`), so code that catches those keeps working. The lineage
-manager's errors (:mod:`rankscribe.jobview.errors`) are its own.
+manager's errors (:mod:`rankscribe.lineage.errors`) are its own.
 """
 
 from __future__ import annotations

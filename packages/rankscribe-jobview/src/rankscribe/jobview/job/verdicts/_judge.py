@@ -98,6 +98,12 @@ def _step_scale(
             f"step_time must be a (ranks, steps) or (steps,) array of seconds, "
             f"got {type(step_time).__name__}"
         ) from None
+    if bool(np.any(np.isinf(scale))) or bool(np.any(scale < 0)):
+        # As the timings: a negative or infinite step time is no scale to judge by.
+        raise JobViewParamValueError(
+            "step_time must hold finite seconds >= 0 (NaN or 0: a step not judged); it holds "
+            "a negative or infinite value"
+        )
     if scale.shape == shape:
         return row_medians(scale.T)
     if scale.shape == (shape[1],):
