@@ -204,6 +204,21 @@ def test_norms_of_the_wrong_shape_are_refused(norms: np.ndarray, message: str) -
         judge_gradients(norms)
 
 
+def test_a_negative_norm_is_refused_and_an_infinite_one_is_a_nonfinite_gradient() -> None:
+    norms = np.ones((5, 4, 3))
+    norms[3, 2, 1] = -0.5
+    with pytest.raises(
+        ValueError, match=r"norms must be >= 0 .* got -0.5 at step 4, rank row 2, bucket 1"
+    ):
+        judge_gradients(norms)
+    watch = GradientWatch()
+    with pytest.raises(ValueError, match=r"got -0.5 at step 7, rank row 2, bucket 1"):
+        watch.add(7, norms[3])
+    norms[3, 2, 1] = -math.inf  # no norm either, but a non-finite gradient: named
+    [finding] = judge_gradients(norms)
+    assert (finding.step, finding.rank, finding.bucket, finding.nonfinite) == (4, 2, 1, True)
+
+
 def test_steps_of_the_wrong_length_are_refused() -> None:
     with pytest.raises(ValueError, match="steps must give one step per row: 2 for 5"):
         judge_gradients(np.ones((5, 3)), steps=[1, 2])

@@ -427,6 +427,18 @@ def test_a_rank_whose_local_gradient_stands_apart_is_named_by_step_and_bucket(
     assert records[0]["ratio"] is None and records[1]["ratio"] == verdicts["job/gradient_ratio/5"]
 
 
+def test_a_step_with_a_negative_norm_in_a_ranks_files_is_not_judged(tmp_path: Path) -> None:
+    """No probe records a norm below 0: the job view leaves that step unjudged (rank 1's
+    x50 there is not named, nor is the negative norm) and judges the others (rank 2's x50
+    at step 40 is named)."""
+    series = _gradient_norms(4, 60, faults={(1, 30, 0): 50.0, (2, 40, 1): 50.0})
+    norms = series[3].scalars[f"{GRADIENT_NORM_TAG_PREFIX}2"]
+    norms[29] = (30, -1.0)
+    verdicts = _view(tmp_path, series).verdicts
+    assert (verdicts["job/gradient_ranks"], verdicts["job/gradient_first_step"]) == ("2", 40)
+    assert (verdicts["job/gradient_step/2"], verdicts["job/gradient_bucket/2"]) == (40, 1)
+
+
 def test_a_rank_apart_in_a_named_faults_fallout_is_kept_apart_from_the_ranks_named(
     tmp_path: Path,
 ) -> None:

@@ -166,6 +166,10 @@ class GradientVerdicts:
         """One step's ``(ranks, buckets)`` table (``layout``: its ranks and buckets)."""
         if len(layout[0]) < 2:
             return
+        if bool((np.isfinite(table) & (table < 0)).any()):
+            # No probe records a norm below 0: a step with one (a file not ours) is not
+            # judged, as a step where a rank lacks a bucket is not.
+            return
         if self._watch is None or layout != self._layout:
             self._watch, self._layout = GradientWatch(self.settings), layout
         self._last_step = step

@@ -393,6 +393,13 @@ class GradientWatch:
             raise JobViewParamValueError(
                 f"norms must be (ranks, buckets) with 2 or more ranks, got shape {values.shape}"
             )
+        negative = np.flatnonzero(np.isfinite(values) & (values < 0))
+        if len(negative):
+            rank, bucket = divmod(int(negative[0]), values.shape[1])
+            raise JobViewParamValueError(
+                f"norms must be >= 0 (NaN or an infinity: a non-finite gradient), got "
+                f"{float(values[rank, bucket])!r} at step {step}, rank row {rank}, bucket {bucket}"
+            )
         if self._buckets_of is not None and self._buckets_of != values.shape[1]:
             raise JobViewParamValueError(
                 f"norms must keep the number of buckets: "
