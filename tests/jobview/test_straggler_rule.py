@@ -281,6 +281,26 @@ def test_a_rank_slow_every_kth_step_is_named_with_its_period(period: int) -> Non
     assert record["message"].endswith(f"(intermittent: every {period}th step)")
 
 
+@pytest.mark.parametrize("period", [32, 40])
+def test_a_rank_slow_in_few_long_steps_is_judged_by_its_share_of_the_jobs_time(
+    period: int,
+) -> None:
+    """3x slower every 32nd or 40th step costs the job 3.6 % or 2.9 % of its time, over the
+    2 % floor; the mean of each step's excess share is 1.8 % or 1.5 %, under it (its slow
+    steps are the long ones, whose share of their own step is 0.57): the floor is judged
+    on the excess seconds over the step times, summed, and the rank is named with its
+    period and the cost the job would save."""
+    forward = _job(steps=40 * period)
+    forward[5, ::period] *= 3.0
+    step = forward.max(axis=0) + 0.003
+    saving = float((forward.max(axis=0) - np.delete(forward, 5, axis=0).max(axis=0)).mean())
+    assert 0.028 < saving / step.mean() < 0.037
+    [record] = _judged(forward)
+    assert record["ranks"] == [5]
+    assert (record["persistent"], record["period_steps"]) == (False, period)
+    assert record["cost_share"] == pytest.approx(saving / step.mean(), rel=0.1)
+
+
 def test_a_period_of_21_steps_is_said_as_every_21st() -> None:
     forward = _job(steps=840)
     forward[5, ::21] *= 5.0

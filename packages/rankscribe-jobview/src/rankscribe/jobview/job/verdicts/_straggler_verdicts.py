@@ -48,6 +48,7 @@ from rankscribe.jobview.job.verdicts._stragglers import (
     SHARE,
     SLOWEST,
     SQUARE,
+    STEP_SECONDS,
     TOP_LEADS,
     TOP_SIZES,
     StragglerEvidence,
@@ -175,7 +176,6 @@ class _Judged:
     ranks: IntArray
     named: npt.NDArray[np.bool_]
     cost_seconds: FloatArray
-    cost_share: FloatArray
     factor: FloatArray
     since_step: IntArray
     share_of_steps: FloatArray
@@ -360,6 +360,15 @@ def _judge_tag(part: TagTotals, settings: VerdictSettings) -> _Judged:
         steady_strength = np.where(
             steady_error > 0, mean / steady_error, np.where(mean > 0, np.inf, 0.0)
         )
+        # Its cost as a share of the job's time since the onset: the excess seconds over
+        # the step times, summed. The mean of each step's share reads a rank slow in
+        # some steps low (its slow steps are the long ones: every 48th step 3x slower is
+        # 2.5 % of the job's time and a mean share of 1.2 %); the per-step shares judge
+        # whether it is slow at all, this whether it costs the floor, with the standard
+        # error in the same proportion.
+        cost = segment[:, SECONDS] / segment[:, STEP_SECONDS]
+        cost_error = np.where(mean > 0, error * cost / mean, np.inf)
+        steady_cost_error = np.where(mean > 0, steady_error * cost / mean, np.inf)
         factor = 1.0 + segment[:, SHARE] / segment[:, REFERENCE]
         share_of_steps = _duty(mean, segment[:, SQUARE] / count, noise)
         slowest_share = segment[:, SLOWEST] / count
@@ -367,7 +376,7 @@ def _judge_tag(part: TagTotals, settings: VerdictSettings) -> _Judged:
     bar = confidence_for(settings.confidence, len(part.ranks))
     # Clear by the mean: its cost clears the floor by FLOOR_ERRORS standard errors too,
     # so a difference that sits near the floor is not named half the time.
-    by_mean = (strength >= bar) & (mean - FLOOR_ERRORS * error >= floor)
+    by_mean = (strength >= bar) & (cost - FLOOR_ERRORS * cost_error >= floor)
     # Material in most steps: on a busy machine a rank descheduled for a few ms in some
     # steps has a mean excess of several times its usual one; its median is unmoved.
     # No margin for a rank as noisy as the others: shifted as a whole, not stalled. Not
@@ -377,9 +386,9 @@ def _judge_tag(part: TagTotals, settings: VerdictSettings) -> _Judged:
     # A rank slow in most of its steps is as noisy as the others but for chance: its
     # variance moderated by theirs (a burst's, or a stalled rank's, spread is its own).
     by_steady_mean = (
-        steady & (steady_strength >= bar) & (mean - FLOOR_ERRORS * steady_error >= floor)
+        steady & (steady_strength >= bar) & (cost - FLOOR_ERRORS * steady_cost_error >= floor)
     )
-    large = mean - FLOOR_ERRORS * error >= BURST_FLOORS * floor
+    large = cost - FLOOR_ERRORS * cost_error >= BURST_FLOORS * floor
     # Or slow every k-th step (a periodic extra work, not stalls at random): the period
     # is clear (its cost is judged by the mean, as any rank's).
     period = _periods(segment, confidence_for(settings.confidence, len(part.ranks) * len(PERIODS)))
@@ -393,7 +402,6 @@ def _judge_tag(part: TagTotals, settings: VerdictSettings) -> _Judged:
         ranks=part.ranks,
         named=named,
         cost_seconds=clean(seconds),
-        cost_share=clean(mean),
         factor=clean(factor, nan=1.0, posinf=np.inf),
         since_step=since.astype(np.int64),
         share_of_steps=clean(share_of_steps),
