@@ -58,6 +58,7 @@ VALID: ValidCalls = {
     "job_bands": lambda t: ((JobStatistics(),), {}),
     "verdict_lines": lambda t: (({},), {}),
     "state_onsets": lambda t: ((_job(t),), {}),
+    "LiveJobView": lambda t: ((t / "job",), {"world_size": 2}),
 }
 # Public callables without a row above, and why the sweep leaves them out.
 LEFT_OUT = {
@@ -82,10 +83,9 @@ LEFT_OUT = {
     # Take anything: a tag of any type is named, values of any array-like are ratios.
     "timing_name",
     "paired_ratios",
-    # The live view's parts (test_jobview_live.py checks them: partials decode only what
-    # this version wrote, the live view takes a job dir and a world size); their state.
+    # The partials a subtree sends (test_jobview_live.py checks them: they decode only what
+    # this version wrote).
     "JobPartial",
-    "LiveJobView",
     # Each rank's end of the tree and the merge it asks: the collector makes them from
     # arguments it checked (tests/collector and tests/integration/jobview run them).
     "JobMerge",

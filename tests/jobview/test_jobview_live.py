@@ -28,7 +28,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankscribe.jobview import JobStatistics, LiveJobView, RankSeries, live_lines, write_job_view
-from rankscribe.jobview.errors import JobViewParamValueError
+from rankscribe.jobview.errors import JobViewParamTypeError, JobViewParamValueError
 from rankscribe.jobview.feed import FINGERPRINT_TAG, GRADIENT_NORM_TAG_PREFIX, STEP_TIME_TAG
 from rankscribe.jobview.protocol import (
     LIVE_STATE_NAME,
@@ -741,3 +741,29 @@ def test_float32_timings_through_the_tree_give_the_verdicts_of_the_whole_run(
     _assert_straggler_as_whole(live, whole, 37)
     written = job_points(tmp_path / "live")
     assert written["rankscribe/step_time/slowest_rank"][100] == 37.0
+
+
+@pytest.mark.parametrize(
+    ("argument", "value", "error", "message"),
+    [
+        ("world_size", 0, JobViewParamValueError, "world_size must be an int >= 1"),
+        ("world_size", -3, JobViewParamValueError, "world_size must be an int >= 1"),
+        ("rounds_per_write", 0, JobViewParamValueError, "rounds_per_write must be an int >= 1"),
+        ("on_verdict", 5, JobViewParamTypeError, "on_verdict must be a callable"),
+        (
+            "settings",
+            {"window_steps": 50},
+            JobViewParamTypeError,
+            "settings must be a WatchSettings",
+        ),
+        ("host", "a/b", JobViewParamValueError, "host"),
+    ],
+)
+def test_a_live_view_with_a_bad_argument_is_refused_by_name(
+    tmp_path: Path, argument: str, value: object, error: type[Exception], message: str
+) -> None:
+    """A live view started by hand checks its arguments when it is made, not at its first
+    round: a world of 0 ranks, a callback that cannot be called, settings of another type."""
+    arguments: dict[str, Any] = {"world_size": 4, argument: value}
+    with pytest.raises(error, match=message):
+        LiveJobView(tmp_path / "job", **arguments)

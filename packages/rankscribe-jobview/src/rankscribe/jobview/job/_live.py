@@ -32,8 +32,15 @@ from typing import Any
 
 import numpy as np
 
-from rankscribe.jobview._checks import check_path, check_seconds
+from rankscribe.jobview._checks import (
+    check_bool,
+    check_host,
+    check_int,
+    check_path,
+    check_seconds,
+)
 from rankscribe.jobview._session import HParamsRun, job_session
+from rankscribe.jobview.errors import JobViewParamTypeError
 from rankscribe.jobview.job._evidence import SKEW_TAG, LiveVerdicts
 from rankscribe.jobview.job._files import (
     AppendedJobFiles,
@@ -84,6 +91,12 @@ class LiveJobView:
     receives them); :meth:`write` appends what is complete (from the thread
     that writes; the two may differ, so a slow filesystem never holds up the
     tree); :meth:`finish` writes everything left and closes the files.
+
+    Its arguments are checked when it is made (a bad one raises the job view's
+    ``JobViewParamTypeError`` or ``JobViewParamValueError`` naming it): ``world_size``
+    and ``rounds_per_write`` ints >= 1, ``tensorboard`` a bool, ``host`` a name that
+    can be part of a file name, ``on_verdict`` a callable, ``settings`` a
+    ``WatchSettings`` (each of the last three may be None).
     """
 
     def __init__(
@@ -98,9 +111,23 @@ class LiveJobView:
         settings: WatchSettings | None = None,
         interval_seconds: float | None = None,
     ) -> None:
+        directory = check_path("job_dir", job_dir)
+        world_size = check_int("world_size", world_size, minimum=1, integral=True)
+        tensorboard = check_bool("tensorboard", tensorboard)
+        host = check_host("host", host)
+        if on_verdict is not None and not callable(on_verdict):
+            raise JobViewParamTypeError(
+                f"on_verdict must be a callable taking a verdict record, or None, got "
+                f"{type(on_verdict).__name__}"
+            )
+        rounds_per_write = check_int("rounds_per_write", rounds_per_write, minimum=1)
+        if settings is not None and not isinstance(settings, WatchSettings):
+            raise JobViewParamTypeError(
+                f"settings must be a WatchSettings or None, got {type(settings).__name__}"
+            )
         if interval_seconds is not None:
             interval_seconds = check_seconds("interval_seconds", interval_seconds)
-        self.directory = os.fspath(job_dir)
+        self.directory = directory
         #: Seconds between two writes of the job files and the state file (the job view's
         #: interval; None: unknown): ``show`` tells a running job from one that stopped.
         self.interval_seconds = interval_seconds
