@@ -5,11 +5,12 @@ timing and rank, over the evidence's blocks
 (:mod:`rankscribe.jobview.job.verdicts._stragglers`): the onset
 is the block from which its excess to the end is clearest (the sum over the
 square root of the steps: a change point); over the steps since then the rank is slow when
-its mean excess (a share of the step) reaches the floor, its
+its excess as a share of the job's time (its excess seconds over the step times) reaches
+the floor, its
 excess reaches the floor in more than half the steps (the median excess: stalls
 of a few ms in some steps raise the mean, not this; in at least half for a rank
 as noisy as the others, ``SHIFTED_SPREAD``) or, for a rank slow in
-fewer steps, its mean cost clears ``BURST_FLOORS`` floors or it is slow every
+fewer steps, its cost clears ``BURST_FLOORS`` floors or it is slow every
 k-th step (the Fourier component of its excess at that period: :func:`_periods`);
 and its mean excess is ``confidence`` standard errors above zero (more with many
 ranks: :func:`confidence_for`; for a rank slow in most steps, its variance moderated
@@ -93,7 +94,7 @@ MATERIAL_ERRORS = 0.5
 #: stalled rank's stalls widen its spread several times the others').
 SHIFTED_SPREAD = 1.5
 #: A rank slow in fewer than half of its steps (every k-th step, stalls) is named only
-#: when its mean cost clears this many floors (by ``FLOOR_ERRORS`` standard errors): a
+#: when its cost clears this many floors (by ``FLOOR_ERRORS`` standard errors): a
 #: rank descheduled now and then on a busy machine costs a few percent, not this.
 BURST_FLOORS = 5.0
 #: The longest period (steps) a rank slow every k-th step is reported with: its period
@@ -390,7 +391,7 @@ def _judge_tag(part: TagTotals, settings: VerdictSettings) -> _Judged:
     )
     large = cost - FLOOR_ERRORS * cost_error >= BURST_FLOORS * floor
     # Or slow every k-th step (a periodic extra work, not stalls at random): the period
-    # is clear (its cost is judged by the mean, as any rank's).
+    # is clear (its cost is judged on its share of the job's time, as any rank's).
     period = _periods(segment, confidence_for(settings.confidence, len(part.ranks) * len(PERIODS)))
     period = _period_of_duty(period, share_of_steps)
     periodic = period > 0
