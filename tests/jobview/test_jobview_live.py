@@ -749,7 +749,7 @@ def test_float32_timings_through_the_tree_give_the_verdicts_of_the_whole_run(
         ("world_size", 0, JobViewParamValueError, "world_size must be an int >= 1"),
         ("world_size", -3, JobViewParamValueError, "world_size must be an int >= 1"),
         ("rounds_per_write", 0, JobViewParamValueError, "rounds_per_write must be an int >= 1"),
-        ("on_verdict", 5, JobViewParamTypeError, "on_verdict must be a callable"),
+        ("on_verdict", 5, JobViewParamTypeError, "on_verdict must be a function or None"),
         (
             "settings",
             {"window_steps": 50},

@@ -20,6 +20,7 @@ from rankscribe.ranks.arguments import ArgumentChecks, is_int, is_number, shown
 
 __all__ = [
     "check_bool",
+    "check_callable",
     "check_host",
     "check_int",
     "check_mapping",
@@ -30,11 +31,13 @@ __all__ = [
     "check_series",
     "is_int",
     "is_number",
+    "wrong_type",
 ]
 
 _CHECKS = ArgumentChecks(JobViewParamTypeError, JobViewParamValueError)
 
 check_bool = _CHECKS.check_bool
+check_callable = _CHECKS.check_callable
 check_host = _CHECKS.check_host
 check_int = _CHECKS.check_int
 check_mapping = _CHECKS.check_mapping
@@ -42,6 +45,7 @@ check_optional_mapping = _CHECKS.check_optional_mapping
 check_path = _CHECKS.check_path
 check_ranks = _CHECKS.check_ranks
 check_seconds = _CHECKS.check_seconds
+wrong_type = _CHECKS.wrong_type
 
 
 def _is_step(value: object) -> bool:

@@ -34,13 +34,14 @@ import numpy as np
 
 from rankscribe.jobview._checks import (
     check_bool,
+    check_callable,
     check_host,
     check_int,
     check_path,
     check_seconds,
+    wrong_type,
 )
 from rankscribe.jobview._session import HParamsRun, job_session
-from rankscribe.jobview.errors import JobViewParamTypeError
 from rankscribe.jobview.job._evidence import SKEW_TAG, LiveVerdicts
 from rankscribe.jobview.job._files import (
     AppendedJobFiles,
@@ -95,7 +96,7 @@ class LiveJobView:
     Its arguments are checked when it is made (a bad one raises the job view's
     ``JobViewParamTypeError`` or ``JobViewParamValueError`` naming it): ``world_size``
     and ``rounds_per_write`` ints >= 1, ``tensorboard`` a bool, ``host`` a name that
-    can be part of a file name, ``on_verdict`` a callable, ``settings`` a
+    can be part of a file name, ``on_verdict`` a function, ``settings`` a
     ``WatchSettings`` (each of the last three may be None).
     """
 
@@ -115,16 +116,10 @@ class LiveJobView:
         world_size = check_int("world_size", world_size, minimum=1, integral=True)
         tensorboard = check_bool("tensorboard", tensorboard)
         host = check_host("host", host)
-        if on_verdict is not None and not callable(on_verdict):
-            raise JobViewParamTypeError(
-                f"on_verdict must be a callable taking a verdict record, or None, got "
-                f"{type(on_verdict).__name__}"
-            )
+        check_callable("on_verdict", on_verdict, optional=True)
         rounds_per_write = check_int("rounds_per_write", rounds_per_write, minimum=1)
         if settings is not None and not isinstance(settings, WatchSettings):
-            raise JobViewParamTypeError(
-                f"settings must be a WatchSettings or None, got {type(settings).__name__}"
-            )
+            raise wrong_type("settings", "a WatchSettings or None", settings)
         if interval_seconds is not None:
             interval_seconds = check_seconds("interval_seconds", interval_seconds)
         self.directory = directory

@@ -368,8 +368,8 @@ def _judge_tag(part: TagTotals, settings: VerdictSettings) -> _Judged:
         # whether it is slow at all, this whether it costs the floor, with the standard
         # error in the same proportion.
         cost = segment[:, SECONDS] / segment[:, STEP_SECONDS]
-        cost_error = np.where(mean > 0, error * cost / mean, np.inf)
-        steady_cost_error = np.where(mean > 0, steady_error * cost / mean, np.inf)
+        in_cost = np.where(mean > 0, cost / mean, np.inf)  # a standard error, in the cost's terms
+        cost_error, steady_cost_error = error * in_cost, steady_error * in_cost
         factor = 1.0 + segment[:, SHARE] / segment[:, REFERENCE]
         share_of_steps = _duty(mean, segment[:, SQUARE] / count, noise)
         slowest_share = segment[:, SLOWEST] / count
