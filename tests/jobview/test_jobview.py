@@ -15,7 +15,12 @@ from rankscribe.jobview.errors import (
     JobViewParamTypeError,
     JobViewParamValueError,
 )
-from rankscribe.jobview.feed import FINGERPRINT_TAG, GRADIENT_NORM_TAG_PREFIX, STEP_TIME_TAG
+from rankscribe.jobview.feed import (
+    FINGERPRINT_TAG,
+    GRADIENT_NORM_TAG_PREFIX,
+    GRADIENT_PEAK_TAG_PREFIX,
+    STEP_TIME_TAG,
+)
 from rankscribe.jobview.parts import records_from_verdicts
 from rankscribe.writer import files, reader
 from rankscribe.writer.events import read_events, read_tensorboard_events
@@ -425,6 +430,50 @@ def test_a_rank_whose_local_gradient_stands_apart_is_named_by_step_and_bucket(
         ([5], 40, 1, False),
     ]
     assert records[0]["ratio"] is None and records[1]["ratio"] == verdicts["job/gradient_ratio/5"]
+
+
+def _with_peaks(series: dict[int, RankSeries], *, lacking: int | None = None) -> None:
+    """Each rank's bucket peaks: 1 % of the norm, with 5 % noise of their own (``lacking``:
+    a rank that records none)."""
+    rng = np.random.default_rng(8)
+    for rank, ranks_series in series.items():
+        if rank == lacking:
+            continue
+        for bucket in range(3):
+            norms = ranks_series.scalars[f"{GRADIENT_NORM_TAG_PREFIX}{bucket}"]
+            ranks_series.scalars[f"{GRADIENT_PEAK_TAG_PREFIX}{bucket}"] = [
+                (step, norm * 0.01 * math.exp(0.05 * rng.standard_normal())) for step, norm in norms
+            ]
+
+
+def test_a_rank_whose_largest_element_took_its_buckets_norm_is_named_by_its_peak(
+    tmp_path: Path,
+) -> None:
+    """Rank 5's bucket 1 at step 40: an element grown to 90 % of the norm, which it moved
+    x1.2 only (below the smallest ratio a norm is named at): the peak names it."""
+    series = _gradient_norms(8, 60, faults={(5, 40, 1): 1.2})
+    _with_peaks(series)
+    peaks = series[5].scalars[f"{GRADIENT_PEAK_TAG_PREFIX}1"]
+    peaks[39] = (40, 0.9 * series[5].scalars[f"{GRADIENT_NORM_TAG_PREFIX}1"][39][1])
+    (tmp_path / "peaks").mkdir()
+    verdicts = _view(tmp_path / "peaks", series).verdicts
+    assert (verdicts["job/gradient_ranks"], verdicts["job/gradient_step/5"]) == ("5", 40)
+    assert (verdicts["job/gradient_bucket/5"], verdicts["job/gradient_element/5"]) == (1, 1)
+    assert verdicts["job/gradient_ratio/5"] == pytest.approx(90.0, rel=0.3)
+    [line] = [line for line in verdict_lines(verdicts) if line.startswith("gradient:")]
+    assert line == (
+        "gradient: rank 5's local gradient at step 40, before the reduce: bucket 1, its "
+        f"largest element holds {verdicts['job/gradient_ratio/5']:.3g}x the share of the norm "
+        "the other ranks' do; named once"
+    )
+    [record] = [r for r in records_from_verdicts(verdicts) if r["kind"] == "gradient"]
+    assert (record["element"], record["ratio"]) == (True, verdicts["job/gradient_ratio/5"])
+    # A rank without peaks in its files: the norms are judged alone, and x1.2 names nobody.
+    lacking = _gradient_norms(8, 60, faults={(5, 40, 1): 1.2})
+    _with_peaks(lacking, lacking=2)
+    lacking[5].scalars[f"{GRADIENT_PEAK_TAG_PREFIX}1"][39] = peaks[39]
+    (tmp_path / "lacking").mkdir()
+    assert _view(tmp_path / "lacking", lacking).verdicts["job/gradient_ranks"] == ""
 
 
 def test_a_step_with_a_negative_norm_in_a_ranks_files_is_not_judged(tmp_path: Path) -> None:

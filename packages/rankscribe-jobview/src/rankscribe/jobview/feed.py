@@ -6,8 +6,9 @@ through this module alone (``tools/check_boundaries.py`` holds it to that):
 - the tags it records on every rank: the timings (:data:`STEP_TIME_TAG`,
   :data:`DATA_WAIT_TAG`, :data:`FORWARD_TIME_TAG`, sections under
   :data:`SECTION_TAG_PREFIX`, :data:`ARRIVAL_TIME_TAG` from the section
-  :data:`SYNC_SECTION`), the gradient probe's bucket norms and ready time
-  (:data:`GRADIENT_NORM_TAG_PREFIX`, :data:`GRADIENT_READY_TAG`), the parameter
+  :data:`SYNC_SECTION`), the gradient probe's bucket norms, peaks and ready time
+  (:data:`GRADIENT_NORM_TAG_PREFIX`, :data:`GRADIENT_PEAK_TAG_PREFIX`,
+  :data:`GRADIENT_READY_TAG`), the parameter
   fingerprint (:data:`FINGERPRINT_TAG`)
   and the machine's samples (:data:`SYSTEM_TAG_PREFIX`); ``docs/job-view.md``'s
   "Timings" and ``docs/system-metrics.md`` say what each holds;
@@ -34,6 +35,7 @@ from rankscribe.jobview.job._statistics import (
     FINGERPRINT_TAG,
     FORWARD_TIME_TAG,
     GRADIENT_NORM_TAG_PREFIX,
+    GRADIENT_PEAK_TAG_PREFIX,
     GRADIENT_READY_TAG,
     SECTION_TAG_PREFIX,
     STEP_TIME_TAG,
@@ -50,6 +52,7 @@ __all__ = [
     "FINGERPRINT_TAG",
     "FORWARD_TIME_TAG",
     "GRADIENT_NORM_TAG_PREFIX",
+    "GRADIENT_PEAK_TAG_PREFIX",
     "GRADIENT_READY_TAG",
     "SECTION_TAG_PREFIX",
     "STEP_TIME_TAG",

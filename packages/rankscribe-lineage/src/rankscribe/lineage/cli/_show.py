@@ -105,6 +105,7 @@ _VERDICT_PREFIX_TYPES = {
     "job/gradient_bucket/": (_is_int, "a bucket (int)"),
     "job/gradient_ratio/": (_is_number, "a number"),
     "job/gradient_nonfinite/": (_is_int, "0 or 1"),
+    "job/gradient_element/": (_is_int, "0 or 1"),
     "job/gradient_named_steps/": (_is_int, "a count (int)"),
     "job/gradient_persistent/": (_is_int, "0 or 1"),
     "job/gradient_parameters/": (_is_text, "text"),

@@ -1,9 +1,11 @@
 """The ``gradient`` verdict: the ranks' bucket norms judged step by step (``_gradients``).
 
-Each rank records ``rankscribe/gradient/norm/<bucket>`` at every step (the
-collector's DDP probe); :class:`GradientVerdicts` lays each step's norms out as
-a ``(ranks, buckets)`` table and hands it to a :class:`GradientWatch`, steps in
-order, and keeps, per rank named, its first finding and how many steps named it.
+Each rank records ``rankscribe/gradient/norm/<bucket>`` and
+``rankscribe/gradient/peak/<bucket>`` at every step (the collector's DDP probe);
+:class:`GradientVerdicts` lays each step's norms (and peaks, where every rank has
+every bucket's) out as ``(ranks, buckets)`` tables and hands them to a
+:class:`GradientWatch`, steps in order, and keeps, per rank named, its first
+finding and how many steps named it.
 A rank apart only in a named fault's fallout (the corrupted update working
 through every replica) is kept apart from the ranks named, with its origin.
 A step where not every rank has every bucket (DDP rebuilds its buckets after
@@ -24,7 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rankscribe.jobview.job._ranges import ranges_text
-from rankscribe.jobview.job._statistics import GRADIENT_NORM_TAG_PREFIX
+from rankscribe.jobview.job._statistics import GRADIENT_NORM_TAG_PREFIX, GRADIENT_PEAK_TAG_PREFIX
 from rankscribe.jobview.job.verdicts._gradients import (
     GradientFinding,
     GradientSettings,
@@ -41,12 +43,19 @@ PERSISTENT_STEPS = 3
 NONE = -1
 
 
-def gradient_bucket(tag: str) -> int | None:
-    """The bucket of a ``rankscribe/gradient/norm/<bucket>`` tag, or None for another tag."""
-    if not tag.startswith(GRADIENT_NORM_TAG_PREFIX):
+def gradient_bucket(tag: str, prefix: str = GRADIENT_NORM_TAG_PREFIX) -> int | None:
+    """The bucket of a ``rankscribe/gradient/norm/<bucket>`` tag (``prefix``: of another
+    of the probe's per-bucket tags), or None for another tag."""
+    if not tag.startswith(prefix):
         return None
-    suffix = tag[len(GRADIENT_NORM_TAG_PREFIX) :]
+    suffix = tag[len(prefix) :]
     return int(suffix) if suffix.isdigit() and len(suffix) <= 9 else None
+
+
+#: A rank's series of one bucket: (steps, rank, bucket, values).
+_Piece = tuple["npt.NDArray[np.int64]", int, int, "npt.NDArray[np.float64]"]
+#: A step's table's ranks and buckets.
+_Layout = tuple[tuple[int, ...], tuple[int, ...]]
 
 
 @dataclass
@@ -57,6 +66,7 @@ class _Named:
     bucket: int | None
     ratio: float
     nonfinite: bool
+    element: bool
     steps: int = 1
 
 
@@ -81,100 +91,77 @@ class GradientVerdicts:
         self,
         per_rank: Mapping[str, Mapping[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]],
     ) -> None:
-        """Fold in the norm tags of ``per_rank`` (tag -> rank -> (steps, values)); other
-        tags, and steps at or before the last one judged, are left out."""
-        pieces: list[tuple[npt.NDArray[np.int64], int, int, npt.NDArray[np.float64]]] = []
+        """Fold in the norm and peak tags of ``per_rank`` (tag -> rank -> (steps,
+        values)); other tags, and steps at or before the last one judged, are left out."""
+        pieces = self._pieces(per_rank, GRADIENT_NORM_TAG_PREFIX, keep_ranks=True)
+        if not pieces:
+            return
+        peaks = self._pieces(per_rank, GRADIENT_PEAK_TAG_PREFIX, keep_ranks=False)
+        cube = _cube(pieces)
+        if cube is not None:
+            steps, layout, norms = cube
+            peak_cube = _cube(peaks) if peaks else None
+            largest = None
+            if peak_cube is not None and (
+                peak_cube[1] == layout and np.array_equal(peak_cube[0], steps)
+            ):
+                largest = peak_cube[2]
+            for index, step in enumerate(steps.tolist()):
+                if self._last_step is None or step > self._last_step:
+                    found = None if largest is None else largest[index]
+                    self._judge_table(step, layout, norms[index], found)
+            return
+        by_step = _tables(peaks) if peaks else {}
+        for step, (layout, table) in sorted(_tables(pieces).items()):
+            if self._last_step is not None and step <= self._last_step:
+                continue
+            known = by_step.get(step)
+            found = known[1] if known is not None and known[0] == layout else None
+            self._judge_table(step, layout, table, found)
+
+    def _pieces(
+        self,
+        per_rank: Mapping[str, Mapping[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]],
+        prefix: str,
+        *,
+        keep_ranks: bool,
+    ) -> list[_Piece]:
+        """Each rank's non-empty series of each bucket of the tags under ``prefix``
+        (``keep_ranks``: the ranks are noted as the rule's)."""
+        pieces: list[_Piece] = []
         for tag, ranks in per_rank.items():
-            bucket = gradient_bucket(tag)
+            bucket = gradient_bucket(tag, prefix)
             if bucket is None:
                 continue
             for rank, (steps, values) in ranks.items():
                 if len(steps):
                     pieces.append((np.asarray(steps, np.int64), rank, bucket, values))
-                    self.ranks.add(rank)
-        if not pieces:
-            return
-        if self._add_cube(pieces):
-            return
-        steps = np.concatenate([piece[0] for piece in pieces])
-        ranks_of = np.concatenate([np.full(len(piece[0]), piece[1]) for piece in pieces])
-        buckets_of = np.concatenate([np.full(len(piece[0]), piece[2]) for piece in pieces])
-        values = np.concatenate([np.asarray(piece[3], np.float64) for piece in pieces])
-        order = np.lexsort((buckets_of, ranks_of, steps))
-        steps, ranks_of, buckets_of, values = (
-            steps[order],
-            ranks_of[order],
-            buckets_of[order],
-            values[order],
-        )
-        unique, starts = np.unique(steps, return_index=True)
-        ends = [*starts[1:].tolist(), len(steps)]
-        for step, start, end in zip(unique.tolist(), starts.tolist(), ends, strict=True):
-            if self._last_step is not None and step <= self._last_step:
-                continue
-            self._judge(step, ranks_of[start:end], buckets_of[start:end], values[start:end])
-
-    def _add_cube(
-        self, pieces: list[tuple[npt.NDArray[np.int64], int, int, npt.NDArray[np.float64]]]
-    ) -> bool:
-        """Where every rank has every bucket at the very same steps (a live interval's
-        usual case), its ``(steps, ranks, buckets)`` cube judged step by step, without
-        sorting the points; False, with nothing judged, otherwise."""
-        steps = pieces[0][0]
-        rank_ids = np.unique([piece[1] for piece in pieces])
-        bucket_ids = np.unique([piece[2] for piece in pieces])
-        if (
-            len(pieces) != len(rank_ids) * len(bucket_ids)
-            or len({(piece[1], piece[2]) for piece in pieces}) != len(pieces)
-            or not all(np.array_equal(piece[0], steps) for piece in pieces)
-        ):
-            return False
-        if len(steps) > 1 and not bool(np.all(steps[1:] > steps[:-1])):
-            return False  # steps out of order or twice: the general path sorts them
-        cube = np.empty((len(steps), len(rank_ids), len(bucket_ids)))
-        for piece in pieces:
-            row = int(np.searchsorted(rank_ids, piece[1]))
-            column = int(np.searchsorted(bucket_ids, piece[2]))
-            cube[:, row, column] = piece[3]
-        layout = (tuple(rank_ids.tolist()), tuple(bucket_ids.tolist()))
-        for index, step in enumerate(steps.tolist()):
-            if self._last_step is None or step > self._last_step:
-                self._judge_table(step, layout, cube[index])
-        return True
-
-    def _judge(
-        self,
-        step: int,
-        ranks: npt.NDArray[np.int64],
-        buckets: npt.NDArray[np.int64],
-        values: npt.NDArray[np.float64],
-    ) -> None:
-        rank_ids, bucket_ids = np.unique(ranks), np.unique(buckets)
-        if len(rank_ids) < 2 or len(values) != len(rank_ids) * len(bucket_ids):
-            return  # not every rank has every bucket at this step: no table to judge
-        table = np.empty((len(rank_ids), len(bucket_ids)))
-        table[np.searchsorted(rank_ids, ranks), np.searchsorted(bucket_ids, buckets)] = values
-        layout = (tuple(rank_ids.tolist()), tuple(bucket_ids.tolist()))
-        self._judge_table(step, layout, table)
+                    if keep_ranks:
+                        self.ranks.add(rank)
+        return pieces
 
     def _judge_table(
         self,
         step: int,
-        layout: tuple[tuple[int, ...], tuple[int, ...]],
+        layout: _Layout,
         table: npt.NDArray[np.float64],
+        peaks: npt.NDArray[np.float64] | None = None,
     ) -> None:
-        """One step's ``(ranks, buckets)`` table (``layout``: its ranks and buckets)."""
+        """One step's ``(ranks, buckets)`` table (``layout``: its ranks and buckets), and
+        its peaks in the same layout (None: not every rank's every bucket has one)."""
         if len(layout[0]) < 2:
             return
         if bool((np.isfinite(table) & (table < 0)).any()):
             # No probe records a norm below 0: a step with one (a file not ours) is not
             # judged, as a step where a rank lacks a bucket is not.
             return
+        if peaks is not None and bool((np.isfinite(peaks) & (peaks < 0)).any()):
+            peaks = None  # nor a peak below 0: the norms are judged alone
         if self._watch is None or layout != self._layout:
             self._watch, self._layout = GradientWatch(self.settings), layout
         self._last_step = step
         by_rank: dict[int, list[GradientFinding]] = {}
-        for finding in self._watch.add(step, table):
+        for finding in self._watch.add(step, table, peaks):
             if finding.fallout_of is not None:
                 origin = layout[0][finding.fallout_of[1]]
                 if finding.rank != finding.fallout_of[1]:  # the origin's own: named already
@@ -190,7 +177,7 @@ class GradientVerdicts:
             # The finding that says most: a non-finite norm, else the highest score.
             first = max(findings, key=lambda found: (found.nonfinite, found.score))
             bucket = None if first.bucket is None else layout[1][first.bucket]
-            self.named[rank] = _Named(step, bucket, first.ratio, first.nonfinite)
+            self.named[rank] = _Named(step, bucket, first.ratio, first.nonfinite, first.element)
 
     def verdicts(self) -> dict[str, float | int | str]:
         """The ``job/gradient_*`` keys (``docs/job-view.md``, "Gradient")."""
@@ -214,6 +201,62 @@ class GradientVerdicts:
             if math.isfinite(named.ratio):
                 verdicts[f"job/gradient_ratio/{rank}"] = named.ratio
             verdicts[f"job/gradient_nonfinite/{rank}"] = int(named.nonfinite)
+            verdicts[f"job/gradient_element/{rank}"] = int(named.element)
             verdicts[f"job/gradient_named_steps/{rank}"] = named.steps
             verdicts[f"job/gradient_persistent/{rank}"] = int(named.steps >= PERSISTENT_STEPS)
         return verdicts
+
+
+def _cube(
+    pieces: list[_Piece],
+) -> tuple[npt.NDArray[np.int64], _Layout, npt.NDArray[np.float64]] | None:
+    """Where every rank has every bucket at the very same steps, in order (a live
+    interval's usual case): (steps, layout, ``(steps, ranks, buckets)`` cube), made
+    without sorting the points; None otherwise."""
+    steps = pieces[0][0]
+    rank_ids = np.unique([piece[1] for piece in pieces])
+    bucket_ids = np.unique([piece[2] for piece in pieces])
+    if (
+        len(pieces) != len(rank_ids) * len(bucket_ids)
+        or len({(piece[1], piece[2]) for piece in pieces}) != len(pieces)
+        or not all(np.array_equal(piece[0], steps) for piece in pieces)
+    ):
+        return None
+    if len(steps) > 1 and not bool(np.all(steps[1:] > steps[:-1])):
+        return None  # steps out of order or twice: the general path sorts them
+    cube = np.empty((len(steps), len(rank_ids), len(bucket_ids)))
+    for piece in pieces:
+        row = int(np.searchsorted(rank_ids, piece[1]))
+        column = int(np.searchsorted(bucket_ids, piece[2]))
+        cube[:, row, column] = piece[3]
+    return steps, (tuple(rank_ids.tolist()), tuple(bucket_ids.tolist())), cube
+
+
+def _tables(pieces: list[_Piece]) -> dict[int, tuple[_Layout, npt.NDArray[np.float64]]]:
+    """Each step's ``(ranks, buckets)`` table and its layout, of the steps where every
+    rank present has every bucket present (a step lacking one has no table)."""
+    steps = np.concatenate([piece[0] for piece in pieces])
+    ranks_of = np.concatenate([np.full(len(piece[0]), piece[1]) for piece in pieces])
+    buckets_of = np.concatenate([np.full(len(piece[0]), piece[2]) for piece in pieces])
+    values = np.concatenate([np.asarray(piece[3], np.float64) for piece in pieces])
+    order = np.lexsort((buckets_of, ranks_of, steps))
+    steps, ranks_of, buckets_of, values = (
+        steps[order],
+        ranks_of[order],
+        buckets_of[order],
+        values[order],
+    )
+    unique, starts = np.unique(steps, return_index=True)
+    ends = [*starts[1:].tolist(), len(steps)]
+    tables: dict[int, tuple[_Layout, npt.NDArray[np.float64]]] = {}
+    for step, start, end in zip(unique.tolist(), starts.tolist(), ends, strict=True):
+        ranks, buckets = ranks_of[start:end], buckets_of[start:end]
+        rank_ids, bucket_ids = np.unique(ranks), np.unique(buckets)
+        if end - start != len(rank_ids) * len(bucket_ids):
+            continue  # not every rank has every bucket at this step: no table
+        table = np.empty((len(rank_ids), len(bucket_ids)))
+        table[np.searchsorted(rank_ids, ranks), np.searchsorted(bucket_ids, buckets)] = values[
+            start:end
+        ]
+        tables[step] = ((tuple(rank_ids.tolist()), tuple(bucket_ids.tolist())), table)
+    return tables

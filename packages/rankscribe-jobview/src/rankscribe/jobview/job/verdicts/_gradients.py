@@ -16,6 +16,12 @@ The rule (docs/job-view.md, "Gradients"), at each step:
 - with three buckets or more, a rank's change in every bucket at once (its median
   ``d``: a harder micro-batch, or a bad one) is judged apart from one bucket's
   change beyond it (a flipped bit, a scaled bucket): two tests per rank-step;
+- where each bucket's peak (its largest element, in absolute value) is given, one
+  more test per bucket: the share of the norm the peak holds, ``log(peak / norm)``,
+  against the ranks' median share. A factor that scales a whole bucket (a harder
+  micro-batch, heavy-tailed noise of the norms) cancels in it, and one element
+  grown x2^16 takes most of its bucket's norm: a flipped bit is named where the
+  norm's noise hides it;
 - each test's null is learnt from the last :attr:`GradientSettings.window` steps'
   clean values (those within the bar): a spread per bucket (1.4826 x the median
   absolute deviation, pooled over buckets until a bucket has its own
@@ -139,7 +145,9 @@ class GradientFinding:
     ``fallout_of``: ``(step, rank)`` of the named fault whose corrupted update this
     step's gradients were taken after (every rank's norms had left their range
     since): the rank stood apart by the fault's doing, not its own; None for an
-    origin.
+    origin; ``element``: named by its bucket's peak (the share of the norm its
+    largest element holds, whose ratio to the others' median share ``ratio`` then
+    is), not by the norm.
     """
 
     step: int
@@ -150,6 +158,7 @@ class GradientFinding:
     nonfinite: bool
     repeats: int
     fallout_of: tuple[int, int] | None = None
+    element: bool = False
 
     @property
     def persistent(self) -> bool:
@@ -317,33 +326,46 @@ class GradientWatch:
         self._steps = 0
         self._named: dict[int, int] = {}
         self._buckets_of: int | None = None
-        #: Two ranks' recent log norms (of more ranks nothing is kept: the median is at hand).
+        #: Two ranks' recent log norms and log peak shares (of more ranks nothing is kept:
+        #: the median is at hand).
         self._history: deque[npt.NDArray[np.float64]] = deque()
+        self._share_history: deque[npt.NDArray[np.float64]] = deque()
         self._buckets = _LearntNoise(self.settings.window)
         self._whole = _LearntNoise(self.settings.window)
+        self._elements = _LearntNoise(self.settings.window)
         self._aftermath = _Aftermath(self.settings.window, math.log(self.settings.min_ratio))
 
-    def add(self, step: int, norms: npt.ArrayLike) -> list[GradientFinding]:
-        """One step's local norms, ``(ranks, buckets)`` (a vector: one bucket); its findings."""
+    def add(
+        self, step: int, norms: npt.ArrayLike, peaks: npt.ArrayLike | None = None
+    ) -> list[GradientFinding]:
+        """One step's local norms, ``(ranks, buckets)`` (a vector: one bucket); its findings.
+
+        ``peaks``: each bucket's largest element in absolute value, in the same
+        layout (None: not recorded; the peak test is then not made at this step).
+        """
         values = self._table(step, norms)
+        shares = None if peaks is None else self._shares(step, values, peaks)
         found: list[GradientFinding] = []
         bad = ~np.isfinite(values)
         logs = np.log(np.maximum(np.where(bad, 1.0, values), _TINY))
         levels = _levels(logs, bad)
         fallout = self._aftermath.fallout_of(step, levels)
         # Without a non-finite norm the levels are the ranks' median the deviations need.
-        deviations, eligible = self._deviations(logs, None if bad.any() else levels)
+        deviations, eligible = self._deviations(logs, None if bad.any() else levels, self._history)
         deviations = np.where(bad, np.nan, deviations)
         # A bucket non-finite on every rank has no rank apart: the reduce spread an earlier
         # fault to every replica, or the job diverged (the non-finite loss says so).
         alone = bad & ~bad.all(axis=0)
         for rank, bucket in zip(*np.nonzero(alone), strict=True):
             found.append(self._finding(step, int(rank), int(bucket), math.nan, math.inf, True))
-        self._remember_logs(logs, bad)
+        self._remember(self._history, np.where(bad, np.nan, logs))
         self._steps += 1
         buckets = values.shape[1]
-        # The budget per rank-step, shared by its tests (each bucket, and the whole).
-        per_test = self.settings.false_alarms / (buckets + (1 if buckets >= _WHOLE_AT else 0))
+        # The budget per rank-step, shared by its tests (each bucket, the whole, each peak).
+        tests = (
+            buckets + (1 if buckets >= _WHOLE_AT else 0) + (buckets if shares is not None else 0)
+        )
+        per_test = self.settings.false_alarms / tests
         if buckets >= _WHOLE_AT:
             # A rank's change in every bucket at once (a harder micro-batch, or a bad one)
             # is judged apart from one bucket's change (a flipped bit, a scaled bucket).
@@ -366,6 +388,8 @@ class GradientWatch:
         for rank, bucket in zip(*np.nonzero(named & eligible[:, None]), strict=True):
             ratio, score = math.exp(deviations[rank, bucket]), float(scores[rank, bucket])
             found.append(self._finding(step, int(rank), int(bucket), ratio, score, False))
+        if shares is not None:
+            found.extend(self._peak_findings(step, shares, per_test, learn=fallout is None))
         if fallout is not None:
             # A rank apart while the origin's update works through every replica (the
             # origin's own among them) is apart by the corrupted parameters' doing.
@@ -381,6 +405,49 @@ class GradientWatch:
             self._named[rank] = self._named.get(rank, 0) + 1
         self.findings.extend(found)
         return found
+
+    def _peak_findings(
+        self, step: int, shares: npt.NDArray[np.float64], per_test: float, *, learn: bool
+    ) -> list[GradientFinding]:
+        """The peak test (module docstring): each rank's log share of its bucket's norm in
+        its largest element against the ranks' median share (NaN where not known)."""
+        deviations, eligible = self._deviations(shares, None, self._share_history)
+        self._remember(self._share_history, shares)
+        named, scores, apart = self._judge(
+            self._elements, deviations, per_test, self.settings.min_ratio
+        )
+        if learn:  # a disturbed step teaches nothing of the clean noise
+            self._elements.remember(np.where(apart, np.nan, deviations))
+        found = []
+        for rank, bucket in zip(*np.nonzero(named & eligible[:, None]), strict=True):
+            ratio, score = math.exp(deviations[rank, bucket]), float(scores[rank, bucket])
+            finding = self._finding(step, int(rank), int(bucket), ratio, score, False)
+            found.append(replace(finding, element=True))
+        return found
+
+    def _shares(
+        self, step: int, norms: npt.NDArray[np.float64], peaks: npt.ArrayLike
+    ) -> npt.NDArray[np.float64]:
+        """``log(peak / norm)`` per rank and bucket, checked with ``step``: NaN where either
+        is not a finite number above 0 (a zero bucket, a non-finite gradient)."""
+        given = _array("peaks", peaks)
+        if given.ndim == 1:
+            given = given[:, None]
+        if given.shape != norms.shape:
+            raise JobViewParamValueError(
+                f"peaks must have the norms' shape {norms.shape}, got {given.shape}"
+            )
+        negative = np.flatnonzero(np.isfinite(given) & (given < 0))
+        if len(negative):
+            rank, bucket = divmod(int(negative[0]), given.shape[1])
+            raise JobViewParamValueError(
+                f"peaks must be >= 0 (the largest element's absolute value), got "
+                f"{float(given[rank, bucket])!r} at step {step}, rank row {rank}, bucket {bucket}"
+            )
+        usable = np.isfinite(given) & np.isfinite(norms) & (given > 0) & (norms > 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            shares: npt.NDArray[np.float64] = np.where(usable, np.log(given / norms), np.nan)
+        return shares
 
     def _table(self, step: int, norms: npt.ArrayLike) -> npt.NDArray[np.float64]:
         """``norms`` as a ``(ranks, buckets)`` table of floats, checked with ``step``."""
@@ -450,22 +517,32 @@ class GradientWatch:
         )
 
     def _deviations(
-        self, logs: npt.NDArray[np.float64], median: npt.NDArray[np.float64] | None
+        self,
+        logs: npt.NDArray[np.float64],
+        median: npt.NDArray[np.float64] | None,
+        recent: deque[npt.NDArray[np.float64]],
     ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
         """Each rank's deviation from the others, and which ranks a name may go to
-        (``median``: the ranks' median of ``logs``, if known)."""
+        (``median``: the ranks' median of ``logs``, if known; ``recent``: two ranks'
+        recent ``logs``, NaN where not known)."""
         everyone = np.ones(logs.shape[0], dtype=bool)
         if logs.shape[0] >= 3:
             # The median of every rank's, its own among them: one rank cannot move it,
             # while the others' median of three ranks is the mean of the other two.
-            middle = np.median(logs, axis=0) if median is None else median
+            if median is not None:
+                return logs - median, everyone
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # a bucket of NaN only
+                middle = (
+                    np.nanmedian(logs, axis=0) if np.isnan(logs).any() else np.median(logs, axis=0)
+                )
             return logs - middle, everyone
         # Two ranks: the gap between them against its usual value over the recent steps
         # (a change both ranks see leaves it as it was); a name goes to the rank that
         # changed more against its own steps (in its largest bucket).
-        if not self._history:
+        if not recent:
             return np.full(logs.shape, np.nan), everyone
-        history = np.stack(list(self._history))
+        history = np.stack(list(recent))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # a bucket of NaN only
             usual = np.nanmedian(history, axis=0)
@@ -473,29 +550,35 @@ class GradientWatch:
             # a new level, each rank's median crosses to it at its own step.
             usual_gap = np.nanmedian(history[:, 0] - history[:, 1], axis=0)
         gap = logs[0] - logs[1] - usual_gap
-        larger = np.nanmax(np.abs(logs - usual), axis=1, initial=0.0)
+        with np.errstate(invalid="ignore"):
+            larger = np.nanmax(np.abs(logs - usual), axis=1, initial=0.0)
         eligible = larger >= larger[::-1]
         deviations: npt.NDArray[np.float64] = np.stack([gap, -gap])
         return deviations, eligible
 
-    def _remember_logs(self, logs: npt.NDArray[np.float64], bad: npt.NDArray[np.bool_]) -> None:
+    def _remember(
+        self, recent: deque[npt.NDArray[np.float64]], logs: npt.NDArray[np.float64]
+    ) -> None:
+        """Two ranks' ``logs`` (NaN where not known) among ``recent``."""
         if len(logs) != 2:
             return  # only two ranks are judged against their recent steps
-        self._history.append(np.where(bad, np.nan, logs))
-        while len(self._history) > self.settings.window:
-            self._history.popleft()
+        recent.append(logs)
+        while len(recent) > self.settings.window:
+            recent.popleft()
 
 
 def judge_gradients(
     norms: npt.ArrayLike,
     *,
+    peaks: npt.ArrayLike | None = None,
     steps: Sequence[int] | None = None,
     settings: GradientSettings | None = None,
 ) -> list[GradientFinding]:
     """The findings of a run's local gradient norms, ``(steps, ranks, buckets)``.
 
-    ``steps``: the step of each row (default 1, 2, ...). What :class:`GradientWatch`
-    finds when given the rows one by one.
+    ``peaks``: each bucket's largest element in absolute value, in the same layout
+    (None: the peak test is not made); ``steps``: the step of each row (default 1,
+    2, ...). What :class:`GradientWatch` finds when given the rows one by one.
     """
     values = _array("norms", norms)
     if values.ndim == 2:
@@ -504,14 +587,22 @@ def judge_gradients(
         raise JobViewParamValueError(
             f"norms must be (steps, ranks, buckets) or (steps, ranks), got shape {values.shape}"
         )
+    largest = None
+    if peaks is not None:
+        largest = _array("peaks", peaks)
+        largest = largest[:, :, None] if largest.ndim == 2 else largest
+        if largest.shape != values.shape:
+            raise JobViewParamValueError(
+                f"peaks must have the norms' shape {values.shape}, got {largest.shape}"
+            )
     numbers = list(range(1, len(values) + 1)) if steps is None else _steps(steps)
     if len(numbers) != len(values):
         raise JobViewParamValueError(
             f"steps must give one step per row: {len(numbers)} for {len(values)}"
         )
     watch = GradientWatch(settings)
-    for step, row in zip(numbers, values, strict=True):
-        watch.add(step, row)
+    for index, step in enumerate(numbers):
+        watch.add(step, values[index], None if largest is None else largest[index])
     return watch.findings
 
 

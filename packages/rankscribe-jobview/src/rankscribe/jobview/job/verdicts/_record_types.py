@@ -9,8 +9,8 @@ holds, for a type checker and an editor:
 - :class:`VerdictRecord`: any kind (``straggler``, ``divergence``, ``gradient``,
   ``nonfinite``, ``stopped``) as read back from a merged lineage's ``job/`` keys or the
   live state, the same keys for every kind; a key that does not apply to a kind, or that
-  the files did not hold, is None. A ``gradient`` record (one per rank) has four keys
-  more: ``bucket``, ``parameters``, ``ratio`` and ``nonfinite``.
+  the files did not hold, is None. A ``gradient`` record (one per rank) has five keys
+  more: ``bucket``, ``parameters``, ``ratio``, ``nonfinite`` and ``element``.
 
 Without ``from __future__ import annotations``: a ``TypedDict`` knows a key is
 ``NotRequired`` only from an evaluated annotation (Python 3.11 reads a string as required).
@@ -93,3 +93,7 @@ class VerdictRecord(TypedDict):
     parameters: NotRequired[list[str]]
     ratio: NotRequired[float | None]
     nonfinite: NotRequired[bool]
+    #: A ``gradient`` record's: named by the bucket's largest element (the share of the
+    #: norm it holds stood apart; ``ratio`` is that share's to the other ranks' median),
+    #: not by the norm.
+    element: NotRequired[bool]

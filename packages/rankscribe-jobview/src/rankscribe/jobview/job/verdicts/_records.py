@@ -158,6 +158,7 @@ def _gradient_records(verdicts: Mapping[str, Any]) -> list[VerdictRecord]:
         record["bucket"] = bucket if bucket is not None and bucket >= 0 else None
         record["ratio"] = None if nonfinite else ratio
         record["nonfinite"] = nonfinite
+        record["element"] = _number(verdicts.get(f"job/gradient_element/{rank}")) == 1.0
         names = verdicts.get(f"job/gradient_parameters/{rank}")
         record["parameters"] = names.split(",") if isinstance(names, str) and names else []
         records.append(record)
@@ -176,6 +177,8 @@ def gradient_text(rank: int | str, verdicts: Mapping[str, Any]) -> str:
         where += f" ({names.replace(',', ', ')})"
     if _number(verdicts.get(f"job/gradient_nonfinite/{rank}")) == 1.0:
         what = "a NaN or infinite local norm"
+    elif ratio is not None and _number(verdicts.get(f"job/gradient_element/{rank}")) == 1.0:
+        what = f"its largest element holds {ratio:.3g}x the share of the norm the other ranks' do"
     elif ratio is not None:
         what = f"{ratio:.3g}x the other ranks' median norm"
     else:
