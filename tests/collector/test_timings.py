@@ -22,6 +22,7 @@ from rankscribe.jobview.feed import (
     DATA_WAIT_TAG,
     FINGERPRINT_TAG,
     GRADIENT_NORM_TAG_PREFIX,
+    GRADIENT_PEAK_TAG_PREFIX,
     GRADIENT_READY_TAG,
     SECTION_TAG_PREFIX,
     STEP_TIME_TAG,
@@ -332,6 +333,12 @@ def test_allreduce_gradients_records_each_arrays_local_norm_then_averages_in_pla
             expected = float(np.linalg.norm(array.astype(np.float64)))
             recorded = found[f"{GRADIENT_NORM_TAG_PREFIX}{bucket}"][step_number]
             assert recorded == pytest.approx(expected, rel=1e-6)  # float32 in the file
+            # The peak: the largest norm of a row of 256 consecutive elements (the last
+            # row shorter; an array of 3 elements is one row: its norm).
+            rows = [array[first : first + 256] for first in range(0, array.size, 256)]
+            largest = max(float(np.linalg.norm(row.astype(np.float64))) for row in rows)
+            peak = found[f"{GRADIENT_PEAK_TAG_PREFIX}{bucket}"][step_number]
+            assert peak == pytest.approx(largest, rel=1e-6)
             # (2 x itself) / 2 ranks: the same values back, in the caller's arrays
             assert np.array_equal(averaged[step_number - 1][bucket], array)
     assert found[GRADIENT_READY_TAG] == {step: pytest.approx(SLEEP) for step in range(1, 5)}

@@ -19,7 +19,12 @@ import pytest
 
 from rankscribe.collector import SummaryCollector
 from rankscribe.collector.errors import CollectorTypeError
-from rankscribe.jobview.feed import GRADIENT_NORM_TAG_PREFIX, GRADIENT_READY_TAG, STEP_TIME_TAG
+from rankscribe.jobview.feed import (
+    GRADIENT_NORM_TAG_PREFIX,
+    GRADIENT_PEAK_TAG_PREFIX,
+    GRADIENT_READY_TAG,
+    STEP_TIME_TAG,
+)
 from tests._support.job_files import rank_scalars
 from tests._support.launchers import clean_environment, run_bounded, torchrun
 
@@ -27,6 +32,7 @@ SCRIPT = Path(__file__).resolve().parent / "torchrun_gradients.py"
 JOB_TIMEOUT = 240
 STEPS = 20
 RANKS = (0, 1, 2)
+PER_BUCKET_TAGS = (GRADIENT_NORM_TAG_PREFIX, GRADIENT_PEAK_TAG_PREFIX)
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +80,7 @@ def test_the_probe_leaves_ddps_reduced_gradients_bit_identical(jobs: tuple[Path,
 
 
 @pytest.mark.parametrize("scenario", ["chained", "chained_large"])
-def test_each_rank_records_its_local_bucket_norms_before_the_reduce(
+def test_each_rank_records_its_local_bucket_norms_and_peaks_before_the_reduce(
     jobs: tuple[Path, str], scenario: str
 ) -> None:
     out, _ = jobs
@@ -86,12 +92,18 @@ def test_each_rank_records_its_local_bucket_norms_before_the_reduce(
         buckets = {bucket for norms in seen.values() for bucket in norms}
         assert len(buckets) >= 2
         assert gradient_tags(found) == sorted(
-            [GRADIENT_READY_TAG] + [GRADIENT_NORM_TAG_PREFIX + bucket for bucket in buckets]
+            [GRADIENT_READY_TAG]
+            + [prefix + bucket for bucket in buckets for prefix in PER_BUCKET_TAGS]
         )
+        peaks: dict[str, dict[str, float]] = rank_result(out / scenario, rank)["peaks"]
         for step, norms in seen.items():
             for bucket, norm in norms.items():
                 recorded = found[GRADIENT_NORM_TAG_PREFIX + bucket][int(step)]
                 assert recorded == pytest.approx(norm, rel=1e-6)  # float32 in the file
+                # The largest norm of 256 consecutive elements, as the user's hook took it.
+                peak = found[GRADIENT_PEAK_TAG_PREFIX + bucket][int(step)]
+                assert peak == pytest.approx(peaks[step][bucket], rel=1e-6)
+                assert 0.0 < peak <= recorded * (1 + 1e-6)
         ready = found[GRADIENT_READY_TAG]
         assert sorted(ready) == list(range(1, STEPS + 1))
         for number, seconds in ready.items():

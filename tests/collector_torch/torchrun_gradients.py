@@ -78,11 +78,13 @@ class WideNet(nn.Module):
 
 
 class UserHook:
-    """The user's own hook: its bucket norms per step, then DDP's reduction."""
+    """The user's own hook: its bucket norms and peaks (the largest float64 norm of 256
+    consecutive elements) per step, then DDP's reduction."""
 
     def __init__(self) -> None:
         self.step = 0
         self.norms: dict[int, dict[int, float]] = {}
+        self.peaks: dict[int, dict[int, float]] = {}
 
     def __call__(
         self,
@@ -92,6 +94,9 @@ class UserHook:
         buffer = bucket.buffer()
         norm = float(torch.linalg.vector_norm(buffer, dtype=torch.float64))
         self.norms.setdefault(self.step, {})[bucket.index()] = norm
+        rows = torch.split(buffer.reshape(-1).double(), 256)
+        peak = max(float(torch.linalg.vector_norm(row)) for row in rows)
+        self.peaks.setdefault(self.step, {})[bucket.index()] = peak
         return allreduce_hook(state, bucket)
 
 
@@ -163,10 +168,16 @@ def job(out: Path, scenario: str, steps: int) -> None:
     parameters = {
         name: value.detach().reshape(-1).tolist() for name, value in model.named_parameters()
     }
-    norms = {} if hook is None else hook.norms
+    norms, peaks = ({}, {}) if hook is None else (hook.norms, hook.peaks)
     (directory / f"rank_{info.rank}.json").write_text(
         json.dumps(
-            {"parameters": parameters, "norms": norms, "verdicts": verdicts, "squares": squares}
+            {
+                "parameters": parameters,
+                "norms": norms,
+                "peaks": peaks,
+                "verdicts": verdicts,
+                "squares": squares,
+            }
         )
     )
 

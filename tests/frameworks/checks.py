@@ -9,6 +9,7 @@ from typing import Any
 from rankscribe.jobview.feed import (
     ARRIVAL_TIME_TAG,
     GRADIENT_NORM_TAG_PREFIX,
+    GRADIENT_PEAK_TAG_PREFIX,
     GRADIENT_READY_TAG,
     STEP_TIME_TAG,
 )
@@ -40,8 +41,8 @@ def assert_every_rank_recorded(job: Path, world_size: int = 2) -> None:
 
 def assert_each_rank_probed(job: Path) -> None:
     """The gradient probe found the framework's DDP wrapper with no code in the script: per
-    rank, an arrival and local bucket norms at (nearly) every step, and the norms are the
-    rank's own (the ranks' differ: taken before the reduce averaged them;
+    rank, an arrival and local bucket norms and peaks at (nearly) every step, and the norms
+    are the rank's own (the ranks' differ: taken before the reduce averaged them;
     docs/gradients.md, "The probe")."""
     norms_by_rank = []
     for rank in (0, 1):
@@ -49,6 +50,12 @@ def assert_each_rank_probed(job: Path) -> None:
         arrivals = found.get(ARRIVAL_TIME_TAG, {})
         norm_tags = sorted(tag for tag in found if tag.startswith(GRADIENT_NORM_TAG_PREFIX))
         assert norm_tags, f"rank {rank} recorded no gradient norm: {sorted(found)}"
+        # Each bucket's peak at each step of its norm, within the norm (a row of it).
+        for tag in norm_tags:
+            peaks = found[GRADIENT_PEAK_TAG_PREFIX + tag[len(GRADIENT_NORM_TAG_PREFIX) :]]
+            assert peaks.keys() == found[tag].keys(), (rank, tag)
+            for step, peak in peaks.items():
+                assert 0.0 < peak <= found[tag][step] * (1 + 1e-6), (rank, tag, step)
         step_times = found[STEP_TIME_TAG]
         # Accelerate's run opens at the first log, after the first step's backward.
         assert len(step_times) >= 6 and len(arrivals) >= len(step_times) - 2, (rank, arrivals)

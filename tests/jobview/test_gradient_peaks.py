@@ -1,8 +1,8 @@
-"""The gradient rule's peak test: the share of a bucket's norm its largest element holds.
+"""The gradient rule's peak test: the share of a bucket's norm its largest row holds.
 
-docs/gradients.md, "The rule": where the probe records each bucket's peak (its largest
-element in absolute value), each rank's ``log(peak / norm)`` is judged against the
-ranks' median, like a norm. A factor of the whole bucket cancels in it, so a flipped
+docs/gradients.md, "The rule": where the probe records each bucket's peak (the largest
+norm of a row of 256 consecutive elements), each rank's ``log(peak / norm)`` is judged
+against the ranks' median, like a norm. A factor of the whole bucket cancels in it, so a flipped
 exponent is named where heavy-tailed noise of the norms hides it; a scaled bucket
 leaves it as it was (the norm names that one).
 """
@@ -24,23 +24,24 @@ SIZES = np.array([1e4, 1e5, 1e6, 1e8])
 def heavy_tailed_job(seed: int, *, ranks: int = RANKS) -> tuple[np.ndarray, np.ndarray]:
     """(norms, peaks): each bucket's norm x a heavy-tailed factor of the whole bucket
     (Student's t, 3 degrees of freedom, x 8 % in the log: one rank-step in 10^4 is x2
-    or more), its peak holding the share the largest of ``size`` normal values would,
-    x5 (heavier-tailed elements), with 5 % noise of its own."""
+    or more), its peak holding 3 times a typical row of 256 elements' share of the norm
+    (sqrt(256 / size)), with 5 % noise of its own."""
     rng = np.random.default_rng(seed)
     scale = np.exp(rng.uniform(-3, 1, size=BUCKETS))
     norms = scale * np.exp(0.08 * rng.standard_t(3, size=(STEPS, ranks, BUCKETS)))
-    shares = 5.0 * np.sqrt(2.0 * np.log(SIZES) / SIZES)
+    shares = np.minimum(1.0, 3.0 * np.sqrt(256 / SIZES))
     peaks = norms * shares * np.exp(rng.normal(0.0, 0.05, size=norms.shape))
     return norms, peaks
 
 
 def flip(norms: np.ndarray, peaks: np.ndarray, at: tuple[int, int, int], power: int = 16) -> None:
-    """One element of the bucket's typical magnitude (norm / sqrt(size)) x 2**power."""
+    """One element of the bucket's typical magnitude (norm / sqrt(size)) x 2**power, in a
+    row of 256 typical elements."""
     step, rank, bucket = at
     element = norms[at] / math.sqrt(SIZES[bucket])
     grown = element * 2.0**power
     norms[at] = math.sqrt(norms[at] ** 2 + grown**2 - element**2)
-    peaks[at] = max(peaks[at], grown)
+    peaks[at] = max(peaks[at], math.sqrt(255 * element**2 + grown**2))
     assert step >= 0 and rank >= 0
 
 
@@ -56,7 +57,7 @@ def test_a_flip_hidden_by_heavy_tailed_norms_is_named_by_its_buckets_peak(
     assert [(f.step, f.rank) for f in judge_gradients(norms) if f.step == 300] == []
     found = [f for f in judge_gradients(norms, peaks=peaks) if f.step == 300]
     assert [(f.rank, f.bucket, f.element) for f in found] == [(5, bucket, True)]
-    # Its largest element took most of the norm: the share is many times the others'.
+    # The grown element's row took most of the norm: the share is many times the others'.
     assert found[0].ratio > 5 and not found[0].nonfinite
 
 

@@ -450,24 +450,32 @@ def test_a_rank_whose_largest_element_took_its_buckets_norm_is_named_by_its_peak
     tmp_path: Path,
 ) -> None:
     """Rank 5's bucket 1 at step 40: an element grown to 90 % of the norm, which it moved
-    x1.2 only (below the smallest ratio a norm is named at): the peak names it."""
-    series = _gradient_norms(8, 60, faults={(5, 40, 1): 1.2})
+    x1.2 only (below the smallest ratio a norm is named at): the peak names it. Rank 6's
+    bucket 2 at step 50 grew x50 with such an element: the norm names it, and its ratio
+    is the norm's."""
+    series = _gradient_norms(8, 60, faults={(5, 40, 1): 1.2, (6, 50, 2): 50.0})
     _with_peaks(series)
     peaks = series[5].scalars[f"{GRADIENT_PEAK_TAG_PREFIX}1"]
     peaks[39] = (40, 0.9 * series[5].scalars[f"{GRADIENT_NORM_TAG_PREFIX}1"][39][1])
+    both = series[6].scalars[f"{GRADIENT_PEAK_TAG_PREFIX}2"]
+    both[49] = (50, 0.9 * series[6].scalars[f"{GRADIENT_NORM_TAG_PREFIX}2"][49][1])
     (tmp_path / "peaks").mkdir()
     verdicts = _view(tmp_path / "peaks", series).verdicts
-    assert (verdicts["job/gradient_ranks"], verdicts["job/gradient_step/5"]) == ("5", 40)
+    assert (verdicts["job/gradient_ranks"], verdicts["job/gradient_step/5"]) == ("5,6", 40)
     assert (verdicts["job/gradient_bucket/5"], verdicts["job/gradient_element/5"]) == (1, 1)
+    assert (verdicts["job/gradient_bucket/6"], verdicts["job/gradient_element/6"]) == (2, 0)
+    assert verdicts["job/gradient_ratio/6"] == pytest.approx(50.0, rel=0.5)
     assert verdicts["job/gradient_ratio/5"] == pytest.approx(90.0, rel=0.3)
-    [line] = [line for line in verdict_lines(verdicts) if line.startswith("gradient:")]
+    [line, _] = [line for line in verdict_lines(verdicts) if line.startswith("gradient:")]
     assert line == (
         "gradient: rank 5's local gradient at step 40, before the reduce: bucket 1, its "
-        f"largest element holds {verdicts['job/gradient_ratio/5']:.3g}x the share of the norm "
+        f"largest row of 256 elements holds {verdicts['job/gradient_ratio/5']:.3g}x the share "
+        "of the norm "
         "the other ranks' do; named once"
     )
-    [record] = [r for r in records_from_verdicts(verdicts) if r["kind"] == "gradient"]
+    record, other = [r for r in records_from_verdicts(verdicts) if r["kind"] == "gradient"]
     assert (record["element"], record["ratio"]) == (True, verdicts["job/gradient_ratio/5"])
+    assert (other["element"], other["ratio"]) == (False, verdicts["job/gradient_ratio/6"])
     # A rank without peaks in its files: the norms are judged alone, and x1.2 names nobody.
     lacking = _gradient_norms(8, 60, faults={(5, 40, 1): 1.2})
     _with_peaks(lacking, lacking=2)

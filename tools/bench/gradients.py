@@ -6,12 +6,13 @@
 
 Simulated local gradient norms of a data-parallel job, per rank, step and bucket,
 go through the rule (``judge_gradients``'s step-by-step form, as a live view
-calls it), with each bucket's peak (its largest element) unless ``--norms-only``.
-Bucket sizes are spread log-uniformly from 10^4 to 10^8 elements; a bucket's
-typical element is its norm / sqrt(size). A clean peak holds the share of the norm
-that the largest of ``size`` normal values would, x1 to x10 (a bucket's elements are
-heavier-tailed than normal), with noise of its own (``SHARE_NOISE``: what scales
-the whole bucket cancels in the share).
+calls it), with each bucket's peak (the largest norm of a row of 256 consecutive
+elements, as the probe takes it) unless ``--norms-only``. Bucket sizes are spread
+log-uniformly from 10^4 to 10^8 elements; a bucket's typical element is its
+norm / sqrt(size). A clean peak holds sqrt(256 / size) of the norm (a typical
+row's share), x1 to x10 (a bucket's rows differ: biases, layers of larger
+gradients), with noise of its own (``SHARE_NOISE``: what scales the whole bucket
+cancels in the share).
 
 Clean noise models (the ranks' micro-batches are drawn alike, so their norms are
 samples of one distribution at a step):
@@ -36,7 +37,7 @@ Faults, one per injection, in one random rank and bucket at a random step after
 the warm-up, each in its own run of the same random stream (the clean run is
 the same stream without it): an exponent bit flip of one element (x2^4 to
 x2^64: the bucket's norm becomes sqrt(norm^2 + element^2 (4^k - 1)), its peak
-the larger of its peak and the grown element), a flip of the top mantissa bit
+the larger of its peak and the grown element's row), a flip of the top mantissa bit
 (x1.5 of one element), a scaled bucket (x1.5 to x100: the peak too), NaN and
 +inf. Printed per model and job size: each fault's detection rate (named at its
 step, with its rank and bucket), false names per 10^7 rank-steps (any name in
@@ -117,7 +118,7 @@ MODELS: dict[str, Noise] = {
     "warmup": _warmup,
     "hard-batches": _hard_batches,
 }
-#: Each model's noise of the share of a bucket's norm its largest element holds. What
+#: Each model's noise of the share of a bucket's norm its peak (largest row) holds. What
 #: scales a whole bucket (a loss spike, a harder micro-batch, the warm-up, a heavy-tailed
 #: factor of the whole bucket) leaves the share as it was; the share still moves with the
 #: micro-batch as much as a norm of the same model does. ``heavy-peaks`` is ``heavy-tail``
@@ -138,13 +139,19 @@ SHARE_NOISE: dict[str, Noise] = {
 Fault = Callable[[float, float, float], tuple[float, float]]
 
 
+#: Elements of a row whose norm the probe's peak is the largest of.
+ROW = 256
+
+
 def _grown(factor: float) -> Fault:
-    """One element of the bucket's typical magnitude (norm / sqrt(size)) x ``factor``."""
+    """One element of the bucket's typical magnitude (norm / sqrt(size)) x ``factor``, in a
+    row of typical elements."""
 
     def fault(norm: float, peak: float, size: float) -> tuple[float, float]:
         element = norm / math.sqrt(size)
         grown = math.sqrt(norm * norm + element * element * (factor * factor - 1.0))
-        return grown, max(peak, element * factor)
+        row = element * math.sqrt(ROW - 1.0 + factor * factor)
+        return grown, max(peak, row)
 
     return fault
 
@@ -172,13 +179,13 @@ def _run(norms: np.ndarray, peaks: np.ndarray | None, settings: GradientSettings
 def _clean_peaks(
     rng: np.random.Generator, model: str, norms: np.ndarray, sizes: np.ndarray
 ) -> np.ndarray:
-    """Each bucket's largest element: its norm x the share it holds. The share of the
-    largest of ``size`` normal values is sqrt(2 ln size / size); a gradient's elements
-    are heavier-tailed than normal, so each bucket's is 1 to 10 times that (log-uniform,
-    the same on every rank), x the model's share noise (:data:`SHARE_NOISE`)."""
+    """Each bucket's peak: its norm x the share its largest row holds. A typical row's
+    share is sqrt(ROW / size); a bucket's rows differ (a bias, a layer of larger
+    gradients), so its largest is 1 to 10 times that (log-uniform, the same on every
+    rank), x the model's share noise (:data:`SHARE_NOISE`)."""
     steps, ranks, buckets = norms.shape
     heavier = np.exp(rng.uniform(0.0, math.log(10.0), size=buckets))
-    shares = np.minimum(1.0, np.sqrt(2.0 * np.log(sizes) / sizes) * heavier)
+    shares = np.minimum(1.0, np.sqrt(ROW / sizes) * heavier)
     noise = SHARE_NOISE[model](rng, steps, ranks, buckets)
     peaks: np.ndarray = norms * np.minimum(1.0, shares[None, None, :] * noise)
     return peaks

@@ -18,7 +18,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rankscribe.jobview.feed import GRADIENT_NORM_TAG_PREFIX, GRADIENT_READY_TAG, STEP_TIME_TAG
+from rankscribe.jobview.feed import (
+    GRADIENT_NORM_TAG_PREFIX,
+    GRADIENT_PEAK_TAG_PREFIX,
+    GRADIENT_READY_TAG,
+    STEP_TIME_TAG,
+)
 from tests._support.job_files import rank_scalars, show, user_defined
 
 HERE = Path(__file__).resolve().parent
@@ -67,7 +72,11 @@ def test_the_clean_numpy_job_names_nobody_and_records_every_step(jobs: Path) -> 
     for rank in range(RANKS):
         found = rank_scalars(jobs / "clean" / f"rank_{rank}")
         for bucket in (0, 1):
-            assert sorted(found[f"{GRADIENT_NORM_TAG_PREFIX}{bucket}"]) == list(range(1, STEPS + 1))
+            norms = found[f"{GRADIENT_NORM_TAG_PREFIX}{bucket}"]
+            peaks = found[f"{GRADIENT_PEAK_TAG_PREFIX}{bucket}"]
+            assert sorted(norms) == sorted(peaks) == list(range(1, STEPS + 1))
+            # A peak is the norm of a row of the bucket: within its norm.
+            assert all(0.0 < peaks[step] <= norms[step] * (1 + 1e-6) for step in norms)
         ready, steps = found[GRADIENT_READY_TAG], found[STEP_TIME_TAG]
         assert all(0.0 < ready[step] <= steps[step] for step in ready)
         assert np.all(np.isfinite(list(ready.values())))

@@ -11,7 +11,11 @@ communication hook when the bucket is ready; the probe is such a hook
   rows of :data:`_ROW` elements are summed in float32 and the rows in float64:
   a float64 copy of a 25 MB bucket would cost more than the reduce; a norm that
   overflows float32 there is taken again in float64; where the probe reduces, the
-  same pass over the bucket scales it, :func:`_host_norm`), and
+  same pass over the bucket scales it, :func:`_host_norm`),
+- its peak: the largest norm of a row of :data:`_ROW` consecutive elements (on the
+  CPU, the rows the norm sums anyway), whose share of the norm the gradient rule
+  judges: a flipped exponent grows one element, which takes its row's norm, and a
+  factor of the whole bucket cancels in the share, and
 - when the hook was called, in seconds since the step's start (the collector's
   ``step_begin``); the last bucket's is when the rank's backward had every
   gradient ready;
@@ -33,7 +37,7 @@ registered before the probe cannot be wrapped: the probe is then off for that
 network, with one warning.
 
 No device synchronisation on the training thread: on an accelerator a bucket's
-norm stays a device tensor; at the step's end the step's norms are stacked and
+norm and peak stay device tensors; at the step's end the step's are stacked and
 copied to the host without a wait (``_device_reads.HostCopy``), and
 :meth:`GradientProbe.take` returns them a step or more later, once the copy is done.
 """
@@ -55,17 +59,23 @@ from rankscribe.collector.adapters._device_reads import HostCopy
 
 logger = logging.getLogger("rankscribe.collector.adapters.torch")
 
-__all__ = ["GRADIENT_STEPS_KEPT", "GradientPoint", "GradientProbe", "gradient_probe"]
+__all__ = ["GRADIENT_STEPS_KEPT", "BucketNorm", "GradientPoint", "GradientProbe", "gradient_probe"]
 
-#: What the probe hands on: ``(step, [(bucket index, local norm)], ready)``, ``ready`` the
-#: seconds from the step's start until its last bucket's hook ran (None: not known).
-GradientPoint = tuple[int, list[tuple[int, float]], float | None]
+#: A bucket's ``(index, local norm, local peak)``: the peak is the largest norm of a row of
+#: :data:`_ROW` consecutive elements (module docstring).
+BucketNorm = tuple[int, float, float]
+#: What the probe hands on: ``(step, [bucket norms], ready)``, ``ready`` the seconds from
+#: the step's start until its last bucket's hook ran (None: not known).
+GradientPoint = tuple[int, list[BucketNorm], float | None]
 #: Steps whose device norms may wait to be read; older ones are dropped (with a warning).
 GRADIENT_STEPS_KEPT = 64
 #: Steps during which each bucket's parameter names are learnt again (DDP's rebuild).
 _LAYOUT_STEPS = 3
-#: Elements summed in float32 before the float64 sum of the rows (on the CPU).
-_ROW = 4096
+#: Elements summed in float32 before the float64 sum of the rows (on the CPU), and the
+#: elements of a row whose norm the peak is the largest of. 256: one element grown x2^16
+#: holds ~2^16 / sqrt(size) of a bucket's norm, a row of clean elements sqrt(256 / size);
+#: the row kernel took 34.5 us a MB at 256 against 31.4 at 4096 (43 at 64).
+_ROW = 256
 #: Buckets smaller than this are normed in float64 directly (the rows would cost more).
 _ROWS_FROM = 1 << 16
 #: Elements normed then scaled at a time (1 MB of float32: in a core's L2 cache between the
@@ -108,25 +118,38 @@ def _first(future: Any) -> Any:
     return future.value()[0]
 
 
-def _host_norm(buffer: Any, scale: float | None = None) -> float:
-    """The L2 norm of a CPU bucket, accumulated in float64 (module docstring); with
-    ``scale``, the bucket is then multiplied by it in place, as DDP's reduction does
-    (:func:`_scale`).
+def _row_peak(flat: Any) -> Any:
+    """The largest norm of a row of :data:`_ROW` consecutive elements of ``flat`` (the
+    last row may be shorter), as a tensor on ``flat``'s device (no synchronisation); NaN
+    if an element is NaN (``amax`` propagates it)."""
+    whole = flat.numel() // _ROW * _ROW
+    parts = [torch.linalg.vector_norm(flat[whole:]).reshape(1)]
+    if whole:
+        parts.append(torch.linalg.vector_norm(flat[:whole].view(-1, _ROW), dim=1))
+    return torch.cat(parts).amax()
+
+
+def _host_norm(buffer: Any, scale: float | None = None) -> tuple[float, float]:
+    """The L2 norm of a CPU bucket, accumulated in float64, and its peak (the largest
+    norm of a row of :data:`_ROW` elements; module docstring); with ``scale``, the
+    bucket is then multiplied by it in place, as DDP's reduction does (:func:`_scale`).
 
     The scaling is fused with the norm: each :data:`_BLOCK` of the bucket is scaled
     right after its rows' norms are taken, while it is still in the core's cache,
     so the bucket is read from memory once, not twice (a float32 row kernel, the
-    rows and their float64 sum are the same with or without ``scale``).
+    rows and their float64 sum are the same with or without ``scale``). The peak is
+    the largest of the rows the norm sums.
     """
     flat = buffer.reshape(-1)
     count = flat.numel()
     if count < _ROWS_FROM:
         norm = float(torch.linalg.vector_norm(flat, dtype=torch.float64))
+        peak = float(_row_peak(flat))
         if scale is not None:
             flat.mul_(scale)
-        return norm
+        return norm, peak
     whole = count // _ROW * _ROW
-    rows = torch.empty(whole // _ROW, dtype=torch.float32)
+    rows = torch.empty(whole // _ROW + 1, dtype=torch.float32)
     for first in range(0, whole, _BLOCK):
         block = flat[first : min(first + _BLOCK, whole)]
         row = first // _ROW
@@ -136,15 +159,15 @@ def _host_norm(buffer: Any, scale: float | None = None) -> float:
         if scale is not None:
             block.mul_(scale)
     tail = flat[whole:]
-    parts = torch.cat((rows, tail.to(torch.float32)))  # a copy: taken before the tail is scaled
+    rows[-1] = torch.linalg.vector_norm(tail)  # the last row: the tail (0 when none)
     if scale is not None:
         tail.mul_(scale)
-    norm = float(torch.linalg.vector_norm(parts, dtype=torch.float64))
+    norm = float(torch.linalg.vector_norm(rows, dtype=torch.float64))
     if math.isinf(norm):  # a row's float32 sum overflowed, or an element is infinite
         norm = float(torch.linalg.vector_norm(flat, dtype=torch.float64))
         if scale is not None:  # of the scaled bucket: each element within float32's rounding
             norm /= scale
-    return norm
+    return norm, float(rows.amax())
 
 
 class GradientProbe:
@@ -165,7 +188,7 @@ class GradientProbe:
         self._group = network.process_group
         self._scale = _scale(self._group)
         self._user: tuple[Any, Any] | None = None  # (hook, state) registered after ours
-        self._norms: list[tuple[int, Any]] = []  # (bucket index, norm) of this step
+        self._norms: list[tuple[int, Any, Any]] = []  # (bucket index, norm, peak) this step
         self._ready_at: float | None = None
         self._spent = 0.0  # seconds in the hook's own work since the last take_spent
         self._waiting: deque[tuple[int, list[int], HostCopy]] = deque()
@@ -213,14 +236,17 @@ class GradientProbe:
         if self.active:
             entered = _clock.now()
             buffer = bucket.buffer()
+            index = bucket.index()
             if buffer.device.type == "cpu":
                 # Without a user's hook the probe reduces: its norm's pass scales too.
-                norm: Any = _host_norm(buffer, scale if user is None else None)
+                norm, peak = _host_norm(buffer, scale if user is None else None)
                 scale = None
+                self._norms.append((index, norm, peak))
             else:  # stays on the device: read a step or more later (no synchronisation)
-                norm = torch.linalg.vector_norm(buffer.detach(), dtype=torch.float64)
-            index = bucket.index()
-            self._norms.append((index, norm))
+                values = buffer.detach().reshape(-1)
+                device_norm = torch.linalg.vector_norm(values, dtype=torch.float64)
+                device_peak = _row_peak(values).to(torch.float64)
+                self._norms.append((index, device_norm, device_peak))
             if self._steps_taken < _LAYOUT_STEPS or index not in self.bucket_parameters:
                 names = self._parameter_names
                 self.bucket_parameters[index] = [
@@ -275,10 +301,11 @@ class GradientProbe:
             found.append(self._read(*self._waiting.popleft()))
         return found
 
-    def _file(self, step: int, norms: list[tuple[int, Any]]) -> None:
-        # A DDP network's buckets live on its one device: one stack, one copy per step.
-        stacked = torch.stack([norm for _, norm in norms])
-        self._waiting.append((step, [index for index, _ in norms], HostCopy(stacked)))
+    def _file(self, step: int, norms: list[tuple[int, Any, Any]]) -> None:
+        # A DDP network's buckets live on its one device: one stack (the norms, then the
+        # peaks), one copy per step.
+        stacked = torch.stack([norm for _, norm, _ in norms] + [peak for _, _, peak in norms])
+        self._waiting.append((step, [index for index, _, _ in norms], HostCopy(stacked)))
         if len(self._waiting) > GRADIENT_STEPS_KEPT:
             self._waiting.popleft()
             if not self._dropped:
@@ -291,8 +318,9 @@ class GradientProbe:
 
     @staticmethod
     def _read(step: int, indices: list[int], copy: HostCopy) -> GradientPoint:
-        numbers = copy.wait().tolist()
-        return step, list(zip(indices, map(float, numbers), strict=True)), None
+        numbers = [float(number) for number in copy.wait().tolist()]
+        norms, peaks = numbers[: len(indices)], numbers[len(indices) :]
+        return step, list(zip(indices, norms, peaks, strict=True)), None
 
     def remove(self) -> None:
         """The run ends: the hook stays (DDP cannot remove it) and only passes buckets on."""

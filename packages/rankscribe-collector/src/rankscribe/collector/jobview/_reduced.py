@@ -3,10 +3,12 @@
 A loop that averages its gradients itself (NumPy arrays, ``comm.Allreduce`` under
 MPI) has no DDP hook for the collector to probe; it hands the arrays to
 :func:`allreduce_gradients` instead, which records each array's local L2 norm
-(accumulated in float64) and the seconds since the step's start, then sums them
-across the ranks in place (and divides by the ranks, ``average=True``). Each
-array is a bucket: ``rankscribe/gradient/norm/<index>`` in the order given, the
-tags the DDP probe records (``docs/gradients.md``, "Your own loop").
+(accumulated in float64), its peak (the largest norm of a row of :data:`_ROW`
+consecutive elements, as the DDP probe's) and the seconds since the step's start,
+then sums them across the ranks in place (and divides by the ranks,
+``average=True``). Each array is a bucket: ``rankscribe/gradient/norm/<index>``
+and ``rankscribe/gradient/peak/<index>`` in the order given, the tags the DDP
+probe records (``docs/gradients.md``, "Your own loop").
 :class:`ReducedGradients` keeps them until the step's end, with the interface of
 the torch adapter's probe (``started``, ``take``, ``finish``, ``reset``,
 ``remove``), so :class:`~rankscribe.collector.jobview._timings.StepTimings`
@@ -25,25 +27,29 @@ import numpy.typing as npt
 from rankscribe.collector import _clock
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 
-__all__ = ["ReducedGradients", "allreduce_gradients", "local_norm"]
+__all__ = ["ReducedGradients", "allreduce_gradients", "norm_and_peak"]
 
-#: Elements summed in float32 before the float64 sum of the rows (a float64 copy costs 5x).
-_ROW = 4096
+#: Elements summed in float32 before the float64 sum of the rows (a float64 copy costs
+#: 5x), and the elements of a row whose norm the peak is the largest of (the DDP probe's).
+_ROW = 256
 
 
-def local_norm(values: npt.NDArray[Any]) -> float:
-    """The L2 norm of an array, accumulated in float64 (float32 rows of :data:`_ROW`)."""
+def norm_and_peak(values: npt.NDArray[Any]) -> tuple[float, float]:
+    """The L2 norm of an array, accumulated in float64 (float32 rows of :data:`_ROW`),
+    and its peak: the largest norm of a row of :data:`_ROW` consecutive elements (the
+    last row may be shorter; NaN if an element is)."""
     flat = values.reshape(-1)
-    if flat.dtype == np.float64 or flat.size < _ROW:
-        return math.sqrt(float(np.einsum("i,i->", flat, flat, dtype=np.float64)))
     whole = flat.size // _ROW * _ROW
     rows = flat[:whole].reshape(-1, _ROW)
-    squares = np.einsum("ij,ij->i", rows, rows, dtype=np.float32).sum(dtype=np.float64)
     tail = flat[whole:]
-    norm = math.sqrt(float(squares) + float(np.einsum("i,i->", tail, tail, dtype=np.float64)))
+    wide = np.float64 if flat.dtype == np.float64 else np.float32
+    squares = np.empty(len(rows) + 1, dtype=np.float64)
+    squares[:-1] = np.einsum("ij,ij->i", rows, rows, dtype=wide)
+    squares[-1] = np.einsum("i,i->", tail, tail, dtype=np.float64)
+    norm = math.sqrt(float(squares.sum()))
     if math.isinf(norm):  # a row's float32 sum overflowed, or an element is infinite
         norm = math.sqrt(float(np.einsum("i,i->", flat, flat, dtype=np.float64)))
-    return norm
+    return norm, math.sqrt(float(np.max(squares)))
 
 
 class ReducedGradients:
@@ -54,15 +60,16 @@ class ReducedGradients:
     arrival = False
 
     def __init__(self) -> None:
-        self._norms: list[tuple[int, float]] = []
+        self._norms: list[tuple[int, float, float]] = []  # (bucket, norm, peak)
         self._ready_at: float | None = None
         self._spent = 0.0
 
-    def record(self, norms: list[tuple[int, float]], entered: float) -> None:
-        """A call's norms (a second call in a step adds its arrays after the first's),
-        computed from ``entered`` (a reading of the collector's clock) until now."""
+    def record(self, norms: list[tuple[float, float]], entered: float) -> None:
+        """A call's ``(norm, peak)`` per array (a second call in a step adds its arrays
+        after the first's), computed from ``entered`` (a reading of the collector's
+        clock) until now."""
         first = len(self._norms)
-        self._norms.extend((first + index, norm) for index, norm in norms)
+        self._norms.extend((first + index, norm, peak) for index, (norm, peak) in enumerate(norms))
         self._ready_at = ready = _clock.now()
         self._spent += ready - entered
 
@@ -73,14 +80,14 @@ class ReducedGradients:
 
     def take(
         self, step: int, started: float | None = None
-    ) -> list[tuple[int, list[tuple[int, float]], float | None]]:
+    ) -> list[tuple[int, list[tuple[int, float, float]], float | None]]:
         """This step's norms, and the seconds from ``started`` to its last call."""
         norms, ready_at = self._norms, self._ready_at
         self._norms, self._ready_at = [], None
         ready = _clock.since(ready_at, started)
         return [(step, norms, ready)] if norms or ready is not None else []
 
-    def finish(self) -> list[tuple[int, list[tuple[int, float]], float | None]]:
+    def finish(self) -> list[tuple[int, list[tuple[int, float, float]], float | None]]:
         return []
 
     def reset(self) -> None:
@@ -136,7 +143,7 @@ def allreduce_gradients(
     arrays = _arrays(gradients)
     if recorder is not None:
         entered = _clock.now()
-        recorder.record([(index, local_norm(array)) for index, array in enumerate(arrays)], entered)
+        recorder.record([norm_and_peak(array) for array in arrays], entered)
     ranks = size()
     for array in arrays:
         total = np.empty_like(array)

@@ -9,8 +9,10 @@ What each measures is in ``docs/job-view.md`` ("Timings"); in short:
   adapter's hooks (:meth:`rankscribe.collector.adapters.AdapterRegistry.forward_timer`;
   on an accelerator read from device events a step or more later);
 - ``rankscribe/section/<name>``: ``with collector.section(name):``;
-- ``rankscribe/gradient/norm/<bucket>`` and ``rankscribe/gradient/ready_time``: each
-  bucket's local gradient norm before the reduce, and when the last bucket was ready,
+- ``rankscribe/gradient/norm/<bucket>``, ``rankscribe/gradient/peak/<bucket>`` and
+  ``rankscribe/gradient/ready_time``: each bucket's local gradient norm and peak (the
+  largest norm of a row of 256 consecutive elements) before the reduce, and when the
+  last bucket was ready,
   from the adapter's gradient probe of a DDP network
   (:meth:`rankscribe.collector.adapters.AdapterRegistry.gradient_probe`; on an
   accelerator the norms are read a step or more later), or from the arrays a loop
@@ -38,6 +40,7 @@ from rankscribe.jobview.feed import (
     DATA_WAIT_TAG,
     FORWARD_TIME_TAG,
     GRADIENT_NORM_TAG_PREFIX,
+    GRADIENT_PEAK_TAG_PREFIX,
     GRADIENT_READY_TAG,
     SECTION_TAG_PREFIX,
     SYNC_SECTION,
@@ -67,16 +70,18 @@ def section_tag(name: object) -> str:
 
 
 def gradient_values(
-    norms: list[tuple[int, float]], ready: float | None, *, arrival: bool = False
+    norms: list[tuple[int, float, float]], ready: float | None, *, arrival: bool = False
 ) -> list[tuple[str, float]]:
-    """A step's bucket norms and ready time from the gradient probe, as ``(tag, value)``.
+    """A step's bucket norms and peaks (``(bucket, norm, peak)``) and ready time from the
+    gradient probe, as ``(tag, value)``.
 
     ``arrival``: the ready time (the step's last bucket handed to the reduce) is the
     rank's arrival at the collective too, ``rankscribe/arrival_time``, which the straggler
     rule judges (a slow backward names its rank, although DDP makes every rank's step time
     equal): so for the DDP probe, whose ``arrival`` attribute says so.
     """
-    found = [(GRADIENT_NORM_TAG_PREFIX + str(bucket), norm) for bucket, norm in norms]
+    found = [(GRADIENT_NORM_TAG_PREFIX + str(bucket), norm) for bucket, norm, _ in norms]
+    found.extend((GRADIENT_PEAK_TAG_PREFIX + str(bucket), peak) for bucket, _, peak in norms)
     if ready is not None:
         found.append((GRADIENT_READY_TAG, ready))
         if arrival:

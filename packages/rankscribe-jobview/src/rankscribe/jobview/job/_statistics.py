@@ -83,9 +83,9 @@ GRADIENT_TAG_PREFIX = "rankscribe/gradient/"
 #: ``rankscribe/gradient/norm/<bucket>``: the L2 norm of a rank's local gradient in bucket
 #: ``<bucket>`` (an int from 0), just before its reduce (the collector's DDP probe).
 GRADIENT_NORM_TAG_PREFIX = GRADIENT_TAG_PREFIX + "norm/"
-#: ``rankscribe/gradient/peak/<bucket>``: the largest absolute value of an element of the
-#: same local gradient bucket (the share of the norm it holds is judged: one element
-#: grown by a flipped bit takes most of it).
+#: ``rankscribe/gradient/peak/<bucket>``: the largest norm of a row of 256 consecutive
+#: elements of the same local gradient bucket (the share of the norm it holds is judged:
+#: one element grown by a flipped bit takes its row and most of the bucket's norm).
 GRADIENT_PEAK_TAG_PREFIX = GRADIENT_TAG_PREFIX + "peak/"
 #: Seconds from a step's start until the rank's last gradient bucket was ready to reduce.
 GRADIENT_READY_TAG = GRADIENT_TAG_PREFIX + "ready_time"

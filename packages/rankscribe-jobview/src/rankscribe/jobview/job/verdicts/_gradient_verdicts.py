@@ -174,8 +174,11 @@ class GradientVerdicts:
             if known is not None:
                 known.steps += 1
                 continue
-            # The finding that says most: a non-finite norm, else the highest score.
-            first = max(findings, key=lambda found: (found.nonfinite, found.score))
+            # The finding that says most: a non-finite norm, else a norm's (its ratio is
+            # the one a user reads most easily), else a peak's, the highest score first.
+            first = max(
+                findings, key=lambda found: (found.nonfinite, not found.element, found.score)
+            )
             bucket = None if first.bucket is None else layout[1][first.bucket]
             self.named[rank] = _Named(step, bucket, first.ratio, first.nonfinite, first.element)
 

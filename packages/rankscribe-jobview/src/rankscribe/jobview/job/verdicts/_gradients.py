@@ -16,12 +16,12 @@ The rule (docs/job-view.md, "Gradients"), at each step:
 - with three buckets or more, a rank's change in every bucket at once (its median
   ``d``: a harder micro-batch, or a bad one) is judged apart from one bucket's
   change beyond it (a flipped bit, a scaled bucket): two tests per rank-step;
-- where each bucket's peak (its largest element, in absolute value) is given, one
-  more test per bucket: the share of the norm the peak holds, ``log(peak / norm)``,
-  against the ranks' median share. A factor that scales a whole bucket (a harder
-  micro-batch, heavy-tailed noise of the norms) cancels in it, and one element
-  grown x2^16 takes most of its bucket's norm: a flipped bit is named where the
-  norm's noise hides it;
+- where each bucket's peak (the largest norm of a row of 256 consecutive
+  elements: the probe's) is given, one more test per bucket: the share of the norm
+  the peak holds, ``log(peak / norm)``, against the ranks' median share. A factor
+  that scales a whole bucket (a harder micro-batch, heavy-tailed noise of the
+  norms) cancels in it, and one element grown x2^16 takes its row and most of its
+  bucket's norm: a flipped bit is named where the norm's noise hides it;
 - each test's null is learnt from the last :attr:`GradientSettings.window` steps'
   clean values (those within the bar): a spread per bucket (1.4826 x the median
   absolute deviation, pooled over buckets until a bucket has its own
@@ -146,8 +146,8 @@ class GradientFinding:
     step's gradients were taken after (every rank's norms had left their range
     since): the rank stood apart by the fault's doing, not its own; None for an
     origin; ``element``: named by its bucket's peak (the share of the norm its
-    largest element holds, whose ratio to the others' median share ``ratio`` then
-    is), not by the norm.
+    largest row of elements holds, whose ratio to the others' median share
+    ``ratio`` then is: one element grown by a flipped bit), not by the norm.
     """
 
     step: int
@@ -340,8 +340,9 @@ class GradientWatch:
     ) -> list[GradientFinding]:
         """One step's local norms, ``(ranks, buckets)`` (a vector: one bucket); its findings.
 
-        ``peaks``: each bucket's largest element in absolute value, in the same
-        layout (None: not recorded; the peak test is then not made at this step).
+        ``peaks``: each bucket's peak (the largest norm of a row of its elements: the
+        probe's rows are 256 consecutive elements), in the same layout (None: not
+        recorded; the peak test is then not made at this step).
         """
         values = self._table(step, norms)
         shares = None if peaks is None else self._shares(step, values, peaks)
@@ -410,7 +411,7 @@ class GradientWatch:
         self, step: int, shares: npt.NDArray[np.float64], per_test: float, *, learn: bool
     ) -> list[GradientFinding]:
         """The peak test (module docstring): each rank's log share of its bucket's norm in
-        its largest element against the ranks' median share (NaN where not known)."""
+        its peak against the ranks' median share (NaN where not known)."""
         deviations, eligible = self._deviations(shares, None, self._share_history)
         self._remember(self._share_history, shares)
         named, scores, apart = self._judge(
@@ -441,7 +442,7 @@ class GradientWatch:
         if len(negative):
             rank, bucket = divmod(int(negative[0]), given.shape[1])
             raise JobViewParamValueError(
-                f"peaks must be >= 0 (the largest element's absolute value), got "
+                f"peaks must be >= 0 (the largest norm of a row of the bucket), got "
                 f"{float(given[rank, bucket])!r} at step {step}, rank row {rank}, bucket {bucket}"
             )
         usable = np.isfinite(given) & np.isfinite(norms) & (given > 0) & (norms > 0)
@@ -576,8 +577,8 @@ def judge_gradients(
 ) -> list[GradientFinding]:
     """The findings of a run's local gradient norms, ``(steps, ranks, buckets)``.
 
-    ``peaks``: each bucket's largest element in absolute value, in the same layout
-    (None: the peak test is not made); ``steps``: the step of each row (default 1,
+    ``peaks``: each bucket's peak (the largest norm of a row of its elements), in the
+    same layout (None: the peak test is not made); ``steps``: the step of each row (default 1,
     2, ...). What :class:`GradientWatch` finds when given the rows one by one.
     """
     values = _array("norms", norms)
