@@ -1,0 +1,65 @@
+"""tools/bench/gradients.py: the injection harness of the gradient rule, on a small job."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "tools" / "bench" / "gradients.py"
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gradients_bench", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_grown_element_takes_its_row_and_a_scaled_bucket_scales_its_peak(
+    bench: ModuleType,
+) -> None:
+    norm, size = 100.0, 1e6
+    element = norm / math.sqrt(size)  # 0.1: the bucket's typical element
+    grown, peak = bench.FAULTS["flip x2^16"](norm, 2.0, size)
+    assert grown == pytest.approx(math.sqrt(norm**2 + element**2 * (4.0**16 - 1)))
+    assert peak == pytest.approx(element * math.sqrt(255 + 4.0**16))  # the grown element's row
+    # x2^4: its row (0.1 x sqrt(255 + 256) = 2.26) stays below a peak of 5.
+    assert bench.FAULTS["flip x2^4"](norm, 5.0, size)[1] == 5.0
+    assert bench.FAULTS["bucket x10"](norm, 2.0, size) == (1000.0, 20.0)
+
+
+def test_clean_peaks_hold_a_share_of_the_norm_that_does_not_move_with_the_bucket(
+    bench: ModuleType,
+) -> None:
+    rng = np.random.default_rng(0)
+    sizes = np.array([1e4, 1e6, 1e8])
+    norms = bench.MODELS["heavy-tail"](rng, 50, 8, 3)
+    peaks = bench._clean_peaks(rng, "heavy-tail", norms, sizes)
+    shares = peaks / norms
+    assert np.all(shares <= 1.0) and np.all(shares > 0.0)
+    # A typical row of 256 elements holds sqrt(256 / size); the largest 1 to 10 times that.
+    typical = np.sqrt(256 / sizes)
+    assert np.all(shares[..., 1:] >= typical[1:] * 0.8)
+    assert np.all(shares[..., 1:] <= typical[1:] * 10 * 1.3)
+    # The heavy tail scales the whole bucket: the share does not move with it.
+    correlation = np.corrcoef(np.log(shares).ravel(), np.log(norms).ravel())[0, 1]
+    assert abs(correlation) < 0.2
+
+
+def test_on_a_small_job_the_rule_names_the_faults_no_noise_hides_and_no_clean_rank(
+    bench: ModuleType,
+) -> None:
+    result = bench.bench("gaussian", 16, 4, 200, 4, 0, True)
+    assert result["false"] == 0.0
+    for fault in ("flip x2^32", "flip x2^64", "bucket x100", "NaN", "+inf"):
+        assert result["detected"][fault] == 1.0, fault
+    assert result["detected"]["flip x2^4"] < 1.0  # x1.000 of a norm: below the noise
