@@ -476,6 +476,15 @@ def test_a_rank_whose_largest_element_took_its_buckets_norm_is_named_by_its_peak
     record, other = [r for r in records_from_verdicts(verdicts) if r["kind"] == "gradient"]
     assert (record["element"], record["ratio"]) == (True, verdicts["job/gradient_ratio/5"])
     assert (other["element"], other["ratio"]) == (False, verdicts["job/gradient_ratio/6"])
+    # DDP's first step has fewer buckets (it rebuilds them): the steps are laid out one by
+    # one, not as one cube, and the peaks still name rank 5.
+    for ranks_series in series.values():
+        for prefix in (GRADIENT_NORM_TAG_PREFIX, GRADIENT_PEAK_TAG_PREFIX):
+            del ranks_series.scalars[f"{prefix}2"][0]
+    (tmp_path / "rebuilt").mkdir()
+    rebuilt = _view(tmp_path / "rebuilt", series).verdicts
+    assert (rebuilt["job/gradient_step/5"], rebuilt["job/gradient_element/5"]) == (40, 1)
+    assert rebuilt["job/gradient_ratio/5"] == verdicts["job/gradient_ratio/5"]
     # A rank without peaks in its files: the norms are judged alone, and x1.2 names nobody.
     lacking = _gradient_norms(8, 60, faults={(5, 40, 1): 1.2})
     _with_peaks(lacking, lacking=2)

@@ -19,7 +19,7 @@ written interval (``_evidence.py``), the offline merge a whole run
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -111,12 +111,15 @@ class GradientVerdicts:
                     found = None if largest is None else largest[index]
                     self._judge_table(step, layout, norms[index], found)
             return
-        by_step = _tables(peaks) if peaks else {}
-        for step, (layout, table) in sorted(_tables(pieces).items()):
+        # Both in step order, one step's tables at a time: the peaks' walked alongside.
+        peak_tables = _tables(peaks) if peaks else iter(())
+        known = next(peak_tables, None)
+        for step, layout, table in _tables(pieces):
+            while known is not None and known[0] < step:
+                known = next(peak_tables, None)
             if self._last_step is not None and step <= self._last_step:
                 continue
-            known = by_step.get(step)
-            found = known[1] if known is not None and known[0] == layout else None
+            found = known[2] if known is not None and known[:2] == (step, layout) else None
             self._judge_table(step, layout, table, found)
 
     def _pieces(
@@ -235,9 +238,9 @@ def _cube(
     return steps, (tuple(rank_ids.tolist()), tuple(bucket_ids.tolist())), cube
 
 
-def _tables(pieces: list[_Piece]) -> dict[int, tuple[_Layout, npt.NDArray[np.float64]]]:
-    """Each step's ``(ranks, buckets)`` table and its layout, of the steps where every
-    rank present has every bucket present (a step lacking one has no table)."""
+def _tables(pieces: list[_Piece]) -> Iterator[tuple[int, _Layout, npt.NDArray[np.float64]]]:
+    """Each step's ``(ranks, buckets)`` table and its layout, steps in order, of the steps
+    where every rank present has every bucket present (a step lacking one has none)."""
     steps = np.concatenate([piece[0] for piece in pieces])
     ranks_of = np.concatenate([np.full(len(piece[0]), piece[1]) for piece in pieces])
     buckets_of = np.concatenate([np.full(len(piece[0]), piece[2]) for piece in pieces])
@@ -251,7 +254,6 @@ def _tables(pieces: list[_Piece]) -> dict[int, tuple[_Layout, npt.NDArray[np.flo
     )
     unique, starts = np.unique(steps, return_index=True)
     ends = [*starts[1:].tolist(), len(steps)]
-    tables: dict[int, tuple[_Layout, npt.NDArray[np.float64]]] = {}
     for step, start, end in zip(unique.tolist(), starts.tolist(), ends, strict=True):
         ranks, buckets = ranks_of[start:end], buckets_of[start:end]
         rank_ids, bucket_ids = np.unique(ranks), np.unique(buckets)
@@ -261,5 +263,4 @@ def _tables(pieces: list[_Piece]) -> dict[int, tuple[_Layout, npt.NDArray[np.flo
         table[np.searchsorted(rank_ids, ranks), np.searchsorted(bucket_ids, buckets)] = values[
             start:end
         ]
-        tables[step] = ((tuple(rank_ids.tolist()), tuple(bucket_ids.tolist())), table)
-    return tables
+        yield step, (tuple(rank_ids.tolist()), tuple(bucket_ids.tolist())), table
