@@ -2,28 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
 
 from rankscribe.jobview import VerdictSettings, judge_timings
-
-BENCH = Path(__file__).resolve().parents[2] / "tools" / "bench" / "detection.py"
+from tests._support.tool_modules import load_tool
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("detection_bench", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("bench/detection.py", "detection_bench")
 
 
 @pytest.mark.parametrize("seed", range(3))

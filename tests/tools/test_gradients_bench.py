@@ -2,26 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "tools" / "bench" / "gradients.py"
+from tests._support.tool_modules import load_tool
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gradients_bench", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("bench/gradients.py", "gradients_bench")
 
 
 def test_a_grown_element_takes_its_row_and_a_scaled_bucket_scales_its_peak(

@@ -438,13 +438,7 @@ class GradientWatch:
             raise JobViewParamValueError(
                 f"peaks must have the norms' shape {norms.shape}, got {given.shape}"
             )
-        negative = np.flatnonzero(np.isfinite(given) & (given < 0))
-        if len(negative):
-            rank, bucket = divmod(int(negative[0]), given.shape[1])
-            raise JobViewParamValueError(
-                f"peaks must be >= 0 (the largest norm of a row of the bucket), got "
-                f"{float(given[rank, bucket])!r} at step {step}, rank row {rank}, bucket {bucket}"
-            )
+        _refuse_negative("peaks", "the largest norm of a row of the bucket", given, step)
         usable = np.isfinite(given) & np.isfinite(norms) & (given > 0) & (norms > 0)
         with np.errstate(divide="ignore", invalid="ignore"):
             shares: npt.NDArray[np.float64] = np.where(usable, np.log(given / norms), np.nan)
@@ -461,13 +455,7 @@ class GradientWatch:
             raise JobViewParamValueError(
                 f"norms must be (ranks, buckets) with 2 or more ranks, got shape {values.shape}"
             )
-        negative = np.flatnonzero(np.isfinite(values) & (values < 0))
-        if len(negative):
-            rank, bucket = divmod(int(negative[0]), values.shape[1])
-            raise JobViewParamValueError(
-                f"norms must be >= 0 (NaN or an infinity: a non-finite gradient), got "
-                f"{float(values[rank, bucket])!r} at step {step}, rank row {rank}, bucket {bucket}"
-            )
+        _refuse_negative("norms", "NaN or an infinity: a non-finite gradient", values, step)
         if self._buckets_of is not None and self._buckets_of != values.shape[1]:
             raise JobViewParamValueError(
                 f"norms must keep the number of buckets: "
@@ -614,6 +602,18 @@ def _array(name: str, values: object) -> npt.NDArray[np.float64]:
         raise JobViewParamTypeError(
             f"{name} must be an array of numbers, got {type(values).__name__}: {error}"
         ) from None
+
+
+def _refuse_negative(name: str, meaning: str, values: npt.NDArray[np.float64], step: int) -> None:
+    """A ``JobViewParamValueError`` naming the first finite value below 0 of the table
+    ``values`` (``meaning``: what the argument holds, for the message), if any."""
+    negative = np.flatnonzero(np.isfinite(values) & (values < 0))
+    if len(negative):
+        rank, bucket = divmod(int(negative[0]), values.shape[1])
+        raise JobViewParamValueError(
+            f"{name} must be >= 0 ({meaning}), got {float(values[rank, bucket])!r} at step "
+            f"{step}, rank row {rank}, bucket {bucket}"
+        )
 
 
 def _steps(steps: object) -> list[int]:
