@@ -33,7 +33,8 @@ The rule (docs/job-view.md, "Gradients"), at each step:
 - a rank is named when ``|d|`` passes the bar and is at least ``log(min_ratio)``
   (``log(whole_ratio)`` for a whole gradient); until a test's bar is learnt
   (:attr:`GradientSettings.warmup` steps and :data:`_FIT_FROM` clean values),
-  only ``warmup_ratio`` or more is named;
+  only ``warmup_ratio`` or more is named, and, where the step's other values are
+  enough to fit a tail, only past the bar they give;
 - a non-finite local norm (NaN, +-inf) is named at once, whatever the others;
 - after a named fault, while the ranks' median norms have left the range they
   held before it (within :data:`_FALLOUT_ONSET` steps of it, and until they
@@ -479,6 +480,15 @@ class GradientWatch:
         floor = math.log(ratio)
         with np.errstate(invalid="ignore"):
             named: npt.NDArray[np.bool_] = np.isfinite(deviations) & (np.abs(deviations) > floor)
+            if not warm and named.any():
+                # A step of many ranks is a sample of the noise of its own: in the warm-up a
+                # name must also pass the bar its other values give, when they are enough to
+                # fit a tail (a heavy-tailed noise gives x8 in 1,024 ranks' 8 buckets).
+                own = _LearntNoise(1)
+                own.remember(np.where(named, np.nan, deviations))
+                own_scores, own_bar = own.scores(deviations, per_test)
+                if own.fitted:
+                    named &= own_scores > own_bar
             apart = named.copy()
             if warm:
                 beyond = scores > tail_bar
