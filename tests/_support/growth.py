@@ -2,7 +2,6 @@
 
 A parser of what a file or a message holds must not be made slow by what another user
 writes there: its time on inputs of 1, 4 and 16 times a base size of a hostile shape
-(1 MB; ``SLOW_SHAPE_BASE`` for a shape a pure-Python parser takes seconds a MB of)
 grows by at most ``GROWTH_LIMIT`` for each fourfold step (16 for a quadratic parser):
 from 4 to 16 times, and on average over both steps (:func:`_linear` says why).
 The times are the process's CPU seconds (what other processes of a shared machine do
@@ -42,10 +41,6 @@ BUDGET_SECONDS = 30.0
 # ratios start here. A quadratic parser takes seconds at 16 MB, far above it.
 FLOOR_SECONDS = 0.02
 MEGABYTE = 1 << 20
-# The base of the shapes a pure-Python parser takes seconds a megabyte of (700,000 query
-# clauses at 16 MB: ~10 CPU s a round): a quarter, so their three sizes take a quarter of
-# the time. A quadratic parser still grows 16x a step; these shapes stay far above the floor.
-SLOW_SHAPE_BASE = MEGABYTE // 4
 # Set to 0 in every tox env but `growth`, which runs them alone: beside another env the
 # caches they share slow the largest input most (and the minimums env's purpose is the
 # dependencies' versions, which the numbers do not depend on).

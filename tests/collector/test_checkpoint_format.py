@@ -26,7 +26,7 @@ from rankscribe.collector.errors import (
     CollectorValueError,
 )
 from rankscribe.ranks.files import atomic_write
-from tests._support.growth import MEGABYTE, SLOW_SHAPE_BASE, assert_linear
+from tests._support.growth import assert_linear
 
 DTYPES = [
     "bool",
@@ -463,8 +463,7 @@ def test_errors_belong_to_the_collectors_hierarchy() -> None:
 # ------------------------------------------------------------------ linear reading
 # A checkpoint may come from anyone (a shared folder, a download): ``load_checkpoint`` takes
 # time linear in the file whatever its header holds (tests/_support/growth.py: 1, 4 and 16
-# MB of each shape; 0.25, 1 and 4 MB of many tensors). safetensors itself parses the header
-# again after our check; both count.
+# MB of each shape). safetensors itself parses the header again after our check; both count.
 
 
 def _many_tensors(folder: Path) -> Callable[[int], Path]:
@@ -530,9 +529,7 @@ def test_a_checkpoint_is_read_in_linear_time(
         assert size // 2 <= path.stat().st_size <= 2 * size, (size, path.stat().st_size)
         return path
 
-    # Many tensors: each entry of the header is checked in Python, a quarter of the sizes.
-    slow = shape is _many_tensors
-    assert_linear(_loaded, sized, base=SLOW_SHAPE_BASE if slow else MEGABYTE)
+    assert_linear(_loaded, sized)
 
 
 def test_the_hostile_checkpoints_read_back_or_are_refused(tmp_path: Path) -> None:

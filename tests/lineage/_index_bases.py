@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rankscribe.lineage import filter_summary_lineage
-from tests._support.growth import MEGABYTE, SLOW_SHAPE_BASE, assert_linear
+from tests._support.growth import assert_linear
 from tests._support.npz_files import index_file, read_index_document
 from tests.lineage._documented import INDEX_NAME
 
@@ -133,6 +133,4 @@ def assert_index_read_linearly(
         assert found["count"] == 1
         return found
 
-    # One run of many metrics is read a metric at a time, in Python: a quarter of the sizes.
-    slow = shape is one_run_of_many_metrics
-    assert_linear(query, build, base=SLOW_SHAPE_BASE if slow else MEGABYTE)
+    assert_linear(query, build)

@@ -27,7 +27,7 @@ from rankscribe.lineage import LineageError, filter_runs
 from rankscribe.lineage.recording import EvalLineageInfo, parse_run
 from rankscribe.writer.files import frame
 from rankscribe.writer.pb import lineage_pb2
-from tests._support.growth import MEGABYTE, SLOW_SHAPE_BASE, assert_linear
+from tests._support.growth import assert_linear
 
 _made = itertools.count()
 
@@ -111,8 +111,7 @@ def decoded(message: bytes) -> object:
 
 @pytest.mark.parametrize("build", [partial_of_tags_at_their_own_steps, partial_of_long_curves])
 def test_a_job_view_partial_is_decoded_in_linear_time(build: Callable[[int], bytes]) -> None:
-    slow = build is partial_of_tags_at_their_own_steps  # a tag at a time, in Python
-    assert_linear(decoded, build, base=SLOW_SHAPE_BASE if slow else MEGABYTE)
+    assert_linear(decoded, build)
 
 
 def test_a_hostile_metric_is_refused_and_a_partial_of_many_tags_read_back() -> None:
@@ -148,8 +147,6 @@ def test_a_query_expression_is_parsed_in_linear_time(
         except LineageError:
             return None
 
-    # Parsed clause by clause in Python: 700,000 clauses at 16 MB took ~10 CPU s alone, so
-    # its sizes are a quarter of the others' and the rounds get more than the default
-    # budget (a quadratic parser would take hours).
-    slow = build is where_of_many_clauses
-    assert_linear(query, build, base=SLOW_SHAPE_BASE if slow else MEGABYTE, budget=120)
+    # Parsed clause by clause in Python: 700,000 clauses at 16 MB take ~10 CPU s alone, so
+    # the rounds get more than the default budget (a quadratic parser would take hours).
+    assert_linear(query, build, budget=120)
