@@ -371,10 +371,7 @@ class GradientWatch:
         if buckets >= _WHOLE_AT:
             # A rank's change in every bucket at once (a harder micro-batch, or a bad one)
             # is judged apart from one bucket's change (a flipped bit, a scaled bucket).
-            with np.errstate(invalid="ignore"), warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)  # a rank of NaN only
-                middle = np.nanmedian if np.isnan(deviations).any() else np.median
-                whole = middle(deviations, axis=1, keepdims=True)
+            whole = _median(deviations, axis=1, keepdims=True)
             own = deviations - whole
             named_whole, scores, apart = self._judge(
                 self._whole, whole, per_test, self.settings.whole_ratio
@@ -528,13 +525,7 @@ class GradientWatch:
         if logs.shape[0] >= 3:
             # The median of every rank's, its own among them: one rank cannot move it,
             # while the others' median of three ranks is the mean of the other two.
-            if median is not None:
-                return logs - median, everyone
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)  # a bucket of NaN only
-                middle = (
-                    np.nanmedian(logs, axis=0) if np.isnan(logs).any() else np.median(logs, axis=0)
-                )
+            middle = _median(logs, axis=0) if median is None else median
             return logs - middle, everyone
         # Two ranks: the gap between them against its usual value over the recent steps
         # (a change both ranks see leaves it as it was); a name goes to the rank that
@@ -671,13 +662,21 @@ def _extrapolated_bar(scores: npt.NDArray[np.float64], per_test: float) -> float
 
 def _levels(logs: npt.NDArray[np.float64], bad: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64]:
     """Each bucket's median log norm over the ranks (NaN where no rank's is finite)."""
-    if not bad.any():
-        levels_of_finite: npt.NDArray[np.float64] = np.median(logs, axis=0)
-        return levels_of_finite
+    return _median(np.where(bad, np.nan, logs) if bad.any() else logs, axis=0)
+
+
+def _median(
+    values: npt.NDArray[np.float64], *, axis: int, keepdims: bool = False
+) -> npt.NDArray[np.float64]:
+    """The median along ``axis`` of the values that are not NaN (NaN where none is),
+    quietly: ``np.median`` when there is no NaN, the faster."""
+    if not np.isnan(values).any():
+        plain: npt.NDArray[np.float64] = np.median(values, axis=axis, keepdims=keepdims)
+        return plain
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a bucket of NaN only
-        levels: npt.NDArray[np.float64] = np.nanmedian(np.where(bad, np.nan, logs), axis=0)
-    return levels
+        warnings.simplefilter("ignore", RuntimeWarning)  # a row or column of NaN only
+        found: npt.NDArray[np.float64] = np.nanmedian(values, axis=axis, keepdims=keepdims)
+    return found
 
 
 def _robust_spread(values: npt.NDArray[np.float64]) -> float:
