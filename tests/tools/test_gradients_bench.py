@@ -45,6 +45,11 @@ def test_clean_peaks_hold_a_share_of_the_norm_that_does_not_move_with_the_bucket
     # The heavy tail scales the whole bucket: the share does not move with it.
     correlation = np.corrcoef(np.log(shares).ravel(), np.log(norms).ravel())[0, 1]
     assert abs(correlation) < 0.2
+    # The largest row against the rest of the rows moves by the model's 5 %, in a bucket of
+    # 39 rows too, and never holds all of the norm while the other rows hold anything.
+    odds = np.log(shares / np.sqrt(1.0 - shares * shares))
+    assert np.all(shares < 1.0)
+    assert np.all((odds.std(axis=(0, 1)) > 0.04) & (odds.std(axis=(0, 1)) < 0.06))
 
 
 def test_on_a_small_job_the_rule_names_the_faults_no_noise_hides_and_no_clean_rank(
@@ -55,3 +60,13 @@ def test_on_a_small_job_the_rule_names_the_faults_no_noise_hides_and_no_clean_ra
     for fault in ("flip x2^32", "flip x2^64", "bucket x100", "NaN", "+inf"):
         assert result["detected"][fault] == 1.0, fault
     assert result["detected"]["flip x2^4"] < 1.0  # x1.000 of a norm: below the noise
+
+
+def test_without_injections_only_the_clean_runs_false_names_are_measured(
+    bench: ModuleType,
+) -> None:
+    result = bench.bench("gaussian", 16, 4, 100, 0, 0, True)
+    assert result["false"] == 0.0
+    assert all(math.isnan(rate) for rate in result["detected"].values())
+    with pytest.raises(SystemExit):
+        bench.main(["--injections", "-1"])

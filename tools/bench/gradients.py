@@ -9,10 +9,10 @@ go through the rule (``judge_gradients``'s step-by-step form, as a live view
 calls it), with each bucket's peak (the largest norm of a row of 256 consecutive
 elements, as the probe takes it) unless ``--norms-only``. Bucket sizes are spread
 log-uniformly from 10^4 to 10^8 elements; a bucket's typical element is its
-norm / sqrt(size). A clean peak holds sqrt(256 / size) of the norm (a typical
-row's share), x1 to x10 (a bucket's rows differ: biases, layers of larger
-gradients), with noise of its own (``SHARE_NOISE``: what scales the whole bucket
-cancels in the share).
+norm / sqrt(size). A clean peak is a bucket's largest row, 1 to 10 times a typical
+row (a bucket's rows differ: biases, layers of larger gradients), against the rest of
+its rows, with noise of its own (``SHARE_NOISE``: what scales the whole bucket
+cancels in it); it holds about sqrt(256 / size) x 1 to 10 of a large bucket's norm.
 
 Clean noise models (the ranks' micro-batches are drawn alike, so their norms are
 samples of one distribution at a step):
@@ -22,8 +22,8 @@ samples of one distribution at a step):
 - ``loss-spikes``: 8 %, and in 1 % of steps every rank's norms x(1 + Pareto(1.5));
 - ``heterogeneous``: 5 %, and a fixed 5 % offset per rank (shards that differ);
 - ``heavy-tail``: Student's t (3 degrees of freedom) x 5 % in the log, a factor of
-  the whole bucket (its share's noise 5 %, normal);
-- ``heavy-peaks``: the same, its share's noise heavy-tailed too (what the peak
+  the whole bucket (its peak's noise 5 %, normal);
+- ``heavy-peaks``: the same, its peak's noise heavy-tailed too (what the peak
   cannot cancel);
 - ``warmup``: 8 %, every rank's norms growing x20 over the first 300 steps;
 - ``hard-batches``: 8 %, and one rank-step in 1,000 a harder micro-batch,
@@ -118,11 +118,11 @@ MODELS: dict[str, Noise] = {
     "warmup": _warmup,
     "hard-batches": _hard_batches,
 }
-#: Each model's noise of the share of a bucket's norm its peak (largest row) holds. What
-#: scales a whole bucket (a loss spike, a harder micro-batch, the warm-up, a heavy-tailed
-#: factor of the whole bucket) leaves the share as it was; the share still moves with the
+#: Each model's noise of a bucket's peak (its largest row) against the rest of its rows.
+#: What scales a whole bucket (a loss spike, a harder micro-batch, the warm-up, a
+#: heavy-tailed factor of the whole bucket) leaves it as it was; it still moves with the
 #: micro-batch as much as a norm of the same model does. ``heavy-peaks`` is ``heavy-tail``
-#: whose heavy tail is in the share too: what the peak test cannot cancel.
+#: whose heavy tail is in the peak too: what the peak test cannot cancel.
 SHARE_NOISE: dict[str, Noise] = {
     "gaussian": _lognormal(0.05),
     "small-batch": _lognormal(0.25),
@@ -179,15 +179,18 @@ def _run(norms: np.ndarray, peaks: np.ndarray | None, settings: GradientSettings
 def _clean_peaks(
     rng: np.random.Generator, model: str, norms: np.ndarray, sizes: np.ndarray
 ) -> np.ndarray:
-    """Each bucket's peak: its norm x the share its largest row holds. A typical row's
-    share is sqrt(ROW / size); a bucket's rows differ (a bias, a layer of larger
-    gradients), so its largest is 1 to 10 times that (log-uniform, the same on every
-    rank), x the model's share noise (:data:`SHARE_NOISE`)."""
+    """Each bucket's peak: its norm x the share its largest row holds. A bucket's rows
+    differ (a bias, a layer of larger gradients): its largest is 1 to 10 times a typical
+    row (log-uniform, the same on every rank), against the rest of its rows, typical
+    ones, x the model's noise of that ratio (:data:`SHARE_NOISE`). The largest row of
+    ``size / ROW`` rows then holds ``odds / sqrt(1 + odds^2)`` of the norm, ``odds`` its
+    norm against the rest's: about ``sqrt(ROW / size)`` x 1 to 10 in a large bucket, and
+    never all of it while the other rows hold anything."""
     steps, ranks, buckets = norms.shape
     heavier = np.exp(rng.uniform(0.0, math.log(10.0), size=buckets))
-    shares = np.minimum(1.0, np.sqrt(ROW / sizes) * heavier)
-    noise = SHARE_NOISE[model](rng, steps, ranks, buckets)
-    peaks: np.ndarray = norms * np.minimum(1.0, shares[None, None, :] * noise)
+    rest = np.sqrt(np.maximum(sizes / ROW - 1.0, 1e-12))  # the other rows' norm, in rows
+    odds = (heavier / rest)[None, None, :] * SHARE_NOISE[model](rng, steps, ranks, buckets)
+    peaks: np.ndarray = norms * odds / np.sqrt(1.0 + odds * odds)
     return peaks
 
 
@@ -220,7 +223,9 @@ def bench(
         detected[name] = hits
     return {
         "false": false_names / (steps * ranks) * 1e7,
-        "detected": {name: hits / injections for name, hits in detected.items()},
+        "detected": {
+            name: hits / injections if injections else math.nan for name, hits in detected.items()
+        },
         "cpu": time.process_time() - started,
     }
 
@@ -230,7 +235,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ranks", type=int, nargs="+", default=[64, 1024])
     parser.add_argument("--buckets", type=int, default=8)
     parser.add_argument("--steps", type=int, default=2000)
-    parser.add_argument("--injections", type=int, default=40)
+    parser.add_argument(
+        "--injections", type=int, default=40, help="per fault (0: the clean run's false names only)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--quick", action="store_true", help="64 ranks, 300 steps, 10 injections")
@@ -240,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
         help="the rule without the peaks (the norms alone, as a probe that records no peak)",
     )
     args = parser.parse_args(argv)
+    if args.injections < 0:
+        parser.error(f"--injections must be an int >= 0, got {args.injections}")
     if args.quick:
         args.ranks, args.steps, args.injections = [64], 300, 10
     header = ["model", "set", "ranks", "false/1e7", *FAULTS, "cpu s"]
