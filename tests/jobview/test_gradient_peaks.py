@@ -1,10 +1,10 @@
-"""The gradient rule's peak test: the share of a bucket's norm its largest row holds.
+"""The gradient rule's peak test: a bucket's largest row against the rest of the bucket.
 
 docs/gradients.md, "The rule": where the probe records each bucket's peak (the largest
-norm of a row of 256 consecutive elements), each rank's ``log(peak / norm)`` is judged
-against the ranks' median, like a norm. A factor of the whole bucket cancels in it, so a flipped
-exponent is named where heavy-tailed noise of the norms hides it; a scaled bucket
-leaves it as it was (the norm names that one).
+norm of a row of 256 consecutive elements), each rank's ``log(peak / sqrt(norm^2 -
+peak^2))`` is judged against the ranks' median, like a norm. A factor of the whole
+bucket cancels in it, so a flipped exponent is named where heavy-tailed noise of the
+norms hides it; a scaled bucket leaves it as it was (the norm names that one).
 """
 
 from __future__ import annotations
@@ -61,13 +61,41 @@ def test_a_flip_hidden_by_heavy_tailed_norms_is_named_by_its_buckets_peak(
     assert found[0].ratio > 5 and not found[0].nonfinite
 
 
+@pytest.mark.parametrize("seed", [11, 12, 13])
+def test_a_flip_in_a_bucket_whose_largest_row_held_most_of_its_norm_is_named(seed: int) -> None:
+    """Bucket 0 (10^4 elements, 39 rows) has one row 10 times a typical one: it holds 85 %
+    of the norm (its odds against the other 38 rows', 10 / sqrt(38) = 1.6, x 5 % noise).
+    A grown element takes nearly all of the norm, a share of 1.0 against 0.85 (x1.18, below
+    the smallest ratio named), and the peak against the rest of its bucket x400 or more."""
+    norms, peaks = heavy_tailed_job(seed)
+    rng = np.random.default_rng(seed + 100)
+    odds = 10.0 / math.sqrt(38.0) * np.exp(rng.normal(0.0, 0.05, size=norms.shape[:2]))
+    peaks[:, :, 0] = norms[:, :, 0] * odds / np.sqrt(1.0 + odds * odds)
+    at = (299, 5, 0)
+    flip(norms, peaks, at)
+    assert [(f.step, f.rank) for f in judge_gradients(norms) if f.step == 300] == []
+    found = [f for f in judge_gradients(norms, peaks=peaks) if f.step == 300]
+    assert [(f.rank, f.bucket, f.element) for f in found] == [(5, 0, True)]
+    assert found[0].ratio > 100
+
+
+def test_a_bucket_of_one_row_whose_peak_is_its_norm_names_nobody_by_its_peak() -> None:
+    """Bucket 3 holds 200 elements: its one row's norm is the bucket's, read in float32
+    (a share a rounding above or below 1 on each rank). No rest is smaller than the
+    rounding: every rank's peak is as far from it, and nobody is apart."""
+    norms, peaks = heavy_tailed_job(14)
+    peaks[:, :, 3] = norms[:, :, 3].astype(np.float32)
+    assert (peaks[:, :, 3] > norms[:, :, 3]).any() and (peaks[:, :, 3] < norms[:, :, 3]).any()
+    assert judge_gradients(norms, peaks=peaks) == []
+
+
 @pytest.mark.parametrize("seed", [3, 4, 5])
 def test_a_clean_heavy_tailed_job_with_its_peaks_names_nobody(seed: int) -> None:
     norms, peaks = heavy_tailed_job(seed)
     assert judge_gradients(norms, peaks=peaks) == []
 
 
-def test_a_scaled_bucket_leaves_its_share_as_it_was_and_the_norm_names_it() -> None:
+def test_a_scaled_bucket_leaves_its_peak_against_the_rest_as_it_was_and_the_norm_names_it() -> None:
     rng = np.random.default_rng(6)
     norms = np.exp(rng.normal(0.0, 0.05, size=(STEPS, RANKS, BUCKETS)))
     peaks = norms * 0.01 * np.exp(rng.normal(0.0, 0.05, size=norms.shape))

@@ -465,13 +465,13 @@ def test_a_rank_whose_largest_element_took_its_buckets_norm_is_named_by_its_peak
     assert (verdicts["job/gradient_bucket/5"], verdicts["job/gradient_element/5"]) == (1, 1)
     assert (verdicts["job/gradient_bucket/6"], verdicts["job/gradient_element/6"]) == (2, 0)
     assert verdicts["job/gradient_ratio/6"] == pytest.approx(50.0, rel=0.5)
-    assert verdicts["job/gradient_ratio/5"] == pytest.approx(90.0, rel=0.3)
+    # Its row against the rest of the bucket, 0.9 / sqrt(1 - 0.9^2), over the others' 0.01.
+    assert verdicts["job/gradient_ratio/5"] == pytest.approx(206.0, rel=0.3)
     [line, _] = [line for line in verdict_lines(verdicts) if line.startswith("gradient:")]
     assert line == (
         "gradient: rank 5's local gradient at step 40, before the reduce: bucket 1, its "
-        f"largest row of 256 elements holds {verdicts['job/gradient_ratio/5']:.3g}x the share "
-        "of the norm "
-        "the other ranks' do; named once"
+        "largest row of 256 elements, against the rest of the bucket, is "
+        f"{verdicts['job/gradient_ratio/5']:.3g}x the other ranks'; named once"
     )
     record, other = [r for r in records_from_verdicts(verdicts) if r["kind"] == "gradient"]
     assert (record["element"], record["ratio"]) == (True, verdicts["job/gradient_ratio/5"])

@@ -13,9 +13,9 @@ communication hook when the bucket is ready; the probe is such a hook
   overflows float32 there is taken again in float64; where the probe reduces, the
   same pass over the bucket scales it, :func:`_host_norm`),
 - its peak: the largest norm of a row of :data:`_ROW` consecutive elements (on the
-  CPU, the rows the norm sums anyway), whose share of the norm the gradient rule
-  judges: a flipped exponent grows one element, which takes its row's norm, and a
-  factor of the whole bucket cancels in the share, and
+  CPU, the rows the norm sums anyway), which the gradient rule judges against the
+  rest of the bucket: a flipped exponent grows one element, which takes its row's
+  norm, and a factor of the whole bucket cancels in the ratio, and
 - when the hook was called, in seconds since the step's start (the collector's
   ``step_begin``); the last bucket's is when the rank's backward had every
   gradient ready;

@@ -84,7 +84,7 @@ GRADIENT_TAG_PREFIX = "rankscribe/gradient/"
 #: ``<bucket>`` (an int from 0), just before its reduce (the collector's DDP probe).
 GRADIENT_NORM_TAG_PREFIX = GRADIENT_TAG_PREFIX + "norm/"
 #: ``rankscribe/gradient/peak/<bucket>``: the largest norm of a row of 256 consecutive
-#: elements of the same local gradient bucket (the share of the norm it holds is judged:
+#: elements of the same local gradient bucket (judged against the rest of the bucket:
 #: one element grown by a flipped bit takes its row and most of the bucket's norm).
 GRADIENT_PEAK_TAG_PREFIX = GRADIENT_TAG_PREFIX + "peak/"
 #: Seconds from a step's start until the rank's last gradient bucket was ready to reduce.

@@ -17,11 +17,14 @@ The rule (docs/job-view.md, "Gradients"), at each step:
   ``d``: a harder micro-batch, or a bad one) is judged apart from one bucket's
   change beyond it (a flipped bit, a scaled bucket): two tests per rank-step;
 - where each bucket's peak (the largest norm of a row of 256 consecutive
-  elements: the probe's) is given, one more test per bucket: the share of the norm
-  the peak holds, ``log(peak / norm)``, against the ranks' median share. A factor
-  that scales a whole bucket (a harder micro-batch, heavy-tailed noise of the
-  norms) cancels in it, and one element grown x2^16 takes its row and most of its
-  bucket's norm: a flipped bit is named where the norm's noise hides it;
+  elements: the probe's) is given, one more test per bucket: the peak against the
+  rest of its bucket, ``log(peak / sqrt(norm^2 - peak^2))``, against the ranks'
+  median. A factor that scales a whole bucket (a harder micro-batch, heavy-tailed
+  noise of the norms) cancels in it, and one element grown x2^16 takes its row and
+  most of its bucket's norm: a flipped bit is named where the norm's noise hides
+  it. Against the rest, not the whole norm: a share cannot grow past 1, so in a
+  bucket whose largest row already held most of the norm a grown element could not
+  raise its share by ``min_ratio``;
 - each test's null is learnt from the last :attr:`GradientSettings.window` steps'
   clean values (those within the bar): a spread per bucket (1.4826 x the median
   absolute deviation, pooled over buckets until a bucket has its own
@@ -91,6 +94,10 @@ _FIT_FROM = 400
 _FALLOUT_ONSET = 2
 #: Steps whose median norms, within ``log(min_ratio)`` of theirs, make a new level.
 _SETTLE = 8
+#: The least part of a bucket's norm outside its peak taken as a number: the peak is a
+#: float32 row's norm (its relative error near 1e-6), so below 1e-6 ``1 - share^2`` is
+#: rounding (a bucket of one row: every rank's peak is its norm).
+_LEAST_REST = 1e-3
 
 
 @dataclass(frozen=True)
@@ -146,9 +153,9 @@ class GradientFinding:
     ``fallout_of``: ``(step, rank)`` of the named fault whose corrupted update this
     step's gradients were taken after (every rank's norms had left their range
     since): the rank stood apart by the fault's doing, not its own; None for an
-    origin; ``element``: named by its bucket's peak (the share of the norm its
-    largest row of elements holds, whose ratio to the others' median share
-    ``ratio`` then is: one element grown by a flipped bit), not by the norm.
+    origin; ``element``: named by its bucket's peak (its largest row of elements
+    against the rest of the bucket, whose ratio to the others' median ``ratio``
+    then is: one element grown by a flipped bit), not by the norm.
     """
 
     step: int
@@ -327,10 +334,10 @@ class GradientWatch:
         self._steps = 0
         self._named: dict[int, int] = {}
         self._buckets_of: int | None = None
-        #: Two ranks' recent log norms and log peak shares (of more ranks nothing is kept:
+        #: Two ranks' recent log norms and log peak odds (of more ranks nothing is kept:
         #: the median is at hand).
         self._history: deque[npt.NDArray[np.float64]] = deque()
-        self._share_history: deque[npt.NDArray[np.float64]] = deque()
+        self._odds_history: deque[npt.NDArray[np.float64]] = deque()
         self._buckets = _LearntNoise(self.settings.window)
         self._whole = _LearntNoise(self.settings.window)
         self._elements = _LearntNoise(self.settings.window)
@@ -346,7 +353,7 @@ class GradientWatch:
         recorded; the peak test is then not made at this step).
         """
         values = self._table(step, norms)
-        shares = None if peaks is None else self._shares(step, values, peaks)
+        odds = None if peaks is None else self._odds(step, values, peaks)
         found: list[GradientFinding] = []
         bad = ~np.isfinite(values)
         logs = np.log(np.maximum(np.where(bad, 1.0, values), _TINY))
@@ -364,9 +371,7 @@ class GradientWatch:
         self._steps += 1
         buckets = values.shape[1]
         # The budget per rank-step, shared by its tests (each bucket, the whole, each peak).
-        tests = (
-            buckets + (1 if buckets >= _WHOLE_AT else 0) + (buckets if shares is not None else 0)
-        )
+        tests = buckets + (1 if buckets >= _WHOLE_AT else 0) + (buckets if odds is not None else 0)
         per_test = self.settings.false_alarms / tests
         if buckets >= _WHOLE_AT:
             # A rank's change in every bucket at once (a harder micro-batch, or a bad one)
@@ -387,8 +392,8 @@ class GradientWatch:
         for rank, bucket in zip(*np.nonzero(named & eligible[:, None]), strict=True):
             ratio, score = math.exp(deviations[rank, bucket]), float(scores[rank, bucket])
             found.append(self._finding(step, int(rank), int(bucket), ratio, score, False))
-        if shares is not None:
-            found.extend(self._peak_findings(step, shares, per_test, learn=fallout is None))
+        if odds is not None:
+            found.extend(self._peak_findings(step, odds, per_test, learn=fallout is None))
         if fallout is not None:
             # A rank apart while the origin's update works through every replica (the
             # origin's own among them) is apart by the corrupted parameters' doing.
@@ -406,12 +411,12 @@ class GradientWatch:
         return found
 
     def _peak_findings(
-        self, step: int, shares: npt.NDArray[np.float64], per_test: float, *, learn: bool
+        self, step: int, odds: npt.NDArray[np.float64], per_test: float, *, learn: bool
     ) -> list[GradientFinding]:
-        """The peak test (module docstring): each rank's log share of its bucket's norm in
-        its peak against the ranks' median share (NaN where not known)."""
-        deviations, eligible = self._deviations(shares, None, self._share_history)
-        self._remember(self._share_history, shares)
+        """The peak test (module docstring): each rank's log odds of its bucket's peak
+        against the rest of the bucket, against the ranks' median (NaN where not known)."""
+        deviations, eligible = self._deviations(odds, None, self._odds_history)
+        self._remember(self._odds_history, odds)
         named, scores, apart = self._judge(
             self._elements, deviations, per_test, self.settings.min_ratio
         )
@@ -424,11 +429,13 @@ class GradientWatch:
             found.append(replace(finding, element=True))
         return found
 
-    def _shares(
+    def _odds(
         self, step: int, norms: npt.NDArray[np.float64], peaks: npt.ArrayLike
     ) -> npt.NDArray[np.float64]:
-        """``log(peak / norm)`` per rank and bucket, checked with ``step``: NaN where either
-        is not a finite number above 0 (a zero bucket, a non-finite gradient)."""
+        """The peak's log odds against the rest of its bucket, ``log(peak / sqrt(norm^2 -
+        peak^2))`` (the rest never taken below :data:`_LEAST_REST` of the norm), per rank
+        and bucket, checked with ``step``: NaN where the norm or the peak is not a finite
+        number above 0 (a zero bucket, a non-finite gradient)."""
         given = _array("peaks", peaks)
         if given.ndim == 1:
             given = given[:, None]
@@ -439,8 +446,10 @@ class GradientWatch:
         _refuse_negative("peaks", "the largest norm of a row of the bucket", given, step)
         usable = np.isfinite(given) & np.isfinite(norms) & (given > 0) & (norms > 0)
         with np.errstate(divide="ignore", invalid="ignore"):
-            shares: npt.NDArray[np.float64] = np.where(usable, np.log(given / norms), np.nan)
-        return shares
+            share = given / norms
+            rest = np.sqrt(np.maximum(1.0 - share * share, _LEAST_REST * _LEAST_REST))
+            odds: npt.NDArray[np.float64] = np.where(usable, np.log(share / rest), np.nan)
+        return odds
 
     def _table(self, step: int, norms: npt.ArrayLike) -> npt.NDArray[np.float64]:
         """``norms`` as a ``(ranks, buckets)`` table of floats, checked with ``step``."""

@@ -93,7 +93,7 @@ class VerdictRecord(TypedDict):
     parameters: NotRequired[list[str]]
     ratio: NotRequired[float | None]
     nonfinite: NotRequired[bool]
-    #: A ``gradient`` record's: named by the bucket's peak (the share of the norm its
-    #: largest row of 256 elements holds stood apart, as when one element grew x2^16;
-    #: ``ratio`` is that share's to the other ranks' median), not by the norm.
+    #: A ``gradient`` record's: named by the bucket's peak (its largest row of 256
+    #: elements against the rest of the bucket stood apart, as when one element grew
+    #: x2^16; ``ratio`` is that to the other ranks' median), not by the norm.
     element: NotRequired[bool]

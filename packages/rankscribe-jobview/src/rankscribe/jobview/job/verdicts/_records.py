@@ -179,8 +179,8 @@ def gradient_text(rank: int | str, verdicts: Mapping[str, Any]) -> str:
         what = "a NaN or infinite local norm"
     elif ratio is not None and _number(verdicts.get(f"job/gradient_element/{rank}")) == 1.0:
         what = (
-            f"its largest row of 256 elements holds {ratio:.3g}x the share of the norm "
-            "the other ranks' do"
+            f"its largest row of 256 elements, against the rest of the bucket, is {ratio:.3g}x "
+            "the other ranks'"
         )
     elif ratio is not None:
         what = f"{ratio:.3g}x the other ranks' median norm"
