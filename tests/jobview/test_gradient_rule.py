@@ -160,15 +160,17 @@ def test_during_the_warmup_only_a_large_ratio_is_named() -> None:
     assert [(f.step, f.rank, f.bucket) for f in findings] == [(5, 3, 0)]
 
 
-def test_in_the_warmup_a_step_of_many_ranks_is_judged_by_its_own_values_too() -> None:
+def test_in_the_warmup_steps_of_many_ranks_are_judged_by_their_own_values_too() -> None:
     """1,024 ranks x 8 buckets: a step's 8,192 values fit a tail of their own. Under
     heavy-tailed noise (Student's t, 3 degrees of freedom, x 5 % in the log: past x8 once in
     33,000 values, two expected in a warm-up of 8 such steps) ten clean warm-ups named 19
-    ranks with the warm-up's ratio alone, and name 3 with the step's own bar too; under
-    normal noise of 5 % a flip x26 (x2^16 in a bucket of DDP's size) is still named."""
+    ranks with the warm-up's ratio alone, 3 with the bar of each step's own values too,
+    and name none with the bar of the warm-up's steps so far and the step's (one step's
+    bar swings too far: 8,192 values are few to extrapolate to 1e-7); under normal noise
+    of 5 % a flip x26 (x2^16 in a bucket of DDP's size) is still named."""
     rng = np.random.default_rng(15)
     warmups = [np.exp(0.05 * rng.standard_t(3, size=(8, 1024, 8))) for _ in range(10)]
-    assert sum(len(judge_gradients(norms)) for norms in warmups) <= 3
+    assert sum(len(judge_gradients(norms)) for norms in warmups) == 0
     normal = np.exp(rng.normal(0.0, 0.05, size=(8, 1024, 8)))
     normal[2, 7, 5] *= 26.0
     assert [(f.step, f.rank, f.bucket) for f in judge_gradients(normal)] == [(3, 7, 5)]

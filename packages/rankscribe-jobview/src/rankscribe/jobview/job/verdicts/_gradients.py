@@ -36,8 +36,8 @@ The rule (docs/job-view.md, "Gradients"), at each step:
 - a rank is named when ``|d|`` passes the bar and is at least ``log(min_ratio)``
   (``log(whole_ratio)`` for a whole gradient); until a test's bar is learnt
   (:attr:`GradientSettings.warmup` steps and :data:`_FIT_FROM` clean values),
-  only ``warmup_ratio`` or more is named, and, where the step's other values are
-  enough to fit a tail, only past the bar they give;
+  only ``warmup_ratio`` or more is named, and, where the warm-up's steps so far and
+  the step's other values are enough to fit a tail, only past the bar they give;
 - a non-finite local norm (NaN, +-inf) is named at once, whatever the others;
 - after a named fault, while the ranks' median norms have left the range they
   held before it (within :data:`_FALLOUT_ONSET` steps of it, and until they
@@ -217,6 +217,13 @@ class _LearntNoise:
         more than :data:`_LEARN_ROWS` ranks, every k-th rank's, at most that many."""
         stride = -(-len(clean) // _LEARN_ROWS)
         self._seen.append(clean[::stride].copy() if stride > 1 else clean)
+
+    def with_step(self, clean: npt.NDArray[np.float64]) -> _LearntNoise:
+        """A noise learnt afresh from this window's steps and one step more, ``clean``."""
+        noise = _LearntNoise(len(self._seen) + 1)
+        noise._seen.extend(self._seen)
+        noise.remember(clean)
+        return noise
 
     def _learn(self, columns: int, per_test: float) -> npt.NDArray[np.float64]:
         self._since = 0
@@ -487,11 +494,12 @@ class GradientWatch:
         with np.errstate(invalid="ignore"):
             named: npt.NDArray[np.bool_] = np.isfinite(deviations) & (np.abs(deviations) > floor)
             if not warm and named.any():
-                # A step of many ranks is a sample of the noise of its own: in the warm-up a
-                # name must also pass the bar its other values give, when they are enough to
-                # fit a tail (a heavy-tailed noise gives x8 in 1,024 ranks' 8 buckets).
-                own = _LearntNoise(1)
-                own.remember(np.where(named, np.nan, deviations))
+                # Steps of many ranks are a sample of the noise of their own: in the warm-up
+                # a name must also pass the bar that the warm-up's steps so far and this
+                # step's other values give, when they are enough to fit a tail (a
+                # heavy-tailed noise gives x8 in 1,024 ranks' 8 buckets). One step's 8,192
+                # values alone gave bars from 0.05 to 25 times the noise's own.
+                own = noise.with_step(np.where(named, np.nan, deviations))
                 own_scores, own_bar = own.scores(deviations, per_test)
                 if own.fitted:
                     named &= own_scores > own_bar
