@@ -70,3 +70,19 @@ def test_without_injections_only_the_clean_runs_false_names_are_measured(
     assert all(math.isnan(rate) for rate in result["detected"].values())
     with pytest.raises(SystemExit):
         bench.main(["--injections", "-1"])
+
+
+def test_a_run_of_one_bucket_size_gives_a_point_of_the_detection_curve(
+    bench: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # In buckets of 10^8 elements x2^8 moves the norm x1.0003; the peak's row x16 / (1-10).
+    norms_only = bench.bench("gaussian", 16, 4, 200, 6, 0, False, 1e8)["detected"]
+    with_peaks = bench.bench("gaussian", 16, 4, 200, 6, 0, True, 1e8)["detected"]
+    assert (norms_only["flip x2^8"], with_peaks["flip x2^8"]) == (0.0, 1.0)
+    bench.main(["--ranks", "16", "--steps", "60", "--injections", "0", "--sizes", "1e4", "1e6"])
+    rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines()[2:]]
+    assert [(row[0], row[3]) for row in rows] == [
+        (model, size) for model in bench.MODELS for size in ("1e+04", "1e+06")
+    ]
+    with pytest.raises(SystemExit):
+        bench.main(["--sizes", "10"])

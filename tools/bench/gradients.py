@@ -3,6 +3,7 @@
 
     python tools/bench/gradients.py [--ranks 64 1024] [--buckets 8] [--steps 2000]
                                     [--injections 40] [--seed 0] [--quick] [--norms-only]
+                                    [--sizes 1e4 1e6 1e8]
 
 Simulated local gradient norms of a data-parallel job, per rank, step and bucket,
 go through the rule (``judge_gradients``'s step-by-step form, as a live view
@@ -47,6 +48,7 @@ the clean run), and the CPU seconds taken.
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import sys
 import time
@@ -195,10 +197,21 @@ def _clean_peaks(
 
 
 def bench(
-    model: str, ranks: int, buckets: int, steps: int, injections: int, seed: int, peaks: bool
+    model: str,
+    ranks: int,
+    buckets: int,
+    steps: int,
+    injections: int,
+    seed: int,
+    peaks: bool,
+    size: float | None = None,
 ) -> dict[str, Any]:
+    """One model's run (``size``: every bucket of that many elements, else log-uniform
+    from 10^4 to 10^8; the same random stream either way)."""
     rng = np.random.default_rng([seed, ranks, list(MODELS).index(model)])
     sizes = np.exp(rng.uniform(math.log(1e4), math.log(1e8), size=buckets))
+    if size is not None:
+        sizes = np.full(buckets, size)
     base = np.exp(rng.uniform(-3.0, 1.0, size=buckets))
     norms = MODELS[model](rng, steps, ranks, buckets) * base[None, None, :]
     largest = _clean_peaks(rng, model, norms, sizes)
@@ -242,6 +255,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--quick", action="store_true", help="64 ranks, 300 steps, 10 injections")
     parser.add_argument(
+        "--sizes",
+        type=float,
+        nargs="+",
+        default=None,
+        help="a run per bucket size (elements, every bucket that size): the detection curve",
+    )
+    parser.add_argument(
         "--norms-only",
         action="store_true",
         help="the rule without the peaks (the norms alone, as a probe that records no peak)",
@@ -249,32 +269,35 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.injections < 0:
         parser.error(f"--injections must be an int >= 0, got {args.injections}")
+    if args.sizes is not None and not all(256 <= size <= 1e12 for size in args.sizes):
+        parser.error(f"--sizes must be bucket sizes in elements, 256 to 1e12, got {args.sizes}")
     if args.quick:
         args.ranks, args.steps, args.injections = [64], 300, 10
-    header = ["model", "set", "ranks", "false/1e7", *FAULTS, "cpu s"]
+    header = ["model", "set", "ranks", "bucket size", "false/1e7", *FAULTS, "cpu s"]
     print(" | ".join(header))
     print(" | ".join("---" for _ in header))
-    for ranks in args.ranks:
-        for model in args.models:
-            result = bench(
-                model,
-                ranks,
-                args.buckets,
-                args.steps,
-                args.injections,
-                args.seed,
-                not args.norms_only,
-            )
-            tuned = model in TUNED and args.seed < 2
-            row = [
-                model,
-                "tuned" if tuned else "held out",
-                str(ranks),
-                f"{result['false']:.2f}",
-                *(f"{rate:.2f}" for rate in result["detected"].values()),
-                f"{result['cpu']:.1f}",
-            ]
-            print(" | ".join(row), flush=True)
+    for ranks, model, size in itertools.product(args.ranks, args.models, args.sizes or [None]):
+        result = bench(
+            model,
+            ranks,
+            args.buckets,
+            args.steps,
+            args.injections,
+            args.seed,
+            not args.norms_only,
+            size,
+        )
+        tuned = model in TUNED and args.seed < 2
+        row = [
+            model,
+            "tuned" if tuned else "held out",
+            str(ranks),
+            "1e4-1e8" if size is None else f"{size:.0e}",
+            f"{result['false']:.2f}",
+            *(f"{rate:.2f}" for rate in result["detected"].values()),
+            f"{result['cpu']:.1f}",
+        ]
+        print(" | ".join(row), flush=True)
     return 0
 
 
