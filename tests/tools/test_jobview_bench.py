@@ -66,3 +66,26 @@ def test_a_tree_of_no_intervals_is_refused_naming_the_option() -> None:
     )
     assert done.returncode == 2
     assert "--tree-intervals must be at least 1, got 0" in done.stderr
+
+
+def test_the_tree_carries_a_ddp_probes_norms_and_peaks_per_rank_when_asked() -> None:
+    small = ["--tree-ranks", "64", "--tree-steps", "200", "--interval-steps", "100"]
+    done = subprocess.run(
+        [sys.executable, str(BENCH), "--parts", "tree", *small, "--gradient-buckets", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    # 10 tags and two buckets' norm and peak.
+    assert "one interval of 64 ranks x 100 steps x 14 tags" in done.stdout
+    assert "rank 0's node for 64 ranks x 200 steps x 14 tags" in done.stdout
+    refused = subprocess.run(
+        [sys.executable, str(BENCH), "--parts", "tree", "--gradient-buckets", "-1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert refused.returncode == 2
+    assert "--gradient-buckets must be an int >= 0, got -1" in refused.stderr

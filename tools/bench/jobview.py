@@ -4,7 +4,7 @@
     python tools/bench/jobview.py [--ranks 8] [--steps 10000] [--tags 10] [--repeat 3]
                                   [--parts memory,offline,tree,files,judge]
                                   [--tree-ranks 1024] [--tree-steps 100000] [--interval-steps 300]
-                                  [--tree-intervals 1]
+                                  [--tree-intervals 1] [--gradient-buckets 0]
                                   [--judge-ranks 16384] [--judge-steps 100]
 
 (in any env that has rankscribe-writer and rankscribe-lineage, e.g. .tox/lineage)
@@ -54,6 +54,9 @@
    The sizes of docs/job-view.md, "The tree at scale": --tree-ranks 1024,
    16384 and 65536 (--tree-steps 20000; 3000 at 65,536, whose root node
    holds the same past its second interval: docs/job-view.md gives the bound).
+   With --gradient-buckets B every rank also sends a DDP probe's norm and peak of
+   B buckets (each rank's own, 5 % noise, a clean job), as a DDP job with the
+   collector's defaults does, and rank 0's round judges them.
 
 4. The job files alone (``--parts files``): the two files of --ranks' worth of
    curves (--tags tags x 7 statistics x --steps steps) written through the
@@ -100,7 +103,12 @@ from rankscribe.jobview import (
     judge_timings,
     write_job_view,
 )
-from rankscribe.jobview.feed import FINGERPRINT_TAG, STEP_TIME_TAG
+from rankscribe.jobview.feed import (
+    FINGERPRINT_TAG,
+    GRADIENT_NORM_TAG_PREFIX,
+    GRADIENT_PEAK_TAG_PREFIX,
+    STEP_TIME_TAG,
+)
 from rankscribe.jobview.job._statistics import TagStatistics
 from rankscribe.jobview.protocol import JobPartial, straggler_records, timings_evidence
 from rankscribe.lineage import merge_run_dir
@@ -122,6 +130,7 @@ TARGET_JUDGE_MB = 96
 #: Judging evidence merged from windows over judging the arrays at once.
 TARGET_MERGED_RATIO = 1.5
 FAN_IN = 8
+GRADIENTS = (GRADIENT_NORM_TAG_PREFIX, GRADIENT_PEAK_TAG_PREFIX)
 # What the job view writes for each rank tag (docs/job-view.md, "Job tags").
 STATISTIC_NAMES = ("mean", "min", "max", "std", "ranks", "min_rank", "max_rank")
 
@@ -129,6 +138,31 @@ STATISTIC_NAMES = ("mean", "min", "max", "std", "ranks", "min_rank", "max_rank")
 def _tags(count: int) -> list[str]:
     plain = [f"metric/{index}" for index in range(max(0, count - 3))]
     return ["loss/auto", STEP_TIME_TAG, FINGERPRINT_TAG, *plain][:count]
+
+
+def _gradient_tags(buckets: int) -> list[str]:
+    """A DDP probe's tags of ``buckets`` buckets: each one's norm and peak, per rank."""
+    return [
+        prefix + str(bucket)
+        for bucket in range(buckets)
+        for prefix in (GRADIENT_NORM_TAG_PREFIX, GRADIENT_PEAK_TAG_PREFIX)
+    ]
+
+
+def _tag_values(
+    tag: str, rng: np.random.Generator, shape: tuple[int, ...], steps: np.ndarray
+) -> np.ndarray:
+    """Synthetic float32 values of ``tag``: the fingerprint the same on every rank (data
+    parallel), a gradient norm 5 % log-normal noise and its peak 1 % of it (a clean job:
+    the rule names nobody, as in a real one), anything else uniform in [0, 1)."""
+    uniform = rng.random(shape, dtype=np.float32).astype(np.float64)  # every tag: one stream
+    if tag == FINGERPRINT_TAG:
+        return np.broadcast_to((steps % (1 << 24)).astype(np.float64), shape).copy()
+    if tag.startswith(GRADIENTS):
+        scale = 0.01 if tag.startswith(GRADIENT_PEAK_TAG_PREFIX) else 1.0
+        noise = rng.normal(0.0, 0.05, size=shape).astype(np.float32)
+        return (scale * np.exp(noise)).astype(np.float32).astype(np.float64)
+    return uniform
 
 
 def _values(ranks: int, steps: int, tags: list[str]) -> np.ndarray:
@@ -190,10 +224,7 @@ def _leaf_points(rank: int, first: int, steps: int, tags: list[str]) -> dict[str
     step_numbers = np.arange(first, first + steps, dtype=np.int64)
     points: dict[str, Any] = {}
     for tag in tags:
-        values = rng.random(steps, dtype=np.float32).astype(np.float64)
-        if tag == FINGERPRINT_TAG:
-            values = (step_numbers % (1 << 24)).astype(np.float64)
-        points[tag] = (step_numbers, values)
+        points[tag] = (step_numbers, _tag_values(tag, rng, (steps,), step_numbers))
     return points
 
 
@@ -349,14 +380,11 @@ def _subtree(first_rank: int, count: int, first: int, steps: int, tags: list[str
     ranks = np.arange(first_rank, first_rank + count, dtype=np.int64)
     partial = JobPartial()
     for tag in tags:
-        values = rng.random((count, steps), dtype=np.float32).astype(np.float64)
+        values = _tag_values(tag, rng, (count, steps), step_numbers)
         if tag == FINGERPRINT_TAG:
-            partial.per_rank[tag] = {
-                int(rank): (step_numbers, (step_numbers % (1 << 24)).astype(np.float64))
-                for rank in ranks
-            }
+            partial.per_rank[tag] = {int(rank): (step_numbers, values[0]) for rank in ranks}
             continue
-        if tag == STEP_TIME_TAG:
+        if tag == STEP_TIME_TAG or tag.startswith(GRADIENTS):
             partial.per_rank[tag] = {
                 int(rank): (step_numbers, values[index]) for index, rank in enumerate(ranks)
             }
@@ -629,6 +657,12 @@ def _arguments() -> argparse.Namespace:
         default=1,
         help="intervals in a row into one view, each timed (the tree part; 1: the first only)",
     )
+    parser.add_argument(
+        "--gradient-buckets",
+        type=int,
+        default=0,
+        help="the tree's ranks also send a DDP probe's norm and peak of this many buckets",
+    )
     parser.add_argument("--judge-ranks", type=int, default=16_384)
     parser.add_argument("--judge-steps", type=int, default=100)
     args = parser.parse_args()
@@ -637,6 +671,8 @@ def _arguments() -> argparse.Namespace:
         parser.error(f"--tree-ranks must be at least {FAN_IN + 1}, got {args.tree_ranks}")
     if args.tree_intervals < 1:
         parser.error(f"--tree-intervals must be at least 1, got {args.tree_intervals}")
+    if args.gradient_buckets < 0:
+        parser.error(f"--gradient-buckets must be an int >= 0, got {args.gradient_buckets}")
     return args
 
 
@@ -651,10 +687,11 @@ def main() -> None:
     if "judge" in parts:
         bench_judge(args.judge_ranks, args.judge_steps, args.repeat)
     if "tree" in parts:
-        bench_interval(args.tree_ranks, args.interval_steps, tags, args.repeat)
+        tree_tags = tags + _gradient_tags(args.gradient_buckets)
+        bench_interval(args.tree_ranks, args.interval_steps, tree_tags, args.repeat)
         if args.tree_intervals > 1:
-            bench_rounds(args.tree_ranks, args.interval_steps, tags, args.tree_intervals)
-        bench_root_memory(args.tree_ranks, args.tree_steps, args.interval_steps, tags)
+            bench_rounds(args.tree_ranks, args.interval_steps, tree_tags, args.tree_intervals)
+        bench_root_memory(args.tree_ranks, args.tree_steps, args.interval_steps, tree_tags)
     if not parts & {"memory", "offline"}:
         return
     values = _values(args.ranks, args.steps, tags)
