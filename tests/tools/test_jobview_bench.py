@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parents[2] / "tools" / "bench" / "jobview.py"
 
 
@@ -56,36 +58,36 @@ def test_the_tree_part_times_intervals_in_a_row_and_judges_the_slowest() -> None
     assert 0.0 <= float(parts.group(2)) <= float(parts.group(1)) + 0.01
 
 
-def test_a_tree_of_no_intervals_is_refused_naming_the_option() -> None:
-    done = subprocess.run(
-        [sys.executable, str(BENCH), "--parts", "tree", "--tree-intervals", "0"],
+def _bench(
+    *options: str, timeout: float = 120, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(BENCH), *options],
         capture_output=True,
         text=True,
-        timeout=60,
-        check=False,
+        timeout=timeout,
+        check=check,
     )
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--tree-intervals", "0"], "--tree-intervals must be at least 1, got 0"),
+        (["--gradient-buckets", "-1"], "--gradient-buckets must be an int >= 0, got -1"),
+    ],
+)
+def test_a_tree_of_no_intervals_or_of_fewer_than_no_buckets_is_refused_naming_the_option(
+    option: list[str], message: str
+) -> None:
+    done = _bench("--parts", "tree", *option, timeout=60, check=False)
     assert done.returncode == 2
-    assert "--tree-intervals must be at least 1, got 0" in done.stderr
+    assert message in done.stderr
 
 
 def test_the_tree_carries_a_ddp_probes_norms_and_peaks_per_rank_when_asked() -> None:
     small = ["--tree-ranks", "64", "--tree-steps", "200", "--interval-steps", "100"]
-    done = subprocess.run(
-        [sys.executable, str(BENCH), "--parts", "tree", *small, "--gradient-buckets", "2"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
+    done = _bench("--parts", "tree", *small, "--gradient-buckets", "2")
     # 10 tags and two buckets' norm and peak.
     assert "one interval of 64 ranks x 100 steps x 14 tags" in done.stdout
     assert "rank 0's node for 64 ranks x 200 steps x 14 tags" in done.stdout
-    refused = subprocess.run(
-        [sys.executable, str(BENCH), "--parts", "tree", "--gradient-buckets", "-1"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert refused.returncode == 2
-    assert "--gradient-buckets must be an int >= 0, got -1" in refused.stderr
