@@ -590,3 +590,68 @@ def test_the_watch_judges_float32_timings_as_they_came_in_half_the_memory(exact:
         for tag in timings
         for rank, (_, values) in watch._series[tag].items()
     )
+
+
+@pytest.mark.parametrize(("cpu_per_cost", "named"), [(1.25, False), (0.8, True)])
+def test_the_watchs_own_rank_late_by_its_live_views_cpu_is_warned_of_not_named(
+    cpu_per_cost: float, named: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Rank 0 runs the watch and the live view's threads; it is 1.5x slow. Its live view
+    # used cpu_per_cost times that cost in CPU a step (steps 99-199): when that covers the
+    # cost, the lateness is RankScribe's own and nobody is named, with one warning.
+    timings = window(3, 200, slow=0, factor=1.5)
+    [judged] = judge_window(timings)
+    cost = judged["cost_seconds_per_step"]
+    assert judged["ranks"] == [0] and judged["since_step"] < 99
+    told: list[Mapping[str, Any]] = []
+    watch = TimingWatch(on_verdict=told.append)
+    watch.add(_rounds(timings, 0, 100))
+    watch.own_work(0, 0.5)
+    watch.add(_rounds(timings, 100, 200))
+    watch.own_work(0, 0.5 + cpu_per_cost * cost * 100)
+    assert watch.own_cpu_per_step(0) == pytest.approx(cpu_per_cost * cost)
+    with caplog.at_level(logging.WARNING):
+        records = plain(watch.judge())
+        watch.judge()
+    own = [r.getMessage() for r in caplog.records if "RankScribe's cost" in r.getMessage()]
+    if named:
+        assert [record["ranks"] for record in records] == [[0]] and len(told) == 1
+        assert own == []
+    else:
+        assert records == [] and told == [] and watch.records == []
+        [message] = own  # once, however many judgements it explains
+        assert message.startswith("rankscribe job view: rank 0 costs ")
+        assert "on its section/compute" in message and "job_view_interval" in message
+
+
+def test_the_live_views_cpu_on_its_own_rank_explains_no_other_rank() -> None:
+    timings = window(3, 200, slow=1, factor=1.5)
+    watch = TimingWatch()
+    watch.add(_rounds(timings, 0, 100))
+    watch.own_work(0, 0.0)
+    watch.add(_rounds(timings, 100, 200))
+    watch.own_work(0, 100.0)  # a second of CPU a step: far more than rank 1's cost
+    assert [record["ranks"] for record in plain(watch.judge())] == [[1]]
+
+
+def test_the_live_views_cpu_a_step_is_read_between_its_totals_and_restarts_with_its_threads() -> (
+    None
+):
+    timings = window(3, 400)
+    watch = TimingWatch()
+    watch.own_work(0, 5.0)  # before any step: nothing to pin it to
+    assert watch.own_cpu_per_step(0) == 0.0
+    watch.add(_rounds(timings, 0, 100))
+    watch.own_work(0, 0.5)
+    assert watch.own_cpu_per_step(0) == 0.0  # one total is no rate
+    watch.add(_rounds(timings, 100, 200))
+    watch.own_work(0, 1.5)  # 1 s over steps 99-199
+    assert watch.own_cpu_per_step(149) == pytest.approx(0.01)
+    assert watch.own_cpu_per_step(0) == pytest.approx(0.01)  # from the first total on
+    assert watch.own_cpu_per_step(199) == 0.0
+    watch.add(_rounds(timings, 200, 300))
+    watch.own_work(0, 0.2)  # a lower total: the view's threads started again
+    assert watch.own_cpu_per_step(0) == 0.0
+    watch.add(_rounds(timings, 300, 400))
+    watch.own_work(0, 1.2)
+    assert watch.own_cpu_per_step(0) == pytest.approx(1.0 / 100)  # since the restart

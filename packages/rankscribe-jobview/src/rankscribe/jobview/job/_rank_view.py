@@ -137,8 +137,9 @@ class LiveRankView:
         self._progress_at = 0.0  # time.monotonic() when this rank's files last grew
         self._stalled = False
         self._missing: list[int] = []  # missing from the last round (rank 0)
-        #: CPU seconds each background thread used so far (thread name -> seconds; a
-        #: thread updates its own after each round): what tools/bench/collector.py reports.
+        #: CPU seconds each background thread of this training run used so far (thread
+        #: name -> seconds; a thread updates its own after each round and write): rank 0's
+        #: are told to its watch (``TimingWatch.own_work``).
         self.thread_cpu: dict[str, float] = {}
 
     # ------------------------------------------------------------------ lifecycle
@@ -177,6 +178,7 @@ class LiveRankView:
         self._stalled = False
         self._finished = set()
         self._missing = []
+        self.thread_cpu = {}  # the threads of this run start from 0
         self._stop.clear()
         self._appended_at = time.monotonic()
         self.view = None
@@ -458,6 +460,7 @@ class LiveRankView:
                 )
             if appending:
                 self._missing = missing
+        view.watch.own_work(channel.rank, self._view_cpu())
         try:
             view.judge(final=final)
         except OSError as error:
@@ -466,6 +469,14 @@ class LiveRankView:
             )
         if appending:
             self._written.set()
+
+    def _view_cpu(self) -> float:
+        """CPU seconds this rank's live-view threads used so far (the calling one's now)."""
+        spent = dict(self.thread_cpu)
+        current = threading.current_thread()
+        if current is self._thread or current is self._writer:
+            spent[current.name] = time.thread_time()
+        return sum(spent.values())
 
     def _append_due(self) -> bool:
         """Rank 0: whether this round appends to the job files (every ``interval``).

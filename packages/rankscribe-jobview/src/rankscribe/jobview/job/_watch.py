@@ -13,11 +13,20 @@ callable, and its first appearance is logged once as a warning. A straggler
 verdict missing from :data:`END_JUDGEMENTS` judgements in a row ends: its
 record, with ``status`` "ended", the last step judged and the reason, goes
 to ``on_verdict`` too, and is kept in :attr:`TimingWatch.ended`.
+
+The rank that runs the watch runs the live view's threads too: on a machine
+whose cores are all busy they take its training thread's CPU (and the GIL).
+Its view's CPU is told to the watch each round (:meth:`TimingWatch.own_work`);
+a straggler verdict naming that rank alone whose cost is no more than that CPU
+a step over its span is the recorder's own cost, not the job's: it is not
+named (no record, no ``on_verdict``), and a warning says so once, with the
+remedy (a longer ``job_view_interval``).
 """
 
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -28,7 +37,11 @@ import numpy.typing as npt
 from rankscribe.jobview.job._statistics import STEP_TIME_TAG, is_timing_tag, shared_steps
 from rankscribe.jobview.job.verdicts._judge import judge_timings
 from rankscribe.jobview.job.verdicts._record_types import StragglerRecord, VerdictRecord
-from rankscribe.jobview.job.verdicts._straggler_verdicts import VerdictSettings, straggler_message
+from rankscribe.jobview.job.verdicts._straggler_verdicts import (
+    VerdictSettings,
+    seconds_text,
+    straggler_message,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +62,13 @@ END_JUDGEMENTS = 3
 DEFAULT_WINDOW_STEPS = 200
 #: A standing verdict whose cost moves by more than this share is a changed verdict.
 _COST_CHANGE = 0.25
+#: A verdict naming the watch's own rank alone is the live view's own cost when its cost a
+#: step is at most this many times the CPU the view's threads used a step over its span:
+#: on a machine whose every core is busy, the training thread loses to those threads the
+#: time they hold its core or the GIL, about their CPU time (measured on four ranks of a
+#: two-core machine beside other work: a cost of 0.4-0.65 times it; docs/job-view.md,
+#: "The live view's own cost").
+OWN_WORK_FACTOR = 1.0
 
 #: What ``on_verdict`` receives: one verdict record (a copy: the callback may keep it), a
 #: straggler's as judged, the other kinds' as read back.
@@ -158,6 +178,11 @@ class TimingWatch:
         #: The straggler verdicts that ended, in the order they ended (``status`` "ended").
         self.ended: list[StragglerRecord] = []
         self.calls = 0
+        # The rank this watch runs on and its view threads' CPU seconds so far, as of the
+        # last step reported then: (step, seconds), oldest first (:meth:`own_work`).
+        self._own_rank: int | None = None
+        self._own_cpu: deque[tuple[int, float]] = deque()
+        self._own_warned: set[int] = set()
 
     @property
     def records(self) -> list[StragglerRecord | VerdictRecord]:
@@ -241,10 +266,68 @@ class TimingWatch:
         self._windows[tag] = (ranks, window)
         return window
 
+    def own_work(self, rank: int, cpu_seconds: float) -> None:
+        """The watch runs on ``rank``, whose live-view threads have used ``cpu_seconds`` of
+        CPU so far (a running total): kept with the last step reported, back to the window's
+        first step."""
+        step = self._last_step()
+        if self._own_rank != rank or (self._own_cpu and cpu_seconds < self._own_cpu[-1][1]):
+            self._own_cpu.clear()  # another rank, or the view's threads started again
+        self._own_rank = rank
+        if step < 0:
+            return
+        if self._own_cpu and self._own_cpu[-1][0] >= step:
+            self._own_cpu.pop()  # no new step since: the later total stands for it
+        self._own_cpu.append((step, float(cpu_seconds)))
+        first = step - self.settings.window_steps
+        while len(self._own_cpu) > 2 and self._own_cpu[1][0] <= first:
+            self._own_cpu.popleft()
+
+    def own_cpu_per_step(self, since_step: int) -> float:
+        """CPU seconds a step the watch's own rank's view threads used from ``since_step`` to
+        the last step told (0.0 when fewer than two totals were told)."""
+        if len(self._own_cpu) < 2:
+            return 0.0
+        steps = np.array([step for step, _ in self._own_cpu], dtype=np.float64)
+        seconds = np.array([cpu for _, cpu in self._own_cpu], dtype=np.float64)
+        start = max(float(since_step), float(steps[0]))
+        if steps[-1] <= start:
+            return 0.0
+        spent = float(seconds[-1]) - float(np.interp(start, steps, seconds))
+        return max(spent, 0.0) / (float(steps[-1]) - start)
+
+    def _own_work_explains(self, record: StragglerRecord) -> bool:
+        """Whether ``record`` names the watch's own rank alone, at a cost its live view's
+        threads' CPU explains (``OWN_WORK_FACTOR``); warned of once per rank."""
+        if self._own_rank is None or list(record["ranks"]) != [self._own_rank]:
+            return False
+        cpu = self.own_cpu_per_step(int(record["since_step"]))
+        cost = float(record["cost_seconds_per_step"])
+        if cost > OWN_WORK_FACTOR * cpu:
+            return False
+        if self._own_rank not in self._own_warned:
+            self._own_warned.add(self._own_rank)
+            logger.warning(
+                "rankscribe job view: rank %d costs %s a step (%.0f%% of the step) on its %s, "
+                "within the %s of CPU a step the live view's own threads use on it: "
+                "RankScribe's cost, not the job's, so it is not named (a longer "
+                "job_view_interval lowers it).",
+                self._own_rank,
+                seconds_text(cost),
+                100.0 * float(record["cost_share"]),
+                str(record["timing"]).replace("_", " "),
+                seconds_text(cpu),
+            )
+        return True
+
     def judge(self, others: Iterable[VerdictRecord] = ()) -> list[StragglerRecord | VerdictRecord]:
         """Judge the window; call ``on_verdict`` for each new or changed record; return them."""
         changed: list[StragglerRecord | VerdictRecord] = []
-        found = {_key(record): record for record in judge_window(self._series, self.settings)}
+        found = {
+            _key(record): record
+            for record in judge_window(self._series, self.settings)
+            if not self._own_work_explains(record)
+        }
         for key, record in found.items():
             old = self._standing.get(key)
             if old is not None and old["since_step"] != record["since_step"]:
