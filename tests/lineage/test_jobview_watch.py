@@ -597,8 +597,8 @@ def test_the_watchs_own_rank_late_by_its_live_views_cpu_is_warned_of_not_named(
     cpu_per_cost: float, named: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
     # Rank 0 runs the watch and the live view's threads; it is 1.5x slow. Its live view
-    # used cpu_per_cost times that cost in CPU a step (steps 99-199): when that covers the
-    # cost, the lateness is RankScribe's own and nobody is named, with one warning.
+    # used cpu_per_cost times that cost in CPU a step: when that covers the cost, the
+    # lateness is RankScribe's own and nobody is named, with one warning.
     timings = window(3, 200, slow=0, factor=1.5)
     [judged] = judge_window(timings)
     cost = judged["cost_seconds_per_step"]
@@ -606,9 +606,9 @@ def test_the_watchs_own_rank_late_by_its_live_views_cpu_is_warned_of_not_named(
     told: list[Mapping[str, Any]] = []
     watch = TimingWatch(on_verdict=told.append)
     watch.add(_rounds(timings, 0, 100))
-    watch.own_work(0, 0.5)
+    watch.own_work(0, cpu_per_cost * cost * 100)
     watch.add(_rounds(timings, 100, 200))
-    watch.own_work(0, 0.5 + cpu_per_cost * cost * 100)
+    watch.own_work(0, cpu_per_cost * cost * 200)
     assert watch.own_cpu_per_step(0) == pytest.approx(cpu_per_cost * cost)
     with caplog.at_level(logging.WARNING):
         records = plain(watch.judge())
@@ -639,15 +639,15 @@ def test_the_live_views_cpu_a_step_is_read_between_its_totals_and_restarts_with_
 ):
     timings = window(3, 400)
     watch = TimingWatch()
-    watch.own_work(0, 5.0)  # before any step: nothing to pin it to
+    watch.own_work(0, 0.01)  # before any step: nothing to pin it to
     assert watch.own_cpu_per_step(0) == 0.0
     watch.add(_rounds(timings, 0, 100))
-    watch.own_work(0, 0.5)
-    assert watch.own_cpu_per_step(0) == 0.0  # one total is no rate
+    watch.own_work(0, 0.5)  # over the steps so far: 0.5 s from before step 0 to step 99
+    assert watch.own_cpu_per_step(0) == pytest.approx(0.005)
     watch.add(_rounds(timings, 100, 200))
     watch.own_work(0, 1.5)  # 1 s over steps 99-199
     assert watch.own_cpu_per_step(149) == pytest.approx(0.01)
-    assert watch.own_cpu_per_step(0) == pytest.approx(0.01)  # from the first total on
+    assert watch.own_cpu_per_step(0) == pytest.approx((1.5 - 0.005) / 199)
     assert watch.own_cpu_per_step(199) == 0.0
     watch.add(_rounds(timings, 200, 300))
     watch.own_work(0, 0.2)  # a lower total: the view's threads started again
@@ -655,3 +655,32 @@ def test_the_live_views_cpu_a_step_is_read_between_its_totals_and_restarts_with_
     watch.add(_rounds(timings, 300, 400))
     watch.own_work(0, 1.2)
     assert watch.own_cpu_per_step(0) == pytest.approx(1.0 / 100)  # since the restart
+
+
+@pytest.mark.parametrize(("cpu_per_cost", "named"), [(1.25, False), (0.8, True)])
+def test_the_whole_runs_verdict_leaves_out_the_live_views_own_cost_on_its_rank_too(
+    tmp_path: Path, cpu_per_cost: float, named: bool
+) -> None:
+    # Rank 0, whose live view judges, 1.5x slow the whole run: the merged lineage's keys
+    # (the whole run's judgement) leave it out when its view's CPU a step covers the cost.
+    timings = window(3, 400, slow=0, factor=1.5)
+
+    def finished(directory: Path, cpu_per_step: float | None) -> dict[str, Any]:
+        directory.mkdir()
+        view = LiveJobView(directory, world_size=3)
+        for low, high in ((0, 200), (200, 400)):
+            merged = partial_of(_rounds(timings, low, high), 0)
+            for rank in (1, 2):
+                merged.merge(partial_of(_rounds(timings, low, high), rank))
+            view.add(merged)
+            if cpu_per_step is not None:
+                view.watch.own_work(0, cpu_per_step * high)
+            view.judge(final=True)
+        return dict(view.finish())
+
+    plain_run = finished(tmp_path / "plain", None)
+    assert plain_run["job/straggler_ranks"] == "0"
+    cost = float(plain_run["job/straggler_cost_seconds"])
+    told = finished(tmp_path / "told", cpu_per_cost * cost)
+    assert told["job/straggler_ranks"] == ("0" if named else "")
+    assert (LIVE_SPANS_KEY in told) is named

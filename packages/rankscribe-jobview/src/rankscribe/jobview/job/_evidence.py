@@ -11,7 +11,7 @@ judged on.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -29,6 +29,7 @@ from rankscribe.jobview.job._statistics import (
     shared_values,
 )
 from rankscribe.jobview.job.verdicts._gradient_verdicts import GradientVerdicts
+from rankscribe.jobview.job.verdicts._record_types import StragglerRecord
 from rankscribe.jobview.job.verdicts._straggler_verdicts import (
     VerdictSettings,
     straggler_verdicts_since,
@@ -254,12 +255,16 @@ class LiveVerdicts:
                     self.diverged[rank] = int(dense.steps[row])
 
     def verdicts(
-        self, onsets: Mapping[tuple[str, int], int] | None = None
+        self,
+        onsets: Mapping[tuple[str, int], int] | None = None,
+        explained: Callable[[StragglerRecord], bool] | None = None,
     ) -> dict[str, float | int | str]:
         """The ``user_defined`` keys of the job so far (as in ``docs/job-view.md``).
 
         ``onsets``: (timing tag, rank) -> the step the live view named the rank at; a
-        straggler verdict naming it keeps that onset (``straggler_verdicts_since``).
+        straggler verdict naming it keeps that onset (``straggler_verdicts_since``);
+        ``explained``: a straggler verdict it is true of is not named (the live view's own
+        cost, ``TimingWatch.own_work_explains``).
         """
         reported = sorted(rank for rank, step in self.last_steps.items() if step >= 0)
         absent = missing_ranges(reported, self.world_size)
@@ -274,7 +279,9 @@ class LiveVerdicts:
             skew = skew_median(step_times.skews)
             if skew is not None:
                 verdicts["job/step_time_skew"] = skew
-        verdicts.update(straggler_verdicts_since(self.stragglers, self.settings, onsets or {}))
+        verdicts.update(
+            straggler_verdicts_since(self.stragglers, self.settings, onsets or {}, explained)
+        )
         verdicts.update(untimed_ranks(reported, self.timed_ranks))
         verdicts["job/divergence_check"] = self.divergence
         verdicts["job/diverged_ranks"] = ranges_text(sorted(self.diverged))

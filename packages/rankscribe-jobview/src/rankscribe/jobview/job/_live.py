@@ -417,7 +417,9 @@ class LiveJobView:
 
     def _job_verdicts(self) -> dict[str, float | int | str]:
         """The job's verdicts, the straggler's onset the one the live view named it with."""
-        return self.state.verdicts(live_onsets(self.watch.records))
+        return self.state.verdicts(
+            live_onsets(self.watch.records), explained=self.watch.own_work_explains
+        )
 
 
 def live_onsets(records: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int], int]:

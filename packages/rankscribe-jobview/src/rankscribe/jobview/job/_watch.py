@@ -182,6 +182,7 @@ class TimingWatch:
         # last step reported then: (step, seconds), oldest first (:meth:`own_work`).
         self._own_rank: int | None = None
         self._own_cpu: deque[tuple[int, float]] = deque()
+        self._own_first: tuple[int, float] | None = None  # the first, for a whole run
         self._own_warned: set[int] = set()
 
     @property
@@ -268,14 +269,21 @@ class TimingWatch:
 
     def own_work(self, rank: int, cpu_seconds: float) -> None:
         """The watch runs on ``rank``, whose live-view threads have used ``cpu_seconds`` of
-        CPU so far (a running total): kept with the last step reported, back to the window's
-        first step."""
+        CPU so far: a running total from the threads' start, which is the start of the
+        steps (the first total is spread over the steps since the first one reported).
+        Kept with the last step reported, back to the window's first step; a total lower
+        than the last, or another rank, starts the count again from there."""
         step = self._last_step()
-        if self._own_rank != rank or (self._own_cpu and cpu_seconds < self._own_cpu[-1][1]):
+        if self._own_rank is not None and (
+            self._own_rank != rank or (self._own_cpu and cpu_seconds < self._own_cpu[-1][1])
+        ):
             self._own_cpu.clear()  # another rank, or the view's threads started again
+            self._own_first = None if step < 0 else (step, float(cpu_seconds))
         self._own_rank = rank
         if step < 0:
             return
+        if self._own_first is None:
+            self._own_first = (self._first_step() - 1, 0.0)
         if self._own_cpu and self._own_cpu[-1][0] >= step:
             self._own_cpu.pop()  # no new step since: the later total stands for it
         self._own_cpu.append((step, float(cpu_seconds)))
@@ -285,18 +293,22 @@ class TimingWatch:
 
     def own_cpu_per_step(self, since_step: int) -> float:
         """CPU seconds a step the watch's own rank's view threads used from ``since_step`` to
-        the last step told (0.0 when fewer than two totals were told)."""
-        if len(self._own_cpu) < 2:
+        the last step told (0.0 when fewer than two totals were told). Before the window
+        (a whole run's verdict), at the rate between the count's start and the window."""
+        told = list(self._own_cpu)
+        if self._own_first is not None and told and self._own_first[0] < told[0][0]:
+            told.insert(0, self._own_first)
+        if len(told) < 2:
             return 0.0
-        steps = np.array([step for step, _ in self._own_cpu], dtype=np.float64)
-        seconds = np.array([cpu for _, cpu in self._own_cpu], dtype=np.float64)
+        steps = np.array([step for step, _ in told], dtype=np.float64)
+        seconds = np.array([cpu for _, cpu in told], dtype=np.float64)
         start = max(float(since_step), float(steps[0]))
         if steps[-1] <= start:
             return 0.0
         spent = float(seconds[-1]) - float(np.interp(start, steps, seconds))
         return max(spent, 0.0) / (float(steps[-1]) - start)
 
-    def _own_work_explains(self, record: StragglerRecord) -> bool:
+    def own_work_explains(self, record: StragglerRecord) -> bool:
         """Whether ``record`` names the watch's own rank alone, at a cost its live view's
         threads' CPU explains (``OWN_WORK_FACTOR``); warned of once per rank."""
         if self._own_rank is None or list(record["ranks"]) != [self._own_rank]:
@@ -326,7 +338,7 @@ class TimingWatch:
         found = {
             _key(record): record
             for record in judge_window(self._series, self.settings)
-            if not self._own_work_explains(record)
+            if not self.own_work_explains(record)
         }
         for key, record in found.items():
             old = self._standing.get(key)
@@ -372,6 +384,13 @@ class TimingWatch:
         )
         ended["message"] = f"{record['message']} (ended by step {until})"
         return ended
+
+    def _first_step(self) -> int:
+        """The first step any rank reported a timing of that the window holds (-1: none)."""
+        return min(
+            (int(steps[0]) for ranks in self._series.values() for steps, _ in ranks.values()),
+            default=-1,
+        )
 
     def _last_step(self) -> int:
         """The last step any rank reported a timing of (-1: none)."""

@@ -876,12 +876,18 @@ def straggler_verdicts_since(
     evidence: StragglerEvidence,
     settings: VerdictSettings | None,
     onsets: Mapping[tuple[str, int], int],
+    explained: Callable[[StragglerRecord], bool] | None = None,
 ) -> dict[str, float | int | str]:
     """:func:`straggler_verdicts`, a verdict's onset the step ``onsets`` gives for its
     timing tag and costliest rank where it gives one (the live view's: the step the rank
     was named at, which a judgement of the whole run places a block earlier or later;
-    ``docs/job-view.md``, "The onset"), in ``job/straggler_since_step`` and the message."""
-    return _verdicts_of(_judgements(_Totals.of_evidence(evidence), settings, onsets))
+    ``docs/job-view.md``, "The onset"), in ``job/straggler_since_step`` and the message.
+    ``explained``: a verdict it is true of is left out (the live view's own cost on its
+    rank: ``TimingWatch.own_work_explains``)."""
+    judgements = _judgements(_Totals.of_evidence(evidence), settings, onsets)
+    if explained is not None:
+        judgements = [each for each in judgements if not explained(each[0])]
+    return _verdicts_of(judgements)
 
 
 def _verdicts_of(
