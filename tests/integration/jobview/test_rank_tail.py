@@ -16,6 +16,7 @@ import pytest
 
 # private: the rank side of the live protocol (file tail, stall rule), no public door
 from rankscribe.jobview.job import _rank_view as _live
+from rankscribe.ranks import RankInfo
 from rankscribe.writer import SummaryRecord, reader, scalar_summary
 
 
@@ -108,3 +109,42 @@ def test_a_rank_whose_files_stop_growing_leaves_itself_out_until_it_writes_again
     time.sleep(0.4)
     # The last round always counts the rank: it is done, not missing.
     assert live._own_partial(tail, 0, final=True).finished == {0}
+
+
+class _RootAlone:
+    """Rank 0's end of a tree of two ranks whose other rank never reports: what the rank
+    view asks of a channel (no parent, no children to wait for)."""
+
+    rank, parent, tree_height, height, concurrent = 0, None, 1, 1, True
+
+    def __init__(self) -> None:
+        self.children: list[int] = []
+
+    def close(self) -> None:
+        pass
+
+
+def test_rank_0_tells_its_watch_the_cpu_its_live_view_threads_use(tmp_path: Path) -> None:
+    # docs/job-view.md, "The live view's own cost": each round, the view's threads' CPU so
+    # far goes to the watch, which reads it a step (the rate that explains rank 0's
+    # lateness as RankScribe's own).
+    job, rank_dir = tmp_path / "job", tmp_path / "job" / "rank_0"
+    rank_dir.mkdir(parents=True)
+    live = _live.LiveRankView(interval=0.05)
+    live.channel = _RootAlone()  # type: ignore[assignment]  # (the protocol's parts used)
+    live.info = RankInfo(rank=0, world_size=2, local_rank=0, local_size=2, host="h", launcher="pmi")
+    live._job_dir = str(job)
+    live.start(rank_dir)
+    view = live.view
+    assert view is not None
+    with SummaryRecord(rank_dir, rank=0) as record:
+        for step in range(1, 121):
+            record.add_value("scalar", "rankscribe/step_time", 0.01)
+            record.record(step)
+            if step % 20 == 0:
+                record.flush()
+                time.sleep(0.12)  # a round or two reads the new steps
+    live.stop_thread()
+    assert live.thread_cpu["rankscribe-job-view"] > 0
+    rate = view.watch.own_cpu_per_step(0)
+    assert 0 < rate <= sum(live.thread_cpu.values()) / 19  # over at least steps 1-20
