@@ -621,7 +621,8 @@ def test_the_watchs_own_rank_late_by_its_live_views_cpu_is_warned_of_not_named(
         assert records == [] and told == [] and watch.records == []
         [message] = own  # once, however many judgements it explains
         assert message.startswith("rankscribe job view: rank 0 costs ")
-        assert "on its section/compute" in message and "job_view_interval" in message
+        assert "on its section/compute" in message
+        assert "a round every min(job_view_interval, 2 s)" in message
 
 
 def test_the_live_views_cpu_on_its_own_rank_explains_no_other_rank() -> None:

@@ -323,7 +323,8 @@ class TimingWatch:
                 "rankscribe job view: rank %d costs %s a step (%.0f%% of the step) on its %s, "
                 "within the %s of CPU a step the live view's own threads use on it: "
                 "RankScribe's cost, not the job's, so it is not named (a longer "
-                "job_view_interval lowers it).",
+                "job_view_interval lowers it: a round every min(job_view_interval, 2 s), "
+                "a write every job_view_interval).",
                 self._own_rank,
                 seconds_text(cost),
                 100.0 * float(record["cost_share"]),
