@@ -8,6 +8,9 @@
   one warning names the rank, the timing, the cost and ``rankscribe-lineage show``;
 - the control file changes the thresholds; a planted link, FIFO, oversized or
   malformed file is refused with one warning and the settings stay;
+- the live view's own cost: the rank the watch runs on, late by no more than its view
+  threads' CPU a step, is warned of once and not named, live or in the whole run's keys;
+  any other rank, or a rank 0 later than that, is;
 - ``rankscribe-lineage show --json`` and ``--check`` on a running job's dir and
   on a dir with no job (exit 3 / 0 / 2).
 """
