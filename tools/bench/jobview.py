@@ -142,11 +142,7 @@ def _tags(count: int) -> list[str]:
 
 def _gradient_tags(buckets: int) -> list[str]:
     """A DDP probe's tags of ``buckets`` buckets: each one's norm and peak, per rank."""
-    return [
-        prefix + str(bucket)
-        for bucket in range(buckets)
-        for prefix in (GRADIENT_NORM_TAG_PREFIX, GRADIENT_PEAK_TAG_PREFIX)
-    ]
+    return [prefix + str(bucket) for bucket in range(buckets) for prefix in GRADIENTS]
 
 
 def _tag_values(
