@@ -472,7 +472,8 @@ def test_with_two_ranks_a_bucket_ten_times_the_other_is_named_once_the_bar_is_le
 def test_a_job_of_thousands_of_ranks_is_learnt_from_a_bounded_window() -> None:
     """Of more than 1,024 ranks the noise is learnt from every k-th rank's deviations:
     the watch holds what 1,024 ranks' window holds (at 16,384 ranks and 8 buckets the
-    whole window was 210 MB), and still names a bucket twice the others' and no clean one."""
+    whole window was 210 MB), each learning takes at most 2^17 of its values (the full
+    window here is 1.2 M), and it still names a bucket twice the others' and no clean one."""
     ranks, steps = 4096, 240
     norms = clean_norms(25, ranks=ranks, steps=steps)
     norms[219, 3001, 4] *= 2.0

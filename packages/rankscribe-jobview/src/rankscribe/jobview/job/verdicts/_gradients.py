@@ -79,6 +79,14 @@ _RELEARN_EVERY = 16
 #: size into account). At 16,384 ranks and 8 buckets the whole window was 210 MB, and
 #: learning it again every 16 steps 2.4 s.
 _LEARN_ROWS = 1024
+#: The most values a test's noise is learnt from: of a larger window, every k-th of its
+#: rows (a rank's values at a step), from a row that moves on at each learning, so that
+#: over the learnings every row counts alike. At 1,024 ranks and 8 buckets the 200-step
+#: window is 1.6 M values, and learning it took 116 ms: every 16 steps, for each of the
+#: three tests, 15 ms a step on rank 0's live view (tools/bench/jobview.py --parts tree
+#: --gradient-buckets 8). 2^17 values fit the tail on its top 1,310: the bar's
+#: extrapolation takes the sample's size into account (:func:`_extrapolated_bar`).
+_LEARN_VALUES = 1 << 17
 #: Buckets from which a change of a rank's every bucket is judged apart from one bucket's.
 _WHOLE_AT = 3
 #: The share of the window's scores that the tail is fitted on (at least :data:`_TAIL_MIN`
@@ -188,6 +196,7 @@ class _LearntNoise:
         self._spreads: npt.NDArray[np.float64] | None = None
         self._tail_bar = 0.0
         self._since = 0
+        self._learnt = 0  # learnings so far: where the next one's sample starts
 
     @property
     def fitted(self) -> bool:
@@ -225,12 +234,26 @@ class _LearntNoise:
         noise.remember(clean)
         return noise
 
+    def _sample(self) -> npt.NDArray[np.float64]:
+        """The window's rows end to end, or of a window past :data:`_LEARN_VALUES` values
+        every k-th of them from a row that moves on at each learning: taken step by step,
+        without joining the whole window first."""
+        stride = -(-sum(rows.size for rows in self._seen) // _LEARN_VALUES)
+        if stride <= 1:
+            return np.concatenate(list(self._seen), axis=0)
+        offset, start, parts = self._learnt % stride, 0, []
+        for rows in self._seen:  # the rows at offset, offset + stride, ... of the whole
+            parts.append(rows[(offset - start) % stride :: stride])
+            start += len(rows)
+        return np.concatenate(parts, axis=0)
+
     def _learn(self, columns: int, per_test: float) -> npt.NDArray[np.float64]:
         self._since = 0
         if not self._seen:
             self._spreads, self._tail_bar = np.full(columns, math.inf), 0.0
             return self._spreads
-        seen = np.concatenate(list(self._seen), axis=0)
+        seen = self._sample()
+        self._learnt += 1
         spreads = np.full(columns, math.nan)
         for column in range(columns):
             own = seen[:, column]
