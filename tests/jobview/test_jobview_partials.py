@@ -24,7 +24,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankscribe.jobview import JobStatistics, RankSeries
-from rankscribe.jobview.feed import FINGERPRINT_TAG, STEP_TIME_TAG
+from rankscribe.jobview.feed import (
+    FINGERPRINT_TAG,
+    GRADIENT_NORM_TAG_PREFIX,
+    GRADIENT_PEAK_TAG_PREFIX,
+    STEP_TIME_TAG,
+)
 from rankscribe.jobview.protocol import JobPartial, PartialFormatError, TagStatistics
 from tests._support.npz_files import read_archive, write_archive
 
@@ -354,7 +359,31 @@ def test_timings_that_are_float32_travel_and_are_held_as_float32() -> None:
     assert again[3][1].dtype == np.float64 and again[3][1].tolist() == (times[3] + 1e-12).tolist()
 
 
-def test_only_a_timing_travels_as_float32() -> None:
+def test_a_gradient_probes_norms_and_peaks_that_are_float32_travel_as_float32() -> None:
+    # A DDP probe's 2 tags a bucket outnumber the timings: read from the summary files,
+    # their values are float32 numbers, and travel as the timings' do.
+    steps = np.arange(1, 101, dtype=np.int64)
+    rng = np.random.default_rng(6)
+    norms = np.exp(rng.normal(0, 0.05, (4, 100))).astype(np.float32).astype(np.float64)
+    norm_tag, peak_tag = f"{GRADIENT_NORM_TAG_PREFIX}0", f"{GRADIENT_PEAK_TAG_PREFIX}0"
+    merged = JobPartial()
+    for rank in range(4):
+        points = {norm_tag: (steps, norms[rank]), peak_tag: (steps, norms[rank] / 8)}
+        merged.merge(JobPartial.from_bytes(JobPartial.of_rank(rank, points).to_bytes()))
+    header, (_, _, narrow) = read_archive(merged.to_bytes())
+    assert sorted(entry[0] for entry in header["per_rank"] if entry[3:] == ["float32"]) == [
+        norm_tag,
+        peak_tag,
+    ]
+    assert len(narrow) == 2 * 4 * 100
+    decoded = JobPartial.from_bytes(merged.to_bytes()).per_rank
+    for rank in range(4):
+        assert decoded[norm_tag][rank][1].dtype == np.float32
+        assert decoded[norm_tag][rank][1].tolist() == norms[rank].tolist()
+        assert decoded[peak_tag][rank][1].tolist() == (norms[rank] / 8).tolist()
+
+
+def test_only_a_timing_or_a_gradient_tag_travels_as_float32() -> None:
     own = JobPartial.of_rank(1, {FINGERPRINT_TAG: [(1, 1.0), (2, 2.0)]})
     header, arrays = read_archive(own.to_bytes())
     [entry] = header["per_rank"]
@@ -362,7 +391,11 @@ def test_only_a_timing_travels_as_float32() -> None:
     header["per_rank"] = [[*entry, "float32"]]
     narrow = arrays[1][-2:].astype(np.float32)
     forged = write_archive(header, [arrays[0], arrays[1][:-2], narrow])
-    with pytest.raises(PartialFormatError, match="only a timing's values travel as float32"):
+    with pytest.raises(
+        PartialFormatError,
+        match="only a timing's or a gradient tag's values travel as float32, not "
+        "'rankscribe/param_fingerprint''s",
+    ):
         JobPartial.from_bytes(forged)
 
 

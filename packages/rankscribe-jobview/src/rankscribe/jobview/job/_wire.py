@@ -16,10 +16,11 @@ float64 and one of float32:
   share their steps as ``[tag, [rank, ...], n]`` (the steps once, then each rank's
   ``n`` values), and ranks that share their values too (the fingerprint of a
   data-parallel job) as ``[tag, [rank, ...], n, "same_values"]`` (steps and values once);
-  a timing's values that are all float32 (a rank reads its timings from its summary
-  files, whose scalars are float32) travel in the float32 block, its entry marked
-  ``"float32"`` as 4th item, and decode to float32 arrays: half the bytes, the same
-  numbers;
+  the values of a timing or of a gradient probe's tag (:data:`GRADIENT_TAG_PREFIX`)
+  that are all float32 (a rank reads them from its summary files, whose scalars are
+  float32) travel in the float32 block, the entry marked ``"float32"`` as 4th item,
+  and decode to float32 arrays: half the bytes, the same numbers (a DDP probe's 16
+  tags of 8 buckets outnumber the timings);
 - ``last_steps``, ``nonfinite_loss`` (``[[rank, step], ...]``), ``finished``.
 
 Data only, never a pickle (a message from a store or a folder another user
@@ -39,6 +40,7 @@ import numpy as np
 
 from rankscribe.jobview import _npz
 from rankscribe.jobview.job._statistics import (
+    GRADIENT_TAG_PREFIX,
     TagStatistics,
     is_timing_tag,
     shared_steps,
@@ -163,13 +165,18 @@ def encode(
     )
 
 
+def _narrowable(tag: str) -> bool:
+    """Whether ``tag``'s per-rank values may travel as float32 (see the module docstring)."""
+    return is_timing_tag(tag) or tag.startswith(GRADIENT_TAG_PREFIX)
+
+
 def _as_float32(
     tag: str, columns: Sequence[tuple[npt.NDArray[Any], npt.NDArray[Any]]]
 ) -> npt.NDArray[np.float32] | None:
-    """A timing's values of every rank, end to end, as float32 when each one is a float32
-    (NaN and inf included), else None (a value a float32 does not hold: they go as float64;
-    a tag not a timing: its rules read float64)."""
-    if not is_timing_tag(tag) or not columns:
+    """A timing's or a gradient tag's values of every rank, end to end, as float32 when
+    each one is a float32 (NaN and inf included), else None (a value a float32 does not
+    hold: they go as float64; another tag: its rules read float64)."""
+    if not _narrowable(tag) or not columns:
         return None
     if all(values.dtype == np.float32 for _, values in columns):
         return _joined([values for _, values in columns], "<f4")
@@ -342,8 +349,10 @@ def _per_rank_header(entries: Any) -> list[PerRankRun]:
             raise PartialFormatError(
                 f"the per-rank points of {tag!r} share their values with one length only"
             )
-        if flag == _FLOAT32 and not (isinstance(tag, str) and is_timing_tag(tag)):
-            raise PartialFormatError(f"only a timing's values travel as float32, not {tag!r}'s")
+        if flag == _FLOAT32 and not (isinstance(tag, str) and _narrowable(tag)):
+            raise PartialFormatError(
+                f"only a timing's or a gradient tag's values travel as float32, not {tag!r}'s"
+            )
         if not isinstance(ranks, list) or (not shared and len(ranks) != len(counts)):
             raise PartialFormatError(f"the per-rank points of {tag!r} name ranks and lengths apart")
         per_rank.append(
