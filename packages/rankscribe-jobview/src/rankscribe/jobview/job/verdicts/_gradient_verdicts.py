@@ -249,11 +249,13 @@ _COMPARED_AT_ONCE = 1024
 
 def _same_steps(pieces: list[_Piece], steps: npt.NDArray[np.int64]) -> bool:
     """Whether every piece has exactly ``steps`` (a thousand pieces' compared at once:
-    a DDP probe's 16 tags of 1,024 ranks are 16,384 pieces a round)."""
-    if any(len(piece[0]) != len(steps) for piece in pieces):
+    a DDP probe's 16 tags of 1,024 ranks are 16,384 pieces a round; the ranks of a
+    message share one steps array, which is not compared with itself)."""
+    others = [piece[0] for piece in pieces if piece[0] is not steps]
+    if any(len(own) != len(steps) for own in others):
         return False
-    for start in range(0, len(pieces), _COMPARED_AT_ONCE):
-        chunk = [piece[0] for piece in pieces[start : start + _COMPARED_AT_ONCE]]
+    for start in range(0, len(others), _COMPARED_AT_ONCE):
+        chunk = others[start : start + _COMPARED_AT_ONCE]
         if not bool((np.stack(chunk) == steps).all()):
             return False
     return True
