@@ -494,11 +494,18 @@ def test_tensorboard_text_holds_the_live_verdicts_as_show_prints_them(tmp_path: 
     view.finish()
 
 
-def test_a_corrupted_local_gradient_is_named_interval_by_interval(tmp_path: Path) -> None:
+@pytest.mark.parametrize("read_from_files", [False, True])
+def test_a_corrupted_local_gradient_is_named_interval_by_interval(
+    tmp_path: Path, read_from_files: bool
+) -> None:
     """Bucket norms travel the wire like timings; the live view names the rank through
-    on_verdict, and its verdicts are those of the whole run judged at once."""
+    on_verdict, and its verdicts are those of the whole run judged at once. Norms read
+    from summary files are float32 numbers: they travel and are held as float32, and
+    judged the same."""
     rng = np.random.default_rng(3)
     norms = np.exp(0.1 * rng.standard_normal((90, 4, 2)))  # steps, ranks, buckets
+    if read_from_files:
+        norms = norms.astype(np.float32).astype(np.float64)
     norms[44, 1, 1] *= 300.0  # rank 1, step 45, bucket 1
     announced: list[Any] = []
     (tmp_path / "live").mkdir()
