@@ -9,7 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rankscribe.jobview import JobView, RankSeries, verdict_lines, write_job_view
+from rankscribe.jobview import (
+    JobView,
+    RankSeries,
+    judge_gradients,
+    verdict_lines,
+    write_job_view,
+)
 from rankscribe.jobview.errors import (
     JobViewDirNotExistError,
     JobViewParamTypeError,
@@ -430,6 +436,49 @@ def test_a_rank_whose_local_gradient_stands_apart_is_named_by_step_and_bucket(
         ([5], 40, 1, False),
     ]
     assert records[0]["ratio"] is None and records[1]["ratio"] == verdicts["job/gradient_ratio/5"]
+
+
+def test_a_rank_whose_norms_are_a_step_behind_is_judged_at_its_own_steps(
+    tmp_path: Path,
+) -> None:
+    """Rank 3 recorded the same number of steps one step later (2-61, the others 1-60):
+    its norms are not laid out with the others' as if they shared steps; its fault,
+    at its own step 41, is named there."""
+    series = _gradient_norms(8, 60, faults={(3, 40, 1): 50.0})
+    series[3] = RankSeries(
+        3,
+        {
+            tag: [(step + 1, value) for step, value in points]
+            for tag, points in series[3].scalars.items()
+        },
+    )
+    verdicts = _view(tmp_path, series).verdicts
+    assert verdicts["job/gradient_ranks"] == "3"
+    assert (verdicts["job/gradient_step/3"], verdicts["job/gradient_bucket/3"]) == (41, 1)
+
+
+@pytest.mark.parametrize("float32", [False, True])
+def test_the_merge_judges_the_norms_as_they_are_float64_or_float32(
+    tmp_path: Path, float32: bool
+) -> None:
+    """The merge's ratio is the rule's on the very numbers the ranks recorded: float64
+    norms are not rounded to float32 on the way (those read from summary files are
+    float32 numbers already, and are judged as such)."""
+    series = _gradient_norms(8, 60, faults={(5, 40, 1): 50.0})
+    if float32:
+        for rank_series in series.values():
+            for tag, points in rank_series.scalars.items():
+                rank_series.scalars[tag] = [
+                    (step, float(np.float32(value))) for step, value in points
+                ]
+    tags = [f"{GRADIENT_NORM_TAG_PREFIX}{bucket}" for bucket in range(3)]
+    norms = np.array(
+        [[[value for _, value in series[rank].scalars[tag]] for tag in tags] for rank in range(8)]
+    ).transpose(2, 0, 1)  # steps, ranks, buckets
+    [finding] = judge_gradients(norms)
+    verdicts = _view(tmp_path, series).verdicts
+    assert (finding.step, finding.rank, finding.bucket) == (40, 5, 1)
+    assert verdicts["job/gradient_ratio/5"] == finding.ratio
 
 
 def _with_peaks(series: dict[int, RankSeries], *, lacking: int | None = None) -> None:
