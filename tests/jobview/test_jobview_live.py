@@ -504,9 +504,9 @@ def test_a_corrupted_local_gradient_is_named_interval_by_interval(
     judged the same."""
     rng = np.random.default_rng(3)
     norms = np.exp(0.1 * rng.standard_normal((90, 4, 2)))  # steps, ranks, buckets
+    norms[44, 1, 1] *= 300.0  # rank 1, step 45, bucket 1
     if read_from_files:
         norms = norms.astype(np.float32).astype(np.float64)
-    norms[44, 1, 1] *= 300.0  # rank 1, step 45, bucket 1
     announced: list[Any] = []
     (tmp_path / "live").mkdir()
     view = LiveJobView(tmp_path / "live", world_size=4, on_verdict=announced.append)
