@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -57,6 +57,7 @@ __all__ = [
     "JobStatistics",
     "RankArrays",
     "TagStatistics",
+    "float32_numbers",
     "is_timing_tag",
     "rank_arrays",
     "shared_steps",
@@ -385,6 +386,16 @@ def shared_steps(columns: Sequence[RankArrays]) -> npt.NDArray[np.int64] | None:
         if not bool((stacked == first).all()):
             return None
     return np.asarray(first, dtype=np.int64).copy()
+
+
+def float32_numbers(values: npt.NDArray[Any]) -> bool:
+    """Whether every one of ``values`` is a float32 number (NaN and inf included): a rank's
+    scalars read from its summary files are, and may be held as float32."""
+    if values.dtype == np.float32:
+        return True
+    if values.dtype != np.float64:
+        return False
+    return bool(np.array_equal(values.astype(np.float32), values, equal_nan=True))
 
 
 def shared_values(columns: Sequence[RankArrays]) -> npt.NDArray[np.float64] | None:

@@ -26,7 +26,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rankscribe.jobview.job._ranges import ranges_text
-from rankscribe.jobview.job._statistics import GRADIENT_NORM_TAG_PREFIX, GRADIENT_PEAK_TAG_PREFIX
+from rankscribe.jobview.job._statistics import (
+    GRADIENT_NORM_TAG_PREFIX,
+    GRADIENT_PEAK_TAG_PREFIX,
+    float32_numbers,
+    shared_steps,
+)
 from rankscribe.jobview.job.verdicts._gradients import (
     GradientFinding,
     GradientSettings,
@@ -219,17 +224,15 @@ def _cube(
     """Where every rank has every bucket at the very same steps, in order (a live
     interval's usual case): (steps, layout, ``(steps, ranks, buckets)`` cube), made
     without sorting the points; None otherwise."""
-    steps = pieces[0][0]
     rank_ids = sorted({int(piece[1]) for piece in pieces})
     bucket_ids = sorted({int(piece[2]) for piece in pieces})
-    if (
-        len(pieces) != len(rank_ids) * len(bucket_ids)
-        or len({(piece[1], piece[2]) for piece in pieces}) != len(pieces)
-        or not _same_steps(pieces, steps)
-    ):
+    pairs = {(piece[1], piece[2]) for piece in pieces}
+    if len(pieces) != len(rank_ids) * len(bucket_ids) or len(pairs) != len(pieces):
+        return None  # a rank lacks a bucket, or has one twice
+    # Steps out of order or twice, or not the same on every piece: the general path.
+    steps = shared_steps([(piece[0], piece[3]) for piece in pieces])
+    if steps is None:
         return None
-    if len(steps) > 1 and not bool(np.all(steps[1:] > steps[:-1])):
-        return None  # steps out of order or twice: the general path sorts them
     # Bucket by bucket, its ranks' values stacked and written in as one (steps, ranks)
     # slice: a write per bucket, not per piece (16,384 pieces a round at 1,024 ranks and
     # 8 buckets), and no more than a bucket's values held twice. In float32 where every
@@ -237,9 +240,7 @@ def _cube(
     # summary files; rank 0's own come as float64): half of a round's memory at 16,384
     # ranks (315 MB a cube); the rule reads each step's table into float64, the same
     # numbers.
-    narrow = _float32_numbers(
-        [piece[3] for piece in pieces if np.asarray(piece[3]).dtype != np.float32]
-    )
+    narrow = all(float32_numbers(np.asarray(piece[3])) for piece in pieces)
     cube = np.empty(
         (len(steps), len(rank_ids), len(bucket_ids)), dtype=np.float32 if narrow else np.float64
     )
@@ -252,34 +253,6 @@ def _cube(
         # stacking as columns at 16,384 ranks.
         cube[:, :, column] = np.stack([piece[3] for piece in ordered]).T
     return steps, (tuple(rank_ids), tuple(bucket_ids)), cube
-
-
-#: Pieces whose steps are compared with the first's in one array operation.
-_COMPARED_AT_ONCE = 1024
-
-
-def _float32_numbers(arrays: list[npt.NDArray[np.float64]]) -> bool:
-    """Whether every value of ``arrays`` is a float32 number (NaN and inf included)."""
-    for start in range(0, len(arrays), _COMPARED_AT_ONCE):
-        wide = np.concatenate(arrays[start : start + _COMPARED_AT_ONCE], dtype=np.float64)
-        if not bool(np.array_equal(wide.astype(np.float32), wide, equal_nan=True)):
-            return False
-    return True
-
-
-def _same_steps(pieces: list[_Piece], steps: npt.NDArray[np.int64]) -> bool:
-    """Whether every piece has exactly ``steps``: each steps array once (the ranks of a
-    message share one: a round at rank 0 holds about one a child), a thousand at a time
-    (a DDP probe's 16 tags of 1,024 ranks are 16,384 pieces a round)."""
-    distinct = {id(piece[0]): piece[0] for piece in pieces if piece[0] is not steps}
-    others = list(distinct.values())
-    if any(len(own) != len(steps) for own in others):
-        return False
-    for start in range(0, len(others), _COMPARED_AT_ONCE):
-        chunk = others[start : start + _COMPARED_AT_ONCE]
-        if not bool((np.stack(chunk) == steps).all()):
-            return False
-    return True
 
 
 def _tables(pieces: list[_Piece]) -> Iterator[tuple[int, _Layout, npt.NDArray[np.float64]]]:
