@@ -8,17 +8,28 @@ stays pending through a ``write_scalars`` and lands at the script's own step
 from __future__ import annotations
 
 import logging
+import tempfile
 from array import array
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from rankscribe.writer import scalar_summary
+from rankscribe.writer import SummaryRecord, scalar_summary
 from rankscribe.writer.errors import WriterValueError
 from rankscribe.writer.reader import scalars
 
-from .conftest import read_tensorboard, scalars_of, summary_steps, tensorboard_files
+from .conftest import (
+    raw_payloads,
+    read_tensorboard,
+    scalars_of,
+    summary_files,
+    summary_steps,
+    tensorboard_files,
+)
 
 
 def steps_of(directory: Any) -> list[tuple[int, dict[str, float]]]:
@@ -152,6 +163,62 @@ def test_a_name_twice_at_one_step_keeps_its_later_value(make_record: Any, log_di
     record.write_scalar_columns({"ours": ([1, 2, 1], [0.5, 1.5, 2.5])})
     record.flush()
     assert steps_of(log_dir) == [(1, {"ours": 2.5}), (2, {"ours": 1.5})]
+
+
+def payloads_without_wall_times(directory: Path) -> list[bytes]:
+    """The summary file's events after its version event, each wall time's 8 bytes zeroed
+    (every event begins with its wall time's key, 0x09, and the 8 bytes); no file (no
+    step written): none."""
+    paths = summary_files(directory) if directory.exists() else []
+    assert len(paths) <= 1, paths
+    return [
+        payload[:1] + bytes(8) + payload[9:] for path in paths for payload in raw_payloads(path)[1:]
+    ]
+
+
+COLUMN_STEPS = st.lists(st.integers(-(2**63), 2**63 - 1) | st.integers(0, 300), max_size=8)
+COLUMN_VALUES = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from(
+    [3.5e38, -3.5e38, 1e-45, -0.0, 0.1]  # beyond float32, a float32 subnormal, a rounding
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    columns=st.dictionaries(
+        st.sampled_from(["ours/a", "ours/b", "theirs/c", "d"]),
+        COLUMN_STEPS.flatmap(
+            lambda steps: st.tuples(
+                st.just(steps), st.lists(COLUMN_VALUES, min_size=len(steps), max_size=len(steps))
+            )
+        ),
+        min_size=1,
+    ),
+    as_arrays=st.booleans(),
+)
+def test_columns_are_the_bytes_write_scalars_writes_step_by_step(
+    columns: dict[str, tuple[list[int], list[float]]], as_arrays: bool
+) -> None:
+    # What write_scalar_columns documents, made step by step: steps ascending, each
+    # holding the names with a point there in the columns' order, a name twice at one
+    # step its later value.
+    by_step: dict[int, dict[str, float]] = {}
+    for name, (steps, values) in columns.items():
+        for step, value in zip(steps, values, strict=True):
+            by_step.setdefault(step, {})[name] = value
+    given_columns = {
+        name: (array("q", steps), array("d", values)) if as_arrays else (steps, values)
+        for name, (steps, values) in columns.items()
+    }
+    with tempfile.TemporaryDirectory() as directory:
+        by_columns, by_steps = Path(directory, "columns"), Path(directory, "steps")
+        with SummaryRecord(by_columns) as record:
+            assert record.write_scalar_columns(given_columns)
+        with SummaryRecord(by_steps) as record:
+            for step, scalars_of_step in sorted(by_step.items()):
+                assert record.write_scalars(step, scalars_of_step)
+        written = payloads_without_wall_times(by_columns)
+        assert written == payloads_without_wall_times(by_steps)
+    assert len(written) == len(by_step)
 
 
 @pytest.mark.parametrize(

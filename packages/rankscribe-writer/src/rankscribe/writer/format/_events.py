@@ -28,7 +28,7 @@ _FLOAT32_MAX = 3.4028234663852886e38
 
 # (field number << 3) | wire type, for the fields written here.
 _EVENT_WALL_TIME = b"\x09"  # 1, fixed64
-_EVENT_STEP = b"\x10"  # 2, varint
+EVENT_STEP_KEY = b"\x10"  # 2, varint
 _EVENT_VERSION = b"\x1a"  # 3, length-delimited
 _EVENT_GRAPH = b"\x22"  # 4
 _EVENT_SUMMARY = b"\x2a"  # 5
@@ -81,7 +81,7 @@ def summary_event_chunks(wall_time: float, step: int, values: list[list[Chunk]])
     head = (
         _EVENT_WALL_TIME
         + _DOUBLE.pack(wall_time)
-        + _EVENT_STEP
+        + EVENT_STEP_KEY
         + varint(step)
         + _EVENT_SUMMARY
         + varint(size)
@@ -106,12 +106,20 @@ def event_heads(wall_time: float, steps: list[int], *, tensorboard: bool) -> lis
     MindSpore's ``Event`` (proto2) writes both whenever they are set; TensorFlow's
     (proto3) leaves out a field that holds zero.
     """
-    wall = _DOUBLE.pack(wall_time)
+    head = wall_time_field(wall_time, tensorboard=tensorboard)
     if not tensorboard:
-        head = _EVENT_WALL_TIME + wall + _EVENT_STEP
+        head += EVENT_STEP_KEY
         return [head + _step_varint(step) for step in steps]
-    head = _EVENT_WALL_TIME + wall if any(wall) else b""
-    return [head + _EVENT_STEP + _step_varint(step) if step else head for step in steps]
+    return [head + EVENT_STEP_KEY + _step_varint(step) if step else head for step in steps]
+
+
+def wall_time_field(wall_time: float, *, tensorboard: bool) -> bytes:
+    """An ``Event``'s ``wall_time`` field, which TensorFlow's schema leaves out when zero.
+
+    What comes before its ``step`` field (:data:`EVENT_STEP_KEY` and the step's varint).
+    """
+    wall = _DOUBLE.pack(wall_time)
+    return _EVENT_WALL_TIME + wall if any(wall) or not tensorboard else b""
 
 
 def _step_varint(step: int) -> bytes:
@@ -129,7 +137,7 @@ def summary_event(wall_time: float, step: int, values: list[bytes]) -> bytes:
     return (
         _EVENT_WALL_TIME
         + _DOUBLE.pack(wall_time)
-        + _EVENT_STEP
+        + EVENT_STEP_KEY
         + varint(step)
         + _EVENT_SUMMARY
         + varint(len(summary))
@@ -168,7 +176,7 @@ def scalar_event(wall_time: float, step: int, scalars: Iterable[tuple[str, float
         (
             _EVENT_WALL_TIME,
             _DOUBLE.pack(wall_time),
-            _EVENT_STEP,
+            EVENT_STEP_KEY,
             _step_varint(step),
             _EVENT_SUMMARY,
             varint(len(summary)),
@@ -200,7 +208,7 @@ def graph_event(wall_time: float, step: int, graph: bytes) -> bytes:
     return (
         _EVENT_WALL_TIME
         + _DOUBLE.pack(wall_time)
-        + _EVENT_STEP
+        + EVENT_STEP_KEY
         + varint(step)
         + length_delimited(_EVENT_GRAPH, graph)
     )

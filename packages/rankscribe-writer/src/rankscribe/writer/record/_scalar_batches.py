@@ -13,6 +13,7 @@ from functools import partial
 import numpy as np
 import numpy.typing as npt
 
+from rankscribe.writer.encoding._scalar_steps import ScalarTable
 from rankscribe.writer.errors import WriterTypeError, WriterValueError
 from rankscribe.writer.format import _events as events
 from rankscribe.writer.record._pipeline import Pipeline, Wakeup
@@ -188,8 +189,17 @@ def scalar_steps(columns: Sequence[ScalarColumn]) -> list[tuple[int, dict[str, f
 def encode_scalar_columns(
     wall_time: float, columns: Sequence[ScalarColumn]
 ) -> list[tuple[int, bytes]]:
-    """Writer thread: the events of ``columns``' steps, all stamped ``wall_time``."""
-    return [
-        (step, events.scalar_event(wall_time, step, scalars.items()))
-        for step, scalars in scalar_steps(columns)
-    ]
+    """Writer thread: the events of ``columns``' steps, all stamped ``wall_time``.
+
+    The bytes :func:`scalar_steps` and ``scalar_event`` give step by step, made as a
+    table (``ScalarTable``: a few NumPy operations per group of steps of one layout, not
+    Python work per value): 256 steps of two timings, what the collector writes every
+    256 quiet steps, took the writer thread ~0.7 ms of the GIL step by step.
+    """
+    table = ScalarTable.of(
+        [name for name, _, _ in columns],
+        # Copies: no view of a caller's array.array outlives this call.
+        [np.array(steps, dtype=np.int64) for _, steps, _ in columns],
+        [np.array(values, dtype=np.float64) for _, _, values in columns],
+    )
+    return list(zip(table.steps.tolist(), table.events(wall_time, tensorboard=False), strict=True))
