@@ -100,19 +100,6 @@ def message_value(tag: bytes, plugin: str, message: bytes) -> bytes:
     return _SUMMARY_VALUE + varint(len(body)) + body
 
 
-def event_heads(wall_time: float, steps: list[int], *, tensorboard: bool) -> list[bytes]:
-    """Each step's ``Event`` head: its ``wall_time`` and ``step`` fields, as protobuf writes them.
-
-    MindSpore's ``Event`` (proto2) writes both whenever they are set; TensorFlow's
-    (proto3) leaves out a field that holds zero.
-    """
-    head = wall_time_field(wall_time, tensorboard=tensorboard)
-    if not tensorboard:
-        head += EVENT_STEP_KEY
-        return [head + _step_varint(step) for step in steps]
-    return [head + EVENT_STEP_KEY + _step_varint(step) if step else head for step in steps]
-
-
 def wall_time_field(wall_time: float, *, tensorboard: bool) -> bytes:
     """An ``Event``'s ``wall_time`` field, which TensorFlow's schema leaves out when zero.
 
