@@ -176,28 +176,58 @@ def payloads_without_wall_times(directory: Path) -> list[bytes]:
     ]
 
 
-COLUMN_STEPS = st.lists(st.integers(-(2**63), 2**63 - 1) | st.integers(0, 300), max_size=8)
-COLUMN_VALUES = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from(
-    [3.5e38, -3.5e38, 1e-45, -0.0, 0.1]  # beyond float32, a float32 subnormal, a rounding
+# Beyond float32, a float32 subnormal, a rounding, the signs of zero and infinity, NaN.
+SPECIAL_VALUES = [3.5e38, -3.5e38, 1e-45, -0.0, 0.1, float("inf"), float("-inf"), float("nan")]
+COLUMN_VALUES = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from(SPECIAL_VALUES)
+SHORT_STEPS = st.lists(st.integers(-(2**63), 2**63 - 1) | st.integers(0, 300), max_size=8)
+# Long columns (from 128 steps the writer makes their events as one table): evenly spaced
+# steps from where a step's varint grows a byte (2^7, 2^14, 2^21) or is 10 bytes (< 0),
+# or the collector's (every step from 1), a few of them given twice or out of order.
+LONG_STEPS = st.builds(
+    lambda start, count, stride, twice: [
+        *range(start, start + count * stride, stride),
+        *range(start + 1, start + 1 + twice),
+    ],
+    st.sampled_from([1, 100, 16_300, 2**21 - 150, -40, 2**63 - 2**10]),
+    st.integers(128, 300),
+    st.integers(1, 2),
+    st.integers(0, 3),
 )
+
+
+def column_of(steps: list[int]) -> st.SearchStrategy[tuple[list[int], list[float]]]:
+    if len(steps) <= len(SPECIAL_VALUES):
+        values = st.lists(COLUMN_VALUES, min_size=len(steps), max_size=len(steps))
+    else:  # a long column's values drawn from a seed, the special ones among them
+        values = st.integers(0, 2**32 - 1).map(
+            lambda seed: [
+                *np.random.default_rng(seed).normal(0.0, 1e3, len(steps) - len(SPECIAL_VALUES)),
+                *SPECIAL_VALUES,
+            ]
+        )
+    return st.tuples(st.just(steps), values)
 
 
 @settings(max_examples=60, deadline=None)
 @given(
     columns=st.dictionaries(
         st.sampled_from(["ours/a", "ours/b", "theirs/c", "d"]),
-        COLUMN_STEPS.flatmap(
-            lambda steps: st.tuples(
-                st.just(steps), st.lists(COLUMN_VALUES, min_size=len(steps), max_size=len(steps))
-            )
-        ),
+        (SHORT_STEPS | LONG_STEPS).flatmap(column_of),
         min_size=1,
     ),
     as_arrays=st.booleans(),
+    shared_steps=st.booleans(),
 )
 def test_columns_are_the_bytes_write_scalars_writes_step_by_step(
-    columns: dict[str, tuple[list[int], list[float]]], as_arrays: bool
+    columns: dict[str, tuple[list[int], list[float]]], as_arrays: bool, shared_steps: bool
 ) -> None:
+    if shared_steps:  # every column at the same steps, ascending (the collector's timings)
+        steps, values = next(iter(columns.values()))
+        last = dict(zip(steps, values, strict=True))
+        columns = {
+            name: (sorted(last), [last[step] * (2 + index) for step in sorted(last)])
+            for index, name in enumerate(columns)
+        }
     # What write_scalar_columns documents, made step by step: steps ascending, each
     # holding the names with a point there in the columns' order, a name twice at one
     # step its later value.

@@ -84,18 +84,15 @@ class ScalarTable:
                 present[rows, column] = True
                 table[rows, column] = column_values
         # Rows grouped by the columns they hold, in one pass: each distinct row of
-        # ``present`` (packed into bytes) once, its rows ascending, groups in the order
-        # of their first row.
+        # ``present`` (packed into bytes) once, its rows ascending.
         packed = np.packbits(present, axis=1)
-        if (packed == packed[0]).all():  # every step holds the same tags: the usual case
+        if (packed == packed[0]).all():  # every step holds the same tags
             groups = [np.arange(len(all_steps), dtype=np.int64)]
         else:
             keys = np.ascontiguousarray(packed).view(f"V{packed.shape[1]}").ravel()
-            _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+            _, inverse = np.unique(keys, return_inverse=True)
             order = np.argsort(inverse, kind="stable")
-            bounds = np.cumsum(np.bincount(inverse))[:-1]
-            by_key = np.split(order, bounds)
-            groups = [by_key[key] for key in np.argsort(first, kind="stable")]
+            groups = np.split(order, np.cumsum(np.bincount(inverse))[:-1])
         layouts = [StepLayout(rows, np.flatnonzero(present[rows[0]])) for rows in groups]
         return cls(tuple(tags), all_steps, table, tuple(layouts))
 
