@@ -24,6 +24,7 @@ from rankscribe.writer.reader import scalars
 
 from .conftest import (
     raw_payloads,
+    read_events,
     read_tensorboard,
     scalars_of,
     summary_files,
@@ -242,13 +243,79 @@ def test_columns_are_the_bytes_write_scalars_writes_step_by_step(
     with tempfile.TemporaryDirectory() as directory:
         by_columns, by_steps = Path(directory, "columns"), Path(directory, "steps")
         with SummaryRecord(by_columns) as record:
+            # A step written first: the file is open when the columns come, so their
+            # events are framed into its buffer as one batch.
+            assert record.write_scalars(-1, {"first": 1.0})
+            record.flush()
             assert record.write_scalar_columns(given_columns)
         with SummaryRecord(by_steps) as record:
+            assert record.write_scalars(-1, {"first": 1.0})
             for step, scalars_of_step in sorted(by_step.items()):
                 assert record.write_scalars(step, scalars_of_step)
+        # Read with both checksums of every record checked.
         written = payloads_without_wall_times(by_columns)
         assert written == payloads_without_wall_times(by_steps)
-    assert len(written) == len(by_step)
+    assert len(written) == 1 + len(by_step)
+
+
+@pytest.mark.parametrize("limit", [None, 3000, 4096, 40_000])
+def test_columns_fill_and_rotate_files_as_steps_written_one_by_one(
+    tmp_path: Path, limit: int | None
+) -> None:
+    steps = list(range(1, 301))
+    columns = {
+        "rankscribe/step_time": (array("q", steps), array("d", [step / 1e4 for step in steps])),
+        "rankscribe/data_wait": (array("q", steps), array("d", [step / 1e5 for step in steps])),
+    }
+    sizes = {}
+    for how in ("columns", "steps"):
+        with SummaryRecord(tmp_path / how, max_file_size=limit) as record:
+            assert record.write_scalars(0, {"first": 1.0})
+            record.flush()  # the file open: the columns' events come as one batch
+            if how == "columns":
+                assert record.write_scalar_columns(columns)
+            else:
+                for at, step in enumerate(steps):
+                    assert record.write_scalars(
+                        step, {name: values[at] for name, (_, values) in columns.items()}
+                    )
+        paths = summary_files(tmp_path / how)
+        sizes[how] = [path.stat().st_size for path in paths]
+        assert all(limit is None or size <= limit for size in sizes[how]), sizes
+        # Every step once, in order, each file whole (both checksums of every record).
+        events = [event for path in paths for event in read_events(path)[1:]]
+        assert [event.step for event in events] == [0, *steps]
+        assert scalars(tmp_path / how)["rankscribe/step_time"] == [
+            (step, float(np.float32(step / 1e4))) for step in steps
+        ]
+    assert sizes["columns"] == sizes["steps"]
+    # 300 steps take ~21 kB: past 3,000 or 4,096 bytes the files rotate (each batch of
+    # events appended one by one); within 40,000 bytes they are framed as one batch.
+    assert (len(sizes["columns"]) == 1) == (limit is None or limit > 30_000)
+
+
+def test_a_batch_of_columns_fills_a_file_exactly_to_its_limit(tmp_path: Path) -> None:
+    steps = array("q", range(1, 101))
+    columns = {"ours/time": (steps, array("d", [0.5] * len(steps)))}
+
+    def written(directory: Path, limit: int | None) -> tuple[int, list[int]]:
+        """The file's size before the columns, and every file's size after them."""
+        with SummaryRecord(directory, max_file_size=limit) as record:
+            assert record.write_scalars(0, {"first": 1.0})
+            record.flush()
+            [opened] = summary_files(directory)
+            before = opened.stat().st_size
+            assert record.write_scalar_columns(columns)
+        return before, [path.stat().st_size for path in summary_files(directory)]
+
+    before, [whole] = written(tmp_path / "unlimited", None)
+    exact = written(tmp_path / "exact", whole)[1]
+    assert exact == [whole]  # the batch fits to the byte: one file
+    short = written(tmp_path / "short", whole - 1)[1]
+    # One byte short: the last step's event opens a second file, after its version event
+    # (28 bytes framed in 16: docs/file-format.md).
+    event = (whole - before) // len(steps)  # steps under 128: every event the same size
+    assert short == [whole - event, 28 + 16 + event]
 
 
 @pytest.mark.parametrize(

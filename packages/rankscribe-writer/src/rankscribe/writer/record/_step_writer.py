@@ -37,6 +37,8 @@ class StepWriter:
         guarded = self._errors.guarded
         if type(encoded) is list:
             assert self._summary is not None
+            if self._summary.append_buffered([event for _, event in encoded]):
+                return  # framed into the buffer whole: nothing written, nothing to fail
             append = self._summary.append
             for scalar_step, event in encoded:
                 try:
