@@ -19,6 +19,7 @@ import os
 import shutil
 import tempfile
 import time
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -95,6 +96,26 @@ def _workloads(quick: bool) -> list[Workload]:
     def scalar_theirs(writer: SummaryWriter, step: int) -> None:
         writer.add_scalar("loss", 0.5 + step * 1e-6, step)
 
+    # The collector's kept timings: every 256 quiet steps, two names' columns in one call
+    # (SummaryRecord.write_scalar_columns); the peer adds each point.
+    block = 256
+    timings = rng.random((2, block)) * 1e-2
+
+    def columns_ours(record: SummaryRecord, index: int) -> None:
+        steps = array("q", range(index * block, (index + 1) * block))
+        record.write_scalar_columns(
+            {
+                "rankscribe/step_time": (steps, array("d", timings[0])),
+                "rankscribe/data_wait": (steps, array("d", timings[1])),
+            }
+        )
+
+    def columns_theirs(writer: SummaryWriter, index: int) -> None:
+        for offset in range(block):
+            step = index * block + offset
+            writer.add_scalar("rankscribe/step_time", timings[0, offset], step)
+            writer.add_scalar("rankscribe/data_wait", timings[1, offset], step)
+
     def histogram_ours(record: SummaryRecord, step: int) -> None:
         record.add_value("histogram", "weights", histogram)
         record.record(step)
@@ -127,6 +148,7 @@ def _workloads(quick: bool) -> list[Workload]:
 
     return [
         Workload("scalar steps", "steps/s", 100_000 // scale, scalar_ours, scalar_theirs),
+        Workload("256-step timing columns", "blk/s", 400 // scale, columns_ours, columns_theirs),
         Workload(
             "1M-float32 histograms", "hist/s", 40 // scale or 4, histogram_ours, histogram_theirs
         ),
