@@ -313,7 +313,7 @@ def test_a_batch_of_columns_fills_a_file_exactly_to_its_limit(tmp_path: Path) ->
     assert exact == [whole]  # the batch fits to the byte: one file
     short = written(tmp_path / "short", whole - 1)[1]
     # One byte short: the last step's event opens a second file, after its version event
-    # (28 bytes framed in 16: docs/file-format.md).
+    # (28 bytes and the 16 of its framing: docs/file-format.md).
     event = (whole - before) // len(steps)  # steps under 128: every event the same size
     assert short == [whole - event, 28 + 16 + event]
 
