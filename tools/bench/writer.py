@@ -8,7 +8,9 @@ tensorboardX's SummaryWriter, best of --repeat runs each; a run is timed from
 the first call to the end of close(), so everything is on disk. Printed per
 workload: both rates, the ratio ours/theirs, and what our calls cost the
 training thread (time spent inside add_value + record). Also printed: the rate
-of plain file writes of the tensor workload's bytes, and the CPU an idle open
+of plain file writes of the tensor workload's bytes, the process's CPU a block of
+the timing columns when one comes every 50 ms (as the collector's come between
+training steps, the writer's thread woken for each), and the CPU an idle open
 writer uses.
 """
 
