@@ -74,8 +74,7 @@ def frame_many(payloads: list[bytes]) -> bytearray:
             header, footer = frame_parts(payload)
             headers[size] = header
         else:
-            crc = _crc32c_value(payload)
-            footer = pack(((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF)
+            footer = pack(mask(_crc32c_value(payload)))
         framed += header
         framed += payload
         framed += footer
