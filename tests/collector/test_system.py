@@ -9,6 +9,7 @@ device was read, so no test sleeps for the sampler's sake.
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 import threading
 import time
@@ -92,8 +93,12 @@ def test_the_gpu_readings_are_recorded_at_the_steps_they_were_taken(
 
 
 def test_a_throttled_rank_is_named_with_its_clock_and_throttling(
-    nvml: ModuleType, tmp_path: Path
+    nvml: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The two "ranks" are this process run twice, one sleeping longer: their process
+    # readings (CPU shares, context switches) would compare the two runs of the test,
+    # and outrank the GPU's. Only the device is sampled.
+    monkeypatch.setattr("psutil.Process", _no_process)
     job = tmp_path / "job"
     # Rank 0 runs at full clock; rank 1 (the same device index on its own host) is hot.
     train(job / "rank_0", nvml.devices[0], work=0.001)
@@ -107,6 +112,10 @@ def test_a_throttled_rank_is_named_with_its_clock_and_throttling(
     assert "thermal throttling in 100 % of the samples (others: 0 %)" in evidence
     assert "SM clock 1.41 GHz against a median of 1.98 GHz" in evidence
     assert f"evidence: rank 1: {evidence}" in verdict_lines(outcome.lineage.section("user_defined"))
+
+
+def _no_process(*_: object) -> None:
+    raise OSError("the process is not sampled in this test")
 
 
 def test_an_nvml_error_turns_gpu_sampling_off_with_one_warning(
@@ -265,10 +274,44 @@ def test_a_run_shorter_than_the_interval_is_sampled_as_it_starts_and_ends(tmp_pa
     network = ArrayNetwork({"w": rng.normal(size=(4, 2)).astype(np.float32)}, name="Linear")
     data = ArrayDataset(rng.random((3, 4)).astype(np.float32), rng.integers(0, 2, 3), batch_size=1)
     collector = SummaryCollector(tmp_path, system_interval=3600)  # no tick of the grid falls in
-    TrainLoop(lambda batch: 0.5, network=network).train(1, data, callbacks=[collector])
+
+    def step(batch: Any) -> float:
+        time.sleep(0.05)  # three steps span more than the shortest span of a share (0.1 s)
+        return 0.5
+
+    TrainLoop(step, network=network).train(1, data, callbacks=[collector])
     collector.close()
     tags = rank_dir_arrays(tmp_path)
     steps, rss = tags["rankscribe/system/rss_bytes"]
     assert list(steps) == [0, 4] and min(rss) > 10e6  # before the first step, after the last
     # A share "since the last sample" needs one before it: the last sample only.
     assert list(tags["rankscribe/system/cpu_percent"][0]) == [4]
+
+
+def test_a_share_is_read_over_a_tenth_of_a_second_at_least(tmp_path: Path) -> None:
+    """Over a few ms the kernel's 10 ms ticks made a steady process read 0 % or hundreds."""
+    rng = np.random.default_rng(0)
+    network = ArrayNetwork({"w": rng.normal(size=(4, 2)).astype(np.float32)}, name="Linear")
+    steps = 60
+    data = ArrayDataset(
+        rng.random((steps, 4)).astype(np.float32), rng.integers(0, 2, steps), batch_size=1
+    )
+    collector = SummaryCollector(
+        tmp_path, collect_specified_data={"collect_landscape": None}, system_interval=0.03
+    )
+
+    def step(batch: Any) -> float:
+        time.sleep(0.01)  # the sampler's thread takes the interpreter on time meanwhile
+        return 0.5
+
+    started = time.monotonic()
+    TrainLoop(step, network=network).train(1, data, callbacks=[collector])
+    collector.close()
+    seconds = time.monotonic() - started
+    tags = rank_dir_arrays(tmp_path)
+    sampled = len(tags["rankscribe/system/rss_bytes"][0])
+    share_steps, shares = tags["rankscribe/system/cpu_percent"]
+    # Every share spans 0.1 s or more of the run, and none overlaps another.
+    assert 2 <= len(share_steps) <= seconds / 0.1, (len(share_steps), seconds)
+    assert len(share_steps) < sampled / 2  # samples 30 ms apart: most carry no share
+    assert np.all((shares >= 0) & (shares <= 100 * (os.cpu_count() or 1))), shares

@@ -23,6 +23,7 @@ from rankscribe.jobview.feed import SYSTEM_TAG_PREFIX
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "SHORTEST_RATE_SPAN",
     "THROTTLE_FLAGS",
     "GpuReadings",
     "ProcessReadings",
@@ -31,6 +32,14 @@ __all__ = [
 ]
 
 Reading = tuple[str, float]
+
+#: The shortest span, in seconds, a share or rate "since the last sample" is read over. The
+#: kernel counts a process's CPU time in ticks (10 ms at the usual 100 a second): over 3 ms a
+#: busy process reads 0 % or several hundred percent of a core (556 % was measured on two
+#: cores), over 0.1 s within about a tick a core of the truth. A sample taken sooner after the
+#: last one (training ending just after a tick, an interval below this) leaves the shares and
+#: rates out, and the next sample's span starts where this one's did.
+SHORTEST_RATE_SPAN = 0.1
 
 # NVML's clock event (throttle) reason bits, as nvml.h defines them; read from the
 # module when it names them (``nvmlClocksEventReason*`` in newer releases,
@@ -66,7 +75,7 @@ class ProcessReadings:
         self._process.cpu_percent(None)
         self._cores = self._core_times()
         self._switches = self._involuntary()
-        self._switches_at = clock()
+        self._rates_at = clock()  # where the span of the next shares and rates starts
 
     def _involuntary(self) -> int | None:
         try:
@@ -87,8 +96,14 @@ class ProcessReadings:
 
         The sample taken as training starts has no span behind it (the counters
         were primed a moment before): its CPU shares and switch rate would say
-        nothing, and leaving them out keeps their span for the next sample.
+        nothing, and leaving them out keeps their span for the next sample. So
+        does a sample less than :data:`SHORTEST_RATE_SPAN` after the last span's start.
         """
+        now = self._clock()
+        elapsed = now - self._rates_at
+        rates = rates and elapsed >= SHORTEST_RATE_SPAN
+        if rates:
+            self._rates_at = now
         found: list[Reading] = []
         process, psutil = self._process, self._psutil
         with process.oneshot():
@@ -103,7 +118,7 @@ class ProcessReadings:
             self._try("io_write_bytes", lambda: process.io_counters().write_bytes, found)
             if rates:
                 self._try("core_percent", lambda: self._core_percent(process.cpu_num()), found)
-                self._switch_rate(found)
+                self._switch_rate(found, elapsed)
         self._try("load_1m", lambda: psutil.getloadavg()[0], found)
         self._try("memory_available_bytes", lambda: psutil.virtual_memory().available, found)
         return found
@@ -123,12 +138,12 @@ class ProcessReadings:
         elapsed = total - total_before
         return 0.0 if elapsed <= 0 else 100.0 * (1.0 - (idle - idle_before) / elapsed)
 
-    def _switch_rate(self, found: list[Reading]) -> None:
-        """Involuntary context switches a second since the last sample (the CPU taken away)."""
-        now, count = self._clock(), self._involuntary()
+    def _switch_rate(self, found: list[Reading], elapsed: float) -> None:
+        """Involuntary context switches a second over the ``elapsed`` seconds since the last
+        sample with rates (the CPU taken away)."""
+        count = self._involuntary()
         before, self._switches = self._switches, count
-        elapsed, self._switches_at = now - self._switches_at, now
-        if count is not None and before is not None and elapsed > 0:
+        if count is not None and before is not None:
             found.append(
                 (SYSTEM_TAG_PREFIX + "ctx_switches_involuntary", (count - before) / elapsed)
             )
