@@ -315,3 +315,32 @@ def test_a_share_is_read_over_a_tenth_of_a_second_at_least(tmp_path: Path) -> No
     assert 2 <= len(share_steps) <= seconds / 0.1, (len(share_steps), seconds)
     assert len(share_steps) < sampled / 2  # samples 30 ms apart: most carry no share
     assert np.all((shares >= 0) & (shares <= 100 * (os.cpu_count() or 1))), shares
+
+
+def test_a_share_taken_within_a_step_is_kept_with_the_steps_last_sample(tmp_path: Path) -> None:
+    """Samples every 10 ms, steps of 50 ms: the step keeps its last sample, and the shares
+    one of its earlier samples read (every 0.1 s or so), which the last one lacks."""
+    rng = np.random.default_rng(0)
+    network = ArrayNetwork({"w": rng.normal(size=(4, 2)).astype(np.float32)}, name="Linear")
+    steps = 30
+    data = ArrayDataset(
+        rng.random((steps, 4)).astype(np.float32), rng.integers(0, 2, steps), batch_size=1
+    )
+    collector = SummaryCollector(
+        tmp_path, collect_specified_data={"collect_landscape": None}, system_interval=0.01
+    )
+
+    def step(batch: Any) -> float:
+        time.sleep(0.05)
+        return 0.5
+
+    started = time.monotonic()
+    TrainLoop(step, network=network).train(1, data, callbacks=[collector])
+    collector.close()
+    seconds = time.monotonic() - started
+    tags = rank_dir_arrays(tmp_path)
+    share_steps = tags["rankscribe/system/cpu_percent"][0]
+    # A share every 0.1 s of the 1.5 s or so; when only the step's last sample was kept,
+    # the share of an earlier one was lost nearly every time.
+    assert len(share_steps) >= seconds / 0.1 / 2, (len(share_steps), seconds)
+    assert np.all(np.diff(share_steps) > 0)

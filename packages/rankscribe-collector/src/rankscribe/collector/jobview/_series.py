@@ -232,12 +232,14 @@ class SeriesRecorder:
         samples = self.samples
         if samples is None or not samples.pending:
             return
-        # Two samples in one step (a step longer than the interval): the later one.
-        by_step: dict[int, list[tuple[str, float]]] = {}
+        # Two samples in one step (a step longer than the interval): the later one's
+        # readings, and the earlier's of what it lacks (a CPU share is read over 0.1 s at
+        # least, so at a shorter interval only some samples carry one).
+        by_step: dict[int, dict[str, float]] = {}
         for step, readings in samples.take():
-            by_step[max(step, self._last_written_step + 1)] = readings
-        for step, readings in by_step.items():
-            for tag, value in readings:
+            by_step.setdefault(max(step, self._last_written_step + 1), {}).update(readings)
+        for step, kept in by_step.items():
+            for tag, value in kept.items():
                 self.keep_timing(tag, step, value)
 
     def step_time_appenders(self) -> tuple[Callable[[int], None], Callable[[float], None]]:
