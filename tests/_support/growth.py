@@ -8,7 +8,11 @@ The times are the process's CPU seconds (what other processes of a shared machin
 counts little), each size's least over up to ``ATTEMPTS`` measurements, one of each size in
 turn (a busy machine's caches slow the largest input most). Every size is measured as
 many times as the others: the least of more draws is lower, so a smaller input measured
-more often than the largest made the largest look slower than it is.
+more often than the largest made the largest look slower than it is. The growth env sets
+``GLIBC_TUNABLES`` so that the memory a parse allocates comes from the heap whatever its
+size: by default glibc maps a 16 MB buffer afresh at each parse (thousands of page faults,
+counted as CPU) and reuses the smaller sizes' memory, which makes the largest input look
+slower than it is.
 A parser that spends more than ``BUDGET_SECONDS`` of CPU in all is interrupted and
 fails, so that a quadratic one fails in seconds rather than running for an hour.
 Imports only the standard library and pytest at import time.
