@@ -36,9 +36,9 @@ Reading = tuple[str, float]
 #: The shortest span, in seconds, a share or rate "since the last sample" is read over. The
 #: kernel counts a process's CPU time in ticks (10 ms at the usual 100 a second): over 3 ms a
 #: busy process reads 0 % or several hundred percent of a core (556 % was measured on two
-#: cores), over 0.1 s within about a tick a core of the truth. A sample taken sooner after the
-#: last one (training ending just after a tick, an interval below this) leaves the shares and
-#: rates out, and the next sample's span starts where this one's did.
+#: cores), over 0.1 s within about 10 % of a core of the truth. A sample taken sooner after
+#: the last span's start (training ending just after a tick, an interval below this) leaves
+#: the shares and rates out, and the next sample's span starts where the last one did.
 SHORTEST_RATE_SPAN = 0.1
 
 # NVML's clock event (throttle) reason bits, as nvml.h defines them; read from the
