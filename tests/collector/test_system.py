@@ -288,27 +288,33 @@ def test_a_run_shorter_than_the_interval_is_sampled_as_it_starts_and_ends(tmp_pa
     assert list(tags["rankscribe/system/cpu_percent"][0]) == [4]
 
 
-def test_a_share_is_read_over_a_tenth_of_a_second_at_least(tmp_path: Path) -> None:
-    """Over a few ms the kernel's 10 ms ticks made a steady process read 0 % or hundreds."""
+def sampled_run(
+    summary_dir: Path, *, steps: int, step_seconds: float, interval: float
+) -> tuple[dict[str, Any], float]:
+    """A run of ``steps`` steps that sleep ``step_seconds`` (the sampler's thread takes the
+    interpreter on time meanwhile), sampled every ``interval``: its tags and its seconds."""
     rng = np.random.default_rng(0)
     network = ArrayNetwork({"w": rng.normal(size=(4, 2)).astype(np.float32)}, name="Linear")
-    steps = 60
     data = ArrayDataset(
         rng.random((steps, 4)).astype(np.float32), rng.integers(0, 2, steps), batch_size=1
     )
     collector = SummaryCollector(
-        tmp_path, collect_specified_data={"collect_landscape": None}, system_interval=0.03
+        summary_dir, collect_specified_data={"collect_landscape": None}, system_interval=interval
     )
 
     def step(batch: Any) -> float:
-        time.sleep(0.01)  # the sampler's thread takes the interpreter on time meanwhile
+        time.sleep(step_seconds)
         return 0.5
 
     started = time.monotonic()
     TrainLoop(step, network=network).train(1, data, callbacks=[collector])
     collector.close()
-    seconds = time.monotonic() - started
-    tags = rank_dir_arrays(tmp_path)
+    return rank_dir_arrays(summary_dir), time.monotonic() - started
+
+
+def test_a_share_is_read_over_a_tenth_of_a_second_at_least(tmp_path: Path) -> None:
+    """Over a few ms the kernel's 10 ms ticks made a steady process read 0 % or hundreds."""
+    tags, seconds = sampled_run(tmp_path, steps=60, step_seconds=0.01, interval=0.03)
     sampled = len(tags["rankscribe/system/rss_bytes"][0])
     share_steps, shares = tags["rankscribe/system/cpu_percent"]
     # Every share spans 0.1 s or more of the run, and none overlaps another.
@@ -320,25 +326,7 @@ def test_a_share_is_read_over_a_tenth_of_a_second_at_least(tmp_path: Path) -> No
 def test_a_share_taken_within_a_step_is_kept_with_the_steps_last_sample(tmp_path: Path) -> None:
     """Samples every 10 ms, steps of 50 ms: the step keeps its last sample, and the shares
     one of its earlier samples read (every 0.1 s or so), which the last one lacks."""
-    rng = np.random.default_rng(0)
-    network = ArrayNetwork({"w": rng.normal(size=(4, 2)).astype(np.float32)}, name="Linear")
-    steps = 30
-    data = ArrayDataset(
-        rng.random((steps, 4)).astype(np.float32), rng.integers(0, 2, steps), batch_size=1
-    )
-    collector = SummaryCollector(
-        tmp_path, collect_specified_data={"collect_landscape": None}, system_interval=0.01
-    )
-
-    def step(batch: Any) -> float:
-        time.sleep(0.05)
-        return 0.5
-
-    started = time.monotonic()
-    TrainLoop(step, network=network).train(1, data, callbacks=[collector])
-    collector.close()
-    seconds = time.monotonic() - started
-    tags = rank_dir_arrays(tmp_path)
+    tags, seconds = sampled_run(tmp_path, steps=30, step_seconds=0.05, interval=0.01)
     share_steps = tags["rankscribe/system/cpu_percent"][0]
     # A share every 0.1 s of the 1.5 s or so; when only the step's last sample was kept,
     # the share of an earlier one was lost nearly every time.
