@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests._support.growth import note_marked
 from tests._support.needs import absent, skip_reason
 
 # CI has 2 shared cores: property tests run fewer, deadline-free examples there.
@@ -102,6 +103,11 @@ def fuzz_hostile() -> ModuleType:
 def fuzz_targets_module() -> ModuleType:
     """``tools/fuzz/targets.py``: its time limit and failure type."""
     return fuzz_targets()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Which tests carry the growth mark: a test that times growth without it fails.
+    note_marked(items)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

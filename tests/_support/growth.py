@@ -52,6 +52,31 @@ MEGABYTE = 1 << 20
 # caches they share slow the largest input most (and the minimums env's purpose is the
 # dependencies' versions, which the numbers do not depend on).
 GROWTH_ENV = "RANKSCRIBE_GROWTH_TESTS"
+#: The mark every test that times growth carries: the growth env runs the marked tests
+#: (``pytest -m growth``) of every suite and nothing else, and a test that times growth
+#: without it fails in every env (:func:`_check_marked`), else no env would run it.
+MARK = "growth"
+# The ids of the collected tests that carry the mark (tests/conftest.py notes them).
+_MARKED: set[str] = set()
+
+
+def note_marked(items: list[pytest.Item]) -> None:
+    """Note which of the collected ``items`` carry :data:`MARK` (tests/conftest.py's
+    ``pytest_collection_modifyitems``)."""
+    _MARKED.update(item.nodeid for item in items if item.get_closest_marker(MARK) is not None)
+
+
+def _check_marked() -> None:
+    """Fail the running test unless it carries :data:`MARK`."""
+    running = os.environ.get("PYTEST_CURRENT_TEST")
+    if running is None:
+        return  # not under pytest
+    nodeid = running.rsplit(" (", 1)[0]
+    if nodeid not in _MARKED:
+        pytest.fail(
+            f"{nodeid} times growth without @pytest.mark.{MARK}: the growth env runs "
+            f"only the tests so marked, and every other env skips the timing"
+        )
 
 
 class _OverBudgetError(Exception):
@@ -93,8 +118,21 @@ def _seconds(parse: Callable[[Input], object], given: Input) -> float:
             gc.enable()
 
 
+def skip_unless_timed(what: str) -> None:
+    """Skip the running test (which must carry :data:`MARK`) outside the growth env."""
+    _check_marked()
+    if os.environ.get(GROWTH_ENV) == "0":  # every env but growth
+        pytest.skip(f"{GROWTH_ENV}=0: {what} is timed by the growth env, alone on the machine")
+
+
 def growth(parse: Callable[[Input], object], inputs: list[Input]) -> list[float]:
-    """The CPU seconds ``parse`` takes on each of ``inputs``, once each."""
+    """The CPU seconds ``parse`` takes on each of ``inputs``, once each (from a test that
+    carries :data:`MARK`)."""
+    _check_marked()
+    return _growth(parse, inputs)
+
+
+def _growth(parse: Callable[[Input], object], inputs: list[Input]) -> list[float]:
     return [_seconds(parse, given) for given in inputs]
 
 
@@ -109,11 +147,9 @@ def assert_linear(
 
     ``build(size)`` makes an input of about ``size`` bytes; ``parse`` reads it (raising
     a package error is as good as returning: refusing is parsing). Returns the times.
+    The calling test carries :data:`MARK`.
     """
-    if os.environ.get(GROWTH_ENV) == "0":  # the minimums env: its job is the versions
-        pytest.skip(
-            f"{GROWTH_ENV}=0: parsers' growth is timed by the growth env, alone on the machine"
-        )
+    skip_unless_timed("parsers' growth")
     # The package envs run under coverage: timed under its tracer, a parser's growth
     # would be the tracer's. Paused, the inputs and times are what a plain run has.
     with untraced("a parser's growth"):
@@ -128,7 +164,7 @@ def _assert_linear(
     for _ in range(ATTEMPTS):
         try:
             with _budget(budget):
-                measured = growth(parse, inputs)
+                measured = _growth(parse, inputs)
         except _OverBudgetError:
             pytest.fail(
                 f"parsing inputs of {base} to {base * SCALES[-1]} bytes took "

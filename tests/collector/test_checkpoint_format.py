@@ -518,6 +518,7 @@ def _loaded(path: Path) -> object:
         return None
 
 
+@pytest.mark.growth
 @pytest.mark.parametrize("shape", [_many_tensors, _much_append_info, _forged_append_info])
 def test_a_checkpoint_is_read_in_linear_time(
     tmp_path: Path, shape: Callable[[Path], Callable[[int], Path]]

@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 
 import numpy as np
 import pytest
 
 from rankscribe.jobview.protocol import JobPartial
-from tests._support.growth import GROWTH_ENV, growth
+from tests._support.growth import growth, skip_unless_timed
 from tests._support.untraced import untraced
 
 SIZES = (1_000, 4_000, 16_000)
@@ -70,10 +69,10 @@ def test_tags_with_shared_ends_decode_each_to_its_own_steps() -> None:
     assert decoded.tags["plain/a"].steps.tolist() == decoded.tags["hostile/1"].steps.tolist()
 
 
+@pytest.mark.growth
 @pytest.mark.slow
 def test_grouping_tags_with_shared_ends_grows_linearly() -> None:
-    if os.environ.get(GROWTH_ENV) == "0":
-        pytest.skip(f"{GROWTH_ENV}=0: this growth is timed by the growth env, alone on the machine")
+    skip_unless_timed("the partials' grouping growth")
     inputs = {size: same_ends(size) for size in SIZES}
     best = dict.fromkeys(SIZES, math.inf)
     with untraced("the partials' grouping growth"):

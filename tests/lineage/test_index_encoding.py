@@ -270,6 +270,7 @@ def test_a_base_of_more_keys_than_an_archive_holds_arrays_keeps_the_rest_in_json
     assert decode_document(data) == document
 
 
+@pytest.mark.growth
 @pytest.mark.parametrize("shape", [many_runs, a_metric_per_run])
 def test_a_hostile_index_of_array_columns_is_read_in_linear_time(
     tmp_path: Path, lw: Any, shape: Any

@@ -27,6 +27,7 @@ from tests.lineage._index_bases import (
 )
 
 
+@pytest.mark.growth
 @pytest.mark.parametrize("shape", HOSTILE_INDEX_SHAPES)
 def test_a_hostile_index_is_read_in_linear_time(
     tmp_path: Path, lw: Any, shape: Callable[[dict[str, Any], int], dict[str, Any]]

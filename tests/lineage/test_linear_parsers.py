@@ -49,6 +49,7 @@ def many_metrics(size: int) -> str:
     )
 
 
+@pytest.mark.growth
 @pytest.mark.parametrize("build", [deep_then_open_escaped_string, many_metrics])
 def test_an_evaluations_metric_is_parsed_in_linear_time(build: Callable[[int], str]) -> None:
     assert_linear(metrics, build)
@@ -83,6 +84,7 @@ def one_hostile_metric(folder: Path) -> Callable[[int], str]:
     return build
 
 
+@pytest.mark.growth
 @pytest.mark.parametrize("shape", [many_evaluations, one_hostile_metric])
 def test_a_runs_lineage_file_is_parsed_in_linear_time(
     tmp_path: Path, shape: Callable[[Path], Callable[[int], str]]
@@ -109,6 +111,7 @@ def decoded(message: bytes) -> object:
         return None
 
 
+@pytest.mark.growth
 @pytest.mark.parametrize("build", [partial_of_tags_at_their_own_steps, partial_of_long_curves])
 def test_a_job_view_partial_is_decoded_in_linear_time(build: Callable[[int], bytes]) -> None:
     assert_linear(decoded, build)
@@ -134,6 +137,7 @@ def where_of_a_long_string(size: int) -> str:
     return "user_defined/note == '" + "\\'" * (size // 2)
 
 
+@pytest.mark.growth
 @pytest.mark.parametrize("build", [where_of_many_clauses, where_of_a_long_string])
 def test_a_query_expression_is_parsed_in_linear_time(
     tmp_path: Path, build: Callable[[int], str]

@@ -275,6 +275,7 @@ def decoded(message: bytes | bytearray) -> object:
         return None
 
 
+@pytest.mark.growth
 @pytest.mark.parametrize(
     "build",
     [colliding_dict, colliding_tuple_set, many_floats, deep_lists, many_keys, largest_ints],

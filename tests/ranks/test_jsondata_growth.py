@@ -54,6 +54,7 @@ def long_number(size: int) -> str:
     return "[" * 20 + "1" * size
 
 
+@pytest.mark.growth
 @pytest.mark.parametrize(
     "build",
     [

@@ -47,6 +47,7 @@ def many_ranks(folder: Path) -> Callable[[int], Path]:
     return build
 
 
+@pytest.mark.growth
 @pytest.mark.parametrize("shape", [deep_then_open_escaped_string, many_ranks])
 def test_the_rank_dirs_note_is_read_in_linear_time(
     tmp_path: Path, shape: Callable[[Path], Callable[[int], Path]]

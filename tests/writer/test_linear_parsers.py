@@ -91,6 +91,7 @@ def dump(path: Path) -> object:
         return dump_main([str(path)])
 
 
+@pytest.mark.growth
 @pytest.mark.parametrize(
     ("read", "shape"),
     [
