@@ -53,8 +53,9 @@ MEGABYTE = 1 << 20
 # dependencies' versions, which the numbers do not depend on).
 GROWTH_ENV = "RANKSCRIBE_GROWTH_TESTS"
 #: The mark every test that times growth carries: the growth env runs the marked tests
-#: (``pytest -m growth``) of every suite and nothing else, and a test that times growth
-#: without it fails in every env (:func:`_check_marked`), else no env would run it.
+#: (``pytest -m growth``) of the files its command names and nothing else, and a test that
+#: times growth without it fails in every env (:func:`_check_marked`), else no env would
+#: time it.
 MARK = "growth"
 # The ids of the collected tests that carry the mark (tests/conftest.py notes them).
 _MARKED: set[str] = set()
