@@ -48,6 +48,12 @@ BUDGET_SECONDS = 30.0
 # ratios start here. A quadratic parser takes seconds at 16 MB, far above it.
 FLOOR_SECONDS = 0.02
 MEGABYTE = 1 << 20
+#: The base size of an input whose parse is a Python loop over many small items (a query's
+#: clauses, a partial's tags, an index's metric keys, a checkpoint's tensors: 0.3-0.8 us a
+#: byte, 3-13 CPU seconds at 16 MB): 256 KB to 4 MB. The smallest still takes 0.05 s or more
+#: (above ``FLOOR_SECONDS``), each step still grows ~4x, and a quadratic parser still grows
+#: 16x a step; at ``MEGABYTE`` those four tests took 55 of the growth env's 130 s.
+SLOW_PARSE_BASE = MEGABYTE // 4
 # Set to 0 in every tox env but `growth`, which runs them alone: beside another env the
 # caches they share slow the largest input most (and the minimums env's purpose is the
 # dependencies' versions, which the numbers do not depend on).

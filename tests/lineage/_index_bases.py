@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rankscribe.lineage import filter_summary_lineage
-from tests._support.growth import assert_linear
+from tests._support.growth import MEGABYTE, assert_linear
 from tests._support.npz_files import index_file, read_index_document
 from tests.lineage._documented import INDEX_NAME
 
@@ -108,9 +108,12 @@ def assert_index_read_linearly(
     base: Path,
     shape: Callable[[dict[str, Any], int], dict[str, Any]],
     encode: Callable[[dict[str, Any]], bytes],
+    *,
+    size: int = MEGABYTE,
 ) -> None:
     """Fail unless a query of ``base`` (one run) takes time linear in the size of its index
-    made hostile by ``shape`` and stored by ``encode`` (tests/_support/growth.py)."""
+    made hostile by ``shape`` and stored by ``encode``, from ``size`` bytes
+    (tests/_support/growth.py)."""
     assert filter_summary_lineage(str(base))["count"] == 1  # writes the index
     document = read_index(base)
     assert document["path"] == ["./run0"]
@@ -133,4 +136,4 @@ def assert_index_read_linearly(
         assert found["count"] == 1
         return found
 
-    assert_linear(query, build)
+    assert_linear(query, build, base=size)
