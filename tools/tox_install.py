@@ -36,10 +36,9 @@ def torch_pin(packages: list[str]) -> str | None:
     return pins[0] if len(pins) == 1 else None
 
 
-def uv_command(packages: list[str], wheel: Path, pin: str) -> list[str]:
-    """uv installing the packages into this interpreter's env, ``pin`` replaced by ``wheel``."""
-    uv = shutil.which("uv")
-    assert uv is not None
+def uv_command(uv: str, packages: list[str], wheel: Path, pin: str) -> list[str]:
+    """``uv`` installing the packages into this interpreter's env, ``pin`` replaced by
+    ``wheel``."""
     rest = [str(wheel) if package == pin else package for package in packages]
     return [uv, "pip", "install", "--python", sys.executable, *rest]
 
@@ -52,30 +51,31 @@ def pip_command(packages: list[str]) -> list[str]:
 def download_wheel(pin: str, folder: Path) -> Path:
     """The wheel pip would install for ``pin``, downloaded (or copied) into ``folder``."""
     pip = [sys.executable, "-I", "-m", "pip"]
-    subprocess.run(
+    done = subprocess.run(
         [*pip, "download", "--no-deps", "--only-binary", ":all:", "--dest", str(folder), pin],
-        check=True,
+        check=False,
     )
+    if done.returncode != 0:
+        raise SystemExit(f"tox_install: pip download {pin} failed (exit {done.returncode})")
     wheels = sorted(folder.glob("torch-*.whl"))
     if len(wheels) != 1:
         raise SystemExit(f"tox_install: pip download {pin} left {len(wheels)} wheels in {folder}")
     return wheels[0]
 
 
-def main(argv: list[str]) -> int:
-    packages = argv
+def main(packages: list[str]) -> int:
     if not packages:
         print("usage: python tools/tox_install.py PACKAGE ...", file=sys.stderr)
         return 2
-    pin = torch_pin(packages)
-    if pin is None or shutil.which("uv") is None:
+    pin, uv = torch_pin(packages), shutil.which("uv")
+    if pin is None or uv is None:
         why = "no torch==X among them" if pin is None else "no uv on the PATH"
         print(f"tox_install: pip installs the packages ({why})", flush=True)
         return subprocess.run(pip_command(packages), check=False).returncode
     with tempfile.TemporaryDirectory(prefix="tox-install-", dir=sys.prefix) as folder:
         wheel = download_wheel(pin, Path(folder))
         print(f"tox_install: uv installs the packages, {pin} from {wheel.name}", flush=True)
-        return subprocess.run(uv_command(packages, wheel, pin), check=False).returncode
+        return subprocess.run(uv_command(uv, packages, wheel, pin), check=False).returncode
 
 
 if __name__ == "__main__":

@@ -119,6 +119,30 @@ def test_uv_installs_the_torch_wheel_pip_chose_for_every_package_that_needs_it(
     assert not list(python.parents[1].glob("tox-install-*"))
 
 
+def test_a_pin_pip_cannot_find_fails_in_one_line_and_installs_nothing(
+    tmp_path: Path, wheels: dict[str, Path]
+) -> None:
+    uv = shutil.which("uv")
+    if uv is None:
+        pytest.skip("no uv on the PATH (tox-uv brings one beside tox)")
+    python = env_python(tmp_path)
+    path = os.pathsep.join([str(Path(uv).parent), str(python.parent), "/usr/bin", "/bin"])
+    done = subprocess.run(
+        [str(python), str(TOOL), "needs_torch", "torch==9.9.9"],
+        capture_output=True,
+        text=True,
+        env=offline(wheels, path),
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "tox_install: pip download torch==9.9.9 failed" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    missing = subprocess.run([str(python), "-c", "import needs_torch"], check=False, timeout=60)
+    assert missing.returncode != 0
+    assert not list(python.parents[1].glob("tox-install-*"))
+
+
 def test_pip_installs_everything_without_uv_on_the_path(
     tmp_path: Path, wheels: dict[str, Path]
 ) -> None:
