@@ -21,6 +21,10 @@ from rankscribe.jobview.feed import (
 
 # private: the straggler rule's medians (row_medians, others_medians), an algorithm
 from rankscribe.jobview.job.verdicts._stragglers import (
+    ABOVE,
+    ABOVE_EDGES,
+    COUNT,
+    EDGES,
     FIELDS,
     middle_medians,
     others_medians,
@@ -380,6 +384,42 @@ def test_a_float32_table_gives_the_evidence_of_its_float64_values_bit_for_bit(
     for key, value in wide.items():
         assert np.asarray(kept[key]).tobytes() == np.asarray(value).tobytes(), key
     assert straggler_verdicts(evidence[np.float32]) == straggler_verdicts(evidence[np.float64])
+
+
+@pytest.mark.parametrize("gaps", [False, True])
+@pytest.mark.parametrize("steps", [40, 20_000])
+def test_each_blocks_counts_are_those_of_its_steps(steps: int, gaps: bool) -> None:
+    """The counting sums of each (rank, block), counted point by point here: the steps the
+    rank was compared at, and those whose excess share was above 0 and above each of
+    ``EDGES``. 20,000 steps make blocks of 1,024 (counts no byte holds); gaps are points
+    not counted (and the table then takes the sorted path to its medians)."""
+    rng = np.random.default_rng(steps)
+    ranks, step_seconds = 5, 0.02
+    values = 0.01 * rng.lognormal(0.0, 0.4, (steps, ranks))
+    values[:, 3] += 0.002
+    if gaps:
+        values[rng.random(values.shape) < 0.05] = np.nan
+    numbers = np.arange(1, steps + 1)
+    evidence = StragglerEvidence()
+    evidence.add_timings(FORWARD_TIME_TAG, numbers, range(ranks), values, step_seconds)
+    shipped = evidence.to_arrays()
+    size, first = (int(value) for value in np.asarray(shipped["layout"])[0, :2])
+    blocks = np.asarray(shipped["blocks"]).reshape(ranks, -1, FIELDS)
+    assert size == (1024 if steps == 20_000 else 2)
+    share = np.clip(values - others_medians(values), -step_seconds, step_seconds) / step_seconds
+    compared = ~np.isnan(share)
+    block_of = numbers // size - first
+    for block in range(blocks.shape[1]):
+        rows = block_of == block
+        np.testing.assert_array_equal(blocks[:, block, COUNT], compared[rows].sum(axis=0))
+        with np.errstate(invalid="ignore"):
+            np.testing.assert_array_equal(blocks[:, block, ABOVE], (share[rows] > 0).sum(axis=0))
+            for offset, edge in enumerate(EDGES):
+                np.testing.assert_array_equal(
+                    blocks[:, block, ABOVE_EDGES + offset], (share[rows] > edge).sum(axis=0)
+                )
+    if steps == 20_000 and not gaps:
+        assert blocks[:, :, COUNT].max() == 1024  # more than a byte holds
 
 
 def _shipped(ranks: int, size: int, first_step: int, blocks: np.ndarray) -> StragglerEvidence:
