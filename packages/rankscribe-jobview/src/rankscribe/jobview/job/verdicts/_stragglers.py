@@ -989,11 +989,14 @@ def _excess(
     """(excess seconds, excess share, the others' median as a share, usable) of a
     ``(steps, ranks)`` block; NaN where not usable."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        seconds = np.clip(table - reference, -CLIPSHARE * step, CLIPSHARE * step)
+        seconds: FloatArray = np.subtract(table, reference)
+        np.clip(seconds, -CLIPSHARE * step, CLIPSHARE * step, out=seconds)
         share = seconds / step
         reference_share = reference / step
-    # A step without a step time (or one of 0) has no scale: its excess is not judged.
-    usable = ~np.isnan(reference) & ~np.isnan(share) & np.isfinite(reference_share)
+    # A step without a step time (or one of 0) has no scale: its excess is not judged. (A
+    # point without a reference has no finite reference share either.)
+    usable = np.isfinite(reference_share)
+    usable &= ~np.isnan(share)
     return seconds, share, reference_share, usable
 
 
