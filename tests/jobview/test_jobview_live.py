@@ -542,6 +542,53 @@ def test_a_corrupted_local_gradient_is_named_interval_by_interval(
     }
 
 
+def test_a_gradient_verdict_is_told_in_its_round_while_the_window_judgement_waits(
+    tmp_path: Path,
+) -> None:
+    """A judgement that took long (here an ``on_verdict`` that blocks a second, as a
+    message posted to a chat might) spaces the next window judgements out, five times its
+    duration. A corrupted gradient the next round's written steps show is told at that
+    round's ``judge()`` all the same, and the state file holds it: gradient verdicts do
+    not wait for the window's judgement."""
+    rng = np.random.default_rng(5)
+    norms = np.exp(0.1 * rng.standard_normal((60, 4, 2)))  # steps, ranks, buckets
+    norms[9, 1, 0] *= 300.0  # rank 1, step 10, bucket 0: told in the first round
+    norms[44, 3, 1] *= 300.0  # rank 3, step 45, bucket 1: the second round's
+    told: list[Any] = []
+
+    def on_verdict(record: Any) -> None:
+        told.append(record)
+        if len(told) == 1:
+            time.sleep(1.0)
+
+    view = LiveJobView(tmp_path, world_size=4, on_verdict=on_verdict)
+    returned, judged = [], []
+    for start in (1, 31):
+        interval = JobPartial()
+        for rank in range(4):
+            points = {STEP_TIME_TAG: [(step, 0.1) for step in range(start, start + 30)]}
+            for bucket in range(2):
+                points[f"{GRADIENT_NORM_TAG_PREFIX}{bucket}"] = [
+                    (step, float(norms[step - 1, rank, bucket]))
+                    for step in range(start, start + 30)
+                ]
+            interval.merge(JobPartial.of_rank(rank, points, last_step=start - 1))
+        view.add(interval)
+        view.write()
+        returned.append(view.judge())
+        judged.append(time.monotonic())
+    assert judged[1] - judged[0] < 5.0  # within the spacing: the window's judgement waited
+    assert [(record["kind"], record["ranks"], record["since_step"]) for record in told] == [
+        ("gradient", [1], 10),
+        ("gradient", [3], 45),
+    ]
+    assert [record["ranks"] for record in returned[1]] == [[3]]
+    state = json.loads((tmp_path / LIVE_STATE_NAME).read_text())
+    assert sorted(record["ranks"] for record in state["verdict_records"]) == [[1], [3]]
+    view.finish()
+    assert len(told) == 2  # told once each
+
+
 def test_the_step_time_skew_is_one_number_live_and_offline(tmp_path: Path) -> None:
     """The live view keeps the skews in a histogram (bounded whatever the steps); the
     offline merge of the same steps gives the same median, the histogram's, not the exact

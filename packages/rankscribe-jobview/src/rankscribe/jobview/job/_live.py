@@ -262,13 +262,22 @@ class LiveJobView:
 
         Calls ``on_verdict`` with each of them and rewrites the state file's
         ``verdict_records``, so ``rankscribe-lineage show`` sees them within a round.
-        A judgement that took long (thousands of ranks) is not repeated before
-        :data:`JUDGE_SPACING` times its duration has passed, so judging takes at
-        most a fifth of a core; ``final`` judges regardless.
+        A judgement that took long (thousands of ranks, or an ``on_verdict`` that
+        blocks) is not repeated before :data:`JUDGE_SPACING` times its duration has
+        passed, so judging takes at most a fifth of a core; ``final`` judges
+        regardless. The records the written steps gave (gradients, divergence,
+        non-finite losses) do not wait for it: a round whose window judgement waits
+        still tells their new ones.
         """
         started = time.monotonic()
         if not final and started - self._judged_at < JUDGE_SPACING * self._judge_seconds:
-            return []
+            told = self.watch.take_others(self._other_records)
+            if told:
+                with self._state_lock:
+                    if self._state:
+                        self._state["verdict_records"] = self.watch.records
+                        self._store_state()
+            return list(told)
         changed = self.watch.judge(self._other_records)
         self._judged_at = time.monotonic()
         self._judge_seconds = self._judged_at - started

@@ -365,13 +365,28 @@ class TimingWatch:
             self.ended.append(ended)
             changed.append(ended)
         self._standing = standing
-        kept = [record.copy() for record in others]
-        before = {_key(record) for record in self._other}
-        changed.extend(record for record in kept if _key(record) not in before)
-        self._other = kept
+        changed.extend(self._new_others(others))
         for each in changed:
             self._announce(each)
         return changed
+
+    def take_others(self, others: Iterable[VerdictRecord]) -> list[VerdictRecord]:
+        """The records found outside the window (divergence, gradients, non-finite losses:
+        the written steps'), taken in without judging the window; ``on_verdict`` is called
+        with each new one, which is returned. For a round whose window judgement waits
+        (its spacing): what the writes found is cheap to tell, and is told at once."""
+        changed = self._new_others(others)
+        for each in changed:
+            self._announce(each)
+        return changed
+
+    def _new_others(self, others: Iterable[VerdictRecord]) -> list[VerdictRecord]:
+        """``others`` kept as the standing records of the other kinds; those not standing
+        before."""
+        kept = [record.copy() for record in others]
+        before = {_key(record) for record in self._other}
+        self._other = kept
+        return [record for record in kept if _key(record) not in before]
 
     def _end(self, record: StragglerRecord) -> StragglerRecord:
         """``record`` ended: the last step judged, and why."""
