@@ -149,22 +149,29 @@ def assert_linear(
     *,
     base: int = MEGABYTE,
     budget: float = BUDGET_SECONDS,
+    unit: str = "bytes",
 ) -> list[float]:
     """Fail unless ``parse`` of ``build(base * scale)`` grows linearly over ``SCALES``.
 
-    ``build(size)`` makes an input of about ``size`` bytes; ``parse`` reads it (raising
-    a package error is as good as returning: refusing is parsing). Returns the times.
-    The calling test carries :data:`MARK`.
+    ``build(size)`` makes an input of about ``size`` bytes (or of ``size`` of another
+    ``unit``: a partial's tags); ``parse`` reads it (raising a package error is as good
+    as returning: refusing is parsing). Returns the times. The calling test carries
+    :data:`MARK`.
     """
     skip_unless_timed("parsers' growth")
     # The package envs run under coverage: timed under its tracer, a parser's growth
     # would be the tracer's. Paused, the inputs and times are what a plain run has.
     with untraced("a parser's growth"):
-        return _assert_linear(parse, build, base=base, budget=budget)
+        return _assert_linear(parse, build, base=base, budget=budget, unit=unit)
 
 
 def _assert_linear(
-    parse: Callable[[Input], object], build: Callable[[int], Input], *, base: int, budget: float
+    parse: Callable[[Input], object],
+    build: Callable[[int], Input],
+    *,
+    base: int,
+    budget: float,
+    unit: str = "bytes",
 ) -> list[float]:
     inputs = [build(base * scale) for scale in SCALES]
     seconds = [float("inf")] * len(SCALES)
@@ -174,7 +181,7 @@ def _assert_linear(
                 measured = _growth(parse, inputs)
         except _OverBudgetError:
             pytest.fail(
-                f"parsing inputs of {base} to {base * SCALES[-1]} bytes took "
+                f"parsing inputs of {base} to {base * SCALES[-1]} {unit} took "
                 f"more than {budget:.0f} CPU seconds"
             )
         seconds = [min(pair) for pair in zip(seconds, measured, strict=True)]
@@ -182,7 +189,7 @@ def _assert_linear(
             return seconds
     pytest.fail(
         f"time grows faster than linearly: {', '.join(f'{s:.4f}' for s in seconds)} s "
-        f"for {', '.join(str(base * scale) for scale in SCALES)} bytes"
+        f"for {', '.join(str(base * scale) for scale in SCALES)} {unit}"
     )
 
 
