@@ -494,6 +494,20 @@ def test_tensorboard_text_holds_the_live_verdicts_as_show_prints_them(tmp_path: 
     view.finish()
 
 
+def norm_points(
+    norms: np.ndarray, rank: int, start: int, steps: int = 30
+) -> dict[str, list[tuple[int, float]]]:
+    """A rank's step times (0.1 s) and bucket norms of ``steps`` steps from ``start``
+    (``norms``: steps, ranks, buckets), as its own partial of a round holds them."""
+    span = range(start, start + steps)
+    points = {STEP_TIME_TAG: [(step, 0.1) for step in span]}
+    for bucket in range(norms.shape[2]):
+        points[f"{GRADIENT_NORM_TAG_PREFIX}{bucket}"] = [
+            (step, float(norms[step - 1, rank, bucket])) for step in span
+        ]
+    return points
+
+
 @pytest.mark.parametrize("read_from_files", [False, True])
 def test_a_corrupted_local_gradient_is_named_interval_by_interval(
     tmp_path: Path, read_from_files: bool
@@ -514,12 +528,7 @@ def test_a_corrupted_local_gradient_is_named_interval_by_interval(
     for start in (1, 31, 61):
         interval = JobPartial()
         for rank in range(4):
-            points = {STEP_TIME_TAG: [(step, 0.1) for step in range(start, start + 30)]}
-            for bucket in range(2):
-                points[f"{GRADIENT_NORM_TAG_PREFIX}{bucket}"] = [
-                    (step, float(norms[step - 1, rank, bucket]))
-                    for step in range(start, start + 30)
-                ]
+            points = norm_points(norms, rank, start)
             for tag, pairs in points.items():
                 everything[rank].setdefault(tag, []).extend(pairs)
             message = JobPartial.of_rank(rank, points, last_step=start - 1).to_bytes()
@@ -566,12 +575,7 @@ def test_a_gradient_verdict_is_told_in_its_round_while_the_window_judgement_wait
     for start in (1, 31):
         interval = JobPartial()
         for rank in range(4):
-            points = {STEP_TIME_TAG: [(step, 0.1) for step in range(start, start + 30)]}
-            for bucket in range(2):
-                points[f"{GRADIENT_NORM_TAG_PREFIX}{bucket}"] = [
-                    (step, float(norms[step - 1, rank, bucket]))
-                    for step in range(start, start + 30)
-                ]
+            points = norm_points(norms, rank, start)
             interval.merge(JobPartial.of_rank(rank, points, last_step=start - 1))
         view.add(interval)
         view.write()
