@@ -79,7 +79,9 @@ PATIENCE = 3
 LIVE_STATE_NAME = ".rankscribe-live.json"
 #: How long a write waits for one under way (seconds) before it gives up.
 WRITE_WAIT = 60.0
-#: A judgement is repeated no sooner than this many times its duration.
+#: A judgement is repeated no sooner than this many times its CPU time (the judging
+#: thread's: what a blocking ``on_verdict`` or a busy machine's descheduling adds to its
+#: wall time is not judging, and spaces nothing out).
 JUDGE_SPACING = 5.0
 #: A state file larger than this is not read (it holds one entry per rank).
 _MAX_STATE_BYTES = 32 << 20
@@ -134,7 +136,7 @@ class LiveJobView:
         self.watch = TimingWatch(on_verdict=on_verdict, job_dir=self.directory, settings=settings)
         self._other_records: list[VerdictRecord] = []
         self._judged_at = 0.0  # time.monotonic() at the end of the last judgement
-        self._judge_seconds = 0.0  # how long it took
+        self._judge_seconds = 0.0  # the CPU seconds it took (the judging thread's)
         self._state: dict[str, Any] = {}
         self._state_lock = threading.Lock()
         self.world_size = world_size
@@ -262,14 +264,14 @@ class LiveJobView:
 
         Calls ``on_verdict`` with each of them and rewrites the state file's
         ``verdict_records``, so ``rankscribe-lineage show`` sees them within a round.
-        A judgement that took long (thousands of ranks, or an ``on_verdict`` that
-        blocks) is not repeated before :data:`JUDGE_SPACING` times its duration has
+        A judgement that took much CPU (thousands of ranks, or an ``on_verdict`` that
+        computes) is not repeated before :data:`JUDGE_SPACING` times that CPU time has
         passed, so judging takes at most a fifth of a core; ``final`` judges
         regardless. The records the written steps gave (gradients, divergence,
         non-finite losses) do not wait for it: a round whose window judgement waits
         still tells their new ones.
         """
-        started = time.monotonic()
+        started, cpu = time.monotonic(), time.thread_time()
         if not final and started - self._judged_at < JUDGE_SPACING * self._judge_seconds:
             told = self.watch.take_others(self._other_records)
             if told:
@@ -280,7 +282,7 @@ class LiveJobView:
             return list(told)
         changed = self.watch.judge(self._other_records)
         self._judged_at = time.monotonic()
-        self._judge_seconds = self._judged_at - started
+        self._judge_seconds = time.thread_time() - cpu
         with self._state_lock:
             if self._state:
                 self._state["verdict_records"] = self.watch.records
