@@ -19,7 +19,8 @@ from rankscribe.jobview.feed import (
     STEP_TIME_TAG,
 )
 
-# private: the straggler rule's medians (row_medians, others_medians), an algorithm
+# The evidence's field layout (COUNT, ABOVE, EDGES, ...) reads each block's counts.
+# private: the straggler rule's medians (row_medians, others_medians) and its evidence's fields
 from rankscribe.jobview.job.verdicts._stragglers import (
     ABOVE,
     ABOVE_EDGES,
