@@ -102,16 +102,23 @@ def offline(wheels: dict[str, Path], path: str) -> dict[str, str]:
     }
 
 
-def test_uv_installs_the_torch_wheel_pip_chose_for_every_package_that_needs_it(
-    tmp_path: Path, wheels: dict[str, Path]
-) -> None:
+def with_uv(tmp_path: Path, wheels: dict[str, Path]) -> tuple[Path, dict[str, str]]:
+    """A new env's python and the offline environment with uv on its PATH (skipped without
+    uv, which tox-uv brings beside tox)."""
     uv = shutil.which("uv")
     if uv is None:
         pytest.skip("no uv on the PATH (tox-uv brings one beside tox)")
     python = env_python(tmp_path)
     path = os.pathsep.join([str(Path(uv).parent), str(python.parent), "/usr/bin", "/bin"])
+    return python, offline(wheels, path)
+
+
+def test_uv_installs_the_torch_wheel_pip_chose_for_every_package_that_needs_it(
+    tmp_path: Path, wheels: dict[str, Path]
+) -> None:
+    python, environment = with_uv(tmp_path, wheels)
     # uv alone would take its own torch (the impostor) for needs_torch; it is given pip's.
-    output = run_tool(python, ["needs_torch", "torch==2.13.0"], offline(wheels, path))
+    output = run_tool(python, ["needs_torch", "torch==2.13.0"], environment)
     assert "uv installs the packages, torch==2.13.0 from torch-2.13.0+cpu" in output, output
     assert installed(python, "torch") == "cpu"
     assert installed(python, "needs_torch") == "needs"
@@ -122,16 +129,12 @@ def test_uv_installs_the_torch_wheel_pip_chose_for_every_package_that_needs_it(
 def test_a_pin_pip_cannot_find_fails_in_one_line_and_installs_nothing(
     tmp_path: Path, wheels: dict[str, Path]
 ) -> None:
-    uv = shutil.which("uv")
-    if uv is None:
-        pytest.skip("no uv on the PATH (tox-uv brings one beside tox)")
-    python = env_python(tmp_path)
-    path = os.pathsep.join([str(Path(uv).parent), str(python.parent), "/usr/bin", "/bin"])
+    python, environment = with_uv(tmp_path, wheels)
     done = subprocess.run(
         [str(python), str(TOOL), "needs_torch", "torch==9.9.9"],
         capture_output=True,
         text=True,
-        env=offline(wheels, path),
+        env=environment,
         timeout=300,
         check=False,
     )
