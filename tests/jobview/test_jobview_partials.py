@@ -321,6 +321,33 @@ def test_a_forged_shared_values_entry_is_refused(entry: Any, match: str) -> None
         JobPartial.from_bytes(write_archive(header, arrays))
 
 
+@pytest.mark.parametrize(
+    ("forge", "match"),
+    [
+        # The per-rank entry's ranks, read at once where they are plain ints in range.
+        (lambda header: header["per_rank"][0][1].__setitem__(1, True), "a rank must be an int"),
+        (lambda header: header["per_rank"][0][1].__setitem__(2, 2**62), "got 4611686018427387904"),
+        (lambda header: header["per_rank"][0][1].__setitem__(0, -2), "a rank must be an int"),
+        (lambda header: header["per_rank"][0][1].__setitem__(0, "1"), "got '1'"),
+        # Each rank's last step: [rank, step] pairs.
+        (lambda header: header["last_steps"][1].__setitem__(1, 2.5), "a step must be an int"),
+        (lambda header: header["last_steps"][2].__setitem__(0, False), "a rank must be an int"),
+        (lambda header: header["last_steps"].append([4]), "malformed"),
+        (lambda header: header["last_steps"].append([4, 5, 6]), "malformed"),
+        (lambda header: header.__setitem__("last_steps", None), "malformed"),
+        (lambda header: header.__setitem__("last_steps", ["ab"]), "must be an int, got '[ab]'"),
+    ],
+)
+def test_a_rank_or_step_that_is_no_int_in_range_is_refused_wherever_the_header_names_it(
+    forge: Any, match: str
+) -> None:
+    header, arrays = read_archive(_fingerprints(range(1, 4), lambda rank: [1.0] * 300).to_bytes())
+    assert [rank for rank, _ in header["last_steps"]] == [1, 2, 3]
+    forge(header)
+    with pytest.raises(PartialFormatError, match=match):
+        JobPartial.from_bytes(write_archive(header, arrays))
+
+
 def test_timings_that_are_float32_travel_and_are_held_as_float32() -> None:
     # A rank reads its timings from its summary files, whose scalars are float32: they
     # travel in the float32 block, half the bytes, and decode to the same numbers.

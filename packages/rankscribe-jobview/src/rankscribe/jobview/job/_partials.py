@@ -208,6 +208,9 @@ class Partial:
             self._combine()
         for tag, ranks in other.per_rank.items():
             mine = self.per_rank.setdefault(tag, {})
+            if mine.keys().isdisjoint(ranks):  # other ranks (a child's subtree): as they are
+                mine.update(ranks)
+                continue
             # Ranks whose arrays are shared (decoded from one run: the same steps, or a
             # data-parallel fingerprint's same values) are joined once and stay shared.
             joined: dict[tuple[int, ...], tuple[Any, ...]] = {}
@@ -223,8 +226,11 @@ class Partial:
                     # (the arrays the key names are kept alive, so no id is reused meanwhile)
                     known = joined[key] = (both, held, steps, values)
                 mine[rank] = known[0]
-        for rank, step in other.last_steps.items():
-            self.last_steps[rank] = max(step, self.last_steps.get(rank, -1))
+        if self.last_steps.keys().isdisjoint(other.last_steps):
+            self.last_steps.update(other.last_steps)
+        else:
+            for rank, step in other.last_steps.items():
+                self.last_steps[rank] = max(step, self.last_steps.get(rank, -1))
         for rank, step in other.nonfinite_loss.items():
             self.nonfinite_loss[rank] = min(step, self.nonfinite_loss.get(rank, step))
         self.finished |= other.finished
@@ -413,9 +419,11 @@ def _one_side(
     None (some rank has points on both sides, or none)."""
     if not ranks:
         return None
-    if all(len(steps) and steps[-1] <= last for steps, _ in ranks.values()):
+    # Each steps array once: the ranks of one run share theirs (one per child, not per rank).
+    arrays = list({id(steps): steps for steps, _ in ranks.values()}.values())
+    if all(len(steps) and steps[-1] <= last for steps in arrays):
         return True
-    if all(len(steps) and steps[0] > last for steps, _ in ranks.values()):
+    if all(len(steps) and steps[0] > last for steps in arrays):
         return False
     return None
 

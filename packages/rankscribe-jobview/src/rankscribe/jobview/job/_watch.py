@@ -25,6 +25,7 @@ remedy (a longer ``job_view_interval``).
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
@@ -221,9 +222,14 @@ class TimingWatch:
             if whole:
                 values = self._window_of(tag, whole, [ranks[rank][1][-keep:] for rank in whole])
                 shared = shared_steps([ranks[rank] for rank in whole])
-                for row, rank in enumerate(whole):
-                    steps = shared[-keep:] if shared is not None else ranks[rank][0][-keep:].copy()
-                    held[rank] = (steps, values[row])
+                if shared is not None:  # one steps array for them all, each its window's row
+                    rows = zip(itertools.repeat(shared[-keep:]), values, strict=False)
+                    held.update(zip(whole, rows, strict=True))
+                else:
+                    for row, rank in enumerate(whole):
+                        held[rank] = (ranks[rank][0][-keep:].copy(), values[row])
+                if len(whole) == len(ranks):
+                    continue
             for rank, (new_steps, new_values) in ranks.items():
                 if len(new_steps) == 0 or len(new_steps) >= keep:
                     continue

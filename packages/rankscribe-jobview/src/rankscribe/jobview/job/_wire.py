@@ -32,6 +32,7 @@ ascending, counts in range) is checked before a partial is made, else
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -241,6 +242,37 @@ def _rank_number(value: Any, what: str) -> int:
     return value
 
 
+def _rank_numbers(values: list[Any], what: str) -> list[int]:
+    """Each of ``values`` checked as :func:`_rank_number` checks one, without a Python call
+    per value where all are plain ints in range (a header names every rank of a subtree:
+    65,536 at rank 0 of such a job); else the first bad one is named as it would be."""
+    if values and not (
+        all(type(value) is int for value in values) and min(values) >= -1 and max(values) < 2**62
+    ):
+        for value in values:
+            _rank_number(value, what)
+    return values
+
+
+def _rank_pairs(pairs: Any, first: str, second: str) -> dict[int, int]:
+    """A header's ``[[rank, step], ...]`` as a dict, each number checked as
+    :func:`_rank_number` checks it (read at once where they are pairs of plain ints)."""
+    if isinstance(pairs, list) and pairs:
+        try:
+            firsts, seconds = zip(*pairs, strict=True)
+        except (TypeError, ValueError):
+            pass  # not pairs: the loop below fails on them as it always has
+        else:
+            return dict(
+                zip(
+                    _rank_numbers(list(firsts), first),
+                    _rank_numbers(list(seconds), second),
+                    strict=True,
+                )
+            )
+    return {_rank_number(a, first): _rank_number(b, second) for a, b in pairs}
+
+
 def _decoded(
     header: dict[str, Any],
     int_bytes: memoryview,
@@ -311,10 +343,8 @@ def _decoded(
     start = _decoded_one_rank(partial, one_rank, rank_steps, rank_values)
     narrow = np.frombuffer(narrow_bytes, dtype="<f4").astype(np.float32)
     _decoded_per_rank(partial, per_rank, rank_steps[start:], rank_values[start:], narrow)
-    for rank, step in header["last_steps"]:
-        partial.last_steps[_rank_number(rank, "a rank")] = _rank_number(step, "a step")
-    for rank, step in header["nonfinite_loss"]:
-        partial.nonfinite_loss[_rank_number(rank, "a rank")] = _rank_number(step, "a step")
+    partial.last_steps.update(_rank_pairs(header["last_steps"], "a rank", "a step"))
+    partial.nonfinite_loss.update(_rank_pairs(header["nonfinite_loss"], "a rank", "a step"))
     partial.finished = {_rank_number(rank, "a rank") for rank in header["finished"]}
     if allowed is not None:
         _check_ranks(partial, allowed)
@@ -358,7 +388,7 @@ def _per_rank_header(entries: Any) -> list[PerRankRun]:
         per_rank.append(
             (
                 _tag_name(tag),
-                [_rank_number(rank, "a rank") for rank in ranks],
+                _rank_numbers(ranks, "a rank"),
                 _length(counts) if shared else [_length(count) for count in counts],
                 flag,
             )
@@ -391,9 +421,10 @@ def _decoded_per_rank(
             value_start = counts
         elif isinstance(counts, int):  # one run of steps, every rank's values after another
             shared = steps[start : start + counts]
-            for rank in ranks:
-                held[rank] = (shared, values[value_start : value_start + counts])
-                value_start += counts
+            value_start = counts * len(ranks)
+            # Each rank's row of one (ranks, steps) view, made in one pass (not a slice each).
+            rows = list(values[:value_start].reshape(len(ranks), counts))
+            held.update(zip(ranks, zip(itertools.repeat(shared), rows, strict=False), strict=True))
             start += counts
         else:
             for rank, count in zip(ranks, counts, strict=True):
@@ -415,12 +446,16 @@ def _check_ranks(partial: Decoded, allowed: Sequence[tuple[int, int]]) -> None:
         *partial.nonfinite_loss,
         *partial.finished,
     ]
-    for rank in named:
-        if not any(first <= rank <= last for first, last in allowed):
-            raise PartialFormatError(
-                f"it names rank {rank}, which is not in the sender's subtree "
-                f"({_runs_text(allowed)})"
-            )
+    # At once (rank 0 of 65,536 ranks reads 65,536 of them from each child, three times).
+    held = np.fromiter(named, dtype=np.int64, count=len(named))
+    inside = np.zeros(len(held), dtype=bool)
+    for first, last in allowed:
+        inside |= (held >= first) & (held <= last)
+    if not bool(inside.all()):
+        rank = int(held[np.flatnonzero(~inside)[0]])
+        raise PartialFormatError(
+            f"it names rank {rank}, which is not in the sender's subtree ({_runs_text(allowed)})"
+        )
 
 
 def _check_column_ranks(columns: npt.NDArray[np.int64], allowed: Sequence[tuple[int, int]]) -> None:
