@@ -32,8 +32,9 @@
       (ranks, steps, tags) array. Also printed: the looser bound that counts
       the largest merge (rank 0's) at every level. Target <= 1 s up to
       16,384 ranks, <= 2 s beyond (65,536). Timed: building each rank's
-      partial from its (steps, values) arrays, encoding, decoding and
-      merging at every hop, rank 0's add and write; not timed: making the
+      partial from its (steps, values) arrays, encoding, decoding (each
+      child's message checked against the child's subtree, as a real node
+      checks it) and merging at every hop, rank 0's add and write; not timed: making the
       synthetic values (a rank's tail reads them from its files).
       With --tree-intervals N > 1, N intervals in a row go into one more view
       (the steps after each other, as a live view's rounds come): each one's
@@ -240,6 +241,16 @@ def _depth(rank: int) -> int:
     return depth
 
 
+def _subtree_runs(rank: int, ranks: int) -> list[tuple[int, int]]:
+    """The ranks under ``rank`` in the tree of ``ranks`` ranks, as inclusive runs (one a
+    level: ``TreeChannel.subtree``'s)."""
+    runs, low, high = [], rank, rank
+    while low < ranks:
+        runs.append((low, min(high, ranks - 1)))
+        low, high = FAN_IN * low + 1, FAN_IN * high + FAN_IN
+    return runs
+
+
 def _critical_path(timings: dict[str, float]) -> float:
     """An interval's critical path: a leaf, the slowest merge of each level and rank 0's
     add and write (:func:`_tree_interval`'s timings)."""
@@ -275,7 +286,9 @@ def _tree_interval(
         for child in range(FAN_IN * rank + 1, min(FAN_IN * rank + FAN_IN + 1, ranks)):
             message = nodes[child]
             assert message is not None
-            partial.merge(JobPartial.from_bytes(message))
+            # Decoded as a real node decodes it: refused if it names a rank outside the
+            # child's subtree (every rank's number checked).
+            partial.merge(JobPartial.from_bytes(message, ranks=_subtree_runs(child, ranks)))
             nodes[child] = None
         encoded = partial.to_bytes() if rank else b""
         merge = time.perf_counter() - started
