@@ -447,25 +447,29 @@ def _check_ranks(partial: Decoded, allowed: Sequence[tuple[int, int]]) -> None:
         *partial.finished,
     ]
     # At once (rank 0 of 65,536 ranks reads 65,536 of them from each child, three times).
-    held = np.fromiter(named, dtype=np.int64, count=len(named))
-    inside = np.zeros(len(held), dtype=bool)
-    for first, last in allowed:
-        inside |= (held >= first) & (held <= last)
-    if not bool(inside.all()):
-        rank = int(held[np.flatnonzero(~inside)[0]])
+    rank = _first_outside(np.fromiter(named, dtype=np.int64, count=len(named)), allowed)
+    if rank is not None:
         raise PartialFormatError(
             f"it names rank {rank}, which is not in the sender's subtree ({_runs_text(allowed)})"
         )
 
 
+def _first_outside(
+    held: npt.NDArray[np.int64], allowed: Sequence[tuple[int, int]], *, none: bool = False
+) -> int | None:
+    """The first of ``held`` in none of the runs ``allowed`` (``none``: -1, "no rank", is
+    allowed too), or None."""
+    inside = held == -1 if none else np.zeros(len(held), dtype=bool)
+    for first, last in allowed:
+        inside |= (held >= first) & (held <= last)
+    return None if bool(inside.all()) else int(held[np.flatnonzero(~inside)[0]])
+
+
 def _check_column_ranks(columns: npt.NDArray[np.int64], allowed: Sequence[tuple[int, int]]) -> None:
     """The ranks that hold each step's minimum and maximum are in ``allowed`` too (or -1)."""
     held = columns[INT_FIELDS.index("min_rank") : INT_FIELDS.index("max_rank") + 1].ravel()
-    inside = held == -1
-    for first, last in allowed:
-        inside |= (held >= first) & (held <= last)
-    if not bool(inside.all()):
-        rank = int(held[np.flatnonzero(~inside)[0]])
+    rank = _first_outside(held, allowed, none=True)
+    if rank is not None:
         raise PartialFormatError(
             f"it names rank {rank} (a minimum's or maximum's), which is not in the sender's "
             f"subtree ({_runs_text(allowed)})"
