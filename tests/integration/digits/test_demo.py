@@ -83,13 +83,21 @@ STEP_TIME_TAG = "rankscribe/step_time"
 def check_the_straggler_verdict(job: Path) -> None:
     """A job's straggler verdict (merged lineage) against its ranks' recorded timings.
 
-    None named: nothing to check. A rank named: over the steps since the verdict's
-    onset, that rank's timing is above the other rank's (a 2-rank job: the others'
-    median is the other rank) by the cost the verdict states, in seconds a step
-    and as a share of the step (that cost over the steps' mean step time, as the
-    docs define it: a mean of each step's share weighs a 0.5 ms step as much as a
-    5 ms one, and read 0.066 where the job lost 0.147 of its time), within a
-    quarter (or 20 us and 2 points).
+    None named: nothing to check. A rank named: its cost is what the docs define
+    (docs/job-view.md, "What a straggler costs"), measured here from the per-step
+    scalars each rank wrote: over the steps since the verdict's onset, how long the
+    job waited for it beyond the other rank (a 2-rank job: the other rank is the
+    next-latest), ``max(0, mine - theirs)`` averaged, less what the other rank leads
+    by through its noise alone (its mean ``max(0, theirs - mine)`` over every step);
+    its share is that wait over the steps' summed step time (a mean of each step's
+    share weighs a 0.5 ms step as much as a 5 ms one, and read 0.066 where the job lost
+    0.147 of its time). Within 5 % (or 5 us and 1 point; local runs matched to every
+    digit): the verdict reads the same timings through the job view's evidence. The
+    plain mean excess is no measure
+    of it: on the demo's 0.1 ms steps the other rank's noise leads before the onset
+    (rank 0's first steps, 0.3-0.6 ms) are part of what the job would still wait for,
+    and the mean excess since the onset leaves them out (it read 89 us where the
+    verdict's 64 us is the definition's).
     """
     lineage = get_run_lineage(str(job))
     assert lineage is not None, job
@@ -101,21 +109,22 @@ def check_the_straggler_verdict(job: Path) -> None:
     tag, since = verdict["job/straggler_timing"], verdict["job/straggler_since_step"]
     ranks = {rank: scalars(job / f"rank_{rank}") for rank in (0, 1)}
     other = 1 - named
-
-    def series(rank: int, name: str) -> dict[int, float]:
-        return {step: value for step, value in ranks[rank][name] if step >= since}
-
-    mine, theirs = series(named, tag), series(other, tag)
-    steps = sorted(set(mine) & set(theirs))
+    mine, theirs = (dict(ranks[rank][tag]) for rank in (named, other))
+    times = [dict(ranks[rank][STEP_TIME_TAG]) for rank in (0, 1)]
+    every = sorted(set(mine) & set(theirs))
+    steps = [step for step in every if step >= since]
     # The rule names a rank over at least min_steps steps since its onset (a rank that
     # slowed near the end of the 110 steps is named over a few).
     assert len(steps) >= VerdictSettings().min_steps, (job, verdict, len(steps))
     excess = np.array([mine[step] - theirs[step] for step in steps])
-    step_times = [series(rank, STEP_TIME_TAG) for rank in (0, 1)]
-    step_time = np.array([np.median([times[step] for times in step_times]) for step in steps])
+    noise = float(np.mean([max(0.0, theirs[step] - mine[step]) for step in every]))
+    waited = max(float(np.maximum(excess, 0.0).sum()) - noise * len(steps), 0.0)
+    step_time = sum(float(np.median([rank[step] for rank in times])) for step in steps)
     seen = (verdict["job/straggler_cost_seconds"], verdict["job/straggler_cost_share"])
-    measured = (float(excess.mean()), float(excess.sum() / step_time.sum()))
+    measured = (waited / len(steps), waited / step_time)
     shown = f"{job.name}: verdict {verdict}, measured cost {measured} over {len(steps)} steps"
-    assert np.median(excess) > 0, shown
-    assert abs(seen[0] - measured[0]) <= max(0.25 * measured[0], 20e-6), shown
-    assert abs(seen[1] - measured[1]) <= max(0.25 * measured[1], 0.02), shown
+    if verdict["job/straggler_persistent"] == 1:  # slow in most steps since the onset
+        assert np.median(excess) > 0, shown
+    assert measured[0] > 0, shown
+    assert abs(seen[0] - measured[0]) <= max(0.05 * measured[0], 5e-6), shown
+    assert abs(seen[1] - measured[1]) <= max(0.05 * measured[1], 0.01), shown
