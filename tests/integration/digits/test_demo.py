@@ -78,6 +78,8 @@ def test_the_demo_lists_the_jobs_best_first_with_their_verdicts(mpi: Any, tmp_pa
 
 
 STEP_TIME_TAG = "rankscribe/step_time"
+#: The evidence's blocks of steps per timing and rank, at most (docs/job-view.md).
+BLOCKS = 32
 
 
 def check_the_straggler_verdict(job: Path) -> None:
@@ -87,17 +89,17 @@ def check_the_straggler_verdict(job: Path) -> None:
     (docs/job-view.md, "What a straggler costs"), measured here from the per-step
     scalars each rank wrote: over the steps since the verdict's onset, how long the
     job waited for it beyond the other rank (a 2-rank job: the other rank is the
-    next-latest), ``max(0, mine - theirs)`` averaged, less what the other rank leads
-    by through its noise alone (its mean ``max(0, theirs - mine)`` over every step);
-    its share is that wait over the steps' summed step time (a mean of each step's
-    share weighs a 0.5 ms step as much as a 5 ms one, and read 0.066 where the job lost
-    0.147 of its time). Within 5 % (or 5 us and 1 point; local runs matched to every
-    digit): the verdict reads the same timings through the job view's evidence. The
-    plain mean excess is no measure
-    of it: on the demo's 0.1 ms steps the other rank's noise leads before the onset
-    (rank 0's first steps, 0.3-0.6 ms) are part of what the job would still wait for,
-    and the mean excess since the onset leaves them out (it read 89 us where the
-    verdict's 64 us is the definition's).
+    next-latest), ``max(0, mine - theirs)`` averaged, less what it would still wait
+    for with the rest: the other rank's mean lead over every step, or, where less, the
+    named rank's own before its onset (its steps before the evidence block before the
+    onset's, when there are ``min_steps`` of them; blocks of the smallest power of two
+    that holds the run in 32); its share is that wait over the steps' summed step time
+    (a mean of each step's share weighs a 0.5 ms step as much as a 5 ms one, and read
+    0.066 where the job lost 0.147 of its time). Within 5 % (or 5 us and 1 point; local
+    runs matched to every digit): the verdict reads the same timings through the job
+    view's evidence. The plain mean excess since the onset is no measure of it: it
+    read 89 us where the rule's 64 us was the definition's (the other rank's slow first
+    steps were its noise term then).
     """
     lineage = get_run_lineage(str(job))
     assert lineage is not None, job
@@ -118,6 +120,13 @@ def check_the_straggler_verdict(job: Path) -> None:
     assert len(steps) >= VerdictSettings().min_steps, (job, verdict, len(steps))
     excess = np.array([mine[step] - theirs[step] for step in steps])
     noise = float(np.mean([max(0.0, theirs[step] - mine[step]) for step in every]))
+    size = 1
+    while every[-1] // size - every[0] // size + 1 > BLOCKS:
+        size *= 2
+    before = [step for step in every if step < since - size]
+    if len(before) >= VerdictSettings().min_steps:
+        own = float(np.mean([max(0.0, mine[step] - theirs[step]) for step in before]))
+        noise = min(noise, own)
     waited = max(float(np.maximum(excess, 0.0).sum()) - noise * len(steps), 0.0)
     step_time = sum(float(np.median([rank[step] for rank in times])) for step in steps)
     seen = (verdict["job/straggler_cost_seconds"], verdict["job/straggler_cost_share"])

@@ -509,6 +509,7 @@ class _WallClock:
     part: TagTotals
     ranks: IntArray  # the judged timing's ranks
     since: _Since  # since each one's onset: 0 for a rank without arrivals
+    since_step: IntArray  # each one's onset
     #: The part's leads per rank over every block.
     whole_leads: FloatArray = field(init=False)
 
@@ -520,12 +521,43 @@ class _WallClock:
         """The part's sums per rank over every block."""
         return self.part.whole
 
-    def rank_cost(self) -> tuple[FloatArray, FloatArray]:
-        """Per rank (seconds a step, share of the step): its lead over the next-latest,
-        less the lead the other ranks have (:meth:`_usual`)."""
+    def rank_cost(self, min_steps: int) -> tuple[FloatArray, FloatArray]:
+        """Per rank (seconds a step, share of the step): its lead over the next-latest, less
+        what it would still lead by with the rest: as the other ranks lead (:meth:`_usual`),
+        or as it led before its onset where that is less and it has ``min_steps`` steps
+        for it (:meth:`_own`). Each overstates it where the other fails: the others' leads
+        where another rank is the noisier (rank 0 doing extra work now and then), its own
+        where it was slow before for another reason (late on arrival from the start, its
+        forward slower from a later step)."""
         usual = self._usual(LEADS, self.ranks)
+        # Only a rank that led since its onset has a wait to lessen (most ranks of a large
+        # job never are a step's latest).
+        rows = np.flatnonzero(self.since.leads[:, LEADS] > 0)
+        own, before = self._own(rows)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            usual[rows] = np.where(
+                before >= min_steps,
+                np.minimum(own / np.maximum(before, 1.0), usual[rows]),
+                usual[rows],
+            )
         waited = self.since.leads[:, LEADS] - usual * self.since.count
         return _cost_of(np.maximum(waited, 0.0), self.since)
+
+    def _own(self, rows: IntArray) -> tuple[FloatArray, FloatArray]:
+        """Per rank of ``rows`` (of the judged ranks), its own lead over the next-latest
+        and its steps before its onset, the block before the onset's left out (the onset
+        is that of a block: its slowness may have begun within the block before). A rank
+        with the rest leads by its own noise, not the others': in a 2-rank job whose rank
+        0 pauses now and then, rank 0's leads are no measure of what rank 1 would lead by."""
+        ranks = self.ranks[rows]
+        back = _sums_since(self.part, ranks, self.since_step[rows] - self.part.block_size)
+        at = np.searchsorted(self.part.ranks, ranks)
+        found = at < len(self.part.ranks)
+        found[found] = self.part.ranks[at[found]] == ranks[found]
+        at = np.minimum(at, len(self.part.ranks) - 1)
+        before = np.where(found, self.whole[at, COUNT], 0.0) - back.count
+        own = np.where(found, self.whole_leads[at, LEADS], 0.0) - back.leads[:, LEADS]
+        return np.maximum(own, 0.0), np.maximum(before, 0.0)
 
     def one_block(self, rows: list[int]) -> bool:
         """Whether the ranks ``rows`` lie in one block of ``BLOCK_SIZES`` (not the job's
@@ -546,7 +578,7 @@ class _WallClock:
             None,
         )
 
-    def group_cost(self, rows: list[int], since: int) -> tuple[float, float]:
+    def group_cost(self, rows: list[int], since: int, min_steps: int) -> tuple[float, float]:
         """What the job waited for the ranks ``rows`` as a whole, since ``since``: when they
         lie in one block of ``BLOCK_SIZES`` consecutive ranks (the smallest; a node), per
         step that block's latest against the other blocks' latest, less the lead another
@@ -561,7 +593,7 @@ class _WallClock:
         elif len(ranks) <= TOP_SIZES[-1]:  # a few ranks: when they are the step's latest
             field, group = TOP_LEADS + TOP_SIZES.index(max(2, len(ranks))), ranks
         else:
-            each_seconds, each_share = self.rank_cost()
+            each_seconds, each_share = self.rank_cost(min_steps)
             return float(each_seconds[rows].sum()), float(each_share[rows].sum())
         sums = _sums_since(self.part, group, np.full(len(group), since))
         count = sums.count.max(initial=0.0)
@@ -631,7 +663,7 @@ def _wall_clock(totals: _Totals, tag: str, judged: _Judged) -> _WallClock:
         basis, source = "arrival", ARRIVAL_TIME_TAG
     part = totals.of(source)
     since = _sums_since(part, judged.ranks, judged.since_step)
-    return _WallClock(basis, part, judged.ranks, since)
+    return _WallClock(basis, part, judged.ranks, since, judged.since_step)
 
 
 def _latest_often(
@@ -751,7 +783,7 @@ def _judgements(
             continue
         judged = _judge_tag(part, settings)
         wall = _wall_clock(totals, tag, judged)
-        seconds, share = wall.rank_cost()
+        seconds, share = wall.rank_cost(settings.min_steps)
         # The timing whose wall clock is the job's (the arrivals, or in a job without them
         # each timing its own): a rank the job clearly waits for, however its timing looks.
         if wall.part is part:
@@ -841,7 +873,9 @@ def _wall_named(
     floor, floor_seconds = settings.cost_floor_share, settings.cost_floor_seconds
     alone = [row for row in slow if share[row] >= floor and seconds[row] >= floor_seconds]
     if len(slow) > 1 and wall.one_block(slow):
-        group_seconds, group_share = wall.group_cost(slow, int(judged.since_step[slow].min()))
+        group_seconds, group_share = wall.group_cost(
+            slow, int(judged.since_step[slow].min()), settings.min_steps
+        )
         most = max((float(share[row]) for row in alone), default=0.0)
         if group_share >= floor + most and group_seconds >= floor_seconds:
             return slow, group_seconds, group_share
@@ -853,7 +887,9 @@ def _wall_named(
     # the sum of waits each too small to act on. They stay in the record's top.
     if len(rows) < 2 or (not alone and len(rows) > TOP_SIZES[-1]):
         return None
-    group_seconds, group_share = wall.group_cost(rows, int(judged.since_step[rows].min()))
+    group_seconds, group_share = wall.group_cost(
+        rows, int(judged.since_step[rows].min()), settings.min_steps
+    )
     if group_share < floor or group_seconds < floor_seconds:
         return None
     return rows, group_seconds, group_share
