@@ -127,6 +127,20 @@ def test_a_difference_of_1_percent_of_the_step_is_never_a_verdict() -> None:
     assert record["ranks"] == [1]
 
 
+def test_a_wait_longer_than_the_step_counts_one_step_in_the_factor_not_in_the_cost() -> None:
+    """A data wait of 26 ms against the others' 1 ms at a 10 ms step: each step's excess
+    counts at most one step in what the rule judges and reports as its factor (so one
+    pause cannot outweigh a run: 1 + 10 / 1 = 11x, not 26x, as docs/job-view.md says);
+    the cost, what the job waits for it, is all 25 ms."""
+    wait = np.full((8, 60), 0.001)
+    wait[2, 20:] = 0.026
+    [record] = judge_timings({"data_wait": wait}, step_time=np.full(60, 0.010))
+    assert record["ranks"] == [2]
+    assert record["factor"] == pytest.approx(11.0)
+    assert record["cost_seconds_per_step"] == pytest.approx(0.025)
+    assert "data wait 11.00x the others' median" in record["message"]
+
+
 def test_an_intermittent_rank_is_named_with_its_period_and_share_of_steps() -> None:
     """Every 4th step 3x slower: its cost is the mean, and it is not persistent."""
     timings, step = _timings()
