@@ -551,10 +551,7 @@ class _WallClock:
         0 pauses now and then, rank 0's leads are no measure of what rank 1 would lead by."""
         ranks = self.ranks[rows]
         back = _sums_since(self.part, ranks, self.since_step[rows] - self.part.block_size)
-        at = np.searchsorted(self.part.ranks, ranks)
-        found = at < len(self.part.ranks)
-        found[found] = self.part.ranks[at[found]] == ranks[found]
-        at = np.minimum(at, len(self.part.ranks) - 1)
+        at, found = _rows_of(self.part.ranks, ranks)
         before = np.where(found, self.whole[at, COUNT], 0.0) - back.count
         own = np.where(found, self.whole_leads[at, LEADS], 0.0) - back.leads[:, LEADS]
         return np.maximum(own, 0.0), np.maximum(before, 0.0)
@@ -611,11 +608,9 @@ class _WallClock:
         noise). Per rank of ``ranks`` leaving that rank out, or (``together``) one number
         leaving all of them out."""
         lead, count = self.whole_leads[:, field], self.whole[:, COUNT]
-        rows = np.searchsorted(self.part.ranks, ranks)
-        found = rows < len(self.part.ranks)
-        found[found] = self.part.ranks[rows[found]] == ranks[found]
-        own_lead = np.where(found, lead[np.minimum(rows, len(lead) - 1)], 0.0)
-        own_count = np.where(found, count[np.minimum(rows, len(count) - 1)], 0.0)
+        rows, found = _rows_of(self.part.ranks, ranks)
+        own_lead = np.where(found, lead[rows], 0.0)
+        own_count = np.where(found, count[rows], 0.0)
         if together:
             own_lead, own_count = own_lead.sum(keepdims=True), own_count.sum(keepdims=True)
         steps = count.sum() - own_count
@@ -634,9 +629,7 @@ def _cost_of(waited: FloatArray, since: _Since) -> tuple[FloatArray, FloatArray]
 def _sums_since(part: TagTotals, ranks: IntArray, since: IntArray) -> _Since:
     """The wall clock's sums of ``part`` per rank of ``ranks`` (distinct; 0 for one it
     lacks) over its blocks from the one holding step ``since`` of that rank on."""
-    rows = np.searchsorted(part.ranks, ranks)
-    found = rows < len(part.ranks)
-    found[found] = part.ranks[rows[found]] == ranks[found]
+    rows, found = _rows_of(part.ranks, ranks)
     starts = (part.first_block + np.arange(part.wall_blocks.shape[1])) * part.block_size
     fields = list(part.wall_at)
     sums = np.zeros((len(ranks), len(fields)))
@@ -654,6 +647,15 @@ def _sums_since(part: TagTotals, ranks: IntArray, since: IntArray) -> _Since:
         else:
             sums[found] += np.where((start >= first)[:, None], values[rows[found]], 0.0)
     return _Since(sums[:, 0], sums[:, 1], sums[:, 2], part.lead_sums(ranks, since))
+
+
+def _rows_of(known: IntArray, ranks: IntArray) -> tuple[IntArray, npt.NDArray[np.bool_]]:
+    """Per rank of ``ranks``, its row in ``known`` (sorted; a row in range where it is not
+    there) and whether it is there."""
+    rows = np.searchsorted(known, ranks)
+    found = rows < len(known)
+    found[found] = known[rows[found]] == ranks[found]
+    return np.minimum(rows, max(len(known) - 1, 0)), found
 
 
 def _wall_clock(totals: _Totals, tag: str, judged: _Judged) -> _WallClock:
