@@ -113,6 +113,7 @@ from rankscribe.jobview.feed import (
 from rankscribe.jobview.job._statistics import TagStatistics
 from rankscribe.jobview.protocol import JobPartial, straggler_records, timings_evidence
 from rankscribe.lineage import merge_run_dir
+from rankscribe.ranks.testing import MemoryTreeChannel, MemoryTreeHub
 from rankscribe.writer import SummaryRecord, files, reader
 from rankscribe.writer.eventfiles import EventRecords, ScalarSteps, write_event_file
 from rankscribe.writer.pb import summary_pb2, tensorboard_pb2
@@ -232,23 +233,10 @@ def _targets(ranks: int) -> tuple[float, float]:
     return TARGET_INTERVAL_LARGE, TARGET_ROOT_MB_LARGE
 
 
-def _depth(rank: int) -> int:
-    """Levels between ``rank`` and rank 0 (rank 0: 0)."""
-    depth = 0
-    while rank > 0:
-        rank = (rank - 1) // FAN_IN
-        depth += 1
-    return depth
-
-
-def _subtree_runs(rank: int, ranks: int) -> list[tuple[int, int]]:
-    """The ranks under ``rank`` in the tree of ``ranks`` ranks, as inclusive runs (one a
-    level: ``TreeChannel.subtree``'s)."""
-    runs, low, high = [], rank, rank
-    while low < ranks:
-        runs.append((low, min(high, ranks - 1)))
-        low, high = FAN_IN * low + 1, FAN_IN * high + FAN_IN
-    return runs
+def _tree(ranks: int) -> MemoryTreeChannel:
+    """The tree of ``ranks`` ranks as the collector lays it out (rank 0's channel, for its
+    arithmetic: each rank's level, each child's subtree)."""
+    return MemoryTreeChannel(MemoryTreeHub(), 0, ranks, FAN_IN)
 
 
 def _critical_path(timings: dict[str, float]) -> float:
@@ -272,6 +260,7 @@ def _tree_interval(
     merge_at: dict[int, float] = {}
     cpu_merge_at: dict[int, float] = {}
     nodes: list[bytes | None] = [None] * ranks
+    tree = _tree(ranks)
     for rank in reversed(range(ranks)):  # deepest first, as the messages go up
         points = _leaf_points(rank, first, steps, tags)  # the synthetic values: not timed
         started, cpu = time.perf_counter(), time.process_time()
@@ -288,7 +277,7 @@ def _tree_interval(
             assert message is not None
             # Decoded as a real node decodes it: refused if it names a rank outside the
             # child's subtree (every rank's number checked).
-            partial.merge(JobPartial.from_bytes(message, ranks=_subtree_runs(child, ranks)))
+            partial.merge(JobPartial.from_bytes(message, ranks=list(tree.subtree(child))))
             nodes[child] = None
         encoded = partial.to_bytes() if rank else b""
         merge = time.perf_counter() - started
@@ -296,7 +285,7 @@ def _tree_interval(
         timings["cpu_merges"] += cpu_merge
         timings["merges"] += merge
         timings["merge_max"] = max(timings["merge_max"], merge)
-        depth = _depth(rank)
+        depth = tree.level_of(rank)
         merge_at[depth] = max(merge_at.get(depth, 0.0), merge)
         cpu_merge_at[depth] = max(cpu_merge_at.get(depth, 0.0), cpu_merge)
         if rank == 0:
@@ -318,7 +307,7 @@ def _tree_interval(
 
 
 def _levels(ranks: int) -> int:
-    return _depth(ranks - 1)
+    return _tree(ranks).tree_height
 
 
 def bench_interval(ranks: int, steps: int, tags: list[str], repeat: int) -> None:

@@ -534,12 +534,9 @@ class _WallClock:
         # job never are a step's latest).
         rows = np.flatnonzero(self.since.leads[:, LEADS] > 0)
         own, before = self._own(rows)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            usual[rows] = np.where(
-                before >= min_steps,
-                np.minimum(own / np.maximum(before, 1.0), usual[rows]),
-                usual[rows],
-            )
+        usual[rows] = np.where(
+            before >= min_steps, np.minimum(own / np.maximum(before, 1.0), usual[rows]), usual[rows]
+        )
         waited = self.since.leads[:, LEADS] - usual * self.since.count
         return _cost_of(np.maximum(waited, 0.0), self.since)
 
