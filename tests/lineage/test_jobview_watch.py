@@ -28,7 +28,13 @@ from typing import Any, cast
 import numpy as np
 import pytest
 
-from rankscribe.jobview import LiveJobView, StragglerRecord, VerdictRecord, VerdictSettings
+from rankscribe.jobview import (
+    LiveJobView,
+    StragglerRecord,
+    VerdictRecord,
+    VerdictSettings,
+    judge_timings,
+)
 from rankscribe.jobview.errors import JobViewParamTypeError, JobViewParamValueError
 from rankscribe.jobview.feed import STEP_TIME_TAG
 from rankscribe.jobview.protocol import (
@@ -593,6 +599,50 @@ def test_the_watch_judges_float32_timings_as_they_came_in_half_the_memory(exact:
         for tag in timings
         for rank, (_, values) in watch._series[tag].items()
     )
+
+
+def test_whole_rounds_are_judged_as_the_window_lies_with_judge_timings_records() -> None:
+    """A round of at least window_steps steps from every rank lays each timing's window out
+    as one array, judged as it lies (no table of it made: 52 MB a timing at 65,536 ranks);
+    a later round of fewer steps is judged from each rank's window. Either way the records
+    are judge_timings' of the float64 (ranks, steps) arrays of the last 200 steps, a
+    negative or infinite time no point, in whatever order the ranks came."""
+    timings = window(60, 230, slow=11, factor=1.5, onset=120, seed=5)
+    for ranks in timings.values():
+        for rank, (steps, values) in ranks.items():
+            ranks[rank] = (steps, values.astype(np.float32).astype(np.float64))
+    compute = timings[COMPUTE]
+    compute[3][1][50], compute[4][1][60], compute[5][1][70] = -1.0, np.inf, np.nan
+    watch = TimingWatch(settings=WatchSettings(window_steps=200))
+
+    def expected(last: int) -> list[StragglerRecord]:
+        tables = {
+            name: np.array([timings[tag][rank][1][last - 200 : last] for rank in range(60)])
+            for name, tag in (("section/compute", COMPUTE), ("step_time", STEP_TIME_TAG))
+        }
+        for name, table in tables.items():
+            tables[name] = np.where(np.isfinite(table) & (table >= 0), table, np.nan)
+        steps = np.arange(last - 200, last)
+        return judge_timings(tables, step_time=tables["step_time"], steps=steps)
+
+    first = {tag: dict(reversed(ranks.items())) for tag, ranks in timings.items()}
+    watch.add(first)
+    want = expected(230)
+    assert [record["ranks"] for record in want] == [[11]]
+    assert watch.judge() == want
+    more = window(60, 260, slow=11, factor=1.5, onset=120, seed=6)
+    for tag, ranks in more.items():
+        for rank, (steps, values) in ranks.items():
+            stored = values.astype(np.float32).astype(np.float64)
+            timings[tag][rank] = (steps, np.concatenate([timings[tag][rank][1], stored[230:]]))
+    later = {
+        tag: {rank: (s[230:], timings[tag][rank][1][230:]) for rank, (s, _) in ranks.items()}
+        for tag, ranks in more.items()
+    }
+    again = TimingWatch(settings=WatchSettings(window_steps=200))
+    again.add(first)
+    again.add(later)
+    assert again.judge() == expected(260)
 
 
 @pytest.mark.parametrize(("cpu_per_cost", "named"), [(1.25, False), (0.8, True)])

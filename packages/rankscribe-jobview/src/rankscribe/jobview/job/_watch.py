@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rankscribe.jobview.job._statistics import STEP_TIME_TAG, is_timing_tag, shared_steps
-from rankscribe.jobview.job.verdicts._judge import judge_timings
+from rankscribe.jobview.job._statistics import is_timing_tag, shared_steps
+from rankscribe.jobview.job.verdicts._judge import judge_by_step
 from rankscribe.jobview.job.verdicts._record_types import StragglerRecord, VerdictRecord
 from rankscribe.jobview.job.verdicts._straggler_verdicts import (
     VerdictSettings,
@@ -95,37 +95,64 @@ def judge_window(
     """Straggler records of a window of per-rank timings (``tag -> rank -> (steps, values)``).
 
     The last ``window_steps`` steps any rank reported, every timing tag as a
-    ``(ranks, steps)`` table (NaN where a rank has no point yet), judged by
-    :func:`~rankscribe.jobview.judge_timings` with the step time as
-    the scale of the cost. A rank named on several timings is kept in the
-    costliest one.
+    ``(steps, ranks)`` table (NaN where a rank has no point yet, or a negative or
+    infinite one), judged by the rule of :func:`~rankscribe.jobview.judge_timings`
+    (:func:`judge_by_step`: the same records) with the step time as the scale of
+    the cost. A table is float32 where the tag's windows are (a rank's timings come
+    from its summary files), and is made from the ranks that share their steps a
+    block at a time: at 65,536 ranks x 200 steps one 52 MB table a tag, not judge_timings'
+    two float64 copies of it. A rank named on several timings is kept in the costliest
+    one.
     """
     settings = settings or WatchSettings()
     tags = sorted(tag for tag, ranks in timings.items() if ranks)
     if not tags:
         return []
     ranks = sorted({rank for tag in tags for rank in timings[tag]})
-    columns = [timings[tag][rank][0] for tag in tags for rank in timings[tag]]
-    steps = np.unique(np.concatenate(columns))
-    steps = steps[-settings.window_steps :]
+    # The ranks of a round share one steps array: each distinct one is read once.
+    distinct = {id(steps): steps for tag in tags for steps, _ in timings[tag].values()}
+    steps = np.unique(np.concatenate(list(distinct.values())))[-settings.window_steps :]
     if len(ranks) < 2 or len(steps) == 0:
         return []
-    row = {rank: index for index, rank in enumerate(ranks)}
-    tables: dict[str, npt.NDArray[np.float64]] = {}
-    for tag in tags:
-        table = np.full((len(ranks), len(steps)), np.nan)
-        for rank, (rank_steps, values) in timings[tag].items():
-            keep = np.isin(rank_steps, steps)
-            table[row[rank], np.searchsorted(steps, rank_steps[keep])] = values[keep]
-        tables[tag] = np.where(np.isfinite(table) & (table >= 0), table, np.nan)
-    records = judge_timings(
-        tables,
-        step_time=tables.get(STEP_TIME_TAG),
-        steps=steps,
-        ranks=np.asarray(ranks, dtype=np.int64),
-        settings=settings.verdict,
-    )
-    return _one_timing_per_rank(records)
+    columns = np.asarray(ranks, dtype=np.int64)
+    tables = {tag: _window_table(timings[tag], steps, columns) for tag in tags}
+    return _one_timing_per_rank(judge_by_step(tables, steps, ranks, settings.verdict))
+
+
+def _no_time_to_judge(values: npt.NDArray[np.floating[Any]]) -> None:
+    """A negative or infinite time made NaN (no point), in place: the rule judges seconds >= 0."""
+    with np.errstate(invalid="ignore"):
+        values[~(np.isfinite(values) & (values >= 0))] = np.nan
+
+
+#: Ranks whose window rows are stacked at once (:func:`_window_table`,
+#: :meth:`TimingWatch._window_of`).
+_WINDOW_CHUNK = 1024
+
+
+def _window_table(
+    series: Mapping[int, WindowArrays], steps: npt.NDArray[np.int64], ranks: npt.NDArray[np.int64]
+) -> npt.NDArray[np.floating[Any]]:
+    """One tag's window as a ``(steps, ranks)`` table: NaN where a rank has no point at a
+    step, or a negative or infinite one (no time to judge). float32 when every rank's
+    values are float32 arrays (the watch keeps them so when every value is one), else
+    float64. The ranks that share one steps array are stacked ``_WINDOW_CHUNK`` at a time."""
+    narrow = all(values.dtype == np.float32 for _, values in series.values())
+    table = np.full((len(steps), len(ranks)), np.nan, dtype=np.float32 if narrow else np.float64)
+    sharing: dict[int, list[int]] = {}
+    for rank, (rank_steps, _) in series.items():
+        sharing.setdefault(id(rank_steps), []).append(rank)
+    for members in sharing.values():
+        rank_steps = series[members[0]][0]
+        keep = np.isin(rank_steps, steps)
+        rows = np.searchsorted(steps, rank_steps[keep])
+        members.sort()
+        for start in range(0, len(members), _WINDOW_CHUNK):
+            part = members[start : start + _WINDOW_CHUNK]
+            block = np.stack([series[rank][1] for rank in part])[:, keep].T
+            _no_time_to_judge(block)
+            table[np.ix_(rows, np.searchsorted(ranks, part))] = block
+    return table
 
 
 def _one_timing_per_rank(records: list[StragglerRecord]) -> list[StragglerRecord]:
@@ -144,10 +171,6 @@ def _one_timing_per_rank(records: list[StragglerRecord]) -> list[StragglerRecord
 def _key(record: Mapping[str, Any]) -> tuple[str, tuple[int, ...], str | None]:
     timing = record.get("tag") or record.get("timing")
     return (str(record["kind"]), tuple(sorted(record["ranks"])), timing)
-
-
-#: Ranks whose window rows are stacked at once (:meth:`TimingWatch._window_of`).
-_WINDOW_CHUNK = 1024
 
 
 class TimingWatch:
@@ -171,6 +194,9 @@ class TimingWatch:
         self._series: dict[str, dict[int, WindowArrays]] = {}
         # Per timing tag: the ranks whose windows are the rows of one array, and that array.
         self._windows: dict[str, tuple[list[int], npt.NDArray[np.floating[Any]]]] = {}
+        # Per timing tag whose every held rank's window is its row of that array, at one
+        # steps array (a round of at least window_steps steps from every rank): the steps.
+        self._whole: dict[str, npt.NDArray[np.int64]] = {}
         self._standing: dict[tuple[str, tuple[int, ...], str | None], StragglerRecord] = {}
         self._announced: set[tuple[str, tuple[int, ...], str | None]] = set()
         # Judgements in a row each standing verdict was missing from (none: found last time).
@@ -218,18 +244,22 @@ class TimingWatch:
             held = self._series.setdefault(tag, {})
             # Ranks whose new points fill the window alone (a round of at least window_steps
             # steps): their last steps, copied together (one array for thousands of ranks).
-            whole = [rank for rank, (steps, _) in ranks.items() if len(steps) >= keep]
+            whole = sorted(rank for rank, (steps, _) in ranks.items() if len(steps) >= keep)
+            self._whole.pop(tag, None)
             if whole:
                 values = self._window_of(tag, whole, [ranks[rank][1][-keep:] for rank in whole])
                 shared = shared_steps([ranks[rank] for rank in whole])
                 if shared is not None:  # one steps array for them all, each its window's row
                     rows = zip(itertools.repeat(shared[-keep:]), values, strict=False)
                     held.update(zip(whole, rows, strict=True))
+                    if len(held) == len(whole):  # no other rank's older window
+                        self._whole[tag] = shared[-keep:]
                 else:
                     for row, rank in enumerate(whole):
                         held[rank] = (ranks[rank][0][-keep:].copy(), values[row])
                 if len(whole) == len(ranks):
                     continue
+                self._whole.pop(tag, None)  # the other ranks' windows are their own
             for rank, (new_steps, new_values) in ranks.items():
                 if len(new_steps) == 0 or len(new_steps) >= keep:
                     continue
@@ -259,6 +289,7 @@ class TimingWatch:
         exact = window.dtype == np.float32
         for start in range(0, len(rows), _WINDOW_CHUNK):  # a MB or two at a time
             chunk = np.stack(rows[start : start + _WINDOW_CHUNK])
+            _no_time_to_judge(chunk)
             if exact:
                 narrow = chunk.astype(np.float32)
                 exact = bool(np.array_equal(narrow, chunk, equal_nan=True))
@@ -272,6 +303,45 @@ class TimingWatch:
             window[start : start + len(chunk)] = chunk
         self._windows[tag] = (ranks, window)
         return window
+
+    def _judged(self) -> list[StragglerRecord]:
+        """:func:`judge_window` of the held windows; where they lie as whole arrays
+        (:meth:`_laid_out`), those arrays judged as they lie: the same records."""
+        laid_out = self._laid_out()
+        if laid_out is None:
+            return judge_window(self._series, self.settings)
+        steps, ranks, tables = laid_out
+        if len(ranks) < 2:
+            return []
+        return _one_timing_per_rank(judge_by_step(tables, steps, ranks, self.settings.verdict))
+
+    def _laid_out(
+        self,
+    ) -> tuple[npt.NDArray[np.int64], list[int], dict[str, npt.NDArray[np.floating[Any]]]] | None:
+        """Where every timing's held windows are the rows of its one array, in rank order,
+        at one steps array of window_steps steps (a round of at least that many steps from
+        every rank), the same steps and ranks for every timing: those steps, ranks and
+        arrays as ``(steps, ranks)`` tables (transposed views: at 65,536 ranks no 52 MB
+        table a timing); else None."""
+        tags = sorted(tag for tag, held in self._series.items() if held)
+        if not tags:
+            return None
+        shared: tuple[npt.NDArray[np.int64], list[int]] | None = None
+        tables: dict[str, npt.NDArray[np.floating[Any]]] = {}
+        for tag in tags:
+            steps, known = self._whole.get(tag), self._windows.get(tag)
+            if steps is None or known is None:
+                return None
+            ranks, window = known
+            if not len(steps) == window.shape[1] == self.settings.window_steps:
+                return None
+            if shared is None:
+                shared = (steps, ranks)
+            elif ranks != shared[1] or not np.array_equal(steps, shared[0]):
+                return None
+            tables[tag] = window.T
+        assert shared is not None
+        return shared[0], shared[1], tables
 
     def own_work(self, rank: int, cpu_seconds: float) -> None:
         """The watch runs on ``rank``, whose live-view threads have used ``cpu_seconds`` of
@@ -343,9 +413,7 @@ class TimingWatch:
         """Judge the window; call ``on_verdict`` for each new or changed record; return them."""
         changed: list[StragglerRecord | VerdictRecord] = []
         found = {
-            _key(record): record
-            for record in judge_window(self._series, self.settings)
-            if not self.own_work_explains(record)
+            _key(record): record for record in self._judged() if not self.own_work_explains(record)
         }
         for key, record in found.items():
             old = self._standing.get(key)

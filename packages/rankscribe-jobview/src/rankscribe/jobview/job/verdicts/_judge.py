@@ -7,7 +7,8 @@ timings from anywhere"). :func:`timings_evidence` makes the arrays'
 :class:`StragglerEvidence` (bounded and mergeable), which :func:`straggler_records`
 judges; :func:`judge_timings` judges each timing's totals made straight from the
 window (:func:`window_totals`: the same records, without the evidence's blocks of
-every rank).
+every rank); :func:`judge_by_step` judges tables already laid out step by step, in
+float32 where their values are (the live view's window: the same records again).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from rankscribe.jobview.job.verdicts._stragglers import (
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-__all__ = ["judge_timings", "timing_tag", "timings_evidence"]
+__all__ = ["judge_by_step", "judge_timings", "timing_tag", "timings_evidence"]
 
 _SHORT_NAMES = {
     "arrival": ARRIVAL_TIME_TAG,
@@ -254,4 +255,35 @@ def judge_timings(
         del table
         totals[timing_tag(name)] = window_totals(step_numbers, rank_numbers, by_step, scale)
         del by_step
+    return totals_records(totals, settings)
+
+
+def judge_by_step(
+    tables: dict[str, npt.NDArray[np.floating[Any]]],
+    steps: npt.NDArray[np.int64],
+    ranks: list[int],
+    settings: VerdictSettings,
+) -> list[StragglerRecord]:
+    """:func:`judge_timings` of tables the caller made and checked: tag -> a ``(steps,
+    ranks)`` table (float32 kept as it is: each chunk is read into float64, so the records
+    are those of the float64 table), its values seconds >= 0 or NaN; ``steps``
+    increasing, ``ranks`` distinct. The step time's table (``STEP_TIME_TAG``), where
+    there is one, is the scale, else the ranks' median of the timings' sum at each step.
+    Each table is taken out of ``tables`` as it is judged (the caller's memory goes with
+    it): at 65,536 ranks x 200 steps a float32 table is 52 MB, judge_timings' float64
+    ``(ranks, steps)`` table and its transposed copy 210 MB."""
+    if not tables or not len(steps) or not ranks:
+        return []
+    step_table = tables.get(STEP_TIME_TAG)
+    if step_table is not None:
+        scale = row_medians(step_table)
+    else:
+        total = np.zeros((len(steps), len(ranks)))
+        for table in tables.values():
+            total += np.nan_to_num(table)
+        scale = row_medians(total)
+        del total
+    totals: dict[str, TagTotals] = {}
+    for tag in sorted(tables):
+        totals[tag] = window_totals(steps, ranks, tables.pop(tag), scale)
     return totals_records(totals, settings)
