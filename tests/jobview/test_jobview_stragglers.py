@@ -32,7 +32,7 @@ from rankscribe.jobview.job.verdicts._stragglers import (
     row_medians,
     row_middles,
 )
-from rankscribe.jobview.protocol import paired_ratios, straggler_verdicts
+from rankscribe.jobview.protocol import paired_ratios, straggler_verdicts, timings_evidence
 
 STEPS = 120
 
@@ -183,6 +183,25 @@ def test_evidence_merged_from_blocks_and_rank_groups_equals_the_whole() -> None:
         key: value for key, value in whole_verdicts.items() if key not in numbers
     }
     assert straggler_verdicts(merged)["job/straggler_ranks"] == "3"
+
+
+@pytest.mark.parametrize(("ranks", "blocks"), [(8192, 32), (16384, 16), (65536, 4), (131072, 4)])
+def test_a_runs_evidence_keeps_fewer_blocks_a_rank_as_the_ranks_grow(
+    ranks: int, blocks: int
+) -> None:
+    """Rank 0 holds a run's evidence of every rank: 32 blocks of sums a rank up to 8,192
+    ranks, half as many for each doubling beyond, never fewer than 4 (at 65,536 ranks 54.5
+    MB a timing, not 436 MB). Steps 0 to 999 then lie in blocks of the size that fits. A
+    window judged once keeps 32 blocks whatever the ranks (its sums are not held)."""
+    steps = np.array([0, 999])
+    values = np.full((2, ranks), 0.01, dtype=np.float32)
+    run = StragglerEvidence()
+    run.add_timings(FORWARD_TIME_TAG, steps, range(ranks), values, 0.02)
+    shipped = run.to_arrays()
+    assert np.asarray(shipped["layout"])[0, 0] == 1024 // blocks  # the block size
+    assert np.asarray(shipped["blocks"]).size == ranks * blocks * FIELDS
+    window = timings_evidence({"forward": values.T}, steps=steps, step_time=np.full(2, 0.02))
+    assert np.asarray(window.to_arrays()["layout"])[0, 0] == 32
 
 
 def test_malformed_evidence_arrays_are_refused() -> None:

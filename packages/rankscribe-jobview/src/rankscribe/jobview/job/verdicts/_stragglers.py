@@ -17,8 +17,9 @@
    the excess's Fourier components at periods of 2 to 8 steps, ``PERIODS``, and
    the job's step time), and what the job waited for each step's latest rank
    (its leads, ``LEADS``), kept at that rank alone. At most
-   ``MAX_BLOCKS`` blocks per timing (the block size doubles when a run grows),
-   so it is bounded whatever the length of the run, and mergeable (sums add
+   ``MAX_BLOCKS`` blocks per timing (the block size doubles when a run grows;
+   a run's fewer past 8,192 ranks, :func:`blocks_for`), so it is bounded whatever
+   the length of the run and, up to 65,536 ranks, the ranks, and mergeable (sums add
    up) across blocks of steps, intervals and groups of ranks: it travels up a
    tree of ranks.
 3. The verdict (``_straggler_verdicts.py``) reads each timing's
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ABOVE_EDGES",
+    "BLOCK_CELLS",
     "BLOCK_SIZES",
     "CLIPSHARE",
     "COUNT",
@@ -64,6 +66,7 @@ __all__ = [
     "LEAD_FIELDS",
     "LONG_LEADS",
     "MAX_BLOCKS",
+    "MIN_BLOCKS",
     "PERIODIC",
     "PERIODS",
     "REFERENCE",
@@ -79,6 +82,7 @@ __all__ = [
     "TagEvidence",
     "TagTotals",
     "add_timings_with_middle",
+    "blocks_for",
     "middle_medians",
     "others_medians",
     "paired_ratios",
@@ -94,6 +98,15 @@ __all__ = [
 CLIPSHARE = 1.0
 #: Blocks of steps kept per (timing, rank); the block size doubles beyond.
 MAX_BLOCKS = 32
+#: (rank, block) pairs of sums a run's evidence keeps per timing (:func:`blocks_for`):
+#: ``MAX_BLOCKS`` blocks a rank up to 8,192 ranks, half as many for each doubling beyond (16
+#: at 16,384 ranks, 8 at 32,768, 4 at 65,536), so a timing's sums stay within
+#: ``BLOCK_CELLS x FIELDS`` numbers (54.5 MB) up to 65,536 ranks: rank 0 of a live view
+#: holds them beside its window and a round's points, which grow with the ranks.
+BLOCK_CELLS = 1 << 18
+#: The fewest blocks a run's evidence keeps per (timing, rank), whatever the ranks (beyond
+#: 65,536 ranks its sums grow with them again): a verdict's onset is a block's.
+MIN_BLOCKS = 4
 
 #: The excess shares of the step at which steps are counted (``ABOVE_EDGES``): how often a
 #: rank's excess reaches a cost floor, whatever the floor a verdict is asked with.
@@ -369,7 +382,7 @@ class TagEvidence:
     lead_ranks: IntArray = field(default_factory=_no_ints)
     lead_blocks: IntArray = field(default_factory=_no_ints)
     leads: FloatArray = field(default_factory=_no_leads)  # (entries, LEAD_FIELDS)
-    #: The array ``blocks`` is the first blocks of, with room for ``MAX_BLOCKS`` (None:
+    #: The array ``blocks`` is the first blocks of, with room for all the blocks kept (None:
     #: none yet); merges widen and coarsen the evidence within it.
     room: FloatArray | None = field(default=None, repr=False, compare=False)
 
@@ -509,8 +522,8 @@ def window_totals(
     if not len(step_numbers) or not len(columns):
         raise ValueError(f"values must hold a step and a rank, got shape {table.shape}")
     ordered_ranks, table = _sorted_columns(columns, table)
-    size, first, count = _block_layout(int(step_numbers[0]), int(step_numbers[-1]), 1)
     width = len(ordered_ranks)
+    size, first, count = _block_layout(int(step_numbers[0]), int(step_numbers[-1]), 1)
     onset = np.zeros(width, dtype=np.int64)
     since = np.zeros((width, FIELDS))
     whole = np.zeros((width, FIELDS))
@@ -583,10 +596,22 @@ def _lead_columns(piece: TagEvidence, size: int, first: int) -> IntArray:
 _LAYOUT = 6
 
 
-def _block_layout(first_step: int, last_step: int, block_size: int) -> tuple[int, int, int]:
-    """(block size, first block, block count) covering the steps within ``MAX_BLOCKS``."""
+def blocks_for(ranks: int) -> int:
+    """The blocks a run's evidence keeps per rank of a timing over ``ranks`` ranks:
+    ``MAX_BLOCKS``, halved while that is more than ``BLOCK_CELLS`` (rank, block) pairs,
+    never fewer than ``MIN_BLOCKS`` (a window judged once keeps ``MAX_BLOCKS``)."""
+    blocks = MAX_BLOCKS
+    while blocks > MIN_BLOCKS and blocks * ranks > BLOCK_CELLS:
+        blocks //= 2
+    return blocks
+
+
+def _block_layout(
+    first_step: int, last_step: int, block_size: int, limit: int = MAX_BLOCKS
+) -> tuple[int, int, int]:
+    """(block size, first block, block count) covering the steps within ``limit`` blocks."""
     size = max(block_size, 1)
-    while last_step // size - first_step // size + 1 > MAX_BLOCKS:
+    while last_step // size - first_step // size + 1 > limit:
         size *= 2
     first = first_step // size
     return size, first, last_step // size - first + 1
@@ -607,14 +632,20 @@ class StragglerEvidence:
         self._tags: dict[str, TagEvidence] = {}
         #: Per tag, where its long leads stood at the last step added in order.
         self._runs: dict[str, _Runs] = {}
-        #: Whether a tag's first steps are made within an array of ``MAX_BLOCKS`` blocks
-        #: that later steps grow into (a live view's), or to their own size
+        #: Whether a tag's first steps are made within an array of all the blocks kept
+        #: (:func:`blocks_for`) that later steps grow into (a live view's), or to their own size
         #: (:func:`window_evidence`).
         self._grows = True
 
     @property
     def tags(self) -> list[str]:
         return sorted(self._tags)
+
+    def _limit(self, ranks: int) -> int:
+        """The blocks a tag's evidence of ``ranks`` ranks keeps: a run's (a live view's,
+        an offline merge's) within :func:`blocks_for`'s; a window judged once, made to its
+        own size, ``MAX_BLOCKS``."""
+        return blocks_for(ranks) if self._grows else MAX_BLOCKS
 
     def ranks(self, tag: str) -> list[int]:
         """The ranks with evidence on ``tag``."""
@@ -664,12 +695,14 @@ class StragglerEvidence:
                 table,
                 scale,
                 1,
+                self._limit(len(columns)),
                 room=self._grows,
                 runs=runs,
                 middle=middle,
             )
             return
-        if _add_in_place(known, step_numbers, columns, table, scale, runs, middle=middle):
+        limit = self._limit(len(known.ranks))
+        if _add_in_place(known, step_numbers, columns, table, scale, limit, runs, middle=middle):
             return
         self._merge_tag(
             tag,
@@ -679,6 +712,7 @@ class StragglerEvidence:
                 table,
                 scale,
                 known.block_size,
+                self._limit(len(columns)),
                 room=False,
                 runs=runs,
                 middle=middle,
@@ -707,8 +741,13 @@ class StragglerEvidence:
             return
         first_step = min(known.first_step, part.first_step)
         last_step = max(known.last_step, part.last_step)
+        rows = np.searchsorted(known.ranks, part.ranks)
+        inside = rows < len(known.ranks)
+        within = bool(inside.all()) and bool((known.ranks[rows] == part.ranks).all())
+        ranks = known.ranks.copy() if within else np.union1d(known.ranks, part.ranks)
+        limit = self._limit(len(ranks))
         size, first, count = _block_layout(
-            first_step, last_step, max(known.block_size, part.block_size)
+            first_step, last_step, max(known.block_size, part.block_size), limit
         )
         # Each block's leads: the known ones, then the part's (as the sums are added).
         leads = _summed_leads(
@@ -716,16 +755,13 @@ class StragglerEvidence:
             np.concatenate([_lead_columns(known, size, first), _lead_columns(part, size, first)]),
             np.concatenate([known.leads, part.leads]),
         )
-        rows = np.searchsorted(known.ranks, part.ranks)
-        inside = rows < len(known.ranks)
-        if bool(inside.all()) and bool((known.ranks[rows] == part.ranks).all()):
-            merged = _in_place(known, size, first, count)
+        if within:
+            merged = _in_place(known, size, first, count, limit)
             if merged is not None:  # a live view's usual interval: no copy of the evidence
                 _add_columns(merged, part, rows)
                 merged.first_step, merged.last_step = first_step, last_step
                 merged.lead_ranks, merged.lead_blocks, merged.leads = leads
                 return
-        ranks = np.union1d(known.ranks, part.ranks)
         merged = TagEvidence(
             ranks,
             size,
@@ -875,7 +911,7 @@ def add_timings_with_middle(
 
 def window_evidence() -> StragglerEvidence:
     """Empty evidence for a window judged once (``judge_timings``): each tag's blocks made
-    to the window's size, not within an array of ``MAX_BLOCKS`` blocks (16,384 ranks x 100
+    to the window's size, not within an array of all the blocks kept (16,384 ranks x 100
     steps: 25 blocks, not 32; a later merge into it makes that array then)."""
     evidence = StragglerEvidence()
     evidence._grows = False
@@ -896,24 +932,27 @@ def _add_columns(target: TagEvidence, piece: TagEvidence, rows: IntArray) -> Non
             target.blocks[rows, index] += piece.blocks[:, column]
 
 
-def _room(known: TagEvidence) -> FloatArray:
-    """The array of ``MAX_BLOCKS`` blocks that ``known.blocks`` begins (made when missing)."""
+def _room(known: TagEvidence, limit: int) -> FloatArray:
+    """The array of ``limit`` blocks (or ``known``'s own, where more) that ``known.blocks``
+    begins (made when missing)."""
     room = known.room
     if room is not None and id(known.blocks.base) == id(room):
         return room
-    room = np.zeros((len(known.ranks), MAX_BLOCKS, FIELDS))
+    room = np.zeros((len(known.ranks), max(limit, known.blocks.shape[1]), FIELDS))
     room[:, : known.blocks.shape[1]] = known.blocks
     return room
 
 
-def _in_place(known: TagEvidence, size: int, first: int, count: int) -> TagEvidence | None:
+def _in_place(
+    known: TagEvidence, size: int, first: int, count: int, limit: int
+) -> TagEvidence | None:
     """``known`` laid out as (``size``, ``first``, ``count``) blocks within an array of
-    ``MAX_BLOCKS`` blocks (made once, when it is first merged into): wider, or coarser
+    ``limit`` blocks (made once, when it is first merged into): wider, or coarser
     (each block's sums added into its coarser block, which is never a later one). None
     when the first block is not the one that holds ``known``'s first (a copy is made)."""
     if first != (known.first_block * known.block_size) // size:
         return None
-    room = _room(known)
+    room = _room(known, limit)
     if size != known.block_size:
         starts = (known.first_block + np.arange(known.blocks.shape[1])) * known.block_size
         _coarsened(room, starts // size - first)
@@ -1151,17 +1190,18 @@ def _blocks_of(
     table: TableArray,
     scale: FloatArray,
     block_size: int = 1,
+    limit: int = MAX_BLOCKS,
     *,
     room: bool = False,
     runs: _Runs | None = None,
     middle: Middle | None = None,
 ) -> TagEvidence:
     """One block of steps' sums folded into the evidence's blocks (ranks sorted;
-    :func:`_fill_blocks`)."""
+    :func:`_fill_blocks`), at most ``limit`` of them."""
     ordered_ranks, table = _sorted_columns(ranks, table)
-    size, first, count = _block_layout(int(steps[0]), int(steps[-1]), block_size)
-    # ``room``: within an array of MAX_BLOCKS blocks, which later steps grow into in place.
-    storage = np.zeros((len(ranks), MAX_BLOCKS if room else count, FIELDS))
+    size, first, count = _block_layout(int(steps[0]), int(steps[-1]), block_size, limit)
+    # ``room``: within an array of ``limit`` blocks, which later steps grow into in place.
+    storage = np.zeros((len(ranks), limit if room else count, FIELDS))
     blocks = storage[:, :count]
     leads = _fill_blocks(
         blocks, None, steps, ordered_ranks, table, scale, size, first, runs=runs, middle=middle
@@ -1195,6 +1235,7 @@ def _add_in_place(
     ranks: IntArray,
     table: TableArray,
     scale: FloatArray,
+    limit: int,
     runs: _Runs | None = None,
     *,
     middle: Middle | None = None,
@@ -1202,19 +1243,23 @@ def _add_in_place(
     """A block of steps of ``known``'s very ranks added straight into its blocks, as merging
     the block's own evidence (:func:`_blocks_of` in ``known``'s block size) adds it: the
     same sums, with no ``(ranks, blocks)`` array of the block made (70 MB at 16,384 ranks
-    and 20 blocks). False, with nothing added, for other ranks or blocks that need a copy
-    (the merge then makes the block's evidence)."""
+    and 20 blocks), within ``limit`` blocks. False, with nothing added, for other ranks or
+    blocks that need a copy (the merge then makes the block's evidence)."""
     ordered_ranks, table = _sorted_columns(ranks, table)
     if not np.array_equal(ordered_ranks, known.ranks):
         return False
-    own_size, own_first, own_count = _block_layout(int(steps[0]), int(steps[-1]), known.block_size)
+    own_size, own_first, own_count = _block_layout(
+        int(steps[0]), int(steps[-1]), known.block_size, limit
+    )
     first_step = min(known.first_step, int(steps[0]))
     last_step = max(known.last_step, int(steps[-1]))
-    size, first, count = _block_layout(first_step, last_step, max(known.block_size, own_size))
+    size, first, count = _block_layout(
+        first_step, last_step, max(known.block_size, own_size), limit
+    )
     if first != (known.first_block * known.block_size) // size:
         return False  # as _in_place: the known blocks would move to a copy
     known_leads = (known.lead_ranks, _lead_columns(known, size, first), known.leads)
-    merged = _in_place(known, size, first, count)
+    merged = _in_place(known, size, first, count, limit)
     assert merged is not None
     columns = ((own_first + np.arange(own_count)) * own_size // size - first).tolist()
     lead_ranks, lead_blocks, leads = _fill_blocks(
