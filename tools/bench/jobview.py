@@ -45,10 +45,13 @@
       interval it receives its 8 children's subtree partials as the bytes a
       child sends (all 8 at once, as a round's receive returns them; computed
       with numpy from synthetic values in another process, as the subtrees
-      would send them), decodes and merges them with its own and appends to
-      the job files. Its peak memory over the RSS it had before the first
-      interval (after its imports) is the job view's (target <= 256 MB up to
-      16,384 ranks, <= 384 MB beyond; it includes the 8 messages received),
+      would send them: ranks 1 to 8, each with the subtree the collector's
+      tree gives it), decodes and merges them with its own, appends to the
+      job files and judges the window of the last 200 steps (every round: a
+      job spaces its judgements by their CPU time). Its peak memory over the
+      RSS it had before the first interval (after its imports) is the job
+      view's (target <= 256 MB up to 16,384 ranks, <= 384 MB beyond; it
+      includes the 8 messages received),
       against the size of the job's points held as float64 (ranks x steps x
       tags x 8 bytes) — what a funnel holds.
 
@@ -256,6 +259,7 @@ def _tree_interval(
     nothing, so its merge has no encoding (as in a job: job/_rank_view.py).
     """
     timings = {"leaves": 0.0, "leaf": 0.0, "merges": 0.0, "merge_max": 0.0, "write": 0.0}
+    timings.update(judge=0.0, cpu_judge=0.0)
     timings.update(cpu_leaves=0.0, cpu_leaf=0.0, cpu_merges=0.0, cpu_write=0.0, sys_write=0.0)
     merge_at: dict[int, float] = {}
     cpu_merge_at: dict[int, float] = {}
@@ -298,6 +302,11 @@ def _tree_interval(
             # The kernel's part (the pages of arrays made new, a fresh view's evidence
             # first): what varies most from run to run on a VM.
             timings["sys_write"] = resource.getrusage(resource.RUSAGE_SELF).ru_stime - kernel
+            # Then its judgement of the window: after the files, not on their path.
+            started, cpu = time.perf_counter(), time.process_time()
+            root.judge(final=True)
+            timings["judge"] = time.perf_counter() - started
+            timings["cpu_judge"] = time.process_time() - cpu
         else:
             nodes[rank] = encoded
     # The leaf at the deepest level, then the slowest node of each level above it.
@@ -353,6 +362,10 @@ def bench_interval(ranks: int, steps: int, tags: list[str], repeat: int) -> None
             f"{best['write']:.3f} s wall, {best['cpu_write']:.3f} s CPU ({best['sys_write']:.3f} s "
             "of it in the kernel: the pages of new arrays, a fresh view's evidence first))"
         )
+        print(
+            f"    (then rank 0's judgement of the window, after the files are written: "
+            f"{best['judge']:.3f} s wall, {best['cpu_judge']:.3f} s CPU)"
+        )
         _report(
             "  all of the tree's work in one process",
             best["total"],
@@ -371,11 +384,12 @@ def bench_interval(ranks: int, steps: int, tags: list[str], repeat: int) -> None
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _subtree(first_rank: int, count: int, first: int, steps: int, tags: list[str]) -> JobPartial:
-    """What a child of rank 0 sends: ``count`` ranks' interval, merged (computed with numpy)."""
-    rng = np.random.default_rng(first_rank * 31 + first)
+def _subtree(ranks: np.ndarray, first: int, steps: int, tags: list[str]) -> JobPartial:
+    """What a child of rank 0 sends: its subtree's ``ranks``' interval, merged (computed
+    with numpy)."""
+    rng = np.random.default_rng(int(ranks[0]) * 31 + first)
     step_numbers = np.arange(first, first + steps, dtype=np.int64)
-    ranks = np.arange(first_rank, first_rank + count, dtype=np.int64)
+    count = len(ranks)
     partial = JobPartial()
     for tag in tags:
         values = _tag_values(tag, rng, (count, steps), step_numbers)
@@ -425,14 +439,18 @@ def _reset_peak() -> None:
 
 def _children(ranks: int, total_steps: int, steps: int, tags: list[str], messages: Any) -> None:
     """Rank 0's 8 children (in a process of their own): each interval, the 8 messages of
-    their subtrees, one by one as each child sends its own (the 8 subtrees cover ranks
-    1 .. ranks - 1)."""
-    sizes = [len(range(index, ranks - 1, FAN_IN)) for index in range(FAN_IN)]
-    firsts = [1 + sum(sizes[:index]) for index in range(FAN_IN)]
+    their subtrees, one by one as each child sends its own (ranks 1 to 8, each with the
+    subtree the collector's tree gives it: at 65,536 ranks rank 1's holds 32,768 ranks,
+    the others' 4,681 each)."""
+    tree = _tree(ranks)
+    subtrees = [
+        np.concatenate([np.arange(low, high + 1) for low, high in tree.subtree(child)])
+        for child in range(1, FAN_IN + 1)
+    ]
     for first in range(1, total_steps + 1, steps):
         count = min(steps, total_steps - first + 1)
-        for index in range(FAN_IN):
-            messages.put(_subtree(firsts[index], sizes[index], first, count, tags).to_bytes())
+        for subtree in subtrees:
+            messages.put(_subtree(subtree, first, count, tags).to_bytes())
 
 
 def _root_node(
@@ -465,6 +483,9 @@ def _root_node(
         view.add(merged)
         del merged
         view.write()
+        # Then its judgement of the window, as a job's rank 0 judges each round (every
+        # round here: a job spaces them by their CPU, the memory is the same).
+        view.judge(final=True)
         intervals += 1
     verdicts = view.finish()
     peak = _peak_mb()
