@@ -28,7 +28,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -125,6 +125,33 @@ def _no_time_to_judge(values: npt.NDArray[np.floating[Any]]) -> None:
         values[~(np.isfinite(values) & (values >= 0))] = np.nan
 
 
+class WindowRows(Mapping[int, WindowArrays]):
+    """A timing's held windows where every rank's is its row of one array at one steps
+    array (a round of at least window_steps steps from every rank): rank -> (steps, its
+    row), each made when asked, not held (65,536 tuples and row views: 18 MB of rank 0's
+    memory at 65,536 ranks)."""
+
+    def __init__(
+        self, ranks: list[int], window: npt.NDArray[np.floating[Any]], steps: npt.NDArray[np.int64]
+    ) -> None:
+        self.ranks = ranks  # ascending: the window's rows
+        self.window = window
+        self.steps = steps
+        self._order = np.asarray(ranks, dtype=np.int64)
+
+    def __getitem__(self, rank: int) -> WindowArrays:
+        row = int(np.searchsorted(self._order, rank))
+        if row == len(self._order) or int(self._order[row]) != rank:
+            raise KeyError(rank)
+        return self.steps, self.window[row]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.ranks)
+
+    def __len__(self) -> int:
+        return len(self.ranks)
+
+
 #: Ranks whose window rows are stacked at once (:func:`_window_table`,
 #: :meth:`TimingWatch._window_of`).
 _WINDOW_CHUNK = 1024
@@ -191,12 +218,11 @@ class TimingWatch:
         self.settings = settings or WatchSettings()
         self.on_verdict = on_verdict
         self.job_dir = job_dir
-        self._series: dict[str, dict[int, WindowArrays]] = {}
+        # Per timing tag, each rank's window: a WindowRows where a round of at least
+        # window_steps steps came from every rank, else a dict.
+        self._series: dict[str, Mapping[int, WindowArrays]] = {}
         # Per timing tag: the ranks whose windows are the rows of one array, and that array.
         self._windows: dict[str, tuple[list[int], npt.NDArray[np.floating[Any]]]] = {}
-        # Per timing tag whose every held rank's window is its row of that array, at one
-        # steps array (a round of at least window_steps steps from every rank): the steps.
-        self._whole: dict[str, npt.NDArray[np.int64]] = {}
         self._standing: dict[tuple[str, tuple[int, ...], str | None], StragglerRecord] = {}
         self._announced: set[tuple[str, tuple[int, ...], str | None]] = set()
         # Judgements in a row each standing verdict was missing from (none: found last time).
@@ -241,25 +267,28 @@ class TimingWatch:
         for tag, ranks in per_rank.items():
             if not is_timing_tag(tag):
                 continue
-            held = self._series.setdefault(tag, {})
             # Ranks whose new points fill the window alone (a round of at least window_steps
             # steps): their last steps, copied together (one array for thousands of ranks).
             whole = sorted(rank for rank, (steps, _) in ranks.items() if len(steps) >= keep)
-            self._whole.pop(tag, None)
+            known = self._series.get(tag, {})
             if whole:
                 values = self._window_of(tag, whole, [ranks[rank][1][-keep:] for rank in whole])
                 shared = shared_steps([ranks[rank] for rank in whole])
-                if shared is not None:  # one steps array for them all, each its window's row
+                if (
+                    shared is not None
+                    and len(whole) == len(ranks)
+                    and all(rank in ranks for rank in known)
+                ):  # every rank's window a row of one array at one steps array
+                    self._series[tag] = WindowRows(whole, values, shared[-keep:])
+                    continue
+            held = self._series[tag] = dict(known)  # each rank's own window
+            if whole:
+                if shared is not None:
                     rows = zip(itertools.repeat(shared[-keep:]), values, strict=False)
                     held.update(zip(whole, rows, strict=True))
-                    if len(held) == len(whole):  # no other rank's older window
-                        self._whole[tag] = shared[-keep:]
                 else:
                     for row, rank in enumerate(whole):
                         held[rank] = (ranks[rank][0][-keep:].copy(), values[row])
-                if len(whole) == len(ranks):
-                    continue
-                self._whole.pop(tag, None)  # the other ranks' windows are their own
             for rank, (new_steps, new_values) in ranks.items():
                 if len(new_steps) == 0 or len(new_steps) >= keep:
                     continue
@@ -318,30 +347,28 @@ class TimingWatch:
     def _laid_out(
         self,
     ) -> tuple[npt.NDArray[np.int64], list[int], dict[str, npt.NDArray[np.floating[Any]]]] | None:
-        """Where every timing's held windows are the rows of its one array, in rank order,
-        at one steps array of window_steps steps (a round of at least that many steps from
-        every rank), the same steps and ranks for every timing: those steps, ranks and
-        arrays as ``(steps, ranks)`` tables (transposed views: at 65,536 ranks no 52 MB
-        table a timing); else None."""
+        """Where every timing's held windows are one array's rows (:class:`WindowRows`) of
+        window_steps steps, the same steps and ranks for every timing: those steps, ranks
+        and arrays as ``(steps, ranks)`` tables (transposed views: at 65,536 ranks no 52
+        MB table a timing); else None."""
         tags = sorted(tag for tag, held in self._series.items() if held)
         if not tags:
             return None
-        shared: tuple[npt.NDArray[np.int64], list[int]] | None = None
+        first = self._series[tags[0]]
         tables: dict[str, npt.NDArray[np.floating[Any]]] = {}
         for tag in tags:
-            steps, known = self._whole.get(tag), self._windows.get(tag)
-            if steps is None or known is None:
+            held = self._series[tag]
+            if (
+                not isinstance(held, WindowRows)
+                or not isinstance(first, WindowRows)
+                or len(held.steps) != self.settings.window_steps
+                or held.ranks != first.ranks
+                or not np.array_equal(held.steps, first.steps)
+            ):
                 return None
-            ranks, window = known
-            if not len(steps) == window.shape[1] == self.settings.window_steps:
-                return None
-            if shared is None:
-                shared = (steps, ranks)
-            elif ranks != shared[1] or not np.array_equal(steps, shared[0]):
-                return None
-            tables[tag] = window.T
-        assert shared is not None
-        return shared[0], shared[1], tables
+            tables[tag] = held.window.T
+        assert isinstance(first, WindowRows)
+        return first.steps, first.ranks, tables
 
     def own_work(self, rank: int, cpu_seconds: float) -> None:
         """The watch runs on ``rank``, whose live-view threads have used ``cpu_seconds`` of
@@ -475,19 +502,21 @@ class TimingWatch:
         ended["message"] = f"{record['message']} (ended by step {until})"
         return ended
 
+    def _held_steps(self) -> Iterator[npt.NDArray[np.int64]]:
+        """Each distinct steps array of the held windows (one per WindowRows)."""
+        for held in self._series.values():
+            if isinstance(held, WindowRows):
+                yield held.steps
+            else:
+                yield from {id(steps): steps for steps, _ in held.values()}.values()
+
     def _first_step(self) -> int:
         """The first step any rank reported a timing of that the window holds (-1: none)."""
-        return min(
-            (int(steps[0]) for ranks in self._series.values() for steps, _ in ranks.values()),
-            default=-1,
-        )
+        return min((int(steps[0]) for steps in self._held_steps() if len(steps)), default=-1)
 
     def _last_step(self) -> int:
         """The last step any rank reported a timing of (-1: none)."""
-        return max(
-            (int(steps[-1]) for ranks in self._series.values() for steps, _ in ranks.values()),
-            default=-1,
-        )
+        return max((int(steps[-1]) for steps in self._held_steps() if len(steps)), default=-1)
 
     def _announce(self, record: StragglerRecord | VerdictRecord) -> None:
         key = _key(record)
