@@ -281,7 +281,9 @@ class TimingWatch:
                 ):  # every rank's window a row of one array at one steps array
                     self._series[tag] = WindowRows(whole, values, shared[-keep:])
                     continue
-            held = self._series[tag] = dict(known)  # each rank's own window
+            # Each rank's own window (a WindowRows' made now: this round's are not whole).
+            held = known if isinstance(known, dict) else dict(known)
+            self._series[tag] = held
             if whole:
                 if shared is not None:
                     rows = zip(itertools.repeat(shared[-keep:]), values, strict=False)
