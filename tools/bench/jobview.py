@@ -57,7 +57,9 @@
 
    The sizes of docs/job-view.md, "The tree at scale": --tree-ranks 1024,
    16384 and 65536 (--tree-steps 20000; 3000 at 65,536, whose root node
-   holds the same past its second interval: docs/job-view.md gives the bound).
+   holds the same in use past its second interval: docs/job-view.md gives the
+   bound; over 20,000 steps its peak reads up to 20 MB more, the allocator's
+   kept free memory).
    With --gradient-buckets B every rank also sends a DDP probe's norm and peak of
    B buckets (each rank's own, 5 % noise, a clean job), as a DDP job with the
    collector's defaults does, and rank 0's round judges them.
