@@ -277,6 +277,7 @@ def judge_by_step(
     step_table = tables.get(STEP_TIME_TAG)
     if step_table is not None:
         scale = row_medians(step_table)
+        del step_table  # judged and let go with the others below
     else:
         total = np.zeros((len(steps), len(ranks)))
         for table in tables.values():

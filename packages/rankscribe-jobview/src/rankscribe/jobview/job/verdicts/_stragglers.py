@@ -522,8 +522,8 @@ def window_totals(
     if not len(step_numbers) or not len(columns):
         raise ValueError(f"values must hold a step and a rank, got shape {table.shape}")
     ordered_ranks, table = _sorted_columns(columns, table)
-    width = len(ordered_ranks)
     size, first, count = _block_layout(int(step_numbers[0]), int(step_numbers[-1]), 1)
+    width = len(ordered_ranks)
     onset = np.zeros(width, dtype=np.int64)
     since = np.zeros((width, FIELDS))
     whole = np.zeros((width, FIELDS))
@@ -911,7 +911,7 @@ def add_timings_with_middle(
 
 def window_evidence() -> StragglerEvidence:
     """Empty evidence for a window judged once (``judge_timings``): each tag's blocks made
-    to the window's size, not within an array of all the blocks kept (16,384 ranks x 100
+    to the window's size, not within an array of ``MAX_BLOCKS`` blocks (16,384 ranks x 100
     steps: 25 blocks, not 32; a later merge into it makes that array then)."""
     evidence = StragglerEvidence()
     evidence._grows = False
