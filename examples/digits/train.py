@@ -12,7 +12,9 @@ record for the job and writes the job view (cross-rank curves of every scalar
 in the job dir, and the straggler / divergence verdicts in the merged
 lineage). Each step's work is marked with ``collector.section("compute")``:
 the allreduce makes every rank's wall step time the slowest rank's, so the
-section is what tells a slow rank apart. ModelCheckpoint saves each rank's
+section is what tells a slow rank apart; the allreduce is marked with
+``collector.section("sync")``, so each rank's arrival (its step time less
+the sync) says what a slow rank costs the job. ModelCheckpoint saves each rank's
 weights next to its summaries. At the end rank 0 prints the merged lineage and
 the job's verdicts.
 
@@ -235,7 +237,10 @@ def train(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]] | None:
             loss, gradients = model.loss_and_gradients(images, labels)
             names = sorted(gradients)
             flat = np.concatenate([gradients[name].ravel() for name in names])
-        flat = ranks.average(flat)
+        # The collective, marked: the step time less it is each rank's arrival, when the
+        # job could go on but for the later ranks (what a straggler's cost is measured by).
+        with collector.section("sync"):
+            flat = ranks.average(flat)
         with collector.section("compute"):  # a second entry in the step adds up
             offset = 0
             for name in names:

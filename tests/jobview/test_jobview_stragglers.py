@@ -252,6 +252,27 @@ def test_the_work_timing_names_the_rank_a_collective_hides(tmp_path: Path, timin
     assert f"): {named} " in line
 
 
+def test_the_sync_section_is_the_wait_and_names_nobody(tmp_path: Path) -> None:
+    """A job marking its collective ``sync``: the fast rank waits longest in it. The work
+    names the slow rank; the wait is never judged (it would name the fast one)."""
+    series = _synchronised_job(1, f"{SECTION_TAG_PREFIX}compute")
+    waits = {}
+    for rank, one in series.items():
+        work = dict(one.scalars[f"{SECTION_TAG_PREFIX}compute"])
+        one.scalars[f"{SECTION_TAG_PREFIX}sync"] = [
+            (step, seconds - work[step]) for step, seconds in one.scalars[STEP_TIME_TAG]
+        ]
+        waits[rank] = np.median([wait for _, wait in one.scalars[f"{SECTION_TAG_PREFIX}sync"]])
+    assert waits[0] > 1.5 * waits[1]  # 16 ms against 1 ms
+    verdicts = write_job_view(tmp_path, series, world_size=2).verdicts
+    assert (verdicts["job/straggler_rank"], verdicts["job/straggler_ranks"]) == (1, "1")
+    assert not any(
+        value == f"{SECTION_TAG_PREFIX}sync" for key, value in verdicts.items() if "timing" in key
+    ), verdicts
+    with pytest.raises(ValueError, match=r"timings\['section/sync'\] is the collective's wait"):
+        timings_evidence({"section/sync": np.ones((2, 3))})
+
+
 def test_a_tiny_data_wait_difference_names_nobody(tmp_path: Path) -> None:
     """Rank 1 waits twice as long for its data, but 10 us of a 26 ms step is noise."""
     series = _synchronised_job(-1, FORWARD_TIME_TAG)

@@ -106,11 +106,15 @@ _EXACT_STEPS = float(2**53)
 
 
 def is_timing_tag(tag: str) -> bool:
-    """Whether ``tag`` is one of the per-rank timings the straggler rule judges."""
+    """Whether ``tag`` is one of the per-rank timings the straggler rule judges: not the
+    ``sync`` section, the collective's wait, in which the fast ranks wait longest (its
+    judged form is the arrival, the step time less it)."""
     if not isinstance(tag, str):
         raise JobViewParamTypeError(f"tag must be a str, got {type(tag).__name__}")
     return tag in TIMING_TAGS or (
-        tag.startswith(SECTION_TAG_PREFIX) and len(tag) > len(SECTION_TAG_PREFIX)
+        tag.startswith(SECTION_TAG_PREFIX)
+        and len(tag) > len(SECTION_TAG_PREFIX)
+        and tag != SECTION_TAG_PREFIX + SYNC_SECTION
     )
 
 

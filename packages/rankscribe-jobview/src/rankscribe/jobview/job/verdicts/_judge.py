@@ -25,6 +25,7 @@ from rankscribe.jobview.job._statistics import (
     FORWARD_TIME_TAG,
     SECTION_TAG_PREFIX,
     STEP_TIME_TAG,
+    SYNC_SECTION,
 )
 from rankscribe.jobview.job.verdicts._record_types import StragglerRecord
 from rankscribe.jobview.job.verdicts._straggler_verdicts import VerdictSettings, totals_records
@@ -157,6 +158,11 @@ def _checked(
         if not isinstance(name, str) or not name:
             raise JobViewParamTypeError(f"timings keys must be non-empty str, got {name!r}")
         tag = timing_tag(name)
+        if tag == SECTION_TAG_PREFIX + SYNC_SECTION:
+            raise JobViewParamValueError(
+                f"timings[{name!r}] is the collective's wait, in which the fast ranks wait "
+                "longest: give each rank's step time less it as 'arrival'"
+            )
         if tag in named:
             raise JobViewParamValueError(
                 f"timings {named[tag]!r} and {name!r} are one timing ({tag}); give it once"
