@@ -519,6 +519,11 @@ def test_without_a_step_time_the_timings_sum_stands_in() -> None:
             r"timings 'forward' and 'rankscribe/forward_time' are one timing",
         ),
         (
+            {"timings": {"section/sync": np.ones((2, 3))}},
+            JobViewParamValueError,
+            r"timings\['section/sync'\] is the collective's wait",
+        ),
+        (
             {"timings": {"forward": np.ones((2, 3))}, "settings": {"top_k": 3}},
             JobViewParamTypeError,
             "settings must be a VerdictSettings",

@@ -225,7 +225,8 @@ def judge_timings(
             no point). Names: ``forward``, ``data_wait``, ``step_time``,
             ``arrival`` (when the rank was ready to synchronise: the step time
             less its collective's), ``section/<name>`` (the collector's
-            timings), or any other name (kept as it is).
+            timings; not ``section/sync``, the collective's wait, in which the
+            fast ranks wait longest: refused), or any other name (kept as it is).
         step_time: the wall step time, ``(ranks, steps)`` or ``(steps,)``:
             the cost is a share of the job's step time (the median over the
             ranks at each step). Without it, the ranks' median of the
