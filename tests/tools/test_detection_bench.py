@@ -98,6 +98,26 @@ def test_a_family_trial_tallies_recall_cost_and_false_names(bench: ModuleType) -
     assert tally.clean_rank_steps == 63 * bench.FAMILY_STEPS
 
 
+def test_the_whole_run_is_judged_as_a_runs_evidence_the_same_as_one_window_below_8192(
+    bench: ModuleType,
+) -> None:
+    """The end of a family run is judged from a run's evidence, its rounds added as a live
+    view adds them; at 64 ranks its blocks are a window's (32), so its records are
+    judge_timings' of the whole run."""
+    timings, step, _, faulty = bench.family_run(0, 64, "gc pauses", "rank", 0.5)
+    records = bench._run_records(timings, step, VerdictSettings())
+    assert [record["ranks"] for record in records] == [faulty.tolist()] * 2
+    whole = judge_timings(timings, step_time=step, steps=np.arange(bench.FAMILY_STEPS))
+    assert len(records) == len(whole)
+    for ours, theirs in zip(records, whole, strict=True):
+        assert ours.keys() == theirs.keys()
+        for key, value in theirs.items():
+            if isinstance(value, float):
+                assert ours[key] == pytest.approx(value, rel=1e-9), key
+            elif key != "top":
+                assert ours[key] == value, key
+
+
 @pytest.mark.parametrize("seed", [3, 11])
 def test_ranks_whose_speed_wanders_beside_a_slow_one_are_not_named_by_the_dozen(
     bench: ModuleType, seed: int

@@ -68,8 +68,11 @@ collective) under five noise families, GC pauses and Pareto tails (the
 and a skewed data wait (the "held-out" rows, seeds from 0), each with the
 faults one rank 5-50 % slower, a stall of 150 ms in 10 % of steps, the forward
 doubled every 10th step, a slow node (8 ranks +10 %) and a slow quarter (+6 %).
-Each fault's saving is measured by a re-run of the same draws without it. Per
-row: the saving, recall within 50 steps of the faults saving >= 4 % of the step,
+Each fault's saving is measured by a re-run of the same draws without it. The
+whole run is judged at its end as a job's end of training judges it: a run's
+evidence with its rounds of 50 steps added as a live view adds them, whose blocks
+are coarser from 16,384 ranks (16 a rank there, 4 from 65,536; a window judged live
+keeps 32). Per row: the saving, recall within 50 steps of the faults saving >= 4 % of the step,
 recall at the end, the reported cost within 20 % (or 0.1 % of the step) of the
 saving, its error, and names of ranks saving < 0.5 % per 10^6 rank-steps (a
 record's ranks judged together); then the held-out detection curve of one slow
@@ -89,7 +92,8 @@ from typing import Any
 
 import numpy as np
 
-from rankscribe.jobview import VerdictSettings, judge_timings
+from rankscribe.jobview import StragglerEvidence, VerdictSettings, judge_timings
+from rankscribe.jobview.protocol import straggler_records, timing_tag
 
 STEP = 0.010
 BASE = {"forward": 0.005, "section/optimizer": 0.001, "data_wait": 0.0005}
@@ -725,11 +729,36 @@ def _own_saving(arrival: np.ndarray, ranks: list[int], window: slice) -> float:
     return float((part.max(axis=0) - rest).mean() / (part.max(axis=0) + COLLECTIVE).mean())
 
 
+#: Steps a live view adds to a run's evidence at a time (one round of the job view).
+FAMILY_ROUND = 50
+
+
+def _run_records(
+    timings: Mapping[str, np.ndarray], step: np.ndarray, settings: VerdictSettings
+) -> list[Any]:
+    """The whole run judged as the end of training judges it: a run's evidence, its
+    rounds added as a live view adds them (its blocks those a run keeps at its ranks:
+    32 a rank up to 8,192 ranks, 16 at 16,384), not one window of 32 blocks."""
+    evidence = StragglerEvidence()
+    ranks = range(next(iter(timings.values())).shape[0])
+    for start in range(0, FAMILY_STEPS, FAMILY_ROUND):
+        rows = slice(start, min(start + FAMILY_ROUND, FAMILY_STEPS))
+        for name, values in timings.items():
+            evidence.add_timings(
+                timing_tag(name),
+                np.arange(FAMILY_STEPS)[rows],
+                ranks,
+                values[:, rows].T,
+                step[rows],
+            )
+    return straggler_records(evidence, settings)
+
+
 def family_trial(
     seed: int, ranks: int, noise: str, kind: str, size: float, settings: VerdictSettings
 ) -> FamilyTally:
     """One run: live windows of 100 steps every 10 from 50 before the onset to 50 after,
-    and the whole run at its end."""
+    and the whole run at its end (a run's evidence: :func:`_run_records`)."""
     started = time.process_time()
     timings, step, clean, faulty = family_run(seed, ranks, noise, kind, size)
     bad = set(faulty.tolist())
@@ -739,9 +768,15 @@ def family_trial(
     windows = [slice(end - 100, end) for end in range(FAMILY_ONSET - 50, FAMILY_ONSET + 51, 10)]
     for window in [*windows, slice(0, FAMILY_STEPS)]:
         part = {name: values[:, window] for name, values in timings.items()}
-        records = judge_timings(
-            part, step_time=step[window], steps=np.arange(FAMILY_STEPS)[window], settings=settings
-        )
+        if window.stop - window.start == FAMILY_STEPS:
+            records = _run_records(part, step, settings)
+        else:
+            records = judge_timings(
+                part,
+                step_time=step[window],
+                steps=np.arange(FAMILY_STEPS)[window],
+                settings=settings,
+            )
         named = _names(records)
         for record in records:  # false names: ranks (a record's, together) saving < 0.5 %
             clean_ranks = sorted(set(record["ranks"]) - bad)
