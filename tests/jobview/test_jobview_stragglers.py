@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import warnings
 from pathlib import Path
@@ -32,7 +34,12 @@ from rankscribe.jobview.job.verdicts._stragglers import (
     row_medians,
     row_middles,
 )
-from rankscribe.jobview.protocol import paired_ratios, straggler_verdicts, timings_evidence
+from rankscribe.jobview.protocol import (
+    LIVE_STATE_NAME,
+    paired_ratios,
+    straggler_verdicts,
+    timings_evidence,
+)
 
 STEPS = 120
 
@@ -271,6 +278,53 @@ def test_the_sync_section_is_the_wait_and_names_nobody(tmp_path: Path) -> None:
     ), verdicts
     with pytest.raises(ValueError, match=r"timings\['section/sync'\] is the collective's wait"):
         timings_evidence({"section/sync": np.ones((2, 3))})
+
+
+def _slow_from(step: int) -> dict[int, RankSeries]:
+    """Two ranks, every step time equal; rank 1's compute 2.5x the other's from ``step``."""
+    rng = np.random.default_rng(2)
+    series = {}
+    for rank in (0, 1):
+        work = [
+            (
+                n,
+                0.010
+                * (2.5 if rank == 1 and n >= step else 1.0)
+                * (1 + 0.02 * rng.standard_normal()),
+            )
+            for n in range(1, STEPS + 1)
+        ]
+        series[rank] = RankSeries(
+            rank,
+            {
+                STEP_TIME_TAG: [(n, 0.030) for n in range(1, STEPS + 1)],
+                f"{SECTION_TAG_PREFIX}compute": work,
+            },
+        )
+    return series
+
+
+def test_a_live_onset_kept_at_the_end_is_the_onset_of_the_cost_too(tmp_path: Path) -> None:
+    """The merge of a job the live view named at an earlier onset than the whole run finds
+    reports that onset, and the cost over the steps since it: its clean steps count."""
+    tag = f"{SECTION_TAG_PREFIX}compute"
+    (tmp_path / "whole").mkdir()
+    whole = write_job_view(tmp_path / "whole", _slow_from(60), world_size=2).verdicts
+    assert (whole["job/straggler_rank"], whole["job/straggler_since_step"]) == (1, 60)
+    watched = tmp_path / "watched"
+    watched.mkdir()
+    record = {"kind": "straggler", "tag": tag, "ranks": [1], "since_step": 41}
+    (watched / LIVE_STATE_NAME).write_text(json.dumps({"verdict_records": [record]}))
+    os.chmod(watched / LIVE_STATE_NAME, 0o600)
+    live = write_job_view(watched, _slow_from(60), world_size=2).verdicts
+    assert (live["job/straggler_rank"], live["job/straggler_since_step"]) == (1, 41)
+    # Steps 40-120 (blocks of 4 from the one holding 41): 81 steps, 61 of them slow, against
+    # 61 of 61.
+    cost, whole_cost = live["job/straggler_cost_seconds"], whole["job/straggler_cost_seconds"]
+    assert cost == pytest.approx(whole_cost * 61 / 81, rel=0.05), (cost, whole_cost)
+    assert live["job/straggler_cost_seconds/1"] == cost
+    assert f"costs {cost * 1e3:.1f} ms a step" in str(live["job/straggler_message"])
+    assert " since step 41," in str(live["job/straggler_message"])
 
 
 def test_a_tiny_data_wait_difference_names_nobody(tmp_path: Path) -> None:

@@ -772,7 +772,8 @@ def _judgements(
     its own, all of them as one group (a slow node: the group's latest against the
     rest's). Slowness that costs no wall clock is no verdict; its ranks are listed in
     the ``top`` of a timing that has one, with what they cost. ``onsets``: (timing tag,
-    rank) -> the step a verdict's onset is, where one was given (a live view's).
+    rank) -> the step a verdict's onset is, where one was given (a live view's): that
+    rank's cost is the wall clock since it.
     """
     settings = VerdictSettings() if settings is None else settings
     records: list[tuple[StragglerRecord, _PerRank]] = []
@@ -781,6 +782,13 @@ def _judgements(
         if len(part.ranks) < 2:
             continue
         judged = _judge_tag(part, settings)
+        if onsets:
+            # A rank keeps the onset it was named with live, and its cost is the wall
+            # clock since that onset: the record's cost is over the steps it names.
+            for row, rank in enumerate(judged.ranks.tolist()):
+                given = onsets.get((tag, rank))
+                if given is not None:
+                    judged.since_step[row] = given
         wall = _wall_clock(totals, tag, judged)
         seconds, share = wall.rank_cost(settings.min_steps)
         # The timing whose wall clock is the job's (the arrivals, or in a job without them
@@ -800,8 +808,6 @@ def _judgements(
         named = sorted(named, key=lambda i: (-seconds[i], -judged.cost_seconds[i], i))
         worst = named[0]
         since = int(judged.since_step[worst])
-        if onsets:
-            since = onsets.get((tag, int(judged.ranks[worst])), since)
         costly = [int(i) for i in order if seconds[i] > 0 or judged.named[i]][: settings.top_k]
         label = timing_label(tag)
         top: list[CostlyRank] = [
@@ -916,7 +922,8 @@ def straggler_verdicts_since(
     """:func:`straggler_verdicts`, a verdict's onset the step ``onsets`` gives for its
     timing tag and costliest rank where it gives one (the live view's: the step the rank
     was named at, which a judgement of the whole run places a block earlier or later;
-    ``docs/job-view.md``, "The onset"), in ``job/straggler_since_step`` and the message.
+    ``docs/job-view.md``, "The onset"), in ``job/straggler_since_step`` and the message,
+    and its cost over the steps since that onset.
     ``explained``: a verdict it is true of is left out (the live view's own cost on its
     rank: ``TimingWatch.own_work_explains``)."""
     judgements = _judgements(_Totals.of_evidence(evidence), settings, onsets)
