@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from rankscribe.jobview import VerdictSettings, judge_timings
+from tests._support.records import assert_same_records
 from tests._support.tool_modules import load_tool
 
 
@@ -108,14 +109,7 @@ def test_the_whole_run_is_judged_as_a_runs_evidence_the_same_as_one_window_below
     records = bench._run_records(timings, step, VerdictSettings())
     assert [record["ranks"] for record in records] == [faulty.tolist()] * 2
     whole = judge_timings(timings, step_time=step, steps=np.arange(bench.FAMILY_STEPS))
-    assert len(records) == len(whole)
-    for ours, theirs in zip(records, whole, strict=True):
-        assert ours.keys() == theirs.keys()
-        for key, value in theirs.items():
-            if isinstance(value, float):
-                assert ours[key] == pytest.approx(value, rel=1e-9), key
-            elif key != "top":
-                assert ours[key] == value, key
+    assert_same_records(records, whole)
 
 
 @pytest.mark.parametrize("seed", [3, 11])
