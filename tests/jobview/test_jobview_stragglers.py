@@ -320,7 +320,8 @@ def test_a_live_onset_kept_at_the_end_is_the_onset_of_the_cost_too(tmp_path: Pat
     assert (live["job/straggler_rank"], live["job/straggler_since_step"]) == (1, 41)
     # Steps 40-120 (blocks of 4 from the one holding 41): 81 steps, 61 of them slow, against
     # 61 of 61.
-    cost, whole_cost = live["job/straggler_cost_seconds"], whole["job/straggler_cost_seconds"]
+    cost = float(live["job/straggler_cost_seconds"])
+    whole_cost = float(whole["job/straggler_cost_seconds"])
     assert cost == pytest.approx(whole_cost * 61 / 81, rel=0.05), (cost, whole_cost)
     assert live["job/straggler_cost_seconds/1"] == cost
     assert f"costs {cost * 1e3:.1f} ms a step" in str(live["job/straggler_message"])
