@@ -89,8 +89,11 @@ for the other rank's drift, and rank 0 prints each rank's table and rank 0
 against rank 1. ``--json FILE`` writes every
 repetition's numbers.
 
-``tools/bench/system.py`` uses :func:`run_once` and :func:`collects` (the
-waiting step) for its quiet-step measurement of the system sampler.
+``tools/bench/step_cost.py`` reads the torch rows' per-step cost against a bare copy
+trained beside the collected one in the same process, step by step: no run-to-run drift,
+without the collector's threads' share. ``tools/bench/system.py`` uses :func:`run_once`
+and :func:`collects` (the waiting step) for its quiet-step measurement of the system
+sampler.
 """
 
 from __future__ import annotations

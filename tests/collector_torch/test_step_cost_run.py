@@ -1,0 +1,42 @@
+"""tools/bench/step_cost.py on real torch steps, in a new process: its table, and a record
+the collected copy really wrote (its figures' steps: tests/tools/test_step_cost_bench.py).
+
+No timing is asserted: a benchmark's numbers are for reading."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "tools" / "bench" / "step_cost.py"
+PERCENT = r"[+-]\d+\.\d\d%"
+
+
+def test_a_quick_run_prints_each_row_and_the_loss_its_collector_recorded(tmp_path: Path) -> None:
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("PMI", "OMPI"))}
+    finished = subprocess.run(
+        [sys.executable, str(BENCH), "--quick", "--rows", "mlp-1ms"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert finished.returncode == 0, finished.stderr
+    lines = finished.stdout.splitlines()
+    assert lines[0].startswith("SummaryCollector cost per step, against a bare copy interleaved")
+    assert "1 run(s) of 60 steps, the first 20 left out" in lines[0]
+    assert re.fullmatch(
+        rf"mlp-1ms +\d+\.\d{{3}} ms   quiet {PERCENT} \(<=2 (ok|MISS)\)   collected step "
+        rf"[+-]\d+\.\d%   mean/step {PERCENT} \(<=2 (ok|MISS)\)   CPU: quiet {PERCENT}, "
+        rf"mean {PERCENT}",
+        lines[1],
+    ), lines[1]
+    assert re.fullmatch(rf"    quiet by run: {PERCENT}", lines[2]), lines[2]
+    # The loss at step 1 and every 10th of the 60: the collector recorded the copy it ran on.
+    assert lines[-1] == "    the collected copy's record, loss points read back by run: 7"
+    assert list(tmp_path.iterdir()) == []  # its record went with its temporary folder

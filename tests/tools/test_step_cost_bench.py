@@ -1,0 +1,90 @@
+"""tools/bench/step_cost.py: which steps each figure reads, and its arguments (its real
+torch runs: tests/collector_torch/test_step_cost_run.py)."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+import pytest
+
+from tests._support.tool_modules import load_tool
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    return load_tool("bench/step_cost.py", "step_cost_bench")
+
+
+def _steps(bench: ModuleType, count: int, per_epoch: int) -> object:
+    """The bare copy 1 ms a step; the collected copy 10 % more at a quiet step, twice as
+    long at a collected one, 5x at an epoch's last step and 4x at the landscape's steps."""
+    bare, collected = [], []
+    for step in range(1, count + 1):
+        bare.append(0.001)
+        if step % per_epoch == 0:
+            collected.append(0.005)
+        elif step % bench.COLLECT_FREQ == 0:
+            collected.append(0.002)
+        elif step < 20:
+            collected.append(0.004)
+        else:
+            collected.append(0.0011)
+    return bench.Steps(
+        {"collected": collected, "bare": bare},
+        {"collected": [value / 2 for value in collected], "bare": [value / 2 for value in bare]},
+        per_epoch,
+    )
+
+
+def test_the_quiet_step_reads_neither_collected_landscape_nor_epoch_end_steps(
+    bench: ModuleType,
+) -> None:
+    found = bench.figures(_steps(bench, 500, 250), warmup=0)
+    assert found["bare_ms"] == pytest.approx(1.0)
+    assert found["quiet"] == pytest.approx(10.0)
+    assert found["quiet_cpu"] == pytest.approx(10.0)
+    # The epochs' last steps (250, 500) are multiples of the collect frequency too.
+    assert found["collected"] == pytest.approx(100.0)
+    # Every step: 19 landscape steps (step 10 among them is a collected one), 48 collected
+    # steps, 2 epoch ends, the rest quiet.
+    quiet = 500 - 18 - 48 - 2
+    total = 18 * 0.004 + 48 * 0.002 + 2 * 0.005 + quiet * 0.0011
+    assert found["mean"] == pytest.approx(100 * (total / 0.5 - 1))
+    assert found["mean_cpu"] == pytest.approx(found["mean"])
+
+
+def test_the_warm_up_is_left_out_of_every_figure(bench: ModuleType) -> None:
+    found = bench.figures(_steps(bench, 500, 250), warmup=100)
+    # Steps 101-500: 38 collected steps, 2 epoch ends (250, 500), the rest quiet.
+    quiet = 400 - 38 - 2
+    total = 38 * 0.002 + 2 * 0.005 + quiet * 0.0011
+    assert found["mean"] == pytest.approx(100 * (total / 0.4 - 1))
+    assert found["quiet"] == pytest.approx(10.0)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        (["--rows", "mlp-1ms,nope"], "--rows must name rows of mlp-1ms, mlp-10ms, budget"),
+        (["--rows", ","], "--rows must name rows of"),
+        (["--steps", "55", "--warmup", "50"], "--steps must exceed --warmup by a collect period"),
+        (["--reps", "0"], "--reps be >= 1"),
+    ],
+)
+def test_bad_arguments_are_refused_by_name(
+    bench: ModuleType, arguments: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        bench.main(arguments)
+    assert stopped.value.code == 2
+    assert said in capsys.readouterr().err
+
+
+def test_a_short_run_whose_landscape_steps_outnumber_its_quiet_ones_reads_them_apart(
+    bench: ModuleType,
+) -> None:
+    # 40 steps: 18 landscape steps (1-19 but 10), 4 collected, 18 quiet; a median over
+    # the landscape steps too would read (4 + 1.1) / 2 ms.
+    found = bench.figures(_steps(bench, 40, 40), warmup=0)
+    assert found["quiet"] == pytest.approx(10.0)
+    assert found["collected"] == pytest.approx(100.0)  # the median of 2, 2, 2 and 5 ms

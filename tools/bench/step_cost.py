@@ -1,0 +1,286 @@
+#!/usr/bin/env python3
+"""What the SummaryCollector costs a training step, read against a bare copy of the same
+training in the same process, step by step.
+
+    python tools/bench/step_cost.py [--rows mlp-1ms,mlp-10ms,budget] [--steps 1000]
+                                    [--reps 3] [--warmup 50] [--quick]
+
+``tools/bench/collector.py`` compares whole runs, bare and collected one after the
+other. On a shared VM a run's speed drifts: its bare runs of one row were 13-76 % apart
+within minutes, so a cost of a few percent of the step moves with the run it is paired
+with. Here two copies of the same model (the same seed, the same batches in the same
+order) train in one process: the collected copy in a ``TrainSession`` with
+``SummaryCollector(dir, collect_freq=10)``, as the README shows, and the bare copy beside
+it, one step of each in turn, the bare copy first at odd steps and second at even ones (a
+step right after the other copy's finds the caches that copy left: each copy has it
+half the time). A drift of the machine's speed lands on both copies' steps alike.
+
+Per step, each copy's wall time (``time.perf_counter``) and the training thread's CPU
+time (``time.thread_time``; torch's own worker threads are not in it) from the step's
+start to the end of its work, the collected copy's ``session.step`` included; the data
+loading, the same for both, is left out. Printed per row, as +% of the bare copy's:
+
+- quiet step: the median of the steps that collect nothing (not step 1, not a multiple
+  of the collect frequency, not a landscape step, not an epoch's last step);
+- collected step: the median of the multiples of the collect frequency;
+- mean/step: the mean of every step after ``--warmup`` (collected steps included), wall
+  and training-thread CPU.
+
+What it does not measure, by design: the collector's background threads run beside both
+copies, so their CPU and their contention land on both; the run's once costs (its first
+steps, the end of training, the merge). ``tools/bench/collector.py`` measures those,
+with the run-to-run drift. A ``TrainSession`` times a step from one ``session.step`` to
+the next, which here holds the bare copy's step too: the session's clock is started at
+the collected copy's own step (``session._previous_step``), so the collector sees the
+step time it would alone (the cost budget's share of the step depends on it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rankscribe.collector import SummaryCollector, TrainSession
+from rankscribe.writer.reader import scalars
+
+HERE = Path(__file__).resolve().parent
+COLLECT_FREQ = 10
+#: The collector's loss tag (a torch loss it records itself).
+LOSS_TAG = "loss/auto"
+
+
+def _collector_bench() -> Any:
+    """tools/bench/collector.py, for its models and settings (one definition of each)."""
+    spec = importlib.util.spec_from_file_location("collector_bench", HERE / "collector.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench
+    spec.loader.exec_module(bench)
+    return bench
+
+
+BENCH = _collector_bench()
+
+
+@dataclass(frozen=True)
+class Row:
+    key: str
+    title: str
+    width: int
+    batch: int
+    #: The issue's bounds in percent: quiet step, mean/step wall.
+    quiet_target: float
+    mean_target: float
+
+
+ROWS = {
+    row.key: row
+    for row in (
+        Row("mlp-1ms", "torch MLP ~1 ms step", BENCH.WIDTH_1MS, BENCH.MLP_BATCH, 2.0, 2.0),
+        Row("mlp-10ms", "torch MLP ~10 ms step", BENCH.WIDTH_10MS, BENCH.MLP_BATCH, 1.0, 2.0),
+        Row(
+            "budget",
+            "wide MLP, small batches (its histograms shed)",
+            BENCH.WIDTH_BUDGET,
+            BENCH.BUDGET_BATCH,
+            2.0,
+            2.0,
+        ),
+    )
+}
+
+
+@dataclass
+class Steps:
+    """Per step (1-based, in order): each copy's wall and training-thread CPU seconds."""
+
+    wall: dict[str, list[float]]
+    cpu: dict[str, list[float]]
+    per_epoch: int
+    #: The loss points the collected copy's record holds, read back from its files: the
+    #: collector really recorded (at step 1 and every ``COLLECT_FREQ``-th).
+    recorded: int = 0
+
+
+def _timed(work: Callable[[], object]) -> tuple[float, float]:
+    wall, cpu = time.perf_counter(), time.thread_time()
+    work()
+    return time.perf_counter() - wall, time.thread_time() - cpu
+
+
+def interleaved(row: Row, steps: int, directory: Path) -> Steps:
+    """One run: the collected copy and the bare copy, one step of each in turn."""
+    per_epoch = BENCH.mlp_steps_per_epoch(steps)
+    epochs = BENCH.mlp_epochs(steps)
+    copies = {
+        name: BENCH.mlp_parts(row.width, per_epoch, "cpu", row.batch)
+        for name in ("collected", "bare")
+    }
+    found = Steps({"collected": [], "bare": []}, {"collected": [], "bare": []}, per_epoch)
+
+    def train_step(name: str, images: Any, labels: Any) -> Any:
+        model, optimizer, loss_fn, _ = copies[name]
+        optimizer.zero_grad()
+        loss = loss_fn(model(images), labels)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    model, optimizer, loss_fn, loader = copies["collected"]
+    collector = SummaryCollector(directory, collect_freq=COLLECT_FREQ)
+    index = 0
+    with TrainSession(
+        [collector],
+        network=model,
+        optimizer=optimizer,
+        loss_fn=loss_fn,
+        train_dataset=loader,
+        epochs=epochs,
+    ) as session:
+        for _ in session.epochs():
+            bare_batches = iter(copies["bare"][3])
+            for images, labels in loader:
+                bare_images, bare_labels = next(bare_batches)
+
+                def collected_step(images: Any = images, labels: Any = labels) -> None:
+                    # The session times a step from its last call: started here, it times
+                    # this copy's step alone, as it would without the bare copy beside it.
+                    session._previous_step = time.perf_counter()
+                    loss = train_step("collected", images, labels)
+                    session.step((images, labels), loss.detach())
+
+                def bare_step(images: Any = bare_images, labels: Any = bare_labels) -> None:
+                    train_step("bare", images, labels)
+
+                order = (bare_step, collected_step) if index % 2 else (collected_step, bare_step)
+                for step in order:
+                    wall, cpu = _timed(step)
+                    name = "bare" if step is bare_step else "collected"
+                    found.wall[name].append(wall)
+                    found.cpu[name].append(cpu)
+                index += 1
+    found.recorded = len(scalars(directory).get(LOSS_TAG, []))
+    return found
+
+
+def _kinds(count: int, warmup: int, per_epoch: int) -> dict[str, list[int]]:
+    """The indices (step - 1) of the quiet steps, the collected steps and all after warm-up."""
+    after = range(warmup, count)
+    return {
+        "quiet": [
+            index
+            for index in after
+            if (index + 1) % per_epoch != 0 and not BENCH.collects(index + 1, COLLECT_FREQ)
+        ],
+        "collected": [index for index in after if (index + 1) % COLLECT_FREQ == 0],
+        "mean": list(after),
+    }
+
+
+def _percent(collected: float, bare: float) -> float:
+    return 100.0 * (collected / bare - 1.0) if bare > 0 else float("nan")
+
+
+def figures(found: Steps, warmup: int) -> dict[str, float]:
+    """A run's +% figures (and the bare copy's quiet step, in ms)."""
+    kinds = _kinds(len(found.wall["bare"]), warmup, found.per_epoch)
+
+    def median(values: list[float], indices: list[int]) -> float:
+        return statistics.median(values[index] for index in indices) if indices else float("nan")
+
+    def mean(values: list[float], indices: list[int]) -> float:
+        return statistics.fmean(values[index] for index in indices) if indices else float("nan")
+
+    wall, cpu = found.wall, found.cpu
+    return {
+        "recorded": float(found.recorded),
+        "bare_ms": 1000.0 * median(wall["bare"], kinds["quiet"]),
+        "quiet": _percent(
+            median(wall["collected"], kinds["quiet"]), median(wall["bare"], kinds["quiet"])
+        ),
+        "quiet_cpu": _percent(
+            median(cpu["collected"], kinds["quiet"]), median(cpu["bare"], kinds["quiet"])
+        ),
+        "collected": _percent(
+            median(wall["collected"], kinds["collected"]), median(wall["bare"], kinds["collected"])
+        ),
+        "mean": _percent(mean(wall["collected"], kinds["mean"]), mean(wall["bare"], kinds["mean"])),
+        "mean_cpu": _percent(
+            mean(cpu["collected"], kinds["mean"]), mean(cpu["bare"], kinds["mean"])
+        ),
+    }
+
+
+def _judged(value: float, target: float) -> str:
+    return f"{value:+.2f}% (<={target:g} {'ok' if value <= target else 'MISS'})"
+
+
+def report(row: Row, runs: list[dict[str, float]]) -> None:
+    """The row's medians over the runs, then each run's figures."""
+
+    def middle(key: str) -> float:
+        return statistics.median(run[key] for run in runs)
+
+    print(
+        f"{row.key:<10}{middle('bare_ms'):>9.3f} ms"
+        f"   quiet {_judged(middle('quiet'), row.quiet_target)}"
+        f"   collected step {middle('collected'):+.1f}%"
+        f"   mean/step {_judged(middle('mean'), row.mean_target)}"
+        f"   CPU: quiet {middle('quiet_cpu'):+.2f}%, mean {middle('mean_cpu'):+.2f}%"
+    )
+    for key, label in (("quiet", "quiet"), ("collected", "collected step"), ("mean", "mean/step")):
+        listed = ", ".join(f"{run[key]:+.2f}%" for run in runs)
+        print(f"    {label} by run: {listed}")
+    recorded = ", ".join(f"{run['recorded']:.0f}" for run in runs)
+    print(f"    the collected copy's record, loss points read back by run: {recorded}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", default="mlp-1ms,mlp-10ms", help=f"of {', '.join(ROWS)}")
+    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--reps", type=int, default=3, help="interleaved runs per row")
+    parser.add_argument("--warmup", type=int, default=50, help="first steps left out")
+    parser.add_argument("--quick", action="store_true", help="60 steps, 1 run (tests)")
+    args = parser.parse_args(argv)
+    rows = [key.strip() for key in args.rows.split(",") if key.strip()]
+    unknown = [key for key in rows if key not in ROWS]
+    if unknown or not rows:
+        parser.error(f"--rows must name rows of {', '.join(ROWS)}, got {args.rows!r}")
+    if args.quick:
+        args.steps, args.reps, args.warmup = 60, 1, 20
+    if args.steps <= args.warmup + COLLECT_FREQ or args.reps < 1:
+        parser.error("--steps must exceed --warmup by a collect period, and --reps be >= 1")
+    import torch  # here: the figures' own code (and its tests) need no torch
+
+    torch.set_num_threads(BENCH.torch_threads())
+    print(
+        "SummaryCollector cost per step, against a bare copy interleaved in one process "
+        f"(the order swapped each step); {args.reps} run(s) of {args.steps} steps, the first "
+        f"{args.warmup} left out; torch threads {torch.get_num_threads()}; the collector's "
+        "threads run beside both copies (tools/bench/collector.py measures them)"
+    )
+    with (
+        BENCH.quiet_frameworks(),
+        tempfile.TemporaryDirectory(prefix="rankscribe-step-cost-") as work,
+    ):
+        for key in rows:
+            row = ROWS[key]
+            runs = [
+                figures(interleaved(row, args.steps, Path(work) / f"{key}-{rep}"), args.warmup)
+                for rep in range(args.reps)
+            ]
+            report(row, runs)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
