@@ -1,7 +1,8 @@
 """tools/bench/step_cost.py on real torch steps, in a new process: its table, and a record
 the collected copy really wrote (its figures' steps: tests/tools/test_step_cost_bench.py).
 
-No timing is asserted: a benchmark's numbers are for reading."""
+No cost is asserted (a benchmark's numbers are for reading); only that the collector timed
+its copy's own step, which a factor of three sets apart from both copies' together."""
 
 from __future__ import annotations
 
@@ -38,5 +39,14 @@ def test_a_quick_run_prints_each_row_and_the_loss_its_collector_recorded(tmp_pat
     ), lines[1]
     assert re.fullmatch(rf"    quiet by run: {PERCENT}", lines[2]), lines[2]
     # The loss at step 1 and every 10th of the 60: the collector recorded the copy it ran on.
-    assert lines[-1] == "    the collected copy's record, loss points read back by run: 7"
+    assert lines[-2] == "    the collected copy's record, loss points read back by run: 7"
+    # The step time it recorded is its copy's own step, not both copies' (it read 3x its
+    # own step with the session's clock left running over the bare copy's step).
+    timed = re.fullmatch(
+        r"    its median step time recorded by run \(its own quiet step\): "
+        r"(\d+\.\d{3}) ms \((\d+\.\d{3}) ms\)",
+        lines[-1],
+    )
+    assert timed is not None, lines[-1]
+    assert float(timed[1]) < 1.5 * float(timed[2]), lines[-1]
     assert list(tmp_path.iterdir()) == []  # its record went with its temporary folder

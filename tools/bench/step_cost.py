@@ -55,6 +55,8 @@ HERE = Path(__file__).resolve().parent
 COLLECT_FREQ = 10
 #: The collector's loss tag (a torch loss it records itself).
 LOSS_TAG = "loss/auto"
+#: The step time the collector records (docs/job-view.md, "Timings").
+STEP_TIME_TAG = "rankscribe/step_time"
 
 
 def _collector_bench() -> Any:
@@ -108,6 +110,9 @@ class Steps:
     #: The loss points the collected copy's record holds, read back from its files: the
     #: collector really recorded (at step 1 and every ``COLLECT_FREQ``-th).
     recorded: int = 0
+    #: The median step time the collector recorded (seconds): its copy's own step (about
+    #: the copy's quiet step here), not the two copies' together.
+    recorded_step: float = float("nan")
 
 
 def _timed(work: Callable[[], object]) -> tuple[float, float]:
@@ -167,7 +172,11 @@ def interleaved(row: Row, steps: int, directory: Path) -> Steps:
                     found.wall[name].append(wall)
                     found.cpu[name].append(cpu)
                 index += 1
-    found.recorded = len(scalars(directory).get(LOSS_TAG, []))
+    kept = scalars(directory)
+    found.recorded = len(kept.get(LOSS_TAG, []))
+    step_times = [value for _, value in kept.get(STEP_TIME_TAG, [])]
+    if step_times:
+        found.recorded_step = statistics.median(step_times)
     return found
 
 
@@ -202,6 +211,8 @@ def figures(found: Steps, warmup: int) -> dict[str, float]:
     wall, cpu = found.wall, found.cpu
     return {
         "recorded": float(found.recorded),
+        "recorded_step_ms": 1000.0 * found.recorded_step,
+        "own_step_ms": 1000.0 * median(wall["collected"], kinds["quiet"]),
         "bare_ms": 1000.0 * median(wall["bare"], kinds["quiet"]),
         "quiet": _percent(
             median(wall["collected"], kinds["quiet"]), median(wall["bare"], kinds["quiet"])
@@ -241,6 +252,10 @@ def report(row: Row, runs: list[dict[str, float]]) -> None:
         print(f"    {label} by run: {listed}")
     recorded = ", ".join(f"{run['recorded']:.0f}" for run in runs)
     print(f"    the collected copy's record, loss points read back by run: {recorded}")
+    timed = ", ".join(
+        f"{run['recorded_step_ms']:.3f} ms ({run['own_step_ms']:.3f} ms)" for run in runs
+    )
+    print(f"    its median step time recorded by run (its own quiet step): {timed}")
 
 
 def main(argv: list[str] | None = None) -> int:
