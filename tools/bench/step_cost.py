@@ -180,53 +180,36 @@ def interleaved(row: Row, steps: int, directory: Path) -> Steps:
     return found
 
 
-def _kinds(count: int, warmup: int, per_epoch: int) -> dict[str, list[int]]:
-    """The indices (step - 1) of the quiet steps, the collected steps and all after warm-up."""
-    after = range(warmup, count)
-    return {
-        "quiet": [
-            index
-            for index in after
-            if (index + 1) % per_epoch != 0 and not BENCH.collects(index + 1, COLLECT_FREQ)
-        ],
-        "collected": [index for index in after if (index + 1) % COLLECT_FREQ == 0],
-        "mean": list(after),
-    }
-
-
-def _percent(collected: float, bare: float) -> float:
-    return 100.0 * (collected / bare - 1.0) if bare > 0 else float("nan")
-
-
 def figures(found: Steps, warmup: int) -> dict[str, float]:
-    """A run's +% figures (and the bare copy's quiet step, in ms)."""
-    kinds = _kinds(len(found.wall["bare"]), warmup, found.per_epoch)
-
-    def median(values: list[float], indices: list[int]) -> float:
-        return statistics.median(values[index] for index in indices) if indices else float("nan")
-
-    def mean(values: list[float], indices: list[int]) -> float:
-        return statistics.fmean(values[index] for index in indices) if indices else float("nan")
-
+    """A run's +% figures (and the copies' quiet steps, in ms): the quiet step and the
+    mean step as ``tools/bench/collector.py`` takes them, and the collected steps' median."""
     wall, cpu = found.wall, found.cpu
+
+    def quiet(values: list[float]) -> float:
+        return float(BENCH.quiet_median(values, warmup, found.per_epoch, COLLECT_FREQ))
+
+    def collected(values: list[float]) -> float:
+        # Steps COLLECT_FREQ, 2 x COLLECT_FREQ, ... (interval k is step k + 1), from the
+        # first whose interval is past the warm-up.
+        kept = values[COLLECT_FREQ - 1 :: COLLECT_FREQ][warmup // COLLECT_FREQ :]
+        return statistics.median(kept) if kept else float("nan")
+
+    def steady(values: list[float]) -> float:
+        return float(BENCH.steady(values, warmup))
+
+    def over_bare(measure: Callable[[list[float]], float], times: dict[str, list[float]]) -> float:
+        return float(BENCH.percent(measure(times["collected"]), measure(times["bare"])))
+
     return {
         "recorded": float(found.recorded),
         "recorded_step_ms": 1000.0 * found.recorded_step,
-        "own_step_ms": 1000.0 * median(wall["collected"], kinds["quiet"]),
-        "bare_ms": 1000.0 * median(wall["bare"], kinds["quiet"]),
-        "quiet": _percent(
-            median(wall["collected"], kinds["quiet"]), median(wall["bare"], kinds["quiet"])
-        ),
-        "quiet_cpu": _percent(
-            median(cpu["collected"], kinds["quiet"]), median(cpu["bare"], kinds["quiet"])
-        ),
-        "collected": _percent(
-            median(wall["collected"], kinds["collected"]), median(wall["bare"], kinds["collected"])
-        ),
-        "mean": _percent(mean(wall["collected"], kinds["mean"]), mean(wall["bare"], kinds["mean"])),
-        "mean_cpu": _percent(
-            mean(cpu["collected"], kinds["mean"]), mean(cpu["bare"], kinds["mean"])
-        ),
+        "own_step_ms": 1000.0 * quiet(wall["collected"]),
+        "bare_ms": 1000.0 * quiet(wall["bare"]),
+        "quiet": over_bare(quiet, wall),
+        "quiet_cpu": over_bare(quiet, cpu),
+        "collected": over_bare(collected, wall),
+        "mean": over_bare(steady, wall),
+        "mean_cpu": over_bare(steady, cpu),
     }
 
 
