@@ -336,7 +336,21 @@ class SummaryCollector(Callback):
         self._quiet_until = 0
         self._system.stop()
         self._timings.close()
+        self._write_kept()
         self._run.close()
+
+    def _write_kept(self) -> None:
+        """Write what the series keeps (step times, timings, collected steps' losses)
+        before the record closes: training that stopped on an exception never reached
+        the end of training, which writes them (a failure is logged: the exception that
+        stopped training is the one the caller sees)."""
+        record = self._run.record
+        if record is None or not self._series.has_unwritten_step_times:
+            return
+        try:
+            self._series.write_kept_step_times(record)
+        except Exception as error:
+            logger.error("Writing the kept timings and losses failed: %s", error)
 
     def close(self) -> None:
         """Close the summary record, and the lineage coordinator this collector made.
@@ -651,6 +665,12 @@ class SummaryCollector(Callback):
             # in step order), in the same step: one step leaves its quiet path, not two.
             self._series.after_quiet_step(record, step, step_time, write_now=self._sink_mode)
             return
+        if not first and not self._sink_mode:
+            alone = self._scalars_alone(params, step, decision, record)
+            if alone is not None:  # kept, and written with the timings when they are
+                self._cost.busy(step, RECORDED)
+                self._series.keep_collected_step(record, step, step_time, alone, extras)
+                return
         self._cost.busy(step, RECORDED)
         self._series.write_kept_step_times(record)
         if self._series.has_late:
@@ -673,6 +693,26 @@ class SummaryCollector(Callback):
             # The first collection reaches the disk at once; with values read from a
             # device, without waiting for them here (the writer's thread does).
             self._flush(wait=not self._series.has_late)
+
+    def _scalars_alone(
+        self, params: CallbackParams, step: int, decision: Collect, record: SummaryRecord
+    ) -> list[tuple[str, float]] | None:
+        """The collected ``step``'s values when they are scalars alone (the loss, read on
+        the host), which the series keeps and writes with the timings; None when the step
+        records more: histograms, input images, the fingerprint, the summary operators'
+        tensors or values added to the record (``record.record`` then), or while a
+        device value is on its way (the file stays in step order)."""
+        plugin_filter = decision.plugin_filter
+        if not decision.extracts or (plugin_filter is not None and not plugin_filter("scalar")):
+            return None
+        cost, series = self._cost, self._series
+        if (cost.keeps_fingerprints and series.fingerprints) or series.has_late:
+            return None
+        if record.has_pending:
+            return None
+        return self._extractor.host_loss_alone(
+            params, histograms=cost.histograms_at(step), images=cost.images_at(step)
+        )
 
     def _start_landscape(self, params: CallbackParams) -> None:
         """Clear an earlier run's landscape files; say on rank 0 what this run saves."""

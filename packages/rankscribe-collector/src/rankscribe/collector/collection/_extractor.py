@@ -182,6 +182,23 @@ class Extractor:
             histogram_seconds = _clock.now() - started
         return StepSeconds(images=image_seconds, histograms=histogram_seconds)
 
+    def host_loss_alone(
+        self, params: CallbackParams, *, histograms: bool = True, images: bool = True
+    ) -> list[tuple[str, float]] | None:
+        """The step's values as ``(tag, number)`` when they are the loss alone, read on the
+        host (``[]`` when the loss is not collected either); None when
+        :meth:`add_step_values` has more to do (input images or histograms due at this
+        step, a loss on a device or in another form, or none where one is collected)."""
+        if (self.collect_input_data and images) or (self.collect_histogram and histograms):
+            return None
+        if not self.collect_metric:
+            return []
+        outputs = params.net_outputs
+        if isinstance(outputs, (list, tuple)) and outputs:
+            outputs = outputs[0]
+        number = self._adapters.host_number(outputs) if outputs is not None else None
+        return None if number is None else [(LOSS_TAG, number)]
+
     # ------------------------------------------------------------------ images
 
     def _disable_input_data(self, reason: str, *, level: int = logging.WARNING) -> None:

@@ -55,7 +55,8 @@ STEP_TIME_WRITE_INTERVAL = 1.0
 #: A step this long (seconds) writes its step time at once, and a crash then loses no
 #: step time of it. A write costs the training thread 0.1-0.3 ms and the writer about
 #: as much (measured on a 2-core machine): at 0.25 s that is under 0.25 % of the step.
-#: Shorter steps wait for the next collected step, the second or the 256 steps above.
+#: Shorter steps wait for the next step recorded through the record, the second or the
+#: 256 steps above.
 STEP_TIME_WRITE_AT_ONCE = 0.25
 
 
@@ -142,7 +143,8 @@ class SeriesRecorder:
 
     The collector calls, at a step that collects nothing, :meth:`after_quiet_step`
     (or, on its shortest path, the appends of :meth:`step_time_appenders` and
-    :meth:`keep_timing`); at a collected step :meth:`write_kept_step_times`, then
+    :meth:`keep_timing`); at a collected step of the loss alone
+    :meth:`keep_collected_step`; at another collected step :meth:`write_kept_step_times`, then
     :meth:`collected_step_sink` and :meth:`add_fingerprint` while it adds the
     step's values, then :meth:`record_collected_step` instead of ``record.record``.
 
@@ -151,9 +153,11 @@ class SeriesRecorder:
     (:meth:`keep_timing`). Why they wait: a step written alone wakes the
     writer thread, which costs a step that collects nothing several times what
     the rest of the collector does (measured by tools/bench/collector.py).
-    Written in a run, the steps join one batch of the writer. The collector
-    writes them before the next collected step (so the file stays in step
-    order), at the end of an epoch, and at least every
+    Written in a run, the steps join one batch of the writer. A collected step
+    whose only value is the loss keeps it here too (:meth:`keep_collected_step`).
+    The collector writes them before the next step it records through the
+    record (so the file stays in step order), at the end of an epoch and of
+    training (an exception's too), and at least every
     :data:`STEP_TIME_WRITE_INTERVAL` seconds or :data:`STEP_TIME_WRITE_COUNT`
     steps, so a rank that dies loses at most that; a step of
     :data:`STEP_TIME_WRITE_AT_ONCE` seconds or more is written at once. A
@@ -204,11 +208,15 @@ class SeriesRecorder:
         self._last_written_step = -1
         # Scalars read from a device, still on their way: (tag, step, value), in step order.
         self._late: deque[tuple[str, int, Any]] = deque()
+        #: The values of collected steps kept to be written with the timings, by tag
+        #: (:meth:`keep_collected_step`): handed to the record whole when written.
+        self._kept: dict[str, tuple[array[int], array[float]]] = {}
 
     def start_run(self) -> None:
         """A new training run: the series starts empty (the job view is of one run)."""
         self.series.clear()
         self._late.clear()
+        self._kept.clear()
         for column in self._columns.values():
             column.written = 0
         self._fingerprint_failed = False
@@ -217,8 +225,10 @@ class SeriesRecorder:
     @property
     def has_unwritten_step_times(self) -> bool:
         samples = self.samples
-        return (samples is not None and samples.pending) or any(
-            column.written < len(column.steps) for column in self._columns.values()
+        return (
+            (samples is not None and samples.pending)
+            or bool(self._kept)
+            or any(column.written < len(column.steps) for column in self._columns.values())
         )
 
     def _keep_samples(self) -> None:
@@ -322,11 +332,48 @@ class SeriesRecorder:
         if STEP_TIME_TAG not in self._dropped:
             self._time_steps.append(step)
             self._time_values.append(seconds)
-        now = _clock.now()
+        self._write_when_due(record, seconds, write_now=write_now)
+
+    def keep_collected_step(
+        self,
+        record: SummaryRecord,
+        step: int,
+        seconds: float | None,
+        values: Sequence[tuple[str, float]],
+        timings: Sequence[tuple[str, float]] = (),
+    ) -> None:
+        """A collected step whose values are scalars alone (the loss, on the host): kept,
+        in the series at once and for the record with the timings, as a quiet step's step
+        time is, and written with them when due (:meth:`after_quiet_step`); its step time
+        (``seconds``) and other ``timings`` with it.
+
+        What ``record.record`` of the step would write (one event of the step holding
+        its values and timings), without the training thread's work of a record at every
+        collected step: a few appends. The caller sees that the step has nothing else to
+        record (no histogram, image, fingerprint, tensor, value added to the record or
+        by the summary operators, nor a device value on its way).
+        """
+        for tag, value in values:
+            self.series.add(tag, step, value)
+            kept = self._kept.get(tag)
+            if kept is None:
+                kept = self._kept[tag] = (array("q"), array("d"))
+            kept[0].append(step)
+            kept[1].append(value)
+        self.keep_timings(step, timings)
+        if seconds is None:
+            self._write_when_due(record, 0.0, write_now=False)
+        else:
+            self.after_quiet_step(record, step, seconds, write_now=False)
+
+    def _write_when_due(self, record: SummaryRecord, seconds: float, *, write_now: bool) -> None:
+        """Write what is kept when it is due: ``write_now``, a step of ``seconds`` at
+        least :data:`STEP_TIME_WRITE_AT_ONCE`, :data:`STEP_TIME_WRITE_INTERVAL` seconds
+        since the last write, or :data:`STEP_TIME_WRITE_COUNT` step times kept."""
         if (
             write_now
             or seconds >= STEP_TIME_WRITE_AT_ONCE
-            or now - self.last_write >= STEP_TIME_WRITE_INTERVAL
+            or _clock.now() - self.last_write >= STEP_TIME_WRITE_INTERVAL
             or len(self._time_steps) - self._step_column.written >= STEP_TIME_WRITE_COUNT
         ):
             self.write_step_times(record)
@@ -340,6 +387,9 @@ class SeriesRecorder:
             if written < len(steps):
                 columns[column.tag] = (steps[written:], column.values[written:])
                 column.written = len(steps)
+        # The record keeps arrays it is handed as they are: these go whole, new ones follow.
+        columns.update(self._kept)
+        self._kept = {}
         return columns
 
     def write_step_times(self, record: SummaryRecord) -> None:

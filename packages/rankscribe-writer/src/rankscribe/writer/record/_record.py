@@ -236,6 +236,14 @@ class SummaryRecord:
         """Every file created so far (summary, lineage, TensorBoard), in creation order."""
         return list(self._files.created)
 
+    @property
+    def has_pending(self) -> bool:
+        """Whether values wait for the next :meth:`record`: added with :meth:`add_value`,
+        or by the summary operators (:mod:`rankscribe.writer.operators`)."""
+        return bool(
+            self._scalars or self._pending or self._pending_lineage or operators.has_buffered()
+        )
+
     def set_mode(self, mode: str) -> None:
         """'train' or 'eval' (the collector switches to 'eval' for evaluation)."""
         if mode not in MODES:

@@ -1,0 +1,167 @@
+"""A collected step whose only value is the loss (read on the host) is kept with the step
+times and written with them (docs/collector-cost.md, "A collected step of the loss
+alone"): the file holds what ``record.record`` of the step would write, in step order;
+anything else to record at the step sends it through the record at once."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rankscribe.collector import Callback, RunContext, SummaryCollector, TrainLoop
+from rankscribe.jobview.feed import STEP_TIME_TAG
+from rankscribe.writer import scalar_summary
+from rankscribe.writer.events import load_dir
+from tests._support.clocks import ManualClock
+from tests.collector.conftest import values_by_tag
+
+LOSS_TAG = "loss/auto"
+COLLECT_FREQ = 4
+#: The collector's options that leave the loss the collected steps' only value.
+LOSS_ALONE: dict[str, Any] = {
+    "keep_default_action": False,
+    "collect_specified_data": {"collect_metric": True},
+    "fingerprints": False,
+}
+
+
+def loss_of(step: int) -> float:
+    return 1.0 / step
+
+
+class Counting:
+    """The step function: its step number, and the loss it returns."""
+
+    def __init__(self, clock: ManualClock | None = None, seconds: float = 0.0) -> None:
+        self.step, self.clock, self.seconds = 0, clock, seconds
+
+    def __call__(self, batch: Any) -> float:
+        self.step += 1
+        if self.clock is not None:
+            self.clock.advance(self.seconds)
+        return loss_of(self.step)
+
+
+def summary_events(directory: Path) -> list[tuple[int, dict[str, Any]]]:
+    """Every summary event's step and scalars, in file order."""
+    found = []
+    for event in load_dir(directory):
+        if event.what == "summary" and event.step is not None:
+            found.append((event.step, {value.tag: value.value for value in event.values}))
+    return found
+
+
+def test_each_collected_loss_is_one_event_of_its_step_with_its_timings(
+    model: Any, tmp_path: Path
+) -> None:
+    data = model(24)
+    collector = SummaryCollector(tmp_path, collect_freq=COLLECT_FREQ, **LOSS_ALONE)
+    TrainLoop(Counting(), network=data.network, optimizer=data.optimizer).train(
+        1, data.dataset, callbacks=[collector]
+    )
+    events = summary_events(tmp_path)
+    steps = [step for step, _ in events]
+    assert steps == sorted(steps)  # the file stays in step order
+    with_loss = [(step, values) for step, values in events if LOSS_TAG in values]
+    collected = [1, *range(COLLECT_FREQ, 25, COLLECT_FREQ)]
+    assert [step for step, _ in with_loss] == collected
+    for step, values in with_loss:
+        # one event of the step, holding its loss and its step time
+        assert values[LOSS_TAG] == pytest.approx(loss_of(step), rel=1e-6)
+        assert STEP_TIME_TAG in values
+        assert sum(1 for other, _ in events if other == step) == 1
+
+
+@pytest.mark.parametrize("source", ["add_value", "summary operator"])
+def test_what_else_a_collected_step_holds_is_recorded_at_that_step(
+    model: Any, tmp_path: Path, source: str
+) -> None:
+    data = model(16)
+    collector = SummaryCollector(tmp_path, collect_freq=COLLECT_FREQ, **LOSS_ALONE)
+
+    class AddsAtEight(Callback):
+        """Before the collector's step_end (first in the list), at step 8 only."""
+
+        def step_end(self, run_context: RunContext) -> None:
+            if run_context.original_args().cur_step_num != 8:
+                return
+            if source == "add_value":
+                assert collector.record is not None
+                collector.record.add_value("scalar", "mine", 8.0)
+            else:
+                scalar_summary("mine", 8.0)
+
+    TrainLoop(Counting(), network=data.network, optimizer=data.optimizer).train(
+        1, data.dataset, callbacks=[AddsAtEight(), collector]
+    )
+    assert values_by_tag(tmp_path, "scalar", "mine") == {8: 8.0}
+    assert values_by_tag(tmp_path, "scalar", LOSS_TAG)[8] == pytest.approx(loss_of(8))
+
+
+def test_the_kept_losses_and_step_times_are_written_when_training_stops_on_an_error(
+    model: Any, tmp_path: Path
+) -> None:
+    data = model(30)
+    counting = Counting()
+
+    def step(batch: Any) -> float:
+        if counting.step == 22:
+            raise RuntimeError("the step failed")
+        return counting(batch)
+
+    with (
+        pytest.raises(RuntimeError, match="the step failed"),
+        SummaryCollector(tmp_path, collect_freq=COLLECT_FREQ, **LOSS_ALONE) as collector,
+    ):
+        TrainLoop(step, network=data.network, optimizer=data.optimizer).train(
+            1, data.dataset, callbacks=[collector]
+        )
+    losses = values_by_tag(tmp_path, "scalar", LOSS_TAG)
+    assert sorted(losses) == [1, *range(COLLECT_FREQ, 23, COLLECT_FREQ)]
+    assert all(value == pytest.approx(loss_of(step)) for step, value in losses.items())
+    assert sorted(values_by_tag(tmp_path, "scalar", STEP_TIME_TAG)) == list(range(1, 23))
+
+
+def test_a_collected_loss_of_a_long_step_reaches_the_file_at_once(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    data = model(8)
+    collector = SummaryCollector(
+        tmp_path, collect_freq=COLLECT_FREQ, system_interval=0, **LOSS_ALONE
+    )
+    on_disk: dict[int, list[int]] = {}
+
+    class Watch(Callback):
+        def step_end(self, run_context: RunContext) -> None:
+            assert collector.record is not None
+            collector.record.flush()  # what the writer was given is on disk
+            step = run_context.original_args().cur_step_num
+            on_disk[step] = sorted(values_by_tag(tmp_path, "scalar", LOSS_TAG))
+
+    # A step of a quarter second or more writes what is kept at once (the step times' rule).
+    counting = Counting(collector_clock, seconds=0.3)
+    TrainLoop(counting, network=data.network, optimizer=data.optimizer).train(
+        1, data.dataset, callbacks=[collector, Watch()]
+    )
+    assert on_disk[4] == [1, 4]
+    assert on_disk[8] == [1, 4, 8]
+
+
+def test_a_nan_loss_is_kept_and_written_as_nan(model: Any, tmp_path: Path) -> None:
+    data = model(8)
+    collector = SummaryCollector(tmp_path, collect_freq=COLLECT_FREQ, **LOSS_ALONE)
+    counting = Counting()
+
+    def step(batch: Any) -> float:
+        loss = counting(batch)
+        return math.nan if counting.step == 8 else loss
+
+    TrainLoop(step, network=data.network, optimizer=data.optimizer).train(
+        1, data.dataset, callbacks=[collector]
+    )
+    losses = values_by_tag(tmp_path, "scalar", LOSS_TAG)
+    assert sorted(losses) == [1, 4, 8]
+    assert math.isnan(losses[8]) and losses[4] == pytest.approx(0.25)
