@@ -83,6 +83,28 @@ def test_summary_operators_values_stay_pending_too(make_record: Any, log_dir: An
     assert steps_of(log_dir) == [(1, {"ours/time": pytest.approx(0.1)}), (2, {"user/op": 3.0})]
 
 
+@pytest.mark.parametrize(
+    "pend",
+    [
+        lambda record: record.add_value("scalar", "user/loss", 0.5),
+        lambda record: record.add_value("histogram", "user/weights", np.arange(4.0)),
+        lambda record: scalar_summary("user/op", 3.0),
+    ],
+    ids=["add_value scalar", "add_value histogram", "summary operator"],
+)
+def test_has_pending_says_what_waits_for_the_next_record(
+    make_record: Any, log_dir: Any, pend: Any
+) -> None:
+    record = make_record()
+    assert not record.has_pending
+    pend(record)
+    assert record.has_pending
+    record.write_scalars(1, {"ours/time": 0.1})  # written apart: still pending
+    assert record.has_pending
+    record.record(2)
+    assert not record.has_pending
+
+
 def test_no_scalars_write_nothing(make_record: Any, log_dir: Any) -> None:
     record = make_record()
     assert record.write_scalars(3, {})
