@@ -39,14 +39,20 @@ def test_a_quick_run_prints_each_row_and_the_loss_its_collector_recorded(tmp_pat
     ), lines[1]
     assert re.fullmatch(rf"    quiet by run: {PERCENT}", lines[2]), lines[2]
     # The loss at step 1 and every 10th of the 60: the collector recorded the copy it ran on.
-    assert lines[-2] == "    the collected copy's record, loss points read back by run: 7"
+    assert lines[-3] == "    the collected copy's record, loss points read back by run: 7"
     # The step time it recorded is its copy's own step, not both copies' (it read 3x its
     # own step with the session's clock left running over the bare copy's step).
     timed = re.fullmatch(
         r"    its median step time recorded by run \(its own quiet step\): "
         r"(\d+\.\d{3}) ms \((\d+\.\d{3}) ms\)",
-        lines[-1],
+        lines[-2],
     )
-    assert timed is not None, lines[-1]
-    assert float(timed[1]) < 1.5 * float(timed[2]), lines[-1]
+    assert timed is not None, lines[-2]
+    assert float(timed[1]) < 1.5 * float(timed[2]), lines[-2]
+    # Its own recorded cost beside the overhead measured (or none: no window closed).
+    assert re.fullmatch(
+        rf"    its own recorded cost \(wall\) by run, of the bare step \(x the mean/step\): "
+        rf"(not recorded|{PERCENT} \(x-?\d+\.\d\d\))",
+        lines[-1],
+    ), lines[-1]
     assert list(tmp_path.iterdir()) == []  # its record went with its temporary folder

@@ -3,7 +3,9 @@ torch runs: tests/collector_torch/test_step_cost_run.py)."""
 
 from __future__ import annotations
 
+import math
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -15,7 +17,7 @@ def bench() -> ModuleType:
     return load_tool("bench/step_cost.py", "step_cost_bench")
 
 
-def _steps(bench: ModuleType, count: int, per_epoch: int) -> object:
+def _steps(bench: ModuleType, count: int, per_epoch: int) -> Any:
     """The bare copy 1 ms a step; the collected copy 10 % more at a quiet step, twice as
     long at a collected one, 5x at an epoch's last step and 4x at the landscape's steps."""
     bare, collected = [], []
@@ -88,3 +90,16 @@ def test_a_short_run_whose_landscape_steps_outnumber_its_quiet_ones_reads_them_a
     found = bench.figures(_steps(bench, 40, 40), warmup=0)
     assert found["quiet"] == pytest.approx(10.0)
     assert found["collected"] == pytest.approx(100.0)  # the median of 2, 2, 2 and 5 ms
+
+
+def test_the_recorded_cost_is_read_against_the_bare_step_and_the_overhead_measured(
+    bench: ModuleType,
+) -> None:
+    steps = _steps(bench, 500, 250)
+    steps.recorded_cost = 0.00005  # 50 us a step, recorded by the collector
+    found = bench.figures(steps, warmup=100)
+    assert found["own_cost"] == pytest.approx(5.0)  # of the bare copy's 1 ms step
+    assert found["own_ratio"] == pytest.approx(5.0 / found["mean"])
+    # No cost window closed: nothing recorded, nothing compared.
+    unrecorded = bench.figures(_steps(bench, 500, 250), warmup=100)
+    assert math.isnan(unrecorded["own_cost"]) and math.isnan(unrecorded["own_ratio"])
