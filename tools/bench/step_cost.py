@@ -88,7 +88,7 @@ class Row:
     title: str
     width: int
     batch: int
-    #: The issue's bounds in percent: quiet step, mean/step wall.
+    #: The bounds the collector aims at, in percent: quiet step, mean/step wall.
     quiet_target: float
     mean_target: float
 
@@ -226,7 +226,7 @@ def figures(found: Steps, warmup: int) -> dict[str, float]:
     return {
         "recorded": float(found.recorded),
         # The collector's own recorded cost, as +% of the bare copy's mean step, and its
-        # ratio to the mean/step overhead measured here (issue's bound: within 1.5x).
+        # ratio to the mean/step overhead measured here (1: the collector knows its cost).
         "own_cost": own,
         "own_ratio": own / mean if mean > 0 else float("nan"),
         "recorded_step_ms": 1000.0 * found.recorded_step,
