@@ -665,13 +665,12 @@ class SummaryCollector(Callback):
             # in step order), in the same step: one step leaves its quiet path, not two.
             self._series.after_quiet_step(record, step, step_time, write_now=self._sink_mode)
             return
+        self._cost.busy(step, RECORDED)
         if not first and not self._sink_mode:
             alone = self._scalars_alone(params, step, decision, record)
             if alone is not None:  # kept, and written with the timings when they are
-                self._cost.busy(step, RECORDED)
                 self._series.keep_collected_step(record, step, step_time, alone, extras)
                 return
-        self._cost.busy(step, RECORDED)
         self._series.write_kept_step_times(record)
         if self._series.has_late:
             self._series.keep_arrived()  # earlier steps' device values that arrived (no wait)
@@ -706,9 +705,11 @@ class SummaryCollector(Callback):
         if not decision.extracts or (plugin_filter is not None and not plugin_filter("scalar")):
             return None
         cost, series = self._cost, self._series
-        if (cost.keeps_fingerprints and series.fingerprints) or series.has_late:
-            return None
-        if record.has_pending:
+        if (
+            (cost.keeps_fingerprints and series.fingerprints)
+            or series.has_late
+            or record.has_pending
+        ):
             return None
         return self._extractor.host_loss_alone(
             params, histograms=cost.histograms_at(step), images=cost.images_at(step)
