@@ -637,12 +637,18 @@ def _sums_since(part: TagTotals, ranks: IntArray, since: IntArray) -> _Since:
         and bool(found.all())
         and bool((rows == np.arange(len(rows))).all())
     )
-    for column, start in enumerate(starts.tolist()):  # the blocks in order
-        values = part.wall_blocks[:, column, fields]
-        if every:
-            sums += np.where((start >= first)[:, None], values, 0.0)
-        else:
-            sums[found] += np.where((start >= first)[:, None], values[rows[found]], 0.0)
+    # The blocks from each rank's first on, added in their order from the first block
+    # (a block before it adds 0: the same sums, bit for bit, as adding from it; the sums
+    # are of counts and seconds, never -0).
+    # Laid out rank by rank (numpy's gather of fields need not be), so that the sum
+    # over the blocks adds them one after another.
+    values = part.wall_blocks
+    if fields != list(range(values.shape[2])):
+        values = np.ascontiguousarray(values[:, :, fields])
+    if not every:
+        values = values[rows[found]]
+    wanted = (starts[None, :] >= first[:, None])[:, :, None]
+    sums[found] = np.where(wanted, values, 0.0).sum(axis=1)
     return _Since(sums[:, 0], sums[:, 1], sums[:, 2], part.lead_sums(ranks, since))
 
 
@@ -808,7 +814,8 @@ def _judgements(
         named = sorted(named, key=lambda i: (-seconds[i], -judged.cost_seconds[i], i))
         worst = named[0]
         since = int(judged.since_step[worst])
-        costly = [int(i) for i in order if seconds[i] > 0 or judged.named[i]][: settings.top_k]
+        listed = order[(seconds[order] > 0) | judged.named[order]]
+        costly = listed[: settings.top_k].tolist()
         label = timing_label(tag)
         top: list[CostlyRank] = [
             {

@@ -1133,6 +1133,41 @@ class _Spans(NamedTuple):
     bounds: list[tuple[int, int]]
     weighted: list[int]
     weights: FloatArray
+    #: The runs' lengths, and each stretch of consecutive runs of one length: (first run,
+    #: run after its last, length).
+    lengths: list[int]
+    levels: list[tuple[int, int, int]]
+
+    @classmethod
+    def of(cls, index: IntArray, steps: IntArray) -> _Spans:
+        """The spans of rows whose blocks are ``index`` (non-decreasing), of ``steps``."""
+        starts = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
+        stops = [*starts[1:].tolist(), len(steps)]
+        bounds = list(zip(starts.tolist(), stops, strict=True))
+        lengths = [stop - start for start, stop in bounds]
+        levels = []
+        first = 0
+        while first < len(lengths):
+            last = first + 1
+            while last < len(lengths) and lengths[last] == lengths[first]:
+                last += 1
+            levels.append((first, last, lengths[first]))
+            first = last
+        return cls(index[starts].tolist(), bounds, *_weights(steps), lengths, levels)
+
+    def add_weighted(self, shares: FloatArray, blocks: FloatArray) -> None:
+        """The weighted fields of each run: its weights times its rows of ``shares``
+        (``(steps, ranks)``) into its block of ``blocks`` (``(ranks, blocks, FIELDS)``).
+        The runs of one length side by side are one stacked product (each run's own
+        ``(weights, length) @ (length, ranks)``), written with one assignment."""
+        weighted = np.asarray(self.weighted)[None, :]
+        for first, last, length in self.levels:
+            start, stop = self.bounds[first][0], self.bounds[last - 1][1]
+            runs = last - first
+            weights = self.weights[:, start:stop].reshape(-1, runs, length).transpose(1, 0, 2)
+            product = np.matmul(weights, shares[start:stop].reshape(runs, length, -1))
+            targets = np.asarray(self.targets[first:last])[:, None]
+            blocks[:, targets, weighted] = product.transpose(2, 0, 1)
 
     def add_runs(self, values: npt.NDArray[Any], out: FloatArray) -> None:
         """Each run's rows of ``values`` (``(steps, ranks)``) summed into its block of
@@ -1151,21 +1186,16 @@ class _Spans(NamedTuple):
         the longest run, then stored as floats: the same whole numbers, in any order of
         addition, and 2.5x faster than numpy's cast of each boolean to a float as it sums
         (six of a chunk's ten plain fields are counts)."""
-        lengths = [stop - start for start, stop in self.bounds]
+        lengths = self.lengths
         total: type[np.generic] = np.float64
         if values.dtype == np.bool_:
             values = values.view(np.uint8)
             total = np.uint16 if max(lengths) < 1 << 16 else np.int64
         if values.flags.c_contiguous and values.shape[1] > 1:
-            first = 0
-            while first < len(lengths):
-                last = first + 1
-                while last < len(lengths) and lengths[last] == lengths[first]:
-                    last += 1
+            for first, last, length in self.levels:
                 start, stop = self.bounds[first][0], self.bounds[last - 1][1]
-                runs = values[start:stop].reshape(last - first, lengths[first], -1)
+                runs = values[start:stop].reshape(last - first, length, -1)
                 out[self.targets[first:last]] = runs.sum(axis=1, dtype=total)
-                first = last
             return
         in_order = max(lengths) < 8
         if len(lengths) <= max(lengths) or not in_order:
@@ -1321,12 +1351,7 @@ def _fill_blocks(
     latest rank (:func:`_leads`).
     """
     index = steps // size - first
-    starts = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
-    spans = _Spans(
-        index[starts].tolist(),
-        list(zip(starts.tolist(), [*starts[1:].tolist(), len(steps)], strict=True)),
-        *_weights(steps),
-    )
+    spans = _Spans.of(index, steps)
     others = _references(table, middle)
     step = np.where(np.isfinite(scale) & (scale > 0), scale, np.nan)[:, None]
     tops, holders, winners = [], [], []
@@ -1354,9 +1379,7 @@ def _fill_blocks(
                 )
             shares[:, within] = share
         assert shares is not None
-        for target, (start, stop) in zip(spans.targets, spans.bounds, strict=True):
-            product = spans.weights[:, start:stop] @ shares[start:stop]
-            blocks[:, target][:, spans.weighted] = product.T
+        spans.add_weighted(shares, blocks)
         if destination is None:
             assert take is not None
             take(group, blocks)
