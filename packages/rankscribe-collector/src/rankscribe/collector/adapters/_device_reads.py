@@ -90,7 +90,7 @@ class TorchDevices:
         self._lock = threading.Lock()
 
     def on_device(self, tensor: Any) -> bool:
-        return bool(tensor.device.type != "cpu")
+        return not tensor.is_cpu  # (no torch.device made: read at every collected step)
 
     def start_copy(self, tensor: Any) -> tuple[Any, DeviceEvent | None]:
         if tensor.device.type == "cpu":

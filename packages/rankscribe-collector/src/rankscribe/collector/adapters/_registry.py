@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -58,6 +59,18 @@ def register_adapter(framework: str, module: str) -> None:
         _configuration[0] += 1
 
 
+def _numpy_number(value: Any) -> float | None:
+    """A NumPy scalar or one-element array of a real number as a float, else None."""
+    if value.size != 1 or value.dtype.kind not in "biuf":
+        return None
+    return float(value.reshape(-1)[0])
+
+
+def _no_number(_value: Any) -> None:
+    """No reader for such values: None (``late_loss`` or ``to_numpy`` read them)."""
+    return None
+
+
 class AdapterRegistry:
     """The adapter for each object's framework, loaded on first use and kept per registry."""
 
@@ -66,6 +79,10 @@ class AdapterRegistry:
         self._configuration = -1
         self._by_type: dict[type, Adapter | None] = {}
         self._by_module: dict[str, Adapter | None] = {}
+        #: The reader of one number on the host, by type (:meth:`host_number`), as chosen
+        #: under configuration ``_readers_of``.
+        self._readers: dict[type, Callable[[Any], float | None]] = {}
+        self._readers_of = -1
         self._fingerprint_view: tuple[object, NetworkView | None] | None = None
 
     def adapter_for(self, obj: object) -> Adapter | None:
@@ -192,15 +209,31 @@ class AdapterRegistry:
         method; a value on an accelerator, an empty or a complex one is None here
         (:meth:`late_loss` or ``to_numpy`` read those).
         """
-        if type(value) is float:
-            return value
+        kind = type(value)
+        if kind is float:
+            return value  # type: ignore[return-value]
+        # Chosen once per type (a loss is read at every collected step, on a CPU whose
+        # caches the step evicted: the fewer calls the better).
+        read = self._readers.get(kind)
+        if read is None or self._readers_of != _configuration[0]:
+            read = self._host_reader(value)
+        return read(value)
+
+    def _host_reader(self, value: object) -> Callable[[Any], float | None]:
+        """:meth:`host_number`'s reader of ``value``'s type, kept for that type."""
+        if self._readers_of != _configuration[0]:
+            self._readers.clear()
+            self._readers_of = _configuration[0]
+        read: Callable[[Any], float | None] = _no_number
         if isinstance(value, np.ndarray | np.generic):
-            if value.size != 1 or value.dtype.kind not in "biuf":
-                return None
-            return float(value.reshape(-1)[0])
-        adapter = self.adapter_for(value)
-        read = getattr(adapter, "host_number", None) if adapter is not None else None
-        return read(value) if callable(read) else None
+            read = _numpy_number
+        else:
+            adapter = self.adapter_for(value)
+            own = getattr(adapter, "host_number", None) if adapter is not None else None
+            if callable(own):
+                read = own
+        self._readers[type(value)] = read
+        return read
 
     def late_loss(self, value: object) -> Any:
         """A loss read from an accelerator without a wait, or None (read it on the host).
