@@ -1,7 +1,8 @@
 """A collected step whose only value is the loss (read on the host) is kept with the step
 times and written with them (docs/collector-cost.md, "A collected step of the loss
 alone"): the file holds what ``record.record`` of the step would write, in step order;
-anything else to record at the step sends it through the record at once."""
+anything else to record at the step sends it through the record at once. Most of these
+steps are light (planned, and taken on the quiet step's path): the tests' runs hold them."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from rankscribe.collector import Callback, RunContext, SummaryCollector, TrainLoop
@@ -165,3 +167,52 @@ def test_a_nan_loss_is_kept_and_written_as_nan(model: Any, tmp_path: Path) -> No
     losses = values_by_tag(tmp_path, "scalar", LOSS_TAG)
     assert sorted(losses) == [1, 4, 8]
     assert math.isnan(losses[8]) and losses[4] == pytest.approx(0.25)
+
+
+def test_a_collected_step_at_an_epochs_end_is_recorded_once(model: Any, tmp_path: Path) -> None:
+    # Steps 4 and 8 end epochs and are collected: the epoch's end collects nothing more
+    # there (the step was collected on the quiet step's path, the schedule knows it).
+    data = model(8)
+    collector = SummaryCollector(tmp_path, collect_freq=COLLECT_FREQ, **LOSS_ALONE)
+    TrainLoop(Counting(), network=data.network, optimizer=data.optimizer).train(
+        3, data.dataset, callbacks=[collector]
+    )
+    events = summary_events(tmp_path)
+    losses = [(step, values[LOSS_TAG]) for step, values in events if LOSS_TAG in values]
+    assert [step for step, _ in losses] == [1, *range(COLLECT_FREQ, 25, COLLECT_FREQ)]
+    assert all(value == pytest.approx(loss_of(step)) for step, value in losses)
+    steps = [step for step, _ in events]
+    assert steps == sorted(steps) and len(steps) == len(set(steps))  # one event a step
+
+
+def test_steps_that_collect_tensors_only_record_no_loss(model: Any, tmp_path: Path) -> None:
+    # collect_tensor_freq=3: steps 3, 6, 9, ... collect the summary operators' tensors, not
+    # the collector's own values; the loss stays at step 1 and every 4th.
+    data = model(24)
+    collector = SummaryCollector(
+        tmp_path, collect_freq=COLLECT_FREQ, collect_tensor_freq=3, **LOSS_ALONE
+    )
+    TrainLoop(Counting(), network=data.network, optimizer=data.optimizer).train(
+        1, data.dataset, callbacks=[collector]
+    )
+    losses = values_by_tag(tmp_path, "scalar", LOSS_TAG)
+    assert sorted(losses) == [1, *range(COLLECT_FREQ, 25, COLLECT_FREQ)]
+
+
+def test_a_collected_loss_is_its_value_at_its_step(model: Any, tmp_path: Path) -> None:
+    # The script hands the same one-element array every step, changed in place: the loss
+    # kept at a collected step is read there, not when it is written.
+    data = model(16)
+    collector = SummaryCollector(tmp_path, collect_freq=COLLECT_FREQ, **LOSS_ALONE)
+    counting, held = Counting(), np.zeros(1)
+
+    def step(batch: Any) -> np.ndarray:
+        held[0] = counting(batch)
+        return held
+
+    TrainLoop(step, network=data.network, optimizer=data.optimizer).train(
+        1, data.dataset, callbacks=[collector]
+    )
+    losses = values_by_tag(tmp_path, "scalar", LOSS_TAG)
+    assert sorted(losses) == [1, 4, 8, 12, 16]
+    assert all(value == pytest.approx(loss_of(step)) for step, value in losses.items())

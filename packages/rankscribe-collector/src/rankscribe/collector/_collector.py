@@ -32,17 +32,18 @@ from __future__ import annotations
 import logging
 import math
 import os
+from collections import deque
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from rankscribe.collector import _clock
 from rankscribe.collector._callback import MODES, Callback, CallbackParams, RunContext
 from rankscribe.collector._fingerprint import DEFAULT_FINGERPRINT_BUDGET
 from rankscribe.collector.adapters import AdapterRegistry
-from rankscribe.collector.collection._extractor import GRAPH_TAG, Extractor
+from rankscribe.collector.collection._extractor import GRAPH_TAG, LOSS_TAG, Extractor
 from rankscribe.collector.collection._options import check_one_of_a_kind, collector_arguments
 from rankscribe.collector.collection._schedule import Collect, CollectionSchedule, total_units
 from rankscribe.collector.cost._budget import CostBudget, check_cost_budget
@@ -68,6 +69,9 @@ from rankscribe.ranks import Coordinator, OnExists, RankInfo
 from rankscribe.writer import SummaryRecord
 from rankscribe.writer.operators import discard_pending
 
+if TYPE_CHECKING:
+    from rankscribe.collector.landscape._saver import LandscapeSaver
+
 logger = logging.getLogger(__name__)
 
 #: How many wrappers deep the landscape's backbone is looked for.
@@ -77,6 +81,11 @@ _WRAPPER_DEPTH = 8
 EPOCH_FLUSH_INTERVAL = 1.0
 
 __all__ = ["SummaryCollector"]
+
+
+def _never(_unit: int) -> bool:
+    """No collected step is light (the fingerprint or no loss collected)."""
+    return False
 
 
 class SummaryCollector(Callback):
@@ -221,6 +230,7 @@ class SummaryCollector(Callback):
         # Bound once: the short path of step_end appends with no call of its own.
         self._keep_step, self._keep_step_time = self._series.step_time_appenders()
         self._keep_wait_step, self._keep_wait = self._series.data_wait_appenders()
+        self._keep_light_step, self._keep_light_loss = self._series.light_appenders(LOSS_TAG)
         self._timings = StepTimings(
             self._series, self._adapters, gradients=check_gradient_probe(gradient_probe)
         )
@@ -230,6 +240,10 @@ class SummaryCollector(Callback):
         # and before this time (perf_counter) when step times are due.
         self._quiet_until = 0
         self._step_times_due = 0.0
+        # The collected steps before _quiet_until that the short path takes (light steps:
+        # their values are the loss alone, read on the host), the next one first (-1: none).
+        self._light_step = -1
+        self._lights: deque[int] = deque()
         self._last_epoch_flush = -math.inf  # perf_counter of the last epoch end's flush
         #: The short path's time since the last longer step (the cost budget's).
         self._quiet_cost = 0.0
@@ -327,13 +341,13 @@ class SummaryCollector(Callback):
         assert run.info is not None
         self._extractor.rank = run.info.rank
         self._step_started = self._step_time = None
-        self._quiet_until = 0
+        self._quiet_until, self._light_step = 0, -1
         self._last_epoch_flush = -math.inf
         self._first_step_done = False
         self._sink_mode = False
 
     def _close(self) -> None:
-        self._quiet_until = 0
+        self._quiet_until, self._light_step = 0, -1
         self._system.stop()
         self._timings.close()
         self._write_kept()
@@ -467,14 +481,13 @@ class SummaryCollector(Callback):
             and params.mode == "train"
             and ended < self._step_times_due
             and ended - started < STEP_TIME_WRITE_AT_ONCE
+            and (step != self._light_step or self._light_step_kept(params, step))
         ):
             # Most steps: nothing to collect, nothing to write. Every function called
             # here costs microseconds on a CPU whose caches the step itself evicted,
             # so this path is a few reads and two appends (tools/bench/collector.py).
             # The next step quiet too: the summary operators need not copy its values.
-            discard_pending(
-                skip_next_step=step + 1 < self._quiet_until and params.consecutive_steps
-            )
+            discard_pending(skip_next_step=self._quiet_next(params, step))
             self._keep_step(step)
             self._keep_step_time(ended - started)
             timings = self._timings
@@ -537,10 +550,8 @@ class SummaryCollector(Callback):
             landscape.save(params.cur_step_num, self._landscape_backbone(params))
             self._cost.add(0.0, landscape=_clock.now() - saving)
         if not self._sink_mode and run.schedule is not None:
-            self._quiet_until = self._series.next_busy_step(
-                params.cur_step_num, run.schedule, landscape
-            )
-            if params.consecutive_steps and params.cur_step_num + 1 < self._quiet_until:
+            self._plan_quiet(params.cur_step_num, run.schedule, landscape)
+            if self._quiet_next(params, params.cur_step_num):
                 discard_pending(skip_next_step=True)  # as the quiet path does
         self._step_times_due = self._series.last_write + STEP_TIME_WRITE_INTERVAL
 
@@ -657,9 +668,7 @@ class SummaryCollector(Callback):
         if decision is Collect.NOTHING:
             # At an epoch's end the next step's may be skipped still (in a step that
             # leaves the quiet path, _quiet_until is 0 until the step has been seen to).
-            discard_pending(
-                skip_next_step=params.consecutive_steps and step + 1 < self._quiet_until
-            )
+            discard_pending(skip_next_step=self._quiet_next(params, step))
             self._series.keep_timings(step, extras)
             # The next collected step writes them before its own values (the file stays
             # in step order), in the same step: one step leaves its quiet path, not two.
@@ -692,6 +701,63 @@ class SummaryCollector(Callback):
             # The first collection reaches the disk at once; with values read from a
             # device, without waiting for them here (the writer's thread does).
             self._flush(wait=not self._series.has_late)
+
+    def _quiet_next(self, params: CallbackParams, step: int) -> bool:
+        """Whether the step after ``step`` records nothing (the summary operators need not
+        copy its values): on the short path, and not a light step (which records the
+        operators' values, when there are any, through the record)."""
+        following = step + 1
+        return (
+            params.consecutive_steps
+            and following < self._quiet_until
+            and following != self._light_step
+        )
+
+    def _plan_quiet(
+        self, step: int, schedule: CollectionSchedule, landscape: LandscapeSaver | None
+    ) -> None:
+        """The steps after ``step`` that take the short path: up to the next that collects
+        more than the loss, writes the timings or saves landscape files, and the light
+        steps among them (collected steps whose values are the loss alone: no histograms,
+        images, fingerprint or tensors due, and no cost window to close there)."""
+        cost, series, extractor = self._cost, self._series, self._extractor
+        if (cost.keeps_fingerprints and series.fingerprints) or not extractor.loss_alone(
+            histograms=False, images=False
+        ):
+            self._quiet_until, lights = series.quiet_plan(step, schedule, landscape, _never)
+        else:
+
+            def light(unit: int) -> bool:
+                return (
+                    schedule.extracts_at(unit)
+                    and extractor.loss_alone(
+                        histograms=cost.histograms_at(unit), images=cost.images_at(unit)
+                    )
+                    and not cost.window_due(unit)
+                )
+
+            self._quiet_until, lights = series.quiet_plan(step, schedule, landscape, light)
+        self._lights = deque(lights)
+        self._light_step = self._lights.popleft() if lights else -1
+
+    def _light_step_kept(self, params: CallbackParams, step: int) -> bool:
+        """At a light step (:meth:`_plan_quiet`): its loss kept as a step time is (written
+        with the timings, as :meth:`_scalars_alone`'s steps are), and the next light step
+        due. False, with nothing kept, when the step records more after all (a value added
+        to the record or by the summary operators, a device value on its way, a loss not
+        one number on the host): the step then takes the longer path."""
+        record = self._run.record
+        if record is None or record.has_pending or self._series.has_late:
+            return False
+        number = self._extractor.host_loss(params)
+        schedule = self._run.schedule
+        if number is None or schedule is None:
+            return False
+        schedule.next(step)  # collected here (a decision that extracts, as planned)
+        self._keep_light_step(step)
+        self._keep_light_loss(number)
+        self._light_step = self._lights.popleft() if self._lights else -1
+        return True
 
     def _scalars_alone(
         self, params: CallbackParams, step: int, decision: Collect, record: SummaryRecord

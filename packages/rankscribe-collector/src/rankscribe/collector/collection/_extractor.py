@@ -193,11 +193,24 @@ class Extractor:
             return None
         if not self.collect_metric:
             return []
+        number = self.host_loss(params)
+        return None if number is None else [(LOSS_TAG, number)]
+
+    def loss_alone(self, *, histograms: bool, images: bool) -> bool:
+        """Whether a collected step's values are the loss alone, when the histograms and
+        the input images are (or are not) due there: what :meth:`host_loss_alone` returns
+        a list for, given a loss read on the host."""
+        return self.collect_metric and not (
+            (self.collect_input_data and images) or (self.collect_histogram and histograms)
+        )
+
+    def host_loss(self, params: CallbackParams) -> float | None:
+        """The step's loss as a float, read as :meth:`add_step_values` reads it, when it
+        is one number on the host; else None (on a device, several numbers, none)."""
         outputs = params.net_outputs
         if isinstance(outputs, (list, tuple)) and outputs:
             outputs = outputs[0]
-        number = self._adapters.host_number(outputs) if outputs is not None else None
-        return None if number is None else [(LOSS_TAG, number)]
+        return self._adapters.host_number(outputs) if outputs is not None else None
 
     # ------------------------------------------------------------------ images
 

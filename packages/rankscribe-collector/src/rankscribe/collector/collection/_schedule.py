@@ -220,6 +220,11 @@ class CollectionSchedule:
             return True
         return unit != self._last and (unit % self.collect_freq == 0 or unit in self._own)
 
+    def extracts_at(self, unit: int) -> bool:
+        """Whether :meth:`next` of ``unit``, a later unit than any collected yet, returns
+        a decision that ``extracts`` (the schedule started; the unit is on the frequency)."""
+        return self._last is not None and unit % self.collect_freq == 0
+
     def next_collected(self, unit: int) -> int:
         """The first unit after ``unit`` that :meth:`next` may collect (``unit + 1`` if unstarted).
 

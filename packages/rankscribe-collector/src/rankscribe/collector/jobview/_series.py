@@ -211,12 +211,18 @@ class SeriesRecorder:
         #: The values of collected steps kept to be written with the timings, by tag
         #: (:meth:`keep_collected_step`): handed to the record whole when written.
         self._kept: dict[str, tuple[array[int], array[float]]] = {}
+        #: The losses of collected steps taken on the quiet path (:meth:`light_appenders`),
+        #: under ``_light_tag``: joined to the series and to ``_kept`` when written.
+        self._light_tag = ""
+        self._light_steps: array[int] = array("q")
+        self._light_values: array[float] = array("d")
 
     def start_run(self) -> None:
         """A new training run: the series starts empty (the job view is of one run)."""
         self.series.clear()
         self._late.clear()
         self._kept.clear()
+        del self._light_steps[:], self._light_values[:]
         for column in self._columns.values():
             column.written = 0
         self._fingerprint_failed = False
@@ -228,6 +234,7 @@ class SeriesRecorder:
         return (
             (samples is not None and samples.pending)
             or bool(self._kept)
+            or bool(self._light_steps)
             or any(column.written < len(column.steps) for column in self._columns.values())
         )
 
@@ -305,20 +312,57 @@ class SeriesRecorder:
         self.keep_timings(step, timings)
         return True
 
-    def next_busy_step(
-        self, step: int, schedule: CollectionSchedule, landscape: LandscapeSaver | None
-    ) -> int:
-        """The first step after ``step`` that collects, saves landscape files or writes here.
+    def quiet_plan(
+        self,
+        step: int,
+        schedule: CollectionSchedule,
+        landscape: LandscapeSaver | None,
+        light: Callable[[int], bool],
+    ) -> tuple[int, list[int]]:
+        """The first step after ``step`` that collects more than a light step, saves
+        landscape files or writes here; and the collected steps before it that are light
+        (``light(step)``: its values are the loss alone, kept by :meth:`light_appenders`).
 
-        The steps before it may take the collector's shortest path.
+        The steps before the first may take the collector's shortest path.
         """
         if not schedule.started:
-            return 0
+            return 0, []
         unwritten = len(self._time_steps) - self._step_column.written
-        # A collected step writes the step times kept so far before its own values.
-        busy = min(schedule.next_collected(step), step + STEP_TIME_WRITE_COUNT - unwritten)
+        # A write is due at the count of step times kept (a light step writes none).
+        limit = step + STEP_TIME_WRITE_COUNT - unwritten
         wanted = landscape.next_wanted(step) if landscape is not None else None
-        return busy if wanted is None else min(busy, wanted)
+        if wanted is not None:
+            limit = min(limit, wanted)
+        lights: list[int] = []
+        collected = schedule.next_collected(step)
+        while collected < limit and light(collected):
+            lights.append(collected)
+            collected = schedule.next_collected(collected)
+        return min(collected, limit), lights
+
+    def light_appenders(self, tag: str) -> tuple[Callable[[int], None], Callable[[float], None]]:
+        """Appends that keep a light step's loss (a collected step on the quiet path whose
+        only value is the loss, read on the host), under ``tag``: as a step time is kept,
+        joined to the series and written with the timings (as :meth:`keep_collected_step`
+        writes a loss) when they are written."""
+        self._light_tag = tag
+        return self._light_steps.append, self._light_values.append
+
+    def _take_light(self) -> None:
+        """The light steps' losses kept since the last write: into the series, and after
+        the collected values kept before them (the steps in order)."""
+        steps, values = self._light_steps, self._light_values
+        if not steps:
+            return
+        tag = self._light_tag
+        for step, value in zip(steps, values, strict=True):
+            self.series.add(tag, step, value)
+        kept = self._kept.get(tag)
+        if kept is None:
+            kept = self._kept[tag] = (array("q"), array("d"))
+        kept[0].extend(steps)
+        kept[1].extend(values)
+        del steps[:], values[:]
 
     def after_quiet_step(
         self, record: SummaryRecord, step: int, seconds: float | None, *, write_now: bool
@@ -353,6 +397,7 @@ class SeriesRecorder:
         record (no histogram, image, fingerprint, tensor, value added to the record or
         by the summary operators, nor a device value on its way).
         """
+        self._take_light()  # the earlier steps' first
         for tag, value in values:
             self.series.add(tag, step, value)
             kept = self._kept.get(tag)
@@ -381,6 +426,7 @@ class SeriesRecorder:
     def _unwritten(self) -> dict[str, tuple[Sequence[int], Sequence[float]]]:
         """The kept timings not written yet, by tag; they count as written from now."""
         self._keep_samples()
+        self._take_light()
         columns: dict[str, tuple[Sequence[int], Sequence[float]]] = {}
         for column in self._columns.values():
             steps, written = column.steps, column.written
