@@ -390,6 +390,7 @@ def test_a_parameter_without_raw_bytes_is_refused(
 
 
 def test_next_collected_is_what_next_would_collect() -> None:
+    # ... and extracts_at whether it extracts (the collector's light steps are planned so)
     for world_size, rank, freq, tensor_freq in [
         (1, 0, 3, None),
         (2, 1, 4, 3),
@@ -404,7 +405,10 @@ def test_next_collected_is_what_next_would_collect() -> None:
             assert schedule.next_collected(unit) == expected
             for skipped in range(unit + 1, expected):
                 assert schedule.next(skipped).name == "NOTHING"
-            assert schedule.next(expected).name != "NOTHING"
+            extracts = schedule.extracts_at(expected)
+            decision = schedule.next(expected)
+            assert decision.name != "NOTHING"
+            assert decision.extracts == extracts
             unit = expected
 
 
