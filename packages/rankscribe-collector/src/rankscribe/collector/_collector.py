@@ -718,12 +718,11 @@ class SummaryCollector(Callback):
     ) -> None:
         """The steps after ``step`` that take the short path: up to the next that collects
         more than the loss, writes the timings or saves landscape files, and the light
-        steps among them (collected steps whose values are the loss alone: no histograms,
-        images, fingerprint or tensors due, and no cost window to close there)."""
+        steps among them (collected steps on the frequency whose values are the loss
+        alone: no histograms, images or fingerprint due, and no cost window to close
+        there; the summary operators' tensors, if any come, are seen at the step)."""
         cost, series, extractor = self._cost, self._series, self._extractor
-        if (cost.keeps_fingerprints and series.fingerprints) or not extractor.loss_alone(
-            histograms=False, images=False
-        ):
+        if (cost.keeps_fingerprints and series.fingerprints) or not extractor.collect_metric:
             self._quiet_until, lights = series.quiet_plan(step, schedule, landscape, _never)
         else:
 
