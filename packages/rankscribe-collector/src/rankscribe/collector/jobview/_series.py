@@ -357,12 +357,17 @@ class SeriesRecorder:
         tag = self._light_tag
         for step, value in zip(steps, values, strict=True):
             self.series.add(tag, step, value)
+        kept_steps, kept_values = self._kept_column(tag)
+        kept_steps.extend(steps)
+        kept_values.extend(values)
+        del steps[:], values[:]
+
+    def _kept_column(self, tag: str) -> tuple[array[int], array[float]]:
+        """The steps and values of ``tag`` kept to be written with the timings."""
         kept = self._kept.get(tag)
         if kept is None:
             kept = self._kept[tag] = (array("q"), array("d"))
-        kept[0].extend(steps)
-        kept[1].extend(values)
-        del steps[:], values[:]
+        return kept
 
     def after_quiet_step(
         self, record: SummaryRecord, step: int, seconds: float | None, *, write_now: bool
@@ -400,11 +405,9 @@ class SeriesRecorder:
         self._take_light()  # the earlier steps' first
         for tag, value in values:
             self.series.add(tag, step, value)
-            kept = self._kept.get(tag)
-            if kept is None:
-                kept = self._kept[tag] = (array("q"), array("d"))
-            kept[0].append(step)
-            kept[1].append(value)
+            kept_steps, kept_values = self._kept_column(tag)
+            kept_steps.append(step)
+            kept_values.append(value)
         self.keep_timings(step, timings)
         if seconds is None:
             self._write_when_due(record, 0.0, write_now=False)
