@@ -103,6 +103,26 @@ def test_what_else_a_collected_step_holds_is_recorded_at_that_step(
     assert values_by_tag(tmp_path, "scalar", LOSS_TAG)[8] == pytest.approx(loss_of(8))
 
 
+def test_an_operators_value_right_after_a_recorded_step_is_recorded(
+    model: Any, tmp_path: Path
+) -> None:
+    # Every step collected: step 1 goes through the record, step 2 is planned light there;
+    # the summary operators must not skip step 2, whose value is then recorded at it.
+    data = model(6)
+    collector = SummaryCollector(tmp_path, collect_freq=1, **LOSS_ALONE)
+
+    class AddsAtTwo(Callback):
+        def step_end(self, run_context: RunContext) -> None:
+            if run_context.original_args().cur_step_num == 2:
+                scalar_summary("mine", 2.0)
+
+    TrainLoop(Counting(), network=data.network, optimizer=data.optimizer).train(
+        1, data.dataset, callbacks=[AddsAtTwo(), collector]
+    )
+    assert values_by_tag(tmp_path, "scalar", "mine") == {2: 2.0}
+    assert sorted(values_by_tag(tmp_path, "scalar", LOSS_TAG)) == list(range(1, 7))
+
+
 def test_the_kept_losses_and_step_times_are_written_when_training_stops_on_an_error(
     model: Any, tmp_path: Path
 ) -> None:
@@ -170,13 +190,25 @@ def test_a_nan_loss_is_kept_and_written_as_nan(model: Any, tmp_path: Path) -> No
 
 
 def test_a_collected_step_at_an_epochs_end_is_recorded_once(model: Any, tmp_path: Path) -> None:
-    # Steps 4 and 8 end epochs and are collected: the epoch's end collects nothing more
+    # Steps 8 and 16 end epochs and are collected: the epoch's end collects nothing more
     # there (the step was collected on the quiet step's path, the schedule knows it).
     data = model(8)
     collector = SummaryCollector(tmp_path, collect_freq=COLLECT_FREQ, **LOSS_ALONE)
+    seen_collected: dict[int, bool] = {}
+
+    class AfterTheCollector(Callback):
+        def step_end(self, run_context: RunContext) -> None:
+            step = run_context.original_args().cur_step_num
+            assert collector.schedule is not None
+            seen_collected[step] = not collector.schedule.would_collect(step)
+
     TrainLoop(Counting(), network=data.network, optimizer=data.optimizer).train(
-        3, data.dataset, callbacks=[collector]
+        3, data.dataset, callbacks=[collector, AfterTheCollector()]
     )
+    # The public schedule says each collected step was collected when its step ended
+    # (would_collect: no longer, the step being its last collected).
+    collected = [1, *range(COLLECT_FREQ, 25, COLLECT_FREQ)]
+    assert all(seen_collected[step] for step in collected)
     events = summary_events(tmp_path)
     losses = [(step, values[LOSS_TAG]) for step, values in events if LOSS_TAG in values]
     assert [step for step, _ in losses] == [1, *range(COLLECT_FREQ, 25, COLLECT_FREQ)]
