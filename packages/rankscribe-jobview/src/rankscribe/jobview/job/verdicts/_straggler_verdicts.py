@@ -637,18 +637,12 @@ def _sums_since(part: TagTotals, ranks: IntArray, since: IntArray) -> _Since:
         and bool(found.all())
         and bool((rows == np.arange(len(rows))).all())
     )
-    # The blocks from each rank's first on, added in their order from the first block
-    # (a block before it adds 0: the same sums, bit for bit, as adding from it; the sums
-    # are of counts and seconds, never -0).
-    # Laid out rank by rank (numpy's gather of fields need not be), so that the sum
-    # over the blocks adds them one after another.
-    values = part.wall_blocks
-    if fields != list(range(values.shape[2])):
-        values = np.ascontiguousarray(values[:, :, fields])
-    if not every:
-        values = values[rows[found]]
-    wanted = (starts[None, :] >= first[:, None])[:, :, None]
-    sums[found] = np.where(wanted, values, 0.0).sum(axis=1)
+    for column, start in enumerate(starts.tolist()):  # the blocks in order
+        values = part.wall_blocks[:, column, fields]
+        if every:
+            sums += np.where((start >= first)[:, None], values, 0.0)
+        else:
+            sums[found] += np.where((start >= first)[:, None], values[rows[found]], 0.0)
     return _Since(sums[:, 0], sums[:, 1], sums[:, 2], part.lead_sums(ranks, since))
 
 

@@ -1155,20 +1155,6 @@ class _Spans(NamedTuple):
             first = last
         return cls(index[starts].tolist(), bounds, *_weights(steps), lengths, levels)
 
-    def add_weighted(self, shares: FloatArray, blocks: FloatArray) -> None:
-        """The weighted fields of each run: its weights times its rows of ``shares``
-        (``(steps, ranks)``) into its block of ``blocks`` (``(ranks, blocks, FIELDS)``).
-        The runs of one length side by side are one stacked product (each run's own
-        ``(weights, length) @ (length, ranks)``), written with one assignment."""
-        weighted = np.asarray(self.weighted)[None, :]
-        for first, last, length in self.levels:
-            start, stop = self.bounds[first][0], self.bounds[last - 1][1]
-            runs = last - first
-            weights = self.weights[:, start:stop].reshape(-1, runs, length).transpose(1, 0, 2)
-            product = np.matmul(weights, shares[start:stop].reshape(runs, length, -1))
-            targets = np.asarray(self.targets[first:last])[:, None]
-            blocks[:, targets, weighted] = product.transpose(2, 0, 1)
-
     def add_runs(self, values: npt.NDArray[Any], out: FloatArray) -> None:
         """Each run's rows of ``values`` (``(steps, ranks)``) summed into its block of
         ``out`` (``(blocks, ranks)``) as ``sum(axis=0)`` of the run sums them.
@@ -1379,7 +1365,9 @@ def _fill_blocks(
                 )
             shares[:, within] = share
         assert shares is not None
-        spans.add_weighted(shares, blocks)
+        for target, (start, stop) in zip(spans.targets, spans.bounds, strict=True):
+            product = spans.weights[:, start:stop] @ shares[start:stop]
+            blocks[:, target][:, spans.weighted] = product.T
         if destination is None:
             assert take is not None
             take(group, blocks)
