@@ -759,6 +759,9 @@ class SummaryCollector(Callback):
         if number is None or schedule is None:
             return False
         schedule.next(step)  # collected here (a decision that extracts, as planned)
+        # Marked as any collected step: the cost budget reads the slowdown of the steps
+        # after the collector's against the others (cost/_slowdown.py).
+        self._cost.busy(step, RECORDED)
         self._keep_light_step(step)
         self._keep_light_loss(number)
         self._light_step = self._lights.popleft() if self._lights else -1
