@@ -84,7 +84,7 @@ __all__ = ["SummaryCollector"]
 
 
 def _never(_unit: int) -> bool:
-    """No collected step is light (the fingerprint or no loss collected)."""
+    """No collected step is light (the fingerprint recorded at each)."""
     return False
 
 
@@ -728,20 +728,20 @@ class SummaryCollector(Callback):
         alone: no histograms, images or fingerprint due, and no cost window to close
         there; the summary operators' tensors, if any come, are seen at the step)."""
         cost, series, extractor = self._cost, self._series, self._extractor
-        if (cost.keeps_fingerprints and series.fingerprints) or not extractor.collect_metric:
-            self._quiet_until, lights = series.quiet_plan(step, schedule, landscape, _never)
-        else:
 
-            def light(unit: int) -> bool:
-                return (
-                    schedule.extracts_at(unit)
-                    and extractor.loss_alone(
-                        histograms=cost.histograms_at(unit), images=cost.images_at(unit)
-                    )
-                    and not cost.window_due(unit)
+        def light(unit: int) -> bool:
+            return (
+                schedule.extracts_at(unit)
+                and extractor.loss_alone(
+                    histograms=cost.histograms_at(unit), images=cost.images_at(unit)
                 )
+                and not cost.window_due(unit)
+            )
 
-            self._quiet_until, lights = series.quiet_plan(step, schedule, landscape, light)
+        fingerprinted = cost.keeps_fingerprints and series.fingerprints
+        self._quiet_until, lights = series.quiet_plan(
+            step, schedule, landscape, _never if fingerprinted else light
+        )
         self._lights = deque(lights)
         self._light_step = self._lights.popleft() if lights else -1
 
