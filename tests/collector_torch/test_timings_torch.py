@@ -10,6 +10,9 @@ forced on CPU tensors (``FINGERPRINT_CPU_ON_DEVICE``, ``HISTOGRAM_CPU_ON_DEVICE`
 
 from __future__ import annotations
 
+import copy
+import inspect
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +73,7 @@ def train(directory: Path, network: nn.Module, *, forwards: int = 1, collect_fre
     TrainLoop(step, network=network, optimizer=optimizer).train(1, batches, callbacks=[collector])
 
 
-def test_the_forward_time_of_every_step_comes_from_module_hooks(
+def test_the_forward_time_of_every_step_is_timed_around_the_modules_forward(
     tmp_path: Path, collector_clock: ManualClock
 ) -> None:
     network = SlowNet(collector_clock)
@@ -81,8 +84,124 @@ def test_the_forward_time_of_every_step_comes_from_module_hooks(
     # two forward calls per step add up; the step holds them
     assert forward == {step: pytest.approx(2 * SLEEP) for step in forward}
     assert found[STEP_TIME_TAG] == {step: pytest.approx(2 * SLEEP) for step in forward}
-    # the hooks are gone once training ends: the user's module is left as it was
+    # once training ends the user's module is left as it was: no hooks, its own forward
     assert not network._forward_pre_hooks and not network._forward_hooks
+    assert "forward" not in vars(network)
+
+
+def test_a_copy_of_the_network_made_in_training_computes_with_its_own_weights_untimed(
+    tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    # An EMA or swa_utils.AveragedModel deep-copies the network while it is timed.
+    network = SlowNet(collector_clock)
+    optimizer = torch.optim.SGD(network.parameters(), lr=0.1)
+    batches = [(torch.rand(2, 4), torch.tensor([0, 1])) for _ in range(STEPS)]
+    averaged: list[nn.Module] = []
+
+    def step(batch: Any) -> torch.Tensor:
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(network(batch[0]), batch[1])
+        loss.backward()
+        optimizer.step()
+        if not averaged:
+            averaged.append(copy.deepcopy(network))
+            with torch.no_grad():
+                averaged[0].fc.weight.zero_()
+        # The copy's own clock is a copy too: its forward moves the collector's clock
+        # only if it ran the original's forward.
+        out = averaged[0](batch[0])
+        assert torch.equal(out, averaged[0].fc.bias.detach().expand(2, 2))
+        return loss
+
+    collector = SummaryCollector(tmp_path, collect_freq=3, collect_specified_data=NO_LANDSCAPE)
+    TrainLoop(step, network=network, optimizer=optimizer).train(1, batches, callbacks=[collector])
+    forward = rank_scalars(tmp_path)[FORWARD_TIME_TAG]
+    assert forward == {step: pytest.approx(SLEEP) for step in range(1, STEPS + 1)}
+
+
+def test_a_timed_module_pickles_as_itself_and_its_copy_is_not_timed(
+    collector_clock: ManualClock,
+) -> None:
+    module = SlowNet(collector_clock)
+    timer = torch_adapter.ForwardTimer(module)
+    data = pickle.dumps(module)
+    assert b"rankscribe" not in data  # loading the file needs no RankScribe
+    loaded = pickle.loads(data)
+    x = torch.rand(3, 4)
+    torch.testing.assert_close(loaded(x), module(x))
+    with torch.no_grad():
+        loaded.fc.weight.zero_()
+    assert torch.equal(loaded(x), loaded.fc.bias.detach().expand(3, 2))  # its own weights
+    # Three calls, one of them the original's: the copies moved their own clocks.
+    assert timer.take(1) == [(1, pytest.approx(SLEEP))]
+    timer.remove()
+
+
+def test_the_forward_reads_as_the_modules_own_and_one_set_over_it_stays(
+    collector_clock: ManualClock,
+) -> None:
+    module = SlowNet(collector_clock)
+    signature = inspect.signature(module.forward)
+    timer = torch_adapter.ForwardTimer(module)
+    # what the HF Trainer picks its columns by, and what a library's wrapper reads
+    assert inspect.signature(module.forward) == signature
+    assert module.forward.__name__ == "forward"
+    assert not hasattr(module.forward, "__func__")
+    # a library wraps the forward after the timer (as accelerate's mixed precision does)
+    timed = module.forward
+    module.forward = lambda x: 2 * timed(x)
+    x = torch.rand(1, 4)
+    doubled = 2 * module.fc(x)
+    torch.testing.assert_close(module(x), doubled)
+    assert timer.take(1) == [(1, pytest.approx(SLEEP))]
+    timer.remove()
+    torch.testing.assert_close(module(x), doubled)  # theirs stays and still works
+    assert timer.take(2) == []
+
+
+def test_a_forward_the_module_had_of_its_own_is_put_back(collector_clock: ManualClock) -> None:
+    module = SlowNet(collector_clock)
+    own = module.forward
+    module.forward = own  # an instance forward (accelerate's, a compiled one) before the run
+    timer = torch_adapter.ForwardTimer(module)
+    module(torch.rand(1, 4))
+    assert timer.take(1) == [(1, pytest.approx(SLEEP))]
+    timer.remove()
+    assert vars(module)["forward"] is own
+
+
+def test_hooks_time_a_module_that_a_data_parallel_could_replicate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, collector_clock: ManualClock
+) -> None:
+    inner = SlowNet(collector_clock)
+    parallel = nn.DataParallel(inner)  # on the CPU it calls the module it holds
+    assert torch_adapter.keeps_hooks(parallel)
+    compiled = nn.Module()  # what torch.compile returns holds the module as _orig_mod
+    compiled._orig_mod = SlowNet(collector_clock)
+    assert torch_adapter.keeps_hooks(compiled)
+    assert not torch_adapter.keeps_hooks(inner)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert torch_adapter.keeps_hooks(inner)  # a DataParallel may still be made of it
+    monkeypatch.undo()
+    seen: list[bool] = []
+    optimizer = torch.optim.SGD(parallel.parameters(), lr=0.1)
+
+    def step(batch: Any) -> torch.Tensor:
+        seen.append("forward" in vars(inner) or bool(inner._forward_pre_hooks))
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(parallel(batch[0]), batch[1])
+        loss.backward()
+        optimizer.step()
+        assert "forward" not in vars(inner) and inner._forward_pre_hooks
+        return loss
+
+    batches = [(torch.rand(2, 4), torch.tensor([0, 1])) for _ in range(STEPS)]
+    collector = SummaryCollector(tmp_path, collect_freq=3, collect_specified_data=NO_LANDSCAPE)
+    TrainLoop(step, network=parallel, optimizer=optimizer).train(1, batches, callbacks=[collector])
+    assert all(seen)
+    forward = rank_scalars(tmp_path)[FORWARD_TIME_TAG]
+    assert forward == {step: pytest.approx(SLEEP) for step in range(1, STEPS + 1)}
+    assert not inner._forward_pre_hooks and not inner._forward_hooks
 
 
 class FakeDevice:

@@ -34,8 +34,9 @@ from the objects it read (parameter names, traced graphs). What it reads:
   own operations (only 8 bytes per tensor come back, in one transfer, which
   the collector starts without a wait: ``_DeviceDigest.start``).
 - :meth:`~TorchAdapter.forward_timer`, for an ``nn.Module``: a
-  :class:`ForwardTimer` timing its ``forward`` with a forward pre-hook and a
-  forward hook (on an accelerator with the device's events, read a step or
+  :class:`ForwardTimer` timing its ``forward`` through the module's own ``forward``
+  attribute, or forward hooks where a ``DataParallel`` or the compiler could meet it
+  (``_torch_forward.py``; on an accelerator with the device's events, read a step or
   more later, never a synchronise per step). ``docs/job-view.md``, "Timings".
 - :meth:`~TorchAdapter.gradient_probe`, for a ``DistributedDataParallel`` network: a
   communication hook recording each bucket's local gradient norm and ready time
@@ -47,20 +48,23 @@ from __future__ import annotations
 import logging
 import struct
 import threading
-from collections import deque
-from collections.abc import Callable
 from typing import Any
 
 import numpy.typing as npt
 import torch
 from torch.utils.weak import WeakIdKeyDictionary
 
-from rankscribe.collector import _clock
 from rankscribe.collector._checks import is_number
 from rankscribe.collector._fingerprint import HostPart
 from rankscribe.collector.adapters import _device_reads
 from rankscribe.collector.adapters._device_reads import DeviceHistograms, LateSums, late_loss
 from rankscribe.collector.adapters._torch_data import dataset_view
+from rankscribe.collector.adapters._torch_forward import (
+    FORWARD_EVENTS_KEPT,
+    ForwardTimer,
+    keeps_hooks,
+)
+from rankscribe.collector.adapters._torch_forward import device_events as _device_events
 from rankscribe.collector.adapters._torch_gradients import GradientProbe, gradient_probe
 from rankscribe.collector.adapters._torch_graph import GraphTracer
 from rankscribe.collector.adapters._torch_histogram import device_histogram_dtype, to_host
@@ -85,8 +89,6 @@ __all__ = [
 FINGERPRINT_CPU_ON_DEVICE = False
 #: Tests set this to count CPU tensors' histograms through the device path (the same code).
 HISTOGRAM_CPU_ON_DEVICE = False
-#: Steps whose forward events may wait to be read; older ones are dropped (with a warning).
-FORWARD_EVENTS_KEPT = 64
 #: Bytes reduced per torch call by the device fingerprint (bounds its temporaries: 8x this).
 _DEVICE_CHUNK = 1 << 20
 # Odd multipliers of the position-weighted sum (from the 64-bit golden ratio and splitmix64).
@@ -214,123 +216,6 @@ def _fingerprint_part(tensor: Any) -> Any:
         return HostPart(flat.numpy())
     except (TypeError, RuntimeError):  # a sparse or quantized tensor has no plain bytes
         return HostPart(_host_array(tensor))
-
-
-class ForwardTimer:
-    """Seconds a module spends in ``forward``, from a forward pre-hook to a forward hook.
-
-    On the CPU, ``perf_counter`` around each call. On an accelerator (or with
-    ``event_factory`` given), a pair of timing events recorded on the device's
-    stream around each call; :meth:`take` files the step's pairs and returns
-    the steps whose events the device has passed (``query()``, which never
-    waits), so a step's forward time arrives a step or more later, and the
-    training thread never synchronises. Several forward calls in a step add up.
-    """
-
-    def __init__(self, module: Any, event_factory: Callable[[], Any] | None = None) -> None:
-        self._factory = event_factory if event_factory is not None else _device_events(module)
-        self._total = 0.0
-        self._calls = 0
-        self._started = 0.0
-        self._start_event: Any = None
-        self._pairs: list[tuple[Any, Any]] = []
-        self._waiting: deque[tuple[int, list[tuple[Any, Any]]]] = deque()
-        self._dropped = False
-        if self._factory is None:
-            hooks = (
-                module.register_forward_pre_hook(self._host_before),
-                module.register_forward_hook(self._host_after),
-            )
-        else:
-            hooks = (
-                module.register_forward_pre_hook(self._device_before),
-                module.register_forward_hook(self._device_after),
-            )
-        self._handles: tuple[Any, ...] = hooks
-
-    @property
-    def on_device(self) -> bool:
-        return self._factory is not None
-
-    def _host_before(self, module: Any, inputs: Any) -> None:
-        self._started = _clock.now()
-
-    def _host_after(self, module: Any, inputs: Any, outputs: Any) -> None:
-        self._total += _clock.now() - self._started
-        self._calls += 1
-
-    def _device_before(self, module: Any, inputs: Any) -> None:
-        assert self._factory is not None
-        event = self._factory()
-        event.record()
-        self._start_event = event
-
-    def _device_after(self, module: Any, inputs: Any, outputs: Any) -> None:
-        assert self._factory is not None
-        if self._start_event is None:
-            return
-        event = self._factory()
-        event.record()
-        self._pairs.append((self._start_event, event))
-        self._start_event = None
-
-    def reset(self) -> None:
-        """Forget forward calls since the last :meth:`take` (an epoch's end, an evaluation)."""
-        self._total, self._calls, self._pairs = 0.0, 0, []
-
-    def take(self, step: int) -> list[tuple[int, float]]:
-        """``(step, seconds)`` of the forward times known now; this step's calls are filed."""
-        if self._factory is None:
-            if not self._calls:
-                return []
-            seconds, self._total, self._calls = self._total, 0.0, 0
-            return [(step, seconds)]
-        if self._pairs:
-            self._waiting.append((step, self._pairs))
-            self._pairs = []
-            if len(self._waiting) > FORWARD_EVENTS_KEPT:
-                self._waiting.popleft()
-                if not self._dropped:
-                    self._dropped = True
-                    logger.warning(
-                        "The device has not passed the forward events of %d steps; "
-                        "the oldest forward times are not recorded.",
-                        FORWARD_EVENTS_KEPT,
-                    )
-        done: list[tuple[int, float]] = []
-        while self._waiting and all(end.query() for _, end in self._waiting[0][1]):
-            taken, pairs = self._waiting.popleft()
-            done.append((taken, sum(start.elapsed_time(end) for start, end in pairs) / 1000.0))
-        return done
-
-    def finish(self) -> list[tuple[int, float]]:
-        """At the end of training: the forward times still waiting (one wait, at most)."""
-        if self._factory is None or not self._waiting:
-            return []
-        self._waiting[-1][1][-1][1].synchronize()
-        done: list[tuple[int, float]] = []
-        while self._waiting:
-            taken, pairs = self._waiting.popleft()
-            done.append((taken, sum(start.elapsed_time(end) for start, end in pairs) / 1000.0))
-        return done
-
-    def remove(self) -> None:
-        for handle in self._handles:
-            handle.remove()
-        self._handles = ()
-
-
-def _device_events(module: Any) -> Callable[[], Any] | None:
-    """A timing-event factory for the module's device, or None on the CPU."""
-    parameter = next(module.parameters(), None)
-    if parameter is None or parameter.device.type == "cpu":
-        return None
-    device = parameter.device
-
-    def event() -> Any:
-        return torch.Event(device=device, enable_timing=True)
-
-    return event
 
 
 class TorchNetwork:
@@ -513,10 +398,12 @@ class TorchAdapter:
         return TorchNetwork(obj, self) if isinstance(obj, torch.nn.Module) else None
 
     def forward_timer(self, obj: object) -> ForwardTimer | None:
-        """Hooks timing the forward of a module (of the module a wrapper holds)."""
+        """A timer of the forward of a module (of the module a wrapper holds):
+        ``_torch_forward.py`` says how it is timed."""
         if not isinstance(obj, torch.nn.Module):
             return None
-        return ForwardTimer(_unwrapped(obj))
+        module = _unwrapped(obj)
+        return ForwardTimer(module, _device_events(module), hooks=keeps_hooks(obj))
 
     def gradient_probe(self, obj: object) -> GradientProbe | None:
         """The gradient probe of a ``DistributedDataParallel`` network (``_torch_gradients.py``)."""
