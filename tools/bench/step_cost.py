@@ -11,9 +11,11 @@ within minutes, so a cost of a few percent of the step moves with the run it is 
 with. Here two copies of the same model (the same seed, the same batches in the same
 order) train in one process: the collected copy in a ``TrainSession`` with
 ``SummaryCollector(dir, collect_freq=10)``, as the README shows, and the bare copy beside
-it, one step of each in turn, the bare copy first at odd steps and second at even ones (a
-step right after the other copy's finds the caches that copy left: each copy has it
-half the time). A drift of the machine's speed lands on both copies' steps alike.
+it, one step of each in turn, the order swapped each step and the swap's phase turned
+each collect period (a step right after the other copy's finds the caches that copy left,
+and the second of the pair ran ~5 % slower here: every kind of step, the collected ones
+among them, has each place half the time; with a plain swap the collected steps, every
+tenth, always ran second). A drift of the machine's speed lands on both copies' steps alike.
 
 Per step, each copy's wall time (``time.perf_counter``) and the training thread's CPU
 time (``time.thread_time``; torch's own worker threads are not in it) from the step's
@@ -182,7 +184,11 @@ def interleaved(row: Row, steps: int, directory: Path) -> Steps:
                     # Held to the next step and dropped in it, as the session does.
                     held["bare"] = ((images, labels), loss.detach())
 
-                order = (bare_step, collected_step) if index % 2 else (collected_step, bare_step)
+                # Swapped each step, and each collect period starts with the other order
+                # than the last: every kind of step (the collected ones among them, all
+                # at one phase of the swap otherwise) runs first half the time.
+                swapped = (index + index // COLLECT_FREQ) % 2
+                order = (bare_step, collected_step) if swapped else (collected_step, bare_step)
                 for step in order:
                     wall, cpu = _timed(step)
                     name = "bare" if step is bare_step else "collected"
