@@ -4,6 +4,7 @@ training in the same process, step by step.
 
     python tools/bench/step_cost.py [--rows mlp-1ms,mlp-10ms,budget] [--steps 1000]
                                     [--reps 3] [--warmup 50] [--quick]
+    mpiexec -n 2 python tools/bench/step_cost.py ...     # rank 0 against rank 1
 
 ``tools/bench/collector.py`` compares whole runs, bare and collected one after the
 other. On a shared VM a run's speed drifts: its bare runs of one row were 13-76 % apart
@@ -37,6 +38,16 @@ step frees the same tensors, as every iteration of a real loop does (the ~1 ms s
 cost with the free on the collected side only, and on both, differed by less than the
 runs' spread: +2.8 to +4.2 % against +2.9 to +3.4 %, three alternating runs of each).
 
+Under ``mpiexec`` every rank trains both copies in the same order, and each copy averages
+its gradients over the ranks every step, as a data-parallel job does
+(``tools/bench/collector.py``'s ``gradient_sync``; the collected copy's inside
+``collector.section("sync")``, as docs/job-view.md asks of a loop's own collective): a
+copy's step ends when the same copy's step on every rank has reached the average, so the
+collected copy's step holds what any rank's collector cost the job that step. The
+collectors make one job of their ranks (rank 0 runs the live job view and, at the end,
+the merge); the other ranks print nothing, rank 0 prints each rank's figures and rank 0's
+against rank 1's (the bound: rank 1's + 1 %).
+
 What it does not measure, by design: the collector's background threads run beside both
 copies, so their CPU and their contention land on both; the run's once costs (its first
 steps, the end of training, the merge). ``tools/bench/collector.py`` measures those,
@@ -49,8 +60,11 @@ step time it would alone (the cost budget's share of the step depends on it).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
+import json
 import math
+import os
 import statistics
 import sys
 import tempfile
@@ -61,6 +75,7 @@ from pathlib import Path
 from typing import Any
 
 from rankscribe.collector import SummaryCollector, TrainSession
+from rankscribe.ranks.launchers import launcher_rank
 from rankscribe.writer.reader import scalars
 
 HERE = Path(__file__).resolve().parent
@@ -136,6 +151,13 @@ def _timed(work: Callable[[], object]) -> tuple[float, float]:
     return time.perf_counter() - wall, time.thread_time() - cpu
 
 
+def own_directory(directory: Path) -> Path:
+    """This rank's summary dir: under a launcher the ranks share ``directory``, each in its
+    ``rank_<n>`` dir (docs/job-view.md)."""
+    launched = launcher_rank(os.environ)
+    return directory / f"rank_{launched.rank}" if launched is not None else directory
+
+
 def interleaved(row: Row, steps: int, directory: Path) -> Steps:
     """One run: the collected copy and the bare copy, one step of each in turn."""
     per_epoch = BENCH.mlp_steps_per_epoch(steps)
@@ -144,18 +166,26 @@ def interleaved(row: Row, steps: int, directory: Path) -> Steps:
         name: BENCH.mlp_parts(row.width, per_epoch, "cpu", row.batch)
         for name in ("collected", "bare")
     }
+    # Under mpiexec: each copy's gradients averaged over the ranks (None alone).
+    syncs = {name: BENCH.gradient_sync(copies[name][0]) for name in copies}
     found = Steps({"collected": [], "bare": []}, {"collected": [], "bare": []}, per_epoch)
+    collector = SummaryCollector(directory, collect_freq=COLLECT_FREQ)
+    sections = {"collected": lambda: collector.section("sync"), "bare": contextlib.nullcontext}
 
     def train_step(name: str, images: Any, labels: Any) -> Any:
         model, optimizer, loss_fn, _ = copies[name]
         optimizer.zero_grad()
         loss = loss_fn(model(images), labels)
         loss.backward()
+        sync = syncs[name]
+        if sync is not None:
+            with sections[name]():
+                sync()
         optimizer.step()
         return loss
 
     model, optimizer, loss_fn, loader = copies["collected"]
-    collector = SummaryCollector(directory, collect_freq=COLLECT_FREQ)
+    BENCH.align_ranks()
     # The bare copy's last batch and loss (see the module's docstring, "Frees").
     held: dict[str, object] = {}
     index = 0
@@ -195,7 +225,7 @@ def interleaved(row: Row, steps: int, directory: Path) -> Steps:
                     found.wall[name].append(wall)
                     found.cpu[name].append(cpu)
                 index += 1
-    kept = scalars(directory)
+    kept = scalars(own_directory(directory))
     found.recorded = len(kept.get(LOSS_TAG, []))
     step_times = [value for _, value in kept.get(STEP_TIME_TAG, [])]
     if step_times:
@@ -300,23 +330,52 @@ def main(argv: list[str] | None = None) -> int:
     import torch  # here: the figures' own code (and its tests) need no torch
 
     torch.set_num_threads(BENCH.torch_threads())
-    print(
-        "SummaryCollector cost per step, against a bare copy interleaved in one process "
-        f"(the order swapped each step); {args.reps} run(s) of {args.steps} steps, the first "
-        f"{args.warmup} left out; torch threads {torch.get_num_threads()}; the collector's "
-        "threads run beside both copies (tools/bench/collector.py measures them)"
-    )
-    with (
-        BENCH.quiet_frameworks(),
-        tempfile.TemporaryDirectory(prefix="rankscribe-step-cost-") as work,
-    ):
-        for key in rows:
-            row = ROWS[key]
-            runs = [
-                figures(interleaved(row, args.steps, Path(work) / f"{key}-{rep}"), args.warmup)
+    world = BENCH._mpi_world()
+    rank = world.Get_rank() if world is not None else 0
+    ranks = f"; {world.Get_size()} ranks, each copy's gradients averaged" if world else ""
+    if rank == 0:
+        print(
+            "SummaryCollector cost per step, against a bare copy interleaved in one process "
+            f"(the order swapped each step); {args.reps} run(s) of {args.steps} steps, the "
+            f"first {args.warmup} left out; torch threads {torch.get_num_threads()}{ranks}; "
+            "the collector's threads run beside both copies (tools/bench/collector.py "
+            "measures them)",
+            flush=True,
+        )
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(BENCH.quiet_frameworks())
+        work = stack.enter_context(tempfile.TemporaryDirectory(prefix="rankscribe-step-cost-"))
+        if world is not None:
+            work = BENCH.share_text(world, work)  # rank 0's: the ranks make one job
+        figured = {
+            key: [
+                figures(
+                    interleaved(ROWS[key], args.steps, Path(work) / f"{key}-{rep}"), args.warmup
+                )
                 for rep in range(args.reps)
             ]
-            report(row, runs)
+            for key in rows
+        }
+        if world is None:
+            for key in rows:
+                report(ROWS[key], figured[key])
+            return 0
+        everyone = [json.loads(text) for text in BENCH.gather_texts(world, json.dumps(figured))]
+        BENCH.align_ranks()  # rank 0's directory stays until every rank is done with it
+    for index, ranked in enumerate(everyone):
+        print(f"rank {index}:")
+        for key in rows:
+            report(ROWS[key], ranked[key])
+    if len(everyone) > 1:
+        print("rank 0 against rank 1 (bound: rank 1's number + 1 %):")
+        for key in rows:
+            cells = []
+            for figure, name in (("mean", "mean/step"), ("quiet", "quiet")):
+                zero, one = (statistics.median(run[figure] for run in r[key]) for r in everyone[:2])
+                cells.append(
+                    f"{name} {zero:+.2f}% vs {one:+.2f}% {'ok' if zero <= one + 1 else 'MISS'}"
+                )
+            print(f"  {key:<10}  " + ", ".join(cells))
     return 0
 
 
