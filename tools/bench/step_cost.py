@@ -305,6 +305,8 @@ def report(row: Row, runs: list[dict[str, float]]) -> None:
     owned = ", ".join(
         "not recorded"
         if math.isnan(run["own_cost"])
+        else f"{run['own_cost']:+.2f}% (no overhead measured)"
+        if math.isnan(run["own_ratio"])
         else f"{run['own_cost']:+.2f}% (x{run['own_ratio']:.2f})"
         for run in runs
     )
