@@ -10,6 +10,8 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
@@ -434,6 +436,56 @@ def test_the_cost_of_a_real_run_is_recorded_and_plausible(model: Any, tmp_path: 
     # The wall cost is the training thread's and the slowdown measured (never below 0).
     assert found[WALL_TAG].keys() == found[TRAINING_TAG].keys()
     assert all(found[WALL_TAG][step] >= found[TRAINING_TAG][step] for step in found[WALL_TAG])
+
+
+def test_a_recorder_threads_cpu_is_counted_in_the_window_it_was_spent(
+    model: Any, tmp_path: Path
+) -> None:
+    # On the real clock: a thread named as the recorder's are (a record the script opened
+    # has such threads, and counts) spends a known CPU time inside the second window (the
+    # first full one), and lives on past its close (its CPU is read at the close).
+    data = model(75)
+    collector = SummaryCollector(
+        tmp_path, collect_freq=COLLECT_FREQ, collect_specified_data=NO_LANDSCAPE
+    )
+    spent: list[float] = []
+    burnt, release = threading.Event(), threading.Event()
+
+    def burn() -> None:
+        began = time.thread_time()
+        while time.thread_time() - began < 0.3:
+            pass
+        spent.append(time.thread_time() - began)
+        burnt.set()
+        release.wait(timeout=30)
+
+    worker = threading.Thread(target=burn, name="rankscribe-test-burn")
+    steps = itertools.count(1)
+
+    def step(batch: Any) -> float:
+        number = next(steps)
+        if number == 80:
+            worker.start()
+        elif number == 81:
+            assert burnt.wait(timeout=30)
+        elif number == 170:
+            release.set()
+            worker.join(timeout=30)
+        return float(np.square(batch[0]).mean())
+
+    TrainLoop(step, network=data.network, optimizer=data.optimizer).train(
+        3, data.dataset, callbacks=[collector]
+    )
+    assert spent and not worker.is_alive()
+    threads = rank_scalars(tmp_path)[THREADS_TAG]
+    # Each point is per step of its window, which ends at it and starts after the one
+    # before. The second window's holds the thread's CPU and little more (the record's
+    # own threads' work beside it); the first's and the last's none of it.
+    first, closed, *rest = sorted(threads)
+    assert first < 80 < closed and rest
+    in_window = threads[closed] * (closed - first)
+    assert spent[0] * 0.95 <= in_window <= spent[0] + 0.25, (threads, spent)
+    assert all(threads[point] * 100 < 0.05 for point in (first, *rest)), threads
 
 
 class SlowImages:
