@@ -15,7 +15,7 @@ import pytest
 
 from rankscribe.collector import Callback, RunContext, SummaryCollector, TrainLoop
 from rankscribe.jobview.feed import STEP_TIME_TAG
-from rankscribe.writer import scalar_summary
+from rankscribe.writer import scalar_summary, tensor_summary
 from rankscribe.writer.events import load_dir
 from tests._support.clocks import ManualClock
 from tests.collector.conftest import values_by_tag
@@ -227,6 +227,48 @@ def test_steps_that_collect_tensors_only_record_no_loss(model: Any, tmp_path: Pa
     TrainLoop(Counting(), network=data.network, optimizer=data.optimizer).train(
         1, data.dataset, callbacks=[collector]
     )
+    losses = values_by_tag(tmp_path, "scalar", LOSS_TAG)
+    assert sorted(losses) == [1, *range(COLLECT_FREQ, 25, COLLECT_FREQ)]
+
+
+def test_a_tensor_step_is_collected_whether_or_not_a_tensor_came(
+    model: Any, tmp_path: Path
+) -> None:
+    # collect_tensor_freq=3 beside collect_freq=4: steps 3, 6, 9, ... are this rank's
+    # tensor steps, off the frequency but for 12 and 24. The script gives a tensor at 9
+    # and 18 only; the other tensor steps have nothing to record but remain collected.
+    data = model(24)
+    collector = SummaryCollector(
+        tmp_path, collect_freq=COLLECT_FREQ, collect_tensor_freq=3, **LOSS_ALONE
+    )
+    counting = Counting()
+    seen_collected: dict[int, bool] = {}
+
+    def step(batch: Any) -> float:
+        loss = counting(batch)
+        if counting.step in (9, 18):
+            tensor_summary("given", np.full(2, float(counting.step)))
+        return loss
+
+    class AfterTheCollector(Callback):
+        def step_end(self, run_context: RunContext) -> None:
+            number = run_context.original_args().cur_step_num
+            assert collector.schedule is not None
+            seen_collected[number] = not collector.schedule.would_collect(number)
+
+    TrainLoop(step, network=data.network, optimizer=data.optimizer).train(
+        1, data.dataset, callbacks=[collector, AfterTheCollector()]
+    )
+    tensors = values_by_tag(tmp_path, "tensor", "given")
+    assert sorted(tensors) == [9, 18]
+    assert all(np.array_equal(tensors[at], np.full(2, float(at))) for at in tensors)
+    # (would_collect: no longer, the step being the last the schedule collected)
+    assert all(seen_collected[at] for at in range(3, 25, 3))
+    events = summary_events(tmp_path)
+    steps = [at for at, _ in events]
+    assert steps == sorted(steps)  # in step order (a tensor is an event of its own)
+    times = [at for at, values in events if STEP_TIME_TAG in values]
+    assert times == list(range(1, 25))  # every step's time once, the tensor steps' too
     losses = values_by_tag(tmp_path, "scalar", LOSS_TAG)
     assert sorted(losses) == [1, *range(COLLECT_FREQ, 25, COLLECT_FREQ)]
 

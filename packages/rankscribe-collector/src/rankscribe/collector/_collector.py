@@ -726,16 +726,17 @@ class SummaryCollector(Callback):
         more than the loss, writes the timings or saves landscape files, and the light
         steps among them (collected steps on the frequency whose values are the loss
         alone: no histograms, images or fingerprint due, and no cost window to close
-        there; the summary operators' tensors, if any come, are seen at the step)."""
+        there; and this rank's tensor steps off the frequency, whose only values are the
+        summary operators' tensors; those, if any come, are seen at the step)."""
         cost, series, extractor = self._cost, self._series, self._extractor
 
         def light(unit: int) -> bool:
-            return (
-                schedule.extracts_at(unit)
-                and extractor.loss_alone(
-                    histograms=cost.histograms_at(unit), images=cost.images_at(unit)
-                )
-                and not cost.window_due(unit)
+            if cost.window_due(unit):
+                return False
+            if not schedule.extracts_at(unit):
+                return True  # a tensor step off the frequency (the schedule has started)
+            return extractor.loss_alone(
+                histograms=cost.histograms_at(unit), images=cost.images_at(unit)
             )
 
         fingerprinted = cost.keeps_fingerprints and series.fingerprints
@@ -751,19 +752,20 @@ class SummaryCollector(Callback):
         due. False, with nothing kept, when the step records more after all (a value added
         to the record or by the summary operators, a device value on its way, a loss not
         one number on the host): the step then takes the longer path."""
-        record = self._run.record
-        if record is None or record.has_pending or self._series.has_late:
+        record, schedule = self._run.record, self._run.schedule
+        if record is None or schedule is None or record.has_pending or self._series.has_late:
             return False
-        number = self._extractor.host_loss(params)
-        schedule = self._run.schedule
-        if number is None or schedule is None:
-            return False
-        schedule.next(step)  # collected here (a decision that extracts, as planned)
-        # Marked as any collected step: the cost budget reads the slowdown of the steps
-        # after the collector's against the others (cost/_slowdown.py).
-        self._cost.busy(step, RECORDED)
-        self._keep_light_step(step)
-        self._keep_light_loss(number)
+        if schedule.extracts_at(step):
+            number = self._extractor.host_loss(params)
+            if number is None:
+                return False
+            # Marked as any collected step: the cost budget reads the slowdown of the
+            # steps after the collector's against the others (cost/_slowdown.py).
+            self._cost.busy(step, RECORDED)
+            self._keep_light_step(step)
+            self._keep_light_loss(number)
+        # else a tensor step off the frequency that no tensor came to: nothing to record
+        schedule.next(step)  # collected here (the decision planned)
         self._light_step = self._lights.popleft() if self._lights else -1
         return True
 
