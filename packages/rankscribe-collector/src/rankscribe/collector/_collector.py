@@ -748,10 +748,11 @@ class SummaryCollector(Callback):
 
     def _light_step_kept(self, params: CallbackParams, step: int) -> bool:
         """At a light step (:meth:`_plan_quiet`): its loss kept as a step time is (written
-        with the timings, as :meth:`_scalars_alone`'s steps are), and the next light step
-        due. False, with nothing kept, when the step records more after all (a value added
-        to the record or by the summary operators, a device value on its way, a loss not
-        one number on the host): the step then takes the longer path."""
+        with the timings, as :meth:`_scalars_alone`'s steps are), or at a tensor step off
+        the frequency nothing, the schedule moved past it, and the next light step due.
+        False, with nothing kept, when the step records more after all (a value added to
+        the record or by the summary operators, a device value on its way, a loss not one
+        number on the host): the step then takes the longer path."""
         record, schedule = self._run.record, self._run.schedule
         if record is None or schedule is None or record.has_pending or self._series.has_late:
             return False
