@@ -96,7 +96,7 @@ def test_a_copy_of_the_network_made_in_training_computes_with_its_own_weights_un
     network = SlowNet(collector_clock)
     optimizer = torch.optim.SGD(network.parameters(), lr=0.1)
     batches = [(torch.rand(2, 4), torch.tensor([0, 1])) for _ in range(STEPS)]
-    averaged: list[nn.Module] = []
+    averaged: list[SlowNet] = []
 
     def step(batch: Any) -> torch.Tensor:
         optimizer.zero_grad()
@@ -133,7 +133,8 @@ def test_a_timed_module_pickles_as_itself_and_its_copy_is_not_timed(
         loaded.fc.weight.zero_()
     assert torch.equal(loaded(x), loaded.fc.bias.detach().expand(3, 2))  # its own weights
     # Three calls, one of them the original's: the copies moved their own clocks.
-    assert timer.take(1) == [(1, pytest.approx(SLEEP))]
+    [(taken, seconds)] = timer.take(1)
+    assert taken == 1 and seconds == pytest.approx(SLEEP)
     timer.remove()
 
 
@@ -149,11 +150,12 @@ def test_the_forward_reads_as_the_modules_own_and_one_set_over_it_stays(
     assert not hasattr(module.forward, "__func__")
     # a library wraps the forward after the timer (as accelerate's mixed precision does)
     timed = module.forward
-    module.forward = lambda x: 2 * timed(x)
+    module.forward = lambda x: 2 * timed(x)  # type: ignore[method-assign]
     x = torch.rand(1, 4)
     doubled = 2 * module.fc(x)
     torch.testing.assert_close(module(x), doubled)
-    assert timer.take(1) == [(1, pytest.approx(SLEEP))]
+    [(taken, seconds)] = timer.take(1)
+    assert taken == 1 and seconds == pytest.approx(SLEEP)
     timer.remove()
     torch.testing.assert_close(module(x), doubled)  # theirs stays and still works
     assert timer.take(2) == []
@@ -162,10 +164,12 @@ def test_the_forward_reads_as_the_modules_own_and_one_set_over_it_stays(
 def test_a_forward_the_module_had_of_its_own_is_put_back(collector_clock: ManualClock) -> None:
     module = SlowNet(collector_clock)
     own = module.forward
-    module.forward = own  # an instance forward (accelerate's, a compiled one) before the run
+    # an instance forward (accelerate's, a compiled one) before the run
+    module.forward = own  # type: ignore[method-assign]
     timer = torch_adapter.ForwardTimer(module)
     module(torch.rand(1, 4))
-    assert timer.take(1) == [(1, pytest.approx(SLEEP))]
+    [(taken, seconds)] = timer.take(1)
+    assert taken == 1 and seconds == pytest.approx(SLEEP)
     timer.remove()
     assert vars(module)["forward"] is own
 

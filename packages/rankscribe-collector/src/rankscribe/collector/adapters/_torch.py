@@ -83,6 +83,7 @@ __all__ = [
     "TorchNetwork",
     "TorchOptimizer",
     "create_adapter",
+    "keeps_hooks",
 ]
 
 #: Tests set this to fingerprint CPU tensors through the device path (the same torch code).
