@@ -26,7 +26,9 @@ The timer sits on the module's own call path. Two ways, one record:
   parameters), so a module given inside a ``DataParallel``, or in a process that
   sees more than one GPU without a ``DistributedDataParallel`` holding it (a
   ``DataParallel`` may replicate it later), keeps hooks; so does a module given
-  inside ``torch.compile``'s wrapper (the compiler then sees what it saw before).
+  inside ``torch.compile``'s wrapper (the compiler then sees what it saw before), and
+  a ``ScriptModule`` (whose ``forward`` is compiled code: torch refuses the hooks, and
+  the forward time is then not recorded, with one warning).
 
 On the CPU, ``perf_counter`` around each call. On an accelerator (or with
 ``event_factory`` given), a pair of timing events recorded on the device's stream
