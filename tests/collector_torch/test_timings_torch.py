@@ -174,6 +174,36 @@ def test_a_forward_the_module_had_of_its_own_is_put_back(collector_clock: Manual
     assert vars(module)["forward"] is own
 
 
+@pytest.mark.parametrize("first_removed", [0, 1])
+@pytest.mark.parametrize("had_own", [False, True])
+def test_two_timers_on_one_module_both_time_it_and_leave_it_as_it_was(
+    collector_clock: ManualClock, first_removed: int, had_own: bool
+) -> None:
+    # Two collectors on one network (each run's timer), ended in either order.
+    module = SlowNet(collector_clock)
+    own = module.forward
+    if had_own:
+        module.forward = own  # type: ignore[method-assign]
+    timers = [torch_adapter.ForwardTimer(module), torch_adapter.ForwardTimer(module)]
+    x = torch.rand(1, 4)
+    expected = module.fc(x)
+    torch.testing.assert_close(module(x), expected)
+    for timer in timers:
+        [(taken, seconds)] = timer.take(1)
+        assert taken == 1 and seconds == pytest.approx(SLEEP)
+    timers[first_removed].remove()
+    torch.testing.assert_close(module(x), expected)
+    assert timers[first_removed].take(2) == []
+    [(taken, seconds)] = timers[1 - first_removed].take(2)
+    assert taken == 2 and seconds == pytest.approx(SLEEP)
+    timers[1 - first_removed].remove()
+    torch.testing.assert_close(module(x), expected)
+    if had_own:
+        assert vars(module)["forward"] is own
+    else:
+        assert "forward" not in vars(module)
+
+
 def test_hooks_time_a_module_that_a_data_parallel_could_replicate(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, collector_clock: ManualClock
 ) -> None:

@@ -63,11 +63,14 @@ class TimedForward:
     """A module's ``forward`` attribute while its :class:`ForwardTimer` is on: the forward
     it found, called between two clock reads (or two device events)."""
 
-    __slots__ = ("__wrapped__", "timer")
+    __slots__ = ("__wrapped__", "replaced", "timer")
 
-    def __init__(self, forward: Callable[..., Any], timer: ForwardTimer) -> None:
+    def __init__(self, forward: Callable[..., Any], timer: ForwardTimer, *, replaced: bool) -> None:
         self.__wrapped__ = forward
         self.timer: ForwardTimer | None = timer
+        #: Whether the module had a ``forward`` of its own (in its ``__dict__``) when this
+        #: one was set: what putting it back restores.
+        self.replaced = replaced
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         timer = self.timer
@@ -119,15 +122,13 @@ class ForwardTimer:
         self._handles: tuple[Any, ...] = ()
         self._wrapper: TimedForward | None = None
         self._module: weakref.ref[Any] | None = None
-        self._had_forward = False
         if hooks:
             self._handles = (
                 module.register_forward_pre_hook(self._before),
                 module.register_forward_hook(self._after),
             )
             return
-        self._had_forward = "forward" in vars(module)
-        self._wrapper = TimedForward(module.forward, self)
+        self._wrapper = TimedForward(module.forward, self, replaced="forward" in vars(module))
         self._module = weakref.ref(module)
         # ``object.__setattr__``: nn.Module's own sorts parameters and submodules; a
         # callable goes to the instance's dict either way.
@@ -207,7 +208,9 @@ class ForwardTimer:
 
     def remove(self) -> None:
         """The module as it was: its hooks removed, or its ``forward`` put back (a forward
-        set over ours since stays; ours inside it then only passes calls on)."""
+        set over ours since stays; ours inside it then only passes calls on). A timer's
+        forward that another's, set later, wrapped (two collectors on one network) stays
+        in that one until it is put back too: the two go together, whichever ends last."""
         for handle in self._handles:
             handle.remove()
         self._handles = ()
@@ -218,8 +221,14 @@ class ForwardTimer:
         module = self._module() if self._module is not None else None
         if module is None or vars(module).get("forward") is not wrapper:
             return
-        if self._had_forward:
-            object.__setattr__(module, "forward", wrapper.__wrapped__)
+        # Below ours, the forwards of timers put back already only pass calls on: the
+        # module gets what it had before the first of them.
+        restored, replaced = wrapper.__wrapped__, wrapper.replaced
+        while isinstance(restored, TimedForward) and restored.timer is None:
+            replaced = restored.replaced
+            restored = restored.__wrapped__
+        if replaced:
+            object.__setattr__(module, "forward", restored)
         else:
             del vars(module)["forward"]
 
