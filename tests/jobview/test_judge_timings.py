@@ -423,13 +423,15 @@ def test_the_evidence_of_windows_merges_into_the_whole() -> None:
     assert_same_records(together, alone)
 
 
-@pytest.mark.parametrize("case", range(6))
+@pytest.mark.parametrize("case", range(8))
 def test_judging_a_window_gives_the_records_of_its_evidence_bit_for_bit(case: int) -> None:
     # judge_timings judges each timing's totals made straight from the window, without
     # the evidence's blocks: the same numbers as straggler_records of timings_evidence,
-    # with gaps, ranks out of order, a node, a rank slow every 4th step and one steady.
+    # with gaps, ranks out of order, a node, a rank slow every 4th step and one steady;
+    # more than 1,024 ranks (the window's sums are made a group of 1,024 at a time, laid
+    # out otherwise than the evidence's) in the last two.
     rng = np.random.default_rng(case)
-    ranks, steps = (5, 37) if case < 2 else (70, 300)
+    ranks, steps = (5, 37) if case < 2 else (70, 300) if case < 6 else (1100, 48)
     forward = 0.006 * rng.lognormal(0.0, 0.07, (ranks, steps))
     arrival = forward + 0.002 * rng.lognormal(0.0, 0.07, (ranks, steps))
     forward[1, steps // 3 :] *= 1.4
