@@ -502,11 +502,8 @@ def _walk(blocks: FloatArray) -> tuple[IntArray, FloatArray, FloatArray]:
         rows = slice(start, start + _WALK_RANKS)
         part = blocks[rows]
         part.sum(axis=1, out=whole[rows])
-        first = onset[rows]
-        first[...] = _onsets(part[:, :, SHARE].T, part[:, :, COUNT].T)
-        sums = since[rows]
-        for column in range(int(first.min(initial=part.shape[1])), part.shape[1]):
-            sums += np.where((column >= first)[:, None], part[:, column], 0.0)
+        onset[rows] = _onsets(part[:, :, SHARE].T, part[:, :, COUNT].T)
+        _add_since(since[rows], part.transpose(1, 0, 2), onset[rows])
     return onset, since, whole
 
 
@@ -516,17 +513,25 @@ def _walk_by_rank_last(blocks: FloatArray) -> tuple[IntArray, FloatArray, FloatA
     whole = blocks.sum(axis=0)
     onset = _onsets(blocks[:, SHARE], blocks[:, COUNT])
     since = np.zeros(whole.shape)
-    # Every rank's blocks added from the earliest onset on, a rank's sum set back to +0
-    # at its own onset: what adding only from there gives, without a mask per block.
+    _add_since(since.T, blocks.transpose(0, 2, 1), onset)
+    return onset, since, whole
+
+
+def _add_since(since: FloatArray, blocks: FloatArray, onset: IntArray) -> None:
+    """Add into ``since`` (``(ranks, fields)``, zeros) each rank's blocks from its onset on
+    (``blocks``: ``(blocks, ranks, fields)``, any layout), in the order of the blocks.
+
+    Every rank's blocks are added from the earliest onset on, a rank's sum set back to +0
+    at its own onset: what adding only from there gives, bit for bit, without a mask per
+    block (2-4x faster)."""
     order = np.argsort(onset, kind="stable")
     bounds = np.searchsorted(onset[order], np.arange(blocks.shape[0] + 1)).tolist()
     first = int(onset.min(initial=blocks.shape[0]))
     for column in range(first, blocks.shape[0]):
         starting = order[bounds[column] : bounds[column + 1]]
         if column > first and len(starting):
-            since[:, starting] = 0.0
+            since[starting] = 0.0
         since += blocks[column]
-    return onset, since, whole
 
 
 def _onsets(share: FloatArray, count: FloatArray) -> IntArray:
