@@ -480,21 +480,15 @@ _WALK_RANKS = 256
 
 
 def _walk(blocks: FloatArray) -> tuple[IntArray, FloatArray, FloatArray]:
-    """Per rank of ``blocks`` (``(ranks, blocks, fields)``): the onset block, the sums
-    from it on and the sums over every block (:class:`TagTotals`).
+    """Per rank of ``blocks`` (``(ranks, blocks, fields)``, evidence's): the onset block,
+    the sums from it on and the sums over every block (:class:`TagTotals`).
 
-    Each rank's sums add its blocks one after another from the first, whatever the
-    layout: the same numbers as one ``blocks.sum(axis=1)`` (numpy adds along an axis
-    that is not the innermost in that order). Adding a block only where it is at or
-    after the onset is adding 0 elsewhere: a sum that starts at +0 is never -0, so
-    x + 0 is x, bit for bit. Laid out rank by rank (evidence), :data:`_WALK_RANKS`
-    ranks at a time, read once (16,384 ranks hold 90 MB of blocks); laid out field
-    by field with the ranks innermost (a window's blocks, :func:`window_totals`), in
-    that layout: each block's fields of every rank are one contiguous row.
+    Each rank's sums add its blocks one after another from the first: the same numbers
+    as one ``blocks.sum(axis=1)`` (numpy adds along an axis that is not the innermost in
+    that order), and as :func:`_walk_by_rank_last` gives of the same sums laid out
+    otherwise (a window's). :data:`_WALK_RANKS` ranks at a time, read once (16,384
+    ranks hold 90 MB of blocks).
     """
-    if blocks.strides[0] < blocks.strides[2]:
-        onset, since, whole = _walk_by_rank_last(blocks.transpose(1, 2, 0))
-        return onset, since.T, whole.T
     onset = np.zeros(blocks.shape[0], dtype=np.int64)
     since = np.zeros((blocks.shape[0], blocks.shape[2]))
     whole = np.empty((blocks.shape[0], blocks.shape[2]))
