@@ -54,6 +54,7 @@ from rankscribe.jobview.job.verdicts._stragglers import (
     TOP_SIZES,
     StragglerEvidence,
     TagTotals,
+    add_since,
     tag_sums,
     tag_totals,
 )
@@ -629,7 +630,7 @@ def _sums_since(part: TagTotals, ranks: IntArray, since: IntArray) -> _Since:
     rows, found = _rows_of(part.ranks, ranks)
     starts = (part.first_block + np.arange(part.wall_blocks.shape[1])) * part.block_size
     fields = list(part.wall_at)
-    sums = np.zeros((len(ranks), len(fields)))
+    sums = np.zeros((len(fields), len(ranks))).T  # each field's sums one row
     first = since[found] // part.block_size * part.block_size
     # Usually every rank of the evidence in its order: no gather of rows.
     every = (
@@ -637,12 +638,17 @@ def _sums_since(part: TagTotals, ranks: IntArray, since: IntArray) -> _Since:
         and bool(found.all())
         and bool((rows == np.arange(len(rows))).all())
     )
-    for column, start in enumerate(starts.tolist()):  # the blocks in order
-        values = part.wall_blocks[:, column, fields]
-        if every:
-            sums += np.where((start >= first)[:, None], values, 0.0)
-        else:
-            sums[found] += np.where((start >= first)[:, None], values[rows[found]], 0.0)
+    # Each rank's blocks from the first that starts at or after its ``first``, in order.
+    onset = np.searchsorted(starts, first)
+    # A window's wall blocks are these fields alone (no gather); the evidence's, all of them.
+    alone = part.wall_at == tuple(range(part.wall_blocks.shape[2]))
+    walls = part.wall_blocks if alone else part.wall_blocks[:, :, fields]
+    if every:
+        add_since(sums, walls.transpose(1, 0, 2), onset)
+    else:
+        mine = np.zeros((int(found.sum()), len(fields)))
+        add_since(mine, walls[rows[found]].transpose(1, 0, 2), onset)
+        sums[found] = mine
     return _Since(sums[:, 0], sums[:, 1], sums[:, 2], part.lead_sums(ranks, since))
 
 

@@ -81,6 +81,7 @@ __all__ = [
     "StragglerEvidence",
     "TagEvidence",
     "TagTotals",
+    "add_since",
     "add_timings_with_middle",
     "blocks_for",
     "middle_medians",
@@ -497,7 +498,7 @@ def _walk(blocks: FloatArray) -> tuple[IntArray, FloatArray, FloatArray]:
         part = blocks[rows]
         part.sum(axis=1, out=whole[rows])
         onset[rows] = _onsets(part[:, :, SHARE].T, part[:, :, COUNT].T)
-        _add_since(since[rows], part.transpose(1, 0, 2), onset[rows])
+        add_since(since[rows], part.transpose(1, 0, 2), onset[rows])
     return onset, since, whole
 
 
@@ -507,13 +508,14 @@ def _walk_by_rank_last(blocks: FloatArray) -> tuple[IntArray, FloatArray, FloatA
     whole = blocks.sum(axis=0)
     onset = _onsets(blocks[:, SHARE], blocks[:, COUNT])
     since = np.zeros(whole.shape)
-    _add_since(since.T, blocks.transpose(0, 2, 1), onset)
+    add_since(since.T, blocks.transpose(0, 2, 1), onset)
     return onset, since, whole
 
 
-def _add_since(since: FloatArray, blocks: FloatArray, onset: IntArray) -> None:
+def add_since(since: FloatArray, blocks: FloatArray, onset: IntArray) -> None:
     """Add into ``since`` (``(ranks, fields)``, zeros) each rank's blocks from its onset on
-    (``blocks``: ``(blocks, ranks, fields)``, any layout), in the order of the blocks.
+    (``blocks``: ``(blocks, ranks, fields)``, any layout; ``onset``: a block per rank, the
+    number of blocks for none), in the order of the blocks.
 
     Every rank's blocks are added from the earliest onset on, a rank's sum set back to +0
     at its own onset: what adding only from there gives, bit for bit, without a mask per
