@@ -1095,7 +1095,10 @@ def _excess(
     ``(steps, ranks)`` block; NaN where not usable."""
     with np.errstate(invalid="ignore", divide="ignore"):
         seconds: FloatArray = np.subtract(table, reference)
-        np.clip(seconds, -CLIPSHARE * step, CLIPSHARE * step, out=seconds)
+        # np.clip's result, by two passes (np.clip with array bounds is 1.6x as slow).
+        bound = CLIPSHARE * step
+        np.maximum(seconds, -bound, out=seconds)
+        np.minimum(seconds, bound, out=seconds)
         share = seconds / step
         reference_share = reference / step
     # A step without a step time (or one of 0) has no scale: its excess is not judged. (A
