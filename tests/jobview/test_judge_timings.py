@@ -170,6 +170,27 @@ def test_50_percent_more_every_4th_step_is_named_intermittent(seed: int) -> None
     assert record["cost_seconds_per_step"] == pytest.approx(saving, rel=0.15)
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_slow_every_9th_step_beside_a_heavy_tailed_wait_is_said_every_9th(seed: int) -> None:
+    # Its excess has the component of every 3rd step and not those of every 2nd or 6th:
+    # every 9th, whatever its share of slow steps reads (beside GC pauses, heavy tails and
+    # an exponential data wait, the moments of its arrival read about 1/6: every 6th step
+    # was said in 4 of these 8 runs before).
+    rng = np.random.default_rng(seed)
+    ranks, steps = 1024, 600  # named from about 400 steps on (sqrt(steps / 9) > 6.7)
+    arrival = 0.008 * rng.lognormal(0.0, 0.05, (ranks, steps))
+    pauses = rng.random((ranks, steps)) < 0.02
+    arrival += np.where(pauses, rng.uniform(0.002, 0.008, (ranks, steps)), 0.0)
+    arrival *= 1.0 + 0.02 * rng.pareto(2.5, (ranks, steps))
+    arrival += 0.0005 * rng.exponential(1.0, (ranks, steps))
+    every = np.arange(steps) % 9 == 1
+    arrival[7, every] += 0.015 * rng.lognormal(0.0, 0.3, int(every.sum()))
+    [record] = judge_timings({"arrival": arrival}, step_time=arrival.max(axis=0) + 0.001)
+    assert record["ranks"] == [7]
+    assert record["period_steps"] == 9
+    assert record["message"].endswith("(intermittent: every 9th step)")
+
+
 def test_a_rank_slowing_gradually_is_not_called_periodic() -> None:
     """A slowness that grows correlates with itself at every lag alike: persistent."""
     timings, step = _timings()

@@ -298,8 +298,9 @@ def _steady(
     return steady
 
 
-def _periods(segment: FloatArray, bar: float) -> IntArray:
-    """Per rank, the period K (in steps) at which it is slow every K-th step (0: none).
+def _periods(segment: FloatArray, bar: float) -> tuple[IntArray, npt.NDArray[np.bool_]]:
+    """Per rank, the period K (in steps) at which it is slow every K-th step (0: none), and
+    which of ``PERIODS`` were found (``(ranks, len(PERIODS))``).
 
     The excess's Fourier component at period k of ``PERIODS`` (``C``: the mean of
     the excess share weighted by ``exp(2 pi i step / k)``) against what
@@ -318,26 +319,36 @@ def _periods(segment: FloatArray, bar: float) -> IntArray:
     count = segment[:, COUNT]
     threshold = bar * bar / 2 + math.log(max(bar, 1.0)) + 1.0
     periods = np.ones(len(segment), dtype=np.int64)
+    found = np.zeros((len(segment), len(PERIODS)), dtype=bool)
     with np.errstate(invalid="ignore", divide="ignore"):
         second = segment[:, SQUARE] / count
         for offset, period in enumerate(PERIODS):
             cosine = segment[:, PERIODIC + 2 * offset] / count
             sine = segment[:, PERIODIC + 2 * offset + 1] / count
             power = count * (cosine * cosine + sine * sine) / second
-            found = np.nan_to_num(power) >= threshold
-            periods[found] = np.lcm(periods[found], period)
+            found[:, offset] = np.nan_to_num(power) >= threshold
+            periods[found[:, offset]] = np.lcm(periods[found[:, offset]], period)
     with_period: IntArray = np.where(periods > 1, periods, 0)
-    return with_period
+    return with_period, found
 
 
-def _period_of_duty(period: IntArray, duty: FloatArray) -> IntArray:
+def _period_of_duty(period: IntArray, duty: FloatArray, found: npt.NDArray[np.bool_]) -> IntArray:
     """Per rank, of the multiples of its period found (:func:`_periods`) up to
     ``LONGEST_PERIOD`` steps, the one nearest (as a ratio) to one over its share of slow
     steps (:func:`_duty`): a rank slow every 16th step has the components of the 8th,
-    4th and 2nd only, and is slow in 1/16 of its steps."""
+    4th and 2nd only, and is slow in 1/16 of its steps.
+
+    Only the multiples whose divisors among ``PERIODS`` are the periods ``found`` (where
+    any is): a rank slow every 9th step has the component of the 3rd and not
+    those of the 2nd and 6th, which every 6th step would have too (the share of slow
+    steps, from the moments of the excess, reads a heavy-tailed wait's 1/9 as 1/6)."""
     refined = period.copy()
+    steps_of = np.array(PERIODS)
     for row in np.flatnonzero((period > 0) & (duty > 0)).tolist():
         multiples = np.arange(period[row], max(LONGEST_PERIOD, period[row]) + 1, period[row])
+        divides = multiples[:, None] % steps_of == 0
+        alike = multiples[(divides == found[row]).all(axis=1)]
+        multiples = alike if len(alike) else multiples
         refined[row] = multiples[np.argmin(np.abs(np.log(multiples * duty[row])))]
     return refined
 
@@ -396,8 +407,10 @@ def _judge_tag(part: TagTotals, settings: VerdictSettings) -> _Judged:
     large = mean - FLOOR_ERRORS * error >= BURST_FLOORS * floor
     # Or slow every k-th step (a periodic extra work, not stalls at random): the period
     # is clear (its cost is judged on its share of the job's time, as any rank's).
-    period = _periods(segment, confidence_for(settings.confidence, len(part.ranks) * len(PERIODS)))
-    period = _period_of_duty(period, share_of_steps)
+    period, found = _periods(
+        segment, confidence_for(settings.confidence, len(part.ranks) * len(PERIODS))
+    )
+    period = _period_of_duty(period, share_of_steps, found)
     periodic = period > 0
     material = steady | large | periodic
     named = material & (by_mean | by_steady_mean)
