@@ -338,10 +338,11 @@ def _period_of_duty(period: IntArray, duty: FloatArray, found: npt.NDArray[np.bo
     steps (:func:`_duty`): a rank slow every 16th step has the components of the 8th,
     4th and 2nd only, and is slow in 1/16 of its steps.
 
-    Only the multiples whose divisors among ``PERIODS`` are the periods ``found`` (where
-    any is): a rank slow every 9th step has the component of the 3rd and not
-    those of the 2nd and 6th, which every 6th step would have too (the share of slow
-    steps, from the moments of the excess, reads a heavy-tailed wait's 1/9 as 1/6)."""
+    Of those, only the multiples whose divisors among ``PERIODS`` are exactly the periods
+    ``found`` (all of them when none is): a rank slow every 9th step has the component of
+    the 3rd and not those of the 2nd and 6th, which every 6th step would have too (the
+    share of slow steps, from the moments of the excess, reads a heavy-tailed wait's 1/9
+    as 1/6)."""
     refined = period.copy()
     steps_of = np.array(PERIODS)
     for row in np.flatnonzero((period > 0) & (duty > 0)).tolist():
