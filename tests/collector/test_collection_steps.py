@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 
 from rankscribe.collector import Callback, SummaryCollector, TrainLoop, TrainSession
+from rankscribe.jobview.feed import STEP_TIME_TAG
 from rankscribe.writer import histogram_summary, tensor_summary
 
 NO_LANDSCAPE = {"collect_landscape": None}
@@ -46,6 +47,8 @@ def train(
     sink: bool,
     collect_freq: int,
     collect_tensor_freq: int | None = None,
+    histograms: bool = True,
+    **options: Any,
 ) -> None:
     model = model_factory(batches)
     counter = {"step": 0}
@@ -53,19 +56,23 @@ def train(
     def step(batch: tuple[np.ndarray, np.ndarray]) -> np.floating[Any]:
         counter["step"] += 1  # the number of the batch, counting from 1 across epochs
         number = float(counter["step"])
-        histogram_summary("activations", np.full(3, number))
+        if histograms:
+            histogram_summary("activations", np.full(3, number))
         tensor_summary("weights", np.full(2, number))
         return np.float32(1.0 / number)
 
+    arguments: dict[str, Any] = {
+        "collect_specified_data": NO_LANDSCAPE,
+        # The schedule alone: these steps take microseconds, so the collection costs
+        # many times the step and the cost budget would shed the histograms from step
+        # 41 (docs/collector-cost.md; tests/collector/test_cost_budget.py tests that).
+        "cost_budget": "off",
+    }
     collector = SummaryCollector(
         directory,
         collect_freq=collect_freq,
         collect_tensor_freq=collect_tensor_freq,
-        collect_specified_data=NO_LANDSCAPE,
-        # The schedule alone: these steps take microseconds, so the collection costs
-        # many times the step and the cost budget would shed the histograms from step
-        # 41 (docs/collector-cost.md; tests/collector/test_cost_budget.py tests that).
-        cost_budget="off",
+        **(arguments | options),
     )
     loop = TrainLoop(step, network=model.network, optimizer=model.optimizer)
     loop.train(epochs, model.dataset, callbacks=[collector], dataset_sink_mode=sink)
@@ -209,6 +216,40 @@ def test_summary_operators_in_the_step_hold_that_steps_value(
         np.testing.assert_array_equal(array, np.full(2, float(step)))
     losses = read_values(tmp_path, *LOSS)
     assert losses[6] == pytest.approx(1 / 6)
+
+
+@pytest.mark.parametrize("loss_alone", [False, True], ids=["defaults", "loss-alone"])
+def test_a_tensor_operator_at_every_step_leaves_tensors_and_losses_where_they_belong(
+    model: Any, read_values: Any, tmp_path: Path, loss_alone: bool
+) -> None:
+    """tensor_summary alone inside the step (as the digits example, whose fingerprints and
+    histograms the cost budget sheds): the collected steps whose record would drop the
+    tensor (the tensor steps off the frequency their other operators' values; with the
+    loss alone collected, the steps on the frequency off the tensor steps) take the short
+    path; the tensor is in the file at the tensor steps only with that step's value, the
+    loss at every collected step with its own, and every step has its time."""
+    only_loss = {"keep_default_action": False, "collect_specified_data": {"collect_metric": True}}
+    train(
+        model,
+        tmp_path,
+        epochs=2,
+        batches=30,
+        sink=False,
+        collect_freq=3,
+        collect_tensor_freq=4,
+        histograms=False,
+        fingerprints=False,
+        **(only_loss if loss_alone else {}),
+    )
+    tensors = read_values(tmp_path, *OPERATOR_TENSOR)
+    assert sorted(tensors) == [1, *multiples(4, 60)]
+    for step, array in tensors.items():
+        np.testing.assert_array_equal(array, np.full(2, float(step)))
+    losses = read_values(tmp_path, *LOSS)
+    assert sorted(losses) == sorted({1, *multiples(3, 60)})
+    for step, loss in losses.items():
+        assert loss == pytest.approx(1 / step)
+    assert sorted(read_values(tmp_path, "scalar", STEP_TIME_TAG)) == list(range(1, 61))
 
 
 class _CountedArray:

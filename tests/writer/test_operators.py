@@ -129,3 +129,27 @@ def test_a_record_opened_after_the_skip_is_said_gets_the_operators_values(tmp_pa
             scalar_summary("grad_norm", 4.0)
             record.record(1)
     assert _values_by_step(tmp_path / "second")[1][("scalar", "grad_norm")].value == 4.0
+
+
+def test_discard_dropped_forgets_the_values_only_when_the_filter_drops_every_one(tmp_path):
+    """The collector's light steps: values the step's plugin filter would drop are
+    forgotten (True); one it keeps keeps them all (False), and the record writes them."""
+
+    def all_but_tensor(plugin: str) -> bool:
+        return plugin != "tensor"
+
+    with SummaryRecord(tmp_path) as record:
+        assert operators.discard_dropped(all_but_tensor)  # nothing buffered
+        tensor_summary("weights", np.ones(2))
+        assert operators.discard_dropped(all_but_tensor)
+        assert not operators.has_buffered()
+        record.record(1)  # nothing of step 1 left to write
+        tensor_summary("weights", np.full(2, 2.0))
+        scalar_summary("grad_norm", 5.0)
+        assert not operators.discard_dropped(all_but_tensor)
+        assert operators.has_buffered()
+        record.record(2)
+    by_step = _values_by_step(tmp_path)
+    assert 1 not in by_step
+    assert set(by_step[2]) == {("tensor", "weights"), ("scalar", "grad_norm")}
+    assert by_step[2][("scalar", "grad_norm")].value == 5.0

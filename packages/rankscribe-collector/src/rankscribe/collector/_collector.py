@@ -32,7 +32,6 @@ from __future__ import annotations
 import logging
 import math
 import os
-from collections import deque
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -67,7 +66,7 @@ from rankscribe.collector.system._sampler import SystemSampler, check_system_int
 from rankscribe.jobview.feed import LiveRankView, VerdictCallback
 from rankscribe.ranks import Coordinator, OnExists, RankInfo
 from rankscribe.writer import SummaryRecord
-from rankscribe.writer.operators import discard_pending
+from rankscribe.writer.operators import discard_dropped, discard_pending
 
 if TYPE_CHECKING:
     from rankscribe.collector.landscape._saver import LandscapeSaver
@@ -83,9 +82,16 @@ EPOCH_FLUSH_INTERVAL = 1.0
 __all__ = ["SummaryCollector"]
 
 
-def _never(_unit: int) -> bool:
-    """No collected step is light (the fingerprint recorded at each)."""
-    return False
+def _keep_every_plugin(_plugin: str) -> bool:
+    return True
+
+
+def _operators_dropped(decision: Collect) -> bool:
+    """Whether the summary operators' values buffered for the step are none, or all
+    dropped by ``decision``'s plugin filter (the tensors of a collected step off this
+    rank's tensor steps): then forgotten, as the step's ``record`` would drop them."""
+    keep = decision.plugin_filter
+    return discard_dropped(keep if keep is not None else _keep_every_plugin)
 
 
 class SummaryCollector(Callback):
@@ -240,10 +246,11 @@ class SummaryCollector(Callback):
         # and before this time (perf_counter) when step times are due.
         self._quiet_until = 0
         self._step_times_due = 0.0
-        # The collected steps before _quiet_until that the short path takes (light steps:
-        # their values are the loss alone, read on the host), the next one first (-1: none).
+        # The next collected step before _quiet_until that the short path takes (a light
+        # step: its values are the loss alone, read on the host; -1: none), and the step
+        # the plan's short path ends at the latest (_plan_quiet).
         self._light_step = -1
-        self._lights: deque[int] = deque()
+        self._quiet_limit = 0
         self._last_epoch_flush = -math.inf  # perf_counter of the last epoch end's flush
         #: The short path's time since the last longer step (the cost budget's).
         self._quiet_cost = 0.0
@@ -723,38 +730,59 @@ class SummaryCollector(Callback):
         self, step: int, schedule: CollectionSchedule, landscape: LandscapeSaver | None
     ) -> None:
         """The steps after ``step`` that take the short path: up to the next that collects
-        more than the loss, writes the timings or saves landscape files, and the light
-        steps among them (collected steps on the frequency whose values are the loss
-        alone: no histograms, images or fingerprint due, and no cost window to close
-        there; and this rank's tensor steps off the frequency, whose only values are the
-        summary operators' tensors; those, if any come, are seen at the step)."""
-        cost, series, extractor = self._cost, self._series, self._extractor
+        more than the loss, writes the timings or saves landscape files (no later than
+        :meth:`SeriesRecorder.quiet_limit`), and the light steps among them (collected steps
+        on the frequency whose values are the loss alone: no histograms, images or
+        fingerprint due, and no cost window to close there; and this rank's tensor steps
+        off the frequency, whose only values are the summary operators' tensors; those, if
+        any come, are seen at the step).
 
-        def light(unit: int) -> bool:
-            if cost.window_due(unit):
-                return False
-            if not schedule.extracts_at(unit):
-                return True  # a tensor step off the frequency (the schedule has started)
-            return extractor.loss_alone(
-                histograms=cost.histograms_at(unit), images=cost.images_at(unit)
-            )
+        The light steps are found one at a time (:meth:`_next_quiet`), the next when one
+        is kept: a light step that records more after all (a summary operator's tensor
+        every step) ends the plan without having paid for the light steps after it."""
+        if not schedule.started:
+            self._quiet_until, self._light_step = 0, -1
+            return
+        self._quiet_limit = self._series.quiet_limit(step, landscape)
+        self._next_quiet(step, schedule)
 
-        fingerprinted = cost.keeps_fingerprints and series.fingerprints
-        self._quiet_until, lights = series.quiet_plan(
-            step, schedule, landscape, _never if fingerprinted else light
+    def _next_quiet(self, step: int, schedule: CollectionSchedule) -> None:
+        """After ``step`` (planned, or a light step kept): the next light step, and the short
+        path up to the collected step after it; else the short path up to the next
+        collected step (at most to the plan's limit)."""
+        limit = self._quiet_limit
+        collected = schedule.next_collected(step)
+        if collected < limit and self._is_light(collected, schedule):
+            self._light_step = collected
+            self._quiet_until = min(schedule.next_collected(collected), limit)
+        else:
+            self._light_step = -1
+            self._quiet_until = min(collected, limit)
+
+    def _is_light(self, unit: int, schedule: CollectionSchedule) -> bool:
+        """Whether collected ``unit`` is a light step (:meth:`_plan_quiet`)."""
+        cost = self._cost
+        if (cost.keeps_fingerprints and self._series.fingerprints) or cost.window_due(unit):
+            return False
+        if not schedule.extracts_at(unit):
+            return True  # a tensor step off the frequency (the schedule has started)
+        return self._extractor.loss_alone(
+            histograms=cost.histograms_at(unit), images=cost.images_at(unit)
         )
-        self._lights = deque(lights)
-        self._light_step = self._lights.popleft() if lights else -1
 
     def _light_step_kept(self, params: CallbackParams, step: int) -> bool:
         """At a light step (:meth:`_plan_quiet`): its loss kept as a step time is (written
         with the timings, as :meth:`_scalars_alone`'s steps are), or at a tensor step off
         the frequency nothing, the schedule moved past it, and the next light step due.
         False, with nothing kept, when the step records more after all (a value added to
-        the record or by the summary operators, a device value on its way, a loss not one
-        number on the host): the step then takes the longer path."""
+        the record, a summary operator's value that the step keeps, a device value on its
+        way, a loss not one number on the host): the step then takes the longer path."""
         record, schedule = self._run.record, self._run.schedule
-        if record is None or schedule is None or record.has_pending or self._series.has_late:
+        if record is None or schedule is None or self._series.has_late:
+            return False
+        # The summary operators' values that the step's record would drop (tensors off
+        # this rank's tensor steps) are forgotten first: they keep no step off this path.
+        if not _operators_dropped(schedule.decision_at(step)) or record.has_pending:
             return False
         if schedule.extracts_at(step):
             number = self._extractor.host_loss(params)
@@ -767,7 +795,7 @@ class SummaryCollector(Callback):
             self._keep_light_loss(number)
         # else a tensor step off the frequency that no tensor came to: nothing to record
         schedule.next(step)  # collected here (the decision planned)
-        self._light_step = self._lights.popleft() if self._lights else -1
+        self._next_quiet(step, schedule)
         return True
 
     def _scalars_alone(
@@ -775,9 +803,9 @@ class SummaryCollector(Callback):
     ) -> list[tuple[str, float]] | None:
         """The collected ``step``'s values when they are scalars alone (the loss, read on
         the host), which the series keeps and writes with the timings; None when the step
-        records more: histograms, input images, the fingerprint, the summary operators'
-        tensors or values added to the record (``record.record`` then), or while a
-        device value is on its way (the file stays in step order)."""
+        records more: histograms, input images, the fingerprint, summary operators' values
+        that the step keeps or values added to the record (``record.record`` then), or
+        while a device value is on its way (the file stays in step order)."""
         plugin_filter = decision.plugin_filter
         if not decision.extracts or (plugin_filter is not None and not plugin_filter("scalar")):
             return None
@@ -785,6 +813,7 @@ class SummaryCollector(Callback):
         if (
             (cost.keeps_fingerprints and series.fingerprints)
             or series.has_late
+            or not _operators_dropped(decision)  # forgotten when the record would drop them
             or record.has_pending
         ):
             return None

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from rankscribe.writer.encoding._values import Snapshot, check_name, snapshot
@@ -83,7 +84,7 @@ def _buffer_value(kind: str, name: str, value: Any) -> None:
 # The operators' one spelling is the package's (``from rankscribe.writer import
 # scalar_summary``); what this module gives the sibling packages is the collector's
 # discard of values buffered outside a recorded step (docs/contributing.md).
-__all__ = ["discard_pending"]
+__all__ = ["discard_dropped", "discard_pending"]
 
 
 def has_buffered() -> bool:
@@ -106,6 +107,25 @@ def discard_pending(*, skip_next_step: bool = False) -> None:
     if _buffer:
         take_buffered()
     _skipping[0] = skip_next_step and _open_records[0] == 1
+
+
+def discard_dropped(keep: Callable[[str], bool]) -> bool:
+    """Forget the values buffered for the step under way when ``keep(plugin)`` is False
+    for every one of them, and return True (also when none are buffered); else keep
+    them all and return False.
+
+    ``keep`` is the plugin filter the step's ``SummaryRecord.record`` would be given:
+    when it drops them all, that record would write nothing of them, so a caller that
+    writes the step's other values by a shorter way (the collector's light steps, whose
+    tensors only some steps keep) loses nothing by forgetting them.
+    """
+    with _lock:
+        if any(keep(snap.plugin) for snap in _buffer.values()):
+            return False
+        _buffer.clear()
+        _warned.clear()
+        _skipping[0] = False
+    return True
 
 
 def take_buffered() -> list[Snapshot]:

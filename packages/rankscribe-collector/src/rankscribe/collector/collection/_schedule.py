@@ -241,11 +241,18 @@ class CollectionSchedule:
         """A later unit: the frequency and this rank's tensor share decide."""
         if unit == self._last:
             return Collect.NOTHING
+        decision = self.decision_at(unit)
+        if decision is not Collect.NOTHING:
+            self._last = unit
+        return decision
+
+    def decision_at(self, unit: int) -> Collect:
+        """What :meth:`next` of ``unit``, a later unit than any collected yet, returns,
+        without recording that it was collected."""
         on_frequency = unit % self.collect_freq == 0
         tensors = unit in self._own
         if not (on_frequency or tensors):
             return Collect.NOTHING
-        self._last = unit
         if on_frequency and tensors:
             return Collect.EVERYTHING
         return Collect.ALL_BUT_TENSOR if on_frequency else Collect.TENSOR_ONLY

@@ -35,7 +35,6 @@ from rankscribe.writer.deferred import DeferredValue
 
 if TYPE_CHECKING:
     from rankscribe.collector.collection._extractor import ValueSink
-    from rankscribe.collector.collection._schedule import CollectionSchedule
     from rankscribe.collector.landscape._saver import LandscapeSaver
     from rankscribe.writer import SummaryRecord
 
@@ -312,33 +311,14 @@ class SeriesRecorder:
         self.keep_timings(step, timings)
         return True
 
-    def quiet_plan(
-        self,
-        step: int,
-        schedule: CollectionSchedule,
-        landscape: LandscapeSaver | None,
-        light: Callable[[int], bool],
-    ) -> tuple[int, list[int]]:
-        """The first step after ``step`` that collects more than a light step, saves
-        landscape files or writes here; and the collected steps before it that are light
-        (``light(step)``: its values are the loss alone, kept by :meth:`light_appenders`).
-
-        The steps before the first may take the collector's shortest path.
-        """
-        if not schedule.started:
-            return 0, []
+    def quiet_limit(self, step: int, landscape: LandscapeSaver | None) -> int:
+        """The first step after ``step`` that writes the kept timings (at the count of step
+        times kept: a light step keeps none) or saves landscape files: the collector's
+        shortest path ends before it at the latest."""
         unwritten = len(self._time_steps) - self._step_column.written
-        # A write is due at the count of step times kept (a light step writes none).
         limit = step + STEP_TIME_WRITE_COUNT - unwritten
         wanted = landscape.next_wanted(step) if landscape is not None else None
-        if wanted is not None:
-            limit = min(limit, wanted)
-        lights: list[int] = []
-        collected = schedule.next_collected(step)
-        while collected < limit and light(collected):
-            lights.append(collected)
-            collected = schedule.next_collected(collected)
-        return min(collected, limit), lights
+        return limit if wanted is None else min(limit, wanted)
 
     def light_appenders(self, tag: str) -> tuple[Callable[[int], None], Callable[[float], None]]:
         """Appends that keep a light step's loss (a collected step on the quiet path whose
