@@ -170,25 +170,38 @@ def test_50_percent_more_every_4th_step_is_named_intermittent(seed: int) -> None
     assert record["cost_seconds_per_step"] == pytest.approx(saving, rel=0.15)
 
 
-@pytest.mark.parametrize("seed", range(8))
-def test_slow_every_9th_step_beside_a_heavy_tailed_wait_is_said_every_9th(seed: int) -> None:
-    # Its excess has the component of every 3rd step and not those of every 2nd or 6th:
-    # every 9th, whatever its share of slow steps reads (beside GC pauses, heavy tails and
-    # an exponential data wait, the moments of its arrival read about 1/6: every 6th step
-    # was said in 4 of these 8 runs before).
+def _heavy_tailed_arrivals(seed: int, ranks: int, steps: int) -> np.ndarray:
+    """Arrivals with GC pauses (2 % of steps, 2-8 ms), Pareto tails and an exponential
+    data wait: the noise a share of slow steps read from moments mistakes for slow steps."""
     rng = np.random.default_rng(seed)
-    ranks, steps = 1024, 600  # named from about 400 steps on (sqrt(steps / 9) > 6.7)
     arrival = 0.008 * rng.lognormal(0.0, 0.05, (ranks, steps))
     pauses = rng.random((ranks, steps)) < 0.02
     arrival += np.where(pauses, rng.uniform(0.002, 0.008, (ranks, steps)), 0.0)
     arrival *= 1.0 + 0.02 * rng.pareto(2.5, (ranks, steps))
     arrival += 0.0005 * rng.exponential(1.0, (ranks, steps))
-    every = np.arange(steps) % 9 == 1
-    arrival[7, every] += 0.015 * rng.lognormal(0.0, 0.3, int(every.sum()))
+    return arrival
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize(("every", "steps"), [(9, 600), (16, 1000)])
+def test_slow_every_kth_step_beside_a_heavy_tailed_wait_is_said_every_kth(
+    seed: int, every: int, steps: int
+) -> None:
+    # Every 9th: its excess has the component of every 3rd step and not those of every
+    # 2nd or 6th (every 6th step was said in 4 of these 8 runs when the multiple of 3 was
+    # the one nearest the share of slow steps from the moments of its excess, which read
+    # about 1/6). Every 16th: it has the components of the 8th, 4th and 2nd, as every
+    # 8th, 32nd and 64th do, and the share of its slow steps decides: from the moments it
+    # read 1/8 to 1/10 (every 8th said in 8 of 8); counted, 1/16.
+    rng = np.random.default_rng(1000 + seed)
+    ranks = 1024  # named from about 400 (every 9th) and 720 (every 16th) steps on
+    arrival = _heavy_tailed_arrivals(seed, ranks, steps)
+    slow = np.arange(steps) % every == 1
+    arrival[7, slow] += 0.015 * rng.lognormal(0.0, 0.3, int(slow.sum()))
     [record] = judge_timings({"arrival": arrival}, step_time=arrival.max(axis=0) + 0.001)
     assert record["ranks"] == [7]
-    assert record["period_steps"] == 9
-    assert record["message"].endswith("(intermittent: every 9th step)")
+    assert record["period_steps"] == every
+    assert record["message"].endswith(f"(intermittent: every {every}th step)")
 
 
 def test_a_rank_slowing_gradually_is_not_called_periodic() -> None:

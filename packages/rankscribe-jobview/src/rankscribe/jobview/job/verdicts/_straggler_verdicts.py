@@ -332,17 +332,26 @@ def _periods(segment: FloatArray, bar: float) -> tuple[IntArray, npt.NDArray[np.
     return with_period, found
 
 
-def _period_of_duty(period: IntArray, duty: FloatArray, found: npt.NDArray[np.bool_]) -> IntArray:
+def _period_of_duty(
+    period: IntArray,
+    duty: FloatArray,
+    found: npt.NDArray[np.bool_],
+    mean: FloatArray,
+    segment: FloatArray,
+) -> IntArray:
     """Per rank, of the multiples of its period found (:func:`_periods`) up to
     ``LONGEST_PERIOD`` steps, the one nearest (as a ratio) to one over its share of slow
-    steps (:func:`_duty`): a rank slow every 16th step has the components of the 8th,
-    4th and 2nd only, and is slow in 1/16 of its steps.
+    steps: a rank slow every 16th step has the components of the 8th, 4th and 2nd only,
+    and is slow in 1/16 of its steps.
 
     Of those, only the multiples whose divisors among ``PERIODS`` are exactly the periods
     ``found`` (all of them when none is): a rank slow every 9th step has the component of
-    the 3rd and not those of the 2nd and 6th, which every 6th step would have too (the
-    share of slow steps, from the moments of the excess, reads a heavy-tailed wait's 1/9
-    as 1/6)."""
+    the 3rd and not those of the 2nd and 6th, which every 6th step would have too.
+
+    The share of slow steps, where several multiples remain, is counted
+    (:func:`_counted_share`): the moments of the excess (``duty``, :func:`_duty`) take
+    a heavy-tailed wait's spread for slow steps (every 16th read 1/8 to 1/10 so, every
+    9th 1/6); ``duty`` where the count cannot be read."""
     refined = period.copy()
     steps_of = np.array(PERIODS)
     for row in np.flatnonzero((period > 0) & (duty > 0)).tolist():
@@ -350,8 +359,28 @@ def _period_of_duty(period: IntArray, duty: FloatArray, found: npt.NDArray[np.bo
         divides = multiples[:, None] % steps_of == 0
         alike = multiples[(divides == found[row]).all(axis=1)]
         multiples = alike if len(alike) else multiples
-        refined[row] = multiples[np.argmin(np.abs(np.log(multiples * duty[row])))]
+        share = duty[row]
+        if len(multiples) > 1:
+            counted = _counted_share(segment, row, mean[row] * multiples[0] / 2)
+            share = counted if counted > 0 else share
+        refined[row] = multiples[np.argmin(np.abs(np.log(multiples * share)))]
     return refined
+
+
+def _counted_share(segment: FloatArray, row: int, half: float) -> float:
+    """The share of ``row``'s steps in which it was slow, counted: its steps whose excess
+    share is above ``half`` (half the slowness its shortest period gives: ``mean x K``,
+    which its longer periods' slowness exceeds), less the median rank's share of steps
+    above it (the noise's). 0 where ``half`` is below the first of ``EDGES`` (the counts
+    are linear between the edges and 0, a guess that low)."""
+    if not half >= EDGES[0]:
+        return 0.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rates = _steps_above(segment, half) / segment[:, COUNT]
+    known = rates[np.isfinite(rates)]
+    if not len(known) or not np.isfinite(rates[row]):
+        return 0.0
+    return float(rates[row] - np.median(known))
 
 
 def _judge_tag(part: TagTotals, settings: VerdictSettings) -> _Judged:
@@ -411,7 +440,7 @@ def _judge_tag(part: TagTotals, settings: VerdictSettings) -> _Judged:
     period, found = _periods(
         segment, confidence_for(settings.confidence, len(part.ranks) * len(PERIODS))
     )
-    period = _period_of_duty(period, share_of_steps, found)
+    period = _period_of_duty(period, share_of_steps, found, mean, segment)
     periodic = period > 0
     material = steady | large | periodic
     named = material & (by_mean | by_steady_mean)
