@@ -262,12 +262,22 @@ def _duty(mean: FloatArray, square: FloatArray, noise: float) -> FloatArray:
 def _steps_above(segment: FloatArray, floor: float) -> FloatArray:
     """Per rank, the steps whose excess share was above ``floor``: the counts at the
     evidence's edges (0 and ``EDGES``), linear between them, the last edge's beyond."""
-    edges = np.array((0.0, *EDGES))
-    counts = segment[:, [ABOVE, *range(ABOVE_EDGES, ABOVE_EDGES + len(EDGES))]]
-    # The same weights for every rank: np.interp of each row at ``floor``.
-    weights = np.array([np.interp(floor, edges, np.eye(len(edges))[i]) for i in range(len(edges))])
-    above: FloatArray = counts @ weights
+    above: FloatArray = _edge_counts(segment) @ _edge_weights(floor)
     return above
+
+
+def _edge_counts(segment: FloatArray) -> FloatArray:
+    """Per rank, its steps above 0 and above each of ``EDGES``."""
+    counts: FloatArray = segment[:, [ABOVE, *range(ABOVE_EDGES, ABOVE_EDGES + len(EDGES))]]
+    return counts
+
+
+def _edge_weights(floor: float) -> FloatArray:
+    """The weights of the counts at 0 and ``EDGES`` that give the count at ``floor``
+    (np.interp of each rank's counts at ``floor``: the same weights for every rank)."""
+    edges = np.array((0.0, *EDGES))
+    identity = np.eye(len(edges))
+    return np.array([np.interp(floor, edges, identity[i]) for i in range(len(edges))])
 
 
 def _steady(
@@ -354,6 +364,7 @@ def _period_of_duty(
     9th 1/6); ``duty`` where the count cannot be read."""
     refined = period.copy()
     steps_of = np.array(PERIODS)
+    typical: FloatArray | None = None  # the median rank's share of steps above 0 and EDGES
     for row in np.flatnonzero((period > 0) & (duty > 0)).tolist():
         multiples = np.arange(period[row], max(LONGEST_PERIOD, period[row]) + 1, period[row])
         divides = multiples[:, None] % steps_of == 0
@@ -361,26 +372,42 @@ def _period_of_duty(
         multiples = alike if len(alike) else multiples
         share = duty[row]
         if len(multiples) > 1:
-            counted = _counted_share(segment, row, mean[row] * multiples[0] / 2)
+            if typical is None:
+                typical = _typical_edge_shares(segment)
+            counted = _counted_share(segment, row, mean[row] * multiples[0] / 2, typical)
             share = counted if counted > 0 else share
         refined[row] = multiples[np.argmin(np.abs(np.log(multiples * share)))]
     return refined
 
 
-def _counted_share(segment: FloatArray, row: int, half: float) -> float:
+def _typical_edge_shares(segment: FloatArray) -> FloatArray:
+    """The median rank's share of its steps above 0 and above each of ``EDGES`` (the
+    noise's, where few ranks are slow); NaN where no rank has steps."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        shares = _edge_counts(segment) / segment[:, COUNT, None]
+    typical: FloatArray = np.full(shares.shape[1], np.nan)
+    known = np.isfinite(shares).all(axis=1)
+    if known.any():
+        typical = np.median(shares[known], axis=0)
+    return typical
+
+
+def _counted_share(segment: FloatArray, row: int, half: float, typical: FloatArray) -> float:
     """The share of ``row``'s steps in which it was slow, counted: its steps whose excess
     share is above ``half`` (half the slowness its shortest period gives: ``mean x K``,
     which its longer periods' slowness exceeds), less the median rank's share of steps
-    above it (the noise's). 0 where ``half`` is below the first of ``EDGES`` (the counts
-    are linear between the edges and 0, a guess that low)."""
+    above it (``typical``, the noise's; both read between the counts' edges alike). 0
+    where ``half`` is below the first of ``EDGES`` (the counts are linear between the
+    edges and 0, a guess that low) or a share is unknown."""
     if not half >= EDGES[0]:
         return 0.0
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rates = _steps_above(segment, half) / segment[:, COUNT]
-    known = rates[np.isfinite(rates)]
-    if not len(known) or not np.isfinite(rates[row]):
+    weights = _edge_weights(half)
+    count = segment[row, COUNT]
+    if not count > 0:
         return 0.0
-    return float(rates[row] - np.median(known))
+    counted = float(_edge_counts(segment[row : row + 1])[0] @ weights) / float(count)
+    noise = float(typical @ weights)
+    return counted - noise if math.isfinite(noise) else 0.0
 
 
 def _judge_tag(part: TagTotals, settings: VerdictSettings) -> _Judged:
