@@ -86,12 +86,15 @@ def _keep_every_plugin(_plugin: str) -> bool:
     return True
 
 
-def _operators_dropped(decision: Collect) -> bool:
-    """Whether the summary operators' values buffered for the step are none, or all
-    dropped by ``decision``'s plugin filter (the tensors of a collected step off this
-    rank's tensor steps): then forgotten, as the step's ``record`` would drop them."""
+def _still_pending(record: SummaryRecord, decision: Collect) -> bool:
+    """Whether ``record`` has values waiting for the step (it has some) once the summary
+    operators' values that ``decision``'s plugin filter drops (the tensors of a collected
+    step off this rank's tensor steps) are forgotten, as the step's ``record`` would drop
+    them: values added to the record, or operators' values the step keeps."""
     keep = decision.plugin_filter
-    return discard_dropped(keep if keep is not None else _keep_every_plugin)
+    return not discard_dropped(keep if keep is not None else _keep_every_plugin) or (
+        record.has_pending
+    )
 
 
 class SummaryCollector(Callback):
@@ -781,8 +784,8 @@ class SummaryCollector(Callback):
         if record is None or schedule is None or self._series.has_late:
             return False
         # The summary operators' values that the step's record would drop (tensors off
-        # this rank's tensor steps) are forgotten first: they keep no step off this path.
-        if not _operators_dropped(schedule.decision_at(step)) or record.has_pending:
+        # this rank's tensor steps) keep no step off this path.
+        if record.has_pending and _still_pending(record, schedule.decision_at(step)):
             return False
         if schedule.extracts_at(step):
             number = self._extractor.host_loss(params)
@@ -813,8 +816,7 @@ class SummaryCollector(Callback):
         if (
             (cost.keeps_fingerprints and series.fingerprints)
             or series.has_late
-            or not _operators_dropped(decision)  # forgotten when the record would drop them
-            or record.has_pending
+            or (record.has_pending and _still_pending(record, decision))
         ):
             return None
         return self._extractor.host_loss_alone(
