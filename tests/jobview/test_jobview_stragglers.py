@@ -29,6 +29,7 @@ from rankscribe.jobview.job.verdicts._stragglers import (
     COUNT,
     EDGES,
     FIELDS,
+    STEP_SECONDS,
     middle_medians,
     others_medians,
     row_medians,
@@ -120,6 +121,79 @@ def test_others_medians_of_full_rows_equal_the_median_of_the_rest(rows: list[lis
         [[np.median(np.delete(row, rank)) for rank in range(len(row))] for row in table]
     )
     np.testing.assert_array_equal(others_medians(table), expected)
+
+
+def _wide_rows(width: int) -> np.ndarray:
+    """Rows of ``width`` points that a sample of them can misjudge: sorted either way,
+    constant, two values, mostly one value, a short cycle, infinities, a heavy tail."""
+    rng = np.random.default_rng(width)
+    rows = [
+        rng.random(width),
+        np.sort(rng.random(width)),
+        np.sort(rng.random(width))[::-1],
+        np.ones(width),
+        rng.integers(0, 2, width).astype(float),
+        np.r_[np.zeros(width - 3), np.inf, np.inf, 1.0],
+        np.r_[np.full(width // 2 + 5, 2.0), rng.random(width - width // 2 - 5)],
+        np.resize(np.arange(8.0), width),
+        rng.pareto(0.5, width),
+        np.r_[rng.random(width - 1), 1e30],
+    ]
+    return np.stack(rows)
+
+
+@pytest.mark.parametrize("width", [4095, 4096, 4097, 16_384, 16_385])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_middle_of_wide_rows_is_selected_exactly(width: int, dtype: type) -> None:
+    """Rows of 4,096 ranks or more have their middle selected among the points near a
+    sample's middle: the medians and the others' medians are still each row's own, bit for
+    bit, whatever the order of the row (sorted rows and ties among them)."""
+    table = _wide_rows(width).astype(dtype)
+    middle = row_middles(table)
+    assert middle is not None
+    assert middle_medians(middle).tobytes() == row_medians(table).tobytes()
+    others = others_medians(table)
+    wide = table.astype(np.float64)
+    for column in (0, 1, width // 2 - 1, width // 2, width - 1):
+        expected = [np.median(np.delete(row, column)) for row in wide]
+        np.testing.assert_array_equal(others[:, column], expected)
+
+
+@pytest.mark.parametrize("ranks", [3, 5, 1025])
+@pytest.mark.parametrize("fault", ["no step time", "a step time of 0", "an infinite share"])
+def test_a_step_without_a_scale_or_a_finite_reference_share_is_not_counted(
+    ranks: int, fault: str
+) -> None:
+    """A table without a gap whose every step is counted but one: without a step time
+    (NaN), with a step time of 0, or whose others' median is not a finite share of its
+    step (1e300 s over a 1e-10 s step). Each rank's count and step time are those of the
+    other steps, whatever the ranks (a chunk of one rank included); without the fault,
+    every step's."""
+    steps, faulty = 12, 9
+    rng = np.random.default_rng(ranks)
+    values = 0.01 + 0.001 * rng.random((steps, ranks))
+    step_time = np.full(steps, 0.02)
+
+    def sums() -> tuple[list[float], np.ndarray]:
+        evidence = StragglerEvidence()
+        evidence.add_timings(
+            FORWARD_TIME_TAG, np.arange(steps), list(range(ranks)), values, step_time
+        )
+        blocks = np.asarray(evidence.to_arrays()["blocks"]).reshape(ranks, -1, FIELDS)
+        return blocks[:, :, COUNT].sum(axis=1).tolist(), blocks[:, :, STEP_SECONDS].sum(axis=1)
+
+    counts, seconds = sums()
+    assert counts == [steps] * ranks
+    np.testing.assert_allclose(seconds, 0.02 * steps)
+    if fault == "no step time":
+        step_time[faulty] = np.nan
+    elif fault == "a step time of 0":
+        step_time[faulty] = 0.0
+    else:
+        values[faulty], step_time[faulty] = 1e300, 1e-10
+    counts, seconds = sums()
+    assert counts == [steps - 1] * ranks
+    np.testing.assert_allclose(seconds, 0.02 * (steps - 1))
 
 
 @pytest.mark.parametrize(

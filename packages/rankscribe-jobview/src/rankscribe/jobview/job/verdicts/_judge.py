@@ -75,7 +75,10 @@ def _table(name: str, value: Any, shape: tuple[int, int] | None) -> npt.NDArray[
         raise JobViewParamValueError(
             f"{name} must be a {expected} array of seconds (NaN: no point), got shape {table.shape}"
         )
-    if bool(np.any(np.isinf(table))) or bool(np.any(table < 0)):
+    # The largest and smallest values but NaN (two reductions, no array of the table's size).
+    if table.size and (
+        np.fmax.reduce(table, axis=None) == np.inf or np.fmin.reduce(table, axis=None) < 0
+    ):
         raise JobViewParamValueError(
             f"{name} must hold finite seconds >= 0 (NaN: no point); it holds a negative "
             f"or infinite value"
@@ -256,12 +259,12 @@ def judge_timings(
     # Each timing's totals straight from its window (no evidence's blocks of every rank):
     # the same records as judging timings_evidence(...).
     totals: dict[str, TagTotals] = {}
+    # Each table laid out step by step as timings_evidence lays it out, into one array
+    # (the tables are of one shape): a new one for each would be paged in anew.
+    by_step = np.empty(tuple(reversed(next(iter(tables.values())).shape)))
     for name in list(tables):
-        table = tables.pop(name)
-        by_step = np.ascontiguousarray(table.T)  # as timings_evidence lays it out
-        del table
+        np.copyto(by_step, tables.pop(name).T)
         totals[timing_tag(name)] = window_totals(step_numbers, rank_numbers, by_step, scale)
-        del by_step
     return totals_records(totals, settings)
 
 
