@@ -1554,7 +1554,7 @@ def _fill_blocks(
     counts = destination[:, :, SLOWEST] if destination is not None else slowest
     assert counts is not None
     np.add.at(counts, (winner[alone], target_of[alone]), 1.0)
-    latest, leads = _leads(table, ranks, step[:, 0], runs)
+    latest, leads = _leads(table, ranks, step[:, 0], runs, gapless=middle is not None)
     timed = np.flatnonzero(latest >= 0)
     return _summed_leads(ranks[latest[timed]], index[timed], leads[timed])
 
@@ -1625,7 +1625,12 @@ def _chunk_sums(
 
 
 def _leads(
-    table: TableArray, ranks: IntArray, step: FloatArray, runs: _Runs | None = None
+    table: TableArray,
+    ranks: IntArray,
+    step: FloatArray,
+    runs: _Runs | None = None,
+    *,
+    gapless: bool = False,
 ) -> tuple[IntArray, FloatArray]:
     """Per step of a ``(steps, ranks)`` table (columns: ``ranks``, sorted): the column of
     its latest point (-1 for a step without a point or a step time) and, per size ``b``
@@ -1638,6 +1643,7 @@ def _leads(
     the latest of the blocks other than the latest point's is the latest of its siblings
     within their parent block and of the blocks outside that parent; and a row's latest
     few points are among those of its blocks with the latest few maxima (:class:`_Nodes`).
+    ``gapless``: the table is known to hold no NaN (nothing to fill).
     """
     count, width = table.shape
     latest = np.full(count, -1, dtype=np.int64)
@@ -1652,9 +1658,12 @@ def _leads(
     rows = max(1, _LEAD_CELLS // width)
     for start in range(0, count, rows):
         part = _wide(table[start : start + rows])
-        present = ~np.isnan(part)
-        filled = np.where(present, part, -np.inf)
-        here = timed[start : start + rows] & present.any(axis=1)
+        if gapless:
+            filled, here = part, timed[start : start + rows]
+        else:
+            present = ~np.isnan(part)
+            filled = np.where(present, part, -np.inf)
+            here = timed[start : start + rows] & present.any(axis=1)
         column = filled.argmax(axis=1)
         latest[start : start + rows] = np.where(here, column, -1)
         lead_of = leads[start : start + rows]
