@@ -1532,12 +1532,7 @@ def _fill_blocks(
                 )
             shares[:, within] = share
         assert shares is not None
-        for target, (start, stop) in zip(spans.targets, spans.bounds, strict=True):
-            product = spans.weights[:, start:stop] @ shares[start:stop]
-            # The weighted fields, in _weights' order: SHARE, then PERIODIC on (two
-            # slices, not a gather of the fields).
-            blocks[:, target, SHARE] = product[0]
-            blocks[:, target, PERIODIC:STEP_SECONDS] = product[1:].T
+        _add_weighted(blocks, shares, spans)
         if destination is None:
             assert take is not None
             take(group, blocks)
@@ -1557,6 +1552,34 @@ def _fill_blocks(
     latest, leads = _leads(table, ranks, step[:, 0], runs, gapless=middle is not None)
     timed = np.flatnonzero(latest >= 0)
     return _summed_leads(ranks[latest[timed]], index[timed], leads[timed])
+
+
+def _add_weighted(blocks: FloatArray, shares: FloatArray, spans: _Spans) -> None:
+    """The weighted fields of a group's blocks (``(ranks, blocks, FIELDS)``), in
+    _weights' order: ``SHARE``, then from ``PERIODIC`` on; each the product of a run's
+    weights and its rows of ``shares`` (``(steps, ranks)``). The runs of one length side
+    by side (laid out step by step) are one stacked product: the same products, the
+    same sums, one call (and two writes) for them all."""
+    for first, last, length in spans.levels:
+        start, stop = spans.bounds[first][0], spans.bounds[last - 1][1]
+        if last - first > 1 and shares.flags.c_contiguous:
+            weights = spans.weights[:, start:stop].reshape(len(spans.weights), -1, length)
+            product = np.matmul(
+                np.ascontiguousarray(weights.transpose(1, 0, 2)),
+                shares[start:stop].reshape(last - first, length, -1),
+            )
+            targets = spans.targets[first:last]
+            at = _progression(np.asarray(targets))
+            blocks[:, at, SHARE] = product[:, 0].T
+            blocks[:, at, PERIODIC:STEP_SECONDS] = product[:, 1:].transpose(2, 0, 1)
+            continue
+        for target, (start, stop) in zip(
+            spans.targets[first:last], spans.bounds[first:last], strict=True
+        ):
+            single = spans.weights[:, start:stop] @ shares[start:stop]
+            # (Two slices, not a gather of the fields.)
+            blocks[:, target, SHARE] = single[0]
+            blocks[:, target, PERIODIC:STEP_SECONDS] = single[1:].T
 
 
 def _chunks(count: int) -> list[tuple[slice, list[slice]]]:
