@@ -7,6 +7,7 @@ import os
 import re
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -144,7 +145,9 @@ def _wide_rows(width: int) -> np.ndarray:
 
 @pytest.mark.parametrize("width", [4095, 4096, 4097, 16_384, 16_385])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_the_middle_of_wide_rows_is_selected_exactly(width: int, dtype: type) -> None:
+def test_the_middle_of_wide_rows_is_selected_exactly(
+    width: int, dtype: type[np.floating[Any]]
+) -> None:
     """Rows of 4,096 ranks or more have their middle selected among the points near a
     sample's middle: the medians and the others' medians are still each row's own, bit for
     bit, whatever the order of the row (sorted rows and ties among them)."""
