@@ -1196,6 +1196,7 @@ def _plain_fields(
     (:func:`_chunk_sums`)."""
     if usable is not None:
         yield COUNT, usable
+    yield SHARE, share
     yield SQUARE, share * share
     yield SECONDS, seconds
     yield REFERENCE, reference_share
@@ -1208,9 +1209,9 @@ def _plain_fields(
 
 def _weights(steps: IntArray) -> FloatArray:
     """The ``(fields, steps)`` weights of the fields that are the excess share weighted
-    per step, in the order of the fields: ``SHARE`` (by 1), then from ``PERIODIC`` on
-    the cosine and sine of ``2 pi step / k`` (up to ``STEP_SECONDS``)."""
-    rows = [np.ones(len(steps))]
+    per step, in the order of the fields from ``PERIODIC`` on (up to ``STEP_SECONDS``):
+    the cosine and sine of ``2 pi step / k``."""
+    rows = []
     for period in PERIODS:
         angle = (2 * np.pi / period) * (steps % period)
         rows += [np.cos(angle), np.sin(angle)]
@@ -1325,7 +1326,7 @@ class _Spans(NamedTuple):
         Counts (``values`` of booleans) are summed as bytes into integers wide enough for
         the longest run, then stored as floats: the same whole numbers, in any order of
         addition, and 2.5x faster than numpy's cast of each boolean to a float as it sums
-        (six of a chunk's ten plain fields are counts)."""
+        (six of a chunk's eleven plain fields are counts)."""
         lengths = self.lengths
         total: type[np.generic] = np.float64
         if values.dtype == np.bool_:
@@ -1555,8 +1556,8 @@ def _fill_blocks(
 
 
 def _add_weighted(blocks: FloatArray, shares: FloatArray, spans: _Spans) -> None:
-    """The weighted fields of a group's blocks (``(ranks, blocks, FIELDS)``), in
-    _weights' order: ``SHARE``, then from ``PERIODIC`` on; each the product of a run's
+    """The weighted fields of a group's blocks (``(ranks, blocks, FIELDS)``), from
+    ``PERIODIC`` on in _weights' order; each the product of a run's
     weights and its rows of ``shares`` (``(steps, ranks)``). The runs of one length side
     by side (laid out step by step) are one stacked product: the same products, the
     same sums, one call (and two writes) for them all."""
@@ -1570,16 +1571,13 @@ def _add_weighted(blocks: FloatArray, shares: FloatArray, spans: _Spans) -> None
             )
             targets = spans.targets[first:last]
             at = _progression(np.asarray(targets))
-            blocks[:, at, SHARE] = product[:, 0].T
-            blocks[:, at, PERIODIC:STEP_SECONDS] = product[:, 1:].transpose(2, 0, 1)
+            blocks[:, at, PERIODIC:STEP_SECONDS] = product.transpose(2, 0, 1)
             continue
         for target, (start, stop) in zip(
             spans.targets[first:last], spans.bounds[first:last], strict=True
         ):
             single = spans.weights[:, start:stop] @ shares[start:stop]
-            # (Two slices, not a gather of the fields.)
-            blocks[:, target, SHARE] = single[0]
-            blocks[:, target, PERIODIC:STEP_SECONDS] = single[1:].T
+            blocks[:, target, PERIODIC:STEP_SECONDS] = single.T
 
 
 def _chunks(count: int) -> list[tuple[slice, list[slice]]]:
