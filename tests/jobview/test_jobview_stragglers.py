@@ -30,11 +30,13 @@ from rankscribe.jobview.job.verdicts._stragglers import (
     COUNT,
     EDGES,
     FIELDS,
+    PERIODIC,
     STEP_SECONDS,
     middle_medians,
     others_medians,
     row_medians,
     row_middles,
+    window_totals,
 )
 from rankscribe.jobview.protocol import (
     LIVE_STATE_NAME,
@@ -666,3 +668,31 @@ def test_evidence_coarsened_in_place_holds_the_sums_of_its_blocks(
                 expected[:, index], filled[index] = sums[:, column], True
     assert merged.shape[1] <= 32
     assert merged.tobytes() == expected.tobytes()  # the sums in their order, bit for bit
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("gaps", [False, True])
+def test_a_windows_periodic_sums_made_later_are_those_made_at_once(dtype: Any, gaps: bool) -> None:
+    # Made later, for the ranks asked, from each one's group of 1,024 ranks again: each
+    # rank's sums since its own onset, bit for bit those made for every rank at once; NaN
+    # in since and whole until asked. Three ranks slow every 3rd step from step 40 (a
+    # first, a middle and a last group of one rank), the table with gaps or without.
+    rng = np.random.default_rng(5)
+    ranks, steps = 2049, 90
+    forward = 0.006 * rng.lognormal(0.0, 0.2, (ranks, steps))
+    slow = np.array([3, 1500, 2048])
+    forward[np.ix_(slow, np.arange(40, steps, 3))] *= 1.8
+    if gaps:
+        forward[rng.random(forward.shape) < 0.01] = np.nan
+    step = np.nanmax(forward, axis=0) + 0.002
+    table = np.ascontiguousarray(forward.T).astype(dtype)
+    arguments = (np.arange(steps), range(ranks), table, step)
+    at_once = window_totals(*arguments)
+    later = window_totals(*arguments, periodic_later=True)
+    periodic = slice(PERIODIC, STEP_SECONDS)
+    assert np.isnan(later.since[:, periodic]).all() and np.isnan(later.whole[:, periodic]).all()
+    assert (later.onset[slow] > 0).all()  # from each rank's own onset, not the window's start
+    for rows in (np.arange(ranks), slow, np.array([2048, 5])):
+        assert later.periodic_since(rows).tobytes() == at_once.since[rows, periodic].tobytes()
+    made = at_once.periodic_since(slow)  # (made at once: read from since)
+    assert made.tobytes() == at_once.since[slow, periodic].tobytes()

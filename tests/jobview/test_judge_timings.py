@@ -488,6 +488,28 @@ def test_judging_a_window_gives_the_records_of_its_evidence_bit_for_bit(case: in
     assert records  # a rank is named: the comparison is of verdicts, not of two empty lists
 
 
+@pytest.mark.parametrize(("ranks", "rank"), [(2100, 1500), (2049, 2048)])
+def test_a_window_reads_the_period_of_a_rank_in_any_group_of_ranks(ranks: int, rank: int) -> None:
+    # judge_timings makes a rank's periodic sums only when the verdict may name it, from
+    # the rank's group of 1,024 again (the middle group, and a last group of one rank,
+    # whose sums numpy adds in another order): the records of the evidence, which made
+    # them for every rank.
+    rng = np.random.default_rng(0)
+    steps = 160
+    forward = 0.006 * rng.lognormal(0.0, 0.07, (ranks, steps))
+    arrival = forward + 0.002 * rng.lognormal(0.0, 0.07, (ranks, steps))
+    forward[rank, ::4] *= 2.0
+    arrival[rank, ::4] += 0.006
+    timings = {"forward": forward, "arrival": arrival}
+    step_time = arrival.max(axis=0) + 0.001
+    records = judge_timings(timings, step_time=step_time)
+    assert records == straggler_records(timings_evidence(timings, step_time=step_time))
+    assert [(r["timing"], r["ranks"], r["period_steps"], r["persistent"]) for r in records] == [
+        ("forward", [rank], 4, False),
+        ("arrival", [rank], 4, False),
+    ]
+
+
 @pytest.mark.parametrize("shape", [(0, 5), (4, 0), (1, 5)])
 def test_timings_without_ranks_or_steps_or_with_one_rank_name_nobody(
     shape: tuple[int, int],

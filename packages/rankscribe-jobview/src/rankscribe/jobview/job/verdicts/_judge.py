@@ -256,16 +256,32 @@ def judge_timings(
     tables, step_numbers, rank_numbers, scale = _checked(timings, step_time, steps, ranks)
     if not len(step_numbers) or not rank_numbers:
         return []
-    # Each timing's totals straight from its window (no evidence's blocks of every rank):
-    # the same records as judging timings_evidence(...).
+    # Each timing's totals straight from its window (no evidence's blocks of every rank),
+    # each table laid out step by step as timings_evidence lays it out: the same records
+    # as judging timings_evidence(...). The periodic sums are made for the ranks the
+    # verdict may name alone (the table kept until then).
     totals: dict[str, TagTotals] = {}
-    # Each table laid out step by step as timings_evidence lays it out, into one array
-    # (the tables are of one shape): a new one for each would be paged in anew.
-    by_step = np.empty(tuple(reversed(next(iter(tables.values())).shape)))
     for name in list(tables):
-        np.copyto(by_step, tables.pop(name).T)
-        totals[timing_tag(name)] = window_totals(step_numbers, rank_numbers, by_step, scale)
+        by_step = _by_step(tables.pop(name))
+        totals[timing_tag(name)] = window_totals(
+            step_numbers, rank_numbers, by_step, scale, periodic_later=True
+        )
     return totals_records(totals, settings)
+
+
+#: Ranks whose rows are laid out step by step at once (:func:`_by_step`): 400 KB of a table
+#: of 100 steps read, 100 pieces of 4 KB written.
+_TRANSPOSED_RANKS = 512
+
+
+def _by_step(table: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """A ``(ranks, steps)`` table laid out step by step (``(steps, ranks)``, contiguous), a
+    few hundred ranks at a time: one transposed copy writes each step's row a point at a
+    time across the whole table (3.3 ms at 16,384 ranks x 100 steps; 1.8 ms so)."""
+    by_step = np.empty(tuple(reversed(table.shape)))
+    for start in range(0, len(table), _TRANSPOSED_RANKS):
+        by_step[:, start : start + _TRANSPOSED_RANKS] = table[start : start + _TRANSPOSED_RANKS].T
+    return by_step
 
 
 def judge_by_step(

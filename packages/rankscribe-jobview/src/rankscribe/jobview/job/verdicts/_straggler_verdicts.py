@@ -42,7 +42,6 @@ from rankscribe.jobview.job.verdicts._stragglers import (
     LEAD_EDGES,
     LEADS,
     LONG_LEADS,
-    PERIODIC,
     PERIODS,
     REFERENCE,
     SECONDS,
@@ -173,7 +172,9 @@ def _check_number(name: str, value: Any, low: float, high: float) -> None:
 
 @dataclass
 class _Judged:
-    """Per rank of one timing, judged over the steps since its onset."""
+    """Per rank of one timing, judged over the steps since its onset. ``period`` (and
+    the ``persistent`` it withholds) is read for the ranks that may be named alone
+    (:func:`_add_periods`): 0 for the others."""
 
     ranks: IntArray
     named: npt.NDArray[np.bool_]
@@ -308,9 +309,13 @@ def _steady(
     return steady
 
 
-def _periods(segment: FloatArray, bar: float) -> tuple[IntArray, npt.NDArray[np.bool_]]:
-    """Per rank, the period K (in steps) at which it is slow every K-th step (0: none), and
-    which of ``PERIODS`` were found (``(ranks, len(PERIODS))``).
+def _periods(
+    segment: FloatArray, periodic: FloatArray, bar: float
+) -> tuple[IntArray, npt.NDArray[np.bool_]]:
+    """Per rank of ``segment`` (its sums since its onset; ``periodic``: the same ranks'
+    sums from ``PERIODIC`` on, :meth:`TagTotals.periodic_since`), the period K (in steps)
+    at which it is slow every K-th step (0: none), and which of ``PERIODS`` were found
+    (``(ranks, len(PERIODS))``).
 
     The excess's Fourier component at period k of ``PERIODS`` (``C``: the mean of
     the excess share weighted by ``exp(2 pi i step / k)``) against what
@@ -333,8 +338,8 @@ def _periods(segment: FloatArray, bar: float) -> tuple[IntArray, npt.NDArray[np.
     with np.errstate(invalid="ignore", divide="ignore"):
         second = segment[:, SQUARE] / count
         for offset, period in enumerate(PERIODS):
-            cosine = segment[:, PERIODIC + 2 * offset] / count
-            sine = segment[:, PERIODIC + 2 * offset + 1] / count
+            cosine = periodic[:, 2 * offset] / count
+            sine = periodic[:, 2 * offset + 1] / count
             power = count * (cosine * cosine + sine * sine) / second
             found[:, offset] = np.nan_to_num(power) >= threshold
             periods[found[:, offset]] = np.lcm(periods[found[:, offset]], period)
@@ -348,8 +353,10 @@ def _period_of_duty(
     found: npt.NDArray[np.bool_],
     mean: FloatArray,
     segment: FloatArray,
+    rows: IntArray,
 ) -> IntArray:
-    """Per rank, of the multiples of its period found (:func:`_periods`) up to
+    """Per rank of ``rows`` (of ``segment``, every rank's sums since its onset; the other
+    arguments are these ranks'), of the multiples of its period found (:func:`_periods`) up to
     ``LONGEST_PERIOD`` steps, the one nearest (as a ratio) to one over its share of slow
     steps: a rank slow every 16th step has the components of the 8th, 4th and 2nd only,
     and is slow in 1/16 of its steps.
@@ -374,7 +381,8 @@ def _period_of_duty(
         if len(multiples) > 1:
             if typical is None:
                 typical = _typical_edge_shares(segment)
-            counted = _counted_share(segment, row, mean[row] * multiples[0] / 2, typical)
+            half = mean[row] * multiples[0] / 2
+            counted = _counted_share(segment, int(rows[row]), half, typical)
             share = counted if counted > 0 else share
         refined[row] = multiples[np.argmin(np.abs(np.log(multiples * share)))]
     return refined
@@ -462,30 +470,51 @@ def _judge_tag(part: TagTotals, settings: VerdictSettings) -> _Judged:
     # the job's time a clean torchrun job's rank 0, late in 41 % of its steps by the live
     # view's work on a shared 2-core machine, read 7 % of the step and was named, then ended.
     large = mean - FLOOR_ERRORS * error >= BURST_FLOORS * floor
-    # Or slow every k-th step (a periodic extra work, not stalls at random): the period
-    # is clear (its cost is judged on its share of the job's time, as any rank's).
-    period, found = _periods(
-        segment, confidence_for(settings.confidence, len(part.ranks) * len(PERIODS))
-    )
-    period = _period_of_duty(period, share_of_steps, found, mean, segment)
-    periodic = period > 0
-    material = steady | large | periodic
-    named = material & (by_mean | by_steady_mean)
+    clear = by_mean | by_steady_mean
     since = np.maximum((part.first_block + onset) * part.block_size, part.first_step)
     clean = np.nan_to_num
     judged = _Judged(
         ranks=part.ranks,
-        named=named,
+        named=clear & (steady | large),
         cost_seconds=clean(seconds),
         factor=clean(factor, nan=1.0, posinf=np.inf),
         since_step=since.astype(np.int64),
         share_of_steps=clean(share_of_steps),
         slowest_share=clean(slowest_share),
         steps=count,
-        persistent=(clean(share_of_steps) >= settings.persistent_share) & ~periodic,
-        period=np.where(periodic, period, 0),
+        persistent=clean(share_of_steps) >= settings.persistent_share,
+        period=np.zeros(len(part.ranks), dtype=np.int64),
     )
+    # Or slow every k-th step (a periodic extra work, not stalls at random): the period
+    # is clear (its cost is judged on its share of the job's time, as any rank's). Read
+    # for the ranks the evidence is clear of alone: no other can be named by it.
+    rows = np.flatnonzero(clear)
+    judged.named[rows] = judged.named[rows] | _add_periods(judged, part, rows, settings)
     return judged
+
+
+def _add_periods(
+    judged: _Judged, part: TagTotals, rows: IntArray, settings: VerdictSettings
+) -> npt.NDArray[np.bool_]:
+    """Set the period of ``judged``'s ranks ``rows`` (of ``part``), and their persistence
+    (a periodic rank is not persistent); return which of them have one. A rank's period
+    is only read where it may be named (its record's ``period_steps``): the periodic
+    sums of a window judged at once are made for those ranks alone
+    (:meth:`TagTotals.periodic_since`)."""
+    segment = part.since
+    sums = segment[rows]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = sums[:, SHARE] / sums[:, COUNT]
+    period, found = _periods(
+        sums,
+        part.periodic_since(rows),
+        confidence_for(settings.confidence, len(part.ranks) * len(PERIODS)),
+    )
+    period = _period_of_duty(period, judged.share_of_steps[rows], found, mean, segment, rows)
+    periodic = period > 0
+    judged.period[rows] = np.where(periodic, period, 0)
+    judged.persistent[rows] &= ~periodic
+    return periodic
 
 
 def timing_label(tag: str) -> str:
@@ -870,7 +899,9 @@ def _judgements(
         # The timing whose wall clock is the job's (the arrivals, or in a job without them
         # each timing its own): a rank the job clearly waits for, however its timing looks.
         if wall.part is part:
-            judged.named |= _latest_often(wall, share, settings)
+            often = _latest_often(wall, share, settings)
+            _add_periods(judged, part, np.flatnonzero(often & ~judged.named), settings)
+            judged.named |= often
         # Over enough steps since its onset (the wall clock's floor in seconds is
         # _wall_named's, on what the job waited for).
         judged.named &= judged.steps >= settings.min_steps

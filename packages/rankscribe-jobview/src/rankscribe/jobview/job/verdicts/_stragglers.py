@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
@@ -130,6 +131,9 @@ PERIODIC = ABOVE_EDGES + len(EDGES)
 #: summed over the rank's steps.
 STEP_SECONDS = PERIODIC + 2 * len(PERIODS)
 FIELDS = STEP_SECONDS + 1
+#: The weighted fields (the Fourier components), made of each step's excess share by one
+#: product (:func:`_add_weighted`), not summed as they are.
+_WEIGHTED = slice(PERIODIC, STEP_SECONDS)
 
 #: The leads, kept apart from the sums above (``TagEvidence.leads``): what the job waited
 #: for the step's latest rank, summed at that rank. From ``LEADS`` on, for each size ``b``
@@ -503,7 +507,8 @@ class TagTotals:
 
     Made from evidence (:func:`tag_totals`) or straight from one window of steps
     (:func:`window_totals`: no array of every field of every block is made); the same
-    numbers either way."""
+    numbers either way (a window's periodic sums, where it leaves them out, through
+    :meth:`periodic_since`)."""
 
     ranks: IntArray
     block_size: int
@@ -517,10 +522,25 @@ class TagTotals:
     lead_ranks: IntArray
     lead_blocks: IntArray
     leads: FloatArray
+    #: Where ``since`` leaves the periodic sums out (:func:`window_totals`, asked for them
+    #: later): rows -> those rows' sums from ``PERIODIC`` on, made then.
+    periodic: Callable[[IntArray], FloatArray] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     def lead_sums(self, ranks: IntArray, since: IntArray | None = None) -> FloatArray:
         """As :meth:`TagEvidence.lead_sums`."""
         return _lead_sums(self, ranks, since)
+
+    def periodic_since(self, rows: IntArray) -> FloatArray:
+        """The sums from ``PERIODIC`` on (the Fourier components, up to ``STEP_SECONDS``)
+        since the onset of each rank of ``rows`` (rows of ``ranks``): ``(rows, 2 x
+        len(PERIODS))``, ``since``'s or, where its totals left them out, made now for
+        these ranks alone (the same numbers)."""
+        if self.periodic is None:
+            periodic: FloatArray = self.since[rows, _WEIGHTED]
+            return periodic
+        return self.periodic(rows)
 
 
 #: Ranks whose blocks are walked at once (:func:`_walk`): 2 MB of evidence at 32 blocks,
@@ -550,12 +570,20 @@ def _walk(blocks: FloatArray) -> tuple[IntArray, FloatArray, FloatArray]:
     return onset, since, whole
 
 
-def _walk_by_rank_last(blocks: FloatArray) -> tuple[IntArray, FloatArray, FloatArray]:
+def _walk_by_rank_last(
+    blocks: FloatArray, *, weighted: bool = True
+) -> tuple[IntArray, FloatArray, FloatArray]:
     """:func:`_walk` of ``(blocks, fields, ranks)`` sums, the ranks innermost; the sums
-    ``(fields, ranks)``."""
+    ``(fields, ranks)``. ``weighted`` False: the blocks' weighted fields were not made,
+    and their sums are NaN."""
     onset = _onsets(blocks[:, SHARE], blocks[:, COUNT])
     since, whole = np.zeros(blocks.shape[1:]), np.zeros(blocks.shape[1:])
-    add_since(since.T, blocks.transpose(0, 2, 1), onset, whole.T)
+    if weighted:
+        add_since(since.T, blocks.transpose(0, 2, 1), onset, whole.T)
+        return onset, since, whole
+    for fields in (slice(0, PERIODIC), slice(STEP_SECONDS, FIELDS)):
+        add_since(since[fields].T, blocks[:, fields].transpose(0, 2, 1), onset, whole[fields].T)
+    since[_WEIGHTED] = whole[_WEIGHTED] = np.nan
     return onset, since, whole
 
 
@@ -627,18 +655,29 @@ def tag_totals(part: TagEvidence) -> TagTotals:
 
 
 def window_totals(
-    steps: npt.ArrayLike, ranks: Iterable[int], values: npt.ArrayLike, step_time: npt.ArrayLike
+    steps: npt.ArrayLike,
+    ranks: Iterable[int],
+    values: npt.ArrayLike,
+    step_time: npt.ArrayLike,
+    *,
+    periodic_later: bool = False,
 ) -> TagTotals:
     """The totals of one window of one timing (arguments as for
     :meth:`StragglerEvidence.add_timings`; ``values`` laid out step by step), made a
     group of ranks at a time: the same numbers as :func:`tag_totals` of the window's
     evidence, without its ``(ranks, blocks, FIELDS)`` array (88 MB at 16,384 ranks and
-    25 blocks)."""
+    25 blocks).
+
+    ``periodic_later``: the periodic sums (from ``PERIODIC`` on: 14 of the 26 fields, a
+    fifth of the time at 16,384 ranks) are made only for the ranks the verdict asks
+    (:meth:`TagTotals.periodic_since`: those it may name), from ``values``, which the
+    totals keep until then; NaN in ``since`` and ``whole``."""
     step_numbers, columns, table, scale = _block_arguments(steps, ranks, values, step_time)
     if not len(step_numbers) or not len(columns):
         raise ValueError(f"values must hold a step and a rank, got shape {table.shape}")
     ordered_ranks, table = _sorted_columns(columns, table)
     size, first, count = _block_layout(int(step_numbers[0]), int(step_numbers[-1]), 1)
+    prepared = _prepare(step_numbers, table, scale, size, first, None, weighted=not periodic_later)
     width = len(ordered_ranks)
     onset = np.zeros(width, dtype=np.int64)
     # Laid out as _fill_blocks lays out a group's blocks, the ranks innermost (each
@@ -651,7 +690,9 @@ def window_totals(
 
     def take(group: slice, blocks: FloatArray) -> None:
         by_block = blocks.transpose(1, 2, 0)  # the (blocks, FIELDS, ranks) array itself
-        onset[group], since[:, group], whole[:, group] = _walk_by_rank_last(by_block)
+        onset[group], since[:, group], whole[:, group] = _walk_by_rank_last(
+            by_block, weighted=prepared.weighted
+        )
         wall[0, :, group] = by_block[:, COUNT]
         wall[2, :, group] = by_block[:, STEP_SECONDS]
 
@@ -666,6 +707,7 @@ def window_totals(
         first,
         take=take,
         slowest=slowest,
+        prepared=prepared,
     )
     # The steps as the one slowest rank: whole counts, the same sums in any order.
     whole[SLOWEST] = wall[1].sum(axis=0)
@@ -681,7 +723,27 @@ def window_totals(
         wall.transpose(2, 1, 0),
         (0, 1, 2),
         *leads,
+        periodic=None if prepared.weighted else partial(_periodic_since, prepared, onset),
     )
+
+
+def _periodic_since(prepared: _Prepared, onset: IntArray, rows: IntArray) -> FloatArray:
+    """:meth:`TagTotals.periodic_since` of a window whose totals left the periodic sums
+    out: each group of ranks holding one of ``rows`` made again
+    (:meth:`_Prepared.weighted_blocks`: a product's sums depend on its width, so the
+    whole group's), and each rank's blocks added from its ``onset`` on, in their order,
+    as :func:`add_since` adds them."""
+    sums = np.zeros((len(rows), STEP_SECONDS - PERIODIC))
+    for group, chunks in _chunks(prepared.table.shape[1]):
+        inside = np.flatnonzero((rows >= group.start) & (rows < group.stop))
+        if not len(inside):
+            continue
+        blocks = prepared.weighted_blocks(group, chunks)
+        own = blocks[rows[inside] - group.start]
+        mine = np.zeros((len(inside), STEP_SECONDS - PERIODIC))
+        add_since(mine, own.transpose(1, 0, 2), onset[rows[inside]])
+        sums[inside] = mine
+    return sums
 
 
 def _summed_leads(
@@ -1470,6 +1532,7 @@ def _fill_blocks(
     slowest: FloatArray | None = None,
     runs: _Runs | None = None,
     middle: Middle | None = None,
+    prepared: _Prepared | None = None,
 ) -> tuple[IntArray, IntArray, FloatArray]:
     """The sums of a block of steps in blocks of ``size`` steps from block ``first``, into
     ``destination`` (``(ranks, blocks, FIELDS)``, rows: ``ranks``, sorted): as they are
@@ -1485,6 +1548,8 @@ def _fill_blocks(
     written, and walked (:func:`_walk`), as contiguous rows.
     ``runs``: where the long leads stood at the step before these (:class:`_Runs`),
     updated to their last. ``middle``: the table's :func:`row_middles`, where made already.
+    ``prepared``: what :func:`_prepare` made of these arguments, where the caller made it
+    (its ``weighted`` False: the weighted fields are left at 0, :func:`window_totals`).
 
     The others' medians need whole rows (a few steps at a time); the rest is made
     :data:`_CHUNK` ranks at a time, in one pass: each chunk's fields summed per block,
@@ -1494,20 +1559,8 @@ def _fill_blocks(
     the same whatever the chunks). The leads, a few steps at a time, go to each step's
     latest rank (:func:`_leads`).
     """
-    index = steps // size - first
-    spans = _Spans.of(index, steps)
-    middle = middle if middle is not None else row_middles(table)
-    others = _references(table, middle)
-    step = np.where(np.isfinite(scale) & (scale > 0), scale, np.nan)[:, None]
-    every = _all_usable(middle, step)
-    # Where every point is usable, a block's count and step time are each rank's alike:
-    # summed once, as the chunks sum theirs (two ranks wide: each rank's column is added
-    # in the same order whatever the width).
-    alike = None
-    if every:
-        alike = np.zeros((int(index[-1]) + 1, 2))
-        spans.add_runs(np.broadcast_to(step, (len(steps), 2)).copy(), alike)
-        alike[spans.targets, 0] = spans.lengths
+    prepared = prepared or _prepare(steps, table, scale, size, first, middle)
+    index, spans, step = prepared.step_blocks, prepared.spans, prepared.step
     tops, holders, winners = [], [], []
     for group, chunks in _chunks(len(ranks)):
         # A group's own blocks (added into the destination's once made, or taken), or the
@@ -1515,25 +1568,21 @@ def _fill_blocks(
         blocks = (
             destination[group]
             if columns is None and destination is not None
-            else np.zeros((int(index[-1]) + 1, FIELDS, group.stop - group.start)).transpose(2, 0, 1)
+            else prepared.group_blocks(group)
         )
         shares: FloatArray | None = None
         for chunk in chunks:
             within = slice(chunk.start - group.start, chunk.stop - group.start)
             top, holder, winner, share = _chunk_sums(
-                blocks[within], table[:, chunk], others(chunk), step, spans, alike
+                blocks[within], table[:, chunk], prepared.others(chunk), step, spans, prepared.alike
             )
             tops.append(top)
             holders.append(holder)
             winners.append(chunk.start + winner)
-            if shares is None:  # laid out as the chunks' shares are: the product's order
-                by_rank = share.flags.f_contiguous and not share.flags.c_contiguous
-                shares = np.empty(
-                    (len(steps), group.stop - group.start), order="F" if by_rank else "C"
-                )
-            shares[:, within] = share
-        assert shares is not None
-        _add_weighted(blocks, shares, spans)
+            if prepared.weighted:
+                shares = _shares_into(shares, share, within, group)
+        if shares is not None:
+            _add_weighted(blocks, shares, spans)
         if destination is None:
             assert take is not None
             take(group, blocks)
@@ -1550,17 +1599,98 @@ def _fill_blocks(
     counts = destination[:, :, SLOWEST] if destination is not None else slowest
     assert counts is not None
     np.add.at(counts, (winner[alone], target_of[alone]), 1.0)
-    latest, leads = _leads(table, ranks, step[:, 0], runs, gapless=middle is not None)
+    latest, leads = _leads(table, ranks, step[:, 0], runs, gapless=prepared.gapless)
     timed = np.flatnonzero(latest >= 0)
     return _summed_leads(ranks[latest[timed]], index[timed], leads[timed])
 
 
-def _add_weighted(blocks: FloatArray, shares: FloatArray, spans: _Spans) -> None:
-    """The weighted fields of a group's blocks (``(ranks, blocks, FIELDS)``), from
-    ``PERIODIC`` on in _weights' order; each the product of a run's
-    weights and its rows of ``shares`` (``(steps, ranks)``). The runs of one length side
-    by side (laid out step by step) are one stacked product: the same products, the
-    same sums, one call (and two writes) for them all."""
+class _Prepared(NamedTuple):
+    """What :func:`_fill_blocks` makes of a block of steps before its ranks' sums: each
+    step's block (``step_blocks``) and runs (``spans``), each point's reference (``others``,
+    per chunk of ranks), the step times (``(steps, 1)``, NaN for none), each block's
+    count and step time where every point is usable (``alike``), whether the table is
+    known to hold no NaN, and whether the weighted fields are made."""
+
+    table: TableArray
+    step_blocks: IntArray
+    spans: _Spans
+    others: Callable[[slice], FloatArray]
+    step: FloatArray
+    alike: FloatArray | None
+    gapless: bool
+    weighted: bool
+
+    def group_blocks(self, group: slice) -> FloatArray:
+        """A group of ranks' own blocks, zeros: ``(ranks, blocks, FIELDS)``, laid out
+        ``(blocks, FIELDS, ranks)`` (each field's row of the group contiguous)."""
+        blocks = np.zeros((int(self.step_blocks[-1]) + 1, FIELDS, group.stop - group.start))
+        by_rank: FloatArray = blocks.transpose(2, 0, 1)
+        return by_rank
+
+    def weighted_blocks(self, group: slice, chunks: list[slice]) -> FloatArray:
+        """A group of ranks' weighted fields alone, ``(ranks, blocks, 2 x len(PERIODS))``:
+        the same numbers :func:`_fill_blocks` makes, each chunk's shares made again."""
+        every = self.alike is not None
+        shares: FloatArray | None = None
+        for chunk in chunks:
+            within = slice(chunk.start - group.start, chunk.stop - group.start)
+            share = _chunk_share(self.table[:, chunk], self.others(chunk), self.step, every)
+            shares = _shares_into(shares, share, within, group)
+        assert shares is not None
+        width = _WEIGHTED.stop - _WEIGHTED.start
+        blocks = np.zeros((int(self.step_blocks[-1]) + 1, width, group.stop - group.start))
+        by_rank: FloatArray = blocks.transpose(2, 0, 1)
+        _add_weighted(by_rank, shares, self.spans, slice(0, width))
+        return by_rank
+
+
+def _prepare(
+    steps: IntArray,
+    table: TableArray,
+    scale: FloatArray,
+    size: int,
+    first: int,
+    middle: Middle | None,
+    *,
+    weighted: bool = True,
+) -> _Prepared:
+    """:class:`_Prepared` of :func:`_fill_blocks`' arguments."""
+    index = steps // size - first
+    spans = _Spans.of(index, steps)
+    middle = middle if middle is not None else row_middles(table)
+    step = np.where(np.isfinite(scale) & (scale > 0), scale, np.nan)[:, None]
+    # Where every point is usable, a block's count and step time are each rank's alike:
+    # summed once, as the chunks sum theirs (two ranks wide: each rank's column is added
+    # in the same order whatever the width).
+    alike = None
+    if _all_usable(middle, step):
+        alike = np.zeros((int(index[-1]) + 1, 2))
+        spans.add_runs(np.broadcast_to(step, (len(steps), 2)).copy(), alike)
+        alike[spans.targets, 0] = spans.lengths
+    others = _references(table, middle)
+    return _Prepared(table, index, spans, others, step, alike, middle is not None, weighted)
+
+
+def _shares_into(
+    shares: FloatArray | None, share: FloatArray, within: slice, group: slice
+) -> FloatArray:
+    """A chunk's excess shares (``(steps, chunk)``) into its ``group``'s (``within`` it),
+    made on the first chunk laid out as that chunk's are: the weighted product's order."""
+    if shares is None:
+        by_rank = share.flags.f_contiguous and not share.flags.c_contiguous
+        shares = np.empty((len(share), group.stop - group.start), order="F" if by_rank else "C")
+    shares[:, within] = share
+    return shares
+
+
+def _add_weighted(
+    blocks: FloatArray, shares: FloatArray, spans: _Spans, into: slice = _WEIGHTED
+) -> None:
+    """The weighted fields of a group's blocks (``(ranks, blocks, FIELDS)``; ``into``:
+    where along its last axis, from ``PERIODIC`` on), in _weights' order; each the
+    product of a run's weights and its rows of ``shares`` (``(steps, ranks)``). The runs
+    of one length side by side (laid out step by step) are one stacked product: the
+    same products, the same sums, one call (and one write) for them all."""
     for first, last, length in spans.levels:
         start, stop = spans.bounds[first][0], spans.bounds[last - 1][1]
         if last - first > 1 and shares.flags.c_contiguous:
@@ -1571,13 +1701,13 @@ def _add_weighted(blocks: FloatArray, shares: FloatArray, spans: _Spans) -> None
             )
             targets = spans.targets[first:last]
             at = _progression(np.asarray(targets))
-            blocks[:, at, PERIODIC:STEP_SECONDS] = product.transpose(2, 0, 1)
+            blocks[:, at, into] = product.transpose(2, 0, 1)
             continue
         for target, (start, stop) in zip(
             spans.targets[first:last], spans.bounds[first:last], strict=True
         ):
             single = spans.weights[:, start:stop] @ shares[start:stop]
-            blocks[:, target, PERIODIC:STEP_SECONDS] = single.T
+            blocks[:, target, into] = single.T
 
 
 def _chunks(count: int) -> list[tuple[slice, list[slice]]]:
@@ -1643,6 +1773,18 @@ def _chunk_sums(
     for position, values in _plain_fields(share, seconds, reference_share, usable, step):
         spans.add_runs(values, by_field[position])
     return top, holders, winner, share
+
+
+def _chunk_share(
+    table: TableArray, reference: FloatArray, step: FloatArray, every: bool
+) -> FloatArray:
+    """The excess shares :func:`_chunk_sums` returns of the same chunk (0 where not
+    usable; ``every``: every point of the table is, its ``alike`` given)."""
+    _, share, reference_share = _excess(table, reference, step)
+    if every:
+        return share
+    usable = _usable(share, reference_share)
+    return share if bool(usable.all()) else np.where(usable, share, 0.0)
 
 
 def _leads(
