@@ -492,21 +492,22 @@ def test_judging_a_window_gives_the_records_of_its_evidence_bit_for_bit(case: in
 def test_a_window_reads_the_period_of_a_rank_in_any_group_of_ranks(ranks: int, rank: int) -> None:
     # judge_timings makes a rank's periodic sums only when the verdict may name it, from
     # the rank's group of 1,024 again (the middle group, and a last group of one rank,
-    # whose sums numpy adds in another order): the records of the evidence, which made
-    # them for every rank.
+    # whose sums numpy adds in another order), each timing's from its own table (the
+    # forward's after the arrival's was laid out in the same array: periods 4 and 3):
+    # the records of the evidence, which made them for every rank.
     rng = np.random.default_rng(0)
     steps = 160
     forward = 0.006 * rng.lognormal(0.0, 0.07, (ranks, steps))
     arrival = forward + 0.002 * rng.lognormal(0.0, 0.07, (ranks, steps))
     forward[rank, ::4] *= 2.0
-    arrival[rank, ::4] += 0.006
+    arrival[rank, ::3] += 0.006
     timings = {"forward": forward, "arrival": arrival}
     step_time = arrival.max(axis=0) + 0.001
     records = judge_timings(timings, step_time=step_time)
     assert records == straggler_records(timings_evidence(timings, step_time=step_time))
     assert [(r["timing"], r["ranks"], r["period_steps"], r["persistent"]) for r in records] == [
         ("forward", [rank], 4, False),
-        ("arrival", [rank], 4, False),
+        ("arrival", [rank], 3, False),
     ]
 
 

@@ -660,7 +660,7 @@ def window_totals(
     values: npt.ArrayLike,
     step_time: npt.ArrayLike,
     *,
-    periodic_later: bool = False,
+    periodic_later: bool | Callable[[slice], TableArray] = False,
 ) -> TagTotals:
     """The totals of one window of one timing (arguments as for
     :meth:`StragglerEvidence.add_timings`; ``values`` laid out step by step), made a
@@ -671,11 +671,17 @@ def window_totals(
     ``periodic_later``: the periodic sums (from ``PERIODIC`` on: 14 of the 26 fields, a
     fifth of the time at 16,384 ranks) are made only for the ranks the verdict asks
     (:meth:`TagTotals.periodic_since`: those it may name), from ``values``, which the
-    totals keep until then; NaN in ``since`` and ``whole``."""
+    totals keep until then; NaN in ``since`` and ``whole``. Or, where the caller reuses
+    ``values`` once this returns, a function giving the same points again: a slice of
+    the ranks, in the order of ``ranks`` (which must then be sorted, else the totals
+    keep a sorted copy of their own), ``(steps, ranks in the slice)``, contiguous."""
     step_numbers, columns, table, scale = _block_arguments(steps, ranks, values, step_time)
     if not len(step_numbers) or not len(columns):
         raise ValueError(f"values must hold a step and a rank, got shape {table.shape}")
+    given = table
     ordered_ranks, table = _sorted_columns(columns, table)
+    # The points read again through the caller's function, where the table is its array.
+    read_again = periodic_later if callable(periodic_later) and table is given else None
     size, first, count = _block_layout(int(step_numbers[0]), int(step_numbers[-1]), 1)
     prepared = _prepare(step_numbers, table, scale, size, first, None, weighted=not periodic_later)
     width = len(ordered_ranks)
@@ -723,22 +729,31 @@ def window_totals(
         wall.transpose(2, 1, 0),
         (0, 1, 2),
         *leads,
-        periodic=None if prepared.weighted else partial(_periodic_since, prepared, onset),
+        periodic=None
+        if prepared.weighted
+        else partial(_periodic_since, prepared, onset, read_again),
     )
 
 
-def _periodic_since(prepared: _Prepared, onset: IntArray, rows: IntArray) -> FloatArray:
+def _periodic_since(
+    prepared: _Prepared,
+    onset: IntArray,
+    read_again: Callable[[slice], TableArray] | None,
+    rows: IntArray,
+) -> FloatArray:
     """:meth:`TagTotals.periodic_since` of a window whose totals left the periodic sums
     out: each group of ranks holding one of ``rows`` made again
     (:meth:`_Prepared.weighted_blocks`: a product's sums depend on its width, so the
-    whole group's), and each rank's blocks added from its ``onset`` on, in their order,
-    as :func:`add_since` adds them."""
+    whole group's; its points from ``read_again`` where given, else the kept table), and
+    each rank's blocks added from its ``onset`` on, in their order, as :func:`add_since`
+    adds them."""
     sums = np.zeros((len(rows), STEP_SECONDS - PERIODIC))
     for group, chunks in _chunks(prepared.table.shape[1]):
         inside = np.flatnonzero((rows >= group.start) & (rows < group.stop))
         if not len(inside):
             continue
-        blocks = prepared.weighted_blocks(group, chunks)
+        table = None if read_again is None else read_again(group)
+        blocks = prepared.weighted_blocks(group, chunks, table)
         own = blocks[rows[inside] - group.start]
         mine = np.zeros((len(inside), STEP_SECONDS - PERIODIC))
         add_since(mine, own.transpose(1, 0, 2), onset[rows[inside]])
@@ -1325,8 +1340,11 @@ def middle_medians(middle: Middle) -> FloatArray:
     return medians
 
 
-def _references(table: TableArray, middle: Middle | None) -> Callable[[slice], FloatArray]:
-    """Each point's others' median, for a slice of the ranks (``(steps, ranks)`` columns).
+def _references(
+    table: TableArray, middle: Middle | None
+) -> Callable[[slice, TableArray], FloatArray]:
+    """Each point's others' median, for a slice of the ranks (``(steps, ranks)`` columns),
+    given those ranks' columns (``table[:, chunk]``, or the same points read elsewhere).
 
     A table without NaN of 3 ranks or more keeps each row's middle order statistics only
     (a few numbers a step: ``middle``, its :func:`row_middles`) and makes a chunk's
@@ -1335,12 +1353,12 @@ def _references(table: TableArray, middle: Middle | None) -> Callable[[slice], F
     """
     if middle is not None:
         kept, shape = middle, _middle_shape(middle)
-        return lambda chunk: _others_from(table[:, chunk], kept, shape)
+        return lambda chunk, columns: _others_from(columns, kept, shape)
     rows = max(1, _ROW_CELLS // max(table.shape[1], 1))
     reference = np.empty(table.shape)  # float64, whatever the table's type
     for start in range(0, len(table), rows):
         reference[start : start + rows] = others_medians(table[start : start + rows])
-    return lambda chunk: reference[:, chunk]
+    return lambda chunk, columns: reference[:, chunk]
 
 
 class _Spans(NamedTuple):
@@ -1573,8 +1591,14 @@ def _fill_blocks(
         shares: FloatArray | None = None
         for chunk in chunks:
             within = slice(chunk.start - group.start, chunk.stop - group.start)
+            points = table[:, chunk]
             top, holder, winner, share = _chunk_sums(
-                blocks[within], table[:, chunk], prepared.others(chunk), step, spans, prepared.alike
+                blocks[within],
+                points,
+                prepared.others(chunk, points),
+                step,
+                spans,
+                prepared.alike,
             )
             tops.append(top)
             holders.append(holder)
@@ -1606,15 +1630,16 @@ def _fill_blocks(
 
 class _Prepared(NamedTuple):
     """What :func:`_fill_blocks` makes of a block of steps before its ranks' sums: each
-    step's block (``step_blocks``) and runs (``spans``), each point's reference (``others``,
-    per chunk of ranks), the step times (``(steps, 1)``, NaN for none), each block's
-    count and step time where every point is usable (``alike``), whether the table is
-    known to hold no NaN, and whether the weighted fields are made."""
+    step's block (``step_blocks``) and runs (``spans``), each point's reference
+    (``others``, per chunk of ranks, given their columns), the step times (``(steps,
+    1)``, NaN for none), each block's count and step time where every point is usable
+    (``alike``), whether the table is known to hold no NaN, and whether the weighted
+    fields are made."""
 
     table: TableArray
     step_blocks: IntArray
     spans: _Spans
-    others: Callable[[slice], FloatArray]
+    others: Callable[[slice, TableArray], FloatArray]
     step: FloatArray
     alike: FloatArray | None
     gapless: bool
@@ -1627,14 +1652,19 @@ class _Prepared(NamedTuple):
         by_rank: FloatArray = blocks.transpose(2, 0, 1)
         return by_rank
 
-    def weighted_blocks(self, group: slice, chunks: list[slice]) -> FloatArray:
+    def weighted_blocks(
+        self, group: slice, chunks: list[slice], table: TableArray | None = None
+    ) -> FloatArray:
         """A group of ranks' weighted fields alone, ``(ranks, blocks, 2 x len(PERIODS))``:
-        the same numbers :func:`_fill_blocks` makes, each chunk's shares made again."""
+        the same numbers :func:`_fill_blocks` makes, each chunk's shares made again from
+        the group's columns (``table``, ``(steps, group)``: the same points as
+        ``self.table``'s, read again where that array was reused)."""
         every = self.alike is not None
         shares: FloatArray | None = None
         for chunk in chunks:
             within = slice(chunk.start - group.start, chunk.stop - group.start)
-            share = _chunk_share(self.table[:, chunk], self.others(chunk), self.step, every)
+            columns = self.table[:, chunk] if table is None else table[:, within]
+            share = _chunk_share(columns, self.others(chunk, columns), self.step, every)
             shares = _shares_into(shares, share, within, group)
         assert shares is not None
         width = _WEIGHTED.stop - _WEIGHTED.start
