@@ -488,15 +488,19 @@ def test_judging_a_window_gives_the_records_of_its_evidence_bit_for_bit(case: in
     assert records  # a rank is named: the comparison is of verdicts, not of two empty lists
 
 
-@pytest.mark.parametrize(("ranks", "rank"), [(2100, 1500), (2049, 2048)])
-def test_a_window_reads_the_period_of_a_rank_in_any_group_of_ranks(ranks: int, rank: int) -> None:
+@pytest.mark.parametrize(
+    ("ranks", "rank", "steps"), [(2100, 1500, 160), (2049, 2048, 160), (1025, 1024, 320)]
+)
+def test_a_window_reads_the_period_of_a_rank_in_any_group_of_ranks(
+    ranks: int, rank: int, steps: int
+) -> None:
     # judge_timings makes a rank's periodic sums only when the verdict may name it, from
     # the rank's group of 1,024 again (the middle group, and a last group of one rank,
-    # whose sums numpy adds in another order), each timing's from its own table (the
-    # forward's after the arrival's was laid out in the same array: periods 4 and 3):
-    # the records of the evidence, which made them for every rank.
+    # whose sums numpy adds in another order: pairwise, over blocks of 10 steps), each
+    # timing's from its own table (the forward's after the arrival's was laid out in the
+    # same array: periods 4 and 3): the records of the evidence, which made them for every
+    # rank. Every rank's count and step time a block are one row, but the lone rank's.
     rng = np.random.default_rng(0)
-    steps = 160
     forward = 0.006 * rng.lognormal(0.0, 0.07, (ranks, steps))
     arrival = forward + 0.002 * rng.lognormal(0.0, 0.07, (ranks, steps))
     forward[rank, ::4] *= 2.0

@@ -727,9 +727,9 @@ def _sums_since(part: TagTotals, ranks: IntArray, since: IntArray) -> _Since:
     """The wall clock's sums of ``part`` per rank of ``ranks`` (distinct; 0 for one it
     lacks) over its blocks from the one holding step ``since`` of that rank on."""
     rows, found = _rows_of(part.ranks, ranks)
-    starts = (part.first_block + np.arange(part.wall_blocks.shape[1])) * part.block_size
-    fields = list(part.wall_at)
-    sums = np.zeros((len(fields), len(ranks))).T  # each field's sums one row
+    blocks = part.wall_blocks[0].shape[1]
+    starts = (part.first_block + np.arange(blocks)) * part.block_size
+    sums = np.zeros((len(part.wall_blocks), len(ranks))).T  # each field's sums one row
     first = since[found] // part.block_size * part.block_size
     # Usually every rank of the evidence in its order: no gather of rows.
     every = (
@@ -739,15 +739,13 @@ def _sums_since(part: TagTotals, ranks: IntArray, since: IntArray) -> _Since:
     )
     # Each rank's blocks from the first that starts at or after its ``first``, in order.
     onset = np.searchsorted(starts, first)
-    # A window's wall blocks are these fields alone (no gather); the evidence's, all of them.
-    alone = part.wall_at == tuple(range(part.wall_blocks.shape[2]))
-    walls = part.wall_blocks if alone else part.wall_blocks[:, :, fields]
-    if every:
-        add_since(sums, walls.transpose(1, 0, 2), onset)
-    else:
-        mine = np.zeros((int(found.sum()), len(fields)))
-        add_since(mine, walls[rows[found]].transpose(1, 0, 2), onset)
-        sums[found] = mine
+    for at, wall in enumerate(part.wall_blocks):
+        if every:
+            add_since(sums[:, at : at + 1], wall.T[:, :, None], onset)
+            continue
+        mine = np.zeros((int(found.sum()), 1))
+        add_since(mine, wall[rows[found]].T[:, :, None], onset)
+        sums[found, at] = mine[:, 0]
     return _Since(sums[:, 0], sums[:, 1], sums[:, 2], part.lead_sums(ranks, since))
 
 
