@@ -269,6 +269,19 @@ def test_a_rank_stalled_150_ms_four_times_in_40_steps_is_named_on_arrival(seed: 
     assert record["cost_seconds_per_step"] == pytest.approx(saving, rel=0.05)
 
 
+def test_a_rank_named_by_its_long_leads_alone_is_given_its_period() -> None:
+    # Stalled 150 ms every 8th step: its clipped excess is not clear (the long leads name
+    # it), and its period is read for it then, as for a rank the mean names.
+    rng = np.random.default_rng(2)
+    forward = 0.006 * rng.lognormal(0.0, 0.07, (64, 200))
+    arrival = forward + 0.002 * rng.lognormal(0.0, 0.07, (64, 200))
+    arrival[5, 3::8] += 0.150
+    step = arrival.max(axis=0) + 0.001
+    [record] = judge_timings({"forward": forward, "arrival": arrival}, step_time=step)
+    assert (record["timing"], record["ranks"]) == ("arrival", [5])
+    assert (record["period_steps"], record["persistent"]) == (8, False)
+
+
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize(
     "stalls",

@@ -898,7 +898,8 @@ def _judgements(
         # each timing its own): a rank the job clearly waits for, however its timing looks.
         if wall.part is part:
             often = _latest_often(wall, share, settings)
-            _add_periods(judged, part, np.flatnonzero(often & ~judged.named), settings)
+            # Its period, as any named rank's (read again for a rank that has one: the same).
+            _add_periods(judged, part, np.flatnonzero(often), settings)
             judged.named |= often
         # Over enough steps since its onset (the wall clock's floor in seconds is
         # _wall_named's, on what the job waited for).
