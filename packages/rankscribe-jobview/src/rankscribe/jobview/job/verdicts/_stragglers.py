@@ -697,9 +697,11 @@ def window_totals(
     # block's (``alike``): one row read for every rank, not 6.5 MB written at 16,384
     # ranks and 25 blocks. Not with a rank alone in its chunk, which sums its own.
     alike = prepared.alike
-    if alike is not None and all(
+    shared = alike is not None and all(
         chunk.stop - chunk.start > 1 for _, chunks in _chunks(width) for chunk in chunks
-    ):
+    )
+    if shared:
+        assert alike is not None
         count_blocks = np.broadcast_to(alike[:, 0], (width, count)).T
         step_blocks = np.broadcast_to(alike[:, 1], (width, count)).T
     else:
@@ -710,7 +712,7 @@ def window_totals(
         onset[group], since[:, group], whole[:, group] = _walk_by_rank_last(
             by_block, weighted=prepared.weighted
         )
-        if count_blocks.flags.writeable:
+        if not shared:
             count_blocks[:, group] = by_block[:, COUNT]
             step_blocks[:, group] = by_block[:, STEP_SECONDS]
 
@@ -1588,7 +1590,8 @@ def _fill_blocks(
     the same whatever the chunks). The leads, a few steps at a time, go to each step's
     latest rank (:func:`_leads`).
     """
-    prepared = prepared or _prepare(steps, table, scale, size, first, middle)
+    if prepared is None:
+        prepared = _prepare(steps, table, scale, size, first, middle)
     index, spans, step = prepared.step_blocks, prepared.spans, prepared.step
     tops, holders, winners = [], [], []
     for group, chunks in _chunks(len(ranks)):
