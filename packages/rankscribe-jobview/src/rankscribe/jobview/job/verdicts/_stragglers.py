@@ -573,20 +573,48 @@ def _walk(blocks: FloatArray) -> tuple[IntArray, FloatArray, FloatArray]:
 
 
 def _walk_by_rank_last(
-    blocks: FloatArray, *, weighted: bool = True
+    blocks: FloatArray, *, weighted: bool = True, alike: _Alike | None = None
 ) -> tuple[IntArray, FloatArray, FloatArray]:
     """:func:`_walk` of ``(blocks, fields, ranks)`` sums, the ranks innermost; the sums
     ``(fields, ranks)``. ``weighted`` False: the blocks' weighted fields were not made,
-    and their sums are NaN."""
-    onset = _onsets(blocks[:, SHARE], blocks[:, COUNT])
+    and their sums are NaN. ``alike``: every rank's count and step time a block are the
+    same (:class:`_Alike`), and are read from it, not walked rank by rank."""
+    count = blocks[:, COUNT] if alike is None else alike.counts
+    onset = _onsets(blocks[:, SHARE], count)
     since, whole = np.zeros(blocks.shape[1:]), np.zeros(blocks.shape[1:])
-    if weighted:
-        add_since(since.T, blocks.transpose(0, 2, 1), onset, whole.T)
-        return onset, since, whole
-    for fields in (slice(0, PERIODIC), slice(STEP_SECONDS, FIELDS)):
-        add_since(since[fields].T, blocks[:, fields].transpose(0, 2, 1), onset, whole[fields].T)
-    since[_WEIGHTED] = whole[_WEIGHTED] = np.nan
+    last = STEP_SECONDS if weighted else PERIODIC
+    if alike is not None:
+        fields = [slice(SHARE, last)]
+        for field, sums in ((COUNT, alike.count_since), (STEP_SECONDS, alike.step_since)):
+            since[field], whole[field] = sums[onset], sums[0]
+    elif weighted:
+        fields = [slice(0, FIELDS)]
+    else:
+        fields = [slice(0, PERIODIC), slice(STEP_SECONDS, FIELDS)]
+    for part in fields:
+        add_since(since[part].T, blocks[:, part].transpose(0, 2, 1), onset, whole[part].T)
+    if not weighted:
+        since[_WEIGHTED] = whole[_WEIGHTED] = np.nan
     return onset, since, whole
+
+
+class _Alike(NamedTuple):
+    """Where every rank's count and step time a block are the same (a window whose points
+    are all usable, :func:`_all_usable`): the counts as a ``(blocks, 1)`` column, and each
+    one's sums from each block on (``[b]``: from block ``b``), added as :func:`add_since`
+    adds a rank's from its onset: the same numbers, made once for every rank."""
+
+    counts: FloatArray
+    count_since: FloatArray
+    step_since: FloatArray
+
+    @classmethod
+    def of(cls, alike: FloatArray) -> _Alike:
+        """Of a window's ``(blocks, 2)`` count and step time a block."""
+        sums = np.zeros(alike.shape)
+        for block in range(len(alike)):
+            sums[: block + 1] += alike[block]
+        return cls(alike[:, :1], sums[:, 0], sums[:, 1])
 
 
 def add_since(
@@ -617,7 +645,8 @@ def add_since(
 
 
 def _onsets(share: FloatArray, count: FloatArray) -> IntArray:
-    """Per column of ``(blocks, ranks)`` excess shares and counts, the block from which
+    """Per column of ``(blocks, ranks)`` excess shares and counts (or one ``(blocks, 1)``
+    column of counts, every rank's), the block from which
     its excess to the end is clearest: the most share over the square root of the steps
     from that block on (the change-in-mean statistic; the first such block on a tie).
 
@@ -625,7 +654,7 @@ def _onsets(share: FloatArray, count: FloatArray) -> IntArray:
     along the blocks adds the same way, one rank at a time: 4x slower at 1,024 ranks)."""
     blocks = share.shape[0]
     suffix = np.empty(share.shape)
-    steps_after = np.empty(share.shape)
+    steps_after = np.empty(count.shape)  # (blocks, 1): every rank's alike
     suffix[-1], steps_after[-1] = share[-1], count[-1]
     for block in range(blocks - 2, -1, -1):
         np.add(suffix[block + 1], share[block], out=suffix[block])
@@ -706,11 +735,12 @@ def window_totals(
         step_blocks = np.broadcast_to(alike[:, 1], (width, count)).T
     else:
         count_blocks, step_blocks = np.zeros((count, width)), np.zeros((count, width))
+    walked = _Alike.of(alike) if shared and alike is not None else None
 
     def take(group: slice, blocks: FloatArray) -> None:
         by_block = blocks.transpose(1, 2, 0)  # the (blocks, FIELDS, ranks) array itself
         onset[group], since[:, group], whole[:, group] = _walk_by_rank_last(
-            by_block, weighted=prepared.weighted
+            by_block, weighted=prepared.weighted, alike=walked
         )
         if not shared:
             count_blocks[:, group] = by_block[:, COUNT]
@@ -1387,6 +1417,9 @@ class _Spans(NamedTuple):
     #: run after its last, length).
     lengths: list[int]
     levels: list[tuple[int, int, int]]
+    #: Each stretch's blocks (its runs' ``targets``): a slice where evenly spaced (a
+    #: view of ``out``, written in place, not a gather).
+    level_targets: list[slice | IntArray]
 
     @classmethod
     def of(cls, index: IntArray, steps: IntArray) -> _Spans:
@@ -1403,7 +1436,9 @@ class _Spans(NamedTuple):
                 last += 1
             levels.append((first, last, lengths[first]))
             first = last
-        return cls(index[starts].tolist(), bounds, _weights(steps), lengths, levels)
+        targets = index[starts]
+        level_targets = [_progression(targets[first:last]) for first, last, _ in levels]
+        return cls(targets.tolist(), bounds, _weights(steps), lengths, levels, level_targets)
 
     def add_runs(self, values: npt.NDArray[Any], out: FloatArray) -> None:
         """Each run's rows of ``values`` (``(steps, ranks)``) summed into its block of
@@ -1428,10 +1463,13 @@ class _Spans(NamedTuple):
             values = values.view(np.uint8)
             total = np.uint16 if max(lengths) < 1 << 16 else np.int64
         if values.flags.c_contiguous and values.shape[1] > 1:
-            for first, last, length in self.levels:
+            for (first, last, length), at in zip(self.levels, self.level_targets, strict=True):
                 start, stop = self.bounds[first][0], self.bounds[last - 1][1]
                 runs = values[start:stop].reshape(last - first, length, -1)
-                out[self.targets[first:last]] = runs.sum(axis=1, dtype=total)
+                if total is np.float64 and isinstance(at, slice):
+                    runs.sum(axis=1, out=out[at])
+                else:
+                    out[at] = runs.sum(axis=1, dtype=total)
             return
         in_order = max(lengths) < 8
         if len(lengths) <= max(lengths) or not in_order:
@@ -1737,7 +1775,7 @@ def _add_weighted(
     product of a run's weights and its rows of ``shares`` (``(steps, ranks)``). The runs
     of one length side by side (laid out step by step) are one stacked product: the
     same products, the same sums, one call (and one write) for them all."""
-    for first, last, length in spans.levels:
+    for level, (first, last, length) in enumerate(spans.levels):
         start, stop = spans.bounds[first][0], spans.bounds[last - 1][1]
         if last - first > 1 and shares.flags.c_contiguous:
             weights = spans.weights[:, start:stop].reshape(len(spans.weights), -1, length)
@@ -1745,9 +1783,7 @@ def _add_weighted(
                 np.ascontiguousarray(weights.transpose(1, 0, 2)),
                 shares[start:stop].reshape(last - first, length, -1),
             )
-            targets = spans.targets[first:last]
-            at = _progression(np.asarray(targets))
-            blocks[:, at, into] = product.transpose(2, 0, 1)
+            blocks[:, spans.level_targets[level], into] = product.transpose(2, 0, 1)
             continue
         for target, (start, stop) in zip(
             spans.targets[first:last], spans.bounds[first:last], strict=True
