@@ -646,15 +646,15 @@ def add_since(
 
 def _onsets(share: FloatArray, count: FloatArray) -> IntArray:
     """Per column of ``(blocks, ranks)`` excess shares and counts (or one ``(blocks, 1)``
-    column of counts, every rank's), the block from which
-    its excess to the end is clearest: the most share over the square root of the steps
-    from that block on (the change-in-mean statistic; the first such block on a tie).
+    column of counts, where every rank's are the same), the block from which its excess
+    to the end is clearest: the most share over the square root of the steps from that
+    block on (the change-in-mean statistic; the first such block on a tie).
 
     The sums to the end are added a block at a time, from the last (numpy's ``cumsum``
     along the blocks adds the same way, one rank at a time: 4x slower at 1,024 ranks)."""
     blocks = share.shape[0]
     suffix = np.empty(share.shape)
-    steps_after = np.empty(count.shape)  # (blocks, 1): every rank's alike
+    steps_after = np.empty(count.shape)  # one column where every rank's counts are alike
     suffix[-1], steps_after[-1] = share[-1], count[-1]
     for block in range(blocks - 2, -1, -1):
         np.add(suffix[block + 1], share[block], out=suffix[block])
