@@ -45,7 +45,10 @@ above, from the start, always on that rank). Each run is judged live (the last
 Each scenario runs ``--trials`` runs on each of ``--seeds`` independent random
 streams (one per seed, scenario and job size, so the figures do not depend on
 the order or the ``--jobs`` worker processes that run them). Printed per
-scenario, over every run and (after ``/``) the worst seed's: runs; latency
+scenario, over every run and (after ``/``) the worst seed's: runs; the saving
+(what the fault cost the job since the onset, measured as below, as a share of the
+median step: the median run's; a fault that saves less than the floor is not a
+verdict, however slow its rank); latency
 (steps from the onset to the first live window naming the rank, median, in
 seconds at the simulated median step time, and the longest); recall within 50
 steps of the onset (live) and at the end (whole run); precision (live names
@@ -256,6 +259,9 @@ class Tally:
     faulty: int = 0
     cost_errors: list[float] = field(default_factory=list)
     step_times: list[float] = field(default_factory=list)
+    #: Per run with a fault, what it cost the job since the onset (measured: the same draws
+    #: without it), as a share of the median step: what naming it would save.
+    savings: list[float] = field(default_factory=list)
     #: Each name of a rank without a fault: where and what (printed after the table).
     false_named: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -347,6 +353,8 @@ def run_trial(
     tally.trials += 1
     tally.clean_rank_steps += (ranks - len(bad)) * STEPS_JUDGED
     tally.faulty += len(bad)
+    if bad:
+        tally.savings.append(float(cost[:, ONSET:].mean(axis=1).max() / np.median(step_time)))
     for rank in bad:
         if rank in first_named:
             tally.latencies.append(first_named[rank] - ONSET)
@@ -390,9 +398,10 @@ def _row(label: str, ranks: int, seeds: list[Tally]) -> str:
     def pair(total: float, worst: float) -> str:
         return f"{total:5.3f}/{worst:5.3f}"
 
+    saving = f"{np.median(tally.savings):6.2%}" if tally.savings else "     -"
     return (
         f"{ranks:>6} {label:<28} {len(seeds):>2}x{tally.trials // max(len(seeds), 1):<3} "
-        f"{latency} "
+        f"{saving} {latency} "
         f"{pair(tally.recall_early(), _worst([t.recall_early() for t in seeds]))} "
         f"{pair(tally.recall_end(), _worst([t.recall_end() for t in seeds]))} "
         f"{pair(tally.precision(), _worst([t.precision() for t in seeds]))} {errors} "
@@ -410,7 +419,7 @@ def trials_for(ranks: int, quick: bool) -> int:
 
 
 HEADER = (
-    f"{'ranks':>6} {'scenario':<28} {'runs':<6} {'lat':>5} {'lat_s':>6} {'max':>4} "
+    f"{'ranks':>6} {'scenario':<28} {'runs':<6} {'saving':>6} {'lat':>5} {'lat_s':>6} {'max':>4} "
     f"{'rec50':>11} {'rec_end':>11} {'prec':>11} {'cost_e':>6} {'c_max':>6} "
     f"{'c<=10%':>11} {'FA/1e6':>13} {'rk-stp':>7} {'cpu_s':>6}"
 )
