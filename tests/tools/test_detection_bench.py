@@ -59,6 +59,48 @@ def test_a_trial_tallies_latency_recall_and_cost(bench: ModuleType) -> None:
     assert error < 0.05
 
 
+def test_a_trial_tallies_the_saving_and_the_false_names_that_save_nothing(
+    bench: ModuleType,
+) -> None:
+    """Each faulty run's saving is the measured cost since the onset over the median step;
+    a name of a clean rank counts among the cheap ones only where its own lead saves the
+    job under 0.5 % of the step."""
+    tally = bench.Tally()
+    rng = np.random.default_rng(0)
+    fault = bench.Fault("1 rank forward +50 %", 0.5)
+    bench.run_trial(rng, 64, fault, tally, 100, 10, VerdictSettings())
+    [saving] = tally.savings
+    rng = np.random.default_rng(0)  # the same draws again: the saving as the bench measures it
+    _, step_time, _, cost = bench.simulate(rng, 64, bench.ONSET + bench.AFTER, fault)
+    assert saving == pytest.approx(float(cost[:, bench.ONSET :].mean()) / np.median(step_time))
+    assert saving > 0.02
+    clean = bench.Tally()
+    bench.run_trial(np.random.default_rng(0), 64, bench.CLEAN, clean, 100, 10, VerdictSettings())
+    assert clean.savings == [] and clean.cheap_names == 0
+    # A record naming a rank that leads nobody (the earliest at every step) is cheap; one
+    # naming the step's latest rank, 1 ms ahead of the rest in a 5 ms step, is not.
+    arrival = np.tile(np.arange(1.0, 5.0)[:, None], (1, 20)) * 1e-3
+    records = [{"ranks": [0]}, {"ranks": [3]}]
+    assert bench._cheap_names(records, set(), arrival, slice(0, 20)) == 1
+    assert bench._cheap_names(records, {0}, arrival, slice(0, 20)) == 0
+
+
+def test_the_detection_curve_is_binned_by_the_measured_saving(bench: ModuleType) -> None:
+    outcomes = [(0.001, False, False), (0.03, True, True), (0.035, False, True), (0.2, True, True)]
+    curve = bench._by_saving(outcomes)
+    assert curve == (
+        "0.0%-0.5%: 0/1 within 50, 0/1 at the end; "
+        "3.0%-4.0%: 1/2 within 50, 2/2 at the end; "
+        ">= 10.0%: 1/1 within 50, 1/1 at the end"
+    )
+    named = bench.family_trial(0, 64, "gc pauses", "rank", 0.5, VerdictSettings())
+    [(saving, early, end)] = named.outcomes
+    assert saving == named.savings[0] and (early, end) == (True, True)
+    unnamed = bench.family_trial(0, 64, "gc pauses", "rank", 0.05, VerdictSettings())
+    [(saving, early, end)] = unnamed.outcomes
+    assert saving == unnamed.savings[0] < 0.02 and (early, end) == (False, False)
+
+
 def test_a_trial_lists_each_false_name_with_its_run_and_window(bench: ModuleType) -> None:
     """Thresholds loose enough to name clean ranks: each name is listed where it was made."""
     tally = bench.Tally()
