@@ -818,10 +818,8 @@ def family_trial(
                 settings=settings,
             )
         named = _names(records)
-        for record in records:  # false names: ranks (a record's, together) saving < 0.5 %
-            clean_ranks = sorted(set(record["ranks"]) - bad)
-            if clean_ranks and _own_saving(timings["arrival"], clean_ranks, window) < 0.005:
-                tally.false_names += len(clean_ranks)
+        # False names: ranks (a record's, together) saving < 0.5 %.
+        tally.false_names += _cheap_names(records, bad, timings["arrival"], window)
         if named & bad and first_named is None and window.stop <= FAMILY_STEPS - 1:
             first_named = window.stop
     tally.clean_rank_steps = (ranks - len(bad)) * FAMILY_STEPS

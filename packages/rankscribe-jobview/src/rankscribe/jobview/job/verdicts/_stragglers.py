@@ -735,7 +735,7 @@ def window_totals(
         step_blocks = np.broadcast_to(alike[:, 1], (width, count)).T
     else:
         count_blocks, step_blocks = np.zeros((count, width)), np.zeros((count, width))
-    walked = _Alike.of(alike) if shared and alike is not None else None
+    walked = _Alike.of(alike) if shared and alike is not None else None  # (alike: for mypy)
 
     def take(group: slice, blocks: FloatArray) -> None:
         by_block = blocks.transpose(1, 2, 0)  # the (blocks, FIELDS, ranks) array itself
@@ -1775,7 +1775,7 @@ def _add_weighted(
     product of a run's weights and its rows of ``shares`` (``(steps, ranks)``). The runs
     of one length side by side (laid out step by step) are one stacked product: the
     same products, the same sums, one call (and one write) for them all."""
-    for level, (first, last, length) in enumerate(spans.levels):
+    for (first, last, length), at in zip(spans.levels, spans.level_targets, strict=True):
         start, stop = spans.bounds[first][0], spans.bounds[last - 1][1]
         if last - first > 1 and shares.flags.c_contiguous:
             weights = spans.weights[:, start:stop].reshape(len(spans.weights), -1, length)
@@ -1783,7 +1783,7 @@ def _add_weighted(
                 np.ascontiguousarray(weights.transpose(1, 0, 2)),
                 shares[start:stop].reshape(last - first, length, -1),
             )
-            blocks[:, spans.level_targets[level], into] = product.transpose(2, 0, 1)
+            blocks[:, at, into] = product.transpose(2, 0, 1)
             continue
         for target, (start, stop) in zip(
             spans.targets[first:last], spans.bounds[first:last], strict=True
