@@ -72,7 +72,8 @@ collective) under five noise families, GC pauses and Pareto tails (the
 "tuning" rows, seeds from 1000) and node-shared noise, slowly wandering speeds
 and a skewed data wait (the "held-out" rows, seeds from 0), each with the
 faults one rank 5-50 % slower, a stall of 150 ms in 10 % of steps, the forward
-doubled every 10th step, a slow node (8 ranks +10 %) and a slow quarter (+6 %).
+doubled every 10th step, a slow node (8 ranks +10 %), a slow quarter (+6 %) and
+the forward tripled every 10th step (10 ms of extra work: material periodic work).
 Each fault's saving is measured by a re-run of the same draws without it. The
 whole run is judged at its end as a job's end of training judges it: a run's
 evidence with its rounds of 50 steps added as a live view adds them, whose blocks
@@ -646,8 +647,9 @@ TUNING_NOISE = ("gc pauses", "pareto tails")
 HELD_OUT_NOISE = ("node-shared", "wandering speed", "skewed wait")
 #: The faults: (name, kind, size). ``rank``: one rank's forward and backward x(1 + size);
 #: ``stall``: one rank 150 ms more in 10 % of its steps; ``periodic``: one rank's forward
-#: x(1 + size) every 10th step; ``node``: 8 ranks x(1 + size); ``quarter``: a quarter of
-#: the ranks x(1 + size).
+#: x(1 + size) every 10th step (x3: 10 ms of extra work every 10th step, which saves 6-7 %
+#: of the step where the noise leaves it the latest); ``node``: 8 ranks x(1 + size);
+#: ``quarter``: a quarter of the ranks x(1 + size).
 FAMILY_FAULTS = (
     ("clean", "none", 0.0),
     ("1 rank +5 %", "rank", 0.05),
@@ -658,6 +660,7 @@ FAMILY_FAULTS = (
     ("forward x2 every 10th", "periodic", 1.0),
     ("slow node +10 %", "node", 0.10),
     ("slow quarter +6 %", "quarter", 0.06),
+    ("forward x3 every 10th", "periodic", 2.0),
 )
 CURVE_SIZES = (0.10, 0.15, 0.20, 0.25, 0.30, 0.40)
 
