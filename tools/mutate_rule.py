@@ -86,7 +86,6 @@ RULE_FUNCTIONS: dict[Path, tuple[str, ...]] = {
         "_WallClock._block_size",
         "_WallClock.group_cost",
         "_WallClock._usual",
-        "_latest_often",
         "_long_leads_often",
         "_poisson_tail_below",
         "_judgements",

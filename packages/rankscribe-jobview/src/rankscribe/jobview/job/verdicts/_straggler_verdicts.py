@@ -16,9 +16,10 @@ and its mean excess is ``confidence`` standard errors above zero (more with many
 ranks: :func:`confidence_for`; for a rank slow in most steps, its variance moderated
 by the others': :func:`_moderated`). A slow rank is named when what the job
 waited for it (its wall clock: :func:`_wall_named`) reaches the floor, in share
-and in seconds; a rank the job clearly waits for in few long leads is named
-too (:func:`_latest_often`). A node of several ranks named on one timing is one
-verdict; its cost is what the job waited for the node beyond the rest.
+and in seconds; a rank the job clearly waits for in few long leads is slow too
+(:func:`_long_leads_often`), named at the same floor. A node of several ranks named
+on one timing is one verdict; its cost is what the job waited for the node beyond
+the rest.
 """
 
 from __future__ import annotations
@@ -769,28 +770,6 @@ def _wall_clock(totals: _Totals, tag: str, judged: _Judged) -> _WallClock:
     return _WallClock(basis, part, judged.ranks, since, judged.since_step)
 
 
-def _latest_often(
-    wall: _WallClock, share: FloatArray, settings: VerdictSettings
-) -> npt.NDArray[np.bool_]:
-    """Per rank: the job clearly waits for it, however its timing looks (a rank stalled
-    150 ms in one step of ten is slow in few steps, and its clipped excess is no guide):
-    it led the next-latest by more than a share of the step (``LEAD_EDGES``) in more
-    episodes than the others' rate of such leads gives (:func:`_long_leads_often`), and its
-    cost reaches the floor, as any verdict's must (:func:`_wall_named`; a rank whose long
-    leads cost less joins no group).
-
-    The floor, not ``BURST_FLOORS`` of them as a rank slow in few steps needs on its
-    timing's mean: the Poisson test already tells a rank the job waits for from ranks a
-    busy machine delays alike (their long leads are the others' rate), and a rank whose
-    extra work of 10 ms every 10th step of 10 ms costs the job 6-7 % of its time is what
-    the verdict is for (five floors left it unnamed in 11 of 12 runs of 250 steps:
-    tools/bench/detection.py --families)."""
-    clear: npt.NDArray[np.bool_] = _long_leads_often(wall, settings) & (
-        share >= settings.cost_floor_share
-    )
-    return clear
-
-
 def _long_leads_often(wall: _WallClock, settings: VerdictSettings) -> npt.NDArray[np.bool_]:
     """Per rank: for some edge ``e`` of ``LEAD_EDGES``, its episodes since its onset of
     leading the next-latest rank by more than ``e`` of the step (runs of such steps count
@@ -903,9 +882,16 @@ def _judgements(
         wall = _wall_clock(totals, tag, judged)
         seconds, share = wall.rank_cost(settings.min_steps)
         # The timing whose wall clock is the job's (the arrivals, or in a job without them
-        # each timing its own): a rank the job clearly waits for, however its timing looks.
+        # each timing its own): a rank the job clearly waits for, however its timing looks
+        # (a rank stalled 150 ms in one step of ten is slow in few steps, and its clipped
+        # excess is no guide). Named, as any slow rank, when that costs the floor
+        # (_wall_named), not BURST_FLOORS of them as a rank slow in few steps needs on its
+        # timing's mean: the long leads' test already holds ranks that a busy machine
+        # delays alike to the others' rate, and a rank the job waits for by 10 ms every
+        # 10th step of 10 ms costs it 6-7 % of its time (five floors left it unnamed in 11
+        # of 12 runs of 250 steps: tools/bench/detection.py --families).
         if wall.part is part:
-            often = _latest_often(wall, share, settings)
+            often = _long_leads_often(wall, settings)
             # Its period, as any named rank's (read again for a rank that has one: the same).
             _add_periods(judged, part, np.flatnonzero(often), settings)
             judged.named |= often
