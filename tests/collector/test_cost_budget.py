@@ -22,6 +22,7 @@ import pytest
 from rankscribe.collector import (
     ArrayNetwork,
     ArrayOptimizer,
+    Callback,
     SummaryCollector,
     TrainLoop,
     TrainSession,
@@ -321,6 +322,50 @@ def test_a_sessions_step_time_holds_the_collectors_work_counted_once(
     for step in (50, 150):
         assert found[TRAINING_TAG][step] == pytest.approx(0.001 / COLLECT_FREQ)
         assert found[WALL_TAG][step] == pytest.approx(found[TRAINING_TAG][step])
+
+
+DISPATCH = 0.002  # seconds of the clock a session's dispatch of the callbacks takes
+
+
+@pytest.mark.parametrize("alone", [True, False])
+def test_a_sessions_dispatch_is_the_collectors_cost_when_it_dispatches_to_collectors_alone(
+    model: Any,
+    tmp_path: Path,
+    collector_clock: ManualClock,
+    monkeypatch: pytest.MonkeyPatch,
+    alone: bool,
+) -> None:
+    """A TrainSession whose callbacks are the collector alone: what its step() costs beyond
+    the user's loop is RankScribe's, the dispatch of the callbacks included (here 2 ms of
+    the clock a step, as the calls of a real loop cost on a CPU the step turned over): the
+    training thread's cost counts it, at every step, collected or not. Beside a callback
+    of the user's the dispatch is shared, and the collector counts its own methods only.
+    Either way the step times are what the session measures, dispatches and all."""
+    data, optimizer, collector = unbudgeted(model, tmp_path, collector_clock, 0.0)
+    callbacks = [collector] if alone else [collector, Callback()]
+    session = TrainSession(
+        callbacks, network=data.network, optimizer=optimizer, epochs=1, steps_per_epoch=200
+    )
+    # The session's list of callbacks, whose step_begin dispatches to each of them.
+    dispatcher = type(session._callbacks)
+    dispatch = dispatcher.step_begin
+
+    def slow_dispatch(self: Any, run_context: Any) -> None:
+        collector_clock.advance(DISPATCH)
+        dispatch(self, run_context)
+
+    monkeypatch.setattr(dispatcher, "step_begin", slow_dispatch)
+    with session:
+        for _ in session.epochs():
+            for batch in itertools.islice(itertools.cycle(data.dataset), 200):
+                collector_clock.advance(QUICK_STEP)
+                session.step(batch, 0.5)
+    found = rank_scalars(tmp_path)
+    # A session's step: from the last step() call to this one's step_end, both dispatches.
+    assert found[STEP_TIME_TAG][41] == pytest.approx(QUICK_STEP + 2 * DISPATCH)
+    assert found[STEP_TIME_TAG][45] == pytest.approx(QUICK_STEP + 2 * DISPATCH)
+    for step in (50, 150):
+        assert found[TRAINING_TAG][step] == pytest.approx(DISPATCH if alone else 0.0)
 
 
 @pytest.mark.parametrize("budget", [0, 0.0, "off", "OFF"])

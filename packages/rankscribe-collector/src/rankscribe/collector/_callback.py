@@ -96,6 +96,10 @@ class CallbackParams:
         self.device_number = 1
         # Set here, not left to __getattr__: the collector reads it at every step.
         self.step_started_at = None
+        # The clock when a TrainSession whose only callbacks are collectors began a step's
+        # callbacks (its step() call): the collector counts its cost from there, the
+        # session's dispatch included (None: from its own methods' first clock read).
+        self._dispatched_at: float | None = None
         self.consecutive_steps = False
         for name, value in attributes.items():
             setattr(self, name, value)

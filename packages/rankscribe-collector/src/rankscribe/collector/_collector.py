@@ -467,8 +467,9 @@ class SummaryCollector(Callback):
 
     def step_begin(self, run_context: RunContext) -> None:
         now = _clock.now()
+        params = run_context.original_args()
         # Set by a loop that calls step_begin after the step (TrainSession): no data wait.
-        started = run_context.original_args().step_started_at
+        started = params.step_started_at
         timings = self._timings
         if started is None:
             last = timings.last_end
@@ -477,8 +478,10 @@ class SummaryCollector(Callback):
         else:
             timings.data_wait = None
             self._step_started = started
-        # One clock read more: step_begin's own time, for the cost budget.
-        self._quiet_cost += _clock.now() - now
+        # One clock read more: step_begin's own time, for the cost budget (where the
+        # loop's dispatch is counted, step_end counts this call with it).
+        if params._dispatched_at is None:
+            self._quiet_cost += _clock.now() - now
 
     def step_end(self, run_context: RunContext) -> None:
         ended = _clock.now()
@@ -519,17 +522,24 @@ class SummaryCollector(Callback):
                 timings.keep_extras(step, ended - started, started)
                 self._quiet_cost += timings.take_probe_seconds()
             timings.last_end = ended
-            # One clock read: this path's own time, for the cost budget (cost/_budget.py).
-            self._quiet_cost += _clock.now() - ended
+            # One clock read: this path's own time, for the cost budget (cost/_budget.py),
+            # from the loop's dispatch where the loop counts it (a TrainSession of
+            # collectors: params._dispatched_at).
+            dispatched = params._dispatched_at
+            self._quiet_cost += _clock.now() - (ended if dispatched is None else dispatched)
             return
         self._step_end(params, started, ended)
         finished = self._timings.last_end = _clock.now()
+        dispatched = params._dispatched_at
+        counted = finished - (ended if dispatched is None else dispatched)
         if params.step_started_at is not None:
-            # TrainSession's next step is timed from before this step's callbacks.
+            # TrainSession's next step is timed from before this step's callbacks. What a
+            # quiet step's call costs too (the dispatch, step_begin) stays in: every step
+            # holds it, so the slowdown's near and far steps alike.
             self._cost.carry(step + 1, finished - ended)
         # Measured in training only (start_run .. finish), the quiet steps' since the last,
         # and the gradient probe's inside the step's backward.
-        self._cost.add(finished - ended + self._quiet_cost + self._timings.take_probe_seconds())
+        self._cost.add(counted + self._quiet_cost + self._timings.take_probe_seconds())
         self._quiet_cost = 0.0
 
     def _step_end(self, params: CallbackParams, started: float | None, ended: float) -> None:

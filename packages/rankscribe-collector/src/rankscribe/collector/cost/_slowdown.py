@@ -29,7 +29,8 @@ they are on its own clock already.
 
 What it cannot see: a slowdown that lasts beyond the near half (the far steps are then
 slower too, and the excess reads low), and what costs every step alike (a callback's
-dispatch by the loop, the shortest path's time, which the collector's own clock counts).
+dispatch by the loop, the shortest path's time: the collector's own clock counts that,
+and a ``TrainSession``'s dispatch where the collector is its only callback).
 What it cannot tell apart: the script's own work at the same steps (a log line every
 ``collect_freq`` steps) counts as the collector's.
 A window with too few far steps, or no busy step, measures nothing (None): at

@@ -42,6 +42,7 @@ from typing import Any
 from rankscribe.collector import _clock
 from rankscribe.collector._callback import Callback, CallbackList, CallbackParams, RunContext
 from rankscribe.collector._checks import check_iterable, check_optional_text
+from rankscribe.collector._collector import SummaryCollector
 from rankscribe.collector.errors import CollectorStateError, CollectorTypeError, CollectorValueError
 from rankscribe.collector.loop._loop import train_params
 
@@ -121,6 +122,13 @@ class TrainSession:
             train_dataset=train_dataset,
         )
         self._params.consecutive_steps = True  # step() numbers every step, one by one
+        # With the collectors alone, what step() costs beyond the user's loop is all
+        # RankScribe's: the collector's cost counts the whole call (its dispatch, its
+        # checks) from its first clock read. Another callback's time is its own.
+        members = self._callbacks.callbacks
+        self._dispatch_counted = bool(members) and all(
+            isinstance(callback, SummaryCollector) for callback in members
+        )
         self._context = RunContext(self._params)
         self._state = "new"  # -> "open" -> "closed"
         self._previous_step: float | None = None  # perf_counter of the last step() call
@@ -210,6 +218,8 @@ class TrainSession:
         now = _clock.now()
         params = self._params
         params.step_started_at = self._previous_step if self._previous_step is not None else now
+        if self._dispatch_counted:
+            params._dispatched_at = now
         self._previous_step = now
         params.cur_step_num += 1
         params.train_dataset_element = batch
