@@ -327,22 +327,23 @@ def test_a_sessions_step_time_holds_the_collectors_work_counted_once(
 DISPATCH = 0.002  # seconds of the clock a session's dispatch of the callbacks takes
 
 
-@pytest.mark.parametrize("alone", [True, False])
-def test_a_sessions_dispatch_is_the_collectors_cost_when_it_dispatches_to_collectors_alone(
+@pytest.mark.parametrize("beside", [None, "callback"])
+def test_a_sessions_dispatch_is_the_collectors_cost_when_it_is_the_only_callback(
     model: Any,
     tmp_path: Path,
     collector_clock: ManualClock,
     monkeypatch: pytest.MonkeyPatch,
-    alone: bool,
+    beside: str | None,
 ) -> None:
-    """A TrainSession whose callbacks are the collector alone: what its step() costs beyond
+    """A TrainSession whose only callback is the collector: what its step() costs beyond
     the user's loop is RankScribe's, the dispatch of the callbacks included (here 2 ms of
     the clock a step, as the calls of a real loop cost on a CPU the step turned over): the
     training thread's cost counts it, at every step, collected or not. Beside a callback
     of the user's the dispatch is shared, and the collector counts its own methods only.
     Either way the step times are what the session measures, dispatches and all."""
     data, optimizer, collector = unbudgeted(model, tmp_path, collector_clock, 0.0)
-    callbacks = [collector] if alone else [collector, Callback()]
+    others = [Callback()] if beside == "callback" else []
+    callbacks = [collector, *others]
     session = TrainSession(
         callbacks, network=data.network, optimizer=optimizer, epochs=1, steps_per_epoch=200
     )
@@ -365,7 +366,7 @@ def test_a_sessions_dispatch_is_the_collectors_cost_when_it_dispatches_to_collec
     assert found[STEP_TIME_TAG][41] == pytest.approx(QUICK_STEP + 2 * DISPATCH)
     assert found[STEP_TIME_TAG][45] == pytest.approx(QUICK_STEP + 2 * DISPATCH)
     for step in (50, 150):
-        assert found[TRAINING_TAG][step] == pytest.approx(DISPATCH if alone else 0.0)
+        assert found[TRAINING_TAG][step] == pytest.approx(DISPATCH if beside is None else 0.0)
 
 
 @pytest.mark.parametrize("budget", [0, 0.0, "off", "OFF"])

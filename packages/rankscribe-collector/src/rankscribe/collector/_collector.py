@@ -523,8 +523,8 @@ class SummaryCollector(Callback):
                 self._quiet_cost += timings.take_probe_seconds()
             timings.last_end = ended
             # One clock read: this path's own time, for the cost budget (cost/_budget.py),
-            # from the loop's dispatch where the loop counts it (a TrainSession of
-            # collectors: params._dispatched_at).
+            # from the loop's dispatch where the loop counts it (a TrainSession whose
+            # only callback is this collector: params._dispatched_at).
             dispatched = params._dispatched_at
             self._quiet_cost += _clock.now() - (ended if dispatched is None else dispatched)
             return

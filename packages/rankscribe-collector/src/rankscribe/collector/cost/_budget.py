@@ -3,7 +3,7 @@
 The collector times its own work on the training thread at every step (its ``step_end``;
 the shortest path of a step that collects nothing with one more clock read; a collected step,
 a step that writes timings or saves landscape parameters from its first clock read to its last;
-in a ``TrainSession`` whose callbacks are collectors alone, from the session's ``step`` call),
+in a ``TrainSession`` whose only callback is the collector, from the session's ``step`` call),
 and within that the histograms, the input images, the fingerprint and the landscape save
 apart. Here those seconds are added up over a *window* of steps, with the CPU time its
 background threads spent meanwhile (``_threads``) and the time by which its work slowed

@@ -122,13 +122,12 @@ class TrainSession:
             train_dataset=train_dataset,
         )
         self._params.consecutive_steps = True  # step() numbers every step, one by one
-        # With the collectors alone, what step() costs beyond the user's loop is all
+        # With the collector alone, what step() costs beyond the user's loop is all
         # RankScribe's: the collector's cost counts the whole call (its dispatch, its
-        # checks) from its first clock read. Another callback's time is its own.
+        # checks) from its first clock read. Beside another callback the dispatch is
+        # shared, and each counts its own methods.
         members = self._callbacks.callbacks
-        self._dispatch_counted = bool(members) and all(
-            isinstance(callback, SummaryCollector) for callback in members
-        )
+        self._dispatch_counted = len(members) == 1 and isinstance(members[0], SummaryCollector)
         self._context = RunContext(self._params)
         self._state = "new"  # -> "open" -> "closed"
         self._previous_step: float | None = None  # perf_counter of the last step() call
