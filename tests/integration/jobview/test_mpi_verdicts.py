@@ -12,6 +12,9 @@ whose compute is marked as a section. What a user observes is checked:
   ``show --check`` exits 3 after the job;
 - a rank that is slow from step 100 to 500 of 1,600 is named, then ended live:
   ``on_verdict`` gets the ended record, and the merged lineage the span;
+- a rank doing 6 ms of extra work every 10th step (~7 % of the job's time, under five
+  floors) is named live by ``on_verdict`` within 10 s of the onset, and the merged
+  lineage keeps it with that onset;
 - healthy 2-rank jobs beside a process that keeps a core busy name nobody:
   ``on_verdict`` is never called and ``show --check`` exits 0, as it does for
   a rank 1 % of the step slower. ``RANKSCRIBE_CLEAN_JOBS`` sets how many clean
@@ -178,6 +181,30 @@ def test_a_rank_half_as_slow_again_costs_a_third_of_the_step(mpi: Any, tmp_path:
     called = recorded(tmp_path / "slow.verdicts.jsonl")
     assert called and called[0]["kind"] == "straggler" and called[0]["ranks"] == [SLOW_RANK]
     assert show("--check", tmp_path / "slow").returncode == 3
+
+
+def test_extra_work_every_10th_step_is_named_live_within_seconds(mpi: Any, tmp_path: Path) -> None:
+    # rank 1 computes 6 ms more every 10th step from step 300 of 1,500 (steps of ~9 ms):
+    # its slow steps leave it the latest by more than half a step, its long leads
+    run = mpi.run(3, *mpi.python(SCENARIO, "periodic", tmp_path), cwd=tmp_path, timeout=JOB_TIMEOUT)
+    assert run.returncode == 0, run.output
+    onset = float((tmp_path / "periodic.onset.time").read_text())
+    called = recorded(tmp_path / "periodic.verdicts.jsonl")
+    assert called, run.output
+    first = called[0]
+    assert first["ranks"] == [SLOW_RANK] and first["tag"] == "rankscribe/section/compute"
+    # Live: the job ran ~11 s past the onset, and the end of training judges after that.
+    assert first["called_at"] - onset <= NAMED_WITHIN, (first, onset)
+    # The onset of slow steps 10 apart is found to some periods: 296-401 over 8 runs of
+    # this job (a block early at most; the clearest stretch may start a few periods late).
+    assert 301 - 17 <= first["since_step"] <= 301 + 127, first  # steps count from 1
+    assert 0.03 <= first["cost_share"] <= 0.12, first  # 0.6 ms of a ~9 ms step
+    assert not any(r.get("status") == "ended" for r in called), called  # never withdrawn
+    result = show("--json", tmp_path / "periodic")
+    assert result.returncode == 0, result.stderr
+    [record] = stragglers(json.loads(result.stdout))
+    assert record["ranks"] == [SLOW_RANK]
+    assert record["since_step"] == first["since_step"]
 
 
 def test_healthy_jobs_beside_a_busy_process_name_nobody(mpi: Any, tmp_path: Path) -> None:

@@ -16,6 +16,9 @@ pytest side is test_mpi_verdicts.py:
 - ``ends`` (3 ranks): rank 1 computes ONSET_FACTOR times longer from step ENDS_FROM
   to ENDS_UNTIL of ENDS_STEPS, then as the others;
 - ``slow`` (3 ranks): rank 1 computes SLOW_MS instead of BASE_MS a step;
+- ``periodic`` (3 ranks): rank 1 computes PERIODIC_EXTRA_MS more every PERIODIC_EVERY-th
+  step from step PERIODIC_FROM of PERIODIC_STEPS on (extra work on one rank, a few % of
+  the job's time), and writes the wall time it got there to ``<out>/periodic.onset.time``;
 - ``clean`` (2 ranks): ``<jobs>`` jobs one after the other with the same work on
   every rank (``clean_<i>``), then ``tiny``, whose rank 1 computes TINY_MS more
   a step (1 % of the step).
@@ -46,13 +49,17 @@ ONSET_STEP, ONSET_STEPS = 500, 1500
 #: steps, then 3 judgements of 2 s without it).
 ENDS_FROM, ENDS_UNTIL, ENDS_STEPS = 100, 500, 1600
 SLOW_STEPS = 600
+PERIODIC_EXTRA_MS, PERIODIC_EVERY = 6.0, 10
+PERIODIC_FROM, PERIODIC_STEPS = 300, 1500
 CLEAN_STEPS = 400
 
 
 def _on_verdict(path: Path) -> Any:
     def record(verdict: dict[str, Any]) -> None:
+        # With the wall time it was called at (``called_at``): the pytest side tells a
+        # verdict the live view made from one made at the end of training.
         with path.open("a", encoding="utf-8") as out:
-            out.write(json.dumps(verdict) + "\n")
+            out.write(json.dumps({**verdict, "called_at": time.time()}) + "\n")
 
     return record
 
@@ -103,6 +110,18 @@ def scenario_ends(out: Path) -> None:
 
 def scenario_slow(out: Path) -> None:
     job(out, "slow", SLOW_STEPS, lambda rank, step: SLOW_MS if rank == 1 else BASE_MS)
+
+
+def scenario_periodic(out: Path) -> None:
+    def compute_ms(rank: int, step: int) -> float:
+        if rank == 1 and step == PERIODIC_FROM:
+            marker = out / "periodic.onset.time.tmp"
+            marker.write_text(repr(time.time()))
+            os.replace(marker, out / "periodic.onset.time")
+        extra = rank == 1 and step >= PERIODIC_FROM and step % PERIODIC_EVERY == 0
+        return BASE_MS + (PERIODIC_EXTRA_MS if extra else 0.0)
+
+    job(out, "periodic", PERIODIC_STEPS, compute_ms)
 
 
 def scenario_clean(out: Path, jobs: int) -> None:
