@@ -88,12 +88,17 @@ def job(out: Path, name: str, steps: int, compute_ms: Any) -> None:
     collector.close()
 
 
+def _mark_onset(path: Path) -> None:
+    """The wall time now, in ``path`` (written whole: the pytest side may poll it)."""
+    marker = path.with_name(path.name + ".tmp")
+    marker.write_text(repr(time.time()))
+    os.replace(marker, path)
+
+
 def scenario_onset(out: Path) -> None:
     def compute_ms(rank: int, step: int) -> float:
         if rank == 1 and step == ONSET_STEP:
-            marker = out / "onset.time.tmp"
-            marker.write_text(repr(time.time()))
-            os.replace(marker, out / "onset.time")
+            _mark_onset(out / "onset.time")
         slow = rank == 1 and step >= ONSET_STEP
         return BASE_MS * (ONSET_FACTOR if slow else 1.0)
 
@@ -115,9 +120,7 @@ def scenario_slow(out: Path) -> None:
 def scenario_periodic(out: Path) -> None:
     def compute_ms(rank: int, step: int) -> float:
         if rank == 1 and step == PERIODIC_FROM:
-            marker = out / "periodic.onset.time.tmp"
-            marker.write_text(repr(time.time()))
-            os.replace(marker, out / "periodic.onset.time")
+            _mark_onset(out / "periodic.onset.time")
         extra = rank == 1 and step >= PERIODIC_FROM and step % PERIODIC_EVERY == 0
         return BASE_MS + (PERIODIC_EXTRA_MS if extra else 0.0)
 
