@@ -11,6 +11,7 @@ group shows that the probe's reduction is DDP's own.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from tests._support.job_files import rank_scalars
 from tests._support.launchers import clean_environment, run_bounded, torchrun
 
 SCRIPT = Path(__file__).resolve().parent / "torchrun_gradients.py"
+BENCH = Path(__file__).resolve().parents[2] / "tools" / "bench" / "gradient_probe.py"
 JOB_TIMEOUT = 240
 STEPS = 20
 RANKS = (0, 1, 2)
@@ -149,3 +151,26 @@ def test_a_hook_registered_before_training_turns_the_probe_off_with_a_warning(
 def test_gradient_probe_must_be_a_bool(tmp_path: Path) -> None:
     with pytest.raises(CollectorTypeError, match=r"'gradient_probe'.*bool.*got str 'yes'"):
         SummaryCollector(tmp_path, gradient_probe="yes")  # type: ignore[arg-type]
+
+
+def test_the_probes_cost_bench_checks_its_norms_against_a_chained_hooks(tmp_path: Path) -> None:
+    """tools/bench/gradient_probe.py --verify: the norms the probe hands on equal a hook's
+    own float64 norms of the same buckets (the check run on a GPU when one is lent)."""
+    result = run_bounded(
+        torchrun(BENCH, "--steps", "2", "--reps", "1", "--width", "64", "--verify", ranks=2),
+        env=clean_environment(OMP_NUM_THREADS="1"),
+        cwd=tmp_path,
+        timeout=JOB_TIMEOUT,
+        check=False,
+    )
+    assert result.returncode == 0, result.output
+    assert re.search(
+        r"^cpu, 2 ranks, width 64, batch 32 \(16,640 parameters\)", result.output, re.M
+    )
+    verified = re.search(
+        r"^verify: (\d+) norms, largest relative difference (\S+)$", result.output, re.M
+    )
+    assert verified is not None, result.output
+    # One bucket (a small network) at each of the 10 steps, each checked.
+    assert int(verified[1]) == 10
+    assert float(verified[2]) < 1e-6

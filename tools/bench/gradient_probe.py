@@ -113,9 +113,9 @@ def verify(width: int, batch: Any, device: Any, cuda: bool) -> str:
             if cuda:
                 torch.cuda.set_sync_debug_mode("default")
         for number, norms, _ in taken:
-            found.update({(number, index): norm for index, norm in norms})
+            found.update({(number, index): norm for index, norm, _peak in norms})
     for number, norms, _ in probe.finish():
-        found.update({(number, index): norm for index, norm in norms})
+        found.update({(number, index): norm for index, norm, _peak in norms})
     expected = {(step, index): float(norm) for step, index, norm in pending}
     assert found.keys() == expected.keys(), (sorted(found), sorted(expected))
     worst = max(abs(found[key] - expected[key]) / expected[key] for key in expected)
