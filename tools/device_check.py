@@ -64,6 +64,7 @@ from rankscribe.collector._fingerprint import (
 )
 from rankscribe.collector.adapters._torch import ForwardTimer, TorchDevicePart
 from rankscribe.collector.adapters._torch_histogram import device_histograms
+from rankscribe.collector.cost._budget import THREADS_COST_TAG, TRAINING_COST_TAG, WALL_COST_TAG
 from rankscribe.collector.system._readings import GpuReadings, gpu_device, load_nvml
 
 HERE = Path(__file__).resolve().parent
@@ -109,9 +110,12 @@ class SyncCounter:
         return self
 
     def _show(self, message: Any, *args: Any, **kwargs: Any) -> None:
-        if "synchroniz" in str(message).lower():
+        text = str(message)
+        if "called a synchronizing" in text:  # torch's words for each synchronising call
             if threading.get_ident() == self._thread:
                 self.count += 1
+            return
+        if "debug mode is a prototype" in text:  # said when the mode is set: not a call
             return
         self._saved(message, *args, **kwargs)
 
@@ -353,8 +357,7 @@ def session_rows(device: torch.device, dry_run: bool, steps: int) -> list[Row]:
         recorded = time.perf_counter() - began
         curves = scalar_arrays(folder)
     forward = curves.get("rankscribe/forward_time")
-    gpu = sorted(tag.removeprefix("rankscribe/system/") for tag in curves if "/gpu_" in tag)
-    rows = [
+    rows: list[Row] = [
         (
             "session",
             "steps",
@@ -377,9 +380,29 @@ def session_rows(device: torch.device, dry_run: bool, steps: int) -> list[Row]:
             "in the steps; fake device" if fake is not None else "in the steps; expect 0",
         ),
     ]
+    return rows + file_rows(curves, bare / steps)
+
+
+def file_rows(curves: dict[str, Any], step: float) -> list[Row]:
+    """What the run's files hold: the forward times, the collector's own record of its
+    cost (the median of its windows, as a share of the bare ``step``: what the cost
+    budget compared with the budget) and the ``gpu_*`` readings."""
+    rows: list[Row] = []
+    forward = curves.get("rankscribe/forward_time")
     if forward is not None and len(forward[1]):
         median = float(statistics.median(forward[1].tolist())) * 1e3
         rows.append(("session", "forward_time median", f"{median:.3f} ms", "from the files"))
+    for tag, what in (
+        (TRAINING_COST_TAG, "the training thread's time"),
+        (THREADS_COST_TAG, "its threads' CPU"),
+        (WALL_COST_TAG, "training thread + the slowdown after"),
+    ):
+        points = curves.get(tag)
+        if points is not None and len(points[1]):
+            share = float(statistics.median(points[1].tolist())) / step * 100
+            name = f"recorded {tag.rsplit('/', 1)[-1]} cost"
+            rows.append(("session", name, f"{share:.1f} %", what))
+    gpu = sorted(tag.removeprefix("rankscribe/system/") for tag in curves if "/gpu_" in tag)
     rows.append(("session", "gpu tags", str(len(gpu)), ", ".join(gpu)))
     return rows
 

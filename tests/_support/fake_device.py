@@ -15,6 +15,15 @@ it passes. An event passes ``lag`` calls of :meth:`FakeDevice.tick` after it was
 recorded (a test ticks once a step: the device runs ``lag`` steps behind), or when
 someone waits for it. A read that does not wait for its event reads the NaN.
 
+A wait for an event takes as long as a real device would take to get there: on the
+training thread it is counted and returns at once (the device is made to catch up), but
+another thread (the writer's) waits until the training thread has ticked the device
+past the event, or until the test says training is over (``counting`` turned off). A
+wait on another thread that is still waiting after ``max_wait`` seconds of training
+ends anyway and is counted in :attr:`FakeDevice.stalls`: the training thread stopped
+ticking while a thread waited for the device, which is what a training thread blocked
+behind that wait (a lock the waiting thread holds) looks like.
+
 Installed with :func:`rankscribe.collector.testing.device_backend`.
 """
 
@@ -98,7 +107,7 @@ class FakeEvent:
 
     def synchronize(self) -> None:
         self._device.note_wait("event.synchronize")
-        self._device.complete(self._copies)
+        self._device.reach(self._copies, self._tick)
 
     def record(self) -> None:  # recorded when made
         return None
@@ -107,18 +116,37 @@ class FakeEvent:
 class FakeDevice:
     """The fake accelerator: its copies, its events, and the waits counted on one thread."""
 
-    def __init__(self, lag: int = 2) -> None:
+    def __init__(self, lag: int = 2, max_wait: float = 5.0) -> None:
         self.lag = lag
+        self.max_wait = max_wait
         self.training_thread = threading.get_ident()
         self.waits: list[str] = []  # what the training thread waited with, in order
+        #: Waits of other threads that outlived ``max_wait`` seconds of training (module
+        #: docstring): the training thread stopped ticking while they waited.
+        self.stalls = 0
         self.copies_started = 0
         self.copies_done = 0
         self._pending: list[tuple[torch.Tensor, torch.Tensor]] = []  # (host, value)
         self._ticks = 0
         self._lock = threading.RLock()
-        #: Whether waits are counted now (a test turns it off where waiting is fine:
-        #: the end of training, which reads the final loss for the lineage).
-        self.counting = True
+        self._moved = threading.Condition(self._lock)
+        self._counting = True
+        self._finishing = False  # training is over: the device finishes its queue
+        self._caught_up = -1  # the latest tick a wait made the device reach
+
+    @property
+    def counting(self) -> bool:
+        """Whether waits are counted now (a test turns it off where waiting is fine: the
+        end of training, which reads the final loss for the lineage; the device then
+        finishes its queue, and other threads' waits end)."""
+        return self._counting
+
+    @counting.setter
+    def counting(self, value: bool) -> None:
+        with self._moved:
+            self._counting = value
+            self._finishing = not value
+            self._moved.notify_all()
 
     # -- the test's side -----------------------------------------------------------
 
@@ -128,19 +156,20 @@ class FakeDevice:
 
     def tick(self) -> None:
         """The device advances a step: events ``lag`` ticks old pass (their copies land)."""
-        with self._lock:
+        with self._moved:
             self._ticks += 1
+            self._moved.notify_all()
 
     @contextmanager
     def uncounted(self) -> Iterator[None]:
         """Reads the test makes to know the exact values (not the code under test's)."""
-        with self._lock:
-            counting, self.counting = self.counting, False
+        with self._lock:  # (not the setter: the training goes on, the device does not catch up)
+            counting, self._counting = self._counting, False
         try:
             yield
         finally:
             with self._lock:
-                self.counting = counting
+                self._counting = counting
 
     @contextmanager
     def installed(self) -> Iterator[FakeDevice]:
@@ -180,15 +209,33 @@ class FakeDevice:
 
     def passed(self, copies: int, tick: int) -> bool:
         with self._lock:
-            if self._ticks < tick + self.lag:
+            if self._ticks < tick + self.lag and self._caught_up < tick:
                 return False
             self.complete(copies)
             return True
 
+    def reach(self, copies: int, tick: int) -> None:
+        """A wait for the event after ``copies`` (recorded at ``tick``): at once on the
+        training thread; on another, once the device got there (module docstring)."""
+        with self._moved:
+            if threading.get_ident() != self.training_thread:
+                reached = self._moved.wait_for(
+                    lambda: (
+                        self._finishing or self._ticks >= tick + self.lag or self._caught_up >= tick
+                    ),
+                    timeout=self.max_wait,
+                )
+                if not reached:
+                    self.stalls += 1
+            # The device got to the event: to every event recorded up to its tick.
+            self._caught_up = max(self._caught_up, tick)
+            self.complete(copies)
+
     def complete(self, copies: int) -> None:
         """The copies up to ``copies`` land in their host tensors."""
-        with self._lock:
+        with self._moved:
             while self.copies_done < copies:
                 host, value = self._pending.pop(0)
                 host.copy_(value)
                 self.copies_done += 1
+            self._moved.notify_all()

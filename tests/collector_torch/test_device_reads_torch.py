@@ -13,6 +13,7 @@ their step.
 from __future__ import annotations
 
 import io
+import time
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -63,8 +64,11 @@ def model(device: FakeDevice | None) -> nn.Module:
     return network
 
 
-def train(directory: Path, device: FakeDevice | None) -> dict[int, tuple[float, list[bytes]]]:
-    """Train, and return each step's exact loss and parameter bytes (read uncounted)."""
+def train(
+    directory: Path, device: FakeDevice | None, pause: float = 0.0
+) -> dict[int, tuple[float, list[bytes]]]:
+    """Train, and return each step's exact loss and parameter bytes (read uncounted);
+    ``pause``: seconds each step lasts more (the writer's thread gets to its work)."""
     network = model(device)
     optimizer = torch.optim.SGD(network.parameters(), lr=0.05)
     generator = torch.Generator().manual_seed(1)
@@ -95,6 +99,7 @@ def train(directory: Path, device: FakeDevice | None) -> dict[int, tuple[float, 
                     ]
                     exact[step] = (float(loss.detach()), raw)
                 session.step((inputs, targets), loss.detach())
+                time.sleep(pause)
             if device is not None:
                 # The end of training may wait (the lineage reads the last loss): no step.
                 device.counting = False
@@ -151,6 +156,25 @@ def test_values_read_from_a_device_wait_for_nothing_and_land_at_their_step(
         assert got.buckets == want.buckets, key
         assert (got.count, got.min, got.max) == (want.count, want.min, want.max), key
         assert got.sum == pytest.approx(want.sum, rel=1e-9, abs=1e-12), key
+
+
+def test_the_training_thread_never_waits_behind_the_writers_wait_for_a_device_far_behind(
+    tmp_path: Path,
+) -> None:
+    # A device 8 steps behind, 5 steps between collected steps: when the next collected
+    # step comes, the writer's thread is still waiting for the last one's loss and
+    # fingerprint. The training thread must see them as not arrived yet; it once saw
+    # them as arrived as soon as the writer began to wait, and waited behind that wait
+    # for the device's whole queue at every collected step (on a GPU: 55 ms a step).
+    device = FakeDevice(lag=8)
+    with device.installed(), device_backend(device):
+        exact = train(tmp_path, device, pause=0.05)
+    assert device.waits == []
+    assert device.stalls == 0
+    found = rank_scalars(tmp_path)
+    collected = [1, 5, 10, 15, 20]
+    assert found[LOSS_TAG] == {step: pytest.approx(exact[step][0], abs=0) for step in collected}
+    assert sorted(found[FINGERPRINT_TAG]) == [0, *collected]
 
 
 def test_the_fake_device_counts_a_read_on_the_training_thread() -> None:
