@@ -127,8 +127,10 @@ def test_values_read_from_a_device_wait_for_nothing_and_land_at_their_step(
     device = FakeDevice(lag=2)
     with device.installed(), device_backend(device):
         exact = train(tmp_path / "device", device)
-    # Nothing the collector did on the training thread waited for the device...
+    # Nothing the collector did on the training thread waited for the device, nor
+    # behind another thread's wait for it...
     assert device.waits == []
+    assert device.stalls == 0
     # ...and it did read through it: the loss and fingerprint sums of each collected
     # step, and step 0's fingerprint, were copies that landed only when their event passed.
     expected_cpu = rank_scalars(tmp_path / "cpu")
