@@ -26,12 +26,16 @@ Five checks, each printed as rows of one table (check, reading, value, note):
    takes.
 5. **A training run** on the device through ``TrainSession`` and
    ``SummaryCollector`` (0.1 s system interval), against the same loop
-   without the collector: the share of the run the collector added, what
-   the run's files hold (forward times, the ``gpu_*`` readings), and the
-   synchronising calls made on the training thread during its steps (torch's
-   ``set_sync_debug_mode("warn")``, counted on that thread: expect 0; the
-   device values are read by the writer's thread, docs/collector-schedule.md,
-   "Values read from a device").
+   without the collector, alternated (``SESSION_PAIRS`` of each, the best of
+   each compared): the share of the run the collector added, the median time
+   of a collected and of a quiet step on the host (a collected step that
+   waits for the device shows there), what the run's files hold (forward
+   times, the collector's record of its own cost, the ``gpu_*`` readings), and
+   the synchronising calls made on the training thread during its steps
+   (torch's ``set_sync_debug_mode("warn")``, its "called a synchronizing"
+   warnings counted on that thread: expect 0; the device values are read by
+   the writer's thread, docs/collector-schedule.md, "Values read from a
+   device").
 
 ``--dry-run`` runs the same code with ``tools/fake_nvml.py`` as ``pynvml``, a
 host-clock stand-in for the device's timing events and CPU tensors (the device
@@ -52,6 +56,7 @@ import threading
 import time
 import warnings
 from contextlib import AbstractContextManager, ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +74,8 @@ from rankscribe.collector.system._readings import GpuReadings, gpu_device, load_
 
 HERE = Path(__file__).resolve().parent
 COLLECT_FREQ = 10
+#: Bare and collected training runs of the session check, alternated (best of each).
+SESSION_PAIRS = 2
 TENSORS = 100
 Row = tuple[str, str, str, str]
 
@@ -288,75 +295,23 @@ def histogram_rows(device: torch.device, dry_run: bool) -> list[Row]:
 
 
 def session_rows(device: torch.device, dry_run: bool, steps: int) -> list[Row]:
-    """A short training run with and without the collector; what its files hold."""
-    from rankscribe.collector import SummaryCollector, TrainSession
-    from rankscribe.writer.reader import scalar_arrays
-
-    # On the device: about 0.4 TFLOP a step in float32 (a step of a few ms to 10 ms).
-    width, batch = (256, 256) if dry_run else (4096, 2048)
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(
-        torch.nn.Linear(width, width),
-        torch.nn.ReLU(),
-        torch.nn.Linear(width, width),
-        torch.nn.ReLU(),
-        torch.nn.Linear(width, 10),
-    ).to(device)
-    fake = fake_device() if dry_run else None
-    if fake is not None:
-        for layer in model:
-            if isinstance(layer, torch.nn.Linear):
-                layer.weight = torch.nn.Parameter(fake.tensor(layer.weight.detach()))
-                layer.bias = torch.nn.Parameter(fake.tensor(layer.bias.detach()))
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    inputs = torch.randn(batch, width, device=device)
-    labels = torch.randint(0, 10, (batch,), device=device)
-
-    def one_step() -> torch.Tensor:
-        optimizer.zero_grad()
-        loss: torch.Tensor = loss_fn(model(inputs), labels)
-        loss.backward()  # type: ignore[no-untyped-call, unused-ignore]  # typed torch only
-        optimizer.step()
-        return loss.detach()
-
-    def bare_loop(count: int) -> float:
-        synchronize(device)
-        began = time.perf_counter()
-        for _ in range(count):
-            one_step()
-        synchronize(device)
-        return time.perf_counter() - began
-
-    bare_loop(5)  # warm-up
-    bare = bare_loop(steps)
-    if bare < 2.0:  # long enough for the sampler's readings (every 0.1 s) to reach the files
-        steps = max(steps, int(steps * 2.0 / max(bare, 1e-6)))
-        bare = bare_loop(steps)
-    with tempfile.TemporaryDirectory() as folder:
-        collector = SummaryCollector(
-            folder,
-            collect_freq=COLLECT_FREQ,
-            system_interval=0.1,
-            collect_specified_data={"collect_landscape": None},  # 19 copies of the model
-        )
-        began = time.perf_counter()
-        with ExitStack() as stack:
-            waits = watch_waits(stack, fake)
-            with TrainSession(
-                [collector], network=model, optimizer=optimizer, loss_fn=loss_fn, epochs=1
-            ) as session:
-                for _ in session.epochs():
-                    for _ in range(steps):
-                        if fake is not None:
-                            fake.tick()
-                        session.step((inputs, labels), one_step())
-                    # Counted over the steps; the end of training may wait (not a step).
-                    synchronising = waits()
-        synchronize(device)
-        recorded = time.perf_counter() - began
-        curves = scalar_arrays(folder)
-    forward = curves.get("rankscribe/forward_time")
+    """Training runs with and without the collector, alternated; what their files hold."""
+    training = Training(device, dry_run)
+    training.bare_loop(5)  # warm-up
+    bare = [training.bare_loop(steps)]
+    if bare[0] < 2.0:  # long enough for the sampler's readings (every 0.1 s) to reach the files
+        steps = max(steps, int(steps * 2.0 / max(bare[0], 1e-6)))
+        bare = [training.bare_loop(steps)]
+    runs = []
+    for pair in range(SESSION_PAIRS):  # bare, collected, bare, collected, ...
+        if pair:
+            bare.append(training.bare_loop(steps))
+        runs.append(training.collected_loop(steps))
+    best = min(runs, key=lambda run: run.seconds)
+    collected = [best.host[step - 1] for step in range(COLLECT_FREQ, steps + 1, COLLECT_FREQ)]
+    quiet = [best.host[step - 1] for step in range(21, steps + 1) if step % COLLECT_FREQ]
+    forward = best.curves.get("rankscribe/forward_time")
+    synchronising = sum(run.synchronising for run in runs)
     rows: list[Row] = [
         (
             "session",
@@ -367,20 +322,127 @@ def session_rows(device: torch.device, dry_run: bool, steps: int) -> list[Row]:
         (
             "session",
             "bare loop",
-            f"{bare:.3f} s",
-            f"{bare / steps * 1e3:.2f} ms a step, no collector",
+            f"{min(bare):.3f} s",
+            f"{min(bare) / steps * 1e3:.2f} ms a step, no collector; best of {len(bare)}",
         ),
-        ("session", "with the collector", f"{recorded:.3f} s", "once costs included"),
-        ("session", "added", f"{(recorded / bare - 1) * 100:+.1f} %", ""),
+        (
+            "session",
+            "with the collector",
+            f"{best.seconds:.3f} s",
+            f"once costs included; best of {len(runs)}, alternated with the bare loop",
+        ),
+        ("session", "added", f"{(best.seconds / min(bare) - 1) * 100:+.1f} %", ""),
+        ("session", "host: collected step", f"{_median_ms(collected)} ms", "median, host clock"),
+        ("session", "host: quiet step", f"{_median_ms(quiet)} ms", "median from step 21"),
         ("session", "forward_time points", str(0 if forward is None else len(forward[0])), ""),
         (
             "session",
             "training-thread syncs",
             str(synchronising),
-            "in the steps; fake device" if fake is not None else "in the steps; expect 0",
+            "in the steps; fake device" if dry_run else "in the steps; expect 0",
         ),
     ]
-    return rows + file_rows(curves, bare / steps)
+    return rows + file_rows(best.curves, min(bare) / steps)
+
+
+def _median_ms(seconds: list[float]) -> str:
+    return f"{statistics.median(seconds) * 1e3:.3f}" if seconds else "-"
+
+
+@dataclass
+class CollectedRun:
+    """One training run with the collector: its wall time (once costs included), the
+    synchronising calls in its steps, each step's time on the host (from before
+    the step's work to after ``session.step``) and what its files hold."""
+
+    seconds: float
+    synchronising: int
+    host: list[float]
+    curves: dict[str, Any]
+
+
+class Training:
+    """The session check's model and loop (about 0.4 TFLOP a step in float32 on the device:
+    a step of a few ms to 10 ms), bare or with the collector at ``COLLECT_FREQ``."""
+
+    def __init__(self, device: torch.device, dry_run: bool) -> None:
+        width, batch = (256, 256) if dry_run else (4096, 2048)
+        torch.manual_seed(0)
+        self.device = device
+        self.model = torch.nn.Sequential(
+            torch.nn.Linear(width, width),
+            torch.nn.ReLU(),
+            torch.nn.Linear(width, width),
+            torch.nn.ReLU(),
+            torch.nn.Linear(width, 10),
+        ).to(device)
+        self.fake = fake_device() if dry_run else None
+        if self.fake is not None:
+            for layer in self.model:
+                if isinstance(layer, torch.nn.Linear):
+                    layer.weight = torch.nn.Parameter(self.fake.tensor(layer.weight.detach()))
+                    layer.bias = torch.nn.Parameter(self.fake.tensor(layer.bias.detach()))
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.01)
+        self.loss_fn = torch.nn.CrossEntropyLoss()
+        self.inputs = torch.randn(batch, width, device=device)
+        self.labels = torch.randint(0, 10, (batch,), device=device)
+
+    def one_step(self) -> torch.Tensor:
+        self.optimizer.zero_grad()
+        loss: torch.Tensor = self.loss_fn(self.model(self.inputs), self.labels)
+        loss.backward()  # type: ignore[no-untyped-call, unused-ignore]  # typed torch only
+        self.optimizer.step()
+        return loss.detach()
+
+    def bare_loop(self, count: int) -> float:
+        synchronize(self.device)
+        began = time.perf_counter()
+        for _ in range(count):
+            self.one_step()
+        synchronize(self.device)
+        return time.perf_counter() - began
+
+    def collected_loop(self, count: int) -> CollectedRun:
+        from rankscribe.collector import SummaryCollector, TrainSession
+        from rankscribe.writer.reader import scalar_arrays
+
+        fake, host = self.fake, []
+        with tempfile.TemporaryDirectory() as folder:
+            collector = SummaryCollector(
+                folder,
+                collect_freq=COLLECT_FREQ,
+                system_interval=0.1,
+                collect_specified_data={"collect_landscape": None},  # 19 copies of the model
+            )
+            synchronize(self.device)
+            began = time.perf_counter()
+            with ExitStack() as stack:
+                if fake is not None:
+                    fake.counting = True
+                waits = watch_waits(stack, fake)
+                before = waits()
+                with TrainSession(
+                    [collector],
+                    network=self.model,
+                    optimizer=self.optimizer,
+                    loss_fn=self.loss_fn,
+                    epochs=1,
+                ) as session:
+                    for _ in session.epochs():
+                        for _ in range(count):
+                            if fake is not None:
+                                fake.tick()
+                            stepped = time.perf_counter()
+                            session.step((self.inputs, self.labels), self.one_step())
+                            host.append(time.perf_counter() - stepped)
+                        # Counted over the steps; the end of training may wait (not a step).
+                        synchronising = waits() - before
+                        if fake is not None:
+                            fake.counting = False  # the device finishes its queue
+            synchronize(self.device)
+            seconds = time.perf_counter() - began
+            curves = scalar_arrays(folder)
+        return CollectedRun(seconds, synchronising, host, curves)
 
 
 def file_rows(curves: dict[str, Any], step: float) -> list[Row]:

@@ -44,6 +44,9 @@ def test_the_dry_run_prints_one_table_of_every_check() -> None:
     assert int(rows[("session", "gpu tags")]) >= 9
     # The training run's model is on the fake device: no wait for it in the steps.
     assert rows[("session", "training-thread syncs")] == "0"
+    # Each step's time on the host, collected and quiet, from the best collected run.
+    assert float(rows[("session", "host: collected step")].removesuffix(" ms")) > 0
+    assert float(rows[("session", "host: quiet step")].removesuffix(" ms")) > 0
     assert {check for check, _ in rows} == {
         "nvml",
         "forward",
