@@ -4,7 +4,7 @@
     python tools/device_check.py [--parameters 1_000_000_000] [--steps 200]
     python tools/device_check.py --dry-run      # here: a stand-in NVML, CPU tensors, small sizes
 
-Five checks, each printed as rows of one table (check, reading, value, note):
+Six checks, each printed as rows of one table (check, reading, value, note):
 
 1. **NVML**: the sampler's readings of device 0 (``rankscribe/system/gpu_*``:
    utilisation, memory used, SM clock, power, temperature, throttle reasons and
@@ -36,6 +36,13 @@ Five checks, each printed as rows of one table (check, reading, value, note):
    warnings counted on that thread: expect 0; the device values are read by
    the writer's thread, docs/collector-schedule.md, "Values read from a
    device").
+6. **The gradient probe** on a ``DistributedDataParallel`` network of one
+   rank (NCCL; an in-process store), against the same network without it,
+   in alternated blocks of steps (the device synchronised at each block's
+   ends only): what it adds to a small step (a 4-layer MLP of width 1024,
+   batch 32, whose step is the host's launching) and to a step of the
+   session's size (width 4096, batch 2048), and the synchronising calls in
+   the probed steps (expect 0; docs/gradients.md, "What it costs").
 
 ``--dry-run`` runs the same code with ``tools/fake_nvml.py`` as ``pynvml``, a
 host-clock stand-in for the device's timing events and CPU tensors (the device
@@ -76,6 +83,8 @@ HERE = Path(__file__).resolve().parent
 COLLECT_FREQ = 10
 #: Bare and collected training runs of the session check, alternated (best of each).
 SESSION_PAIRS = 2
+#: The gradient probe's check: alternated blocks of each copy, and steps in a block.
+PROBE_BLOCKS, PROBE_STEPS = 4, 50
 TENSORS = 100
 Row = tuple[str, str, str, str]
 
@@ -445,6 +454,93 @@ class Training:
         return CollectedRun(seconds, synchronising, host, curves)
 
 
+def probe_rows(device: torch.device, dry_run: bool) -> list[Row]:
+    """The gradient probe on a DDP network of one rank, against the same network without
+    it (alternated blocks of steps, the device synchronised at each block's ends only):
+    what it adds to a step too small for the device's work to hide the host's launches,
+    and to the session check's step; and the synchronising calls in the probed blocks."""
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    from rankscribe.collector.adapters._torch_gradients import gradient_probe
+
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    store = dist.HashStore()  # type: ignore[attr-defined]  # (torch's stubs do not export it)
+    dist.init_process_group(backend, store=store, rank=0, world_size=1)
+    rows: list[Row] = []
+    try:
+        sizes = ((64, 16), (256, 64)) if dry_run else ((1024, 32), (4096, 2048))
+        for (width, batch), name in zip(sizes, ("small step", "session step"), strict=True):
+            torch.manual_seed(0)
+            inputs = torch.randn(batch, width, device=device)
+            labels = torch.randint(0, 10, (batch,), device=device)
+            copies = []
+            for probed in (False, True):
+                network = DistributedDataParallel(_mlp(width).to(device))
+                probe = gradient_probe(network) if probed else None
+                optimizer = torch.optim.SGD(network.parameters(), lr=1e-4)
+                copies.append((network, optimizer, probe))
+            times: list[list[float]] = [[], []]
+            synchronising = 0
+            for _ in range(PROBE_BLOCKS):
+                for which, (network, optimizer, probe) in enumerate(copies):
+                    seconds, waited = _probe_block(
+                        device, network, optimizer, probe, inputs, labels
+                    )
+                    times[which].append(seconds)
+                    synchronising += waited
+            bare, probed_step = min(times[0]), min(times[1])
+            rows += [
+                ("probe", f"{name}: bare", f"{bare * 1e3:.3f} ms", f"width {width}, batch {batch}"),
+                ("probe", f"{name}: probed", f"{probed_step * 1e3:.3f} ms", ""),
+                ("probe", f"{name}: added", f"{(probed_step / bare - 1) * 100:+.1f} %", ""),
+            ]
+            for _, _, probe in copies:
+                if probe is not None:
+                    probe.finish()
+        rows.append(
+            ("probe", "training-thread syncs", str(synchronising), "in the probed steps; expect 0")
+        )
+    finally:
+        dist.destroy_process_group()
+    return rows
+
+
+def _mlp(width: int) -> torch.nn.Module:
+    layers: list[torch.nn.Module] = []
+    for _ in range(4):
+        layers += [torch.nn.Linear(width, width), torch.nn.ReLU()]
+    return torch.nn.Sequential(*layers, torch.nn.Linear(width, 10))
+
+
+def _probe_block(
+    device: torch.device,
+    network: Any,
+    optimizer: Any,
+    probe: Any,
+    inputs: torch.Tensor,
+    labels: torch.Tensor,
+) -> tuple[float, int]:
+    """Seconds a step over ``PROBE_STEPS`` steps (the probe's ``take`` at each step's end,
+    as the collector's ``step_end`` calls it), and the synchronising calls in the probed
+    steps (the block's own two synchronisations not counted)."""
+    loss_fn = torch.nn.CrossEntropyLoss()
+    synchronize(device)
+    began = time.perf_counter()
+    with ExitStack() as stack:
+        waits = watch_waits(stack, None) if probe is not None else None
+        for step in range(PROBE_STEPS):
+            started = time.perf_counter()
+            optimizer.zero_grad()
+            loss_fn(network(inputs), labels).backward()
+            optimizer.step()
+            if probe is not None:
+                probe.take(step, started)
+        synchronising = waits() if waits is not None else 0
+    synchronize(device)
+    return (time.perf_counter() - began) / PROBE_STEPS, synchronising
+
+
 def file_rows(curves: dict[str, Any], step: float) -> list[Row]:
     """What the run's files hold: the forward times, the collector's own record of its
     cost (the median of its windows, as a share of the bare ``step``: what the cost
@@ -530,6 +626,7 @@ def main(argv: list[str] | None = None) -> int:
     rows += fingerprint_rows(device, parameters, budget, steps)
     rows += histogram_rows(device, arguments.dry_run)
     rows += session_rows(device, arguments.dry_run, steps)
+    rows += probe_rows(device, arguments.dry_run)
     rows.append(("total", "wall time", f"{time.perf_counter() - began:.1f} s", "limit 300 s"))
     print(table(rows))
     return 0

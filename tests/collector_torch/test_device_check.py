@@ -47,11 +47,17 @@ def test_the_dry_run_prints_one_table_of_every_check() -> None:
     # Each step's time on the host, collected and quiet, from the best collected run.
     assert float(rows[("session", "host: collected step")].removesuffix(" ms")) > 0
     assert float(rows[("session", "host: quiet step")].removesuffix(" ms")) > 0
+    # The gradient probe on a one-rank DDP network (gloo here), against the same without it.
+    assert float(rows[("probe", "small step: bare")].removesuffix(" ms")) > 0
+    assert float(rows[("probe", "session step: probed")].removesuffix(" ms")) > 0
+    assert re.fullmatch(r"[+-]\d+\.\d %", rows[("probe", "session step: added")])
+    assert rows[("probe", "training-thread syncs")] == "0"
     assert {check for check, _ in rows} == {
         "nvml",
         "forward",
         "fingerprint",
         "histogram",
         "session",
+        "probe",
         "total",
     }
