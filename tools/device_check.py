@@ -465,7 +465,8 @@ def probe_rows(device: torch.device, dry_run: bool) -> list[Row]:
     from rankscribe.collector.adapters._torch_gradients import gradient_probe
 
     backend = "nccl" if device.type == "cuda" else "gloo"
-    store = dist.HashStore()  # type: ignore[attr-defined]  # (torch's stubs do not export it)
+    # (torch's stubs do not export it; where torch is absent, the type env, it is Any)
+    store = dist.HashStore()  # type: ignore[attr-defined, unused-ignore]
     dist.init_process_group(backend, store=store, rank=0, world_size=1)
     rows: list[Row] = []
     try:
