@@ -96,9 +96,9 @@ class CallbackParams:
         self.device_number = 1
         # Set here, not left to __getattr__: the collector reads it at every step.
         self.step_started_at = None
-        # The clock when a TrainSession whose only callback is a collector began a step's
-        # callbacks (its step() call): the collector counts its cost from there, the
-        # session's dispatch included (None: from its own methods' first clock read).
+        # The clock when a TrainSession with one callback began a step's callbacks (its
+        # step() call): a collector counts its cost from there, the session's dispatch
+        # included (None: from its own methods' first clock read).
         self._dispatched_at: float | None = None
         self.consecutive_steps = False
         for name, value in attributes.items():

@@ -42,7 +42,6 @@ from typing import Any
 from rankscribe.collector import _clock
 from rankscribe.collector._callback import Callback, CallbackList, CallbackParams, RunContext
 from rankscribe.collector._checks import check_iterable, check_optional_text
-from rankscribe.collector._collector import SummaryCollector
 from rankscribe.collector.errors import CollectorStateError, CollectorTypeError, CollectorValueError
 from rankscribe.collector.loop._loop import train_params
 
@@ -122,12 +121,11 @@ class TrainSession:
             train_dataset=train_dataset,
         )
         self._params.consecutive_steps = True  # step() numbers every step, one by one
-        # With the collector alone, what step() costs beyond the user's loop is all
-        # RankScribe's: the collector's cost counts the whole call (its dispatch, its
-        # checks) from its first clock read. Beside another callback the dispatch is
-        # shared, and each counts its own methods.
-        members = self._callbacks.callbacks
-        self._dispatch_counted = len(members) == 1 and isinstance(members[0], SummaryCollector)
+        # With one callback, what step() costs beyond the user's loop is all that
+        # callback's: it may count the whole call (its dispatch, its checks) from
+        # params._dispatched_at (the collector's cost does). Beside another callback the
+        # dispatch is shared, and each counts its own methods.
+        self._dispatch_counted = len(self._callbacks.callbacks) == 1
         self._context = RunContext(self._params)
         self._state = "new"  # -> "open" -> "closed"
         self._previous_step: float | None = None  # perf_counter of the last step() call
