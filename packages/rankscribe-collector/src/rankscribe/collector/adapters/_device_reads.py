@@ -38,7 +38,11 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from rankscribe.collector.adapters._torch_histogram import device_histograms
+from rankscribe.collector.adapters._torch_histogram import (
+    device_event,
+    device_histograms,
+    start_host_copy,
+)
 from rankscribe.writer.deferred import DeferredValue
 
 logger = logging.getLogger("rankscribe.collector.adapters.torch")
@@ -96,29 +100,13 @@ class TorchDevices:
     def start_copy(self, tensor: Any) -> tuple[Any, DeviceEvent | None]:
         if tensor.device.type == "cpu":
             return tensor.clone(), None
-        try:  # a copy into pageable memory would make the host wait for it
-            host = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
-        except RuntimeError:  # a device whose memory cannot be pinned: still no wait asked
-            host = torch.empty(tensor.shape, dtype=tensor.dtype)
-        host.copy_(tensor, non_blocking=True)
-        return host, self.event(tensor.device)
+        host, event = start_host_copy(tensor)
+        # Annotated: where torch is not installed (the type env) its names are Any.
+        recorded: DeviceEvent | None = event
+        return host, recorded
 
     def event(self, device: Any) -> DeviceEvent | None:
-        if device.type == "cpu":
-            return None
-        if device.type == "cuda":
-            # Blocking: the thread that waits for it (the writer's) sleeps until the device
-            # gets there. CUDA's default event, and torch.Event's only kind, has it spin,
-            # taking a core for as long as the device is behind (on an H200 the writer
-            # spent a core's worth of CPU on waits at a 7 ms step).
-            blocking = torch.cuda.Event(blocking=True)  # type: ignore[no-untyped-call, unused-ignore]
-            blocking.record(torch.cuda.current_stream(device))
-            # Annotated: where torch is not installed (the type env) its names are Any.
-            made: DeviceEvent = blocking
-            return made
-        event = torch.Event(device=device)
-        event.record()
-        recorded: DeviceEvent = event
+        recorded: DeviceEvent | None = device_event(device)
         return recorded
 
     def side_stream(self, device: Any) -> AbstractContextManager[Any]:

@@ -42,7 +42,13 @@ from rankscribe.writer.histograms import (
     no_finite_histogram,
 )
 
-__all__ = ["device_histogram_dtype", "device_histograms", "to_host"]
+__all__ = [
+    "device_event",
+    "device_histogram_dtype",
+    "device_histograms",
+    "start_host_copy",
+    "to_host",
+]
 
 # Values bucketed per pass: at most 2**24, so that their float32 counts are exact (and the
 # int32 bucket indices a pass holds stay at 64 MB).
@@ -164,18 +170,47 @@ def _extremes(flat: torch.Tensor) -> torch.Tensor:
 
 
 def _host_copy(tensor: torch.Tensor) -> torch.Tensor:
-    """``tensor.cpu()``; from a CUDA device without spinning: a copy into pinned memory
-    and a blocking event (``.cpu()`` waits for the stream with a spin, taking a core for
+    """``tensor.cpu()``; from a CUDA device without spinning: :func:`start_host_copy`, then
+    a wait for its event (``.cpu()`` waits for the stream with a spin, taking a core for
     as long as the device takes to get there, which the cost budget then counts as the
     collector's threads' CPU)."""
     if tensor.device.type != "cuda":
         return tensor.cpu()
-    host = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
-    host.copy_(tensor, non_blocking=True)
-    done = torch.cuda.Event(blocking=True)  # type: ignore[no-untyped-call, unused-ignore]
-    done.record(torch.cuda.current_stream(tensor.device))
-    done.synchronize()
+    host, done = start_host_copy(tensor)
+    if done is not None:
+        done.synchronize()
     return host
+
+
+def start_host_copy(tensor: torch.Tensor) -> tuple[torch.Tensor, Any]:
+    """A non-blocking copy of a device ``tensor`` into pinned host memory, and the event
+    after it (:func:`device_event`): the host waits for nothing until it waits for that
+    (``_device_reads.TorchDevices``, and the histograms' numbers here)."""
+    try:  # a copy into pageable memory would make the host wait for it
+        host = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
+    except RuntimeError:  # a device whose memory cannot be pinned: still no wait asked
+        host = torch.empty(tensor.shape, dtype=tensor.dtype)
+    host.copy_(tensor, non_blocking=True)
+    return host, device_event(tensor.device)
+
+
+def device_event(device: torch.device) -> Any:
+    """An event recorded now on ``device``'s current stream (None on the CPU).
+
+    On CUDA a blocking one: the thread that waits for it (the writer's) sleeps until the
+    device gets there. CUDA's default event, and torch.Event's only kind, has it spin,
+    taking a core for as long as the device is behind (on an H200 the writer spent a
+    core's worth of CPU on waits at a 7 ms step).
+    """
+    if device.type == "cpu":
+        return None
+    if device.type == "cuda":
+        blocking = torch.cuda.Event(blocking=True)  # type: ignore[no-untyped-call, unused-ignore]
+        blocking.record(torch.cuda.current_stream(device))
+        return blocking
+    event = torch.Event(device=device)
+    event.record()
+    return event
 
 
 def _gather(parts: list[torch.Tensor]) -> list[tuple[float, float, float]]:
