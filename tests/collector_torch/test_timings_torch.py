@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import math
 import pickle
 from pathlib import Path
 from typing import Any
@@ -545,3 +546,47 @@ def test_a_device_that_cannot_count_hands_its_tensors_to_the_host(
         f"Histograms of device tensors are read on the host instead: the device could not "
         f"count them ({said})."
     ]
+
+
+@pytest.mark.parametrize(
+    "size",
+    [1_000, (1 << 16) - 1, 1 << 16, (1 << 16) * 3 + 17, 4_000_000 + 5],
+    ids=["small", "just-under-rows", "rows-no-tail", "rows-and-tail", "25-mb-bucket"],
+)
+def test_a_device_buckets_norm_is_its_float64_norm_from_one_pass_of_rows(size: int) -> None:
+    """The probe's norm on an accelerator (run here on CPU tensors): the bucket's float64
+    norm, and the largest norm of a row of 256 (the tail a row of its own), as the host
+    path reads them; float64 device tensors, so the step's norms stack and copy as one."""
+    generator = torch.Generator().manual_seed(size)
+    bucket = torch.randn(size, generator=generator) * 1e-3
+    bucket[size // 3] = 7.0  # a row that stands apart: the peak
+    norm, peak = torch_adapter.GradientProbe.device_norm(bucket)
+    assert norm.dtype == peak.dtype == torch.float64
+    assert norm.shape == peak.shape == ()
+    exact = math.sqrt(float((bucket.double() ** 2).sum()))
+    assert abs(float(norm) - exact) <= 1e-7 * exact
+    rows = [bucket[first : first + 256].double() for first in range(0, size, 256)]
+    largest = max(math.sqrt(float((row**2).sum())) for row in rows)
+    assert abs(float(peak) - largest) <= 1e-6 * largest
+
+
+def test_a_half_precision_device_buckets_rows_are_summed_in_float32() -> None:
+    """A float16 bucket whose rows' sums of squares pass float16's range (65504) still has
+    a finite norm: its rows are normed in float32."""
+    bucket = torch.full((1 << 17,), 100.0, dtype=torch.float16)  # each row's sum: 2.56e6
+    norm, peak = torch_adapter.GradientProbe.device_norm(bucket)
+    assert float(norm) == pytest.approx(100.0 * math.sqrt(1 << 17), rel=1e-7)
+    assert float(peak) == pytest.approx(100.0 * 16, rel=1e-7)
+
+
+def test_a_device_bucket_with_nan_or_an_overflowing_row_reads_non_finite() -> None:
+    """NaN stays NaN; an element whose square passes float32's range makes the norm and the
+    peak +inf on a device (the host's second float64 pass would need a wait): either is a
+    non-finite norm, which the gradient rule names at once (docs/gradients.md)."""
+    bucket = torch.ones(1 << 17)
+    bucket[1000] = math.nan
+    norm, peak = torch_adapter.GradientProbe.device_norm(bucket)
+    assert math.isnan(float(norm)) and math.isnan(float(peak))
+    bucket[1000] = 3e19
+    norm, peak = torch_adapter.GradientProbe.device_norm(bucket)
+    assert float(norm) == math.inf and float(peak) == math.inf

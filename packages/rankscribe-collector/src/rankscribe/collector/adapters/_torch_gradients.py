@@ -7,13 +7,14 @@ told apart. Before the reduce it can. DDP hands each bucket of gradients to a
 communication hook when the bucket is ready; the probe is such a hook
 (``docs/job-view.md``, "Gradients"). For each bucket it records
 
-- the local gradient's L2 norm, accumulated in float64 (on the CPU the bucket's
-  rows of :data:`_ROW` elements are summed in float32 and the rows in float64:
-  a float64 copy of a 25 MB bucket would cost more than the reduce; a norm that
-  overflows float32 there is taken again in float64; where the probe reduces, the
-  same pass over the bucket scales it, :func:`_host_norm`),
-- its peak: the largest norm of a row of :data:`_ROW` consecutive elements (on the
-  CPU, the rows the norm sums anyway), which the gradient rule judges against the
+- the local gradient's L2 norm, accumulated in float64 (the bucket's rows of
+  :data:`_ROW` elements are summed in float32 and the rows in float64: a float64
+  copy of a 25 MB bucket would cost more than the reduce; on the CPU a norm that
+  overflows float32 there is taken again in float64, and where the probe reduces,
+  the same pass over the bucket scales it, :func:`_host_norm`; on an accelerator,
+  :meth:`GradientProbe.device_norm`),
+- its peak: the largest norm of a row of :data:`_ROW` consecutive elements (the
+  rows the norm sums anyway), which the gradient rule judges against the
   rest of the bucket: a flipped exponent grows one element, which takes its row's
   norm, and a factor of the whole bucket cancels in the ratio, and
 - when the hook was called, in seconds since the step's start (the collector's
@@ -243,10 +244,7 @@ class GradientProbe:
                 scale = None
                 self._norms.append((index, norm, peak))
             else:  # stays on the device: read a step or more later (no synchronisation)
-                values = buffer.detach().reshape(-1)
-                device_norm = torch.linalg.vector_norm(values, dtype=torch.float64)
-                device_peak = _row_peak(values).to(torch.float64)
-                self._norms.append((index, device_norm, device_peak))
+                self._norms.append((index, *self.device_norm(buffer.detach().reshape(-1))))
             if self._steps_taken < _LAYOUT_STEPS or index not in self.bucket_parameters:
                 names = self._parameter_names
                 self.bucket_parameters[index] = [
@@ -260,6 +258,34 @@ class GradientProbe:
             future: torch.futures.Future[torch.Tensor] = user[0](user[1], bucket)
             return future
         return _reduce(self._group, bucket.buffer(), scale)
+
+    @staticmethod
+    def device_norm(flat: Any) -> tuple[Any, Any]:
+        """The L2 norm of a bucket on an accelerator, accumulated in float64, and its peak, as
+        float64 tensors on its device (no synchronisation; module docstring).
+
+        As on the CPU, a bucket of :data:`_ROWS_FROM` elements or more is read once: its rows'
+        norms in float32 (a half-precision bucket's too; a float64 bucket's in float64), then
+        their float64 norm. ``vector_norm`` with ``dtype=float64`` of the bucket itself casts
+        its whole input first: a float64 copy of the bucket, twice its size, written and read
+        again. A smaller bucket is normed in float64 directly. The CPU's second pass where a
+        row's float32 sum of squares overflows (an element beyond about 1.8e19) would need
+        the host to see the norm first: on a device such a bucket's norm and peak read
+        infinite, which the gradient rule names at once, as it names NaN (docs/gradients.md).
+        """
+        count = flat.numel()
+        if count < _ROWS_FROM:
+            return torch.linalg.vector_norm(flat, dtype=torch.float64), _row_peak(flat).to(
+                torch.float64
+            )
+        whole = count // _ROW * _ROW
+        kind = torch.promote_types(flat.dtype, torch.float32)  # half buckets' rows in float32
+        rows = torch.empty(whole // _ROW + 1, dtype=kind, device=flat.device)
+        torch.linalg.vector_norm(flat[:whole].view(-1, _ROW), dim=1, dtype=kind, out=rows[:-1])
+        # The last row: the tail (0 when none).
+        torch.linalg.vector_norm(flat[whole:], dtype=kind, out=rows[-1])
+        norm = torch.linalg.vector_norm(rows, dtype=torch.float64)
+        return norm, rows.amax().to(torch.float64)
 
     def take_spent(self) -> float:
         """Seconds the hook spent on its own work (the norms, the bucket's names) since the
