@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import logging
 import math
 import pickle
 from pathlib import Path
@@ -590,3 +591,129 @@ def test_a_device_bucket_with_nan_or_an_overflowing_row_reads_non_finite() -> No
     bucket[1000] = 3e19
     norm, peak = torch_adapter.GradientProbe.device_norm(bucket)
     assert float(norm) == math.inf and float(peak) == math.inf
+
+
+DEVICE_LAG = 5  # steps the device runs behind the host
+BUDGET_LOGGER = "rankscribe.collector.cost._budget"
+
+
+class LaggingDevice:
+    """A device ``step_seconds`` of the test's clock a step, ``lag`` steps behind the host:
+    its timing events read the device's time at their place in the stream, and pass once
+    the host has launched ``lag`` steps more (or at a wait)."""
+
+    def __init__(self, step_seconds: float, lag: int = DEVICE_LAG) -> None:
+        self.step_seconds = step_seconds
+        self.lag = lag
+        self.launched = 0  # steps the host has launched
+        self.caught_up = False
+
+    def event(self) -> LaggingEvent:
+        return LaggingEvent(self)
+
+
+class LaggingEvent:
+    def __init__(self, device: LaggingDevice) -> None:
+        self.device = device
+        self.place = 0
+
+    def record(self) -> None:
+        self.place = self.device.launched
+
+    def query(self) -> bool:
+        return self.device.caught_up or self.device.launched >= self.place + self.device.lag
+
+    def elapsed_time(self, end: LaggingEvent) -> float:
+        return (end.place - self.place) * self.device.step_seconds * 1000.0
+
+    def synchronize(self) -> None:
+        self.device.caught_up = True
+
+
+def train_on_lagging_device(
+    directory: Path,
+    device: LaggingDevice,
+    clock: ManualClock,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> list[str]:
+    """300 steps of 1 s of the host's clock, on ``device``; the histograms take 2 s of it
+    at each collected step (every 10th: 20 % of the host's step). The cost budget's
+    messages."""
+    monkeypatch.setattr(torch_adapter, "_device_events", lambda module: device.event)
+    counted = torch_adapter.TorchOptimizer.histogram_values
+
+    def slow_histograms(self: Any, tensors: list[Any]) -> list[Any]:
+        clock.advance(2.0)
+        return counted(self, tensors)
+
+    monkeypatch.setattr(torch_adapter.TorchOptimizer, "histogram_values", slow_histograms)
+    network = nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(network.parameters(), lr=0.1)
+    batches = [(torch.rand(2, 4), torch.tensor([0, 1])) for _ in range(100)]
+
+    def step(batch: Any) -> torch.Tensor:
+        clock.advance(1.0)
+        device.launched += 1
+        return nn.functional.cross_entropy(network(batch[0]), batch[1])
+
+    collector = SummaryCollector(directory, collect_freq=10, collect_specified_data=NO_LANDSCAPE)
+    with caplog.at_level(logging.INFO, logger=BUDGET_LOGGER):
+        TrainLoop(step, network=network, optimizer=optimizer).train(
+            3, batches, callbacks=[collector]
+        )
+    return [record.getMessage() for record in caplog.records if record.name == BUDGET_LOGGER]
+
+
+def test_the_cost_budget_times_its_windows_on_the_device_when_the_host_runs_ahead(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    collector_clock: ManualClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The device takes 10 s a step while the host launches one a second: the histograms'
+    2 s a collected step are 2 % of the job's step, not the 20 % of the host's. The first
+    window (steps 22-41) decides nothing (under twice the budget); the first full one
+    (42-141) sheds to every 3rd collected step, once the device has passed its end mark."""
+    said = train_on_lagging_device(
+        tmp_path, LaggingDevice(10.0), collector_clock, monkeypatch, caplog
+    )
+    [message] = said
+    assert message.startswith("The collector cost 2.0 % of the training step over steps 42-141")
+    assert "parameter histograms but at every 3rd collected step (every 30 steps)" in message
+    histograms = sorted({step for _, step in recorded_histograms(tmp_path)})
+    # Decided at step 146 (the device passes step 141's mark 5 steps later): the
+    # collected steps after it keep every 3rd.
+    assert histograms == [1, *range(10, 141, 10), 150, 180, 210, 240, 270, 300]
+
+
+def test_the_cost_budget_keeps_the_hosts_clock_where_the_device_keeps_up(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    collector_clock: ManualClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A device as fast as the host (1 s a step): the window's time is the host's, which
+    holds the histograms' seconds too, and the first window sheds as on the CPU."""
+    said = train_on_lagging_device(
+        tmp_path, LaggingDevice(1.0), collector_clock, monkeypatch, caplog
+    )
+    [message] = said
+    assert message.startswith("The collector cost 20.0 % of the training step over steps 22-41")
+
+
+def test_a_decision_the_device_has_not_caught_up_with_by_the_next_window_is_the_hosts(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    collector_clock: ManualClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A device 200 steps behind: the first window's decision still waits when the next
+    window closes (step 141), and is made then, on the host's clock."""
+    device = LaggingDevice(10.0, lag=200)
+    said = train_on_lagging_device(tmp_path, device, collector_clock, monkeypatch, caplog)
+    [message] = said
+    assert message.startswith("The collector cost 20.0 % of the training step over steps 22-41")
+    histograms = sorted({step for _, step in recorded_histograms(tmp_path)})
+    # Every collected step until then; then every 20th (the 20 % read on the host's clock).
+    assert histograms == [1, *range(10, 141, 10), 200]

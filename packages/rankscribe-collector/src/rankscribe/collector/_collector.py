@@ -555,12 +555,19 @@ class SummaryCollector(Callback):
         extras = self._timings.extras(
             params.cur_step_num, with_wait=True, step_seconds=step_seconds, started=started
         )
-        if self._cost.window_due(params.cur_step_num):
-            self._cost.add(self._quiet_cost)  # the window's last quiet steps (or warm-up's: none)
+        cost = self._cost
+        if cost.waiting:  # a window's decision waits for the device's clock
+            cost.settle(self._stop_landscape)
+        if cost.window_due(params.cur_step_num):
+            cost.add(self._quiet_cost)  # the window's last quiet steps (or warm-up's: none)
             self._quiet_cost = 0.0
             # Before this step's work: its cost point is one of its timings, in its event.
-            costs = self._cost.close_window(
-                params.cur_step_num, ended, self._stop_landscape, self._step_times()
+            costs = cost.close_window(
+                params.cur_step_num,
+                ended,
+                self._stop_landscape,
+                self._step_times(),
+                self._timings.device_mark(),
             )
             extras = [*extras, *costs]
         self._cost.busy(params.cur_step_num)

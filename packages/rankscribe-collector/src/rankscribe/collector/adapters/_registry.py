@@ -155,7 +155,9 @@ class AdapterRegistry:
         """Hooks timing ``obj``'s forward (a torch module), or None when its adapter has none.
 
         An adapter offers them with a ``forward_timer(obj)`` method returning an
-        object with ``take(step)``, ``reset()``, ``finish()`` and ``remove()``.
+        object with ``take(step)``, ``reset()``, ``finish()`` and ``remove()``, and
+        optionally ``mark()`` (a timing event recorded on the device's stream, None on
+        the CPU: the cost budget times its windows with it).
         """
         if obj is None:
             return None

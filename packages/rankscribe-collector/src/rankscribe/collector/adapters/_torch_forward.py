@@ -166,6 +166,15 @@ class ForwardTimer:
         self._pairs.append((self._start_event, event))
         self._start_event = None
 
+    def mark(self) -> Any:
+        """A timing event recorded now on the device's stream (None on the CPU): what the
+        collector's cost budget times its windows with on a device."""
+        if self._factory is None:
+            return None
+        event = self._factory()
+        event.record()
+        return event
+
     def reset(self) -> None:
         """Forget forward calls since the last :meth:`take` (an epoch's end, an evaluation)."""
         self._total, self._calls, self._pairs = 0.0, 0, []

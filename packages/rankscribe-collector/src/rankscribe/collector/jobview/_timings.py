@@ -176,6 +176,13 @@ class StepTimings:
                 logger.warning("The gradient probe is off in this run: %s", error)
                 self.gradient = None
 
+    def device_mark(self) -> Any:
+        """A timing event recorded now on the device the forward is timed on, or None on
+        the CPU (the cost budget's windows are timed on the device too: cost/_budget.py)."""
+        timer = self.forward
+        mark = getattr(timer, "mark", None) if timer is not None else None
+        return mark() if callable(mark) else None
+
     def take_probe_seconds(self) -> float:
         """The gradient probe's seconds since the last call (for the cost budget)."""
         seconds, self.probe_seconds = self.probe_seconds, 0.0
