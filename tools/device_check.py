@@ -29,7 +29,9 @@ Six checks, each printed as rows of one table (check, reading, value, note):
    without the collector, alternated (``SESSION_PAIRS`` of each, the best of
    each compared): the share of the run the collector added, the median time
    of a collected and of a quiet step on the host (a collected step that
-   waits for the device shows there), what the run's files hold (forward
+   waits for the device shows there), what the cost budget decided in each run
+   (the share it measured, its windows timed on the device's clock too, and what
+   it shed), what the run's files hold (forward
    times, the collector's record of its own cost, the ``gpu_*`` readings), and
    the synchronising calls made on the training thread during its steps
    (torch's ``set_sync_debug_mode("warn")``, its "called a synchronizing"
@@ -56,6 +58,8 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import logging
+import re
 import statistics
 import sys
 import tempfile
@@ -83,6 +87,8 @@ HERE = Path(__file__).resolve().parent
 COLLECT_FREQ = 10
 #: Bare and collected training runs of the session check, alternated (best of each).
 SESSION_PAIRS = 2
+#: The logger the cost budget's decisions are said on.
+BUDGET_LOGGER = "rankscribe.collector.cost._budget"
 #: The gradient probe's check: alternated blocks of each copy, and steps in a block.
 PROBE_BLOCKS, PROBE_STEPS = 4, 50
 TENSORS = 100
@@ -307,6 +313,9 @@ def session_rows(device: torch.device, dry_run: bool, steps: int) -> list[Row]:
     """Training runs with and without the collector, alternated; what their files hold."""
     training = Training(device, dry_run)
     training.bare_loop(5)  # warm-up
+    # Past the cost budget's first window (steps 21-41 at collect_freq 10), with collected
+    # and quiet steps after the warm-up to time, however slow the machine.
+    steps = max(steps, 5 * COLLECT_FREQ)
     bare = [training.bare_loop(steps)]
     if bare[0] < 2.0:  # long enough for the sampler's readings (every 0.1 s) to reach the files
         steps = max(steps, int(steps * 2.0 / max(bare[0], 1e-6)))
@@ -351,7 +360,20 @@ def session_rows(device: torch.device, dry_run: bool, steps: int) -> list[Row]:
             "in the steps; fake device" if dry_run else "in the steps; expect 0",
         ),
     ]
-    return rows + file_rows(best.curves, min(bare) / steps)
+    return rows + budget_rows(runs) + file_rows(best.curves, min(bare) / steps)
+
+
+def budget_rows(runs: list[CollectedRun]) -> list[Row]:
+    """What the cost budget decided in each run: the share it measured (the window's time
+    on the device's clock as well as the host's: docs/collector-cost.md) and what it shed."""
+    rows: list[Row] = []
+    for number, run in enumerate(runs, 1):
+        for message in run.said or ["(nothing shed)"]:
+            found = re.match(r"The collector cost (\S+ %) .*? over steps (\d+-\d+)", message)
+            shed = message.split(": it sheds ", 1)[-1].split(". The loss", 1)[0]
+            value = f"{found[1]}, steps {found[2]}" if found else message
+            rows.append(("session", f"budget, run {number}", value, shed if found else ""))
+    return rows
 
 
 def _median_ms(seconds: list[float]) -> str:
@@ -362,12 +384,15 @@ def _median_ms(seconds: list[float]) -> str:
 class CollectedRun:
     """One training run with the collector: its wall time (once costs included), the
     synchronising calls in its steps, each step's time on the host (from before
-    the step's work to after ``session.step``) and what its files hold."""
+    the step's work to after ``session.step``), what its files hold and what its cost
+    budget said."""
 
     seconds: float
     synchronising: int
     host: list[float]
     curves: dict[str, Any]
+    #: What the cost budget said in the run (its decisions' messages).
+    said: list[str]
 
 
 class Training:
@@ -416,7 +441,11 @@ class Training:
         from rankscribe.writer.reader import scalar_arrays
 
         fake, host = self.fake, []
-        with tempfile.TemporaryDirectory() as folder:
+        said = Said()
+        budget = logging.getLogger(BUDGET_LOGGER)
+        budget.addHandler(said)
+        with tempfile.TemporaryDirectory() as folder, ExitStack() as listening:
+            listening.callback(budget.removeHandler, said)
             collector = SummaryCollector(
                 folder,
                 collect_freq=COLLECT_FREQ,
@@ -451,7 +480,18 @@ class Training:
             synchronize(self.device)
             seconds = time.perf_counter() - began
             curves = scalar_arrays(folder)
-        return CollectedRun(seconds, synchronising, host, curves)
+        return CollectedRun(seconds, synchronising, host, curves, said.messages)
+
+
+class Said(logging.Handler):
+    """The messages of a logger, as the user would read them."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
 
 
 def probe_rows(device: torch.device, dry_run: bool) -> list[Row]:

@@ -47,6 +47,14 @@ def test_the_dry_run_prints_one_table_of_every_check() -> None:
     # Each step's time on the host, collected and quiet, from the best collected run.
     assert float(rows[("session", "host: collected step")].removesuffix(" ms")) > 0
     assert float(rows[("session", "host: quiet step")].removesuffix(" ms")) > 0
+    # What the cost budget decided in each collected run: the share it measured and the
+    # steps, or that it shed nothing.
+    said = [value for (check, reading), value in rows.items() if reading.startswith("budget, run")]
+    assert len(said) >= 2
+    assert all(
+        re.fullmatch(r"\d+\.\d %, steps \d+-\d+", value) or value == "(nothing shed)"
+        for value in said
+    ), said
     # The gradient probe on a one-rank DDP network (gloo here), against the same without it.
     assert float(rows[("probe", "small step: bare")].removesuffix(" ms")) > 0
     assert float(rows[("probe", "session step: probed")].removesuffix(" ms")) > 0
