@@ -247,6 +247,8 @@ class FakeDevice:
         self.clock = clock
         self.synchronized = 0
         self.made = 0
+        self.recorded = 0  # events recorded so far
+        self.passed = 0  # the last of them the device has passed
 
     def event(self) -> FakeEvent:
         self.made += 1
@@ -254,25 +256,37 @@ class FakeDevice:
 
 
 class FakeEvent:
+    """A timing event of :class:`FakeDevice`, which passes its events in the order they
+    were recorded: an event passes at its second query, or when a later one has passed
+    (or been waited for)."""
+
     def __init__(self, device: FakeDevice) -> None:
         self.device = device
         self.at: float | None = None
         self.queried = 0
+        self.place = 0  # in the stream: its record's number
 
     def record(self) -> None:
         self.at = self.device.clock()
+        self.queried = 0  # recorded again: passed once the device gets there again
+        self.device.recorded += 1
+        self.place = self.device.recorded
 
     def query(self) -> bool:
         self.queried += 1
-        return self.queried > 1
+        if self.queried > 1:
+            self.device.passed = max(self.device.passed, self.place)
+        return self.place <= self.device.passed
 
     def elapsed_time(self, end: FakeEvent) -> float:
         assert self.at is not None and end.at is not None
+        # A device's events have no time until it has passed them (torch raises).
+        assert end.place <= self.device.passed, "read before the device passed it"
         return (end.at - self.at) * 1000.0  # milliseconds, as torch.Event gives it
 
     def synchronize(self) -> None:
         self.device.synchronized += 1
-        self.queried = 2
+        self.device.passed = max(self.device.passed, self.place)
 
 
 def test_device_events_are_read_a_step_later_without_a_synchronise(
@@ -305,8 +319,33 @@ def test_the_collector_files_late_device_forward_times_under_their_own_step(
     forward = rank_scalars(tmp_path)[FORWARD_TIME_TAG]
     assert sorted(forward) == list(range(1, STEPS + 1))
     assert forward == {step: pytest.approx(SLEEP) for step in forward}
-    assert device.made == 2 * STEPS
+    # Events whose times were read are recorded again: two steps' pairs at most (the
+    # device passes an event at its second query), not two new events a step.
+    assert device.made == 4
     assert device.synchronized == 1  # at the end of training only, never per step
+
+
+def test_device_events_are_recorded_again_once_read_and_each_step_keeps_its_time(
+    collector_clock: ManualClock,
+) -> None:
+    """40 steps whose forwards take 1 to 40 ms, two forward calls in every third: each
+    step's time from its own events, though the events are the same few recorded again."""
+    device = FakeDevice(collector_clock)
+    module = SlowNet(collector_clock)
+    timer = torch_adapter.ForwardTimer(module, event_factory=device.event)
+    found = []
+    for step in range(1, 41):
+        module.seconds = step / 1000
+        for _ in range(2 if step % 3 == 0 else 1):
+            module(torch.rand(1, 4))
+        found += timer.take(step)
+    found += timer.finish()
+    assert [step for step, _ in found] == list(range(1, 41))
+    assert found == [
+        (step, pytest.approx(step / 1000 * (2 if step % 3 == 0 else 1))) for step in range(1, 41)
+    ]
+    assert device.made <= 8  # two steps' events in flight, two pairs in a step at most
+    assert device.synchronized == 1
 
 
 def _weighted_sum(data: bytes, start: int) -> int:
