@@ -310,30 +310,6 @@ def test_device_events_are_read_a_step_later_without_a_synchronise(
     assert not module._forward_pre_hooks and not module._forward_hooks
 
 
-def test_the_device_step_times_run_from_one_steps_first_forward_to_the_next(
-    collector_clock: ManualClock,
-) -> None:
-    """Each step's time on the device: from its first forward's start to the next step's,
-    never across a reset (an epoch's end: what comes between, an evaluation, is no step)."""
-    device = FakeDevice(collector_clock)
-    module = SlowNet(collector_clock)
-    timer = torch_adapter.ForwardTimer(module, event_factory=device.event)
-    for first in (1, 4):
-        timer.reset()
-        collector_clock.advance(5.0)  # an evaluation, say
-        for step in range(first, first + 3):
-            module(torch.rand(1, 4))
-            if step % 3 == 2:
-                module(torch.rand(1, 4))  # a second forward: the step's first one counts
-            collector_clock.advance(0.01 * step)  # the rest of the step
-            timer.take(step)
-    timer.finish()
-    steps, seconds = timer.device_steps
-    assert steps == [1, 2, 4, 5]
-    forwards = {1: 1, 2: 2, 4: 1, 5: 2}
-    assert seconds == [pytest.approx(forwards[step] * SLEEP + 0.01 * step) for step in steps]
-
-
 def test_the_collector_files_late_device_forward_times_under_their_own_step(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, collector_clock: ManualClock
 ) -> None:
@@ -344,9 +320,8 @@ def test_the_collector_files_late_device_forward_times_under_their_own_step(
     assert sorted(forward) == list(range(1, STEPS + 1))
     assert forward == {step: pytest.approx(SLEEP) for step in forward}
     # Events whose times were read are recorded again: two steps' pairs at most (the
-    # device passes an event at its second query) and the start held for the device's
-    # step time, not two new events a step.
-    assert device.made == 5
+    # device passes an event at its second query), not two new events a step.
+    assert device.made == 4
     assert device.synchronized == 1  # at the end of training only, never per step
 
 
@@ -662,21 +637,15 @@ BUDGET_LOGGER = "rankscribe.collector.cost._budget"
 
 
 class LaggingDevice:
-    """A device ``step_seconds`` of the test's clock a step (and whatever work the test adds),
-    ``lag`` steps behind the host: its timing events read the device's time at their place
-    in the stream (the work launched before them), and pass once the host has launched
-    ``lag`` steps more (or at a wait)."""
+    """A device ``step_seconds`` of the test's clock a step, ``lag`` steps behind the host:
+    its timing events read the device's time at their place in the stream, and pass once
+    the host has launched ``lag`` steps more (or at a wait)."""
 
     def __init__(self, step_seconds: float, lag: int = DEVICE_LAG) -> None:
         self.step_seconds = step_seconds
         self.lag = lag
         self.launched = 0  # steps the host has launched
-        self.work = 0.0  # seconds of device work launched so far
         self.caught_up = False
-
-    def launch_step(self) -> None:
-        self.launched += 1
-        self.work += self.step_seconds
 
     def event(self) -> LaggingEvent:
         return LaggingEvent(self)
@@ -686,16 +655,15 @@ class LaggingEvent:
     def __init__(self, device: LaggingDevice) -> None:
         self.device = device
         self.place = 0
-        self.at = 0.0
 
     def record(self) -> None:
-        self.place, self.at = self.device.launched, self.device.work
+        self.place = self.device.launched
 
     def query(self) -> bool:
         return self.device.caught_up or self.device.launched >= self.place + self.device.lag
 
     def elapsed_time(self, end: LaggingEvent) -> float:
-        return (end.at - self.at) * 1000.0
+        return (end.place - self.place) * self.device.step_seconds * 1000.0
 
     def synchronize(self) -> None:
         self.device.caught_up = True
@@ -707,20 +675,15 @@ def train_on_lagging_device(
     clock: ManualClock,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
-    *,
-    host_step: float = 1.0,
-    histograms_on_host: float = 2.0,
-    histograms_on_device: float = 0.0,
 ) -> list[str]:
-    """300 steps of ``host_step`` of the host's clock, on ``device``; the histograms take
-    ``histograms_on_host`` of it at each collected step (every 10th) and add
-    ``histograms_on_device`` of work to the device's step. The cost budget's messages."""
+    """300 steps of 1 s of the host's clock, on ``device``; the histograms take 2 s of it
+    at each collected step (every 10th: 20 % of the host's step). The cost budget's
+    messages."""
     monkeypatch.setattr(torch_adapter, "_device_events", lambda module: device.event)
     counted = torch_adapter.TorchOptimizer.histogram_values
 
     def slow_histograms(self: Any, tensors: list[Any]) -> list[Any]:
-        clock.advance(histograms_on_host)
-        device.work += histograms_on_device
+        clock.advance(2.0)
         return counted(self, tensors)
 
     monkeypatch.setattr(torch_adapter.TorchOptimizer, "histogram_values", slow_histograms)
@@ -729,10 +692,9 @@ def train_on_lagging_device(
     batches = [(torch.rand(2, 4), torch.tensor([0, 1])) for _ in range(100)]
 
     def step(batch: Any) -> torch.Tensor:
-        clock.advance(host_step)
-        loss = nn.functional.cross_entropy(network(batch[0]), batch[1])
-        device.launch_step()
-        return loss
+        clock.advance(1.0)
+        device.launched += 1
+        return nn.functional.cross_entropy(network(batch[0]), batch[1])
 
     collector = SummaryCollector(directory, collect_freq=10, collect_specified_data=NO_LANDSCAPE)
     with caplog.at_level(logging.INFO, logger=BUDGET_LOGGER):
@@ -742,80 +704,23 @@ def train_on_lagging_device(
     return [record.getMessage() for record in caplog.records if record.name == BUDGET_LOGGER]
 
 
-def histogram_steps_of(directory: Path) -> list[int]:
-    return sorted({step for _, step in recorded_histograms(directory)})
-
-
-def test_a_device_bound_jobs_budget_is_decided_on_the_devices_step_times(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    collector_clock: ManualClock,
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    """The host launches a step in 20 ms, the device takes 200 ms: the histograms' 40 ms of
-    the host at each collected step would be 20 % of the host's step, but the host waits
-    for the device anyway. Their 2 ms of device work, 0.1 % of the job's step, is what the
-    job pays: nothing is shed, and every collected step keeps its histograms."""
-    said = train_on_lagging_device(
-        tmp_path,
-        LaggingDevice(0.2),
-        collector_clock,
-        monkeypatch,
-        caplog,
-        host_step=0.02,
-        histograms_on_host=0.04,
-        histograms_on_device=0.002,
-    )
-    assert said == []
-    assert histogram_steps_of(tmp_path) == [1, *range(10, 301, 10)]
-
-
-def test_what_the_device_pays_for_histograms_is_shed_down_to_the_budget(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    collector_clock: ManualClock,
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    """The same job whose histograms add 250 ms of device work at each collected step: the
-    first window (steps 31-50) reads 12.5 % on the device's step times (0.5 s over the 4 s
-    of its 20 steps) and sheds them to every 13th collected step; the host's own 40 ms do
-    not count. Decided 5 steps after step 50, when the device passed the window's end."""
-    said = train_on_lagging_device(
-        tmp_path,
-        LaggingDevice(0.2),
-        collector_clock,
-        monkeypatch,
-        caplog,
-        host_step=0.02,
-        histograms_on_host=0.04,
-        histograms_on_device=0.25,
-    )
-    [message] = said
-    assert message.startswith("The collector cost 12.5 % of the training step over steps 31-50")
-    assert "parameter histograms but at every 13th collected step (every 130 steps)" in message
-    assert histogram_steps_of(tmp_path) == [1, 10, 20, 30, 40, 50, 130, 260]
-
-
 def test_the_cost_budget_times_its_windows_on_the_device_when_the_host_runs_ahead(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     collector_clock: ManualClock,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """The device takes 10 s a step while the host launches one a second. Steps of a second
-    write their times at once, so every step is busy and the device's step times measure
-    no slowdown: the decision is the host's accounting, over the device's time. The
-    histograms' 2 s a collected step are 2 % of the job's step, not the 20 % of the
-    host's: the first window (steps 22-41) decides nothing (under twice the budget); the
-    first full one (42-141) sheds to every 3rd collected step, once the device has passed
-    its end mark."""
+    """The device takes 10 s a step while the host launches one a second: the histograms'
+    2 s a collected step are 2 % of the job's step, not the 20 % of the host's. The first
+    window (steps 22-41) decides nothing (under twice the budget); the first full one
+    (42-141) sheds to every 3rd collected step, once the device has passed its end mark."""
     said = train_on_lagging_device(
         tmp_path, LaggingDevice(10.0), collector_clock, monkeypatch, caplog
     )
     [message] = said
     assert message.startswith("The collector cost 2.0 % of the training step over steps 42-141")
     assert "parameter histograms but at every 3rd collected step (every 30 steps)" in message
-    histograms = histogram_steps_of(tmp_path)
+    histograms = sorted({step for _, step in recorded_histograms(tmp_path)})
     # Decided at step 146 (the device passes step 141's mark 5 steps later): the
     # collected steps after it keep every 3rd.
     assert histograms == [1, *range(10, 141, 10), 150, 180, 210, 240, 270, 300]
@@ -848,6 +753,6 @@ def test_a_decision_the_device_has_not_caught_up_with_by_the_next_window_is_the_
     said = train_on_lagging_device(tmp_path, device, collector_clock, monkeypatch, caplog)
     [message] = said
     assert message.startswith("The collector cost 20.0 % of the training step over steps 22-41")
-    histograms = histogram_steps_of(tmp_path)
+    histograms = sorted({step for _, step in recorded_histograms(tmp_path)})
     # Every collected step until then; then every 20th (the 20 % read on the host's clock).
     assert histograms == [1, *range(10, 141, 10), 200]

@@ -557,7 +557,7 @@ class SummaryCollector(Callback):
         )
         cost = self._cost
         if cost.waiting:  # a window's decision waits for the device's clock
-            cost.settle(self._stop_landscape, self._timings.device_step_times())
+            cost.settle(self._stop_landscape)
         if cost.window_due(params.cur_step_num):
             cost.add(self._quiet_cost)  # the window's last quiet steps (or warm-up's: none)
             self._quiet_cost = 0.0

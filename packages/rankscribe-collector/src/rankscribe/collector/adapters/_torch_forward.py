@@ -39,13 +39,9 @@ synchronises. Several forward calls in a step add up. The device passes a stream
 events in the order they were recorded: a step whose last event has passed has passed
 its others, and when the newest step's has, every step's has (one query a step where
 the device keeps up). An event whose time has been read is recorded again at a later
-forward rather than made anew (each event made and freed is a call into the driver).
-
-The first forward's start event of each step also gives the step's time on the device:
-from it to the next step's (:attr:`ForwardTimer.device_steps`, one more read a step). A
-device runs a step's work in that span whatever the host did meanwhile, so where the host
-runs ahead these are the job's step times, which the collector's cost budget reads its
-slowdown from (cost/_budget.py).
+forward rather than made anew (each event made and freed is a call into the driver:
+on an H200 under a sandbox, the timer cost a host-bound ~1 ms step about 75 us of the
+training thread's CPU).
 """
 
 from __future__ import annotations
@@ -67,8 +63,6 @@ __all__ = ["FORWARD_EVENTS_KEPT", "ForwardTimer", "TimedForward", "device_events
 
 #: Steps whose forward events may wait to be read; older ones are dropped (with a warning).
 FORWARD_EVENTS_KEPT = 64
-#: Device step times kept (the cost budget reads a window's: a few hundred steps at most).
-DEVICE_STEPS_KEPT = 4096
 
 
 class TimedForward:
@@ -131,12 +125,6 @@ class ForwardTimer:
         self._pairs: list[tuple[Any, Any]] = []
         self._waiting: deque[tuple[int, list[tuple[Any, Any]]]] = deque()
         self._free: list[Any] = []  # events read already, to be recorded again
-        # The last step read and its first start event (held: the next step's read ends
-        # its device time), and the device step times: (steps, seconds), in step order.
-        self._last_start: tuple[int, Any] | None = None
-        self.device_steps: tuple[list[int], list[float]] = ([], [])
-        self._cut = False  # reset since the last step filed: the next one starts afresh
-        self._afresh: set[int] = set()  # steps filed first after a reset, not read yet
         self._dropped = False
         self._handles: tuple[Any, ...] = ()
         self._wrapper: TimedForward | None = None
@@ -197,7 +185,6 @@ class ForwardTimer:
     def reset(self) -> None:
         """Forget forward calls since the last :meth:`take` (an epoch's end, an evaluation)."""
         self._total, self._calls, self._pairs = 0.0, 0, []
-        self._cut = True  # the next step's device time does not reach back over this
 
     def take(self, step: int) -> list[tuple[int, float]]:
         """``(step, seconds)`` of the forward times known now; this step's calls are filed."""
@@ -207,9 +194,6 @@ class ForwardTimer:
             seconds, self._total, self._calls = self._total, 0.0, 0
             return [(step, seconds)]
         if self._pairs:
-            if self._cut:
-                self._cut = False
-                self._afresh.add(step)
             self._waiting.append((step, self._pairs))
             self._pairs = []
             if len(self._waiting) > FORWARD_EVENTS_KEPT:
@@ -234,25 +218,10 @@ class ForwardTimer:
         return [self._read(*waiting.popleft()) for _ in range(passed)]
 
     def _read(self, step: int, pairs: list[tuple[Any, Any]]) -> tuple[int, float]:
-        """A step's forward time from its passed events, which are then free again (its
-        first start when the next step's is read: the step before's device time ends at it)."""
+        """A step's forward time from its passed events, which are then free again."""
         seconds = sum(start.elapsed_time(end) for start, end in pairs) / 1000.0
         free = self._free
-        first = pairs[0][0]
-        last = self._last_start
-        if step in self._afresh:  # what came before it (an evaluation, say) is no step
-            self._afresh.discard(step)
-        elif last is not None and last[0] == step - 1:
-            steps, times = self.device_steps
-            steps.append(last[0])
-            times.append(last[1].elapsed_time(first) / 1000.0)
-            if len(steps) > 2 * DEVICE_STEPS_KEPT:
-                del steps[:DEVICE_STEPS_KEPT], times[:DEVICE_STEPS_KEPT]
-        if last is not None:
-            free.append(last[1])
-        self._last_start = (step, first)
-        free.append(pairs[0][1])
-        for start, end in pairs[1:]:
+        for start, end in pairs:
             free.append(start)
             free.append(end)
         return step, seconds
@@ -263,8 +232,7 @@ class ForwardTimer:
             return []
         self._waiting[-1][1][-1][1].synchronize()
         done = [self._read(*self._waiting.popleft()) for _ in range(len(self._waiting))]
-        # The run is over: the events go with it.
-        self._free, self._last_start, self._afresh = [], None, set()
+        self._free = []  # the run is over: the events go with it
         return done
 
     def remove(self) -> None:

@@ -27,25 +27,16 @@ The first :data:`WARMUP_STEPS` steps are not measured: they hold what a run pays
 (the first collected step's graph and dataset graph, the default landscape's saves,
 torch's first steps). Nor are ``begin`` and the end of training.
 
-On an accelerator the job's step is the device's. The host runs ahead of it, by up to the
-device's queue: a window's time on the host's clock can be shorter than the steps it holds
-take, and the collector's time on the host (its training thread's, its threads' CPU) is
-hidden wherever the device, not the host, sets the pace. On an H200, a 7 ms step whose
-host part is 1.4 ms: the first window read 13-22 % on the host's accounting, where the
-unshed histograms cost the job's device steps 1.7 % (+0.37 % at the defaults). So where
-the collector is given a *mark* at each window's ends (a timing event recorded on the
-device's stream: :class:`DeviceMark`) and the device's step times (each step's span on
-the device, from one step's first forward to the next's), the decision waits until the
-device has passed the window's end (:meth:`CostBudget.settle`, at a later step;
-``query()``, never a wait) and is then made on the device's clock: the window's time is
-the longer of the host's and the device's between the two marks, and the cost is the
-slowdown of the device's steps after the collector's busy steps (``_slowdown``, the same
-near and far halves), which holds the host's part wherever the host's delay made the
-device wait, and nothing where it did not. What costs every step alike is not in it (as
-on the CPU; the training-thread tag records it). Without the device's step times
-(a window with too few of them) the decision is the host's, over the longer time. A
-decision still waiting when the next window closes is made on the host's clock. The cost
-tags do not wait: they are seconds per step on the host's clock, not shares.
+On an accelerator the host runs ahead of the device, by up to the device's queue, most of
+all in a run's first steps: a window's time on the host's clock is then shorter than the
+steps it holds take, and a share of it reads too high (15-24 % on an H200 where the
+histograms cost the job about 1 %). So where the collector is given a *mark* at each
+window's ends (a timing event recorded on the device's stream: :class:`DeviceMark`), the
+window's time is the longer of the host's and the device's between its two marks, and
+the decision waits until the device has passed the window's end (:meth:`CostBudget.settle`,
+at a later step; ``query()``, never a wait). A decision still waiting when the next window
+closes is made on the host's clock. The cost tags do not wait: they are seconds per step,
+not shares.
 
 Each rank decides for itself. That is safe because nothing shed is compared across
 ranks step by step in a way a missing point breaks: histograms, images and landscape
@@ -360,38 +351,24 @@ class CostBudget:
         """Whether a window's decision waits for the device (:meth:`settle`)."""
         return self._waiting is not None
 
-    def settle(
-        self, stop_landscape: StopLandscape | None = None, device_times: StepTimes | None = None
-    ) -> None:
+    def settle(self, stop_landscape: StopLandscape | None = None) -> None:
         """The waiting window's decision, once the device has passed the window's end
-        (else nothing: a later step asks again). ``device_times``: the device's step times
-        read so far (module docstring)."""
+        (else nothing: a later step asks again)."""
         waiting = self._waiting
         if waiting is not None and waiting.passed():
-            self._decide(waiting, stop_landscape, on_host=False, device_times=device_times)
+            self._decide(waiting, stop_landscape, on_host=False)
 
     def _decide(
-        self,
-        decision: _Decision,
-        stop_landscape: StopLandscape | None,
-        *,
-        on_host: bool,
-        device_times: StepTimes | None = None,
+        self, decision: _Decision, stop_landscape: StopLandscape | None, *, on_host: bool
     ) -> None:
         self._waiting = None
         seconds = decision.host_seconds
-        device: Slowed | None = None
         start, end = decision.window.mark, decision.end_mark
         if not on_host and start is not None and end is not None:
             # (RuntimeError: not timing events of one device; the host's clock stays.)
             with contextlib.suppress(RuntimeError):
                 seconds = max(seconds, start.elapsed_time(end) / 1000.0)
-                if device_times is not None:
-                    window = decision.window
-                    device = slowed_seconds(window.busy, device_times, window.step, decision.end)
-                    if device is not None and device.total >= seconds:
-                        device = None  # no measure of what passed (as _slowed's)
-        self._keep_within(decision, seconds, stop_landscape, device)
+        self._keep_within(decision, seconds, stop_landscape)
 
     def finish(
         self, step: int, now: float, times: StepTimes | None = None
@@ -409,19 +386,11 @@ class CostBudget:
     # ------------------------------------------------------------------- shedding
 
     def _keep_within(
-        self,
-        decision: _Decision,
-        seconds: float,
-        stop_landscape: StopLandscape | None,
-        device: Slowed | None = None,
+        self, decision: _Decision, seconds: float, stop_landscape: StopLandscape | None
     ) -> None:
         """Shed what the window's cost over its ``seconds`` (its time, on the host's clock
-        or the device's) calls for; ``device``: the slowdown of the device's steps, which
-        is then the cost (module docstring)."""
+        or the device's) calls for."""
         window, spent, slowed = decision.window, decision.spent, decision.slowed
-        if device is not None:
-            self._keep_within_device(decision, seconds, stop_landscape, device)
-            return
         user = seconds - window.training - (slowed.total if slowed else 0.0)
         if self.budget <= 0 or user <= 0:
             return
@@ -438,53 +407,15 @@ class CostBudget:
         else:
             share = (window.training + on_threads) / user
             recording, landscape_threads = spent.get(WRITER, 0.0), spent.get(LANDSCAPE, 0.0)
-        self._shed(decision, share, user, recording, landscape_threads, stop_landscape)
-
-    def _keep_within_device(
-        self,
-        decision: _Decision,
-        seconds: float,
-        stop_landscape: StopLandscape | None,
-        device: Slowed,
-    ) -> None:
-        """As :meth:`_keep_within`, on the device's clock: the cost is the slowdown of the
-        device's steps after the busy ones, over the window's time less it; what the
-        histograms (or images) cost is the slowdown after the steps that recorded them."""
-        user = seconds - device.total
-        if self.budget <= 0 or user <= 0:
-            return
-        share = device.total / user
-        landscape_threads = decision.spent.get(LANDSCAPE, 0.0)
-        self._shed(
-            decision, share, user, device.heavy, landscape_threads, stop_landscape, host=False
-        )
-
-    def _shed(
-        self,
-        decision: _Decision,
-        share: float,
-        user: float,
-        recording: float,
-        landscape_threads: float,
-        stop_landscape: StopLandscape | None,
-        *,
-        host: bool = True,
-    ) -> None:
-        """Over the budget, optional work shed in :data:`SHED_ORDER` (module docstring):
-        ``recording``, the cost of recording histograms or images off the training thread
-        (``host``: with the training thread's time in them, which on a device's clock is
-        in the slowdown already)."""
-        window = decision.window
         if share <= self.budget * (FIRST_WINDOW_MARGIN if window.first else 1.0):
             return
         excess = share - self.budget * TARGET_SHARE
         shedding, dropped = self.shedding, list[str]()
         histograms_kept = shedding.histogram_every > 0 and window.histograms > 0
         images_kept = shedding.image_every > 0 and window.images > 0
-        own_histograms, own_images = (window.histograms, window.images) if host else (0.0, 0.0)
         parts = {
-            "histograms": (own_histograms + (recording if histograms_kept else 0.0)) / user,
-            "images": (own_images + (recording if images_kept and not histograms_kept else 0.0))
+            "histograms": (window.histograms + (recording if histograms_kept else 0.0)) / user,
+            "images": (window.images + (recording if images_kept and not histograms_kept else 0.0))
             / user,
             "fingerprints": window.fingerprints / user,
             "landscape": (window.landscape + landscape_threads) / user,

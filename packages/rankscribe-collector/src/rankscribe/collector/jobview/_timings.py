@@ -33,7 +33,6 @@ from typing import Any
 from rankscribe.collector import _clock
 from rankscribe.collector._callback import CallbackParams
 from rankscribe.collector.adapters import AdapterRegistry
-from rankscribe.collector.cost._slowdown import StepTimes
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
 from rankscribe.collector.jobview._series import SeriesRecorder
 from rankscribe.jobview.feed import (
@@ -183,12 +182,6 @@ class StepTimings:
         timer = self.forward
         mark = getattr(timer, "mark", None) if timer is not None else None
         return mark() if callable(mark) else None
-
-    def device_step_times(self) -> StepTimes | None:
-        """Each step's time on the device the forward is timed on, read so far (from one
-        step's first forward to the next's), or None on the CPU."""
-        kept = getattr(self.forward, "device_steps", None)
-        return StepTimes(*kept) if kept is not None else None
 
     def take_probe_seconds(self) -> float:
         """The gradient probe's seconds since the last call (for the cost budget)."""
