@@ -78,6 +78,7 @@ logger = logging.getLogger("rankscribe.collector.adapters.torch")
 __all__ = [
     "FORWARD_EVENTS_KEPT",
     "ForwardTimer",
+    "GradientProbe",
     "TorchAdapter",
     "TorchDevicePart",
     "TorchNetwork",
