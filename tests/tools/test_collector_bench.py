@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -35,8 +36,11 @@ PERCENT = r"[+-]\d+\.\d\d%"
 OWN = rf"{PERCENT} \(x(-?\d+\.\d\d| n/a)\)"
 
 
-def run_bench(*arguments: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def run_bench(
+    *arguments: str, cwd: Path, environ: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {key: value for key, value in os.environ.items() if not key.startswith(("PMI", "OMPI"))}
+    env.update(environ or {})
     return subprocess.run(
         [sys.executable, str(BENCH), *arguments],
         cwd=cwd,
@@ -55,7 +59,16 @@ needs_digits = needs("sklearn", envs="public-api")
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[dict[str, object]]]:
     work = tmp_path_factory.mktemp("bench")
-    finished = run_bench("--quick", "--rows", "waiting,digits", "--json", "runs.json", cwd=work)
+    # A budget the rows' collectors cannot keep: each run's decision is listed under its row.
+    finished = run_bench(
+        "--quick",
+        "--rows",
+        "waiting,digits",
+        "--json",
+        "runs.json",
+        cwd=work,
+        environ={"RANKSCRIBE_COST_BUDGET": "0.0001"},
+    )
     assert finished.returncode == 0, finished.stderr
     return finished.stdout, json.loads((work / "runs.json").read_text())
 
@@ -109,6 +122,32 @@ def test_the_table_has_a_line_per_row_with_its_targets(
             rf"threads' CPU {OWN} of the bare step's CPU vs its CPU overhead",
             line,
         ), line
+
+
+@needs_digits
+def test_what_the_cost_budget_decided_is_listed_under_each_row(
+    quick: tuple[str, list[dict[str, object]]],
+) -> None:
+    """The collector's log is kept off the screen while the rows run; the budget's
+    decisions are not lost with it: each timed collected run's, under its row."""
+    out, runs = quick
+    budget_lines = [line for line in out.splitlines() if line.startswith("    cost budget: ")]
+    assert len(budget_lines) == 2
+    decided = r"\d+\.\d % at steps \d+-\d+: \S.*"
+    for line in budget_lines:
+        assert re.fullmatch(rf"    cost budget: run 1: (nothing shed|{decided})", line), line
+    # The waiting step's collector costs far more than 0.01 % of its step: its first window
+    # (from step 21) decides, shedding the histograms first.
+    waiting = next(
+        index for index, line in enumerate(out.splitlines()) if line.startswith("waiting ")
+    )
+    line = next(line for line in out.splitlines()[waiting:] if line.startswith("    cost budget: "))
+    assert re.fullmatch(rf"    cost budget: run 1: {decided}", line), line
+    assert "the parameter histograms" in line
+    assert "The collector cost" not in out  # the messages themselves stay off the screen
+    [document] = runs
+    rows = cast(list[dict[str, Any]], document["rows"])
+    assert [len(row["summary"]["budget"]) for row in rows] == [1, 1]
 
 
 @needs_digits

@@ -73,6 +73,9 @@ Printed per row (the best of the repetitions of each arm, bare and collected):
   table's column; the training thread's alone where no wall cost is recorded), the
   training thread's alone, and with its threads' CPU against the CPU overhead (within a
   factor of 1.5 is the aim);
+- what the cost budget decided in each timed collected run (the share it measured,
+  over which steps, and what it shed; its messages are kept off the screen while the
+  rows run), or that it shed nothing;
 - the targets beside each number (``MISS`` where a number is over its target).
 
 Before the timed repetitions each row runs both arms once for a few steps,
@@ -172,6 +175,9 @@ OWN_COST_TAG_PREFIX = "rankscribe/collector_cost"
 OWN_TRAINING_TAG = f"{OWN_COST_TAG_PREFIX}/training"
 OWN_THREADS_TAG = f"{OWN_COST_TAG_PREFIX}/threads"
 OWN_WALL_TAG = f"{OWN_COST_TAG_PREFIX}/wall"
+#: The logger the cost budget says its decisions on (kept off the screen while rows run,
+#: listed under each row instead).
+BUDGET_LOGGER = "rankscribe.collector.cost._budget"
 #: The steps the collector leaves out of its first window (its WARMUP_STEPS).
 OWN_COST_WARMUP = 20
 
@@ -977,6 +983,7 @@ class RunNumbers:
     own_cost: float | None = None  # the collector's own record, seconds per step
     own_threads_cost: float | None = None  # the same, its threads' CPU
     own_wall_cost: float | None = None  # the same, its wall cost (with the slowdown)
+    budget: list[str] = field(default_factory=list)  # the cost budget's decisions, said
 
 
 def timed_run(row: Row, arm: Arm, once: OnceCosts) -> RunNumbers:
@@ -985,7 +992,7 @@ def timed_run(row: Row, arm: Arm, once: OnceCosts) -> RunNumbers:
     synchronize = _synchronizer(arm.device)
     align_ranks()
     once.reset()
-    with warnings.catch_warnings(), ThreadCpu() as threads:
+    with warnings.catch_warnings(), ThreadCpu() as threads, budget_said() as said:
         warnings.simplefilter("ignore")
         synchronize()
         start, start_cpu = time.perf_counter(), time.process_time()
@@ -1002,7 +1009,46 @@ def timed_run(row: Row, arm: Arm, once: OnceCosts) -> RunNumbers:
         own_cost=recorded_cost(arm.directory, OWN_TRAINING_TAG) if arm.collect else None,
         own_threads_cost=recorded_cost(arm.directory, OWN_THREADS_TAG) if arm.collect else None,
         own_wall_cost=recorded_cost(arm.directory, OWN_WALL_TAG) if arm.collect else None,
+        budget=[decision(message) for message in said],
     )
+
+
+class _Said(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@contextlib.contextmanager
+def budget_said() -> Iterator[list[str]]:
+    """The cost budget's messages while the block runs (at INFO and up, kept off the
+    screen: ``quiet_frameworks`` keeps the collector's log at ERROR)."""
+    logger = logging.getLogger(BUDGET_LOGGER)
+    said = _Said()
+    level, propagate = logger.level, logger.propagate
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    logger.addHandler(said)
+    try:
+        yield said.messages
+    finally:
+        logger.removeHandler(said)
+        logger.setLevel(level)
+        logger.propagate = propagate
+
+
+def decision(message: str) -> str:
+    """A budget message in short: the share it measured, over which steps, what it shed."""
+    found = re.match(
+        r"The collector cost (\S+ %) of the training step over steps (\d+-\d+)", message
+    )
+    if found is None:
+        return message
+    shed = message.split(": it sheds ", 1)[-1].split(". The loss", 1)[0]
+    return f"{found[1]} at steps {found[2]}: {shed}"
 
 
 def _synchronizer(device: str) -> Callable[[], object]:
@@ -1171,6 +1217,7 @@ def summarize(row: Row, result: RowResult, freq: int) -> dict[str, Any]:
         "own_wall_pct": (statistics.median(own_wall) / bare_step * 100) if own_wall else None,
         "own_cpu_pct": (statistics.median(own_all) / bare_cpu * 100) if own_all else None,
         "threads_ms_per_step": thread_cpu_per_step(bare, collected, result.steps),
+        "budget": [run.budget for run in collected],
         "targets": asdict(row.targets),
     }
 
@@ -1278,6 +1325,13 @@ def table(results: list[RowResult]) -> list[str]:
                 f"{name} {value:.3f}"
                 for name, value in sorted(threads.items(), key=lambda item: -item[1])
                 if abs(value) >= 0.0005
+            )
+        )
+        lines.append(
+            "    cost budget: "
+            + " | ".join(
+                f"run {number}: " + (", then ".join(said) if said else "nothing shed")
+                for number, said in enumerate(summary.get("budget", []), 1)
             )
         )
     return lines
