@@ -201,7 +201,8 @@ class _Window:
 
 @dataclass
 class _Decision:
-    """A closed window whose decision waits for the device to pass its end mark."""
+    """What a closed window's decision needs: made when the window closes, or, where its
+    ends are marked on a device, once the device has passed its end mark."""
 
     window: _Window
     end: int  # the step that closed it
