@@ -30,7 +30,7 @@ torch's first steps). Nor are ``begin`` and the end of training.
 On an accelerator the host runs ahead of the device, by up to the device's queue, most of
 all in a run's first steps: a window's time on the host's clock is then shorter than the
 steps it holds take, and a share of it reads too high (on an H200, 18-22 % on the host's
-clock, 12.7-15.6 % on the device's, where the unshed histograms cost the job's device
+clock, 7.4-15.6 % on the device's, where the unshed histograms cost the job's device
 steps 1.7 %: the rest is the host's accounting, which a device-bound step hides;
 docs/collector-cost.md). So where the collector is given a *mark* at each
 window's ends (a timing event recorded on the device's stream: :class:`DeviceMark`), the
