@@ -338,9 +338,11 @@ def test_a_sessions_dispatch_is_the_collectors_cost_when_it_is_the_only_callback
     """A TrainSession whose only callback is the collector: what its step() costs beyond
     the user's loop is RankScribe's, the dispatch of the callbacks included (here 2 ms of
     the clock a step, as the calls of a real loop cost on a CPU the step turned over): the
-    training thread's cost counts it, at every step, collected or not. Beside a callback
-    of the user's the dispatch is shared, and the collector counts its own methods only.
-    Either way the step times are what the session measures, dispatches and all."""
+    training thread's cost counts it, at every step that dispatches. Most steps do not:
+    the collector records nothing at them, and the session logs them for it (its quiet
+    steps). Beside a callback of the user's every step dispatches, the dispatch is shared,
+    and the collector counts its own methods only. Either way the step times are what the
+    session measures, dispatches and all."""
     data, optimizer, collector = unbudgeted(model, tmp_path, collector_clock, 0.0)
     others = [Callback()] if beside == "callback" else []
     callbacks = [collector, *others]
@@ -350,8 +352,10 @@ def test_a_sessions_dispatch_is_the_collectors_cost_when_it_is_the_only_callback
     # The session's list of callbacks, whose step_begin dispatches to each of them.
     dispatcher = type(session._callbacks)
     dispatch = dispatcher.step_begin
+    dispatched: list[int] = []
 
     def slow_dispatch(self: Any, run_context: Any) -> None:
+        dispatched.append(run_context.original_args().cur_step_num)
         collector_clock.advance(DISPATCH)
         dispatch(self, run_context)
 
@@ -362,11 +366,24 @@ def test_a_sessions_dispatch_is_the_collectors_cost_when_it_is_the_only_callback
                 collector_clock.advance(QUICK_STEP)
                 session.step(batch, 0.5)
     found = rank_scalars(tmp_path)
-    # A session's step: from the last step() call to this one's step_end, both dispatches.
-    assert found[STEP_TIME_TAG][41] == pytest.approx(QUICK_STEP + 2 * DISPATCH)
-    assert found[STEP_TIME_TAG][45] == pytest.approx(QUICK_STEP + 2 * DISPATCH)
-    for step in (50, 150):
-        assert found[TRAINING_TAG][step] == pytest.approx(DISPATCH if beside is None else 0.0)
+    times = found[STEP_TIME_TAG]
+    assert sorted(times) == list(range(1, 201))
+    calls = set(dispatched)
+    if beside is None:
+        # The histograms at every 10th step, and a step before each: the rest are logged.
+        assert len(calls & set(range(51, 201))) <= 40
+    else:
+        assert calls == set(range(1, 201))
+    for step in range(51, 201):
+        # From the last step() call: the dispatch after it (if any), and this step's own
+        # when it dispatches (the collector's step_end reads the clock after it).
+        before = DISPATCH if step - 1 in calls else 0.0
+        own = DISPATCH if step in calls else 0.0
+        assert times[step] == pytest.approx(QUICK_STEP + before + own), step
+    # The cost: the dispatches of each window's steps, per step of the window.
+    for step, window in ((50, range(41, 51)), (150, range(51, 151))):
+        expected = DISPATCH * len(calls & set(window)) / len(window) if beside is None else 0.0
+        assert found[TRAINING_TAG][step] == pytest.approx(expected), step
 
 
 @pytest.mark.parametrize("budget", [0, 0.0, "off", "OFF"])

@@ -240,6 +240,37 @@ def test_hooks_time_a_module_that_a_data_parallel_could_replicate(
     assert not inner._forward_pre_hooks and not inner._forward_hooks
 
 
+def test_the_timer_files_logged_calls_by_the_step_they_ended_in(
+    collector_clock: ManualClock,
+) -> None:
+    clock = collector_clock
+    network = SlowNet(clock, 0.0)
+    timer = torch_adapter.ForwardTimer(network)
+    x = torch.rand(1, 4)
+    try:
+        # Steps 5, 6, 7 end at 1.0, 2.0, 3.0: two calls in step 5, none in 6, one in 7,
+        # and one call after the last end, which stays for the next take.
+        for at, seconds in ((0.2, 0.1), (0.5, 0.2), (2.5, 0.3), (3.5, 0.4)):
+            clock.seconds = at
+            network.seconds = seconds
+            network(x)
+        steps, spent = timer.take_logged(5, [1.0, 2.0, 3.0])
+        assert list(steps) == [5, 7]
+        assert list(spent) == pytest.approx([0.1 + 0.2, 0.3])
+        [(step, seconds)] = timer.take(8)
+        assert step == 8 and seconds == pytest.approx(0.4)
+        # One call a step, each in its own: the common case reads the same way.
+        for at in (10.0, 11.0, 12.0):
+            clock.seconds = at
+            network(x)
+        steps, spent = timer.take_logged(9, [10.5, 11.5, 12.5])
+        assert list(steps) == [9, 10, 11]
+        assert list(spent) == pytest.approx([0.4, 0.4, 0.4])
+        assert timer.take(12) == []
+    finally:
+        timer.remove()
+
+
 class FakeDevice:
     """Timing events a device passes one query after they were recorded."""
 

@@ -12,6 +12,7 @@ after ``end`` (or on an error), so a callback holding files can close them.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from types import TracebackType
@@ -254,3 +255,54 @@ class CallbackList(Callback):
 
     def end(self, run_context: RunContext) -> None:
         self._each("end", run_context)
+
+
+class QuietSteps:
+    """Steps a loop may finish without calling its one callback, which has said it would
+    record nothing at them: what :class:`~rankscribe.collector.TrainSession` and the
+    ``SummaryCollector`` agree on, so that most steps of a fast loop cost a few attribute
+    writes and one append (docs/collector-cost.md, "Quiet steps in a TrainSession").
+
+    The callback sets ``until`` and ``due`` (and :meth:`stop`s them): a step numbered
+    below ``until``, ended (``perf_counter``) before ``due`` and less than ``longest``
+    seconds after the step before it, while ``skipping[0]`` is True (the summary
+    operators return at once: ``rankscribe.writer.operators.skip_flag``), is quiet. The
+    loop then numbers it, keeps its batch and outputs in the callback parameters as at any
+    step, and logs it here instead of calling ``step_begin`` and ``step_end``: ``first``,
+    the number of the first step logged, ``start``, when that step started, ``times``,
+    when each logged step ended, in order, and ``seconds``, the loop's own time in them.
+    At the last quiet step (``until - 1``) the loop also ends the operators' skip
+    (``skipping[0] = False``), as the callback's ``step_end`` would have: the next step
+    records what they give. The callback takes the log (:meth:`take`) at its next call,
+    before anything else.
+    """
+
+    __slots__ = ("due", "first", "longest", "seconds", "skipping", "start", "times", "until")
+
+    def __init__(self, skipping: list[bool], longest: float) -> None:
+        self.until = 0
+        self.due = 0.0
+        self.longest = longest
+        self.skipping = skipping
+        self.first = 0
+        self.start = 0.0
+        self.times: array[float] = array("d")
+        self.seconds = 0.0
+
+    def stop(self) -> None:
+        """No step is quiet until the callback says again."""
+        self.until = 0
+
+    def take(self) -> tuple[int, float, array[float], float]:
+        """``(first, start, times, seconds)`` of the steps logged since the last call (the
+        log is empty after it)."""
+        taken = (self.first, self.start, self.times, self.seconds)
+        self.times = array("d")
+        self.seconds = 0.0
+        return taken
+
+
+def quiet_steps_of(callback: object) -> QuietSteps | None:
+    """The :class:`QuietSteps` a callback offers its loop, or None."""
+    offered = getattr(callback, "_quiet_steps", None)
+    return offered if isinstance(offered, QuietSteps) else None

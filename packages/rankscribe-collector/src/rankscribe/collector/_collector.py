@@ -29,8 +29,10 @@ job's directory, with the job view from every rank's series (``docs/job-view.md`
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
+import operator
 import os
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -39,7 +41,13 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from rankscribe.collector import _clock
-from rankscribe.collector._callback import MODES, Callback, CallbackParams, RunContext
+from rankscribe.collector._callback import (
+    MODES,
+    Callback,
+    CallbackParams,
+    QuietSteps,
+    RunContext,
+)
 from rankscribe.collector._fingerprint import DEFAULT_FINGERPRINT_BUDGET
 from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.collection._extractor import GRAPH_TAG, LOSS_TAG, Extractor
@@ -66,7 +74,7 @@ from rankscribe.collector.system._sampler import SystemSampler, check_system_int
 from rankscribe.jobview.feed import LiveRankView, VerdictCallback
 from rankscribe.ranks import Coordinator, OnExists, RankInfo
 from rankscribe.writer import SummaryRecord
-from rankscribe.writer.operators import discard_dropped, discard_pending
+from rankscribe.writer.operators import discard_dropped, discard_pending, skip_flag
 
 if TYPE_CHECKING:
     from rankscribe.collector.landscape._saver import LandscapeSaver
@@ -238,6 +246,7 @@ class SummaryCollector(Callback):
         )
         # Bound once: the short path of step_end appends with no call of its own.
         self._keep_step, self._keep_step_time = self._series.step_time_appenders()
+        self._keep_steps, self._keep_step_times = self._series.step_time_extenders()
         self._keep_wait_step, self._keep_wait = self._series.data_wait_appenders()
         self._keep_light_step, self._keep_light_loss = self._series.light_appenders(LOSS_TAG)
         self._timings = StepTimings(
@@ -254,6 +263,10 @@ class SummaryCollector(Callback):
         # the plan's short path ends at the latest (_plan_quiet).
         self._light_step = -1
         self._quiet_limit = 0
+        # The steps of the short path that a TrainSession, with this collector its one
+        # callback, finishes itself: they call nothing here, and are taken at the next
+        # call (_take_quiet_steps). docs/collector-cost.md, "Quiet steps in a TrainSession".
+        self._quiet_steps = QuietSteps(skip_flag(), STEP_TIME_WRITE_AT_ONCE)
         self._last_epoch_flush = -math.inf  # perf_counter of the last epoch end's flush
         #: The short path's time since the last longer step (the cost budget's).
         self._quiet_cost = 0.0
@@ -352,12 +365,15 @@ class SummaryCollector(Callback):
         self._extractor.rank = run.info.rank
         self._step_started = self._step_time = None
         self._quiet_until, self._light_step = 0, -1
+        self._quiet_steps.stop()
         self._last_epoch_flush = -math.inf
         self._first_step_done = False
         self._sink_mode = False
 
     def _close(self) -> None:
         self._quiet_until, self._light_step = 0, -1
+        self._quiet_steps.stop()
+        self._take_quiet_steps()  # training stopped on an exception: its last steps
         self._system.stop()
         self._timings.close()
         self._write_kept()
@@ -438,6 +454,7 @@ class SummaryCollector(Callback):
         judged across ranks; ``name``: letters, digits, ``_.-``
         (:func:`rankscribe.collector.jobview._timings.section_tag`). docs/job-view.md.
         """
+        self._quiet_steps.stop()  # a step with a section is called for its totals
         return self._timings.section(name)
 
     def allreduce_gradients(self, comm: Any, gradients: Any, *, average: bool = True) -> None:
@@ -458,6 +475,7 @@ class SummaryCollector(Callback):
         recorder = timings.gradient
         if recorder is None and timings.gradients_on and self._training:
             recorder = timings.gradient = ReducedGradients()
+            self._quiet_steps.stop()  # the norms are taken at each step's end
         allreduce_gradients(
             comm,
             gradients,
@@ -507,20 +525,30 @@ class SummaryCollector(Callback):
                 and following != self._light_step
                 and params.consecutive_steps
             )
-            self._keep_step(step)
-            self._keep_step_time(ended - started)
             timings = self._timings
-            wait = timings.data_wait
-            if wait is not None:
-                self._keep_wait_step(step)
-                self._keep_wait(wait)
-            if (
-                timings.forward is not None
-                or timings.gradient is not None
-                or timings.section_totals
-            ):
-                timings.keep_extras(step, ended - started, started)
-                self._quiet_cost += timings.take_probe_seconds()
+            logged = self._quiet_steps.times
+            if logged and not timings.section_totals and timings.gradient is None:
+                # After steps the loop finished itself (a light step among them): this
+                # one joins their log, its forward calls stay in the timer, and all are
+                # taken together (_take_quiet_steps), by the session's clock as theirs.
+                dispatched = params._dispatched_at
+                logged.append(ended if dispatched is None else dispatched)
+            else:
+                if logged:
+                    self._take_quiet_steps()
+                self._keep_step(step)
+                self._keep_step_time(ended - started)
+                wait = timings.data_wait
+                if wait is not None:
+                    self._keep_wait_step(step)
+                    self._keep_wait(wait)
+                if (
+                    timings.forward is not None
+                    or timings.gradient is not None
+                    or timings.section_totals
+                ):
+                    timings.keep_extras(step, ended - started, started)
+                    self._quiet_cost += timings.take_probe_seconds()
             timings.last_end = ended
             # One clock read: this path's own time, for the cost budget (cost/_budget.py),
             # from the loop's dispatch where the loop counts it (a TrainSession whose
@@ -545,6 +573,8 @@ class SummaryCollector(Callback):
     def _step_end(self, params: CallbackParams, started: float | None, ended: float) -> None:
         """A step that collects, writes, saves landscape parameters, or is not in training."""
         self._quiet_until = 0
+        self._quiet_steps.stop()
+        self._take_quiet_steps()  # the steps before, which the loop finished itself
         run = self._run
         if params.mode != "train" or run.record is None:
             discard_pending()
@@ -586,7 +616,9 @@ class SummaryCollector(Callback):
             self._plan_quiet(params.cur_step_num, run.schedule, landscape)
             if self._quiet_next(params, params.cur_step_num):
                 discard_pending(skip_next_step=True)  # as the quiet path does
-        self._step_times_due = self._series.last_write + STEP_TIME_WRITE_INTERVAL
+        self._step_times_due = self._quiet_steps.due = (
+            self._series.last_write + STEP_TIME_WRITE_INTERVAL
+        )
 
     def epoch_end(self, run_context: RunContext) -> None:
         params = run_context.original_args()
@@ -594,6 +626,7 @@ class SummaryCollector(Callback):
         if params.mode != "train" or record is None:
             return
         started = _clock.now()
+        self._take_quiet_steps()
         if params.cur_epoch_num == params.epoch_num:
             self._close_last_cost_window(params.cur_step_num)  # before this step is written
         unit = params.cur_epoch_num if self._sink_mode else params.cur_step_num
@@ -619,6 +652,8 @@ class SummaryCollector(Callback):
         if record is None:
             return
         self._training = False  # the end came: the merge below runs, whatever fails
+        self._quiet_steps.stop()
+        self._take_quiet_steps()
         try:
             if params.mode == "train":
                 self._say_missed_tensor_units(params)
@@ -762,6 +797,7 @@ class SummaryCollector(Callback):
         every step) ends the plan without having paid for the light steps after it."""
         if not schedule.started:
             self._quiet_until, self._light_step = 0, -1
+            self._quiet_steps.stop()
             return
         self._quiet_limit = self._series.quiet_limit(step, landscape)
         self._next_quiet(step, schedule)
@@ -778,6 +814,30 @@ class SummaryCollector(Callback):
         else:
             self._light_step = -1
             self._quiet_until = min(collected, limit)
+        self._offer_quiet_steps()
+
+    def _offer_quiet_steps(self) -> None:
+        """Let a TrainSession finish the short path's steps itself, up to the next that is
+        not plain (a light step, or one off the short path). Only where the steps' timings
+        can be read afterwards (``StepTimings.loggable``)."""
+        quiet = self._quiet_steps
+        if not self._training or self._sink_mode or not self._timings.loggable:
+            quiet.stop()
+            return
+        quiet.until = self._quiet_until if self._light_step < 0 else self._light_step
+
+    def _take_quiet_steps(self) -> None:
+        """Keep what the short path would have of the steps a TrainSession finished itself
+        (:meth:`_offer_quiet_steps`): each step time, forward time, and the loop's time."""
+        first, start, times, seconds = self._quiet_steps.take()
+        if not times:
+            return
+        self._keep_steps(range(first, first + len(times)))
+        # Each step's time: from the end of the one before (the first's: ``start``).
+        self._keep_step_times(map(operator.sub, times, itertools.chain((start,), times)))
+        self._timings.keep_logged(first, times)
+        self._timings.last_end = times[-1]
+        self._quiet_cost += seconds
 
     def _is_light(self, unit: int, schedule: CollectionSchedule) -> bool:
         """Whether collected ``unit`` is a light step (:meth:`_plan_quiet`)."""

@@ -84,7 +84,14 @@ def _buffer_value(kind: str, name: str, value: Any) -> None:
 # The operators' one spelling is the package's (``from rankscribe.writer import
 # scalar_summary``); what this module gives the sibling packages is the collector's
 # discard of values buffered outside a recorded step (docs/contributing.md).
-__all__ = ["discard_dropped", "discard_pending"]
+__all__ = ["discard_dropped", "discard_pending", "skip_flag"]
+
+
+def skip_flag() -> list[bool]:
+    """The one-element list whose item is True while the operators return at once (the
+    step under way will not be recorded: :func:`discard_pending`). For a loop that
+    finishes such steps without calling the collector: it reads the item, never sets it."""
+    return _skipping
 
 
 def has_buffered() -> bool:

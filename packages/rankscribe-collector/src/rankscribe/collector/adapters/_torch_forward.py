@@ -30,7 +30,10 @@ The timer sits on the module's own call path. Two ways, one record:
   a ``ScriptModule`` (whose ``forward`` is compiled code: torch refuses the hooks, and
   the forward time is then not recorded, with one warning).
 
-On the CPU, ``perf_counter`` around each call. On an accelerator (or with
+On the CPU, ``perf_counter`` around each call; each call's end and seconds are kept until
+:meth:`ForwardTimer.take` adds them up for the step, or :meth:`ForwardTimer.take_logged`
+files them by their end among steps a loop logged without calling the collector. On an
+accelerator (or with
 ``event_factory`` given), a pair of timing events recorded on the device's stream
 around each call; :meth:`ForwardTimer.take` files the step's pairs and returns the
 steps whose events the device has passed (``query()``, which never waits), so a
@@ -46,11 +49,12 @@ training thread's CPU a step, on host-bound steps of 1-2 ms).
 
 from __future__ import annotations
 
+import bisect
 import logging
 import operator
 import weakref
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -85,8 +89,9 @@ class TimedForward:
         if timer._factory is None:
             started = _clock.now()
             result = self.__wrapped__(*args, **kwargs)
-            timer._total += _clock.now() - started
-            timer._calls += 1
+            ended = _clock.now()
+            timer._ends.append(ended)
+            timer._spans.append(ended - started)
             return result
         timer._device_begin()
         result = self.__wrapped__(*args, **kwargs)
@@ -118,8 +123,9 @@ class ForwardTimer:
         hooks: bool = False,
     ) -> None:
         self._factory = event_factory if event_factory is not None else device_events(module)
-        self._total = 0.0
-        self._calls = 0
+        # On the CPU, each forward call's end and seconds, in order, until taken.
+        self._ends: list[float] = []
+        self._spans: list[float] = []
         self._started = 0.0
         self._start_event: Any = None
         self._pairs: list[tuple[Any, Any]] = []
@@ -153,8 +159,9 @@ class ForwardTimer:
 
     def _after(self, module: Any, inputs: Any, outputs: Any) -> None:
         if self._factory is None:
-            self._total += _clock.now() - self._started
-            self._calls += 1
+            ended = _clock.now()
+            self._ends.append(ended)
+            self._spans.append(ended - self._started)
         else:
             self._device_end()
 
@@ -184,14 +191,15 @@ class ForwardTimer:
 
     def reset(self) -> None:
         """Forget forward calls since the last :meth:`take` (an epoch's end, an evaluation)."""
-        self._total, self._calls, self._pairs = 0.0, 0, []
+        self._ends, self._spans, self._pairs = [], [], []
 
     def take(self, step: int) -> list[tuple[int, float]]:
         """``(step, seconds)`` of the forward times known now; this step's calls are filed."""
         if self._factory is None:
-            if not self._calls:
+            if not self._spans:
                 return []
-            seconds, self._total, self._calls = self._total, 0.0, 0
+            seconds = sum(self._spans)
+            self._ends, self._spans = [], []
             return [(step, seconds)]
         if self._pairs:
             self._waiting.append((step, self._pairs))
@@ -225,6 +233,43 @@ class ForwardTimer:
             free.append(start)
             free.append(end)
         return step, seconds
+
+    def take_logged(
+        self, first: int, ends: Sequence[float]
+    ) -> tuple[Sequence[int], Sequence[float]]:
+        """The steps among ``first``, ``first + 1``, ... that ended at ``ends``
+        (``perf_counter``, in order) without a :meth:`take` (steps a loop logged:
+        ``rankscribe.collector._callback.QuietSteps``) that had forward calls, and their
+        forward seconds, in step order: each call goes to the step it ended in; calls after
+        the last of ``ends`` stay for the next :meth:`take`. On the CPU only: a device's
+        events are filed by :meth:`take`, a step at a time."""
+        if self._factory is not None:
+            raise RuntimeError("the forward times of logged steps are read on the CPU only")
+        calls, spans = self._ends, self._spans
+        count = len(ends)
+        if not count or not calls:
+            return (), ()
+        # Most loops: one forward call a step. Each call then ended in its own step.
+        if (
+            len(calls) >= count
+            and (len(calls) == count or calls[count] > ends[-1])
+            and all(map(operator.le, calls[:count], ends))
+            and all(map(operator.gt, calls[1:count], ends))
+        ):
+            seconds = spans[:count]
+            del calls[:count], spans[:count]
+            return range(first, first + count), seconds
+        found: dict[int, float] = {}
+        last = ends[-1]
+        taken = 0
+        for ended, spent in zip(calls, spans, strict=True):
+            if ended > last:
+                break
+            step = first + bisect.bisect_left(ends, ended)
+            found[step] = found.get(step, 0.0) + spent
+            taken += 1
+        del calls[:taken], spans[:taken]
+        return list(found), list(found.values())
 
     def finish(self) -> list[tuple[int, float]]:
         """At the end of training: the forward times still waiting (one wait, at most)."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from array import array
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rankscribe.collector import _clock
@@ -268,6 +268,15 @@ class SeriesRecorder:
             return _discard, _discard
         return self._time_steps.append, self._time_values.append
 
+    def step_time_extenders(
+        self,
+    ) -> tuple[Callable[[Iterable[int]], None], Callable[[Iterable[float]], None]]:
+        """Extends that keep several step times at once, in step order (as
+        :meth:`step_time_appenders`)."""
+        if STEP_TIME_TAG in self._dropped:
+            return _discard, _discard
+        return self._time_steps.extend, self._time_values.extend
+
     def step_time_columns(
         self,
     ) -> tuple[Sequence[int], Sequence[float], Sequence[int], Sequence[float]]:
@@ -287,6 +296,16 @@ class SeriesRecorder:
         if column is None:
             column = self._columns[tag] = _TimingColumn(tag, self.series)
         return column.steps.append, column.values.append
+
+    def timing_extenders(
+        self, tag: str
+    ) -> tuple[Callable[[Iterable[int]], None], Callable[[Iterable[float]], None]]:
+        """Extends that keep several timings of ``tag`` at once, in step order (as
+        :meth:`timing_appenders`)."""
+        column = self._columns.get(tag)
+        if column is None:
+            column = self._columns[tag] = _TimingColumn(tag, self.series)
+        return column.steps.extend, column.values.extend
 
     def keep_timing(self, tag: str, step: int, seconds: float) -> None:
         """Keep a timing other than the step time (written with the step times)."""

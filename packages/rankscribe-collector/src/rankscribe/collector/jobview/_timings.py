@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -137,10 +137,42 @@ class StepTimings:
         self.probe_seconds = 0.0
         self.section_totals: dict[str, float] = {}
         self._tags: dict[str, str] = {}  # validated name -> tag
+        self._sections_used = False  # in this run
         # Bound once (the arrays stay across runs): a quiet step appends with no lookup.
         self._forward_step, self._forward_seconds = series.timing_appenders(FORWARD_TIME_TAG)
+        self._extend_forward_steps, self._extend_forward_seconds = series.timing_extenders(
+            FORWARD_TIME_TAG
+        )
+
+    @property
+    def loggable(self) -> bool:
+        """Whether a step's timings can be read after a loop logged the step (the
+        collector's quiet steps: ``rankscribe.collector._callback.QuietSteps``): no
+        section used in the run, no gradient probe, and no forward timer or one on the CPU
+        that files calls by their end (``take_logged``)."""
+        timer = self.forward
+        return (
+            not self._sections_used
+            and self.gradient is None
+            and (
+                timer is None
+                or (not getattr(timer, "on_device", True) and hasattr(timer, "take_logged"))
+            )
+        )
+
+    def keep_logged(self, first: int, ends: Sequence[float]) -> None:
+        """Keep the forward times of steps ``first``, ``first + 1``, ... that a loop logged,
+        ended at ``ends`` (:attr:`loggable`)."""
+        timer = self.forward
+        if timer is None:
+            return
+        steps, seconds = timer.take_logged(first, ends)
+        if steps:
+            self._extend_forward_steps(steps)
+            self._extend_forward_seconds(seconds)
 
     def section(self, name: str) -> Section:
+        self._sections_used = True
         tag = self._tags.get(name) if type(name) is str else None
         if tag is None:
             tag = self._tags[name] = section_tag(name)
@@ -151,6 +183,7 @@ class StepTimings:
         the gradient probe on ``params.gradient_network`` (else the network trained)."""
         self.last_end = self.data_wait = None
         self.section_totals.clear()
+        self._sections_used = False
         if params.mode != "train":
             if self.forward is not None:
                 self.forward.reset()

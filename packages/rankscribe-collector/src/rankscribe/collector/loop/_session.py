@@ -40,7 +40,14 @@ from types import TracebackType
 from typing import Any
 
 from rankscribe.collector import _clock
-from rankscribe.collector._callback import Callback, CallbackList, CallbackParams, RunContext
+from rankscribe.collector._callback import (
+    Callback,
+    CallbackList,
+    CallbackParams,
+    QuietSteps,
+    RunContext,
+    quiet_steps_of,
+)
 from rankscribe.collector._checks import check_iterable, check_optional_text
 from rankscribe.collector.errors import CollectorStateError, CollectorTypeError, CollectorValueError
 from rankscribe.collector.loop._loop import train_params
@@ -129,6 +136,9 @@ class TrainSession:
         self._context = RunContext(self._params)
         self._state = "new"  # -> "open" -> "closed"
         self._previous_step: float | None = None  # perf_counter of the last step() call
+        #: The steps the one callback lets step() log rather than call it (None: every
+        #: step calls the callbacks).
+        self._quiet: QuietSteps | None = None
 
     @property
     def params(self) -> CallbackParams:
@@ -150,6 +160,8 @@ class TrainSession:
         except BaseException as error:
             self._close(type(error), error, error.__traceback__)
             raise
+        if self._dispatch_counted:  # beside another callback, every step calls both
+            self._quiet = quiet_steps_of(self._callbacks.callbacks[0])
         return self
 
     def __exit__(
@@ -177,6 +189,7 @@ class TrainSession:
         traceback: TracebackType | None,
     ) -> None:
         self._state = "closed"
+        self._quiet = None
         self._callbacks.__exit__(exc_type, exc, traceback)
 
     def _check_open(self, call: str) -> None:
@@ -207,14 +220,41 @@ class TrainSession:
         The collector records ``outputs`` as the loss and the batch's first
         column, when it is a 4-D NCHW batch, as the input images.
         """
-        self._check_open("step()")
-        if self._params.cur_epoch_num < 1:
+        now = _clock.now()
+        params = self._params
+        quiet = self._quiet
+        if quiet is not None:
+            # A step the one callback records nothing at: logged for it, not called
+            # (QuietSteps; docs/collector-cost.md, "Quiet steps in a TrainSession").
+            step = params.cur_step_num + 1
+            previous = self._previous_step
+            if (
+                step < quiet.until
+                and now < quiet.due
+                and quiet.skipping[0]
+                and previous is not None
+                and now - previous < quiet.longest
+            ):
+                times = quiet.times
+                if not times:
+                    quiet.first, quiet.start = step, previous
+                times.append(now)
+                params.cur_step_num = step
+                params.step_started_at = previous
+                params.train_dataset_element = batch
+                params.net_outputs = outputs
+                self._previous_step = now
+                if step + 1 == quiet.until:  # the summary operators record the next step
+                    quiet.skipping[0] = False
+                quiet.seconds += _clock.now() - now
+                return
+        if self._state != "open" or params.cur_epoch_num < 1:
+            self._check_open("step()")
             raise CollectorStateError(
                 f"{_OWNER}.step() is called inside `for epoch in session.epochs():`."
             )
-        now = _clock.now()
-        params = self._params
-        params.step_started_at = self._previous_step if self._previous_step is not None else now
+        previous = self._previous_step
+        params.step_started_at = previous if previous is not None else now
         if self._dispatch_counted:
             params._dispatched_at = now
         self._previous_step = now

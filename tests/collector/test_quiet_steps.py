@@ -1,0 +1,223 @@
+"""Quiet steps: the steps a TrainSession finishes without calling its one callback, the
+collector, which records nothing at them (docs/collector-cost.md, "Quiet steps in a
+TrainSession").
+
+What the files hold must not change: each test trains the same script twice, once with
+the collector alone (its quiet steps logged by the session) and once beside a callback
+that does nothing (every step calls both), and reads back the same values.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rankscribe.collector import Callback, SummaryCollector, TrainSession
+from rankscribe.jobview.feed import SECTION_TAG_PREFIX, STEP_TIME_TAG
+from rankscribe.writer import SummaryRecord, scalar_summary
+from rankscribe.writer.reader import scalars
+from tests._support.clocks import ManualClock
+
+NO_LANDSCAPE = {"collect_landscape": None}
+#: Collected steps that record the loss alone: the collector's light steps.
+LOSS_ALONE = {"collect_metric": True, "collect_landscape": None}
+STEPS = 240
+OPERATOR_TAG = "user/every_step"
+
+
+def rank_scalars(directory: Path) -> dict[str, dict[int, float]]:
+    [path] = [path for path in directory.iterdir() if path.name.endswith("_MS")]
+    return {tag: dict(points) for tag, points in scalars(path).items()}
+
+
+def step_seconds(step: int) -> float:
+    """A step's own time: uneven, and one long step (written at once) in the middle."""
+    return 0.3 if step == 101 else 0.001 * (1 + step % 7)
+
+
+class CountingCollector(SummaryCollector):
+    """A collector that counts the steps whose ``step_end`` it was called at."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.called: list[int] = []
+
+    def step_end(self, run_context: Any) -> None:
+        self.called.append(run_context.original_args().cur_step_num)
+        super().step_end(run_context)
+
+
+def train(
+    data: Any,
+    directory: Path,
+    clock: ManualClock,
+    *,
+    beside: bool,
+    script: Callable[[int, SummaryCollector], None] = lambda step, collector: None,
+    collected: dict[str, Any] | None = None,
+    steps: int = STEPS,
+) -> CountingCollector:
+    """``steps`` steps of 2 epochs: the collector alone, or beside a callback that does
+    nothing; ``script(step, collector)`` runs inside each step."""
+    collector = CountingCollector(
+        directory,
+        collect_freq=10,
+        keep_default_action=collected is None,
+        collect_specified_data=collected or NO_LANDSCAPE,
+        system_interval=0,  # the machine's readings differ from run to run
+    )
+    callbacks: list[Any] = [collector, Callback()] if beside else [collector]
+    batches = list(data.dataset)
+    step = 0
+    with TrainSession(
+        callbacks,
+        network=data.network,
+        optimizer=data.optimizer,
+        train_dataset=data.dataset,
+        epochs=2,
+        steps_per_epoch=steps // 2,
+    ) as session:
+        for _ in session.epochs():
+            for index in range(steps // 2):
+                step += 1
+                clock.advance(step_seconds(step))
+                script(step, collector)
+                session.step(batches[index % len(batches)], 0.5 + step / 1000)
+    return collector
+
+
+def both(
+    model: Any, tmp_path: Path, clock: ManualClock, **options: Any
+) -> tuple[dict[str, dict[int, float]], dict[str, dict[int, float]], CountingCollector]:
+    """The scalars of the run alone and of the run beside a callback, and the collector
+    of the run alone."""
+    alone = train(model(8), tmp_path / "alone", clock, beside=False, **options)
+    train(model(8), tmp_path / "beside", clock, beside=True, **options)
+    return rank_scalars(tmp_path / "alone"), rank_scalars(tmp_path / "beside"), alone
+
+
+@pytest.mark.parametrize("collected", [None, LOSS_ALONE], ids=["defaults", "loss-alone"])
+def test_the_files_hold_what_a_session_calling_every_step_writes(
+    model: Any, tmp_path: Path, collector_clock: ManualClock, collected: Any
+) -> None:
+    alone, beside, collector = both(model, tmp_path, collector_clock, collected=collected)
+    # Most steps were logged by the session, not called.
+    assert len(collector.called) < STEPS // 3
+    assert alone == beside
+    times = alone[STEP_TIME_TAG]
+    assert times == {step: pytest.approx(step_seconds(step)) for step in range(1, STEPS + 1)}
+    assert alone["loss/auto"] == {
+        step: pytest.approx(0.5 + step / 1000) for step in [1, *range(10, STEPS + 1, 10)]
+    }
+
+
+def test_a_summary_operator_called_every_step_is_recorded_at_the_collected_steps(
+    model: Any, tmp_path: Path, collector_clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    def script(step: int, collector: SummaryCollector) -> None:
+        scalar_summary(OPERATOR_TAG, float(step))
+
+    with caplog.at_level(logging.WARNING):
+        alone, beside, _ = both(
+            model, tmp_path, collector_clock, script=script, collected=LOSS_ALONE
+        )
+    assert alone == beside
+    assert alone[OPERATOR_TAG] == {step: step for step in [1, *range(10, STEPS + 1, 10)]}
+    assert not [record for record in caplog.records if "more than once" in record.message]
+
+
+def test_a_second_record_opened_mid_run_stops_the_skip_and_nothing_piles_up(
+    model: Any, tmp_path: Path, collector_clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A record of the user's own, opened at step 55: the operators then buffer at every
+    # step (the collector's skip needs it to be the only record), so each step must be
+    # called to forget them; none piles up into a warning.
+    records: list[SummaryRecord] = []
+
+    def script(step: int, collector: SummaryCollector) -> None:
+        if step == 55:
+            directory = collector.directory
+            assert directory is not None
+            records.append(SummaryRecord(directory.parent / f"{directory.name}-own"))
+        scalar_summary(OPERATOR_TAG, float(step))
+
+    with caplog.at_level(logging.WARNING):
+        try:
+            alone = train(
+                model(8), tmp_path / "alone", collector_clock, beside=False, script=script
+            )
+        finally:
+            for record in records:
+                record.close()
+    assert not [record for record in caplog.records if "more than once" in record.message]
+    assert set(range(56, STEPS + 1)) <= set(alone.called)
+    found = rank_scalars(tmp_path / "alone")
+    assert found[STEP_TIME_TAG] == {
+        step: pytest.approx(step_seconds(step)) for step in range(1, STEPS + 1)
+    }
+    assert found[OPERATOR_TAG] == {step: step for step in [1, *range(10, STEPS + 1, 10)]}
+
+
+def test_a_section_first_used_mid_run_is_recorded_at_each_step(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    def script(step: int, collector: SummaryCollector) -> None:
+        if step > 33:
+            with collector.section("compute"):
+                collector_clock.advance(0.0005)
+
+    alone, beside, collector = both(model, tmp_path, collector_clock, script=script)
+    assert alone == beside
+    assert set(range(34, STEPS + 1)) <= set(collector.called)
+    compute = alone[f"{SECTION_TAG_PREFIX}compute"]
+    assert compute == {step: pytest.approx(0.0005) for step in range(34, STEPS + 1)}
+    times = alone[STEP_TIME_TAG]
+    assert times == {
+        step: pytest.approx(step_seconds(step) + (0.0005 if step > 33 else 0.0))
+        for step in range(1, STEPS + 1)
+    }
+
+
+class StopError(Exception):
+    """The training script's own failure."""
+
+
+def test_training_that_raises_keeps_the_step_times_of_the_logged_steps(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    def script(step: int, collector: SummaryCollector) -> None:
+        if step == 77:
+            raise StopError
+
+    with pytest.raises(StopError):
+        train(
+            model(8), tmp_path, collector_clock, beside=False, script=script, collected=LOSS_ALONE
+        )
+    times = rank_scalars(tmp_path)[STEP_TIME_TAG]
+    assert times == {step: pytest.approx(step_seconds(step)) for step in range(1, 77)}
+
+
+def test_steps_of_several_sessions_are_their_own(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    # One collector, two sessions one after the other: the second starts with no log
+    # of the first's steps, and its step times are its own.
+    data = model(8)
+    collector = SummaryCollector(tmp_path, collect_freq=10, collect_specified_data=NO_LANDSCAPE)
+    for run in range(2):
+        with TrainSession(
+            [collector], network=data.network, epochs=1, steps_per_epoch=60
+        ) as session:
+            for _ in session.epochs():
+                for _ in range(60):
+                    collector_clock.advance(0.002 * (run + 1))
+                    session.step(None, 0.5)
+    files = sorted(path for path in tmp_path.iterdir() if path.name.endswith("_MS"))
+    assert len(files) == 2
+    for run, path in enumerate(files):
+        times = dict(scalars(path)[STEP_TIME_TAG])
+        assert times == {step: pytest.approx(0.002 * (run + 1)) for step in range(1, 61)}
