@@ -39,16 +39,12 @@ def step_seconds(step: int) -> float:
     return 0.3 if step == 101 else 0.001 * (1 + step % 7)
 
 
-class CountingCollector(SummaryCollector):
-    """A collector that counts the steps whose ``step_end`` it was called at."""
+class Run:
+    """A training run's collector, and the steps at which the session called it."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, collector: SummaryCollector) -> None:
+        self.collector = collector
         self.called: list[int] = []
-
-    def step_end(self, run_context: Any) -> None:
-        self.called.append(run_context.original_args().cur_step_num)
-        super().step_end(run_context)
 
 
 def train(
@@ -60,10 +56,11 @@ def train(
     script: Callable[[int, SummaryCollector], None] = lambda step, collector: None,
     collected: dict[str, Any] | None = None,
     steps: int = STEPS,
-) -> CountingCollector:
+    kind: type[SummaryCollector] = SummaryCollector,
+) -> Run:
     """``steps`` steps of 2 epochs: the collector alone, or beside a callback that does
     nothing; ``script(step, collector)`` runs inside each step."""
-    collector = CountingCollector(
+    collector = kind(
         directory,
         collect_freq=10,
         keep_default_action=collected is None,
@@ -73,28 +70,37 @@ def train(
     callbacks: list[Any] = [collector, Callback()] if beside else [collector]
     batches = list(data.dataset)
     step = 0
-    with TrainSession(
+    run = Run(collector)
+    session = TrainSession(
         callbacks,
         network=data.network,
         optimizer=data.optimizer,
         train_dataset=data.dataset,
         epochs=2,
         steps_per_epoch=steps // 2,
-    ) as session:
+    )
+    # The session's callback list: each step that calls the callbacks calls its step_end.
+    dispatch = session._callbacks.step_end
+
+    def counted(run_context: Any) -> None:
+        run.called.append(run_context.original_args().cur_step_num)
+        dispatch(run_context)
+
+    session._callbacks.step_end = counted  # type: ignore[method-assign]
+    with session:
         for _ in session.epochs():
             for index in range(steps // 2):
                 step += 1
                 clock.advance(step_seconds(step))
                 script(step, collector)
                 session.step(batches[index % len(batches)], 0.5 + step / 1000)
-    return collector
+    return run
 
 
 def both(
     model: Any, tmp_path: Path, clock: ManualClock, **options: Any
-) -> tuple[dict[str, dict[int, float]], dict[str, dict[int, float]], CountingCollector]:
-    """The scalars of the run alone and of the run beside a callback, and the collector
-    of the run alone."""
+) -> tuple[dict[str, dict[int, float]], dict[str, dict[int, float]], Run]:
+    """The scalars of the run alone and of the run beside a callback, and the run alone."""
     alone = train(model(8), tmp_path / "alone", clock, beside=False, **options)
     train(model(8), tmp_path / "beside", clock, beside=True, **options)
     return rank_scalars(tmp_path / "alone"), rank_scalars(tmp_path / "beside"), alone
@@ -104,9 +110,9 @@ def both(
 def test_the_files_hold_what_a_session_calling_every_step_writes(
     model: Any, tmp_path: Path, collector_clock: ManualClock, collected: Any
 ) -> None:
-    alone, beside, collector = both(model, tmp_path, collector_clock, collected=collected)
+    alone, beside, run = both(model, tmp_path, collector_clock, collected=collected)
     # Most steps were logged by the session, not called.
-    assert len(collector.called) < STEPS // 3
+    assert len(run.called) < STEPS // 3
     assert alone == beside
     times = alone[STEP_TIME_TAG]
     assert times == {step: pytest.approx(step_seconds(step)) for step in range(1, STEPS + 1)}
@@ -170,9 +176,9 @@ def test_a_section_first_used_mid_run_is_recorded_at_each_step(
             with collector.section("compute"):
                 collector_clock.advance(0.0005)
 
-    alone, beside, collector = both(model, tmp_path, collector_clock, script=script)
+    alone, beside, run = both(model, tmp_path, collector_clock, script=script)
     assert alone == beside
-    assert set(range(34, STEPS + 1)) <= set(collector.called)
+    assert set(range(34, STEPS + 1)) <= set(run.called)
     compute = alone[f"{SECTION_TAG_PREFIX}compute"]
     assert compute == {step: pytest.approx(0.0005) for step in range(34, STEPS + 1)}
     times = alone[STEP_TIME_TAG]
@@ -221,3 +227,25 @@ def test_steps_of_several_sessions_are_their_own(
     for run, path in enumerate(files):
         times = dict(scalars(path)[STEP_TIME_TAG])
         assert times == {step: pytest.approx(0.002 * (run + 1)) for step in range(1, 61)}
+
+
+class EveryStep(SummaryCollector):
+    """A collector of the user's own that does something at every step."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.ended: list[int] = []
+
+    def step_end(self, run_context: Any) -> None:
+        self.ended.append(run_context.original_args().cur_step_num)
+        super().step_end(run_context)
+
+
+def test_a_collector_whose_step_end_is_its_own_is_called_at_every_step(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    run = train(model(8), tmp_path, collector_clock, beside=False, kind=EveryStep)
+    assert isinstance(run.collector, EveryStep)
+    assert run.collector.ended == list(range(1, STEPS + 1))
+    times = rank_scalars(tmp_path)[STEP_TIME_TAG]
+    assert times == {step: pytest.approx(step_seconds(step)) for step in range(1, STEPS + 1)}

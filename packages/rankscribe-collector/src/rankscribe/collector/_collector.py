@@ -267,6 +267,7 @@ class SummaryCollector(Callback):
         # callback, finishes itself: they call nothing here, and are taken at the next
         # call (_take_quiet_steps). docs/collector-cost.md, "Quiet steps in a TrainSession".
         self._quiet_steps = QuietSteps(skip_flag(), STEP_TIME_WRITE_AT_ONCE)
+        self._own_step_hooks = False  # this class's step_begin and step_end (begin())
         self._last_epoch_flush = -math.inf  # perf_counter of the last epoch end's flush
         #: The short path's time since the last longer step (the cost budget's).
         self._quiet_cost = 0.0
@@ -441,6 +442,13 @@ class SummaryCollector(Callback):
             assert run.directory is not None
             self._lineage.start_training(run.directory, params)
             self._training = True
+            # A subclass's own step_begin or step_end (or one set on this collector) is
+            # called at every step: no step is left to the loop to log.
+            self._own_step_hooks = (
+                type(self).step_begin is SummaryCollector.step_begin
+                and type(self).step_end is SummaryCollector.step_end
+                and not {"step_begin", "step_end"} & vars(self).keys()
+            )
             if run.landscape is not None:
                 self._start_landscape(params)
 
@@ -821,7 +829,12 @@ class SummaryCollector(Callback):
         not plain (a light step, or one off the short path). Only where the steps' timings
         can be read afterwards (``StepTimings.loggable``)."""
         quiet = self._quiet_steps
-        if not self._training or self._sink_mode or not self._timings.loggable:
+        if (
+            not self._training
+            or self._sink_mode
+            or not self._timings.loggable
+            or not self._own_step_hooks
+        ):
             quiet.stop()
             return
         quiet.until = self._quiet_until if self._light_step < 0 else self._light_step
