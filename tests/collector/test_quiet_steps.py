@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from rankscribe.collector import Callback, SummaryCollector, TrainSession
-from rankscribe.jobview.feed import SECTION_TAG_PREFIX, STEP_TIME_TAG
+from rankscribe.jobview.feed import ARRIVAL_TIME_TAG, SECTION_TAG_PREFIX, STEP_TIME_TAG
 from rankscribe.writer import SummaryRecord, scalar_summary
 from rankscribe.writer.reader import scalars
 from tests._support.clocks import ManualClock
@@ -168,7 +168,7 @@ def test_a_second_record_opened_mid_run_stops_the_skip_and_nothing_piles_up(
     assert found[OPERATOR_TAG] == {step: step for step in [1, *range(10, STEPS + 1, 10)]}
 
 
-def test_a_section_first_used_mid_run_is_recorded_at_each_step(
+def test_a_section_first_used_mid_run_is_recorded_at_each_step_it_ran_in(
     model: Any, tmp_path: Path, collector_clock: ManualClock
 ) -> None:
     def script(step: int, collector: SummaryCollector) -> None:
@@ -178,7 +178,7 @@ def test_a_section_first_used_mid_run_is_recorded_at_each_step(
 
     alone, beside, run = both(model, tmp_path, collector_clock, script=script)
     assert alone == beside
-    assert set(range(34, STEPS + 1)) <= set(run.called)
+    assert len(run.called) < STEPS // 3  # sections are logged too
     compute = alone[f"{SECTION_TAG_PREFIX}compute"]
     assert compute == {step: pytest.approx(0.0005) for step in range(34, STEPS + 1)}
     times = alone[STEP_TIME_TAG]
@@ -186,6 +186,31 @@ def test_a_section_first_used_mid_run_is_recorded_at_each_step(
         step: pytest.approx(step_seconds(step) + (0.0005 if step > 33 else 0.0))
         for step in range(1, STEPS + 1)
     }
+
+
+def sync_seconds(step: int) -> float:
+    """A step's time in its ``sync`` section (none at every 4th step)."""
+    return 0.0 if step % 4 == 0 else 0.0002 * (1 + step % 3)
+
+
+def test_a_sync_section_gives_each_logged_step_its_arrival(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    def script(step: int, collector: SummaryCollector) -> None:
+        seconds = sync_seconds(step)
+        if seconds:
+            with collector.section("sync"):
+                collector_clock.advance(seconds)
+
+    alone, beside, run = both(model, tmp_path, collector_clock, script=script)
+    assert alone == beside
+    assert len(run.called) < STEPS // 3
+    synced = [step for step in range(1, STEPS + 1) if sync_seconds(step)]
+    assert alone[f"{SECTION_TAG_PREFIX}sync"] == {
+        step: pytest.approx(sync_seconds(step)) for step in synced
+    }
+    # The arrival: the step time less its time in the sync section.
+    assert alone[ARRIVAL_TIME_TAG] == {step: pytest.approx(step_seconds(step)) for step in synced}
 
 
 class StopError(Exception):

@@ -41,14 +41,16 @@ def test_a_quick_run_prints_each_row_and_the_loss_its_collector_recorded(tmp_pat
     # The loss at step 1 and every 10th of the 60: the collector recorded the copy it ran on.
     assert lines[-3] == "    the collected copy's record, loss points read back by run: 7"
     # The step time it recorded is its copy's own step, not both copies' (it read 3x its
-    # own step with the session's clock left running over the bare copy's step).
+    # own step with the session's clock left running over the bare copy's step, and
+    # 1.40-1.49x with the steps a session logs timed from the end of the one before,
+    # which the bench's restarted clock moves; 1.02-1.03x timed from each one's start).
     timed = re.fullmatch(
         r"    its median step time recorded by run \(its own quiet step\): "
         r"(\d+\.\d{3}) ms \((\d+\.\d{3}) ms\)",
         lines[-2],
     )
     assert timed is not None, lines[-2]
-    assert float(timed[1]) < 1.5 * float(timed[2]), lines[-2]
+    assert float(timed[1]) < 1.25 * float(timed[2]), lines[-2]
     # Its own recorded cost beside the overhead measured (or none: no window closed; or
     # no ratio: a short run's mean/step can read no overhead at all).
     assert re.fullmatch(

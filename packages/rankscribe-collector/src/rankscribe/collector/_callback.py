@@ -261,7 +261,7 @@ class QuietSteps:
     """Steps a loop may finish without calling its one callback, which has said it would
     record nothing at them: what :class:`~rankscribe.collector.TrainSession` and the
     ``SummaryCollector`` agree on, so that most steps of a fast loop cost a few attribute
-    writes and one append (docs/collector-cost.md, "Quiet steps in a TrainSession").
+    writes and two appends (docs/collector-cost.md, "Quiet steps in a TrainSession").
 
     The callback sets ``until`` and ``due`` (and :meth:`stop`s them): a step numbered
     below ``until``, ended (``perf_counter``) before ``due`` and less than ``longest``
@@ -269,15 +269,15 @@ class QuietSteps:
     operators return at once: ``rankscribe.writer.operators.skip_flag``), is quiet. The
     loop then numbers it, keeps its batch and outputs in the callback parameters as at any
     step, and logs it here instead of calling ``step_begin`` and ``step_end``: ``first``,
-    the number of the first step logged, ``start``, when that step started, ``times``,
-    when each logged step ended, in order, and ``seconds``, the loop's own time in them.
+    the number of the first step logged, ``starts`` and ``ends``, when each logged step
+    started and ended, in order, and ``seconds``, the loop's own time in them.
     At the last quiet step (``until - 1``) the loop also ends the operators' skip
     (``skipping[0] = False``), as the callback's ``step_end`` would have: the next step
     records what they give. The callback takes the log (:meth:`take`) at its next call,
     before anything else.
     """
 
-    __slots__ = ("due", "first", "longest", "seconds", "skipping", "start", "times", "until")
+    __slots__ = ("due", "ends", "first", "longest", "seconds", "skipping", "starts", "until")
 
     def __init__(self, skipping: list[bool], longest: float) -> None:
         self.until = 0
@@ -285,19 +285,26 @@ class QuietSteps:
         self.longest = longest
         self.skipping = skipping
         self.first = 0
-        self.start = 0.0
-        self.times: array[float] = array("d")
+        self.starts: array[float] = array("d")
+        self.ends: array[float] = array("d")
         self.seconds = 0.0
 
     def stop(self) -> None:
         """No step is quiet until the callback says again."""
         self.until = 0
 
-    def take(self) -> tuple[int, float, array[float], float]:
-        """``(first, start, times, seconds)`` of the steps logged since the last call (the
+    def log(self, step: int, started: float, ended: float) -> None:
+        """Log ``step`` (the next after the steps logged), started and ended then."""
+        if not self.ends:
+            self.first = step
+        self.starts.append(started)
+        self.ends.append(ended)
+
+    def take(self) -> tuple[int, array[float], array[float], float]:
+        """``(first, starts, ends, seconds)`` of the steps logged since the last call (the
         log is empty after it)."""
-        taken = (self.first, self.start, self.times, self.seconds)
-        self.times = array("d")
+        taken = (self.first, self.starts, self.ends, self.seconds)
+        self.starts, self.ends = array("d"), array("d")
         self.seconds = 0.0
         return taken
 

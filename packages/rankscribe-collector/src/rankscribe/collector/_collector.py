@@ -29,7 +29,6 @@ job's directory, with the job view from every rank's series (``docs/job-view.md`
 
 from __future__ import annotations
 
-import itertools
 import logging
 import math
 import operator
@@ -462,7 +461,6 @@ class SummaryCollector(Callback):
         judged across ranks; ``name``: letters, digits, ``_.-``
         (:func:`rankscribe.collector.jobview._timings.section_tag`). docs/job-view.md.
         """
-        self._quiet_steps.stop()  # a step with a section is called for its totals
         return self._timings.section(name)
 
     def allreduce_gradients(self, comm: Any, gradients: Any, *, average: bool = True) -> None:
@@ -534,13 +532,14 @@ class SummaryCollector(Callback):
                 and params.consecutive_steps
             )
             timings = self._timings
-            logged = self._quiet_steps.times
-            if logged and not timings.section_totals and timings.gradient is None:
+            quiet = self._quiet_steps
+            logged = quiet.ends
+            if logged and timings.gradient is None:
                 # After steps the loop finished itself (a light step among them): this
-                # one joins their log, its forward calls stay in the timer, and all are
-                # taken together (_take_quiet_steps), by the session's clock as theirs.
+                # one joins their log, its forward calls and sections stay for it, and all
+                # are taken together (_take_quiet_steps), by the session's clock as theirs.
                 dispatched = params._dispatched_at
-                logged.append(ended if dispatched is None else dispatched)
+                quiet.log(step, started, ended if dispatched is None else dispatched)
             else:
                 if logged:
                     self._take_quiet_steps()
@@ -553,7 +552,7 @@ class SummaryCollector(Callback):
                 if (
                     timings.forward is not None
                     or timings.gradient is not None
-                    or timings.section_totals
+                    or timings.section_log
                 ):
                     timings.keep_extras(step, ended - started, started)
                     self._quiet_cost += timings.take_probe_seconds()
@@ -842,14 +841,13 @@ class SummaryCollector(Callback):
     def _take_quiet_steps(self) -> None:
         """Keep what the short path would have of the steps a TrainSession finished itself
         (:meth:`_offer_quiet_steps`): each step time, forward time, and the loop's time."""
-        first, start, times, seconds = self._quiet_steps.take()
-        if not times:
+        first, starts, ends, seconds = self._quiet_steps.take()
+        if not ends:
             return
-        self._keep_steps(range(first, first + len(times)))
-        # Each step's time: from the end of the one before (the first's: ``start``).
-        self._keep_step_times(map(operator.sub, times, itertools.chain((start,), times)))
-        self._timings.keep_logged(first, times)
-        self._timings.last_end = times[-1]
+        self._keep_steps(range(first, first + len(ends)))
+        self._keep_step_times(map(operator.sub, ends, starts))
+        self._timings.keep_logged(first, starts, ends)
+        self._timings.last_end = ends[-1]
         self._quiet_cost += seconds
 
     def _is_light(self, unit: int, schedule: CollectionSchedule) -> bool:

@@ -24,6 +24,7 @@ What each measures is in ``docs/job-view.md`` ("Timings"); in short:
 
 from __future__ import annotations
 
+import bisect
 import logging
 import re
 from collections.abc import Mapping, Sequence
@@ -90,12 +91,13 @@ def gradient_values(
 
 
 class Section:
-    """``with collector.section(name):``: adds the seconds inside to the step's total."""
+    """``with collector.section(name):``: logs its end and the seconds inside, which the
+    step's timings add up (each entry goes to the step it ended in)."""
 
-    __slots__ = ("_started", "_tag", "_totals")
+    __slots__ = ("_log", "_started", "_tag")
 
-    def __init__(self, totals: dict[str, float], tag: str) -> None:
-        self._totals, self._tag = totals, tag
+    def __init__(self, log: list[tuple[float, str, float]], tag: str) -> None:
+        self._log, self._tag = log, tag
         self._started = 0.0
 
     def __enter__(self) -> Section:
@@ -108,8 +110,8 @@ class Section:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        totals = self._totals
-        totals[self._tag] = totals.get(self._tag, 0.0) + (_clock.now() - self._started)
+        ended = _clock.now()
+        self._log.append((ended, self._tag, ended - self._started))
 
 
 class StepTimings:
@@ -118,7 +120,8 @@ class StepTimings:
     Attributes read on the collector's shortest path: ``data_wait`` (this
     step's, or None), ``last_end`` (perf_counter at the end of the last step of
     the epoch, or None), ``forward`` (the forward timer, or None) and
-    ``section_totals`` (section tag -> seconds in this step so far) and ``gradient``
+    ``section_log`` (each section entered since the step's timings were last taken: its
+    end, its tag and its seconds) and ``gradient``
     (the gradient probe, or None; ``gradients=False``: never one).
     """
 
@@ -135,9 +138,8 @@ class StepTimings:
         #: Seconds the gradient probe spent on the training thread, not yet in the
         #: collector's cost (the collector takes them with :meth:`take_probe_seconds`).
         self.probe_seconds = 0.0
-        self.section_totals: dict[str, float] = {}
+        self.section_log: list[tuple[float, str, float]] = []
         self._tags: dict[str, str] = {}  # validated name -> tag
-        self._sections_used = False  # in this run
         # Bound once (the arrays stay across runs): a quiet step appends with no lookup.
         self._forward_step, self._forward_seconds = series.timing_appenders(FORWARD_TIME_TAG)
         self._extend_forward_steps, self._extend_forward_seconds = series.timing_extenders(
@@ -148,42 +150,57 @@ class StepTimings:
     def loggable(self) -> bool:
         """Whether a step's timings can be read after a loop logged the step (the
         collector's quiet steps: ``rankscribe.collector._callback.QuietSteps``): no
-        section used in the run, no gradient probe, and no forward timer or one on the CPU
-        that files calls by their end (``take_logged``)."""
+        gradient probe, and no forward timer or one on the CPU that files calls by their
+        end (``take_logged``). Sections are filed by their end too."""
         timer = self.forward
-        return (
-            not self._sections_used
-            and self.gradient is None
-            and (
-                timer is None
-                or (not getattr(timer, "on_device", True) and hasattr(timer, "take_logged"))
-            )
+        return self.gradient is None and (
+            timer is None
+            or (not getattr(timer, "on_device", True) and hasattr(timer, "take_logged"))
         )
 
-    def keep_logged(self, first: int, ends: Sequence[float]) -> None:
-        """Keep the forward times of steps ``first``, ``first + 1``, ... that a loop logged,
-        ended at ``ends`` (:attr:`loggable`)."""
+    def keep_logged(self, first: int, starts: Sequence[float], ends: Sequence[float]) -> None:
+        """Keep the forward times and sections (with the arrival a ``sync`` section gives)
+        of steps ``first``, ``first + 1``, ... that a loop logged, started at ``starts``
+        and ended at ``ends`` (:attr:`loggable`)."""
         timer = self.forward
-        if timer is None:
+        if timer is not None:
+            steps, seconds = timer.take_logged(first, ends)
+            if steps:
+                self._extend_forward_steps(steps)
+                self._extend_forward_seconds(seconds)
+        log = self.section_log
+        if not log or not ends:
             return
-        steps, seconds = timer.take_logged(first, ends)
-        if steps:
-            self._extend_forward_steps(steps)
-            self._extend_forward_seconds(seconds)
+        last = ends[-1]
+        by_step: dict[int, dict[str, float]] = {}
+        taken = 0
+        for ended, tag, seconds in log:
+            if ended > last:
+                break  # the step under way's
+            totals = by_step.setdefault(bisect.bisect_left(ends, ended), {})
+            totals[tag] = totals.get(tag, 0.0) + seconds
+            taken += 1
+        del log[:taken]
+        keep = self._series.keep_timing
+        for index, totals in by_step.items():
+            step = first + index
+            for tag, seconds in totals.items():
+                keep(tag, step, seconds)
+            arrival = _arrival(totals, ends[index] - starts[index])
+            if arrival is not None:
+                keep(ARRIVAL_TIME_TAG, step, arrival)
 
     def section(self, name: str) -> Section:
-        self._sections_used = True
         tag = self._tags.get(name) if type(name) is str else None
         if tag is None:
             tag = self._tags[name] = section_tag(name)
-        return Section(self.section_totals, tag)
+        return Section(self.section_log, tag)
 
     def start_run(self, params: CallbackParams) -> None:
         """A run begins: nothing carries over; in training the forward hooks go on, and
         the gradient probe on ``params.gradient_network`` (else the network trained)."""
         self.last_end = self.data_wait = None
-        self.section_totals.clear()
-        self._sections_used = False
+        self.section_log.clear()
         if params.mode != "train":
             if self.forward is not None:
                 self.forward.reset()
@@ -224,7 +241,7 @@ class StepTimings:
     def epoch_begin(self) -> None:
         """What happens between epochs (evaluation, checkpoints) is no data wait."""
         self.last_end = None
-        self.section_totals.clear()
+        self.section_log.clear()
         if self.forward is not None:
             self.forward.reset()
         if self.gradient is not None:
@@ -267,14 +284,21 @@ class StepTimings:
                     arrived = arrives and ready is not None
                 else:  # norms read from the device a step or more later
                     self._series.keep_timings(taken, values)
-        totals = self.section_totals
-        if totals:
+        if self.section_log:
+            totals = self._take_sections()
             found.extend(totals.items())
             arrival = None if arrived else _arrival(totals, step_seconds)
             if arrival is not None:
                 found.append((ARRIVAL_TIME_TAG, arrival))
-            totals.clear()
         return found
+
+    def _take_sections(self) -> dict[str, float]:
+        """The step's sections, added up by tag (the log is empty after it)."""
+        totals: dict[str, float] = {}
+        for _, tag, seconds in self.section_log:
+            totals[tag] = totals.get(tag, 0.0) + seconds
+        self.section_log.clear()
+        return totals
 
     def keep_extras(
         self, step: int, step_seconds: float | None = None, started: float | None = None
@@ -294,14 +318,13 @@ class StepTimings:
             for taken, norms, ready in probe.take(step, started):
                 self._series.keep_timings(taken, gradient_values(norms, ready, arrival=arrives))
                 arrived = arrived or (arrives and taken == step and ready is not None)
-        totals = self.section_totals
-        if totals:
+        if self.section_log:
+            totals = self._take_sections()
             for tag, seconds in totals.items():
                 self._series.keep_timing(tag, step, seconds)
             arrival = None if arrived else _arrival(totals, step_seconds)
             if arrival is not None:
                 self._series.keep_timing(ARRIVAL_TIME_TAG, step, arrival)
-            totals.clear()
 
     def gradient_parameters(self, verdicts: Mapping[str, object]) -> dict[str, str]:
         """``job/gradient_parameters/<rank>``: the parameters of the bucket each named rank

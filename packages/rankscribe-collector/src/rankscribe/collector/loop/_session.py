@@ -235,10 +235,11 @@ class TrainSession:
                 and previous is not None
                 and now - previous < quiet.longest
             ):
-                times = quiet.times
-                if not times:
-                    quiet.first, quiet.start = step, previous
-                times.append(now)
+                ends = quiet.ends
+                if not ends:
+                    quiet.first = step
+                quiet.starts.append(previous)
+                ends.append(now)
                 params.cur_step_num = step
                 params.step_started_at = previous
                 params.train_dataset_element = batch
