@@ -22,7 +22,6 @@ import pytest
 from rankscribe.collector import (
     ArrayNetwork,
     ArrayOptimizer,
-    Callback,
     SummaryCollector,
     TrainLoop,
     TrainSession,
@@ -32,6 +31,7 @@ from rankscribe.jobview.feed import FINGERPRINT_TAG, STEP_TIME_TAG
 from rankscribe.lineage import get_summary_lineage
 from rankscribe.ranks import Coordinator, RankInfo
 from rankscribe.writer.reader import scalars
+from tests._support.callbacks import EveryStep
 from tests._support.clocks import ManualClock
 from tests._support.landscape import assert_drawable, read_metadata
 from tests.collector.coordinators import Handing
@@ -344,7 +344,7 @@ def test_a_sessions_dispatch_is_the_collectors_cost_when_it_is_the_only_callback
     and the collector counts its own methods only. Either way the step times are what the
     session measures, dispatches and all."""
     data, optimizer, collector = unbudgeted(model, tmp_path, collector_clock, 0.0)
-    others = [Callback()] if beside == "callback" else []
+    others = [EveryStep()] if beside == "callback" else []
     callbacks = [collector, *others]
     session = TrainSession(
         callbacks, network=data.network, optimizer=optimizer, epochs=1, steps_per_epoch=200

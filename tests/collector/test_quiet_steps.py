@@ -1,10 +1,9 @@
 """Quiet steps: the steps a TrainSession finishes without calling its one callback, the
-collector, which records nothing at them (docs/collector-cost.md, "Quiet steps in a
-TrainSession").
+collector, which records nothing at them (docs/collector-cost.md, "Quiet steps").
 
 What the files hold must not change: each test trains the same script twice, once with
 the collector alone (its quiet steps logged by the session) and once beside a callback
-that does nothing (every step calls both), and reads back the same values.
+that acts at every step (every step calls both), and reads back the same values.
 """
 
 from __future__ import annotations
@@ -16,10 +15,11 @@ from typing import Any
 
 import pytest
 
-from rankscribe.collector import Callback, SummaryCollector, TrainSession
+from rankscribe.collector import SummaryCollector, TrainSession
 from rankscribe.jobview.feed import ARRIVAL_TIME_TAG, SECTION_TAG_PREFIX, STEP_TIME_TAG
 from rankscribe.writer import SummaryRecord, scalar_summary
 from rankscribe.writer.reader import scalars
+from tests._support.callbacks import EveryStep
 from tests._support.clocks import ManualClock
 
 NO_LANDSCAPE = {"collect_landscape": None}
@@ -65,9 +65,11 @@ def train(
         collect_freq=10,
         keep_default_action=collected is None,
         collect_specified_data=collected or NO_LANDSCAPE,
+        # Asked for the loss alone, no fingerprint either: its collected steps are light.
+        fingerprints=collected is None,
         system_interval=0,  # the machine's readings differ from run to run
     )
-    callbacks: list[Any] = [collector, Callback()] if beside else [collector]
+    callbacks: list[Any] = [collector, EveryStep()] if beside else [collector]
     batches = list(data.dataset)
     step = 0
     run = Run(collector)
@@ -254,7 +256,7 @@ def test_steps_of_several_sessions_are_their_own(
         assert times == {step: pytest.approx(0.002 * (run + 1)) for step in range(1, 61)}
 
 
-class EveryStep(SummaryCollector):
+class CountingCollector(SummaryCollector):
     """A collector of the user's own that does something at every step."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -269,8 +271,8 @@ class EveryStep(SummaryCollector):
 def test_a_collector_whose_step_end_is_its_own_is_called_at_every_step(
     model: Any, tmp_path: Path, collector_clock: ManualClock
 ) -> None:
-    run = train(model(8), tmp_path, collector_clock, beside=False, kind=EveryStep)
-    assert isinstance(run.collector, EveryStep)
+    run = train(model(8), tmp_path, collector_clock, beside=False, kind=CountingCollector)
+    assert isinstance(run.collector, CountingCollector)
     assert run.collector.ended == list(range(1, STEPS + 1))
     times = rank_scalars(tmp_path)[STEP_TIME_TAG]
     assert times == {step: pytest.approx(step_seconds(step)) for step in range(1, STEPS + 1)}

@@ -1,5 +1,5 @@
 """The forward time of steps a TrainSession logs without calling the collector (its quiet
-steps: docs/collector-cost.md, "Quiet steps in a TrainSession"): each forward call goes
+steps: docs/collector-cost.md, "Quiet steps"): each forward call goes
 to the step it ran in, whatever the number of calls a step makes."""
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ import pytest
 import torch
 from torch import nn
 
-from rankscribe.collector import Callback, SummaryCollector, TrainSession
+from rankscribe.collector import SummaryCollector, TrainSession
 from rankscribe.jobview.feed import FORWARD_TIME_TAG, STEP_TIME_TAG
 from rankscribe.writer.reader import scalars
+from tests._support.callbacks import EveryStep
 from tests._support.clocks import ManualClock
 
 STEPS = 120
@@ -59,7 +60,7 @@ def train(directory: Path, clock: ManualClock, *, beside: bool, parallel: bool =
         collect_specified_data={"collect_landscape": None, "collect_graph": False},
         system_interval=0,
     )
-    callbacks: list[Any] = [collector, Callback()] if beside else [collector]
+    callbacks: list[Any] = [collector, EveryStep()] if beside else [collector]
     x, y = torch.rand(2, 4), torch.tensor([0, 1])
     with TrainSession(
         callbacks, network=model, optimizer=optimizer, epochs=1, steps_per_epoch=STEPS

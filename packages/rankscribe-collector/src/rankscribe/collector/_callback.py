@@ -52,7 +52,9 @@ class CallbackParams:
     - ``step_started_at``: ``time.perf_counter()`` when the current step
       began, set by a loop that calls ``step_begin`` after the step's work
       (:class:`~rankscribe.collector.TrainSession`: the time of the previous
-      ``session.step`` call); None when ``step_begin`` marks the start.
+      ``session.step`` call; :class:`~rankscribe.collector.TrainLoop`: at a step it
+      ran as a quiet one and found too long for that, the clock before its step
+      function); None when ``step_begin`` marks the start.
     - ``consecutive_steps``: True when the loop itself numbers the steps 1, 2, 3, ...
       and ends each with ``step_end`` (``TrainLoop`` outside sink mode,
       ``TrainSession``), so that a step's number is known before it runs: the
@@ -258,10 +260,11 @@ class CallbackList(Callback):
 
 
 class QuietSteps:
-    """Steps a loop may finish without calling its one callback, which has said it would
-    record nothing at them: what :class:`~rankscribe.collector.TrainSession` and the
-    ``SummaryCollector`` agree on, so that most steps of a fast loop cost a few attribute
-    writes and two appends (docs/collector-cost.md, "Quiet steps in a TrainSession").
+    """Steps a loop may finish without calling its one callback acting at steps, which has
+    said it would record nothing at them: what :class:`~rankscribe.collector.TrainSession`
+    or :class:`~rankscribe.collector.TrainLoop` and the ``SummaryCollector`` agree on, so
+    that most steps of a fast loop cost a few attribute writes and two appends
+    (docs/collector-cost.md, "Quiet steps").
 
     The callback sets ``until`` and ``due`` (and :meth:`stop`s them): a step numbered
     below ``until``, ended (``perf_counter``) before ``due`` and less than ``longest``
@@ -275,9 +278,26 @@ class QuietSteps:
     (``skipping[0] = False``), as the callback's ``step_end`` would have: the next step
     records what they give. The callback takes the log (:meth:`take`) at its next call,
     before anything else.
+
+    ``waits``: set by a loop whose logged steps start when their batch has arrived
+    (:class:`~rankscribe.collector.TrainLoop`): the time from a step's end to the next
+    step's start is then the next step's data wait. False (the callback sets it at each
+    run's ``begin``) for a loop that cannot see where its steps start
+    (:class:`~rankscribe.collector.TrainSession`, whose step runs from one call to the
+    next).
     """
 
-    __slots__ = ("due", "ends", "first", "longest", "seconds", "skipping", "starts", "until")
+    __slots__ = (
+        "due",
+        "ends",
+        "first",
+        "longest",
+        "seconds",
+        "skipping",
+        "starts",
+        "until",
+        "waits",
+    )
 
     def __init__(self, skipping: list[bool], longest: float) -> None:
         self.until = 0
@@ -288,6 +308,7 @@ class QuietSteps:
         self.starts: array[float] = array("d")
         self.ends: array[float] = array("d")
         self.seconds = 0.0
+        self.waits = False
 
     def stop(self) -> None:
         """No step is quiet until the callback says again."""
@@ -313,3 +334,24 @@ def quiet_steps_of(callback: object) -> QuietSteps | None:
     """The :class:`QuietSteps` a callback offers its loop, or None."""
     offered = getattr(callback, "_quiet_steps", None)
     return offered if isinstance(offered, QuietSteps) else None
+
+
+def has_step_hooks(callback: object) -> bool:
+    """Whether a loop must call ``callback`` at every step: False only for a
+    :class:`Callback` whose ``step_begin`` and ``step_end`` are the base class's, which
+    do nothing (a callback of ``epoch_end`` alone, say), neither set on the instance."""
+    if not isinstance(callback, Callback):
+        return True  # a callback by its hooks alone (MindInsight's lineage callbacks)
+    kind = type(callback)
+    return (
+        kind.step_begin is not Callback.step_begin
+        or kind.step_end is not Callback.step_end
+        or bool({"step_begin", "step_end"} & getattr(callback, "__dict__", {}).keys())
+    )
+
+
+def quiet_steps_for(callbacks: CallbackList) -> QuietSteps | None:
+    """The :class:`QuietSteps` of the one callback in ``callbacks`` that has step hooks
+    (:func:`has_step_hooks`), or None: none offered, or two callbacks act at steps."""
+    stepping = [callback for callback in callbacks if has_step_hooks(callback)]
+    return quiet_steps_of(stepping[0]) if len(stepping) == 1 else None

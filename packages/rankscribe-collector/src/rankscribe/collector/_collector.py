@@ -247,6 +247,7 @@ class SummaryCollector(Callback):
         self._keep_step, self._keep_step_time = self._series.step_time_appenders()
         self._keep_steps, self._keep_step_times = self._series.step_time_extenders()
         self._keep_wait_step, self._keep_wait = self._series.data_wait_appenders()
+        self._keep_wait_steps, self._keep_waits = self._series.data_wait_extenders()
         self._keep_light_step, self._keep_light_loss = self._series.light_appenders(LOSS_TAG)
         self._timings = StepTimings(
             self._series, self._adapters, gradients=check_gradient_probe(gradient_probe)
@@ -264,7 +265,7 @@ class SummaryCollector(Callback):
         self._quiet_limit = 0
         # The steps of the short path that a TrainSession, with this collector its one
         # callback, finishes itself: they call nothing here, and are taken at the next
-        # call (_take_quiet_steps). docs/collector-cost.md, "Quiet steps in a TrainSession".
+        # call (_take_quiet_steps). docs/collector-cost.md, "Quiet steps".
         self._quiet_steps = QuietSteps(skip_flag(), STEP_TIME_WRITE_AT_ONCE)
         self._own_step_hooks = False  # this class's step_begin and step_end (begin())
         self._last_epoch_flush = -math.inf  # perf_counter of the last epoch end's flush
@@ -418,6 +419,7 @@ class SummaryCollector(Callback):
         assert record is not None
         record.set_mode(params.mode)
         self._sink_mode = bool(params.dataset_sink_mode)
+        self._quiet_steps.waits = False  # until a loop that times its data waits says so
         self._timings.start_run(params)
         if params.mode == "train":
             # Every rank, together: the run lengths that share the tensor units alike.
@@ -492,16 +494,21 @@ class SummaryCollector(Callback):
     def step_begin(self, run_context: RunContext) -> None:
         now = _clock.now()
         params = run_context.original_args()
-        # Set by a loop that calls step_begin after the step (TrainSession): no data wait.
         started = params.step_started_at
         timings = self._timings
-        if started is None:
-            last = timings.last_end
-            timings.data_wait = now - last if last is not None else None
-            self._step_started = now
+        quiet = self._quiet_steps
+        if started is None or quiet.waits:
+            # From the end of the step before: the last the loop logged, if any.
+            ends = quiet.ends
+            last = ends[-1] if ends else timings.last_end
+            if started is None:
+                started = now
+            timings.data_wait = started - last if last is not None else None
         else:
+            # Set by a loop that calls step_begin after the step (TrainSession): no data
+            # wait. TrainLoop's late call of a step it could not log keeps its wait.
             timings.data_wait = None
-            self._step_started = started
+        self._step_started = started
         # One clock read more: step_begin's own time, for the cost budget (where the
         # loop's dispatch is counted, step_end counts this call with it).
         if params._dispatched_at is None:
@@ -538,6 +545,8 @@ class SummaryCollector(Callback):
                 # After steps the loop finished itself (a light step among them): this
                 # one joins their log, its forward calls and sections stay for it, and all
                 # are taken together (_take_quiet_steps), by the session's clock as theirs.
+                # (timings.last_end stays at the end of the step before the log, the
+                # first logged step's data wait starts there.)
                 dispatched = params._dispatched_at
                 quiet.log(step, started, ended if dispatched is None else dispatched)
             else:
@@ -556,7 +565,7 @@ class SummaryCollector(Callback):
                 ):
                     timings.keep_extras(step, ended - started, started)
                     self._quiet_cost += timings.take_probe_seconds()
-            timings.last_end = ended
+                timings.last_end = ended
             # One clock read: this path's own time, for the cost budget (cost/_budget.py),
             # from the loop's dispatch where the loop counts it (a TrainSession whose
             # only callback is this collector: params._dispatched_at).
@@ -841,11 +850,19 @@ class SummaryCollector(Callback):
     def _take_quiet_steps(self) -> None:
         """Keep what the short path would have of the steps a TrainSession finished itself
         (:meth:`_offer_quiet_steps`): each step time, forward time, and the loop's time."""
-        first, starts, ends, seconds = self._quiet_steps.take()
+        quiet = self._quiet_steps
+        first, starts, ends, seconds = quiet.take()
         if not ends:
             return
         self._keep_steps(range(first, first + len(ends)))
         self._keep_step_times(map(operator.sub, ends, starts))
+        if quiet.waits:
+            # Each step's data wait: from the end of the step before (the first logged
+            # step's: the step the collector saw last; none at an epoch's first step).
+            last = self._timings.last_end
+            skip = last is None
+            self._keep_wait_steps(range(first + skip, first + len(ends)))
+            self._keep_waits(map(operator.sub, starts[skip:], [last, *ends[:-1]][skip:]))
         self._timings.keep_logged(first, starts, ends)
         self._timings.last_end = ends[-1]
         self._quiet_cost += seconds

@@ -290,6 +290,14 @@ class SeriesRecorder:
             return _discard, _discard
         return self._wait_steps.append, self._wait_values.append
 
+    def data_wait_extenders(
+        self,
+    ) -> tuple[Callable[[Iterable[int]], None], Callable[[Iterable[float]], None]]:
+        """Extends that keep several data waits at once (as :meth:`step_time_extenders`)."""
+        if DATA_WAIT_TAG in self._dropped:
+            return _discard, _discard
+        return self._wait_steps.extend, self._wait_values.extend
+
     def timing_appenders(self, tag: str) -> tuple[Callable[[int], None], Callable[[float], None]]:
         """Appends that keep a timing of ``tag`` (as :meth:`step_time_appenders`)."""
         column = self._columns.get(tag)

@@ -17,6 +17,12 @@ across epochs and ``train_dataset_element`` is the step's batch. A callback's
 ``run_context.request_stop()`` ends training after the current step (its
 epoch still ends with ``epoch_end``, and ``end`` is called).
 
+Quiet steps: where one callback acts at steps (the others' ``step_begin`` and
+``step_end`` are :class:`Callback`'s, which do nothing) and it is the
+``SummaryCollector``, the steps it would record nothing at run without calling it: the
+loop times each (its start before the step function, its end after) and logs it for the
+collector, which takes the log at its next step (docs/collector-cost.md, "Quiet steps").
+
 Dataset sink mode, as MindSpore's: one callback step per epoch; the step
 function still runs on every batch, ``cur_step_num`` advances by the batches
 of the epoch, ``net_outputs`` and ``train_dataset_element`` are the last
@@ -38,7 +44,15 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from rankscribe.collector._callback import Callback, CallbackList, CallbackParams, RunContext
+from rankscribe.collector import _clock
+from rankscribe.collector._callback import (
+    Callback,
+    CallbackList,
+    CallbackParams,
+    QuietSteps,
+    RunContext,
+    quiet_steps_for,
+)
 from rankscribe.collector._checks import check_optional_text
 from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
@@ -167,11 +181,14 @@ class TrainLoop:
         context = RunContext(params)
         with callback_list:
             callback_list.begin(context)
+            quiet = None if dataset_sink_mode else quiet_steps_for(callback_list)
             for number in range(1, epoch + 1):
                 params.cur_epoch_num = number
                 callback_list.epoch_begin(context)
                 if dataset_sink_mode:
                     self._sink_epoch(train_dataset, callback_list, context)
+                elif quiet is not None:
+                    self._quiet_epoch(train_dataset, callback_list, context, quiet)
                 else:
                     self._epoch(train_dataset, callback_list, context)
                 callback_list.epoch_end(context)
@@ -192,6 +209,56 @@ class TrainLoop:
             params.train_dataset_element = batch
             callbacks.step_begin(context)
             params.net_outputs = self.step_fn(batch)
+            callbacks.step_end(context)
+            if context.get_stop_requested():
+                return
+
+    def _quiet_epoch(
+        self,
+        dataset: Iterable[Any],
+        callbacks: CallbackList,
+        context: RunContext,
+        quiet: QuietSteps,
+    ) -> None:
+        """An epoch whose steps the one callback acting at steps may leave to the loop
+        (:class:`~rankscribe.collector._callback.QuietSteps`): such a step is timed and
+        logged, and no callback is called at it."""
+        params = context.original_args()
+        step_fn = self.step_fn
+        now = _clock.now
+        skipping = quiet.skipping
+        quiet.waits = True  # a step starts when its batch has come
+        for batch in dataset:
+            step = params.cur_step_num + 1
+            params.cur_step_num = step
+            params.train_dataset_element = batch
+            if step < quiet.until and skipping[0]:
+                started = now()
+                if started < quiet.due:
+                    params.net_outputs = step_fn(batch)
+                    ended = now()
+                    if ended < quiet.due and ended - started < quiet.longest:
+                        ends = quiet.ends
+                        if not ends:
+                            quiet.first = step
+                        quiet.starts.append(started)
+                        ends.append(ended)
+                        if step + 1 == quiet.until:  # the operators record the next step
+                            skipping[0] = False
+                        quiet.seconds += now() - ended
+                        continue
+                    # Longer than a quiet step may be, or past the timings' write: the
+                    # callbacks see it now, after its work, from its start (as a session's
+                    # step; the next step starts after them, so step_end sees no session).
+                    params.step_started_at = started
+                    callbacks.step_begin(context)
+                    params.step_started_at = None
+                    callbacks.step_end(context)
+                    if context.get_stop_requested():
+                        return
+                    continue
+            callbacks.step_begin(context)
+            params.net_outputs = step_fn(batch)
             callbacks.step_end(context)
             if context.get_stop_requested():
                 return

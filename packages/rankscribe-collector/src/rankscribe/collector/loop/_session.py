@@ -46,7 +46,7 @@ from rankscribe.collector._callback import (
     CallbackParams,
     QuietSteps,
     RunContext,
-    quiet_steps_of,
+    quiet_steps_for,
 )
 from rankscribe.collector._checks import check_iterable, check_optional_text
 from rankscribe.collector.errors import CollectorStateError, CollectorTypeError, CollectorValueError
@@ -136,8 +136,9 @@ class TrainSession:
         self._context = RunContext(self._params)
         self._state = "new"  # -> "open" -> "closed"
         self._previous_step: float | None = None  # perf_counter of the last step() call
-        #: The steps the one callback lets step() log rather than call it (None: every
-        #: step calls the callbacks).
+        #: The steps the one callback that acts at steps (the others' step hooks do
+        #: nothing) lets step() log rather than call it (None: every step calls the
+        #: callbacks).
         self._quiet: QuietSteps | None = None
 
     @property
@@ -160,8 +161,8 @@ class TrainSession:
         except BaseException as error:
             self._close(type(error), error, error.__traceback__)
             raise
-        if self._dispatch_counted:  # beside another callback, every step calls both
-            self._quiet = quiet_steps_of(self._callbacks.callbacks[0])
+        # Beside another callback that acts at steps, every step calls both.
+        self._quiet = quiet_steps_for(self._callbacks)
         return self
 
     def __exit__(
@@ -225,7 +226,7 @@ class TrainSession:
         quiet = self._quiet
         if quiet is not None:
             # A step the one callback records nothing at: logged for it, not called
-            # (QuietSteps; docs/collector-cost.md, "Quiet steps in a TrainSession").
+            # (QuietSteps; docs/collector-cost.md, "Quiet steps").
             step = params.cur_step_num + 1
             previous = self._previous_step
             if (

@@ -1,0 +1,313 @@
+"""Quiet steps in a TrainLoop: the steps the loop runs without calling its one callback
+that acts at steps, the collector, which records nothing at them (docs/collector-cost.md,
+"Quiet steps").
+
+What the files hold must not change: each test trains the same script twice, once with
+the collector alone (its quiet steps logged by the loop) and once beside a callback that
+acts at every step (every step calls both), and reads back the same values, the data
+waits among them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rankscribe.collector import Callback, RunContext, SummaryCollector, TrainLoop, TrainSession
+from rankscribe.jobview.feed import DATA_WAIT_TAG, SECTION_TAG_PREFIX, STEP_TIME_TAG
+from rankscribe.writer import scalar_summary
+from rankscribe.writer.reader import scalars
+from tests._support.callbacks import EveryStep
+from tests._support.clocks import ManualClock
+
+NO_LANDSCAPE = {"collect_landscape": None}
+#: Collected steps that record the loss alone: the collector's light steps.
+LOSS_ALONE = {"collect_metric": True, "collect_landscape": None}
+EPOCHS, PER_EPOCH = 2, 120
+STEPS = EPOCHS * PER_EPOCH
+OPERATOR_TAG = "user/every_step"
+
+
+def rank_scalars(directory: Path) -> dict[str, dict[int, float]]:
+    [path] = [path for path in directory.iterdir() if path.name.endswith("_MS")]
+    return {tag: dict(points) for tag, points in scalars(path).items()}
+
+
+def step_seconds(step: int) -> float:
+    """A step's own time: uneven, and one long step (written at once) in the middle."""
+    return 0.3 if step == 101 else 0.001 * (1 + step % 7)
+
+
+def wait_seconds(step: int) -> float:
+    """The wait for a step's batch: uneven, none at every 5th step."""
+    return 0.0 if step % 5 == 0 else 0.0001 * (1 + step % 3)
+
+
+class Batches:
+    """``PER_EPOCH`` batches an epoch, each taking ``wait_seconds`` of the clock to come."""
+
+    batch_size = 2
+
+    def __init__(self, batches: list[Any], clock: ManualClock) -> None:
+        self._batches, self._clock = batches, clock
+        self.served = 0
+
+    def __len__(self) -> int:
+        return PER_EPOCH
+
+    def __iter__(self) -> Iterator[Any]:
+        for index in range(PER_EPOCH):
+            self.served += 1
+            self._clock.advance(wait_seconds(self.served))
+            yield self._batches[index % len(self._batches)]
+
+
+class Run:
+    """A training run's collector, and the steps at which the loop called it."""
+
+    def __init__(self, collector: SummaryCollector) -> None:
+        self.collector = collector
+        self.called: list[int] = []
+
+
+@contextlib.contextmanager
+def counting_calls(called: list[int], stop_at: int | None = None) -> Iterator[None]:
+    """The collector's step_end, counted in ``called`` (its class's own method, wrapped on
+    the class: the loop still sees SummaryCollector's hooks). ``stop_at``: from that step
+    on, a called step asks the loop to stop."""
+    ended = SummaryCollector.step_end
+
+    def counted(self: SummaryCollector, run_context: RunContext) -> None:
+        step = run_context.original_args().cur_step_num
+        called.append(step)
+        ended(self, run_context)
+        if stop_at is not None and step >= stop_at:
+            run_context.request_stop()
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(SummaryCollector, "step_end", counted)
+        yield
+
+
+def train(
+    data: Any,
+    directory: Path,
+    clock: ManualClock,
+    *,
+    beside: Callback | None,
+    script: Callable[[int, SummaryCollector], None] = lambda step, collector: None,
+    collected: dict[str, Any] | None = None,
+    stop_at: int | None = None,
+) -> Run:
+    """``STEPS`` steps of 2 epochs in a TrainLoop: the collector alone, or beside another
+    callback; ``script(step, collector)`` runs inside each step."""
+    collector = SummaryCollector(
+        directory,
+        collect_freq=10,
+        keep_default_action=collected is None,
+        collect_specified_data=collected or NO_LANDSCAPE,
+        # Asked for the loss alone, no fingerprint either: its collected steps are light.
+        fingerprints=collected is None,
+        system_interval=0,  # the machine's readings differ from run to run
+    )
+    run = Run(collector)
+    step = 0
+
+    def step_fn(batch: Any) -> float:
+        nonlocal step
+        step += 1
+        clock.advance(step_seconds(step))
+        script(step, collector)
+        return 0.5 + step / 1000
+
+    loop = TrainLoop(step_fn, network=data.network, optimizer=data.optimizer)
+    callbacks: list[Any] = [collector] if beside is None else [collector, beside]
+    with counting_calls(run.called, stop_at):
+        loop.train(EPOCHS, Batches(list(data.dataset), clock), callbacks=callbacks)
+    return run
+
+
+def both(
+    model: Any, tmp_path: Path, clock: ManualClock, **options: Any
+) -> tuple[dict[str, dict[int, float]], dict[str, dict[int, float]], Run]:
+    """The scalars of the run alone and of the run beside a callback acting at every step,
+    and the run alone."""
+    alone = train(model(8), tmp_path / "alone", clock, beside=None, **options)
+    train(model(8), tmp_path / "beside", clock, beside=EveryStep(), **options)
+    return rank_scalars(tmp_path / "alone"), rank_scalars(tmp_path / "beside"), alone
+
+
+def expected_waits() -> dict[int, Any]:
+    """Each step's data wait: none at an epoch's first step."""
+    return {
+        step: pytest.approx(wait_seconds(step))
+        for step in range(1, STEPS + 1)
+        if (step - 1) % PER_EPOCH
+    }
+
+
+@pytest.mark.parametrize("collected", [None, LOSS_ALONE], ids=["defaults", "loss-alone"])
+def test_the_files_hold_what_a_loop_calling_every_step_writes(
+    model: Any, tmp_path: Path, collector_clock: ManualClock, collected: Any
+) -> None:
+    alone, beside, run = both(model, tmp_path, collector_clock, collected=collected)
+    # Most steps were logged by the loop, not called.
+    assert len(run.called) < STEPS // 3
+    assert alone == beside
+    assert alone[STEP_TIME_TAG] == {
+        step: pytest.approx(step_seconds(step)) for step in range(1, STEPS + 1)
+    }
+    assert alone[DATA_WAIT_TAG] == expected_waits()
+    assert alone["loss/auto"] == {
+        step: pytest.approx(0.5 + step / 1000) for step in [1, *range(10, STEPS + 1, 10)]
+    }
+
+
+def test_the_long_step_is_called_after_its_work_with_its_own_time_and_wait(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    alone, _, run = both(model, tmp_path, collector_clock, collected=LOSS_ALONE)
+    # Step 101 (0.3 s) could not be logged: the loop called the collector after it.
+    assert 101 in run.called
+    assert alone[STEP_TIME_TAG][101] == pytest.approx(0.3)
+    assert alone[DATA_WAIT_TAG][101] == pytest.approx(wait_seconds(101))
+    assert alone[DATA_WAIT_TAG][102] == pytest.approx(wait_seconds(102))
+
+
+def test_an_operator_and_sections_every_step_are_recorded_as_when_called(
+    model: Any, tmp_path: Path, collector_clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    def script(step: int, collector: SummaryCollector) -> None:
+        with collector.section("compute"):
+            collector_clock.advance(0.0004)
+        scalar_summary(OPERATOR_TAG, float(step))
+
+    with caplog.at_level(logging.WARNING):
+        alone, beside, run = both(
+            model, tmp_path, collector_clock, script=script, collected=LOSS_ALONE
+        )
+    assert len(run.called) < STEPS // 3
+    assert alone == beside
+    assert alone[OPERATOR_TAG] == {step: step for step in [1, *range(10, STEPS + 1, 10)]}
+    assert alone[f"{SECTION_TAG_PREFIX}compute"] == {
+        step: pytest.approx(0.0004) for step in range(1, STEPS + 1)
+    }
+    assert not [record for record in caplog.records if "more than once" in record.message]
+
+
+class EpochOnly(Callback):
+    """A callback of the user's that acts at epochs' ends only."""
+
+    def __init__(self) -> None:
+        self.epochs: list[int] = []
+
+    def epoch_end(self, run_context: RunContext) -> None:
+        self.epochs.append(run_context.original_args().cur_epoch_num)
+
+
+def test_a_callback_without_step_hooks_leaves_the_quiet_steps_to_the_loop(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    epochs = EpochOnly()
+    run = train(model(8), tmp_path / "loop", collector_clock, beside=epochs)
+    assert len(run.called) < STEPS // 3
+    assert epochs.epochs == [1, 2]
+    assert rank_scalars(tmp_path / "loop")[DATA_WAIT_TAG] == expected_waits()
+    # A TrainSession too: beside it the collector's steps are logged by the session.
+    data = model(8)
+    collector = SummaryCollector(
+        tmp_path / "session", collect_freq=10, collect_specified_data=NO_LANDSCAPE
+    )
+    session_epochs = EpochOnly()
+    called: list[int] = []
+    with (
+        counting_calls(called),
+        TrainSession(
+            [collector, session_epochs], network=data.network, epochs=1, steps_per_epoch=60
+        ) as session,
+    ):
+        for _ in session.epochs():
+            for _ in range(60):
+                collector_clock.advance(0.002)
+                session.step(None, 0.5)
+    assert len(called) < 60 // 3
+    assert session_epochs.epochs == [1]
+    times = rank_scalars(tmp_path / "session")[STEP_TIME_TAG]
+    assert times == {step: pytest.approx(0.002) for step in range(1, 61)}
+
+
+def test_a_callback_whose_step_hook_is_set_on_the_instance_is_called_every_step(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    watcher = Callback()
+    seen: list[int] = []
+    watcher.step_end = lambda run_context: seen.append(  # type: ignore[method-assign]
+        run_context.original_args().cur_step_num
+    )
+    run = train(model(8), tmp_path, collector_clock, beside=watcher)
+    assert seen == list(range(1, STEPS + 1))
+    assert run.called == seen
+
+
+@pytest.mark.parametrize("stop_at", [30, 101], ids=["collected-step", "long-step"])
+def test_a_stop_asked_at_a_called_step_ends_training_there(
+    model: Any, tmp_path: Path, collector_clock: ManualClock, stop_at: int
+) -> None:
+    # Step 101 is the long step, which the loop calls after its work.
+    run = train(model(8), tmp_path, collector_clock, beside=None, stop_at=stop_at)
+    assert run.called[-1] == stop_at
+    times = rank_scalars(tmp_path)[STEP_TIME_TAG]
+    assert sorted(times) == list(range(1, stop_at + 1))
+
+
+def test_a_session_after_a_loop_on_one_collector_has_no_data_waits(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    # The loop's runs time their data waits; a session's steps have none, whether the
+    # session logs its steps or calls the collector at each (beside a callback).
+    data = model(8)
+    collector = SummaryCollector(
+        tmp_path, collect_freq=10, collect_specified_data=NO_LANDSCAPE, system_interval=0
+    )
+    loop = TrainLoop(lambda batch: 0.5, network=data.network, optimizer=data.optimizer)
+    loop.train(1, Batches(list(data.dataset), collector_clock), callbacks=[collector])
+    with TrainSession(
+        [collector, EveryStep()], network=data.network, epochs=1, steps_per_epoch=60
+    ) as session:
+        for _ in session.epochs():
+            for _ in range(60):
+                collector_clock.advance(0.002)
+                session.step(None, 0.5)
+    files = sorted(path for path in tmp_path.iterdir() if path.name.endswith("_MS"))
+    assert len(files) == 2
+    loop_run, session_run = (scalars(path) for path in files)
+    assert len(loop_run[DATA_WAIT_TAG]) == PER_EPOCH - 1
+    assert DATA_WAIT_TAG not in session_run
+    assert dict(session_run[STEP_TIME_TAG]) == {step: pytest.approx(0.002) for step in range(1, 61)}
+
+
+class StopError(Exception):
+    """The training script's own failure."""
+
+
+def test_a_step_that_raises_keeps_the_logged_steps_before_it(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    def script(step: int, collector: SummaryCollector) -> None:
+        if step == 77:
+            raise StopError
+
+    with pytest.raises(StopError):
+        train(model(8), tmp_path, collector_clock, beside=None, script=script)
+    found = rank_scalars(tmp_path)
+    assert found[STEP_TIME_TAG] == {
+        step: pytest.approx(step_seconds(step)) for step in range(1, 77)
+    }
+    assert found[DATA_WAIT_TAG] == {
+        step: pytest.approx(wait_seconds(step)) for step in range(2, 77)
+    }
