@@ -11,6 +11,8 @@ waits among them.
 from __future__ import annotations
 
 import contextlib
+import io
+import itertools
 import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,8 +20,18 @@ from typing import Any
 
 import pytest
 
-from rankscribe.collector import Callback, RunContext, SummaryCollector, TrainLoop, TrainSession
+from rankscribe.collector import (
+    Callback,
+    CheckpointConfig,
+    ModelCheckpoint,
+    Progress,
+    RunContext,
+    SummaryCollector,
+    TrainLoop,
+    TrainSession,
+)
 from rankscribe.jobview.feed import DATA_WAIT_TAG, SECTION_TAG_PREFIX, STEP_TIME_TAG
+from rankscribe.ranks import RankInfo
 from rankscribe.writer import scalar_summary
 from rankscribe.writer.reader import scalars
 from tests._support.callbacks import EveryStep
@@ -311,3 +323,199 @@ def test_a_step_that_raises_keeps_the_logged_steps_before_it(
     assert found[DATA_WAIT_TAG] == {
         step: pytest.approx(wait_seconds(step)) for step in range(2, 77)
     }
+
+
+class Rank0:
+    """Progress's rank: 0 of 2 (it shows its lines)."""
+
+    info = RankInfo(rank=0, world_size=2, local_rank=0, local_size=2, host="h", launcher="pmi")
+
+
+def with_checkpoint_and_progress(
+    data: Any, directory: Path, clock: ManualClock, *, beside: bool, session: bool
+) -> tuple[dict[str, dict[int, float]], list[str], list[str], list[int]]:
+    """A run of the README's callbacks (a checkpoint every 25 steps, the collector, a
+    progress line every 37 steps), in a TrainLoop or a TrainSession, alone or beside a
+    callback acting at every step: its scalars, checkpoint files, progress lines and the
+    steps the collector was called at."""
+    collector = SummaryCollector(
+        directory / "summary",
+        collect_freq=10,
+        collect_specified_data=NO_LANDSCAPE,
+        system_interval=0,
+    )
+    checkpoint = ModelCheckpoint(
+        prefix="quiet",
+        directory=directory / "ckpt",
+        config=CheckpointConfig(save_checkpoint_steps=25, keep_checkpoint_max=100),
+    )
+    stream = io.StringIO()
+    progress = Progress(
+        every_steps=37, every_seconds=None, stream=stream, rank_info=Rank0.info, clock=clock
+    )
+    callbacks: list[Any] = [checkpoint, collector, progress, *([EveryStep()] if beside else [])]
+    called: list[int] = []
+    batches = list(data.dataset)
+    with counting_calls(called):
+        if session:
+            with TrainSession(
+                callbacks,
+                network=data.network,
+                optimizer=data.optimizer,
+                epochs=EPOCHS,
+                steps_per_epoch=PER_EPOCH,
+            ) as run:
+                for _ in run.epochs():
+                    for index in range(PER_EPOCH):
+                        clock.advance(step_seconds(run.params.cur_step_num + 1))
+                        run.step(batches[index % len(batches)], 0.5)
+        else:
+            steps = iter(range(1, STEPS + 1))
+
+            def step_fn(batch: Any) -> float:
+                clock.advance(step_seconds(next(steps)))
+                return 0.5
+
+            loop = TrainLoop(step_fn, network=data.network, optimizer=data.optimizer)
+            loop.train(EPOCHS, Batches(batches, clock), callbacks=callbacks)
+    saved = sorted(path.name for path in (directory / "ckpt").rglob("*.ckpt"))
+    return rank_scalars(directory / "summary"), saved, stream.getvalue().splitlines(), called
+
+
+@pytest.mark.parametrize("session", [False, True], ids=["loop", "session"])
+def test_a_checkpoint_and_progress_say_their_steps_and_leave_the_rest_quiet(
+    model: Any, tmp_path: Path, collector_clock: ManualClock, session: bool
+) -> None:
+    alone = with_checkpoint_and_progress(
+        model(8), tmp_path / "alone", collector_clock, beside=False, session=session
+    )
+    beside = with_checkpoint_and_progress(
+        model(8), tmp_path / "beside", collector_clock, beside=True, session=session
+    )
+    scalars_alone, saved, lines, called = alone
+    assert len(called) < STEPS // 3
+    # Each callback was called where it acts: a save every 25 steps, a line every 37.
+    assert {*range(25, STEPS + 1, 25), *range(37, STEPS + 1, 37)} <= set(called)
+    # The same files, checkpoints and lines as when every step calls every callback.
+    assert (scalars_alone, saved, lines) == beside[:3]
+    assert saved == sorted(
+        f"quiet-{(step - 1) // PER_EPOCH + 1}_{(step - 1) % PER_EPOCH + 1}.ckpt"
+        for step in [*range(25, STEPS + 1, 25), STEPS]
+    )
+    assert [line.split("  ")[1] for line in lines[:-1]] == [
+        f"step {step}/{STEPS}" for step in [*range(37, STEPS + 1, 37), STEPS]
+    ]
+
+
+def test_a_checkpoint_at_every_step_or_by_a_clock_of_its_own_is_called_at_every_step(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    data = model(8)
+    for name, checkpoint in {
+        "default": ModelCheckpoint(prefix="every", directory=tmp_path / "every"),
+        "own-clock": ModelCheckpoint(
+            prefix="clocked",
+            directory=tmp_path / "clocked",
+            config=CheckpointConfig(save_checkpoint_steps=None, save_checkpoint_seconds=3600),
+            clock=lambda: 5.0,
+        ),
+    }.items():
+        collector = SummaryCollector(
+            tmp_path / name, collect_freq=10, collect_specified_data=NO_LANDSCAPE
+        )
+        called: list[int] = []
+        loop = TrainLoop(lambda batch: 0.5, network=data.network, optimizer=data.optimizer)
+        with counting_calls(called):
+            loop.train(1, Batches(list(data.dataset), collector_clock), [checkpoint, collector])
+        assert called == list(range(1, PER_EPOCH + 1)), name
+
+
+def test_a_checkpoint_by_seconds_on_its_default_clock_is_called_when_due(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    # An hour between saves: none comes due in training, and its steps are quiet.
+    data = model(8)
+    checkpoint = ModelCheckpoint(
+        prefix="hourly",
+        directory=tmp_path / "ckpt",
+        config=CheckpointConfig(save_checkpoint_steps=None, save_checkpoint_seconds=3600),
+    )
+    collector = SummaryCollector(tmp_path, collect_freq=10, collect_specified_data=NO_LANDSCAPE)
+    called: list[int] = []
+    loop = TrainLoop(lambda batch: 0.5, network=data.network, optimizer=data.optimizer)
+    with counting_calls(called):
+        loop.train(1, Batches(list(data.dataset), collector_clock), [checkpoint, collector])
+    assert len(called) < PER_EPOCH // 3
+    # The end of training saves its final step, as ever.
+    assert [path.name for path in (tmp_path / "ckpt").rglob("*.ckpt")] == [
+        f"hourly-1_{PER_EPOCH}.ckpt"
+    ]
+
+
+@pytest.mark.parametrize("session", [False, True], ids=["loop", "session"])
+def test_a_progress_bar_is_called_once_a_tenth_of_a_second_and_ends_at_the_last_step(
+    model: Any, tmp_path: Path, collector_clock: ManualClock, session: bool
+) -> None:
+    data = model(8)
+    terminal = Terminal()
+    collector = SummaryCollector(tmp_path, collect_freq=50, collect_specified_data=NO_LANDSCAPE)
+    progress = Progress(stream=terminal, rank_info=Rank0.info)
+    called: list[int] = []
+    ends: dict[int, float] = {}  # each step's end, on the loop's clock
+
+    def step_fn(batch: Any) -> float:
+        step = len(ends) + 1
+        collector_clock.advance(0.004)
+        ends[step] = collector_clock()
+        return 1.0 / step
+
+    batches = list(data.dataset)
+    with counting_calls(called):
+        if session:
+            with TrainSession(
+                [collector, progress],
+                network=data.network,
+                epochs=EPOCHS,
+                steps_per_epoch=PER_EPOCH,
+            ) as run:
+                for _ in run.epochs():
+                    for index in range(PER_EPOCH):
+                        batch = batches[index % len(batches)]
+                        run.step(batch, step_fn(batch))
+        else:
+            loop = TrainLoop(step_fn, network=data.network, optimizer=data.optimizer)
+            loop.train(EPOCHS, Batches(batches, collector_clock), [collector, progress])
+    # 4 ms a step: a call about every 25 steps (the bar's 0.1 s), not at every step...
+    assert len(called) < STEPS // 10
+    # ... and none later than the first step that ended 0.1 s after the last call.
+    for earlier, later in itertools.pairwise(called):
+        assert all(ends[step] < ends[earlier] + 0.1 for step in range(earlier + 1, later))
+    assert f"{STEPS}/{STEPS}" in terminal.getvalue()
+    # The last step's own loss, shown at the end.
+    assert f"rank 0 loss={1.0 / STEPS:.4f}" in terminal.getvalue()
+
+
+def test_progress_on_another_rank_is_never_called_at_steps(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    data = model(8)
+    rank1 = RankInfo(rank=1, world_size=2, local_rank=1, local_size=2, host="h", launcher="pmi")
+    stream = io.StringIO()
+    collector = SummaryCollector(tmp_path, collect_freq=10, collect_specified_data=NO_LANDSCAPE)
+    called: list[int] = []
+    loop = TrainLoop(lambda batch: 0.5, network=data.network, optimizer=data.optimizer)
+    with counting_calls(called):
+        loop.train(
+            EPOCHS,
+            Batches(list(data.dataset), collector_clock),
+            [collector, Progress(every_steps=1, stream=stream, rank_info=rank1)],
+        )
+    assert len(called) < STEPS // 3
+    assert stream.getvalue() == ""
+
+
+class Terminal(io.StringIO):
+    """A stream that says it is a terminal, as a tty does: Progress draws a bar."""
+
+    def isatty(self) -> bool:
+        return True

@@ -8,12 +8,22 @@ each with a :class:`RunContext` whose ``original_args()`` is the
 :class:`CallbackParams` describing the training state at that moment. Callbacks
 are context managers: the loop enters them before ``begin`` and exits them
 after ``end`` (or on an error), so a callback holding files can close them.
+
+Two exceptions, for the cost of a fast step: :class:`~rankscribe.collector.TrainLoop`
+and :class:`~rankscribe.collector.TrainSession` call no ``step_begin``/``step_end`` of
+a callback whose two are :class:`Callback`'s own (they do nothing), and, beside the
+``SummaryCollector``, call no callback at a step that none of them acts at, where every
+callback acting at steps says at which it does not (:class:`QuietUntil`;
+docs/collector-cost.md, "Quiet steps"). A callback that says nothing is called at every
+step, and so is every other callback then.
 """
 
 from __future__ import annotations
 
+import math
+import sys
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import ExitStack
 from types import TracebackType
 from typing import Any
@@ -259,17 +269,42 @@ class CallbackList(Callback):
         self._each("end", run_context)
 
 
-class QuietSteps:
-    """Steps a loop may finish without calling its one callback acting at steps, which has
-    said it would record nothing at them: what :class:`~rankscribe.collector.TrainSession`
-    or :class:`~rankscribe.collector.TrainLoop` and the ``SummaryCollector`` agree on, so
-    that most steps of a fast loop cost a few attribute writes and two appends
-    (docs/collector-cost.md, "Quiet steps").
+class QuietUntil:
+    """What a callback that acts at some steps only tells its loop: it has nothing to do at
+    a step numbered below ``until`` that ended (on the loop's clock,
+    ``rankscribe.collector._clock.now``) before ``due``. At such a step the loop may leave
+    it uncalled (docs/collector-cost.md, "Quiet steps"); at the next step it is called at,
+    the callback parameters hold that step's state (``cur_step_num`` may have moved by
+    several steps), and it says again. ``until`` 0: every step is called.
+    """
+
+    __slots__ = ("due", "until")
+
+    def __init__(self) -> None:
+        self.until = 0
+        self.due = 0.0
+
+    def stop(self) -> None:
+        """No step is quiet until the callback says again."""
+        self.until = 0
+
+    def forever(self) -> None:
+        """No step needs the callback (it does nothing at steps in this run)."""
+        self.until, self.due = sys.maxsize, math.inf
+
+
+class QuietSteps(QuietUntil):
+    """Steps a loop may finish without calling the callback that keeps this log (the
+    ``SummaryCollector``), which has said it would record nothing at them: what
+    :class:`~rankscribe.collector.TrainSession` or :class:`~rankscribe.collector.TrainLoop`
+    and the collector agree on, so that most steps of a fast loop cost a few attribute
+    writes and two appends (docs/collector-cost.md, "Quiet steps").
 
     The callback sets ``until`` and ``due`` (and :meth:`stop`s them): a step numbered
     below ``until``, ended (``perf_counter``) before ``due`` and less than ``longest``
     seconds after the step before it, while ``skipping[0]`` is True (the summary
-    operators return at once: ``rankscribe.writer.operators.skip_flag``), is quiet. The
+    operators return at once: ``rankscribe.writer.operators.skip_flag``), is quiet (and
+    below every other callback's :class:`QuietUntil`, where others act at steps). The
     loop then numbers it, keeps its batch and outputs in the callback parameters as at any
     step, and logs it here instead of calling ``step_begin`` and ``step_end``: ``first``,
     the number of the first step logged, ``starts`` and ``ends``, when each logged step
@@ -287,21 +322,10 @@ class QuietSteps:
     next).
     """
 
-    __slots__ = (
-        "due",
-        "ends",
-        "first",
-        "longest",
-        "seconds",
-        "skipping",
-        "starts",
-        "until",
-        "waits",
-    )
+    __slots__ = ("ends", "first", "longest", "seconds", "skipping", "starts", "waits")
 
     def __init__(self, skipping: list[bool], longest: float) -> None:
-        self.until = 0
-        self.due = 0.0
+        super().__init__()
         self.longest = longest
         self.skipping = skipping
         self.first = 0
@@ -309,10 +333,6 @@ class QuietSteps:
         self.ends: array[float] = array("d")
         self.seconds = 0.0
         self.waits = False
-
-    def stop(self) -> None:
-        """No step is quiet until the callback says again."""
-        self.until = 0
 
     def log(self, step: int, started: float, ended: float) -> None:
         """Log ``step`` (the next after the steps logged), started and ended then."""
@@ -330,28 +350,72 @@ class QuietSteps:
         return taken
 
 
-def quiet_steps_of(callback: object) -> QuietSteps | None:
-    """The :class:`QuietSteps` a callback offers its loop, or None."""
+class QuietBound(QuietUntil):
+    """The lowest ``until`` and the earliest ``due`` of several callbacks' offers
+    (:meth:`refresh`, after each call of them: they change their offers only when called);
+    none: no bound."""
+
+    __slots__ = ("_offers",)
+
+    def __init__(self, offers: Sequence[QuietUntil]) -> None:
+        super().__init__()
+        self._offers = tuple(offers)
+        self.refresh()
+
+    def refresh(self) -> None:
+        offers = self._offers
+        if not offers:
+            self.forever()
+            return
+        self.until = min(offer.until for offer in offers)
+        self.due = min(offer.due for offer in offers)
+
+
+def quiet_steps_of(callback: object) -> QuietUntil | None:
+    """The :class:`QuietUntil` (or the collector's :class:`QuietSteps`) a callback offers
+    its loop, or None."""
     offered = getattr(callback, "_quiet_steps", None)
-    return offered if isinstance(offered, QuietSteps) else None
+    return offered if isinstance(offered, QuietUntil) else None
 
 
 def has_step_hooks(callback: object) -> bool:
-    """Whether a loop must call ``callback`` at every step: False only for a
-    :class:`Callback` whose ``step_begin`` and ``step_end`` are the base class's, which
-    do nothing (a callback of ``epoch_end`` alone, say), neither set on the instance."""
-    if not isinstance(callback, Callback):
-        return True  # a callback by its hooks alone (MindInsight's lineage callbacks)
-    kind = type(callback)
+    """Whether a loop must call ``callback`` at steps: False only for a :class:`Callback`
+    whose ``step_begin`` and ``step_end`` are the base class's, which do nothing (a
+    callback of ``epoch_end`` alone, say), neither set on the instance."""
+    return not own_step_hooks(callback, Callback)
+
+
+def own_step_hooks(callback: object, kind: type) -> bool:
+    """Whether ``callback``'s ``step_begin`` and ``step_end`` are ``kind``'s own (not a
+    subclass's, not set on the instance): a class that offers its loop quiet steps
+    knows only what its own hooks do."""
+    if not isinstance(callback, kind):
+        return False
+    cls = type(callback)
     return (
-        kind.step_begin is not Callback.step_begin
-        or kind.step_end is not Callback.step_end
-        or bool({"step_begin", "step_end"} & getattr(callback, "__dict__", {}).keys())
+        cls.step_begin is kind.step_begin  # type: ignore[attr-defined]
+        and cls.step_end is kind.step_end  # type: ignore[attr-defined]
+        and not {"step_begin", "step_end"} & getattr(callback, "__dict__", {}).keys()
     )
 
 
-def quiet_steps_for(callbacks: CallbackList) -> QuietSteps | None:
-    """The :class:`QuietSteps` of the one callback in ``callbacks`` that has step hooks
-    (:func:`has_step_hooks`), or None: none offered, or two callbacks act at steps."""
-    stepping = [callback for callback in callbacks if has_step_hooks(callback)]
-    return quiet_steps_of(stepping[0]) if len(stepping) == 1 else None
+def quiet_steps_for(callbacks: CallbackList) -> tuple[QuietSteps, QuietBound] | None:
+    """The log of quiet steps of a loop's callbacks, and the bound the others set: where
+    one callback acting at steps (:func:`has_step_hooks`) keeps the log (the collector's
+    :class:`QuietSteps`) and every other one acting at steps offers a :class:`QuietUntil`.
+    None otherwise: every step calls every callback."""
+    log: QuietSteps | None = None
+    others: list[QuietUntil] = []
+    for callback in callbacks:
+        if not has_step_hooks(callback):
+            continue
+        offered = quiet_steps_of(callback)
+        if offered is None:
+            return None
+        if isinstance(offered, QuietSteps):
+            if log is not None:
+                return None
+            log = offered
+        else:
+            others.append(offered)
+    return None if log is None else (log, QuietBound(others))

@@ -46,6 +46,7 @@ from rankscribe.collector._callback import (
     CallbackParams,
     QuietSteps,
     RunContext,
+    own_step_hooks,
 )
 from rankscribe.collector._fingerprint import DEFAULT_FINGERPRINT_BUDGET
 from rankscribe.collector.adapters import AdapterRegistry
@@ -445,11 +446,7 @@ class SummaryCollector(Callback):
             self._training = True
             # A subclass's own step_begin or step_end (or one set on this collector) is
             # called at every step: no step is left to the loop to log.
-            self._own_step_hooks = (
-                type(self).step_begin is SummaryCollector.step_begin
-                and type(self).step_end is SummaryCollector.step_end
-                and not {"step_begin", "step_end"} & vars(self).keys()
-            )
+            self._own_step_hooks = own_step_hooks(self, SummaryCollector)
             if run.landscape is not None:
                 self._start_landscape(params)
 

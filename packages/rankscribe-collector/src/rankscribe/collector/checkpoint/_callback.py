@@ -26,7 +26,13 @@ Where this differs from the original, on purpose:
 - with ``async_save`` at most one write is in flight: a save that comes due
   while the previous one is still writing waits for it (bounded memory), and a
   failed background write raises :class:`CheckpointWriteError` on the next
-  ``step_end``/``end``/``with``-exit instead of being lost in a thread;
+  ``step_end`` it is called at (the next save's step, where a loop leaves it the steps
+  it has nothing to do at, below), ``end`` or ``with``-exit instead of being lost in a
+  thread;
+- it tells its loop at which steps it has nothing to do (a
+  :class:`~rankscribe.collector._callback.QuietUntil`: below the next save's step, or
+  before the next save's time with the default clock), so a ``TrainLoop`` or
+  ``TrainSession`` may leave it uncalled there (docs/collector-cost.md, "Quiet steps");
 - ``latest_ckpt_file_name`` is the newest *complete* file (absolute path), or
   ``None`` before the first one;
 - a save killed part-way leaves its hidden temporary file
@@ -54,7 +60,9 @@ in the other job's directory and left empty are removed (``docs/layout.md``,
 from __future__ import annotations
 
 import logging
+import math
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -62,7 +70,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from rankscribe.collector._callback import Callback, CallbackParams, RunContext
+from rankscribe.collector import _clock
+from rankscribe.collector._callback import (
+    Callback,
+    CallbackParams,
+    QuietUntil,
+    RunContext,
+    own_step_hooks,
+)
 from rankscribe.collector._checks import CHECKPOINT_CHECKS
 from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.checkpoint._config import CheckpointConfig
@@ -158,6 +173,10 @@ class ModelCheckpoint(Callback):
         self._latest: str | None = None
         self._swept = False  # this run's stale temporaries are removed
         self._graph_saved = False  # this run's <prefix>-graph.meta is written
+        #: The steps this callback has nothing to do at, for the loop (docs/collector-cost.md,
+        #: "Quiet steps"); every step until the first of a training run has been called.
+        self._quiet_steps = QuietUntil()
+        self._offers = False  # whether it says so in this run (its own step hooks: begin)
         if not (config.save_checkpoint_steps or config.save_checkpoint_seconds):
             logger.warning(
                 "CheckpointConfig has neither save_checkpoint_steps nor save_checkpoint_seconds: "
@@ -198,6 +217,9 @@ class ModelCheckpoint(Callback):
         # The seconds trigger counts from the start of training, not from
         # construction (nor from an evaluation run in between).
         self._last_save_time = self._clock()
+        self._quiet_steps.stop()  # the first step places the files and saves the graph
+        # A subclass's own step hooks (or hooks set on this callback): every step called.
+        self._offers = own_step_hooks(self, ModelCheckpoint)
 
     def _start_another_run(self) -> None:
         """The same callback trains again: its step count starts over.
@@ -249,6 +271,27 @@ class ModelCheckpoint(Callback):
             if not self._graph_saved:
                 self._save_graph(params)
             self._save_if_due(params, force=False)
+            self._offer_quiet_steps()
+
+    def _offer_quiet_steps(self) -> None:
+        """Tell the loop the steps this callback has nothing to do at: those before the
+        next save's step, or, by seconds, those that end before the next save's time (on
+        the default clock only: a clock of the caller's is not the loop's)."""
+        quiet = self._quiet_steps
+        if not self._offers:
+            quiet.stop()
+            return
+        steps = self._config.save_checkpoint_steps
+        seconds = self._config.save_checkpoint_seconds
+        if steps:
+            quiet.until, quiet.due = self._last_triggered_step + steps, math.inf
+        elif not seconds:
+            quiet.forever()  # the final step only, at the end
+        elif self._clock is time.monotonic:
+            quiet.until = sys.maxsize
+            quiet.due = _clock.now() + (self._last_save_time + seconds - self._clock())
+        else:
+            quiet.stop()
 
     def _save_graph(self, params: CallbackParams) -> None:
         """Write ``<prefix>-graph.meta``, the train network's graph proto, once per run.

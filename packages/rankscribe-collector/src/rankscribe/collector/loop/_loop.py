@@ -17,10 +17,11 @@ across epochs and ``train_dataset_element`` is the step's batch. A callback's
 ``run_context.request_stop()`` ends training after the current step (its
 epoch still ends with ``epoch_end``, and ``end`` is called).
 
-Quiet steps: where one callback acts at steps (the others' ``step_begin`` and
-``step_end`` are :class:`Callback`'s, which do nothing) and it is the
-``SummaryCollector``, the steps it would record nothing at run without calling it: the
-loop times each (its start before the step function, its end after) and logs it for the
+Quiet steps: where the ``SummaryCollector`` is among the callbacks and every other
+callback acting at steps says at which steps it has nothing to do (``ModelCheckpoint``,
+``Progress``; a callback whose ``step_begin`` and ``step_end`` are :class:`Callback`'s
+does nothing there), the steps none of them acts at run without calling them: the loop
+times each (its start before the step function, its end after) and logs it for the
 collector, which takes the log at its next step (docs/collector-cost.md, "Quiet steps").
 
 Dataset sink mode, as MindSpore's: one callback step per epoch; the step
@@ -49,6 +50,7 @@ from rankscribe.collector._callback import (
     Callback,
     CallbackList,
     CallbackParams,
+    QuietBound,
     QuietSteps,
     RunContext,
     quiet_steps_for,
@@ -188,7 +190,7 @@ class TrainLoop:
                 if dataset_sink_mode:
                     self._sink_epoch(train_dataset, callback_list, context)
                 elif quiet is not None:
-                    self._quiet_epoch(train_dataset, callback_list, context, quiet)
+                    self._quiet_epoch(train_dataset, callback_list, context, *quiet)
                 else:
                     self._epoch(train_dataset, callback_list, context)
                 callback_list.epoch_end(context)
@@ -219,25 +221,27 @@ class TrainLoop:
         callbacks: CallbackList,
         context: RunContext,
         quiet: QuietSteps,
+        bound: QuietBound,
     ) -> None:
-        """An epoch whose steps the one callback acting at steps may leave to the loop
-        (:class:`~rankscribe.collector._callback.QuietSteps`): such a step is timed and
-        logged, and no callback is called at it."""
+        """An epoch whose steps the callbacks acting at steps may leave to the loop
+        (:class:`~rankscribe.collector._callback.QuietSteps`, below every other one's
+        ``bound``): such a step is timed and logged, and no callback is called at it."""
         params = context.original_args()
         step_fn = self.step_fn
         now = _clock.now
         skipping = quiet.skipping
         quiet.waits = True  # a step starts when its batch has come
+        bound.refresh()
         for batch in dataset:
             step = params.cur_step_num + 1
             params.cur_step_num = step
             params.train_dataset_element = batch
-            if step < quiet.until and skipping[0]:
+            if step < quiet.until and step < bound.until and skipping[0]:
                 started = now()
-                if started < quiet.due:
+                if started < quiet.due and started < bound.due:
                     params.net_outputs = step_fn(batch)
                     ended = now()
-                    if ended < quiet.due and ended - started < quiet.longest:
+                    if ended < quiet.due and ended < bound.due and ended - started < quiet.longest:
                         ends = quiet.ends
                         if not ends:
                             quiet.first = step
@@ -254,12 +258,14 @@ class TrainLoop:
                     callbacks.step_begin(context)
                     params.step_started_at = None
                     callbacks.step_end(context)
+                    bound.refresh()
                     if context.get_stop_requested():
                         return
                     continue
             callbacks.step_begin(context)
             params.net_outputs = step_fn(batch)
             callbacks.step_end(context)
+            bound.refresh()
             if context.get_stop_requested():
                 return
 

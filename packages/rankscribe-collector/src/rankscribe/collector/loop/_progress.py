@@ -29,7 +29,14 @@ from typing import Any, TextIO
 
 from tqdm import tqdm
 
-from rankscribe.collector._callback import Callback, CallbackParams, RunContext
+from rankscribe.collector import _clock
+from rankscribe.collector._callback import (
+    Callback,
+    CallbackParams,
+    QuietUntil,
+    RunContext,
+    own_step_hooks,
+)
 from rankscribe.collector._checks import check_callable
 from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.collection._extractor import UnreadableLossError, mean_loss
@@ -72,6 +79,14 @@ class Progress(Callback):
 
     A subclass can add lines of its own with :meth:`write` (after an epoch's
     evaluation, say); :attr:`enabled` says whether this process shows anything.
+
+    It tells its loop at which steps it has nothing to do (a
+    :class:`~rankscribe.collector._callback.QuietUntil`), so a ``TrainLoop`` or
+    ``TrainSession`` may leave it uncalled there (docs/collector-cost.md, "Quiet
+    steps"): every step on the other ranks; with a bar, the steps within its
+    ``mininterval`` (0.1 s) of the last update (tqdm redraws no more often); with plain
+    lines, the steps before the next line's step or time (the time on the default clock
+    only: a clock of the caller's is not the loop's).
     """
 
     def __init__(
@@ -113,6 +128,10 @@ class Progress(Callback):
         self._pending: Any = None
         self._arrived: float | None = None
         self._lagging = False  # a line showed an earlier step's loss
+        #: The steps this callback has nothing to do at, for the loop (docs/collector-cost.md,
+        #: "Quiet steps").
+        self._quiet_steps = QuietUntil()
+        self._offers = False  # whether it says so in this run (its own step hooks: begin)
 
     @property
     def enabled(self) -> bool:
@@ -141,7 +160,14 @@ class Progress(Callback):
 
     def begin(self, run_context: RunContext) -> None:
         params = run_context.original_args()
-        if params.mode != "train" or not self.enabled:
+        self._quiet_steps.stop()
+        # A subclass's own step hooks (or hooks set on this callback): every step called.
+        self._offers = own_step_hooks(self, Progress)
+        if params.mode != "train":
+            return
+        if not self.enabled:
+            if self._offers:
+                self._quiet_steps.forever()  # this rank shows nothing
             return
         self._started = self._clock()
         self._last = (params.cur_step_num, self._started)
@@ -159,20 +185,46 @@ class Progress(Callback):
         if self._bar is not None:
             self._bar.update(params.cur_step_num - self._bar.n)
             self._show_loss(self._read_loss(params), params)
-            return
-        step, now = params.cur_step_num, self._clock()
-        last_step, last_time = self._last
-        due_by_steps = self.every_steps is not None and step - last_step >= self.every_steps
-        due_by_time = self.every_seconds is not None and now - last_time >= self.every_seconds
-        if due_by_steps or due_by_time:
-            self._line(params, now)
+        else:
+            step, now = params.cur_step_num, self._clock()
+            last_step, last_time = self._last
+            due_by_steps = self.every_steps is not None and step - last_step >= self.every_steps
+            due_by_time = self.every_seconds is not None and now - last_time >= self.every_seconds
+            if due_by_steps or due_by_time:
+                self._line(params, now)
+        self._offer_quiet_steps()
+
+    def _offer_quiet_steps(self) -> None:
+        """Tell the loop the steps this callback has nothing to do at (the class's
+        docstring)."""
+        quiet = self._quiet_steps
+        if not self._offers:
+            quiet.stop()
+        elif self._bar is not None:
+            quiet.until, quiet.due = sys.maxsize, _clock.now() + self._bar.mininterval
+        elif self.every_seconds is not None and self._clock is not time.monotonic:
+            quiet.stop()
+        else:
+            last_step, last_time = self._last
+            quiet.until = (
+                last_step + self.every_steps if self.every_steps is not None else sys.maxsize
+            )
+            quiet.due = (
+                _clock.now() + (last_time + self.every_seconds - self._clock())
+                if self.every_seconds is not None
+                else math.inf
+            )
 
     def end(self, run_context: RunContext) -> None:
         params = run_context.original_args()
         if params.mode != "train" or not self.enabled:
             return
         if self._bar is not None:
-            if self._lagging:  # the last step's own loss (waiting is fine: not a step)
+            # The steps after the last it was called at (quiet steps), and their loss.
+            moved = params.cur_step_num - self._bar.n
+            if moved:
+                self._bar.update(moved)
+            if moved or self._lagging:  # the last step's own loss (a wait is fine: no step)
                 self._show_loss(self._read_loss(params, wait=True), params)
             self._close_bar()
             return

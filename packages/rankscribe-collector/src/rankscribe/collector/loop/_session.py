@@ -44,6 +44,7 @@ from rankscribe.collector._callback import (
     Callback,
     CallbackList,
     CallbackParams,
+    QuietBound,
     QuietSteps,
     RunContext,
     quiet_steps_for,
@@ -136,10 +137,11 @@ class TrainSession:
         self._context = RunContext(self._params)
         self._state = "new"  # -> "open" -> "closed"
         self._previous_step: float | None = None  # perf_counter of the last step() call
-        #: The steps the one callback that acts at steps (the others' step hooks do
-        #: nothing) lets step() log rather than call it (None: every step calls the
-        #: callbacks).
+        #: The log of the steps step() finishes without calling the callbacks (the
+        #: collector's), and the bound the other callbacks acting at steps set (None:
+        #: every step calls the callbacks).
         self._quiet: QuietSteps | None = None
+        self._bound = QuietBound(())
 
     @property
     def params(self) -> CallbackParams:
@@ -161,8 +163,12 @@ class TrainSession:
         except BaseException as error:
             self._close(type(error), error, error.__traceback__)
             raise
-        # Beside another callback that acts at steps, every step calls both.
-        self._quiet = quiet_steps_for(self._callbacks)
+        # Beside a callback that acts at steps and does not say at which, every step
+        # calls every callback.
+        quiet = quiet_steps_for(self._callbacks)
+        if quiet is not None:
+            self._quiet, self._bound = quiet
+            self._bound.refresh()
         return self
 
     def __exit__(
@@ -209,6 +215,7 @@ class TrainSession:
         for number in range(self._params.cur_epoch_num + 1, self._epochs + 1):
             self._params.cur_epoch_num = number
             self._callbacks.epoch_begin(self._context)
+            self._bound.refresh()
             self._previous_step = _clock.now()
             yield number
             self._callbacks.epoch_end(self._context)
@@ -225,13 +232,17 @@ class TrainSession:
         params = self._params
         quiet = self._quiet
         if quiet is not None:
-            # A step the one callback records nothing at: logged for it, not called
-            # (QuietSteps; docs/collector-cost.md, "Quiet steps").
+            # A step the collector records nothing at, and no other callback acts at:
+            # logged for it, none called (QuietSteps; docs/collector-cost.md, "Quiet
+            # steps").
             step = params.cur_step_num + 1
             previous = self._previous_step
+            bound = self._bound
             if (
                 step < quiet.until
                 and now < quiet.due
+                and step < bound.until
+                and now < bound.due
                 and quiet.skipping[0]
                 and previous is not None
                 and now - previous < quiet.longest
@@ -265,3 +276,5 @@ class TrainSession:
         self._callbacks.step_begin(self._context)
         params.net_outputs = outputs
         self._callbacks.step_end(self._context)
+        if quiet is not None:
+            self._bound.refresh()
