@@ -264,9 +264,10 @@ class SummaryCollector(Callback):
         # the plan's short path ends at the latest (_plan_quiet).
         self._light_step = -1
         self._quiet_limit = 0
-        # The steps of the short path that a TrainSession, with this collector its one
-        # callback, finishes itself: they call nothing here, and are taken at the next
-        # call (_take_quiet_steps). docs/collector-cost.md, "Quiet steps".
+        # The steps of the short path that a TrainSession or TrainLoop finishes itself
+        # (where its other callbacks say they have nothing to do there either): they call
+        # nothing here, and are taken at the next call (_take_quiet_steps).
+        # docs/collector-cost.md, "Quiet steps".
         self._quiet_steps = QuietSteps(skip_flag(), STEP_TIME_WRITE_AT_ONCE)
         self._own_step_hooks = False  # this class's step_begin and step_end (begin())
         self._last_epoch_flush = -math.inf  # perf_counter of the last epoch end's flush
@@ -830,7 +831,7 @@ class SummaryCollector(Callback):
         self._offer_quiet_steps()
 
     def _offer_quiet_steps(self) -> None:
-        """Let a TrainSession finish the short path's steps itself, up to the next that is
+        """Let the loop finish the short path's steps itself, up to the next that is
         not plain (a light step, or one off the short path). Only where the steps' timings
         can be read afterwards (``StepTimings.loggable``)."""
         quiet = self._quiet_steps
@@ -845,8 +846,9 @@ class SummaryCollector(Callback):
         quiet.until = self._quiet_until if self._light_step < 0 else self._light_step
 
     def _take_quiet_steps(self) -> None:
-        """Keep what the short path would have of the steps a TrainSession finished itself
-        (:meth:`_offer_quiet_steps`): each step time, forward time, and the loop's time."""
+        """Keep what the short path would have of the steps the loop finished itself
+        (:meth:`_offer_quiet_steps`): each step time, data wait (a TrainLoop's), forward
+        time and sections, and the loop's time."""
         quiet = self._quiet_steps
         first, starts, ends, seconds = quiet.take()
         if not ends:
