@@ -36,23 +36,18 @@ from rankscribe.writer import scalar_summary
 from rankscribe.writer.reader import scalars
 from tests._support.callbacks import EveryStep
 from tests._support.clocks import ManualClock
+from tests.collector.test_quiet_steps import (
+    LOSS_ALONE,
+    NO_LANDSCAPE,
+    StopError,
+    quiet_collector,
+    rank_scalars,
+    step_seconds,
+)
 
-NO_LANDSCAPE = {"collect_landscape": None}
-#: Collected steps that record the loss alone: the collector's light steps.
-LOSS_ALONE = {"collect_metric": True, "collect_landscape": None}
 EPOCHS, PER_EPOCH = 2, 120
 STEPS = EPOCHS * PER_EPOCH
 OPERATOR_TAG = "user/every_step"
-
-
-def rank_scalars(directory: Path) -> dict[str, dict[int, float]]:
-    [path] = [path for path in directory.iterdir() if path.name.endswith("_MS")]
-    return {tag: dict(points) for tag, points in scalars(path).items()}
-
-
-def step_seconds(step: int) -> float:
-    """A step's own time: uneven, and one long step (written at once) in the middle."""
-    return 0.3 if step == 101 else 0.001 * (1 + step % 7)
 
 
 def wait_seconds(step: int) -> float:
@@ -118,15 +113,7 @@ def train(
 ) -> Run:
     """``STEPS`` steps of 2 epochs in a TrainLoop: the collector alone, or beside another
     callback; ``script(step, collector)`` runs inside each step."""
-    collector = SummaryCollector(
-        directory,
-        collect_freq=10,
-        keep_default_action=collected is None,
-        collect_specified_data=collected or NO_LANDSCAPE,
-        # Asked for the loss alone, no fingerprint either: its collected steps are light.
-        fingerprints=collected is None,
-        system_interval=0,  # the machine's readings differ from run to run
-    )
+    collector = quiet_collector(directory, collected)
     run = Run(collector)
     step = 0
 
@@ -301,10 +288,6 @@ def test_a_session_after_a_loop_on_one_collector_has_no_data_waits(
     assert len(loop_run[DATA_WAIT_TAG]) == PER_EPOCH - 1
     assert DATA_WAIT_TAG not in session_run
     assert dict(session_run[STEP_TIME_TAG]) == {step: pytest.approx(0.002) for step in range(1, 61)}
-
-
-class StopError(Exception):
-    """The training script's own failure."""
 
 
 def test_a_step_that_raises_keeps_the_logged_steps_before_it(

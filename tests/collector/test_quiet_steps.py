@@ -39,6 +39,24 @@ def step_seconds(step: int) -> float:
     return 0.3 if step == 101 else 0.001 * (1 + step % 7)
 
 
+def quiet_collector(
+    directory: Path,
+    collected: dict[str, Any] | None,
+    kind: type[SummaryCollector] = SummaryCollector,
+) -> SummaryCollector:
+    """The tests' collector: every 10th step, no landscape; ``collected``: what it
+    collects instead of its defaults."""
+    return kind(
+        directory,
+        collect_freq=10,
+        keep_default_action=collected is None,
+        collect_specified_data=collected or NO_LANDSCAPE,
+        # Asked for the loss alone, no fingerprint either: its collected steps are light.
+        fingerprints=collected is None,
+        system_interval=0,  # the machine's readings differ from run to run
+    )
+
+
 class Run:
     """A training run's collector, and the steps at which the session called it."""
 
@@ -58,17 +76,9 @@ def train(
     steps: int = STEPS,
     kind: type[SummaryCollector] = SummaryCollector,
 ) -> Run:
-    """``steps`` steps of 2 epochs: the collector alone, or beside a callback that does
-    nothing; ``script(step, collector)`` runs inside each step."""
-    collector = kind(
-        directory,
-        collect_freq=10,
-        keep_default_action=collected is None,
-        collect_specified_data=collected or NO_LANDSCAPE,
-        # Asked for the loss alone, no fingerprint either: its collected steps are light.
-        fingerprints=collected is None,
-        system_interval=0,  # the machine's readings differ from run to run
-    )
+    """``steps`` steps of 2 epochs: the collector alone, or beside a callback that acts at
+    every step; ``script(step, collector)`` runs inside each step."""
+    collector = quiet_collector(directory, collected, kind)
     callbacks: list[Any] = [collector, EveryStep()] if beside else [collector]
     batches = list(data.dataset)
     step = 0
