@@ -502,3 +502,26 @@ class Terminal(io.StringIO):
 
     def isatty(self) -> bool:
         return True
+
+
+@pytest.mark.parametrize("clock", [None, "own"], ids=["default-clock", "own-clock"])
+def test_progress_lines_by_seconds_leave_the_steps_before_the_next_line_quiet(
+    model: Any, tmp_path: Path, collector_clock: ManualClock, clock: str | None
+) -> None:
+    # A line an hour: none comes due in training. On the default clock the loop may
+    # leave the steps before it uncalled; on a clock of the caller's it cannot tell when.
+    data = model(8)
+    stream = io.StringIO()
+    options: dict[str, Any] = {"clock": lambda: 7.0} if clock else {}
+    progress = Progress(every_seconds=3600, stream=stream, rank_info=Rank0.info, **options)
+    collector = SummaryCollector(tmp_path, collect_freq=10, collect_specified_data=NO_LANDSCAPE)
+    called: list[int] = []
+    loop = TrainLoop(lambda batch: 0.5, network=data.network, optimizer=data.optimizer)
+    with counting_calls(called):
+        loop.train(1, Batches(list(data.dataset), collector_clock), [collector, progress])
+    if clock:
+        assert called == list(range(1, PER_EPOCH + 1))
+    else:
+        assert len(called) < PER_EPOCH // 3
+    # The end of training's line, as ever.
+    assert stream.getvalue().splitlines()[0].startswith(f"epoch 1/1  step {PER_EPOCH}/")
