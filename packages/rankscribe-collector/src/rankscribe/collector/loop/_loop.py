@@ -236,6 +236,7 @@ class TrainLoop:
             step = params.cur_step_num + 1
             params.cur_step_num = step
             params.train_dataset_element = batch
+            late: float | None = None  # the start of a step run as a quiet one, not logged
             if step < quiet.until and step < bound.until and skipping[0]:
                 started = now()
                 if started < quiet.due and started < bound.due:
@@ -251,19 +252,17 @@ class TrainLoop:
                             skipping[0] = False
                         quiet.seconds += now() - ended
                         continue
-                    # Longer than a quiet step may be, or past the timings' write: the
-                    # callbacks see it now, after its work, from its start (as a session's
-                    # step; the next step starts after them, so step_end sees no session).
-                    params.step_started_at = started
-                    callbacks.step_begin(context)
-                    params.step_started_at = None
-                    callbacks.step_end(context)
-                    bound.refresh()
-                    if context.get_stop_requested():
-                        return
-                    continue
-            callbacks.step_begin(context)
-            params.net_outputs = step_fn(batch)
+                    late = started
+            if late is None:
+                callbacks.step_begin(context)
+                params.net_outputs = step_fn(batch)
+            else:
+                # Longer than a quiet step may be, or past the timings' write: the
+                # callbacks see it now, after its work, from its start (as a session's
+                # step; the next step starts after them, so step_end sees no session).
+                params.step_started_at = late
+                callbacks.step_begin(context)
+                params.step_started_at = None
             callbacks.step_end(context)
             bound.refresh()
             if context.get_stop_requested():
