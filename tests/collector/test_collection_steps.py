@@ -300,6 +300,60 @@ def test_summary_operators_copy_their_values_at_the_recorded_steps_only(
     assert all(h.min == h.max == step for step, h in histograms.items())
 
 
+@pytest.mark.parametrize("loop", ["TrainLoop", "TrainSession"])
+def test_summary_operators_read_a_value_only_at_the_steps_that_keep_its_kind(
+    model: Any, read_values: Any, tmp_path: Path, loop: str
+) -> None:
+    """An operator called at every step is read only at the steps whose record keeps its
+    kind: a tensor at this rank's tensor steps, not at the collected steps on the
+    frequency that drop tensors (a tensor on an accelerator would be copied to the host
+    there for nothing); a histogram at the steps on the frequency, not at the tensor steps
+    off it. Each step written holds that step's value, as before."""
+    tensor, histogram = _CountedArray(), _CountedArray()
+    parts = model(30)
+    collector = SummaryCollector(
+        tmp_path,
+        collect_freq=5,
+        collect_tensor_freq=4,
+        collect_specified_data=NO_LANDSCAPE,
+        cost_budget="off",
+    )
+
+    def step(batch: Any) -> np.floating[Any]:
+        tensor.step += 1
+        histogram.step = tensor.step
+        tensor_summary("weights", tensor)
+        histogram_summary("activations", histogram)
+        return np.float32(1.0 / tensor.step)
+
+    if loop == "TrainLoop":
+        TrainLoop(step, network=parts.network, optimizer=parts.optimizer).train(
+            2, parts.dataset, callbacks=[collector]
+        )
+    else:
+        with TrainSession(
+            [collector],
+            network=parts.network,
+            optimizer=parts.optimizer,
+            epochs=2,
+            steps_per_epoch=30,  # the run's length, which the tensor steps are spread over
+        ) as session:
+            for _ in session.epochs():
+                for batch in parts.dataset:
+                    session.step(batch, step(batch))
+    tensor_steps, histogram_steps = [1, *multiples(4, 60)], [1, *multiples(5, 60)]
+    assert tensor.read_at == tensor_steps
+    assert histogram.read_at == histogram_steps
+    tensors = read_values(tmp_path, *OPERATOR_TENSOR)
+    assert sorted(tensors) == tensor_steps
+    for written, array in tensors.items():
+        np.testing.assert_array_equal(array, np.full(3, float(written)))
+    histograms = read_values(tmp_path, *OPERATOR_HISTOGRAM)
+    assert sorted(histograms) == histogram_steps
+    assert all(h.min == h.max == written for written, h in histograms.items())
+    assert sorted(read_values(tmp_path, *LOSS)) == histogram_steps
+
+
 def test_summary_operators_in_sink_mode_keep_the_epochs_last_batch(
     model: Any, read_values: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -153,3 +153,64 @@ def test_discard_dropped_forgets_the_values_only_when_the_filter_drops_every_one
     assert 1 not in by_step
     assert set(by_step[2]) == {("tensor", "weights"), ("scalar", "grad_norm")}
     assert by_step[2][("scalar", "grad_norm")].value == 5.0
+
+
+class _Read:
+    """An array-like that counts how often an operator reads (copies) it."""
+
+    def __init__(self, value: float) -> None:
+        self.value = value
+        self.reads = 0
+
+    def __array__(self, dtype=None, copy=None):
+        self.reads += 1
+        return np.full(2, self.value, dtype=dtype)
+
+
+def _all_but_tensor(plugin: str) -> bool:
+    return plugin != "tensor"
+
+
+def test_a_kind_the_next_step_drops_is_not_read_until_a_record_takes_the_values(tmp_path):
+    """discard_pending(keep_next=...): the operators of the plugins the next step's filter
+    drops return at once, without reading their value; the others keep theirs as before;
+    the record of the step opens every kind again."""
+    tensor = _Read(1.0)
+    with SummaryRecord(tmp_path) as record:
+        operators.discard_pending(keep_next=_all_but_tensor)
+        tensor_summary("weights", tensor)
+        scalar_summary("grad_norm", 1.0)
+        assert tensor.reads == 0
+        record.record(1)
+        tensor.value = 2.0
+        tensor_summary("weights", tensor)
+        assert tensor.reads == 1
+        record.record(2)
+    by_step = _values_by_step(tmp_path)
+    assert set(by_step[1]) == {("scalar", "grad_norm")}
+    assert set(by_step[2]) == {("tensor", "weights")}
+    np.testing.assert_array_equal(by_step[2][("tensor", "weights")].value, [2.0, 2.0])
+
+
+def test_keep_next_none_and_a_second_record_read_every_kind(tmp_path):
+    """keep_next(None) opens every kind again without forgetting what is buffered; with
+    the user's own record open too, the caller cannot know what a step keeps: nothing is
+    dropped (as with skip_next_step)."""
+    tensor = _Read(3.0)
+    with SummaryRecord(tmp_path / "mine") as record:
+        scalar_summary("grad_norm", 4.0)
+        operators.keep_next(_all_but_tensor)
+        tensor_summary("weights", tensor)
+        assert tensor.reads == 0
+        operators.keep_next(None)
+        tensor_summary("weights", tensor)
+        assert tensor.reads == 1
+        record.record(1)
+        with SummaryRecord(tmp_path / "theirs") as theirs:
+            operators.discard_pending(keep_next=_all_but_tensor)
+            tensor_summary("weights", tensor)
+            assert tensor.reads == 2
+            theirs.record(2)
+    by_step = _values_by_step(tmp_path / "mine")
+    assert set(by_step[1]) == {("scalar", "grad_norm"), ("tensor", "weights")}
+    assert ("tensor", "weights") in _values_by_step(tmp_path / "theirs")[2]

@@ -33,7 +33,7 @@ import logging
 import math
 import operator
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
@@ -74,7 +74,7 @@ from rankscribe.collector.system._sampler import SystemSampler, check_system_int
 from rankscribe.jobview.feed import LiveRankView, VerdictCallback
 from rankscribe.ranks import Coordinator, OnExists, RankInfo
 from rankscribe.writer import SummaryRecord
-from rankscribe.writer.operators import discard_dropped, discard_pending, skip_flag
+from rankscribe.writer.operators import discard_dropped, discard_pending, keep_next, skip_flag
 
 if TYPE_CHECKING:
     from rankscribe.collector.landscape._saver import LandscapeSaver
@@ -92,6 +92,10 @@ __all__ = ["SummaryCollector"]
 
 def _keep_every_plugin(_plugin: str) -> bool:
     return True
+
+
+def _keep_no_plugin(_plugin: str) -> bool:
+    return False
 
 
 def _still_pending(record: SummaryRecord, decision: Collect) -> bool:
@@ -264,6 +268,10 @@ class SummaryCollector(Callback):
         # the plan's short path ends at the latest (_plan_quiet).
         self._light_step = -1
         self._quiet_limit = 0
+        # The plugin filter of the record at the short path's end (the light step, else
+        # _quiet_until), which the summary operators are told while they skip the steps
+        # before it (_keep_next).
+        self._quiet_filter: Callable[[str], bool] | None = None
         # The steps of the short path that a TrainSession or TrainLoop finishes itself
         # (where its other callbacks say they have nothing to do there either): they call
         # nothing here, and are taken at the next call (_take_quiet_steps).
@@ -445,6 +453,7 @@ class SummaryCollector(Callback):
             assert run.directory is not None
             self._lineage.start_training(run.directory, params)
             self._training = True
+            keep_next(None)  # an earlier run's last word on its next step
             # A subclass's own step_begin or step_end (or one set on this collector) is
             # called at every step: no step is left to the loop to log.
             self._own_step_hooks = own_step_hooks(self, SummaryCollector)
@@ -531,11 +540,12 @@ class SummaryCollector(Callback):
             # The next step quiet too: the summary operators need not copy its values
             # (as _quiet_next, inline: one call fewer).
             following = step + 1
-            discard_pending(
-                skip_next_step=following < self._quiet_until
+            skip = (
+                following < self._quiet_until
                 and following != self._light_step
                 and params.consecutive_steps
             )
+            discard_pending(skip_next_step=skip, keep_next=self._keep_next(params, step, skip))
             timings = self._timings
             quiet = self._quiet_steps
             logged = quiet.ends
@@ -628,8 +638,13 @@ class SummaryCollector(Callback):
             self._cost.add(0.0, landscape=_clock.now() - saving)
         if not self._sink_mode and run.schedule is not None:
             self._plan_quiet(params.cur_step_num, run.schedule, landscape)
-            if self._quiet_next(params, params.cur_step_num):
-                discard_pending(skip_next_step=True)  # as the quiet path does
+            step = params.cur_step_num
+            if self._quiet_next(params, step):
+                # As the quiet path does (the loop may end the skip itself, at the step
+                # before the next the collector records: that step's filter is said now).
+                discard_pending(skip_next_step=True, keep_next=self._keep_next(params, step, True))
+            else:
+                keep_next(self._keep_next(params, step, False))
         self._step_times_due = self._quiet_steps.due = (
             self._series.last_write + STEP_TIME_WRITE_INTERVAL
         )
@@ -750,7 +765,8 @@ class SummaryCollector(Callback):
         if decision is Collect.NOTHING:
             # At an epoch's end the next step's may be skipped still (in a step that
             # leaves the quiet path, _quiet_until is 0 until the step has been seen to).
-            discard_pending(skip_next_step=self._quiet_next(params, step))
+            quiet = self._quiet_next(params, step)
+            discard_pending(skip_next_step=quiet, keep_next=self._keep_next(params, step, quiet))
             self._series.keep_timings(step, extras)
             # The next collected step writes them before its own values (the file stays
             # in step order), in the same step: one step leaves its quiet path, not two.
@@ -795,6 +811,31 @@ class SummaryCollector(Callback):
             and following != self._light_step
         )
 
+    def _keep_next(
+        self, params: CallbackParams, step: int, skip: bool
+    ) -> Callable[[str], bool] | None:
+        """The plugin filter of the record of the next step that the summary operators
+        give values to (``rankscribe.writer.operators.keep_next``: the kinds it drops are
+        not read there): the step after ``step``, or with ``skip`` (the steps up to the
+        short path's end skip them) the step at that end, whose filter the plan keeps
+        (a loop that finishes those steps itself ends the skip without calling the
+        collector). None where every kind may be kept or the step is not known."""
+        if skip:
+            return self._quiet_filter
+        return self._filter_at(step + 1) if params.consecutive_steps else None
+
+    def _filter_at(self, unit: int) -> Callable[[str], bool] | None:
+        """The plugin filter of ``unit``'s record, a later unit than any collected yet;
+        None where every kind may be kept: not in training, in sink mode, or before the
+        first collection (which keeps everything)."""
+        schedule = self._run.schedule
+        if not self._training or self._sink_mode or schedule is None or not schedule.started:
+            return None
+        decision = schedule.decision_at(unit)
+        if decision is Collect.NOTHING:
+            return _keep_no_plugin  # its values are forgotten at its end
+        return decision.plugin_filter
+
     def _plan_quiet(
         self, step: int, schedule: CollectionSchedule, landscape: LandscapeSaver | None
     ) -> None:
@@ -811,6 +852,7 @@ class SummaryCollector(Callback):
         every step) ends the plan without having paid for the light steps after it."""
         if not schedule.started:
             self._quiet_until, self._light_step = 0, -1
+            self._quiet_filter = None
             self._quiet_steps.stop()
             return
         self._quiet_limit = self._series.quiet_limit(step, landscape)
@@ -828,6 +870,9 @@ class SummaryCollector(Callback):
         else:
             self._light_step = -1
             self._quiet_until = min(collected, limit)
+        self._quiet_filter = self._filter_at(
+            self._quiet_until if self._light_step < 0 else self._light_step
+        )
         self._offer_quiet_steps()
 
     def _offer_quiet_steps(self) -> None:

@@ -15,8 +15,11 @@ everything else). While no SummaryRecord is open, a call returns at once and
 keeps nothing; so does a call in a step the SummaryCollector (the one record
 open) has said it will not record (:func:`discard_pending` with
 ``skip_next_step``): a network that calls the operators every step copies their
-values at the collected steps only. Within one step a name recorded twice keeps
-its last value, with one warning.
+values at the collected steps only. Likewise a call of a kind the next recorded
+step would drop (``keep_next``: a collector's step that records no tensors
+returns at once from ``tensor_summary``; a tensor off the host is not read back
+for it). Within one step a name recorded twice keeps its last value, with one
+warning.
 
 A sibling-facing module (docs/contributing.md, "Sibling modules"): users import the
 operators from :mod:`rankscribe.writer`.
@@ -27,6 +30,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 from rankscribe.writer.encoding._values import Snapshot, check_name, snapshot
@@ -40,6 +44,11 @@ _open_records = [0]
 # Whether the step under way will not be recorded (discard_pending's skip_next_step):
 # a one-element list for the same reason.
 _skipping = [False]
+#: The kinds (``"Tensor"``, ...) whose calls return at once in the step under way, which
+#: the step's record would drop (discard_pending's ``keep_next``).
+_NONE_DROPPED: frozenset[str] = frozenset()
+_dropped = [_NONE_DROPPED]
+_KINDS = ("Scalar", "Tensor", "Image", "Histogram")
 _buffer: dict[str, Snapshot] = {}
 _warned: set[str] = set()
 
@@ -65,8 +74,8 @@ def histogram_summary(name: str, value: Any) -> None:
 
 
 def _buffer_value(kind: str, name: str, value: Any) -> None:
-    if not _open_records[0] or _skipping[0]:  # nobody records: cost no more than this check
-        return
+    if not _open_records[0] or _skipping[0] or kind in _dropped[0]:
+        return  # nobody records it: cost no more than this check
     check_name(name)
     key = f"{name}[:{kind}]"
     snap = snapshot(kind.lower(), name, value)
@@ -84,7 +93,7 @@ def _buffer_value(kind: str, name: str, value: Any) -> None:
 # The operators' one spelling is the package's (``from rankscribe.writer import
 # scalar_summary``); what this module gives the sibling packages is the collector's
 # discard of values buffered outside a recorded step (docs/contributing.md).
-__all__ = ["discard_dropped", "discard_pending", "skip_flag"]
+__all__ = ["discard_dropped", "discard_pending", "keep_next", "skip_flag"]
 
 
 def skip_flag() -> list[bool]:
@@ -98,7 +107,9 @@ def has_buffered() -> bool:
     return bool(_buffer)
 
 
-def discard_pending(*, skip_next_step: bool = False) -> None:
+def discard_pending(
+    *, skip_next_step: bool = False, keep_next: Callable[[str], bool] | None = None
+) -> None:
     """Forget the operators' values buffered for a step that will not be recorded.
 
     A training loop calls this when a step ends without ``SummaryRecord.record``
@@ -110,10 +121,30 @@ def discard_pending(*, skip_next_step: bool = False) -> None:
     another SummaryRecord opening) the operators return at once, without copying
     their values. Only while one SummaryRecord is open (the caller's): a second
     one, the user's own, records at steps the caller does not know.
+
+    ``keep_next``: the plugin filter the next step's ``SummaryRecord.record`` will be
+    given (``keep(plugin)``, as :func:`discard_dropped` takes it): until the same
+    points, the operators of the plugins it drops return at once, without reading
+    their values (a tensor on an accelerator is not copied to the host for a step
+    that will not write it). Only while one SummaryRecord is open, as above.
     """
     if _buffer:
         take_buffered()
-    _skipping[0] = skip_next_step and _open_records[0] == 1
+    alone = _open_records[0] == 1
+    _skipping[0] = skip_next_step and alone
+    _dropped[0] = _dropped_by(keep_next) if keep_next is not None and alone else _NONE_DROPPED
+
+
+def keep_next(keep: Callable[[str], bool] | None) -> None:
+    """Say the next recorded step's plugin filter (:func:`discard_pending`'s ``keep_next``)
+    without forgetting what is buffered; None: the operators read every value again."""
+    _dropped[0] = _dropped_by(keep) if keep is not None and _open_records[0] == 1 else _NONE_DROPPED
+
+
+@lru_cache(maxsize=16)
+def _dropped_by(keep: Callable[[str], bool]) -> frozenset[str]:
+    """The operator kinds whose plugin ``keep`` drops (the collector's few filters)."""
+    return frozenset(kind for kind in _KINDS if not keep(kind.lower()))
 
 
 def discard_dropped(keep: Callable[[str], bool]) -> bool:
@@ -128,6 +159,7 @@ def discard_dropped(keep: Callable[[str], bool]) -> bool:
     """
     if not _buffer:  # the usual case (a light step's): no lock, no call of ``keep``
         _skipping[0] = False
+        _dropped[0] = _NONE_DROPPED
         return True
     with _lock:
         if any(keep(snap.plugin) for snap in _buffer.values()):
@@ -135,6 +167,7 @@ def discard_dropped(keep: Callable[[str], bool]) -> bool:
         _buffer.clear()
         _warned.clear()
         _skipping[0] = False
+        _dropped[0] = _NONE_DROPPED
     return True
 
 
@@ -145,6 +178,7 @@ def take_buffered() -> list[Snapshot]:
         _buffer.clear()
         _warned.clear()
         _skipping[0] = False
+        _dropped[0] = _NONE_DROPPED
     return taken
 
 
@@ -152,6 +186,7 @@ def record_opened() -> None:
     with _lock:
         _open_records[0] += 1
         _skipping[0] = False  # its steps are its own
+        _dropped[0] = _NONE_DROPPED
 
 
 def reset_in_child() -> None:
@@ -160,6 +195,7 @@ def reset_in_child() -> None:
     _lock = threading.Lock()
     _open_records[0] = 0
     _skipping[0] = False
+    _dropped[0] = _NONE_DROPPED
     _buffer.clear()
     _warned.clear()
 
@@ -168,6 +204,7 @@ def record_closed() -> None:
     with _lock:
         _open_records[0] = max(0, _open_records[0] - 1)
         _skipping[0] = False
+        _dropped[0] = _NONE_DROPPED
         if not _open_records[0]:
             _buffer.clear()
             _warned.clear()
