@@ -354,6 +354,46 @@ def test_summary_operators_read_a_value_only_at_the_steps_that_keep_its_kind(
     assert sorted(read_values(tmp_path, *LOSS)) == histogram_steps
 
 
+@pytest.mark.parametrize(
+    ("collect_tensor_freq", "tensor_steps"),
+    [(4, [1, *multiples(4, 60)]), (None, [1, 10, 20, 40])],
+    ids=["collect_tensor_freq=4", "default"],
+)
+def test_a_session_that_cannot_tell_its_length_still_records_its_tensors(
+    model: Any,
+    read_values: Any,
+    tmp_path: Path,
+    collect_tensor_freq: int | None,
+    tensor_steps: list[int],
+) -> None:
+    """A TrainSession over batches that have no length, given no steps_per_epoch: the
+    tensor steps cannot be spread over the run's length, so they are open-ended (every
+    collect_tensor_freq-th step, or by default the spacing doubling from collect_freq),
+    each with that step's value; the loss keeps its frequency."""
+    parts = model(30)
+    collector = SummaryCollector(
+        tmp_path,
+        collect_freq=10,
+        collect_tensor_freq=collect_tensor_freq,
+        collect_specified_data=NO_LANDSCAPE,
+        cost_budget="off",
+    )
+    counter = {"step": 0}
+    with TrainSession(
+        [collector], network=parts.network, optimizer=parts.optimizer, epochs=2
+    ) as session:
+        for _ in session.epochs():
+            for batch in iter(parts.dataset):  # an iterator: no length to read
+                counter["step"] += 1
+                tensor_summary("weights", np.full(2, float(counter["step"])))
+                session.step(batch, np.float32(1.0 / counter["step"]))
+    tensors = read_values(tmp_path, *OPERATOR_TENSOR)
+    assert sorted(tensors) == tensor_steps
+    for written, array in tensors.items():
+        np.testing.assert_array_equal(array, np.full(2, float(written)))
+    assert sorted(read_values(tmp_path, *LOSS)) == [1, *multiples(10, 60)]
+
+
 def test_summary_operators_in_sink_mode_keep_the_epochs_last_batch(
     model: Any, read_values: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -215,6 +215,52 @@ def test_missed_tensor_units_are_those_after_the_last_unit_run() -> None:
     assert schedule.missed_tensor_units(37) == []
 
 
+def _tensor_units_reached(schedule: CollectionSchedule, first: int, last: int) -> list[int]:
+    """The units from ``first`` to ``last`` whose decision keeps tensors, the schedule
+    walked as the collector walks it (from one collected unit to the next)."""
+    kept = []
+    unit = first
+    while unit <= last:
+        decision = schedule.next(unit)
+        if decision in (Collect.EVERYTHING, Collect.TENSOR_ONLY):
+            kept.append(unit)
+        unit = schedule.next_collected(unit)
+    return kept
+
+
+def test_a_run_nobody_knows_the_length_of_takes_its_tensor_units_open_ended() -> None:
+    """No rank knows its run's length (0 everywhere, as a loop over an iterable with no
+    length reports): with collect_tensor_freq every multiple of it, without end; by
+    default the first unit, then collect_freq, twice it, four times it ... (the spacing
+    doubling, 20 units in all); and none said missed at the end, wherever it comes."""
+    schedule = CollectionSchedule(5, 4)
+    assert schedule.first(1, 0) is Collect.EVERYTHING
+    assert _tensor_units_reached(schedule, 2, 100_000) == list(range(4, 100_001, 4))
+    assert schedule.missed_tensor_units(100_000) == []
+    default = CollectionSchedule(10)
+    assert default.first(1, 0) is Collect.EVERYTHING
+    assert _tensor_units_reached(default, 2, 100) == [10, 20, 40, 80]
+    default.would_collect(10**12)  # the list to its end
+    assert default.job_tensor_units == [1, *(10 << power for power in range(19))]
+    assert default.missed_tensor_units(100) == []
+
+
+def test_open_ended_tensor_units_go_to_the_ranks_in_turn() -> None:
+    """Across 3 ranks that all report no length: the job's i-th tensor unit is rank
+    i % 3's, each unit recorded by exactly one rank, and together the single process's."""
+    shares = []
+    for rank in range(3):
+        schedule = CollectionSchedule(5, 4, world_size=3, rank=rank)
+        schedule.agree_run_lengths([0, 0, 0])
+        first = schedule.first(1, 0)
+        assert (first is Collect.EVERYTHING) == (rank == 0)
+        shares.append(([1] if rank == 0 else []) + _tensor_units_reached(schedule, 2, 400))
+    job = [1, *range(4, 401, 4)]
+    assert sorted(unit for share in shares for unit in share) == job
+    for rank, share in enumerate(shares):
+        assert share == job[rank::3]
+
+
 @pytest.mark.parametrize(
     ("lengths", "error"),
     [

@@ -22,6 +22,11 @@ at the units of its own share. The shares are disjoint and together are the
 job's list (docs/collector-schedule.md, "Tensor steps on several ranks"). With
 one rank, the share is the whole list and the schedule is exactly the original's.
 
+When no rank knows its run's length (a loop over an iterable that has none, no
+``steps_per_epoch``), there is no range to spread the tensor units over: they
+are open-ended instead (:func:`open_ended_tensor_units`), and the ranks take
+them in turn.
+
 Decision of this package where the original differs: a unit is collected at
 most once. The original's ``epoch_end`` re-runs the check on the last step of
 each epoch in step mode and writes that step a second time.
@@ -31,7 +36,8 @@ from __future__ import annotations
 
 import bisect
 import enum
-from collections.abc import Callable, Sequence
+import itertools
+from collections.abc import Callable, Iterator, Sequence
 
 from rankscribe.collector._checks import is_int
 from rankscribe.collector.errors import CollectorTypeError, CollectorValueError
@@ -41,6 +47,7 @@ __all__ = [
     "DEFAULT_TENSOR_SUMMARY_LIMIT",
     "Collect",
     "CollectionSchedule",
+    "open_ended_tensor_units",
     "share_tensor_units",
     "tensor_collect_range",
     "total_units",
@@ -104,6 +111,33 @@ def tensor_collect_range(total: int, collect_freq: int, collect_tensor_freq: int
     return range(0, total + 1, collect_freq)
 
 
+def open_ended_tensor_units(
+    first: int, collect_freq: int, collect_tensor_freq: int | None
+) -> Iterator[int]:
+    """The tensor units after ``first`` of a run whose length nobody knows, in order.
+
+    Every multiple of ``collect_tensor_freq`` when that is set, without end (what
+    :func:`tensor_collect_range` gives a run of any length); otherwise
+    ``collect_freq``, ``2 collect_freq``, ``4 collect_freq``, ... (the spacing
+    doubling), at most :data:`DEFAULT_TENSOR_SUMMARY_LIMIT` units with ``first``:
+    the original's limit, spread over a run of any length without knowing it.
+
+    >>> list(itertools.islice(open_ended_tensor_units(1, 10, 4), 3))
+    [4, 8, 12]
+    >>> list(open_ended_tensor_units(1, 10, None))[:5]
+    [10, 20, 40, 80, 160]
+    """
+    if collect_tensor_freq is not None:
+        return (
+            unit
+            for unit in itertools.count(collect_tensor_freq, collect_tensor_freq)
+            if unit > first
+        )
+    doubling = (collect_freq << power for power in itertools.count())
+    later = (unit for unit in doubling if unit > first)
+    return itertools.islice(later, DEFAULT_TENSOR_SUMMARY_LIMIT - 1)
+
+
 def share_tensor_units(units: Sequence[int], run_lengths: Sequence[int], rank: int) -> list[int]:
     """Rank ``rank``'s share of the job's tensor ``units``, given every rank's run length.
 
@@ -153,8 +187,12 @@ class CollectionSchedule:
         self.run_lengths: list[int] | None = None
         self.job_tensor_units: list[int] = []
         self.own_tensor_units: list[int] = []
-        self._own: frozenset[int] = frozenset()
+        self._own: set[int] = set()
         self._last: int | None = None
+        #: Whether no rank knew its run's length at the start (open-ended tensor units).
+        self.length_unknown = False
+        # Then, the job's units still to come (None: none, or the length is known).
+        self._open_ended: Iterator[int] | None = None
 
     @property
     def started(self) -> bool:
@@ -163,8 +201,10 @@ class CollectionSchedule:
     def reset(self) -> None:
         self.run_lengths = None
         self.job_tensor_units, self.own_tensor_units = [], []
-        self._own = frozenset()
+        self._own = set()
         self._last = None
+        self.length_unknown = False
+        self._open_ended = None
 
     def agree_run_lengths(self, run_lengths: Sequence[int] | None) -> None:
         """Every rank's run length in units, in rank order, as the ranks agreed at the start.
@@ -197,27 +237,69 @@ class CollectionSchedule:
         """The first unit of the run: always collected, tensors only if in this rank's share.
 
         ``total``: this rank's run length in units (it replaces this rank's
-        agreed length, should they differ).
+        agreed length, should they differ); 0 when the loop cannot tell. When no
+        rank's length reaches ``unit`` (none was told), the tensor units are
+        open-ended (:func:`open_ended_tensor_units`) and the ranks take them in turn.
         """
         lengths = [total] * self.world_size if self.run_lengths is None else list(self.run_lengths)
         lengths[self.rank] = total
+        self._last = unit
+        # Lengths that no rank's first unit fits in are not lengths: 0, from a loop over
+        # an iterable without one.
+        self.length_unknown = max(lengths) < unit
+        if self.length_unknown:
+            # No rank knows how long it runs: the units come open-ended, taken in turn
+            # (the job's i-th unit is rank i % world_size's), as far as the run goes.
+            self._open_ended = open_ended_tensor_units(
+                unit, self.collect_freq, self.collect_tensor_freq
+            )
+            self.job_tensor_units, self.own_tensor_units = [], []
+            self._own = set()
+            self._take_job_unit(unit)
+            self._reach(unit)
+            return Collect.EVERYTHING if unit in self._own else Collect.ALL_BUT_TENSOR
+        self._open_ended = None
         job_total = max(lengths)
         tensor_range = tensor_collect_range(job_total, self.collect_freq, self.collect_tensor_freq)
         later = [number for number in tensor_range if unit < number <= job_total]
         self.job_tensor_units = [unit, *later]
         self.own_tensor_units = share_tensor_units(self.job_tensor_units, lengths, self.rank)
-        self._own = frozenset(self.own_tensor_units)
-        self._last = unit
+        self._own = set(self.own_tensor_units)
         return Collect.EVERYTHING if unit in self._own else Collect.ALL_BUT_TENSOR
 
+    def _take_job_unit(self, unit: int) -> None:
+        """The open-ended job's next unit: this rank's when its turn comes."""
+        if len(self.job_tensor_units) % self.world_size == self.rank:
+            self.own_tensor_units.append(unit)
+            self._own.add(unit)
+        self.job_tensor_units.append(unit)
+
+    def _reach(self, unit: int) -> None:
+        """With open-ended units: the job's list past ``unit`` by a unit of every rank
+        (this rank's next unit after ``unit`` is then known), or to its end."""
+        units = self._open_ended
+        if units is None:
+            return
+        job = self.job_tensor_units
+        while len(job) < self.world_size or job[-self.world_size] <= unit:
+            following = next(units, None)
+            if following is None:
+                self._open_ended = None
+                return
+            self._take_job_unit(following)
+
     def missed_tensor_units(self, reached: int) -> list[int]:
-        """This rank's tensor units after ``reached``, the last unit it ran: not recorded."""
+        """This rank's tensor units after ``reached``, the last unit it ran: not recorded
+        (none in a run of unknown length: its end is its length)."""
+        if self.length_unknown:
+            return []
         return [unit for unit in self.own_tensor_units if unit > reached]
 
     def would_collect(self, unit: int) -> bool:
         """Whether :meth:`next` would collect ``unit`` (the schedule does not move)."""
         if self._last is None:
             return True
+        self._reach(unit)
         return unit != self._last and (unit % self.collect_freq == 0 or unit in self._own)
 
     def extracts_at(self, unit: int) -> bool:
@@ -232,6 +314,7 @@ class CollectionSchedule:
         """
         if self._last is None:
             return unit + 1
+        self._reach(unit)
         on_frequency = (unit // self.collect_freq + 1) * self.collect_freq
         own = self.own_tensor_units
         index = bisect.bisect_right(own, unit)
@@ -249,6 +332,7 @@ class CollectionSchedule:
     def decision_at(self, unit: int) -> Collect:
         """What :meth:`next` of ``unit``, a later unit than any collected yet, returns,
         without recording that it was collected."""
+        self._reach(unit)
         on_frequency = unit % self.collect_freq == 0
         tensors = unit in self._own
         if not (on_frequency or tensors):
