@@ -18,6 +18,7 @@ from contextlib import nullcontext
 from pathlib import Path
 
 import crc32c
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -27,6 +28,7 @@ from rankscribe.collector.errors import CollectorTypeError
 from rankscribe.collector.testing import device_backend
 from rankscribe.jobview.feed import FINGERPRINT_TAG
 from rankscribe.ranks import RankInfo
+from rankscribe.writer import histogram_summary, scalar_summary, tensor_summary
 from rankscribe.writer.events import Histogram, load_dir
 from rankscribe.writer.reader import scalars
 from tests._support.fake_device import FakeDevice
@@ -217,3 +219,75 @@ def test_progress_shows_a_device_loss_without_waiting_and_the_last_one_at_the_en
     # Each step's line shows the latest loss the device has passed (two steps behind,
     # one copy under way at a time), and the end of training shows the last step's own.
     assert shown == ["-", "-", "1.0000", "1.0000", "0.3333", "0.3333", "0.1667"]
+
+
+def test_summary_operators_read_a_device_value_without_waiting_and_record_it_at_its_step(
+    tmp_path: Path,
+) -> None:
+    """A script's tensor_summary, histogram_summary and scalar_summary of tensors on the
+    device at every step: nothing on the training thread waits for the device (each
+    value's copy to the host is started at the steps that record its kind, and read by
+    the writer's thread), and the files hold what a run on the CPU holds, step for step."""
+
+    def run(directory: Path, device: FakeDevice | None) -> None:
+        collector = SummaryCollector(
+            directory,
+            collect_freq=COLLECT_FREQ,
+            collect_tensor_freq=4,
+            collect_specified_data={"collect_landscape": None, "histogram_regular": "^$"},
+            fingerprints=False,
+            system_interval=0,
+            cost_budget="off",
+        )
+        with TrainSession([collector], epochs=1, steps_per_epoch=STEPS) as session:
+            for _ in session.epochs():
+                for step in range(1, STEPS + 1):
+                    if device is not None:
+                        device.tick()
+                    values = torch.arange(6, dtype=torch.float32).reshape(2, 3) * step
+                    if device is not None:
+                        values = device.tensor(values)
+                    tensor_summary("activations", values)
+                    histogram_summary("activations_histogram", values)
+                    scalar_summary("activation_peak", values.amax())
+                    session.step(None, 1.0 / step)
+                if device is not None:
+                    device.counting = False
+
+    run(tmp_path / "cpu", None)
+    device = FakeDevice(lag=2)
+    with device.installed(), device_backend(device):
+        run(tmp_path / "device", device)
+    assert device.waits == []
+    assert device.stalls == 0
+    # the tensor at this rank's tensor steps, the others at the collected steps: 6 + 5 x 2
+    assert device.copies_started == 16
+    assert device.copies_done == device.copies_started
+
+    def written(directory: Path) -> dict[tuple[str, int | None], object]:
+        return {
+            (value.tag, event.step): value.value
+            for event in load_dir(directory)
+            for value in getattr(event, "values", ())
+            if value.tag.startswith("activation")
+        }
+
+    on_host, on_device = written(tmp_path / "cpu"), written(tmp_path / "device")
+    assert sorted(key for key in on_host if key[0] == "activations") == [
+        ("activations", step) for step in (1, 4, 8, 12, 16, 20)
+    ]
+    assert sorted(on_device, key=str) == sorted(on_host, key=str)
+    for key, want in on_host.items():
+        got = on_device[key]
+        if isinstance(want, Histogram):
+            assert isinstance(got, Histogram)
+            assert (got.buckets, got.count, got.min, got.max) == (
+                want.buckets,
+                want.count,
+                want.min,
+                want.max,
+            ), key
+        elif isinstance(want, float):
+            assert got == want, key
+        else:
+            np.testing.assert_array_equal(got, want)

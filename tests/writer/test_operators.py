@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
+import threading
 
 import numpy as np
 import pytest
 
 from rankscribe.writer import (
     SummaryRecord,
+    deferred,
     events,
     histogram_summary,
     image_summary,
@@ -214,3 +216,58 @@ def test_keep_next_none_and_a_second_record_read_every_kind(tmp_path):
     by_step = _values_by_step(tmp_path / "mine")
     assert set(by_step[1]) == {("scalar", "grad_norm"), ("tensor", "weights")}
     assert ("tensor", "weights") in _values_by_step(tmp_path / "theirs")[2]
+
+
+class _OnDevice:
+    """A value of a fake accelerator: the device reader below starts its copy."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+
+
+class _Copy(deferred.DeferredArray):
+    def __init__(self, value: _OnDevice, resolved: list[str]) -> None:
+        self._value, self._resolved = value, resolved
+        self.shape, self.dtype = value.array.shape, value.array.dtype
+
+    def resolve(self):
+        self._resolved.append(threading.current_thread().name)
+        return self._value.array
+
+
+def test_a_value_on_a_device_is_checked_at_the_call_and_read_off_the_callers_thread(
+    tmp_path,
+):
+    """With a device reader installed (the collector's torch adapter installs one), an
+    operator's value that the reader claims is kept as its deferred copy: a value the
+    plugin cannot hold is refused at the call from its shape and dtype, and the rest are
+    resolved by the writer's threads and written as a host array would be."""
+    resolved: list[str] = []
+
+    def reader(value):
+        return _Copy(value, resolved) if isinstance(value, _OnDevice) else None
+
+    previous = deferred.set_device_reader(reader)
+    try:
+        with SummaryRecord(tmp_path) as record:
+            with pytest.raises(ValueError, match="4-D NCHW"):
+                image_summary("bad", _OnDevice(np.zeros((3, 2, 2))))
+            with pytest.raises(ValueError, match="exactly one element"):
+                scalar_summary("bad", _OnDevice(np.zeros(2)))
+            with pytest.raises(TypeError, match="dtype"):
+                tensor_summary("bad", _OnDevice(np.zeros(2, dtype=np.complex64)))
+            tensor_summary("weights", _OnDevice(np.arange(4, dtype=np.int32)))
+            histogram_summary("activations", _OnDevice(np.arange(10.0)))
+            scalar_summary("peak", _OnDevice(np.array([2.5])))
+            scalar_summary("host", 1.5)  # a number: not the reader's
+            assert operators.has_deferred()
+            record.record(1)
+    finally:
+        deferred.set_device_reader(previous)
+    assert len(resolved) == 3  # each read once, by the writer's threads
+    assert threading.current_thread().name not in resolved
+    values = _values_by_step(tmp_path)[1]
+    np.testing.assert_array_equal(values[("tensor", "weights")].value, [0, 1, 2, 3])
+    assert values[("histogram", "activations")].value.count == 10
+    assert values[("scalar", "peak")].value == 2.5
+    assert values[("scalar", "host")].value == 1.5

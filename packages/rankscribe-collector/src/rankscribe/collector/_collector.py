@@ -74,7 +74,13 @@ from rankscribe.collector.system._sampler import SystemSampler, check_system_int
 from rankscribe.jobview.feed import LiveRankView, VerdictCallback
 from rankscribe.ranks import Coordinator, OnExists, RankInfo
 from rankscribe.writer import SummaryRecord
-from rankscribe.writer.operators import discard_dropped, discard_pending, keep_next, skip_flag
+from rankscribe.writer.operators import (
+    discard_dropped,
+    discard_pending,
+    has_deferred,
+    keep_next,
+    skip_flag,
+)
 
 if TYPE_CHECKING:
     from rankscribe.collector.landscape._saver import LandscapeSaver
@@ -794,11 +800,13 @@ class SummaryCollector(Callback):
                 fingerprinting = _clock.now()
                 self._series.add_fingerprint(sink, self._landscape_network(params), step)
                 cost.add(0.0, fingerprints=_clock.now() - fingerprinting)
+        # (a summary operator's value on its way from a device, which the record takes now)
+        operators_late = first and has_deferred()
         self._series.record_collected_step(record, step, step_time, decision.plugin_filter, extras)
         if first:
             # The first collection reaches the disk at once; with values read from a
             # device, without waiting for them here (the writer's thread does).
-            self._flush(wait=not self._series.has_late)
+            self._flush(wait=not (self._series.has_late or operators_late))
 
     def _quiet_next(self, params: CallbackParams, step: int) -> bool:
         """Whether the step after ``step`` records nothing (the summary operators need not

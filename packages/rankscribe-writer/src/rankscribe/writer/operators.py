@@ -33,7 +33,15 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from rankscribe.writer.encoding._values import Snapshot, check_name, snapshot
+import numpy as np
+
+from rankscribe.writer.deferred import DeferredValue, device_reader
+from rankscribe.writer.encoding._values import (
+    Snapshot,
+    check_name,
+    deferred_array_snapshot,
+    snapshot,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +57,8 @@ _skipping = [False]
 _NONE_DROPPED: frozenset[str] = frozenset()
 _dropped = [_NONE_DROPPED]
 _KINDS = ("Scalar", "Tensor", "Image", "Histogram")
+# Values the host holds already (no device reader is asked about them).
+_HOST_TYPES = frozenset({float, int, bool, np.ndarray})
 _buffer: dict[str, Snapshot] = {}
 _warned: set[str] = set()
 
@@ -78,7 +88,12 @@ def _buffer_value(kind: str, name: str, value: Any) -> None:
         return  # nobody records it: cost no more than this check
     check_name(name)
     key = f"{name}[:{kind}]"
-    snap = snapshot(kind.lower(), name, value)
+    reader = device_reader[0]
+    deferred = reader(value) if reader is not None and type(value) not in _HOST_TYPES else None
+    if deferred is not None:  # on an accelerator: its copy started, read when encoded
+        snap = deferred_array_snapshot(kind.lower(), name, deferred)
+    else:
+        snap = snapshot(kind.lower(), name, value)
     with _lock:
         if key in _buffer and key not in _warned:
             _warned.add(key)
@@ -93,7 +108,7 @@ def _buffer_value(kind: str, name: str, value: Any) -> None:
 # The operators' one spelling is the package's (``from rankscribe.writer import
 # scalar_summary``); what this module gives the sibling packages is the collector's
 # discard of values buffered outside a recorded step (docs/contributing.md).
-__all__ = ["discard_dropped", "discard_pending", "keep_next", "skip_flag"]
+__all__ = ["discard_dropped", "discard_pending", "has_deferred", "keep_next", "skip_flag"]
 
 
 def skip_flag() -> list[bool]:
@@ -105,6 +120,14 @@ def skip_flag() -> list[bool]:
 
 def has_buffered() -> bool:
     return bool(_buffer)
+
+
+def has_deferred() -> bool:
+    """Whether a value buffered for the step under way is still on its way from a device
+    (``rankscribe.writer.deferred.set_device_reader``): a flush that waits for the step
+    to be written would wait for the device."""
+    with _lock:
+        return any(isinstance(snap.data, DeferredValue) for snap in _buffer.values())
 
 
 def discard_pending(

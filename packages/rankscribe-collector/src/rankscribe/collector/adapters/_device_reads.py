@@ -13,6 +13,12 @@ device would idle while the host does the step's work). Instead, on the training
   counting needs the values' range on the host first, so it runs later, off the
   training thread, on that copy (``_torch_histogram.py``, on a stream of its own).
 
+The summary operators' values on an accelerator (``tensor_summary(name, tensor)`` ...)
+are read the same way: once this module is loaded (the collector's torch adapter), the
+operators hand such a value to :func:`operator_value`
+(``rankscribe.writer.deferred.set_device_reader``), which starts its copy into pinned host
+memory with an event after it (:class:`DeviceArray`), and nothing waits for it there.
+
 Each becomes a :class:`~rankscribe.writer.deferred.DeferredValue` of its step: the
 writer's threads resolve it when they encode the step (waiting for the event there),
 so it is written with the step it was taken at. The collector's own series (the job
@@ -43,11 +49,12 @@ from rankscribe.collector.adapters._torch_histogram import (
     device_histograms,
     start_host_copy,
 )
-from rankscribe.writer.deferred import DeferredValue
+from rankscribe.writer.deferred import DeferredArray, DeferredValue, set_device_reader
 
 logger = logging.getLogger("rankscribe.collector.adapters.torch")
 
 __all__ = [
+    "DeviceArray",
     "DeviceBackend",
     "DeviceHistograms",
     "DeviceLoss",
@@ -55,6 +62,7 @@ __all__ = [
     "LateSums",
     "TorchDevices",
     "backend",
+    "operator_value",
 ]
 
 
@@ -183,6 +191,53 @@ class DeviceLoss(_Once):
 
     def _compute(self) -> float:
         return float(np.mean(self._copy.wait().numpy()))
+
+
+class DeviceArray(_Once, DeferredArray):
+    """A summary operator's tensor on an accelerator: its copy into pinned host memory
+    under way, its shape and NumPy dtype known now; resolved to the host array."""
+
+    def __init__(self, tensor: Any) -> None:
+        super().__init__()
+        self.shape = tuple(tensor.shape)
+        self.dtype = _numpy_dtype(tensor.dtype)
+        self._copy = HostCopy(tensor)
+
+    def _compute(self) -> Any:
+        return self._copy.wait().numpy()
+
+
+_NUMPY_DTYPES: dict[Any, np.dtype[Any]] = {}
+
+
+def _numpy_dtype(dtype: Any) -> np.dtype[Any]:
+    found = _NUMPY_DTYPES.get(dtype)
+    if found is None:
+        found = _NUMPY_DTYPES[dtype] = torch.empty(0, dtype=dtype).numpy().dtype
+    return found
+
+
+def operator_value(value: object) -> DeviceArray | None:
+    """A summary operator's ``value`` on an accelerator, its copy to the host started
+    (:class:`DeviceArray`); None for anything the host reads at once (not a tensor, a
+    CPU tensor, an empty, sparse, quantized or complex one)."""
+    if not isinstance(value, torch.Tensor) or not backend.on_device(value):
+        return None
+    if value.numel() == 0 or value.dtype.is_complex:
+        return None
+    if value.layout != torch.strided or value.is_quantized:
+        return None
+    tensor = value.detach()
+    if tensor.dtype.is_floating_point and tensor.dtype not in (
+        torch.float16,
+        torch.float32,
+        torch.float64,
+    ):
+        tensor = tensor.to(torch.float32)  # on the device, exact (bfloat16, float8)
+    return DeviceArray(tensor)
+
+
+set_device_reader(operator_value)
 
 
 def late_loss(tensor: Any, substitute: Callable[[Any], Any]) -> DeviceLoss | None:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from google.protobuf.message import Message
 
-from rankscribe.writer.deferred import DeferredValue
+from rankscribe.writer.deferred import DeferredArray, DeferredValue
 from rankscribe.writer.encoding._histogram import MAX_BUCKETS, HistogramData
 from rankscribe.writer.encoding._image import validate_image_shape
 from rankscribe.writer.errors import WriterTypeError, WriterValueError
@@ -213,22 +213,31 @@ def _array_snapshot(plugin: str, name: str, value: object) -> Snapshot:
     array = to_numpy(value, plugin, name)
     if not array.dtype.isnative:  # a big-endian int32 is an int32 (rare: one more copy)
         array = array.astype(array.dtype.newbyteorder("="))
-    if array.ndim == 0:
+    encoded = _encoded_size(plugin, name, array.shape, array.dtype)
+    copy = np.array(array, copy=True, order="C")
+    return Snapshot(plugin, name, copy, encoded, copy.nbytes + 128)
+
+
+def _encoded_size(plugin: str, name: str, shape: tuple[int, ...], dtype: np.dtype[Any]) -> int:
+    """The encoded size's upper bound of an image, tensor or histogram of ``shape`` and
+    ``dtype`` (a native NumPy dtype of bool, int or float), or a clear error for a value
+    the plugin cannot hold: what :func:`snapshot` checks before anything is copied."""
+    if not shape:
         raise WriterValueError(
             f"For 'SummaryRecord.add_value', the value of {plugin} '{name}' must have at "
             f"least one dimension, but got a 0-d array; record a single number as a scalar."
         )
     if plugin == "image":
-        check_image_shape(name, array.shape)
-        encoded = _image_size(array.shape)
+        check_image_shape(name, shape)
+        encoded = _image_size(shape)
     elif plugin == "tensor":
-        if array.dtype not in _TENSOR_DTYPES:
+        if dtype not in _TENSOR_DTYPES:
             raise WriterTypeError(
                 f"For 'SummaryRecord.add_value', the value of tensor '{name}' has dtype "
-                f"{array.dtype}; supported are bool, int8-64, uint8-64, float16, float32 "
+                f"{dtype}; supported are bool, int8-64, uint8-64, float16, float32 "
                 f"and float64."
             )
-        encoded = tensor_size(array)
+        encoded = _tensor_size(math.prod(shape), len(shape), dtype)
     else:
         encoded = _HISTOGRAM_SIZE
     encoded += len(name) + 16
@@ -237,8 +246,25 @@ def _array_snapshot(plugin: str, name: str, value: object) -> Snapshot:
             f"For 'SummaryRecord.add_value', {plugin} '{name}' would take {encoded:,} bytes, "
             f"more than the {MAX_STEP_BYTES:,}-byte limit of one step; it was not recorded."
         )
-    copy = np.array(array, copy=True, order="C")
-    return Snapshot(plugin, name, copy, encoded, copy.nbytes + 128)
+    return encoded
+
+
+def deferred_array_snapshot(plugin: str, name: str, value: DeferredArray) -> Snapshot:
+    """The snapshot of an array on its way from a device (a summary operator's), checked
+    now from its shape and dtype as :func:`snapshot` checks a host array, and resolved
+    (checked again, values and all) when its step is encoded."""
+    if value.dtype.kind not in "biuf":
+        raise _not_numeric(plugin, name, f"an array of dtype {value.dtype}")
+    if plugin == "scalar":
+        if math.prod(value.shape) != 1:
+            raise WriterValueError(
+                f"For 'SummaryRecord.add_value', the value of scalar '{name}' must hold "
+                f"exactly one element, but got shape {tuple(value.shape)}."
+            )
+        return deferred_snapshot(plugin, name, value)
+    encoded = _encoded_size(plugin, name, tuple(value.shape), value.dtype)
+    nbytes = math.prod(value.shape) * value.dtype.itemsize
+    return Snapshot(plugin, name, value, encoded, nbytes + 128)
 
 
 def check_image_shape(name: str, shape: tuple[int, ...]) -> None:
@@ -261,12 +287,13 @@ def _image_size(shape: tuple[int, ...]) -> int:
     return raw + raw // 1000 + 1024
 
 
-def tensor_size(array: np.ndarray) -> int:
-    """Upper bound of an encoded TensorProto: float32 copy, raw bytes where needed, dims."""
-    size = array.size * 4 + 32 + 11 * array.ndim
-    if array.dtype in _RAW_KINDS:
-        size += array.nbytes + 11
-    return size
+def _tensor_size(size: int, ndim: int, dtype: np.dtype[Any]) -> int:
+    """Upper bound of an encoded TensorProto of ``size`` elements in ``ndim`` dimensions:
+    its float32 copy, the raw bytes where needed, the dims."""
+    encoded = size * 4 + 32 + 11 * ndim
+    if dtype in _RAW_KINDS:
+        encoded += size * dtype.itemsize + 11
+    return encoded
 
 
 def _message_bytes(plugin: str, name: str, value: object, expected: type[Message]) -> bytes:

@@ -561,7 +561,8 @@ class SummaryRecord:
         if self._mode == "train" and operators.has_buffered():
             # Summary operators' values join the step; add_value of the same tag wins.
             for snap in operators.take_buffered():
-                if snap.plugin != "scalar":
+                if snap.plugin != "scalar" or isinstance(snap.data, DeferredValue):
+                    # (a scalar on its way from a device: as add_value keeps one)
                     self._pending.setdefault(snap.plugin, {}).setdefault(snap.tag, snap)
                 elif snap.tag not in self._scalars:
                     if not self._scalars:
