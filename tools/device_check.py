@@ -45,6 +45,12 @@ Six checks, each printed as rows of one table (check, reading, value, note):
    batch 32, whose step is the host's launching) and to a step of the
    session's size (width 4096, batch 2048), and the synchronising calls in
    the probed steps (expect 0; docs/gradients.md, "What it costs").
+7. **Summary operators on the device**: a ``TrainSession`` whose steps call
+   ``tensor_summary``, ``histogram_summary`` and ``scalar_summary`` of device tensors
+   (``OPERATOR_STEPS`` steps): the synchronising calls on the training thread in
+   its steps (expect 0: each value's copy to the host is started at the steps that
+   keep its kind and read by the writer's thread), and whether the files hold each
+   value at its steps, equal to a host copy taken there.
 
 ``--dry-run`` runs the same code with ``tools/fake_nvml.py`` as ``pynvml``, a
 host-clock stand-in for the device's timing events and CPU tensors (the device
@@ -71,6 +77,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from rankscribe.collector._fingerprint import (
@@ -633,6 +640,75 @@ def copy_slice(flat: list[torch.Tensor], target: torch.Tensor, start: int, stop:
             break
 
 
+OPERATOR_STEPS = 40
+
+
+def operator_rows(device: torch.device, dry_run: bool) -> list[Row]:
+    """Summary operators given device tensors at every step of a session: the waits for
+    the device on the training thread, and whether the files hold each step's values."""
+    from rankscribe.collector import SummaryCollector, TrainSession
+    from rankscribe.writer import histogram_summary, scalar_summary, tensor_summary
+    from rankscribe.writer.events import Histogram, load_dir
+
+    fake = fake_device() if dry_run else None
+    expected: dict[int, np.ndarray] = {}
+    with tempfile.TemporaryDirectory() as folder, ExitStack() as stack:
+        collector = SummaryCollector(
+            folder,
+            collect_freq=COLLECT_FREQ,
+            collect_tensor_freq=8,
+            collect_specified_data={"collect_landscape": None},
+            system_interval=0,
+        )
+        waits = watch_waits(stack, fake)
+        before = waits()
+        with TrainSession([collector], epochs=1, steps_per_epoch=OPERATOR_STEPS) as session:
+            for _ in session.epochs():
+                for step in range(1, OPERATOR_STEPS + 1):
+                    if fake is not None:
+                        fake.tick()
+                    values = torch.arange(12, dtype=torch.float32, device=device) * step
+                    if fake is not None:
+                        values = fake.tensor(values)
+                    expected[step] = np.arange(12, dtype=np.float32) * step  # (not read back)
+                    tensor_summary("operator/tensor", values.reshape(3, 4))
+                    histogram_summary("operator/histogram", values)
+                    scalar_summary("operator/peak", values.amax())
+                    session.step(None, 1.0 / step)
+                synchronising = waits() - before
+                if fake is not None:
+                    fake.counting = False
+        found: dict[str, dict[int, Any]] = {}
+        for event in load_dir(folder):
+            for value in getattr(event, "values", ()):
+                if value.tag.startswith("operator/") and event.step is not None:
+                    found.setdefault(value.tag, {})[event.step] = value.value
+    tensors, histograms = found.get("operator/tensor", {}), found.get("operator/histogram", {})
+    peaks = found.get("operator/peak", {})
+    equal = (
+        bool(tensors)
+        and all(np.array_equal(np.ravel(array), expected[step]) for step, array in tensors.items())
+        and bool(histograms)
+        and all(
+            isinstance(h, Histogram) and (h.min, h.max) == (0.0, 11.0 * step)
+            for step, h in histograms.items()
+        )
+        and bool(peaks)
+        and all(peak == 11.0 * step for step, peak in peaks.items())
+    )
+    return [
+        ("operators", "steps with a tensor", ", ".join(map(str, sorted(tensors))), "tensor steps"),
+        (
+            "operators",
+            "steps with a histogram",
+            str(len(histograms)),
+            f"collect_freq {COLLECT_FREQ}",
+        ),
+        ("operators", "files == host copies", "yes" if equal else "NO", "each at its step"),
+        ("operators", "training-thread syncs", str(synchronising), "expect 0"),
+    ]
+
+
 def table(rows: list[Row]) -> str:
     header: Row = ("check", "reading", "value", "note")
     widths = [max(len(row[column]) for row in [header, *rows]) for column in range(4)]
@@ -668,6 +744,7 @@ def main(argv: list[str] | None = None) -> int:
     rows += histogram_rows(device, arguments.dry_run)
     rows += session_rows(device, arguments.dry_run, steps)
     rows += probe_rows(device, arguments.dry_run)
+    rows += operator_rows(device, arguments.dry_run)
     rows.append(("total", "wall time", f"{time.perf_counter() - began:.1f} s", "limit 300 s"))
     print(table(rows))
     return 0

@@ -60,6 +60,12 @@ def test_the_dry_run_prints_one_table_of_every_check() -> None:
     assert float(rows[("probe", "session step: probed")].removesuffix(" ms")) > 0
     assert re.fullmatch(r"[+-]\d+\.\d %", rows[("probe", "session step: added")])
     assert rows[("probe", "training-thread syncs")] == "0"
+    # Summary operators given device tensors: at the steps that keep each kind, read by
+    # the writer's thread, each value the host copy of its step.
+    assert rows[("operators", "steps with a tensor")] == "1, 8, 16, 24, 32, 40"
+    assert rows[("operators", "steps with a histogram")] == "5"
+    assert rows[("operators", "files == host copies")] == "yes"
+    assert rows[("operators", "training-thread syncs")] == "0"
     assert {check for check, _ in rows} == {
         "nvml",
         "forward",
@@ -67,5 +73,6 @@ def test_the_dry_run_prints_one_table_of_every_check() -> None:
         "histogram",
         "session",
         "probe",
+        "operators",
         "total",
     }
