@@ -19,7 +19,10 @@ values at the collected steps only. Likewise a call of a kind the next recorded
 step would drop (``keep_next``: a collector's step that records no tensors
 returns at once from ``tensor_summary``; a tensor off the host is not read back
 for it). Within one step a name recorded twice keeps its last value, with one
-warning.
+warning. A value on an accelerator is not read on the caller's thread where a device
+reader is installed (``rankscribe.writer.deferred.set_device_reader``; the collector's
+torch adapter installs one): its copy to the host is started, and the writer's threads
+read it when they encode the step.
 
 A sibling-facing module (docs/contributing.md, "Sibling modules"): users import the
 operators from :mod:`rankscribe.writer`.
