@@ -271,3 +271,31 @@ def test_a_value_on_a_device_is_checked_at_the_call_and_read_off_the_callers_thr
     assert values[("histogram", "activations")].value.count == 10
     assert values[("scalar", "peak")].value == 2.5
     assert values[("scalar", "host")].value == 1.5
+
+
+def test_add_value_reads_a_value_on_a_device_through_the_reader_too(tmp_path):
+    """SummaryRecord.add_value (MindSpore's callbacks add their values this way) takes the
+    same path as the operators: a scalar or tensor the reader claims is resolved by the
+    writer's threads; a bad one is refused at the call."""
+    resolved: list[str] = []
+
+    def reader(value):
+        return _Copy(value, resolved) if isinstance(value, _OnDevice) else None
+
+    previous = deferred.set_device_reader(reader)
+    try:
+        with SummaryRecord(tmp_path) as record:
+            with pytest.raises(ValueError, match="exactly one element"):
+                record.add_value("scalar", "loss", _OnDevice(np.zeros(3)))
+            record.add_value("scalar", "loss", _OnDevice(np.array([0.25], dtype=np.float32)))
+            record.add_value("tensor", "weights", _OnDevice(np.eye(2)))
+            record.add_value("scalar", "lr", 0.1)
+            record.record(1)
+    finally:
+        deferred.set_device_reader(previous)
+    assert len(resolved) == 2
+    assert threading.current_thread().name not in resolved
+    values = _values_by_step(tmp_path)[1]
+    assert values[("scalar", "loss")].value == 0.25
+    np.testing.assert_array_equal(values[("tensor", "weights")].value, np.eye(2))
+    assert values[("scalar", "lr")].value == pytest.approx(0.1)

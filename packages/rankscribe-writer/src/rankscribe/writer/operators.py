@@ -36,15 +36,8 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-import numpy as np
-
-from rankscribe.writer.deferred import DeferredValue, device_reader
-from rankscribe.writer.encoding._values import (
-    Snapshot,
-    check_name,
-    deferred_array_snapshot,
-    snapshot,
-)
+from rankscribe.writer.deferred import DeferredValue
+from rankscribe.writer.encoding._values import Snapshot, check_name, device_snapshot, snapshot
 
 logger = logging.getLogger(__name__)
 
@@ -60,8 +53,6 @@ _skipping = [False]
 _NONE_DROPPED: frozenset[str] = frozenset()
 _dropped = [_NONE_DROPPED]
 _KINDS = ("Scalar", "Tensor", "Image", "Histogram")
-# Values the host holds already (no device reader is asked about them).
-_HOST_TYPES = frozenset({float, int, bool, np.ndarray})
 _buffer: dict[str, Snapshot] = {}
 _warned: set[str] = set()
 
@@ -91,12 +82,10 @@ def _buffer_value(kind: str, name: str, value: Any) -> None:
         return  # nobody records it: cost no more than this check
     check_name(name)
     key = f"{name}[:{kind}]"
-    reader = device_reader[0]
-    deferred = reader(value) if reader is not None and type(value) not in _HOST_TYPES else None
-    if deferred is not None:  # on an accelerator: its copy started, read when encoded
-        snap = deferred_array_snapshot(kind.lower(), name, deferred)
-    else:
-        snap = snapshot(kind.lower(), name, value)
+    plugin = kind.lower()
+    snap = device_snapshot(plugin, name, value)  # on an accelerator: read when encoded
+    if snap is None:
+        snap = snapshot(plugin, name, value)
     with _lock:
         if key in _buffer and key not in _warned:
             _warned.add(key)

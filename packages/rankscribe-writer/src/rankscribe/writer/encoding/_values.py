@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from google.protobuf.message import Message
 
-from rankscribe.writer.deferred import DeferredArray, DeferredValue
+from rankscribe.writer.deferred import DeferredArray, DeferredValue, device_reader
 from rankscribe.writer.encoding._histogram import MAX_BUCKETS, HistogramData
 from rankscribe.writer.encoding._image import validate_image_shape
 from rankscribe.writer.errors import WriterTypeError, WriterValueError
@@ -247,6 +247,23 @@ def _encoded_size(plugin: str, name: str, shape: tuple[int, ...], dtype: np.dtyp
             f"more than the {MAX_STEP_BYTES:,}-byte limit of one step; it was not recorded."
         )
     return encoded
+
+
+# Values the host holds already: no device reader is asked about them.
+_HOST_TYPES = frozenset({float, int, bool, np.ndarray})
+
+
+def device_snapshot(plugin: str, name: str, value: object) -> Snapshot | None:
+    """The snapshot of a scalar, image, tensor or histogram ``value`` on an accelerator,
+    its copy to the host started by the installed device reader
+    (``rankscribe.writer.deferred.set_device_reader``) and checked from its shape and
+    dtype (:func:`deferred_array_snapshot`); None for a value the host reads at once
+    (no reader, or one that leaves it alone)."""
+    reader = device_reader[0]
+    if reader is None or type(value) in _HOST_TYPES:
+        return None
+    deferred = reader(value)
+    return None if deferred is None else deferred_array_snapshot(plugin, name, deferred)
 
 
 def deferred_array_snapshot(plugin: str, name: str, value: DeferredArray) -> Snapshot:

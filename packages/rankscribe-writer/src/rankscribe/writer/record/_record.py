@@ -26,12 +26,14 @@ from rankscribe.writer.deferred import DeferredValue
 from rankscribe.writer.encoding._graph_builders import RecordGraph
 from rankscribe.writer.encoding._steps import StepJob, encode_step, is_heavy
 from rankscribe.writer.encoding._values import (
+    ARRAY_PLUGINS,
     LINEAGE_MESSAGES,
     MAX_STEP_BYTES,
     Snapshot,
     check_name,
     check_plugin,
     deferred_snapshot,
+    device_snapshot,
     graph_bytes,
     scalar,
     snapshot,
@@ -263,7 +265,11 @@ class SummaryRecord:
         copied now: changing it afterwards does not change what is recorded.
         A scalar or histogram may also be a
         :class:`~rankscribe.writer.deferred.DeferredValue`, resolved off this thread
-        when its step is encoded (the collector's values read from a device).
+        when its step is encoded (the collector's values read from a device). A
+        scalar, image, tensor or histogram on an accelerator is read that way too where
+        a device reader is installed (``rankscribe.writer.deferred.set_device_reader``;
+        the collector's torch adapter installs one): its copy to the host is started
+        here, its shape and dtype checked, and nothing waits for the device.
         """
         if (
             plugin != "scalar"
@@ -276,7 +282,10 @@ class SummaryRecord:
             plugin = check_plugin(plugin)
             name = check_name(name)
             if plugin != "scalar":
-                self._add_snapshot(plugin, name, snapshot(plugin, name, value))
+                snap = device_snapshot(plugin, name, value) if plugin in ARRAY_PLUGINS else None
+                if snap is None:
+                    snap = snapshot(plugin, name, value)
+                self._add_snapshot(plugin, name, snap)
                 return
         # Scalars: the hot path, checked just as fully, inline (no call for a float) as
         # each call layer is a measurable share of what a step costs the training thread.
@@ -286,6 +295,10 @@ class SummaryRecord:
             self._add_snapshot("scalar", name, deferred_snapshot("scalar", name, value))
             return
         else:
+            on_device = device_snapshot("scalar", name, value)
+            if on_device is not None:  # a device tensor: its copy started, read when encoded
+                self._add_snapshot("scalar", name, on_device)
+                return
             number = scalar(name, value)
         scalars = self._scalars
         if not scalars:
