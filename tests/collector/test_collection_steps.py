@@ -354,6 +354,33 @@ def test_summary_operators_read_a_value_only_at_the_steps_that_keep_its_kind(
     assert sorted(read_values(tmp_path, *LOSS)) == histogram_steps
 
 
+def test_steps_that_only_save_landscape_parameters_read_no_operator_value(
+    model: Any, read_values: Any, tmp_path: Path
+) -> None:
+    """At the collector's defaults the loss landscape saves parameters at steps 1-19: those
+    steps are not on the short path, but record nothing, so an operator called there
+    returns at once (its value is read at the collected steps alone); the histograms
+    are written at those steps with their own values."""
+    counted = _CountedArray()
+    parts = model(30)
+    collector = SummaryCollector(tmp_path, collect_freq=5, cost_budget="off")
+
+    def step(batch: Any) -> np.floating[Any]:
+        counted.step += 1
+        histogram_summary("activations", counted)
+        return np.float32(1.0 / counted.step)
+
+    TrainLoop(step, network=parts.network, optimizer=parts.optimizer).train(
+        1, parts.dataset, callbacks=[collector]
+    )
+    recorded = [1, *multiples(5, 30)]
+    assert counted.read_at == recorded
+    assert len(list((tmp_path / "ckpt_dir").iterdir())) >= 19  # the landscape was saved
+    histograms = read_values(tmp_path, *OPERATOR_HISTOGRAM)
+    assert sorted(histograms) == recorded
+    assert all(h.min == h.max == written for written, h in histograms.items())
+
+
 @pytest.mark.parametrize(
     ("collect_tensor_freq", "tensor_steps"),
     [(4, [1, *multiples(4, 60)]), (None, [1, 10, 20, 40])],

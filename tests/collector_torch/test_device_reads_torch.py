@@ -248,6 +248,8 @@ def test_summary_operators_read_a_device_value_without_waiting_and_record_it_at_
                     if device is not None:
                         values = device.tensor(values)
                     tensor_summary("activations", values)
+                    # bfloat16, which NumPy lacks: as float32 (exact) on either path
+                    tensor_summary("activations_bfloat16", values.to(torch.bfloat16))
                     histogram_summary("activations_histogram", values)
                     scalar_summary("activation_peak", values.amax())
                     session.step(None, 1.0 / step)
@@ -260,8 +262,8 @@ def test_summary_operators_read_a_device_value_without_waiting_and_record_it_at_
         run(tmp_path / "device", device)
     assert device.waits == []
     assert device.stalls == 0
-    # the tensor at this rank's tensor steps, the others at the collected steps: 6 + 5 x 2
-    assert device.copies_started == 16
+    # the tensors at this rank's tensor steps, the others at the collected steps: 6 x 2 + 5 x 2
+    assert device.copies_started == 22
     assert device.copies_done == device.copies_started
 
     def written(directory: Path) -> dict[tuple[str, int | None], object]:
@@ -273,9 +275,10 @@ def test_summary_operators_read_a_device_value_without_waiting_and_record_it_at_
         }
 
     on_host, on_device = written(tmp_path / "cpu"), written(tmp_path / "device")
-    assert sorted(key for key in on_host if key[0] == "activations") == [
-        ("activations", step) for step in (1, 4, 8, 12, 16, 20)
-    ]
+    for tag in ("activations", "activations_bfloat16"):
+        assert sorted(key for key in on_host if key[0] == tag) == [
+            (tag, step) for step in (1, 4, 8, 12, 16, 20)
+        ]
     assert sorted(on_device, key=str) == sorted(on_host, key=str)
     for key, want in on_host.items():
         got = on_device[key]

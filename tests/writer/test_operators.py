@@ -212,6 +212,9 @@ def test_keep_next_none_and_a_second_record_read_every_kind(tmp_path):
             operators.discard_pending(keep_next=_all_but_tensor)
             tensor_summary("weights", tensor)
             assert tensor.reads == 2
+            operators.keep_next(_all_but_tensor)
+            tensor_summary("weights", tensor)
+            assert tensor.reads == 3
             theirs.record(2)
     by_step = _values_by_step(tmp_path / "mine")
     assert set(by_step[1]) == {("scalar", "grad_norm"), ("tensor", "weights")}
@@ -299,3 +302,26 @@ def test_add_value_reads_a_value_on_a_device_through_the_reader_too(tmp_path):
     assert values[("scalar", "loss")].value == 0.25
     np.testing.assert_array_equal(values[("tensor", "weights")].value, np.eye(2))
     assert values[("scalar", "lr")].value == pytest.approx(0.1)
+
+
+class _NoNumpyDtype:
+    """A tensor-style value whose dtype NumPy lacks (torch's bfloat16): __array__ refuses,
+    ``float()`` gives float32."""
+
+    def __init__(self, values: list[float]) -> None:
+        self.values = values
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError("Got unsupported ScalarType BFloat16")
+
+    def float(self):
+        return np.array(self.values, dtype=np.float32)
+
+
+def test_a_tensor_of_a_dtype_numpy_lacks_is_recorded_as_float32(tmp_path):
+    with SummaryRecord(tmp_path) as record:
+        tensor_summary("weights", _NoNumpyDtype([0.5, 1.5]))
+        record.record(1)
+    recorded = _values_by_step(tmp_path)[1][("tensor", "weights")].value
+    assert recorded.dtype == np.float32
+    np.testing.assert_array_equal(recorded, [0.5, 1.5])

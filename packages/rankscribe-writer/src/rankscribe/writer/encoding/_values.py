@@ -171,7 +171,8 @@ def scalar(name: str, value: object) -> float:
 
 
 def to_numpy(value: object, plugin: str, name: str) -> np.ndarray:
-    """Read ``value`` through NumPy (``__array__``; framework tensors are detached first)."""
+    """Read ``value`` through NumPy (``__array__``; framework tensors are detached first,
+    and one of a dtype NumPy lacks, bfloat16, is read through its ``float()``)."""
     if not isinstance(value, np.ndarray):
         detach = getattr(value, "detach", None)
         if callable(detach):  # torch-style tensors refuse __array__ while they need grad
@@ -183,7 +184,15 @@ def to_numpy(value: object, plugin: str, name: str) -> np.ndarray:
         try:
             value = np.asarray(value)
         except (TypeError, ValueError) as error:
-            raise _not_numeric(plugin, name, type(value).__name__) from error
+            # A torch-style tensor of a dtype NumPy lacks (bfloat16, float8): as float32,
+            # which holds each of its values exactly (the collector's device path does so).
+            to_float = getattr(value, "float", None)
+            if not callable(to_float):
+                raise _not_numeric(plugin, name, type(value).__name__) from error
+            try:
+                value = np.asarray(to_float())
+            except (TypeError, ValueError):
+                raise _not_numeric(plugin, name, type(value).__name__) from error
     assert isinstance(value, np.ndarray)
     if value.dtype.kind not in "biuf":
         raise _not_numeric(plugin, name, f"an array of dtype {value.dtype}")
