@@ -28,6 +28,7 @@ a step or more later), and, on CUDA, that ``take`` ran under
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import time
 from typing import Any
@@ -175,6 +176,12 @@ def main() -> None:
         checked = verify(arguments.width, batch, device, arguments.device == "cuda")
         if rank == 0:
             print(checked)
+    # Every rank past its last collective before any leaves the group, and the DDP
+    # networks (their reducers hold the group) gone before it is destroyed: otherwise a
+    # rank sometimes aborted at exit ("terminate called without an active exception").
+    dist.barrier()
+    del models, optimizers, probe
+    gc.collect()
     dist.destroy_process_group()
 
 
