@@ -252,6 +252,26 @@ def test_a_tensor_operator_at_every_step_leaves_tensors_and_losses_where_they_be
     assert sorted(read_values(tmp_path, "scalar", STEP_TIME_TAG)) == list(range(1, 61))
 
 
+def train_two_epochs(loop: str, parts: Any, collector: SummaryCollector, step: Any) -> None:
+    """Two epochs of ``parts.dataset`` under ``loop`` (``TrainLoop``, or a ``TrainSession``
+    told its epoch's length), ``step`` called on each batch."""
+    if loop == "TrainLoop":
+        TrainLoop(step, network=parts.network, optimizer=parts.optimizer).train(
+            2, parts.dataset, callbacks=[collector]
+        )
+        return
+    with TrainSession(
+        [collector],
+        network=parts.network,
+        optimizer=parts.optimizer,
+        epochs=2,
+        steps_per_epoch=len(parts.dataset),
+    ) as session:
+        for _ in session.epochs():
+            for batch in parts.dataset:
+                session.step(batch, step(batch))
+
+
 class _CountedArray:
     """An array-like that counts how often a summary operator reads (copies) it."""
 
@@ -282,17 +302,7 @@ def test_summary_operators_copy_their_values_at_the_recorded_steps_only(
         histogram_summary("activations", counted)
         return np.float32(1.0 / counted.step)
 
-    if loop == "TrainLoop":
-        TrainLoop(step, network=parts.network, optimizer=parts.optimizer).train(
-            2, parts.dataset, callbacks=[collector]
-        )
-    else:
-        with TrainSession(
-            [collector], network=parts.network, optimizer=parts.optimizer, epochs=2
-        ) as session:
-            for _ in session.epochs():
-                for batch in parts.dataset:
-                    session.step(batch, step(batch))
+    train_two_epochs(loop, parts, collector, step)
     recorded = [1, *multiples(5, 60)]
     assert counted.read_at == recorded
     histograms = read_values(tmp_path, *OPERATOR_HISTOGRAM)
@@ -326,21 +336,7 @@ def test_summary_operators_read_a_value_only_at_the_steps_that_keep_its_kind(
         histogram_summary("activations", histogram)
         return np.float32(1.0 / tensor.step)
 
-    if loop == "TrainLoop":
-        TrainLoop(step, network=parts.network, optimizer=parts.optimizer).train(
-            2, parts.dataset, callbacks=[collector]
-        )
-    else:
-        with TrainSession(
-            [collector],
-            network=parts.network,
-            optimizer=parts.optimizer,
-            epochs=2,
-            steps_per_epoch=30,  # the run's length, which the tensor steps are spread over
-        ) as session:
-            for _ in session.epochs():
-                for batch in parts.dataset:
-                    session.step(batch, step(batch))
+    train_two_epochs(loop, parts, collector, step)  # (the tensor steps spread over 60)
     tensor_steps, histogram_steps = [1, *multiples(4, 60)], [1, *multiples(5, 60)]
     assert tensor.read_at == tensor_steps
     assert histogram.read_at == histogram_steps

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 
@@ -238,13 +239,10 @@ class _Copy(deferred.DeferredArray):
         return self._value.array
 
 
-def test_a_value_on_a_device_is_checked_at_the_call_and_read_off_the_callers_thread(
-    tmp_path,
-):
-    """With a device reader installed (the collector's torch adapter installs one), an
-    operator's value that the reader claims is kept as its deferred copy: a value the
-    plugin cannot hold is refused at the call from its shape and dtype, and the rest are
-    resolved by the writer's threads and written as a host array would be."""
+@contextlib.contextmanager
+def _device_reader():
+    """A device reader of ``_OnDevice`` values installed; yields the names of the threads
+    that resolved each copy."""
     resolved: list[str] = []
 
     def reader(value):
@@ -252,21 +250,31 @@ def test_a_value_on_a_device_is_checked_at_the_call_and_read_off_the_callers_thr
 
     previous = deferred.set_device_reader(reader)
     try:
-        with SummaryRecord(tmp_path) as record:
-            with pytest.raises(ValueError, match="4-D NCHW"):
-                image_summary("bad", _OnDevice(np.zeros((3, 2, 2))))
-            with pytest.raises(ValueError, match="exactly one element"):
-                scalar_summary("bad", _OnDevice(np.zeros(2)))
-            with pytest.raises(TypeError, match="dtype"):
-                tensor_summary("bad", _OnDevice(np.zeros(2, dtype=np.complex64)))
-            tensor_summary("weights", _OnDevice(np.arange(4, dtype=np.int32)))
-            histogram_summary("activations", _OnDevice(np.arange(10.0)))
-            scalar_summary("peak", _OnDevice(np.array([2.5])))
-            scalar_summary("host", 1.5)  # a number: not the reader's
-            assert operators.has_deferred()
-            record.record(1)
+        yield resolved
     finally:
         deferred.set_device_reader(previous)
+
+
+def test_a_value_on_a_device_is_checked_at_the_call_and_read_off_the_callers_thread(
+    tmp_path,
+):
+    """With a device reader installed (the collector's torch adapter installs one), an
+    operator's value that the reader claims is kept as its deferred copy: a value the
+    plugin cannot hold is refused at the call from its shape and dtype, and the rest are
+    resolved by the writer's threads and written as a host array would be."""
+    with _device_reader() as resolved, SummaryRecord(tmp_path) as record:
+        with pytest.raises(ValueError, match="4-D NCHW"):
+            image_summary("bad", _OnDevice(np.zeros((3, 2, 2))))
+        with pytest.raises(ValueError, match="exactly one element"):
+            scalar_summary("bad", _OnDevice(np.zeros(2)))
+        with pytest.raises(TypeError, match="dtype"):
+            tensor_summary("bad", _OnDevice(np.zeros(2, dtype=np.complex64)))
+        tensor_summary("weights", _OnDevice(np.arange(4, dtype=np.int32)))
+        histogram_summary("activations", _OnDevice(np.arange(10.0)))
+        scalar_summary("peak", _OnDevice(np.array([2.5])))
+        scalar_summary("host", 1.5)  # a number: not the reader's
+        assert operators.has_deferred()
+        record.record(1)
     assert len(resolved) == 3  # each read once, by the writer's threads
     assert threading.current_thread().name not in resolved
     values = _values_by_step(tmp_path)[1]
@@ -280,22 +288,13 @@ def test_add_value_reads_a_value_on_a_device_through_the_reader_too(tmp_path):
     """SummaryRecord.add_value (MindSpore's callbacks add their values this way) takes the
     same path as the operators: a scalar or tensor the reader claims is resolved by the
     writer's threads; a bad one is refused at the call."""
-    resolved: list[str] = []
-
-    def reader(value):
-        return _Copy(value, resolved) if isinstance(value, _OnDevice) else None
-
-    previous = deferred.set_device_reader(reader)
-    try:
-        with SummaryRecord(tmp_path) as record:
-            with pytest.raises(ValueError, match="exactly one element"):
-                record.add_value("scalar", "loss", _OnDevice(np.zeros(3)))
-            record.add_value("scalar", "loss", _OnDevice(np.array([0.25], dtype=np.float32)))
-            record.add_value("tensor", "weights", _OnDevice(np.eye(2)))
-            record.add_value("scalar", "lr", 0.1)
-            record.record(1)
-    finally:
-        deferred.set_device_reader(previous)
+    with _device_reader() as resolved, SummaryRecord(tmp_path) as record:
+        with pytest.raises(ValueError, match="exactly one element"):
+            record.add_value("scalar", "loss", _OnDevice(np.zeros(3)))
+        record.add_value("scalar", "loss", _OnDevice(np.array([0.25], dtype=np.float32)))
+        record.add_value("tensor", "weights", _OnDevice(np.eye(2)))
+        record.add_value("scalar", "lr", 0.1)
+        record.record(1)
     assert len(resolved) == 2
     assert threading.current_thread().name not in resolved
     values = _values_by_step(tmp_path)[1]
