@@ -66,6 +66,16 @@ def make_run(world_size: int, rank: int) -> tuple[ArrayNetwork, ArrayOptimizer, 
     return network, optimizer, full.shard(world_size, rank)
 
 
+class Unsized:
+    """A shard's batches with no ``len()``: the loop cannot tell the run's length."""
+
+    def __init__(self, batches: Any) -> None:
+        self.batches = batches
+
+    def __iter__(self) -> Any:
+        return iter(self.batches)
+
+
 class Late(Callback):
     """Makes this rank reach the end of training ``seconds`` late."""
 
@@ -83,6 +93,7 @@ def train(
     evaluate: bool = True,
     summary: Path | None = None,
     first_loss: float = 1.0,
+    unsized: bool = False,
     **options: Any,
 ) -> dict[str, Any]:
     info = detect()
@@ -109,7 +120,8 @@ def train(
     )
     callbacks: list[Callback] = [Late(late)] if late else []
     started = time.monotonic()
-    loop.train(EPOCHS, shard, callbacks=[*callbacks, collector])
+    batches: Any = Unsized(shard) if unsized else shard
+    loop.train(EPOCHS, batches, callbacks=[*callbacks, collector])
     trained = time.monotonic() - started
     schedule = collector.schedule
     assert schedule is not None
@@ -129,6 +141,11 @@ def train(
 def scenario_train(out: Path) -> dict[str, Any]:
     """Every rank trains and evaluates; rank 0 merges the lineage."""
     return train(out, merge_timeout=30.0)
+
+
+def scenario_no_length(out: Path) -> dict[str, Any]:
+    """Every rank trains over batches with no length (no rank knows its run's length)."""
+    return train(out, merge_timeout=30.0, evaluate=False, unsized=True)
 
 
 def scenario_late_rank(out: Path) -> dict[str, Any]:

@@ -124,6 +124,20 @@ def test_ranks_write_their_own_dirs_and_rank_zero_merges(mpi: Any, tmp_path: Pat
     assert not [path for path in summary.rglob(TRAIN_START_FILE_NAME)]
 
 
+def test_ranks_that_cannot_tell_their_length_take_the_open_ended_tensor_steps_in_turn(
+    mpi: Any, tmp_path: Path
+) -> None:
+    """Batches with no length on both ranks: the job's tensor steps are open-ended (the
+    first step, then collect_freq's doubling: 3, 6, 12, 24, 48 within 60 steps), the ranks
+    take them in turn, and each step's tensor is in exactly one rank's files."""
+    job = run_job(mpi, "no_length", tmp_path)
+    shares = [steps_of(job.summary / f"rank_{rank}", "tensor", "weights") for rank in range(RANKS)]
+    assert shares == [[1, 6, 24], [3, 12, 48]]
+    for rank in range(RANKS):
+        assert job.ranks[rank]["job_tensor_units"][:6] == [1, 3, 6, 12, 24, 48]
+        assert steps_of(job.summary / f"rank_{rank}", "scalar", "loss/auto") == COLLECTED_STEPS
+
+
 def test_a_late_rank_is_named_and_nobody_hangs(mpi: Any, tmp_path: Path) -> None:
     job = run_job(mpi, "late_rank", tmp_path)
     notes = user_defined(job.summary)
