@@ -4,7 +4,7 @@
     python tools/device_check.py [--parameters 1_000_000_000] [--steps 200]
     python tools/device_check.py --dry-run      # here: a stand-in NVML, CPU tensors, small sizes
 
-Six checks, each printed as rows of one table (check, reading, value, note):
+Seven checks, each printed as rows of one table (check, reading, value, note):
 
 1. **NVML**: the sampler's readings of device 0 (``rankscribe/system/gpu_*``:
    utilisation, memory used, SM clock, power, temperature, throttle reasons and
