@@ -551,7 +551,11 @@ class SummaryCollector(Callback):
                 and following != self._light_step
                 and params.consecutive_steps
             )
-            discard_pending(skip_next_step=skip, keep_next=self._keep_next(params, step, skip))
+            discard_pending(
+                skip_next_step=skip,
+                # (_keep_next, inline where the next step skips: the usual case)
+                keep_next=self._quiet_filter if skip else self._keep_next(params, step, False),
+            )
             timings = self._timings
             quiet = self._quiet_steps
             logged = quiet.ends
