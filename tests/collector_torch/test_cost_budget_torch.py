@@ -94,8 +94,9 @@ def test_a_large_layers_histograms_are_shed_and_the_rest_recorded(
     ]
     assert not any("input images" in message for message in logged), logged
     found = scalars(tmp_path)
-    # Histograms at every collected step of the first window (steps 21 to 41: a cost this
-    # far over the budget is decided there) at most, then fewer (or none).
+    # Histograms at every collected step of the first window (its one, step 20: a cost
+    # this far over the budget is decided at its end, step 30) at most, then fewer (or
+    # none).
     shed = [step for step in histogram_steps(tmp_path) if step > 50]
     assert len(shed) < len(range(60, STEPS + 1, COLLECT_FREQ)) // 4, shed
     # Never shed: the loss at every collected step, every step time, the lineage.
@@ -104,5 +105,5 @@ def test_a_large_layers_histograms_are_shed_and_the_rest_recorded(
     assert get_summary_lineage(str(tmp_path))["hyper_parameters"]["optimizer"] == "SGD"
     # The cost recorded: seconds per step, positive, and less than the whole run took.
     costs = dict(found["rankscribe/collector_cost/training"])
-    assert min(costs) >= 41 and all(0 < value < 60 for value in costs.values()), costs
+    assert min(costs) >= 30 and all(0 < value < 60 for value in costs.values()), costs
     assert all(value >= 0 for _, value in found["rankscribe/collector_cost/threads"])

@@ -743,18 +743,18 @@ def test_the_cost_budget_times_its_windows_on_the_device_when_the_host_runs_ahea
 ) -> None:
     """The device takes 10 s a step while the host launches one a second: the histograms'
     2 s a collected step are 2 % of the job's step, not the 20 % of the host's. The first
-    window (steps 22-41) decides nothing (under twice the budget); the first full one
-    (42-141) sheds to every 3rd collected step, once the device has passed its end mark."""
+    window (steps 20-29) decides nothing (under twice the budget); the first full one
+    (30-129) sheds to every 3rd collected step, once the device has passed its end mark."""
     said = train_on_lagging_device(
         tmp_path, LaggingDevice(10.0), collector_clock, monkeypatch, caplog
     )
     [message] = said
-    assert message.startswith("The collector cost 2.0 % of the training step over steps 42-141")
+    assert message.startswith("The collector cost 2.0 % of the training step over steps 31-130")
     assert "parameter histograms but at every 3rd collected step (every 30 steps)" in message
     histograms = sorted({step for _, step in recorded_histograms(tmp_path) if step is not None})
-    # Decided at step 146 (the device passes step 141's mark 5 steps later): the
+    # Decided at step 135 (the device passes step 130's mark 5 steps later): the
     # collected steps after it keep every 3rd.
-    assert histograms == [1, *range(10, 141, 10), 150, 180, 210, 240, 270, 300]
+    assert histograms == [1, *range(10, 131, 10), 150, 180, 210, 240, 270, 300]
 
 
 def test_the_cost_budget_keeps_the_hosts_clock_where_the_device_keeps_up(
@@ -769,7 +769,7 @@ def test_the_cost_budget_keeps_the_hosts_clock_where_the_device_keeps_up(
         tmp_path, LaggingDevice(1.0), collector_clock, monkeypatch, caplog
     )
     [message] = said
-    assert message.startswith("The collector cost 20.0 % of the training step over steps 22-41")
+    assert message.startswith("The collector cost 20.0 % of the training step over steps 21-30")
 
 
 def test_a_decision_the_device_has_not_caught_up_with_by_the_next_window_is_the_hosts(
@@ -779,11 +779,12 @@ def test_a_decision_the_device_has_not_caught_up_with_by_the_next_window_is_the_
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """A device 200 steps behind: the first window's decision still waits when the next
-    window closes (step 141), and is made then, on the host's clock."""
+    window closes (step 130), and is made then, on the host's clock."""
     device = LaggingDevice(10.0, lag=200)
     said = train_on_lagging_device(tmp_path, device, collector_clock, monkeypatch, caplog)
     [message] = said
-    assert message.startswith("The collector cost 20.0 % of the training step over steps 22-41")
+    assert message.startswith("The collector cost 20.0 % of the training step over steps 21-30")
     histograms = sorted({step for _, step in recorded_histograms(tmp_path) if step is not None})
-    # Every collected step until then; then every 20th (the 20 % read on the host's clock).
-    assert histograms == [1, *range(10, 141, 10), 200]
+    # Every collected step until then (decided before step 130's work); then every 20th
+    # (the 20 % read on the host's clock).
+    assert histograms == [1, *range(10, 121, 10), 200]

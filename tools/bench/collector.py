@@ -178,7 +178,8 @@ OWN_WALL_TAG = f"{OWN_COST_TAG_PREFIX}/wall"
 #: The logger the cost budget says its decisions on (kept off the screen while rows run,
 #: listed under each row instead).
 BUDGET_LOGGER = "rankscribe.collector.cost._budget"
-#: The steps the collector leaves out of its first window (its WARMUP_STEPS).
+#: Where the collector's first cost window starts at the rows' frequencies (the collected
+#: step after its WARMUP_STEPS, 19): each cost point is per step since the one before.
 OWN_COST_WARMUP = 20
 
 GRAPH = {

@@ -16,7 +16,8 @@ window's end:
   "Timings");
 - compared with the budget, a share of the step: the larger of (training thread +
   threads' CPU) and the wall cost, over the window's wall time less the collector's
-  own and the slowdown. Over it, optional work is shed, in
+  own and the slowdown (the first window: the first alone; below). Over it, optional
+  work is shed, in
   :data:`SHED_ORDER`: histograms at fewer collected steps (every k-th, k chosen to bring
   the measured cost down to half the budget), then the input images the same way, then
   the parameter fingerprint of collected steps, then the landscape sets not saved yet.
@@ -24,8 +25,16 @@ window's end:
   as a warning; a later one in the same run at INFO.
 
 The first :data:`WARMUP_STEPS` steps are not measured: they hold what a run pays once
-(the first collected step's graph and dataset graph, the default landscape's saves,
-torch's first steps). Nor are ``begin`` and the end of training.
+(the first collected step's graph and dataset graph, the default landscape's saves at
+steps 1-19, torch's first steps). Nor are ``begin`` and the end of training. The first
+window opens at the first step after them that the collector works at (at the default
+frequency the collected step 20), and is one collected step long (at least
+:data:`FIRST_WINDOW_STEPS`): a model whose defaults cost many times the budget pays for
+them at no collected step after the warm-up. Being short, it decides only
+a cost of :data:`FIRST_WINDOW_MARGIN` times the budget or more, and on the collector's own
+clocks alone (its time on the training thread and its threads' CPU): a slowdown read from
+the steps around one collected step would count one stall of the machine there as the
+collector's, which a full window's median over its collected steps leaves out.
 
 On an accelerator the host runs ahead of the device, by up to the device's queue, most of
 all in a run's first steps: a window's time on the host's clock is then shorter than the
@@ -96,15 +105,17 @@ THREADS_COST_TAG = "rankscribe/collector_cost/threads"
 #: Seconds per step the collector costs the step's wall clock: its training thread's,
 #: plus the slowdown of the training's own steps after its busy steps (``_slowdown``).
 WALL_COST_TAG = "rankscribe/collector_cost/wall"
-#: Steps of a run not measured (what a run pays once falls in them).
-WARMUP_STEPS = 20
+#: Steps of a run not measured (what a run pays once falls in them: the landscape's default
+#: saves are at steps 1-19).
+WARMUP_STEPS = 19
 #: A window is at least this many steps, and holds this many collected steps at least.
 MIN_WINDOW_STEPS = 100
 COLLECTED_PER_WINDOW = 5
 #: The first window is shorter, so that a model whose defaults cost far more than the
-#: budget is not paid for over 100 steps: at least this many steps and collected steps...
-FIRST_WINDOW_STEPS = 20
-FIRST_WINDOW_COLLECTED = 2
+#: budget is not paid for over 100 steps: at least this many steps and collected steps
+#: (one: the collected step that opens it)...
+FIRST_WINDOW_STEPS = 10
+FIRST_WINDOW_COLLECTED = 1
 #: ... and it decides only a cost at least this many times the budget (a short window is
 #: noisier; a cost nearer the budget waits for the next, full-length window).
 FIRST_WINDOW_MARGIN = 2.0
@@ -394,6 +405,8 @@ class CostBudget:
         """Shed what the window's cost over its ``seconds`` (its time, on the host's clock
         or the device's) calls for."""
         window, spent, slowed = decision.window, decision.spent, decision.slowed
+        if window.first:
+            slowed = None  # on the collector's own clocks alone (module docstring)
         user = seconds - window.training - (slowed.total if slowed else 0.0)
         if self.budget <= 0 or user <= 0:
             return
@@ -403,6 +416,12 @@ class CostBudget:
         # counts as the histograms' while any are recorded (an over-estimate that sheds
         # them rather than what comes after), else as the images' if any are (never as
         # what the run does not record: nothing would be saved by shedding it).
+        # The landscape thread's CPU counts where the window saved a set: in one that
+        # saved none it is the writing of sets saved before it (the warm-up's default
+        # saves, whose writing runs into the first window), which shedding now saves
+        # nothing of.
+        if window.landscape <= 0:
+            spent = {kind: cpu for kind, cpu in spent.items() if kind != LANDSCAPE}
         on_threads = sum(spent.values())
         if slowed is not None and slowed.total > on_threads:
             share = (window.training + slowed.total) / user
