@@ -437,6 +437,38 @@ def test_a_cost_under_twice_the_budget_waits_for_a_full_window(
     assert histogram_steps(tmp_path) == [1, *range(10, decided_at, 10), *kept]
 
 
+class CpuBurner:
+    """A thread named ``name`` that spends 0.3 s of CPU, started at step ``start`` of
+    :meth:`step` (a quick real step); the step after waits until it has, and it lives on
+    until step ``until`` (its CPU is read at the windows' ends while it lives)."""
+
+    def __init__(self, name: str, *, start: int, until: int) -> None:
+        self.spent: list[float] = []
+        self.burnt, self.release = threading.Event(), threading.Event()
+        self.worker = threading.Thread(target=self._burn, name=name)
+        self.start, self.until = start, until
+        self._steps = itertools.count(1)
+
+    def _burn(self) -> None:
+        began = time.thread_time()
+        while time.thread_time() - began < 0.3:
+            pass
+        self.spent.append(time.thread_time() - began)
+        self.burnt.set()
+        self.release.wait(timeout=30)
+
+    def step(self, batch: Any) -> float:
+        number = next(self._steps)
+        if number == self.start:
+            self.worker.start()
+        elif number == self.start + 1:
+            assert self.burnt.wait(timeout=30)
+        elif number == self.until:
+            self.release.set()
+            self.worker.join(timeout=30)
+        return float(np.square(batch[0]).mean())
+
+
 def test_a_stall_around_the_first_windows_collected_step_sheds_nothing(
     model: Any, tmp_path: Path, collector_clock: ManualClock, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -489,39 +521,16 @@ def test_the_warm_ups_landscape_writing_is_not_shed_for_in_the_first_window(
     collector = SummaryCollector(
         tmp_path, collect_freq=COLLECT_FREQ, collect_specified_data=NO_LANDSCAPE
     )
-    spent: list[float] = []
-    burnt, release = threading.Event(), threading.Event()
-
-    def burn() -> None:
-        began = time.thread_time()
-        while time.thread_time() - began < 0.3:
-            pass
-        spent.append(time.thread_time() - began)
-        burnt.set()
-        release.wait(timeout=30)
-
-    worker = threading.Thread(target=burn, name="rankscribe-landscape-test")
-    steps = itertools.count(1)
-
-    def step(batch: Any) -> float:
-        number = next(steps)
-        if number == 21:
-            worker.start()
-        elif number == 22:
-            assert burnt.wait(timeout=30)
-        elif number == 60:
-            release.set()
-            worker.join(timeout=30)
-        return float(np.square(batch[0]).mean())
-
+    burner = CpuBurner("rankscribe-landscape-test", start=21, until=60)
     try:
         with caplog.at_level(logging.INFO):
-            TrainLoop(step, network=data.network, optimizer=data.optimizer).train(
+            TrainLoop(burner.step, network=data.network, optimizer=data.optimizer).train(
                 4, data.dataset, callbacks=[collector]
             )
     finally:
-        release.set()
-    assert spent and not worker.is_alive()
+        burner.release.set()
+    spent = burner.spent
+    assert spent and not burner.worker.is_alive()
     said = [record.getMessage() for record in caplog.records if record.name == BUDGET_LOGGER]
     assert not [message for message in said if "over steps 21-30 " in message], said
     assert histogram_steps(tmp_path)[:5] == [1, 10, 20, 30, 40]
@@ -610,35 +619,12 @@ def test_a_recorder_threads_cpu_is_counted_in_the_window_it_was_spent(
     collector = SummaryCollector(
         tmp_path, collect_freq=COLLECT_FREQ, collect_specified_data=NO_LANDSCAPE
     )
-    spent: list[float] = []
-    burnt, release = threading.Event(), threading.Event()
-
-    def burn() -> None:
-        began = time.thread_time()
-        while time.thread_time() - began < 0.3:
-            pass
-        spent.append(time.thread_time() - began)
-        burnt.set()
-        release.wait(timeout=30)
-
-    worker = threading.Thread(target=burn, name="rankscribe-test-burn")
-    steps = itertools.count(1)
-
-    def step(batch: Any) -> float:
-        number = next(steps)
-        if number == 80:
-            worker.start()
-        elif number == 81:
-            assert burnt.wait(timeout=30)
-        elif number == 170:
-            release.set()
-            worker.join(timeout=30)
-        return float(np.square(batch[0]).mean())
-
-    TrainLoop(step, network=data.network, optimizer=data.optimizer).train(
+    burner = CpuBurner("rankscribe-test-burn", start=80, until=170)
+    TrainLoop(burner.step, network=data.network, optimizer=data.optimizer).train(
         3, data.dataset, callbacks=[collector]
     )
-    assert spent and not worker.is_alive()
+    spent = burner.spent
+    assert spent and not burner.worker.is_alive()
     threads = rank_scalars(tmp_path)[THREADS_TAG]
     # Each point is per step of its window, which ends at it and starts after the one
     # before. The second window's holds the thread's CPU and little more (the record's
