@@ -538,6 +538,35 @@ def test_the_warm_ups_landscape_writing_is_not_shed_for_in_the_first_window(
     assert threads[30] * 10 >= spent[0] * 0.95, threads
 
 
+def test_a_window_the_runs_last_step_closes_decides_nothing(
+    model: Any, tmp_path: Path, collector_clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # 30 steps: the first window (steps 20-29) is closed by the run's last step, before
+    # that step's work. Its histograms cost 20 % of the step, but a decision there would
+    # save the last step's alone (the run's final values): none is made, and the window's
+    # cost is recorded.
+    data = model(10)
+    optimizer = SlowHistograms(data.network, learning_rate=0.01, name="Momentum")
+    optimizer.clock, optimizer.seconds = collector_clock, HISTOGRAM_SECONDS
+    collector = SummaryCollector(
+        tmp_path, collect_freq=COLLECT_FREQ, collect_specified_data=NO_LANDSCAPE
+    )
+
+    def step(batch: Any) -> float:
+        collector_clock.advance(STEP_SECONDS)
+        return 0.5
+
+    with caplog.at_level(logging.INFO):
+        TrainLoop(step, network=data.network, optimizer=optimizer).train(
+            3, data.dataset, callbacks=[collector]
+        )
+    assert [record for record in caplog.records if record.name == BUDGET_LOGGER] == []
+    assert histogram_steps(tmp_path) == [1, 10, 20, 30]
+    found = rank_scalars(tmp_path)
+    assert found[TRAINING_TAG][30] == pytest.approx(HISTOGRAM_SECONDS / COLLECT_FREQ)
+    assert sorted(found[FINGERPRINT_TAG]) == [0, 1, 10, 20, 30]
+
+
 def test_the_variable_sets_the_budget_when_the_argument_is_not_given(
     model: Any,
     tmp_path: Path,

@@ -351,8 +351,10 @@ class CostBudget:
             return []
         spent = cpu_since(window.threads, self._window.threads)
         slowed = _slowed(window, times, step, now)
-        # Not a shorter one the run's last step closed.
-        if step - window.step >= self.window_steps(first=window.first):
+        # Not one the run's last step closed (before its work): a shorter one never
+        # decides, and a full one's decision would save that step's work alone, the
+        # run's last values, which are the ones most often looked at.
+        if step - window.step >= self.window_steps(first=window.first) and step != self.last_step:
             decision = _Decision(window, step, spent, slowed, now - window.start, mark)
             if window.mark is None or mark is None:
                 self._decide(decision, stop_landscape, on_host=True)
