@@ -320,8 +320,9 @@ def session_rows(device: torch.device, dry_run: bool, steps: int) -> list[Row]:
     """Training runs with and without the collector, alternated; what their files hold."""
     training = Training(device, dry_run)
     training.bare_loop(5)  # warm-up
-    # Past the cost budget's first window (steps 21-41 at collect_freq 10), with collected
-    # and quiet steps after the warm-up to time, however slow the machine.
+    # Past the cost budget's first window (steps 20-29 at collect_freq 10, decided at step
+    # 30), with collected and quiet steps after the warm-up to time, however slow the
+    # machine.
     steps = max(steps, 5 * COLLECT_FREQ)
     bare = [training.bare_loop(steps)]
     if bare[0] < 2.0:  # long enough for the sampler's readings (every 0.1 s) to reach the files
