@@ -145,15 +145,22 @@ def discard_pending(
     """
     if _buffer:
         take_buffered()
-    alone = _open_records[0] == 1
-    _skipping[0] = skip_next_step and alone
-    _dropped[0] = _dropped_by(keep_next) if keep_next is not None and alone else _NONE_DROPPED
+    _skipping[0] = skip_next_step and _open_records[0] == 1
+    _dropped[0] = _kinds_dropped(keep_next)
 
 
 def keep_next(keep: Callable[[str], bool] | None) -> None:
     """Say the next recorded step's plugin filter (:func:`discard_pending`'s ``keep_next``)
     without forgetting what is buffered; None: the operators read every value again."""
-    _dropped[0] = _dropped_by(keep) if keep is not None and _open_records[0] == 1 else _NONE_DROPPED
+    _dropped[0] = _kinds_dropped(keep)
+
+
+def _kinds_dropped(keep: Callable[[str], bool] | None) -> frozenset[str]:
+    """The kinds ``keep`` drops, while the caller's record is the one open (a second
+    one, the user's own, may keep them at steps the caller does not know); else none."""
+    if keep is None or _open_records[0] != 1:
+        return _NONE_DROPPED
+    return _dropped_by(keep)
 
 
 @lru_cache(maxsize=16)
