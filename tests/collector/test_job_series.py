@@ -34,8 +34,8 @@ from tests.collector.coordinators import Handing
 NO_LANDSCAPE = {"collect_landscape": None}
 STEP_SECONDS = 0.002
 # When a rank's step times reach its file (docs/job-view.md, "When they reach the file"):
-# at least every 256 steps, and at once for a step of 0.02 s or more.
-STEP_TIME_WRITE_COUNT = 256
+# at least every 4,096 steps, and at once for a step of 0.25 s or more.
+STEP_TIME_WRITE_COUNT = 4096
 STEP_TIME_WRITE_AT_ONCE = 0.25
 
 

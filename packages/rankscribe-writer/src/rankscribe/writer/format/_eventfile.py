@@ -141,7 +141,7 @@ class EventFile:
         That is: the file is open, no payload goes straight to the OS, and neither the
         buffer's hand-over nor a new file comes before the last of them: nothing can
         fail, so the batch is all or nothing. A batch of small events (the collector's
-        kept timings, 256 steps every 256 quiet steps) then costs the writer thread one
+        kept timings, hundreds of steps at a time) then costs the writer thread one
         checksum a record, not an append each.
         """
         if self._fd is None or not payloads:

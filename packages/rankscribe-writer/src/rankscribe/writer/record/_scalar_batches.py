@@ -129,7 +129,7 @@ class ScalarBatches:
 #: The longest column from which :func:`encode_scalar_columns` makes a table: the table's
 #: NumPy calls cost the writer thread about 0.5 ms woken with cold caches, whatever the
 #: size, and step by step about 4 us a step of three names: three names of 256 steps
-#: (what the collector writes every 256 quiet steps) 0.68 ms against 1.2 ms, of 4 steps
+#: (the collector's kept timings of 256 quiet steps) 0.68 ms against 1.2 ms, of 4 steps
 #: (a collected step's kept timings at ``collect_freq=5``) 0.57 ms against 0.14 ms.
 TABLE_STEPS = 128
 
