@@ -304,6 +304,32 @@ def test_a_slowdown_read_as_longer_than_its_window_is_not_recorded_as_a_cost(
     assert found[WALL_TAG] == {30: pytest.approx(0.005)}
 
 
+def test_windows_of_quick_steps_last_a_tenth_of_a_second(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    # Steps of 0.15 ms: a window of 100 steps would be 15 ms. After the first (steps
+    # 20-29, 1.5 ms), each window is as many steps as the window before it took for
+    # 0.1 s (ceil(0.1 / 0.15 ms) = 667), closed at the first collected step from there.
+    data = model(625)
+    optimizer = SlowHistograms(data.network, learning_rate=0.01, name="Momentum")
+    optimizer.clock, optimizer.seconds = collector_clock, 0.0
+    collector = SummaryCollector(
+        tmp_path, collect_freq=COLLECT_FREQ, collect_specified_data=NO_LANDSCAPE
+    )
+
+    def step(batch: Any) -> float:
+        collector_clock.advance(0.00015)
+        return 0.5
+
+    TrainLoop(step, network=data.network, optimizer=optimizer).train(
+        4, data.dataset, callbacks=[collector]
+    )
+    found = rank_scalars(tmp_path)
+    # 30 + 667 -> 700, 700 + 667 -> 1370, 1370 + 667 -> 2040; the run's last step, 2500.
+    assert sorted(found[TRAINING_TAG]) == [30, 700, 1370, 2040, 2500]
+    assert sorted(found[STEP_TIME_TAG]) == list(range(1, 2501))
+
+
 def test_a_sessions_step_time_holds_the_collectors_work_counted_once(
     model: Any, tmp_path: Path, collector_clock: ManualClock
 ) -> None:
@@ -439,8 +465,14 @@ def test_a_cost_under_twice_the_budget_waits_for_a_full_window(
 
 class CpuBurner:
     """A thread named ``name`` that spends 0.3 s of CPU, started at step ``start`` of
-    :meth:`step` (a quick real step); the step after waits until it has, and it lives on
-    until step ``until`` (its CPU is read at the windows' ends while it lives)."""
+    :meth:`step` (a real step of ``STEP_SLEEP``); the step after waits until it has, and
+    it lives on until step ``until`` (its CPU is read at the windows' ends while it lives).
+
+    The steps sleep so that the budget's full windows are their 100 steps: at steps of
+    microseconds they would be the 0.1 s's (docs/collector-cost.md, "Windows").
+    """
+
+    STEP_SLEEP = 0.002
 
     def __init__(self, name: str, *, start: int, until: int) -> None:
         self.spent: list[float] = []
@@ -466,6 +498,7 @@ class CpuBurner:
         elif number == self.until:
             self.release.set()
             self.worker.join(timeout=30)
+        time.sleep(self.STEP_SLEEP)
         return float(np.square(batch[0]).mean())
 
 

@@ -108,9 +108,15 @@ WALL_COST_TAG = "rankscribe/collector_cost/wall"
 #: Steps of a run not measured (what a run pays once falls in them: the landscape's default
 #: saves are at steps 1-19).
 WARMUP_STEPS = 19
-#: A window is at least this many steps, and holds this many collected steps at least.
+#: A window is at least this many steps, and holds this many collected steps at least...
 MIN_WINDOW_STEPS = 100
 COLLECTED_PER_WINDOW = 5
+#: ... and at least this many seconds, by the steps of the window before it. 100 steps
+#: of 66 us (the digits example's) are 7 ms: one stall of the machine of a millisecond
+#: would read as a sixth of the collector's share, and each window's closing (a step off
+#: the shortest path, the slowdown read, the threads' CPU read) cost 2 us a step there.
+#: Steps of 1 ms or more are unchanged.
+MIN_WINDOW_SECONDS = 0.1
 #: The first window is shorter, so that a model whose defaults cost far more than the
 #: budget is not paid for over 100 steps: at least this many steps and collected steps
 #: (one: the collected step that opens it)...
@@ -208,6 +214,8 @@ class _Window:
     carried: dict[int, float] = field(default_factory=dict)
     #: The device's mark at the window's start (None: timed on the host's clock only).
     mark: DeviceMark | None = None
+    #: Its steps at least, for :data:`MIN_WINDOW_SECONDS` (0: none).
+    timed_steps: int = 0
 
 
 @dataclass
@@ -280,20 +288,21 @@ class CostBudget:
         self._waiting = None
         self._warned = False
 
-    def window_steps(self, *, first: bool = False) -> int:
+    def window_steps(self, *, first: bool = False, timed: int = 0) -> int:
         """Steps in a window: enough for a few of the steps that still record histograms
-        or images (``first``: the run's first window, shorter)."""
+        or images, and ``timed`` (its steps for :data:`MIN_WINDOW_SECONDS`); ``first``:
+        the run's first window, shorter."""
         if first:
             return max(FIRST_WINDOW_STEPS, FIRST_WINDOW_COLLECTED * self.collect_freq)
         every = max(1, self.shedding.histogram_every, self.shedding.image_every)
-        return max(MIN_WINDOW_STEPS, COLLECTED_PER_WINDOW * self.collect_freq * every)
+        return max(MIN_WINDOW_STEPS, COLLECTED_PER_WINDOW * self.collect_freq * every, timed)
 
     def window_due(self, step: int) -> bool:
         """Whether a window opens or closes at ``step`` (cheap: a few comparisons)."""
         window = self._window
         if window is None:
             return step > WARMUP_STEPS
-        length = self.window_steps(first=window.first)
+        length = self.window_steps(first=window.first, timed=window.timed_steps)
         return step - window.step >= length or step == self.last_step
 
     def add(
@@ -346,7 +355,14 @@ class CostBudget:
         if self._waiting is not None:  # the last window's, on the host's clock if need be
             self._decide(self._waiting, stop_landscape, on_host=not self._waiting.passed())
         window = self._window
-        self._window = _Window(step, now, _threads_now(), first=window is None, mark=mark)
+        self._window = _Window(
+            step,
+            now,
+            _threads_now(),
+            first=window is None,
+            mark=mark,
+            timed_steps=_timed_steps(window, step, now),
+        )
         if window is None or step <= window.step:
             return []
         spent = cpu_since(window.threads, self._window.threads)
@@ -354,7 +370,8 @@ class CostBudget:
         # Not one the run's last step closed (before its work): a shorter one never
         # decides, and a full one's decision would save that step's work alone, the
         # run's last values, which are the ones most often looked at.
-        if step - window.step >= self.window_steps(first=window.first) and step != self.last_step:
+        length = self.window_steps(first=window.first, timed=window.timed_steps)
+        if step - window.step >= length and step != self.last_step:
             decision = _Decision(window, step, spent, slowed, now - window.start, mark)
             if window.mark is None or mark is None:
                 self._decide(decision, stop_landscape, on_host=True)
@@ -514,6 +531,14 @@ class CostBudget:
             "; ".join(dropped),
             how,
         )
+
+
+def _timed_steps(window: _Window | None, step: int, now: float) -> int:
+    """The steps of :data:`MIN_WINDOW_SECONDS` at the mean step of ``window``, which
+    ``step`` closes ``now`` (0: none closed, or no time passed on the clock)."""
+    if window is None or step <= window.step or now <= window.start:
+        return 0
+    return math.ceil(MIN_WINDOW_SECONDS * (step - window.step) / (now - window.start))
 
 
 def _slowed(window: _Window, times: StepTimes | None, end: int, now: float) -> Slowed | None:
