@@ -146,6 +146,34 @@ def test_each_step_is_the_bytes_protobuf_writes(
             assert payload == expected.SerializeToString()
 
 
+@pytest.mark.parametrize("tags", [3, 64, 65, 70])
+def test_steps_of_many_layouts_are_the_bytes_protobuf_writes(tags: int) -> None:
+    # Each tag at its own every-k-th step (k = 1 + 5 x tag % 11) from 2^14 - 100 (where a step's
+    # varint grows a byte): steps holding many different sets of tags, up to 64 tags and
+    # past them (the table groups steps by their tags as one integer up to 64).
+    start = 2**14 - 100
+    rng = np.random.default_rng(tags)
+    columns = []
+    for number in range(tags):
+        steps = np.arange(start, start + 300, 1 + 5 * number % 11)
+        columns.append(
+            (f"tag/{number}", steps, rng.normal(0.0, 1.0, len(steps)).astype(np.float32))
+        )
+    records = EventRecords("mindinsight")
+    records.add_scalars(ScalarSteps(columns), WALL_TIME)
+    with tempfile.TemporaryDirectory() as directory:
+        payloads = list(read_records(write_event_file(Path(directory) / "file", records)))
+    assert len(payloads) == 300
+    for offset, payload in enumerate(payloads):
+        expected = summary_pb2.Event(wall_time=WALL_TIME, step=start + offset)
+        for tag, steps, values in columns:
+            if offset % (steps[1] - steps[0]) == 0:
+                expected.summary.value.add(
+                    tag=tag, scalar_value=values[offset // (steps[1] - steps[0])]
+                )
+        assert payload == expected.SerializeToString(), start + offset
+
+
 @pytest.mark.parametrize(
     ("columns", "error", "message"),
     [

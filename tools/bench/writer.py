@@ -118,6 +118,32 @@ def _workloads(quick: bool) -> list[Workload]:
             writer.add_scalar("rankscribe/step_time", timings[0, offset], step)
             writer.add_scalar("rankscribe/data_wait", timings[1, offset], step)
 
+    # Between two records of a fast step's collector: 4,096 steps of four names, not all
+    # at every step (a data wait from each epoch's second step, the loss every 10th):
+    # steps of four sets of names.
+    mixed = 4096
+    mixed_values = rng.random((4, mixed)) * 1e-2
+
+    def mixed_columns(index: int) -> dict[str, tuple[array[int], array[float]]]:
+        first = index * mixed
+        every = array("q", range(first, first + mixed))
+        waited = array("q", (step for step in every if step % 44))
+        loss = array("q", range(first, first + mixed, 10))
+        return {
+            "rankscribe/step_time": (every, array("d", mixed_values[0])),
+            "rankscribe/data_wait": (waited, array("d", mixed_values[1, : len(waited)])),
+            "rankscribe/section/compute": (every, array("d", mixed_values[2])),
+            "loss/auto": (loss, array("d", mixed_values[3, : len(loss)])),
+        }
+
+    def mixed_ours(record: SummaryRecord, index: int) -> None:
+        record.write_scalar_columns(mixed_columns(index))
+
+    def mixed_theirs(writer: SummaryWriter, index: int) -> None:
+        for name, (steps, values) in mixed_columns(index).items():
+            for step, value in zip(steps, values, strict=True):
+                writer.add_scalar(name, value, step)
+
     def histogram_ours(record: SummaryRecord, step: int) -> None:
         record.add_value("histogram", "weights", histogram)
         record.record(step)
@@ -151,6 +177,7 @@ def _workloads(quick: bool) -> list[Workload]:
     return [
         Workload("scalar steps", "steps/s", 100_000 // scale, scalar_ours, scalar_theirs),
         Workload("256-step timing columns", "blk/s", 400 // scale, columns_ours, columns_theirs),
+        Workload("4096 steps, mixed names", "blk/s", 40 // scale or 4, mixed_ours, mixed_theirs),
         Workload(
             "1M-float32 histograms", "hist/s", 40 // scale or 4, histogram_ours, histogram_theirs
         ),
