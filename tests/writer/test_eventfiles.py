@@ -149,8 +149,8 @@ def test_each_step_is_the_bytes_protobuf_writes(
 @pytest.mark.parametrize("tags", [3, 64, 65, 70])
 def test_steps_of_many_layouts_are_the_bytes_protobuf_writes(tags: int) -> None:
     # Each tag at its own every-k-th step (k = 1 + 5 x tag % 11) from 2^14 - 100 (where a step's
-    # varint grows a byte): steps holding many different sets of tags, up to 64 tags and
-    # past them (the table groups steps by their tags as one integer up to 64).
+    # varint grows a byte): steps holding many different sets of tags, their bits packed
+    # into one byte to nine (the table groups steps by those bytes).
     start = 2**14 - 100
     rng = np.random.default_rng(tags)
     columns = []
