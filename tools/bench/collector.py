@@ -3,7 +3,7 @@
 
     python tools/bench/collector.py [--rows mlp-1ms,mlp-10ms,...] [--steps N] [--reps 3]
                                     [--warmup 20] [--device cpu|cuda] [--quick]
-                                    [--json FILE] [--collect-freq 10]
+                                    [--json FILE] [--collect-freq 10] [--widths W1,W10]
     mpiexec -n 2 python tools/bench/collector.py ...     # rank 0 against rank 1
 
 Each row trains a real model twice per repetition, alternately: bare (the same
@@ -33,6 +33,12 @@ budget      a wide torch MLP fed small batches, whose default histograms (its
             them); its own-cost column is the recorded cost where the cost is real
 budget-off  the same with ``cost_budget='off'``: what those defaults cost unshed
 ==========  =================================================================
+
+The torch MLPs' widths are found on the machine that runs the rows, before them: two
+short bare runs per width (:func:`width_for`) give the width whose bare step takes
+about 1 ms and 10 ms there; the table's header prints them. A fixed width's step moves
+with the machine's speed, and the rows are defined by their step. ``--widths W1,W10``
+gives them instead (to compare machines, or to repeat an earlier table).
 
 What is measured, per run: the start of every step (``time.perf_counter`` and
 the process's CPU time, ``time.process_time``: every thread, the collector's
@@ -152,11 +158,26 @@ BATCH = 32
 #: Steps that save landscape parameter files by default (intervals 1-9, 10-19).
 LANDSCAPE_STEPS = range(1, 20)
 
-#: The torch MLPs' hidden widths: with the DataLoader's batch of 64, a step of about
-#: 1 ms and 10 ms on the project's 2-core machine with torch on both cores.
+#: The torch MLPs' hidden widths where none is found here (``--widths``): with the
+#: DataLoader's batch of 64 and torch on both cores, the 2-core machine's steps of about 1
+#: and 10 ms when they were chosen. A machine's speed moves a width's step (the same
+#: machine type later ran width 1408 in 5.3 ms), so by default each is found on the
+#: machine that runs the rows (:func:`width_for`).
 WIDTH_1MS = 384
 WIDTH_10MS = 1408
 MLP_BATCH = 64
+#: The torch MLP rows' bare steps, in seconds, by the key their rows name their width by.
+MLP_STEP_SECONDS = {"w1": 0.001, "w10": 0.010}
+#: The widths the torch MLP rows train (main sets them: ``--widths``, or found here).
+WIDTHS = {"w1": WIDTH_1MS, "w10": WIDTH_10MS}
+#: Steps of each bare run that times a width (:func:`mlp_step_seconds`), the first
+#: ``WIDTH_WARMUP`` left out (torch's first calls).
+WIDTH_STEPS = 60
+WIDTH_WARMUP = 10
+#: Found widths are a multiple of this (the step's time is not known closer).
+WIDTH_GRAIN = 32
+#: "About" a row's step: a width whose step is within this factor of it is kept.
+WIDTH_TOLERANCE = 1.5
 #: The budget rows' MLP: wide, fed small batches, so that the histograms of its
 #: parameters (the collector's default: the first five, at every collected step) cost a
 #: fifth of its step or more on the 2-core machine when nothing is shed.
@@ -449,15 +470,91 @@ def mlp_steps_per_epoch(steps: int) -> int:
     return math.ceil(steps / mlp_epochs(steps))
 
 
+def mlp_step_seconds(width: int, device: str) -> float:
+    """The bare step of the torch MLP of ``width``: the median from one batch's start to
+    the next's (the DataLoader's time in it, as in the rows) over :data:`WIDTH_STEPS`
+    steps, the first :data:`WIDTH_WARMUP` left out. No gradient sync: under mpiexec every
+    rank times its own copy at once, on its share of the cores."""
+    model, optimizer, loss_fn, loader = mlp_parts(width, WIDTH_STEPS, device)
+    synchronize = _synchronizer(device)
+    starts = []
+    for images, labels in loader:
+        starts.append(time.perf_counter())
+        optimizer.zero_grad()
+        loss_fn(model(images.to(device)), labels.to(device)).backward()
+        optimizer.step()
+        synchronize()
+    starts.append(time.perf_counter())
+    return statistics.median(np.diff(starts[WIDTH_WARMUP:]).tolist())
+
+
+def _mlp_work(width: float) -> float:
+    """Multiply-adds per sample of the 784-``width``-``width``-10 MLP."""
+    return width * (width + 794)
+
+
+def _mlp_width(work: float) -> float:
+    """The width of :func:`_mlp_work` ``work`` (the positive root)."""
+    return (math.sqrt(794**2 + 4 * max(work, 0.0)) - 794) / 2
+
+
+def width_for(target: float, measure: Callable[[int], float], start: int) -> int:
+    """The MLP width whose step takes about ``target`` seconds, by two timings.
+
+    ``start`` stays where ``measure(start)`` is within :data:`WIDTH_TOLERANCE` of
+    ``target``. Otherwise: a step costs about ``a + b * w (w + 794)`` (the per-step
+    overhead, and the three layers' multiply-adds per sample). The first timing gives
+    ``b`` with ``a`` taken as 0, and so a first width; ``measure`` there gives a second
+    point, and the line through both gives ``a`` and ``b``, and the width. Rounded to
+    :data:`WIDTH_GRAIN`, at least one grain. Where the second timing is no slower than
+    the first (noise at two close widths), the first width found stands.
+    """
+    if target <= 0:
+        raise ValueError(f"target must be a step's seconds > 0, got {target!r}")
+    first = measure(start)
+    if target / WIDTH_TOLERANCE <= first <= target * WIDTH_TOLERANCE:
+        return start
+    guess = _mlp_width(target * _mlp_work(start) / first)
+    width = guess
+    if abs(guess - start) > WIDTH_GRAIN:
+        second = measure(_grain(guess))
+        slope = (second - first) / (_mlp_work(_grain(guess)) - _mlp_work(start))
+        if slope > 0:
+            width = _mlp_width((target - (first - slope * _mlp_work(start))) / slope)
+    return _grain(width)
+
+
+def _grain(width: float) -> int:
+    return max(round(width / WIDTH_GRAIN), 1) * WIDTH_GRAIN
+
+
+def find_widths(device: str, world: Any) -> dict[str, int]:
+    """:data:`WIDTHS` for this machine: each found by :func:`width_for` from the fixed
+    width; under mpiexec every rank times at once and rank 0's widths are used."""
+    found = {
+        key: width_for(
+            MLP_STEP_SECONDS[key],
+            lambda width: mlp_step_seconds(width, device),
+            WIDTHS[key],
+        )
+        for key in MLP_STEP_SECONDS
+    }
+    if world is not None:
+        found = json.loads(share_text(world, json.dumps(found)))
+    return found
+
+
 def session_training(
-    width: int, batch: int = MLP_BATCH, **options: Any
+    width: int | str, batch: int = MLP_BATCH, **options: Any
 ) -> Callable[[Arm], Callable[[], object]]:
-    """The README's TrainSession loop (bare: the same loop, no session); ``options`` go to
+    """The README's TrainSession loop (bare: the same loop, no session) of the MLP of
+    ``width`` (a key of :data:`WIDTHS`: its width when the run is built); ``options`` go to
     the collector beside the bench's own."""
 
     def build(arm: Arm) -> Callable[[], object]:
         per_epoch = mlp_steps_per_epoch(arm.steps)
-        model, optimizer, loss_fn, loader = mlp_parts(width, per_epoch, arm.device, batch)
+        hidden = WIDTHS[width] if isinstance(width, str) else width
+        model, optimizer, loss_fn, loader = mlp_parts(hidden, per_epoch, arm.device, batch)
         epochs, tick, device = mlp_epochs(arm.steps), arm.clock.tick, arm.device
         sync = gradient_sync(model)
 
@@ -537,7 +634,7 @@ def gradient_sync(model: Any) -> Callable[[], None] | None:
 def build_trainloop(arm: Arm) -> Callable[[], object]:
     """The ~10 ms MLP trained by TrainLoop (bare: TrainLoop with no callback)."""
     per_epoch = mlp_steps_per_epoch(arm.steps)
-    model, optimizer, loss_fn, loader = mlp_parts(WIDTH_10MS, per_epoch, arm.device)
+    model, optimizer, loss_fn, loader = mlp_parts(WIDTHS["w10"], per_epoch, arm.device)
     tick, device = arm.clock.tick, arm.device
     sync = gradient_sync(model)
 
@@ -649,7 +746,7 @@ def build_lightning(arm: Arm) -> Callable[[], object]:
     # would go between the table's lines.
     logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
     per_epoch = mlp_steps_per_epoch(arm.steps)
-    model, _, loss_fn, loader = mlp_parts(WIDTH_10MS, per_epoch, "cpu")
+    model, _, loss_fn, loader = mlp_parts(WIDTHS["w10"], per_epoch, "cpu")
     tick = arm.clock.tick
 
     class Module(pl.LightningModule):
@@ -866,9 +963,9 @@ ROWS = {
     for row in (
         Row(
             "mlp-1ms",
-            f"torch MLP ~1 ms step (width {WIDTH_1MS}), TrainSession",
+            "torch MLP ~1 ms step (width {w1}), TrainSession",
             1000,
-            session_training(WIDTH_1MS),
+            session_training("w1"),
             mlp_steps_per_epoch,
             _same,
             Targets(mean=2.0, cpu=3.0, quiet=2.0),
@@ -876,9 +973,9 @@ ROWS = {
         ),
         Row(
             "mlp-10ms",
-            f"torch MLP ~10 ms step (width {WIDTH_10MS}), TrainSession",
+            "torch MLP ~10 ms step (width {w10}), TrainSession",
             1000,
-            session_training(WIDTH_10MS),
+            session_training("w10"),
             mlp_steps_per_epoch,
             _same,
             Targets(mean=2.0, cpu=3.0, quiet=1.0, whole=5.0),
@@ -886,7 +983,7 @@ ROWS = {
         ),
         Row(
             "trainloop",
-            f"torch MLP ~10 ms step (width {WIDTH_10MS}), TrainLoop",
+            "torch MLP ~10 ms step (width {w10}), TrainLoop",
             500,
             build_trainloop,
             mlp_steps_per_epoch,
@@ -905,7 +1002,7 @@ ROWS = {
         ),
         Row(
             "lightning",
-            f"Lightning Trainer, MLP width {WIDTH_10MS}",
+            "Lightning Trainer, MLP width {w10}",
             500,
             build_lightning,
             mlp_steps_per_epoch,
@@ -964,6 +1061,8 @@ DEFAULT_ROWS = (
     "budget",
     "budget-off",
 )
+#: Rows that train the torch MLPs of :data:`WIDTHS`.
+MLP_ROWS = ("mlp-1ms", "mlp-10ms", "trainloop", "lightning")
 #: Rows whose frameworks start their own ranks: not run under mpiexec.
 FRAMEWORK_ROWS = ("lightning", "hf")
 
@@ -1106,7 +1205,7 @@ def measure_row(
 ) -> RowResult:
     device = settings.device if row.on_device else "cpu"
     freq = row.collect_freq(settings.collect_freq)
-    result = RowResult(row.key, row.title, steps, warmup, [], [])
+    result = RowResult(row.key, row.title.format_map(WIDTHS), steps, warmup, [], [])
     if not settings.quick:  # both arms once, untimed: what a process pays once
         for collect in (False, True):
             arm = Arm(
@@ -1440,6 +1539,7 @@ class Settings:
     collect_freq: int
     quick: bool
     json: Path | None
+    widths: dict[str, int] | None = None
     work: Path = Path()
 
 
@@ -1451,6 +1551,16 @@ def _row_list(text: str) -> list[str]:
             f"--rows must be a comma-separated list of {', '.join(ROWS)}; got {text!r}"
         )
     return rows
+
+
+def _widths(text: str) -> dict[str, int]:
+    parts = text.split(",")
+    if len(parts) != 2 or not all(part.strip().isdigit() and int(part) > 0 for part in parts):
+        raise argparse.ArgumentTypeError(
+            f"--widths must be two integers >= 1, the ~1 ms and ~10 ms MLPs' widths "
+            f"(e.g. 384,1408); got {text!r}"
+        )
+    return dict(zip(MLP_STEP_SECONDS, map(int, parts), strict=True))
 
 
 def _positive(text: str) -> int:
@@ -1480,6 +1590,13 @@ def arguments(argv: list[str] | None = None) -> Settings:
     )
     parser.add_argument("--json", type=Path, help="write every run's numbers to this file")
     parser.add_argument(
+        "--widths",
+        type=_widths,
+        default=None,
+        help="the ~1 ms and ~10 ms torch MLPs' hidden widths, e.g. 384,1408 (default: each "
+        "found here so that the bare step takes about 1 and 10 ms)",
+    )
+    parser.add_argument(
         "--job-view-interval",
         type=float,
         default=None,
@@ -1504,6 +1621,7 @@ def arguments(argv: list[str] | None = None) -> Settings:
         collect_freq=parsed.collect_freq,
         quick=parsed.quick,
         json=parsed.json,
+        widths=parsed.widths,
     )
     if settings.quick:
         settings.steps = settings.steps or 50
@@ -1542,6 +1660,8 @@ def main(argv: list[str] | None = None) -> None:
         import torch
 
         torch.set_num_threads(torch_threads())
+    if any(name in MLP_ROWS for name in rows):
+        WIDTHS.update(settings.widths or find_widths(settings.device, world))
     once = OnceCosts()
     work = tempfile.mkdtemp(prefix="rankscribe-bench-collector-") if rank in (None, 0) else ""
     settings.work = Path(work if world is None else share_text(world, work))
@@ -1565,6 +1685,8 @@ def main(argv: list[str] | None = None) -> None:
         "reps": settings.reps,
         "warmup": settings.warmup,
         "torch_threads": torch_threads(),
+        "widths": dict(WIDTHS),
+        "widths_found": settings.widths is None,
         "load_average_before": load_before,
         "load_average_after": load_after,
         "once_costs_not_found": once.missing,
@@ -1605,6 +1727,13 @@ def report(settings: Settings, documents: list[dict[str, Any]], skipped: list[st
             + ", after "
             + "/".join(f"{value:.2f}" for value in document["load_average_after"])
         )
+        if any(result.key in MLP_ROWS for result in results):
+            how = "found here" if document["widths_found"] else "given by --widths"
+            widths = document["widths"]
+            print(
+                f"  the torch MLPs' widths ({how}): ~1 ms step {widths['w1']}, "
+                f"~10 ms step {widths['w10']}"
+            )
         for result in results:
             print(f"  {result.key:<10} {result.title}, {result.steps} steps")
         for line in table(results):

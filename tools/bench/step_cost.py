@@ -4,6 +4,7 @@ training in the same process, step by step.
 
     python tools/bench/step_cost.py [--rows mlp-1ms,mlp-10ms,budget] [--steps 1000]
                                     [--reps 3] [--warmup 50] [--quick]
+                                    [--widths W1,W10]
     mpiexec -n 2 python tools/bench/step_cost.py ...     # rank 0 against rank 1
 
 ``tools/bench/collector.py`` compares whole runs, bare and collected one after the
@@ -103,7 +104,8 @@ BENCH = _collector_bench()
 class Row:
     key: str
     title: str
-    width: int
+    #: The MLP's hidden width, or the key of collector.py's ``WIDTHS`` that holds it.
+    width: int | str
     batch: int
     #: The bounds the collector aims at, in percent: quiet step, mean/step wall.
     quiet_target: float
@@ -113,8 +115,8 @@ class Row:
 ROWS = {
     row.key: row
     for row in (
-        Row("mlp-1ms", "torch MLP ~1 ms step", BENCH.WIDTH_1MS, BENCH.MLP_BATCH, 2.0, 2.0),
-        Row("mlp-10ms", "torch MLP ~10 ms step", BENCH.WIDTH_10MS, BENCH.MLP_BATCH, 1.0, 2.0),
+        Row("mlp-1ms", "torch MLP ~1 ms step", "w1", BENCH.MLP_BATCH, 2.0, 2.0),
+        Row("mlp-10ms", "torch MLP ~10 ms step", "w10", BENCH.MLP_BATCH, 1.0, 2.0),
         Row(
             "budget",
             "wide MLP, small batches (its histograms shed)",
@@ -158,12 +160,23 @@ def own_directory(directory: Path) -> Path:
     return directory / f"rank_{launched.rank}" if launched is not None else directory
 
 
+def width_of(row: Row) -> int:
+    """The row's MLP width (a key: collector.py's, found or given when main ran)."""
+    return BENCH.WIDTHS[row.width] if isinstance(row.width, str) else row.width
+
+
+def set_widths(rows: list[str], given: dict[str, int] | None, world: Any) -> None:
+    """The MLP widths of ``rows``: ``given`` (``--widths``), or found here."""
+    if any(isinstance(ROWS[key].width, str) for key in rows):
+        BENCH.WIDTHS.update(given or BENCH.find_widths("cpu", world))
+
+
 def interleaved(row: Row, steps: int, directory: Path) -> Steps:
     """One run: the collected copy and the bare copy, one step of each in turn."""
     per_epoch = BENCH.mlp_steps_per_epoch(steps)
     epochs = BENCH.mlp_epochs(steps)
     copies = {
-        name: BENCH.mlp_parts(row.width, per_epoch, "cpu", row.batch)
+        name: BENCH.mlp_parts(width_of(row), per_epoch, "cpu", row.batch)
         for name in ("collected", "bare")
     }
     # Under mpiexec: each copy's gradients averaged over the ranks (None alone).
@@ -320,6 +333,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=3, help="interleaved runs per row")
     parser.add_argument("--warmup", type=int, default=50, help="first steps left out")
     parser.add_argument("--quick", action="store_true", help="60 steps, 1 run (tests)")
+    parser.add_argument(
+        "--widths",
+        type=BENCH._widths,
+        default=None,
+        help="the ~1 ms and ~10 ms MLPs' widths, e.g. 384,1408 (default: found here, as "
+        "tools/bench/collector.py finds them)",
+    )
     args = parser.parse_args(argv)
     rows = [key.strip() for key in args.rows.split(",") if key.strip()]
     unknown = [key for key in rows if key not in ROWS]
@@ -335,11 +355,13 @@ def main(argv: list[str] | None = None) -> int:
     world = BENCH._mpi_world()
     rank = world.Get_rank() if world is not None else 0
     ranks = f"; {world.Get_size()} ranks, each copy's gradients averaged" if world else ""
+    set_widths(rows, args.widths, world)
     if rank == 0:
         print(
             "SummaryCollector cost per step, against a bare copy interleaved in one process "
             f"(the order swapped each step); {args.reps} run(s) of {args.steps} steps, the "
             f"first {args.warmup} left out; torch threads {torch.get_num_threads()}{ranks}; "
+            f"the MLPs' widths {BENCH.WIDTHS['w1']} (~1 ms), {BENCH.WIDTHS['w10']} (~10 ms); "
             "the collector's threads run beside both copies (tools/bench/collector.py "
             "measures them)",
             flush=True,
