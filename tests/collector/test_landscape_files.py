@@ -3,6 +3,7 @@ on the training thread and joined on the writer's."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,40 @@ def test_every_dtype_and_shape_is_written_as_safetensors_writes_it(tmp_path: Pat
                 loaded[name], value + np.asarray(int(step)).astype(value.dtype)
             )
             assert loaded[name].dtype == value.dtype
+
+
+def test_each_parameter_set_leaves_the_page_cache_once_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Nothing reads the sets in training; their pages would hold memory the size of every
+    # set (docs/collector-schedule.md, "The landscape budget").
+    advised: list[str] = []
+    real_fsync = os.fsync
+    synced: set[str] = set()
+
+    def fsync(descriptor: int) -> None:
+        real_fsync(descriptor)
+        synced.add(os.readlink(f"/proc/self/fd/{descriptor}"))
+
+    def advise(descriptor: int, offset: int, length: int, advice: int) -> None:
+        name = os.readlink(f"/proc/self/fd/{descriptor}")
+        assert name in synced  # on disk first
+        assert (offset, length, advice) == (0, 0, os.POSIX_FADV_DONTNEED)
+        advised.append(name)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "posix_fadvise", advise, raising=False)
+    parameters: dict[str, np.ndarray[Any, Any]] = {
+        "w": np.arange(6, dtype=np.float32),
+        "b": np.ones(2, np.float64),
+    }
+    files = saved_files(tmp_path, parameters)
+    assert sorted(files, key=int) == ["1", "2", "3"]
+    # One advice per set (their temporary names, renamed after), none for the metadata.
+    assert len(advised) == 3
+    assert all(Path(name).name.startswith(".Net_") for name in advised)
+    for step, data in files.items():
+        assert data == expected_bytes(parameters, int(step))
 
 
 def test_a_big_endian_parameter_is_stored_little_endian(tmp_path: Path) -> None:

@@ -117,6 +117,45 @@ def test_atomic_write_fsyncs_the_file_before_the_rename_and_the_directory_after(
     assert (tmp_path / "index.json").read_bytes() == b"{}"
 
 
+def test_a_file_written_to_drop_its_cache_is_advised_so_once_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[object, ...]] = []
+    real_fsync = os.fsync
+
+    def fsync(descriptor: int) -> None:
+        calls.append(("fsync", os.fstat(descriptor).st_ino))
+        real_fsync(descriptor)
+
+    def advise(descriptor: int, offset: int, length: int, advice: int) -> None:
+        calls.append(("advise", os.fstat(descriptor).st_ino, offset, length, advice))
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "posix_fadvise", advise, raising=False)
+    path = files.atomic_write(tmp_path / "set.ckpt", [b"a" * 4096, b"b"], drop_cache=True)
+    inode = os.stat(path).st_ino
+    # After the file's fsync (its pages then hold what the disk holds), the whole file.
+    assert calls[:2] == [("fsync", inode), ("advise", inode, 0, 0, os.POSIX_FADV_DONTNEED)]
+    assert Path(path).read_bytes() == b"a" * 4096 + b"b"
+    calls.clear()
+    files.atomic_write(tmp_path / "index.json", [b"{}"])  # the default keeps the cache
+    assert [call[0] for call in calls] == ["fsync", "fsync"]
+
+
+def test_dropping_a_files_cache_is_advice_that_may_fail_or_be_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refused(*arguments: int) -> None:
+        raise OSError(errno.ESPIPE, "Illegal seek")
+
+    monkeypatch.setattr(os, "posix_fadvise", refused, raising=False)
+    path = files.atomic_write(tmp_path / "a.ckpt", [b"data"], drop_cache=True)
+    assert Path(path).read_bytes() == b"data"
+    monkeypatch.delattr(os, "posix_fadvise", raising=False)  # a system without it
+    path = files.atomic_write(tmp_path / "b.ckpt", [b"more"], drop_cache=True)
+    assert Path(path).read_bytes() == b"more"
+
+
 def test_a_failed_fsync_keeps_the_old_file_and_leaves_no_temporary(
     tmp_path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -376,7 +376,11 @@ class LandscapeSaver:
                 max_workers=1, thread_name_prefix="rankscribe-landscape"
             )
         # The writer thread joins nothing: it writes the header and the copies' buffers.
-        write = self._writer.submit(atomic_write, path, file.chunks(), mode=file_mode(final=True))
+        # Its pages leave the page cache once on disk: nothing reads it in training, and the
+        # next set's pages are then these (ranks/files.py, drop_cached_pages).
+        write = self._writer.submit(
+            atomic_write, path, file.chunks(), mode=file_mode(final=True), drop_cache=True
+        )
         self._writing[str(number)] = (str(path), write)
         return str(path)
 
