@@ -4,6 +4,8 @@ on the training thread and joined on the writer's."""
 from __future__ import annotations
 
 import os
+import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,7 @@ from hypothesis import strategies as st
 from safetensors.numpy import load_file
 from safetensors.numpy import save as safetensors_bytes
 
-from rankscribe.collector import ArrayNetwork, CallbackParams, RunContext
+from rankscribe.collector import ArrayNetwork, CallbackParams, RunContext, SummaryCollector
 from tests.collector.test_landscape import file_map, landscape_collector, run_steps
 
 #: Every dtype a landscape file holds, in the order safetensors writes them (widest last).
@@ -114,6 +116,82 @@ def test_each_parameter_set_leaves_the_page_cache_once_on_disk(
     assert all(Path(name).name.startswith(".Net_") for name in advised)
     for step, data in files.items():
         assert data == expected_bytes(parameters, int(step))
+
+
+def _grown(before: int) -> int:
+    """Bytes tracemalloc saw allocated beyond ``before`` at their peak (then the peak reset)."""
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.reset_peak()
+    return peak - before
+
+
+def _on_disk(path: Path) -> None:
+    """Wait (at most 30 s) until ``path`` is on disk, then for the writer's last moments."""
+    deadline = time.monotonic() + 30
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} was not written within 30 s"
+        time.sleep(0.01)
+    time.sleep(0.3)  # the written set's arrays are given back after its rename
+
+
+def test_each_set_is_copied_into_memory_made_ready_for_it_and_none_is_kept_after(
+    tmp_path: Path,
+) -> None:
+    # Two intervals of three sets, a budget of three: the later interval is saved (steps
+    # 4-6). The first save call (step 1) decides; the writer thread then makes step 4's
+    # arrays, and each set written gives its arrays to the next. A copy into new memory
+    # costs the training thread up to 100 ms on a machine that hands out memory at first
+    # touch (docs/collector-schedule.md, "The landscape budget").
+    weights = np.zeros(1 << 20, np.float32)  # a 4 MiB set
+    network = ArrayNetwork({"w": weights}, name="Net")
+    set_bytes = weights.nbytes
+    collector = SummaryCollector(
+        tmp_path,
+        collect_specified_data={"collect_landscape": {"intervals": [[1, 2, 3], [4, 5, 6]]}},
+        landscape_budget=3 * set_bytes + 4096,
+    )
+
+    def step_to(step: int) -> None:
+        weights[...] = step
+
+    tracemalloc.start()
+    try:
+        run_steps([collector], network, [1, 2, 3], before=step_to)
+        time.sleep(0.5)  # the writer thread makes the arrays of the first set saved
+        ready = tracemalloc.get_traced_memory()[0]  # those arrays among it
+        for step in (4, 5, 6):
+            before = tracemalloc.get_traced_memory()[0]
+            tracemalloc.reset_peak()
+            run_steps([collector], network, [step], before=step_to, begin=False)
+            assert _grown(before) < set_bytes // 4, step  # no new arrays for the copy
+            _on_disk(tmp_path / "ckpt_dir" / f"Net_{step}_step.ckpt")
+        # After the last set nothing waits for a next one: a set's memory less than before.
+        assert tracemalloc.get_traced_memory()[0] < ready - set_bytes // 2
+        collector.end(RunContext(CallbackParams(mode="train", train_network=network)))
+    finally:
+        tracemalloc.stop()
+    assert sorted(file_map(tmp_path), key=int) == ["4", "5", "6"]
+    for step in (4, 5, 6):
+        loaded = load_file(tmp_path / "ckpt_dir" / f"Net_{step}_step.ckpt")
+        np.testing.assert_array_equal(loaded["w"], np.full(1 << 20, step, np.float32))
+
+
+def test_a_set_whose_shapes_changed_is_copied_into_new_memory(tmp_path: Path) -> None:
+    # The arrays a written set gives back fit a set of the same shapes and dtypes only.
+    parameters: dict[str, np.ndarray[Any, Any]] = {"w": np.zeros((4, 256), np.float32)}
+    network = ArrayNetwork(parameters, name="Net")
+    collector = SummaryCollector(
+        tmp_path, collect_specified_data={"collect_landscape": {"intervals": [[1, 2, 3]]}}
+    )
+    shapes = {1: (4, 256), 2: (4, 256), 3: (2, 8, 64)}
+    for step in (1, 2, 3):
+        network.parameters["w"] = np.full(shapes[step], step, np.float32)  # step 3: new shape
+        run_steps([collector], network, [step], begin=step == 1)
+        _on_disk(tmp_path / "ckpt_dir" / f"Net_{step}_step.ckpt")
+    collector.end(RunContext(CallbackParams(mode="train", train_network=network)))
+    for step in (1, 2, 3):
+        loaded = load_file(tmp_path / "ckpt_dir" / f"Net_{step}_step.ckpt")
+        np.testing.assert_array_equal(loaded["w"], np.full(shapes[step], step, np.float32))
 
 
 def test_a_big_endian_parameter_is_stored_little_endian(tmp_path: Path) -> None:

@@ -16,6 +16,14 @@ header (``_tensor_file``); a background thread writes the header and the
 copies' buffers under a temporary name, renames the file into place and makes
 it read-only.
 
+The copies' memory is kept ready for the next set while sets remain to be saved:
+a set written to disk gives its arrays back for the next copy (one set's worth at
+most), and when the first set the run saves is a later step than the first save
+call (the budget kept later sets), the writer thread makes that set's arrays ahead,
+every page written once (``blank_arrays``). Where memory is handed out at its first
+touch (a virtual machine's), a copy into new memory cost the training thread up to
+100 ms; after the run's last set nothing is kept.
+
 A rank writes at most ``budget`` bytes of parameter files (``landscape_budget``,
 default 64 MB; None: no budget). The bytes of one set are known when the first
 is copied: when every set the run reaches fits, all are saved (MindSpore's
@@ -48,6 +56,7 @@ import logging
 import os
 import re
 import stat
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -59,7 +68,12 @@ from rankscribe.collector.collection._options import (
     LANDSCAPE_BUDGET_ENV,
     LandscapeOptions,
 )
-from rankscribe.collector.landscape._tensor_file import tensor_file
+from rankscribe.collector.landscape._tensor_file import (
+    Layout,
+    TensorFile,
+    blank_arrays,
+    tensor_file,
+)
 from rankscribe.ranks.files import (
     LockTimeoutError,
     atomic_write,
@@ -120,6 +134,12 @@ class LandscapeSaver:
         self._writer: concurrent.futures.ThreadPoolExecutor | None = None
         # Set on rank 0 until it said, at the first save, what this run saves: the world size.
         self._announce_to: int | None = None
+        # Arrays ready for the next set's copy, while sets remain (the module's docstring):
+        # (their layout, the arrays), at most one set; the writer thread puts them here
+        # while they are wanted (until the run's last set is copied).
+        self._spare: tuple[Layout, list[Any]] | None = None
+        self._spare_wanted = True
+        self._spare_lock = threading.Lock()
 
     @property
     def unit(self) -> str:
@@ -265,6 +285,8 @@ class LandscapeSaver:
     def start_training(self) -> None:
         """Forget this saver's files and clear an earlier run's files from ``ckpt_dir``."""
         self.finish_writes()  # an earlier run's last files are not written after the clearing
+        with self._spare_lock:
+            self._spare_wanted = True
         self.files = {}
         self.disabled = False
         self._groups = self.options.intervals
@@ -294,6 +316,7 @@ class LandscapeSaver:
         )
         self._covered = frozenset(number for number in self._covered if number in kept)
         self._ordered = sorted(self._covered)
+        self._drop_spare()
         return left_out
 
     def _disable(self, reason: str) -> None:
@@ -356,6 +379,9 @@ class LandscapeSaver:
             return None
         if not self._decided:
             self._decide(file.size)
+            if number not in self._covered and self._later(number):
+                # The first set saved comes later: its arrays are made meanwhile.
+                self._thread().submit(self._make_spare, file.layout)
         if number not in self._covered:
             return None  # left out by the budget: said at the decision
         if self.budget is not None and self._queued_bytes + file.size > self.budget:
@@ -369,26 +395,69 @@ class LandscapeSaver:
                 _size(self.budget),
             )
             return None
-        file.copy()  # the one copy of this step's parameters
+        file.copy(into=self._take_spare(file.layout))  # the one copy of this step's parameters
         self._queued_bytes += file.size
+        if not self._later(number):
+            self._drop_spare()  # the run's last set: nothing more to copy into
+        write = self._thread().submit(self._write_set, path, file)
+        self._writing[str(number)] = (str(path), write)
+        return str(path)
+
+    def _thread(self) -> concurrent.futures.ThreadPoolExecutor:
+        """The one background thread that writes the sets (made at the first)."""
         if self._writer is None:
             self._writer = concurrent.futures.ThreadPoolExecutor(
                 max_workers=1, thread_name_prefix="rankscribe-landscape"
             )
+        return self._writer
+
+    def _later(self, number: int) -> bool:
+        """Whether a set after ``number`` is still to be saved in this run."""
+        reached = self._reached
+        return any(
+            reached is None or later in reached
+            for later in self._ordered[bisect.bisect_right(self._ordered, number) :]
+        )
+
+    def _write_set(self, path: Path, file: TensorFile) -> str:
+        """Writer thread: ``file`` on disk; its arrays then wait for the next set."""
         # The writer thread joins nothing: it writes the header and the copies' buffers.
         # Its pages leave the page cache once on disk: nothing reads it in training, and the
         # next set's pages are then these (ranks/files.py, drop_cached_pages).
-        write = self._writer.submit(
-            atomic_write, path, file.chunks(), mode=file_mode(final=True), drop_cache=True
-        )
-        self._writing[str(number)] = (str(path), write)
-        return str(path)
+        written = atomic_write(path, file.chunks(), mode=file_mode(final=True), drop_cache=True)
+        self._keep_spare(file.layout, file.arrays)
+        return written
+
+    def _make_spare(self, layout: Layout) -> None:
+        """Writer thread: arrays of ``layout`` made and touched ahead of the next copy."""
+        with self._spare_lock:
+            if not self._spare_wanted or self._spare is not None:
+                return
+        self._keep_spare(layout, blank_arrays(layout))
+
+    def _keep_spare(self, layout: Layout, arrays: list[Any]) -> None:
+        """Writer thread: ``arrays`` are the spare, while one is wanted and none is kept."""
+        with self._spare_lock:
+            if self._spare_wanted and self._spare is None:
+                self._spare = (layout, arrays)
+
+    def _take_spare(self, layout: Layout) -> list[Any] | None:
+        """The spare arrays when they are of ``layout`` (then no longer spare), else None."""
+        with self._spare_lock:
+            spare, self._spare = self._spare, None
+        return spare[1] if spare is not None and spare[0] == layout else None
+
+    def _drop_spare(self) -> None:
+        """No spare kept, nor any made or given back later in this run."""
+        with self._spare_lock:
+            self._spare, self._spare_wanted = None, False
 
     def finish_writes(self, timeout: float = WRITE_TIMEOUT) -> None:
         """Wait (at most ``timeout`` s) for the files being written; add those on disk to
         :attr:`files` and log the others, which the metadata then leaves out."""
         writing, self._writing = self._writing, {}
         writer, self._writer = self._writer, None
+        self._drop_spare()
         if writer is None:
             return
         late = concurrent.futures.wait(
