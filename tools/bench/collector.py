@@ -38,7 +38,9 @@ The torch MLPs' widths are found on the machine that runs the rows, before them:
 short bare runs per width (:func:`width_for`) give the width whose bare step takes
 about 1 ms and 10 ms there; the table's header prints them. A fixed width's step moves
 with the machine's speed, and the rows are defined by their step. ``--widths W1,W10``
-gives them instead (to compare machines, or to repeat an earlier table).
+gives them instead (to compare machines, or to repeat an earlier table). With ``--device
+cuda`` the fixed widths are used unless ``--widths`` is given: the same models as on the
+CPU (on a GPU their steps are the host's: launch-bound), as earlier device tables ran.
 
 What is measured, per run: the start of every step (``time.perf_counter`` and
 the process's CPU time, ``time.process_time``: every thread, the collector's
@@ -1593,8 +1595,9 @@ def arguments(argv: list[str] | None = None) -> Settings:
         "--widths",
         type=_widths,
         default=None,
-        help="the ~1 ms and ~10 ms torch MLPs' hidden widths, e.g. 384,1408 (default: each "
-        "found here so that the bare step takes about 1 and 10 ms)",
+        help="the ~1 ms and ~10 ms torch MLPs' hidden widths, e.g. 384,1408 (default: on the "
+        "CPU each found here so that the bare step takes about 1 and 10 ms; with --device "
+        f"cuda {WIDTH_1MS},{WIDTH_10MS})",
     )
     parser.add_argument(
         "--job-view-interval",
@@ -1660,8 +1663,10 @@ def main(argv: list[str] | None = None) -> None:
         import torch
 
         torch.set_num_threads(torch_threads())
-    if any(name in MLP_ROWS for name in rows):
-        WIDTHS.update(settings.widths or find_widths(settings.device, world))
+    if settings.widths is not None:
+        WIDTHS.update(settings.widths)
+    elif any(name in MLP_ROWS for name in rows) and settings.device == "cpu":
+        WIDTHS.update(find_widths(settings.device, world))
     once = OnceCosts()
     work = tempfile.mkdtemp(prefix="rankscribe-bench-collector-") if rank in (None, 0) else ""
     settings.work = Path(work if world is None else share_text(world, work))
@@ -1686,7 +1691,13 @@ def main(argv: list[str] | None = None) -> None:
         "warmup": settings.warmup,
         "torch_threads": torch_threads(),
         "widths": dict(WIDTHS),
-        "widths_found": settings.widths is None,
+        "widths_how": (
+            "given by --widths"
+            if settings.widths is not None
+            else "found here"
+            if settings.device == "cpu"
+            else "fixed: the CPU rows' models on the device"
+        ),
         "load_average_before": load_before,
         "load_average_after": load_after,
         "once_costs_not_found": once.missing,
@@ -1728,7 +1739,7 @@ def report(settings: Settings, documents: list[dict[str, Any]], skipped: list[st
             + "/".join(f"{value:.2f}" for value in document["load_average_after"])
         )
         if any(result.key in MLP_ROWS for result in results):
-            how = "found here" if document["widths_found"] else "given by --widths"
+            how = document["widths_how"]
             widths = document["widths"]
             print(
                 f"  the torch MLPs' widths ({how}): ~1 ms step {widths['w1']}, "
