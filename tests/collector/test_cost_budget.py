@@ -356,6 +356,51 @@ def test_a_sessions_step_time_holds_the_collectors_work_counted_once(
         assert found[WALL_TAG][step] == pytest.approx(found[TRAINING_TAG][step])
 
 
+class SlowFree(tuple[Any, ...]):
+    """A batch whose freeing takes ``seconds`` of the clock (a large tensor's memory given
+    back to the system, on a CPU the step turned over)."""
+
+    clock: ManualClock
+    seconds: float
+
+    @classmethod
+    def of(cls, batch: Any, clock: ManualClock, seconds: float) -> SlowFree:
+        made = cls(batch)
+        made.clock, made.seconds = clock, seconds
+        return made
+
+    def __del__(self) -> None:
+        self.clock.advance(self.seconds)
+
+
+FREE = 0.003  # seconds of the clock a batch takes to free
+
+
+def test_freeing_the_users_batch_is_the_users_step_not_the_collectors_cost(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    # The session keeps a step's batch for the callbacks until the next step() call,
+    # which drops it: where a loop without the session frees it (the loop's next batch),
+    # it is freed inside step(). That is the user's step's work, which the user pays
+    # with or without the collector: it stays in the step times, and the collector's
+    # cost does not count it, at the steps it logs (quiet) and at those it is called at.
+    data, optimizer, collector = unbudgeted(model, tmp_path, collector_clock, 0.001)
+    with TrainSession(
+        [collector], network=data.network, optimizer=optimizer, epochs=1, steps_per_epoch=200
+    ) as session:
+        for _ in session.epochs():
+            for batch in itertools.islice(itertools.cycle(data.dataset), 200):
+                collector_clock.advance(QUICK_STEP)
+                session.step(SlowFree.of(batch, collector_clock, FREE), 0.5)
+    found = rank_scalars(tmp_path)
+    times = found[STEP_TIME_TAG]
+    for step in (35, 99, 135):  # quiet steps, after a quiet step
+        assert times[step] == pytest.approx(QUICK_STEP + FREE), step
+    assert times[41] == pytest.approx(QUICK_STEP + FREE + 0.001)  # step 40's work in it
+    for step in (30, 130):
+        assert found[TRAINING_TAG][step] == pytest.approx(0.001 / COLLECT_FREQ), step
+
+
 DISPATCH = 0.002  # seconds of the clock a session's dispatch of the callbacks takes
 
 

@@ -230,6 +230,11 @@ class TrainSession:
         """
         now = _clock.now()
         params = self._params
+        # The step before's batch and outputs, which the session kept for the callbacks:
+        # freed when this call returns, after its clock reads. Where the loop frees them
+        # without a session (its next batch), they are the user's step's work: in the step
+        # times, not in what the collector costs (cost/_budget.py).
+        kept = params.train_dataset_element, params.net_outputs  # noqa: F841
         quiet = self._quiet
         if quiet is not None:
             # A step the collector records nothing at, and no other callback acts at:
