@@ -176,6 +176,27 @@ def test_each_set_is_copied_into_memory_made_ready_for_it_and_none_is_kept_after
         np.testing.assert_array_equal(loaded["w"], np.full(1 << 20, step, np.float32))
 
 
+def test_nothing_is_kept_after_the_last_set_the_run_reaches(tmp_path: Path) -> None:
+    # A run of 10 steps whose intervals go on to step 12: step 6 is its last set.
+    weights = np.zeros(1 << 20, np.float32)
+    network = ArrayNetwork({"w": weights}, name="Net")
+    collector = SummaryCollector(
+        tmp_path, collect_specified_data={"collect_landscape": {"intervals": [[4, 5, 6, 11, 12]]}}
+    )
+    tracemalloc.start()
+    try:
+        run_steps([collector], network, [1, 2, 3, 4, 5])
+        _on_disk(tmp_path / "ckpt_dir" / "Net_5_step.ckpt")
+        waiting = tracemalloc.get_traced_memory()[0]  # step 5's arrays wait for step 6
+        run_steps([collector], network, [6], begin=False)
+        _on_disk(tmp_path / "ckpt_dir" / "Net_6_step.ckpt")
+        assert tracemalloc.get_traced_memory()[0] < waiting - weights.nbytes // 2
+        collector.end(RunContext(CallbackParams(mode="train", train_network=network)))
+    finally:
+        tracemalloc.stop()
+    assert sorted(file_map(tmp_path), key=int) == ["4", "5", "6"]
+
+
 def test_a_set_whose_shapes_changed_is_copied_into_new_memory(tmp_path: Path) -> None:
     # The arrays a written set gives back fit a set of the same shapes and dtypes only.
     parameters: dict[str, np.ndarray[Any, Any]] = {"w": np.zeros((4, 256), np.float32)}

@@ -412,12 +412,13 @@ class LandscapeSaver:
         return self._writer
 
     def _later(self, number: int) -> bool:
-        """Whether a set after ``number`` is still to be saved in this run."""
+        """Whether a set after ``number`` is still to be saved in this run: the next number
+        of the intervals, if the run reaches it (it reaches every number up to its last)."""
+        index = bisect.bisect_right(self._ordered, number)
+        if index == len(self._ordered):
+            return False
         reached = self._reached
-        return any(
-            reached is None or later in reached
-            for later in self._ordered[bisect.bisect_right(self._ordered, number) :]
-        )
+        return reached is None or (bool(reached) and self._ordered[index] <= reached[-1])
 
     def _write_set(self, path: Path, file: TensorFile) -> str:
         """Writer thread: ``file`` on disk; its arrays then wait for the next set."""
