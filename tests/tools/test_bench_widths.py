@@ -35,19 +35,20 @@ def _step(overhead: float, per_work: float, width: int) -> float:
 def test_a_width_whose_step_is_far_from_the_target_is_moved_to_it_in_two_timings(
     bench: ModuleType,
 ) -> None:
-    # A machine twice as fast as the one the fixed width was chosen on, with a per-step
-    # overhead (the DataLoader, the optimizer's Python) of a fifth of the target.
-    measure, asked = _machine(0.002, 2.6e-10)
+    # A machine on which width 1408 takes 5 ms, with a per-step overhead (the DataLoader,
+    # the optimizer's Python) of a fifth of the target.
+    per_work = 0.003 / (1408 * (1408 + 794))
+    measure, asked = _machine(0.002, per_work)
     width = bench.width_for(0.010, measure, 1408)
     assert len(asked) == 2
     assert width % bench.WIDTH_GRAIN == 0
     # The line through the two timings is the machine's: the width is the target's, to a
-    # grain, w (w + 794) = 0.008 / 2.6e-10, w = 5164 (the first timing alone, its overhead
-    # taken for work, gives 2976: a step of 4.6 ms).
-    assert abs(_step(0.002, 2.6e-10, width) - 0.010) <= (
-        _step(0.002, 2.6e-10, width + bench.WIDTH_GRAIN) - _step(0.002, 2.6e-10, width)
+    # grain, w (w + 794) = 0.008 / per_work, w = 2506 (the first timing alone, its overhead
+    # taken for work, gives 2125: a step of 8.0 ms).
+    assert abs(_step(0.002, per_work, width) - 0.010) <= (
+        _step(0.002, per_work, width + bench.WIDTH_GRAIN) - _step(0.002, per_work, width)
     )
-    assert width in (5152, 5184)
+    assert width in (2496, 2528)
 
 
 def test_a_width_about_its_target_stays(bench: ModuleType) -> None:
@@ -63,6 +64,16 @@ def test_a_width_about_its_target_stays(bench: ModuleType) -> None:
     measure, asked = _machine(0.0006 - 2.6e-10 * 384 * (384 + 794), 2.6e-10)
     assert bench.width_for(0.001, measure, 384) > 384
     assert len(asked) == 2
+
+
+def test_a_found_width_stays_within_its_range_of_the_fixed_one(bench: ModuleType) -> None:
+    # A step that is mostly the loop's overhead: 1.6 ms at width 384, 1.55 ms at the first
+    # estimate; the line through them reaches 1 ms at no width. Kept at 384 / 2.
+    timings = iter([0.0016, 0.00155])
+    assert bench.width_for(0.001, lambda _width: next(timings), 384) == 192
+    # A far slower machine: the width is at most twice the fixed one.
+    measure, _ = _machine(0.0, 2.6e-9)
+    assert bench.width_for(0.010, measure, 384) == 768
 
 
 def test_a_second_timing_no_slower_than_the_first_keeps_the_first_estimate(

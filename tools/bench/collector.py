@@ -180,6 +180,10 @@ WIDTH_WARMUP = 10
 WIDTH_GRAIN = 32
 #: "About" a row's step: a width whose step is within this factor of it is kept.
 WIDTH_TOLERANCE = 1.5
+#: A found width is within this factor of the fixed one: near a step that is mostly the
+#: loop's own overhead (the ~1 ms MLP's), two timings a little apart can put the line's
+#: width anywhere (a loaded machine moved 384 to 64 once).
+WIDTH_RANGE = 2.0
 #: The budget rows' MLP: wide, fed small batches, so that the histograms of its
 #: parameters (the collector's default: the first five, at every collected step) cost a
 #: fifth of its step or more on the 2-core machine when nothing is shed.
@@ -508,22 +512,24 @@ def width_for(target: float, measure: Callable[[int], float], start: int) -> int
     overhead, and the three layers' multiply-adds per sample). The first timing gives
     ``b`` with ``a`` taken as 0, and so a first width; ``measure`` there gives a second
     point, and the line through both gives ``a`` and ``b``, and the width. Rounded to
-    :data:`WIDTH_GRAIN`, at least one grain. Where the second timing is no slower than
-    the first (noise at two close widths), the first width found stands.
+    :data:`WIDTH_GRAIN`, at least one grain, and kept within :data:`WIDTH_RANGE` of
+    ``start``. Where the second timing is no slower than the first (noise at two close
+    widths), the first width found stands.
     """
     if target <= 0:
         raise ValueError(f"target must be a step's seconds > 0, got {target!r}")
     first = measure(start)
     if target / WIDTH_TOLERANCE <= first <= target * WIDTH_TOLERANCE:
         return start
-    guess = _mlp_width(target * _mlp_work(start) / first)
+    low, high = start / WIDTH_RANGE, start * WIDTH_RANGE
+    guess = min(max(_mlp_width(target * _mlp_work(start) / first), low), high)
     width = guess
     if abs(guess - start) > WIDTH_GRAIN:
         second = measure(_grain(guess))
         slope = (second - first) / (_mlp_work(_grain(guess)) - _mlp_work(start))
         if slope > 0:
             width = _mlp_width((target - (first - slope * _mlp_work(start))) / slope)
-    return _grain(width)
+    return _grain(min(max(width, low), high))
 
 
 def _grain(width: float) -> int:
