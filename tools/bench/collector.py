@@ -476,22 +476,20 @@ def mlp_steps_per_epoch(steps: int) -> int:
     return math.ceil(steps / mlp_epochs(steps))
 
 
-def mlp_step_seconds(width: int, device: str) -> float:
-    """The bare step of the torch MLP of ``width``: the median from one batch's start to
-    the next's (the DataLoader's time in it, as in the rows) over :data:`WIDTH_STEPS`
+def mlp_step_seconds(width: int) -> float:
+    """The bare CPU step of the torch MLP of ``width``: the median from one batch's start
+    to the next's (the DataLoader's time in it, as in the rows) over :data:`WIDTH_STEPS`
     steps, the first :data:`WIDTH_WARMUP` left out. No gradient sync: under mpiexec every
     rank times its own copy at once, on its share of the cores."""
-    model, optimizer, loss_fn, loader = mlp_parts(width, WIDTH_STEPS, device)
-    synchronize = _synchronizer(device)
-    starts = []
+    model, optimizer, loss_fn, loader = mlp_parts(width, WIDTH_STEPS, "cpu")
+    clock = StepClock(0, "cpu")
     for images, labels in loader:
-        starts.append(time.perf_counter())
+        clock.tick()
         optimizer.zero_grad()
-        loss_fn(model(images.to(device)), labels.to(device)).backward()
+        loss_fn(model(images), labels).backward()
         optimizer.step()
-        synchronize()
-    starts.append(time.perf_counter())
-    return statistics.median(np.diff(starts[WIDTH_WARMUP:]).tolist())
+    clock.tick()
+    return statistics.median(clock.step_walls()[WIDTH_WARMUP:])
 
 
 def _mlp_work(width: float) -> float:
@@ -525,8 +523,8 @@ def width_for(target: float, measure: Callable[[int], float], start: int) -> int
     guess = min(max(_mlp_width(target * _mlp_work(start) / first), low), high)
     width = guess
     if abs(guess - start) > WIDTH_GRAIN:
-        second = measure(_grain(guess))
-        slope = (second - first) / (_mlp_work(_grain(guess)) - _mlp_work(start))
+        other = _grain(guess)
+        slope = (measure(other) - first) / (_mlp_work(other) - _mlp_work(start))
         if slope > 0:
             width = _mlp_width((target - (first - slope * _mlp_work(start))) / slope)
     return _grain(min(max(width, low), high))
@@ -536,15 +534,11 @@ def _grain(width: float) -> int:
     return max(round(width / WIDTH_GRAIN), 1) * WIDTH_GRAIN
 
 
-def find_widths(device: str, world: Any) -> dict[str, int]:
-    """:data:`WIDTHS` for this machine: each found by :func:`width_for` from the fixed
+def find_widths(world: Any) -> dict[str, int]:
+    """:data:`WIDTHS` for this machine's CPU: each found by :func:`width_for` from the fixed
     width; under mpiexec every rank times at once and rank 0's widths are used."""
     found = {
-        key: width_for(
-            MLP_STEP_SECONDS[key],
-            lambda width: mlp_step_seconds(width, device),
-            WIDTHS[key],
-        )
+        key: width_for(MLP_STEP_SECONDS[key], mlp_step_seconds, WIDTHS[key])
         for key in MLP_STEP_SECONDS
     }
     if world is not None:
@@ -1672,7 +1666,7 @@ def main(argv: list[str] | None = None) -> None:
     if settings.widths is not None:
         WIDTHS.update(settings.widths)
     elif any(name in MLP_ROWS for name in rows) and settings.device == "cpu":
-        WIDTHS.update(find_widths(settings.device, world))
+        WIDTHS.update(find_widths(world))
     once = OnceCosts()
     work = tempfile.mkdtemp(prefix="rankscribe-bench-collector-") if rank in (None, 0) else ""
     settings.work = Path(work if world is None else share_text(world, work))

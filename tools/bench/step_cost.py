@@ -168,7 +168,7 @@ def width_of(row: Row) -> int:
 def set_widths(rows: list[str], given: dict[str, int] | None, world: Any) -> None:
     """The MLP widths of ``rows``: ``given`` (``--widths``), or found here."""
     if any(isinstance(ROWS[key].width, str) for key in rows):
-        BENCH.WIDTHS.update(given or BENCH.find_widths("cpu", world))
+        BENCH.WIDTHS.update(given or BENCH.find_widths(world))
 
 
 def interleaved(row: Row, steps: int, directory: Path) -> Steps:
