@@ -126,6 +126,33 @@ def test_others_medians_of_full_rows_equal_the_median_of_the_rest(rows: list[lis
     np.testing.assert_array_equal(others_medians(table), expected)
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(min_value=3, max_value=9).flatmap(
+        lambda columns: st.lists(
+            st.lists(
+                st.sampled_from([-np.inf, -3.0, 0.0, 2.5, 1e300, np.inf]),
+                min_size=columns,
+                max_size=columns,
+            ),
+            min_size=1,
+            max_size=5,
+        )
+    )
+)
+def test_others_medians_of_extreme_rows_equal_the_median_of_the_rest(
+    rows: list[list[float]],
+) -> None:
+    """Infinities, negative and large values pick and halve the same medians as numpy's
+    (NaN where two infinities of opposite signs meet)."""
+    table = np.array(rows, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        expected = np.array(
+            [[np.median(np.delete(row, rank)) for rank in range(len(row))] for row in table]
+        )
+    np.testing.assert_array_equal(others_medians(table), expected)
+
+
 def _wide_rows(width: int) -> np.ndarray:
     """Rows of ``width`` points that a sample of them can misjudge: sorted either way,
     constant, two values, mostly one value, a short cycle, infinities, a heavy tail."""
