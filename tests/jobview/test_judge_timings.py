@@ -475,10 +475,11 @@ def test_judging_a_window_gives_the_records_of_its_evidence_bit_for_bit(case: in
     # judge_timings judges each timing's totals made straight from the window, without
     # the evidence's blocks: the same numbers as straggler_records of timings_evidence,
     # with gaps, ranks out of order, a node, a rank slow every 4th step and one steady;
-    # more than 1,024 ranks (the window's sums are made a group of 1,024 at a time, laid
-    # out otherwise than the evidence's) in the last two.
+    # more than 2,048 ranks in the last two (the window's sums are made a group of 1,024
+    # at a time, laid out otherwise than the evidence's, in one array the groups of 1,024
+    # reuse: a rank slow in the second group, blocks without a step in the last).
     rng = np.random.default_rng(case)
-    ranks, steps = (5, 37) if case < 2 else (70, 300) if case < 6 else (1100, 48)
+    ranks, steps = (5, 37) if case < 2 else (70, 300) if case < 6 else (2100, 48)
     forward = 0.006 * rng.lognormal(0.0, 0.07, (ranks, steps))
     arrival = forward + 0.002 * rng.lognormal(0.0, 0.07, (ranks, steps))
     forward[1, steps // 3 :] *= 1.4
@@ -487,6 +488,8 @@ def test_judging_a_window_gives_the_records_of_its_evidence_bit_for_bit(case: in
         arrival[8:16, steps // 2 :] += 0.002
         forward[3, ::4] *= 1.8
         arrival[3, ::4] += 0.8 * 0.006
+    if ranks > 2048:
+        forward[1500, steps // 4 :] *= 1.3
     if case % 2:
         forward[rng.random((ranks, steps)) < 0.05] = np.nan
         arrival[:, : steps // 5] = np.nan
@@ -496,6 +499,8 @@ def test_judging_a_window_gives_the_records_of_its_evidence_bit_for_bit(case: in
         "steps": np.cumsum(rng.integers(1, 4, steps)) + 50 if case % 2 else None,
         "ranks": rng.permutation(3 * ranks)[:ranks] if case in (1, 4) else None,
     }
+    if ranks > 2048 and case % 2:
+        given["steps"][steps // 2 :] += 60  # blocks without a step between two runs
     records = judge_timings(timings, **given)
     assert records == straggler_records(timings_evidence(timings, **given))
     assert records  # a rank is named: the comparison is of verdicts, not of two empty lists

@@ -645,7 +645,10 @@ def add_since(
     Every rank's blocks are added from the earliest onset on, a rank's sum set back to +0
     at its own onset: what adding only from there gives, bit for bit, without a mask per
     block (2-4x faster)."""
-    order = np.argsort(onset, kind="stable")
+    # The onsets as bytes where they fit (a timing has MAX_BLOCKS blocks at most): numpy
+    # sorts bytes by their digits, the same order 5x as fast as int64's at 1,024 ranks.
+    keys = onset.astype(np.uint8) if blocks.shape[0] <= 0xFF else onset
+    order = np.argsort(keys, kind="stable")
     bounds = np.searchsorted(onset[order], np.arange(blocks.shape[0] + 1)).tolist()
     first = int(onset.min(initial=blocks.shape[0]))
     for column in range(0 if whole is not None else first, blocks.shape[0]):
@@ -1650,12 +1653,20 @@ def _fill_blocks(
         prepared = _prepare(steps, table, scale, size, first, middle)
     index, spans, step = prepared.step_blocks, prepared.spans, prepared.step
     tops, holders, winners = [], [], []
+    own: FloatArray | None = None
     for group, chunks in _chunks(len(ranks)):
-        blocks = (
-            destination[group]
-            if columns is None and destination is not None
-            else prepared.group_blocks(group)
-        )
+        # A group's own blocks (added into the destination's once made, or taken), or the
+        # destination's. The own blocks of a group are the last's again where as wide: each
+        # group's sums overwrite the same cells (:meth:`_Spans.add_runs`, the weighted
+        # product), and the cells none writes (``SLOWEST``, blocks without a step, the
+        # weighted fields where not made) stay the zeros they were made (2.8 MB paged in
+        # and zeroed per group of 1,024 ranks and 13 blocks: 5 % of judge_timings).
+        if columns is None and destination is not None:
+            blocks = destination[group]
+        else:
+            if own is None or len(own) != group.stop - group.start:
+                own = prepared.group_blocks(group)
+            blocks = own
         shares: FloatArray | None = None
         for chunk in chunks:
             within = slice(chunk.start - group.start, chunk.stop - group.start)
