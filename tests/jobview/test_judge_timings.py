@@ -118,6 +118,25 @@ def test_a_node_of_ranks_is_one_verdict_costliest_first() -> None:
     )
 
 
+def test_a_records_top_is_the_costliest_first_whatever_its_length() -> None:
+    """The ranks a record lists are its costliest, most first: ``top_k`` of them, the same
+    first ones as a longer list's (three ranks the job hardly waited for, hidden behind
+    the slowest: in the order of their timing's cost, then of rank)."""
+    timings, step = _timings(slow={5: 1.5, 9: 1.12, 12: 1.12, 14: 1.08})
+    longest = judge_timings(timings, step_time=step, settings=VerdictSettings(top_k=40))
+    listed = [[item["rank"] for item in record["top"]] for record in longest]
+    assert [len(ranks) for ranks in listed] == [4]  # the slow ones: the rest waited for none
+    for record, ranks in zip(longest, listed, strict=True):
+        costs = [item["cost_seconds_per_step"] for item in record["top"]]
+        assert costs == sorted(costs, reverse=True)
+        assert ranks[0] == 5
+    for count in (1, 2, 3):
+        shorter = judge_timings(timings, step_time=step, settings=VerdictSettings(top_k=count))
+        assert [[item["rank"] for item in record["top"]] for record in shorter] == [
+            ranks[:count] for ranks in listed
+        ]
+
+
 def test_a_difference_of_1_percent_of_the_step_is_never_a_verdict() -> None:
     """40 us of forward in a 3 ms step, at every step: clear, but not material."""
     forward = np.full((4, 200), 0.0008)

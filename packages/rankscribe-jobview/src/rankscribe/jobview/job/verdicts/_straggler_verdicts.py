@@ -839,6 +839,22 @@ class _Totals:
         return made
 
 
+def _costliest(
+    listed: IntArray, seconds: FloatArray, cost: FloatArray, ranks: IntArray, count: int
+) -> list[int]:
+    """The first ``count`` of ``listed`` (rows) by what the job waited for them, most
+    first, then by their timing's cost, then by rank: sorted among those at or above the
+    ``count``-th wait only, where every wait is a number (a sort of every rank took 2 ms
+    a timing at 16,384 ranks; NaN sorts last, below the waits set aside)."""
+    waits = seconds[listed]
+    if len(listed) > count > 0 and bool(np.isfinite(waits).all()):
+        kth = np.partition(waits, len(waits) - count)[len(waits) - count]
+        listed = listed[waits >= kth]
+    order = np.lexsort((ranks[listed], -cost[listed], -seconds[listed]))
+    chosen: list[int] = listed[order][:count].tolist()
+    return chosen
+
+
 def totals_records(
     totals: Mapping[str, TagTotals], settings: VerdictSettings | None = None
 ) -> list[StragglerRecord]:
@@ -904,12 +920,11 @@ def _judgements(
         if chosen is None:
             continue
         named, cost_seconds, cost_share = chosen
-        order = np.lexsort((judged.ranks, -judged.cost_seconds, -seconds))
         named = sorted(named, key=lambda i: (-seconds[i], -judged.cost_seconds[i], i))
         worst = named[0]
         since = int(judged.since_step[worst])
-        listed = order[(seconds[order] > 0) | judged.named[order]]
-        costly = listed[: settings.top_k].tolist()
+        listed = np.flatnonzero((seconds > 0) | judged.named)
+        costly = _costliest(listed, seconds, judged.cost_seconds, judged.ranks, settings.top_k)
         label = timing_label(tag)
         top: list[CostlyRank] = [
             {
