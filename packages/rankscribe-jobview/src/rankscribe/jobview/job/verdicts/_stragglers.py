@@ -781,9 +781,13 @@ def window_totals(
         slowest=slowest.T,
         prepared=prepared,
     )
-    # The steps as the one slowest rank: whole counts, the same sums in any order.
-    whole[SLOWEST] = slowest.sum(axis=0)
-    since[SLOWEST] = np.where(np.arange(count)[:, None] >= onset, slowest, 0.0).sum(axis=0)
+    # The steps as the one slowest rank: whole counts, the same sums in any order, so each
+    # rank's since its onset is read from the sums from each block to the last (a row of
+    # zeros after it: the onset of a rank without one).
+    after = np.zeros((count + 1, width))
+    np.cumsum(slowest[::-1], axis=0, out=after[-2::-1])
+    whole[SLOWEST] = after[0]
+    since[SLOWEST] = after[onset, np.arange(width)]
     return TagTotals(
         ordered_ranks,
         size,
