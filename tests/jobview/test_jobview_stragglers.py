@@ -110,28 +110,7 @@ def test_others_medians_leave_each_rank_out() -> None:
     st.integers(min_value=2, max_value=9).flatmap(
         lambda columns: st.lists(
             st.lists(
-                st.sampled_from([0.0, 1.0, 2.5, 3.0, 7.0]), min_size=columns, max_size=columns
-            ),
-            min_size=1,
-            max_size=5,
-        )
-    )
-)
-def test_others_medians_of_full_rows_equal_the_median_of_the_rest(rows: list[list[float]]) -> None:
-    """Rows without a gap take a partition, not a sort: ties included, the same medians."""
-    table = np.array(rows, dtype=np.float64)
-    expected = np.array(
-        [[np.median(np.delete(row, rank)) for rank in range(len(row))] for row in table]
-    )
-    np.testing.assert_array_equal(others_medians(table), expected)
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    st.integers(min_value=3, max_value=9).flatmap(
-        lambda columns: st.lists(
-            st.lists(
-                st.sampled_from([-np.inf, -3.0, 0.0, 2.5, 1e300, np.inf]),
+                st.sampled_from([-np.inf, -3.0, 0.0, 1.0, 2.5, 3.0, 7.0, 1e300, np.inf]),
                 min_size=columns,
                 max_size=columns,
             ),
@@ -140,11 +119,9 @@ def test_others_medians_of_full_rows_equal_the_median_of_the_rest(rows: list[lis
         )
     )
 )
-def test_others_medians_of_extreme_rows_equal_the_median_of_the_rest(
-    rows: list[list[float]],
-) -> None:
-    """Infinities, negative and large values pick and halve the same medians as numpy's
-    (NaN where two infinities of opposite signs meet)."""
+def test_others_medians_of_full_rows_equal_the_median_of_the_rest(rows: list[list[float]]) -> None:
+    """Rows without a gap take a partition, not a sort: ties, infinities, negative and
+    large values included, the same medians (NaN where infinities of opposite signs meet)."""
     table = np.array(rows, dtype=np.float64)
     with np.errstate(invalid="ignore"):
         expected = np.array(
