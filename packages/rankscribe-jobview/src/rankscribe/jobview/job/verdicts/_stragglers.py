@@ -2102,8 +2102,19 @@ def _block_maxima(values: FloatArray, starts: IntArray, ratio: int, regular: boo
     if not regular:
         maxima: FloatArray = np.maximum.reduceat(values, starts, axis=1)
         return maxima
-    maxima = values[:, ::ratio].copy()
-    for offset in range(1, ratio):
+    if ratio == 1:
+        return values.copy()
+    # The first two columns of each block compared as they are read (not the first copied
+    # and then compared: one pass over the widest level, not two); a last block of one
+    # column is that column.
+    count = -(-values.shape[1] // ratio)
+    maxima = np.empty((len(values), count))
+    second = values[:, 1::ratio]
+    paired = second.shape[1]
+    np.maximum(values[:, : paired * ratio : ratio], second, out=maxima[:, :paired])
+    if paired < count:
+        maxima[:, paired:] = values[:, paired * ratio :: ratio]
+    for offset in range(2, ratio):
         part = values[:, offset::ratio]
         np.maximum(maxima[:, : part.shape[1]], part, out=maxima[:, : part.shape[1]])
     return maxima
