@@ -1998,13 +1998,16 @@ class _Nodes:
     blocks of the size before it, and among the columns; whether they are every
     ``ratio``-th block before them (a whole block of ranks each, the last one possibly
     short: their maxima are those of strided slices, not of ``reduceat``); and each
-    column's block."""
+    column's block. Where each block ends among the blocks before it and among the
+    columns is kept too (the rows of a table are many, its layout one)."""
 
     def __init__(self, ranks: IntArray, few: int) -> None:
         self.few = few
         self.offsets: list[int] = []
         self.starts: list[IntArray] = []
         self.column_starts: list[IntArray] = []
+        self.stops: list[IntArray] = []
+        self.column_stops: list[IntArray] = []
         self.ratios: list[int] = []
         self.regular: list[bool] = []
         self.block_of: list[IntArray] = []
@@ -2020,6 +2023,8 @@ class _Nodes:
             self.offsets.append(offset)
             self.starts.append(starts)
             self.column_starts.append(columns)
+            self.stops.append(np.r_[starts[1:], len(blocks)])
+            self.column_stops.append(np.r_[columns[1:], len(ranks)])
             self.ratios.append(ratio)
             self.regular.append(np.array_equal(starts, np.arange(0, len(blocks), ratio)))
             block_of = (np.cumsum(first) - 1)[block_of]
@@ -2063,8 +2068,7 @@ class _Nodes:
             parent = self.block_of[level + 1][column]
             mine = self.block_of[level][column]
             width = maxima[level].shape[1]
-            starts = self.starts[level + 1]
-            ends = np.r_[starts[1:], width]
+            starts, ends = self.starts[level + 1], self.stops[level + 1]
             siblings = starts[parent][:, None] + np.arange(self.ratios[level + 1])
             usable = (siblings < ends[parent][:, None]) & (siblings != mine[:, None])
             within = maxima[level][rows[:, None], np.minimum(siblings, width - 1)]
@@ -2083,8 +2087,7 @@ class _Nodes:
             return ordered
         blocks = maxima[self.search]
         chosen = np.argpartition(blocks, blocks.shape[1] - self.few, axis=1)[:, -self.few :]
-        starts = self.column_starts[self.search]
-        ends = np.r_[starts[1:], width]
+        starts, ends = self.column_starts[self.search], self.column_stops[self.search]
         size = BLOCK_SIZES[self.offsets[self.search]]
         columns = starts[chosen][:, :, None] + np.arange(size)
         inside = columns < ends[chosen][:, :, None]
