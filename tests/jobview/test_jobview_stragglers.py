@@ -31,6 +31,7 @@ from rankscribe.jobview.job.verdicts._stragglers import (
     EDGES,
     FIELDS,
     PERIODIC,
+    SLOWEST,
     STEP_SECONDS,
     middle_medians,
     others_medians,
@@ -569,15 +570,17 @@ def test_a_float32_table_gives_the_evidence_of_its_float64_values_bit_for_bit(
 @pytest.mark.parametrize("steps", [40, 20_000])
 def test_each_blocks_counts_are_those_of_its_steps(steps: int, gaps: bool) -> None:
     """The counting sums of each (rank, block), counted point by point here: the steps the
-    rank was compared at, and those whose excess share was above 0 and above each of
-    ``EDGES``. 20,000 steps make blocks of 1,024 (counts no byte holds); gaps are points
-    not counted (and the table then takes the sorted path to its medians)."""
+    rank was compared at, those whose excess share was above 0 and above each of
+    ``EDGES``, and those it was the one slowest rank at (two ranks tied at the top every
+    third step: neither). 20,000 steps make blocks of 1,024 (counts no byte holds); gaps
+    are points not counted (and the table then takes the sorted path to its medians)."""
     rng = np.random.default_rng(steps)
     ranks, step_seconds = 5, 0.02
     values = 0.01 * rng.lognormal(0.0, 0.4, (steps, ranks))
     values[:, 3] += 0.002
     if gaps:
         values[rng.random(values.shape) < 0.05] = np.nan
+    values[::3, 1] = values[::3, 2] = np.nanmax(values[::3], axis=1) + 0.001
     numbers = np.arange(1, steps + 1)
     evidence = StragglerEvidence()
     evidence.add_timings(FORWARD_TIME_TAG, numbers, range(ranks), values, step_seconds)
@@ -587,10 +590,15 @@ def test_each_blocks_counts_are_those_of_its_steps(steps: int, gaps: bool) -> No
     assert size == (1024 if steps == 20_000 else 2)
     share = np.clip(values - others_medians(values), -step_seconds, step_seconds) / step_seconds
     compared = ~np.isnan(share)
+    filled = np.where(compared, values, -np.inf)
+    at_top = filled == filled.max(axis=1, keepdims=True)
+    slowest = at_top & (at_top.sum(axis=1, keepdims=True) == 1) & compared
+    assert not slowest[::3].any() and slowest.sum() > steps // 2
     block_of = numbers // size - first
     for block in range(blocks.shape[1]):
         rows = block_of == block
         np.testing.assert_array_equal(blocks[:, block, COUNT], compared[rows].sum(axis=0))
+        np.testing.assert_array_equal(blocks[:, block, SLOWEST], slowest[rows].sum(axis=0))
         with np.errstate(invalid="ignore"):
             np.testing.assert_array_equal(blocks[:, block, ABOVE], (share[rows] > 0).sum(axis=0))
             for offset, edge in enumerate(EDGES):

@@ -1659,7 +1659,7 @@ def _fill_blocks(
     if prepared is None:
         prepared = _prepare(steps, table, scale, size, first, middle)
     index, spans, step = prepared.step_blocks, prepared.spans, prepared.step
-    tops, holders, winners = [], [], []
+    ranked_chunks: list[tuple[int, _Top | None]] = []  # each chunk's first column, its top
     own: FloatArray | None = None
     for group, chunks in _chunks(len(ranks)):
         # A group's own blocks (added into the destination's once made, or taken), or the
@@ -1678,7 +1678,7 @@ def _fill_blocks(
         for chunk in chunks:
             within = slice(chunk.start - group.start, chunk.stop - group.start)
             points = table[:, chunk]
-            top, holder, winner, share = _chunk_sums(
+            share, ranked = _chunk_sums(
                 blocks[within],
                 points,
                 prepared.others(chunk, points),
@@ -1686,9 +1686,7 @@ def _fill_blocks(
                 spans,
                 prepared.alike,
             )
-            tops.append(top)
-            holders.append(holder)
-            winners.append(chunk.start + winner)
+            ranked_chunks.append((chunk.start, ranked))
             if prepared.weighted:
                 shares = _shares_into(shares, share, within, group)
         if shares is not None:
@@ -1699,17 +1697,14 @@ def _fill_blocks(
         elif columns is not None:
             for block, column in enumerate(columns):
                 destination[group, column] += blocks[:, block]
+    latest, leads, latest_alone = _leads(table, ranks, step[:, 0], runs, gapless=prepared.gapless)
     # SLOWEST: the step's one rank at the top (two ranks tied at it: neither). Counts: the
     # same added before or after the rest of a block's sums.
-    top = np.max(tops, axis=0)
-    at_top = np.asarray(tops) == top
-    alone = np.flatnonzero(np.where(at_top, np.asarray(holders), 0).sum(axis=0) == 1)
-    winner = np.asarray(winners)[at_top.argmax(axis=0), np.arange(len(steps))]
+    alone, winner = _one_top(ranked_chunks, latest, latest_alone)
     target_of = index if columns is None else np.asarray(columns, dtype=np.int64)[index]
     counts = destination[:, :, SLOWEST] if destination is not None else slowest
     assert counts is not None
     np.add.at(counts, (winner[alone], target_of[alone]), 1.0)
-    latest, leads = _leads(table, ranks, step[:, 0], runs, gapless=prepared.gapless)
     timed = np.flatnonzero(latest >= 0)
     return _summed_leads(ranks[latest[timed]], index[timed], leads[timed])
 
@@ -1842,6 +1837,34 @@ def _chunks(count: int) -> list[tuple[slice, list[slice]]]:
     return groups
 
 
+def _one_top(
+    ranked: list[tuple[int, _Top | None]], latest: IntArray, latest_alone: BoolArray
+) -> tuple[IntArray, IntArray]:
+    """The steps whose top usable point one rank holds, and each step's column of the
+    first point at its top: from each chunk's first column and :class:`_Top`, or, where
+    the chunks made none (every point usable), from each step's latest point and whether
+    it is alone at its value (:func:`_leads`)."""
+    if not ranked or ranked[0][1] is None:
+        return np.flatnonzero(latest_alone), latest
+    tops = [chunk.top for _, chunk in ranked if chunk is not None]
+    top = np.max(tops, axis=0)
+    at_top = np.asarray(tops) == top
+    holders = np.asarray([chunk.holders for _, chunk in ranked if chunk is not None])
+    alone = np.flatnonzero(np.where(at_top, holders, 0).sum(axis=0) == 1)
+    winners = np.asarray([start + chunk.winner for start, chunk in ranked if chunk is not None])
+    winner: IntArray = winners[at_top.argmax(axis=0), np.arange(len(top))]
+    return alone, winner
+
+
+class _Top(NamedTuple):
+    """Per step of a chunk of ranks: its top usable point, how many of its ranks hold it,
+    and the column of the first that does."""
+
+    top: FloatArray
+    holders: IntArray
+    winner: IntArray
+
+
 def _chunk_sums(
     out: FloatArray,
     table: TableArray,
@@ -1849,11 +1872,13 @@ def _chunk_sums(
     step: FloatArray,
     spans: _Spans,
     alike: FloatArray | None = None,
-) -> tuple[FloatArray, IntArray, IntArray, FloatArray]:
+) -> tuple[FloatArray, _Top | None]:
     """Fill ``out`` (a chunk of ranks' ``(ranks, blocks, fields)``, zeros) with the sums of
-    its ``(steps, ranks)`` ``table`` but the weighted ones; return, per step, the chunk's
-    top usable point, how many of its ranks hold it and the column of the first that does,
-    and the excess shares (0 where not usable) the weighted ones are made of.
+    its ``(steps, ranks)`` ``table`` but the weighted ones; return the excess shares (0
+    where not usable) the weighted ones are made of, and the chunk's :class:`_Top` (None
+    with ``alike``: every point usable, each step's one slowest rank is its latest point,
+    which :func:`_leads` finds among every rank: the chunk's maxima, ties and first
+    columns were 20 % of its time).
 
     Each field's sums go straight into ``out``'s ``(blocks, ranks)`` view of that field:
     a few strided writes, not a transposed copy of every field (a quarter of the chunk's
@@ -1874,19 +1899,21 @@ def _chunk_sums(
         usable = _usable(share, reference_share)
     # Every point usable (a job whose ranks all timed every step): nothing to mask.
     mask = None if usable is None or bool(usable.all()) else usable
-    filled = table if mask is None else np.where(mask, table, -np.inf)
-    top = filled.max(axis=1, initial=-np.inf)
-    at_top = filled == top[:, None]
-    holders = (at_top if mask is None else at_top & mask).sum(axis=1)
-    winner = filled.argmax(axis=1)
-    del filled, at_top
+    ranked = None
+    if alike is None:
+        filled = table if mask is None else np.where(mask, table, -np.inf)
+        top = filled.max(axis=1, initial=-np.inf)
+        at_top = filled == top[:, None]
+        holders = (at_top if mask is None else at_top & mask).sum(axis=1)
+        ranked = _Top(top, holders, filled.argmax(axis=1))
+        del filled, at_top
     if mask is not None:
         share = np.where(mask, share, 0.0)
         seconds = np.where(mask, seconds, 0.0)
         reference_share = np.where(mask, reference_share, 0.0)
     for position, values in _plain_fields(share, seconds, reference_share, usable, step):
         spans.add_runs(values, by_field[position])
-    return top, holders, winner, share
+    return share, ranked
 
 
 def _chunk_share(
@@ -1908,9 +1935,10 @@ def _leads(
     runs: _Runs | None = None,
     *,
     gapless: bool = False,
-) -> tuple[IntArray, FloatArray]:
+) -> tuple[IntArray, FloatArray, BoolArray]:
     """Per step of a ``(steps, ranks)`` table (columns: ``ranks``, sorted): the column of
-    its latest point (-1 for a step without a point or a step time) and, per size ``b``
+    its latest point (-1 for a step without a point or a step time), whether that point
+    is alone at its value (no other point ties it), and, per size ``b``
     of ``BLOCK_SIZES``, by how much the latest block of ``b`` consecutive ranks led the
     latest other block (0 when no other block has a point: no one else to wait for);
     then per ``g`` of ``TOP_SIZES``, by how much the latest point led the ``g + 1``-th.
@@ -1925,8 +1953,9 @@ def _leads(
     count, width = table.shape
     latest = np.full(count, -1, dtype=np.int64)
     leads = np.zeros((count, LEAD_FIELDS))
+    alone = np.zeros(count, dtype=bool)
     if width == 0:
-        return latest, leads
+        return latest, leads, alone
     tops = [(TOP_LEADS + offset, size) for offset, size in enumerate(TOP_SIZES) if size < width]
     # The latest few points of each row, in order: the latest, the next, the g + 1-th.
     few = min(width, 1 + max([1, *(size for _, size in tops)]))
@@ -1952,9 +1981,12 @@ def _leads(
             lead_of[:, lead_field] = _lead(top, ordered[:, -1 - size])
         if width >= 2:
             lead_of[:, LEADS] = _lead(top, ordered[:, -2])
+            alone[start : start + rows] = here & (top > ordered[:, -2])
+        else:
+            alone[start : start + rows] = here
     if width >= 2:
         _long_leads(np.where(latest >= 0, ranks[np.maximum(latest, 0)], -1), leads, step, runs)
-    return latest, leads
+    return latest, leads, alone
 
 
 def _long_leads(latest: IntArray, leads: FloatArray, step: FloatArray, runs: _Runs | None) -> None:
