@@ -1642,7 +1642,8 @@ def _fill_blocks(
     ``slowest``, ``(ranks, blocks)``), and no array of every rank's blocks is made. A
     group's own blocks are a ``(blocks, FIELDS, ranks)`` array, handed on as its
     ``(ranks, blocks, FIELDS)`` view: each field's sums of a chunk of ranks are then
-    written, and walked (:func:`_walk`), as contiguous rows.
+    written, and walked (:func:`_walk`), as contiguous rows. The next group of as many
+    ranks reuses that array: ``take`` copies what it keeps.
     ``runs``: where the long leads stood at the step before these (:class:`_Runs`),
     updated to their last. ``middle``: the table's :func:`row_middles`, where made already.
     ``prepared``: what :func:`_prepare` made of these arguments, where the caller made it
