@@ -546,6 +546,12 @@ def find_widths(world: Any) -> dict[str, int]:
     return found
 
 
+def mlp_width(width: int | str) -> int:
+    """A torch MLP row's hidden width: ``width`` itself, or the width :data:`WIDTHS` holds
+    under that key (found or given when main ran)."""
+    return WIDTHS[width] if isinstance(width, str) else width
+
+
 def session_training(
     width: int | str, batch: int = MLP_BATCH, **options: Any
 ) -> Callable[[Arm], Callable[[], object]]:
@@ -555,8 +561,9 @@ def session_training(
 
     def build(arm: Arm) -> Callable[[], object]:
         per_epoch = mlp_steps_per_epoch(arm.steps)
-        hidden = WIDTHS[width] if isinstance(width, str) else width
-        model, optimizer, loss_fn, loader = mlp_parts(hidden, per_epoch, arm.device, batch)
+        model, optimizer, loss_fn, loader = mlp_parts(
+            mlp_width(width), per_epoch, arm.device, batch
+        )
         epochs, tick, device = mlp_epochs(arm.steps), arm.clock.tick, arm.device
         sync = gradient_sync(model)
 
@@ -1555,7 +1562,8 @@ def _row_list(text: str) -> list[str]:
     return rows
 
 
-def _widths(text: str) -> dict[str, int]:
+def parse_widths(text: str) -> dict[str, int]:
+    """``--widths``' value: the ~1 ms and ~10 ms MLPs' widths by their :data:`WIDTHS` keys."""
     parts = text.split(",")
     if len(parts) != 2 or not all(part.strip().isdigit() and int(part) > 0 for part in parts):
         raise argparse.ArgumentTypeError(
@@ -1593,7 +1601,7 @@ def arguments(argv: list[str] | None = None) -> Settings:
     parser.add_argument("--json", type=Path, help="write every run's numbers to this file")
     parser.add_argument(
         "--widths",
-        type=_widths,
+        type=parse_widths,
         default=None,
         help="the ~1 ms and ~10 ms torch MLPs' hidden widths, e.g. 384,1408 (default: on the "
         "CPU each found here so that the bare step takes about 1 and 10 ms; with --device "

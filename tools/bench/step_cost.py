@@ -160,11 +160,6 @@ def own_directory(directory: Path) -> Path:
     return directory / f"rank_{launched.rank}" if launched is not None else directory
 
 
-def width_of(row: Row) -> int:
-    """The row's MLP width (a key: collector.py's, found or given when main ran)."""
-    return BENCH.WIDTHS[row.width] if isinstance(row.width, str) else row.width
-
-
 def set_widths(rows: list[str], given: dict[str, int] | None, world: Any) -> None:
     """The MLP widths of ``rows``: ``given`` (``--widths``), or found here."""
     if any(isinstance(ROWS[key].width, str) for key in rows):
@@ -176,7 +171,7 @@ def interleaved(row: Row, steps: int, directory: Path) -> Steps:
     per_epoch = BENCH.mlp_steps_per_epoch(steps)
     epochs = BENCH.mlp_epochs(steps)
     copies = {
-        name: BENCH.mlp_parts(width_of(row), per_epoch, "cpu", row.batch)
+        name: BENCH.mlp_parts(BENCH.mlp_width(row.width), per_epoch, "cpu", row.batch)
         for name in ("collected", "bare")
     }
     # Under mpiexec: each copy's gradients averaged over the ranks (None alone).
@@ -335,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="60 steps, 1 run (tests)")
     parser.add_argument(
         "--widths",
-        type=BENCH._widths,
+        type=BENCH.parse_widths,
         default=None,
         help="the ~1 ms and ~10 ms MLPs' widths, e.g. 384,1408 (default: found here, as "
         "tools/bench/collector.py finds them)",
