@@ -1845,15 +1845,15 @@ def _one_top(
     first point at its top: from each chunk's first column and :class:`_Top`, or, where
     the chunks made none (every point usable), from each step's latest point and whether
     it is alone at its value (:func:`_leads`)."""
-    if not ranked or ranked[0][1] is None:
+    made = [(start, chunk) for start, chunk in ranked if chunk is not None]
+    if not made:
         return np.flatnonzero(latest_alone), latest
-    tops = [chunk.top for _, chunk in ranked if chunk is not None]
-    top = np.max(tops, axis=0)
-    at_top = np.asarray(tops) == top
-    holders = np.asarray([chunk.holders for _, chunk in ranked if chunk is not None])
+    tops = np.asarray([chunk.top for _, chunk in made])
+    at_top = tops == tops.max(axis=0)
+    holders = np.asarray([chunk.holders for _, chunk in made])
     alone = np.flatnonzero(np.where(at_top, holders, 0).sum(axis=0) == 1)
-    winners = np.asarray([start + chunk.winner for start, chunk in ranked if chunk is not None])
-    winner: IntArray = winners[at_top.argmax(axis=0), np.arange(len(top))]
+    winners = np.asarray([start + chunk.winner for start, chunk in made])
+    winner: IntArray = winners[at_top.argmax(axis=0), np.arange(tops.shape[1])]
     return alone, winner
 
 
