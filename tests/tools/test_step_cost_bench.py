@@ -103,3 +103,71 @@ def test_the_recorded_cost_is_read_against_the_bare_step_and_the_overhead_measur
     # No cost window closed: nothing recorded, nothing compared.
     unrecorded = bench.figures(_steps(bench, 500, 250), warmup=100)
     assert math.isnan(unrecorded["own_cost"]) and math.isnan(unrecorded["own_ratio"])
+
+
+def _runs(means: list[float], owns: list[float]) -> list[dict[str, float]]:
+    return [{"mean": mean, "own_cost": own} for mean, own in zip(means, owns, strict=True)]
+
+
+def test_the_runs_together_give_the_overheads_mean_with_its_t_interval(bench: ModuleType) -> None:
+    together = bench.pooled(_runs([2.0, 3.0, 4.0, 3.0], [2.5, 2.5, 3.5, 3.5]))
+    assert together["runs"] == 4
+    assert together["mean"] == pytest.approx(3.0)
+    # Standard deviation sqrt(2/3), four runs: t(0.975, 3) = 3.182.
+    assert together["half"] == pytest.approx(3.182 * math.sqrt(2 / 3) / 2)
+    assert together["own"] == pytest.approx(3.0)
+    assert together["ratio"] == pytest.approx(1.0)
+    assert together["low"] == pytest.approx(3.0 / (3.0 + together["half"]))
+    assert together["high"] == pytest.approx(3.0 / (3.0 - together["half"]))
+
+
+def test_runs_without_a_recorded_cost_are_left_out_and_one_run_is_no_interval(
+    bench: ModuleType,
+) -> None:
+    runs = _runs([2.0, 9.0, 4.0], [2.0, float("nan"), 4.0])
+    together = bench.pooled(runs)
+    assert together["runs"] == 2 and together["mean"] == pytest.approx(3.0)
+    assert together["half"] == pytest.approx(12.706 * math.sqrt(2) / math.sqrt(2))
+    assert bench.pooled(runs[:2]) is None
+    assert bench.pooled([]) is None
+    # An interval that reaches below 0: the recorded cost is no bound above it.
+    wide = bench.pooled(_runs([-1.0, 3.0], [1.0, 1.0]))
+    assert wide["low"] == pytest.approx(1.0 / (1.0 + wide["half"]))
+    assert wide["high"] == math.inf
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "said"),
+    [
+        (0.7, 1.4, "yes"),
+        (1 / 1.5, 1.5, "yes"),  # the factor itself is within it
+        (0.6, 1.4, "not decided"),
+        (0.7, 1.6, "not decided"),
+        (0.5, math.inf, "not decided"),  # the interval reaches 0: no upper end
+        (1.6, 2.0, "no"),
+        (0.4, 0.6, "no"),
+        (math.inf, math.inf, "no"),  # a cost recorded, none measured
+    ],
+)
+def test_agreement_holds_only_over_the_whole_interval(
+    bench: ModuleType, low: float, high: float, said: str
+) -> None:
+    assert bench.agreement({"low": low, "high": high}) == said
+
+
+def test_the_report_prints_the_runs_together(
+    bench: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    steps = _steps(bench, 500, 250)
+    steps.recorded_cost = 0.00005
+    runs = [bench.figures(steps, warmup=100) for _ in range(3)]
+    runs[1]["mean"] += 1.0  # runs that differ: an interval of some width
+    bench.report(bench.ROWS["budget"], runs)
+    printed = capsys.readouterr().out
+    together = bench.pooled(runs)
+    low, high = together["mean"] - together["half"], together["mean"] + together["half"]
+    assert (
+        f"over the 3 runs: mean/step {together['mean']:+.2f}% (95 % interval "
+        f"{low:+.2f} to {high:+.2f}%), recorded +5.00%: x{together['ratio']:.2f}"
+    ) in printed
+    assert f"within 1.5x of all of it: {bench.agreement(together)}" in printed

@@ -30,6 +30,11 @@ loading, the same for both, is left out. Printed per row, as +% of the bare copy
 - mean/step: the mean of every step after ``--warmup`` (collected steps included), wall
   and training-thread CPU.
 
+Then the cost the collector recorded for itself against the mean/step overhead, over
+the runs together: each run's overhead one measurement, their mean with a 95 % t
+interval, the recorded cost's ratio to it and to the interval's ends, and whether it is
+within 1.5x of all of the interval (``pooled``, ``agreement``).
+
 Frees: the session keeps the step's batch and loss for its callbacks (as MindSpore's
 callback parameters do) until the next ``session.step``, which drops them, freeing the
 previous batch inside the collected copy's timed step. A loop frees its previous batch
@@ -284,6 +289,64 @@ def figures(found: Steps, warmup: int) -> dict[str, float]:
     }
 
 
+#: Student's t at 97.5 % for 1 to 30 degrees of freedom: a 95 % interval of a mean over
+#: a few runs (the normal's 1.96 would read it too narrow).
+T_975 = (
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+)  # fmt: skip
+#: The factor within which the collector's recorded cost should meet the overhead measured.
+OWN_FACTOR = 1.5
+
+
+def pooled(runs: list[dict[str, float]]) -> dict[str, float] | None:
+    """The recorded cost against the overhead measured, over every run: each run's
+    mean/step overhead is one measurement (the machine's state differs more between runs
+    than between a run's steps, so the runs, not the steps, are the units), their mean
+    with a 95 % t interval, and the runs' recorded costs' mean over it (``ratio``, and
+    ``low``/``high``: over the interval's ends; infinite over an overhead of 0 or less).
+    None with fewer than 2 runs that recorded a cost."""
+    kept = [run for run in runs if not math.isnan(run["own_cost"])]
+    if len(kept) < 2:
+        return None
+    means = [run["mean"] for run in kept]
+    mean = statistics.fmean(means)
+    half = T_975[min(len(means) - 1, len(T_975)) - 1] * statistics.stdev(means)
+    half /= math.sqrt(len(means))
+    own = statistics.fmean(run["own_cost"] for run in kept)
+
+    def over(measured: float) -> float:
+        return own / measured if measured > 0 else math.inf
+
+    return {
+        "runs": float(len(kept)),
+        "mean": mean,
+        "half": half,
+        "own": own,
+        "ratio": over(mean),
+        "low": over(mean + half),
+        "high": over(mean - half),
+    }
+
+
+def agreement(figures: dict[str, float]) -> str:
+    """Whether the recorded cost is within :data:`OWN_FACTOR` of every overhead the
+    interval holds ("yes"), of none ("no"), or of some: the interval is too wide to say
+    ("not decided"; more runs narrow it)."""
+    ends = (figures["low"], figures["high"])
+
+    def within(ratio: float) -> bool:
+        return 1 / OWN_FACTOR <= ratio <= OWN_FACTOR
+
+    if all(within(end) for end in ends):
+        return "yes"
+    low, high = ends
+    if low > OWN_FACTOR or high < 1 / OWN_FACTOR:
+        return "no"
+    return "not decided"
+
+
 def _judged(value: float, target: float) -> str:
     return f"{value:+.2f}% (<={target:g} {'ok' if value <= target else 'MISS'})"
 
@@ -319,6 +382,20 @@ def report(row: Row, runs: list[dict[str, float]]) -> None:
         for run in runs
     )
     print(f"    its own recorded cost (wall) by run, of the bare step (x the mean/step): {owned}")
+    together = pooled(runs)
+    if together is not None:
+
+        def times(ratio: float) -> str:
+            return "x inf" if math.isinf(ratio) else f"x{ratio:.2f}"
+
+        print(
+            f"    over the {together['runs']:.0f} runs: mean/step {together['mean']:+.2f}% "
+            f"(95 % interval {together['mean'] - together['half']:+.2f} to "
+            f"{together['mean'] + together['half']:+.2f}%), recorded {together['own']:+.2f}%: "
+            f"{times(together['ratio'])} ({times(together['low'])} to "
+            f"{times(together['high'])} over the interval); within {OWN_FACTOR:g}x of all "
+            f"of it: {agreement(together)}"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
