@@ -87,6 +87,42 @@ def test_a_failed_write_keeps_the_records_before_it(tmp_path: Path, small_disk: 
     assert on_disk == list(range(len(on_disk)))
 
 
+def test_small_steps_joined_to_scalar_batches_meet_a_full_disk_in_order(
+    tmp_path: Path, small_disk: SmallDisk
+) -> None:
+    # A small tensor every tenth step joins the open batch of scalar steps (a summary
+    # operator's tensor among the collector's kept timings): a batch whose runs of scalars
+    # and steps meet a full disk keeps what fitted, in order, and writes the rest once
+    # there is room.
+    small_disk.room = 4000
+    record = SummaryRecord(tmp_path)
+    flushed: dict[int, bool] = {}
+    for step in range(200):
+        record.add_value("scalar", "loss", float(step))
+        if step % 10 == 5:
+            record.add_value("tensor", "w", np.full(8, step, dtype=np.float32))
+        assert record.record(step) is True
+        if step % 50 == 49:
+            flushed[step] = record.flush()
+    assert small_disk.refusals
+    assert flushed[199] is False
+    on_disk = steps_on_disk(tmp_path)
+    assert on_disk == list(range(len(on_disk))) and len(on_disk) < 200
+    small_disk.room = None
+    assert record.flush() is True
+    record.close()
+    [summary] = summary_files(tmp_path)
+    events = read_events(summary)[1:]
+    assert [event.step for event in events] == list(range(200))
+    tensors = [
+        (event.step, value.tag)
+        for event in events
+        for value in event.summary.value
+        if value.tag == "w"
+    ]
+    assert tensors == [(step, "w") for step in range(5, 200, 10)]
+
+
 def test_raise_exception_raises_the_writers_own_os_error(tmp_path: Path, small_disk: SmallDisk):
     small_disk.room = 2000
     record = SummaryRecord(tmp_path, raise_exception=True)

@@ -13,7 +13,7 @@ from rankscribe.writer import SummaryRecord
 from rankscribe.writer.events import load_dir, read_events
 
 # private: the scalar batching rule, no public door
-from rankscribe.writer.record._scalar_batches import ScalarBatches
+from rankscribe.writer.record._scalar_batches import MAX_SCALAR_BATCH, ScalarBatches
 
 
 def recorded(directory):
@@ -35,7 +35,8 @@ class BatchesTaken:
         def encode_and_tell(batches, batch):
             encoded = encode(batches, batch)  # seals the batch first
             with self._changed:
-                self._last_step = batch[-1][1]
+                last = batch[-1]
+                self._last_step = last[1] if type(last) is tuple else last.step
                 self._changed.notify_all()
             return encoded
 
@@ -49,13 +50,14 @@ class BatchesTaken:
 
 
 def batch_sizes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The steps of each scalar batch the writer thread encodes, in order (filled as it goes)."""
+    """The steps of each batch the writer thread encodes, in order (filled as it goes)."""
     sizes: list[int] = []
     encode = ScalarBatches._encode
 
     def encode_and_count(batches, batch):
         encoded = encode(batches, batch)
-        sizes.append(len(encoded))
+        # Runs of steps of scalars, and the small steps joined between them.
+        sizes.append(sum(len(part) if type(part) is list else 1 for part in encoded.parts))
         return encoded
 
     monkeypatch.setattr(ScalarBatches, "_encode", encode_and_count)
@@ -73,8 +75,8 @@ def test_mixed_steps_keep_their_order_whatever_the_writer_is_doing(tmp_path, see
             record.add_value("scalar", "loss", float(step))
             values = {"loss": float(step)}
             kind = rng.random()
-            if kind < 0.02:  # a general step seals the open batch
-                record.add_value("histogram", "w", np.arange(5.0))
+            if kind < 0.02:  # a small step joins the open batch, a heavy one seals it
+                record.add_value("histogram", "w", np.arange(5000.0 if kind < 0.01 else 5.0))
             if kind < 0.002:
                 record.flush()
             if kind > 0.999 and last_scalar_step is not None:
@@ -82,7 +84,7 @@ def test_mixed_steps_keep_their_order_whatever_the_writer_is_doing(tmp_path, see
                 # scalar step starts a new one.
                 taken.wait_for(last_scalar_step)
             record.record(step)
-            last_scalar_step = step if kind >= 0.02 else last_scalar_step
+            last_scalar_step = step if kind >= 0.01 else last_scalar_step
             expected.append((step, values))
     got = [
         (step, {tag: value for tag, value in values.items() if tag == "loss"})
@@ -181,9 +183,67 @@ def test_a_step_whose_filter_leaves_only_scalars_joins_the_batch(tmp_path, monke
             record.record(step, plugin_filter=lambda plugin: plugin != "tensor")
         record.add_value("scalar", "loss", 6.0)
         record.add_value("tensor", "w", np.arange(4.0))
-        record.record(6)  # kept whole: a step of its own, after the batch
+        record.record(6)  # kept whole: a small step, it joins the batch too
         assert record.flush() is True
-    assert sizes == [5]
+    assert sizes == [6]
     found = {(event.step, value.tag) for event in load_dir(tmp_path) for value in event.values}
     assert found == {*((step, "loss") for step in range(1, 7)), (6, "w")}
     assert [step for step, _ in recorded(tmp_path)] == [1, 2, 3, 4, 5, 6]
+
+
+def tensors(directory):
+    """(step, tag, the tensor's values) of every tensor recorded, in file order."""
+    return [
+        (event.step, value.tag, np.asarray(value.value).tolist())
+        for event in load_dir(directory)
+        for value in event.values
+        if value.plugin == "tensor"
+    ]
+
+
+def test_a_small_step_joins_the_open_batch_and_a_heavy_one_is_written_after_it(
+    tmp_path, monkeypatch
+):
+    # A summary operator's tensor every so many quiet steps (the collector's tensor
+    # steps): a small one is encoded in the batch's turn, the writer not woken for it;
+    # one over 16 KB goes to the encoder threads, after the batch. The file keeps the
+    # steps in order either way.
+    monkeypatch.setattr(ScalarBatches, "coalesce_seconds", 5.0)
+    sizes = batch_sizes(monkeypatch)
+    small, heavy = np.arange(12.0).reshape(3, 4), np.arange(4096.0)  # 96 B and 32 KB
+    with SummaryRecord(tmp_path) as record:
+        record.write_scalar_columns({"step_time": ([1, 2, 3], [0.5, 0.25, 0.125])})
+        record.add_value("tensor", "w", small)
+        record.record(4)
+        record.write_scalar_columns({"step_time": ([4, 5], [0.5, 0.25])})
+        record.add_value("tensor", "w", heavy)
+        record.record(6)
+        record.write_scalar_columns({"step_time": ([6, 7], [0.5, 0.25])})
+        assert record.flush() is True
+    # Steps 1-3, the small step 4, steps 4-5 in one batch; the heavy step 6 alone;
+    # steps 6-7 in a new batch.
+    assert sizes == [6, 2]
+    assert [step for step, _ in recorded(tmp_path)] == [1, 2, 3, 4, 4, 5, 6, 6, 7]
+    assert tensors(tmp_path) == [(4, "w", small.tolist()), (6, "w", heavy.tolist())]
+
+
+def test_a_small_step_the_open_batch_has_no_room_for_is_written_after_it(tmp_path, monkeypatch):
+    # A step counts its bytes in points of 64 against the batch's MAX_SCALAR_BATCH: a
+    # tensor of n float64 is a snapshot of 8 n + 128 bytes (32 values: 6 points, 40: 7).
+    monkeypatch.setattr(ScalarBatches, "coalesce_seconds", 5.0)
+    sizes = batch_sizes(monkeypatch)
+    filled = list(range(1, MAX_SCALAR_BATCH - 12))  # 13 points of room left
+    with SummaryRecord(tmp_path) as record:
+        record.write_scalar_columns({"x": (filled, [float(step) for step in filled])})
+        for step, count in ((2000, 32), (2001, 40), (2002, 32)):  # 6 + 7 fill it: 6 more do not
+            record.add_value("tensor", "w", np.arange(float(count)))
+            record.record(step)
+        record.write_scalar_columns({"x": ([2003], [2003.0])})
+        assert record.flush() is True
+    assert sizes == [len(filled) + 2, 1]
+    assert [(step, len(values)) for step, _, values in tensors(tmp_path)] == [
+        (2000, 32),
+        (2001, 40),
+        (2002, 32),
+    ]
+    assert [step for step, _ in recorded(tmp_path)] == [*filled, 2000, 2001, 2002, 2003]

@@ -72,6 +72,7 @@ from rankscribe.writer.record._files import RecordFiles
 from rankscribe.writer.record._launcher import warn_shared_directory
 from rankscribe.writer.record._pipeline import Pipeline
 from rankscribe.writer.record._scalar_batches import (
+    SCALAR_POINT_BYTES,
     ScalarBatches,
     scalar_column,
     scalar_steps,
@@ -481,7 +482,6 @@ class SummaryRecord:
     def _queue_step(
         self, step: int, values: list[Snapshot], lineage: list[Snapshot], graph: bytes | None
     ) -> None:
-        self._scalar_batches.seal()
         job = StepJob(
             step,
             time.time(),
@@ -492,9 +492,13 @@ class SummaryRecord:
             export_tensors=self._export_tensors,
         )
         memory = sum(snap.memory for snap in values) + sum(snap.memory for snap in lineage)
-        self._pipeline.put(
-            partial(encode_step, job), memory, heavy=any(is_heavy(snap) for snap in values)
-        )
+        heavy = any(is_heavy(snap) for snap in values)
+        # A small step joins the open batch of scalar steps (encoded in its turn, and the
+        # writer not woken for it); a heavy one goes to the encoder pool after the batch.
+        if not heavy and self._scalar_batches.join_step(job, -(-memory // SCALAR_POINT_BYTES)):
+            return
+        self._scalar_batches.seal()
+        self._pipeline.put(partial(encode_step, job), memory, heavy=heavy)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Write and sync to disk every step recorded so far; True only if all of it is there.

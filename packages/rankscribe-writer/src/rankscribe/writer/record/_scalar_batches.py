@@ -1,6 +1,7 @@
 """Steps of scalars alone, batched so that recording one costs the caller a list append;
-and scalars given as columns (``SummaryRecord.write_scalar_columns``), made into steps on
-the writer thread, joining the same batches."""
+scalars given as columns (``SummaryRecord.write_scalar_columns``), made into steps on
+the writer thread, joining the same batches; and small steps of other values, encoded
+in the batch's turn (:meth:`ScalarBatches.join_step`)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ import threading
 import time
 from array import array
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
 import numpy.typing as npt
 
 from rankscribe.writer.encoding._scalar_steps import ScalarTable
+from rankscribe.writer.encoding._steps import EncodedStep, StepJob, encode_step
 from rankscribe.writer.errors import WriterTypeError, WriterValueError
 from rankscribe.writer.format import _events as events
 from rankscribe.writer.record._pipeline import Pipeline, Wakeup
@@ -22,7 +25,10 @@ from rankscribe.writer.record._pipeline import Pipeline, Wakeup
 # counts one, a column one per step of it), and counts as this many bytes against
 # max_pending_bytes.
 MAX_SCALAR_BATCH = 1024
-SCALAR_BATCH_BYTES = 64 * MAX_SCALAR_BATCH
+#: The bytes a point of a batch stands for (a small step joined to it counts its bytes in
+#: such points).
+SCALAR_POINT_BYTES = 64
+SCALAR_BATCH_BYTES = SCALAR_POINT_BYTES * MAX_SCALAR_BATCH
 
 #: One name's points, checked: (name, steps as int64, values as float64), or as the
 #: ``array.array`` they were given in when that already holds such numbers.
@@ -33,6 +39,19 @@ ScalarColumn = tuple[
 ScalarEntry = tuple[float, int, dict[str, float]]
 #: Steps given as columns (:func:`scalar_column`): (wall time, the columns).
 ColumnsEntry = tuple[float, list[ScalarColumn]]
+#: What a batch holds, in the order given: steps of scalars, columns, and small steps of
+#: other values (:meth:`ScalarBatches.join_step`).
+BatchEntry = ScalarEntry | ColumnsEntry | StepJob
+
+
+@dataclass
+class EncodedBatch:
+    """A batch's events in the order given: runs of steps of scalars (``(step, event)``,
+    one event each) and the small steps joined to it (:meth:`ScalarBatches.join_step`).
+    A batch of scalars alone is one run."""
+
+    parts: list[list[tuple[int, bytes]] | EncodedStep] = field(default_factory=list)
+
 
 #: The writer thread, woken by a new batch, lets more steps join it for this long before
 #: it takes it (unless the batch is sealed or full first): at steps of a few ms, one
@@ -46,11 +65,13 @@ class ScalarBatches:
     """The open batch of scalar-only steps of one record, queued on its pipeline.
 
     The batch in the queue stays open, and grows, while the writer is busy,
-    until the writer thread takes it (it seals it then) or another kind of
-    step is queued (the caller seals it then, so that step is written after).
-    Steps given alone and steps given as columns join it in the order given: a
-    collected step's kept timings and its own values wake the writer once, not
-    twice (tools/bench/collector.py, the ~1 ms step).
+    until the writer thread takes it (it seals it then) or a step that does not
+    join it is queued (the caller seals it then, so that step is written after).
+    Steps given alone, steps given as columns and small steps of other values join
+    it in the order given: a collected step's kept timings and its own values wake
+    the writer once, not twice (tools/bench/collector.py, the ~1 ms step), and a
+    summary operator's tensor step among quiet steps does not wake it at all
+    (the digits row).
     """
 
     #: How long the writer waits for more steps to join a batch (:data:`COALESCE_SECONDS`).
@@ -59,7 +80,7 @@ class ScalarBatches:
     def __init__(self, pipeline: Pipeline) -> None:
         self._pipeline = pipeline
         self._lock = threading.Lock()
-        self._open: list[ScalarEntry | ColumnsEntry] | None = None
+        self._open: list[BatchEntry] | None = None
         self._points = 0  # of the open batch, against MAX_SCALAR_BATCH
         # Woken when the open batch is sealed or replaced: the writer stops waiting for it.
         # Woken by the training thread at every step that is not scalars alone, so not a
@@ -78,6 +99,21 @@ class ScalarBatches:
             self._pipeline.put(partial(encode_scalar_columns, time.time(), columns), 64 * points)
             return
         self._join((time.time(), columns), points)
+
+    def join_step(self, job: StepJob, points: int) -> bool:
+        """Add a small step (its values encoded here, off the pool) to the open batch, in
+        the order given, counting ``points`` against the batch's size; False, with nothing
+        added, when no batch is open or it has no room (the caller then seals it and
+        queues the step after it)."""
+        with self._lock:
+            batch = self._open
+            if batch is None or self._points + points > MAX_SCALAR_BATCH:
+                return False
+            batch.append(job)
+            self._points += points
+        if self._pipeline.has_error:  # the step is in; now an earlier error may surface
+            self._pipeline.raise_pending()
+        return True
 
     def _join(self, entry: ScalarEntry | ColumnsEntry, points: int) -> None:
         batch_is_new = False
@@ -104,7 +140,7 @@ class ScalarBatches:
             self._open = None
         self._closed.wake()
 
-    def _encode(self, batch: list[ScalarEntry | ColumnsEntry]) -> list[tuple[int, bytes]]:
+    def _encode(self, batch: list[BatchEntry]) -> EncodedBatch:
         # Writer thread: let more steps join the batch while it is open, then seal it,
         # so no step joins it while it is encoded.
         with self._lock:
@@ -116,13 +152,22 @@ class ScalarBatches:
         with self._lock:
             if self._open is batch:
                 self._open = None
-        encoded: list[tuple[int, bytes]] = []
+        encoded = EncodedBatch()
+        parts = encoded.parts
+        run: list[tuple[int, bytes]] = []
         for entry in batch:
-            if len(entry) == 3:
+            if isinstance(entry, StepJob):
+                if run:
+                    parts.append(run)
+                    run = []
+                parts.append(encode_step(entry))
+            elif len(entry) == 3:
                 wall_time, step, scalars = entry
-                encoded.append((step, events.scalar_event(wall_time, step, scalars.items())))
+                run.append((step, events.scalar_event(wall_time, step, scalars.items())))
             else:
-                encoded.extend(encode_scalar_columns(*entry))
+                run.extend(encode_scalar_columns(*entry))
+        if run:
+            parts.append(run)
         return encoded
 
 

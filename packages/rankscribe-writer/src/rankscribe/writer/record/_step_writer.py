@@ -14,6 +14,7 @@ from rankscribe.writer.encoding._steps import EncodedStep
 from rankscribe.writer.errors import WriterError
 from rankscribe.writer.record._export import NpyExporter
 from rankscribe.writer.record._files import RecordFiles
+from rankscribe.writer.record._scalar_batches import EncodedBatch
 from rankscribe.writer.record._write_errors import WriteErrorPolicy
 
 
@@ -32,21 +33,36 @@ class StepWriter:
         #: recorded after it).
         self.disk_state = (0, 0, 0)
 
-    def write(self, encoded: EncodedStep | list[tuple[int, bytes]]) -> None:
-        """Append one encoded step, or a batch of scalar-only steps (one event each)."""
-        guarded = self._errors.guarded
-        if type(encoded) is list:
-            assert self._summary is not None
-            if self._summary.append_buffered([event for _, event in encoded]):
-                return  # framed into the buffer whole: nothing written, nothing to fail
-            append = self._summary.append
-            for scalar_step, event in encoded:
-                try:
-                    append(event)
-                except (OSError, WriterError) as error:
-                    self._errors.failed("summary", error, scalar_step)
-            return
+    def write(self, encoded: EncodedStep | list[tuple[int, bytes]] | EncodedBatch) -> None:
+        """Append one encoded step, steps of scalars (one event each), or a batch of
+        both, in order."""
+        if isinstance(encoded, EncodedBatch):
+            for part in encoded.parts:
+                if isinstance(part, list):
+                    self._write_scalars(part)
+                else:
+                    self._write_step(part)
+        elif isinstance(encoded, list):
+            self._write_scalars(encoded)
+        else:
+            self._write_step(encoded)
+
+    def _write_scalars(self, encoded: list[tuple[int, bytes]]) -> None:
+        """Append steps of scalars, one event each."""
+        assert self._summary is not None
+        if self._summary.append_buffered([event for _, event in encoded]):
+            return  # framed into the buffer whole: nothing written, nothing to fail
+        append = self._summary.append
+        for scalar_step, event in encoded:
+            try:
+                append(event)
+            except (OSError, WriterError) as error:
+                self._errors.failed("summary", error, scalar_step)
+
+    def _write_step(self, encoded: EncodedStep) -> None:
+        """Append one encoded step to each of its files."""
         assert isinstance(encoded, EncodedStep)
+        guarded = self._errors.guarded
         step = encoded.step
         if self._summary is not None:
             for payload in encoded.summary:
