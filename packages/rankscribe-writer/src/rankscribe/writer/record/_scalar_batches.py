@@ -21,12 +21,11 @@ from rankscribe.writer.errors import WriterTypeError, WriterValueError
 from rankscribe.writer.format import _events as events
 from rankscribe.writer.record._pipeline import Pipeline, Wakeup
 
-# A batch of scalar-only steps holds at most this many points (a step given alone
-# counts one, a column one per step of it), and counts as this many bytes against
-# max_pending_bytes.
+# A batch holds at most this many points (a step of scalars given alone counts one, a
+# column one per step of it, a small step joined to it one per SCALAR_POINT_BYTES of its
+# values), and counts as SCALAR_BATCH_BYTES against max_pending_bytes.
 MAX_SCALAR_BATCH = 1024
-#: The bytes a point of a batch stands for (a small step joined to it counts its bytes in
-#: such points).
+#: The bytes a point of a batch stands for.
 SCALAR_POINT_BYTES = 64
 SCALAR_BATCH_BYTES = SCALAR_POINT_BYTES * MAX_SCALAR_BATCH
 
@@ -62,7 +61,8 @@ COALESCE_SECONDS = 0.05
 
 
 class ScalarBatches:
-    """The open batch of scalar-only steps of one record, queued on its pipeline.
+    """The open batch of one record's steps of scalars (and the small steps joined to
+    them), queued on its pipeline.
 
     The batch in the queue stays open, and grows, while the writer is busy,
     until the writer thread takes it (it seals it then) or a step that does not
