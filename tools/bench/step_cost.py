@@ -290,7 +290,8 @@ def figures(found: Steps, warmup: int) -> dict[str, float]:
 
 
 #: Student's t at 97.5 % for 1 to 30 degrees of freedom: a 95 % interval of a mean over
-#: a few runs (the normal's 1.96 would read it too narrow).
+#: a few runs (the normal's 1.96 would read it too narrow). More runs take the last, an
+#: interval a little wider than theirs.
 T_975 = (
     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
     2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,

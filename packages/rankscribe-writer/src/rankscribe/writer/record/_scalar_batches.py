@@ -101,10 +101,10 @@ class ScalarBatches:
         self._join((time.time(), columns), points)
 
     def join_step(self, job: StepJob, points: int) -> bool:
-        """Add a small step (its values encoded here, off the pool) to the open batch, in
-        the order given, counting ``points`` against the batch's size; False, with nothing
-        added, when no batch is open or it has no room (the caller then seals it and
-        queues the step after it)."""
+        """Add a small step to the open batch, in the order given (encoded with the batch,
+        on the writer thread, not on the encoder pool), counting ``points`` against the
+        batch's size; False, with nothing added, when no batch is open or it has no room
+        (the caller then seals it and queues the step after it)."""
         with self._lock:
             batch = self._open
             if batch is None or self._points + points > MAX_SCALAR_BATCH:
