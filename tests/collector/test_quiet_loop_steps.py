@@ -167,6 +167,20 @@ def test_the_files_hold_what_a_loop_calling_every_step_writes(
     }
 
 
+def test_light_steps_are_logged_by_the_loop_with_their_loss(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    # Collected steps whose only value is the loss: logged by the loop once the
+    # collector has kept their loss, the collector called at few of them.
+    alone, beside, run = both(model, tmp_path, collector_clock, collected=LOSS_ALONE)
+    collected = set(range(10, STEPS + 1, 10))
+    assert len(collected & set(run.called)) <= len(collected) // 4
+    assert alone == beside
+    assert alone["loss/auto"] == {
+        step: pytest.approx(0.5 + step / 1000) for step in [1, *sorted(collected)]
+    }
+
+
 def test_the_long_step_is_called_after_its_work_with_its_own_time_and_wait(
     model: Any, tmp_path: Path, collector_clock: ManualClock
 ) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from rankscribe.collector import SummaryCollector, TrainSession
@@ -75,9 +76,11 @@ def train(
     collected: dict[str, Any] | None = None,
     steps: int = STEPS,
     kind: type[SummaryCollector] = SummaryCollector,
+    loss: Callable[[int], Any] = lambda step: 0.5 + step / 1000,
 ) -> Run:
     """``steps`` steps of 2 epochs: the collector alone, or beside a callback that acts at
-    every step; ``script(step, collector)`` runs inside each step."""
+    every step; ``script(step, collector)`` runs inside each step, ``loss(step)`` is what
+    the step hands the session as its outputs."""
     collector = quiet_collector(directory, collected, kind)
     callbacks: list[Any] = [collector, EveryStep()] if beside else [collector]
     batches = list(data.dataset)
@@ -105,7 +108,7 @@ def train(
                 step += 1
                 clock.advance(step_seconds(step))
                 script(step, collector)
-                session.step(batches[index % len(batches)], 0.5 + step / 1000)
+                session.step(batches[index % len(batches)], loss(step))
     return run
 
 
@@ -130,6 +133,42 @@ def test_the_files_hold_what_a_session_calling_every_step_writes(
     assert times == {step: pytest.approx(step_seconds(step)) for step in range(1, STEPS + 1)}
     assert alone["loss/auto"] == {
         step: pytest.approx(0.5 + step / 1000) for step in [1, *range(10, STEPS + 1, 10)]
+    }
+
+
+COLLECTED = set(range(10, STEPS + 1, 10))
+
+
+def test_light_steps_are_logged_by_the_session_with_their_loss(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    # Collected steps whose only value is the loss: the session logs them as quiet steps
+    # once the collector has kept their loss (the collector is called at the few where
+    # it has more to do: its cost windows, the end of its plan).
+    alone, beside, run = both(model, tmp_path, collector_clock, collected=LOSS_ALONE)
+    assert len(COLLECTED & set(run.called)) <= len(COLLECTED) // 4
+    assert alone == beside
+    assert alone["loss/auto"] == {
+        step: pytest.approx(0.5 + step / 1000) for step in [1, *sorted(COLLECTED)]
+    }
+
+
+def test_a_loss_of_several_numbers_is_recorded_by_the_collector_at_each_light_step(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    # Not one number on the host: the session calls the collector at each light step,
+    # which records the loss as it records any step's (their mean).
+    alone, beside, run = both(
+        model,
+        tmp_path,
+        collector_clock,
+        collected=LOSS_ALONE,
+        loss=lambda step: np.array([step / 1000, 1 + step / 1000]),
+    )
+    assert set(run.called) >= COLLECTED
+    assert alone == beside
+    assert alone["loss/auto"] == {
+        step: pytest.approx(0.5 + step / 1000) for step in [1, *sorted(COLLECTED)]
     }
 
 
@@ -240,8 +279,14 @@ def test_training_that_raises_keeps_the_step_times_of_the_logged_steps(
         train(
             model(8), tmp_path, collector_clock, beside=False, script=script, collected=LOSS_ALONE
         )
-    times = rank_scalars(tmp_path)[STEP_TIME_TAG]
-    assert times == {step: pytest.approx(step_seconds(step)) for step in range(1, 77)}
+    found = rank_scalars(tmp_path)
+    assert found[STEP_TIME_TAG] == {
+        step: pytest.approx(step_seconds(step)) for step in range(1, 77)
+    }
+    # The losses of the light steps the session logged before it.
+    assert found["loss/auto"] == {
+        step: pytest.approx(0.5 + step / 1000) for step in [1, *range(10, 77, 10)]
+    }
 
 
 def test_steps_of_several_sessions_are_their_own(

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import sys
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack
 from types import TracebackType
 from typing import Any
@@ -293,6 +293,11 @@ class QuietUntil:
         self.until, self.due = sys.maxsize, math.inf
 
 
+def _keeps_no_light(_step: int, _outputs: Any) -> bool:
+    """:attr:`QuietSteps.keep_light` of a callback that offers no light step."""
+    return False
+
+
 class QuietSteps(QuietUntil):
     """Steps a loop may finish without calling the callback that keeps this log (the
     ``SummaryCollector``), which has said it would record nothing at them: what
@@ -314,6 +319,15 @@ class QuietSteps(QuietUntil):
     records what they give. The callback takes the log (:meth:`take`) at its next call,
     before anything else.
 
+    ``light``: a step below ``until`` that the callback records the loss alone at (a
+    light step), which the loop may finish itself too; -1: none. The operators record at
+    it: the loop ends their skip at the step before it too (``skipping[0] = False`` at
+    ``light - 1``), and after the step's work calls ``keep_light(step, outputs)``. True:
+    the callback kept the step's loss from ``outputs`` and said its next ``light`` and
+    the operators' skip after it; the loop logs the step as a quiet one. False (a summary
+    operator's value waits to be recorded, or the loss is not one number on the host):
+    nothing was kept, and the loop calls the callbacks at the step, as at any other.
+
     ``waits``: set by a loop whose logged steps start when their batch has arrived
     (:class:`~rankscribe.collector.TrainLoop`): the time from a step's end to the next
     step's start is then the next step's data wait. False (the callback sets it at each
@@ -322,12 +336,24 @@ class QuietSteps(QuietUntil):
     next).
     """
 
-    __slots__ = ("ends", "first", "longest", "seconds", "skipping", "starts", "waits")
+    __slots__ = (
+        "ends",
+        "first",
+        "keep_light",
+        "light",
+        "longest",
+        "seconds",
+        "skipping",
+        "starts",
+        "waits",
+    )
 
     def __init__(self, skipping: list[bool], longest: float) -> None:
         super().__init__()
         self.longest = longest
         self.skipping = skipping
+        self.light = -1
+        self.keep_light: Callable[[int, Any], bool] = _keeps_no_light
         self.first = 0
         self.starts: array[float] = array("d")
         self.ends: array[float] = array("d")

@@ -51,6 +51,7 @@ from rankscribe.collector._callback import (
 from rankscribe.collector._fingerprint import DEFAULT_FINGERPRINT_BUDGET
 from rankscribe.collector.adapters import AdapterRegistry
 from rankscribe.collector.collection._extractor import GRAPH_TAG, LOSS_TAG, Extractor
+from rankscribe.collector.collection._light_steps import LIGHT_AHEAD, LightSteps
 from rankscribe.collector.collection._options import check_one_of_a_kind, collector_arguments
 from rankscribe.collector.collection._schedule import Collect, CollectionSchedule, total_units
 from rankscribe.collector.cost._budget import CostBudget, check_cost_budget
@@ -274,6 +275,8 @@ class SummaryCollector(Callback):
         # the plan's short path ends at the latest (_plan_quiet).
         self._light_step = -1
         self._quiet_limit = 0
+        # The light steps planned ahead that the loop may finish itself (_log_light).
+        self._lights = LightSteps()
         # The plugin filter of the record at the short path's end (the light step, else
         # _quiet_until), which the summary operators are told while they skip the steps
         # before it (_keep_next).
@@ -283,6 +286,7 @@ class SummaryCollector(Callback):
         # nothing here, and are taken at the next call (_take_quiet_steps).
         # docs/collector-cost.md, "Quiet steps".
         self._quiet_steps = QuietSteps(skip_flag(), STEP_TIME_WRITE_AT_ONCE)
+        self._quiet_steps.keep_light = self._log_light
         self._own_step_hooks = False  # this class's step_begin and step_end (begin())
         self._last_epoch_flush = -math.inf  # perf_counter of the last epoch end's flush
         #: The short path's time since the last longer step (the cost budget's).
@@ -382,6 +386,7 @@ class SummaryCollector(Callback):
         self._extractor.rank = run.info.rank
         self._step_started = self._step_time = None
         self._quiet_until, self._light_step = 0, -1
+        self._lights.clear()
         self._quiet_steps.stop()
         self._last_epoch_flush = -math.inf
         self._first_step_done = False
@@ -389,6 +394,7 @@ class SummaryCollector(Callback):
 
     def _close(self) -> None:
         self._quiet_until, self._light_step = 0, -1
+        self._lights.clear()
         self._quiet_steps.stop()
         self._take_quiet_steps()  # training stopped on an exception: its last steps
         self._system.stop()
@@ -864,6 +870,7 @@ class SummaryCollector(Callback):
         every step) ends the plan without having paid for the light steps after it."""
         if not schedule.started:
             self._quiet_until, self._light_step = 0, -1
+            self._lights.clear()
             self._quiet_filter = None
             self._quiet_steps.stop()
             return
@@ -871,41 +878,97 @@ class SummaryCollector(Callback):
         self._next_quiet(step, schedule)
 
     def _next_quiet(self, step: int, schedule: CollectionSchedule) -> None:
-        """After ``step`` (planned, or a light step kept): the next light step, and the short
-        path up to the collected step after it; else the short path up to the next
-        collected step (at most to the plan's limit)."""
+        """After ``step`` (planned, or a light step kept): the light steps ahead, the
+        collected steps after it, one after the other, whose values are the loss alone (at
+        most :data:`LIGHT_AHEAD` where the loop finishes them itself, else one), and the
+        short path up to the collected step after them (at most to the plan's limit)."""
         limit = self._quiet_limit
+        offered = self._offers_quiet_steps()
+        # Not while a device value is on its way: the light steps' losses would be kept
+        # before it (the collector's own light path takes the longer path then).
+        logs_lights = offered and not self._series.has_late
+        ahead = LIGHT_AHEAD if logs_lights else 1
+        lights: list[int] = []
+        extracts: list[bool] = []
         collected = schedule.next_collected(step)
-        if collected < limit and self._is_light(collected, schedule):
-            self._light_step = collected
-            self._quiet_until = min(schedule.next_collected(collected), limit)
-        else:
-            self._light_step = -1
-            self._quiet_until = min(collected, limit)
-        self._quiet_filter = self._filter_at(
-            self._quiet_until if self._light_step < 0 else self._light_step
-        )
-        self._offer_quiet_steps()
-
-    def _offer_quiet_steps(self) -> None:
-        """Let the loop finish the short path's steps itself, up to the next that is
-        not plain (a light step, or one off the short path). Only where the steps' timings
-        can be read afterwards (``StepTimings.loggable``)."""
+        while collected < limit and len(lights) < ahead and self._is_light(collected, schedule):
+            lights.append(collected)
+            extracts.append(schedule.extracts_at(collected))
+            collected = schedule.next_collected(collected)
+        self._quiet_until = until = min(collected, limit)
+        self._light_step = lights[0] if lights else -1
         quiet = self._quiet_steps
-        if (
-            not self._training
-            or self._sink_mode
-            or not self._timings.loggable
-            or not self._own_step_hooks
-        ):
-            quiet.stop()
+        if not logs_lights:
+            self._lights.clear()
+            self._quiet_filter = self._filter_at(lights[0] if lights else until)
+            if offered:  # up to the light step, which the collector sees
+                quiet.until, quiet.light = self._light_step if lights else until, -1
+            else:
+                quiet.stop()
             return
-        quiet.until = self._quiet_until if self._light_step < 0 else self._light_step
+        filters = [self._filter_at(unit) for unit in [*lights, until]]
+        self._lights.plan(lights, extracts, filters)
+        self._quiet_filter = filters[0]
+        quiet.until, quiet.light = until, self._light_step
+
+    def _offers_quiet_steps(self) -> bool:
+        """Whether the loop may finish the short path's steps itself (its light steps
+        among them: :meth:`_log_light`). Only where the steps' timings can be read
+        afterwards (``StepTimings.loggable``)."""
+        return (
+            self._training
+            and not self._sink_mode
+            and self._timings.loggable
+            and self._own_step_hooks
+        )
+
+    def _log_light(self, step: int, outputs: Any) -> bool:
+        """``QuietSteps.keep_light``: at the next light step planned, logged by the loop,
+        its loss kept from ``outputs`` (the step's ``net_outputs``), the operators told
+        the next step's skip and filter, and the next light step offered. False, with
+        nothing kept, where the step has more to record (a summary operator's value, a
+        value added to the record) or its loss is not one number on the host: the loop
+        then calls ``step_end``, whose light path decides (:meth:`_light_step_kept`)."""
+        record = self._run.record
+        if record is None or record.has_pending:
+            return False
+        lights = self._lights
+        recorded = lights.extracts[lights.at]
+        if recorded:
+            number = self._extractor.host_loss_of(outputs)
+            if number is None:
+                return False
+            self._keep_light_step(step)
+            self._keep_light_loss(number)
+        # else a tensor step off the frequency that no tensor came to: nothing to record
+        self._light_step, keep = lights.logged_one(step, recorded)
+        self._quiet_steps.light = self._light_step
+        self._quiet_filter = keep
+        # The operators skip the steps after it; the loop ends their skip at the step
+        # before the next light step or the plan's end (QuietSteps).
+        discard_pending(skip_next_step=True, keep_next=keep)
+        return True
+
+    def _settle_lights(self) -> None:
+        """What the collector's light path does at a light step besides keeping its loss,
+        for the light steps the loop logged (:meth:`_log_light`): the schedule moved past
+        each, and the cost budget told which recorded (as any collected step: it reads the
+        slowdown of the steps after the collector's against the others)."""
+        logged = self._lights.take_logged()
+        schedule = self._run.schedule
+        if not logged or schedule is None:
+            return
+        busy = self._cost.busy
+        for step, recorded in logged:
+            if recorded:
+                busy(step, RECORDED)
+            schedule.next(step)
 
     def _take_quiet_steps(self) -> None:
         """Keep what the short path would have of the steps the loop finished itself
-        (:meth:`_offer_quiet_steps`): each step time, data wait (a TrainLoop's), forward
+        (:meth:`_next_quiet`): each step time, data wait (a TrainLoop's), forward
         time and sections, and the loop's time."""
+        self._settle_lights()
         quiet = self._quiet_steps
         first, starts, ends, seconds = quiet.take()
         if not ends:
@@ -941,6 +1004,7 @@ class SummaryCollector(Callback):
         False, with nothing kept, when the step records more after all (a value added to
         the record, a summary operator's value that the step keeps, a device value on its
         way, a loss not one number on the host): the step then takes the longer path."""
+        self._settle_lights()  # the light steps the loop logged before this one
         record, schedule = self._run.record, self._run.schedule
         if record is None or schedule is None or self._series.has_late:
             return False

@@ -207,7 +207,10 @@ class Extractor:
     def host_loss(self, params: CallbackParams) -> float | None:
         """The step's loss as a float, read as :meth:`add_step_values` reads it, when it
         is one number on the host; else None (on a device, several numbers, none)."""
-        outputs = params.net_outputs
+        return self.host_loss_of(params.net_outputs)
+
+    def host_loss_of(self, outputs: Any) -> float | None:
+        """:meth:`host_loss` of a step whose ``net_outputs`` are ``outputs``."""
         if isinstance(outputs, (list, tuple)) and outputs:
             outputs = outputs[0]
         return self._adapters.host_number(outputs) if outputs is not None else None

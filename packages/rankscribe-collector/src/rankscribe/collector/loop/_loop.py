@@ -237,19 +237,26 @@ class TrainLoop:
             params.cur_step_num = step
             params.train_dataset_element = batch
             late: float | None = None  # the start of a step run as a quiet one, not logged
-            if step < quiet.until and step < bound.until and skipping[0]:
+            if step < quiet.until and step < bound.until and (skipping[0] or step == quiet.light):
                 started = now()
                 if started < quiet.due and started < bound.due:
-                    params.net_outputs = step_fn(batch)
+                    outputs = params.net_outputs = step_fn(batch)
                     ended = now()
-                    if ended < quiet.due and ended < bound.due and ended - started < quiet.longest:
+                    if (
+                        ended < quiet.due
+                        and ended < bound.due
+                        and ended - started < quiet.longest
+                        # A light step is quiet once the collector has kept its loss.
+                        and (step != quiet.light or quiet.keep_light(step, outputs))
+                    ):
                         ends = quiet.ends
                         if not ends:
                             quiet.first = step
                         quiet.starts.append(started)
                         ends.append(ended)
-                        if step + 1 == quiet.until:  # the operators record the next step
-                            skipping[0] = False
+                        following = step + 1
+                        if following in (quiet.until, quiet.light):
+                            skipping[0] = False  # the operators record the next step
                         quiet.seconds += now() - ended
                         continue
                     late = started

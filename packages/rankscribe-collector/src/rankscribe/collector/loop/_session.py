@@ -248,9 +248,11 @@ class TrainSession:
                 and now < quiet.due
                 and step < bound.until
                 and now < bound.due
-                and quiet.skipping[0]
                 and previous is not None
                 and now - previous < quiet.longest
+                # A light step is quiet once the collector has kept its loss (last: it
+                # keeps it); any other while the operators skip it.
+                and (quiet.skipping[0] if step != quiet.light else quiet.keep_light(step, outputs))
             ):
                 ends = quiet.ends
                 if not ends:
@@ -262,8 +264,9 @@ class TrainSession:
                 params.train_dataset_element = batch
                 params.net_outputs = outputs
                 self._previous_step = now
-                if step + 1 == quiet.until:  # the summary operators record the next step
-                    quiet.skipping[0] = False
+                following = step + 1
+                if following in (quiet.until, quiet.light):
+                    quiet.skipping[0] = False  # the summary operators record the next step
                 quiet.seconds += _clock.now() - now
                 return
         if self._state != "open" or params.cur_epoch_num < 1:

@@ -1,0 +1,67 @@
+"""The light steps ahead of the collector's short path that a loop finishes itself.
+
+A light step is a collected step whose only value is the loss, read on the host (or a
+tensor step off the frequency that no tensor came to). Where the loop logs the quiet
+steps (``QuietSteps``), the collector plans up to :data:`LIGHT_AHEAD` of them at once
+and the loop logs each as a quiet step once the collector has kept its loss
+(``QuietSteps.keep_light``): a light step then costs a few reads and appends on the
+training thread, not a call of the collector's ``step_end`` on a CPU whose caches the
+step evicted. What the collector's own light path does at such a step besides keeping
+the loss (the schedule moved past it, the cost budget told it recorded) waits for its
+next call (:meth:`LightSteps.take_logged`). docs/collector-cost.md, "Quiet steps".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+#: The most light steps planned at once (the plan's limit, the next write of the timings,
+#: bounds them too). Planning costs a few microseconds a light step, warm; past the
+#: last one planned the collector's next call plans again.
+LIGHT_AHEAD = 64
+
+Filter = Callable[[str], bool] | None
+
+
+class LightSteps:
+    """The light steps of the collector's plan, in order, and those the loop logged.
+
+    ``steps[at]`` is the next one not logged; ``extracts[i]``: whether ``steps[i]``
+    records the loss (else it is a tensor step off the frequency, with nothing to
+    record); ``filters[i]``: the plugin filter of the record at ``steps[i]`` and, last,
+    at the plan's end (what the summary operators are told while they skip the steps
+    before it).
+    """
+
+    __slots__ = ("at", "extracts", "filters", "logged", "steps")
+
+    def __init__(self) -> None:
+        self.steps: list[int] = []
+        self.extracts: list[bool] = []
+        self.filters: list[Filter] = []
+        self.at = 0
+        #: ``(step, recorded)`` of the steps the loop logged since the last take.
+        self.logged: list[tuple[int, bool]] = []
+
+    def plan(self, steps: list[int], extracts: list[bool], filters: list[Filter]) -> None:
+        """A new plan (the logged steps stay until taken)."""
+        self.steps, self.extracts, self.filters, self.at = steps, extracts, filters, 0
+
+    def clear(self) -> None:
+        """No light step planned."""
+        self.plan([], [], [])
+
+    def logged_one(self, step: int, recorded: bool) -> tuple[int, Filter]:
+        """``step``, the next planned, logged by the loop (``recorded``: its loss kept):
+        the next planned light step (-1: none) and the filter of the record at the next
+        step that records (that light step, else the plan's end)."""
+        self.logged.append((step, recorded))
+        at = self.at = self.at + 1
+        steps = self.steps
+        return (steps[at] if at < len(steps) else -1), self.filters[at]
+
+    def take_logged(self) -> list[tuple[int, bool]]:
+        """The steps logged since the last call, in order (the log is empty after it)."""
+        logged = self.logged
+        self.logged = []
+        return logged
