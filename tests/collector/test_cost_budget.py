@@ -122,17 +122,18 @@ def test_histograms_costing_a_fifth_of_the_step_are_shed_within_the_budget(
     assert "parameter histograms but at every 20th collected step (every 200 steps)" in said
     assert "cost_budget='off'" in said and "RANKSCRIBE_COST_BUDGET" in said
     assert "loss, the timings and the lineage are all still recorded" in said
-    # Steps of 1 s have their timings written at once: every step does more than the
-    # shortest path, so the first (short) window opens at step 20, after the warm-up,
-    # and holds its one collected step; a cost ten times the budget is decided at its
-    # end (step 30, before that step's work).
-    assert "over steps 21-30" in said
-    # Histograms at the warm-up's collected steps and the first window's, then every
-    # 20th only.
-    assert histogram_steps(tmp_path) == [1, 10, 20, 200, 400]
+    # The first look: step 1's histograms (2 s) against the collect period after it
+    # (steps 2-10 of 1 s, per 10 steps), ten times the budget, decided before step 10's
+    # work. So the warm-up's other collected steps (10, 20) record none.
+    assert "histograms and images of step 1 cost 20.0 % of the training step over steps 2-10" in (
+        said
+    )
+    # Histograms at the first collected step, then every 20th only.
+    assert histogram_steps(tmp_path) == [1, 200, 400]
     found = rank_scalars(tmp_path)
-    # The measured cost: 2 s of histograms per 10 steps of 1 s.
-    assert found[TRAINING_TAG][30] == pytest.approx(HISTOGRAM_SECONDS / COLLECT_FREQ)
+    # The first window (steps 20-29, closed at 30) holds no histograms: the collector's
+    # other work takes none of the test's clock.
+    assert found[TRAINING_TAG][30] == 0.0
     assert found[THREADS_TAG][30] == 0.0  # the threads' CPU is not on the test's clock
     # Every step of 1 s writes its time at once, so no step is quiet: the slowdown of the
     # steps after the collector's cannot be told from the others', and no wall cost is
@@ -152,6 +153,38 @@ def test_histograms_costing_a_fifth_of_the_step_are_shed_within_the_budget(
     lineage = get_summary_lineage(str(tmp_path))
     assert lineage["algorithm"]["loss"] == pytest.approx(0.5)
     assert lineage["hyper_parameters"]["epoch"] == 4
+
+
+def test_a_first_look_past_the_warm_up_ends_where_the_first_window_opens(
+    model: Any, tmp_path: Path, collector_clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Every 25th step collected: no collected step after step 1 in the warm-up. The first
+    # look ends at step 20, where the first window opens (every step of 1 s is seen by the
+    # collector: it writes its time at once): step 1's histograms, 2 s a period of 25
+    # steps, are 8 % of the step, and are shed to at most half the budget: every 9th
+    # collected step (8 / 9 % a step; 8 / 8 reads a hair over 1 % in floating point).
+    data = model(50)
+    optimizer = SlowHistograms(data.network, learning_rate=0.01, name="Momentum")
+    optimizer.clock, optimizer.seconds = collector_clock, HISTOGRAM_SECONDS
+    collector = SummaryCollector(tmp_path, collect_freq=25, collect_specified_data=NO_LANDSCAPE)
+
+    def step(batch: Any) -> float:
+        collector_clock.advance(STEP_SECONDS)
+        return 0.5
+
+    with caplog.at_level(logging.INFO):
+        TrainLoop(step, network=data.network, optimizer=optimizer).train(
+            4, data.dataset, callbacks=[collector]
+        )
+    [said] = budget_warnings(caplog)
+    assert said.startswith(
+        "The collector's histograms and images of step 1 cost 8.0 % of the training step "
+        "over steps 2-20"
+    )
+    assert "histograms but at every 9th collected step (every 225 steps)" in said
+    assert histogram_steps(tmp_path) == [1]
+    # The first window opened at step 20: its cost point at its end.
+    assert 20 < min(rank_scalars(tmp_path)[TRAINING_TAG]) <= 50
 
 
 QUICK_STEP = 0.02  # seconds: quiet steps (their times are kept, not written at once)
@@ -481,11 +514,12 @@ def test_a_budget_of_0_or_off_measures_and_sheds_nothing(
 
 @pytest.mark.parametrize(
     ("histogram_seconds", "window", "every", "decided_at"),
-    # 3 % of the step: over the budget, but the short first window (steps 20-29, its
-    # one collected step 20) decides only a cost of twice the budget or more; the next
-    # window of 100 steps decides it. 5 %: decided in the first window. Each aims at half
-    # the budget.
-    [(0.3, "31-130", 3, 130), (0.5, "21-30", 5, 30)],
+    # 3 % of the step: over the budget, but the first look (step 1's histograms against
+    # steps 2-10) and the short first window (steps 20-29, its one collected step 20)
+    # decide only a cost of twice the budget or more; the next window of 100 steps
+    # decides it. 5 %: decided by the first look, before step 10. Each aims at half the
+    # budget.
+    [(0.3, "31-130", 3, 130), (0.5, "2-10", 5, 10)],
 )
 def test_a_cost_under_twice_the_budget_waits_for_a_full_window(
     model: Any,
@@ -585,6 +619,51 @@ def test_a_stall_around_the_first_windows_collected_step_sheds_nothing(
     assert found[TRAINING_TAG][30] == pytest.approx(0.001 / COLLECT_FREQ)
 
 
+class SlowStepBurner(CpuBurner):
+    STEP_SLEEP = 0.02
+
+
+@pytest.mark.parametrize(
+    ("thread", "shed"),
+    [("rankscribe-1700000000-encoder-0", True), ("rankscribe-1700000000-writer", False)],
+    ids=["encoder", "writer"],
+)
+def test_the_first_look_counts_the_encoders_cpu_as_the_first_steps_histograms(
+    model: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture, thread: str, shed: bool
+) -> None:
+    # On the real clock, steps of 20 ms: a thread named as a summary record's encoders
+    # are spends 0.3 s of CPU in steps 2-3, inside the first look (from step 1 to the next
+    # collected step, 10). The encoders bucket the histograms: it counts as step 1's
+    # histograms, far over the budget, and they are shed before step 10. The writer
+    # thread's CPU is not the histograms' (the first step's other values, the timings):
+    # the first look sheds nothing for it, and the short first window (steps 20-29),
+    # closed by the run's last step, decides nothing either.
+    data = model(10)
+    collector = SummaryCollector(
+        tmp_path, collect_freq=COLLECT_FREQ, collect_specified_data=NO_LANDSCAPE
+    )
+    burner = SlowStepBurner(thread, start=2, until=25)
+    try:
+        with caplog.at_level(logging.INFO):
+            TrainLoop(burner.step, network=data.network, optimizer=data.optimizer).train(
+                3, data.dataset, callbacks=[collector]
+            )
+    finally:
+        burner.release.set()
+    assert burner.spent and not burner.worker.is_alive()
+    said = [record.getMessage() for record in caplog.records if record.name == BUDGET_LOGGER]
+    if shed:
+        [message] = said
+        assert message.startswith("The collector's histograms and images of step 1 cost ")
+        assert "over steps 2-10" in message and "it sheds the parameter histograms" in message
+        assert histogram_steps(tmp_path) == [1]
+    else:
+        assert said == []
+        assert histogram_steps(tmp_path) == [1, 10, 20, 30]
+    # Never shed: the loss at every collected step.
+    assert sorted(rank_scalars(tmp_path)["loss/auto"]) == [1, 10, 20, 30]
+
+
 def test_the_warm_ups_landscape_writing_is_not_shed_for_in_the_first_window(
     model: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -620,17 +699,20 @@ def test_a_window_the_runs_last_step_closes_decides_nothing(
     model: Any, tmp_path: Path, collector_clock: ManualClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     # 30 steps: the first window (steps 20-29) is closed by the run's last step, before
-    # that step's work. Its histograms cost 20 % of the step, but a decision there would
-    # save the last step's alone (the run's final values): none is made, and the window's
-    # cost is recorded.
+    # that step's work. Its histograms cost 20 % of the step (from step 10 on: the first
+    # look, at step 1's, sees none), but a decision there would save the last step's alone
+    # (the run's final values): none is made, and the window's cost is recorded.
     data = model(10)
     optimizer = SlowHistograms(data.network, learning_rate=0.01, name="Momentum")
-    optimizer.clock, optimizer.seconds = collector_clock, HISTOGRAM_SECONDS
+    optimizer.clock, optimizer.seconds = collector_clock, 0.0
     collector = SummaryCollector(
         tmp_path, collect_freq=COLLECT_FREQ, collect_specified_data=NO_LANDSCAPE
     )
+    steps = itertools.count(1)
 
     def step(batch: Any) -> float:
+        if next(steps) == 2:
+            optimizer.seconds = HISTOGRAM_SECONDS
         collector_clock.advance(STEP_SECONDS)
         return 0.5
 
@@ -791,16 +873,18 @@ def test_input_images_costing_a_fifth_of_the_step_are_shed_after_the_histograms(
     model: Any, tmp_path: Path, collector_clock: ManualClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     # No histograms: the input images are what costs, and they are recorded at fewer
-    # collected steps, as histograms are; the loss stays at every collected step.
+    # collected steps, as histograms are (by the first look, at step 1's); the loss stays
+    # at every collected step.
     with caplog.at_level(logging.INFO):
         train_on_slow_images(model, tmp_path, collector_clock)
     [said] = budget_warnings(caplog)
-    assert "20.0 %" in said
+    assert "images of step 1 cost 20.0 % of the training step over steps 2-10" in said
     assert "it sheds the input images but at every 20th collected step (every 200 steps)" in said
-    assert "histograms" not in said and "fingerprint" not in said
-    assert image_steps(tmp_path) == [1, 10, 20, 200, 400]
+    assert "parameter histograms" not in said and "fingerprint" not in said
+    assert image_steps(tmp_path) == [1, 200, 400]
     found = rank_scalars(tmp_path)
-    assert found[TRAINING_TAG][30] == pytest.approx(IMAGE_SECONDS / COLLECT_FREQ)
+    # The last window (steps 30-399) holds step 200's images.
+    assert found[TRAINING_TAG][400] == pytest.approx(IMAGE_SECONDS / 370)
     assert sorted(found["loss/auto"]) == [1, *range(10, 401, 10)]
     assert sorted(found[FINGERPRINT_TAG]) == [0, 1, *range(10, 401, 10)]
 
@@ -881,7 +965,7 @@ def test_another_rank_sheds_for_itself_and_says_so_at_info_only(
     assert budget_warnings(caplog) == []
     [said] = [record.getMessage() for record in caplog.records if record.name == BUDGET_LOGGER]
     assert "parameter histograms but at every 20th collected step" in said
-    assert histogram_steps(tmp_path / "rank_1") == [1, 10, 20, 200]
+    assert histogram_steps(tmp_path / "rank_1") == [1, 200]
 
 
 class SlowToNorm(np.ndarray):

@@ -454,7 +454,11 @@ class SummaryCollector(Callback):
             self._live.start(run.directory)
             assert run.info is not None
             # The run's last step closes its last cost window, before its timings' write.
-            self._cost.start_run(run.info.rank, last_step=0 if self._sink_mode else total)
+            self._cost.start_run(
+                run.info.rank,
+                last_step=0 if self._sink_mode else total,
+                first_look=not self._timings.on_device,
+            )
             self._quiet_cost = 0.0
             # The sampler's thread reads the step running from the loop's own state.
             self._system.start(lambda: params.cur_step_num, run.info.local_rank)

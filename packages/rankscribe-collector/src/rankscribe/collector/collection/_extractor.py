@@ -173,7 +173,10 @@ class Extractor:
         if self.collect_input_data and images:
             started = _clock.now()
             self._add_input_data(record, params)
-            image_seconds = _clock.now() - started
+            # Only while they are recorded: a batch found to hold no images turns them off
+            # at once, and shedding them would save nothing.
+            if self.collect_input_data:
+                image_seconds = _clock.now() - started
         if self.collect_metric:
             self._add_loss(record, params)
         if self.collect_histogram and histograms:

@@ -26,7 +26,20 @@ window's end:
 
 The first :data:`WARMUP_STEPS` steps are not measured: they hold what a run pays once
 (the first collected step's graph and dataset graph, the default landscape's saves at
-steps 1-19, torch's first steps). Nor are ``begin`` and the end of training. The first
+steps 1-19, torch's first steps). Nor are ``begin`` and the end of training. One look is
+taken in them (the *first look*): from the first collected step to the first collected
+step after it by which :data:`MIN_WINDOW_SECONDS` have passed (the first step's
+histograms pay for first calls, about 1.2 ms for a small network here, which that much
+of the steps holds near 1 %, under the margin), the histograms and input images of its
+collected steps on the collector's clocks, against its steps. Where they cost the budget
+times :data:`FIRST_WINDOW_MARGIN` or more, they are shed from that collected step on, as a
+window's decision sheds them (the rest waits for the windows: what a first step costs
+besides them is paid once). A look that has not taken that long by the warm-up's end
+decides nothing. So a model whose histograms cost a fifth of its ~10 ms step pays for
+them at step 1 alone where its steps up to 10 take 0.1 s (at step 10 too where they do
+not), not at each collected step of the warm-up. Not where the forward is timed on an
+accelerator, whose host runs ahead of the device most in a run's first steps (below;
+:meth:`CostBudget.start_run`'s ``first_look``), and not where the budget is off. The first
 window opens at the first step after them that the collector works at (at the default
 frequency the collected step 20), and is one collected step long (at least
 :data:`FIRST_WINDOW_STEPS`): a model whose defaults cost many times the budget pays for
@@ -72,6 +85,7 @@ from typing import Protocol
 from rankscribe.collector import _clock
 from rankscribe.collector.cost._slowdown import WROTE, Slowed, StepTimes, slowed_seconds
 from rankscribe.collector.cost._threads import (
+    ENCODER,
     LANDSCAPE,
     WRITER,
     ThreadKind,
@@ -216,6 +230,9 @@ class _Window:
     mark: DeviceMark | None = None
     #: Its steps at least, for :data:`MIN_WINDOW_SECONDS` (0: none).
     timed_steps: int = 0
+    #: The first look (module docstring): from the first collected step to the next,
+    #: deciding the histograms and images alone; no cost tags.
+    look: bool = False
 
 
 @dataclass
@@ -255,6 +272,7 @@ class CostBudget:
         self._window: _Window | None = None
         self._waiting: _Decision | None = None
         self._warned = False
+        self._looked = False
 
     # ------------------------------------------------------------------ questions
 
@@ -278,15 +296,19 @@ class CostBudget:
 
     # ------------------------------------------------------------------ measuring
 
-    def start_run(self, rank: int, *, last_step: int = 0) -> None:
+    def start_run(self, rank: int, *, last_step: int = 0, first_look: bool = True) -> None:
         """A new training run: measured afresh, with everything kept. ``last_step``: the
-        run's last step, which closes a window (0: not known)."""
+        run's last step, which closes a window (0: not known). ``first_look``: whether the
+        first collected step's histograms and images are judged in the warm-up (module
+        docstring; False on an accelerator, whose host runs ahead of the device most in
+        the first steps: the device's marks time the windows after the warm-up)."""
         self.rank = rank
         self.last_step = last_step
         self.shedding = Shedding()
         self._window = None
         self._waiting = None
         self._warned = False
+        self._looked = self.budget <= 0 or not first_look
 
     def window_steps(self, *, first: bool = False, timed: int = 0) -> int:
         """Steps in a window: enough for a few of the steps that still record histograms
@@ -301,7 +323,9 @@ class CostBudget:
         """Whether a window opens or closes at ``step`` (cheap: a few comparisons)."""
         window = self._window
         if window is None:
-            return step > WARMUP_STEPS
+            return step > WARMUP_STEPS or not self._looked
+        if window.look:  # at each collected step on the frequency, and after the warm-up
+            return (step > window.step and step % self.collect_freq == 0) or step > WARMUP_STEPS
         length = self.window_steps(first=window.first, timed=window.timed_steps)
         return step - window.step >= length or step == self.last_step
 
@@ -355,6 +379,23 @@ class CostBudget:
         if self._waiting is not None:  # the last window's, on the host's clock if need be
             self._decide(self._waiting, stop_landscape, on_host=not self._waiting.passed())
         window = self._window
+        if window is not None and window.look:
+            judged = now - window.start >= MIN_WINDOW_SECONDS
+            if step <= WARMUP_STEPS and not judged:
+                return []  # too short to judge: the look goes on to the next collected step
+            self._window = None
+            if judged:
+                spent = cpu_since(window.threads, _threads_now())
+                decision = _Decision(window, step, spent, None, now - window.start, None)
+                self._keep_within(decision, decision.host_seconds, stop_landscape)
+            if step <= WARMUP_STEPS:
+                return []  # the warm-up goes on: the first window opens after it
+            window = None  # the first window opens at this step, as after the warm-up
+        if not self._looked:
+            self._looked = True
+            if step <= WARMUP_STEPS:
+                self._window = _Window(step, now, _threads_now(), first=True, look=True)
+                return []
         self._window = _Window(
             step,
             now,
@@ -410,8 +451,8 @@ class CostBudget:
         as :meth:`close_window`'s, ``step``'s own included)."""
         window, self._window = self._window, None
         self._waiting = None  # the run is over: nothing left to shed
-        if window is None or step <= window.step:
-            return []
+        if window is None or window.look or step <= window.step:
+            return []  # (a first look: in the warm-up, which is not recorded)
         spent = cpu_since(window.threads, _threads_now())
         slowed = _slowed(window, times, step + 1, now)
         return _tags(window, step, spent, slowed)
@@ -429,38 +470,14 @@ class CostBudget:
         user = seconds - window.training - (slowed.total if slowed else 0.0)
         if self.budget <= 0 or user <= 0:
             return
-        # The threads' work as the step pays for it: their CPU, or the slowdown of the
-        # steps after the collector's where that is larger (cost/_slowdown.py). Either
-        # is mostly the record's threads bucketing histograms and encoding images: it
-        # counts as the histograms' while any are recorded (an over-estimate that sheds
-        # them rather than what comes after), else as the images' if any are (never as
-        # what the run does not record: nothing would be saved by shedding it).
-        # The landscape thread's CPU counts where the window saved a set: in one that
-        # saved none it is the writing of sets saved before it (the warm-up's default
-        # saves, whose writing runs into the first window), which shedding now saves
-        # nothing of.
-        if window.landscape <= 0:
-            spent = {kind: cpu for kind, cpu in spent.items() if kind != LANDSCAPE}
-        on_threads = sum(spent.values())
-        if slowed is not None and slowed.total > on_threads:
-            share = (window.training + slowed.total) / user
-            recording, landscape_threads = slowed.heavy, 0.0
+        if window.look:
+            share, parts = _first_look(window, spent, user, decision.end, self.collect_freq)
         else:
-            share = (window.training + on_threads) / user
-            recording, landscape_threads = spent.get(WRITER, 0.0), spent.get(LANDSCAPE, 0.0)
+            share, parts = self._shares(window, spent, slowed, user)
         if share <= self.budget * (FIRST_WINDOW_MARGIN if window.first else 1.0):
             return
         excess = share - self.budget * TARGET_SHARE
         shedding, dropped = self.shedding, list[str]()
-        histograms_kept = shedding.histogram_every > 0 and window.histograms > 0
-        images_kept = shedding.image_every > 0 and window.images > 0
-        parts = {
-            "histograms": (window.histograms + (recording if histograms_kept else 0.0)) / user,
-            "images": (window.images + (recording if images_kept and not histograms_kept else 0.0))
-            / user,
-            "fingerprints": window.fingerprints / user,
-            "landscape": (window.landscape + landscape_threads) / user,
-        }
         if shedding.histogram_every and excess > 0 and parts["histograms"] > 0:
             shedding.histogram_every, saved = self._shed_every(
                 "the parameter histograms",
@@ -487,6 +504,46 @@ class CostBudget:
         if dropped:
             shedding.said.extend(dropped)
             self._say(share, window, decision.end, dropped)
+
+    def _shares(
+        self,
+        window: _Window,
+        spent: dict[ThreadKind, float],
+        slowed: Slowed | None,
+        user: float,
+    ) -> tuple[float, dict[str, float]]:
+        """A window's cost as a share of the ``user``'s time, and each sheddable part's."""
+        # The threads' work as the step pays for it: their CPU, or the slowdown of the
+        # steps after the collector's where that is larger (cost/_slowdown.py). Either
+        # is mostly the record's threads bucketing histograms and encoding images: it
+        # counts as the histograms' while any are recorded (an over-estimate that sheds
+        # them rather than what comes after), else as the images' if any are (never as
+        # what the run does not record: nothing would be saved by shedding it).
+        # The landscape thread's CPU counts where the window saved a set: in one that
+        # saved none it is the writing of sets saved before it (the warm-up's default
+        # saves, whose writing runs into the first window), which shedding now saves
+        # nothing of.
+        if window.landscape <= 0:
+            spent = {kind: cpu for kind, cpu in spent.items() if kind != LANDSCAPE}
+        on_threads = sum(spent.values())
+        if slowed is not None and slowed.total > on_threads:
+            share = (window.training + slowed.total) / user
+            recording, landscape_threads = slowed.heavy, 0.0
+        else:
+            share = (window.training + on_threads) / user
+            recording = spent.get(WRITER, 0.0) + spent.get(ENCODER, 0.0)
+            landscape_threads = spent.get(LANDSCAPE, 0.0)
+        shedding = self.shedding
+        histograms_kept = shedding.histogram_every > 0 and window.histograms > 0
+        images_kept = shedding.image_every > 0 and window.images > 0
+        parts = {
+            "histograms": (window.histograms + (recording if histograms_kept else 0.0)) / user,
+            "images": (window.images + (recording if images_kept and not histograms_kept else 0.0))
+            / user,
+            "fingerprints": window.fingerprints / user,
+            "landscape": (window.landscape + landscape_threads) / user,
+        }
+        return share, parts
 
     def _shed_every(
         self, what: str, every: int, part: float, excess: float, dropped: list[str]
@@ -518,12 +575,19 @@ class CostBudget:
             else f"turn shedding off with SummaryCollector(..., cost_budget='off') or "
             f"{COST_BUDGET_ENV}=off (no budget under 1 holds the cost measured)"
         )
+        # The first look measures one collected step's histograms and images, over the
+        # steps up to the next: said as what it is.
+        what = (
+            f"The collector's histograms and images of step {window.step} cost"
+            if window.look
+            else "The collector cost"
+        )
         logger.log(
             level,
-            "The collector cost %.1f %% of the training step over steps %d-%d (over its cost "
-            "budget of %g %%): it sheds %s. The loss, the timings and the lineage are all "
-            'still recorded. To keep everything, %s (docs/collector-cost.md, "The cost '
-            'budget").',
+            "%s %.1f %% of the training step over steps %d-%d (over its cost budget of %g %%): "
+            "it sheds %s. The loss, the timings and the lineage are all still recorded. To "
+            'keep everything, %s (docs/collector-cost.md, "The cost budget").',
+            what,
             100 * share,
             window.step + 1,
             end,
@@ -531,6 +595,30 @@ class CostBudget:
             "; ".join(dropped),
             how,
         )
+
+
+def _first_look(
+    window: _Window, spent: dict[ThreadKind, float], user: float, end: int, collect_freq: int
+) -> tuple[float, dict[str, float]]:
+    """The first look's cost (module docstring): its collected steps' histograms and images
+    as a share of the ``user``'s time in its steps, per collect period, and their parts.
+    The look opens before its first collected step's work and closes (at step ``end``)
+    before the last one's: its steps hold the first and the multiples of ``collect_freq``
+    before ``end``, one period of steps for each. The record's encoder threads' CPU counts
+    as theirs: they encode the steps that hold histograms, images or large tensors (the
+    first step's graph is the training thread's, its other values the writer thread's)."""
+    collected = 1 + (end - 1) // collect_freq - window.step // collect_freq
+    period = user * collected * collect_freq / (end - window.step)
+    recording = spent.get(ENCODER, 0.0)
+    histograms = window.histograms + (recording if window.histograms > 0 else 0.0)
+    images = window.images + (recording if window.images > 0 and window.histograms <= 0 else 0.0)
+    parts = {
+        "histograms": histograms / period,
+        "images": images / period,
+        "fingerprints": 0.0,
+        "landscape": 0.0,
+    }
+    return parts["histograms"] + parts["images"], parts
 
 
 def _timed_steps(window: _Window | None, step: int, now: float) -> int:

@@ -22,7 +22,7 @@ __all__ = ["ThreadKind", "collector_threads_cpu", "cpu_since"]
 
 #: Which optional work a thread's CPU counts towards.
 ThreadKind = str
-WRITER, LANDSCAPE, OTHER = "writer", "landscape", "other"
+WRITER, ENCODER, LANDSCAPE, OTHER = "writer", "encoder", "landscape", "other"
 
 _PREFIX = "rankscribe-"
 #: ModelCheckpoint's save thread is another callback's cost, not the collector's.
@@ -36,9 +36,10 @@ def _kind(name: str) -> ThreadKind:
     if name.startswith("rankscribe-landscape"):
         return LANDSCAPE
     rest = name[len(_PREFIX) :]
-    # A SummaryRecord's threads: rankscribe-<timestamp>-writer, -encoder-<n>.
+    # A SummaryRecord's threads: rankscribe-<timestamp>-writer, -encoder-<n> (which encode
+    # the steps holding histograms, images or large tensors: the writer's pool).
     if rest[:1].isdigit():
-        return WRITER
+        return ENCODER if "-encoder-" in rest else WRITER
     return OTHER
 
 
@@ -103,7 +104,7 @@ def cpu_since(
     before: dict[int, tuple[ThreadKind, float]], now: dict[int, tuple[ThreadKind, float]]
 ) -> dict[ThreadKind, float]:
     """CPU seconds per kind between two readings (a thread started since: all of its own)."""
-    spent = {WRITER: 0.0, LANDSCAPE: 0.0, OTHER: 0.0}
+    spent = {WRITER: 0.0, ENCODER: 0.0, LANDSCAPE: 0.0, OTHER: 0.0}
     for native_id, (kind, seconds) in now.items():
         earlier = before.get(native_id)
         spent[kind] += max(0.0, seconds - (earlier[1] if earlier is not None else 0.0))

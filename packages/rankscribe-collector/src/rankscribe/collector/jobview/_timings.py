@@ -147,6 +147,12 @@ class StepTimings:
         )
 
     @property
+    def on_device(self) -> bool:
+        """Whether the forward is timed on a device (the cost budget's windows then are too:
+        :meth:`device_mark`)."""
+        return bool(getattr(self.forward, "on_device", False))
+
+    @property
     def loggable(self) -> bool:
         """Whether a step's timings can be read after a loop logged the step (the
         collector's quiet steps: ``rankscribe.collector._callback.QuietSteps``): no
