@@ -230,8 +230,9 @@ class _Window:
     mark: DeviceMark | None = None
     #: Its steps at least, for :data:`MIN_WINDOW_SECONDS` (0: none).
     timed_steps: int = 0
-    #: The first look (module docstring): from the first collected step to the next,
-    #: deciding the histograms and images alone; no cost tags.
+    #: The first look (module docstring): from the first collected step to the first
+    #: after it by which MIN_WINDOW_SECONDS passed, deciding the histograms and images
+    #: alone; no cost tags.
     look: bool = False
 
 
