@@ -17,6 +17,7 @@ from typing import Any, cast
 import pytest
 
 from tests._support.needs import needs
+from tests._support.tool_modules import load_tool
 
 pytestmark = pytest.mark.slow
 
@@ -133,18 +134,20 @@ def test_what_the_cost_budget_decided_is_listed_under_each_row(
     out, runs = quick
     budget_lines = [line for line in out.splitlines() if line.startswith("    cost budget: ")]
     assert len(budget_lines) == 2
-    decided = r"\d+\.\d % at steps \d+-\d+: \S.*"
+    decided = r"\d+\.\d % at steps \d+-\d+(?: \(first look\))?: \S.*"
     for line in budget_lines:
         assert re.fullmatch(rf"    cost budget: run 1: (nothing shed|{decided})", line), line
-    # The waiting step's collector costs far more than 0.01 % of its step: its first window
-    # (from step 21) decides, shedding the histograms first.
+    # The waiting step's collector costs far more than 0.01 % of its step: its first look
+    # (from step 1, where its steps up to 10 take 0.1 s) or its first window (from step 21)
+    # decides, shedding the histograms first.
     waiting = next(
         index for index, line in enumerate(out.splitlines()) if line.startswith("waiting ")
     )
     line = next(line for line in out.splitlines()[waiting:] if line.startswith("    cost budget: "))
     assert re.fullmatch(rf"    cost budget: run 1: {decided}", line), line
     assert "the parameter histograms" in line
-    assert "The collector cost" not in out  # the messages themselves stay off the screen
+    # The messages themselves stay off the screen.
+    assert "The collector cost" not in out and "The collector's histograms" not in out
     [document] = runs
     rows = cast(list[dict[str, Any]], document["rows"])
     assert [len(row["summary"]["budget"]) for row in rows] == [1, 1]
@@ -194,3 +197,29 @@ def test_an_unknown_row_is_refused_naming_the_rows(tmp_path: Path) -> None:
     assert finished.returncode == 2
     assert "--rows must be a comma-separated list of mlp-1ms, mlp-10ms" in finished.stderr
     assert "got 'waiting,gpt'" in finished.stderr
+
+
+@pytest.mark.parametrize(
+    ("message", "short"),
+    [
+        (
+            "The collector cost 41.6 % of the training step over steps 21-30 (over its cost "
+            "budget of 2 %): it sheds the parameter histograms (none from now on). The loss, "
+            "the timings and the lineage are all still recorded. To keep everything, ...",
+            "41.6 % at steps 21-30: the parameter histograms (none from now on)",
+        ),
+        (
+            "The collector's histograms and images of step 1 cost 27.0 % of the training step "
+            "over steps 2-10 (over its cost budget of 2 %): it sheds the parameter histograms "
+            "but at every 27th collected step (every 270 steps). The loss, the timings and the "
+            "lineage are all still recorded. To keep everything, ...",
+            "27.0 % at steps 2-10 (first look): the parameter histograms but at every 27th "
+            "collected step (every 270 steps)",
+        ),
+        ("Something else the budget said.", "Something else the budget said."),
+    ],
+    ids=["window", "first-look", "other"],
+)
+def test_a_budget_message_is_listed_in_short(message: str, short: str) -> None:
+    bench = load_tool("bench/collector.py", "collector_bench_for_decisions")
+    assert bench.decision(message) == short

@@ -1150,14 +1150,18 @@ def budget_said() -> Iterator[list[str]]:
 
 
 def decision(message: str) -> str:
-    """A budget message in short: the share it measured, over which steps, what it shed."""
+    """A budget message in short: the share it measured, over which steps, what it shed
+    (the first look's, at the first collected step's histograms and images, says so)."""
     found = re.match(
-        r"The collector cost (\S+ %) of the training step over steps (\d+-\d+)", message
+        r"The collector(?P<look>'s histograms and images of step \d+)? cost (?P<share>\S+ %) "
+        r"of the training step over steps (?P<steps>\d+-\d+)",
+        message,
     )
     if found is None:
         return message
     shed = message.split(": it sheds ", 1)[-1].split(". The loss", 1)[0]
-    return f"{found[1]} at steps {found[2]}: {shed}"
+    first = " (first look)" if found["look"] else ""
+    return f"{found['share']} at steps {found['steps']}{first}: {shed}"
 
 
 def _synchronizer(device: str) -> Callable[[], object]:

@@ -381,7 +381,8 @@ class CostBudget:
             self._decide(self._waiting, stop_landscape, on_host=not self._waiting.passed())
         window = self._window
         if window is not None and window.look:
-            judged = now - window.start >= MIN_WINDOW_SECONDS
+            # The training's own steps (the collector's work at them left out).
+            judged = now - window.start - window.training >= MIN_WINDOW_SECONDS
             if step <= WARMUP_STEPS and not judged:
                 return []  # too short to judge: the look goes on to the next collected step
             self._window = None
