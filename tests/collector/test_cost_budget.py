@@ -581,6 +581,26 @@ class CpuBurner:
         return float(np.square(batch[0]).mean())
 
 
+def train_beside(
+    burner: CpuBurner, data: Any, directory: Path, epochs: int, caplog: pytest.LogCaptureFixture
+) -> tuple[float, list[str]]:
+    """``epochs`` of ``data``'s batches, each step ``burner``'s, with a collector at its
+    defaults but the landscape: the CPU the burner spent, and the budget's messages."""
+    collector = SummaryCollector(
+        directory, collect_freq=COLLECT_FREQ, collect_specified_data=NO_LANDSCAPE
+    )
+    try:
+        with caplog.at_level(logging.INFO):
+            TrainLoop(burner.step, network=data.network, optimizer=data.optimizer).train(
+                epochs, data.dataset, callbacks=[collector]
+            )
+    finally:
+        burner.release.set()
+    assert burner.spent and not burner.worker.is_alive()
+    said = [record.getMessage() for record in caplog.records if record.name == BUDGET_LOGGER]
+    return burner.spent[0], said
+
+
 def test_a_stall_around_the_first_windows_collected_step_sheds_nothing(
     model: Any, tmp_path: Path, collector_clock: ManualClock, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -638,20 +658,8 @@ def test_the_first_look_counts_the_encoders_cpu_as_the_first_steps_histograms(
     # thread's CPU is not the histograms' (the first step's other values, the timings):
     # the first look sheds nothing for it, and the short first window (steps 20-29),
     # closed by the run's last step, decides nothing either.
-    data = model(10)
-    collector = SummaryCollector(
-        tmp_path, collect_freq=COLLECT_FREQ, collect_specified_data=NO_LANDSCAPE
-    )
     burner = SlowStepBurner(thread, start=2, until=25)
-    try:
-        with caplog.at_level(logging.INFO):
-            TrainLoop(burner.step, network=data.network, optimizer=data.optimizer).train(
-                3, data.dataset, callbacks=[collector]
-            )
-    finally:
-        burner.release.set()
-    assert burner.spent and not burner.worker.is_alive()
-    said = [record.getMessage() for record in caplog.records if record.name == BUDGET_LOGGER]
+    _, said = train_beside(burner, model(10), tmp_path, 3, caplog)
     if shed:
         [message] = said
         assert message.startswith("The collector's histograms and images of step 1 cost ")
@@ -674,25 +682,12 @@ def test_the_warm_ups_landscape_writing_is_not_shed_for_in_the_first_window(
     # (0.3 s in a window of 0.3 s and ten quick steps would be 50 times the budget). The
     # threads' cost records it. (Beside steps this quick, the collector's own work costs
     # more than the budget: the first full window sheds it.)
-    data = model(75)
-    collector = SummaryCollector(
-        tmp_path, collect_freq=COLLECT_FREQ, collect_specified_data=NO_LANDSCAPE
-    )
     burner = CpuBurner("rankscribe-landscape-test", start=21, until=60)
-    try:
-        with caplog.at_level(logging.INFO):
-            TrainLoop(burner.step, network=data.network, optimizer=data.optimizer).train(
-                4, data.dataset, callbacks=[collector]
-            )
-    finally:
-        burner.release.set()
-    spent = burner.spent
-    assert spent and not burner.worker.is_alive()
-    said = [record.getMessage() for record in caplog.records if record.name == BUDGET_LOGGER]
+    spent, said = train_beside(burner, model(75), tmp_path, 4, caplog)
     assert not [message for message in said if "over steps 21-30 " in message], said
     assert histogram_steps(tmp_path)[:5] == [1, 10, 20, 30, 40]
     threads = rank_scalars(tmp_path)[THREADS_TAG]
-    assert threads[30] * 10 >= spent[0] * 0.95, threads
+    assert threads[30] * 10 >= spent * 0.95, threads
 
 
 def test_a_window_the_runs_last_step_closes_decides_nothing(

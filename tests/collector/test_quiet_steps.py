@@ -146,7 +146,15 @@ def test_light_steps_are_logged_by_the_session_with_their_loss(
     # once the collector has kept their loss (the collector is called at the few where
     # it has more to do: its cost windows, the end of its plan).
     alone, beside, run = both(model, tmp_path, collector_clock, collected=LOSS_ALONE)
-    assert len(COLLECTED & set(run.called)) <= len(COLLECTED) // 4
+    assert_light_steps_logged(alone, beside, run.called)
+
+
+def assert_light_steps_logged(
+    alone: dict[str, dict[int, float]], beside: dict[str, dict[int, float]], called: list[int]
+) -> None:
+    """The loop called the collector at a quarter of the collected steps at most, and the
+    files hold what a loop calling it at every step writes, every collected step's loss."""
+    assert len(COLLECTED & set(called)) <= len(COLLECTED) // 4
     assert alone == beside
     assert alone["loss/auto"] == {
         step: pytest.approx(0.5 + step / 1000) for step in [1, *sorted(COLLECTED)]
