@@ -70,19 +70,27 @@ def train(
     clock: ManualClock,
     steps: int = 400,
     histogram_seconds: float = HISTOGRAM_SECONDS,
+    *,
+    costly_from: int = 2,
     **options: Any,
 ) -> SummaryCollector:
+    """``steps`` steps of 1 s of ``clock``; the histograms take ``histogram_seconds`` of it
+    from step ``costly_from`` on (by default none at step 1: the first look, which judges
+    step 1's, sees no cost, and the windows decide)."""
     data = model(steps // 4)
     optimizer = SlowHistograms(data.network, learning_rate=0.01, name="Momentum")
-    optimizer.clock, optimizer.seconds = clock, histogram_seconds
+    optimizer.clock, optimizer.seconds = clock, 0.0
     collector = SummaryCollector(
         directory,
         collect_freq=COLLECT_FREQ,
         collect_specified_data=NO_LANDSCAPE,
         **options,
     )
+    numbers = itertools.count(1)
 
     def step(batch: Any) -> float:
+        if next(numbers) >= costly_from:
+            optimizer.seconds = histogram_seconds
         clock.advance(STEP_SECONDS)
         return 0.5
 
@@ -122,18 +130,18 @@ def test_histograms_costing_a_fifth_of_the_step_are_shed_within_the_budget(
     assert "parameter histograms but at every 20th collected step (every 200 steps)" in said
     assert "cost_budget='off'" in said and "RANKSCRIBE_COST_BUDGET" in said
     assert "loss, the timings and the lineage are all still recorded" in said
-    # The first look: step 1's histograms (2 s) against the collect period after it
-    # (steps 2-10 of 1 s, per 10 steps), ten times the budget, decided before step 10's
-    # work. So the warm-up's other collected steps (10, 20) record none.
-    assert "histograms and images of step 1 cost 20.0 % of the training step over steps 2-10" in (
-        said
-    )
-    # Histograms at the first collected step, then every 20th only.
-    assert histogram_steps(tmp_path) == [1, 200, 400]
+    # Steps of 1 s have their timings written at once: every step does more than the
+    # shortest path, so the first (short) window opens at step 20, after the warm-up,
+    # and holds its one collected step; a cost ten times the budget is decided at its
+    # end (step 30, before that step's work).
+    assert "over steps 21-30" in said
+    assert "histograms and images of step 1" not in said  # step 1's cost nothing here
+    # Histograms at the warm-up's collected steps and the first window's, then every
+    # 20th only.
+    assert histogram_steps(tmp_path) == [1, 10, 20, 200, 400]
     found = rank_scalars(tmp_path)
-    # The first window (steps 20-29, closed at 30) holds no histograms: the collector's
-    # other work takes none of the test's clock.
-    assert found[TRAINING_TAG][30] == 0.0
+    # The measured cost: 2 s of histograms per 10 steps of 1 s.
+    assert found[TRAINING_TAG][30] == pytest.approx(HISTOGRAM_SECONDS / COLLECT_FREQ)
     assert found[THREADS_TAG][30] == 0.0  # the threads' CPU is not on the test's clock
     # Every step of 1 s writes its time at once, so no step is quiet: the slowdown of the
     # steps after the collector's cannot be told from the others', and no wall cost is
@@ -155,14 +163,38 @@ def test_histograms_costing_a_fifth_of_the_step_are_shed_within_the_budget(
     assert lineage["hyper_parameters"]["epoch"] == 4
 
 
+def test_histograms_costly_from_the_first_step_are_shed_by_the_first_look(
+    model: Any, tmp_path: Path, collector_clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The first look: step 1's histograms (2 s) against the collect period after it (steps
+    # 2-10 of 1 s, per 10 steps) are ten times the budget, decided before step 10's work.
+    # The look cannot read what the histograms slow the next steps by: it sheds them all.
+    with caplog.at_level(logging.INFO):
+        train(model, tmp_path, collector_clock, costly_from=1)
+    [said] = budget_warnings(caplog)
+    assert said.startswith(
+        "The collector's histograms and images of step 1 cost 20.0 % of the training step "
+        "over steps 2-10 (over its cost budget of 2 %): it sheds the parameter histograms "
+        "(none from now on)."
+    )
+    assert "cost_budget='off'" in said and "loss, the timings and the lineage" in said
+    # Histograms at the first collected step alone: none at the warm-up's others.
+    assert histogram_steps(tmp_path) == [1]
+    found = rank_scalars(tmp_path)
+    # The windows after it (the first, then 100 steps each) hold no histograms (the
+    # collector's other work takes none of the test's clock), and decide nothing.
+    assert found[TRAINING_TAG] == {step: 0.0 for step in (30, 130, 230, 330, 400)}
+    assert sorted(found["loss/auto"]) == [1, *range(10, 401, 10)]
+    assert sorted(found[FINGERPRINT_TAG]) == [0, 1, *range(10, 401, 10)]
+
+
 def test_a_first_look_past_the_warm_up_ends_where_the_first_window_opens(
     model: Any, tmp_path: Path, collector_clock: ManualClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     # Every 25th step collected: no collected step after step 1 in the warm-up. The first
     # look ends at step 20, where the first window opens (every step of 1 s is seen by the
     # collector: it writes its time at once): step 1's histograms, 2 s a period of 25
-    # steps, are 8 % of the step, and are shed to at most half the budget: every 9th
-    # collected step (8 / 9 % a step; 8 / 8 reads a hair over 1 % in floating point).
+    # steps, are 8 % of the step, four times the budget, and are shed.
     data = model(50)
     optimizer = SlowHistograms(data.network, learning_rate=0.01, name="Momentum")
     optimizer.clock, optimizer.seconds = collector_clock, HISTOGRAM_SECONDS
@@ -181,7 +213,7 @@ def test_a_first_look_past_the_warm_up_ends_where_the_first_window_opens(
         "The collector's histograms and images of step 1 cost 8.0 % of the training step "
         "over steps 2-20"
     )
-    assert "histograms but at every 9th collected step (every 225 steps)" in said
+    assert "it sheds the parameter histograms (none from now on)" in said
     assert histogram_steps(tmp_path) == [1]
     # The first window opened at step 20: its cost point at its end.
     assert 20 < min(rank_scalars(tmp_path)[TRAINING_TAG]) <= 50
@@ -514,12 +546,11 @@ def test_a_budget_of_0_or_off_measures_and_sheds_nothing(
 
 @pytest.mark.parametrize(
     ("histogram_seconds", "window", "every", "decided_at"),
-    # 3 % of the step: over the budget, but the first look (step 1's histograms against
-    # steps 2-10) and the short first window (steps 20-29, its one collected step 20)
-    # decide only a cost of twice the budget or more; the next window of 100 steps
-    # decides it. 5 %: decided by the first look, before step 10. Each aims at half the
-    # budget.
-    [(0.3, "31-130", 3, 130), (0.5, "2-10", 5, 10)],
+    # 3 % of the step: over the budget, but the short first window (steps 20-29, its
+    # one collected step 20) decides only a cost of twice the budget or more; the next
+    # window of 100 steps decides it. 5 %: decided in the first window. Each aims at half
+    # the budget.
+    [(0.3, "31-130", 3, 130), (0.5, "21-30", 5, 30)],
 )
 def test_a_cost_under_twice_the_budget_waits_for_a_full_window(
     model: Any,
@@ -540,6 +571,18 @@ def test_a_cost_under_twice_the_budget_waits_for_a_full_window(
     assert f"histograms but at every {nth} collected step (every {10 * every} steps)" in said
     kept = [step for step in range(10, 401, 10) if step > decided_at and (step // 10) % every == 0]
     assert histogram_steps(tmp_path) == [1, *range(10, decided_at, 10), *kept]
+
+
+def test_a_first_look_under_twice_the_budget_waits_for_the_windows(
+    model: Any, tmp_path: Path, collector_clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Step 1's histograms at 3 % of the step: the first look decides only twice the budget
+    # or more; the first full window (31-130) does, at every 3rd collected step.
+    with caplog.at_level(logging.INFO):
+        train(model, tmp_path, collector_clock, histogram_seconds=0.3, costly_from=1)
+    [said] = budget_warnings(caplog)
+    assert said.startswith("The collector cost 3.0 % of the training step over steps 31-130")
+    assert histogram_steps(tmp_path)[:13] == [1, *range(10, 130, 10)]
 
 
 class CpuBurner:
@@ -825,12 +868,13 @@ class SlowImages:
 
     ndim = 4
     clock: ManualClock
+    seconds = 0.0
 
     def __init__(self, array: np.ndarray) -> None:
         self._array = array
 
     def asnumpy(self) -> np.ndarray:
-        SlowImages.clock.advance(IMAGE_SECONDS)
+        SlowImages.clock.advance(SlowImages.seconds)
         return self._array
 
 
@@ -842,19 +886,24 @@ def image_steps(directory: Path) -> list[int]:
 
 
 def train_on_slow_images(
-    model: Any, directory: Path, clock: ManualClock, **collect: Any
+    model: Any, directory: Path, clock: ManualClock, *, costly_from: int = 2, **collect: Any
 ) -> SummaryCollector:
-    """400 steps of 1 s whose batches' images take IMAGE_SECONDS to read; no histograms."""
+    """400 steps of 1 s whose batches' images take IMAGE_SECONDS to read from step
+    ``costly_from`` on (by default none at step 1, which the first look judges); no
+    histograms."""
     data = model(100)
-    SlowImages.clock = clock
+    SlowImages.clock, SlowImages.seconds = clock, 0.0
     batches = [(SlowImages(images), labels) for images, labels in data.dataset]
     collector = SummaryCollector(
         directory,
         collect_freq=COLLECT_FREQ,
         collect_specified_data={**NO_LANDSCAPE, "histogram_regular": "^none$", **collect},
     )
+    numbers = itertools.count(1)
 
     def step(batch: Any) -> float:
+        if next(numbers) >= costly_from:
+            SlowImages.seconds = IMAGE_SECONDS
         clock.advance(STEP_SECONDS)
         return 0.5
 
@@ -868,20 +917,31 @@ def test_input_images_costing_a_fifth_of_the_step_are_shed_after_the_histograms(
     model: Any, tmp_path: Path, collector_clock: ManualClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     # No histograms: the input images are what costs, and they are recorded at fewer
-    # collected steps, as histograms are (by the first look, at step 1's); the loss stays
-    # at every collected step.
+    # collected steps, as histograms are; the loss stays at every collected step.
     with caplog.at_level(logging.INFO):
         train_on_slow_images(model, tmp_path, collector_clock)
     [said] = budget_warnings(caplog)
-    assert "images of step 1 cost 20.0 % of the training step over steps 2-10" in said
+    assert "20.0 %" in said
     assert "it sheds the input images but at every 20th collected step (every 200 steps)" in said
-    assert "parameter histograms" not in said and "fingerprint" not in said
-    assert image_steps(tmp_path) == [1, 200, 400]
+    assert "histograms" not in said and "fingerprint" not in said
+    assert image_steps(tmp_path) == [1, 10, 20, 200, 400]
     found = rank_scalars(tmp_path)
-    # The last window (steps 30-399) holds step 200's images.
-    assert found[TRAINING_TAG][400] == pytest.approx(IMAGE_SECONDS / 370)
+    assert found[TRAINING_TAG][30] == pytest.approx(IMAGE_SECONDS / COLLECT_FREQ)
     assert sorted(found["loss/auto"]) == [1, *range(10, 401, 10)]
     assert sorted(found[FINGERPRINT_TAG]) == [0, 1, *range(10, 401, 10)]
+
+
+def test_input_images_costly_from_the_first_step_are_shed_by_the_first_look(
+    model: Any, tmp_path: Path, collector_clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO):
+        train_on_slow_images(model, tmp_path, collector_clock, costly_from=1)
+    [said] = budget_warnings(caplog)
+    assert "images of step 1 cost 20.0 % of the training step over steps 2-10" in said
+    assert "it sheds the input images (none from now on)" in said
+    assert "parameter histograms" not in said
+    assert image_steps(tmp_path) == [1]
+    assert sorted(rank_scalars(tmp_path)["loss/auto"]) == [1, *range(10, 401, 10)]
 
 
 def test_images_cost_nothing_to_the_budget_when_they_are_not_collected(
@@ -960,7 +1020,7 @@ def test_another_rank_sheds_for_itself_and_says_so_at_info_only(
     assert budget_warnings(caplog) == []
     [said] = [record.getMessage() for record in caplog.records if record.name == BUDGET_LOGGER]
     assert "parameter histograms but at every 20th collected step" in said
-    assert histogram_steps(tmp_path / "rank_1") == [1, 200]
+    assert histogram_steps(tmp_path / "rank_1") == [1, 10, 20, 200]
 
 
 class SlowToNorm(np.ndarray):

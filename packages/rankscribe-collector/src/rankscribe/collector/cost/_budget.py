@@ -24,22 +24,23 @@ window's end:
   Loss, timings and lineage are never shed. The first decision is said once, on rank 0,
   as a warning; a later one in the same run at INFO.
 
-The first :data:`WARMUP_STEPS` steps are not measured: they hold what a run pays once
-(the first collected step's graph and dataset graph, the default landscape's saves at
-steps 1-19, torch's first steps). Nor are ``begin`` and the end of training. One look is
-taken in them (the *first look*): from the first collected step to the first collected
-step after it by which :data:`MIN_WINDOW_SECONDS` have passed (the first step's
-histograms pay for first calls, about 1.2 ms for a small network here, which that much
-of the steps holds near 1 %, under the margin), the histograms and input images of its
-collected steps on the collector's clocks, against its steps. Where they cost the budget
-times :data:`FIRST_WINDOW_MARGIN` or more, they are shed from that collected step on, as a
-window's decision sheds them (the rest waits for the windows: what a first step costs
-besides them is paid once). A look that has not taken that long by the warm-up's end
-decides nothing. So a model whose histograms cost a fifth of its ~10 ms step pays for
-them at step 1 alone where its steps up to 10 take 0.1 s (at step 10 too where they do
-not), not at each collected step of the warm-up. Not where the forward is timed on an
-accelerator, whose host runs ahead of the device most in a run's first steps (below;
-:meth:`CostBudget.start_run`'s ``first_look``), and not where the budget is off. The first
+The first :data:`WARMUP_STEPS` steps are not measured: they hold what a run pays once (the
+first collected step's graph and dataset graph, the default landscape's saves at steps 1-19,
+torch's first steps). Nor are ``begin`` and the end of training. One look is taken in them
+(the *first look*): from the first collected step to the first collected step after it by
+which :data:`MIN_WINDOW_SECONDS` have passed (the first step's histograms pay for first
+calls, about 1.2 ms for a small network here, which that much of the steps holds near 1 %,
+under the margin), the histograms and input images of its collected steps on the collector's
+clocks, against its steps. Where they cost the budget times :data:`FIRST_WINDOW_MARGIN` or
+more, they are shed from that collected step on, all of them: the look cannot read what
+their encoding slows the next steps by, which a full window's slowdown reads and which can
+be more than the work itself (the rest waits for the windows: what a first step costs
+besides them is paid once). A look that has not taken that long by the warm-up's end decides
+nothing. So a model whose histograms cost a fifth of its ~10 ms step pays for them at step 1
+alone where its steps up to 10 take 0.1 s (at step 10 too where they do not), not at each
+collected step of the warm-up. Not where the forward is timed on an accelerator, whose host
+runs ahead of the device most in a run's first steps (below; :meth:`CostBudget.start_run`'s
+``first_look``), and not where the budget is off. The first
 window opens at the first step after them that the collector works at (at the default
 frequency the collected step 20), and is one collected step long (at least
 :data:`FIRST_WINDOW_STEPS`): a model whose defaults cost many times the budget pays for
@@ -478,7 +479,12 @@ class CostBudget:
             share, parts = self._shares(window, spent, slowed, user)
         if share <= self.budget * (FIRST_WINDOW_MARGIN if window.first else 1.0):
             return
-        excess = share - self.budget * TARGET_SHARE
+        # The first look reads the histograms' and images' work on the collector's clocks,
+        # not what it slows the steps after it by where the training uses every core (at the
+        # ~10 ms torch MLP row a histogram step read 27-85 ms there, and cost the run 35-116
+        # ms): an every-k-th chosen from it would keep more than the budget. It sheds them
+        # all, as the first window did for such models, before the warm-up's collected steps.
+        excess = share if window.look else share - self.budget * TARGET_SHARE
         shedding, dropped = self.shedding, list[str]()
         if shedding.histogram_every and excess > 0 and parts["histograms"] > 0:
             shedding.histogram_every, saved = self._shed_every(
