@@ -264,9 +264,10 @@ class TrainLoop:
                 callbacks.step_begin(context)
                 params.net_outputs = step_fn(batch)
             else:
-                # Longer than a quiet step may be, or past the timings' write: the
-                # callbacks see it now, after its work, from its start (as a session's
-                # step; the next step starts after them, so step_end sees no session).
+                # Longer than a quiet step may be, past the timings' write, or a light
+                # step whose loss the collector did not keep: the callbacks see it now,
+                # after its work, from its start (as a session's step; the next step
+                # starts after them, so step_end sees no session).
                 params.step_started_at = late
                 callbacks.step_begin(context)
                 params.step_started_at = None
