@@ -163,25 +163,38 @@ def test_histograms_costing_a_fifth_of_the_step_are_shed_within_the_budget(
     assert lineage["hyper_parameters"]["epoch"] == 4
 
 
-def test_histograms_costly_from_the_first_step_are_shed_by_the_first_look(
-    model: Any, tmp_path: Path, collector_clock: ManualClock, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize(
+    ("kind", "shed"),
+    [("histograms", "the parameter histograms"), ("images", "the input images")],
+)
+def test_a_cost_from_the_first_step_is_shed_by_the_first_look(
+    model: Any,
+    tmp_path: Path,
+    collector_clock: ManualClock,
+    caplog: pytest.LogCaptureFixture,
+    kind: str,
+    shed: str,
 ) -> None:
-    # The first look: step 1's histograms (2 s) against the collect period after it (steps
-    # 2-10 of 1 s, per 10 steps) are ten times the budget, decided before step 10's work.
-    # The look cannot read what the histograms slow the next steps by: it sheds them all.
+    # The first look: step 1's histograms, or input images (2 s), against the collect
+    # period after it (steps 2-10 of 1 s, per 10 steps) are ten times the budget, decided
+    # before step 10's work. The look cannot read what their encoding slows the next steps
+    # by: it sheds them all.
     with caplog.at_level(logging.INFO):
-        train(model, tmp_path, collector_clock, costly_from=1)
+        if kind == "histograms":
+            train(model, tmp_path, collector_clock, costly_from=1)
+        else:
+            train_on_slow_images(model, tmp_path, collector_clock, costly_from=1)
     [said] = budget_warnings(caplog)
     assert said.startswith(
         "The collector's histograms and images of step 1 cost 20.0 % of the training step "
-        "over steps 2-10 (over its cost budget of 2 %): it sheds the parameter histograms "
-        "(none from now on)."
+        f"over steps 2-10 (over its cost budget of 2 %): it sheds {shed} (none from now on)."
     )
     assert "cost_budget='off'" in said and "loss, the timings and the lineage" in said
-    # Histograms at the first collected step alone: none at the warm-up's others.
-    assert histogram_steps(tmp_path) == [1]
+    assert "fingerprint" not in said
+    # Recorded at the first collected step alone: none at the warm-up's others.
+    assert (histogram_steps if kind == "histograms" else image_steps)(tmp_path) == [1]
     found = rank_scalars(tmp_path)
-    # The windows after it (the first, then 100 steps each) hold no histograms (the
+    # The windows after it (the first, then 100 steps each) hold none of them (the
     # collector's other work takes none of the test's clock), and decide nothing.
     assert found[TRAINING_TAG] == {step: 0.0 for step in (30, 130, 230, 330, 400)}
     assert sorted(found["loss/auto"]) == [1, *range(10, 401, 10)]
@@ -929,19 +942,6 @@ def test_input_images_costing_a_fifth_of_the_step_are_shed_after_the_histograms(
     assert found[TRAINING_TAG][30] == pytest.approx(IMAGE_SECONDS / COLLECT_FREQ)
     assert sorted(found["loss/auto"]) == [1, *range(10, 401, 10)]
     assert sorted(found[FINGERPRINT_TAG]) == [0, 1, *range(10, 401, 10)]
-
-
-def test_input_images_costly_from_the_first_step_are_shed_by_the_first_look(
-    model: Any, tmp_path: Path, collector_clock: ManualClock, caplog: pytest.LogCaptureFixture
-) -> None:
-    with caplog.at_level(logging.INFO):
-        train_on_slow_images(model, tmp_path, collector_clock, costly_from=1)
-    [said] = budget_warnings(caplog)
-    assert "images of step 1 cost 20.0 % of the training step over steps 2-10" in said
-    assert "it sheds the input images (none from now on)" in said
-    assert "parameter histograms" not in said
-    assert image_steps(tmp_path) == [1]
-    assert sorted(rank_scalars(tmp_path)["loss/auto"]) == [1, *range(10, 401, 10)]
 
 
 def test_images_cost_nothing_to_the_budget_when_they_are_not_collected(
