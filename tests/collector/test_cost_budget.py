@@ -434,6 +434,65 @@ def test_a_sessions_step_time_holds_the_collectors_work_counted_once(
         assert found[WALL_TAG][step] == pytest.approx(found[TRAINING_TAG][step])
 
 
+LOSS_READ = 0.001  # seconds of the clock a collected step's loss read takes
+
+
+@pytest.mark.parametrize("loop", ["session", "trainloop"])
+def test_a_light_steps_loss_read_is_counted_once(
+    model: Any,
+    tmp_path: Path,
+    collector_clock: ManualClock,
+    monkeypatch: pytest.MonkeyPatch,
+    loop: str,
+) -> None:
+    # A collected step whose only value is the loss is logged by the loop once the
+    # collector has read the loss, after the step's work: the next step's time holds
+    # the read (a session's step runs from one call to the next; a TrainLoop's next step
+    # waits for its batch after it). The training thread's cost counts it, the slowdown
+    # does not count it again.
+    data = model(50)
+    collector = SummaryCollector(
+        tmp_path,
+        collect_freq=COLLECT_FREQ,
+        keep_default_action=False,
+        collect_specified_data={"collect_metric": True, "collect_landscape": None},
+        fingerprints=False,
+        system_interval=0,
+        cost_budget="off",
+    )
+    # (The collector's light path reads the loss by it too, at the steps the loop does
+    # not log: a window's first.)
+    read = collector._extractor.host_loss_of
+
+    def slow_read(outputs: Any) -> Any:
+        collector_clock.advance(LOSS_READ)
+        return read(outputs)
+
+    monkeypatch.setattr(collector._extractor, "host_loss_of", slow_read)
+    batches = itertools.islice(itertools.cycle(data.dataset), 400)
+    if loop == "session":
+        with TrainSession(
+            [collector], network=data.network, epochs=1, steps_per_epoch=400
+        ) as session:
+            for _ in session.epochs():
+                for batch in batches:
+                    collector_clock.advance(QUICK_STEP)
+                    session.step(batch, 0.5)
+    else:
+
+        def step(batch: Any) -> float:
+            collector_clock.advance(QUICK_STEP)
+            return 0.5
+
+        TrainLoop(step, network=data.network).train(1, list(batches), callbacks=[collector])
+    found = rank_scalars(tmp_path)
+    assert found["loss/auto"].keys() >= set(range(30, 401, COLLECT_FREQ))
+    for end in (130, 230, 330):
+        # The window's ten collected steps, each a loss read, per step of the window.
+        assert found[TRAINING_TAG][end] == pytest.approx(10 * LOSS_READ / 100), end
+        assert found[WALL_TAG][end] == pytest.approx(found[TRAINING_TAG][end]), end
+
+
 class SlowFree(tuple[Any, ...]):
     """A batch whose freeing takes ``seconds`` of the clock (a large tensor's memory given
     back to the system, on a CPU the step turned over)."""

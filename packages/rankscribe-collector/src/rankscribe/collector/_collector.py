@@ -933,6 +933,7 @@ class SummaryCollector(Callback):
         nothing kept, where the step has more to record (a summary operator's value, a
         value added to the record) or its loss is not one number on the host: the loop
         then calls ``step_end``, whose light path decides (:meth:`_light_step_kept`)."""
+        started = _clock.now()
         record = self._run.record
         if record is None or record.has_pending:
             return False
@@ -945,7 +946,10 @@ class SummaryCollector(Callback):
             self._keep_light_step(step)
             self._keep_light_loss(number)
         # else a tensor step off the frequency that no tensor came to: nothing to record
-        self._light_step, keep = lights.logged_one(step, recorded)
+        # Its seconds are in the next step's time (a session's step runs from one call to
+        # the next; a TrainLoop's next step waits for its batch after them): the slowdown
+        # leaves them out there, as the training thread's cost counts them already.
+        self._light_step, keep = lights.logged_one(step, recorded, _clock.now() - started)
         self._quiet_steps.light = self._light_step
         self._quiet_filter = keep
         # The operators skip the steps after it; the loop ends their skip at the step
@@ -957,15 +961,17 @@ class SummaryCollector(Callback):
         """What the collector's light path does at a light step besides keeping its loss,
         for the light steps the loop logged (:meth:`_log_light`): the schedule moved past
         each, and the cost budget told which recorded (as any collected step: it reads the
-        slowdown of the steps after the collector's against the others)."""
+        slowdown of the steps after the collector's against the others) and the
+        collector's seconds the next step's time holds."""
         logged = self._lights.take_logged()
         schedule = self._run.schedule
         if not logged or schedule is None:
             return
-        busy = self._cost.busy
-        for step, recorded in logged:
+        busy, carry = self._cost.busy, self._cost.carry
+        for step, recorded, seconds in logged:
             if recorded:
                 busy(step, RECORDED)
+            carry(step + 1, seconds)
             schedule.next(step)
 
     def _take_quiet_steps(self) -> None:

@@ -40,8 +40,9 @@ class LightSteps:
         self.extracts: list[bool] = []
         self.filters: list[Filter] = []
         self.at = 0
-        #: ``(step, recorded)`` of the steps the loop logged since the last take.
-        self.logged: list[tuple[int, bool]] = []
+        #: ``(step, recorded, seconds)`` of the steps the loop logged since the last take:
+        #: ``seconds``, the collector's own at the step, after the step's end.
+        self.logged: list[tuple[int, bool, float]] = []
 
     def plan(self, steps: list[int], extracts: list[bool], filters: list[Filter]) -> None:
         """A new plan (the logged steps stay until taken)."""
@@ -51,16 +52,17 @@ class LightSteps:
         """No light step planned."""
         self.plan([], [], [])
 
-    def logged_one(self, step: int, recorded: bool) -> tuple[int, Filter]:
-        """``step``, the next planned, logged by the loop (``recorded``: its loss kept):
-        the next planned light step (-1: none) and the filter of the record at the next
-        step that records (that light step, else the plan's end)."""
-        self.logged.append((step, recorded))
+    def logged_one(self, step: int, recorded: bool, seconds: float) -> tuple[int, Filter]:
+        """``step``, the next planned, logged by the loop (``recorded``: its loss kept, in
+        ``seconds`` of the collector's): the next planned light step (-1: none) and the
+        filter of the record at the next step that records (that light step, else the
+        plan's end)."""
+        self.logged.append((step, recorded, seconds))
         at = self.at = self.at + 1
         steps = self.steps
         return (steps[at] if at < len(steps) else -1), self.filters[at]
 
-    def take_logged(self) -> list[tuple[int, bool]]:
+    def take_logged(self) -> list[tuple[int, bool, float]]:
         """The steps logged since the last call, in order (the log is empty after it)."""
         logged = self.logged
         self.logged = []
