@@ -435,9 +435,10 @@ def test_a_sessions_step_time_holds_the_collectors_work_counted_once(
 
 
 LOSS_READ = 0.001  # seconds of the clock a collected step's loss read takes
+SLOWED_AFTER = 0.002  # seconds more in the step after each collected step
 
 
-@pytest.mark.parametrize("loop", ["session", "trainloop"])
+@pytest.mark.parametrize("loop", ["session", "trainloop", "session-beside"])
 def test_a_light_steps_loss_read_is_counted_once(
     model: Any,
     tmp_path: Path,
@@ -446,10 +447,11 @@ def test_a_light_steps_loss_read_is_counted_once(
     loop: str,
 ) -> None:
     # A collected step whose only value is the loss is logged by the loop once the
-    # collector has read the loss, after the step's work: the next step's time holds
-    # the read (a session's step runs from one call to the next; a TrainLoop's next step
-    # waits for its batch after it). The training thread's cost counts it, the slowdown
-    # does not count it again.
+    # collector has read the loss, after the step's work: a session's next step's time
+    # holds the read (it runs from one call to the next), a TrainLoop's next step waits
+    # for its batch after it. The training thread's cost counts the read; the slowdown
+    # (here 2 ms in each step after a collected one) neither counts it again nor less it.
+    # Beside a callback acting at every step, the collector's step_end reads it.
     data = model(50)
     collector = SummaryCollector(
         tmp_path,
@@ -470,27 +472,36 @@ def test_a_light_steps_loss_read_is_counted_once(
 
     monkeypatch.setattr(collector._extractor, "host_loss_of", slow_read)
     batches = itertools.islice(itertools.cycle(data.dataset), 400)
-    if loop == "session":
+    numbers = itertools.count(1)
+
+    def step() -> None:
+        number = next(numbers)
+        collector_clock.advance(QUICK_STEP + (SLOWED_AFTER if number % COLLECT_FREQ == 1 else 0))
+
+    if loop != "trainloop":
+        callbacks = [collector, EveryStep()] if loop == "session-beside" else [collector]
         with TrainSession(
-            [collector], network=data.network, epochs=1, steps_per_epoch=400
+            callbacks, network=data.network, epochs=1, steps_per_epoch=400
         ) as session:
             for _ in session.epochs():
                 for batch in batches:
-                    collector_clock.advance(QUICK_STEP)
+                    step()
                     session.step(batch, 0.5)
     else:
 
-        def step(batch: Any) -> float:
-            collector_clock.advance(QUICK_STEP)
+        def step_fn(batch: Any) -> float:
+            step()
             return 0.5
 
-        TrainLoop(step, network=data.network).train(1, list(batches), callbacks=[collector])
+        TrainLoop(step_fn, network=data.network).train(1, list(batches), callbacks=[collector])
     found = rank_scalars(tmp_path)
     assert found["loss/auto"].keys() >= set(range(30, 401, COLLECT_FREQ))
-    for end in (130, 230, 330):
-        # The window's ten collected steps, each a loss read, per step of the window.
-        assert found[TRAINING_TAG][end] == pytest.approx(10 * LOSS_READ / 100), end
-        assert found[WALL_TAG][end] == pytest.approx(found[TRAINING_TAG][end]), end
+    for end in (130, 230):
+        # The window's ten collected steps, each a loss read and a slowed step after it,
+        # per step of the window (windows where the collector does nothing else).
+        training = found[TRAINING_TAG][end]
+        assert training == pytest.approx(10 * LOSS_READ / 100), end
+        assert found[WALL_TAG][end] == pytest.approx(training + 10 * SLOWED_AFTER / 100), end
 
 
 class SlowFree(tuple[Any, ...]):

@@ -30,6 +30,7 @@ from rankscribe.collector import (
     TrainLoop,
     TrainSession,
 )
+from rankscribe.collector.collection._extractor import Extractor
 from rankscribe.jobview.feed import DATA_WAIT_TAG, SECTION_TAG_PREFIX, STEP_TIME_TAG
 from rankscribe.ranks import RankInfo
 from rankscribe.writer import scalar_summary
@@ -175,6 +176,27 @@ def test_light_steps_are_logged_by_the_loop_with_their_loss(
     # collector has kept their loss, the collector called at few of them.
     alone, beside, run = both(model, tmp_path, collector_clock, collected=LOSS_ALONE)
     assert_light_steps_logged(alone, beside, run.called)
+
+
+def test_a_light_steps_loss_read_is_not_in_the_next_steps_data_wait(
+    model: Any, tmp_path: Path, collector_clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The loop logs a light step once the collector has read its loss, and only then
+    # waits for the next batch: that read (here 1 ms of the clock) is the collector's
+    # work, not the next step's wait, as after a step the loop calls the collector at.
+    read = Extractor.host_loss_of
+
+    def slow_read(self: Extractor, outputs: Any) -> Any:
+        collector_clock.advance(0.001)
+        return read(self, outputs)
+
+    monkeypatch.setattr(Extractor, "host_loss_of", slow_read)
+    alone, beside, run = both(model, tmp_path, collector_clock, collected=LOSS_ALONE)
+    assert_light_steps_logged(alone, beside, run.called)
+    assert alone[DATA_WAIT_TAG] == expected_waits()
+    assert alone[STEP_TIME_TAG] == {
+        step: pytest.approx(step_seconds(step)) for step in range(1, STEPS + 1)
+    }
 
 
 def test_the_long_step_is_called_after_its_work_with_its_own_time_and_wait(

@@ -33,7 +33,7 @@ import logging
 import math
 import operator
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
@@ -526,7 +526,12 @@ class SummaryCollector(Callback):
             last = ends[-1] if ends else timings.last_end
             if started is None:
                 started = now
-            timings.data_wait = started - last if last is not None else None
+            # (After a light step the loop logged: less the collector's read of its loss.)
+            timings.data_wait = (
+                started - last - self._lights.after.get(params.cur_step_num, 0.0)
+                if last is not None
+                else None
+            )
         else:
             # Set by a loop that calls step_begin after the step (TrainSession): no data
             # wait. TrainLoop's late call of a step it could not log keeps its wait.
@@ -542,13 +547,14 @@ class SummaryCollector(Callback):
         params = run_context.original_args()
         started, self._step_started = self._step_started, None
         step = params.cur_step_num
+        light = step == self._light_step
         if (
             step < self._quiet_until
             and started is not None
             and params.mode == "train"
             and ended < self._step_times_due
             and ended - started < STEP_TIME_WRITE_AT_ONCE
-            and (step != self._light_step or self._light_step_kept(params, step))
+            and (not light or self._light_step_kept(params, step))
         ):
             # Most steps: nothing to collect, nothing to write. Every function called
             # here costs microseconds on a CPU whose caches the step itself evicted,
@@ -569,7 +575,8 @@ class SummaryCollector(Callback):
             timings = self._timings
             quiet = self._quiet_steps
             logged = quiet.ends
-            if logged and timings.gradient is None:
+            joined = bool(logged) and timings.gradient is None
+            if joined:
                 # After steps the loop finished itself (a light step among them): this
                 # one joins their log, its forward calls and sections stay for it, and all
                 # are taken together (_take_quiet_steps), by the session's clock as theirs.
@@ -593,12 +600,18 @@ class SummaryCollector(Callback):
                 ):
                     timings.keep_extras(step, ended - started, started)
                     self._quiet_cost += timings.take_probe_seconds()
-                timings.last_end = ended
             # One clock read: this path's own time, for the cost budget (cost/_budget.py),
             # from the loop's dispatch where the loop counts it (a TrainSession whose
             # only callback is this collector: params._dispatched_at).
             dispatched = params._dispatched_at
-            self._quiet_cost += _clock.now() - (ended if dispatched is None else dispatched)
+            finished = _clock.now()
+            self._quiet_cost += finished - (ended if dispatched is None else dispatched)
+            if not joined:
+                timings.last_end = finished  # the next step's wait begins after this path
+            if light and params.step_started_at is not None:
+                # The loss read, in the session's next step's time (as the longer path's
+                # work: below).
+                self._cost.carry(step + 1, finished - ended)
             return
         self._step_end(params, started, ended)
         finished = self._timings.last_end = _clock.now()
@@ -946,9 +959,10 @@ class SummaryCollector(Callback):
             self._keep_light_step(step)
             self._keep_light_loss(number)
         # else a tensor step off the frequency that no tensor came to: nothing to record
-        # Its seconds are in the next step's time (a session's step runs from one call to
-        # the next; a TrainLoop's next step waits for its batch after them): the slowdown
-        # leaves them out there, as the training thread's cost counts them already.
+        # Its seconds are in the next step's time where a step runs from one call to the
+        # next (a session's: the slowdown leaves them out there, as the training thread's
+        # cost counts them already), else in the next step's wait for its batch (a
+        # TrainLoop's: kept without them, as after a step the collector is called at).
         self._light_step, keep = lights.logged_one(step, recorded, _clock.now() - started)
         self._quiet_steps.light = self._light_step
         self._quiet_filter = keep
@@ -961,17 +975,21 @@ class SummaryCollector(Callback):
         """What the collector's light path does at a light step besides keeping its loss,
         for the light steps the loop logged (:meth:`_log_light`): the schedule moved past
         each, and the cost budget told which recorded (as any collected step: it reads the
-        slowdown of the steps after the collector's against the others) and the
-        collector's seconds the next step's time holds."""
+        slowdown of the steps after the collector's against the others) and, in a
+        session, the collector's seconds that the next step's time holds."""
         logged = self._lights.take_logged()
         schedule = self._run.schedule
         if not logged or schedule is None:
             return
         busy, carry = self._cost.busy, self._cost.carry
+        # A session's next step's time holds the read of the loss; a TrainLoop's next
+        # step's wait held it, and is kept without it (_take_quiet_steps, step_begin).
+        carried = not self._quiet_steps.waits
         for step, recorded, seconds in logged:
             if recorded:
                 busy(step, RECORDED)
-            carry(step + 1, seconds)
+            if carried:
+                carry(step + 1, seconds)
             schedule.next(step)
 
     def _take_quiet_steps(self) -> None:
@@ -979,6 +997,7 @@ class SummaryCollector(Callback):
         (:meth:`_next_quiet`): each step time, data wait (a TrainLoop's), forward
         time and sections, and the loop's time."""
         self._settle_lights()
+        after_light = self._lights.take_after()
         quiet = self._quiet_steps
         first, starts, ends, seconds = quiet.take()
         if not ends:
@@ -990,8 +1009,18 @@ class SummaryCollector(Callback):
             # step's: the step the collector saw last; none at an epoch's first step).
             last = self._timings.last_end
             skip = last is None
-            self._keep_wait_steps(range(first + skip, first + len(ends)))
-            self._keep_waits(map(operator.sub, starts[skip:], [last, *ends[:-1]][skip:]))
+            waiting = range(first + skip, first + len(ends))
+            waits: Iterable[float] = map(operator.sub, starts[skip:], [last, *ends[:-1]][skip:])
+            if after_light:
+                # A light step's wait for the next batch began after the collector's read
+                # of its loss (:meth:`_log_light`): as after a step the collector is called
+                # at, whose wait begins at its end, that read is left out of it.
+                waits = [
+                    wait - after_light.get(step, 0.0)
+                    for step, wait in zip(waiting, waits, strict=True)
+                ]
+            self._keep_wait_steps(waiting)
+            self._keep_waits(waits)
         self._timings.keep_logged(first, starts, ends)
         self._timings.last_end = ends[-1]
         self._quiet_cost += seconds

@@ -33,7 +33,7 @@ class LightSteps:
     before it).
     """
 
-    __slots__ = ("at", "extracts", "filters", "logged", "steps")
+    __slots__ = ("after", "at", "extracts", "filters", "logged", "steps")
 
     def __init__(self) -> None:
         self.steps: list[int] = []
@@ -43,6 +43,9 @@ class LightSteps:
         #: ``(step, recorded, seconds)`` of the steps the loop logged since the last take:
         #: ``seconds``, the collector's own at the step, after the step's end.
         self.logged: list[tuple[int, bool, float]] = []
+        #: The step after each logged one -> those seconds, until taken: a loop whose next
+        #: step waits for its batch after them (``TrainLoop``) counts them in its wait.
+        self.after: dict[int, float] = {}
 
     def plan(self, steps: list[int], extracts: list[bool], filters: list[Filter]) -> None:
         """A new plan (the logged steps stay until taken)."""
@@ -58,9 +61,17 @@ class LightSteps:
         filter of the record at the next step that records (that light step, else the
         plan's end)."""
         self.logged.append((step, recorded, seconds))
+        self.after[step + 1] = seconds
         at = self.at = self.at + 1
         steps = self.steps
         return (steps[at] if at < len(steps) else -1), self.filters[at]
+
+    def take_after(self) -> dict[int, float]:
+        """The steps after the logged ones -> the collector's seconds at those, since the
+        last call (the map is empty after it)."""
+        after = self.after
+        self.after = {}
+        return after
 
     def take_logged(self) -> list[tuple[int, bool, float]]:
         """The steps logged since the last call, in order (the log is empty after it)."""
