@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from rankscribe.collector import (
@@ -30,7 +31,6 @@ from rankscribe.collector import (
     TrainLoop,
     TrainSession,
 )
-from rankscribe.collector.collection._extractor import Extractor
 from rankscribe.jobview.feed import DATA_WAIT_TAG, SECTION_TAG_PREFIX, STEP_TIME_TAG
 from rankscribe.ranks import RankInfo
 from rankscribe.writer import scalar_summary
@@ -112,9 +112,11 @@ def train(
     script: Callable[[int, SummaryCollector], None] = lambda step, collector: None,
     collected: dict[str, Any] | None = None,
     stop_at: int | None = None,
+    loss: Callable[[float], Any] = float,
 ) -> Run:
     """``STEPS`` steps of 2 epochs in a TrainLoop: the collector alone, or beside another
-    callback; ``script(step, collector)`` runs inside each step."""
+    callback; ``script(step, collector)`` runs inside each step, whose loss is
+    ``loss(0.5 + step / 1000)``."""
     collector = quiet_collector(directory, collected)
     run = Run(collector)
     step = 0
@@ -124,7 +126,7 @@ def train(
         step += 1
         clock.advance(step_seconds(step))
         script(step, collector)
-        return 0.5 + step / 1000
+        return loss(0.5 + step / 1000)
 
     loop = TrainLoop(step_fn, network=data.network, optimizer=data.optimizer)
     callbacks: list[Any] = [collector] if beside is None else [collector, beside]
@@ -178,20 +180,31 @@ def test_light_steps_are_logged_by_the_loop_with_their_loss(
     assert_light_steps_logged(alone, beside, run.called)
 
 
+class SlowLoss(np.ndarray):
+    """A loss whose read on the host takes 1 ms of the clock (its ``reshape``, the read's
+    first look at it: a loss tensor's ``item`` on a CPU the step turned over)."""
+
+    clock: ManualClock
+
+    @classmethod
+    def of(cls, value: float) -> SlowLoss:
+        return np.asarray(value, dtype=np.float64).view(cls)
+
+    def reshape(self, *shape: Any, **kwargs: Any) -> Any:
+        SlowLoss.clock.advance(0.001)
+        return np.asarray(self).reshape(*shape, **kwargs)
+
+
 def test_a_light_steps_loss_read_is_not_in_the_next_steps_data_wait(
     model: Any, tmp_path: Path, collector_clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The loop logs a light step once the collector has read its loss, and only then
     # waits for the next batch: that read (here 1 ms of the clock) is the collector's
     # work, not the next step's wait, as after a step the loop calls the collector at.
-    read = Extractor.host_loss_of
-
-    def slow_read(self: Extractor, outputs: Any) -> Any:
-        collector_clock.advance(0.001)
-        return read(self, outputs)
-
-    monkeypatch.setattr(Extractor, "host_loss_of", slow_read)
-    alone, beside, run = both(model, tmp_path, collector_clock, collected=LOSS_ALONE)
+    monkeypatch.setattr(SlowLoss, "clock", collector_clock, raising=False)
+    alone, beside, run = both(
+        model, tmp_path, collector_clock, collected=LOSS_ALONE, loss=SlowLoss.of
+    )
     assert_light_steps_logged(alone, beside, run.called)
     assert alone[DATA_WAIT_TAG] == expected_waits()
     assert alone[STEP_TIME_TAG] == {
