@@ -58,9 +58,11 @@ What it does not measure, by design: the collector's background threads run besi
 copies, so their CPU and their contention land on both; the run's once costs (its first
 steps, the end of training, the merge). ``tools/bench/collector.py`` measures those,
 with the run-to-run drift. A ``TrainSession`` times a step from one ``session.step`` to
-the next, which here holds the bare copy's step too: the session's clock is started at
-the collected copy's own step (``session._previous_step``), so the collector sees the
-step time it would alone (the cost budget's share of the step depends on it).
+the next, which here holds the bare copy's step and both copies' batches too: the
+session's clock is started at the collected copy's own step (``session._previous_step``),
+less what the collector did after the last call's clock read (a light step's loss read,
+which a session's next step holds), so the collector sees the step time it would alone
+(the cost budget's share of the step and its slowdown depend on it).
 """
 
 from __future__ import annotations
@@ -171,6 +173,28 @@ def set_widths(rows: list[str], given: dict[str, int] | None, world: Any) -> Non
         BENCH.WIDTHS.update(given or BENCH.find_widths(world))
 
 
+class SessionStart:
+    """Where the collected copy's session starts timing its next step.
+
+    A session times a step from the clock read at the start of its last ``step`` call.
+    Here the bare copy's step and both copies' batches come between two such calls: the
+    start is moved to the collected copy's own step, less what the collector did in the
+    last call after that read (a light step's loss read), so the session times the step
+    as it would alone, the collector's work in it included.
+    """
+
+    def __init__(self) -> None:
+        #: When the last ``session.step`` call returned (None: none yet in this epoch).
+        self.returned: float | None = None
+
+    def start(self, session: TrainSession) -> None:
+        now = time.perf_counter()
+        last = session._previous_step
+        if self.returned is not None and last is not None:
+            now -= self.returned - last
+        session._previous_step = now
+
+
 def interleaved(row: Row, steps: int, directory: Path) -> Steps:
     """One run: the collected copy and the bare copy, one step of each in turn."""
     per_epoch = BENCH.mlp_steps_per_epoch(steps)
@@ -202,6 +226,7 @@ def interleaved(row: Row, steps: int, directory: Path) -> Steps:
     # The bare copy's last batch and loss (see the module's docstring, "Frees").
     held: dict[str, object] = {}
     index = 0
+    start = SessionStart()
     with TrainSession(
         [collector],
         network=model,
@@ -211,16 +236,16 @@ def interleaved(row: Row, steps: int, directory: Path) -> Steps:
         epochs=epochs,
     ) as session:
         for _ in session.epochs():
+            start.returned = None  # (the session's clock starts anew at each epoch)
             bare_batches = iter(copies["bare"][3])
             for images, labels in loader:
                 bare_images, bare_labels = next(bare_batches)
 
                 def collected_step(images: Any = images, labels: Any = labels) -> None:
-                    # The session times a step from its last call: started here, it times
-                    # this copy's step alone, as it would without the bare copy beside it.
-                    session._previous_step = time.perf_counter()
+                    start.start(session)
                     loss = train_step("collected", images, labels)
                     session.step((images, labels), loss.detach())
+                    start.returned = time.perf_counter()
 
                 def bare_step(images: Any = bare_images, labels: Any = bare_labels) -> None:
                     loss = train_step("bare", images, labels)
