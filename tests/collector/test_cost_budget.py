@@ -35,6 +35,7 @@ from tests._support.callbacks import EveryStep
 from tests._support.clocks import ManualClock
 from tests._support.landscape import assert_drawable, read_metadata
 from tests.collector.coordinators import Handing
+from tests.collector.test_quiet_loop_steps import SlowLoss
 
 from .conftest import steps_by_tag
 
@@ -434,7 +435,6 @@ def test_a_sessions_step_time_holds_the_collectors_work_counted_once(
         assert found[WALL_TAG][step] == pytest.approx(found[TRAINING_TAG][step])
 
 
-LOSS_READ = 0.001  # seconds of the clock a collected step's loss read takes
 SLOWED_AFTER = 0.002  # seconds more in the step after each collected step
 
 
@@ -447,11 +447,13 @@ def test_a_light_steps_loss_read_is_counted_once(
     loop: str,
 ) -> None:
     # A collected step whose only value is the loss is logged by the loop once the
-    # collector has read the loss, after the step's work: a session's next step's time
-    # holds the read (it runs from one call to the next), a TrainLoop's next step waits
-    # for its batch after it. The training thread's cost counts the read; the slowdown
-    # (here 2 ms in each step after a collected one) neither counts it again nor less it.
-    # Beside a callback acting at every step, the collector's step_end reads it.
+    # collector has read the loss (here 1 ms of the clock), after the step's work: a
+    # session's next step's time holds the read (it runs from one call to the next), a
+    # TrainLoop's next step waits for its batch after it. The training thread's cost
+    # counts the read; the slowdown (here 2 ms in each step after a collected one) is
+    # read as it is, without the read counted again or taken out twice. Beside a
+    # callback acting at every step, the collector's step_end reads it.
+    monkeypatch.setattr(SlowLoss, "clock", collector_clock, raising=False)
     data = model(50)
     collector = SummaryCollector(
         tmp_path,
@@ -462,15 +464,6 @@ def test_a_light_steps_loss_read_is_counted_once(
         system_interval=0,
         cost_budget="off",
     )
-    # (The collector's light path reads the loss by it too, at the steps the loop does
-    # not log: a window's first.)
-    read = collector._extractor.host_loss_of
-
-    def slow_read(outputs: Any) -> Any:
-        collector_clock.advance(LOSS_READ)
-        return read(outputs)
-
-    monkeypatch.setattr(collector._extractor, "host_loss_of", slow_read)
     batches = itertools.islice(itertools.cycle(data.dataset), 400)
     numbers = itertools.count(1)
 
@@ -486,12 +479,12 @@ def test_a_light_steps_loss_read_is_counted_once(
             for _ in session.epochs():
                 for batch in batches:
                     step()
-                    session.step(batch, 0.5)
+                    session.step(batch, SlowLoss.of(0.5))
     else:
 
-        def step_fn(batch: Any) -> float:
+        def step_fn(batch: Any) -> Any:
             step()
-            return 0.5
+            return SlowLoss.of(0.5)
 
         TrainLoop(step_fn, network=data.network).train(1, list(batches), callbacks=[collector])
     found = rank_scalars(tmp_path)
@@ -500,7 +493,7 @@ def test_a_light_steps_loss_read_is_counted_once(
         # The window's ten collected steps, each a loss read and a slowed step after it,
         # per step of the window (windows where the collector does nothing else).
         training = found[TRAINING_TAG][end]
-        assert training == pytest.approx(10 * LOSS_READ / 100), end
+        assert training == pytest.approx(10 * SlowLoss.seconds / 100), end
         assert found[WALL_TAG][end] == pytest.approx(training + 10 * SLOWED_AFTER / 100), end
 
 

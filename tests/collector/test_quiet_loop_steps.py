@@ -181,17 +181,18 @@ def test_light_steps_are_logged_by_the_loop_with_their_loss(
 
 
 class SlowLoss(np.ndarray):
-    """A loss whose read on the host takes 1 ms of the clock (its ``reshape``, the read's
-    first look at it: a loss tensor's ``item`` on a CPU the step turned over)."""
+    """A loss whose read on the host takes ``seconds`` of ``clock`` (its ``reshape``, the
+    read's first look at it: a loss tensor's ``item`` on a CPU the step turned over)."""
 
     clock: ManualClock
+    seconds = 0.001
 
     @classmethod
     def of(cls, value: float) -> SlowLoss:
         return np.asarray(value, dtype=np.float64).view(cls)
 
     def reshape(self, *shape: Any, **kwargs: Any) -> Any:
-        SlowLoss.clock.advance(0.001)
+        SlowLoss.clock.advance(SlowLoss.seconds)
         return np.asarray(self).reshape(*shape, **kwargs)
 
 
