@@ -243,13 +243,13 @@ def train_slowed(
     clock: ManualClock,
     *,
     steps: int = 400,
-    stall_at: int | None = None,
+    stall: Callable[[int], float] = lambda step: 0.0,
     **options: Any,
 ) -> None:
     """Steps of ``QUICK_STEP``, the two after each that records histograms ``SLOWED``
     longer (as the record's threads bucketing them slow a step on a busy machine); the
-    histograms themselves cost the training thread 1 ms; ``stall_at``: a step the
-    machine stalls in for 5 s, whatever the collector does."""
+    histograms themselves cost the training thread 1 ms; ``stall(step)``: the seconds the
+    machine stalls that step for, whatever the collector does."""
     data = model(steps // 4)
     optimizer = SlowHistograms(data.network, learning_rate=0.01, name="Momentum")
     optimizer.clock, optimizer.seconds = clock, 0.001
@@ -269,7 +269,7 @@ def train_slowed(
         after["step"] += 1
         seconds = QUICK_STEP + (SLOWED if after["slowed"] > 0 else 0.0)
         after["slowed"] = max(after["slowed"] - 1, 0)
-        clock.advance(seconds + (5.0 if after["step"] == stall_at else 0.0))
+        clock.advance(seconds + stall(after["step"]))
         return 0.5
 
     TrainLoop(step, network=data.network, optimizer=optimizer).train(
@@ -298,9 +298,35 @@ def test_a_stall_of_the_machine_is_not_counted_as_the_collectors(
     # A 5 s stall in step 73, among the steps right after a collected step (70): one such
     # step of the window's ten reads as the machine's, not the collector's. (The stalled
     # step writes its time at once, a busy step of its own: not counted as its own cause.)
-    train_slowed(model, tmp_path, collector_clock, cost_budget="off", stall_at=73)
+    train_slowed(
+        model,
+        tmp_path,
+        collector_clock,
+        cost_budget="off",
+        stall=lambda step: 5.0 if step == 73 else 0.0,
+    )
     found = rank_scalars(tmp_path)
     assert found[WALL_TAG][130] == pytest.approx((0.001 + 2 * SLOWED) / COLLECT_FREQ)
+
+
+def test_stalls_spread_over_the_steps_are_not_counted_as_the_collectors(
+    model: Any, tmp_path: Path, collector_clock: ManualClock
+) -> None:
+    # The machine stalls one step in five by 4 ms, at another place after each collected
+    # step: each near half holds one, as each far half does. Against the far steps'
+    # median, a near half's sum read them as the collector's (4 ms a collected step); the
+    # median at each place after the collected steps reads the stalls as noise, and the
+    # two steps the histograms slowed as the collector's.
+    train_slowed(
+        model,
+        tmp_path,
+        collector_clock,
+        cost_budget="off",
+        stall=lambda step: 0.004 if step % 5 == (step // COLLECT_FREQ) % 5 else 0.0,
+    )
+    found = rank_scalars(tmp_path)
+    for step in (130, 230, 330):
+        assert found[WALL_TAG][step] == pytest.approx((0.001 + 2 * SLOWED) / COLLECT_FREQ)
 
 
 def test_a_slowdown_after_the_collected_steps_is_shed_like_their_own_cost(

@@ -18,11 +18,17 @@ its threads are done with it some steps later, so within a window the steps in t
 next busy step. A step that records values counts its own time among the near ones (the
 summary operators copy their values in it); a step that only wrote timings does not (it
 may be busy *because* it was long: a step of a quarter second or more writes its time at
-once). Per busy step, its near steps' excess over the far steps' median; per kind of busy
-step (:data:`WROTE`, :data:`RECORDED`, :data:`HEAVY`: histograms or images recorded,
-whose threads' work costs far more), the median of those excesses over the window, times
-the kind's number of busy steps. Medians, so that a step the machine stalled in counts
-as noise, not as the collector's. Where the loop counts the callbacks' time in the next
+once). Per kind of busy step (:data:`WROTE`, :data:`RECORDED`, :data:`HEAVY`: histograms
+or images recorded, whose threads' work costs far more) and per place in the near half
+(the first near step, the second, ...), the median of the steps' times at that place
+after the window's busy steps of the kind, over the far steps' median; their sum is what
+one busy step of the kind costs, times the kind's number of busy steps (a busy step whose
+near half the next one cut short is taken to cost the same). Medians, so that a step the
+machine stalled in counts as noise, not as the collector's; and medians on both sides: a
+near half's sum against the far steps' median read the steps' skew as a slowdown (on a
+loaded machine, where a step's mean time is 10 % over its median, at the ~7 ms budget row
+of tools/bench/step_cost.py, 2-10 % of the step after the collector had shed all it
+could). Where the loop counts the callbacks' time in the next
 step's time (``TrainSession``: a step is the time between two ``session.step`` calls),
 the collector's own seconds at a busy step (*carried*) are taken out of the next step's:
 they are on its own clock already.
@@ -93,23 +99,33 @@ def slowed_seconds(
             took[step] -= counted
     marks = sorted(step for step in busy if first <= step < end)
     far: list[float] = []
-    near: list[tuple[int, list[float]]] = []
+    # kind -> place in the near half (0: its first step) -> the times there.
+    near: dict[int, list[list[float]]] = {}
+    counts: dict[int, int] = {}
     for index, mark in enumerate(marks):
         gap = (marks[index + 1] if index + 1 < len(marks) else end) - mark
         half = (gap + 1) // 2
-        own = 0 if busy[mark] != WROTE else 1
-        near.append((busy[mark], [took[s] for s in range(mark + own, mark + half) if s in took]))
+        start = mark + (0 if busy[mark] != WROTE else 1)
+        places = near.setdefault(busy[mark], [])
+        counts[busy[mark]] = counts.get(busy[mark], 0) + 1
+        for step in range(start, mark + half):
+            if step in took:
+                while len(places) <= step - start:
+                    places.append([])
+                places[step - start].append(took[step])
         far.extend(took[s] for s in range(mark + half, mark + gap) if s in took)
     if len(far) < MIN_FAR_STEPS:
         return None
     base = statistics.median(far)
-    excess: dict[int, list[float]] = {}
-    for kind, seconds in near:
-        if seconds:
-            excess.setdefault(kind, []).append(sum(seconds) - base * len(seconds))
-    if not excess:
+    # Each busy step of a kind is taken to slow the steps after it alike, those whose near
+    # half the next busy step cut short too: the kind's count times its places' excesses.
+    by_kind = {
+        kind: counts[kind] * sum(statistics.median(times) - base for times in places if times)
+        for kind, places in near.items()
+        if any(places)
+    }
+    if not by_kind:
         return None
-    by_kind = {kind: len(values) * statistics.median(values) for kind, values in excess.items()}
     return Slowed(max(sum(by_kind.values()), 0.0), max(by_kind.get(HEAVY, 0.0), 0.0))
 
 
