@@ -292,38 +292,26 @@ def test_the_wall_cost_counts_the_steps_the_collectors_work_slowed(
         assert found[WALL_TAG][step] == pytest.approx((0.001 + 2 * SLOWED) / COLLECT_FREQ)
 
 
-def test_a_stall_of_the_machine_is_not_counted_as_the_collectors(
-    model: Any, tmp_path: Path, collector_clock: ManualClock
+@pytest.mark.parametrize(
+    "stall",
+    [
+        # 5 s in step 73, among the steps right after a collected step (70): one such step
+        # of the window's ten reads as the machine's. (The stalled step writes its time at
+        # once, a busy step of its own: not counted as its own cause.)
+        pytest.param(lambda step: 5.0 if step == 73 else 0.0, id="one"),
+        # 4 ms in one step of five, at another place after each collected step: each near
+        # half holds one, as each far half does. Against the far steps' median, a near
+        # half's sum read them as the collector's (4 ms a collected step); the median at
+        # each place after the collected steps reads them as noise.
+        pytest.param(
+            lambda step: 0.004 if step % 5 == (step // COLLECT_FREQ) % 5 else 0.0, id="spread"
+        ),
+    ],
+)
+def test_stalls_of_the_machine_are_not_counted_as_the_collectors(
+    model: Any, tmp_path: Path, collector_clock: ManualClock, stall: Callable[[int], float]
 ) -> None:
-    # A 5 s stall in step 73, among the steps right after a collected step (70): one such
-    # step of the window's ten reads as the machine's, not the collector's. (The stalled
-    # step writes its time at once, a busy step of its own: not counted as its own cause.)
-    train_slowed(
-        model,
-        tmp_path,
-        collector_clock,
-        cost_budget="off",
-        stall=lambda step: 5.0 if step == 73 else 0.0,
-    )
-    found = rank_scalars(tmp_path)
-    assert found[WALL_TAG][130] == pytest.approx((0.001 + 2 * SLOWED) / COLLECT_FREQ)
-
-
-def test_stalls_spread_over_the_steps_are_not_counted_as_the_collectors(
-    model: Any, tmp_path: Path, collector_clock: ManualClock
-) -> None:
-    # The machine stalls one step in five by 4 ms, at another place after each collected
-    # step: each near half holds one, as each far half does. Against the far steps'
-    # median, a near half's sum read them as the collector's (4 ms a collected step); the
-    # median at each place after the collected steps reads the stalls as noise, and the
-    # two steps the histograms slowed as the collector's.
-    train_slowed(
-        model,
-        tmp_path,
-        collector_clock,
-        cost_budget="off",
-        stall=lambda step: 0.004 if step % 5 == (step // COLLECT_FREQ) % 5 else 0.0,
-    )
+    train_slowed(model, tmp_path, collector_clock, cost_budget="off", stall=stall)
     found = rank_scalars(tmp_path)
     for step in (130, 230, 330):
         assert found[WALL_TAG][step] == pytest.approx((0.001 + 2 * SLOWED) / COLLECT_FREQ)
