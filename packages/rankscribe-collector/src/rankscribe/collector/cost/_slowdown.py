@@ -107,12 +107,13 @@ def slowed_seconds(
         half = (gap + 1) // 2
         start = mark + (0 if busy[mark] != WROTE else 1)
         places = near.setdefault(busy[mark], [])
-        counts[busy[mark]] = counts.get(busy[mark], 0) + 1
-        for step in range(start, mark + half):
-            if step in took:
-                while len(places) <= step - start:
-                    places.append([])
-                places[step - start].append(took[step])
+        seen = [step for step in range(start, mark + half) if step in took]
+        if seen:  # (a busy step with no near step in the window counts for nothing)
+            counts[busy[mark]] = counts.get(busy[mark], 0) + 1
+        for step in seen:
+            while len(places) <= step - start:
+                places.append([])
+            places[step - start].append(took[step])
         far.extend(took[s] for s in range(mark + half, mark + gap) if s in took)
     if len(far) < MIN_FAR_STEPS:
         return None
