@@ -984,12 +984,12 @@ class SummaryCollector(Callback):
         busy, carry = self._cost.busy, self._cost.carry
         # A session's next step's time holds the read of the loss; a TrainLoop's next
         # step's wait held it, and is kept without it (_take_quiet_steps, step_begin).
-        carried = not self._quiet_steps.waits
-        for step, recorded, seconds in logged:
+        after = self._lights.after if not self._quiet_steps.waits else None
+        for step, recorded in logged:
             if recorded:
                 busy(step, RECORDED)
-            if carried:
-                carry(step + 1, seconds)
+            if after is not None:
+                carry(step + 1, after.get(step + 1, 0.0))
             schedule.next(step)
 
     def _take_quiet_steps(self) -> None:

@@ -40,11 +40,12 @@ class LightSteps:
         self.extracts: list[bool] = []
         self.filters: list[Filter] = []
         self.at = 0
-        #: ``(step, recorded, seconds)`` of the steps the loop logged since the last take:
-        #: ``seconds``, the collector's own at the step, after the step's end.
-        self.logged: list[tuple[int, bool, float]] = []
-        #: The step after each logged one -> those seconds, until taken: a loop whose next
-        #: step waits for its batch after them (``TrainLoop``) counts them in its wait.
+        #: ``(step, recorded)`` of the steps the loop logged since the last take.
+        self.logged: list[tuple[int, bool]] = []
+        #: The step after each logged one -> the collector's seconds at the logged one,
+        #: after its end, until taken: the next step's time holds them where a step runs
+        #: from one call to the next (a session's), else its wait for its batch (a
+        #: ``TrainLoop``'s).
         self.after: dict[int, float] = {}
 
     def plan(self, steps: list[int], extracts: list[bool], filters: list[Filter]) -> None:
@@ -60,7 +61,7 @@ class LightSteps:
         ``seconds`` of the collector's): the next planned light step (-1: none) and the
         filter of the record at the next step that records (that light step, else the
         plan's end)."""
-        self.logged.append((step, recorded, seconds))
+        self.logged.append((step, recorded))
         self.after[step + 1] = seconds
         at = self.at = self.at + 1
         steps = self.steps
@@ -73,7 +74,7 @@ class LightSteps:
         self.after = {}
         return after
 
-    def take_logged(self) -> list[tuple[int, bool, float]]:
+    def take_logged(self) -> list[tuple[int, bool]]:
         """The steps logged since the last call, in order (the log is empty after it)."""
         logged = self.logged
         self.logged = []
