@@ -24,6 +24,7 @@ import pytest
 from rankscribe.collector import (
     Callback,
     CheckpointConfig,
+    CollectionSchedule,
     ModelCheckpoint,
     Progress,
     RunContext,
@@ -33,10 +34,11 @@ from rankscribe.collector import (
 )
 from rankscribe.jobview.feed import DATA_WAIT_TAG, SECTION_TAG_PREFIX, STEP_TIME_TAG
 from rankscribe.ranks import RankInfo
-from rankscribe.writer import scalar_summary
+from rankscribe.writer import scalar_summary, tensor_summary
 from rankscribe.writer.reader import scalars
 from tests._support.callbacks import EveryStep
 from tests._support.clocks import ManualClock
+from tests.collector.conftest import values_by_tag
 from tests.collector.test_quiet_steps import (
     LOSS_ALONE,
     NO_LANDSCAPE,
@@ -50,6 +52,7 @@ from tests.collector.test_quiet_steps import (
 EPOCHS, PER_EPOCH = 2, 120
 STEPS = EPOCHS * PER_EPOCH
 OPERATOR_TAG = "user/every_step"
+TENSOR_TAG = "user/weights"
 
 
 def wait_seconds(step: int) -> float:
@@ -113,11 +116,12 @@ def train(
     collected: dict[str, Any] | None = None,
     stop_at: int | None = None,
     loss: Callable[[float], Any] = float,
+    tensor_freq: int | None = None,
 ) -> Run:
     """``STEPS`` steps of 2 epochs in a TrainLoop: the collector alone, or beside another
     callback; ``script(step, collector)`` runs inside each step, whose loss is
-    ``loss(0.5 + step / 1000)``."""
-    collector = quiet_collector(directory, collected)
+    ``loss(0.5 + step / 1000)``; ``tensor_freq``: the collector's ``collect_tensor_freq``."""
+    collector = quiet_collector(directory, collected, collect_tensor_freq=tensor_freq)
     run = Run(collector)
     step = 0
 
@@ -243,6 +247,63 @@ def test_an_operator_and_sections_every_step_are_recorded_as_when_called(
         step: pytest.approx(0.0004) for step in range(1, STEPS + 1)
     }
     assert not [record for record in caplog.records if "more than once" in record.message]
+
+
+@pytest.mark.parametrize(
+    ("tensor_freq", "tensor_steps"),
+    [
+        # MindSpore's 20 tensor steps: 240 // 19 steps apart, step 1 for unit 0.
+        (None, [1, *range(12, STEPS, 12)]),
+        (30, [1, *range(30, STEPS + 1, 30)]),
+    ],
+    ids=["spread", "on-the-frequency"],
+)
+def test_a_tensor_every_step_ends_the_plan_of_light_steps_at_the_next_tensor_step(
+    model: Any,
+    tmp_path: Path,
+    collector_clock: ManualClock,
+    monkeypatch: pytest.MonkeyPatch,
+    tensor_freq: int | None,
+    tensor_steps: list[int],
+) -> None:
+    # A script that gives the summary operators a tensor at every step (as the digits
+    # example does): this rank's tensor steps record it, so the loop calls the collector
+    # there. Once one has, the collector plans no light step past the next: it looks at
+    # each collected step about once, not at the light steps beyond that it would plan
+    # again at each tensor step.
+    looked: list[int] = []
+    next_collected = CollectionSchedule.next_collected
+
+    def counted(self: CollectionSchedule, unit: int) -> int:
+        following = next_collected(self, unit)
+        looked.append(following)
+        return following
+
+    monkeypatch.setattr(CollectionSchedule, "next_collected", counted)
+
+    def script(step: int, collector: SummaryCollector) -> None:
+        tensor_summary(TENSOR_TAG, np.full(2, float(step)))
+
+    options: dict[str, Any] = {
+        "script": script,
+        "collected": LOSS_ALONE,
+        "tensor_freq": tensor_freq,
+    }
+    run = train(model(8), tmp_path / "alone", collector_clock, beside=None, **options)
+    planned = len(looked)
+    train(model(8), tmp_path / "beside", collector_clock, beside=EveryStep(), **options)
+    alone, beside = (
+        {
+            step: value.tolist()
+            for step, value in values_by_tag(tmp_path / name, "tensor", TENSOR_TAG).items()
+        }
+        for name in ("alone", "beside")
+    )
+    assert alone == beside == {step: [float(step)] * 2 for step in tensor_steps}
+    assert set(tensor_steps) <= set(run.called)
+    assert rank_scalars(tmp_path / "alone") == rank_scalars(tmp_path / "beside")
+    collected_steps = set(range(10, STEPS + 1, 10)) | set(tensor_steps)
+    assert planned <= len(collected_steps) + len(run.called)
 
 
 class EpochOnly(Callback):

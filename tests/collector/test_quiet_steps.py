@@ -44,9 +44,10 @@ def quiet_collector(
     directory: Path,
     collected: dict[str, Any] | None,
     kind: type[SummaryCollector] = SummaryCollector,
+    **options: Any,
 ) -> SummaryCollector:
     """The tests' collector: every 10th step, no landscape; ``collected``: what it
-    collects instead of its defaults."""
+    collects instead of its defaults; ``options``: its other arguments."""
     return kind(
         directory,
         collect_freq=10,
@@ -55,6 +56,7 @@ def quiet_collector(
         # Asked for the loss alone, no fingerprint either: its collected steps are light.
         fingerprints=collected is None,
         system_interval=0,  # the machine's readings differ from run to run
+        **options,
     )
 
 

@@ -281,6 +281,10 @@ class SummaryCollector(Callback):
         # _quiet_until), which the summary operators are told while they skip the steps
         # before it (_keep_next).
         self._quiet_filter: Callable[[str], bool] | None = None
+        # Whether values came for the record at this rank's last tensor step (a summary
+        # operator's tensor): its tensor steps are then not planned as light steps, which
+        # such a value would take off the short path (_light_steps_after).
+        self._operator_tensors = False
         # The steps of the short path that a TrainSession or TrainLoop finishes itself
         # (where its other callbacks say they have nothing to do there either): they call
         # nothing here, and are taken at the next call (_take_quiet_steps).
@@ -311,6 +315,7 @@ class SummaryCollector(Callback):
         self._entered = False
         self._first_step_done = False
         self._sink_mode = False
+        self._operator_tensors = False
         #: Between a training run's begin and its end (an exception then: interrupted).
         self._training = False
 
@@ -391,6 +396,7 @@ class SummaryCollector(Callback):
         self._last_epoch_flush = -math.inf
         self._first_step_done = False
         self._sink_mode = False
+        self._operator_tensors = False
 
     def _close(self) -> None:
         self._quiet_until, self._light_step = 0, -1
@@ -795,6 +801,8 @@ class SummaryCollector(Callback):
             decision = schedule.next(unit)
         step = params.cur_step_num
         step_time, self._step_time = self._step_time, None
+        if decision is Collect.TENSOR_ONLY or decision is Collect.EVERYTHING:
+            self._operator_tensors = record.has_pending
         if decision is Collect.NOTHING:
             # At an epoch's end the next step's may be skipped still (in a step that
             # leaves the quiet path, _quiet_until is 0 until the step has been seen to).
@@ -899,20 +907,14 @@ class SummaryCollector(Callback):
         collected steps after it, one after the other, whose values are the loss alone (at
         most :data:`LIGHT_AHEAD` where the loop finishes them itself, else one), and the
         short path up to the collected step after them (at most to the plan's limit)."""
-        limit = self._quiet_limit
         offered = self._offers_quiet_steps()
         # Not while a device value is on its way: the light steps' losses would be kept
         # before it (the collector's own light path takes the longer path then).
         logs_lights = offered and not self._series.has_late
-        ahead = LIGHT_AHEAD if logs_lights else 1
-        lights: list[int] = []
-        extracts: list[bool] = []
-        collected = schedule.next_collected(step)
-        while collected < limit and len(lights) < ahead and self._is_light(collected, schedule):
-            lights.append(collected)
-            extracts.append(schedule.extracts_at(collected))
-            collected = schedule.next_collected(collected)
-        self._quiet_until = until = min(collected, limit)
+        lights, extracts, collected = self._light_steps_after(
+            step, schedule, LIGHT_AHEAD if logs_lights else 1
+        )
+        self._quiet_until = until = min(collected, self._quiet_limit)
         self._light_step = lights[0] if lights else -1
         quiet = self._quiet_steps
         if not logs_lights:
@@ -923,10 +925,49 @@ class SummaryCollector(Callback):
             else:
                 quiet.stop()
             return
-        filters = [self._filter_at(unit) for unit in [*lights, until]]
-        self._lights.plan(lights, extracts, filters)
-        self._quiet_filter = filters[0]
+        # Each filter is found when the loop reaches its step (LightSteps.logged_one): a
+        # plan's later light steps are often not reached (a tensor at a tensor step ends it).
+        self._lights.plan(lights, extracts, until, self._filter_at)
+        self._quiet_filter = self._filter_at(self._light_step if lights else until)
         quiet.until, quiet.light = until, self._light_step
+
+    def _light_steps_after(
+        self, step: int, schedule: CollectionSchedule, ahead: int
+    ) -> tuple[list[int], list[bool], int]:
+        """The light steps after ``step`` (:meth:`_plan_quiet`), at most ``ahead`` and before
+        the plan's limit, whether each records the loss (else it is a tensor step off the
+        frequency), and the collected step after them. One pass, with what holds for the
+        whole plan read once: it runs at every step the collector plans at."""
+        limit = self._quiet_limit
+        collected = schedule.next_collected(step)
+        lights: list[int] = []
+        extracts: list[bool] = []
+        cost = self._cost
+        if cost.keeps_fingerprints and self._series.fingerprints:
+            return lights, extracts, collected  # every collected step takes a fingerprint
+        next_collected, extracts_at, window_due = (
+            schedule.next_collected,
+            schedule.extracts_at,
+            cost.window_due,
+        )
+        loss_alone, histograms_at, images_at = (
+            self._extractor.loss_alone,
+            cost.histograms_at,
+            cost.images_at,
+        )
+        operator_tensors, decision_at = self._operator_tensors, schedule.decision_at
+        while collected < limit and len(lights) < ahead and not window_due(collected):
+            recorded = extracts_at(collected)
+            if operator_tensors and (not recorded or decision_at(collected) is Collect.EVERYTHING):
+                break  # one of this rank's tensor steps, which the operators' tensor will take
+            if recorded and not loss_alone(
+                histograms=histograms_at(collected), images=images_at(collected)
+            ):
+                break
+            lights.append(collected)
+            extracts.append(recorded)
+            collected = next_collected(collected)
+        return lights, extracts, collected
 
     def _offers_quiet_steps(self) -> bool:
         """Whether the loop may finish the short path's steps itself (its light steps
@@ -1024,17 +1065,6 @@ class SummaryCollector(Callback):
         self._timings.keep_logged(first, starts, ends)
         self._timings.last_end = ends[-1]
         self._quiet_cost += seconds
-
-    def _is_light(self, unit: int, schedule: CollectionSchedule) -> bool:
-        """Whether collected ``unit`` is a light step (:meth:`_plan_quiet`)."""
-        cost = self._cost
-        if (cost.keeps_fingerprints and self._series.fingerprints) or cost.window_due(unit):
-            return False
-        if not schedule.extracts_at(unit):
-            return True  # a tensor step off the frequency (the schedule has started)
-        return self._extractor.loss_alone(
-            histograms=cost.histograms_at(unit), images=cost.images_at(unit)
-        )
 
     def _light_step_kept(self, params: CallbackParams, step: int) -> bool:
         """At a light step (:meth:`_plan_quiet`): its loss kept as a step time is (written

@@ -23,22 +23,27 @@ LIGHT_AHEAD = 64
 Filter = Callable[[str], bool] | None
 
 
+def _no_filter(unit: int) -> Filter:
+    return None
+
+
 class LightSteps:
     """The light steps of the collector's plan, in order, and those the loop logged.
 
     ``steps[at]`` is the next one not logged; ``extracts[i]``: whether ``steps[i]``
     records the loss (else it is a tensor step off the frequency, with nothing to
-    record); ``filters[i]``: the plugin filter of the record at ``steps[i]`` and, last,
-    at the plan's end (what the summary operators are told while they skip the steps
-    before it).
+    record); ``until``: the plan's end; ``filter_at(unit)``: the plugin filter of the
+    record at ``unit``, found when the loop reaches it (what the summary operators are
+    told while they skip the steps before it).
     """
 
-    __slots__ = ("after", "at", "extracts", "filters", "logged", "steps")
+    __slots__ = ("after", "at", "extracts", "filter_at", "logged", "steps", "until")
 
     def __init__(self) -> None:
         self.steps: list[int] = []
         self.extracts: list[bool] = []
-        self.filters: list[Filter] = []
+        self.until = 0
+        self.filter_at: Callable[[int], Filter] = _no_filter
         self.at = 0
         #: ``(step, recorded)`` of the steps the loop logged since the last take.
         self.logged: list[tuple[int, bool]] = []
@@ -48,13 +53,20 @@ class LightSteps:
         #: ``TrainLoop``'s).
         self.after: dict[int, float] = {}
 
-    def plan(self, steps: list[int], extracts: list[bool], filters: list[Filter]) -> None:
+    def plan(
+        self,
+        steps: list[int],
+        extracts: list[bool],
+        until: int,
+        filter_at: Callable[[int], Filter],
+    ) -> None:
         """A new plan (the logged steps stay until taken)."""
-        self.steps, self.extracts, self.filters, self.at = steps, extracts, filters, 0
+        self.steps, self.extracts, self.until, self.filter_at = steps, extracts, until, filter_at
+        self.at = 0
 
     def clear(self) -> None:
         """No light step planned."""
-        self.plan([], [], [])
+        self.plan([], [], 0, _no_filter)
 
     def logged_one(self, step: int, recorded: bool, seconds: float) -> tuple[int, Filter]:
         """``step``, the next planned, logged by the loop (``recorded``: its loss kept, in
@@ -65,7 +77,10 @@ class LightSteps:
         self.after[step + 1] = seconds
         at = self.at = self.at + 1
         steps = self.steps
-        return (steps[at] if at < len(steps) else -1), self.filters[at]
+        if at < len(steps):
+            following = steps[at]
+            return following, self.filter_at(following)
+        return -1, self.filter_at(self.until)
 
     def take_after(self) -> dict[int, float]:
         """The steps after the logged ones -> the collector's seconds at those, since the
