@@ -888,11 +888,12 @@ class SummaryCollector(Callback):
         on the frequency whose values are the loss alone: no histograms, images or
         fingerprint due, and no cost window to close there; and this rank's tensor steps
         off the frequency, whose only values are the summary operators' tensors; those, if
-        any come, are seen at the step).
+        any come, are seen at the step). While the last of this rank's tensor steps got a
+        value for the record, its tensor steps end the plan (:meth:`_light_steps_after`).
 
-        The light steps are found one at a time (:meth:`_next_quiet`), the next when one
-        is kept: a light step that records more after all (a summary operator's tensor
-        every step) ends the plan without having paid for the light steps after it."""
+        Where the loop logs the light steps, up to :data:`LIGHT_AHEAD` are planned at once,
+        else one at a time, the next when one is kept (:meth:`_next_quiet`): a light step
+        that records more after all ends the plan, and the next call plans from it."""
         if not schedule.started:
             self._quiet_until, self._light_step = 0, -1
             self._lights.clear()
