@@ -927,7 +927,7 @@ class SummaryCollector(Callback):
                 quiet.stop()
             return
         # Each filter is found when the loop reaches its step (LightSteps.logged_one): a
-        # plan's later light steps are often not reached (a tensor at a tensor step ends it).
+        # step that records more after all ends the plan before its later light steps.
         self._lights.plan(lights, extracts, until, self._filter_at)
         self._quiet_filter = self._filter_at(self._light_step if lights else until)
         quiet.until, quiet.light = until, self._light_step
