@@ -315,7 +315,6 @@ class SummaryCollector(Callback):
         self._entered = False
         self._first_step_done = False
         self._sink_mode = False
-        self._operator_tensors = False
         #: Between a training run's begin and its end (an exception then: interrupted).
         self._training = False
 
