@@ -523,25 +523,31 @@ def test_a_verdict_missing_once_then_back_neither_ends_nor_is_told_again() -> No
     assert [record["ranks"] for record in told] == [[1]]  # told once, when first named
 
 
-def test_the_verdicts_the_live_view_named_reach_the_end_with_their_spans(tmp_path: Path) -> None:
-    # Rank 1 slow for steps 0-199 (it ends), rank 2 slow from step 600 to the end.
+def one_then_another(until: int, since: int) -> dict[str, dict[int, tuple[np.ndarray, np.ndarray]]]:
+    """A job of 3 ranks and 800 steps: rank 1 1.5x slow before step ``until``, rank 2 from
+    step ``since`` to the end."""
     base = window(3, 800, seed=1)
     first = window(3, 800, slow=1, factor=1.5)
-    second = window(3, 800, slow=2, factor=1.5, onset=600)
-    timings = {
+    second = window(3, 800, slow=2, factor=1.5, onset=since)
+    return {
         tag: {
             rank: (
                 steps,
                 np.where(
-                    steps < 200,
+                    steps < until,
                     first[tag][rank][1],
-                    np.where(steps >= 600, second[tag][rank][1], values),
+                    np.where(steps >= since, second[tag][rank][1], values),
                 ),
             )
             for rank, (steps, values) in ranks.items()
         }
         for tag, ranks in base.items()
     }
+
+
+def test_the_verdicts_the_live_view_named_reach_the_end_with_their_spans(tmp_path: Path) -> None:
+    # Rank 1 slow for steps 0-199 (it ends), rank 2 slow from step 600 to the end.
+    timings = one_then_another(200, 600)
     view = LiveJobView(tmp_path, world_size=3)
 
     def rounds(low: int, high: int, judgements: int = 1) -> None:
@@ -738,3 +744,125 @@ def test_the_whole_runs_verdict_leaves_out_the_live_views_own_cost_on_its_rank_t
     told = finished(tmp_path / "told", cpu_per_cost * cost)
     assert told["job/straggler_ranks"] == ("0" if named else "")
     assert (LIVE_SPANS_KEY in told) is named
+
+
+def test_a_short_job_ends_with_one_verdict_per_slowness_and_the_onset_the_whole_run_shows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A job of two rounds (a few seconds): rank 1 slow for steps 0-199, rank 2 from step 300
+    # to the end. The last round's window (steps 600-799) holds rank 2 slow throughout, and
+    # rank 1's verdict of the first round is missing from one judgement only.
+    timings = one_then_another(200, 300)
+    told: list[Mapping[str, Any]] = []
+    view = LiveJobView(tmp_path, world_size=3, on_verdict=told.append)
+
+    def add(low: int, high: int) -> None:
+        merged = partial_of(_rounds(timings, low, high), 0)
+        for rank in (1, 2):
+            merged.merge(partial_of(_rounds(timings, low, high), rank))
+        view.add(merged)
+
+    add(0, 200)
+    view.write()
+    [named] = plain(view.judge())
+    assert named["ranks"] == [1]
+    # The end of training, as the live view's last round makes it: the round's judgement
+    # (its window, steps 600-799, names rank 2 since its first step), then the final
+    # write (the whole run's judgement) and the end of training's judgement.
+    add(200, 800)
+    [window_named] = plain(view.judge(final=True))
+    assert window_named["ranks"] == [2] and window_named["since_step"] >= 600
+    # A write while its onset is open: the verdicts written give the record's onset.
+    view.write()
+    written = json.loads((tmp_path / LIVE_STATE_NAME).read_text())["verdicts"]
+    assert written["job/straggler_rank"] == 2
+    assert written["job/straggler_since_step"] == window_named["since_step"]
+    view.write(final=True)
+    view.judge(final=True)
+    verdicts = view.verdicts()
+    [ended] = plain(list(view.watch.ended))
+    assert ended["ranks"] == [1] and ended["since_step"] == named["since_step"]
+    assert ended["until_step"] == 799
+    assert "end of training" in ended["reason"]
+    [standing] = [r for r in plain(view.watch.records) if r["kind"] == "straggler"]
+    assert standing["ranks"] == [2]
+    # Slow since step 300, not since the last window's first step.
+    assert 280 <= standing["since_step"] <= 310
+    assert f"since step {standing['since_step']}," in standing["message"]
+    assert verdicts["job/straggler_rank"] == 2
+    assert verdicts["job/straggler_since_step"] == standing["since_step"]
+    assert verdicts[LIVE_SPANS_KEY] == (
+        f"rank 1 section/compute steps {named['since_step']}-799; "
+        f"rank 2 section/compute steps {standing['since_step']}-end"
+    )
+    # Told of rank 2 when named, and again when its onset moved to the whole run's.
+    assert [(r["ranks"], r.get("status"), r["since_step"]) for r in told] == [
+        ([1], None, named["since_step"]),
+        ([2], None, window_named["since_step"]),
+        ([1], "ended", named["since_step"]),
+        ([2], None, standing["since_step"]),
+    ]
+    # What `show --check` prints of the job at its end: rank 2 alone.
+    assert main(["show", "--check", str(tmp_path)]) == 3
+    assert capsys.readouterr().out.splitlines() == [f"straggler: {standing['message']}"]
+
+
+def end_of_training(view: LiveJobView) -> dict[str, float | int | str]:
+    """The live view's last round, final write and end of training's judgement, in the
+    order a job's last round makes them; the job's verdicts."""
+    view.judge(final=True)
+    view.write(final=True)
+    view.judge(final=True)
+    return view.verdicts()
+
+
+def test_at_the_end_a_precise_live_onset_stays_and_the_whole_runs_verdict_stands(
+    tmp_path: Path,
+) -> None:
+    # Rank 1 3x slow for steps 100-449: named in a round, missing from the last window,
+    # named by the whole run at the end. Rank 6 1.5x slow from step 490, named by a round
+    # whose window (450-649) shows its onset more finely than the whole run's blocks.
+    base = window(8, 800, seed=1)
+    first = window(8, 800, slow=1, factor=3.0, seed=2)
+    second = window(8, 800, slow=6, factor=1.5, seed=3)
+    slow_steps = {1: (100, 450), 6: (490, 800)}
+    timings = {
+        tag: {
+            rank: (
+                steps,
+                np.where(
+                    (steps >= slow_steps.get(rank, (0, 0))[0])
+                    & (steps < slow_steps.get(rank, (0, 0))[1]),
+                    (first if rank == 1 else second)[tag][rank][1],
+                    values,
+                ),
+            )
+            for rank, (steps, values) in ranks.items()
+        }
+        for tag, ranks in base.items()
+    }
+    view = LiveJobView(tmp_path, world_size=8)
+
+    def judged(low: int, high: int) -> dict[int, dict[str, Any]]:
+        merged = partial_of(_rounds(timings, low, high), 0)
+        for rank in range(1, 8):
+            merged.merge(partial_of(_rounds(timings, low, high), rank))
+        view.add(merged)
+        # (final: judged now, as rounds seconds apart are; not the end of training's)
+        return {record["ranks"][0]: record for record in plain(view.judge(final=True))}
+
+    assert list(judged(0, 450)) == [1]
+    named = judged(450, 650)[6]
+    assert 480 < named["since_step"] <= 496
+    merged = partial_of(_rounds(timings, 650, 800), 0)
+    for rank in range(1, 8):
+        merged.merge(partial_of(_rounds(timings, 650, 800), rank))
+    view.add(merged)
+    verdicts = end_of_training(view)  # rank 1 missing from its third judgement in a row
+    assert view.watch.ended == []
+    standing = {record["ranks"][0]: record for record in plain(view.watch.records)}
+    assert 90 <= standing[1]["since_step"] <= 100  # the whole run's: slow before the window
+    assert standing[6]["since_step"] == named["since_step"]  # the finer live onset
+    assert sorted(str(verdicts[LIVE_SPANS_KEY]).split("; ")) == [
+        f"rank {rank} section/compute steps {standing[rank]['since_step']}-end" for rank in (1, 6)
+    ]

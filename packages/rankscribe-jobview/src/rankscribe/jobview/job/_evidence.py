@@ -32,7 +32,7 @@ from rankscribe.jobview.job.verdicts._gradient_verdicts import GradientVerdicts
 from rankscribe.jobview.job.verdicts._record_types import StragglerRecord
 from rankscribe.jobview.job.verdicts._straggler_verdicts import (
     VerdictSettings,
-    straggler_verdicts_since,
+    straggler_judgement_since,
 )
 from rankscribe.jobview.job.verdicts._stragglers import StragglerEvidence, row_medians
 from rankscribe.jobview.job.verdicts._verdicts import (
@@ -116,6 +116,10 @@ class LiveVerdicts:
     missing_now: list[int] = field(default_factory=list)
     #: The straggler thresholds (may be replaced while the job runs).
     settings: VerdictSettings = field(default_factory=VerdictSettings)
+    #: (timing tag, rank) -> (onset, the last step of the onset's block) of each rank the
+    #: last :meth:`verdicts` named a straggler: the whole run's judgement (a rank whose
+    #: onset it was given: that one).
+    straggler_onsets: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
 
     def add(self, written: Partial) -> list[Curve]:
         """Fold in the written part of an interval; return its per-step derived curves.
@@ -262,7 +266,8 @@ class LiveVerdicts:
         """The ``user_defined`` keys of the job so far (as in ``docs/job-view.md``).
 
         ``onsets``: (timing tag, rank) -> the step the live view named the rank at; a
-        straggler verdict naming it keeps that onset (``straggler_verdicts_since``);
+        straggler verdict naming it keeps that onset (``straggler_judgement_since``; the
+        onsets of the ranks named are kept in :attr:`straggler_onsets`);
         ``explained``: a straggler verdict it is true of is not named (the live view's own
         cost, ``TimingWatch.own_work_explains``).
         """
@@ -279,9 +284,15 @@ class LiveVerdicts:
             skew = skew_median(step_times.skews)
             if skew is not None:
                 verdicts["job/step_time_skew"] = skew
-        verdicts.update(
-            straggler_verdicts_since(self.stragglers, self.settings, onsets or {}, explained)
+        stragglers, named = straggler_judgement_since(
+            self.stragglers, self.settings, onsets or {}, explained
         )
+        sizes = {tag: self.stragglers.block_size(tag) for tag, _ in named}
+        self.straggler_onsets = {
+            (tag, rank): (onset, (onset // sizes[tag] + 1) * sizes[tag] - 1)
+            for (tag, rank), onset in named.items()
+        }
+        verdicts.update(stragglers)
         verdicts.update(untimed_ranks(reported, self.timed_ranks))
         verdicts["job/divergence_check"] = self.divergence
         verdicts["job/diverged_ranks"] = ranges_text(sorted(self.diverged))

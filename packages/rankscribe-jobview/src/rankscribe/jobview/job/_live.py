@@ -267,9 +267,11 @@ class LiveJobView:
         A judgement that took much CPU (thousands of ranks, or an ``on_verdict`` that
         computes) is not repeated before :data:`JUDGE_SPACING` times that CPU time has
         passed, so judging takes at most a fifth of a core; ``final`` judges
-        regardless. The records the written steps gave (gradients, divergence,
-        non-finite losses) do not wait for it: a round whose window judgement waits
-        still tells their new ones.
+        regardless, and after a final :meth:`write` of every interval received it is
+        the end of training's judgement (``TimingWatch.judge``'s ``final``: the verdicts
+        neither it nor the whole run names end, every onset is settled). The records the
+        written steps gave (gradients, divergence, non-finite losses) do not wait for it:
+        a round whose window judgement waits still tells their new ones.
         """
         started, cpu = time.monotonic(), time.thread_time()
         if not final and started - self._judged_at < JUDGE_SPACING * self._judge_seconds:
@@ -280,7 +282,13 @@ class LiveJobView:
                         self._state["verdict_records"] = self.watch.records
                         self._store_state()
             return list(told)
-        changed = self.watch.judge(self._other_records)
+        # The whole run's onsets as of the last write (its judgement of the written steps);
+        # the end of training's judgement once the final write wrote every interval.
+        changed = self.watch.judge(
+            self._other_records,
+            run_onsets=self.state.straggler_onsets,
+            final=final and self._final_round == self._received,
+        )
         self._judged_at = time.monotonic()
         self._judge_seconds = time.thread_time() - cpu
         with self._state_lock:
@@ -427,10 +435,16 @@ class LiveJobView:
         return verdicts
 
     def _job_verdicts(self) -> dict[str, float | int | str]:
-        """The job's verdicts, the straggler's onset the one the live view named it with."""
-        return self.state.verdicts(
-            live_onsets(self.watch.records), explained=self.watch.own_work_explains
-        )
+        """The job's verdicts, the straggler's onset the one the live view named it with.
+
+        While a standing verdict's onset is open (``TimingWatch.judge``), the whole run is
+        judged once more without it, for the onset the watch settles it with
+        (``LiveVerdicts.straggler_onsets``); the verdicts written give the record's own."""
+        explained = self.watch.own_work_explains
+        verdicts = self.state.verdicts(live_onsets(self.watch.records), explained=explained)
+        if self.watch.has_open_onsets:
+            self.state.verdicts(live_onsets(self.watch.settled), explained=explained)
+        return verdicts
 
 
 def live_onsets(records: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int], int]:

@@ -12,7 +12,11 @@ ranks, timing or cost changed, is handed to the caller's ``on_verdict``
 callable, and its first appearance is logged once as a warning. A straggler
 verdict missing from :data:`END_JUDGEMENTS` judgements in a row ends: its
 record, with ``status`` "ended", the last step judged and the reason, goes
-to ``on_verdict`` too, and is kept in :attr:`TimingWatch.ended`.
+to ``on_verdict`` too, and is kept in :attr:`TimingWatch.ended`. Given the
+whole run's judgement (a live view's), a new verdict's onset stays open until
+that judgement settles it (the window cannot see a slowness that began before
+it), and at the end of training a verdict missing from the last judgement
+ends unless the whole run names it (:meth:`TimingWatch.judge`).
 
 The rank that runs the watch runs the live view's threads too: on a machine
 whose cores are all busy they take its training thread's CPU (and the GIL).
@@ -227,6 +231,9 @@ class TimingWatch:
         self._announced: set[tuple[str, tuple[int, ...], str | None]] = set()
         # Judgements in a row each standing verdict was missing from (none: found last time).
         self._missed: dict[tuple[str, tuple[int, ...], str | None], int] = {}
+        # Standing verdicts whose onset is still open (judge()'s run_onsets): the first step
+        # of the window that named each.
+        self._open: dict[tuple[str, tuple[int, ...], str | None], int] = {}
         self._other: list[VerdictRecord] = []
         #: The straggler verdicts that ended, in the order they ended (``status`` "ended").
         self.ended: list[StragglerRecord] = []
@@ -438,35 +445,50 @@ class TimingWatch:
             )
         return True
 
-    def judge(self, others: Iterable[VerdictRecord] = ()) -> list[StragglerRecord | VerdictRecord]:
-        """Judge the window; call ``on_verdict`` for each new or changed record; return them."""
+    def judge(
+        self,
+        others: Iterable[VerdictRecord] = (),
+        *,
+        run_onsets: Mapping[tuple[str, int], tuple[int, int]] | None = None,
+        final: bool = False,
+    ) -> list[StragglerRecord | VerdictRecord]:
+        """Judge the window; call ``on_verdict`` for each new or changed record; return them.
+
+        ``run_onsets``: a judgement of the whole run so far (a live view's,
+        ``LiveVerdicts.straggler_onsets``): (timing tag, rank) -> (onset, the last step of
+        its block) of each rank it names. With it, a verdict's onset stays open from the
+        round that names it until the whole run's judgement names its rank: where that
+        places the onset in a block that ended before the first step of the window that
+        named it, the rank was slow before that window could show it, and the record
+        takes the whole run's onset (a changed record, told again); else it keeps its
+        own (:attr:`settled`). ``final``: the judgement at the end of training; with
+        ``run_onsets``, a standing verdict missing from it ends now unless the whole run
+        names one of its ranks under its timing (no later judgement will end it), and
+        every open onset is settled.
+        """
         changed: list[StragglerRecord | VerdictRecord] = []
         found = {
             _key(record): record for record in self._judged() if not self.own_work_explains(record)
         }
+        window_first: int | None = None  # the judged window's first step, found once
         for key, record in found.items():
             old = self._standing.get(key)
             if old is not None and old["since_step"] != record["since_step"]:
                 # The window slides; the onset stays, in the record and in its message.
                 record["since_step"] = old["since_step"]
                 record["message"] = straggler_message(record)
+            elif old is None and run_onsets is not None:
+                if window_first is None:
+                    window_first = self._window_first_step()
+                self._open[key] = window_first
             if old is None or _cost_moved(old, record):
                 changed.append(record)
         standing = dict(found)
-        for key, old in self._standing.items():
-            if key in found:
-                self._missed.pop(key, None)
-                continue
-            missed = self._missed.get(key, 0) + 1
-            if missed < END_JUDGEMENTS:
-                self._missed[key] = missed
-                standing[key] = old  # missing once or twice: it still stands
-                continue
-            self._missed.pop(key, None)
-            self._announced.discard(key)  # if it comes back, it is warned of again
-            ended = self._end(old)
-            self.ended.append(ended)
-            changed.append(ended)
+        changed.extend(self._missing(standing, run_onsets if final else None))
+        if run_onsets is not None:
+            for record in self._settle(standing, run_onsets, final=final):
+                if not any(record is each for each in changed):
+                    changed.append(record)
         self._standing = standing
         changed.extend(self._new_others(others))
         for each in changed:
@@ -491,15 +513,87 @@ class TimingWatch:
         self._other = kept
         return [record for record in kept if _key(record) not in before]
 
-    def _end(self, record: StragglerRecord) -> StragglerRecord:
-        """``record`` ended: the last step judged, and why."""
+    def _missing(
+        self,
+        standing: dict[tuple[str, tuple[int, ...], str | None], StragglerRecord],
+        run_onsets: Mapping[tuple[str, int], tuple[int, int]] | None,
+    ) -> list[StragglerRecord]:
+        """The standing verdicts missing from this judgement (not in ``standing``, which
+        holds its records): each stands on (added to ``standing``) or ends (returned). At
+        the end of training (``run_onsets`` given: the whole run's) one ends unless the
+        whole run names one of its ranks under its timing; else after
+        :data:`END_JUDGEMENTS` judgements in a row."""
+        ended = []
+        for key, old in self._standing.items():
+            if key in standing:
+                self._missed.pop(key, None)
+                continue
+            missed = self._missed.get(key, 0) + 1
+            if run_onsets is not None:
+                if any((old["tag"], rank) in run_onsets for rank in old["ranks"]):
+                    standing[key] = old  # the whole run names it: it stands at the end
+                    continue
+            elif missed < END_JUDGEMENTS:
+                self._missed[key] = missed
+                standing[key] = old  # missing once or twice: it still stands
+                continue
+            self._missed.pop(key, None)
+            self._open.pop(key, None)
+            self._announced.discard(key)  # if it comes back, it is warned of again
+            record = self._end(old, at_the_end=run_onsets is not None)
+            self.ended.append(record)
+            ended.append(record)
+        return ended
+
+    def _settle(
+        self,
+        standing: Mapping[tuple[str, tuple[int, ...], str | None], StragglerRecord],
+        run_onsets: Mapping[tuple[str, int], tuple[int, int]],
+        *,
+        final: bool,
+    ) -> list[StragglerRecord]:
+        """Settle the open onsets of ``standing`` that the whole run's judgement names (at
+        the end of training, every one); the records whose onset moved earlier."""
+        moved = []
+        for key, seen_from in list(self._open.items()):
+            record = standing.get(key)
+            if record is None:
+                del self._open[key]
+                continue
+            run = run_onsets.get((record["tag"], record["ranks"][0]))
+            if run is None and not final:
+                continue  # not named by the whole run (yet): the onset stays open
+            del self._open[key]
+            if run is not None and run[1] < seen_from and run[0] < record["since_step"]:
+                record["since_step"] = run[0]
+                record["message"] = straggler_message(record)
+                moved.append(record)
+        return moved
+
+    @property
+    def has_open_onsets(self) -> bool:
+        """Whether a standing verdict's onset is still open (see :meth:`judge`)."""
+        return bool(self._open)
+
+    @property
+    def settled(self) -> list[StragglerRecord]:
+        """The standing straggler records whose onset is settled (see :meth:`judge`): the
+        onsets a judgement of the whole run keeps (``live_onsets``)."""
+        return [record.copy() for key, record in self._standing.items() if key not in self._open]
+
+    def _end(self, record: StragglerRecord, *, at_the_end: bool = False) -> StragglerRecord:
+        """``record`` ended: the last step judged, and why (``at_the_end``: the end of
+        training's judgement ended it)."""
         ended = record.copy()
         until = self._last_step()
         ended["status"] = "ended"
         ended["until_step"] = until
         ended["reason"] = (
-            f"not named in {END_JUDGEMENTS} judgements in a row: its cost fell below the "
-            "floor, or the ranks it names changed"
+            "not named at the end of training, by the last steps' judgement nor by the "
+            "whole run's: its cost fell below the floor, or the ranks it names changed"
+            if at_the_end
+            else f"not named in {END_JUDGEMENTS} judgements in a row: its cost fell below "
+            "the floor, or the ranks it names changed"
         )
         ended["message"] = f"{record['message']} (ended by step {until})"
         return ended
@@ -511,6 +605,15 @@ class TimingWatch:
                 yield held.steps
             else:
                 yield from {id(steps): steps for steps, _ in held.values()}.values()
+
+    def _window_first_step(self) -> int:
+        """The first step of the window :meth:`judge` judges (:func:`judge_window`'s: the
+        last ``window_steps`` steps any rank reported; -1: none)."""
+        distinct = list(self._held_steps())
+        if not distinct:
+            return -1
+        steps = np.unique(np.concatenate(distinct))[-self.settings.window_steps :]
+        return int(steps[0]) if len(steps) else -1
 
     def _first_step(self) -> int:
         """The first step any rank reported a timing of that the window holds (-1: none)."""

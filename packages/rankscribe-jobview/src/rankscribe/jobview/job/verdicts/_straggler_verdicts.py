@@ -68,6 +68,7 @@ if TYPE_CHECKING:
 __all__ = [
     "VerdictSettings",
     "seconds_text",
+    "straggler_judgement_since",
     "straggler_message",
     "straggler_records",
     "straggler_verdicts",
@@ -586,7 +587,8 @@ def straggler_records(
     return [record for record, _ in _judgements(_Totals.of_evidence(evidence), settings)]
 
 
-_PerRank = dict[int, tuple[float, float, float]]
+#: rank -> (cost seconds, cost share, factor, onset) of each rank a verdict names.
+_PerRank = dict[int, tuple[float, float, float, int]]
 
 
 @dataclass
@@ -957,9 +959,15 @@ def _judgements(
             "message": "",
         }
         record["message"] = straggler_message(record)
-        # Each named rank's own wait (a node's ranks: each one's share of the group's).
+        # Each named rank's own wait (a node's ranks: each one's share of the group's), and
+        # its own onset.
         per_rank = {
-            int(judged.ranks[i]): (float(seconds[i]), float(share[i]), float(judged.factor[i]))
+            int(judged.ranks[i]): (
+                float(seconds[i]),
+                float(share[i]),
+                float(judged.factor[i]),
+                int(judged.since_step[i]),
+            )
             for i in named
         }
         records.append((record, per_rank))
@@ -1042,10 +1050,26 @@ def straggler_verdicts_since(
     and its cost over the steps since that onset.
     ``explained``: a verdict it is true of is left out (the live view's own cost on its
     rank: ``TimingWatch.own_work_explains``)."""
+    return straggler_judgement_since(evidence, settings, onsets, explained)[0]
+
+
+def straggler_judgement_since(
+    evidence: StragglerEvidence,
+    settings: VerdictSettings | None,
+    onsets: Mapping[tuple[str, int], int],
+    explained: Callable[[StragglerRecord], bool] | None = None,
+) -> tuple[dict[str, float | int | str], dict[tuple[str, int], int]]:
+    """:func:`straggler_verdicts_since`, and (timing tag, rank) -> the onset of each rank
+    its verdicts name: where the whole run places it, or where ``onsets`` gave it."""
     judgements = _judgements(_Totals.of_evidence(evidence), settings, onsets)
     if explained is not None:
         judgements = [each for each in judgements if not explained(each[0])]
-    return _verdicts_of(judgements)
+    named = {
+        (record["tag"], rank): onset
+        for record, per_rank in judgements
+        for rank, (*_, onset) in per_rank.items()
+    }
+    return _verdicts_of(judgements), named
 
 
 def _verdicts_of(
@@ -1067,7 +1091,7 @@ def _verdicts_of(
     # Each rank under its costliest timing; under another than the arrival when one names it.
     by_rank: dict[int, tuple[float, float, float, str]] = {}
     for record, per_rank in judgements:
-        for rank, (cost, share, factor) in per_rank.items():
+        for rank, (cost, share, factor, _) in per_rank.items():
             kept = by_rank.get(rank)
             if (
                 kept is None

@@ -912,6 +912,12 @@ class StragglerEvidence:
         own size, ``MAX_BLOCKS``."""
         return blocks_for(ranks) if self._grows else MAX_BLOCKS
 
+    def block_size(self, tag: str) -> int:
+        """The steps of one of ``tag``'s blocks (1 without evidence on it): an onset found
+        in this evidence is the first step of such a block."""
+        known = self._tags.get(tag)
+        return 1 if known is None else known.block_size
+
     def ranks(self, tag: str) -> list[int]:
         """The ranks with evidence on ``tag``."""
         known = self._tags.get(tag)
