@@ -50,6 +50,7 @@ from rankscribe.jobview.protocol import (
     records_from_verdicts,
 )
 from rankscribe.lineage.cli import main
+from rankscribe.writer.events import read_tensorboard_events
 
 COMPUTE = "rankscribe/section/compute"
 BASE = 0.008
@@ -747,7 +748,7 @@ def test_the_whole_runs_verdict_leaves_out_the_live_views_own_cost_on_its_rank_t
 
 
 def test_a_short_job_ends_with_one_verdict_per_slowness_and_the_onset_the_whole_run_shows(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
     # A job of two rounds (a few seconds): rank 1 slow for steps 0-199, rank 2 from step 300
     # to the end. The last round's window (steps 600-799) holds rank 2 slow throughout, and
@@ -772,11 +773,14 @@ def test_a_short_job_ends_with_one_verdict_per_slowness_and_the_onset_the_whole_
     add(200, 800)
     [window_named] = plain(view.judge(final=True))
     assert window_named["ranks"] == [2] and window_named["since_step"] >= 600
-    # A write while its onset is open: the verdicts written give the record's onset.
+    # A write while its onset is open: the verdicts written give the record's onset; the
+    # next round's judgement settles it with that write's judgement of the whole run.
     view.write()
     written = json.loads((tmp_path / LIVE_STATE_NAME).read_text())["verdicts"]
     assert written["job/straggler_rank"] == 2
     assert written["job/straggler_since_step"] == window_named["since_step"]
+    [moved] = plain(view.judge(final=True))
+    assert moved["ranks"] == [2] and 280 <= moved["since_step"] <= 310
     view.write(final=True)
     view.judge(final=True)
     verdicts = view.verdicts()
@@ -795,13 +799,25 @@ def test_a_short_job_ends_with_one_verdict_per_slowness_and_the_onset_the_whole_
         f"rank 1 section/compute steps {named['since_step']}-799; "
         f"rank 2 section/compute steps {standing['since_step']}-end"
     )
-    # Told of rank 2 when named, and again when its onset moved to the whole run's.
+    # Told of rank 2 when named, and again when the whole run's judgement moved its onset;
+    # of rank 1 when it ended.
     assert [(r["ranks"], r.get("status"), r["since_step"]) for r in told] == [
         ([1], None, named["since_step"]),
         ([2], None, window_named["since_step"]),
-        ([1], "ended", named["since_step"]),
         ([2], None, standing["since_step"]),
+        ([1], "ended", named["since_step"]),
     ]
+    # Rank 0's log warned of rank 2 twice: when named, and with the onset it moved to.
+    warned = [r.getMessage() for r in caplog.records if "rank 2 costs" in r.getMessage()]
+    assert [
+        f"since step {record['since_step']}," in line
+        for record, line in zip((window_named, standing), warned, strict=True)
+    ] == [True, True]
+    assert "before the steps that named it" in warned[1]
+    # The state file says the same: its verdicts, and rank 1's among the ended records.
+    state = json.loads((tmp_path / LIVE_STATE_NAME).read_text())
+    assert state["verdicts"]["job/straggler_since_step"] == standing["since_step"]
+    assert [record["ranks"] for record in state["ended_records"]] == [[1]]
     # What `show --check` prints of the job at its end: rank 2 alone.
     assert main(["show", "--check", str(tmp_path)]) == 3
     assert capsys.readouterr().out.splitlines() == [f"straggler: {standing['message']}"]
@@ -841,7 +857,7 @@ def test_at_the_end_a_precise_live_onset_stays_and_the_whole_runs_verdict_stands
         }
         for tag, ranks in base.items()
     }
-    view = LiveJobView(tmp_path, world_size=8)
+    view = LiveJobView(tmp_path, world_size=8, tensorboard=True)
 
     def judged(low: int, high: int) -> dict[int, dict[str, Any]]:
         merged = partial_of(_rounds(timings, low, high), 0)
@@ -851,7 +867,8 @@ def test_at_the_end_a_precise_live_onset_stays_and_the_whole_runs_verdict_stands
         # (final: judged now, as rounds seconds apart are; not the end of training's)
         return {record["ranks"][0]: record for record in plain(view.judge(final=True))}
 
-    assert list(judged(0, 450)) == [1]
+    round_one = judged(0, 450)
+    assert list(round_one) == [1] and round_one[1]["since_step"] == 250  # the window's first step
     named = judged(450, 650)[6]
     assert 480 < named["since_step"] <= 496
     merged = partial_of(_rounds(timings, 650, 800), 0)
@@ -862,7 +879,19 @@ def test_at_the_end_a_precise_live_onset_stays_and_the_whole_runs_verdict_stands
     assert view.watch.ended == []
     standing = {record["ranks"][0]: record for record in plain(view.watch.records)}
     assert 90 <= standing[1]["since_step"] <= 100  # the whole run's: slow before the window
+    assert round_one[1]["since_step"] == 250  # (a record handed out is not changed)
     assert standing[6]["since_step"] == named["since_step"]  # the finer live onset
     assert sorted(str(verdicts[LIVE_SPANS_KEY]).split("; ")) == [
         f"rank {rank} section/compute steps {standing[rank]['since_step']}-end" for rank in (1, 6)
     ]
+    # The last write settled rank 1's onset before it wrote the verdicts' text.
+    [board] = (path for path in view.paths if "tfevents" in path)
+    text = "\n".join(
+        value.tensor.string_val[0].decode("utf-8")
+        for event in read_tensorboard_events(board)
+        if event.WhichOneof("what") == "summary"
+        for value in event.summary.value
+        if value.tag == "verdicts"
+    )
+    assert "rank 1 costs" in text and "since step 250" not in text
+    assert f"since step {standing[1]['since_step']}," in text

@@ -241,6 +241,14 @@ class LiveJobView:
         )
         # Later points at or below the cut are late (every rank waited for had passed it).
         self.written_through = max(self.written_through, cut)
+        if final and self.watch.has_open_onsets:
+            # The whole run's judgement of every step settles the open onsets it can
+            # before the verdicts are written (the end's judgement settles the rest); the
+            # round thread has stopped.
+            self.state.verdicts(
+                live_onsets(self.watch.settled), explained=self.watch.own_work_explains
+            )
+            self.watch.settle(self.state.straggler_onsets)
         verdicts = self._job_verdicts()
         if verdict_step is not None:
             curves.extend(_verdict_curves(verdicts, verdict_step, len(self._round_ranks)))
@@ -284,10 +292,9 @@ class LiveJobView:
             return list(told)
         # The whole run's onsets as of the last write (its judgement of the written steps);
         # the end of training's judgement once the final write wrote every interval.
+        end = final and self._final_round == self._received
         changed = self.watch.judge(
-            self._other_records,
-            run_onsets=self.state.straggler_onsets,
-            final=final and self._final_round == self._received,
+            self._other_records, run_onsets=self.state.straggler_onsets, final=end
         )
         self._judged_at = time.monotonic()
         self._judge_seconds = time.thread_time() - cpu
@@ -295,6 +302,8 @@ class LiveJobView:
             if self._state:
                 self._state["verdict_records"] = self.watch.records
                 self._state["judged_at"] = now()
+                if end:  # the verdicts it ended are in the state file too
+                    self._state["ended_records"] = [record.copy() for record in self.watch.ended]
                 self._store_state()
             elif changed:  # before the first interval is written
                 self._state = self._state_of({}, final=False)

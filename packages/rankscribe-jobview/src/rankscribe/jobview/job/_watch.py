@@ -466,10 +466,10 @@ class TimingWatch:
         names one of its ranks under its timing (no later judgement will end it), and
         every open onset is settled.
         """
-        changed: list[StragglerRecord | VerdictRecord] = []
         found = {
             _key(record): record for record in self._judged() if not self.own_work_explains(record)
         }
+        told: list[tuple[str, tuple[int, ...], str | None]] = []  # new or changed
         window_first: int | None = None  # the judged window's first step, found once
         for key, record in found.items():
             old = self._standing.get(key)
@@ -482,17 +482,19 @@ class TimingWatch:
                     window_first = self._window_first_step()
                 self._open[key] = window_first
             if old is None or _cost_moved(old, record):
-                changed.append(record)
+                told.append(key)
         standing = dict(found)
-        changed.extend(self._missing(standing, run_onsets if final else None))
-        if run_onsets is not None:
-            for record in self._settle(standing, run_onsets, final=final):
-                if not any(record is each for each in changed):
-                    changed.append(record)
+        ended = self._missing(standing, run_onsets if final else None)
+        moved = self._settle(standing, run_onsets, final=final) if run_onsets is not None else []
+        # The new and changed records (with an onset settled now), those that ended, then
+        # the standing ones whose onset moved.
+        changed: list[StragglerRecord | VerdictRecord] = [standing[key] for key in told]
+        changed.extend(ended)
+        changed.extend(standing[key] for key in moved if key not in told)
         self._standing = standing
         changed.extend(self._new_others(others))
         for each in changed:
-            self._announce(each)
+            self._announce(each, moved=each.get("status") != "ended" and _key(each) in moved)
         return changed
 
     def take_others(self, others: Iterable[VerdictRecord]) -> list[VerdictRecord]:
@@ -547,13 +549,14 @@ class TimingWatch:
 
     def _settle(
         self,
-        standing: Mapping[tuple[str, tuple[int, ...], str | None], StragglerRecord],
+        standing: dict[tuple[str, tuple[int, ...], str | None], StragglerRecord],
         run_onsets: Mapping[tuple[str, int], tuple[int, int]],
         *,
         final: bool,
-    ) -> list[StragglerRecord]:
+    ) -> list[tuple[str, tuple[int, ...], str | None]]:
         """Settle the open onsets of ``standing`` that the whole run's judgement names (at
-        the end of training, every one); the records whose onset moved earlier."""
+        the end of training, every one); the keys of those whose onset moved earlier,
+        each now a new record in ``standing`` (a record handed out is never changed)."""
         moved = []
         for key, seen_from in list(self._open.items()):
             record = standing.get(key)
@@ -565,9 +568,25 @@ class TimingWatch:
                 continue  # not named by the whole run (yet): the onset stays open
             del self._open[key]
             if run is not None and run[1] < seen_from and run[0] < record["since_step"]:
+                record = record.copy()
                 record["since_step"] = run[0]
                 record["message"] = straggler_message(record)
-                moved.append(record)
+                standing[key] = record
+                moved.append(key)
+        return moved
+
+    def settle(
+        self, run_onsets: Mapping[tuple[str, int], tuple[int, int]]
+    ) -> list[StragglerRecord]:
+        """Settle the standing verdicts' open onsets that ``run_onsets`` (the whole run's
+        judgement, as :meth:`judge` takes it) names, between judgements (a live view's
+        last write settles them before it writes the verdicts); ``on_verdict`` is told of
+        each record whose onset moved, which is returned."""
+        standing = dict(self._standing)
+        moved = [standing[key] for key in self._settle(standing, run_onsets, final=False)]
+        self._standing = standing
+        for record in moved:
+            self._announce(record, moved=True)
         return moved
 
     @property
@@ -623,15 +642,20 @@ class TimingWatch:
         """The last step any rank reported a timing of (-1: none)."""
         return max((int(steps[-1]) for steps in self._held_steps() if len(steps)), default=-1)
 
-    def _announce(self, record: StragglerRecord | VerdictRecord) -> None:
+    def _announce(self, record: StragglerRecord | VerdictRecord, *, moved: bool = False) -> None:
+        """Log and tell ``on_verdict`` of a new, changed or ended record (``moved``: a
+        standing one whose onset the whole run placed earlier, warned of again)."""
         key = _key(record)
         if record.get("status") == "ended":
             logger.info("rankscribe job view: verdict ended: %s", record["message"])
-        elif key not in self._announced:
+        elif key not in self._announced or moved:
             self._announced.add(key)
             logger.warning(
-                "rankscribe job view: %s. See `rankscribe-lineage show %s`.",
+                "rankscribe job view: %s%s. See `rankscribe-lineage show %s`.",
                 record["message"],
+                " (the whole run shows it from this step, before the steps that named it)"
+                if moved
+                else "",
                 self.job_dir or "<job dir>",
             )
         if self.on_verdict is None:
