@@ -748,7 +748,10 @@ def test_the_whole_runs_verdict_leaves_out_the_live_views_own_cost_on_its_rank_t
 
 
 def test_a_short_job_ends_with_one_verdict_per_slowness_and_the_onset_the_whole_run_shows(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # A job of two rounds (a few seconds): rank 1 slow for steps 0-199, rank 2 from step 300
     # to the end. The last round's window (steps 600-799) holds rank 2 slow throughout, and
@@ -774,8 +777,22 @@ def test_a_short_job_ends_with_one_verdict_per_slowness_and_the_onset_the_whole_
     [window_named] = plain(view.judge(final=True))
     assert window_named["ranks"] == [2] and window_named["since_step"] >= 600
     # A write while its onset is open: the verdicts written give the record's onset; the
-    # next round's judgement settles it with that write's judgement of the whole run.
+    # next round's judgement settles it with that write's judgement of the whole run, and
+    # the onsets the round thread may read meanwhile are only ever that judgement's.
+    kept: list[tuple[int, int] | None] = []
+    judged_whole_run = type(view.state).verdicts
+
+    def verdicts_kept(state: Any, *args: Any, **kwargs: Any) -> Any:
+        found = judged_whole_run(state, *args, **kwargs)
+        kept.append(state.straggler_onsets.get((COMPUTE, 2)))
+        return found
+
+    monkeypatch.setattr(type(view.state), "verdicts", verdicts_kept)
     view.write()
+    monkeypatch.undo()
+    # (None: the onsets of the write before, which did not name rank 2)
+    assert kept[-1] is not None and 280 <= kept[-1][0] <= 310, kept
+    assert all(each is None or each == kept[-1] for each in kept), kept
     written = json.loads((tmp_path / LIVE_STATE_NAME).read_text())["verdicts"]
     assert written["job/straggler_rank"] == 2
     assert written["job/straggler_since_step"] == window_named["since_step"]

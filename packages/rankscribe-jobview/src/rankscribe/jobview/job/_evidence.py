@@ -262,12 +262,15 @@ class LiveVerdicts:
         self,
         onsets: Mapping[tuple[str, int], int] | None = None,
         explained: Callable[[StragglerRecord], bool] | None = None,
+        *,
+        keep_onsets: bool = True,
     ) -> dict[str, float | int | str]:
         """The ``user_defined`` keys of the job so far (as in ``docs/job-view.md``).
 
         ``onsets``: (timing tag, rank) -> the step the live view named the rank at; a
         straggler verdict naming it keeps that onset (``straggler_judgement_since``; the
-        onsets of the ranks named are kept in :attr:`straggler_onsets`);
+        onsets of the ranks named are kept in :attr:`straggler_onsets` unless
+        ``keep_onsets`` is false);
         ``explained``: a straggler verdict it is true of is not named (the live view's own
         cost, ``TimingWatch.own_work_explains``).
         """
@@ -287,11 +290,12 @@ class LiveVerdicts:
         stragglers, named = straggler_judgement_since(
             self.stragglers, self.settings, onsets or {}, explained
         )
-        sizes = {tag: self.stragglers.block_size(tag) for tag, _ in named}
-        self.straggler_onsets = {
-            (tag, rank): (onset, (onset // sizes[tag] + 1) * sizes[tag] - 1)
-            for (tag, rank), onset in named.items()
-        }
+        if keep_onsets:  # (one assignment: another thread reads them)
+            sizes = {tag: self.stragglers.block_size(tag) for tag, _ in named}
+            self.straggler_onsets = {
+                (tag, rank): (onset, (onset // sizes[tag] + 1) * sizes[tag] - 1)
+                for (tag, rank), onset in named.items()
+            }
         verdicts.update(stragglers)
         verdicts.update(untimed_ranks(reported, self.timed_ranks))
         verdicts["job/divergence_check"] = self.divergence

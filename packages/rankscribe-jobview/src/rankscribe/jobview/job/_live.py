@@ -449,9 +449,12 @@ class LiveJobView:
         While a standing verdict's onset is open (``TimingWatch.judge``), the whole run is
         judged once more without it, for the onset the watch settles it with
         (``LiveVerdicts.straggler_onsets``); the verdicts written give the record's own."""
-        explained = self.watch.own_work_explains
-        verdicts = self.state.verdicts(live_onsets(self.watch.records), explained=explained)
-        if self.watch.has_open_onsets:
+        explained, open_onsets = self.watch.own_work_explains, self.watch.has_open_onsets
+        # The round thread reads the onsets kept: only the judgement they are for keeps them.
+        verdicts = self.state.verdicts(
+            live_onsets(self.watch.records), explained=explained, keep_onsets=not open_onsets
+        )
+        if open_onsets:
             self.state.verdicts(live_onsets(self.watch.settled), explained=explained)
         return verdicts
 
