@@ -44,7 +44,8 @@ def jobs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
         torchrun(
             SCRIPT,
             out,
-            "probe,plain,probe_view,plain_view,chained,early,probe_large,plain_large,chained_large",
+            "probe,plain,probe_view,plain_view,chained,early,probe_large,plain_large,"
+            "chained_large,probe_accum,plain_accum",
             str(STEPS),
             ranks=len(RANKS),
         ),
@@ -134,6 +135,29 @@ def test_the_norms_the_probe_takes_while_it_reduces_are_the_local_gradients_floa
         for step, total in squares.items():
             recorded = sum(found[tag][step] ** 2 for tag in norm_tags if step in found[tag])
             # float32 in the file: each bucket's norm within 2**-24, so the sum within 1e-6
+            assert np.sqrt(recorded) == pytest.approx(np.sqrt(total), rel=1e-6), (rank, step)
+
+
+def test_with_gradient_accumulation_the_probe_norms_each_steps_accumulated_local_gradient(
+    jobs: tuple[Path, str],
+) -> None:
+    """Half of each step's batch backward under ``no_sync`` (DDP reduces nothing), the
+    other half synchronised: one reduce a step, of the two halves' gradients summed. The
+    probe records every step, its norms are those of that local sum, and DDP's reduced
+    gradients come out bit-identical to a run without the probe."""
+    out, _ = jobs
+    for rank in RANKS:
+        probed = rank_result(out / "probe_accum", rank)
+        plain = rank_result(out / "plain_accum", rank)["parameters"]
+        assert probed["parameters"] == plain
+        found = rank_scalars(out / "probe_accum" / f"rank_{rank}")
+        assert sorted(found[GRADIENT_READY_TAG]) == list(range(1, STEPS + 1))
+        squares = {int(step): total for step, total in probed["squares"].items()}
+        assert sorted(squares) == list(range(1, STEPS + 1))
+        norm_tags = [tag for tag in found if tag.startswith(GRADIENT_NORM_TAG_PREFIX)]
+        assert len(norm_tags) >= 2
+        for step, total in squares.items():
+            recorded = sum(found[tag][step] ** 2 for tag in norm_tags if step in found[tag])
             assert np.sqrt(recorded) == pytest.approx(np.sqrt(total), rel=1e-6), (rank, step)
 
 

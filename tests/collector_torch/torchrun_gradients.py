@@ -20,7 +20,11 @@ norms the user's own hook saw, when it has one):
   float64 sum of squares per step, taken by a tensor hook before DDP sees it;
 - ``clean`` / ``corrupt``: the probe alone; in ``corrupt`` a gradient hook on one
   parameter multiplies one element of rank CORRUPT_RANK's local gradient by 2**16
-  at step CORRUPT_STEP, in its backward (before the bucket is reduced).
+  at step CORRUPT_STEP, in its backward (before the bucket is reduced);
+- ``probe_accum`` / ``plain_accum``: gradient accumulation, as the frameworks do it: each
+  step's first half batch backward under ``model.no_sync()`` (no reduce), the second
+  synchronised; in ``probe_accum`` each step's accumulated local gradient's float64 sum
+  of squares (the first half's gradients plus the second's, taken by a tensor hook).
 
 The live job view runs every LIVE_INTERVAL seconds; the records rank 0's
 ``on_verdict`` received are in ``verdicts``.
@@ -130,14 +134,23 @@ def job(out: Path, scenario: str, steps: int) -> None:
     if scenario == "corrupt":
         model.module.fc2.weight.register_hook(corrupt)
     squares: dict[int, float] = {}  # step -> the local gradient's float64 sum of squares
+    accumulate = scenario.endswith("_accum")
+    accumulated: dict[int, torch.Tensor] = {}  # id(parameter) -> its first half's gradient
+    first_half = [False]  # a first half's backward under way (its gradients are not summed)
 
-    def square(gradient: torch.Tensor) -> None:
-        total = float(gradient.double().square().sum())
-        squares[steps_done[0]] = squares.get(steps_done[0], 0.0) + total
+    def square(parameter: nn.Parameter) -> Any:
+        def add(gradient: torch.Tensor) -> None:
+            if first_half[0]:
+                return
+            local = gradient.double() + accumulated.pop(id(parameter), 0.0)
+            total = float(local.square().sum())
+            squares[steps_done[0]] = squares.get(steps_done[0], 0.0) + total
 
-    if scenario == "probe_large":
+        return add
+
+    if scenario in ("probe_large", "probe_accum"):
         for parameter in model.module.parameters():
-            parameter.register_hook(square)
+            parameter.register_hook(square(parameter))
 
     def step(batch: list[torch.Tensor]) -> torch.Tensor:
         steps_done[0] += 1
@@ -147,7 +160,20 @@ def job(out: Path, scenario: str, steps: int) -> None:
                 model.register_comm_hook(dist.group.WORLD, hook.__call__)
             hook.step += 1
         optimizer.zero_grad()
-        loss = functional.cross_entropy(model(batch[0]), batch[1])
+        images, labels = batch
+        if accumulate:
+            half = len(images) // 2
+            first_half[0] = True
+            with model.no_sync():  # the first half: no reduce, its gradients accumulate
+                functional.cross_entropy(model(images[:half]), labels[:half]).backward()
+            first_half[0] = False
+            accumulated.update(
+                (id(parameter), parameter.grad.double().clone())
+                for parameter in model.module.parameters()
+                if parameter.grad is not None
+            )
+            images, labels = images[half:], labels[half:]
+        loss = functional.cross_entropy(model(images), labels)
         loss.backward()
         optimizer.step()
         return loss
