@@ -102,7 +102,9 @@ def test_a_rank_that_slows_mid_run_is_named_live_within_seconds(mpi: Any, tmp_pa
     assert abs(onsets["merged lineage"] - 500) <= 32, onsets
 
 
-def onsets_everywhere(job_dir: Path, printed: str, called: Path) -> dict[str, int]:
+def onsets_everywhere(
+    job_dir: Path, printed: str, called: Path, slow_rank: int = SLOW_RANK
+) -> dict[str, int]:
     """The slow rank's onset step as each surface of the finished job gives it."""
     since = re.compile(r"since step (\d+)")
     onsets: dict[str, int] = {}
@@ -113,7 +115,7 @@ def onsets_everywhere(job_dir: Path, printed: str, called: Path) -> dict[str, in
         for index, step in enumerate(found):
             onsets[f"{surface} {index}" if index else surface] = step
 
-    add("on_verdict", [r["since_step"] for r in recorded(called) if SLOW_RANK in r["ranks"]])
+    add("on_verdict", [r["since_step"] for r in recorded(called) if slow_rank in r["ranks"]])
     add("rank 0's message", since.findall(printed))
     add("show", since.findall(show(job_dir).stdout))
     check = show("--check", job_dir)
@@ -159,6 +161,28 @@ def test_a_slowdown_that_stops_is_ended_live_and_its_span_is_in_the_lineage(
     spans = merged.section("user_defined")["job/straggler_live_spans"]
     span = f"rank {SLOW_RANK} section/compute steps {ended['since_step']}-{ended['until_step']}"
     assert span in spans, spans
+
+
+def test_a_short_jobs_verdict_gives_the_onset_the_whole_run_shows_not_its_windows(
+    mpi: Any, tmp_path: Path
+) -> None:
+    # 800 steps of ~2 ms: rank 2 slower from step 301 (steps count from 1); the live view's
+    # windows of 200 steps judged within the job all begin after it.
+    run = mpi.run(3, *mpi.python(SCENARIO, "short", tmp_path), cwd=tmp_path, timeout=JOB_TIMEOUT)
+    assert run.returncode == 0, run.output
+    job_dir = tmp_path / "short"
+    check = show("--check", job_dir)
+    assert check.returncode == 3, check.stdout
+    assert check.stdout.splitlines()[0].startswith("straggler: rank 2 costs"), check.stdout
+    assert len(check.stdout.splitlines()) == 1, check.stdout
+    onsets = onsets_everywhere(job_dir, run.output, tmp_path / "short.verdicts.jsonl", 2)
+    settled = onsets["merged lineage"]
+    assert abs(settled - 301) <= 32, onsets
+    # Told as the window first named it, then with the whole run's step: the last of each.
+    told = ("on_verdict", "rank 0's message")
+    assert all(step == settled for name, step in onsets.items() if not name.startswith(told))
+    for surface in told:
+        assert settled in {step for name, step in onsets.items() if name.startswith(surface)}
 
 
 def test_a_rank_half_as_slow_again_costs_a_third_of_the_step(mpi: Any, tmp_path: Path) -> None:

@@ -19,6 +19,9 @@ pytest side is test_mpi_verdicts.py:
 - ``periodic`` (3 ranks): rank 1 computes PERIODIC_EXTRA_MS more every PERIODIC_EVERY-th
   step from step PERIODIC_FROM of PERIODIC_STEPS on (extra work on one rank, a few % of
   the job's time), and writes the wall time it got there to ``<out>/periodic.onset.time``;
+- ``short`` (3 ranks): SHORT_STEPS steps of SHORT_MS, a job of a few seconds that the
+  live view judges once or twice; rank 2 computes ONSET_FACTOR times longer from step
+  SHORT_FROM on, so the last window holds its slowness whole;
 - ``clean`` (2 ranks): ``<jobs>`` jobs one after the other with the same work on
   every rank (``clean_<i>``), then ``tiny``, whose rank 1 computes TINY_MS more
   a step (1 % of the step).
@@ -52,6 +55,7 @@ SLOW_STEPS = 600
 PERIODIC_EXTRA_MS, PERIODIC_EVERY = 6.0, 10
 PERIODIC_FROM, PERIODIC_STEPS = 300, 1500
 CLEAN_STEPS = 400
+SHORT_MS, SHORT_FROM, SHORT_STEPS = 2.0, 300, 800
 
 
 def _on_verdict(path: Path) -> Any:
@@ -125,6 +129,13 @@ def scenario_periodic(out: Path) -> None:
         return BASE_MS + (PERIODIC_EXTRA_MS if extra else 0.0)
 
     job(out, "periodic", PERIODIC_STEPS, compute_ms)
+
+
+def scenario_short(out: Path) -> None:
+    def compute_ms(rank: int, step: int) -> float:
+        return SHORT_MS * (ONSET_FACTOR if rank == 2 and step >= SHORT_FROM else 1.0)
+
+    job(out, "short", SHORT_STEPS, compute_ms)
 
 
 def scenario_clean(out: Path, jobs: int) -> None:
