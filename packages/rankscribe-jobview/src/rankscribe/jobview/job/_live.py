@@ -241,15 +241,14 @@ class LiveJobView:
         )
         # Later points at or below the cut are late (every rank waited for had passed it).
         self.written_through = max(self.written_through, cut)
-        if final and self.watch.has_open_onsets:
+        settling = final and self.watch.has_open_onsets
+        if settling:
             # The whole run's judgement of every step settles the open onsets it can
             # before the verdicts are written (the end's judgement settles the rest); the
             # round thread has stopped.
-            self.state.verdicts(
-                live_onsets(self.watch.settled), explained=self.watch.own_work_explains
-            )
+            self._judge_open_onsets()
             self.watch.settle(self.state.straggler_onsets)
-        verdicts = self._job_verdicts()
+        verdicts = self._job_verdicts(onsets_judged=settling)
         if verdict_step is not None:
             curves.extend(_verdict_curves(verdicts, verdict_step, len(self._round_ranks)))
         self.intervals += 1
@@ -443,20 +442,28 @@ class LiveJobView:
             verdicts[LIVE_SPANS_KEY] = spans
         return verdicts
 
-    def _job_verdicts(self) -> dict[str, float | int | str]:
+    def _job_verdicts(self, *, onsets_judged: bool = False) -> dict[str, float | int | str]:
         """The job's verdicts, the straggler's onset the one the live view named it with.
 
         While a standing verdict's onset is open (``TimingWatch.judge``), the whole run is
-        judged once more without it, for the onset the watch settles it with
-        (``LiveVerdicts.straggler_onsets``); the verdicts written give the record's own."""
-        explained, open_onsets = self.watch.own_work_explains, self.watch.has_open_onsets
+        judged once more without it (:meth:`_judge_open_onsets`; not again when
+        ``onsets_judged``: it was, since the last settling); the verdicts written give the
+        record's own."""
+        open_onsets = self.watch.has_open_onsets
         # The round thread reads the onsets kept: only the judgement they are for keeps them.
         verdicts = self.state.verdicts(
-            live_onsets(self.watch.records), explained=explained, keep_onsets=not open_onsets
+            live_onsets(self.watch.records),
+            explained=self.watch.own_work_explains,
+            keep_onsets=not open_onsets,
         )
-        if open_onsets:
-            self.state.verdicts(live_onsets(self.watch.settled), explained=explained)
+        if open_onsets and not onsets_judged:
+            self._judge_open_onsets()
         return verdicts
+
+    def _judge_open_onsets(self) -> None:
+        """Judge the whole run with the settled onsets alone, keeping the onsets it names
+        (``LiveVerdicts.straggler_onsets``): what an open onset settles with."""
+        self.state.verdicts(live_onsets(self.watch.settled), explained=self.watch.own_work_explains)
 
 
 def live_onsets(records: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int], int]:
