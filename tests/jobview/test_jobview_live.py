@@ -686,9 +686,12 @@ def test_the_job_verdicts_keep_the_onset_the_live_view_named_the_rank_with(
         view.write()
         judge_each_round(view)
     verdicts = view.finish()
-    [record] = [record for record in records if record["kind"] == "straggler"]
+    # Told when named, and at the end with the whole run's cost since the same onset.
+    record, *later = [record for record in records if record["kind"] == "straggler"]
     live = record["since_step"]
     assert (record["ranks"], abs(live - onset) <= 32) == ([1], True), record
+    assert [(each["ranks"], each["since_step"]) for each in later] == [([1], live)]
+    assert later[-1]["cost_seconds_per_step"] == verdicts["job/straggler_cost_seconds"]
     (tmp_path / "offline").mkdir()
     offline = write_job_view(tmp_path / "offline", whole, world_size=ranks).verdicts
     assert offline["job/straggler_rank"] == 1

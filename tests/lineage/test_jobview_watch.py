@@ -816,14 +816,20 @@ def test_a_short_job_ends_with_one_verdict_per_slowness_and_the_onset_the_whole_
         f"rank 1 section/compute steps {named['since_step']}-799; "
         f"rank 2 section/compute steps {standing['since_step']}-end"
     )
-    # Told of rank 2 when named, and again when the whole run's judgement moved its onset;
-    # of rank 1 when it ended.
+    # One cost too: the standing record's, its message's and the job verdicts' are the
+    # whole run's since the onset.
+    assert standing["cost_seconds_per_step"] == verdicts["job/straggler_cost_seconds"]
+    assert standing["message"] == verdicts["job/straggler_message"]
+    # Told of rank 2 when named, again when the whole run's judgement moved its onset, and
+    # with the whole run's cost at the final write; of rank 1 when it ended.
     assert [(r["ranks"], r.get("status"), r["since_step"]) for r in told] == [
         ([1], None, named["since_step"]),
         ([2], None, window_named["since_step"]),
         ([2], None, standing["since_step"]),
+        ([2], None, standing["since_step"]),
         ([1], "ended", named["since_step"]),
     ]
+    assert told[3] == standing and told[2]["message"] != standing["message"]
     # Rank 0's log warned of rank 2 twice: when named, and with the onset it moved to.
     warned = [r.getMessage() for r in caplog.records if "rank 2 costs" in r.getMessage()]
     assert [
@@ -838,6 +844,47 @@ def test_a_short_job_ends_with_one_verdict_per_slowness_and_the_onset_the_whole_
     # What `show --check` prints of the job at its end: rank 2 alone.
     assert main(["show", "--check", str(tmp_path)]) == 3
     assert capsys.readouterr().out.splitlines() == [f"straggler: {standing['message']}"]
+
+
+def test_at_the_end_a_standing_record_takes_the_whole_runs_cost_since_its_onset() -> None:
+    # The whole run's judgement with the record's onset (a live view's, at its final write)
+    # gives another cost and factor than the last window: the record, its message and
+    # on_verdict's last call take them; a record of another onset or rank does not count.
+    told: list[StragglerRecord | VerdictRecord] = []
+    watch = TimingWatch(on_verdict=told.append)
+    watch.add(window(3, 200, slow=1, factor=1.5))
+    [named] = plain(watch.judge())
+    since = named["since_step"]
+    run = {**named, "cost_seconds_per_step": 0.0025, "cost_share": 0.21, "factor": 1.38}
+    run.update(share_of_steps=0.97, persistent=False, period_steps=4, steps=150)
+    run.update(cost_basis="arrival", slowest_share=0.61, top=[{"rank": 1, "cost": 0.0025}])
+    elsewhere = {**run, "since_step": since + 40, "cost_seconds_per_step": 0.009}
+    other_rank = {**run, "ranks": [2], "cost_seconds_per_step": 0.007}
+    records = cast("list[StragglerRecord]", [other_rank, elsewhere, run])
+    [taken] = plain(list(watch.take_costs(records)))
+    assert {**taken, "message": ""} == {**run, "message": ""}  # every field of the judgement
+    assert (taken["ranks"], taken["since_step"], taken["tag"]) == ([1], since, COMPUTE)
+    assert taken["message"] == (
+        "rank 1 costs 2.5 ms a step (21% of the step): section 'compute' 1.38x the others' "
+        f"median since step {since}, in 97% of steps (intermittent: every 4th step)"
+    )
+    assert plain(watch.records) == [taken]
+    assert plain(told) == [named, taken]
+    assert watch.take_costs(records) == [] and len(told) == 2  # told once
+    # The end of training's judgement of the window does not tell its own cost back: the
+    # cost the record ends with is the whole run's, taken once more after it.
+    assert watch.judge(run_onsets={(COMPUTE, 1): (since, since + 31)}, final=True) == []
+    assert watch.records[0]["cost_seconds_per_step"] == named["cost_seconds_per_step"]
+    assert watch.take_costs(records) == [] and plain(watch.records) == [taken]
+    assert len(told) == 2
+
+    # Only a record of the same onset gives its cost.
+    alone: list[StragglerRecord | VerdictRecord] = []
+    watch = TimingWatch(on_verdict=alone.append)
+    watch.add(window(3, 200, slow=1, factor=1.5))
+    watch.judge()
+    assert watch.take_costs(cast("list[StragglerRecord]", [elsewhere, other_rank])) == []
+    assert plain(watch.records) == [named] and plain(alone) == [named]
 
 
 def end_of_training(view: LiveJobView) -> dict[str, float | int | str]:

@@ -120,6 +120,9 @@ class LiveVerdicts:
     #: last :meth:`verdicts` named a straggler: the whole run's judgement (a rank whose
     #: onset it was given: that one).
     straggler_onsets: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
+    #: The straggler records of the last :meth:`verdicts` (the verdicts it gave), the
+    #: costliest first: what a live record takes its cost from at the end of training.
+    straggler_records: list[StragglerRecord] = field(default_factory=list)
 
     def add(self, written: Partial) -> list[Curve]:
         """Fold in the written part of an interval; return its per-step derived curves.
@@ -270,7 +273,7 @@ class LiveVerdicts:
         ``onsets``: (timing tag, rank) -> the step the live view named the rank at; a
         straggler verdict naming it keeps that onset (``straggler_judgement_since``; the
         onsets of the ranks named are kept in :attr:`straggler_onsets` unless
-        ``keep_onsets`` is false);
+        ``keep_onsets`` is false, the records in :attr:`straggler_records`);
         ``explained``: a straggler verdict it is true of is not named (the live view's own
         cost, ``TimingWatch.own_work_explains``).
         """
@@ -287,7 +290,7 @@ class LiveVerdicts:
             skew = skew_median(step_times.skews)
             if skew is not None:
                 verdicts["job/step_time_skew"] = skew
-        stragglers, named = straggler_judgement_since(
+        stragglers, named, self.straggler_records = straggler_judgement_since(
             self.stragglers, self.settings, onsets or {}, explained
         )
         if keep_onsets:  # (one assignment: another thread reads them)

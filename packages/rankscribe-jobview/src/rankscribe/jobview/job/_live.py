@@ -249,6 +249,8 @@ class LiveJobView:
             self._judge_open_onsets()
             self.watch.settle(self.state.straggler_onsets)
         verdicts = self._job_verdicts(onsets_judged=settling)
+        if final:  # the records the last text and state file give: the lineage's cost
+            self.watch.take_costs(self.state.straggler_records)
         if verdict_step is not None:
             curves.extend(_verdict_curves(verdicts, verdict_step, len(self._round_ranks)))
         self.intervals += 1
@@ -276,7 +278,9 @@ class LiveJobView:
         passed, so judging takes at most a fifth of a core; ``final`` judges
         regardless, and after a final :meth:`write` of every interval received it is
         the end of training's judgement (``TimingWatch.judge``'s ``final``: the verdicts
-        neither it nor the whole run names end, every onset is settled). The records the
+        neither it nor the whole run names end, every onset is settled; then each
+        standing record takes its cost from the final write's judgement of the whole
+        run again: ``TimingWatch.take_costs``). The records the
         written steps gave (gradients, divergence, non-finite losses) do not wait for it:
         a round whose window judgement waits still tells their new ones.
         """
@@ -295,6 +299,8 @@ class LiveJobView:
         changed = self.watch.judge(
             self._other_records, run_onsets=self.state.straggler_onsets, final=end
         )
+        if end:  # the final write's judgement of the whole run, with these onsets
+            changed.extend(self.watch.take_costs(self.state.straggler_records))
         self._judged_at = time.monotonic()
         self._judge_seconds = time.thread_time() - cpu
         with self._state_lock:

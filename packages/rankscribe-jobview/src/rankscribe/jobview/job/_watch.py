@@ -16,7 +16,9 @@ to ``on_verdict`` too, and is kept in :attr:`TimingWatch.ended`. Given the
 whole run's judgement (a live view's), a new verdict's onset stays open until
 that judgement settles it (the window cannot see a slowness that began before
 it), and at the end of training a verdict missing from the last judgement
-ends unless the whole run names it (:meth:`TimingWatch.judge`).
+ends unless the whole run names it (:meth:`TimingWatch.judge`); a standing
+verdict then takes its cost from the whole run's judgement since its onset, the
+cost the merged lineage gives (:meth:`TimingWatch.take_costs`).
 
 The rank that runs the watch runs the live view's threads too: on a machine
 whose cores are all busy they take its training thread's CPU (and the GIL).
@@ -34,7 +36,7 @@ import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -67,6 +69,21 @@ END_JUDGEMENTS = 3
 DEFAULT_WINDOW_STEPS = 200
 #: A standing verdict whose cost moves by more than this share is a changed verdict.
 _COST_CHANGE = 0.25
+#: What a standing record takes from the whole run's record of the same verdict at the end
+#: of training (:meth:`TimingWatch.take_costs`): its cost and the judgement its message
+#: states, over the steps since the onset they share.
+_RUN_FIELDS = (
+    "cost_seconds_per_step",
+    "cost_share",
+    "cost_basis",
+    "persistent",
+    "period_steps",
+    "share_of_steps",
+    "factor",
+    "slowest_share",
+    "steps",
+    "top",
+)
 #: A verdict naming the watch's own rank alone is the live view's own cost when its cost a
 #: step is at most this many times the CPU the view's threads used a step over its span:
 #: on a machine whose every core is busy, the training thread loses to those threads the
@@ -229,6 +246,8 @@ class TimingWatch:
         self._windows: dict[str, tuple[list[int], npt.NDArray[np.floating[Any]]]] = {}
         self._standing: dict[tuple[str, tuple[int, ...], str | None], StragglerRecord] = {}
         self._announced: set[tuple[str, tuple[int, ...], str | None]] = set()
+        # The message of the last straggler record on_verdict was told of, per verdict key.
+        self._told: dict[tuple[str, tuple[int, ...], str | None], str] = {}
         # Judgements in a row each standing verdict was missing from (none: found last time).
         self._missed: dict[tuple[str, tuple[int, ...], str | None], int] = {}
         # Standing verdicts whose onset is still open (judge()'s run_onsets): the first step
@@ -464,13 +483,15 @@ class TimingWatch:
         own (:attr:`settled`). ``final``: the judgement at the end of training; with
         ``run_onsets``, a standing verdict missing from it ends now unless the whole run
         names one of its ranks under its timing (no later judgement will end it), and
-        every open onset is settled.
+        every open onset is settled; a standing record's cost moved by the last window
+        is not told then (the end's cost is the whole run's: :meth:`take_costs`).
         """
         found = {
             _key(record): record for record in self._judged() if not self.own_work_explains(record)
         }
         told: list[tuple[str, tuple[int, ...], str | None]] = []  # new or changed
         window_first: int | None = None  # the judged window's first step, found once
+        end = final and run_onsets is not None
         for key, record in found.items():
             old = self._standing.get(key)
             if old is not None and old["since_step"] != record["since_step"]:
@@ -481,7 +502,7 @@ class TimingWatch:
                 if window_first is None:
                     window_first = self._window_first_step()
                 self._open[key] = window_first
-            if old is None or _cost_moved(old, record):
+            if old is None or (not end and _cost_moved(old, record)):
                 told.append(key)
         standing = dict(found)
         ended = self._missing(standing, run_onsets if final else None)
@@ -589,6 +610,30 @@ class TimingWatch:
             self._announce(record, moved=True)
         return moved
 
+    def take_costs(self, run_records: Iterable[StragglerRecord]) -> list[StragglerRecord]:
+        """At the end of training: each standing straggler record that ``run_records``
+        (the whole run's judgement with the standing records' onsets, a live view's
+        ``LiveVerdicts.straggler_records``) holds with the same ranks, timing and onset
+        takes that record's cost and the judgement its message states, so the record,
+        its message and the merged lineage give one cost. ``on_verdict`` is told of each
+        standing record whose message differs from the last one it was told of (its last
+        call for a verdict is the record that stands); those are returned."""
+        runs = {(_key(run), run["since_step"]): run for run in run_records}
+        changed = []
+        for key, standing in list(self._standing.items()):
+            record = standing
+            run = runs.get((key, standing["since_step"]))
+            if run is not None:
+                taken = {name: value for name, value in run.items() if name in _RUN_FIELDS}
+                record = cast(StragglerRecord, {**standing, **taken})
+                record["message"] = straggler_message(record)
+                self._standing[key] = record
+            if record["message"] != self._told.get(key):
+                changed.append(record)
+        for record in changed:
+            self._announce(record)
+        return changed
+
     @property
     def has_open_onsets(self) -> bool:
         """Whether a standing verdict's onset is still open (see :meth:`judge`)."""
@@ -658,6 +703,8 @@ class TimingWatch:
                 else "",
                 self.job_dir or "<job dir>",
             )
+        if record["kind"] == "straggler" and record.get("status") != "ended":
+            self._told[key] = str(record["message"])
         if self.on_verdict is None:
             return
         self.calls += 1

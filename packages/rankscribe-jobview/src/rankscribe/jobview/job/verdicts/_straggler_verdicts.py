@@ -1058,9 +1058,10 @@ def straggler_judgement_since(
     settings: VerdictSettings | None,
     onsets: Mapping[tuple[str, int], int],
     explained: Callable[[StragglerRecord], bool] | None = None,
-) -> tuple[dict[str, float | int | str], dict[tuple[str, int], int]]:
-    """:func:`straggler_verdicts_since`, and (timing tag, rank) -> the onset of each rank
-    its verdicts name: where the whole run places it, or where ``onsets`` gave it."""
+) -> tuple[dict[str, float | int | str], dict[tuple[str, int], int], list[StragglerRecord]]:
+    """:func:`straggler_verdicts_since`, (timing tag, rank) -> the onset of each rank its
+    verdicts name (where the whole run places it, or where ``onsets`` gave it), and the
+    records of its verdicts (each a copy), the costliest first."""
     judgements = _judgements(_Totals.of_evidence(evidence), settings, onsets)
     if explained is not None:
         judgements = [each for each in judgements if not explained(each[0])]
@@ -1069,7 +1070,8 @@ def straggler_judgement_since(
         for record, per_rank in judgements
         for rank, (*_, onset) in per_rank.items()
     }
-    return _verdicts_of(judgements), named
+    records = [record.copy() for record, _ in judgements]
+    return _verdicts_of(judgements), named, records
 
 
 def _verdicts_of(
