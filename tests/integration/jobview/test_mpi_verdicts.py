@@ -6,7 +6,8 @@ whose compute is marked as a section. What a user observes is checked:
 - a 3-rank job whose rank 1 computes 1.25x from the middle of the run is named
   by ``rankscribe-lineage show --json`` — polled while the job runs, every poll
   parsing as JSON — within 10 s of the onset, with its cost; ``show --check``
-  exits 3 on it while it runs;
+  exits 3 on it while it runs; the finished job gives one onset and one cost on
+  every surface;
 - a rank 1.5x slower (8 -> 12 ms of compute) is named with a cost of about
   4 ms a step and about a third of the step; ``on_verdict`` got that record;
   ``show --check`` exits 3 after the job;
@@ -100,6 +101,9 @@ def test_a_rank_that_slows_mid_run_is_named_live_within_seconds(mpi: Any, tmp_pa
     onsets = onsets_everywhere(job_dir, run.output, tmp_path / "onset.verdicts.jsonl")
     assert len(set(onsets.values())) == 1, onsets
     assert abs(onsets["merged lineage"] - 500) <= 32, onsets
+    # and one cost: the whole run's since that onset, as the merged lineage gives it
+    costs = costs_everywhere(job_dir, tmp_path / "onset.verdicts.jsonl")
+    assert len(set(costs.values())) == 1, costs
 
 
 def onsets_everywhere(
@@ -140,6 +144,43 @@ def onsets_everywhere(
     ]
     add("TensorBoard text", since.findall("\n".join(text)))
     return onsets
+
+
+def costs_everywhere(job_dir: Path, called: Path, slow_rank: int = SLOW_RANK) -> dict[str, str]:
+    """The slow rank's cost ("451 us a step (16% of the step)") as each surface of the
+    finished job gives it last: what the job ends with."""
+    cost = re.compile(rf"rank {slow_rank} costs (\S+ \S+ a step \(\d+% of the step\))")
+    costs: dict[str, str] = {}
+
+    def add(surface: str, text: str) -> None:
+        found = cost.findall(text)
+        assert found, f"no cost in {surface}: {text}"
+        costs[surface] = found[-1]
+
+    last_told = [r for r in recorded(called) if slow_rank in r["ranks"]][-1]
+    add("on_verdict", last_told["message"])
+    add("show", show(job_dir).stdout)
+    add("show --check", show("--check", job_dir).stdout)
+    document = json.loads(show("--json", job_dir).stdout)
+    [record] = [r for r in stragglers(document) if slow_rank in r["ranks"]]
+    add("show --json", record["message"])
+    merged = get_run_lineage(str(job_dir.resolve()))
+    assert merged is not None
+    lineage = merged.section("user_defined")
+    add("merged lineage", str(lineage["job/straggler_message"]))
+    assert record["cost_seconds_per_step"] == lineage["job/straggler_cost_seconds"]
+    assert last_told["cost_seconds_per_step"] == lineage["job/straggler_cost_seconds"]
+    [board] = (job_dir / "job").glob("events.out.tfevents.*")
+    text = [
+        piece.decode()
+        for event in read_tensorboard_events(board)
+        if event.WhichOneof("what") == "summary"
+        for value in event.summary.value
+        if value.metadata.plugin_data.plugin_name == "text"
+        for piece in value.tensor.string_val
+    ]
+    add("TensorBoard text", "\n".join(text))
+    return costs
 
 
 def test_a_slowdown_that_stops_is_ended_live_and_its_span_is_in_the_lineage(
@@ -183,6 +224,8 @@ def test_a_short_jobs_verdict_gives_the_onset_the_whole_run_shows_not_its_window
     assert all(step == settled for name, step in onsets.items() if not name.startswith(told))
     for surface in told:
         assert settled in {step for name, step in onsets.items() if name.startswith(surface)}
+    costs = costs_everywhere(job_dir, tmp_path / "short.verdicts.jsonl", 2)
+    assert len(set(costs.values())) == 1, costs
 
 
 def test_a_rank_half_as_slow_again_costs_a_third_of_the_step(mpi: Any, tmp_path: Path) -> None:
