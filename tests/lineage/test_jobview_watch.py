@@ -887,6 +887,26 @@ def test_at_the_end_a_standing_record_takes_the_whole_runs_cost_since_its_onset(
     assert plain(watch.records) == [named] and plain(alone) == [named]
 
 
+def test_at_the_end_a_slow_nodes_record_takes_the_whole_runs_order_of_its_ranks() -> None:
+    # Ranks 2 and 3 (a block of two) 1.5x slow: one record naming both, the costlier first;
+    # the whole run's judgement holds them the other way round.
+    timings = window(8, 200, slow=2, factor=1.5, seed=4)
+    third = window(8, 200, slow=3, factor=1.5, seed=5)
+    timings[COMPUTE][3] = third[COMPUTE][3]
+    compute = np.stack([values for _, values in timings[COMPUTE].values()])
+    step = compute.max(axis=0) + 0.001
+    timings[STEP_TIME_TAG] = {rank: (steps, step) for rank, (steps, _) in timings[COMPUTE].items()}
+    watch = TimingWatch()
+    watch.add(timings)
+    [named] = plain(watch.judge())
+    assert sorted(named["ranks"]) == [2, 3]
+    run = {**named, "ranks": named["ranks"][::-1]}
+    [taken] = plain(list(watch.take_costs(cast("list[StragglerRecord]", [run]))))
+    first, second = run["ranks"]
+    assert taken["ranks"] == [first, second]
+    assert taken["message"].startswith(f"ranks {first},{second} cost ")
+
+
 def end_of_training(view: LiveJobView) -> dict[str, float | int | str]:
     """The live view's last round, final write and end of training's judgement, in the
     order a job's last round makes them; the job's verdicts."""

@@ -71,8 +71,10 @@ DEFAULT_WINDOW_STEPS = 200
 _COST_CHANGE = 0.25
 #: What a standing record takes from the whole run's record of the same verdict at the end
 #: of training (:meth:`TimingWatch.take_costs`): its cost and the judgement its message
-#: states, over the steps since the onset they share.
+#: states, over the steps since the onset they share, and its ranks' order (the costliest
+#: first, over those steps).
 _RUN_FIELDS = (
+    "ranks",
     "cost_seconds_per_step",
     "cost_share",
     "cost_basis",
