@@ -133,17 +133,21 @@ def onsets_everywhere(
     lineage = merged.section("user_defined")
     add("merged lineage", [lineage["job/straggler_since_step"]])
     add("merged lineage message", since.findall(lineage["job/straggler_message"]))
+    add("TensorBoard text", since.findall(board_text(job_dir)))
+    return onsets
+
+
+def board_text(job_dir: Path) -> str:
+    """The text pieces of the job's TensorBoard file, in the order written."""
     [board] = (job_dir / "job").glob("events.out.tfevents.*")
-    text = [
+    return "\n".join(
         piece.decode()
         for event in read_tensorboard_events(board)
         if event.WhichOneof("what") == "summary"
         for value in event.summary.value
         if value.metadata.plugin_data.plugin_name == "text"
         for piece in value.tensor.string_val
-    ]
-    add("TensorBoard text", since.findall("\n".join(text)))
-    return onsets
+    )
 
 
 def costs_everywhere(job_dir: Path, called: Path, slow_rank: int = SLOW_RANK) -> dict[str, str]:
@@ -170,16 +174,7 @@ def costs_everywhere(job_dir: Path, called: Path, slow_rank: int = SLOW_RANK) ->
     add("merged lineage", str(lineage["job/straggler_message"]))
     assert record["cost_seconds_per_step"] == lineage["job/straggler_cost_seconds"]
     assert last_told["cost_seconds_per_step"] == lineage["job/straggler_cost_seconds"]
-    [board] = (job_dir / "job").glob("events.out.tfevents.*")
-    text = [
-        piece.decode()
-        for event in read_tensorboard_events(board)
-        if event.WhichOneof("what") == "summary"
-        for value in event.summary.value
-        if value.metadata.plugin_data.plugin_name == "text"
-        for piece in value.tensor.string_val
-    ]
-    add("TensorBoard text", "\n".join(text))
+    add("TensorBoard text", board_text(job_dir))
     return costs
 
 
