@@ -34,6 +34,7 @@ from rankscribe.jobview import (
     VerdictRecord,
     VerdictSettings,
     judge_timings,
+    live_lines,
 )
 from rankscribe.jobview.errors import JobViewParamTypeError, JobViewParamValueError
 from rankscribe.jobview.feed import STEP_TIME_TAG
@@ -970,12 +971,19 @@ def test_at_the_end_a_precise_live_onset_stays_and_the_whole_runs_verdict_stands
     ]
     # The last write settled rank 1's onset before it wrote the verdicts' text.
     [board] = (path for path in view.paths if "tfevents" in path)
-    text = "\n".join(
+    texts = [
         value.tensor.string_val[0].decode("utf-8")
         for event in read_tensorboard_events(board)
         if event.WhichOneof("what") == "summary"
         for value in event.summary.value
         if value.tag == "verdicts"
-    )
+    ]
+    text = "\n".join(texts)
     assert "rank 1 costs" in text and "since step 250" not in text
     assert f"since step {standing[1]['since_step']}," in text
+    # The last text gives the records the job ended with, and says so.
+    assert "(recent steps)" not in texts[-1]  # (a running job's say so: test_jobview_live)
+    for rank in (1, 6):
+        ended_with = f"straggler (at the end of training): {standing[rank]['message']}"
+        assert f"- {ended_with}" in texts[-1].splitlines()
+        assert ended_with in live_lines(tmp_path)  # what `show` prints of the state file

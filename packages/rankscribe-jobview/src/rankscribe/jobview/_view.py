@@ -406,4 +406,6 @@ def state_lines(state: Mapping[str, Any] | None) -> list[str]:
         )
     ]
     records = state.get("verdict_records")
-    return lines + live_verdict_lines(records if isinstance(records, list) else [], verdicts)
+    return lines + live_verdict_lines(
+        records if isinstance(records, list) else [], verdicts, final=bool(state.get("final"))
+    )

@@ -255,7 +255,7 @@ class LiveJobView:
             curves.extend(_verdict_curves(verdicts, verdict_step, len(self._round_ranks)))
         self.intervals += 1
         # TensorBoard's text gets the sentences `show` prints of the live job.
-        self._append(curves, text=live_verdict_lines(self.watch.records, verdicts))
+        self._append(curves, text=live_verdict_lines(self.watch.records, verdicts, final=final))
         # Divergence, gradients and non-finite losses come from the written steps;
         # stragglers from the watch's window (judged each round: judge()).
         self._other_records = [

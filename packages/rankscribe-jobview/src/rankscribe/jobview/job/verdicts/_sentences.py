@@ -171,15 +171,20 @@ def _expanded(item: str) -> list[str]:
     return [item]
 
 
-def live_verdict_lines(records: Sequence[Any], verdicts: Mapping[str, Any]) -> list[str]:
+def live_verdict_lines(
+    records: Sequence[Any], verdicts: Mapping[str, Any], *, final: bool = False
+) -> list[str]:
     """A live job's verdicts as sentences: ``show`` prints them, TensorBoard's text holds them.
 
     ``records``: the live view's verdict records (the straggler rule's on the
     recent steps; one without a text ``message`` is left out); ``verdicts``: its
     ``job/`` keys so far (:func:`verdict_lines`), then each rank's last step.
+    ``final``: the records the job ended with (a straggler's cost is then the whole
+    run's since its onset, ``TimingWatch.take_costs``), said so instead of "recent steps".
     """
+    when = "at the end of training" if final else "recent steps"
     lines = [
-        f"{record.get('kind', 'verdict')} (recent steps): {record['message']}"
+        f"{record.get('kind', 'verdict')} ({when}): {record['message']}"
         for record in records
         if isinstance(record, Mapping) and isinstance(record.get("message"), str)
     ]
