@@ -137,17 +137,21 @@ def onsets_everywhere(
     return onsets
 
 
-def board_text(job_dir: Path) -> str:
-    """The text pieces of the job's TensorBoard file, in the order written."""
+def board_texts(job_dir: Path) -> list[tuple[int, str]]:
+    """The text pieces of the job's TensorBoard file with their steps, in the order written."""
     [board] = (job_dir / "job").glob("events.out.tfevents.*")
-    return "\n".join(
-        piece.decode()
+    return [
+        (event.step, piece.decode())
         for event in read_tensorboard_events(board)
         if event.WhichOneof("what") == "summary"
         for value in event.summary.value
         if value.metadata.plugin_data.plugin_name == "text"
         for piece in value.tensor.string_val
-    )
+    ]
+
+
+def board_text(job_dir: Path) -> str:
+    return "\n".join(text for _, text in board_texts(job_dir))
 
 
 def costs_everywhere(job_dir: Path, called: Path, slow_rank: int = SLOW_RANK) -> dict[str, str]:
@@ -174,7 +178,12 @@ def costs_everywhere(job_dir: Path, called: Path, slow_rank: int = SLOW_RANK) ->
     add("merged lineage", str(lineage["job/straggler_message"]))
     assert record["cost_seconds_per_step"] == lineage["job/straggler_cost_seconds"]
     assert last_told["cost_seconds_per_step"] == lineage["job/straggler_cost_seconds"]
-    add("TensorBoard text", board_text(job_dir))
+    # Every cost the texts of the last step give (the last write's, the session's).
+    texts = board_texts(job_dir)
+    last = max(step for step, _ in texts)
+    found = sorted({each for step, text in texts if step == last for each in cost.findall(text)})
+    assert found, f"no cost in the TensorBoard text of step {last}"
+    costs.update((f"TensorBoard text {index}", each) for index, each in enumerate(found))
     return costs
 
 
