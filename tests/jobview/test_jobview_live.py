@@ -38,6 +38,7 @@ from rankscribe.jobview.protocol import (
     state_onsets,
 )
 from rankscribe.writer.reader import scalars
+from tests._support.job_files import board_texts
 from tests._support.npz_files import read_archive, write_archive
 
 TAGS = ("loss/auto", "metric/acc", STEP_TIME_TAG)
@@ -472,21 +473,13 @@ def test_a_mutated_message_decodes_or_is_refused_never_anything_else(
 
 
 def test_tensorboard_text_holds_the_live_verdicts_as_show_prints_them(tmp_path: Path) -> None:
-    from rankscribe.writer.events import read_tensorboard_events
-
     view = LiveJobView(tmp_path, world_size=2, tensorboard=True)
     for rank in range(2):
         view.add(JobPartial.of_rank(rank, rank_points(rank, range(1, 41), slow=0.1 * rank)))
     view.judge(final=True)
     view.write()
     [board] = (path for path in view.paths if "tfevents" in path)
-    texts = [
-        value.tensor.string_val[0].decode("utf-8")
-        for event in read_tensorboard_events(board)
-        if event.WhichOneof("what") == "summary"
-        for value in event.summary.value
-        if value.tag == "verdicts"
-    ]
+    texts = [text for _, tag, text in board_texts(board) if tag == "verdicts"]
     shown = live_lines(tmp_path)[1:]  # what `show` prints of the running job, below its header
     assert any(line.startswith("straggler (recent steps): rank 1") for line in shown)
     assert texts[-1] == "\n".join(f"- {line}" for line in shown)

@@ -51,7 +51,7 @@ from rankscribe.jobview.protocol import (
     records_from_verdicts,
 )
 from rankscribe.lineage.cli import main
-from rankscribe.writer.events import read_tensorboard_events
+from tests._support.job_files import board_texts
 
 COMPUTE = "rankscribe/section/compute"
 BASE = 0.008
@@ -971,13 +971,7 @@ def test_at_the_end_a_precise_live_onset_stays_and_the_whole_runs_verdict_stands
     ]
     # The last write settled rank 1's onset before it wrote the verdicts' text.
     [board] = (path for path in view.paths if "tfevents" in path)
-    texts = [
-        value.tensor.string_val[0].decode("utf-8")
-        for event in read_tensorboard_events(board)
-        if event.WhichOneof("what") == "summary"
-        for value in event.summary.value
-        if value.tag == "verdicts"
-    ]
+    texts = [text for _, tag, text in board_texts(board) if tag == "verdicts"]
     text = "\n".join(texts)
     assert "rank 1 costs" in text and "since step 250" not in text
     assert f"since step {standing[1]['since_step']}," in text

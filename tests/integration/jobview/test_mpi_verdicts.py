@@ -38,8 +38,7 @@ import pytest
 from rankscribe.collector import SummaryCollector
 from rankscribe.collector.errors import CollectorTypeError
 from rankscribe.lineage import get_run_lineage
-from rankscribe.writer.events import read_tensorboard_events
-from tests._support.job_files import show
+from tests._support.job_files import board_texts, show
 from tests._support.launchers import Launches
 
 HERE = Path(__file__).resolve().parent
@@ -137,21 +136,14 @@ def onsets_everywhere(
     return onsets
 
 
-def board_texts(job_dir: Path) -> list[tuple[int, str]]:
-    """The text pieces of the job's TensorBoard file with their steps, in the order written."""
+def job_texts(job_dir: Path) -> list[tuple[int, str, str]]:
+    """:func:`board_texts` of the job's TensorBoard file."""
     [board] = (job_dir / "job").glob("events.out.tfevents.*")
-    return [
-        (event.step, piece.decode())
-        for event in read_tensorboard_events(board)
-        if event.WhichOneof("what") == "summary"
-        for value in event.summary.value
-        if value.metadata.plugin_data.plugin_name == "text"
-        for piece in value.tensor.string_val
-    ]
+    return board_texts(board)
 
 
 def board_text(job_dir: Path) -> str:
-    return "\n".join(text for _, text in board_texts(job_dir))
+    return "\n".join(text for _, _, text in job_texts(job_dir))
 
 
 def costs_everywhere(job_dir: Path, called: Path, slow_rank: int = SLOW_RANK) -> dict[str, str]:
@@ -179,9 +171,9 @@ def costs_everywhere(job_dir: Path, called: Path, slow_rank: int = SLOW_RANK) ->
     assert record["cost_seconds_per_step"] == lineage["job/straggler_cost_seconds"]
     assert last_told["cost_seconds_per_step"] == lineage["job/straggler_cost_seconds"]
     # Every cost the texts of the last step give (the last write's, the session's).
-    texts = board_texts(job_dir)
-    last = max(step for step, _ in texts)
-    found = sorted({each for step, text in texts if step == last for each in cost.findall(text)})
+    texts = job_texts(job_dir)
+    last = max(step for step, _, _ in texts)
+    found = sorted({each for step, _, text in texts if step == last for each in cost.findall(text)})
     assert found, f"no cost in the TensorBoard text of step {last}"
     costs.update((f"TensorBoard text {index}", each) for index, each in enumerate(found))
     return costs
