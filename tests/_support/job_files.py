@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from rankscribe.lineage.recording import parse_run
-from rankscribe.writer.events import read_tensorboard_events
 from rankscribe.writer.reader import scalars
 from tests._support.launchers import Finished, run_bounded
 
@@ -31,19 +30,6 @@ def rank_scalars(rank_dir: Path) -> dict[str, dict[int, float]]:
             for tag, points in scalars(path).items():
                 found.setdefault(tag, {}).update(points)
     return found
-
-
-def board_texts(board: str | Path) -> list[tuple[int, str, str]]:
-    """(step, tag, text) of every text piece of a TensorBoard event file, in the order
-    written (the job view's verdicts: tag ``verdicts``)."""
-    return [
-        (event.step, value.tag, piece.decode("utf-8"))
-        for event in read_tensorboard_events(board)
-        if event.WhichOneof("what") == "summary"
-        for value in event.summary.value
-        if value.metadata.plugin_data.plugin_name == "text"
-        for piece in value.tensor.string_val
-    ]
 
 
 def show(*arguments: str | Path) -> Finished:

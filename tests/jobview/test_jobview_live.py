@@ -38,7 +38,7 @@ from rankscribe.jobview.protocol import (
     state_onsets,
 )
 from rankscribe.writer.reader import scalars
-from tests._support.job_files import board_texts
+from tests._support.board_texts import board_texts
 from tests._support.npz_files import read_archive, write_archive
 
 TAGS = ("loss/auto", "metric/acc", STEP_TIME_TAG)

@@ -51,7 +51,7 @@ from rankscribe.jobview.protocol import (
     records_from_verdicts,
 )
 from rankscribe.lineage.cli import main
-from tests._support.job_files import board_texts
+from tests._support.board_texts import board_texts
 
 COMPUTE = "rankscribe/section/compute"
 BASE = 0.008

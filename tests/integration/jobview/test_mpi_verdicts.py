@@ -38,7 +38,8 @@ import pytest
 from rankscribe.collector import SummaryCollector
 from rankscribe.collector.errors import CollectorTypeError
 from rankscribe.lineage import get_run_lineage
-from tests._support.job_files import board_texts, show
+from tests._support.board_texts import board_texts
+from tests._support.job_files import show
 from tests._support.launchers import Launches
 
 HERE = Path(__file__).resolve().parent
