@@ -377,7 +377,13 @@ def budget_rows(runs: list[CollectedRun]) -> list[Row]:
     rows: list[Row] = []
     for number, run in enumerate(runs, 1):
         for message in run.said or ["(nothing shed)"]:
-            found = re.match(r"The collector cost (\S+ %) .*? over steps (\d+-\d+)", message)
+            # (the first look at a collected step says "The collector's histograms and
+            # images of step N cost ...")
+            found = re.match(
+                r"The collector(?:'s histograms and images of step \d+)? cost (\S+ %) .*? "
+                r"over steps (\d+-\d+)",
+                message,
+            )
             shed = message.split(": it sheds ", 1)[-1].split(". The loss", 1)[0]
             value = f"{found[1]}, steps {found[2]}" if found else message
             rows.append(("session", f"budget, run {number}", value, shed if found else ""))
