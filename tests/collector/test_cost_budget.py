@@ -1158,3 +1158,48 @@ def test_the_gradient_norms_time_is_the_collectors_cost_and_the_reduce_is_not(
     # Every step's norm, and nothing of the reduce: the clock moves nowhere else.
     costs = list(found[TRAINING_TAG].values())
     assert costs == [pytest.approx(NORM_SECONDS)] * len(costs)
+
+
+@pytest.mark.parametrize(
+    ("histogram_seconds", "image_seconds"), [(0.5, 0.3), (0.7, 0.6), (1.1, 2.2)]
+)
+def test_a_first_look_that_sheds_the_histograms_and_images_keeps_the_landscape(
+    model: Any,
+    tmp_path: Path,
+    collector_clock: ManualClock,
+    caplog: pytest.LogCaptureFixture,
+    histogram_seconds: float,
+    image_seconds: float,
+) -> None:
+    # Step 1's histograms and input images, over the budget: the first look sheds them,
+    # all of both. It measures nothing else, so the default landscape keeps its saves at
+    # steps 1-19 whatever rounding leaves of the cost less its two parts (with each of
+    # these pairs, a few 1e-17 of it, once read as a cost to shed the landscape for).
+    data = model(100)
+    optimizer = SlowHistograms(data.network, learning_rate=0.01, name="Momentum")
+    optimizer.clock, optimizer.seconds = collector_clock, histogram_seconds
+    SlowImages.clock, SlowImages.seconds = collector_clock, image_seconds
+    batches = [(SlowImages(images), labels) for images, labels in data.dataset]
+    collector = SummaryCollector(tmp_path, collect_freq=COLLECT_FREQ)
+
+    def step(batch: Any) -> float:
+        collector_clock.advance(STEP_SECONDS)
+        return 0.5
+
+    with caplog.at_level(logging.INFO):
+        TrainLoop(step, network=data.network, optimizer=optimizer).train(
+            1, batches, callbacks=[collector]
+        )
+    [said] = budget_warnings(caplog)
+    assert said.startswith("The collector's histograms and images of step 1 cost ")
+    assert (
+        "it sheds the parameter histograms (none from now on); the input images (none from "
+        "now on). The loss"
+    ) in said
+    assert histogram_steps(tmp_path) == image_steps(tmp_path) == [1]
+    metadata = read_metadata(tmp_path / "ckpt_dir")
+    assert_drawable(metadata)
+    saved = sorted(
+        int(path.stem.rsplit("_", 2)[1]) for path in (tmp_path / "ckpt_dir").glob("*.ckpt")
+    )
+    assert saved == list(range(1, 20))

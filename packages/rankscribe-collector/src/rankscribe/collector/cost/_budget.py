@@ -32,7 +32,8 @@ which :data:`MIN_WINDOW_SECONDS` have passed (the first step's histograms pay fo
 calls, about 1.2 ms for a small network here, which that much of the steps holds near 1 %,
 under the margin), the histograms and input images of its collected steps on the collector's
 clocks, against its steps. Where they cost the budget times :data:`FIRST_WINDOW_MARGIN` or
-more, they are shed from that collected step on, all of them: the look cannot read what
+more, they are shed from that collected step on, all of them (and nothing else: the look
+measures nothing else): the look cannot read what
 their encoding slows the next steps by, which a full window's slowdown reads and which can
 be more than the work itself (the rest waits for the windows: what a first step costs
 besides them is paid once). A look that has not taken that long by the warm-up's end decides
@@ -500,11 +501,15 @@ class CostBudget:
                 "the input images", shedding.image_every, parts["images"], excess, dropped
             )
             excess -= saved
-        if shedding.fingerprints and excess > 0 and parts["fingerprints"] > 0:
+        # The first look measures the histograms and images alone, and sheds them alone:
+        # what rounding leaves of its share less those two parts (a few 1e-17) is no cost
+        # of the fingerprint or the landscape.
+        measured_all = not window.look
+        if measured_all and shedding.fingerprints and excess > 0 and parts["fingerprints"] > 0:
             shedding.fingerprints = False
             excess -= parts["fingerprints"]
             dropped.append("the parameter fingerprint at collected steps (step 0's stays)")
-        if shedding.landscape and excess > 0 and stop_landscape is not None:
+        if measured_all and shedding.landscape and excess > 0 and stop_landscape is not None:
             shedding.landscape = False
             left_out = stop_landscape()
             if left_out:
