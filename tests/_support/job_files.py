@@ -1,11 +1,14 @@
 """What a finished job left on disk, read as a user would: the merged lineage's
-``user_defined`` section, a rank's scalars, and ``rankscribe-lineage show`` in a new process.
+``user_defined`` section, a rank's scalars, and ``rankscribe-lineage show`` and ``report``
+in a new process.
 
 Shared by the tests of real ``mpiexec`` and ``torchrun`` jobs.
 """
 
 from __future__ import annotations
 
+import html
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -34,12 +37,27 @@ def rank_scalars(rank_dir: Path) -> dict[str, dict[int, float]]:
 
 def show(*arguments: str | Path) -> Finished:
     """``rankscribe-lineage show <arguments>`` in a new process (stderr kept apart)."""
+    return _lineage_command("show", *arguments)
+
+
+def report_verdicts(job_dir: Path) -> list[str]:
+    """The verdicts a ``rankscribe-lineage report`` of ``job_dir`` lists, as the page's text
+    (the page is written beside the job's folder)."""
+    page = job_dir.parent / f"{job_dir.name}.report.html"
+    finished = _lineage_command("report", job_dir, "-o", page)
+    assert finished.returncode == 0, finished.stderr
+    [listed] = re.findall(r'<ul class="verdicts">(.*?)</ul>', page.read_text(), re.S)
+    items = re.findall(r"<li[^>]*>(.*?)</li>", listed, re.S)
+    return [html.unescape(re.sub(r"<[^>]+>", "", item)) for item in items]
+
+
+def _lineage_command(command: str, *arguments: str | Path) -> Finished:
     return run_bounded(
         [
             sys.executable,
             "-c",
             "import sys; from rankscribe.lineage.cli import main; sys.exit(main())",
-            "show",
+            command,
             *map(str, arguments),
         ],
         timeout=60.0,

@@ -39,7 +39,7 @@ from rankscribe.collector import SummaryCollector
 from rankscribe.collector.errors import CollectorTypeError
 from rankscribe.lineage import get_run_lineage
 from tests._support.board_texts import board_texts
-from tests._support.job_files import show
+from tests._support.job_files import report_verdicts, show
 from tests._support.launchers import Launches
 
 HERE = Path(__file__).resolve().parent
@@ -134,6 +134,7 @@ def onsets_everywhere(
     add("merged lineage", [lineage["job/straggler_since_step"]])
     add("merged lineage message", since.findall(lineage["job/straggler_message"]))
     add("TensorBoard text", since.findall(board_text(job_dir)))
+    add("report", since.findall("\n".join(report_verdicts(job_dir))))
     return onsets
 
 
@@ -177,6 +178,12 @@ def costs_everywhere(job_dir: Path, called: Path, slow_rank: int = SLOW_RANK) ->
     found = sorted({each for step, _, text in texts if step == last for each in cost.findall(text)})
     assert found, f"no cost in the TensorBoard text of step {last}"
     costs.update((f"TensorBoard text {index}", each) for index, each in enumerate(found))
+    # The report leads its straggler line with the cost: "451 us a step (16% of the step):
+    # straggler rank 2, ...".
+    led = re.compile(rf"^(\S+ \S+ a step \(\d+% of the step\)): straggler rank {slow_rank},")
+    [costs["report"]] = [
+        match[1] for line in report_verdicts(job_dir) if (match := led.match(line))
+    ]
     return costs
 
 
