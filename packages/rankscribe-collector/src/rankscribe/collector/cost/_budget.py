@@ -32,9 +32,9 @@ which :data:`MIN_WINDOW_SECONDS` have passed (the first step's histograms pay fo
 calls, about 1.2 ms for a small network here, which that much of the steps holds near 1 %,
 under the margin), the histograms and input images of its collected steps on the collector's
 clocks, against its steps. Where they cost the budget times :data:`FIRST_WINDOW_MARGIN` or
-more, they are shed from that collected step on, all of them (and nothing else: the look
-measures nothing else): the look cannot read what
-their encoding slows the next steps by, which a full window's slowdown reads and which can
+more, they are shed from that collected step on, all of them, and nothing else (the look
+measures nothing else). All of them: the look cannot read what their encoding slows the
+next steps by, which a full window's slowdown reads and which can
 be more than the work itself (the rest waits for the windows: what a first step costs
 besides them is paid once). A look that has not taken that long by the warm-up's end decides
 nothing. So a model whose histograms cost a fifth of its ~10 ms step pays for them at step 1
