@@ -290,9 +290,11 @@ def test_extra_work_every_10th_step_is_named_live_within_seconds(mpi: Any, tmp_p
     assert first["ranks"] == [SLOW_RANK] and first["tag"] == "rankscribe/section/compute"
     # Live: the job ran ~11 s past the onset, and the end of training judges after that.
     assert first["called_at"] - onset <= NAMED_WITHIN, (first, onset)
-    # The onset of slow steps 10 apart is found to some periods: 296-401 over 8 runs of
-    # this job (a block early at most; the clearest stretch may start a few periods late).
-    assert 301 - 17 <= first["since_step"] <= 301 + 127, first  # steps count from 1
+    # Never before the slow steps (a block early at most; steps count from 1). The first
+    # window that names it may begin after the onset, and its onset is then in it: 296-401
+    # over 8 runs of this job, 464 in a CI run on a loaded machine (named "in 16% of
+    # steps", then from step 320 at the end). How near the onset is, the end says (below).
+    assert first["since_step"] >= 301 - 17, first
     assert 0.03 <= first["cost_share"] <= 0.12, first  # 0.6 ms of a ~9 ms step
     assert not any(r.get("status") == "ended" for r in called), called  # never withdrawn
     result = show("--json", tmp_path / "periodic")
@@ -304,7 +306,13 @@ def test_extra_work_every_10th_step_is_named_live_within_seconds(mpi: Any, tmp_p
     # a CI run: the window of steps 401-600 named it).
     last_told = [r for r in called if SLOW_RANK in r["ranks"]][-1]
     assert record["since_step"] == last_told["since_step"]
-    assert 301 - 17 <= record["since_step"] <= first["since_step"]
+    assert record["since_step"] <= first["since_step"]
+    # The whole run finds the onset to a block of its evidence (1,500 steps in at most 32
+    # blocks: 64 steps each, the block holding step 301 from step 256), or a block or two
+    # later (the clearest stretch may start a few periods late): 256 and 320 in a CI run's
+    # and a local run's ends.
+    block = 64
+    assert 301 // block * block <= record["since_step"] <= 301 + 2 * block, record
 
 
 def test_healthy_jobs_beside_a_busy_process_name_nobody(mpi: Any, tmp_path: Path) -> None:
