@@ -981,3 +981,63 @@ def test_at_the_end_a_precise_live_onset_stays_and_the_whole_runs_verdict_stands
         ended_with = f"straggler (at the end of training): {standing[rank]['message']}"
         assert f"- {ended_with}" in texts[-1].splitlines()
         assert ended_with in live_lines(tmp_path)  # what `show` prints of the state file
+
+
+def _steps_of(
+    timings: dict[str, dict[int, tuple[np.ndarray, np.ndarray]]], low: int, high: int
+) -> dict[str, dict[int, tuple[np.ndarray, np.ndarray]]]:
+    """``timings`` of steps ``low`` to ``high`` (not included)."""
+    return {
+        tag: {
+            rank: (numbers[low:high], values[low:high]) for rank, (numbers, values) in ranks.items()
+        }
+        for tag, ranks in timings.items()
+    }
+
+
+@pytest.mark.parametrize(
+    ("window_end", "run_block", "moves"),
+    [
+        # Named from the window's first step (571: steps 571-770 are all slow), and the
+        # whole run's block of 64 steps holding it begins at 512: the window could not see
+        # the onset, and the whole run's is taken.
+        (771, (512, 575), True),
+        # The same, where the whole run's block ended before the window (the rule of old).
+        (771, (480, 511), True),
+        # Named with an onset inside its window (steps 450-649: the slowness from 500 is
+        # in it): the window's finer onset stays, though the whole run's block is earlier.
+        (650, (448, 511), False),
+        # Inside its window, but the whole run's block ended before the window began: the
+        # rank was slow before it (the window's onset is then noise's), and it moves.
+        (650, (384, 447), True),
+        # The whole run's onset later than the record's: an onset never moves later.
+        (771, (576, 639), False),
+    ],
+)
+def test_an_onset_the_window_could_not_see_takes_the_whole_runs(
+    window_end: int, run_block: tuple[int, int], moves: bool
+) -> None:
+    timings = window(3, 800, slow=1, factor=1.5, onset=500, seed=4)
+    told: list[StragglerRecord | VerdictRecord] = []
+    watch = TimingWatch(on_verdict=told.append)
+    watch.add(_steps_of(timings, 0, window_end))
+    # (the whole run's judgement names nobody yet: the onset stays open)
+    [named] = plain(watch.judge(run_onsets={}))
+    assert watch.has_open_onsets
+    first = window_end - 200  # the window's first step
+    if window_end == 771:
+        assert named["since_step"] == first  # slow throughout the window
+    else:
+        assert first < named["since_step"] and abs(named["since_step"] - 500) <= 8, named
+    watch.add(_steps_of(timings, window_end, window_end + 1))  # one step more: told nothing new
+    changed = plain(watch.judge(run_onsets={(COMPUTE, 1): run_block}))
+    [standing] = plain(watch.records)
+    if moves:
+        assert [record["since_step"] for record in changed] == [run_block[0]]
+        assert standing["since_step"] == run_block[0]
+        assert f"since step {run_block[0]}," in standing["message"]
+        assert plain(told)[-1] == standing and len(told) == 2
+    else:
+        assert changed == [] and standing["since_step"] == named["since_step"]
+        assert len(told) == 1
+    assert not watch.has_open_onsets  # settled either way

@@ -97,10 +97,18 @@ def test_a_rank_that_slows_mid_run_is_named_live_within_seconds(mpi: Any, tmp_pa
     assert 0.0015 <= record["cost_seconds_per_step"] <= 0.003  # 2 ms more compute a step
     assert check_code == 3  # show --check on the running job
     assert any(SLOW_RANK in r["ranks"] for r in recorded(tmp_path / "onset.verdicts.jsonl"))
-    # One onset on every surface of the job (ONSET_STEP, within a block of steps).
-    onsets = onsets_everywhere(job_dir, run.output, tmp_path / "onset.verdicts.jsonl")
-    assert len(set(onsets.values())) == 1, onsets
-    assert abs(onsets["merged lineage"] - 500) <= 32, onsets
+    # One onset on every surface of the job (ONSET_STEP, within a block of steps). A
+    # loaded machine may name the rank first in a window that begins after the onset
+    # (steps 571-770 in a CI run): told then, and again with the whole run's earlier step.
+    called = tmp_path / "onset.verdicts.jsonl"
+    onsets = onsets_everywhere(job_dir, run.output, called)
+    settled = onsets["merged lineage"]
+    assert abs(settled - 500) <= 32, onsets
+    told_then_settled(onsets, called, settled)
+    # The live onset first told is the final one, or within a block of the whole run's
+    # evidence after it (1,500 steps in at most 32 blocks: 64 steps each).
+    first_told = next(r for r in recorded(called) if SLOW_RANK in r["ranks"])["since_step"]
+    assert 0 <= first_told - settled <= 64, onsets
     # and one cost: the whole run's since that onset, as the merged lineage gives it
     costs = costs_everywhere(job_dir, tmp_path / "onset.verdicts.jsonl")
     assert len(set(costs.values())) == 1, costs
@@ -140,6 +148,24 @@ def onsets_everywhere(
     text("TensorBoard text", board_text(job_dir))
     text("report", "\n".join(report_verdicts(job_dir)))
     return onsets
+
+
+def told_then_settled(
+    onsets: dict[str, int], called: Path, settled: int, slow_rank: int = SLOW_RANK
+) -> None:
+    """Every surface of the finished job gives the ``settled`` onset; ``on_verdict`` and
+    rank 0's messages may also give the onset the rank was first named with, later than
+    the settled one (the whole run moves an onset earlier only), and were told the
+    settled one last."""
+    told = ("on_verdict", "rank 0's message")
+    assert all(step == settled for name, step in onsets.items() if not name.startswith(told)), (
+        onsets
+    )
+    for surface in told:
+        assert min(step for name, step in onsets.items() if name.startswith(surface)) == settled, (
+            onsets
+        )
+    assert [r for r in recorded(called) if slow_rank in r["ranks"]][-1]["since_step"] == settled
 
 
 def onsets_named(text: str, rank: int) -> list[str]:
@@ -244,14 +270,12 @@ def test_a_short_jobs_verdict_gives_the_onset_the_whole_run_shows_not_its_window
     assert check.returncode == 3, check.stdout
     assert check.stdout.splitlines()[0].startswith("straggler: rank 2 costs"), check.stdout
     assert len(check.stdout.splitlines()) == 1, check.stdout
-    onsets = onsets_everywhere(job_dir, run.output, tmp_path / "short.verdicts.jsonl", 2)
+    called = tmp_path / "short.verdicts.jsonl"
+    onsets = onsets_everywhere(job_dir, run.output, called, 2)
     settled = onsets["merged lineage"]
     assert abs(settled - 301) <= 32, onsets
     # Told as the window first named it, then with the whole run's step: the last of each.
-    told = ("on_verdict", "rank 0's message")
-    assert all(step == settled for name, step in onsets.items() if not name.startswith(told))
-    for surface in told:
-        assert settled in {step for name, step in onsets.items() if name.startswith(surface)}
+    told_then_settled(onsets, called, settled, 2)
     costs = costs_everywhere(job_dir, tmp_path / "short.verdicts.jsonl", 2)
     assert len(set(costs.values())) == 1, costs
 

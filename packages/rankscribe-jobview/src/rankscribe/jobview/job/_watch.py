@@ -479,10 +479,11 @@ class TimingWatch:
         ``LiveVerdicts.straggler_onsets``): (timing tag, rank) -> (onset, the last step of
         its block) of each rank it names. With it, a verdict's onset stays open from the
         round that names it until the whole run's judgement names its rank: where that
-        places the onset in a block that ended before the first step of the window that
-        named it, the rank was slow before that window could show it, and the record
-        takes the whole run's onset (a changed record, told again); else it keeps its
-        own (:attr:`settled`). ``final``: the judgement at the end of training; with
+        places the onset earlier, in a block that ended before the first step of the
+        window that named it or with the window naming the rank from its first step, the
+        rank was slow before that window could show it, and the record takes the whole
+        run's onset (a changed record, told again); else it keeps its own
+        (:attr:`settled`). ``final``: the judgement at the end of training; with
         ``run_onsets``, a standing verdict missing from it ends now unless the whole run
         names one of its ranks under its timing (no later judgement will end it), and
         every open onset is settled; a standing record's cost moved by the last window
@@ -590,7 +591,16 @@ class TimingWatch:
             if run is None and not final:
                 continue  # not named by the whole run (yet): the onset stays open
             del self._open[key]
-            if run is not None and run[1] < seen_from and run[0] < record["since_step"]:
+            # The whole run's onset is taken where it is earlier and the window could not
+            # show when the slowness began: the whole run's block ended before the
+            # window's first step, or the window names the rank from that first step (slow
+            # throughout it; a block of a long run may hold that step and begin before it).
+            # Else the window's own onset, inside it, is the finer.
+            if (
+                run is not None
+                and run[0] < record["since_step"]
+                and (run[1] < seen_from or record["since_step"] <= seen_from)
+            ):
                 record = record.copy()
                 record["since_step"] = run[0]
                 record["message"] = straggler_message(record)
