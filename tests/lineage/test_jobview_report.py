@@ -62,6 +62,40 @@ def test_a_slow_node_is_summed_up_whole(tmp_path: Path) -> None:
     )
 
 
+def test_a_job_of_two_verdicts_gives_the_cost_and_onset_to_the_ranks_they_are_of(
+    tmp_path: Path,
+) -> None:
+    # Rank 1 named by its compute section (the costliest), rank 0 by its step time: the
+    # lineage's cost, timing and onset are rank 1's, and the words say so.
+    verdicts = {
+        "job/straggler_cost_seconds": 0.0025,
+        "job/straggler_cost_share": 0.2,
+        "job/straggler_rank": 1,
+        "job/straggler_ranks": "0,1",
+        "job/straggler_timing": "rankscribe/section/compute",
+        "job/straggler_since_step": 501,
+        "job/straggler_message": "rank 1 costs 2.5 ms a step (20% of the step): section "
+        "'compute' 1.34x the others' median since step 501, in 100% of steps",
+        "job/straggler_timing/0": "rankscribe/step_time",
+        "job/straggler_cost_seconds/0": 0.00038,
+        "job/straggler_cost_share/0": 0.03,
+        "job/straggler_timing/1": "rankscribe/section/compute",
+        "job/straggler_cost_seconds/1": 0.0025,
+        "job/straggler_cost_share/1": 0.2,
+    }
+    page = job_page(tmp_path / "two", verdicts)
+    assert verdict_summary(page) == "2.5 ms a step (20%): straggler rank 1 (stragglers: ranks 0,1)"
+    [flagged] = re.findall(r'<li class="flag">([^<]*)</li>', page)
+    assert flagged.startswith("2.5 ms a step (20% of the step): straggler rank 1, its section ")
+    assert "since step 501" in flagged
+    # A slow node: both ranks named by one timing, one cost between them.
+    node = {**verdicts, "job/straggler_timing/0": "rankscribe/section/compute"}
+    page = job_page(tmp_path / "node", node)
+    assert verdict_summary(page) == "2.5 ms a step (20%): stragglers ranks 0,1"
+    [flagged] = re.findall(r'<li class="flag">([^<]*)</li>', page)
+    assert flagged.startswith("2.5 ms a step (20% of the step): stragglers ranks 0,1, its ")
+
+
 def test_the_summary_and_the_chart_lead_with_the_cost(tmp_path: Path) -> None:
     verdicts = {
         "job/straggler_cost_seconds": 0.0041,

@@ -41,7 +41,9 @@ from rankscribe.lineage.report._table import (
     build_table,
     comparison_axes,
     cost_text,
+    costliest_ranks,
     ranks_text,
+    stragglers_text,
 )
 
 if TYPE_CHECKING:
@@ -206,8 +208,9 @@ def _straggler_line(verdicts: Mapping[str, Any]) -> str | None:
     straggler = verdicts.get("job/straggler_rank", -1)
     if not cost or not isinstance(straggler, int) or straggler < 0:
         return None
-    ranks = str(verdicts.get("job/straggler_ranks", ""))
-    named = f"stragglers {ranks_text(ranks)}" if "," in ranks else f"straggler rank {straggler}"
+    # The ranks the cost, timing and onset are of (the line below the verdicts lists
+    # every rank named, by any timing).
+    named = stragglers_text(costliest_ranks(verdicts))
     timing = verdicts.get("job/straggler_timing")
     what = timing_name(timing) if isinstance(timing, str) and timing else "step time"
     excess = verdicts.get("job/straggler_excess")

@@ -132,6 +132,30 @@ def straggler_cost(verdicts: Mapping[str, Any]) -> tuple[float, float] | None:
     return seconds, share
 
 
+def costliest_ranks(verdicts: Mapping[str, Any]) -> str:
+    """The ranks the costliest straggler verdict names, whose cost and onset the lineage
+    keeps: ``"1"``, or ``"2,3"`` for a slow group (``""`` for none).
+
+    A job may name ranks by several timings (``job/straggler_ranks`` holds them all: rank
+    0 by its step time and rank 1 by its compute section); the costliest verdict's are the
+    ranks named by its timing (``job/straggler_timing/<rank>``). A lineage without the
+    per-rank timings gives them all.
+    """
+    straggler = verdicts.get("job/straggler_rank", -1)
+    if not isinstance(straggler, int) or isinstance(straggler, bool) or straggler < 0:
+        return ""
+    ranks = [item for item in str(verdicts.get("job/straggler_ranks", "")).split(",") if item]
+    timing = verdicts.get("job/straggler_timing")
+    if any(f"job/straggler_timing/{rank}" in verdicts for rank in ranks):
+        ranks = [rank for rank in ranks if verdicts.get(f"job/straggler_timing/{rank}") == timing]
+    return ",".join(ranks) if len(ranks) > 1 else str(straggler)
+
+
+def stragglers_text(ranks: str) -> str:
+    """``"1"`` -> ``straggler rank 1``; ``"2,3"`` -> ``stragglers ranks 2,3``."""
+    return f"stragglers {ranks_text(ranks)}" if "," in ranks else f"straggler {ranks_text(ranks)}"
+
+
 def cost_text(verdicts: Mapping[str, Any]) -> str:
     """``4.1 ms a step (33%)``: the costliest straggler's cost ("" when unknown)."""
     cost = straggler_cost(verdicts)
@@ -159,16 +183,14 @@ def verdict_summary(run: RunInfo) -> str | None:
     if not verdicts:
         return "not merged"
     parts: list[str] = []
-    straggler = verdicts.get("job/straggler_rank", -1)
     stragglers = str(verdicts.get("job/straggler_ranks", ""))
     cost = cost_text(verdicts)
-    named = ""
-    if "," in stragglers:
-        named = f"stragglers {ranks_text(stragglers)}"
-    elif isinstance(straggler, int) and straggler >= 0:
-        named = f"straggler rank {straggler}"
+    worst = costliest_ranks(verdicts)
+    named = stragglers_text(worst) if worst else ""
     if named and cost:
-        parts.append(f"{cost}: {named}")
+        # The cost is the costliest verdict's; a job that names more ranks says which.
+        others = f" (stragglers: {ranks_text(stragglers)})" if stragglers not in ("", worst) else ""
+        parts.append(f"{cost}: {named}{others}")
     elif named:
         parts.append(f"{named.replace(' ', ': ', 1)} (no cost recorded)")
     if verdicts.get("job/diverged_ranks"):
