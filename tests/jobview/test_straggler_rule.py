@@ -65,6 +65,31 @@ def test_a_rank_is_material_when_above_the_floor_in_more_than_half_its_steps(
     assert _names(_halves(0.025, 0.015, above), floor) == ([[1]] if named else [])
 
 
+@pytest.mark.parametrize(("slow", "named"), [(0.41, False), (0.46, True)])
+def test_a_rank_slow_in_just_over_half_its_steps_is_judged_on_its_own_spread(
+    slow: float, named: bool
+) -> None:
+    """Three ranks of 5 ms; rank 1 ``slow`` of a 10 ms step above them in the steps marked
+    S and ``0.48 - slow`` below in the others. Since its onset (step 4) it is slow in 11 of
+    20 steps: over half, short of the sign test's margin (2 x 11 - 20 = 2 < 0.5 x sqrt(20)),
+    so it is no steady rank, and its spread (the slow steps' and the fast ones') is its
+    own: its mean must clear the bar on it. Pooled with the others' noise, as a steady
+    rank's is (``_moderated``), the same mean clears the bar at 0.41 too."""
+    pattern = "....S.S.SS.SSSS....SSS.."
+    steps = np.arange(len(pattern))
+    forward = np.full((3, len(pattern)), 0.005)
+    forward[0] += STEP * 0.01 * np.sin(steps * 2.1)
+    forward[2] += STEP * 0.01 * np.cos(steps * 1.7)
+    forward[1] = 0.005 + STEP * np.where([c == "S" for c in pattern], slow, slow - 0.48)
+    settings = VerdictSettings(cost_floor_seconds=0.0, confidence=4.0)
+    records = judge_timings(
+        {"forward": forward}, step_time=np.full(len(pattern), STEP), settings=settings
+    )
+    assert [(r["ranks"], r["since_step"], r["steps"]) for r in records] == (
+        [([1], 4, 20)] if named else []
+    )
+
+
 def _job(seed: int = 0, ranks: int = 16, steps: int = 300) -> np.ndarray:
     """Forwards of ~6 ms (CV 7 %) in a 10 ms step."""
     return 0.006 * np.random.default_rng(seed).lognormal(0.0, 0.07, (ranks, steps))
