@@ -99,16 +99,13 @@ def test_a_rank_that_slows_mid_run_is_named_live_within_seconds(mpi: Any, tmp_pa
     assert any(SLOW_RANK in r["ranks"] for r in recorded(tmp_path / "onset.verdicts.jsonl"))
     # One onset on every surface of the job (ONSET_STEP, within a block of steps). A
     # loaded machine may name the rank first in a window that begins after the onset
-    # (steps 571-770 in a CI run): told then, and again with the whole run's earlier step.
+    # (steps 571-770 in a CI run): told then, and again with the whole run's earlier step
+    # (how late the first can be, the bound on when it was named says).
     called = tmp_path / "onset.verdicts.jsonl"
     onsets = onsets_everywhere(job_dir, run.output, called)
     settled = onsets["merged lineage"]
     assert abs(settled - 500) <= 32, onsets
     told_then_settled(onsets, called, settled)
-    # The live onset first told is the final one, or within a block of the whole run's
-    # evidence after it (1,500 steps in at most 32 blocks: 64 steps each).
-    first_told = next(r for r in recorded(called) if SLOW_RANK in r["ranks"])["since_step"]
-    assert 0 <= first_told - settled <= 64, onsets
     # and one cost: the whole run's since that onset, as the merged lineage gives it
     costs = costs_everywhere(job_dir, tmp_path / "onset.verdicts.jsonl")
     assert len(set(costs.values())) == 1, costs
