@@ -107,7 +107,7 @@ def test_a_rank_that_slows_mid_run_is_named_live_within_seconds(mpi: Any, tmp_pa
     assert abs(settled - 500) <= 32, onsets
     told_then_settled(onsets, called, settled)
     # and one cost: the whole run's since that onset, as the merged lineage gives it
-    costs = costs_everywhere(job_dir, tmp_path / "onset.verdicts.jsonl")
+    costs = costs_everywhere(job_dir, called)
     assert len(set(costs.values())) == 1, costs
 
 
@@ -273,7 +273,7 @@ def test_a_short_jobs_verdict_gives_the_onset_the_whole_run_shows_not_its_window
     assert abs(settled - 301) <= 32, onsets
     # Told as the window first named it, then with the whole run's step: the last of each.
     told_then_settled(onsets, called, settled, 2)
-    costs = costs_everywhere(job_dir, tmp_path / "short.verdicts.jsonl", 2)
+    costs = costs_everywhere(job_dir, called, 2)
     assert len(set(costs.values())) == 1, costs
 
 
