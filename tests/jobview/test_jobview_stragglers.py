@@ -23,6 +23,7 @@ from rankscribe.jobview.feed import (
 )
 
 # The evidence's field layout (COUNT, ABOVE, EDGES, ...) reads each block's counts.
+# The blocks a cost since a step is read from (blocks_since) are the evidence's too.
 # private: the straggler rule's medians (row_medians, others_medians) and its evidence's fields
 from rankscribe.jobview.job.verdicts._stragglers import (
     ABOVE,
@@ -33,6 +34,7 @@ from rankscribe.jobview.job.verdicts._stragglers import (
     PERIODIC,
     SLOWEST,
     STEP_SECONDS,
+    blocks_since,
     middle_medians,
     others_medians,
     row_medians,
@@ -364,7 +366,7 @@ def test_the_sync_section_is_the_wait_and_names_nobody(tmp_path: Path) -> None:
         timings_evidence({"section/sync": np.ones((2, 3))})
 
 
-def _slow_from(step: int) -> dict[int, RankSeries]:
+def _slow_from(step: int, steps: int = STEPS) -> dict[int, RankSeries]:
     """Two ranks, every step time equal; rank 1's compute 2.5x the other's from ``step``."""
     rng = np.random.default_rng(2)
     series = {}
@@ -376,40 +378,90 @@ def _slow_from(step: int) -> dict[int, RankSeries]:
                 * (2.5 if rank == 1 and n >= step else 1.0)
                 * (1 + 0.02 * rng.standard_normal()),
             )
-            for n in range(1, STEPS + 1)
+            for n in range(1, steps + 1)
         ]
         series[rank] = RankSeries(
             rank,
             {
-                STEP_TIME_TAG: [(n, 0.030) for n in range(1, STEPS + 1)],
+                STEP_TIME_TAG: [(n, 0.030) for n in range(1, steps + 1)],
                 f"{SECTION_TAG_PREFIX}compute": work,
             },
         )
     return series
 
 
+def _with_live_onset(folder: Path, since_step: int) -> Path:
+    """``folder``, made, with a live state whose one record names rank 1's compute since
+    ``since_step`` (what a live view leaves for the end of training)."""
+    folder.mkdir()
+    tag = f"{SECTION_TAG_PREFIX}compute"
+    record = {"kind": "straggler", "tag": tag, "ranks": [1], "since_step": since_step}
+    (folder / LIVE_STATE_NAME).write_text(json.dumps({"verdict_records": [record]}))
+    os.chmod(folder / LIVE_STATE_NAME, 0o600)
+    return folder
+
+
 def test_a_live_onset_kept_at_the_end_is_the_onset_of_the_cost_too(tmp_path: Path) -> None:
     """The merge of a job the live view named at an earlier onset than the whole run finds
     reports that onset, and the cost over the steps since it: its clean steps count."""
-    tag = f"{SECTION_TAG_PREFIX}compute"
     (tmp_path / "whole").mkdir()
     whole = write_job_view(tmp_path / "whole", _slow_from(60), world_size=2).verdicts
     assert (whole["job/straggler_rank"], whole["job/straggler_since_step"]) == (1, 60)
-    watched = tmp_path / "watched"
-    watched.mkdir()
-    record = {"kind": "straggler", "tag": tag, "ranks": [1], "since_step": 41}
-    (watched / LIVE_STATE_NAME).write_text(json.dumps({"verdict_records": [record]}))
-    os.chmod(watched / LIVE_STATE_NAME, 0o600)
+    watched = _with_live_onset(tmp_path / "watched", 41)
     live = write_job_view(watched, _slow_from(60), world_size=2).verdicts
     assert (live["job/straggler_rank"], live["job/straggler_since_step"]) == (1, 41)
-    # Steps 40-120 (blocks of 4 from the one holding 41): 81 steps, 61 of them slow, against
-    # 61 of 61.
+    # Steps 44-120 (blocks of 4, from the first that begins at or after 41): 77 steps, 61
+    # of them slow, against 61 of 61.
     cost = float(live["job/straggler_cost_seconds"])
     whole_cost = float(whole["job/straggler_cost_seconds"])
-    assert cost == pytest.approx(whole_cost * 61 / 81, rel=0.05), (cost, whole_cost)
+    assert cost == pytest.approx(whole_cost * 61 / 77, rel=0.01), (cost, whole_cost)
     assert live["job/straggler_cost_seconds/1"] == cost
     assert f"costs {cost * 1e3:.1f} ms a step" in str(live["job/straggler_message"])
     assert " since step 41," in str(live["job/straggler_message"])
+
+
+def test_a_live_onset_within_a_block_costs_what_the_steps_since_it_cost(tmp_path: Path) -> None:
+    """Rank 1 is slow from step 501 of 1,500, and the live view named it since step 504.
+    The whole run's blocks are 64 steps, and 504 lies in block 448-511, 53 of whose steps
+    are before the slowness: counted from that block, the cost was the slowness's diluted
+    by them (0.95 of it). It is counted from the first block that begins after the onset:
+    what the whole run's own verdict, since step 512, says a step costs."""
+    (tmp_path / "whole").mkdir()
+    whole = write_job_view(tmp_path / "whole", _slow_from(501, 1500), world_size=2).verdicts
+    assert (whole["job/straggler_rank"], whole["job/straggler_since_step"]) == (1, 512)
+    watched = _with_live_onset(tmp_path / "watched", 504)
+    live = write_job_view(watched, _slow_from(501, 1500), world_size=2).verdicts
+    assert (live["job/straggler_rank"], live["job/straggler_since_step"]) == (1, 504)
+    cost = float(live["job/straggler_cost_seconds"])
+    assert cost == pytest.approx(float(whole["job/straggler_cost_seconds"]), rel=1e-9)
+    # About the 15 ms a step that rank 1's 25 ms compute makes the job wait for the 10 ms
+    # of rank 0's.
+    assert cost == pytest.approx(0.015, rel=0.02)
+    assert " since step 504," in str(live["job/straggler_message"])
+
+
+@pytest.mark.parametrize(
+    ("since", "block"),
+    [
+        (0, 0),  # before the evidence: from its first block
+        (6, 0),  # the evidence's first step, within block 4-7: that block, read from there
+        (7, 1),  # within the first block: from the next
+        (8, 1),  # a block's first step: that block
+        (9, 2),
+        (12, 2),  # the last block's first step
+        (13, 2),  # within the last block, none after it: the last
+        (15, 2),
+        (16, 3),  # after every block: none
+        (40, 3),
+    ],
+)
+def test_a_cost_since_a_step_is_read_from_the_first_block_that_begins_at_or_after_it(
+    since: int, block: int
+) -> None:
+    """Three blocks of 4 steps from block 1 (steps 4-7, 8-11 and 12-15), the evidence's
+    first step 6."""
+    assert blocks_since(1, 4, 6, 3, np.array([since])).tolist() == [block]
+    assert blocks_since(1, 4, 6, 0, np.array([since])).tolist() == [0]  # no blocks: none
 
 
 def test_a_tiny_data_wait_difference_names_nobody(tmp_path: Path) -> None:

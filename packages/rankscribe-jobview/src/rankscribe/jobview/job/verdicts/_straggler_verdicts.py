@@ -647,7 +647,9 @@ class _WallClock:
     def _own(self, rows: IntArray) -> tuple[FloatArray, FloatArray]:
         """Per rank of ``rows`` (of the judged ranks), its own lead over the next-latest
         and its steps before its onset, the block before the onset's left out (the onset
-        is that of a block: its slowness may have begun within the block before). A rank
+        is that of a block: its slowness may have begun within the block before; an onset
+        within a block, the live view's, leaves out the block holding it, as its cost
+        does: :func:`blocks_since`). A rank
         with the rest leads by its own noise, not the others': in a 2-rank job whose rank
         0 pauses now and then, rank 0's leads are no measure of what rank 1 would lead by."""
         ranks = self.ranks[rows]
@@ -729,20 +731,18 @@ def _cost_of(waited: FloatArray, since: _Since) -> tuple[FloatArray, FloatArray]
 
 def _sums_since(part: TagTotals, ranks: IntArray, since: IntArray) -> _Since:
     """The wall clock's sums of ``part`` per rank of ``ranks`` (distinct; 0 for one it
-    lacks) over its blocks from the one holding step ``since`` of that rank on."""
+    lacks) over its blocks since step ``since`` of that rank (``TagTotals.blocks_since``:
+    from the first block that begins at or after it)."""
     rows, found = _rows_of(part.ranks, ranks)
-    blocks = part.wall_blocks[0].shape[1]
-    starts = (part.first_block + np.arange(blocks)) * part.block_size
     sums = np.zeros((len(part.wall_blocks), len(ranks))).T  # each field's sums one row
-    first = since[found] // part.block_size * part.block_size
     # Usually every rank of the evidence in its order: no gather of rows.
     every = (
         len(ranks) == len(part.ranks)
         and bool(found.all())
         and bool((rows == np.arange(len(rows))).all())
     )
-    # Each rank's blocks from the first that starts at or after its ``first``, in order.
-    onset = np.searchsorted(starts, first)
+    # Each rank's blocks from the first since its step, in order.
+    onset = part.blocks_since(since[found])
     for at, wall in enumerate(part.wall_blocks):
         if every:
             add_since(sums[:, at : at + 1], wall.T[:, :, None], onset)
