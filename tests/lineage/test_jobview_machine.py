@@ -24,6 +24,7 @@ from tests._support.needs import needs
 STEPS, SLOW = 40, 2
 CLOCK, THERMAL = SYSTEM_TAG_PREFIX + "gpu_sm_clock_mhz", SYSTEM_TAG_PREFIX + "gpu_throttle_thermal"
 RSS, CPU = SYSTEM_TAG_PREFIX + "rss_bytes", SYSTEM_TAG_PREFIX + "cpu_percent"
+CORE = SYSTEM_TAG_PREFIX + "core_percent"
 
 
 def scalars(rank: int, *, slow: bool, hot: bool) -> dict[str, list[tuple[int, float]]]:
@@ -76,6 +77,47 @@ def test_a_reading_no_other_rank_has_is_no_evidence() -> None:
     del ranks[0].scalars[CLOCK], ranks[0].scalars[THERMAL]
     verdicts = {"job/straggler_ranks": "1", "job/straggler_rank": 1}
     assert system_evidence(verdicts, ranks) == {}
+
+
+def _cpu_and_core(readings: dict[int, tuple[float, float]]) -> dict[int, RankSeries]:
+    """Ranks whose samples read ``(its CPU %, its core's busy %)`` throughout."""
+    samples = range(5, STEPS + 1, 5)
+    return {
+        rank: RankSeries(
+            rank, {CPU: [(s, cpu) for s in samples], CORE: [(s, core) for s in samples]}
+        )
+        for rank, (cpu, core) in readings.items()
+    }
+
+
+@pytest.mark.parametrize(
+    ("readings", "evidence"),
+    [
+        # Rank 1's core is busy with another process; rank 0's is not.
+        (
+            {0: (40.0, 45.0), 1: (16.0, 100.0)},
+            "CPU 16 % against a median of 40 %, with its core 100 % busy "
+            "(another process on its core)",
+        ),
+        # Rank 0 waits at the collective in a busy loop of its own: its core is busy with
+        # it, rank 1's with something else.
+        (
+            {0: (95.0, 100.0), 1: (16.0, 100.0)},
+            "CPU 16 % against a median of 95 %, with its core 100 % busy "
+            "(another process on its core)",
+        ),
+        # Every core busy with other work (more busy loops than cores): rank 1 runs less,
+        # and its core is no busier with others than the other ranks' are.
+        ({0: (12.0, 100.0), 1: (9.0, 100.0), 2: (12.0, 100.0)}, "CPU 9 % against a median of 12 %"),
+    ],
+)
+def test_a_core_is_said_to_be_shared_when_others_take_more_of_it_than_of_the_other_ranks(
+    readings: dict[int, tuple[float, float]], evidence: str
+) -> None:
+    verdicts = {"job/straggler_ranks": "1", "job/straggler_rank": 1}
+    assert system_evidence(verdicts, _cpu_and_core(readings))["job/straggler_evidence/1"] == (
+        evidence
+    )
 
 
 def test_every_tag_is_under_the_prefix_and_none_is_a_timing() -> None:

@@ -220,12 +220,14 @@ def _item(rank: int, tag: str, by_rank: Mapping[int, float]) -> Evidence | None:
 def _shared_core(
     rank: int, items: list[Evidence], summaries: Mapping[str, Mapping[int, float]]
 ) -> list[Evidence]:
-    """The CPU item says so when the rank's core is busy while the rank runs less."""
+    """The CPU item says so when the rank's core is busy while the rank runs less, and
+    other processes take more of its core than of the other ranks' (:func:`_crowded`)."""
     cpu_tag, core_tag = SYSTEM_TAG_PREFIX + "cpu_percent", SYSTEM_TAG_PREFIX + "core_percent"
-    core = summaries.get(core_tag, {}).get(rank)
+    cores = summaries.get(core_tag, {})
+    core = cores.get(rank)
     for index, item in enumerate(items):
         if item.tag == cpu_tag and item.value < item.median and core is not None:
-            if core >= BUSY_CORE:
+            if core >= BUSY_CORE and _crowded(rank, cores, summaries.get(cpu_tag, {})):
                 text = f"{item.text}, with its core {core:.0f} % busy (another process on its core)"
                 items[index] = Evidence(rank, cpu_tag, item.value, item.median, 2.0, text)
                 items = [items[index]] + [
@@ -233,6 +235,24 @@ def _shared_core(
                 ]
             break
     return items
+
+
+def _crowded(rank: int, cores: Mapping[int, float], cpus: Mapping[int, float]) -> bool:
+    """Whether other processes take more of ``rank``'s core than of the other ranks': its
+    core's busy share less its own CPU, against the other ranks' median of theirs, by
+    ``LEVEL_SHARE`` of the larger (a level's evidence, :func:`_item`). Where every rank's
+    core is as busy with other work (a machine running more than it has cores for: three
+    ranks beside three busy loops on two cores, each core 100 % busy and each rank at 9 to
+    12 % of it), the rank's core explains nothing the others' do not, and a rank slow for
+    its own reasons was said to have "another process on its core"."""
+    foreign = {other: max(cores[other] - cpus[other], 0.0) for other in cores if other in cpus}
+    if rank not in foreign:
+        return False
+    others = [value for other, value in foreign.items() if other != rank]
+    if not others:
+        return True  # nothing to compare with: the busy core is all there is to go on
+    value, median = foreign[rank], float(np.median(others))
+    return value > median and (value - median) >= LEVEL_SHARE * max(value, median)
 
 
 def series_readings(series: Mapping[int, Any]) -> dict[int, dict[str, tuple[Any, Any]]]:
