@@ -464,6 +464,35 @@ def test_a_cost_since_a_step_is_read_from_the_first_block_that_begins_at_or_afte
     assert blocks_since(1, 4, 6, 0, np.array([since])).tolist() == [0]  # no blocks: none
 
 
+def _slow_over(first: int, last: int, steps: int = 1500) -> StragglerEvidence:
+    """Three ranks' compute of 8 ms (2 % noise), rank 1's 1.25x over steps ``first`` to
+    ``last`` of 1 to ``steps``: the evidence of the whole run (blocks of 64 at 1,500)."""
+    rng = np.random.default_rng(5)
+    numbers = np.arange(1, steps + 1)
+    compute = 0.008 * (1 + 0.02 * rng.standard_normal((3, steps)))
+    compute[1, (numbers >= first) & (numbers <= last)] *= 1.25
+    return timings_evidence(
+        {"section/compute": compute}, step_time=np.full(steps, 0.010), steps=numbers
+    )
+
+
+def test_the_evidence_says_until_which_step_a_rank_was_slow_to_a_block() -> None:
+    tag = f"{SECTION_TAG_PREFIX}compute"
+    evidence = _slow_over(101, 500)
+    assert evidence.block_size(tag) == 64
+    # The block of steps 448-511 holds the last slow step (500): its last step.
+    assert evidence.slow_until(tag, 1, 101) == 511
+    assert evidence.slow_until(tag, 1, 130) == 511  # from another onset, the same end
+    # Slow to the end: the last step; slow in the first block after the onset alone: that
+    # block's last step.
+    assert _slow_over(101, 1500).slow_until(tag, 1, 101) == 1500
+    assert _slow_over(101, 150).slow_until(tag, 1, 101) == 191
+    # No excess since the onset, or nothing known of the rank or the timing: None.
+    assert evidence.slow_until(tag, 1, 700) is None
+    assert evidence.slow_until(tag, 7, 101) is None
+    assert evidence.slow_until(FORWARD_TIME_TAG, 1, 101) is None
+
+
 def test_a_tiny_data_wait_difference_names_nobody(tmp_path: Path) -> None:
     """Rank 1 waits twice as long for its data, but 10 us of a 26 ms step is noise."""
     series = _synchronised_job(-1, FORWARD_TIME_TAG)

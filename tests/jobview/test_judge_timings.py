@@ -86,7 +86,13 @@ def test_a_rank_1_5x_slower_is_named_with_its_cost() -> None:
     assert json.loads(json.dumps(record)) == record  # plain, JSON-ready
     # The record is what its type says: every key it declares, no other.
     assert set(record) == StragglerRecord.__required_keys__
-    assert StragglerRecord.__optional_keys__ == {"evidence", "status", "until_step", "reason"}
+    assert StragglerRecord.__optional_keys__ == {
+        "evidence",
+        "status",
+        "until_step",
+        "ended_step",
+        "reason",
+    }
     assert all(
         set(top) == CostlyRank.__required_keys__ | CostlyRank.__optional_keys__
         for top in record["top"]

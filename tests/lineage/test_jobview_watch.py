@@ -499,6 +499,84 @@ def test_a_verdict_whose_rank_recovers_ends_after_three_judgements_and_on_verdic
     assert len(warnings) == 2
 
 
+@pytest.mark.parametrize(
+    ("slow_until", "until"),
+    [
+        (311, 311),  # where the whole run's evidence says its slowness ended
+        (599, 599),  # slow to the last step judged: that step
+        (900, 599),  # past the last step judged, or before the onset: the last step judged
+        (-5, 599),
+    ],
+)
+def test_an_ended_verdicts_span_ends_where_the_whole_runs_evidence_says(
+    slow_until: int, until: int
+) -> None:
+    slow = window(3, 600, slow=1, factor=1.5)
+    even = window(3, 600, seed=1)
+    timings = {
+        tag: {
+            rank: (steps, np.where(steps < 200, values, even[tag][rank][1]))
+            for rank, (steps, values) in ranks.items()
+        }
+        for tag, ranks in slow.items()
+    }
+    told: list[Mapping[str, Any]] = []
+    watch = TimingWatch(on_verdict=told.append)
+    watch.add(_rounds(timings, 0, 200))
+    [named] = plain(watch.judge())
+    watch.add(_rounds(timings, 200, 600))
+    since = named["since_step"]
+    assert watch.span_starts() == [(COMPUTE, 1, since)]
+    # Another onset's end, or another rank's, is not this verdict's.
+    run_until = {
+        (COMPUTE, 1, since): slow_until,
+        (COMPUTE, 1, since + 1): 250,
+        (COMPUTE, 2, since): 450,
+    }
+    for _ in range(END_JUDGEMENTS - 1):
+        assert watch.judge(run_until=run_until) == []
+    [ended] = plain(watch.judge(run_until=run_until))
+    assert (ended["until_step"], ended["ended_step"]) == (until, 599)
+    slow_text = f", slow until step {until}" if until != 599 else ""
+    assert ended["message"] == f"{named['message']} (ended by step 599{slow_text})"
+    assert told[-1] == ended
+    assert watch.span_starts() == [(COMPUTE, 1, since)]  # ended, its span still read
+
+
+def test_a_verdict_ended_before_the_evidence_showed_where_is_given_its_end_later() -> None:
+    """Ended by the watch before the whole run's evidence (written every minute or so)
+    showed where the slowness ended: at the end of training that evidence gives it, in a
+    new record; ``on_verdict`` is not told again."""
+    slow = window(3, 600, slow=1, factor=1.5)
+    even = window(3, 600, seed=1)
+    timings = {
+        tag: {
+            rank: (steps, np.where(steps < 200, values, even[tag][rank][1]))
+            for rank, (steps, values) in ranks.items()
+        }
+        for tag, ranks in slow.items()
+    }
+    told: list[Mapping[str, Any]] = []
+    watch = TimingWatch(on_verdict=told.append)
+    watch.add(_rounds(timings, 0, 200))
+    [named] = plain(watch.judge())
+    watch.add(_rounds(timings, 200, 600))
+    for _ in range(END_JUDGEMENTS):
+        watch.judge(run_until={})
+    [ended] = plain(list(watch.ended))
+    assert (ended["until_step"], ended["ended_step"]) == (599, 599)
+    handed_out = watch.ended[0]
+    since = named["since_step"]
+    watch.end_spans({(COMPUTE, 1, since): 191})
+    [given] = plain(list(watch.ended))
+    assert (given["until_step"], given["ended_step"]) == (191, 599)
+    assert given["message"] == f"{named['message']} (ended by step 599, slow until step 191)"
+    assert handed_out["until_step"] == 599  # the record handed out is not changed
+    watch.end_spans({(COMPUTE, 1, since): 250})  # given once: kept
+    assert plain(list(watch.ended)) == [given]
+    assert len(told) == 2 and told[-1] == ended
+
+
 def test_a_verdict_missing_once_then_back_neither_ends_nor_is_told_again() -> None:
     # Blocks of 200 steps (the window): rank 1 slow, even, slow, even, slow.
     slow = window(3, 1000, slow=1, factor=1.5)
@@ -567,8 +645,13 @@ def test_the_verdicts_the_live_view_named_reach_the_end_with_their_spans(tmp_pat
     verdicts = view.finish()
     [standing] = [r for r in plain(view.watch.records) if r["kind"] == "straggler"]
     assert standing["ranks"] == [2]
+    # Ended by step 599 before any write: the end of training's evidence gives its span's
+    # end, the block of 32 steps (at 800) before the one holding its last slow step, 199.
+    assert (ended["until_step"], ended["ended_step"]) == (599, 599)
+    [given] = plain(list(view.watch.ended))
+    assert (given["until_step"], given["ended_step"]) == (191, 599)
     assert verdicts[LIVE_SPANS_KEY] == (
-        f"rank 1 section/compute steps {ended['since_step']}-599; "
+        f"rank 1 section/compute steps {ended['since_step']}-191; "
         f"rank 2 section/compute steps {standing['since_step']}-end"
     )
     assert 590 <= standing["since_step"] <= 615
@@ -804,7 +887,11 @@ def test_a_short_job_ends_with_one_verdict_per_slowness_and_the_onset_the_whole_
     verdicts = view.verdicts()
     [ended] = plain(list(view.watch.ended))
     assert ended["ranks"] == [1] and ended["since_step"] == named["since_step"]
-    assert ended["until_step"] == 799
+    # Slow over steps 0-199: to the whole run's block (32 steps at 800), the last of the
+    # block before the one holding 199, most of whose steps are even (192-223); ended by
+    # the last step judged.
+    assert (ended["until_step"], ended["ended_step"]) == (191, 799)
+    assert ended["message"].endswith("(ended by step 799, slow until step 191)")
     assert "end of training" in ended["reason"]
     [standing] = [r for r in plain(view.watch.records) if r["kind"] == "straggler"]
     assert standing["ranks"] == [2]
@@ -814,7 +901,7 @@ def test_a_short_job_ends_with_one_verdict_per_slowness_and_the_onset_the_whole_
     assert verdicts["job/straggler_rank"] == 2
     assert verdicts["job/straggler_since_step"] == standing["since_step"]
     assert verdicts[LIVE_SPANS_KEY] == (
-        f"rank 1 section/compute steps {named['since_step']}-799; "
+        f"rank 1 section/compute steps {named['since_step']}-191; "
         f"rank 2 section/compute steps {standing['since_step']}-end"
     )
     # One cost too: the standing record's, its message's and the job verdicts' are the

@@ -37,6 +37,7 @@ import pytest
 
 from rankscribe.collector import SummaryCollector
 from rankscribe.collector.errors import CollectorTypeError
+from rankscribe.jobview.protocol import LIVE_STATE_NAME
 from rankscribe.lineage import get_run_lineage
 from tests._support.board_texts import board_texts
 from tests._support.job_files import report_verdicts, show
@@ -244,15 +245,25 @@ def test_a_slowdown_that_stops_is_ended_live_and_its_span_is_in_the_lineage(
     assert called and called[0].get("status") != "ended", called  # named first
     [ended] = [r for r in called if r.get("status") == "ended"]
     assert ended["ranks"] == [SLOW_RANK] and ended["tag"] == "rankscribe/section/compute"
-    assert 500 <= ended["until_step"] < 1600, ended
+    # Seen to end a few rounds after step 500 (steps count from 1); where its slowness
+    # ended, as far as the whole run's evidence written by then shows it.
+    assert 500 <= ended["ended_step"] < 1600, ended
+    assert ended["since_step"] <= ended["until_step"] <= ended["ended_step"], ended
     assert abs(ended["since_step"] - 101) <= 32, ended  # steps count from 1
-    assert "(ended by step" in ended["message"]
-    # The merged lineage keeps the span, with its end.
+    assert f"(ended by step {ended['ended_step']}" in ended["message"]
+    # The merged lineage keeps the span, with its end: slow to step 500, to a block of the
+    # whole run's evidence at the end (64 steps at 1,600), not when the live view saw it.
     merged = get_run_lineage(str((tmp_path / "ends").resolve()))
     assert merged is not None
     spans = merged.section("user_defined")["job/straggler_live_spans"]
-    span = f"rank {SLOW_RANK} section/compute steps {ended['since_step']}-{ended['until_step']}"
-    assert span in spans, spans
+    span = re.fullmatch(
+        rf"rank {SLOW_RANK} section/compute steps {ended['since_step']}-(\d+)", spans
+    )
+    assert span is not None and abs(int(span[1]) - 500) <= 64, spans
+    # The state file's ended record says the same.
+    state = json.loads((tmp_path / "ends" / LIVE_STATE_NAME).read_text())
+    [final] = state["ended_records"]
+    assert (final["until_step"], final["ended_step"]) == (int(span[1]), ended["ended_step"])
 
 
 def test_a_short_jobs_verdict_gives_the_onset_the_whole_run_shows_not_its_windows(

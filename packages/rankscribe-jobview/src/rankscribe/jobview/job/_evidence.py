@@ -123,6 +123,21 @@ class LiveVerdicts:
     #: The straggler records of the last :meth:`verdicts` (the verdicts it gave), the
     #: costliest first: what a live record takes its cost from at the end of training.
     straggler_records: list[StragglerRecord] = field(default_factory=list)
+    #: (timing tag, rank, onset) -> the last step that rank was slow since that onset, in
+    #: the whole run's evidence as of the last :meth:`keep_slow_until` (a block's last
+    #: step: ``StragglerEvidence.slow_until``): where a live verdict that ends says its
+    #: slowness ended (``TimingWatch.judge``'s ``run_until``).
+    straggler_until: dict[tuple[str, int, int], int] = field(default_factory=dict)
+
+    def keep_slow_until(self, starts: Iterable[tuple[str, int, int]]) -> None:
+        """Keep in :attr:`straggler_until` the last slow step since each (timing tag, rank,
+        onset) of ``starts`` that has one (one assignment: another thread reads it)."""
+        found = {}
+        for tag, rank, since in starts:
+            until = self.stragglers.slow_until(tag, rank, since)
+            if until is not None:
+                found[(tag, rank, since)] = until
+        self.straggler_until = found
 
     def add(self, written: Partial) -> list[Curve]:
         """Fold in the written part of an interval; return its per-step derived curves.

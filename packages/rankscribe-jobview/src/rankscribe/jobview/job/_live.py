@@ -249,6 +249,12 @@ class LiveJobView:
             self._judge_open_onsets()
             self.watch.settle(self.state.straggler_onsets)
         verdicts = self._job_verdicts(onsets_judged=settling)
+        # Where the verdicts' slowness ends in the whole run's evidence: for one the next
+        # judgements end (TimingWatch.judge's run_until), and, at the end of training, for
+        # those that ended before this evidence showed where (their spans).
+        self.state.keep_slow_until(self.watch.span_starts())
+        if final:
+            self.watch.end_spans(self.state.straggler_until)
         if final:  # the records the last text and state file give: the lineage's cost
             self.watch.take_costs(self.state.straggler_records)
         if verdict_step is not None:
@@ -297,7 +303,10 @@ class LiveJobView:
         # the end of training's judgement once the final write wrote every interval.
         end = final and self._final_round == self._received
         changed = self.watch.judge(
-            self._other_records, run_onsets=self.state.straggler_onsets, final=end
+            self._other_records,
+            run_onsets=self.state.straggler_onsets,
+            run_until=self.state.straggler_until,
+            final=end,
         )
         if end:  # the final write's judgement of the whole run, with these onsets
             changed.extend(self.watch.take_costs(self.state.straggler_records))

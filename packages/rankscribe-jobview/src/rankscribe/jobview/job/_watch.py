@@ -471,6 +471,7 @@ class TimingWatch:
         others: Iterable[VerdictRecord] = (),
         *,
         run_onsets: Mapping[tuple[str, int], tuple[int, int]] | None = None,
+        run_until: Mapping[tuple[str, int, int], int] | None = None,
         final: bool = False,
     ) -> list[StragglerRecord | VerdictRecord]:
         """Judge the window; call ``on_verdict`` for each new or changed record; return them.
@@ -488,6 +489,12 @@ class TimingWatch:
         names one of its ranks under its timing (no later judgement will end it), and
         every open onset is settled; a standing record's cost moved by the last window
         is not told then (the end's cost is the whole run's: :meth:`take_costs`).
+        ``run_until``: (timing tag, rank, onset) -> the last step the whole run's evidence
+        shows the rank slow since that onset (a live view's, ``LiveVerdicts.straggler_until``,
+        of :meth:`span_starts`): a verdict that ends gives it as its ``until_step`` (where
+        its span ends), beside ``ended_step``, the last step judged (by which the watch saw
+        it end); without one, ``until_step`` is that last step (:meth:`end_spans` may give
+        it one later).
         """
         found = {
             _key(record): record for record in self._judged() if not self.own_work_explains(record)
@@ -508,7 +515,7 @@ class TimingWatch:
             if old is None or (not end and _cost_moved(old, record)):
                 told.append(key)
         standing = dict(found)
-        ended = self._missing(standing, run_onsets if final else None)
+        ended = self._missing(standing, run_onsets if final else None, run_until or {})
         moved = self._settle(standing, run_onsets, final=final) if run_onsets is not None else []
         # The new and changed records (with an onset settled now), those that ended, then
         # the standing ones whose onset moved.
@@ -543,12 +550,14 @@ class TimingWatch:
         self,
         standing: dict[tuple[str, tuple[int, ...], str | None], StragglerRecord],
         run_onsets: Mapping[tuple[str, int], tuple[int, int]] | None,
+        run_until: Mapping[tuple[str, int, int], int],
     ) -> list[StragglerRecord]:
         """The standing verdicts missing from this judgement (not in ``standing``, which
         holds its records): each stands on (added to ``standing``) or ends (returned). At
         the end of training (``run_onsets`` given: the whole run's) one ends unless the
         whole run names one of its ranks under its timing; else after
-        :data:`END_JUDGEMENTS` judgements in a row."""
+        :data:`END_JUDGEMENTS` judgements in a row. An ended one's span ends at its first
+        rank's step in ``run_until`` (:meth:`judge`)."""
         ended = []
         for key, old in self._standing.items():
             if key in standing:
@@ -566,7 +575,8 @@ class TimingWatch:
             self._missed.pop(key, None)
             self._open.pop(key, None)
             self._announced.discard(key)  # if it comes back, it is warned of again
-            record = self._end(old, at_the_end=run_onsets is not None)
+            slow_until = run_until.get(_span_start(old))
+            record = self._end(old, slow_until, at_the_end=run_onsets is not None)
             self.ended.append(record)
             ended.append(record)
         return ended
@@ -657,13 +667,17 @@ class TimingWatch:
         onsets a judgement of the whole run keeps (``live_onsets``)."""
         return [record.copy() for key, record in self._standing.items() if key not in self._open]
 
-    def _end(self, record: StragglerRecord, *, at_the_end: bool = False) -> StragglerRecord:
-        """``record`` ended: the last step judged, and why (``at_the_end``: the end of
-        training's judgement ended it)."""
+    def _end(
+        self, record: StragglerRecord, slow_until: int | None, *, at_the_end: bool = False
+    ) -> StragglerRecord:
+        """``record`` ended: the last step judged (``ended_step``), the last step of its
+        slowness (``until_step``: ``slow_until`` where it lies from the onset to the last
+        step judged, else that last step), and why (``at_the_end``: the end of training's
+        judgement ended it)."""
         ended = record.copy()
-        until = self._last_step()
+        seen = self._last_step()
         ended["status"] = "ended"
-        ended["until_step"] = until
+        ended["ended_step"] = seen
         ended["reason"] = (
             "not named at the end of training, by the last steps' judgement nor by the "
             "whole run's: its cost fell below the floor, or the ranks it names changed"
@@ -671,8 +685,28 @@ class TimingWatch:
             else f"not named in {END_JUDGEMENTS} judgements in a row: its cost fell below "
             "the floor, or the ranks it names changed"
         )
-        ended["message"] = f"{record['message']} (ended by step {until})"
-        return ended
+        return _ended_until(ended, record["message"], slow_until)
+
+    def span_starts(self) -> list[tuple[str, int, int]]:
+        """(timing tag, rank, onset) of each standing straggler verdict and each ended one
+        (its first rank: the costliest): where ``run_until`` (:meth:`judge`) is read."""
+        records = [*self._standing.values(), *self.ended]
+        return [_span_start(record) for record in records if record["kind"] == "straggler"]
+
+    def end_spans(self, run_until: Mapping[tuple[str, int, int], int]) -> None:
+        """Give each ended verdict whose ``until_step`` is still the last step judged the
+        step ``run_until`` (as :meth:`judge` takes it) says its slowness ended at, where
+        it has one (the end of training's, from the evidence of every step: an ended
+        record the judgement gave before the whole run's evidence showed the end). A
+        record handed out is never changed: the ended ones are new copies; ``on_verdict``
+        is not told again."""
+        for index, record in enumerate(self.ended):
+            if record["until_step"] != record.get("ended_step"):
+                continue  # given already (or a record of before ``ended_step``)
+            message = record["message"].removesuffix(f" (ended by step {record['until_step']})")
+            self.ended[index] = _ended_until(
+                record.copy(), message, run_until.get(_span_start(record))
+            )
 
     def _held_steps(self) -> Iterator[npt.NDArray[np.int64]]:
         """Each distinct steps array of the held windows (one per WindowRows)."""
@@ -724,6 +758,25 @@ class TimingWatch:
             self.on_verdict(record.copy())
         except Exception:  # the caller's code: logged, never the end of training
             logger.exception("on_verdict raised on a %s verdict; training goes on", record["kind"])
+
+
+def _span_start(record: Mapping[str, Any]) -> tuple[str, int, int]:
+    """A straggler record's (timing tag, first rank, onset): where its span starts."""
+    return (record["tag"], int(record["ranks"][0]), int(record["since_step"]))
+
+
+def _ended_until(ended: StragglerRecord, message: str, slow_until: int | None) -> StragglerRecord:
+    """``ended`` (with its ``ended_step``) given its ``until_step``: ``slow_until`` where it
+    lies from the onset to before the last step judged, else that last step; and its
+    message, ``message`` (the standing record's) with both."""
+    seen = ended["ended_step"]
+    until = seen
+    if slow_until is not None and ended["since_step"] <= slow_until < seen:
+        until = slow_until
+    ended["until_step"] = until
+    slow = f", slow until step {until}" if until != seen else ""
+    ended["message"] = f"{message} (ended by step {seen}{slow})"
+    return ended
 
 
 def _cost_moved(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:

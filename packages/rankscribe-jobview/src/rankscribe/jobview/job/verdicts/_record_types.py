@@ -64,9 +64,11 @@ class StragglerRecord(TypedDict):
     message: str
     evidence: NotRequired[list[EvidenceReading]]
     #: "ended" on the record the live view hands ``on_verdict`` when the verdict ends
-    #: (absent while it stands), with the last step judged and why.
+    #: (absent while it stands), with the last step of its slowness, the last step judged
+    #: and why.
     status: NotRequired[str]
     until_step: NotRequired[int]
+    ended_step: NotRequired[int]
     reason: NotRequired[str]
 
 

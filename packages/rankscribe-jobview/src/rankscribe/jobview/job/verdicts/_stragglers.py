@@ -949,6 +949,35 @@ class StragglerEvidence:
         known = self._tags.get(tag)
         return 1 if known is None else known.block_size
 
+    def slow_until(self, tag: str, rank: int, since: int) -> int | None:
+        """The last step ``rank`` was slow on ``tag`` since step ``since`` (its onset), to
+        a block: the last step of the block up to which its excess since the onset is
+        clearest, the most excess share summed from the onset's block (:func:`blocks_since`)
+        over the square root of the steps (the onset's change-in-mean statistic,
+        :func:`_onsets`, read forwards; the first such block on a tie). Its last step
+        judged where it is slow to the end; None where it has no excess since the onset
+        (or no evidence on ``tag``)."""
+        known = self._tags.get(tag)
+        if known is None:
+            return None
+        row = int(np.searchsorted(known.ranks, rank))
+        if row >= len(known.ranks) or int(known.ranks[row]) != rank:
+            return None
+        count = known.blocks.shape[1]
+        layout = (known.first_block, known.block_size, known.first_step, count)
+        first = int(blocks_since(*layout, np.array([since]))[0])
+        if first >= count:
+            return None
+        share = np.cumsum(known.blocks[row, first:, SHARE])
+        steps = np.cumsum(known.blocks[row, first:, COUNT])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            clarity = np.where(steps > 0, share / np.sqrt(np.maximum(steps, 1.0)), -np.inf)
+        end = int(np.argmax(clarity))
+        if not clarity[end] > 0:
+            return None
+        last = (known.first_block + first + end + 1) * known.block_size - 1
+        return min(last, known.last_step)
+
     def ranks(self, tag: str) -> list[int]:
         """The ranks with evidence on ``tag``."""
         known = self._tags.get(tag)
