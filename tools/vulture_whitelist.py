@@ -69,6 +69,7 @@ cost_seconds_per_step  # CostlyRank, StragglerRecord, VerdictRecord key
 period_steps  # StragglerRecord key
 cost_basis  # StragglerRecord key
 until_step  # StragglerRecord key (an ended verdict)
+ended_step  # StragglerRecord key (an ended verdict)
 
 # -- called by a name vulture cannot follow --------------------------------------------------
 _close_live_records  # registered with @atexit.register (writer/record/_lifetime.py)

@@ -499,6 +499,28 @@ def test_a_verdict_whose_rank_recovers_ends_after_three_judgements_and_on_verdic
     assert len(warnings) == 2
 
 
+def _named_then_recovered(
+    told: list[Mapping[str, Any]],
+) -> tuple[TimingWatch, dict[str, Any]]:
+    """A watch that named rank 1 (1.5x slow over steps 0-199 of 3 ranks) in its first
+    judgement, and the record it named; then given steps 200-599, the rank like the
+    others (the judgements that end the verdict are the caller's)."""
+    slow = window(3, 600, slow=1, factor=1.5)
+    even = window(3, 600, seed=1)
+    timings = {
+        tag: {
+            rank: (steps, np.where(steps < 200, values, even[tag][rank][1]))
+            for rank, (steps, values) in ranks.items()
+        }
+        for tag, ranks in slow.items()
+    }
+    watch = TimingWatch(on_verdict=told.append)
+    watch.add(_rounds(timings, 0, 200))
+    [named] = plain(watch.judge())
+    watch.add(_rounds(timings, 200, 600))
+    return watch, named
+
+
 @pytest.mark.parametrize(
     ("slow_until", "until"),
     [
@@ -511,20 +533,8 @@ def test_a_verdict_whose_rank_recovers_ends_after_three_judgements_and_on_verdic
 def test_an_ended_verdicts_span_ends_where_the_whole_runs_evidence_says(
     slow_until: int, until: int
 ) -> None:
-    slow = window(3, 600, slow=1, factor=1.5)
-    even = window(3, 600, seed=1)
-    timings = {
-        tag: {
-            rank: (steps, np.where(steps < 200, values, even[tag][rank][1]))
-            for rank, (steps, values) in ranks.items()
-        }
-        for tag, ranks in slow.items()
-    }
     told: list[Mapping[str, Any]] = []
-    watch = TimingWatch(on_verdict=told.append)
-    watch.add(_rounds(timings, 0, 200))
-    [named] = plain(watch.judge())
-    watch.add(_rounds(timings, 200, 600))
+    watch, named = _named_then_recovered(told)
     since = named["since_step"]
     assert watch.span_starts() == [(COMPUTE, 1, since)]
     # Another onset's end, or another rank's, is not this verdict's.
@@ -547,20 +557,8 @@ def test_a_verdict_ended_before_the_evidence_showed_where_is_given_its_end_later
     """Ended by the watch before the whole run's evidence (written every minute or so)
     showed where the slowness ended: at the end of training that evidence gives it, in a
     new record; ``on_verdict`` is not told again."""
-    slow = window(3, 600, slow=1, factor=1.5)
-    even = window(3, 600, seed=1)
-    timings = {
-        tag: {
-            rank: (steps, np.where(steps < 200, values, even[tag][rank][1]))
-            for rank, (steps, values) in ranks.items()
-        }
-        for tag, ranks in slow.items()
-    }
     told: list[Mapping[str, Any]] = []
-    watch = TimingWatch(on_verdict=told.append)
-    watch.add(_rounds(timings, 0, 200))
-    [named] = plain(watch.judge())
-    watch.add(_rounds(timings, 200, 600))
+    watch, named = _named_then_recovered(told)
     for _ in range(END_JUDGEMENTS):
         watch.judge(run_until={})
     [ended] = plain(list(watch.ended))
