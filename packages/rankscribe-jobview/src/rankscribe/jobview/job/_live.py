@@ -255,7 +255,7 @@ class LiveJobView:
         self.state.keep_slow_until(self.watch.span_starts())
         if final:
             self.watch.end_spans(self.state.straggler_until)
-        if final:  # the records the last text and state file give: the lineage's cost
+            # the records the last text and state file give: the lineage's cost
             self.watch.take_costs(self.state.straggler_records)
         if verdict_step is not None:
             curves.extend(_verdict_curves(verdicts, verdict_step, len(self._round_ranks)))
