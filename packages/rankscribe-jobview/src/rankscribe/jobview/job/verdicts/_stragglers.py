@@ -479,10 +479,12 @@ class TagEvidence:
         """Per rank of ``ranks`` (distinct), its leads summed over the blocks in their
         order (0 for a rank without any), or over the blocks since step ``since`` of that
         rank (:func:`blocks_since`): ``(ranks, LEAD_FIELDS)``."""
-        if since is None:
-            return _lead_sums(self, ranks, None)
-        layout = (self.first_block, self.block_size, self.first_step, self.blocks.shape[1])
-        return _lead_sums(self, ranks, blocks_since(*layout, since))
+        return _lead_sums(self, ranks, None if since is None else self.blocks_since(since))
+
+    def blocks_since(self, since: IntArray) -> IntArray:
+        """:func:`blocks_since` of this evidence's blocks."""
+        blocks = self.blocks.shape[1]
+        return blocks_since(self.first_block, self.block_size, self.first_step, blocks, since)
 
 
 class _Leads(Protocol):
@@ -963,10 +965,8 @@ class StragglerEvidence:
         row = int(np.searchsorted(known.ranks, rank))
         if row >= len(known.ranks) or int(known.ranks[row]) != rank:
             return None
-        count = known.blocks.shape[1]
-        layout = (known.first_block, known.block_size, known.first_step, count)
-        first = int(blocks_since(*layout, np.array([since]))[0])
-        if first >= count:
+        first = int(known.blocks_since(np.array([since]))[0])
+        if first >= known.blocks.shape[1]:
             return None
         share = np.cumsum(known.blocks[row, first:, SHARE])
         steps = np.cumsum(known.blocks[row, first:, COUNT])
