@@ -146,9 +146,13 @@ class Steps:
     #: The loss points the collected copy's record holds, read back from its files: the
     #: collector really recorded (at step 1 and every ``COLLECT_FREQ``-th).
     recorded: int = 0
-    #: The median step time the collector recorded (seconds): its copy's own step (about
-    #: the copy's quiet step here), not the two copies' together.
+    #: The median step time the collector recorded (seconds): its copy's own step, not
+    #: the two copies' together.
     recorded_step: float = float("nan")
+    #: The median of the same steps as this bench timed the collected copy's (seconds):
+    #: what ``recorded_step`` is read against (each from its own clock, over one set of
+    #: steps, so a loaded machine's slow steps are in both).
+    timed_step: float = float("nan")
     #: What the collector recorded it cost its copy's step's wall clock, seconds per step
     #: over the run (``rankscribe/collector_cost/wall``; NaN: no cost window closed).
     recorded_cost: float = float("nan")
@@ -263,15 +267,22 @@ def interleaved(row: Row, steps: int, directory: Path) -> Steps:
                     found.wall[name].append(wall)
                     found.cpu[name].append(cpu)
                 index += 1
+    read_back(found, directory)
+    return found
+
+
+def read_back(found: Steps, directory: Path) -> None:
+    """Fill in ``found`` what the collected copy's record (under ``directory``) holds."""
     kept = scalars(own_directory(directory))
     found.recorded = len(kept.get(LOSS_TAG, []))
-    step_times = [value for _, value in kept.get(STEP_TIME_TAG, [])]
+    step_times = kept.get(STEP_TIME_TAG, [])
     if step_times:
-        found.recorded_step = statistics.median(step_times)
+        found.recorded_step = statistics.median(value for _, value in step_times)
+        walls = found.wall["collected"]
+        found.timed_step = statistics.median(walls[int(step) - 1] for step, _ in step_times)
     cost = BENCH.recorded_cost(directory, BENCH.OWN_WALL_TAG)
     if cost is not None:
         found.recorded_cost = cost
-    return found
 
 
 def figures(found: Steps, warmup: int) -> dict[str, float]:
@@ -304,7 +315,7 @@ def figures(found: Steps, warmup: int) -> dict[str, float]:
         "own_cost": own,
         "own_ratio": own / mean if mean > 0 else float("nan"),
         "recorded_step_ms": 1000.0 * found.recorded_step,
-        "own_step_ms": 1000.0 * quiet(wall["collected"]),
+        "timed_step_ms": 1000.0 * found.timed_step,
         "bare_ms": 1000.0 * quiet(wall["bare"]),
         "quiet": over_bare(quiet, wall),
         "quiet_cpu": over_bare(quiet, cpu),
@@ -396,9 +407,9 @@ def report(row: Row, runs: list[dict[str, float]]) -> None:
     recorded = ", ".join(f"{run['recorded']:.0f}" for run in runs)
     print(f"    the collected copy's record, loss points read back by run: {recorded}")
     timed = ", ".join(
-        f"{run['recorded_step_ms']:.3f} ms ({run['own_step_ms']:.3f} ms)" for run in runs
+        f"{run['recorded_step_ms']:.3f} ms ({run['timed_step_ms']:.3f} ms)" for run in runs
     )
-    print(f"    its median step time recorded by run (its own quiet step): {timed}")
+    print(f"    its median step time recorded by run (the same steps timed here): {timed}")
     owned = ", ".join(
         "not recorded"
         if math.isnan(run["own_cost"])
