@@ -25,8 +25,10 @@ whose compute is marked as a section. What a user observes is checked:
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -37,8 +39,10 @@ import pytest
 
 from rankscribe.collector import SummaryCollector
 from rankscribe.collector.errors import CollectorTypeError
+from rankscribe.jobview.feed import STEP_TIME_TAG
 from rankscribe.jobview.protocol import LIVE_STATE_NAME
 from rankscribe.lineage import get_run_lineage
+from rankscribe.writer.reader import scalar_arrays
 from tests._support.board_texts import board_texts
 from tests._support.job_files import report_verdicts, show
 from tests._support.launchers import Launches
@@ -55,6 +59,31 @@ CLEAN_JOBS = int(os.environ.get("RANKSCRIBE_CLEAN_JOBS", "4"))
 
 def stragglers(document: dict[str, Any]) -> list[dict[str, Any]]:
     return [record for record in document["verdicts"] if record["kind"] == "straggler"]
+
+
+def excess_shares(job: Path, rank: int, tag: str) -> dict[int, float]:
+    """Per step, ``rank``'s excess on ``tag`` read back from the job's files, as the
+    straggler rule takes it: its time less the others' median, over the ranks' median
+    step time, clipped to a step."""
+    ranks = sorted(int(path.name.split("_")[1]) for path in job.glob("rank_*"))
+    kept = [scalar_arrays(job / f"rank_{each}") for each in ranks]
+
+    def by_step(name: str) -> dict[int, list[float]]:
+        points = []
+        for arrays in kept:
+            steps, values = arrays[name]
+            points.append(dict(zip(steps.tolist(), values.tolist(), strict=True)))
+        shared = set.intersection(*(set(each) for each in points))
+        return {int(step): [each[step] for each in points] for step in shared}
+
+    timings, step_times = by_step(tag), by_step(STEP_TIME_TAG)
+    mine = ranks.index(rank)
+    excess = {}
+    for step, values in timings.items():
+        scale = statistics.median(step_times[step])
+        lead = values[mine] - statistics.median(values[:mine] + values[mine + 1 :])
+        excess[step] = max(-scale, min(scale, lead)) / scale
+    return excess
 
 
 def recorded(path: Path) -> list[dict[str, Any]]:
@@ -322,11 +351,25 @@ def test_extra_work_every_10th_step_is_named_live_within_seconds(mpi: Any, tmp_p
     assert first["ranks"] == [SLOW_RANK] and first["tag"] == "rankscribe/section/compute"
     # Live: the job ran ~11 s past the onset, and the end of training judges after that.
     assert first["called_at"] - onset <= NAMED_WITHIN, (first, onset)
-    # Never before the slow steps (a block early at most; steps count from 1). The first
-    # window that names it may begin after the onset, and its onset is then in it: 296-401
-    # over 8 runs of this job, 464 in a CI run on a loaded machine (named "in 16% of
-    # steps", then from step 320 at the end). How near the onset is, the end says (below).
-    assert first["since_step"] >= 301 - 17, first
+    # The first slow step is 301 (steps count from 1), in the window's block of 8 steps
+    # from 296. The first window that names it may begin after the onset, and its onset
+    # is then in it: 296-416 in 16 runs of this job here, 464 in a CI run. An onset
+    # before that block is where the rank's own steps were slower before the extra work:
+    # a loaded CI machine gave 272, "1.04x ... in 11% of steps". The onset is the block
+    # from which the rank's excess to the end of the window is clearest (its sum over the
+    # square root of the steps), so read back from the files, to the window's last step
+    # (the record's steps are those it judged since the onset), its excess is clearer
+    # from that onset than from step 296. A clean stretch fails this: 272 and 288 set in
+    # place of 296 on this job's files. Never before the whole run's block holding step
+    # 301, the end's bound (below).
+    since = first["since_step"]
+    assert since >= 301 // 64 * 64, first
+    if since < 296:
+        excess = excess_shares(tmp_path / "periodic", SLOW_RANK, "rankscribe/section/compute")
+        after = [excess[step] for step in range(296, since + first["steps"])]
+        before = sum(excess[step] for step in range(since, 296))
+        clarity = (before + sum(after)) / math.sqrt(len(after) + 296 - since)
+        assert clarity >= sum(after) / math.sqrt(len(after)) - 1e-6, (first, before)
     assert 0.03 <= first["cost_share"] <= 0.12, first  # 0.6 ms of a ~9 ms step
     assert not any(r.get("status") == "ended" for r in called), called  # never withdrawn
     result = show("--json", tmp_path / "periodic")
