@@ -381,6 +381,30 @@ def test_a_lineage_missing_a_stragglers_measures_reads_without_nan_or_question_m
     assert "nan" not in "\n".join(verdict_lines(costed))
 
 
+def test_a_straggler_that_ended_while_the_job_ran_is_told_with_its_span() -> None:
+    """No straggler at the end, but the live view named one that ended: the verdicts say
+    so beside "none"; spans of verdicts still standing at the end are the straggler
+    line's own, and a damaged spans value is left out."""
+    ended = "rank 1 section/compute steps 104-511"
+    none = {"job/straggler_rank": -1, "job/step_time_skew": 1.0}
+    lines = verdict_lines({**none, "job/straggler_live_spans": ended})
+    assert lines[:2] == [
+        "straggler: none; step-time skew 1.00",
+        f"named while the job ran: {ended}",
+    ]
+    standing = {
+        "job/straggler_rank": 2,
+        "job/straggler_message": "rank 2 costs 4.0 ms a step (20% of the step)",
+    }
+    both = f"{ended}; rank 2 forward steps 600-end"
+    lines = verdict_lines({**standing, "job/straggler_live_spans": both})
+    assert lines[1] == f"named while the job ran: {both}", lines
+    for base in (none, standing):
+        for spans in ("rank 2 forward steps 600-end", "", 42, [ended]):
+            lines = verdict_lines({**base, "job/straggler_live_spans": spans})
+            assert not any(line.startswith("named while") for line in lines), (spans, lines)
+
+
 def test_a_range_of_ranks_is_counted_in_the_plural() -> None:
     lines = verdict_lines({"job/missing_ranks": "1-3", "job/untimed_ranks": "5"})
     assert "missing: ranks 1-3" in lines

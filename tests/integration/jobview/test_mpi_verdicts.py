@@ -293,6 +293,10 @@ def test_a_slowdown_that_stops_is_ended_live_and_its_span_is_in_the_lineage(
     state = json.loads((tmp_path / "ends" / LIVE_STATE_NAME).read_text())
     [final] = state["ended_records"]
     assert (final["until_step"], final["ended_step"]) == (int(span[1]), ended["ended_step"])
+    # No straggler at the end, and `show` says which one there was while the job ran.
+    shown = show(tmp_path / "ends").stdout
+    assert "straggler: none; step-time skew" in shown, shown
+    assert f"named while the job ran: {spans}\n" in shown, shown
 
 
 def test_a_short_jobs_verdict_gives_the_onset_the_whole_run_shows_not_its_windows(

@@ -50,7 +50,7 @@ def _straggler_lines(user_defined: Mapping[str, Any]) -> list[str]:
     skew = _number(user_defined.get("job/step_time_skew"))
     skew_text = f"; step-time skew {skew:.2f}" if not math.isnan(skew) else ""
     if straggler < 0:
-        return [f"straggler: none{skew_text}"]
+        return [f"straggler: none{skew_text}", *_ended_spans_lines(user_defined)]
     message = user_defined.get("job/straggler_message")
     if isinstance(message, str) and message:
         lines = [f"straggler: {message}{skew_text}"]
@@ -72,7 +72,19 @@ def _straggler_lines(user_defined: Mapping[str, Any]) -> list[str]:
     if len(ranks) > 1:
         details = "; ".join(_rank_detail(user_defined, rank) for rank in ranks)
         lines.append(f"stragglers: ranks {','.join(ranks)} ({details})")
-    return lines
+    return lines + _ended_spans_lines(user_defined)
+
+
+def _ended_spans_lines(user_defined: Mapping[str, Any]) -> list[str]:
+    """The straggler verdicts the live view named while the job ran, with their spans,
+    where one of them ended (a job that is no straggler at the end may have had one): one
+    line, or none (only verdicts standing at the end, which the straggler line gives)."""
+    spans = user_defined.get("job/straggler_live_spans")
+    if not isinstance(spans, str) or not spans:
+        return []
+    if all(span.endswith("-end") for span in spans.split("; ")):
+        return []
+    return [f"named while the job ran: {spans}"]
 
 
 def _rank_detail(user_defined: Mapping[str, Any], rank: str) -> str:
