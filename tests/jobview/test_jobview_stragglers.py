@@ -44,6 +44,7 @@ from rankscribe.jobview.job.verdicts._stragglers import (
 from rankscribe.jobview.protocol import (
     LIVE_STATE_NAME,
     paired_ratios,
+    straggler_records,
     straggler_verdicts,
     timings_evidence,
 )
@@ -464,13 +465,19 @@ def test_a_cost_since_a_step_is_read_from_the_first_block_that_begins_at_or_afte
     assert blocks_since(1, 4, 6, 0, np.array([since])).tolist() == [0]  # no blocks: none
 
 
-def _slow_over(first: int, last: int, steps: int = 1500) -> StragglerEvidence:
-    """Three ranks' compute of 8 ms (2 % noise), rank 1's 1.25x over steps ``first`` to
-    ``last`` of 1 to ``steps``: the evidence of the whole run (blocks of 64 at 1,500)."""
+def _slow_compute(first: int, last: int, steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """Steps 1 to ``steps`` and three ranks' compute of 8 ms (2 % noise) at them, rank 1's
+    1.25x over steps ``first`` to ``last``."""
     rng = np.random.default_rng(5)
     numbers = np.arange(1, steps + 1)
     compute = 0.008 * (1 + 0.02 * rng.standard_normal((3, steps)))
     compute[1, (numbers >= first) & (numbers <= last)] *= 1.25
+    return numbers, compute
+
+
+def _slow_over(first: int, last: int, steps: int = 1500) -> StragglerEvidence:
+    """:func:`_slow_compute`'s evidence of the whole run (blocks of 64 at 1,500)."""
+    numbers, compute = _slow_compute(first, last, steps)
     return timings_evidence(
         {"section/compute": compute}, step_time=np.full(steps, 0.010), steps=numbers
     )
@@ -491,6 +498,39 @@ def test_the_evidence_says_until_which_step_a_rank_was_slow_to_a_block() -> None
     assert evidence.slow_until(tag, 1, 700) is None
     assert evidence.slow_until(tag, 7, 101) is None
     assert evidence.slow_until(FORWARD_TIME_TAG, 1, 101) is None
+
+
+def test_the_evidence_through_a_step_is_judged_over_those_steps_alone() -> None:
+    """Rank 1 2 ms slower (1.25x of 8 ms) over steps 101-500 of 1,500: through the block
+    holding step 511, the judgement names it at what it cost while slow; over the whole
+    run, its cost since its onset is spread over the clean steps after."""
+    tag = f"{SECTION_TAG_PREFIX}compute"
+    evidence = _slow_over(101, 500)
+
+    def arrays(of: StragglerEvidence) -> dict[str, np.ndarray]:
+        return {key: np.asarray(value) for key, value in of.to_arrays().items()}
+
+    before = arrays(evidence)
+    span = evidence.through(511)
+    assert arrays(span)["layout"][0].tolist()[:4] == [64, 0, 1, 511]  # blocks of 64 from 0
+    assert arrays(span)["blocks"].size == 3 * 8 * FIELDS  # 8 blocks of 3 ranks
+    [record] = straggler_records(span)
+    assert (record["ranks"], record["since_step"]) == ([1], 128)
+    # What the job waited for it a step over the span's blocks since the onset (steps
+    # 128-511, 373 of them slow): its lead over the latest of the others.
+    numbers, compute = _slow_compute(101, 500, 1500)
+    held = (numbers >= 128) & (numbers <= 511)
+    lead = np.maximum(compute[1] - np.maximum(compute[0], compute[2]), 0.0)[held].mean()
+    assert record["cost_seconds_per_step"] == pytest.approx(lead, rel=0.03)
+    whole = [r["cost_seconds_per_step"] for r in straggler_records(evidence) if r["tag"] == tag]
+    assert all(cost < 0.5 * record["cost_seconds_per_step"] for cost in whole), whole
+    # Another step: the block holding it ends the copy; before the first step, no timing.
+    assert span.slow_until(tag, 1, 101) == 511
+    assert arrays(evidence.through(100))["layout"][0].tolist()[3] == 100
+    assert evidence.through(0).tags == []
+    # The evidence itself is unchanged.
+    after = arrays(evidence)
+    assert all(np.array_equal(before[key], after[key]) for key in before)
 
 
 def test_a_tiny_data_wait_difference_names_nobody(tmp_path: Path) -> None:

@@ -575,6 +575,58 @@ def test_a_verdict_ended_before_the_evidence_showed_where_is_given_its_end_later
     assert len(told) == 2 and told[-1] == ended
 
 
+def test_an_ended_verdict_takes_the_cost_of_its_span_once_its_end_is_known() -> None:
+    """The ended record's cost was the last naming window's (steps after the slowness
+    ended in it): once its span's end is known, it takes the judgement of the span alone
+    (its ranks kept), once; a span whose end is the last step judged, or that the span's
+    judgement does not name, keeps its own."""
+    told: list[Mapping[str, Any]] = []
+    watch, named = _named_then_recovered(told)
+    for _ in range(END_JUDGEMENTS):
+        watch.judge(run_until={})
+    since = named["since_step"]
+    asked: list[tuple[str, int, int, int]] = []
+
+    def span_record(tag: str, rank: int, onset: int, until: int) -> Any:
+        asked.append((tag, rank, onset, until))
+        return {
+            **named,
+            "ranks": [1, 2],
+            "cost_seconds_per_step": 0.25,
+            "cost_share": 0.5,
+            "share_of_steps": 1.0,
+            "steps": 192,
+        }
+
+    watch.cost_spans(span_record)  # its end is still the last step judged: nothing asked
+    assert asked == [] and plain(list(watch.ended))[0]["until_step"] == 599
+    handed_out = watch.ended[0]
+    watch.end_spans({(COMPUTE, 1, since): 191})
+    watch.cost_spans(span_record)
+    assert asked == [(COMPUTE, 1, since, 191)]
+    [costed] = plain(list(watch.ended))
+    assert costed["ranks"] == [1]
+    assert (costed["cost_seconds_per_step"], costed["cost_share"], costed["steps"]) == (
+        0.25,
+        0.5,
+        192,
+    )
+    assert costed["message"].startswith("rank 1 costs 250.0 ms a step (50% of the step)")
+    assert costed["message"].endswith(" (ended by step 599, slow until step 191)")
+    assert handed_out["cost_seconds_per_step"] != 0.25  # the record handed out is not changed
+    watch.cost_spans(span_record)  # once a span
+    assert len(asked) == 1 and plain(list(watch.ended)) == [costed]
+    assert len(told) == 2  # on_verdict is not told again
+    # A span the judgement does not name keeps the window's cost.
+    other, _ = _named_then_recovered([])
+    for _ in range(END_JUDGEMENTS):
+        other.judge(run_until={})
+    other.end_spans({(COMPUTE, 1, since): 191})
+    before = plain(list(other.ended))
+    other.cost_spans(lambda *span: None)
+    assert plain(list(other.ended)) == before
+
+
 def test_a_verdict_missing_once_then_back_neither_ends_nor_is_told_again() -> None:
     # Blocks of 200 steps (the window): rank 1 slow, even, slow, even, slow.
     slow = window(3, 1000, slow=1, factor=1.5)
@@ -637,6 +689,7 @@ def test_the_verdicts_the_live_view_named_reach_the_end_with_their_spans(tmp_pat
             view.judge(final=True)  # a judgement each (rounds are seconds apart in a job)
 
     rounds(0, 200)
+    [first] = [r for r in plain(view.watch.records) if r["kind"] == "straggler"]
     rounds(200, 600, END_JUDGEMENTS)
     rounds(600, 800)
     [ended] = plain(list(view.watch.ended))
@@ -648,6 +701,10 @@ def test_the_verdicts_the_live_view_named_reach_the_end_with_their_spans(tmp_pat
     assert (ended["until_step"], ended["ended_step"]) == (599, 599)
     [given] = plain(list(view.watch.ended))
     assert (given["until_step"], given["ended_step"]) == (191, 599)
+    # Its cost then is its span's (the whole run's evidence through step 191, 192 steps),
+    # which is what the first window, slow throughout, cost.
+    assert given["steps"] == 192 and ended["steps"] == 200
+    assert given["cost_seconds_per_step"] == pytest.approx(first["cost_seconds_per_step"], rel=0.02)
     assert verdicts[LIVE_SPANS_KEY] == (
         f"rank 1 section/compute steps {ended['since_step']}-191; "
         f"rank 2 section/compute steps {standing['since_step']}-end"

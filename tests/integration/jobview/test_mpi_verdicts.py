@@ -293,6 +293,14 @@ def test_a_slowdown_that_stops_is_ended_live_and_its_span_is_in_the_lineage(
     state = json.loads((tmp_path / "ends" / LIVE_STATE_NAME).read_text())
     [final] = state["ended_records"]
     assert (final["until_step"], final["ended_step"]) == (int(span[1]), ended["ended_step"])
+    # Its cost is its span's, what the first record (from a window slow throughout) said:
+    # not the last naming window's, which held steps after the slowness (1.47 ms then,
+    # "in 82% of steps", against 2.0 ms).
+    assert 0.0015 <= final["cost_seconds_per_step"] <= 0.003, final  # 2 ms more compute
+    assert final["cost_seconds_per_step"] >= 0.85 * called[0]["cost_seconds_per_step"], final
+    assert final["message"].endswith(
+        f"(ended by step {final['ended_step']}, slow until step {final['until_step']})"
+    ), final
     # No straggler at the end, and `show` says which one there was while the job ran.
     shown = show(tmp_path / "ends").stdout
     assert "straggler: none; step-time skew" in shown, shown

@@ -139,6 +139,21 @@ class LiveVerdicts:
                 found[(tag, rank, since)] = until
         self.straggler_until = found
 
+    def span_record(self, tag: str, rank: int, since: int, until: int) -> StragglerRecord | None:
+        """The straggler record of ``rank`` on timing ``tag`` over a span of steps that
+        ended, from step ``since`` (its onset) to step ``until`` (where its slowness ended,
+        :meth:`keep_slow_until`'s): the whole run's evidence through ``until``
+        (``StragglerEvidence.through``) judged with that onset, so its cost is what the
+        job waited for the rank a step while it was slow, not over the steps after. None
+        where that judgement does not name the rank from that onset."""
+        _, _, records = straggler_judgement_since(
+            self.stragglers.through(until), self.settings, {(tag, rank): since}
+        )
+        for record in records:
+            if record["tag"] == tag and record["ranks"][0] == rank:
+                return record if record["since_step"] == since else None
+        return None
+
     def add(self, written: Partial) -> list[Curve]:
         """Fold in the written part of an interval; return its per-step derived curves.
 

@@ -258,6 +258,9 @@ class TimingWatch:
         self._other: list[VerdictRecord] = []
         #: The straggler verdicts that ended, in the order they ended (``status`` "ended").
         self.ended: list[StragglerRecord] = []
+        # The spans (timing tag, rank, onset, last slow step) whose ended record took its
+        # cost over the span (cost_spans()).
+        self._spans_costed: set[tuple[str, int, int, int]] = set()
         self.calls = 0
         # The rank this watch runs on and its view threads' CPU seconds so far, as of the
         # last step reported then: (step, seconds), oldest first (:meth:`own_work`).
@@ -707,6 +710,36 @@ class TimingWatch:
             self.ended[index] = _ended_until(
                 record.copy(), message, run_until.get(_span_start(record))
             )
+
+    def cost_spans(
+        self, span_record: Callable[[str, int, int, int], StragglerRecord | None]
+    ) -> None:
+        """Give each ended verdict whose slowness ended before the last step judged (its
+        ``until_step`` the whole run's: :meth:`end_spans`, or ``run_until`` when it ended)
+        the cost and judgement of that span alone: ``span_record(tag, rank, onset, last
+        slow step)`` (a live view's ``LiveVerdicts.span_record``), where it names the rank
+        from that onset. Its cost had been the window's that last named it, which held
+        steps after the slowness ended. Once a span; the ranks it names are kept; a record
+        handed out is never changed (the ended ones are new copies), and ``on_verdict`` is
+        not told again."""
+        for index, record in enumerate(self.ended):
+            until = record.get("until_step")
+            if record["kind"] != "straggler" or not isinstance(until, int):
+                continue
+            span = (*_span_start(record), until)
+            if until >= record.get("ended_step", until) or span in self._spans_costed:
+                continue
+            self._spans_costed.add(span)
+            found = span_record(*span)
+            if found is None:
+                continue
+            taken = {
+                name: value
+                for name, value in found.items()
+                if name in _RUN_FIELDS and name != "ranks"
+            }
+            costed = cast(StragglerRecord, {**record, **taken})
+            self.ended[index] = _ended_until(costed, straggler_message(costed), until)
 
     def _held_steps(self) -> Iterator[npt.NDArray[np.int64]]:
         """Each distinct steps array of the held windows (one per WindowRows)."""

@@ -978,6 +978,33 @@ class StragglerEvidence:
         last = (known.first_block + first + end + 1) * known.block_size - 1
         return min(last, known.last_step)
 
+    def through(self, step: int) -> StragglerEvidence:
+        """The evidence of the steps up to ``step``, to a block: each timing's blocks up to
+        the one holding it, and their leads (copies; a timing whose first step is later is
+        left out). What a judgement of the run at that step would read, in this evidence's
+        blocks (a longer run's may be coarser): for judging a span that ended, not for
+        adding steps to (where the last steps' long leads stood is not kept)."""
+        kept = StragglerEvidence()
+        kept._grows = self._grows
+        for tag, part in self._tags.items():
+            if part.first_step > step:
+                continue
+            last = min(part.last_step, step)
+            width = last // part.block_size - part.first_block + 1
+            leads = part.lead_blocks < width
+            kept._tags[tag] = TagEvidence(
+                part.ranks.copy(),
+                part.block_size,
+                part.first_block,
+                part.blocks[:, :width].copy(),
+                part.first_step,
+                last,
+                part.lead_ranks[leads],
+                part.lead_blocks[leads],
+                part.leads[leads],
+            )
+        return kept
+
     def ranks(self, tag: str) -> list[int]:
         """The ranks with evidence on ``tag``."""
         known = self._tags.get(tag)
