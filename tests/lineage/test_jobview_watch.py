@@ -578,32 +578,28 @@ def test_a_verdict_ended_before_the_evidence_showed_where_is_given_its_end_later
 def test_an_ended_verdict_takes_the_cost_of_its_span_once_its_end_is_known() -> None:
     """The ended record's cost was the last naming window's (steps after the slowness
     ended in it): once its span's end is known, it takes the judgement of the span alone
-    (its ranks kept), once; a span whose end is the last step judged, or that the span's
-    judgement does not name, keeps its own."""
+    (its ranks kept), once; a span whose end is the last step judged is not asked for,
+    and one the span's judgement does not name keeps its own."""
     told: list[Mapping[str, Any]] = []
     watch, named = _named_then_recovered(told)
     for _ in range(END_JUDGEMENTS):
         watch.judge(run_until={})
     since = named["since_step"]
-    asked: list[tuple[str, int, int, int]] = []
-
-    def span_record(tag: str, rank: int, onset: int, until: int) -> Any:
-        asked.append((tag, rank, onset, until))
-        return {
-            **named,
-            "ranks": [1, 2],
-            "cost_seconds_per_step": 0.25,
-            "cost_share": 0.5,
-            "share_of_steps": 1.0,
-            "steps": 192,
-        }
-
-    watch.cost_spans(span_record)  # its end is still the last step judged: nothing asked
-    assert asked == [] and plain(list(watch.ended))[0]["until_step"] == 599
+    assert watch.spans_to_cost() == []  # its end is still the last step judged
     handed_out = watch.ended[0]
     watch.end_spans({(COMPUTE, 1, since): 191})
-    watch.cost_spans(span_record)
-    assert asked == [(COMPUTE, 1, since, 191)]
+    span = (COMPUTE, 1, since, 191)
+    assert watch.spans_to_cost() == [span]
+    record: Any = {
+        **named,
+        "ranks": [1, 2],
+        "cost_seconds_per_step": 0.25,
+        "cost_share": 0.5,
+        "share_of_steps": 1.0,
+        "steps": 192,
+    }
+    elsewhere: Any = {**record, "steps": 7}  # another span's
+    watch.cost_spans({span: record, (COMPUTE, 1, since, 300): elsewhere})
     [costed] = plain(list(watch.ended))
     assert costed["ranks"] == [1]
     assert (costed["cost_seconds_per_step"], costed["cost_share"], costed["steps"]) == (
@@ -614,17 +610,19 @@ def test_an_ended_verdict_takes_the_cost_of_its_span_once_its_end_is_known() -> 
     assert costed["message"].startswith("rank 1 costs 250.0 ms a step (50% of the step)")
     assert costed["message"].endswith(" (ended by step 599, slow until step 191)")
     assert handed_out["cost_seconds_per_step"] != 0.25  # the record handed out is not changed
-    watch.cost_spans(span_record)  # once a span
-    assert len(asked) == 1 and plain(list(watch.ended)) == [costed]
+    assert watch.spans_to_cost() == []  # once a span
+    again: Any = {**record, "steps": 9}
+    watch.cost_spans({span: again})
+    assert plain(list(watch.ended)) == [costed]
     assert len(told) == 2  # on_verdict is not told again
-    # A span the judgement does not name keeps the window's cost.
+    # A span the judgement does not name keeps the window's cost, and is done.
     other, _ = _named_then_recovered([])
     for _ in range(END_JUDGEMENTS):
         other.judge(run_until={})
     other.end_spans({(COMPUTE, 1, since): 191})
     before = plain(list(other.ended))
-    other.cost_spans(lambda *span: None)
-    assert plain(list(other.ended)) == before
+    other.cost_spans({})
+    assert plain(list(other.ended)) == before and other.spans_to_cost() == []
 
 
 def test_a_verdict_missing_once_then_back_neither_ends_nor_is_told_again() -> None:
@@ -704,6 +702,10 @@ def test_the_verdicts_the_live_view_named_reach_the_end_with_their_spans(tmp_pat
     # Its cost then is its span's (the whole run's evidence through step 191, 192 steps),
     # which is what the first window, slow throughout, cost.
     assert given["steps"] == 192 and ended["steps"] == 200
+    span = (COMPUTE, 1, ended["since_step"], 191)
+    [(found, record)] = view.state.span_records([span, (COMPUTE, 2, 0, 191)]).items()
+    assert found == span and record["cost_seconds_per_step"] == given["cost_seconds_per_step"]
+    assert view.state.span_records([(COMPUTE, 2, 0, 191)]) == {}  # rank 1's, not rank 2's
     assert given["cost_seconds_per_step"] == pytest.approx(first["cost_seconds_per_step"], rel=0.02)
     assert verdicts[LIVE_SPANS_KEY] == (
         f"rank 1 section/compute steps {ended['since_step']}-191; "

@@ -139,20 +139,29 @@ class LiveVerdicts:
                 found[(tag, rank, since)] = until
         self.straggler_until = found
 
-    def span_record(self, tag: str, rank: int, since: int, until: int) -> StragglerRecord | None:
-        """The straggler record of ``rank`` on timing ``tag`` over a span of steps that
-        ended, from step ``since`` (its onset) to step ``until`` (where its slowness ended,
-        :meth:`keep_slow_until`'s): the whole run's evidence through ``until``
-        (``StragglerEvidence.through``) judged with that onset, so its cost is what the
-        job waited for the rank a step while it was slow, not over the steps after. None
-        where that judgement does not name the rank from that onset."""
-        _, _, records = straggler_judgement_since(
-            self.stragglers.through(until), self.settings, {(tag, rank): since}
-        )
-        for record in records:
-            if record["tag"] == tag and record["ranks"][0] == rank:
-                return record if record["since_step"] == since else None
-        return None
+    def span_records(
+        self, spans: Iterable[tuple[str, int, int, int]]
+    ) -> dict[tuple[str, int, int, int], StragglerRecord]:
+        """Per span (timing tag, rank, onset, last slow step) of a verdict that ended, the
+        straggler record of that rank over those steps alone, where it names it from that
+        onset: the whole run's evidence through the last slow step
+        (``StragglerEvidence.through``) judged with the onset, so its cost is what the job
+        waited for the rank a step while it was slow, not over the steps after. One
+        judgement for the spans that end at one step (a block's last: a few dozen at
+        most, however many spans)."""
+        by_end: dict[int, dict[tuple[str, int], int]] = {}
+        for tag, rank, since, until in spans:
+            by_end.setdefault(until, {}).setdefault((tag, rank), since)
+        found = {}
+        for until, onsets in by_end.items():
+            _, _, records = straggler_judgement_since(
+                self.stragglers.through(until), self.settings, onsets
+            )
+            for record in records:
+                key = (record["tag"], record["ranks"][0])
+                if onsets.get(key) == record["since_step"]:
+                    found[(*key, record["since_step"], until)] = record
+        return found
 
     def add(self, written: Partial) -> list[Curve]:
         """Fold in the written part of an interval; return its per-step derived curves.

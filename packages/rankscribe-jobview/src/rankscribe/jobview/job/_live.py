@@ -255,7 +255,8 @@ class LiveJobView:
         self.state.keep_slow_until(self.watch.span_starts())
         if final:
             self.watch.end_spans(self.state.straggler_until)
-            self.watch.cost_spans(self.state.span_record)  # an ended one's cost: its span's
+            # an ended one's cost: its span's
+            self.watch.cost_spans(self.state.span_records(self.watch.spans_to_cost()))
             # the records the last text and state file give: the lineage's cost
             self.watch.take_costs(self.state.straggler_records)
         if verdict_step is not None:
@@ -312,7 +313,7 @@ class LiveJobView:
         if end:  # the final write's judgement of the whole run, with these onsets
             changed.extend(self.watch.take_costs(self.state.straggler_records))
             # (the writer is done with the evidence) those it ended: their spans' costs
-            self.watch.cost_spans(self.state.span_record)
+            self.watch.cost_spans(self.state.span_records(self.watch.spans_to_cost()))
         self._judged_at = time.monotonic()
         self._judge_seconds = time.thread_time() - cpu
         with self._state_lock:

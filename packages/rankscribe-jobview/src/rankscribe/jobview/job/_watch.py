@@ -711,26 +711,35 @@ class TimingWatch:
                 record.copy(), message, run_until.get(_span_start(record))
             )
 
-    def cost_spans(
-        self, span_record: Callable[[str, int, int, int], StragglerRecord | None]
-    ) -> None:
-        """Give each ended verdict whose slowness ended before the last step judged (its
-        ``until_step`` the whole run's: :meth:`end_spans`, or ``run_until`` when it ended)
-        the cost and judgement of that span alone: ``span_record(tag, rank, onset, last
-        slow step)`` (a live view's ``LiveVerdicts.span_record``), where it names the rank
-        from that onset. Its cost had been the window's that last named it, which held
-        steps after the slowness ended. Once a span; the ranks it names are kept; a record
-        handed out is never changed (the ended ones are new copies), and ``on_verdict`` is
-        not told again."""
-        for index, record in enumerate(self.ended):
+    def spans_to_cost(self) -> list[tuple[str, int, int, int]]:
+        """(timing tag, first rank, onset, last slow step) of each ended straggler verdict
+        whose slowness ended before the last step judged (its ``until_step`` the whole
+        run's: :meth:`end_spans`, or ``run_until`` when it ended) and that has not taken
+        its span's cost yet (:meth:`cost_spans`)."""
+        spans = []
+        for record in self.ended:
             until = record.get("until_step")
             if record["kind"] != "straggler" or not isinstance(until, int):
                 continue
             span = (*_span_start(record), until)
-            if until >= record.get("ended_step", until) or span in self._spans_costed:
+            if until < record.get("ended_step", until) and span not in self._spans_costed:
+                spans.append(span)
+        return spans
+
+    def cost_spans(self, span_records: Mapping[tuple[str, int, int, int], StragglerRecord]) -> None:
+        """Give each ended verdict of :meth:`spans_to_cost` the cost and judgement of its
+        span alone, ``span_records``' record of it (a live view's
+        ``LiveVerdicts.span_records``; one it does not hold keeps its own). Its cost had
+        been the last naming window's, which held steps after the slowness ended. Once a
+        span; the ranks it names are kept; a record handed out is never changed (the
+        ended ones are new copies), and ``on_verdict`` is not told again."""
+        due = set(self.spans_to_cost())
+        for index, record in enumerate(self.ended):
+            until = record.get("until_step")
+            if not isinstance(until, int) or (span := (*_span_start(record), until)) not in due:
                 continue
             self._spans_costed.add(span)
-            found = span_record(*span)
+            found = span_records.get(span)
             if found is None:
                 continue
             taken = {
