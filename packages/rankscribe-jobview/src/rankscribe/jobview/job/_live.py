@@ -255,8 +255,7 @@ class LiveJobView:
         self.state.keep_slow_until(self.watch.span_starts())
         if final:
             self.watch.end_spans(self.state.straggler_until)
-            # an ended one's cost: its span's
-            self.watch.cost_spans(self.state.span_records(self.watch.spans_to_cost()))
+            self._cost_ended_spans()
             # the records the last text and state file give: the lineage's cost
             self.watch.take_costs(self.state.straggler_records)
         if verdict_step is not None:
@@ -275,6 +274,11 @@ class LiveJobView:
         if final:
             self._final_round = self._received
         return bool(curves) or final
+
+    def _cost_ended_spans(self) -> None:
+        """At the end of training: each ended verdict whose span the whole run's evidence
+        shows takes that span's cost (``TimingWatch.cost_spans``)."""
+        self.watch.cost_spans(self.state.span_records(self.watch.spans_to_cost()))
 
     def judge(self, *, final: bool = False) -> list[StragglerRecord | VerdictRecord]:
         """Judge the recent timings (each round); the records that appeared or changed.
@@ -312,8 +316,7 @@ class LiveJobView:
         )
         if end:  # the final write's judgement of the whole run, with these onsets
             changed.extend(self.watch.take_costs(self.state.straggler_records))
-            # (the writer is done with the evidence) those it ended: their spans' costs
-            self.watch.cost_spans(self.state.span_records(self.watch.spans_to_cost()))
+            self._cost_ended_spans()  # those it ended (the writer is done with the evidence)
         self._judged_at = time.monotonic()
         self._judge_seconds = time.thread_time() - cpu
         with self._state_lock:

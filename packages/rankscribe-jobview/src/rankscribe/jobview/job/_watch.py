@@ -716,15 +716,17 @@ class TimingWatch:
         whose slowness ended before the last step judged (its ``until_step`` the whole
         run's: :meth:`end_spans`, or ``run_until`` when it ended) and that has not taken
         its span's cost yet (:meth:`cost_spans`)."""
-        spans = []
-        for record in self.ended:
-            until = record.get("until_step")
-            if record["kind"] != "straggler" or not isinstance(until, int):
-                continue
-            span = (*_span_start(record), until)
-            if until < record.get("ended_step", until) and span not in self._spans_costed:
-                spans.append(span)
-        return spans
+        return [span for record in self.ended if (span := self._span_to_cost(record))]
+
+    def _span_to_cost(self, record: StragglerRecord) -> tuple[str, int, int, int] | None:
+        """An ended record's span, where :meth:`spans_to_cost` lists it; else None."""
+        until = record.get("until_step")
+        if record["kind"] != "straggler" or not isinstance(until, int):
+            return None
+        span = (*_span_start(record), until)
+        if until >= record.get("ended_step", until) or span in self._spans_costed:
+            return None
+        return span
 
     def cost_spans(self, span_records: Mapping[tuple[str, int, int, int], StragglerRecord]) -> None:
         """Give each ended verdict of :meth:`spans_to_cost` the cost and judgement of its
@@ -733,10 +735,9 @@ class TimingWatch:
         been the last naming window's, which held steps after the slowness ended. Once a
         span; the ranks it names are kept; a record handed out is never changed (the
         ended ones are new copies), and ``on_verdict`` is not told again."""
-        due = set(self.spans_to_cost())
         for index, record in enumerate(self.ended):
-            until = record.get("until_step")
-            if not isinstance(until, int) or (span := (*_span_start(record), until)) not in due:
+            span = self._span_to_cost(record)
+            if span is None:
                 continue
             self._spans_costed.add(span)
             found = span_records.get(span)
@@ -748,7 +749,7 @@ class TimingWatch:
                 if name in _RUN_FIELDS and name != "ranks"
             }
             costed = cast(StragglerRecord, {**record, **taken})
-            self.ended[index] = _ended_until(costed, straggler_message(costed), until)
+            self.ended[index] = _ended_until(costed, straggler_message(costed), span[3])
 
     def _held_steps(self) -> Iterator[npt.NDArray[np.int64]]:
         """Each distinct steps array of the held windows (one per WindowRows)."""

@@ -714,10 +714,18 @@ def _onsets(share: FloatArray, count: FloatArray) -> IntArray:
     for block in range(blocks - 2, -1, -1):
         np.add(suffix[block + 1], share[block], out=suffix[block])
         np.add(steps_after[block + 1], count[block], out=steps_after[block])
-    with np.errstate(invalid="ignore", divide="ignore"):
-        clarity = np.where(steps_after > 0, suffix / np.sqrt(np.maximum(steps_after, 1.0)), -np.inf)
-    onset: IntArray = np.ascontiguousarray(clarity.T).argmax(axis=1)
+    onset: IntArray = np.ascontiguousarray(_clarity(suffix, steps_after).T).argmax(axis=1)
     return onset
+
+
+def _clarity(share: FloatArray, steps: FloatArray) -> FloatArray:
+    """The change-in-mean statistic of excess shares summed over some steps: the sum over
+    the square root of the steps (``steps``, broadcast against ``share``), -inf where
+    there are none. What an onset (:func:`_onsets`) and the end of a slowness
+    (:meth:`StragglerEvidence.slow_until`) make the most of."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        clarity: FloatArray = np.where(steps > 0, share / np.sqrt(np.maximum(steps, 1.0)), -np.inf)
+    return clarity
 
 
 def tag_totals(part: TagEvidence) -> TagTotals:
@@ -969,9 +977,7 @@ class StragglerEvidence:
         if first >= known.blocks.shape[1]:
             return None
         share = np.cumsum(known.blocks[row, first:, SHARE])
-        steps = np.cumsum(known.blocks[row, first:, COUNT])
-        with np.errstate(invalid="ignore", divide="ignore"):
-            clarity = np.where(steps > 0, share / np.sqrt(np.maximum(steps, 1.0)), -np.inf)
+        clarity = _clarity(share, np.cumsum(known.blocks[row, first:, COUNT]))
         end = int(np.argmax(clarity))
         if not clarity[end] > 0:
             return None
