@@ -248,8 +248,9 @@ class TimingWatch:
         self._windows: dict[str, tuple[list[int], npt.NDArray[np.floating[Any]]]] = {}
         self._standing: dict[tuple[str, tuple[int, ...], str | None], StragglerRecord] = {}
         self._announced: set[tuple[str, tuple[int, ...], str | None]] = set()
-        # The message of the last straggler record on_verdict was told of, per verdict key.
-        self._told: dict[tuple[str, tuple[int, ...], str | None], str] = {}
+        # The message and cost of the last straggler record on_verdict was told of, per
+        # verdict key (a cost can move by less than its message rounds to).
+        self._told: dict[tuple[str, tuple[int, ...], str | None], tuple[str, float]] = {}
         # Judgements in a row each standing verdict was missing from (none: found last time).
         self._missed: dict[tuple[str, tuple[int, ...], str | None], int] = {}
         # Standing verdicts whose onset is still open (judge()'s run_onsets): the first step
@@ -641,8 +642,9 @@ class TimingWatch:
         ``LiveVerdicts.straggler_records``) holds with the same ranks, timing and onset
         takes that record's cost and the judgement its message states, so the record,
         its message and the merged lineage give one cost. ``on_verdict`` is told of each
-        standing record whose message differs from the last one it was told of (its last
-        call for a verdict is the record that stands); those are returned."""
+        standing record whose message or cost differs from the last one it was told of
+        (its last call for a verdict is the record that stands, to the cost's last digit);
+        those are returned."""
         runs = {(_key(run), run["since_step"]): run for run in run_records}
         changed = []
         for key, standing in list(self._standing.items()):
@@ -653,7 +655,7 @@ class TimingWatch:
                 record = cast(StragglerRecord, {**standing, **taken})
                 record["message"] = straggler_message(record)
                 self._standing[key] = record
-            if record["message"] != self._told.get(key):
+            if _told_of(record) != self._told.get(key):
                 changed.append(record)
         for record in changed:
             self._announce(record)
@@ -793,7 +795,7 @@ class TimingWatch:
                 self.job_dir or "<job dir>",
             )
         if record["kind"] == "straggler" and record.get("status") != "ended":
-            self._told[key] = str(record["message"])
+            self._told[key] = _told_of(record)
         if self.on_verdict is None:
             return
         self.calls += 1
@@ -801,6 +803,12 @@ class TimingWatch:
             self.on_verdict(record.copy())
         except Exception:  # the caller's code: logged, never the end of training
             logger.exception("on_verdict raised on a %s verdict; training goes on", record["kind"])
+
+
+def _told_of(record: Mapping[str, Any]) -> tuple[str, float]:
+    """What ``on_verdict`` reads of a straggler record that a later one may change: its
+    message and its cost."""
+    return (str(record["message"]), float(record["cost_seconds_per_step"]))
 
 
 def _span_start(record: Mapping[str, Any]) -> tuple[str, int, int]:
