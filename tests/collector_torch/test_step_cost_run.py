@@ -39,7 +39,7 @@ def test_a_quick_run_prints_each_row_and_the_loss_its_collector_recorded(tmp_pat
     ), lines[1]
     assert re.fullmatch(rf"    quiet by run: {PERCENT}", lines[2]), lines[2]
     # The loss at step 1 and every 10th of the 60: the collector recorded the copy it ran on.
-    assert lines[-3] == "    the collected copy's record, loss points read back by run: 7"
+    assert lines[-4] == "    the collected copy's record, loss points read back by run: 7"
     # The step time it recorded is its copy's own step, not both copies' (it read 3x its
     # own step with the session's clock left running over the bare copy's step, and
     # 1.40-1.49x with the steps a session logs timed from the end of the one before,
@@ -49,15 +49,24 @@ def test_a_quick_run_prints_each_row_and_the_loss_its_collector_recorded(tmp_pat
     timed = re.fullmatch(
         r"    its median step time recorded by run \(the same steps timed here\): "
         r"(\d+\.\d{3}) ms \((\d+\.\d{3}) ms\)",
-        lines[-2],
+        lines[-3],
     )
-    assert timed is not None, lines[-2]
-    assert float(timed[1]) < 1.25 * float(timed[2]), lines[-2]
+    assert timed is not None, lines[-3]
+    assert float(timed[1]) < 1.25 * float(timed[2]), lines[-3]
     # Its own recorded cost beside the overhead measured (or none: no window closed; or
     # no ratio: a short run's mean/step can read no overhead at all).
     assert re.fullmatch(
         rf"    its own recorded cost \(wall\) by run, of the bare step \(x the mean/step\): "
         rf"(not recorded|{PERCENT} \((x-?\d+\.\d\d|no overhead measured)\))",
+        lines[-2],
+    ), lines[-2]
+    # What the collector's threads used over the steps after the warm-up, read from their
+    # own CPU clocks (beside both copies: in neither copy's figures), a number on Linux.
+    threads = re.fullmatch(
+        r"    the collector's threads' CPU a step by run \(of the bare step; beside both "
+        rf"copies, in neither's figures\): (\d+\.\d) us \(({PERCENT})\)",
         lines[-1],
-    ), lines[-1]
+    )
+    assert threads is not None, lines[-1]
+    assert float(threads[2].rstrip("%")) >= 0.0
     assert list(tmp_path.iterdir()) == []  # its record went with its temporary folder

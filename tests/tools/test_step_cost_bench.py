@@ -4,6 +4,8 @@ torch runs: tests/collector_torch/test_step_cost_run.py)."""
 from __future__ import annotations
 
 import math
+import threading
+import time
 from types import ModuleType
 from typing import Any
 
@@ -103,6 +105,56 @@ def test_the_recorded_cost_is_read_against_the_bare_step_and_the_overhead_measur
     # No cost window closed: nothing recorded, nothing compared.
     unrecorded = bench.figures(_steps(bench, 500, 250), warmup=100)
     assert math.isnan(unrecorded["own_cost"]) and math.isnan(unrecorded["own_ratio"])
+
+
+def test_the_collectors_threads_cpu_is_read_per_step_against_the_bare_step(
+    bench: ModuleType,
+) -> None:
+    steps = _steps(bench, 500, 250)
+    steps.threads_cpu, steps.threads_steps = 0.002, 400  # 5 us a step over 400 steps
+    found = bench.figures(steps, warmup=100)
+    assert found["threads_us"] == pytest.approx(5.0)
+    assert found["threads"] == pytest.approx(0.5)  # of the bare copy's 1 ms step
+    # Not read (no thread clock, or the warm-up never ended): not a number, not 0.
+    unread = bench.figures(_steps(bench, 500, 250), warmup=100)
+    assert math.isnan(unread["threads_us"]) and math.isnan(unread["threads"])
+
+
+def test_only_the_threads_named_rankscribe_are_counted_from_start_to_stop(
+    bench: ModuleType,
+) -> None:
+    def burn(seconds: float, burnt: threading.Event, until: threading.Event) -> None:
+        began = time.thread_time()
+        while time.thread_time() - began < seconds:
+            pass
+        burnt.set()
+        until.wait(60)
+
+    done = threading.Event()
+    burners = {
+        name: (threading.Event(), seconds)
+        for name, seconds in (("rankscribe-test-burner", 0.05), ("someone-elses", 0.2))
+    }
+    threads = [
+        threading.Thread(target=burn, args=(seconds, burnt, done), name=name)
+        for name, (burnt, seconds) in burners.items()
+    ]
+    steps = _steps(bench, 500, 250)
+    clock = bench.ThreadsCPU()
+    clock.start()
+    for thread in threads:
+        thread.start()
+    try:
+        assert all(burnt.wait(60) for burnt, _ in burners.values())
+        clock.stop(steps, 100)
+    finally:
+        done.set()
+        for thread in threads:
+            thread.join()
+    # The 0.05 s of the thread named rankscribe-..., started after start(); not the other
+    # thread's 0.2 s, nor this one's.
+    assert steps.threads_steps == 100
+    assert 0.05 <= steps.threads_cpu < 0.2
 
 
 def _runs(means: list[float], owns: list[float]) -> list[dict[str, float]]:

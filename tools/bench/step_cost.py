@@ -57,16 +57,23 @@ against rank 1's (the bound: rank 1's + 1 %).
 What it does not measure, by design: the collector's background threads run beside both
 copies, so their CPU and their contention land on both; the run's once costs (its first
 steps, the end of training, the merge). ``tools/bench/collector.py`` measures those,
-with the run-to-run drift. A ``TrainSession`` times a step from one ``session.step`` to
-the next, which here holds the bare copy's step and both copies' batches too: the
-session's clock is started at the collected copy's own step (``session._previous_step``),
-less what the collector did after the last call's clock read (a light step's loss read,
-which a session's next step holds), so the collector sees the step time it would alone
-(the cost budget's share of the step and its slowdown depend on it). That bookkeeping
-is the bench's, done just outside the collected copy's timed step: inside it, it read
-as the collector's (its clock reads and attributes, on the caches the step turned over:
-the collected step +6.8 % of the bare step against +5.9 % outside, the medians of ten
-alternated runs of the ~1 ms row).
+with the run-to-run drift. So that what the figures leave out is known, the threads' own
+CPU over the steps after the warm-up (each thread of the process whose name starts with
+``rankscribe``, read from its own CPU clock) is printed beside them, per step and as a
+share of the bare copy's mean step: about what a job would pay beyond the mean/step
+figure for them, were all of it to delay its training thread (a thread that ended within
+those steps is not counted; NaN where a thread's CPU clock cannot be read).
+
+A ``TrainSession`` times a step from one ``session.step`` to the next, which here holds
+the bare copy's step and both copies' batches too: the session's clock is started at the
+collected copy's own step (``session._previous_step``), less what the collector did
+after the last call's clock read (a light step's loss read, which a session's next step
+holds), so the collector sees the step time it would alone (the cost budget's share of
+the step and its slowdown depend on it). That bookkeeping is the bench's, done just
+outside the collected copy's timed step: inside it, it read as the collector's (its
+clock reads and attributes, on the caches the step turned over: the collected step
++6.8 % of the bare step against +5.9 % outside, the medians of ten alternated runs of
+the ~1 ms row).
 """
 
 from __future__ import annotations
@@ -80,6 +87,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -160,12 +168,53 @@ class Steps:
     #: What the collector recorded it cost its copy's step's wall clock, seconds per step
     #: over the run (``rankscribe/collector_cost/wall``; NaN: no cost window closed).
     recorded_cost: float = float("nan")
+    #: The collector's threads' CPU seconds over the steps after the warm-up, and the
+    #: number of those steps (:func:`threads_cpu`; NaN: not read here).
+    threads_cpu: float = float("nan")
+    threads_steps: int = 0
 
 
 def _timed(work: Callable[[], object]) -> tuple[float, float]:
     wall, cpu = time.perf_counter(), time.thread_time()
     work()
     return time.perf_counter() - wall, time.thread_time() - cpu
+
+
+def threads_cpu() -> dict[int, float] | None:
+    """Each running thread of this process whose name starts with ``rankscribe`` (the
+    collector's, the writer's and the job view's threads) -> its CPU seconds so far, read
+    from its own CPU clock; None where such a clock cannot be read (not Linux)."""
+    found: dict[int, float] = {}
+    for thread in threading.enumerate():
+        if not thread.name.startswith("rankscribe") or thread.ident is None:
+            continue
+        try:
+            found[thread.ident] = time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
+        except (AttributeError, OSError):
+            return None
+    return found
+
+
+class ThreadsCPU:
+    """The collector's threads' CPU seconds from :meth:`start` to :meth:`stop`."""
+
+    def __init__(self) -> None:
+        self.before: dict[int, float] | None = None
+
+    def start(self) -> None:
+        self.before = threads_cpu()
+
+    def stop(self, found: Steps, steps: int) -> None:
+        """Into ``found``: the CPU since :meth:`start`, over ``steps`` steps (left NaN
+        where a clock could not be read, or :meth:`start` was not reached)."""
+        after = threads_cpu()
+        if self.before is None or after is None:
+            return
+        before = self.before
+        found.threads_cpu = sum(
+            seconds - before.get(ident, 0.0) for ident, seconds in after.items()
+        )
+        found.threads_steps = steps
 
 
 def own_directory(directory: Path) -> Path:
@@ -203,8 +252,9 @@ class SessionStart:
         session._previous_step = now
 
 
-def interleaved(row: Row, steps: int, directory: Path) -> Steps:
-    """One run: the collected copy and the bare copy, one step of each in turn."""
+def interleaved(row: Row, steps: int, directory: Path, warmup: int) -> Steps:
+    """One run: the collected copy and the bare copy, one step of each in turn; the
+    collector's threads' CPU over the steps after ``warmup``."""
     per_epoch = BENCH.mlp_steps_per_epoch(steps)
     epochs = BENCH.mlp_epochs(steps)
     copies = {
@@ -235,6 +285,7 @@ def interleaved(row: Row, steps: int, directory: Path) -> Steps:
     held: dict[str, object] = {}
     index = 0
     start = SessionStart()
+    threads = ThreadsCPU()
     with TrainSession(
         [collector],
         network=model,
@@ -248,6 +299,8 @@ def interleaved(row: Row, steps: int, directory: Path) -> Steps:
             bare_batches = iter(copies["bare"][3])
             for images, labels in loader:
                 bare_images, bare_labels = next(bare_batches)
+                if index == warmup:
+                    threads.start()
 
                 def collected_step(images: Any = images, labels: Any = labels) -> None:
                     loss = train_step("collected", images, labels)
@@ -276,6 +329,7 @@ def interleaved(row: Row, steps: int, directory: Path) -> Steps:
                     found.wall[name].append(wall)
                     found.cpu[name].append(cpu)
                 index += 1
+        threads.stop(found, index - warmup)
     read_back(found, directory)
     return found
 
@@ -317,6 +371,7 @@ def figures(found: Steps, warmup: int) -> dict[str, float]:
     bare_mean = steady(wall["bare"])
     mean = over_bare(steady, wall)
     own = 100.0 * found.recorded_cost / bare_mean
+    per_step = found.threads_cpu / found.threads_steps if found.threads_steps else math.nan
     return {
         "recorded": float(found.recorded),
         # The collector's own recorded cost, as +% of the bare copy's mean step, and its
@@ -331,6 +386,10 @@ def figures(found: Steps, warmup: int) -> dict[str, float]:
         "collected": over_bare(collected, wall),
         "mean": mean,
         "mean_cpu": over_bare(steady, cpu),
+        # The collector's threads' CPU a step after the warm-up, in us and as +% of the
+        # bare copy's mean step (beside both copies here: in neither's figures).
+        "threads_us": 1e6 * per_step,
+        "threads": 100.0 * per_step / bare_mean,
     }
 
 
@@ -428,6 +487,11 @@ def report(row: Row, runs: list[dict[str, float]]) -> None:
         for run in runs
     )
     print(f"    its own recorded cost (wall) by run, of the bare step (x the mean/step): {owned}")
+    threads = ", ".join(f"{run['threads_us']:.1f} us ({run['threads']:+.2f}%)" for run in runs)
+    print(
+        "    the collector's threads' CPU a step by run (of the bare step; beside both "
+        f"copies, in neither's figures): {threads}"
+    )
     together = pooled(runs)
     if together is not None:
 
@@ -480,8 +544,8 @@ def main(argv: list[str] | None = None) -> int:
             f"(the order swapped each step); {args.reps} run(s) of {args.steps} steps, the "
             f"first {args.warmup} left out; torch threads {torch.get_num_threads()}{ranks}; "
             f"the MLPs' widths {BENCH.WIDTHS['w1']} (~1 ms), {BENCH.WIDTHS['w10']} (~10 ms); "
-            "the collector's threads run beside both copies (tools/bench/collector.py "
-            "measures them)",
+            "the collector's threads run beside both copies (their CPU is printed; "
+            "tools/bench/collector.py measures whole runs)",
             flush=True,
         )
     with contextlib.ExitStack() as stack:
@@ -492,7 +556,8 @@ def main(argv: list[str] | None = None) -> int:
         figured = {
             key: [
                 figures(
-                    interleaved(ROWS[key], args.steps, Path(work) / f"{key}-{rep}"), args.warmup
+                    interleaved(ROWS[key], args.steps, Path(work) / f"{key}-{rep}", args.warmup),
+                    args.warmup,
                 )
                 for rep in range(args.reps)
             ]
