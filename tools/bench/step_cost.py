@@ -59,7 +59,8 @@ copies, so their CPU and their contention land on both; the run's once costs (it
 steps, the end of training, the merge). ``tools/bench/collector.py`` measures those,
 with the run-to-run drift. So that what the figures leave out is known, the threads' own
 CPU over the steps after the warm-up (each thread of the process whose name starts with
-``rankscribe``, read from its own CPU clock) is printed beside them, per step and as a
+``rankscribe``, read from its own CPU clock by ``tools/bench/collector.py``'s
+``ThreadCpu``) is printed beside them, per step and as a
 share of the bare copy's mean step: about what a job would pay beyond the mean/step
 figure for them, were all of it to delay its training thread (a thread that ended within
 those steps is not counted; NaN where a thread's CPU clock cannot be read).
@@ -87,7 +88,6 @@ import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -169,7 +169,7 @@ class Steps:
     #: over the run (``rankscribe/collector_cost/wall``; NaN: no cost window closed).
     recorded_cost: float = float("nan")
     #: The collector's threads' CPU seconds over the steps after the warm-up, and the
-    #: number of those steps (:func:`threads_cpu`; NaN: not read here).
+    #: number of those steps (:func:`threads_into`; NaN: not read here).
     threads_cpu: float = float("nan")
     threads_steps: int = 0
 
@@ -180,41 +180,20 @@ def _timed(work: Callable[[], object]) -> tuple[float, float]:
     return time.perf_counter() - wall, time.thread_time() - cpu
 
 
-def threads_cpu() -> dict[int, float] | None:
-    """Each running thread of this process whose name starts with ``rankscribe`` (the
-    collector's, the writer's and the job view's threads) -> its CPU seconds so far, read
-    from its own CPU clock; None where such a clock cannot be read (not Linux)."""
-    found: dict[int, float] = {}
-    for thread in threading.enumerate():
-        if not thread.name.startswith("rankscribe") or thread.ident is None:
-            continue
-        try:
-            found[thread.ident] = time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
-        except (AttributeError, OSError):
-            return None
-    return found
-
-
-class ThreadsCPU:
-    """The collector's threads' CPU seconds from :meth:`start` to :meth:`stop`."""
-
-    def __init__(self) -> None:
-        self.before: dict[int, float] | None = None
-
-    def start(self) -> None:
-        self.before = threads_cpu()
-
-    def stop(self, found: Steps, steps: int) -> None:
-        """Into ``found``: the CPU since :meth:`start`, over ``steps`` steps (left NaN
-        where a clock could not be read, or :meth:`start` was not reached)."""
-        after = threads_cpu()
-        if self.before is None or after is None:
-            return
-        before = self.before
-        found.threads_cpu = sum(
-            seconds - before.get(ident, 0.0) for ident, seconds in after.items()
-        )
-        found.threads_steps = steps
+def threads_into(found: Steps, threads: Any, steps: int) -> None:
+    """Into ``found``: the CPU seconds of the threads named ``rankscribe...`` that
+    ``threads`` (``tools/bench/collector.py``'s ``ThreadCpu``, exited) saw, over ``steps``
+    steps; left NaN where it saw none (no thread's CPU readable here, or ``threads``
+    never entered: no step after the warm-up)."""
+    seen = {
+        name: seconds
+        for name, seconds in threads.by_name().items()
+        if name.startswith("rankscribe")
+    }
+    if not seen or steps <= 0:
+        return
+    found.threads_cpu = sum(seen.values())
+    found.threads_steps = steps
 
 
 def own_directory(directory: Path) -> Path:
@@ -285,22 +264,27 @@ def interleaved(row: Row, steps: int, directory: Path, warmup: int) -> Steps:
     held: dict[str, object] = {}
     index = 0
     start = SessionStart()
-    threads = ThreadsCPU()
-    with TrainSession(
-        [collector],
-        network=model,
-        optimizer=optimizer,
-        loss_fn=loss_fn,
-        train_dataset=loader,
-        epochs=epochs,
-    ) as session:
+    # The collector's threads' CPU from the end of the warm-up (entered then) to the last
+    # step: `measuring` exits before the session, whose end of training is not counted.
+    threads = BENCH.ThreadCpu()
+    with (
+        TrainSession(
+            [collector],
+            network=model,
+            optimizer=optimizer,
+            loss_fn=loss_fn,
+            train_dataset=loader,
+            epochs=epochs,
+        ) as session,
+        contextlib.ExitStack() as measuring,
+    ):
         for _ in session.epochs():
             start.returned = None  # (the session's clock starts anew at each epoch)
             bare_batches = iter(copies["bare"][3])
             for images, labels in loader:
                 bare_images, bare_labels = next(bare_batches)
                 if index == warmup:
-                    threads.start()
+                    measuring.enter_context(threads)
 
                 def collected_step(images: Any = images, labels: Any = labels) -> None:
                     loss = train_step("collected", images, labels)
@@ -329,7 +313,7 @@ def interleaved(row: Row, steps: int, directory: Path, warmup: int) -> Steps:
                     found.wall[name].append(wall)
                     found.cpu[name].append(cpu)
                 index += 1
-        threads.stop(found, index - warmup)
+    threads_into(found, threads, index - warmup)
     read_back(found, directory)
     return found
 
