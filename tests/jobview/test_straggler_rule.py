@@ -164,6 +164,56 @@ def test_a_verdict_slow_in_some_steps_at_random_is_not_persistent() -> None:
     assert record["share_of_steps"] < 0.5
 
 
+def _two_ranks(slow: slice, seed: int = 3) -> list[dict[str, object]]:
+    """Two ranks' compute sections of ~5 ms (x log-normal 5 %), 400 steps; rank 1's 4 ms
+    longer over ``slow``; the step the later of the two and 4 ms more."""
+    compute = 0.005 * np.random.default_rng(seed).lognormal(0.0, 0.05, (2, 400))
+    compute[1, slow] += 0.004
+    step = compute.max(axis=0) + 0.004
+    return list(judge_timings({"section/compute": compute}, step_time=step))
+
+
+@pytest.mark.parametrize("seed", [3, 4, 5])
+def test_of_two_ranks_one_slow_in_half_its_steps_since_its_onset_is_a_burst(seed: int) -> None:
+    """Of two ranks each one's excess is the other's negated, so the median rank's variance
+    is the slow rank's own, its slowness in it: its share of slow steps is read beyond its
+    own noise before its onset. Rank 1 slow over steps 200-299 of 400 (from its onset, a
+    block before, to the end: about 0.49 of the steps) is a burst, not persistent (it read
+    0.81, persistent, beyond the median rank's variance)."""
+    [record] = _two_ranks(slice(200, 300), seed)
+    assert record["ranks"] == [1]
+    assert abs(int(record["since_step"]) - 200) <= 16
+    assert record["share_of_steps"] == pytest.approx(100 / (400 - record["since_step"]), abs=0.08)
+    assert record["persistent"] is False
+
+
+def test_of_two_ranks_one_slow_from_its_onset_to_the_end_is_persistent() -> None:
+    """The same job with rank 1 slow from step 100 to the end: slow in all of its steps
+    since its onset, chronic (beside its noise before the onset, as above)."""
+    [record] = _two_ranks(slice(100, None))
+    assert record["ranks"] == [1]
+    assert record["share_of_steps"] > 0.9
+    assert record["persistent"] is True
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_of_many_ranks_the_share_of_slow_steps_is_read_beyond_the_others_noise(
+    seed: int,
+) -> None:
+    """Of 64 ranks, rank 5 noisy before step 200 (x log-normal 30 %, the others 5 %), then
+    3x slower in 30 % of its steps at random with the others' noise: its share of slow
+    steps is read beyond the median rank's variance, the noise of the steps it is judged
+    on, not beyond its own before its onset (a noise it no longer has: read so, 0.37-0.44)."""
+    rng = np.random.default_rng(seed)
+    forward = 0.005 * rng.lognormal(0.0, 0.05, (64, 400))
+    forward[5, :200] = 0.005 * rng.lognormal(0.0, 0.3, 200)
+    forward[5, 200:][rng.random(200) < 0.3] *= 3.0
+    [record] = judge_timings({"forward": forward}, step_time=forward.max(axis=0) + 0.004)
+    assert record["ranks"] == [5]
+    assert record["share_of_steps"] == pytest.approx(0.3, abs=0.05)
+    assert record["persistent"] is False
+
+
 def test_a_rank_slow_every_2nd_step_is_intermittent_not_persistent() -> None:
     forward = _job()
     forward[5, ::2] *= 2.0
