@@ -268,7 +268,8 @@ def _duty_noise(
 ) -> float | FloatArray:
     """The noise :func:`_duty` reads each rank's slow steps beyond: the median rank's
     variance (``noise``); in a job of two ranks, each rank's own variance before its onset
-    (``whole`` less ``segment``), where it has at least ``least`` steps there.
+    (``whole`` less ``segment``), where it has at least ``least`` steps there (never
+    above the median rank's).
 
     Of two ranks each one's excess is the other's negated: their variances are one, and
     the median rank's is the slow rank's own, its slowness in it. Read beyond that, a rank
@@ -282,7 +283,9 @@ def _duty_noise(
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = before[:, 1] / count
         variance = np.maximum(before[:, 2] / count - mean * mean, 0.0)
-    own: FloatArray = np.where(count >= least, variance, noise)
+    # Never above the median rank's: that one holds the slowness too (a few steps before
+    # an onset placed late may hold some of it).
+    own: FloatArray = np.where(count >= least, np.minimum(variance, noise), noise)
     return own
 
 
