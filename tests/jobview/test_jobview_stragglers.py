@@ -500,6 +500,32 @@ def test_the_evidence_says_until_which_step_a_rank_was_slow_to_a_block() -> None
     assert evidence.slow_until(FORWARD_TIME_TAG, 1, 101) is None
 
 
+def test_the_evidence_says_whether_a_ranks_slowness_is_over() -> None:
+    """Over: its last slow step before the last step judged, and the steps after it, at
+    least ``least`` of them, no slower than the floor on the mean (rank 1 25 % of a 10 ms
+    step slower while slow, then as the others)."""
+    tag = f"{SECTION_TAG_PREFIX}compute"
+    evidence = _slow_over(101, 500)
+    assert evidence.slowness_over(tag, 1, 101, 0.02, 8) == 511  # slow_until's step
+    # Slow to the end: not over. A block after it, but fewer steps than asked for: not yet.
+    assert _slow_over(101, 1500).slowness_over(tag, 1, 101, 0.02, 8) is None
+    assert evidence.slowness_over(tag, 1, 101, 0.02, 990) is None
+    assert evidence.slowness_over(tag, 1, 101, 0.02, 989) == 511  # steps 512-1500
+    # Still slower than the floor after its clearest end (1.05x after 1.25x: 4 % of the
+    # step on the mean, above a floor of 2 % and below one of 5 %): not over.
+    numbers, compute = _slow_compute(101, 500, 1500)
+    compute[1, numbers > 500] *= 1.05
+    slower = timings_evidence(
+        {"section/compute": compute}, step_time=np.full(1500, 0.010), steps=numbers
+    )
+    assert slower.slowness_over(tag, 1, 101, 0.02, 8) is None
+    assert slower.slowness_over(tag, 1, 101, 0.05, 8) == 511
+    # Nothing known of the rank, the timing, or no excess since the onset: None.
+    assert evidence.slowness_over(tag, 7, 101, 0.02, 8) is None
+    assert evidence.slowness_over(FORWARD_TIME_TAG, 1, 101, 0.02, 8) is None
+    assert evidence.slowness_over(tag, 1, 700, 0.02, 8) is None
+
+
 def test_the_evidence_through_a_step_is_judged_over_those_steps_alone() -> None:
     """Rank 1 2 ms slower (1.25x of 8 ms) over steps 101-500 of 1,500: through the block
     holding step 511, the judgement names it at what it cost while slow; over the whole

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rankscribe.jobview import VerdictSettings, judge_timings
+from rankscribe.jobview import StragglerRecord, VerdictSettings, judge_timings
 
 STEP = 0.010
 
@@ -164,13 +164,13 @@ def test_a_verdict_slow_in_some_steps_at_random_is_not_persistent() -> None:
     assert record["share_of_steps"] < 0.5
 
 
-def _two_ranks(slow: slice, seed: int = 3) -> list[dict[str, object]]:
+def _two_ranks(slow: slice, seed: int = 3) -> list[StragglerRecord]:
     """Two ranks' compute sections of ~5 ms (x log-normal 5 %), 400 steps; rank 1's 4 ms
     longer over ``slow``; the step the later of the two and 4 ms more."""
     compute = 0.005 * np.random.default_rng(seed).lognormal(0.0, 0.05, (2, 400))
     compute[1, slow] += 0.004
     step = compute.max(axis=0) + 0.004
-    return list(judge_timings({"section/compute": compute}, step_time=step))
+    return judge_timings({"section/compute": compute}, step_time=step)
 
 
 @pytest.mark.parametrize("seed", [3, 4, 5])

@@ -966,15 +966,17 @@ def test_a_short_job_ends_with_one_verdict_per_slowness_and_the_onset_the_whole_
     assert standing["cost_seconds_per_step"] == verdicts["job/straggler_cost_seconds"]
     assert standing["message"] == verdicts["job/straggler_message"]
     # Told of rank 2 when named, again when the whole run's judgement moved its onset, and
-    # with the whole run's cost at the final write; of rank 1 when it ended.
+    # with the whole run's cost at the final write; of rank 1 when it ended, at that write
+    # before its verdicts (missing from the last judgement, its slowness over in the whole
+    # run's evidence: TimingWatch.end_over).
     assert [(r["ranks"], r.get("status"), r["since_step"]) for r in told] == [
         ([1], None, named["since_step"]),
         ([2], None, window_named["since_step"]),
         ([2], None, standing["since_step"]),
-        ([2], None, standing["since_step"]),
         ([1], "ended", named["since_step"]),
+        ([2], None, standing["since_step"]),
     ]
-    assert told[3] == standing and told[2]["message"] != standing["message"]
+    assert told[4] == standing and told[2]["message"] != standing["message"]
     # Rank 0's log warned of rank 2 twice: when named, and with the onset it moved to.
     warned = [r.getMessage() for r in caplog.records if "rank 2 costs" in r.getMessage()]
     assert [
@@ -1069,12 +1071,13 @@ def end_of_training(view: LiveJobView) -> dict[str, float | int | str]:
     return view.verdicts()
 
 
-def test_at_the_end_a_precise_live_onset_stays_and_the_whole_runs_verdict_stands(
+def test_at_the_end_a_precise_live_onset_stays_and_a_slowness_over_ends_with_its_span(
     tmp_path: Path,
 ) -> None:
-    # Rank 1 3x slow for steps 100-449: named in a round, missing from the last window,
-    # named by the whole run at the end. Rank 6 1.5x slow from step 490, named by a round
-    # whose window (450-649) shows its onset more finely than the whole run's blocks.
+    # Rank 1 3x slow for steps 100-449: named in a round, missing from the last window; the
+    # whole run, judged from its onset to the last step, still names it. Rank 6 1.5x slow
+    # from step 490, named by a round whose window (450-649) shows its onset more finely
+    # than the whole run's blocks.
     base = window(8, 800, seed=1)
     first = window(8, 800, slow=1, factor=3.0, seed=2)
     second = window(8, 800, slow=6, factor=1.5, seed=3)
@@ -1094,7 +1097,8 @@ def test_at_the_end_a_precise_live_onset_stays_and_the_whole_runs_verdict_stands
         }
         for tag, ranks in base.items()
     }
-    view = LiveJobView(tmp_path, world_size=8, tensorboard=True)
+    told: list[Mapping[str, Any]] = []
+    view = LiveJobView(tmp_path, world_size=8, tensorboard=True, on_verdict=told.append)
 
     def judged(low: int, high: int) -> dict[int, dict[str, Any]]:
         merged = partial_of(_rounds(timings, low, high), 0)
@@ -1113,26 +1117,80 @@ def test_at_the_end_a_precise_live_onset_stays_and_the_whole_runs_verdict_stands
         merged.merge(partial_of(_rounds(timings, 650, 800), rank))
     view.add(merged)
     verdicts = end_of_training(view)  # rank 1 missing from its third judgement in a row
-    assert view.watch.ended == []
+    # Rank 1's slowness is over in the whole run's evidence (steps 450-799 no slower than
+    # the others): it ends with its span, to a block of 32 steps, not "-end".
+    [ended] = plain(list(view.watch.ended))
+    assert ended["ranks"] == [1] and ended["status"] == "ended"
+    assert ended["until_step"] in (447, 479)  # the block holding step 449, or the one before
+    assert ended["ended_step"] == 799
+    assert "slow no longer in the whole run's evidence" in ended["reason"]
+    assert ended["message"].endswith(f"(ended by step 799, slow until step {ended['until_step']})")
+    # Its cost is the span's: 3x a compute of 10 ms, not diluted by the steps after it.
+    assert ended["cost_seconds_per_step"] > 0.012
+    assert [(r["ranks"], r.get("status")) for r in told if r["ranks"] == [1]][-1] == (
+        [1],
+        "ended",
+    )
     standing = {record["ranks"][0]: record for record in plain(view.watch.records)}
-    assert 90 <= standing[1]["since_step"] <= 100  # the whole run's: slow before the window
-    assert round_one[1]["since_step"] == 250  # (a record handed out is not changed)
+    assert list(standing) == [6]
     assert standing[6]["since_step"] == named["since_step"]  # the finer live onset
-    assert sorted(str(verdicts[LIVE_SPANS_KEY]).split("; ")) == [
-        f"rank {rank} section/compute steps {standing[rank]['since_step']}-end" for rank in (1, 6)
-    ]
-    # The last write settled rank 1's onset before it wrote the verdicts' text.
+    # The job's verdicts tell the same story: rank 6 stands, rank 1 was slow over its span.
+    assert verdicts["job/straggler_rank"] == 6
+    assert verdicts["job/straggler_ranks"] == "6"
+    assert verdicts[LIVE_SPANS_KEY] == (
+        f"rank 1 section/compute steps {ended['since_step']}-{ended['until_step']}; "
+        f"rank 6 section/compute steps {standing[6]['since_step']}-end"
+    )
+    state = json.loads((tmp_path / LIVE_STATE_NAME).read_text())
+    assert state["verdicts"]["job/straggler_rank"] == 6
+    assert [record["ranks"] for record in state["ended_records"]] == [[1]]
+    # The last text gives the records the job ended with, and says so: rank 6 alone.
     [board] = (path for path in view.paths if "tfevents" in path)
     texts = [text for _, tag, text in board_texts(board) if tag == "verdicts"]
-    text = "\n".join(texts)
-    assert "rank 1 costs" in text and "since step 250" not in text
-    assert f"since step {standing[1]['since_step']}," in text
-    # The last text gives the records the job ended with, and says so.
     assert "(recent steps)" not in texts[-1]  # (a running job's say so: test_jobview_live)
-    for rank in (1, 6):
-        ended_with = f"straggler (at the end of training): {standing[rank]['message']}"
-        assert f"- {ended_with}" in texts[-1].splitlines()
-        assert ended_with in live_lines(tmp_path)  # what `show` prints of the state file
+    ended_with = f"straggler (at the end of training): {standing[6]['message']}"
+    assert f"- {ended_with}" in texts[-1].splitlines()
+    assert ended_with in live_lines(tmp_path)  # what `show` prints of the state file
+    assert "straggler (at the end of training): rank 1" not in texts[-1]
+    assert not any("rank 1" in line and "at the end" in line for line in live_lines(tmp_path))
+    # The whole run's judgement, from rank 1's onset to the last step, still names it (it
+    # stood with it at the end before): the span is what the job's verdicts give of it.
+    assert "1" in str(view.state.verdicts()["job/straggler_ranks"]).split(",")
+
+
+def test_at_the_end_a_slowness_the_last_judgement_still_names_stands_though_it_is_over(
+    tmp_path: Path,
+) -> None:
+    """Rank 1 3x slow over steps 300-767 of 800: over in the whole run's evidence (the
+    block of steps 768-799 as fast as the others), but the last window (600-799) names it,
+    slow in 168 of its 200 steps: it stands to the end, not ended as over."""
+    base = window(8, 800, seed=1)
+    slow = window(8, 800, slow=1, factor=3.0, seed=2)
+    timings = {
+        tag: {
+            rank: (
+                steps,
+                np.where((rank == 1) & (steps >= 300) & (steps < 768), slow[tag][rank][1], values),
+            )
+            for rank, (steps, values) in ranks.items()
+        }
+        for tag, ranks in base.items()
+    }
+    view = LiveJobView(tmp_path, world_size=8)
+    for low, high in ((0, 450), (450, 650), (650, 800)):
+        merged = partial_of(_rounds(timings, low, high), 0)
+        for rank in range(1, 8):
+            merged.merge(partial_of(_rounds(timings, low, high), rank))
+        view.add(merged)
+        view.judge(final=True)
+    span = (COMPUTE, 1, int(plain(view.watch.records)[0]["since_step"]))
+    verdicts = end_of_training(view)
+    assert view.state.straggler_over.get(span) == 767  # over in the evidence
+    assert view.watch.ended == []
+    [standing] = plain(view.watch.records)
+    assert standing["ranks"] == [1]
+    assert verdicts["job/straggler_rank"] == 1
+    assert verdicts[LIVE_SPANS_KEY] == f"rank 1 section/compute steps {span[2]}-end"
 
 
 def _steps_of(

@@ -128,16 +128,28 @@ class LiveVerdicts:
     #: step: ``StragglerEvidence.slow_until``): where a live verdict that ends says its
     #: slowness ended (``TimingWatch.judge``'s ``run_until``).
     straggler_until: dict[tuple[str, int, int], int] = field(default_factory=dict)
+    #: Of those, the ones whose slowness is over as of the same evidence: the steps after
+    #: the last slow one (``min_steps`` or more) no slower than the floor on the mean
+    #: (``StragglerEvidence.slowness_over``). At the end of training a standing verdict the
+    #: last judgement did not name ends with such a span, though the whole run may name its
+    #: rank (``TimingWatch.end_over``).
+    straggler_over: dict[tuple[str, int, int], int] = field(default_factory=dict)
 
     def keep_slow_until(self, starts: Iterable[tuple[str, int, int]]) -> None:
         """Keep in :attr:`straggler_until` the last slow step since each (timing tag, rank,
-        onset) of ``starts`` that has one (one assignment: another thread reads it)."""
-        found = {}
+        onset) of ``starts`` that has one, and in :attr:`straggler_over` those whose
+        slowness is over (one assignment each: another thread reads them)."""
+        found, over = {}, {}
+        floor, least = self.settings.cost_floor_share, self.settings.min_steps
         for tag, rank, since in starts:
             until = self.stragglers.slow_until(tag, rank, since)
             if until is not None:
                 found[(tag, rank, since)] = until
+            ended = self.stragglers.slowness_over(tag, rank, since, floor, least)
+            if ended is not None:
+                over[(tag, rank, since)] = ended
         self.straggler_until = found
+        self.straggler_over = over
 
     def span_records(
         self, spans: Iterable[tuple[str, int, int, int]]

@@ -248,6 +248,14 @@ class LiveJobView:
             # round thread has stopped.
             self._judge_open_onsets()
             self.watch.settle(self.state.straggler_onsets)
+        if final:
+            # A slowness the last judgement no longer named, over in the whole run's
+            # evidence, ends with its span before the verdicts are written: the whole
+            # run's judgement from its onset to the last step, which may still name its
+            # rank, is judged from the step after that span (TimingWatch.end_over,
+            # over_onsets).
+            self.state.keep_slow_until(self.watch.span_starts())
+            self.watch.end_over(self.state.straggler_over)
         verdicts = self._job_verdicts(onsets_judged=settling)
         # Where the verdicts' slowness ends in the whole run's evidence: for one the next
         # judgements end (TimingWatch.judge's run_until), and, at the end of training, for
@@ -473,10 +481,14 @@ class LiveJobView:
         record's own."""
         open_onsets = self.watch.has_open_onsets
         # The round thread reads the onsets kept: only the judgement they are for keeps them.
+        # A rank whose slowness the end of training ended as over is judged from the step
+        # after its span (TimingWatch.over_onsets), the span its ended record gives.
+        onsets = {
+            **self.watch.over_onsets(self.state.stragglers.tags),
+            **live_onsets(self.watch.records),
+        }
         verdicts = self.state.verdicts(
-            live_onsets(self.watch.records),
-            explained=self.watch.own_work_explains,
-            keep_onsets=not open_onsets,
+            onsets, explained=self.watch.own_work_explains, keep_onsets=not open_onsets
         )
         if open_onsets and not onsets_judged:
             self._judge_open_onsets()

@@ -259,6 +259,9 @@ class TimingWatch:
         self._other: list[VerdictRecord] = []
         #: The straggler verdicts that ended, in the order they ended (``status`` "ended").
         self.ended: list[StragglerRecord] = []
+        # rank -> the last slow step of each verdict the end of training ended as over
+        # (end_over()), the latest per rank: :meth:`over_onsets`.
+        self._over: dict[int, int] = {}
         # The spans (timing tag, rank, onset, last slow step) whose ended record took its
         # cost over the span (cost_spans()).
         self._spans_costed: set[tuple[str, int, int, int]] = set()
@@ -673,24 +676,83 @@ class TimingWatch:
         return [record.copy() for key, record in self._standing.items() if key not in self._open]
 
     def _end(
-        self, record: StragglerRecord, slow_until: int | None, *, at_the_end: bool = False
+        self,
+        record: StragglerRecord,
+        slow_until: int | None,
+        *,
+        at_the_end: bool = False,
+        over: bool = False,
     ) -> StragglerRecord:
         """``record`` ended: the last step judged (``ended_step``), the last step of its
         slowness (``until_step``: ``slow_until`` where it lies from the onset to the last
         step judged, else that last step), and why (``at_the_end``: the end of training's
-        judgement ended it)."""
+        judgement ended it; ``over``: though the whole run named its rank, its slowness
+        was over)."""
         ended = record.copy()
         seen = self._last_step()
         ended["status"] = "ended"
         ended["ended_step"] = seen
-        ended["reason"] = (
-            "not named at the end of training, by the last steps' judgement nor by the "
-            "whole run's: its cost fell below the floor, or the ranks it names changed"
-            if at_the_end
-            else f"not named in {END_JUDGEMENTS} judgements in a row: its cost fell below "
-            "the floor, or the ranks it names changed"
-        )
+        if over:
+            ended["reason"] = (
+                "not named at the end of training by the last steps' judgement, and slow "
+                "no longer in the whole run's evidence: the steps after its last slow one "
+                "no slower than the floor"
+            )
+        elif at_the_end:
+            ended["reason"] = (
+                "not named at the end of training, by the last steps' judgement nor by the "
+                "whole run's: its cost fell below the floor, or the ranks it names changed"
+            )
+        else:
+            ended["reason"] = (
+                f"not named in {END_JUDGEMENTS} judgements in a row: its cost fell below "
+                "the floor, or the ranks it names changed"
+            )
         return _ended_until(ended, record["message"], slow_until)
+
+    def end_over(self, over: Mapping[tuple[str, int, int], int]) -> list[StragglerRecord]:
+        """At the end of training, before the verdicts are written: end each standing
+        straggler verdict the last judgement did not name whose slowness is over in the
+        whole run's evidence (``over``: (timing tag, rank, onset) -> its last slow step,
+        ``LiveVerdicts.straggler_over``), with that span; tell ``on_verdict`` of each; return
+        them. The whole run may still name its rank (judged from the onset to the last step,
+        the steps after the slowness too): :meth:`over_onsets` has it judged from the step
+        after this span, so the job's verdicts and this record tell one story."""
+        ended = []
+        for key, old in list(self._standing.items()):
+            span = over.get(_span_start(old)) if old["kind"] == "straggler" else None
+            if span is None or key not in self._missed:
+                continue  # slow to the end, or named by the last judgement: it stands
+            del self._standing[key]
+            self._missed.pop(key, None)
+            self._open.pop(key, None)
+            self._announced.discard(key)
+            for rank in old["ranks"]:
+                self._over[rank] = max(span, self._over.get(rank, span))
+            record = self._end(old, span, at_the_end=True, over=True)
+            self.ended.append(record)
+            ended.append(record)
+            self._announce(record)
+        return ended
+
+    def over_onsets(self, tags: Iterable[str]) -> dict[tuple[str, int], int]:
+        """(timing tag, rank) -> the step after the span of each rank whose verdict the end
+        of training ended as over (:meth:`end_over`), for each of ``tags`` where no standing
+        verdict names the rank: given to the whole run's judgement as onsets
+        (``LiveVerdicts.verdicts``), the rank is judged, and costs the job, from there
+        only. It ended with its span; named again only where it cost the job after it."""
+        standing = {
+            (each["tag"], rank)
+            for each in self._standing.values()
+            if each["kind"] == "straggler"
+            for rank in each["ranks"]
+        }
+        return {
+            (tag, rank): until + 1
+            for rank, until in self._over.items()
+            for tag in tags
+            if (tag, rank) not in standing
+        }
 
     def span_starts(self) -> list[tuple[str, int, int]]:
         """(timing tag, rank, onset) of each standing straggler verdict and each ended one

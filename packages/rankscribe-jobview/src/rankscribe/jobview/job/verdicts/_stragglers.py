@@ -967,6 +967,34 @@ class StragglerEvidence:
         :func:`_onsets`, read forwards; the first such block on a tie). Its last step
         judged where it is slow to the end; None where it has no excess since the onset
         (or no evidence on ``tag``)."""
+        found = self._slow_blocks(tag, rank, since)
+        if found is None:
+            return None
+        known, _, end = found
+        last = (known.first_block + end + 1) * known.block_size - 1
+        return min(last, known.last_step)
+
+    def slowness_over(
+        self, tag: str, rank: int, since: int, floor: float, least: int
+    ) -> int | None:
+        """:meth:`slow_until`, where ``rank``'s slowness on ``tag`` since ``since`` is over:
+        its last slow step lies before the last step judged, and the steps after it, at
+        least ``least`` of them, have a mean excess share below ``floor`` (the rank no
+        slower than the others' median by the floor there). None otherwise: slow to the
+        end, too few steps after, or still slow after them."""
+        found = self._slow_blocks(tag, rank, since)
+        if found is None:
+            return None
+        known, row, end = found
+        after = known.blocks[row, end + 1 :]
+        count = float(after[:, COUNT].sum())
+        if count < least or not float(after[:, SHARE].sum()) < floor * count:
+            return None
+        return (known.first_block + end + 1) * known.block_size - 1
+
+    def _slow_blocks(self, tag: str, rank: int, since: int) -> tuple[TagEvidence, int, int] | None:
+        """Of :meth:`slow_until`: ``tag``'s evidence, ``rank``'s row in it and the index of
+        the block up to which its excess since ``since`` is clearest; None without one."""
         known = self._tags.get(tag)
         if known is None:
             return None
@@ -981,8 +1009,7 @@ class StragglerEvidence:
         end = int(np.argmax(clarity))
         if not clarity[end] > 0:
             return None
-        last = (known.first_block + first + end + 1) * known.block_size - 1
-        return min(last, known.last_step)
+        return known, row, first + end
 
     def through(self, step: int) -> StragglerEvidence:
         """The evidence of the steps up to ``step``, to a block: each timing's blocks up to
