@@ -31,10 +31,12 @@ from rankscribe.jobview import JobStatistics, LiveJobView, RankSeries, live_line
 from rankscribe.jobview.errors import JobViewParamTypeError, JobViewParamValueError
 from rankscribe.jobview.feed import FINGERPRINT_TAG, GRADIENT_NORM_TAG_PREFIX, STEP_TIME_TAG
 from rankscribe.jobview.protocol import (
+    LIVE_SPANS_KEY,
     LIVE_STATE_NAME,
     JobPartial,
     PartialFormatError,
     ranges_text,
+    state_ended,
     state_onsets,
 )
 from rankscribe.writer.reader import scalars
@@ -700,6 +702,66 @@ def test_the_job_verdicts_keep_the_onset_the_live_view_named_the_rank_with(
     assert f" since step {live}," in str(again["job/straggler_message"])
 
 
+def _slow_then_not(first: int, last: int, steps: int = 800) -> JobStatistics:
+    """Three ranks' compute of 8 ms (5 % noise), rank 1's 2x over steps ``first`` to
+    ``last``, and the step times."""
+    tag = "rankscribe/section/compute"
+    rng = np.random.default_rng(4)
+    values = 0.008 * (1.0 + 0.05 * rng.standard_normal((steps, 3)))
+    values[first - 1 : last, 1] *= 2.0
+    step_time = values.max(axis=1) + 0.001
+    whole = JobStatistics()
+    for rank in range(3):
+        whole.add(
+            RankSeries(
+                rank,
+                {
+                    tag: list(enumerate(values[:, rank].tolist(), 1)),
+                    STEP_TIME_TAG: list(enumerate(step_time.tolist(), 1)),
+                },
+            )
+        )
+    return whole
+
+
+def test_a_later_merge_judges_a_rank_whose_live_verdict_ended_from_after_its_span(
+    tmp_path: Path,
+) -> None:
+    """Rank 1 of 3 computes 2x over steps 101-350 of 800. Judged whole, from its onset to
+    the last step, the run names it (a burst). In a job folder whose live state file holds
+    that verdict ended (``ended_records``), a later merge (``rankscribe-lineage merge``)
+    judges it from after its span, over in the evidence, as the live view did at the end:
+    not named, and the live view's spans are in the verdicts, standing ones too."""
+    whole = _slow_then_not(101, 350)
+    (tmp_path / "plain").mkdir()
+    plain_verdicts = write_job_view(tmp_path / "plain", whole, world_size=3).verdicts
+    assert plain_verdicts["job/straggler_rank"] == 1
+    assert LIVE_SPANS_KEY not in plain_verdicts
+    ended = {
+        "kind": "straggler",
+        "tag": "rankscribe/section/compute",
+        "timing": "section/compute",
+        "ranks": [1],
+        "since_step": 104,
+        "until_step": 383,
+        "status": "ended",
+    }
+    standing = {**ended, "ranks": [2], "since_step": 700, "until_step": None}
+    del standing["status"]
+    state = {"ended_records": [ended], "verdict_records": [standing]}
+    (tmp_path / LIVE_STATE_NAME).write_text(json.dumps(state))
+    os.chmod(tmp_path / LIVE_STATE_NAME, 0o600)
+    assert state_ended(tmp_path) == [("rankscribe/section/compute", 1, 104)]
+    verdicts = write_job_view(tmp_path, whole, world_size=3).verdicts
+    assert verdicts["job/straggler_rank"] == -1
+    assert verdicts[LIVE_SPANS_KEY] == (
+        "rank 1 section/compute steps 104-383; rank 2 section/compute steps 700-end"
+    )
+    # Slow to the end, the span is not over: the rank is judged from its onset, and named.
+    whole = _slow_then_not(101, 800)
+    assert write_job_view(tmp_path, whole, world_size=3).verdicts["job/straggler_rank"] == 1
+
+
 @pytest.mark.parametrize(
     "records",
     [
@@ -715,9 +777,11 @@ def test_the_job_verdicts_keep_the_onset_the_live_view_named_the_rank_with(
 def test_a_malformed_live_record_gives_no_onset_to_a_later_merge(
     tmp_path: Path, records: Any
 ) -> None:
-    (tmp_path / LIVE_STATE_NAME).write_text(json.dumps({"verdict_records": records}))
+    state = {"verdict_records": records, "ended_records": records}
+    (tmp_path / LIVE_STATE_NAME).write_text(json.dumps(state))
     os.chmod(tmp_path / LIVE_STATE_NAME, 0o600)
     assert state_onsets(tmp_path) == {}
+    assert state_ended(tmp_path) == []
 
 
 def test_a_live_record_gives_its_onset_to_each_of_its_ranks(tmp_path: Path) -> None:

@@ -1193,6 +1193,53 @@ def test_at_the_end_a_slowness_the_last_judgement_still_names_stands_though_it_i
     assert verdicts[LIVE_SPANS_KEY] == f"rank 1 section/compute steps {span[2]}-end"
 
 
+def test_at_the_end_a_rank_whose_verdict_ended_live_is_judged_from_after_its_span(
+    tmp_path: Path,
+) -> None:
+    """Rank 1 3x slow over steps 100-449 of 800, its verdict ended live (missing from
+    three judgements in a row); rank 6 1.5x slow from step 490. The whole run, judged from
+    rank 1's onset to the last step, still names it; its span is over in the evidence, so
+    the job's verdicts judge it from the step after the span: rank 6 alone stands."""
+    base = window(8, 800, seed=1)
+    first = window(8, 800, slow=1, factor=3.0, seed=2)
+    second = window(8, 800, slow=6, factor=1.5, seed=3)
+    slow_steps = {1: (100, 450), 6: (490, 800)}
+    timings = {
+        tag: {
+            rank: (
+                steps,
+                np.where(
+                    (steps >= slow_steps.get(rank, (0, 0))[0])
+                    & (steps < slow_steps.get(rank, (0, 0))[1]),
+                    (first if rank == 1 else second)[tag][rank][1],
+                    values,
+                ),
+            )
+            for rank, (steps, values) in ranks.items()
+        }
+        for tag, ranks in base.items()
+    }
+    view = LiveJobView(tmp_path, world_size=8)
+    for low, high, judgements in ((0, 450, 1), (450, 650, END_JUDGEMENTS), (650, 800, 1)):
+        merged = partial_of(_rounds(timings, low, high), 0)
+        for rank in range(1, 8):
+            merged.merge(partial_of(_rounds(timings, low, high), rank))
+        view.add(merged)
+        for _ in range(judgements):
+            view.judge(final=True)  # (judged now, as rounds seconds apart are)
+    [ended] = plain(list(view.watch.ended))
+    assert ended["ranks"] == [1] and f"{END_JUDGEMENTS} judgements" in ended["reason"]
+    verdicts = end_of_training(view)
+    assert verdicts["job/straggler_ranks"] == "6"
+    assert verdicts[LIVE_SPANS_KEY].startswith(
+        f"rank 1 section/compute steps {ended['since_step']}-"
+    )
+    assert not verdicts[LIVE_SPANS_KEY].startswith(
+        f"rank 1 section/compute steps {ended['since_step']}-end"
+    )
+    assert "1" in str(view.state.verdicts()["job/straggler_ranks"]).split(",")  # from its onset
+
+
 def _steps_of(
     timings: dict[str, dict[int, tuple[np.ndarray, np.ndarray]]], low: int, high: int
 ) -> dict[str, dict[int, tuple[np.ndarray, np.ndarray]]]:

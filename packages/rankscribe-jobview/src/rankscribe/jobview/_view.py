@@ -51,7 +51,13 @@ from rankscribe.jobview.job._files import (
     write_job_files,
 )
 from rankscribe.jobview.job._files import now as _now
-from rankscribe.jobview.job._live import read_live_state, state_onsets
+from rankscribe.jobview.job._live import (
+    LIVE_SPANS_KEY,
+    read_live_state,
+    state_ended,
+    state_onsets,
+    state_spans,
+)
 from rankscribe.jobview.job._samples import job_bands
 from rankscribe.jobview.job._statistics import (
     FINGERPRINT_TAG,
@@ -341,9 +347,14 @@ def write_job_view(
         failed=failed,
         evidence=straggler_evidence,
         settings=verdict_settings,
-        # A job the live view watched: its straggler keeps the onset it was named with.
+        # A job the live view watched: its straggler keeps the onset it was named with,
+        # and a rank whose verdict it ended is judged from after its span where it is over.
         onsets=state_onsets(directory),
+        ended=state_ended(directory),
     )
+    spans = state_spans(directory)  # the verdicts the live view named, with their spans
+    if spans:
+        verdicts[LIVE_SPANS_KEY] = spans
     if verdicts["job/missing_ranks"]:
         logger.warning("job view of %s without ranks %s", directory, verdicts["job/missing_ranks"])
     # The named ranks' system readings (docs/system-metrics.md): from the series, else on disk.

@@ -12,7 +12,7 @@ manager (:mod:`rankscribe.jobview.parts`) needs it:
   :func:`encode_message`, :func:`decode_message`, :data:`DEFAULT_TIMING_INTERVAL`),
   its control file (:class:`ControlFile`, :data:`CONTROL_NAME`) and its state file
   (:data:`LIVE_STATE_NAME`; :func:`state_onsets`, the onsets its standing straggler
-  records give a later merge);
+  records give a later merge, and :func:`state_ended`, the spans of those it ended);
 - the timing watch rank 0 judges each round with (:class:`TimingWatch`,
   :class:`WatchSettings`, :func:`judge_window`, :data:`DEFAULT_WINDOW_STEPS`);
 - the tags and timings (:data:`TIMING_TAGS`, :data:`LOSS_TAGS`, :data:`SYSTEM_TAGS`,
@@ -28,7 +28,7 @@ manager (:mod:`rankscribe.jobview.parts`) needs it:
 from __future__ import annotations
 
 from rankscribe.jobview.job._control import ControlFile
-from rankscribe.jobview.job._live import LIVE_SPANS_KEY, LIVE_STATE_NAME, state_onsets
+from rankscribe.jobview.job._live import LIVE_SPANS_KEY, LIVE_STATE_NAME, state_ended, state_onsets
 from rankscribe.jobview.job._partials import Partial as JobPartial
 from rankscribe.jobview.job._partials import PartialFormatError
 from rankscribe.jobview.job._protocol import (
@@ -101,6 +101,7 @@ __all__ = [
     "round_number",
     "round_period",
     "rounds_per_interval",
+    "state_ended",
     "state_onsets",
     "straggler_records",
     "straggler_verdicts",

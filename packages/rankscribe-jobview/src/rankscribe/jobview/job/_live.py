@@ -70,7 +70,9 @@ __all__ = [
     "LiveVerdicts",
     "live_spans",
     "read_live_state",
+    "state_ended",
     "state_onsets",
+    "state_spans",
 ]
 
 #: Intervals a silent rank holds the live file back before it is left behind.
@@ -522,15 +524,34 @@ def state_onsets(job_dir: str | os.PathLike[str]) -> dict[tuple[str, int], int]:
     without one): a later merge of the job's files keeps the onsets the live view named
     its ranks with. The file is read as :func:`read_live_state` reads it, and a record
     that is not a straggler record of a tag, int ranks and an int step is left out."""
+    return live_onsets(_state_stragglers(job_dir, "verdict_records"))
+
+
+def state_ended(job_dir: str | os.PathLike[str]) -> list[tuple[str, int, int]]:
+    """(timing tag, rank, onset) of each straggler record in ``job_dir``'s live state
+    file's ``ended_records`` (the verdicts the live view ended), read and left out as
+    :func:`state_onsets` reads and leaves out its records: a later merge judges a rank
+    whose slowness since that onset is over from the step after it, as the live view's
+    own verdicts did at the end of training."""
+    return [
+        (record["tag"], rank, record["since_step"])
+        for record in _state_stragglers(job_dir, "ended_records")
+        for rank in record["ranks"]
+    ]
+
+
+def _state_stragglers(job_dir: str | os.PathLike[str], key: str) -> list[dict[str, Any]]:
+    """The straggler records of a tag, int ranks and an int step under ``key`` of
+    ``job_dir``'s live state file (none without one)."""
     state = read_live_state(check_path("job_dir", job_dir))
-    records = state.get("verdict_records") if state is not None else None
+    records = state.get(key) if state is not None else None
     if not isinstance(records, list):
-        return {}
+        return []
 
     def is_step(value: Any) -> bool:
         return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63
 
-    usable = [
+    return [
         record
         for record in records
         if isinstance(record, dict)
@@ -540,7 +561,6 @@ def state_onsets(job_dir: str | os.PathLike[str]) -> dict[tuple[str, int], int]:
         and isinstance(record.get("ranks"), list)
         and all(is_step(rank) for rank in record["ranks"])
     ]
-    return live_onsets(usable)
 
 
 #: The merged lineage's key for the straggler verdicts the live view named, with their spans.
@@ -552,10 +572,32 @@ _MOST_SPANS = 20
 def live_spans(watch: TimingWatch) -> str:
     """The straggler verdicts ``watch`` named while the job ran, each with its span:
     ``rank 1 forward steps 101-300`` (ended), ``... steps 400-end`` (standing at the end)."""
+    return _spans_text(
+        [*watch.ended, *(record for record in watch.records if record["kind"] == "straggler")]
+    )
+
+
+def state_spans(job_dir: str | os.PathLike[str]) -> str:
+    """:func:`live_spans` of ``job_dir``'s live state file: its ended records, then its
+    standing straggler records (as :func:`state_onsets` reads them, each with a str
+    ``timing`` and, where it has one, an int ``until_step``); "" without one. A later
+    merge of the job's files gives them as the live view did."""
     records = [
-        *watch.ended,
-        *(record for record in watch.records if record["kind"] == "straggler"),
+        record
+        for key in ("ended_records", "verdict_records")
+        for record in _state_stragglers(job_dir, key)
+        if isinstance(record.get("timing"), str) and _is_step_or_none(record.get("until_step"))
     ]
+    return _spans_text(records)
+
+
+def _is_step_or_none(value: Any) -> bool:
+    """Whether ``value`` is None or an int (not a bool)."""
+    return value is None or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _spans_text(records: Sequence[Mapping[str, Any]]) -> str:
+    """The spans of straggler ``records``, in their order (:func:`live_spans`)."""
     spans = []
     for record in records:
         until = record.get("until_step")

@@ -717,7 +717,13 @@ class TimingWatch:
         ``LiveVerdicts.straggler_over``), with that span; tell ``on_verdict`` of each; return
         them. The whole run may still name its rank (judged from the onset to the last step,
         the steps after the slowness too): :meth:`over_onsets` has it judged from the step
-        after this span, so the job's verdicts and this record tell one story."""
+        after this span, so the job's verdicts and this record tell one story; so too the
+        rank of a verdict that ended earlier, where its span is over."""
+        for record in self.ended:
+            span = over.get(_span_start(record))
+            if span is not None:
+                for rank in record["ranks"]:
+                    self._over[rank] = max(span, self._over.get(rank, span))
         ended = []
         for key, old in list(self._standing.items()):
             span = over.get(_span_start(old)) if old["kind"] == "straggler" else None

@@ -409,6 +409,24 @@ def untimed_ranks(reported: Iterable[int], timed: Iterable[int]) -> Verdicts:
     return {"job/untimed_ranks": ranges_text(untimed)} if untimed else {}
 
 
+def _after_spans(
+    evidence: StragglerEvidence,
+    settings: VerdictSettings | None,
+    ended: Sequence[tuple[str, int, int]],
+) -> dict[tuple[str, int], int]:
+    """:func:`job_verdicts`' onsets of the ranks of ``ended`` whose slowness is over: (timing
+    tag, rank) -> the step after the latest such span, for every timing of ``evidence``."""
+    settings = VerdictSettings() if settings is None else settings
+    after: dict[int, int] = {}
+    for tag, rank, since in ended:
+        until = evidence.slowness_over(
+            tag, rank, since, settings.cost_floor_share, settings.min_steps
+        )
+        if until is not None:
+            after[rank] = max(until + 1, after.get(rank, until + 1))
+    return {(tag, rank): step for rank, step in after.items() for tag in evidence.tags}
+
+
 def job_verdicts(
     statistics: JobStatistics,
     *,
@@ -418,13 +436,18 @@ def job_verdicts(
     evidence: StragglerEvidence | None = None,
     settings: VerdictSettings | None = None,
     onsets: Mapping[tuple[str, int], int] | None = None,
+    ended: Sequence[tuple[str, int, int]] = (),
 ) -> tuple[Verdicts, StepTimes]:
     """Every verdict of the job, and the per-step step-time figures they came from.
 
     ``evidence``: straggler evidence gathered elsewhere (blocks of steps reduced
     as they came, e.g. by a live view); without it, it comes from ``statistics``.
     ``onsets``: (timing tag, rank) -> the onset the live view named the rank with
-    (``straggler_verdicts_since``).
+    (``straggler_verdicts_since``). ``ended``: (timing tag, rank, onset) of each
+    straggler verdict the live view ended: a rank whose slowness since that onset is
+    over in the evidence (``StragglerEvidence.slowness_over``) is judged from the step
+    after it under every timing, unless ``onsets`` gives it one (as the live view's
+    own verdicts judge it at the end of training: ``TimingWatch.over_onsets``).
     """
     times = step_times(statistics)
     reported = [rank for rank, step in statistics.last_steps.items() if step is not None]
@@ -435,11 +458,10 @@ def job_verdicts(
         "job/ranks_reported": len(reported),
         "job/missing_ranks": ranges_text(sorted(absent)),
     }
+    evidence = evidence if evidence is not None else timing_evidence(statistics)
     verdicts.update(
         straggler_verdicts_since(
-            evidence if evidence is not None else timing_evidence(statistics),
-            settings,
-            onsets or {},
+            evidence, settings, {**_after_spans(evidence, settings, ended), **(onsets or {})}
         )
     )
     verdicts.update(_skew(times))
