@@ -1071,18 +1071,13 @@ def end_of_training(view: LiveJobView) -> dict[str, float | int | str]:
     return view.verdicts()
 
 
-def test_at_the_end_a_precise_live_onset_stays_and_a_slowness_over_ends_with_its_span(
-    tmp_path: Path,
-) -> None:
-    # Rank 1 3x slow for steps 100-449: named in a round, missing from the last window; the
-    # whole run, judged from its onset to the last step, still names it. Rank 6 1.5x slow
-    # from step 490, named by a round whose window (450-649) shows its onset more finely
-    # than the whole run's blocks.
+def _one_ends_another_from_490() -> dict[str, dict[int, tuple[np.ndarray, np.ndarray]]]:
+    """Eight ranks, 800 steps: rank 1 3x slow for steps 100-449, rank 6 1.5x from step 490."""
     base = window(8, 800, seed=1)
     first = window(8, 800, slow=1, factor=3.0, seed=2)
     second = window(8, 800, slow=6, factor=1.5, seed=3)
     slow_steps = {1: (100, 450), 6: (490, 800)}
-    timings = {
+    return {
         tag: {
             rank: (
                 steps,
@@ -1097,6 +1092,16 @@ def test_at_the_end_a_precise_live_onset_stays_and_a_slowness_over_ends_with_its
         }
         for tag, ranks in base.items()
     }
+
+
+def test_at_the_end_a_precise_live_onset_stays_and_a_slowness_over_ends_with_its_span(
+    tmp_path: Path,
+) -> None:
+    # Rank 1 3x slow for steps 100-449: named in a round, missing from the last window; the
+    # whole run, judged from its onset to the last step, still names it. Rank 6 1.5x slow
+    # from step 490, named by a round whose window (450-649) shows its onset more finely
+    # than the whole run's blocks.
+    timings = _one_ends_another_from_490()
     told: list[Mapping[str, Any]] = []
     view = LiveJobView(tmp_path, world_size=8, tensorboard=True, on_verdict=told.append)
 
@@ -1200,25 +1205,7 @@ def test_at_the_end_a_rank_whose_verdict_ended_live_is_judged_from_after_its_spa
     three judgements in a row); rank 6 1.5x slow from step 490. The whole run, judged from
     rank 1's onset to the last step, still names it; its span is over in the evidence, so
     the job's verdicts judge it from the step after the span: rank 6 alone stands."""
-    base = window(8, 800, seed=1)
-    first = window(8, 800, slow=1, factor=3.0, seed=2)
-    second = window(8, 800, slow=6, factor=1.5, seed=3)
-    slow_steps = {1: (100, 450), 6: (490, 800)}
-    timings = {
-        tag: {
-            rank: (
-                steps,
-                np.where(
-                    (steps >= slow_steps.get(rank, (0, 0))[0])
-                    & (steps < slow_steps.get(rank, (0, 0))[1]),
-                    (first if rank == 1 else second)[tag][rank][1],
-                    values,
-                ),
-            )
-            for rank, (steps, values) in ranks.items()
-        }
-        for tag, ranks in base.items()
-    }
+    timings = _one_ends_another_from_490()
     view = LiveJobView(tmp_path, world_size=8)
     for low, high, judgements in ((0, 450, 1), (450, 650, END_JUDGEMENTS), (650, 800, 1)):
         merged = partial_of(_rounds(timings, low, high), 0)
