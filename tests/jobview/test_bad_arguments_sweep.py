@@ -57,6 +57,7 @@ VALID: ValidCalls = {
     "timing_evidence": lambda t: ((JobStatistics(),), {}),
     "job_bands": lambda t: ((JobStatistics(),), {}),
     "verdict_lines": lambda t: (({},), {}),
+    "state_ended": lambda t: ((_job(t),), {}),
     "state_onsets": lambda t: ((_job(t),), {}),
     "LiveJobView": lambda t: ((t / "job",), {"world_size": 2}),
 }
