@@ -250,19 +250,18 @@ class LiveJobView:
             # round thread has stopped.
             self._judge_open_onsets()
             self.watch.settle(self.state.straggler_onsets)
+        # Where the verdicts' slowness ends in the whole run's evidence: for one the next
+        # judgements end (TimingWatch.judge's run_until), and, at the end of training, for
+        # those that ended before this evidence showed where (their spans) and those over.
+        self.state.keep_slow_until(self.watch.span_starts())
         if final:
             # A slowness the last judgement no longer named, over in the whole run's
             # evidence, ends with its span before the verdicts are written: the whole
             # run's judgement from its onset to the last step, which may still name its
             # rank, is judged from the step after that span (TimingWatch.end_over,
-            # over_onsets).
-            self.state.keep_slow_until(self.watch.span_starts())
+            # over_onsets). Its span start is unchanged: the evidence kept above holds.
             self.watch.end_over(self.state.straggler_over)
         verdicts = self._job_verdicts(onsets_judged=settling)
-        # Where the verdicts' slowness ends in the whole run's evidence: for one the next
-        # judgements end (TimingWatch.judge's run_until), and, at the end of training, for
-        # those that ended before this evidence showed where (their spans).
-        self.state.keep_slow_until(self.watch.span_starts())
         if final:
             self.watch.end_spans(self.state.straggler_until)
             self._cost_ended_spans()
