@@ -184,6 +184,27 @@ def test_a_rank_without_timings_is_named_untimed(tmp_path: Path) -> None:
     assert verdicts["job/last_step/1"] == 10
 
 
+@pytest.mark.parametrize(("step_seconds", "named"), [(0.01, -1), (0.3, 1)])
+def test_the_live_view_reads_a_last_step_against_what_a_rank_keeps_unwritten(
+    tmp_path: Path, step_seconds: float, named: int
+) -> None:
+    """Rank 1 stopped 50 steps before rank 0: half a second of 10 ms steps, which a rank
+    killed may not have written (undetermined); 15 s of 0.3 s steps, written at once."""
+    view = LiveJobView(tmp_path, world_size=2)
+    partial = JobPartial.of_rank(
+        0, {STEP_TIME_TAG: [(step, step_seconds) for step in range(1, 201)]}
+    )
+    partial.merge(
+        JobPartial.of_rank(1, {STEP_TIME_TAG: [(step, step_seconds) for step in range(1, 151)]})
+    )
+    view.add(partial)
+    view.write()
+    verdicts = view.finish()
+    assert (verdicts["job/last_step/0"], verdicts["job/last_step/1"]) == (200, 150)
+    assert verdicts["job/stopped_first_rank"] == named
+    assert verdicts["job/stopped_first_evidence"] == ("undetermined" if named < 0 else "last_step")
+
+
 def test_the_last_write_gives_up_on_a_write_stuck_in_the_filesystem(tmp_path: Path) -> None:
     view = LiveJobView(tmp_path, world_size=1)
     view.add(JobPartial.of_rank(0, rank_points(0, range(1, 6))))

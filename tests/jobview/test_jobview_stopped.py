@@ -11,11 +11,19 @@ from rankscribe.jobview.errors import JobViewParamValueError
 from rankscribe.jobview.feed import STEP_TIME_TAG
 
 
-def _job(last_steps: dict[int, int]) -> dict[int, RankSeries]:
+def _job(last_steps: dict[int, int], step_seconds: float = 0.3) -> dict[int, RankSeries]:
+    """Ranks that recorded steps 1 to their last; steps of 0.3 s are each written at once."""
     return {
-        rank: RankSeries(rank, {STEP_TIME_TAG: [(step, 0.01) for step in range(1, last + 1)]})
+        rank: RankSeries(
+            rank, {STEP_TIME_TAG: [(step, step_seconds) for step in range(1, last + 1)]}
+        )
         for rank, last in last_steps.items()
     }
+
+
+def _dir(parent: Path, name: str) -> Path:
+    (parent / name).mkdir()
+    return parent / name
 
 
 def test_one_rank_alone_with_the_smallest_last_step_stopped_first(tmp_path: Path) -> None:
@@ -55,6 +63,63 @@ def test_lock_step_ranks_name_nobody_without_the_launchers_report(tmp_path: Path
     assert not any(line.startswith("stopped first") for line in verdict_lines(verdicts))
     reported = write_job_view(tmp_path, job, world_size=3, failed=[2]).verdicts
     assert (reported["job/stopped_first_rank"], reported["job/stopped_first_step"]) == (2, 30)
+
+
+def test_quick_steps_less_than_a_second_apart_are_undetermined(tmp_path: Path) -> None:
+    """Steps of 10 ms: a rank killed may not have written its last 100 (a second's)."""
+    within = write_job_view(_dir(tmp_path, "in"), _job({0: 2000, 1: 1900}, 0.01), world_size=2)
+    verdicts = within.verdicts
+    assert (verdicts["job/stopped_first_rank"], verdicts["job/stopped_first_step"]) == (-1, 1900)
+    assert verdicts["job/stopped_first_evidence"] == "undetermined"
+    assert verdicts["job/stopped_first_tied_ranks"] == "0,1"
+    assert (
+        "stopped first: undetermined (last recorded: rank 0 at step 2000, rank 1 at step "
+        "1900; a rank killed may not have written its last second of steps)"
+    ) in verdict_lines(verdicts)
+    beyond = write_job_view(_dir(tmp_path, "out"), _job({0: 2000, 1: 1899}, 0.01), world_size=2)
+    assert (
+        beyond.verdicts["job/stopped_first_rank"],
+        beyond.verdicts["job/stopped_first_step"],
+    ) == (
+        1,
+        1899,
+    )
+    assert beyond.verdicts["job/stopped_first_evidence"] == "last_step"
+
+
+def test_the_rank_whose_exception_wrote_its_steps_is_not_blamed_on_the_others(
+    tmp_path: Path,
+) -> None:
+    """Rank 1 raised at step 3000 and wrote every step; the launcher killed rank 0, which
+    had not written its last 224 steps of 1.6 ms (as a real 2-rank mpiexec job did)."""
+    verdicts = write_job_view(tmp_path, _job({0: 2776, 1: 3000}, 0.0016), world_size=2).verdicts
+    assert verdicts["job/stopped_first_rank"] == -1
+    assert verdicts["job/stopped_first_evidence"] == "undetermined"
+    assert verdicts["job/stopped_first_tied_ranks"] == "0,1"
+    named = write_job_view(tmp_path, _job({0: 2776, 1: 3000}, 0.0016), world_size=2, failed=[1])
+    assert (named.verdicts["job/stopped_first_rank"], named.verdicts["job/stopped_first_step"]) == (
+        1,
+        3000,
+    )
+    assert named.verdicts["job/stopped_first_evidence"] == "launcher"
+
+
+def test_a_rank_keeps_at_most_4096_steps_unwritten(tmp_path: Path) -> None:
+    """Steps of 0.1 ms: a second holds 10,000 of them, but a write comes every 4,096."""
+    within = write_job_view(_dir(tmp_path, "in"), _job({0: 10000, 1: 5904}, 1e-4), world_size=2)
+    assert within.verdicts["job/stopped_first_evidence"] == "undetermined"
+    beyond = write_job_view(_dir(tmp_path, "out"), _job({0: 10000, 1: 5903}, 1e-4), world_size=2)
+    assert beyond.verdicts["job/stopped_first_rank"] == 1
+
+
+def test_many_undetermined_ranks_are_told_as_a_range_of_steps(tmp_path: Path) -> None:
+    last = {rank: 1000 - rank for rank in range(6)}
+    verdicts = write_job_view(tmp_path, _job(last, 0.01), world_size=6).verdicts
+    assert verdicts["job/stopped_first_tied_ranks"] == "0-5"
+    assert (
+        "stopped first: undetermined (last recorded: ranks 0-5 at steps 995 to 1000; a rank "
+        "killed may not have written its last second of steps)"
+    ) in verdict_lines(verdicts)
 
 
 @pytest.mark.parametrize("failed", [[-1], ["1"], [True]])

@@ -51,7 +51,8 @@ def _rank_scalars(rank: int, *, slow: float = 1.0, stop: int = STEPS) -> dict[st
     steps = range(1, stop + 1)
     return {
         "loss/auto": [(step, 1.0 / step + 0.01 * rank) for step in steps],
-        STEP_TIME_TAG: [(step, 0.01 * slow * (1 + 0.05 * rng.random())) for step in steps],
+        # Steps of about 0.3 s, each written at once: a rank's last step is where it stopped.
+        STEP_TIME_TAG: [(step, 0.3 * slow * (1 + 0.05 * rng.random())) for step in steps],
         FINGERPRINT_TAG: [(step, float(step)) for step in steps if step % 5 == 0],
     }
 

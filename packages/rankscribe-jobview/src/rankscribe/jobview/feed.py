@@ -12,6 +12,10 @@ through this module alone (``tools/check_boundaries.py`` holds it to that):
   fingerprint (:data:`FINGERPRINT_TAG`)
   and the machine's samples (:data:`SYSTEM_TAG_PREFIX`); ``docs/job-view.md``'s
   "Timings" and ``docs/system-metrics.md`` say what each holds;
+- how long a rank may keep its timings before they reach its file
+  (:data:`STEP_TIME_WRITE_COUNT`, :data:`STEP_TIME_WRITE_INTERVAL`,
+  :data:`STEP_TIME_WRITE_AT_ONCE`): the collector keeps to it, and the stop verdict
+  reads a killed rank's last step against it;
 - each rank's end of the live view (:class:`LiveRankView`, every
   :data:`DEFAULT_JOB_VIEW_INTERVAL` seconds unless the collector says otherwise),
   which merges the job's lineage through the collector's :class:`JobMerge` (so the job
@@ -39,6 +43,9 @@ from rankscribe.jobview.job._statistics import (
     GRADIENT_READY_TAG,
     SECTION_TAG_PREFIX,
     STEP_TIME_TAG,
+    STEP_TIME_WRITE_AT_ONCE,
+    STEP_TIME_WRITE_COUNT,
+    STEP_TIME_WRITE_INTERVAL,
     SYNC_SECTION,
     SYSTEM_TAG_PREFIX,
 )
@@ -56,6 +63,9 @@ __all__ = [
     "GRADIENT_READY_TAG",
     "SECTION_TAG_PREFIX",
     "STEP_TIME_TAG",
+    "STEP_TIME_WRITE_AT_ONCE",
+    "STEP_TIME_WRITE_COUNT",
+    "STEP_TIME_WRITE_INTERVAL",
     "SYNC_SECTION",
     "SYSTEM_TAG_PREFIX",
     "JobMerge",

@@ -30,7 +30,14 @@ from rankscribe.collector._fingerprint import (
     slice_bounds,
 )
 from rankscribe.jobview import RankSeries
-from rankscribe.jobview.feed import DATA_WAIT_TAG, FINGERPRINT_TAG, STEP_TIME_TAG
+from rankscribe.jobview.feed import (
+    DATA_WAIT_TAG,
+    FINGERPRINT_TAG,
+    STEP_TIME_TAG,
+    STEP_TIME_WRITE_AT_ONCE,
+    STEP_TIME_WRITE_COUNT,
+    STEP_TIME_WRITE_INTERVAL,
+)
 from rankscribe.writer.deferred import DeferredValue
 
 if TYPE_CHECKING:
@@ -48,20 +55,18 @@ __all__ = [
     "SeriesRecorder",
 ]
 
-#: Step times kept before they are written, at most (steps, seconds). The second bounds
-#: every step of 0.25 ms or more; the count, quicker steps. Each write costs the writer
-#: thread about 0.5 ms however few steps it holds (its NumPy calls, woken with cold
-#: caches), time the training thread of a step that holds the interpreter waits for: at
-#: 256 steps of a 66 us step (the digits example's) that was 1.5 us a step, at 4,096
-#: steps it is about 0.1 us (tools/bench/collector.py, the digits row).
-STEP_TIME_WRITE_COUNT = 4096
-STEP_TIME_WRITE_INTERVAL = 1.0
-#: A step this long (seconds) writes its step time at once, and a crash then loses no
-#: step time of it. A write costs the training thread 0.1-0.3 ms and the writer about
-#: as much (measured on a 2-core machine): at 0.25 s that is under 0.25 % of the step.
-#: Shorter steps wait for the next step recorded through the record, the second or the
-#: 4,096 steps above.
-STEP_TIME_WRITE_AT_ONCE = 0.25
+# Step times kept before they are written, at most (STEP_TIME_WRITE_COUNT steps,
+# STEP_TIME_WRITE_INTERVAL seconds: the job view's, which reads a killed rank's last step
+# against them). The second bounds every step of 0.25 ms or more; the count, quicker
+# steps. Each write costs the writer thread about 0.5 ms however few steps it holds (its
+# NumPy calls, woken with cold caches), time the training thread of a step that holds the
+# interpreter waits for: at 256 steps of a 66 us step (the digits example's) that was 1.5
+# us a step, at 4,096 steps it is about 0.1 us (tools/bench/collector.py, the digits row).
+# A step of STEP_TIME_WRITE_AT_ONCE seconds or more writes its step time at once, and a
+# crash then loses no step time of it. A write costs the training thread 0.1-0.3 ms and
+# the writer about as much (measured on a 2-core machine): at 0.25 s that is under 0.25 %
+# of the step. Shorter steps wait for the next step recorded through the record, the
+# second or the 4,096 steps above.
 
 
 class ScalarSeries:

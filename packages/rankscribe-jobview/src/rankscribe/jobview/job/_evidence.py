@@ -41,10 +41,12 @@ from rankscribe.jobview.job.verdicts._verdicts import (
     _stops,
     add_timing_evidence,
     dense_series,
+    recent_step_seconds,
     skew_histogram,
     skew_median,
     skew_ratio,
     untimed_ranks,
+    unwritten_steps,
 )
 
 if TYPE_CHECKING:
@@ -110,6 +112,9 @@ class LiveVerdicts:
     fingerprint_ranks: set[int] = field(default_factory=set)
     #: Ranks with at least one timing point (the others: ``job/untimed_ranks``).
     timed_ranks: set[int] = field(default_factory=set)
+    #: Each rank's recent step time (the median of its last step times written): how many
+    #: of its last steps it may not have written when it was killed (``unwritten_steps``).
+    recent_step_seconds: dict[int, float] = field(default_factory=dict)
     diverged: dict[int, int] = field(default_factory=dict)
     #: The gradient rule, fed each written interval's bucket norms (steps in order).
     gradients: GradientVerdicts = field(default_factory=GradientVerdicts)
@@ -192,6 +197,10 @@ class LiveVerdicts:
         timing_curves: dict[str, list[Curve]] = {}
         order = list(written.per_rank)  # the curves' order
         statistics = written.job_statistics()
+        for rank, (_, values) in statistics.step_times.items():
+            recent = recent_step_seconds(values)
+            if recent is not None:
+                self.recent_step_seconds[rank] = recent
         for tag in statistics.timings:  # (no reference to the points is kept here)
             self.timed_ranks.update(
                 rank for rank, (steps, _) in written.per_rank.pop(tag).items() if len(steps)
@@ -363,7 +372,12 @@ class LiveVerdicts:
         for rank, step in sorted(self.nonfinite_loss.items()):
             verdicts[f"job/nonfinite_loss_step/{rank}"] = step
         # Each rank's last step (``job/last_step/<rank>``, by rank) and who stopped first.
-        verdicts.update(_stops(JobStatistics(last_steps={r: self.last_steps[r] for r in reported})))
+        unwritten = {rank: unwritten_steps(self.recent_step_seconds.get(rank)) for rank in reported}
+        verdicts.update(
+            _stops(
+                JobStatistics(last_steps={r: self.last_steps[r] for r in reported}), (), unwritten
+            )
+        )
         return {key: _int32(value) for key, value in verdicts.items()}
 
 

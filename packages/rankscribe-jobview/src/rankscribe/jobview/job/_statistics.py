@@ -51,6 +51,9 @@ __all__ = [
     "NO_RANK",
     "SECTION_TAG_PREFIX",
     "STEP_TIME_TAG",
+    "STEP_TIME_WRITE_AT_ONCE",
+    "STEP_TIME_WRITE_COUNT",
+    "STEP_TIME_WRITE_INTERVAL",
     "SYNC_SECTION",
     "SYSTEM_TAG_PREFIX",
     "TIMING_TAGS",
@@ -94,6 +97,16 @@ GRADIENT_READY_TAG = GRADIENT_TAG_PREFIX + "ready_time"
 TIMING_TAGS = (STEP_TIME_TAG, DATA_WAIT_TAG, FORWARD_TIME_TAG, ARRIVAL_TIME_TAG)
 #: Every tag of the machine's sampler starts with this (docs/system-metrics.md).
 SYSTEM_TAG_PREFIX = "rankscribe/system/"
+#: How long a rank's collector may keep its step times (and the other timings, and the loss
+#: of a collected step that records nothing else) before they reach its file: at most
+#: this many steps (:data:`STEP_TIME_WRITE_COUNT`) or seconds
+#: (:data:`STEP_TIME_WRITE_INTERVAL`), and a step of :data:`STEP_TIME_WRITE_AT_ONCE`
+#: seconds or more is written at once. A rank killed without its exit handlers loses
+#: what it kept: the stop verdict reads a rank's last step against it
+#: (``docs/job-view.md``, "Where each rank stopped"); the collector keeps to it.
+STEP_TIME_WRITE_COUNT = 4096
+STEP_TIME_WRITE_INTERVAL = 1.0
+STEP_TIME_WRITE_AT_ONCE = 0.25
 #: ``crc32c(raw bytes of all parameters, in order) & 0xFFFFFF`` at each collected step.
 FINGERPRINT_TAG = "rankscribe/param_fingerprint"
 #: The loss as SummaryCollector records it (``loss/auto``), or as a user names it.

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rankscribe.jobview._checks import check_mapping
-from rankscribe.jobview.job._ranges import last_steps_text
+from rankscribe.jobview.job._ranges import last_steps_text, ranks_of_text
 from rankscribe.jobview.job._statistics import SECTION_TAG_PREFIX
 from rankscribe.jobview.job.verdicts._machine import evidence_lines
 from rankscribe.jobview.job.verdicts._records import gradient_text
@@ -144,12 +144,7 @@ def verdict_lines(user_defined: Mapping[str, Any]) -> list[str]:
             f"(stopped early: {_ranks_phrase(user_defined.get('job/stopped_early_ranks'))})"
         )
     elif evidence == "undetermined":
-        lines.append(
-            f"stopped first: undetermined ("
-            f"{_ranks_phrase(user_defined.get('job/stopped_first_tied_ranks', '?'))} "
-            f"stopped at step {user_defined.get('job/stopped_first_step')}; nothing tells "
-            f"them apart)"
-        )
+        lines.append(_undetermined_stop(user_defined))
     untimed = user_defined.get("job/untimed_ranks", "")
     if untimed:
         lines.append(
@@ -159,6 +154,33 @@ def verdict_lines(user_defined: Mapping[str, Any]) -> list[str]:
     if missing:
         lines.append(f"missing: {_ranks_phrase(missing)}")
     return lines
+
+
+#: The most ranks an undetermined stop lists with their last steps (more: the range).
+MAX_LISTED_STOPS = 4
+
+
+def _undetermined_stop(user_defined: Mapping[str, Any]) -> str:
+    """The sentence of a stop the evidence does not decide: the ranks that share the
+    smallest last step, or whose last steps differ by less than a killed rank may have
+    left unwritten (docs/job-view.md, "Where each rank stopped")."""
+    tied = user_defined.get("job/stopped_first_tied_ranks", "?")
+    ranks = [rank for low, high in ranks_of_text(str(tied)) for rank in range(low, high + 1)]
+    last = {rank: user_defined.get(f"job/last_step/{rank}") for rank in ranks}
+    if len(set(last.values())) > 1:
+        if len(last) <= MAX_LISTED_STOPS:
+            steps = ", ".join(f"rank {rank} at step {step}" for rank, step in last.items())
+        else:
+            numbers = sorted(_number(step) for step in last.values())
+            steps = f"{_ranks_phrase(tied)} at steps {numbers[0]:.0f} to {numbers[-1]:.0f}"
+        return (
+            f"stopped first: undetermined (last recorded: {steps}; "
+            f"a rank killed may not have written its last second of steps)"
+        )
+    return (
+        f"stopped first: undetermined ({_ranks_phrase(tied)} stopped at step "
+        f"{user_defined.get('job/stopped_first_step')}; nothing tells them apart)"
+    )
 
 
 def _gradient_lines(user_defined: Mapping[str, Any]) -> list[str]:

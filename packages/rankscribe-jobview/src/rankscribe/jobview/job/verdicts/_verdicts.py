@@ -7,6 +7,7 @@ lineage, so they are int, float or str (lists are comma-separated text).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,9 @@ import numpy as np
 
 from rankscribe.jobview.job._ranges import missing_ranges, ranges_text
 from rankscribe.jobview.job._statistics import (
+    STEP_TIME_WRITE_AT_ONCE,
+    STEP_TIME_WRITE_COUNT,
+    STEP_TIME_WRITE_INTERVAL,
     JobStatistics,
     RankArrays,
     float32_numbers,
@@ -45,12 +49,14 @@ __all__ = [
     "add_timing_evidence",
     "dense_series",
     "job_verdicts",
+    "recent_step_seconds",
     "skew_histogram",
     "skew_median",
     "skew_ratio",
     "step_times",
     "timing_evidence",
     "untimed_ranks",
+    "unwritten_steps",
 ]
 
 #: Kept for the readers of earlier verdicts: the old rule's "slowest in more than half".
@@ -353,17 +359,59 @@ def _nonfinite_loss(statistics: JobStatistics) -> Verdicts:
     return verdicts
 
 
-def _stops(statistics: JobStatistics, failed: Sequence[int] = ()) -> Verdicts:
+#: The step times a rank's recent step time is read from (:func:`recent_step_seconds`).
+RECENT_STEPS = 64
+
+
+def unwritten_steps(step_seconds: float | None) -> int:
+    """How many of its last steps a rank whose steps take ``step_seconds`` may have kept
+    unwritten when it was killed: the steps that end within
+    :data:`STEP_TIME_WRITE_INTERVAL` seconds, at most :data:`STEP_TIME_WRITE_COUNT`; none
+    where each step is written at its end (:data:`STEP_TIME_WRITE_AT_ONCE` seconds or
+    more: a kill loses only the few milliseconds the writer thread takes); none when its
+    step time is unknown (nothing says it kept any)."""
+    if step_seconds is None or not math.isfinite(step_seconds) or step_seconds <= 0:
+        return 0
+    if step_seconds >= STEP_TIME_WRITE_AT_ONCE:
+        return 0
+    return min(STEP_TIME_WRITE_COUNT, math.ceil(STEP_TIME_WRITE_INTERVAL / step_seconds))
+
+
+def recent_step_seconds(values: npt.NDArray[np.float64]) -> float | None:
+    """A rank's quicker recent steps: the 10th percentile of its last :data:`RECENT_STEPS`
+    step times (more of its steps fit in a second than its median says); None where none
+    is finite."""
+    recent = values[-RECENT_STEPS:]
+    recent = recent[np.isfinite(recent)]
+    return float(np.percentile(recent, 10)) if len(recent) else None
+
+
+def _stops(
+    statistics: JobStatistics,
+    failed: Sequence[int] = (),
+    unwritten: Mapping[int, int] | None = None,
+) -> Verdicts:
     """Each rank's last step, and the rank that stopped first when the evidence decides.
 
-    The smallest last step names a rank only when one rank alone has it. A tie
-    is broken only by the launcher's report (``failed``: ranks it saw fail),
-    when exactly one of the tied ranks is in it; otherwise the verdict is
-    "undetermined" (rank -1), never a guess toward the lowest rank. The last
-    write time of the files does not decide a tie: in lock-step training the
+    ``unwritten``: rank -> how many of its last steps it may not have written when it
+    was killed (:func:`unwritten_steps`; from its step times when not given). The last
+    step names a rank only when no other rank may have stopped first: the rank's last
+    step and all it may not have written come before every other rank's last step. A
+    rank killed within a second of another does not come first by its files: the
+    collector keeps up to a second of steps before writing them, and a rank whose
+    exception wrote them while the launcher killed the others has the largest last step
+    of all. Where several ranks may have stopped first, the launcher's report
+    (``failed``: ranks it saw fail) decides when exactly one of them is in it; otherwise
+    the verdict is "undetermined" (rank -1), never a guess toward the lowest rank. The
+    last write time of the files does not decide either: in lock-step training the
     innocent ranks wait, without writing, for the one that dies.
     """
     last = {rank: step for rank, step in statistics.last_steps.items() if step is not None}
+    if unwritten is None:
+        unwritten = {
+            rank: unwritten_steps(recent_step_seconds(values))
+            for rank, (_, values) in statistics.step_times.items()
+        }
     verdicts: Verdicts = {
         f"job/last_step/{rank}": _int_value(step) for rank, step in sorted(last.items())
     }
@@ -374,19 +422,26 @@ def _stops(statistics: JobStatistics, failed: Sequence[int] = ()) -> Verdicts:
     if len(set(last.values())) > 1:
         earliest = min(last.values())
         latest = max(last.values())
-        tied = sorted(rank for rank, step in last.items() if step == earliest)
-        reported = [rank for rank in tied if rank in set(failed)]
+        reach = {rank: step + unwritten.get(rank, 0) for rank, step in last.items()}
+        # A rank may have stopped first unless another's last step is surely past its own.
+        first = sorted(
+            rank
+            for rank, step in last.items()
+            if all(step <= reach[other] for other in last if other != rank)
+        )
+        reported = [rank for rank in first if rank in set(failed)]
         verdicts["job/stopped_first_step"] = _int_value(earliest)
         verdicts["job/stopped_early_ranks"] = _ranks_text(r for r, s in last.items() if s < latest)
-        if len(tied) == 1:
-            verdicts["job/stopped_first_rank"] = tied[0]
+        if len(first) == 1:
+            verdicts["job/stopped_first_rank"] = first[0]
             verdicts["job/stopped_first_evidence"] = "last_step"
         elif len(reported) == 1:
             verdicts["job/stopped_first_rank"] = reported[0]
+            verdicts["job/stopped_first_step"] = _int_value(last[reported[0]])
             verdicts["job/stopped_first_evidence"] = "launcher"
         else:
             verdicts["job/stopped_first_evidence"] = "undetermined"
-            verdicts["job/stopped_first_tied_ranks"] = _ranks_text(tied)
+            verdicts["job/stopped_first_tied_ranks"] = ranges_text(first)
     elif last:
         # Every rank reached the same step (lock-step launchers kill everyone within
         # a step, and a clean run looks the same): only the launcher can tell.
