@@ -64,6 +64,7 @@ ALLOWED_PACKAGES: dict[str, frozenset[str]] = {
 # counts them apart from the user's API.
 SIBLING_MODULES: tuple[str, ...] = (
     f"{NAMESPACE}.ranks.arguments",
+    f"{NAMESPACE}.ranks.exits",
     f"{NAMESPACE}.ranks.files",
     f"{NAMESPACE}.ranks.imports",
     f"{NAMESPACE}.ranks.jsondata",

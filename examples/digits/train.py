@@ -80,6 +80,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+#: Seconds a rank waits in the allreduce for the others before it gives up (and raises).
+COLLECTIVE_TIMEOUT = 600.0
+
+
 class Ranks:
     """This process's rank and, on several ranks, the MPI communicator for the gradients."""
 
@@ -99,9 +103,17 @@ class Ranks:
         # Waited for in Python rather than inside MPI: a rank blocked in MPI_Allreduce
         # cannot raise KeyboardInterrupt, so on Ctrl-C (which mpiexec hands to every
         # rank) another rank's exit would abort it silently. Polling, every rank stops
-        # at once and rank 0 gets to say how to merge the job.
+        # at once and rank 0 gets to say how to merge the job. A rank that raises aborts
+        # the job (docs/layout.md, "A rank that raises"); one that hangs is waited for
+        # COLLECTIVE_TIMEOUT seconds, then this rank raises too.
         request = self.comm.Iallreduce(values, total)
+        deadline = time.monotonic() + COLLECTIVE_TIMEOUT
         while not request.Test():
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"rank {self.info.rank}: the allreduce waited {COLLECTIVE_TIMEOUT:.0f} s "
+                    "for the other ranks"
+                )
             time.sleep(0)  # lets this rank's recorder threads take the GIL meanwhile
         return total / self.info.world_size
 

@@ -168,6 +168,37 @@ def scenario_job(out: Path) -> dict[str, Any]:
     )
 
 
+#: The step at which the last rank of the ``raise`` scenario raises.
+RAISING_STEP = 20
+
+
+def scenario_raise(out: Path) -> dict[str, Any]:
+    """Every step ends in the job's own blocking MPI collective (no timeout, as a user's
+    script has); the last rank raises at RAISING_STEP. Run with plain ``python``: the
+    others would wait in the collective for it, and it in ``MPI_Finalize`` for them."""
+    from mpi4py import MPI  # (the collector's coordinator loaded MPI)
+
+    info = detect()
+    network, optimizer, shard = make_run(info.world_size, info.rank)
+    steps = [0]
+
+    def step(batch: Any) -> float:
+        steps[0] += 1
+        if info.rank == info.world_size - 1 and steps[0] == RAISING_STEP:
+            raise RuntimeError(f"rank {info.rank} raises on purpose")
+        return float(MPI.COMM_WORLD.allreduce(1.0))
+
+    collector = SummaryCollector(
+        out / "summary",
+        collect_freq=COLLECT_FREQ,
+        collect_specified_data={"collect_landscape": None},
+    )
+    TrainLoop(step, network=network, optimizer=optimizer).train(
+        EPOCHS, shard, callbacks=[collector]
+    )
+    return {}
+
+
 def main() -> None:
     scenario, out = sys.argv[1], Path(sys.argv[2])
     info = detect()

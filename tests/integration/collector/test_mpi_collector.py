@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -150,3 +151,27 @@ def test_a_late_rank_is_named_and_nobody_hangs(mpi: Any, tmp_path: Path) -> None
     assert job.ranks[1]["train_seconds"] >= LATENESS
     # the late rank still wrote its own files
     assert steps_of(job.summary / "rank_1", "scalar", "loss/auto") == COLLECTED_STEPS
+
+
+RAISING_STEP = 20  # collector_scenarios.RAISING_STEP
+#: Far less than a job left to hang would take (JOB_TIMEOUT), far more than this one needs.
+ENDS_WITHIN = 30.0
+
+
+def test_a_rank_that_raises_ends_the_job_with_its_steps_on_disk(mpi: Any, tmp_path: Path) -> None:
+    """Plain ``python``, as a user runs a script: the last rank raises while rank 0 waits in
+    the script's own MPI collective, which has no timeout. Without the abort the job hangs
+    (rank 1 in MPI_Finalize, rank 0 in the collective) until JOB_TIMEOUT kills it."""
+    out = tmp_path / "out"
+    out.mkdir()
+    script = [sys.executable, str(SCENARIOS), "raise", str(out)]
+    run = mpi.run(RANKS, *script, cwd=tmp_path, timeout=JOB_TIMEOUT)
+    assert run.returncode != 0, run.output
+    assert run.seconds < ENDS_WITHIN, run.output
+    assert f"RuntimeError: rank {RANKS - 1} raises on purpose" in run.output
+    assert f"rank {RANKS - 1} of {RANKS}: the program ended on an uncaught RuntimeError; " in (
+        run.output
+    )
+    # Its records were closed before the abort: every step before the raise is on disk.
+    raising = out / "summary" / f"rank_{RANKS - 1}"
+    assert max(steps_of(raising, "scalar", "rankscribe/step_time")) == RAISING_STEP - 1

@@ -46,6 +46,7 @@ from rankscribe.ranks import (
     claim_job_dir,
     create_coordinator,
 )
+from rankscribe.ranks.exits import before_abort
 from rankscribe.ranks.files import make_private_dir
 
 logger = logging.getLogger(__name__)
@@ -311,6 +312,9 @@ def _say_unended_runs() -> None:
     for run in list(_training_runs):
         if run.training:
             run.collector._say_interrupted(exc_type)
+
+
+before_abort(_say_unended_runs)  # (an MPI job's abort skips the exit handlers)
 
 
 class FrameworkRun:

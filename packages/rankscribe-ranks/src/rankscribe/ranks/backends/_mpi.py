@@ -24,7 +24,8 @@ arrives late to one collective cannot feed its object into the next one.
 What happens to a rank that never arrives: the root returns (or raises) at its
 deadline. The job itself ends only when every process ends, because
 ``MPI_Finalize`` waits for all ranks (MPICH); a rank that dies without
-finalising makes ``mpiexec`` (Hydra) kill the whole job. A late sender's
+finalising makes ``mpiexec`` (Hydra) kill the whole job, and a rank whose program
+ends on an uncaught exception aborts it (``coordination/_exits.py``). A late sender's
 unmatched messages are abandoned (MPI cannot cancel a send that is under way)
 and MPICH may report them at finalisation.
 
@@ -47,6 +48,7 @@ from rankscribe.ranks.backends._message import (
 )
 from rankscribe.ranks.coordination._coordinator import DEFAULT_TIMEOUT, Coordinator, GatherResult
 from rankscribe.ranks.coordination._deadline import Backoff, Deadline
+from rankscribe.ranks.coordination._exits import abort_on_uncaught_exception
 from rankscribe.ranks.detection import _mpi_loader
 from rankscribe.ranks.detection._info import RankInfo, detect
 from rankscribe.ranks.detection._mpi_loader import INSTALL_MPI
@@ -162,6 +164,10 @@ class MpiCoordinator(Coordinator):
         self._comm = self._duplicate(base)
         # Requests MPI could not cancel; kept so their buffers outlive them.
         self._abandoned: list[Any] = []
+        if self.world_size > 1:
+            # A rank whose program raises would wait in MPI_Finalize for ranks that wait
+            # for it: the job aborts instead (coordination/_exits.py).
+            abort_on_uncaught_exception(self._mpi)
 
     def close(self) -> None:
         if not self._closed and not self._abandoned and not self._mpi.Is_finalized():

@@ -5,7 +5,9 @@
 backends in ``backends/`` implement it); ``_deadline`` the one clock and back-off of every
 wait of the package (sibling-facing as :mod:`rankscribe.ranks.waits`; a test replaces the
 clock with :func:`rankscribe.ranks.testing.wait_clock`); ``_split`` which share of the
-work is each rank's (:func:`rankscribe.ranks.split_evenly`). The rules are in
+work is each rank's (:func:`rankscribe.ranks.split_evenly`). ``_exits`` what a rank's program does
+under MPI when it ends on an uncaught exception: the job aborts instead of hanging
+(sibling-facing as :mod:`rankscribe.ranks.exits`). The rules are in
 ``docs/layout.md`` ("Collectives and their timeouts", "Split of tensor steps").
 
 May import: ``detection`` (a coordinator knows its rank), ``messages`` (objects travel

@@ -13,6 +13,7 @@ import threading
 import weakref
 from typing import Protocol
 
+from rankscribe.ranks.exits import before_abort
 from rankscribe.writer import operators
 
 logger = logging.getLogger(__name__)
@@ -64,7 +65,8 @@ if hasattr(os, "register_at_fork"):
 
 @atexit.register
 def _close_live_records() -> None:
-    """Finish writing every record the program left open."""
+    """Finish writing every record the program left open (at exit, and before an MPI job
+    aborts on a rank's uncaught exception: :mod:`rankscribe.ranks.exits`)."""
     with _live_lock:
         records = list(_live_records)
     for record in records:
@@ -72,3 +74,6 @@ def _close_live_records() -> None:
             record.close()
         except Exception:
             logger.exception("closing %r at exit failed", record)
+
+
+before_abort(_close_live_records)

@@ -1,0 +1,123 @@
+"""A job that ends, instead of hanging, when one rank's program ends on an uncaught exception.
+
+Under MPICH, ``MPI_Finalize`` waits for every rank of the job, and mpi4py calls it when
+the interpreter ends. A rank whose program raised (a data error, an out-of-memory) would
+end its interpreter and wait there for the other ranks, which wait in the step's
+collective for it: the job hangs, and ``mpiexec`` never hears of the failure. A real
+2-rank ``mpiexec -n 2 python examples/digits/train.py`` whose rank 1 raised at step
+3,000 stood so until it was killed. ``python -m mpi4py`` avoids it by aborting the job
+on an uncaught exception; a script run with plain ``python`` does not, and RankScribe
+starts MPI for scripts that never asked for it.
+
+So once RankScribe's MPI coordinator is made for a job of several ranks, a program that
+ends on an uncaught exception aborts the job (``MPI_Abort`` on ``COMM_WORLD``, exit code
+1), as ``python -m mpi4py`` does, at exit, after Python printed the exception, and after
+the callbacks the sibling packages registered with :func:`before_abort` (the writer
+closes every record left open, so what they hold is on disk before the abort). Not on
+``KeyboardInterrupt``: ``mpiexec`` hands Ctrl-C to every rank, and each ends on its own.
+``RANKSCRIBE_MPI_ABORT=0`` leaves MPI to finalise as before.
+
+What an abort costs: ``mpiexec`` kills the other ranks at once, and a rank killed loses
+what it had not written yet (its kept timings, up to a second of steps:
+``docs/job-view.md``, "Where each rank stopped"), as it would when killed by hand.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from rankscribe.ranks.errors import RanksValueError
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ABORT_ENV", "abort_if_uncaught", "abort_on_uncaught_exception", "before_abort"]
+
+#: ``0`` leaves MPI to finalise after an uncaught exception (the job then waits for the
+#: rank's peers); ``1``, the default, aborts the job.
+ABORT_ENV = "RANKSCRIBE_MPI_ABORT"
+
+_before: list[Callable[[], object]] = []
+_lock = threading.Lock()
+_installed = False
+
+
+def before_abort(callback: Callable[[], object]) -> Callable[[], None]:
+    """Call ``callback`` (no arguments) before an abort of the job, in the order given, once
+    however often given; returns what forgets it again.
+
+    Its exception is logged and the next callback runs: the abort comes regardless."""
+    if not callable(callback):
+        raise RanksValueError(f"callback must be callable, got {type(callback).__name__}")
+    with _lock:
+        if callback not in _before:
+            _before.append(callback)
+
+    def forget() -> None:
+        with _lock:
+            if callback in _before:
+                _before.remove(callback)
+
+    return forget
+
+
+def _aborts() -> bool:
+    value = os.environ.get(ABORT_ENV, "1").strip()
+    if value not in ("0", "1"):
+        raise RanksValueError(f"{ABORT_ENV} must be 0 or 1, got {value!r}")
+    return value == "1"
+
+
+def abort_on_uncaught_exception(mpi: Any) -> None:
+    """At exit after an uncaught exception, abort the job through ``mpi`` (mpi4py's ``MPI``).
+
+    Called by the MPI coordinator of a job of several ranks; once per process. A bad
+    :data:`ABORT_ENV` is refused here, when the coordinator is made."""
+    global _installed  # noqa: PLW0603 - one exit handler per process
+    if not _aborts():
+        return
+    with _lock:
+        if _installed:
+            return
+        _installed = True
+    atexit.register(abort_if_uncaught, mpi)
+
+
+def _uncaught() -> BaseException | None:
+    """The exception the program is ending on (Python keeps it as ``sys.last_value``)."""
+    error = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
+    return error if isinstance(error, BaseException) else None
+
+
+def abort_if_uncaught(mpi: Any) -> bool:
+    """Abort the job if the program is ending on an uncaught exception other than
+    ``KeyboardInterrupt`` and MPI still runs; first run the :func:`before_abort` callbacks.
+
+    Returns False where it does not abort (the exit handler's body; ``Abort`` does not
+    return)."""
+    error = _uncaught()
+    if error is None or isinstance(error, KeyboardInterrupt) or mpi.Is_finalized():
+        return False
+    with _lock:
+        callbacks = list(_before)
+    for callback in callbacks:
+        try:
+            callback()
+        except Exception:
+            logger.exception("%r before aborting the job failed", callback)
+    comm = mpi.COMM_WORLD
+    print(
+        f"rank {comm.Get_rank()} of {comm.Get_size()}: the program ended on an uncaught "
+        f"{type(error).__name__}; aborting the MPI job so that the other ranks do not wait "
+        f"for this one ({ABORT_ENV}=0 waits instead)",
+        file=sys.stderr,
+        flush=True,
+    )
+    sys.stdout.flush()
+    comm.Abort(1)
+    return True
