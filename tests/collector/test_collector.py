@@ -20,6 +20,7 @@ from rankscribe.collector import (
     TrainLoop,
 )
 from rankscribe.lineage import get_summary_lineage
+from rankscribe.lineage.recording import TRAIN_STOP_FILE_NAME, read_train_stop
 from rankscribe.ranks import Coordinator, RankInfo
 from rankscribe.writer.events import load_dir, load_lineage_dir
 
@@ -530,6 +531,48 @@ def test_a_rank_whose_lineage_fails_still_takes_part_in_the_merge(
     with pytest.raises(RuntimeError, match="lineage bug"):
         run(unreadable_rate, tmp_path, batches=2, rank_info=info, coordinator=coordinator)
     assert len(coordinator.merge_payloads()) == 1  # rank 0 is not left waiting for this rank
+
+
+@pytest.mark.parametrize(
+    ("world_size", "error", "kept"),
+    [
+        (2, RuntimeError("data error"), "RuntimeError"),
+        (2, KeyboardInterrupt(), None),  # Ctrl-C reaches every rank: it names none
+        (1, RuntimeError("data error"), None),  # one process: no job to tell
+    ],
+)
+def test_a_rank_whose_training_raises_keeps_it_in_its_stop_record(
+    model: Any, tmp_path: Path, world_size: int, error: BaseException, kept: str | None
+) -> None:
+    steps = [0]
+
+    def step(batch: Any) -> float:
+        steps[0] += 1
+        if steps[0] == 3:
+            raise error
+        return 0.5
+
+    rank = world_size - 1
+    info = RankInfo(
+        rank=rank,
+        world_size=world_size,
+        local_rank=rank,
+        local_size=world_size,
+        host="h",
+        launcher="pmi",
+    )
+    with pytest.raises(type(error)):
+        run(
+            model,
+            tmp_path,
+            batches=4,
+            step=step,
+            rank_info=info,
+            coordinator=FakeCoordinator(rank=rank),
+        )
+    directory = tmp_path / f"rank_{rank}" if world_size > 1 else tmp_path
+    assert read_train_stop(directory) == kept
+    assert (directory / TRAIN_STOP_FILE_NAME).exists() == (kept is not None)
 
 
 def test_rank_zero_names_a_missing_rank_in_the_merged_lineage(model: Any, tmp_path: Path) -> None:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from rankscribe.jobview import RankSeries, verdict_lines, write_job_view
-from rankscribe.jobview.errors import JobViewParamValueError
+from rankscribe.jobview.errors import JobViewError, JobViewParamValueError
 from rankscribe.jobview.feed import STEP_TIME_TAG
 
 
@@ -102,6 +103,57 @@ def test_the_rank_whose_exception_wrote_its_steps_is_not_blamed_on_the_others(
         3000,
     )
     assert named.verdicts["job/stopped_first_evidence"] == "launcher"
+
+
+def test_the_rank_whose_training_raised_is_named_among_those_that_may_have_stopped_first(
+    tmp_path: Path,
+) -> None:
+    """The same job with rank 1's stop record (its training raised): named, not undetermined."""
+    verdicts = write_job_view(
+        tmp_path, _job({0: 2776, 1: 3000}, 0.0016), world_size=2, raised={1: "RuntimeError"}
+    ).verdicts
+    assert (verdicts["job/stopped_first_rank"], verdicts["job/stopped_first_step"]) == (1, 3000)
+    assert verdicts["job/stopped_first_evidence"] == "exception"
+    assert verdicts["job/stopped_first_exception"] == "RuntimeError"
+    assert verdicts["job/stopped_early_ranks"] == ""  # rank 0 may have gone as far
+    assert "stopped first: rank 1 at step 3000 (its training raised RuntimeError)" in (
+        verdict_lines(verdicts)
+    )
+
+
+def test_a_rank_that_raised_after_another_surely_stopped_is_not_named(tmp_path: Path) -> None:
+    """Rank 0 stopped at step 100 of 0.3 s steps; rank 1 raised at 3000 (a timeout after it)."""
+    verdicts = write_job_view(
+        tmp_path, _job({0: 100, 1: 3000}), world_size=2, raised={1: "TimeoutError"}
+    ).verdicts
+    assert (verdicts["job/stopped_first_rank"], verdicts["job/stopped_first_evidence"]) == (
+        0,
+        "last_step",
+    )
+
+
+def test_ranks_that_all_raised_decide_nothing_and_one_of_a_tie_does(tmp_path: Path) -> None:
+    both = write_job_view(
+        tmp_path, _job({0: 2776, 1: 3000}, 0.0016), world_size=2, raised={0: "E", 1: "E"}
+    ).verdicts
+    assert both["job/stopped_first_evidence"] == "undetermined"
+    tied = write_job_view(tmp_path, _job({0: 30, 1: 30, 2: 30}), world_size=3, raised={2: "E"})
+    assert (tied.verdicts["job/stopped_first_rank"], tied.verdicts["job/stopped_first_step"]) == (
+        2,
+        30,
+    )
+    assert tied.verdicts["job/stopped_first_evidence"] == "exception"
+
+
+@pytest.mark.parametrize(
+    ("raised", "error"),
+    [({-1: "E"}, "the key -1"), ({"1": "E"}, "the key '1'"), ({1: 3}, "got int for rank 1")],
+)
+def test_raised_must_map_ranks_to_exception_names(
+    tmp_path: Path, raised: dict[Any, Any], error: str
+) -> None:
+    with pytest.raises(JobViewError, match=f"raised must map ranks .*{error}"):
+        write_job_view(tmp_path, _job({0: 3}), world_size=1, raised=raised)
 
 
 def test_a_rank_keeps_at_most_4096_steps_unwritten(tmp_path: Path) -> None:

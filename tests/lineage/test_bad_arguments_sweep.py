@@ -74,6 +74,8 @@ VALID: ValidCalls = {
     "rank_dirs_note": lambda t: ((_job(t),), {}),
     "remove_train_start": lambda t: ((_run(t),), {}),
     "write_train_start": lambda t: ((_run(t), TrainLineageInfo()), {}),
+    "write_train_stop": lambda t: ((_run(t), "RuntimeError"), {}),
+    "read_train_stop": lambda t: ((_run(t),), {}),
     "write_hparams": lambda t: ((_base(t),), {}),
     "write_merged_lineage": lambda t: ((_run(t), RunLineage(str(t))), {}),
     "eval_lineage_from_args": lambda t: (({},), {}),

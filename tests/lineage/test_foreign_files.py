@@ -32,7 +32,9 @@ from rankscribe.lineage.recording import (
     HyperParameters,
     TrainLineageInfo,
     rank_dirs_note,
+    read_train_stop,
     write_train_start,
+    write_train_stop,
 )
 from rankscribe.ranks.files import RANK_DIRS_FILE_NAME, write_rank_dirs
 from tests._support.launchers import Finished
@@ -100,6 +102,19 @@ def test_another_users_start_record_is_not_merged(
     assert lineage.section("hyper_parameters")["device_num"] == 3
     assert outcome.missing_ranges == []  # rank 2 has a lineage file: it reported
     assert f"skipping the training start record {planted}: {THEIRS}" in warnings_of(caplog)
+
+
+@needs_root
+def test_another_users_stop_record_names_nobody(
+    job: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A planted stop record would blame its rank for a job's failure: another user's is
+    not read (the merge reads each rank's through read_train_stop)."""
+    planted = Path(write_train_stop(job / "rank_2", "ForgedError"))
+    assert read_train_stop(job / "rank_2") == "ForgedError"
+    give_away(planted)
+    assert read_train_stop(job / "rank_2") is None
+    assert f"skipping the training stop record {planted}: {THEIRS}" in warnings_of(caplog)
 
 
 def test_a_world_size_beyond_any_machine_is_not_believed(

@@ -21,7 +21,14 @@ from rankscribe.lineage import (
 )
 from rankscribe.lineage.cli import main
 from rankscribe.lineage.errors import LineageMergeError, LineageParamTypeError
-from rankscribe.lineage.recording import write_merged_lineage
+from rankscribe.lineage.recording import (
+    TRAIN_STOP_FILE_NAME,
+    TrainLineageInfo,
+    read_train_stop,
+    write_merged_lineage,
+    write_train_start,
+    write_train_stop,
+)
 from rankscribe.writer import SummaryRecord, reader
 
 STEPS = 30
@@ -253,3 +260,50 @@ def test_merge_functions_take_extra_user_defined_keys(tmp_path: Path, lw: Any) -
     outcome = merge_run_dir(tmp_path / "job", user_defined={"job/note": "checked by hand"})
     assert outcome.job_view is None  # no scalar on disk: no job view
     assert outcome.lineage.section("user_defined")["job/note"] == "checked by hand"
+
+
+def _stopped_job(tmp_path: Path) -> Path:
+    """A 2-rank job both of whose ranks recorded steps 1-30 (0.3 s steps): the last steps
+    tell nothing apart."""
+    job = tmp_path / "stopped"
+    for rank in range(2):
+        _write_rank(job / f"rank_{rank}", rank, _rank_scalars(rank))
+    return job
+
+
+def test_the_rank_whose_training_raised_is_named_by_the_merge(tmp_path: Path) -> None:
+    job = _stopped_job(tmp_path)
+    write_train_stop(job / "rank_1", "RuntimeError")
+    verdicts = merge_run_dir(job).lineage.section("user_defined")
+    assert (verdicts["job/stopped_first_rank"], verdicts["job/stopped_first_step"]) == (1, STEPS)
+    assert verdicts["job/stopped_first_evidence"] == "exception"
+    assert verdicts["job/stopped_first_exception"] == "RuntimeError"
+
+
+@pytest.mark.parametrize("damage", ["a link", "not json", "no exception"])
+def test_a_stop_record_that_cannot_be_believed_is_skipped_with_a_warning(
+    tmp_path: Path, damage: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    job = _stopped_job(tmp_path)
+    record = job / "rank_1" / TRAIN_STOP_FILE_NAME
+    if damage == "a link":
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.write_text('{"exception": "PlantedError"}')
+        record.symlink_to(elsewhere)
+    else:
+        record.write_text("{" if damage == "not json" else '{"exception": 3}')
+    assert read_train_stop(job / "rank_1") is None
+    verdicts = merge_run_dir(job).lineage.section("user_defined")
+    assert verdicts["job/stopped_first_rank"] == -1
+    assert f"skipping the training stop record {record}" in caplog.text
+
+
+def test_a_new_start_record_removes_an_earlier_runs_stop_record(tmp_path: Path) -> None:
+    directory = tmp_path / "rank_0"
+    directory.mkdir()
+    write_train_stop(directory, "ValueError")
+    assert read_train_stop(directory) == "ValueError"
+    write_train_start(directory, TrainLineageInfo())
+    assert read_train_stop(directory) is None
+    assert os.stat(write_train_stop(directory, "X" * 500)).st_mode & 0o077 == 0  # private
+    assert read_train_stop(directory) == "X" * 200

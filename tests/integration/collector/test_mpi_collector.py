@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rankscribe.lineage import get_summary_lineage
+from rankscribe.lineage import get_summary_lineage, merge_run_dir
 from rankscribe.lineage.recording import TRAIN_START_FILE_NAME, parse_run
 from rankscribe.ranks.files import RANK_DIRS_FILE_NAME
 from rankscribe.writer.events import load_dir
@@ -175,3 +175,8 @@ def test_a_rank_that_raises_ends_the_job_with_its_steps_on_disk(mpi: Any, tmp_pa
     # Its records were closed before the abort: every step before the raise is on disk.
     raising = out / "summary" / f"rank_{RANKS - 1}"
     assert max(steps_of(raising, "scalar", "rankscribe/step_time")) == RAISING_STEP - 1
+    # The offline merge names it (its stop record), not a rank the abort killed.
+    verdicts = merge_run_dir(out / "summary").lineage.section("user_defined")
+    assert verdicts["job/stopped_first_rank"] == RANKS - 1
+    assert verdicts["job/stopped_first_evidence"] == "exception"
+    assert verdicts["job/stopped_first_exception"] == "RuntimeError"

@@ -362,8 +362,10 @@ class SummaryCollector(Callback):
         self._close()
 
     def _say_interrupted(self, exc_type: type[BaseException] | None) -> None:
-        """On rank 0 of several, training stopped by an exception (``exc_type``; None: the
-        process exits and training never ended): say how to merge.
+        """Training stopped by an exception (``exc_type``; None: the process exits and
+        training never ended): on every rank of several, an ``Exception`` is kept in the
+        rank's stop record (the job view names the rank that raised: docs/job-view.md,
+        "Where each rank stopped"); on rank 0, say how to merge.
 
         The job's lineage is merged at the end of training, which never came; the
         ranks' files and their training start records are on disk, and
@@ -371,7 +373,12 @@ class SummaryCollector(Callback):
         """
         self._training = False
         info = self._run.info
-        if info is None or info.world_size <= 1 or info.rank != 0:
+        if info is None or info.world_size <= 1:
+            return
+        directory = self._run.directory
+        if exc_type is not None and issubclass(exc_type, Exception) and directory is not None:
+            self._lineage.stop_training(directory, exc_type.__name__)
+        if info.rank != 0:
             return
         why = "the process exited" if exc_type is None else exc_type.__name__
         logger.warning(

@@ -271,6 +271,24 @@ def _check_arguments(
     return directory
 
 
+def _check_raised(raised: object) -> None:
+    """``raised`` is None or a mapping of ranks (ints >= 0) to exception names (str)."""
+    check_optional_mapping("raised", raised)
+    if raised is None:
+        return
+    assert isinstance(raised, Mapping)
+    for rank, name in raised.items():
+        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+            raise JobViewParamValueError(
+                f"raised must map ranks (ints >= 0) to exception names, got the key {rank!r}"
+            )
+        if not isinstance(name, str):
+            raise JobViewParamTypeError(
+                f"raised must map ranks to exception names (str), got {type(name).__name__} "
+                f"for rank {rank}"
+            )
+
+
 def write_job_view(
     job_dir: str | os.PathLike[str],
     series: Mapping[int, RankSeries] | JobStatistics,
@@ -284,6 +302,7 @@ def write_job_view(
     failed: Sequence[int] = (),
     straggler_evidence: StragglerEvidence | None = None,
     verdict_settings: VerdictSettings | None = None,
+    raised: Mapping[int, str] | None = None,
 ) -> JobView:
     """Write the job's own summary file into ``job_dir`` and return the verdicts.
 
@@ -305,6 +324,10 @@ def write_job_view(
         host: the host part of the file names (default this machine's name).
         failed: ranks the launcher reported as failed (its exit report), the
             one evidence that breaks a tie for the rank that stopped first.
+        raised: rank -> the name of the exception its training stopped on (the
+            rank's stop record, ``rankscribe.lineage.recording.read_train_stop``):
+            among the ranks that may have stopped first, the one that raised, when
+            one alone did, is named (``docs/job-view.md``, "Where each rank stopped").
         straggler_evidence: the straggler rule's evidence, when it was reduced
             elsewhere (blocks of steps, a tree of ranks); by default it comes
             from ``series`` (:func:`timing_evidence`).
@@ -320,6 +343,7 @@ def write_job_view(
     """
     directory = _check_arguments(job_dir, series, world_size, missing)
     check_ranks("failed", failed)
+    _check_raised(raised)
     check_bool("tensorboard", tensorboard)
     check_optional_mapping("hparams", hparams)
     check_optional_mapping("metrics", metrics)
@@ -345,6 +369,7 @@ def write_job_view(
         world_size=world_size,
         missing=missing,
         failed=failed,
+        raised=raised or {},
         evidence=straggler_evidence,
         settings=verdict_settings,
         # A job the live view watched: its straggler keeps the onset it was named with,

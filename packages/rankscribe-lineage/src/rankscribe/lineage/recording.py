@@ -8,7 +8,9 @@ listed: :class:`LineageFile`), write the job's merged lineage
 A rank keeps the train lineage known at the start of training
 (:func:`write_train_start`, removed by :func:`remove_train_start` once the run's own
 train lineage is on disk), and the merge reads a rank with it
-(:func:`parse_rank_run`), so an interrupted job's merge keeps its hyper-parameters.
+(:func:`parse_rank_run`), so an interrupted job's merge keeps its hyper-parameters. A rank
+whose training stopped on an exception says so (:func:`write_train_stop`), and the merge
+reads it (:func:`read_train_stop`) for the job view's stop verdict.
 The merged lineage names the ranks that wrote outside the job's directory
 (:func:`rank_dirs_note`). The HParams session of a merged lineage (its
 hyper-parameters and final metrics, :func:`session_values`) goes into the job's
@@ -51,14 +53,18 @@ from rankscribe.lineage.record._optimizer_search import optimizer_of
 from rankscribe.lineage.record._parser import ParsedRun, parse_run
 from rankscribe.lineage.record._train_start import (
     TRAIN_START_FILE_NAME,
+    TRAIN_STOP_FILE_NAME,
     parse_rank_run,
+    read_train_stop,
     remove_train_start,
     write_train_start,
+    write_train_stop,
 )
 
 __all__ = [
     "MERGE_LOCK_NAME",
     "TRAIN_START_FILE_NAME",
+    "TRAIN_STOP_FILE_NAME",
     "Algorithm",
     "DatasetGraphInfo",
     "EvalLineageInfo",
@@ -78,9 +84,11 @@ __all__ = [
     "parse_rank_run",
     "parse_run",
     "rank_dirs_note",
+    "read_train_stop",
     "remove_train_start",
     "session_values",
     "train_lineage_from_args",
     "write_merged_lineage",
     "write_train_start",
+    "write_train_stop",
 ]

@@ -73,6 +73,7 @@ from rankscribe.lineage.recording import (
     train_lineage_from_args,
     write_merged_lineage,
     write_train_start,
+    write_train_stop,
 )
 from rankscribe.ranks import Coordinator, RankInfo, RanksError, create_coordinator
 from rankscribe.ranks.files import LockTimeoutError, exclusive_lock
@@ -179,6 +180,14 @@ class LineageRecorder:
                 directory,
                 error,
             )
+
+    def stop_training(self, directory: str | os.PathLike[str], exception: str) -> None:
+        """Training stopped on ``exception`` (its class name): kept in ``directory``'s stop
+        record for the job view's stop verdict. A failure to write it is logged."""
+        try:
+            write_train_stop(directory, exception)
+        except Exception as error:  # a best effort: the exception raised is the caller's
+            logger.warning("The training stop record in %s is not written: %s", directory, error)
 
     def finish_training(self, directory: str | os.PathLike[str]) -> None:
         """The run's train lineage is on disk: its start record goes."""

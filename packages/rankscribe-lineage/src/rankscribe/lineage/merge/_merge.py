@@ -37,7 +37,7 @@ from rankscribe.lineage.merge._stream import job_statistics_of_dirs
 from rankscribe.lineage.record._lineage_file import write_merged_lineage
 from rankscribe.lineage.record._names import rank_of_dir_name
 from rankscribe.lineage.record._parser import RunLineage
-from rankscribe.lineage.record._train_start import parse_rank_run
+from rankscribe.lineage.record._train_start import parse_rank_run, read_train_stop
 from rankscribe.ranks.files import (
     MAX_RANK_DIR_PROBLEMS,
     RANK_DIRS_FILE_NAME,
@@ -381,6 +381,12 @@ def merge_run_dir(
                     hparams=hparams,
                     metrics=metrics,
                     host=host,
+                    # The ranks whose training stopped on an exception (their stop records).
+                    raised={
+                        rank: name
+                        for rank, path in on_disk.items()
+                        if (name := read_train_stop(path)) is not None
+                    },
                 )
                 merged.sections["user_defined"].update(view.verdicts)
             merged.sections["user_defined"].update(extra)

@@ -18,11 +18,18 @@ owner: ``docs/layout.md``, "Files of another user"). Its name does not
 end in ``_lineage``, so MindInsight and the lineage queries never read it as a
 run's file; a finished run's files are what they were without it
 (``docs/layout.md``, "An interrupted job").
+
+Beside it, a rank whose training stopped on an exception writes its stop record
+(:data:`TRAIN_STOP_FILE_NAME`: the exception's class name, as JSON, written whole): the
+merge hands the names to the job view, whose stop verdict names the rank that raised
+among those that may have stopped first (``docs/job-view.md``, "Where each rank
+stopped"). A new start record removes an earlier run's stop record.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import time
@@ -31,7 +38,8 @@ from rankscribe.lineage._checks import check_path
 from rankscribe.lineage.errors import LineageParamTypeError, LineageSummaryAnalyzeException
 from rankscribe.lineage.record._model import TrainLineageInfo
 from rankscribe.lineage.record._parser import ParsedRun, RunLineage, parse_run, read_lineage_file
-from rankscribe.ranks.files import UnsafeFileError
+from rankscribe.ranks.files import UnsafeFileError, atomic_write, read_regular
+from rankscribe.ranks.jsondata import JSONDataError, parse_json
 from rankscribe.writer.eventfiles import EventRecords, write_event_file
 from rankscribe.writer.pb import lineage_pb2
 
@@ -39,14 +47,22 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "TRAIN_START_FILE_NAME",
+    "TRAIN_STOP_FILE_NAME",
     "parse_rank_run",
+    "read_train_stop",
     "remove_train_start",
     "write_train_start",
+    "write_train_stop",
 ]
 
 #: The file, in a rank's directory, holding the train lineage known at the start of training.
 TRAIN_START_FILE_NAME = ".rankscribe-train-start"
 _TRAIN_SECTIONS = ("hyper_parameters", "train_dataset", "algorithm", "model")
+#: The file, in a rank's directory, naming the exception its training stopped on.
+TRAIN_STOP_FILE_NAME = ".rankscribe-train-stop"
+#: The longest exception name a stop record keeps, and the most bytes read of one.
+_MAX_EXCEPTION_NAME = 200
+_MAX_STOP_BYTES = 1024
 
 
 def write_train_start(directory: str | os.PathLike[str], lineage: TrainLineageInfo) -> str:
@@ -59,8 +75,46 @@ def write_train_start(directory: str | os.PathLike[str], lineage: TrainLineageIn
     records = EventRecords("mindinsight")
     event = lineage_pb2.LineageEvent(wall_time=time.time(), train_lineage=lineage.to_proto())
     records.add_event(event)
+    with contextlib.suppress(FileNotFoundError):  # an earlier run's: this one has not stopped
+        os.unlink(os.path.join(target, TRAIN_STOP_FILE_NAME))
     # Not final (0600): the next training run of the same collector replaces it.
     return write_event_file(os.path.join(target, TRAIN_START_FILE_NAME), records, final=False)
+
+
+def write_train_stop(directory: str | os.PathLike[str], exception: str) -> str:
+    """Write ``directory``'s stop record: its training stopped on ``exception`` (a class
+    name; the first 200 characters kept). Returns its path."""
+    target = check_path("directory", directory)
+    if not isinstance(exception, str) or not exception:
+        raise LineageParamTypeError(
+            f"exception must be an exception's name (a non-empty str), got {exception!r}"
+        )
+    text = json.dumps({"exception": exception[:_MAX_EXCEPTION_NAME], "wall_time": time.time()})
+    return atomic_write(os.path.join(target, TRAIN_STOP_FILE_NAME), [text.encode()])
+
+
+def read_train_stop(directory: str | os.PathLike[str]) -> str | None:
+    """The name of the exception ``directory``'s training stopped on, from its stop record;
+    None without one. A record that is not this user's regular file, or not what
+    :func:`write_train_stop` writes, is skipped with a warning (None)."""
+    path = os.path.join(check_path("directory", directory), TRAIN_STOP_FILE_NAME)
+    if not os.path.lexists(path):
+        return None
+    try:
+        record = parse_json(
+            read_regular(path, limit=_MAX_STOP_BYTES, owned=True),
+            what=f"the training stop record {path}",
+            max_bytes=_MAX_STOP_BYTES,
+        )
+    except (OSError, JSONDataError) as error:
+        why = error.reason if isinstance(error, UnsafeFileError) else error
+        logger.warning("skipping the training stop record %s: %s", path, why)
+        return None
+    exception = record.get("exception") if isinstance(record, dict) else None
+    if not isinstance(exception, str) or not exception:
+        logger.warning("skipping the training stop record %s: it names no exception", path)
+        return None
+    return exception[:_MAX_EXCEPTION_NAME]
 
 
 def remove_train_start(directory: str | os.PathLike[str]) -> None:

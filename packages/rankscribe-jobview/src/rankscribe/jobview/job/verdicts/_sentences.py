@@ -138,10 +138,13 @@ def verdict_lines(user_defined: Mapping[str, Any]) -> list[str]:
     evidence = user_defined.get("job/stopped_first_evidence", "")
     if stopped >= 0:
         how = " (reported by the launcher)" if evidence == "launcher" else ""
+        if evidence == "exception":
+            how = f" (its training raised {user_defined.get('job/stopped_first_exception', '?')})"
+        early = user_defined.get("job/stopped_early_ranks")
         lines.append(
             f"stopped first: rank {stopped} at step "
-            f"{user_defined.get('job/stopped_first_step')}{how} "
-            f"(stopped early: {_ranks_phrase(user_defined.get('job/stopped_early_ranks'))})"
+            f"{user_defined.get('job/stopped_first_step')}{how}"
+            + (f" (stopped early: {_ranks_phrase(early)})" if early else "")
         )
     elif evidence == "undetermined":
         lines.append(_undetermined_stop(user_defined))

@@ -359,6 +359,8 @@ def _nonfinite_loss(statistics: JobStatistics) -> Verdicts:
     return verdicts
 
 
+#: The longest exception name a verdict keeps (a class name; a longer one is cut).
+MAX_EXCEPTION_NAME = 200
 #: The step times a rank's recent step time is read from (:func:`recent_step_seconds`).
 RECENT_STEPS = 64
 
@@ -390,6 +392,8 @@ def _stops(
     statistics: JobStatistics,
     failed: Sequence[int] = (),
     unwritten: Mapping[int, int] | None = None,
+    *,
+    raised: Mapping[int, str] | None = None,
 ) -> Verdicts:
     """Each rank's last step, and the rank that stopped first when the evidence decides.
 
@@ -400,13 +404,16 @@ def _stops(
     rank killed within a second of another does not come first by its files: the
     collector keeps up to a second of steps before writing them, and a rank whose
     exception wrote them while the launcher killed the others has the largest last step
-    of all. Where several ranks may have stopped first, the launcher's report
+    of all. Where several ranks may have stopped first, the one whose training raised
+    (``raised``: rank -> the exception's name, from its stop record) is named when it
+    alone of them did; else the launcher's report
     (``failed``: ranks it saw fail) decides when exactly one of them is in it; otherwise
     the verdict is "undetermined" (rank -1), never a guess toward the lowest rank. The
     last write time of the files does not decide either: in lock-step training the
     innocent ranks wait, without writing, for the one that dies.
     """
     last = {rank: step for rank, step in statistics.last_steps.items() if step is not None}
+    raised = {} if raised is None else raised
     if unwritten is None:
         unwritten = {
             rank: unwritten_steps(recent_step_seconds(values))
@@ -430,11 +437,15 @@ def _stops(
             if all(step <= reach[other] for other in last if other != rank)
         )
         reported = [rank for rank in first if rank in set(failed)]
+        raising = [rank for rank in first if rank in raised]
         verdicts["job/stopped_first_step"] = _int_value(earliest)
-        verdicts["job/stopped_early_ranks"] = _ranks_text(r for r, s in last.items() if s < latest)
+        # Surely early: before the latest last step with all it may not have written.
+        verdicts["job/stopped_early_ranks"] = _ranks_text(r for r in last if reach[r] < latest)
         if len(first) == 1:
             verdicts["job/stopped_first_rank"] = first[0]
             verdicts["job/stopped_first_evidence"] = "last_step"
+        elif len(raising) == 1:
+            verdicts.update(_raised_first(raising[0], last[raising[0]], raised[raising[0]]))
         elif len(reported) == 1:
             verdicts["job/stopped_first_rank"] = reported[0]
             verdicts["job/stopped_first_step"] = _int_value(last[reported[0]])
@@ -444,13 +455,27 @@ def _stops(
             verdicts["job/stopped_first_tied_ranks"] = ranges_text(first)
     elif last:
         # Every rank reached the same step (lock-step launchers kill everyone within
-        # a step, and a clean run looks the same): only the launcher can tell.
+        # a step, and a clean run looks the same): only the rank that raised, or the
+        # launcher, can tell.
         reported = sorted(set(failed) & set(last))
-        if len(reported) == 1:
+        raising = sorted(set(raised) & set(last))
+        if len(raising) == 1:
+            verdicts.update(_raised_first(raising[0], last[raising[0]], raised[raising[0]]))
+        elif len(reported) == 1:
             verdicts["job/stopped_first_rank"] = reported[0]
             verdicts["job/stopped_first_step"] = _int_value(last[reported[0]])
             verdicts["job/stopped_first_evidence"] = "launcher"
     return verdicts
+
+
+def _raised_first(rank: int, step: int, exception: str) -> Verdicts:
+    """The verdict naming ``rank``, whose training stopped on ``exception`` at ``step``."""
+    return {
+        "job/stopped_first_rank": rank,
+        "job/stopped_first_step": _int_value(step),
+        "job/stopped_first_evidence": "exception",
+        "job/stopped_first_exception": exception[:MAX_EXCEPTION_NAME],
+    }
 
 
 def untimed_ranks(reported: Iterable[int], timed: Iterable[int]) -> Verdicts:
@@ -492,6 +517,7 @@ def job_verdicts(
     settings: VerdictSettings | None = None,
     onsets: Mapping[tuple[str, int], int] | None = None,
     ended: Sequence[tuple[str, int, int]] = (),
+    raised: Mapping[int, str] | None = None,
 ) -> tuple[Verdicts, StepTimes]:
     """Every verdict of the job, and the per-step step-time figures they came from.
 
@@ -503,6 +529,7 @@ def job_verdicts(
     over in the evidence (``StragglerEvidence.slowness_over``) is judged from the step
     after it under every timing, unless ``onsets`` gives it one (as the live view's
     own verdicts judge it at the end of training: ``TimingWatch.over_onsets``).
+    ``raised``: rank -> the exception its training stopped on (:func:`_stops`).
     """
     times = step_times(statistics)
     reported = [rank for rank, step in statistics.last_steps.items() if step is not None]
@@ -529,5 +556,5 @@ def job_verdicts(
     gradients.add(statistics.gradients)
     verdicts.update({key: _int_or_number(value) for key, value in gradients.verdicts().items()})
     verdicts.update(_nonfinite_loss(statistics))
-    verdicts.update(_stops(statistics, failed))
+    verdicts.update(_stops(statistics, failed, raised=raised))
     return verdicts, times
