@@ -571,7 +571,8 @@ def test_a_rank_whose_training_raises_keeps_it_in_its_stop_record(
             coordinator=FakeCoordinator(rank=rank),
         )
     directory = tmp_path / f"rank_{rank}" if world_size > 1 else tmp_path
-    assert read_train_stop(directory) == kept
+    stop = read_train_stop(directory)
+    assert (stop.exception if stop is not None else None) == kept
     assert (directory / TRAIN_STOP_FILE_NAME).exists() == (kept is not None)
 
 

@@ -146,6 +146,49 @@ def test_ranks_that_all_raised_decide_nothing_and_one_of_a_tie_does(tmp_path: Pa
 
 
 @pytest.mark.parametrize(
+    ("raised_at", "named"),
+    [
+        ({0: ("a", 1000.84), 1: ("a", 1000.0)}, 1),  # one host: rank 1 raised first
+        ({0: ("a", 1000.0), 1: ("a", 1000.84)}, 0),
+        ({0: ("a", 1000.84), 1: ("b", 1000.0)}, -1),  # two hosts: their clocks may differ
+        ({0: ("a", 1000.0), 1: ("a", 1000.0)}, -1),  # at one moment
+        ({1: ("a", 1000.0)}, -1),  # rank 0's record gave no time
+    ],
+)
+def test_of_ranks_that_all_raised_on_one_host_the_first_to_raise_is_named(
+    tmp_path: Path, raised_at: dict[int, tuple[str, float]], named: int
+) -> None:
+    """Under torchrun and gloo, rank 1 raised and rank 0 raised 0.84 s later, its
+    connection closed by the dead rank (a real job: both stopped at step 39)."""
+    view = write_job_view(
+        tmp_path,
+        _job({0: 39, 1: 39}, 0.02),
+        world_size=2,
+        raised={0: "RuntimeError", 1: "RuntimeError"},
+        raised_at=raised_at,
+    )
+    verdicts = view.verdicts
+    assert verdicts["job/stopped_first_rank"] == named
+    if named >= 0:
+        assert verdicts["job/stopped_first_evidence"] == "exception"
+        assert verdicts["job/stopped_first_lead_seconds"] == pytest.approx(0.84)
+        assert (
+            f"stopped first: rank {named} at step 39 (its training raised RuntimeError, "
+            "0.84 s before any other rank's)"
+        ) in verdict_lines(verdicts)
+
+
+@pytest.mark.parametrize(
+    "raised_at", [{-1: ("a", 1.0)}, {1: ("a",)}, {1: (3, 1.0)}, {1: ("a", float("nan"))}]
+)
+def test_raised_at_must_map_ranks_to_a_host_and_a_time(
+    tmp_path: Path, raised_at: dict[Any, Any]
+) -> None:
+    with pytest.raises(JobViewError, match="raised_at must map ranks"):
+        write_job_view(tmp_path, _job({0: 3}), world_size=1, raised_at=raised_at)
+
+
+@pytest.mark.parametrize(
     ("raised", "error"),
     [({-1: "E"}, "the key -1"), ({"1": "E"}, "the key '1'"), ({1: 3}, "got int for rank 1")],
 )

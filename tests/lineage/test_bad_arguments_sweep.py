@@ -99,6 +99,7 @@ LEFT_OUT = {
     "RunLineage",
     "TrainDataset",
     "TrainLineageInfo",
+    "TrainStop",
     "UserDefinedInfo",
     "ValidDataset",
     # Callbacks: test_callbacks.py checks their arguments (a SummaryRecord is needed).

@@ -111,7 +111,8 @@ def test_another_users_stop_record_names_nobody(
     """A planted stop record would blame its rank for a job's failure: another user's is
     not read (the merge reads each rank's through read_train_stop)."""
     planted = Path(write_train_stop(job / "rank_2", "ForgedError"))
-    assert read_train_stop(job / "rank_2") == "ForgedError"
+    stop = read_train_stop(job / "rank_2")
+    assert stop is not None and stop.exception == "ForgedError"
     give_away(planted)
     assert read_train_stop(job / "rank_2") is None
     assert f"skipping the training stop record {planted}: {THEIRS}" in warnings_of(caplog)

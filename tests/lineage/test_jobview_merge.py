@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import socket
+import time
 from pathlib import Path
 from typing import Any
+from unittest.mock import ANY
 
 import numpy as np
 import pytest
@@ -301,9 +305,32 @@ def test_a_stop_record_that_cannot_be_believed_is_skipped_with_a_warning(
 def test_a_new_start_record_removes_an_earlier_runs_stop_record(tmp_path: Path) -> None:
     directory = tmp_path / "rank_0"
     directory.mkdir()
+    before = time.time()
     write_train_stop(directory, "ValueError")
-    assert read_train_stop(directory) == "ValueError"
+    stop = read_train_stop(directory)
+    assert stop is not None
+    assert (stop.exception, stop.host) == ("ValueError", socket.gethostname())
+    assert stop.wall_time is not None and before <= stop.wall_time <= time.time()
     write_train_start(directory, TrainLineageInfo())
     assert read_train_stop(directory) is None
     assert os.stat(write_train_stop(directory, "X" * 500)).st_mode & 0o077 == 0  # private
-    assert read_train_stop(directory) == "X" * 200
+    assert read_train_stop(directory) == ("X" * 200, ANY, ANY)
+    (directory / TRAIN_STOP_FILE_NAME).write_text('{"exception": "E", "wall_time": "soon"}')
+    assert read_train_stop(directory) == ("E", None, None)  # what it cannot read: None
+
+
+def test_of_two_ranks_that_raised_the_merge_names_the_one_whose_record_came_first(
+    tmp_path: Path,
+) -> None:
+    """A torchrun job: rank 1 raised; rank 0 raised 0.84 s later, its connection closed."""
+    job = _stopped_job(tmp_path)
+    for rank, wall in ((1, 1000.0), (0, 1000.84)):
+        record = {"exception": "RuntimeError", "wall_time": wall, "host": "node-a"}
+        (job / f"rank_{rank}" / TRAIN_STOP_FILE_NAME).write_text(json.dumps(record))
+        os.chmod(job / f"rank_{rank}" / TRAIN_STOP_FILE_NAME, 0o600)
+    verdicts = merge_run_dir(job).lineage.section("user_defined")
+    assert (verdicts["job/stopped_first_rank"], verdicts["job/stopped_first_evidence"]) == (
+        1,
+        "exception",
+    )
+    assert verdicts["job/stopped_first_lead_seconds"] == pytest.approx(0.84)

@@ -19,6 +19,7 @@ public names.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time as _time
 from collections.abc import Mapping, Sequence
@@ -289,6 +290,29 @@ def _check_raised(raised: object) -> None:
             )
 
 
+def _check_raised_at(raised_at: object) -> None:
+    """``raised_at`` is None or a mapping of ranks to (host, finite wall time) pairs."""
+    check_optional_mapping("raised_at", raised_at)
+    if raised_at is None:
+        return
+    assert isinstance(raised_at, Mapping)
+    for rank, pair in raised_at.items():
+        host, wall = pair if isinstance(pair, tuple) and len(pair) == 2 else (None, None)
+        if (
+            isinstance(rank, bool)
+            or not isinstance(rank, int)
+            or rank < 0
+            or not isinstance(host, str)
+            or isinstance(wall, bool)
+            or not isinstance(wall, (int, float))
+            or not math.isfinite(wall)
+        ):
+            raise JobViewParamValueError(
+                f"raised_at must map ranks (ints >= 0) to (host, wall time in seconds) "
+                f"pairs, got {rank!r}: {pair!r}"
+            )
+
+
 def write_job_view(
     job_dir: str | os.PathLike[str],
     series: Mapping[int, RankSeries] | JobStatistics,
@@ -303,6 +327,7 @@ def write_job_view(
     straggler_evidence: StragglerEvidence | None = None,
     verdict_settings: VerdictSettings | None = None,
     raised: Mapping[int, str] | None = None,
+    raised_at: Mapping[int, tuple[str, float]] | None = None,
 ) -> JobView:
     """Write the job's own summary file into ``job_dir`` and return the verdicts.
 
@@ -328,6 +353,8 @@ def write_job_view(
             rank's stop record, ``rankscribe.lineage.recording.read_train_stop``):
             among the ranks that may have stopped first, the one that raised, when
             one alone did, is named (``docs/job-view.md``, "Where each rank stopped").
+        raised_at: rank -> (host, wall time in seconds) of its stop record: of several
+            ranks on one host that raised, the first to raise is named.
         straggler_evidence: the straggler rule's evidence, when it was reduced
             elsewhere (blocks of steps, a tree of ranks); by default it comes
             from ``series`` (:func:`timing_evidence`).
@@ -344,6 +371,7 @@ def write_job_view(
     directory = _check_arguments(job_dir, series, world_size, missing)
     check_ranks("failed", failed)
     _check_raised(raised)
+    _check_raised_at(raised_at)
     check_bool("tensorboard", tensorboard)
     check_optional_mapping("hparams", hparams)
     check_optional_mapping("metrics", metrics)
@@ -370,6 +398,7 @@ def write_job_view(
         missing=missing,
         failed=failed,
         raised=raised or {},
+        raised_at=raised_at or {},
         evidence=straggler_evidence,
         settings=verdict_settings,
         # A job the live view watched: its straggler keeps the onset it was named with,

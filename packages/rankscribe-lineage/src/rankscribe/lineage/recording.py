@@ -54,6 +54,7 @@ from rankscribe.lineage.record._parser import ParsedRun, parse_run
 from rankscribe.lineage.record._train_start import (
     TRAIN_START_FILE_NAME,
     TRAIN_STOP_FILE_NAME,
+    TrainStop,
     parse_rank_run,
     read_train_stop,
     remove_train_start,
@@ -77,6 +78,7 @@ __all__ = [
     "ScalarMessage",
     "TrainDataset",
     "TrainLineageInfo",
+    "TrainStop",
     "UserDefinedInfo",
     "ValidDataset",
     "eval_lineage_from_args",

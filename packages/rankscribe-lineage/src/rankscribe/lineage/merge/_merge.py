@@ -372,6 +372,11 @@ def merge_run_dir(
         with exclusive_lock(lock_path, timeout=_LOCK_SECONDS):
             if has_scalars:
                 hparams, metrics = session_values(merged)
+                stops = {
+                    rank: stop
+                    for rank, path in on_disk.items()
+                    if (stop := read_train_stop(path)) is not None
+                }
                 assert statistics is not None
                 view = write_job_view(
                     directory,
@@ -382,10 +387,11 @@ def merge_run_dir(
                     metrics=metrics,
                     host=host,
                     # The ranks whose training stopped on an exception (their stop records).
-                    raised={
-                        rank: name
-                        for rank, path in on_disk.items()
-                        if (name := read_train_stop(path)) is not None
+                    raised={rank: stop.exception for rank, stop in stops.items()},
+                    raised_at={
+                        rank: (stop.host, stop.wall_time)
+                        for rank, stop in stops.items()
+                        if stop.host is not None and stop.wall_time is not None
                     },
                 )
                 merged.sections["user_defined"].update(view.verdicts)

@@ -31,8 +31,11 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
+import socket
 import time
+from typing import NamedTuple
 
 from rankscribe.lineage._checks import check_path
 from rankscribe.lineage.errors import LineageParamTypeError, LineageSummaryAnalyzeException
@@ -48,6 +51,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "TRAIN_START_FILE_NAME",
     "TRAIN_STOP_FILE_NAME",
+    "TrainStop",
     "parse_rank_run",
     "read_train_stop",
     "remove_train_start",
@@ -62,6 +66,7 @@ _TRAIN_SECTIONS = ("hyper_parameters", "train_dataset", "algorithm", "model")
 TRAIN_STOP_FILE_NAME = ".rankscribe-train-stop"
 #: The longest exception name a stop record keeps, and the most bytes read of one.
 _MAX_EXCEPTION_NAME = 200
+_MAX_HOST_NAME = 255
 _MAX_STOP_BYTES = 1024
 
 
@@ -89,14 +94,29 @@ def write_train_stop(directory: str | os.PathLike[str], exception: str) -> str:
         raise LineageParamTypeError(
             f"exception must be an exception's name (a non-empty str), got {exception!r}"
         )
-    text = json.dumps({"exception": exception[:_MAX_EXCEPTION_NAME], "wall_time": time.time()})
+    text = json.dumps(
+        {
+            "exception": exception[:_MAX_EXCEPTION_NAME],
+            "wall_time": time.time(),
+            "host": socket.gethostname()[:_MAX_HOST_NAME],
+        }
+    )
     return atomic_write(os.path.join(target, TRAIN_STOP_FILE_NAME), [text.encode()])
 
 
-def read_train_stop(directory: str | os.PathLike[str]) -> str | None:
-    """The name of the exception ``directory``'s training stopped on, from its stop record;
-    None without one. A record that is not this user's regular file, or not what
-    :func:`write_train_stop` writes, is skipped with a warning (None)."""
+class TrainStop(NamedTuple):
+    """A rank's stop record: the exception its training stopped on, and when and where
+    the record was written (None where the record lacks them)."""
+
+    exception: str
+    wall_time: float | None
+    host: str | None
+
+
+def read_train_stop(directory: str | os.PathLike[str]) -> TrainStop | None:
+    """``directory``'s stop record: the exception its training stopped on, its wall time
+    and host; None without one. A record that is not this user's regular file, or not
+    what :func:`write_train_stop` writes, is skipped with a warning (None)."""
     path = os.path.join(check_path("directory", directory), TRAIN_STOP_FILE_NAME)
     if not os.path.lexists(path):
         return None
@@ -114,7 +134,16 @@ def read_train_stop(directory: str | os.PathLike[str]) -> str | None:
     if not isinstance(exception, str) or not exception:
         logger.warning("skipping the training stop record %s: it names no exception", path)
         return None
-    return exception[:_MAX_EXCEPTION_NAME]
+    assert isinstance(record, dict)
+    wall_time, host = record.get("wall_time"), record.get("host")
+    when: float | None = None
+    if isinstance(wall_time, (int, float)) and not isinstance(wall_time, bool):
+        when = float(wall_time) if math.isfinite(wall_time) else None
+    return TrainStop(
+        exception[:_MAX_EXCEPTION_NAME],
+        when,
+        host[:_MAX_HOST_NAME] if isinstance(host, str) and host else None,
+    )
 
 
 def remove_train_start(directory: str | os.PathLike[str]) -> None:

@@ -139,7 +139,10 @@ def verdict_lines(user_defined: Mapping[str, Any]) -> list[str]:
     if stopped >= 0:
         how = " (reported by the launcher)" if evidence == "launcher" else ""
         if evidence == "exception":
-            how = f" (its training raised {user_defined.get('job/stopped_first_exception', '?')})"
+            lead = _number(user_defined.get("job/stopped_first_lead_seconds"))
+            before = f", {lead:.2f} s before any other rank's" if math.isfinite(lead) else ""
+            exception = user_defined.get("job/stopped_first_exception", "?")
+            how = f" (its training raised {exception}{before})"
         early = user_defined.get("job/stopped_early_ranks")
         lines.append(
             f"stopped first: rank {stopped} at step "

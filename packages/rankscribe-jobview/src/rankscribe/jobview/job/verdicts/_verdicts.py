@@ -394,6 +394,7 @@ def _stops(
     unwritten: Mapping[int, int] | None = None,
     *,
     raised: Mapping[int, str] | None = None,
+    raised_at: Mapping[int, tuple[str, float]] | None = None,
 ) -> Verdicts:
     """Each rank's last step, and the rank that stopped first when the evidence decides.
 
@@ -406,7 +407,9 @@ def _stops(
     exception wrote them while the launcher killed the others has the largest last step
     of all. Where several ranks may have stopped first, the one whose training raised
     (``raised``: rank -> the exception's name, from its stop record) is named when it
-    alone of them did; else the launcher's report
+    alone of them did, or when it raised first of them all on one host (``raised_at``:
+    rank -> its record's host and wall time; a peer's own exception, a connection its
+    dead rank closed, comes after); else the launcher's report
     (``failed``: ranks it saw fail) decides when exactly one of them is in it; otherwise
     the verdict is "undetermined" (rank -1), never a guess toward the lowest rank. The
     last write time of the files does not decide either: in lock-step training the
@@ -414,6 +417,7 @@ def _stops(
     """
     last = {rank: step for rank, step in statistics.last_steps.items() if step is not None}
     raised = {} if raised is None else raised
+    raised_at = {} if raised_at is None else raised_at
     if unwritten is None:
         unwritten = {
             rank: unwritten_steps(recent_step_seconds(values))
@@ -444,8 +448,8 @@ def _stops(
         if len(first) == 1:
             verdicts["job/stopped_first_rank"] = first[0]
             verdicts["job/stopped_first_evidence"] = "last_step"
-        elif len(raising) == 1:
-            verdicts.update(_raised_first(raising[0], last[raising[0]], raised[raising[0]]))
+        elif (named := _raised_first(raising, last, raised, raised_at)) is not None:
+            verdicts.update(named)
         elif len(reported) == 1:
             verdicts["job/stopped_first_rank"] = reported[0]
             verdicts["job/stopped_first_step"] = _int_value(last[reported[0]])
@@ -459,8 +463,8 @@ def _stops(
         # launcher, can tell.
         reported = sorted(set(failed) & set(last))
         raising = sorted(set(raised) & set(last))
-        if len(raising) == 1:
-            verdicts.update(_raised_first(raising[0], last[raising[0]], raised[raising[0]]))
+        if (named := _raised_first(raising, last, raised, raised_at)) is not None:
+            verdicts.update(named)
         elif len(reported) == 1:
             verdicts["job/stopped_first_rank"] = reported[0]
             verdicts["job/stopped_first_step"] = _int_value(last[reported[0]])
@@ -468,14 +472,37 @@ def _stops(
     return verdicts
 
 
-def _raised_first(rank: int, step: int, exception: str) -> Verdicts:
-    """The verdict naming ``rank``, whose training stopped on ``exception`` at ``step``."""
-    return {
+def _raised_first(
+    raising: Sequence[int],
+    last: Mapping[int, int],
+    raised: Mapping[int, str],
+    raised_at: Mapping[int, tuple[str, float]],
+) -> Verdicts | None:
+    """The verdict naming the rank of ``raising`` (ranks that raised and may have stopped
+    first) that raised first: the one rank, or of several on one host whose stop records
+    give their times, the one whose record came first (``job/stopped_first_lead_seconds``
+    before the next). None when that does not decide."""
+    lead: float | None = None
+    if len(raising) == 1:
+        rank = raising[0]
+    else:
+        timed = [raised_at.get(rank) for rank in raising]
+        hosts = {pair[0] for pair in timed if pair is not None}
+        if not raising or None in timed or len(hosts) != 1:
+            return None
+        order = sorted((pair[1], rank) for rank, pair in zip(raising, timed, strict=True) if pair)
+        if order[1][0] <= order[0][0]:  # two at one moment: nothing tells them apart
+            return None
+        rank, lead = order[0][1], order[1][0] - order[0][0]
+    verdicts: Verdicts = {
         "job/stopped_first_rank": rank,
-        "job/stopped_first_step": _int_value(step),
+        "job/stopped_first_step": _int_value(last[rank]),
         "job/stopped_first_evidence": "exception",
-        "job/stopped_first_exception": exception[:MAX_EXCEPTION_NAME],
+        "job/stopped_first_exception": raised[rank][:MAX_EXCEPTION_NAME],
     }
+    if lead is not None:
+        verdicts["job/stopped_first_lead_seconds"] = lead
+    return verdicts
 
 
 def untimed_ranks(reported: Iterable[int], timed: Iterable[int]) -> Verdicts:
@@ -518,6 +545,7 @@ def job_verdicts(
     onsets: Mapping[tuple[str, int], int] | None = None,
     ended: Sequence[tuple[str, int, int]] = (),
     raised: Mapping[int, str] | None = None,
+    raised_at: Mapping[int, tuple[str, float]] | None = None,
 ) -> tuple[Verdicts, StepTimes]:
     """Every verdict of the job, and the per-step step-time figures they came from.
 
@@ -529,7 +557,8 @@ def job_verdicts(
     over in the evidence (``StragglerEvidence.slowness_over``) is judged from the step
     after it under every timing, unless ``onsets`` gives it one (as the live view's
     own verdicts judge it at the end of training: ``TimingWatch.over_onsets``).
-    ``raised``: rank -> the exception its training stopped on (:func:`_stops`).
+    ``raised``: rank -> the exception its training stopped on, ``raised_at``: rank ->
+    (host, wall time) of its stop record (:func:`_stops`).
     """
     times = step_times(statistics)
     reported = [rank for rank, step in statistics.last_steps.items() if step is not None]
@@ -556,5 +585,5 @@ def job_verdicts(
     gradients.add(statistics.gradients)
     verdicts.update({key: _int_or_number(value) for key, value in gradients.verdicts().items()})
     verdicts.update(_nonfinite_loss(statistics))
-    verdicts.update(_stops(statistics, failed, raised=raised))
+    verdicts.update(_stops(statistics, failed, raised=raised, raised_at=raised_at))
     return verdicts, times
