@@ -272,44 +272,44 @@ def _check_arguments(
     return directory
 
 
-def _check_raised(raised: object) -> None:
-    """``raised`` is None or a mapping of ranks (ints >= 0) to exception names (str)."""
-    check_optional_mapping("raised", raised)
-    if raised is None:
-        return
-    assert isinstance(raised, Mapping)
-    for rank, name in raised.items():
+def _rank_items(name: str, value: object, form: str) -> list[tuple[int, object]]:
+    """The items of ``value``, None or a mapping keyed by ranks (ints >= 0) whose values
+    have the ``form`` its error names."""
+    check_optional_mapping(name, value)
+    if value is None:
+        return []
+    assert isinstance(value, Mapping)
+    for rank in value:
         if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
             raise JobViewParamValueError(
-                f"raised must map ranks (ints >= 0) to exception names, got the key {rank!r}"
+                f"{name} must map ranks (ints >= 0) to {form}, got the key {rank!r}"
             )
-        if not isinstance(name, str):
+    return list(value.items())
+
+
+def _check_raised(raised: object) -> None:
+    """``raised`` is None or a mapping of ranks to exception names (str)."""
+    form = "exception names (str)"
+    for rank, exception in _rank_items("raised", raised, form):
+        if not isinstance(exception, str):
             raise JobViewParamTypeError(
-                f"raised must map ranks to exception names (str), got {type(name).__name__} "
-                f"for rank {rank}"
+                f"raised must map ranks to {form}, got {type(exception).__name__} for rank {rank}"
             )
 
 
 def _check_raised_at(raised_at: object) -> None:
     """``raised_at`` is None or a mapping of ranks to (host, finite wall time) pairs."""
-    check_optional_mapping("raised_at", raised_at)
-    if raised_at is None:
-        return
-    assert isinstance(raised_at, Mapping)
-    for rank, pair in raised_at.items():
+    form = "(host, wall time in seconds) pairs"
+    for rank, pair in _rank_items("raised_at", raised_at, form):
         host, wall = pair if isinstance(pair, tuple) and len(pair) == 2 else (None, None)
         if (
-            isinstance(rank, bool)
-            or not isinstance(rank, int)
-            or rank < 0
-            or not isinstance(host, str)
+            not isinstance(host, str)
             or isinstance(wall, bool)
             or not isinstance(wall, (int, float))
             or not math.isfinite(wall)
         ):
             raise JobViewParamValueError(
-                f"raised_at must map ranks (ints >= 0) to (host, wall time in seconds) "
-                f"pairs, got {rank!r}: {pair!r}"
+                f"raised_at must map ranks to {form}, got {pair!r} for rank {rank}"
             )
 
 
