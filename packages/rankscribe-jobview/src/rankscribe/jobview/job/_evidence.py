@@ -197,10 +197,6 @@ class LiveVerdicts:
         timing_curves: dict[str, list[Curve]] = {}
         order = list(written.per_rank)  # the curves' order
         statistics = written.job_statistics()
-        for rank, (_, values) in statistics.step_times.items():
-            recent = recent_step_seconds(values)
-            if recent is not None:
-                self.recent_step_seconds[rank] = recent
         for tag in statistics.timings:  # (no reference to the points is kept here)
             self.timed_ranks.update(
                 rank for rank, (steps, _) in written.per_rank.pop(tag).items() if len(steps)
@@ -231,6 +227,8 @@ class LiveVerdicts:
         known); the step time's per-step derived curves."""
         evidence = self.timings.setdefault(tag, _TimingEvidence())
         steps, skew, slowest = evidence.add(dense, medians)
+        if tag == STEP_TIME_TAG:
+            self.recent_step_seconds.update(recent_step_seconds(dense))
         if tag != STEP_TIME_TAG or not len(steps):
             return []
         return [

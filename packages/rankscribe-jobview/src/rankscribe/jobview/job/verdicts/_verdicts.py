@@ -379,13 +379,32 @@ def unwritten_steps(step_seconds: float | None) -> int:
     return min(STEP_TIME_WRITE_COUNT, math.ceil(STEP_TIME_WRITE_INTERVAL / step_seconds))
 
 
-def recent_step_seconds(values: npt.NDArray[np.float64]) -> float | None:
-    """A rank's quicker recent steps: the 10th percentile of its last :data:`RECENT_STEPS`
-    step times (more of its steps fit in a second than its median says); None where none
-    is finite."""
-    recent = values[-RECENT_STEPS:]
-    recent = recent[np.isfinite(recent)]
-    return float(np.percentile(recent, 10)) if len(recent) else None
+def recent_step_seconds(step_times: DenseSeries) -> dict[int, float]:
+    """Each rank's quicker recent steps: the 10th percentile of its step times over its
+    last :data:`RECENT_STEPS` steps (more of its steps fit in a second than its median
+    says), from the step times' table; a rank with none finite is left out. One pass over
+    the table's last rows of each rank, not a call per rank (0.9 s at 16,384 ranks)."""
+    values = step_times.values
+    finite = np.isfinite(values)
+    timed = finite.any(axis=0) if values.size else np.zeros(values.shape[1], dtype=bool)
+    if not timed.any():
+        return {}
+    columns = np.flatnonzero(timed)
+    # Each rank's last timed row, and the RECENT_STEPS rows up to it (before row 0: none).
+    last_row = len(values) - 1 - np.argmax(finite[::-1, columns], axis=0)
+    rows = last_row[None, :] - np.arange(RECENT_STEPS)[:, None]
+    recent = values[np.maximum(rows, 0), columns[None, :]].astype(np.float64)
+    recent[(rows < 0) | ~np.isfinite(recent)] = np.nan
+    # np.percentile's linear rule over each column's finite values, sorted first (NaN
+    # sorts last): nanpercentile takes a Python call per column.
+    ordered = np.sort(recent, axis=0)
+    position = 0.1 * (np.isfinite(ordered).sum(axis=0) - 1)
+    low = np.floor(position).astype(np.int64)
+    high = np.ceil(position).astype(np.int64)
+    below = np.take_along_axis(ordered, low[None, :], axis=0)[0]
+    above = np.take_along_axis(ordered, high[None, :], axis=0)[0]
+    quick = below + (position - low) * (above - below)
+    return dict(zip(step_times.ranks[columns].tolist(), quick.tolist(), strict=True))
 
 
 def _stops(
@@ -419,10 +438,8 @@ def _stops(
     raised = {} if raised is None else raised
     raised_at = {} if raised_at is None else raised_at
     if unwritten is None:
-        unwritten = {
-            rank: unwritten_steps(recent_step_seconds(values))
-            for rank, (_, values) in statistics.step_times.items()
-        }
+        quick = recent_step_seconds(dense_series(statistics.step_times))
+        unwritten = {rank: unwritten_steps(seconds) for rank, seconds in quick.items()}
     verdicts: Verdicts = {
         f"job/last_step/{rank}": _int_value(step) for rank, step in sorted(last.items())
     }
@@ -434,12 +451,11 @@ def _stops(
         earliest = min(last.values())
         latest = max(last.values())
         reach = {rank: step + unwritten.get(rank, 0) for rank, step in last.items()}
-        # A rank may have stopped first unless another's last step is surely past its own.
-        first = sorted(
-            rank
-            for rank, step in last.items()
-            if all(step <= reach[other] for other in last if other != rank)
-        )
+        # A rank may have stopped first unless another's last step is surely past its own:
+        # unless its last step is past the least reach (the least-reaching rank's own last
+        # step never is), one pass rather than a comparison per pair of ranks.
+        least = min(reach.values())
+        first = sorted(rank for rank, step in last.items() if step <= least)
         reported = [rank for rank in first if rank in set(failed)]
         raising = [rank for rank in first if rank in raised]
         verdicts["job/stopped_first_step"] = _int_value(earliest)
@@ -561,6 +577,8 @@ def job_verdicts(
     (host, wall time) of its stop record (:func:`_stops`).
     """
     times = step_times(statistics)
+    quick = recent_step_seconds(times.dense)
+    unwritten = {rank: unwritten_steps(seconds) for rank, seconds in quick.items()}
     reported = [rank for rank, step in statistics.last_steps.items() if step is not None]
     # Ranges from the ranks that exist: world_size may come from a file (2**31 - 1).
     absent = missing_ranges([rank for rank in reported if rank not in set(missing)], world_size)
@@ -585,5 +603,5 @@ def job_verdicts(
     gradients.add(statistics.gradients)
     verdicts.update({key: _int_or_number(value) for key, value in gradients.verdicts().items()})
     verdicts.update(_nonfinite_loss(statistics))
-    verdicts.update(_stops(statistics, failed, raised=raised, raised_at=raised_at))
+    verdicts.update(_stops(statistics, failed, unwritten, raised=raised, raised_at=raised_at))
     return verdicts, times
