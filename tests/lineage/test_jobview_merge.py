@@ -284,7 +284,7 @@ def test_the_rank_whose_training_raised_is_named_by_the_merge(tmp_path: Path) ->
     assert verdicts["job/stopped_first_exception"] == "RuntimeError"
 
 
-@pytest.mark.parametrize("damage", ["a link", "not json", "no exception"])
+@pytest.mark.parametrize("damage", ["a link", "a FIFO", "not json", "no exception"])
 def test_a_stop_record_that_cannot_be_believed_is_skipped_with_a_warning(
     tmp_path: Path, damage: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -294,6 +294,8 @@ def test_a_stop_record_that_cannot_be_believed_is_skipped_with_a_warning(
         elsewhere = tmp_path / "elsewhere"
         elsewhere.write_text('{"exception": "PlantedError"}')
         record.symlink_to(elsewhere)
+    elif damage == "a FIFO":
+        os.mkfifo(record)  # never opened for writing: a read that blocked would hang here
     else:
         record.write_text("{" if damage == "not json" else '{"exception": 3}')
     assert read_train_stop(job / "rank_1") is None
